@@ -1,0 +1,236 @@
+"""The loop. It reads like the pseudocode in DESIGN.md, "The loop, in order".
+
+Each turn returns a decision (`Continue`, `Stop` or `Suspend`) and the loop
+dispatches on it. Telemetry sees the loop only through its observer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent._state import RunState
+from agent.context import CallRecord
+from agent.errors import ModelError, TransientModelError
+from agent.finish import FINISH_TOOL, Signal, parse_finish
+from agent.hooks import RunObserver
+from agent.models.base import ModelReply, ModelRequest, ToolCall
+from agent.progress import call_signature
+from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopReason, Suspension
+from agent.tools import Tool, ToolOutcome, execute
+
+if TYPE_CHECKING:
+    from agent.agent import Agent
+
+NUDGE = "Use a tool or call finish."
+NOT_RUN = "Not run: the run paused for a person before this call. Call it again if you still need it."
+
+
+@dataclass(frozen=True)
+class Continue:
+    """Go on to the next turn; `signal` names what this turn did."""
+
+    signal: str = "tool_use"
+
+
+@dataclass(frozen=True)
+class Stop:
+    """End the run segment with a reason."""
+
+    reason: StopReason
+    limit: LimitKind | None = None
+    output: str = ""
+    note: str = ""
+    verified: bool = False
+    error_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Suspend:
+    """Pause for a person; `open_results` are this turn's results, `None` where the answer goes."""
+
+    suspension: Suspension
+    open_results: list[dict[str, Any] | None]
+
+
+Decision = Continue | Stop | Suspend
+
+
+async def drive(agent: Agent, run: RunState, obs: RunObserver, cancel: Any = None) -> RunResult:
+    """Run turns until one decides to stop or suspend."""
+    while True:
+        if limit := agent.budget.exceeded(run.tick()):  # 1. the budget first
+            decision: Decision = Stop(StopReason.LIMIT, limit=limit)
+        elif cancel is not None and cancel.is_set():
+            decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
+        else:
+            decision = await turn(agent, run, obs)  # 2-5
+        if not isinstance(decision, Continue):
+            return conclude(agent, run, decision)
+        if agent.checkpoint is not None:
+            agent.checkpoint(run.snapshot(StopReason.CANCELLED))
+
+
+async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
+    """One turn: ask the model, act on its reply, check progress."""
+    index = run.begin_turn()
+    obs.turn_started(index)
+    decision: Decision = Stop(StopReason.ERROR, note="the turn did not complete")
+    try:
+        reply = await ask_model(agent, run, obs)  # 2
+        if isinstance(reply, Stop):
+            decision = reply
+            return decision
+        decision = await act(agent, run, reply, obs)  # 3 and 4
+        if isinstance(decision, Continue) and (stuck := run.progress.end_turn()):  # 5
+            decision = Stop(StopReason.NO_PROGRESS, note=stuck)
+        return decision
+    finally:
+        obs.turn_ended(index, _signal_of(decision))
+
+
+async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> ModelReply | Stop:
+    """Call the model; retry transient failures with backoff while time is left."""
+    request = ModelRequest(agent.system_prompt, list(run.ctx.messages), agent.tool_specs, agent.max_tokens)
+    attempt = 0
+    while True:
+        attempt += 1
+        obs.model_started(request, attempt)
+        try:
+            reply = await agent.model.complete(request)
+        except TransientModelError as exc:
+            obs.model_ended(None, exc)
+            delay = agent.retry.delay(attempt, exc.retry_after)
+            left = agent.budget.seconds_left(run.tick())
+            if delay is None or (left is not None and delay >= left):
+                note = f"The model API still failed after {attempt} attempts: {exc}"
+                return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
+            await asyncio.sleep(delay)
+            continue
+        except ModelError as exc:
+            obs.model_ended(None, exc)
+            return Stop(StopReason.ERROR, note=f"The model call failed: {exc}", error_type=exc.error_type)
+        obs.model_ended(reply, None)
+        run.add_usage(reply, agent.prices.cost(agent.model.name, reply.input_tokens, reply.output_tokens))
+        return reply
+
+
+async def act(agent: Agent, run: RunState, reply: ModelReply, obs: RunObserver) -> Decision:
+    """Run the reply's tool calls in order; `finish` may stop or suspend the run."""
+    run.ctx.messages.append({"role": "assistant", "content": reply.content})
+    run.last_text = reply.text or run.last_text
+    calls = reply.tool_calls
+    if not calls:
+        run.ctx.messages.append({"role": "user", "content": NUDGE})
+        return Continue("no_tool_call")
+    results: list[dict[str, Any]] = []
+    signal = "tool_use"
+    for i, call in enumerate(calls):
+        step = await handle_call(agent, run, call, obs)
+        if isinstance(step, Suspend):
+            rest = [_result(c.id, NOT_RUN, is_error=True) for c in calls[i + 1 :]]
+            return Suspend(step.suspension, [*results, None, *rest])
+        if isinstance(step, Stop):
+            return step
+        if call.name == FINISH_TOOL:
+            signal = "done_rejected"
+        results.append(step)
+    run.ctx.messages.append({"role": "user", "content": results})
+    return Continue(signal)
+
+
+async def handle_call(
+    agent: Agent, run: RunState, call: ToolCall, obs: RunObserver
+) -> dict[str, Any] | Stop | Suspend:
+    """One call: `finish`, an unknown tool, a tool needing approval, or a tool to run."""
+    if call.name == FINISH_TOOL:
+        return await on_finish(agent, run, call, obs)
+    tool = agent.tool_named(call.name)
+    if tool is None:
+        known = ", ".join(sorted(t.name for t in agent.tools)) or "none"
+        return _result(call.id, f"Error: there is no tool {call.name!r}. Tools: {known}, finish.", True)
+    if tool.needs_approval:
+        args = json.dumps(call.arguments, sort_keys=True)
+        question = f"Approve the call {call.name}({args})?"
+        return Suspend(agent.suspension(question, PendingAction(call.id, call.name, call.arguments)), [])
+    outcome = await run_tool(agent, run, tool, call, obs)
+    return _result(call.id, outcome.text, outcome.is_error)
+
+
+async def run_tool(
+    agent: Agent, run: RunState, tool: Tool, call: ToolCall, obs: RunObserver
+) -> ToolOutcome:
+    """Execute a tool, record the call, and tell the progress detector what it saw."""
+    obs.tool_started(call)
+    outcome = await execute(tool, call.arguments, run.ctx)
+    obs.tool_ended(call, outcome)
+    run.ctx.calls.append(CallRecord(call.name, call.arguments, outcome.text, outcome.is_error))
+    state = agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text
+    run.progress.observe(call_signature(call.name, call.arguments), state)
+    return outcome
+
+
+async def on_finish(
+    agent: Agent, run: RunState, call: ToolCall, obs: RunObserver
+) -> dict[str, Any] | Stop | Suspend:
+    """The model's signal: done is verified, give_up stops, need_help suspends."""
+    signal = parse_finish(call.arguments)
+    if isinstance(signal, str):
+        return _result(call.id, signal, is_error=True)
+    run.ctx.note = signal.note
+    if signal.kind is FinishKind.GIVE_UP:
+        return Stop(StopReason.GAVE_UP, note=signal.note)
+    if signal.kind is FinishKind.NEED_HELP:
+        return Suspend(agent.suspension(signal.note or "The agent asked for help.", None), [])
+    return await verify(agent, run, signal, call, obs)
+
+
+async def verify(
+    agent: Agent, run: RunState, signal: Signal, call: ToolCall, obs: RunObserver
+) -> dict[str, Any] | Stop:
+    """Run every verifier; a failure goes back to the model as the finish result."""
+    try:
+        failures = [f for v in agent.verifiers for f in await asyncio.to_thread(v, run.ctx)]
+    except Exception as exc:
+        note = f"A verifier raised {type(exc).__name__}: {exc}"
+        return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
+    obs.verified(failures)
+    if not failures:
+        return Stop(StopReason.SUCCESS, output=signal.note, verified=bool(agent.verifiers))
+    run.failures.extend(failures)
+    return _result(call.id, "Criterion not met: " + "; ".join(failures), is_error=True)
+
+
+def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult:
+    """Turn a stop or a suspend into the run's structured result."""
+    if isinstance(decision, Suspend):
+        s = decision.suspension
+        snap = run.snapshot(StopReason.NEED_HELP, s, decision.open_results)
+        summary = agent.summarize(run.ctx, run.tick(), StopReason.NEED_HELP)
+        return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
+    snap = run.snapshot(StopReason.CANCELLED) if decision.reason is StopReason.CANCELLED else None
+    return run.result(
+        decision.reason,
+        limit=decision.limit,
+        output=decision.output,
+        note=decision.note,
+        summary=agent.summarize(run.ctx, run.tick(), decision.reason, decision.limit),
+        verified=decision.verified,
+        error_type=decision.error_type,
+        snapshot=snap,
+    )
+
+
+def _result(tool_use_id: str, text: str, is_error: bool = False) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+    return block | {"is_error": True} if is_error else block
+
+
+def _signal_of(decision: Decision) -> str:
+    if isinstance(decision, Continue):
+        return decision.signal
+    if isinstance(decision, Suspend):
+        return "need_help"
+    return str(decision.reason)

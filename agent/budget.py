@@ -1,0 +1,109 @@
+"""Budgets: what a run may spend, what it has spent, and what a model costs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from agent.errors import ConfigError
+from agent.result import LimitKind
+
+
+@dataclass
+class Usage:
+    """What a run has spent so far, across all its segments."""
+
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    active_seconds: float = 0.0
+    waiting_seconds: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def copy(self) -> Usage:
+        return replace(self)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Ceilings a run may not pass; `None` means no ceiling of that kind.
+
+    Checked by code before every model call. The defaults follow the seed:
+    25 turns and 10 minutes of active time.
+    """
+
+    max_turns: int | None = 25
+    max_seconds: float | None = 600.0
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_seconds", "max_tokens", "max_cost_usd"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"Budget.{name} must be positive or None, got {value!r}")
+
+    def exceeded(self, usage: Usage) -> LimitKind | None:
+        """The first budget that `usage` has used up, or None while all have room."""
+        if self.max_turns is not None and usage.turns >= self.max_turns:
+            return LimitKind.TURNS
+        if self.max_seconds is not None and usage.active_seconds >= self.max_seconds:
+            return LimitKind.SECONDS
+        if self.max_tokens is not None and usage.tokens >= self.max_tokens:
+            return LimitKind.TOKENS
+        if self.max_cost_usd is not None and usage.cost_usd >= self.max_cost_usd:
+            return LimitKind.COST
+        return None
+
+    def seconds_left(self, usage: Usage) -> float | None:
+        """Active seconds left, or None when time is not budgeted."""
+        if self.max_seconds is None:
+            return None
+        return max(0.0, self.max_seconds - usage.active_seconds)
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million input and output tokens."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+
+DEFAULT_PRICES: Mapping[str, Price] = {
+    "claude-opus-4-5": Price(5.0, 25.0),
+    "claude-opus-4-1": Price(15.0, 75.0),
+    "claude-sonnet-4-5": Price(3.0, 15.0),
+    "claude-sonnet-4-0": Price(3.0, 15.0),
+    "claude-haiku-4-5": Price(1.0, 5.0),
+    "scripted": Price(3.0, 15.0),
+}
+
+
+class PriceTable:
+    """Per-model prices; users pass their own to override or extend the defaults."""
+
+    def __init__(self, overrides: Mapping[str, Price] | None = None) -> None:
+        self._prices = {**DEFAULT_PRICES, **(overrides or {})}
+
+    def knows(self, model: str) -> bool:
+        return self._lookup(model) is not None
+
+    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
+        """Dollar cost of one call; 0.0 for a model with no price (see `knows`)."""
+        price = self._lookup(model)
+        return price.cost(input_tokens, output_tokens) if price else 0.0
+
+    def _lookup(self, model: str) -> Price | None:
+        if model in self._prices:
+            return self._prices[model]
+        # Dated ids such as "claude-sonnet-4-5-20250929" use their family's price.
+        family = max((k for k in self._prices if model.startswith(k + "-")), key=len, default=None)
+        return self._prices[family] if family else None

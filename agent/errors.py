@@ -1,0 +1,42 @@
+"""Exceptions for bugs and bad configuration. Expected stops are never raised."""
+
+from __future__ import annotations
+
+
+class EndstateError(Exception):
+    """Root of every exception Endstate raises on purpose."""
+
+
+class ConfigError(EndstateError):
+    """The agent, budget or tool definition is wrong; the message says what to fix."""
+
+
+class SnapshotError(EndstateError):
+    """A snapshot cannot be read or cannot be resumed in the way asked."""
+
+
+class ModelError(EndstateError):
+    """The model call failed in a way that retrying will not fix.
+
+    `error_type` is a short, bounded name for the failure (`rate_limit`,
+    `overloaded`, `server_error`, `timeout`, `bad_request`...), used as the
+    run's `error_type` when it ends in `error`.
+    """
+
+    def __init__(self, message: str, *, error_type: str | None = None) -> None:
+        super().__init__(message)
+        self.error_type = error_type or type(self).__name__
+
+
+class TransientModelError(ModelError):
+    """The model call failed in a way that may pass: 429, 529, 5xx, timeouts."""
+
+    def __init__(
+        self, message: str, *, error_type: str | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, error_type=error_type)
+        self.retry_after = retry_after
+
+
+class ScriptExhausted(ModelError):
+    """A scripted model was asked for more replies than its script holds."""

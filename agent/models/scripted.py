@@ -1,0 +1,117 @@
+"""A model that plays recorded turns: for tests and the offline default.
+
+A script is a list of steps. Each step is a `ModelReply`, a list of blocks
+(made with `say`, `call` and `finish`), an exception to raise, or a function
+of the request. The model finds its place from the history it is sent, so a
+run suspended in one process resumes in another with a fresh model.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agent.errors import ScriptExhausted
+from agent.models.base import ModelReply, ModelRequest
+
+Block = dict[str, Any]
+Step = ModelReply | Sequence[Block] | BaseException | Callable[[ModelRequest], Any]
+
+
+def say(text: str) -> Block:
+    """A text block."""
+    return {"type": "text", "text": text}
+
+
+def call(name: str, **arguments: Any) -> Block:
+    """A tool call block; the model gives it an id when it plays it."""
+    return {"type": "tool_use", "name": name, "input": arguments}
+
+
+def finish(kind: str, note: str = "") -> Block:
+    """A call of the `finish` tool."""
+    return call("finish", kind=kind, note=note)
+
+
+def reply(*blocks: Block, input_tokens: int | None = None, output_tokens: int | None = None) -> ModelReply:
+    """A reply of the given blocks; token counts default to the model's estimate."""
+    extra = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    return ModelReply(content=list(blocks), extra={k: v for k, v in extra.items() if v is not None})
+
+
+class ScriptedModel:
+    """Plays `steps` in order, then `then(turn)` if given, and records every request."""
+
+    provider = "scripted"
+
+    def __init__(
+        self,
+        steps: Sequence[Step] = (),
+        *,
+        then: Callable[[int], Step] | None = None,
+        name: str = "scripted",
+    ) -> None:
+        self._steps = list(steps)
+        self._then = then
+        self._name = name
+        self._cursor: int | None = None
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        turn = 1 + sum(m["role"] == "assistant" for m in request.messages)
+        if self._cursor is None:
+            self._cursor = self._position_after(turn - 1)
+        step = self._next_step(turn)
+        if isinstance(step, BaseException):
+            raise step
+        if callable(step) and not isinstance(step, ModelReply):
+            step = step(request)
+        return self._played(step, turn, request)
+
+    def assert_used_up(self) -> None:
+        """Fail when the script holds steps that no request reached."""
+        left = len(self._steps) - (self._cursor or 0)
+        if left > 0:
+            raise AssertionError(f"scripted model: {left} of {len(self._steps)} steps were never played")
+
+    def _next_step(self, turn: int) -> Step:
+        assert self._cursor is not None
+        if self._cursor < len(self._steps):
+            self._cursor += 1
+            return self._steps[self._cursor - 1]
+        if self._then is not None:
+            return self._then(turn)
+        raise ScriptExhausted(
+            f"scripted model {self._name!r} has no step for turn {turn}: add steps or pass then=",
+            error_type="script_exhausted",
+        )
+
+    def _position_after(self, replies: int) -> int:
+        """The index after the `replies`-th reply step (exceptions are not replies)."""
+        if replies == 0:
+            return 0
+        seen = itertools.accumulate(not isinstance(s, BaseException) for s in self._steps)
+        for index, count in enumerate(seen):
+            if count == replies:
+                return index + 1
+        return len(self._steps)
+
+    def _played(self, step: Any, turn: int, request: ModelRequest) -> ModelReply:
+        base = step if isinstance(step, ModelReply) else ModelReply(content=list(step))
+        content = [
+            {**b, "id": b.get("id") or f"toolu_{turn:03d}_{i}"} if b.get("type") == "tool_use" else b
+            for i, b in enumerate(base.content)
+        ]
+        input_tokens = base.extra.get("input_tokens", 100 + 20 * len(request.messages))
+        output_tokens = base.extra.get("output_tokens", 30 + 10 * len(content))
+        return ModelReply(content, input_tokens, output_tokens, _stop(content), self._name, f"msg_{turn:03d}")
+
+
+def _stop(content: list[Block]) -> str:
+    return "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"

@@ -1,0 +1,51 @@
+"""Small policies an agent is configured with: retries and waiting for people."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from agent.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Backoff for transient model failures (429, 529, 5xx, timeouts).
+
+    Retries happen inside the run's time budget: a delay that would pass it
+    ends the run as `error` instead.
+    """
+
+    max_attempts: int = 5
+    base_delay: float = 1.0
+    max_delay: float = 30.0
+    jitter: bool = True
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float | None:
+        """Seconds to wait after failed attempt number `attempt`, or None to stop."""
+        if attempt >= self.max_attempts:
+            return None
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay)
+        backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        return backoff * (0.5 + random.random() / 2) if self.jitter else backoff
+
+
+@dataclass(frozen=True)
+class HelpPolicy:
+    """How long a person may take, and what happens when nobody answers.
+
+    `on_timeout="end"` ends the run as `help_timeout` with a summary;
+    `"resume"` goes on with `default_answer` (a pending tool call is denied).
+    """
+
+    wait_seconds: float = 24 * 3600.0
+    on_timeout: Literal["end", "resume"] = "end"
+    default_answer: str = "Nobody answered in time. Take this as a no and do not wait for an answer."
+
+    def __post_init__(self) -> None:
+        if self.wait_seconds < 0:
+            raise ConfigError(f"HelpPolicy.wait_seconds must be >= 0, got {self.wait_seconds}")
+        if self.on_timeout not in ("end", "resume"):
+            raise ConfigError(f"HelpPolicy.on_timeout must be 'end' or 'resume', got {self.on_timeout!r}")

@@ -1,0 +1,67 @@
+"""No-progress detection: the loop is moving but the world is not."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def call_signature(name: str, arguments: dict[str, Any]) -> str:
+    """Tool name plus canonical arguments: key order and spacing do not matter."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    return f"{name}:{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+
+
+@dataclass
+class ProgressDetector:
+    """Stops a run that repeats itself.
+
+    Stuck when the same call (name plus canonical arguments) is made
+    `max_repeats` times with no change in the state fingerprint between them,
+    or when `max_idle_turns` turns in a row bring no observation not seen
+    before. The fingerprint is the agent's own (rows changed, files written);
+    without one, the call's result stands in for the state it observed.
+    """
+
+    max_repeats: int = 3
+    max_idle_turns: int | None = 10
+    _repeats: dict[str, tuple[str, int]] = field(default_factory=dict)
+    _seen: set[str] = field(default_factory=set)
+    _idle_turns: int = 0
+    _turn_had_news: bool = False
+
+    def observe(self, signature: str, fingerprint: str) -> None:
+        """Record one tool call and the state fingerprint after it."""
+        last = self._repeats.get(signature)
+        count = last[1] + 1 if last and last[0] == fingerprint else 1
+        self._repeats[signature] = (fingerprint, count)
+        observation = f"{signature}|{fingerprint}"
+        if observation not in self._seen:
+            self._seen.add(observation)
+            self._turn_had_news = True
+
+    def end_turn(self) -> str | None:
+        """Close a turn; the reason the run is stuck, or None."""
+        self._idle_turns = 0 if self._turn_had_news else self._idle_turns + 1
+        self._turn_had_news = False
+        for signature, (_, count) in self._repeats.items():
+            if count >= self.max_repeats:
+                name = signature.split(":", 1)[0]
+                return f"{name} called {count} times with the same arguments and no change in state"
+        if self.max_idle_turns is not None and self._idle_turns >= self.max_idle_turns:
+            return f"{self._idle_turns} turns in a row brought nothing new"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repeats": {k: list(v) for k, v in self._repeats.items()},
+            "seen": sorted(self._seen),
+            "idle_turns": self._idle_turns,
+        }
+
+    def load_json(self, data: dict[str, Any]) -> None:
+        self._repeats = {k: (v[0], int(v[1])) for k, v in data.get("repeats", {}).items()}
+        self._seen = set(data.get("seen", []))
+        self._idle_turns = int(data.get("idle_turns", 0))

@@ -1,0 +1,34 @@
+"""What a run hands back when it stops: a short account written by code."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from agent.budget import Usage
+from agent.context import RunContext
+from agent.result import LimitKind, StopReason
+
+_TEXT_CHARS = 300
+
+
+def summarize(
+    ctx: RunContext, usage: Usage, reason: StopReason, limit: LimitKind | None = None
+) -> str:
+    """A plain account of the run: why it stopped, what it did, what it last said."""
+    why = f"Stopped: {reason}" + (f" ({limit} budget used up)" if limit else "")
+    parts = [f"{why} after {usage.turns} turns, {usage.tokens} tokens, ${usage.cost_usd:.4f}."]
+    if ctx.calls:
+        counts = Counter(call.name for call in ctx.calls)
+        errors = sum(call.is_error for call in ctx.calls)
+        done = ", ".join(f"{name} x{n}" for name, n in counts.most_common())
+        parts.append(f"Tool calls: {done}" + (f"; {errors} returned errors." if errors else "."))
+        last = ctx.calls[-1]
+        parts.append(f"Last result ({last.name}): {_clip(last.result)}")
+    else:
+        parts.append("No tool was called.")
+    return " ".join(parts)
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _TEXT_CHARS else text[: _TEXT_CHARS - 3] + "..."
