@@ -159,9 +159,7 @@ async def handle_call(
     return _result(call.id, outcome.text, outcome.is_error)
 
 
-async def run_tool(
-    agent: Agent, run: RunState, tool: Tool, call: ToolCall, obs: RunObserver
-) -> ToolOutcome:
+async def run_tool(agent: Agent, run: RunState, tool: Tool, call: ToolCall, obs: RunObserver) -> ToolOutcome:
     """Execute a tool, record the call, and tell the progress detector what it saw."""
     obs.tool_started(call)
     outcome = await execute(tool, call.arguments, run.ctx)

@@ -198,6 +198,7 @@ class Agent:
             segment=run.segment,
             continues=link,
             started_at=time.time(),
+            limits=self.budget.ceilings(),
         )
         obs = guard(self.hooks, info)
         run.trace_id, run.span_id = obs.trace_id, obs.span_id
@@ -232,9 +233,13 @@ class Agent:
 
     def _check_snapshot(self, snap: Snapshot) -> None:
         if snap.agent != self.name:
-            raise SnapshotError(f"snapshot of run {snap.run_id} belongs to agent {snap.agent!r}, not {self.name!r}")
+            raise SnapshotError(
+                f"snapshot of run {snap.run_id} belongs to agent {snap.agent!r}, not {self.name!r}"
+            )
         if not snap.reason.resumable:
-            raise SnapshotError(f"run {snap.run_id} ended as {snap.reason}; only need_help and cancelled resume")
+            raise SnapshotError(
+                f"run {snap.run_id} ended as {snap.reason}; only need_help and cancelled resume"
+            )
 
 
 def _check_answer(s: Suspension, answer: str | None, approved: bool | None) -> None:

@@ -59,6 +59,11 @@ class Budget:
             return LimitKind.COST
         return None
 
+    def ceilings(self) -> dict[str, float]:
+        """The configured ceilings by `LimitKind` value, for dashboards."""
+        values = (self.max_turns, self.max_seconds, self.max_tokens, self.max_cost_usd)
+        return {str(k): float(v) for k, v in zip(LimitKind, values, strict=True) if v is not None}
+
     def seconds_left(self, usage: Usage) -> float | None:
         """Active seconds left, or None when time is not budgeted."""
         if self.max_seconds is None:

@@ -41,6 +41,7 @@ class RunInfo:
     segment: int = 1
     continues: SegmentLink | None = None
     started_at: float = 0.0
+    limits: dict[str, float] = field(default_factory=dict)  # configured ceilings by LimitKind
 
 
 @dataclass(frozen=True)

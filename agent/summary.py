@@ -11,9 +11,7 @@ from agent.result import LimitKind, StopReason
 _TEXT_CHARS = 300
 
 
-def summarize(
-    ctx: RunContext, usage: Usage, reason: StopReason, limit: LimitKind | None = None
-) -> str:
+def summarize(ctx: RunContext, usage: Usage, reason: StopReason, limit: LimitKind | None = None) -> str:
     """A plain account of the run: why it stopped, what it did, what it last said."""
     why = f"Stopped: {reason}" + (f" ({limit} budget used up)" if limit else "")
     parts = [f"{why} after {usage.turns} turns, {usage.tokens} tokens, ${usage.cost_usd:.4f}."]
