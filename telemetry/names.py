@@ -1,0 +1,128 @@
+"""Every telemetry name Endstate emits: spans, attributes, metrics, labels.
+
+This module is a public contract. Dashboards and alert rules are checked
+against it by tests; rename nothing that a dashboard or rule uses.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# -- spans -------------------------------------------------------------------
+SPAN_INVOKE_AGENT: Final = "invoke_agent"  # "invoke_agent {agent}"
+SPAN_TURN: Final = "agent.turn"
+SPAN_CHAT: Final = "chat"  # "chat {model}"
+SPAN_EXECUTE_TOOL: Final = "execute_tool"  # "execute_tool {tool}"
+SPAN_VERIFY: Final = "agent.verify"
+SPAN_HUMAN_WAIT: Final = "agent.human_wait"
+
+# -- span attributes: GenAI semantic conventions -----------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+ERROR_TYPE: Final = "error.type"
+
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_CHAT: Final = "chat"
+OP_EXECUTE_TOOL: Final = "execute_tool"
+
+# -- span attributes: Endstate's own -----------------------------------------
+STOP_REASON: Final = "stop.reason"
+STOP_LIMIT: Final = "stop.limit"
+STOP_VERIFIED: Final = "stop.verified"
+AGENT_TASK_TYPE: Final = "agent.task.type"
+AGENT_TURNS: Final = "agent.turns"
+AGENT_TURN_INDEX: Final = "agent.turn.index"
+AGENT_TURN_SIGNAL: Final = "agent.turn.signal"
+AGENT_COST_USD: Final = "agent.cost.usd"
+AGENT_SEGMENT: Final = "agent.segment"
+AGENT_ATTEMPT: Final = "agent.model.attempt"
+AGENT_VERIFY_PASSED: Final = "agent.verify.passed"
+AGENT_VERIFY_FAILURES: Final = "agent.verify.failures"
+AGENT_HUMAN_WAIT_OUTCOME: Final = "agent.human_wait.outcome"
+AGENT_HUMAN_WAIT_PENDING_TOOL: Final = "agent.human_wait.pending_tool"
+AGENT_STOP_NOTE: Final = "stop.note"
+
+# -- environment variables ---------------------------------------------------
+ENV_CAPTURE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+# -- Prometheus metrics (names as `prometheus_client` takes them) ------------
+# The exposition adds `_total` to counters and `_bucket`/`_sum`/`_count` to
+# histograms; the full exposed names are in EXPOSED_METRICS below.
+METRIC_STOPS: Final = "agent_stops"  # counter -> agent_stops_total
+METRIC_RUNS_STARTED: Final = "agent_runs_started"  # counter -> agent_runs_started_total
+METRIC_RUN_TURNS: Final = "agent_run_turns"  # histogram
+METRIC_RUN_ACTIVE_SECONDS: Final = "agent_run_active_seconds"  # histogram, exemplar trace_id
+METRIC_RUN_TOKENS: Final = "agent_run_tokens"  # histogram
+METRIC_HUMAN_WAIT_SECONDS: Final = "agent_human_wait_seconds"  # histogram
+METRIC_HELP_PENDING: Final = "agent_help_pending"  # gauge (from the store)
+METRIC_HELP_OLDEST_PENDING_SECONDS: Final = "agent_help_oldest_pending_seconds"  # gauge
+METRIC_VERIFY_REJECTIONS: Final = "agent_verify_rejections"  # counter -> _total
+METRIC_TOOL_CALLS: Final = "agent_tool_calls"  # counter -> _total
+METRIC_COST_USD: Final = "agent_cost_usd"  # counter -> agent_cost_usd_total
+METRIC_BUDGET_LIMIT: Final = "agent_budget_limit"  # gauge: the configured ceilings
+METRIC_TELEMETRY_EXPORT_FAILURES: Final = "agent_telemetry_export_failures"  # counter -> _total
+METRIC_GEN_AI_TOKEN_USAGE: Final = "gen_ai_client_token_usage"  # histogram
+METRIC_GEN_AI_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"  # histogram
+
+# -- metric labels (values only from enums or configured names) --------------
+LABEL_AGENT: Final = "agent"
+LABEL_TASK_TYPE: Final = "task_type"
+LABEL_STOP_REASON: Final = "stop_reason"
+LABEL_STOP_LIMIT: Final = "stop_limit"  # "none" unless stop_reason="limit"
+LABEL_OUTCOME: Final = "outcome"  # human wait: answered|expired; tools: ok|error|timeout
+LABEL_TOOL: Final = "tool"
+LABEL_LIMIT: Final = "limit"  # agent_budget_limit: turns|seconds|tokens|cost
+LABEL_SIGNAL: Final = "signal"  # export failures: traces|metrics
+LABEL_GEN_AI_OPERATION_NAME: Final = "gen_ai_operation_name"
+LABEL_GEN_AI_PROVIDER_NAME: Final = "gen_ai_provider_name"
+LABEL_GEN_AI_REQUEST_MODEL: Final = "gen_ai_request_model"
+LABEL_GEN_AI_TOKEN_TYPE: Final = "gen_ai_token_type"
+LABEL_ERROR_TYPE: Final = "error_type"
+
+NO_LIMIT: Final = "none"
+
+EXPOSED_METRICS: Final = frozenset(
+    {
+        "agent_stops_total",
+        "agent_runs_started_total",
+        "agent_run_turns_bucket",
+        "agent_run_turns_sum",
+        "agent_run_turns_count",
+        "agent_run_active_seconds_bucket",
+        "agent_run_active_seconds_sum",
+        "agent_run_active_seconds_count",
+        "agent_run_tokens_bucket",
+        "agent_run_tokens_sum",
+        "agent_run_tokens_count",
+        "agent_human_wait_seconds_bucket",
+        "agent_human_wait_seconds_sum",
+        "agent_human_wait_seconds_count",
+        "agent_help_pending",
+        "agent_help_oldest_pending_seconds",
+        "agent_verify_rejections_total",
+        "agent_tool_calls_total",
+        "agent_cost_usd_total",
+        "agent_budget_limit",
+        "agent_telemetry_export_failures_total",
+        "gen_ai_client_token_usage_bucket",
+        "gen_ai_client_token_usage_sum",
+        "gen_ai_client_token_usage_count",
+        "gen_ai_client_operation_duration_seconds_bucket",
+        "gen_ai_client_operation_duration_seconds_sum",
+        "gen_ai_client_operation_duration_seconds_count",
+    }
+)
