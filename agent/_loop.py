@@ -60,17 +60,19 @@ Decision = Continue | Stop | Suspend
 
 async def drive(agent: Agent, run: RunState, obs: RunObserver, cancel: Any = None) -> RunResult:
     """Run turns until one decides to stop or suspend."""
+    if run.turn_in_flight():  # resumed from a snapshot taken inside a turn
+        decision = await finish_turn(agent, run, obs)
+        if not isinstance(decision, Continue):
+            return conclude(agent, run, decision)
     while True:
         if limit := agent.budget.exceeded(run.tick()):  # 1. the budget first
-            decision: Decision = Stop(StopReason.LIMIT, limit=limit)
+            decision = Stop(StopReason.LIMIT, limit=limit)
         elif cancel is not None and cancel.is_set():
             decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
         else:
             decision = await turn(agent, run, obs)  # 2-5
         if not isinstance(decision, Continue):
             return conclude(agent, run, decision)
-        if agent.checkpoint is not None:
-            agent.checkpoint(run.snapshot(StopReason.CANCELLED))
 
 
 async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
@@ -84,11 +86,39 @@ async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
             decision = reply
             return decision
         decision = await act(agent, run, reply, obs)  # 3 and 4
-        if isinstance(decision, Continue) and (stuck := run.progress.end_turn()):  # 5
-            decision = Stop(StopReason.NO_PROGRESS, note=stuck)
+        decision = end_turn(agent, run, decision)  # 5
         return decision
     finally:
         obs.turn_ended(index, _signal_of(decision))
+
+
+async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
+    """Complete a turn whose reply was recorded but whose calls were not all run."""
+    index = run.usage.turns
+    obs.turn_started(index)
+    decision: Decision = Stop(StopReason.ERROR, note="the turn did not complete")
+    try:
+        calls = _tool_calls(run.ctx.messages[-1])
+        decision = end_turn(agent, run, await act_on_calls(agent, run, calls, obs))
+        return decision
+    finally:
+        obs.turn_ended(index, _signal_of(decision))
+
+
+def end_turn(agent: Agent, run: RunState, decision: Decision) -> Decision:
+    """Check progress after a completed turn and write the checkpoint."""
+    if not isinstance(decision, Continue):
+        return decision
+    if stuck := run.progress.end_turn():
+        return Stop(StopReason.NO_PROGRESS, note=stuck)
+    journal(agent, run)
+    return decision
+
+
+def journal(agent: Agent, run: RunState) -> None:
+    """Hand the checkpointer a snapshot; a checkpointer that raises ends the run as error."""
+    if agent.checkpoint is not None:
+        agent.checkpoint(run.snapshot(StopReason.CANCELLED))
 
 
 async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> ModelReply | Stop:
@@ -118,16 +148,28 @@ async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> ModelReply
 
 
 async def act(agent: Agent, run: RunState, reply: ModelReply, obs: RunObserver) -> Decision:
-    """Run the reply's tool calls in order; `finish` may stop or suspend the run."""
+    """Record the reply and act on it; a reply with no tool call is nudged."""
     run.ctx.messages.append({"role": "assistant", "content": reply.content})
     run.last_text = reply.text or run.last_text
     calls = reply.tool_calls
     if not calls:
         run.ctx.messages.append({"role": "user", "content": NUDGE})
         return Continue("no_tool_call")
-    results: list[dict[str, Any]] = []
+    run.open_results = []
+    journal(agent, run)
+    return await act_on_calls(agent, run, calls, obs)
+
+
+async def act_on_calls(agent: Agent, run: RunState, calls: list[ToolCall], obs: RunObserver) -> Decision:
+    """Run the calls not yet answered, in order; `finish` may stop or suspend the run.
+
+    Each result is journaled as it lands, so a crash never runs a call again
+    whose result was recorded.
+    """
+    results = run.open_results if run.open_results is not None else []
     signal = "tool_use"
-    for i, call in enumerate(calls):
+    for i in range(len(results), len(calls)):
+        call = calls[i]
         step = await handle_call(agent, run, call, obs)
         if isinstance(step, Suspend):
             rest = [_result(c.id, NOT_RUN, is_error=True) for c in calls[i + 1 :]]
@@ -137,7 +179,9 @@ async def act(agent: Agent, run: RunState, reply: ModelReply, obs: RunObserver) 
         if call.name == FINISH_TOOL:
             signal = "done_rejected"
         results.append(step)
-    run.ctx.messages.append({"role": "user", "content": results})
+        journal(agent, run)
+    run.ctx.messages.append({"role": "user", "content": list(results)})
+    run.open_results = None
     return Continue(signal)
 
 
@@ -205,7 +249,8 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
     """Turn a stop or a suspend into the run's structured result."""
     if isinstance(decision, Suspend):
         s = decision.suspension
-        snap = run.snapshot(StopReason.NEED_HELP, s, decision.open_results)
+        run.open_results = list(decision.open_results)
+        snap = run.snapshot(StopReason.NEED_HELP, s)
         summary = agent.summarize(run.ctx, run.tick(), StopReason.NEED_HELP)
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
     snap = run.snapshot(StopReason.CANCELLED) if decision.reason is StopReason.CANCELLED else None
@@ -224,6 +269,10 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
 def _result(tool_use_id: str, text: str, is_error: bool = False) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
     return block | {"is_error": True} if is_error else block
+
+
+def _tool_calls(message: dict[str, Any]) -> list[ToolCall]:
+    return ModelReply(content=message["content"]).tool_calls
 
 
 def _signal_of(decision: Decision) -> str:

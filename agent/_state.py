@@ -26,6 +26,7 @@ class RunState:
     last_text: str = ""
     trace_id: str | None = None
     span_id: str | None = None
+    open_results: list[dict[str, Any] | None] | None = None  # results of the turn in flight
     _active_before: float = 0.0
     _started: float = field(default_factory=time.monotonic)
     _turn_start: tuple[int, int] = (0, 0)
@@ -42,20 +43,33 @@ class RunState:
 
     def begin_turn(self) -> int:
         self._turn_start = (len(self.ctx.messages), len(self.ctx.calls))
+        self.open_results = None
         self.usage.turns += 1
         return self.usage.turns
 
+    def turn_in_flight(self) -> bool:
+        """True when the last reply's tool calls have not all been answered."""
+        last = self.ctx.messages[-1] if self.ctx.messages else {}
+        content = last.get("content")
+        return (
+            last.get("role") == "assistant"
+            and isinstance(content, list)
+            and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
+        )
+
     def rewind_open_turn(self) -> None:
-        """Drop a turn that did not complete, so a snapshot holds whole turns only."""
+        """Drop a turn whose model call never returned; a recorded reply and results stay."""
+        if self.open_results is not None or not self._turn_start[0]:
+            return
         messages, calls = self._turn_start
         del self.ctx.messages[messages:]
         del self.ctx.calls[calls:]
+        self.usage.turns -= 1
 
     def snapshot(
         self,
         reason: StopReason,
         suspension: Suspension | None = None,
-        open_results: list[dict[str, Any] | None] | None = None,
     ) -> Snapshot:
         ctx = self.ctx
         return Snapshot(
@@ -73,7 +87,7 @@ class RunState:
             verifier_failures=list(self.failures),
             last_text=self.last_text,
             suspension=suspension,
-            open_results=list(open_results or []),
+            open_results=list(self.open_results or []),
             trace_id=self.trace_id,
             span_id=self.span_id,
         )
@@ -136,5 +150,6 @@ class RunState:
             segment=snap.segment + 1,
             failures=list(snap.verifier_failures),
             last_text=snap.last_text,
+            open_results=list(snap.open_results) if snap.open_results else None,
             _active_before=usage.active_seconds,
         )

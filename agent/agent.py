@@ -168,8 +168,7 @@ class Agent:
         obs = self._observe(run, snap)
         if snap.suspension is not None:
             self._record_wait(run, obs, snap.suspension, now, outcome)
-            results = await self._answer(run, obs, snap, answer, approved)
-            run.ctx.messages.append({"role": "user", "content": results})
+            await self._answer(run, obs, snap.suspension, answer, approved)
         return await self._segment(run, cancel, obs)
 
     async def _segment(self, run: RunState, cancel: Any, obs: RunObserver | None = None) -> RunResult:
@@ -210,26 +209,23 @@ class Agent:
         obs.human_waited(wait)
 
     async def _answer(
-        self, run: RunState, obs: RunObserver, snap: Snapshot, answer: str | None, approved: bool | None
-    ) -> list[dict[str, Any]]:
-        """The suspended turn's tool results, with the person's answer in its slot."""
-        s = snap.suspension
-        assert s is not None
-        slot = snap.open_results.index(None)
+        self, run: RunState, obs: RunObserver, s: Suspension, answer: str | None, approved: bool | None
+    ) -> None:
+        """Put the person's answer in the open slot of the suspended turn's results."""
+        assert run.open_results is not None
+        slot = run.open_results.index(None)
+        tool_use_id = _tool_use_ids(run.ctx.messages[-1])[slot]
         if s.pending is None:
             text = f"Answer from a person: {answer}"
         elif approved:
-            call = ToolCall(s.pending.tool_use_id, s.pending.name, s.pending.arguments)
+            call = ToolCall(tool_use_id, s.pending.name, s.pending.arguments)
             tool = self.tool_named(call.name)
             if tool is None:
                 raise SnapshotError(f"agent {self.name!r} has no tool {call.name!r} to run after approval")
             text = (await run_tool(self, run, tool, call, obs)).text
         else:
             text = f"Denied by a person: {answer or 'no reason given'}. Do not retry this call."
-        results = list(snap.open_results)
-        tool_use_id = _tool_use_ids(snap)[slot]
-        results[slot] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
-        return [r for r in results if r is not None]
+        run.open_results[slot] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
 
     def _check_snapshot(self, snap: Snapshot) -> None:
         if snap.agent != self.name:
@@ -249,8 +245,8 @@ def _check_answer(s: Suspension, answer: str | None, approved: bool | None) -> N
         raise SnapshotError(f"the run waits for an answer to {s.question!r}: pass answer='...'")
 
 
-def _tool_use_ids(snap: Snapshot) -> list[str]:
-    content = snap.messages[-1]["content"]
+def _tool_use_ids(message: dict[str, Any]) -> list[str]:
+    content = message["content"]
     return [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import threading
@@ -159,10 +160,8 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
             outcome: tuple[Callable[[Any], None], Any] = (future.set_result, fn(**kwargs))
         except BaseException as exc:  # handed to the awaiting coroutine
             outcome = (future.set_exception, exc)
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop closed while the tool hung
             loop.call_soon_threadsafe(settle, *outcome)
-        except RuntimeError:  # the loop closed while the tool hung: nobody waits
-            pass
 
     threading.Thread(target=target, name=f"tool-{fn.__name__}", daemon=True).start()
     return await future
