@@ -1,0 +1,139 @@
+"""The `endstate` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from agent.demo import Played, play, select
+from agent.errors import EndstateError
+from agent.examples.scenarios import SCENARIOS
+
+COMMAND_MODULES: list[str] = []  # modules with `register(subparsers)` adding more commands
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except EndstateError as exc:
+        print(f"endstate: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="endstate", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_demo(sub)
+    for module in COMMAND_MODULES:
+        __import__(module, fromlist=["register"]).register(sub)
+    return parser
+
+
+def add_demo(sub: Any) -> None:
+    demo = sub.add_parser("demo", help="run the seed agents' scenarios offline; every stop reason")
+    demo.add_argument("scenarios", nargs="*", help="scenario names or prefixes (default: all)")
+    demo.add_argument("--json", action="store_true", help="print one JSON object per run segment")
+    demo.add_argument("--repeat", type=int, default=1, help="play the scenarios this many times")
+    demo.add_argument("--model", help="run the tasks against this Claude model (needs ANTHROPIC_API_KEY)")
+    demo.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
+    demo.add_argument("--hold", action="store_true", help="keep serving /metrics until interrupted")
+    demo.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    demo.set_defaults(handler=run_demo)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    print(HEADER) if not (args.json or args.list) else None
+    if args.list:
+        for s in SCENARIOS:
+            after = f" then {s.follow_up.action} -> {s.expect_after}" if s.follow_up else ""
+            print(f"{s.name:28} {s.agent:20} {s.expect}{after}")
+        return 0
+    if args.repeat < 1:
+        raise SystemExit("endstate demo: --repeat must be at least 1")
+    scenarios = select(args.scenarios)
+    telemetry = _telemetry(args)
+    model = _model(args.model) if args.model else None
+    played: list[Played] = []
+    try:
+        for _ in range(args.repeat):
+            for scenario in scenarios:
+                segments = asyncio.run(
+                    play(scenario, hooks=telemetry.hooks if telemetry else None, model=model)
+                )
+                played.extend(segments)
+                for p in segments:
+                    print(json.dumps(p.row()) if args.json else _line(p), flush=True)
+        if not args.json:
+            print(_footer(played))
+        if args.hold and args.metrics_port:
+            _hold(args.metrics_port)
+    finally:
+        if telemetry:
+            telemetry.shutdown()
+    return 0 if all(p.met for p in played) else 1
+
+
+def _telemetry(args: argparse.Namespace) -> Any:
+    from telemetry import Telemetry  # telemetry is optional for the library, not for the CLI
+
+    telemetry = Telemetry.from_env()
+    if args.metrics_port:
+        from telemetry.metrics import serve_metrics
+
+        serve_metrics(args.metrics_port, telemetry.registry)
+    return telemetry
+
+
+def _model(name: str) -> Any:
+    from agent.models.anthropic import AnthropicModel
+
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        raise SystemExit("endstate demo --model needs ANTHROPIC_API_KEY in the environment")
+    return AnthropicModel(name)
+
+
+HEADER = f"{'scenario':26} {'seg':>3} {'stop':12} {'limit':7} {'verified':8} {'turns':>5} {'tokens':>7} {'cost $':>8}  note"
+
+
+def _line(p: Played) -> str:
+    r = p.result
+    mark = "" if p.met else f"  <-- expected {p.expected}"
+    note = (r.note or r.output or r.summary).replace("\n", " ")
+    note = note if len(note) <= 70 else note[:67] + "..."
+    tokens = r.input_tokens + r.output_tokens
+    return (
+        f"{p.scenario.name:26} {p.segment:>3} {r.reason:12} {r.limit or '-':7} {str(r.verified).lower():8} "
+        f"{r.turns:>5} {tokens:>7} {r.cost_usd:>8.4f}  {note}{mark}"
+    )
+
+
+def _footer(played: list[Played]) -> str:
+    reached = sorted({str(p.result.reason) for p in played})
+    missed = [p for p in played if not p.met]
+    status = "all as expected" if not missed else f"{len(missed)} NOT as expected"
+    return f"\n{len(played)} run segments; stop reasons reached: {', '.join(reached)}; {status}."
+
+
+def _hold(port: int) -> None:
+    print(f"serving http://127.0.0.1:{port}/metrics until interrupted (Ctrl-C)", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""Scripted scenarios for the seed agents. Between them they reach every stop reason.
+
+A scenario is a task for one example agent, a script of model replies, and
+what a person does afterwards (answer, approve, let the deadline pass, or
+resume after a shutdown). `endstate demo` and the eval cases play them.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.agent import Agent
+from agent.errors import TransientModelError
+from agent.examples import csv_clean, fix_ci, invoice, research
+from agent.models.base import Model
+from agent.models.scripted import ScriptedModel, Step, call, finish, say
+from agent.policies import HelpPolicy, RetryPolicy
+from agent.result import StopReason
+
+
+@dataclass
+class World:
+    """The outside world one scenario's agent talks to."""
+
+    workdir: Path
+    corpus: research.Corpus | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    def url(self, path: str) -> str:
+        assert self.corpus is not None, "this world has no web corpus"
+        return self.corpus.url(path)
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """What a person (or the host) does after the first segment."""
+
+    action: str  # "answer", "approve", "deny", "expire" or "resume"
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scripted run of an example agent."""
+
+    name: str
+    agent: str
+    task: str
+    expect: StopReason
+    script: Callable[[World], list[Step]]
+    then: Callable[[World, int], Step] | None = None
+    follow_up: FollowUp | None = None
+    expect_after: StopReason | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def scripted_model(self, world: World) -> ScriptedModel:
+        then = (lambda turn: self.then(world, turn)) if self.then else None
+        return ScriptedModel(self.script(world), then=then)
+
+
+AGENTS = {
+    "csv-cleaner": csv_clean,
+    "researcher": research,
+    "ci-fixer": fix_ci,
+    "invoice-downloader": invoice,
+}
+
+
+@contextmanager
+def world_for(scenario: Scenario, base: Path | None = None) -> Iterator[World]:
+    """Build the scenario's outside world in a fresh folder; tear it down after."""
+    with tempfile.TemporaryDirectory(prefix="endstate-", dir=base) as tmp:
+        world = World(Path(tmp))
+        if scenario.agent == "csv-cleaner":
+            csv_clean.make_world(world.workdir)
+        elif scenario.agent == "ci-fixer":
+            fix_ci.make_world(world.workdir)
+        elif scenario.agent == "invoice-downloader":
+            invoice.make_world(world.workdir, online=scenario.options.get("online", True))
+        elif scenario.agent == "researcher":
+            world.corpus = research.Corpus()
+        try:
+            yield world
+        finally:
+            if world.corpus:
+                world.corpus.close()
+
+
+def build_agent(scenario: Scenario, world: World, model: Model | None = None, **options: Any) -> Agent:
+    """The scenario's agent over `world`, with its scripted model unless `model` is given."""
+    module = AGENTS[scenario.agent]
+    model = model or scenario.scripted_model(world)
+    settings = {k: v for k, v in scenario.options.items() if k != "online"} | options
+    target: Any = world.corpus if scenario.agent == "researcher" else world.workdir
+    agent: Agent = module.make_agent(model, target, **settings)
+    return agent
+
+
+# -- scripts ---------------------------------------------------------------------
+
+
+def _csv_clean(world: World) -> list[Step]:
+    return [
+        [say("Let me look at the data."), call("read_rows", page=1)],
+        [call("fix_dates")],
+        [call("drop_rows_without_email")],
+        [call("dedupe")],
+        [finish("done", "orders_clean.csv has ISO dates, real emails and unique order ids.")],
+    ]
+
+
+def _csv_same_page(world: World) -> list[Step]:
+    return [[call("read_rows", page=1)] for _ in range(3)]
+
+
+def _csv_validate_forever(world: World, turn: int) -> Step:
+    return [call("validate_row", row=turn)]
+
+
+def _csv_shutdown(world: World) -> list[Step]:
+    def fix_dates_then_shutdown(_: object) -> list[dict[str, Any]]:
+        world.cancel.set()  # the host starts shutting down during this turn
+        return [call("fix_dates")]
+
+    return [
+        [call("read_rows", page=1)],
+        fix_dates_then_shutdown,
+        [call("drop_rows_without_email")],
+        [call("dedupe")],
+        [finish("done", "Cleaned after the restart.")],
+    ]
+
+
+def _report(world: World, paths: list[str]) -> str:
+    cites = "; ".join(world.url(p) for p in paths)
+    return f"Instant payments hold about 31-33% of retail credit transfers in 2026. Sources: {cites}"
+
+
+def _research_seed_trace(world: World) -> list[Step]:
+    first = ["central-bank/instant-payments-2026", "fintech-weekly/instant-share"]
+    more = ["payments-journal/market-2026", "euro-stats/transfers-q2"]
+    return [
+        [call("web_search", query="instant payments market share 2026")],
+        [call("read_page", url=world.url(first[0]))],
+        [call("read_page", url=world.url(first[1]))],
+        [finish("done", _report(world, first))],
+        [call("web_search", query="instant credit transfers share quarter")],
+        [call("read_page", url=world.url(more[0]))],
+        [call("read_page", url=world.url(more[1]))],
+        [finish("done", _report(world, first + more))],
+    ]
+
+
+def _research_private_margin(world: World) -> list[Step]:
+    note = (
+        "No public source gives Acme Holdings' margin: it is private and publishes no accounts. "
+        f"I found only third-party estimates (4% to 12%): {world.url('blog-of-estimates/acme-margin')}"
+    )
+    return [
+        [call("web_search", query="Acme Holdings net profit margin 2025")],
+        [call("read_page", url=world.url("blog-of-estimates/acme-margin"))],
+        [call("read_page", url=world.url("trade-press/acme-profile"))],
+        [finish("give_up", note)],
+    ]
+
+
+def _research_one_more(world: World, turn: int) -> Step:
+    return [say("One more source to be sure."), call("web_search", query=f"instant payments source {turn}")]
+
+
+def _fix_ci_until_push(world: World) -> list[Step]:
+    return [
+        [call("read_logs")],
+        [call("read_file", path="calc/money.py")],
+        [call("edit_file", path="calc/money.py", old="return a - b", new="return a + b")],
+        [call("run_tests")],
+        [call("push", branch="fix/add-cents")],
+    ]
+
+
+def _fix_ci_approved(world: World) -> list[Step]:
+    return [*_fix_ci_until_push(world), [finish("done", "add_cents adds again; tests pass; pushed.")]]
+
+
+def _fix_ci_api_down(world: World) -> list[Step]:
+    return [TransientModelError("HTTP 529 overloaded", error_type="overloaded") for _ in range(4)]
+
+
+def _invoice_offline(world: World) -> list[Step]:
+    note = "The supplier portal refuses connections (HTTP 503 for 2 hours); I could not download anything."
+    return [
+        [call("list_invoices", month="2026-09")],
+        [call("list_invoices", month="2026-09")],
+        [finish("give_up", note)],
+    ]
+
+
+def _invoice_choice(world: World) -> list[Step]:
+    question = (
+        "There are two September invoices: INV-0912 (1200.00, original) and INV-0913 "
+        "(980.00, corrected after a dispute). Which one should I download?"
+    )
+    return [
+        [call("list_invoices", month="2026-09")],
+        [finish("need_help", question)],
+        [call("download_invoice", invoice_id="INV-0913")],
+        [finish("done", "Saved invoices/INV-0913.json, the corrected September invoice.")],
+    ]
+
+
+FAST_RETRY = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05)
+
+SCENARIOS: list[Scenario] = [
+    Scenario("csv/clean", "csv-cleaner", csv_clean.TASK, StopReason.SUCCESS, _csv_clean),
+    Scenario("csv/same-page", "csv-cleaner", csv_clean.TASK, StopReason.NO_PROGRESS, _csv_same_page),
+    Scenario(
+        "csv/ok-every-time",
+        "csv-cleaner",
+        csv_clean.TASK,
+        StopReason.LIMIT,
+        lambda w: [],
+        then=_csv_validate_forever,
+    ),
+    Scenario(
+        "csv/shutdown",
+        "csv-cleaner",
+        csv_clean.TASK,
+        StopReason.CANCELLED,
+        _csv_shutdown,
+        follow_up=FollowUp("resume"),
+        expect_after=StopReason.SUCCESS,
+    ),
+    Scenario("research/seed-trace", "researcher", research.TASK, StopReason.SUCCESS, _research_seed_trace),
+    Scenario(
+        "research/private-margin",
+        "researcher",
+        research.IMPOSSIBLE_TASK,
+        StopReason.GAVE_UP,
+        _research_private_margin,
+    ),
+    Scenario(
+        "research/one-more-source",
+        "researcher",
+        research.TASK,
+        StopReason.LIMIT,
+        lambda w: [],
+        then=_research_one_more,
+    ),
+    Scenario(
+        "ci/approved-push",
+        "ci-fixer",
+        fix_ci.TASK,
+        StopReason.NEED_HELP,
+        _fix_ci_approved,
+        follow_up=FollowUp("approve"),
+        expect_after=StopReason.SUCCESS,
+    ),
+    Scenario(
+        "ci/unanswered-push",
+        "ci-fixer",
+        fix_ci.TASK,
+        StopReason.NEED_HELP,
+        _fix_ci_until_push,
+        follow_up=FollowUp("expire"),
+        expect_after=StopReason.HELP_TIMEOUT,
+        options={"help": HelpPolicy(wait_seconds=0.0)},
+    ),
+    Scenario(
+        "ci/api-down",
+        "ci-fixer",
+        fix_ci.TASK,
+        StopReason.ERROR,
+        _fix_ci_api_down,
+        options={"retry": FAST_RETRY},
+    ),
+    Scenario(
+        "invoice/portal-offline",
+        "invoice-downloader",
+        invoice.TASK,
+        StopReason.GAVE_UP,
+        _invoice_offline,
+        options={"online": False},
+    ),
+    Scenario(
+        "invoice/which-one",
+        "invoice-downloader",
+        invoice.TASK,
+        StopReason.NEED_HELP,
+        _invoice_choice,
+        follow_up=FollowUp("answer", "INV-0913, the corrected one."),
+        expect_after=StopReason.SUCCESS,
+    ),
+]
+
+
+def scenario_named(name: str) -> Scenario:
+    """Look a scenario up by name; the error lists the names there are."""
+    for scenario in SCENARIOS:
+        if scenario.name == name:
+            return scenario
+    known = ", ".join(s.name for s in SCENARIOS)
+    raise KeyError(f"no scenario {name!r}; known: {known}")
