@@ -251,9 +251,9 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         s = decision.suspension
         run.open_results = list(decision.open_results)
         snap = run.snapshot(StopReason.NEED_HELP, s)
-        summary = agent.summarize(run.ctx, run.tick(), StopReason.NEED_HELP)
+        summary = agent.summarize(run.ctx, run.tick(), StopReason.NEED_HELP, None)
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
-    snap = run.snapshot(StopReason.CANCELLED) if decision.reason is StopReason.CANCELLED else None
+    resumable = decision.reason is StopReason.CANCELLED
     return run.result(
         decision.reason,
         limit=decision.limit,
@@ -262,7 +262,7 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         summary=agent.summarize(run.ctx, run.tick(), decision.reason, decision.limit),
         verified=decision.verified,
         error_type=decision.error_type,
-        snapshot=snap,
+        snapshot=run.snapshot(StopReason.CANCELLED) if resumable else None,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ from typing import Any
 
 from agent.demo import Played, play, select
 from agent.errors import EndstateError
-from agent.examples.scenarios import SCENARIOS
+from agent.examples.scenarios import SCENARIOS, Scenario
 
 COMMAND_MODULES: list[str] = []  # modules with `register(subparsers)` adding more commands
 
@@ -53,35 +54,42 @@ def add_demo(sub: Any) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    print(HEADER) if not (args.json or args.list) else None
     if args.list:
-        for s in SCENARIOS:
-            after = f" then {s.follow_up.action} -> {s.expect_after}" if s.follow_up else ""
-            print(f"{s.name:28} {s.agent:20} {s.expect}{after}")
-        return 0
+        return _list_scenarios()
     if args.repeat < 1:
         raise SystemExit("endstate demo: --repeat must be at least 1")
     scenarios = select(args.scenarios)
     telemetry = _telemetry(args)
     model = _model(args.model) if args.model else None
-    played: list[Played] = []
     try:
-        for _ in range(args.repeat):
-            for scenario in scenarios:
-                segments = asyncio.run(
-                    play(scenario, hooks=telemetry.hooks if telemetry else None, model=model)
-                )
-                played.extend(segments)
-                for p in segments:
-                    print(json.dumps(p.row()) if args.json else _line(p), flush=True)
-        if not args.json:
-            print(_footer(played))
+        played = _play_all(scenarios, args, telemetry.hooks, model)
         if args.hold and args.metrics_port:
             _hold(args.metrics_port)
     finally:
-        if telemetry:
-            telemetry.shutdown()
+        telemetry.shutdown()
     return 0 if all(p.met for p in played) else 1
+
+
+def _list_scenarios() -> int:
+    for s in SCENARIOS:
+        after = f" then {s.follow_up.action} -> {s.expect_after}" if s.follow_up else ""
+        print(f"{s.name:28} {s.agent:20} {s.expect}{after}")
+    return 0
+
+
+def _play_all(scenarios: list[Scenario], args: argparse.Namespace, hooks: Any, model: Any) -> list[Played]:
+    played: list[Played] = []
+    if not args.json:
+        print(HEADER)
+    for _ in range(args.repeat):
+        for scenario in scenarios:
+            segments = asyncio.run(play(scenario, hooks=hooks, model=model))
+            played.extend(segments)
+            for p in segments:
+                print(json.dumps(p.row()) if args.json else _line(p), flush=True)
+    if not args.json:
+        print(_footer(played))
+    return played
 
 
 def _telemetry(args: argparse.Namespace) -> Any:
@@ -103,7 +111,10 @@ def _model(name: str) -> Any:
     return AnthropicModel(name)
 
 
-HEADER = f"{'scenario':26} {'seg':>3} {'stop':12} {'limit':7} {'verified':8} {'turns':>5} {'tokens':>7} {'cost $':>8}  note"
+HEADER = (
+    f"{'scenario':26} {'seg':>3} {'stop':12} {'limit':7} {'verified':8} "
+    f"{'turns':>5} {'tokens':>7} {'cost $':>8}  note"
+)
 
 
 def _line(p: Played) -> str:
@@ -129,10 +140,8 @@ def _hold(port: int) -> None:
     print(f"serving http://127.0.0.1:{port}/metrics until interrupted (Ctrl-C)", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         stop.wait()
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

@@ -120,8 +120,9 @@ def tools_for(workdir: Path) -> list[Tool]:
     @tool
     def dedupe() -> str:
         """Keep the first row of each order_id."""
-        rows, seen = current(), set()
-        kept = [r for r in rows if not (r["order_id"] in seen or seen.add(r["order_id"]))]
+        rows = current()
+        first = {r["order_id"]: r for r in reversed(rows)}
+        kept = [r for r in rows if first[r["order_id"]] is r]
         _write(out, kept)
         return f"removed {len(rows) - len(kept)} duplicates"
 

@@ -69,8 +69,7 @@ class Corpus:
 
     @cached_property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     def url(self, path: str) -> str:
         return f"{self.base_url}/{path}"

@@ -60,8 +60,10 @@ class Scenario:
     options: dict[str, Any] = field(default_factory=dict)
 
     def scripted_model(self, world: World) -> ScriptedModel:
-        then = (lambda turn: self.then(world, turn)) if self.then else None
-        return ScriptedModel(self.script(world), then=then)
+        if self.then is None:
+            return ScriptedModel(self.script(world))
+        later = self.then
+        return ScriptedModel(self.script(world), then=lambda turn: later(world, turn))
 
 
 AGENTS = {
