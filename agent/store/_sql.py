@@ -1,0 +1,262 @@
+"""The SQL both backends share; each backend supplies a connection and its dialect."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from importlib import resources
+from typing import Any
+
+from agent.result import StopReason
+from agent.snapshot import Snapshot
+from agent.store.base import (
+    Lease,
+    LeaseLost,
+    NewRun,
+    NotClaimable,
+    Outcome,
+    RunRecord,
+    RunStatus,
+    StoreError,
+    UnknownRun,
+    dumps,
+    pending_of,
+)
+
+TABLE = "endstate_runs"
+SCHEMA_TABLE = "endstate_schema"
+LIST_COLUMNS = (
+    "run_id, agent, task, task_type, status, state, started_at, updated_at, ended_at, stop_reason, "
+    "stop_limit, turns, input_tokens, output_tokens, cost_usd, active_seconds, waiting_seconds, trace_id, "
+    "note, summary, output, verified, error_type, segments, question, pending, deadline, suspended_at, "
+    "interrupted, owner, lease_until"
+)
+ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
+Row = dict[str, Any]
+
+
+def migrations(dialect: str) -> list[tuple[int, str]]:
+    """The versioned SQL files of a dialect, in order: (version, sql)."""
+    folder = resources.files("agent.store").joinpath("migrations", dialect)
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            found.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
+    return sorted(found)
+
+
+def latest_version(dialect: str) -> int:
+    return migrations(dialect)[-1][0]
+
+
+def split_statements(sql: str) -> list[str]:
+    """A migration file's statements (no semicolons inside statements, by convention)."""
+    lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+class SqlStore:
+    """`RunStore` over a DB-API connection; subclasses give `_rows`, `_tx` and the dialect.
+
+    Statements are written with `?` placeholders; a backend that wants
+    another style converts them in `_rows`.
+    """
+
+    url: str
+    dialect: str
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        raise NotImplementedError
+
+    def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        raise NotImplementedError
+
+    def _tx(self) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
+    # -- schema -----------------------------------------------------------
+
+    def schema_version(self) -> int:
+        rows = self._rows(f"SELECT MAX(version) AS v FROM {SCHEMA_TABLE}")
+        return int(rows[0]["v"] or 0)
+
+    def _apply_migrations(self) -> None:
+        """Bring the schema to the latest version; refuse a newer one."""
+        current = self.schema_version()
+        latest = latest_version(self.dialect)
+        if current > latest:
+            raise StoreError(
+                f"the store at {self.url} has schema version {current}, newer than this Endstate "
+                f"reads ({latest}); upgrade Endstate"
+            )
+        for version, sql in migrations(self.dialect):
+            if version > current:
+                for statement in split_statements(sql):
+                    self._rows(statement)
+                self._rows(
+                    f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (?, ?)", (version, time.time())
+                )
+
+    # -- writes -----------------------------------------------------------
+
+    def create(self, run: NewRun, lease: Lease, now: float) -> RunRecord:
+        if self.get(run.run_id) is not None:
+            raise StoreError(f"a run with id {run.run_id!r} already exists")
+        values = {
+            **{"run_id": run.run_id, "agent": run.agent, "task": run.task, "task_type": run.task_type},
+            **{"status": RunStatus.RUNNING, "state": dumps(run.state), "started_at": now, "updated_at": now},
+            **{"segments": 1, "owner": lease.owner, "lease_until": lease.until},
+        }
+        marks = ", ".join("?" for _ in values)
+        rows = self._rows(
+            f"INSERT INTO {TABLE} ({', '.join(values)}) VALUES ({marks}) RETURNING {LIST_COLUMNS}",
+            list(values.values()),
+        )
+        return record_of(rows[0])
+
+    def checkpoint(self, run_id: str, snapshot: Snapshot, lease: Lease, now: float) -> None:
+        u = snapshot.usage
+        values = {
+            **{"snapshot": snapshot.to_json(), "turns": u.turns, "input_tokens": u.input_tokens},
+            **{"output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "active_seconds": u.active_seconds},
+            **{"waiting_seconds": u.waiting_seconds, "state": dumps(snapshot.state)},
+            **{"lease_until": lease.until, "updated_at": now},
+        }
+        n = self._count(
+            f"UPDATE {TABLE} SET {_assign(values)}, checkpoints = checkpoints + 1 "
+            "WHERE run_id = ? AND owner = ? AND status = ?",
+            [*values.values(), run_id, lease.owner, RunStatus.RUNNING],
+        )
+        if n != 1:
+            raise LeaseLost(f"run {run_id} is no longer held by {lease.owner}; another worker took it over")
+
+    def record(self, run_id: str, outcome: Outcome, lease: Lease, now: float) -> RunRecord:
+        values = _result_values(outcome) | {
+            "ended_at": now if outcome.status is RunStatus.FINISHED else None,
+            "updated_at": now,
+            "owner": None,
+            "lease_until": None,
+        }
+        rows = self._rows(
+            f"UPDATE {TABLE} SET {_assign(values)} WHERE run_id = ? AND owner = ? RETURNING {LIST_COLUMNS}",
+            [*values.values(), run_id, lease.owner],
+        )
+        if not rows:
+            raise LeaseLost(f"run {run_id} is no longer held by {lease.owner}; its result was not recorded")
+        return record_of(rows[0])
+
+    def claim(self, run_id: str, statuses: tuple[RunStatus, ...], lease: Lease, now: float) -> RunRecord:
+        marks = ", ".join("?" for _ in statuses)
+        rows = self._rows(
+            f"UPDATE {TABLE} SET status = ?, owner = ?, lease_until = ?, updated_at = ?, "
+            f"segments = segments + 1, interrupted = 0 WHERE run_id = ? AND status IN ({marks}) "
+            f"RETURNING {ALL_COLUMNS}",
+            (RunStatus.RUNNING, lease.owner, lease.until, now, run_id, *statuses),
+        )
+        if rows:
+            return record_of(rows[0])
+        current = self.get(run_id)
+        if current is None:
+            raise UnknownRun(f"no run with id {run_id!r}")
+        wanted = " or ".join(str(s) for s in statuses)
+        raise NotClaimable(f"run {run_id} is {current.status}, not {wanted}; nothing was changed")
+
+    def take_over(self, run_id: str, old_owner: str, lease: Lease, now: float) -> RunRecord:
+        rows = self._rows(
+            f"UPDATE {TABLE} SET owner = ?, lease_until = ?, updated_at = ?, segments = segments + 1 "
+            f"WHERE run_id = ? AND status = ? AND owner = ? RETURNING {ALL_COLUMNS}",
+            (lease.owner, lease.until, now, run_id, RunStatus.RUNNING, old_owner),
+        )
+        if not rows:
+            raise NotClaimable(f"run {run_id} was taken over by another worker first")
+        return record_of(rows[0])
+
+    def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None:
+        self._count(
+            f"UPDATE {TABLE} SET status = ?, owner = NULL, lease_until = NULL, updated_at = ?, "
+            "segments = segments - 1 WHERE run_id = ? AND owner = ?",
+            (status, now, run_id, lease.owner),
+        )
+
+    def heartbeat(self, lease: Lease) -> int:
+        return self._count(
+            f"UPDATE {TABLE} SET lease_until = ? WHERE owner = ? AND status = ?",
+            (lease.until, lease.owner, RunStatus.RUNNING),
+        )
+
+    # -- reads ------------------------------------------------------------
+
+    def get(self, run_id: str) -> RunRecord | None:
+        rows = self._rows(f"SELECT {ALL_COLUMNS} FROM {TABLE} WHERE run_id = ?", (run_id,))
+        return record_of(rows[0]) if rows else None
+
+    def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> list[RunRecord]:
+        where, params = ("WHERE status = ?", [str(status)]) if status else ("", [])
+        cap = f" LIMIT {int(limit)}" if limit is not None else ""
+        rows = self._rows(f"SELECT {LIST_COLUMNS} FROM {TABLE} {where} ORDER BY started_at DESC{cap}", params)
+        return [record_of(r) for r in rows]
+
+    def expired(self, now: float) -> list[RunRecord]:
+        rows = self._rows(
+            f"SELECT {LIST_COLUMNS} FROM {TABLE} WHERE status = ? AND deadline <= ? ORDER BY deadline",
+            (RunStatus.WAITING, now),
+        )
+        return [record_of(r) for r in rows]
+
+    def interrupted(self) -> list[RunRecord]:
+        rows = self._rows(
+            f"SELECT {LIST_COLUMNS} FROM {TABLE} WHERE status = ? AND interrupted = 1 ORDER BY started_at",
+            (RunStatus.CANCELLED,),
+        )
+        return [record_of(r) for r in rows]
+
+    def pending_summary(self) -> list[tuple[str, str, float]]:
+        """(agent, task_type, suspended_at) of every run waiting for a person."""
+        rows = self._rows(
+            f"SELECT agent, task_type, suspended_at FROM {TABLE} WHERE status = ?", (RunStatus.WAITING,)
+        )
+        return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
+
+
+def _assign(values: dict[str, Any]) -> str:
+    return ", ".join(f"{column} = ?" for column in values)
+
+
+def _result_values(outcome: Outcome) -> dict[str, Any]:
+    """The columns a segment's result sets; what it waits for only when it waits."""
+    r, s = outcome.result, outcome.result.suspension
+    w = s if outcome.status is RunStatus.WAITING else None
+    return {
+        **{"status": outcome.status, "stop_reason": r.reason, "stop_limit": r.limit, "turns": r.turns},
+        **{"input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost_usd": r.cost_usd},
+        **{"active_seconds": r.active_seconds, "waiting_seconds": r.waiting_seconds, "trace_id": r.trace_id},
+        **{"note": r.note, "summary": r.summary, "output": r.output, "verified": int(r.verified)},
+        **{"error_type": r.error_type, "question": w.question if w else None},
+        **{"pending": dumps(w.pending.__dict__) if w and w.pending else None},
+        **{"deadline": w.deadline if w else None, "suspended_at": w.suspended_at if w else None},
+        **{"interrupted": int(outcome.interrupted), "snapshot": outcome.snapshot_json},
+    }
+
+
+def record_of(row: Row) -> RunRecord:
+    """A `RunRecord` from a row (columns as in `ALL_COLUMNS`)."""
+    return RunRecord(
+        **{k: row[k] for k in _PLAIN if k in row},
+        status=RunStatus(row["status"]),
+        state=json.loads(row["state"] or "{}"),
+        stop_reason=StopReason(row["stop_reason"]) if row["stop_reason"] else None,
+        verified=bool(row["verified"]),
+        interrupted=bool(row["interrupted"]),
+        pending=pending_of(row["pending"]),
+        snapshot_json=row.get("snapshot"),
+    )
+
+
+_PLAIN = [
+    *("run_id", "agent", "task", "task_type", "started_at", "updated_at", "ended_at", "stop_limit", "turns"),
+    *("input_tokens", "output_tokens", "cost_usd", "active_seconds", "waiting_seconds", "trace_id", "note"),
+    *("summary", "output", "error_type", "segments", "question", "deadline", "suspended_at", "owner"),
+    "lease_until",
+]

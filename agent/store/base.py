@@ -1,0 +1,173 @@
+"""The run store's interface: what every backend keeps, and the errors it raises."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from agent.errors import EndstateError
+from agent.result import PendingAction, RunResult, StopReason
+from agent.snapshot import Snapshot
+
+
+class StoreError(EndstateError):
+    """The store cannot be opened, read or written; the message says which and why."""
+
+
+class UnknownRun(StoreError):
+    """No run has this id."""
+
+
+class NotClaimable(StoreError):
+    """The run is not in a state that allows what was asked (e.g. it is not waiting)."""
+
+
+class LeaseLost(StoreError):
+    """Another worker took the run over; this worker must stop writing to it."""
+
+
+class RunStatus(StrEnum):
+    """Where a run is. `stop_reason` says how its last segment ended."""
+
+    RUNNING = "running"  # a worker holds its lease
+    WAITING = "waiting"  # suspended for a person (need_help)
+    CANCELLED = "cancelled"  # checkpointed and resumable
+    FINISHED = "finished"  # ended for good: success, limit, gave_up, no_progress, help_timeout, error
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run about to start."""
+
+    run_id: str
+    agent: str
+    task: str
+    task_type: str
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of the store: the run, its last result and what it waits for."""
+
+    run_id: str
+    agent: str
+    task: str
+    task_type: str
+    status: RunStatus
+    state: dict[str, Any]
+    started_at: float
+    updated_at: float
+    stop_reason: StopReason | None = None
+    stop_limit: str | None = None
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    active_seconds: float = 0.0
+    waiting_seconds: float = 0.0
+    ended_at: float | None = None
+    trace_id: str | None = None
+    note: str = ""
+    summary: str = ""
+    output: str = ""
+    verified: bool = False
+    error_type: str | None = None
+    segments: int = 0
+    question: str | None = None
+    pending: PendingAction | None = None
+    deadline: float | None = None
+    suspended_at: float | None = None
+    interrupted: bool = False  # cancelled by a shutdown: recovery resumes it
+    owner: str | None = None
+    lease_until: float | None = None
+    snapshot_json: str | None = field(default=None, repr=False)
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The suspension snapshot or the last checkpoint, if any."""
+        return Snapshot.from_json(self.snapshot_json) if self.snapshot_json else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, without the snapshot."""
+        data = {k: v for k, v in self.__dict__.items() if k not in ("snapshot_json", "owner")}
+        data["status"] = str(self.status)
+        data["stop_reason"] = str(self.stop_reason) if self.stop_reason else None
+        data["pending"] = self.pending.__dict__ if self.pending else None
+        return data
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a segment's end writes to the store."""
+
+    status: RunStatus
+    result: RunResult
+    snapshot_json: str | None
+    interrupted: bool = False
+
+    @classmethod
+    def of(cls, result: RunResult, *, interrupted: bool = False) -> Outcome:
+        snap = result.snapshot.to_json() if result.snapshot is not None else None
+        if result.reason is StopReason.NEED_HELP:
+            return cls(RunStatus.WAITING, result, snap)
+        if result.reason is StopReason.CANCELLED:
+            return cls(RunStatus.CANCELLED, result, snap, interrupted)
+        return cls(RunStatus.FINISHED, result, None)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who holds a run and until when; every write checks the holder."""
+
+    owner: str
+    until: float
+
+
+class RunStore(Protocol):
+    """A durable home for runs. Every backend passes the same test suite.
+
+    Claims are atomic: of two workers claiming the same run at once, exactly
+    one gets the record, the other `NotClaimable`. Writes by a worker check
+    its lease and raise `LeaseLost` once another worker has taken over.
+    """
+
+    url: str
+
+    def create(self, run: NewRun, lease: Lease, now: float) -> RunRecord: ...
+
+    def checkpoint(self, run_id: str, snapshot: Snapshot, lease: Lease, now: float) -> None: ...
+
+    def record(self, run_id: str, outcome: Outcome, lease: Lease, now: float) -> RunRecord: ...
+
+    def claim(self, run_id: str, statuses: tuple[RunStatus, ...], lease: Lease, now: float) -> RunRecord: ...
+
+    def take_over(self, run_id: str, old_owner: str, lease: Lease, now: float) -> RunRecord: ...
+
+    def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None: ...
+
+    def heartbeat(self, lease: Lease) -> int: ...
+
+    def get(self, run_id: str) -> RunRecord | None: ...
+
+    def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> list[RunRecord]: ...
+
+    def expired(self, now: float) -> list[RunRecord]: ...
+
+    def interrupted(self) -> list[RunRecord]: ...
+
+    def pending_summary(self) -> list[tuple[str, str, float]]: ...
+
+    def schema_version(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def pending_of(text: str | None) -> PendingAction | None:
+    return PendingAction(**json.loads(text)) if text else None

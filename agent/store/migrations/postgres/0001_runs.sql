@@ -1,0 +1,38 @@
+-- Endstate run store, schema version 1 (PostgreSQL).
+CREATE TABLE endstate_runs (
+    run_id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    task TEXT NOT NULL,
+    task_type TEXT NOT NULL,
+    status TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT '{}',
+    started_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    ended_at DOUBLE PRECISION,
+    stop_reason TEXT,
+    stop_limit TEXT,
+    turns INTEGER NOT NULL DEFAULT 0,
+    input_tokens BIGINT NOT NULL DEFAULT 0,
+    output_tokens BIGINT NOT NULL DEFAULT 0,
+    cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+    active_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,
+    waiting_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,
+    trace_id TEXT,
+    note TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    output TEXT NOT NULL DEFAULT '',
+    verified INTEGER NOT NULL DEFAULT 0,
+    error_type TEXT,
+    segments INTEGER NOT NULL DEFAULT 0,
+    checkpoints INTEGER NOT NULL DEFAULT 0,
+    question TEXT,
+    pending TEXT,
+    deadline DOUBLE PRECISION,
+    suspended_at DOUBLE PRECISION,
+    interrupted INTEGER NOT NULL DEFAULT 0,
+    owner TEXT,
+    lease_until DOUBLE PRECISION,
+    snapshot TEXT
+);
+CREATE INDEX endstate_runs_status ON endstate_runs (status, deadline);
+CREATE INDEX endstate_runs_started ON endstate_runs (started_at);

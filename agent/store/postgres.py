@@ -1,0 +1,95 @@
+"""The run store for many workers: PostgreSQL through psycopg 3."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from agent.store._sql import SCHEMA_TABLE, Row, SqlStore
+from agent.store.base import StoreError
+
+MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
+
+
+class PostgresStore(SqlStore):
+    """`RunStore` in PostgreSQL; claims are single `UPDATE ... RETURNING` statements.
+
+    One connection per store object (autocommit), guarded by a lock. A broken
+    connection is replaced on the next call; the call that saw it fails.
+    """
+
+    dialect = "postgres"
+
+    def __init__(self, url: str, connect_timeout: float = 10.0) -> None:
+        try:
+            import psycopg  # noqa: F401  (optional dependency, checked here)
+        except ImportError as exc:
+            raise StoreError("a postgresql:// store needs psycopg: pip install 'psycopg[binary]'") from exc
+        self.url = url
+        self._shown = _without_password(url)
+        self._timeout = connect_timeout
+        self._lock = threading.RLock()
+        self._conn: Any = self._connect()
+        try:
+            self._prepare()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _connect(self) -> Any:
+        import psycopg
+        from psycopg.rows import dict_row
+
+        try:
+            return psycopg.connect(
+                self.url, autocommit=True, row_factory=dict_row, connect_timeout=int(self._timeout)
+            )
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to the PostgreSQL run store {self._shown}: {exc}") from exc
+
+    def _prepare(self) -> None:
+        with self._tx():
+            self._rows("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            self._rows(
+                f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} "
+                "(version INTEGER NOT NULL, applied_at DOUBLE PRECISION)"
+            )
+            self._apply_migrations()
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        import psycopg
+
+        with self._lock:
+            if self._conn.closed or self._conn.broken:
+                self._conn = self._connect()
+            try:
+                return self._conn.execute(sql.replace("?", "%s"), tuple(params) if params else None)
+            except psycopg.errors.IntegrityError as exc:
+                raise StoreError(f"the run store refused a write: {exc}") from exc
+            except psycopg.Error as exc:
+                raise StoreError(f"the PostgreSQL run store {self._shown} failed: {exc}") from exc
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self._lock:
+            cur = self._execute(sql, params)
+            return list(cur.fetchall()) if cur.description else []
+
+    def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        with self._lock:
+            return int(self._execute(sql, params).rowcount)
+
+    @contextmanager
+    def _tx(self) -> Iterator[None]:
+        with self._lock, self._conn.transaction():
+            yield
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _without_password(url: str) -> str:
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)

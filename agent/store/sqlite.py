@@ -1,0 +1,102 @@
+"""The embedded run store: one SQLite file, shared by the processes of one host."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agent.store._sql import SCHEMA_TABLE, Row, SqlStore
+from agent.store.base import StoreError
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class SqliteStore(SqlStore):
+    """`RunStore` in a SQLite file (WAL mode; `synchronous=NORMAL` survives a killed process).
+
+    One connection per store object, guarded by a lock so threads may share it.
+    """
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        self._lock = threading.RLock()
+        self._conn = self._connect()
+        try:
+            self._prepare()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        if str(self.path) != ":memory:":
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder for the run store {self.path}: {exc}") from exc
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def _prepare(self) -> None:
+        """Check that the file is an Endstate store (or empty), then migrate it."""
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not an Endstate run store: {exc}") from exc
+        if tables and SCHEMA_TABLE not in tables:
+            shown = ", ".join(sorted(tables)[:5])
+            raise StoreError(
+                f"{self.path} is a SQLite database of something else (tables: {shown}), "
+                "not an Endstate run store; pass another --store"
+            )
+        with self._tx():
+            self._rows(
+                f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL, applied_at REAL)"
+            )
+            self._apply_migrations()
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self._lock:
+            try:
+                return [dict(r) for r in self._conn.execute(sql, tuple(params)).fetchall()]
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(f"the run store refused a write: {exc}") from exc
+            except sqlite3.Error as exc:
+                raise StoreError(f"the run store {self.path} failed: {exc}") from exc
+
+    def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, tuple(params)).rowcount
+            except sqlite3.Error as exc:
+                raise StoreError(f"the run store {self.path} failed: {exc}") from exc
+
+    @contextmanager
+    def _tx(self) -> Iterator[None]:
+        with self._lock:
+            self._rows("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._conn.rollback()
+                raise
+            self._rows("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,112 @@
+"""A real PostgreSQL server for tests, started from the Debian binaries on a free loopback port.
+
+`PostgresServer()` runs `initdb` in a temporary folder and `pg_ctl start` on
+127.0.0.1 with trust authentication; `new_database()` gives a fresh, empty
+database URL; `stop()` shuts the server down and removes the folder. As root
+the programs run as the `postgres` user (initdb refuses root).
+
+When the binaries are missing the tests fail with a message saying what to
+install; set ENDSTATE_SKIP_PG=1 to skip them instead.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+SKIP_ENV = "ENDSTATE_SKIP_PG"
+BIN_DIRS = [os.environ.get("ENDSTATE_PG_BIN", ""), *sorted(Path("/usr/lib/postgresql").glob("*/bin"))]
+
+
+def pg_bin(name: str) -> str:
+    """The path of a PostgreSQL program, or fail (skip with ENDSTATE_SKIP_PG=1) saying what is missing."""
+    for folder in BIN_DIRS:
+        if folder and (Path(folder) / name).exists():
+            return str(Path(folder) / name)
+    found = shutil.which(name)
+    if found:
+        return found
+    message = (
+        f"PostgreSQL's {name} was not found (looked in /usr/lib/postgresql/*/bin and PATH). "
+        "Install it (apt-get install -y postgresql) or set ENDSTATE_PG_BIN; "
+        f"set {SKIP_ENV}=1 to skip the PostgreSQL tests."
+    )
+    if os.environ.get(SKIP_ENV) == "1":
+        pytest.skip(message)
+    pytest.fail(message, pytrace=False)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PostgresServer:
+    """One throwaway PostgreSQL cluster."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="endstate-pg-"))
+        self.data = self.dir / "data"
+        self._as_postgres = os.geteuid() == 0
+        self._names = itertools.count(1)
+        if self._as_postgres:
+            shutil.chown(self.dir, "postgres", "postgres")
+        try:
+            self._run(pg_bin("initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
+            self._run(
+                pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-t", "60",
+                "-o", f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off -c max_connections=200",
+                "start",
+            )  # fmt: skip
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+
+    @property
+    def admin_url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def new_database(self) -> str:
+        """A fresh, empty database on this server; its URL."""
+        import psycopg
+
+        name = f"endstate_test_{os.getpid()}_{next(self._names)}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        try:
+            self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _run(self, *argv: str) -> None:
+        cmd = ["runuser", "-u", "postgres", "--", *argv] if self._as_postgres else list(argv)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=self.dir)
+        if done.returncode != 0:
+            log = self.dir / "log"
+            tail = log.read_text()[-2000:] if log.exists() else ""
+            raise RuntimeError(f"{' '.join(argv[:1])} failed ({done.returncode}): {done.stderr}\n{tail}")
+
+
+_shared: PostgresServer | None = None
+
+
+def shared_server() -> PostgresServer:
+    """One server for the whole test process, started on first use and stopped at exit."""
+    global _shared
+    if _shared is None:
+        _shared = PostgresServer()
+        atexit.register(_shared.stop)
+    return _shared

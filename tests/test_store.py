@@ -1,0 +1,267 @@
+"""The run store suite: every test runs against SQLite and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pg
+import pytest
+
+from agent import Agent, HelpPolicy, StopReason, tool
+from agent.models.scripted import call, finish
+from agent.result import RunResult
+from agent.store import (
+    Lease,
+    LeaseLost,
+    NewRun,
+    NotClaimable,
+    Outcome,
+    RunStatus,
+    RunStore,
+    StoreError,
+    UnknownRun,
+    open_store,
+)
+from agent.store._sql import latest_version
+
+NOW = 1_800_000_000.0
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "runs.db")
+    return pg.shared_server().new_database()
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[RunStore]:
+    s = open_store(store_url)
+    yield s
+    s.close()
+
+
+def lease(owner: str = "w1", until: float = NOW + 30) -> Lease:
+    return Lease(owner, until)
+
+
+@tool(needs_approval=True)
+def wire(amount: int) -> str:
+    """Send money."""
+    return f"sent {amount}"
+
+
+def suspended(make_agent, run_id: str = "r1", wait: float = 3600) -> RunResult:  # type: ignore[no-untyped-def]
+    agent: Agent = make_agent([call("wire", amount=5)], tools=[wire], help=HelpPolicy(wait_seconds=wait))
+    return agent.run("pay the invoice", run_id=run_id)
+
+
+def started(store: RunStore, run_id: str = "r1") -> None:
+    store.create(NewRun(run_id, "test-agent", "pay the invoice", "default", {"k": 1}), lease(), NOW)
+
+
+def test_a_new_run_is_running_and_held(store: RunStore) -> None:
+    started(store)
+    rec = store.get("r1")
+    assert rec is not None
+    assert (rec.status, rec.owner, rec.state, rec.segments) == (RunStatus.RUNNING, "w1", {"k": 1}, 1)
+    assert rec.started_at == NOW and rec.stop_reason is None
+    assert [r.run_id for r in store.list_runs()] == ["r1"]
+
+
+def test_a_duplicate_run_id_is_refused(store: RunStore) -> None:
+    started(store)
+    with pytest.raises(StoreError, match="already exists"):
+        started(store)
+
+
+def test_a_suspended_run_keeps_its_question_pending_action_deadline_and_snapshot(
+    store: RunStore, make_agent
+) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    result = suspended(make_agent)
+    rec = store.record("r1", Outcome.of(result), lease(), NOW + 1)
+    assert rec.status is RunStatus.WAITING and rec.stop_reason is StopReason.NEED_HELP
+    assert result.suspension is not None
+    assert rec.question == result.suspension.question
+    assert rec.pending is not None and (rec.pending.name, rec.pending.arguments) == ("wire", {"amount": 5})
+    assert rec.deadline == pytest.approx(result.suspension.deadline)
+    assert rec.owner is None and rec.ended_at is None
+    full = store.get("r1")
+    assert full is not None and full.snapshot is not None
+    assert full.snapshot.to_json() == result.snapshot.to_json()  # type: ignore[union-attr]
+    assert store.pending_summary() == [("test-agent", "default", pytest.approx(rec.suspended_at))]
+
+
+def test_a_finished_run_keeps_its_result_and_drops_its_snapshot(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    result = make_agent([finish("done", "paid")]).run("pay", run_id="r1")
+    rec = store.record("r1", Outcome.of(result), lease(), NOW + 2)
+    assert (rec.status, rec.stop_reason, rec.output, rec.turns) == (
+        RunStatus.FINISHED, StopReason.SUCCESS, "paid", 1,
+    )  # fmt: skip
+    assert rec.ended_at == NOW + 2 and rec.input_tokens == result.input_tokens
+    assert rec.summary == result.summary and rec.trace_id == result.trace_id
+    got = store.get("r1")
+    assert got is not None and got.snapshot_json is None
+
+
+def test_a_checkpoint_saves_the_snapshot_and_progress_under_the_lease(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    snap = suspended(make_agent).snapshot
+    assert snap is not None
+    store.checkpoint("r1", snap, lease(until=NOW + 60), NOW + 1)
+    rec = store.get("r1")
+    assert rec is not None and rec.snapshot_json == snap.to_json()
+    assert rec.turns == 1 and rec.lease_until == NOW + 60 and rec.input_tokens == snap.usage.input_tokens
+    with pytest.raises(LeaseLost):
+        store.checkpoint("r1", snap, lease("intruder"), NOW + 2)
+
+
+def test_only_the_holder_records_a_result(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    with pytest.raises(LeaseLost):
+        store.record("r1", Outcome.of(suspended(make_agent)), lease("w2"), NOW)
+    rec = store.get("r1")
+    assert rec is not None and rec.status is RunStatus.RUNNING and rec.owner == "w1"
+
+
+def test_claiming_a_waiting_run_hands_it_to_one_worker(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW)
+    rec = store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 5)
+    assert (rec.status, rec.owner, rec.segments) == (RunStatus.RUNNING, "w2", 2)
+    assert rec.snapshot is not None
+    with pytest.raises(NotClaimable, match="is running, not waiting"):
+        store.claim("r1", (RunStatus.WAITING,), lease("w3"), NOW + 6)
+    with pytest.raises(UnknownRun):
+        store.claim("nope", (RunStatus.WAITING,), lease("w3"), NOW + 6)
+
+
+def test_a_released_claim_waits_again(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW)
+    store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW)
+    store.release("r1", RunStatus.WAITING, lease("w2"), NOW)
+    rec = store.get("r1")
+    assert rec is not None and (rec.status, rec.owner, rec.segments) == (RunStatus.WAITING, None, 1)
+
+
+def test_concurrent_claims_exactly_one_wins(store_url: str, make_agent) -> None:  # type: ignore[no-untyped-def]
+    setup = open_store(store_url)
+    started(setup)
+    setup.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW)
+    workers = [open_store(store_url) for _ in range(6)]
+    barrier = threading.Barrier(len(workers))
+    outcomes: list[str] = []
+
+    def claim(i: int, s: RunStore) -> None:
+        barrier.wait()
+        try:
+            s.claim("r1", (RunStatus.WAITING,), lease(f"w{i}"), NOW)
+            outcomes.append(f"won w{i}")
+        except NotClaimable:
+            outcomes.append("lost")
+
+    threads = [threading.Thread(target=claim, args=(i, s)) for i, s in enumerate(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [o for o in outcomes if o.startswith("won")]
+    rec = setup.get("r1")
+    for s in [setup, *workers]:
+        s.close()
+    assert len(winners) == 1 and len(outcomes) == 6
+    assert rec is not None and rec.owner == winners[0].split()[1] and rec.segments == 2
+
+
+def test_take_over_is_a_compare_and_swap_on_the_owner(store: RunStore) -> None:
+    started(store)
+    rec = store.take_over("r1", "w1", lease("w2"), NOW)
+    assert rec.owner == "w2"
+    with pytest.raises(NotClaimable):
+        store.take_over("r1", "w1", lease("w3"), NOW)
+    assert store.heartbeat(lease("w2", NOW + 99)) == 1
+    got = store.get("r1")
+    assert got is not None and got.lease_until == NOW + 99
+
+
+def test_expired_lists_waiting_runs_past_their_deadline(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    for run_id, wait in (("soon", 0.0), ("later", 3600.0)):
+        started(store, run_id)
+        store.record(run_id, Outcome.of(suspended(make_agent, run_id, wait)), lease(), NOW)
+    assert [r.run_id for r in store.expired(time.time() + 1)] == ["soon"]
+    assert {r.run_id for r in store.expired(time.time() + 7200)} == {"soon", "later"}
+
+
+def test_interrupted_lists_runs_cancelled_by_a_shutdown(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    class Stop:
+        def is_set(self) -> bool:
+            return True
+
+    for run_id, by_shutdown in (("a", True), ("b", False)):
+        started(store, run_id)
+        result = make_agent().run("t", run_id=run_id, cancel=Stop())
+        assert result.reason is StopReason.CANCELLED
+        store.record(run_id, Outcome.of(result, interrupted=by_shutdown), lease(), NOW)
+    assert [r.run_id for r in store.interrupted()] == ["a"]
+    assert {r.status for r in store.list_runs(RunStatus.CANCELLED)} == {RunStatus.CANCELLED}
+
+
+def test_the_schema_is_versioned_and_reopening_does_not_migrate_again(store_url: str) -> None:
+    for _ in range(2):
+        s = open_store(store_url)
+        assert s.schema_version() == latest_version(s.dialect)  # type: ignore[attr-defined]
+        s.close()
+
+
+def test_a_store_from_a_newer_endstate_is_refused(store_url: str) -> None:
+    s = open_store(store_url)
+    s._rows("INSERT INTO endstate_schema (version, applied_at) VALUES (?, ?)", (99, NOW))  # type: ignore[attr-defined]
+    s.close()
+    with pytest.raises(StoreError, match="schema version 99, newer than this Endstate"):
+        open_store(store_url)
+
+
+# -- SQLite files that are not a run store -------------------------------------------------------
+
+
+def test_a_corrupt_sqlite_file_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "runs.db"
+    bad.write_bytes(b"this is not a database, just some text\n" * 200)
+    with pytest.raises(StoreError, match=r"runs.db is not an Endstate run store: file is not a database"):
+        open_store(str(bad))
+
+
+def test_a_foreign_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "shop.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE customers (id INTEGER)")
+    conn.close()
+    with pytest.raises(StoreError, match=r"SQLite database of something else \(tables: customers\)"):
+        open_store(f"sqlite:///{path}")
+    with sqlite3.connect(path) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    conn.close()
+    assert tables == {"customers"}
+
+
+def test_store_urls(tmp_path: Path) -> None:
+    for url in (f"sqlite:///{tmp_path}/a.db", str(tmp_path / "b.db")):
+        s = open_store(url)
+        s.close()
+    assert (tmp_path / "a.db").exists() and (tmp_path / "b.db").exists()
+    with pytest.raises(StoreError, match="unknown store URL"):
+        open_store("mysql://x/y")
+
+
+def test_an_unreachable_postgres_is_a_clear_error() -> None:
+    with pytest.raises(
+        StoreError, match=r"cannot connect to the PostgreSQL run store postgresql://u:\*\*\*@"
+    ):
+        open_store(f"postgresql://u:secret@127.0.0.1:{pg.free_port()}/db")
