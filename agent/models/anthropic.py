@@ -18,8 +18,13 @@ Choices worth knowing:
   blocks) are left out of the request, since the API refuses them; the run's
   history keeps them as they were.
 - A client this class builds has the SDK's own OpenTelemetry spans off, since
-  Endstate's telemetry makes the `chat {model}` span; an injected client keeps
-  its own setting.
+  Endstate's telemetry makes the `chat {model}` span, and keeps no idle
+  connections: the sync `Agent.run` gives each run a new event loop, and a
+  connection kept from a closed loop gets requests sent twice or leaked. An
+  injected client keeps its own settings: inject one only to use it in a
+  single event loop (`await agent.arun(...)`).
+- A request the SDK refuses to send (a `max_tokens` that needs streaming
+  under the default timeout) is a `ModelError("bad_request")`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import anthropic
+import httpx2
+from anthropic import types
 
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.models.base import Message, ModelReply, ModelRequest
@@ -69,12 +76,12 @@ class AnthropicModel:
         timeout: float | None = None,
     ) -> None:
         if not model:
-            raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-4-5'")
+            raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-4-6'")
         if client is not None and (api_key is not None or base_url is not None or timeout is not None):
             raise ConfigError("AnthropicModel: pass either client= or api_key/base_url/timeout, not both")
         self._model = model
         self._owns_client = client is None
-        self._client = _without_retries(client) if client else _new_client(api_key, base_url, timeout)
+        self._client = _new_client(api_key, base_url, timeout) if client is None else _without_retries(client)
 
     @property
     def name(self) -> str:
@@ -95,8 +102,10 @@ class AnthropicModel:
             message = await self._client.messages.create(**self.params(request))
         except anthropic.AnthropicError as exc:
             raise to_model_error(exc) from exc
-        except ValueError as exc:  # the SDK refused to send it, e.g. max_tokens too high without streaming
-            raise ModelError(f"Anthropic SDK refused the request: {exc}", error_type="bad_request") from exc
+        except ValueError as exc:  # refused before sending: a max_tokens that needs streaming
+            hint = "lower the agent's max_tokens or give AnthropicModel an explicit timeout="
+            text = f"Anthropic SDK refused the request ({hint}): {exc}"
+            raise ModelError(text, error_type="bad_request") from exc
         return to_reply(message)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
@@ -128,10 +137,19 @@ class AnthropicModel:
 
 
 def _new_client(api_key: str | None, base_url: str | None, timeout: float | None) -> anthropic.AsyncAnthropic:
-    options: dict[str, Any] = {"max_retries": 0, "open_telemetry": False}
+    # No idle connections are kept: a sync `Agent.run` gives each run its own event loop,
+    # and a connection kept from a loop that has closed can neither be reused nor closed.
+    http = anthropic.DefaultAsyncHttpxClient(limits=httpx2.Limits(max_keepalive_connections=0))
+    options: dict[str, Any] = {"max_retries": 0, "open_telemetry": False, "http_client": http}
     if timeout is not None:
         options["timeout"] = timeout
-    return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, **options)
+    try:
+        client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, **options)
+    except anthropic.AnthropicError as exc:  # e.g. a configured profile that cannot be read
+        raise ConfigError(f"AnthropicModel cannot build its client: {exc}") from exc
+    if not (client.api_key or client.auth_token or client.credentials):
+        raise ConfigError("AnthropicModel has no credentials: pass api_key= or set ANTHROPIC_API_KEY")
+    return client
 
 
 def _without_retries(client: anthropic.AsyncAnthropic) -> anthropic.AsyncAnthropic:
@@ -149,7 +167,7 @@ def outgoing_messages(messages: list[Message]) -> list[Message]:
 # -- reply -------------------------------------------------------------------
 
 
-def to_reply(message: Any) -> ModelReply:
+def to_reply(message: types.Message) -> ModelReply:
     """A `ModelReply` from an SDK `Message`."""
     content = [content_block(b) for b in message.content]
     extra: dict[str, Any] = {}
@@ -176,21 +194,20 @@ def to_reply(message: Any) -> ModelReply:
     )
 
 
-def content_block(block: Any) -> dict[str, Any]:
+def content_block(block: types.ContentBlock) -> dict[str, Any]:
     """A reply block as a plain dict that can be sent back as is.
 
     Text and tool calls keep only what the loop needs; thinking blocks keep
     their signature (the API wants them back unchanged); anything else is kept
     whole as JSON.
     """
-    kind = block.type
-    if kind == "text":
+    if isinstance(block, types.TextBlock):
         return {"type": "text", "text": block.text}
-    if kind == "tool_use":
+    if isinstance(block, types.ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
-    if kind == "thinking":
+    if isinstance(block, types.ThinkingBlock):
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    if kind == "redacted_thinking":
+    if isinstance(block, types.RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": block.data}
     dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     return dumped
