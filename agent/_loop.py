@@ -128,8 +128,13 @@ async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> ModelReply
     while True:
         attempt += 1
         obs.model_started(request, attempt)
-        try:
-            reply = await agent.model.complete(request)
+        left = agent.budget.seconds_left(run.tick())
+        try:  # a model call may not run past the time budget
+            reply = await asyncio.wait_for(agent.model.complete(request), left)
+        except TimeoutError as exc:
+            obs.model_ended(None, exc)
+            note = "The model call was cut off when the time budget ran out."
+            return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
         except TransientModelError as exc:
             obs.model_ended(None, exc)
             delay = agent.retry.delay(attempt, exc.retry_after)
