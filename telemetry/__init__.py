@@ -1,0 +1,22 @@
+"""Endstate's telemetry: the hooks that make every run visible in traces and metrics.
+
+`Telemetry.from_env()` is the one call most programs need; `TracingHooks` and
+`MetricsHooks` are the parts, for wiring by hand. Names are in `telemetry.names`.
+"""
+
+from telemetry.metrics import InProcessPending, MetricsHooks, PendingSource
+from telemetry.redact import Redactor
+from telemetry.serve import MetricsServer, serve_metrics
+from telemetry.setup import Telemetry
+from telemetry.tracing import TracingHooks
+
+__all__ = [
+    "InProcessPending",
+    "MetricsHooks",
+    "MetricsServer",
+    "PendingSource",
+    "Redactor",
+    "Telemetry",
+    "TracingHooks",
+    "serve_metrics",
+]

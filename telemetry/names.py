@@ -126,3 +126,45 @@ EXPOSED_METRICS: Final = frozenset(
         "gen_ai_client_operation_duration_seconds_count",
     }
 )
+
+# -- added with the telemetry hooks (additions only; nothing above renamed) ---
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"  # only with content capture
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"  # only with content capture
+AGENT_VERIFY_FAILURE_COUNT: Final = "agent.verify.failure_count"
+AGENT_HUMAN_WAIT_QUESTION: Final = "agent.human_wait.question"  # only with content capture
+EVENT_VERIFY: Final = SPAN_VERIFY  # verification is an event on the turn span, named like the span
+
+TOKEN_INPUT: Final = "input"  # gen_ai.token.type values
+TOKEN_OUTPUT: Final = "output"
+TOOL_OK: Final = "ok"  # agent_tool_calls_total outcome values
+TOOL_ERROR: Final = "error"
+TOOL_TIMEOUT: Final = "timeout"
+WAIT_ANSWERED: Final = "answered"  # agent_human_wait_seconds outcome values
+WAIT_EXPIRED: Final = "expired"
+SIGNAL_TRACES: Final = "traces"  # agent_telemetry_export_failures_total signal values
+SIGNAL_METRICS: Final = "metrics"
+TOOL_OTHER: Final = "other"  # tool label for names past the per-agent cap or not name-like
+
+ENV_TRACES_FILE: Final = "ENDSTATE_TRACES_FILE"  # JSON-lines span file when no OTLP endpoint is set
+ENV_REDACT_ENV: Final = "ENDSTATE_REDACT_ENV"  # more variable names whose values are redacted
+
+# Histogram bucket upper bounds. Part of the contract: rules may read `le` values.
+BUCKETS_RUN_TURNS: Final = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200)
+BUCKETS_RUN_ACTIVE_SECONDS: Final = (
+    1, 2, 5, 10, 20, 30, 60, 120, 180, 300, 450, 600, 900, 1200, 1800, 2700, 3600,
+)  # fmt: skip
+BUCKETS_RUN_TOKENS: Final = (
+    1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000,
+    5_000_000, 10_000_000,
+)  # fmt: skip
+BUCKETS_HUMAN_WAIT_SECONDS: Final = (
+    10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800,
+)  # fmt: skip
+# The GenAI semantic conventions' recommended boundaries.
+BUCKETS_GEN_AI_TOKEN_USAGE: Final = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+)  # fmt: skip
+BUCKETS_GEN_AI_OPERATION_DURATION: Final = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)  # fmt: skip

@@ -1,0 +1,61 @@
+"""Messages as the GenAI conventions' JSON, for opt-in content capture.
+
+Messages API blocks (`text`, `tool_use`, `tool_result`) become parts (`text`,
+`tool_call`, `tool_call_response`). Every string goes through the redactor
+before it is serialised, so a secret never reaches a span attribute.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+Redact = Callable[[str], str]
+
+MAX_JSON_CHARS = 64_000  # the oldest messages are left out past this
+
+
+def messages_json(messages: Sequence[dict[str, Any]], redact: Redact) -> str:
+    """`gen_ai.input.messages`: the history, newest kept when it is too long."""
+    converted = [_message(m.get("role", "user"), m.get("content"), redact) for m in messages]
+    text = json.dumps(converted)
+    while len(text) > MAX_JSON_CHARS and len(converted) > 1:
+        converted = converted[max(1, len(converted) // 4) :]
+        text = json.dumps(converted)
+    return text
+
+
+def output_json(content: Sequence[dict[str, Any]], finish_reason: str, redact: Redact) -> str:
+    """`gen_ai.output.messages`: the one assistant message a reply holds."""
+    message = _message("assistant", list(content), redact) | {"finish_reason": finish_reason}
+    return json.dumps([message])
+
+
+def system_json(system: str, redact: Redact) -> str:
+    """`gen_ai.system_instructions`."""
+    return json.dumps([{"type": "text", "content": redact(system)}])
+
+
+def value_json(value: Any, redact: Redact) -> str:
+    """A tool's arguments or result as redacted text."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return redact(text)
+
+
+def _message(role: str, content: Any, redact: Redact) -> dict[str, Any]:
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    return {"role": role, "parts": [_part(b, redact) for b in blocks if isinstance(b, dict)]}
+
+
+def _part(block: dict[str, Any], redact: Redact) -> dict[str, Any]:
+    kind = block.get("type")
+    if kind == "tool_use":
+        args = value_json(block.get("input") or {}, redact)
+        return {"type": "tool_call", "id": block.get("id"), "name": block.get("name"), "arguments": args}
+    if kind == "tool_result":
+        response = value_json(block.get("content", ""), redact)
+        return {"type": "tool_call_response", "id": block.get("tool_use_id"), "response": response}
+    if kind == "text":
+        return {"type": "text", "content": redact(str(block.get("text", "")))}
+    return {"type": str(kind)}

@@ -1,0 +1,388 @@
+"""Prometheus instruments for runs, turns, tools, people and the model API.
+
+Every metric lives in an injected `CollectorRegistry`. Label values come from
+enums (stop reasons, limits, outcomes) or configured names (agent, task type,
+tool, model): never run ids or free text. Each label set a dashboard may ask
+for is created at zero when its agent or model is first seen, so ratios and
+alert rules have series to read before the first stop of a kind.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from agent.hooks import HumanWait, RunInfo, RunObserver
+from agent.result import LimitKind, StopReason
+from telemetry import names as n
+from telemetry.tracing import error_type_of
+
+if TYPE_CHECKING:
+    from agent.models.base import ModelReply, ModelRequest, ToolCall
+    from agent.result import RunResult
+    from agent.tools import ToolOutcome
+
+log = logging.getLogger("endstate.telemetry")
+
+PendingRequest = tuple[str, str, float]  # (agent, task_type, suspended_at as epoch seconds)
+
+MAX_TOOLS_PER_AGENT = 64  # more distinct tool names than this are counted as "other"
+MAX_REMEMBERED_RUNS = 10_000  # suspended runs whose cost so far this process remembers
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")
+_WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
+_TOOL_OUTCOMES = (n.TOOL_OK, n.TOOL_ERROR, n.TOOL_TIMEOUT)
+_RUN_LABELS = (n.LABEL_AGENT, n.LABEL_TASK_TYPE)
+_GEN_AI_LABELS = (n.LABEL_GEN_AI_OPERATION_NAME, n.LABEL_GEN_AI_PROVIDER_NAME, n.LABEL_GEN_AI_REQUEST_MODEL)
+
+
+class PendingSource(Protocol):
+    """The help requests waiting for a person right now, wherever they are stored."""
+
+    def __call__(self) -> Iterable[PendingRequest]: ...
+
+
+class InProcessPending:
+    """Help requests of runs suspended in this process and not yet resumed here.
+
+    A request leaves when its run resumes or expires in this process, or when
+    its deadline passes (then it waits for expiry, no longer for a person). A
+    run store that sees every process supplies its own `PendingSource`.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, tuple[str, str, float, float]] = {}
+
+    def add(self, run_id: str, agent: str, task_type: str, suspended_at: float, deadline: float) -> None:
+        with self._lock:
+            self._runs[run_id] = (agent, task_type, suspended_at, deadline)
+
+    def remove(self, run_id: str) -> None:
+        with self._lock:
+            self._runs.pop(run_id, None)
+
+    def __call__(self) -> list[PendingRequest]:
+        now = time.time()
+        with self._lock:
+            for run_id in [r for r, v in self._runs.items() if v[3] <= now]:
+                del self._runs[run_id]
+            return [(a, t, at) for a, t, at, _ in self._runs.values()]
+
+
+class MetricsHooks:
+    """`RunHooks` that count stops and measure runs, tools, waits and model calls."""
+
+    def __init__(
+        self, registry: CollectorRegistry | None = None, pending: PendingSource | None = None
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.local_pending = InProcessPending() if pending is None else None
+        self._lock = threading.Lock()
+        self._agents: set[tuple[str, str]] = set()
+        self._models: set[tuple[str, str]] = set()
+        self._tools: dict[tuple[str, str], set[str]] = {}  # configured tools seen, by agent
+        self._spent: OrderedDict[str, float] = OrderedDict()
+        self.m = _Instruments(self.registry)
+        for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):
+            self.m.export_failures.labels(signal)
+        help_collector = _HelpCollector(
+            pending or self._local(), self.known_agents, self.record_export_failure
+        )
+        self.registry.register(help_collector)
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        self._prepare(info)
+        if info.segment <= 1:
+            self.m.runs_started.labels(info.agent, info.task_type).inc()
+        for limit, value in info.limits.items():
+            self.m.budget_limit.labels(info.agent, info.task_type, limit).set(value)
+        return _RunMetrics(self, info)
+
+    def record_export_failure(self, signal: str) -> None:
+        """Count a failed export of `signal` (traces or metrics)."""
+        self.m.export_failures.labels(signal).inc()
+
+    def known_agents(self) -> list[tuple[str, str]]:
+        """Every (agent, task_type) this process has started a run of."""
+        with self._lock:
+            return sorted(self._agents)
+
+    def tool_label(self, agent: str, task_type: str, tool: str) -> str:
+        """The tool's name when it is name-like and within the per-agent cap, else "other"."""
+        with self._lock:
+            seen = self._tools.setdefault((agent, task_type), set())
+            if tool in seen:
+                return tool
+            if not _TOOL_NAME.fullmatch(tool) or len(seen) >= MAX_TOOLS_PER_AGENT:
+                return n.TOOL_OTHER
+            seen.add(tool)
+        for outcome in _TOOL_OUTCOMES:
+            self.m.tool_calls.labels(agent, task_type, tool, outcome)
+        return tool
+
+    def spent_before(self, info: RunInfo) -> float:
+        """The run's cost before this segment: from the loop when it says, else from memory."""
+        spent = getattr(info, "spent", None)  # RunInfo.spent: Usage, once the loop provides it
+        with self._lock:
+            remembered = self._spent.pop(info.run_id, 0.0)
+        return float(spent.cost_usd) if spent is not None else remembered
+
+    def remember_spent(self, run_id: str, cost_usd: float) -> None:
+        with self._lock:
+            self._spent[run_id] = cost_usd
+            while len(self._spent) > MAX_REMEMBERED_RUNS:
+                self._spent.popitem(last=False)
+
+    def _local(self) -> InProcessPending:
+        assert self.local_pending is not None
+        return self.local_pending
+
+    def _prepare(self, info: RunInfo) -> None:
+        """Create at zero every series of this agent and model that a query may read."""
+        agent, model = (info.agent, info.task_type), (info.provider, info.model)
+        with self._lock:
+            new_agent, new_model = agent not in self._agents, model not in self._models
+            self._agents.add(agent)
+            self._models.add(model)
+        if new_agent:
+            self.m.prepare_agent(*agent)
+        for tool in getattr(info, "tools", ()):  # RunInfo.tools, once the loop passes the tool names
+            self.tool_label(info.agent, info.task_type, tool)
+        if new_model:
+            self.m.prepare_model(*model)
+
+
+class _Instruments:
+    """The metrics themselves, named and labelled as telemetry/names.py says."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        reason = (*_RUN_LABELS, n.LABEL_STOP_REASON)
+        self.stops = Counter(
+            n.METRIC_STOPS,
+            "Run segments ended, by stop reason and the budget that ran out.",
+            [*reason, n.LABEL_STOP_LIMIT],
+            registry=registry,
+        )
+        self.runs_started = Counter(
+            n.METRIC_RUNS_STARTED, "Runs started (first segments only).", _RUN_LABELS, registry=registry
+        )
+        self.turns = _histogram(
+            n.METRIC_RUN_TURNS,
+            "Turns a run had taken when a segment ended.",
+            reason,
+            n.BUCKETS_RUN_TURNS,
+            registry,
+        )
+        self.active = _histogram(
+            n.METRIC_RUN_ACTIVE_SECONDS,
+            "Active seconds (waits excluded) a run had used when a segment ended.",
+            reason,
+            n.BUCKETS_RUN_ACTIVE_SECONDS,
+            registry,
+        )
+        self.tokens = _histogram(
+            n.METRIC_RUN_TOKENS,
+            "Tokens a run had used when a segment ended.",
+            reason,
+            n.BUCKETS_RUN_TOKENS,
+            registry,
+        )
+        self.human_wait = _histogram(
+            n.METRIC_HUMAN_WAIT_SECONDS,
+            "Seconds a suspended run waited for a person.",
+            (*_RUN_LABELS, n.LABEL_OUTCOME),
+            n.BUCKETS_HUMAN_WAIT_SECONDS,
+            registry,
+        )
+        self.verify_rejections = Counter(
+            n.METRIC_VERIFY_REJECTIONS,
+            "Finish calls whose verification failed.",
+            _RUN_LABELS,
+            registry=registry,
+        )
+        self.tool_calls = Counter(
+            n.METRIC_TOOL_CALLS,
+            "Tool calls, by tool and outcome.",
+            (*_RUN_LABELS, n.LABEL_TOOL, n.LABEL_OUTCOME),
+            registry=registry,
+        )
+        self.cost = Counter(
+            n.METRIC_COST_USD,
+            "US dollars spent, by the stop reason of the segment that spent it.",
+            reason,
+            registry=registry,
+        )
+        self.budget_limit = Gauge(
+            n.METRIC_BUDGET_LIMIT,
+            "Configured budget ceilings.",
+            (*_RUN_LABELS, n.LABEL_LIMIT),
+            registry=registry,
+        )
+        self.export_failures = Counter(
+            n.METRIC_TELEMETRY_EXPORT_FAILURES,
+            "Telemetry exports that failed (span batches for traces).",
+            (n.LABEL_SIGNAL,),
+            registry=registry,
+        )
+        self.token_usage = _histogram(
+            n.METRIC_GEN_AI_TOKEN_USAGE,
+            "Input and output tokens per model call (GenAI semantic conventions).",
+            (*_GEN_AI_LABELS, n.LABEL_GEN_AI_TOKEN_TYPE),
+            n.BUCKETS_GEN_AI_TOKEN_USAGE,
+            registry,
+        )
+        self.duration = _histogram(
+            n.METRIC_GEN_AI_OPERATION_DURATION,
+            "Seconds per model call attempt (GenAI semantic conventions).",
+            (*_GEN_AI_LABELS, n.LABEL_ERROR_TYPE),
+            n.BUCKETS_GEN_AI_OPERATION_DURATION,
+            registry,
+        )
+
+    def prepare_agent(self, agent: str, task_type: str) -> None:
+        self.runs_started.labels(agent, task_type)
+        self.verify_rejections.labels(agent, task_type)
+        for outcome in _WAIT_OUTCOMES:
+            self.human_wait.labels(agent, task_type, outcome)
+        for reason in StopReason:
+            for limit in _limits_of(reason):
+                self.stops.labels(agent, task_type, reason, limit)
+            for metric in (self.turns, self.active, self.tokens, self.cost):
+                metric.labels(agent, task_type, reason)
+
+    def prepare_model(self, provider: str, model: str) -> None:
+        for token_type in (n.TOKEN_INPUT, n.TOKEN_OUTPUT):
+            self.token_usage.labels(n.OP_CHAT, provider, model, token_type)
+        self.duration.labels(n.OP_CHAT, provider, model, "")
+
+
+class _RunMetrics(RunObserver):
+    """What one segment adds to the metrics; label children are looked up once."""
+
+    def __init__(self, hooks: MetricsHooks, info: RunInfo) -> None:
+        self._hooks, self._info, m = hooks, info, hooks.m
+        a, t = info.agent, info.task_type
+        gen_ai = (n.OP_CHAT, info.provider, info.model)
+        self._tokens_in = m.token_usage.labels(*gen_ai, n.TOKEN_INPUT)
+        self._tokens_out = m.token_usage.labels(*gen_ai, n.TOKEN_OUTPUT)
+        self._duration_ok = m.duration.labels(*gen_ai, "")
+        self._rejections = m.verify_rejections.labels(a, t)
+        self._tool_children: dict[tuple[str, str], Any] = {}
+        self._spent_before = hooks.spent_before(info)
+        self._model_t0 = 0.0
+
+    def model_started(self, request: ModelRequest, attempt: int) -> None:
+        self._model_t0 = time.perf_counter()
+
+    def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
+        seconds = time.perf_counter() - self._model_t0 if self._model_t0 else 0.0
+        self._model_t0 = 0.0
+        if reply is None:
+            info = self._info
+            error_type = error_type_of(error)
+            self._hooks.m.duration.labels(n.OP_CHAT, info.provider, info.model, error_type).observe(seconds)
+            return
+        self._duration_ok.observe(seconds)
+        self._tokens_in.observe(reply.input_tokens)
+        self._tokens_out.observe(reply.output_tokens)
+
+    def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        key = (call.name, _tool_outcome(outcome))
+        child = self._tool_children.get(key)
+        if child is None:
+            tool = self._hooks.tool_label(self._info.agent, self._info.task_type, call.name)
+            child = self._hooks.m.tool_calls.labels(self._info.agent, self._info.task_type, tool, key[1])
+            self._tool_children[key] = child
+        child.inc()
+
+    def verified(self, failures: list[str]) -> None:
+        if failures:
+            self._rejections.inc()
+
+    def human_waited(self, wait: HumanWait) -> None:
+        if self._hooks.local_pending is not None:
+            self._hooks.local_pending.remove(self._info.run_id)
+        if wait.outcome in _WAIT_OUTCOMES:
+            info = self._info
+            self._hooks.m.human_wait.labels(info.agent, info.task_type, wait.outcome).observe(wait.seconds)
+
+    def run_ended(self, result: RunResult) -> None:
+        m, a, t = self._hooks.m, self._info.agent, self._info.task_type
+        reason = StopReason(result.reason)
+        limit = str(result.limit) if reason is StopReason.LIMIT and result.limit else n.NO_LIMIT
+        m.stops.labels(a, t, reason, limit).inc()
+        m.turns.labels(a, t, reason).observe(result.turns)
+        exemplar = {"trace_id": result.trace_id} if result.trace_id else None
+        m.active.labels(a, t, reason).observe(result.active_seconds, exemplar)
+        m.tokens.labels(a, t, reason).observe(result.input_tokens + result.output_tokens)
+        m.cost.labels(a, t, reason).inc(max(0.0, result.cost_usd - self._spent_before))
+        if reason.resumable:
+            self._hooks.remember_spent(result.run_id, result.cost_usd)
+        if reason is StopReason.NEED_HELP and result.suspension and self._hooks.local_pending is not None:
+            s = result.suspension
+            self._hooks.local_pending.add(result.run_id, a, t, s.suspended_at, s.deadline)
+
+
+class _HelpCollector(Collector):
+    """`agent_help_pending` and `agent_help_oldest_pending_seconds`, computed at scrape time."""
+
+    def __init__(self, source: PendingSource, known: Any, on_error: Any) -> None:
+        self._source, self._known, self._on_error = source, known, on_error
+
+    def describe(self) -> Iterable[Metric]:
+        return list(_help_families())
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            rows = list(self._source())
+        except Exception:
+            log.warning("the pending help source failed; help gauges left out of this scrape", exc_info=True)
+            self._on_error(n.SIGNAL_METRICS)
+            return
+        now = time.time()
+        groups: dict[tuple[str, str], list[float]] = {key: [] for key in self._known()}
+        for agent, task_type, suspended_at in rows:
+            groups.setdefault((agent, task_type), []).append(float(suspended_at))
+        pending, oldest = _help_families()
+        for (agent, task_type), times in sorted(groups.items()):
+            pending.add_metric([agent, task_type], len(times))
+            oldest.add_metric([agent, task_type], max(0.0, now - min(times)) if times else 0.0)
+        yield pending
+        yield oldest
+
+
+def _help_families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+    labels = list(_RUN_LABELS)
+    return (
+        GaugeMetricFamily(n.METRIC_HELP_PENDING, "Help requests waiting for a person.", labels=labels),
+        GaugeMetricFamily(
+            n.METRIC_HELP_OLDEST_PENDING_SECONDS,
+            "Age of the oldest help request still waiting.",
+            labels=labels,
+        ),
+    )
+
+
+def _histogram(
+    name: str, doc: str, labels: Iterable[str], buckets: Iterable[float], registry: CollectorRegistry
+) -> Histogram:
+    return Histogram(name, doc, tuple(labels), registry=registry, buckets=tuple(buckets))
+
+
+def _limits_of(reason: StopReason) -> list[str]:
+    return [str(k) for k in LimitKind] if reason is StopReason.LIMIT else [n.NO_LIMIT]
+
+
+def _tool_outcome(outcome: ToolOutcome) -> str:
+    if not outcome.is_error:
+        return n.TOOL_OK
+    return n.TOOL_TIMEOUT if outcome.error_type == "timeout" else n.TOOL_ERROR

@@ -1,0 +1,289 @@
+"""Spans for every run segment, turn, model call, tool call and human wait.
+
+Every span is parented explicitly from the segment's own span, never from the
+ambient context: the loop is async and its awaits may hop tasks. Only the run
+span takes the caller's current context as parent, at `run_started`, which
+the loop calls synchronously from `arun`/`aresume`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink
+from agent.result import StopReason
+from telemetry import _content
+from telemetry import names as n
+from telemetry.redact import Redactor
+
+if TYPE_CHECKING:
+    from agent.models.base import ModelReply, ModelRequest, ToolCall
+    from agent.result import RunResult
+    from agent.tools import ToolOutcome
+
+Redact = Callable[[str], str]
+
+TRACER_NAME = "endstate"
+MAX_FAILURE_CHARS = 500  # per verifier failure on the verify event
+INTERRUPTED = "interrupted"  # error.type of a call span that never got its end (cancellation)
+
+
+class TracingHooks:
+    """`RunHooks` that record each run segment as a tree of spans.
+
+    `capture_content` records messages, tool arguments and results, the
+    question asked and the stop note, each through `redact` (secrets out, long
+    text cut). Off by default: without it no message text reaches a span.
+    """
+
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider,
+        capture_content: bool = False,
+        redact: Redact | None = None,
+    ) -> None:
+        self._tracer = tracer_provider.get_tracer(TRACER_NAME)
+        self.capture_content = capture_content
+        self._redact = redact or Redactor.from_env(os.environ)
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        return _RunTrace(self._tracer, info, self._redact, self.capture_content)
+
+
+class _RunTrace(RunObserver):
+    """The spans of one segment: run, then turns holding chats and tools."""
+
+    def __init__(self, tracer: trace.Tracer, info: RunInfo, redact: Redact, capture: bool) -> None:
+        self._tracer, self._info, self._redact, self._capture = tracer, info, redact, capture
+        self._span = tracer.start_span(
+            f"{n.SPAN_INVOKE_AGENT} {info.agent}",
+            kind=SpanKind.INTERNAL,
+            attributes=_run_attributes(info),
+            links=_links(info.continues),
+            start_time=_ns(info.started_at) if info.started_at > 0 else None,
+        )
+        self._ctx = trace.set_span_in_context(self._span)
+        self._turn: trace.Span | None = None
+        self._turn_ctx = self._ctx
+        self._chat: trace.Span | None = None
+        self._tools: dict[str, trace.Span] = {}
+        self._ended = False
+        sc = self._span.get_span_context()
+        if sc.is_valid and sc.trace_flags.sampled:
+            self.trace_id = trace.format_trace_id(sc.trace_id)
+            self.span_id = trace.format_span_id(sc.span_id)
+
+    # -- turns -------------------------------------------------------------
+
+    def turn_started(self, index: int) -> None:
+        self._end_turn()
+        self._turn = self._tracer.start_span(
+            n.SPAN_TURN, context=self._ctx, attributes={n.AGENT_TURN_INDEX: index}
+        )
+        self._turn_ctx = trace.set_span_in_context(self._turn)
+
+    def turn_ended(self, index: int, signal: str) -> None:
+        if self._turn is not None:
+            self._turn.set_attribute(n.AGENT_TURN_SIGNAL, signal)
+        self._end_turn()
+
+    # -- model calls ---------------------------------------------------------
+
+    def model_started(self, request: ModelRequest, attempt: int) -> None:
+        _end_failed(self._chat, INTERRUPTED)
+        info = self._info
+        self._chat = self._tracer.start_span(
+            f"{n.SPAN_CHAT} {info.model}",
+            context=self._turn_ctx,
+            kind=SpanKind.CLIENT,
+            attributes={
+                n.GEN_AI_OPERATION_NAME: n.OP_CHAT,
+                n.GEN_AI_PROVIDER_NAME: info.provider,
+                n.GEN_AI_REQUEST_MODEL: info.model,
+                n.GEN_AI_REQUEST_MAX_TOKENS: request.max_tokens,
+                n.AGENT_ATTEMPT: attempt,
+            },
+        )
+        if self._capture:
+            self._chat.set_attribute(
+                n.GEN_AI_INPUT_MESSAGES, _content.messages_json(request.messages, self._redact)
+            )
+            if request.system:
+                self._chat.set_attribute(
+                    n.GEN_AI_SYSTEM_INSTRUCTIONS, _content.system_json(request.system, self._redact)
+                )
+
+    def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
+        span, self._chat = self._chat, None
+        if span is None:
+            return
+        if reply is not None:
+            span.set_attributes(_reply_attributes(reply))
+            if self._capture:
+                output = _content.output_json(reply.content, reply.stop_reason, self._redact)
+                span.set_attribute(n.GEN_AI_OUTPUT_MESSAGES, output)
+            span.end()
+        else:
+            _end_failed(span, error_type_of(error))
+
+    # -- tool calls ----------------------------------------------------------
+
+    def tool_started(self, call: ToolCall) -> None:
+        _end_failed(self._tools.pop(call.id, None), INTERRUPTED)
+        span = self._tracer.start_span(
+            f"{n.SPAN_EXECUTE_TOOL} {call.name}",
+            context=self._turn_ctx,
+            attributes={
+                n.GEN_AI_OPERATION_NAME: n.OP_EXECUTE_TOOL,
+                n.GEN_AI_TOOL_NAME: call.name,
+                n.GEN_AI_TOOL_CALL_ID: call.id,
+            },
+        )
+        if self._capture:
+            span.set_attribute(
+                n.GEN_AI_TOOL_CALL_ARGUMENTS, _content.value_json(call.arguments, self._redact)
+            )
+        self._tools[call.id] = span
+
+    def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        span = self._tools.pop(call.id, None)
+        if span is None:
+            return
+        if self._capture:
+            span.set_attribute(n.GEN_AI_TOOL_CALL_RESULT, self._redact(outcome.text))
+        if outcome.is_error:
+            _end_failed(span, outcome.error_type or "tool_error")
+        else:
+            span.end()
+
+    # -- verification, people, the end -------------------------------------
+
+    def verified(self, failures: list[str]) -> None:
+        attributes: dict[str, Any] = {
+            n.AGENT_VERIFY_PASSED: not failures,
+            n.AGENT_VERIFY_FAILURE_COUNT: len(failures),
+        }
+        if failures:
+            attributes[n.AGENT_VERIFY_FAILURES] = [self._short(f) for f in failures]
+        (self._turn or self._span).add_event(n.EVENT_VERIFY, attributes)
+
+    def human_waited(self, wait: HumanWait) -> None:
+        attributes: dict[str, Any] = {n.AGENT_HUMAN_WAIT_OUTCOME: wait.outcome}
+        if wait.pending_tool:
+            attributes[n.AGENT_HUMAN_WAIT_PENDING_TOOL] = wait.pending_tool
+        if self._capture and wait.question:
+            attributes[n.AGENT_HUMAN_WAIT_QUESTION] = self._redact(wait.question)
+        span = self._tracer.start_span(
+            n.SPAN_HUMAN_WAIT, context=self._ctx, attributes=attributes, start_time=_ns(wait.suspended_at)
+        )
+        span.end(end_time=max(_ns(wait.ended_at), _ns(wait.suspended_at)))
+
+    def run_ended(self, result: RunResult) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        self._end_turn()
+        self._span.set_attributes(_result_attributes(result))
+        if self._capture and result.note:
+            self._span.set_attribute(n.AGENT_STOP_NOTE, self._redact(result.note))
+        if result.reason is StopReason.ERROR:
+            error_type = result.error_type or str(StopReason.ERROR)
+            self._span.set_attribute(n.ERROR_TYPE, error_type)
+            self._span.set_status(Status(StatusCode.ERROR, error_type))
+        self._span.end()
+
+    # -- helpers -------------------------------------------------------------
+
+    def _end_turn(self) -> None:
+        """End the open turn and whatever it still holds (a call cut off by cancellation, say)."""
+        _end_failed(self._chat, INTERRUPTED)
+        for span in self._tools.values():
+            _end_failed(span, INTERRUPTED)
+        self._chat, self._tools = None, {}
+        if self._turn is not None:
+            self._turn.end()
+        self._turn, self._turn_ctx = None, self._ctx
+
+    def _short(self, text: str) -> str:
+        text = self._redact(text)
+        return text if len(text) <= MAX_FAILURE_CHARS else text[:MAX_FAILURE_CHARS] + "..."
+
+
+def error_type_of(error: BaseException | None) -> str:
+    """A short, bounded name for a failure: the error's own `error_type` or its class."""
+    if error is None:
+        return "unknown"
+    return str(getattr(error, "error_type", None) or type(error).__name__)
+
+
+def _run_attributes(info: RunInfo) -> dict[str, Any]:
+    return {
+        n.GEN_AI_OPERATION_NAME: n.OP_INVOKE_AGENT,
+        n.GEN_AI_PROVIDER_NAME: info.provider,
+        n.GEN_AI_AGENT_NAME: info.agent,
+        n.GEN_AI_REQUEST_MODEL: info.model,
+        n.GEN_AI_CONVERSATION_ID: info.run_id,
+        n.AGENT_TASK_TYPE: info.task_type,
+        n.AGENT_SEGMENT: info.segment,
+    }
+
+
+def _result_attributes(result: RunResult) -> dict[str, Any]:
+    """Run totals so far (all segments), as the result reports them."""
+    attributes: dict[str, Any] = {
+        n.STOP_REASON: str(result.reason),
+        n.STOP_VERIFIED: result.verified,
+        n.AGENT_TURNS: result.turns,
+        n.GEN_AI_USAGE_INPUT_TOKENS: result.input_tokens,
+        n.GEN_AI_USAGE_OUTPUT_TOKENS: result.output_tokens,
+        n.AGENT_COST_USD: result.cost_usd,
+    }
+    if result.limit is not None:
+        attributes[n.STOP_LIMIT] = str(result.limit)
+    return attributes
+
+
+def _reply_attributes(reply: ModelReply) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        n.GEN_AI_USAGE_INPUT_TOKENS: reply.input_tokens,
+        n.GEN_AI_USAGE_OUTPUT_TOKENS: reply.output_tokens,
+        n.GEN_AI_RESPONSE_FINISH_REASONS: [reply.stop_reason],
+    }
+    if reply.model:
+        attributes[n.GEN_AI_RESPONSE_MODEL] = reply.model
+    if reply.response_id:
+        attributes[n.GEN_AI_RESPONSE_ID] = reply.response_id
+    return attributes
+
+
+def _end_failed(span: trace.Span | None, error_type: str) -> None:
+    if span is None:
+        return
+    span.set_attribute(n.ERROR_TYPE, error_type)
+    span.set_status(Status(StatusCode.ERROR, error_type))
+    span.end()
+
+
+def _links(continues: SegmentLink | None) -> Sequence[Link]:
+    """A link to the suspended segment's span, when its ids are well-formed."""
+    if continues is None:
+        return ()
+    try:
+        context = SpanContext(
+            trace_id=int(continues.trace_id, 16),
+            span_id=int(continues.span_id, 16),
+            is_remote=True,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+    except (TypeError, ValueError):
+        return ()
+    return (Link(context),) if context.is_valid else ()
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1e9)

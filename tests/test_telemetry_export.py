@@ -1,0 +1,235 @@
+"""Setup from the OTEL_* variables, and export that never blocks or breaks a run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import NoOpTracerProvider
+from otlp_receiver import OtlpReceiver, attributes, closed_port
+from prometheus_client import CollectorRegistry
+
+from agent import Agent, RunResult, StopReason, tool
+from agent.errors import ConfigError
+from agent.models import ScriptedModel, call, finish
+from telemetry import Telemetry
+from telemetry import names as n
+
+FAST_TIMEOUT = {"OTEL_EXPORTER_OTLP_TIMEOUT": "300"}  # milliseconds
+TO_FILE = {n.ENV_TRACES_FILE: os.devnull}
+
+
+@tool
+def look(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+def run_some(hooks: Any = None, runs: int = 3) -> list[RunResult]:
+    results = []
+    for i in range(runs):
+        steps = [[call("look", path=f"f{i}")], [finish("done", f"read f{i}")]]
+        agent = Agent("shipper", ScriptedModel(steps), tools=[look], **({"hooks": hooks} if hooks else {}))
+        results.append(agent.run(f"read f{i}", run_id=f"run-{i}"))
+    return results
+
+
+def outcome(results: list[RunResult]) -> list[tuple[Any, ...]]:
+    return [(r.reason, r.turns, r.input_tokens, r.output_tokens, r.output, r.verified) for r in results]
+
+
+def failures(telemetry: Telemetry) -> float:
+    value = telemetry.registry.get_sample_value("agent_telemetry_export_failures_total", {"signal": "traces"})
+    return value or 0.0
+
+
+def test_spans_reach_an_otlp_http_collector() -> None:
+    with OtlpReceiver() as receiver:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_SERVICE_NAME": "probe-svc",
+            "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test,team=agent%20ops,service.name=not-this",
+        }
+        telemetry = Telemetry.from_env(env, registry=CollectorRegistry())
+        (result,) = run_some(telemetry.hooks, runs=1)
+        assert telemetry.force_flush(5)
+        telemetry.shutdown()
+    assert set(receiver.paths) == {"/v1/traces"}
+    received = receiver.spans()
+    resource = received[0][0]
+    assert resource["service.name"] == "probe-svc"
+    assert resource["deployment.environment"] == "test" and resource["team"] == "agent ops"
+    by_name = {span.name: span for _, span in received}
+    assert set(by_name) == {"invoke_agent shipper", "agent.turn", "chat scripted", "execute_tool look"}
+    run = by_name["invoke_agent shipper"]
+    run_attrs = attributes(run.attributes)
+    assert run_attrs[n.STOP_REASON] == "success" and run_attrs[n.AGENT_TURNS] == 2
+    assert run_attrs[n.GEN_AI_CONVERSATION_ID] == "run-0"
+    assert run.trace_id.hex() == result.trace_id
+    turns = [span for _, span in received if span.name == n.SPAN_TURN]
+    assert {t.parent_span_id for t in turns} == {run.span_id}
+    assert by_name["chat scripted"].parent_span_id in {t.span_id for t in turns}
+    assert failures(telemetry) == 0
+
+
+def test_the_traces_endpoint_is_used_as_given() -> None:
+    with OtlpReceiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.endpoint + "/custom/traces"}
+        telemetry = Telemetry.from_env(env, registry=CollectorRegistry())
+        run_some(telemetry.hooks, runs=1)
+        assert telemetry.force_flush(5)
+        telemetry.shutdown()
+    assert set(receiver.paths) == {"/custom/traces"}
+
+
+@pytest.mark.parametrize("collector", ["refuses", "never_answers"])
+def test_a_broken_collector_changes_nothing_but_a_counter(collector: str) -> None:
+    expected = outcome(run_some())
+    with OtlpReceiver(mode="hang") as hanging:
+        port = closed_port() if collector == "refuses" else int(hanging.endpoint.rsplit(":", 1)[1])
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", **FAST_TIMEOUT}
+        telemetry = Telemetry.from_env(env, registry=CollectorRegistry())
+        started = time.monotonic()
+        results = run_some(telemetry.hooks)
+        telemetry.force_flush(5)
+        assert telemetry.shutdown(timeout_s=2) or True
+        elapsed = time.monotonic() - started
+    assert outcome(results) == expected
+    assert all(r.trace_id for r in results)
+    assert failures(telemetry) >= 1
+    assert elapsed < 10
+
+
+class Raising(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        raise RuntimeError("exporter bug")
+
+    def shutdown(self) -> None:
+        raise RuntimeError("exporter bug")
+
+
+def test_a_raising_exporter_is_counted() -> None:
+    telemetry = Telemetry.from_env({}, registry=CollectorRegistry(), span_exporter=Raising())
+    results = run_some(telemetry.hooks)
+    assert telemetry.force_flush(2)
+    assert telemetry.shutdown(2)
+    assert outcome(results) == outcome(run_some())
+    assert failures(telemetry) >= 1
+
+
+HANG_SCRIPT = """
+import sys, time
+from agent import Agent
+from agent.models import ScriptedModel, finish
+from telemetry import Telemetry
+telemetry = Telemetry.from_env()
+for i in range(3):
+    agent = Agent("exiter", ScriptedModel([[finish("done", "ok")]]), hooks=telemetry.hooks)
+    assert agent.run("go").reason == "success"
+time.sleep(1.5)  # let the batch processor start an export that will never be answered
+if sys.argv[1] == "shutdown":
+    telemetry.shutdown()
+print("done", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ending", ["shutdown", "atexit"])
+def test_a_process_exits_promptly_when_the_collector_never_answers(ending: str) -> None:
+    with OtlpReceiver(mode="hang") as hanging:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": hanging.endpoint}
+        env.pop("OTEL_EXPORTER_OTLP_TIMEOUT", None)  # the default export timeout applies
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(HANG_SCRIPT), ending],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert "done" in done.stdout
+    assert elapsed < 10, f"the process took {elapsed:.1f} s to exit"
+
+
+def test_no_endpoint_but_a_file_writes_json_lines(tmp_path: Path) -> None:
+    path = tmp_path / "spans.jsonl"
+    telemetry = Telemetry.from_env({n.ENV_TRACES_FILE: str(path)}, registry=CollectorRegistry())
+    (result,) = run_some(telemetry.hooks, runs=1)
+    assert telemetry.shutdown()
+    spans = [json.loads(line) for line in path.read_text().splitlines()]
+    names = {s["name"] for s in spans}
+    assert {"invoke_agent shipper", "agent.turn", "chat scripted", "execute_tool look"} <= names
+    run = next(s for s in spans if s["name"] == "invoke_agent shipper")
+    assert run["context"]["trace_id"] == "0x" + str(result.trace_id)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},
+        {"OTEL_TRACES_EXPORTER": "none"},
+    ],
+)
+def test_no_export_means_no_tracing_but_metrics(env: Mapping[str, str]) -> None:
+    telemetry = Telemetry.from_env(env, registry=CollectorRegistry())
+    assert isinstance(telemetry.tracer_provider, NoOpTracerProvider) and telemetry.tracing is None
+    (result,) = run_some(telemetry.hooks, runs=1)
+    assert result.reason is StopReason.SUCCESS and result.trace_id is None
+    labels = {"agent": "shipper", "task_type": "default", "stop_reason": "success", "stop_limit": "none"}
+    assert telemetry.registry.get_sample_value("agent_stops_total", labels) == 1
+    assert telemetry.shutdown() and telemetry.force_flush()
+
+
+def test_sampled_out_runs_carry_no_trace_id() -> None:
+    exporter = InMemorySpanExporter()
+    env = {"OTEL_TRACES_SAMPLER": "always_off"}
+    telemetry = Telemetry.from_env(env, registry=CollectorRegistry(), span_exporter=exporter)
+    (result,) = run_some(telemetry.hooks, runs=1)
+    telemetry.shutdown()
+    assert result.trace_id is None and exporter.get_finished_spans() == ()
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
+            "http/protobuf",
+        ),
+        ({**TO_FILE, "OTEL_TRACES_SAMPLER": "sometimes"}, "OTEL_TRACES_SAMPLER"),
+        ({**TO_FILE, "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "half"}, "number"),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:4318", "OTEL_EXPORTER_OTLP_TIMEOUT": "5s"},
+            "milliseconds",
+        ),
+        ({"OTEL_TRACES_EXPORTER": "zipkin"}, "otlp"),
+    ],
+)
+def test_bad_settings_say_what_to_fix(env: dict[str, str], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        Telemetry.from_env(env, registry=CollectorRegistry())
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("opentelemetry.exporter.otlp.proto.grpc") is not None,
+    reason="grpc exporter installed",
+)
+def test_grpc_without_its_package_says_which_to_install() -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    with pytest.raises(ConfigError, match="opentelemetry-exporter-otlp-proto-grpc"):
+        Telemetry.from_env(env, registry=CollectorRegistry())
