@@ -26,7 +26,7 @@ from agent.store import (
     UnknownRun,
     open_store,
 )
-from agent.store._sql import latest_version
+from agent.store._sql import latest_version, migrations, split_statements
 
 NOW = 1_800_000_000.0
 
@@ -265,3 +265,40 @@ def test_an_unreachable_postgres_is_a_clear_error() -> None:
         StoreError, match=r"cannot connect to the PostgreSQL run store postgresql://u:\*\*\*@"
     ):
         open_store(f"postgresql://u:secret@127.0.0.1:{pg.free_port()}/db")
+
+
+def _make_v1_store(url: str) -> None:
+    """A store as Endstate's first schema left it, with one run in it."""
+    dialect = "postgres" if url.startswith("postgresql") else "sqlite"
+    statements = [
+        "CREATE TABLE endstate_schema (version INTEGER NOT NULL, applied_at DOUBLE PRECISION)",
+        *split_statements(migrations(dialect)[0][1]),
+        f"INSERT INTO endstate_schema VALUES (1, {NOW})",
+        "INSERT INTO endstate_runs (run_id, agent, task, task_type, status, started_at, updated_at) "
+        f"VALUES ('old', 'a', 't', 'default', 'waiting', {NOW}, {NOW})",
+    ]
+    if dialect == "sqlite":
+        conn = sqlite3.connect(url)
+        for s in statements:
+            conn.execute(s)
+        conn.commit()
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as pconn:
+        for s in statements:
+            pconn.execute(s)
+
+
+def test_an_old_schema_is_migrated_and_keeps_its_runs(store_url: str, make_agent) -> None:  # type: ignore[no-untyped-def]
+    _make_v1_store(store_url)
+    s = open_store(store_url)
+    try:
+        assert s.schema_version() == 2
+        old = s.get("old")
+        assert old is not None and old.status is RunStatus.WAITING and old.answer is None
+        rec = s.claim("old", (RunStatus.WAITING,), lease(), NOW, answer="yes", approved=True)
+        assert (rec.answer, rec.approved) == ("yes", True)
+    finally:
+        s.close()

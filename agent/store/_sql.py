@@ -31,7 +31,7 @@ LIST_COLUMNS = (
     "run_id, agent, task, task_type, status, state, started_at, updated_at, ended_at, stop_reason, "
     "stop_limit, turns, input_tokens, output_tokens, cost_usd, active_seconds, waiting_seconds, trace_id, "
     "note, summary, output, verified, error_type, segments, question, pending, deadline, suspended_at, "
-    "interrupted, owner, lease_until"
+    "interrupted, owner, lease_until, answer, approved"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
 Row = dict[str, Any]
@@ -138,6 +138,8 @@ class SqlStore:
             "updated_at": now,
             "owner": None,
             "lease_until": None,
+            "answer": None,
+            "approved": None,
         }
         rows = self._rows(
             f"UPDATE {TABLE} SET {_assign(values)} WHERE run_id = ? AND owner = ? RETURNING {LIST_COLUMNS}",
@@ -147,13 +149,21 @@ class SqlStore:
             raise LeaseLost(f"run {run_id} is no longer held by {lease.owner}; its result was not recorded")
         return record_of(rows[0])
 
-    def claim(self, run_id: str, statuses: tuple[RunStatus, ...], lease: Lease, now: float) -> RunRecord:
+    def claim(
+        self,
+        run_id: str,
+        statuses: tuple[RunStatus, ...],
+        lease: Lease,
+        now: float,
+        answer: str | None = None,
+        approved: bool | None = None,
+    ) -> RunRecord:
         marks = ", ".join("?" for _ in statuses)
         rows = self._rows(
-            f"UPDATE {TABLE} SET status = ?, owner = ?, lease_until = ?, updated_at = ?, "
-            f"segments = segments + 1, interrupted = 0 WHERE run_id = ? AND status IN ({marks}) "
-            f"RETURNING {ALL_COLUMNS}",
-            (RunStatus.RUNNING, lease.owner, lease.until, now, run_id, *statuses),
+            f"UPDATE {TABLE} SET status = ?, owner = ?, lease_until = ?, updated_at = ?, answer = ?, "
+            "approved = ?, segments = segments + 1, interrupted = 0 "
+            f"WHERE run_id = ? AND status IN ({marks}) RETURNING {ALL_COLUMNS}",
+            (RunStatus.RUNNING, lease.owner, lease.until, now, answer, _flag(approved), run_id, *statuses),
         )
         if rows:
             return record_of(rows[0])
@@ -176,7 +186,7 @@ class SqlStore:
     def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None:
         self._count(
             f"UPDATE {TABLE} SET status = ?, owner = NULL, lease_until = NULL, updated_at = ?, "
-            "segments = segments - 1 WHERE run_id = ? AND owner = ?",
+            "answer = NULL, approved = NULL, segments = segments - 1 WHERE run_id = ? AND owner = ?",
             (status, now, run_id, lease.owner),
         )
 
@@ -220,6 +230,10 @@ class SqlStore:
         return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
 
 
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
 def _assign(values: dict[str, Any]) -> str:
     return ", ".join(f"{column} = ?" for column in values)
 
@@ -250,6 +264,7 @@ def record_of(row: Row) -> RunRecord:
         verified=bool(row["verified"]),
         interrupted=bool(row["interrupted"]),
         pending=pending_of(row["pending"]),
+        approved=None if row.get("approved") is None else bool(row["approved"]),
         snapshot_json=row.get("snapshot"),
     )
 
@@ -258,5 +273,5 @@ _PLAIN = [
     *("run_id", "agent", "task", "task_type", "started_at", "updated_at", "ended_at", "stop_limit", "turns"),
     *("input_tokens", "output_tokens", "cost_usd", "active_seconds", "waiting_seconds", "trace_id", "note"),
     *("summary", "output", "error_type", "segments", "question", "deadline", "suspended_at", "owner"),
-    "lease_until",
+    *("lease_until", "answer"),
 ]

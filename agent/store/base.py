@@ -83,6 +83,8 @@ class RunRecord:
     interrupted: bool = False  # cancelled by a shutdown: recovery resumes it
     owner: str | None = None
     lease_until: float | None = None
+    answer: str | None = None  # what the run was claimed with, for a worker that takes over
+    approved: bool | None = None
     snapshot_json: str | None = field(default=None, repr=False)
 
     @property
