@@ -1,0 +1,324 @@
+"""Eval cases: the YAML users write, loaded and checked field by field.
+
+A case file holds `cases:`, a list of cases (or is that list itself). A case:
+
+    name: invoice/portal-offline        # unique across the cases run together
+    agent: invoice-downloader           # a seed agent
+    fixture: portal_offline             # the outside world (agent.evals.fixtures)
+    script: invoice/portal-offline      # scripted replies for offline runs
+    task: Download the September ...    # default: the script's task
+    task_type: invoice_download         # default: the agent's
+    expect: gave_up                     # the stop reason the run must end in
+    impossible: true                    # impossible on purpose: counts for correct give-up
+    judge: [nothing_downloaded]         # independent checks (agent.evals.judges)
+
+and optionally `expect_limit` (which budget, with `expect: limit`),
+`expect_rejected` (a "done" was rejected by the verifiers on the way),
+`then: {action, text, expect}` (what a person does after a suspension),
+`budget: {turns, seconds, tokens, cost}`, `offline_only`, `break_verifiers`
+and `description`. Every error names the file, the case and the field.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent.errors import ConfigError
+from agent.evals.fixtures import FIXTURES
+from agent.evals.judges import JUDGES
+from agent.evals.scripts import scripts
+from agent.examples.scenarios import AGENTS
+from agent.result import LimitKind, StopReason
+
+ACTIONS = ("answer", "approve", "deny", "expire", "resume")
+BUDGET_KEYS = ("turns", "seconds", "tokens", "cost")
+FIELDS = (
+    "name",
+    "agent",
+    "fixture",
+    "script",
+    "task",
+    "task_type",
+    "expect",
+    "expect_limit",
+    "expect_rejected",
+    "impossible",
+    "judge",
+    "then",
+    "budget",
+    "offline_only",
+    "break_verifiers",
+    "description",
+)
+
+
+class CaseError(ConfigError):
+    """A case file that cannot be used; the message names the file, the case and the field."""
+
+
+@dataclass(frozen=True)
+class FollowUpSpec:
+    """What a person (or the host) does after the first segment, and how the run must end then."""
+
+    action: str
+    expect: StopReason
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class JudgeRef:
+    """A judge named by a case, with its keyword arguments."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One eval case, validated."""
+
+    name: str
+    agent: str
+    fixture: str
+    task: str
+    task_type: str
+    expect: StopReason
+    source: str
+    script: str | None = None
+    expect_limit: LimitKind | None = None
+    expect_rejected: bool | None = None
+    impossible: bool = False
+    judges: tuple[JudgeRef, ...] = ()
+    then: FollowUpSpec | None = None
+    budget: Mapping[str, float] = field(default_factory=dict)
+    offline_only: bool = False
+    break_verifiers: bool = False
+    description: str = ""
+
+    @property
+    def expected(self) -> list[StopReason]:
+        """The stop of each segment: the first, then the one after the follow-up."""
+        return [self.expect] + ([self.then.expect] if self.then else [])
+
+
+# -- loading ------------------------------------------------------------------------
+
+
+def shipped_cases_dir() -> Path:
+    """The folder of the cases shipped for the seed agents."""
+    return Path(str(resources.files("agent.evals.cases")))
+
+
+def load_cases(paths: Iterable[str | Path] = ()) -> list[Case]:
+    """Load every case from files and folders (`*.yaml`, `*.yml`); the shipped cases when none given."""
+    files = [f for p in (list(paths) or [shipped_cases_dir()]) for f in _case_files(Path(p))]
+    cases = [case for f in files for case in load_file(f)]
+    _check_unique(cases)
+    return cases
+
+
+def load_file(path: Path) -> list[Case]:
+    """The cases of one file."""
+    try:
+        with path.open() as stream:
+            data = yaml.safe_load(stream)
+    except OSError as exc:
+        raise CaseError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise CaseError(f"{path}: not valid YAML: {exc}") from exc
+    raw = data.get("cases") if isinstance(data, dict) else data
+    if not isinstance(raw, list) or not raw:
+        raise CaseError(f"{path}: expected a non-empty list of cases, or a mapping with 'cases:' holding one")
+    return [_parse(_Fields(item, str(path), i)) for i, item in enumerate(raw, 1)]
+
+
+def _case_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        found = sorted([*path.rglob("*.yaml"), *path.rglob("*.yml")])
+        if not found:
+            raise CaseError(f"{path}: no *.yaml case files in this folder")
+        return found
+    if not path.exists():
+        raise CaseError(f"{path}: no such case file or folder")
+    return [path]
+
+
+def _check_unique(cases: list[Case]) -> None:
+    seen: dict[str, Case] = {}
+    for case in cases:
+        if case.name in seen:
+            raise CaseError(
+                f"{case.source}: case {case.name!r}: field 'name': already used in {seen[case.name].source}"
+            )
+        seen[case.name] = case
+
+
+# -- one case -----------------------------------------------------------------------
+
+
+class _Fields:
+    """A raw case mapping, with readers that raise errors naming the file, the case and the field."""
+
+    def __init__(self, raw: Any, source: str, index: int) -> None:
+        self.source, self.label = source, f"case #{index}"
+        if not isinstance(raw, dict):
+            raise self.error(None, f"expected a mapping of fields, got {type(raw).__name__}")
+        self.raw = raw
+        if isinstance(raw.get("name"), str) and raw["name"].strip():
+            self.label = f"case {raw['name']!r}"
+        if unknown := sorted(set(map(str, raw)) - set(FIELDS)):
+            raise self.error(unknown[0], f"unknown field; the fields are: {', '.join(FIELDS)}")
+
+    def error(self, name: str | None, problem: str) -> CaseError:
+        where = f" field {name!r}:" if name else ""
+        return CaseError(f"{self.source}: {self.label}:{where} {problem}")
+
+    def text(self, name: str, default: str | None = None) -> str:
+        value = self.raw.get(name, default)
+        if value is None:
+            raise self.error(name, "required")
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(name, f"must be a non-empty string, got {value!r}")
+        return value.strip()
+
+    def optional_text(self, name: str) -> str | None:
+        return self.text(name) if name in self.raw else None
+
+    def flag(self, name: str, default: bool | None = False) -> Any:
+        value = self.raw.get(name, default)
+        if value is not None and not isinstance(value, bool):
+            raise self.error(name, f"must be true or false, got {value!r}")
+        return value
+
+    def choice(self, name: str, options: Iterable[str]) -> str:
+        return self.pick(name, self.raw.get(name), options)
+
+    def pick(self, name: str, value: Any, options: Iterable[str]) -> str:
+        """`value` if it is one of `options`; the error lists them."""
+        options = [str(o) for o in options]
+        if value is None:
+            raise self.error(name, f"required; one of: {', '.join(options)}")
+        if value not in options:
+            raise self.error(name, f"{value!r} is not one of: {', '.join(options)}")
+        return str(value)
+
+
+def _parse(f: _Fields) -> Case:
+    name = f.text("name")
+    agent = f.choice("agent", AGENTS)
+    script = _script(f, agent)
+    then = _then(f)
+    expect = StopReason(f.choice("expect", StopReason))
+    case = Case(
+        name=name,
+        agent=agent,
+        fixture=_fixture(f, agent),
+        task=f.text("task", script.task if script else None),
+        task_type=f.text("task_type", AGENTS[agent].TASK_TYPE),
+        expect=expect,
+        source=f.source,
+        script=script.name if script else None,
+        expect_limit=_expect_limit(f, expect, then),
+        expect_rejected=f.flag("expect_rejected", None),
+        impossible=f.flag("impossible"),
+        judges=_judges(f),
+        then=then,
+        budget=_budget(f),
+        offline_only=f.flag("offline_only"),
+        break_verifiers=f.flag("break_verifiers"),
+        description=f.optional_text("description") or "",
+    )
+    _check_consistent(f, case)
+    return case
+
+
+def _script(f: _Fields, agent: str) -> Any:
+    if "script" not in f.raw:
+        return None
+    known = scripts()
+    scenario = known[f.choice("script", known)]
+    if scenario.agent != agent:
+        raise f.error("script", f"{scenario.name!r} is a script for {scenario.agent}, not {agent}")
+    return scenario
+
+
+def _fixture(f: _Fields, agent: str) -> str:
+    name = f.choice("fixture", FIXTURES)
+    if FIXTURES[name].agent != agent:
+        fits = ", ".join(n for n, x in FIXTURES.items() if x.agent == agent)
+        raise f.error("fixture", f"{name!r} is a world for {FIXTURES[name].agent}; for {agent} use: {fits}")
+    return name
+
+
+def _expect_limit(f: _Fields, expect: StopReason, then: FollowUpSpec | None) -> LimitKind | None:
+    if "expect_limit" not in f.raw:
+        return None
+    if StopReason.LIMIT not in (expect, then.expect if then else None):
+        raise f.error("expect_limit", "only makes sense when the case expects a limit stop")
+    return LimitKind(f.choice("expect_limit", LimitKind))
+
+
+def _then(f: _Fields) -> FollowUpSpec | None:
+    raw = f.raw.get("then")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"action", "text", "expect"}:
+        raise f.error("then", "must be a mapping with action, expect and optionally text")
+    action = f.pick("then.action", raw.get("action"), ACTIONS)
+    expect = f.pick("then.expect", raw.get("expect"), StopReason)
+    text = raw.get("text", "")
+    if not isinstance(text, str) or (action == "answer" and not text.strip()):
+        raise f.error("then.text", "an 'answer' needs the person's answer as a non-empty string")
+    return FollowUpSpec(action, StopReason(expect), text)
+
+
+def _judges(f: _Fields) -> tuple[JudgeRef, ...]:
+    raw = f.raw.get("judge", [])
+    items = raw if isinstance(raw, list) else [raw]
+    return tuple(_judge(f, item) for item in items)
+
+
+def _judge(f: _Fields, item: Any) -> JudgeRef:
+    if isinstance(item, dict) and len(item) == 1:
+        name, params = next(iter(item.items()))
+    else:
+        name, params = item, {}
+    if not isinstance(name, str) or not isinstance(params, dict):
+        raise f.error("judge", f"each judge is a name or {{name: {{argument: value}}}}, got {item!r}")
+    f.pick("judge", name, JUDGES)
+    try:
+        inspect.signature(JUDGES[name]).bind(None, **params)
+    except TypeError as exc:
+        raise f.error("judge", f"{name}: {exc}") from exc
+    return JudgeRef(name, params)
+
+
+def _budget(f: _Fields) -> dict[str, float]:
+    raw = f.raw.get("budget", {})
+    if not isinstance(raw, dict):
+        raise f.error("budget", f"must be a mapping of {', '.join(BUDGET_KEYS)}")
+    for key, value in raw.items():
+        if key not in BUDGET_KEYS:
+            raise f.error("budget", f"unknown ceiling {key!r}; use {', '.join(BUDGET_KEYS)}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise f.error("budget", f"{key} must be a positive number, got {value!r}")
+    return dict(raw)
+
+
+def _check_consistent(f: _Fields, case: Case) -> None:
+    if case.then and not case.expect.resumable:
+        raise f.error(
+            "then",
+            f"a follow-up needs a first stop that suspends (need_help or cancelled), not {case.expect}",
+        )
+    if case.impossible and StopReason.SUCCESS in case.expected:
+        raise f.error("impossible", "an impossible task cannot expect success")
+    if (case.impossible or StopReason.SUCCESS in case.expected) and not case.judges:
+        raise f.error("judge", "a case that expects success or is impossible needs an independent judge")

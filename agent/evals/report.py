@@ -1,0 +1,204 @@
+"""The eval report: per case expected and actual stops, the stop distribution per task type,
+true success, correct give-up, and the false successes, named loudly."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.evals.runner import Outcome
+from agent.result import StopReason
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The numbers the seed asks an eval to give."""
+
+    cases: int
+    met: int
+    skipped: int
+    stops: dict[str, dict[str, int]]  # task type -> stop reason -> segments
+    successes: int  # runs whose last segment ended in success
+    true_successes: int  # ... and that every judge and the case's expectations accept
+    impossible: int  # cases impossible on purpose that ran
+    correct_give_ups: int  # ... that ended in gave_up and passed their judges
+    false_successes: tuple[str, ...]  # case names
+
+    @property
+    def passed(self) -> bool:
+        return self.met + self.skipped == self.cases and not self.false_successes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "false_successes": list(self.false_successes), "passed": self.passed}
+
+
+def summarize(outcomes: Sequence[Outcome]) -> Summary:
+    ran = [o for o in outcomes if not o.skipped and not o.crashed]
+    stops: dict[str, Counter[str]] = {}
+    for o in ran:
+        stops.setdefault(o.case.task_type, Counter()).update(str(s.result.reason) for s in o.segments)
+    succeeded = [o for o in ran if o.final and o.final.reason is StopReason.SUCCESS]
+    impossible = [o for o in ran if o.case.impossible]
+    return Summary(
+        cases=len(outcomes),
+        met=sum(o.met for o in outcomes if not o.skipped),
+        skipped=sum(bool(o.skipped) for o in outcomes),
+        stops={t: dict(c) for t, c in sorted(stops.items())},
+        successes=len(succeeded),
+        true_successes=sum(not o.false_success for o in succeeded),
+        impossible=len(impossible),
+        correct_give_ups=sum(o.actual == [StopReason.GAVE_UP] and o.met for o in impossible),
+        false_successes=tuple(o.case.name for o in outcomes if o.false_success),
+    )
+
+
+# -- JSON -----------------------------------------------------------------------------
+
+
+def case_json(o: Outcome) -> dict[str, Any]:
+    """One JSON line per case: what was expected, what happened, every segment's result."""
+    return {
+        "case": o.case.name,
+        "agent": o.case.agent,
+        "task_type": o.case.task_type,
+        "fixture": o.case.fixture,
+        "source": o.case.source,
+        "expected": [str(r) for r in o.case.expected],
+        "actual": [str(r) for r in o.actual],
+        "met": o.met if not o.skipped else None,
+        "false_success": o.false_success,
+        "problems": o.problems,
+        "skipped": o.skipped or None,
+        "segments": [
+            {
+                "segment": i,
+                "expected": str(s.expected),
+                "judge_failures": list(s.judge_failures),
+                **s.result.to_dict(),
+            }
+            for i, s in enumerate(o.segments, 1)
+        ],
+    }
+
+
+# -- text -----------------------------------------------------------------------------
+
+_REASONS = [str(r) for r in StopReason]
+
+
+def render(outcomes: Sequence[Outcome], summary: Summary, mode: str) -> str:
+    """The readable report."""
+    parts = [
+        f"endstate eval: {summary.cases} cases, {mode}",
+        "",
+        _case_table(outcomes),
+        *_failures(outcomes),
+        "",
+        "Stop distribution (every run segment, by task type)",
+        _stop_table(summary),
+        _exits(summary),
+        "",
+        *_rates(summary),
+        *_false_successes(outcomes),
+        "",
+        _verdict(summary),
+    ]
+    return "\n".join(parts)
+
+
+def _case_table(outcomes: Sequence[Outcome]) -> str:
+    rows = [f"{'case':30} {'task type':17} {'expected':27} {'actual':27} {'turns':>5}  result"]
+    for o in outcomes:
+        actual = " -> ".join(o.actual) or "-"
+        turns = str(o.final.turns) if o.final else "-"
+        rows.append(
+            f"{o.case.name:30} {o.case.task_type:17} {' -> '.join(o.case.expected):27} "
+            f"{actual:27} {turns:>5}  {_result(o)}"
+        )
+    return "\n".join(rows)
+
+
+def _result(o: Outcome) -> str:
+    if o.skipped:
+        return f"skipped ({o.skipped})"
+    if o.false_success:
+        return "FALSE SUCCESS"
+    return "ok" if o.met else "FAILED"
+
+
+def _failures(outcomes: Sequence[Outcome]) -> list[str]:
+    lines = []
+    for o in outcomes:
+        if o.problems:
+            lines.append(f"\nFAILED {o.case.name} ({_where(o.case.source)})")
+            lines += [f"  - {p}" for p in o.problems]
+    return lines
+
+
+def _where(source: str) -> str:
+    """A case file's path, relative to the working folder when it is inside it."""
+    path = Path(source)
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else source
+
+
+def _stop_table(summary: Summary) -> str:
+    seen = {r for counts in summary.stops.values() for r in counts}
+    columns = [r for r in _REASONS if r in seen]
+    head = f"{'task type':17} {'segments':>8}  " + "  ".join(f"{r:>{max(len(r), 5)}}" for r in columns)
+    rows = [head]
+    for task_type, counts in summary.stops.items():
+        total = sum(counts.values())
+        cells = "  ".join(f"{counts.get(r, 0):>{max(len(r), 5)}}" for r in columns)
+        rows.append(f"{task_type:17} {total:>8}  {cells}")
+    return "\n".join(rows) if summary.stops else "(no case ran)"
+
+
+def _exits(summary: Summary) -> str:
+    reached = {r for counts in summary.stops.values() for r in counts}
+    missing = [r for r in _REASONS if r not in reached]
+    return f"Exits reached: {len(reached)} of {len(_REASONS)}" + (
+        f"; never: {', '.join(missing)}" if missing else ""
+    )
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} of {whole} ({100 * part / whole:.0f}%)" if whole else "0 of 0 (n/a)"
+
+
+def _rates(summary: Summary) -> list[str]:
+    lines = [
+        f"True success:     {_share(summary.true_successes, summary.successes)} runs marked success "
+        "pass the eval's independent check",
+        f"Correct give-up:  {_share(summary.correct_give_ups, summary.impossible)} impossible tasks "
+        "gave up instead of inventing an answer",
+        f"False successes:  {len(summary.false_successes)}",
+    ]
+    return lines
+
+
+def _false_successes(outcomes: Sequence[Outcome]) -> list[str]:
+    false = [o for o in outcomes if o.false_success]
+    if not false:
+        return []
+    bar = "!" * 78
+    lines = [
+        bar,
+        f"!! FALSE SUCCESS: {len(false)} run(s) say success, but the task was impossible "
+        "or the eval's judge disagrees:",
+    ]
+    for o in false:
+        why = ["the task is impossible on purpose"] if o.case.impossible else []
+        why += [f for s in o.segments for f in s.judge_failures]
+        lines.append(f"!!   {o.case.name}: {'; '.join(why)}")
+    return [*lines, bar]
+
+
+def _verdict(summary: Summary) -> str:
+    skipped = f", {summary.skipped} skipped" if summary.skipped else ""
+    ran = summary.cases - summary.skipped
+    if summary.passed:
+        return f"PASSED: {summary.met} of {ran} cases met their expectations{skipped}."
+    return f"FAILED: {ran - summary.met} of {ran} cases did not meet their expectations{skipped}."

@@ -1,0 +1,209 @@
+"""Run eval cases: build the case's world and agent, play it, judge every segment."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agent.agent import Agent
+from agent.budget import Budget
+from agent.evals.case import Case, FollowUpSpec
+from agent.evals.fixtures import FIXTURES
+from agent.evals.judges import Judged, run_judge
+from agent.evals.scripts import scripts
+from agent.examples.scenarios import Scenario, World, build_agent, world_for
+from agent.models.base import Model
+from agent.result import RunResult, StopReason
+
+ModelFactory = Callable[[], Model]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment of a case's run: its result, the stop expected, what the judges found."""
+
+    result: RunResult
+    expected: StopReason
+    judge_failures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A case after it ran (or why it did not)."""
+
+    case: Case
+    segments: tuple[Segment, ...] = ()
+    skipped: str = ""
+    crashed: str = ""
+
+    @property
+    def final(self) -> RunResult | None:
+        return self.segments[-1].result if self.segments else None
+
+    @property
+    def actual(self) -> list[StopReason]:
+        return [s.result.reason for s in self.segments]
+
+    @property
+    def false_success(self) -> bool:
+        """The run says success, but the task was impossible or a judge disagrees."""
+        last = self.segments[-1] if self.segments else None
+        if last is None or last.result.reason is not StopReason.SUCCESS:
+            return False
+        return self.case.impossible or bool(last.judge_failures)
+
+    @property
+    def problems(self) -> list[str]:
+        """Every expectation the run did not meet, in words."""
+        if self.skipped:
+            return []
+        if self.crashed:
+            return [f"the case could not run: {self.crashed}"]
+        return (
+            _stop_problems(self)
+            + _extra_problems(self)
+            + [f for s in self.segments for f in s.judge_failures]
+        )
+
+    @property
+    def met(self) -> bool:
+        return not self.problems
+
+
+def _stop_problems(outcome: Outcome) -> list[str]:
+    expected, actual = outcome.case.expected, outcome.actual
+    if actual == expected:
+        return []
+    return [f"expected {' -> '.join(expected)}, got {' -> '.join(actual)}"]
+
+
+def _extra_problems(outcome: Outcome) -> list[str]:
+    case, final = outcome.case, outcome.final
+    problems = []
+    if final and case.expect_limit and final.reason is StopReason.LIMIT and final.limit != case.expect_limit:
+        problems.append(f"expected the {case.expect_limit} budget to run out, not {final.limit}")
+    rejected = any(s.result.verifier_failures for s in outcome.segments)
+    if case.expect_rejected is not None and rejected != case.expect_rejected:
+        problems.append(
+            "expected a 'done' to be rejected by the verifiers"
+            if case.expect_rejected
+            else "a 'done' was rejected by the verifiers, which the case did not expect"
+        )
+    return problems
+
+
+# -- running --------------------------------------------------------------------------
+
+
+async def run_case(
+    case: Case, model: ModelFactory | None = None, *, break_verifiers: bool = False
+) -> Outcome:
+    """Play one case offline (its script) or against `model`; never raises for a failing run."""
+    if model is None and case.script is None:
+        return Outcome(case, skipped="no script: run it against a model with --model")
+    if model is not None and case.offline_only:
+        return Outcome(case, skipped="offline only: its fixture needs the scripted model")
+    try:
+        return await _play(case, model, break_verifiers)
+    except Exception as exc:  # a case that cannot run is a failed case, not a crashed eval
+        return Outcome(case, crashed=f"{type(exc).__name__}: {exc}")
+
+
+async def _play(case: Case, model: ModelFactory | None, break_verifiers: bool) -> Outcome:
+    scenario = _scenario(case)
+    real = model() if model else None
+    try:
+        with world_for(scenario) as world:
+            agent = _agent(case, scenario, world, real, break_verifiers)
+            first = await agent.arun(case.task, cancel=world.cancel, state={"eval_case": case.name})
+            segments = [_judged(case, world, first, 1)]
+            if case.then and first.snapshot is not None:
+                after = await follow_up(agent, case.then, first, world)
+                segments.append(_judged(case, world, after, 2))
+    finally:
+        close = getattr(real, "aclose", None)
+        if close is not None:
+            await close()
+    return Outcome(case, tuple(segments))
+
+
+async def run_cases(
+    cases: Sequence[Case],
+    model: ModelFactory | None = None,
+    *,
+    jobs: int = 1,
+    break_verifiers: bool = False,
+    on_done: Callable[[Outcome], Any] | None = None,
+) -> list[Outcome]:
+    """Run cases, `jobs` at a time; outcomes come back in the order of `cases`."""
+    gate = asyncio.Semaphore(max(1, jobs))
+
+    async def one(case: Case) -> Outcome:
+        async with gate:
+            outcome = await run_case(case, model, break_verifiers=break_verifiers)
+        if on_done:
+            on_done(outcome)
+        return outcome
+
+    return list(await asyncio.gather(*(one(c) for c in cases)))
+
+
+def _scenario(case: Case) -> Scenario:
+    """The seed scenario the case's world and script come from, with the case's task and fixture."""
+    fixture = FIXTURES[case.fixture]
+    base = (
+        scripts()[case.script]
+        if case.script
+        else Scenario(case.name, case.agent, case.task, case.expect, _none)
+    )
+    return replace(base, task=case.task, options={**base.options, **fixture.options})
+
+
+def _none(world: World) -> list[Any]:
+    return []
+
+
+def _agent(case: Case, scenario: Scenario, world: World, model: Model | None, break_verifiers: bool) -> Agent:
+    agent = build_agent(scenario, world, model)
+    FIXTURES[case.fixture].apply(agent)
+    agent.task_type = case.task_type
+    if case.budget:
+        agent.budget = _budget(agent.budget, case.budget)
+    if break_verifiers or case.break_verifiers:
+        agent.verifiers = ()
+    return agent
+
+
+def _budget(base: Budget, ceilings: Mapping[str, float]) -> Budget:
+    """The agent's budget with the case's ceilings in place of its own."""
+    get = ceilings.get
+    return Budget(
+        max_turns=int(get("turns", 0)) or base.max_turns,
+        max_seconds=get("seconds", base.max_seconds),
+        max_tokens=int(get("tokens", 0)) or base.max_tokens,
+        max_cost_usd=get("cost", base.max_cost_usd),
+    )
+
+
+def _judged(case: Case, world: World, result: RunResult, segment: int) -> Segment:
+    run = Judged(world, result, segment)
+    failures = [f for ref in case.judges for f in run_judge(ref.name, dict(ref.params), run)]
+    return Segment(result, case.expected[segment - 1], tuple(failures))
+
+
+async def follow_up(agent: Agent, action: FollowUpSpec, first: RunResult, world: World) -> RunResult:
+    """Do what the case's person or host does after the first segment suspended or was cancelled."""
+    snapshot = first.snapshot
+    assert snapshot is not None
+    if action.action == "answer":
+        return await agent.aresume(snapshot, action.text)
+    if action.action in ("approve", "deny"):
+        return await agent.aresume(snapshot, action.text or None, approved=action.action == "approve")
+    if action.action == "expire":  # nobody answers: the clock reaches the deadline
+        deadline = snapshot.suspension.deadline if snapshot.suspension else 0.0
+        return await agent.aexpire(snapshot, now=max(time.time(), deadline))
+    world.cancel.clear()  # "resume": the host is back up
+    return await agent.aresume(snapshot)

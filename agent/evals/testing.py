@@ -1,0 +1,39 @@
+"""Eval cases in a pytest suite: one test per case, failing with the case's problems.
+
+    from agent.evals.testing import case_params, check_case
+
+    @pytest.mark.parametrize("case", case_params("evals/"))
+    def test_eval(case):
+        check_case(case)
+
+With no path, the cases shipped for the seed agents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from agent.evals.case import Case, load_cases
+from agent.evals.runner import ModelFactory, Outcome, run_case
+
+
+def case_params(*paths: str | Path) -> list[Any]:
+    """A `pytest.param` per case, with the case name as its id."""
+    import pytest  # only a test suite calls this
+
+    return [pytest.param(case, id=case.name) for case in load_cases(paths)]
+
+
+def check_case(case: Case, model: ModelFactory | None = None, *, break_verifiers: bool = False) -> Outcome:
+    """Run one case; raise `AssertionError` naming every unmet expectation (false success first)."""
+    outcome = asyncio.run(run_case(case, model, break_verifiers=break_verifiers))
+    if outcome.skipped:
+        import pytest
+
+        pytest.skip(f"{case.name}: {outcome.skipped}")
+    if not outcome.met:
+        loud = ["FALSE SUCCESS"] if outcome.false_success else []
+        raise AssertionError(f"{case.name} ({case.source}): " + "; ".join(loud + outcome.problems))
+    return outcome
