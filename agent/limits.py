@@ -1,0 +1,559 @@
+"""Choose budgets from the runs that succeeded, never "200 just in case".
+
+For each task type and each budget (turns, active seconds, tokens, cost), the
+suggested ceiling is the larger of 1.5 x the 95th percentile and 1.25 x the
+longest successful run, rounded up to a round number (1, 1.2, 1.5, 2, 2.5, 3,
+4, 5, 6, 8 times a power of ten). So it sits above every successful run and
+stays within about twice the longest one: when 95% of successful runs need at
+most 14 turns and the longest needs 19, it suggests 25. (A time ceiling is
+never under one second.) A task type with no
+successful run gets no suggestion: failures say nothing about what the task
+needs.
+
+The history comes from run results, a JSON Lines file (`endstate demo --json`,
+`endstate eval --json`), the run store, or Prometheus (`PrometheusHistory`,
+whose numbers are approximations at bucket resolution; see its docstring).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent.errors import EndstateError
+from agent.result import LimitKind, RunResult, StopReason
+
+KINDS = (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST)
+ROUND_STEPS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+FEW_SUCCESSES = 20
+FLOORS = {LimitKind.SECONDS: 1.0}  # a time ceiling under a second would stop runs on jitter alone
+_NOT_ENDS = (StopReason.NEED_HELP, StopReason.CANCELLED)  # a run in these states has not ended
+
+
+class LimitsError(EndstateError):
+    """The history cannot be read; the message says from where and why."""
+
+
+# -- the math -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """How far above the successful runs the ceiling goes."""
+
+    quantile: float = 0.95
+    over_quantile: float = 1.5
+    over_longest: float = 1.25
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One budget's use over a task type's successful runs."""
+
+    count: int
+    quantile: float
+    longest: float
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """A suggested ceiling for one budget, with what it was read from."""
+
+    kind: LimitKind
+    observed: Observed
+    suggested: float
+
+
+def nearest_rank(values: Iterable[float], q: float) -> float:
+    """The smallest value that at least a share `q` of `values` do not exceed."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def round_up(value: float) -> float:
+    """The next round number at or above `value` (steps of at most a third)."""
+    if value <= 0:
+        return 0.0
+    scale = 10.0 ** math.floor(math.log10(value))
+    return next(round(s * scale, 12) for s in ROUND_STEPS if round(s * scale, 12) >= value * (1 - 1e-12))
+
+
+def suggest_ceiling(kind: LimitKind, observed: Observed, headroom: Headroom = Headroom()) -> Ceiling | None:
+    """The ceiling for one budget; None when the successful runs used none of it."""
+    if observed.count == 0 or observed.longest <= 0:
+        return None
+    raw = max(observed.quantile * headroom.over_quantile, observed.longest * headroom.over_longest)
+    value = max(round_up(raw), FLOORS.get(kind, 0.0))
+    return Ceiling(kind, observed, float(math.ceil(value)) if kind in _WHOLE else value)
+
+
+_WHOLE = (LimitKind.TURNS, LimitKind.TOKENS)
+
+
+# -- what the suggestion would have changed ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Past stops the suggested ceilings would have changed.
+
+    `sooner`: limit stops that ran past a suggested ceiling, so they would have
+    stopped earlier. `more_room`: limit stops below every suggested ceiling,
+    so they would have been let go on (to an outcome no one can know). `cut`:
+    runs that ended otherwise (gave_up, no_progress, ...) after passing a
+    suggested ceiling, so they would have ended as limit instead.
+    """
+
+    limit_stops: int
+    sooner: int
+    more_room: int
+    cut: int
+    approximate: bool = False
+
+    @property
+    def changed(self) -> int:
+        return self.sooner + self.more_room
+
+
+# -- histories ------------------------------------------------------------------------
+
+
+class History(Protocol):
+    """Past runs, per task type, as the suggestion needs them."""
+
+    def task_types(self) -> list[str]: ...
+
+    def stops(self, task_type: str) -> dict[str, int]: ...
+
+    def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None: ...
+
+    def changes(self, task_type: str, ceilings: Mapping[LimitKind, float]) -> Changes: ...
+
+
+@dataclass(frozen=True)
+class PastRun:
+    """What the suggestion needs of one ended run."""
+
+    task_type: str
+    reason: StopReason
+    limit: LimitKind | None = None
+    turns: float = 0.0
+    seconds: float = 0.0
+    tokens: float = 0.0
+    cost: float = 0.0
+    run_id: str | None = None
+
+    def used(self, kind: LimitKind) -> float:
+        return float(getattr(self, str(kind)))
+
+    @classmethod
+    def from_result(cls, r: RunResult) -> PastRun:
+        return cls.from_dict(r.to_dict())
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PastRun:
+        """From `RunResult.to_dict()`, a JSON line of `endstate demo --json`, or a store record."""
+        limit = d.get("limit", d.get("stop_limit"))
+        return cls(
+            task_type=str(d["task_type"]),
+            reason=StopReason(d.get("reason") or d["stop_reason"]),
+            limit=LimitKind(limit) if limit and limit != "none" else None,
+            turns=float(d.get("turns") or 0),
+            seconds=float(d.get("active_seconds") or 0),
+            tokens=float((d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)),
+            cost=float(d.get("cost_usd") or 0),
+            run_id=d.get("run_id"),
+        )
+
+
+@dataclass
+class RecordHistory:
+    """Exact history from per-run records. A run seen twice (its segments) counts once, as its last."""
+
+    runs: list[PastRun] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        last = {r.run_id or f"#{i}": r for i, r in enumerate(self.runs)}
+        self.runs = [r for r in last.values() if r.reason not in _NOT_ENDS]
+
+    def task_types(self) -> list[str]:
+        return sorted({r.task_type for r in self.runs})
+
+    def stops(self, task_type: str) -> dict[str, int]:
+        return dict(Counter(str(r.reason) for r in self._of(task_type)))
+
+    def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None:
+        values = [r.used(kind) for r in self._of(task_type) if r.reason is StopReason.SUCCESS]
+        return Observed(len(values), nearest_rank(values, q), max(values)) if values else None
+
+    def changes(self, task_type: str, ceilings: Mapping[LimitKind, float]) -> Changes:
+        def past(r: PastRun) -> bool:
+            return any(r.used(k) > c for k, c in ceilings.items())
+
+        limits = [r for r in self._of(task_type) if r.reason is StopReason.LIMIT]
+        sooner = sum(past(r) for r in limits)
+        room = sum(not past(r) and _below_own_ceiling(r, ceilings) for r in limits)
+        others = [r for r in self._of(task_type) if r.reason not in (StopReason.LIMIT, StopReason.SUCCESS)]
+        return Changes(len(limits), sooner, room, sum(past(r) for r in others))
+
+    def _of(self, task_type: str) -> list[PastRun]:
+        return [r for r in self.runs if r.task_type == task_type]
+
+
+def _below_own_ceiling(run: PastRun, ceilings: Mapping[LimitKind, float]) -> bool:
+    """A limit stop that had used less of its budget than the suggested ceiling allows."""
+    return run.limit is not None and run.limit in ceilings and run.used(run.limit) < ceilings[run.limit]
+
+
+# -- the suggestion -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """The ceilings for one task type, or why there are none."""
+
+    task_type: str
+    stops: dict[str, int]
+    ceilings: tuple[Ceiling, ...] = ()
+    changes: Changes | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def successes(self) -> int:
+        return self.stops.get(str(StopReason.SUCCESS), 0)
+
+    def ceiling(self, kind: LimitKind) -> float | None:
+        return next((c.suggested for c in self.ceilings if c.kind is kind), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task_type": self.task_type,
+            "stops": self.stops,
+            "ceilings": {
+                str(c.kind): {
+                    "suggested": c.suggested,
+                    "successes": c.observed.count,
+                    "p95": c.observed.quantile,
+                    "longest": c.observed.longest,
+                }
+                for c in self.ceilings
+            },
+            "changes": {**self.changes.__dict__, "changed": self.changes.changed} if self.changes else None,
+            "notes": list(self.notes),
+        }
+
+
+def suggest(history: History, headroom: Headroom = Headroom()) -> list[Suggestion]:
+    """A suggestion per task type in the history."""
+    return [suggest_one(history, t, headroom) for t in history.task_types()]
+
+
+def suggest_one(history: History, task_type: str, headroom: Headroom = Headroom()) -> Suggestion:
+    stops = history.stops(task_type)
+    ended = sum(stops.values())
+    if not stops.get(str(StopReason.SUCCESS)):
+        seen = ", ".join(f"{n} {r}" for r, n in sorted(stops.items())) or "none"
+        why = (
+            f"no successful run among {ended} ({seen}): ceilings are read from successful runs "
+            "only, so none is suggested. Make some runs of this task succeed first."
+        )
+        return Suggestion(task_type, stops, notes=(why,))
+    found = [(k, history.observed(task_type, k, headroom.quantile)) for k in KINDS]
+    ceilings = tuple(c for k, o in found if o and (c := suggest_ceiling(k, o, headroom)))
+    changes = history.changes(task_type, {c.kind: c.suggested for c in ceilings})
+    return Suggestion(task_type, stops, ceilings, changes, _notes(stops, found, ceilings))
+
+
+def _notes(
+    stops: dict[str, int], found: list[tuple[LimitKind, Observed | None]], ceilings: tuple[Ceiling, ...]
+) -> tuple[str, ...]:
+    notes = []
+    successes = stops.get(str(StopReason.SUCCESS), 0)
+    if successes < FEW_SUCCESSES:
+        notes.append(
+            f"only {successes} successful run(s): the 95th percentile is rough; "
+            "revisit these ceilings with more history"
+        )
+    missing = [str(k) for k, _ in found if k not in {c.kind for c in ceilings}]
+    if missing:
+        notes.append(f"no suggestion for {', '.join(missing)}: not recorded in this history")
+    return tuple(notes)
+
+
+# -- sources --------------------------------------------------------------------------
+
+
+def history_from_results(results: Iterable[RunResult]) -> RecordHistory:
+    return RecordHistory([PastRun.from_result(r) for r in results])
+
+
+def history_from_jsonl(lines: Iterable[str], source: str = "<input>") -> RecordHistory:
+    """Runs from JSON Lines: `endstate demo --json` rows or `endstate eval --json` case lines."""
+    runs: list[PastRun] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            runs += [PastRun.from_dict(row) for row in _rows(json.loads(line))]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LimitsError(f"{source}, line {number}: not a run record: {exc}") from exc
+    return RecordHistory(runs)
+
+
+def _rows(obj: Any) -> list[dict[str, Any]]:
+    if isinstance(obj, dict) and "segments" in obj:
+        return [{"task_type": obj["task_type"], **s} for s in obj["segments"]]
+    if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
+        return [obj]
+    return []  # a summary line or anything else that is not a run
+
+
+def history_from_store(url: str | None = None, window_seconds: float | None = None) -> RecordHistory:
+    """The finished runs of the run store (`agent.store`), optionally only the recent ones."""
+    from agent.store import RunStatus, open_store
+
+    store = open_store(url)
+    try:
+        records = store.list_runs(RunStatus.FINISHED, limit=1_000_000)
+    finally:
+        store.close()
+    since = time.time() - window_seconds if window_seconds else None
+    recent = [r for r in records if since is None or (r.ended_at or r.updated_at) >= since]
+    return RecordHistory([PastRun.from_dict(r.to_dict()) for r in recent])
+
+
+def parse_window(text: str) -> float:
+    """Seconds in a Prometheus-style duration such as `30m`, `12h`, `7d`, `2w`."""
+    match = re.fullmatch(r"(\d+)([smhdwy])", text.strip())
+    if not match:
+        raise LimitsError(f"window {text!r}: use a number and a unit: s, m, h, d, w or y (e.g. 7d)")
+    unit = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}[match.group(2)]
+    return int(match.group(1)) * unit
+
+
+# -- Prometheus -------------------------------------------------------------------------
+
+HISTOGRAMS = {
+    LimitKind.TURNS: "agent_run_turns",
+    LimitKind.SECONDS: "agent_run_active_seconds",
+    LimitKind.TOKENS: "agent_run_tokens",
+}
+STOPS_TOTAL = "agent_stops_total"
+Buckets = list[tuple[float, float]]  # (le, cumulative count), ascending, +Inf last
+Fetch = Callable[[str], list[dict[str, Any]]]
+
+
+class PrometheusHistory:
+    """History from the run histograms Prometheus scraped over a window.
+
+    Approximations, since Prometheus keeps buckets, not runs:
+    - the 95th percentile is `histogram_quantile(0.95, ...)` over the
+      successful runs' buckets (linear interpolation inside a bucket);
+    - the longest run is the upper bound of the highest non-empty bucket
+      (it may overstate the real longest by up to one bucket);
+    - counts come from `increase(...[window])`, which Prometheus extrapolates,
+      so they are rounded and may be off by a little;
+    - "would have changed" is counted at bucket resolution (a run in the
+      bucket that holds the ceiling counts as past it), and since each budget
+      has its own histogram, `sooner` is the largest count over the budgets
+      (a lower bound), `more_room` the rest of the limit stops;
+    - cost has no per-run histogram, so no cost ceiling is suggested.
+    """
+
+    def __init__(self, url: str, window: str = "7d", *, at: float | None = None, fetch: Fetch | None = None):
+        parse_window(window)
+        self.url, self.window = url.rstrip("/"), window
+        self._fetch = fetch or (lambda q: query(self.url, q, at))
+        self._stops = self._load_stops()
+        self._buckets = {k: self._load_buckets(m) for k, m in HISTOGRAMS.items()}
+        self._quantiles: dict[tuple[LimitKind, float], dict[str, float]] = {}
+
+    def task_types(self) -> list[str]:
+        return sorted(self._stops)
+
+    def stops(self, task_type: str) -> dict[str, int]:
+        return {r: n for r, n in self._stops.get(task_type, {}).items() if r not in _NOT_ENDS and n}
+
+    def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None:
+        buckets = self._buckets.get(kind, {}).get((task_type, str(StopReason.SUCCESS)))
+        if not buckets or round(buckets[-1][1]) == 0:
+            return None
+        p = self._quantile(kind, q).get(task_type)
+        return Observed(round(buckets[-1][1]), p if p is not None else math.nan, _longest(buckets))
+
+    def changes(self, task_type: str, ceilings: Mapping[LimitKind, float]) -> Changes:
+        def past(reason: str) -> int:
+            return max(
+                (_above(self._series(k, task_type, reason), c) for k, c in ceilings.items()), default=0
+            )
+
+        limits = round(self._total(task_type, str(StopReason.LIMIT)))
+        sooner = min(limits, past(str(StopReason.LIMIT)))
+        others = [str(r) for r in StopReason if r not in (StopReason.SUCCESS, StopReason.LIMIT, *_NOT_ENDS)]
+        return Changes(limits, sooner, limits - sooner, sum(past(r) for r in others), approximate=True)
+
+    # -- queries --
+
+    def _load_stops(self) -> dict[str, dict[str, int]]:
+        rows = self._fetch(f"sum by (task_type, stop_reason) (increase({STOPS_TOTAL}[{self.window}]))")
+        stops: dict[str, dict[str, int]] = {}
+        for row in rows:
+            labels, value = row["metric"], _value(row)
+            stops.setdefault(labels.get("task_type", ""), {})[labels.get("stop_reason", "")] = round(value)
+        return stops
+
+    def _load_buckets(self, metric: str) -> dict[tuple[str, str], Buckets]:
+        q = f"sum by (task_type, stop_reason, le) (increase({metric}_bucket[{self.window}]))"
+        series: dict[tuple[str, str], Buckets] = {}
+        for row in self._fetch(q):
+            m = row["metric"]
+            series.setdefault((m.get("task_type", ""), m.get("stop_reason", "")), []).append(
+                (float(m["le"]), _value(row))
+            )
+        return {key: sorted(b) for key, b in series.items()}
+
+    def _quantile(self, kind: LimitKind, q: float) -> dict[str, float]:
+        if (kind, q) not in self._quantiles:
+            metric = HISTOGRAMS[kind]
+            rows = self._fetch(
+                f"histogram_quantile({q}, sum by (task_type, le) "
+                f'(increase({metric}_bucket{{stop_reason="success"}}[{self.window}])))'
+            )
+            found = {r["metric"].get("task_type", ""): _value(r) for r in rows}
+            self._quantiles[(kind, q)] = {t: v for t, v in found.items() if not math.isnan(v)}
+        return self._quantiles[(kind, q)]
+
+    def _series(self, kind: LimitKind, task_type: str, reason: str) -> Buckets:
+        return self._buckets.get(kind, {}).get((task_type, reason), [])
+
+    def _total(self, task_type: str, reason: str) -> float:
+        """Stops of `reason`: from agent_stops_total, else from the turns histogram."""
+        if reason in self._stops.get(task_type, {}):
+            return float(self._stops[task_type][reason])
+        series = self._series(LimitKind.TURNS, task_type, reason)
+        return series[-1][1] if series else 0.0
+
+
+def _value(row: Mapping[str, Any]) -> float:
+    return float(row["value"][1])
+
+
+def _longest(buckets: Buckets) -> float:
+    """The upper bound of the highest non-empty bucket (the last finite bound if that is +Inf).
+
+    `increase` scales and rounds counts a little, so "reaches the total" means within half a run.
+    """
+    total = buckets[-1][1]
+    finite = [le for le, _ in buckets if math.isfinite(le)] or [math.nan]
+    top = next(le for le, count in buckets if count >= total - 0.5)
+    return top if math.isfinite(top) else finite[-1]
+
+
+def _above(buckets: Buckets, ceiling: float) -> int:
+    """Runs whose value passed `ceiling`, at bucket resolution (the bucket holding it counts as past)."""
+    if not buckets:
+        return 0
+    at_or_below = max((count for le, count in buckets if le <= ceiling), default=0.0)
+    return max(0, round(buckets[-1][1] - at_or_below))
+
+
+def query(url: str, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+    """One instant query over Prometheus's HTTP API; its result vector."""
+    params = {"query": promql} | ({"time": f"{at:.3f}"} if at is not None else {})
+    full = f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode(params)}"
+    try:
+        with urllib.request.urlopen(full, timeout=30) as response:
+            body = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        body = _error_body(exc)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise LimitsError(f"cannot query Prometheus at {url}: {exc}") from exc
+    if body.get("status") != "success":
+        raise LimitsError(f"Prometheus at {url} refused {promql!r}: {body.get('error', body)}")
+    return list(body["data"]["result"])
+
+
+def _error_body(exc: urllib.error.HTTPError) -> dict[str, Any]:
+    try:
+        return dict(json.loads(exc.read()))
+    except ValueError:
+        return {"status": "error", "error": f"HTTP {exc.code}"}
+
+
+# -- text -------------------------------------------------------------------------------
+
+
+def render(suggestions: list[Suggestion], source: str) -> str:
+    """The readable suggestion, one block per task type."""
+    if not suggestions:
+        return f"No ended runs in {source}: nothing to suggest. Run some tasks (or `endstate eval`) first."
+    return "\n\n".join(_block(s) for s in suggestions) + f"\n\n(from {source})"
+
+
+def _block(s: Suggestion) -> str:
+    counts = ", ".join(f"{r} {n}" for r, n in sorted(s.stops.items(), key=lambda x: -x[1]))
+    lines = [f"{s.task_type}: {sum(s.stops.values())} runs ended ({counts})"]
+    if s.ceilings:
+        lines.append(f"  {'budget':8} {'successes':>9} {'p95':>10} {'longest':>10} {'suggested':>10}")
+        for c in s.ceilings:
+            o = c.observed
+            lines.append(
+                f"  {_LABEL[c.kind]:8} {o.count:>9} {_fmt(c.kind, o.quantile):>10} "
+                f"{_fmt(c.kind, o.longest):>10} {_fmt(c.kind, c.suggested):>10}"
+            )
+        lines.append(f"  as code: {_as_budget(s)}")
+    if s.changes:
+        lines += _changes(s.changes)
+    lines += [f"  note: {n}" for n in s.notes]
+    return "\n".join(lines)
+
+
+_LABEL = {
+    LimitKind.TURNS: "turns",
+    LimitKind.SECONDS: "seconds",
+    LimitKind.TOKENS: "tokens",
+    LimitKind.COST: "cost $",
+}
+_BUDGET_ARG = {
+    LimitKind.TURNS: "max_turns",
+    LimitKind.SECONDS: "max_seconds",
+    LimitKind.TOKENS: "max_tokens",
+    LimitKind.COST: "max_cost_usd",
+}
+
+
+def _fmt(kind: LimitKind, value: float) -> str:
+    if math.isnan(value):
+        return "?"
+    if kind in _WHOLE:
+        return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+    return f"{value:.3g}"
+
+
+def _as_budget(s: Suggestion) -> str:
+    args = ", ".join(
+        f"{_BUDGET_ARG[c.kind]}={_fmt(c.kind, c.suggested).replace(',', '_')}" for c in s.ceilings
+    )
+    return f"Budget({args})"
+
+
+def _changes(c: Changes) -> list[str]:
+    about = "about " if c.approximate else ""
+    if not c.limit_stops and not c.cut:
+        return ["  past limit stops: 0; no other stop ran past these ceilings"]
+    return [
+        f"  past limit stops: {c.limit_stops}; with these ceilings {about}{c.sooner} would have stopped "
+        f"sooner and {about}{c.more_room} would have had more room ({c.changed} changed)",
+        f"  other stops past these ceilings: {about}{c.cut} (they would have ended as limit instead)",
+    ]
