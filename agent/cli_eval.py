@@ -1,0 +1,205 @@
+"""`endstate eval` and `endstate limits suggest`: evals for every exit, and limits from successes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from agent.errors import ConfigError
+from agent.evals.case import Case, CaseError, load_cases
+from agent.evals.report import case_json, render, summarize
+from agent.evals.runner import ModelFactory, Outcome, run_cases
+from agent.limits import (
+    History,
+    LimitsError,
+    PrometheusHistory,
+    history_from_jsonl,
+    history_from_store,
+    parse_window,
+    suggest,
+)
+from agent.limits import render as render_limits
+
+
+def register(sub: Any) -> None:
+    """Add `eval` and `limits` to the `endstate` command line."""
+    add_eval(sub)
+    add_limits(sub)
+
+
+# -- endstate eval ---------------------------------------------------------------------
+
+
+def add_eval(sub: Any) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="run eval cases for every exit, judged independently; exits 1 when any expectation fails",
+        description="Run eval cases (offline with scripted models unless --model) and report the stop "
+        "distribution, true success, correct give-up and false successes.",
+    )
+    p.add_argument(
+        "cases", nargs="*", help="case files or folders, or case names or prefixes (default: shipped)"
+    )
+    p.add_argument("--model", help="run against this Claude model (needs ANTHROPIC_API_KEY)")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="cases run at once (default 1)")
+    p.add_argument("--json", action="store_true", help="one JSON line per case, then a summary line")
+    p.add_argument(
+        "--break-verifiers", action="store_true", help="remove the agents' verifiers (see what judges catch)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--list", action="store_true", help="list the cases and exit")
+    p.set_defaults(handler=run_eval)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    cases = select_cases(args.cases)
+    if args.list:
+        for c in cases:
+            print(f"{c.name:30} {c.agent:19} {c.fixture:17} {' -> '.join(c.expected)}")
+        return 0
+    if args.jobs < 1:
+        raise ConfigError("--jobs must be at least 1")
+    model = _model_factory(args.model) if args.model else None
+    bar = Progress(len(cases), sys.stderr, enabled=not args.no_progress and sys.stderr.isatty())
+    outcomes = asyncio.run(
+        run_cases(cases, model, jobs=args.jobs, break_verifiers=args.break_verifiers, on_done=bar.step)
+    )
+    bar.close()
+    summary = summarize(outcomes)
+    if args.json:
+        _print_json(outcomes, summary.to_dict())
+    else:
+        print(render(outcomes, summary, f"model {args.model}" if args.model else "scripted models (offline)"))
+    return 0 if summary.passed else 1
+
+
+def select_cases(specs: list[str]) -> list[Case]:
+    """Load the case files and folders named; filter by the other arguments as names or prefixes."""
+    paths = [s for s in specs if Path(s).exists() or s.endswith((".yaml", ".yml"))]
+    names = [s for s in specs if s not in paths]
+    cases = load_cases(paths)
+    if not names:
+        return cases
+    chosen = [c for c in cases if any(c.name == n or c.name.startswith(n.rstrip("/") + "/") for n in names)]
+    if not chosen:
+        raise CaseError(f"no case matches {', '.join(names)}; known: {', '.join(c.name for c in cases)}")
+    return chosen
+
+
+def _print_json(outcomes: list[Outcome], summary: dict[str, Any]) -> None:
+    for o in outcomes:
+        print(json.dumps(case_json(o)))
+    print(json.dumps({"summary": summary}))
+    for name in summary["false_successes"]:
+        print(f"endstate eval: FALSE SUCCESS: {name}", file=sys.stderr)
+
+
+def _model_factory(name: str) -> ModelFactory:
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        raise ConfigError("endstate eval --model needs ANTHROPIC_API_KEY in the environment")
+    from agent.models.anthropic import AnthropicModel
+
+    return lambda: AnthropicModel(name)
+
+
+class Progress:
+    """A one-line progress bar on a terminal's stderr."""
+
+    def __init__(self, total: int, stream: IO[str], *, enabled: bool = True, width: int = 30) -> None:
+        self.total, self.stream, self.enabled, self.width = total, stream, enabled, width
+        self.done = self.failed = 0
+
+    def step(self, outcome: Outcome) -> None:
+        self.done += 1
+        self.failed += not outcome.met
+        if self.enabled:
+            filled = self.width * self.done // max(1, self.total)
+            bar = "#" * filled + "." * (self.width - filled)
+            failed = f", {self.failed} failed" if self.failed else ""
+            line = f"\r[{bar}] {self.done}/{self.total}{failed}  {outcome.case.name[:40]:40}"
+            self.stream.write(line)
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.done:
+            self.stream.write("\r" + " " * (self.width + 70) + "\r")
+            self.stream.flush()
+
+
+# -- endstate limits suggest -------------------------------------------------------------
+
+
+def add_limits(sub: Any) -> None:
+    limits = sub.add_parser("limits", help="choose budgets from past runs")
+    lsub = limits.add_subparsers(dest="limits_command", required=True)
+    p = lsub.add_parser(
+        "suggest",
+        help="suggest turn, time, token and cost ceilings per task type from the successful runs",
+        description="Suggest ceilings per task type: above the longest successful run and the 95th "
+        "percentile with headroom, and show how many past limit stops they would have changed.",
+    )
+    source = p.add_mutually_exclusive_group()
+    source.add_argument(
+        "--store", metavar="URL", help="the run store (default: $ENDSTATE_STORE or .endstate/runs.db)"
+    )
+    source.add_argument(
+        "--jsonl", metavar="FILE", help="JSON lines of `endstate demo/eval --json` (- for stdin)"
+    )
+    source.add_argument("--prometheus", metavar="URL", help="a Prometheus that scrapes Endstate's metrics")
+    p.add_argument(
+        "--window", help="only runs that ended within this window, e.g. 7d (Prometheus default: 7d)"
+    )
+    p.add_argument("--task-type", action="append", help="only this task type (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the suggestions as JSON")
+    p.set_defaults(handler=run_limits_suggest)
+
+
+def run_limits_suggest(args: argparse.Namespace) -> int:
+    history, source = load_history(args)
+    found = [s for s in suggest(history) if not args.task_type or s.task_type in args.task_type]
+    if args.json:
+        print(json.dumps([s.to_dict() for s in found], indent=2))
+    else:
+        print(render_limits(found, source))
+    return 0 if any(s.ceilings for s in found) else 1
+
+
+def load_history(args: argparse.Namespace) -> tuple[History, str]:
+    """The history the arguments name, and a few words saying where it came from."""
+    if args.prometheus:
+        window = args.window or "7d"
+        return PrometheusHistory(args.prometheus, window), f"Prometheus at {args.prometheus}, last {window}"
+    if args.jsonl:
+        if args.window:
+            raise LimitsError("--window applies to --store and --prometheus; JSON lines carry no end times")
+        return _jsonl(args.jsonl), "<stdin>" if args.jsonl == "-" else args.jsonl
+    return _store(args.store, args.window)
+
+
+def _jsonl(path: str) -> History:
+    if path == "-":
+        return history_from_jsonl(sys.stdin, "<stdin>")
+    try:
+        with open(path) as f:
+            return history_from_jsonl(f, path)
+    except OSError as exc:
+        raise LimitsError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def _store(url: str | None, window: str | None) -> tuple[History, str]:
+    from agent.store import default_url
+
+    if url is None and not Path(default_url()).exists():
+        raise LimitsError(
+            f"no run store at {default_url()}; pass --store URL, --jsonl FILE or --prometheus URL"
+        )
+    seconds = parse_window(window) if window else None
+    where = url or default_url()
+    return history_from_store(where, seconds), f"the run store at {where}" + (
+        f", last {window}" if window else ""
+    )
