@@ -1,0 +1,73 @@
+"""Shared fixtures: no real model call ever leaves a test, and agents are quick to build."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx2
+import pytest
+
+from agent import Agent, Budget
+from agent.models.scripted import ScriptedModel, Step
+
+_LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+class RealModelCall(AssertionError):
+    """A test tried to reach a model API over the network."""
+
+
+@pytest.fixture(autouse=True)
+def no_real_model_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Fail any test whose code sends an HTTP request off this machine.
+
+    The Anthropic SDK sends through `httpx2` clients; a request to a loopback
+    host (the local Messages API server of the adapter tests) goes through,
+    any other host is refused and fails the test at teardown even when the
+    code under test swallowed the error (as the SDK's retries and the loop do).
+    The fixture's value is the list of refused URLs.
+    """
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    refused: list[str] = []
+
+    def refuse(request: httpx2.Request) -> None:
+        if request.url.host not in _LOOPBACK:
+            refused.append(str(request.url))
+            raise RealModelCall(f"a test tried to call {request.url}; use ScriptedModel or a local server")
+
+    sync_send, async_send = httpx2.Client.send, httpx2.AsyncClient.send
+
+    def send(self: httpx2.Client, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+        refuse(request)
+        return sync_send(self, request, **kwargs)
+
+    async def asend(self: httpx2.AsyncClient, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+        refuse(request)
+        return await async_send(self, request, **kwargs)
+
+    monkeypatch.setattr(httpx2.Client, "send", send)
+    monkeypatch.setattr(httpx2.AsyncClient, "send", asend)
+    yield refused
+    if refused:
+        pytest.fail(f"real model API calls were attempted: {refused}")
+
+
+AgentFactory = Callable[..., Agent]
+
+
+@pytest.fixture
+def make_agent() -> AgentFactory:
+    """Build an agent around a `ScriptedModel` playing `steps`.
+
+    `make_agent(step, step, ..., tools=[...], budget=Budget(...), then=..., **agent_options)`;
+    the model is `agent.model` (its `requests` record what the loop sent).
+    """
+
+    def build(*steps: Step, then: Callable[[int], Step] | None = None, **options: Any) -> Agent:
+        options.setdefault("name", "test-agent")
+        options.setdefault("budget", Budget(max_turns=10, max_seconds=60))
+        return Agent(model=ScriptedModel(steps, then=then), **options)
+
+    return build

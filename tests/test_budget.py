@@ -1,0 +1,153 @@
+"""Budgets, usage and prices: small objects, checked with tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent import Agent, Budget, ConfigError, LimitKind, Price, PriceTable, Usage
+from agent.models.scripted import ScriptedModel
+
+TURNS, SECONDS, TOKENS, COST = LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST
+
+
+@pytest.mark.parametrize(
+    ("budget", "usage", "expected"),
+    [
+        (Budget(), Usage(), None),
+        (Budget(max_turns=3), Usage(turns=2), None),
+        (Budget(max_turns=3), Usage(turns=3), TURNS),
+        (Budget(max_turns=3), Usage(turns=4), TURNS),
+        (Budget(), Usage(turns=24), None),
+        (Budget(), Usage(turns=25), TURNS),
+        (Budget(max_seconds=10), Usage(active_seconds=9.99), None),
+        (Budget(max_seconds=10), Usage(active_seconds=10.0), SECONDS),
+        (Budget(), Usage(active_seconds=600.0), SECONDS),
+        (Budget(max_seconds=10), Usage(active_seconds=1, waiting_seconds=86_400), None),
+        (Budget(max_tokens=1000), Usage(input_tokens=900, output_tokens=99), None),
+        (Budget(max_tokens=1000), Usage(input_tokens=900, output_tokens=100), TOKENS),
+        (Budget(max_tokens=1000), Usage(output_tokens=1000), TOKENS),
+        (Budget(max_cost_usd=0.5), Usage(cost_usd=0.4999), None),
+        (Budget(max_cost_usd=0.5), Usage(cost_usd=0.5), COST),
+        (Budget(max_turns=None, max_seconds=None), Usage(turns=10**6, active_seconds=1e9), None),
+        (Budget(max_turns=1, max_cost_usd=0.1), Usage(turns=1, cost_usd=1.0), TURNS),
+        (Budget(max_seconds=1, max_tokens=1), Usage(active_seconds=2, input_tokens=2), SECONDS),
+        (Budget(max_tokens=1, max_cost_usd=0.1), Usage(input_tokens=2, cost_usd=1.0), TOKENS),
+    ],
+)
+def test_budget_exceeded(budget, usage, expected):
+    assert budget.exceeded(usage) is expected
+
+
+@pytest.mark.parametrize("field", ["max_turns", "max_seconds", "max_tokens", "max_cost_usd"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_budget_rejects_ceilings_that_are_not_positive(field, value):
+    with pytest.raises(ConfigError, match=f"Budget.{field} must be positive or None, got {value}"):
+        Budget(**{field: value})
+
+
+def test_budget_ceilings_name_the_limit_kinds():
+    assert Budget(max_turns=5, max_seconds=None, max_cost_usd=2).ceilings() == {"turns": 5.0, "cost": 2.0}
+
+
+@pytest.mark.parametrize(
+    ("budget", "usage", "left"),
+    [
+        (Budget(max_seconds=10), Usage(active_seconds=4), 6.0),
+        (Budget(max_seconds=10), Usage(active_seconds=12), 0.0),
+        (Budget(max_seconds=10), Usage(active_seconds=4, waiting_seconds=100), 6.0),
+        (Budget(max_seconds=None), Usage(active_seconds=4), None),
+    ],
+)
+def test_budget_seconds_left(budget, usage, left):
+    assert budget.seconds_left(usage) == left
+
+
+def test_usage_tokens_and_copy():
+    usage = Usage(input_tokens=3, output_tokens=4)
+    copy = usage.copy()
+    copy.input_tokens += 10
+    assert usage.tokens == 7
+    assert copy.tokens == 17
+
+
+# -- prices ---------------------------------------------------------------------------
+
+MTOK = 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("model", "per_mtok_in_and_out"),
+    [
+        ("claude-sonnet-4-5", 3.0 + 15.0),
+        ("claude-sonnet-4-5-20250929", 3.0 + 15.0),
+        ("claude-haiku-4-5", 1.0 + 5.0),
+        ("claude-haiku-4-5-20251001", 1.0 + 5.0),
+        ("claude-opus-4-5-20251101", 5.0 + 25.0),
+        ("claude-opus-4-1", 15.0 + 75.0),
+        ("claude-opus-4-1-20250805", 15.0 + 75.0),
+        ("claude-sonnet-4-0", 3.0 + 15.0),
+        ("claude-sonnet-4-20250514", 3.0 + 15.0),  # Sonnet 4's dated id; claude-sonnet-4-0 is its alias
+        ("scripted", 3.0 + 15.0),
+    ],
+)
+def test_price_table_uses_the_family_price_for_dated_ids(model, per_mtok_in_and_out):
+    prices = PriceTable()
+    assert prices.knows(model)
+    assert prices.cost(model, MTOK, MTOK) == pytest.approx(per_mtok_in_and_out)
+
+
+def test_a_dated_id_takes_its_own_family_not_a_shorter_one():
+    prices = PriceTable({"claude-opus-4": Price(100.0, 100.0)})
+    assert prices.cost("claude-opus-4-1-20250805", MTOK, 0) == pytest.approx(15.0)
+    assert prices.cost("claude-opus-4-20250514", MTOK, 0) == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "gpt-4o",
+        "claude-sonnet",
+        "claude-sonnet-4-5x",
+        "my-claude-sonnet-4-5",
+        "",
+        "claude-sonnet-4-6",  # a newer model is not priced as an older one
+    ],
+)
+def test_price_table_unknown_models(model):
+    prices = PriceTable()
+    assert not prices.knows(model)
+    assert prices.cost(model, MTOK, MTOK) == 0.0
+
+
+def test_price_table_overrides_and_extensions():
+    prices = PriceTable({"claude-haiku-4-5": Price(2.0, 10.0), "local-llama": Price(0.1, 0.2)})
+    assert prices.cost("claude-haiku-4-5-20251001", MTOK, MTOK) == pytest.approx(12.0)
+    assert prices.cost("local-llama", 2 * MTOK, MTOK) == pytest.approx(0.4)
+    assert prices.cost("claude-sonnet-4-5", 1000, 100) == pytest.approx((1000 * 3 + 100 * 15) / 1e6)
+    assert PriceTable().cost("claude-haiku-4-5", MTOK, MTOK) == pytest.approx(6.0)  # defaults untouched
+
+
+def test_price_cost():
+    assert Price(3.0, 15.0).cost(1000, 100) == pytest.approx(0.0045)
+
+
+def test_a_cost_budget_without_a_price_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"has a cost budget but no price for model 'gpt-4o'.*PriceTable"):
+        Agent("a", ScriptedModel(name="gpt-4o"), budget=Budget(max_cost_usd=1.0))
+
+
+@pytest.mark.parametrize(
+    ("model", "prices"),
+    [
+        ("gpt-4o", PriceTable({"gpt-4o": Price(2.5, 10.0)})),
+        ("claude-sonnet-4-5-20250929", PriceTable()),
+    ],
+)
+def test_a_cost_budget_with_a_price_is_fine(model, prices):
+    agent = Agent("a", ScriptedModel(name=model), budget=Budget(max_cost_usd=1.0), prices=prices)
+    assert agent.prices.knows(model)
+
+
+def test_an_unknown_model_without_a_cost_budget_is_fine():
+    agent = Agent("a", ScriptedModel(name="gpt-4o"))
+    assert agent.budget.max_cost_usd is None
