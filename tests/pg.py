@@ -110,3 +110,17 @@ def shared_server() -> PostgresServer:
         _shared = PostgresServer()
         atexit.register(_shared.stop)
     return _shared
+
+
+BACKENDS = ["sqlite", "postgres"]
+
+
+def url_for(backend: str, tmp_path: Path) -> str:
+    """A fresh run store URL: a SQLite file in `tmp_path`, or a new database on the shared server.
+
+    Test modules parametrize a `store_url` fixture over `BACKENDS` with it, so
+    that each test runs on both stores.
+    """
+    if backend == "sqlite":
+        return str(tmp_path / "runs.db")
+    return shared_server().new_database()

@@ -31,11 +31,9 @@ from agent.store._sql import latest_version, migrations, split_statements
 NOW = 1_800_000_000.0
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=pg.BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return pg.shared_server().new_database()
+    return pg.url_for(request.param, tmp_path)
 
 
 @pytest.fixture

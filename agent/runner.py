@@ -1,0 +1,447 @@
+"""Durable runs: every segment checkpointed to a store, resumable from any process.
+
+A `Runner` ties an agent `Catalog` to a `RunStore`. It creates each run's
+record, hands the loop a checkpointer that writes after the model reply,
+after each tool result and after each completed turn, and records how every
+segment ended. Resuming claims the run atomically first, so of two workers
+answering the same run exactly one continues it. `sweep` ends runs whose
+deadline passed under their agent's help policy; `recover` continues runs
+whose worker died (lease expired, or its process is gone on this host) and
+runs that a shutdown cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import importlib
+import logging
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.agent import Agent
+from agent.errors import ConfigError, EndstateError
+from agent.hooks import RunHooks
+from agent.result import RunResult, StopReason
+from agent.snapshot import Snapshot
+from agent.store import (
+    Lease,
+    LeaseLost,
+    NewRun,
+    NotClaimable,
+    Outcome,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    StoreError,
+    UnknownRun,
+)
+
+log = logging.getLogger("endstate.runner")
+
+State = dict[str, Any]
+DEFAULT_CATALOG = "agent.examples.scenarios:example_catalog"
+ENV_CATALOG = "ENDSTATE_CATALOG"
+RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
+
+
+class AnswerError(EndstateError):
+    """The answer does not fit what the run waits for (an answer for an approval, or none)."""
+
+
+# -- the catalog: rebuild an agent by name in any process ----------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """How to make one named agent for a run, from the run's JSON `state`.
+
+    `prepare` runs once when a run starts and returns the state to store
+    (say, with the path of a working folder it created); `build` runs in
+    whichever process starts, resumes or recovers the run; `cancel` may give
+    a run-specific cancel signal; `cleanup` runs when the run has ended for good.
+    """
+
+    build: Callable[[State], Agent]
+    prepare: Callable[[State, str], State] | None = None
+    cancel: Callable[[State], Any] | None = None
+    cleanup: Callable[[State], None] | None = None
+
+
+@dataclass
+class Catalog:
+    """The agents a process can run, by name."""
+
+    entries: dict[str, AgentEntry] = field(default_factory=dict)
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def register(self, name: str, build: Callable[[State], Agent], **hooks: Any) -> None:
+        self.entries[name] = AgentEntry(build, **hooks)
+
+    def entry(self, name: str) -> AgentEntry:
+        if name not in self.entries:
+            known = ", ".join(sorted(self.entries)) or "none"
+            raise ConfigError(f"no agent named {name!r} in the catalog; known: {known}")
+        return self.entries[name]
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+    def close(self) -> None:
+        for close in self.closers:
+            close()
+        self.closers.clear()
+
+
+def load_catalog(spec: str | None = None) -> Catalog:
+    """The catalog at `module:attribute` (a `Catalog` or a function returning one).
+
+    Defaults to `$ENDSTATE_CATALOG`, then to the seed example agents.
+    """
+    spec = spec or os.environ.get(ENV_CATALOG) or DEFAULT_CATALOG
+    module_name, _, attr = spec.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), attr or "catalog")
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot load the agent catalog {spec!r}: {exc}") from exc
+    catalog = found() if callable(found) and not isinstance(found, Catalog) else found
+    if not isinstance(catalog, Catalog):
+        raise ConfigError(f"{spec!r} is not a Catalog (got {type(catalog).__name__})")
+    return catalog
+
+
+# -- the runner -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    """A run this runner holds, ready to drive: its agent and the segment's coroutine."""
+
+    run_id: str
+    agent: Agent
+    record: RunRecord
+    segment: Callable[[Any], Coroutine[Any, Any, RunResult]]
+    release_to: RunStatus | None = None  # where a failed start gives the run back
+
+
+class Runner:
+    """Runs agents durably against a store. Safe to use from one event loop at a time."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        catalog: Catalog,
+        *,
+        hooks: RunHooks | None = None,
+        lease_seconds: float = 30.0,
+        owner: str | None = None,
+    ) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.hooks = hooks
+        self.lease_seconds = lease_seconds
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.shutting_down = threading.Event()
+        self._active: set[str] = set()
+        self._spawned: dict[str, asyncio.Task[RunResult | None]] = {}
+        self._beat: asyncio.Task[None] | None = None
+
+    def lease(self) -> Lease:
+        return Lease(self.owner, time.time() + self.lease_seconds)
+
+    # -- starting ------------------------------------------------------
+
+    def begin(
+        self,
+        agent: str,
+        task: str,
+        *,
+        task_type: str | None = None,
+        state: State | None = None,
+        run_id: str | None = None,
+    ) -> Job:
+        """Create a run's record, held by this runner; `drive` the job to run it."""
+        if not isinstance(task, str) or not task.strip():
+            raise ConfigError("task must be a non-empty string")
+        run_id = run_id or uuid.uuid4().hex
+        if not RUN_ID.fullmatch(run_id):
+            raise ConfigError(
+                f"run id {run_id!r} must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'"
+            )
+        entry = self.catalog.entry(agent)
+        state = entry.prepare(dict(state or {}), run_id) if entry.prepare else dict(state or {})
+        built = self._agent(agent, state, run_id, task_type)
+        record = self.store.create(
+            NewRun(run_id, agent, task, built.task_type, state), self.lease(), time.time()
+        )
+
+        def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
+            return built.arun(task, run_id=run_id, state=state, cancel=cancel)
+
+        return Job(run_id, built, record, segment)
+
+    async def start(self, agent: str, task: str, **options: Any) -> RunResult:
+        """Start a run and drive it until it ends or suspends."""
+        return await self.drive(self.begin(agent, task, **options))
+
+    # -- resuming ------------------------------------------------------
+
+    def claim(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> Job:
+        """Take a waiting or cancelled run for this runner; exactly one caller wins.
+
+        A question needs `answer`; a pending tool call needs `approved` (with
+        `answer` as a denial's reason); a cancelled run needs neither. The
+        loser of a race, or a run that waits for nothing, gets `NotClaimable`.
+        """
+        current = self.store.get(run_id)
+        if current is None:
+            raise UnknownRun(f"no run with id {run_id!r}")
+        if current.status is RunStatus.WAITING:
+            check_answer(current, answer, approved)
+        elif current.status is not RunStatus.CANCELLED:
+            raise NotClaimable(
+                f"run {run_id} is {current.status}, not waiting or cancelled; nothing was changed"
+            )
+        record = self.store.claim(run_id, (current.status,), self.lease(), time.time(), answer, approved)
+        return self._resume_job(record, answer, approved, release_to=current.status)
+
+    async def resume(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> RunResult:
+        """Claim a run and continue it here until it ends or suspends again."""
+        return await self.drive(self.claim(run_id, answer, approved))
+
+    def _resume_job(
+        self, record: RunRecord, answer: str | None, approved: bool | None, release_to: RunStatus | None
+    ) -> Job:
+        try:
+            agent = self._agent(record.agent, record.state, record.run_id)
+            snapshot = record.snapshot
+        except BaseException:
+            if release_to is not None:
+                self.store.release(record.run_id, release_to, self.lease(), time.time())
+            raise
+        if snapshot is None:  # died before its first checkpoint: start the task again
+
+            def again(cancel: Any) -> Coroutine[Any, Any, RunResult]:
+                return agent.arun(record.task, run_id=record.run_id, state=record.state, cancel=cancel)
+
+            return Job(record.run_id, agent, record, again, release_to)
+        snap: Snapshot = snapshot
+
+        def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
+            return agent.aresume(snap, answer, approved=approved, cancel=cancel)
+
+        return Job(record.run_id, agent, record, segment, release_to)
+
+    # -- deadlines and recovery -------------------------------------------
+
+    async def sweep(self, now: float | None = None) -> list[RunResult]:
+        """End (or continue, per the agent's help policy) every run whose deadline passed."""
+        now = time.time() if now is None else now
+        results = []
+        for stale in self.store.expired(now):
+            try:
+                record = self.store.claim(stale.run_id, (RunStatus.WAITING,), self.lease(), time.time())
+            except NotClaimable:
+                continue  # answered or swept by someone else meanwhile
+            results.append(await self.drive(self._expiry_job(record, now)))
+        return results
+
+    def _expiry_job(self, record: RunRecord, now: float) -> Job:
+        agent = self._agent(record.agent, record.state, record.run_id)
+        snapshot = record.snapshot
+        if snapshot is None:
+            raise StoreError(f"run {record.run_id} waits but has no snapshot")
+        snap: Snapshot = snapshot
+
+        def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
+            return agent.aexpire(snap, now=now)
+
+        return Job(record.run_id, agent, record, segment, RunStatus.WAITING)
+
+    def recoverable(self, now: float | None = None) -> list[RunRecord]:
+        """Runs whose worker died, and runs a shutdown cancelled."""
+        now = time.time() if now is None else now
+        running = self.store.list_runs(RunStatus.RUNNING, limit=None)
+        return [
+            r for r in running if r.owner != self.owner and worker_gone(r, now)
+        ] + self.store.interrupted()
+
+    async def recover(self) -> list[RunResult]:
+        """Continue every recoverable run from its last checkpoint, one after another."""
+        results = []
+        for job in self.recovery_jobs():
+            try:
+                results.append(await self.drive(job))
+            except EndstateError:
+                log.exception("run %s cannot be recovered", job.run_id)
+        return results
+
+    def recovery_jobs(self) -> list[Job]:
+        """Claim every recoverable run; the jobs are ready to drive (here or as tasks)."""
+        jobs = []
+        for record in self.recoverable():
+            try:
+                if record.status is RunStatus.RUNNING:
+                    held = self.store.take_over(record.run_id, record.owner or "", self.lease(), time.time())
+                    jobs.append(self._resume_job(held, held.answer, held.approved, release_to=None))
+                else:
+                    jobs.append(self.claim(record.run_id))
+            except NotClaimable:
+                continue  # another worker got there first
+            except EndstateError:
+                log.exception("run %s cannot be recovered", record.run_id)
+        return jobs
+
+    # -- driving ------------------------------------------------------
+
+    async def drive(self, job: Job, cancel: Any = None) -> RunResult:
+        """Run a job's segment here and record how it ended."""
+        self._active.add(job.run_id)
+        self._ensure_heartbeat()
+        try:
+            result = await job.segment(_Either(self.shutting_down, cancel, self._own_cancel(job)))
+        except EndstateError:  # refused before it began (a bad snapshot): give the run back
+            if job.release_to is not None:
+                self.store.release(job.run_id, job.release_to, self.lease(), time.time())
+            raise
+        finally:
+            self._active.discard(job.run_id)
+        await self._record(job, result)
+        return result
+
+    def spawn(self, job: Job, cancel: Any = None) -> asyncio.Task[RunResult | None]:
+        """Drive a job as a task of the running loop; `shutdown` waits for it."""
+
+        async def guarded() -> RunResult | None:
+            try:
+                return await self.drive(job, cancel)
+            except Exception:
+                log.exception("run %s failed in the runner", job.run_id)
+                return None
+
+        task = asyncio.get_running_loop().create_task(guarded(), name=f"run-{job.run_id}")
+        self._spawned[job.run_id] = task
+        task.add_done_callback(lambda _: self._spawned.pop(job.run_id, None))
+        return task
+
+    async def shutdown(self, grace: float = 10.0) -> None:
+        """Stop: runs end at their next turn as cancelled (resumable); after `grace` they are cut."""
+        self.shutting_down.set()
+        tasks = list(self._spawned.values())
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=grace)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+
+    @property
+    def active(self) -> int:
+        return len(self._active)
+
+    async def _record(self, job: Job, result: RunResult) -> None:
+        interrupted = result.reason is StopReason.CANCELLED and self.shutting_down.is_set()
+        outcome = Outcome.of(result, interrupted=interrupted)
+        for delay in (*RECORD_RETRIES, None):
+            try:
+                self.store.record(job.run_id, outcome, self.lease(), time.time())
+                break
+            except LeaseLost:
+                log.warning("run %s was taken over by another worker; its result here is dropped", job.run_id)
+                return
+            except StoreError:
+                if delay is None:
+                    raise
+                log.warning("recording run %s failed; retrying in %.1f s", job.run_id, delay, exc_info=True)
+                await asyncio.sleep(delay)
+        if outcome.status is RunStatus.FINISHED:
+            self._cleanup(job)
+
+    def _cleanup(self, job: Job) -> None:
+        entry = self.catalog.entries.get(job.record.agent)
+        if entry is not None and entry.cleanup is not None:
+            try:
+                entry.cleanup(job.record.state)
+            except Exception:
+                log.warning("cleanup of run %s failed", job.run_id, exc_info=True)
+
+    def _own_cancel(self, job: Job) -> Any:
+        entry = self.catalog.entries.get(job.record.agent)
+        return entry.cancel(job.record.state) if entry is not None and entry.cancel else None
+
+    def _agent(self, name: str, state: State, run_id: str, task_type: str | None = None) -> Agent:
+        """The catalog's agent, checkpointing to the store under this runner's lease."""
+        built = self.catalog.entry(name).build(state)
+        changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
+        if self.hooks is not None:
+            changes["hooks"] = self.hooks
+        if task_type:
+            changes["task_type"] = task_type
+        return dataclasses.replace(built, **changes)
+
+    def _checkpointer(self, run_id: str) -> Callable[[Snapshot], None]:
+        def checkpoint(snapshot: Snapshot) -> None:
+            self.store.checkpoint(run_id, snapshot, self.lease(), time.time())
+
+        return checkpoint
+
+    def _ensure_heartbeat(self) -> None:
+        if self._beat is None or self._beat.done():
+            self._beat = asyncio.get_running_loop().create_task(self._heartbeat(), name="runner-heartbeat")
+
+    async def _heartbeat(self) -> None:
+        """Renew the lease of this runner's runs while any is active (long tool or model calls)."""
+        while self._active:
+            await asyncio.sleep(self.lease_seconds / 3)
+            with contextlib.suppress(StoreError):
+                await asyncio.to_thread(self.store.heartbeat, self.lease())
+
+
+def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:
+    """Refuse an answer that does not fit what a waiting run waits for."""
+    if record.pending is not None and approved is None:
+        raise AnswerError(
+            f"run {record.run_id} waits for approval of the call {record.pending.name!r}: approve or deny it"
+        )
+    if record.pending is None and approved is not None:
+        raise AnswerError(f"run {record.run_id} waits for an answer to a question, not for an approval")
+    if record.pending is None and not (answer and answer.strip()):
+        raise AnswerError(f"run {record.run_id} waits for an answer to {record.question!r}: give one")
+
+
+def worker_gone(record: RunRecord, now: float) -> bool:
+    """True when a running run's lease ran out, or its worker process on this host is dead."""
+    if record.lease_until is None or record.lease_until < now:
+        return True
+    host, _, rest = (record.owner or "").partition(":")
+    pid = rest.partition(":")[0]
+    return host == socket.gethostname() and pid.isdigit() and not _alive(int(pid))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _Either:
+    """Set when any of the given cancel signals is set."""
+
+    def __init__(self, *signals: Any) -> None:
+        self._signals = [s for s in signals if s is not None]
+
+    def is_set(self) -> bool:
+        return any(s.is_set() for s in self._signals)

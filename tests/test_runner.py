@@ -1,0 +1,260 @@
+"""The durable runner: runs recorded in a store and resumed by another worker (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pg
+import pytest
+from test_runner_agents import Crash, catalog, counted, counter_state
+
+from agent import StopReason
+from agent.examples.scenarios import example_catalog
+from agent.runner import AnswerError, Catalog, Runner
+from agent.snapshot import Snapshot
+from agent.store import NotClaimable, RunStatus, RunStore, UnknownRun, open_store
+
+
+class Workers:
+    """Runners that share a store URL but not a connection, as separate processes would."""
+
+    def __init__(self, url: str, catalog_: Catalog, lease_seconds: float = 30.0) -> None:
+        self.url, self.catalog, self.lease = url, catalog_, lease_seconds
+        self.stores: list[RunStore] = []
+
+    def new(self) -> Runner:
+        store = open_store(self.url)
+        self.stores.append(store)
+        return Runner(store, self.catalog, lease_seconds=self.lease)
+
+    def close(self) -> None:
+        for s in self.stores:
+            s.close()
+        self.catalog.close()
+
+
+@pytest.fixture(params=pg.BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return pg.url_for(request.param, tmp_path)
+
+
+@pytest.fixture
+def examples(store_url: str, tmp_path: Path) -> Iterator[Workers]:
+    w = Workers(store_url, example_catalog(tmp_path / "worlds"))
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def counters(store_url: str) -> Iterator[Workers]:
+    w = Workers(store_url, catalog())
+    yield w
+    w.close()
+
+
+def test_a_question_asked_in_one_worker_is_answered_in_another(examples: Workers, tmp_path: Path) -> None:
+    first = asyncio.run(examples.new().start("invoice-downloader", "Get the September invoice"))
+    assert first.reason is StopReason.NEED_HELP
+    other = examples.new()
+    waiting = other.store.get(first.run_id)
+    assert waiting is not None and waiting.status is RunStatus.WAITING
+    assert waiting.question and "INV-0913" in waiting.question and waiting.deadline
+    assert waiting.state["scenario"] == "invoice/which-one"
+    workdir = Path(waiting.state["workdir"])
+    assert workdir.is_relative_to(tmp_path / "worlds")
+
+    done = asyncio.run(other.resume(first.run_id, "INV-0913, the corrected one."))
+    assert done.reason is StopReason.SUCCESS and done.verified
+    rec = other.store.get(first.run_id)
+    assert rec is not None and (rec.status, rec.stop_reason, rec.segments) == (
+        RunStatus.FINISHED, StopReason.SUCCESS, 2,
+    )  # fmt: skip
+    assert rec.turns == done.turns == 4 and rec.ended_at is not None and rec.question is None
+    assert rec.waiting_seconds > 0 and not workdir.exists()  # the world of a finished run is removed
+
+
+def test_a_pending_tool_call_is_approved_from_another_worker(examples: Workers) -> None:
+    first = asyncio.run(examples.new().start("ci-fixer", "Fix CI", state={"scenario": "ci/approved-push"}))
+    rec = examples.new().store.get(first.run_id)
+    assert rec is not None and rec.pending is not None
+    assert (rec.pending.name, rec.pending.arguments) == ("push", {"branch": "fix/add-cents"})
+    with pytest.raises(AnswerError, match="waits for approval of the call 'push'"):
+        asyncio.run(examples.new().resume(first.run_id, "yes"))
+    done = asyncio.run(examples.new().resume(first.run_id, approved=True))
+    assert done.reason is StopReason.SUCCESS
+
+
+def test_a_denied_call_never_runs_and_the_reason_reaches_the_model(counters: Workers, tmp_path: Path) -> None:
+    state = counter_state(tmp_path / "run", "approve")
+    first = asyncio.run(counters.new().start("counter", "wire money", state=state))
+    assert first.reason is StopReason.NEED_HELP
+    runner = counters.new()
+    seen: list[Snapshot] = []
+    write = runner.store.checkpoint
+
+    def spy(run_id: str, snapshot: Snapshot, *args: object) -> None:
+        seen.append(snapshot)
+        write(run_id, snapshot, *args)  # type: ignore[arg-type]
+
+    runner.store.checkpoint = spy  # type: ignore[method-assign]
+    done = asyncio.run(runner.resume(first.run_id, "over budget", approved=False))
+    assert done.reason is StopReason.SUCCESS and done.turns == 3
+    assert not (tmp_path / "run" / "wired.txt").exists()
+    denial = seen[0].messages[-1]["content"][0]["content"]
+    assert denial.startswith("Denied by a person: over budget.")
+
+
+def test_bad_answers_change_nothing(counters: Workers, tmp_path: Path) -> None:
+    first = asyncio.run(counters.new().start("counter", "ask", state=counter_state(tmp_path / "r", "ask")))
+    runner = counters.new()
+    before = runner.store.get(first.run_id)
+    with pytest.raises(AnswerError, match="waits for an answer to 'Which number next"):
+        asyncio.run(runner.resume(first.run_id, "  "))
+    with pytest.raises(AnswerError, match="not for an approval"):
+        asyncio.run(runner.resume(first.run_id, approved=True))
+    with pytest.raises(UnknownRun):
+        asyncio.run(runner.resume("no-such-run", "2"))
+    assert runner.store.get(first.run_id) == before
+    asyncio.run(runner.resume(first.run_id, "2"))
+    with pytest.raises(NotClaimable, match="is finished, not waiting"):
+        asyncio.run(runner.resume(first.run_id, "2 again"))
+
+
+def test_concurrent_answers_resume_the_run_exactly_once(counters: Workers, tmp_path: Path) -> None:
+    folder = tmp_path / "r"
+    first = asyncio.run(counters.new().start("counter", "ask", state=counter_state(folder, "ask")))
+    runners = [counters.new() for _ in range(4)]
+    barrier = threading.Barrier(len(runners))
+    outcomes: list[str] = []
+
+    def answer(runner: Runner) -> None:
+        barrier.wait()
+        try:
+            result = asyncio.run(runner.resume(first.run_id, "2"))
+            outcomes.append(str(result.reason))
+        except NotClaimable as exc:
+            outcomes.append(f"refused: {exc}")
+
+    threads = [threading.Thread(target=answer, args=(r,)) for r in runners]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(o.split(":")[0] for o in outcomes) == ["refused"] * 3 + ["success"]
+    assert counted(folder) == [1, 2]  # the resumed half ran once
+    rec = runners[0].store.get(first.run_id)
+    assert rec is not None and rec.segments == 2
+
+
+def test_every_completed_turn_is_checkpointed(counters: Workers, tmp_path: Path) -> None:
+    runner = counters.new()
+    seen: list[Snapshot] = []
+    write = runner.store.checkpoint
+
+    def spy(run_id: str, snapshot: Snapshot, *args: object) -> None:
+        seen.append(snapshot)
+        write(run_id, snapshot, *args)  # type: ignore[arg-type]
+
+    runner.store.checkpoint = spy  # type: ignore[method-assign]
+    result = asyncio.run(runner.start("counter", "count", state=counter_state(tmp_path / "r", "plain")))
+    assert result.reason is StopReason.SUCCESS
+    completed = [s.usage.turns for s in seen if s.messages[-1]["role"] == "user"]
+    in_flight = [(s.usage.turns, len(s.open_results)) for s in seen if s.messages[-1]["role"] == "assistant"]
+    assert completed == [1, 2]  # after each completed turn (the third ended the run)
+    assert in_flight == [(1, 0), (1, 1), (2, 0), (2, 1), (3, 0)]  # after each reply and each tool result
+    assert all(s.reason is StopReason.CANCELLED for s in seen)  # resumable checkpoints
+
+
+def test_the_deadline_sweep_ends_a_run_as_help_timeout(examples: Workers) -> None:
+    first = asyncio.run(examples.new().start("ci-fixer", "Fix CI", state={"scenario": "ci/unanswered-push"}))
+    assert first.reason is StopReason.NEED_HELP
+    swept = asyncio.run(examples.new().sweep())
+    assert [r.reason for r in swept] == [StopReason.HELP_TIMEOUT]
+    rec = examples.new().store.get(first.run_id)
+    assert rec is not None and (rec.status, rec.stop_reason) == (RunStatus.FINISHED, StopReason.HELP_TIMEOUT)
+    assert asyncio.run(examples.new().sweep()) == []  # swept once
+
+
+def test_a_timeout_policy_of_resume_goes_on_with_the_default_answer(
+    counters: Workers, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    first = asyncio.run(counters.new().start("patient-counter", "ask", state=counter_state(folder, "ask")))
+    assert first.reason is StopReason.NEED_HELP
+    swept = asyncio.run(counters.new().sweep())
+    assert [r.reason for r in swept] == [StopReason.SUCCESS]
+    assert counted(folder) == [1, 2]
+
+
+def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_calls(
+    store_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    dying = Workers(store_url, catalog(), lease_seconds=0.2)
+    with pytest.raises(Crash):
+        asyncio.run(dying.new().start("counter", "count", state=counter_state(folder, "crash")))
+    assert counted(folder) == [1, 2, 3]
+    time.sleep(0.3)  # the dead worker's lease runs out (its process, this one, is still alive)
+    survivor = Workers(store_url, catalog())
+    try:
+        runner = survivor.new()
+        stuck = runner.store.list_runs(RunStatus.RUNNING)
+        assert len(stuck) == 1 and stuck[0].turns == 3
+        results = asyncio.run(runner.recover())
+        assert [r.reason for r in results] == [StopReason.SUCCESS]
+        assert counted(folder) == [1, 2, 3, 4]  # count(3) was recorded before the crash: not run again
+        assert asyncio.run(runner.recover()) == []
+    finally:
+        survivor.close()
+        dying.close()
+
+
+def test_a_run_held_by_a_live_worker_is_not_recovered(counters: Workers, tmp_path: Path) -> None:
+    holder = counters.new()
+    holder.begin("counter", "count", state=counter_state(tmp_path / "r", "plain"))
+    assert counters.new().recoverable() == []
+
+
+def test_a_shutdown_cancels_runs_resumably_and_recovery_finishes_them(
+    counters: Workers, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    runner = counters.new()
+
+    async def run_then_stop() -> None:
+        job = runner.begin("counter", "count slowly", state=counter_state(folder, "slow"))
+        task = runner.spawn(job)
+        while len(counted(folder)) < 2:  # noqa: ASYNC110  (polls a file another thread writes)
+            await asyncio.sleep(0.02)
+        await runner.shutdown(grace=10)
+        assert task.done()
+
+    asyncio.run(run_then_stop())
+    [rec] = runner.store.list_runs()
+    assert (rec.status, rec.stop_reason, rec.interrupted) == (RunStatus.CANCELLED, StopReason.CANCELLED, True)
+    before = counted(folder)
+    results = asyncio.run(counters.new().recover())
+    assert [r.reason for r in results] == [StopReason.SUCCESS]
+    assert counted(folder) == list(range(1, 9)) and before == list(range(1, len(before) + 1))
+
+
+def test_a_run_cancelled_by_its_caller_waits_for_an_explicit_resume(examples: Workers) -> None:
+    first = asyncio.run(examples.new().start("csv-cleaner", "Clean", state={"scenario": "csv/shutdown"}))
+    assert first.reason is StopReason.CANCELLED
+    runner = examples.new()
+    assert runner.recoverable() == []  # not a shutdown: recovery leaves it alone
+    done = asyncio.run(runner.resume(first.run_id))
+    assert done.reason is StopReason.SUCCESS
+
+
+def test_an_unknown_agent_or_a_bad_run_id_is_refused_before_anything_is_stored(counters: Workers) -> None:
+    runner = counters.new()
+    with pytest.raises(Exception, match="no agent named 'nobody'"):
+        runner.begin("nobody", "task")
+    with pytest.raises(Exception, match=r"run id '\.\./x' must be"):
+        runner.begin("counter", "task", run_id="../x")
+    assert runner.store.list_runs() == []

@@ -1,0 +1,128 @@
+"""Agents for the runner and recovery tests (helpers; no tests here).
+
+`catalog()` holds the `counter` agent: each `count(n)` call appends `n` to
+`calls.txt` in the run's folder, so a test can see that no call ran twice.
+`hang()` blocks while `hang.flag` exists in the folder (a process is killed
+there); `crash()` raises `Crash` the first time (an in-process stand-in for a
+dying worker); `slow(seconds)` sleeps. Subprocesses load the catalog with
+`--catalog test_runner_agents:catalog` and `tests/` on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from agent import Agent, Budget, HelpPolicy, tool
+from agent.models.scripted import ScriptedModel, call, finish
+from agent.runner import Catalog
+
+SCRIPTS: dict[str, list[Any]] = {
+    "plain": [[call("count", n=1)], [call("count", n=2)], [finish("done", "counted")]],
+    "crash": [
+        [call("count", n=1)],
+        [call("count", n=2)],
+        [call("count", n=3), call("crash")],
+        [call("count", n=4)],
+        [finish("done", "counted to 4")],
+    ],
+    "hang": [
+        [call("count", n=1)],
+        [call("count", n=2)],
+        [call("count", n=3), call("hang"), call("count", n=4)],
+        [call("count", n=5)],
+        [finish("done", "counted to 5")],
+    ],
+    "slow": [[call("count", n=i), call("slow", seconds=0.3 + i / 1000)] for i in range(1, 9)]
+    + [[finish("done", "slow")]],
+    "ask": [
+        [call("count", n=1)],
+        [finish("need_help", "Which number next?")],
+        [call("count", n=2)],
+        [finish("done", "ok")],
+    ],
+    "approve": [[call("count", n=1)], [call("wire", amount=7)], [finish("done", "wired")]],
+}
+
+
+class Crash(BaseException):
+    """Stands in for a process dying in the middle of a tool call."""
+
+
+def counted(folder: Path) -> list[int]:
+    path = folder / "calls.txt"
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent:
+    folder = Path(state["dir"])
+
+    @tool
+    def count(n: int) -> str:
+        """Count one number."""
+        with (folder / "calls.txt").open("a") as f:
+            f.write(f"{n}\n")
+        return f"counted {n}"
+
+    @tool(timeout=600)
+    def hang() -> str:
+        """Block while hang.flag exists."""
+        while (folder / "hang.flag").exists():
+            time.sleep(0.05)
+        return "released"
+
+    @tool
+    def crash() -> str:
+        """Die the first time."""
+        marker = folder / "crashed"
+        if not marker.exists():
+            marker.write_text("1")
+            raise Crash()
+        return "no crash this time"
+
+    @tool
+    def slow(seconds: float) -> str:
+        """Sleep."""
+        time.sleep(seconds)
+        return "slept"
+
+    @tool(needs_approval=True)
+    def wire(amount: int) -> str:
+        """Send money (needs approval)."""
+        with (folder / "wired.txt").open("a") as f:
+            f.write(f"{amount}\n")
+        return f"wired {amount}"
+
+    return Agent(
+        name="counter",
+        model=ScriptedModel(SCRIPTS[state["script"]]),
+        tools=[count, hang, crash, slow, wire],
+        budget=Budget(max_turns=20, max_seconds=120),
+        task_type="counting",
+        help=help or HelpPolicy(wait_seconds=float(state.get("wait", 3600))),
+    )
+
+
+def _timeout_resumes(state: dict[str, Any]) -> Agent:
+    return make_counter(state, HelpPolicy(wait_seconds=0.0, on_timeout="resume"))
+
+
+def catalog() -> Catalog:
+    c = Catalog()
+    c.register("counter", make_counter)
+    c.register("patient-counter", _timeout_resumes)
+    return c
+
+
+def counter_state(folder: Path, script: str, **extra: Any) -> dict[str, Any]:
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"dir": str(folder), "script": script, **extra}
+
+
+def env_with_tests() -> dict[str, str]:
+    """The environment for a subprocess that loads this catalog."""
+    tests = str(Path(__file__).parent)
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": f"{tests}{os.pathsep}{path}" if path else tests}
