@@ -7,21 +7,28 @@ resume after a shutdown). `endstate demo` and the eval cases play them.
 
 from __future__ import annotations
 
+import functools
+import os
+import shutil
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.agent import Agent
-from agent.errors import TransientModelError
+from agent.errors import ConfigError, TransientModelError
 from agent.examples import csv_clean, fix_ci, invoice, research
 from agent.models.base import Model
 from agent.models.scripted import ScriptedModel, Step, call, finish, say
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.result import StopReason
+
+if TYPE_CHECKING:
+    from agent.runner import Catalog
 
 
 @dataclass
@@ -308,3 +315,92 @@ def scenario_named(name: str) -> Scenario:
             return scenario
     known = ", ".join(s.name for s in SCENARIOS)
     raise KeyError(f"no scenario {name!r}; known: {known}")
+
+
+# -- durable runs: the seed agents in a catalog that any process can rebuild them from -----------
+
+ENV_WORLDS = "ENDSTATE_WORLDS"
+
+
+def build_world(scenario: Scenario, workdir: Path, corpus: Any = None, *, fresh: bool = False) -> World:
+    """The scenario's world in `workdir`, a folder that outlives the process; `fresh` writes its files."""
+    if fresh:
+        workdir.mkdir(parents=True, exist_ok=True)
+        if scenario.agent == "csv-cleaner":
+            csv_clean.make_world(workdir)
+        elif scenario.agent == "ci-fixer":
+            fix_ci.make_world(workdir)
+        elif scenario.agent == "invoice-downloader":
+            invoice.make_world(workdir, online=scenario.options.get("online", True))
+    return World(workdir, corpus=corpus if scenario.agent == "researcher" else None)
+
+
+def default_scenario(agent: str) -> Scenario:
+    """The first scenario of an example agent that ends in success (maybe after a person helps)."""
+    for scenario in SCENARIOS:
+        if scenario.agent == agent and StopReason.SUCCESS in (scenario.expect, scenario.expect_after):
+            return scenario
+    raise KeyError(f"no scenario for agent {agent!r}; agents: {', '.join(AGENTS)}")
+
+
+class ExampleWorlds:
+    """The worlds of durable example runs: one folder per run under `base`."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base.resolve()
+        self._corpus: research.Corpus | None = None
+        self._live: weakref.WeakValueDictionary[str, World] = weakref.WeakValueDictionary()
+
+    def prepare(self, agent: str, state: dict[str, Any], run_id: str) -> dict[str, Any]:
+        """Build a fresh world for a new run; the state records its scenario and folder."""
+        scenario = scenario_named(state["scenario"]) if state.get("scenario") else default_scenario(agent)
+        if scenario.agent != agent:
+            raise ConfigError(f"scenario {scenario.name!r} is for agent {scenario.agent!r}, not {agent!r}")
+        workdir = self.base / run_id
+        build_world(scenario, workdir, fresh=True)
+        return {**state, "scenario": scenario.name, "workdir": str(workdir)}
+
+    def build(self, state: dict[str, Any]) -> Agent:
+        """The run's agent over its world, with the scenario's scripted model."""
+        scenario = scenario_named(state["scenario"])
+        corpus = self.corpus() if scenario.agent == "researcher" else None
+        world = build_world(scenario, Path(state["workdir"]), corpus)
+        self._live[state["workdir"]] = world
+        return build_agent(scenario, world)
+
+    def cancel(self, state: dict[str, Any]) -> threading.Event | None:
+        """The cancel event of the run's world (the shutdown scenario sets it)."""
+        world = self._live.get(state.get("workdir", ""))
+        return world.cancel if world else None
+
+    def cleanup(self, state: dict[str, Any]) -> None:
+        """Remove the world of a run that has ended for good (only folders under `base`)."""
+        workdir = Path(state.get("workdir", "")).resolve()
+        if workdir != self.base and workdir.is_relative_to(self.base):
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def corpus(self) -> research.Corpus:
+        if self._corpus is None:
+            self._corpus = research.Corpus()
+        return self._corpus
+
+    def close(self) -> None:
+        if self._corpus is not None:
+            self._corpus.close()
+            self._corpus = None
+
+
+def example_catalog(worlds: Path | None = None) -> Catalog:
+    """The seed agents by name, for `agent.runner`; worlds live under `worlds`.
+
+    `worlds` defaults to `$ENDSTATE_WORLDS`, then `./.endstate/worlds`.
+    """
+    from agent.runner import Catalog
+
+    base = Path(worlds or os.environ.get(ENV_WORLDS) or Path(".endstate") / "worlds")
+    ex = ExampleWorlds(base)
+    catalog = Catalog(closers=[ex.close])
+    for name in AGENTS:
+        prepare = functools.partial(ex.prepare, name)
+        catalog.register(name, ex.build, prepare=prepare, cancel=ex.cancel, cleanup=ex.cleanup)
+    return catalog
