@@ -132,7 +132,9 @@ def load_file(path: Path) -> list[Case]:
     except OSError as exc:
         raise CaseError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
-        raise CaseError(f"{path}: not valid YAML: {exc}") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise CaseError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from exc
     raw = data.get("cases") if isinstance(data, dict) else data
     if not isinstance(raw, list) or not raw:
         raise CaseError(f"{path}: expected a non-empty list of cases, or a mapping with 'cases:' holding one")
