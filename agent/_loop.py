@@ -130,8 +130,11 @@ async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> ModelReply
         obs.model_started(request, attempt)
         left = agent.budget.seconds_left(run.tick())
         try:  # a model call may not run past the time budget
-            reply = await asyncio.wait_for(agent.model.complete(request), left)
+            async with asyncio.timeout(left) as budget_left:
+                reply = await agent.model.complete(request)
         except TimeoutError as exc:
+            if not budget_left.expired():  # the adapter's own timeout, not the budget's
+                raise
             obs.model_ended(None, exc)
             note = "The model call was cut off when the time budget ran out."
             return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
@@ -171,7 +174,9 @@ async def act_on_calls(agent: Agent, run: RunState, calls: list[ToolCall], obs: 
     Each result is journaled as it lands, so a crash never runs a call again
     whose result was recorded.
     """
-    results = run.open_results if run.open_results is not None else []
+    if run.open_results is None:
+        run.open_results = []
+    results = run.open_results
     signal = "tool_use"
     for i in range(len(results), len(calls)):
         call = calls[i]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -133,16 +134,20 @@ class Agent:
         now = time.time() if now is None else now
         s = snapshot.suspension
         if s is not None and now >= s.deadline:
-            return await self.aexpire(snapshot, now=now)
+            return await self.aexpire(snapshot, now=now, cancel=cancel)
         if s is not None:
             _check_answer(s, answer, approved)
+            if s.pending is not None and approved and self.tool_named(s.pending.name) is None:
+                raise SnapshotError(
+                    f"agent {self.name!r} has no tool {s.pending.name!r} to run after approval"
+                )
         return await self._continue(snapshot, answer, approved, "answered", now, cancel)
 
     def expire(self, snapshot: Snapshot, **kwargs: Any) -> RunResult:
         """Sync entry point; see `aexpire`."""
         return _sync(self.aexpire(snapshot, **kwargs))
 
-    async def aexpire(self, snapshot: Snapshot, *, now: float | None = None) -> RunResult:
+    async def aexpire(self, snapshot: Snapshot, *, now: float | None = None, cancel: Any = None) -> RunResult:
         """A suspended run whose deadline passed: end it, or go on with the default answer."""
         self._check_snapshot(snapshot)
         now = time.time() if now is None else now
@@ -150,7 +155,7 @@ class Agent:
         if s is None or now < s.deadline:
             raise SnapshotError(f"run {snapshot.run_id} is not waiting past a deadline")
         if self.help.on_timeout == "resume":
-            return await self._continue(snapshot, self.help.default_answer, False, "expired", now, None)
+            return await self._continue(snapshot, self.help.default_answer, False, "expired", now, cancel)
         run = RunState.from_snapshot(snapshot, self.progress())
         obs = self._observe(run, snapshot)
         self._record_wait(run, obs, s, now, "expired")
@@ -166,10 +171,22 @@ class Agent:
     ) -> RunResult:
         run = RunState.from_snapshot(snap, self.progress())
         obs = self._observe(run, snap)
-        if snap.suspension is not None:
-            self._record_wait(run, obs, snap.suspension, now, outcome)
-            await self._answer(run, obs, snap.suspension, answer, approved)
-        return await self._segment(run, cancel, obs)
+        s = snap.suspension
+        if s is None:
+            return await self._segment(run, cancel, obs)
+        self._record_wait(run, obs, s, now, outcome)
+        try:
+            await self._answer(run, obs, s, answer, approved)
+        except asyncio.CancelledError:  # the answer never landed: the run still waits for it
+            stop = Stop(StopReason.CANCELLED, note="The run was cancelled while the answer was applied.")
+            result = dataclasses.replace(conclude(self, run, stop), snapshot=snap)
+        except Exception as exc:
+            note = f"{type(exc).__name__}: {exc}"
+            result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=type(exc).__name__))
+        else:
+            return await self._segment(run, cancel, obs)
+        obs.run_ended(result)
+        return result
 
     async def _segment(self, run: RunState, cancel: Any, obs: RunObserver | None = None) -> RunResult:
         """Drive one segment; whatever happens, it ends with a result and `run_ended`."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -87,6 +88,8 @@ DEFAULT_PRICES: Mapping[str, Price] = {
     "claude-opus-4-1": Price(15.0, 75.0),
     "claude-sonnet-4-5": Price(3.0, 15.0),
     "claude-sonnet-4-0": Price(3.0, 15.0),
+    "claude-sonnet-4": Price(3.0, 15.0),  # claude-sonnet-4-20250514, alias claude-sonnet-4-0
+    "claude-opus-4": Price(15.0, 75.0),  # claude-opus-4-20250514, alias claude-opus-4-0
     "claude-haiku-4-5": Price(1.0, 5.0),
     "scripted": Price(3.0, 15.0),
 }
@@ -110,5 +113,5 @@ class PriceTable:
         if model in self._prices:
             return self._prices[model]
         # Dated ids such as "claude-sonnet-4-5-20250929" use their family's price.
-        family = max((k for k in self._prices if model.startswith(k + "-")), key=len, default=None)
-        return self._prices[family] if family else None
+        dated = re.fullmatch(r"(.+)-\d{8}", model)
+        return self._prices.get(dated.group(1)) if dated else None

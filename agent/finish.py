@@ -49,7 +49,7 @@ def parse_finish(arguments: dict[str, Any]) -> Signal | str:
     kind = arguments.get("kind")
     if kind is None:
         return f"Error: finish needs a 'kind', one of {kinds}, and a 'note'."
-    if kind not in {k.value for k in FinishKind}:
+    if not isinstance(kind, str) or kind not in {k.value for k in FinishKind}:
         return f"Error: finish kind {kind!r} is unknown; use one of {kinds}."
     note = arguments.get("note", "")
     if not isinstance(note, str):

@@ -62,7 +62,7 @@ class Snapshot:
             )
         try:
             return cls._from_dict(data)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise SnapshotError(f"snapshot is missing or has a bad field: {exc!r}") from exc
 
     @classmethod
