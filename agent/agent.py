@@ -176,7 +176,7 @@ class Agent:
             return await self._segment(run, cancel, obs)
         self._record_wait(run, obs, s, now, outcome)
         try:
-            await self._answer(run, obs, s, answer, approved)
+            await self._answer(run, obs, s, answer, approved, outcome)
         except asyncio.CancelledError:  # the answer never landed: the run still waits for it
             stop = Stop(StopReason.CANCELLED, note="The run was cancelled while the answer was applied.")
             result = dataclasses.replace(conclude(self, run, stop), snapshot=snap)
@@ -226,14 +226,21 @@ class Agent:
         obs.human_waited(wait)
 
     async def _answer(
-        self, run: RunState, obs: RunObserver, s: Suspension, answer: str | None, approved: bool | None
+        self,
+        run: RunState,
+        obs: RunObserver,
+        s: Suspension,
+        answer: str | None,
+        approved: bool | None,
+        outcome: str,
     ) -> None:
-        """Put the person's answer in the open slot of the suspended turn's results."""
+        """Put the person's answer (or the policy's default) in the suspended turn's open slot."""
+        who = "a person" if outcome == "answered" else "the help policy, as nobody answered in time"
         assert run.open_results is not None
         slot = run.open_results.index(None)
         tool_use_id = _tool_use_ids(run.ctx.messages[-1])[slot]
         if s.pending is None:
-            text = f"Answer from a person: {answer}"
+            text = f"Answer from {who}: {answer}"
         elif approved:
             call = ToolCall(tool_use_id, s.pending.name, s.pending.arguments)
             tool = self.tool_named(call.name)
@@ -241,7 +248,8 @@ class Agent:
                 raise SnapshotError(f"agent {self.name!r} has no tool {call.name!r} to run after approval")
             text = (await run_tool(self, run, tool, call, obs)).text
         else:
-            text = f"Denied by a person: {answer or 'no reason given'}. Do not retry this call."
+            reason = (answer or "no reason given").rstrip(". ")
+            text = f"Denied by {who}: {reason}. Do not retry this call."
         run.open_results[slot] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
 
     def _check_snapshot(self, snap: Snapshot) -> None:

@@ -54,6 +54,8 @@ def parse_finish(arguments: dict[str, Any]) -> Signal | str:
     note = arguments.get("note", "")
     if not isinstance(note, str):
         return "Error: finish 'note' must be a string."
+    if kind != FinishKind.DONE and not note.strip():
+        return f"Error: finish kind {kind!r} needs a note saying why (give_up) or the question (need_help)."
     extra = set(arguments) - {"kind", "note"}
     if extra:
         return f"Error: finish takes only 'kind' and 'note', not {sorted(extra)}."

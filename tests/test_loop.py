@@ -562,7 +562,7 @@ def test_help_timeout_resume_denies_a_pending_tool(make_agent):
     assert invoices.sent == []
     _, denial = results_seen(agent)
     assert "Nobody approved it." in denial["content"]
-    assert denial["content"].startswith("Denied by a person: ")
+    assert denial["content"].startswith("Denied by the help policy, as nobody answered in time: ")
 
 
 def test_a_cancel_passed_to_a_late_resume_is_honoured(make_agent):
@@ -1103,3 +1103,18 @@ def test_retry_policy_jitter_stays_within_half_to_full_backoff():
     policy = RetryPolicy(base_delay=2, jitter=True)
     delays = [policy.delay(2) for _ in range(50)]
     assert all(2.0 <= d <= 4.0 for d in delays)
+
+
+@pytest.mark.parametrize("kind", ["give_up", "need_help"])
+def test_give_up_or_need_help_without_a_note_is_sent_back(kind: str) -> None:
+    from agent import Agent
+    from agent.models import ScriptedModel, finish
+
+    model = ScriptedModel([[finish(kind, "  ")], [finish("give_up", "The portal is offline.")]])
+    result = Agent("noteless", model).run("Download the invoice.")
+
+    assert result.reason is StopReason.GAVE_UP
+    assert result.note == "The portal is offline."
+    sent_back = model.requests[1].messages[-1]["content"][0]
+    assert sent_back["is_error"] is True
+    assert "needs a note" in sent_back["content"]
