@@ -245,15 +245,19 @@ class Runner:
 
     async def sweep(self, now: float | None = None) -> list[RunResult]:
         """End (or continue, per the agent's help policy) every run whose deadline passed."""
+        return [await self.drive(job) for job in self.expiry_jobs(now)]
+
+    def expiry_jobs(self, now: float | None = None) -> list[Job]:
+        """Claim every waiting run whose deadline passed; the jobs apply the help policy."""
         now = time.time() if now is None else now
-        results = []
+        jobs = []
         for stale in self.store.expired(now):
             try:
                 record = self.store.claim(stale.run_id, (RunStatus.WAITING,), self.lease(), time.time())
             except NotClaimable:
                 continue  # answered or swept by someone else meanwhile
-            results.append(await self.drive(self._expiry_job(record, now)))
-        return results
+            jobs.append(self._expiry_job(record, now))
+        return jobs
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
         agent = self._agent(record.agent, record.state, record.run_id)

@@ -17,6 +17,7 @@ from agent.store.base import (
     NewRun,
     NotClaimable,
     Outcome,
+    RunExists,
     RunRecord,
     RunStatus,
     StoreError,
@@ -103,7 +104,7 @@ class SqlStore:
 
     def create(self, run: NewRun, lease: Lease, now: float) -> RunRecord:
         if self.get(run.run_id) is not None:
-            raise StoreError(f"a run with id {run.run_id!r} already exists")
+            raise RunExists(f"a run with id {run.run_id!r} already exists")
         values = {
             **{"run_id": run.run_id, "agent": run.agent, "task": run.task, "task_type": run.task_type},
             **{"status": RunStatus.RUNNING, "state": dumps(run.state), "started_at": now, "updated_at": now},

@@ -16,6 +16,10 @@ class StoreError(EndstateError):
     """The store cannot be opened, read or written; the message says which and why."""
 
 
+class RunExists(StoreError):
+    """A run with this id is already stored."""
+
+
 class UnknownRun(StoreError):
     """No run has this id."""
 
@@ -144,7 +148,15 @@ class RunStore(Protocol):
 
     def record(self, run_id: str, outcome: Outcome, lease: Lease, now: float) -> RunRecord: ...
 
-    def claim(self, run_id: str, statuses: tuple[RunStatus, ...], lease: Lease, now: float) -> RunRecord: ...
+    def claim(
+        self,
+        run_id: str,
+        statuses: tuple[RunStatus, ...],
+        lease: Lease,
+        now: float,
+        answer: str | None = None,
+        approved: bool | None = None,
+    ) -> RunRecord: ...
 
     def take_over(self, run_id: str, old_owner: str, lease: Lease, now: float) -> RunRecord: ...
 

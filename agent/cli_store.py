@@ -1,0 +1,233 @@
+"""`endstate` commands for durable runs: runs, pending, answer, approve, deny, start, recover, serve.
+
+Every command takes `--store URL` (default `$ENDSTATE_STORE`, then the SQLite
+file `./.endstate/runs.db`) and `--catalog module:attr` (default the seed
+example agents) to rebuild agents by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from agent.errors import ConfigError
+from agent.result import RunResult
+from agent.runner import Runner, load_catalog
+from agent.store import RunRecord, RunStatus, RunStore, default_url, open_store
+
+
+def register(sub: Any) -> None:
+    """Add the durable-run commands to the `endstate` parser."""
+    _add(sub, "runs", "list recent runs and their status", _runs, _runs_args)
+    _add(sub, "pending", "list runs waiting for a person", _pending, _json_arg)
+    _add(sub, "answer", "answer a run's question and continue it here", _answer, _answer_args)
+    _add(sub, "approve", "approve a run's pending tool call and continue it here", _approve, _run_id_arg)
+    _add(sub, "deny", "deny a run's pending tool call and continue it here", _deny, _deny_args)
+    _add(sub, "start", "start a run of a catalog agent here", _start, _start_args)
+    recover_help = "continue crashed or shutdown-cancelled runs; end runs past their deadline"
+    _add(sub, "recover", recover_help, _recover)
+    from agent.service.server import add_serve_args, serve
+
+    _add(sub, "serve", "run agents as an HTTP service with the help inbox", serve, add_serve_args)
+
+
+def _add(
+    sub: Any,
+    name: str,
+    help_text: str,
+    handler: Callable[[argparse.Namespace], int],
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> None:
+    parser = sub.add_parser(name, help=help_text)
+    add_store_args(parser)
+    if extra:
+        extra(parser)
+    parser.set_defaults(handler=handler)
+
+
+def add_store_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", default=None, help=f"run store URL or file (default: {default_url()})")
+    parser.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
+    parser.add_argument("--lease", type=float, default=30.0, help="seconds a worker holds a run unrenewed")
+
+
+def _json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def _runs_args(p: argparse.ArgumentParser) -> None:
+    _json_arg(p)
+    p.add_argument("--status", choices=[str(s) for s in RunStatus], help="only runs with this status")
+    p.add_argument("--limit", type=int, default=50)
+
+
+def _run_id_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_id")
+    _json_arg(p)
+
+
+def _answer_args(p: argparse.ArgumentParser) -> None:
+    _run_id_arg(p)
+    p.add_argument("text", help="the answer to the run's question")
+
+
+def _deny_args(p: argparse.ArgumentParser) -> None:
+    _run_id_arg(p)
+    p.add_argument("reason", nargs="?", default="", help="why (the agent is told)")
+
+
+def _start_args(p: argparse.ArgumentParser) -> None:
+    _json_arg(p)
+    p.add_argument("agent", help="a catalog agent name")
+    p.add_argument("task")
+    p.add_argument("--task-type", default=None)
+    p.add_argument("--state", default="{}", help="the run's state as a JSON object")
+    p.add_argument("--scenario", default=None, help="for the example agents: the scenario to play")
+    p.add_argument("--run-id", default=None)
+
+
+# -- handlers -------------------------------------------------------------------------------------
+
+
+def _runs(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
+    for r in records:
+        print(json.dumps(r.to_dict()) if args.json else run_line(r))
+    return 0
+
+
+def _pending(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        records = store.list_runs(RunStatus.WAITING, limit=None)
+    now = time.time()
+    for r in sorted(records, key=lambda r: r.suspended_at or 0):
+        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now))
+    if not records and not args.json:
+        print("no runs are waiting for a person")
+    return 0
+
+
+def _answer(args: argparse.Namespace) -> int:
+    return _continue(args, lambda runner: runner.claim(args.run_id, args.text))
+
+
+def _approve(args: argparse.Namespace) -> int:
+    return _continue(args, lambda runner: runner.claim(args.run_id, approved=True))
+
+
+def _deny(args: argparse.Namespace) -> int:
+    return _continue(args, lambda runner: runner.claim(args.run_id, args.reason or None, approved=False))
+
+
+def _start(args: argparse.Namespace) -> int:
+    try:
+        state = json.loads(args.state)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--state must be a JSON object: {exc}") from exc
+    if not isinstance(state, dict):
+        raise ConfigError("--state must be a JSON object")
+    if args.scenario:
+        state["scenario"] = args.scenario
+    options = {"task_type": args.task_type, "state": state, "run_id": args.run_id}
+    return _continue(args, lambda runner: runner.begin(args.agent, args.task, **options))
+
+
+def _recover(args: argparse.Namespace) -> int:
+    with _runner(args) as runner:
+        jobs = runner.recovery_jobs()
+        results = [asyncio.run(runner.drive(job)) for job in jobs]
+        results += asyncio.run(runner.sweep())
+    for result in results:
+        print(result_line(result))
+    print(f"{len(results)} runs recovered or swept")
+    return 0
+
+
+def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
+    """Claim (or start) a run, then drive it in this process until it ends or suspends."""
+    with _runner(args) as runner:
+        job = claim(runner)
+        result = asyncio.run(runner.drive(job))
+    print(json.dumps(result.to_dict()) if args.json else result_line(result))
+    return 0
+
+
+# -- plumbing -------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _store(args: argparse.Namespace) -> Iterator[RunStore]:
+    store = open_store(args.store)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def _runner(args: argparse.Namespace) -> Iterator[Runner]:
+    """A runner over the store and catalog; SIGTERM cancels its runs resumably."""
+    with _store(args) as store:
+        catalog = load_catalog(args.catalog)
+        telemetry = _telemetry(store)
+        hooks = telemetry.hooks if telemetry else None
+        runner = Runner(store, catalog, hooks=hooks, lease_seconds=args.lease)
+        previous = signal.signal(signal.SIGTERM, lambda *_: runner.shutting_down.set())
+        try:
+            yield runner
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            catalog.close()
+            if telemetry:
+                telemetry.shutdown()
+
+
+def _telemetry(store: RunStore) -> Any:
+    try:
+        from telemetry import Telemetry
+    except ImportError:
+        return None
+    return Telemetry.from_env(pending=store.pending_summary)
+
+
+def run_line(r: RunRecord) -> str:
+    reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "") if r.stop_reason else "-"
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at))
+    return (
+        f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {r.status:9} {reason:14} "
+        f"{r.turns:>3} turns  ${r.cost_usd:.4f}  {started}"
+    )
+
+
+def pending_line(r: RunRecord, now: float) -> str:
+    waited = now - (r.suspended_at or now)
+    left = (r.deadline or now) - now
+    what = f"approve {r.pending.name}({json.dumps(r.pending.arguments)})" if r.pending else "answer"
+    return (
+        f"{r.run_id}  {r.agent}  waiting {_span(waited)}, deadline in {_span(left)}\n"
+        f"    {r.question}\n    -> {what}"
+    )
+
+
+def result_line(r: RunResult) -> str:
+    limit = f" ({r.limit})" if r.limit else ""
+    verified = " verified" if r.verified else ""
+    text = (r.note or r.output).replace("\n", " ")
+    return f"run {r.run_id}: {r.reason}{limit}{verified} after {r.turns} turns. {text[:200]}".rstrip()
+
+
+def _span(seconds: float) -> str:
+    if seconds < 0:
+        return "passed"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"

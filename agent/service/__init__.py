@@ -1,0 +1,1 @@
+"""`endstate serve`: agents as a long-lived HTTP service, with the help inbox and /metrics."""

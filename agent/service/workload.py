@@ -1,0 +1,95 @@
+"""`--demo-workload`: the seed example agents, played offline again and again so a fresh stack has data.
+
+Each round starts every scripted scenario. A question or a pending tool call
+waits `answer_after` seconds (so the help gauges and the inbox show it), then
+the scenario's person answers, approves or denies it, unless someone in the
+inbox did first; a run cancelled by its (simulated) shutdown is resumed; an
+unanswered one is left to the deadline sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from typing import Any
+
+from agent.errors import EndstateError
+from agent.examples.scenarios import SCENARIOS, FollowUp, Scenario
+from agent.result import RunResult, StopReason
+from agent.runner import Runner
+
+log = logging.getLogger("endstate.workload")
+
+
+class DemoWorkload:
+    """Plays the scenarios through a runner until stopped."""
+
+    def __init__(self, runner: Runner, interval: float = 15.0, answer_after: float = 20.0) -> None:
+        self.runner = runner
+        self.interval = interval
+        self.answer_after = answer_after
+        self._stop = asyncio.Event()
+        self._later: set[asyncio.Task[None]] = set()
+        self.rounds = 0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        """Rounds of every scenario, `interval` seconds apart, until `stop`."""
+        while not self._stop.is_set():
+            for scenario in SCENARIOS:
+                if self._stop.is_set():
+                    break
+                await self._play(scenario)
+            self.rounds += 1
+            await self._sleep(self.interval)
+        for task in self._later:
+            task.cancel()
+        await asyncio.gather(*self._later, return_exceptions=True)
+
+    async def _play(self, scenario: Scenario) -> None:
+        try:
+            job = self.runner.begin(scenario.agent, scenario.task, state={"scenario": scenario.name})
+        except EndstateError:
+            log.exception("the demo workload could not start %s", scenario.name)
+            return
+        result = await _settled(self.runner.spawn(job))
+        if result is not None and scenario.follow_up and result.reason in _WAITS:
+            task = asyncio.create_task(self._follow_up(result.run_id, scenario.follow_up))
+            self._later.add(task)
+            task.add_done_callback(self._later.discard)
+
+    async def _follow_up(self, run_id: str, action: FollowUp) -> None:
+        """What the scenario's person does, a little later (expiry is the sweeper's)."""
+        if action.action == "expire":
+            return
+        await self._sleep(self.answer_after * random.uniform(0.5, 1.5))
+        if self._stop.is_set():
+            return
+        try:
+            if action.action == "answer":
+                job = self.runner.claim(run_id, action.text)
+            elif action.action in ("approve", "deny"):
+                job = self.runner.claim(run_id, action.text or None, approved=action.action == "approve")
+            else:
+                job = self.runner.claim(run_id)
+        except EndstateError as exc:  # answered in the inbox meanwhile, or expired
+            log.info("demo follow-up of run %s skipped: %s", run_id, exc)
+            return
+        self.runner.spawn(job)
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+
+
+_WAITS = (StopReason.NEED_HELP, StopReason.CANCELLED)
+
+
+async def _settled(task: asyncio.Task[Any]) -> RunResult | None:
+    """The task's result, without cancelling it if the caller is cancelled."""
+    await asyncio.wait({task})
+    return task.result() if not task.cancelled() else None
