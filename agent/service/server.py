@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,13 @@ def serve(args: argparse.Namespace) -> int:
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             timeout_graceful_shutdown=max(1, int(args.grace)),
         )  # fmt: skip
-        uvicorn.Server(config).run()
+        # uvicorn re-raises the SIGTERM it handled once it has shut down; this handler lets the
+        # process go on to close the store and flush telemetry, then exit 0.
+        previous = signal.signal(signal.SIGTERM, lambda *_: None)
+        try:
+            uvicorn.Server(config).run()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     finally:
         catalog.close()
         if telemetry:

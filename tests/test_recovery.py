@@ -1,0 +1,99 @@
+"""Crash recovery with real processes: kill -9 mid-run, and SIGTERM; SQLite and PostgreSQL.
+
+The `counter` agent (tests/test_runner_agents.py) appends every `count(n)` call
+to a file, so the tests can see that no call whose result was recorded ran twice.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pg
+import pytest
+from test_runner_agents import counted, counter_state
+from test_service_support import Server, endstate, spawn, wait_for, wait_status
+
+from agent.store import RunStatus, open_store
+
+pytestmark = pytest.mark.slow
+CATALOG = "test_runner_agents:catalog"
+
+
+@pytest.fixture(params=pg.BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return pg.url_for(request.param, tmp_path)
+
+
+def _checkpoint(store_url: str) -> dict[str, object]:
+    """The one run's last checkpoint, as JSON (empty when there is none yet)."""
+    store = open_store(store_url)
+    try:
+        runs = store.list_runs(limit=None)
+        record = store.get(runs[0].run_id) if runs else None
+        return json.loads(record.snapshot_json) if record and record.snapshot_json else {}
+    finally:
+        store.close()
+
+
+def test_kill_9_mid_turn_then_recover_completes_and_runs_no_call_twice(
+    store_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "run"
+    state = counter_state(folder, "hang")
+    (folder / "hang.flag").write_text("block")  # the third turn's hang() blocks until this is removed
+    proc = spawn(
+        "start", "counter", "count to five", "--state", json.dumps(state), "--catalog", CATALOG,
+        "--lease", "60", store=store_url, log=tmp_path / "start.log",
+    )  # fmt: skip
+    try:
+        wait_for(lambda: counted(folder) == [1, 2, 3], what="three counts")
+        wait_for(lambda: len(_checkpoint(store_url).get("open_results") or []) == 1, what="count(3) recorded")
+    finally:
+        proc.kill()  # SIGKILL: no handler runs, nothing is flushed
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    (folder / "hang.flag").unlink()
+
+    store = open_store(store_url)
+    [stuck] = store.list_runs(limit=None)
+    store.close()
+    assert stuck.status is RunStatus.RUNNING and stuck.turns == 3  # the dead worker still "holds" it
+
+    done = endstate("recover", "--catalog", CATALOG, store=store_url)
+    assert done.returncode == 0, done.stderr
+    assert "success" in done.stdout and "1 runs recovered or swept" in done.stdout
+    assert counted(folder) == [1, 2, 3, 4, 5]  # count(3) is not run again; hang() and count(4) are
+    store = open_store(store_url)
+    [rec] = store.list_runs(limit=None)
+    store.close()
+    assert (rec.status, rec.stop_reason, rec.segments, rec.turns) == (RunStatus.FINISHED, "success", 2, 5)
+
+
+def test_sigterm_checkpoints_in_flight_runs_as_cancelled_and_a_restart_finishes_them(
+    store_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "run"
+    body = {"agent": "counter", "task": "count slowly", "state": counter_state(folder, "slow")}
+    server = Server(store_url, tmp_path, catalog=CATALOG)
+    try:
+        with server.client() as api:
+            run_id = api.post("/runs", json=body).json()["run_id"]
+            wait_for(lambda: len(counted(folder)) >= 2, what="two counts")
+        assert server.stop(signal.SIGTERM) == 0
+    finally:
+        server.kill()
+    store = open_store(store_url)
+    rec = store.get(run_id)
+    store.close()
+    assert rec is not None and (rec.status, rec.stop_reason, rec.interrupted) == (
+        RunStatus.CANCELLED, "cancelled", True,
+    )  # fmt: skip
+    assert rec.snapshot is not None and 2 <= rec.turns < 9
+    before = counted(folder)
+
+    with Server(store_url, tmp_path, catalog=CATALOG) as again, again.client() as api:
+        done = wait_status(api, run_id, "finished")
+    assert done["stop_reason"] == "success" and done["segments"] == 2
+    assert counted(folder) == list(range(1, 9)) and before == list(range(1, len(before) + 1))

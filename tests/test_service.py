@@ -1,0 +1,163 @@
+"""`endstate serve` end to end over HTTP with a real client, against SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pg
+import pytest
+from test_service_support import TOKEN, Server, metric, run_status, wait_status
+
+from agent.store import open_store
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(params=pg.BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return pg.url_for(request.param, tmp_path)
+
+
+@pytest.fixture
+def server(store_url: str, tmp_path: Path) -> Iterator[Server]:
+    with Server(store_url, tmp_path) as s:
+        yield s
+
+
+INVOICE = {
+    "agent": "invoice-downloader",
+    "task": "Get the September invoice",
+    "state": {"scenario": "invoice/which-one"},
+}
+
+
+def test_start_suspend_answer_with_and_without_the_token_and_scrape_metrics(server: Server) -> None:
+    with server.client() as api, server.client(token=None) as anonymous:
+        assert anonymous.post("/runs", json=INVOICE).status_code == 401
+        started = api.post("/runs", json=INVOICE)
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        waiting = wait_status(api, run_id, "waiting")
+        assert "INV-0913" in waiting["question"] and waiting["stop_reason"] == "need_help"
+        [pending] = api.get("/pending").json()["pending"]
+        assert pending["run_id"] == run_id and pending["agent"] == "invoice-downloader"
+
+        metrics = api.get("/metrics").text
+        labels = {"agent": "invoice-downloader", "task_type": "invoice_download"}
+        assert metric(metrics, "agent_help_pending", **labels) == 1.0
+        assert (metric(metrics, "agent_help_oldest_pending_seconds", **labels) or 0) >= 0.0
+
+        with server.client(token="wrong-token-0123456789") as wrong:
+            for who in (anonymous, wrong):
+                refused = who.post(f"/runs/{run_id}/answer", json={"answer": "INV-0913"})
+                assert refused.status_code == 401 and "token" in refused.json()["error"]
+                assert run_status(api, run_id) == waiting  # nothing changed
+
+        answered = api.post(f"/runs/{run_id}/answer", json={"answer": "INV-0913, the corrected one."})
+        assert answered.status_code == 202, answered.text
+        done = wait_status(api, run_id, "finished")
+        assert (done["stop_reason"], done["verified"], done["segments"]) == ("success", True, 2)
+        assert done["waiting_seconds"] > 0 and done["turns"] == 4
+
+        metrics = api.get("/metrics").text
+        assert metric(metrics, "agent_help_pending", **labels) == 0.0
+        stops = {**labels, "stop_reason": "success", "stop_limit": "none"}
+        assert metric(metrics, "agent_stops_total", **stops) == 1.0
+        assert metric(metrics, "agent_human_wait_seconds_count", **labels, outcome="answered") == 1.0
+        om = api.get("/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+        assert om.headers["content-type"].startswith("application/openmetrics-text") and "# EOF" in om.text
+
+
+def test_a_pending_tool_call_is_approved_over_http(server: Server) -> None:
+    body = {"agent": "ci-fixer", "task": "Fix CI", "state": {"scenario": "ci/approved-push"}}
+    with server.client() as api:
+        run_id = api.post("/runs", json=body).json()["run_id"]
+        waiting = wait_status(api, run_id, "waiting")
+        assert waiting["pending"]["name"] == "push"
+        assert waiting["pending"]["arguments"] == {"branch": "fix/add-cents"}
+        wrong = api.post(f"/runs/{run_id}/answer", json={"answer": "sure"})
+        assert wrong.status_code == 422 and "approve or deny" in wrong.json()["error"]
+        assert api.post(f"/runs/{run_id}/approve").status_code == 202
+        assert wait_status(api, run_id, "finished")["stop_reason"] == "success"
+
+
+def test_health_readiness_and_the_inbox_page(server: Server) -> None:
+    with server.client(token=None) as anonymous:
+        assert anonymous.get("/healthz").text == "ok"
+        assert anonymous.get("/readyz").text == "ready"
+        page = anonymous.get("/", follow_redirects=True)
+        assert page.status_code == 200 and "Runs waiting for a person" in page.text
+
+
+def test_deadlines_are_swept_to_help_timeout(server: Server) -> None:
+    body = {"agent": "ci-fixer", "task": "Fix CI", "state": {"scenario": "ci/unanswered-push"}}
+    with server.client() as api:
+        run_id = api.post("/runs", json=body).json()["run_id"]
+        done = wait_status(api, run_id, "finished")
+        assert done["stop_reason"] == "help_timeout"
+
+
+# -- bad input: a clear 4xx and no change in the store ------------------------------------------
+
+
+def test_bad_requests_get_a_clear_4xx_and_change_nothing(server: Server, store_url: str) -> None:
+    with server.client() as api:
+        run_id = api.post("/runs", json=INVOICE).json()["run_id"]
+        wait_status(api, run_id, "waiting")
+        finished = api.post("/runs", json={**INVOICE, "state": {"scenario": "invoice/portal-offline"}})
+        done_id = finished.json()["run_id"]
+        wait_status(api, done_id, "finished")
+        store = open_store(store_url)
+        before = store.list_runs(limit=None)
+        try:
+            cases = [
+                (api.get("/runs/no-such-run"), 404, "no run with id 'no-such-run'"),
+                (api.post("/runs/no-such-run/answer", json={"answer": "x"}), 404, "no run with id"),
+                (api.post(f"/runs/{done_id}/answer", json={"answer": "x"}), 409, "is finished, not waiting"),
+                (api.post(f"/runs/{run_id}/answer", content=b"{not json"), 400, "not valid JSON"),
+                (api.post(f"/runs/{run_id}/answer", json=["a list"]), 400, "must be a JSON object"),
+                (api.post(f"/runs/{run_id}/answer", json={"answer": ""}), 400, "'answer' is required"),
+                (
+                    api.post(f"/runs/{run_id}/answer", json={"answer": "x" * 100_000}),
+                    413,
+                    "at most 65536 bytes",
+                ),
+                (api.post(f"/runs/{run_id}/approve"), 422, "not for an approval"),
+                (api.post("/runs", json={"agent": "nobody", "task": "t"}), 400, "no agent named 'nobody'"),
+                (api.post("/runs", json={"agent": "csv-cleaner"}), 400, "'task' is required"),
+                (api.post("/runs", json={**INVOICE, "run_id": run_id}), 409, "already exists"),
+                (api.get("/runs?status=bogus"), 400, "status must be one of"),
+            ]
+            for response, status, message in cases:
+                assert response.status_code == status, (response.request.url, response.text)
+                assert message in response.json()["error"], response.text
+            assert store.list_runs(limit=None) == before
+        finally:
+            store.close()
+
+
+def test_a_chunked_oversized_body_is_refused_too(server: Server) -> None:
+    def chunks() -> Iterator[bytes]:
+        for _ in range(100):
+            yield b"x" * 1024
+
+    with server.client() as api:
+        run_id = api.post("/runs", json=INVOICE).json()["run_id"]
+        before = wait_status(api, run_id, "waiting")
+        response = api.post(f"/runs/{run_id}/answer", content=chunks())
+        assert response.status_code == 413
+        assert run_status(api, run_id) == before
+
+
+def test_the_token_comes_from_a_file_or_is_made_and_kept(tmp_path: Path) -> None:
+    from agent.service.auth import load_token
+
+    made, source = load_token(None, tmp_path / "state")
+    assert source == str(tmp_path / "state" / "token") and len(made.secret) >= 32
+    assert oct((tmp_path / "state" / "token").stat().st_mode)[-3:] == "600"
+    again, _ = load_token(None, tmp_path / "state")
+    assert again == made
+    (tmp_path / "t").write_text(TOKEN + "\n")
+    from_file, _ = load_token(str(tmp_path / "t"), tmp_path / "state")
+    assert from_file.accepts(TOKEN) and not from_file.accepts(TOKEN + "x") and not from_file.accepts("")
