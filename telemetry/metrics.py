@@ -15,6 +15,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -85,27 +86,26 @@ class MetricsHooks:
         self, registry: CollectorRegistry | None = None, pending: PendingSource | None = None
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.local_pending = InProcessPending() if pending is None else None
+        local = InProcessPending()
+        self.local_pending = local if pending is None else None  # fed by the hooks when no store is given
         self._lock = threading.Lock()
-        self._agents: set[tuple[str, str]] = set()
-        self._models: set[tuple[str, str]] = set()
+        self._agents: dict[tuple[str, str], _AgentSeries] = {}
+        self._models: dict[tuple[str, str], _ModelSeries] = {}
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tools seen, by agent
         self._spent: OrderedDict[str, float] = OrderedDict()
         self.m = _Instruments(self.registry)
         for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):
             self.m.export_failures.labels(signal)
-        help_collector = _HelpCollector(
-            pending or self._local(), self.known_agents, self.record_export_failure
-        )
+        help_collector = _HelpCollector(pending or local, self.known_agents, self.record_export_failure)
         self.registry.register(help_collector)
 
     def run_started(self, info: RunInfo) -> RunObserver:
-        self._prepare(info)
+        agent, model = self._series(info)
         if info.segment <= 1:
-            self.m.runs_started.labels(info.agent, info.task_type).inc()
+            agent.runs_started.inc()
         for limit, value in info.limits.items():
             self.m.budget_limit.labels(info.agent, info.task_type, limit).set(value)
-        return _RunMetrics(self, info)
+        return _RunMetrics(self, info, agent, model)
 
     def record_export_failure(self, signal: str) -> None:
         """Count a failed export of `signal` (traces or metrics)."""
@@ -142,23 +142,21 @@ class MetricsHooks:
             while len(self._spent) > MAX_REMEMBERED_RUNS:
                 self._spent.popitem(last=False)
 
-    def _local(self) -> InProcessPending:
-        assert self.local_pending is not None
-        return self.local_pending
-
-    def _prepare(self, info: RunInfo) -> None:
-        """Create at zero every series of this agent and model that a query may read."""
-        agent, model = (info.agent, info.task_type), (info.provider, info.model)
-        with self._lock:
-            new_agent, new_model = agent not in self._agents, model not in self._models
-            self._agents.add(agent)
-            self._models.add(model)
-        if new_agent:
-            self.m.prepare_agent(*agent)
+    def _series(self, info: RunInfo) -> tuple[_AgentSeries, _ModelSeries]:
+        """The run's label children; the first run of an agent or model creates them all at zero."""
+        agent_key, model_key = (info.agent, info.task_type), (info.provider, info.model)
+        agent, model = self._agents.get(agent_key), self._models.get(model_key)
+        if agent is None:
+            agent = self.m.prepare_agent(*agent_key)
+            with self._lock:
+                self._agents[agent_key] = agent
+        if model is None:
+            model = self.m.prepare_model(*model_key)
+            with self._lock:
+                self._models[model_key] = model
         for tool in getattr(info, "tools", ()):  # RunInfo.tools, once the loop passes the tool names
             self.tool_label(info.agent, info.task_type, tool)
-        if new_model:
-            self.m.prepare_model(*model)
+        return agent, model
 
 
 class _Instruments:
@@ -248,34 +246,55 @@ class _Instruments:
             registry,
         )
 
-    def prepare_agent(self, agent: str, task_type: str) -> None:
-        self.runs_started.labels(agent, task_type)
-        self.verify_rejections.labels(agent, task_type)
+    def prepare_agent(self, agent: str, task_type: str) -> _AgentSeries:
+        """Every series of one agent and task type, created at zero."""
+        a, t = agent, task_type
         for outcome in _WAIT_OUTCOMES:
-            self.human_wait.labels(agent, task_type, outcome)
-        for reason in StopReason:
-            for limit in _limits_of(reason):
-                self.stops.labels(agent, task_type, reason, limit)
-            for metric in (self.turns, self.active, self.tokens, self.cost):
-                metric.labels(agent, task_type, reason)
+            self.human_wait.labels(a, t, outcome)
+        return _AgentSeries(
+            runs_started=self.runs_started.labels(a, t),
+            rejections=self.verify_rejections.labels(a, t),
+            stops={(r, lim): self.stops.labels(a, t, r, lim) for r in StopReason for lim in _limits_of(r)},
+            by_reason={
+                r: tuple(m.labels(a, t, r) for m in (self.turns, self.active, self.tokens, self.cost))
+                for r in StopReason
+            },
+        )
 
-    def prepare_model(self, provider: str, model: str) -> None:
-        for token_type in (n.TOKEN_INPUT, n.TOKEN_OUTPUT):
-            self.token_usage.labels(n.OP_CHAT, provider, model, token_type)
-        self.duration.labels(n.OP_CHAT, provider, model, "")
+    def prepare_model(self, provider: str, model: str) -> _ModelSeries:
+        """The model-call series of one provider and model, created at zero."""
+        gen_ai = (n.OP_CHAT, provider, model)
+        return _ModelSeries(
+            tokens_in=self.token_usage.labels(*gen_ai, n.TOKEN_INPUT),
+            tokens_out=self.token_usage.labels(*gen_ai, n.TOKEN_OUTPUT),
+            duration_ok=self.duration.labels(*gen_ai, n.NO_ERROR),
+        )
+
+
+@dataclass(frozen=True)
+class _AgentSeries:
+    """Label children of one (agent, task_type), looked up once rather than per run."""
+
+    runs_started: Any
+    rejections: Any
+    stops: dict[tuple[str, str], Any]  # by (stop reason, stop limit)
+    by_reason: dict[str, tuple[Any, ...]]  # turns, active seconds, tokens, cost by stop reason
+
+
+@dataclass(frozen=True)
+class _ModelSeries:
+    """Label children of one (provider, model)."""
+
+    tokens_in: Any
+    tokens_out: Any
+    duration_ok: Any
 
 
 class _RunMetrics(RunObserver):
     """What one segment adds to the metrics; label children are looked up once."""
 
-    def __init__(self, hooks: MetricsHooks, info: RunInfo) -> None:
-        self._hooks, self._info, m = hooks, info, hooks.m
-        a, t = info.agent, info.task_type
-        gen_ai = (n.OP_CHAT, info.provider, info.model)
-        self._tokens_in = m.token_usage.labels(*gen_ai, n.TOKEN_INPUT)
-        self._tokens_out = m.token_usage.labels(*gen_ai, n.TOKEN_OUTPUT)
-        self._duration_ok = m.duration.labels(*gen_ai, "")
-        self._rejections = m.verify_rejections.labels(a, t)
+    def __init__(self, hooks: MetricsHooks, info: RunInfo, agent: _AgentSeries, model: _ModelSeries) -> None:
+        self._hooks, self._info, self._agent, self._model = hooks, info, agent, model
         self._tool_children: dict[tuple[str, str], Any] = {}
         self._spent_before = hooks.spent_before(info)
         self._model_t0 = 0.0
@@ -291,9 +310,9 @@ class _RunMetrics(RunObserver):
             error_type = error_type_of(error)
             self._hooks.m.duration.labels(n.OP_CHAT, info.provider, info.model, error_type).observe(seconds)
             return
-        self._duration_ok.observe(seconds)
-        self._tokens_in.observe(reply.input_tokens)
-        self._tokens_out.observe(reply.output_tokens)
+        self._model.duration_ok.observe(seconds)
+        self._model.tokens_in.observe(reply.input_tokens)
+        self._model.tokens_out.observe(reply.output_tokens)
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
         key = (call.name, _tool_outcome(outcome))
@@ -306,7 +325,7 @@ class _RunMetrics(RunObserver):
 
     def verified(self, failures: list[str]) -> None:
         if failures:
-            self._rejections.inc()
+            self._agent.rejections.inc()
 
     def human_waited(self, wait: HumanWait) -> None:
         if self._hooks.local_pending is not None:
@@ -316,20 +335,23 @@ class _RunMetrics(RunObserver):
             self._hooks.m.human_wait.labels(info.agent, info.task_type, wait.outcome).observe(wait.seconds)
 
     def run_ended(self, result: RunResult) -> None:
-        m, a, t = self._hooks.m, self._info.agent, self._info.task_type
         reason = StopReason(result.reason)
         limit = str(result.limit) if reason is StopReason.LIMIT and result.limit else n.NO_LIMIT
-        m.stops.labels(a, t, reason, limit).inc()
-        m.turns.labels(a, t, reason).observe(result.turns)
-        exemplar = {"trace_id": result.trace_id} if result.trace_id else None
-        m.active.labels(a, t, reason).observe(result.active_seconds, exemplar)
-        m.tokens.labels(a, t, reason).observe(result.input_tokens + result.output_tokens)
-        m.cost.labels(a, t, reason).inc(max(0.0, result.cost_usd - self._spent_before))
+        self._agent.stops[reason, limit].inc()
+        turns, active, tokens, cost = self._agent.by_reason[reason]
+        turns.observe(result.turns)
+        active.observe(
+            result.active_seconds, {n.EXEMPLAR_TRACE_ID: result.trace_id} if result.trace_id else None
+        )
+        tokens.observe(result.input_tokens + result.output_tokens)
+        cost.inc(max(0.0, result.cost_usd - self._spent_before))
         if reason.resumable:
             self._hooks.remember_spent(result.run_id, result.cost_usd)
         if reason is StopReason.NEED_HELP and result.suspension and self._hooks.local_pending is not None:
-            s = result.suspension
-            self._hooks.local_pending.add(result.run_id, a, t, s.suspended_at, s.deadline)
+            s, info = result.suspension, self._info
+            self._hooks.local_pending.add(
+                result.run_id, info.agent, info.task_type, s.suspended_at, s.deadline
+            )
 
 
 class _HelpCollector(Collector):
@@ -385,4 +407,6 @@ def _limits_of(reason: StopReason) -> list[str]:
 def _tool_outcome(outcome: ToolOutcome) -> str:
     if not outcome.is_error:
         return n.TOOL_OK
-    return n.TOOL_TIMEOUT if outcome.error_type == "timeout" else n.TOOL_ERROR
+    return (
+        n.TOOL_TIMEOUT if outcome.error_type == n.TOOL_TIMEOUT else n.TOOL_ERROR
+    )  # agent.tools says "timeout"

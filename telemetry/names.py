@@ -168,3 +168,10 @@ BUCKETS_GEN_AI_TOKEN_USAGE: Final = (
 BUCKETS_GEN_AI_OPERATION_DURATION: Final = (
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 )  # fmt: skip
+
+INSTRUMENTATION_SCOPE: Final = "endstate"  # the tracer's name
+EXEMPLAR_TRACE_ID: Final = "trace_id"  # exemplar label on agent_run_active_seconds
+NO_ERROR: Final = ""  # error_type label of a model call that succeeded
+ERROR_INTERRUPTED: Final = "interrupted"  # error.type of a call cut off (cancellation) before its end
+ERROR_TOOL: Final = "tool_error"  # error.type of a failed tool call that named no type
+ERROR_UNKNOWN: Final = "unknown"  # error.type when the failure carried nothing to name it

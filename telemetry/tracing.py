@@ -9,7 +9,9 @@ the loop calls synchronously from `arun`/`aresume`.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
@@ -28,9 +30,18 @@ if TYPE_CHECKING:
 
 Redact = Callable[[str], str]
 
-TRACER_NAME = "endstate"
+
+@dataclass(slots=True)
+class _Call:
+    """A model or tool call under way: its span is made when it ends."""
+
+    name: str
+    start_ns: int
+    attributes: dict[str, Any]
+    kind: SpanKind = SpanKind.INTERNAL
+
+
 MAX_FAILURE_CHARS = 500  # per verifier failure on the verify event
-INTERRUPTED = "interrupted"  # error.type of a call span that never got its end (cancellation)
 
 
 class TracingHooks:
@@ -47,7 +58,7 @@ class TracingHooks:
         capture_content: bool = False,
         redact: Redact | None = None,
     ) -> None:
-        self._tracer = tracer_provider.get_tracer(TRACER_NAME)
+        self._tracer = tracer_provider.get_tracer(n.INSTRUMENTATION_SCOPE)
         self.capture_content = capture_content
         self._redact = redact or Redactor.from_env(os.environ)
 
@@ -70,8 +81,14 @@ class _RunTrace(RunObserver):
         self._ctx = trace.set_span_in_context(self._span)
         self._turn: trace.Span | None = None
         self._turn_ctx = self._ctx
-        self._chat: trace.Span | None = None
-        self._tools: dict[str, trace.Span] = {}
+        self._chat: _Call | None = None
+        self._tools: dict[str, _Call] = {}
+        self._chat_name = f"{n.SPAN_CHAT} {info.model}"
+        self._chat_attributes = {
+            n.GEN_AI_OPERATION_NAME: n.OP_CHAT,
+            n.GEN_AI_PROVIDER_NAME: info.provider,
+            n.GEN_AI_REQUEST_MODEL: info.model,
+        }
         self._ended = False
         sc = self._span.get_span_context()
         if sc.is_valid and sc.trace_flags.sampled:
@@ -81,7 +98,8 @@ class _RunTrace(RunObserver):
     # -- turns -------------------------------------------------------------
 
     def turn_started(self, index: int) -> None:
-        self._end_turn()
+        if self._turn is not None or self._chat is not None or self._tools:
+            self._end_turn()
         self._turn = self._tracer.start_span(
             n.SPAN_TURN, context=self._ctx, attributes={n.AGENT_TURN_INDEX: index}
         )
@@ -92,74 +110,60 @@ class _RunTrace(RunObserver):
             self._turn.set_attribute(n.AGENT_TURN_SIGNAL, signal)
         self._end_turn()
 
-    # -- model calls ---------------------------------------------------------
+    # -- model and tool calls ------------------------------------------------
+    # A call's span is made when the call ends, with its real start time and
+    # every attribute at once: one pass of the SDK's attribute checks, not two.
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
-        _end_failed(self._chat, INTERRUPTED)
-        info = self._info
-        self._chat = self._tracer.start_span(
-            f"{n.SPAN_CHAT} {info.model}",
-            context=self._turn_ctx,
-            kind=SpanKind.CLIENT,
-            attributes={
-                n.GEN_AI_OPERATION_NAME: n.OP_CHAT,
-                n.GEN_AI_PROVIDER_NAME: info.provider,
-                n.GEN_AI_REQUEST_MODEL: info.model,
-                n.GEN_AI_REQUEST_MAX_TOKENS: request.max_tokens,
-                n.AGENT_ATTEMPT: attempt,
-            },
-        )
+        if self._chat is not None:
+            self._emit(self._chat, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
+        attributes = {
+            **self._chat_attributes,
+            n.GEN_AI_REQUEST_MAX_TOKENS: request.max_tokens,
+            n.AGENT_ATTEMPT: attempt,
+        }
         if self._capture:
-            self._chat.set_attribute(
-                n.GEN_AI_INPUT_MESSAGES, _content.messages_json(request.messages, self._redact)
-            )
+            attributes[n.GEN_AI_INPUT_MESSAGES] = _content.messages_json(request.messages, self._redact)
             if request.system:
-                self._chat.set_attribute(
-                    n.GEN_AI_SYSTEM_INSTRUCTIONS, _content.system_json(request.system, self._redact)
-                )
+                attributes[n.GEN_AI_SYSTEM_INSTRUCTIONS] = _content.system_json(request.system, self._redact)
+        self._chat = _Call(self._chat_name, time.time_ns(), attributes, SpanKind.CLIENT)
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
-        span, self._chat = self._chat, None
-        if span is None:
+        chat, self._chat = self._chat, None
+        if chat is None:
             return
-        if reply is not None:
-            span.set_attributes(_reply_attributes(reply))
-            if self._capture:
-                output = _content.output_json(reply.content, reply.stop_reason, self._redact)
-                span.set_attribute(n.GEN_AI_OUTPUT_MESSAGES, output)
-            span.end()
-        else:
-            _end_failed(span, error_type_of(error))
-
-    # -- tool calls ----------------------------------------------------------
+        if reply is None:
+            self._emit(chat, {n.ERROR_TYPE: error_type_of(error)})
+            return
+        ended = _reply_attributes(reply)
+        if self._capture:
+            ended[n.GEN_AI_OUTPUT_MESSAGES] = _content.output_json(
+                reply.content, reply.stop_reason, self._redact
+            )
+        self._emit(chat, ended)
 
     def tool_started(self, call: ToolCall) -> None:
-        _end_failed(self._tools.pop(call.id, None), INTERRUPTED)
-        span = self._tracer.start_span(
-            f"{n.SPAN_EXECUTE_TOOL} {call.name}",
-            context=self._turn_ctx,
-            attributes={
-                n.GEN_AI_OPERATION_NAME: n.OP_EXECUTE_TOOL,
-                n.GEN_AI_TOOL_NAME: call.name,
-                n.GEN_AI_TOOL_CALL_ID: call.id,
-            },
-        )
+        if (stale := self._tools.pop(call.id, None)) is not None:
+            self._emit(stale, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
+        attributes: dict[str, Any] = {
+            n.GEN_AI_OPERATION_NAME: n.OP_EXECUTE_TOOL,
+            n.GEN_AI_TOOL_NAME: call.name,
+            n.GEN_AI_TOOL_CALL_ID: call.id,
+        }
         if self._capture:
-            span.set_attribute(
-                n.GEN_AI_TOOL_CALL_ARGUMENTS, _content.value_json(call.arguments, self._redact)
-            )
-        self._tools[call.id] = span
+            attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] = _content.value_json(call.arguments, self._redact)
+        self._tools[call.id] = _Call(f"{n.SPAN_EXECUTE_TOOL} {call.name}", time.time_ns(), attributes)
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
-        span = self._tools.pop(call.id, None)
-        if span is None:
+        pending = self._tools.pop(call.id, None)
+        if pending is None:
             return
+        ended: dict[str, Any] = {}
         if self._capture:
-            span.set_attribute(n.GEN_AI_TOOL_CALL_RESULT, self._redact(outcome.text))
+            ended[n.GEN_AI_TOOL_CALL_RESULT] = self._redact(outcome.text)
         if outcome.is_error:
-            _end_failed(span, outcome.error_type or "tool_error")
-        else:
-            span.end()
+            ended[n.ERROR_TYPE] = outcome.error_type or n.ERROR_TOOL
+        self._emit(pending, ended)
 
     # -- verification, people, the end -------------------------------------
 
@@ -201,13 +205,28 @@ class _RunTrace(RunObserver):
 
     def _end_turn(self) -> None:
         """End the open turn and whatever it still holds (a call cut off by cancellation, say)."""
-        _end_failed(self._chat, INTERRUPTED)
-        for span in self._tools.values():
-            _end_failed(span, INTERRUPTED)
-        self._chat, self._tools = None, {}
+        if self._chat is not None or self._tools:
+            for call in [self._chat, *self._tools.values()]:
+                if call is not None:
+                    self._emit(call, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
+            self._chat, self._tools = None, {}
         if self._turn is not None:
             self._turn.end()
         self._turn, self._turn_ctx = None, self._ctx
+
+    def _emit(self, call: _Call, ended: dict[str, Any]) -> None:
+        """The span of a finished call, under the open turn (or the run); failed when `error.type` is set."""
+        call.attributes.update(ended)
+        span = self._tracer.start_span(
+            call.name,
+            context=self._turn_ctx,
+            kind=call.kind,
+            attributes=call.attributes,
+            start_time=call.start_ns,
+        )
+        if error_type := ended.get(n.ERROR_TYPE):
+            span.set_status(Status(StatusCode.ERROR, error_type))
+        span.end()
 
     def _short(self, text: str) -> str:
         text = self._redact(text)
@@ -217,7 +236,7 @@ class _RunTrace(RunObserver):
 def error_type_of(error: BaseException | None) -> str:
     """A short, bounded name for a failure: the error's own `error_type` or its class."""
     if error is None:
-        return "unknown"
+        return n.ERROR_UNKNOWN
     return str(getattr(error, "error_type", None) or type(error).__name__)
 
 
@@ -259,14 +278,6 @@ def _reply_attributes(reply: ModelReply) -> dict[str, Any]:
     if reply.response_id:
         attributes[n.GEN_AI_RESPONSE_ID] = reply.response_id
     return attributes
-
-
-def _end_failed(span: trace.Span | None, error_type: str) -> None:
-    if span is None:
-        return
-    span.set_attribute(n.ERROR_TYPE, error_type)
-    span.set_status(Status(StatusCode.ERROR, error_type))
-    span.end()
 
 
 def _links(continues: SegmentLink | None) -> Sequence[Link]:
