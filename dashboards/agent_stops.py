@@ -1,0 +1,467 @@
+"""The "Agent stops" dashboard: how runs end, per agent and task type.
+
+Every panel has a unit and a description; every rate uses `$__rate_interval`;
+thresholds drawn here are the alert thresholds in alerts/rules/alerts.yml (a
+test keeps them equal).
+"""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import table, timeseries
+from grafana_foundation_sdk.builders.dashboard import AnnotationQuery, Dashboard, Row
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as model
+
+from dashboards._kit import (
+    PROMETHEUS,
+    datasource_variable,
+    instant,
+    label_variable,
+    query,
+    sel,
+    series_panel,
+    stacked,
+    stop_traceql,
+    threshold_line,
+    traces_link,
+)
+
+UID = "endstate-agent-stops"
+
+# The alert thresholds drawn on panels (alerts/rules/alerts.yml).
+LIMIT_SHARE_PAGE = 0.2  # EndstateLimitStopShareHigh
+BASELINE_FACTOR = 2  # EndstateLimitStopShareRising: share > 2 x its 7-day average
+HUMAN_WAIT_P90_SECONDS = 1800  # EndstateHumanWaitSlow
+HELP_PENDING_SECONDS = 3600  # EndstateHelpRequestStale
+
+RI = "$__rate_interval"
+PER_MIN = "suffix: /min"
+
+
+def per_minute(metric: str, by: str, selector: str) -> str:
+    return f"60 * sum by ({by}) (rate({metric}{selector}[{RI}]))"
+
+
+def quantile(q: float, metric: str, by: str, selector: str) -> str:
+    return f"histogram_quantile({q}, sum by ({by}, le) (rate({metric}_bucket{selector}[{RI}])))"
+
+
+def bars(panel: timeseries.Panel) -> timeseries.Panel:
+    return stacked(panel).draw_style(common.GraphDrawStyle.BARS).fill_opacity(80)
+
+
+# -- Stops ---------------------------------------------------------------------
+
+
+def stops_by_reason() -> timeseries.Panel:
+    panel = series_panel(
+        "Stops by reason",
+        "Run segments ending per minute, by stop reason (need_help is a suspension: the resumed segment "
+        "ends again). Click a series to open its traces in Tempo.",
+        PER_MIN,
+        [query(per_minute("agent_stops_total", "stop_reason", sel()), "{{stop_reason}}", "A")],
+    )
+    link = traces_link(
+        "Traces that stopped with ${__field.labels.stop_reason}",
+        stop_traceql("${__field.labels.stop_reason}"),
+    )
+    return bars(panel).data_links([link])
+
+
+def runs_started_and_stopped() -> timeseries.Panel:
+    return series_panel(
+        "Runs started and stopped",
+        "Runs started and segments stopped per minute. Starts with no stops means runs hang or vanish "
+        "(alert EndstateStopsVanishing).",
+        PER_MIN,
+        [
+            query(f"60 * sum(rate(agent_runs_started_total{sel()}[{RI}]))", "started", "A"),
+            query(f"60 * sum(rate(agent_stops_total{sel()}[{RI}]))", "stopped", "B"),
+        ],
+    )
+
+
+def stop_share_table() -> table.Panel:
+    by_reason = f"sum by (task_type, stop_reason) (increase(agent_stops_total{sel()}[$__range]))"
+    total = f"sum by (task_type) (increase(agent_stops_total{sel()}[$__range]))"
+    matrix = model.DataTransformerConfig(
+        id_val="groupingToMatrix",
+        options={"columnField": "stop_reason", "rowField": "task_type", "valueField": "Value"},
+    )
+    return (
+        table.Panel()
+        .title("Stop distribution per task type")
+        .description(
+            "Share of each stop reason per task type over the dashboard's time range "
+            "(need_help included: it is how often runs ask for help)."
+        )
+        .unit("percentunit")
+        .datasource(PROMETHEUS)
+        .targets([instant(f"{by_reason} / on (task_type) group_left () {total}", "", "A")])
+        .with_transformation(matrix)
+        .height(8)
+        .span(12)
+    )
+
+
+def stop_share_per_task_type() -> timeseries.Panel:
+    share = (
+        f"sum by (stop_reason) (rate(agent_stops_total{sel()}[{RI}])) / ignoring (stop_reason) "
+        f"group_left () sum(rate(agent_stops_total{sel()}[{RI}]))"
+    )
+    panel = series_panel(
+        "Stop shares: $task_type",
+        "How runs of this task type end, as shares of all stops (one panel per selected task type).",
+        "percentunit",
+        [query(share, "{{stop_reason}}", "A")],
+    )
+    link = traces_link(
+        "Traces that stopped with ${__field.labels.stop_reason}",
+        stop_traceql("${__field.labels.stop_reason}"),
+    )
+    return stacked(panel).max(1).data_links([link]).repeat("task_type").repeat_direction("h").max_per_row(2)
+
+
+# -- Limits ----------------------------------------------------------------------
+
+
+def limit_share() -> timeseries.Panel:
+    ratio = "agent_task_type_stop_reason:agent_stops_final:ratio_rate1h"
+    baseline = "agent_task_type_stop_reason:agent_stops_final:ratio_rate1h_avg7d"
+    limit = sel(stop_reason='="limit"')
+    panel = series_panel(
+        "Share of runs stopped at a limit (1h, as alerted)",
+        f"Share of ended runs (need_help excluded) that stopped because a budget ran out, over 1h: the "
+        f"series the alerts read. Dashed line: page threshold ({LIMIT_SHARE_PAGE:.0%}). Dotted: twice the "
+        "7-day average, the rising alert. Usually a broken tool or a change in the outside world.",
+        "percentunit",
+        [
+            query(f"{ratio}{limit}", "{{agent}} {{task_type}}", "A"),
+            query(f"{BASELINE_FACTOR} * {baseline}{limit}", "rising threshold {{agent}} {{task_type}}", "B"),
+        ],
+    )
+    dotted = [model.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dot", "dash": [2, 6]})]
+    link = traces_link(
+        "Limit-stop traces of ${__field.labels.task_type}",
+        stop_traceql("limit", task_type="${__field.labels.task_type}"),
+    )
+    return threshold_line(panel, LIMIT_SHARE_PAGE).override_by_query("B", dotted).data_links([link])
+
+
+def budget_ran_out() -> timeseries.Panel:
+    panel = series_panel(
+        "Which budget ran out",
+        "Limit stops per minute by the budget that ran out: turns, seconds, tokens or cost.",
+        PER_MIN,
+        [
+            query(
+                per_minute("agent_stops_total", "stop_limit", sel(stop_reason='="limit"')),
+                "{{stop_limit}}",
+                "A",
+            )
+        ],
+    )
+    link = traces_link(
+        "Traces stopped by the ${__field.labels.stop_limit} budget",
+        stop_traceql("limit", **{"stop.limit": "${__field.labels.stop_limit}"}),
+    )
+    return bars(panel).data_links([link])
+
+
+def turns_vs_ceiling() -> timeseries.Panel:
+    success = sel(stop_reason='="success"')
+    ceiling = sel(limit='="turns"')
+    return series_panel(
+        "Turns per successful run vs the turns ceiling",
+        "Turns used by successful runs (p50, p95) beside the configured turns ceiling. Put the ceiling "
+        "above the vast majority of successful runs with room to spare, so it catches stuck runs, not hard "
+        "tasks; revisit it when the task type changes.",
+        "suffix: turns",
+        [
+            query(quantile(0.5, "agent_run_turns", "task_type", success), "p50 {{task_type}}", "A"),
+            query(quantile(0.95, "agent_run_turns", "task_type", success), "p95 {{task_type}}", "B"),
+            query(f"max by (task_type) (agent_budget_limit{ceiling})", "ceiling {{task_type}}", "C"),
+        ],
+    )
+
+
+def active_time() -> timeseries.Panel:
+    ceiling = sel(limit='="seconds"')
+    return series_panel(
+        "Active time per run by stop reason",
+        "p50 and p95 of active seconds per run (human waits excluded) by stop reason, beside the seconds "
+        "ceiling. The dots are exemplars: click one to open that run's trace in Tempo.",
+        "s",
+        [
+            query(
+                quantile(0.5, "agent_run_active_seconds", "stop_reason", sel()), "p50 {{stop_reason}}", "A"
+            ),
+            query(
+                quantile(0.95, "agent_run_active_seconds", "stop_reason", sel()),
+                "p95 {{stop_reason}}",
+                "B",
+                exemplar=True,
+            ),
+            query(f"max(agent_budget_limit{ceiling})", "ceiling", "C"),
+        ],
+    )
+
+
+# -- Human help ------------------------------------------------------------------
+
+
+def human_wait() -> timeseries.Panel:
+    panel = series_panel(
+        "Completed waits for a person (p50, p90)",
+        "How long suspended runs waited for an answer, by outcome (answered, or expired at the deadline). "
+        f"Dashed line: the EndstateHumanWaitSlow threshold on p90 ({HUMAN_WAIT_P90_SECONDS // 60} min).",
+        "s",
+        [
+            query(quantile(0.5, "agent_human_wait_seconds", "outcome", sel()), "p50 {{outcome}}", "A"),
+            query(quantile(0.9, "agent_human_wait_seconds", "outcome", sel()), "p90 {{outcome}}", "B"),
+        ],
+    )
+    return threshold_line(panel, HUMAN_WAIT_P90_SECONDS)
+
+
+def help_pending() -> timeseries.Panel:
+    return series_panel(
+        "Help requests pending",
+        "Runs suspended right now, waiting for a person, by task type.",
+        "short",
+        [query(f"sum by (task_type) (agent_help_pending{sel()})", "{{task_type}}", "A")],
+    )
+
+
+def oldest_pending() -> timeseries.Panel:
+    panel = series_panel(
+        "Oldest pending help request",
+        "Age of the oldest request still waiting for a person, which completed waits cannot show. Dashed "
+        f"line: the EndstateHelpRequestStale threshold ({HELP_PENDING_SECONDS // 3600} h).",
+        "s",
+        [query(f"max by (task_type) (agent_help_oldest_pending_seconds{sel()})", "{{task_type}}", "A")],
+    )
+    link = traces_link(
+        "Help requests of ${__field.labels.task_type}",
+        stop_traceql("need_help", task_type="${__field.labels.task_type}"),
+    )
+    return threshold_line(panel, HELP_PENDING_SECONDS).data_links([link])
+
+
+# -- Quality ---------------------------------------------------------------------
+
+
+def verify_rejections() -> timeseries.Panel:
+    return series_panel(
+        "Verification rejections",
+        "Times per minute the model said done and a verifier disagreed; the failure went back to the "
+        "model and the run went on.",
+        PER_MIN,
+        [query(per_minute("agent_verify_rejections_total", "task_type", sel()), "{{task_type}}", "A")],
+    )
+
+
+def reason_per_minute(title: str, description: str, reason: str) -> timeseries.Panel:
+    panel = series_panel(
+        title,
+        description,
+        PER_MIN,
+        [
+            query(
+                per_minute("agent_stops_total", "task_type", sel(stop_reason=f'="{reason}"')),
+                "{{task_type}}",
+                "A",
+            )
+        ],
+    )
+    link = traces_link(
+        f"{reason} traces of ${{__field.labels.task_type}}",
+        stop_traceql(reason, task_type="${__field.labels.task_type}"),
+    )
+    return panel.data_links([link])
+
+
+def no_progress() -> timeseries.Panel:
+    return reason_per_minute(
+        "No-progress stops",
+        "Runs stopped per minute because the same call repeated with no change, or turns passed with no "
+        "new observation. A tool that answers the same whatever it is asked shows up here.",
+        "no_progress",
+    )
+
+
+def give_ups() -> timeseries.Panel:
+    return reason_per_minute(
+        "Give-ups (the review queue)",
+        "Runs per minute where the model gave up. Each one's note says why: review them, and turn them into "
+        "eval cases or tool fixes.",
+        "gave_up",
+    )
+
+
+def tool_errors() -> timeseries.Panel:
+    panel = series_panel(
+        "Tool errors and timeouts",
+        "Tool calls per minute that raised or timed out, by tool. The error went back to the model as the "
+        "result; a burst here often comes before a rise in limit or no-progress stops.",
+        PER_MIN,
+        [
+            query(
+                per_minute("agent_tool_calls_total", "tool, outcome", sel(outcome='!="ok"')),
+                "{{tool}} {{outcome}}",
+                "A",
+            )
+        ],
+    )
+    link = traces_link(
+        "Failed calls of ${__field.labels.tool}",
+        '{span.gen_ai.tool.name="${__field.labels.tool}" && status=error}',
+    )
+    return panel.data_links([link])
+
+
+def tool_error_share() -> timeseries.Panel:
+    failed = sel(outcome='!="ok"')
+    bad = f"sum by (tool) (rate(agent_tool_calls_total{failed}[{RI}]))"
+    every = f"sum by (tool) (rate(agent_tool_calls_total{sel()}[{RI}]))"
+    return series_panel(
+        "Tool error share",
+        "Share of each tool's calls that failed or timed out.",
+        "percentunit",
+        [query(f"{bad} / {every}", "{{tool}}", "A")],
+    ).max(1)
+
+
+# -- Tokens and cost -----------------------------------------------------------
+
+
+def tokens_per_run() -> timeseries.Panel:
+    mean = (
+        f"sum by (stop_reason) (rate(agent_run_tokens_sum{sel()}[{RI}])) / "
+        f"sum by (stop_reason) (rate(agent_run_tokens_count{sel()}[{RI}]))"
+    )
+    return series_panel(
+        "Tokens per run by stop reason",
+        "Mean tokens (input plus output) per run segment, by how it ended. Runs that stop at a limit "
+        "should not cost more than successful ones by much; if they do, the ceilings are too generous.",
+        "suffix: tokens",
+        [query(mean, "{{stop_reason}}", "A")],
+    )
+
+
+def cost_per_run() -> timeseries.Panel:
+    mean = (
+        f"sum by (stop_reason) (rate(agent_cost_usd_total{sel()}[{RI}])) / "
+        f"sum by (stop_reason) (rate(agent_stops_total{sel()}[{RI}]))"
+    )
+    return series_panel(
+        "Cost per run by stop reason",
+        "Mean model cost in US dollars per run segment, by how it ended.",
+        "currencyUSD",
+        [query(mean, "{{stop_reason}}", "A")],
+    )
+
+
+def spend() -> timeseries.Panel:
+    return bars(
+        series_panel(
+            "Spend per hour by stop reason",
+            "Model cost in US dollars per hour, by how the runs ended: what limit stops and give-ups cost.",
+            "currencyUSD",
+            [
+                query(
+                    f"3600 * sum by (stop_reason) (rate(agent_cost_usd_total{sel()}[{RI}]))",
+                    "{{stop_reason}}",
+                    "A",
+                )
+            ],
+        )
+    )
+
+
+# -- Model calls and telemetry ---------------------------------------------------
+
+
+def model_latency() -> timeseries.Panel:
+    expr = quantile(0.95, "gen_ai_client_operation_duration_seconds", "gen_ai_request_model", sel(False))
+    return series_panel(
+        "Model call duration p95",
+        "95th percentile of model call duration by requested model (all agents: these GenAI metrics carry "
+        "no agent label).",
+        "s",
+        [query(expr, "{{gen_ai_request_model}}", "A")],
+    )
+
+
+def model_tokens() -> timeseries.Panel:
+    expr = per_minute("gen_ai_client_token_usage_sum", "gen_ai_request_model, gen_ai_token_type", sel(False))
+    return series_panel(
+        "Model tokens per minute",
+        "Input and output tokens per minute by requested model (all agents).",
+        "suffix: tokens/min",
+        [query(expr, "{{gen_ai_request_model}} {{gen_ai_token_type}}", "A")],
+    )
+
+
+def export_failures() -> timeseries.Panel:
+    return series_panel(
+        "Telemetry export failures",
+        "Failed exports per minute by signal. Runs go on, but their traces are lost "
+        "(alert EndstateTelemetryExportFailing).",
+        PER_MIN,
+        [query(per_minute("agent_telemetry_export_failures_total", "signal", sel(False)), "{{signal}}", "A")],
+    )
+
+
+# -- The dashboard -----------------------------------------------------------------
+
+ROWS = (
+    ("Stops", (stops_by_reason, runs_started_and_stopped, stop_share_table)),
+    ("Stops per task type", (stop_share_per_task_type,)),
+    ("Limits", (limit_share, budget_ran_out, turns_vs_ceiling, active_time)),
+    ("Human help", (human_wait, oldest_pending, help_pending)),
+    ("Quality", (no_progress, give_ups, verify_rejections, tool_errors, tool_error_share)),
+    ("Tokens and cost", (tokens_per_run, cost_per_run, spend)),
+    ("Model calls and telemetry", (model_latency, model_tokens, export_failures)),
+)
+
+
+def alerts_annotation() -> AnnotationQuery:
+    return (
+        AnnotationQuery()
+        .name("Endstate alerts")
+        .datasource(PROMETHEUS)
+        .enable(True)
+        .icon_color("red")
+        .expr('ALERTS{alertname=~"Endstate.*", alertstate="firing"}')
+    )
+
+
+def build() -> Dashboard:
+    dashboard = (
+        Dashboard("Agent stops")
+        .uid(UID)
+        .description("How Endstate runs end: stop reasons, limits, human waits, quality, cost.")
+        .tags(["endstate", "generated"])
+        .readonly()
+        .refresh("1m")
+        .time("now-6h", "now")
+        .timezone("browser")
+        .tooltip(model.DashboardCursorSync.CROSSHAIR)
+        .with_variable(datasource_variable())
+        .with_variable(label_variable("agent", "Agent", "label_values(agent_stops_total, agent)"))
+        .with_variable(
+            label_variable(
+                "task_type", "Task type", 'label_values(agent_stops_total{agent=~"$agent"}, task_type)'
+            )
+        )
+        .annotation(alerts_annotation())
+    )
+    next_id = 1
+    for title, panels in ROWS:
+        dashboard = dashboard.with_row(Row(title).id(next_id))
+        next_id += 1
+        for make in panels:
+            dashboard = dashboard.with_panel(make().id(next_id))
+            next_id += 1
+    return dashboard

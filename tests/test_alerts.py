@@ -1,0 +1,115 @@
+"""Static proofs for alerts/: promtool and amtool on the real rules and config,
+and the contract every alert keeps (guard, `for:`, severity, runbook, tests)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prom_stack import require_binary
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES = sorted((ROOT / "alerts" / "rules").glob("*.yml"))
+UNIT_TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yml"))
+ALERTMANAGER = ROOT / "alerts" / "alertmanager.yml"
+RUNBOOK_BASE = "https://github.com/endstate/endstate/blob/main/docs/runbooks/"
+SEVERITIES = {"page", "ticket"}
+# The shape every alert's promtool tests take (test group names start with these).
+CASES = ("fires", "quiet under normal traffic", "quiet below the minimum", "resolves")
+
+
+def rules(kind: str) -> list[dict[str, Any]]:
+    """Every rule of `kind` ("alert" or "record") in alerts/rules/."""
+    found = []
+    for path in RULES:
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            found += [rule for rule in group["rules"] if kind in rule]
+    return found
+
+
+ALERTS = {rule["alert"]: rule for rule in rules("alert")}
+
+
+def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    require_binary(argv[0])
+    return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def test_there_are_rules_and_unit_tests() -> None:
+    assert RULES and UNIT_TESTS
+    assert {"EndstateLimitStopShareHigh", "EndstateLimitStopShareRising", "EndstateHumanWaitSlow",
+            "EndstateHelpRequestStale", "EndstateNoProgressSurge", "EndstateGiveUpSurge",
+            "EndstateStopsVanishing", "EndstateTelemetryExportFailing"} <= set(ALERTS)  # fmt: skip
+
+
+def test_promtool_check_rules() -> None:
+    done = run(["promtool", "check", "rules", *map(str, RULES)])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "WARNING" not in done.stdout + done.stderr
+
+
+def test_promtool_unit_tests_pass() -> None:
+    done = run(["promtool", "test", "rules", *map(str, UNIT_TESTS)])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_amtool_check_config() -> None:
+    done = run(["amtool", "check-config", str(ALERTMANAGER)])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("severity", sorted(SEVERITIES))
+def test_alertmanager_routes_each_severity_to_its_receiver(severity: str) -> None:
+    labels = [f"severity={severity}", "alertname=EndstateLimitStopShareHigh", "agent=a", "task_type=t"]
+    argv = ["amtool", "config", "routes", "test", f"--config.file={ALERTMANAGER}",
+            f"--verify.receivers={severity}", *labels]  # fmt: skip
+    done = run(argv)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_recording_rules_are_named_level_metric_operations() -> None:
+    pattern = re.compile(r"^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$")
+    bad = [rule["record"] for rule in rules("record") if not pattern.match(rule["record"])]
+    assert not bad
+
+
+@pytest.mark.parametrize("name", sorted(ALERTS))
+def test_alert_keeps_the_contract(name: str) -> None:
+    rule = ALERTS[name]
+    assert rule.get("for"), f"{name} has no for:"
+    assert rule["labels"]["severity"] in SEVERITIES
+    notes = rule["annotations"]
+    assert notes["summary"].strip() and notes["description"].strip()
+    assert notes["runbook_url"] == f"{RUNBOOK_BASE}{name}.md"
+    assert (ROOT / "docs" / "runbooks" / f"{name}.md").is_file()
+    assert re.search(r"\b(and|unless)\b", rule["expr"]) or ">=" in rule["expr"], f"{name}: no traffic guard"
+
+
+def unit_tests_of(name: str) -> list[dict[str, Any]]:
+    """The promtool test groups that check alert `name`."""
+    groups = []
+    for path in UNIT_TESTS:
+        for group in yaml.safe_load(path.read_text())["tests"]:
+            if any(case["alertname"] == name for case in group.get("alert_rule_test", [])):
+                groups.append(group)
+    return groups
+
+
+def evaluations(group: dict[str, Any], name: str) -> list[bool]:
+    """For each evaluation of `name` in a test group, in order: is it expected to fire?"""
+    return [bool(case["exp_alerts"]) for case in group["alert_rule_test"] if case["alertname"] == name]
+
+
+@pytest.mark.parametrize("name", sorted(ALERTS))
+def test_alert_is_tested_firing_quiet_guarded_and_resolving(name: str) -> None:
+    groups = {case: [g for g in unit_tests_of(name) if g["name"].startswith(case)] for case in CASES}
+    missing = [case for case, found in groups.items() if not found]
+    assert not missing, f"{name} has no promtool test that {missing}"
+    assert all(any(evaluations(g, name)) for g in groups["fires"])
+    quiet = groups["quiet under normal traffic"] + groups["quiet below the minimum"]
+    assert not any(any(evaluations(g, name)) for g in quiet)
+    assert all(evaluations(g, name)[0] and not evaluations(g, name)[-1] for g in groups["resolves"])

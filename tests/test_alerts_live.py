@@ -1,0 +1,56 @@
+"""The limit-share alert, end to end with real processes: limit stops from a real
+`endstate demo`, scraped and evaluated by a real Prometheus (the project's rules
+with windows and `for:` cut to seconds), routed by a real Alertmanager (the
+project's routing tree), delivered to a webhook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from prom_stack import (
+    agent_demo,
+    alertmanager,
+    alertmanager_config,
+    fast_rules,
+    free_port,
+    prometheus,
+    prometheus_config,
+    require_demo_flags,
+    wait_until,
+    webhook_receiver,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+RULE_FILES = sorted((ROOT / "alerts" / "rules").glob("*.yml"))
+ALERTMANAGER = ROOT / "alerts" / "alertmanager.yml"
+ALERT = "EndstateLimitStopShareHigh"
+# The demo scenarios that end at a limit (`endstate demo --list`).
+LIMIT_SCENARIOS = ["csv/ok-every-time", "research/one-more-source"]
+# Windows short enough for a test; thresholds (20%, 20 runs per window) stay.
+WINDOWS = {"1h": "1m", "30m": "1m", "15m": "1m"}
+
+
+@pytest.mark.slow
+def test_limit_share_alert_reaches_the_webhook(tmp_path: Path) -> None:
+    require_demo_flags("--metrics-port", "--hold", "--repeat")
+    port = free_port()
+    rules = fast_rules(RULE_FILES, tmp_path / "rules", WINDOWS, hold="2s")
+    with webhook_receiver() as hook:
+        am_config = alertmanager_config(ALERTMANAGER, hook.url)
+        with alertmanager(am_config, tmp_path / "alertmanager") as am:
+            config = prometheus_config([f"127.0.0.1:{port}"], rules, am.address, interval="1s")
+            with (
+                prometheus(config, tmp_path / "prometheus"),
+                agent_demo(port, ["--repeat", "200", *LIMIT_SCENARIOS], tmp_path / "agent"),
+            ):
+                received = wait_until(lambda: hook.alerts(alertname=ALERT), 120, f"{ALERT} at the webhook")
+    path, alert = received[0]
+    assert path == "/page"
+    assert alert["status"] == "firing"
+    labels, notes = alert["labels"], alert["annotations"]
+    assert labels["severity"] == "page" and labels["stop_reason"] == "limit"
+    assert labels["agent"] and labels["task_type"]
+    assert notes["runbook_url"].endswith(f"/docs/runbooks/{ALERT}.md")
+    assert notes["summary"] == f"{labels['agent']}/{labels['task_type']}: 100% of runs stopped at a limit"
+    assert "budget ran out" in notes["description"]

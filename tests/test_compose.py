@@ -1,0 +1,161 @@
+"""Static proofs for the stack: docker-compose validates it, and what it runs is
+pinned, bound to loopback, read-only, and wired the way the dashboards and
+alerts expect (collector, Tempo, Prometheus with exemplars and rules, Grafana)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prom_stack import require_binary
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = ROOT / "docker-compose.yml"
+SERVICES = {"agent", "otel-collector", "tempo", "prometheus", "alertmanager", "grafana"}
+PINNED = re.compile(r"^[\w./-]+:(?!latest$)[\w.-]*\d[\w.-]*$")
+
+
+def compose(*args: str, password: str | None = "test-only") -> subprocess.CompletedProcess[str]:
+    binary = require_binary("docker-compose")
+    env = {k: v for k, v in os.environ.items() if k != "GF_ADMIN_PASSWORD"}
+    if password is not None:
+        env["GF_ADMIN_PASSWORD"] = password
+    argv = [binary, "-f", str(COMPOSE), "config", *args]
+    return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def stack() -> dict[str, Any]:
+    """The stack as docker-compose resolves it."""
+    done = compose()
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load(done.stdout)
+
+
+def test_config_no_interpolate_passes() -> None:
+    done = compose("--no-interpolate", password=None)
+    assert done.returncode == 0, done.stderr
+
+
+def test_grafana_password_has_no_default() -> None:
+    done = compose(password=None)
+    assert done.returncode != 0
+    assert "GF_ADMIN_PASSWORD" in done.stderr
+
+
+def test_grafana_password_comes_from_the_environment(stack: dict[str, Any]) -> None:
+    assert stack["services"]["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD"] == "test-only"
+    raw = yaml.safe_load(COMPOSE.read_text())
+    assert raw["services"]["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD"].startswith(
+        "${GF_ADMIN_PASSWORD:?"
+    )
+
+
+def test_services(stack: dict[str, Any]) -> None:
+    assert set(stack["services"]) >= SERVICES
+
+
+def test_images_are_pinned(stack: dict[str, Any]) -> None:
+    images = {name: service.get("image", "") for name, service in stack["services"].items()}
+    assert all(PINNED.match(image) for image in images.values()), images
+
+
+def test_ports_are_bound_to_loopback(stack: dict[str, Any]) -> None:
+    for name, service in stack["services"].items():
+        for port in service.get("ports", []):
+            published = port if isinstance(port, str) else f"{port.get('host_ip')}:{port.get('published')}"
+            assert published.startswith("127.0.0.1:"), f"{name}: {port}"
+
+
+def bind_mounts(service: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(host path, container path, mode) for each bind mount of a service."""
+    mounts = []
+    for volume in service.get("volumes", []):
+        parts = volume.split(":") if isinstance(volume, str) else [volume["source"], volume["target"]]
+        if parts[0].startswith("/"):
+            mounts.append((parts[0], parts[1], parts[2] if len(parts) > 2 else "rw"))
+    return mounts
+
+
+def test_config_files_are_mounted_read_only_and_exist(stack: dict[str, Any]) -> None:
+    for name, service in stack["services"].items():
+        for host, target, mode in bind_mounts(service):
+            assert mode == "ro", f"{name}: {host} -> {target} is {mode}"
+            assert Path(host).exists() and Path(host).is_relative_to(ROOT), f"{name}: {host}"
+
+
+def mounted(service: dict[str, Any], relative: str) -> str:
+    """Where the repository path `relative` is mounted in a service."""
+    targets = {Path(host).relative_to(ROOT).as_posix(): target for host, target, _ in bind_mounts(service)}
+    return targets[relative]
+
+
+def test_prometheus_keeps_exemplars_and_loads_the_rules(stack: dict[str, Any]) -> None:
+    prometheus = stack["services"]["prometheus"]
+    assert "--enable-feature=exemplar-storage" in prometheus["command"]
+    assert mounted(prometheus, "alerts/rules") == "/etc/prometheus/rules"
+    assert mounted(prometheus, "deploy/prometheus/prometheus.yml") == "/etc/prometheus/prometheus.yml"
+
+
+def test_prometheus_config_is_valid_with_the_rules(tmp_path: Path) -> None:
+    """`promtool check config` on the stack's config, with the rules where the container has them."""
+    (tmp_path / "prometheus.yml").write_text((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    (tmp_path / "rules").symlink_to(ROOT / "alerts" / "rules")
+    done = subprocess.run([require_binary("promtool"), "check", "config", str(tmp_path / "prometheus.yml")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS: 9 rules found" in done.stdout and "SUCCESS: 8 rules found" in done.stdout
+
+
+def test_prometheus_scrapes_the_agent_and_the_collector_and_alerts_to_alertmanager() -> None:
+    config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    targets = {t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]}
+    assert {"agent:8000", "otel-collector:8888"} <= targets
+    managers = config["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
+    assert managers == ["alertmanager:9093"]
+
+
+def test_collector_pipeline() -> None:
+    config = yaml.safe_load((ROOT / "telemetry" / "collector.yaml").read_text())
+    protocols = config["receivers"]["otlp"]["protocols"]
+    assert protocols["grpc"]["endpoint"].endswith(":4317") and protocols["http"]["endpoint"].endswith(":4318")
+    traces = config["service"]["pipelines"]["traces"]
+    assert traces["processors"][0] == "memory_limiter" and "batch" in traces["processors"]
+    assert [config["exporters"][e]["endpoint"] for e in traces["exporters"]] == ["tempo:4317"]
+    reader = config["service"]["telemetry"]["metrics"]["readers"][0]["pull"]["exporter"]["prometheus"]
+    assert reader["port"] == 8888
+
+
+def test_collector_and_agent_are_wired(stack: dict[str, Any]) -> None:
+    collector, agent = stack["services"]["otel-collector"], stack["services"]["agent"]
+    assert mounted(collector, "telemetry/collector.yaml") in " ".join(collector["command"])
+    assert agent["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318"
+    assert agent["command"] == ["endstate", "serve", "--demo-workload"]
+    assert agent["environment"]["ENDSTATE_HOST"] == "0.0.0.0"  # else Prometheus cannot scrape it
+
+
+def test_grafana_is_provisioned_with_the_generated_dashboards(stack: dict[str, Any]) -> None:
+    grafana = stack["services"]["grafana"]
+    providers = yaml.safe_load((ROOT / "dashboards/provisioning/dashboards/endstate.yml").read_text())
+    assert providers["providers"][0]["options"]["path"] == mounted(grafana, "dashboards/json")
+    assert mounted(grafana, "dashboards/provisioning/datasources") == "/etc/grafana/provisioning/datasources"
+    assert mounted(grafana, "dashboards/provisioning/dashboards") == "/etc/grafana/provisioning/dashboards"
+
+
+def test_alertmanager_uses_the_project_config(stack: dict[str, Any]) -> None:
+    alertmanager = stack["services"]["alertmanager"]
+    assert mounted(alertmanager, "alerts/alertmanager.yml") == "/etc/alertmanager/alertmanager.yml"
+    assert "--config.file=/etc/alertmanager/alertmanager.yml" in alertmanager["command"]
+
+
+def test_dockerfile() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11[\w.-]*-slim", text, re.M)
+    assert re.search(r"^RUN pip install \.", text, re.M)
+    assert 'CMD ["endstate", "serve", "--demo-workload"]' in text
+    assert re.search(r"^USER (?!root)", text, re.M) and "EXPOSE 8000" in text

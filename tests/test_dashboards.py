@@ -1,0 +1,287 @@
+"""Proofs for dashboards/: the committed JSON is the code's output, every panel is
+described and has a unit, every metric a query or rule names exists, and every
+panel query returns data from a real Prometheus that scraped a real demo run."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prom_stack import (
+    Prometheus,
+    agent_demo,
+    fast_rules,
+    free_port,
+    prometheus,
+    prometheus_config,
+    require_demo_flags,
+    wait_until,
+)
+
+from telemetry import names
+
+ROOT = Path(__file__).resolve().parents[1]
+DASHBOARDS = sorted((ROOT / "dashboards" / "json").glob("*.json"))
+RULE_FILES = sorted((ROOT / "alerts" / "rules").glob("*.yml"))
+ALERTS_YML = ROOT / "alerts" / "rules" / "alerts.yml"
+
+# Series Prometheus makes itself, which a dashboard may read.
+BUILTIN_SERIES = {"ALERTS", "ALERTS_FOR_STATE", "up"}
+# Labels Prometheus adds, beside those of telemetry/names.py.
+BUILTIN_LABELS = {"le", "job", "instance", "alertname", "alertstate", "__name__"}
+
+KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right",
+            "offset", "bool", "inf", "nan"}  # fmt: skip
+AGGREGATIONS = {"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
+                "bottomk", "topk", "quantile"}  # fmt: skip
+GROUPING = r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)"
+STRING = r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`"
+
+
+# -- reading dashboards and rules ------------------------------------------------
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def panels(dashboard: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every panel that shows data (rows, and panels nested in collapsed rows, flattened)."""
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            yield from panel.get("panels", [])
+        else:
+            yield panel
+
+
+def panel_exprs() -> Iterator[tuple[str, str]]:
+    """(where, PromQL) for every panel target of every dashboard."""
+    for path in DASHBOARDS:
+        for panel in panels(load(path)):
+            for target in panel.get("targets", []):
+                yield f"{path.name}: {panel['title']} / {target['refId']}", target["expr"]
+
+
+def other_exprs() -> Iterator[tuple[str, str]]:
+    """(where, PromQL) for variable queries and annotations."""
+    for path in DASHBOARDS:
+        dashboard = load(path)
+        for variable in dashboard["templating"]["list"]:
+            if variable["type"] == "query":
+                inner = re.fullmatch(r"label_values\((.*),\s*\w+\)", variable["query"])
+                assert inner, f"{path.name}: variable {variable['name']} is not label_values(...)"
+                yield f"{path.name}: ${variable['name']}", inner.group(1)
+        for note in dashboard.get("annotations", {}).get("list", []):
+            if note.get("expr"):
+                yield f"{path.name}: annotation {note['name']}", note["expr"]
+
+
+def rules() -> Iterator[dict[str, Any]]:
+    for path in RULE_FILES:
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            yield from group["rules"]
+
+
+def recorded() -> set[str]:
+    return {rule["record"] for rule in rules() if "record" in rule}
+
+
+# -- a crude but careful PromQL reader ---------------------------------------------
+
+
+def strip(expr: str) -> str:
+    """The expression without strings, label matchers, ranges, label lists and Grafana variables."""
+    text = re.sub(STRING, '""', expr)
+    text = re.sub(r"\{[^}]*\}", " ", text)
+    text = re.sub(r"\[[^\]]*\]", " ", text)
+    text = re.sub(GROUPING, " ", text)
+    return re.sub(r"\$\{[^}]*\}|\$\w+", " ", text)
+
+
+def metric_names(expr: str) -> set[str]:
+    """The series names an expression reads: identifiers that are not keywords or calls."""
+    found = set()
+    for match in re.finditer(r"(?<![\w.:$])([A-Za-z_:][\w:]*)(\s*\()?", strip(expr)):
+        word, called = match.group(1), match.group(2)
+        if not called and word.lower() not in KEYWORDS and word not in AGGREGATIONS:
+            found.add(word)
+    return found
+
+
+def label_names(expr: str) -> set[str]:
+    """Labels an expression matches on or groups by."""
+    text = re.sub(STRING, '""', expr)
+    matchers = re.findall(r"\{([^}]*)\}", text)
+    used = {m for block in matchers for m in re.findall(r"(\w+)\s*(?:=~|!~|!=|=)", block)}
+    for group in re.findall(GROUPING, text):
+        used |= {label.strip() for label in group.split(",") if label.strip()}
+    return used
+
+
+def test_the_promql_reader() -> None:
+    expr = (
+        "histogram_quantile(0.9, sum by (task_type, le) (rate(agent_human_wait_seconds_bucket"
+        '{agent=~"$agent", outcome="answered"}[$__rate_interval] offset 1h))) / on (agent) group_left () '
+        "max(x:y:z) > 1e3 and ALERTS unless sum without (tool) (rate(foo_total[5m]))"
+    )
+    assert metric_names(expr) == {"agent_human_wait_seconds_bucket", "x:y:z", "ALERTS", "foo_total"}
+    assert label_names(expr) == {"task_type", "le", "agent", "outcome", "tool"}
+
+
+# -- static proofs -----------------------------------------------------------------
+
+
+def test_committed_json_is_what_the_code_generates() -> None:
+    done = subprocess.run([sys.executable, "-m", "dashboards.build", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr + "\nrun: python -m dashboards.build"
+    assert DASHBOARDS
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_every_panel_has_a_unit_and_a_description(path: Path) -> None:
+    for panel in panels(load(path)):
+        assert panel.get("description", "").strip(), f"{panel['title']}: no description"
+        assert panel["fieldConfig"]["defaults"].get("unit"), f"{panel['title']}: no unit"
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_variables_and_rates(path: Path) -> None:
+    dashboard = load(path)
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert {"datasource", "agent", "task_type"} <= set(variables)
+    assert variables["datasource"]["type"] == "datasource"
+    for where, expr in panel_exprs():
+        assert not re.search(r"\b(rate|increase|irate)\([^\[]*\[(?!\$__rate_interval|\$__range)", expr), where
+
+
+def test_every_metric_named_is_exposed_or_recorded() -> None:
+    known = names.EXPOSED_METRICS | recorded() | BUILTIN_SERIES
+    exprs = [
+        *panel_exprs(),
+        *other_exprs(),
+        *((rule.get("alert") or rule["record"], rule["expr"]) for rule in rules()),
+    ]
+    unknown = {(where, name) for where, expr in exprs for name in metric_names(expr) if name not in known}
+    assert not unknown
+
+
+def test_every_label_named_is_in_the_contract() -> None:
+    labels = {value for key, value in vars(names).items() if key.startswith("LABEL_")} | BUILTIN_LABELS
+    exprs = [*panel_exprs(), *other_exprs(), *(("rule", rule["expr"]) for rule in rules())]
+    unknown = {(where, label) for where, expr in exprs for label in label_names(expr) if label not in labels}
+    assert not unknown
+
+
+def alert_threshold(alert: str, pattern: str) -> float:
+    rule = next(r for r in rules() if r.get("alert") == alert)
+    match = re.search(pattern, rule["expr"])
+    assert match, f"{alert}: threshold not found"
+    return float(match.group(1))
+
+
+def test_thresholds_drawn_are_the_alert_thresholds() -> None:
+    from dashboards import agent_stops as d
+
+    assert alert_threshold("EndstateLimitStopShareHigh", r'"limit"\}\s*>\s*([\d.]+)') == d.LIMIT_SHARE_PAGE
+    assert alert_threshold("EndstateLimitStopShareRising", r">\s*([\d.]+)\s*\*") == d.BASELINE_FACTOR
+    wait = alert_threshold("EndstateHumanWaitSlow", r"p90_rate1h\s*>\s*([\d.]+)")
+    assert wait == d.HUMAN_WAIT_P90_SECONDS
+    assert alert_threshold("EndstateHelpRequestStale", r"\)\s*>\s*([\d.]+)") == d.HELP_PENDING_SECONDS
+    steps = {p["title"]: p["fieldConfig"]["defaults"].get("thresholds", {}).get("steps", []) for p in
+             panels(load(ROOT / "dashboards" / "json" / "agent-stops.json"))}  # fmt: skip
+    drawn = {step["value"] for s in steps.values() for step in s if step["value"] is not None}
+    assert {d.LIMIT_SHARE_PAGE, d.HUMAN_WAIT_P90_SECONDS, d.HELP_PENDING_SECONDS} <= drawn
+
+
+def test_stop_reason_series_link_to_their_traces() -> None:
+    links = [link["url"] for p in panels(load(ROOT / "dashboards" / "json" / "agent-stops.json"))
+             for link in p["fieldConfig"]["defaults"].get("links", [])]  # fmt: skip
+    assert any("span.stop.reason" in url and "${__field.labels.stop_reason}" in url for url in links)
+    assert all(url.startswith("/explore?") and "%22tempo%22" in url for url in links)
+
+
+def test_exemplars_are_asked_for_and_lead_to_tempo() -> None:
+    targets = [
+        t for p in panels(load(ROOT / "dashboards" / "json" / "agent-stops.json")) for t in p["targets"]
+    ]
+    assert any(t.get("exemplar") and "agent_run_active_seconds_bucket" in t["expr"] for t in targets)
+    sources = yaml.safe_load((ROOT / "dashboards/provisioning/datasources/datasources.yml").read_text())
+    by_type = {s["type"]: s for s in sources["datasources"]}
+    destinations = by_type["prometheus"]["jsonData"]["exemplarTraceIdDestinations"]
+    assert destinations == [{"name": "trace_id", "datasourceUid": by_type["tempo"]["uid"],
+                             "urlDisplayLabel": "Open trace in Tempo"}]  # fmt: skip
+
+
+# -- the live proof -------------------------------------------------------------------
+
+# How the live test fills Grafana's variables: every agent and task type.
+VARIABLES = {"$__rate_interval": "1m", "$__range": "5m", "$__interval": "15s", "$agent": ".*",
+             "$task_type": ".*", "${datasource}": "prometheus"}  # fmt: skip
+
+
+def substitute(expr: str) -> str:
+    for name, value in sorted(VARIABLES.items(), key=lambda kv: -len(kv[0])):
+        expr = expr.replace(name, value)
+    return expr
+
+
+def has_data(result: list[dict[str, Any]]) -> bool:
+    """A non-empty result with at least one number (not NaN) in it."""
+    return any(not math.isnan(float(sample["value"][1])) for sample in result)
+
+
+def invoke_agent_spans(traces: Path) -> dict[str, dict[str, Any]]:
+    """The `invoke_agent` spans the demo wrote, by trace id (32 hex digits): their attributes."""
+    lines = traces.read_text().splitlines() if traces.exists() else []
+    spans = [json.loads(line) for line in lines if line.strip()]
+    return {
+        span["context"]["trace_id"].removeprefix("0x"): span["attributes"]
+        for span in spans
+        if span["name"].startswith(names.SPAN_INVOKE_AGENT)
+    }
+
+
+def exemplar_traces(exemplars: list[dict[str, Any]]) -> dict[str, str]:
+    """trace_id -> the stop_reason label of the series its exemplar was on."""
+    return {
+        e["labels"]["trace_id"]: s["seriesLabels"]["stop_reason"] for s in exemplars for e in s["exemplars"]
+    }
+
+
+def empty_panels(prom: Prometheus) -> list[str]:
+    return [f"{where}: {expr}" for where, expr in panel_exprs() if not has_data(prom.query(substitute(expr)))]
+
+
+@pytest.mark.slow
+def test_every_panel_query_returns_data(tmp_path: Path) -> None:
+    """Every panel target, run against a real Prometheus that scraped a real `endstate demo`;
+    and the exemplars of run durations lead to traces whose attributes the trace links query."""
+    require_demo_flags("--metrics-port", "--hold", "--repeat")
+    port = free_port()
+    config = prometheus_config(
+        [f"127.0.0.1:{port}"], fast_rules(RULE_FILES, tmp_path / "rules"), interval="1s"
+    )
+    with (
+        prometheus(config, tmp_path / "prom") as prom,
+        agent_demo(port, ["--repeat", "40"], tmp_path) as traces,
+    ):
+        wait_until(lambda: prom.query("sum(agent_stops_total) >= 40"), 120, "two rounds of demo stops")
+        wait_until(lambda: prom.query("count_over_time(up[1m]) >= 10"), 60, "ten scrapes")
+        empty = empty_panels(prom)
+        linked = exemplar_traces(prom.exemplars("agent_run_active_seconds_bucket"))
+        wait_until(lambda: invoke_agent_spans(traces).keys() >= linked.keys(), 30, "the exemplars' spans")
+        spans = invoke_agent_spans(traces)
+    assert not empty, "panels with no data:\n" + "\n".join(empty)
+    assert linked, "no exemplars on agent_run_active_seconds_bucket"
+    for trace_id, reason in linked.items():
+        assert spans[trace_id][names.STOP_REASON] == reason
+        assert {names.GEN_AI_AGENT_NAME, names.AGENT_TASK_TYPE} <= spans[trace_id].keys()
