@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 import yaml
@@ -212,6 +213,9 @@ def test_stop_reason_series_link_to_their_traces() -> None:
              for link in p["fieldConfig"]["defaults"].get("links", [])]  # fmt: skip
     assert any("span.stop.reason" in url and "${__field.labels.stop_reason}" in url for url in links)
     assert all(url.startswith("/explore?") and "%22tempo%22" in url for url in links)
+    attributes = {value for key, value in vars(names).items() if isinstance(value, str) and "." in value}
+    queried = {m for url in links for m in re.findall(r"span\.([\w.]+?)(?:%|\s|=|!)", unquote(url))}
+    assert queried and queried <= attributes, queried - attributes
 
 
 def test_exemplars_are_asked_for_and_lead_to_tempo() -> None:
