@@ -4,9 +4,8 @@
 `MetricsHooks` are the parts, for wiring by hand. Names are in `telemetry.names`.
 """
 
-from telemetry.metrics import InProcessPending, MetricsHooks, PendingSource
+from telemetry.metrics import InProcessPending, MetricsHooks, MetricsServer, PendingSource, serve_metrics
 from telemetry.redact import Redactor
-from telemetry.serve import MetricsServer, serve_metrics
 from telemetry.setup import Telemetry
 from telemetry.tracing import TracingHooks
 

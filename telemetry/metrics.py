@@ -1,8 +1,9 @@
 """Prometheus instruments for runs, turns, tools, people and the model API.
 
-Every metric lives in an injected `CollectorRegistry`. Label values come from
-enums (stop reasons, limits, outcomes) or configured names (agent, task type,
-tool, model): never run ids or free text. Each label set a dashboard may ask
+Every metric lives in an injected `CollectorRegistry`; `serve_metrics` serves
+one on `/metrics`. Label values come from enums (stop reasons, limits,
+outcomes) or configured names (agent, task type, tool, model): never run ids
+or free text. Each label set a dashboard may ask
 for is created at zero when its agent or model is first seen, so ratios and
 alert rules have series to read before the first stop of a kind.
 """
@@ -17,8 +18,9 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -410,3 +412,39 @@ def _tool_outcome(outcome: ToolOutcome) -> str:
     return (
         n.TOOL_TIMEOUT if outcome.error_type == n.TOOL_TIMEOUT else n.TOOL_ERROR
     )  # agent.tools says "timeout"
+
+
+# -- serving ---------------------------------------------------------------
+
+
+@dataclass
+class MetricsServer:
+    """A running metrics endpoint; `close()` stops it."""
+
+    server: WSGIServer
+    thread: threading.Thread
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_port)
+
+    @property
+    def url(self) -> str:
+        host = str(self.server.server_address[0])
+        return f"http://{host}:{self.port}/metrics"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def serve_metrics(port: int, registry: CollectorRegistry, addr: str = "127.0.0.1") -> MetricsServer:
+    """Serve `registry` on `addr:port` (port 0 picks a free one) in a daemon thread.
+
+    Text format 0.0.4 by default; OpenMetrics, with exemplars, when the
+    request's Accept header asks for `application/openmetrics-text`, as
+    Prometheus does when started with `--enable-feature=exemplar-storage`.
+    """
+    server, thread = start_http_server(port, addr=addr, registry=registry)
+    return MetricsServer(server, thread)
