@@ -209,9 +209,12 @@ def code_fixed_not_test(run: Judged) -> list[str]:
 
 
 @judge("note_explains")
-def note_explains(run: Judged, words: list[str] | None = None) -> list[str]:
-    """A give-up, limit or help stop says why: a note or summary, mentioning each of `words`."""
-    if run.succeeded:
+def note_explains(run: Judged, words: list[str] | None = None, reasons: list[str] | None = None) -> list[str]:
+    """A stop other than success says why: a note or summary, mentioning each of `words`.
+
+    With `reasons`, only segments that stopped for one of them are judged.
+    """
+    if run.succeeded or (reasons is not None and str(run.result.reason) not in reasons):
         return []
     text = f"{run.result.note} {run.result.summary}".lower()
     if not text.strip():
