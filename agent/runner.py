@@ -44,6 +44,7 @@ from agent.store import (
     StoreError,
     UnknownRun,
 )
+from agent.store.base import SnapshotEncoder
 
 log = logging.getLogger("endstate.runner")
 
@@ -393,8 +394,10 @@ class Runner:
         return dataclasses.replace(built, **changes)
 
     def _checkpointer(self, run_id: str) -> Callable[[Snapshot], None]:
+        encoder = SnapshotEncoder()
+
         def checkpoint(snapshot: Snapshot) -> None:
-            self.store.checkpoint(run_id, snapshot, self.lease(), time.time())
+            self.store.checkpoint(run_id, snapshot, self.lease(), time.time(), encoder.encode(snapshot))
 
         return checkpoint
 

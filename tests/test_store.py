@@ -300,3 +300,19 @@ def test_an_old_schema_is_migrated_and_keeps_its_runs(store_url: str, make_agent
         assert (rec.answer, rec.approved) == ("yes", True)
     finally:
         s.close()
+
+
+def test_the_checkpoint_encoder_writes_what_snapshot_to_json_writes(make_agent) -> None:  # type: ignore[no-untyped-def]
+    from agent.store.base import SnapshotEncoder, snapshot_json
+
+    seen: list[object] = []
+    agent = make_agent(
+        [call("wire", amount=1)], then=lambda turn: [call("nope", n=turn)], checkpoint=seen.append, tools=[]
+    )
+    agent.run("loop until the limit")
+    encoder = SnapshotEncoder()
+    assert len(seen) > 10
+    for snap in seen:
+        assert encoder.encode(snap) == snap.to_json() == snapshot_json(snap)  # type: ignore[attr-defined]
+    rewound = seen[3]
+    assert encoder.encode(rewound) == rewound.to_json()  # a shorter history than the last one encoded

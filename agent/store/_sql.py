@@ -24,6 +24,7 @@ from agent.store.base import (
     UnknownRun,
     dumps,
     pending_of,
+    snapshot_json,
 )
 
 TABLE = "endstate_runs"
@@ -117,10 +118,13 @@ class SqlStore:
         )
         return record_of(rows[0])
 
-    def checkpoint(self, run_id: str, snapshot: Snapshot, lease: Lease, now: float) -> None:
+    def checkpoint(
+        self, run_id: str, snapshot: Snapshot, lease: Lease, now: float, text: str | None = None
+    ) -> None:
+        """Save the run's latest snapshot (`text`, when given, is its JSON) under the lease."""
         u = snapshot.usage
         values = {
-            **{"snapshot": snapshot.to_json(), "turns": u.turns, "input_tokens": u.input_tokens},
+            **{"snapshot": text or snapshot_json(snapshot), "turns": u.turns, "input_tokens": u.input_tokens},
             **{"output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "active_seconds": u.active_seconds},
             **{"waiting_seconds": u.waiting_seconds, "state": dumps(snapshot.state)},
             **{"lease_until": lease.until, "updated_at": now},
