@@ -200,3 +200,24 @@ def test_invoice_saved_must_be_the_chosen_one(tmp_path: Path) -> None:
 def test_a_judge_that_raises_fails_the_case(tmp_path: Path) -> None:
     problems = run_judge("code_fixed_not_test", {}, judged(tmp_path, StopReason.SUCCESS))
     assert problems and problems[0].startswith("code_fixed_not_test: the judge raised FileNotFoundError")
+
+
+def test_note_explains_only_the_stops_it_is_asked_about(tmp_path: Path) -> None:
+    args = {"words": ["deadline"], "reasons": ["help_timeout"]}
+    waiting = judged(tmp_path, StopReason.NEED_HELP, "Approve the push?")
+    assert run_judge("note_explains", args, waiting) == []
+    expired = judged(tmp_path, StopReason.HELP_TIMEOUT, "Nobody answered.")
+    assert run_judge("note_explains", args, expired) == [
+        "note_explains: the note does not mention 'deadline'"
+    ]
+    assert run_judge("note_explains", {}, judged(tmp_path, StopReason.GAVE_UP)) == [
+        "note_explains: stopped with gave_up and said nothing"
+    ]
+
+
+def test_file_absent(tmp_path: Path) -> None:
+    assert run_judge("file_absent", {"path": "out.csv"}, judged(tmp_path, StopReason.NO_PROGRESS)) == []
+    (tmp_path / "out.csv").write_text("x")
+    assert run_judge("file_absent", {"path": "out.csv"}, judged(tmp_path, StopReason.NO_PROGRESS)) == [
+        "file_absent: out.csv exists, though nothing should have written it"
+    ]

@@ -222,6 +222,16 @@ def note_explains(run: Judged, words: list[str] | None = None, reasons: list[str
     return [f"the note does not mention {w!r}" for w in words or [] if w.lower() not in text]
 
 
+@judge("file_absent")
+def file_absent(run: Judged, path: str) -> list[str]:
+    """`path` (relative to the world's folder) was never written."""
+    return (
+        [f"{path} exists, though nothing should have written it"]
+        if (run.world.workdir / path).exists()
+        else []
+    )
+
+
 def run_judge(name: str, params: dict[str, Any], run: Judged) -> list[str]:
     """Run one judge; a judge that raises is reported as a failure, not a crash."""
     try:
