@@ -17,7 +17,8 @@ from agent.demo import Played, play, select
 from agent.errors import EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
 
-COMMAND_MODULES: list[str] = ["agent.cli_eval", "agent.cli_store"]  # modules with `register(subparsers)` adding more commands
+# modules with `register(subparsers)` adding more commands
+COMMAND_MODULES: list[str] = ["agent.cli_eval", "agent.cli_store"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
