@@ -257,7 +257,11 @@ class Runner:
                 record = self.store.claim(stale.run_id, (RunStatus.WAITING,), self.lease(), time.time())
             except NotClaimable:
                 continue  # answered or swept by someone else meanwhile
-            jobs.append(self._expiry_job(record, now))
+            try:
+                jobs.append(self._expiry_job(record, now))
+            except EndstateError:
+                log.exception("run %s cannot be expired here; it waits again", record.run_id)
+                self.store.release(record.run_id, RunStatus.WAITING, self.lease(), time.time())
         return jobs
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:

@@ -161,3 +161,19 @@ def test_the_token_comes_from_a_file_or_is_made_and_kept(tmp_path: Path) -> None
     (tmp_path / "t").write_text(TOKEN + "\n")
     from_file, _ = load_token(str(tmp_path / "t"), tmp_path / "state")
     assert from_file.accepts(TOKEN) and not from_file.accepts(TOKEN + "x") and not from_file.accepts("")
+
+
+def test_the_demo_workload_fills_a_fresh_store_with_every_stop_reason(tmp_path: Path) -> None:
+    from test_service_support import wait_for
+
+    extra = ("--demo-workload", "--demo-interval", "1", "--demo-answer-after", "0.5")
+    wanted = {"success", "gave_up", "no_progress", "limit", "help_timeout", "error"}
+    with Server(str(tmp_path / "runs.db"), tmp_path, *extra) as server, server.client() as api:
+
+        def reasons() -> set[str] | None:
+            runs = api.get("/runs", params={"status": "finished", "limit": 1000}).json()["runs"]
+            found = {r["stop_reason"] for r in runs}
+            resumed = any(r["segments"] == 2 and r["stop_reason"] == "success" for r in runs)
+            return found if found >= wanted and resumed else None
+
+        wait_for(reasons, timeout=120, what="every stop reason from the demo workload")
