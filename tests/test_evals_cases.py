@@ -221,3 +221,17 @@ def test_file_absent(tmp_path: Path) -> None:
     assert run_judge("file_absent", {"path": "out.csv"}, judged(tmp_path, StopReason.NO_PROGRESS)) == [
         "file_absent: out.csv exists, though nothing should have written it"
     ]
+
+
+def test_report_is_sourced_reads_the_cited_pages(tmp_path: Path) -> None:
+    base = "http://127.0.0.1:1"
+    cited = ["central-bank/instant-payments-2026", "payments-journal/market-2026", "euro-stats/transfers-q2"]
+    good = "About 31-33% in 2026. Sources: " + ", ".join(f"{base}/{p}" for p in cited) + "."
+    assert run_judge("report_is_sourced", {}, judged(tmp_path, StopReason.SUCCESS, good)) == []
+    bad = f"About 45% in 2026. Sources: {base}/{cited[0]} {base}/{cited[0]}/more {base}/no-such/page"
+    assert run_judge("report_is_sourced", {}, judged(tmp_path, StopReason.SUCCESS, bad)) == [
+        f"report_is_sourced: cites a page that does not exist: {base}/{cited[0]}/more",
+        f"report_is_sourced: cites a page that does not exist: {base}/no-such/page",
+        "report_is_sourced: cites 1 independent publishers, needs 3",
+        "report_is_sourced: the report says 45%, which no cited source says",
+    ]

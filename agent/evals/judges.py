@@ -123,7 +123,7 @@ def report_is_sourced(run: Judged, min_sources: int = 3) -> list[str]:
     """On success, the report cites `min_sources` publishers that exist, and every number is in one."""
     if not run.succeeded:
         return []
-    urls = sorted(set(_URL.findall(run.answer)))
+    urls = sorted({u.rstrip(".:!?") for u in _URL.findall(run.answer)})
     pages = {u: _corpus_page(u) for u in urls}
     problems = [f"cites a page that does not exist: {u}" for u, text in pages.items() if text is None]
     texts = [t for t in pages.values() if t]
