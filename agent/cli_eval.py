@@ -162,6 +162,9 @@ def add_limits(sub: Any) -> None:
 def run_limits_suggest(args: argparse.Namespace) -> int:
     history, source = load_history(args)
     found = [s for s in suggest(history) if not args.task_type or s.task_type in args.task_type]
+    if args.task_type and not found and history.task_types():
+        known = ", ".join(history.task_types())
+        raise LimitsError(f"no runs of task type {', '.join(args.task_type)} in {source}; there are: {known}")
     if args.json:
         print(json.dumps([s.to_dict() for s in found], indent=2))
     else:

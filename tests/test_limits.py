@@ -236,8 +236,8 @@ def test_command_from_a_json_lines_file(tmp_path: Path, capsys: pytest.CaptureFi
     (data,) = json.loads(capsys.readouterr().out)
     assert data["ceilings"]["turns"] == {"suggested": 25, "successes": 100, "p95": 14, "longest": 19}
     assert data["changes"]["changed"] == 8
-    assert main(["limits", "suggest", "--jsonl", str(path), "--task-type", "other"]) == 1
-    assert "No ended runs in" in capsys.readouterr().out
+    assert main(["limits", "suggest", "--jsonl", str(path), "--task-type", "other"]) == 2
+    assert "no runs of task type other in " in capsys.readouterr().err
 
 
 def test_command_with_only_failures_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
