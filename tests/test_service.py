@@ -150,9 +150,13 @@ def test_a_chunked_oversized_body_is_refused_too(server: Server) -> None:
         assert run_status(api, run_id) == before
 
 
-def test_the_token_comes_from_a_file_or_is_made_and_kept(tmp_path: Path) -> None:
+def test_the_token_comes_from_a_file_or_is_made_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agent.service.auth import load_token
 
+    monkeypatch.delenv("ENDSTATE_TOKEN", raising=False)
+    monkeypatch.delenv("ENDSTATE_TOKEN_FILE", raising=False)
     made, source = load_token(None, tmp_path / "state")
     assert source == str(tmp_path / "state" / "token") and len(made.secret) >= 32
     assert oct((tmp_path / "state" / "token").stat().st_mode)[-3:] == "600"
