@@ -379,7 +379,8 @@ class _HelpCollector(Collector):
         pending, oldest = _help_families()
         for (agent, task_type), times in sorted(groups.items()):
             pending.add_metric([agent, task_type], len(times))
-            oldest.add_metric([agent, task_type], max(0.0, now - min(times)) if times else 0.0)
+            known = [t for t in times if t > 0]  # a store may not know when a request began
+            oldest.add_metric([agent, task_type], max(0.0, now - min(known)) if known else 0.0)
         yield pending
         yield oldest
 

@@ -219,8 +219,9 @@ def test_help_timeout_records_the_expired_wait(rig: Rig) -> None:
     late = first.suspension.deadline + 5
     result = asyncio.run(agent.aexpire(first.snapshot, now=late))
     assert result.reason is StopReason.HELP_TIMEOUT
-    _, second = rig.runs()
+    first_span, second = rig.runs()
     check_segment(rig, second, result, turns=0)
+    assert [link.context.span_id for link in second.links] == [first_span.context.span_id]
     (wait,) = rig.children(second, n.SPAN_HUMAN_WAIT)
     assert (wait.attributes or {})[n.AGENT_HUMAN_WAIT_OUTCOME] == "expired"
     assert wait.start_time == int(first.suspension.suspended_at * 1e9)

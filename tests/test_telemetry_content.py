@@ -211,13 +211,17 @@ def test_tool_labels_are_capped() -> None:
 
 def test_pending_gauges_come_from_the_source() -> None:
     now = time.time()
-    rows = [("a", "t", now - 600), ("a", "t", now - 60), ("b", "t", now - 5)]
+    rows = [("a", "t", now - 600), ("a", "t", now - 60), ("b", "t", now - 5), ("b", "t", 0.0)]
     registry = CollectorRegistry()
     MetricsHooks(registry, pending=lambda: rows)
     assert registry.get_sample_value("agent_help_pending", {"agent": "a", "task_type": "t"}) == 2
     oldest = registry.get_sample_value("agent_help_oldest_pending_seconds", {"agent": "a", "task_type": "t"})
     assert oldest == pytest.approx(600, abs=5)
-    assert registry.get_sample_value("agent_help_pending", {"agent": "b", "task_type": "t"}) == 1
+    assert registry.get_sample_value("agent_help_pending", {"agent": "b", "task_type": "t"}) == 2
+    oldest_b = registry.get_sample_value(
+        "agent_help_oldest_pending_seconds", {"agent": "b", "task_type": "t"}
+    )
+    assert oldest_b == pytest.approx(5, abs=5)  # a row with no start time counts, but has no age
 
 
 def test_a_failing_pending_source_is_counted_not_raised() -> None:
