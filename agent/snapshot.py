@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from agent.budget import Usage
@@ -43,7 +43,12 @@ class Snapshot:
     version: int = SNAPSHOT_VERSION
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        """Serialise without deep-copying the history (`asdict` would copy every message)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["usage"] = asdict(self.usage)
+        data["calls"] = [vars(call) for call in self.calls]
+        data["suspension"] = asdict(self.suspension) if self.suspension else None
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Snapshot:
