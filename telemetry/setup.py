@@ -84,7 +84,7 @@ class Telemetry:
     tracer_provider: trace.TracerProvider
     metrics: MetricsHooks
     tracing: TracingHooks | None = None
-    _closed: bool = field(default=False, repr=False)
+    _closed: bool = field(default=False, init=False, repr=False)
 
     @classmethod
     def from_env(

@@ -3,7 +3,10 @@
 Every span is parented explicitly from the segment's own span, never from the
 ambient context: the loop is async and its awaits may hop tasks. Only the run
 span takes the caller's current context as parent, at `run_started`, which
-the loop calls synchronously from `arun`/`aresume`.
+the loop calls synchronously from `arun`/`aresume`. A model or tool call's
+span is made when the call ends, with the call's real start time. The
+observer's `trace_id`/`span_id` are set only for a sampled run span, so a
+result never points at a trace that was not recorded.
 """
 
 from __future__ import annotations
