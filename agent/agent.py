@@ -215,6 +215,8 @@ class Agent:
             continues=link,
             started_at=time.time(),
             limits=self.budget.ceilings(),
+            tools=tuple(t.name for t in self.tools),
+            spent=run.usage.copy(),
         )
         obs = guard(self.hooks, info)
         run.trace_id, run.span_id = obs.trace_id, obs.span_id

@@ -8,11 +8,12 @@ logged and the run goes on (telemetry never fails a run).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from agent.budget import Usage
     from agent.models.base import ModelReply, ModelRequest, ToolCall
     from agent.result import RunResult
     from agent.tools import ToolOutcome
@@ -42,6 +43,8 @@ class RunInfo:
     continues: SegmentLink | None = None
     started_at: float = 0.0
     limits: dict[str, float] = field(default_factory=dict)  # configured ceilings by LimitKind
+    tools: tuple[str, ...] = ()  # the agent's tool names: bounded label values
+    spent: Usage | None = None  # what earlier segments of the run spent
 
 
 @dataclass(frozen=True)
@@ -107,49 +110,62 @@ class CompositeHooks:
         return _Fanout([guard(h, info) for h in self.hooks])
 
 
+HOOK_METHODS = (
+    "turn_started",
+    "turn_ended",
+    "model_started",
+    "model_ended",
+    "tool_started",
+    "tool_ended",
+    "verified",
+    "human_waited",
+    "run_ended",
+)
+
+
 class _Fanout(RunObserver):
+    """Calls every observer in turn; each is already guarded."""
+
     def __init__(self, observers: list[RunObserver]) -> None:
-        self._observers = observers
-        ids = [o for o in observers if o.trace_id]
-        self.trace_id = ids[0].trace_id if ids else None
-        self.span_id = ids[0].span_id if ids else None
-
-    def __getattribute__(self, name: str) -> Any:
-        if name.startswith("_") or name in ("trace_id", "span_id"):
-            return object.__getattribute__(self, name)
-        observers = object.__getattribute__(self, "_observers")
-
-        def fanout(*args: Any) -> None:
-            for observer in observers:
-                getattr(observer, name)(*args)
-
-        return fanout
+        traced = [o for o in observers if o.trace_id]
+        self.trace_id = traced[0].trace_id if traced else None
+        self.span_id = traced[0].span_id if traced else None
+        for name in HOOK_METHODS:  # bound once, not looked up on every call
+            setattr(self, name, _fanout([getattr(o, name) for o in observers]))
 
 
 class _Guarded(RunObserver):
-    """Forwards every call and swallows (logs) what the observer raises."""
+    """Forwards every call and logs, never raises, what the observer raises."""
 
     def __init__(self, inner: RunObserver) -> None:
-        self._inner = inner
         self.trace_id = inner.trace_id
         self.span_id = inner.span_id
+        for name in HOOK_METHODS:
+            setattr(self, name, _guarded(name, getattr(inner, name)))
 
-    def __getattribute__(self, name: str) -> Any:
-        if name.startswith("_") or name in ("trace_id", "span_id"):
-            return object.__getattribute__(self, name)
-        method = getattr(object.__getattribute__(self, "_inner"), name)
 
-        def guarded(*args: Any) -> None:
-            try:
-                method(*args)
-            except Exception:
-                log.warning("telemetry hook %s failed; the run goes on", name, exc_info=True)
+def _fanout(methods: list[Callable[..., None]]) -> Callable[..., None]:
+    def call_all(*args: Any) -> None:
+        for method in methods:
+            method(*args)
 
-        return guarded
+    return call_all
+
+
+def _guarded(name: str, method: Callable[..., None]) -> Callable[..., None]:
+    def call(*args: Any) -> None:
+        try:
+            method(*args)
+        except Exception:
+            log.warning("telemetry hook %s failed; the run goes on", name, exc_info=True)
+
+    return call
 
 
 def guard(hooks: RunHooks, info: RunInfo) -> RunObserver:
     """An observer from `hooks` whose failures never reach the loop."""
+    if isinstance(hooks, NoHooks):
+        return RunObserver()
     try:
         return _Guarded(hooks.run_started(info))
     except Exception:

@@ -31,12 +31,15 @@ class ProgressDetector:
     _seen: set[str] = field(default_factory=set)
     _idle_turns: int = 0
     _turn_had_news: bool = False
+    _worst: tuple[str, int] = ("", 0)  # the most repeated call so far and its count
 
     def observe(self, signature: str, fingerprint: str) -> None:
         """Record one tool call and the state fingerprint after it."""
         last = self._repeats.get(signature)
         count = last[1] + 1 if last and last[0] == fingerprint else 1
         self._repeats[signature] = (fingerprint, count)
+        if count >= self._worst[1]:
+            self._worst = (signature, count)
         observation = f"{signature}|{fingerprint}"
         if observation not in self._seen:
             self._seen.add(observation)
@@ -46,10 +49,10 @@ class ProgressDetector:
         """Close a turn; the reason the run is stuck, or None."""
         self._idle_turns = 0 if self._turn_had_news else self._idle_turns + 1
         self._turn_had_news = False
-        for signature, (_, count) in self._repeats.items():
-            if count >= self.max_repeats:
-                name = signature.split(":", 1)[0]
-                return f"{name} called {count} times with the same arguments and no change in state"
+        signature, count = self._worst
+        if count >= self.max_repeats:
+            name = signature.split(":", 1)[0]
+            return f"{name} called {count} times with the same arguments and no change in state"
         if self.max_idle_turns is not None and self._idle_turns >= self.max_idle_turns:
             return f"{self._idle_turns} turns in a row brought nothing new"
         return None
@@ -63,5 +66,8 @@ class ProgressDetector:
 
     def load_json(self, data: dict[str, Any]) -> None:
         self._repeats = {k: (v[0], int(v[1])) for k, v in data.get("repeats", {}).items()}
+        self._worst = max(
+            ((k, c) for k, (_, c) in self._repeats.items()), key=lambda kc: kc[1], default=("", 0)
+        )
         self._seen = set(data.get("seen", []))
         self._idle_turns = int(data.get("idle_turns", 0))

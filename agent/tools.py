@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import inspect
 import json
+import queue
 import threading
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from agent.context import RunContext
@@ -41,6 +43,10 @@ class Tool:
     timeout: float = 30.0
     needs_approval: bool = False
     wants_ctx: bool = field(default=False, repr=False)
+
+    @cached_property
+    def signature(self) -> inspect.Signature:
+        return inspect.signature(self.fn)
 
     def spec(self) -> dict[str, Any]:
         """The tool as the model is told of it."""
@@ -122,12 +128,16 @@ async def execute(tool_: Tool, arguments: dict[str, Any], ctx: RunContext) -> To
     if tool_.wants_ctx:
         kwargs["ctx"] = ctx
     try:
-        inspect.signature(tool_.fn).bind(**kwargs)
+        tool_.signature.bind(**kwargs)
     except TypeError as exc:
         return ToolOutcome(f"Error: bad arguments for {tool_.name!r}: {exc}", True, "bad_arguments")
+    deadline = asyncio.timeout(tool_.timeout)
     try:
-        value = await asyncio.wait_for(_call(tool_.fn, kwargs), timeout=tool_.timeout)
-    except TimeoutError:
+        async with deadline:
+            value = await _call(tool_.fn, kwargs)
+    except TimeoutError as exc:
+        if not deadline.expired():  # the tool raised TimeoutError itself
+            return ToolOutcome(f"Error: TimeoutError: {exc}", True, "TimeoutError")
         return ToolOutcome(
             f"Error: tool {tool_.name!r} timed out after {tool_.timeout:g} s.", True, "timeout"
         )
@@ -143,9 +153,9 @@ async def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
 
 
 async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    """Run a sync tool off the event loop in a daemon thread.
+    """Run a sync tool off the event loop on a daemon worker thread.
 
-    A daemon thread, not the default executor: a tool that hangs forever must
+    Daemon threads, not the default executor: a tool that hangs forever must
     not keep the process from exiting once its run has moved on.
     """
     loop = asyncio.get_running_loop()
@@ -155,7 +165,7 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
         if not future.done():
             setter(value)
 
-    def target() -> None:
+    def job() -> None:
         try:
             outcome: tuple[Callable[[Any], None], Any] = (future.set_result, fn(**kwargs))
         except BaseException as exc:  # handed to the awaiting coroutine
@@ -163,5 +173,35 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
         with contextlib.suppress(RuntimeError):  # the loop closed while the tool hung
             loop.call_soon_threadsafe(settle, *outcome)
 
-    threading.Thread(target=target, name=f"tool-{fn.__name__}", daemon=True).start()
+    _WORKERS.submit(job)
     return await future
+
+
+class _DaemonWorkers:
+    """Reusable daemon threads; a new one starts only when none is idle.
+
+    A hung tool keeps its thread for good, so the pool grows to the peak
+    number of tools running (or hung) at once, and no further.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            else:
+                threading.Thread(target=self._work, name="endstate-tool", daemon=True).start()
+        self._jobs.put(job)
+
+    def _work(self) -> None:
+        while True:
+            self._jobs.get()()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _DaemonWorkers()

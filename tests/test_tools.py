@@ -207,16 +207,18 @@ def test_an_async_tool_runs():
 
 
 def test_a_sync_tool_runs_off_the_event_loop():
-    seen: list[str] = []
+    seen: list[threading.Thread] = []
 
     @tool
     def where() -> str:
         """Report the thread."""
-        seen.append(threading.current_thread().name)
+        seen.append(threading.current_thread())
         return "ok"
 
     asyncio.run(execute(where, {}, ctx()))
-    assert seen == ["tool-where"]
+    assert len(seen) == 1
+    assert seen[0] is not threading.main_thread()
+    assert seen[0].daemon  # a hung tool must not keep the process alive
 
 
 # -- failures stay data ------------------------------------------------------------------
