@@ -229,7 +229,14 @@ def help_pending() -> timeseries.Panel:
         "Help requests pending",
         "Runs suspended right now, waiting for a person, by task type.",
         "short",
-        [query(f"sum by (task_type) (agent_help_pending{sel()})", "{{task_type}}", "A")],
+        [
+            query(
+                # Every replica reading one run store reports the store's count: de-duplicate first.
+                f"sum by (task_type) (max without (instance, job) (agent_help_pending{sel()}))",
+                "{{task_type}}",
+                "A",
+            )
+        ],
     )
 
 
