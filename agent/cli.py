@@ -49,6 +49,9 @@ def add_demo(sub: Any) -> None:
     demo.add_argument("--repeat", type=int, default=1, help="play the scenarios this many times")
     demo.add_argument("--model", help="run the tasks against this Claude model (needs ANTHROPIC_API_KEY)")
     demo.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
+    demo.add_argument(
+        "--metrics-addr", default="127.0.0.1", help="address to serve /metrics on (0.0.0.0 in a container)"
+    )
     demo.add_argument("--hold", action="store_true", help="keep serving /metrics until interrupted")
     demo.add_argument("--list", action="store_true", help="list the scenarios and exit")
     demo.set_defaults(handler=run_demo)
@@ -100,7 +103,7 @@ def _telemetry(args: argparse.Namespace) -> Any:
     if args.metrics_port:
         from telemetry.metrics import serve_metrics
 
-        serve_metrics(args.metrics_port, telemetry.registry)
+        serve_metrics(args.metrics_port, telemetry.registry, addr=args.metrics_addr)
     return telemetry
 
 
