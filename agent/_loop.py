@@ -164,15 +164,15 @@ async def act(agent: Agent, run: RunState, reply: ModelReply, obs: RunObserver) 
         run.ctx.messages.append({"role": "user", "content": NUDGE})
         return Continue("no_tool_call")
     run.open_results = []
-    journal(agent, run)
     return await act_on_calls(agent, run, calls, obs)
 
 
 async def act_on_calls(agent: Agent, run: RunState, calls: list[ToolCall], obs: RunObserver) -> Decision:
     """Run the calls not yet answered, in order; `finish` may stop or suspend the run.
 
-    Each result is journaled as it lands, so a crash never runs a call again
-    whose result was recorded.
+    Each result but the last is journaled as it lands, and the last one with
+    the completed turn, so a crash never runs a call again whose result was
+    recorded. (A reply whose first call was still running is asked again.)
     """
     if run.open_results is None:
         run.open_results = []
@@ -189,7 +189,8 @@ async def act_on_calls(agent: Agent, run: RunState, calls: list[ToolCall], obs: 
         if call.name == FINISH_TOOL:
             signal = "done_rejected"
         results.append(step)
-        journal(agent, run)
+        if i < len(calls) - 1:
+            journal(agent, run)
     run.ctx.messages.append({"role": "user", "content": list(results)})
     run.open_results = None
     return Continue(signal)

@@ -5,8 +5,8 @@
 Part 1 runs the same scripted agent (one cheap tool call per turn) bare and
 through a `Runner` on a SQLite store, both with telemetry on (metrics and
 tracing into an in-memory exporter), interleaved in one process, and prints the
-median cost per turn of each and the difference. Each turn writes three
-checkpoints (after the reply, after the tool result, after the turn).
+median cost per turn of each and the difference. Each turn writes one
+checkpoint (its one tool result lands with the completed turn).
 
 Part 2 suspends `--suspended` runs at once (each asks a question after one
 turn), reports the store bytes and the process memory per suspended run, then
@@ -164,7 +164,7 @@ def main() -> None:
         print(f"per turn ({args.turns}-turn runs, median of {args.runs}, telemetry on):")
         print(f"  bare loop            {turn['bare_us_per_turn']:8.1f} us/turn")
         print(f"  with SQLite store    {turn['durable_us_per_turn']:8.1f} us/turn")
-        print(f"  checkpoint overhead  {turn['checkpoint_us_per_turn']:8.1f} us/turn (3 checkpoints a turn)")
+        print(f"  checkpoint overhead  {turn['checkpoint_us_per_turn']:8.1f} us/turn (1 checkpoint a turn)")
         many = suspended(folder / "suspended.db", args.suspended)
         print(f"{many['suspended']:.0f} runs suspended at once:")
         print(f"  suspend              {many['suspend_per_s']:8.1f} runs/s")
