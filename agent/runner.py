@@ -212,7 +212,9 @@ class Runner:
             raise NotClaimable(
                 f"run {run_id} is {current.status}, not waiting or cancelled; nothing was changed"
             )
-        record = self.store.claim(run_id, (current.status,), self.lease(), time.time(), answer, approved)
+        record = self.store.claim(
+            run_id, (current.status,), self.lease(), time.time(), answer, approved, current.segments
+        )
         return self._resume_job(record, answer, approved, release_to=current.status)
 
     async def resume(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> RunResult:

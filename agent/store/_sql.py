@@ -162,13 +162,19 @@ class SqlStore:
         now: float,
         answer: str | None = None,
         approved: bool | None = None,
+        segments: int | None = None,
     ) -> RunRecord:
         marks = ", ".join("?" for _ in statuses)
+        same_segment = "" if segments is None else " AND segments = ?"
         rows = self._rows(
             f"UPDATE {TABLE} SET status = ?, owner = ?, lease_until = ?, updated_at = ?, answer = ?, "
             "approved = ?, segments = segments + 1, interrupted = 0 "
-            f"WHERE run_id = ? AND status IN ({marks}) RETURNING {ALL_COLUMNS}",
-            (RunStatus.RUNNING, lease.owner, lease.until, now, answer, _flag(approved), run_id, *statuses),
+            f"WHERE run_id = ? AND status IN ({marks}){same_segment} RETURNING {ALL_COLUMNS}",
+            (
+                *(RunStatus.RUNNING, lease.owner, lease.until, now, answer, _flag(approved), run_id),
+                *statuses,
+                *([] if segments is None else [segments]),
+            ),
         )
         if rows:
             return record_of(rows[0])
@@ -176,6 +182,11 @@ class SqlStore:
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
         wanted = " or ".join(str(s) for s in statuses)
+        if current.status in statuses:
+            raise NotClaimable(
+                f"run {run_id} moved on (segment {current.segments}) before this answer landed; "
+                "nothing was changed: read the run again and answer its current question"
+            )
         raise NotClaimable(f"run {run_id} is {current.status}, not {wanted}; nothing was changed")
 
     def take_over(self, run_id: str, old_owner: str, lease: Lease, now: float) -> RunRecord:

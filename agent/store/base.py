@@ -159,7 +159,12 @@ class RunStore(Protocol):
         now: float,
         answer: str | None = None,
         approved: bool | None = None,
-    ) -> RunRecord: ...
+        segments: int | None = None,
+    ) -> RunRecord:
+        """Take the run if its status is one of `statuses` (and, when given, it is
+        still in segment `segments`, so an answer read for one question never
+        lands on the next); exactly one of concurrent callers wins."""
+        ...
 
     def take_over(self, run_id: str, old_owner: str, lease: Lease, now: float) -> RunRecord: ...
 
