@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.agent import Agent
 from agent.budget import Budget
-from agent.evals.case import Case, FollowUpSpec
+from agent.demo import follow_up
+from agent.evals.case import Case
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import Judged, run_judge
 from agent.evals.scripts import scripts
@@ -192,18 +192,3 @@ def _judged(case: Case, world: World, result: RunResult, segment: int) -> Segmen
     run = Judged(world, result, segment)
     failures = [f for ref in case.judges for f in run_judge(ref.name, dict(ref.params), run)]
     return Segment(result, case.expected[segment - 1], tuple(failures))
-
-
-async def follow_up(agent: Agent, action: FollowUpSpec, first: RunResult, world: World) -> RunResult:
-    """Do what the case's person or host does after the first segment suspended or was cancelled."""
-    snapshot = first.snapshot
-    assert snapshot is not None
-    if action.action == "answer":
-        return await agent.aresume(snapshot, action.text)
-    if action.action in ("approve", "deny"):
-        return await agent.aresume(snapshot, action.text or None, approved=action.action == "approve")
-    if action.action == "expire":  # nobody answers: the clock reaches the deadline
-        deadline = snapshot.suspension.deadline if snapshot.suspension else 0.0
-        return await agent.aexpire(snapshot, now=max(time.time(), deadline))
-    world.cancel.clear()  # "resume": the host is back up
-    return await agent.aresume(snapshot)
