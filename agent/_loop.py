@@ -88,6 +88,9 @@ async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
         decision = await act(agent, run, reply, obs)  # 3 and 4
         decision = end_turn(agent, run, decision)  # 5
         return decision
+    except asyncio.CancelledError:
+        decision = Stop(StopReason.CANCELLED)  # so the turn's signal says what happened
+        raise
     finally:
         obs.turn_ended(index, _signal_of(decision))
 
@@ -101,6 +104,9 @@ async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision
         calls = _tool_calls(run.ctx.messages[-1])
         decision = end_turn(agent, run, await act_on_calls(agent, run, calls, obs))
         return decision
+    except asyncio.CancelledError:
+        decision = Stop(StopReason.CANCELLED)
+        raise
     finally:
         obs.turn_ended(index, _signal_of(decision))
 
@@ -133,9 +139,9 @@ async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> ModelReply
             async with asyncio.timeout(left) as budget_left:
                 reply = await agent.model.complete(request)
         except TimeoutError as exc:
+            obs.model_ended(None, exc)
             if not budget_left.expired():  # the adapter's own timeout, not the budget's
                 raise
-            obs.model_ended(None, exc)
             note = "The model call was cut off when the time budget ran out."
             return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
         except TransientModelError as exc:
@@ -150,6 +156,9 @@ async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> ModelReply
         except ModelError as exc:
             obs.model_ended(None, exc)
             return Stop(StopReason.ERROR, note=f"The model call failed: {exc}", error_type=exc.error_type)
+        except Exception as exc:  # an adapter bug: the run ends as error, and the call says why
+            obs.model_ended(None, exc)
+            raise
         obs.model_ended(reply, None)
         run.add_usage(reply, agent.prices.cost(agent.model.name, reply.input_tokens, reply.output_tokens))
         return reply

@@ -11,10 +11,8 @@ alert rules have series to read before the first stop of a kind.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -38,9 +36,9 @@ log = logging.getLogger("endstate.telemetry")
 
 PendingRequest = tuple[str, str, float]  # (agent, task_type, suspended_at as epoch seconds)
 
-MAX_TOOLS_PER_AGENT = 64  # more distinct tool names than this are counted as "other"
-MAX_REMEMBERED_RUNS = 10_000  # suspended runs whose cost so far this process remembers
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")
+MAX_TOOLS_PER_AGENT = 64  # more configured tool names than this are counted as "other"
+MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls are counted as "_OTHER"
+MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
 _WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
 _TOOL_OUTCOMES = (n.TOOL_OK, n.TOOL_ERROR, n.TOOL_TIMEOUT)
 _RUN_LABELS = (n.LABEL_AGENT, n.LABEL_TASK_TYPE)
@@ -57,28 +55,42 @@ class InProcessPending:
     """Help requests of runs suspended in this process and not yet resumed here.
 
     A request leaves when its run resumes or expires in this process, or when
-    its deadline passes (then it waits for expiry, no longer for a person). A
-    run store that sees every process supplies its own `PendingSource`.
+    its deadline passes (then it waits for expiry, no longer for a person).
+    Runs resumed elsewhere never tell this process, so at most `max_pending`
+    are held, the oldest forgotten first. A run store that sees every
+    process supplies its own `PendingSource`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_pending: int = MAX_PENDING) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[str, tuple[str, str, float, float]] = {}
+        self._max = max_pending
+        self._runs: dict[str, tuple[str, str, float, float]] = {}  # oldest first
 
     def add(self, run_id: str, agent: str, task_type: str, suspended_at: float, deadline: float) -> None:
         with self._lock:
+            self._runs.pop(run_id, None)
             self._runs[run_id] = (agent, task_type, suspended_at, deadline)
+            if len(self._runs) > self._max:
+                self._prune(time.time())
 
     def remove(self, run_id: str) -> None:
         with self._lock:
             self._runs.pop(run_id, None)
 
+    def __len__(self) -> int:
+        return len(self._runs)
+
     def __call__(self) -> list[PendingRequest]:
-        now = time.time()
         with self._lock:
-            for run_id in [r for r, v in self._runs.items() if v[3] <= now]:
-                del self._runs[run_id]
+            self._prune(time.time())
             return [(a, t, at) for a, t, at, _ in self._runs.values()]
+
+    def _prune(self, now: float) -> None:
+        """Requests past their deadline out, then the oldest while there are too many."""
+        for run_id in [r for r, v in self._runs.items() if v[3] <= now]:
+            del self._runs[run_id]
+        while len(self._runs) > self._max:
+            del self._runs[next(iter(self._runs))]
 
 
 class MetricsHooks:
@@ -93,8 +105,8 @@ class MetricsHooks:
         self._lock = threading.Lock()
         self._agents: dict[tuple[str, str], _AgentSeries] = {}
         self._models: dict[tuple[str, str], _ModelSeries] = {}
-        self._tools: dict[tuple[str, str], set[str]] = {}  # configured tools seen, by agent
-        self._spent: OrderedDict[str, float] = OrderedDict()
+        self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
+        self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
         self.m = _Instruments(self.registry)
         for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):
             self.m.export_failures.labels(signal)
@@ -119,30 +131,23 @@ class MetricsHooks:
             return sorted(self._agents)
 
     def tool_label(self, agent: str, task_type: str, tool: str) -> str:
-        """The tool's name when it is name-like and within the per-agent cap, else "other"."""
-        with self._lock:
-            seen = self._tools.setdefault((agent, task_type), set())
-            if tool in seen:
-                return tool
-            if not _TOOL_NAME.fullmatch(tool) or len(seen) >= MAX_TOOLS_PER_AGENT:
-                return n.TOOL_OTHER
-            seen.add(tool)
-        for outcome in _TOOL_OUTCOMES:
-            self.m.tool_calls.labels(agent, task_type, tool, outcome)
-        return tool
+        """The tool's name when the agent is configured with it, else "other".
 
-    def spent_before(self, info: RunInfo) -> float:
-        """The run's cost before this segment: from the loop when it says, else from memory."""
-        spent = getattr(info, "spent", None)  # RunInfo.spent: Usage, once the loop provides it
+        A model may call a tool that does not exist: its made-up name never
+        becomes a label value.
+        """
         with self._lock:
-            remembered = self._spent.pop(info.run_id, 0.0)
-        return float(spent.cost_usd) if spent is not None else remembered
+            known = tool in self._tools.get((agent, task_type), ())
+        return tool if known else n.TOOL_OTHER
 
-    def remember_spent(self, run_id: str, cost_usd: float) -> None:
+    def error_label(self, provider: str, model: str, error_type: str) -> str:
+        """The error type, or "_OTHER" past the first MAX_ERROR_TYPES_PER_MODEL of a model."""
         with self._lock:
-            self._spent[run_id] = cost_usd
-            while len(self._spent) > MAX_REMEMBERED_RUNS:
-                self._spent.popitem(last=False)
+            seen = self._errors.setdefault((provider, model), set())
+            if error_type not in seen and len(seen) >= MAX_ERROR_TYPES_PER_MODEL:
+                return n.ERROR_OTHER
+            seen.add(error_type)
+        return error_type
 
     def _series(self, info: RunInfo) -> tuple[_AgentSeries, _ModelSeries]:
         """The run's label children; the first run of an agent or model creates them all at zero."""
@@ -156,9 +161,19 @@ class MetricsHooks:
             model = self.m.prepare_model(*model_key)
             with self._lock:
                 self._models[model_key] = model
-        for tool in getattr(info, "tools", ()):  # RunInfo.tools, once the loop passes the tool names
-            self.tool_label(info.agent, info.task_type, tool)
+        self._admit_tools(info)
         return agent, model
+
+    def _admit_tools(self, info: RunInfo) -> None:
+        """The agent's tool names become label values (up to the cap), each outcome at zero."""
+        with self._lock:
+            seen = self._tools.setdefault((info.agent, info.task_type), set())
+            room = MAX_TOOLS_PER_AGENT - len(seen)
+            new = [t for t in dict.fromkeys(info.tools) if t not in seen][: max(0, room)]
+            seen.update(new)
+        for tool in new:
+            for outcome in _TOOL_OUTCOMES:
+                self.m.tool_calls.labels(info.agent, info.task_type, tool, outcome)
 
 
 class _Instruments:
@@ -298,8 +313,9 @@ class _RunMetrics(RunObserver):
     def __init__(self, hooks: MetricsHooks, info: RunInfo, agent: _AgentSeries, model: _ModelSeries) -> None:
         self._hooks, self._info, self._agent, self._model = hooks, info, agent, model
         self._tool_children: dict[tuple[str, str], Any] = {}
-        self._spent_before = hooks.spent_before(info)
+        self._spent_before = info.spent.cost_usd if info.spent is not None else 0.0
         self._model_t0 = 0.0
+        self._ended = False
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
         self._model_t0 = time.perf_counter()
@@ -309,7 +325,7 @@ class _RunMetrics(RunObserver):
         self._model_t0 = 0.0
         if reply is None:
             info = self._info
-            error_type = error_type_of(error)
+            error_type = self._hooks.error_label(info.provider, info.model, error_type_of(error))
             self._hooks.m.duration.labels(n.OP_CHAT, info.provider, info.model, error_type).observe(seconds)
             return
         self._model.duration_ok.observe(seconds)
@@ -337,6 +353,9 @@ class _RunMetrics(RunObserver):
             self._hooks.m.human_wait.labels(info.agent, info.task_type, wait.outcome).observe(wait.seconds)
 
     def run_ended(self, result: RunResult) -> None:
+        if self._ended:
+            return
+        self._ended = True
         reason = StopReason(result.reason)
         limit = str(result.limit) if reason is StopReason.LIMIT and result.limit else n.NO_LIMIT
         self._agent.stops[reason, limit].inc()
@@ -346,9 +365,7 @@ class _RunMetrics(RunObserver):
             result.active_seconds, {n.EXEMPLAR_TRACE_ID: result.trace_id} if result.trace_id else None
         )
         tokens.observe(result.input_tokens + result.output_tokens)
-        cost.inc(max(0.0, result.cost_usd - self._spent_before))
-        if reason.resumable:
-            self._hooks.remember_spent(result.run_id, result.cost_usd)
+        cost.inc(max(0.0, result.cost_usd - self._spent_before))  # what this segment spent
         if reason is StopReason.NEED_HELP and result.suspension and self._hooks.local_pending is not None:
             s, info = result.suspension, self._info
             self._hooks.local_pending.add(

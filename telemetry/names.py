@@ -175,3 +175,4 @@ NO_ERROR: Final = ""  # error_type label of a model call that succeeded
 ERROR_INTERRUPTED: Final = "interrupted"  # error.type of a call cut off (cancellation) before its end
 ERROR_TOOL: Final = "tool_error"  # error.type of a failed tool call that named no type
 ERROR_UNKNOWN: Final = "unknown"  # error.type when the failure carried nothing to name it
+ERROR_OTHER: Final = "_OTHER"  # error_type label past the per-model cap (the conventions' fallback value)

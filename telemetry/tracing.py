@@ -12,6 +12,7 @@ result never points at a trace that was not recorded.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ class _Call:
 
 
 MAX_FAILURE_CHARS = 500  # per verifier failure on the verify event
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:\-]{0,63}")  # what an error type may look like
 
 
 class TracingHooks:
@@ -86,6 +88,7 @@ class _RunTrace(RunObserver):
         self._turn_ctx = self._ctx
         self._chat: _Call | None = None
         self._tools: dict[str, _Call] = {}
+        self._held: list[_Call] = []  # calls that ended outside any turn: the next turn takes them
         self._chat_name = f"{n.SPAN_CHAT} {info.model}"
         self._chat_attributes = {
             n.GEN_AI_OPERATION_NAME: n.OP_CHAT,
@@ -101,12 +104,20 @@ class _RunTrace(RunObserver):
     # -- turns -------------------------------------------------------------
 
     def turn_started(self, index: int) -> None:
+        if self._ended:
+            return
         if self._turn is not None or self._chat is not None or self._tools:
             self._end_turn()
+        held, self._held = self._held, []
         self._turn = self._tracer.start_span(
-            n.SPAN_TURN, context=self._ctx, attributes={n.AGENT_TURN_INDEX: index}
+            n.SPAN_TURN,
+            context=self._ctx,
+            attributes={n.AGENT_TURN_INDEX: index},
+            start_time=min((call.start_ns for call in held), default=None),
         )
         self._turn_ctx = trace.set_span_in_context(self._turn)
+        for call in held:  # an approved tool run on resume, before the turn it completes
+            self._span_of(call)
 
     def turn_ended(self, index: int, signal: str) -> None:
         if self._turn is not None:
@@ -118,6 +129,8 @@ class _RunTrace(RunObserver):
     # every attribute at once: one pass of the SDK's attribute checks, not two.
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
+        if self._ended:
+            return
         if self._chat is not None:
             self._emit(self._chat, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
         attributes = {
@@ -146,6 +159,8 @@ class _RunTrace(RunObserver):
         self._emit(chat, ended)
 
     def tool_started(self, call: ToolCall) -> None:
+        if self._ended:
+            return
         if (stale := self._tools.pop(call.id, None)) is not None:
             self._emit(stale, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
         attributes: dict[str, Any] = {
@@ -165,12 +180,14 @@ class _RunTrace(RunObserver):
         if self._capture:
             ended[n.GEN_AI_TOOL_CALL_RESULT] = self._redact(outcome.text)
         if outcome.is_error:
-            ended[n.ERROR_TYPE] = outcome.error_type or n.ERROR_TOOL
+            ended[n.ERROR_TYPE] = bounded_name(outcome.error_type, n.ERROR_TOOL)
         self._emit(pending, ended)
 
     # -- verification, people, the end -------------------------------------
 
     def verified(self, failures: list[str]) -> None:
+        if self._ended:
+            return
         attributes: dict[str, Any] = {
             n.AGENT_VERIFY_PASSED: not failures,
             n.AGENT_VERIFY_FAILURE_COUNT: len(failures),
@@ -180,6 +197,8 @@ class _RunTrace(RunObserver):
         (self._turn or self._span).add_event(n.EVENT_VERIFY, attributes)
 
     def human_waited(self, wait: HumanWait) -> None:
+        if self._ended:
+            return
         attributes: dict[str, Any] = {n.AGENT_HUMAN_WAIT_OUTCOME: wait.outcome}
         if wait.pending_tool:
             attributes[n.AGENT_HUMAN_WAIT_PENDING_TOOL] = wait.pending_tool
@@ -195,11 +214,14 @@ class _RunTrace(RunObserver):
             return
         self._ended = True
         self._end_turn()
+        for call in self._held:  # the segment ended before a turn took them
+            self._span_of(call)
+        self._held = []
         self._span.set_attributes(_result_attributes(result))
         if self._capture and result.note:
             self._span.set_attribute(n.AGENT_STOP_NOTE, self._redact(result.note))
         if result.reason is StopReason.ERROR:
-            error_type = result.error_type or str(StopReason.ERROR)
+            error_type = bounded_name(result.error_type, str(StopReason.ERROR))
             self._span.set_attribute(n.ERROR_TYPE, error_type)
             self._span.set_status(Status(StatusCode.ERROR, error_type))
         self._span.end()
@@ -218,8 +240,19 @@ class _RunTrace(RunObserver):
         self._turn, self._turn_ctx = None, self._ctx
 
     def _emit(self, call: _Call, ended: dict[str, Any]) -> None:
-        """The span of a finished call, under the open turn (or the run); failed when `error.type` is set."""
+        """A call ended: its span goes under the open turn, or waits for the next one."""
         call.attributes.update(ended)
+        if self._turn is None and not self._ended:
+            self._held.append(call)
+        else:
+            self._span_of(call)
+
+    def _span_of(self, call: _Call) -> None:
+        """The call's span under the open turn (or the run); failed when `error.type` says it failed.
+
+        A call cut off by cancellation says so in `error.type` but is no error:
+        a cancelled run has no failed span.
+        """
         span = self._tracer.start_span(
             call.name,
             context=self._turn_ctx,
@@ -227,7 +260,8 @@ class _RunTrace(RunObserver):
             attributes=call.attributes,
             start_time=call.start_ns,
         )
-        if error_type := ended.get(n.ERROR_TYPE):
+        error_type = call.attributes.get(n.ERROR_TYPE)
+        if error_type and error_type != n.ERROR_INTERRUPTED:
             span.set_status(Status(StatusCode.ERROR, error_type))
         span.end()
 
@@ -237,10 +271,19 @@ class _RunTrace(RunObserver):
 
 
 def error_type_of(error: BaseException | None) -> str:
-    """A short, bounded name for a failure: the error's own `error_type` or its class."""
+    """A short name for a failure: the error's own `error_type` when it is name-like, else its class."""
     if error is None:
         return n.ERROR_UNKNOWN
-    return str(getattr(error, "error_type", None) or type(error).__name__)
+    return bounded_name(getattr(error, "error_type", None), type(error).__name__)
+
+
+def bounded_name(value: object, fallback: str) -> str:
+    """`value` when it looks like a name (no spaces, at most 64 characters), else `fallback`.
+
+    An error type is a label value and a span attribute: free text there
+    would make a series per message and could carry message content.
+    """
+    return value if isinstance(value, str) and _NAME.fullmatch(value) else fallback
 
 
 def _run_attributes(info: RunInfo) -> dict[str, Any]:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 
 from agent import Agent, Budget, CompositeHooks, ModelError, RunResult, StopReason, predicate, tool
 from agent.models import ScriptedModel, call, finish, say
@@ -30,6 +31,38 @@ def look(path: str) -> str:
     return f"contents of {path}"
 
 
+class OpenSpans(SpanProcessor):
+    """Every span started and not yet ended: a span left open is never exported."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, str] = {}
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        self.open[span.context.span_id] = span.name
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.open.pop(span.context.span_id, None)
+
+
+def bad_attributes(spans: list[ReadableSpan]) -> list[str]:
+    """Values that OTLP backends drop or reject: None, nested or mixed-type arrays, other types."""
+    bags = [(s.name, s.attributes) for s in spans] + [(e.name, e.attributes) for s in spans for e in s.events]
+    return [
+        f"{name}: {key}={value!r}"
+        for name, bag in bags
+        for key, value in (bag or {}).items()
+        if not _plain(value)
+    ]
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return len({type(v) for v in value}) <= 1 and all(
+            _plain(v) for v in value if not isinstance(v, tuple)
+        )
+    return isinstance(value, str | bool | int | float)
+
+
 @dataclass
 class Rig:
     """Tracing and metrics hooks writing to an in-memory exporter and a fresh registry."""
@@ -38,6 +71,7 @@ class Rig:
     registry: CollectorRegistry
     hooks: CompositeHooks
     metrics: MetricsHooks
+    open_spans: OpenSpans = field(default_factory=OpenSpans)
     labels: dict[str, str] = field(default_factory=lambda: {"agent": AGENT, "task_type": TASK_TYPE})
 
     def spans(self) -> list[ReadableSpan]:
@@ -55,21 +89,35 @@ class Rig:
             (s for s in kids if name is None or s.name.startswith(name)), key=lambda s: s.start_time or 0
         )
 
+    def scrape(self) -> str:
+        return generate_latest(self.registry).decode()
+
     def value(self, metric: str, **labels: str) -> float:
         value = self.registry.get_sample_value(metric, {**self.labels, **labels})
         assert value is not None, f"no series {metric}{labels}"
         return value
 
 
-@pytest.fixture
-def rig() -> Iterator[Rig]:
-    exporter = InMemorySpanExporter()
+@contextlib.contextmanager
+def rigged() -> Iterator[Rig]:
+    """A rig that fails the test if a span is left open or carries a value OTLP drops."""
+    exporter, open_spans = InMemorySpanExporter(), OpenSpans()
     provider = TracerProvider()
+    provider.add_span_processor(open_spans)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     registry = CollectorRegistry()
     metrics = MetricsHooks(registry)
-    yield Rig(exporter, registry, CompositeHooks((TracingHooks(provider), metrics)), metrics)
+    rig = Rig(exporter, registry, CompositeHooks((TracingHooks(provider), metrics)), metrics, open_spans)
+    yield rig
     provider.shutdown()
+    assert not open_spans.open, f"spans never ended: {sorted(open_spans.open.values())}"
+    assert not bad_attributes(rig.spans()), bad_attributes(rig.spans())
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    with rigged() as rig:
+        yield rig
 
 
 def build(rig: Rig, steps: list[Any], **kwargs: Any) -> Agent:
@@ -337,7 +385,8 @@ def test_approved_tool_runs_under_the_resumed_segment(rig: Rig) -> None:
     _, span2 = rig.runs()
     (wait,) = rig.children(span2, n.SPAN_HUMAN_WAIT)
     assert (wait.attributes or {})[n.AGENT_HUMAN_WAIT_PENDING_TOOL] == "delete"
-    (tool_span,) = rig.children(span2, n.SPAN_EXECUTE_TOOL)
+    completed_turn = rig.children(span2, n.SPAN_TURN)[0]  # the suspended turn, completed
+    (tool_span,) = rig.children(completed_turn, n.SPAN_EXECUTE_TOOL)
     assert (tool_span.attributes or {})[n.GEN_AI_TOOL_NAME] == "delete"
     assert rig.value("agent_tool_calls_total", tool="delete", outcome="ok") == 1
 

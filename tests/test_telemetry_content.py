@@ -202,11 +202,15 @@ def test_hooks_take_odd_input_without_raising(odd_info: RunInfo) -> None:
     assert registry.get_sample_value("agent_runs_started_total", {"agent": "a", "task_type": "t"}) == 0
 
 
-def test_tool_labels_are_capped() -> None:
+def test_tool_labels_are_configured_names_capped() -> None:
     hooks = MetricsHooks(CollectorRegistry())
-    labels = {hooks.tool_label("a", "t", f"tool_{i}") for i in range(200)}
+    configured = tuple(f"tool_{i}" for i in range(200))
+    hooks.run_started(RunInfo("r", "a", "t", "m", "p", "task", tools=configured))
+    labels = {hooks.tool_label("a", "t", name) for name in [*configured, "made_up"]}
     assert len(labels) == 65 and n.TOOL_OTHER in labels
     assert hooks.tool_label("a", "t", "tool_0") == "tool_0"
+    assert hooks.tool_label("a", "t", "made_up") == n.TOOL_OTHER
+    assert hooks.tool_label("b", "t", "tool_0") == n.TOOL_OTHER  # another agent's tools are its own
 
 
 def test_pending_gauges_come_from_the_source() -> None:

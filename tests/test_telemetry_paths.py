@@ -1,0 +1,166 @@
+"""Unusual paths: cancellation mid-call, failing adapters, calls after the end, approvals, odd labels.
+
+Every test runs on the rig of test_telemetry, which fails a test that leaves a
+span open or records a value OTLP backends drop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.trace import StatusCode
+from test_telemetry import AGENT, TASK_TYPE, Rig, build, look, rigged
+
+from agent import Agent, HumanWait, ModelError, RunInfo, RunResult, StopReason, tool
+from agent.models import ModelRequest, ScriptedModel, ToolCall, call, finish
+from agent.tools import ToolOutcome
+from telemetry import names as n
+
+GEN_AI = {
+    "gen_ai_operation_name": "chat",
+    "gen_ai_provider_name": "scripted",
+    "gen_ai_request_model": "scripted",
+}
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    with rigged() as rig:
+        yield rig
+
+
+class Hangs(ScriptedModel):
+    """Plays its script, then hangs on the call after it."""
+
+    async def complete(self, request: ModelRequest) -> Any:
+        if sum(m["role"] == "assistant" for m in request.messages) >= len(self._steps):
+            await asyncio.sleep(60)
+        return await super().complete(request)
+
+
+def cancel_while_running(agent: Agent) -> RunResult:
+    async def main() -> RunResult:
+        task = asyncio.create_task(agent.arun("go"))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        return await task
+
+    return asyncio.run(main())
+
+
+def turn_signals(rig: Rig) -> list[str]:
+    turns = sorted((s for s in rig.spans() if s.name == n.SPAN_TURN), key=lambda s: s.start_time or 0)
+    return [str((t.attributes or {})[n.AGENT_TURN_SIGNAL]) for t in turns]
+
+
+def test_cancelled_mid_model_call(rig: Rig) -> None:
+    agent = Agent(
+        AGENT, Hangs([[call("look", path="a")]]), tools=[look], task_type=TASK_TYPE, hooks=rig.hooks
+    )
+    result = cancel_while_running(agent)
+    assert result.reason is StopReason.CANCELLED
+    assert turn_signals(rig) == ["tool_use", "cancelled"]
+    (cut,) = [
+        s for s in rig.spans() if s.name.startswith(n.SPAN_CHAT) and n.ERROR_TYPE in (s.attributes or {})
+    ]
+    assert (cut.attributes or {})[n.ERROR_TYPE] == n.ERROR_INTERRUPTED
+    assert all(s.status.status_code is not StatusCode.ERROR for s in rig.spans())  # cancelled is no error
+    assert rig.value("agent_stops_total", stop_reason="cancelled", stop_limit="none") == 1
+
+
+def test_cancelled_mid_tool(rig: Rig) -> None:
+    @tool
+    async def hang() -> str:
+        """Never returns."""
+        await asyncio.sleep(60)
+        return ""
+
+    result = cancel_while_running(build(rig, [[call("hang")]], tools=[hang]))
+    assert result.reason is StopReason.CANCELLED
+    assert turn_signals(rig) == ["cancelled"]
+    (tool_span,) = [s for s in rig.spans() if s.name == f"{n.SPAN_EXECUTE_TOOL} hang"]
+    assert (tool_span.attributes or {})[n.ERROR_TYPE] == n.ERROR_INTERRUPTED
+    assert all(s.status.status_code is not StatusCode.ERROR for s in rig.spans())
+
+
+def test_a_failing_adapter_is_named_on_its_call(rig: Rig) -> None:
+    result = build(rig, [ValueError("adapter bug")]).run("go")
+    assert result.reason is StopReason.ERROR and result.error_type == "ValueError"
+    (chat,) = [s for s in rig.spans() if s.name.startswith(n.SPAN_CHAT)]
+    assert (chat.attributes or {})[n.ERROR_TYPE] == "ValueError"
+    assert chat.status.status_code is StatusCode.ERROR
+    failed = {**GEN_AI, "error_type": "ValueError"}
+    assert rig.registry.get_sample_value("gen_ai_client_operation_duration_seconds_count", failed) == 1
+
+
+def test_free_text_error_types_neither_leak_nor_make_series(rig: Rig) -> None:
+    said = "HTTP 400: your prompt 'call me at 555-0100' is bad"
+    result = build(rig, [ModelError("bad", error_type=said)]).run("go")
+    assert result.reason is StopReason.ERROR
+    text = " ".join(str(v) for s in rig.spans() for v in (s.attributes or {}).values())
+    text += " ".join(s.status.description or "" for s in rig.spans())
+    assert "555-0100" not in text
+    assert "555-0100" not in rig.scrape()
+    observer = rig.hooks.run_started(RunInfo("r", AGENT, TASK_TYPE, "scripted", "scripted", "t"))
+    for i in range(200):
+        observer.model_started(ModelRequest("", [], [], 1), 1)
+        observer.model_ended(None, ModelError("x", error_type=f"made_up_{i}"))
+    observer.run_ended(RunResult("r", AGENT, TASK_TYPE, StopReason.ERROR))
+    error_types = {
+        s.labels["error_type"]
+        for m in rig.registry.collect()
+        for s in m.samples
+        if s.name == "gen_ai_client_operation_duration_seconds_count"
+    }
+    assert len(error_types) <= 1 + 1 + 16 + 1  # success, the first error, the cap, and _OTHER
+    assert n.ERROR_OTHER in error_types
+
+
+def test_a_made_up_tool_name_makes_no_series(rig: Rig) -> None:
+    observer = rig.hooks.run_started(RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", tools=("look",)))
+    for i in range(100):
+        made_up = ToolCall(f"c{i}", f"tool_{i}", {})
+        observer.tool_started(made_up)
+        observer.tool_ended(made_up, ToolOutcome("no such tool", True, "unknown_tool"))
+    observer.run_ended(RunResult("r", AGENT, TASK_TYPE, StopReason.GAVE_UP))
+    tools = {s.labels["tool"] for m in rig.registry.collect() for s in m.samples if "tool" in s.labels}
+    assert tools == {"look", n.TOOL_OTHER}
+    assert rig.value("agent_tool_calls_total", tool=n.TOOL_OTHER, outcome="error") == 100
+
+
+def test_calls_after_the_end_change_nothing(rig: Rig) -> None:
+    observer = rig.hooks.run_started(RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", tools=("look",)))
+    result = RunResult("r", AGENT, TASK_TYPE, StopReason.GAVE_UP, turns=1)
+    observer.run_ended(result)
+    late = ToolCall("c", "look", {})
+    observer.turn_started(2)
+    observer.model_started(ModelRequest("", [], [], 1), 1)
+    observer.tool_started(late)
+    observer.verified(["late"])
+    observer.human_waited(HumanWait(1.0, 2.0, n.WAIT_ANSWERED))
+    observer.run_ended(result)
+    assert [s.name for s in rig.spans()] == [f"{n.SPAN_INVOKE_AGENT} {AGENT}"]
+    assert rig.value("agent_stops_total", stop_reason="gave_up", stop_limit="none") == 1
+    assert rig.value("agent_run_turns_count", stop_reason="gave_up") == 1
+
+
+def test_an_approved_tool_belongs_to_the_turn_it_completes(rig: Rig) -> None:
+    @tool(needs_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    agent = build(rig, [[call("delete", path="old.log")], [finish("done", "deleted")]], tools=[delete])
+    first = agent.run("clean up")
+    assert first.snapshot
+    second = agent.resume(first.snapshot, approved=True)
+    assert second.reason is StopReason.SUCCESS
+    _, resumed = rig.runs()
+    first_turn, *_ = rig.children(resumed, n.SPAN_TURN)
+    (tool_span,) = rig.children(first_turn, n.SPAN_EXECUTE_TOOL)
+    assert (first_turn.attributes or {})[n.AGENT_TURN_INDEX] == 1
+    assert (first_turn.start_time or 0) <= (tool_span.start_time or 0)
+    assert rig.children(resumed, n.SPAN_EXECUTE_TOOL) == []
