@@ -54,7 +54,8 @@ class TracingHooks:
 
     `capture_content` records messages, tool arguments and results, the
     question asked and the stop note, each through `redact` (secrets out, long
-    text cut). Off by default: without it no message text reaches a span.
+    text cut). Off by default: without it no message text reaches a span,
+    and a verifier failure keeps only its first line.
     """
 
     def __init__(
@@ -265,8 +266,14 @@ class _RunTrace(RunObserver):
             span.set_status(Status(StatusCode.ERROR, error_type))
         span.end()
 
-    def _short(self, text: str) -> str:
-        text = self._redact(text)
+    def _short(self, failure: str) -> str:
+        """A verifier failure, redacted and cut; without content capture only its first line.
+
+        A failure's first line is the verifier's own words (a predicate's
+        reason, "`pytest -q` exited 1:"); what follows may be the command's
+        output, which can quote anything the run touched.
+        """
+        text = self._redact(failure if self._capture else failure.partition("\n")[0])
         return text if len(text) <= MAX_FAILURE_CHARS else text[:MAX_FAILURE_CHARS] + "..."
 
 

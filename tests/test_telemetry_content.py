@@ -15,9 +15,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
 from opentelemetry.semconv.attributes import error_attributes
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 
-from agent import Agent, CompositeHooks, HumanWait, RunInfo, RunResult, StopReason, tool
+from agent import Agent, CompositeHooks, HumanWait, ModelError, RunInfo, RunResult, StopReason, tool
 from agent.hooks import SegmentLink
 from agent.models import ModelReply, ModelRequest, ScriptedModel, ToolCall, call, finish, say
 from agent.tools import ToolOutcome
@@ -65,6 +65,51 @@ def test_no_content_without_opt_in() -> None:
     for content in (TASK, SAID, RESULT_TEXT, "Q3", "Be brief", API_KEY, ENV_SECRET, "stuck"):
         assert content not in text
     assert n.GEN_AI_INPUT_MESSAGES not in {k for s in traced_run(False) for k in (s.attributes or {})}
+
+
+PLANT = "PLANTED-customer-ledger-row-7731"
+
+
+@tool
+def crash(row: str) -> str:
+    """Fails, saying what it read."""
+    raise RuntimeError(f"cannot parse {row}")
+
+
+def checker(ctx: Any) -> list[str]:
+    """Like a command verifier: a headline, then the command's output."""
+    return [f"`pytest -q` exited 1:\nAssertionError: expected {PLANT}"]
+
+
+def every_path_text(capture: bool) -> tuple[str, str]:
+    """What spans (attributes, events, statuses) and the scrape hold after runs that saw PLANT everywhere."""
+    exporter, registry = InMemorySpanExporter(), CollectorRegistry()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    hooks = CompositeHooks((TracingHooks(provider, capture_content=capture), MetricsHooks(registry)))
+    scripts: list[list[Any]] = [
+        [[say(PLANT), call("crash", row=PLANT)], [finish("done", PLANT)], [finish("give_up", PLANT)]],
+        [[finish("need_help", f"Is {PLANT} right?")]],
+        [ModelError(f"the API refused {PLANT}", error_type="bad_request")],
+    ]
+    for steps in scripts:
+        agent = Agent("leaky", ScriptedModel(steps), tools=[crash], verifiers=[checker], hooks=hooks)
+        agent.run(f"clean {PLANT}")
+    provider.shutdown()
+    spans = list(exporter.get_finished_spans())
+    statuses = [s.status.description or "" for s in spans]
+    return " ".join(all_values(spans) + statuses), generate_latest(registry).decode()
+
+
+def test_no_content_on_any_path_without_opt_in() -> None:
+    spans, scrape = every_path_text(capture=False)
+    assert PLANT not in spans and PLANT not in scrape
+    assert "`pytest -q` exited 1:" in spans  # a verifier failure's headline is no content
+
+
+def test_verifier_output_only_with_opt_in() -> None:
+    spans, _ = every_path_text(capture=True)
+    assert f"expected {PLANT}" in spans
 
 
 def test_content_with_opt_in_is_redacted() -> None:

@@ -7,6 +7,7 @@ span open or records a value OTLP backends drop.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from test_telemetry import AGENT, TASK_TYPE, Rig, build, look, rigged
 from agent import Agent, HumanWait, ModelError, RunInfo, RunResult, StopReason, tool
 from agent.models import ModelRequest, ScriptedModel, ToolCall, call, finish
 from agent.tools import ToolOutcome
+from telemetry import InProcessPending
 from telemetry import names as n
 
 GEN_AI = {
@@ -164,3 +166,28 @@ def test_an_approved_tool_belongs_to_the_turn_it_completes(rig: Rig) -> None:
     assert (first_turn.attributes or {})[n.AGENT_TURN_INDEX] == 1
     assert (first_turn.start_time or 0) <= (tool_span.start_time or 0)
     assert rig.children(resumed, n.SPAN_EXECUTE_TOOL) == []
+
+
+def test_in_process_pending_stays_bounded_without_scrapes() -> None:
+    pending = InProcessPending(max_pending=3)
+    now = time.time()
+    for i in range(5):
+        pending.add(f"gone-{i}", "a", "t", now - 100, deadline=now - 1)  # past their deadline
+    for i in range(5):
+        pending.add(f"run-{i}", "a", "t", now - 5 + i, deadline=now + 3600)
+    assert len(pending) == 3
+    assert sorted(at for _, _, at in pending()) == [now - 3, now - 2, now - 1]  # the newest kept
+    pending.remove("run-4")
+    assert len(pending) == 2
+
+
+def test_a_resume_in_another_process_counts_only_its_own_cost(rig: Rig) -> None:
+    steps = [[call("look", path="a")], [finish("need_help", "a or b?")], [finish("done", "read a")]]
+    first = build(rig, steps).run("read the right file")
+    assert first.snapshot
+    with rigged() as elsewhere:  # a fresh process: nothing remembered of the first segment
+        second = build(elsewhere, steps).resume(first.snapshot, "a")
+        spent = second.cost_usd - first.cost_usd
+        assert elsewhere.value("agent_cost_usd_total", stop_reason="success") == pytest.approx(spent)
+        assert elsewhere.value("agent_runs_started_total") == 0
+    assert rig.value("agent_cost_usd_total", stop_reason="need_help") == pytest.approx(first.cost_usd)
