@@ -8,8 +8,14 @@ globally. Where spans go:
   (plus `/v1/traces`): OTLP over HTTP/protobuf. `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`
   needs `opentelemetry-exporter-otlp-proto-grpc`; without it setup says so.
 - no endpoint, `ENDSTATE_TRACES_FILE` set: one JSON line per span in that file.
-- neither (or `OTEL_TRACES_EXPORTER=none`, or `OTEL_SDK_DISABLED=true`): no
+- `OTEL_TRACES_EXPORTER=console`: each span as JSON on standard error (standard
+  output stays the program's own, such as `endstate demo --json`).
+- none of these (or `OTEL_TRACES_EXPORTER=none`, or `OTEL_SDK_DISABLED=true`): no
   spans at all, so no cost; metrics still work and results carry no trace id.
+
+Message content is recorded when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`
+is `true`, or `SPAN_ONLY` or `SPAN_AND_EVENT` (the values of the newer GenAI
+instrumentations; Endstate records content on spans only).
 
 Export never blocks or breaks a run: spans queue in a bounded batch processor
 (full queue: spans dropped), each export has a short timeout, a failed export
@@ -23,6 +29,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -34,7 +41,7 @@ from opentelemetry.environment_variables import OTEL_TRACES_EXPORTER
 from opentelemetry.sdk import environment_variables as ev
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from opentelemetry.sdk.trace.sampling import (
     ALWAYS_OFF,
     ALWAYS_ON,
@@ -65,6 +72,7 @@ MAX_QUEUE_SIZE = 2048
 MAX_EXPORT_BATCH_SIZE = 512
 SCHEDULE_DELAY_MS = 1000
 
+_CAPTURE_ON = frozenset({"true", "span_only", "span_and_event"})  # values that record content on spans
 _SAMPLERS: dict[str, Callable[[float], Sampler]] = {
     "always_on": lambda _: ALWAYS_ON,
     "always_off": lambda _: ALWAYS_OFF,
@@ -105,7 +113,7 @@ class Telemetry:
             resource=resource_from_env(environ), sampler=sampler_from_env(environ), shutdown_on_exit=False
         )
         provider.add_span_processor(_batch(CountingExporter(exporter, metrics.record_export_failure)))
-        capture = _flag(environ, n.ENV_CAPTURE_CONTENT)
+        capture = environ.get(n.ENV_CAPTURE_CONTENT, "").strip().lower() in _CAPTURE_ON
         tracing = TracingHooks(provider, capture_content=capture, redact=Redactor.from_env(environ))
         telemetry = cls(CompositeHooks((tracing, metrics)), metrics.registry, provider, metrics, tracing)
         atexit.register(_close_at_exit, weakref.ref(telemetry))
@@ -130,8 +138,10 @@ def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
     kind = environ.get(OTEL_TRACES_EXPORTER, "otlp").strip().lower()
     if kind == "none":
         return None
+    if kind == "console":
+        return ConsoleSpanExporter(out=sys.stderr)
     if kind != "otlp":
-        raise ConfigError(f"OTEL_TRACES_EXPORTER={kind!r} is not supported: use 'otlp' or 'none'")
+        raise ConfigError(f"OTEL_TRACES_EXPORTER={kind!r} is not supported: use 'otlp', 'console' or 'none'")
     endpoint = _traces_endpoint(environ)
     if endpoint is None:
         path = environ.get(n.ENV_TRACES_FILE, "").strip()

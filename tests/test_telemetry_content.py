@@ -130,6 +130,21 @@ def test_content_with_opt_in_is_redacted() -> None:
     assert RESULT_TEXT in str((tool_span.attributes or {})[n.GEN_AI_TOOL_CALL_RESULT])
 
 
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [
+        *[("true", True), ("TRUE", True), ("SPAN_ONLY", True), ("span_and_event", True)],
+        *[("false", False), ("NO_CONTENT", False), ("EVENT_ONLY", False), ("1", False)],
+    ],
+)
+def test_capture_values_of_the_genai_instrumentations(value: str, on: bool) -> None:
+    telemetry = Telemetry.from_env(
+        {n.ENV_CAPTURE_CONTENT: value}, registry=CollectorRegistry(), span_exporter=InMemorySpanExporter()
+    )
+    assert telemetry.tracing and telemetry.tracing.capture_content is on
+    telemetry.shutdown()
+
+
 def test_capture_follows_the_standard_variable() -> None:
     on = Telemetry.from_env(
         {n.ENV_CAPTURE_CONTENT: "true"}, registry=CollectorRegistry(), span_exporter=InMemorySpanExporter()

@@ -7,7 +7,9 @@ span open or records a value OTLP backends drop.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -191,3 +193,41 @@ def test_a_resume_in_another_process_counts_only_its_own_cost(rig: Rig) -> None:
         assert elsewhere.value("agent_cost_usd_total", stop_reason="success") == pytest.approx(spent)
         assert elsewhere.value("agent_runs_started_total") == 0
     assert rig.value("agent_cost_usd_total", stop_reason="need_help") == pytest.approx(first.cost_usd)
+
+
+def test_concurrent_runs_keep_their_own_trees_and_exact_counts(rig: Rig) -> None:
+    @tool
+    async def fetch(path: str) -> str:
+        """Read slowly, so runs interleave."""
+        await asyncio.sleep(0.001)
+        return path
+
+    def agent() -> Agent:
+        steps = [[call("fetch", path="a")], [call("fetch", path="b")], [finish("give_up", "enough")]]
+        return build(rig, steps, tools=[fetch])
+
+    async def many(prefix: str) -> list[RunResult]:
+        return list(await asyncio.gather(*(agent().arun("go", run_id=f"{prefix}-{i}") for i in range(20))))
+
+    results: list[RunResult] = []
+    threads = [threading.Thread(target=lambda p=p: results.extend(asyncio.run(many(p)))) for p in "abcd"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 80 and {r.reason for r in results} == {StopReason.GAVE_UP}
+    assert rig.value("agent_stops_total", stop_reason="gave_up", stop_limit="none") == 80
+    assert rig.value("agent_tool_calls_total", tool="fetch", outcome="ok") == 160
+    assert rig.value("agent_runs_started_total") == 80
+    spans = {s.context.span_id: s for s in rig.spans()}
+    runs = {s.context.trace_id: s for s in rig.runs()}
+    assert len(runs) == 80
+    for span in spans.values():
+        if span.parent is None:
+            continue
+        parent = spans[span.parent.span_id]
+        assert parent.context.trace_id == span.context.trace_id
+        expected = n.SPAN_INVOKE_AGENT if span.name == n.SPAN_TURN else n.SPAN_TURN
+        assert parent.name.startswith(expected), (span.name, parent.name)
+    turns_per_run = Counter(s.context.trace_id for s in spans.values() if s.name == n.SPAN_TURN)
+    assert set(turns_per_run.values()) == {3}
