@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
+import urllib.request
 from collections import Counter
 from typing import Any
 
-from otlp_receiver import OtlpReceiver
+import pytest
+from otlp_receiver import OtlpReceiver, closed_port
 
 from telemetry import names
 
@@ -58,3 +64,63 @@ def test_demo_sends_every_segment_with_its_stop_reason_and_a_span_per_turn() -> 
     for row in rows:
         if row["segment"] == 1:  # a first segment has one turn span per turn it took
             assert turns[bytes.fromhex(row["trace_id"])] == row["turns"], row["scenario"]
+
+
+OPENMETRICS = "application/openmetrics-text; version=1.0.0"
+EXEMPLAR = re.compile(r'^agent_run_active_seconds_bucket\{[^}]*\} \S+ # \{trace_id="([0-9a-f]{32})"\}', re.M)
+
+
+@pytest.mark.slow
+def test_demo_serves_exemplars_in_openmetrics_that_point_at_exported_traces() -> None:
+    port = closed_port()
+    with OtlpReceiver() as receiver:
+        env = os.environ | {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        env.pop("ENDSTATE_TRACES_FILE", None)
+        argv = [
+            sys.executable,
+            "-m",
+            "agent.cli",
+            "demo",
+            "--json",
+            "--metrics-port",
+            str(port),
+            "--hold",
+            "csv",
+        ]
+        with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True) as demo:
+            try:
+                lines = _lines_until(demo, "serving ", timeout=60)
+                kind, body = _scrape(f"http://127.0.0.1:{port}/metrics", OPENMETRICS)
+            finally:
+                demo.send_signal(signal.SIGTERM)
+                assert demo.wait(timeout=30) == 0
+        exported = {t.hex() for name, _, t, _ in _spans(receiver) if name.startswith(names.SPAN_INVOKE_AGENT)}
+    rows = [json.loads(line) for line in lines if line.startswith("{")]
+    assert kind.startswith("application/openmetrics-text") and body.rstrip().endswith("# EOF")
+    exemplars = set(EXEMPLAR.findall(body))
+    assert exemplars and exemplars <= {r["trace_id"] for r in rows}
+    assert exemplars <= exported  # every exemplar opens a trace the collector received
+
+
+def _scrape(url: str, accept: str) -> tuple[str, str]:
+    request = urllib.request.Request(url, headers={"Accept": accept})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return response.headers["Content-Type"], response.read().decode()
+
+
+def _lines_until(process: subprocess.Popen[str], marker: str, timeout: float) -> list[str]:
+    """Lines of the process's output up to the one starting with `marker`."""
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        with contextlib.suppress(ValueError, OSError):  # the pipe closed under us: the test is over
+            for line in process.stdout:
+                lines.append(line)
+                if line.startswith(marker):
+                    seen.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    assert seen.wait(timeout), f"no {marker!r} line: {lines}"
+    return lines
