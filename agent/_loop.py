@@ -85,8 +85,7 @@ async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
         if isinstance(reply, Stop):
             decision = reply
             return decision
-        decision = await act(agent, run, reply, obs)  # 3 and 4
-        decision = end_turn(agent, run, decision)  # 5
+        decision = end_turn(agent, run, await act(agent, run, reply, obs))  # 3, 4, then 5
         return decision
     except asyncio.CancelledError:
         decision = Stop(StopReason.CANCELLED)  # so the turn's signal says what happened

@@ -231,3 +231,15 @@ def test_concurrent_runs_keep_their_own_trees_and_exact_counts(rig: Rig) -> None
         assert parent.name.startswith(expected), (span.name, parent.name)
     turns_per_run = Counter(s.context.trace_id for s in spans.values() if s.name == n.SPAN_TURN)
     assert set(turns_per_run.values()) == {3}
+
+
+def test_a_turn_that_fails_after_its_calls_says_error(rig: Rig) -> None:
+    def store_down(snapshot: Any) -> None:
+        raise OSError("disk full")
+
+    agent = build(rig, [[call("look", path="a")]], checkpoint=store_down)
+    result = agent.run("go")
+    assert result.reason is StopReason.ERROR and result.error_type == "OSError"
+    assert turn_signals(rig) == ["error"]
+    (run_span,) = rig.runs()
+    assert (run_span.attributes or {})[n.ERROR_TYPE] == "OSError"
