@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from agent import Agent, CompositeHooks, HumanWait, ModelError, RunInfo, RunResult, StopReason, tool
 from agent.hooks import SegmentLink
 from agent.models import ModelReply, ModelRequest, ScriptedModel, ToolCall, call, finish, say
+from agent.models.anthropic import PROVIDER as ANTHROPIC
 from agent.tools import ToolOutcome
 from telemetry import MetricsHooks, Redactor, Telemetry, TracingHooks, serve_metrics
 from telemetry import names as n
@@ -183,8 +184,20 @@ def test_names_follow_the_semantic_conventions() -> None:
     for name in dir(n):
         if name.startswith("GEN_AI_") and hasattr(gen_ai_attributes, name):
             assert getattr(n, name) == getattr(gen_ai_attributes, name), name
+    conventional = {v for k, v in vars(gen_ai_attributes).items() if k.startswith("GEN_AI_")}
+    ours = {k: v for k, v in vars(n).items() if isinstance(v, str) and v.startswith("gen_ai.")}
+    assert {k: v for k, v in ours.items() if v not in conventional} == {}  # no made-up gen_ai.* names
     assert n.ERROR_TYPE == error_attributes.ERROR_TYPE
-    assert {n.OP_CHAT, n.OP_INVOKE_AGENT, n.OP_EXECUTE_TOOL} == {"chat", "invoke_agent", "execute_tool"}
+    assert error_attributes.ErrorTypeValues.OTHER.value == n.ERROR_OTHER
+    operations = gen_ai_attributes.GenAiOperationNameValues
+    assert (
+        operations.CHAT.value,
+        operations.INVOKE_AGENT.value,
+        operations.EXECUTE_TOOL.value,
+    ) == (n.OP_CHAT, n.OP_INVOKE_AGENT, n.OP_EXECUTE_TOOL)
+    tokens = gen_ai_attributes.GenAiTokenTypeValues
+    assert (tokens.INPUT.value, tokens.OUTPUT.value) == (n.TOKEN_INPUT, n.TOKEN_OUTPUT)
+    assert gen_ai_attributes.GenAiProviderNameValues.ANTHROPIC.value == ANTHROPIC
     assert prometheus_name(gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE) == n.METRIC_GEN_AI_TOKEN_USAGE
     assert (
         prometheus_name(gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION, "s")
