@@ -46,7 +46,7 @@ class _Call:
 
 
 MAX_FAILURE_CHARS = 500  # per verifier failure on the verify event
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:\-]{0,63}")  # what an error type may look like
+_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")  # what an error type may look like
 
 
 class TracingHooks:
