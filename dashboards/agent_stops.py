@@ -133,7 +133,8 @@ def limit_share() -> timeseries.Panel:
         "Share of runs stopped at a limit (1h, as alerted)",
         f"Share of ended runs (need_help excluded) that stopped because a budget ran out, over 1h: the "
         f"series the alerts read. Dashed line: page threshold ({LIMIT_SHARE_PAGE:.0%}). Dotted: twice the "
-        "7-day average, the rising alert. Usually a broken tool or a change in the outside world.",
+        "share of the last 7 days, the rising alert (drawn once a day of history with 20 runs an hour "
+        "exists). Usually a broken tool or a change in the outside world.",
         "percentunit",
         [
             query(f"{ratio}{limit}", "{{agent}} {{task_type}}", "A"),

@@ -202,9 +202,11 @@ def fast_rules(
     windows: dict[str, str] | None = None,
     hold: str = "1s",
     interval: str = "1s",
+    steps: dict[str, str] | None = None,
 ) -> list[Path]:
     """Copies of rule files that act within seconds: range windows swapped (`{"1h": "1m"}`),
-    every `for:` set to `hold`, every group evaluated each `interval`. Names, labels,
+    subquery steps swapped (`steps={"1h": "1s"}` turns `[7d:1h]` into `[7d:1s]`), every
+    `for:` set to `hold`, every group evaluated each `interval`. Names, labels,
     annotations and thresholds are left alone."""
     workdir.mkdir(parents=True, exist_ok=True)
     copies = []
@@ -213,15 +215,20 @@ def fast_rules(
         for group in doc["groups"]:
             group["interval"] = interval
             for rule in group["rules"]:
-                _hurry(rule, windows or {}, hold)
+                _hurry(rule, windows or {}, hold, steps or {})
         copy = workdir / source.name
         copy.write_text(yaml.safe_dump(doc, sort_keys=False))
         copies.append(copy)
     return copies
 
 
-def _hurry(rule: dict[str, Any], windows: dict[str, str], hold: str) -> None:
-    rule["expr"] = re.sub(r"\[(\w+)\]", lambda m: f"[{windows.get(m.group(1), m.group(1))}]", rule["expr"])
+def _hurry(rule: dict[str, Any], windows: dict[str, str], hold: str, steps: dict[str, str]) -> None:
+    def swap(m: re.Match[str]) -> str:
+        window, step = m.group(1), m.group(2)
+        window = windows.get(window, window)
+        return f"[{window}]" if step is None else f"[{window}:{steps.get(step, step)}]"
+
+    rule["expr"] = re.sub(r"\[(\w+)(?::(\w+))?\]", swap, rule["expr"])
     if "for" in rule:
         rule["for"] = hold
 

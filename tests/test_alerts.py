@@ -113,3 +113,21 @@ def test_alert_is_tested_firing_quiet_guarded_and_resolving(name: str) -> None:
     quiet = groups["quiet under normal traffic"] + groups["quiet below the minimum"]
     assert not any(any(evaluations(g, name)) for g in quiet)
     assert all(evaluations(g, name)[0] and not evaluations(g, name)[-1] for g in groups["resolves"])
+
+
+def test_baseline_needs_a_day_of_the_traffic_the_alerts_guard_on() -> None:
+    """The 7-day baseline exists only after 24 hours that each had the alerts' minimum traffic,
+    so a rising alert cannot fire on day one against a few unrepresentative hours."""
+    baseline = next(r for r in rules("record") if r["record"].endswith(":ratio_rate1h_avg7d"))
+    history = re.search(r"\(agent_task_type:agent_stops_final:increase1h >= (\d+)\)\[7d:1h\]\) >= (\d+)",
+                        baseline["expr"])  # fmt: skip
+    assert history, "the baseline has no minimum history"
+    assert int(history.group(2)) >= 24
+    for name in ("EndstateLimitStopShareRising", "EndstateNoProgressSurge", "EndstateGiveUpSurge"):
+        rule = ALERTS[name]
+        guard = re.search(r"agent_task_type:agent_stops_final:increase1h >= (\d+)", rule["expr"])
+        assert guard and guard.group(1) == history.group(1), rule["alert"]
+        assert "ratio_rate1h_avg7d" in rule["expr"]
+    # Weighted by runs: the average of rates, not the average of hourly shares.
+    assert "avg_over_time(agent_task_type_stop_reason:agent_stops_final:rate1h[7d])" in baseline["expr"]
+    assert "avg_over_time(agent_task_type_stop_reason:agent_stops_final:ratio_rate1h[" not in baseline["expr"]

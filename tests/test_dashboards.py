@@ -232,6 +232,8 @@ def test_exemplars_are_asked_for_and_lead_to_tempo() -> None:
 
 # -- the live proof -------------------------------------------------------------------
 
+BASELINE = "agent_task_type_stop_reason:agent_stops_final:ratio_rate1h_avg7d"
+
 # How the live test fills Grafana's variables: every agent and task type.
 VARIABLES = {"$__rate_interval": "1m", "$__range": "5m", "$__interval": "15s", "$agent": ".*",
              "$task_type": ".*", "${datasource}": "prometheus"}  # fmt: skip
@@ -276,15 +278,16 @@ def test_every_panel_query_returns_data(tmp_path: Path) -> None:
     and the exemplars of run durations lead to traces whose attributes the trace links query."""
     require_demo_flags("--metrics-port", "--hold", "--repeat")
     port = free_port()
-    config = prometheus_config(
-        [f"127.0.0.1:{port}"], fast_rules(RULE_FILES, tmp_path / "rules"), interval="1s"
-    )
+    # The baseline needs 24 hours that each had the alerts' minimum traffic: 24 seconds here.
+    rules = fast_rules(RULE_FILES, tmp_path / "rules", steps={"1h": "1s"})
+    config = prometheus_config([f"127.0.0.1:{port}"], rules, interval="1s")
     with (
         prometheus(config, tmp_path / "prom") as prom,
         agent_demo(port, ["--repeat", "40"], tmp_path) as traces,
     ):
         wait_until(lambda: prom.query("sum(agent_stops_total) >= 40"), 120, "two rounds of demo stops")
         wait_until(lambda: prom.query("count_over_time(up[1m]) >= 10"), 60, "ten scrapes")
+        wait_until(lambda: prom.query(BASELINE), 90, "a 7-day baseline (24 one-second hours)")
         empty = empty_panels(prom)
         linked = exemplar_traces(prom.exemplars("agent_run_active_seconds_bucket"))
         wait_until(lambda: invoke_agent_spans(traces).keys() >= linked.keys(), 30, "the exemplars' spans")
