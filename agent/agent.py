@@ -223,7 +223,8 @@ class Agent:
         return obs
 
     def _record_wait(self, run: RunState, obs: RunObserver, s: Suspension, now: float, outcome: str) -> None:
-        wait = HumanWait(s.suspended_at, now, outcome, s.question, s.pending.name if s.pending else None)
+        pending = s.pending.name if s.pending else None
+        wait = HumanWait(s.suspended_at, now, outcome, s.question, pending, s.deadline)
         run.usage.waiting_seconds += wait.seconds
         obs.human_waited(wait)
 

@@ -56,6 +56,7 @@ class HumanWait:
     outcome: str  # "answered" or "expired"
     question: str = ""
     pending_tool: str | None = None
+    deadline: float | None = None  # past it, the run no longer waited for a person but for expiry
 
     @property
     def seconds(self) -> float:

@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector
 from agent.hooks import HumanWait, RunInfo, RunObserver
 from agent.result import LimitKind, StopReason
 from telemetry import names as n
-from telemetry.tracing import error_type_of
+from telemetry.tracing import error_type_of, person_wait_seconds
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply, ModelRequest, ToolCall
@@ -350,7 +350,8 @@ class _RunMetrics(RunObserver):
             self._hooks.local_pending.remove(self._info.run_id)
         if wait.outcome in _WAIT_OUTCOMES:
             info = self._info
-            self._hooks.m.human_wait.labels(info.agent, info.task_type, wait.outcome).observe(wait.seconds)
+            seconds = person_wait_seconds(wait)
+            self._hooks.m.human_wait.labels(info.agent, info.task_type, wait.outcome).observe(seconds)
 
     def run_ended(self, result: RunResult) -> None:
         if self._ended:

@@ -208,7 +208,7 @@ class _RunTrace(RunObserver):
         span = self._tracer.start_span(
             n.SPAN_HUMAN_WAIT, context=self._ctx, attributes=attributes, start_time=_ns(wait.suspended_at)
         )
-        span.end(end_time=max(_ns(wait.ended_at), _ns(wait.suspended_at)))
+        span.end(end_time=_ns(wait.suspended_at + person_wait_seconds(wait)))
 
     def run_ended(self, result: RunResult) -> None:
         if self._ended:
@@ -275,6 +275,16 @@ class _RunTrace(RunObserver):
         """
         text = self._redact(failure if self._capture else failure.partition("\n")[0])
         return text if len(text) <= MAX_FAILURE_CHARS else text[:MAX_FAILURE_CHARS] + "..."
+
+
+def person_wait_seconds(wait: HumanWait) -> float:
+    """From suspension to the answer or the deadline, whichever came first.
+
+    An expiry is often processed after the deadline (by a periodic sweep):
+    that lag is no time spent waiting for a person.
+    """
+    ended = wait.ended_at if wait.deadline is None else min(wait.ended_at, wait.deadline)
+    return max(0.0, ended - wait.suspended_at)
 
 
 def error_type_of(error: BaseException | None) -> str:

@@ -272,13 +272,14 @@ def test_help_timeout_records_the_expired_wait(rig: Rig) -> None:
     assert [link.context.span_id for link in second.links] == [first_span.context.span_id]
     (wait,) = rig.children(second, n.SPAN_HUMAN_WAIT)
     assert (wait.attributes or {})[n.AGENT_HUMAN_WAIT_OUTCOME] == "expired"
-    assert wait.start_time == int(first.suspension.suspended_at * 1e9)
-    assert wait.end_time == int(late * 1e9)
+    s = first.suspension
+    assert wait.start_time == int(s.suspended_at * 1e9)
+    assert wait.end_time == int(s.deadline * 1e9)  # the wait for a person ended at the deadline
     check_stop_metrics(rig, result, 0.0)
     assert rig.value("agent_human_wait_seconds_count", outcome="expired") == 1
-    assert rig.value("agent_human_wait_seconds_sum", outcome="expired") == pytest.approx(
-        result.waiting_seconds
-    )
+    waited = s.deadline - s.suspended_at  # not the 5 s the expiry came late
+    assert rig.value("agent_human_wait_seconds_sum", outcome="expired") == pytest.approx(waited)
+    assert result.waiting_seconds == pytest.approx(waited + 5)  # the run was suspended that long
     assert rig.value("agent_help_pending") == 0
 
 
