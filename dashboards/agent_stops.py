@@ -212,17 +212,22 @@ def active_time() -> timeseries.Panel:
 
 
 def human_wait() -> timeseries.Panel:
+    alerted = "agent_task_type:agent_human_wait_seconds:p90_rate1h"
     panel = series_panel(
         "Completed waits for a person (p50, p90)",
         "How long suspended runs waited for an answer, by outcome (answered, or expired at the deadline). "
-        f"Dashed line: the EndstateHumanWaitSlow threshold on p90 ({HUMAN_WAIT_P90_SECONDS // 60} min).",
+        "The thick line is what EndstateHumanWaitSlow reads: p90 of all completed waits over 1h. Dashed "
+        f"line: its threshold ({HUMAN_WAIT_P90_SECONDS // 60} min); it fires only with at least 5 waits "
+        "an hour.",
         "s",
         [
             query(quantile(0.5, "agent_human_wait_seconds", "outcome", sel()), "p50 {{outcome}}", "A"),
             query(quantile(0.9, "agent_human_wait_seconds", "outcome", sel()), "p90 {{outcome}}", "B"),
+            query(f"{alerted}{sel()}", "p90 1h, as alerted: {{agent}} {{task_type}}", "C"),
         ],
     )
-    return threshold_line(panel, HUMAN_WAIT_P90_SECONDS)
+    thick = [model.DynamicConfigValue(id_val="custom.lineWidth", value=3)]
+    return threshold_line(panel, HUMAN_WAIT_P90_SECONDS).override_by_query("C", thick)
 
 
 def help_pending() -> timeseries.Panel:

@@ -208,6 +208,24 @@ def test_thresholds_drawn_are_the_alert_thresholds() -> None:
     assert drawn("Oldest pending")[0] == {alert_threshold("EndstateHelpRequestStale", r"\)\s*>\s*([\d.]+)")}
 
 
+# Panels that draw an alert's threshold, and the alert.
+THRESHOLD_PANELS = {
+    "Share of runs stopped at a limit": "EndstateLimitStopShareHigh",
+    "Completed waits": "EndstateHumanWaitSlow",
+    "Oldest pending": "EndstateHelpRequestStale",
+}
+
+
+@pytest.mark.parametrize("title", sorted(THRESHOLD_PANELS))
+def test_a_threshold_is_drawn_over_the_series_its_alert_compares(title: str) -> None:
+    """A line at the alert's threshold means something only beside what the alert compares with it
+    (the same window, the same aggregation), not beside a look-alike over `$__rate_interval`."""
+    rule = next(r for r in rules() if r.get("alert") == THRESHOLD_PANELS[title])
+    compared = metric_names(rule["expr"].split(">")[0])
+    _, queries = drawn(title)
+    assert compared and all(any(name in q for q in queries) for name in compared), (compared, queries)
+
+
 def test_stop_reason_series_link_to_their_traces() -> None:
     links = [link["url"] for p in panels(load(ROOT / "dashboards" / "json" / "agent-stops.json"))
              for link in p["fieldConfig"]["defaults"].get("links", [])]  # fmt: skip
