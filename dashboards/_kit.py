@@ -128,11 +128,18 @@ def traces_link(title: str, traceql: str) -> DashboardLink:
     )
 
 
-def stop_traceql(reason: str, task_type: str = "${task_type:regex}", **extra: str) -> str:
-    """TraceQL for the `invoke_agent` spans of runs that ended with `reason`."""
+def stop_traceql(
+    reason: str, task_type: str = "${task_type:pipe}", agent: str = "${agent:pipe}", **extra: str
+) -> str:
+    """TraceQL for the `invoke_agent` spans of runs that ended with `reason`.
+
+    Dashboard variables go in with Grafana's `pipe` format (`a|b`; the All value `.*` as is), not
+    `regex`: that one escapes `.` and `/` with backslashes, which break the JSON of the Explore URL
+    and are no valid escapes in a TraceQL string. An unescaped `.` still matches itself.
+    """
     terms = [
         f'span.stop.reason="{reason}"',
-        'span.gen_ai.agent.name=~"${agent:regex}"',
+        f'span.gen_ai.agent.name=~"{agent}"',
         f'span.agent.task.type=~"{task_type}"',
         *(f'span.{name}="{value}"' for name, value in extra.items()),
     ]

@@ -143,8 +143,8 @@ def limit_share() -> timeseries.Panel:
     )
     dotted = [model.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dot", "dash": [2, 6]})]
     link = traces_link(
-        "Limit-stop traces of ${__field.labels.task_type}",
-        stop_traceql("limit", task_type="${__field.labels.task_type}"),
+        "Limit-stop traces of ${__field.labels.agent} ${__field.labels.task_type}",
+        stop_traceql("limit", task_type="${__field.labels.task_type}", agent="${__field.labels.agent}"),
     )
     return threshold_line(panel, LIMIT_SHARE_PAGE).override_by_query("B", dotted).data_links([link])
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pytest
 import yaml
@@ -234,6 +234,72 @@ def test_stop_reason_series_link_to_their_traces() -> None:
     attributes = {value for key, value in vars(names).items() if isinstance(value, str) and "." in value}
     queried = {m for url in links for m in re.findall(r"span\.([\w.]+?)(?:%|\s|=|!)", unquote(url))}
     assert queried and queried <= attributes, queried - attributes
+
+
+# What a person may have selected: names with dots are legal agent and task type names.
+SELECTIONS = [
+    {"agent": ["claude.researcher"], "task_type": ["fix.test"]},
+    {"agent": ["researcher", "csv-cleaner"], "task_type": ["fix_ci", "csv/clean"]},
+    {"agent": "$__all", "task_type": "$__all"},
+]
+FIELD_LABELS = {"stop_reason": "limit", "stop_limit": "turns", "task_type": "fix.test", "tool": "web.fetch",
+                "agent": "claude.researcher"}  # fmt: skip
+
+
+def grafana_interpolate(url: str, selected: dict[str, Any]) -> str:
+    """A data link URL as Grafana 11 makes it: dashboard variables in the format they name (a custom
+    all value as is), field labels URI-encoded (the data-link default), time range as epoch ms.
+    Only the formats these dashboards use are implemented; any other fails the test."""
+    regex_special = re.compile(r"[\\^$*+?.()|\[\]{}/]")
+
+    def one(match: re.Match[str]) -> str:
+        name, _, fmt = match.group(1).partition(":")
+        if name.startswith("__field.labels."):
+            return quote(FIELD_LABELS[name.removeprefix("__field.labels.")], safe="-_.!~*'()")
+        if name in ("__from", "__to"):
+            return "1700000000000"
+        value = selected[name]
+        if value == "$__all":
+            return ".*"  # the variable's allValue, which Grafana leaves unformatted
+        if fmt == "regex":
+            escaped = [regex_special.sub(lambda m: "\\" + m.group(0), v) for v in value]
+            return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
+        if fmt == "pipe":
+            return "|".join(value)
+        pytest.fail(f"no model of Grafana's {fmt or 'default'} format for ${{{name}}} in a data link")
+
+    return re.sub(r"\$\{([^}]+)\}", one, url)
+
+
+def traceql_of(url: str) -> str:
+    """The TraceQL query an Explore URL opens (what Grafana's `panes` parameter holds)."""
+    panes = json.loads(parse_qs(urlsplit(url).query)["panes"][0])
+    (pane,) = panes.values()
+    return str(pane["queries"][0]["query"])
+
+
+@pytest.mark.parametrize("selected", SELECTIONS, ids=["dotted", "multi", "all"])
+def test_trace_links_open_valid_traceql_whatever_is_selected(selected: dict[str, Any]) -> None:
+    """Every data link, interpolated as Grafana would, is a valid Explore URL whose TraceQL has no
+    backslash escapes (TraceQL strings accept none of `\\.` or `\\/`) and whose regexes match what
+    was selected."""
+    links = [link["url"] for p in panels(load(ROOT / "dashboards" / "json" / "agent-stops.json"))
+             for link in p["fieldConfig"]["defaults"].get("links", [])]  # fmt: skip
+    assert links
+    for url in links:
+        template, traceql = traceql_of(url), traceql_of(grafana_interpolate(url, selected))
+        assert "\\" not in traceql, traceql
+        for attribute, variable in (("gen_ai.agent.name", "agent"), ("agent.task.type", "task_type")):
+            matcher = rf'span\.{re.escape(attribute)}=~"([^"]*)"'
+            placeholder, found = re.search(matcher, template), re.search(matcher, traceql)
+            if placeholder is None:
+                continue
+            assert found, traceql
+            if "__field.labels." in placeholder.group(1):
+                values = [FIELD_LABELS[variable]]
+            else:
+                values = ["any-name"] if selected[variable] == "$__all" else selected[variable]
+            assert all(re.fullmatch(found.group(1), value) for value in values), (found.group(1), values)
 
 
 def test_exemplars_are_asked_for_and_lead_to_tempo() -> None:
