@@ -1,13 +1,18 @@
 """Durable runs: every segment checkpointed to a store, resumable from any process.
 
 A `Runner` ties an agent `Catalog` to a `RunStore`. It creates each run's
-record, hands the loop a checkpointer that writes after the model reply,
-after each tool result and after each completed turn, and records how every
+record, hands the loop a checkpointer that writes after each tool result that
+is not its turn's last and after each completed turn, and records how every
 segment ended. Resuming claims the run atomically first, so of two workers
-answering the same run exactly one continues it. `sweep` ends runs whose
-deadline passed under their agent's help policy; `recover` continues runs
-whose worker died (lease expired, or its process is gone on this host) and
-runs that a shutdown cancelled.
+answering the same run exactly one continues it; the claim keeps the answer
+and when it came, so a worker that takes the run over after a crash gives
+the same answer. `sweep` ends runs whose deadline passed under their agent's
+help policy; `recover` continues runs whose worker died (lease expired, or
+its process is gone on this host) and runs that a shutdown cancelled.
+
+A runner renews the lease of the runs it holds while it holds them, and
+only those: a run it could not record is let go, so that recovery (here or
+in another worker) continues it from its last checkpoint.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from agent.store import (
     NewRun,
     NotClaimable,
     Outcome,
+    RunExists,
     RunRecord,
     RunStatus,
     RunStore,
@@ -152,6 +158,7 @@ class Runner:
         self.lease_seconds = lease_seconds
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.shutting_down = threading.Event()
+        self._held: set[str] = set()  # runs whose lease this runner renews
         self._active: set[str] = set()
         self._spawned: dict[str, asyncio.Task[RunResult | None]] = {}
         self._beat: asyncio.Task[None] | None = None
@@ -179,11 +186,19 @@ class Runner:
                 f"run id {run_id!r} must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'"
             )
         entry = self.catalog.entry(agent)
+        if self.store.get(run_id) is not None:  # before `prepare`, which may build the run's world
+            raise RunExists(f"a run with id {run_id!r} already exists; pick another id")
         state = entry.prepare(dict(state or {}), run_id) if entry.prepare else dict(state or {})
-        built = self._agent(agent, state, run_id, task_type)
-        record = self.store.create(
-            NewRun(run_id, agent, task, built.task_type, state), self.lease(), time.time()
-        )
+        try:
+            built = self._agent(agent, state, run_id, task_type)
+            new = NewRun(run_id, agent, task, built.task_type, state)
+            record = self._hold(self.store.create(new, self.lease(), time.time()))
+        except RunExists:
+            raise  # stored by another worker meanwhile: its world is not this call's to remove
+        except BaseException:
+            if entry.cleanup is not None:
+                entry.cleanup(state)
+            raise
 
         def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
             return built.arun(task, run_id=run_id, state=state, cancel=cancel)
@@ -200,36 +215,37 @@ class Runner:
         """Take a waiting or cancelled run for this runner; exactly one caller wins.
 
         A question needs `answer`; a pending tool call needs `approved` (with
-        `answer` as a denial's reason); a cancelled run needs neither. The
-        loser of a race, or a run that waits for nothing, gets `NotClaimable`.
+        `answer` as a denial's reason); a cancelled run needs neither (it keeps
+        an answer a shutdown cut off). The loser of a race, an answer after the
+        deadline, or a run that waits for nothing gets `NotClaimable`.
         """
         current = self.store.get(run_id)
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
-        if current.status is RunStatus.WAITING:
+        lease, now = self.lease(), time.time()
+        if current.status is RunStatus.WAITING:  # the question read, answered before its deadline
             check_answer(current, answer, approved)
-        elif current.status is not RunStatus.CANCELLED:
+            waiting, segment = (RunStatus.WAITING,), current.segments
+            record = self.store.claim(run_id, waiting, lease, now, answer, approved, segment, expired=False)
+        elif current.status is RunStatus.CANCELLED:
+            record = self.store.claim(run_id, (RunStatus.CANCELLED,), lease, now)
+        else:
             raise NotClaimable(
                 f"run {run_id} is {current.status}, not waiting or cancelled; nothing was changed"
             )
-        record = self.store.claim(
-            run_id, (current.status,), self.lease(), time.time(), answer, approved, current.segments
-        )
-        return self._resume_job(record, answer, approved, release_to=current.status)
+        return self._resume_job(self._hold(record), release_to=current.status)
 
     async def resume(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> RunResult:
         """Claim a run and continue it here until it ends or suspends again."""
         return await self.drive(self.claim(run_id, answer, approved))
 
-    def _resume_job(
-        self, record: RunRecord, answer: str | None, approved: bool | None, release_to: RunStatus | None
-    ) -> Job:
+    def _resume_job(self, record: RunRecord, release_to: RunStatus | None) -> Job:
+        """Continue a held run from its snapshot, with the answer it was claimed with."""
         try:
             agent = self._agent(record.agent, record.state, record.run_id)
             snapshot = record.snapshot
         except BaseException:
-            if release_to is not None:
-                self.store.release(record.run_id, release_to, self.lease(), time.time())
+            self._let_go(record.run_id, release_to)
             raise
         if snapshot is None:  # died before its first checkpoint: start the task again
 
@@ -238,9 +254,10 @@ class Runner:
 
             return Job(record.run_id, agent, record, again, release_to)
         snap: Snapshot = snapshot
+        answered = record.answered_at if snap.suspension is not None else None  # the wait ended then
 
         def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
-            return agent.aresume(snap, answer, approved=approved, cancel=cancel)
+            return agent.aresume(snap, record.answer, approved=record.approved, cancel=cancel, now=answered)
 
         return Job(record.run_id, agent, record, segment, release_to)
 
@@ -248,22 +265,26 @@ class Runner:
 
     async def sweep(self, now: float | None = None) -> list[RunResult]:
         """End (or continue, per the agent's help policy) every run whose deadline passed."""
-        return [await self.drive(job) for job in self.expiry_jobs(now)]
+        return await self._drive_each(self.expiry_jobs(now), "expired")
 
     def expiry_jobs(self, now: float | None = None) -> list[Job]:
         """Claim every waiting run whose deadline passed; the jobs apply the help policy."""
         now = time.time() if now is None else now
         jobs = []
         for stale in self.store.expired(now):
-            try:
-                record = self.store.claim(stale.run_id, (RunStatus.WAITING,), self.lease(), time.time())
+            try:  # the same question, still past its deadline: not one asked since the listing
+                waiting = (RunStatus.WAITING,)
+                record = self.store.claim(
+                    stale.run_id, waiting, self.lease(), now, segments=stale.segments, expired=True
+                )
             except NotClaimable:
                 continue  # answered or swept by someone else meanwhile
+            self._hold(record)
             try:
                 jobs.append(self._expiry_job(record, now))
             except EndstateError:
                 log.exception("run %s cannot be expired here; it waits again", record.run_id)
-                self.store.release(record.run_id, RunStatus.WAITING, self.lease(), time.time())
+                self._let_go(record.run_id, RunStatus.WAITING)
         return jobs
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
@@ -279,22 +300,15 @@ class Runner:
         return Job(record.run_id, agent, record, segment, RunStatus.WAITING)
 
     def recoverable(self, now: float | None = None) -> list[RunRecord]:
-        """Runs whose worker died, and runs a shutdown cancelled."""
+        """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled."""
         now = time.time() if now is None else now
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
-        return [
-            r for r in running if r.owner != self.owner and worker_gone(r, now)
-        ] + self.store.interrupted()
+        gone = [r for r in running if r.run_id not in self._held and worker_gone(r, now)]
+        return gone + self.store.interrupted()
 
     async def recover(self) -> list[RunResult]:
         """Continue every recoverable run from its last checkpoint, one after another."""
-        results = []
-        for job in self.recovery_jobs():
-            try:
-                results.append(await self.drive(job))
-            except EndstateError:
-                log.exception("run %s cannot be recovered", job.run_id)
-        return results
+        return await self._drive_each(self.recovery_jobs(), "recovered")
 
     def recovery_jobs(self) -> list[Job]:
         """Claim every recoverable run; the jobs are ready to drive (here or as tasks)."""
@@ -303,7 +317,7 @@ class Runner:
             try:
                 if record.status is RunStatus.RUNNING:
                     held = self.store.take_over(record.run_id, record.owner or "", self.lease(), time.time())
-                    jobs.append(self._resume_job(held, held.answer, held.approved, release_to=None))
+                    jobs.append(self._resume_job(self._hold(held), release_to=None))
                 else:
                     jobs.append(self.claim(record.run_id))
             except NotClaimable:
@@ -311,6 +325,16 @@ class Runner:
             except EndstateError:
                 log.exception("run %s cannot be recovered", record.run_id)
         return jobs
+
+    async def _drive_each(self, jobs: list[Job], what: str) -> list[RunResult]:
+        """Drive jobs one after another; one that cannot be driven is logged and the rest go on."""
+        results = []
+        for job in jobs:
+            try:
+                results.append(await self.drive(job))
+            except EndstateError:
+                log.exception("run %s cannot be %s", job.run_id, what)
+        return results
 
     # -- driving ------------------------------------------------------
 
@@ -321,8 +345,10 @@ class Runner:
         try:
             result = await job.segment(_Either(self.shutting_down, cancel, self._own_cancel(job)))
         except EndstateError:  # refused before it began (a bad snapshot): give the run back
-            if job.release_to is not None:
-                self.store.release(job.run_id, job.release_to, self.lease(), time.time())
+            self._let_go(job.run_id, job.release_to)
+            raise
+        except BaseException:  # not a result: the run's lease lapses and recovery continues it
+            self._let_go(job.run_id, None)
             raise
         finally:
             self._active.discard(job.run_id)
@@ -347,10 +373,10 @@ class Runner:
     async def shutdown(self, grace: float = 10.0) -> None:
         """Stop: runs end at their next turn as cancelled (resumable); after `grace` they are cut."""
         self.shutting_down.set()
-        tasks = list(self._spawned.values())
-        if not tasks:
-            return
-        _, late = await asyncio.wait(tasks, timeout=grace)
+        until = time.monotonic() + grace
+        while self._spawned and (left := until - time.monotonic()) > 0:  # runs spawned meanwhile too
+            await asyncio.wait(list(self._spawned.values()), timeout=left)
+        late = list(self._spawned.values())
         for task in late:
             task.cancel()
         await asyncio.gather(*late, return_exceptions=True)
@@ -368,14 +394,29 @@ class Runner:
                 break
             except LeaseLost:
                 log.warning("run %s was taken over by another worker; its result here is dropped", job.run_id)
+                self._held.discard(job.run_id)
                 return
             except StoreError:
-                if delay is None:
+                if delay is None:  # let its lease lapse: recovery continues it from its last checkpoint
+                    log.error("run %s: its result was not recorded; recovery continues it", job.run_id)
+                    self._held.discard(job.run_id)
                     raise
                 log.warning("recording run %s failed; retrying in %.1f s", job.run_id, delay, exc_info=True)
                 await asyncio.sleep(delay)
+        self._held.discard(job.run_id)
         if outcome.status is RunStatus.FINISHED:
             self._cleanup(job)
+
+    def _hold(self, record: RunRecord) -> RunRecord:
+        """Renew this run's lease from now on (it was just created, claimed or taken over here)."""
+        self._held.add(record.run_id)
+        return record
+
+    def _let_go(self, run_id: str, release_to: RunStatus | None) -> None:
+        """Stop holding a run: give it back as `release_to`, or let its lease lapse for recovery."""
+        self._held.discard(run_id)
+        if release_to is not None:
+            self.store.release(run_id, release_to, self.lease(), time.time())
 
     def _cleanup(self, job: Job) -> None:
         entry = self.catalog.entries.get(job.record.agent)
@@ -412,11 +453,11 @@ class Runner:
             self._beat = asyncio.get_running_loop().create_task(self._heartbeat(), name="runner-heartbeat")
 
     async def _heartbeat(self) -> None:
-        """Renew the lease of this runner's runs while any is active (long tool or model calls)."""
-        while self._active:
+        """Renew the leases of the runs this runner holds (through long tool or model calls)."""
+        while self._held:
             await asyncio.sleep(self.lease_seconds / 3)
             with contextlib.suppress(StoreError):
-                await asyncio.to_thread(self.store.heartbeat, self.lease())
+                await asyncio.to_thread(self.store.heartbeat, self.lease(), sorted(self._held))
 
 
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:

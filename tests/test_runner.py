@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -10,13 +11,24 @@ from pathlib import Path
 
 import pg
 import pytest
-from test_runner_agents import Crash, catalog, counted, counter_state
+from test_runner_agents import Crash, catalog, counted, counter_state, deployed
 
 from agent import StopReason
+from agent.errors import SnapshotError
 from agent.examples.scenarios import example_catalog
-from agent.runner import AnswerError, Catalog, Runner
+from agent.result import RunResult
+from agent.runner import AnswerError, Catalog, Job, Runner
 from agent.snapshot import Snapshot
-from agent.store import NotClaimable, RunStatus, RunStore, UnknownRun, open_store
+from agent.store import (
+    NotClaimable,
+    RunExists,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    StoreError,
+    UnknownRun,
+    open_store,
+)
 
 
 class Workers:
@@ -258,3 +270,204 @@ def test_an_unknown_agent_or_a_bad_run_id_is_refused_before_anything_is_stored(c
     with pytest.raises(Exception, match=r"run id '\.\./x' must be"):
         runner.begin("counter", "task", run_id="../x")
     assert runner.store.list_runs() == []
+
+
+# -- windows where a crash, a shutdown or a race could lose an answer or a run ----------------------
+
+
+def test_an_answer_taken_before_the_deadline_survives_its_worker_dying_after_the_claim(
+    store_url: str, tmp_path: Path
+) -> None:
+    """The claim keeps the answer and when it came: recovery after the deadline still applies it."""
+    folder = tmp_path / "r"
+    survivor = Workers(store_url, catalog())
+    dying = Workers(store_url, catalog(), lease_seconds=0.2)
+    try:
+        state = counter_state(folder, "ask", wait=1.0)
+        first = asyncio.run(survivor.new().start("counter", "ask", state=state))
+        assert first.reason is StopReason.NEED_HELP
+        dying.new().claim(first.run_id, "2")  # claimed in time; the worker dies before driving it
+        time.sleep(1.2)  # past the deadline, and the dead worker's lease has run out
+        results = asyncio.run(survivor.new().recover())
+        assert [r.reason for r in results] == [StopReason.SUCCESS]
+        assert counted(folder) == [1, 2]
+        assert 0 < results[0].waiting_seconds < 1.0  # the wait ended when the person answered
+    finally:
+        survivor.close()
+        dying.close()
+
+
+def test_an_answer_after_the_deadline_is_refused_and_changes_nothing(
+    counters: Workers, tmp_path: Path
+) -> None:
+    state = counter_state(tmp_path / "r", "ask", wait=0.0)
+    first = asyncio.run(counters.new().start("counter", "ask", state=state))
+    runner = counters.new()
+    before = runner.store.get(first.run_id)
+    with pytest.raises(NotClaimable, match=r"deadline passed at .* UTC; the answer came too late"):
+        runner.claim(first.run_id, "2")
+    assert runner.store.get(first.run_id) == before
+    assert [r.reason for r in asyncio.run(runner.sweep())] == [StopReason.HELP_TIMEOUT]
+
+
+def test_the_sweep_never_expires_a_question_asked_after_it_listed_the_run(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """The sweep lists runs past their deadline; if one is answered and asks again before the
+    sweep claims it, the new question (with its new deadline) is left alone."""
+    folder = tmp_path / "r"
+    first = asyncio.run(counters.new().start("counter", "ask", state=counter_state(folder, "ask-twice")))
+    assert first.suspension is not None
+    sweeper, person = counters.new(), counters.new()
+    listed = sweeper.store.expired
+
+    def listed_then_answered(now: float) -> list[object]:
+        stale = listed(now)
+        again = asyncio.run(person.resume(first.run_id, "first answer"))
+        assert again.reason is StopReason.NEED_HELP and again.note == "Second question?"
+        return stale  # type: ignore[return-value]
+
+    sweeper.store.expired = listed_then_answered  # type: ignore[method-assign,assignment]
+    later = first.suspension.deadline + 1  # past the first deadline only
+    assert sweeper.expiry_jobs(now=later) == []
+    rec = person.store.get(first.run_id)
+    assert rec is not None and (rec.status, rec.question, rec.owner) == (
+        RunStatus.WAITING, "Second question?", None,
+    )  # fmt: skip
+
+
+def test_a_sweep_goes_on_when_one_run_cannot_be_expired(counters: Workers, tmp_path: Path) -> None:
+    states = [counter_state(tmp_path / n, "ask", wait=0.0) for n in ("a", "b")]
+    runs = [asyncio.run(counters.new().start("counter", "ask", state=state)) for state in states]
+    sweeper = counters.new()
+    make_job = sweeper._expiry_job
+    broken = runs[0].run_id
+
+    def job_for(record: RunRecord, now: float) -> Job:
+        job = make_job(record, now)
+        if record.run_id != broken:
+            return job
+
+        async def refused(cancel: object) -> RunResult:
+            raise SnapshotError("this worker cannot read the snapshot")
+
+        return dataclasses.replace(job, segment=refused)
+
+    sweeper._expiry_job = job_for  # type: ignore[method-assign]
+    assert [r.run_id for r in asyncio.run(sweeper.sweep())] == [runs[1].run_id]
+    rec = sweeper.store.get(broken)
+    assert rec is not None and (rec.status, rec.owner) == (RunStatus.WAITING, None)
+
+
+def test_an_approved_call_cut_by_a_shutdown_is_resumed_with_its_approval(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """The approval was given and the call was cut off by the shutdown's grace: the run is
+    recorded cancelled (resumable), keeps the approval, and recovery finishes it."""
+    folder = tmp_path / "r"
+    first = asyncio.run(counters.new().start("counter", "deploy", state=counter_state(folder, "deploy")))
+    assert first.reason is StopReason.NEED_HELP
+    (folder / "deploy.flag").write_text("block")
+    runner = counters.new()
+
+    async def approve_then_stop() -> None:
+        runner.spawn(runner.claim(first.run_id, approved=True))
+        while not deployed(folder):  # noqa: ASYNC110  (polls a file a tool thread writes)
+            await asyncio.sleep(0.02)
+        await runner.shutdown(grace=0.2)
+
+    asyncio.run(approve_then_stop())
+    rec = runner.store.get(first.run_id)
+    assert rec is not None and (rec.status, rec.interrupted) == (RunStatus.CANCELLED, True)
+    (folder / "deploy.flag").unlink()
+    results = asyncio.run(counters.new().recover())
+    assert [r.reason for r in results] == [StopReason.SUCCESS]
+    assert deployed(folder) == ["v2", "v2"]  # the cut call ran again: its result was never recorded
+
+
+def test_a_new_run_with_the_id_of_a_stored_run_leaves_that_run_alone(examples: Workers) -> None:
+    first = asyncio.run(examples.new().start("invoice-downloader", "Get the September invoice"))
+    rec = examples.new().store.get(first.run_id)
+    assert rec is not None and rec.status is RunStatus.WAITING
+    portal = Path(rec.state["workdir"]) / "portal.json"
+    before = portal.read_text()
+    offline = {"scenario": "invoice/portal-offline"}
+    with pytest.raises(RunExists, match="already exists"):
+        examples.new().begin("invoice-downloader", "t", state=offline, run_id=first.run_id)
+    assert portal.read_text() == before  # the waiting run's world was not rebuilt
+    assert examples.new().store.get(first.run_id) == rec
+
+
+def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While other runs keep this worker's heartbeat going, a run whose result it failed to
+    record must not stay leased to it: its lease lapses and recovery continues it."""
+    import agent.runner
+
+    monkeypatch.setattr(agent.runner, "RECORD_RETRIES", (0.01,))
+    workers = Workers(store_url, catalog(), lease_seconds=0.3)
+    try:
+        runner, other = workers.new(), workers.new()
+        record = runner.store.record
+        lost = "lost-run"
+
+        def failing(run_id: str, *args: object) -> object:
+            if run_id == lost:
+                raise StoreError("the store is down")
+            return record(run_id, *args)  # type: ignore[arg-type]
+
+        runner.store.record = failing  # type: ignore[method-assign,assignment]
+
+        async def scenario() -> list[str]:
+            slow = runner.spawn(runner.begin("counter", "slow", state=counter_state(tmp_path / "s", "slow")))
+            plain = counter_state(tmp_path / "p", "plain")
+            await runner.spawn(runner.begin("counter", "plain", state=plain, run_id=lost))
+            await asyncio.sleep(0.6)  # two lease periods; the slow run still beats
+            found = [r.run_id for r in other.recoverable()]
+            await slow
+            return found
+
+        assert asyncio.run(scenario()) == [lost]
+    finally:
+        workers.close()
+
+
+def test_a_long_tool_keeps_its_lease_and_no_other_worker_takes_the_run(
+    counters: Workers, tmp_path: Path
+) -> None:
+    workers = Workers(counters.url, catalog(), lease_seconds=0.3)
+    try:
+        runner, other = workers.new(), workers.new()
+
+        async def scenario() -> list[RunRecord]:
+            task = runner.spawn(runner.begin("counter", "slow", state=counter_state(tmp_path / "s", "slow")))
+            seen: list[RunRecord] = []
+            while not task.done():
+                seen += other.recoverable()
+                await asyncio.sleep(0.05)
+            return seen
+
+        assert asyncio.run(scenario()) == []
+    finally:
+        workers.close()
+
+
+def test_a_shutdown_waits_for_runs_spawned_while_it_waits(counters: Workers, tmp_path: Path) -> None:
+    folder = tmp_path / "d"
+    waiting = asyncio.run(counters.new().start("counter", "deploy", state=counter_state(folder, "deploy")))
+    (folder / "deploy.flag").write_text("block")
+    threading.Timer(1.0, (folder / "deploy.flag").unlink).start()
+    runner = counters.new()
+
+    async def scenario() -> tuple[bool, bool]:
+        first = runner.spawn(runner.begin("counter", "slow", state=counter_state(tmp_path / "s", "slow")))
+        stopping = asyncio.create_task(runner.shutdown(grace=10))
+        await asyncio.sleep(0.05)
+        late = runner.spawn(runner.claim(waiting.run_id, approved=True))  # e.g. an answer posted just then
+        await stopping
+        return first.done(), late.done()
+
+    assert asyncio.run(scenario()) == (True, True)
+    rec = runner.store.get(waiting.run_id)
+    assert rec is not None and rec.status is RunStatus.CANCELLED and deployed(folder) == ["v2"]

@@ -4,7 +4,8 @@
 `calls.txt` in the run's folder, so a test can see that no call ran twice.
 `hang()` blocks while `hang.flag` exists in the folder (a process is killed
 there); `crash()` raises `Crash` the first time (an in-process stand-in for a
-dying worker); `slow(seconds)` sleeps. Subprocesses load the catalog with
+dying worker); `slow(seconds)` sleeps; `deploy(version)` needs approval, appends
+`version` to `deploys.txt` and then blocks while `deploy.flag` exists. Subprocesses load the catalog with
 `--catalog test_runner_agents:catalog` and `tests/` on PYTHONPATH.
 """
 
@@ -44,6 +45,14 @@ SCRIPTS: dict[str, list[Any]] = {
         [finish("done", "ok")],
     ],
     "approve": [[call("count", n=1)], [call("wire", amount=7)], [finish("done", "wired")]],
+    "ask-twice": [
+        [call("count", n=1)],
+        [finish("need_help", "First question?")],
+        [call("count", n=2)],
+        [finish("need_help", "Second question?")],
+        [finish("done", "asked twice")],
+    ],
+    "deploy": [[call("deploy", version="v2")], [finish("done", "deployed")]],
 }
 
 
@@ -54,6 +63,11 @@ class Crash(BaseException):
 def counted(folder: Path) -> list[int]:
     path = folder / "calls.txt"
     return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def deployed(folder: Path) -> list[str]:
+    path = folder / "deploys.txt"
+    return path.read_text().split() if path.exists() else []
 
 
 def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent:
@@ -95,10 +109,19 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
             f.write(f"{amount}\n")
         return f"wired {amount}"
 
+    @tool(needs_approval=True, timeout=600)
+    def deploy(version: str) -> str:
+        """Deploy a version (needs approval); blocks while deploy.flag exists."""
+        with (folder / "deploys.txt").open("a") as f:
+            f.write(f"{version}\n")
+        while (folder / "deploy.flag").exists():
+            time.sleep(0.05)
+        return f"deployed {version}"
+
     return Agent(
         name="counter",
         model=ScriptedModel(SCRIPTS[state["script"]]),
-        tools=[count, hang, crash, slow, wire],
+        tools=[count, hang, crash, slow, wire, deploy],
         budget=Budget(max_turns=20, max_seconds=120),
         task_type="counting",
         help=help or HelpPolicy(wait_seconds=float(state.get("wait", 3600))),

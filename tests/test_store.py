@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 import time
@@ -20,6 +21,7 @@ from agent.store import (
     NewRun,
     NotClaimable,
     Outcome,
+    RunExists,
     RunStatus,
     RunStore,
     StoreError,
@@ -306,11 +308,11 @@ def test_an_old_schema_is_migrated_and_keeps_its_runs(store_url: str, make_agent
     _make_v1_store(store_url)
     s = open_store(store_url)
     try:
-        assert s.schema_version() == 2
+        assert s.schema_version() == latest_version(s.dialect) == 3  # type: ignore[attr-defined]
         old = s.get("old")
         assert old is not None and old.status is RunStatus.WAITING and old.answer is None
         rec = s.claim("old", (RunStatus.WAITING,), lease(), NOW, answer="yes", approved=True)
-        assert (rec.answer, rec.approved) == ("yes", True)
+        assert (rec.answer, rec.approved, rec.answered_at) == ("yes", True, NOW)
     finally:
         s.close()
 
@@ -329,3 +331,149 @@ def test_the_checkpoint_encoder_writes_what_snapshot_to_json_writes(make_agent) 
         assert encoder.encode(snap) == snap.to_json() == snapshot_json(snap)  # type: ignore[attr-defined]
     rewound = seen[3]
     assert encoder.encode(rewound) == rewound.to_json()  # a shorter history than the last one encoded
+
+
+# -- claims, answers and leases: what a crash or a race must not lose ---------------------------
+
+
+def test_an_answer_claims_only_before_the_deadline_and_the_sweep_only_after(
+    store: RunStore, make_agent
+) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    store.record("r1", Outcome.of(suspended(make_agent, wait=60)), lease(), NOW)
+    rec = store.get("r1")
+    assert rec is not None and rec.deadline is not None
+    late, early = rec.deadline + 1, rec.deadline - 1
+    with pytest.raises(NotClaimable, match=r"deadline passed at .* UTC; the answer came too late"):
+        store.claim("r1", (RunStatus.WAITING,), lease("w2"), late, None, True, rec.segments, expired=False)
+    with pytest.raises(NotClaimable, match="deadline has not passed"):
+        store.claim("r1", (RunStatus.WAITING,), lease("w2"), early, None, None, rec.segments, expired=True)
+    assert store.get("r1") == rec  # nothing changed
+    got = store.claim("r1", (RunStatus.WAITING,), lease("w2"), early, None, True, rec.segments, expired=False)
+    assert (got.owner, got.approved, got.answered_at) == ("w2", True, early)
+
+
+def test_a_run_cut_off_before_its_answer_landed_keeps_the_answer(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    waiting = suspended(make_agent)
+    store.record("r1", Outcome.of(waiting), lease(), NOW)
+    store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 1, None, True)
+    cut = dataclasses.replace(waiting, reason=StopReason.CANCELLED, suspension=None)  # still the old snapshot
+    outcome = Outcome.of(cut, interrupted=True)
+    assert outcome.keeps_answer
+    rec = store.record("r1", outcome, lease("w2"), NOW + 2)
+    assert (rec.status, rec.interrupted) == (RunStatus.CANCELLED, True)
+    assert (rec.approved, rec.answered_at) == (True, NOW + 1)
+    again = store.claim("r1", (RunStatus.CANCELLED,), lease("w3"), NOW + 3)  # recovery: no new answer
+    assert (again.approved, again.answered_at) == (True, NOW + 1)
+    store.release("r1", RunStatus.CANCELLED, lease("w3"), NOW + 4)
+    kept = store.get("r1")
+    assert kept is not None and (kept.status, kept.approved) == (RunStatus.CANCELLED, True)
+
+
+def test_a_run_given_back_to_wait_forgets_the_answer_it_was_claimed_with(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW)
+    store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 1, "no", False)
+    store.release("r1", RunStatus.WAITING, lease("w2"), NOW + 2)
+    rec = store.get("r1")
+    assert rec is not None and (rec.answer, rec.approved, rec.answered_at) == (None, None, None)
+    store.claim("r1", (RunStatus.WAITING,), lease("w3"), NOW + 3, None, True)
+    done = make_agent([finish("done", "paid")]).run("pay", run_id="r1")
+    rec = store.record("r1", Outcome.of(done), lease("w3"), NOW + 4)
+    assert (rec.answer, rec.approved, rec.answered_at) == (None, None, None)
+
+
+def test_a_heartbeat_renews_only_the_runs_it_names(store: RunStore) -> None:
+    for run_id in ("a", "b"):
+        started(store, run_id)
+    assert store.heartbeat(lease("w1", NOW + 99), ["a"]) == 1
+    assert store.heartbeat(lease("w1", NOW + 99), []) == 0
+    a, b = store.get("a"), store.get("b")
+    assert a is not None and b is not None and (a.lease_until, b.lease_until) == (NOW + 99, NOW + 30)
+
+
+def test_concurrent_creates_of_one_id_give_one_run_and_run_exists_to_the_rest(store_url: str) -> None:
+    workers = [open_store(store_url) for _ in range(6)]
+    barrier = threading.Barrier(len(workers))
+    outcomes: list[str] = []
+
+    def create(s: RunStore) -> None:
+        barrier.wait()
+        try:
+            started(s, "same")
+            outcomes.append("created")
+        except RunExists as exc:
+            outcomes.append(f"exists: {exc}")
+
+    threads = [threading.Thread(target=create, args=(s,)) for s in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for s in workers:
+        s.close()
+    assert sorted(o.split(":")[0] for o in outcomes) == ["created"] + ["exists"] * 5, outcomes
+
+
+def test_stores_opened_at_once_on_a_new_database_migrate_it_once(store_url: str) -> None:
+    barrier = threading.Barrier(4)
+    versions: list[object] = []
+
+    def open_one() -> None:
+        barrier.wait()
+        try:
+            s = open_store(store_url)
+            versions.append(s.schema_version())
+            s.close()
+        except StoreError as exc:
+            versions.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert versions == [latest_version("sqlite")] * 4
+    s = open_store(store_url)
+    try:
+        rows = s._rows("SELECT version FROM endstate_schema ORDER BY version")  # type: ignore[attr-defined]
+    finally:
+        s.close()
+    assert [r["version"] for r in rows] == list(range(1, latest_version("sqlite") + 1))
+
+
+def test_a_dropped_postgres_connection_is_replaced_and_checkpoints_go_on(make_agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A server restart or a dropped socket must not end a run as `error`: reads, checkpoints and
+    heartbeats are sent again on a new connection; other writes fail once, clearly."""
+    import psycopg
+
+    url = pg.url_for("postgres", tmp_path)
+    store = open_store(url)
+
+    def drop_connections() -> None:
+        with psycopg.connect(pg.shared_server().admin_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (url.rsplit("/", 1)[1],),
+            )
+
+    try:
+        started(store)
+        snap = suspended(make_agent).snapshot
+        assert snap is not None
+        drop_connections()
+        store.checkpoint("r1", snap, lease(), NOW + 1)
+        drop_connections()
+        rec = store.get("r1")
+        assert rec is not None and rec.snapshot_json == snap.to_json()
+        drop_connections()
+        assert store.heartbeat(lease("w1", NOW + 60), ["r1"]) == 1
+        drop_connections()
+        with pytest.raises(StoreError, match="PostgreSQL run store postgresql://postgres@"):
+            store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW + 2)  # not repeated blindly
+        rec = store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW + 3)
+        assert rec.status is RunStatus.WAITING
+    finally:
+        store.close()

@@ -22,9 +22,11 @@ from agent.store.base import (
     RunStatus,
     StoreError,
     UnknownRun,
+    WriteRefused,
     dumps,
     pending_of,
     snapshot_json,
+    when,
 )
 
 TABLE = "endstate_runs"
@@ -33,7 +35,7 @@ LIST_COLUMNS = (
     "run_id, agent, task, task_type, status, state, started_at, updated_at, ended_at, stop_reason, "
     "stop_limit, turns, input_tokens, output_tokens, cost_usd, active_seconds, waiting_seconds, trace_id, "
     "note, summary, output, verified, error_type, segments, question, pending, deadline, suspended_at, "
-    "interrupted, owner, lease_until, answer, approved"
+    "interrupted, owner, lease_until, answer, approved, answered_at"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
 Row = dict[str, Any]
@@ -63,16 +65,18 @@ class SqlStore:
     """`RunStore` over a DB-API connection; subclasses give `_rows`, `_tx` and the dialect.
 
     Statements are written with `?` placeholders; a backend that wants
-    another style converts them in `_rows`.
+    another style converts them in `_rows`. `retry=True` marks a statement
+    that is safe to send again, on a new connection, when the first one broke.
+    A constraint the database enforces raises `WriteRefused`.
     """
 
     url: str
     dialect: str
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         raise NotImplementedError
 
-    def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
+    def _count(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> int:
         raise NotImplementedError
 
     def _tx(self) -> AbstractContextManager[None]:
@@ -81,7 +85,7 @@ class SqlStore:
     # -- schema -----------------------------------------------------------
 
     def schema_version(self) -> int:
-        rows = self._rows(f"SELECT MAX(version) AS v FROM {SCHEMA_TABLE}")
+        rows = self._rows(f"SELECT MAX(version) AS v FROM {SCHEMA_TABLE}", retry=True)
         return int(rows[0]["v"] or 0)
 
     def _apply_migrations(self) -> None:
@@ -104,18 +108,19 @@ class SqlStore:
     # -- writes -----------------------------------------------------------
 
     def create(self, run: NewRun, lease: Lease, now: float) -> RunRecord:
-        if self.get(run.run_id) is not None:
-            raise RunExists(f"a run with id {run.run_id!r} already exists")
         values = {
             **{"run_id": run.run_id, "agent": run.agent, "task": run.task, "task_type": run.task_type},
             **{"status": RunStatus.RUNNING, "state": dumps(run.state), "started_at": now, "updated_at": now},
             **{"segments": 1, "owner": lease.owner, "lease_until": lease.until},
         }
         marks = ", ".join("?" for _ in values)
-        rows = self._rows(
-            f"INSERT INTO {TABLE} ({', '.join(values)}) VALUES ({marks}) RETURNING {LIST_COLUMNS}",
-            list(values.values()),
-        )
+        try:
+            rows = self._rows(
+                f"INSERT INTO {TABLE} ({', '.join(values)}) VALUES ({marks}) RETURNING {LIST_COLUMNS}",
+                list(values.values()),
+            )
+        except WriteRefused as exc:  # the primary key: another worker stored this id first
+            raise RunExists(f"a run with id {run.run_id!r} already exists; pick another id") from exc
         return record_of(rows[0])
 
     def checkpoint(
@@ -133,6 +138,7 @@ class SqlStore:
             f"UPDATE {TABLE} SET {_assign(values)}, checkpoints = checkpoints + 1 "
             "WHERE run_id = ? AND owner = ? AND status = ?",
             [*values.values(), run_id, lease.owner, RunStatus.RUNNING],
+            retry=True,
         )
         if n != 1:
             raise LeaseLost(f"run {run_id} is no longer held by {lease.owner}; another worker took it over")
@@ -143,9 +149,9 @@ class SqlStore:
             "updated_at": now,
             "owner": None,
             "lease_until": None,
-            "answer": None,
-            "approved": None,
         }
+        if not outcome.keeps_answer:
+            values |= {"answer": None, "approved": None, "answered_at": None}
         rows = self._rows(
             f"UPDATE {TABLE} SET {_assign(values)} WHERE run_id = ? AND owner = ? RETURNING {LIST_COLUMNS}",
             [*values.values(), run_id, lease.owner],
@@ -163,31 +169,48 @@ class SqlStore:
         answer: str | None = None,
         approved: bool | None = None,
         segments: int | None = None,
+        expired: bool | None = None,
     ) -> RunRecord:
-        marks = ", ".join("?" for _ in statuses)
-        same_segment = "" if segments is None else " AND segments = ?"
+        sets: dict[str, Any] = {"status": RunStatus.RUNNING, "owner": lease.owner}
+        sets |= {"lease_until": lease.until, "updated_at": now}
+        if answer is not None or approved is not None:
+            sets |= {"answer": answer, "approved": _flag(approved), "answered_at": now}
+        where, params = [f"status IN ({', '.join('?' for _ in statuses)})"], list[Any](statuses)
+        if segments is not None:
+            where, params = [*where, "segments = ?"], [*params, segments]
+        if expired is not None:
+            deadline = "deadline <= ?" if expired else "(deadline IS NULL OR deadline > ?)"
+            where, params = [*where, deadline], [*params, now]
         rows = self._rows(
-            f"UPDATE {TABLE} SET status = ?, owner = ?, lease_until = ?, updated_at = ?, answer = ?, "
-            "approved = ?, segments = segments + 1, interrupted = 0 "
-            f"WHERE run_id = ? AND status IN ({marks}){same_segment} RETURNING {ALL_COLUMNS}",
-            (
-                *(RunStatus.RUNNING, lease.owner, lease.until, now, answer, _flag(approved), run_id),
-                *statuses,
-                *([] if segments is None else [segments]),
-            ),
+            f"UPDATE {TABLE} SET {_assign(sets)}, segments = segments + 1, interrupted = 0 "
+            f"WHERE run_id = ? AND {' AND '.join(where)} RETURNING {ALL_COLUMNS}",
+            [*sets.values(), run_id, *params],
         )
         if rows:
             return record_of(rows[0])
+        raise self._refusal(run_id, statuses, segments, expired)
+
+    def _refusal(
+        self, run_id: str, statuses: tuple[RunStatus, ...], segments: int | None, expired: bool | None
+    ) -> StoreError:
+        """Why a claim took nothing (it changed nothing either)."""
         current = self.get(run_id)
         if current is None:
-            raise UnknownRun(f"no run with id {run_id!r}")
-        wanted = " or ".join(str(s) for s in statuses)
-        if current.status in statuses:
-            raise NotClaimable(
+            return UnknownRun(f"no run with id {run_id!r}")
+        if current.status not in statuses:
+            wanted = " or ".join(str(s) for s in statuses)
+            return NotClaimable(f"run {run_id} is {current.status}, not {wanted}; nothing was changed")
+        if segments is not None and current.segments != segments:
+            return NotClaimable(
                 f"run {run_id} moved on (segment {current.segments}) before this answer landed; "
                 "nothing was changed: read the run again and answer its current question"
             )
-        raise NotClaimable(f"run {run_id} is {current.status}, not {wanted}; nothing was changed")
+        if expired is False and current.deadline is not None:
+            return NotClaimable(
+                f"run {run_id}'s deadline passed at {when(current.deadline)}; the answer came too late "
+                "and nothing was changed. The deadline sweep ends the run under its help policy"
+            )
+        return NotClaimable(f"run {run_id}'s deadline has not passed; nothing was changed")
 
     def take_over(self, run_id: str, old_owner: str, lease: Lease, now: float) -> RunRecord:
         rows = self._rows(
@@ -200,34 +223,42 @@ class SqlStore:
         return record_of(rows[0])
 
     def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None:
+        """Give a claimed run back as `status`; one that waits again forgets what it was claimed with."""
+        forget = ", answer = NULL, approved = NULL, answered_at = NULL" if status is RunStatus.WAITING else ""
         self._count(
             f"UPDATE {TABLE} SET status = ?, owner = NULL, lease_until = NULL, updated_at = ?, "
-            "answer = NULL, approved = NULL, segments = segments - 1 WHERE run_id = ? AND owner = ?",
+            f"segments = segments - 1{forget} WHERE run_id = ? AND owner = ?",
             (status, now, run_id, lease.owner),
         )
 
-    def heartbeat(self, lease: Lease) -> int:
+    def heartbeat(self, lease: Lease, run_ids: Sequence[str] | None = None) -> int:
+        if run_ids is not None and not run_ids:
+            return 0
+        only = "" if run_ids is None else f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
         return self._count(
-            f"UPDATE {TABLE} SET lease_until = ? WHERE owner = ? AND status = ?",
-            (lease.until, lease.owner, RunStatus.RUNNING),
+            f"UPDATE {TABLE} SET lease_until = ? WHERE owner = ? AND status = ?{only}",
+            (lease.until, lease.owner, RunStatus.RUNNING, *(run_ids or ())),
+            retry=True,
         )
 
     # -- reads ------------------------------------------------------------
 
     def get(self, run_id: str) -> RunRecord | None:
-        rows = self._rows(f"SELECT {ALL_COLUMNS} FROM {TABLE} WHERE run_id = ?", (run_id,))
+        rows = self._rows(f"SELECT {ALL_COLUMNS} FROM {TABLE} WHERE run_id = ?", (run_id,), retry=True)
         return record_of(rows[0]) if rows else None
 
     def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> list[RunRecord]:
         where, params = ("WHERE status = ?", [str(status)]) if status else ("", [])
         cap = f" LIMIT {int(limit)}" if limit is not None else ""
-        rows = self._rows(f"SELECT {LIST_COLUMNS} FROM {TABLE} {where} ORDER BY started_at DESC{cap}", params)
+        sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} {where} ORDER BY started_at DESC{cap}"
+        rows = self._rows(sql, params, retry=True)
         return [record_of(r) for r in rows]
 
     def expired(self, now: float) -> list[RunRecord]:
         rows = self._rows(
             f"SELECT {LIST_COLUMNS} FROM {TABLE} WHERE status = ? AND deadline <= ? ORDER BY deadline",
             (RunStatus.WAITING, now),
+            retry=True,
         )
         return [record_of(r) for r in rows]
 
@@ -235,13 +266,16 @@ class SqlStore:
         rows = self._rows(
             f"SELECT {LIST_COLUMNS} FROM {TABLE} WHERE status = ? AND interrupted = 1 ORDER BY started_at",
             (RunStatus.CANCELLED,),
+            retry=True,
         )
         return [record_of(r) for r in rows]
 
     def pending_summary(self) -> list[tuple[str, str, float]]:
         """(agent, task_type, suspended_at) of every run waiting for a person."""
         rows = self._rows(
-            f"SELECT agent, task_type, suspended_at FROM {TABLE} WHERE status = ?", (RunStatus.WAITING,)
+            f"SELECT agent, task_type, suspended_at FROM {TABLE} WHERE status = ?",
+            (RunStatus.WAITING,),
+            retry=True,
         )
         return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
 
@@ -289,5 +323,5 @@ _PLAIN = [
     *("run_id", "agent", "task", "task_type", "started_at", "updated_at", "ended_at", "stop_limit", "turns"),
     *("input_tokens", "output_tokens", "cost_usd", "active_seconds", "waiting_seconds", "trace_id", "note"),
     *("summary", "output", "error_type", "segments", "question", "deadline", "suspended_at", "owner"),
-    *("lease_until", "answer"),
+    *("lease_until", "answer", "answered_at"),
 ]

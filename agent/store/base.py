@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -19,6 +21,10 @@ class StoreError(EndstateError):
 
 class RunExists(StoreError):
     """A run with this id is already stored."""
+
+
+class WriteRefused(StoreError):
+    """The database refused a write that breaks one of its constraints (say, a duplicate id)."""
 
 
 class UnknownRun(StoreError):
@@ -90,6 +96,7 @@ class RunRecord:
     lease_until: float | None = None
     answer: str | None = None  # what the run was claimed with, for a worker that takes over
     approved: bool | None = None
+    answered_at: float | None = None  # when that answer came
     snapshot_json: str | None = field(default=None, repr=False)
 
     @property
@@ -124,6 +131,13 @@ class Outcome:
             return cls(RunStatus.CANCELLED, result, snap, interrupted)
         return cls(RunStatus.FINISHED, result, None)
 
+    @property
+    def keeps_answer(self) -> bool:
+        """True when the segment was cancelled before the answer it was claimed with landed
+        (say, a shutdown cut the approved call short): the run keeps that answer for its resume."""
+        snap = self.result.snapshot
+        return self.status is RunStatus.CANCELLED and snap is not None and snap.suspension is not None
+
 
 @dataclass(frozen=True)
 class Lease:
@@ -139,6 +153,7 @@ class RunStore(Protocol):
     Claims are atomic: of two workers claiming the same run at once, exactly
     one gets the record, the other `NotClaimable`. Writes by a worker check
     its lease and raise `LeaseLost` once another worker has taken over.
+    Times are seconds since the epoch (UTC), as `time.time()` gives them.
     """
 
     url: str
@@ -160,17 +175,25 @@ class RunStore(Protocol):
         answer: str | None = None,
         approved: bool | None = None,
         segments: int | None = None,
+        expired: bool | None = None,
     ) -> RunRecord:
-        """Take the run if its status is one of `statuses` (and, when given, it is
-        still in segment `segments`, so an answer read for one question never
-        lands on the next); exactly one of concurrent callers wins."""
+        """Take the run if its status is one of `statuses`; exactly one of concurrent callers wins.
+
+        When given, the run must still be in segment `segments` (so an answer
+        read for one question never lands on the next), and its deadline must
+        have passed by `now` (`expired=True`, the sweep) or not (`expired=False`,
+        an answer). An answer or approval is kept with the time it came; a claim
+        without one keeps what the run holds (a cut-off approval, say).
+        """
         ...
 
     def take_over(self, run_id: str, old_owner: str, lease: Lease, now: float) -> RunRecord: ...
 
     def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None: ...
 
-    def heartbeat(self, lease: Lease) -> int: ...
+    def heartbeat(self, lease: Lease, run_ids: Sequence[str] | None = None) -> int:
+        """Extend the lease of the running runs `lease.owner` holds (only `run_ids`, when given)."""
+        ...
 
     def get(self, run_id: str) -> RunRecord | None: ...
 
@@ -259,6 +282,11 @@ def _fields_of(obj: Any) -> dict[str, Any]:
             raise TypeError(f"{type(obj).__name__} is not JSON serializable")
         names = _FIELDS[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
     return {name: getattr(obj, name) for name in names}
+
+
+def when(timestamp: float) -> str:
+    """A stored time for a message: `2026-09-14 08:30:00 UTC`."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def dumps(value: Any) -> str:

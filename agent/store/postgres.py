@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent.store._sql import SCHEMA_TABLE, Row, SqlStore
-from agent.store.base import StoreError
+from agent.store.base import StoreError, WriteRefused
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
 
@@ -18,7 +18,9 @@ class PostgresStore(SqlStore):
     """`RunStore` in PostgreSQL; claims are single `UPDATE ... RETURNING` statements.
 
     One connection per store object (autocommit), guarded by a lock. A broken
-    connection is replaced on the next call; the call that saw it fails.
+    connection (a restarted server, a dropped socket) is replaced: a statement
+    that is safe to repeat (reads, checkpoints, heartbeats) is sent again on the
+    new one; any other fails with `StoreError`, and the next call reconnects.
     """
 
     dialect = "postgres"
@@ -32,6 +34,7 @@ class PostgresStore(SqlStore):
         self._shown = _without_password(url)
         self._timeout = connect_timeout
         self._lock = threading.RLock()
+        self._in_tx = False
         self._conn: Any = self._connect()
         try:
             self._prepare()
@@ -59,32 +62,44 @@ class PostgresStore(SqlStore):
             )
             self._apply_migrations()
 
-    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+    def _execute(self, sql: str, params: Sequence[Any], retry: bool) -> Any:
+        with self._lock:
+            try:
+                return self._send(sql, params)
+            except StoreError:
+                if not (retry and self._conn.broken and not self._in_tx):
+                    raise
+            return self._send(sql, params)  # the connection broke: once more, on a new one
+
+    def _send(self, sql: str, params: Sequence[Any]) -> Any:
         import psycopg
 
-        with self._lock:
-            if self._conn.closed or self._conn.broken:
-                self._conn = self._connect()
-            try:
-                return self._conn.execute(sql.replace("?", "%s"), tuple(params) if params else None)
-            except psycopg.errors.IntegrityError as exc:
-                raise StoreError(f"the run store refused a write: {exc}") from exc
-            except psycopg.Error as exc:
-                raise StoreError(f"the PostgreSQL run store {self._shown} failed: {exc}") from exc
+        if self._conn.closed or self._conn.broken:
+            self._conn = self._connect()
+        try:
+            return self._conn.execute(sql.replace("?", "%s"), tuple(params) if params else None)
+        except psycopg.errors.IntegrityError as exc:
+            raise WriteRefused(f"the run store refused a write: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"the PostgreSQL run store {self._shown} failed: {exc}") from exc
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         with self._lock:
-            cur = self._execute(sql, params)
+            cur = self._execute(sql, params, retry)
             return list(cur.fetchall()) if cur.description else []
 
-    def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
+    def _count(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> int:
         with self._lock:
-            return int(self._execute(sql, params).rowcount)
+            return int(self._execute(sql, params, retry).rowcount)
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
         with self._lock, self._conn.transaction():
-            yield
+            self._in_tx = True
+            try:
+                yield
+            finally:
+                self._in_tx = False
 
     def close(self) -> None:
         with self._lock:

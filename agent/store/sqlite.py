@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.store._sql import SCHEMA_TABLE, Row, SqlStore
-from agent.store.base import StoreError
+from agent.store.base import StoreError, WriteRefused
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -70,16 +70,16 @@ class SqliteStore(SqlStore):
             )
             self._apply_migrations()
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         with self._lock:
             try:
                 return [dict(r) for r in self._conn.execute(sql, tuple(params)).fetchall()]
             except sqlite3.IntegrityError as exc:
-                raise StoreError(f"the run store refused a write: {exc}") from exc
+                raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except sqlite3.Error as exc:
                 raise StoreError(f"the run store {self.path} failed: {exc}") from exc
 
-    def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
+    def _count(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> int:
         with self._lock:
             try:
                 return self._conn.execute(sql, tuple(params)).rowcount
