@@ -131,6 +131,29 @@ def test_collector_pipeline() -> None:
     assert reader["port"] == 8888
 
 
+def test_the_collector_memory_limiter_has_a_limit_to_be_a_share_of(stack: dict[str, Any]) -> None:
+    """`limit_percentage` is a share of the container's memory limit; with none set it is a share of
+    the whole host's memory, and the collector grows until the host runs short before refusing."""
+    config = yaml.safe_load((ROOT / "telemetry" / "collector.yaml").read_text())
+    limiter = config["processors"]["memory_limiter"]
+    collector = stack["services"]["otel-collector"]
+    if "limit_percentage" in limiter:
+        limits = collector.get("deploy", {}).get("resources", {}).get("limits", {})
+        assert collector.get("mem_limit") or limits, "otel-collector has no memory limit in the compose file"
+    else:
+        assert limiter.get("limit_mib"), "the memory limiter has no limit"
+    # The Go runtime should collect before the limiter has to refuse data.
+    assert collector.get("environment", {}).get("GOMEMLIMIT")
+
+
+def test_nothing_in_the_stack_reports_usage_home(stack: dict[str, Any]) -> None:
+    """Grafana and Tempo both send anonymous usage reports to Grafana Labs unless told not to."""
+    grafana = stack["services"]["grafana"]["environment"]
+    assert grafana["GF_ANALYTICS_REPORTING_ENABLED"] == "false"
+    tempo = yaml.safe_load((ROOT / "deploy" / "tempo" / "tempo.yaml").read_text())
+    assert tempo.get("usage_report", {}).get("reporting_enabled") is False
+
+
 def test_collector_and_agent_are_wired(stack: dict[str, Any]) -> None:
     collector, agent = stack["services"]["otel-collector"], stack["services"]["agent"]
     assert mounted(collector, "telemetry/collector.yaml") in " ".join(collector["command"])
