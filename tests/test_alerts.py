@@ -43,7 +43,8 @@ def test_there_are_rules_and_unit_tests() -> None:
     assert RULES and UNIT_TESTS
     assert {"EndstateLimitStopShareHigh", "EndstateLimitStopShareRising", "EndstateHumanWaitSlow",
             "EndstateHelpRequestStale", "EndstateNoProgressSurge", "EndstateGiveUpSurge",
-            "EndstateStopsVanishing", "EndstateTelemetryExportFailing"} <= set(ALERTS)  # fmt: skip
+            "EndstateStopsVanishing", "EndstateTelemetryExportFailing",
+            "EndstateAgentDown"} <= set(ALERTS)  # fmt: skip
 
 
 def test_promtool_check_rules() -> None:
