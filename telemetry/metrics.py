@@ -3,9 +3,17 @@
 Every metric lives in an injected `CollectorRegistry`; `serve_metrics` serves
 one on `/metrics`. Label values come from enums (stop reasons, limits,
 outcomes) or configured names (agent, task type, tool, model): never run ids
-or free text. Each label set a dashboard may ask
-for is created at zero when its agent or model is first seen, so ratios and
-alert rules have series to read before the first stop of a kind.
+or free text. A tool name the agent was not configured with is "other"; error
+types are name-like and at most MAX_ERROR_TYPES_PER_MODEL per model, then
+"_OTHER". Each label set a dashboard may ask for is created at zero when its
+agent or model is first seen, so ratios and alert rules have series to read
+before the first stop of a kind.
+
+The run histograms (turns, active seconds, tokens) take the run's totals when
+a segment ends, labelled with that segment's stop reason: a run that
+suspends and then succeeds is one observation under `need_help` and one
+under `success`, never two under one reason. `agent_cost_usd_total` counts
+what each segment spent, so its sum over reasons is what runs cost.
 """
 
 from __future__ import annotations
