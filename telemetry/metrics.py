@@ -12,8 +12,9 @@ before the first stop of a kind.
 The run histograms (turns, active seconds, tokens) take the run's totals when
 a segment ends, labelled with that segment's stop reason: a run that
 suspends and then succeeds is one observation under `need_help` and one
-under `success`, never two under one reason. `agent_cost_usd_total` counts
-what each segment spent, so its sum over reasons is what runs cost.
+under `success` (so "turns per successful run" reads the whole run; summing
+a histogram over reasons counts such a run twice). `agent_cost_usd_total`
+counts what each segment spent, so its sum over reasons is what runs cost.
 """
 
 from __future__ import annotations
