@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from agent.demo import Played, play, select
@@ -18,6 +19,7 @@ from agent.errors import EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
 
 # modules with `register(subparsers)` adding more commands
+OFFLINE_TRACES = ".endstate/traces.jsonl"  # where demo spans go when no OTLP endpoint is set
 COMMAND_MODULES: list[str] = ["agent.cli_eval", "agent.cli_store"]
 
 
@@ -98,8 +100,10 @@ def _play_all(scenarios: list[Scenario], args: argparse.Namespace, hooks: Any, m
 
 def _telemetry(args: argparse.Namespace) -> Any:
     from telemetry import Telemetry  # telemetry is optional for the library, not for the CLI
+    from telemetry.setup import with_offline_default
 
-    telemetry = Telemetry.from_env()
+    Path(OFFLINE_TRACES).parent.mkdir(parents=True, exist_ok=True)
+    telemetry = Telemetry.from_env(with_offline_default(os.environ, OFFLINE_TRACES))
     if args.metrics_port:
         from telemetry.metrics import serve_metrics
 

@@ -7,7 +7,8 @@ globally. Where spans go:
 - `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (as is) or `OTEL_EXPORTER_OTLP_ENDPOINT`
   (plus `/v1/traces`): OTLP over HTTP/protobuf. `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`
   needs `opentelemetry-exporter-otlp-proto-grpc`; without it setup says so.
-- no endpoint, `ENDSTATE_TRACES_FILE` set: one JSON line per span in that file.
+- no endpoint, `ENDSTATE_TRACES_FILE` set: one JSON line per span in that file
+  (`endstate demo` sets `.endstate/traces.jsonl` when nothing else is named).
 - `OTEL_TRACES_EXPORTER=console`: each span as JSON on standard error (standard
   output stays the program's own, such as `endstate demo --json`).
 - none of these (or `OTEL_TRACES_EXPORTER=none`, or `OTEL_SDK_DISABLED=true`): no
@@ -131,6 +132,20 @@ class Telemetry:
             return True
         self._closed = True
         return _within(timeout_s, close)
+
+
+def with_offline_default(environ: Mapping[str, str], traces_file: str) -> dict[str, str]:
+    """`environ`, plus a span file when it names no place for spans at all.
+
+    The command line uses this so that an offline run still leaves its traces
+    somewhere (the library itself records no spans unless told where).
+    """
+    named = (
+        _traces_endpoint(environ)
+        or environ.get(OTEL_TRACES_EXPORTER, "").strip()
+        or environ.get(n.ENV_TRACES_FILE, "").strip()
+    )
+    return dict(environ) if named else {**environ, n.ENV_TRACES_FILE: traces_file}
 
 
 def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:

@@ -124,3 +124,30 @@ def _lines_until(process: subprocess.Popen[str], marker: str, timeout: float) ->
     threading.Thread(target=read, daemon=True).start()
     assert seen.wait(timeout), f"no {marker!r} line: {lines}"
     return lines
+
+
+def test_demo_offline_leaves_its_spans_in_a_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ENDSTATE_TRACES"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "demo", "--json", "csv/clean", "invoice/portal-offline"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    spans = [json.loads(line) for line in (tmp_path / ".endstate" / "traces.jsonl").read_text().splitlines()]
+    runs = {s["context"]["trace_id"][2:]: s for s in spans if s["name"].startswith(names.SPAN_INVOKE_AGENT)}
+    assert {r["trace_id"]: r["reason"] for r in rows} == {
+        trace: span["attributes"][names.STOP_REASON] for trace, span in runs.items()
+    }
+
+
+def test_an_endpoint_or_a_named_exporter_wins_over_the_offline_file() -> None:
+    from telemetry.setup import with_offline_default
+
+    assert with_offline_default({}, "t.jsonl")["ENDSTATE_TRACES_FILE"] == "t.jsonl"
+    for named in (
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+        {"OTEL_TRACES_EXPORTER": "none"},
+        {"ENDSTATE_TRACES_FILE": "mine.jsonl"},
+    ):
+        assert with_offline_default(named, "t.jsonl") == named
