@@ -159,6 +159,7 @@ class Runner:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.shutting_down = threading.Event()
         self._held: set[str] = set()  # runs whose lease this runner renews
+        self._held_lock = threading.Lock()  # recovery may run in a worker thread
         self._active: set[str] = set()
         self._spawned: dict[str, asyncio.Task[RunResult | None]] = {}
         self._beat: asyncio.Task[None] | None = None
@@ -303,7 +304,8 @@ class Runner:
         """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled."""
         now = time.time() if now is None else now
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
-        gone = [r for r in running if r.run_id not in self._held and worker_gone(r, now)]
+        held = self.held()
+        gone = [r for r in running if r.run_id not in held and worker_gone(r, now)]
         return gone + self.store.interrupted()
 
     async def recover(self) -> list[RunResult]:
@@ -385,6 +387,11 @@ class Runner:
     def active(self) -> int:
         return len(self._active)
 
+    def held(self) -> set[str]:
+        """The ids of the runs this runner holds (and renews the leases of)."""
+        with self._held_lock:
+            return set(self._held)
+
     async def _record(self, job: Job, result: RunResult) -> None:
         interrupted = result.reason is StopReason.CANCELLED and self.shutting_down.is_set()
         outcome = Outcome.of(result, interrupted=interrupted)
@@ -394,27 +401,29 @@ class Runner:
                 break
             except LeaseLost:
                 log.warning("run %s was taken over by another worker; its result here is dropped", job.run_id)
-                self._held.discard(job.run_id)
+                self._let_go(job.run_id, None)
                 return
             except StoreError:
                 if delay is None:  # let its lease lapse: recovery continues it from its last checkpoint
                     log.error("run %s: its result was not recorded; recovery continues it", job.run_id)
-                    self._held.discard(job.run_id)
+                    self._let_go(job.run_id, None)
                     raise
                 log.warning("recording run %s failed; retrying in %.1f s", job.run_id, delay, exc_info=True)
                 await asyncio.sleep(delay)
-        self._held.discard(job.run_id)
+        self._let_go(job.run_id, None)
         if outcome.status is RunStatus.FINISHED:
             self._cleanup(job)
 
     def _hold(self, record: RunRecord) -> RunRecord:
         """Renew this run's lease from now on (it was just created, claimed or taken over here)."""
-        self._held.add(record.run_id)
+        with self._held_lock:
+            self._held.add(record.run_id)
         return record
 
     def _let_go(self, run_id: str, release_to: RunStatus | None) -> None:
         """Stop holding a run: give it back as `release_to`, or let its lease lapse for recovery."""
-        self._held.discard(run_id)
+        with self._held_lock:
+            self._held.discard(run_id)
         if release_to is not None:
             self.store.release(run_id, release_to, self.lease(), time.time())
 
@@ -454,10 +463,10 @@ class Runner:
 
     async def _heartbeat(self) -> None:
         """Renew the leases of the runs this runner holds (through long tool or model calls)."""
-        while self._held:
+        while self.held():
             await asyncio.sleep(self.lease_seconds / 3)
             with contextlib.suppress(StoreError):
-                await asyncio.to_thread(self.store.heartbeat, self.lease(), sorted(self._held))
+                await asyncio.to_thread(self.store.heartbeat, self.lease(), sorted(self.held()))
 
 
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pg
 import pytest
-from test_runner_agents import counted, counter_state
-from test_service_support import Server, endstate, spawn, wait_for, wait_status
+from test_runner_agents import catalog, counted, counter_state
+from test_service_support import Server, endstate, run_status, spawn, wait_for, wait_status
 
+from agent.runner import Runner
 from agent.store import RunStatus, open_store
 
 pytestmark = pytest.mark.slow
@@ -97,3 +98,23 @@ def test_sigterm_checkpoints_in_flight_runs_as_cancelled_and_a_restart_finishes_
         done = wait_status(api, run_id, "finished")
     assert done["stop_reason"] == "success" and done["segments"] == 2
     assert counted(folder) == list(range(1, 9)) and before == list(range(1, len(before) + 1))
+
+
+def test_the_service_recovers_a_run_whose_worker_died_while_it_was_up(store_url: str, tmp_path: Path) -> None:
+    """At start the run's lease is still good (its worker, on another host, may be alive); once
+    the lease runs out, the running service takes the run over, not only at its next start."""
+    folder = tmp_path / "run"
+    store = open_store(store_url)
+    try:
+        elsewhere = Runner(store, catalog(), lease_seconds=3, owner="another-host:4242:0badc0de")
+        job = elsewhere.begin("counter", "count", state=counter_state(folder, "plain"))  # and then it died
+    finally:
+        store.close()
+    with Server(store_url, tmp_path, catalog=CATALOG) as server, server.client() as api:
+        assert run_status(api, job.run_id)["status"] == "running"
+        done = wait_for(
+            lambda: (rec := run_status(api, job.run_id))["status"] == "finished" and rec,
+            timeout=20,
+            what="the service to recover the run once its lease ran out",
+        )
+    assert done["stop_reason"] == "success" and counted(folder) == [1, 2]

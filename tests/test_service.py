@@ -117,6 +117,7 @@ def test_bad_requests_get_a_clear_4xx_and_change_nothing(server: Server, store_u
                 (api.post(f"/runs/{done_id}/answer", json={"answer": "x"}), 409, "is finished, not waiting"),
                 (api.post(f"/runs/{run_id}/answer", content=b"{not json"), 400, "not valid JSON"),
                 (api.post(f"/runs/{run_id}/answer", json=["a list"]), 400, "must be a JSON object"),
+                (api.post(f"/runs/{run_id}/answer", content=b"[" * 30_000), 400, "nested too deeply"),
                 (api.post(f"/runs/{run_id}/answer", json={"answer": ""}), 400, "'answer' is required"),
                 (
                     api.post(f"/runs/{run_id}/answer", json={"answer": "x" * 100_000}),

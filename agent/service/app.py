@@ -86,9 +86,8 @@ class Service:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        """Recover runs at start, sweep deadlines while up, checkpoint runs at shutdown."""
-        for job in await run_in_threadpool(self.runner.recovery_jobs):
-            self.runner.spawn(job)
+        """Recover runs at start and while up, sweep deadlines, checkpoint runs at shutdown."""
+        await self._recover()
         self.ready = True
         self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
         if self.workload is not None:
@@ -99,12 +98,13 @@ class Service:
             self.ready = False
             if self.workload is not None:
                 self.workload.stop()
-            await self.runner.shutdown(self.grace)
-            for task in self._tasks:
+            for task in self._tasks:  # first: nothing starts new runs while they are checkpointed
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self.runner.shutdown(self.grace)
 
     async def _sweep_forever(self) -> None:
+        """Expire runs past their deadline; take over runs whose worker died since the start."""
         while True:
             await asyncio.sleep(self.sweep_interval)
             try:
@@ -112,6 +112,14 @@ class Service:
                     self.runner.spawn(job)
             except EndstateError:
                 log.exception("the deadline sweep failed; trying again later")
+            await self._recover()
+
+    async def _recover(self) -> None:
+        try:
+            for job in await run_in_threadpool(self.runner.recovery_jobs):
+                self.runner.spawn(job)
+        except EndstateError:
+            log.exception("recovering runs failed; trying again later")
 
 
 def create_app(service: Service) -> Starlette:
@@ -248,6 +256,8 @@ async def json_body(request: Request, empty_ok: bool = False) -> dict[str, Any]:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise Problem(400, f"the body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise Problem(400, "the body is not valid JSON here: it is nested too deeply") from exc
     if not isinstance(data, dict):
         raise Problem(400, "the body must be a JSON object")
     return data

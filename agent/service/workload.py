@@ -38,17 +38,20 @@ class DemoWorkload:
         self._stop.set()
 
     async def run(self) -> None:
-        """Rounds of every scenario, `interval` seconds apart, until `stop`."""
-        while not self._stop.is_set():
-            for scenario in SCENARIOS:
-                if self._stop.is_set():
-                    break
-                await self._play(scenario)
-            self.rounds += 1
-            await self._sleep(self.interval)
-        for task in self._later:
-            task.cancel()
-        await asyncio.gather(*self._later, return_exceptions=True)
+        """Rounds of every scenario, `interval` seconds apart, until `stop` (or until cancelled)."""
+        try:
+            while not self._stop.is_set():
+                for scenario in SCENARIOS:
+                    if self._stop.is_set():
+                        break
+                    await self._play(scenario)
+                self.rounds += 1
+                await self._sleep(self.interval)
+        finally:  # the follow-ups not yet due are dropped: their runs wait, or the sweep ends them
+            later = list(self._later)
+            for task in later:
+                task.cancel()
+            await asyncio.gather(*later, return_exceptions=True)
 
     async def _play(self, scenario: Scenario) -> None:
         try:
