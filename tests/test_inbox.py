@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from test_runner_agents import MARKUP, counter_state
 from test_service_support import TOKEN, Server, wait_status
 
 pytestmark = pytest.mark.slow
@@ -106,3 +109,58 @@ def test_a_form_post_without_the_cookie_is_refused_and_changes_nothing(server: S
     assert response.status == 401 and "Sign in with the service token first" in response.text()
     with server.client() as api:
         assert api.get(f"/runs/{run_id}").json()["status"] == "waiting"
+
+
+def _signed_in(server: Server) -> httpx.Client:
+    client = httpx.Client(base_url=server.url, timeout=30)
+    response = client.post("/inbox/login", data={"token": TOKEN})
+    assert response.status_code == 303 and "endstate_inbox" in client.cookies
+    return client
+
+
+def test_a_cross_site_form_post_is_refused_even_with_the_cookie(server: Server) -> None:
+    run_id = _start(server, "invoice-downloader", "invoice/which-one")
+    with contextlib.closing(_signed_in(server)) as browser:
+        for headers in (
+            {"Origin": "null"},
+            {"Sec-Fetch-Site": "cross-site"},
+            {"Origin": "http://evil.example"},
+        ):
+            refused = browser.post(f"/inbox/{run_id}/answer", data={"answer": "INV-0912"}, headers=headers)
+            assert refused.status_code == 403 and "cross-site" in refused.text, (headers, refused.text)
+        with server.client() as api:
+            assert api.get(f"/runs/{run_id}").json()["status"] == "waiting"
+        same = {"Origin": server.url, "Sec-Fetch-Site": "same-origin"}
+        answered = browser.post(f"/inbox/{run_id}/answer", data={"answer": "INV-0913"}, headers=same)
+        assert answered.status_code == 303
+
+
+def test_the_inbox_may_not_be_framed_or_run_scripts(server: Server) -> None:
+    page = httpx.get(f"{server.url}/inbox", timeout=30)
+    policy = page.headers["content-security-policy"]
+    assert (
+        "frame-ancestors 'none'" in policy
+        and "script-src 'none'" in policy
+        and "form-action 'self'" in policy
+    )
+    assert page.headers["x-frame-options"] == "DENY" and page.headers["x-content-type-options"] == "nosniff"
+
+
+def test_markup_from_the_model_is_shown_as_text_never_run(tmp_path: Path, page: object) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    body = {"agent": "counter", "task": "<b>task</b>", "state": counter_state(tmp_path / "q", "markup")}
+    with Server(str(tmp_path / "runs.db"), tmp_path, catalog="test_runner_agents:catalog") as server:
+        with server.client() as api:
+            run_id = api.post("/runs", json=body).json()["run_id"]
+            wait_status(api, run_id, "waiting")
+            page.goto(f"{server.url}/inbox")
+            expect(page.locator(f"#run-{run_id} .question")).to_have_text(MARKUP)
+            expect(page.locator(f"#run-{run_id} .task")).to_have_text("<b>task</b>")
+            api.post(f"/runs/{run_id}/answer", json={"answer": "go on"})
+            wait_status(api, run_id, "waiting")
+            page.goto(f"{server.url}/inbox")
+            expect(page.locator(f"#run-{run_id} pre")).to_contain_text(MARKUP.replace('"', '\\"'))
+        assert page.title().startswith("Endstate help inbox")
+        assert page.locator("script, img").count() == 0

@@ -20,6 +20,7 @@ from agent import Agent, Budget, HelpPolicy, tool
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.runner import Catalog
 
+MARKUP = """<script>document.title='pwned'</script><img src=x onerror="document.title='pwned'"> & \"q\""""
 SCRIPTS: dict[str, list[Any]] = {
     "plain": [[call("count", n=1)], [call("count", n=2)], [finish("done", "counted")]],
     "crash": [
@@ -53,6 +54,11 @@ SCRIPTS: dict[str, list[Any]] = {
         [finish("done", "asked twice")],
     ],
     "deploy": [[call("deploy", version="v2")], [finish("done", "deployed")]],
+    "markup": [  # what a model may write: markup in a question and in a pending call's arguments
+        [finish("need_help", MARKUP)],
+        [call("deploy", version=MARKUP)],
+        [finish("done", "ok")],
+    ],
 }
 
 

@@ -3,6 +3,10 @@
 Sign in once with the service token (the page keeps an HttpOnly, SameSite=Strict
 cookie derived from it); then answer a question, or approve or deny a pending
 tool call. Every form posts to `/inbox/...` and comes back to the page.
+
+Questions and tool arguments come from the model: every value is HTML-escaped,
+and the page forbids scripts and framing (CSP), so markup in them stays text.
+A form posted from another origin is refused, cookie or not.
 """
 
 from __future__ import annotations
@@ -21,11 +25,22 @@ from starlette.routing import Route
 
 from agent.errors import EndstateError
 from agent.store import RunRecord, RunStatus
+from agent.store.base import when
 
 if TYPE_CHECKING:
     from agent.service.app import Service
 
 PAGE = Template(resources.files("agent.service").joinpath("inbox.html").read_text())
+HEADERS = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; script-src 'none'; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
 
 
 def routes(service: Service) -> list[Route]:
@@ -56,7 +71,7 @@ class Inbox:
             session=_SIGN_OUT if signed_in else _SIGN_IN,
             items="\n".join(item(r, now, signed_in) for r in records) or _EMPTY,
         )
-        return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+        return HTMLResponse(body, status_code=status, headers=HEADERS)
 
     async def login(self, request: Request) -> Response:
         self._same_origin(request)
@@ -108,12 +123,18 @@ class Inbox:
         return self.service.token.accepts_cookie(request.cookies.get("endstate_inbox"))
 
     def _same_origin(self, request: Request) -> None:
-        """Refuse a form posted from another site (the cookie is SameSite=Strict too)."""
+        """Refuse a form posted from another origin (the cookie is SameSite=Strict too).
+
+        A browser says where a form came from in `Sec-Fetch-Site` and `Origin`;
+        an opaque origin (`null`: a sandboxed frame, a data: page) is refused too.
+        """
+        site = request.headers.get("sec-fetch-site")
         origin = request.headers.get("origin")
-        if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
+        cross = site is not None and site not in ("same-origin", "none")
+        if cross or (origin is not None and urlsplit(origin).netloc != request.headers.get("host")):
             from agent.service.app import Problem
 
-            raise Problem(403, "cross-site form posts are refused")
+            raise Problem(403, "cross-site form posts are refused: use the inbox page itself")
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -139,7 +160,7 @@ def item(r: RunRecord, now: float, signed_in: bool) -> str:
     if r.pending:
         args = json.dumps(r.pending.arguments, indent=2, sort_keys=True)
         call = f'<p class="call">Pending tool call <code>{e(r.pending.name)}</code></p><pre>{e(args)}</pre>'
-    deadline = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.deadline or now))
+    deadline = when(r.deadline or now)
     return f"""<article class="run" id="run-{e(r.run_id)}" data-run-id="{e(r.run_id)}">
   <header><strong class="agent">{e(r.agent)}</strong> <span class="type">{e(r.task_type)}</span>
   <span class="id">{e(r.run_id)}</span></header>
