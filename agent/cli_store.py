@@ -98,19 +98,32 @@ def _start_args(p: argparse.ArgumentParser) -> None:
 def _runs(args: argparse.Namespace) -> int:
     with _store(args) as store:
         records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
+        where = store.shown
+    if args.json:
+        for r in records:
+            print(json.dumps(r.to_dict()))
+        return 0
+    if not records:
+        which = f"{args.status} runs" if args.status else "runs"
+        print(f"no {which} in {where}; start one with `endstate start AGENT TASK`")
+        return 0
+    print(RUNS_HEADER)
     for r in records:
-        print(json.dumps(r.to_dict()) if args.json else run_line(r))
+        print(run_line(r))
+    if waiting := sum(r.status is RunStatus.WAITING for r in records):
+        print(f"\n{waiting} of these wait for a person: `endstate pending` shows what they ask")
     return 0
 
 
 def _pending(args: argparse.Namespace) -> int:
     with _store(args) as store:
         records = store.list_runs(RunStatus.WAITING, limit=None)
+        where = store.shown
     now = time.time()
     for r in sorted(records, key=lambda r: r.suspended_at or 0):
         print(json.dumps(r.to_dict()) if args.json else pending_line(r, now))
     if not records and not args.json:
-        print("no runs are waiting for a person")
+        print(f"no runs are waiting for a person in {where}")
     return 0
 
 
@@ -197,23 +210,40 @@ def _telemetry(store: RunStore) -> Any:
     return Telemetry.from_env(pending=store.pending_summary)
 
 
+RUNS_HEADER = (
+    f"{'RUN ID':32}  {'AGENT':20} {'TASK TYPE':16} {'STATUS':9} {'STOPPED BY':14} "
+    f"{'TURNS':>9}  {'COST':>7}  STARTED (local time)"
+)
+
+
 def run_line(r: RunRecord) -> str:
+    """One run under `RUNS_HEADER`."""
     reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "") if r.stop_reason else "-"
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at))
     return (
         f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {r.status:9} {reason:14} "
-        f"{r.turns:>3} turns  ${r.cost_usd:.4f}  {started}"
+        f"{r.turns:>3} turns  ${r.cost_usd:.4f}  {local_time(r.started_at)}"
     )
 
 
 def pending_line(r: RunRecord, now: float) -> str:
-    waited = now - (r.suspended_at or now)
+    """A waiting run: who asks what, for how long, and the command that answers it."""
+    waited = _span(now - (r.suspended_at or now))
     left = (r.deadline or now) - now
-    what = f"approve {r.pending.name}({json.dumps(r.pending.arguments)})" if r.pending else "answer"
-    return (
-        f"{r.run_id}  {r.agent}  waiting {_span(waited)}, deadline in {_span(left)}\n"
-        f"    {r.question}\n    -> {what}"
-    )
+    due = f"deadline in {_span(left)}" if left > 0 else f"deadline passed {_span(-left)} ago"
+    due += f" ({local_time(r.deadline or now)})"
+    lines = [f"{r.run_id}  {r.agent} ({r.task_type}), waiting {waited}; {due}", f"    {r.question}"]
+    if left <= 0:
+        lines.append("    -> too late to answer: `endstate recover` ends it under its help policy")
+    elif r.pending:  # the question names the call and its arguments
+        lines.append(f'    -> endstate approve {r.run_id}   or   endstate deny {r.run_id} "why"')
+    else:
+        lines.append(f'    -> endstate answer {r.run_id} "your answer"')
+    return "\n".join(lines)
+
+
+def local_time(timestamp: float) -> str:
+    """This machine's local time with its offset from UTC: `2026-09-14 10:30:00 +0200`."""
+    return time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(timestamp))
 
 
 def result_line(r: RunResult) -> str:
@@ -224,8 +254,6 @@ def result_line(r: RunResult) -> str:
 
 
 def _span(seconds: float) -> str:
-    if seconds < 0:
-        return "passed"
     if seconds < 120:
         return f"{seconds:.0f}s"
     if seconds < 7200:

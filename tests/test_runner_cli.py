@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pg
 import pytest
-from test_runner_agents import counted, counter_state
+from test_runner_agents import catalog, counted, counter_state
 from test_service_support import endstate, spawn
 
+from agent.cli import main
+from agent.runner import Runner
 from agent.store import RunStatus, open_store
 
 pytestmark = pytest.mark.slow
@@ -85,3 +89,48 @@ def test_a_corrupt_or_foreign_sqlite_file_is_a_clear_error_not_a_traceback(tmp_p
             assert done.returncode == 2, done.stderr
             assert done.stderr.startswith("endstate: ") and message in done.stderr
             assert "Traceback" not in done.stderr
+
+
+# -- what `runs` and `pending` print for someone new to them -------------------------------------
+
+
+def _waiting_runs(path: Path, tmp_path: Path) -> list[str]:
+    """Two runs of the counter agent: a question past its deadline, and a pending approval."""
+    store = open_store(str(path))
+    runner = Runner(store, catalog())
+    try:
+        late = asyncio.run(runner.start("counter", "ask", state=counter_state(tmp_path / "a", "ask", wait=0)))
+        wire = asyncio.run(runner.start("counter", "pay", state=counter_state(tmp_path / "b", "approve")))
+    finally:
+        store.close()
+    return [late.run_id, wire.run_id]
+
+
+def test_runs_prints_a_header_times_with_their_zone_and_what_to_do_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.db"
+    assert main(["runs", "--store", str(path)]) == 0
+    assert (
+        capsys.readouterr().out
+        == f"no runs in sqlite:///{path}; start one with `endstate start AGENT TASK`\n"
+    )
+    _waiting_runs(path, tmp_path)
+    assert main(["runs", "--store", str(path)]) == 0
+    header, *rows, _, hint = capsys.readouterr().out.splitlines()
+    assert header.split()[:4] == ["RUN", "ID", "AGENT", "TASK"] and "STARTED (local time)" in header
+    assert len(rows) == 2 and all(re.search(r" [+-]\d{4}$", row) for row in rows)  # the UTC offset
+    assert hint == "2 of these wait for a person: `endstate pending` shows what they ask"
+
+
+def test_pending_says_how_to_answer_and_when_it_is_too_late(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.db"
+    late, wire = _waiting_runs(path, tmp_path)
+    assert main(["pending", "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "deadline in passed" not in out and re.search(r"deadline passed \d+s ago \(\d{4}-", out)
+    assert "too late to answer: `endstate recover` ends it under its help policy" in out
+    assert f'endstate approve {wire}   or   endstate deny {wire} "why"' in out
+    assert f"endstate answer {late}" not in out  # past its deadline: no command that would be refused

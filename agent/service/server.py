@@ -43,7 +43,7 @@ def serve(args: argparse.Namespace) -> int:
         hooks = telemetry.hooks if telemetry else None
         runner = Runner(store, catalog, hooks=hooks, lease_seconds=args.lease)
         token, source = load_token(args.token_file, _state_dir(args.store))
-        print(f"endstate serve: store {_shown(store)}; token from {source}", flush=True)
+        print(f"endstate serve: store {store.shown}; token from {source}", flush=True)
         workload = None
         if args.demo_workload:
             workload = DemoWorkload(runner, args.demo_interval, args.demo_answer_after)
@@ -91,7 +91,3 @@ def _state_dir(store_url: str | None) -> Path:
     if "://" in url and not url.startswith("sqlite:"):
         return Path(".endstate")
     return Path(url.removeprefix("sqlite:").lstrip("/") if url.startswith("sqlite:") else url).parent
-
-
-def _shown(store: RunStore) -> str:
-    return str(getattr(store, "_shown", store.url))

@@ -157,6 +157,7 @@ class RunStore(Protocol):
     """
 
     url: str
+    shown: str  # the URL to show people: no password in it
 
     def create(self, run: NewRun, lease: Lease, now: float) -> RunRecord: ...
 

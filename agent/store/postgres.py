@@ -31,7 +31,7 @@ class PostgresStore(SqlStore):
         except ImportError as exc:
             raise StoreError("a postgresql:// store needs psycopg: pip install 'psycopg[binary]'") from exc
         self.url = url
-        self._shown = _without_password(url)
+        self.shown = _without_password(url)
         self._timeout = connect_timeout
         self._lock = threading.RLock()
         self._in_tx = False
@@ -51,7 +51,7 @@ class PostgresStore(SqlStore):
                 self.url, autocommit=True, row_factory=dict_row, connect_timeout=int(self._timeout)
             )
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to the PostgreSQL run store {self._shown}: {exc}") from exc
+            raise StoreError(f"cannot connect to the PostgreSQL run store {self.shown}: {exc}") from exc
 
     def _prepare(self) -> None:
         with self._tx():
@@ -81,7 +81,7 @@ class PostgresStore(SqlStore):
         except psycopg.errors.IntegrityError as exc:
             raise WriteRefused(f"the run store refused a write: {exc}") from exc
         except psycopg.Error as exc:
-            raise StoreError(f"the PostgreSQL run store {self._shown} failed: {exc}") from exc
+            raise StoreError(f"the PostgreSQL run store {self.shown} failed: {exc}") from exc
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         with self._lock:

@@ -25,7 +25,7 @@ class SqliteStore(SqlStore):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.url = f"sqlite:///{self.path}"
+        self.url = self.shown = f"sqlite:///{self.path}"
         self._lock = threading.RLock()
         self._conn = self._connect()
         try:
