@@ -146,6 +146,32 @@ def test_the_collector_memory_limiter_has_a_limit_to_be_a_share_of(stack: dict[s
     assert collector.get("environment", {}).get("GOMEMLIMIT")
 
 
+def seconds(duration: str | int | float) -> float:
+    """A compose duration (`30s`, `1m30s`, or a number of seconds) in seconds."""
+    if isinstance(duration, int | float):
+        return float(duration)
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|m|s|ms|us)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    scale = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def test_the_agent_gets_the_time_to_checkpoint_its_runs_when_stopped(stack: dict[str, Any]) -> None:
+    """`docker compose stop` sends SIGTERM, then SIGKILL after stop_grace_period (10s by default).
+    `endstate serve` lets HTTP requests finish (up to --grace), gives runs --grace to end as
+    `cancelled` with a checkpoint, then flushes spans: all of it must fit before the SIGKILL."""
+    import argparse
+
+    from agent.service.server import add_serve_args
+    from telemetry.setup import CLOSE_TIMEOUT_S
+
+    parser = argparse.ArgumentParser()
+    add_serve_args(parser)
+    agent = stack["services"]["agent"]
+    grace = float(parser.parse_args([a for a in agent["command"][2:] if a != "--demo-workload"]).grace)
+    assert seconds(agent.get("stop_grace_period", "10s")) >= 2 * grace + CLOSE_TIMEOUT_S + 5
+
+
 def test_nothing_in_the_stack_reports_usage_home(stack: dict[str, Any]) -> None:
     """Grafana and Tempo both send anonymous usage reports to Grafana Labs unless told not to."""
     grafana = stack["services"]["grafana"]["environment"]
