@@ -59,6 +59,7 @@ DEFAULT_CATALOG = "agent.examples.scenarios:example_catalog"
 ENV_CATALOG = "ENDSTATE_CATALOG"
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
+_LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 
 
 class AnswerError(EndstateError):
@@ -156,7 +157,8 @@ class Runner:
         self.catalog = catalog
         self.hooks = hooks
         self.lease_seconds = lease_seconds
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = owner or f"{machine()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        _LIVE_OWNERS.add(self.owner)
         self.shutting_down = threading.Event()
         self._held: set[str] = set()  # runs whose lease this runner renews
         self._held_lock = threading.Lock()  # recovery may run in a worker thread
@@ -481,13 +483,31 @@ def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -
         raise AnswerError(f"run {record.run_id} waits for an answer to {record.question!r}: give one")
 
 
+def machine() -> str:
+    """This host and, on Linux, its pid namespace: containers may share a host name, not pids."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid").removeprefix("pid:").strip("[]")
+    except OSError:
+        return socket.gethostname()
+    return f"{socket.gethostname()}/{namespace}"
+
+
 def worker_gone(record: RunRecord, now: float) -> bool:
-    """True when a running run's lease ran out, or its worker process on this host is dead."""
+    """True when a running run's lease ran out, or its worker's process here is gone.
+
+    An owner is `machine:pid:runner`. Here means this machine and pid namespace; a
+    worker with this very pid is an earlier process (a restarted container) unless
+    it is one of this process's runners.
+    """
     if record.lease_until is None or record.lease_until < now:
         return True
-    host, _, rest = (record.owner or "").partition(":")
+    where, _, rest = (record.owner or "").partition(":")
     pid = rest.partition(":")[0]
-    return host == socket.gethostname() and pid.isdigit() and not _alive(int(pid))
+    if where != machine() or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return record.owner not in _LIVE_OWNERS
+    return not _alive(int(pid))
 
 
 def _alive(pid: int) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +22,8 @@ from agent.result import RunResult
 from agent.runner import AnswerError, Catalog, Job, Runner
 from agent.snapshot import Snapshot
 from agent.store import (
+    Lease,
+    NewRun,
     NotClaimable,
     RunExists,
     RunRecord,
@@ -471,3 +475,31 @@ def test_a_shutdown_waits_for_runs_spawned_while_it_waits(counters: Workers, tmp
     assert asyncio.run(scenario()) == (True, True)
     rec = runner.store.get(waiting.run_id)
     assert rec is not None and rec.status is RunStatus.CANCELLED and deployed(folder) == ["v2"]
+
+
+def test_who_holds_a_run_is_judged_by_host_pid_namespace_and_process(counters: Workers) -> None:
+    """A restarted container has the same host name and pid as the worker that died in it; other
+    containers may share the host name but not the pid numbers: only the lease tells for them."""
+    runner = counters.new()
+    here, pid, _ = runner.owner.split(":")
+    assert here.startswith(socket.gethostname() + "/")  # the pid namespace, on Linux
+    dead, name = _dead_pid(), socket.gethostname()
+    cases = {
+        "earlier-process": f"{here}:{pid}:0ldpr0c",  # this pid, but no runner of this process
+        "dead-here": f"{here}:{dead}:deadbeef",
+        "live-here": runner.owner,
+        "same-name-other-pids": f"{name}/4026500000:{dead}:c0ffee00",
+        "same-name-unknown-pids": f"{name}:{dead}:c0ffee01",
+    }
+    lease_until = time.time() + 60
+    for run_id, owner in cases.items():
+        runner.store.create(
+            NewRun(run_id, "counter", "t", "counting"), Lease(owner, lease_until), time.time()
+        )
+    assert sorted(r.run_id for r in counters.new().recoverable()) == ["dead-here", "earlier-process"]
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
