@@ -1,4 +1,4 @@
-"""`endstate` commands for durable runs: runs, pending, answer, approve, deny, start, recover, serve.
+"""`endstate` commands for durable runs: runs, pending, answer, approve, deny, start, resume, recover, serve.
 
 Every command takes `--store URL` (default `$ENDSTATE_STORE`, then the SQLite
 file `./.endstate/runs.db`) and `--catalog module:attr` (default the seed
@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent.errors import ConfigError
-from agent.result import RunResult
+from agent.result import RunResult, StopReason
 from agent.runner import Runner, load_catalog
 from agent.store import RunRecord, RunStatus, RunStore, default_url, open_store
 
@@ -30,6 +30,7 @@ def register(sub: Any) -> None:
     _add(sub, "approve", "approve a run's pending tool call and continue it here", _approve, _run_id_arg)
     _add(sub, "deny", "deny a run's pending tool call and continue it here", _deny, _deny_args)
     _add(sub, "start", "start a run of a catalog agent here", _start, _start_args)
+    _add(sub, "resume", "continue a cancelled run here from its checkpoint", _resume, _run_id_arg)
     recover_help = "continue crashed or shutdown-cancelled runs; end runs past their deadline"
     _add(sub, "recover", recover_help, _recover)
     from agent.service.server import add_serve_args, serve
@@ -137,6 +138,10 @@ def _approve(args: argparse.Namespace) -> int:
 
 def _deny(args: argparse.Namespace) -> int:
     return _continue(args, lambda runner: runner.claim(args.run_id, args.reason or None, approved=False))
+
+
+def _resume(args: argparse.Namespace) -> int:
+    return _continue(args, lambda runner: runner.claim(args.run_id))
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -247,10 +252,22 @@ def local_time(timestamp: float) -> str:
 
 
 def result_line(r: RunResult) -> str:
+    """How a segment ended, and the command that continues the run when it can go on."""
     limit = f" ({r.limit})" if r.limit else ""
     verified = " verified" if r.verified else ""
     text = (r.note or r.output).replace("\n", " ")
-    return f"run {r.run_id}: {r.reason}{limit}{verified} after {r.turns} turns. {text[:200]}".rstrip()
+    line = f"run {r.run_id}: {r.reason}{limit}{verified} after {r.turns} turns. {text[:200]}".rstrip()
+    return line + next_step(r)
+
+
+def next_step(r: RunResult) -> str:
+    if r.reason is StopReason.CANCELLED:
+        return f"\n    -> endstate resume {r.run_id}"
+    if r.reason is not StopReason.NEED_HELP or r.suspension is None:
+        return ""
+    if r.suspension.pending is not None:
+        return f'\n    -> endstate approve {r.run_id}   or   endstate deny {r.run_id} "why"'
+    return f'\n    -> endstate answer {r.run_id} "your answer"'
 
 
 def _span(seconds: float) -> str:

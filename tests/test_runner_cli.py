@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pg
 import pytest
-from test_runner_agents import catalog, counted, counter_state
+from test_runner_agents import catalog, counted, counter_state, env_with_tests
 from test_service_support import endstate, spawn
 
 from agent.cli import main
@@ -134,3 +134,16 @@ def test_pending_says_how_to_answer_and_when_it_is_too_late(
     assert "too late to answer: `endstate recover` ends it under its help policy" in out
     assert f'endstate approve {wire}   or   endstate deny {wire} "why"' in out
     assert f"endstate answer {late}" not in out  # past its deadline: no command that would be refused
+
+
+def test_a_cancelled_run_says_how_to_resume_it_and_resume_does(store_url: str, tmp_path: Path) -> None:
+    env = {**env_with_tests(), "ENDSTATE_WORLDS": str(tmp_path / "worlds")}
+    first = endstate("start", "csv-cleaner", "Clean", "--scenario", "csv/shutdown", store=store_url, env=env)
+    assert first.returncode == 0, first.stderr
+    run_id = re.findall(r"^run (\w+): cancelled", first.stdout, re.M)[0]
+    assert first.stdout.rstrip().endswith(f"-> endstate resume {run_id}")
+    done = endstate("resume", run_id, "--json", store=store_url, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["reason"] == "success"
+    again = endstate("resume", run_id, store=store_url, env=env)
+    assert again.returncode == 2 and "is finished, not waiting or cancelled" in again.stderr
