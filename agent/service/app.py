@@ -115,8 +115,9 @@ class Service:
             await self._recover()
 
     async def _recover(self) -> None:
+        """Take over runs of dead workers (in the loop, as catalogs need not be thread-safe)."""
         try:
-            for job in await run_in_threadpool(self.runner.recovery_jobs):
+            for job in self.runner.recovery_jobs():
                 self.runner.spawn(job)
         except EndstateError:
             log.exception("recovering runs failed; trying again later")
