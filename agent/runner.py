@@ -298,7 +298,7 @@ class Runner:
         snap: Snapshot = snapshot
 
         def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
-            return agent.aexpire(snap, now=now)
+            return agent.aexpire(snap, now=now, cancel=cancel)  # a policy that resumes may run on
 
         return Job(record.run_id, agent, record, segment, RunStatus.WAITING)
 

@@ -503,3 +503,17 @@ def _dead_pid() -> int:
     child = subprocess.Popen(["true"])
     child.wait()
     return child.pid
+
+
+def test_a_run_the_sweep_continues_stops_at_a_shutdown_like_any_other(
+    counters: Workers, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    first = asyncio.run(counters.new().start("patient-counter", "ask", state=counter_state(folder, "ask")))
+    assert first.reason is StopReason.NEED_HELP
+    sweeper = counters.new()
+    sweeper.shutting_down.set()
+    [result] = asyncio.run(sweeper.sweep())
+    assert result.reason is StopReason.CANCELLED and counted(folder) == [1]  # stopped before count(2)
+    rec = sweeper.store.get(first.run_id)
+    assert rec is not None and (rec.status, rec.interrupted) == (RunStatus.CANCELLED, True)
