@@ -395,26 +395,53 @@ class Runner:
             return set(self._held)
 
     async def _record(self, job: Job, result: RunResult) -> None:
+        """Write how the segment ended; the run is let go either way (recovery takes an unwritten one)."""
         interrupted = result.reason is StopReason.CANCELLED and self.shutting_down.is_set()
         outcome = Outcome.of(result, interrupted=interrupted)
-        for delay in (*RECORD_RETRIES, None):
-            try:
-                self.store.record(job.run_id, outcome, self.lease(), time.time())
-                break
-            except LeaseLost:
-                log.warning("run %s was taken over by another worker; its result here is dropped", job.run_id)
-                self._let_go(job.run_id, None)
-                return
-            except StoreError:
-                if delay is None:  # let its lease lapse: recovery continues it from its last checkpoint
-                    log.error("run %s: its result was not recorded; recovery continues it", job.run_id)
-                    self._let_go(job.run_id, None)
-                    raise
-                log.warning("recording run %s failed; retrying in %.1f s", job.run_id, delay, exc_info=True)
-                await asyncio.sleep(delay)
-        self._let_go(job.run_id, None)
-        if outcome.status is RunStatus.FINISHED:
+        try:
+            written = await self._write(job.run_id, outcome)
+        finally:
+            self._let_go(job.run_id, None)
+        if written and outcome.status is RunStatus.FINISHED:
             self._cleanup(job)
+
+    async def _write(self, run_id: str, outcome: Outcome) -> bool:
+        """Record an outcome, retrying a failing store; False when another worker holds the run now."""
+        for attempt, delay in enumerate(RECORD_RETRIES):
+            try:
+                return self._write_once(run_id, outcome, retried=attempt > 0)
+            except StoreError:
+                log.warning("recording run %s failed; retrying in %.1f s", run_id, delay, exc_info=True)
+                await asyncio.sleep(delay)
+        try:
+            return self._write_once(run_id, outcome, retried=bool(RECORD_RETRIES))
+        except StoreError:
+            log.error(
+                "run %s: its result was not recorded; recovery continues it from its checkpoint", run_id
+            )
+            raise
+
+    def _write_once(self, run_id: str, outcome: Outcome, retried: bool) -> bool:
+        try:
+            self.store.record(run_id, outcome, self.lease(), time.time())
+        except LeaseLost:
+            if retried and self._recorded(run_id, outcome):
+                return True  # an earlier attempt was written; only its reply was lost
+            log.warning("run %s was taken over by another worker; its result here is dropped", run_id)
+            return False
+        return True
+
+    def _recorded(self, run_id: str, outcome: Outcome) -> bool:
+        """True when the store already holds this outcome, released by its holder."""
+        current = self.store.get(run_id)
+        if current is None or current.owner is not None:
+            return False
+        result = outcome.result
+        return (current.status, current.stop_reason, current.turns) == (
+            outcome.status,
+            result.reason,
+            result.turns,
+        )
 
     def _hold(self, record: RunRecord) -> RunRecord:
         """Renew this run's lease from now on (it was just created, claimed or taken over here)."""

@@ -517,3 +517,27 @@ def test_a_run_the_sweep_continues_stops_at_a_shutdown_like_any_other(
     assert result.reason is StopReason.CANCELLED and counted(folder) == [1]  # stopped before count(2)
     rec = sweeper.store.get(first.run_id)
     assert rec is not None and (rec.status, rec.interrupted) == (RunStatus.CANCELLED, True)
+
+
+def test_a_result_recorded_whose_reply_was_lost_is_not_taken_for_a_take_over(
+    examples: Workers, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store wrote the result, then the connection broke before it said so: the retry finds
+    the run no longer held. That is this worker's own write, not another worker's take-over."""
+    import agent.runner
+
+    monkeypatch.setattr(agent.runner, "RECORD_RETRIES", (0.01,))
+    runner = examples.new()
+    record = runner.store.record
+
+    def lost_reply(*args: object) -> object:
+        runner.store.record = record  # type: ignore[method-assign]
+        record(*args)  # type: ignore[arg-type]
+        raise StoreError("server closed the connection unexpectedly")
+
+    runner.store.record = lost_reply  # type: ignore[method-assign,assignment]
+    job = runner.begin("csv-cleaner", "Clean", state={"scenario": "csv/clean"})
+    workdir = Path(job.record.state["workdir"])
+    assert asyncio.run(runner.drive(job)).reason is StopReason.SUCCESS
+    assert not workdir.exists()  # cleaned up, as for any finished run
+    assert "taken over" not in caplog.text
