@@ -416,31 +416,40 @@ def test_concurrent_creates_of_one_id_give_one_run_and_run_exists_to_the_rest(st
     assert sorted(o.split(":")[0] for o in outcomes) == ["created"] + ["exists"] * 5, outcomes
 
 
-def test_stores_opened_at_once_on_a_new_database_migrate_it_once(store_url: str) -> None:
-    barrier = threading.Barrier(4)
+def test_stores_opened_at_once_on_a_new_database_migrate_it_once(store_url: str, tmp_path: Path) -> None:
+    """Processes starting together (say, replicas of the service) each open the new store."""
+    fresh = [str(tmp_path / f"{i}.db") for i in range(8)]  # SQLite: the race is short, try it often
+    latest = latest_version("sqlite")
+    for url in [store_url] if store_url.startswith("postgresql") else fresh:
+        assert _open_at_once(url, 4) == [latest] * 4
+        s = open_store(url)
+        try:
+            rows = s._rows("SELECT version FROM endstate_schema ORDER BY version")  # type: ignore[attr-defined]
+        finally:
+            s.close()
+        assert [r["version"] for r in rows] == list(range(1, latest + 1))
+
+
+def _open_at_once(url: str, n: int) -> list[object]:
+    """Open the store at `url` from `n` threads at once; each one's schema version, or its error."""
+    barrier = threading.Barrier(n)
     versions: list[object] = []
 
     def open_one() -> None:
         barrier.wait()
         try:
-            s = open_store(store_url)
+            s = open_store(url)
             versions.append(s.schema_version())
             s.close()
         except StoreError as exc:
             versions.append(exc)
 
-    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    threads = [threading.Thread(target=open_one) for _ in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert versions == [latest_version("sqlite")] * 4
-    s = open_store(store_url)
-    try:
-        rows = s._rows("SELECT version FROM endstate_schema ORDER BY version")  # type: ignore[attr-defined]
-    finally:
-        s.close()
-    assert [r["version"] for r in rows] == list(range(1, latest_version("sqlite") + 1))
+    return versions
 
 
 def test_a_dropped_postgres_connection_is_replaced_and_checkpoints_go_on(make_agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

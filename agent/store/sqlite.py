@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,8 +55,10 @@ class SqliteStore(SqlStore):
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._use_wal()
             self._conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path} is not an Endstate run store: {exc}") from exc
         if tables and SCHEMA_TABLE not in tables:
@@ -69,6 +72,21 @@ class SqliteStore(SqlStore):
                 f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL, applied_at REAL)"
             )
             self._apply_migrations()
+
+    def _use_wal(self) -> None:
+        """Switch the file to WAL; SQLite does not wait on a lock for this, so wait here.
+
+        (Two processes opening a new store at once would otherwise fail with "database is locked".)
+        """
+        give_up = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > give_up:
+                    raise
+            time.sleep(0.02)
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         with self._lock:
