@@ -541,3 +541,31 @@ def test_a_result_recorded_whose_reply_was_lost_is_not_taken_for_a_take_over(
     assert asyncio.run(runner.drive(job)).reason is StopReason.SUCCESS
     assert not workdir.exists()  # cleaned up, as for any finished run
     assert "taken over" not in caplog.text
+
+
+def test_a_worker_dying_between_the_question_and_its_record_loses_no_question(
+    store_url: str, tmp_path: Path
+) -> None:
+    """The agent suspended but the worker died before the store recorded it: recovery continues
+    from the last checkpoint, the question is asked again and waits; no recorded call runs again."""
+    folder = tmp_path / "r"
+    dying = Workers(store_url, catalog(), lease_seconds=0.2)
+    survivor = Workers(store_url, catalog())
+    try:
+        runner = dying.new()
+
+        def die(*args: object) -> None:
+            raise Crash()
+
+        runner.store.record = die  # type: ignore[method-assign,assignment]
+        with pytest.raises(Crash):
+            asyncio.run(runner.start("counter", "ask", state=counter_state(folder, "ask")))
+        time.sleep(0.3)
+        [again] = asyncio.run(survivor.new().recover())
+        assert again.reason is StopReason.NEED_HELP and again.note == "Which number next?"
+        rec = survivor.new().store.get(again.run_id)
+        assert rec is not None and (rec.status, rec.question) == (RunStatus.WAITING, "Which number next?")
+        assert counted(folder) == [1]
+    finally:
+        survivor.close()
+        dying.close()
