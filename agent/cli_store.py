@@ -158,9 +158,8 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    with _runner(args) as runner:
-        jobs = runner.recovery_jobs()
-        results = [asyncio.run(runner.drive(job)) for job in jobs]
+    with _runner(args) as runner:  # a run that cannot go on is logged; the others still do
+        results = asyncio.run(runner.recover())
         results += asyncio.run(runner.sweep())
     for result in results:
         print(result_line(result))

@@ -285,8 +285,8 @@ class Runner:
             self._hold(record)
             try:
                 jobs.append(self._expiry_job(record, now))
-            except EndstateError:
-                log.exception("run %s cannot be expired here; it waits again", record.run_id)
+            except EndstateError as exc:
+                log.error("run %s cannot be expired here; it waits again: %s", record.run_id, exc)
                 self._let_go(record.run_id, RunStatus.WAITING)
         return jobs
 
@@ -326,8 +326,8 @@ class Runner:
                     jobs.append(self.claim(record.run_id))
             except NotClaimable:
                 continue  # another worker got there first
-            except EndstateError:
-                log.exception("run %s cannot be recovered", record.run_id)
+            except EndstateError as exc:
+                log.error("run %s cannot be recovered: %s", record.run_id, exc)
         return jobs
 
     async def _drive_each(self, jobs: list[Job], what: str) -> list[RunResult]:
@@ -336,8 +336,8 @@ class Runner:
         for job in jobs:
             try:
                 results.append(await self.drive(job))
-            except EndstateError:
-                log.exception("run %s cannot be %s", job.run_id, what)
+            except EndstateError as exc:  # it says what is wrong: no traceback
+                log.error("run %s cannot be %s: %s", job.run_id, what, exc)
         return results
 
     # -- driving ------------------------------------------------------

@@ -147,3 +147,34 @@ def test_a_cancelled_run_says_how_to_resume_it_and_resume_does(store_url: str, t
     assert json.loads(done.stdout)["reason"] == "success"
     again = endstate("resume", run_id, store=store_url, env=env)
     assert again.returncode == 2 and "is finished, not waiting or cancelled" in again.stderr
+
+
+def test_recover_goes_on_past_a_run_it_cannot_resume(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    store = open_store(str(path))
+    try:
+        runner = Runner(store, catalog())
+        runner.shutting_down.set()  # both runs stop at their first turn, interrupted
+        bad, good = (
+            asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / n, "plain"))).run_id
+            for n in ("bad", "good")
+        )
+        store._rows(  # type: ignore[attr-defined]
+            'UPDATE endstate_runs SET snapshot = REPLACE(snapshot, \'"agent": "counter"\', '
+            '\'"agent": "someone-else"\') WHERE run_id = ?',
+            (bad,),
+        )
+    finally:
+        store.close()
+    done = endstate("recover", "--catalog", CATALOG, store=str(path))
+    assert done.returncode == 0, done.stderr
+    assert f"run {good}: success" in done.stdout and "1 runs recovered or swept" in done.stdout
+    assert (
+        f"run {bad} cannot be recovered" in done.stderr and "belongs to agent 'someone-else'" in done.stderr
+    )
+    store = open_store(str(path))
+    try:
+        rec = store.get(bad)
+        assert rec is not None and (rec.status, rec.owner) == (RunStatus.CANCELLED, None)  # given back
+    finally:
+        store.close()
