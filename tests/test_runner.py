@@ -410,7 +410,7 @@ def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
     import agent.runner
 
     monkeypatch.setattr(agent.runner, "RECORD_RETRIES", (0.01,))
-    workers = Workers(store_url, catalog(), lease_seconds=0.3)
+    workers = Workers(store_url, catalog(), lease_seconds=1.0)
     try:
         runner, other = workers.new(), workers.new()
         record = runner.store.record
@@ -427,7 +427,7 @@ def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
             slow = runner.spawn(runner.begin("counter", "slow", state=counter_state(tmp_path / "s", "slow")))
             plain = counter_state(tmp_path / "p", "plain")
             await runner.spawn(runner.begin("counter", "plain", state=plain, run_id=lost))
-            await asyncio.sleep(0.6)  # two lease periods; the slow run still beats
+            await asyncio.sleep(1.4)  # past the lost run's lease; the slow run (~2.5 s) still beats
             found = [r.run_id for r in other.recoverable()]
             await slow
             return found
@@ -440,7 +440,7 @@ def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
 def test_a_long_tool_keeps_its_lease_and_no_other_worker_takes_the_run(
     counters: Workers, tmp_path: Path
 ) -> None:
-    workers = Workers(counters.url, catalog(), lease_seconds=0.3)
+    workers = Workers(counters.url, catalog(), lease_seconds=1.0)  # the run takes ~2.5 s
     try:
         runner, other = workers.new(), workers.new()
 
