@@ -77,12 +77,15 @@ class AgentEntry:
     (say, with the path of a working folder it created); `build` runs in
     whichever process starts, resumes or recovers the run; `cancel` may give
     a run-specific cancel signal; `cleanup` runs when the run has ended for good.
+    A run may ask for a task type other than the agent's own only when it is in
+    `task_types`: task types are metric labels, so callers cannot invent them.
     """
 
     build: Callable[[State], Agent]
     prepare: Callable[[State, str], State] | None = None
     cancel: Callable[[State], Any] | None = None
     cleanup: Callable[[State], None] | None = None
+    task_types: tuple[str, ...] = ()
 
 
 @dataclass
@@ -470,11 +473,18 @@ class Runner:
 
     def _agent(self, name: str, state: State, run_id: str, task_type: str | None = None) -> Agent:
         """The catalog's agent, checkpointing to the store under this runner's lease."""
-        built = self.catalog.entry(name).build(state)
+        entry = self.catalog.entry(name)
+        built = entry.build(state)
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
         if self.hooks is not None:
             changes["hooks"] = self.hooks
-        if task_type:
+        if task_type and task_type != built.task_type:
+            if task_type not in entry.task_types:
+                allowed = ", ".join(sorted({built.task_type, *entry.task_types}))
+                raise ConfigError(
+                    f"agent {name!r} does not run task type {task_type!r}; use one of: {allowed} "
+                    "(add it to the catalog entry's task_types)"
+                )
             changes["task_type"] = task_type
         return dataclasses.replace(built, **changes)
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pg
 import pytest
-from test_runner_agents import Crash, catalog, counted, counter_state, deployed
+from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
 from agent import StopReason
-from agent.errors import SnapshotError
+from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
 from agent.result import RunResult
 from agent.runner import AnswerError, Catalog, Job, Runner
@@ -569,3 +569,24 @@ def test_a_worker_dying_between_the_question_and_its_record_loses_no_question(
     finally:
         survivor.close()
         dying.close()
+
+
+def test_a_task_type_is_a_label_so_only_the_catalogs_are_taken(store_url: str, tmp_path: Path) -> None:
+    c = Catalog()
+    c.register("counter", make_counter, task_types=("bulk-counting",))
+    workers = Workers(store_url, c)
+    try:
+        runner = workers.new()
+        with pytest.raises(ConfigError, match="does not run task type 'free-text'"):
+            runner.begin(
+                "counter", "count", task_type="free-text", state=counter_state(tmp_path / "a", "plain")
+            )
+        assert runner.store.list_runs(limit=None) == []
+        result = asyncio.run(
+            runner.start(
+                "counter", "count", task_type="bulk-counting", state=counter_state(tmp_path / "b", "plain")
+            )
+        )
+        assert (result.reason, result.task_type) == (StopReason.SUCCESS, "bulk-counting")
+    finally:
+        workers.close()

@@ -128,6 +128,11 @@ def test_bad_requests_get_a_clear_4xx_and_change_nothing(server: Server, store_u
                 (api.post("/runs", json={"agent": "nobody", "task": "t"}), 400, "no agent named 'nobody'"),
                 (api.post("/runs", json={"agent": "csv-cleaner"}), 400, "'task' is required"),
                 (api.post("/runs", json={**INVOICE, "run_id": run_id}), 409, "already exists"),
+                (
+                    api.post("/runs", json={**INVOICE, "task_type": "made-up-label"}),
+                    400,
+                    "does not run task type 'made-up-label'",
+                ),
                 (api.get("/runs?status=bogus"), 400, "status must be one of"),
             ]
             for response, status, message in cases:
