@@ -357,11 +357,11 @@ def demo_help() -> str:
 
 
 def require_demo_flags(*flags: str) -> None:
-    """Skip (with the reason) until `endstate demo` has the flags these live tests drive it with."""
+    """Fail clearly when `endstate demo` lacks the flags these live tests drive it with."""
     help_text = demo_help()
     missing = [flag for flag in flags if flag not in help_text]
     if missing:
-        pytest.skip(f"endstate demo lacks {', '.join(missing)} (CLI not wired yet)")
+        pytest.fail(f"endstate demo lacks {', '.join(missing)}, which the live tests drive it with")
 
 
 @contextlib.contextmanager
