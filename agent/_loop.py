@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,34 +78,35 @@ async def drive(agent: Agent, run: RunState, obs: RunObserver, cancel: Any = Non
 
 async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
     """One turn: ask the model, act on its reply, check progress."""
-    index = run.begin_turn()
-    obs.turn_started(index)
-    decision: Decision = Stop(StopReason.ERROR, note="the turn did not complete")
-    try:
+
+    async def steps() -> Decision:
         reply = await ask_model(agent, run, obs)  # 2
         if isinstance(reply, Stop):
-            decision = reply
-            return decision
-        decision = end_turn(agent, run, await act(agent, run, reply, obs))  # 3, 4, then 5
-        return decision
-    except asyncio.CancelledError:
-        decision = Stop(StopReason.CANCELLED)  # so the turn's signal says what happened
-        raise
-    finally:
-        obs.turn_ended(index, _signal_of(decision))
+            return reply
+        return end_turn(agent, run, await act(agent, run, reply, obs))  # 3, 4, then 5
+
+    return await observed(obs, run.begin_turn(), steps())
 
 
 async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
     """Complete a turn whose reply was recorded but whose calls were not all run."""
-    index = run.usage.turns
+
+    async def steps() -> Decision:
+        calls = _tool_calls(run.ctx.messages[-1])
+        return end_turn(agent, run, await act_on_calls(agent, run, calls, obs))
+
+    return await observed(obs, run.usage.turns, steps())
+
+
+async def observed(obs: RunObserver, index: int, steps: Awaitable[Decision]) -> Decision:
+    """Run a turn's steps between `turn_started` and `turn_ended`, whatever happens."""
     obs.turn_started(index)
     decision: Decision = Stop(StopReason.ERROR, note="the turn did not complete")
     try:
-        calls = _tool_calls(run.ctx.messages[-1])
-        decision = end_turn(agent, run, await act_on_calls(agent, run, calls, obs))
+        decision = await steps
         return decision
     except asyncio.CancelledError:
-        decision = Stop(StopReason.CANCELLED)
+        decision = Stop(StopReason.CANCELLED)  # so the turn's signal says what happened
         raise
     finally:
         obs.turn_ended(index, _signal_of(decision))
