@@ -16,13 +16,22 @@ log = logging.getLogger("endstate.telemetry")
 
 
 class CountingExporter(SpanExporter):
-    """Wraps an exporter: a failed or raising export is counted, never raised."""
+    """Wraps an exporter: every export is counted as an attempt, and a failed or
+    raising one as a failure too, never raised."""
 
-    def __init__(self, inner: SpanExporter, on_failure: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        inner: SpanExporter,
+        on_failure: Callable[[str], None],
+        on_attempt: Callable[[str], None] | None = None,
+    ) -> None:
         self.inner = inner
         self._on_failure = on_failure
+        self._on_attempt = on_attempt
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._on_attempt is not None:
+            self._on_attempt(SIGNAL_TRACES)
         try:
             result = self.inner.export(spans)
         except Exception:

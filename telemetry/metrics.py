@@ -117,9 +117,12 @@ class MetricsHooks:
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
         self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
         self.m = _Instruments(self.registry)
-        for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):
+        for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):  # at zero together: failure ratios from the start
             self.m.export_failures.labels(signal)
-        help_collector = _HelpCollector(pending or local, self.known_agents, self.record_export_failure)
+            self.m.exports.labels(signal)
+        help_collector = _HelpCollector(
+            pending or local, self.known_agents, self.record_export_failure, self.record_export_attempt
+        )
         self.registry.register(help_collector)
 
     def run_started(self, info: RunInfo) -> RunObserver:
@@ -133,6 +136,10 @@ class MetricsHooks:
     def record_export_failure(self, signal: str) -> None:
         """Count a failed export of `signal` (traces or metrics)."""
         self.m.export_failures.labels(signal).inc()
+
+    def record_export_attempt(self, signal: str) -> None:
+        """Count an export of `signal` about to be tried, whatever its outcome."""
+        self.m.exports.labels(signal).inc()
 
     def known_agents(self) -> list[tuple[str, str]]:
         """Every (agent, task_type) this process has started a run of."""
@@ -253,7 +260,13 @@ class _Instruments:
         )
         self.export_failures = Counter(
             n.METRIC_TELEMETRY_EXPORT_FAILURES,
-            "Telemetry exports that failed (span batches for traces).",
+            "Telemetry exports that failed (span batches for traces, pending-help reads for metrics).",
+            (n.LABEL_SIGNAL,),
+            registry=registry,
+        )
+        self.exports = Counter(
+            n.METRIC_TELEMETRY_EXPORTS,
+            "Telemetry exports tried (span batches for traces, pending-help reads for metrics).",
             (n.LABEL_SIGNAL,),
             registry=registry,
         )
@@ -386,13 +399,14 @@ class _RunMetrics(RunObserver):
 class _HelpCollector(Collector):
     """`agent_help_pending` and `agent_help_oldest_pending_seconds`, computed at scrape time."""
 
-    def __init__(self, source: PendingSource, known: Any, on_error: Any) -> None:
-        self._source, self._known, self._on_error = source, known, on_error
+    def __init__(self, source: PendingSource, known: Any, on_error: Any, on_attempt: Any) -> None:
+        self._source, self._known, self._on_error, self._on_attempt = source, known, on_error, on_attempt
 
     def describe(self) -> Iterable[Metric]:
         return list(_help_families())
 
     def collect(self) -> Iterator[Metric]:
+        self._on_attempt(n.SIGNAL_METRICS)
         try:
             rows = list(self._source())
         except Exception:

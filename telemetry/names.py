@@ -118,6 +118,7 @@ EXPOSED_METRICS: Final = frozenset(
         "agent_cost_usd_total",
         "agent_budget_limit",
         "agent_telemetry_export_failures_total",
+        "agent_telemetry_exports_total",
         "gen_ai_client_token_usage_bucket",
         "gen_ai_client_token_usage_sum",
         "gen_ai_client_token_usage_count",
@@ -145,6 +146,10 @@ WAIT_EXPIRED: Final = "expired"
 SIGNAL_TRACES: Final = "traces"  # agent_telemetry_export_failures_total signal values
 SIGNAL_METRICS: Final = "metrics"
 TOOL_OTHER: Final = "other"  # tool label for names past the per-agent cap or not name-like
+
+# Export attempts, the denominator of the export failure ratio: span batches handed to the
+# exporter (traces) and reads of the pending-help source at scrape time (metrics).
+METRIC_TELEMETRY_EXPORTS: Final = "agent_telemetry_exports"  # counter -> agent_telemetry_exports_total
 
 ENV_TRACES_FILE: Final = "ENDSTATE_TRACES_FILE"  # JSON-lines span file when no OTLP endpoint is set
 ENV_REDACT_ENV: Final = "ENDSTATE_REDACT_ENV"  # more variable names whose values are redacted

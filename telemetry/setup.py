@@ -19,8 +19,9 @@ is `true`, or `SPAN_ONLY` or `SPAN_AND_EVENT` (the values of the newer GenAI
 instrumentations; Endstate records content on spans only).
 
 Export never blocks or breaks a run: spans queue in a bounded batch processor
-(full queue: spans dropped), each export has a short timeout, a failed export
-counts in `agent_telemetry_export_failures_total{signal="traces"}`, and
+(full queue: spans dropped, and not counted), each export has a short timeout,
+every export of a batch counts in `agent_telemetry_exports_total{signal="traces"}`
+and a failed one in `agent_telemetry_export_failures_total{signal="traces"}`, and
 `force_flush`/`shutdown` return within their timeout even when the collector
 never answers.
 """
@@ -113,7 +114,8 @@ class Telemetry:
         provider = TracerProvider(
             resource=resource_from_env(environ), sampler=sampler_from_env(environ), shutdown_on_exit=False
         )
-        provider.add_span_processor(_batch(CountingExporter(exporter, metrics.record_export_failure)))
+        counting = CountingExporter(exporter, metrics.record_export_failure, metrics.record_export_attempt)
+        provider.add_span_processor(_batch(counting))
         capture = environ.get(n.ENV_CAPTURE_CONTENT, "").strip().lower() in _CAPTURE_ON
         tracing = TracingHooks(provider, capture_content=capture, redact=Redactor.from_env(environ))
         telemetry = cls(CompositeHooks((tracing, metrics)), metrics.registry, provider, metrics, tracing)

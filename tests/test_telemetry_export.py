@@ -50,8 +50,13 @@ def outcome(results: list[RunResult]) -> list[tuple[Any, ...]]:
     return [(r.reason, r.turns, r.input_tokens, r.output_tokens, r.output, r.verified) for r in results]
 
 
-def failures(telemetry: Telemetry) -> float:
-    value = telemetry.registry.get_sample_value("agent_telemetry_export_failures_total", {"signal": "traces"})
+def failures(telemetry: Telemetry, signal: str = n.SIGNAL_TRACES) -> float:
+    value = telemetry.registry.get_sample_value("agent_telemetry_export_failures_total", {"signal": signal})
+    return value or 0.0
+
+
+def attempts(telemetry: Telemetry, signal: str = n.SIGNAL_TRACES) -> float:
+    value = telemetry.registry.get_sample_value("agent_telemetry_exports_total", {"signal": signal})
     return value or 0.0
 
 
@@ -245,3 +250,59 @@ def test_grpc_without_its_package_says_which_to_install() -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
     with pytest.raises(ConfigError, match="opentelemetry-exporter-otlp-proto-grpc"):
         Telemetry.from_env(env, registry=CollectorRegistry())
+
+
+def test_export_attempts_and_failures_start_at_zero_for_every_signal() -> None:
+    telemetry = Telemetry.from_env(TO_FILE, registry=CollectorRegistry())
+    families = {m.name: m for m in telemetry.registry.collect()}
+    for name in ("agent_telemetry_exports", "agent_telemetry_export_failures"):
+        totals = {s.labels["signal"]: s.value for s in families[name].samples if s.name.endswith("_total")}
+        assert totals.keys() == {n.SIGNAL_TRACES, n.SIGNAL_METRICS}, name
+        assert totals[n.SIGNAL_TRACES] == 0, name
+    telemetry.shutdown()
+
+
+def test_every_span_batch_counts_as_an_attempt_and_a_delivered_one_not_as_a_failure() -> None:
+    with OtlpReceiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        telemetry = Telemetry.from_env(env, registry=CollectorRegistry())
+        run_some(telemetry.hooks, runs=1)
+        assert telemetry.force_flush(5)
+        first = attempts(telemetry)
+        run_some(telemetry.hooks, runs=1)
+        assert telemetry.force_flush(5)
+        telemetry.shutdown()
+    assert first >= 1
+    assert attempts(telemetry) == len(receiver.requests) >= first + 1  # one request per batch
+    assert failures(telemetry) == 0
+
+
+def test_against_a_refusing_collector_every_attempt_is_a_failure() -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed_port()}", **FAST_TIMEOUT}
+    telemetry = Telemetry.from_env(env, registry=CollectorRegistry())
+    for _ in range(2):
+        run_some(telemetry.hooks, runs=1)
+        assert telemetry.force_flush(5)
+    telemetry.shutdown(timeout_s=1)
+    assert attempts(telemetry) >= 2
+    assert failures(telemetry) == attempts(telemetry)
+
+
+def test_every_read_of_the_pending_source_is_an_attempt_and_a_raising_one_a_failure() -> None:
+    broken = True
+
+    def pending() -> list[tuple[str, str, float]]:
+        if broken:
+            raise ConnectionError("run store down")
+        return []
+
+    telemetry = Telemetry.from_env({}, registry=CollectorRegistry(), pending=pending)
+    metrics = n.SIGNAL_METRICS
+    for _ in range(3):  # a scrape reads the counters, then the source: each read shows in the next one
+        list(telemetry.registry.collect())
+    assert (attempts(telemetry, metrics), failures(telemetry, metrics)) == (3, 3)
+    broken = False
+    for _ in range(2):
+        list(telemetry.registry.collect())
+    assert (attempts(telemetry, metrics), failures(telemetry, metrics)) == (5, 3)
+    assert attempts(telemetry) == failures(telemetry) == 0  # no span export configured: no trace attempts
