@@ -426,6 +426,19 @@ def export_failures() -> timeseries.Panel:
     )
 
 
+def export_failure_share() -> timeseries.Panel:
+    failed = f"sum by (signal) (rate(agent_telemetry_export_failures_total{sel(False)}[{RI}]))"
+    tried = f"sum by (signal) (rate(agent_telemetry_exports_total{sel(False)}[{RI}]))"
+    return series_panel(
+        "Telemetry export failure share",
+        "Share of exports that failed, by signal: span batches for traces, reads of the pending-help "
+        "source at scrape time for metrics. No point where nothing was exported. The alert "
+        "EndstateTelemetryExportFailing compares the share over 15 minutes with 50% (at least 3 exports).",
+        "percentunit",
+        [query(f"{failed} / {tried}", "{{signal}}", "A")],
+    )
+
+
 # -- The dashboard -----------------------------------------------------------------
 
 ROWS = (
@@ -435,7 +448,7 @@ ROWS = (
     ("Human help", (human_wait, oldest_pending, help_pending)),
     ("Quality", (no_progress, give_ups, verify_rejections, tool_errors, tool_error_share)),
     ("Tokens and cost", (tokens_per_run, cost_per_run, spend)),
-    ("Model calls and telemetry", (model_latency, model_tokens, export_failures)),
+    ("Model calls and telemetry", (model_latency, model_tokens, export_failures, export_failure_share)),
 )
 
 
