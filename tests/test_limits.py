@@ -286,3 +286,17 @@ def test_command_from_the_run_store(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert f"(from the run store at {url}, last 30d)" in out
     assert main(["limits", "suggest", "--store", url]) == 0  # no window: the old 90-turn run counts
     assert "research: 111 runs ended" in capsys.readouterr().out
+
+
+def test_the_prometheus_names_limits_reads_are_the_names_contracts() -> None:
+    """agent/ may not import telemetry (its SDK), so limits.py spells the names out: keep them equal."""
+    from agent import limits
+    from telemetry import names
+
+    assert limits.HISTOGRAMS == {
+        LimitKind.TURNS: names.METRIC_RUN_TURNS,
+        LimitKind.SECONDS: names.METRIC_RUN_ACTIVE_SECONDS,
+        LimitKind.TOKENS: names.METRIC_RUN_TOKENS,
+    }
+    assert limits.STOPS_TOTAL == names.METRIC_STOPS + "_total"
+    assert limits.STOPS_TOTAL in names.EXPOSED_METRICS
