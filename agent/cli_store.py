@@ -191,27 +191,19 @@ def _store(args: argparse.Namespace) -> Iterator[RunStore]:
 @contextmanager
 def _runner(args: argparse.Namespace) -> Iterator[Runner]:
     """A runner over the store and catalog; SIGTERM cancels its runs resumably."""
+    from telemetry import Telemetry  # loaded only by commands that run agents
+
     with _store(args) as store:
         catalog = load_catalog(args.catalog)
-        telemetry = _telemetry(store)
-        hooks = telemetry.hooks if telemetry else None
-        runner = Runner(store, catalog, hooks=hooks, lease_seconds=args.lease)
+        telemetry = Telemetry.from_env(pending=store.pending_summary)
+        runner = Runner(store, catalog, hooks=telemetry.hooks, lease_seconds=args.lease)
         previous = signal.signal(signal.SIGTERM, lambda *_: runner.shutting_down.set())
         try:
             yield runner
         finally:
             signal.signal(signal.SIGTERM, previous)
             catalog.close()
-            if telemetry:
-                telemetry.shutdown()
-
-
-def _telemetry(store: RunStore) -> Any:
-    try:
-        from telemetry import Telemetry
-    except ImportError:
-        return None
-    return Telemetry.from_env(pending=store.pending_summary)
+            telemetry.shutdown()
 
 
 RUNS_HEADER = (

@@ -7,11 +7,10 @@ import logging
 import os
 import signal
 from pathlib import Path
-from typing import Any
 
 from agent.runner import Runner, load_catalog
 from agent.service.auth import load_token
-from agent.store import RunStore, default_url, open_store
+from agent.store import default_url, open_store
 
 ENV_HOST = "ENDSTATE_HOST"
 ENV_PORT = "ENDSTATE_PORT"
@@ -31,17 +30,18 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
 def serve(args: argparse.Namespace) -> int:
     """Run the service until SIGTERM or Ctrl-C; in-flight runs are checkpointed as cancelled."""
     import uvicorn
+    from prometheus_client import CollectorRegistry
 
     from agent.service.app import Service, create_app
     from agent.service.workload import DemoWorkload
+    from telemetry import Telemetry
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     store = open_store(args.store)
     catalog = load_catalog(args.catalog)
-    telemetry = _telemetry(store)
+    telemetry = Telemetry.from_env(registry=CollectorRegistry(), pending=store.pending_summary)
     try:
-        hooks = telemetry.hooks if telemetry else None
-        runner = Runner(store, catalog, hooks=hooks, lease_seconds=args.lease)
+        runner = Runner(store, catalog, hooks=telemetry.hooks, lease_seconds=args.lease)
         token, source = load_token(args.token_file, _state_dir(args.store))
         print(f"endstate serve: store {store.shown}; token from {source}", flush=True)
         workload = None
@@ -50,7 +50,7 @@ def serve(args: argparse.Namespace) -> int:
         service = Service(
             runner,
             token,
-            registry=telemetry.registry if telemetry else None,
+            registry=telemetry.registry,
             sweep_interval=args.sweep_interval,
             grace=args.grace,
             workload=workload,
@@ -68,21 +68,9 @@ def serve(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGTERM, previous)
     finally:
         catalog.close()
-        if telemetry:
-            telemetry.shutdown()
+        telemetry.shutdown()
         store.close()
     return 0
-
-
-def _telemetry(store: RunStore) -> Any:
-    try:
-        from prometheus_client import CollectorRegistry
-
-        from telemetry import Telemetry
-    except ImportError:
-        logging.getLogger("endstate.service").warning("telemetry is not installed: no /metrics, no traces")
-        return None
-    return Telemetry.from_env(registry=CollectorRegistry(), pending=store.pending_summary)
 
 
 def _state_dir(store_url: str | None) -> Path:
