@@ -65,8 +65,8 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise SystemExit("endstate demo: --repeat must be at least 1")
     scenarios = select(args.scenarios)
-    telemetry = _telemetry(args)
     model = _model(args.model) if args.model else None
+    telemetry = _telemetry(args)
     try:
         played = _play_all(scenarios, args, telemetry.hooks, model)
         if args.hold and args.metrics_port:
