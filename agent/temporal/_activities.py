@@ -1,0 +1,189 @@
+"""The activities: everything a run does outside its decisions (model, tools, verifiers, its world).
+
+They run on a worker with the catalog, build the run's agent from its name and
+state (one agent per run and worker, kept while the run is active, so a model
+that keeps state across calls, like the scripted one, stays in place), and
+return plain JSON. Failures that the loop handles itself (a model error, a tool
+error) are returned or raised as non-retryable errors: Temporal retries only
+what the loop cannot see, such as a worker that died mid-call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+
+from agent.agent import Agent
+from agent.context import CallRecord, RunContext
+from agent.errors import ConfigError, ModelError, TransientModelError
+from agent.models.base import ModelRequest
+from agent.runner import Catalog
+from agent.temporal import _wire as w
+from agent.tools import execute
+
+log = logging.getLogger("endstate.temporal")
+BENIGN = ApplicationErrorCategory.BENIGN  # failures the loop handles: no worker traceback in the log
+MAX_CACHED_AGENTS = 1024
+
+
+class EndstateActivities:
+    """The activities of one worker, over its catalog."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._agents: OrderedDict[str, Agent] = OrderedDict()
+
+    def all(self) -> list[Any]:
+        return [self.prepare, self.model, self.tool, self.verify, self.cleanup]
+
+    @activity.defn(name=w.PREPARE)
+    async def prepare(self, run: dict[str, Any]) -> dict[str, Any]:
+        """Make the run's world (`prepare`) and take its plan."""
+        try:
+            entry = self.catalog.entry(run["agent"])
+            state = dict(run.get("state") or {})
+            if entry.prepare is not None and not run.get("prepared"):
+                state = entry.prepare(state, run["run_id"])
+            agent = self._build({**run, "state": state})
+        except ConfigError as exc:
+            raise ApplicationError(str(exc), type="ConfigError", non_retryable=True, category=BENIGN) from exc
+        return {"state": state, "plan": w.plan_of(agent)}
+
+    @activity.defn(name=w.MODEL)
+    async def model(self, call: dict[str, Any]) -> dict[str, Any]:
+        """One model call; the loop retries transient failures with its own policy."""
+        agent = self._agent(call["run"])
+        async with _heartbeats():
+            try:
+                reply = await agent.model.complete(ModelRequest(**call["request"]))
+            except TransientModelError as exc:
+                details = {"error_type": exc.error_type, "retry_after": exc.retry_after}
+                raise ApplicationError(str(exc), details, type="TransientModelError", non_retryable=True, category=BENIGN)
+            except ModelError as exc:
+                details = {"error_type": exc.error_type}
+                raise ApplicationError(str(exc), details, type="ModelError", non_retryable=True, category=BENIGN)
+            except Exception as exc:  # an adapter bug: the run ends as error, not retried
+                raise ApplicationError(f"{exc}", type=type(exc).__name__, non_retryable=True, category=BENIGN) from exc
+        return dataclasses.asdict(reply)
+
+    @activity.defn(name=w.TOOL)
+    async def tool(self, call: dict[str, Any]) -> dict[str, Any]:
+        """One tool call with its own timeout; a failure is a result for the model, never raised."""
+        run = call["run"]
+        agent = self._agent(run)
+        found = agent.tool_named(call["name"])
+        if found is None:
+            text = f"Error: this worker's agent {agent.name!r} has no tool {call['name']!r}."
+            return {"text": text, "is_error": True, "error_type": "unknown_tool", "state": run["state"]}
+        ctx = _context(run, call.get("calls", []))
+        async with _heartbeats():
+            outcome = await execute(found, call["arguments"], ctx)
+        fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
+        return {**dataclasses.asdict(outcome), "state": ctx.state, "fingerprint": fingerprint}
+
+    @activity.defn(name=w.VERIFY)
+    async def verify(self, check: dict[str, Any]) -> list[str]:
+        """Every verifier of the agent, in order; one that raises ends the run as error."""
+        run = check["run"]
+        agent = self._agent(run)
+        ctx = _context(run, check.get("calls", []), check.get("messages", []), check.get("note", ""))
+        async with _heartbeats():
+            try:
+                return [f for v in agent.verifiers for f in await asyncio.to_thread(v, ctx)]
+            except Exception as exc:
+                raise ApplicationError(f"{exc}", type=type(exc).__name__, non_retryable=True, category=BENIGN) from exc
+
+    @activity.defn(name=w.CLEANUP)
+    async def cleanup(self, run: dict[str, Any]) -> None:
+        """The run ended for good: let its world go."""
+        self._agents.pop(run["run_id"], None)
+        entry = self.catalog.entries.get(run["agent"])
+        if entry is not None and entry.cleanup is not None:
+            try:
+                entry.cleanup(run["state"])
+            except Exception:
+                log.warning("cleanup of run %s failed", run["run_id"], exc_info=True)
+
+    # -- agents --------------------------------------------------------
+
+    def _agent(self, run: dict[str, Any]) -> Agent:
+        """The run's agent on this worker, built once per run."""
+        found = self._agents.get(run["run_id"])
+        if found is not None:
+            self._agents.move_to_end(run["run_id"])
+            return found
+        try:
+            return self._build(run)
+        except ConfigError as exc:
+            raise ApplicationError(str(exc), type="ConfigError", non_retryable=True, category=BENIGN) from exc
+
+    def _build(self, run: dict[str, Any]) -> Agent:
+        entry = self.catalog.entry(run["agent"])
+        agent = entry.build(dict(run["state"]))
+        task_type = run.get("task_type")
+        if task_type and task_type != agent.task_type:
+            if task_type not in entry.task_types:
+                allowed = ", ".join(sorted({agent.task_type, *entry.task_types}))
+                raise ConfigError(
+                    f"agent {run['agent']!r} does not run task type {task_type!r}; use one of: {allowed}"
+                )
+            agent = dataclasses.replace(agent, task_type=task_type)
+        self._agents[run["run_id"]] = agent
+        while len(self._agents) > MAX_CACHED_AGENTS:
+            self._agents.popitem(last=False)
+        return agent
+
+
+def _context(
+    run: dict[str, Any], calls: list[dict[str, Any]], messages: list[Any] | None = None, note: str = ""
+) -> RunContext:
+    return RunContext(
+        run_id=run["run_id"],
+        agent=run["agent"],
+        task=run["task"],
+        task_type=run.get("task_type") or "",
+        messages=list(messages or []),
+        calls=[CallRecord(**c) for c in calls],
+        state=dict(run["state"]),
+        note=note,
+    )
+
+
+def _fingerprint(agent: Agent, ctx: RunContext) -> str:
+    assert agent.fingerprint is not None
+    try:
+        return agent.fingerprint(ctx)
+    except Exception as exc:  # the loop would have ended the run; here the state reads as unknown
+        log.warning("fingerprint of run %s failed: %s", ctx.run_id, exc)
+        return f"fingerprint failed: {type(exc).__name__}"
+
+
+@contextlib.asynccontextmanager
+async def _heartbeats() -> AsyncIterator[None]:
+    """Heartbeat while the call runs, so a dead worker is noticed within the heartbeat timeout."""
+    timeout = activity.info().heartbeat_timeout
+    if not timeout:
+        yield
+        return
+    every = max(timeout.total_seconds() / 3, 0.1)
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,40 @@
+"""What each worker in this process gives its workflows: telemetry hooks and timeouts.
+
+Workflow code cannot take constructor arguments, so a worker registers its
+setup here under its task queue and the workflow looks it up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent.hooks import NoHooks, RunHooks
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """A worker's telemetry hooks and activity timeouts (seconds)."""
+
+    hooks: RunHooks = field(default_factory=NoHooks)
+    heartbeat_seconds: float = 30.0
+    model_timeout: float = 600.0
+    tool_grace: float = 5.0  # the activity outlives the tool's own timeout by this much
+
+
+_SETUPS: dict[str, WorkerSetup] = {}
+
+
+def register(task_queue: str, setup: WorkerSetup) -> None:
+    _SETUPS[task_queue] = setup
+
+
+def unregister(task_queue: str, setup: WorkerSetup) -> None:
+    if _SETUPS.get(task_queue) is setup:
+        del _SETUPS[task_queue]
+
+
+def lookup(task_queue: str) -> WorkerSetup:
+    setup = _SETUPS.get(task_queue)
+    if setup is None:
+        raise LookupError(f"no Endstate worker setup for task queue {task_queue!r} in this process")
+    return setup

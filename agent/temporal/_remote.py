@@ -1,0 +1,326 @@
+"""The agent as the workflow sees it: the same loop, with calls that leave the workflow as activities.
+
+`workflow_agent` builds an `Agent` from a run's plan whose model, tools and
+verifiers run activities, whose hooks stay quiet while the workflow replays,
+and whose clock (when the agent takes one) is the workflow's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy as TemporalRetry
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from agent.agent import Agent
+from agent.budget import Price, PriceTable
+from agent.context import RunContext
+from agent.errors import ModelError, TransientModelError
+from agent.hooks import HOOK_METHODS, RunHooks, RunInfo, RunObserver, guard
+from agent.models.base import ModelReply, ModelRequest
+from agent.policies import RetryPolicy
+from agent.progress import ProgressDetector
+from agent.temporal import _wire as w
+from agent.temporal._registry import WorkerSetup
+from agent.tools import Tool
+
+_PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
+
+
+@dataclasses.dataclass
+class RunRef:
+    """What every activity needs to find the run's agent on its worker."""
+
+    run_id: str
+    agent: str
+    task: str
+    task_type: str
+    state: dict[str, Any]
+    fingerprint: str | None = None  # the state fingerprint after the last tool call
+
+    def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
+        fields = {"run_id", "agent", "task", "task_type"}
+        return {k: v for k, v in vars(self).items() if k in fields} | {"state": state or self.state}
+
+
+def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Agent:
+    """The run's agent inside the workflow, from the plan it started with."""
+    retry = w.retry_of(plan)
+    model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry)
+    prices = PriceTable({plan["model"]: Price(*plan["price"])} if plan["price"] else None)
+    options: dict[str, Any] = {
+        "name": plan["agent"],
+        "model": model,
+        "instructions": plan["instructions"],
+        "tools": [_tool(spec, ref, setup, retry) for spec in plan["tools"]],
+        "verifiers": [RemoteVerifier(ref, setup)] if plan["verifiers"] else [],
+        "budget": w.budget_of(plan),
+        "task_type": plan["task_type"],
+        "help": w.help_of(plan),
+        "retry": retry,
+        "prices": prices,
+        "hooks": ReplaySafeHooks(setup.hooks),
+        "max_tokens": plan["max_tokens"],
+    }
+    if plan["progress"] is not None:
+        options["progress"] = functools.partial(ProgressDetector, **plan["progress"])
+    if plan["fingerprint"]:
+        options["fingerprint"] = lambda ctx: ref.fingerprint or ""
+    if any(f.name == "clock" for f in dataclasses.fields(Agent)):  # the injected clock, once it lands
+        options["clock"] = WorkflowClock()
+    return Agent(**options)
+
+
+class WorkflowClock:
+    """Time as the workflow knows it: the same on every replay."""
+
+    def time(self) -> float:
+        return workflow.now().timestamp()
+
+    def monotonic(self) -> float:
+        return workflow.time()
+
+
+def now() -> float:
+    return workflow.now().timestamp()
+
+
+# -- retries and timeouts ---------------------------------------------------------------------------
+
+
+def temporal_retry(retry: RetryPolicy) -> TemporalRetry:
+    """Temporal retries what the loop cannot see (a worker gone mid-call), with the agent's backoff."""
+    return TemporalRetry(
+        initial_interval=timedelta(seconds=max(retry.base_delay, 0.001)),
+        maximum_interval=timedelta(seconds=max(retry.max_delay, retry.base_delay, 0.001)),
+        maximum_attempts=retry.max_attempts,
+    )
+
+
+def _cause(exc: ActivityError) -> ApplicationError | None:
+    return exc.cause if isinstance(exc.cause, ApplicationError) else None
+
+
+# -- the model ----------------------------------------------------------------------------------------
+
+
+class ActivityModel:
+    """A model whose every call is an activity; errors come back as the loop knows them."""
+
+    def __init__(self, name: str, provider: str, ref: RunRef, setup: WorkerSetup, retry: RetryPolicy) -> None:
+        self._name, self._provider, self._ref, self._setup, self._retry = name, provider, ref, setup, retry
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def provider(self) -> str:
+        return self._provider
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        call = {"run": self._ref.wire(), "request": dataclasses.asdict(request)}
+        try:
+            reply = await workflow.execute_activity(
+                w.MODEL,
+                call,
+                start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
+                heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
+                retry_policy=temporal_retry(self._retry),
+            )
+        except ActivityError as exc:
+            raise _model_error(exc) from exc
+        return ModelReply(**reply)
+
+
+def _model_error(exc: ActivityError) -> Exception:
+    cause = _cause(exc)
+    if cause is None:
+        return TransientModelError(f"the model activity failed: {exc.cause or exc}", error_type="activity")
+    details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+    if cause.type == "TransientModelError":
+        retry_after = details.get("retry_after")
+        return TransientModelError(cause.message, error_type=details.get("error_type"), retry_after=retry_after)
+    if cause.type == "ModelError":
+        return ModelError(cause.message, error_type=details.get("error_type"))
+    return _named_error(cause.type or "Exception", cause.message)
+
+
+def _named_error(name: str, message: str) -> Exception:
+    """An exception whose type name is `name`, so the loop reports the worker's error as it was."""
+    return type(name, (Exception,), {})(message)
+
+
+# -- tools ----------------------------------------------------------------------------------------
+
+
+def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPolicy) -> Tool:
+    """A tool with the planned name, schema and approval, whose body is an activity.
+
+    The activity applies the tool's own timeout; the workflow waits a little
+    longer, so the result (or the timeout) is the worker's.
+    """
+    timeout = float(spec["timeout"])
+
+    async def call(**kwargs: Any) -> str:
+        ctx: RunContext | None = kwargs.pop("ctx", None)
+        state = ctx.state if ctx is not None else None
+        payload = {
+            "run": ref.wire(state),
+            "name": spec["name"],
+            "arguments": kwargs,
+            "calls": [vars(c) for c in ctx.calls] if ctx is not None else [],
+        }
+        out = await workflow.execute_activity(
+            w.TOOL,
+            payload,
+            start_to_close_timeout=timedelta(seconds=timeout + 2 * setup.tool_grace),
+            heartbeat_timeout=timedelta(seconds=setup.heartbeat_seconds),
+            retry_policy=temporal_retry(retry),
+        )
+        if ctx is not None:
+            ctx.state.clear()
+            ctx.state.update(out["state"])
+        ref.fingerprint = out.get("fingerprint")
+        if out["is_error"]:
+            raise _tool_error(out)
+        return str(out["text"])
+
+    call.__signature__ = _signature(spec)  # type: ignore[attr-defined]
+    return Tool(
+        name=spec["name"],
+        fn=call,
+        description=spec["description"],
+        parameters=spec["parameters"],
+        timeout=timeout + setup.tool_grace,
+        needs_approval=spec["needs_approval"],
+        wants_ctx=spec["wants_ctx"],
+    )
+
+
+def _tool_error(out: dict[str, Any]) -> Exception:
+    """The worker's error result, raised so the loop records it as the same error."""
+    kind = out.get("error_type") or "ToolError"
+    prefix = f"Error: {kind}: "
+    text = str(out["text"])
+    return _named_error(kind, text[len(prefix) :] if text.startswith(prefix) else text.removeprefix("Error: "))
+
+
+def _signature(spec: dict[str, Any]) -> inspect.Signature:
+    """The tool's parameters from its schema, so bad arguments are refused as the worker would."""
+    schema = spec["parameters"]
+    required = set(schema.get("required", []))
+    params = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if name in required else None,
+            annotation=_PY_TYPES.get(prop.get("type", ""), Any),
+        )
+        for name, prop in schema.get("properties", {}).items()
+    ]
+    if spec["wants_ctx"]:
+        params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY))
+    return inspect.Signature(params)
+
+
+# -- verifiers --------------------------------------------------------------------------------------
+
+
+class RemoteVerifier:
+    """Stands for all of the agent's verifiers; the workflow runs them as one activity.
+
+    The loop calls verifiers through `asyncio.to_thread`; `install_executor`
+    routes that call to the activity.
+    """
+
+    def __init__(self, ref: RunRef, setup: WorkerSetup) -> None:
+        self._ref, self._setup = ref, setup
+
+    def __call__(self, ctx: RunContext) -> list[str]:
+        raise RuntimeError("RemoteVerifier runs only inside an Endstate workflow")
+
+    async def check(self, ctx: RunContext) -> list[str]:
+        payload = {
+            "run": self._ref.wire(ctx.state),
+            "calls": [vars(c) for c in ctx.calls],
+            "messages": ctx.messages,
+            "note": ctx.note,
+        }
+        try:
+            failures: list[str] = await workflow.execute_activity(
+                w.VERIFY,
+                payload,
+                start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
+                heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
+                retry_policy=TemporalRetry(maximum_attempts=3),
+            )
+        except ActivityError as exc:
+            cause = _cause(exc)
+            raise _named_error(cause.type or "Exception", cause.message) if cause else exc from exc
+        return failures
+
+
+def install_executor() -> None:
+    """Route the loop's `asyncio.to_thread(verifier, ctx)` to the verify activity.
+
+    The workflow's event loop has no threads; any other call keeps its
+    default behaviour (refused).
+    """
+    loop = asyncio.get_running_loop()
+    default = loop.run_in_executor
+
+    def run_in_executor(executor: Any, func: Callable[..., Any], *args: Any) -> Any:
+        inner = func.args if isinstance(func, functools.partial) else ()
+        if len(inner) == 2 and isinstance(inner[0], RemoteVerifier):
+            return asyncio.ensure_future(inner[0].check(inner[1]))
+        return default(executor, func, *args)
+
+    setattr(loop, "run_in_executor", run_in_executor)  # noqa: B010 (an instance attribute on purpose)
+
+
+# -- telemetry that replay does not repeat ------------------------------------------------------------
+
+
+class ReplaySafeHooks:
+    """The worker's hooks, called only for what happens now, never for what is replayed.
+
+    A segment whose start is replayed (its worker died, or the workflow left
+    the cache) gets its observer at its first live event.
+    """
+
+    def __init__(self, inner: RunHooks) -> None:
+        self._inner = inner
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        return _ReplaySafeObserver(self._inner, info)
+
+
+class _ReplaySafeObserver(RunObserver):
+    def __init__(self, hooks: RunHooks, info: RunInfo) -> None:
+        self._hooks, self._info = hooks, info
+        self._inner: RunObserver | None = None
+        if not workflow.unsafe.is_replaying():
+            self._live()
+        for name in HOOK_METHODS:
+            setattr(self, name, self._forward(name))
+
+    def _live(self) -> RunObserver:
+        if self._inner is None:
+            self._inner = guard(self._hooks, self._info)
+            self.trace_id, self.span_id = self._inner.trace_id, self._inner.span_id
+        return self._inner
+
+    def _forward(self, name: str) -> Callable[..., None]:
+        def call(*args: Any) -> None:
+            if not workflow.unsafe.is_replaying():
+                getattr(self._live(), name)(*args)
+
+        return call

@@ -1,0 +1,137 @@
+"""What crosses the wire between client, workflow and activities: names and JSON shapes.
+
+A run's *plan* is the part of an agent's definition that the loop's decisions
+depend on (budget, help and retry policies, progress thresholds, the tools and
+whether they need approval, how many verifiers, the model and its price). It
+is taken once, by an activity, when the run starts, and lives in the
+workflow's history: a worker restarted with a changed agent replays a running
+workflow with the plan the run started with, so its decisions come out the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio.common import SearchAttributeKey
+
+from agent.agent import Agent
+from agent.budget import Budget
+from agent.policies import HelpPolicy, RetryPolicy
+from agent.progress import ProgressDetector
+from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
+from agent.snapshot import Snapshot
+
+TASK_QUEUE = "endstate"
+NAMESPACE = "default"
+WORKFLOW = "EndstateRun"
+ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
+
+# activity names
+PREPARE = "endstate.prepare"
+MODEL = "endstate.model"
+TOOL = "endstate.tool"
+VERIFY = "endstate.verify"
+CLEANUP = "endstate.cleanup"
+
+# update and query names
+ANSWER, APPROVE, DENY, SEGMENT = "answer", "approve", "deny", "segment"
+STATUS = "status"
+
+# search attributes: visible and queryable in Temporal's list views
+SA_AGENT = SearchAttributeKey.for_keyword("EndstateAgent")
+SA_TASK_TYPE = SearchAttributeKey.for_keyword("EndstateTaskType")
+SA_STOP_REASON = SearchAttributeKey.for_keyword("EndstateStopReason")
+SA_WAITING = SearchAttributeKey.for_bool("EndstateWaiting")
+SA_SUSPENDED_AT = SearchAttributeKey.for_datetime("EndstateSuspendedAt")
+SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
+    SA_AGENT,
+    SA_TASK_TYPE,
+    SA_STOP_REASON,
+    SA_WAITING,
+    SA_SUSPENDED_AT,
+)
+
+
+def plan_of(agent: Agent) -> dict[str, Any]:
+    """The decision-relevant part of `agent`, JSON-ready."""
+    detector = agent.progress()
+    progress = (
+        {"max_repeats": detector.max_repeats, "max_idle_turns": detector.max_idle_turns}
+        if type(detector) is ProgressDetector
+        else None
+    )
+    price = agent.prices._lookup(agent.model.name)
+    return {
+        "agent": agent.name,
+        "task_type": agent.task_type,
+        "instructions": agent.instructions,
+        "model": agent.model.name,
+        "provider": agent.model.provider,
+        "price": [price.input_per_mtok, price.output_per_mtok] if price else None,
+        "max_tokens": agent.max_tokens,
+        "budget": dataclasses.asdict(agent.budget),
+        "help": dataclasses.asdict(agent.help),
+        "retry": dataclasses.asdict(agent.retry),
+        "progress": progress,
+        "verifiers": len(agent.verifiers),
+        "fingerprint": agent.fingerprint is not None,
+        "tools": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "timeout": t.timeout,
+                "needs_approval": t.needs_approval,
+                "wants_ctx": t.wants_ctx,
+            }
+            for t in agent.tools
+        ],
+    }
+
+
+def budget_of(plan: dict[str, Any]) -> Budget:
+    return Budget(**plan["budget"])
+
+
+def help_of(plan: dict[str, Any]) -> HelpPolicy:
+    return HelpPolicy(**plan["help"])
+
+
+def retry_of(plan: dict[str, Any]) -> RetryPolicy:
+    return RetryPolicy(**plan["retry"])
+
+
+def result_json(result: RunResult) -> dict[str, Any]:
+    """A result with its snapshot, as the workflow returns it."""
+    snapshot = result.snapshot.to_json() if result.snapshot is not None else None
+    return {**result.to_dict(), "snapshot": snapshot}
+
+
+def result_from_json(data: dict[str, Any]) -> RunResult:
+    """The inverse of `result_json`."""
+    fields = {f.name for f in dataclasses.fields(RunResult)}
+    values = {k: v for k, v in data.items() if k in fields}
+    values["reason"] = StopReason(data["reason"])
+    values["limit"] = LimitKind(data["limit"]) if data.get("limit") else None
+    values["verifier_failures"] = tuple(data.get("verifier_failures") or ())
+    values["suspension"] = suspension_from_json(data.get("suspension"))
+    values["snapshot"] = Snapshot.from_json(data["snapshot"]) if data.get("snapshot") else None
+    return RunResult(**values)
+
+
+def suspension_from_json(data: dict[str, Any] | None) -> Suspension | None:
+    if not data:
+        return None
+    pending = data.get("pending")
+    return Suspension(
+        question=data["question"],
+        deadline=float(data["deadline"]),
+        suspended_at=float(data["suspended_at"]),
+        pending=PendingAction(**pending) if pending else None,
+    )
+
+
+def utc(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, UTC)

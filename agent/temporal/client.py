@@ -1,0 +1,266 @@
+"""Endstate runs on Temporal from the caller's side: start, answer, approve, deny, resume, list.
+
+    runs = await TemporalRuns.connect("127.0.0.1:7233")
+    result = await runs.start("researcher", "Find ...")        # waits for the segment's end
+    result = await runs.answer(result.run_id, "Use the 2024 figures")
+
+Every call returns `RunResult`s or `RunRecord`s as the store-backed commands
+do, and refuses what the run does not wait for with an `EndstateError`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    WorkflowExecution,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from agent.errors import ConfigError
+from agent.result import RunResult, StopReason
+from agent.runner import RUN_ID, AnswerError
+from agent.store import NotClaimable, RunExists, RunRecord, RunStatus, UnknownRun
+from agent.temporal import _wire as w
+
+_TEMPORAL_ENDED = {
+    WorkflowExecutionStatus.FAILED: "the workflow failed",
+    WorkflowExecutionStatus.TERMINATED: "the workflow was terminated",
+    WorkflowExecutionStatus.TIMED_OUT: "the workflow timed out",
+    WorkflowExecutionStatus.CANCELED: "the workflow was cancelled",
+}
+
+
+class TemporalRuns:
+    """Runs on one Temporal namespace and task queue."""
+
+    def __init__(self, client: Client, task_queue: str = w.TASK_QUEUE) -> None:
+        self.client = client
+        self.task_queue = task_queue
+
+    @classmethod
+    async def connect(
+        cls, address: str, namespace: str = w.NAMESPACE, task_queue: str = w.TASK_QUEUE
+    ) -> TemporalRuns:
+        try:
+            client = await Client.connect(address, namespace=namespace)
+        except RuntimeError as exc:
+            raise ConfigError(f"cannot reach Temporal at {address!r} (namespace {namespace!r}): {exc}") from exc
+        return cls(client, task_queue)
+
+    @property
+    def shown(self) -> str:
+        return f"Temporal namespace {self.client.namespace!r}"
+
+    # -- starting and continuing -----------------------------------------
+
+    async def start(
+        self,
+        agent: str,
+        task: str,
+        *,
+        task_type: str | None = None,
+        state: dict[str, Any] | None = None,
+        run_id: str | None = None,
+        wait: bool = True,
+    ) -> RunResult | str:
+        """Start a run; with `wait`, its first segment's result, else its run id at once."""
+        if not isinstance(task, str) or not task.strip():
+            raise ConfigError("task must be a non-empty string")
+        run_id = run_id or _new_id()
+        if not RUN_ID.fullmatch(run_id):
+            raise ConfigError(
+                f"run id {run_id!r} must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'"
+            )
+        attributes = [SearchAttributePair(w.SA_AGENT, agent)]
+        if task_type:
+            attributes.append(SearchAttributePair(w.SA_TASK_TYPE, task_type))
+        start = {"agent": agent, "task": task, "task_type": task_type, "state": dict(state or {})}
+        try:
+            handle = await self.client.start_workflow(
+                w.WORKFLOW,
+                start,
+                id=run_id,
+                task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                search_attributes=TypedSearchAttributes(attributes),
+            )
+        except WorkflowAlreadyStartedError as exc:
+            raise RunExists(f"a run with id {run_id!r} already exists; pick another id") from exc
+        return await self._segment(handle, 1) if wait else run_id
+
+    async def answer(self, run_id: str, text: str) -> RunResult:
+        """Answer a waiting run's question; the result of the segment that follows."""
+        return await self._reply(run_id, w.ANSWER, text)
+
+    async def approve(self, run_id: str) -> RunResult:
+        return await self._reply(run_id, w.APPROVE)
+
+    async def deny(self, run_id: str, reason: str = "") -> RunResult:
+        return await self._reply(run_id, w.DENY, reason)
+
+    async def resume(self, run_id: str) -> RunResult:
+        """Continue a cancelled run from its snapshot, in a new execution of its workflow."""
+        ended = await self.ended(run_id)
+        if ended is None or ended[0].reason is not StopReason.CANCELLED:
+            where = "running" if ended is None else f"ended as {ended[0].reason}"
+            raise NotClaimable(f"run {run_id} is {where}, not cancelled; nothing was changed")
+        result, run = ended
+        start = {**run, "snapshot": result.snapshot.to_json() if result.snapshot else None}
+        try:
+            handle = await self.client.start_workflow(
+                w.WORKFLOW,
+                start,
+                id=run_id,
+                task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                search_attributes=TypedSearchAttributes(
+                    [SearchAttributePair(w.SA_AGENT, run["agent"]), SearchAttributePair(w.SA_TASK_TYPE, result.task_type)]
+                ),
+            )
+        except WorkflowAlreadyStartedError as exc:
+            raise NotClaimable(f"run {run_id} was resumed by someone else meanwhile") from exc
+        return await self._segment(handle, 1)
+
+    async def cancel(self, run_id: str) -> None:
+        """Cancel a run: its segment ends as `cancelled` at once, resumable."""
+        try:
+            await self.client.get_workflow_handle(run_id).cancel()
+        except RPCError as exc:
+            raise _rpc_error(run_id, exc) from exc
+
+    async def result(self, run_id: str) -> RunResult:
+        """How the run's latest execution ended, waiting for it to end."""
+        ended = await self.ended(run_id, wait=True)
+        assert ended is not None
+        return ended[0]
+
+    async def ended(self, run_id: str, wait: bool = False) -> tuple[RunResult, dict[str, Any]] | None:
+        """The latest execution's result and run, or None while it runs (unless `wait`)."""
+        handle = self.client.get_workflow_handle(run_id)
+        try:
+            if not wait and (await handle.describe()).status is WorkflowExecutionStatus.RUNNING:
+                return None
+            out: dict[str, Any] = await handle.result()
+        except RPCError as exc:
+            raise _rpc_error(run_id, exc) from exc
+        return w.result_from_json(out["result"]), out["run"]
+
+    async def _reply(self, run_id: str, update: str, *args: Any) -> RunResult:
+        handle = self.client.get_workflow_handle(run_id)
+        try:
+            data = await handle.execute_update(update, args=list(args))
+        except WorkflowUpdateFailedError as exc:
+            raise _refused(run_id, exc) from exc
+        except RPCError as exc:
+            raise await self._not_waiting(run_id, exc) from exc
+        return w.result_from_json(data)
+
+    async def _segment(self, handle: WorkflowHandle[Any, Any], n: int) -> RunResult:
+        """Segment `n`'s result, or the run's end when it ended before we asked."""
+        try:
+            data = await handle.execute_update(w.SEGMENT, n)
+        except (WorkflowUpdateFailedError, RPCError):
+            out = await handle.result()
+            data = out["result"]
+        return w.result_from_json(data)
+
+    async def _not_waiting(self, run_id: str, exc: RPCError) -> Exception:
+        if exc.status is RPCStatusCode.NOT_FOUND and "completed" not in exc.message:
+            return UnknownRun(f"no run with id {run_id!r}")
+        ended = await self.ended(run_id)
+        reason = ended[0].reason if ended else "running"
+        return NotClaimable(f"run {run_id} is not waiting for a person (it ended as {reason}); nothing was changed")
+
+    # -- listing -----------------------------------------------------------
+
+    async def runs(self, status: RunStatus | None = None, limit: int | None = 50) -> list[RunRecord]:
+        """The latest execution of each run, newest first."""
+        query = f"WorkflowType = '{w.WORKFLOW}'"
+        if status is RunStatus.WAITING:
+            query += f" AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
+        records: dict[str, RunRecord] = {}
+        async for execution in self.client.list_workflows(query):
+            if execution.id in records:
+                continue  # an older execution of a resumed run
+            record = await _record(execution)
+            if status is None or record.status is status:
+                records[execution.id] = record
+        found = sorted(records.values(), key=lambda r: r.started_at, reverse=True)
+        return found if limit is None else found[:limit]
+
+    async def pending(self) -> list[RunRecord]:
+        """Runs waiting for a person, oldest request first."""
+        waiting = await self.runs(RunStatus.WAITING, limit=None)
+        return sorted(waiting, key=lambda r: r.suspended_at or 0.0)
+
+
+async def _record(execution: WorkflowExecution) -> RunRecord:
+    """A run as the store-backed commands show one, from Temporal's visibility."""
+    attrs = execution.typed_search_attributes
+    memo = await execution.memo()
+    last: dict[str, Any] = memo.get("result") or {}
+    status = _status(execution.status, last, bool(attrs.get(w.SA_WAITING)))
+    suspension = w.suspension_from_json(last.get("suspension")) if status is RunStatus.WAITING else None
+    reason = last.get("reason") or None
+    note = last.get("note", "")
+    if execution.status in _TEMPORAL_ENDED and not last.get("reason"):
+        reason, note = str(StopReason.ERROR), _TEMPORAL_ENDED[execution.status]
+    started = execution.start_time.timestamp()
+    return RunRecord(
+        run_id=execution.id,
+        agent=attrs.get(w.SA_AGENT) or "",
+        task="",
+        task_type=attrs.get(w.SA_TASK_TYPE) or last.get("task_type") or "",
+        status=status,
+        state={},
+        started_at=started,
+        updated_at=(execution.close_time or execution.start_time or datetime.now(UTC)).timestamp(),
+        stop_reason=StopReason(reason) if reason and status is not RunStatus.RUNNING else None,
+        stop_limit=last.get("limit"),
+        turns=int(last.get("turns", 0)),
+        input_tokens=int(last.get("input_tokens", 0)),
+        output_tokens=int(last.get("output_tokens", 0)),
+        cost_usd=float(last.get("cost_usd", 0.0)),
+        note=note,
+        verified=bool(last.get("verified", False)),
+        question=suspension.question if suspension else None,
+        pending=suspension.pending if suspension else None,
+        deadline=suspension.deadline if suspension else None,
+        suspended_at=suspension.suspended_at if suspension else None,
+    )
+
+
+def _status(status: WorkflowExecutionStatus | None, last: dict[str, Any], waiting: bool) -> RunStatus:
+    if status is WorkflowExecutionStatus.RUNNING:
+        return RunStatus.WAITING if waiting else RunStatus.RUNNING
+    if last.get("reason") == StopReason.CANCELLED or status is WorkflowExecutionStatus.CANCELED:
+        return RunStatus.CANCELLED
+    return RunStatus.FINISHED
+
+
+def _refused(run_id: str, exc: WorkflowUpdateFailedError) -> Exception:
+    cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
+    message = f"run {run_id}: {cause.message if cause else exc}; nothing was changed"
+    return AnswerError(message) if cause and cause.type == "AnswerError" else NotClaimable(message)
+
+
+def _rpc_error(run_id: str, exc: RPCError) -> Exception:
+    if exc.status is RPCStatusCode.NOT_FOUND:
+        return UnknownRun(f"no run with id {run_id!r}")
+    return ConfigError(f"Temporal refused the call for run {run_id}: {exc.message}")
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+

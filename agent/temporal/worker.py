@@ -1,0 +1,84 @@
+"""A Temporal worker for a catalog's agents, and the search attributes it needs.
+
+    worker = await build_worker(client, catalog, hooks=telemetry.hooks)
+    await worker.run()
+
+The worker polls the `endstate` task queue of the `default` namespace unless
+told otherwise. Before it starts it registers the search attributes Endstate
+runs set (`EndstateAgent`, `EndstateTaskType`, `EndstateStopReason`,
+`EndstateWaiting`, `EndstateSuspendedAt`) when the namespace lacks them, and
+says so once in its log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from agent.hooks import NoHooks, RunHooks
+from agent.runner import Catalog
+from agent.temporal import _registry
+from agent.temporal import _wire as w
+from agent.temporal._activities import EndstateActivities
+from agent.temporal._registry import WorkerSetup
+from agent.temporal.workflow import EndstateRun
+
+log = logging.getLogger("endstate.temporal")
+
+# modules the workflow sandbox takes as they are: Endstate's own (its loop is the workflow code,
+# kept deterministic by its plan and clock), and what they import
+PASSTHROUGH = ("agent", "telemetry", "opentelemetry", "prometheus_client", "anthropic", "httpx", "yaml")
+
+
+async def ensure_search_attributes(client: Client, namespace: str = w.NAMESPACE) -> list[str]:
+    """Register the search attributes Endstate needs that `namespace` lacks; the names added."""
+    listed = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace)
+    )
+    missing = {
+        key.name: IndexedValueType.ValueType(int(key.indexed_value_type))
+        for key in w.SEARCH_ATTRIBUTES
+        if key.name not in listed.custom_attributes
+    }
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
+        )
+        log.warning(
+            "registered the search attributes Endstate needs in namespace %r: %s",
+            namespace,
+            ", ".join(sorted(missing)),
+        )
+    return sorted(missing)
+
+
+async def build_worker(
+    client: Client,
+    catalog: Catalog,
+    *,
+    task_queue: str = w.TASK_QUEUE,
+    hooks: RunHooks | None = None,
+    heartbeat_seconds: float = 30.0,
+    model_timeout: float = 600.0,
+    **options: Any,
+) -> Worker:
+    """A worker running Endstate workflows and the catalog's activities on `task_queue`."""
+    await ensure_search_attributes(client, client.namespace)
+    setup = WorkerSetup(hooks or NoHooks(), heartbeat_seconds, model_timeout)
+    _registry.register(task_queue, setup)
+    activities = EndstateActivities(catalog)
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[EndstateRun],
+        activities=activities.all(),
+        workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
+        **options,
+    )

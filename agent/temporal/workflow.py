@@ -1,0 +1,263 @@
+"""An Endstate run as a Temporal workflow.
+
+The workflow is the loop: `Agent.arun`/`aresume`/`aexpire` over an agent
+whose model, tools and verifiers are activities (see `_remote`). Between
+segments it waits for a person on an update (`answer`, `approve`, `deny`)
+with a timer at the deadline, then applies the help policy. Cancelling the
+workflow ends the segment as `cancelled` with its snapshot in the result;
+`resume` starts a new execution of the same workflow id from it.
+
+Its result is `{"result": RunResult as JSON with its snapshot, "run": what
+a resumed execution needs}`. Search attributes: agent, task type, stop
+reason, waiting-for-a-person and since when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy as TemporalRetry
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from agent.agent import Agent
+    from agent.result import RunResult, StopReason
+    from agent.snapshot import Snapshot
+    from agent.temporal import _wire as w
+    from agent.temporal._registry import lookup
+    from agent.temporal._remote import RunRef, install_executor, now, workflow_agent
+
+PREPARE_TIMEOUT = timedelta(minutes=5)
+MEMO_TEXT = 2000  # characters of note and summary kept in the memo
+
+
+@dataclasses.dataclass
+class Reply:
+    """A person's reply to a waiting run."""
+
+    answer: str | None
+    approved: bool | None
+    at: float
+
+
+@workflow.defn(name=w.WORKFLOW)
+class EndstateRun:
+    """One Endstate run, from its task (or a cancelled execution's snapshot) to its end."""
+
+    def __init__(self) -> None:
+        self._segments = 0
+        self._last: RunResult | None = None
+        self._waiting: RunResult | None = None
+        self._reply: Reply | None = None
+
+    @workflow.run
+    async def run(self, start: dict[str, Any]) -> dict[str, Any]:
+        run = dict(start)
+        try:
+            if "plan" not in run:
+                run.update(await self._prepare(run))
+        except ActivityError as exc:
+            return self._unprepared(run, exc)
+        except asyncio.CancelledError:
+            return self._finish(run, self._bare(run, StopReason.CANCELLED, "Cancelled before it began."))
+        install_executor()
+        ref = RunRef(workflow.info().workflow_id, run["agent"], run["task"], run["plan"]["task_type"], run["state"])
+        agent = workflow_agent(run["plan"], ref, lookup(workflow.info().task_queue))
+        result = await self._first_segment(agent, run)
+        while True:
+            self._ended(result)
+            if result.reason is not StopReason.NEED_HELP:
+                break
+            result = await self._after_wait(agent, result)
+        if result.reason is not StopReason.CANCELLED:
+            await self._cleanup(run)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self._finish(run, result)
+
+    # -- segments --------------------------------------------------------
+
+    async def _prepare(self, run: dict[str, Any]) -> dict[str, Any]:
+        args = {**run, "run_id": workflow.info().workflow_id}
+        out: dict[str, Any] = await workflow.execute_activity(
+            w.PREPARE, args, start_to_close_timeout=PREPARE_TIMEOUT, retry_policy=TemporalRetry(maximum_attempts=3)
+        )
+        workflow.upsert_search_attributes([w.SA_TASK_TYPE.value_set(out["plan"]["task_type"])])
+        return {**out, "prepared": True}
+
+    async def _first_segment(self, agent: Agent, run: dict[str, Any]) -> RunResult:
+        if not run.get("snapshot"):
+            return self._pinned(await agent.arun(run["task"], run_id=workflow.info().workflow_id, state=run["state"]))
+        snap = Snapshot.from_json(run["snapshot"])
+        if snap.suspension is not None:  # cancelled while it waited: it waits again, for the same deadline
+            return _waiting(snap)
+        return self._pinned(await agent.aresume(snap, now=now()))
+
+    async def _after_wait(self, agent: Agent, waiting: RunResult) -> RunResult:
+        """Wait for a person until the deadline; continue with the reply, or under the help policy."""
+        s, snap = waiting.suspension, waiting.snapshot
+        assert s is not None and snap is not None
+        self._waiting = waiting
+        try:
+            if s.deadline > now():
+                await workflow.wait_condition(lambda: self._reply is not None, timeout=s.deadline - now())
+        except TimeoutError:
+            pass
+        except asyncio.CancelledError:
+            note = "The run was cancelled while it waited for a person; resume it to wait again."
+            return dataclasses.replace(waiting, reason=StopReason.CANCELLED, note=note)
+        finally:
+            self._waiting = None
+        reply, self._reply = self._reply, None
+        if reply is None:
+            return self._pinned(await agent.aexpire(snap, now=max(now(), s.deadline)))
+        return self._pinned(await agent.aresume(snap, reply.answer, approved=reply.approved, now=reply.at))
+
+    def _pinned(self, result: RunResult) -> RunResult:
+        """A suspension timed by the workflow's clock, so replay and every reader agree on it."""
+        s = result.suspension
+        if s is None or result.snapshot is None:
+            return result
+        at = now()
+        wait = s.deadline - s.suspended_at
+        pinned = dataclasses.replace(s, suspended_at=at, deadline=at + wait)
+        snap = dataclasses.replace(result.snapshot, suspension=pinned)
+        return dataclasses.replace(result, suspension=pinned, snapshot=snap)
+
+    async def _cleanup(self, run: dict[str, Any]) -> None:
+        args = {"run_id": workflow.info().workflow_id, "agent": run["agent"], "state": run["state"]}
+        try:
+            await workflow.execute_activity(
+                w.CLEANUP, args, start_to_close_timeout=PREPARE_TIMEOUT, retry_policy=TemporalRetry(maximum_attempts=3)
+            )
+        except ActivityError:
+            workflow.logger.warning("cleanup of run %s failed", workflow.info().workflow_id)
+
+    # -- what readers see ------------------------------------------------
+
+    def _ended(self, result: RunResult) -> None:
+        """A segment ended: publish it (search attributes, memo) and wake whoever waits for it."""
+        self._segments += 1
+        self._last = result
+        s = result.suspension if result.reason is StopReason.NEED_HELP else None
+        workflow.upsert_search_attributes(
+            [
+                w.SA_STOP_REASON.value_set(str(result.reason)),
+                w.SA_WAITING.value_set(s is not None),
+                w.SA_SUSPENDED_AT.value_set(w.utc(s.suspended_at)) if s else w.SA_SUSPENDED_AT.value_unset(),
+            ]
+        )
+        workflow.upsert_memo({"result": _memo(result)})
+
+    def _finish(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
+        if self._last is not result:
+            self._ended(result)
+        keep = {k: run[k] for k in ("agent", "task", "task_type", "state", "plan") if k in run}
+        return {"result": w.result_json(result), "run": keep}
+
+    def _bare(self, run: dict[str, Any], reason: StopReason, note: str, error_type: str | None = None) -> RunResult:
+        task_type = run.get("task_type") or "default"
+        return RunResult(workflow.info().workflow_id, run["agent"], task_type, reason, note=note, error_type=error_type)
+
+    def _unprepared(self, run: dict[str, Any], exc: ActivityError) -> dict[str, Any]:
+        cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
+        note = cause.message if cause else f"the run could not be prepared: {exc.cause or exc}"
+        error_type = (cause.type if cause else None) or "prepare_failed"
+        return self._finish(run, self._bare(run, StopReason.ERROR, note, error_type))
+
+    # -- people ----------------------------------------------------------
+
+    @workflow.update(name=w.ANSWER)
+    async def answer(self, text: str) -> dict[str, Any]:
+        return await self._take(Reply(text, None, now()))
+
+    @answer.validator
+    def _answer_ok(self, text: str) -> None:
+        pending = self._expecting()
+        if pending:
+            raise ApplicationError(f"the run waits for approval of {pending!r}: approve or deny it", type="AnswerError")
+        if not (text and text.strip()):
+            raise ApplicationError("the run waits for an answer to its question: give one", type="AnswerError")
+
+    @workflow.update(name=w.APPROVE)
+    async def approve(self) -> dict[str, Any]:
+        return await self._take(Reply(None, True, now()))
+
+    @approve.validator
+    def _approve_ok(self) -> None:
+        self._check_approval()
+
+    @workflow.update(name=w.DENY)
+    async def deny(self, reason: str = "") -> dict[str, Any]:
+        return await self._take(Reply(reason or None, False, now()))
+
+    @deny.validator
+    def _deny_ok(self, reason: str = "") -> None:
+        self._check_approval()
+
+    @workflow.update(name=w.SEGMENT)
+    async def segment(self, n: int) -> dict[str, Any]:
+        """The result of segment `n` of this execution, once it has ended."""
+        await workflow.wait_condition(lambda: self._segments >= n)
+        assert self._last is not None
+        return self._last.to_dict()
+
+    @workflow.query(name=w.STATUS)
+    def status(self) -> dict[str, Any]:
+        return {
+            "segments": self._segments,
+            "waiting": self._waiting is not None and self._reply is None,
+            "result": self._last.to_dict() if self._last else None,
+        }
+
+    async def _take(self, reply: Reply) -> dict[str, Any]:
+        seen = self._segments
+        self._reply = reply
+        await workflow.wait_condition(lambda: self._segments > seen)
+        assert self._last is not None
+        return self._last.to_dict()
+
+    def _expecting(self) -> str | None:
+        """The pending tool's name, or None for a question; refuses when nothing waits."""
+        if self._waiting is None or self._reply is not None:
+            reason = self._last.reason if self._last else "running"
+            raise ApplicationError(f"the run is not waiting for a person (it is {reason})", type="NotWaiting")
+        s = self._waiting.suspension
+        assert s is not None
+        if s.deadline <= now():
+            raise ApplicationError("too late: the run's deadline has passed", type="NotWaiting")
+        return s.pending.name if s.pending else None
+
+    def _check_approval(self) -> None:
+        if self._expecting() is None:
+            raise ApplicationError("the run waits for an answer to a question, not for an approval", type="AnswerError")
+
+
+def _waiting(snap: Snapshot) -> RunResult:
+    """The waiting result a cancelled-while-waiting run is resumed into."""
+    s = snap.suspension
+    assert s is not None
+    usage = snap.usage
+    return RunResult(
+        snap.run_id,
+        snap.agent,
+        snap.task_type,
+        StopReason.NEED_HELP,
+        note=s.question,
+        turns=usage.turns,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_usd=usage.cost_usd,
+        suspension=s,
+        snapshot=snap,
+    )
+
+
+def _memo(result: RunResult) -> dict[str, Any]:
+    data = result.to_dict()
+    for key in ("note", "summary", "output", "last_text"):
+        data[key] = str(data.get(key) or "")[:MEMO_TEXT]
+    return data

@@ -1,0 +1,110 @@
+"""A catalog of scripted agents for the Temporal tests, rebuilt by name in any worker process.
+
+`state["script"]` picks the model's script; `state["dir"]` is where the
+counting tool writes one line when a call starts and one when it completes,
+so a test can tell which calls ran and how often.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agent import Agent, Budget, HelpPolicy, RetryPolicy, RunContext, TransientModelError, tool
+from agent.errors import ModelError
+from agent.models.scripted import ScriptedModel, Step, call, finish, say
+from agent.runner import Catalog
+
+FAST_RETRY = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=False)
+
+
+def _log(ctx: RunContext, line: str) -> None:
+    folder = Path(ctx.state["dir"])
+    with (folder / f"{ctx.run_id}.log").open("a") as f:
+        f.write(line + "\n")
+
+
+@tool(timeout=5)
+def count(ctx: RunContext, n: int) -> str:
+    """Count to n (writes when it starts and when it is done)."""
+    _log(ctx, f"start {n}")
+    time.sleep(float(ctx.state.get("sleep", 0)))
+    _log(ctx, f"end {n}")
+    ctx.state["counted"] = int(ctx.state.get("counted", 0)) + 1
+    return f"counted {n}"
+
+
+@tool(needs_approval=True)
+def push(ctx: RunContext, branch: str) -> str:
+    """Push the fix to a branch (needs a person's approval)."""
+    _log(ctx, f"push {branch}")
+    return f"pushed {branch}"
+
+
+def _counted(ctx: RunContext) -> list[str]:
+    return [] if ctx.state.get("counted") else ["nothing was counted"]
+
+
+def _counts(k: int) -> list[Step]:
+    return [[say(f"Counting {i}."), call("count", n=i)] for i in range(1, k + 1)]
+
+
+SCRIPTS: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
+    "success": lambda s: [*_counts(2), [finish("done", "Counted to 2.")]],
+    "rejected-then-success": lambda s: [
+        [finish("done", "Done already.")],
+        *_counts(1),
+        [finish("done", "Counted.")],
+    ],
+    "turns": lambda s: _counts(10),
+    "gave_up": lambda s: [*_counts(1), [finish("give_up", "The numbers ran out.")]],
+    "no_progress": lambda s: [[call("count", n=7)] for _ in range(4)],
+    "question": lambda s: [*_counts(1), [finish("need_help", "Count to 2 or 3?")], *_counts(1)[:0],
+                           [call("count", n=3)], [finish("done", "Counted to 3 as asked.")]],
+    "approval": lambda s: [[call("push", branch="fix")], [finish("done", "Pushed, or not.")]],
+    "slow": lambda s: [*_counts(6), [finish("done", "Counted slowly.")]],
+    "api_down": lambda s: [TransientModelError("overloaded", error_type="overloaded")] * 3,
+    "bad_request": lambda s: [ModelError("bad request", error_type="bad_request")],
+    "many": lambda s: [*_counts(1), [finish("done", "Counted once.")]],
+}  # fmt: skip
+
+
+def build(state: dict[str, Any]) -> Agent:
+    """The test agent for `state`: its script, help policy and budget come from the state."""
+    script = SCRIPTS[state["script"]](state)
+    help_policy = HelpPolicy(
+        wait_seconds=float(state.get("wait", 3600)), on_timeout=state.get("on_timeout", "end")
+    )
+    return Agent(
+        name="counter",
+        model=ScriptedModel(script),
+        instructions=str(state.get("instructions", "Count as asked.")),
+        tools=[count, push],
+        verifiers=[_counted],
+        budget=Budget(max_turns=int(state.get("max_turns", 4)), max_seconds=120),
+        task_type="counting",
+        help=help_policy,
+        retry=FAST_RETRY,
+    )
+
+
+def catalog() -> Catalog:
+    """The Temporal tests' catalog (`tests.temporal_agents:catalog`)."""
+    c = Catalog()
+    c.register("counter", build, task_types=("batch",))
+    return c
+
+
+def changed_catalog() -> Catalog:
+    """The same agent after a deploy: other instructions, a looser budget, an extra verifier."""
+
+    def build_changed(state: dict[str, Any]) -> Agent:
+        agent = build({**state, "max_turns": 50, "instructions": "Count, and be quick about it."})
+        agent.verifiers = [*agent.verifiers, lambda ctx: []]
+        return agent
+
+    c = Catalog()
+    c.register("counter", build_changed, task_types=("batch",))
+    return c
