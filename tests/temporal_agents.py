@@ -63,7 +63,7 @@ SCRIPTS: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
     "no_progress": lambda s: [[call("count", n=7)] for _ in range(4)],
     "question": lambda s: [*_counts(1), [finish("need_help", "Count to 2 or 3?")], *_counts(1)[:0],
                            [call("count", n=3)], [finish("done", "Counted to 3 as asked.")]],
-    "approval": lambda s: [[call("push", branch="fix")], [finish("done", "Pushed, or not.")]],
+    "approval": lambda s: [[call("push", branch="fix")], *_counts(1), [finish("done", "Pushed, or not.")]],
     "slow": lambda s: [*_counts(6), [finish("done", "Counted slowly.")]],
     "api_down": lambda s: [TransientModelError("overloaded", error_type="overloaded")] * 3,
     "bad_request": lambda s: [ModelError("bad request", error_type="bad_request")],
@@ -91,7 +91,7 @@ def build(state: dict[str, Any]) -> Agent:
 
 
 def catalog() -> Catalog:
-    """The Temporal tests' catalog (`tests.temporal_agents:catalog`)."""
+    """The Temporal tests' catalog (`temporal_agents:catalog`, with `tests/` on the path)."""
     c = Catalog()
     c.register("counter", build, task_types=("batch",))
     return c

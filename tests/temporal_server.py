@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.pg import free_port
+from pg import free_port
 
 
 def temporal_cli() -> str:

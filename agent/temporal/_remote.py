@@ -17,7 +17,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy as TemporalRetry
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from agent.agent import Agent
 from agent.budget import Price, PriceTable
@@ -104,6 +104,16 @@ def temporal_retry(retry: RetryPolicy) -> TemporalRetry:
     )
 
 
+async def _activity(name: str, arg: Any, **options: Any) -> Any:
+    """Run an activity; its cancellation (the workflow's) reaches the loop as cancellation."""
+    try:
+        return await workflow.execute_activity(name, arg, **options)
+    except ActivityError as exc:
+        if is_cancelled_exception(exc):
+            raise asyncio.CancelledError() from exc
+        raise
+
+
 def _cause(exc: ActivityError) -> ApplicationError | None:
     return exc.cause if isinstance(exc.cause, ApplicationError) else None
 
@@ -128,7 +138,7 @@ class ActivityModel:
     async def complete(self, request: ModelRequest) -> ModelReply:
         call = {"run": self._ref.wire(), "request": dataclasses.asdict(request)}
         try:
-            reply = await workflow.execute_activity(
+            reply = await _activity(
                 w.MODEL,
                 call,
                 start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
@@ -178,7 +188,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             "arguments": kwargs,
             "calls": [vars(c) for c in ctx.calls] if ctx is not None else [],
         }
-        out = await workflow.execute_activity(
+        out = await _activity(
             w.TOOL,
             payload,
             start_to_close_timeout=timedelta(seconds=timeout + 2 * setup.tool_grace),
@@ -255,7 +265,7 @@ class RemoteVerifier:
             "note": ctx.note,
         }
         try:
-            failures: list[str] = await workflow.execute_activity(
+            failures: list[str] = await _activity(
                 w.VERIFY,
                 payload,
                 start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),

@@ -176,9 +176,10 @@ class TemporalRuns:
         return w.result_from_json(data)
 
     async def _not_waiting(self, run_id: str, exc: RPCError) -> Exception:
-        if exc.status is RPCStatusCode.NOT_FOUND and "completed" not in exc.message:
-            return UnknownRun(f"no run with id {run_id!r}")
-        ended = await self.ended(run_id)
+        """Why an update found no waiting run: it is unknown, or it has ended."""
+        if exc.status is not RPCStatusCode.NOT_FOUND:
+            return _rpc_error(run_id, exc)
+        ended = await self.ended(run_id)  # raises UnknownRun for a run that never existed
         reason = ended[0].reason if ended else "running"
         return NotClaimable(f"run {run_id} is not waiting for a person (it ended as {reason}); nothing was changed")
 

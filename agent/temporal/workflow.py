@@ -21,7 +21,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy as TemporalRetry
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
@@ -61,7 +61,9 @@ class EndstateRun:
             if "plan" not in run:
                 run.update(await self._prepare(run))
         except ActivityError as exc:
-            return self._unprepared(run, exc)
+            if not is_cancelled_exception(exc):
+                return self._unprepared(run, exc)
+            return self._finish(run, self._bare(run, StopReason.CANCELLED, "Cancelled before it began."))
         except asyncio.CancelledError:
             return self._finish(run, self._bare(run, StopReason.CANCELLED, "Cancelled before it began."))
         install_executor()

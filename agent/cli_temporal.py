@@ -1,0 +1,206 @@
+"""`endstate worker`, and `--temporal HOST:PORT` on the durable-run commands.
+
+With `--temporal` (or `$ENDSTATE_TEMPORAL`), `start`, `runs`, `pending`,
+`answer`, `approve`, `deny` and `resume` do what they do over a store, with
+the same output, against runs that are Temporal workflows; `endstate worker`
+runs them. `start` waits for the first segment's end (`--no-wait` prints the
+run id at once); `answer`, `approve` and `deny` wait for the next segment's end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agent.errors import ConfigError
+
+ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
+WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume")
+
+
+def register(sub: Any) -> None:
+    """Add `worker`, and `--temporal` to the durable-run commands (registered before this module)."""
+    worker = sub.add_parser("worker", help="run a Temporal worker for the catalog's agents")
+    _temporal_args(worker, required=True)
+    worker.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
+    worker.add_argument("--heartbeat", type=float, default=30.0, help="seconds before a silent activity is retried")
+    worker.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
+    worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
+    worker.set_defaults(handler=_worker)
+    for name in WRAPPED:
+        parser = sub.choices[name]
+        _temporal_args(parser)
+        if name == "start":
+            parser.add_argument("--no-wait", action="store_true", help="with --temporal: print the run id at once")
+        parser.set_defaults(handler=_either(parser.get_default("handler"), name))
+
+
+def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    default = os.environ.get(ENV_TEMPORAL) or None
+    parser.add_argument(
+        "--temporal",
+        default=default,
+        required=required and default is None,
+        metavar="HOST:PORT",
+        help=f"run on this Temporal server (default: ${ENV_TEMPORAL})",
+    )
+    parser.add_argument("--namespace", default="default", help="Temporal namespace (default: default)")
+    parser.add_argument("--task-queue", default="endstate", help="Temporal task queue (default: endstate)")
+
+
+def _either(store_handler: Callable[[argparse.Namespace], int], name: str) -> Callable[[argparse.Namespace], int]:
+    def handler(args: argparse.Namespace) -> int:
+        if args.temporal:
+            return asyncio.run(_COMMANDS[name](args))
+        if getattr(args, "no_wait", False):
+            raise ConfigError("--no-wait needs --temporal: a run on a store goes on in this process")
+        return store_handler(args)
+
+    return handler
+
+
+# -- commands over Temporal ---------------------------------------------------------------------------
+
+
+async def _runs_client(args: argparse.Namespace) -> Any:
+    from agent.temporal import TemporalRuns
+
+    return await TemporalRuns.connect(args.temporal, args.namespace, args.task_queue)
+
+
+def _print_result(args: argparse.Namespace, result: Any) -> int:
+    from agent.cli_store import result_line
+
+    print(json.dumps(result.to_dict()) if args.json else result_line(result))
+    return 0
+
+
+async def _start(args: argparse.Namespace) -> int:
+    try:
+        state = json.loads(args.state)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--state must be a JSON object: {exc}") from exc
+    if not isinstance(state, dict):
+        raise ConfigError("--state must be a JSON object")
+    if args.scenario:
+        state["scenario"] = args.scenario
+    runs = await _runs_client(args)
+    options = {"task_type": args.task_type, "state": state, "run_id": args.run_id}
+    started = await runs.start(args.agent, args.task, wait=not args.no_wait, **options)
+    if isinstance(started, str):
+        print(json.dumps({"run_id": started}) if args.json else started)
+        return 0
+    return _print_result(args, started)
+
+
+async def _answer(args: argparse.Namespace) -> int:
+    return _print_result(args, await (await _runs_client(args)).answer(args.run_id, args.text))
+
+
+async def _approve(args: argparse.Namespace) -> int:
+    return _print_result(args, await (await _runs_client(args)).approve(args.run_id))
+
+
+async def _deny(args: argparse.Namespace) -> int:
+    return _print_result(args, await (await _runs_client(args)).deny(args.run_id, args.reason))
+
+
+async def _resume(args: argparse.Namespace) -> int:
+    return _print_result(args, await (await _runs_client(args)).resume(args.run_id))
+
+
+async def _runs(args: argparse.Namespace) -> int:
+    from agent.cli_store import RUNS_HEADER, run_line
+    from agent.store import RunStatus
+
+    runs = await _runs_client(args)
+    records = await runs.runs(RunStatus(args.status) if args.status else None, args.limit)
+    if args.json:
+        for r in records:
+            print(json.dumps(r.to_dict()))
+        return 0
+    if not records:
+        which = f"{args.status} runs" if args.status else "runs"
+        print(f"no {which} in {runs.shown}; start one with `endstate start AGENT TASK --temporal ...`")
+        return 0
+    print(RUNS_HEADER)
+    for r in records:
+        print(run_line(r))
+    return 0
+
+
+async def _pending(args: argparse.Namespace) -> int:
+    from agent.cli_store import pending_line
+
+    runs = await _runs_client(args)
+    records = await runs.pending()
+    now = time.time()
+    for r in records:
+        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now))
+    if not records and not args.json:
+        print(f"no runs are waiting for a person in {runs.shown}")
+    return 0
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
+    "start": _start,
+    "runs": _runs,
+    "pending": _pending,
+    "answer": _answer,
+    "approve": _approve,
+    "deny": _deny,
+    "resume": _resume,
+}
+
+
+# -- the worker ---------------------------------------------------------------------------------------
+
+
+def _worker(args: argparse.Namespace) -> int:
+    return asyncio.run(_run_worker(args))
+
+
+async def _run_worker(args: argparse.Namespace) -> int:
+    """Poll the task queue until SIGTERM or SIGINT; then finish the activities in hand and stop."""
+    from telemetry import Telemetry
+
+    from agent.runner import load_catalog
+    from agent.temporal import TemporalRuns, build_worker
+    from agent.temporal.pending import TemporalPending
+
+    runs = await TemporalRuns.connect(args.temporal, args.namespace, args.task_queue)
+    catalog = load_catalog(args.catalog)
+    pending = TemporalPending(args.temporal, args.namespace)
+    telemetry = Telemetry.from_env(pending=pending)
+    if args.metrics_port:
+        from telemetry.metrics import serve_metrics
+
+        serve_metrics(args.metrics_port, telemetry.registry, addr=args.metrics_addr)
+    worker = await build_worker(
+        runs.client, catalog, task_queue=args.task_queue, hooks=telemetry.hooks, heartbeat_seconds=args.heartbeat
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(
+        f"endstate worker: polling task queue {args.task_queue!r} of namespace {args.namespace!r} "
+        f"at {args.temporal} for agents {', '.join(catalog.names())}",
+        flush=True,
+    )
+    try:
+        async with worker:
+            await stop.wait()
+    finally:
+        with contextlib.suppress(Exception):
+            pending.close()
+        catalog.close()
+        telemetry.shutdown()
+    return 0

@@ -1,0 +1,57 @@
+"""Pending help requests from Temporal's visibility, for `agent_help_pending` and its oldest age.
+
+`TemporalPending` is a `telemetry.metrics.PendingSource`: the metrics hooks
+call it at scrape time, and it lists the runs whose `EndstateWaiting` search
+attribute is true, so the human-wait gauges and alerts work as with a store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any
+
+from temporalio.client import Client
+
+from agent.temporal import _wire as w
+
+READ_TIMEOUT_S = 10.0
+
+
+class TemporalPending:
+    """`(agent, task_type, suspended_at)` of every run waiting for a person, read at call time.
+
+    Calls come from the scrape thread; the client lives on a loop of its own.
+    """
+
+    def __init__(self, address: str, namespace: str = w.NAMESPACE) -> None:
+        self.address, self.namespace = address, namespace
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="endstate-pending", daemon=True)
+        self._thread.start()
+        self._client: Client | None = None
+
+    def __call__(self) -> list[tuple[str, str, float]]:
+        return self._run(self._read())
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        self._loop.close()
+
+    def _run(self, coro: Coroutine[Any, Any, list[tuple[str, str, float]]]) -> list[tuple[str, str, float]]:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=READ_TIMEOUT_S)
+
+    async def _read(self) -> list[tuple[str, str, float]]:
+        if self._client is None:
+            self._client = await Client.connect(self.address, namespace=self.namespace)
+        query = f"WorkflowType = '{w.WORKFLOW}' AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
+        rows = []
+        async for execution in self._client.list_workflows(query):
+            attrs = execution.typed_search_attributes
+            since = attrs.get(w.SA_SUSPENDED_AT)
+            rows.append(
+                (attrs.get(w.SA_AGENT) or "", attrs.get(w.SA_TASK_TYPE) or "", since.timestamp() if since else 0.0)
+            )
+        return rows

@@ -1,0 +1,297 @@
+"""Endstate runs as Temporal workflows, against a real Temporal Server (the `temporal` dev server)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+from agent.result import LimitKind, StopReason
+from agent.runner import AnswerError, Catalog
+from agent.store import NotClaimable, RunRecord, RunStatus
+from agent.temporal import TemporalRuns, build_worker
+from agent.temporal.pending import TemporalPending
+from telemetry import Telemetry
+from telemetry import names as n
+import temporal_agents
+from temporal_server import TemporalServer
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def temporal() -> Iterator[TemporalServer]:
+    server = TemporalServer()
+    yield server
+    server.stop()
+
+
+@contextlib.asynccontextmanager
+async def worker(
+    server: TemporalServer, queue: str, catalog: Catalog | None = None, **options: Any
+) -> AsyncIterator[TemporalRuns]:
+    """A worker on `queue` in this process, and a client for it."""
+    runs = await TemporalRuns.connect(server.address, task_queue=queue)
+    options.setdefault("heartbeat_seconds", 2.0)
+    built = await build_worker(runs.client, catalog or temporal_agents.catalog(), task_queue=queue, **options)
+    async with built:
+        yield runs
+
+
+def queue() -> str:
+    return f"test-{uuid.uuid4().hex[:8]}"
+
+
+def calls_log(folder: Path, run_id: str) -> list[str]:
+    path = folder / f"{run_id}.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+async def listed_as(runs: TemporalRuns, run_id: str, status: RunStatus) -> list[RunRecord]:
+    """The run as `runs` lists it, once visibility (eventually consistent) shows `status`."""
+    for _ in range(100):
+        listed = [r for r in await runs.runs() if r.run_id == run_id]
+        if [r.status for r in listed] == [status]:
+            break
+        await asyncio.sleep(0.1)
+    return listed
+
+
+def state(tmp_path: Path, script: str, **more: Any) -> dict[str, Any]:
+    return {"script": script, "dir": str(tmp_path), **more}
+
+
+@pytest.mark.parametrize(
+    ("script", "reason", "limit"),
+    [
+        ("success", StopReason.SUCCESS, None),
+        ("rejected-then-success", StopReason.SUCCESS, None),
+        ("turns", StopReason.LIMIT, LimitKind.TURNS),
+        ("gave_up", StopReason.GAVE_UP, None),
+        ("no_progress", StopReason.NO_PROGRESS, None),
+        ("api_down", StopReason.ERROR, None),
+        ("bad_request", StopReason.ERROR, None),
+        ("question", StopReason.NEED_HELP, None),
+    ],
+)
+def test_each_stop_reason_is_the_workflows_result(
+    temporal: TemporalServer, tmp_path: Path, script: str, reason: StopReason, limit: LimitKind | None
+) -> None:
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as runs:
+            result = await runs.start("counter", "count", state=state(tmp_path, script))
+            assert (result.reason, result.limit) == (reason, limit)
+            if reason is StopReason.NEED_HELP:
+                assert result.suspension is not None and result.suspension.question == "Count to 2 or 3?"
+                return
+            ended = await runs.result(result.run_id)  # the workflow's own result says the same
+            assert (ended.reason, ended.turns, ended.verified) == (reason, result.turns, result.verified)
+            listed = await listed_as(runs, result.run_id, RunStatus.FINISHED)
+            assert [(r.status, r.stop_reason) for r in listed] == [(RunStatus.FINISHED, reason)]
+
+    asyncio.run(scenario())
+
+
+def test_a_verifier_rejection_goes_back_to_the_model_and_success_is_verified(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as runs:
+            result = await runs.start("counter", "count", state=state(tmp_path, "rejected-then-success"))
+        assert result.reason is StopReason.SUCCESS and result.verified
+        assert result.verifier_failures == ("nothing was counted",)
+        assert calls_log(tmp_path, result.run_id) == ["start 1", "end 1"]
+
+    asyncio.run(scenario())
+
+
+def test_a_question_is_answered_and_the_run_goes_on_in_the_same_workflow(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as runs:
+            asked = await runs.start("counter", "count", state=state(tmp_path, "question"))
+            with pytest.raises(AnswerError, match="waits for an answer"):
+                await runs.answer(asked.run_id, "  ")
+            with pytest.raises(AnswerError, match="not for an approval"):
+                await runs.approve(asked.run_id)
+            done = await runs.answer(asked.run_id, "3")
+            assert done.reason is StopReason.SUCCESS and done.run_id == asked.run_id
+            assert done.waiting_seconds > 0 and done.turns == 4
+            with pytest.raises(NotClaimable, match="not waiting"):
+                await runs.answer(asked.run_id, "again")
+        assert calls_log(tmp_path, asked.run_id) == ["start 1", "end 1", "start 3", "end 3"]
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_a_tool_needing_approval_runs_only_when_approved(
+    temporal: TemporalServer, tmp_path: Path, approved: bool
+) -> None:
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as runs:
+            asked = await runs.start("counter", "push", state=state(tmp_path, "approval"))
+            assert asked.reason is StopReason.NEED_HELP
+            assert asked.suspension is not None and asked.suspension.pending is not None
+            assert asked.suspension.pending.name == "push"
+            with pytest.raises(AnswerError, match="approval of 'push'"):
+                await runs.answer(asked.run_id, "yes")
+            done = await (runs.approve(asked.run_id) if approved else runs.deny(asked.run_id, "not today"))
+            assert done.reason is StopReason.SUCCESS
+        pushed = "push fix" in calls_log(tmp_path, asked.run_id)
+        assert pushed is approved
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("on_timeout", "reason", "log"),
+    [
+        ("end", StopReason.HELP_TIMEOUT, ["start 1", "end 1"]),
+        ("resume", StopReason.SUCCESS, ["start 1", "end 1", "start 3", "end 3"]),
+    ],
+)
+def test_a_deadline_passing_applies_the_help_policy(
+    temporal: TemporalServer, tmp_path: Path, on_timeout: str, reason: StopReason, log: list[str]
+) -> None:
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as runs:
+            asked = await runs.start(
+                "counter", "count", state=state(tmp_path, "question", wait=1.0, on_timeout=on_timeout)
+            )
+            assert asked.reason is StopReason.NEED_HELP
+            ended = await runs.result(asked.run_id)  # the timer fires; nobody answers
+            assert ended.reason is reason
+            assert ended.waiting_seconds >= 1.0
+            with pytest.raises(NotClaimable):
+                await runs.answer(asked.run_id, "too late")
+        assert calls_log(tmp_path, asked.run_id) == log
+
+    asyncio.run(scenario())
+
+
+async def wait_for_line(folder: Path, run_id: str, line: str, timeout: float = 60.0) -> None:
+    for _ in range(int(timeout * 20)):
+        if line in calls_log(folder, run_id):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{line!r} never appeared in run {run_id}'s log")
+
+
+def test_a_cancelled_run_ends_cancelled_and_resumes_to_success(temporal: TemporalServer, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as runs:
+            run_id = await runs.start("counter", "count", state=state(tmp_path, "slow", sleep=0.3, max_turns=10), wait=False)
+            assert isinstance(run_id, str)
+            await wait_for_line(tmp_path, run_id, "end 2")
+            finished = {line for line in calls_log(tmp_path, run_id) if line.startswith("end")}
+            await runs.cancel(run_id)
+            cancelled = await runs.result(run_id)
+            assert cancelled.reason is StopReason.CANCELLED and cancelled.snapshot is not None
+            assert [r.status for r in await listed_as(runs, run_id, RunStatus.CANCELLED)] == [RunStatus.CANCELLED]
+            done = await runs.resume(run_id)
+            assert done.reason is StopReason.SUCCESS and done.run_id == run_id
+            with pytest.raises(NotClaimable, match="not cancelled"):
+                await runs.resume(run_id)
+        ended = [line for line in calls_log(tmp_path, run_id) if line.startswith("end")]
+        assert finished <= set(ended) and "end 6" in ended
+        assert all(ended.count(line) == 1 for line in finished)  # a call done before the cancel never ran again
+
+    asyncio.run(scenario())
+
+
+def test_a_run_cancelled_while_waiting_resumes_into_the_same_wait(temporal: TemporalServer, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as runs:
+            asked = await runs.start("counter", "count", state=state(tmp_path, "question"))
+            await runs.cancel(asked.run_id)
+            assert (await runs.result(asked.run_id)).reason is StopReason.CANCELLED
+            again = await runs.resume(asked.run_id)
+            assert again.reason is StopReason.NEED_HELP and again.suspension == asked.suspension
+            done = await runs.answer(asked.run_id, "3")
+            assert done.reason is StopReason.SUCCESS
+
+    asyncio.run(scenario())
+
+
+def test_pending_help_comes_from_temporal_visibility(temporal: TemporalServer, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        q = queue()
+        async with worker(temporal, q) as runs:
+            asked = await runs.start("counter", "count", state=state(tmp_path, "question"), task_type="batch")
+            pending = TemporalPending(temporal.address)
+            metrics = Telemetry.from_env({}, registry=CollectorRegistry(), pending=pending)
+            labels = {"agent": "counter", "task_type": "batch"}
+            try:
+                for _ in range(100):  # visibility is eventually consistent
+                    count = await asyncio.to_thread(metrics.registry.get_sample_value, n.METRIC_HELP_PENDING, labels)
+                    if count:
+                        break
+                    await asyncio.sleep(0.1)
+                assert count == 1
+                oldest = metrics.registry.get_sample_value(n.METRIC_HELP_OLDEST_PENDING_SECONDS, labels)
+                assert oldest is not None and oldest >= 0
+                assert [r.run_id for r in await runs.pending() if r.run_id == asked.run_id] == [asked.run_id]
+                await runs.answer(asked.run_id, "3")
+                for _ in range(100):
+                    count = await asyncio.to_thread(metrics.registry.get_sample_value, n.METRIC_HELP_PENDING, labels)
+                    if not count:
+                        break
+                    await asyncio.sleep(0.1)
+                assert not count  # no series (this registry saw no run of it) or zero
+            finally:
+                pending.close()
+                metrics.shutdown()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_replay_never_repeats_a_span_or_a_count(temporal: TemporalServer, tmp_path: Path, cached: bool) -> None:
+    """With the workflow cache the segment is traced whole; with none, every workflow task
+    replays the run from its start, and what was replayed is not traced or counted again."""
+
+    async def scenario() -> None:
+        spans = InMemorySpanExporter()
+        telemetry = Telemetry.from_env({}, registry=CollectorRegistry(), span_exporter=spans)
+        options = {} if cached else {"max_cached_workflows": 0}
+        async with worker(temporal, queue(), hooks=telemetry.hooks, **options) as runs:
+            result = await runs.start("counter", "count", state=state(tmp_path, "success"))
+        assert result.reason is StopReason.SUCCESS and result.turns == 3
+        telemetry.force_flush()
+        names = [s.name for s in spans.get_finished_spans()]
+        counts = (names.count("invoke_agent counter"), names.count("agent.turn"), names.count("execute_tool count"))
+        assert counts == (1, 3, 2) if cached else counts[0] == 1 and counts[1] <= 3 and counts[2] <= 2
+        labels = {"agent": "counter", "task_type": "counting", "stop_reason": "success", "stop_limit": n.NO_LIMIT}
+        assert telemetry.registry.get_sample_value(n.METRIC_STOPS + "_total", labels) == 1
+        telemetry.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_a_worker_restarted_with_a_changed_agent_finishes_the_runs_in_flight(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    """Runs keep the plan they started with; new runs get the new agent."""
+
+    async def scenario() -> None:
+        q = queue()
+        async with worker(temporal, q) as runs:
+            asked = await runs.start("counter", "count", state=state(tmp_path, "question"))
+            assert asked.reason is StopReason.NEED_HELP
+        async with worker(temporal, q, catalog=temporal_agents.changed_catalog()) as runs:
+            done = await runs.answer(asked.run_id, "3")  # replayed from history by a worker with no cache
+            assert done.reason is StopReason.SUCCESS
+            old = await runs.start("counter", "count", state=state(tmp_path, "turns"))
+            assert old.reason is StopReason.ERROR  # the new budget (50 turns) outlives the script
+            assert "no step for turn 11" in old.note
+
+    asyncio.run(scenario())
