@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -58,12 +59,20 @@ def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> N
 def _either(store_handler: Callable[[argparse.Namespace], int], name: str) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         if args.temporal:
-            return asyncio.run(_COMMANDS[name](args))
+            return asyncio.run(_collected(_COMMANDS[name](args)))
         if getattr(args, "no_wait", False):
             raise ConfigError("--no-wait needs --temporal: a run on a store goes on in this process")
         return store_handler(args)
 
     return handler
+
+
+async def _collected(command: Awaitable[int]) -> int:
+    """Run a command, then free its Temporal client inside the loop: a client still alive
+    while the interpreter shuts down can crash it (the SDK's runtime threads)."""
+    code = await command
+    gc.collect()
+    return code
 
 
 # -- commands over Temporal ---------------------------------------------------------------------------

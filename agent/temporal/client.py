@@ -191,12 +191,17 @@ class TemporalRuns:
         if status is RunStatus.WAITING:
             query += f" AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
         records: dict[str, RunRecord] = {}
-        async for execution in self.client.list_workflows(query):
-            if execution.id in records:
-                continue  # an older execution of a resumed run
-            record = await _record(execution)
-            if status is None or record.status is status:
-                records[execution.id] = record
+        try:
+            async for execution in self.client.list_workflows(query):
+                if execution.id in records:
+                    continue  # an older execution of a resumed run
+                record = await _record(execution)
+                if status is None or record.status is status:
+                    records[execution.id] = record
+        except RPCError as exc:
+            if "invalid search attribute" not in exc.message:
+                raise _rpc_error("list", exc) from exc
+            return []  # no Endstate worker has run on this namespace yet: no runs
         found = sorted(records.values(), key=lambda r: r.started_at, reverse=True)
         return found if limit is None else found[:limit]
 

@@ -1,0 +1,173 @@
+"""Endstate on Temporal across processes: the CLI, worker processes killed, two workers sharing 200 runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from temporal_server import TemporalServer
+
+from agent.result import StopReason
+from agent.temporal import TemporalRuns
+
+pytestmark = pytest.mark.slow
+TESTS = Path(__file__).parent
+CATALOG = "temporal_agents:catalog"
+
+
+@pytest.fixture(scope="module")
+def temporal() -> Iterator[TemporalServer]:
+    server = TemporalServer()
+    yield server
+    server.stop()
+
+
+def env() -> dict[str, str]:
+    path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "OTEL_SDK_DISABLED": "true"}
+
+
+def endstate(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "agent.cli", *argv]
+
+
+class WorkerProcess:
+    """`endstate worker` in a process of its own, ready once it says it polls."""
+
+    def __init__(self, server: TemporalServer, queue: str) -> None:
+        argv = endstate(
+            "worker", "--temporal", server.address, "--task-queue", queue, "--catalog", CATALOG, "--heartbeat", "1"
+        )
+        self.proc = subprocess.Popen(argv, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert "endstate worker: polling task queue" in line, line + (self.proc.stderr.read() if self.proc.stderr else "")
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self._close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._close()
+
+    def _close(self) -> None:
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
+
+
+def run_cli(*argv: str) -> str:
+    done = subprocess.run(endstate(*argv), env=env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def log_of(folder: Path, run_id: str) -> list[str]:
+    path = folder / f"{run_id}.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_a_run_started_on_one_host_is_answered_from_another_and_finished_by_a_third(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    queue = f"cli-{uuid.uuid4().hex[:8]}"
+    worker = WorkerProcess(temporal, queue)
+    try:
+        state = json.dumps({"script": "question", "dir": str(tmp_path)})
+        where = ["--temporal", temporal.address, "--task-queue", queue]
+        started = json.loads(run_cli("start", "counter", "count", "--state", state, "--json", *where))
+        assert started["reason"] == "need_help" and started["note"] == "Count to 2 or 3?"
+        run_id = started["run_id"]
+        pending = run_cli("pending", *where)
+        assert run_id in pending and f'endstate answer {run_id} "your answer"' in pending
+        answered = run_cli("answer", run_id, "3", *where)
+        assert answered.startswith(f"run {run_id}: success verified after 4 turns.")
+        listed = run_cli("runs", "--json", *where)
+        assert run_id in listed
+    finally:
+        worker.stop()
+    assert log_of(tmp_path, run_id) == ["start 1", "end 1", "start 3", "end 3"]
+
+
+def test_the_cli_refuses_an_answer_to_an_unknown_run(temporal: TemporalServer) -> None:
+    done = subprocess.run(
+        endstate("answer", "no-such-run", "yes", "--temporal", temporal.address),
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "no run with id 'no-such-run'" in done.stderr
+
+
+def test_a_killed_worker_is_replaced_and_no_completed_call_runs_again(temporal: TemporalServer, tmp_path: Path) -> None:
+    queue = f"kill-{uuid.uuid4().hex[:8]}"
+    first = WorkerProcess(temporal, queue)
+
+    async def scenario() -> None:
+        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+        state = {"script": "slow", "dir": str(tmp_path), "sleep": 0.5, "max_turns": 10}
+        run_id = await runs.start("counter", "count", state=state, wait=False)
+        assert isinstance(run_id, str)
+        for _ in range(600):
+            if "end 2" in log_of(tmp_path, run_id):
+                break
+            await asyncio.sleep(0.05)
+        first.kill()
+        done_before = {line for line in log_of(tmp_path, run_id) if line.startswith("end")}
+        second = WorkerProcess(temporal, queue)
+        try:
+            result = await runs.result(run_id)
+        finally:
+            second.stop()
+        assert result.reason is StopReason.SUCCESS and result.turns == 7
+        lines = log_of(tmp_path, run_id)
+        assert {f"end {i}" for i in range(1, 7)} <= set(lines)
+        for line in done_before:  # a call that had completed before the kill never ran again
+            assert lines.count(line.replace("end", "start")) == 1, lines
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        first.stop()
+
+
+def test_two_workers_share_200_runs_and_each_ends_once_with_a_reason(temporal: TemporalServer, tmp_path: Path) -> None:
+    queue = f"fleet-{uuid.uuid4().hex[:8]}"
+    workers = [WorkerProcess(temporal, queue), WorkerProcess(temporal, queue)]
+
+    async def scenario() -> None:
+        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+        state = {"script": "many", "dir": str(tmp_path)}
+        ids = [f"fleet-{i:03d}-{uuid.uuid4().hex[:6]}" for i in range(200)]
+        for run_id in ids:
+            await runs.start("counter", "count", state=state, run_id=run_id, wait=False)
+        results = await asyncio.gather(*(runs.result(run_id) for run_id in ids))
+        assert Counter(r.reason for r in results) == {StopReason.SUCCESS: 200}
+        for run_id in ids:
+            assert log_of(tmp_path, run_id) == ["start 1", "end 1"]  # its one call ran once
+            executions = [e async for e in runs.client.list_workflows(f"WorkflowId = '{run_id}'")]
+            assert len(executions) <= 1  # visibility may lag; never two executions of one run
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for w in workers:
+            w.stop()
