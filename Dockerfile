@@ -10,7 +10,9 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY agent ./agent
 COPY telemetry ./telemetry
-RUN pip install . \
+# EXTRAS="[temporal]" builds the Temporal worker image (docker-compose.yml, profile "temporal").
+ARG EXTRAS=""
+RUN pip install .${EXTRAS} \
     && useradd --system --uid 10001 --home-dir /home/endstate --create-home endstate
 
 USER endstate

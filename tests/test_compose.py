@@ -208,3 +208,17 @@ def test_dockerfile() -> None:
     assert re.search(r"^RUN pip install \.", text, re.M)
     assert 'CMD ["endstate", "serve", "--demo-workload"]' in text
     assert re.search(r"^USER (?!root)", text, re.M) and "EXPOSE 8000" in text
+
+
+def test_the_temporal_profile_runs_a_server_on_postgresql_its_ui_and_workers(stack: dict[str, Any]) -> None:
+    services = stack["services"]
+    temporal = {"temporal-postgresql", "temporal", "temporal-ui", "endstate-worker"}
+    assert all(services[name]["profiles"] == ["temporal"] for name in temporal)
+    assert not any("profiles" in s for name, s in services.items() if name not in temporal)
+    assert services["temporal"]["environment"]["DB"] == "postgres12"
+    assert services["temporal"]["environment"]["POSTGRES_SEEDS"] == "temporal-postgresql"
+    assert services["temporal-ui"]["environment"]["TEMPORAL_ADDRESS"] == "temporal:7233"
+    worker = services["endstate-worker"]
+    assert worker["command"][:4] == ["endstate", "worker", "--temporal", "temporal:7233"]
+    assert worker["build"]["args"]["EXTRAS"] == "[temporal]"
+    assert "ARG EXTRAS" in (ROOT / "Dockerfile").read_text()
