@@ -31,7 +31,9 @@ def register(sub: Any) -> None:
     worker = sub.add_parser("worker", help="run a Temporal worker for the catalog's agents")
     _temporal_args(worker, required=True)
     worker.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
-    worker.add_argument("--heartbeat", type=float, default=30.0, help="seconds before a silent activity is retried")
+    worker.add_argument(
+        "--heartbeat", type=float, default=30.0, help="seconds before a silent activity is retried"
+    )
     worker.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
     worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
     worker.set_defaults(handler=_worker)
@@ -39,7 +41,9 @@ def register(sub: Any) -> None:
         parser = sub.choices[name]
         _temporal_args(parser)
         if name == "start":
-            parser.add_argument("--no-wait", action="store_true", help="with --temporal: print the run id at once")
+            parser.add_argument(
+                "--no-wait", action="store_true", help="with --temporal: print the run id at once"
+            )
         parser.set_defaults(handler=_either(parser.get_default("handler"), name))
 
 
@@ -56,7 +60,9 @@ def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> N
     parser.add_argument("--task-queue", default="endstate", help="Temporal task queue (default: endstate)")
 
 
-def _either(store_handler: Callable[[argparse.Namespace], int], name: str) -> Callable[[argparse.Namespace], int]:
+def _either(
+    store_handler: Callable[[argparse.Namespace], int], name: str
+) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         if args.temporal:
             return asyncio.run(_collected(_COMMANDS[name](args)))
@@ -178,11 +184,10 @@ def _worker(args: argparse.Namespace) -> int:
 
 async def _run_worker(args: argparse.Namespace) -> int:
     """Poll the task queue until SIGTERM or SIGINT; then finish the activities in hand and stop."""
-    from telemetry import Telemetry
-
     from agent.runner import load_catalog
     from agent.temporal import TemporalRuns, build_worker
     from agent.temporal.pending import TemporalPending
+    from telemetry import Telemetry
 
     runs = await TemporalRuns.connect(args.temporal, args.namespace, args.task_queue)
     catalog = load_catalog(args.catalog)
@@ -193,7 +198,11 @@ async def _run_worker(args: argparse.Namespace) -> int:
 
         serve_metrics(args.metrics_port, telemetry.registry, addr=args.metrics_addr)
     worker = await build_worker(
-        runs.client, catalog, task_queue=args.task_queue, hooks=telemetry.hooks, heartbeat_seconds=args.heartbeat
+        runs.client,
+        catalog,
+        task_queue=args.task_queue,
+        hooks=telemetry.hooks,
+        heartbeat_seconds=args.heartbeat,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -68,6 +68,7 @@ SCRIPTS: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
     "api_down": lambda s: [TransientModelError("overloaded", error_type="overloaded")] * 3,
     "bad_request": lambda s: [ModelError("bad request", error_type="bad_request")],
     "many": lambda s: [*_counts(1), [finish("done", "Counted once.")]],
+    "bench": lambda s: [*_counts(int(s.get("k", 1))), [finish("done", "Counted.")]],
 }  # fmt: skip
 
 

@@ -45,12 +45,24 @@ class WorkerProcess:
 
     def __init__(self, server: TemporalServer, queue: str) -> None:
         argv = endstate(
-            "worker", "--temporal", server.address, "--task-queue", queue, "--catalog", CATALOG, "--heartbeat", "1"
+            "worker",
+            "--temporal",
+            server.address,
+            "--task-queue",
+            queue,
+            "--catalog",
+            CATALOG,
+            "--heartbeat",
+            "1",
         )
-        self.proc = subprocess.Popen(argv, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            argv, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
-        assert "endstate worker: polling task queue" in line, line + (self.proc.stderr.read() if self.proc.stderr else "")
+        assert "endstate worker: polling task queue" in line, line + (
+            self.proc.stderr.read() if self.proc.stderr else ""
+        )
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -117,7 +129,9 @@ def test_the_cli_refuses_an_answer_to_an_unknown_run(temporal: TemporalServer) -
     assert done.returncode == 2 and "no run with id 'no-such-run'" in done.stderr
 
 
-def test_a_killed_worker_is_replaced_and_no_completed_call_runs_again(temporal: TemporalServer, tmp_path: Path) -> None:
+def test_a_killed_worker_is_replaced_and_no_completed_call_runs_again(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
     queue = f"kill-{uuid.uuid4().hex[:8]}"
     first = WorkerProcess(temporal, queue)
 
@@ -149,7 +163,9 @@ def test_a_killed_worker_is_replaced_and_no_completed_call_runs_again(temporal: 
         first.stop()
 
 
-def test_two_workers_share_200_runs_and_each_ends_once_with_a_reason(temporal: TemporalServer, tmp_path: Path) -> None:
+def test_two_workers_share_200_runs_and_each_ends_once_with_a_reason(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
     queue = f"fleet-{uuid.uuid4().hex[:8]}"
     workers = [WorkerProcess(temporal, queue), WorkerProcess(temporal, queue)]
 

@@ -9,4 +9,12 @@ from agent.temporal._wire import ENV_TEMPORAL, NAMESPACE, TASK_QUEUE, WORKFLOW
 from agent.temporal.client import TemporalRuns
 from agent.temporal.worker import build_worker, ensure_search_attributes
 
-__all__ = ["ENV_TEMPORAL", "NAMESPACE", "TASK_QUEUE", "WORKFLOW", "TemporalRuns", "build_worker", "ensure_search_attributes"]
+__all__ = [
+    "ENV_TEMPORAL",
+    "NAMESPACE",
+    "TASK_QUEUE",
+    "WORKFLOW",
+    "TemporalRuns",
+    "build_worker",
+    "ensure_search_attributes",
+]

@@ -66,12 +66,18 @@ class EndstateActivities:
                 reply = await agent.model.complete(ModelRequest(**call["request"]))
             except TransientModelError as exc:
                 details = {"error_type": exc.error_type, "retry_after": exc.retry_after}
-                raise ApplicationError(str(exc), details, type="TransientModelError", non_retryable=True, category=BENIGN)
+                raise ApplicationError(
+                    str(exc), details, type="TransientModelError", non_retryable=True, category=BENIGN
+                ) from exc
             except ModelError as exc:
                 details = {"error_type": exc.error_type}
-                raise ApplicationError(str(exc), details, type="ModelError", non_retryable=True, category=BENIGN)
+                raise ApplicationError(
+                    str(exc), details, type="ModelError", non_retryable=True, category=BENIGN
+                ) from exc
             except Exception as exc:  # an adapter bug: the run ends as error, not retried
-                raise ApplicationError(f"{exc}", type=type(exc).__name__, non_retryable=True, category=BENIGN) from exc
+                raise ApplicationError(
+                    f"{exc}", type=type(exc).__name__, non_retryable=True, category=BENIGN
+                ) from exc
         return dataclasses.asdict(reply)
 
     @activity.defn(name=w.TOOL)
@@ -99,7 +105,9 @@ class EndstateActivities:
             try:
                 return [f for v in agent.verifiers for f in await asyncio.to_thread(v, ctx)]
             except Exception as exc:
-                raise ApplicationError(f"{exc}", type=type(exc).__name__, non_retryable=True, category=BENIGN) from exc
+                raise ApplicationError(
+                    f"{exc}", type=type(exc).__name__, non_retryable=True, category=BENIGN
+                ) from exc
 
     @activity.defn(name=w.CLEANUP)
     async def cleanup(self, run: dict[str, Any]) -> None:

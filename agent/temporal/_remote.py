@@ -157,7 +157,9 @@ def _model_error(exc: ActivityError) -> Exception:
     details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
     if cause.type == "TransientModelError":
         retry_after = details.get("retry_after")
-        return TransientModelError(cause.message, error_type=details.get("error_type"), retry_after=retry_after)
+        return TransientModelError(
+            cause.message, error_type=details.get("error_type"), retry_after=retry_after
+        )
     if cause.type == "ModelError":
         return ModelError(cause.message, error_type=details.get("error_type"))
     return _named_error(cause.type or "Exception", cause.message)
@@ -220,7 +222,9 @@ def _tool_error(out: dict[str, Any]) -> Exception:
     kind = out.get("error_type") or "ToolError"
     prefix = f"Error: {kind}: "
     text = str(out["text"])
-    return _named_error(kind, text[len(prefix) :] if text.startswith(prefix) else text.removeprefix("Error: "))
+    return _named_error(
+        kind, text[len(prefix) :] if text.startswith(prefix) else text.removeprefix("Error: ")
+    )
 
 
 def _signature(spec: dict[str, Any]) -> inspect.Signature:

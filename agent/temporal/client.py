@@ -21,7 +21,12 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
-from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -53,7 +58,9 @@ class TemporalRuns:
         try:
             client = await Client.connect(address, namespace=namespace)
         except RuntimeError as exc:
-            raise ConfigError(f"cannot reach Temporal at {address!r} (namespace {namespace!r}): {exc}") from exc
+            raise ConfigError(
+                f"cannot reach Temporal at {address!r} (namespace {namespace!r}): {exc}"
+            ) from exc
         return cls(client, task_queue)
 
     @property
@@ -125,7 +132,10 @@ class TemporalRuns:
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 search_attributes=TypedSearchAttributes(
-                    [SearchAttributePair(w.SA_AGENT, run["agent"]), SearchAttributePair(w.SA_TASK_TYPE, result.task_type)]
+                    [
+                        SearchAttributePair(w.SA_AGENT, run["agent"]),
+                        SearchAttributePair(w.SA_TASK_TYPE, result.task_type),
+                    ]
                 ),
             )
         except WorkflowAlreadyStartedError as exc:
@@ -181,7 +191,9 @@ class TemporalRuns:
             return _rpc_error(run_id, exc)
         ended = await self.ended(run_id)  # raises UnknownRun for a run that never existed
         reason = ended[0].reason if ended else "running"
-        return NotClaimable(f"run {run_id} is not waiting for a person (it ended as {reason}); nothing was changed")
+        return NotClaimable(
+            f"run {run_id} is not waiting for a person (it ended as {reason}); nothing was changed"
+        )
 
     # -- listing -----------------------------------------------------------
 
@@ -269,4 +281,3 @@ def _rpc_error(run_id: str, exc: RPCError) -> Exception:
 
 def _new_id() -> str:
     return uuid.uuid4().hex
-

@@ -46,12 +46,18 @@ class TemporalPending:
     async def _read(self) -> list[tuple[str, str, float]]:
         if self._client is None:
             self._client = await Client.connect(self.address, namespace=self.namespace)
-        query = f"WorkflowType = '{w.WORKFLOW}' AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
+        query = (
+            f"WorkflowType = '{w.WORKFLOW}' AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
+        )
         rows = []
         async for execution in self._client.list_workflows(query):
             attrs = execution.typed_search_attributes
             since = attrs.get(w.SA_SUSPENDED_AT)
             rows.append(
-                (attrs.get(w.SA_AGENT) or "", attrs.get(w.SA_TASK_TYPE) or "", since.timestamp() if since else 0.0)
+                (
+                    attrs.get(w.SA_AGENT) or "",
+                    attrs.get(w.SA_TASK_TYPE) or "",
+                    since.timestamp() if since else 0.0,
+                )
             )
         return rows

@@ -67,7 +67,9 @@ class EndstateRun:
         except asyncio.CancelledError:
             return self._finish(run, self._bare(run, StopReason.CANCELLED, "Cancelled before it began."))
         install_executor()
-        ref = RunRef(workflow.info().workflow_id, run["agent"], run["task"], run["plan"]["task_type"], run["state"])
+        ref = RunRef(
+            workflow.info().workflow_id, run["agent"], run["task"], run["plan"]["task_type"], run["state"]
+        )
         agent = workflow_agent(run["plan"], ref, lookup(workflow.info().task_queue))
         result = await self._first_segment(agent, run)
         while True:
@@ -85,14 +87,19 @@ class EndstateRun:
     async def _prepare(self, run: dict[str, Any]) -> dict[str, Any]:
         args = {**run, "run_id": workflow.info().workflow_id}
         out: dict[str, Any] = await workflow.execute_activity(
-            w.PREPARE, args, start_to_close_timeout=PREPARE_TIMEOUT, retry_policy=TemporalRetry(maximum_attempts=3)
+            w.PREPARE,
+            args,
+            start_to_close_timeout=PREPARE_TIMEOUT,
+            retry_policy=TemporalRetry(maximum_attempts=3),
         )
         workflow.upsert_search_attributes([w.SA_TASK_TYPE.value_set(out["plan"]["task_type"])])
         return {**out, "prepared": True}
 
     async def _first_segment(self, agent: Agent, run: dict[str, Any]) -> RunResult:
         if not run.get("snapshot"):
-            return self._pinned(await agent.arun(run["task"], run_id=workflow.info().workflow_id, state=run["state"]))
+            return self._pinned(
+                await agent.arun(run["task"], run_id=workflow.info().workflow_id, state=run["state"])
+            )
         snap = Snapshot.from_json(run["snapshot"])
         if snap.suspension is not None:  # cancelled while it waited: it waits again, for the same deadline
             return _waiting(snap)
@@ -133,7 +140,10 @@ class EndstateRun:
         args = {"run_id": workflow.info().workflow_id, "agent": run["agent"], "state": run["state"]}
         try:
             await workflow.execute_activity(
-                w.CLEANUP, args, start_to_close_timeout=PREPARE_TIMEOUT, retry_policy=TemporalRetry(maximum_attempts=3)
+                w.CLEANUP,
+                args,
+                start_to_close_timeout=PREPARE_TIMEOUT,
+                retry_policy=TemporalRetry(maximum_attempts=3),
             )
         except ActivityError:
             workflow.logger.warning("cleanup of run %s failed", workflow.info().workflow_id)
@@ -160,9 +170,13 @@ class EndstateRun:
         keep = {k: run[k] for k in ("agent", "task", "task_type", "state", "plan") if k in run}
         return {"result": w.result_json(result), "run": keep}
 
-    def _bare(self, run: dict[str, Any], reason: StopReason, note: str, error_type: str | None = None) -> RunResult:
+    def _bare(
+        self, run: dict[str, Any], reason: StopReason, note: str, error_type: str | None = None
+    ) -> RunResult:
         task_type = run.get("task_type") or "default"
-        return RunResult(workflow.info().workflow_id, run["agent"], task_type, reason, note=note, error_type=error_type)
+        return RunResult(
+            workflow.info().workflow_id, run["agent"], task_type, reason, note=note, error_type=error_type
+        )
 
     def _unprepared(self, run: dict[str, Any], exc: ActivityError) -> dict[str, Any]:
         cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
@@ -180,9 +194,13 @@ class EndstateRun:
     def _answer_ok(self, text: str) -> None:
         pending = self._expecting()
         if pending:
-            raise ApplicationError(f"the run waits for approval of {pending!r}: approve or deny it", type="AnswerError")
+            raise ApplicationError(
+                f"the run waits for approval of {pending!r}: approve or deny it", type="AnswerError"
+            )
         if not (text and text.strip()):
-            raise ApplicationError("the run waits for an answer to its question: give one", type="AnswerError")
+            raise ApplicationError(
+                "the run waits for an answer to its question: give one", type="AnswerError"
+            )
 
     @workflow.update(name=w.APPROVE)
     async def approve(self) -> dict[str, Any]:
@@ -235,7 +253,9 @@ class EndstateRun:
 
     def _check_approval(self) -> None:
         if self._expecting() is None:
-            raise ApplicationError("the run waits for an answer to a question, not for an approval", type="AnswerError")
+            raise ApplicationError(
+                "the run waits for an answer to a question, not for an approval", type="AnswerError"
+            )
 
 
 def _waiting(snap: Snapshot) -> RunResult:
