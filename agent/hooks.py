@@ -45,6 +45,7 @@ class RunInfo:
     limits: dict[str, float] = field(default_factory=dict)  # configured ceilings by LimitKind
     tools: tuple[str, ...] = ()  # the agent's tool names: bounded label values
     spent: Usage | None = None  # what earlier segments of the run spent
+    resumed_from: str | None = None  # the stop reason of the segment this one resumes
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from agent.agent import Agent
 from agent.errors import ConfigError, EndstateError
 from agent.hooks import RunHooks
 from agent.result import RunResult, StopReason
-from agent.snapshot import Snapshot
+from agent.snapshot import Checkpoint, Snapshot
 from agent.store import (
     Lease,
     LeaseLost,
@@ -50,7 +50,6 @@ from agent.store import (
     StoreError,
     UnknownRun,
 )
-from agent.store.base import SnapshotEncoder
 
 log = logging.getLogger("endstate.runner")
 
@@ -249,7 +248,7 @@ class Runner:
         """Continue a held run from its snapshot, with the answer it was claimed with."""
         try:
             agent = self._agent(record.agent, record.state, record.run_id)
-            snapshot = record.snapshot
+            snapshot = self.store.snapshot(record.run_id)
         except BaseException:
             self._let_go(record.run_id, release_to)
             raise
@@ -295,7 +294,7 @@ class Runner:
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
         agent = self._agent(record.agent, record.state, record.run_id)
-        snapshot = record.snapshot
+        snapshot = self.store.snapshot(record.run_id)
         if snapshot is None:
             raise StoreError(f"run {record.run_id} waits but has no snapshot")
         snap: Snapshot = snapshot
@@ -488,11 +487,9 @@ class Runner:
             changes["task_type"] = task_type
         return dataclasses.replace(built, **changes)
 
-    def _checkpointer(self, run_id: str) -> Callable[[Snapshot], None]:
-        encoder = SnapshotEncoder()
-
-        def checkpoint(snapshot: Snapshot) -> None:
-            self.store.checkpoint(run_id, snapshot, self.lease(), time.time(), encoder.encode(snapshot))
+    def _checkpointer(self, run_id: str) -> Callable[[Checkpoint], None]:
+        def checkpoint(new: Checkpoint) -> None:
+            self.store.checkpoint(run_id, new, self.lease(), time.time())
 
         return checkpoint
 

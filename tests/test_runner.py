@@ -18,9 +18,10 @@ from test_runner_agents import Crash, catalog, counted, counter_state, deployed,
 from agent import StopReason
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
+from agent.journal import Answered, Result
 from agent.result import RunResult
 from agent.runner import AnswerError, Catalog, Job, Runner
-from agent.snapshot import Snapshot
+from agent.snapshot import Checkpoint, SnapshotKind
 from agent.store import (
     Lease,
     NewRun,
@@ -109,19 +110,20 @@ def test_a_denied_call_never_runs_and_the_reason_reaches_the_model(counters: Wor
     first = asyncio.run(counters.new().start("counter", "wire money", state=state))
     assert first.reason is StopReason.NEED_HELP
     runner = counters.new()
-    seen: list[Snapshot] = []
+    seen: list[Checkpoint] = []
     write = runner.store.checkpoint
 
-    def spy(run_id: str, snapshot: Snapshot, *args: object) -> None:
-        seen.append(snapshot)
-        write(run_id, snapshot, *args)  # type: ignore[arg-type]
+    def spy(run_id: str, checkpoint: Checkpoint, *args: object) -> None:
+        seen.append(checkpoint)
+        write(run_id, checkpoint, *args)  # type: ignore[arg-type]
 
     runner.store.checkpoint = spy  # type: ignore[method-assign]
     done = asyncio.run(runner.resume(first.run_id, "over budget", approved=False))
     assert done.reason is StopReason.SUCCESS and done.turns == 3
     assert not (tmp_path / "run" / "wired.txt").exists()
-    denial = seen[0].messages[-1]["content"][0]["content"]
-    assert denial.startswith("Denied by a person: over budget.")
+    [denial] = [e for e in seen[0].entries if isinstance(e, Result)]
+    assert denial.text.startswith("Denied by a person: over budget.")
+    assert isinstance(seen[0].entries[0], Answered)  # the answer is journaled before its result
 
 
 def test_bad_answers_change_nothing(counters: Workers, tmp_path: Path) -> None:
@@ -168,21 +170,19 @@ def test_concurrent_answers_resume_the_run_exactly_once(counters: Workers, tmp_p
 
 def test_every_completed_turn_is_checkpointed(counters: Workers, tmp_path: Path) -> None:
     runner = counters.new()
-    seen: list[Snapshot] = []
+    seen: list[Checkpoint] = []
     write = runner.store.checkpoint
 
-    def spy(run_id: str, snapshot: Snapshot, *args: object) -> None:
-        seen.append(snapshot)
-        write(run_id, snapshot, *args)  # type: ignore[arg-type]
+    def spy(run_id: str, checkpoint: Checkpoint, *args: object) -> None:
+        seen.append(checkpoint)
+        write(run_id, checkpoint, *args)  # type: ignore[arg-type]
 
     runner.store.checkpoint = spy  # type: ignore[method-assign]
     result = asyncio.run(runner.start("counter", "count", state=counter_state(tmp_path / "r", "plain")))
     assert result.reason is StopReason.SUCCESS
-    completed = [s.usage.turns for s in seen if s.messages[-1]["role"] == "user"]
-    in_flight = [(s.usage.turns, len(s.open_results)) for s in seen if s.messages[-1]["role"] == "assistant"]
-    assert completed == [1, 2]  # after each completed turn (the third ended the run)
-    assert in_flight == []  # one call a turn: its result is recorded with the completed turn
-    assert all(s.reason is StopReason.CANCELLED for s in seen)  # resumable checkpoints
+    assert [cp.head.usage.turns for cp in seen] == [1, 2]  # after each completed turn (the third ended it)
+    assert all(isinstance(cp.entries[-1], Result) for cp in seen)  # one call a turn: saved with its turn
+    assert all(cp.head.kind is SnapshotKind.CHECKPOINT for cp in seen)
 
 
 def test_the_deadline_sweep_ends_a_run_as_help_timeout(examples: Workers) -> None:
@@ -385,8 +385,12 @@ def test_an_approved_call_cut_by_a_shutdown_is_resumed_with_its_approval(
     assert rec is not None and (rec.status, rec.interrupted) == (RunStatus.CANCELLED, True)
     (folder / "deploy.flag").unlink()
     results = asyncio.run(counters.new().recover())
-    assert [r.reason for r in results] == [StopReason.SUCCESS]
-    assert deployed(folder) == ["v2", "v2"]  # the cut call ran again: its result was never recorded
+    assert [r.reason for r in results] == [StopReason.NEED_HELP]  # started, no result: a person checks
+    assert "may or may not have happened" in results[0].note
+    assert deployed(folder) == ["v2"]  # the cut call is never run again unasked
+    done = asyncio.run(counters.new().resume(first.run_id, "it did not deploy; v2 is not live"))
+    assert done.reason is StopReason.SUCCESS
+    assert deployed(folder) == ["v2"]
 
 
 def test_a_new_run_with_the_id_of_a_stored_run_leaves_that_run_alone(examples: Workers) -> None:

@@ -248,7 +248,7 @@ def odd_calls(observer: Any) -> None:
     observer.model_ended(None, None)
     observer.model_ended(ModelReply([]), None)
     observer.tool_ended(ToolCall("x", "nope", {}), ToolOutcome("", True, None))
-    observer.model_started(ModelRequest("", [{"role": "user", "content": None}], [], 1), 1)
+    observer.model_started(ModelRequest.of_messages("", [{"role": "user", "content": None}], [], 1), 1)
     observer.tool_started(ToolCall("x", "rm -rf / ; DROP TABLE", {"a": object()}))
     observer.tool_ended(ToolCall("x", "rm -rf / ; DROP TABLE", {}), ToolOutcome("", True, "timeout"))
     observer.verified([])

@@ -64,7 +64,7 @@ class ScriptedModel:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         self.requests.append(request)
-        turn = 1 + sum(m["role"] == "assistant" for m in request.messages)
+        turn = 1 + request.replies
         if self._cursor is None:
             self._cursor = self._position_after(turn - 1)
         step = self._next_step(turn)
