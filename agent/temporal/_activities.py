@@ -24,7 +24,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from agent.agent import Agent
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, ModelError, TransientModelError
-from agent.models.base import ModelRequest
+from agent.journal import Journal
 from agent.runner import Catalog
 from agent.temporal import _wire as w
 from agent.tools import execute
@@ -63,7 +63,7 @@ class EndstateActivities:
         agent = self._agent(call["run"])
         async with _heartbeats():
             try:
-                reply = await agent.model.complete(ModelRequest(**call["request"]))
+                reply = await agent.model.complete(w.request_from_json(call["request"]))
             except TransientModelError as exc:
                 details = {"error_type": exc.error_type, "retry_after": exc.retry_after}
                 raise ApplicationError(
@@ -89,7 +89,7 @@ class EndstateActivities:
         if found is None:
             text = f"Error: this worker's agent {agent.name!r} has no tool {call['name']!r}."
             return {"text": text, "is_error": True, "error_type": "unknown_tool", "state": run["state"]}
-        ctx = _context(run, call.get("calls", []))
+        ctx = _context(run, call.get("calls", []), call_id=call.get("call_id", ""))
         async with _heartbeats():
             outcome = await execute(found, call["arguments"], ctx)
         fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
@@ -100,7 +100,7 @@ class EndstateActivities:
         """Every verifier of the agent, in order; one that raises ends the run as error."""
         run = check["run"]
         agent = self._agent(run)
-        ctx = _context(run, check.get("calls", []), check.get("messages", []), check.get("note", ""))
+        ctx = _context(run, check.get("calls", []), check.get("journal", []), check.get("note", ""))
         async with _heartbeats():
             try:
                 return [f for v in agent.verifiers for f in await asyncio.to_thread(v, ctx)]
@@ -151,17 +151,22 @@ class EndstateActivities:
 
 
 def _context(
-    run: dict[str, Any], calls: list[dict[str, Any]], messages: list[Any] | None = None, note: str = ""
+    run: dict[str, Any],
+    calls: list[dict[str, Any]],
+    journal: list[dict[str, Any]] | None = None,
+    note: str = "",
+    call_id: str = "",
 ) -> RunContext:
     return RunContext(
         run_id=run["run_id"],
         agent=run["agent"],
         task=run["task"],
         task_type=run.get("task_type") or "",
-        messages=list(messages or []),
+        journal=Journal(w.journal_from_json(journal or [])),
         calls=[CallRecord(**c) for c in calls],
         state=dict(run["state"]),
         note=note,
+        call_id=call_id,
     )
 
 

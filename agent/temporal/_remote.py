@@ -73,9 +73,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         options["progress"] = functools.partial(ProgressDetector, **plan["progress"])
     if plan["fingerprint"]:
         options["fingerprint"] = lambda ctx: ref.fingerprint or ""
-    if any(f.name == "clock" for f in dataclasses.fields(Agent)):  # the injected clock, once it lands
-        options["clock"] = WorkflowClock()
-    return Agent(**options)
+    return Agent(**options, clock=WorkflowClock())
 
 
 class WorkflowClock:
@@ -136,7 +134,7 @@ class ActivityModel:
         return self._provider
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        call = {"run": self._ref.wire(), "request": dataclasses.asdict(request)}
+        call = {"run": self._ref.wire(), "request": w.request_json(request)}
         try:
             reply = await _activity(
                 w.MODEL,
@@ -182,13 +180,13 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     timeout = float(spec["timeout"])
 
     async def call(**kwargs: Any) -> str:
-        ctx: RunContext | None = kwargs.pop("ctx", None)
-        state = ctx.state if ctx is not None else None
+        ctx: RunContext = kwargs.pop("ctx")
         payload = {
-            "run": ref.wire(state),
+            "run": ref.wire(ctx.state),
             "name": spec["name"],
             "arguments": kwargs,
-            "calls": [vars(c) for c in ctx.calls] if ctx is not None else [],
+            "calls": [vars(c) for c in ctx.calls],
+            "call_id": ctx.call_id,
         }
         out = await _activity(
             w.TOOL,
@@ -197,9 +195,8 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             heartbeat_timeout=timedelta(seconds=setup.heartbeat_seconds),
             retry_policy=temporal_retry(retry),
         )
-        if ctx is not None:
-            ctx.state.clear()
-            ctx.state.update(out["state"])
+        ctx.state.clear()
+        ctx.state.update(out["state"])
         ref.fingerprint = out.get("fingerprint")
         if out["is_error"]:
             raise _tool_error(out)
@@ -213,7 +210,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         parameters=spec["parameters"],
         timeout=timeout + setup.tool_grace,
         needs_approval=spec["needs_approval"],
-        wants_ctx=spec["wants_ctx"],
+        wants_ctx=True,  # the wrapper always takes the context: the call id, the state
     )
 
 
@@ -240,8 +237,7 @@ def _signature(spec: dict[str, Any]) -> inspect.Signature:
         )
         for name, prop in schema.get("properties", {}).items()
     ]
-    if spec["wants_ctx"]:
-        params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY))
+    params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY))
     return inspect.Signature(params)
 
 
@@ -265,7 +261,7 @@ class RemoteVerifier:
         payload = {
             "run": self._ref.wire(ctx.state),
             "calls": [vars(c) for c in ctx.calls],
-            "messages": ctx.messages,
+            "journal": w.journal_json(list(ctx.journal)),
             "note": ctx.note,
         }
         try:

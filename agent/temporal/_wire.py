@@ -11,16 +11,20 @@ workflow with the plan the run started with, so its decisions come out the same.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from temporalio.common import SearchAttributeKey
 
+from agent._codec import decode_entry, encode_entry
 from agent.agent import Agent
 from agent.budget import Budget
+from agent.journal import Entry
+from agent.models.base import ModelRequest
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
-from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot
 
 TASK_QUEUE = "endstate"
@@ -115,6 +119,7 @@ def result_from_json(data: dict[str, Any]) -> RunResult:
     values = {k: v for k, v in data.items() if k in fields}
     values["reason"] = StopReason(data["reason"])
     values["limit"] = LimitKind(data["limit"]) if data.get("limit") else None
+    values["cause"] = StopCause(data["cause"]) if data.get("cause") else None
     values["verifier_failures"] = tuple(data.get("verifier_failures") or ())
     values["suspension"] = suspension_from_json(data.get("suspension"))
     values["snapshot"] = Snapshot.from_json(data["snapshot"]) if data.get("snapshot") else None
@@ -130,7 +135,30 @@ def suspension_from_json(data: dict[str, Any] | None) -> Suspension | None:
         deadline=float(data["deadline"]),
         suspended_at=float(data["suspended_at"]),
         pending=PendingAction(**pending) if pending else None,
+        call_id=str(data.get("call_id", "")),
     )
+
+
+def journal_json(entries: Sequence[Entry]) -> list[dict[str, Any]]:
+    return [encode_entry(e) for e in entries]
+
+
+def journal_from_json(data: list[dict[str, Any]]) -> list[Entry]:
+    return [decode_entry(d, i) for i, d in enumerate(data)]
+
+
+def request_json(request: ModelRequest) -> dict[str, Any]:
+    return {
+        "system": request.system,
+        "journal": journal_json(request.journal),
+        "tools": request.tools,
+        "max_tokens": request.max_tokens,
+    }
+
+
+def request_from_json(data: dict[str, Any]) -> ModelRequest:
+    journal = journal_from_json(data["journal"])
+    return ModelRequest(data["system"], journal, data["tools"], data["max_tokens"])
 
 
 def utc(timestamp: float) -> datetime:

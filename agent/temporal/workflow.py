@@ -97,13 +97,11 @@ class EndstateRun:
 
     async def _first_segment(self, agent: Agent, run: dict[str, Any]) -> RunResult:
         if not run.get("snapshot"):
-            return self._pinned(
-                await agent.arun(run["task"], run_id=workflow.info().workflow_id, state=run["state"])
-            )
+            return await agent.arun(run["task"], run_id=workflow.info().workflow_id, state=run["state"])
         snap = Snapshot.from_json(run["snapshot"])
         if snap.suspension is not None:  # cancelled while it waited: it waits again, for the same deadline
             return _waiting(snap)
-        return self._pinned(await agent.aresume(snap, now=now()))
+        return await agent.aresume(snap, now=now())
 
     async def _after_wait(self, agent: Agent, waiting: RunResult) -> RunResult:
         """Wait for a person until the deadline; continue with the reply, or under the help policy."""
@@ -122,19 +120,8 @@ class EndstateRun:
             self._waiting = None
         reply, self._reply = self._reply, None
         if reply is None:
-            return self._pinned(await agent.aexpire(snap, now=max(now(), s.deadline)))
-        return self._pinned(await agent.aresume(snap, reply.answer, approved=reply.approved, now=reply.at))
-
-    def _pinned(self, result: RunResult) -> RunResult:
-        """A suspension timed by the workflow's clock, so replay and every reader agree on it."""
-        s = result.suspension
-        if s is None or result.snapshot is None:
-            return result
-        at = now()
-        wait = s.deadline - s.suspended_at
-        pinned = dataclasses.replace(s, suspended_at=at, deadline=at + wait)
-        snap = dataclasses.replace(result.snapshot, suspension=pinned)
-        return dataclasses.replace(result, suspension=pinned, snapshot=snap)
+            return await agent.aexpire(snap, now=max(now(), s.deadline))
+        return await agent.aresume(snap, reply.answer, approved=reply.approved, now=reply.at)
 
     async def _cleanup(self, run: dict[str, Any]) -> None:
         args = {"run_id": workflow.info().workflow_id, "agent": run["agent"], "state": run["state"]}
