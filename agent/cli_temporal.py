@@ -23,7 +23,7 @@ from typing import Any
 from agent.errors import ConfigError
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
-WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume")
+WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "serve")
 
 
 def register(sub: Any) -> None:
@@ -64,6 +64,10 @@ def _either(
     store_handler: Callable[[argparse.Namespace], int], name: str
 ) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
+        if args.temporal and name == "serve":
+            from agent.temporal.service import serve
+
+            return serve(args)
         if args.temporal:
             return asyncio.run(_collected(_COMMANDS[name](args)))
         if getattr(args, "no_wait", False):

@@ -8,9 +8,10 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,72 @@ def test_two_workers_share_200_runs_and_each_ends_once_with_a_reason(
     finally:
         for w in workers:
             w.stop()
+
+
+def test_the_http_api_and_inbox_work_over_temporal(temporal: TemporalServer, tmp_path: Path) -> None:
+    import httpx
+    from pg import free_port
+
+    queue = f"http-{uuid.uuid4().hex[:8]}"
+    worker = WorkerProcess(temporal, queue)
+    port = free_port()
+    token = "t" * 24
+    argv = endstate("serve", "--temporal", temporal.address, "--task-queue", queue, "--port", str(port))
+    server = subprocess.Popen(
+        argv,
+        env={**env(), "ENDSTATE_TOKEN": token},
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": f"Bearer {token}"}
+
+    def until(path: str, check: Callable[[dict[str, object]], bool]) -> dict[str, object]:
+        for _ in range(600):
+            response = httpx.get(base + path, timeout=10)
+            if response.status_code == 200 and check(response.json()):
+                return dict(response.json())
+            time.sleep(0.1)
+        raise AssertionError(f"{path} never met the check: {response.text}")
+
+    try:
+        _wait_ready(base)
+        body = {"agent": "counter", "task": "count", "state": {"script": "question", "dir": str(tmp_path)}}
+        assert httpx.post(base + "/runs", json=body, timeout=10).status_code == 401
+        started = httpx.post(base + "/runs", json=body, headers=auth, timeout=10)
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        waiting = until(f"/runs/{run_id}", lambda r: r["status"] == "waiting")
+        assert waiting["question"] == "Count to 2 or 3?" and waiting["task"] == "count"
+        pending = until("/pending", lambda p: any(i["run_id"] == run_id for i in p["pending"]))  # type: ignore[union-attr,index]
+        assert pending
+        assert "Count to 2 or 3?" in httpx.get(base + "/inbox", timeout=10).text
+        wrong = httpx.post(f"{base}/runs/{run_id}/approve", json={}, headers=auth, timeout=10)
+        assert wrong.status_code == 422, wrong.text
+        answered = httpx.post(f"{base}/runs/{run_id}/answer", json={"answer": "3"}, headers=auth, timeout=10)
+        assert answered.status_code == 202, answered.text
+        done = until(f"/runs/{run_id}", lambda r: r["status"] == "finished")
+        assert done["stop_reason"] == "success" and done["turns"] == 4
+        again = httpx.post(f"{base}/runs/{run_id}/answer", json={"answer": "4"}, headers=auth, timeout=10)
+        assert again.status_code == 409, again.text
+        assert httpx.get(f"{base}/runs/nope", timeout=10).status_code == 404
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stderr:
+            server.stderr.close()
+        worker.stop()
+
+
+def _wait_ready(base: str) -> None:
+    import httpx
+
+    for _ in range(600):
+        try:
+            if httpx.get(base + "/readyz", timeout=2).text == "ready":
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError("endstate serve --temporal never became ready")

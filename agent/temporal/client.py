@@ -100,6 +100,7 @@ class TemporalRuns:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 search_attributes=TypedSearchAttributes(attributes),
+                memo={"task": task},
             )
         except WorkflowAlreadyStartedError as exc:
             raise RunExists(f"a run with id {run_id!r} already exists; pick another id") from exc
@@ -114,6 +115,26 @@ class TemporalRuns:
 
     async def deny(self, run_id: str, reason: str = "") -> RunResult:
         return await self._reply(run_id, w.DENY, reason)
+
+    async def submit(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> None:
+        """Hand a waiting run its reply and return once the run has taken it (not when it has run on)."""
+        update, args = _update_of(answer, approved)
+        handle = self.client.get_workflow_handle(run_id)
+        try:
+            await handle.execute_update(update, args=[*args, False])  # returns once taken
+        except WorkflowUpdateFailedError as exc:
+            raise _refused(run_id, exc) from exc
+        except RPCError as exc:
+            raise await self._not_waiting(run_id, exc) from exc
+
+    async def record(self, run_id: str) -> RunRecord | None:
+        """One run as the store-backed commands show it, or None when there is no such run."""
+        try:
+            return await _record(await self.client.get_workflow_handle(run_id).describe())
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                return None
+            raise _rpc_error(run_id, exc) from exc
 
     async def resume(self, run_id: str) -> RunResult:
         """Continue a cancelled run from its snapshot, in a new execution of its workflow."""
@@ -238,7 +259,7 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
     return RunRecord(
         run_id=execution.id,
         agent=attrs.get(w.SA_AGENT) or "",
-        task="",
+        task=str(memo.get("task", "")),
         task_type=attrs.get(w.SA_TASK_TYPE) or last.get("task_type") or "",
         status=status,
         state={},
@@ -257,6 +278,12 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         deadline=suspension.deadline if suspension else None,
         suspended_at=suspension.suspended_at if suspension else None,
     )
+
+
+def _update_of(answer: str | None, approved: bool | None) -> tuple[str, list[Any]]:
+    if approved is None:
+        return w.ANSWER, [answer or ""]
+    return (w.APPROVE, []) if approved else (w.DENY, [answer or ""])
 
 
 def _status(status: WorkflowExecutionStatus | None, last: dict[str, Any], waiting: bool) -> RunStatus:

@@ -174,11 +174,12 @@ class EndstateRun:
     # -- people ----------------------------------------------------------
 
     @workflow.update(name=w.ANSWER)
-    async def answer(self, text: str) -> dict[str, Any]:
-        return await self._take(Reply(text, None, now()))
+    async def answer(self, text: str, wait: bool = True) -> dict[str, Any]:
+        """Answer the question; with `wait`, the result of the segment that follows."""
+        return await self._take(Reply(text, None, now()), wait)
 
     @answer.validator
-    def _answer_ok(self, text: str) -> None:
+    def _answer_ok(self, text: str, wait: bool = True) -> None:
         pending = self._expecting()
         if pending:
             raise ApplicationError(
@@ -190,19 +191,19 @@ class EndstateRun:
             )
 
     @workflow.update(name=w.APPROVE)
-    async def approve(self) -> dict[str, Any]:
-        return await self._take(Reply(None, True, now()))
+    async def approve(self, wait: bool = True) -> dict[str, Any]:
+        return await self._take(Reply(None, True, now()), wait)
 
     @approve.validator
-    def _approve_ok(self) -> None:
+    def _approve_ok(self, wait: bool = True) -> None:
         self._check_approval()
 
     @workflow.update(name=w.DENY)
-    async def deny(self, reason: str = "") -> dict[str, Any]:
-        return await self._take(Reply(reason or None, False, now()))
+    async def deny(self, reason: str = "", wait: bool = True) -> dict[str, Any]:
+        return await self._take(Reply(reason or None, False, now()), wait)
 
     @deny.validator
-    def _deny_ok(self, reason: str = "") -> None:
+    def _deny_ok(self, reason: str = "", wait: bool = True) -> None:
         self._check_approval()
 
     @workflow.update(name=w.SEGMENT)
@@ -220,9 +221,11 @@ class EndstateRun:
             "result": self._last.to_dict() if self._last else None,
         }
 
-    async def _take(self, reply: Reply) -> dict[str, Any]:
+    async def _take(self, reply: Reply, wait: bool) -> dict[str, Any]:
         seen = self._segments
         self._reply = reply
+        if not wait:
+            return {}
         await workflow.wait_condition(lambda: self._segments > seen)
         assert self._last is not None
         return self._last.to_dict()

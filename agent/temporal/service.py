@@ -1,0 +1,129 @@
+"""`endstate serve --temporal`: the same HTTP API and help inbox, backed by Temporal.
+
+The service (`agent.service.app`) drives a runner over a store; here a
+runner and a store that speak to Temporal stand in for them. Starting,
+answering, approving and denying hand the work to the workflow and return
+202 at once (the workers run it); reads come from Temporal's visibility.
+Deadlines and recovery are Temporal's own, so the sweeper has nothing to do.
+Calls are made on a client loop of their own and waited for from the
+service's loop (a few milliseconds each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import threading
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from agent.store import RunRecord, RunStatus
+from agent.temporal.client import TemporalRuns
+
+T = TypeVar("T")
+CALL_TIMEOUT_S = 30.0
+
+
+class Bridge:
+    """Runs coroutines on a loop in a thread of its own and waits for them."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="endstate-temporal", daemon=True)
+        self._thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=CALL_TIMEOUT_S)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+
+
+@dataclass(frozen=True)
+class TemporalJob:
+    """A run handed to Temporal; its workers carry it on."""
+
+    run_id: str
+
+
+class TemporalStore:
+    """The reads the service makes of a store, from Temporal's visibility."""
+
+    def __init__(self, runs: TemporalRuns, bridge: Bridge) -> None:
+        self.runs, self.bridge = runs, bridge
+        self.shown = runs.shown
+
+    def list_runs(self, status: RunStatus | None = None, limit: int | None = 50) -> list[RunRecord]:
+        records = self.bridge.call(self.runs.runs(status, limit))
+        if status is RunStatus.WAITING:
+            records.sort(key=lambda r: r.suspended_at or 0.0)
+        return records
+
+    def get(self, run_id: str) -> RunRecord | None:
+        return self.bridge.call(self.runs.record(run_id))
+
+    def schema_version(self) -> int:
+        """Readiness: Temporal answers."""
+        self.bridge.call(self.runs.client.service_client.check_health())
+        return 0
+
+
+class TemporalRunner:
+    """What the service asks of a runner, done by Temporal."""
+
+    def __init__(self, runs: TemporalRuns, bridge: Bridge) -> None:
+        self.runs, self.bridge = runs, bridge
+        self.store = TemporalStore(runs, bridge)
+
+    def begin(self, agent: str, task: str, **options: Any) -> TemporalJob:
+        run_id = self.bridge.call(self.runs.start(agent, task, wait=False, **options))
+        return TemporalJob(str(run_id))
+
+    def claim(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> TemporalJob:
+        self.bridge.call(self.runs.submit(run_id, answer, approved))
+        return TemporalJob(run_id)
+
+    def spawn(self, job: TemporalJob) -> None:
+        """Nothing to do here: the workflow goes on in the workers."""
+
+    def recovery_jobs(self) -> list[TemporalJob]:
+        return []  # Temporal retries and moves runs whose worker died
+
+    def expiry_jobs(self) -> list[TemporalJob]:
+        return []  # each waiting run has its own timer at its deadline
+
+    async def shutdown(self, grace: float = 10.0) -> None:
+        """No run lives in this process."""
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Serve the API and the inbox over the runs on `args.temporal` until SIGTERM or Ctrl-C."""
+    import uvicorn
+    from prometheus_client import CollectorRegistry
+
+    from agent.service.app import Service, create_app
+    from agent.service.auth import load_token
+    from agent.temporal.pending import TemporalPending
+    from telemetry import Telemetry
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    bridge = Bridge()
+    runs = bridge.call(TemporalRuns.connect(args.temporal, args.namespace, args.task_queue))
+    pending = TemporalPending(args.temporal, args.namespace)
+    telemetry = Telemetry.from_env(registry=CollectorRegistry(), pending=pending)
+    try:
+        token, source = load_token(args.token_file, Path(".endstate"))
+        print(f"endstate serve: {runs.shown} at {args.temporal}; token from {source}", flush=True)
+        runner = cast(Any, TemporalRunner(runs, bridge))  # duck-typed: the service's runner seam
+        service = Service(runner, token, registry=telemetry.registry, sweep_interval=3600.0)
+        config = uvicorn.Config(create_app(service), host=args.host, port=args.port, log_level="info")
+        uvicorn.Server(config).run()
+    finally:
+        pending.close()
+        telemetry.shutdown()
+        bridge.close()
+    return 0
