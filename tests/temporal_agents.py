@@ -67,6 +67,11 @@ SCRIPTS: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
     "slow": lambda s: [*_counts(6), [finish("done", "Counted slowly.")]],
     "api_down": lambda s: [TransientModelError("overloaded", error_type="overloaded")] * 3,
     "bad_request": lambda s: [ModelError("bad request", error_type="bad_request")],
+    "ask-then-count": lambda s: [
+        [finish("need_help", "How far?")],
+        *_counts(6),
+        [finish("done", "Counted to 6.")],
+    ],
     "many": lambda s: [*_counts(1), [finish("done", "Counted once.")]],
     "bench": lambda s: [*_counts(int(s.get("k", 1))), [finish("done", "Counted.")]],
 }  # fmt: skip

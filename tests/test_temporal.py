@@ -14,12 +14,15 @@ import temporal_agents
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
+from temporalio.worker import Replayer
 
 from agent.result import LimitKind, StopReason
 from agent.runner import AnswerError, Catalog
 from agent.store import NotClaimable, RunRecord, RunStatus
 from agent.temporal import TemporalRuns, build_worker
 from agent.temporal.pending import TemporalPending
+from agent.temporal.worker import workflow_runner
+from agent.temporal.workflow import EndstateRun
 from telemetry import Telemetry
 from telemetry import names as n
 
@@ -315,8 +318,32 @@ def test_a_worker_restarted_with_a_changed_agent_finishes_the_runs_in_flight(
         async with worker(temporal, q, catalog=temporal_agents.changed_catalog()) as runs:
             done = await runs.answer(asked.run_id, "3")  # replayed from history by a worker with no cache
             assert done.reason is StopReason.SUCCESS
-            old = await runs.start("counter", "count", state=state(tmp_path, "turns"))
-            assert old.reason is StopReason.ERROR  # the new budget (50 turns) outlives the script
-            assert "no step for turn 11" in old.note
+            new = await runs.start("counter", "count", state=state(tmp_path, "turns"))
+            assert new.reason is StopReason.ERROR  # the new budget (50 turns) outlives the script
+            assert "no step for turn 11" in new.note
+
+    asyncio.run(scenario())
+
+
+def test_a_run_keeps_the_plan_it_started_with_and_its_history_replays_with_the_changed_agent(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        q = queue()
+        async with worker(temporal, q) as runs:
+            before = await runs.start("counter", "count", state=state(tmp_path, "ask-then-count"))
+        async with worker(temporal, q, catalog=temporal_agents.changed_catalog()) as runs:
+            after = await runs.start("counter", "count", state=state(tmp_path, "ask-then-count"))
+            old, new = await runs.answer(before.run_id, "6"), await runs.answer(after.run_id, "6")
+            assert (old.reason, old.limit, old.turns) == (
+                StopReason.LIMIT,
+                LimitKind.TURNS,
+                4,
+            )  # 4 turns, as planned
+            assert (new.reason, new.turns) == (StopReason.SUCCESS, 8)  # the new agent's 50
+            history = await runs.client.get_workflow_handle(before.run_id).fetch_history()
+        replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None  # replayed under the changed agent without nondeterminism
 
     asyncio.run(scenario())

@@ -34,7 +34,8 @@ def unregister(task_queue: str, setup: WorkerSetup) -> None:
 
 
 def lookup(task_queue: str) -> WorkerSetup:
-    setup = _SETUPS.get(task_queue)
-    if setup is None:
-        raise LookupError(f"no Endstate worker setup for task queue {task_queue!r} in this process")
-    return setup
+    """The setup of this process's worker on `task_queue`; defaults (no telemetry) for a replayer."""
+    return _SETUPS.get(task_queue) or _DEFAULT
+
+
+_DEFAULT = WorkerSetup()

@@ -58,6 +58,13 @@ async def ensure_search_attributes(client: Client, namespace: str = w.NAMESPACE)
     return sorted(missing)
 
 
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """Temporal's sandbox, taking Endstate's modules (and what they import) as they are."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
+    )
+
+
 async def build_worker(
     client: Client,
     catalog: Catalog,
@@ -73,12 +80,11 @@ async def build_worker(
     setup = WorkerSetup(hooks or NoHooks(), heartbeat_seconds, model_timeout)
     _registry.register(task_queue, setup)
     activities = EndstateActivities(catalog)
-    restrictions = SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[EndstateRun],
         activities=activities.all(),
-        workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
+        workflow_runner=workflow_runner(),
         **options,
     )
