@@ -102,6 +102,25 @@ def test_each_stop_reason_is_the_workflows_result(
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize(
+    ("agent", "task_type", "says"),
+    [
+        ("nobody", None, "no agent named 'nobody' in the catalog"),
+        ("counter", "ad-hoc", "does not run task type"),
+    ],
+)
+def test_a_run_the_catalog_cannot_build_ends_as_error_saying_why(
+    temporal: TemporalServer, tmp_path: Path, agent: str, task_type: str | None, says: str
+) -> None:
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as runs:
+            result = await runs.start(agent, "count", state=state(tmp_path, "success"), task_type=task_type)
+        assert (result.reason, result.error_type) == (StopReason.ERROR, "ConfigError")
+        assert says in result.note
+
+    asyncio.run(scenario())
+
+
 def test_a_verifier_rejection_goes_back_to_the_model_and_success_is_verified(
     temporal: TemporalServer, tmp_path: Path
 ) -> None:

@@ -53,6 +53,7 @@ class EndstateRun:
         self._last: RunResult | None = None
         self._waiting: RunResult | None = None
         self._reply: Reply | None = None
+        self._done = False  # the run's last segment has ended: nobody waits for another
 
     @workflow.run
     async def run(self, start: dict[str, Any]) -> dict[str, Any]:
@@ -79,8 +80,7 @@ class EndstateRun:
             result = await self._after_wait(agent, result)
         if result.reason is not StopReason.CANCELLED:
             await self._cleanup(run)
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        return self._finish(run, result)
+        return await self._closing(run, result)
 
     # -- segments --------------------------------------------------------
 
@@ -151,6 +151,12 @@ class EndstateRun:
         )
         workflow.upsert_memo({"result": _memo(result)})
 
+    async def _closing(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
+        """Let the updates that wait for a segment answer, then end with the result."""
+        self._done = True
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self._finish(run, result)
+
     def _finish(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
         if self._last is not result:
             self._ended(result)
@@ -209,7 +215,7 @@ class EndstateRun:
     @workflow.update(name=w.SEGMENT)
     async def segment(self, n: int) -> dict[str, Any]:
         """The result of segment `n` of this execution, once it has ended."""
-        await workflow.wait_condition(lambda: self._segments >= n)
+        await workflow.wait_condition(lambda: self._segments >= n or self._done)
         assert self._last is not None
         return self._last.to_dict()
 
@@ -226,7 +232,7 @@ class EndstateRun:
         self._reply = reply
         if not wait:
             return {}
-        await workflow.wait_condition(lambda: self._segments > seen)
+        await workflow.wait_condition(lambda: self._segments > seen or self._done)
         assert self._last is not None
         return self._last.to_dict()
 
