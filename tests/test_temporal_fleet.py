@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -42,7 +43,10 @@ def endstate(*argv: str) -> list[str]:
 
 
 class WorkerProcess:
-    """`endstate worker` in a process of its own, ready once it says it polls."""
+    """`endstate worker` in a process of its own, ready once it says it polls.
+
+    Its output goes to a file (a pipe nobody reads could fill and stop it).
+    """
 
     def __init__(self, server: TemporalServer, queue: str) -> None:
         argv = endstate(
@@ -56,19 +60,21 @@ class WorkerProcess:
             "--heartbeat",
             "1",
         )
-        self.proc = subprocess.Popen(
-            argv, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert "endstate worker: polling task queue" in line, line + (
-            self.proc.stderr.read() if self.proc.stderr else ""
-        )
+        self.log = Path(tempfile.mkstemp(prefix="endstate-worker-", suffix=".log")[1])
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen(argv, env=env(), stdout=out, stderr=subprocess.STDOUT, text=True)
+        for _ in range(1200):
+            if "endstate worker: polling task queue" in self.log.read_text():
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise AssertionError(f"the worker did not start:\n{self.log.read_text()}")
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
-        self._close()
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -78,12 +84,7 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self._close()
-
-    def _close(self) -> None:
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream:
-                stream.close()
+        self.log.unlink(missing_ok=True)
 
 
 def run_cli(*argv: str) -> str:
