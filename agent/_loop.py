@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 NUDGE = "Use a tool or call finish."
 CUT_OFF = "Your reply was cut off at max_tokens. Go on from where it stopped."
 NOT_RUN = "Not run: the run paused for a person before this call. Call it again if you still need it."
+CUT_SHORT = (
+    "Outcome unknown: the run was stopped while this call ran, so it may or may not have taken "
+    "effect. Check before you call it again."
+)
 MAX_PAUSES = 20  # pause_turn continuations in one turn before the run ends as error
 
 
@@ -327,7 +331,12 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
     """Execute a tool, record the call, and tell the progress detector what it saw."""
     obs.tool_started(call)
     run.ctx.call_id = call.id
-    outcome = await execute(tool, call.arguments, run.ctx)
+    try:
+        outcome = await execute(tool, call.arguments, run.ctx)
+    except asyncio.CancelledError:  # cut off (a shutdown's grace ran out): what it did is unknown
+        if not tool.needs_approval:  # an approved call is marked started: a person is asked instead
+            run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
+        raise
     obs.tool_ended(call, outcome)
     run.note_call(call.name, call.arguments, outcome.text, outcome.is_error)
     state = agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text
