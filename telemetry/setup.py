@@ -60,6 +60,7 @@ log = logging.getLogger("endstate.telemetry")
 
 DEFAULT_SERVICE_NAME = "endstate"
 CLOSE_TIMEOUT_S = 2.0  # flush and shutdown together never take longer than this by default
+CLOSE_MARGIN_S = 0.05  # of it, kept for counting what was lost and saying so
 DEFAULT_MAX_QUEUE_SIZE = 2048  # the SDK's defaults, when OTEL_BSP_* say nothing
 DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
 _OTLP_LOGGERS = (  # the OTLP exporters log each failed or retried export: said once instead
@@ -134,7 +135,7 @@ class Telemetry:
         if self._closed or self.spans is None:
             return True
         self._closed = True
-        finished = _within(timeout_s, self._close)
+        finished = _within(max(0.0, timeout_s - CLOSE_MARGIN_S), self._close)
         lost = self.spans.count_unsent()
         if self.delivery is not None and (lost or not finished):
             self.delivery.report(lost, None if finished else timeout_s)
@@ -156,7 +157,7 @@ class Delivery:
 
     The OTLP exporters log every failed and retried export; their lines are
     held back (each failure is counted in `agent_telemetry_export_failures_total`)
-    and the first reason they give is kept for this one line.
+    and the latest reason they gave goes in this one line.
     """
 
     def __init__(self, destination: str) -> None:

@@ -22,7 +22,7 @@ from agent.hooks import SegmentLink
 from agent.models import ModelReply, ModelRequest, ScriptedModel, ToolCall, call, finish, say
 from agent.models.anthropic import PROVIDER as ANTHROPIC
 from agent.tools import ToolOutcome
-from telemetry import MetricsHooks, Redactor, Telemetry, TracingHooks, serve_metrics
+from telemetry import MetricsHooks, Redactor, TracingHooks, serve_metrics
 from telemetry import names as n
 from telemetry.redact import REDACTED
 
