@@ -32,7 +32,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from agent.hooks import HumanWait, RunInfo, RunObserver
-from agent.result import LimitKind, StopReason
+from agent.result import LimitKind, StopCause, StopReason
 from telemetry import names as n
 from telemetry.tracing import bounded_name, error_type_of, person_wait_seconds
 
@@ -223,8 +223,8 @@ class _Instruments:
         reason = (*_RUN_LABELS, n.LABEL_STOP_REASON)
         self.stops = Counter(
             n.METRIC_STOPS,
-            "Run segments ended, by stop reason and the budget that ran out.",
-            [*reason, n.LABEL_STOP_LIMIT],
+            "Run segments ended, by stop reason, the budget that ran out and who gave up.",
+            [*reason, n.LABEL_STOP_LIMIT, n.LABEL_STOP_CAUSE],
             registry=registry,
         )
         self.runs_started = Counter(
@@ -360,7 +360,12 @@ class _Instruments:
         return _AgentSeries(
             runs_started=self.runs_started.labels(a, t),
             rejections=self.verify_rejections.labels(a, t),
-            stops={(r, lim): self.stops.labels(a, t, r, lim) for r in StopReason for lim in _limits_of(r)},
+            stops={
+                (r, lim, cause): self.stops.labels(a, t, r, lim, cause)
+                for r in StopReason
+                for lim in _limits_of(r)
+                for cause in _causes_of(r)
+            },
             by_reason={
                 r: tuple(m.labels(a, t, r) for m in (self.turns, self.active, self.tokens, self.cost))
                 for r in StopReason
@@ -383,7 +388,7 @@ class _AgentSeries:
 
     runs_started: Any
     rejections: Any
-    stops: dict[tuple[str, str], Any]  # by (stop reason, stop limit)
+    stops: dict[tuple[str, str, str], Any]  # by (stop reason, stop limit, stop cause)
     by_reason: dict[str, tuple[Any, ...]]  # turns, active seconds, tokens, cost by stop reason
 
 
@@ -466,7 +471,7 @@ class _RunMetrics(RunObserver):
         self._ended = True
         reason = StopReason(result.reason)
         limit = str(result.limit) if reason is StopReason.LIMIT and result.limit else n.NO_LIMIT
-        self._agent.stops[reason, limit].inc()
+        self._agent.stops[reason, limit, stop_cause(result)].inc()
         turns, active, tokens, cost = self._agent.by_reason[reason]
         turns.observe(result.turns)
         active.observe(
@@ -537,6 +542,17 @@ def _histogram(
     name: str, doc: str, labels: Iterable[str], buckets: Iterable[float], registry: CollectorRegistry
 ) -> Histogram:
     return Histogram(name, doc, tuple(labels), registry=registry, buckets=tuple(buckets))
+
+
+def _causes_of(reason: StopReason) -> list[str]:
+    return [str(c) for c in StopCause] if reason is StopReason.GAVE_UP else [""]
+
+
+def stop_cause(result: RunResult) -> str:
+    """The `stop_cause` label: who gave up (an agent's own give-up when none is said), else empty."""
+    if result.reason is not StopReason.GAVE_UP:
+        return ""
+    return str(result.cause or StopCause.AGENT)
 
 
 def _limits_of(reason: StopReason) -> list[str]:

@@ -42,6 +42,7 @@ OP_EXECUTE_TOOL: Final = "execute_tool"
 # -- span attributes: Endstate's own -----------------------------------------
 STOP_REASON: Final = "stop.reason"
 STOP_LIMIT: Final = "stop.limit"
+STOP_CAUSE: Final = "stop.cause"  # gave_up only: agent, refusal or guardrail
 STOP_VERIFIED: Final = "stop.verified"
 AGENT_TASK_TYPE: Final = "agent.task.type"
 AGENT_TURNS: Final = "agent.turns"
@@ -83,6 +84,7 @@ LABEL_AGENT: Final = "agent"
 LABEL_TASK_TYPE: Final = "task_type"
 LABEL_STOP_REASON: Final = "stop_reason"
 LABEL_STOP_LIMIT: Final = "stop_limit"  # "none" unless stop_reason="limit"
+LABEL_STOP_CAUSE: Final = "stop_cause"  # empty unless stop_reason="gave_up": agent, refusal, guardrail
 LABEL_OUTCOME: Final = "outcome"  # human wait: answered|expired; tools: ok|error|timeout
 LABEL_TOOL: Final = "tool"
 LABEL_LIMIT: Final = "limit"  # agent_budget_limit: turns|seconds|tokens|cost

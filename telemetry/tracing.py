@@ -383,6 +383,8 @@ def _result_attributes(result: RunResult) -> dict[str, Any]:
     }
     if result.limit is not None:
         attributes[n.STOP_LIMIT] = str(result.limit)
+    if result.cause is not None:
+        attributes[n.STOP_CAUSE] = str(result.cause)
     return attributes
 
 

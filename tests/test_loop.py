@@ -26,6 +26,7 @@ from agent import (
     RunObserver,
     Snapshot,
     SnapshotError,
+    StopCause,
     StopReason,
     TransientModelError,
     predicate,
@@ -1154,3 +1155,42 @@ def test_give_up_or_need_help_without_a_note_is_sent_back(kind: str) -> None:
     sent_back = model.requests[1].messages[-1]["content"][0]
     assert sent_back["is_error"] is True
     assert "needs a note" in sent_back["content"]
+
+
+# -- the API's own stop reasons ----------------------------------------------------------
+
+
+def test_a_refusal_ends_the_run_at_once_as_gave_up_with_cause_refusal(make_agent):
+    agent = make_agent(reply(say("I can't help with that."), stop_reason="refusal"), [finish("done", "x")])
+    result = agent.run("task")
+    assert result.reason is StopReason.GAVE_UP
+    assert result.cause is StopCause.REFUSAL
+    assert "refused" in result.note
+    assert len(agent.model.requests) == 1  # no further paid call
+    assert result.to_dict()["cause"] == "refusal"
+
+
+def test_an_agent_give_up_has_cause_agent(make_agent):
+    result = make_agent([finish("give_up", "no access")]).run("task")
+    assert (result.reason, result.cause) == (StopReason.GAVE_UP, StopCause.AGENT)
+
+
+def test_pause_turn_sends_the_paused_reply_back_in_the_same_turn(make_agent):
+    paused = reply(
+        {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}},
+        stop_reason="pause_turn",
+    )
+    agent = make_agent(paused, [finish("done", "found it")])
+    result = agent.run("task")
+    assert result.reason is StopReason.SUCCESS
+    assert result.turns == 1  # one turn, two calls
+    second = agent.model.requests[1].messages
+    assert second[-1]["role"] == "assistant"  # the paused reply goes back as it came, for the API to go on
+    assert second[-1]["content"][0]["type"] == "server_tool_use"
+
+
+def test_max_tokens_without_a_call_asks_the_model_to_go_on(make_agent):
+    agent = make_agent(reply(say("The report begins"), stop_reason="max_tokens"), [finish("done", "ok")])
+    result = agent.run("task")
+    assert result.reason is StopReason.SUCCESS
+    assert agent.model.requests[1].messages[-1]["content"].startswith("Your reply was cut off at max_tokens")
