@@ -26,13 +26,13 @@ import os
 import re
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent.agent import Agent
+from agent.clock import SYSTEM_CLOCK, Clock
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import RunHooks
 from agent.result import RunResult, StopReason
@@ -154,8 +154,10 @@ class Runner:
         hooks: RunHooks | None = None,
         lease_seconds: float = 30.0,
         owner: str | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.store = store
+        self.clock = clock
         self.catalog = catalog
         self.hooks = hooks
         self.lease_seconds = lease_seconds
@@ -171,7 +173,7 @@ class Runner:
         self._beat: asyncio.Task[None] | None = None
 
     def lease(self) -> Lease:
-        return Lease(self.owner, time.time() + self.lease_seconds)
+        return Lease(self.owner, self.clock.time() + self.lease_seconds)
 
     # -- starting ------------------------------------------------------
 
@@ -199,7 +201,7 @@ class Runner:
         try:
             built = self._agent(agent, state, run_id, task_type)
             new = NewRun(run_id, agent, task, built.task_type, state)
-            record = self._hold(self.store.create(new, self.lease(), time.time()))
+            record = self._hold(self.store.create(new, self.lease(), self.clock.time()))
         except RunExists:
             raise  # stored by another worker meanwhile: its world is not this call's to remove
         except BaseException:
@@ -229,7 +231,7 @@ class Runner:
         current = self.store.get(run_id)
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
-        lease, now = self.lease(), time.time()
+        lease, now = self.lease(), self.clock.time()
         if current.status is RunStatus.WAITING:  # the question read, answered before its deadline
             check_answer(current, answer, approved)
             self._check_pending(current)
@@ -304,7 +306,7 @@ class Runner:
 
     def expiry_jobs(self, now: float | None = None) -> list[Job]:
         """Claim every waiting run whose deadline passed; the jobs apply the help policy."""
-        now = time.time() if now is None else now
+        now = self.clock.time() if now is None else now
         jobs = []
         for stale in self.store.expired(now):
             try:  # the same question, still past its deadline: not one asked since the listing
@@ -336,7 +338,7 @@ class Runner:
 
     def recoverable(self, now: float | None = None) -> list[RunRecord]:
         """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled."""
-        now = time.time() if now is None else now
+        now = self.clock.time() if now is None else now
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
         held = self.held()
         gone = [r for r in running if r.run_id not in held and worker_gone(r, now)]
@@ -352,9 +354,11 @@ class Runner:
         for record in self.recoverable():
             try:
                 if record.status is RunStatus.RUNNING:
-                    held = self.store.take_over(record.run_id, record.owner or "", self.lease(), time.time())
+                    held = self.store.take_over(
+                        record.run_id, record.owner or "", self.lease(), self.clock.time()
+                    )
                 else:
-                    held = self.store.claim(record.run_id, (record.status,), self.lease(), time.time())
+                    held = self.store.claim(record.run_id, (record.status,), self.lease(), self.clock.time())
                 jobs.append(self._resume_job(self._hold(held), release_to=None, recovering=True))
             except NotClaimable:
                 continue  # another worker got there first
@@ -385,7 +389,7 @@ class Runner:
         )
         outcome = Outcome(RunStatus.FINISHED, result, None, keep_snapshot=True)
         try:
-            self.store.record(record.run_id, outcome, self.lease(), time.time())
+            self.store.record(record.run_id, outcome, self.lease(), self.clock.time())
         finally:
             self._let_go(record.run_id, None)
 
@@ -454,8 +458,8 @@ class Runner:
     async def shutdown(self, grace: float = 10.0) -> None:
         """Stop: runs end at their next turn as cancelled (resumable); after `grace` they are cut."""
         self.shutting_down.set()
-        until = time.monotonic() + grace
-        while self._spawned and (left := until - time.monotonic()) > 0:  # runs spawned meanwhile too
+        until = self.clock.monotonic() + grace
+        while self._spawned and (left := until - self.clock.monotonic()) > 0:  # runs spawned meanwhile too
             await asyncio.wait(list(self._spawned.values()), timeout=left)
         late = list(self._spawned.values())
         for task in late:
@@ -500,7 +504,7 @@ class Runner:
 
     def _write_once(self, run_id: str, outcome: Outcome, retried: bool) -> bool:
         try:
-            self.store.record(run_id, outcome, self.lease(), time.time())
+            self.store.record(run_id, outcome, self.lease(), self.clock.time())
         except LeaseLost:
             if retried and self._recorded(run_id, outcome):
                 return True  # an earlier attempt was written; only its reply was lost
@@ -531,7 +535,7 @@ class Runner:
         with self._held_lock:
             self._held.discard(run_id)
         if release_to is not None:
-            self.store.release(run_id, release_to, self.lease(), time.time())
+            self.store.release(run_id, release_to, self.lease(), self.clock.time())
 
     def _cleanup(self, job: Job) -> None:
         entry = self.catalog.entries.get(job.record.agent)
@@ -560,11 +564,13 @@ class Runner:
                     "(add it to the catalog entry's task_types)"
                 )
             changes["task_type"] = task_type
+        if built.clock is SYSTEM_CLOCK:
+            changes["clock"] = self.clock
         return dataclasses.replace(built, **changes)
 
     def _checkpointer(self, run_id: str) -> Callable[[Checkpoint], None]:
         def checkpoint(new: Checkpoint) -> None:
-            self.store.checkpoint(run_id, new, self.lease(), time.time())
+            self.store.checkpoint(run_id, new, self.lease(), self.clock.time())
 
         return checkpoint
 

@@ -16,6 +16,7 @@ import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
 from agent import StopReason
+from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
 from agent.journal import Answered, Result
@@ -39,19 +40,31 @@ from agent.store import (
 class Workers:
     """Runners that share a store URL but not a connection, as separate processes would."""
 
-    def __init__(self, url: str, catalog_: Catalog, lease_seconds: float = 30.0) -> None:
-        self.url, self.catalog, self.lease = url, catalog_, lease_seconds
+    def __init__(
+        self, url: str, catalog_: Catalog, lease_seconds: float = 30.0, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
+        self.url, self.catalog, self.lease, self.clock = url, catalog_, lease_seconds, clock
         self.stores: list[RunStore] = []
 
     def new(self) -> Runner:
         store = open_store(self.url)
         self.stores.append(store)
-        return Runner(store, self.catalog, lease_seconds=self.lease)
+        return Runner(store, self.catalog, lease_seconds=self.lease, clock=self.clock)
 
     def close(self) -> None:
         for s in self.stores:
             s.close()
         self.catalog.close()
+
+
+class Later(SystemClock):
+    """The system's clocks, `seconds` ahead: a lease taken now has run out for this runner."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def time(self) -> float:
+        return super().time() + self.seconds
 
 
 @pytest.fixture(params=pg.BACKENDS)
@@ -240,8 +253,7 @@ def test_recovery_goes_on_past_a_run_that_cannot_be_rebuilt_and_ends_it_as_a_res
         with pytest.raises(Crash):
             asyncio.run(dying.new().start("configured-counter", "count", state=state, run_id=name))
     (tmp_path / "broken.toml").unlink()  # its agent's config file is gone
-    time.sleep(0.3)  # the dead worker's leases run out
-    survivor = Workers(store_url, catalog())
+    survivor = Workers(store_url, catalog(), clock=Later(seconds=60))  # the dead worker's leases ran out
     try:
         runner = survivor.new()
         results = asyncio.run(runner.recover())

@@ -214,7 +214,13 @@ def test_no_export_means_no_tracing_but_metrics(env: Mapping[str, str], setenv: 
     assert isinstance(telemetry.tracer_provider, NoOpTracerProvider) and telemetry.tracing is None
     (result,) = run_some(telemetry.hooks, runs=1)
     assert result.reason is StopReason.SUCCESS and result.trace_id is None
-    labels = {"agent": "shipper", "task_type": "default", "stop_reason": "success", "stop_limit": "none", "stop_cause": ""}
+    labels = {
+        "agent": "shipper",
+        "task_type": "default",
+        "stop_reason": "success",
+        "stop_limit": "none",
+        "stop_cause": "",
+    }
     assert telemetry.registry.get_sample_value("agent_stops_total", labels) == 1
     assert telemetry.shutdown() and telemetry.force_flush()
 
