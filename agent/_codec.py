@@ -19,6 +19,7 @@ from agent.journal import (
     Part,
     Reply,
     Result,
+    Shrunk,
     Started,
     Stopped,
     Suspended,
@@ -100,7 +101,13 @@ def _suspension_dict(s: Suspension) -> dict[str, Any]:
     }
 
 
-_TYPE_OF: dict[type, str] = {Task: "task", Note: "note", Result: "result", Started: "started"}
+_TYPE_OF: dict[type, str] = {
+    Task: "task",
+    Note: "note",
+    Result: "result",
+    Started: "started",
+    Shrunk: "shrunk",
+}
 
 
 # -- decode -------------------------------------------------------------------------------------
@@ -209,6 +216,7 @@ _DECODERS: dict[str, Any] = {
         need(d, "ran", str | None, None),
     ),
     "started": lambda d: Started(need(d, "call_id", str)),
+    "shrunk": lambda d: Shrunk(need(d, "upto", int), need(d, "summary", str | None, None)),
     "suspended": lambda d: Suspended(_suspension(need(d, "suspension", dict))),
     "answered": _answered,
     "stopped": _stopped,

@@ -20,6 +20,7 @@ from agent._state import RunState
 from agent.clock import CancelSignal
 from agent.errors import ModelError, SnapshotError, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
+from agent.history import CONTEXT_FULL
 from agent.hooks import RunObserver
 from agent.journal import Answer, Answered, Call, Denial, Note, Reply, Result, Started, Stopped, Suspended
 from agent.models.base import ModelReply, ModelRequest
@@ -34,6 +35,12 @@ if TYPE_CHECKING:
 NUDGE = "Use a tool or call finish."
 CUT_OFF = "Your reply was cut off at max_tokens. Go on from where it stopped."
 NOT_RUN = "Not run: the run paused for a person before this call. Call it again if you still need it."
+CUT_SHORT = (
+    "Outcome unknown: the run was stopped while this call ran, so it may or may not have taken "
+    "effect. Check before you call it again."
+)
+CONTEXT_STOP = "model_context_window_exceeded"
+CUT_STOPS = ("max_tokens", CONTEXT_STOP)
 MAX_PAUSES = 20  # pause_turn continuations in one turn before the run ends as error
 
 
@@ -158,11 +165,15 @@ async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | St
 
 
 async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | Stop:
-    """Call the model; retry transient failures with backoff while time is left."""
-    request = ModelRequest(agent.system_prompt, tuple(run.journal), agent.tool_specs, agent.max_tokens)
+    """Call the model; retry transient failures with backoff while time is left, and shrink
+    the history (per the agent's policy) before the context window is full, or when it is."""
+    if shrink := agent.history.due(run.journal.entries, agent.context_window):
+        run.record(shrink)
     attempt = 0
     while True:
         attempt += 1
+        view = agent.history.view(run.journal.entries)
+        request = ModelRequest(agent.system_prompt, view, agent.tool_specs, agent.max_tokens)
         obs.model_started(request, attempt)
         try:
             reply = await _complete(agent, run, request)
@@ -178,7 +189,12 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
             continue
         except ModelError as exc:
             obs.model_ended(None, exc)
-            return Stop(StopReason.ERROR, note=f"The model call failed: {exc}", error_type=exc.error_type)
+            if exc.error_type != CONTEXT_FULL:
+                return Stop(StopReason.ERROR, note=f"The model call failed: {exc}", error_type=exc.error_type)
+            if (step := agent.history.stronger(run.journal.entries)) is None:
+                return context_full(exc)
+            run.record(step)  # the prompt was too long: shrink it and ask again, in the same turn
+            continue
         except Exception as exc:  # an adapter bug: the run ends as error, and the call says why
             obs.model_ended(None, exc)
             raise
@@ -204,6 +220,11 @@ async def _complete(agent: Agent, run: RunState, request: ModelRequest) -> Model
         if budget.expired():
             raise _BudgetCut() from None
         raise  # the adapter's own timeout
+
+
+def context_full(cause: object) -> Stop:
+    note = f"The model's context window is full and the history policy cannot shrink it further: {cause}"
+    return Stop(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note)
 
 
 def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: int) -> float | Stop:
@@ -245,9 +266,13 @@ async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> De
     if reply.stop_reason == "refusal":
         note = "The model API refused to go on with this task (stop_reason: refusal)."
         return Stop(StopReason.GAVE_UP, note=note, cause=StopCause.REFUSAL)
+    if reply.stop_reason == CONTEXT_STOP:  # the reply filled the window: shrink before going on
+        if (step := agent.history.stronger(run.journal.entries)) is None:
+            return context_full("the reply stopped at model_context_window_exceeded")
+        run.record(step)
     calls = reply.calls
     if not calls:
-        run.record(Note(CUT_OFF if reply.stop_reason == "max_tokens" else NUDGE))
+        run.record(Note(CUT_OFF if reply.stop_reason in CUT_STOPS else NUDGE))
         return Continue(TurnSignal.NO_TOOL_CALL)
     return await act_on_calls(agent, run, calls, obs)
 
@@ -327,7 +352,12 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
     """Execute a tool, record the call, and tell the progress detector what it saw."""
     obs.tool_started(call)
     run.ctx.call_id = call.id
-    outcome = await execute(tool, call.arguments, run.ctx)
+    try:
+        outcome = await execute(tool, call.arguments, run.ctx)
+    except asyncio.CancelledError:  # cut off (a shutdown's grace ran out): what it did is unknown
+        if not tool.needs_approval:  # an approved call is marked started: a person is asked instead
+            run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
+        raise
     obs.tool_ended(call, outcome)
     run.note_call(call.name, call.arguments, outcome.text, outcome.is_error)
     state = agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text

@@ -16,13 +16,14 @@ from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.context import RunContext
 from agent.errors import ConfigError, SnapshotError
 from agent.finish import FINISH_SPEC, FINISH_TOOL
+from agent.history import HistoryPolicy
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, guard
 from agent.journal import Answer, Answered, Approval, Denial, HumanReply, Journal, Task
 from agent.models.base import Model
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
-from agent.snapshot import Checkpoint, Snapshot
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize as default_summary
 from agent.tools import Tool
 from agent.verify import Verifier
@@ -56,6 +57,7 @@ class Agent:
     summarize: Summarizer = default_summary
     checkpoint: Callable[[Checkpoint], None] | None = None
     clock: Clock = SYSTEM_CLOCK
+    history: HistoryPolicy = field(default_factory=HistoryPolicy)
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.tools]
@@ -78,6 +80,12 @@ class Agent:
     @property
     def system_prompt(self) -> str:
         return self.instructions
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, when the model says (else the policy's default)."""
+        window = getattr(self.model, "context_window", None)
+        return window if isinstance(window, int) else None
 
     def tool_named(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -219,7 +227,7 @@ class Agent:
             limits=self.budget.ceilings(),
             tools=tuple(t.name for t in self.tools),
             spent=run.usage.copy(),
-            resumed_from=str(snap.reason) if snap else None,
+            resumed_from=_resumed_from(snap),
         )
         obs = guard(self.hooks, info)
         run.trace_id, run.span_id = obs.trace_id, obs.span_id
@@ -236,6 +244,13 @@ class Agent:
             raise SnapshotError(
                 f"snapshot of run {snap.run_id} belongs to agent {snap.agent!r}, not {self.name!r}"
             )
+
+
+def _resumed_from(snap: Snapshot | None) -> str | None:
+    """The reason the resumed segment ended with; None for a checkpoint (a crashed segment never ended)."""
+    if snap is None or snap.kind is SnapshotKind.CHECKPOINT:
+        return None
+    return str(snap.reason)
 
 
 def as_reply(reply: HumanReply | str | None, approved: bool | None) -> HumanReply | None:

@@ -144,6 +144,15 @@ class Answered:
 
 
 @dataclass(frozen=True)
+class Shrunk:
+    """The history policy shrank what the model sees: results before `upto` cleared, or, with a
+    `summary`, the entries between the task and `upto` replaced by it."""
+
+    upto: int
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
 class Stopped:
     """How a segment ended."""
 
@@ -152,7 +161,7 @@ class Stopped:
     note: str = ""
 
 
-Entry = Task | Reply | Note | Result | Started | Suspended | Answered | Stopped
+Entry = Task | Reply | Note | Result | Started | Suspended | Answered | Shrunk | Stopped
 
 
 @dataclass

@@ -26,6 +26,7 @@ from agent import (
     RunObserver,
     Snapshot,
     SnapshotError,
+    StopCause,
     StopReason,
     TransientModelError,
     predicate,
@@ -732,7 +733,7 @@ LEDGER_STEPS: list[Any] = [
 ]
 
 
-def test_task_cancelled_mid_tool_call_keeps_the_recorded_results_and_resume_runs_the_rest():
+def test_task_cancelled_mid_tool_call_keeps_the_results_and_marks_the_cut_call_unknown():
     ledger = Ledger()
     agent = Agent("ledger", ScriptedModel(LEDGER_STEPS), tools=ledger.tools)
 
@@ -746,16 +747,19 @@ def test_task_cancelled_mid_tool_call_keeps_the_recorded_results_and_resume_runs
     assert result.reason is StopReason.CANCELLED
     assert result.turns == 1
     snap = Snapshot.from_json(result.snapshot.to_json())
-    assert [c.name for c in Journal(snap.journal).open_calls()] == ["crawl"]  # the reply is recorded...
-    assert [r.text for r in results_since_reply(snap)] == ["ACME: net 30"]  # ...with the result that landed
+    assert Journal(snap.journal).open_calls() == []  # the reply is recorded with both results:
+    landed, cut = results_since_reply(snap)
+    assert landed.text == "ACME: net 30"  # the one that landed
+    assert cut.text.startswith("Outcome unknown")  # and the one cut off, which may or may not have run
 
     fresh = Agent("ledger", ScriptedModel(LEDGER_STEPS), tools=ledger.tools)
     resumed = fresh.resume(snap)
     assert resumed.reason is StopReason.SUCCESS
     assert resumed.turns == 2
-    assert ledger.ran == ["lookup ACME", "crawl https://acme.example", "crawl https://acme.example"]
+    assert ledger.ran == ["lookup ACME", "crawl https://acme.example"]  # the cut call is not run blindly
     lookup_result, crawl_result = results_seen(fresh)
-    assert crawl_result["content"] == "pages of https://acme.example"
+    assert crawl_result["content"].startswith("Outcome unknown: the run was stopped while this call ran")
+    assert crawl_result["is_error"] is True
     assert [lookup_result["tool_use_id"], crawl_result["tool_use_id"]] == tool_use_ids(fresh, -1)
     assert len(fresh.model.requests) == 1  # turn 1 was not asked again
 
@@ -1151,3 +1155,42 @@ def test_give_up_or_need_help_without_a_note_is_sent_back(kind: str) -> None:
     sent_back = model.requests[1].messages[-1]["content"][0]
     assert sent_back["is_error"] is True
     assert "needs a note" in sent_back["content"]
+
+
+# -- the API's own stop reasons ----------------------------------------------------------
+
+
+def test_a_refusal_ends_the_run_at_once_as_gave_up_with_cause_refusal(make_agent):
+    agent = make_agent(reply(say("I can't help with that."), stop_reason="refusal"), [finish("done", "x")])
+    result = agent.run("task")
+    assert result.reason is StopReason.GAVE_UP
+    assert result.cause is StopCause.REFUSAL
+    assert "refused" in result.note
+    assert len(agent.model.requests) == 1  # no further paid call
+    assert result.to_dict()["cause"] == "refusal"
+
+
+def test_an_agent_give_up_has_cause_agent(make_agent):
+    result = make_agent([finish("give_up", "no access")]).run("task")
+    assert (result.reason, result.cause) == (StopReason.GAVE_UP, StopCause.AGENT)
+
+
+def test_pause_turn_sends_the_paused_reply_back_in_the_same_turn(make_agent):
+    paused = reply(
+        {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}},
+        stop_reason="pause_turn",
+    )
+    agent = make_agent(paused, [finish("done", "found it")])
+    result = agent.run("task")
+    assert result.reason is StopReason.SUCCESS
+    assert result.turns == 1  # one turn, two calls
+    second = agent.model.requests[1].messages
+    assert second[-1]["role"] == "assistant"  # the paused reply goes back as it came, for the API to go on
+    assert second[-1]["content"][0]["type"] == "server_tool_use"
+
+
+def test_max_tokens_without_a_call_asks_the_model_to_go_on(make_agent):
+    agent = make_agent(reply(say("The report begins"), stop_reason="max_tokens"), [finish("done", "ok")])
+    result = agent.run("task")
+    assert result.reason is StopReason.SUCCESS
+    assert agent.model.requests[1].messages[-1]["content"].startswith("Your reply was cut off at max_tokens")

@@ -16,6 +16,7 @@ import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
 from agent import StopReason
+from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
 from agent.journal import Answered, Result
@@ -39,19 +40,31 @@ from agent.store import (
 class Workers:
     """Runners that share a store URL but not a connection, as separate processes would."""
 
-    def __init__(self, url: str, catalog_: Catalog, lease_seconds: float = 30.0) -> None:
-        self.url, self.catalog, self.lease = url, catalog_, lease_seconds
+    def __init__(
+        self, url: str, catalog_: Catalog, lease_seconds: float = 30.0, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
+        self.url, self.catalog, self.lease, self.clock = url, catalog_, lease_seconds, clock
         self.stores: list[RunStore] = []
 
     def new(self) -> Runner:
         store = open_store(self.url)
         self.stores.append(store)
-        return Runner(store, self.catalog, lease_seconds=self.lease)
+        return Runner(store, self.catalog, lease_seconds=self.lease, clock=self.clock)
 
     def close(self) -> None:
         for s in self.stores:
             s.close()
         self.catalog.close()
+
+
+class Later(SystemClock):
+    """The system's clocks, `seconds` ahead: a lease taken now has run out for this runner."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def time(self) -> float:
+        return super().time() + self.seconds
 
 
 @pytest.fixture(params=pg.BACKENDS)
@@ -227,6 +240,67 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
     finally:
         survivor.close()
         dying.close()
+
+
+def test_recovery_goes_on_past_a_run_that_cannot_be_rebuilt_and_ends_it_as_a_resumable_error(
+    store_url: str, tmp_path: Path
+) -> None:
+    dying = Workers(store_url, catalog(), lease_seconds=0.2)
+    folders = {name: tmp_path / name for name in ("broken", "fine")}
+    for name, folder in folders.items():
+        state = counter_state(folder, "crash") | {"config": str(tmp_path / f"{name}.toml")}
+        (tmp_path / f"{name}.toml").write_text("ok")
+        with pytest.raises(Crash):
+            asyncio.run(dying.new().start("configured-counter", "count", state=state, run_id=name))
+    (tmp_path / "broken.toml").unlink()  # its agent's config file is gone
+    survivor = Workers(store_url, catalog(), clock=Later(seconds=60))  # the dead worker's leases ran out
+    try:
+        runner = survivor.new()
+        results = asyncio.run(runner.recover())
+        assert [(r.run_id, r.reason) for r in results] == [("fine", StopReason.SUCCESS)]
+        broken = runner.store.get("broken")
+        assert broken is not None and (broken.status, broken.stop_reason) == (RunStatus.FINISHED, "error")
+        assert broken.error_type == "agent_build_failed"
+        assert "FileNotFoundError" in broken.note and "endstate resume broken" in broken.note
+        assert runner.store.snapshot("broken") is not None  # its last checkpoint is kept
+        assert asyncio.run(runner.recover()) == []  # not tried again and again
+
+        (tmp_path / "broken.toml").write_text("ok")  # fixed: resume continues it from its checkpoint
+        done = asyncio.run(survivor.new().resume("broken"))
+        assert done.reason is StopReason.SUCCESS
+        assert counted(folders["broken"]) == [1, 2, 3, 4]  # no recorded call ran twice
+    finally:
+        survivor.close()
+        dying.close()
+
+
+def test_a_shutdown_cuts_a_long_tool_off_after_its_grace_and_records_the_run_cancelled(
+    counters: Workers, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    state = counter_state(folder, "hang")
+    (folder / "hang.flag").write_text("block")  # hang() would block for good
+    runner = counters.new()
+
+    async def start_then_terminate() -> RunResult:
+        job = runner.begin("counter", "count", state=state)
+        task = asyncio.create_task(runner.drive(job))
+        while counted(folder) != [1, 2, 3]:  # noqa: ASYNC110  (a tool thread writes the file)
+            await asyncio.sleep(0.02)
+        runner.stop_soon(grace=0.2)  # what SIGTERM does
+        return await asyncio.wait_for(task, timeout=60)  # bounded by the grace, not by the tool
+
+    try:
+        result = asyncio.run(start_then_terminate())
+        assert result.reason is StopReason.CANCELLED
+        rec = runner.store.get(result.run_id)
+        assert rec is not None and (rec.status, rec.interrupted) == (RunStatus.CANCELLED, True)
+        snap = runner.store.snapshot(result.run_id)
+        assert snap is not None
+        cut = [e for e in snap.journal if isinstance(e, Result) and e.ran == "hang"]
+        assert len(cut) == 1 and cut[0].text.startswith("Outcome unknown")
+    finally:
+        (folder / "hang.flag").unlink()
 
 
 def test_a_run_held_by_a_live_worker_is_not_recovered(counters: Workers, tmp_path: Path) -> None:

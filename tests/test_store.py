@@ -267,8 +267,11 @@ def test_a_foreign_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> 
         open_store(f"sqlite:///{path}")
     with sqlite3.connect(path) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     conn.close()
     assert tables == {"customers"}
+    assert mode == "delete"  # not switched to WAL: nothing in the file was changed
+    assert not (tmp_path / "shop.db-wal").exists()
 
 
 def test_store_urls(tmp_path: Path) -> None:

@@ -363,7 +363,8 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
         **{"error_type": r.error_type, "question": w.question if w else None},
         **{"pending": dumps(w.pending.__dict__) if w and w.pending else None},
         **{"deadline": w.deadline if w else None, "suspended_at": w.suspended_at if w else None},
-        **{"interrupted": int(outcome.interrupted), "snapshot": outcome.head_json},
+        **{"interrupted": int(outcome.interrupted)},
+        **({} if outcome.keep_snapshot else {"snapshot": outcome.head_json}),
     }
 
 
