@@ -317,6 +317,7 @@ def test_replay_never_repeats_a_span_or_a_count(
             "task_type": "counting",
             "stop_reason": "success",
             "stop_limit": n.NO_LIMIT,
+            n.LABEL_STOP_CAUSE: "",
         }
         assert telemetry.registry.get_sample_value(n.METRIC_STOPS + "_total", labels) == 1
         telemetry.shutdown()

@@ -23,13 +23,14 @@ from agent.agent import Agent
 from agent.budget import Price, PriceTable
 from agent.context import RunContext
 from agent.errors import ModelError, TransientModelError
-from agent.hooks import HOOK_METHODS, RunHooks, RunInfo, RunObserver, guard
-from agent.models.base import ModelReply, ModelRequest
+from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
+from agent.models.base import ModelReply, ModelRequest, ToolCall
 from agent.policies import RetryPolicy
 from agent.progress import ProgressDetector
+from agent.result import RunResult
 from agent.temporal import _wire as w
 from agent.temporal._registry import WorkerSetup
-from agent.tools import Tool
+from agent.tools import Tool, ToolOutcome
 
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
 
@@ -314,23 +315,56 @@ class ReplaySafeHooks:
 
 
 class _ReplaySafeObserver(RunObserver):
+    """Forwards to the worker's (guarded) observer what happens live; drops what is replayed."""
+
+    guarded = True
+
     def __init__(self, hooks: RunHooks, info: RunInfo) -> None:
         self._hooks, self._info = hooks, info
         self._inner: RunObserver | None = None
         if not workflow.unsafe.is_replaying():
             self._live()
-        for name in HOOK_METHODS:
-            setattr(self, name, self._forward(name))
 
-    def _live(self) -> RunObserver:
+    def _live(self) -> RunObserver | None:
+        if workflow.unsafe.is_replaying():
+            return None
         if self._inner is None:
             self._inner = guard(self._hooks, self._info)
             self.trace_id, self.span_id = self._inner.trace_id, self._inner.span_id
         return self._inner
 
-    def _forward(self, name: str) -> Callable[..., None]:
-        def call(*args: Any) -> None:
-            if not workflow.unsafe.is_replaying():
-                getattr(self._live(), name)(*args)
+    def turn_started(self, index: int) -> None:
+        if live := self._live():
+            live.turn_started(index)
 
-        return call
+    def turn_ended(self, index: int, signal: str) -> None:
+        if live := self._live():
+            live.turn_ended(index, signal)
+
+    def model_started(self, request: ModelRequest, attempt: int) -> None:
+        if live := self._live():
+            live.model_started(request, attempt)
+
+    def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
+        if live := self._live():
+            live.model_ended(reply, error)
+
+    def tool_started(self, call: ToolCall) -> None:
+        if live := self._live():
+            live.tool_started(call)
+
+    def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        if live := self._live():
+            live.tool_ended(call, outcome)
+
+    def verified(self, failures: list[str]) -> None:
+        if live := self._live():
+            live.verified(failures)
+
+    def human_waited(self, wait: HumanWait) -> None:
+        if live := self._live():
+            live.human_waited(wait)
+
+    def run_ended(self, result: RunResult) -> None:
+        if live := self._live():
+            live.run_ended(result)
