@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from agent.temporal._remote import RunRef, install_executor, now, workflow_agent
 
 PREPARE_TIMEOUT = timedelta(minutes=5)
+BEFORE = "The run was cancelled before it began."
 MEMO_TEXT = 2000  # characters of note and summary kept in the memo
 
 
@@ -63,10 +64,14 @@ class EndstateRun:
                 run.update(await self._prepare(run))
         except ActivityError as exc:
             if not is_cancelled_exception(exc):
-                return self._unprepared(run, exc)
-            return self._finish(run, self._bare(run, StopReason.CANCELLED, "Cancelled before it began."))
+                return await self._closing(run, self._unprepared(run, exc))
+            return await self._closing(
+                run, self._bare(run, StopReason.CANCELLED, "Cancelled before it began.")
+            )
         except asyncio.CancelledError:
-            return self._finish(run, self._bare(run, StopReason.CANCELLED, "Cancelled before it began."))
+            return await self._closing(
+                run, self._bare(run, StopReason.CANCELLED, "Cancelled before it began.")
+            )
         install_executor()
         ref = RunRef(
             workflow.info().workflow_id, run["agent"], run["task"], run["plan"]["task_type"], run["state"]
@@ -153,6 +158,8 @@ class EndstateRun:
 
     async def _closing(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
         """Let the updates that wait for a segment answer, then end with the result."""
+        if self._last is not result:
+            self._ended(result)
         self._done = True
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._finish(run, result)
@@ -171,11 +178,11 @@ class EndstateRun:
             workflow.info().workflow_id, run["agent"], task_type, reason, note=note, error_type=error_type
         )
 
-    def _unprepared(self, run: dict[str, Any], exc: ActivityError) -> dict[str, Any]:
+    def _unprepared(self, run: dict[str, Any], exc: ActivityError) -> RunResult:
         cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
         note = cause.message if cause else f"the run could not be prepared: {exc.cause or exc}"
         error_type = (cause.type if cause else None) or "prepare_failed"
-        return self._finish(run, self._bare(run, StopReason.ERROR, note, error_type))
+        return self._bare(run, StopReason.ERROR, note, error_type)
 
     # -- people ----------------------------------------------------------
 
