@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -11,15 +12,20 @@ from typing import Any
 
 import pytest
 import temporal_agents
+from google.protobuf.duration_pb2 import Duration
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
+from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
+from temporalio.client import Client
+from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
 from agent.result import LimitKind, StopReason
 from agent.runner import AnswerError, Catalog
 from agent.store import NotClaimable, RunRecord, RunStatus
-from agent.temporal import TemporalRuns, build_worker
+from agent.temporal import TemporalRuns, build_worker, ensure_search_attributes
+from agent.temporal._wire import SEARCH_ATTRIBUTES
 from agent.temporal.pending import TemporalPending
 from agent.temporal.worker import workflow_runner
 from agent.temporal.workflow import EndstateRun
@@ -367,3 +373,29 @@ def test_a_run_keeps_the_plan_it_started_with_and_its_history_replays_with_the_c
         assert replayed.replay_failure is None  # replayed under the changed agent without nondeterminism
 
     asyncio.run(scenario())
+
+
+def test_the_worker_registers_missing_search_attributes_once_and_says_so(
+    temporal: TemporalServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scenario() -> None:
+        client = await Client.connect(temporal.address)
+        namespace = f"ns-{uuid.uuid4().hex[:8]}"
+        await client.workflow_service.register_namespace(
+            RegisterNamespaceRequest(
+                namespace=namespace, workflow_execution_retention_period=Duration(seconds=86400)
+            )
+        )
+        for _ in range(100):  # a new namespace takes a moment to be served
+            try:
+                first = await ensure_search_attributes(client, namespace)
+                break
+            except RPCError:
+                await asyncio.sleep(0.1)
+        assert first == sorted(key.name for key in SEARCH_ATTRIBUTES)
+        assert await ensure_search_attributes(client, namespace) == []
+
+    with caplog.at_level(logging.WARNING, logger="endstate.temporal"):
+        asyncio.run(scenario())
+    said = [r.getMessage() for r in caplog.records if "registered the search attributes" in r.getMessage()]
+    assert len(said) == 1 and "EndstateWaiting" in said[0]
