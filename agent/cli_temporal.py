@@ -34,6 +34,9 @@ def register(sub: Any) -> None:
     worker.add_argument(
         "--heartbeat", type=float, default=30.0, help="seconds before a silent activity is retried"
     )
+    worker.add_argument(
+        "--grace", type=float, default=10.0, help="seconds to finish activities in hand on stop"
+    )
     worker.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
     worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
     worker.set_defaults(handler=_worker)
