@@ -141,6 +141,7 @@ class Job:
     record: RunRecord
     segment: Callable[[Any], Coroutine[Any, Any, RunResult]]
     release_to: RunStatus | None = None  # where a failed start gives the run back
+    recovering: bool = False  # nobody asked for it: a run that cannot go on ends as error instead
 
 
 class Runner:
@@ -289,14 +290,14 @@ class Runner:
             def again(cancel: Any) -> Coroutine[Any, Any, RunResult]:
                 return agent.arun(record.task, run_id=record.run_id, state=record.state, cancel=cancel)
 
-            return Job(record.run_id, agent, record, again, release_to)
+            return Job(record.run_id, agent, record, again, release_to, recovering)
         snap: Snapshot = snapshot
         answered = record.answered_at if snap.suspension is not None else None  # the wait ended then
 
         def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
             return agent.aresume(snap, record.answer, approved=record.approved, cancel=cancel, now=answered)
 
-        return Job(record.run_id, agent, record, segment, release_to)
+        return Job(record.run_id, agent, record, segment, release_to, recovering)
 
     # -- deadlines and recovery -------------------------------------------
 
@@ -416,8 +417,11 @@ class Runner:
         self._segments[job.run_id] = segment
         try:
             result = await segment
-        except EndstateError:  # refused before it began (a bad snapshot): give the run back
-            self._let_go(job.run_id, job.release_to)
+        except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
+            if job.recovering:
+                self._end_unresumable(job.record, exc)
+            else:
+                self._let_go(job.run_id, job.release_to)
             raise
         except BaseException:  # not a result: the run's lease lapses and recovery continues it
             self._let_go(job.run_id, None)
