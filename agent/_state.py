@@ -8,7 +8,7 @@ from agent.budget import Usage
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import CallRecord, RunContext
 from agent.journal import Entry, Journal, Reply, Result
-from agent.progress import ProgressDetector
+from agent.progress import ProgressDetector, replay
 from agent.result import LimitKind, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 
@@ -80,7 +80,6 @@ class RunState:
             journal=list(ctx.journal.entries),
             usage=self.tick().copy(),
             state=dict(ctx.state),
-            progress=self.progress.to_json(),
             verifier_failures=list(self.failures),
             trace_id=self.trace_id,
             span_id=self.span_id,
@@ -99,7 +98,6 @@ class RunState:
             journal=[],
             usage=self.tick().copy(),
             state=dict(ctx.state),
-            progress=self.progress.to_json(),
             verifier_failures=list(self.failures),
             trace_id=self.trace_id,
             span_id=self.span_id,
@@ -150,8 +148,8 @@ class RunState:
     def from_snapshot(
         cls, snap: Snapshot, progress: ProgressDetector, clock: Clock = SYSTEM_CLOCK
     ) -> RunState:
-        progress.load_json(snap.progress)
         journal = Journal(list(snap.journal))
+        replay(progress, journal)
         ctx = RunContext(
             run_id=snap.run_id,
             agent=snap.agent,
