@@ -172,8 +172,7 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
     attempt = 0
     while True:
         attempt += 1
-        view = agent.history.view(run.journal.entries)
-        request = ModelRequest(agent.system_prompt, view, agent.tool_specs, agent.max_tokens)
+        request = ModelRequest(agent.system_prompt, tuple(run.sent), agent.tool_specs, agent.max_tokens)
         obs.model_started(request, attempt)
         try:
             reply = await _complete(agent, run, request)
