@@ -24,7 +24,7 @@ from agent.history import CONTEXT_FULL
 from agent.hooks import RunObserver
 from agent.journal import Answer, Answered, Call, Denial, Note, Reply, Result, Started, Stopped, Suspended
 from agent.models.base import ModelReply, ModelRequest
-from agent.progress import call_signature
+from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
 from agent.tools import Tool, execute
@@ -172,8 +172,7 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
     attempt = 0
     while True:
         attempt += 1
-        view = agent.history.view(run.journal.entries)
-        request = ModelRequest(agent.system_prompt, view, agent.tool_specs, agent.max_tokens)
+        request = ModelRequest(agent.system_prompt, tuple(run.sent), agent.tool_specs, agent.max_tokens)
         obs.model_started(request, attempt)
         try:
             reply = await _complete(agent, run, request)
@@ -360,9 +359,9 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
         raise
     obs.tool_ended(call, outcome)
     run.note_call(call.name, call.arguments, outcome.text, outcome.is_error)
-    state = agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text
-    run.progress.observe(call_signature(call.name, call.arguments), state)
-    return Result(call.id, outcome.text, outcome.is_error, ran=tool.name)
+    seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text)
+    run.progress.observe(call_signature(call.name, call.arguments), seen)
+    return Result(call.id, outcome.text, outcome.is_error, ran=tool.name, seen=seen)
 
 
 async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:

@@ -668,3 +668,33 @@ def test_a_task_type_is_a_label_so_only_the_catalogs_are_taken(store_url: str, t
         assert (result.reason, result.task_type) == (StopReason.SUCCESS, "bulk-counting")
     finally:
         workers.close()
+
+
+def test_an_approval_runs_only_the_call_the_person_was_shown(counters: Workers, tmp_path: Path) -> None:
+    """A store edited behind the runner's back (the pending column says one call, the journal
+    another) is refused: the call a person approves is exactly the call that runs."""
+    folder = tmp_path / "r"
+    first = asyncio.run(counters.new().start("counter", "wire", state=counter_state(folder, "approve")))
+    assert first.reason is StopReason.NEED_HELP
+    runner = counters.new()
+    runner.store._rows(  # type: ignore[attr-defined]
+        "UPDATE endstate_runs SET pending = ? WHERE run_id = ?",
+        ('{"arguments": {"amount": 1}, "name": "wire", "tool_use_id": "toolu_002_0"}', first.run_id),
+    )
+    before = runner.store.get(first.run_id)
+    with pytest.raises(StoreError, match="does not match the run's journal; nothing was changed"):
+        runner.claim(first.run_id, approved=True)
+    assert runner.store.get(first.run_id) == before
+    assert not (folder / "wired.txt").exists()
+
+
+def test_an_answer_to_a_run_that_is_not_waiting_is_refused(counters: Workers, tmp_path: Path) -> None:
+    runner = counters.new()
+    runner.shutting_down.set()  # the run is cancelled at its first turn
+    cancelled = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / "c", "approve")))
+    assert cancelled.reason is StopReason.CANCELLED
+    other = counters.new()
+    with pytest.raises(NotClaimable, match="not waiting for an answer; nothing was changed"):
+        other.claim(cancelled.run_id, "no", approved=False)
+    rec = other.store.get(cancelled.run_id)
+    assert rec is not None and rec.status is RunStatus.CANCELLED and rec.approved is None
