@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -31,6 +32,8 @@ from agent.tools import Tool, execute
 
 if TYPE_CHECKING:
     from agent.agent import Agent
+
+log = logging.getLogger("endstate.loop")
 
 NUDGE = "Use a tool or call finish."
 CUT_OFF = "Your reply was cut off at max_tokens. Go on from where it stopped."
@@ -146,6 +149,15 @@ def checkpoint(agent: Agent, run: RunState) -> None:
     """Hand the checkpointer the new journal entries; a checkpointer that raises ends the run as error."""
     if agent.checkpoint is not None:
         agent.checkpoint(run.checkpoint())
+
+
+def last_checkpoint(agent: Agent, run: RunState) -> None:
+    """A finished run's last entries go to the store too (its journal is kept for review and replay).
+    Failing here loses no result: the run has ended, and its reason is returned all the same."""
+    try:
+        checkpoint(agent, run)
+    except Exception:
+        log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 
 
 # -- 2. the model ----------------------------------------------------------------------------------
@@ -403,6 +415,8 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
     run.record(Stopped(decision.reason, decision.limit, decision.note))
     resumable = decision.reason is StopReason.CANCELLED
+    if not resumable:
+        last_checkpoint(agent, run)
     return run.result(
         decision.reason,
         limit=decision.limit,

@@ -391,7 +391,7 @@ class Runner:
             active_seconds=record.active_seconds,
             waiting_seconds=record.waiting_seconds,
         )
-        outcome = Outcome(RunStatus.FINISHED, result, None, keep_snapshot=True)
+        outcome = Outcome(RunStatus.FINISHED, result, None)  # a finished run keeps its stored snapshot
         try:
             self.store.record(record.run_id, outcome, self.lease(), self.clock.time())
         finally:
