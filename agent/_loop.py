@@ -90,7 +90,7 @@ async def drive(
 ) -> RunResult:
     """Run turns until one decides to stop or suspend."""
     if run.journal.open_calls():  # a turn in flight: an answer to apply, or a recovered checkpoint
-        decision = await observed(obs, run.usage.turns, finish_turn(agent, run, obs))
+        decision = await observed(obs, run.usage.turns, finish_turn(agent, run, obs), continued=True)
         if not isinstance(decision, Continue):
             return conclude(agent, run, decision)
     while True:
@@ -121,9 +121,14 @@ async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision
     return end_turn(agent, run, await act_on_calls(agent, run, run.journal.open_calls(), obs))
 
 
-async def observed(obs: RunObserver, index: int, steps: Awaitable[Decision]) -> Decision:
+async def observed(
+    obs: RunObserver, index: int, steps: Awaitable[Decision], continued: bool = False
+) -> Decision:
     """Run a turn's steps between `turn_started` and `turn_ended`, whatever happens."""
-    obs.turn_started(index)
+    if continued:  # a turn that an earlier segment began: its span says so, and it is not counted twice
+        obs.turn_started(index, True)
+    else:
+        obs.turn_started(index)
     decision: Decision = Stop(StopReason.ERROR, note="the turn did not complete")
     try:
         decision = await steps
