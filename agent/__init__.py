@@ -1,7 +1,7 @@
 """Endstate: agent runs that end in a known, named state, decided and checked by code."""
 
 from agent.agent import Agent
-from agent.budget import Budget, Price, PriceTable, Usage
+from agent.budget import Budget, Extension, Price, PriceTable, Usage
 from agent.clock import CancelSignal, Clock, SystemClock
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
@@ -27,6 +27,7 @@ __all__ = [
     "ConfigError",
     "Denial",
     "EndstateError",
+    "Extension",
     "FinishKind",
     "HelpPolicy",
     "HistoryPolicy",

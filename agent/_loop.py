@@ -94,7 +94,7 @@ async def drive(
         if not isinstance(decision, Continue):
             return conclude(agent, run, decision)
     while True:
-        if limit := agent.budget.exceeded(run.tick()):  # 1. the budget first
+        if limit := run.budget.exceeded(run.tick()):  # 1. the budget first
             decision = Stop(StopReason.LIMIT, limit=limit)
         elif cancel is not None and cancel.is_set():
             decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
@@ -156,11 +156,15 @@ def checkpoint(agent: Agent, run: RunState) -> None:
         agent.checkpoint(run.checkpoint())
 
 
-def last_checkpoint(agent: Agent, run: RunState) -> None:
+_KIND_OF = {StopReason.CANCELLED: SnapshotKind.CANCELLED, StopReason.LIMIT: SnapshotKind.LIMITED}
+
+
+def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
     """A finished run's last entries go to the store too (its journal is kept for review and replay).
     Failing here loses no result: the run has ended, and its reason is returned all the same."""
     try:
-        checkpoint(agent, run)
+        if agent.checkpoint is not None:
+            agent.checkpoint(run.checkpoint(kind))
     except Exception:
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 
@@ -175,7 +179,7 @@ async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | St
         if isinstance(reply, Stop) or reply.stop_reason != "pause_turn":
             return reply
         run.record(reply)
-        if limit := agent.budget.exceeded(run.tick(), within_turn=True):
+        if limit := run.budget.exceeded(run.tick(), within_turn=True):
             return Stop(StopReason.LIMIT, limit=limit)
     note = f"The model API paused the same turn {MAX_PAUSES} times."
     return Stop(StopReason.ERROR, note=note, error_type="pause_turn")
@@ -226,7 +230,7 @@ class _BudgetCut(Exception):
 
 async def _complete(agent: Agent, run: RunState, request: ModelRequest) -> ModelReply:
     """One model call, cut off when the time budget runs out (no timer when time is not budgeted)."""
-    left = agent.budget.seconds_left(run.tick())
+    left = run.budget.seconds_left(run.tick())
     if left is None:
         return await agent.model.complete(request)
     try:
@@ -246,7 +250,7 @@ def context_full(cause: object) -> Stop:
 def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: int) -> float | Stop:
     """How long to wait before the next attempt, or the stop when no attempt is left."""
     delay = agent.retry.delay(attempt, exc.retry_after)
-    left = agent.budget.seconds_left(run.tick())
+    left = run.budget.seconds_left(run.tick())
     if delay is not None and (left is None or delay < left):
         return delay
     if delay is not None and exc.retry_after is not None:
@@ -419,9 +423,9 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         summary = agent.summarize(run.ctx, run.tick(), StopReason.NEED_HELP, None)
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
     run.record(Stopped(decision.reason, decision.limit, decision.note))
-    resumable = decision.reason is StopReason.CANCELLED
-    if not resumable:
-        last_checkpoint(agent, run)
+    kind = _KIND_OF.get(decision.reason, SnapshotKind.FINISHED)
+    if kind is not SnapshotKind.CANCELLED:
+        last_checkpoint(agent, run, kind)
     return run.result(
         decision.reason,
         limit=decision.limit,
@@ -431,7 +435,7 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         summary=agent.summarize(run.ctx, run.tick(), decision.reason, decision.limit),
         verified=decision.verified,
         error_type=decision.error_type,
-        snapshot=run.snapshot(SnapshotKind.CANCELLED) if resumable else None,
+        snapshot=run.snapshot(kind) if kind is not SnapshotKind.FINISHED else None,
     )
 
 

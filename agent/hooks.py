@@ -46,6 +46,7 @@ class RunInfo:
     tools: tuple[str, ...] = ()  # the agent's tool names: bounded label values
     spent: Usage | None = None  # what earlier segments of the run spent
     resumed_from: str | None = None  # the stop reason of the segment this one resumes: need_help, cancelled
+    extended: bool = False  # a run that stopped at a limit, continued with more budget
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.agent import Agent
+from agent.budget import Extension
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import RunHooks
@@ -221,7 +222,13 @@ class Runner:
 
     # -- resuming ------------------------------------------------------
 
-    def claim(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> Job:
+    def claim(
+        self,
+        run_id: str,
+        answer: str | None = None,
+        approved: bool | None = None,
+        more: Extension | None = None,
+    ) -> Job:
         """Take a waiting or cancelled run for this runner; exactly one caller wins.
 
         A question needs `answer`; a pending tool call needs `approved` (with
@@ -233,6 +240,11 @@ class Runner:
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
         lease, now = self.lease(), self.clock.time()
+        if more is not None:  # more budget for a run that stopped at a limit
+            if not (current.stop_reason is StopReason.LIMIT and current.snapshot_json):
+                raise NotClaimable(f"run {run_id} did not stop at a limit; nothing was changed")
+            record = self.store.claim(run_id, (RunStatus.FINISHED,), lease, now)
+            return self._resume_job(self._hold(record), release_to=RunStatus.FINISHED, more=more)
         if current.status is RunStatus.WAITING:  # the question read, answered before its deadline
             check_answer(current, answer, approved)
             self._check_pending(current)
@@ -264,12 +276,23 @@ class Runner:
             "journal; nothing was changed. The store was edited by hand or is damaged"
         )
 
-    async def resume(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> RunResult:
+    async def resume(
+        self,
+        run_id: str,
+        answer: str | None = None,
+        approved: bool | None = None,
+        more: Extension | None = None,
+    ) -> RunResult:
         """Claim a run and continue it here until it ends or suspends again."""
-        return await self.drive(self.claim(run_id, answer, approved))
+        return await self.drive(self.claim(run_id, answer, approved, more))
 
     def _resume_job(
-        self, record: RunRecord, release_to: RunStatus | None, *, recovering: bool = False
+        self,
+        record: RunRecord,
+        release_to: RunStatus | None,
+        *,
+        recovering: bool = False,
+        more: Extension | None = None,
     ) -> Job:
         """Continue a held run from its snapshot, with the answer it was claimed with.
 
@@ -298,7 +321,9 @@ class Runner:
         answered = record.answered_at if snap.suspension is not None else None  # the wait ended then
 
         def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
-            return agent.aresume(snap, record.answer, approved=record.approved, cancel=cancel, now=answered)
+            return agent.aresume(
+                snap, record.answer, approved=record.approved, more=more, cancel=cancel, now=answered
+            )
 
         return Job(record.run_id, agent, record, segment, release_to, recovering)
 

@@ -368,6 +368,7 @@ def _run_attributes(info: RunInfo) -> dict[str, Any]:
         n.GEN_AI_CONVERSATION_ID: info.run_id,
         n.AGENT_TASK_TYPE: info.task_type,
         n.AGENT_SEGMENT: info.segment,
+        **({n.AGENT_BUDGET_EXTENDED: True} if info.extended else {}),
     }
 
 

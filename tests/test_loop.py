@@ -18,6 +18,7 @@ import pytest
 from agent import (
     Agent,
     Budget,
+    Extension,
     HelpPolicy,
     LimitKind,
     ModelError,
@@ -839,7 +840,8 @@ def test_the_checkpointer_gets_each_result_as_it_lands_and_each_completed_turn()
     assert [r.text for r in results_since_reply(first)] == ["ACME: net 30"]  # the first result, as it landed
     assert Journal(second.journal).open_calls() == []  # the completed turn carries the last result
     assert results_since_reply(second)[-1].text == "pages of https://acme.example"
-    assert all(h.kind is SnapshotKind.CHECKPOINT for h in saved.heads)
+    assert all(h.kind is SnapshotKind.CHECKPOINT for h in saved.heads[:-1])
+    assert saved.heads[-1].kind is SnapshotKind.FINISHED  # the last entries, saved when the run ended
 
 
 def test_resuming_a_checkpoint_does_not_run_a_recorded_call_again():
@@ -1212,3 +1214,36 @@ def test_each_call_has_a_stable_idempotency_key_for_its_tool(make_agent):
     done = make_agent(*steps, tools=[charge]).resume(Snapshot.from_json(first.snapshot.to_json()), Approval())
     assert done.reason is StopReason.SUCCESS
     assert keys == [f"run-7:{first.suspension.pending.tool_use_id}"]
+
+
+# -- more budget for a run stopped by a limit ----------------------------------------------
+
+
+def test_a_limit_stop_keeps_its_snapshot_and_more_turns_finish_it(make_agent):
+    steps = [[call("search", query=str(i))] for i in range(4)] + [[finish("done", "found")]]
+    first = make_agent(*steps, tools=[search], budget=Budget(max_turns=3)).run("search a lot")
+    assert (first.reason, first.limit, first.turns) == (StopReason.LIMIT, LimitKind.TURNS, 3)
+    assert first.snapshot is not None and first.snapshot.kind is SnapshotKind.LIMITED
+    snap = Snapshot.from_json(first.snapshot.to_json())
+
+    with pytest.raises(SnapshotError, match=r"stopped at a limit: pass more=Extension\(turns="):
+        make_agent(*steps, tools=[search], budget=Budget(max_turns=3)).resume(snap)
+    with pytest.raises(SnapshotError, match="would still be out of turns budget"):
+        make_agent(*steps, tools=[search], budget=Budget(max_turns=3)).resume(
+            snap, more=Extension(seconds=60)
+        )
+
+    agent = make_agent(*steps, tools=[search], budget=Budget(max_turns=3))
+    done = agent.resume(snap, more=Extension(turns=5))
+    assert done.reason is StopReason.SUCCESS and done.turns == 5
+    assert done.run_id == first.run_id
+
+
+def test_a_finished_run_does_not_resume_even_with_more_budget(make_agent):
+    saved: list[Any] = []
+    make_agent([finish("give_up", "no")], checkpoint=saved.append).run("t")
+    head = saved[-1].head
+    snap = dataclasses.replace(head, journal=[e for cp in saved for e in cp.entries])
+    assert snap.kind is SnapshotKind.FINISHED and snap.reason is StopReason.GAVE_UP
+    with pytest.raises(SnapshotError, match="ended as gave_up"):
+        make_agent([finish("done", "x")]).resume(snap, more=Extension(turns=3))

@@ -129,7 +129,7 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
         name="counter",
         model=ScriptedModel(SCRIPTS[state["script"]]),
         tools=[count, hang, crash, slow, wire, deploy],
-        budget=Budget(max_turns=20, max_seconds=120),
+        budget=Budget(max_turns=int(state.get("max_turns", 20)), max_seconds=120),
         task_type="counting",
         help=help or HelpPolicy(wait_seconds=float(state.get("wait", 3600))),
     )

@@ -350,7 +350,7 @@ def test_checkpoints_append_only_new_entries_and_the_store_gives_the_whole_journ
     ]
     assert max(len(cp.entries) for cp in seen[1:]) <= 3  # a reply, its result (and the task at first): flat
     stored = store.snapshot("r1")
-    assert stored is not None and stored.kind is SnapshotKind.CHECKPOINT
+    assert stored is not None and stored.kind is SnapshotKind.FINISHED  # saved down to its stop
     assert stored.journal == result.snapshot.journal[: len(stored.journal)] if result.snapshot else True
     assert len(stored.journal) == sum(len(cp.entries) for cp in seen)
 
