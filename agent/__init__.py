@@ -2,6 +2,7 @@
 
 from agent.agent import Agent
 from agent.budget import Budget, Extension, Price, PriceTable, Usage
+from agent.checks import TurnCheck, Verdict, goal, invariant
 from agent.clock import CancelSignal, Clock, SystemClock
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
@@ -56,10 +57,14 @@ __all__ = [
     "SystemClock",
     "Tool",
     "TransientModelError",
+    "TurnCheck",
     "Usage",
+    "Verdict",
     "Verifier",
     "all_of",
     "command",
+    "goal",
+    "invariant",
     "predicate",
     "tool",
 ]

@@ -141,13 +141,35 @@ async def observed(
 
 
 def end_turn(agent: Agent, run: RunState, decision: Decision) -> Decision:
-    """Check progress after a completed turn and write the checkpoint."""
+    """After a completed turn: the per-turn checks, then progress; then the checkpoint."""
     if not isinstance(decision, Continue):
         return decision
+    if (verdict := check_turn(agent, run)) is not None:
+        return verdict
     if stuck := run.progress.end_turn():
         return Stop(StopReason.NO_PROGRESS, note=stuck)
     checkpoint(agent, run)
     return decision
+
+
+def check_turn(agent: Agent, run: RunState) -> Stop | None:
+    """The agent's per-turn checks: a goal reached ends the run as success, a broken invariant as error."""
+    for check in agent.checks:
+        try:
+            verdict = check(run.ctx)
+        except Exception as exc:
+            note = f"A per-turn check raised {type(exc).__name__}: {exc}"
+            return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
+        if verdict is not None:
+            done = verdict.reason is StopReason.SUCCESS
+            return Stop(
+                verdict.reason,
+                output=verdict.note if done else "",
+                note="" if done else verdict.note,
+                verified=done,
+                error_type=verdict.error_type,
+            )
+    return None
 
 
 def checkpoint(agent: Agent, run: RunState) -> None:

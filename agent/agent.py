@@ -12,6 +12,7 @@ from typing import Any, Literal
 from agent._loop import Stop, conclude, drive
 from agent._state import RunState
 from agent.budget import Budget, Extension, PriceTable, Usage
+from agent.checks import TurnCheck
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.context import RunContext
 from agent.errors import ConfigError, SnapshotError
@@ -58,6 +59,7 @@ class Agent:
     checkpoint: Callable[[Checkpoint], None] | None = None
     clock: Clock = SYSTEM_CLOCK
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
+    checks: Sequence[TurnCheck] = ()  # run after every turn: a goal reached or an invariant broken ends it
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.tools]

@@ -31,6 +31,8 @@ from agent import (
     StopCause,
     StopReason,
     TransientModelError,
+    goal,
+    invariant,
     predicate,
     tool,
 )
@@ -1247,3 +1249,44 @@ def test_a_finished_run_does_not_resume_even_with_more_budget(make_agent):
     assert snap.kind is SnapshotKind.FINISHED and snap.reason is StopReason.GAVE_UP
     with pytest.raises(SnapshotError, match="ended as gave_up"):
         make_agent([finish("done", "x")]).resume(snap, more=Extension(turns=3))
+
+
+# -- checks every turn ----------------------------------------------------------------------
+
+
+def test_a_goal_check_ends_the_run_as_success_once_the_goal_state_is_reached(make_agent):
+    files: dict[str, str] = {}
+
+    @tool
+    def write(name: str) -> str:
+        """Write a file."""
+        files[name] = "x"
+        return f"wrote {name}"
+
+    steps = [[call("write", name="a")], [call("write", name="b")], [call("write", name="c")]]
+    agent = make_agent(
+        *steps, tools=[write], checks=[goal(lambda ctx: {"a", "b"} <= set(files), "a and b written")]
+    )
+    result = agent.run("write a and b")
+    assert (result.reason, result.verified, result.output) == (StopReason.SUCCESS, True, "a and b written")
+    assert result.turns == 2  # the model never had to say done
+    assert len(agent.model.requests) == 2
+
+
+def test_a_broken_invariant_ends_the_run_as_error_with_its_reason(make_agent):
+    balance = {"eur": 100}
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        balance["eur"] -= amount
+        return f"paid {amount}"
+
+    steps = [[call("pay", amount=60)], [call("pay", amount=60)], [finish("done", "paid")]]
+    agent = make_agent(
+        *steps, tools=[pay], checks=[invariant(lambda ctx: balance["eur"] >= 0, "the balance went negative")]
+    )
+    result = agent.run("pay twice")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "invariant_broken")
+    assert result.note == "Invariant broken: the balance went negative"
+    assert result.turns == 2
