@@ -1258,12 +1258,12 @@ def test_a_goal_check_ends_the_run_as_success_once_the_goal_state_is_reached(mak
     files: dict[str, str] = {}
 
     @tool
-    def write(name: str) -> str:
+    def write(path: str) -> str:
         """Write a file."""
-        files[name] = "x"
-        return f"wrote {name}"
+        files[path] = "x"
+        return f"wrote {path}"
 
-    steps = [[call("write", name="a")], [call("write", name="b")], [call("write", name="c")]]
+    steps = [[call("write", path="a")], [call("write", path="b")], [call("write", path="c")]]
     agent = make_agent(
         *steps, tools=[write], checks=[goal(lambda ctx: {"a", "b"} <= set(files), "a and b written")]
     )
