@@ -27,7 +27,7 @@ from agent.journal import (
     Task,
     Text,
 )
-from agent.result import LimitKind, PendingAction, StopReason, Suspension
+from agent.stops import LimitKind, PendingAction, StopReason, Suspension
 
 _MISSING = object()
 

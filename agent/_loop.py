@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent._state import RunState
 from agent.clock import CancelSignal
@@ -31,7 +31,51 @@ from agent.snapshot import SnapshotKind
 from agent.tools import Tool, execute
 
 if TYPE_CHECKING:
-    from agent.agent import Agent
+    from collections.abc import Callable, Sequence
+
+    from agent.budget import PriceTable, Usage
+    from agent.checks import TurnCheck
+    from agent.context import RunContext
+    from agent.history import HistoryPolicy
+    from agent.models.base import Model
+    from agent.policies import RetryPolicy
+    from agent.snapshot import Checkpoint
+    from agent.verify import Verifier
+
+
+class Agent(Protocol):
+    """What the loop needs of an agent (`agent.Agent` is one)."""
+
+    name: str
+    model: Model
+    tools: Sequence[Tool]
+    verifiers: Sequence[Verifier]
+    checks: Sequence[TurnCheck]
+    history: HistoryPolicy
+    retry: RetryPolicy
+    prices: PriceTable
+    fingerprint: Callable[[RunContext], str] | None
+    checkpoint: Callable[[Checkpoint], None] | None
+    summarize: Callable[[RunContext, Usage, StopReason, LimitKind | None], str]
+    max_tokens: int
+
+    @property
+    def system_prompt(self) -> str: ...
+
+    @property
+    def tool_specs(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def context_window(self) -> int | None: ...
+
+    def summarize(
+        self, ctx: RunContext, usage: Usage, reason: StopReason, limit: LimitKind | None
+    ) -> str: ...
+
+    def tool_named(self, name: str) -> Tool | None: ...
+
+    def suspension(self, question: str, pending: PendingAction | None, call_id: str = "") -> Suspension: ...
+
 
 log = logging.getLogger("endstate.loop")
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from agent.errors import ConfigError
-from agent.result import LimitKind
+from agent.stops import LimitKind
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agent.context import RunContext
-from agent.result import StopReason
+from agent.stops import StopReason
 
 
 @dataclass(frozen=True)

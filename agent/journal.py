@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agent.result import LimitKind, StopReason, Suspension
+from agent.stops import LimitKind, StopReason, Suspension
 
 # -- what a reply holds -------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from agent._upgrade import journal_from_v1
 from agent.budget import Usage
 from agent.errors import SnapshotError
 from agent.journal import Entry, Journal, Stopped
-from agent.result import StopReason, Suspension
+from agent.stops import StopReason, Suspension
 
 SNAPSHOT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
