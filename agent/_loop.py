@@ -56,8 +56,10 @@ class Agent(Protocol):
     prices: PriceTable
     fingerprint: Callable[[RunContext], str] | None
     checkpoint: Callable[[Checkpoint], None] | None
-    summarize: Callable[[RunContext, Usage, StopReason, LimitKind | None], str]
     max_tokens: int
+
+    @property
+    def summarize(self) -> Callable[[RunContext, Usage, StopReason, LimitKind | None], str]: ...
 
     @property
     def system_prompt(self) -> str: ...
@@ -67,10 +69,6 @@ class Agent(Protocol):
 
     @property
     def context_window(self) -> int | None: ...
-
-    def summarize(
-        self, ctx: RunContext, usage: Usage, reason: StopReason, limit: LimitKind | None
-    ) -> str: ...
 
     def tool_named(self, name: str) -> Tool | None: ...
 
