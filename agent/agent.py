@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from agent._loop import Stop, conclude, drive
 from agent._state import RunState
+from agent.audit import SuccessAudit
 from agent.budget import Budget, Extension, PriceTable, Usage
 from agent.checks import TurnCheck
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
@@ -60,6 +61,7 @@ class Agent:
     clock: Clock = SYSTEM_CLOCK
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     checks: Sequence[TurnCheck] = ()  # run after every turn: a goal reached or an invariant broken ends it
+    audit: SuccessAudit | None = None  # re-check a share of successes later (durable runs: the Runner does)
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.tools]

@@ -34,6 +34,7 @@ def register(sub: Any) -> None:
     _add(sub, "start", "start a run of a catalog agent here", _start, _start_args)
     resume_help = "continue a cancelled run here from its checkpoint, or a limit stop with --more-*"
     _add(sub, "resume", resume_help, _resume, _resume_args)
+    _add(sub, "audit", "re-check the successes due for an audit with each agent's independent check", _audit)
     recover_help = "continue crashed or shutdown-cancelled runs; end runs past their deadline"
     _add(sub, "recover", recover_help, _recover)
     from agent.service.server import add_serve_args, serve
@@ -181,6 +182,16 @@ def _recover(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    with _runner(args) as runner:
+        done = asyncio.run(runner.audit_due())
+    for audit in done:
+        note = f" ({audit.note})" if audit.note else ""
+        print(f"run {audit.run_id} ({audit.agent}): {audit.outcome}{note}")
+    print(f"{len(done)} success audit{'' if len(done) == 1 else 's'} made")
+    return 0
+
+
 def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
     """Claim (or start) a run, then drive it in this process until it ends or suspends."""
     with _runner(args) as runner:
@@ -210,7 +221,13 @@ def _runner(args: argparse.Namespace) -> Iterator[Runner]:
     with _store(args) as store:
         catalog = load_catalog(args.catalog)
         telemetry = Telemetry.from_env(pending=store.pending_summary)
-        runner = Runner(store, catalog, hooks=telemetry.hooks, lease_seconds=args.lease)
+        runner = Runner(
+            store,
+            catalog,
+            hooks=telemetry.hooks,
+            lease_seconds=args.lease,
+            on_audit=telemetry.metrics.record_success_audit,
+        )
         grace = float(os.environ.get(ENV_GRACE) or DEFAULT_GRACE)
         previous = signal.signal(signal.SIGTERM, lambda *_: runner.stop_soon(grace))
         try:

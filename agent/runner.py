@@ -31,11 +31,15 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent._state import calls_of
 from agent.agent import Agent
+from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
 from agent.clock import SYSTEM_CLOCK, Clock
+from agent.context import RunContext
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import RunHooks
+from agent.journal import Journal
 from agent.result import RunResult, StopReason
 from agent.snapshot import Checkpoint, Snapshot
 from agent.store import (
@@ -157,9 +161,11 @@ class Runner:
         lease_seconds: float = 30.0,
         owner: str | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        on_audit: Callable[[str, str, str], None] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
+        self.on_audit = on_audit  # told (agent, task type, outcome) of each audit made
         self.catalog = catalog
         self.hooks = hooks
         self.lease_seconds = lease_seconds
@@ -516,6 +522,42 @@ class Runner:
             self._let_go(job.run_id, None)
         if written and outcome.status is RunStatus.FINISHED:
             self._cleanup(job)
+            self._plan_audit(job, result)
+
+    # -- success audits ----------------------------------------------------------------------
+
+    def _plan_audit(self, job: Job, result: RunResult) -> None:
+        audit = job.agent.audit
+        if result.reason is StopReason.SUCCESS and audit is not None and audit.samples(job.run_id):
+            due = self.clock.time() + audit.after
+            self.store.schedule_audit(Audit(job.run_id, job.record.agent, result.task_type, due))
+
+    async def audit_due(self, now: float | None = None) -> list[Audit]:
+        """Make every audit that is due: the agent's independent check over the finished run."""
+        done = []
+        for due in self.store.due_audits(self.clock.time() if now is None else now):
+            outcome, note = await self._audit(due)
+            if self.store.record_audit(due.run_id, outcome, note, self.clock.time()):
+                done.append(dataclasses.replace(due, outcome=outcome, note=note))
+                if self.on_audit is not None:
+                    self.on_audit(due.agent, due.task_type, str(outcome))
+        return done
+
+    async def _audit(self, due: Audit) -> tuple[AuditOutcome, str]:
+        try:
+            record = self.store.get(due.run_id)
+            snap = self.store.snapshot(due.run_id)
+            if record is None or snap is None:
+                return AuditOutcome.ERROR, "the run or its journal is no longer in the store"
+            agent = self._agent(record.agent, record.state, record.run_id)
+            if agent.audit is None:
+                return AuditOutcome.ERROR, f"agent {record.agent!r} has no audit check any more"
+            failures = await asyncio.to_thread(agent.audit.check, context_of(snap, record))
+        except Exception as exc:
+            return AuditOutcome.ERROR, _why(exc)
+        if failures:
+            return AuditOutcome.FALSE_SUCCESS, "; ".join(failures)
+        return AuditOutcome.CONFIRMED, ""
 
     async def _write(self, run_id: str, outcome: Outcome) -> bool:
         """Record an outcome, retrying a failing store; False when another worker holds the run now."""
@@ -615,6 +657,21 @@ class Runner:
             await asyncio.sleep(self.lease_seconds / 3)
             with contextlib.suppress(StoreError):
                 await asyncio.to_thread(self.store.heartbeat, self.lease(), sorted(self.held()))
+
+
+def context_of(snap: Snapshot, record: RunRecord) -> RunContext:
+    """A finished run as its checks see it: its journal, the calls it made, its state, its output."""
+    journal = Journal(list(snap.journal))
+    return RunContext(
+        run_id=record.run_id,
+        agent=snap.agent,
+        task=record.task,
+        task_type=record.task_type,
+        journal=journal,
+        calls=calls_of(journal),
+        state=dict(snap.state),
+        note=record.output,
+    )
 
 
 def unresumable(record: RunRecord) -> bool:
