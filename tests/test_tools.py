@@ -1,306 +1,264 @@
-"""Tools: schemas from type hints, execution, and failures that stay data for the model."""
+"""Tool execution: errors become results, timeouts and the run's time limit, fork safety."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
-import textwrap
-import threading
-from typing import Any, Literal, Optional
+import inspect
+import multiprocessing
+import os
 
 import pytest
 
-from agent import Agent, ConfigError, RunContext, StopReason, Tool, tool
-from agent.models.scripted import ScriptedModel, call, finish
-from agent.tools import execute
+from agent.context import RunContext
+from agent.errors import ConfigError
+from agent.tools import ToolOutcome, execute, tool
 
 
 def ctx() -> RunContext:
-    return RunContext("run-1", "agent", "task", "default")
+    return RunContext(run_id="r1", agent="a", task="t", task_type="t")
 
 
-# -- schemas ---------------------------------------------------------------------------
+@tool(timeout=5)
+def add(a: int, b: int = 1) -> int:
+    """Add."""
+    return a + b
 
 
-def test_schema_from_type_hints():
-    @tool
-    def search(
-        query: str,
-        limit: int,
-        min_score: float = 0.5,
-        exact: bool = False,
-        sites: list[str] | None = None,
-        filters: dict = None,  # noqa: RUF013
-        lang: Optional[str] = None,  # noqa: UP045
-    ) -> str:
-        """Search the web.
-
-        Returns one line per hit.
-        """
-        return ""
-
-    assert isinstance(search, Tool)
-    assert search.name == "search"
-    assert search.description == "Search the web.\n\nReturns one line per hit."
-    assert search.parameters == {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string"},
-            "limit": {"type": "integer"},
-            "min_score": {"type": "number"},
-            "exact": {"type": "boolean"},
-            "sites": {"type": "array"},
-            "filters": {"type": "object"},
-            "lang": {"type": "string"},
-        },
-        "required": ["query", "limit"],
-        "additionalProperties": False,
-    }
-    assert search.spec() == {
-        "name": "search",
-        "description": search.description,
-        "input_schema": search.parameters,
-    }
+def run(tool_, args, limit=None) -> ToolOutcome:
+    extra = {"limit": limit} if limit is not None else {}
+    return asyncio.run(execute(tool_, args, ctx(), **extra))
 
 
-def test_the_ctx_parameter_is_hidden_from_the_model():
-    @tool
-    def remember(ctx: RunContext, key: str, value: str) -> str:
-        """Remember a value for this run."""
-        ctx.state[key] = value
-        return "ok"
-
-    assert remember.wants_ctx is True
-    assert list(remember.parameters["properties"]) == ["key", "value"]
-    assert remember.parameters["required"] == ["key", "value"]
-    run = ctx()
-    assert asyncio.run(execute(remember, {"key": "k", "value": "v"}, run)).text == "ok"
-    assert run.state == {"k": "v"}
+# -- item 4: every BaseException is a result; KeyboardInterrupt cancels -------------------------
 
 
-def test_options_and_defaults():
-    @tool(name="send_invoice", description="Send an invoice.", timeout=5, needs_approval=True)
-    def send(customer: str) -> str:
-        return ""
+def _argparse_cli() -> str:
+    """Wraps a CLI that exits."""
+    raise SystemExit(2)
 
-    assert (send.name, send.description, send.timeout, send.needs_approval) == (
-        "send_invoice",
-        "Send an invoice.",
-        5,
-        True,
-    )
+
+def _generator_exit() -> str:
+    """Raises GeneratorExit."""
+    raise GeneratorExit
+
+
+@pytest.mark.parametrize("sync", [True, False])
+@pytest.mark.parametrize("fn", [_argparse_cli, _generator_exit])
+def test_a_tool_raising_a_base_exception_gives_an_error_result(fn, sync) -> None:
+    if not sync:
+        raw = fn
+
+        async def fn() -> str:  # type: ignore[no-redef]
+            return raw()
+
+        fn.__doc__ = raw.__doc__
+    outcome = run(tool(fn), {})
+    assert outcome.is_error
+    assert outcome.error_type in ("SystemExit", "GeneratorExit")
+    assert outcome.text.startswith(f"Error: {outcome.error_type}")
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_a_tool_raising_keyboard_interrupt_cancels_the_call(sync) -> None:
+    def interrupted() -> str:
+        """Ctrl-C inside."""
+        raise KeyboardInterrupt
+
+    async def interrupted_async() -> str:
+        """Ctrl-C inside."""
+        raise KeyboardInterrupt
+
+    with pytest.raises(asyncio.CancelledError):
+        run(tool(interrupted if sync else interrupted_async), {})
+
+
+def test_a_tool_raising_system_exit_never_escapes_agent_run(make_agent) -> None:
+    from agent.models.scripted import call, finish
+    from agent.result import StopReason
 
     @tool
-    def plain(x: str) -> str:
-        """Plain."""
-        return x
+    def cli() -> str:
+        """A wrapped argparse CLI."""
+        raise SystemExit("usage: cli [-h]")
 
-    assert (plain.timeout, plain.needs_approval, plain.wants_ctx) == (30.0, False, False)
+    agent = make_agent([call("cli")], [finish("done", "ok")], tools=[cli])
+    result = agent.run("task")
+    assert result.reason is StopReason.SUCCESS
+    assert "SystemExit: usage: cli [-h]" in str(agent.model.requests[1].messages)
 
 
-def test_an_unannotated_parameter_is_a_string():
+def test_a_tool_raising_keyboard_interrupt_ends_the_run_cancelled(make_agent) -> None:
+    from agent.models.scripted import call, finish
+    from agent.result import StopReason
+
     @tool
-    def echo(text):  # type: ignore[no-untyped-def]
-        """Echo."""
-        return text
+    def interrupted() -> str:
+        """Ctrl-C inside."""
+        raise KeyboardInterrupt
 
-    assert echo.parameters["properties"] == {"text": {"type": "string"}}
-
-
-class Point:
-    pass
+    result = make_agent([call("interrupted")], [finish("done", "ok")], tools=[interrupted]).run("task")
+    assert result.reason is StopReason.CANCELLED
+    assert result.snapshot is not None
 
 
-@pytest.mark.parametrize("hint", [set, tuple, bytes, Point, Literal["a", "b"], Any])
-def test_an_unsupported_type_is_a_config_error(hint):
-    def fn(where: str, shape) -> str:  # type: ignore[no-untyped-def]
-        """A tool."""
-        return ""
-
-    fn.__annotations__ = {"where": str, "shape": hint, "return": str}
-    with pytest.raises(ConfigError, match=r"tool 'fn': parameter 'shape' has type .*use one of str, int"):
-        tool(fn)
+# -- arguments bound from a precomputed shape ---------------------------------------------------
 
 
-def test_a_tool_needs_a_description():
-    def nameless(x: str) -> str:
-        return x
-
-    with pytest.raises(ConfigError, match="tool 'nameless' needs a description: add a docstring"):
-        tool(nameless)
-
-
-def test_tool_names_must_be_unique_and_finish_is_reserved():
-    @tool
-    def finish_tool(kind: str) -> str:
-        """Fake finish."""
-        return ""
-
-    fake_finish = tool(finish_tool.fn, name="finish")
-    with pytest.raises(ConfigError, match="'finish' is reserved"):
-        Agent("a", ScriptedModel(), tools=[fake_finish])
-    with pytest.raises(ConfigError, match=r"tool names must be unique; repeated: \['finish_tool'\]"):
-        Agent("a", ScriptedModel(), tools=[finish_tool, finish_tool])
-
-
-def test_the_model_is_offered_the_tools_and_finish(make_agent):
-    @tool
-    def search(query: str) -> str:
-        """Search."""
-        return ""
-
-    agent = make_agent([finish("done", "x")], tools=[search])
-    agent.run("task")
-    tools = agent.model.requests[0].tools
-    assert [t["name"] for t in tools] == ["search", "finish"]
-    finish_schema = tools[1]["input_schema"]
-    assert finish_schema["properties"]["kind"]["enum"] == ["done", "give_up", "need_help"]
-    assert finish_schema["required"] == ["kind", "note"]
-
-
-# -- execution --------------------------------------------------------------------------
+def test_arguments_are_checked_without_binding_a_signature_per_call(monkeypatch) -> None:
+    run(add, {"a": 1})  # anything the first call may cache
+    calls = []
+    real = inspect.Signature.bind
+    monkeypatch.setattr(inspect.Signature, "bind", lambda *a, **k: calls.append(a) or real(*a, **k))
+    assert run(add, {"a": 1}).text == "2"
+    assert run(add, {"b": 1}).error_type == "bad_arguments"
+    assert calls == []
 
 
 @pytest.mark.parametrize(
-    ("value", "text"),
+    ("args", "says"),
     [
-        ("plain text", "plain text"),
-        ({"rows": 3, "ok": True}, '{"rows": 3, "ok": true}'),
-        ([1, 2], "[1, 2]"),
-        (None, "null"),
-        (42, "42"),
+        ({}, "missing a required argument: 'a'"),
+        ({"a": 1, "c": 2}, "got an unexpected keyword argument 'c'"),
+        ({"a": 1, "ctx": 2}, "got an unexpected keyword argument 'ctx'"),
     ],
 )
-def test_tool_values_become_text(value, text):
-    @tool
-    def give() -> Any:
-        """Give a value."""
-        return value
-
-    outcome = asyncio.run(execute(give, {}, ctx()))
-    assert (outcome.text, outcome.is_error) == (text, False)
+def test_bad_arguments_say_what_is_wrong(args, says) -> None:
+    outcome = run(add, args)
+    assert outcome.is_error and outcome.error_type == "bad_arguments"
+    assert says in outcome.text
 
 
-def test_bad_arguments_are_an_error_result():
-    @tool
-    def add(a: int, b: int) -> int:
-        """Add."""
-        return a + b
+def test_a_tool_taking_kwargs_accepts_any_argument() -> None:
+    def anything(ctx, **kw) -> str:  # hand-built: kwargs have no schema
+        return ",".join(sorted(kw)) + f"/{ctx.run_id}"
 
-    missing = asyncio.run(execute(add, {"a": 1}, ctx()))
-    assert missing.is_error and missing.error_type == "bad_arguments"
-    assert "bad arguments for 'add'" in missing.text
-    extra = asyncio.run(execute(add, {"a": 1, "b": 2, "c": 3}, ctx()))
-    assert extra.is_error and "unexpected keyword argument 'c'" in extra.text
+    from agent.tools import Tool
+
+    t = Tool("anything", anything, "Anything.", {"type": "object"}, wants_ctx=True)
+    assert run(t, {"x": 1, "y": 2}).text == "x,y/r1"
 
 
-def test_an_async_tool_runs():
-    @tool
-    async def fetch(url: str) -> str:
-        """Fetch."""
-        await asyncio.sleep(0)
-        return f"body of {url}"
-
-    assert asyncio.run(execute(fetch, {"url": "u"}, ctx())).text == "body of u"
+# -- no timeout, and the run's time limit --------------------------------------------------------
 
 
-def test_a_sync_tool_runs_off_the_event_loop():
-    seen: list[threading.Thread] = []
-
-    @tool
-    def where() -> str:
-        """Report the thread."""
-        seen.append(threading.current_thread())
+def test_a_tool_without_timeout_runs_without_a_deadline(monkeypatch) -> None:
+    @tool(timeout=None)
+    async def slow() -> str:
+        """Slow."""
         return "ok"
 
-    asyncio.run(execute(where, {}, ctx()))
-    assert len(seen) == 1
-    assert seen[0] is not threading.main_thread()
-    assert seen[0].daemon  # a hung tool must not keep the process alive
+    entered = []
+    real = asyncio.timeout
+    monkeypatch.setattr(asyncio, "timeout", lambda d: entered.append(d) or real(d))
+    assert run(slow, {}).text == "ok"
+    assert entered == []
 
 
-# -- failures stay data ------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [0, -1, float("nan")])
+def test_a_tool_timeout_must_be_positive(bad) -> None:
+    with pytest.raises(ConfigError, match="timeout"):
+
+        @tool(timeout=bad)
+        def t() -> str:
+            """T."""
+            return ""
 
 
-def run_with(make_agent, bad: Tool) -> tuple[Any, dict[str, Any]]:
-    """Call `bad` once, then finish; return the result and what the model saw."""
-    agent = make_agent([call(bad.name, x="1")], [finish("done", "went on")], tools=[bad])
-    result = agent.run("task")
-    return result, agent.model.requests[1].messages[-1]["content"][0]
+def _hang_async():
+    async def hang() -> str:
+        """Hangs."""
+        await asyncio.Event().wait()
+        return ""
+
+    return hang
 
 
-def test_a_tool_that_raises_gives_the_model_an_error_result(make_agent):
-    @tool
-    def explode(x: str) -> str:
-        """Fail."""
-        raise ValueError("the CSV has no header row")
+def _hang_sync():
+    import threading
 
-    result, seen = run_with(make_agent, explode)
-    assert result.reason is StopReason.SUCCESS
-    assert seen["is_error"] is True
-    assert seen["content"] == "Error: ValueError: the CSV has no header row"
-    assert "1 returned errors" in result.summary
-
-
-def test_an_async_tool_that_hangs_times_out(make_agent):
-    @tool(timeout=0.05)
-    async def hang(x: str) -> str:
-        """Hang."""
-        await asyncio.sleep(3600)
-        return "never"
-
-    result, seen = run_with(make_agent, hang)
-    assert result.reason is StopReason.SUCCESS
-    assert seen["is_error"] is True
-    assert seen["content"] == "Error: tool 'hang' timed out after 0.05 s."
-
-
-def test_a_sync_tool_that_hangs_times_out():
     release = threading.Event()
 
-    @tool(timeout=0.05)
-    def hang(x: str) -> str:
-        """Hang."""
-        release.wait(60)
-        return "too late"
+    def hang() -> str:
+        """Hangs until released."""
+        release.wait(30)
+        return ""
 
-    agent = Agent("a", ScriptedModel([[call("hang", x="1")], [finish("done", "went on")]]), tools=[hang])
-    try:
-        result = agent.run("task")
-    finally:
+    return hang, release
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_the_run_limit_cuts_a_tool_short_and_says_so(sync) -> None:
+    fn, release = _hang_sync() if sync else (_hang_async(), None)
+    outcome = run(tool(fn, timeout=60), {}, limit=0.05)
+    if release:
         release.set()
-    assert result.reason is StopReason.SUCCESS
-    seen = agent.model.requests[1].messages[-1]["content"][0]
-    assert seen["content"] == "Error: tool 'hang' timed out after 0.05 s."
+    assert outcome.is_error and outcome.budget_cut
+    assert outcome.error_type == "budget_cut"
+    assert "time budget" in outcome.text
 
 
-HUNG_TOOL_SCRIPT = textwrap.dedent(
-    """
-    import json, time
-    from agent import Agent, tool
-    from agent.models.scripted import ScriptedModel, call, finish
-
-    @tool(timeout=0.2)
-    def stuck(x: str) -> str:
-        '''Never returns.'''
-        time.sleep(3600)
-        return "never"
-
-    model = ScriptedModel([[call("stuck", x="1")], [finish("done", "moved on")]])
-    result = Agent("hung", model, tools=[stuck]).run("task")
-    print(json.dumps(result.to_dict()))
-    """
-)
+def test_the_tools_own_timeout_is_no_budget_cut() -> None:
+    outcome = run(tool(_hang_async(), timeout=0.05), {}, limit=60)
+    assert outcome.is_error and outcome.error_type == "timeout" and not outcome.budget_cut
 
 
-@pytest.mark.slow
-def test_a_hung_sync_tool_does_not_block_process_exit():
-    done = subprocess.run(
-        [sys.executable, "-c", HUNG_TOOL_SCRIPT], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
-    assert result["reason"] == "success"
-    assert result["output"] == "moved on"
+def test_a_tool_with_no_timeout_is_still_bounded_by_the_limit() -> None:
+    outcome = run(tool(_hang_async(), timeout=None), {}, limit=0.05)
+    assert outcome.budget_cut
+
+
+def test_no_time_left_does_not_start_the_tool() -> None:
+    ran = []
+
+    @tool
+    def side_effect() -> str:
+        """Has an effect."""
+        ran.append(1)
+        return "done"
+
+    outcome = run(side_effect, {}, limit=0)
+    assert outcome.budget_cut and ran == []
+
+
+def test_a_limit_longer_than_the_call_changes_nothing() -> None:
+    outcome = run(add, {"a": 2}, limit=30)
+    assert outcome == ToolOutcome("3")
+
+
+# -- item 3: fork safety -------------------------------------------------------------------------
+
+
+@tool(timeout=5)
+def pid() -> str:
+    """This process's id."""
+    return str(os.getpid())
+
+
+def _child_calls_a_sync_tool(conn) -> None:
+    outcome = asyncio.run(execute(pid, {}, ctx()))
+    conn.send((outcome.text, outcome.error_type))
+    conn.close()
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_sync_tools_work_in_a_process_forked_after_a_tool_ran() -> None:
+    assert run(pid, {}).text == str(os.getpid())  # the pool now has an idle thread
+    fork = multiprocessing.get_context("fork")
+    parent, child = fork.Pipe()
+    proc = fork.Process(target=_child_calls_a_sync_tool, args=(child,))
+    proc.start()
+    text, error = parent.recv() if parent.poll(20) else (None, "no answer")
+    proc.join(10)
+    assert error is None
+    assert text == str(proc.pid)
+    assert run(pid, {}).text == str(os.getpid())  # the parent's pool is untouched
+
+
+def test_the_thread_pool_reuses_idle_threads() -> None:
+    run(pid, {})
+    import threading
+
+    before = sum(t.name == "endstate-tool" for t in threading.enumerate())
+    for _ in range(5):
+        run(pid, {})
+    assert sum(t.name == "endstate-tool" for t in threading.enumerate()) == before
