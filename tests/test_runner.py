@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import socket
 import subprocess
 import threading
@@ -14,6 +15,7 @@ from pathlib import Path
 import pg
 import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
+from test_service_support import endstate
 
 from agent import StopReason
 from agent.errors import ConfigError, SnapshotError
@@ -33,6 +35,8 @@ from agent.store import (
     UnknownRun,
     open_store,
 )
+
+CATALOG = "test_runner_agents:catalog"
 
 
 class Workers:
@@ -210,11 +214,13 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
     store_url: str, tmp_path: Path
 ) -> None:
     folder = tmp_path / "r"
-    dying = Workers(store_url, catalog(), lease_seconds=0.2)
-    with pytest.raises(Crash):
-        asyncio.run(dying.new().start("counter", "count", state=counter_state(folder, "crash")))
+    state = json.dumps(counter_state(folder, "crash"))
+    died = endstate(
+        "start", "counter", "count", "--state", state, "--catalog", CATALOG, "--lease", "0.2", store=store_url
+    )
+    assert died.returncode == 17, died.stderr  # the worker process died inside crash()
     assert counted(folder) == [1, 2, 3]
-    time.sleep(0.3)  # the dead worker's lease runs out (its process, this one, is still alive)
+    time.sleep(0.3)  # the dead worker's lease runs out
     survivor = Workers(store_url, catalog())
     try:
         runner = survivor.new()
@@ -226,7 +232,6 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
         assert asyncio.run(runner.recover()) == []
     finally:
         survivor.close()
-        dying.close()
 
 
 def test_a_run_held_by_a_live_worker_is_not_recovered(counters: Workers, tmp_path: Path) -> None:

@@ -3,10 +3,10 @@
 `catalog()` holds the `counter` agent: each `count(n)` call appends `n` to
 `calls.txt` in the run's folder, so a test can see that no call ran twice.
 `hang()` blocks while `hang.flag` exists in the folder (a process is killed
-there); `crash()` raises `Crash` the first time (an in-process stand-in for a
-dying worker); `slow(seconds)` sleeps; `deploy(version)` needs approval, appends
-`version` to `deploys.txt` and then blocks while `deploy.flag` exists. Subprocesses load the catalog with
-`--catalog test_runner_agents:catalog` and `tests/` on PYTHONPATH.
+there); `crash()` ends its process at once (`os._exit`) the first time, as a
+worker dies mid-call (run it in a subprocess); `slow(seconds)` sleeps; `deploy(version)`
+needs approval, appends `version` to `deploys.txt` and then blocks while `deploy.flag` exists.
+Subprocesses load the catalog with `--catalog test_runner_agents:catalog` and `tests/` on PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -95,11 +95,11 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
 
     @tool
     def crash() -> str:
-        """Die the first time."""
+        """Die the first time (the whole process, as a killed worker does)."""
         marker = folder / "crashed"
         if not marker.exists():
             marker.write_text("1")
-            raise Crash()
+            os._exit(17)
         return "no crash this time"
 
     @tool
