@@ -20,6 +20,7 @@ from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.runner import Runner, load_catalog
 from agent.store import RunRecord, RunStatus, RunStore, default_url, open_store
+from agent.store.urls import shown_url
 
 
 def register(sub: Any) -> None:
@@ -52,8 +53,14 @@ def _add(
     parser.set_defaults(handler=handler)
 
 
+STORE_HELP = (
+    "run store: a file path, sqlite:///relative/runs.db (three slashes: relative to the working "
+    "directory), sqlite:////absolute/runs.db (four: absolute) or postgresql://... (default: {default})"
+)
+
+
 def add_store_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=None, help=f"run store URL or file (default: {default_url()})")
+    parser.add_argument("--store", default=None, help=STORE_HELP.format(default=shown_url(default_url())))
     parser.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
     parser.add_argument("--lease", type=float, default=30.0, help="seconds a worker holds a run unrenewed")
 
