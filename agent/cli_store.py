@@ -104,7 +104,7 @@ def _start_args(p: argparse.ArgumentParser) -> None:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
         where = store.shown
     if args.json:
@@ -124,7 +124,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _pending(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         records = store.list_runs(RunStatus.WAITING, limit=None)
         where = store.shown
     now = time.time()
@@ -187,8 +187,8 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
 
 
 @contextmanager
-def _store(args: argparse.Namespace) -> Iterator[RunStore]:
-    store = open_store(args.store)
+def _store(args: argparse.Namespace, create: bool = True) -> Iterator[RunStore]:
+    store = open_store(args.store, create=create)
     try:
         yield store
     finally:

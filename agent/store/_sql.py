@@ -71,6 +71,7 @@ class SqlStore:
     """
 
     url: str
+    shown: str
     dialect: str
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
