@@ -225,3 +225,22 @@ def test_a_made_token_and_its_folder_are_owner_only(tmp_path: Path) -> None:
     load_token(None, tmp_path / "state")
     assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "state" / "token").stat().st_mode) == 0o600
+
+
+# -- item 13: no password in the startup line or in what the service answers -----------------------
+
+
+def test_serve_shows_no_store_password(tmp_path: Path) -> None:
+    import pg
+
+    url = (
+        pg.url_for("postgres", tmp_path).replace("postgres@", "postgres:s3cr%40t@", 1)
+        + "?password=hunter2xyz"
+    )
+    with Server(url, tmp_path) as server, server.client(token=None) as anonymous:
+        assert anonymous.get("/readyz").text == "ready"
+        assert anonymous.get("/pending").status_code == 200
+        log = server.log.read_text()
+    assert "endstate serve: store postgresql://postgres:***@127.0.0.1" in log and "password=***" in log
+    for secret in ("s3cr", "hunter2xyz"):
+        assert secret not in log
