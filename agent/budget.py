@@ -48,9 +48,12 @@ class Budget:
             if value is not None and value <= 0:
                 raise ConfigError(f"Budget.{name} must be positive or None, got {value!r}")
 
-    def exceeded(self, usage: Usage) -> LimitKind | None:
-        """The first budget that `usage` has used up, or None while all have room."""
-        if self.max_turns is not None and usage.turns >= self.max_turns:
+    def exceeded(self, usage: Usage, *, within_turn: bool = False) -> LimitKind | None:
+        """The first budget that `usage` has used up, or None while all have room.
+
+        `within_turn` checks all but turns, for a second model call inside a turn.
+        """
+        if not within_turn and self.max_turns is not None and usage.turns >= self.max_turns:
             return LimitKind.TURNS
         if self.max_seconds is not None and usage.active_seconds >= self.max_seconds:
             return LimitKind.SECONDS
@@ -62,8 +65,9 @@ class Budget:
 
     def ceilings(self) -> dict[str, float]:
         """The configured ceilings by `LimitKind` value, for dashboards."""
+        kinds = (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST)
         values = (self.max_turns, self.max_seconds, self.max_tokens, self.max_cost_usd)
-        return {str(k): float(v) for k, v in zip(LimitKind, values, strict=True) if v is not None}
+        return {str(k): float(v) for k, v in zip(kinds, values, strict=True) if v is not None}
 
     def seconds_left(self, usage: Usage) -> float | None:
         """Active seconds left, or None when time is not budgeted."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -204,7 +205,8 @@ def _runner(args: argparse.Namespace) -> Iterator[Runner]:
         catalog = load_catalog(args.catalog)
         telemetry = Telemetry.from_env(pending=store.pending_summary)
         runner = Runner(store, catalog, hooks=telemetry.hooks, lease_seconds=args.lease)
-        previous = signal.signal(signal.SIGTERM, lambda *_: runner.shutting_down.set())
+        grace = float(os.environ.get(ENV_GRACE) or DEFAULT_GRACE)
+        previous = signal.signal(signal.SIGTERM, lambda *_: runner.stop_soon(grace))
         try:
             yield runner
         finally:
@@ -212,6 +214,9 @@ def _runner(args: argparse.Namespace) -> Iterator[Runner]:
             catalog.close()
             telemetry.shutdown()
 
+
+ENV_GRACE = "ENDSTATE_SHUTDOWN_GRACE"
+DEFAULT_GRACE = 10.0  # seconds a run still inside a turn gets after SIGTERM before it is cut off
 
 RUNS_HEADER = (
     f"{'RUN ID':32}  {'AGENT':20} {'TASK TYPE':16} {'STATUS':9} {'STOPPED BY':14} "

@@ -45,7 +45,7 @@ def failure(model: AnthropicModel, request: ModelRequest | None = None) -> Model
 
 
 def ask(content: Any) -> ModelRequest:
-    return ModelRequest("", [{"role": "user", "content": content}], [], 256)
+    return ModelRequest.of_messages("", [{"role": "user", "content": content}], [], 256)
 
 
 @tool
@@ -108,7 +108,7 @@ def test_request_and_reply_mapping(api: MessagesAPI) -> None:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "2"}]},
     ]
     tools = [add.spec(), FINISH_SPEC]
-    reply = complete(model_for(api), ModelRequest("Be brief.", history, tools, 300))
+    reply = complete(model_for(api), ModelRequest.of_messages("Be brief.", history, tools, 300))
 
     assert reply.content == [
         {"type": "text", "text": "Adding."},
@@ -141,7 +141,7 @@ def test_empty_system_tools_and_content_are_left_out(api: MessagesAPI) -> None:
         {"role": "assistant", "content": []},  # the API sometimes answers with no blocks
         {"role": "user", "content": "Use a tool or call finish."},
     ]
-    reply = complete(model_for(api), ModelRequest("", history, [], 50))
+    reply = complete(model_for(api), ModelRequest.of_messages("", history, [], 50))
     assert reply.text == "fine"
     assert api.bodies == [{"model": MODEL, "max_tokens": 50, "messages": [history[0], history[2]]}]
 
@@ -156,7 +156,7 @@ def test_thinking_blocks_are_kept_to_send_back(api: MessagesAPI) -> None:
 
     result = [{"type": "tool_result", "tool_use_id": "toolu_T", "content": "5"}]
     history = [*ask("2+3").messages, {"role": "assistant", "content": first.content}]
-    complete(model, ModelRequest("", [*history, {"role": "user", "content": result}], [], 256))
+    complete(model, ModelRequest.of_messages("", [*history, {"role": "user", "content": result}], [], 256))
     assert api.bodies[1]["messages"][1]["content"] == first.content
 
 
@@ -167,7 +167,9 @@ def test_other_blocks_are_kept_whole(api: MessagesAPI) -> None:
 
 
 def test_request_the_sdk_refuses_to_send(api: MessagesAPI) -> None:
-    request = ModelRequest("", ask("hi").messages, [], 64_000)  # needs streaming under the default timeout
+    request = ModelRequest.of_messages(
+        "", ask("hi").messages, [], 64_000
+    )  # needs streaming under the default timeout
     exc = failure(model_for(api), request)
     assert exc.error_type == "bad_request" and "max_tokens" in str(exc)
     assert api.requests == []

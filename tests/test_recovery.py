@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 from pathlib import Path
+from typing import Any
 
 import pg
 import pytest
@@ -32,10 +33,16 @@ def _checkpoint(store_url: str) -> dict[str, object]:
     store = open_store(store_url)
     try:
         runs = store.list_runs(limit=None)
-        record = store.get(runs[0].run_id) if runs else None
-        return json.loads(record.snapshot_json) if record and record.snapshot_json else {}
+        snap = store.snapshot(runs[0].run_id) if runs else None
+        return json.loads(snap.to_json()) if snap else {}
     finally:
         store.close()
+
+
+def _results_after_last_reply(snapshot: dict[str, Any]) -> int:
+    journal = snapshot.get("journal") or []
+    replies = [i for i, e in enumerate(journal) if e["type"] == "reply"]
+    return sum(e["type"] == "result" for e in journal[replies[-1] + 1 :]) if replies else 0
 
 
 def test_kill_9_mid_turn_then_recover_completes_and_runs_no_call_twice(
@@ -50,7 +57,7 @@ def test_kill_9_mid_turn_then_recover_completes_and_runs_no_call_twice(
     )  # fmt: skip
     try:
         wait_for(lambda: counted(folder) == [1, 2, 3], what="three counts")
-        wait_for(lambda: len(_checkpoint(store_url).get("open_results") or []) == 1, what="count(3) recorded")
+        wait_for(lambda: _results_after_last_reply(_checkpoint(store_url)) == 1, what="count(3) recorded")
     finally:
         proc.kill()  # SIGKILL: no handler runs, nothing is flushed
         proc.wait(timeout=30)
@@ -91,7 +98,7 @@ def test_sigterm_checkpoints_in_flight_runs_as_cancelled_and_a_restart_finishes_
     assert rec is not None and (rec.status, rec.stop_reason, rec.interrupted) == (
         RunStatus.CANCELLED, "cancelled", True,
     )  # fmt: skip
-    assert rec.snapshot is not None and 2 <= rec.turns < 9
+    assert rec.snapshot_json is not None and 2 <= rec.turns < 9
     before = counted(folder)
 
     with Server(store_url, tmp_path, catalog=CATALOG) as again, again.client() as api:

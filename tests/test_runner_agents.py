@@ -138,9 +138,16 @@ def _timeout_resumes(state: dict[str, Any]) -> Agent:
     return make_counter(state, HelpPolicy(wait_seconds=0.0, on_timeout="resume"))
 
 
+def _configured(state: dict[str, Any]) -> Agent:
+    """A counter whose build reads a config file: gone, the run cannot be rebuilt."""
+    Path(state["config"]).read_text()
+    return make_counter(state)
+
+
 def catalog() -> Catalog:
     c = Catalog()
     c.register("counter", make_counter)
+    c.register("configured-counter", _configured)
     c.register("patient-counter", _timeout_resumes)
     return c
 

@@ -178,6 +178,12 @@ def test_recover_goes_on_past_a_run_it_cannot_resume(tmp_path: Path) -> None:
     store = open_store(str(path))
     try:
         rec = store.get(bad)
-        assert rec is not None and (rec.status, rec.owner) == (RunStatus.CANCELLED, None)  # given back
+        assert rec is not None and (rec.status, rec.owner, rec.stop_reason) == (
+            RunStatus.FINISHED,
+            None,
+            "error",
+        )
+        assert rec.error_type == "bad_snapshot"  # it says why, and keeps its checkpoint for `endstate resume`
+        assert rec.snapshot_json is not None
     finally:
         store.close()

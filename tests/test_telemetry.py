@@ -93,6 +93,8 @@ class Rig:
         return generate_latest(self.registry).decode()
 
     def value(self, metric: str, **labels: str) -> float:
+        if metric == "agent_stops_total" and "stop_cause" not in labels:  # who gave up: gave_up only
+            labels["stop_cause"] = "agent" if labels.get("stop_reason") == "gave_up" else ""
         value = self.registry.get_sample_value(metric, {**self.labels, **labels})
         assert value is not None, f"no series {metric}{labels}"
         return value
