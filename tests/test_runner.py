@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import socket
 import subprocess
 import threading
@@ -15,7 +14,6 @@ from pathlib import Path
 import pg
 import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
-from test_service_support import endstate
 
 from agent import StopReason
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
@@ -37,8 +35,6 @@ from agent.store import (
     UnknownRun,
     open_store,
 )
-
-CATALOG = "test_runner_agents:catalog"
 
 
 class Workers:
@@ -227,13 +223,11 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
     store_url: str, tmp_path: Path
 ) -> None:
     folder = tmp_path / "r"
-    state = json.dumps(counter_state(folder, "crash"))
-    died = endstate(
-        "start", "counter", "count", "--state", state, "--catalog", CATALOG, "--lease", "0.2", store=store_url
-    )
-    assert died.returncode == 17, died.stderr  # the worker process died inside crash()
+    dying = Workers(store_url, catalog(), lease_seconds=0.2)
+    with pytest.raises(Crash):
+        asyncio.run(dying.new().start("counter", "count", state=counter_state(folder, "crash")))
     assert counted(folder) == [1, 2, 3]
-    time.sleep(0.3)  # the dead worker's lease runs out
+    time.sleep(0.3)  # the dead worker's lease runs out (its process, this one, is still alive)
     survivor = Workers(store_url, catalog())
     try:
         runner = survivor.new()
@@ -245,6 +239,7 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
         assert asyncio.run(runner.recover()) == []
     finally:
         survivor.close()
+        dying.close()
 
 
 def test_recovery_goes_on_past_a_run_that_cannot_be_rebuilt_and_ends_it_as_a_resumable_error(
