@@ -214,6 +214,7 @@ _DECODERS: dict[str, Any] = {
         need(d, "text", str),
         need(d, "is_error", bool, False),
         need(d, "ran", str | None, None),
+        need(d, "seen", str, ""),
     ),
     "started": lambda d: Started(need(d, "call_id", str)),
     "shrunk": lambda d: Shrunk(need(d, "upto", int), need(d, "summary", str | None, None)),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -24,13 +25,15 @@ from agent.history import CONTEXT_FULL
 from agent.hooks import RunObserver
 from agent.journal import Answer, Answered, Call, Denial, Note, Reply, Result, Started, Stopped, Suspended
 from agent.models.base import ModelReply, ModelRequest
-from agent.progress import call_signature
+from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
 from agent.tools import Tool, execute
 
 if TYPE_CHECKING:
     from agent.agent import Agent
+
+log = logging.getLogger("endstate.loop")
 
 NUDGE = "Use a tool or call finish."
 CUT_OFF = "Your reply was cut off at max_tokens. Go on from where it stopped."
@@ -87,7 +90,7 @@ async def drive(
 ) -> RunResult:
     """Run turns until one decides to stop or suspend."""
     if run.journal.open_calls():  # a turn in flight: an answer to apply, or a recovered checkpoint
-        decision = await observed(obs, run.usage.turns, finish_turn(agent, run, obs))
+        decision = await observed(obs, run.usage.turns, finish_turn(agent, run, obs), continued=True)
         if not isinstance(decision, Continue):
             return conclude(agent, run, decision)
     while True:
@@ -118,9 +121,14 @@ async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision
     return end_turn(agent, run, await act_on_calls(agent, run, run.journal.open_calls(), obs))
 
 
-async def observed(obs: RunObserver, index: int, steps: Awaitable[Decision]) -> Decision:
+async def observed(
+    obs: RunObserver, index: int, steps: Awaitable[Decision], continued: bool = False
+) -> Decision:
     """Run a turn's steps between `turn_started` and `turn_ended`, whatever happens."""
-    obs.turn_started(index)
+    if continued:  # a turn that an earlier segment began: its span says so, and it is not counted twice
+        obs.turn_started(index, True)
+    else:
+        obs.turn_started(index)
     decision: Decision = Stop(StopReason.ERROR, note="the turn did not complete")
     try:
         decision = await steps
@@ -148,6 +156,15 @@ def checkpoint(agent: Agent, run: RunState) -> None:
         agent.checkpoint(run.checkpoint())
 
 
+def last_checkpoint(agent: Agent, run: RunState) -> None:
+    """A finished run's last entries go to the store too (its journal is kept for review and replay).
+    Failing here loses no result: the run has ended, and its reason is returned all the same."""
+    try:
+        checkpoint(agent, run)
+    except Exception:
+        log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
+
+
 # -- 2. the model ----------------------------------------------------------------------------------
 
 
@@ -172,8 +189,7 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
     attempt = 0
     while True:
         attempt += 1
-        view = agent.history.view(run.journal.entries)
-        request = ModelRequest(agent.system_prompt, view, agent.tool_specs, agent.max_tokens)
+        request = ModelRequest(agent.system_prompt, tuple(run.sent), agent.tool_specs, agent.max_tokens)
         obs.model_started(request, attempt)
         try:
             reply = await _complete(agent, run, request)
@@ -360,9 +376,9 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
         raise
     obs.tool_ended(call, outcome)
     run.note_call(call.name, call.arguments, outcome.text, outcome.is_error)
-    state = agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text
-    run.progress.observe(call_signature(call.name, call.arguments), state)
-    return Result(call.id, outcome.text, outcome.is_error, ran=tool.name)
+    seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text)
+    run.progress.observe(call_signature(call.name, call.arguments), seen)
+    return Result(call.id, outcome.text, outcome.is_error, ran=tool.name, seen=seen)
 
 
 async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:
@@ -404,6 +420,8 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
     run.record(Stopped(decision.reason, decision.limit, decision.note))
     resumable = decision.reason is StopReason.CANCELLED
+    if not resumable:
+        last_checkpoint(agent, run)
     return run.result(
         decision.reason,
         limit=decision.limit,

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from agent.budget import Usage
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import CallRecord, RunContext
-from agent.journal import Entry, Journal, Reply, Result
-from agent.progress import ProgressDetector
+from agent.history import HistoryPolicy
+from agent.journal import Entry, Journal, Reply, Result, Shrunk
+from agent.progress import ProgressDetector, replay
 from agent.result import LimitKind, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 
@@ -26,6 +27,8 @@ class RunState:
     trace_id: str | None = None
     span_id: str | None = None
     saved: int = 0  # journal entries already handed to the checkpointer
+    history: HistoryPolicy = field(default_factory=HistoryPolicy)
+    sent: list[Entry] = field(default_factory=list)  # the journal as the model is sent it
     _active_before: float = 0.0
     _started: float | None = None
     _turn_mark: int = 0  # the journal's length when the turn began
@@ -33,14 +36,20 @@ class RunState:
     def __post_init__(self) -> None:
         if self._started is None:
             self._started = self.clock.monotonic()
+        if not self.sent:
+            self.sent = self.history.view(self.journal.entries)
 
     @property
     def journal(self) -> Journal:
         return self.ctx.journal
 
     def record(self, entry: Entry) -> None:
-        """Append one entry to the journal."""
+        """Append one entry to the journal, and keep what the model is sent in step with it."""
         self.ctx.journal.append(entry)
+        if isinstance(entry, Shrunk):
+            self.sent = self.history.view(self.journal.entries)
+        else:
+            self.sent.extend(self.history.shown(entry))
 
     def tick(self) -> Usage:
         """Bring active seconds up to now and return the usage."""
@@ -80,7 +89,6 @@ class RunState:
             journal=list(ctx.journal.entries),
             usage=self.tick().copy(),
             state=dict(ctx.state),
-            progress=self.progress.to_json(),
             verifier_failures=list(self.failures),
             trace_id=self.trace_id,
             span_id=self.span_id,
@@ -99,7 +107,6 @@ class RunState:
             journal=[],
             usage=self.tick().copy(),
             state=dict(ctx.state),
-            progress=self.progress.to_json(),
             verifier_failures=list(self.failures),
             trace_id=self.trace_id,
             span_id=self.span_id,
@@ -148,10 +155,14 @@ class RunState:
 
     @classmethod
     def from_snapshot(
-        cls, snap: Snapshot, progress: ProgressDetector, clock: Clock = SYSTEM_CLOCK
+        cls,
+        snap: Snapshot,
+        progress: ProgressDetector,
+        clock: Clock = SYSTEM_CLOCK,
+        history: HistoryPolicy | None = None,
     ) -> RunState:
-        progress.load_json(snap.progress)
         journal = Journal(list(snap.journal))
+        replay(progress, journal)
         ctx = RunContext(
             run_id=snap.run_id,
             agent=snap.agent,
@@ -167,6 +178,7 @@ class RunState:
             usage=usage,
             progress=progress,
             clock=clock,
+            history=history or HistoryPolicy(),
             segment=snap.segment + 1,
             failures=list(snap.verifier_failures),
             saved=len(journal),

@@ -119,7 +119,9 @@ class Agent:
         ctx = RunContext(
             run_id or uuid.uuid4().hex, self.name, task, self.task_type, journal, state=dict(state or {})
         )
-        run = RunState(ctx=ctx, usage=Usage(), progress=self.progress(), clock=self.clock)
+        run = RunState(
+            ctx=ctx, usage=Usage(), progress=self.progress(), clock=self.clock, history=self.history
+        )
         return await self._segment(run, cancel)
 
     def resume(self, snapshot: Snapshot, reply: HumanReply | str | None = None, **kwargs: Any) -> RunResult:
@@ -169,7 +171,7 @@ class Agent:
             default = self.help.default_answer
             human: HumanReply = Denial(default) if s.pending else Answer(default)
             return await self._continue(snapshot, human, "policy", now, cancel)
-        run = RunState.from_snapshot(snapshot, self.progress(), self.clock)
+        run = RunState.from_snapshot(snapshot, self.progress(), self.clock, self.history)
         obs = self._observe(run, snapshot)
         self._record_wait(run, obs, s, now, "expired")
         note = f"Nobody answered {s.question!r} before the deadline."
@@ -188,7 +190,7 @@ class Agent:
         cancel: CancelSignal | None,
     ) -> RunResult:
         """Append the answer (if the run waits for one) and drive the loop on."""
-        run = RunState.from_snapshot(snap, self.progress(), self.clock)
+        run = RunState.from_snapshot(snap, self.progress(), self.clock, self.history)
         obs = self._observe(run, snap)
         s = snap.suspension
         if s is not None and human is not None:

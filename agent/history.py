@@ -4,8 +4,8 @@ The journal keeps everything; the policy shapes the view sent to the model:
 - a tool result longer than `max_result_chars` is cut, and the model is told
   what was cut and how to get the rest;
 - once the context in use (the last reply's input plus output tokens) passes
-  `clear_at` of the window, tool results older than the last `keep_last` are
-  cleared (the model is told it can call the tool again);
+  `clear_at` of the window, the tool results so far but the last `keep_last`
+  are cleared (the model is told it can call the tool again);
 - past `compact_at`, or when the API refuses a prompt as too long, older turns
   are compacted into a summary (by `summarize`, a function you pass, or by a
   plain account written by code).
@@ -59,30 +59,28 @@ class HistoryPolicy:
 
     # -- the view -----------------------------------------------------------------------------
 
-    def view(self, journal: Sequence[Entry]) -> tuple[Entry, ...]:
-        """The entries the model is sent for `journal`."""
+    def view(self, journal: Sequence[Entry]) -> list[Entry]:
+        """The entries the model is sent for `journal` (rebuilt whole: on resume, and after a shrink)."""
         if not self.enabled:
-            return tuple(journal)
-        shrinks = [(i, e) for i, e in enumerate(journal) if isinstance(e, Shrunk)]
-        start, summary = 0, None
-        cleared_before = 0
-        for _, s in shrinks:
-            cleared_before = max(cleared_before, s.upto)
+            return list(journal)
+        first = 1 if journal and isinstance(journal[0], Task) else 0
+        start, summary, cleared = 0, None, set[int]()
+        for s in (e for e in journal if isinstance(e, Shrunk)):
+            cleared |= _cleared_by(journal, s.upto, self.keep_last)
             if s.summary is not None:
                 start, summary = s.upto, s.summary
-        kept = _recent_results(journal, self.keep_last)
-        first = 1 if journal and isinstance(journal[0], Task) else 0
         out: list[Entry] = list(journal[:first])
         if summary is not None:
             out.append(Note(SUMMARY.format(summary=summary)))
         for i in range(max(start, first), len(journal)):
-            out.extend(self._shown(journal[i], i < cleared_before and i not in kept))
-        return tuple(out)
+            out.extend(self.shown(journal[i], i in cleared))
+        return out
 
-    def _shown(self, entry: Entry, clear: bool) -> list[Entry]:
+    def shown(self, entry: Entry, clear: bool = False) -> list[Entry]:
+        """How one entry is sent: a result cleared or capped, a shrink not at all."""
         if isinstance(entry, Shrunk):
             return []
-        if not isinstance(entry, Result):
+        if not isinstance(entry, Result) or not self.enabled:
             return [entry]
         if clear:
             return [Result(entry.call_id, CLEARED.format(chars=len(entry.text)), entry.is_error, entry.ran)]
@@ -152,15 +150,15 @@ def _cleared_lately(journal: Sequence[Entry]) -> bool:
     return False
 
 
-def _recent_results(journal: Sequence[Entry], keep: int) -> set[int]:
-    found = [i for i, e in enumerate(journal) if isinstance(e, Result)]
-    return set(found[-keep:]) if keep else set()
+def _cleared_by(journal: Sequence[Entry], upto: int, keep: int) -> set[int]:
+    """The results a shrink at `upto` clears: all before it but the last `keep` of them."""
+    found = [i for i in range(min(upto, len(journal))) if isinstance(journal[i], Result)]
+    return set(found[: max(0, len(found) - keep)])
 
 
 def _results_to_clear(journal: Sequence[Entry], keep: int) -> bool:
-    results = [i for i, e in enumerate(journal) if isinstance(e, Result)]
-    cleared = max((e.upto for e in journal if isinstance(e, Shrunk)), default=0)
-    return any(i >= cleared for i in results[: max(0, len(results) - keep)])
+    cleared = set().union(*(_cleared_by(journal, e.upto, keep) for e in journal if isinstance(e, Shrunk)))
+    return bool(_cleared_by(journal, len(journal), keep) - cleared)
 
 
 def _compact_point(journal: Sequence[Entry], keep: int) -> int | None:

@@ -112,12 +112,14 @@ class Note:
 
 @dataclass(frozen=True)
 class Result:
-    """The result of one call; `ran` names the tool when a tool really ran (not finish, not a refusal)."""
+    """The result of one call; `ran` names the tool when a tool really ran (not finish, not a refusal),
+    and `seen` is a digest of the state it observed, from which progress is rebuilt on resume."""
 
     call_id: str
     text: str
     is_error: bool = False
     ran: str | None = None
+    seen: str = ""
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,7 @@ class Runner:
         self._held_lock = threading.Lock()  # recovery may run in a worker thread
         self._active: set[str] = set()
         self._spawned: dict[str, asyncio.Task[RunResult | None]] = {}
-        self._segments: dict[str, asyncio.Future[RunResult]] = {}  # the segments being driven, by run
+        self._segments: dict[str, asyncio.Task[Any]] = {}  # the tasks driving a segment, by run
         self._loop: asyncio.AbstractEventLoop | None = None
         self._beat: asyncio.Task[None] | None = None
 
@@ -254,12 +254,15 @@ class Runner:
         """The call a person approves is exactly the call that runs: the store must agree with itself."""
         snap = self.store.snapshot(record.run_id)
         waiting = snap.suspension if snap else None
-        shown = record.pending
-        if waiting is None or (shown is not None and waiting.pending != shown):
-            raise StoreError(
-                f"run {record.run_id}: the stored question or pending call does not match the run's "
-                "journal; nothing was changed. The store was edited by hand or is damaged"
-            )
+        if waiting is not None and waiting.question == record.question and waiting.pending == record.pending:
+            return
+        now = self.store.get(record.run_id)
+        if now is None or (now.status, now.segments) != (record.status, record.segments):
+            return  # it moved on meanwhile (another answer won): the claim says so
+        raise StoreError(
+            f"run {record.run_id}: the stored question or pending call does not match the run's "
+            "journal; nothing was changed. The store was edited by hand or is damaged"
+        )
 
     async def resume(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> RunResult:
         """Claim a run and continue it here until it ends or suspends again."""
@@ -388,7 +391,7 @@ class Runner:
             active_seconds=record.active_seconds,
             waiting_seconds=record.waiting_seconds,
         )
-        outcome = Outcome(RunStatus.FINISHED, result, None, keep_snapshot=True)
+        outcome = Outcome(RunStatus.FINISHED, result, None)  # a finished run keeps its stored snapshot
         try:
             self.store.record(record.run_id, outcome, self.lease(), self.clock.time())
         finally:
@@ -411,12 +414,11 @@ class Runner:
         self._active.add(job.run_id)
         self._ensure_heartbeat()
         self._loop = asyncio.get_running_loop()
-        segment = asyncio.ensure_future(
-            job.segment(_Either(self.shutting_down, cancel, self._own_cancel(job)))
-        )
-        self._segments[job.run_id] = segment
+        task = asyncio.current_task()
+        if task is not None:
+            self._segments[job.run_id] = task  # what a shutdown past its grace cancels
         try:
-            result = await segment
+            result = await job.segment(_Either(self.shutting_down, cancel, self._own_cancel(job)))
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
             if job.recovering:
                 self._end_unresumable(job.record, exc)
@@ -426,7 +428,7 @@ class Runner:
         except BaseException:  # not a result: the run's lease lapses and recovery continues it
             self._let_go(job.run_id, None)
             raise
-        finally:
+        finally:  # before any await: from here on a cut-off could only hit the recording
             self._active.discard(job.run_id)
             self._segments.pop(job.run_id, None)
         await self._record(job, result)

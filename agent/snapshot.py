@@ -1,7 +1,8 @@
 """A run's saved state as versioned JSON, so any process can take it back.
 
 A snapshot is the journal plus what the loop keeps beside it (usage, the
-agent's state, the progress detector, the verifier failures seen) and a kind:
+agent's state, the verifier failures seen) and a kind (the progress detector
+is rebuilt from the journal, so nothing beside it grows with the history):
 a `checkpoint` taken inside a running segment, a run `suspended` for a person,
 or a `cancelled` one. Version 1 (a list of provider messages with open result
 slots) is read and upgraded; a newer version is refused with a clear error.
@@ -45,7 +46,6 @@ class Snapshot:
     journal: list[Entry]
     usage: Usage
     state: dict[str, Any] = field(default_factory=dict)
-    progress: dict[str, Any] = field(default_factory=dict)
     verifier_failures: list[str] = field(default_factory=list)
     trace_id: str | None = None
     span_id: str | None = None
@@ -77,7 +77,7 @@ class Snapshot:
         return {
             **{"version": self.version, "run_id": self.run_id, "agent": self.agent},
             **{"task_type": self.task_type, "kind": str(self.kind), "segment": self.segment},
-            **{"usage": vars(self.usage), "state": self.state, "progress": self.progress},
+            **{"usage": vars(self.usage), "state": self.state},
             **{"verifier_failures": self.verifier_failures, "trace_id": self.trace_id},
             "span_id": self.span_id,
         }
@@ -115,7 +115,17 @@ class Snapshot:
         reason = need(data, "reason", str)
         kind = SnapshotKind.SUSPENDED if reason == StopReason.NEED_HELP else SnapshotKind.CANCELLED
         journal = journal_from_v1(data)
-        v1_only = ("messages", "open_results", "calls", "reason", "suspension", "task", "last_text")
+        v1_only = (
+            "progress",
+            "messages",
+            "open_results",
+            "calls",
+            "reason",
+            "suspension",
+            "task",
+            "last_text",
+        )
+        need(data, "progress", dict, {})  # version 1 kept it; it is rebuilt from the journal now
         head = {k: v for k, v in data.items() if k not in v1_only}
         fields = _head_fields({**head, "kind": kind, "version": SNAPSHOT_VERSION})
         return cls(**fields, journal=journal)
@@ -140,7 +150,7 @@ def _object(text: str | bytes) -> dict[str, Any]:
     return data
 
 
-_HEAD = {"version", "run_id", "agent", "task_type", "kind", "segment", "usage", "state", "progress"} | {
+_HEAD = {"version", "run_id", "agent", "task_type", "kind", "segment", "usage", "state"} | {
     "verifier_failures",
     "trace_id",
     "span_id",
@@ -164,7 +174,6 @@ def _head_fields(data: dict[str, Any]) -> dict[str, Any]:
         "segment": need(data, "segment", int),
         "usage": _usage(need(data, "usage", dict)),
         "state": need(data, "state", dict, {}),
-        "progress": need(data, "progress", dict, {}),
         "verifier_failures": [_str(f) for f in need(data, "verifier_failures", list, [])],
         "trace_id": need(data, "trace_id", str | None, None),
         "span_id": need(data, "span_id", str | None, None),

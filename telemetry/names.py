@@ -48,6 +48,7 @@ AGENT_TASK_TYPE: Final = "agent.task.type"
 AGENT_TURNS: Final = "agent.turns"
 AGENT_TURN_INDEX: Final = "agent.turn.index"
 AGENT_TURN_SIGNAL: Final = "agent.turn.signal"
+AGENT_TURN_CONTINUED: Final = "agent.turn.continued"  # a turn a suspension split: not a new turn
 AGENT_COST_USD: Final = "agent.cost.usd"
 AGENT_SEGMENT: Final = "agent.segment"
 AGENT_ATTEMPT: Final = "agent.model.attempt"

@@ -23,6 +23,7 @@ from agent import (
     ModelError,
     PendingAction,
     RetryPolicy,
+    RunContext,
     RunObserver,
     Snapshot,
     SnapshotError,
@@ -32,7 +33,7 @@ from agent import (
     predicate,
     tool,
 )
-from agent.journal import Answer, Journal, Reply, Result, Suspended
+from agent.journal import Answer, Approval, Journal, Reply, Result, Suspended
 from agent.models._messages import messages_of
 from agent.models.base import ModelReply, ModelRequest
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
@@ -1194,3 +1195,20 @@ def test_max_tokens_without_a_call_asks_the_model_to_go_on(make_agent):
     result = agent.run("task")
     assert result.reason is StopReason.SUCCESS
     assert agent.model.requests[1].messages[-1]["content"].startswith("Your reply was cut off at max_tokens")
+
+
+def test_each_call_has_a_stable_idempotency_key_for_its_tool(make_agent):
+    """The key names the run and the call: the same when a recovered or resumed run runs it."""
+    keys: list[str] = []
+
+    @tool(needs_approval=True)
+    def charge(amount: int, ctx: RunContext) -> str:
+        """Charge a card (a person approves every charge)."""
+        keys.append(ctx.idempotency_key)
+        return f"charged {amount}"
+
+    steps = [[call("charge", amount=5)], [finish("done", "charged")]]
+    first = make_agent(*steps, tools=[charge]).run("charge 5", run_id="run-7")
+    done = make_agent(*steps, tools=[charge]).resume(Snapshot.from_json(first.snapshot.to_json()), Approval())
+    assert done.reason is StopReason.SUCCESS
+    assert keys == [f"run-7:{first.suspension.pending.tool_use_id}"]

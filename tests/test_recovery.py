@@ -79,6 +79,42 @@ def test_kill_9_mid_turn_then_recover_completes_and_runs_no_call_twice(
     assert (rec.status, rec.stop_reason, rec.segments, rec.turns) == (RunStatus.FINISHED, "success", 2, 5)
 
 
+@pytest.mark.parametrize(
+    ("point", "after_recovery"),
+    [
+        ("model", [1, 2, 3, 4]),  # killed in the third model call: turns 1-2 recorded, turn 3 asked again
+        ("between", [1, 2, 3, 3, 4]),  # count(3) ran, its result was not recorded yet: it is the one re-run
+    ],
+)
+def test_kill_9_at_each_point_of_a_turn_then_recover_runs_no_recorded_call_again(
+    store_url: str, tmp_path: Path, point: str, after_recovery: list[int]
+) -> None:
+    folder = tmp_path / "run"
+    state = counter_state(folder, "plain")
+    (folder / f"{point}.flag").write_text("block")
+    proc = spawn(
+        "start", "kill-points", "count to four", "--state", json.dumps(state), "--catalog", CATALOG,
+        "--lease", "60", store=store_url, log=tmp_path / "start.log",
+    )  # fmt: skip
+    try:
+        wait_for(
+            lambda: counted(folder) == ([1, 2] if point == "model" else [1, 2, 3]), what="the kill point"
+        )
+        wait_for(lambda: _checkpoint(store_url).get("usage", {}).get("turns") == 2, what="turn 2 recorded")
+    finally:
+        proc.kill()  # SIGKILL: no handler runs, nothing is flushed
+        proc.wait(timeout=30)
+    (folder / f"{point}.flag").unlink()
+
+    done = endstate("recover", "--catalog", CATALOG, store=store_url)
+    assert done.returncode == 0, done.stderr
+    assert counted(folder) == after_recovery  # count(1) and count(2), recorded, never run again
+    store = open_store(store_url)
+    [rec] = store.list_runs(limit=None)
+    store.close()
+    assert (rec.status, rec.stop_reason, rec.turns) == (RunStatus.FINISHED, "success", 4)
+
+
 def test_sigterm_checkpoints_in_flight_runs_as_cancelled_and_a_restart_finishes_them(
     store_url: str, tmp_path: Path
 ) -> None:

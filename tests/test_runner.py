@@ -19,7 +19,7 @@ from agent import StopReason
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
-from agent.journal import Answered, Result
+from agent.journal import Answered, Result, Stopped
 from agent.result import RunResult
 from agent.runner import AnswerError, Catalog, Job, Runner
 from agent.snapshot import Checkpoint, SnapshotKind
@@ -193,8 +193,9 @@ def test_every_completed_turn_is_checkpointed(counters: Workers, tmp_path: Path)
     runner.store.checkpoint = spy  # type: ignore[method-assign]
     result = asyncio.run(runner.start("counter", "count", state=counter_state(tmp_path / "r", "plain")))
     assert result.reason is StopReason.SUCCESS
-    assert [cp.head.usage.turns for cp in seen] == [1, 2]  # after each completed turn (the third ended it)
-    assert all(isinstance(cp.entries[-1], Result) for cp in seen)  # one call a turn: saved with its turn
+    assert [cp.head.usage.turns for cp in seen] == [1, 2, 3]  # after each completed turn, and at the end
+    assert all(isinstance(cp.entries[-1], Result) for cp in seen[:2])  # one call a turn: saved with its turn
+    assert isinstance(seen[-1].entries[-1], Stopped)  # the last entries, down to the stop
     assert all(cp.head.kind is SnapshotKind.CHECKPOINT for cp in seen)
 
 
@@ -668,3 +669,33 @@ def test_a_task_type_is_a_label_so_only_the_catalogs_are_taken(store_url: str, t
         assert (result.reason, result.task_type) == (StopReason.SUCCESS, "bulk-counting")
     finally:
         workers.close()
+
+
+def test_an_approval_runs_only_the_call_the_person_was_shown(counters: Workers, tmp_path: Path) -> None:
+    """A store edited behind the runner's back (the pending column says one call, the journal
+    another) is refused: the call a person approves is exactly the call that runs."""
+    folder = tmp_path / "r"
+    first = asyncio.run(counters.new().start("counter", "wire", state=counter_state(folder, "approve")))
+    assert first.reason is StopReason.NEED_HELP
+    runner = counters.new()
+    runner.store._rows(  # type: ignore[attr-defined]
+        "UPDATE endstate_runs SET pending = ? WHERE run_id = ?",
+        ('{"arguments": {"amount": 1}, "name": "wire", "tool_use_id": "toolu_002_0"}', first.run_id),
+    )
+    before = runner.store.get(first.run_id)
+    with pytest.raises(StoreError, match="does not match the run's journal; nothing was changed"):
+        runner.claim(first.run_id, approved=True)
+    assert runner.store.get(first.run_id) == before
+    assert not (folder / "wired.txt").exists()
+
+
+def test_an_answer_to_a_run_that_is_not_waiting_is_refused(counters: Workers, tmp_path: Path) -> None:
+    runner = counters.new()
+    runner.shutting_down.set()  # the run is cancelled at its first turn
+    cancelled = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / "c", "approve")))
+    assert cancelled.reason is StopReason.CANCELLED
+    other = counters.new()
+    with pytest.raises(NotClaimable, match="not waiting for an answer; nothing was changed"):
+        other.claim(cancelled.run_id, "no", approved=False)
+    rec = other.store.get(cancelled.run_id)
+    assert rec is not None and rec.status is RunStatus.CANCELLED and rec.approved is None

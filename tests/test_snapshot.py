@@ -176,7 +176,10 @@ def with_field(key: str, value: object) -> str:
         (lambda: with_field("usage", {"turns": -1}), "'usage.turns' must be a number >= 0"),
         (lambda: with_field("usage", {"turns": "1"}), "'turns' must be int"),
         (lambda: with_field("surprise", 1), r"unknown fields \['surprise'\]"),
-        (lambda: with_field("progress", []), "'progress' must be dict"),
+        (
+            lambda: with_field("progress", {}),
+            r"unknown fields \['progress'\]",
+        ),  # rebuilt from the journal now
         (lambda: with_field("segment", "2"), "'segment' must be int"),
         (lambda: with_field("segment", True), "'segment' must be int"),
         (lambda: with_field("state", []), "'state' must be dict"),

@@ -371,6 +371,11 @@ def test_resume_links_segments_and_records_the_wait(rig: Rig) -> None:
     spent_after = second.cost_usd - first.cost_usd
     assert rig.value("agent_cost_usd_total", stop_reason="success") == pytest.approx(spent_after)
     assert rig.value("agent_run_turns_sum", stop_reason="success") == 3  # the run's total, not the segment's
+    turns = [s.attributes or {} for s in rig.spans() if s.name == n.SPAN_TURN]
+    assert [(t[n.AGENT_TURN_INDEX], t.get(n.AGENT_TURN_CONTINUED, False)) for t in turns] == [
+        (1, False), (2, False), (2, True), (3, False),
+    ]  # fmt: skip
+    assert sum(not t.get(n.AGENT_TURN_CONTINUED) for t in turns) == second.turns  # counted from spans: once
 
 
 def test_approved_tool_runs_under_the_resumed_segment(rig: Rig) -> None:

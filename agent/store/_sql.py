@@ -365,7 +365,8 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
         **{"pending": dumps(w.pending.__dict__) if w and w.pending else None},
         **{"deadline": w.deadline if w else None, "suspended_at": w.suspended_at if w else None},
         **{"interrupted": int(outcome.interrupted)},
-        **({} if outcome.keep_snapshot else {"snapshot": outcome.head_json}),
+        # a finished run keeps its last head and its journal (for review, replay and `--more-turns`)
+        **({} if outcome.status is RunStatus.FINISHED else {"snapshot": outcome.head_json}),
     }
 
 

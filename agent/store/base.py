@@ -115,7 +115,6 @@ class Outcome:
     result: RunResult
     snapshot: Snapshot | None
     interrupted: bool = False
-    keep_snapshot: bool = False  # leave the stored snapshot as it is (a run that could not be continued)
 
     @classmethod
     def of(cls, result: RunResult, *, interrupted: bool = False) -> Outcome:
