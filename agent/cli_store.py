@@ -22,6 +22,7 @@ from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.runner import Runner, load_catalog
 from agent.store import RunRecord, RunStatus, RunStore, default_url, open_store
+from agent.store.urls import shown_url
 
 
 def register(sub: Any) -> None:
@@ -56,8 +57,14 @@ def _add(
     parser.set_defaults(handler=handler)
 
 
+STORE_HELP = (
+    "run store: a file path, sqlite:///relative/runs.db (three slashes: relative to the working "
+    "directory), sqlite:////absolute/runs.db (four: absolute) or postgresql://... (default: {default})"
+)
+
+
 def add_store_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=None, help=f"run store URL or file (default: {default_url()})")
+    parser.add_argument("--store", default=None, help=STORE_HELP.format(default=shown_url(default_url())))
     parser.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
     parser.add_argument("--lease", type=float, default=30.0, help="seconds a worker holds a run unrenewed")
 
@@ -101,7 +108,7 @@ def _start_args(p: argparse.ArgumentParser) -> None:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
         where = store.shown
     if args.json:
@@ -121,7 +128,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _pending(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         records = store.list_runs(RunStatus.WAITING, limit=None)
         where = store.shown
     now = time.time()
@@ -205,8 +212,8 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
 
 
 @contextmanager
-def _store(args: argparse.Namespace) -> Iterator[RunStore]:
-    store = open_store(args.store)
+def _store(args: argparse.Namespace, create: bool = True) -> Iterator[RunStore]:
+    store = open_store(args.store, create=create)
     try:
         yield store
     finally:

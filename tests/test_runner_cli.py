@@ -110,6 +110,9 @@ def test_runs_prints_a_header_times_with_their_zone_and_what_to_do_next(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "runs.db"
+    assert main(["runs", "--store", str(path)]) == 2  # no store there: said, and none made
+    assert f"there is no run store at {path}" in capsys.readouterr().err and not path.exists()
+    open_store(str(path)).close()
     assert main(["runs", "--store", str(path)]) == 0
     assert (
         capsys.readouterr().out

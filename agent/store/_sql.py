@@ -80,6 +80,7 @@ class SqlStore:
     """
 
     url: str
+    shown: str
     dialect: str
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
@@ -103,7 +104,7 @@ class SqlStore:
         latest = latest_version(self.dialect)
         if current > latest:
             raise StoreError(
-                f"the store at {self.url} has schema version {current}, newer than this Endstate "
+                f"the store at {self.shown} has schema version {current}, newer than this Endstate "
                 f"reads ({latest}); upgrade Endstate"
             )
         for version, sql in migrations(self.dialect):
