@@ -29,6 +29,7 @@ from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
 from agent.tools import Tool, execute
+from agent.verify import run_verifiers
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -405,7 +406,7 @@ async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver)
 
 async def apply_answer(
     agent: Agent, run: RunState, call: Call, answered: Answered, obs: RunObserver
-) -> Result | Suspend:
+) -> Result | Stop | Suspend:
     """What a person (or the help policy) said becomes the result of the call the run waited on."""
     who = "a person" if answered.by == "person" else "the help policy, as nobody answered in time"
     reply = answered.reply
@@ -432,12 +433,12 @@ def _unsure(call: Call) -> str:
     )
 
 
-async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: RunObserver) -> Result:
+async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: RunObserver) -> Result | Stop:
     """Execute a tool, record the call, and tell the progress detector what it saw."""
     obs.tool_started(call)
     run.ctx.call_id = call.id
     try:
-        outcome = await execute(tool, call.arguments, run.ctx)
+        outcome = await execute(tool, call.arguments, run.ctx, limit=run.budget.seconds_left(run.tick()))
     except asyncio.CancelledError:  # cut off (a shutdown's grace ran out): what it did is unknown
         if not tool.needs_approval:  # an approved call is marked started: a person is asked instead
             run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
@@ -446,7 +447,13 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
     run.note_call(call.name, call.arguments, outcome.text, outcome.is_error)
     seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text)
     run.progress.observe(call_signature(call.name, call.arguments), seen)
-    return Result(call.id, outcome.text, outcome.is_error, ran=tool.name, seen=seen)
+    result = Result(call.id, outcome.text, outcome.is_error, ran=tool.name, seen=seen)
+    if outcome.budget_cut:  # the time budget ran out during the call: its result is kept, the run stops
+        run.record(result)
+        return Stop(
+            StopReason.LIMIT, limit=LimitKind.SECONDS, note=f"The time budget ran out while {tool.name} ran."
+        )
+    return result
 
 
 async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:
@@ -465,10 +472,14 @@ async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -
 async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: RunObserver) -> Result | Stop:
     """Run every verifier; a failure goes back to the model as the finish result."""
     try:
-        failures = [f for v in agent.verifiers for f in await asyncio.to_thread(v, run.ctx)]
+        verdict = await run_verifiers(agent.verifiers, run.ctx, run.budget.seconds_left(run.tick()))
     except Exception as exc:
         note = f"A verifier raised {type(exc).__name__}: {exc}"
         return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
+    if verdict.budget_cut:
+        note = "The time budget ran out while the verifiers checked the result."
+        return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
+    failures = verdict.failures
     obs.verified(failures)
     if not failures:
         return Stop(StopReason.SUCCESS, output=signal.note, verified=bool(agent.verifiers))

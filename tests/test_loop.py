@@ -1290,3 +1290,43 @@ def test_a_broken_invariant_ends_the_run_as_error_with_its_reason(make_agent):
     assert (result.reason, result.error_type) == (StopReason.ERROR, "invariant_broken")
     assert result.note == "Invariant broken: the balance went negative"
     assert result.turns == 2
+
+
+# -- the time budget bounds tools and verifiers -------------------------------------------------
+
+
+def test_a_tool_longer_than_the_time_left_is_cut_at_the_budget_not_at_its_own_timeout(make_agent):
+    release = threading.Event()
+
+    @tool(timeout=30)
+    def crawl(url: str) -> str:
+        """Crawl a site (slowly)."""
+        release.wait(30)
+        return "crawled"
+
+    try:
+        agent = make_agent(
+            [call("crawl", url="a")], [finish("done", "x")], tools=[crawl], budget=Budget(max_seconds=0.5)
+        )
+        result = agent.run("crawl")
+    finally:
+        release.set()
+    assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS)
+    assert "ran out while crawl ran" in result.note
+    assert len(agent.model.requests) == 1
+
+
+def test_a_verifier_longer_than_the_time_left_is_cut_at_the_budget(make_agent):
+    release = threading.Event()
+
+    def slow_check(ctx: RunContext) -> list[str]:
+        release.wait(30)
+        return []
+
+    try:
+        agent = make_agent([finish("done", "x")], verifiers=[slow_check], budget=Budget(max_seconds=0.5))
+        result = agent.run("check")
+    finally:
+        release.set()
+    assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS)
+    assert "while the verifiers checked" in result.note
