@@ -26,15 +26,8 @@ the store.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import ipaddress
-import json
 import logging
-import re
 import time
-from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
@@ -46,103 +39,60 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent.errors import ConfigError, EndstateError
-from agent.runner import AnswerError, Job, Runner
+from agent.errors import EndstateError
+from agent.runner import Job
 from agent.service import inbox
-from agent.service.auth import Token
-from agent.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
+from agent.service.config import (
+    LOOPBACK_HOSTS,
+    OPEN_PATHS,
+    READ_AUTH_MODES,
+    Service,
+    allowed_hosts,
+    host_name,
+    reads_need_token,
+)
+from agent.service.http import (
+    BODY_TIMEOUT,
+    MAX_BODY,
+    MAX_PAGE,
+    PAGE_SIZE,
+    Problem,
+    check_strings,
+    int_param,
+    json_body,
+    optional,
+    parse_json,
+    read_body,
+    required,
+    status_of,
+    waiting_page,
+)
+from agent.store import RunRecord, RunStatus, StoreError, UnknownRun
 from agent.store.urls import scrub
 
 log = logging.getLogger("endstate.service")
 
-MAX_BODY = 64 * 1024
-BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive
-PAGE_SIZE = 50  # runs per page of /pending and of the inbox
-MAX_PAGE = 500
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # no run data: any host, no token
-READ_AUTH_MODES = ("auto", "token", "open")
-
-
-class Problem(Exception):
-    """An HTTP error with a message for the client."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-STATUS_OF: list[tuple[type[Exception], int]] = [
-    (UnknownRun, 404),
-    (NotClaimable, 409),
-    (RunExists, 409),
-    (AnswerError, 422),
-    (ConfigError, 400),
-    (StoreError, 503),
-    (EndstateError, 400),
+__all__ = [  # what other modules and tests import from here
+    "BODY_TIMEOUT",
+    "LOOPBACK_HOSTS",
+    "MAX_BODY",
+    "MAX_PAGE",
+    "OPEN_PATHS",
+    "PAGE_SIZE",
+    "READ_AUTH_MODES",
+    "Problem",
+    "Service",
+    "allowed_hosts",
+    "check_strings",
+    "create_app",
+    "json_body",
+    "optional",
+    "parse_json",
+    "read_body",
+    "reads_need_token",
+    "required",
+    "status_of",
 ]
-
-
-def status_of(exc: Exception) -> int:
-    if isinstance(exc, Problem):
-        return exc.status
-    return next(code for kind, code in STATUS_OF if isinstance(exc, kind))
-
-
-@dataclass
-class Service:
-    """What the app serves: a runner over a store, the token, and metrics."""
-
-    runner: Runner
-    token: Token
-    registry: Any = None  # a prometheus_client registry, when telemetry is on
-    sweep_interval: float = 5.0
-    grace: float = 10.0
-    workload: Any = None  # a DemoWorkload, with --demo-workload
-    allowed_hosts: frozenset[str] = LOOPBACK_HOSTS  # `Host` names served; "*" serves any
-    reads_need_token: bool = False  # see `reads_need_token()`
-    page_size: int = PAGE_SIZE  # runs per inbox page
-    body_timeout: float = BODY_TIMEOUT
-    ready: bool = False
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        """Recover runs at start and while up, sweep deadlines, checkpoint runs at shutdown."""
-        await self._recover()
-        self.ready = True
-        self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
-        if self.workload is not None:
-            self._tasks.append(asyncio.create_task(self.workload.run(), name="demo-workload"))
-        try:
-            yield
-        finally:
-            self.ready = False
-            if self.workload is not None:
-                self.workload.stop()
-            for task in self._tasks:  # first: nothing starts new runs while they are checkpointed
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-            await self.runner.shutdown(self.grace)
-
-    async def _sweep_forever(self) -> None:
-        """Expire runs past their deadline; take over runs whose worker died since the start."""
-        while True:
-            await asyncio.sleep(self.sweep_interval)
-            try:
-                for job in self.runner.expiry_jobs():
-                    self.runner.spawn(job)
-            except EndstateError:
-                log.exception("the deadline sweep failed; trying again later")
-            await self._recover()
-
-    async def _recover(self) -> None:
-        """Take over runs of dead workers (in the loop, as catalogs need not be thread-safe)."""
-        try:
-            for job in self.runner.recovery_jobs():
-                self.runner.spawn(job)
-        except EndstateError:
-            log.exception("recovering runs failed; trying again later")
 
 
 def create_app(service: Service) -> Starlette:
@@ -176,41 +126,6 @@ def create_app(service: Service) -> Starlette:
 # -- who may ask: hosts and tokens ----------------------------------------------------------------
 
 
-def allowed_hosts(listen_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
-    """The `Host` names to serve: loopback names, the address listened on (unless a wildcard
-    such as 0.0.0.0), and `extra` (names clients use: `agent`, `inbox.example.com`; `*` for any)."""
-    names = {_host_name(h) for h in [listen_host, *extra] if h.strip()}
-    return frozenset((names - {"0.0.0.0", "::", ""}) | LOOPBACK_HOSTS)
-
-
-def reads_need_token(listen_host: str, mode: str = "auto") -> bool:
-    """Whether reads need the token: `token` always, `open` never, `auto` when the service
-    listens beyond loopback (0.0.0.0, ::, a LAN address or a name other than localhost)."""
-    if mode not in READ_AUTH_MODES:
-        raise ConfigError(f"read auth must be one of {', '.join(READ_AUTH_MODES)}, not {mode!r}")
-    return mode == "token" or (mode == "auto" and not _is_loopback(listen_host))
-
-
-def _is_loopback(host: str) -> bool:
-    name = _host_name(host)
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def _host_name(host: str) -> str:
-    """`Host` header or address to a bare lower-case name: `[::1]:8000` -> `::1`, `A.B.:80` -> `a.b`."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        return host[1:].partition("]")[0]
-    if host.count(":") == 1:
-        host = host.partition(":")[0]
-    return host.rstrip(".")
-
-
 class HostGuard:
     """Serve only allowed `Host` headers (DNS rebinding); the open paths answer any host."""
 
@@ -221,7 +136,7 @@ class HostGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] not in OPEN_PATHS and "*" not in self.allowed:
             raw = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
-            if _host_name(raw) not in self.allowed:
+            if host_name(raw) not in self.allowed:
                 message = (
                     f"host {raw[:100]!r} is not served here; serve it with --allowed-host "
                     "(or $ENDSTATE_ALLOWED_HOSTS)"
@@ -266,7 +181,7 @@ class Api:
         status = request.query_params.get("status")
         if status is not None and status not in {str(s) for s in RunStatus}:
             raise Problem(400, f"status must be one of {', '.join(RunStatus)}")
-        limit = _int(request.query_params.get("limit", "100"), 1, 1000, "limit")
+        limit = int_param(request.query_params.get("limit", "100"), 1, 1000, "limit")
         records = await run_in_threadpool(
             self.runner.store.list_runs, RunStatus(status) if status else None, limit
         )
@@ -282,8 +197,8 @@ class Api:
     async def pending(self, request: Request) -> Response:
         """Waiting runs, oldest first, `limit` from `offset`; `next` is the following page's URL."""
         self._authorize_read(request)
-        limit = _int(request.query_params.get("limit", str(PAGE_SIZE)), 1, MAX_PAGE, "limit")
-        offset = _int(request.query_params.get("offset", "0"), 0, 10**9, "offset")
+        limit = int_param(request.query_params.get("limit", str(PAGE_SIZE)), 1, MAX_PAGE, "limit")
+        offset = int_param(request.query_params.get("offset", "0"), 0, 10**9, "offset")
         records, total = await waiting_page(self.runner.store, offset, limit)
         after = offset + len(records)
         more = f"/pending?{urlencode({'offset': after, 'limit': limit})}" if after < total else None
@@ -309,12 +224,9 @@ class Api:
         return self._accepted(self.runner.claim(request.path_params["run_id"], reason, approved=False))
 
     async def metrics(self, request: Request) -> Response:
-        if self.service.registry is None:
-            raise Problem(404, "metrics are off: the telemetry package is not installed")
-        from prometheus_client.exposition import choose_encoder
-
-        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
-        body = await run_in_threadpool(encoder, self.service.registry)
+        if self.service.metrics is None:
+            raise Problem(404, "metrics are off: this service was started without telemetry")
+        body, content_type = await run_in_threadpool(self.service.metrics, request.headers.get("accept", ""))
         return Response(body, headers={"Content-Type": content_type})
 
     async def healthz(self, request: Request) -> Response:
@@ -345,114 +257,6 @@ class Api:
 
 
 # -- request helpers ----------------------------------------------------------------------------
-
-
-async def read_body(request: Request, within: float = BODY_TIMEOUT, limit: int = MAX_BODY) -> bytes:
-    """The request body, refusing one larger than `limit` (413) or slower than `within` s (408)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and (not _DIGITS.fullmatch(declared) or int(declared) > limit):
-        raise Problem(413, f"the body must be at most {limit} bytes")
-    chunks: list[bytes] = []
-    try:
-        async with asyncio.timeout(within):
-            await _read_into(request, chunks, limit)
-    except TimeoutError:
-        raise Problem(408, f"the body did not arrive within {within:g} s") from None
-    return b"".join(chunks)
-
-
-async def _read_into(request: Request, chunks: list[bytes], limit: int) -> None:
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise Problem(413, f"the body must be at most {limit} bytes")
-        chunks.append(chunk)
-
-
-async def json_body(request: Request, within: float = BODY_TIMEOUT, empty_ok: bool = False) -> dict[str, Any]:
-    """The body as a standard JSON object (400 when it is not one)."""
-    raw = await read_body(request, within)
-    if empty_ok and not raw.strip():
-        return {}
-    data = parse_json(raw)
-    if not isinstance(data, dict):
-        raise Problem(400, "the body must be a JSON object")
-    check_strings(data)
-    return data
-
-
-def parse_json(raw: bytes) -> Any:
-    """Standard JSON only: no NaN or Infinity, no number too long to read (400 for each)."""
-    try:
-        return json.loads(raw, parse_constant=_refuse_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise Problem(400, f"the body is not valid JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise Problem(400, "the body is not valid JSON here: it is nested too deeply") from exc
-    except ValueError as exc:  # an integer of more digits than Python reads (4300)
-        raise Problem(400, f"the body holds a number too long to read: {str(exc)[:120]}") from exc
-
-
-def _refuse_constant(name: str) -> Any:
-    raise Problem(400, f"the body is not standard JSON: {name} is not a JSON number; send a number or null")
-
-
-def check_strings(data: Any) -> None:
-    """Every string and key is storable text: no lone surrogate, no NUL character (400)."""
-    stack = [data]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, str):
-            _check_text(value)
-
-
-def _check_text(text: str) -> None:
-    if "\x00" in text:
-        raise Problem(400, "a string in the body holds a NUL character (\\u0000); remove it")
-    if _SURROGATE.search(text):
-        raise Problem(
-            400, "a string in the body holds a lone surrogate (\\ud800-\\udfff); send valid UTF-16 pairs"
-        )
-
-
-def required(body: dict[str, Any], key: str) -> str:
-    value = body.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise Problem(400, f"{key!r} is required and must be a non-empty string")
-    return value
-
-
-def optional(body: dict[str, Any], key: str, kind: type) -> Any:
-    value = body.get(key)
-    if value is not None and not isinstance(value, kind):
-        raise Problem(400, f"{key!r} must be a {'JSON object' if kind is dict else 'string'}")
-    return value
-
-
-_DIGITS = re.compile(r"[0-9]{1,12}")  # ASCII digits only: `isdigit` also takes `²`
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _int(text: str, low: int, high: int, name: str) -> int:
-    if not _DIGITS.fullmatch(text) or not low <= int(text) <= high:
-        raise Problem(400, f"{name} must be a whole number from {low} to {high}")
-    return int(text)
-
-
-async def waiting_page(store: Any, offset: int, limit: int) -> tuple[list[RunRecord], int]:
-    """One page of the runs waiting for a person, oldest first, and how many wait in all.
-
-    The store is read on a worker thread, never on the event loop.
-    """
-    records = await run_in_threadpool(store.list_runs, RunStatus.WAITING, None)
-    records.sort(key=lambda r: (r.suspended_at or 0.0, r.run_id))
-    return records[offset : offset + limit], len(records)
 
 
 def pending_item(r: RunRecord, now: float) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import json
 import time
 from importlib import resources
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.requests import Request
@@ -28,11 +28,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from agent.errors import EndstateError
+from agent.service.config import Service
+from agent.service.http import Problem, check_strings, int_param, read_body, status_of, waiting_page
 from agent.store import RunRecord
 from agent.store.base import when
-
-if TYPE_CHECKING:
-    from agent.service.app import Service
 
 PAGE = Template(resources.files("agent.service").joinpath("inbox.html").read_text())
 HEADERS = {
@@ -67,10 +66,8 @@ class Inbox:
     async def render(
         self, request: Request, message: str = "", error: str = "", status: int = 200
     ) -> Response:
-        from agent.service.app import _int, waiting_page
-
         signed_in = self._signed_in(request)
-        number = _int(request.query_params.get("page", "1"), 1, 10**6, "page")
+        number = int_param(request.query_params.get("page", "1"), 1, 10**6, "page")
         size = self.service.page_size
         records: list[RunRecord] = []
         total = 0
@@ -120,8 +117,6 @@ class Inbox:
         try:
             job = self._claim(run_id, action, form)
         except EndstateError as exc:
-            from agent.service.app import status_of
-
             return await self.render(request, error=str(exc), status=status_of(exc))
         self.service.runner.spawn(job)
         done = {"answer": "Answered", "approve": "Approved", "deny": "Denied"}[action]
@@ -149,15 +144,11 @@ class Inbox:
         origin = request.headers.get("origin") or request.headers.get("referer")
         cross = site is not None and site not in ("same-origin", "none")
         if cross or (origin is not None and urlsplit(origin).netloc != request.headers.get("host")):
-            from agent.service.app import Problem
-
             raise Problem(403, "cross-site form posts are refused: use the inbox page itself")
 
 
 async def _form(request: Request) -> dict[str, str]:
     """An urlencoded form (no multipart dependency): the first value of each field."""
-    from agent.service.app import Problem, check_strings, read_body
-
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
         raise Problem(415, "post the form as application/x-www-form-urlencoded")
     raw = await read_body(request)

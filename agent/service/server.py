@@ -59,7 +59,6 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
 def serve(args: argparse.Namespace) -> int:
     """Run the service until SIGTERM or Ctrl-C; in-flight runs are checkpointed as cancelled."""
     import uvicorn
-    from prometheus_client import CollectorRegistry
 
     from agent.service.app import Service, allowed_hosts, create_app, reads_need_token
     from agent.service.guard import guarded_h11
@@ -69,9 +68,15 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     store = open_store(args.store)
     catalog = load_catalog(args.catalog)
-    telemetry = Telemetry.from_env(registry=CollectorRegistry(), pending=store.pending_summary)
+    telemetry = Telemetry.from_env(pending=store.pending_summary)  # a fresh registry of its own
     try:
-        runner = Runner(store, catalog, hooks=telemetry.hooks, lease_seconds=args.lease)
+        runner = Runner(
+            store,
+            catalog,
+            hooks=telemetry.hooks,
+            lease_seconds=args.lease,
+            on_audit=telemetry.metrics.record_success_audit,
+        )
         token, source = load_token(args.token_file, _state_dir(args.store))
         print(f"endstate serve: store {store.shown}; token from {source}", flush=True)
         workload = None
@@ -80,7 +85,7 @@ def serve(args: argparse.Namespace) -> int:
         service = Service(
             runner,
             token,
-            registry=telemetry.registry,
+            metrics=telemetry.exposition,
             sweep_interval=args.sweep_interval,
             grace=args.grace,
             workload=workload,
