@@ -21,10 +21,13 @@ def modules() -> dict[str, Path]:
 
 
 def imports_of(path: Path) -> set[str]:
+    """What a module imports: `from p import m` counts as importing `p.m` when that is a module."""
+    known = modules()
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            subs = {f"{node.module}.{a.name}" for a in node.names}
+            names |= (subs & known.keys()) or {node.module}
         elif isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
     return names
