@@ -18,9 +18,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent.budget import Extension
+from agent.catalog import SEED_CATALOG, load_catalog
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
-from agent.runner import Runner, load_catalog
+from agent.runner import Runner
 from agent.store import RunRecord, RunStatus, RunStore, default_url, open_store
 from agent.store.urls import shown_url
 
@@ -226,7 +227,7 @@ def _runner(args: argparse.Namespace) -> Iterator[Runner]:
     from telemetry import Telemetry  # loaded only by commands that run agents
 
     with _store(args) as store:
-        catalog = load_catalog(args.catalog)
+        catalog = load_catalog(args.catalog, default=SEED_CATALOG)
         telemetry = Telemetry.from_env(pending=store.pending_summary)
         runner = Runner(
             store,

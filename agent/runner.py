@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import importlib
 import logging
 import os
 import re
@@ -28,13 +27,14 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agent._state import calls_of
 from agent.agent import Agent
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
+from agent.catalog import AgentEntry, Catalog, State, load_catalog
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import RunContext
 from agent.errors import ConfigError, EndstateError, SnapshotError
@@ -58,9 +58,8 @@ from agent.store import (
 
 log = logging.getLogger("endstate.runner")
 
-State = dict[str, Any]
-DEFAULT_CATALOG = "agent.examples.scenarios:example_catalog"
-ENV_CATALOG = "ENDSTATE_CATALOG"
+__all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "load_catalog"]
+
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
@@ -68,70 +67,6 @@ _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 
 class AnswerError(EndstateError):
     """The answer does not fit what the run waits for (an answer for an approval, or none)."""
-
-
-# -- the catalog: rebuild an agent by name in any process ----------------------------------------
-
-
-@dataclass(frozen=True)
-class AgentEntry:
-    """How to make one named agent for a run, from the run's JSON `state`.
-
-    `prepare` runs once when a run starts and returns the state to store
-    (say, with the path of a working folder it created); `build` runs in
-    whichever process starts, resumes or recovers the run; `cancel` may give
-    a run-specific cancel signal; `cleanup` runs when the run has ended for good.
-    A run may ask for a task type other than the agent's own only when it is in
-    `task_types`: task types are metric labels, so callers cannot invent them.
-    """
-
-    build: Callable[[State], Agent]
-    prepare: Callable[[State, str], State] | None = None
-    cancel: Callable[[State], Any] | None = None
-    cleanup: Callable[[State], None] | None = None
-    task_types: tuple[str, ...] = ()
-
-
-@dataclass
-class Catalog:
-    """The agents a process can run, by name."""
-
-    entries: dict[str, AgentEntry] = field(default_factory=dict)
-    closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def register(self, name: str, build: Callable[[State], Agent], **hooks: Any) -> None:
-        self.entries[name] = AgentEntry(build, **hooks)
-
-    def entry(self, name: str) -> AgentEntry:
-        if name not in self.entries:
-            known = ", ".join(sorted(self.entries)) or "none"
-            raise ConfigError(f"no agent named {name!r} in the catalog; known: {known}")
-        return self.entries[name]
-
-    def names(self) -> list[str]:
-        return sorted(self.entries)
-
-    def close(self) -> None:
-        for close in self.closers:
-            close()
-        self.closers.clear()
-
-
-def load_catalog(spec: str | None = None) -> Catalog:
-    """The catalog at `module:attribute` (a `Catalog` or a function returning one).
-
-    Defaults to `$ENDSTATE_CATALOG`, then to the seed example agents.
-    """
-    spec = spec or os.environ.get(ENV_CATALOG) or DEFAULT_CATALOG
-    module_name, _, attr = spec.partition(":")
-    try:
-        found = getattr(importlib.import_module(module_name), attr or "catalog")
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot load the agent catalog {spec!r}: {exc}") from exc
-    catalog = found() if callable(found) and not isinstance(found, Catalog) else found
-    if not isinstance(catalog, Catalog):
-        raise ConfigError(f"{spec!r} is not a Catalog (got {type(catalog).__name__})")
-    return catalog
 
 
 # -- the runner -----------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ import os
 import signal
 from pathlib import Path
 
-from agent.runner import Runner, load_catalog
+from agent.catalog import SEED_CATALOG, load_catalog
+from agent.runner import Runner
 from agent.service.auth import load_token
 from agent.store import default_url, open_store
 from agent.store.urls import sqlite_path
@@ -67,7 +68,7 @@ def serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     store = open_store(args.store)
-    catalog = load_catalog(args.catalog)
+    catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     telemetry = Telemetry.from_env(pending=store.pending_summary)  # a fresh registry of its own
     try:
         runner = Runner(
