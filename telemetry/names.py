@@ -181,3 +181,15 @@ ERROR_INTERRUPTED: Final = "interrupted"  # error.type of a call cut off (cancel
 ERROR_TOOL: Final = "tool_error"  # error.type of a failed tool call that named no type
 ERROR_UNKNOWN: Final = "unknown"  # error.type when the failure carried nothing to name it
 ERROR_OTHER: Final = "_OTHER"  # error_type label past the per-model cap (the conventions' fallback value)
+
+# -- declared for issue 14's rules and dashboards (additions only) -------------
+# A resumed segment starts: stop_reason is the reason of the segment it resumes (need_help,
+# cancelled). Run ends by reason = stops of that reason minus resumes of it.
+METRIC_RUNS_RESUMED: Final = "agent_runs_resumed"  # counter -> agent_runs_resumed_total
+# Successes re-checked later by an independent check, by outcome.
+METRIC_SUCCESS_AUDITS: Final = "agent_success_audits"  # counter -> agent_success_audits_total
+LABEL_STOP_CAUSE: Final = "stop_cause"  # gave_up only: refusal|agent|guardrail; else empty
+STOP_CAUSE: Final = "stop.cause"  # span attribute: who ended a gave_up run
+AUDIT_CONFIRMED: Final = "confirmed"  # agent_success_audits_total outcome values
+AUDIT_FALSE_SUCCESS: Final = "false_success"
+AUDIT_ERROR: Final = "error"
