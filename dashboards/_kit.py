@@ -19,6 +19,8 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models import prometheus as prometheus_model
 
+from alerts.runbooks import runbook_url
+
 # Provisioned by dashboards/provisioning/datasources/datasources.yml.
 TEMPO_UID = "tempo"
 PROMETHEUS = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -124,6 +126,16 @@ def traces_link(title: str, traceql: str) -> DashboardLink:
         DashboardLink(title)
         .type(model.DashboardLinkType.LINK)
         .url(explore_traces_url(traceql))
+        .target_blank(True)
+    )
+
+
+def runbook_link(base: str, alert: str) -> DashboardLink:
+    """A panel link to the runbook of `alert`, under `base` (as the alert rules' runbook_url)."""
+    return (
+        DashboardLink(f"Runbook: {alert}")
+        .type(model.DashboardLinkType.LINK)
+        .url(runbook_url(base, alert))
         .target_blank(True)
     )
 
