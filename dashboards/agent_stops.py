@@ -137,12 +137,10 @@ def stop_share_per_task_type() -> timeseries.Panel:
 # -- Limits ----------------------------------------------------------------------
 
 
-def quiet_share(reason: str) -> str:
-    """The 6-hour share a share alert reads for agents with fewer than 20 runs in the last hour."""
-    busy = "agent_task_type:agent_stops_final:increase1h >= 20"
+def share_6h(reason: str) -> str:
+    """The 6-hour share that a share alert reads for agents with fewer than 20 runs in the last hour."""
     selector = sel(stop_reason=f'="{reason}"')
-    ratio = f"agent_task_type_stop_reason:agent_stops_final:ratio_rate6h{selector}"
-    return f"{ratio} unless on (agent, task_type) {busy}"
+    return f"agent_task_type_stop_reason:agent_stops_final:ratio_rate6h{selector}"
 
 
 def limit_share() -> timeseries.Panel:
@@ -155,14 +153,15 @@ def limit_share() -> timeseries.Panel:
         "Each run counts once, at its real end (need_help suspensions and cancelled-then-resumed segments "
         f"are no ends). Dashed line: page threshold ({LIMIT_SHARE_PAGE:.0%}). Dotted: twice the share of "
         "the last 7 days, the rising alert (drawn once a day of history with 20 runs an hour exists). "
-        "Thin: the 6-hour share of agents with fewer than 20 runs in the last hour, which page above "
+        "Series named 6h: the share over 6 hours, which the alert reads for agents with fewer than 20 runs "
+        "in the last hour: they page above "
         f"{LIMIT_SHARE_PAGE:.0%} of at least 20 runs or above half of at least 5. Usually a broken tool or a "
         "change in the outside world.",
         "percentunit",
         [
             query(f"{ratio}{limit}", "{{agent}} {{task_type}}", "A"),
             query(f"{BASELINE_FACTOR} * {baseline}{limit}", "rising threshold {{agent}} {{task_type}}", "B"),
-            query(quiet_share("limit"), "6h, quiet agent: {{agent}} {{task_type}}", "C"),
+            query(share_6h("limit"), "6h: {{agent}} {{task_type}}", "C"),
         ],
     )
     dotted = [model.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dot", "dash": [2, 6]})]
@@ -179,8 +178,9 @@ def error_share() -> timeseries.Panel:
         "Share of runs ended in error (1h, as alerted)",
         "Share of ended runs that stopped in error (the model API failing after retries, a verifier that "
         "raised, a store that could not write), over 1h, each run counted once. Dashed line: the "
-        f"EndstateErrorStopShareHigh threshold ({ERROR_SHARE_PAGE:.0%}, at least 20 runs an hour). Thin: the "
-        "6-hour share of agents with fewer than 20 runs in the last hour, which page above "
+        f"EndstateErrorStopShareHigh threshold ({ERROR_SHARE_PAGE:.0%}, at least 20 runs an hour). "
+        "Series named 6h: the share over 6 hours, which the alert reads for agents with fewer than 20 runs "
+        "in the last hour: they page above "
         f"{ERROR_SHARE_PAGE:.0%} of at least 20 runs or above 30% of at least 5. Click a series for its "
         "traces.",
         "percentunit",
@@ -190,7 +190,7 @@ def error_share() -> timeseries.Panel:
                 "{{agent}} {{task_type}}",
                 "A",
             ),
-            query(quiet_share("error"), "6h, quiet agent: {{agent}} {{task_type}}", "C"),
+            query(share_6h("error"), "6h: {{agent}} {{task_type}}", "C"),
         ],
     )
     link = traces_link(
@@ -431,8 +431,9 @@ def false_success_share() -> timeseries.Panel:
         "False-success share of audited successes (6h, as alerted)",
         "Share of the audited successes that an independent re-check found wrong, among audits that "
         "reached a verdict (audits that failed themselves are left out), over 6 hours. Dashed line: the "
-        f"EndstateFalseSuccessShareHigh threshold ({FALSE_SUCCESS_SHARE:.0%}, at least 10 audits). Thin: the "
-        "1-day share of agents with fewer than 10 audits in 6 hours.",
+        f"EndstateFalseSuccessShareHigh threshold ({FALSE_SUCCESS_SHARE:.0%}, at least 10 audits). Series "
+        "named 1d: the 1-day share of agents with fewer than 10 audits in 6 hours, which the alert reads "
+        "for them.",
         "percentunit",
         [
             query(
