@@ -93,19 +93,15 @@ def threshold_line(panel: timeseries.Panel, value: float) -> timeseries.Panel:
     return panel.thresholds(thresholds((value, "red"))).thresholds_style(style)
 
 
-def explore_traces_url(traceql: str) -> str:
-    """A Grafana Explore URL that runs `traceql` in Tempo over the panel's time range.
-
-    Grafana interpolates `${...}` in data links (field labels, `__from`, `__to`,
-    dashboard variables), so those are left unencoded; everything else is.
-    """
+def explore_traces_url(traceql: str, tempo_uid: str = TEMPO_UID) -> str:
+    """A Grafana Explore URL that runs `traceql` in Tempo over the panel's time range."""
     pane = {
         "traces": {
-            "datasource": TEMPO_UID,
+            "datasource": tempo_uid,
             "queries": [
                 {
                     "refId": "A",
-                    "datasource": {"type": "tempo", "uid": TEMPO_UID},
+                    "datasource": {"type": "tempo", "uid": tempo_uid},
                     "queryType": "traceql",
                     "query": traceql,
                     "limit": 20,
@@ -115,9 +111,25 @@ def explore_traces_url(traceql: str) -> str:
             "range": {"from": "${__from}", "to": "${__to}"},
         }
     }
-    encoded = quote(json.dumps(pane, separators=(",", ":")), safe="")
+    return _explore_url(pane)
+
+
+def _explore_url(panes: dict[str, object]) -> str:
+    """Explore's URL for `panes`. Grafana interpolates `${...}` in data links (field labels,
+    `__from`, `__to`, dashboard variables), so those are left unencoded; everything else is."""
+    encoded = quote(json.dumps(panes, separators=(",", ":")), safe="")
     encoded = re.sub(r"%24%7B(.*?)%7D", lambda m: "${" + unquote(m.group(1)) + "}", encoded)
     return f"/explore?schemaVersion=1&orgId=1&panes={encoded}"
+
+
+def retarget_traces(url: str, tempo_uid: str) -> str:
+    """An Explore URL made by `explore_traces_url`, opening the Tempo data source `tempo_uid`."""
+    panes = json.loads(unquote(url.split("&panes=", 1)[1]))
+    for pane in panes.values():
+        pane["datasource"] = tempo_uid
+        for target in pane["queries"]:
+            target["datasource"]["uid"] = tempo_uid
+    return _explore_url(panes)
 
 
 def traces_link(title: str, traceql: str) -> DashboardLink:

@@ -377,6 +377,28 @@ def test_a_custom_runbook_base_lands_in_every_runbook_link(tmp_path: Path) -> No
     assert subprocess.run(check, cwd=ROOT, capture_output=True, timeout=120).returncode == 0
 
 
+def data_links(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    return [link for panel in panels(dashboard) for link in panel["fieldConfig"]["defaults"].get("links", [])]
+
+
+def test_trace_links_open_the_tempo_uid_asked_for(tmp_path: Path) -> None:
+    """`--tempo-uid` (an existing Grafana's Tempo) lands in every trace link; nothing else changes."""
+    uid = "P214B5B846CF3925F"
+    argv = [sys.executable, "-m", "dashboards.build", "--tempo-uid", uid, "--out", str(tmp_path)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    committed, custom = load(ROOT / "dashboards/json/agent-stops.json"), load(tmp_path / "agent-stops.json")
+    before, after = data_links(committed), data_links(custom)
+    assert before and len(before) == len(after)
+    for old, new in zip(before, after, strict=True):
+        assert traceql_of(new["url"]) == traceql_of(old["url"])
+        (pane,) = json.loads(parse_qs(urlsplit(new["url"]).query)["panes"][0]).values()
+        assert pane["datasource"] == uid
+        assert {q["datasource"]["uid"] for q in pane["queries"]} == {uid}
+        old["url"] = new["url"] = ""
+    assert committed == custom
+
+
 def test_a_runbook_base_that_is_no_url_is_refused(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "dashboards.build", "--runbook-base", "runbooks/", "--out", str(tmp_path)]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
