@@ -174,13 +174,13 @@ def test_run_ends_are_stops_minus_resumes_of_that_reason() -> None:
 # -- runbook links from a base you set ------------------------------------------------
 
 
-def build_rules(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def build_rules(*args: str) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "alerts.build", *args]
     return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 
-def test_committed_rules_carry_the_placeholder_base(tmp_path: Path) -> None:
-    done = build_rules(tmp_path, "--check")
+def test_committed_rules_carry_the_placeholder_base() -> None:
+    done = build_rules("--check")
     assert done.returncode == 0, done.stderr
     assert ".invalid/" in RUNBOOK_BASE
 
@@ -196,7 +196,7 @@ def test_committed_rules_carry_the_placeholder_base(tmp_path: Path) -> None:
 )  # fmt: skip
 def test_a_custom_runbook_base_lands_in_every_runbook_url(tmp_path: Path, base: str, link: str) -> None:
     out = tmp_path / "rules"
-    done = build_rules(tmp_path, "--runbook-base", base, "--out", str(out))
+    done = build_rules("--runbook-base", base, "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.glob("*.yml")) == [p.name for p in RULES]
     written = {
@@ -214,12 +214,12 @@ def test_a_custom_runbook_base_lands_in_every_runbook_url(tmp_path: Path, base: 
         assert rule["expr"] == ALERTS[name]["expr"]
     check = run(["promtool", "check", "rules", *map(str, sorted(out.glob("*.yml")))])
     assert check.returncode == 0, check.stdout + check.stderr
-    assert build_rules(tmp_path, "--check").returncode == 0, "the committed rules were changed"
+    assert build_rules("--check").returncode == 0, "the committed rules were changed"
 
 
 @pytest.mark.parametrize("base", ["wiki.example.com/runbooks", "https://wiki.example.com/run books/", ""])
 def test_a_runbook_base_that_cannot_make_links_is_refused(tmp_path: Path, base: str) -> None:
-    done = build_rules(tmp_path, "--runbook-base", base, "--out", str(tmp_path / "rules"))
+    done = build_rules("--runbook-base", base, "--out", str(tmp_path / "rules"))
     assert done.returncode == 2
     assert "is not an http(s) URL" in done.stderr and "{alertname}" in done.stderr
     assert not (tmp_path / "rules").exists()
