@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent.budget import Usage
+from agent.budget import Budget, Extension, Usage
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import CallRecord, RunContext
 from agent.history import HistoryPolicy
-from agent.journal import Entry, Journal, Reply, Result, Shrunk
+from agent.journal import Entry, Extended, Journal, Reply, Result, Shrunk
 from agent.progress import ProgressDetector, replay
 from agent.result import LimitKind, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
@@ -28,6 +28,7 @@ class RunState:
     span_id: str | None = None
     saved: int = 0  # journal entries already handed to the checkpointer
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
+    budget: Budget = field(default_factory=Budget)  # the agent's, plus the extensions in the journal
     sent: list[Entry] = field(default_factory=list)  # the journal as the model is sent it
     _active_before: float = 0.0
     _started: float | None = None
@@ -94,7 +95,12 @@ class RunState:
             span_id=self.span_id,
         )
 
-    def checkpoint(self) -> Checkpoint:
+    def extend(self, more: Extended) -> None:
+        """Record more budget for the run and apply it."""
+        self.record(more)
+        self.budget = self.budget.plus(Extension(more.turns, more.seconds, more.tokens, more.cost_usd))
+
+    def checkpoint(self, kind: SnapshotKind = SnapshotKind.CHECKPOINT) -> Checkpoint:
         """The entries not yet saved and the head beside them; they count as saved from now on."""
         ctx, first = self.ctx, self.saved
         self.saved = len(ctx.journal)
@@ -102,7 +108,7 @@ class RunState:
             run_id=ctx.run_id,
             agent=ctx.agent,
             task_type=ctx.task_type,
-            kind=SnapshotKind.CHECKPOINT,
+            kind=kind,
             segment=self.segment,
             journal=[],
             usage=self.tick().copy(),
@@ -160,6 +166,7 @@ class RunState:
         progress: ProgressDetector,
         clock: Clock = SYSTEM_CLOCK,
         history: HistoryPolicy | None = None,
+        budget: Budget | None = None,
     ) -> RunState:
         journal = Journal(list(snap.journal))
         replay(progress, journal)
@@ -179,11 +186,20 @@ class RunState:
             progress=progress,
             clock=clock,
             history=history or HistoryPolicy(),
+            budget=extended(budget or Budget(), journal),
             segment=snap.segment + 1,
             failures=list(snap.verifier_failures),
             saved=len(journal),
             _active_before=usage.active_seconds,
         )
+
+
+def extended(budget: Budget, journal: Journal) -> Budget:
+    """`budget` with every extension the journal records added."""
+    for e in journal:
+        if isinstance(e, Extended):
+            budget = budget.plus(Extension(e.turns, e.seconds, e.tokens, e.cost_usd))
+    return budget
 
 
 def calls_of(journal: Journal) -> list[CallRecord]:

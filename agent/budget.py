@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from agent.errors import ConfigError
-from agent.result import LimitKind
+from agent.stops import LimitKind
 
 
 @dataclass
@@ -63,6 +63,15 @@ class Budget:
             return LimitKind.COST
         return None
 
+    def plus(self, more: Extension) -> Budget:
+        """This budget with `more` added to every ceiling it sets (no ceiling stays none)."""
+        return Budget(
+            max_turns=None if self.max_turns is None else self.max_turns + more.turns,
+            max_seconds=None if self.max_seconds is None else self.max_seconds + more.seconds,
+            max_tokens=None if self.max_tokens is None else self.max_tokens + more.tokens,
+            max_cost_usd=None if self.max_cost_usd is None else self.max_cost_usd + more.cost_usd,
+        )
+
     def ceilings(self) -> dict[str, float]:
         """The configured ceilings by `LimitKind` value, for dashboards."""
         kinds = (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST)
@@ -74,6 +83,23 @@ class Budget:
         if self.max_seconds is None:
             return None
         return max(0.0, self.max_seconds - usage.active_seconds)
+
+
+@dataclass(frozen=True)
+class Extension:
+    """More budget for a run that stopped at a limit: added to each ceiling the agent sets."""
+
+    turns: int = 0
+    seconds: float = 0.0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __post_init__(self) -> None:
+        values = (self.turns, self.seconds, self.tokens, self.cost_usd)
+        if any(v < 0 for v in values) or not any(values):
+            raise ConfigError(
+                "an Extension adds something >= 0 to at least one of turns, seconds, tokens, cost_usd"
+            )
 
 
 @dataclass(frozen=True)

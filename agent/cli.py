@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.demo import Played, play, select
-from agent.errors import EndstateError
+from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
 
 # modules with `register(subparsers)` adding more commands
@@ -64,7 +64,10 @@ def run_demo(args: argparse.Namespace) -> int:
         return _list_scenarios()
     if args.repeat < 1:
         raise SystemExit("endstate demo: --repeat must be at least 1")
-    scenarios = select(args.scenarios)
+    try:
+        scenarios = select(args.scenarios)
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; `endstate demo --list` shows them") from exc
     model = _model(args.model) if args.model else None
     telemetry = _telemetry(args)
     try:

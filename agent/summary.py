@@ -6,7 +6,7 @@ from collections import Counter
 
 from agent.budget import Usage
 from agent.context import RunContext
-from agent.result import LimitKind, StopReason
+from agent.stops import LimitKind, StopReason
 
 _TEXT_CHARS = 300
 

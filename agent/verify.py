@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import functools
 import subprocess
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from agent.errors import EndstateError
 
 if TYPE_CHECKING:
     from agent.context import RunContext
@@ -31,6 +37,7 @@ class CommandVerifier:
     cwd: str | Path | None = None
     timeout: float = 300.0
     tail_chars: int = 1500
+    cut_by_limit: bool = field(default=False, repr=False)  # set by `bounded`: a timeout is the run's
 
     def __call__(self, ctx: RunContext) -> list[str]:
         try:
@@ -38,11 +45,21 @@ class CommandVerifier:
                 list(self.argv), cwd=self.cwd, capture_output=True, text=True, timeout=self.timeout
             )
         except subprocess.TimeoutExpired:
+            if self.cut_by_limit:
+                raise BudgetCut(
+                    f"`{' '.join(self.argv)}` was stopped: the run's time budget ran out"
+                ) from None
             return [f"`{' '.join(self.argv)}` did not finish within {self.timeout:g} s"]
         if done.returncode == 0:
             return []
         tail = (done.stdout + done.stderr)[-self.tail_chars :].strip()
         return [f"`{' '.join(self.argv)}` exited {done.returncode}:\n{tail}"]
+
+    def bounded(self, seconds: float) -> CommandVerifier:
+        """This command, killed after at most `seconds` (the time left in the run)."""
+        if seconds >= self.timeout:
+            return self
+        return dataclasses.replace(self, timeout=seconds, cut_by_limit=True)
 
 
 @dataclass(frozen=True)
@@ -75,7 +92,83 @@ class AllOf:
     def __call__(self, ctx: RunContext) -> list[str]:
         return [reason for verifier in self.verifiers for reason in verifier(ctx)]
 
+    def bounded(self, seconds: float) -> AllOf:
+        """Each part bounded by `seconds` (`run_verifiers` bounds the whole)."""
+        return AllOf(tuple(_bounded(v, seconds) for v in self.verifiers))
+
 
 def all_of(*verifiers: Verifier) -> AllOf:
     """Combine verifiers; the run succeeds only when all of them pass."""
     return AllOf(tuple(verifiers))
+
+
+# -- running verifiers for the loop -------------------------------------------------------------
+
+
+class BudgetCut(Exception):
+    """A verifier was stopped because the run's time budget ran out (not a failure of its own)."""
+
+
+class VerifierError(EndstateError):
+    """A verifier raised something that is not an `Exception` (such as `SystemExit`)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the verifiers said: the reasons a criterion is not met, and whether time ran out.
+
+    With `budget_cut` the verifiers did not all finish: the run's time budget
+    ran out first, and `failures` holds only what finished before.
+    """
+
+    failures: list[str]
+    budget_cut: bool = False
+
+
+async def run_verifiers(
+    verifiers: Sequence[Verifier], ctx: RunContext, limit: float | None = None
+) -> Verdict:
+    """Run `verifiers` in order off the event loop, within `limit` seconds when given.
+
+    A command's timeout is cut to the time left, so its process is killed at
+    the limit; any other verifier still running then is abandoned on its
+    daemon thread. With no time left, no further verifier starts. A verifier
+    that raises an `Exception` raises it here (the loop ends the run `error`);
+    `SystemExit` and other non-`Exception`s are raised as `VerifierError`;
+    `KeyboardInterrupt` as `asyncio.CancelledError` (the run ends `cancelled`).
+    """
+    deadline = None if limit is None else time.monotonic() + limit
+    failures: list[str] = []
+    for verifier in verifiers:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return Verdict(failures, budget_cut=True)
+        try:
+            failures.extend(await _run_one(verifier, ctx, left))
+        except (BudgetCut, TimeoutError):
+            return Verdict(failures, budget_cut=True)
+    return Verdict(failures)
+
+
+async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
+    from agent.tools import _in_daemon_thread  # the tools' daemon pool: a hung check never blocks exit
+
+    check = _bounded(verifier, left) if left is not None else verifier
+    work = _in_daemon_thread(functools.partial(check, ctx), {})
+    try:
+        if left is None:
+            return list(await work)
+        async with asyncio.timeout(left):
+            return list(await work)
+    except (asyncio.CancelledError, Exception):
+        raise
+    except KeyboardInterrupt as exc:
+        raise asyncio.CancelledError("a verifier was interrupted (KeyboardInterrupt)") from exc
+    except BaseException as exc:
+        raise VerifierError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _bounded(verifier: Verifier, seconds: float) -> Verifier:
+    """`verifier` with its own timeouts at most `seconds`, when it has a `bounded` method."""
+    bound = getattr(verifier, "bounded", None)
+    return bound(seconds) if callable(bound) else verifier

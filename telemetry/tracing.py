@@ -139,7 +139,7 @@ class _RunTrace(RunObserver):
 
     # -- turns -------------------------------------------------------------
 
-    def turn_started(self, index: int) -> None:
+    def turn_started(self, index: int, continued: bool = False) -> None:
         if self._ended:
             return
         if self._turn is not None or self._chat is not None or self._tools:
@@ -148,7 +148,7 @@ class _RunTrace(RunObserver):
         self._turn = self._tracer.start_span(
             n.SPAN_TURN,
             context=self._ctx,
-            attributes={n.AGENT_TURN_INDEX: index},
+            attributes={n.AGENT_TURN_INDEX: index, **({n.AGENT_TURN_CONTINUED: True} if continued else {})},
             start_time=min((call.start_ns for call in held), default=None),
         )
         self._turn_ctx = trace.set_span_in_context(self._turn)
@@ -368,6 +368,7 @@ def _run_attributes(info: RunInfo) -> dict[str, Any]:
         n.GEN_AI_CONVERSATION_ID: info.run_id,
         n.AGENT_TASK_TYPE: info.task_type,
         n.AGENT_SEGMENT: info.segment,
+        **({n.AGENT_BUDGET_EXTENDED: True} if info.extended else {}),
     }
 
 

@@ -19,7 +19,7 @@ from agent import StopReason
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
-from agent.journal import Answered, Result
+from agent.journal import Answered, Result, Stopped
 from agent.result import RunResult
 from agent.runner import AnswerError, Catalog, Job, Runner
 from agent.snapshot import Checkpoint, SnapshotKind
@@ -193,9 +193,11 @@ def test_every_completed_turn_is_checkpointed(counters: Workers, tmp_path: Path)
     runner.store.checkpoint = spy  # type: ignore[method-assign]
     result = asyncio.run(runner.start("counter", "count", state=counter_state(tmp_path / "r", "plain")))
     assert result.reason is StopReason.SUCCESS
-    assert [cp.head.usage.turns for cp in seen] == [1, 2]  # after each completed turn (the third ended it)
-    assert all(isinstance(cp.entries[-1], Result) for cp in seen)  # one call a turn: saved with its turn
-    assert all(cp.head.kind is SnapshotKind.CHECKPOINT for cp in seen)
+    assert [cp.head.usage.turns for cp in seen] == [1, 2, 3]  # after each completed turn, and at the end
+    assert all(isinstance(cp.entries[-1], Result) for cp in seen[:2])  # one call a turn: saved with its turn
+    assert isinstance(seen[-1].entries[-1], Stopped)  # the last entries, down to the stop
+    assert all(cp.head.kind is SnapshotKind.CHECKPOINT for cp in seen[:-1])
+    assert seen[-1].head.kind is SnapshotKind.FINISHED
 
 
 def test_the_deadline_sweep_ends_a_run_as_help_timeout(examples: Workers) -> None:

@@ -13,6 +13,7 @@ import pg
 import pytest
 
 from agent import Agent, HelpPolicy, StopReason, tool
+from agent.journal import Result, Stopped
 from agent.models.scripted import call, finish
 from agent.result import RunResult
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
@@ -104,17 +105,20 @@ def test_a_suspended_run_keeps_its_question_pending_action_deadline_and_snapshot
     assert store.pending_summary() == [("test-agent", "default", pytest.approx(rec.suspended_at))]
 
 
-def test_a_finished_run_keeps_its_result_and_drops_its_snapshot(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+def test_a_finished_run_keeps_its_result_and_its_whole_journal(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
     started(store)
-    result = make_agent([finish("done", "paid")]).run("pay", run_id="r1")
+    result = make_agent(
+        [finish("done", "paid")], checkpoint=lambda cp: store.checkpoint("r1", cp, lease(), NOW)
+    ).run("pay", run_id="r1")
     rec = store.record("r1", Outcome.of(result), lease(), NOW + 2)
     assert (rec.status, rec.stop_reason, rec.output, rec.turns) == (
         RunStatus.FINISHED, StopReason.SUCCESS, "paid", 1,
     )  # fmt: skip
     assert rec.ended_at == NOW + 2 and rec.input_tokens == result.input_tokens
     assert rec.summary == result.summary and rec.trace_id == result.trace_id
-    got = store.get("r1")
-    assert got is not None and got.snapshot_json is None
+    kept = store.snapshot("r1")  # for review and replay: the journal down to its stop
+    assert kept is not None and isinstance(kept.journal[-1], Stopped)
+    assert kept.journal[-1].reason is StopReason.SUCCESS
 
 
 def test_a_checkpoint_saves_the_snapshot_and_progress_under_the_lease(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
@@ -318,7 +322,7 @@ def test_an_old_schema_is_migrated_and_keeps_its_runs(store_url: str, make_agent
     _make_v1_store(store_url)
     s = open_store(store_url)
     try:
-        assert s.schema_version() == latest_version(s.dialect) == 4  # type: ignore[attr-defined]
+        assert s.schema_version() == latest_version(s.dialect)  # type: ignore[attr-defined]
         old = s.get("old")
         assert old is not None and old.status is RunStatus.WAITING and old.answer is None
         rec = s.claim("old", (RunStatus.WAITING,), lease(), NOW, answer="yes", approved=True)
@@ -346,7 +350,7 @@ def test_checkpoints_append_only_new_entries_and_the_store_gives_the_whole_journ
     ]
     assert max(len(cp.entries) for cp in seen[1:]) <= 3  # a reply, its result (and the task at first): flat
     stored = store.snapshot("r1")
-    assert stored is not None and stored.kind is SnapshotKind.CHECKPOINT
+    assert stored is not None and stored.kind is SnapshotKind.FINISHED  # saved down to its stop
     assert stored.journal == result.snapshot.journal[: len(stored.journal)] if result.snapshot else True
     assert len(stored.journal) == sum(len(cp.entries) for cp in seen)
 
@@ -504,3 +508,34 @@ def test_a_dropped_postgres_connection_is_replaced_and_checkpoints_go_on(make_ag
         assert rec.status is RunStatus.WAITING
     finally:
         store.close()
+
+
+def test_text_with_nul_bytes_is_stored_on_both_stores(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    """A tool that read a binary file: the run still ends with its reason recorded."""
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return "PK\x03\x04\x00\x00 binary"
+
+    started(store)
+    seen: list[Checkpoint] = []
+
+    def save(cp: Checkpoint) -> None:
+        seen.append(cp)
+        store.checkpoint("r1", cp, lease(), NOW)
+
+    agent = make_agent(
+        [call("read_file", path="a.zip")],
+        [finish("give_up", "it is a zip \x00 file")],
+        tools=[read_file],
+        checkpoint=save,
+    )
+    result = agent.run("read it", run_id="r1")
+    rec = store.record("r1", Outcome.of(result), lease(), NOW + 1)
+    assert rec.status is RunStatus.FINISHED and rec.stop_reason is StopReason.GAVE_UP
+    assert rec.note.startswith("it is a zip ") and "file" in rec.note  # NUL shown as U+FFFD where it must be
+    snap = store.snapshot("r1")
+    assert snap is not None
+    [stored] = [e for e in snap.journal if isinstance(e, Result)]
+    assert stored.text == "PK\x03\x04\x00\x00 binary"  # the journal keeps the exact text

@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any
 
 from agent._codec import encode_entry
+from agent.audit import Audit, AuditOutcome
 from agent.errors import SnapshotError
 from agent.journal import Entry
 from agent.result import StopReason
@@ -35,6 +36,7 @@ from agent.store.base import (
 
 TABLE = "endstate_runs"
 ENTRIES = "endstate_entries"
+AUDITS = "endstate_audits"
 SCHEMA_TABLE = "endstate_schema"
 JOURNAL_VERSION = 4  # the schema version that brought the journal table
 LIST_COLUMNS = (
@@ -78,6 +80,7 @@ class SqlStore:
     """
 
     url: str
+    shown: str
     dialect: str
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
@@ -101,7 +104,7 @@ class SqlStore:
         latest = latest_version(self.dialect)
         if current > latest:
             raise StoreError(
-                f"the store at {self.url} has schema version {current}, newer than this Endstate "
+                f"the store at {self.shown} has schema version {current}, newer than this Endstate "
                 f"reads ({latest}); upgrade Endstate"
             )
         for version, sql in migrations(self.dialect):
@@ -285,6 +288,42 @@ class SqlStore:
             retry=True,
         )
 
+    # -- success audits ---------------------------------------------------------------------------
+
+    def schedule_audit(self, audit: Audit) -> None:
+        """Plan an audit of a finished run (once: a second plan for the same run changes nothing)."""
+        self._rows(
+            f"INSERT INTO {AUDITS} (run_id, agent, task_type, due_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            (audit.run_id, audit.agent, audit.task_type, audit.due_at),
+        )
+
+    def due_audits(self, now: float, limit: int = 100) -> list[Audit]:
+        rows = self._rows(
+            f"SELECT run_id, agent, task_type, due_at FROM {AUDITS} WHERE outcome IS NULL AND due_at <= ? "
+            f"ORDER BY due_at LIMIT {int(limit)}",
+            (now,),
+            retry=True,
+        )
+        return [Audit(r["run_id"], r["agent"], r["task_type"], float(r["due_at"])) for r in rows]
+
+    def record_audit(self, run_id: str, outcome: AuditOutcome, note: str, now: float) -> bool:
+        """Keep an audit's outcome; False when another worker recorded it first."""
+        n = self._count(
+            f"UPDATE {AUDITS} SET outcome = ?, note = ?, checked_at = ? WHERE run_id = ? AND outcome IS NULL",
+            (outcome, note, now, run_id),
+        )
+        return n == 1
+
+    def audit_of(self, run_id: str) -> Audit | None:
+        rows = self._rows(f"SELECT * FROM {AUDITS} WHERE run_id = ?", (run_id,), retry=True)
+        if not rows:
+            return None
+        r = rows[0]
+        outcome = AuditOutcome(r["outcome"]) if r["outcome"] else None
+        checked = float(r["checked_at"]) if r["checked_at"] is not None else None
+        return Audit(r["run_id"], r["agent"], r["task_type"], float(r["due_at"]), outcome, r["note"], checked)
+
     # -- reads ------------------------------------------------------------
 
     def get(self, run_id: str) -> RunRecord | None:
@@ -364,7 +403,8 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
         **{"pending": dumps(w.pending.__dict__) if w and w.pending else None},
         **{"deadline": w.deadline if w else None, "suspended_at": w.suspended_at if w else None},
         **{"interrupted": int(outcome.interrupted)},
-        **({} if outcome.keep_snapshot else {"snapshot": outcome.head_json}),
+        # a finished run keeps its last head and its journal (for review, replay and `--more-turns`)
+        **({} if outcome.status is RunStatus.FINISHED else {"snapshot": outcome.head_json}),
     }
 
 

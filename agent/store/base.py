@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
+from agent.audit import Audit, AuditOutcome
 from agent.errors import EndstateError
 from agent.result import PendingAction, RunResult, StopReason
 from agent.snapshot import Checkpoint, Snapshot
@@ -115,7 +116,6 @@ class Outcome:
     result: RunResult
     snapshot: Snapshot | None
     interrupted: bool = False
-    keep_snapshot: bool = False  # leave the stored snapshot as it is (a run that could not be continued)
 
     @classmethod
     def of(cls, result: RunResult, *, interrupted: bool = False) -> Outcome:
@@ -198,6 +198,14 @@ class RunStore(Protocol):
         ...
 
     def get(self, run_id: str) -> RunRecord | None: ...
+
+    def schedule_audit(self, audit: Audit) -> None: ...
+
+    def due_audits(self, now: float, limit: int = 100) -> list[Audit]: ...
+
+    def record_audit(self, run_id: str, outcome: AuditOutcome, note: str, now: float) -> bool: ...
+
+    def audit_of(self, run_id: str) -> Audit | None: ...
 
     def snapshot(self, run_id: str) -> Snapshot | None:
         """The run's snapshot: its saved head and every journal entry appended so far."""
