@@ -191,13 +191,13 @@ def _worker(args: argparse.Namespace) -> int:
 
 async def _run_worker(args: argparse.Namespace) -> int:
     """Poll the task queue until SIGTERM or SIGINT; then finish the activities in hand and stop."""
-    from agent.runner import load_catalog
+    from agent.catalog import SEED_CATALOG, load_catalog
     from agent.temporal import TemporalRuns, build_worker
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
 
     runs = await TemporalRuns.connect(args.temporal, args.namespace, args.task_queue)
-    catalog = load_catalog(args.catalog)
+    catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     pending = TemporalPending(args.temporal, args.namespace)
     telemetry = Telemetry.from_env(pending=pending)
     if args.metrics_port:

@@ -41,19 +41,27 @@ class TemporalServer:
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
         self._wait_ready()
 
-    def _wait_ready(self, timeout: float = 60.0) -> None:
+    def _wait_ready(self, timeout: float = 120.0) -> None:
+        """Until the frontend says it serves (a listening port is not yet a healthy server)."""
         until = time.monotonic() + timeout
         while time.monotonic() < until:
             if self.proc.poll() is not None:
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
                 raise RuntimeError(f"temporal server exited with {self.proc.returncode}: {err}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+            if self._healthy():
                 return
-            except OSError:
-                time.sleep(0.1)
+            time.sleep(0.2)
         self.stop()
-        raise RuntimeError(f"temporal server did not listen on {self.address} within {timeout:.0f} s")
+        raise RuntimeError(f"temporal server was not healthy on {self.address} within {timeout:.0f} s")
+
+    def _healthy(self) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+        except OSError:
+            return False
+        argv = [temporal_cli(), "operator", "cluster", "health", "--address", self.address]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        return done.returncode == 0 and "SERVING" in done.stdout
 
     def stop(self) -> None:
         if self.proc.poll() is None:

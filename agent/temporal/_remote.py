@@ -19,6 +19,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy as TemporalRetry
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
+from agent import tools as tools_module
 from agent.agent import Agent
 from agent.budget import Price, PriceTable
 from agent.context import RunContext
@@ -248,12 +249,16 @@ def _signature(spec: dict[str, Any]) -> inspect.Signature:
 class RemoteVerifier:
     """Stands for all of the agent's verifiers; the workflow runs them as one activity.
 
-    The loop calls verifiers through `asyncio.to_thread`; `install_executor`
+    The loop calls verifiers on a daemon thread; `install_verifier_seam`
     routes that call to the activity.
     """
 
     def __init__(self, ref: RunRef, setup: WorkerSetup) -> None:
         self._ref, self._setup = ref, setup
+
+    def bounded(self, seconds: float) -> RemoteVerifier:
+        """The loop's time budget left: the activity's own timeouts already bound it."""
+        return self
 
     def __call__(self, ctx: RunContext) -> list[str]:
         raise RuntimeError("RemoteVerifier runs only inside an Endstate workflow")
@@ -279,22 +284,29 @@ class RemoteVerifier:
         return failures
 
 
-def install_executor() -> None:
-    """Route the loop's `asyncio.to_thread(verifier, ctx)` to the verify activity.
+def install_verifier_seam() -> None:
+    """Route the loop's verifier call for a `RemoteVerifier` to the verify activity.
 
-    The workflow's event loop has no threads; any other call keeps its
-    default behaviour (refused).
+    The loop runs verifiers on a daemon thread (`agent.tools._in_daemon_thread`);
+    a workflow has no threads. Inside a workflow, a `RemoteVerifier` is awaited
+    as its activity instead; every other call (and every call outside a
+    workflow) goes to the daemon thread as before. Idempotent.
     """
-    loop = asyncio.get_running_loop()
-    default = loop.run_in_executor
+    original = tools_module._in_daemon_thread
+    if getattr(original, "endstate_temporal", False):
+        return
 
-    def run_in_executor(executor: Any, func: Callable[..., Any], *args: Any) -> Any:
-        inner = func.args if isinstance(func, functools.partial) else ()
-        if len(inner) == 2 and isinstance(inner[0], RemoteVerifier):
-            return asyncio.ensure_future(inner[0].check(inner[1]))
-        return default(executor, func, *args)
+    async def in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+        if (
+            workflow.in_workflow()
+            and isinstance(fn, functools.partial)
+            and isinstance(fn.func, RemoteVerifier)
+        ):
+            return await fn.func.check(*fn.args)
+        return await original(fn, kwargs)
 
-    setattr(loop, "run_in_executor", run_in_executor)  # noqa: B010 (an instance attribute on purpose)
+    in_daemon_thread.endstate_temporal = True  # type: ignore[attr-defined]
+    tools_module._in_daemon_thread = in_daemon_thread  # type: ignore[assignment]
 
 
 # -- telemetry that replay does not repeat ------------------------------------------------------------
@@ -333,9 +345,9 @@ class _ReplaySafeObserver(RunObserver):
             self.trace_id, self.span_id = self._inner.trace_id, self._inner.span_id
         return self._inner
 
-    def turn_started(self, index: int) -> None:
+    def turn_started(self, index: int, continued: bool = False) -> None:
         if live := self._live():
-            live.turn_started(index)
+            live.turn_started(index, continued)
 
     def turn_ended(self, index: int, signal: str) -> None:
         if live := self._live():

@@ -99,14 +99,18 @@ class TemporalRunner:
     async def shutdown(self, grace: float = 10.0) -> None:
         """No run lives in this process."""
 
+    async def audit_due(self) -> None:
+        """Success audits of finished runs belong to the store's runner; none on Temporal yet."""
+
 
 def serve(args: argparse.Namespace) -> int:
     """Serve the API and the inbox over the runs on `args.temporal` until SIGTERM or Ctrl-C."""
     import uvicorn
-    from prometheus_client import CollectorRegistry
 
-    from agent.service.app import Service, create_app
+    from agent.service.app import Service, allowed_hosts, create_app, reads_need_token
     from agent.service.auth import load_token
+    from agent.service.guard import guarded_h11
+    from agent.service.server import _extra_hosts
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
 
@@ -114,13 +118,23 @@ def serve(args: argparse.Namespace) -> int:
     bridge = Bridge()
     runs = bridge.call(TemporalRuns.connect(args.temporal, args.namespace, args.task_queue))
     pending = TemporalPending(args.temporal, args.namespace)
-    telemetry = Telemetry.from_env(registry=CollectorRegistry(), pending=pending)
+    telemetry = Telemetry.from_env(pending=pending)
     try:
         token, source = load_token(args.token_file, Path(".endstate"))
         print(f"endstate serve: {runs.shown} at {args.temporal}; token from {source}", flush=True)
-        runner = cast(Any, TemporalRunner(runs, bridge))  # duck-typed: the service's runner seam
-        service = Service(runner, token, registry=telemetry.registry, sweep_interval=3600.0)
-        config = uvicorn.Config(create_app(service), host=args.host, port=args.port, log_level="info")
+        service = Service(
+            cast(Any, TemporalRunner(runs, bridge)),  # duck-typed: the service's runner seam
+            token,
+            metrics=telemetry.exposition,
+            sweep_interval=3600.0,  # nothing to sweep: deadlines are the workflows' timers
+            allowed_hosts=allowed_hosts(args.host, _extra_hosts(args)),
+            reads_need_token=reads_need_token(args.host, args.read_auth),
+            body_timeout=args.body_timeout,
+        )
+        config = uvicorn.Config(
+            create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
+            http=guarded_h11(args.header_timeout),
+        )  # fmt: skip
         uvicorn.Server(config).run()
     finally:
         pending.close()

@@ -21,12 +21,13 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from agent.catalog import Catalog
 from agent.hooks import NoHooks, RunHooks
-from agent.runner import Catalog
 from agent.temporal import _registry
 from agent.temporal import _wire as w
 from agent.temporal._activities import EndstateActivities
 from agent.temporal._registry import WorkerSetup
+from agent.temporal._remote import install_verifier_seam
 from agent.temporal.workflow import EndstateRun
 
 log = logging.getLogger("endstate.temporal")
@@ -60,6 +61,7 @@ async def ensure_search_attributes(client: Client, namespace: str = w.NAMESPACE)
 
 def workflow_runner() -> SandboxedWorkflowRunner:
     """Temporal's sandbox, taking Endstate's modules (and what they import) as they are."""
+    install_verifier_seam()
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
     )

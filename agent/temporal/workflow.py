@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from agent.snapshot import Snapshot
     from agent.temporal import _wire as w
     from agent.temporal._registry import lookup
-    from agent.temporal._remote import RunRef, install_executor, now, workflow_agent
+    from agent.temporal._remote import RunRef, now, workflow_agent
 
 PREPARE_TIMEOUT = timedelta(minutes=5)
 BEFORE = "The run was cancelled before it began."
@@ -72,7 +72,6 @@ class EndstateRun:
             return await self._closing(
                 run, self._bare(run, StopReason.CANCELLED, "Cancelled before it began.")
             )
-        install_executor()
         ref = RunRef(
             workflow.info().workflow_id, run["agent"], run["task"], run["plan"]["task_type"], run["state"]
         )
