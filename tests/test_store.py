@@ -322,7 +322,7 @@ def test_an_old_schema_is_migrated_and_keeps_its_runs(store_url: str, make_agent
     _make_v1_store(store_url)
     s = open_store(store_url)
     try:
-        assert s.schema_version() == latest_version(s.dialect) == 4  # type: ignore[attr-defined]
+        assert s.schema_version() == latest_version(s.dialect) == 5  # type: ignore[attr-defined]
         old = s.get("old")
         assert old is not None and old.status is RunStatus.WAITING and old.answer is None
         rec = s.claim("old", (RunStatus.WAITING,), lease(), NOW, answer="yes", approved=True)

@@ -24,6 +24,7 @@ from agent.store.base import (
     Outcome,
     RunExists,
     RunRecord,
+    Review,
     RunStatus,
     StoreError,
     UnknownRun,
@@ -35,6 +36,9 @@ from agent.store.base import (
 
 TABLE = "endstate_runs"
 ENTRIES = "endstate_entries"
+REVIEWS = "endstate_reviews"
+REVIEW_COLUMNS = "id, run_id, agent, task_type, label, note, labelled_at"
+SAMPLE_SCALE = 10_000  # success sampling in steps of 0.01%
 SCHEMA_TABLE = "endstate_schema"
 JOURNAL_VERSION = 4  # the schema version that brought the journal table
 LIST_COLUMNS = (
@@ -329,6 +333,80 @@ class SqlStore:
             retry=True,
         )
         return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
+
+
+    # -- reviews and retention ---------------------------------------------
+
+    def add_review(self, run_id: str, label: str, note: str, now: float) -> Review:
+        with self._tx():
+            run = self._rows(f"SELECT agent, task_type, status FROM {TABLE} WHERE run_id = ?", (run_id,))
+            if not run:
+                raise UnknownRun(f"no run with id {run_id!r}")
+            if run[0]["status"] != RunStatus.FINISHED:
+                raise NotClaimable(
+                    f"run {run_id} is {run[0]['status']}, not finished: only finished runs are reviewed"
+                )
+            rows = self._rows(
+                f"INSERT INTO {REVIEWS} (run_id, agent, task_type, label, note, labelled_at) "
+                f"VALUES (?, ?, ?, ?, ?, ?) RETURNING {REVIEW_COLUMNS}",
+                (run_id, run[0]["agent"], run[0]["task_type"], label, note, now),
+            )
+        return review_of(rows[0])
+
+    def reviews(self, after: int = 0, run_ids: Sequence[str] | None = None) -> list[Review]:
+        if run_ids is not None and not run_ids:
+            return []
+        only = "" if run_ids is None else f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
+        rows = self._rows(
+            f"SELECT {REVIEW_COLUMNS} FROM {REVIEWS} WHERE id > ?{only} ORDER BY id",
+            (after, *(run_ids or ())),
+            retry=True,
+        )
+        return [review_of(r) for r in rows]
+
+    def review_queue(
+        self, reasons: Sequence[StopReason], success_share: float, limit: int | None = 100
+    ) -> list[RunRecord]:
+        # the sample keys on the end time's last digits (microseconds within 10 ms): stable from
+        # call to call, spread evenly, and portable SQL (no hash function both dialects share)
+        micros = "CAST(ended_at * 1000000 AS BIGINT)"
+        sampled = f"({micros} - ({micros} / {SAMPLE_SCALE}) * {SAMPLE_SCALE}) < ?"
+        marks = ", ".join("?" for _ in reasons) or "NULL"
+        cap = f" LIMIT {int(limit)}" if limit is not None else ""
+        sql = (
+            f"SELECT {LIST_COLUMNS} FROM {TABLE} r WHERE status = ? "
+            f"AND (stop_reason IN ({marks}) OR (stop_reason = ? AND {sampled})) "
+            f"AND NOT EXISTS (SELECT 1 FROM {REVIEWS} v WHERE v.run_id = r.run_id) "
+            f"ORDER BY ended_at, run_id{cap}"
+        )
+        share = round(min(max(success_share, 0.0), 1.0) * SAMPLE_SCALE)
+        params = [RunStatus.FINISHED, *map(str, reasons), StopReason.SUCCESS, share]
+        return [record_of(r) for r in self._rows(sql, params, retry=True)]
+
+    def prune(self, ended_before: float, batch: int = 500) -> int:
+        pruned = 0
+        while True:
+            with self._tx():  # one batch per transaction: no long lock on a busy store
+                gone = self._rows(
+                    f"DELETE FROM {TABLE} WHERE status = ? AND ended_at < ? AND run_id IN "
+                    f"(SELECT run_id FROM {TABLE} WHERE status = ? AND ended_at < ? "
+                    f"ORDER BY ended_at LIMIT {int(batch)}) RETURNING run_id",
+                    (RunStatus.FINISHED, ended_before, RunStatus.FINISHED, ended_before),
+                )
+                ids = [r["run_id"] for r in gone]
+                if ids:
+                    marks = ", ".join("?" for _ in ids)
+                    self._rows(f"DELETE FROM {ENTRIES} WHERE run_id IN ({marks})", ids)
+            pruned += len(ids)
+            if len(ids) < batch:
+                return pruned
+
+
+def review_of(row: Row) -> Review:
+    return Review(
+        int(row["id"]), row["run_id"], row["agent"], row["task_type"], row["label"], row["note"],
+        float(row["labelled_at"]),
+    )  # fmt: skip
 
 
 def entry_json(entry: Entry) -> str:
