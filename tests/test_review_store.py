@@ -27,10 +27,14 @@ def lease() -> Lease:
     return Lease("w1", NOW + 1e6)
 
 
-def ended(store: RunStore, make_agent, run_id: str, steps: list, at: float, task_type: str = "t") -> RunResult:  # type: ignore[no-untyped-def,type-arg]
+def ended(
+    store: RunStore, make_agent, run_id: str, steps: list, at: float, task_type: str = "t"
+) -> RunResult:  # type: ignore[no-untyped-def,type-arg]
     """A run of `steps` created, checkpointed and recorded in the store; it ends at `at`."""
     store.create(NewRun(run_id, "test-agent", "do it", task_type), lease(), at)
-    agent = make_agent(*steps, checkpoint=lambda cp: store.checkpoint(run_id, cp, lease(), at), task_type=task_type)
+    agent = make_agent(
+        *steps, checkpoint=lambda cp: store.checkpoint(run_id, cp, lease(), at), task_type=task_type
+    )
     result: RunResult = agent.run("do it", run_id=run_id)
     store.record(run_id, Outcome.of(result), lease(), at)
     return result
@@ -41,7 +45,9 @@ DONE = [[finish("done", "ok")]]
 ASK = [[finish("need_help", "which one?")]]
 
 
-def test_a_label_is_kept_with_the_runs_agent_and_task_type_and_the_latest_counts(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+def test_a_label_is_kept_with_the_runs_agent_and_task_type_and_the_latest_counts(
+    store: RunStore, make_agent
+) -> None:  # type: ignore[no-untyped-def]
     ended(store, make_agent, "r1", GIVE_UP, NOW, task_type="invoice")
     first = store.add_review("r1", "fine", "", NOW + 1)
     second = store.add_review("r1", "should_have_succeeded", "the portal was up", NOW + 2)
@@ -63,7 +69,9 @@ def test_only_a_finished_run_can_be_labelled(store: RunStore, make_agent) -> Non
     assert store.reviews() == []
 
 
-def test_the_queue_holds_unlabelled_failures_oldest_first_and_a_stable_sample_of_successes(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+def test_the_queue_holds_unlabelled_failures_oldest_first_and_a_stable_sample_of_successes(
+    store: RunStore, make_agent
+) -> None:  # type: ignore[no-untyped-def]
     ended(store, make_agent, "late-give-up", GIVE_UP, NOW + 20)
     ended(store, make_agent, "early-give-up", GIVE_UP, NOW + 10)
     ended(store, make_agent, "labelled", GIVE_UP, NOW + 5)
@@ -85,7 +93,9 @@ def test_the_queue_holds_unlabelled_failures_oldest_first_and_a_stable_sample_of
     assert [r.run_id for r in store.review_queue([StopReason.GAVE_UP], 0.0, limit=1)] == ["early-give-up"]
 
 
-def test_prune_deletes_finished_runs_older_than_the_cutoff_with_their_journal(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+def test_prune_deletes_finished_runs_older_than_the_cutoff_with_their_journal(
+    store: RunStore, make_agent
+) -> None:  # type: ignore[no-untyped-def]
     for i in range(7):
         ended(store, make_agent, f"old-{i}", GIVE_UP, NOW + i)
     ended(store, make_agent, "new", GIVE_UP, NOW + 100)
@@ -97,7 +107,11 @@ def test_prune_deletes_finished_runs_older_than_the_cutoff_with_their_journal(st
     assert store.prune(NOW + 50, batch=3) == 7  # in batches, until none is left
     assert store.get("old-1") is None and store.snapshot("old-1") is None
     left = {r.run_id: r.status for r in store.list_runs(limit=None)}
-    assert left == {"new": RunStatus.FINISHED, "old-waits": RunStatus.WAITING, "old-running": RunStatus.RUNNING}
+    assert left == {
+        "new": RunStatus.FINISHED,
+        "old-waits": RunStatus.WAITING,
+        "old-running": RunStatus.RUNNING,
+    }
     assert store.snapshot("old-waits") is not None and store.snapshot("new") is not None
     assert [r.run_id for r in store.reviews()] == ["old-1"]  # a person's label outlives the run
     assert store.prune(NOW + 50) == 0

@@ -22,9 +22,9 @@ from agent.store.base import (
     NewRun,
     NotClaimable,
     Outcome,
+    Review,
     RunExists,
     RunRecord,
-    Review,
     RunStatus,
     StoreError,
     UnknownRun,
@@ -333,7 +333,6 @@ class SqlStore:
             retry=True,
         )
         return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
-
 
     # -- reviews and retention ---------------------------------------------
 
