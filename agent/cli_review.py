@@ -142,15 +142,25 @@ def run_promote(args: argparse.Namespace) -> int:
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    from agent.limits import parse_window
-
-    age = parse_window(args.older_than)
+    age = duration("--older-than", args.older_than)
     with _store(args) as store:
         pruned = review.prune(store, age)
         where = store.shown
     before = time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(time.time() - age))
     print(f"pruned {pruned} finished {review.plural(pruned, 'run')} that ended before {before} from {where}")
     return 0
+
+
+def duration(flag: str, text: str) -> float:
+    """Seconds in an age such as `30d`; the error names the flag."""
+    from agent.limits import LimitsError, parse_window
+
+    try:
+        return parse_window(text)
+    except LimitsError:
+        raise review.ReviewError(
+            f"{flag} {text!r}: use a number and a unit: s, m, h, d or w (e.g. 30d)"
+        ) from None
 
 
 def queue_line(r: Any) -> str:

@@ -8,6 +8,7 @@ import os
 import signal
 from pathlib import Path
 
+from agent.cli_review import duration
 from agent.runner import Runner, load_catalog
 from agent.service.auth import load_token
 from agent.store import default_url, open_store
@@ -25,6 +26,9 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo-answer-after", type=float, default=20.0, help="seconds before the demo answers")
     p.add_argument("--sweep-interval", type=float, default=5.0, help="seconds between deadline sweeps")
     p.add_argument("--grace", type=float, default=10.0, help="seconds runs get to checkpoint at shutdown")
+    p.add_argument(
+        "--retention", metavar="DURATION", help="prune finished runs older than this, e.g. 30d (hourly)"
+    )
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -54,6 +58,8 @@ def serve(args: argparse.Namespace) -> int:
             sweep_interval=args.sweep_interval,
             grace=args.grace,
             workload=workload,
+            retention=duration("--retention", args.retention) if args.retention else None,
+            label_counter=telemetry.metrics,
         )
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
