@@ -1,0 +1,176 @@
+"""Packaging as users meet it: declared dependencies, bounds, the license, the sdist, and evals that
+close the research corpus promptly."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.metadata as md
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.cli import main
+from agent.examples import research
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+OWN = {"agent", "telemetry", "dashboards", "benchmarks", "tests"} | {
+    p.stem for p in (ROOT / "tests").glob("*.py")
+}
+
+
+def requirements(group: str | None = None) -> list[str]:
+    project = PYPROJECT["project"]
+    if group is None:
+        return list(project["dependencies"])
+    return list(project["optional-dependencies"][group])
+
+
+def name_of(requirement: str) -> str:
+    found = re.match(r"[A-Za-z0-9_.-]+", requirement)
+    assert found, requirement
+    return re.sub(r"[-_.]+", "-", found.group(0)).lower()
+
+
+def declared() -> set[str]:
+    groups = [None, *PYPROJECT["project"]["optional-dependencies"]]
+    return {name_of(r) for g in groups for r in requirements(g)}
+
+
+def imported_modules(folder: Path) -> dict[str, str]:
+    """Every absolute import in the folder's Python files: module -> the first file importing it."""
+    found: dict[str, str] = {}
+    for path in sorted(folder.rglob("*.py")):
+        if ".venv" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            for name in names:
+                if name.split(".")[0] not in OWN and name.split(".")[0] not in sys.stdlib_module_names:
+                    found.setdefault(name, str(path.relative_to(ROOT)))
+    return found
+
+
+@functools.cache
+def installed_files() -> dict[str, str]:
+    """Every installed file (its normalised path) -> the distribution that installed it."""
+    return {
+        os.path.normpath(str(dist.locate_file(file))): name_of(dist.metadata["Name"])
+        for dist in md.distributions()
+        for file in dist.files or []
+    }
+
+
+def distributions_of(module: str) -> set[str]:
+    """The installed distributions that hold `module`: one, or several for a namespace package."""
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        return set()
+    files = installed_files()
+    if spec.origin not in (None, "namespace"):
+        found = files.get(os.path.normpath(str(spec.origin)))
+        return {found} if found else set()
+    folders = [os.path.normpath(f) + os.sep for f in spec.submodule_search_locations or []]
+    return {d for path, d in files.items() if path.startswith(tuple(folders))}
+
+
+@pytest.mark.parametrize("folder", ["agent", "telemetry", "dashboards", "tests"])
+def test_every_module_the_code_imports_comes_from_a_declared_distribution(folder: str) -> None:
+    wanted = declared() | {"endstate"}
+    missing = []
+    for module, where in imported_modules(ROOT / folder).items():
+        dists = distributions_of(module)
+        if not dists & wanted:
+            missing.append(
+                f"{module} (imported by {where}) comes from {sorted(dists) or 'nothing installed'}"
+            )
+    assert not missing, "declare these in pyproject.toml:\n" + "\n".join(missing)
+
+
+def test_httpx2_is_declared_because_the_anthropic_adapter_imports_it() -> None:
+    assert "httpx2" in {name_of(r) for r in requirements()}
+    assert distributions_of("httpx2") == {"httpx2"}
+
+
+def test_runtime_and_dev_dependencies_have_upper_bounds() -> None:
+    unbounded = [r for g in (None, "dev") for r in requirements(g) if "<" not in r and "==" not in r]
+    unbounded = [r for r in unbounded if not r.startswith("endstate[")]
+    assert unbounded == []
+
+
+def test_the_otlp_exporters_for_grpc_and_http_are_dependencies(monkeypatch: pytest.MonkeyPatch) -> None:
+    from telemetry.setup import exporter_from_env
+
+    assert "opentelemetry-exporter-otlp" in {name_of(r) for r in requirements()}
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    for key in env:
+        monkeypatch.setenv(key, env[key])
+    grpc = exporter_from_env(env)
+    assert grpc is not None and "grpc" in type(grpc).__module__
+    grpc.shutdown()
+    http = exporter_from_env({**env, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"})
+    assert http is not None and "http" in type(http).__module__
+
+
+def test_the_license_file_is_the_declared_license() -> None:
+    project = PYPROJECT["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text  # the whole text, not a pointer to it
+
+
+@pytest.mark.slow
+def test_the_sdist_holds_the_packages_and_license_and_no_part_of_the_test_suite(tmp_path: Path) -> None:
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    [sdist] = tmp_path.glob("endstate-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert {
+        "LICENSE",
+        "README.md",
+        "pyproject.toml",
+        "agent/store/migrations/sqlite/0005_reviews.sql",
+    } <= names
+    assert "agent/evals/cases/research.yaml" in names and "agent/service/inbox.html" in names
+    assert [n for n in names if n.startswith(("tests/", "benchmarks/"))] == []
+
+
+def test_an_eval_closes_the_research_corpus_through_a_short_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Closing waits for the server's next poll: a short one keeps `endstate eval` from idling."""
+    seen: list[tuple[str, Any]] = []
+
+    class Spy(research.ThreadingHTTPServer):
+        def serve_forever(self, poll_interval: float = 0.5) -> None:
+            seen.append(("serve", poll_interval))
+            super().serve_forever(poll_interval)
+
+        def shutdown(self) -> None:
+            super().shutdown()
+            seen.append(("shutdown", None))
+
+    monkeypatch.setattr(research, "ThreadingHTTPServer", Spy)
+    assert main(["eval", "research/private-margin", "--no-progress"]) == 0
+    assert ("shutdown", None) in seen  # closed before the eval returned
+    polls = [p for kind, p in seen if kind == "serve"]
+    assert polls and all(p <= 0.1 for p in polls)
+    assert research.POLL_SECONDS <= 0.1
