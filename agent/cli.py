@@ -11,9 +11,11 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from agent._cli_help import HelpParser
 from agent.demo import Played, play, select
 from agent.errors import EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
@@ -36,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="endstate", description=__doc__)
+    parser = HelpParser(prog="endstate", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"endstate {version('endstate')}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_demo(sub)
     for module in COMMAND_MODULES:

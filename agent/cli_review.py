@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import review
+from agent._cli_help import plural
 from agent.result import StopReason
 from agent.store import RunStore, default_url, open_store
 
@@ -119,7 +120,7 @@ def run_queue(args: argparse.Namespace) -> int:
     for r in runs:
         print(queue_line(r))
     print(
-        f"\n{len(runs)} {review.plural(len(runs), 'run')} to review, oldest first. "
+        f"\n{plural(len(runs), 'run')} to review, oldest first. "
         f"Label one: endstate review label RUN_ID {{{','.join(review.Label)}}}{_store_flag(args)}"
     )
     return 0
@@ -147,7 +148,7 @@ def run_prune(args: argparse.Namespace) -> int:
         pruned = review.prune(store, age)
         where = store.shown
     before = time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(time.time() - age))
-    print(f"pruned {pruned} finished {review.plural(pruned, 'run')} that ended before {before} from {where}")
+    print(f"pruned {plural(pruned, 'finished run')} that ended before {before} from {where}")
     return 0
 
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from agent._cli_help import plural
 from agent.errors import ConfigError
 from agent.journal import Answer, Answered, Approval, Denial, Entry, Stopped, Suspended
 from agent.result import StopReason
@@ -277,10 +278,5 @@ class Upkeep:
         self.pruned_at = now
         pruned = prune(self.store, self.retention, now)
         if pruned:
-            log.info("pruned %d finished %s older than %.0f s", pruned, plural(pruned, "run"), self.retention)
+            log.info("pruned %s (finished, older than %.0f s)", plural(pruned, "run"), self.retention)
         return pruned
-
-
-def plural(n: int, word: str) -> str:
-    """`word`, with an s when `n` is not 1."""
-    return word if n == 1 else f"{word}s"

@@ -3,6 +3,7 @@ close the research corpus promptly."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import functools
 import importlib.metadata as md
@@ -18,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from agent.cli import main
+from agent._cli_help import DefaultsFormatter
+from agent.cli import build_parser, main
 from agent.examples import research
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,3 +176,81 @@ def test_an_eval_closes_the_research_corpus_through_a_short_poll(monkeypatch: py
     polls = [p for kind, p in seen if kind == "serve"]
     assert polls and all(p <= 0.1 for p in polls)
     assert research.POLL_SECONDS <= 0.1
+
+
+# -- for newcomers ---------------------------------------------------------------------------------
+
+
+def all_parsers() -> list[argparse.ArgumentParser]:
+    """The `endstate` parser and every subcommand's, nested ones too."""
+    found, todo = [], [build_parser()]
+    while todo:
+        parser = todo.pop()
+        found.append(parser)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo.extend(action.choices.values())
+    return found
+
+
+def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"endstate {md.version('endstate')}"
+
+
+def test_every_help_shows_the_defaults_and_the_environment_it_reads() -> None:
+    parsers = all_parsers()
+    assert len(parsers) > 15
+    for parser in parsers:
+        text = parser.format_help()
+        assert "environment variables read: " in text, f"{parser.prog} --help names no environment variables"
+        for action in parser._actions:
+            if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+                shown = DefaultsFormatter(parser.prog)._get_help_string(action)
+                assert "default" in shown, (
+                    f"{parser.prog} {action.option_strings[0]} does not show its default"
+                )
+    serve = next(p for p in parsers if p.prog == "endstate serve").format_help()
+    assert "ENDSTATE_PORT" in serve and "ENDSTATE_TOKEN" in serve and "(default: 30.0)" in serve
+
+
+def test_one_run_is_one_run_not_one_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = str(tmp_path / "runs.db")
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    assert main(["recover", "--store", store]) == 0
+    assert "0 runs recovered or swept" in capsys.readouterr().out
+    assert (
+        main(["start", "csv-cleaner", "Clean orders.csv", "--store", store, "--scenario", "csv/shutdown"])
+        == 0
+    )
+    assert "cancelled after 2 turns" in capsys.readouterr().out
+    from agent.store import open_store
+
+    s = open_store(store)  # a shutdown-cancelled run is recovered; mark this one as one
+    s._rows("UPDATE endstate_runs SET interrupted = 1")  # type: ignore[attr-defined]
+    s.close()
+    assert main(["recover", "--store", store]) == 0
+    out = capsys.readouterr().out
+    assert "1 run recovered or swept" in out and "1 runs" not in out
+
+
+def test_the_pending_hints_carry_the_store_they_were_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = str(tmp_path / "my runs.db")
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    args = ["start", "invoice-downloader", "Get the invoice", "--scenario", "invoice/which-one"]
+    assert main([*args, "--store", store, "--run-id", "asks"]) == 0
+    args = ["start", "ci-fixer", "Fix CI", "--scenario", "ci/approved-push"]
+    assert main([*args, "--store", store, "--run-id", "pushes"]) == 0
+    capsys.readouterr()
+    assert main(["pending", "--store", store]) == 0
+    out = capsys.readouterr().out
+    assert f"-> endstate answer asks --store '{store}' \"your answer\"" in out
+    assert (
+        f"-> endstate approve pushes --store '{store}'   or   endstate deny pushes --store '{store}'" in out
+    )

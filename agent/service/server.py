@@ -19,7 +19,9 @@ ENV_PORT = "ENDSTATE_PORT"
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default=os.environ.get(ENV_HOST, "127.0.0.1"), help="address to listen on")
-    p.add_argument("--port", type=int, default=int(os.environ.get(ENV_PORT, "8000")))
+    p.add_argument(
+        "--port", type=int, default=int(os.environ.get(ENV_PORT, "8000")), help="port to listen on"
+    )
     p.add_argument("--token-file", default=None, help="file holding the token (or set $ENDSTATE_TOKEN)")
     p.add_argument("--demo-workload", action="store_true", help="keep playing the example scenarios")
     p.add_argument("--demo-interval", type=float, default=15.0, help="seconds between workload rounds")
