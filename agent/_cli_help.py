@@ -50,7 +50,7 @@ class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
             or not action.option_strings
         ):
             return text
-        return super()._get_help_string(action)
+        return super()._get_help_string(action) or text
 
 
 class HelpParser(argparse.ArgumentParser):

@@ -58,6 +58,12 @@ EXPECT_OF = {  # the exit a promoted case expects, by label (`fine`: the exit th
 }
 
 
+ONLY_FOR = {  # labels that only make sense for one exit
+    Label.LIMIT_TOO_LOW: StopReason.LIMIT,
+    Label.FALSE_SUCCESS: StopReason.SUCCESS,
+}
+
+
 class ReviewError(ConfigError):
     """A review command that cannot be done; the message says why and what to do instead."""
 
@@ -83,6 +89,18 @@ def label(store: RunStore, run_id: str, value: str, note: str = "", now: float |
         chosen = Label(value)
     except ValueError:
         raise ReviewError(f"{value!r} is not a label; use one of: {', '.join(Label)}") from None
+    record = store.get(run_id)
+    needs = ONLY_FOR.get(chosen)
+    if (
+        record is not None
+        and record.status is RunStatus.FINISHED
+        and needs
+        and record.stop_reason is not needs
+    ):
+        raise ReviewError(
+            f"run {run_id} stopped as {record.stop_reason}: {chosen} is a label for runs that stopped as "
+            f"{needs}; pick another ({', '.join(Label)})"
+        )
     return store.add_review(run_id, chosen, note, time.time() if now is None else now)
 
 

@@ -114,6 +114,12 @@ def test_a_label_must_be_known_and_the_run_finished(
     assert code == 2 and "run asks is waiting, not finished" in out
     code, out = cli(capsys, "review", "--store", str(store_path), "label", "ghost", "fine")
     assert code == 2 and "no run with id 'ghost'" in out
+    play(store, tmp_path, "invoice-downloader", "invoice/portal-offline", "gave-up")
+    code, out = cli(capsys, "review", "label", "gave-up", "limit_too_low", "--store", str(store_path))
+    assert code == 2 and "limit_too_low is a label for runs that stopped as limit" in out
+    code, out = cli(capsys, "review", "label", "gave-up", "false_success", "--store", str(store_path))
+    assert code == 2 and "false_success is a label for runs that stopped as success" in out
+    assert store.reviews() == []
     with pytest.raises(SystemExit):
         main(["review", "label", "asks", "great", "--store", str(store_path)])
     assert "invalid choice: 'great'" in capsys.readouterr().err
