@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +39,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = HelpParser(prog="endstate", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"endstate {version('endstate')}")
+    parser.add_argument("--version", action="version", version=f"endstate {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_demo(sub)
     for module in COMMAND_MODULES:
         __import__(module, fromlist=["register"]).register(sub)
     return parser
+
+
+def installed_version() -> str:
+    """The version of the installed `endstate` distribution ("unknown" when run from a bare checkout)."""
+    try:
+        return version("endstate")
+    except PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
 
 
 def add_demo(sub: Any) -> None:
