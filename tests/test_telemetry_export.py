@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -260,11 +259,11 @@ def test_bad_settings_say_what_to_fix(env: dict[str, str], says: str, setenv: Se
         Telemetry.from_env(setenv(env), registry=CollectorRegistry())
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("opentelemetry.exporter.otlp.proto.grpc") is not None,
-    reason="grpc exporter installed",
-)
-def test_grpc_without_its_package_says_which_to_install(setenv: Setenv) -> None:
+def test_grpc_without_its_package_says_which_to_install(
+    setenv: Setenv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gRPC is a dependency now; an install that lost it still gets a clear error (import made to fail)."""
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.grpc.trace_exporter", None)
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
     with pytest.raises(ConfigError, match="opentelemetry-exporter-otlp-proto-grpc"):
         Telemetry.from_env(setenv(env), registry=CollectorRegistry())
