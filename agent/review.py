@@ -162,10 +162,10 @@ def case_for(record: RunRecord, journal: Sequence[Entry], expect: StopReason) ->
 def fixture_for(record: RunRecord) -> str:
     """The eval fixture that builds the world the run's scenario had."""
     from agent.evals.fixtures import FIXTURES
-    from agent.examples.scenarios import scenario_named
+    from agent.examples.scenarios import SCENARIOS
 
-    scenario = record.state.get("scenario")
-    options = scenario_named(scenario).options if isinstance(scenario, str) else {}
+    named = {s.name: s for s in SCENARIOS}.get(str(record.state.get("scenario")))
+    options = named.options if named else {}
     fits = [f for f in FIXTURES.values() if f.agent == record.agent]
     same = [f for f in fits if all(options.get(k) == v for k, v in f.options.items()) and not f.patch]
     return (same or fits)[0].name
