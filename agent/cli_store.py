@@ -115,7 +115,8 @@ def _runs(args: argparse.Namespace) -> int:
     for r in records:
         print(run_line(r))
     if waiting := sum(r.status is RunStatus.WAITING for r in records):
-        print(f"\n{waiting} of these wait for a person: `endstate pending` shows what they ask")
+        on = f" --store {shlex.quote(args.store)}" if args.store else ""
+        print(f"\n{waiting} of these wait for a person: `endstate pending{on}` shows what they ask")
     return 0
 
 
