@@ -428,7 +428,10 @@ def _tools_problem(tools: Any) -> str | None:
     if not isinstance(tools, list):
         return "tools: Input should be a valid list"
     for i, spec in enumerate(tools):
-        if not (isinstance(spec, dict) and spec.get("name") and isinstance(spec.get("input_schema"), dict)):
+        if not (isinstance(spec, dict) and spec.get("name")):
+            return f"tools.{i}: a tool needs a name"
+        server_tool = spec.get("type") not in (None, "custom")
+        if not server_tool and not isinstance(spec.get("input_schema"), dict):
             return f"tools.{i}: a tool needs a name and an input_schema object"
     return None
 
@@ -628,8 +631,8 @@ def _cacheable_blocks(body: dict[str, Any]) -> tuple[list[Any], list[tuple[int, 
     for block in [system] if isinstance(system, str) else system or []:
         add(block, "system")
     for message in body.get("messages") or []:
-        content = message.get("content")
-        for block in [content] if isinstance(content, str) else content or []:
+        content = message.get("content")  # a string is the same prompt as one text block
+        for block in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
             add(block, str(message.get("role")))
     if isinstance(body.get("cache_control"), dict) and blocks:
         marks.append((len(blocks) - 1, body["cache_control"].get("ttl", "5m")))

@@ -146,7 +146,9 @@ def test_empty_system_tools_and_content_are_left_out(api: MessagesAPI) -> None:
     ]
     reply = complete(model_for(api, cache=None), ModelRequest("", history, [], 50))
     assert reply.text == "fine"
-    assert api.bodies == [{"model": MODEL, "max_tokens": 50, "messages": [history[0], history[2]], "stream": True}]
+    assert api.bodies == [
+        {"model": MODEL, "max_tokens": 50, "messages": [history[0], history[2]], "stream": True}
+    ]
 
 
 def test_thinking_blocks_are_kept_to_send_back(api: MessagesAPI) -> None:
@@ -320,7 +322,9 @@ def test_tool_use_round_trip(api: MessagesAPI) -> None:
     assert second["messages"][1]["content"][1]["id"] == "toolu_1"
     assert second["messages"][2] == {
         "role": "user",
-        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "5", "cache_control": marker}],
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "5", "cache_control": marker}
+        ],
     }
 
 

@@ -20,7 +20,9 @@ MTOK = 1_000_000
 
 def sdk_model_ids() -> list[str]:
     """The ids the installed SDK lists in its `Model` type (a Literal inside a Union with str)."""
-    (literal,) = [arg for arg in typing.get_args(anthropic.types.Model) if typing.get_origin(arg) is typing.Literal]
+    (literal,) = [
+        arg for arg in typing.get_args(anthropic.types.Model) if typing.get_origin(arg) is typing.Literal
+    ]
     return list(typing.get_args(literal))
 
 
@@ -227,7 +229,10 @@ def test_rows_added_in_code() -> None:
         ('[models."m"]\ninput = 1.0\noutput = 1.0\ncontext = 5\n', "unknown keys \\['context'\\]"),
         ('[models."m"]\ninput = 1.0\noutput = 1.0\nstatus = "gone"\n', "status must be one of"),
         ('[models."m"]\ninput = 1.0\noutput = 1.0\nchecked = "yesterday"\n', "checked must be a TOML date"),
-        ('[models."m"]\ninput = 1.0\noutput = 1.0\ncontext_window = 0\n', "context_window must be a positive"),
+        (
+            '[models."m"]\ninput = 1.0\noutput = 1.0\ncontext_window = 0\n',
+            "context_window must be a positive",
+        ),
         ("models = 3\n", "expected a \\[models"),
         ("[models\n", "not valid TOML"),
     ],
@@ -240,5 +245,5 @@ def test_a_bad_models_file_says_what_is_wrong(tmp_path: Path, text: str, message
 
 
 def test_a_missing_models_file_names_the_variable(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read the model table .*ENDSTATE_MODELS"):
+    with pytest.raises(ConfigError, match=r"cannot read the model table .*ENDSTATE_MODELS"):
         ModelTable.load({"ENDSTATE_MODELS": str(tmp_path / "nope.toml")})

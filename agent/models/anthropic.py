@@ -81,6 +81,17 @@ _STREAM_ERRORS: dict[str, str] = {
     "timeout_error": "timeout",
 }
 
+# What the SDK raises on a reply it cannot read: bad JSON, missing fields, events out of order.
+_UNREADABLE = (
+    ValueError,
+    pydantic.ValidationError,
+    KeyError,
+    TypeError,
+    AttributeError,
+    AssertionError,
+    RuntimeError,
+)
+
 _NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
 _CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API counted it
 
@@ -190,14 +201,7 @@ class AnthropicModel:
             raise TransientModelError(
                 f"Anthropic API: the stream broke off: {exc!r}", error_type="connection"
             ) from exc
-        except (
-            ValueError,
-            pydantic.ValidationError,
-            KeyError,
-            TypeError,
-            AssertionError,
-            RuntimeError,
-        ) as exc:
+        except _UNREADABLE as exc:
             raise _malformed(exc) from exc
         return to_reply(message, stream.first_token, stream.headers)
 
