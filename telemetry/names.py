@@ -181,3 +181,10 @@ ERROR_INTERRUPTED: Final = "interrupted"  # error.type of a call cut off (cancel
 ERROR_TOOL: Final = "tool_error"  # error.type of a failed tool call that named no type
 ERROR_UNKNOWN: Final = "unknown"  # error.type when the failure carried nothing to name it
 ERROR_OTHER: Final = "_OTHER"  # error_type label past the per-model cap (the conventions' fallback value)
+
+# -- added for Claude in production (issue 10): time to first token --------------
+# The GenAI conventions name it "time to first chunk": the span attribute and the client
+# metric (histogram, seconds, the duration metric's buckets), read from ModelReply.time_to_first_token.
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai_client_operation_time_to_first_chunk_seconds"  # histogram
+BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK: Final = BUCKETS_GEN_AI_OPERATION_DURATION
