@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.models.base import Message
+from agent.models.base import Message, ModelReply
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,14 @@ class CallRecord:
     arguments: dict[str, Any]
     result: str
     is_error: bool = False
+
+
+@dataclass(frozen=True)
+class ModelCharge:
+    """A model call made for the run outside the loop (an evaluator verifier's): it counts in the budget."""
+
+    model: str
+    reply: ModelReply
 
 
 @dataclass
@@ -34,3 +42,8 @@ class RunContext:
     calls: list[CallRecord] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    charges: list[ModelCharge] = field(default_factory=list)  # drained by the loop after verifiers run
+
+    def charge(self, model: str, reply: ModelReply) -> None:
+        """Count a model call made for this run (tokens and cost) in its budget."""
+        self.charges.append(ModelCharge(model, reply))
