@@ -20,7 +20,7 @@ from agent.examples.scenarios import SCENARIOS, Scenario
 
 # modules with `register(subparsers)` adding more commands
 OFFLINE_TRACES = ".endstate/traces.jsonl"  # where demo spans go when no OTLP endpoint is set
-COMMAND_MODULES: list[str] = ["agent.cli_eval", "agent.cli_store"]
+COMMAND_MODULES: list[str] = ["agent.cli_eval", "agent.cli_store", "agent.cli_doctor"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

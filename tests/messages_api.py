@@ -190,6 +190,7 @@ class MessagesAPI:
         self.then = then
         self.validate = validate
         self.models = dict(models or {})
+        self.keys: set[str] | None = None  # when set, only these API keys are accepted
         self.requests: list[Received] = []
         self.usages: list[dict[str, Any]] = []  # the usage reported for each reply, in order
         self.connections = 0  # TCP connections accepted since start
@@ -261,6 +262,7 @@ class MessagesAPI:
         with self._lock:
             self.requests.append(received)
             problem = _problem(received) if self.validate else None
+            problem = problem or self._key_problem(received)
             if problem is not None:
                 return problem
             if self._queue:
@@ -268,6 +270,12 @@ class MessagesAPI:
             if self.then is not None:
                 return self.then
             return error(400, f"messages_api: no scripted response left for request #{len(self.requests)}")
+
+    def _key_problem(self, req: Received) -> Response | None:
+        key = req.headers.get("x-api-key") or req.headers.get("authorization", "").removeprefix("Bearer ")
+        if self.keys is not None and key not in self.keys:
+            return error(401, "invalid x-api-key")
+        return None
 
     def _finished(self, response: Response, request_body: Any) -> dict[str, Any] | None:
         """The body to send, with the message id, model and (when asked) usage filled in."""
@@ -337,10 +345,13 @@ class _Handler(BaseHTTPRequestHandler):
         api = self.server.api
         path = self.path.split("?")[0]
         headers = {k.lower(): v for k, v in self.headers.items()}
+        received = Received(path, headers, None)
         with api._lock:
-            api.requests.append(Received(path, headers, None))
+            api.requests.append(received)
         model_id = path.removeprefix("/v1/models/")
-        if path.startswith("/v1/models/") and model_id in api.models:
+        if (refused := api._key_problem(received)) is not None:
+            self._send(refused.status, refused.body, {})
+        elif path.startswith("/v1/models/") and model_id in api.models:
             self._send(200, model_info(model_id, **api.models[model_id]), {})
         elif path.startswith("/v1/models/"):
             self._send(404, error(404, f"model: {model_id}", type="not_found_error").body, {})
