@@ -390,3 +390,10 @@ def test_runs_in_separate_event_loops_never_share_a_connection(api: MessagesAPI)
 
 def test_count_tokens_is_about_four_characters_a_token() -> None:
     assert count_tokens("x" * 398) == 100  # 400 characters with the quotes
+
+
+def test_the_model_id_defaults_to_endstate_model(api: MessagesAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENDSTATE_MODEL", raising=False)
+    assert AnthropicModel(api_key=KEY, base_url=api.url).name == "claude-sonnet-5-5"
+    monkeypatch.setenv("ENDSTATE_MODEL", "claude-opus-5-5")
+    assert AnthropicModel(api_key=KEY, base_url=api.url).name == "claude-opus-5-5"

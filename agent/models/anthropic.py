@@ -55,6 +55,7 @@ from anthropic import types
 
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.models.base import Message, ModelReply, ModelRequest, record_cut_call
+from agent.models.catalog import default_model
 
 PROVIDER = "anthropic"
 CacheTTL = Literal["5m", "1h"]
@@ -127,6 +128,7 @@ def _server_tool(kind: str, name: str, max_uses: int | None, options: dict[str, 
 class AnthropicModel:
     """A Claude model behind the Messages API.
 
+    `model` defaults to `ENDSTATE_MODEL`, else the current default model.
     Pass an `anthropic.AsyncAnthropic` as `client` (its retries are turned off
     in a copy), or `api_key`, `base_url` and `timeout` (seconds) to build one
     per event loop; unset, the SDK reads `ANTHROPIC_API_KEY` and
@@ -135,7 +137,7 @@ class AnthropicModel:
 
     def __init__(
         self,
-        model: str,
+        model: str | None = None,
         *,
         client: anthropic.AsyncAnthropic | None = None,
         api_key: str | None = None,
@@ -149,6 +151,7 @@ class AnthropicModel:
         metadata: Mapping[str, Any] | None = None,
         betas: Sequence[str] = (),
     ) -> None:
+        model = default_model() if model is None else model
         if not model:
             raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-5-5'")
         if client is not None and (api_key is not None or base_url is not None or timeout is not None):
