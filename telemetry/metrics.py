@@ -353,6 +353,15 @@ class _RunMetrics(RunObserver):
         self._model.duration_ok.observe(seconds)
         self._model.tokens_in.observe(reply.input_tokens)
         self._model.tokens_out.observe(reply.output_tokens)
+        cache = (
+            (n.TOKEN_CACHE_READ, reply.cache_read_input_tokens),
+            (n.TOKEN_CACHE_CREATION, reply.cache_creation_input_tokens),
+        )
+        for token_type, tokens in cache:
+            if tokens:
+                self._hooks.m.token_usage.labels(
+                    n.OP_CHAT, self._info.provider, self._info.model, token_type
+                ).observe(tokens)
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
         key = (call.name, _tool_outcome(outcome))

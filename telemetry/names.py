@@ -182,7 +182,13 @@ ERROR_TOOL: Final = "tool_error"  # error.type of a failed tool call that named 
 ERROR_UNKNOWN: Final = "unknown"  # error.type when the failure carried nothing to name it
 ERROR_OTHER: Final = "_OTHER"  # error_type label past the per-model cap (the conventions' fallback value)
 
-# -- added for Claude in production (issue 10): time to first token --------------
+# -- added for Claude in production (issue 10): cache tokens, time to first token ---
+# Chat span attributes (GenAI conventions), from ModelReply.cache_read_input_tokens and
+# .cache_creation_input_tokens; gen_ai_client_token_usage observes them under these token types.
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+TOKEN_CACHE_READ: Final = "cache_read"  # gen_ai.token.type values for the cache parts of the input
+TOKEN_CACHE_CREATION: Final = "cache_creation"
 # The GenAI conventions name it "time to first chunk": the span attribute and the client
 # metric (histogram, seconds, the duration metric's buckets), read from ModelReply.time_to_first_token.
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"

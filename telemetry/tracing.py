@@ -340,6 +340,10 @@ def _reply_attributes(reply: ModelReply) -> dict[str, Any]:
         attributes[n.GEN_AI_RESPONSE_MODEL] = reply.model
     if reply.response_id:
         attributes[n.GEN_AI_RESPONSE_ID] = reply.response_id
+    attributes[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = reply.cache_read_input_tokens
+    attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
+    if reply.time_to_first_token is not None:
+        attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = reply.time_to_first_token
     return attributes
 
 

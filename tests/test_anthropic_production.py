@@ -397,3 +397,44 @@ def test_the_model_id_defaults_to_endstate_model(api: MessagesAPI, monkeypatch: 
     assert AnthropicModel(api_key=KEY, base_url=api.url).name == "claude-sonnet-5-5"
     monkeypatch.setenv("ENDSTATE_MODEL", "claude-opus-5-5")
     assert AnthropicModel(api_key=KEY, base_url=api.url).name == "claude-opus-5-5"
+
+
+def test_chat_spans_and_the_token_metric_carry_cache_tokens(api: MessagesAPI) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from prometheus_client import CollectorRegistry
+
+    from agent import CompositeHooks
+    from telemetry import MetricsHooks, TracingHooks
+    from telemetry import names as n
+
+    exporter, provider, registry = InMemorySpanExporter(), TracerProvider(), CollectorRegistry()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    hooks = CompositeHooks((TracingHooks(provider), MetricsHooks(registry)))
+    api.enqueue(message(reading(1), input_tokens=None), message(done(), input_tokens=None))
+    assert reader(model_for(api), hooks=hooks).run("Read.").reason == "success"
+    provider.shutdown()
+
+    chats = sorted(
+        (s for s in exporter.get_finished_spans() if s.name == f"chat {MODEL}"),
+        key=lambda s: s.start_time or 0,
+    )
+    attrs = [dict(s.attributes or {}) for s in chats]
+    usage = api.usages
+    assert [a[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] for a in attrs] == [
+        u["cache_read_input_tokens"] for u in usage
+    ]
+    assert [a[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] for a in attrs] == [
+        u["cache_creation_input_tokens"] for u in usage
+    ]
+    assert all(a[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] > 0 for a in attrs)
+    labels = {
+        "gen_ai_operation_name": "chat",
+        "gen_ai_provider_name": "anthropic",
+        "gen_ai_request_model": MODEL,
+    }
+    read_sum = registry.get_sample_value(
+        "gen_ai_client_token_usage_sum", {**labels, "gen_ai_token_type": "cache_read"}
+    )
+    assert read_sum == sum(u["cache_read_input_tokens"] for u in usage) > 0
