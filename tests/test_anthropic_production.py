@@ -438,3 +438,10 @@ def test_chat_spans_and_the_token_metric_carry_cache_tokens(api: MessagesAPI) ->
         "gen_ai_client_token_usage_sum", {**labels, "gen_ai_token_type": "cache_read"}
     )
     assert read_sum == sum(u["cache_read_input_tokens"] for u in usage) > 0
+
+
+def test_a_stream_that_stalls_past_the_client_timeout_is_a_transient_timeout(api: MessagesAPI) -> None:
+    api.enqueue(message(text("word " * 100), stream_delay=1.0))
+    with pytest.raises(TransientModelError) as caught:
+        complete(model_for(api, timeout=0.3), ask("hi"))
+    assert caught.value.error_type == "timeout"

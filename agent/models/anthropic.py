@@ -159,7 +159,6 @@ class AnthropicModel:
         if cache not in ("5m", "1h", None):
             raise ConfigError(f"AnthropicModel: cache must be '5m', '1h' or None, got {cache!r}")
         self._model = model
-        self._owns_client = client is None
         self._cache: CacheTTL | None = cache
         self._options = _options(thinking, tool_choice, parallel_tool_use, metadata)
         self._server_tools = [dict(spec) for spec in server_tools]
@@ -200,9 +199,10 @@ class AnthropicModel:
             raise
         except anthropic.AnthropicError as exc:
             raise to_model_error(exc) from exc
-        except httpx2.HTTPError as exc:  # the connection failed after the stream began
+        except httpx2.HTTPError as exc:  # the connection failed or stalled after the stream began
+            kind = "timeout" if isinstance(exc, httpx2.TimeoutException) else "connection"
             raise TransientModelError(
-                f"Anthropic API: the stream broke off: {exc!r}", error_type="connection"
+                f"Anthropic API: the stream broke off: {exc!r}", error_type=kind
             ) from exc
         except _UNREADABLE as exc:
             raise _malformed(exc) from exc
