@@ -13,13 +13,14 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import anthropic
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent.errors import ConfigError, ModelError
 from agent.models.base import ModelRequest
 from agent.models.catalog import ModelInfo, ModelTable, default_model
+
+if TYPE_CHECKING:  # the SDK is imported when the doctor runs, not when the CLI starts
+    import anthropic
 
 Status = Literal["ok", "warn", "fail", "unchecked"]
 HOLDS: frozenset[str] = frozenset({"ok", "warn"})
@@ -112,6 +113,8 @@ def _credentials(client: anthropic.AsyncAnthropic) -> str:
 
 async def _guarded(check: str, probe: Callable[[], Awaitable[Finding]]) -> Finding:
     """Run a probe; offline or refused becomes `unchecked` or `fail` with the reason."""
+    import anthropic
+
     try:
         return await probe()
     except anthropic.APIConnectionError as exc:
@@ -126,6 +129,8 @@ async def _guarded(check: str, probe: Callable[[], Awaitable[Finding]]) -> Findi
 
 
 async def _model_exists(client: anthropic.AsyncAnthropic, model_id: str) -> Finding:
+    import anthropic
+
     try:
         info = await client.models.retrieve(model_id)
     except anthropic.NotFoundError:
