@@ -445,3 +445,10 @@ def test_a_stream_that_stalls_past_the_client_timeout_is_a_transient_timeout(api
     with pytest.raises(TransientModelError) as caught:
         complete(model_for(api, timeout=0.3), ask("hi"))
     assert caught.value.error_type == "timeout"
+
+
+def test_a_max_tokens_above_the_models_maximum_output_is_refused_before_any_call(api: MessagesAPI) -> None:
+    with pytest.raises(ModelError) as caught:
+        complete(model_for(api), ask("hi", max_tokens=200_000))
+    assert caught.value.error_type == "bad_request" and not isinstance(caught.value, TransientModelError)
+    assert "maximum output of 128,000" in str(caught.value) and api.requests == []

@@ -55,7 +55,7 @@ from anthropic import types
 
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.models.base import Message, ModelReply, ModelRequest, record_cut_call
-from agent.models.catalog import default_model
+from agent.models.catalog import ModelTable, default_model
 
 PROVIDER = "anthropic"
 CacheTTL = Literal["5m", "1h"]
@@ -159,6 +159,8 @@ class AnthropicModel:
         if cache not in ("5m", "1h", None):
             raise ConfigError(f"AnthropicModel: cache must be '5m', '1h' or None, got {cache!r}")
         self._model = model
+        info = ModelTable.load().get(model)
+        self._max_output = info.max_output if info is not None else None
         self._cache: CacheTTL | None = cache
         self._options = _options(thinking, tool_choice, parallel_tool_use, metadata)
         self._server_tools = [dict(spec) for spec in server_tools]
@@ -187,6 +189,7 @@ class AnthropicModel:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """One streamed Messages API call; SDK failures become `ModelError`/`TransientModelError`."""
+        self._check_max_tokens(request.max_tokens)
         client = self._injected or await self._loop_client()
         stream = _StreamWatch(time.monotonic())
         try:
@@ -227,6 +230,15 @@ class AnthropicModel:
         if tools:
             params["tools"] = tools
         return params | self._options
+
+    def _check_max_tokens(self, max_tokens: int) -> None:
+        """Refuse, before any paid call, a `max_tokens` above the model table's maximum output."""
+        if self._max_output is not None and max_tokens > self._max_output:
+            raise ModelError(
+                f"max_tokens {max_tokens:,} is above {self._model}'s maximum output of {self._max_output:,} "
+                "tokens (model table): lower the agent's max_tokens",
+                error_type="bad_request",
+            )
 
     async def aclose(self) -> None:
         """Close the running loop's HTTP client if this model built it; an injected one is its owner's."""
