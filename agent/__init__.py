@@ -1,27 +1,39 @@
 """Endstate: agent runs that end in a known, named state, decided and checked by code."""
 
 from agent.agent import Agent
-from agent.budget import Budget, Price, PriceTable, Usage
+from agent.budget import Budget, Extension, Price, PriceTable, Usage
+from agent.clock import CancelSignal, Clock, SystemClock
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
+from agent.history import HistoryPolicy
 from agent.hooks import CompositeHooks, HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
+from agent.journal import Answer, Approval, Denial, HumanReply, Journal
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
-from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopReason, Suspension
-from agent.snapshot import Snapshot
+from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
+from agent.snapshot import Snapshot, SnapshotKind
 from agent.tools import Tool, tool
 from agent.verify import Verifier, all_of, command, predicate
 
 __all__ = [
     "Agent",
+    "Answer",
+    "Approval",
     "Budget",
     "CallRecord",
+    "CancelSignal",
+    "Clock",
     "CompositeHooks",
     "ConfigError",
+    "Denial",
     "EndstateError",
+    "Extension",
     "FinishKind",
     "HelpPolicy",
+    "HistoryPolicy",
+    "HumanReply",
     "HumanWait",
+    "Journal",
     "LimitKind",
     "ModelError",
     "NoHooks",
@@ -37,8 +49,11 @@ __all__ = [
     "RunResult",
     "Snapshot",
     "SnapshotError",
+    "SnapshotKind",
+    "StopCause",
     "StopReason",
     "Suspension",
+    "SystemClock",
     "Tool",
     "TransientModelError",
     "Usage",

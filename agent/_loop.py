@@ -1,39 +1,65 @@
 """The loop. It reads like the pseudocode in DESIGN.md, "The loop, in order".
 
 Each turn returns a decision (`Continue`, `Stop` or `Suspend`) and the loop
-dispatches on it. Telemetry sees the loop only through its observer.
+dispatches on it. Everything a turn does is appended to the run's journal;
+what is still to do (the calls of a turn in flight, an answer to apply) is
+read back from it, so starting, resuming, expiring and recovering a run are
+one path. Telemetry sees the loop only through its observer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from agent._state import RunState
-from agent.context import CallRecord
-from agent.errors import ModelError, TransientModelError
+from agent.clock import CancelSignal
+from agent.errors import ModelError, SnapshotError, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
+from agent.history import CONTEXT_FULL
 from agent.hooks import RunObserver
-from agent.models.base import ModelReply, ModelRequest, ToolCall
-from agent.progress import call_signature
-from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopReason, Suspension
-from agent.tools import Tool, ToolOutcome, execute
+from agent.journal import Answer, Answered, Call, Denial, Note, Reply, Result, Started, Stopped, Suspended
+from agent.models.base import ModelReply, ModelRequest
+from agent.progress import call_signature, digest
+from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
+from agent.snapshot import SnapshotKind
+from agent.tools import Tool, execute
 
 if TYPE_CHECKING:
     from agent.agent import Agent
 
+log = logging.getLogger("endstate.loop")
+
 NUDGE = "Use a tool or call finish."
+CUT_OFF = "Your reply was cut off at max_tokens. Go on from where it stopped."
 NOT_RUN = "Not run: the run paused for a person before this call. Call it again if you still need it."
+CUT_SHORT = (
+    "Outcome unknown: the run was stopped while this call ran, so it may or may not have taken "
+    "effect. Check before you call it again."
+)
+CONTEXT_STOP = "model_context_window_exceeded"
+CUT_STOPS = ("max_tokens", CONTEXT_STOP)
+MAX_PAUSES = 20  # pause_turn continuations in one turn before the run ends as error
+
+
+class TurnSignal(StrEnum):
+    """What a turn did, as its span and the progress of a run show it."""
+
+    TOOL_USE = "tool_use"
+    NO_TOOL_CALL = "no_tool_call"
+    DONE_REJECTED = "done_rejected"
 
 
 @dataclass(frozen=True)
 class Continue:
     """Go on to the next turn; `signal` names what this turn did."""
 
-    signal: str = "tool_use"
+    signal: TurnSignal = TurnSignal.TOOL_USE
 
 
 @dataclass(frozen=True)
@@ -46,27 +72,29 @@ class Stop:
     note: str = ""
     verified: bool = False
     error_type: str | None = None
+    cause: StopCause | None = None
 
 
 @dataclass(frozen=True)
 class Suspend:
-    """Pause for a person; `open_results` are this turn's results, `None` where the answer goes."""
+    """Pause for a person."""
 
     suspension: Suspension
-    open_results: list[dict[str, Any] | None]
 
 
 Decision = Continue | Stop | Suspend
 
 
-async def drive(agent: Agent, run: RunState, obs: RunObserver, cancel: Any = None) -> RunResult:
+async def drive(
+    agent: Agent, run: RunState, obs: RunObserver, cancel: CancelSignal | None = None
+) -> RunResult:
     """Run turns until one decides to stop or suspend."""
-    if run.turn_in_flight():  # resumed from a snapshot taken inside a turn
-        decision = await finish_turn(agent, run, obs)
+    if run.journal.open_calls():  # a turn in flight: an answer to apply, or a recovered checkpoint
+        decision = await observed(obs, run.usage.turns, finish_turn(agent, run, obs), continued=True)
         if not isinstance(decision, Continue):
             return conclude(agent, run, decision)
     while True:
-        if limit := agent.budget.exceeded(run.tick()):  # 1. the budget first
+        if limit := run.budget.exceeded(run.tick()):  # 1. the budget first
             decision = Stop(StopReason.LIMIT, limit=limit)
         elif cancel is not None and cancel.is_set():
             decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
@@ -89,18 +117,18 @@ async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
 
 
 async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
-    """Complete a turn whose reply was recorded but whose calls were not all run."""
-
-    async def steps() -> Decision:
-        calls = _tool_calls(run.ctx.messages[-1])
-        return end_turn(agent, run, await act_on_calls(agent, run, calls, obs))
-
-    return await observed(obs, run.usage.turns, steps())
+    """Complete a turn whose reply was recorded but whose calls were not all answered."""
+    return end_turn(agent, run, await act_on_calls(agent, run, run.journal.open_calls(), obs))
 
 
-async def observed(obs: RunObserver, index: int, steps: Awaitable[Decision]) -> Decision:
+async def observed(
+    obs: RunObserver, index: int, steps: Awaitable[Decision], continued: bool = False
+) -> Decision:
     """Run a turn's steps between `turn_started` and `turn_ended`, whatever happens."""
-    obs.turn_started(index)
+    if continued:  # a turn that an earlier segment began: its span says so, and it is not counted twice
+        obs.turn_started(index, True)
+    else:
+        obs.turn_started(index)
     decision: Decision = Stop(StopReason.ERROR, note="the turn did not complete")
     try:
         decision = await steps
@@ -118,141 +146,259 @@ def end_turn(agent: Agent, run: RunState, decision: Decision) -> Decision:
         return decision
     if stuck := run.progress.end_turn():
         return Stop(StopReason.NO_PROGRESS, note=stuck)
-    journal(agent, run)
+    checkpoint(agent, run)
     return decision
 
 
-def journal(agent: Agent, run: RunState) -> None:
-    """Hand the checkpointer a snapshot; a checkpointer that raises ends the run as error."""
+def checkpoint(agent: Agent, run: RunState) -> None:
+    """Hand the checkpointer the new journal entries; a checkpointer that raises ends the run as error."""
     if agent.checkpoint is not None:
-        agent.checkpoint(run.snapshot(StopReason.CANCELLED))
+        agent.checkpoint(run.checkpoint())
 
 
-async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> ModelReply | Stop:
-    """Call the model; retry transient failures with backoff while time is left."""
-    request = ModelRequest(agent.system_prompt, list(run.ctx.messages), agent.tool_specs, agent.max_tokens)
+_KIND_OF = {StopReason.CANCELLED: SnapshotKind.CANCELLED, StopReason.LIMIT: SnapshotKind.LIMITED}
+
+
+def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
+    """A finished run's last entries go to the store too (its journal is kept for review and replay).
+    Failing here loses no result: the run has ended, and its reason is returned all the same."""
+    try:
+        if agent.checkpoint is not None:
+            agent.checkpoint(run.checkpoint(kind))
+    except Exception:
+        log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
+
+
+# -- 2. the model ----------------------------------------------------------------------------------
+
+
+async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | Stop:
+    """The turn's reply; a paused reply (`pause_turn`) is sent back within the same turn."""
+    for _ in range(MAX_PAUSES):
+        reply = await call_model(agent, run, obs)
+        if isinstance(reply, Stop) or reply.stop_reason != "pause_turn":
+            return reply
+        run.record(reply)
+        if limit := run.budget.exceeded(run.tick(), within_turn=True):
+            return Stop(StopReason.LIMIT, limit=limit)
+    note = f"The model API paused the same turn {MAX_PAUSES} times."
+    return Stop(StopReason.ERROR, note=note, error_type="pause_turn")
+
+
+async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | Stop:
+    """Call the model; retry transient failures with backoff while time is left, and shrink
+    the history (per the agent's policy) before the context window is full, or when it is."""
+    if shrink := agent.history.due(run.journal.entries, agent.context_window):
+        run.record(shrink)
     attempt = 0
     while True:
         attempt += 1
+        request = ModelRequest(agent.system_prompt, tuple(run.sent), agent.tool_specs, agent.max_tokens)
         obs.model_started(request, attempt)
-        left = agent.budget.seconds_left(run.tick())
-        try:  # a model call may not run past the time budget
-            async with asyncio.timeout(left) as budget_left:
-                reply = await agent.model.complete(request)
-        except TimeoutError as exc:
-            obs.model_ended(None, exc)
-            if not budget_left.expired():  # the adapter's own timeout, not the budget's
-                raise
+        try:
+            reply = await _complete(agent, run, request)
+        except _BudgetCut:
             note = "The model call was cut off when the time budget ran out."
             return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
         except TransientModelError as exc:
             obs.model_ended(None, exc)
-            delay = agent.retry.delay(attempt, exc.retry_after)
-            left = agent.budget.seconds_left(run.tick())
-            if delay is None or (left is not None and delay >= left):
-                note = f"The model API still failed after {attempt} attempts: {exc}"
-                return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
-            await asyncio.sleep(delay)
+            wait = retry_wait(agent, run, exc, attempt)
+            if isinstance(wait, Stop):
+                return wait
+            await asyncio.sleep(wait)
             continue
         except ModelError as exc:
             obs.model_ended(None, exc)
-            return Stop(StopReason.ERROR, note=f"The model call failed: {exc}", error_type=exc.error_type)
+            if exc.error_type != CONTEXT_FULL:
+                return Stop(StopReason.ERROR, note=f"The model call failed: {exc}", error_type=exc.error_type)
+            if (step := agent.history.stronger(run.journal.entries)) is None:
+                return context_full(exc)
+            run.record(step)  # the prompt was too long: shrink it and ask again, in the same turn
+            continue
         except Exception as exc:  # an adapter bug: the run ends as error, and the call says why
             obs.model_ended(None, exc)
             raise
         obs.model_ended(reply, None)
-        run.add_usage(reply, agent.prices.cost(agent.model.name, reply.input_tokens, reply.output_tokens))
-        return reply
+        entry = reply_entry(reply)
+        run.add_usage(entry, agent.prices.cost(agent.model.name, reply.input_tokens, reply.output_tokens))
+        return entry
 
 
-async def act(agent: Agent, run: RunState, reply: ModelReply, obs: RunObserver) -> Decision:
-    """Record the reply and act on it; a reply with no tool call is nudged."""
-    run.ctx.messages.append({"role": "assistant", "content": reply.content})
-    run.last_text = reply.text or run.last_text
-    calls = reply.tool_calls
+class _BudgetCut(Exception):
+    """The time budget ran out during a model call."""
+
+
+async def _complete(agent: Agent, run: RunState, request: ModelRequest) -> ModelReply:
+    """One model call, cut off when the time budget runs out (no timer when time is not budgeted)."""
+    left = run.budget.seconds_left(run.tick())
+    if left is None:
+        return await agent.model.complete(request)
+    try:
+        async with asyncio.timeout(left) as budget:
+            return await agent.model.complete(request)
+    except TimeoutError:
+        if budget.expired():
+            raise _BudgetCut() from None
+        raise  # the adapter's own timeout
+
+
+def context_full(cause: object) -> Stop:
+    note = f"The model's context window is full and the history policy cannot shrink it further: {cause}"
+    return Stop(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note)
+
+
+def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: int) -> float | Stop:
+    """How long to wait before the next attempt, or the stop when no attempt is left."""
+    delay = agent.retry.delay(attempt, exc.retry_after)
+    left = run.budget.seconds_left(run.tick())
+    if delay is not None and (left is None or delay < left):
+        return delay
+    if delay is not None and exc.retry_after is not None:
+        note = (
+            f"The model API asked to wait {exc.retry_after:g} s (retry-after) and the time budget "
+            f"has {left:.1f} s left: {exc}"
+        )
+        return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
+    note = f"The model API still failed after {attempt} attempts: {exc}"
+    return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
+
+
+def reply_entry(reply: ModelReply) -> Reply:
+    """The journal entry for a model reply."""
+    return Reply(
+        reply.parts,
+        input_tokens=reply.input_tokens,
+        output_tokens=reply.output_tokens,
+        cache_read_tokens=int(reply.extra.get("cache_read_input_tokens", 0) or 0),
+        cache_write_tokens=int(reply.extra.get("cache_creation_input_tokens", 0) or 0),
+        stop_reason=reply.stop_reason,
+        model=reply.model,
+        response_id=reply.response_id,
+    )
+
+
+# -- 3, 4. the calls -------------------------------------------------------------------------------
+
+
+async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> Decision:
+    """Record the reply and act on it; a refusal ends the run, a reply with no tool call is nudged."""
+    run.record(reply)
+    if reply.stop_reason == "refusal":
+        note = "The model API refused to go on with this task (stop_reason: refusal)."
+        return Stop(StopReason.GAVE_UP, note=note, cause=StopCause.REFUSAL)
+    if reply.stop_reason == CONTEXT_STOP:  # the reply filled the window: shrink before going on
+        if (step := agent.history.stronger(run.journal.entries)) is None:
+            return context_full("the reply stopped at model_context_window_exceeded")
+        run.record(step)
+    calls = reply.calls
     if not calls:
-        run.ctx.messages.append({"role": "user", "content": NUDGE})
-        return Continue("no_tool_call")
-    run.open_results = []
+        run.record(Note(CUT_OFF if reply.stop_reason in CUT_STOPS else NUDGE))
+        return Continue(TurnSignal.NO_TOOL_CALL)
     return await act_on_calls(agent, run, calls, obs)
 
 
-async def act_on_calls(agent: Agent, run: RunState, calls: list[ToolCall], obs: RunObserver) -> Decision:
-    """Run the calls not yet answered, in order; `finish` may stop or suspend the run.
+async def act_on_calls(agent: Agent, run: RunState, calls: list[Call], obs: RunObserver) -> Decision:
+    """Answer the calls in order; `finish` may stop or suspend the run.
 
-    Each result but the last is journaled as it lands, and the last one with
-    the completed turn, so a crash never runs a call again whose result was
-    recorded. (A reply whose first call was still running is asked again.)
+    Each result but the last is checkpointed as it lands, and the last one
+    with the completed turn, so a crash never runs a call again whose result
+    was recorded.
     """
-    if run.open_results is None:
-        run.open_results = []
-    results = run.open_results
-    signal = "tool_use"
-    for i in range(len(results), len(calls)):
-        call = calls[i]
+    signal = TurnSignal.TOOL_USE
+    for i, call in enumerate(calls):
         step = await handle_call(agent, run, call, obs)
         if isinstance(step, Suspend):
-            rest = [_result(c.id, NOT_RUN, is_error=True) for c in calls[i + 1 :]]
-            return Suspend(step.suspension, [*results, None, *rest])
+            for later in calls[i + 1 :]:
+                run.record(Result(later.id, NOT_RUN, is_error=True))
+            run.record(Suspended(step.suspension))
+            return step
         if isinstance(step, Stop):
             return step
         if call.name == FINISH_TOOL:
-            signal = "done_rejected"
-        results.append(step)
+            signal = TurnSignal.DONE_REJECTED
+        run.record(step)
         if i < len(calls) - 1:
-            journal(agent, run)
-    run.ctx.messages.append({"role": "user", "content": list(results)})
-    run.open_results = None
+            checkpoint(agent, run)
     return Continue(signal)
 
 
-async def handle_call(
-    agent: Agent, run: RunState, call: ToolCall, obs: RunObserver
-) -> dict[str, Any] | Stop | Suspend:
-    """One call: `finish`, an unknown tool, a tool needing approval, or a tool to run."""
+async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:
+    """One call: an answered one, `finish`, an unknown tool, a tool needing approval, or a tool to run."""
+    if (answered := run.journal.answer_for(call.id)) is not None:
+        return await apply_answer(agent, run, call, answered, obs)
     if call.name == FINISH_TOOL:
         return await on_finish(agent, run, call, obs)
     tool = agent.tool_named(call.name)
     if tool is None:
         known = ", ".join(sorted(t.name for t in agent.tools)) or "none"
-        return _result(call.id, f"Error: there is no tool {call.name!r}. Tools: {known}, finish.", True)
+        return Result(call.id, f"Error: there is no tool {call.name!r}. Tools: {known}, finish.", True)
     if tool.needs_approval:
         args = json.dumps(call.arguments, sort_keys=True)
         question = f"Approve the call {call.name}({args})?"
-        return Suspend(agent.suspension(question, PendingAction(call.id, call.name, call.arguments)), [])
-    outcome = await run_tool(agent, run, tool, call, obs)
-    return _result(call.id, outcome.text, outcome.is_error)
+        return Suspend(agent.suspension(question, PendingAction(call.id, call.name, call.arguments), call.id))
+    return await run_tool(agent, run, tool, call, obs)
 
 
-async def run_tool(agent: Agent, run: RunState, tool: Tool, call: ToolCall, obs: RunObserver) -> ToolOutcome:
+async def apply_answer(
+    agent: Agent, run: RunState, call: Call, answered: Answered, obs: RunObserver
+) -> Result | Suspend:
+    """What a person (or the help policy) said becomes the result of the call the run waited on."""
+    who = "a person" if answered.by == "person" else "the help policy, as nobody answered in time"
+    reply = answered.reply
+    if isinstance(reply, Answer):
+        return Result(call.id, f"Answer from {who}: {reply.text}")
+    if isinstance(reply, Denial):
+        reason = (reply.reason or "no reason given").rstrip(". ")
+        return Result(call.id, f"Denied by {who}: {reason}. Do not retry this call.")
+    tool = agent.tool_named(call.name)
+    if tool is None:
+        raise SnapshotError(f"agent {agent.name!r} has no tool {call.name!r} to run after approval")
+    if run.journal.started(call.id):  # approved and started, but no result: it may have happened
+        return Suspend(agent.suspension(_unsure(call), None, call.id))
+    run.record(Started(call.id))
+    checkpoint(agent, run)  # before the side effect, so a crash never repeats it unasked
+    return await run_tool(agent, run, tool, call, obs)
+
+
+def _unsure(call: Call) -> str:
+    args = json.dumps(call.arguments, sort_keys=True)
+    return (
+        f"The approved call {call.name}({args}) was started, but its worker stopped before it "
+        "reported back: it may or may not have happened. Check, then answer with what happened."
+    )
+
+
+async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: RunObserver) -> Result:
     """Execute a tool, record the call, and tell the progress detector what it saw."""
     obs.tool_started(call)
-    outcome = await execute(tool, call.arguments, run.ctx)
+    run.ctx.call_id = call.id
+    try:
+        outcome = await execute(tool, call.arguments, run.ctx)
+    except asyncio.CancelledError:  # cut off (a shutdown's grace ran out): what it did is unknown
+        if not tool.needs_approval:  # an approved call is marked started: a person is asked instead
+            run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
+        raise
     obs.tool_ended(call, outcome)
-    run.ctx.calls.append(CallRecord(call.name, call.arguments, outcome.text, outcome.is_error))
-    state = agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text
-    run.progress.observe(call_signature(call.name, call.arguments), state)
-    return outcome
+    run.note_call(call.name, call.arguments, outcome.text, outcome.is_error)
+    seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text)
+    run.progress.observe(call_signature(call.name, call.arguments), seen)
+    return Result(call.id, outcome.text, outcome.is_error, ran=tool.name, seen=seen)
 
 
-async def on_finish(
-    agent: Agent, run: RunState, call: ToolCall, obs: RunObserver
-) -> dict[str, Any] | Stop | Suspend:
+async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:
     """The model's signal: done is verified, give_up stops, need_help suspends."""
     signal = parse_finish(call.arguments)
     if isinstance(signal, str):
-        return _result(call.id, signal, is_error=True)
+        return Result(call.id, signal, is_error=True)
     run.ctx.note = signal.note
     if signal.kind is FinishKind.GIVE_UP:
-        return Stop(StopReason.GAVE_UP, note=signal.note)
+        return Stop(StopReason.GAVE_UP, note=signal.note, cause=StopCause.AGENT)
     if signal.kind is FinishKind.NEED_HELP:
-        return Suspend(agent.suspension(signal.note or "The agent asked for help.", None), [])
+        return Suspend(agent.suspension(signal.note or "The agent asked for help.", None, call.id))
     return await verify(agent, run, signal, call, obs)
 
 
-async def verify(
-    agent: Agent, run: RunState, signal: Signal, call: ToolCall, obs: RunObserver
-) -> dict[str, Any] | Stop:
+async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: RunObserver) -> Result | Stop:
     """Run every verifier; a failure goes back to the model as the finish result."""
     try:
         failures = [f for v in agent.verifiers for f in await asyncio.to_thread(v, run.ctx)]
@@ -263,42 +409,39 @@ async def verify(
     if not failures:
         return Stop(StopReason.SUCCESS, output=signal.note, verified=bool(agent.verifiers))
     run.failures.extend(failures)
-    return _result(call.id, "Criterion not met: " + "; ".join(failures), is_error=True)
+    return Result(call.id, "Criterion not met: " + "; ".join(failures), is_error=True)
+
+
+# -- the end ---------------------------------------------------------------------------------------
 
 
 def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult:
     """Turn a stop or a suspend into the run's structured result."""
     if isinstance(decision, Suspend):
         s = decision.suspension
-        run.open_results = list(decision.open_results)
-        snap = run.snapshot(StopReason.NEED_HELP, s)
+        snap = run.snapshot(SnapshotKind.SUSPENDED)
         summary = agent.summarize(run.ctx, run.tick(), StopReason.NEED_HELP, None)
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
-    resumable = decision.reason is StopReason.CANCELLED
+    run.record(Stopped(decision.reason, decision.limit, decision.note))
+    kind = _KIND_OF.get(decision.reason, SnapshotKind.FINISHED)
+    if kind is not SnapshotKind.CANCELLED:
+        last_checkpoint(agent, run, kind)
     return run.result(
         decision.reason,
         limit=decision.limit,
+        cause=decision.cause,
         output=decision.output,
         note=decision.note,
         summary=agent.summarize(run.ctx, run.tick(), decision.reason, decision.limit),
         verified=decision.verified,
         error_type=decision.error_type,
-        snapshot=run.snapshot(StopReason.CANCELLED) if resumable else None,
+        snapshot=run.snapshot(kind) if kind is not SnapshotKind.FINISHED else None,
     )
-
-
-def _result(tool_use_id: str, text: str, is_error: bool = False) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
-    return block | {"is_error": True} if is_error else block
-
-
-def _tool_calls(message: dict[str, Any]) -> list[ToolCall]:
-    return ModelReply(content=message["content"]).tool_calls
 
 
 def _signal_of(decision: Decision) -> str:
     if isinstance(decision, Continue):
-        return decision.signal
+        return str(decision.signal)
     if isinstance(decision, Suspend):
         return "need_help"
     return str(decision.reason)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from typing import Any
 
-from agent.budget import Usage
-from agent.context import RunContext
-from agent.models.base import ModelReply
-from agent.progress import ProgressDetector
-from agent.result import LimitKind, RunResult, StopReason, Suspension
-from agent.snapshot import Snapshot
+from agent.budget import Budget, Extension, Usage
+from agent.clock import SYSTEM_CLOCK, Clock
+from agent.context import CallRecord, RunContext
+from agent.history import HistoryPolicy
+from agent.journal import Entry, Extended, Journal, Reply, Result, Shrunk
+from agent.progress import ProgressDetector, replay
+from agent.result import LimitKind, RunResult, StopCause, StopReason, Suspension
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 
 
 @dataclass
@@ -21,82 +21,110 @@ class RunState:
     ctx: RunContext
     usage: Usage
     progress: ProgressDetector
+    clock: Clock = SYSTEM_CLOCK
     segment: int = 1
     failures: list[str] = field(default_factory=list)
-    last_text: str = ""
     trace_id: str | None = None
     span_id: str | None = None
-    open_results: list[dict[str, Any] | None] | None = None  # results of the turn in flight
+    saved: int = 0  # journal entries already handed to the checkpointer
+    history: HistoryPolicy = field(default_factory=HistoryPolicy)
+    budget: Budget = field(default_factory=Budget)  # the agent's, plus the extensions in the journal
+    sent: list[Entry] = field(default_factory=list)  # the journal as the model is sent it
     _active_before: float = 0.0
-    _started: float = field(default_factory=time.monotonic)
-    _turn_start: tuple[int, int] = (0, 0)
+    _started: float | None = None
+    _turn_mark: int = 0  # the journal's length when the turn began
+
+    def __post_init__(self) -> None:
+        if self._started is None:
+            self._started = self.clock.monotonic()
+        if not self.sent:
+            self.sent = self.history.view(self.journal.entries)
+
+    @property
+    def journal(self) -> Journal:
+        return self.ctx.journal
+
+    def record(self, entry: Entry) -> None:
+        """Append one entry to the journal, and keep what the model is sent in step with it."""
+        self.ctx.journal.append(entry)
+        if isinstance(entry, Shrunk):
+            self.sent = self.history.view(self.journal.entries)
+        else:
+            self.sent.extend(self.history.shown(entry))
 
     def tick(self) -> Usage:
         """Bring active seconds up to now and return the usage."""
-        self.usage.active_seconds = self._active_before + (time.monotonic() - self._started)
+        assert self._started is not None
+        self.usage.active_seconds = self._active_before + (self.clock.monotonic() - self._started)
         return self.usage
 
-    def add_usage(self, reply: ModelReply, cost_usd: float) -> None:
+    def add_usage(self, reply: Reply, cost_usd: float) -> None:
         self.usage.input_tokens += reply.input_tokens
         self.usage.output_tokens += reply.output_tokens
         self.usage.cost_usd += cost_usd
 
     def begin_turn(self) -> int:
-        self._turn_start = (len(self.ctx.messages), len(self.ctx.calls))
-        self.open_results = None
+        self._turn_mark = len(self.journal)
         self.usage.turns += 1
         return self.usage.turns
 
-    def turn_in_flight(self) -> bool:
-        """True when the last reply's tool calls have not all been answered."""
-        last = self.ctx.messages[-1] if self.ctx.messages else {}
-        content = last.get("content")
-        return (
-            last.get("role") == "assistant"
-            and isinstance(content, list)
-            and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
-        )
+    def drop_unanswered_turn(self) -> None:
+        """A turn cut off before its model replied is not counted (its retry is the same turn)."""
+        if self._turn_mark and not any(isinstance(e, Reply) for e in self.journal.since(self._turn_mark)):
+            self.usage.turns -= 1
+            self._turn_mark = 0
 
-    def rewind_open_turn(self) -> None:
-        """Drop a turn whose model call never returned; a recorded reply and results stay."""
-        if self.open_results is not None or not self._turn_start[0]:
-            return
-        messages, calls = self._turn_start
-        del self.ctx.messages[messages:]
-        del self.ctx.calls[calls:]
-        self.usage.turns -= 1
+    def note_call(self, name: str, arguments: dict[str, object], text: str, is_error: bool) -> None:
+        self.ctx.calls.append(CallRecord(name, dict(arguments), text, is_error))
 
-    def snapshot(
-        self,
-        reason: StopReason,
-        suspension: Suspension | None = None,
-    ) -> Snapshot:
+    # -- saving -----------------------------------------------------------------------------
+
+    def snapshot(self, kind: SnapshotKind) -> Snapshot:
         ctx = self.ctx
         return Snapshot(
             run_id=ctx.run_id,
             agent=ctx.agent,
-            task=ctx.task,
             task_type=ctx.task_type,
-            reason=reason,
+            kind=kind,
             segment=self.segment,
-            messages=list(ctx.messages),
+            journal=list(ctx.journal.entries),
             usage=self.tick().copy(),
-            calls=list(ctx.calls),
             state=dict(ctx.state),
-            progress=self.progress.to_json(),
             verifier_failures=list(self.failures),
-            last_text=self.last_text,
-            suspension=suspension,
-            open_results=list(self.open_results or []),
             trace_id=self.trace_id,
             span_id=self.span_id,
         )
+
+    def extend(self, more: Extended) -> None:
+        """Record more budget for the run and apply it."""
+        self.record(more)
+        self.budget = self.budget.plus(Extension(more.turns, more.seconds, more.tokens, more.cost_usd))
+
+    def checkpoint(self, kind: SnapshotKind = SnapshotKind.CHECKPOINT) -> Checkpoint:
+        """The entries not yet saved and the head beside them; they count as saved from now on."""
+        ctx, first = self.ctx, self.saved
+        self.saved = len(ctx.journal)
+        head = Snapshot(
+            run_id=ctx.run_id,
+            agent=ctx.agent,
+            task_type=ctx.task_type,
+            kind=kind,
+            segment=self.segment,
+            journal=[],
+            usage=self.tick().copy(),
+            state=dict(ctx.state),
+            verifier_failures=list(self.failures),
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+        )
+        return Checkpoint(head, first, list(ctx.journal.since(first)))
 
     def result(
         self,
         reason: StopReason,
         *,
         limit: LimitKind | None = None,
+        cause: StopCause | None = None,
         output: str = "",
         note: str = "",
         summary: str = "",
@@ -112,6 +140,7 @@ class RunState:
             task_type=self.ctx.task_type,
             reason=reason,
             limit=limit,
+            cause=cause,
             output=output,
             note=note,
             summary=summary,
@@ -123,7 +152,7 @@ class RunState:
             active_seconds=round(usage.active_seconds, 6),
             waiting_seconds=round(usage.waiting_seconds, 6),
             verifier_failures=tuple(self.failures),
-            last_text=self.last_text,
+            last_text=self.journal.last_text(),
             error_type=error_type,
             trace_id=self.trace_id,
             suspension=suspension,
@@ -131,15 +160,23 @@ class RunState:
         )
 
     @classmethod
-    def from_snapshot(cls, snap: Snapshot, progress: ProgressDetector) -> RunState:
-        progress.load_json(snap.progress)
+    def from_snapshot(
+        cls,
+        snap: Snapshot,
+        progress: ProgressDetector,
+        clock: Clock = SYSTEM_CLOCK,
+        history: HistoryPolicy | None = None,
+        budget: Budget | None = None,
+    ) -> RunState:
+        journal = Journal(list(snap.journal))
+        replay(progress, journal)
         ctx = RunContext(
             run_id=snap.run_id,
             agent=snap.agent,
             task=snap.task,
             task_type=snap.task_type,
-            messages=list(snap.messages),
-            calls=list(snap.calls),
+            journal=journal,
+            calls=calls_of(journal),
             state=dict(snap.state),
         )
         usage = snap.usage.copy()
@@ -147,9 +184,31 @@ class RunState:
             ctx=ctx,
             usage=usage,
             progress=progress,
+            clock=clock,
+            history=history or HistoryPolicy(),
+            budget=extended(budget or Budget(), journal),
             segment=snap.segment + 1,
             failures=list(snap.verifier_failures),
-            last_text=snap.last_text,
-            open_results=list(snap.open_results) if snap.open_results else None,
+            saved=len(journal),
             _active_before=usage.active_seconds,
         )
+
+
+def extended(budget: Budget, journal: Journal) -> Budget:
+    """`budget` with every extension the journal records added."""
+    for e in journal:
+        if isinstance(e, Extended):
+            budget = budget.plus(Extension(e.turns, e.seconds, e.tokens, e.cost_usd))
+    return budget
+
+
+def calls_of(journal: Journal) -> list[CallRecord]:
+    """The tool calls that ran, rebuilt from the journal."""
+    calls: dict[str, dict[str, object]] = {}
+    out: list[CallRecord] = []
+    for entry in journal:
+        if isinstance(entry, Reply):
+            calls.update({c.id: c.arguments for c in entry.calls})
+        elif isinstance(entry, Result) and entry.ran:
+            out.append(CallRecord(entry.ran, dict(calls.get(entry.call_id, {})), entry.text, entry.is_error))
+    return out

@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
-from agent._loop import Stop, conclude, drive, run_tool
+from agent._loop import Stop, conclude, drive
 from agent._state import RunState
-from agent.budget import Budget, PriceTable, Usage
+from agent.budget import Budget, Extension, PriceTable, Usage
+from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.context import RunContext
 from agent.errors import ConfigError, SnapshotError
 from agent.finish import FINISH_SPEC, FINISH_TOOL
+from agent.history import HistoryPolicy
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, guard
-from agent.models.base import Model, ToolCall
+from agent.journal import Answer, Answered, Approval, Denial, Extended, HumanReply, Journal, Task
+from agent.models.base import Model
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
-from agent.snapshot import Snapshot
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize as default_summary
 from agent.tools import Tool
 from agent.verify import Verifier
@@ -54,7 +55,9 @@ class Agent:
     hooks: RunHooks = field(default_factory=NoHooks)
     max_tokens: int = 4096
     summarize: Summarizer = default_summary
-    checkpoint: Callable[[Snapshot], None] | None = None
+    checkpoint: Callable[[Checkpoint], None] | None = None
+    clock: Clock = SYSTEM_CLOCK
+    history: HistoryPolicy = field(default_factory=HistoryPolicy)
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.tools]
@@ -78,12 +81,18 @@ class Agent:
     def system_prompt(self) -> str:
         return self.instructions
 
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, when the model says (else the policy's default)."""
+        window = getattr(self.model, "context_window", None)
+        return window if isinstance(window, int) else None
+
     def tool_named(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
 
-    def suspension(self, question: str, pending: PendingAction | None) -> Suspension:
-        now = time.time()
-        return Suspension(question, now + self.help.wait_seconds, now, pending)
+    def suspension(self, question: str, pending: PendingAction | None, call_id: str = "") -> Suspension:
+        now = self.clock.time()
+        return Suspension(question, now + self.help.wait_seconds, now, pending, call_id)
 
     # -- entry points ----------------------------------------------------
 
@@ -97,7 +106,7 @@ class Agent:
         *,
         run_id: str | None = None,
         state: dict[str, Any] | None = None,
-        cancel: Any = None,
+        cancel: CancelSignal | None = None,
     ) -> RunResult:
         """Carry `task` through the loop until it ends or suspends.
 
@@ -106,57 +115,66 @@ class Agent:
         """
         if not isinstance(task, str) or not task.strip():
             raise ConfigError("task must be a non-empty string")
-        ctx = RunContext(run_id or uuid.uuid4().hex, self.name, task, self.task_type, state=dict(state or {}))
-        ctx.messages.append({"role": "user", "content": task})
-        run = RunState(ctx=ctx, usage=Usage(), progress=self.progress())
+        journal = Journal([Task(task)])
+        ctx = RunContext(
+            run_id or uuid.uuid4().hex, self.name, task, self.task_type, journal, state=dict(state or {})
+        )
+        run = RunState(ctx, Usage(), self.progress(), self.clock, history=self.history, budget=self.budget)
         return await self._segment(run, cancel)
 
-    def resume(self, snapshot: Snapshot, answer: str | None = None, **kwargs: Any) -> RunResult:
+    def resume(self, snapshot: Snapshot, reply: HumanReply | str | None = None, **kwargs: Any) -> RunResult:
         """Sync entry point; see `aresume`."""
-        return _sync(self.aresume(snapshot, answer, **kwargs))
+        return _sync(self.aresume(snapshot, reply, **kwargs))
 
     async def aresume(
         self,
         snapshot: Snapshot,
-        answer: str | None = None,
+        reply: HumanReply | str | None = None,
         *,
         approved: bool | None = None,
-        cancel: Any = None,
+        more: Extension | None = None,
+        cancel: CancelSignal | None = None,
         now: float | None = None,
     ) -> RunResult:
-        """Continue a suspended or cancelled run in this process.
+        """Continue a suspended, cancelled or checkpointed run in this process.
 
-        A question needs `answer`; a pending tool call needs `approved`
-        (with `answer` as the reason for a denial). An answer that comes
-        after the deadline is too late: the help policy applies instead.
+        A question needs an `Answer("...")` (or the text), a pending tool call
+        an `Approval()` or a `Denial("why")` (or `approved=True`/`False`, with
+        the text as a denial's reason). An answer that comes after the
+        deadline is too late: the help policy applies instead. A run that
+        stopped at a limit goes on with `more=Extension(turns=10)` (or seconds,
+        tokens, cost), added to the agent's ceilings for this run.
         """
         self._check_snapshot(snapshot)
-        now = time.time() if now is None else now
+        now = self.clock.time() if now is None else now
+        if snapshot.kind is SnapshotKind.LIMITED or more is not None:
+            return await self._extend(snapshot, more, now, cancel)
         s = snapshot.suspension
         if s is not None and now >= s.deadline:
             return await self.aexpire(snapshot, now=now, cancel=cancel)
+        human = as_reply(reply, approved)
         if s is not None:
-            _check_answer(s, answer, approved)
-            if s.pending is not None and approved and self.tool_named(s.pending.name) is None:
-                raise SnapshotError(
-                    f"agent {self.name!r} has no tool {s.pending.name!r} to run after approval"
-                )
-        return await self._continue(snapshot, answer, approved, "answered", now, cancel)
+            check_reply(s, human)
+        return await self._continue(snapshot, human if s is not None else None, "person", now, cancel)
 
     def expire(self, snapshot: Snapshot, **kwargs: Any) -> RunResult:
         """Sync entry point; see `aexpire`."""
         return _sync(self.aexpire(snapshot, **kwargs))
 
-    async def aexpire(self, snapshot: Snapshot, *, now: float | None = None, cancel: Any = None) -> RunResult:
+    async def aexpire(
+        self, snapshot: Snapshot, *, now: float | None = None, cancel: CancelSignal | None = None
+    ) -> RunResult:
         """A suspended run whose deadline passed: end it, or go on with the default answer."""
         self._check_snapshot(snapshot)
-        now = time.time() if now is None else now
+        now = self.clock.time() if now is None else now
         s = snapshot.suspension
         if s is None or now < s.deadline:
             raise SnapshotError(f"run {snapshot.run_id} is not waiting past a deadline")
         if self.help.on_timeout == "resume":
-            return await self._continue(snapshot, self.help.default_answer, False, "expired", now, cancel)
-        run = RunState.from_snapshot(snapshot, self.progress())
+            default = self.help.default_answer
+            human: HumanReply = Denial(default) if s.pending else Answer(default)
+            return await self._continue(snapshot, human, "policy", now, cancel)
+        run = RunState.from_snapshot(snapshot, self.progress(), self.clock, self.history, self.budget)
         obs = self._observe(run, snapshot)
         self._record_wait(run, obs, s, now, "expired")
         note = f"Nobody answered {s.question!r} before the deadline."
@@ -166,35 +184,51 @@ class Agent:
 
     # -- segments --------------------------------------------------------
 
-    async def _continue(
-        self, snap: Snapshot, answer: str | None, approved: bool | None, outcome: str, now: float, cancel: Any
+    async def _extend(
+        self, snap: Snapshot, more: Extension | None, now: float, cancel: CancelSignal | None
     ) -> RunResult:
-        run = RunState.from_snapshot(snap, self.progress())
+        """Give a run that stopped at a limit more budget, and drive it on."""
+        if snap.kind is not SnapshotKind.LIMITED:
+            raise SnapshotError(
+                f"run {snap.run_id} did not stop at a limit ({snap.kind}); more= is for limit stops"
+            )
+        if more is None:
+            raise SnapshotError(
+                f"run {snap.run_id} stopped at a limit: pass more=Extension(turns=..., seconds=..., "
+                "tokens=..., cost_usd=...) to continue it"
+            )
+        run = RunState.from_snapshot(snap, self.progress(), self.clock, self.history, self.budget)
+        if (still := run.budget.plus(more).exceeded(run.tick())) is not None:
+            raise SnapshotError(f"run {snap.run_id} would still be out of {still} budget: extend {still}")
+        run.extend(Extended(more.turns, more.seconds, more.tokens, more.cost_usd, now))
+        return await self._segment(run, cancel, self._observe(run, snap, extended=True))
+
+    async def _continue(
+        self,
+        snap: Snapshot,
+        human: HumanReply | None,
+        by: Literal["person", "policy"],
+        now: float,
+        cancel: CancelSignal | None,
+    ) -> RunResult:
+        """Append the answer (if the run waits for one) and drive the loop on."""
+        run = RunState.from_snapshot(snap, self.progress(), self.clock, self.history, self.budget)
         obs = self._observe(run, snap)
         s = snap.suspension
-        if s is None:
-            return await self._segment(run, cancel, obs)
-        self._record_wait(run, obs, s, now, outcome)
-        try:
-            await self._answer(run, obs, s, answer, approved, outcome)
-        except asyncio.CancelledError:  # the answer never landed: the run still waits for it
-            stop = Stop(StopReason.CANCELLED, note="The run was cancelled while the answer was applied.")
-            result = dataclasses.replace(conclude(self, run, stop), snapshot=snap)
-        except Exception as exc:
-            note = f"{type(exc).__name__}: {exc}"
-            result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=type(exc).__name__))
-        else:
-            return await self._segment(run, cancel, obs)
-        obs.run_ended(result)
-        return result
+        if s is not None and human is not None:
+            self._record_wait(run, obs, s, now, "answered" if by == "person" else "expired")
+            run.record(Answered(human, now, by))
+        return await self._segment(run, cancel, obs)
 
-    async def _segment(self, run: RunState, cancel: Any, obs: RunObserver | None = None) -> RunResult:
+    async def _segment(
+        self, run: RunState, cancel: CancelSignal | None, obs: RunObserver | None = None
+    ) -> RunResult:
         """Drive one segment; whatever happens, it ends with a result and `run_ended`."""
         obs = obs or self._observe(run, None)
         try:
             result = await drive(self, run, obs, cancel)
         except asyncio.CancelledError:
-            run.rewind_open_turn()
+            run.drop_unanswered_turn()
             result = conclude(self, run, Stop(StopReason.CANCELLED, note="The run was cancelled."))
         except Exception as exc:  # a bug or a failing store: still a result, never a raise
             note = f"{type(exc).__name__}: {exc}"
@@ -202,7 +236,7 @@ class Agent:
         obs.run_ended(result)
         return result
 
-    def _observe(self, run: RunState, snap: Snapshot | None) -> RunObserver:
+    def _observe(self, run: RunState, snap: Snapshot | None, extended: bool = False) -> RunObserver:
         link = SegmentLink(snap.trace_id, snap.span_id) if snap and snap.trace_id and snap.span_id else None
         info = RunInfo(
             run_id=run.ctx.run_id,
@@ -213,10 +247,12 @@ class Agent:
             task=run.ctx.task,
             segment=run.segment,
             continues=link,
-            started_at=time.time(),
-            limits=self.budget.ceilings(),
+            started_at=self.clock.time(),
+            limits=run.budget.ceilings(),
             tools=tuple(t.name for t in self.tools),
             spent=run.usage.copy(),
+            resumed_from=_resumed_from(snap),
+            extended=extended,
         )
         obs = guard(self.hooks, info)
         run.trace_id, run.span_id = obs.trace_id, obs.span_id
@@ -228,54 +264,45 @@ class Agent:
         run.usage.waiting_seconds += wait.seconds
         obs.human_waited(wait)
 
-    async def _answer(
-        self,
-        run: RunState,
-        obs: RunObserver,
-        s: Suspension,
-        answer: str | None,
-        approved: bool | None,
-        outcome: str,
-    ) -> None:
-        """Put the person's answer (or the policy's default) in the suspended turn's open slot."""
-        who = "a person" if outcome == "answered" else "the help policy, as nobody answered in time"
-        assert run.open_results is not None
-        slot = run.open_results.index(None)
-        tool_use_id = _tool_use_ids(run.ctx.messages[-1])[slot]
-        if s.pending is None:
-            text = f"Answer from {who}: {answer}"
-        elif approved:
-            call = ToolCall(tool_use_id, s.pending.name, s.pending.arguments)
-            tool = self.tool_named(call.name)
-            if tool is None:
-                raise SnapshotError(f"agent {self.name!r} has no tool {call.name!r} to run after approval")
-            text = (await run_tool(self, run, tool, call, obs)).text
-        else:
-            reason = (answer or "no reason given").rstrip(". ")
-            text = f"Denied by {who}: {reason}. Do not retry this call."
-        run.open_results[slot] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
-
     def _check_snapshot(self, snap: Snapshot) -> None:
         if snap.agent != self.name:
             raise SnapshotError(
                 f"snapshot of run {snap.run_id} belongs to agent {snap.agent!r}, not {self.name!r}"
             )
-        if not snap.reason.resumable:
+        if snap.kind is SnapshotKind.FINISHED:
             raise SnapshotError(
-                f"run {snap.run_id} ended as {snap.reason}; only need_help and cancelled resume"
+                f"run {snap.run_id} ended as {snap.reason}; only need_help, cancelled and limit "
+                "(with more budget) resume"
             )
 
 
-def _check_answer(s: Suspension, answer: str | None, approved: bool | None) -> None:
-    if s.pending is not None and approved is None:
-        raise SnapshotError(f"the run waits for approval of {s.pending.name!r}: pass approved=True or False")
-    if s.pending is None and not (answer and answer.strip()):
-        raise SnapshotError(f"the run waits for an answer to {s.question!r}: pass answer='...'")
+def _resumed_from(snap: Snapshot | None) -> str | None:
+    """The reason the resumed segment ended with; None for a checkpoint (a crashed segment never ended)."""
+    if snap is None or snap.kind is SnapshotKind.CHECKPOINT:
+        return None
+    return str(snap.reason)
 
 
-def _tool_use_ids(message: dict[str, Any]) -> list[str]:
-    content = message["content"]
-    return [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+def as_reply(reply: HumanReply | str | None, approved: bool | None) -> HumanReply | None:
+    """A typed reply from the older `answer`/`approved` pair (typed replies pass through)."""
+    if isinstance(reply, Answer | Approval | Denial):
+        return reply
+    if approved is True:
+        return Approval()
+    if approved is False:
+        return Denial(reply or "")
+    return Answer(reply) if reply is not None else None
+
+
+def check_reply(s: Suspension, reply: HumanReply | None) -> None:
+    """Refuse a reply that does not fit what the run waits for; the message says what does."""
+    if s.pending is not None and not isinstance(reply, Approval | Denial):
+        raise SnapshotError(
+            f"the run waits for approval of {s.pending.name!r}: pass Approval() or Denial('why') "
+            "(or approved=True/False)"
+        )
+    if s.pending is None and not (isinstance(reply, Answer) and reply.text.strip()):
+        raise SnapshotError(f"the run waits for an answer to {s.question!r}: pass Answer('...')")
 
 
 def _sync(coro: Any) -> RunResult:

@@ -56,9 +56,12 @@ class Budget:
             if value is not None and value <= 0:
                 raise ConfigError(f"Budget.{name} must be positive or None, got {value!r}")
 
-    def exceeded(self, usage: Usage) -> LimitKind | None:
-        """The first budget that `usage` has used up, or None while all have room."""
-        if self.max_turns is not None and usage.turns >= self.max_turns:
+    def exceeded(self, usage: Usage, *, within_turn: bool = False) -> LimitKind | None:
+        """The first budget that `usage` has used up, or None while all have room.
+
+        `within_turn` checks all but turns, for a second model call inside a turn.
+        """
+        if not within_turn and self.max_turns is not None and usage.turns >= self.max_turns:
             return LimitKind.TURNS
         if self.max_seconds is not None and usage.active_seconds >= self.max_seconds:
             return LimitKind.SECONDS
@@ -68,16 +71,43 @@ class Budget:
             return LimitKind.COST
         return None
 
+    def plus(self, more: Extension) -> Budget:
+        """This budget with `more` added to every ceiling it sets (no ceiling stays none)."""
+        return Budget(
+            max_turns=None if self.max_turns is None else self.max_turns + more.turns,
+            max_seconds=None if self.max_seconds is None else self.max_seconds + more.seconds,
+            max_tokens=None if self.max_tokens is None else self.max_tokens + more.tokens,
+            max_cost_usd=None if self.max_cost_usd is None else self.max_cost_usd + more.cost_usd,
+        )
+
     def ceilings(self) -> dict[str, float]:
         """The configured ceilings by `LimitKind` value, for dashboards."""
+        kinds = (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST)
         values = (self.max_turns, self.max_seconds, self.max_tokens, self.max_cost_usd)
-        return {str(k): float(v) for k, v in zip(LimitKind, values, strict=True) if v is not None}
+        return {str(k): float(v) for k, v in zip(kinds, values, strict=True) if v is not None}
 
     def seconds_left(self, usage: Usage) -> float | None:
         """Active seconds left, or None when time is not budgeted."""
         if self.max_seconds is None:
             return None
         return max(0.0, self.max_seconds - usage.active_seconds)
+
+
+@dataclass(frozen=True)
+class Extension:
+    """More budget for a run that stopped at a limit: added to each ceiling the agent sets."""
+
+    turns: int = 0
+    seconds: float = 0.0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __post_init__(self) -> None:
+        values = (self.turns, self.seconds, self.tokens, self.cost_usd)
+        if any(v < 0 for v in values) or not any(values):
+            raise ConfigError(
+                "an Extension adds something >= 0 to at least one of turns, seconds, tokens, cost_usd"
+            )
 
 
 @dataclass(frozen=True)

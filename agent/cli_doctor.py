@@ -146,7 +146,8 @@ async def _model_exists(client: anthropic.AsyncAnthropic, model_id: str) -> Find
 
 async def _round_trip(model: Any) -> Finding:
     started = time.monotonic()
-    reply = await model.complete(ModelRequest("", [{"role": "user", "content": "Reply with OK."}], [], 16))
+    request = ModelRequest.of_messages("", [{"role": "user", "content": "Reply with OK."}], [], 16)
+    reply = await model.complete(request)
     seconds = time.monotonic() - started
     first = f", first token after {reply.time_to_first_token:.2f} s" if reply.time_to_first_token else ""
     tokens = f"{reply.input_tokens} input + {reply.output_tokens} output tokens"

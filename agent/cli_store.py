@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from agent.budget import Extension
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.runner import Runner, load_catalog
@@ -30,7 +32,8 @@ def register(sub: Any) -> None:
     _add(sub, "approve", "approve a run's pending tool call and continue it here", _approve, _run_id_arg)
     _add(sub, "deny", "deny a run's pending tool call and continue it here", _deny, _deny_args)
     _add(sub, "start", "start a run of a catalog agent here", _start, _start_args)
-    _add(sub, "resume", "continue a cancelled run here from its checkpoint", _resume, _run_id_arg)
+    resume_help = "continue a cancelled run here from its checkpoint, or a limit stop with --more-*"
+    _add(sub, "resume", resume_help, _resume, _resume_args)
     recover_help = "continue crashed or shutdown-cancelled runs; end runs past their deadline"
     _add(sub, "recover", recover_help, _recover)
     from agent.service.server import add_serve_args, serve
@@ -140,8 +143,19 @@ def _deny(args: argparse.Namespace) -> int:
     return _continue(args, lambda runner: runner.claim(args.run_id, args.reason or None, approved=False))
 
 
+def _resume_args(parser: argparse.ArgumentParser) -> None:
+    _run_id_arg(parser)
+    more = parser.add_argument_group("more budget for a run that stopped at a limit")
+    more.add_argument("--more-turns", type=int, default=0, help="turns to add to its ceiling")
+    more.add_argument("--more-seconds", type=float, default=0.0, help="active seconds to add")
+    more.add_argument("--more-tokens", type=int, default=0, help="tokens to add")
+    more.add_argument("--more-cost", type=float, default=0.0, help="US dollars to add")
+
+
 def _resume(args: argparse.Namespace) -> int:
-    return _continue(args, lambda runner: runner.claim(args.run_id))
+    given = (args.more_turns, args.more_seconds, args.more_tokens, args.more_cost)
+    more = Extension(*given) if any(given) else None
+    return _continue(args, lambda runner: runner.claim(args.run_id, more=more))
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -197,7 +211,8 @@ def _runner(args: argparse.Namespace) -> Iterator[Runner]:
         catalog = load_catalog(args.catalog)
         telemetry = Telemetry.from_env(pending=store.pending_summary)
         runner = Runner(store, catalog, hooks=telemetry.hooks, lease_seconds=args.lease)
-        previous = signal.signal(signal.SIGTERM, lambda *_: runner.shutting_down.set())
+        grace = float(os.environ.get(ENV_GRACE) or DEFAULT_GRACE)
+        previous = signal.signal(signal.SIGTERM, lambda *_: runner.stop_soon(grace))
         try:
             yield runner
         finally:
@@ -205,6 +220,9 @@ def _runner(args: argparse.Namespace) -> Iterator[Runner]:
             catalog.close()
             telemetry.shutdown()
 
+
+ENV_GRACE = "ENDSTATE_SHUTDOWN_GRACE"
+DEFAULT_GRACE = 10.0  # seconds a run still inside a turn gets after SIGTERM before it is cut off
 
 RUNS_HEADER = (
     f"{'RUN ID':32}  {'AGENT':20} {'TASK TYPE':16} {'STATUS':9} {'STOPPED BY':14} "

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.models.base import Message, ModelReply
+from agent.journal import Journal
+
+if TYPE_CHECKING:
+    from agent.models.base import ModelReply
 
 
 @dataclass(frozen=True)
@@ -32,17 +35,26 @@ class RunContext:
 
     `state` is the agent's own JSON-ready scratch space; it is saved in
     snapshots, so a resumed run sees what the suspended one left there.
+    `journal` is the run's history; `calls` the tool calls that ran.
+    While a tool runs, `idempotency_key` names its call, stable across
+    retries, recovery and resumes: a tool with side effects can use it to
+    do them at most once.
     """
 
     run_id: str
     agent: str
     task: str
     task_type: str
-    messages: list[Message] = field(default_factory=list)
+    journal: Journal = field(default_factory=Journal)
     calls: list[CallRecord] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    call_id: str = ""  # the call being run
     charges: list[ModelCharge] = field(default_factory=list)  # drained by the loop after verifiers run
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.run_id}:{self.call_id}"
 
     def charge(self, model: str, reply: ModelReply) -> None:
         """Count a model call made for this run (tokens and cost) in its budget."""

@@ -8,9 +8,9 @@ logged and the run goes on (telemetry never fails a run).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from agent.budget import Usage
@@ -45,6 +45,8 @@ class RunInfo:
     limits: dict[str, float] = field(default_factory=dict)  # configured ceilings by LimitKind
     tools: tuple[str, ...] = ()  # the agent's tool names: bounded label values
     spent: Usage | None = None  # what earlier segments of the run spent
+    resumed_from: str | None = None  # the stop reason of the segment this one resumes: need_help, cancelled
+    extended: bool = False  # a run that stopped at a limit, continued with more budget
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,18 @@ class HumanWait:
 
 
 class RunObserver:
-    """Watches one run segment. Subclass and override what you need."""
+    """Watches one run segment. Subclass and override what you need.
+
+    `guarded` says that every method catches its own failures; `guard` then
+    hands the observer to the loop as it is, with no wrapper to pay for.
+    """
 
     trace_id: str | None = None
     span_id: str | None = None
+    guarded: ClassVar[bool] = False
 
-    def turn_started(self, index: int) -> None: ...
+    def turn_started(self, index: int, continued: bool = False) -> None:
+        """A turn begins; `continued` when it is a turn a suspension split, finished in this segment."""
 
     def turn_ended(self, index: int, signal: str) -> None: ...
 
@@ -103,7 +111,7 @@ class NoHooks:
 
 @dataclass
 class CompositeHooks:
-    """Several hooks at once, such as tracing and metrics."""
+    """Several hooks at once: each observer guarded alone, so one failing spares the others."""
 
     hooks: Sequence[RunHooks] = field(default_factory=tuple)
 
@@ -111,64 +119,135 @@ class CompositeHooks:
         return _Fanout([guard(h, info) for h in self.hooks])
 
 
-HOOK_METHODS = (
-    "turn_started",
-    "turn_ended",
-    "model_started",
-    "model_ended",
-    "tool_started",
-    "tool_ended",
-    "verified",
-    "human_waited",
-    "run_ended",
-)
+def guard(hooks: RunHooks, info: RunInfo) -> RunObserver:
+    """An observer from `hooks` whose failures never reach the loop.
+
+    An observer that guards itself (`guarded = True`, as Endstate's telemetry
+    does) is returned as it is; any other is wrapped once.
+    """
+    if isinstance(hooks, NoHooks):
+        return RunObserver()
+    try:
+        observer = hooks.run_started(info)
+    except Exception:
+        log.warning("telemetry hook run_started failed; the run goes on", exc_info=True)
+        return RunObserver()
+    return observer if getattr(type(observer), "guarded", False) is True else _Guarded(observer)
+
+
+def hook_failed(name: str) -> None:
+    """Log, once per failure, that an observer's `name` raised: the run goes on."""
+    log.warning("telemetry hook %s failed; the run goes on", name, exc_info=True)
+
+
+class _Guarded(RunObserver):
+    """Forwards every call to an observer that does not guard itself; logs what it raises."""
+
+    guarded = True
+
+    def __init__(self, inner: RunObserver) -> None:
+        self._inner = inner
+        self.trace_id = inner.trace_id
+        self.span_id = inner.span_id
+
+    def turn_started(self, index: int, continued: bool = False) -> None:
+        try:
+            self._inner.turn_started(index, continued)
+        except Exception:
+            hook_failed("turn_started")
+
+    def turn_ended(self, index: int, signal: str) -> None:
+        try:
+            self._inner.turn_ended(index, signal)
+        except Exception:
+            hook_failed("turn_ended")
+
+    def model_started(self, request: ModelRequest, attempt: int) -> None:
+        try:
+            self._inner.model_started(request, attempt)
+        except Exception:
+            hook_failed("model_started")
+
+    def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
+        try:
+            self._inner.model_ended(reply, error)
+        except Exception:
+            hook_failed("model_ended")
+
+    def tool_started(self, call: ToolCall) -> None:
+        try:
+            self._inner.tool_started(call)
+        except Exception:
+            hook_failed("tool_started")
+
+    def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        try:
+            self._inner.tool_ended(call, outcome)
+        except Exception:
+            hook_failed("tool_ended")
+
+    def verified(self, failures: list[str]) -> None:
+        try:
+            self._inner.verified(failures)
+        except Exception:
+            hook_failed("verified")
+
+    def human_waited(self, wait: HumanWait) -> None:
+        try:
+            self._inner.human_waited(wait)
+        except Exception:
+            hook_failed("human_waited")
+
+    def run_ended(self, result: RunResult) -> None:
+        try:
+            self._inner.run_ended(result)
+        except Exception:
+            hook_failed("run_ended")
 
 
 class _Fanout(RunObserver):
     """Calls every observer in turn; each is already guarded."""
 
+    guarded = True
+
     def __init__(self, observers: list[RunObserver]) -> None:
+        self._observers = tuple(observers)
         traced = [o for o in observers if o.trace_id]
         self.trace_id = traced[0].trace_id if traced else None
         self.span_id = traced[0].span_id if traced else None
-        for name in HOOK_METHODS:  # bound once, not looked up on every call
-            setattr(self, name, _fanout([getattr(o, name) for o in observers]))
 
+    def turn_started(self, index: int, continued: bool = False) -> None:
+        for o in self._observers:
+            o.turn_started(index, continued)
 
-class _Guarded(RunObserver):
-    """Forwards every call and logs, never raises, what the observer raises."""
+    def turn_ended(self, index: int, signal: str) -> None:
+        for o in self._observers:
+            o.turn_ended(index, signal)
 
-    def __init__(self, inner: RunObserver) -> None:
-        self.trace_id = inner.trace_id
-        self.span_id = inner.span_id
-        for name in HOOK_METHODS:
-            setattr(self, name, _guarded(name, getattr(inner, name)))
+    def model_started(self, request: ModelRequest, attempt: int) -> None:
+        for o in self._observers:
+            o.model_started(request, attempt)
 
+    def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
+        for o in self._observers:
+            o.model_ended(reply, error)
 
-def _fanout(methods: list[Callable[..., None]]) -> Callable[..., None]:
-    def call_all(*args: Any) -> None:
-        for method in methods:
-            method(*args)
+    def tool_started(self, call: ToolCall) -> None:
+        for o in self._observers:
+            o.tool_started(call)
 
-    return call_all
+    def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        for o in self._observers:
+            o.tool_ended(call, outcome)
 
+    def verified(self, failures: list[str]) -> None:
+        for o in self._observers:
+            o.verified(failures)
 
-def _guarded(name: str, method: Callable[..., None]) -> Callable[..., None]:
-    def call(*args: Any) -> None:
-        try:
-            method(*args)
-        except Exception:
-            log.warning("telemetry hook %s failed; the run goes on", name, exc_info=True)
+    def human_waited(self, wait: HumanWait) -> None:
+        for o in self._observers:
+            o.human_waited(wait)
 
-    return call
-
-
-def guard(hooks: RunHooks, info: RunInfo) -> RunObserver:
-    """An observer from `hooks` whose failures never reach the loop."""
-    if isinstance(hooks, NoHooks):
-        return RunObserver()
-    try:
-        return _Guarded(hooks.run_started(info))
-    except Exception:
-        log.warning("telemetry hook run_started failed; the run goes on", exc_info=True)
-        return RunObserver()
+    def run_ended(self, result: RunResult) -> None:
+        for o in self._observers:
+            o.run_ended(result)

@@ -4,8 +4,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from agent.journal import Entry, Reply, Result
+
+
+def digest(state: str) -> str:
+    """A short digest of an observed state (a tool result, or the agent's own fingerprint)."""
+    return hashlib.blake2b(state.encode(errors="replace"), digest_size=8).hexdigest()
+
+
+def replay(detector: ProgressDetector, journal: Iterable[Entry]) -> None:
+    """Bring a fresh detector to where a run's journal left it: each tool that ran is observed
+    with the state digest it saw, and each completed turn is closed (a paused reply is not a turn)."""
+    calls: dict[str, str] = {}
+    turn_open = False
+    for entry in journal:
+        if isinstance(entry, Reply):
+            if turn_open:
+                detector.end_turn()
+            turn_open = entry.stop_reason != "pause_turn"
+            calls = {c.id: call_signature(c.name, c.arguments) for c in entry.calls}
+        elif isinstance(entry, Result) and entry.ran and entry.call_id in calls:
+            detector.observe(calls[entry.call_id], entry.seen or digest(entry.text))
 
 
 def call_signature(name: str, arguments: dict[str, Any]) -> str:

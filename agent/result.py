@@ -40,6 +40,15 @@ class LimitKind(StrEnum):
     SECONDS = "seconds"
     TOKENS = "tokens"
     COST = "cost"
+    CONTEXT = "context"
+
+
+class StopCause(StrEnum):
+    """Who ended a `gave_up` run: the agent itself, the model API's refusal, or a guardrail."""
+
+    AGENT = "agent"
+    REFUSAL = "refusal"
+    GUARDRAIL = "guardrail"
 
 
 class FinishKind(StrEnum):
@@ -67,6 +76,7 @@ class Suspension:
     deadline: float
     suspended_at: float
     pending: PendingAction | None = None
+    call_id: str = ""  # the call the answer goes to: the finish call, or the pending tool call
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ class RunResult:
     task_type: str
     reason: StopReason
     limit: LimitKind | None = None
+    cause: StopCause | None = None  # gave_up only
     output: str = ""
     note: str = ""
     summary: str = ""
@@ -101,5 +112,6 @@ class RunResult:
         data.pop("snapshot", None)
         data["reason"] = str(self.reason)
         data["limit"] = str(self.limit) if self.limit else None
+        data["cause"] = str(self.cause) if self.cause else None
         data["verifier_failures"] = list(self.verifier_failures)
         return data

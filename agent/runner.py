@@ -26,17 +26,18 @@ import os
 import re
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent.agent import Agent
-from agent.errors import ConfigError, EndstateError
+from agent.budget import Extension
+from agent.clock import SYSTEM_CLOCK, Clock
+from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import RunHooks
 from agent.result import RunResult, StopReason
-from agent.snapshot import Snapshot
+from agent.snapshot import Checkpoint, Snapshot
 from agent.store import (
     Lease,
     LeaseLost,
@@ -50,7 +51,6 @@ from agent.store import (
     StoreError,
     UnknownRun,
 )
-from agent.store.base import SnapshotEncoder
 
 log = logging.getLogger("endstate.runner")
 
@@ -142,6 +142,7 @@ class Job:
     record: RunRecord
     segment: Callable[[Any], Coroutine[Any, Any, RunResult]]
     release_to: RunStatus | None = None  # where a failed start gives the run back
+    recovering: bool = False  # nobody asked for it: a run that cannot go on ends as error instead
 
 
 class Runner:
@@ -155,8 +156,10 @@ class Runner:
         hooks: RunHooks | None = None,
         lease_seconds: float = 30.0,
         owner: str | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.store = store
+        self.clock = clock
         self.catalog = catalog
         self.hooks = hooks
         self.lease_seconds = lease_seconds
@@ -167,10 +170,12 @@ class Runner:
         self._held_lock = threading.Lock()  # recovery may run in a worker thread
         self._active: set[str] = set()
         self._spawned: dict[str, asyncio.Task[RunResult | None]] = {}
+        self._segments: dict[str, asyncio.Task[Any]] = {}  # the tasks driving a segment, by run
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._beat: asyncio.Task[None] | None = None
 
     def lease(self) -> Lease:
-        return Lease(self.owner, time.time() + self.lease_seconds)
+        return Lease(self.owner, self.clock.time() + self.lease_seconds)
 
     # -- starting ------------------------------------------------------
 
@@ -198,7 +203,7 @@ class Runner:
         try:
             built = self._agent(agent, state, run_id, task_type)
             new = NewRun(run_id, agent, task, built.task_type, state)
-            record = self._hold(self.store.create(new, self.lease(), time.time()))
+            record = self._hold(self.store.create(new, self.lease(), self.clock.time()))
         except RunExists:
             raise  # stored by another worker meanwhile: its world is not this call's to remove
         except BaseException:
@@ -217,7 +222,13 @@ class Runner:
 
     # -- resuming ------------------------------------------------------
 
-    def claim(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> Job:
+    def claim(
+        self,
+        run_id: str,
+        answer: str | None = None,
+        approved: bool | None = None,
+        more: Extension | None = None,
+    ) -> Job:
         """Take a waiting or cancelled run for this runner; exactly one caller wins.
 
         A question needs `answer`; a pending tool call needs `approved` (with
@@ -228,28 +239,75 @@ class Runner:
         current = self.store.get(run_id)
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
-        lease, now = self.lease(), time.time()
+        lease, now = self.lease(), self.clock.time()
+        if more is not None:  # more budget for a run that stopped at a limit
+            if not (current.stop_reason is StopReason.LIMIT and current.snapshot_json):
+                raise NotClaimable(f"run {run_id} did not stop at a limit; nothing was changed")
+            record = self.store.claim(run_id, (RunStatus.FINISHED,), lease, now)
+            return self._resume_job(self._hold(record), release_to=RunStatus.FINISHED, more=more)
         if current.status is RunStatus.WAITING:  # the question read, answered before its deadline
             check_answer(current, answer, approved)
+            self._check_pending(current)
             waiting, segment = (RunStatus.WAITING,), current.segments
             record = self.store.claim(run_id, waiting, lease, now, answer, approved, segment, expired=False)
-        elif current.status is RunStatus.CANCELLED:
-            record = self.store.claim(run_id, (RunStatus.CANCELLED,), lease, now)
+        elif answer is not None or approved is not None:
+            raise NotClaimable(
+                f"run {run_id} is {current.status}, not waiting for an answer; nothing was changed"
+            )
+        elif current.status is RunStatus.CANCELLED or unresumable(current):
+            record = self.store.claim(run_id, (current.status,), lease, now)
         else:
             raise NotClaimable(
                 f"run {run_id} is {current.status}, not waiting or cancelled; nothing was changed"
             )
         return self._resume_job(self._hold(record), release_to=current.status)
 
-    async def resume(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> RunResult:
-        """Claim a run and continue it here until it ends or suspends again."""
-        return await self.drive(self.claim(run_id, answer, approved))
+    def _check_pending(self, record: RunRecord) -> None:
+        """The call a person approves is exactly the call that runs: the store must agree with itself."""
+        snap = self.store.snapshot(record.run_id)
+        waiting = snap.suspension if snap else None
+        if waiting is not None and waiting.question == record.question and waiting.pending == record.pending:
+            return
+        now = self.store.get(record.run_id)
+        if now is None or (now.status, now.segments) != (record.status, record.segments):
+            return  # it moved on meanwhile (another answer won): the claim says so
+        raise StoreError(
+            f"run {record.run_id}: the stored question or pending call does not match the run's "
+            "journal; nothing was changed. The store was edited by hand or is damaged"
+        )
 
-    def _resume_job(self, record: RunRecord, release_to: RunStatus | None) -> Job:
-        """Continue a held run from its snapshot, with the answer it was claimed with."""
+    async def resume(
+        self,
+        run_id: str,
+        answer: str | None = None,
+        approved: bool | None = None,
+        more: Extension | None = None,
+    ) -> RunResult:
+        """Claim a run and continue it here until it ends or suspends again."""
+        return await self.drive(self.claim(run_id, answer, approved, more))
+
+    def _resume_job(
+        self,
+        record: RunRecord,
+        release_to: RunStatus | None,
+        *,
+        recovering: bool = False,
+        more: Extension | None = None,
+    ) -> Job:
+        """Continue a held run from its snapshot, with the answer it was claimed with.
+
+        A run that cannot be rebuilt is given back as it was; in recovery (nobody asked
+        for it) it ends as `error` instead, keeping its snapshot for `endstate resume`.
+        """
         try:
             agent = self._agent(record.agent, record.state, record.run_id)
-            snapshot = record.snapshot
+            snapshot = self.store.snapshot(record.run_id)
+        except Exception as exc:
+            if recovering:
+                self._end_unresumable(record, exc)
+            else:
+                self._let_go(record.run_id, release_to)
+            raise
         except BaseException:
             self._let_go(record.run_id, release_to)
             raise
@@ -258,14 +316,16 @@ class Runner:
             def again(cancel: Any) -> Coroutine[Any, Any, RunResult]:
                 return agent.arun(record.task, run_id=record.run_id, state=record.state, cancel=cancel)
 
-            return Job(record.run_id, agent, record, again, release_to)
+            return Job(record.run_id, agent, record, again, release_to, recovering)
         snap: Snapshot = snapshot
         answered = record.answered_at if snap.suspension is not None else None  # the wait ended then
 
         def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
-            return agent.aresume(snap, record.answer, approved=record.approved, cancel=cancel, now=answered)
+            return agent.aresume(
+                snap, record.answer, approved=record.approved, more=more, cancel=cancel, now=answered
+            )
 
-        return Job(record.run_id, agent, record, segment, release_to)
+        return Job(record.run_id, agent, record, segment, release_to, recovering)
 
     # -- deadlines and recovery -------------------------------------------
 
@@ -275,7 +335,7 @@ class Runner:
 
     def expiry_jobs(self, now: float | None = None) -> list[Job]:
         """Claim every waiting run whose deadline passed; the jobs apply the help policy."""
-        now = time.time() if now is None else now
+        now = self.clock.time() if now is None else now
         jobs = []
         for stale in self.store.expired(now):
             try:  # the same question, still past its deadline: not one asked since the listing
@@ -288,14 +348,14 @@ class Runner:
             self._hold(record)
             try:
                 jobs.append(self._expiry_job(record, now))
-            except EndstateError as exc:
-                log.error("run %s cannot be expired here; it waits again: %s", record.run_id, exc)
-                self._let_go(record.run_id, RunStatus.WAITING)
+            except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
+                log.error("run %s cannot be expired here: %s", record.run_id, _why(exc))
+                self._end_unresumable(record, exc)
         return jobs
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
         agent = self._agent(record.agent, record.state, record.run_id)
-        snapshot = record.snapshot
+        snapshot = self.store.snapshot(record.run_id)
         if snapshot is None:
             raise StoreError(f"run {record.run_id} waits but has no snapshot")
         snap: Snapshot = snapshot
@@ -307,7 +367,7 @@ class Runner:
 
     def recoverable(self, now: float | None = None) -> list[RunRecord]:
         """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled."""
-        now = time.time() if now is None else now
+        now = self.clock.time() if now is None else now
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
         held = self.held()
         gone = [r for r in running if r.run_id not in held and worker_gone(r, now)]
@@ -323,15 +383,44 @@ class Runner:
         for record in self.recoverable():
             try:
                 if record.status is RunStatus.RUNNING:
-                    held = self.store.take_over(record.run_id, record.owner or "", self.lease(), time.time())
-                    jobs.append(self._resume_job(self._hold(held), release_to=None))
+                    held = self.store.take_over(
+                        record.run_id, record.owner or "", self.lease(), self.clock.time()
+                    )
                 else:
-                    jobs.append(self.claim(record.run_id))
+                    held = self.store.claim(record.run_id, (record.status,), self.lease(), self.clock.time())
+                jobs.append(self._resume_job(self._hold(held), release_to=None, recovering=True))
             except NotClaimable:
                 continue  # another worker got there first
-            except EndstateError as exc:
-                log.error("run %s cannot be recovered: %s", record.run_id, exc)
+            except Exception as exc:  # one run that cannot be continued never stops the others
+                log.error("run %s cannot be recovered: %s", record.run_id, _why(exc))
         return jobs
+
+    def _end_unresumable(self, record: RunRecord, exc: Exception) -> None:
+        """End a held run that cannot be rebuilt as `error`, saying why; its snapshot stays."""
+        error_type = "bad_snapshot" if isinstance(exc, SnapshotError) else "agent_build_failed"
+        note = (
+            f"The run could not be continued: {_why(exc)}. Its last checkpoint is kept: fix the cause, "
+            f"then `endstate resume {record.run_id}` continues it."
+        )
+        result = RunResult(
+            run_id=record.run_id,
+            agent=record.agent,
+            task_type=record.task_type,
+            reason=StopReason.ERROR,
+            note=note,
+            error_type=error_type,
+            turns=record.turns,
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            cost_usd=record.cost_usd,
+            active_seconds=record.active_seconds,
+            waiting_seconds=record.waiting_seconds,
+        )
+        outcome = Outcome(RunStatus.FINISHED, result, None)  # a finished run keeps its stored snapshot
+        try:
+            self.store.record(record.run_id, outcome, self.lease(), self.clock.time())
+        finally:
+            self._let_go(record.run_id, None)
 
     async def _drive_each(self, jobs: list[Job], what: str) -> list[RunResult]:
         """Drive jobs one after another; one that cannot be driven is logged and the rest go on."""
@@ -349,18 +438,38 @@ class Runner:
         """Run a job's segment here and record how it ended."""
         self._active.add(job.run_id)
         self._ensure_heartbeat()
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        if task is not None:
+            self._segments[job.run_id] = task  # what a shutdown past its grace cancels
         try:
             result = await job.segment(_Either(self.shutting_down, cancel, self._own_cancel(job)))
-        except EndstateError:  # refused before it began (a bad snapshot): give the run back
-            self._let_go(job.run_id, job.release_to)
+        except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
+            if job.recovering:
+                self._end_unresumable(job.record, exc)
+            else:
+                self._let_go(job.run_id, job.release_to)
             raise
         except BaseException:  # not a result: the run's lease lapses and recovery continues it
             self._let_go(job.run_id, None)
             raise
-        finally:
+        finally:  # before any await: from here on a cut-off could only hit the recording
             self._active.discard(job.run_id)
+            self._segments.pop(job.run_id, None)
         await self._record(job, result)
         return result
+
+    def stop_soon(self, grace: float) -> None:
+        """From a signal handler or another thread: runs stop at their next turn, and after
+        `grace` seconds a run still inside a turn (a long tool, say) is cut off there. Either way
+        it is recorded `cancelled`, resumable; a call it cut off is recorded with its outcome unknown."""
+        self.shutting_down.set()
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._loop.call_later, grace, self._cut_off)
+
+    def _cut_off(self) -> None:
+        for segment in list(self._segments.values()):
+            segment.cancel()
 
     def spawn(self, job: Job, cancel: Any = None) -> asyncio.Task[RunResult | None]:
         """Drive a job as a task of the running loop; `shutdown` waits for it."""
@@ -380,8 +489,8 @@ class Runner:
     async def shutdown(self, grace: float = 10.0) -> None:
         """Stop: runs end at their next turn as cancelled (resumable); after `grace` they are cut."""
         self.shutting_down.set()
-        until = time.monotonic() + grace
-        while self._spawned and (left := until - time.monotonic()) > 0:  # runs spawned meanwhile too
+        until = self.clock.monotonic() + grace
+        while self._spawned and (left := until - self.clock.monotonic()) > 0:  # runs spawned meanwhile too
             await asyncio.wait(list(self._spawned.values()), timeout=left)
         late = list(self._spawned.values())
         for task in late:
@@ -426,7 +535,7 @@ class Runner:
 
     def _write_once(self, run_id: str, outcome: Outcome, retried: bool) -> bool:
         try:
-            self.store.record(run_id, outcome, self.lease(), time.time())
+            self.store.record(run_id, outcome, self.lease(), self.clock.time())
         except LeaseLost:
             if retried and self._recorded(run_id, outcome):
                 return True  # an earlier attempt was written; only its reply was lost
@@ -457,7 +566,7 @@ class Runner:
         with self._held_lock:
             self._held.discard(run_id)
         if release_to is not None:
-            self.store.release(run_id, release_to, self.lease(), time.time())
+            self.store.release(run_id, release_to, self.lease(), self.clock.time())
 
     def _cleanup(self, job: Job) -> None:
         entry = self.catalog.entries.get(job.record.agent)
@@ -486,13 +595,13 @@ class Runner:
                     "(add it to the catalog entry's task_types)"
                 )
             changes["task_type"] = task_type
+        if built.clock is SYSTEM_CLOCK:
+            changes["clock"] = self.clock
         return dataclasses.replace(built, **changes)
 
-    def _checkpointer(self, run_id: str) -> Callable[[Snapshot], None]:
-        encoder = SnapshotEncoder()
-
-        def checkpoint(snapshot: Snapshot) -> None:
-            self.store.checkpoint(run_id, snapshot, self.lease(), time.time(), encoder.encode(snapshot))
+    def _checkpointer(self, run_id: str) -> Callable[[Checkpoint], None]:
+        def checkpoint(new: Checkpoint) -> None:
+            self.store.checkpoint(run_id, new, self.lease(), self.clock.time())
 
         return checkpoint
 
@@ -506,6 +615,19 @@ class Runner:
             await asyncio.sleep(self.lease_seconds / 3)
             with contextlib.suppress(StoreError):
                 await asyncio.to_thread(self.store.heartbeat, self.lease(), sorted(self.held()))
+
+
+def unresumable(record: RunRecord) -> bool:
+    """True for a run that ended as error because it could not be rebuilt (its snapshot is kept)."""
+    return (
+        record.status is RunStatus.FINISHED
+        and record.error_type in ("bad_snapshot", "agent_build_failed")
+        and record.snapshot_json is not None
+    )
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, EndstateError) else f"{type(exc).__name__}: {exc}"
 
 
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:

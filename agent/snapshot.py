@@ -1,92 +1,209 @@
-"""A paused run as versioned JSON, so any process can take it back."""
+"""A run's saved state as versioned JSON, so any process can take it back.
+
+A snapshot is the journal plus what the loop keeps beside it (usage, the
+agent's state, the verifier failures seen) and a kind (the progress detector
+is rebuilt from the journal, so nothing beside it grows with the history):
+a `checkpoint` taken inside a running segment, a run `suspended` for a person,
+or a `cancelled` one. Version 1 (a list of provider messages with open result
+slots) is read and upgraded; a newer version is refused with a clear error.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
+from agent._codec import decode_entry, encode_entry, fail, need
+from agent._upgrade import journal_from_v1
 from agent.budget import Usage
-from agent.context import CallRecord
 from agent.errors import SnapshotError
-from agent.models.base import Message
-from agent.result import PendingAction, StopReason, Suspension
+from agent.journal import Entry, Journal, Stopped
+from agent.result import StopReason, Suspension
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
+
+
+class SnapshotKind(StrEnum):
+    """Why a snapshot was taken."""
+
+    CHECKPOINT = "checkpoint"  # inside a running segment: recovery continues from it
+    SUSPENDED = "suspended"  # waiting for a person
+    CANCELLED = "cancelled"  # cancelled by the caller or a shutdown: resumable
+    LIMITED = "limited"  # stopped at a limit: resumable with more budget (`Extension`)
+    FINISHED = "finished"  # ended for good (kept for review and replay)
 
 
 @dataclass
 class Snapshot:
-    """Everything a run needs to go on: history, budget used, what it waits for.
-
-    `open_results` holds the tool results already produced for the last
-    assistant message; `None` marks the slot the person's answer fills.
-    """
+    """Everything a run needs to go on: its journal, what it spent, and its own state."""
 
     run_id: str
     agent: str
-    task: str
     task_type: str
-    reason: StopReason
+    kind: SnapshotKind
     segment: int
-    messages: list[Message]
+    journal: list[Entry]
     usage: Usage
-    calls: list[CallRecord] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
-    progress: dict[str, Any] = field(default_factory=dict)
     verifier_failures: list[str] = field(default_factory=list)
-    last_text: str = ""
-    suspension: Suspension | None = None
-    open_results: list[dict[str, Any] | None] = field(default_factory=list)
     trace_id: str | None = None
     span_id: str | None = None
     version: int = SNAPSHOT_VERSION
 
+    @property
+    def task(self) -> str:
+        return Journal(self.journal).task
+
+    @property
+    def suspension(self) -> Suspension | None:
+        """What the run waits for, when it waits for a person."""
+        waiting = Journal(self.journal).waiting()
+        return waiting.suspension if waiting else None
+
+    @property
+    def reason(self) -> StopReason:
+        """The stop reason of the segment that saved this snapshot (a checkpoint's: cancelled)."""
+        if self.kind is SnapshotKind.SUSPENDED:
+            return StopReason.NEED_HELP
+        if self.kind is SnapshotKind.LIMITED:
+            return StopReason.LIMIT
+        if self.kind is SnapshotKind.FINISHED:
+            stopped = next((e for e in reversed(self.journal) if isinstance(e, Stopped)), None)
+            return stopped.reason if stopped else StopReason.ERROR
+        return StopReason.CANCELLED
+
+    @property
+    def last_text(self) -> str:
+        return Journal(self.journal).last_text()
+
+    # -- JSON -----------------------------------------------------------------------------------
+
+    def head(self) -> dict[str, Any]:
+        """Everything but the journal, JSON-ready (a store keeps the entries apart)."""
+        return {
+            **{"version": self.version, "run_id": self.run_id, "agent": self.agent},
+            **{"task_type": self.task_type, "kind": str(self.kind), "segment": self.segment},
+            **{"usage": vars(self.usage), "state": self.state},
+            **{"verifier_failures": self.verifier_failures, "trace_id": self.trace_id},
+            "span_id": self.span_id,
+        }
+
     def to_json(self) -> str:
-        """Serialise without deep-copying the history (`asdict` would copy every message)."""
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["usage"] = asdict(self.usage)
-        data["calls"] = [vars(call) for call in self.calls]
-        data["suspension"] = asdict(self.suspension) if self.suspension else None
+        data = self.head() | {"journal": [encode_entry(e) for e in self.journal]}
         return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Snapshot:
-        """Parse a snapshot; a clear `SnapshotError` says what is wrong."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SnapshotError(f"snapshot is not JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise SnapshotError("snapshot must be a JSON object")
-        version = data.get("version")
-        if version != SNAPSHOT_VERSION:
-            raise SnapshotError(
-                f"snapshot version {version!r} is not supported; this Endstate reads "
-                f"version {SNAPSHOT_VERSION}"
-            )
-        try:
-            return cls._from_dict(data)
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            raise SnapshotError(f"snapshot is missing or has a bad field: {exc!r}") from exc
+        """Parse a snapshot of any supported version; a `SnapshotError` says what is wrong."""
+        data = _object(text)
+        if data.get("version") == 1:
+            return cls._from_v1(data)
+        return cls.from_parts(data, need(data, "journal", list))
 
     @classmethod
-    def _from_dict(cls, data: dict[str, Any]) -> Snapshot:
-        suspension = data.get("suspension")
-        if suspension is not None:
-            pending = suspension.get("pending")
-            suspension = Suspension(
-                question=suspension["question"],
-                deadline=float(suspension["deadline"]),
-                suspended_at=float(suspension["suspended_at"]),
-                pending=PendingAction(**pending) if pending else None,
+    def from_parts(cls, head: dict[str, Any] | str, entries: list[Any]) -> Snapshot:
+        """A snapshot from its head and its journal entries (dicts or their JSON)."""
+        data = _object(head) if isinstance(head, str) else head
+        version = data.get("version")
+        if version not in SUPPORTED_VERSIONS:
+            raise SnapshotError(
+                f"snapshot version {version!r} is not supported; this Endstate reads versions "
+                f"{', '.join(map(str, SUPPORTED_VERSIONS))}: upgrade Endstate to read newer ones"
             )
-        return cls(
-            **{
-                **data,
-                "reason": StopReason(data["reason"]),
-                "usage": Usage(**data["usage"]),
-                "calls": [CallRecord(**c) for c in data.get("calls", [])],
-                "suspension": suspension,
-            }
+        journal = [
+            decode_entry(_object(e) if isinstance(e, str | bytes) else e, i) for i, e in enumerate(entries)
+        ]
+        return cls(**_head_fields(data), journal=journal)
+
+    @classmethod
+    def _from_v1(cls, data: dict[str, Any]) -> Snapshot:
+        """Upgrade a version-1 snapshot: provider messages and open result slots become a journal."""
+        reason = need(data, "reason", str)
+        kind = SnapshotKind.SUSPENDED if reason == StopReason.NEED_HELP else SnapshotKind.CANCELLED
+        journal = journal_from_v1(data)
+        v1_only = (
+            "progress",
+            "messages",
+            "open_results",
+            "calls",
+            "reason",
+            "suspension",
+            "task",
+            "last_text",
         )
+        need(data, "progress", dict, {})  # version 1 kept it; it is rebuilt from the journal now
+        head = {k: v for k, v in data.items() if k not in v1_only}
+        fields = _head_fields({**head, "kind": kind, "version": SNAPSHOT_VERSION})
+        return cls(**fields, journal=journal)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a checkpoint saves: the journal entries from index `first` on, and the head beside them."""
+
+    head: Snapshot  # kind checkpoint, its journal left empty
+    first: int
+    entries: list[Entry]
+
+
+def _object(text: str | bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SnapshotError(f"snapshot is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SnapshotError(f"snapshot must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+_HEAD = {"version", "run_id", "agent", "task_type", "kind", "segment", "usage", "state"} | {
+    "verifier_failures",
+    "trace_id",
+    "span_id",
+    "journal",
+}
+
+
+def _head_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The head's fields, each checked for its type; an unknown field is refused, not dropped."""
+    if unknown := sorted(set(data) - _HEAD):
+        raise SnapshotError(f"snapshot has unknown fields {unknown}: it was not written by Endstate")
+    try:
+        kind = SnapshotKind(need(data, "kind", str))
+    except ValueError:
+        fail("kind", f"one of {', '.join(k.value for k in SnapshotKind)}", data.get("kind"))
+    return {
+        "run_id": need(data, "run_id", str),
+        "agent": need(data, "agent", str),
+        "task_type": need(data, "task_type", str),
+        "kind": kind,
+        "segment": need(data, "segment", int),
+        "usage": _usage(need(data, "usage", dict)),
+        "state": need(data, "state", dict, {}),
+        "verifier_failures": [_str(f) for f in need(data, "verifier_failures", list, [])],
+        "trace_id": need(data, "trace_id", str | None, None),
+        "span_id": need(data, "span_id", str | None, None),
+    }
+
+
+def _usage(data: dict[str, Any]) -> Usage:
+    ints = ("turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    usage = Usage()
+    for key in data:
+        if not hasattr(usage, key):
+            fail("usage", f"an object of {', '.join(vars(usage))}", {key: data[key]})
+        kind: Any = int if key in ints else float | None if key == "cost_usd" else float
+        value = need(data, key, kind)
+        if isinstance(value, int | float) and value < 0:
+            fail(f"usage.{key}", "a number >= 0", value)
+        setattr(usage, key, value)
+    return usage
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        fail("verifier_failures", "a list of strings", value)
+    return value

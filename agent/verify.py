@@ -145,7 +145,7 @@ class EvaluatorVerifier:
         return verdict(reply)
 
     async def _judged(self, ctx: RunContext) -> ModelReply:
-        request = ModelRequest(
+        request = ModelRequest.of_messages(
             self.instructions, [{"role": "user", "content": self.brief(ctx)}], [VERDICT_SPEC], self.max_tokens
         )
         attempt = 0

@@ -1,12 +1,16 @@
-"""What durability costs: per-turn checkpoints on SQLite, and 1,000 runs suspended at once.
+"""What durability costs: per-turn checkpoints on SQLite and PostgreSQL, and 1,000 runs suspended at once.
 
-    python benchmarks/store_overhead.py [--turns 25] [--runs 40] [--suspended 1000] [--store PATH]
+    python benchmarks/store_overhead.py [--turns 25] [--runs 40] [--suspended 1000] [--store PATH] [--no-pg]
 
 Part 1 runs the same scripted agent (one cheap tool call per turn) bare and
-through a `Runner` on a SQLite store, both with telemetry on (metrics and
-tracing into an in-memory exporter), interleaved in one process, and prints the
-median cost per turn of each and the difference. Each turn writes one
-checkpoint (its one tool result lands with the completed turn).
+through a `Runner` on a SQLite store and on a PostgreSQL store (a throwaway
+server on loopback, from Debian's binaries), all with telemetry on (metrics
+and tracing into an exporter that drops spans), interleaved in one process,
+and prints the median cost per turn of each and its ratio to the bare loop.
+Each turn writes one checkpoint (its one tool result lands with the completed
+turn). It then times each checkpoint itself in runs of 10 and of 200 turns:
+a checkpoint appends only the turn's new journal entries, so its cost must
+not grow with the history (the ratio 200/10 should stay near 1).
 
 Part 2 suspends `--suspended` runs at once (each asks a question after one
 turn), reports the store bytes and the process memory per suspended run, then
@@ -21,12 +25,13 @@ import argparse
 import asyncio
 import resource
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from agent import Agent, Budget, HelpPolicy, tool
+from agent import Agent, Budget, HelpPolicy, NoHooks, tool
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.runner import Catalog, Runner
 from agent.store import open_store
@@ -75,29 +80,63 @@ def telemetry() -> Any:
     return Telemetry.from_env(environ={}, registry=CollectorRegistry(), span_exporter=Discard())
 
 
-def per_turn(store_path: Path, turns: int, runs: int) -> dict[str, float]:
-    """Median microseconds per turn, bare and durable, runs interleaved."""
+def per_turn(urls: dict[str, str], turns: int, runs: int) -> dict[str, float]:
+    """Median microseconds per turn, bare and on each store, runs interleaved."""
     tel = telemetry()
     catalog = Catalog()
     catalog.register("bench", lambda state: counting_agent(turns, tel.hooks))
-    store = open_store(str(store_path))
-    runner = Runner(store, catalog, hooks=tel.hooks)
-    bare, durable = [], []
+    stores = {name: open_store(url) for name, url in urls.items()}
+    runners = {name: Runner(store, catalog, hooks=tel.hooks) for name, store in stores.items()}
+    times: dict[str, list[float]] = {"bare": [], **{name: [] for name in urls}}
     for i in range(runs + 2):  # two warm-up rounds
-        agent = counting_agent(turns, tel.hooks)
         t0 = time.perf_counter()
-        result = agent.run("note numbers")
-        t1 = time.perf_counter()
-        stored = asyncio.run(runner.start("bench", "note numbers"))
-        t2 = time.perf_counter()
-        assert result.reason == stored.reason == "success" and stored.turns == turns
+        result = counting_agent(turns, tel.hooks).run("note numbers")
+        took = {"bare": time.perf_counter() - t0}
+        for name, runner in runners.items():
+            t0 = time.perf_counter()
+            stored = asyncio.run(runner.start("bench", "note numbers"))
+            took[name] = time.perf_counter() - t0
+            assert result.reason == stored.reason == "success" and stored.turns == turns
         if i >= 2:
-            bare.append((t1 - t0) / turns * 1e6)
-            durable.append((t2 - t1) / turns * 1e6)
-    store.close()
+            for name, seconds in took.items():
+                times[name].append(seconds / turns * 1e6)
+    for store in stores.values():
+        store.close()
     tel.shutdown()
-    b, d = statistics.median(bare), statistics.median(durable)
-    return {"bare_us_per_turn": b, "durable_us_per_turn": d, "checkpoint_us_per_turn": d - b}
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+class TimedStore:
+    """A store whose checkpoints are timed (microseconds each, in order)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.took = store, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def checkpoint(self, *args: Any) -> None:
+        t0 = time.perf_counter()
+        self.store.checkpoint(*args)
+        self.took.append((time.perf_counter() - t0) * 1e6)
+
+
+def checkpoint_growth(url: str, runs: int) -> dict[str, float]:
+    """Median microseconds of one checkpoint in 10-turn runs and in the last 10 turns of 200-turn runs."""
+    store = TimedStore(open_store(url))
+    medians = {}
+    for turns in (10, 200):
+        catalog = Catalog()
+        catalog.register("bench", lambda state, t=turns: counting_agent(t, NoHooks()))
+        runner = Runner(store, catalog)  # type: ignore[arg-type]
+        last: list[float] = []
+        for _ in range(max(3, runs // 8)):
+            store.took = []
+            asyncio.run(runner.start("bench", "note numbers"))
+            last += store.took[-10:]
+        medians[turns] = statistics.median(last)
+    store.store.close()
+    return {"checkpoint_us_at_10": medians[10], "checkpoint_us_at_200": medians[200]}
 
 
 async def _suspend_all(runner: Runner, count: int) -> list[str]:
@@ -143,6 +182,14 @@ def suspended(store_path: Path, count: int) -> dict[str, float]:
     }
 
 
+def _postgres() -> Any:
+    """A throwaway PostgreSQL server on loopback (the tests' helper)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    import pg
+
+    return pg.PostgresServer()
+
+
 def _rss_kib() -> float:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
@@ -157,14 +204,31 @@ def main() -> None:
     parser.add_argument(
         "--store", type=Path, default=None, help="folder for the SQLite files (default: a temp dir)"
     )
+    parser.add_argument("--no-pg", action="store_true", help="skip PostgreSQL (needs Debian's postgresql)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.store or Path(tmp)
-        turn = per_turn(folder / "turns.db", args.turns, args.runs)
-        print(f"per turn ({args.turns}-turn runs, median of {args.runs}, telemetry on):")
-        print(f"  bare loop            {turn['bare_us_per_turn']:8.1f} us/turn")
-        print(f"  with SQLite store    {turn['durable_us_per_turn']:8.1f} us/turn")
-        print(f"  checkpoint overhead  {turn['checkpoint_us_per_turn']:8.1f} us/turn (1 checkpoint a turn)")
+        urls = {"SQLite": f"sqlite:///{folder / 'turns.db'}"}
+        server = None if args.no_pg else _postgres()
+        if server is not None:
+            urls["PostgreSQL"] = server.new_database()
+        try:
+            turn = per_turn(urls, args.turns, args.runs)
+            print(f"per turn ({args.turns}-turn runs, median of {args.runs}, telemetry on, interleaved):")
+            bare = turn.pop("bare")
+            print(f"  bare loop            {bare:8.1f} us/turn")
+            for name, us in turn.items():
+                print(f"  with {name:<15} {us:8.1f} us/turn   {us / bare:5.2f}x the bare loop")
+            for name, url in urls.items():
+                growth = checkpoint_growth(url, args.runs)
+                at10, at200 = growth["checkpoint_us_at_10"], growth["checkpoint_us_at_200"]
+                print(
+                    f"  one {name} checkpoint: {at10:7.1f} us at 10 turns of history, "
+                    f"{at200:7.1f} us at 200 ({at200 / at10:4.2f}x)"
+                )
+        finally:
+            if server is not None:
+                server.stop()
         many = suspended(folder / "suspended.db", args.suspended)
         print(f"{many['suspended']:.0f} runs suspended at once:")
         print(f"  suspend              {many['suspend_per_s']:8.1f} runs/s")

@@ -1,16 +1,24 @@
-"""What a turn costs the harness: a bare loop, Endstate bare, Endstate with full telemetry.
+"""What a turn costs: Endstate with full telemetry against the raw OpenTelemetry SDK floor.
 
 Run: `python benchmarks/turn_overhead.py [--repeats N]`. Not a test: it prints
-microseconds per turn (median of repeats) at 10 and 100 turns per run, and the
-ratios. Every variant plays the same turn: a model reply with one tool call,
-one async tool, the result back into the history. The model is a constant-time
-fake, so what is measured is the harness, not the script player.
+microseconds per turn (median of repeats) at 10, 50 and 100 turns per run, and
+the ratios. Every variant plays the same turn: a model reply with one tool
+call, one async tool, the result back into the history. The model is a
+constant-time fake, so what is measured is the harness, not the script player.
 
-Full telemetry is what `Telemetry.from_env` wires: spans through a batch
-processor (to an exporter that drops them), every Prometheus instrument,
-exemplars on `agent_run_active_seconds`. With pydantic-ai-slim installed, an
-instrumented Pydantic AI agent (spans and metrics, content off) plays the same
-turns for comparison.
+The floor is recorded, not written by hand: one real Endstate run of each
+length is recorded (every span with its parent, kind, attributes, events and
+status; every Prometheus update, as the change of each series), then the
+floor replays exactly those spans through the raw SDK (`tracer.start_span`,
+`end`, the SDK's own `BatchSpanProcessor`, the same exporter) and exactly
+those updates on label children looked up once, inside the least loop that
+plays the same turns. When Endstate's spans change, the floor changes with
+them. Variants run interleaved, one run of each per repeat.
+
+Full telemetry is what `Telemetry.from_env` wires. With pydantic-ai-slim
+installed, an instrumented Pydantic AI agent (spans and metrics, content off)
+plays the same turns; like Endstate's, its agent is built once per run length,
+outside the timed runs.
 """
 
 from __future__ import annotations
@@ -24,17 +32,26 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status
 from prometheus_client import CollectorRegistry
 
 from agent import Agent, Budget, ProgressDetector, tool
 from agent.models import ModelReply, ModelRequest
-from telemetry import Telemetry
+from telemetry import MetricsHooks, Telemetry, TelemetryHooks, TracingHooks
+from telemetry.metrics import _Instruments
 
-TURN_COUNTS = (10, 100)
+TURN_COUNTS = (10, 50, 100)
+TARGET = 1.3  # full telemetry at most this many times the raw-SDK floor
 RunOnce = Callable[[int], Awaitable[None]]
-CLOCKS = ("wall", "cpu")
 
 
 class DropSpans(SpanExporter):
@@ -75,41 +92,136 @@ async def look(path: str) -> str:
     return f"contents of {path}"
 
 
-# -- the variants --------------------------------------------------------------
-
-
-async def bare_loop(turns: int) -> None:
-    """The least a loop can do: call the model, run the tool, append the messages."""
-    model, messages = FastModel(), [{"role": "user", "content": "read"}]
-    for _ in range(turns):
-        reply = await model.complete(ModelRequest("", list(messages), [], 1024))
-        messages.append({"role": "assistant", "content": reply.content})
-        results = []
-        for block in reply.content:
-            if block.get("type") == "tool_use":
-                text = await look.fn(**block["input"])
-                results.append({"type": "tool_result", "tool_use_id": block["id"], "content": text})
-        messages.append({"role": "user", "content": results})
+def agent_of(turns: int, hooks: Any = None) -> Agent:
+    return Agent(
+        "bench",
+        FastModel(),
+        tools=[look],
+        budget=Budget(max_turns=turns, max_seconds=None),
+        progress=lambda: ProgressDetector(max_idle_turns=None),
+        **({"hooks": hooks} if hooks is not None else {}),
+    )
 
 
 def endstate(hooks: Any = None) -> RunOnce:
-    """Runs of one agent per turn count, built once: the loop is measured, not the setup."""
-    agents: dict[int, Agent] = {}
+    """Runs of one agent per turn count, built once outside the timed runs."""
+    agents = {turns: agent_of(turns, hooks) for turns in TURN_COUNTS}
 
     async def run(turns: int) -> None:
-        if turns not in agents:
-            agents[turns] = Agent(
-                "bench",
-                FastModel(),
-                tools=[look],
-                budget=Budget(max_turns=turns, max_seconds=None),
-                progress=lambda: ProgressDetector(max_idle_turns=None),
-                **({"hooks": hooks} if hooks is not None else {}),
-            )
         result = await agents[turns].arun("read")
         assert result.turns == turns, result
 
     return run
+
+
+# -- the recorded floor --------------------------------------------------------
+
+
+Step = tuple[str, int]  # ("start" | "end", index into the recorded spans)
+Update = tuple[Any, str, float, int]  # (label child, "inc" | "observe" | "set", value, times)
+
+
+def record(turns: int) -> tuple[list[ReadableSpan], list[tuple[str, dict[str, str], str, float, int]]]:
+    """One real run with full telemetry: its spans, and each series' change (see `_updates`)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    metrics = MetricsHooks(CollectorRegistry())
+    before = _samples(metrics.registry)
+    asyncio.run(agent_of(turns, TelemetryHooks(metrics, TracingHooks(provider))).arun("read"))
+    after = _samples(metrics.registry)
+    return list(exporter.get_finished_spans()), _updates(before, after)
+
+
+def _samples(registry: CollectorRegistry) -> dict[tuple[str, str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (family.name, sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in registry.collect()
+        for sample in family.samples
+    }
+
+
+def _updates(
+    before: dict[Any, float], after: dict[Any, float]
+) -> list[tuple[str, dict[str, str], str, float, int]]:
+    """Counters' increments, histograms' observations (count and mean), gauges' values."""
+    changes = []
+    for (family, sample, labels), value in after.items():
+        delta = value - before.get((family, sample, labels), 0.0)
+        if not delta:
+            continue
+        if sample.endswith("_count"):
+            mean = (
+                after[(family, family + "_sum", labels)] - before.get((family, family + "_sum", labels), 0.0)
+            ) / delta
+            changes.append((family, dict(labels), "observe", mean, int(delta)))
+        elif sample.endswith("_total"):
+            whole = delta == int(delta) and delta <= 1000
+            changes.append((family, dict(labels), "inc", 1.0 if whole else delta, int(delta) if whole else 1))
+        elif not sample.endswith(("_sum", "_bucket", "_created")):
+            changes.append((family, dict(labels), "set", value, 1))
+    return changes
+
+
+def raw_floor(recorded: dict[int, tuple[list[ReadableSpan], list[Any]]]) -> RunOnce:
+    """The least loop playing the same turns, making the recorded spans and updates with the raw SDK."""
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(DropSpans()))
+    tracer = provider.get_tracer("endstate")
+    instruments = _Instruments(CollectorRegistry())
+    by_name = {m._name: m for m in vars(instruments).values() if hasattr(m, "_name")}
+    plans = {
+        turns: (_steps(spans), spans, [_child(by_name, u) for u in updates])
+        for turns, (spans, updates) in recorded.items()
+    }
+
+    async def run(turns: int) -> None:
+        steps, spans, updates = plans[turns]
+        model, messages = FastModel(), [{"role": "user", "content": "read"}]
+        live: dict[int, Any] = {}
+        contexts: dict[int, Any] = {}
+        for kind, i in steps:
+            span = spans[i]
+            if kind == "start":
+                if span.name == "agent.turn":  # a turn: the model call, the tool, the history
+                    reply = await model.complete(ModelRequest("", list(messages), [], 1024))
+                    messages.append({"role": "assistant", "content": reply.content})
+                    block = reply.content[1]
+                    text = await look.fn(**block["input"])
+                    result = {"type": "tool_result", "tool_use_id": block["id"], "content": text}
+                    messages.append({"role": "user", "content": [result]})
+                parent = contexts.get(span.parent.span_id) if span.parent else None
+                made = tracer.start_span(
+                    span.name, context=parent, kind=span.kind, attributes=span.attributes
+                )
+                live[i] = made
+                contexts[span.context.span_id] = trace.set_span_in_context(made)
+            else:
+                made = live.pop(i)
+                for event in span.events:
+                    made.add_event(event.name, event.attributes)
+                if span.status.status_code.value:
+                    made.set_status(Status(span.status.status_code, span.status.description))
+                made.end()
+        for child, how, value, times in updates:
+            act = getattr(child, how)
+            for _ in range(times):
+                act(value)
+
+    return run
+
+
+def _steps(spans: list[ReadableSpan]) -> list[Step]:
+    """Starts and ends in the order the run made them."""
+    events = [(s.start_time or 0, 0, "start", i) for i, s in enumerate(spans)]
+    events += [(s.end_time or 0, 1, "end", i) for i, s in enumerate(spans)]
+    return [(kind, i) for _, _, kind, i in sorted(events)]
+
+
+def _child(by_name: dict[str, Any], update: tuple[str, dict[str, str], str, float, int]) -> Update:
+    family, labels, how, value, times = update
+    metric = by_name[family]
+    return (metric.labels(**labels) if labels else metric, how, value, times)
 
 
 def full_telemetry() -> tuple[RunOnce, Telemetry]:
@@ -121,7 +233,6 @@ def pydantic_ai_variant() -> RunOnce | None:
     try:
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
         from pydantic_ai import Agent as PydanticAgent
         from pydantic_ai import InstrumentationSettings
         from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
@@ -137,24 +248,24 @@ def pydantic_ai_variant() -> RunOnce | None:
         meter_provider=MeterProvider([InMemoryMetricReader()]),
         include_content=False,
     )
+    played = {"count": 0, "turns": 0}
+
+    def reply(messages: Any, info: Any) -> ModelResponse:
+        played["count"] += 1
+        count, usage = played["count"], RequestUsage(input_tokens=1200, output_tokens=40)
+        if count > played["turns"] - 1:
+            return ModelResponse(parts=[TextPart("done")], usage=usage)
+        call = ToolCallPart("look", {"path": f"p{count}"}, tool_call_id=f"t{count}")
+        return ModelResponse(parts=[TextPart("looking"), call], usage=usage)
+
+    agent = PydanticAgent(FunctionModel(reply))  # built once, as Endstate's are
+    agent.instrument = settings
+    agent.tool_plain(look.fn)
 
     async def run(turns: int) -> None:
-        count = 0
-
-        def reply(messages: Any, info: Any) -> ModelResponse:
-            nonlocal count
-            count += 1
-            usage = RequestUsage(input_tokens=1200, output_tokens=40)
-            if count > turns - 1:
-                return ModelResponse(parts=[TextPart("done")], usage=usage)
-            call = ToolCallPart("look", {"path": f"p{count}"}, tool_call_id=f"t{count}")
-            return ModelResponse(parts=[TextPart("looking"), call], usage=usage)
-
-        agent = PydanticAgent(FunctionModel(reply))
-        agent.tool_plain(look.fn)
-        agent.instrument = settings
+        played.update(count=0, turns=turns)
         await agent.run("read", usage_limits=UsageLimits(request_limit=None))
-        assert count == turns
+        assert played["count"] == turns
 
     return run
 
@@ -162,40 +273,37 @@ def pydantic_ai_variant() -> RunOnce | None:
 # -- measuring -----------------------------------------------------------------
 
 
-Table = dict[str, dict[tuple[str, int], float]]
+Table = dict[str, dict[int, float]]
 
 
 def measure(variants: dict[str, RunOnce], repeats: int) -> Table:
-    """Median microseconds per turn for each variant and turn count, by wall and CPU clock.
+    """Median wall-clock microseconds per turn for each variant and turn count, interleaved.
 
-    Each variant and turn count is timed in a block of its own, after a
-    warm-up and a full garbage collection, so one variant's garbage is not
-    collected on another's clock. The CPU clock (this thread's) leaves out
-    the time the machine gave to other processes.
+    Each repeat runs every variant once per turn count, in turn, so drift of
+    the machine touches them alike; a full garbage collection before each
+    timed run keeps one variant's garbage off another's clock.
     """
-    table: Table = {}
-
-    async def block(run: RunOnce, turns: int) -> dict[str, float]:
-        for _ in range(3):
-            await run(turns)
-        gc.collect()
-        wall_us, cpu_us = [], []
-        for _ in range(repeats):
-            wall, cpu = time.perf_counter(), time.thread_time()
-            await run(turns)
-            wall_us.append((time.perf_counter() - wall) / turns * 1e6)
-            cpu_us.append((time.thread_time() - cpu) / turns * 1e6)
-        return {"wall": statistics.median(wall_us), "cpu": statistics.median(cpu_us)}
+    samples: dict[str, dict[int, list[float]]] = {name: {t: [] for t in TURN_COUNTS} for name in variants}
 
     async def timed() -> None:
-        for name, run in variants.items():
+        for run in variants.values():
             for turns in TURN_COUNTS:
-                medians = await block(run, turns)
-                for clock in CLOCKS:
-                    table.setdefault(name, {})[clock, turns] = medians[clock]
+                for _ in range(2):
+                    await run(turns)
+        for _ in range(repeats):
+            for turns in TURN_COUNTS:
+                for name, run in variants.items():
+                    gc.collect()
+                    started = time.perf_counter()
+                    await run(turns)
+                    samples[name][turns].append((time.perf_counter() - started) / turns * 1e6)
 
     asyncio.run(timed())
-    return table
+    return {name: {t: statistics.median(v) for t, v in row.items()} for name, row in samples.items()}
+
+
+FLOOR = "raw SDK floor (recorded)"
+FULL = "Endstate, full telemetry"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,9 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run_full, telemetry = full_telemetry()
     variants: dict[str, RunOnce] = {
-        "bare Python loop": bare_loop,
+        FLOOR: raw_floor({turns: record(turns) for turns in TURN_COUNTS}),
+        FULL: run_full,
         "Endstate, telemetry off": endstate(),
-        "Endstate, full telemetry": run_full,
     }
     if (pydantic := pydantic_ai_variant()) is not None:
         variants["Pydantic AI, instrumented"] = pydantic
@@ -217,25 +325,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(table: Table) -> None:
-    columns = [(c, t) for c in CLOCKS for t in TURN_COUNTS]
-    print(
-        f"{'us/turn, median':<28}" + "".join(f"{f'{c} @{t}':>12}" for c, t in columns) + f"{'@100/@10':>10}"
-    )
+    print(f"{'us/turn, median (wall)':<30}" + "".join(f"{f'@{t}':>10}" for t in TURN_COUNTS))
     for name, row in table.items():
-        cells = "".join(f"{row[key]:>12.1f}" for key in columns)
-        print(f"{name:<28}{cells}{row['wall', 100] / row['wall', 10]:>10.2f}")
-    full, off = table["Endstate, full telemetry"], table["Endstate, telemetry off"]
-    added = ", ".join(f"{full[k] - off[k]:.1f} ({k[0]} @{k[1]})" for k in columns)
-    print(f"\ntelemetry adds us/turn: {added}")
-    worst = max(full["wall", t] for t in TURN_COUNTS)
-    print(
-        f"target full telemetry <= 150 us/turn (wall): {'met' if worst <= 150 else 'NOT met'} ({worst:.1f})"
-    )
-    growth = full["wall", 100] / full["wall", 10]
-    print(f"target @100 within 1.25x of @10 (wall): {'met' if growth <= 1.25 else 'NOT met'} ({growth:.2f}x)")
+        print(f"{name:<30}" + "".join(f"{row[t]:>10.1f}" for t in TURN_COUNTS))
+    ratios = {t: table[FULL][t] / table[FLOOR][t] for t in TURN_COUNTS}
+    cells = ", ".join(f"{r:.2f}x @{t}" for t, r in ratios.items())
+    verdict = "met" if max(ratios.values()) <= TARGET else "NOT met"
+    print(f"\nfull telemetry / raw-SDK floor: {cells} (target <= {TARGET}x): {verdict}")
     if pydantic := table.get("Pydantic AI, instrumented"):
-        ratio = min(pydantic[k] / full[k] for k in columns)
-        print(f"Pydantic AI / Endstate full telemetry, least of the columns: {ratio:.1f}x (target >= 10x)")
+        print(
+            "Pydantic AI / Endstate full telemetry: "
+            + ", ".join(f"{pydantic[t] / table[FULL][t]:.1f}x @{t}" for t in TURN_COUNTS)
+        )
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Endstate's telemetry: the hooks that make every run visible in traces and metrics.
 
-`Telemetry.from_env()` is the one call most programs need; `TracingHooks` and
-`MetricsHooks` are the parts, for wiring by hand. Names are in `telemetry.names`.
+`Telemetry.from_env()` is the one call most programs need; `TelemetryHooks`
+joins `MetricsHooks` and `TracingHooks` (the parts, for wiring by hand) in one
+observer per run. Names are in `telemetry.names`.
 """
 
 from telemetry.metrics import InProcessPending, MetricsHooks, MetricsServer, PendingSource, serve_metrics
+from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor
 from telemetry.setup import Telemetry
 from telemetry.tracing import TracingHooks
@@ -16,6 +18,7 @@ __all__ = [
     "PendingSource",
     "Redactor",
     "Telemetry",
+    "TelemetryHooks",
     "TracingHooks",
     "serve_metrics",
 ]

@@ -32,9 +32,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from agent.hooks import HumanWait, RunInfo, RunObserver
-from agent.result import LimitKind, StopReason
+from agent.result import LimitKind, StopCause, StopReason
 from telemetry import names as n
-from telemetry.tracing import error_type_of, person_wait_seconds
+from telemetry.tracing import bounded_name, error_type_of, person_wait_seconds
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply, ModelRequest, ToolCall
@@ -50,6 +50,8 @@ MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls a
 MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
 _WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
 _TOOL_OUTCOMES = (n.TOOL_OK, n.TOOL_ERROR, n.TOOL_TIMEOUT)
+_RESUMABLE = (str(StopReason.NEED_HELP), str(StopReason.CANCELLED), str(StopReason.LIMIT))
+_AUDIT_OUTCOMES = (n.AUDIT_CONFIRMED, n.AUDIT_FALSE_SUCCESS, n.AUDIT_ERROR)
 _RUN_LABELS = (n.LABEL_AGENT, n.LABEL_TASK_TYPE)
 _GEN_AI_LABELS = (n.LABEL_GEN_AI_OPERATION_NAME, n.LABEL_GEN_AI_PROVIDER_NAME, n.LABEL_GEN_AI_REQUEST_MODEL)
 
@@ -120,6 +122,8 @@ class MetricsHooks:
         for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):  # at zero together: failure ratios from the start
             self.m.export_failures.labels(signal)
             self.m.exports.labels(signal)
+        for reason in (n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN):
+            self.m.spans_dropped.labels(reason)
         help_collector = _HelpCollector(
             pending or local, self.known_agents, self.record_export_failure, self.record_export_attempt
         )
@@ -129,6 +133,9 @@ class MetricsHooks:
         agent, model = self._series(info)
         if info.segment <= 1:
             agent.runs_started.inc()
+        if info.resumed_from:
+            reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
+            self.m.runs_resumed.labels(info.agent, info.task_type, reason).inc()
         for limit, value in info.limits.items():
             self.m.budget_limit.labels(info.agent, info.task_type, limit).set(value)
         return _RunMetrics(self, info, agent, model)
@@ -140,6 +147,21 @@ class MetricsHooks:
     def record_export_attempt(self, signal: str) -> None:
         """Count an export of `signal` about to be tried, whatever its outcome."""
         self.m.exports.labels(signal).inc()
+
+    def record_spans_dropped(self, count: int, reason: str = n.DROP_QUEUE_FULL) -> None:
+        """Count spans that ended but will never be exported."""
+        if count > 0:
+            self.m.spans_dropped.labels(reason).inc(count)
+
+    def record_success_audit(self, agent: str, task_type: str, outcome: str) -> None:
+        """Count an audit of a run that ended success: confirmed, false_success or error."""
+        if outcome not in _AUDIT_OUTCOMES:
+            raise ValueError(f"audit outcome {outcome!r} is not one of {', '.join(_AUDIT_OUTCOMES)}")
+        self.m.success_audits.labels(agent, task_type, outcome).inc()
+
+    def record_review_label(self, agent: str, task_type: str, label: str) -> None:
+        """Count a label a person gave a run; a label that is not name-like counts as "other"."""
+        self.m.review_labels.labels(agent, task_type, bounded_name(label, n.REVIEW_OTHER)).inc()
 
     def known_agents(self) -> list[tuple[str, str]]:
         """Every (agent, task_type) this process has started a run of."""
@@ -188,8 +210,10 @@ class MetricsHooks:
             new = [t for t in dict.fromkeys(info.tools) if t not in seen][: max(0, room)]
             seen.update(new)
         for tool in new:
+            self.m.tool_duration.labels(n.OP_EXECUTE_TOOL, tool, n.NO_ERROR)
             for outcome in _TOOL_OUTCOMES:
                 self.m.tool_calls.labels(info.agent, info.task_type, tool, outcome)
+        self.m.agent_duration.labels(n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, n.NO_ERROR)
 
 
 class _Instruments:
@@ -199,8 +223,8 @@ class _Instruments:
         reason = (*_RUN_LABELS, n.LABEL_STOP_REASON)
         self.stops = Counter(
             n.METRIC_STOPS,
-            "Run segments ended, by stop reason and the budget that ran out.",
-            [*reason, n.LABEL_STOP_LIMIT],
+            "Run segments ended, by stop reason, the budget that ran out and who gave up.",
+            [*reason, n.LABEL_STOP_LIMIT, n.LABEL_STOP_CAUSE],
             registry=registry,
         )
         self.runs_started = Counter(
@@ -285,15 +309,63 @@ class _Instruments:
             registry,
         )
 
+        self.runs_resumed = Counter(
+            n.METRIC_RUNS_RESUMED,
+            "Run segments that resume one that ended need_help or cancelled, by that segment's reason.",
+            (*_RUN_LABELS, n.LABEL_STOP_REASON),
+            registry=registry,
+        )
+        self.spans_dropped = Counter(
+            n.METRIC_TELEMETRY_SPANS_DROPPED,
+            "Spans ended but never handed to the exporter (queue full, or still queued at shutdown).",
+            (n.LABEL_REASON,),
+            registry=registry,
+        )
+        self.success_audits = Counter(
+            n.METRIC_SUCCESS_AUDITS,
+            "Audits of runs that ended success: confirmed, false_success, or error.",
+            (*_RUN_LABELS, n.LABEL_OUTCOME),
+            registry=registry,
+        )
+        self.review_labels = Counter(
+            n.METRIC_REVIEW_LABELS,
+            "Labels given to runs by the people who reviewed them.",
+            (*_RUN_LABELS, n.LABEL_REVIEW_LABEL),
+            registry=registry,
+        )
+        self.agent_duration = _histogram(
+            n.METRIC_GEN_AI_INVOKE_AGENT_DURATION,
+            "Seconds per agent invocation, one per run segment (GenAI semantic conventions).",
+            (*_GEN_AI_LABELS[:2], n.LABEL_GEN_AI_AGENT_NAME, _GEN_AI_LABELS[2], n.LABEL_ERROR_TYPE),
+            n.BUCKETS_GEN_AI_INVOKE_AGENT_DURATION,
+            registry,
+        )
+        self.tool_duration = _histogram(
+            n.METRIC_GEN_AI_EXECUTE_TOOL_DURATION,
+            "Seconds per tool execution (GenAI semantic conventions).",
+            (n.LABEL_GEN_AI_OPERATION_NAME, n.LABEL_GEN_AI_TOOL_NAME, n.LABEL_ERROR_TYPE),
+            n.BUCKETS_GEN_AI_EXECUTE_TOOL_DURATION,
+            registry,
+        )
+
     def prepare_agent(self, agent: str, task_type: str) -> _AgentSeries:
         """Every series of one agent and task type, created at zero."""
         a, t = agent, task_type
         for outcome in _WAIT_OUTCOMES:
             self.human_wait.labels(a, t, outcome)
+        for reason in _RESUMABLE:
+            self.runs_resumed.labels(a, t, reason)
+        for outcome in _AUDIT_OUTCOMES:
+            self.success_audits.labels(a, t, outcome)
         return _AgentSeries(
             runs_started=self.runs_started.labels(a, t),
             rejections=self.verify_rejections.labels(a, t),
-            stops={(r, lim): self.stops.labels(a, t, r, lim) for r in StopReason for lim in _limits_of(r)},
+            stops={
+                (r, lim, cause): self.stops.labels(a, t, r, lim, cause)
+                for r in StopReason
+                for lim in _limits_of(r)
+                for cause in _causes_of(r)
+            },
             by_reason={
                 r: tuple(m.labels(a, t, r) for m in (self.turns, self.active, self.tokens, self.cost))
                 for r in StopReason
@@ -316,7 +388,7 @@ class _AgentSeries:
 
     runs_started: Any
     rejections: Any
-    stops: dict[tuple[str, str], Any]  # by (stop reason, stop limit)
+    stops: dict[tuple[str, str, str], Any]  # by (stop reason, stop limit, stop cause)
     by_reason: dict[str, tuple[Any, ...]]  # turns, active seconds, tokens, cost by stop reason
 
 
@@ -334,9 +406,11 @@ class _RunMetrics(RunObserver):
 
     def __init__(self, hooks: MetricsHooks, info: RunInfo, agent: _AgentSeries, model: _ModelSeries) -> None:
         self._hooks, self._info, self._agent, self._model = hooks, info, agent, model
-        self._tool_children: dict[tuple[str, str], Any] = {}
+        self._tool_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}  # counter, duration
+        self._tool_t0: dict[str, float] = {}
         self._spent_before = info.spent.cost_usd if info.spent is not None else 0.0
         self._model_t0 = 0.0
+        self._t0 = time.perf_counter()
         self._ended = False
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
@@ -363,14 +437,30 @@ class _RunMetrics(RunObserver):
                     n.OP_CHAT, self._info.provider, self._info.model, token_type
                 ).observe(tokens)
 
+    def tool_started(self, call: ToolCall) -> None:
+        self._tool_t0[call.id] = time.perf_counter()
+
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
-        key = (call.name, _tool_outcome(outcome))
-        child = self._tool_children.get(key)
-        if child is None:
-            tool = self._hooks.tool_label(self._info.agent, self._info.task_type, call.name)
-            child = self._hooks.m.tool_calls.labels(self._info.agent, self._info.task_type, tool, key[1])
-            self._tool_children[key] = child
-        child.inc()
+        t0 = self._tool_t0.pop(call.id, None)
+        error_type = bounded_name(outcome.error_type, n.ERROR_TOOL) if outcome.is_error else n.NO_ERROR
+        key = (call.name, _tool_outcome(outcome), error_type)
+        children = self._tool_children.get(key) or self._tool_series(key)
+        children[0].inc()
+        if t0 is not None:  # an approved call run on resume has no start here
+            children[1].observe(time.perf_counter() - t0)
+
+    def _tool_series(self, key: tuple[str, str, str]) -> tuple[Any, Any]:
+        name, outcome, error_type = key
+        info, m = self._info, self._hooks.m
+        tool = self._hooks.tool_label(info.agent, info.task_type, name)
+        if error_type:
+            error_type = self._hooks.error_label(n.OP_EXECUTE_TOOL, tool, error_type)
+        children = (
+            m.tool_calls.labels(info.agent, info.task_type, tool, outcome),
+            m.tool_duration.labels(n.OP_EXECUTE_TOOL, tool, error_type),
+        )
+        self._tool_children[key] = children
+        return children
 
     def verified(self, failures: list[str]) -> None:
         if failures:
@@ -390,7 +480,7 @@ class _RunMetrics(RunObserver):
         self._ended = True
         reason = StopReason(result.reason)
         limit = str(result.limit) if reason is StopReason.LIMIT and result.limit else n.NO_LIMIT
-        self._agent.stops[reason, limit].inc()
+        self._agent.stops[reason, limit, stop_cause(result)].inc()
         turns, active, tokens, cost = self._agent.by_reason[reason]
         turns.observe(result.turns)
         active.observe(
@@ -398,11 +488,21 @@ class _RunMetrics(RunObserver):
         )
         tokens.observe(result.input_tokens + result.output_tokens)
         cost.inc(max(0.0, result.cost_usd - self._spent_before))  # what this segment spent
+        self._agent_duration(reason, result.error_type)
         if reason is StopReason.NEED_HELP and result.suspension and self._hooks.local_pending is not None:
             s, info = result.suspension, self._info
             self._hooks.local_pending.add(
                 result.run_id, info.agent, info.task_type, s.suspended_at, s.deadline
             )
+
+    def _agent_duration(self, reason: StopReason, error_type: str | None) -> None:
+        """`gen_ai.invoke_agent.duration` of this segment; `error.type` only for an `error` stop."""
+        info = self._info
+        label = n.NO_ERROR
+        if reason is StopReason.ERROR:
+            label = self._hooks.error_label(info.provider, info.model, bounded_name(error_type, str(reason)))
+        series = (n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, label)
+        self._hooks.m.agent_duration.labels(*series).observe(time.perf_counter() - self._t0)
 
 
 class _HelpCollector(Collector):
@@ -451,6 +551,17 @@ def _histogram(
     name: str, doc: str, labels: Iterable[str], buckets: Iterable[float], registry: CollectorRegistry
 ) -> Histogram:
     return Histogram(name, doc, tuple(labels), registry=registry, buckets=tuple(buckets))
+
+
+def _causes_of(reason: StopReason) -> list[str]:
+    return [str(c) for c in StopCause] if reason is StopReason.GAVE_UP else [""]
+
+
+def stop_cause(result: RunResult) -> str:
+    """The `stop_cause` label: who gave up (an agent's own give-up when none is said), else empty."""
+    if result.reason is not StopReason.GAVE_UP:
+        return ""
+    return str(result.cause or StopCause.AGENT)
 
 
 def _limits_of(reason: StopReason) -> list[str]:

@@ -42,11 +42,14 @@ OP_EXECUTE_TOOL: Final = "execute_tool"
 # -- span attributes: Endstate's own -----------------------------------------
 STOP_REASON: Final = "stop.reason"
 STOP_LIMIT: Final = "stop.limit"
+STOP_CAUSE: Final = "stop.cause"  # gave_up only: agent, refusal or guardrail
 STOP_VERIFIED: Final = "stop.verified"
 AGENT_TASK_TYPE: Final = "agent.task.type"
 AGENT_TURNS: Final = "agent.turns"
 AGENT_TURN_INDEX: Final = "agent.turn.index"
 AGENT_TURN_SIGNAL: Final = "agent.turn.signal"
+AGENT_BUDGET_EXTENDED: Final = "agent.budget.extended"  # a limit stop continued with more budget
+AGENT_TURN_CONTINUED: Final = "agent.turn.continued"  # a turn a suspension split: not a new turn
 AGENT_COST_USD: Final = "agent.cost.usd"
 AGENT_SEGMENT: Final = "agent.segment"
 AGENT_ATTEMPT: Final = "agent.model.attempt"
@@ -83,6 +86,7 @@ LABEL_AGENT: Final = "agent"
 LABEL_TASK_TYPE: Final = "task_type"
 LABEL_STOP_REASON: Final = "stop_reason"
 LABEL_STOP_LIMIT: Final = "stop_limit"  # "none" unless stop_reason="limit"
+LABEL_STOP_CAUSE: Final = "stop_cause"  # empty unless stop_reason="gave_up": agent, refusal, guardrail
 LABEL_OUTCOME: Final = "outcome"  # human wait: answered|expired; tools: ok|error|timeout
 LABEL_TOOL: Final = "tool"
 LABEL_LIMIT: Final = "limit"  # agent_budget_limit: turns|seconds|tokens|cost
@@ -125,6 +129,15 @@ EXPOSED_METRICS: Final = frozenset(
         "gen_ai_client_operation_duration_seconds_bucket",
         "gen_ai_client_operation_duration_seconds_sum",
         "gen_ai_client_operation_duration_seconds_count",
+        "agent_runs_resumed_total",
+        "agent_telemetry_spans_dropped_total",
+        "agent_success_audits_total",
+        "gen_ai_invoke_agent_duration_seconds_bucket",
+        "gen_ai_invoke_agent_duration_seconds_sum",
+        "gen_ai_invoke_agent_duration_seconds_count",
+        "gen_ai_execute_tool_duration_seconds_bucket",
+        "gen_ai_execute_tool_duration_seconds_sum",
+        "gen_ai_execute_tool_duration_seconds_count",
     }
 )
 
@@ -181,6 +194,48 @@ ERROR_INTERRUPTED: Final = "interrupted"  # error.type of a call cut off (cancel
 ERROR_TOOL: Final = "tool_error"  # error.type of a failed tool call that named no type
 ERROR_UNKNOWN: Final = "unknown"  # error.type when the failure carried nothing to name it
 ERROR_OTHER: Final = "_OTHER"  # error_type label past the per-model cap (the conventions' fallback value)
+
+# -- added with the lean telemetry of issue 9 and the GenAI metrics of issue 13 (additions only) --
+# Runs that continue a segment that ended need_help or cancelled: a run cancelled and then
+# resumed is one run, so stop shares subtract these (labelled by the resumed segment's reason).
+METRIC_RUNS_RESUMED: Final = "agent_runs_resumed"  # counter -> agent_runs_resumed_total
+# Spans ended but never handed to the exporter: the batch queue was full, or the span export
+# was shut down (or gave up at exit) with spans still queued.
+METRIC_TELEMETRY_SPANS_DROPPED: Final = "agent_telemetry_spans_dropped"  # counter -> _total
+LABEL_REASON: Final = "reason"  # agent_telemetry_spans_dropped: queue_full|shutdown
+DROP_QUEUE_FULL: Final = "queue_full"
+DROP_SHUTDOWN: Final = "shutdown"
+# Audits of runs that ended `success`: confirmed, a false success, or the audit itself failed.
+METRIC_SUCCESS_AUDITS: Final = "agent_success_audits"  # counter -> agent_success_audits_total
+AUDIT_CONFIRMED: Final = "confirmed"
+AUDIT_FALSE_SUCCESS: Final = "false_success"
+AUDIT_ERROR: Final = "error"
+# Labels people give runs when they review them (values: name-like, else "other").
+METRIC_REVIEW_LABELS: Final = "agent_review_labels"  # counter -> agent_review_labels_total
+LABEL_REVIEW_LABEL: Final = "label"
+REVIEW_OTHER: Final = "other"
+
+# GenAI semantic conventions (semantic-conventions-genai, development status): agent and tool
+# durations, histograms in seconds. Prometheus names as the OTLP-to-Prometheus mapping gives them.
+METRIC_GEN_AI_INVOKE_AGENT_DURATION: Final = "gen_ai_invoke_agent_duration_seconds"
+METRIC_GEN_AI_EXECUTE_TOOL_DURATION: Final = "gen_ai_execute_tool_duration_seconds"
+LABEL_GEN_AI_AGENT_NAME: Final = "gen_ai_agent_name"
+LABEL_GEN_AI_TOOL_NAME: Final = "gen_ai_tool_name"
+BUCKETS_GEN_AI_INVOKE_AGENT_DURATION: Final = (
+    0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6,
+)  # fmt: skip
+BUCKETS_GEN_AI_EXECUTE_TOOL_DURATION: Final = BUCKETS_GEN_AI_OPERATION_DURATION
+
+# Content capture, as the GenAI instrumentations read it. The four modes need the opt-in below
+# (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental); "true" alone means SPAN_ONLY.
+ENV_SEMCONV_STABILITY_OPT_IN: Final = "OTEL_SEMCONV_STABILITY_OPT_IN"
+OPT_IN_GEN_AI_LATEST: Final = "gen_ai_latest_experimental"
+CAPTURE_NO_CONTENT: Final = "NO_CONTENT"
+CAPTURE_SPAN_ONLY: Final = "SPAN_ONLY"
+CAPTURE_EVENT_ONLY: Final = "EVENT_ONLY"
+CAPTURE_SPAN_AND_EVENT: Final = "SPAN_AND_EVENT"
+# The event that carries a model call's messages when content goes to events (a log record).
+EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"
 
 # -- added for Claude in production (issue 10): cache tokens, time to first token ---
 # Chat span attributes (GenAI conventions), from ModelReply.cache_read_input_tokens and

@@ -1,29 +1,28 @@
 """Telemetry from the standard `OTEL_*` environment variables.
 
-`Telemetry.from_env()` builds the tracer provider, the span export and the
-Prometheus registry, and hands back the hooks an `Agent` takes. Nothing is set
-globally. Where spans go:
+`Telemetry.from_env()` hands back the hooks an `Agent` takes. Nothing is set
+globally. The OpenTelemetry SDK reads its own variables from the process
+environment, as it always does: the OTLP exporter's endpoint, headers,
+timeout (seconds, in the Python SDK), compression and certificates; the
+resource (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`); the sampler
+(`OTEL_TRACES_SAMPLER`, `_ARG`); span limits (`OTEL_SPAN_*`,
+`OTEL_ATTRIBUTE_*`); the batch processor (`OTEL_BSP_*`). What Endstate adds
+is only what the SDK does not do:
 
-- `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (as is) or `OTEL_EXPORTER_OTLP_ENDPOINT`
-  (plus `/v1/traces`): OTLP over HTTP/protobuf. `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`
-  needs `opentelemetry-exporter-otlp-proto-grpc`; without it setup says so.
-- no endpoint, `ENDSTATE_TRACES_FILE` set: one JSON line per span in that file
-  (`endstate demo` sets `.endstate/traces.jsonl` when nothing else is named).
-- `OTEL_TRACES_EXPORTER=console`: each span as JSON on standard error (standard
-  output stays the program's own, such as `endstate demo --json`).
-- none of these (or `OTEL_TRACES_EXPORTER=none`, or `OTEL_SDK_DISABLED=true`): no
-  spans at all, so no cost; metrics still work and results carry no trace id.
+- where spans go: OTLP when an endpoint is set (`OTEL_EXPORTER_OTLP_PROTOCOL`
+  picks HTTP or gRPC; gRPC needs `opentelemetry-exporter-otlp-proto-grpc`),
+  else the JSON-lines file `ENDSTATE_TRACES_FILE`, else nothing at all (no
+  cost; metrics still work). `OTEL_TRACES_EXPORTER=console` writes to
+  standard error, `none` or `OTEL_SDK_DISABLED=true` records no spans;
+- the service name `endstate` when the environment names none;
+- content capture (`telemetry.capture`) and its event path;
+- export that loses no span uncounted (`telemetry.export`), failures counted;
+- a close bounded at CLOSE_TIMEOUT_S in all, which says once, in one line,
+  when telemetry could not be delivered.
 
-Message content is recorded when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`
-is `true`, or `SPAN_ONLY` or `SPAN_AND_EVENT` (the values of the newer GenAI
-instrumentations; Endstate records content on spans only).
-
-Export never blocks or breaks a run: spans queue in a bounded batch processor
-(full queue: spans dropped, and not counted), each export has a short timeout,
-every export of a batch counts in `agent_telemetry_exports_total{signal="traces"}`
-and a failed one in `agent_telemetry_export_failures_total{signal="traces"}`, and
-`force_flush`/`shutdown` return within their timeout even when the collector
-never answers.
+`environ` is where Endstate reads its own choices; pass the process
+environment or a copy of it with additions (`with_offline_default`), since
+the SDK reads the process environment.
 """
 
 from __future__ import annotations
@@ -36,64 +35,53 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import unquote
 
 from opentelemetry import trace
-from opentelemetry.environment_variables import OTEL_TRACES_EXPORTER
+from opentelemetry.environment_variables import OTEL_LOGS_EXPORTER, OTEL_TRACES_EXPORTER
 from opentelemetry.sdk import environment_variables as ev
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
-from opentelemetry.sdk.trace.sampling import (
-    ALWAYS_OFF,
-    ALWAYS_ON,
-    DEFAULT_OFF,
-    DEFAULT_ON,
-    ParentBasedTraceIdRatio,
-    Sampler,
-    TraceIdRatioBased,
-)
-from opentelemetry.sdk.version import __version__ as sdk_version
-from opentelemetry.semconv.attributes import service_attributes, telemetry_attributes
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
+from opentelemetry.semconv.attributes import service_attributes
 from prometheus_client import CollectorRegistry
 
 from agent.errors import ConfigError
-from agent.hooks import CompositeHooks
 from telemetry import names as n
-from telemetry.export import CountingExporter, JsonLinesExporter
+from telemetry.capture import Capture, capture_from_env
+from telemetry.export import CountedBatchProcessor, CountingExporter, JsonLinesExporter
 from telemetry.metrics import MetricsHooks, PendingSource
+from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor
 from telemetry.tracing import TracingHooks
 
 log = logging.getLogger("endstate.telemetry")
 
 DEFAULT_SERVICE_NAME = "endstate"
-EXPORT_TIMEOUT_S = 5.0  # per export request, unless OTEL_EXPORTER_OTLP_TIMEOUT (ms) says otherwise
-CLOSE_TIMEOUT_S = 3.0  # force_flush and shutdown never take longer than this by default
-MAX_QUEUE_SIZE = 2048
-MAX_EXPORT_BATCH_SIZE = 512
-SCHEDULE_DELAY_MS = 1000
-
-_CAPTURE_ON = frozenset({"true", "span_only", "span_and_event"})  # values that record content on spans
-_SAMPLERS: dict[str, Callable[[float], Sampler]] = {
-    "always_on": lambda _: ALWAYS_ON,
-    "always_off": lambda _: ALWAYS_OFF,
-    "parentbased_always_on": lambda _: DEFAULT_ON,
-    "parentbased_always_off": lambda _: DEFAULT_OFF,
-    "traceidratio": TraceIdRatioBased,
-    "parentbased_traceidratio": ParentBasedTraceIdRatio,
-}
+CLOSE_TIMEOUT_S = 2.0  # flush and shutdown together never take longer than this by default
+CLOSE_MARGIN_S = 0.05  # of it, kept for counting what was lost and saying so
+DEFAULT_MAX_QUEUE_SIZE = 2048  # the SDK's defaults, when OTEL_BSP_* say nothing
+DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
+_OTLP_LOGGERS = (  # the OTLP exporters log each failed or retried export: said once instead
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http._log_exporter",
+    "opentelemetry.exporter.otlp.proto.grpc.exporter",
+)
 
 
 @dataclass
 class Telemetry:
     """The hooks to give an `Agent`, and what they write to."""
 
-    hooks: CompositeHooks
+    hooks: TelemetryHooks
     registry: CollectorRegistry
     tracer_provider: trace.TracerProvider
     metrics: MetricsHooks
     tracing: TracingHooks | None = None
+    spans: CountedBatchProcessor | None = None
+    logger_provider: LoggerProvider | None = None  # content events, when a capture mode asks for them
+    delivery: Delivery | None = None
     _closed: bool = field(default=False, init=False, repr=False)
 
     @classmethod
@@ -103,37 +91,130 @@ class Telemetry:
         registry: CollectorRegistry | None = None,
         span_exporter: SpanExporter | None = None,
         pending: PendingSource | None = None,
+        log_exporter: LogRecordExporter | None = None,
     ) -> Telemetry:
-        """Telemetry as the `OTEL_*` variables say; `span_exporter` replaces the one they name."""
+        """Telemetry as the variables say; `span_exporter`/`log_exporter` replace the ones they name."""
         metrics = MetricsHooks(registry, pending)
+        capture = capture_from_env(environ)
         exporter = (
             None if _flag(environ, ev.OTEL_SDK_DISABLED) else span_exporter or exporter_from_env(environ)
         )
         if exporter is None:
-            return cls(CompositeHooks((metrics,)), metrics.registry, trace.NoOpTracerProvider(), metrics)
-        provider = TracerProvider(
-            resource=resource_from_env(environ), sampler=sampler_from_env(environ), shutdown_on_exit=False
+            return cls(TelemetryHooks(metrics), metrics.registry, trace.NoOpTracerProvider(), metrics)
+        delivery = Delivery(_destination(environ, exporter))
+        counting = CountingExporter(
+            exporter, delivery.failed(metrics.record_export_failure), metrics.record_export_attempt
         )
-        counting = CountingExporter(exporter, metrics.record_export_failure, metrics.record_export_attempt)
-        provider.add_span_processor(_batch(counting))
-        capture = environ.get(n.ENV_CAPTURE_CONTENT, "").strip().lower() in _CAPTURE_ON
-        tracing = TracingHooks(provider, capture_content=capture, redact=Redactor.from_env(environ))
-        telemetry = cls(CompositeHooks((tracing, metrics)), metrics.registry, provider, metrics, tracing)
+        spans = CountedBatchProcessor(counting, metrics.record_spans_dropped, *_queue_sizes())
+        provider = TracerProvider(resource=resource_from_env(), shutdown_on_exit=False)
+        provider.add_span_processor(spans)
+        logs = _logger_provider(environ, capture, log_exporter)
+        tracing = TracingHooks(provider, capture, Redactor.from_env(environ), logs)
+        telemetry = cls(
+            TelemetryHooks(metrics, tracing),
+            metrics.registry,
+            provider,
+            metrics,
+            tracing,
+            spans,
+            logs,
+            delivery,
+        )
         atexit.register(_close_at_exit, weakref.ref(telemetry))
         return telemetry
 
     def force_flush(self, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
-        """Export the queued spans; False when that did not finish within `timeout_s`."""
-        flush = getattr(self.tracer_provider, "force_flush", None)
-        return flush is None or _within(timeout_s, lambda: flush(int(timeout_s * 1000)))
+        """Export what is queued; False when that did not finish within `timeout_s`."""
+        return self.spans is None or _within(timeout_s, lambda: self._flush(int(timeout_s * 1000)))
 
     def shutdown(self, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
-        """Flush and close the span export, giving up after `timeout_s`. Safe to call twice."""
-        close = getattr(self.tracer_provider, "shutdown", None)
-        if self._closed or close is None:
+        """Flush and close the export, giving up after `timeout_s` in all. Safe to call twice.
+
+        When spans or events could not be delivered, says so once, in one line.
+        """
+        if self._closed or self.spans is None:
             return True
         self._closed = True
-        return _within(timeout_s, close)
+        finished = _within(max(0.0, timeout_s - CLOSE_MARGIN_S), self._close)
+        lost = self.spans.count_unsent()
+        if self.delivery is not None and (lost or not finished):
+            self.delivery.report(lost, None if finished else timeout_s)
+        return finished
+
+    def _flush(self, timeout_ms: int) -> None:
+        self.spans and self.spans.force_flush(timeout_ms)
+        self.logger_provider and self.logger_provider.force_flush(timeout_ms)
+
+    def _close(self) -> None:
+        if isinstance(self.tracer_provider, TracerProvider):
+            self.tracer_provider.shutdown()
+        if self.logger_provider is not None:
+            self.logger_provider.shutdown()
+
+
+class Delivery:
+    """Says once per process, in one line, that telemetry could not be delivered, and why.
+
+    The OTLP exporters log every failed and retried export; their lines are
+    held back (each failure is counted in `agent_telemetry_export_failures_total`)
+    and the latest reason they gave goes in this one line.
+    """
+
+    def __init__(self, destination: str) -> None:
+        self.destination = destination
+        self.said = False
+        self._lock = threading.Lock()
+        _hold_back_exporter_lines()
+
+    def failed(self, count: Callable[[str], None]) -> Callable[[str], None]:
+        """`count`, and the one line the first time an export fails."""
+
+        def on_failure(signal: str) -> None:
+            count(signal)
+            self.say(f"export failed ({_HOLD_BACK.reason or 'no reason given'})")
+
+        return on_failure
+
+    def report(self, lost: int, gave_up_after: float | None) -> None:
+        """At close: the spans that never left, and whether the close gave up waiting."""
+        why = _HOLD_BACK.reason or (
+            f"no answer within {gave_up_after:.1f} s" if gave_up_after else "export failed"
+        )
+        self.say(f"{why}; {lost} spans never sent")
+
+    def say(self, what: str) -> None:
+        with self._lock:
+            if self.said:
+                return
+            self.said = True
+        log.warning(
+            "telemetry could not be delivered to %s: %s; failures are counted in %s_total",
+            self.destination,
+            what,
+            n.METRIC_TELEMETRY_EXPORT_FAILURES,
+        )
+
+
+class _HoldBack(logging.Filter):
+    """Keeps the OTLP exporters' failure lines off the console; remembers the latest reason."""
+
+    reason = ""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            self.reason = " ".join(record.getMessage().split())[:200]
+            return False
+        return True
+
+
+_HOLD_BACK = _HoldBack()
+
+
+def _hold_back_exporter_lines() -> None:
+    for name in _OTLP_LOGGERS:
+        logger = logging.getLogger(name)
+        if _HOLD_BACK not in logger.filters:
+            logger.addFilter(_HOLD_BACK)
 
 
 def with_offline_default(environ: Mapping[str, str], traces_file: str) -> dict[str, str]:
@@ -143,7 +224,7 @@ def with_offline_default(environ: Mapping[str, str], traces_file: str) -> dict[s
     somewhere (the library itself records no spans unless told where).
     """
     named = (
-        _traces_endpoint(environ)
+        _otlp_endpoint(environ)
         or environ.get(OTEL_TRACES_EXPORTER, "").strip()
         or environ.get(n.ENV_TRACES_FILE, "").strip()
     )
@@ -151,7 +232,7 @@ def with_offline_default(environ: Mapping[str, str], traces_file: str) -> dict[s
 
 
 def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
-    """The span exporter the variables name, or None for no export."""
+    """The span exporter the variables name, or None for no export; the SDK configures it."""
     kind = environ.get(OTEL_TRACES_EXPORTER, "otlp").strip().lower()
     if kind == "none":
         return None
@@ -159,78 +240,58 @@ def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
         return ConsoleSpanExporter(out=sys.stderr)
     if kind != "otlp":
         raise ConfigError(f"OTEL_TRACES_EXPORTER={kind!r} is not supported: use 'otlp', 'console' or 'none'")
-    endpoint = _traces_endpoint(environ)
-    if endpoint is None:
+    if not _otlp_endpoint(environ):
         path = environ.get(n.ENV_TRACES_FILE, "").strip()
         return JsonLinesExporter(path) if path else None
-    protocol = (
-        _env(environ, ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, ev.OTEL_EXPORTER_OTLP_PROTOCOL)
-        or "http/protobuf"
-    )
-    if protocol == "http/protobuf":
-        return _http_exporter(environ, endpoint)
+    protocol = _protocol(environ, ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
     if protocol == "grpc":
-        return _grpc_exporter(environ)
-    raise ConfigError(
-        f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported: use 'http/protobuf' or 'grpc'"
-    )
-
-
-def resource_from_env(environ: Mapping[str, str]) -> Resource:
-    """The SDK's own attributes, OTEL_RESOURCE_ATTRIBUTES, and OTEL_SERVICE_NAME over both."""
-    attributes: dict[str, str] = {
-        telemetry_attributes.TELEMETRY_SDK_LANGUAGE: "python",
-        telemetry_attributes.TELEMETRY_SDK_NAME: "opentelemetry",
-        telemetry_attributes.TELEMETRY_SDK_VERSION: sdk_version,
-    }
-    for item in environ.get(ev.OTEL_RESOURCE_ATTRIBUTES, "").split(","):
-        key, sep, value = item.partition("=")
-        if sep and key.strip():
-            attributes[key.strip()] = unquote(value.strip())
-    service = environ.get(ev.OTEL_SERVICE_NAME, "").strip()
-    attributes[service_attributes.SERVICE_NAME] = (
-        service or attributes.get(service_attributes.SERVICE_NAME) or DEFAULT_SERVICE_NAME
-    )
-    return Resource(attributes)
-
-
-def sampler_from_env(environ: Mapping[str, str]) -> Sampler:
-    """OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG; parent-based always-on by default."""
-    name = environ.get(ev.OTEL_TRACES_SAMPLER, "parentbased_always_on").strip().lower()
-    if name not in _SAMPLERS:
-        raise ConfigError(f"OTEL_TRACES_SAMPLER={name!r} is unknown: use one of {', '.join(_SAMPLERS)}")
-    raw = environ.get(ev.OTEL_TRACES_SAMPLER_ARG, "1.0").strip() or "1.0"
-    try:
-        ratio = float(raw)
-    except ValueError:
-        raise ConfigError(f"OTEL_TRACES_SAMPLER_ARG={raw!r} must be a number from 0 to 1") from None
-    return _SAMPLERS[name](ratio)
-
-
-def _http_exporter(environ: Mapping[str, str], endpoint: str) -> SpanExporter:
-    from opentelemetry.exporter.otlp.proto.http import Compression
+        return _grpc_exporter()
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.util.re import parse_env_headers
 
-    compression = (
-        _env(environ, ev.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION, ev.OTEL_EXPORTER_OTLP_COMPRESSION) or "none"
-    ).lower()
-    if compression not in {c.value for c in Compression}:
-        raise ConfigError(f"OTEL_EXPORTER_OTLP_COMPRESSION={compression!r}: use gzip, deflate or none")
-    return OTLPSpanExporter(
-        endpoint=endpoint,
-        headers=dict(
-            parse_env_headers(
-                _env(environ, ev.OTEL_EXPORTER_OTLP_TRACES_HEADERS, ev.OTEL_EXPORTER_OTLP_HEADERS),
-                liberal=True,
-            )
-        ),
-        timeout=_timeout_s(environ),
-        compression=Compression(compression),
-    )
+    return OTLPSpanExporter()
 
 
-def _grpc_exporter(environ: Mapping[str, str]) -> SpanExporter:
+def resource_from_env() -> Resource:
+    """The SDK's resource from the environment, named `endstate` when the environment names no service."""
+    resource = Resource.create()
+    name = str(resource.attributes.get(service_attributes.SERVICE_NAME, ""))
+    if name.startswith("unknown_service"):
+        resource = resource.merge(Resource({service_attributes.SERVICE_NAME: DEFAULT_SERVICE_NAME}))
+    return resource
+
+
+def _logger_provider(
+    environ: Mapping[str, str], capture: Capture, exporter: LogRecordExporter | None
+) -> LoggerProvider | None:
+    """Where content events go: the given exporter, else OTLP logs beside the spans, else nowhere."""
+    if not capture.events:
+        return None
+    exporter = exporter or _log_exporter_from_env(environ)
+    if exporter is None:
+        log.warning(
+            "%s=%s asks for events, but no OTLP endpoint is set to send them to: no events recorded",
+            n.ENV_CAPTURE_CONTENT,
+            capture.mode,
+        )
+        return None
+    provider = LoggerProvider(resource=resource_from_env(), shutdown_on_exit=False)
+    provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+    return provider
+
+
+def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | None:
+    if environ.get(OTEL_LOGS_EXPORTER, "otlp").strip().lower() != "otlp" or not _otlp_endpoint(environ):
+        return None
+    if _protocol(environ, ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL) == "grpc":
+        raise ConfigError(
+            "content events over gRPC are not supported: use OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"
+        )
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+
+    return OTLPLogExporter()
+
+
+def _grpc_exporter() -> SpanExporter:
     try:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # type: ignore[import-not-found]
             OTLPSpanExporter,
@@ -241,40 +302,52 @@ def _grpc_exporter(environ: Mapping[str, str]) -> SpanExporter:
             "which is not installed: install it, or set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf "
             "with the collector's HTTP endpoint (port 4318)"
         ) from None
-    endpoint = _env(environ, ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, ev.OTEL_EXPORTER_OTLP_ENDPOINT)
-    exporter: SpanExporter = OTLPSpanExporter(endpoint=endpoint or None, timeout=_timeout_s(environ))
+    exporter: SpanExporter = OTLPSpanExporter()
     return exporter
 
 
-def _traces_endpoint(environ: Mapping[str, str]) -> str | None:
+def _protocol(environ: Mapping[str, str], signal_variable: str) -> str:
+    protocol = (
+        environ.get(signal_variable, "").strip()
+        or environ.get(ev.OTEL_EXPORTER_OTLP_PROTOCOL, "").strip()
+        or "http/protobuf"
+    )
+    if protocol not in {"http/protobuf", "grpc"}:
+        raise ConfigError(
+            f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported: use 'http/protobuf' or 'grpc'"
+        )
+    return protocol
+
+
+def _otlp_endpoint(environ: Mapping[str, str]) -> str:
+    """The traces endpoint the SDK will use, or "" when the variables set none."""
     if endpoint := environ.get(ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "").strip():
         return endpoint
-    if base := environ.get(ev.OTEL_EXPORTER_OTLP_ENDPOINT, "").strip():
-        return base.rstrip("/") + "/v1/traces"
-    return None
+    base = environ.get(ev.OTEL_EXPORTER_OTLP_ENDPOINT, "").strip()
+    return base.rstrip("/") + "/v1/traces" if base else ""
 
 
-def _env(environ: Mapping[str, str], traces_name: str, general_name: str) -> str:
-    """The traces-only variable, else the one for every signal."""
-    return environ.get(traces_name, "").strip() or environ.get(general_name, "").strip()
+def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
+    return _otlp_endpoint(environ) or type(exporter).__name__
 
 
-def _timeout_s(environ: Mapping[str, str]) -> float:
-    """The export timeout: the variables give milliseconds, as the specification says."""
-    raw = _env(environ, ev.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, ev.OTEL_EXPORTER_OTLP_TIMEOUT)
-    try:
-        return float(raw) / 1000 if raw else EXPORT_TIMEOUT_S
-    except ValueError:
-        raise ConfigError(f"OTEL_EXPORTER_OTLP_TIMEOUT={raw!r} must be milliseconds, such as 5000") from None
-
-
-def _batch(exporter: SpanExporter) -> BatchSpanProcessor:
-    return BatchSpanProcessor(
-        exporter,
-        max_queue_size=MAX_QUEUE_SIZE,
-        schedule_delay_millis=SCHEDULE_DELAY_MS,
-        max_export_batch_size=MAX_EXPORT_BATCH_SIZE,
+def _queue_sizes() -> tuple[int, int]:
+    """OTEL_BSP_MAX_QUEUE_SIZE and OTEL_BSP_MAX_EXPORT_BATCH_SIZE, the SDK's defaults without them."""
+    return (
+        _int_env(ev.OTEL_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE_SIZE),
+        _int_env(ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_EXPORT_BATCH_SIZE),
     )
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = int(raw) if raw else default
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} must be a whole number, such as {default}") from None
+    if value <= 0:
+        raise ConfigError(f"{name}={raw!r} must be a positive number, such as {default}")
+    return value
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:
@@ -299,10 +372,7 @@ def _within(timeout_s: float, work: Callable[[], object]) -> bool:
             done.set()
 
     threading.Thread(target=target, name="endstate-telemetry-close", daemon=True).start()
-    finished = done.wait(timeout_s)
-    if not finished:
-        log.warning("telemetry flush or shutdown still running after %.1f s; not waiting longer", timeout_s)
-    return finished
+    return done.wait(timeout_s)
 
 
 def _close_at_exit(ref: weakref.ref[Telemetry]) -> None:

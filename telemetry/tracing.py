@@ -15,16 +15,18 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
+from opentelemetry._logs import Logger, LoggerProvider
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink
 from agent.result import StopReason
 from telemetry import _content
 from telemetry import names as n
+from telemetry.capture import Capture
 from telemetry.redact import Redactor
 
 if TYPE_CHECKING:
@@ -43,6 +45,21 @@ class _Call:
     start_ns: int
     attributes: dict[str, Any]
     kind: SpanKind = SpanKind.INTERNAL
+    content: dict[str, Any] = field(default_factory=dict)  # message content, for the event path
+
+
+_EVENT_KEYS = frozenset(
+    {
+        n.GEN_AI_OPERATION_NAME,
+        n.GEN_AI_PROVIDER_NAME,
+        n.GEN_AI_REQUEST_MODEL,
+        n.GEN_AI_RESPONSE_MODEL,
+        n.GEN_AI_RESPONSE_ID,
+        n.GEN_AI_RESPONSE_FINISH_REASONS,
+        n.GEN_AI_USAGE_INPUT_TOKENS,
+        n.GEN_AI_USAGE_OUTPUT_TOKENS,
+    }
+)
 
 
 MAX_FAILURE_CHARS = 500  # per verifier failure on the verify event
@@ -52,31 +69,49 @@ _NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")  # what an error type may look lik
 class TracingHooks:
     """`RunHooks` that record each run segment as a tree of spans.
 
-    `capture_content` records messages, tool arguments and results, the
-    question asked and the stop note, each through `redact` (secrets out, long
-    text cut). Off by default: without it no message text reaches a span,
-    and a verifier failure keeps only its first line.
+    `capture_content` (True, or a `Capture` mode) records messages, tool
+    arguments and results, the question asked and the stop note, each through
+    `redact` (secrets out, long text cut), on spans (SPAN_ONLY), as one
+    `gen_ai.client.inference.operation.details` event per model call through
+    `logger_provider` (EVENT_ONLY), or both. Off by default: then no message
+    text reaches a span or an event, and a verifier failure keeps only its
+    first line.
     """
 
     def __init__(
         self,
         tracer_provider: trace.TracerProvider,
-        capture_content: bool = False,
+        capture_content: bool | Capture = False,
         redact: Redact | None = None,
+        logger_provider: LoggerProvider | None = None,
     ) -> None:
         self._tracer = tracer_provider.get_tracer(n.INSTRUMENTATION_SCOPE)
-        self.capture_content = capture_content
+        capture = (
+            capture_content
+            if isinstance(capture_content, Capture)
+            else Capture(n.CAPTURE_SPAN_ONLY if capture_content else n.CAPTURE_NO_CONTENT)
+        )
+        self.capture = capture
+        self.capture_content = capture.spans
+        self._events = (
+            logger_provider.get_logger(n.INSTRUMENTATION_SCOPE)
+            if capture.events and logger_provider is not None
+            else None
+        )
         self._redact = redact or Redactor.from_env(os.environ)
 
     def run_started(self, info: RunInfo) -> RunObserver:
-        return _RunTrace(self._tracer, info, self._redact, self.capture_content)
+        return _RunTrace(self._tracer, info, self._redact, self.capture_content, self._events)
 
 
 class _RunTrace(RunObserver):
     """The spans of one segment: run, then turns holding chats and tools."""
 
-    def __init__(self, tracer: trace.Tracer, info: RunInfo, redact: Redact, capture: bool) -> None:
+    def __init__(
+        self, tracer: trace.Tracer, info: RunInfo, redact: Redact, capture: bool, events: Logger | None
+    ) -> None:
         self._tracer, self._info, self._redact, self._capture = tracer, info, redact, capture
+        self._events = events
         self._span = tracer.start_span(
             f"{n.SPAN_INVOKE_AGENT} {info.agent}",
             kind=SpanKind.INTERNAL,
@@ -104,7 +139,7 @@ class _RunTrace(RunObserver):
 
     # -- turns -------------------------------------------------------------
 
-    def turn_started(self, index: int) -> None:
+    def turn_started(self, index: int, continued: bool = False) -> None:
         if self._ended:
             return
         if self._turn is not None or self._chat is not None or self._tools:
@@ -113,7 +148,7 @@ class _RunTrace(RunObserver):
         self._turn = self._tracer.start_span(
             n.SPAN_TURN,
             context=self._ctx,
-            attributes={n.AGENT_TURN_INDEX: index},
+            attributes={n.AGENT_TURN_INDEX: index, **({n.AGENT_TURN_CONTINUED: True} if continued else {})},
             start_time=min((call.start_ns for call in held), default=None),
         )
         self._turn_ctx = trace.set_span_in_context(self._turn)
@@ -139,11 +174,14 @@ class _RunTrace(RunObserver):
             n.GEN_AI_REQUEST_MAX_TOKENS: request.max_tokens,
             n.AGENT_ATTEMPT: attempt,
         }
-        if self._capture:
-            attributes[n.GEN_AI_INPUT_MESSAGES] = _content.messages_json(request.messages, self._redact)
+        content: dict[str, Any] = {}
+        if self._capture or self._events is not None:
+            content[n.GEN_AI_INPUT_MESSAGES] = _content.messages_json(request.messages, self._redact)
             if request.system:
-                attributes[n.GEN_AI_SYSTEM_INSTRUCTIONS] = _content.system_json(request.system, self._redact)
-        self._chat = _Call(self._chat_name, time.time_ns(), attributes, SpanKind.CLIENT)
+                content[n.GEN_AI_SYSTEM_INSTRUCTIONS] = _content.system_json(request.system, self._redact)
+        if self._capture:
+            attributes.update(content)
+        self._chat = _Call(self._chat_name, time.time_ns(), attributes, SpanKind.CLIENT, content)
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
         chat, self._chat = self._chat, None
@@ -153,11 +191,28 @@ class _RunTrace(RunObserver):
             self._emit(chat, {n.ERROR_TYPE: error_type_of(error)})
             return
         ended = _reply_attributes(reply)
-        if self._capture:
-            ended[n.GEN_AI_OUTPUT_MESSAGES] = _content.output_json(
-                reply.content, reply.stop_reason, self._redact
-            )
-        self._emit(chat, ended)
+        if self._capture or self._events is not None:
+            output = _content.output_json(reply.content, reply.stop_reason, self._redact)
+            chat.content[n.GEN_AI_OUTPUT_MESSAGES] = output
+            if self._capture:
+                ended[n.GEN_AI_OUTPUT_MESSAGES] = output
+        span = self._emit(chat, ended)
+        if self._events is not None:
+            self._event(chat, span)
+
+    def _event(self, chat: _Call, span: trace.Span | None) -> None:
+        """The model call's content as a `gen_ai.client.inference.operation.details` event."""
+        assert self._events is not None
+        attributes = {
+            key: value for key, value in chat.attributes.items() if key in _EVENT_KEYS
+        } | chat.content
+        context = trace.set_span_in_context(span) if span is not None else self._turn_ctx
+        self._events.emit(
+            event_name=n.EVENT_INFERENCE_DETAILS,
+            attributes=attributes,
+            context=context,
+            timestamp=time.time_ns(),
+        )
 
     def tool_started(self, call: ToolCall) -> None:
         if self._ended:
@@ -240,15 +295,15 @@ class _RunTrace(RunObserver):
             self._turn.end()
         self._turn, self._turn_ctx = None, self._ctx
 
-    def _emit(self, call: _Call, ended: dict[str, Any]) -> None:
+    def _emit(self, call: _Call, ended: dict[str, Any]) -> trace.Span | None:
         """A call ended: its span goes under the open turn, or waits for the next one."""
         call.attributes.update(ended)
         if self._turn is None and not self._ended:
             self._held.append(call)
-        else:
-            self._span_of(call)
+            return None
+        return self._span_of(call)
 
-    def _span_of(self, call: _Call) -> None:
+    def _span_of(self, call: _Call) -> trace.Span:
         """The call's span under the open turn (or the run); failed when `error.type` says it failed.
 
         A call cut off by cancellation says so in `error.type` but is no error:
@@ -265,6 +320,7 @@ class _RunTrace(RunObserver):
         if error_type and error_type != n.ERROR_INTERRUPTED:
             span.set_status(Status(StatusCode.ERROR, error_type))
         span.end()
+        return span
 
     def _short(self, failure: str) -> str:
         """A verifier failure, redacted and cut; without content capture only its first line.
@@ -312,6 +368,7 @@ def _run_attributes(info: RunInfo) -> dict[str, Any]:
         n.GEN_AI_CONVERSATION_ID: info.run_id,
         n.AGENT_TASK_TYPE: info.task_type,
         n.AGENT_SEGMENT: info.segment,
+        **({n.AGENT_BUDGET_EXTENDED: True} if info.extended else {}),
     }
 
 
@@ -327,6 +384,8 @@ def _result_attributes(result: RunResult) -> dict[str, Any]:
     }
     if result.limit is not None:
         attributes[n.STOP_LIMIT] = str(result.limit)
+    if result.cause is not None:
+        attributes[n.STOP_CAUSE] = str(result.cause)
     return attributes
 
 

@@ -45,7 +45,7 @@ def failure(model: AnthropicModel, request: ModelRequest | None = None) -> Model
 
 
 def ask(content: Any) -> ModelRequest:
-    return ModelRequest("", [{"role": "user", "content": content}], [], 256)
+    return ModelRequest.of_messages("", [{"role": "user", "content": content}], [], 256)
 
 
 @tool
@@ -108,7 +108,7 @@ def test_request_and_reply_mapping(api: MessagesAPI) -> None:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "2"}]},
     ]
     tools = [add.spec(), FINISH_SPEC]
-    reply = complete(model_for(api, cache=None), ModelRequest("Be brief.", history, tools, 300))
+    reply = complete(model_for(api, cache=None), ModelRequest.of_messages("Be brief.", history, tools, 300))
 
     assert reply.content == [
         {"type": "text", "text": "Adding."},
@@ -117,7 +117,7 @@ def test_request_and_reply_mapping(api: MessagesAPI) -> None:
     assert reply.tool_calls[0].arguments == {"a": 2, "b": 3}
     assert (reply.input_tokens, reply.output_tokens) == (40 + 100 + 7, 12)
     assert (reply.cache_read_input_tokens, reply.cache_creation_input_tokens) == (100, 7)
-    assert reply.extra == {}
+    assert reply.extra == {"cache_read_input_tokens": 100, "cache_creation_input_tokens": 7}
     assert reply.time_to_first_token is not None and reply.time_to_first_token > 0
     assert (reply.stop_reason, reply.model) == ("tool_use", MODEL)
     assert reply.response_id.startswith("msg_test_")
@@ -144,7 +144,7 @@ def test_empty_system_tools_and_content_are_left_out(api: MessagesAPI) -> None:
         {"role": "assistant", "content": []},  # the API sometimes answers with no blocks
         {"role": "user", "content": "Use a tool or call finish."},
     ]
-    reply = complete(model_for(api, cache=None), ModelRequest("", history, [], 50))
+    reply = complete(model_for(api, cache=None), ModelRequest.of_messages("", history, [], 50))
     assert reply.text == "fine"
     assert api.bodies == [
         {"model": MODEL, "max_tokens": 50, "messages": [history[0], history[2]], "stream": True}
@@ -161,7 +161,7 @@ def test_thinking_blocks_are_kept_to_send_back(api: MessagesAPI) -> None:
 
     result = [{"type": "tool_result", "tool_use_id": "toolu_T", "content": "5"}]
     history = [*ask("2+3").messages, {"role": "assistant", "content": first.content}]
-    complete(model, ModelRequest("", [*history, {"role": "user", "content": result}], [], 256))
+    complete(model, ModelRequest.of_messages("", [*history, {"role": "user", "content": result}], [], 256))
     assert api.bodies[1]["messages"][1]["content"] == first.content
 
 
@@ -174,7 +174,7 @@ def test_other_blocks_are_kept_whole(api: MessagesAPI) -> None:
 def test_a_max_tokens_the_sdk_only_streams_succeeds(api: MessagesAPI) -> None:
     # Without streaming, the SDK refuses to send a max_tokens above about 21,000.
     api.enqueue(message(text("a long answer"), output_tokens=31_000))
-    reply = complete(model_for(api), ModelRequest("", ask("write a lot").messages, [], 32_000))
+    reply = complete(model_for(api), ModelRequest.of_messages("", ask("write a lot").messages, [], 32_000))
     assert (reply.text, reply.output_tokens) == ("a long answer", 31_000)
     assert api.bodies[0]["max_tokens"] == 32_000 and api.bodies[0]["stream"] is True
 

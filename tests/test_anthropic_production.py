@@ -48,7 +48,7 @@ def complete(model: AnthropicModel, request: ModelRequest) -> ModelReply:
 
 
 def ask(content: Any, max_tokens: int = 256) -> ModelRequest:
-    return ModelRequest("", [{"role": "user", "content": content}], [], max_tokens)
+    return ModelRequest.of_messages("", [{"role": "user", "content": content}], [], max_tokens)
 
 
 @tool
@@ -123,7 +123,7 @@ def test_thinking_blocks_never_carry_a_breakpoint(api: MessagesAPI) -> None:
     api.enqueue(message(text("ok")))
     thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
     history = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [thinking]}]
-    complete(model_for(api), ModelRequest("", history, [], 64))
+    complete(model_for(api), ModelRequest.of_messages("", history, [], 64))
     assert api.bodies[0]["messages"][1]["content"] == [thinking]
 
 
@@ -152,9 +152,9 @@ def test_the_cost_of_a_turn_with_cache_reads_and_writes(api: MessagesAPI) -> Non
     api.enqueue(message(text("a"), input_tokens=None), message(text("b"), input_tokens=None))
     model = model_for(api)
     history = [{"role": "user", "content": "lorem ipsum " * 500}]
-    complete(model, ModelRequest("Be brief.", history, [read.spec()], 64))
+    complete(model, ModelRequest.of_messages("Be brief.", history, [read.spec()], 64))
     longer = [*history, {"role": "assistant", "content": [text("a")]}, {"role": "user", "content": "more"}]
-    second = complete(model, ModelRequest("Be brief.", longer, [read.spec()], 64))
+    second = complete(model, ModelRequest.of_messages("Be brief.", longer, [read.spec()], 64))
     read_tokens, write_tokens = second.cache_read_input_tokens, second.cache_creation_input_tokens
     uncached = second.input_tokens - read_tokens - write_tokens
     assert read_tokens > 1000 and write_tokens > 0 and uncached == 0
@@ -226,7 +226,7 @@ def test_options_are_passed_through(api: MessagesAPI) -> None:
         metadata={"user_id": "team-42"},
         betas=["context-management-2025-06-27", "files-api-2025-04-14"],
     )
-    complete(model, ModelRequest("", ask("hi").messages, [read.spec()], 64))
+    complete(model, ModelRequest.of_messages("", ask("hi").messages, [read.spec()], 64))
     (sent,) = api.requests
     body = sent.body
     assert body["thinking"] == {"type": "adaptive"}
@@ -307,7 +307,8 @@ def test_a_prompt_too_long_is_named_for_the_history_policy(api: MessagesAPI) -> 
     api.enqueue(error(400, "prompt is too long: 1000231 tokens > 1000000 maximum"))
     with pytest.raises(ModelError) as caught:
         complete(model_for(api), ask("hi"))
-    assert caught.value.error_type == "prompt_too_long" and not isinstance(caught.value, TransientModelError)
+    assert caught.value.error_type == "context_window_exceeded"
+    assert not isinstance(caught.value, TransientModelError)
 
 
 # -- malformed replies (issue 11, item 6) ------------------------------------------------------
@@ -390,6 +391,12 @@ def test_runs_in_separate_event_loops_never_share_a_connection(api: MessagesAPI)
 
 def test_count_tokens_is_about_four_characters_a_token() -> None:
     assert count_tokens("x" * 398) == 100  # 400 characters with the quotes
+
+
+def test_the_context_window_comes_from_the_model_table(api: MessagesAPI) -> None:
+    assert model_for(api).context_window == 1_000_000
+    assert AnthropicModel("claude-haiku-4-5", api_key=KEY, base_url=api.url).context_window == 200_000
+    assert AnthropicModel("claude-unknown-9", api_key=KEY, base_url=api.url).context_window is None
 
 
 def test_the_model_id_defaults_to_endstate_model(api: MessagesAPI, monkeypatch: pytest.MonkeyPatch) -> None:

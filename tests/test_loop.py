@@ -7,6 +7,7 @@ sent, so "the model sees X" is checked on the request that followed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import threading
@@ -17,21 +18,27 @@ import pytest
 from agent import (
     Agent,
     Budget,
+    Extension,
     HelpPolicy,
     LimitKind,
     ModelError,
     PendingAction,
     RetryPolicy,
+    RunContext,
     RunObserver,
     Snapshot,
     SnapshotError,
+    StopCause,
     StopReason,
     TransientModelError,
     predicate,
     tool,
 )
+from agent.journal import Answer, Approval, Journal, Reply, Result, Suspended
+from agent.models._messages import messages_of
 from agent.models.base import ModelReply, ModelRequest
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
+from agent.snapshot import Checkpoint, SnapshotKind
 
 # -- helpers -----------------------------------------------------------------
 
@@ -42,6 +49,12 @@ def results_seen(agent: Agent, request: int = -1) -> list[dict[str, Any]]:
     assert last["role"] == "user"
     assert isinstance(last["content"], list), f"expected tool results, got {last['content']!r}"
     return [b for b in last["content"] if b.get("type") == "tool_result"]
+
+
+def results_since_reply(snap: Snapshot) -> list[Result]:
+    """The results recorded after the snapshot's last reply."""
+    last = max(i for i, e in enumerate(snap.journal) if isinstance(e, Reply))
+    return [e for e in snap.journal[last + 1 :] if isinstance(e, Result)]
 
 
 def tool_use_ids(agent: Agent, request: int) -> list[str]:
@@ -317,7 +330,8 @@ def test_need_help_suspends_with_question_deadline_and_snapshot(make_agent):
     assert snap.run_id == result.run_id
     assert snap.suspension == s
     assert snap.usage.turns == 2
-    assert snap.open_results == [None]  # the finish call's slot waits for the answer
+    assert [c.name for c in Journal(snap.journal).open_calls()] == ["finish"]  # waits for the answer
+    assert isinstance(snap.journal[-1], Suspended)
 
 
 def test_answer_goes_back_as_the_need_help_result_and_the_run_goes_on(make_agent):
@@ -337,10 +351,10 @@ def test_answer_goes_back_as_the_need_help_result_and_the_run_goes_on(make_agent
 def test_resume_needs_an_answer_for_a_question(make_agent):
     first = ask_region(make_agent).run("task")
     with pytest.raises(
-        SnapshotError, match=r"waits for an answer to 'Which region: EU or US\?': pass answer="
+        SnapshotError, match=r"waits for an answer to 'Which region: EU or US\?': pass Answer\('...'\)"
     ):
         ask_region(make_agent).resume(first.snapshot)
-    with pytest.raises(SnapshotError, match="pass answer="):
+    with pytest.raises(SnapshotError, match="pass Answer"):
         ask_region(make_agent).resume(first.snapshot, "   ")
 
 
@@ -386,9 +400,9 @@ def test_a_needs_approval_tool_suspends_without_running(make_agent):
     )
     assert pending.tool_use_id == "toolu_001_1"
     assert result.suspension.question.startswith("Approve the call send_invoice(")
-    lookup_result, slot = result.snapshot.open_results
-    assert lookup_result["content"] == "ACME: net 30"
-    assert slot is None
+    [lookup_result] = results_since_reply(result.snapshot)
+    assert lookup_result.text == "ACME: net 30"
+    assert [c.name for c in Journal(result.snapshot.journal).open_calls()] == ["send_invoice"]
 
 
 def test_approve_runs_the_tool_once_and_the_model_gets_its_result(make_agent):
@@ -426,8 +440,9 @@ def test_calls_after_a_pending_one_are_not_run_and_say_so(make_agent):
         tools=invoices.tools,
     )
     first = agent.run("task")
-    assert first.snapshot.open_results[0] is None
-    assert first.snapshot.open_results[1]["content"].startswith("Not run: the run paused for a person")
+    [not_run] = results_since_reply(first.snapshot)
+    assert not_run.text.startswith("Not run: the run paused for a person")
+    assert [c.name for c in Journal(first.snapshot.journal).open_calls()] == ["send_invoice"]
     agent.resume(first.snapshot, approved=True)
     invoice_result, lookup_result = results_seen(agent)
     assert invoice_result["content"] == "invoice of 1.00 sent to ACME"
@@ -438,7 +453,7 @@ def test_resume_needs_approved_for_a_pending_tool(make_agent):
     invoices = Invoices()
     first = invoice_agent(make_agent, invoices).run("Bill ACME")
     with pytest.raises(
-        SnapshotError, match=r"waits for approval of 'send_invoice': pass approved=True or False"
+        SnapshotError, match=r"waits for approval of 'send_invoice': pass Approval\(\) or Denial"
     ):
         invoice_agent(make_agent, invoices).resume(first.snapshot, "yes")
     assert invoices.sent == []
@@ -493,12 +508,16 @@ def test_cancelled_while_an_approved_tool_runs_is_a_resumable_cancelled_result(m
     assert result.snapshot is not None
 
     snap = Snapshot.from_json(result.snapshot.to_json())
+    assert snap.suspension is None  # the approval is in the journal: it is not asked for again
     again = make_agent(*steps, tools=[send_invoice])
-    approval = {"approved": True} if snap.suspension is not None else {}
-    final = again.resume(snap, **approval)
+    unsure = again.resume(snap)  # the call started and was cut off: it may or may not have happened
+    assert unsure.reason is StopReason.NEED_HELP
+    assert "may or may not have happened" in unsure.suspension.question
+    assert unsure.suspension.pending is None
+    assert sent == ["ACME"]  # never run a second time unasked
+    final = make_agent(*steps, tools=[send_invoice]).resume(unsure.snapshot, Answer("it was not sent"))
     assert final.reason is StopReason.SUCCESS
-    [seen] = results_seen(again)
-    assert seen["content"] == "sent to ACME"
+    assert sent == ["ACME"]
 
 
 # -- help_timeout ----------------------------------------------------------------------
@@ -660,16 +679,17 @@ def test_task_cancelled_mid_model_call_gives_a_snapshot_of_whole_turns():
 
     assert result.reason is StopReason.CANCELLED
     snap = Snapshot.from_json(result.snapshot.to_json())
-    roles = [m["role"] for m in snap.messages]
+    messages = messages_of(snap.journal)
+    roles = [m["role"] for m in messages]
     assert roles == ["user", "assistant", "user"]  # the task, turn 1, its results: whole turns only
-    assert snap.messages[-1]["content"][0]["content"] == "results for a"
-    assert [c.name for c in snap.calls] == ["search"]
+    assert messages[-1]["content"][0]["content"] == "results for a"
+    assert [r.ran for r in snap.journal if isinstance(r, Result)] == ["search"]
 
     fresh = Agent("research", ScriptedModel(RESEARCH_STEPS), tools=[search])
     resumed = fresh.resume(snap)
     assert resumed.reason is StopReason.SUCCESS
     assert resumed.run_id == result.run_id
-    assert fresh.model.requests[0].messages == snap.messages  # the model picks up after turn 1
+    assert fresh.model.requests[0].messages == messages  # the model picks up after turn 1
     fresh.model.assert_used_up()
 
 
@@ -715,7 +735,7 @@ LEDGER_STEPS: list[Any] = [
 ]
 
 
-def test_task_cancelled_mid_tool_call_keeps_the_recorded_results_and_resume_runs_the_rest():
+def test_task_cancelled_mid_tool_call_keeps_the_results_and_marks_the_cut_call_unknown():
     ledger = Ledger()
     agent = Agent("ledger", ScriptedModel(LEDGER_STEPS), tools=ledger.tools)
 
@@ -729,16 +749,19 @@ def test_task_cancelled_mid_tool_call_keeps_the_recorded_results_and_resume_runs
     assert result.reason is StopReason.CANCELLED
     assert result.turns == 1
     snap = Snapshot.from_json(result.snapshot.to_json())
-    assert snap.messages[-1]["role"] == "assistant"  # the reply is recorded...
-    assert [r["content"] for r in snap.open_results] == ["ACME: net 30"]  # ...with the result that landed
+    assert Journal(snap.journal).open_calls() == []  # the reply is recorded with both results:
+    landed, cut = results_since_reply(snap)
+    assert landed.text == "ACME: net 30"  # the one that landed
+    assert cut.text.startswith("Outcome unknown")  # and the one cut off, which may or may not have run
 
     fresh = Agent("ledger", ScriptedModel(LEDGER_STEPS), tools=ledger.tools)
     resumed = fresh.resume(snap)
     assert resumed.reason is StopReason.SUCCESS
     assert resumed.turns == 2
-    assert ledger.ran == ["lookup ACME", "crawl https://acme.example", "crawl https://acme.example"]
+    assert ledger.ran == ["lookup ACME", "crawl https://acme.example"]  # the cut call is not run blindly
     lookup_result, crawl_result = results_seen(fresh)
-    assert crawl_result["content"] == "pages of https://acme.example"
+    assert crawl_result["content"].startswith("Outcome unknown: the run was stopped while this call ran")
+    assert crawl_result["is_error"] is True
     assert [lookup_result["tool_use_id"], crawl_result["tool_use_id"]] == tool_use_ids(fresh, -1)
     assert len(fresh.model.requests) == 1  # turn 1 was not asked again
 
@@ -788,25 +811,44 @@ def ledger_run(checkpoint: Any) -> tuple[Ledger, Any]:
     return ledger, agent
 
 
+class Checkpoints:
+    """What a store keeps from the checkpointer: the entries appended so far, and each head."""
+
+    def __init__(self, entries: list[Any] | None = None) -> None:
+        self.entries: list[Any] = list(entries or [])
+        self.heads: list[Snapshot] = []
+        self.ends: list[int] = []
+
+    def __call__(self, checkpoint: Checkpoint) -> None:
+        assert checkpoint.first == len(self.entries)  # appended in order: nothing skipped, nothing twice
+        assert checkpoint.head.journal == []  # the head never carries the history
+        self.entries.extend(checkpoint.entries)
+        self.heads.append(checkpoint.head)
+        self.ends.append(len(self.entries))
+
+    def snapshot(self, i: int) -> Snapshot:
+        return dataclasses.replace(self.heads[i], journal=self.entries[: self.ends[i]])
+
+
 def test_the_checkpointer_gets_each_result_as_it_lands_and_each_completed_turn():
-    saved: list[Snapshot] = []
-    _, agent = ledger_run(saved.append)
+    saved = Checkpoints()
+    _, agent = ledger_run(saved)
     assert agent.run("task").reason is StopReason.SUCCESS
 
-    journal = [(s.usage.turns, s.messages[-1]["role"], [r["content"] for r in s.open_results]) for s in saved]
-    assert journal[:2] == [
-        (1, "assistant", ["ACME: net 30"]),  # the first of two results, as it landed
-        (1, "user", []),  # the completed turn carries the last result
-    ]
-    assert saved[1].messages[-1]["content"][1]["content"] == "pages of https://acme.example"
-    assert all(s.reason is StopReason.CANCELLED for s in saved)
+    first, second = saved.snapshot(0), saved.snapshot(1)
+    assert first.usage.turns == second.usage.turns == 1
+    assert [r.text for r in results_since_reply(first)] == ["ACME: net 30"]  # the first result, as it landed
+    assert Journal(second.journal).open_calls() == []  # the completed turn carries the last result
+    assert results_since_reply(second)[-1].text == "pages of https://acme.example"
+    assert all(h.kind is SnapshotKind.CHECKPOINT for h in saved.heads[:-1])
+    assert saved.heads[-1].kind is SnapshotKind.FINISHED  # the last entries, saved when the run ended
 
 
 def test_resuming_a_checkpoint_does_not_run_a_recorded_call_again():
-    saved: list[Snapshot] = []
-    ledger, agent = ledger_run(saved.append)
+    saved = Checkpoints()
+    ledger, agent = ledger_run(saved)
     agent.run("task")
-    after_lookup = Snapshot.from_json(saved[0].to_json())
+    after_lookup = Snapshot.from_json(saved.snapshot(0).to_json())
 
     ledger.ran.clear()
     fresh = Agent("ledger", ScriptedModel(LEDGER_STEPS), tools=ledger.tools)
@@ -818,17 +860,18 @@ def test_a_resumed_in_flight_turn_journals_its_results_too():
     """Resume from the checkpoint taken when the reply was recorded (no result yet):
     the results of the finished turn must reach the next checkpoints, or a second
     crash runs `lookup` again."""
-    saved: list[Snapshot] = []
-    ledger, agent = ledger_run(saved.append)
+    saved = Checkpoints()
+    ledger, agent = ledger_run(saved)
     agent.run("task")
-    reply_recorded = Snapshot.from_json(saved[0].to_json())
-    reply_recorded.open_results = []  # as if the process died before the first result landed
+    reply_recorded = Snapshot.from_json(saved.snapshot(0).to_json())
+    reply_recorded.journal = reply_recorded.journal[:-1]  # as if the process died before the first result
 
-    again: list[Snapshot] = []
-    fresh = Agent("ledger", ScriptedModel(LEDGER_STEPS), tools=ledger.tools, checkpoint=again.append)
+    again = Checkpoints(reply_recorded.journal)
+    fresh = Agent("ledger", ScriptedModel(LEDGER_STEPS), tools=ledger.tools, checkpoint=again)
     assert fresh.resume(reply_recorded).reason is StopReason.SUCCESS
-    in_flight = [s for s in again if s.messages[-1]["role"] == "assistant" and s.usage.turns == 1]
-    assert [[r["content"] for r in s.open_results] for s in in_flight] == [["ACME: net 30"]]
+    in_flight = again.snapshot(0)
+    assert in_flight.usage.turns == 1
+    assert [r.text for r in results_since_reply(in_flight)] == ["ACME: net 30"]
 
 
 def test_error_when_the_script_runs_out(make_agent):
@@ -1063,7 +1106,7 @@ def test_persistent_transient_errors_end_in_error(make_agent, sleeps):
     assert sleeps == [0.001, 0.002]
 
 
-def test_a_retry_delay_past_the_seconds_budget_ends_in_error_without_sleeping(make_agent, sleeps):
+def test_a_retry_after_past_the_seconds_budget_stops_at_the_limit_without_sleeping(make_agent, sleeps):
     agent = make_agent(
         TransientModelError("429", error_type="rate_limit", retry_after=3600),
         [finish("done", "ok")],
@@ -1072,8 +1115,9 @@ def test_a_retry_delay_past_the_seconds_budget_ends_in_error_without_sleeping(ma
     )
     result = agent.run("task")
 
-    assert result.reason is StopReason.ERROR
-    assert result.error_type == "rate_limit"
+    assert result.reason is StopReason.LIMIT
+    assert result.limit is LimitKind.SECONDS
+    assert "retry-after" in result.note
     assert sleeps == []
     assert len(agent.model.requests) == 1
 
@@ -1114,3 +1158,92 @@ def test_give_up_or_need_help_without_a_note_is_sent_back(kind: str) -> None:
     sent_back = model.requests[1].messages[-1]["content"][0]
     assert sent_back["is_error"] is True
     assert "needs a note" in sent_back["content"]
+
+
+# -- the API's own stop reasons ----------------------------------------------------------
+
+
+def test_a_refusal_ends_the_run_at_once_as_gave_up_with_cause_refusal(make_agent):
+    agent = make_agent(reply(say("I can't help with that."), stop_reason="refusal"), [finish("done", "x")])
+    result = agent.run("task")
+    assert result.reason is StopReason.GAVE_UP
+    assert result.cause is StopCause.REFUSAL
+    assert "refused" in result.note
+    assert len(agent.model.requests) == 1  # no further paid call
+    assert result.to_dict()["cause"] == "refusal"
+
+
+def test_an_agent_give_up_has_cause_agent(make_agent):
+    result = make_agent([finish("give_up", "no access")]).run("task")
+    assert (result.reason, result.cause) == (StopReason.GAVE_UP, StopCause.AGENT)
+
+
+def test_pause_turn_sends_the_paused_reply_back_in_the_same_turn(make_agent):
+    paused = reply(
+        {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}},
+        stop_reason="pause_turn",
+    )
+    agent = make_agent(paused, [finish("done", "found it")])
+    result = agent.run("task")
+    assert result.reason is StopReason.SUCCESS
+    assert result.turns == 1  # one turn, two calls
+    second = agent.model.requests[1].messages
+    assert second[-1]["role"] == "assistant"  # the paused reply goes back as it came, for the API to go on
+    assert second[-1]["content"][0]["type"] == "server_tool_use"
+
+
+def test_max_tokens_without_a_call_asks_the_model_to_go_on(make_agent):
+    agent = make_agent(reply(say("The report begins"), stop_reason="max_tokens"), [finish("done", "ok")])
+    result = agent.run("task")
+    assert result.reason is StopReason.SUCCESS
+    assert agent.model.requests[1].messages[-1]["content"].startswith("Your reply was cut off at max_tokens")
+
+
+def test_each_call_has_a_stable_idempotency_key_for_its_tool(make_agent):
+    """The key names the run and the call: the same when a recovered or resumed run runs it."""
+    keys: list[str] = []
+
+    @tool(needs_approval=True)
+    def charge(amount: int, ctx: RunContext) -> str:
+        """Charge a card (a person approves every charge)."""
+        keys.append(ctx.idempotency_key)
+        return f"charged {amount}"
+
+    steps = [[call("charge", amount=5)], [finish("done", "charged")]]
+    first = make_agent(*steps, tools=[charge]).run("charge 5", run_id="run-7")
+    done = make_agent(*steps, tools=[charge]).resume(Snapshot.from_json(first.snapshot.to_json()), Approval())
+    assert done.reason is StopReason.SUCCESS
+    assert keys == [f"run-7:{first.suspension.pending.tool_use_id}"]
+
+
+# -- more budget for a run stopped by a limit ----------------------------------------------
+
+
+def test_a_limit_stop_keeps_its_snapshot_and_more_turns_finish_it(make_agent):
+    steps = [[call("search", query=str(i))] for i in range(4)] + [[finish("done", "found")]]
+    first = make_agent(*steps, tools=[search], budget=Budget(max_turns=3)).run("search a lot")
+    assert (first.reason, first.limit, first.turns) == (StopReason.LIMIT, LimitKind.TURNS, 3)
+    assert first.snapshot is not None and first.snapshot.kind is SnapshotKind.LIMITED
+    snap = Snapshot.from_json(first.snapshot.to_json())
+
+    with pytest.raises(SnapshotError, match=r"stopped at a limit: pass more=Extension\(turns="):
+        make_agent(*steps, tools=[search], budget=Budget(max_turns=3)).resume(snap)
+    with pytest.raises(SnapshotError, match="would still be out of turns budget"):
+        make_agent(*steps, tools=[search], budget=Budget(max_turns=3)).resume(
+            snap, more=Extension(seconds=60)
+        )
+
+    agent = make_agent(*steps, tools=[search], budget=Budget(max_turns=3))
+    done = agent.resume(snap, more=Extension(turns=5))
+    assert done.reason is StopReason.SUCCESS and done.turns == 5
+    assert done.run_id == first.run_id
+
+
+def test_a_finished_run_does_not_resume_even_with_more_budget(make_agent):
+    saved: list[Any] = []
+    make_agent([finish("give_up", "no")], checkpoint=saved.append).run("t")
+    head = saved[-1].head
+    snap = dataclasses.replace(head, journal=[e for cp in saved for e in cp.entries])
+    assert snap.kind is SnapshotKind.FINISHED and snap.reason is StopReason.GAVE_UP
+    with pytest.raises(SnapshotError, match="ended as gave_up"):
+        make_agent([finish("done", "x")]).resume(snap, more=Extension(turns=3))

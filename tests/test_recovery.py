@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 from pathlib import Path
+from typing import Any
 
 import pg
 import pytest
@@ -32,10 +33,16 @@ def _checkpoint(store_url: str) -> dict[str, object]:
     store = open_store(store_url)
     try:
         runs = store.list_runs(limit=None)
-        record = store.get(runs[0].run_id) if runs else None
-        return json.loads(record.snapshot_json) if record and record.snapshot_json else {}
+        snap = store.snapshot(runs[0].run_id) if runs else None
+        return json.loads(snap.to_json()) if snap else {}
     finally:
         store.close()
+
+
+def _results_after_last_reply(snapshot: dict[str, Any]) -> int:
+    journal = snapshot.get("journal") or []
+    replies = [i for i, e in enumerate(journal) if e["type"] == "reply"]
+    return sum(e["type"] == "result" for e in journal[replies[-1] + 1 :]) if replies else 0
 
 
 def test_kill_9_mid_turn_then_recover_completes_and_runs_no_call_twice(
@@ -50,7 +57,7 @@ def test_kill_9_mid_turn_then_recover_completes_and_runs_no_call_twice(
     )  # fmt: skip
     try:
         wait_for(lambda: counted(folder) == [1, 2, 3], what="three counts")
-        wait_for(lambda: len(_checkpoint(store_url).get("open_results") or []) == 1, what="count(3) recorded")
+        wait_for(lambda: _results_after_last_reply(_checkpoint(store_url)) == 1, what="count(3) recorded")
     finally:
         proc.kill()  # SIGKILL: no handler runs, nothing is flushed
         proc.wait(timeout=30)
@@ -72,6 +79,42 @@ def test_kill_9_mid_turn_then_recover_completes_and_runs_no_call_twice(
     assert (rec.status, rec.stop_reason, rec.segments, rec.turns) == (RunStatus.FINISHED, "success", 2, 5)
 
 
+@pytest.mark.parametrize(
+    ("point", "after_recovery"),
+    [
+        ("model", [1, 2, 3, 4]),  # killed in the third model call: turns 1-2 recorded, turn 3 asked again
+        ("between", [1, 2, 3, 3, 4]),  # count(3) ran, its result was not recorded yet: it is the one re-run
+    ],
+)
+def test_kill_9_at_each_point_of_a_turn_then_recover_runs_no_recorded_call_again(
+    store_url: str, tmp_path: Path, point: str, after_recovery: list[int]
+) -> None:
+    folder = tmp_path / "run"
+    state = counter_state(folder, "plain")
+    (folder / f"{point}.flag").write_text("block")
+    proc = spawn(
+        "start", "kill-points", "count to four", "--state", json.dumps(state), "--catalog", CATALOG,
+        "--lease", "60", store=store_url, log=tmp_path / "start.log",
+    )  # fmt: skip
+    try:
+        wait_for(
+            lambda: counted(folder) == ([1, 2] if point == "model" else [1, 2, 3]), what="the kill point"
+        )
+        wait_for(lambda: _checkpoint(store_url).get("usage", {}).get("turns") == 2, what="turn 2 recorded")
+    finally:
+        proc.kill()  # SIGKILL: no handler runs, nothing is flushed
+        proc.wait(timeout=30)
+    (folder / f"{point}.flag").unlink()
+
+    done = endstate("recover", "--catalog", CATALOG, store=store_url)
+    assert done.returncode == 0, done.stderr
+    assert counted(folder) == after_recovery  # count(1) and count(2), recorded, never run again
+    store = open_store(store_url)
+    [rec] = store.list_runs(limit=None)
+    store.close()
+    assert (rec.status, rec.stop_reason, rec.turns) == (RunStatus.FINISHED, "success", 4)
+
+
 def test_sigterm_checkpoints_in_flight_runs_as_cancelled_and_a_restart_finishes_them(
     store_url: str, tmp_path: Path
 ) -> None:
@@ -91,7 +134,7 @@ def test_sigterm_checkpoints_in_flight_runs_as_cancelled_and_a_restart_finishes_
     assert rec is not None and (rec.status, rec.stop_reason, rec.interrupted) == (
         RunStatus.CANCELLED, "cancelled", True,
     )  # fmt: skip
-    assert rec.snapshot is not None and 2 <= rec.turns < 9
+    assert rec.snapshot_json is not None and 2 <= rec.turns < 9
     before = counted(folder)
 
     with Server(store_url, tmp_path, catalog=CATALOG) as again, again.client() as api:

@@ -16,11 +16,13 @@ import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
 from agent import StopReason
+from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
+from agent.journal import Answered, Result, Stopped
 from agent.result import RunResult
 from agent.runner import AnswerError, Catalog, Job, Runner
-from agent.snapshot import Snapshot
+from agent.snapshot import Checkpoint, SnapshotKind
 from agent.store import (
     Lease,
     NewRun,
@@ -38,19 +40,31 @@ from agent.store import (
 class Workers:
     """Runners that share a store URL but not a connection, as separate processes would."""
 
-    def __init__(self, url: str, catalog_: Catalog, lease_seconds: float = 30.0) -> None:
-        self.url, self.catalog, self.lease = url, catalog_, lease_seconds
+    def __init__(
+        self, url: str, catalog_: Catalog, lease_seconds: float = 30.0, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
+        self.url, self.catalog, self.lease, self.clock = url, catalog_, lease_seconds, clock
         self.stores: list[RunStore] = []
 
     def new(self) -> Runner:
         store = open_store(self.url)
         self.stores.append(store)
-        return Runner(store, self.catalog, lease_seconds=self.lease)
+        return Runner(store, self.catalog, lease_seconds=self.lease, clock=self.clock)
 
     def close(self) -> None:
         for s in self.stores:
             s.close()
         self.catalog.close()
+
+
+class Later(SystemClock):
+    """The system's clocks, `seconds` ahead: a lease taken now has run out for this runner."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def time(self) -> float:
+        return super().time() + self.seconds
 
 
 @pytest.fixture(params=pg.BACKENDS)
@@ -109,19 +123,20 @@ def test_a_denied_call_never_runs_and_the_reason_reaches_the_model(counters: Wor
     first = asyncio.run(counters.new().start("counter", "wire money", state=state))
     assert first.reason is StopReason.NEED_HELP
     runner = counters.new()
-    seen: list[Snapshot] = []
+    seen: list[Checkpoint] = []
     write = runner.store.checkpoint
 
-    def spy(run_id: str, snapshot: Snapshot, *args: object) -> None:
-        seen.append(snapshot)
-        write(run_id, snapshot, *args)  # type: ignore[arg-type]
+    def spy(run_id: str, checkpoint: Checkpoint, *args: object) -> None:
+        seen.append(checkpoint)
+        write(run_id, checkpoint, *args)  # type: ignore[arg-type]
 
     runner.store.checkpoint = spy  # type: ignore[method-assign]
     done = asyncio.run(runner.resume(first.run_id, "over budget", approved=False))
     assert done.reason is StopReason.SUCCESS and done.turns == 3
     assert not (tmp_path / "run" / "wired.txt").exists()
-    denial = seen[0].messages[-1]["content"][0]["content"]
-    assert denial.startswith("Denied by a person: over budget.")
+    [denial] = [e for e in seen[0].entries if isinstance(e, Result)]
+    assert denial.text.startswith("Denied by a person: over budget.")
+    assert isinstance(seen[0].entries[0], Answered)  # the answer is journaled before its result
 
 
 def test_bad_answers_change_nothing(counters: Workers, tmp_path: Path) -> None:
@@ -168,21 +183,21 @@ def test_concurrent_answers_resume_the_run_exactly_once(counters: Workers, tmp_p
 
 def test_every_completed_turn_is_checkpointed(counters: Workers, tmp_path: Path) -> None:
     runner = counters.new()
-    seen: list[Snapshot] = []
+    seen: list[Checkpoint] = []
     write = runner.store.checkpoint
 
-    def spy(run_id: str, snapshot: Snapshot, *args: object) -> None:
-        seen.append(snapshot)
-        write(run_id, snapshot, *args)  # type: ignore[arg-type]
+    def spy(run_id: str, checkpoint: Checkpoint, *args: object) -> None:
+        seen.append(checkpoint)
+        write(run_id, checkpoint, *args)  # type: ignore[arg-type]
 
     runner.store.checkpoint = spy  # type: ignore[method-assign]
     result = asyncio.run(runner.start("counter", "count", state=counter_state(tmp_path / "r", "plain")))
     assert result.reason is StopReason.SUCCESS
-    completed = [s.usage.turns for s in seen if s.messages[-1]["role"] == "user"]
-    in_flight = [(s.usage.turns, len(s.open_results)) for s in seen if s.messages[-1]["role"] == "assistant"]
-    assert completed == [1, 2]  # after each completed turn (the third ended the run)
-    assert in_flight == []  # one call a turn: its result is recorded with the completed turn
-    assert all(s.reason is StopReason.CANCELLED for s in seen)  # resumable checkpoints
+    assert [cp.head.usage.turns for cp in seen] == [1, 2, 3]  # after each completed turn, and at the end
+    assert all(isinstance(cp.entries[-1], Result) for cp in seen[:2])  # one call a turn: saved with its turn
+    assert isinstance(seen[-1].entries[-1], Stopped)  # the last entries, down to the stop
+    assert all(cp.head.kind is SnapshotKind.CHECKPOINT for cp in seen[:-1])
+    assert seen[-1].head.kind is SnapshotKind.FINISHED
 
 
 def test_the_deadline_sweep_ends_a_run_as_help_timeout(examples: Workers) -> None:
@@ -227,6 +242,67 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
     finally:
         survivor.close()
         dying.close()
+
+
+def test_recovery_goes_on_past_a_run_that_cannot_be_rebuilt_and_ends_it_as_a_resumable_error(
+    store_url: str, tmp_path: Path
+) -> None:
+    dying = Workers(store_url, catalog(), lease_seconds=0.2)
+    folders = {name: tmp_path / name for name in ("broken", "fine")}
+    for name, folder in folders.items():
+        state = counter_state(folder, "crash") | {"config": str(tmp_path / f"{name}.toml")}
+        (tmp_path / f"{name}.toml").write_text("ok")
+        with pytest.raises(Crash):
+            asyncio.run(dying.new().start("configured-counter", "count", state=state, run_id=name))
+    (tmp_path / "broken.toml").unlink()  # its agent's config file is gone
+    survivor = Workers(store_url, catalog(), clock=Later(seconds=60))  # the dead worker's leases ran out
+    try:
+        runner = survivor.new()
+        results = asyncio.run(runner.recover())
+        assert [(r.run_id, r.reason) for r in results] == [("fine", StopReason.SUCCESS)]
+        broken = runner.store.get("broken")
+        assert broken is not None and (broken.status, broken.stop_reason) == (RunStatus.FINISHED, "error")
+        assert broken.error_type == "agent_build_failed"
+        assert "FileNotFoundError" in broken.note and "endstate resume broken" in broken.note
+        assert runner.store.snapshot("broken") is not None  # its last checkpoint is kept
+        assert asyncio.run(runner.recover()) == []  # not tried again and again
+
+        (tmp_path / "broken.toml").write_text("ok")  # fixed: resume continues it from its checkpoint
+        done = asyncio.run(survivor.new().resume("broken"))
+        assert done.reason is StopReason.SUCCESS
+        assert counted(folders["broken"]) == [1, 2, 3, 4]  # no recorded call ran twice
+    finally:
+        survivor.close()
+        dying.close()
+
+
+def test_a_shutdown_cuts_a_long_tool_off_after_its_grace_and_records_the_run_cancelled(
+    counters: Workers, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    state = counter_state(folder, "hang")
+    (folder / "hang.flag").write_text("block")  # hang() would block for good
+    runner = counters.new()
+
+    async def start_then_terminate() -> RunResult:
+        job = runner.begin("counter", "count", state=state)
+        task = asyncio.create_task(runner.drive(job))
+        while counted(folder) != [1, 2, 3]:  # noqa: ASYNC110  (a tool thread writes the file)
+            await asyncio.sleep(0.02)
+        runner.stop_soon(grace=0.2)  # what SIGTERM does
+        return await asyncio.wait_for(task, timeout=60)  # bounded by the grace, not by the tool
+
+    try:
+        result = asyncio.run(start_then_terminate())
+        assert result.reason is StopReason.CANCELLED
+        rec = runner.store.get(result.run_id)
+        assert rec is not None and (rec.status, rec.interrupted) == (RunStatus.CANCELLED, True)
+        snap = runner.store.snapshot(result.run_id)
+        assert snap is not None
+        cut = [e for e in snap.journal if isinstance(e, Result) and e.ran == "hang"]
+        assert len(cut) == 1 and cut[0].text.startswith("Outcome unknown")
+    finally:
+        (folder / "hang.flag").unlink()
 
 
 def test_a_run_held_by_a_live_worker_is_not_recovered(counters: Workers, tmp_path: Path) -> None:
@@ -385,8 +461,12 @@ def test_an_approved_call_cut_by_a_shutdown_is_resumed_with_its_approval(
     assert rec is not None and (rec.status, rec.interrupted) == (RunStatus.CANCELLED, True)
     (folder / "deploy.flag").unlink()
     results = asyncio.run(counters.new().recover())
-    assert [r.reason for r in results] == [StopReason.SUCCESS]
-    assert deployed(folder) == ["v2", "v2"]  # the cut call ran again: its result was never recorded
+    assert [r.reason for r in results] == [StopReason.NEED_HELP]  # started, no result: a person checks
+    assert "may or may not have happened" in results[0].note
+    assert deployed(folder) == ["v2"]  # the cut call is never run again unasked
+    done = asyncio.run(counters.new().resume(first.run_id, "it did not deploy; v2 is not live"))
+    assert done.reason is StopReason.SUCCESS
+    assert deployed(folder) == ["v2"]
 
 
 def test_a_new_run_with_the_id_of_a_stored_run_leaves_that_run_alone(examples: Workers) -> None:
@@ -590,3 +670,33 @@ def test_a_task_type_is_a_label_so_only_the_catalogs_are_taken(store_url: str, t
         assert (result.reason, result.task_type) == (StopReason.SUCCESS, "bulk-counting")
     finally:
         workers.close()
+
+
+def test_an_approval_runs_only_the_call_the_person_was_shown(counters: Workers, tmp_path: Path) -> None:
+    """A store edited behind the runner's back (the pending column says one call, the journal
+    another) is refused: the call a person approves is exactly the call that runs."""
+    folder = tmp_path / "r"
+    first = asyncio.run(counters.new().start("counter", "wire", state=counter_state(folder, "approve")))
+    assert first.reason is StopReason.NEED_HELP
+    runner = counters.new()
+    runner.store._rows(  # type: ignore[attr-defined]
+        "UPDATE endstate_runs SET pending = ? WHERE run_id = ?",
+        ('{"arguments": {"amount": 1}, "name": "wire", "tool_use_id": "toolu_002_0"}', first.run_id),
+    )
+    before = runner.store.get(first.run_id)
+    with pytest.raises(StoreError, match="does not match the run's journal; nothing was changed"):
+        runner.claim(first.run_id, approved=True)
+    assert runner.store.get(first.run_id) == before
+    assert not (folder / "wired.txt").exists()
+
+
+def test_an_answer_to_a_run_that_is_not_waiting_is_refused(counters: Workers, tmp_path: Path) -> None:
+    runner = counters.new()
+    runner.shutting_down.set()  # the run is cancelled at its first turn
+    cancelled = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / "c", "approve")))
+    assert cancelled.reason is StopReason.CANCELLED
+    other = counters.new()
+    with pytest.raises(NotClaimable, match="not waiting for an answer; nothing was changed"):
+        other.claim(cancelled.run_id, "no", approved=False)
+    rec = other.store.get(cancelled.run_id)
+    assert rec is not None and rec.status is RunStatus.CANCELLED and rec.approved is None

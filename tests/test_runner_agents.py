@@ -11,6 +11,7 @@ dying worker); `slow(seconds)` sleeps; `deploy(version)` needs approval, appends
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -128,7 +129,7 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
         name="counter",
         model=ScriptedModel(SCRIPTS[state["script"]]),
         tools=[count, hang, crash, slow, wire, deploy],
-        budget=Budget(max_turns=20, max_seconds=120),
+        budget=Budget(max_turns=int(state.get("max_turns", 20)), max_seconds=120),
         task_type="counting",
         help=help or HelpPolicy(wait_seconds=float(state.get("wait", 3600))),
     )
@@ -138,9 +139,42 @@ def _timeout_resumes(state: dict[str, Any]) -> Agent:
     return make_counter(state, HelpPolicy(wait_seconds=0.0, on_timeout="resume"))
 
 
+def _block_while(flag: Path) -> None:
+    while flag.exists():
+        time.sleep(0.05)
+
+
+def kill_points(state: dict[str, Any]) -> Agent:
+    """A counter that stops dead where a test kills it: in the third model call (while
+    `model.flag` exists) or after count(3) returned but before its result is recorded
+    (while `between.flag` exists)."""
+    folder = Path(state["dir"])
+
+    def third_reply(request: Any) -> list[Any]:
+        _block_while(folder / "model.flag")
+        return [call("count", n=3), call("count", n=4)]
+
+    def fingerprint(ctx: Any) -> str:
+        if ctx.calls and ctx.calls[-1].arguments == {"n": 3}:
+            _block_while(folder / "between.flag")
+        return ctx.calls[-1].result if ctx.calls else ""
+
+    agent = make_counter({**state, "script": "plain"})
+    steps = [[call("count", n=1)], [call("count", n=2)], third_reply, [finish("done", "counted to 4")]]
+    return dataclasses.replace(agent, name="kill-points", model=ScriptedModel(steps), fingerprint=fingerprint)
+
+
+def _configured(state: dict[str, Any]) -> Agent:
+    """A counter whose build reads a config file: gone, the run cannot be rebuilt."""
+    Path(state["config"]).read_text()
+    return make_counter(state)
+
+
 def catalog() -> Catalog:
     c = Catalog()
     c.register("counter", make_counter)
+    c.register("configured-counter", _configured)
+    c.register("kill-points", kill_points)
     c.register("patient-counter", _timeout_resumes)
     return c
 

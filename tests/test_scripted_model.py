@@ -17,7 +17,7 @@ def request(*assistant_turns: int) -> ModelRequest:
     messages = [{"role": "user", "content": "task"}]
     for _ in assistant_turns:
         messages += [{"role": "assistant", "content": [say("...")]}, {"role": "user", "content": "ok"}]
-    return ModelRequest("", messages, [], 1024)
+    return ModelRequest.of_messages("", messages, [], 1024)
 
 
 def play(model: ScriptedModel, req: ModelRequest) -> ModelReply:

@@ -62,7 +62,7 @@ def test_start_suspend_answer_with_and_without_the_token_and_scrape_metrics(serv
 
         metrics = api.get("/metrics").text
         assert metric(metrics, "agent_help_pending", **labels) == 0.0
-        stops = {**labels, "stop_reason": "success", "stop_limit": "none"}
+        stops = {**labels, "stop_reason": "success", "stop_limit": "none", "stop_cause": ""}
         assert metric(metrics, "agent_stops_total", **stops) == 1.0
         assert metric(metrics, "agent_human_wait_seconds_count", **labels, outcome="answered") == 1.0
         om = api.get("/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})

@@ -9,14 +9,31 @@ from pathlib import Path
 
 import pytest
 import resume_worker
+import v1_agents
 
 from agent import Agent, PendingAction, Snapshot, SnapshotError, StopReason, Usage
-from agent.context import CallRecord
+from agent.journal import (
+    Answer,
+    Answered,
+    Approval,
+    Call,
+    Denial,
+    Note,
+    Opaque,
+    Reply,
+    Result,
+    Started,
+    Stopped,
+    Suspended,
+    Task,
+    Text,
+)
 from agent.models.scripted import ScriptedModel, finish
-from agent.result import Suspension
-from agent.snapshot import SNAPSHOT_VERSION
+from agent.result import LimitKind, Suspension
+from agent.snapshot import SNAPSHOT_VERSION, SnapshotKind
 
 WORKER = Path(__file__).with_name("resume_worker.py")
+FIXTURES = Path(__file__).with_name("fixtures")
 
 
 def suspended() -> tuple[Agent, Snapshot]:
@@ -33,25 +50,52 @@ def test_snapshot_round_trips_through_json():
     assert again == snap
     assert again.to_json() == text
     assert isinstance(again.usage, Usage)
-    assert isinstance(again.calls[0], CallRecord)
+    assert isinstance(again.journal[0], Task) and isinstance(again.journal[-1], Suspended)
     assert isinstance(again.suspension, Suspension)
+    assert again.kind is SnapshotKind.SUSPENDED
     assert again.reason is StopReason.NEED_HELP
     assert json.loads(text)["version"] == SNAPSHOT_VERSION
 
 
 def test_a_pending_action_round_trips():
+    pending = PendingAction("toolu_1", "pay", {"amount": 5})
     snap = Snapshot(
         run_id="r",
         agent="a",
-        task="t",
         task_type="default",
-        reason=StopReason.NEED_HELP,
+        kind=SnapshotKind.SUSPENDED,
         segment=1,
-        messages=[{"role": "user", "content": "t"}],
+        journal=[
+            Task("t"),
+            Reply(
+                (Text("paying"), Call("toolu_1", "pay", {"amount": 5}), Opaque({"type": "thinking", "x": 1}))
+            ),
+            Suspended(Suspension("Approve?", 200.0, 100.0, pending, "toolu_1")),
+        ],
         usage=Usage(turns=1),
-        suspension=Suspension("Approve?", 200.0, 100.0, PendingAction("toolu_1", "pay", {"amount": 5})),
-        open_results=[None],
     )
+    again = Snapshot.from_json(snap.to_json())
+    assert again == snap
+    assert again.suspension is not None and again.suspension.pending == pending
+
+
+def test_every_entry_type_round_trips():
+    journal = [
+        Task("t"),
+        Reply((Text("x"),), input_tokens=3, output_tokens=4, cache_read_tokens=5, cache_write_tokens=6),
+        Note("Use a tool or call finish."),
+        Reply(
+            (Call("c1", "pay", {"a": [1, {"b": None}]}),), stop_reason="tool_use", model="m", response_id="r"
+        ),
+        Suspended(Suspension("Approve?", 2.0, 1.0, PendingAction("c1", "pay", {"a": 1}), "c1")),
+        Answered(Approval(), 1.5),
+        Started("c1"),
+        Result("c1", "paid \x00 with a NUL", is_error=False, ran="pay"),
+        Answered(Denial("no"), 1.6, "policy"),
+        Answered(Answer("EU"), 1.7),
+        Stopped(StopReason.LIMIT, LimitKind.CONTEXT, "full"),
+    ]
+    snap = Snapshot("r", "a", "default", SnapshotKind.CANCELLED, 2, journal, Usage(turns=2))
     assert Snapshot.from_json(snap.to_json()) == snap
 
 
@@ -60,7 +104,7 @@ def test_a_suspended_run_resumes_in_a_fresh_process(tmp_path):
     _, snap = suspended()
     first_active = snap.usage.active_seconds
     data = json.loads(snap.to_json())
-    data["suspension"]["suspended_at"] -= 600  # the person took ten minutes to answer
+    data["journal"][-1]["suspension"]["suspended_at"] -= 600  # the person took ten minutes to answer
     path = tmp_path / "snapshot.json"
     path.write_text(json.dumps(data))
 
@@ -120,42 +164,60 @@ def with_field(key: str, value: object) -> str:
         (lambda: '"a string"', "snapshot must be a JSON object"),
         (
             lambda: with_field("version", 99),
-            "snapshot version 99 is not supported; this Endstate reads version 1",
+            "snapshot version 99 is not supported; this Endstate reads versions 1, 2",
         ),
         (lambda: without("version"), "snapshot version None is not supported"),
-        (lambda: without("run_id"), "snapshot is missing or has a bad field: .*run_id"),
-        (lambda: without("usage"), "snapshot is missing or has a bad field: .*usage"),
-        (lambda: without("reason"), "snapshot is missing or has a bad field: .*reason"),
-        (lambda: with_field("reason", "sleeping"), "snapshot is missing or has a bad field: .*sleeping"),
+        (lambda: without("run_id"), "snapshot is missing the field 'run_id'"),
+        (lambda: without("usage"), "snapshot is missing the field 'usage'"),
+        (lambda: without("kind"), "snapshot is missing the field 'kind'"),
+        (lambda: with_field("kind", "sleeping"), "'kind' must be one of checkpoint, suspended, cancelled"),
+        (lambda: with_field("kind", "success"), "'kind' must be one of checkpoint, suspended, cancelled"),
+        (lambda: with_field("usage", {"turns": 1, "dollars": 3}), "'usage' must be an object of turns"),
+        (lambda: with_field("usage", {"turns": -1}), "'usage.turns' must be a number >= 0"),
+        (lambda: with_field("usage", {"turns": "1"}), "'turns' must be int"),
+        (lambda: with_field("surprise", 1), r"unknown fields \['surprise'\]"),
         (
-            lambda: with_field("usage", {"turns": 1, "dollars": 3}),
-            "snapshot is missing or has a bad field: .*dollars",
+            lambda: with_field("progress", {}),
+            r"unknown fields \['progress'\]",
+        ),  # rebuilt from the journal now
+        (lambda: with_field("segment", "2"), "'segment' must be int"),
+        (lambda: with_field("segment", True), "'segment' must be int"),
+        (lambda: with_field("state", []), "'state' must be dict"),
+        (lambda: with_field("journal", "x"), "'journal' must be list"),
+        (lambda: with_field("journal", [1]), r"'journal\[0\]' must be an object"),
+        (lambda: with_field("journal", [{"type": "nap"}]), r"'journal\[0\].type' must be one of task"),
+        (
+            lambda: with_field("journal", [{"type": "task", "text": 5}]),
+            r"journal\[0\] \(task\).*'text' must be str",
         ),
-        (lambda: with_field("surprise", 1), "snapshot is missing or has a bad field: .*surprise"),
-        (lambda: with_field("suspension", "tomorrow"), "snapshot is missing or has a bad field"),
-        (lambda: with_field("calls", [{"name": "x"}]), "snapshot is missing or has a bad field"),
-    ],
-    ids=[
-        "not-json",
-        "empty",
-        "array",
-        "string",
-        "wrong-version",
-        "no-version",
-        "no-run_id",
-        "no-usage",
-        "no-reason",
-        "unknown-reason",
-        "bad-usage",
-        "unknown-field",
-        "suspension-not-an-object",
-        "bad-call-record",
+        (
+            lambda: with_field(
+                "journal", [{"type": "reply", "parts": [{"type": "call", "id": "1", "name": "x"}]}]
+            ),
+            "missing the field 'arguments'",
+        ),
+        (
+            lambda: with_field("journal", [{"type": "suspended", "suspension": "tomorrow"}]),
+            "'suspension' must be dict",
+        ),
+        (lambda: with_field("verifier_failures", [1]), "'verifier_failures' must be a list of strings"),
     ],
 )
 def test_bad_snapshots_give_a_clear_snapshot_error(make_text, message):
     text = make_text()
     with pytest.raises(SnapshotError, match=message):
         Snapshot.from_json(text)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("progress", []), ("segment", "1"), ("state", []), ("messages", {}), ("open_results", 3), ("reason", 7)],
+)
+def test_a_version_1_snapshot_with_wrong_field_types_is_refused_clearly(field, value):
+    data = json.loads(V1["v1-question"])
+    data[field] = value
+    with pytest.raises(SnapshotError):
+        Snapshot.from_json(json.dumps(data))
 
 
 def test_a_snapshot_of_another_agent_is_refused():
@@ -165,10 +227,56 @@ def test_a_snapshot_of_another_agent_is_refused():
         other.resume(snap, "EU")
 
 
-@pytest.mark.parametrize("reason", ["success", "limit", "gave_up", "no_progress", "help_timeout", "error"])
-def test_a_terminal_run_does_not_resume(reason):
-    data = good()
-    data["reason"] = reason
-    snap = Snapshot.from_json(json.dumps(data))
-    with pytest.raises(SnapshotError, match=f"ended as {reason}; only need_help and cancelled resume"):
-        resume_worker.build_agent().resume(snap, "EU")
+# -- version 1: snapshots written before the journal -----------------------------------------
+
+V1 = {
+    run_id: json.dumps(data)
+    for run_id, data in json.loads((FIXTURES / "v1_snapshots.json").read_text()).items()
+}
+
+
+def test_a_version_1_question_is_upgraded_and_answered():
+    snap = Snapshot.from_json(V1["v1-question"])
+    assert snap.version == SNAPSHOT_VERSION and snap.kind is SnapshotKind.SUSPENDED
+    assert snap.suspension is not None and snap.suspension.question == "Which region: EU or US?"
+    assert snap.task == "Market share" and snap.usage.turns == 2
+    agent = v1_agents.question()
+    result = agent.resume(snap, Answer("EU"))
+    assert result.reason is StopReason.SUCCESS and result.output == "EU share: 40%"
+    assert result.turns == 3
+    assert agent.model.requests[-1].messages[-1]["content"][0]["content"] == "Answer from a person: EU"
+
+
+def test_a_version_1_approval_keeps_the_result_that_landed_and_runs_the_approved_call_once():
+    snap = Snapshot.from_json(V1["v1-approval"])
+    assert snap.suspension is not None and snap.suspension.pending is not None
+    assert snap.suspension.pending.name == "send_invoice"
+    v1_agents.COUNTS.clear()
+    agent = v1_agents.approval()
+    result = agent.resume(snap, approved=True)
+    assert result.reason is StopReason.SUCCESS
+    assert v1_agents.COUNTS == {"send_invoice": 1}  # the lookup that landed before is not run again
+    lookup, invoice = agent.model.requests[-1].messages[-1]["content"]
+    assert (lookup["content"], invoice["content"]) == ("ACME: net 30", "invoice of 120.00 sent to ACME")
+
+
+def test_a_version_1_checkpoint_mid_turn_runs_only_the_calls_without_a_result():
+    snap = Snapshot.from_json(V1["v1-crashed"])
+    assert snap.suspension is None
+    v1_agents.COUNTS.clear()
+    result = v1_agents.ledger().resume(snap)
+    assert result.reason is StopReason.SUCCESS
+    assert v1_agents.COUNTS == {"lookup": 2}  # BETA, then GAMMA: ACME's result was recorded
+
+
+def test_a_version_1_cancelled_run_resumes():
+    snap = Snapshot.from_json(V1["v1-cancelled"])
+    assert snap.kind is SnapshotKind.CANCELLED
+    assert v1_agents.ledger().resume(snap).reason is StopReason.SUCCESS
+
+
+def test_an_upgraded_snapshot_is_written_as_version_2():
+    snap = Snapshot.from_json(V1["v1-approval"])
+    again = Snapshot.from_json(snap.to_json())
+    assert json.loads(snap.to_json())["version"] == 2
+    assert again == snap

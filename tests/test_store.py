@@ -13,8 +13,10 @@ import pg
 import pytest
 
 from agent import Agent, HelpPolicy, StopReason, tool
+from agent.journal import Result, Stopped
 from agent.models.scripted import call, finish
 from agent.result import RunResult
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.store import (
     Lease,
     LeaseLost,
@@ -60,6 +62,12 @@ def suspended(make_agent, run_id: str = "r1", wait: float = 3600) -> RunResult: 
     return agent.run("pay the invoice", run_id=run_id)
 
 
+def checkpoint_of(snap: Snapshot) -> Checkpoint:
+    """A first checkpoint holding the whole of `snap`'s journal."""
+    head = dataclasses.replace(snap, kind=SnapshotKind.CHECKPOINT, journal=[])
+    return Checkpoint(head, 0, list(snap.journal))
+
+
 def started(store: RunStore, run_id: str = "r1") -> None:
     store.create(NewRun(run_id, "test-agent", "pay the invoice", "default", {"k": 1}), lease(), NOW)
 
@@ -91,35 +99,38 @@ def test_a_suspended_run_keeps_its_question_pending_action_deadline_and_snapshot
     assert rec.pending is not None and (rec.pending.name, rec.pending.arguments) == ("wire", {"amount": 5})
     assert rec.deadline == pytest.approx(result.suspension.deadline)
     assert rec.owner is None and rec.ended_at is None
-    full = store.get("r1")
-    assert full is not None and full.snapshot is not None
-    assert full.snapshot.to_json() == result.snapshot.to_json()  # type: ignore[union-attr]
+    full = store.snapshot("r1")
+    assert full is not None
+    assert full.to_json() == result.snapshot.to_json()  # type: ignore[union-attr]
     assert store.pending_summary() == [("test-agent", "default", pytest.approx(rec.suspended_at))]
 
 
-def test_a_finished_run_keeps_its_result_and_drops_its_snapshot(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+def test_a_finished_run_keeps_its_result_and_its_whole_journal(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
     started(store)
-    result = make_agent([finish("done", "paid")]).run("pay", run_id="r1")
+    result = make_agent(
+        [finish("done", "paid")], checkpoint=lambda cp: store.checkpoint("r1", cp, lease(), NOW)
+    ).run("pay", run_id="r1")
     rec = store.record("r1", Outcome.of(result), lease(), NOW + 2)
     assert (rec.status, rec.stop_reason, rec.output, rec.turns) == (
         RunStatus.FINISHED, StopReason.SUCCESS, "paid", 1,
     )  # fmt: skip
     assert rec.ended_at == NOW + 2 and rec.input_tokens == result.input_tokens
     assert rec.summary == result.summary and rec.trace_id == result.trace_id
-    got = store.get("r1")
-    assert got is not None and got.snapshot_json is None
+    kept = store.snapshot("r1")  # for review and replay: the journal down to its stop
+    assert kept is not None and isinstance(kept.journal[-1], Stopped)
+    assert kept.journal[-1].reason is StopReason.SUCCESS
 
 
 def test_a_checkpoint_saves_the_snapshot_and_progress_under_the_lease(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
     started(store)
     snap = suspended(make_agent).snapshot
     assert snap is not None
-    store.checkpoint("r1", snap, lease(until=NOW + 60), NOW + 1)
+    store.checkpoint("r1", checkpoint_of(snap), lease(until=NOW + 60), NOW + 1)
     rec = store.get("r1")
-    assert rec is not None and rec.snapshot_json == snap.to_json()
+    assert rec is not None and store.snapshot("r1") == dataclasses.replace(snap, kind=SnapshotKind.CHECKPOINT)
     assert rec.turns == 1 and rec.lease_until == NOW + 60 and rec.input_tokens == snap.usage.input_tokens
     with pytest.raises(LeaseLost):
-        store.checkpoint("r1", snap, lease("intruder"), NOW + 2)
+        store.checkpoint("r1", checkpoint_of(snap), lease("intruder"), NOW + 2)
 
 
 def test_only_the_holder_records_a_result(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
@@ -135,7 +146,7 @@ def test_claiming_a_waiting_run_hands_it_to_one_worker(store: RunStore, make_age
     store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW)
     rec = store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 5)
     assert (rec.status, rec.owner, rec.segments) == (RunStatus.RUNNING, "w2", 2)
-    assert rec.snapshot is not None
+    assert store.snapshot("r1") is not None
     with pytest.raises(NotClaimable, match="is running, not waiting"):
         store.claim("r1", (RunStatus.WAITING,), lease("w3"), NOW + 6)
     with pytest.raises(UnknownRun):
@@ -260,8 +271,11 @@ def test_a_foreign_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> 
         open_store(f"sqlite:///{path}")
     with sqlite3.connect(path) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     conn.close()
     assert tables == {"customers"}
+    assert mode == "delete"  # not switched to WAL: nothing in the file was changed
+    assert not (tmp_path / "shop.db-wal").exists()
 
 
 def test_store_urls(tmp_path: Path) -> None:
@@ -308,7 +322,7 @@ def test_an_old_schema_is_migrated_and_keeps_its_runs(store_url: str, make_agent
     _make_v1_store(store_url)
     s = open_store(store_url)
     try:
-        assert s.schema_version() == latest_version(s.dialect) == 3  # type: ignore[attr-defined]
+        assert s.schema_version() == latest_version(s.dialect) == 4  # type: ignore[attr-defined]
         old = s.get("old")
         assert old is not None and old.status is RunStatus.WAITING and old.answer is None
         rec = s.claim("old", (RunStatus.WAITING,), lease(), NOW, answer="yes", approved=True)
@@ -317,20 +331,28 @@ def test_an_old_schema_is_migrated_and_keeps_its_runs(store_url: str, make_agent
         s.close()
 
 
-def test_the_checkpoint_encoder_writes_what_snapshot_to_json_writes(make_agent) -> None:  # type: ignore[no-untyped-def]
-    from agent.store.base import SnapshotEncoder, snapshot_json
+def test_checkpoints_append_only_new_entries_and_the_store_gives_the_whole_journal_back(
+    store: RunStore, make_agent
+) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    seen: list[Checkpoint] = []
 
-    seen: list[object] = []
-    agent = make_agent(
-        [call("wire", amount=1)], then=lambda turn: [call("nope", n=turn)], checkpoint=seen.append, tools=[]
-    )
-    agent.run("loop until the limit")
-    encoder = SnapshotEncoder()
+    def save(cp: Checkpoint) -> None:
+        seen.append(cp)
+        store.checkpoint("r1", cp, lease(), NOW)
+
+    agent = make_agent([call("wire", amount=1)], then=lambda turn: [call("nope", n=turn)], checkpoint=save)
+    result = agent.run("loop until the limit", run_id="r1")
     assert len(seen) > 5  # one checkpoint per completed turn
-    for snap in seen:
-        assert encoder.encode(snap) == snap.to_json() == snapshot_json(snap)  # type: ignore[attr-defined]
-    rewound = seen[3]
-    assert encoder.encode(rewound) == rewound.to_json()  # a shorter history than the last one encoded
+    assert [cp.first for cp in seen] == [
+        0,
+        *(sum(len(c.entries) for c in seen[:i]) for i in range(1, len(seen))),
+    ]
+    assert max(len(cp.entries) for cp in seen[1:]) <= 3  # a reply, its result (and the task at first): flat
+    stored = store.snapshot("r1")
+    assert stored is not None and stored.kind is SnapshotKind.FINISHED  # saved down to its stop
+    assert stored.journal == result.snapshot.journal[: len(stored.journal)] if result.snapshot else True
+    assert len(stored.journal) == sum(len(cp.entries) for cp in seen)
 
 
 # -- claims, answers and leases: what a crash or a race must not lose ---------------------------
@@ -473,10 +495,10 @@ def test_a_dropped_postgres_connection_is_replaced_and_checkpoints_go_on(make_ag
         snap = suspended(make_agent).snapshot
         assert snap is not None
         drop_connections()
-        store.checkpoint("r1", snap, lease(), NOW + 1)
+        store.checkpoint("r1", checkpoint_of(snap), lease(), NOW + 1)
         drop_connections()
-        rec = store.get("r1")
-        assert rec is not None and rec.snapshot_json == snap.to_json()
+        got = store.snapshot("r1")
+        assert got is not None and got.journal == snap.journal
         drop_connections()
         assert store.heartbeat(lease("w1", NOW + 60), ["r1"]) == 1
         drop_connections()
@@ -486,3 +508,34 @@ def test_a_dropped_postgres_connection_is_replaced_and_checkpoints_go_on(make_ag
         assert rec.status is RunStatus.WAITING
     finally:
         store.close()
+
+
+def test_text_with_nul_bytes_is_stored_on_both_stores(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    """A tool that read a binary file: the run still ends with its reason recorded."""
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return "PK\x03\x04\x00\x00 binary"
+
+    started(store)
+    seen: list[Checkpoint] = []
+
+    def save(cp: Checkpoint) -> None:
+        seen.append(cp)
+        store.checkpoint("r1", cp, lease(), NOW)
+
+    agent = make_agent(
+        [call("read_file", path="a.zip")],
+        [finish("give_up", "it is a zip \x00 file")],
+        tools=[read_file],
+        checkpoint=save,
+    )
+    result = agent.run("read it", run_id="r1")
+    rec = store.record("r1", Outcome.of(result), lease(), NOW + 1)
+    assert rec.status is RunStatus.FINISHED and rec.stop_reason is StopReason.GAVE_UP
+    assert rec.note.startswith("it is a zip ") and "file" in rec.note  # NUL shown as U+FFFD where it must be
+    snap = store.snapshot("r1")
+    assert snap is not None
+    [stored] = [e for e in snap.journal if isinstance(e, Result)]
+    assert stored.text == "PK\x03\x04\x00\x00 binary"  # the journal keeps the exact text

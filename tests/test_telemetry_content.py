@@ -22,7 +22,7 @@ from agent.hooks import SegmentLink
 from agent.models import ModelReply, ModelRequest, ScriptedModel, ToolCall, call, finish, say
 from agent.models.anthropic import PROVIDER as ANTHROPIC
 from agent.tools import ToolOutcome
-from telemetry import MetricsHooks, Redactor, Telemetry, TracingHooks, serve_metrics
+from telemetry import MetricsHooks, Redactor, TracingHooks, serve_metrics
 from telemetry import names as n
 from telemetry.redact import REDACTED
 
@@ -132,32 +132,6 @@ def test_content_with_opt_in_is_redacted() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "on"),
-    [
-        *[("true", True), ("TRUE", True), ("SPAN_ONLY", True), ("span_and_event", True)],
-        *[("false", False), ("NO_CONTENT", False), ("EVENT_ONLY", False), ("1", False)],
-    ],
-)
-def test_capture_values_of_the_genai_instrumentations(value: str, on: bool) -> None:
-    telemetry = Telemetry.from_env(
-        {n.ENV_CAPTURE_CONTENT: value}, registry=CollectorRegistry(), span_exporter=InMemorySpanExporter()
-    )
-    assert telemetry.tracing and telemetry.tracing.capture_content is on
-    telemetry.shutdown()
-
-
-def test_capture_follows_the_standard_variable() -> None:
-    on = Telemetry.from_env(
-        {n.ENV_CAPTURE_CONTENT: "true"}, registry=CollectorRegistry(), span_exporter=InMemorySpanExporter()
-    )
-    off = Telemetry.from_env({}, registry=CollectorRegistry(), span_exporter=InMemorySpanExporter())
-    assert on.tracing and on.tracing.capture_content
-    assert off.tracing and not off.tracing.capture_content
-    on.shutdown()
-    off.shutdown()
-
-
-@pytest.mark.parametrize(
     ("text", "leaked"),
     [
         ("x-api-key: sk-ant-api03-abcdefghijklmnop", "abcdefghijklmnop"),
@@ -185,8 +159,19 @@ def test_names_follow_the_semantic_conventions() -> None:
         if name.startswith("GEN_AI_") and hasattr(gen_ai_attributes, name):
             assert getattr(n, name) == getattr(gen_ai_attributes, name), name
     conventional = {v for k, v in vars(gen_ai_attributes).items() if k.startswith("GEN_AI_")}
-    ours = {k: v for k, v in vars(n).items() if isinstance(v, str) and v.startswith("gen_ai.")}
+    ours = {
+        k: v
+        for k, v in vars(n).items()
+        if isinstance(v, str) and v.startswith("gen_ai.") and not k.startswith("EVENT_")
+    }
     assert {k: v for k, v in ours.items() if v not in conventional} == {}  # no made-up gen_ai.* names
+    # Newer than the installed semconv package: from semantic-conventions-genai (gen-ai-events.md,
+    # gen-ai-metrics.md), which took the GenAI conventions over.
+    assert n.EVENT_INFERENCE_DETAILS == "gen_ai.client.inference.operation.details"
+    assert prometheus_name("gen_ai.invoke_agent.duration", "s") == n.METRIC_GEN_AI_INVOKE_AGENT_DURATION
+    assert prometheus_name("gen_ai.execute_tool.duration", "s") == n.METRIC_GEN_AI_EXECUTE_TOOL_DURATION
+    assert prometheus_name(gen_ai_attributes.GEN_AI_AGENT_NAME) == n.LABEL_GEN_AI_AGENT_NAME
+    assert prometheus_name(gen_ai_attributes.GEN_AI_TOOL_NAME) == n.LABEL_GEN_AI_TOOL_NAME
     assert n.ERROR_TYPE == error_attributes.ERROR_TYPE
     assert error_attributes.ErrorTypeValues.OTHER.value == n.ERROR_OTHER
     operations = gen_ai_attributes.GenAiOperationNameValues
@@ -217,7 +202,7 @@ def prometheus_name(otel_name: str, unit: str = "") -> str:
 
 def test_histograms_use_the_recommended_and_chosen_buckets() -> None:
     registry = CollectorRegistry()
-    MetricsHooks(registry).run_started(RunInfo("r", "a", "t", "m", "p", "task"))
+    MetricsHooks(registry).run_started(RunInfo("r", "a", "t", "m", "p", "task", tools=("look",)))
     bounds = {
         m.name: sorted({float(s.labels["le"]) for s in m.samples if "le" in s.labels})
         for m in registry.collect()
@@ -230,6 +215,8 @@ def test_histograms_use_the_recommended_and_chosen_buckets() -> None:
         n.METRIC_HUMAN_WAIT_SECONDS: n.BUCKETS_HUMAN_WAIT_SECONDS,
         n.METRIC_GEN_AI_TOKEN_USAGE: n.BUCKETS_GEN_AI_TOKEN_USAGE,
         n.METRIC_GEN_AI_OPERATION_DURATION: n.BUCKETS_GEN_AI_OPERATION_DURATION,
+        n.METRIC_GEN_AI_INVOKE_AGENT_DURATION: n.BUCKETS_GEN_AI_INVOKE_AGENT_DURATION,
+        n.METRIC_GEN_AI_EXECUTE_TOOL_DURATION: n.BUCKETS_GEN_AI_EXECUTE_TOOL_DURATION,
     }
     assert bounds == {name: [*map(float, b), float("inf")] for name, b in expected.items()}
     assert n.BUCKETS_RUN_TURNS[-1] >= 100 and n.BUCKETS_RUN_ACTIVE_SECONDS[-1] >= 3600
@@ -237,6 +224,7 @@ def test_histograms_use_the_recommended_and_chosen_buckets() -> None:
     # the GenAI conventions' advice: powers of 4 tokens from 1, doubling seconds from 0.01
     assert tuple(4**i for i in range(14)) == n.BUCKETS_GEN_AI_TOKEN_USAGE
     assert tuple(round(0.01 * 2**i, 2) for i in range(14)) == n.BUCKETS_GEN_AI_OPERATION_DURATION
+    assert tuple(round(0.1 * 2**i, 1) for i in range(13)) == n.BUCKETS_GEN_AI_INVOKE_AGENT_DURATION
 
 
 ODD_RESULT = RunResult("r", "a", "t", StopReason.ERROR, turns=-1, trace_id="not-hex")
@@ -248,7 +236,7 @@ def odd_calls(observer: Any) -> None:
     observer.model_ended(None, None)
     observer.model_ended(ModelReply([]), None)
     observer.tool_ended(ToolCall("x", "nope", {}), ToolOutcome("", True, None))
-    observer.model_started(ModelRequest("", [{"role": "user", "content": None}], [], 1), 1)
+    observer.model_started(ModelRequest.of_messages("", [{"role": "user", "content": None}], [], 1), 1)
     observer.tool_started(ToolCall("x", "rm -rf / ; DROP TABLE", {"a": object()}))
     observer.tool_ended(ToolCall("x", "rm -rf / ; DROP TABLE", {}), ToolOutcome("", True, "timeout"))
     observer.verified([])

@@ -54,6 +54,7 @@ import pydantic
 from anthropic import types
 
 from agent.errors import ConfigError, ModelError, TransientModelError
+from agent.history import CONTEXT_FULL
 from agent.models.base import Message, ModelReply, ModelRequest, record_cut_call
 from agent.models.catalog import ModelTable, default_model
 
@@ -161,6 +162,7 @@ class AnthropicModel:
         self._model = model
         info = ModelTable.load().get(model)
         self._max_output = info.max_output if info is not None else None
+        self._context_window = info.context_window if info is not None else None
         self._cache: CacheTTL | None = cache
         self._options = _options(thinking, tool_choice, parallel_tool_use, metadata)
         self._server_tools = [dict(spec) for spec in server_tools]
@@ -178,6 +180,11 @@ class AnthropicModel:
     @property
     def provider(self) -> str:
         return PROVIDER
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, from the model table (None when unknown)."""
+        return self._context_window
 
     @property
     def client(self) -> anthropic.AsyncAnthropic:
@@ -473,6 +480,9 @@ def to_reply(
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
     reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
+    if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:  # as before the fields existed
+        extra["cache_read_input_tokens"] = reply.cache_read_input_tokens
+        extra["cache_creation_input_tokens"] = reply.cache_creation_input_tokens
     return _replace_reply(
         reply,
         extra=extra,
@@ -590,7 +600,7 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
         error_type = _TRANSIENT.get(status, "server_error")
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
     if status == 400 and "prompt is too long" in str(detail).lower():
-        return ModelError(text, error_type="prompt_too_long")
+        return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
     return ModelError(text, error_type=_PERMANENT.get(status, "api_error"))
 
 

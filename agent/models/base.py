@@ -1,38 +1,55 @@
 """The provider-neutral shapes a model adapter speaks.
 
-Messages use the Messages API's block layout (`text`, `tool_use`, `tool_result`)
-as plain JSON-ready dicts, so a run's history can be saved in a snapshot as is.
+A request carries the run's journal; each adapter turns it into its own
+format at the edge (`messages` gives the Messages API's layout, which the
+Anthropic adapter and the scripted model read). A reply's `content` uses the
+same block layout as plain JSON-ready dicts; `parts` gives the journal's parts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
+
+from agent.journal import Call as ToolCall  # one tool call: the journal's own type
+from agent.journal import Entry, Part, Reply
+from agent.models._messages import messages_of, part_of
 
 Message = dict[str, Any]
 ToolSpec = dict[str, Any]
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """One `tool_use` block from a reply."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class ModelRequest:
-    """What the loop asks of a model for one turn."""
+    """What the loop asks of a model for one turn: the journal so far, the tools, the limits."""
 
     system: str
-    messages: list[Message]
+    journal: Sequence[Entry]
     tools: list[ToolSpec]
     max_tokens: int
+
+    @classmethod
+    def of_messages(
+        cls, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
+    ) -> ModelRequest:
+        """A request from Messages-API messages (for tests and adapters fed by hand)."""
+        from agent._upgrade import journal_of_messages
+
+        return cls(system, journal_of_messages(messages), tools, max_tokens)
+
+    @cached_property
+    def messages(self) -> list[Message]:
+        """The journal in the Messages API's layout."""
+        return messages_of(self.journal)
+
+    @property
+    def replies(self) -> int:
+        """How many model replies the journal holds."""
+        return sum(isinstance(e, Reply) for e in self.journal)
 
 
 @dataclass(frozen=True)
@@ -46,8 +63,8 @@ class ModelReply:
     writes those with the 1-hour TTL), so a price table can price each.
     `time_to_first_token` is seconds from sending the request to the first
     streamed token (None when the adapter does not stream);
-    `server_tool_use` counts the provider-run tool uses by kind
-    (`web_search_requests`, `web_fetch_requests`, `code_execution_requests`).
+    `server_tool_use` counts the provider-run tool uses by tool name
+    (`web_search`, `web_fetch`, `code_execution`).
     """
 
     content: list[dict[str, Any]]
@@ -66,6 +83,11 @@ class ModelReply:
     @property
     def text(self) -> str:
         return "\n".join(b["text"] for b in self.content if b.get("type") == "text").strip()
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """The content as journal parts."""
+        return tuple(part_of(b) for b in self.content)
 
     @property
     def tool_calls(self) -> list[ToolCall]:

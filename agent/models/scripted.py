@@ -34,9 +34,15 @@ def finish(kind: str, note: str = "") -> Block:
     return call("finish", kind=kind, note=note)
 
 
-def reply(*blocks: Block, input_tokens: int | None = None, output_tokens: int | None = None) -> ModelReply:
-    """A reply of the given blocks; token counts default to the model's estimate."""
-    extra = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+def reply(
+    *blocks: Block,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    stop_reason: str | None = None,
+) -> ModelReply:
+    """A reply of the given blocks; token counts default to the model's estimate, and the stop
+    reason to the API's own (`tool_use` or `end_turn`); pass e.g. `refusal` or `pause_turn`."""
+    extra = {"input_tokens": input_tokens, "output_tokens": output_tokens, "stop_reason": stop_reason}
     return ModelReply(content=list(blocks), extra={k: v for k, v in extra.items() if v is not None})
 
 
@@ -64,7 +70,7 @@ class ScriptedModel:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         self.requests.append(request)
-        turn = 1 + sum(m["role"] == "assistant" for m in request.messages)
+        turn = 1 + request.replies
         if self._cursor is None:
             self._cursor = self._position_after(turn - 1)
         step = self._next_step(turn)
@@ -110,7 +116,8 @@ class ScriptedModel:
         ]
         input_tokens = base.extra.get("input_tokens", 100 + 20 * len(request.messages))
         output_tokens = base.extra.get("output_tokens", 30 + 10 * len(content))
-        return ModelReply(content, input_tokens, output_tokens, _stop(content), self._name, f"msg_{turn:03d}")
+        stop = base.extra.get("stop_reason") or _stop(content)
+        return ModelReply(content, input_tokens, output_tokens, stop, self._name, f"msg_{turn:03d}")
 
 
 def _stop(content: list[Block]) -> str:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from importlib import resources
 from typing import Any
 
+from agent._codec import encode_entry
+from agent.errors import SnapshotError
+from agent.journal import Entry
 from agent.result import StopReason
-from agent.snapshot import Snapshot
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.store.base import (
     Lease,
     LeaseLost,
@@ -25,12 +30,13 @@ from agent.store.base import (
     WriteRefused,
     dumps,
     pending_of,
-    snapshot_json,
     when,
 )
 
 TABLE = "endstate_runs"
+ENTRIES = "endstate_entries"
 SCHEMA_TABLE = "endstate_schema"
+JOURNAL_VERSION = 4  # the schema version that brought the journal table
 LIST_COLUMNS = (
     "run_id, agent, task, task_type, status, state, started_at, updated_at, ended_at, stop_reason, "
     "stop_limit, turns, input_tokens, output_tokens, cost_usd, active_seconds, waiting_seconds, trace_id, "
@@ -39,6 +45,7 @@ LIST_COLUMNS = (
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
 Row = dict[str, Any]
+log = logging.getLogger("endstate.store")
 
 
 def migrations(dialect: str) -> list[tuple[int, str]]:
@@ -101,9 +108,27 @@ class SqlStore:
             if version > current:
                 for statement in split_statements(sql):
                     self._rows(statement)
+                if version == JOURNAL_VERSION:
+                    self._upgrade_v1_snapshots()
                 self._rows(
                     f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (?, ?)", (version, time.time())
                 )
+
+    def _upgrade_v1_snapshots(self) -> None:
+        """Version-1 snapshots become a head and journal entries, in place (same transaction)."""
+        rows = self._rows(f"SELECT run_id, status, snapshot FROM {TABLE} WHERE snapshot IS NOT NULL")
+        for row in rows:
+            try:
+                snap = Snapshot.from_json(row["snapshot"])
+            except SnapshotError as exc:  # kept as it is: resuming the run says what is wrong with it
+                log.error("run %s: its version-1 snapshot cannot be upgraded: %s", row["run_id"], exc)
+                continue
+            if row["status"] == RunStatus.RUNNING:  # a checkpoint that version 1 labelled cancelled
+                snap = dataclasses.replace(snap, kind=SnapshotKind.CHECKPOINT)
+            self._rows(
+                f"UPDATE {TABLE} SET snapshot = ? WHERE run_id = ?", (dumps(snap.head()), row["run_id"])
+            )
+            self._insert_entries(row["run_id"], [(i, entry_json(e)) for i, e in enumerate(snap.journal)])
 
     # -- writes -----------------------------------------------------------
 
@@ -123,25 +148,36 @@ class SqlStore:
             raise RunExists(f"a run with id {run.run_id!r} already exists; pick another id") from exc
         return record_of(rows[0])
 
-    def checkpoint(
-        self, run_id: str, snapshot: Snapshot, lease: Lease, now: float, text: str | None = None
-    ) -> None:
-        """Save the run's latest snapshot (`text`, when given, is its JSON) under the lease."""
-        u = snapshot.usage
-        values = {
-            **{"snapshot": text or snapshot_json(snapshot), "turns": u.turns, "input_tokens": u.input_tokens},
-            **{"output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "active_seconds": u.active_seconds},
-            **{"waiting_seconds": u.waiting_seconds, "state": dumps(snapshot.state)},
-            **{"lease_until": lease.until, "updated_at": now},
-        }
-        n = self._count(
-            f"UPDATE {TABLE} SET {_assign(values)}, checkpoints = checkpoints + 1 "
-            "WHERE run_id = ? AND owner = ? AND status = ?",
-            [*values.values(), run_id, lease.owner, RunStatus.RUNNING],
-            retry=True,
-        )
-        if n != 1:
+    def checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
+        """Append the new journal entries and save the head, in one transaction under the lease."""
+        head = checkpoint.head
+        values = _usage_values(head) | {"snapshot": dumps(head.head()), "state": dumps(head.state)}
+        values |= {"lease_until": lease.until, "updated_at": now}
+        entries = [(checkpoint.first + i, entry_json(e)) for i, e in enumerate(checkpoint.entries)]
+        if not self._append(run_id, values, entries, lease):
             raise LeaseLost(f"run {run_id} is no longer held by {lease.owner}; another worker took it over")
+
+    def _append(
+        self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
+    ) -> bool:
+        """Update the run's row if `lease` holds it, then add the entries; False when it does not."""
+        with self._tx():
+            n = self._count(
+                f"UPDATE {TABLE} SET {assign(values)}, checkpoints = checkpoints + 1 "
+                "WHERE run_id = ? AND owner = ? AND status = ?",
+                [*values.values(), run_id, lease.owner, RunStatus.RUNNING],
+            )
+            if n == 1:
+                self._insert_entries(run_id, entries)
+        return n == 1
+
+    def _insert_entries(self, run_id: str, entries: list[tuple[int, str]]) -> None:
+        if entries:
+            marks = ", ".join("(?, ?, ?)" for _ in entries)
+            params = [v for seq, text in entries for v in (run_id, seq, text)]
+            self._rows(
+                f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES {marks} ON CONFLICT DO NOTHING", params
+            )
 
     def record(self, run_id: str, outcome: Outcome, lease: Lease, now: float) -> RunRecord:
         values = _result_values(outcome) | {
@@ -152,13 +188,21 @@ class SqlStore:
         }
         if not outcome.keeps_answer:
             values |= {"answer": None, "approved": None, "answered_at": None}
-        rows = self._rows(
-            f"UPDATE {TABLE} SET {_assign(values)} WHERE run_id = ? AND owner = ? RETURNING {LIST_COLUMNS}",
-            [*values.values(), run_id, lease.owner],
-        )
+        with self._tx():
+            where = "WHERE run_id = ? AND owner = ?"
+            sql = f"UPDATE {TABLE} SET {assign(values)} {where} RETURNING {LIST_COLUMNS}"
+            rows = self._rows(sql, [*values.values(), run_id, lease.owner])
+            if rows and outcome.snapshot is not None:
+                self._save_rest(run_id, outcome.snapshot)
         if not rows:
             raise LeaseLost(f"run {run_id} is no longer held by {lease.owner}; its result was not recorded")
         return record_of(rows[0])
+
+    def _save_rest(self, run_id: str, snap: Snapshot) -> None:
+        """Append the entries of a segment's final snapshot that its checkpoints did not save."""
+        saved = self._rows(f"SELECT COUNT(*) AS n FROM {ENTRIES} WHERE run_id = ?", (run_id,))[0]["n"]
+        rest = snap.journal[int(saved) :]
+        self._insert_entries(run_id, [(int(saved) + i, entry_json(e)) for i, e in enumerate(rest)])
 
     def claim(
         self,
@@ -182,7 +226,7 @@ class SqlStore:
             deadline = "deadline <= ?" if expired else "(deadline IS NULL OR deadline > ?)"
             where, params = [*where, deadline], [*params, now]
         rows = self._rows(
-            f"UPDATE {TABLE} SET {_assign(sets)}, segments = segments + 1, interrupted = 0 "
+            f"UPDATE {TABLE} SET {assign(sets)}, segments = segments + 1, interrupted = 0 "
             f"WHERE run_id = ? AND {' AND '.join(where)} RETURNING {ALL_COLUMNS}",
             [*sets.values(), run_id, *params],
         )
@@ -247,6 +291,13 @@ class SqlStore:
         rows = self._rows(f"SELECT {ALL_COLUMNS} FROM {TABLE} WHERE run_id = ?", (run_id,), retry=True)
         return record_of(rows[0]) if rows else None
 
+    def snapshot(self, run_id: str) -> Snapshot | None:
+        record = self.get(run_id)
+        if record is None or not record.snapshot_json:
+            return None
+        rows = self._rows(f"SELECT entry FROM {ENTRIES} WHERE run_id = ? ORDER BY seq", (run_id,), retry=True)
+        return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])
+
     def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> list[RunRecord]:
         where, params = ("WHERE status = ?", [str(status)]) if status else ("", [])
         cap = f" LIMIT {int(limit)}" if limit is not None else ""
@@ -280,11 +331,23 @@ class SqlStore:
         return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
 
 
+def entry_json(entry: Entry) -> str:
+    return json.dumps(encode_entry(entry), sort_keys=True)
+
+
+def _usage_values(snap: Snapshot) -> dict[str, Any]:
+    u = snap.usage
+    return {
+        **{"turns": u.turns, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens},
+        **{"cost_usd": u.cost_usd, "active_seconds": u.active_seconds, "waiting_seconds": u.waiting_seconds},
+    }
+
+
 def _flag(value: bool | None) -> int | None:
     return None if value is None else int(value)
 
 
-def _assign(values: dict[str, Any]) -> str:
+def assign(values: dict[str, Any]) -> str:
     return ", ".join(f"{column} = ?" for column in values)
 
 
@@ -300,7 +363,9 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
         **{"error_type": r.error_type, "question": w.question if w else None},
         **{"pending": dumps(w.pending.__dict__) if w and w.pending else None},
         **{"deadline": w.deadline if w else None, "suspended_at": w.suspended_at if w else None},
-        **{"interrupted": int(outcome.interrupted), "snapshot": outcome.snapshot_json},
+        **{"interrupted": int(outcome.interrupted)},
+        # a finished run keeps its last head and its journal (for review, replay and `--more-turns`)
+        **({} if outcome.status is RunStatus.FINISHED else {"snapshot": outcome.head_json}),
     }
 
 

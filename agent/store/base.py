@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from typing import Any, Protocol
 
 from agent.errors import EndstateError
 from agent.result import PendingAction, RunResult, StopReason
-from agent.snapshot import Snapshot
+from agent.snapshot import Checkpoint, Snapshot
 
 
 class StoreError(EndstateError):
@@ -97,12 +96,7 @@ class RunRecord:
     answer: str | None = None  # what the run was claimed with, for a worker that takes over
     approved: bool | None = None
     answered_at: float | None = None  # when that answer came
-    snapshot_json: str | None = field(default=None, repr=False)
-
-    @property
-    def snapshot(self) -> Snapshot | None:
-        """The suspension snapshot or the last checkpoint, if any."""
-        return Snapshot.from_json(self.snapshot_json) if self.snapshot_json else None
+    snapshot_json: str | None = field(default=None, repr=False)  # the head: the snapshot without its journal
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, without the snapshot."""
@@ -119,24 +113,30 @@ class Outcome:
 
     status: RunStatus
     result: RunResult
-    snapshot_json: str | None
+    snapshot: Snapshot | None
     interrupted: bool = False
 
     @classmethod
     def of(cls, result: RunResult, *, interrupted: bool = False) -> Outcome:
-        snap = snapshot_json(result.snapshot) if result.snapshot is not None else None
         if result.reason is StopReason.NEED_HELP:
-            return cls(RunStatus.WAITING, result, snap)
+            return cls(RunStatus.WAITING, result, result.snapshot)
         if result.reason is StopReason.CANCELLED:
-            return cls(RunStatus.CANCELLED, result, snap, interrupted)
+            return cls(RunStatus.CANCELLED, result, result.snapshot, interrupted)
         return cls(RunStatus.FINISHED, result, None)
+
+    @property
+    def head_json(self) -> str | None:
+        return json.dumps(self.snapshot.head(), sort_keys=True) if self.snapshot is not None else None
 
     @property
     def keeps_answer(self) -> bool:
         """True when the segment was cancelled before the answer it was claimed with landed
         (say, a shutdown cut the approved call short): the run keeps that answer for its resume."""
-        snap = self.result.snapshot
-        return self.status is RunStatus.CANCELLED and snap is not None and snap.suspension is not None
+        return (
+            self.status is RunStatus.CANCELLED
+            and self.snapshot is not None
+            and self.snapshot.suspension is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -161,9 +161,9 @@ class RunStore(Protocol):
 
     def create(self, run: NewRun, lease: Lease, now: float) -> RunRecord: ...
 
-    def checkpoint(
-        self, run_id: str, snapshot: Snapshot, lease: Lease, now: float, text: str | None = None
-    ) -> None: ...
+    def checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
+        """Append the checkpoint's new journal entries and save its head, under the lease."""
+        ...
 
     def record(self, run_id: str, outcome: Outcome, lease: Lease, now: float) -> RunRecord: ...
 
@@ -198,6 +198,10 @@ class RunStore(Protocol):
 
     def get(self, run_id: str) -> RunRecord | None: ...
 
+    def snapshot(self, run_id: str) -> Snapshot | None:
+        """The run's snapshot: its saved head and every journal entry appended so far."""
+        ...
+
     def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> list[RunRecord]: ...
 
     def expired(self, now: float) -> list[RunRecord]: ...
@@ -209,80 +213,6 @@ class RunStore(Protocol):
     def schema_version(self) -> int: ...
 
     def close(self) -> None: ...
-
-
-def snapshot_json(snapshot: Snapshot) -> str:
-    """The text of `Snapshot.to_json()`, written without `dataclasses.asdict`'s deep copy.
-
-    A checkpoint is written several times a turn; the deep copy of the whole
-    history was most of its cost. The store tests check both give the same text.
-    """
-    return json.dumps(snapshot, default=_fields_of, sort_keys=True)
-
-
-class SnapshotEncoder:
-    """`snapshot_json` for the successive checkpoints of one run, encoding each message once.
-
-    Messages and call records are never changed once added to a run, so their
-    JSON is kept (with the object, so an id is never mistaken) and reused. The
-    text is the same as `Snapshot.to_json()` gives; the store tests check it.
-    """
-
-    _GROWING = ("calls", "messages")
-
-    def __init__(self) -> None:
-        self._seen: dict[int, tuple[object, str]] = {}
-        self._last: dict[str, tuple[list[Any], str]] = {}  # per growing key: the last list and its JSON
-
-    def encode(self, snapshot: Snapshot) -> str:
-        fields = _fields_of(snapshot)
-        parts: list[str] = []
-        plain: dict[str, Any] = {}
-        for key in sorted(fields):  # the keys in order; each growing list is spliced in at its place
-            if key in self._GROWING:
-                parts.append(_dumps(plain)[1:-1])
-                parts.append(f'"{key}": {self._list(key, fields[key])}')
-                plain = {}
-            else:
-                plain[key] = fields[key]
-        parts.append(_dumps(plain)[1:-1])
-        return "{" + ", ".join(p for p in parts if p) + "}"
-
-    def _list(self, key: str, items: list[Any]) -> str:
-        """The list's JSON; when it extends the last one seen, only the new items are encoded."""
-        before, text = self._last.get(key, ([], "[]"))
-        n = len(before)
-        if n and len(items) >= n and items[:n] == before:
-            new = ", ".join(self._one(item) for item in items[n:])
-            text = text[:-1] + (", " + new if new else "") + "]"
-        else:
-            text = "[" + ", ".join(self._one(item) for item in items) + "]"
-        self._last[key] = (list(items), text)
-        return text
-
-    def _one(self, item: Any) -> str:
-        known = self._seen.get(id(item))
-        if known is not None and known[0] is item:
-            return known[1]
-        text = _dumps(item)
-        self._seen[id(item)] = (item, text)
-        return text
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, default=_fields_of, sort_keys=True)
-
-
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _fields_of(obj: Any) -> dict[str, Any]:
-    names = _FIELDS.get(type(obj))
-    if names is None:
-        if not dataclasses.is_dataclass(obj):
-            raise TypeError(f"{type(obj).__name__} is not JSON serializable")
-        names = _FIELDS[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
-    return {name: getattr(obj, name) for name in names}
 
 
 def when(timestamp: float) -> str:

@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from agent.store._sql import SCHEMA_TABLE, Row, SqlStore
-from agent.store.base import StoreError, WriteRefused
+from agent.store._sql import ENTRIES, SCHEMA_TABLE, TABLE, Row, SqlStore, assign
+from agent.store.base import Lease, RunStatus, StoreError, WriteRefused
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
 
@@ -62,6 +62,23 @@ class PostgresStore(SqlStore):
             )
             self._apply_migrations()
 
+    def _append(
+        self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
+    ) -> bool:
+        """One statement (one round trip, safe to resend): update the row if held, add the entries."""
+        sql = (
+            f"WITH held AS (UPDATE {TABLE} SET {assign(values)}, checkpoints = checkpoints + 1 "
+            "WHERE run_id = ? AND owner = ? AND status = ? RETURNING run_id)"
+        )
+        if entries:
+            rows = ", ".join("(?::integer, ?::text)" for _ in entries)
+            sql += (
+                f", added AS (INSERT INTO {ENTRIES} (run_id, seq, entry) SELECT held.run_id, v.seq, v.entry "
+                f"FROM held, (VALUES {rows}) AS v (seq, entry) ON CONFLICT DO NOTHING RETURNING 1)"
+            )
+        params = [*values.values(), run_id, lease.owner, RunStatus.RUNNING, *(x for e in entries for x in e)]
+        return int(self._rows(sql + " SELECT COUNT(*) AS n FROM held", params, retry=True)[0]["n"]) == 1
+
     def _execute(self, sql: str, params: Sequence[Any], retry: bool) -> Any:
         with self._lock:
             try:
@@ -77,7 +94,9 @@ class PostgresStore(SqlStore):
         if self._conn.closed or self._conn.broken:
             self._conn = self._connect()
         try:
-            return self._conn.execute(sql.replace("?", "%s"), tuple(params) if params else None)
+            return self._conn.execute(
+                sql.replace("?", "%s"), tuple(map(storable, params)) if params else None
+            )
         except psycopg.errors.IntegrityError as exc:
             raise WriteRefused(f"the run store refused a write: {exc}") from exc
         except psycopg.Error as exc:
@@ -94,16 +113,31 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
-        with self._lock, self._conn.transaction():
-            self._in_tx = True
+        import psycopg
+
+        with self._lock:
+            if self._conn.closed or self._conn.broken:
+                self._conn = self._connect()
             try:
-                yield
+                with self._conn.transaction():
+                    self._in_tx = True
+                    yield
+            except psycopg.Error as exc:  # BEGIN or COMMIT on a connection that broke
+                raise StoreError(f"the PostgreSQL run store {self.shown} failed: {exc}") from exc
             finally:
                 self._in_tx = False
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def storable(value: Any) -> Any:
+    """PostgreSQL text cannot hold NUL: in plain text columns it becomes U+FFFD.
+
+    (JSON columns are unaffected: their NULs are escaped as \\u0000 before they get here.)
+    """
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
 
 
 def _without_password(url: str) -> str:

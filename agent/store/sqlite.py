@@ -55,18 +55,21 @@ class SqliteStore(SqlStore):
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            self._use_wal()
-            self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.OperationalError as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path} is not an Endstate run store: {exc}") from exc
-        if tables and SCHEMA_TABLE not in tables:
+        if tables and SCHEMA_TABLE not in tables:  # checked before anything is changed in the file
             shown = ", ".join(sorted(tables)[:5])
             raise StoreError(
                 f"{self.path} is a SQLite database of something else (tables: {shown}), "
                 "not an Endstate run store; pass another --store"
             )
+        try:
+            self._use_wal()
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
         with self._tx():
             self._rows(
                 f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL, applied_at REAL)"

@@ -1,0 +1,232 @@
+"""Journal entries to JSON-ready dicts and back, checking every field's type on the way in."""
+
+from __future__ import annotations
+
+import types
+from typing import Any, NoReturn
+
+from agent.errors import SnapshotError
+from agent.journal import (
+    Answer,
+    Answered,
+    Approval,
+    Call,
+    Denial,
+    Entry,
+    Extended,
+    HumanReply,
+    Note,
+    Opaque,
+    Part,
+    Reply,
+    Result,
+    Shrunk,
+    Started,
+    Stopped,
+    Suspended,
+    Task,
+    Text,
+)
+from agent.result import LimitKind, PendingAction, StopReason, Suspension
+
+_MISSING = object()
+
+
+def fail(where: str, expected: str, value: Any) -> NoReturn:
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    raise SnapshotError(f"snapshot field {where!r} must be {expected}, not {shown}")
+
+
+def need(data: dict[str, Any], key: str, kind: Any, default: Any = _MISSING) -> Any:
+    """`data[key]` checked against `kind` (a type or a union); `default` when absent."""
+    if key not in data:
+        if default is _MISSING:
+            raise SnapshotError(f"snapshot is missing the field {key!r}")
+        return default
+    value = data[key]
+    allowed = kind.__args__ if isinstance(kind, types.UnionType) else (kind,)
+    ok = any(
+        value is None if t is type(None) else isinstance(value, t) and not _bool_as_number(value, t)
+        for t in allowed
+    )
+    if not ok:
+        fail(key, " or ".join("null" if t is type(None) else t.__name__ for t in allowed), value)
+    return float(value) if float in allowed and isinstance(value, int) else value
+
+
+def _bool_as_number(value: Any, t: type) -> bool:
+    return isinstance(value, bool) and t in (int, float)
+
+
+# -- encode -------------------------------------------------------------------------------------
+
+
+def encode_entry(entry: Entry) -> dict[str, Any]:
+    if isinstance(entry, Reply):
+        parts = [_encode_part(p) for p in entry.parts]
+        return {"type": "reply", **_plain(entry), "parts": parts}
+    if isinstance(entry, Suspended):
+        return {"type": "suspended", "suspension": _suspension_dict(entry.suspension)}
+    if isinstance(entry, Answered):
+        return {"type": "answered", "at": entry.at, "by": entry.by, "reply": _encode_reply(entry.reply)}
+    if isinstance(entry, Stopped):
+        return {"type": "stopped", "reason": str(entry.reason), "limit": entry.limit, "note": entry.note}
+    return {"type": _TYPE_OF[type(entry)], **_plain(entry)}
+
+
+def _plain(entry: Any) -> dict[str, Any]:
+    return {k: v for k, v in vars(entry).items() if k != "parts"}
+
+
+def _encode_part(part: Part) -> dict[str, Any]:
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, Call):
+        return {"type": "call", "id": part.id, "name": part.name, "arguments": part.arguments}
+    return {"type": "opaque", "data": part.data}
+
+
+def _encode_reply(reply: HumanReply) -> dict[str, Any]:
+    if isinstance(reply, Answer):
+        return {"type": "answer", "text": reply.text}
+    if isinstance(reply, Denial):
+        return {"type": "denial", "reason": reply.reason}
+    return {"type": "approval"}
+
+
+def _suspension_dict(s: Suspension) -> dict[str, Any]:
+    pending = vars(s.pending) if s.pending else None
+    return {"question": s.question, "deadline": s.deadline, "suspended_at": s.suspended_at} | {
+        "pending": pending,
+        "call_id": s.call_id,
+    }
+
+
+_TYPE_OF: dict[type, str] = {
+    Task: "task",
+    Note: "note",
+    Result: "result",
+    Started: "started",
+    Shrunk: "shrunk",
+}
+
+
+# -- decode -------------------------------------------------------------------------------------
+
+
+def decode_entry(data: Any, index: int) -> Entry:
+    """One entry from its dict; a `SnapshotError` names the entry and the field that is wrong."""
+    if not isinstance(data, dict):
+        fail(f"journal[{index}]", "an object", data)
+    kind = need(data, "type", str)
+    decoder = _DECODERS.get(kind)
+    if decoder is None:
+        fail(f"journal[{index}].type", f"one of {', '.join(_DECODERS)}", kind)
+    try:
+        return decoder(data)
+    except SnapshotError as exc:
+        raise SnapshotError(f"journal[{index}] ({kind}): {exc}") from exc
+
+
+def _reply(d: dict[str, Any]) -> Reply:
+    parts = tuple(_part(p) for p in need(d, "parts", list))
+    return Reply(
+        parts,
+        input_tokens=_count(d, "input_tokens"),
+        output_tokens=_count(d, "output_tokens"),
+        cache_read_tokens=_count(d, "cache_read_tokens"),
+        cache_write_tokens=_count(d, "cache_write_tokens"),
+        stop_reason=need(d, "stop_reason", str, "end_turn"),
+        model=need(d, "model", str, ""),
+        response_id=need(d, "response_id", str, ""),
+    )
+
+
+def _count(d: dict[str, Any], key: str) -> int:
+    value = need(d, key, int, 0)
+    if value < 0:
+        fail(key, "a count >= 0", value)
+    return int(value)
+
+
+def _part(d: Any) -> Part:
+    if not isinstance(d, dict):
+        fail("parts", "a list of objects", d)
+    kind = need(d, "type", str)
+    if kind == "text":
+        return Text(need(d, "text", str))
+    if kind == "call":
+        return Call(need(d, "id", str), need(d, "name", str), need(d, "arguments", dict))
+    if kind == "opaque":
+        return Opaque(need(d, "data", dict))
+    fail("parts[].type", "text, call or opaque", kind)
+
+
+def _suspension(d: dict[str, Any]) -> Suspension:
+    pending = need(d, "pending", dict | None, None)
+    if pending is not None:
+        pending = PendingAction(
+            need(pending, "tool_use_id", str), need(pending, "name", str), need(pending, "arguments", dict)
+        )
+    return Suspension(
+        question=need(d, "question", str),
+        deadline=need(d, "deadline", float),
+        suspended_at=need(d, "suspended_at", float),
+        pending=pending,
+        call_id=need(d, "call_id", str, ""),
+    )
+
+
+def _human(d: Any) -> HumanReply:
+    if not isinstance(d, dict):
+        fail("reply", "an object", d)
+    kind = need(d, "type", str)
+    if kind == "answer":
+        return Answer(need(d, "text", str))
+    if kind == "denial":
+        return Denial(need(d, "reason", str, ""))
+    if kind == "approval":
+        return Approval()
+    fail("reply.type", "answer, approval or denial", kind)
+
+
+def _answered(d: dict[str, Any]) -> Answered:
+    by = need(d, "by", str, "person")
+    if by not in ("person", "policy"):
+        fail("by", "'person' or 'policy'", by)
+    return Answered(_human(need(d, "reply", dict)), need(d, "at", float), by)
+
+
+def _stopped(d: dict[str, Any]) -> Stopped:
+    try:
+        reason = StopReason(need(d, "reason", str))
+        limit = need(d, "limit", str | None, None)
+        return Stopped(reason, LimitKind(limit) if limit else None, need(d, "note", str, ""))
+    except ValueError as exc:
+        raise SnapshotError(f"bad stop: {exc}") from exc
+
+
+_DECODERS: dict[str, Any] = {
+    "task": lambda d: Task(need(d, "text", str)),
+    "reply": _reply,
+    "note": lambda d: Note(need(d, "text", str)),
+    "result": lambda d: Result(
+        need(d, "call_id", str),
+        need(d, "text", str),
+        need(d, "is_error", bool, False),
+        need(d, "ran", str | None, None),
+        need(d, "seen", str, ""),
+    ),
+    "started": lambda d: Started(need(d, "call_id", str)),
+    "shrunk": lambda d: Shrunk(need(d, "upto", int), need(d, "summary", str | None, None)),
+    "extended": lambda d: Extended(
+        _count(d, "turns"),
+        need(d, "seconds", float, 0.0),
+        _count(d, "tokens"),
+        need(d, "cost_usd", float, 0.0),
+        need(d, "at", float, 0.0),
+    ),
+    "suspended": lambda d: Suspended(_suspension(need(d, "suspension", dict))),
+    "answered": _answered,
+    "stopped": _stopped,
+}

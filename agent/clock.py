@@ -1,0 +1,35 @@
+"""Time and cancellation as injected seams, so tests and durable engines can supply their own."""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Wall time (for deadlines) and a monotonic time (for the active-seconds budget)."""
+
+    def time(self) -> float: ...
+
+    def monotonic(self) -> float: ...
+
+
+class SystemClock:
+    """The process's own clocks."""
+
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+SYSTEM_CLOCK = SystemClock()
+
+
+@runtime_checkable
+class CancelSignal(Protocol):
+    """Anything with `is_set()`: an `asyncio.Event`, a `threading.Event`, or your own."""
+
+    def is_set(self) -> bool: ...

@@ -1,0 +1,171 @@
+"""What the model sees of a long run: a history policy that keeps the context window from overflowing.
+
+The journal keeps everything; the policy shapes the view sent to the model:
+- a tool result longer than `max_result_chars` is cut, and the model is told
+  what was cut and how to get the rest;
+- once the context in use (the last reply's input plus output tokens) passes
+  `clear_at` of the window, the tool results so far but the last `keep_last`
+  are cleared (the model is told it can call the tool again);
+- past `compact_at`, or when the API refuses a prompt as too long, older turns
+  are compacted into a summary (by `summarize`, a function you pass, or by a
+  plain account written by code).
+Each shrink is a `Shrunk` entry in the journal, so the view is the same in
+any process that resumes the run, and stable between shrinks (prompt caching
+keeps working). When nothing more can be shrunk the run stops `limit`/`context`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from agent.errors import ConfigError
+from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
+
+DEFAULT_WINDOW = 200_000
+CONTEXT_FULL = "context_window_exceeded"  # the `error_type` of a `ModelError` for a prompt that is too long
+CLEARED = (
+    "[Endstate: this older tool result ({chars} characters) was cleared to save context. "
+    "Call the tool again if you need it.]"
+)
+CUT = (
+    "\n[Endstate: this result was cut from {chars} to {kept} characters to save context. "
+    "Ask for less at a time (a range, a filter, a page) to see the rest.]"
+)
+SUMMARY = "[Endstate: the earlier part of this run was compacted to save context. What happened:]\n{summary}"
+
+
+@dataclass(frozen=True)
+class HistoryPolicy:
+    """How a run's history is kept within the model's context window."""
+
+    max_result_chars: int | None = 40_000
+    clear_at: float = 0.6
+    keep_last: int = 3
+    compact_at: float = 0.85
+    summarize: Callable[[Sequence[Entry]], str] | None = None
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.clear_at <= self.compact_at <= 1:
+            raise ConfigError("HistoryPolicy needs 0 < clear_at <= compact_at <= 1")
+        if self.keep_last < 0 or (self.max_result_chars is not None and self.max_result_chars < 200):
+            raise ConfigError("HistoryPolicy: keep_last must be >= 0 and max_result_chars >= 200 (or None)")
+
+    @classmethod
+    def off(cls) -> HistoryPolicy:
+        """Send the whole history as it is; a full window ends the run `limit`/`context`."""
+        return cls(max_result_chars=None, enabled=False)
+
+    # -- the view -----------------------------------------------------------------------------
+
+    def view(self, journal: Sequence[Entry]) -> list[Entry]:
+        """The entries the model is sent for `journal` (rebuilt whole: on resume, and after a shrink)."""
+        if not self.enabled:
+            return list(journal)
+        first = 1 if journal and isinstance(journal[0], Task) else 0
+        start, summary, cleared = 0, None, set[int]()
+        for s in (e for e in journal if isinstance(e, Shrunk)):
+            cleared |= _cleared_by(journal, s.upto, self.keep_last)
+            if s.summary is not None:
+                start, summary = s.upto, s.summary
+        out: list[Entry] = list(journal[:first])
+        if summary is not None:
+            out.append(Note(SUMMARY.format(summary=summary)))
+        for i in range(max(start, first), len(journal)):
+            out.extend(self.shown(journal[i], i in cleared))
+        return out
+
+    def shown(self, entry: Entry, clear: bool = False) -> list[Entry]:
+        """How one entry is sent: a result cleared or capped, a shrink not at all."""
+        if isinstance(entry, Shrunk):
+            return []
+        if not isinstance(entry, Result) or not self.enabled:
+            return [entry]
+        if clear:
+            return [Result(entry.call_id, CLEARED.format(chars=len(entry.text)), entry.is_error, entry.ran)]
+        cap = self.max_result_chars
+        if cap is not None and len(entry.text) > cap:
+            text = entry.text[:cap] + CUT.format(chars=len(entry.text), kept=cap)
+            return [Result(entry.call_id, text, entry.is_error, entry.ran)]
+        return [entry]
+
+    # -- when to shrink ---------------------------------------------------------------------------
+
+    def due(self, journal: Sequence[Entry], window: int | None) -> Shrunk | None:
+        """The shrink to make before the next call, judged from the last reply's usage, or None."""
+        if not self.enabled:
+            return None
+        used = _context_in_use(journal)
+        limit = window or DEFAULT_WINDOW
+        if used >= self.compact_at * limit:
+            return self.stronger(journal)
+        if used >= self.clear_at * limit and not _cleared_lately(journal):
+            return Shrunk(upto=len(journal))
+        return None
+
+    def stronger(self, journal: Sequence[Entry]) -> Shrunk | None:
+        """The next step when the window is full (the API refused the prompt): clear, then compact."""
+        if not self.enabled:
+            return None
+        if not _cleared_lately(journal) and _results_to_clear(journal, self.keep_last):
+            return Shrunk(upto=len(journal))
+        upto = _compact_point(journal, self.keep_last)
+        if upto is None:
+            return None
+        older = [e for e in journal[:upto] if not isinstance(e, Shrunk)]
+        summary = (self.summarize or account)(older)
+        return Shrunk(upto=upto, summary=summary)
+
+
+def account(entries: Sequence[Entry]) -> str:
+    """A plain summary written by code: the calls made and the last thing the model said."""
+    calls: list[Call] = [c for e in entries if isinstance(e, Reply) for c in e.calls]
+    said = next((e.text for e in reversed(entries) if isinstance(e, Reply) and e.text), "")
+    lines = [
+        f"- {c.name}({', '.join(f'{k}={v!r}' for k, v in c.arguments.items())[:200]})" for c in calls[-40:]
+    ]
+    head = f"{len(calls)} tool calls were made" + (f"; the last {len(lines)}:" if lines else ".")
+    tail = f"\nThe last thing you wrote: {said[:1000]}" if said else ""
+    return head + ("\n" + "\n".join(lines) if lines else "") + tail
+
+
+def _context_in_use(journal: Sequence[Entry]) -> int:
+    """Input plus output tokens of the last reply: what the next call starts from."""
+    for entry in reversed(journal):
+        if isinstance(entry, Reply):
+            return entry.input_tokens + entry.output_tokens
+        if isinstance(entry, Shrunk):
+            return 0  # shrunk since the last reply: judge again after the next one
+    return 0
+
+
+def _cleared_lately(journal: Sequence[Entry]) -> bool:
+    """True when the history was shrunk since the last reply (once per reply is enough)."""
+    for entry in reversed(journal):
+        if isinstance(entry, Reply):
+            return False
+        if isinstance(entry, Shrunk):
+            return True
+    return False
+
+
+def _cleared_by(journal: Sequence[Entry], upto: int, keep: int) -> set[int]:
+    """The results a shrink at `upto` clears: all before it but the last `keep` of them."""
+    found = [i for i in range(min(upto, len(journal))) if isinstance(journal[i], Result)]
+    return set(found[: max(0, len(found) - keep)])
+
+
+def _results_to_clear(journal: Sequence[Entry], keep: int) -> bool:
+    cleared = set().union(*(_cleared_by(journal, e.upto, keep) for e in journal if isinstance(e, Shrunk)))
+    return bool(_cleared_by(journal, len(journal), keep) - cleared)
+
+
+def _compact_point(journal: Sequence[Entry], keep: int) -> int | None:
+    """Where a compaction ends: just before the reply of the `keep`-th last turn (whole turns kept)."""
+    replies = [i for i, e in enumerate(journal) if isinstance(e, Reply)]
+    if len(replies) <= max(1, keep):
+        return None
+    upto = replies[-max(1, keep)]
+    done = max((e.upto for e in journal if isinstance(e, Shrunk) and e.summary is not None), default=0)
+    return upto if upto > done else None

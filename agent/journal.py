@@ -1,0 +1,257 @@
+"""The run journal: a run's history as typed, append-only entries.
+
+A run is the task, then for each turn the model's `Reply` and the `Result` of
+each call it made, with the loop's own `Note`s to the model, a `Suspended`
+when it waits for a person, the `Answered` that came back, and the `Stopped`
+that ended it. Provider formats live at the edge: each model adapter turns
+the journal into its own request. What is still to do is derived from the
+journal: the calls to answer are the last reply's calls minus the results
+after it, so "a turn in flight" needs no extra state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agent.result import LimitKind, StopReason, Suspension
+
+# -- what a reply holds -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Text:
+    """Text the model wrote."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call the model made."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A provider block kept verbatim (thinking, server tool use): sent back exactly as it came."""
+
+    data: dict[str, Any]
+
+
+Part = Text | Call | Opaque
+
+
+# -- a person's reply to a suspension -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer to a question the run asked (`finish(kind="need_help")`)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Approval:
+    """The pending tool call may run."""
+
+
+@dataclass(frozen=True)
+class Denial:
+    """The pending tool call may not run; `reason` goes back to the model."""
+
+    reason: str = ""
+
+
+HumanReply = Answer | Approval | Denial
+
+
+# -- the entries --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Task:
+    """What the run was asked to do."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One model reply: its parts in order, its usage and the provider's own stop reason."""
+
+    parts: tuple[Part, ...]
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    stop_reason: str = "end_turn"
+    model: str = ""
+    response_id: str = ""
+
+    @property
+    def calls(self) -> list[Call]:
+        return [p for p in self.parts if isinstance(p, Call)]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p.text for p in self.parts if isinstance(p, Text)).strip()
+
+
+@dataclass(frozen=True)
+class Note:
+    """A message from the loop to the model ("Use a tool or call finish.")."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Result:
+    """The result of one call; `ran` names the tool when a tool really ran (not finish, not a refusal),
+    and `seen` is a digest of the state it observed, from which progress is rebuilt on resume."""
+
+    call_id: str
+    text: str
+    is_error: bool = False
+    ran: str | None = None
+    seen: str = ""
+
+
+@dataclass(frozen=True)
+class Started:
+    """An approved call with side effects is about to run: if no `Result` follows, it may have run."""
+
+    call_id: str
+
+
+@dataclass(frozen=True)
+class Suspended:
+    """The run waits for a person."""
+
+    suspension: Suspension
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What came back for a suspension, when, and from whom (`person` or `policy`)."""
+
+    reply: HumanReply
+    at: float
+    by: Literal["person", "policy"] = "person"
+
+
+@dataclass(frozen=True)
+class Extended:
+    """A person gave a run that stopped at a limit more budget (added to the agent's ceilings)."""
+
+    turns: int = 0
+    seconds: float = 0.0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    """The history policy shrank what the model sees: results before `upto` cleared, or, with a
+    `summary`, the entries between the task and `upto` replaced by it."""
+
+    upto: int
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """How a segment ended."""
+
+    reason: StopReason
+    limit: LimitKind | None = None
+    note: str = ""
+
+
+Entry = Task | Reply | Note | Result | Started | Suspended | Answered | Extended | Shrunk | Stopped
+
+
+@dataclass
+class Journal:
+    """The entries of one run, appended in order, never changed."""
+
+    entries: list[Entry] = field(default_factory=list)
+
+    def append(self, entry: Entry) -> None:
+        self.entries.append(entry)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def since(self, index: int) -> Sequence[Entry]:
+        return self.entries[index:]
+
+    @property
+    def task(self) -> str:
+        first = self.entries[0] if self.entries else None
+        return first.text if isinstance(first, Task) else ""
+
+    def last_reply(self) -> tuple[int, Reply] | None:
+        """The last reply and its index."""
+        for i in range(len(self.entries) - 1, -1, -1):
+            entry = self.entries[i]
+            if isinstance(entry, Reply):
+                return i, entry
+        return None
+
+    def open_calls(self) -> list[Call]:
+        """The last reply's calls that have no result yet, in order."""
+        last = self.last_reply()
+        if last is None:
+            return []
+        index, reply = last
+        answered = {e.call_id for e in self.entries[index + 1 :] if isinstance(e, Result)}
+        return [c for c in reply.calls if c.id not in answered]
+
+    def waiting(self) -> Suspended | None:
+        """The suspension not yet answered, if the run waits."""
+        for entry in reversed(self.entries):
+            if isinstance(entry, Answered | Reply):
+                return None
+            if isinstance(entry, Suspended):
+                return entry
+        return None
+
+    def answer_for(self, call_id: str) -> Answered | None:
+        """The latest answer to a suspension on `call_id` since the last reply."""
+        last = self.last_reply()
+        start = last[0] + 1 if last else 0
+        asked: Suspended | None = None
+        found: Answered | None = None
+        for entry in self.entries[start:]:
+            if isinstance(entry, Suspended):
+                asked = entry
+            elif isinstance(entry, Answered) and asked is not None and _call_of(asked) == call_id:
+                found = entry  # the latest answer counts: a later question may follow an approval
+        return found
+
+    def started(self, call_id: str) -> bool:
+        """True when an approved call was marked as starting since the last reply."""
+        last = self.last_reply()
+        start = last[0] + 1 if last else 0
+        return any(isinstance(e, Started) and e.call_id == call_id for e in self.entries[start:])
+
+    def last_text(self) -> str:
+        for entry in reversed(self.entries):
+            if isinstance(entry, Reply) and entry.text:
+                return entry.text
+        return ""
+
+
+def _call_of(suspended: Suspended) -> str | None:
+    s = suspended.suspension
+    return s.pending.tool_use_id if s.pending else s.call_id

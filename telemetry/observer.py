@@ -1,0 +1,117 @@
+"""One observer per run segment for spans and metrics together, guarded in itself.
+
+`TelemetryHooks` is what `Telemetry.from_env` hands an `Agent`. Its observer
+calls the metrics part first (the alerts read it), then the span part, inside
+one `try` per hook: the loop pays for one call, not for a fan-out of wrappers,
+and a failure in either part is logged, never raised.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent.hooks import HumanWait, RunInfo, RunObserver, hook_failed
+from telemetry.metrics import MetricsHooks
+from telemetry.tracing import TracingHooks
+
+if TYPE_CHECKING:
+    from agent.models.base import ModelReply, ModelRequest, ToolCall
+    from agent.result import RunResult
+    from agent.tools import ToolOutcome
+
+_NOTHING = RunObserver()  # the span part when no spans are recorded
+
+
+class TelemetryHooks:
+    """`RunHooks` that record each segment in metrics and, when tracing is on, in spans."""
+
+    def __init__(self, metrics: MetricsHooks, tracing: TracingHooks | None = None) -> None:
+        self.metrics = metrics
+        self.tracing = tracing
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        try:
+            metrics = self.metrics.run_started(info)
+        except Exception:
+            hook_failed("run_started (metrics)")
+            metrics = _NOTHING
+        try:
+            spans = self.tracing.run_started(info) if self.tracing is not None else _NOTHING
+        except Exception:
+            hook_failed("run_started (spans)")
+            spans = _NOTHING
+        return _RunTelemetry(metrics, spans)
+
+
+class _RunTelemetry(RunObserver):
+    """Metrics, then spans, for every hook of one segment; never raises."""
+
+    guarded = True
+
+    def __init__(self, metrics: RunObserver, spans: RunObserver) -> None:
+        self._metrics, self._spans = metrics, spans
+        self.trace_id, self.span_id = spans.trace_id, spans.span_id
+
+    def turn_started(self, index: int, continued: bool = False) -> None:
+        try:
+            self._spans.turn_started(index, continued)  # metrics count no turn until the segment ends
+        except Exception:
+            hook_failed("turn_started")
+
+    def turn_ended(self, index: int, signal: str) -> None:
+        try:
+            self._spans.turn_ended(index, signal)
+        except Exception:
+            hook_failed("turn_ended")
+
+    def model_started(self, request: ModelRequest, attempt: int) -> None:
+        try:
+            self._metrics.model_started(request, attempt)
+            self._spans.model_started(request, attempt)
+        except Exception:
+            hook_failed("model_started")
+
+    def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
+        try:
+            self._metrics.model_ended(reply, error)
+            self._spans.model_ended(reply, error)
+        except Exception:
+            hook_failed("model_ended")
+
+    def tool_started(self, call: ToolCall) -> None:
+        try:
+            self._metrics.tool_started(call)
+            self._spans.tool_started(call)
+        except Exception:
+            hook_failed("tool_started")
+
+    def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        try:
+            self._metrics.tool_ended(call, outcome)
+            self._spans.tool_ended(call, outcome)
+        except Exception:
+            hook_failed("tool_ended")
+
+    def verified(self, failures: list[str]) -> None:
+        try:
+            self._metrics.verified(failures)
+            self._spans.verified(failures)
+        except Exception:
+            hook_failed("verified")
+
+    def human_waited(self, wait: HumanWait) -> None:
+        try:
+            self._metrics.human_waited(wait)
+            self._spans.human_waited(wait)
+        except Exception:
+            hook_failed("human_waited")
+
+    def run_ended(self, result: RunResult) -> None:
+        try:
+            self._metrics.run_ended(result)
+        except Exception:
+            hook_failed("run_ended (metrics)")
+        try:
+            self._spans.run_ended(result)
+        except Exception:
+            hook_failed("run_ended (spans)")

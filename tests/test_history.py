@@ -1,0 +1,134 @@
+"""The history policy: a long run never overflows the context window into an error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent import Agent, Budget, HistoryPolicy, LimitKind, ModelError, StopReason, tool
+from agent.history import CLEARED, account
+from agent.journal import Call, Note, Reply, Result, Shrunk, Task, Text
+from agent.models.base import ModelReply, ModelRequest
+from agent.models.scripted import call, finish
+
+WINDOW = 200_000
+PAGE = "lorem ipsum " * 1_700  # about 20,400 characters: some 5,100 tokens a page
+
+
+@tool
+def read(page: int) -> str:
+    """Read one page of a long document."""
+    return f"page {page}: {PAGE}"
+
+
+def tokens(request: ModelRequest) -> int:
+    return len(json.dumps(request.messages)) // 4
+
+
+class WindowedModel:
+    """Reads 60 pages, one a turn, then finishes; refuses a prompt longer than its window, as the API does."""
+
+    provider = "test"
+    name = "windowed"
+    context_window = WINDOW
+
+    def __init__(self, pages: int = 60) -> None:
+        self.pages = pages
+        self.sizes: list[int] = []
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        size = tokens(request)
+        self.sizes.append(size)
+        if size > WINDOW:
+            raise ModelError(
+                f"prompt is too long: {size} tokens > {WINDOW} maximum", error_type="context_window_exceeded"
+            )
+        turn = request.replies + 1
+        blocks = [call("read", page=turn)] if turn <= self.pages else [finish("done", "read it all")]
+        content = [{**b, "id": f"toolu_{turn}"} if b["type"] == "tool_use" else b for b in blocks]
+        return ModelReply(content, input_tokens=size, output_tokens=20, stop_reason="tool_use")
+
+
+def reader(history: HistoryPolicy) -> Agent:
+    return Agent("reader", WindowedModel(), tools=[read], history=history, budget=Budget(max_turns=80))
+
+
+def test_a_60_turn_run_that_would_overflow_the_window_succeeds_under_the_default_policy():
+    agent = reader(HistoryPolicy())
+    result = agent.run("Read the whole document.")
+    assert result.reason is StopReason.SUCCESS
+    assert result.turns == 61
+    assert max(agent.model.sizes) < WINDOW  # the API never had to refuse a prompt
+    assert sum(agent.model.sizes[:61]) > 0
+    sent = agent.model  # the last request still holds the last pages whole
+    assert sent.sizes[-1] < HistoryPolicy().clear_at * WINDOW + 4 * 5_200
+
+
+def test_the_same_run_with_the_policy_off_stops_at_the_context_limit_not_an_error():
+    agent = reader(HistoryPolicy.off())
+    result = agent.run("Read the whole document.")
+    assert result.reason is StopReason.LIMIT
+    assert result.limit is LimitKind.CONTEXT
+    assert "context window is full" in result.note
+    assert result.turns < 60
+
+
+def test_a_refused_prompt_is_shrunk_and_asked_again_in_the_same_turn():
+    policy = HistoryPolicy(clear_at=1.0, compact_at=1.0)  # never shrinks ahead: only when the API refuses
+    agent = reader(policy)
+    result = agent.run("Read the whole document.")
+    assert result.reason is StopReason.SUCCESS
+    assert any(size > WINDOW for size in agent.model.sizes)  # refused at least once...
+    assert result.turns == 61  # ...and asked again within the same turn
+
+
+def test_a_long_result_is_cut_and_the_model_is_told_how_to_get_the_rest():
+    policy = HistoryPolicy(max_result_chars=1_000)
+    [shown] = [
+        e for e in policy.view([Task("t"), Result("c1", "x" * 5_000, ran="read")]) if isinstance(e, Result)
+    ]
+    assert shown.text.startswith("x" * 1_000)
+    assert "cut from 5000 to 1000 characters" in shown.text and "Ask for less at a time" in shown.text
+
+
+def test_clearing_keeps_the_last_results_and_says_what_was_cleared():
+    journal = [Task("t")]
+    for i in range(6):
+        journal += [Reply((Call(f"c{i}", "read", {"page": i}),)), Result(f"c{i}", f"page {i}", ran="read")]
+    journal.append(Shrunk(upto=len(journal)))
+    shown = [e.text for e in HistoryPolicy(keep_last=2).view(journal) if isinstance(e, Result)]
+    assert shown[-2:] == ["page 4", "page 5"]
+    assert all(t == CLEARED.format(chars=6) for t in shown[:4])
+
+
+def test_compaction_replaces_older_turns_with_a_summary_and_keeps_whole_turns():
+    journal = [Task("t")]
+    for i in range(6):
+        journal += [
+            Reply((Text(f"step {i}"), Call(f"c{i}", "read", {"page": i}))),
+            Result(f"c{i}", "p", ran="read"),
+        ]
+    policy = HistoryPolicy(keep_last=2, summarize=lambda older: f"{len(older)} entries summarized")
+    journal.append(Shrunk(upto=len(journal)))  # already cleared: the next step is compaction
+    step = policy.stronger(journal)
+    assert step is not None and step.summary == "9 entries summarized"  # the task and four whole turns
+    view = policy.view([*journal, step])
+    assert view[0] == Task("t")
+    assert isinstance(view[1], Note) and "9 entries summarized" in view[1].text
+    assert isinstance(view[2], Reply) and view[2].text == "step 4"  # the last two turns, whole
+
+
+def test_the_default_summary_is_a_plain_account_of_the_calls():
+    text = account([Task("t"), Reply((Text("looking"), Call("c1", "read", {"page": 1})))])
+    assert "1 tool calls were made" in text and "read(page=1)" in text and "looking" in text
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"clear_at": 0.9, "compact_at": 0.5}, {"keep_last": -1}, {"max_result_chars": 10}]
+)
+def test_a_bad_policy_is_refused_with_what_to_fix(kwargs):
+    from agent import ConfigError
+
+    with pytest.raises(ConfigError, match="HistoryPolicy"):
+        HistoryPolicy(**kwargs)

@@ -1,0 +1,123 @@
+"""A store written by version-1 code is upgraded in place and its runs finish, on both backends.
+
+tests/fixtures/v1_store_rows.json holds the rows that Endstate's version-1 code
+wrote (schema 3, Messages-API snapshots) for four runs of tests/v1_agents.py: a
+question and an approval waiting for a person, a run whose worker was killed
+mid-turn (a checkpoint with one result of two), and a run a shutdown cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pg
+import pytest
+import v1_agents
+
+from agent import StopReason
+from agent.runner import Runner
+from agent.snapshot import SnapshotKind
+from agent.store import RunStatus, open_store
+from agent.store._sql import migrations, split_statements
+
+FIXTURE = json.loads((Path(__file__).with_name("fixtures") / "v1_store_rows.json").read_text())
+
+
+@pytest.fixture(params=pg.BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    url = pg.url_for(request.param, tmp_path)
+    _write_v1_store(url)
+    return url
+
+
+def _write_v1_store(url: str) -> None:
+    """The schema as version 1 left it (migrations 1-3) and its rows, written with plain SQL."""
+    dialect = "postgres" if url.startswith("postgresql") else "sqlite"
+    statements: list[tuple[str, list[Any]]] = [
+        ("CREATE TABLE endstate_schema (version INTEGER NOT NULL, applied_at DOUBLE PRECISION)", []),
+    ]
+    for version, sql in migrations(dialect):
+        if version <= FIXTURE["schema_version"]:
+            statements += [(s, []) for s in split_statements(sql)]
+            statements.append((f"INSERT INTO endstate_schema VALUES ({version}, 0)", []))
+    for row in FIXTURE["rows"]:
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        statements.append((f"INSERT INTO endstate_runs ({columns}) VALUES ({marks})", list(row.values())))
+    if dialect == "sqlite":
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+        for sql, params in statements:
+            conn.execute(sql, params)
+        conn.commit()
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for sql, params in statements:
+            conn.execute(sql.replace("?", "%s"), params)
+
+
+def drive(url: str, how: Callable[[Runner], Coroutine[Any, Any, Any]]) -> Any:
+    """Run `how` with a fresh runner on the store at `url`, and close the store after."""
+    store = open_store(url)
+    try:
+        return asyncio.run(how(Runner(store, v1_agents.catalog())))
+    finally:
+        store.close()
+
+
+def test_the_upgrade_rewrites_every_snapshot_as_a_head_and_a_journal(store_url: str) -> None:
+    store = open_store(store_url)
+    try:
+        assert store.schema_version() == 4
+        kinds = {r.run_id: store.snapshot(r.run_id) for r in store.list_runs(limit=None)}
+        assert {k: s.kind if s else None for k, s in kinds.items()} == {
+            "v1-question": SnapshotKind.SUSPENDED,
+            "v1-approval": SnapshotKind.SUSPENDED,
+            "v1-crashed": SnapshotKind.CHECKPOINT,
+            "v1-cancelled": SnapshotKind.CANCELLED,
+        }
+        for run_id, snap in kinds.items():
+            assert snap is not None and snap.version == 2 and snap.task, run_id
+            record = store.get(run_id)
+            assert record is not None and json.loads(record.snapshot_json or "{}")["version"] == 2
+    finally:
+        store.close()
+    again = open_store(store_url)  # a second open changes nothing
+    try:
+        assert again.schema_version() == 4
+    finally:
+        again.close()
+
+
+def test_runs_suspended_before_the_upgrade_are_answered_after_it(store_url: str) -> None:
+    v1_agents.COUNTS.clear()
+    answered = drive(store_url, lambda r: r.resume("v1-question", "EU"))
+    assert answered.reason is StopReason.SUCCESS and answered.output == "EU share: 40%"
+    approved = drive(store_url, lambda r: r.resume("v1-approval", approved=True))
+    assert approved.reason is StopReason.SUCCESS
+    assert v1_agents.COUNTS == {"send_invoice": 1}  # the recorded lookup is not run again
+
+
+def test_runs_cut_off_before_the_upgrade_are_recovered_without_repeating_recorded_calls(
+    store_url: str,
+) -> None:
+    v1_agents.COUNTS.clear()
+    results = drive(store_url, lambda r: r.recover())
+    assert sorted((r.run_id, r.reason) for r in results) == [
+        ("v1-cancelled", StopReason.SUCCESS),
+        ("v1-crashed", StopReason.SUCCESS),
+    ]
+    assert v1_agents.COUNTS == {"lookup": 2}  # BETA and GAMMA for the crashed run; none for the cancelled
+    store = open_store(store_url)
+    try:
+        done = {r.run_id: r.status for r in store.list_runs(limit=None)}
+        assert done["v1-crashed"] is RunStatus.FINISHED and done["v1-cancelled"] is RunStatus.FINISHED
+    finally:
+        store.close()

@@ -1,0 +1,142 @@
+"""No span lost uncounted, and a close bounded at 2 s that says once when telemetry was not delivered."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+from otlp_receiver import OtlpReceiver, closed_port
+from prometheus_client import CollectorRegistry
+
+from agent import Agent, Budget, ProgressDetector, tool
+from agent.models import ModelReply, ModelRequest
+from telemetry import Telemetry
+from telemetry import names as n
+from telemetry.setup import CLOSE_TIMEOUT_S
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    for name in list(os.environ):
+        if name.startswith(("OTEL_", "ENDSTATE_TRACES")):
+            monkeypatch.delenv(name)
+    yield monkeypatch
+
+
+class Looker:
+    """A model that calls `look` every turn, as fast as it can."""
+
+    name = "fast"
+    provider = "anthropic"
+
+    def __init__(self) -> None:
+        self.turn = 0
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.turn += 1
+        block = {
+            "type": "tool_use",
+            "id": f"t{self.turn}",
+            "name": "look",
+            "input": {"path": f"p{self.turn}"},
+        }
+        return ModelReply([block], 10, 4, "tool_use", self.name, "msg")
+
+
+@tool
+async def look(path: str) -> str:
+    """Read a file."""
+    return path
+
+
+def dropped(telemetry: Telemetry, reason: str) -> float:
+    value = telemetry.registry.get_sample_value("agent_telemetry_spans_dropped_total", {"reason": reason})
+    assert value is not None
+    return value
+
+
+@pytest.mark.slow
+def test_a_10000_turn_tight_loop_loses_no_span_at_the_default_settings(clean_env: pytest.MonkeyPatch) -> None:
+    turns = 10_000
+    with OtlpReceiver() as receiver:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        telemetry = Telemetry.from_env(registry=CollectorRegistry())
+        agent = Agent(
+            "tight",
+            Looker(),
+            tools=[look],
+            budget=Budget(max_turns=turns, max_seconds=None),
+            progress=lambda: ProgressDetector(max_idle_turns=None),
+            hooks=telemetry.hooks,
+        )
+        result = agent.run("look at everything")
+        assert telemetry.shutdown(timeout_s=60)
+        received = receiver.spans()
+    assert result.turns == turns
+    names = [span.name for _, span in received]
+    assert names.count(n.SPAN_TURN) == turns
+    assert names.count("execute_tool look") == turns
+    assert names.count("chat fast") == turns
+    assert len(received) == 3 * turns + 1  # and the run span: not one lost
+    assert dropped(telemetry, n.DROP_QUEUE_FULL) == dropped(telemetry, n.DROP_SHUTDOWN) == 0
+
+
+def test_every_span_lost_is_counted_when_the_collector_never_answers(clean_env: pytest.MonkeyPatch) -> None:
+    with OtlpReceiver(mode="hang") as hanging:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", hanging.endpoint)
+        clean_env.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "8")
+        clean_env.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4")
+        telemetry = Telemetry.from_env(registry=CollectorRegistry())
+        agent = Agent(
+            "stuck",
+            Looker(),
+            tools=[look],
+            budget=Budget(max_turns=50, max_seconds=None),
+            progress=lambda: ProgressDetector(max_idle_turns=None),
+            hooks=telemetry.hooks,
+        )
+        assert agent.run("look").turns == 50
+        assert not telemetry.shutdown(timeout_s=0.5)  # the export in flight never ends
+        ended = 3 * 50 + 1
+        handed = telemetry.registry.get_sample_value("agent_telemetry_exports_total", {"signal": "traces"})
+    full, at_close = dropped(telemetry, n.DROP_QUEUE_FULL), dropped(telemetry, n.DROP_SHUTDOWN)
+    assert full > 0 and at_close > 0
+    assert handed is not None and full + at_close == ended - 4 * handed  # every span: sent, or counted
+
+
+CLOSE_SCRIPT = """
+import time
+from agent import Agent
+from agent.models import ScriptedModel, finish
+from telemetry import Telemetry
+telemetry = Telemetry.from_env()
+for i in range(3):
+    Agent("exiter", ScriptedModel([[finish("done", "ok")]]), hooks=telemetry.hooks).run("go")
+started = time.monotonic()
+telemetry.shutdown()
+print(f"{time.monotonic() - started:.3f}", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("collector", ["refuses", "never_answers"])
+def test_closing_with_a_dead_collector_is_bounded_and_says_so_once(collector: str) -> None:
+    with OtlpReceiver(mode="hang") as hanging:
+        endpoint = hanging.endpoint if collector == "never_answers" else f"http://127.0.0.1:{closed_port()}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(CLOSE_SCRIPT)],
+            env={**env, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.strip()) <= CLOSE_TIMEOUT_S + 0.25  # flush and shutdown together
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr  # one line, no tracebacks, no per-batch retries
+    assert "telemetry could not be delivered to " + endpoint in lines[0]

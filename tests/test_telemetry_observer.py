@@ -1,0 +1,134 @@
+"""One self-guarded observer for spans and metrics; the counters other parts feed; GenAI durations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+from agent import Agent, ModelError, RunInfo, StopReason, tool
+from agent.hooks import RunObserver, guard
+from agent.models import ScriptedModel, call, finish
+from telemetry import MetricsHooks, TelemetryHooks, TracingHooks
+from telemetry import names as n
+
+INFO = RunInfo("run-1", "probe", "triage", "m", "p", "task", tools=("look",))
+
+
+@tool
+def look(path: str) -> str:
+    """Read a file."""
+    return path
+
+
+@tool
+def broken(path: str) -> str:
+    """Always fails."""
+    raise ValueError("nope")
+
+
+def rig() -> tuple[TelemetryHooks, InMemorySpanExporter, CollectorRegistry]:
+    exporter, registry = InMemorySpanExporter(), CollectorRegistry()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return TelemetryHooks(MetricsHooks(registry), TracingHooks(provider)), exporter, registry
+
+
+def value(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    found = registry.get_sample_value(name, labels)
+    assert found is not None, f"no series {name}{labels}"
+    return found
+
+
+def test_the_telemetry_observer_reaches_the_loop_unwrapped() -> None:
+    hooks, _, _ = rig()
+    observer = guard(hooks, INFO)
+    assert type(observer).__name__ == "_RunTelemetry" and observer.guarded
+    assert observer.trace_id  # the span part's ids, for the result
+
+
+def test_a_failing_metrics_part_is_logged_and_the_run_and_its_spans_go_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    hooks, exporter, _ = rig()
+
+    class Failing(RunObserver):
+        def tool_ended(self, *args: Any) -> None:
+            raise RuntimeError("metrics bug")
+
+    hooks.metrics.run_started = lambda info: Failing()  # type: ignore[method-assign]
+    steps = [[call("look", path="a")], [finish("done", "ok")]]
+    result = Agent("probe", ScriptedModel(steps), tools=[look], hooks=hooks).run("t")
+    assert result.reason is StopReason.SUCCESS
+    assert "telemetry hook tool_ended failed" in caplog.text
+    assert any(s.name.startswith(n.SPAN_INVOKE_AGENT) for s in exporter.get_finished_spans())
+
+
+def test_a_resumed_segment_is_counted_by_the_reason_it_resumes() -> None:
+    registry = CollectorRegistry()
+    metrics = MetricsHooks(registry)
+    metrics.run_started(INFO)
+    labels = {"agent": "probe", "task_type": "triage"}
+    assert value(registry, "agent_runs_resumed_total", **labels, stop_reason="need_help") == 0
+    metrics.run_started(
+        RunInfo("run-1", "probe", "triage", "m", "p", "t", segment=2, resumed_from="cancelled")
+    )
+    metrics.run_started(
+        RunInfo("run-2", "probe", "triage", "m", "p", "t", segment=2, resumed_from="need_help")
+    )
+    assert value(registry, "agent_runs_resumed_total", **labels, stop_reason="cancelled") == 1
+    assert value(registry, "agent_runs_resumed_total", **labels, stop_reason="need_help") == 1
+    assert value(registry, "agent_runs_started_total", **labels) == 1  # a resumed run starts no new run
+
+
+def test_success_audits_and_review_labels_are_counted() -> None:
+    registry = CollectorRegistry()
+    metrics = MetricsHooks(registry)
+    metrics.run_started(INFO)
+    labels = {"agent": "probe", "task_type": "triage"}
+    for outcome in (n.AUDIT_CONFIRMED, n.AUDIT_FALSE_SUCCESS, n.AUDIT_ERROR):
+        assert value(registry, "agent_success_audits_total", **labels, outcome=outcome) == 0
+    metrics.record_success_audit("probe", "triage", n.AUDIT_FALSE_SUCCESS)
+    assert value(registry, "agent_success_audits_total", **labels, outcome="false_success") == 1
+    with pytest.raises(ValueError, match="confirmed"):
+        metrics.record_success_audit("probe", "triage", "maybe")
+    metrics.record_review_label("probe", "triage", "wrong_tool")
+    metrics.record_review_label("probe", "triage", "free text, not a name")
+    assert value(registry, "agent_review_labels_total", **labels, label="wrong_tool") == 1
+    assert value(registry, "agent_review_labels_total", **labels, label="other") == 1
+
+
+def test_agent_and_tool_durations_follow_the_genai_conventions() -> None:
+    hooks, _, registry = rig()
+    steps = [
+        [call("look", path="a"), call("broken", path="b")],
+        [call("look", path="c")],
+        [finish("done", "ok")],
+    ]
+    Agent("probe", ScriptedModel(steps), tools=[look, broken], hooks=hooks).run("t")
+    Agent("probe", ScriptedModel([ModelError("down", error_type="overloaded")] * 9), hooks=hooks).run("t")
+    tool_ok = {"gen_ai_operation_name": "execute_tool", "gen_ai_tool_name": "look", "error_type": ""}
+    assert value(registry, "gen_ai_execute_tool_duration_seconds_count", **tool_ok) == 2
+    failed = {**tool_ok, "gen_ai_tool_name": "broken", "error_type": "ValueError"}
+    assert value(registry, "gen_ai_execute_tool_duration_seconds_count", **failed) == 1
+    agent = {
+        "gen_ai_operation_name": "invoke_agent",
+        "gen_ai_provider_name": "scripted",
+        "gen_ai_agent_name": "probe",
+        "gen_ai_request_model": "scripted",
+    }
+    assert value(registry, "gen_ai_invoke_agent_duration_seconds_count", **agent, error_type="") == 1
+    assert (
+        sum(
+            s.value
+            for m in registry.collect()
+            if m.name == "gen_ai_invoke_agent_duration_seconds"
+            for s in m.samples
+            if s.name.endswith("_count") and s.labels["error_type"] not in ("",)
+        )
+        == 1
+    )  # the run that ended `error`, under its error type
