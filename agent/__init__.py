@@ -2,7 +2,7 @@
 
 from agent.agent import Agent
 from agent.budget import Budget, Extension, Price, PriceTable, Usage
-from agent.checks import TurnCheck, Verdict, goal, invariant
+from agent.checks import TurnCheck, TurnVerdict, goal, invariant
 from agent.clock import CancelSignal, Clock, SystemClock
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
@@ -58,8 +58,8 @@ __all__ = [
     "Tool",
     "TransientModelError",
     "TurnCheck",
+    "TurnVerdict",
     "Usage",
-    "Verdict",
     "Verifier",
     "all_of",
     "command",

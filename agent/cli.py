@@ -20,7 +20,7 @@ from agent.examples.scenarios import SCENARIOS, Scenario
 
 # modules with `register(subparsers)` adding more commands
 OFFLINE_TRACES = ".endstate/traces.jsonl"  # where demo spans go when no OTLP endpoint is set
-COMMAND_MODULES: list[str] = ["agent.cli_eval", "agent.cli_store"]
+COMMAND_MODULES: list[str] = ["agent.cli_eval", "agent.cli_store", "agent.cli_doctor"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -134,7 +134,7 @@ def _line(p: Played) -> str:
     tokens = r.input_tokens + r.output_tokens
     return (
         f"{p.scenario.name:26} {p.segment:>3} {r.reason:12} {r.limit or '-':7} {str(r.verified).lower():8} "
-        f"{r.turns:>5} {tokens:>7} {r.cost_usd:>8.4f}  {note}{mark}"
+        f"{r.turns:>5} {tokens:>7} {_dollars(r.cost_usd):>8}  {note}{mark}"
     )
 
 
@@ -155,3 +155,7 @@ def _hold(port: int) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _dollars(cost: float | None) -> str:
+    return "unknown" if cost is None else f"{cost:.4f}"

@@ -28,7 +28,7 @@ class RunResult:
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None when a model's price is unknown (never a made-up $0)
     active_seconds: float = 0.0
     waiting_seconds: float = 0.0
     verifier_failures: tuple[str, ...] = ()

@@ -396,7 +396,8 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
     w = s if outcome.status is RunStatus.WAITING else None
     return {
         **{"status": outcome.status, "stop_reason": r.reason, "stop_limit": r.limit, "turns": r.turns},
-        **{"input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost_usd": r.cost_usd},
+        **{"input_tokens": r.input_tokens, "output_tokens": r.output_tokens},
+        "cost_usd": r.cost_usd if r.cost_usd is not None else 0.0,  # the column has no "unknown" (see notes)
         **{"active_seconds": r.active_seconds, "waiting_seconds": r.waiting_seconds, "trace_id": r.trace_id},
         **{"note": r.note, "summary": r.summary, "output": r.output, "verified": int(r.verified)},
         **{"error_type": r.error_type, "question": w.question if w else None},
