@@ -1,7 +1,8 @@
 """Endstate: agent runs that end in a known, named state, decided and checked by code."""
 
 from agent.agent import Agent
-from agent.budget import Budget, Price, PriceTable, Usage
+from agent.budget import Budget, Extension, Price, PriceTable, Usage
+from agent.checks import TurnCheck, TurnVerdict, goal, invariant
 from agent.clock import CancelSignal, Clock, SystemClock
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
@@ -27,6 +28,7 @@ __all__ = [
     "ConfigError",
     "Denial",
     "EndstateError",
+    "Extension",
     "FinishKind",
     "HelpPolicy",
     "HistoryPolicy",
@@ -55,10 +57,14 @@ __all__ = [
     "SystemClock",
     "Tool",
     "TransientModelError",
+    "TurnCheck",
+    "TurnVerdict",
     "Usage",
     "Verifier",
     "all_of",
     "command",
+    "goal",
+    "invariant",
     "predicate",
     "tool",
 ]

@@ -15,11 +15,12 @@ CATALOG = (
     "ENDSTATE_CATALOG (the agents, when --catalog is not given), "
     "ENDSTATE_WORLDS (the example agents' folders)"
 )
+MODELS = "ANTHROPIC_API_KEY, ENDSTATE_MODEL (the default model), ENDSTATE_MODELS (a model table file)"
 RUNS = f"{STORE}; {CATALOG}; ENDSTATE_SHUTDOWN_GRACE (seconds a run gets after SIGTERM); {OTEL}"
 ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
-    "": f"{STORE}; {CATALOG}; ANTHROPIC_API_KEY (with --model); {OTEL}; and per command, in its --help",
-    "demo": f"ANTHROPIC_API_KEY (with --model); {OTEL}",
-    "eval": "ANTHROPIC_API_KEY (with --model)",
+    "": f"{STORE}; {CATALOG}; {MODELS}; {OTEL}; and per command, in its --help",
+    "demo": f"{MODELS} (with --model); {OTEL}",
+    "eval": f"{MODELS} (with --model)",
     "limits": STORE,
     "limits suggest": STORE,
     "runs": STORE,
@@ -30,8 +31,10 @@ ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "start": RUNS,
     "resume": RUNS,
     "recover": RUNS,
+    "audit": RUNS,
+    "doctor": MODELS,
     "serve": f"{RUNS}; ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
-    "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token)",
+    "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH",
     "review": STORE,
     "review label": STORE,
     "review promote": STORE,

@@ -13,6 +13,7 @@ from agent.journal import (
     Call,
     Denial,
     Entry,
+    Extended,
     HumanReply,
     Note,
     Opaque,
@@ -26,7 +27,7 @@ from agent.journal import (
     Task,
     Text,
 )
-from agent.result import LimitKind, PendingAction, StopReason, Suspension
+from agent.stops import LimitKind, PendingAction, StopReason, Suspension
 
 _MISSING = object()
 
@@ -218,6 +219,13 @@ _DECODERS: dict[str, Any] = {
     ),
     "started": lambda d: Started(need(d, "call_id", str)),
     "shrunk": lambda d: Shrunk(need(d, "upto", int), need(d, "summary", str | None, None)),
+    "extended": lambda d: Extended(
+        _count(d, "turns"),
+        need(d, "seconds", float, 0.0),
+        _count(d, "tokens"),
+        need(d, "cost_usd", float, 0.0),
+        need(d, "at", float, 0.0),
+    ),
     "suspended": lambda d: Suspended(_suspension(need(d, "suspension", dict))),
     "answered": _answered,
     "stopped": _stopped,

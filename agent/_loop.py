@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent._state import RunState
 from agent.clock import CancelSignal
@@ -24,14 +24,57 @@ from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL
 from agent.hooks import RunObserver
 from agent.journal import Answer, Answered, Call, Denial, Note, Reply, Result, Started, Stopped, Suspended
-from agent.models.base import ModelReply, ModelRequest
+from agent.models.base import ModelReply, ModelRequest, recording_cut_calls
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
 from agent.tools import Tool, execute
+from agent.verify import run_verifiers
 
 if TYPE_CHECKING:
-    from agent.agent import Agent
+    from collections.abc import Callable, Sequence
+
+    from agent.budget import PriceTable, Usage
+    from agent.checks import TurnCheck
+    from agent.context import RunContext
+    from agent.history import HistoryPolicy
+    from agent.models.base import Model
+    from agent.policies import RetryPolicy
+    from agent.snapshot import Checkpoint
+    from agent.verify import Verifier
+
+
+class Agent(Protocol):
+    """What the loop needs of an agent (`agent.Agent` is one)."""
+
+    name: str
+    model: Model
+    tools: Sequence[Tool]
+    verifiers: Sequence[Verifier]
+    checks: Sequence[TurnCheck]
+    history: HistoryPolicy
+    retry: RetryPolicy
+    prices: PriceTable
+    fingerprint: Callable[[RunContext], str] | None
+    checkpoint: Callable[[Checkpoint], None] | None
+    max_tokens: int
+
+    @property
+    def summarize(self) -> Callable[[RunContext, Usage, StopReason, LimitKind | None], str]: ...
+
+    @property
+    def system_prompt(self) -> str: ...
+
+    @property
+    def tool_specs(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def context_window(self) -> int | None: ...
+
+    def tool_named(self, name: str) -> Tool | None: ...
+
+    def suspension(self, question: str, pending: PendingAction | None, call_id: str = "") -> Suspension: ...
+
 
 log = logging.getLogger("endstate.loop")
 
@@ -90,11 +133,11 @@ async def drive(
 ) -> RunResult:
     """Run turns until one decides to stop or suspend."""
     if run.journal.open_calls():  # a turn in flight: an answer to apply, or a recovered checkpoint
-        decision = await observed(obs, run.usage.turns, finish_turn(agent, run, obs))
+        decision = await observed(obs, run.usage.turns, finish_turn(agent, run, obs), continued=True)
         if not isinstance(decision, Continue):
             return conclude(agent, run, decision)
     while True:
-        if limit := agent.budget.exceeded(run.tick()):  # 1. the budget first
+        if limit := run.budget.exceeded(run.tick()):  # 1. the budget first
             decision = Stop(StopReason.LIMIT, limit=limit)
         elif cancel is not None and cancel.is_set():
             decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
@@ -121,9 +164,14 @@ async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision
     return end_turn(agent, run, await act_on_calls(agent, run, run.journal.open_calls(), obs))
 
 
-async def observed(obs: RunObserver, index: int, steps: Awaitable[Decision]) -> Decision:
+async def observed(
+    obs: RunObserver, index: int, steps: Awaitable[Decision], continued: bool = False
+) -> Decision:
     """Run a turn's steps between `turn_started` and `turn_ended`, whatever happens."""
-    obs.turn_started(index)
+    if continued:  # a turn that an earlier segment began: its span says so, and it is not counted twice
+        obs.turn_started(index, True)
+    else:
+        obs.turn_started(index)
     decision: Decision = Stop(StopReason.ERROR, note="the turn did not complete")
     try:
         decision = await steps
@@ -136,13 +184,35 @@ async def observed(obs: RunObserver, index: int, steps: Awaitable[Decision]) -> 
 
 
 def end_turn(agent: Agent, run: RunState, decision: Decision) -> Decision:
-    """Check progress after a completed turn and write the checkpoint."""
+    """After a completed turn: the per-turn checks, then progress; then the checkpoint."""
     if not isinstance(decision, Continue):
         return decision
+    if (verdict := check_turn(agent, run)) is not None:
+        return verdict
     if stuck := run.progress.end_turn():
         return Stop(StopReason.NO_PROGRESS, note=stuck)
     checkpoint(agent, run)
     return decision
+
+
+def check_turn(agent: Agent, run: RunState) -> Stop | None:
+    """The agent's per-turn checks: a goal reached ends the run as success, a broken invariant as error."""
+    for check in agent.checks:
+        try:
+            verdict = check(run.ctx)
+        except Exception as exc:
+            note = f"A per-turn check raised {type(exc).__name__}: {exc}"
+            return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
+        if verdict is not None:
+            done = verdict.reason is StopReason.SUCCESS
+            return Stop(
+                verdict.reason,
+                output=verdict.note if done else "",
+                note="" if done else verdict.note,
+                verified=done,
+                error_type=verdict.error_type,
+            )
+    return None
 
 
 def checkpoint(agent: Agent, run: RunState) -> None:
@@ -151,11 +221,15 @@ def checkpoint(agent: Agent, run: RunState) -> None:
         agent.checkpoint(run.checkpoint())
 
 
-def last_checkpoint(agent: Agent, run: RunState) -> None:
+_KIND_OF = {StopReason.CANCELLED: SnapshotKind.CANCELLED, StopReason.LIMIT: SnapshotKind.LIMITED}
+
+
+def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
     """A finished run's last entries go to the store too (its journal is kept for review and replay).
     Failing here loses no result: the run has ended, and its reason is returned all the same."""
     try:
-        checkpoint(agent, run)
+        if agent.checkpoint is not None:
+            agent.checkpoint(run.checkpoint(kind))
     except Exception:
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 
@@ -170,7 +244,7 @@ async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | St
         if isinstance(reply, Stop) or reply.stop_reason != "pause_turn":
             return reply
         run.record(reply)
-        if limit := agent.budget.exceeded(run.tick(), within_turn=True):
+        if limit := run.budget.exceeded(run.tick(), within_turn=True):
             return Stop(StopReason.LIMIT, limit=limit)
     note = f"The model API paused the same turn {MAX_PAUSES} times."
     return Stop(StopReason.ERROR, note=note, error_type="pause_turn")
@@ -210,9 +284,8 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
             obs.model_ended(None, exc)
             raise
         obs.model_ended(reply, None)
-        entry = reply_entry(reply)
-        run.add_usage(entry, agent.prices.cost(agent.model.name, reply.input_tokens, reply.output_tokens))
-        return entry
+        charge(agent, run, agent.model.name, reply)
+        return reply_entry(reply)
 
 
 class _BudgetCut(Exception):
@@ -220,17 +293,26 @@ class _BudgetCut(Exception):
 
 
 async def _complete(agent: Agent, run: RunState, request: ModelRequest) -> ModelReply:
-    """One model call, cut off when the time budget runs out (no timer when time is not budgeted)."""
-    left = agent.budget.seconds_left(run.tick())
-    if left is None:
-        return await agent.model.complete(request)
-    try:
-        async with asyncio.timeout(left) as budget:
-            return await agent.model.complete(request)
-    except TimeoutError:
-        if budget.expired():
-            raise _BudgetCut() from None
-        raise  # the adapter's own timeout
+    """One model call, cut off when the time budget runs out (no timer when time is not budgeted).
+    A call cut off still used tokens: what the adapter recorded of it is charged to the run."""
+    left = run.budget.seconds_left(run.tick())
+    with recording_cut_calls() as cut:
+        try:
+            if left is None:
+                return await agent.model.complete(request)
+            async with asyncio.timeout(left) as budget:
+                return await agent.model.complete(request)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            for partial in cut:
+                charge(agent, run, agent.model.name, partial)
+            if isinstance(exc, TimeoutError) and left is not None and budget.expired():
+                raise _BudgetCut() from None
+            raise  # the adapter's own timeout, or a cancellation
+
+
+def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
+    """Count a model call's tokens and cost (cache reads and writes at their own prices)."""
+    run.add_usage(reply.input_tokens, reply.output_tokens, agent.prices.cost_of(model, reply))
 
 
 def context_full(cause: object) -> Stop:
@@ -241,7 +323,7 @@ def context_full(cause: object) -> Stop:
 def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: int) -> float | Stop:
     """How long to wait before the next attempt, or the stop when no attempt is left."""
     delay = agent.retry.delay(attempt, exc.retry_after)
-    left = agent.budget.seconds_left(run.tick())
+    left = run.budget.seconds_left(run.tick())
     if delay is not None and (left is None or delay < left):
         return delay
     if delay is not None and exc.retry_after is not None:
@@ -332,7 +414,7 @@ async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver)
 
 async def apply_answer(
     agent: Agent, run: RunState, call: Call, answered: Answered, obs: RunObserver
-) -> Result | Suspend:
+) -> Result | Stop | Suspend:
     """What a person (or the help policy) said becomes the result of the call the run waited on."""
     who = "a person" if answered.by == "person" else "the help policy, as nobody answered in time"
     reply = answered.reply
@@ -359,12 +441,12 @@ def _unsure(call: Call) -> str:
     )
 
 
-async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: RunObserver) -> Result:
+async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: RunObserver) -> Result | Stop:
     """Execute a tool, record the call, and tell the progress detector what it saw."""
     obs.tool_started(call)
     run.ctx.call_id = call.id
     try:
-        outcome = await execute(tool, call.arguments, run.ctx)
+        outcome = await execute(tool, call.arguments, run.ctx, limit=run.budget.seconds_left(run.tick()))
     except asyncio.CancelledError:  # cut off (a shutdown's grace ran out): what it did is unknown
         if not tool.needs_approval:  # an approved call is marked started: a person is asked instead
             run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
@@ -373,7 +455,13 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
     run.note_call(call.name, call.arguments, outcome.text, outcome.is_error)
     seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text)
     run.progress.observe(call_signature(call.name, call.arguments), seen)
-    return Result(call.id, outcome.text, outcome.is_error, ran=tool.name, seen=seen)
+    result = Result(call.id, outcome.text, outcome.is_error, ran=tool.name, seen=seen)
+    if outcome.budget_cut:  # the time budget ran out during the call: its result is kept, the run stops
+        run.record(result)
+        return Stop(
+            StopReason.LIMIT, limit=LimitKind.SECONDS, note=f"The time budget ran out while {tool.name} ran."
+        )
+    return result
 
 
 async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:
@@ -392,10 +480,18 @@ async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -
 async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: RunObserver) -> Result | Stop:
     """Run every verifier; a failure goes back to the model as the finish result."""
     try:
-        failures = [f for v in agent.verifiers for f in await asyncio.to_thread(v, run.ctx)]
+        verdict = await run_verifiers(agent.verifiers, run.ctx, run.budget.seconds_left(run.tick()))
     except Exception as exc:
         note = f"A verifier raised {type(exc).__name__}: {exc}"
         return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
+    finally:  # a verifier's own model calls (an evaluator) count in the run's budget
+        for c in run.ctx.charges:
+            charge(agent, run, c.model, c.reply)
+        run.ctx.charges.clear()
+    if verdict.budget_cut:
+        note = "The time budget ran out while the verifiers checked the result."
+        return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
+    failures = verdict.failures
     obs.verified(failures)
     if not failures:
         return Stop(StopReason.SUCCESS, output=signal.note, verified=bool(agent.verifiers))
@@ -414,9 +510,9 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         summary = agent.summarize(run.ctx, run.tick(), StopReason.NEED_HELP, None)
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
     run.record(Stopped(decision.reason, decision.limit, decision.note))
-    resumable = decision.reason is StopReason.CANCELLED
-    if not resumable:
-        last_checkpoint(agent, run)
+    kind = _KIND_OF.get(decision.reason, SnapshotKind.FINISHED)
+    if kind is not SnapshotKind.CANCELLED:
+        last_checkpoint(agent, run, kind)
     return run.result(
         decision.reason,
         limit=decision.limit,
@@ -426,7 +522,7 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         summary=agent.summarize(run.ctx, run.tick(), decision.reason, decision.limit),
         verified=decision.verified,
         error_type=decision.error_type,
-        snapshot=run.snapshot(SnapshotKind.CANCELLED) if resumable else None,
+        snapshot=run.snapshot(kind) if kind is not SnapshotKind.FINISHED else None,
     )
 
 

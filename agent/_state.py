@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent.budget import Usage
+from agent.budget import Budget, Extension, Usage
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import CallRecord, RunContext
 from agent.history import HistoryPolicy
-from agent.journal import Entry, Journal, Reply, Result, Shrunk
+from agent.journal import Entry, Extended, Journal, Reply, Result, Shrunk
 from agent.progress import ProgressDetector, replay
 from agent.result import LimitKind, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
@@ -28,6 +28,7 @@ class RunState:
     span_id: str | None = None
     saved: int = 0  # journal entries already handed to the checkpointer
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
+    budget: Budget = field(default_factory=Budget)  # the agent's, plus the extensions in the journal
     sent: list[Entry] = field(default_factory=list)  # the journal as the model is sent it
     _active_before: float = 0.0
     _started: float | None = None
@@ -57,10 +58,14 @@ class RunState:
         self.usage.active_seconds = self._active_before + (self.clock.monotonic() - self._started)
         return self.usage
 
-    def add_usage(self, reply: Reply, cost_usd: float) -> None:
-        self.usage.input_tokens += reply.input_tokens
-        self.usage.output_tokens += reply.output_tokens
-        self.usage.cost_usd += cost_usd
+    def add_usage(self, input_tokens: int, output_tokens: int, cost_usd: float | None) -> None:
+        """Count one model call (a reply, a call cut off, or a verifier's judge)."""
+        self.usage.input_tokens += input_tokens
+        self.usage.output_tokens += output_tokens
+        if cost_usd is None:
+            self.usage.unpriced += 1
+        else:
+            self.usage.cost_usd += cost_usd
 
     def begin_turn(self) -> int:
         self._turn_mark = len(self.journal)
@@ -94,7 +99,12 @@ class RunState:
             span_id=self.span_id,
         )
 
-    def checkpoint(self) -> Checkpoint:
+    def extend(self, more: Extended) -> None:
+        """Record more budget for the run and apply it."""
+        self.record(more)
+        self.budget = self.budget.plus(Extension(more.turns, more.seconds, more.tokens, more.cost_usd))
+
+    def checkpoint(self, kind: SnapshotKind = SnapshotKind.CHECKPOINT) -> Checkpoint:
         """The entries not yet saved and the head beside them; they count as saved from now on."""
         ctx, first = self.ctx, self.saved
         self.saved = len(ctx.journal)
@@ -102,7 +112,7 @@ class RunState:
             run_id=ctx.run_id,
             agent=ctx.agent,
             task_type=ctx.task_type,
-            kind=SnapshotKind.CHECKPOINT,
+            kind=kind,
             segment=self.segment,
             journal=[],
             usage=self.tick().copy(),
@@ -142,7 +152,7 @@ class RunState:
             turns=usage.turns,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
-            cost_usd=round(usage.cost_usd, 6),
+            cost_usd=None if usage.unpriced else round(usage.cost_usd, 6),
             active_seconds=round(usage.active_seconds, 6),
             waiting_seconds=round(usage.waiting_seconds, 6),
             verifier_failures=tuple(self.failures),
@@ -160,6 +170,7 @@ class RunState:
         progress: ProgressDetector,
         clock: Clock = SYSTEM_CLOCK,
         history: HistoryPolicy | None = None,
+        budget: Budget | None = None,
     ) -> RunState:
         journal = Journal(list(snap.journal))
         replay(progress, journal)
@@ -179,11 +190,20 @@ class RunState:
             progress=progress,
             clock=clock,
             history=history or HistoryPolicy(),
+            budget=extended(budget or Budget(), journal),
             segment=snap.segment + 1,
             failures=list(snap.verifier_failures),
             saved=len(journal),
             _active_before=usage.active_seconds,
         )
+
+
+def extended(budget: Budget, journal: Journal) -> Budget:
+    """`budget` with every extension the journal records added."""
+    for e in journal:
+        if isinstance(e, Extended):
+            budget = budget.plus(Extension(e.turns, e.seconds, e.tokens, e.cost_usd))
+    return budget
 
 
 def calls_of(journal: Journal) -> list[CallRecord]:

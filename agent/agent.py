@@ -11,14 +11,16 @@ from typing import Any, Literal
 
 from agent._loop import Stop, conclude, drive
 from agent._state import RunState
-from agent.budget import Budget, PriceTable, Usage
+from agent.audit import SuccessAudit
+from agent.budget import Budget, Extension, PriceTable, Usage
+from agent.checks import TurnCheck
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.context import RunContext
 from agent.errors import ConfigError, SnapshotError
 from agent.finish import FINISH_SPEC, FINISH_TOOL
 from agent.history import HistoryPolicy
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, guard
-from agent.journal import Answer, Answered, Approval, Denial, HumanReply, Journal, Task
+from agent.journal import Answer, Answered, Approval, Denial, Extended, HumanReply, Journal, Task
 from agent.models.base import Model
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
@@ -26,7 +28,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspen
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize as default_summary
 from agent.tools import Tool
-from agent.verify import Verifier
+from agent.verify import EvaluatorVerifier, Verifier
 
 Summarizer = Callable[[RunContext, Usage, StopReason, LimitKind | None], str]
 
@@ -58,6 +60,8 @@ class Agent:
     checkpoint: Callable[[Checkpoint], None] | None = None
     clock: Clock = SYSTEM_CLOCK
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
+    checks: Sequence[TurnCheck] = ()  # run after every turn: a goal reached or an invariant broken ends it
+    audit: SuccessAudit | None = None  # re-check a share of successes later (durable runs: the Runner does)
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.tools]
@@ -65,11 +69,12 @@ class Agent:
             raise ConfigError(f"agent {self.name!r}: the tool name 'finish' is reserved for the loop")
         if dupes := sorted({n for n in names if names.count(n) > 1}):
             raise ConfigError(f"agent {self.name!r}: tool names must be unique; repeated: {dupes}")
-        if self.budget.max_cost_usd is not None and not self.prices.knows(self.model.name):
-            raise ConfigError(
-                f"agent {self.name!r} has a cost budget but no price for model {self.model.name!r}; "
-                f"pass prices=PriceTable({{{self.model.name!r}: Price(input, output)}})"
-            )
+        if self.budget.max_cost_usd is not None:  # a cost budget needs every model's price
+            for model in {
+                self.model.name,
+                *(v.model.name for v in self.verifiers if isinstance(v, EvaluatorVerifier)),
+            }:
+                self.prices.require(model, self.name)
 
     # -- what the loop asks of the agent ---------------------------------
 
@@ -119,9 +124,7 @@ class Agent:
         ctx = RunContext(
             run_id or uuid.uuid4().hex, self.name, task, self.task_type, journal, state=dict(state or {})
         )
-        run = RunState(
-            ctx=ctx, usage=Usage(), progress=self.progress(), clock=self.clock, history=self.history
-        )
+        run = RunState(ctx, Usage(), self.progress(), self.clock, history=self.history, budget=self.budget)
         return await self._segment(run, cancel)
 
     def resume(self, snapshot: Snapshot, reply: HumanReply | str | None = None, **kwargs: Any) -> RunResult:
@@ -134,6 +137,7 @@ class Agent:
         reply: HumanReply | str | None = None,
         *,
         approved: bool | None = None,
+        more: Extension | None = None,
         cancel: CancelSignal | None = None,
         now: float | None = None,
     ) -> RunResult:
@@ -142,10 +146,14 @@ class Agent:
         A question needs an `Answer("...")` (or the text), a pending tool call
         an `Approval()` or a `Denial("why")` (or `approved=True`/`False`, with
         the text as a denial's reason). An answer that comes after the
-        deadline is too late: the help policy applies instead.
+        deadline is too late: the help policy applies instead. A run that
+        stopped at a limit goes on with `more=Extension(turns=10)` (or seconds,
+        tokens, cost), added to the agent's ceilings for this run.
         """
         self._check_snapshot(snapshot)
         now = self.clock.time() if now is None else now
+        if snapshot.kind is SnapshotKind.LIMITED or more is not None:
+            return await self._extend(snapshot, more, now, cancel)
         s = snapshot.suspension
         if s is not None and now >= s.deadline:
             return await self.aexpire(snapshot, now=now, cancel=cancel)
@@ -171,7 +179,7 @@ class Agent:
             default = self.help.default_answer
             human: HumanReply = Denial(default) if s.pending else Answer(default)
             return await self._continue(snapshot, human, "policy", now, cancel)
-        run = RunState.from_snapshot(snapshot, self.progress(), self.clock, self.history)
+        run = RunState.from_snapshot(snapshot, self.progress(), self.clock, self.history, self.budget)
         obs = self._observe(run, snapshot)
         self._record_wait(run, obs, s, now, "expired")
         note = f"Nobody answered {s.question!r} before the deadline."
@@ -180,6 +188,25 @@ class Agent:
         return result
 
     # -- segments --------------------------------------------------------
+
+    async def _extend(
+        self, snap: Snapshot, more: Extension | None, now: float, cancel: CancelSignal | None
+    ) -> RunResult:
+        """Give a run that stopped at a limit more budget, and drive it on."""
+        if snap.kind is not SnapshotKind.LIMITED:
+            raise SnapshotError(
+                f"run {snap.run_id} did not stop at a limit ({snap.kind}); more= is for limit stops"
+            )
+        if more is None:
+            raise SnapshotError(
+                f"run {snap.run_id} stopped at a limit: pass more=Extension(turns=..., seconds=..., "
+                "tokens=..., cost_usd=...) to continue it"
+            )
+        run = RunState.from_snapshot(snap, self.progress(), self.clock, self.history, self.budget)
+        if (still := run.budget.plus(more).exceeded(run.tick())) is not None:
+            raise SnapshotError(f"run {snap.run_id} would still be out of {still} budget: extend {still}")
+        run.extend(Extended(more.turns, more.seconds, more.tokens, more.cost_usd, now))
+        return await self._segment(run, cancel, self._observe(run, snap, extended=True))
 
     async def _continue(
         self,
@@ -190,7 +217,7 @@ class Agent:
         cancel: CancelSignal | None,
     ) -> RunResult:
         """Append the answer (if the run waits for one) and drive the loop on."""
-        run = RunState.from_snapshot(snap, self.progress(), self.clock, self.history)
+        run = RunState.from_snapshot(snap, self.progress(), self.clock, self.history, self.budget)
         obs = self._observe(run, snap)
         s = snap.suspension
         if s is not None and human is not None:
@@ -214,7 +241,7 @@ class Agent:
         obs.run_ended(result)
         return result
 
-    def _observe(self, run: RunState, snap: Snapshot | None) -> RunObserver:
+    def _observe(self, run: RunState, snap: Snapshot | None, extended: bool = False) -> RunObserver:
         link = SegmentLink(snap.trace_id, snap.span_id) if snap and snap.trace_id and snap.span_id else None
         info = RunInfo(
             run_id=run.ctx.run_id,
@@ -226,10 +253,11 @@ class Agent:
             segment=run.segment,
             continues=link,
             started_at=self.clock.time(),
-            limits=self.budget.ceilings(),
+            limits=run.budget.ceilings(),
             tools=tuple(t.name for t in self.tools),
             spent=run.usage.copy(),
             resumed_from=_resumed_from(snap),
+            extended=extended,
         )
         obs = guard(self.hooks, info)
         run.trace_id, run.span_id = obs.trace_id, obs.span_id
@@ -245,6 +273,11 @@ class Agent:
         if snap.agent != self.name:
             raise SnapshotError(
                 f"snapshot of run {snap.run_id} belongs to agent {snap.agent!r}, not {self.name!r}"
+            )
+        if snap.kind is SnapshotKind.FINISHED:
+            raise SnapshotError(
+                f"run {snap.run_id} ended as {snap.reason}; only need_help, cancelled and limit "
+                "(with more budget) resume"
             )
 
 

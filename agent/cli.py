@@ -17,12 +17,12 @@ from typing import Any
 
 from agent._cli_help import HelpParser
 from agent.demo import Played, play, select
-from agent.errors import EndstateError
+from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
 
 # modules with `register(subparsers)` adding more commands
 OFFLINE_TRACES = ".endstate/traces.jsonl"  # where demo spans go when no OTLP endpoint is set
-COMMAND_MODULES: list[str] = ["agent.cli_eval", "agent.cli_store", "agent.cli_review"]
+COMMAND_MODULES: list[str] = ["agent.cli_eval", "agent.cli_store", "agent.cli_doctor", "agent.cli_review"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,7 +75,10 @@ def run_demo(args: argparse.Namespace) -> int:
         return _list_scenarios()
     if args.repeat < 1:
         raise SystemExit("endstate demo: --repeat must be at least 1")
-    scenarios = select(args.scenarios)
+    try:
+        scenarios = select(args.scenarios)
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; `endstate demo --list` shows them") from exc
     model = _model(args.model) if args.model else None
     telemetry = _telemetry(args)
     try:
@@ -142,7 +145,7 @@ def _line(p: Played) -> str:
     tokens = r.input_tokens + r.output_tokens
     return (
         f"{p.scenario.name:26} {p.segment:>3} {r.reason:12} {r.limit or '-':7} {str(r.verified).lower():8} "
-        f"{r.turns:>5} {tokens:>7} {r.cost_usd:>8.4f}  {note}{mark}"
+        f"{r.turns:>5} {tokens:>7} {_dollars(r.cost_usd):>8}  {note}{mark}"
     )
 
 
@@ -163,3 +166,7 @@ def _hold(port: int) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _dollars(cost: float | None) -> str:
+    return "unknown" if cost is None else f"{cost:.4f}"

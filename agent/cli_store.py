@@ -19,10 +19,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent._cli_help import plural
+from agent.budget import Extension
+from agent.catalog import SEED_CATALOG, load_catalog
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
-from agent.runner import Runner, load_catalog
+from agent.runner import Runner
 from agent.store import RunRecord, RunStatus, RunStore, default_url, open_store
+from agent.store.urls import shown_url
 
 
 def register(sub: Any) -> None:
@@ -33,7 +36,9 @@ def register(sub: Any) -> None:
     _add(sub, "approve", "approve a run's pending tool call and continue it here", _approve, _run_id_arg)
     _add(sub, "deny", "deny a run's pending tool call and continue it here", _deny, _deny_args)
     _add(sub, "start", "start a run of a catalog agent here", _start, _start_args)
-    _add(sub, "resume", "continue a cancelled run here from its checkpoint", _resume, _run_id_arg)
+    resume_help = "continue a cancelled run here from its checkpoint, or a limit stop with --more-*"
+    _add(sub, "resume", resume_help, _resume, _resume_args)
+    _add(sub, "audit", "re-check the successes due for an audit with each agent's independent check", _audit)
     recover_help = "continue crashed or shutdown-cancelled runs; end runs past their deadline"
     _add(sub, "recover", recover_help, _recover)
     from agent.service.server import add_serve_args, serve
@@ -55,8 +60,14 @@ def _add(
     parser.set_defaults(handler=handler)
 
 
+STORE_HELP = (
+    "run store: a file path, sqlite:///relative/runs.db (three slashes: relative to the working "
+    "directory), sqlite:////absolute/runs.db (four: absolute) or postgresql://... (default: {default})"
+)
+
+
 def add_store_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=None, help=f"run store URL or file (default: {default_url()})")
+    parser.add_argument("--store", default=None, help=STORE_HELP.format(default=shown_url(default_url())))
     parser.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
     parser.add_argument("--lease", type=float, default=30.0, help="seconds a worker holds a run unrenewed")
 
@@ -100,7 +111,7 @@ def _start_args(p: argparse.ArgumentParser) -> None:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
         where = store.shown
     if args.json:
@@ -121,7 +132,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _pending(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         records = store.list_runs(RunStatus.WAITING, limit=None)
         where = store.shown
     now = time.time()
@@ -144,8 +155,19 @@ def _deny(args: argparse.Namespace) -> int:
     return _continue(args, lambda runner: runner.claim(args.run_id, args.reason or None, approved=False))
 
 
+def _resume_args(parser: argparse.ArgumentParser) -> None:
+    _run_id_arg(parser)
+    more = parser.add_argument_group("more budget for a run that stopped at a limit")
+    more.add_argument("--more-turns", type=int, default=0, help="turns to add to its ceiling")
+    more.add_argument("--more-seconds", type=float, default=0.0, help="active seconds to add")
+    more.add_argument("--more-tokens", type=int, default=0, help="tokens to add")
+    more.add_argument("--more-cost", type=float, default=0.0, help="US dollars to add")
+
+
 def _resume(args: argparse.Namespace) -> int:
-    return _continue(args, lambda runner: runner.claim(args.run_id))
+    given = (args.more_turns, args.more_seconds, args.more_tokens, args.more_cost)
+    more = Extension(*given) if any(given) else None
+    return _continue(args, lambda runner: runner.claim(args.run_id, more=more))
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -171,6 +193,16 @@ def _recover(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    with _runner(args) as runner:
+        done = asyncio.run(runner.audit_due())
+    for audit in done:
+        note = f" ({audit.note})" if audit.note else ""
+        print(f"run {audit.run_id} ({audit.agent}): {audit.outcome}{note}")
+    print(f"{len(done)} success audit{'' if len(done) == 1 else 's'} made")
+    return 0
+
+
 def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
     """Claim (or start) a run, then drive it in this process until it ends or suspends."""
     with _runner(args) as runner:
@@ -184,8 +216,8 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
 
 
 @contextmanager
-def _store(args: argparse.Namespace) -> Iterator[RunStore]:
-    store = open_store(args.store)
+def _store(args: argparse.Namespace, create: bool = True) -> Iterator[RunStore]:
+    store = open_store(args.store, create=create)
     try:
         yield store
     finally:
@@ -198,9 +230,15 @@ def _runner(args: argparse.Namespace) -> Iterator[Runner]:
     from telemetry import Telemetry  # loaded only by commands that run agents
 
     with _store(args) as store:
-        catalog = load_catalog(args.catalog)
+        catalog = load_catalog(args.catalog, default=SEED_CATALOG)
         telemetry = Telemetry.from_env(pending=store.pending_summary)
-        runner = Runner(store, catalog, hooks=telemetry.hooks, lease_seconds=args.lease)
+        runner = Runner(
+            store,
+            catalog,
+            hooks=telemetry.hooks,
+            lease_seconds=args.lease,
+            on_audit=telemetry.metrics.record_success_audit,
+        )
         grace = float(os.environ.get(ENV_GRACE) or DEFAULT_GRACE)
         previous = signal.signal(signal.SIGTERM, lambda *_: runner.stop_soon(grace))
         try:

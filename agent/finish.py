@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent.result import FinishKind
+from agent.stops import FinishKind
 
 FINISH_TOOL = "finish"
 

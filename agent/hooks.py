@@ -46,6 +46,7 @@ class RunInfo:
     tools: tuple[str, ...] = ()  # the agent's tool names: bounded label values
     spent: Usage | None = None  # what earlier segments of the run spent
     resumed_from: str | None = None  # the stop reason of the segment this one resumes: need_help, cancelled
+    extended: bool = False  # a run that stopped at a limit, continued with more budget
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ class RunObserver:
     span_id: str | None = None
     guarded: ClassVar[bool] = False
 
-    def turn_started(self, index: int) -> None: ...
+    def turn_started(self, index: int, continued: bool = False) -> None:
+        """A turn begins; `continued` when it is a turn a suspension split, finished in this segment."""
 
     def turn_ended(self, index: int, signal: str) -> None: ...
 
@@ -148,9 +150,9 @@ class _Guarded(RunObserver):
         self.trace_id = inner.trace_id
         self.span_id = inner.span_id
 
-    def turn_started(self, index: int) -> None:
+    def turn_started(self, index: int, continued: bool = False) -> None:
         try:
-            self._inner.turn_started(index)
+            self._inner.turn_started(index, continued)
         except Exception:
             hook_failed("turn_started")
 
@@ -214,9 +216,9 @@ class _Fanout(RunObserver):
         self.trace_id = traced[0].trace_id if traced else None
         self.span_id = traced[0].span_id if traced else None
 
-    def turn_started(self, index: int) -> None:
+    def turn_started(self, index: int, continued: bool = False) -> None:
         for o in self._observers:
-            o.turn_started(index)
+            o.turn_started(index, continued)
 
     def turn_ended(self, index: int, signal: str) -> None:
         for o in self._observers:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agent.result import LimitKind, StopReason, Suspension
+from agent.stops import LimitKind, StopReason, Suspension
 
 # -- what a reply holds -------------------------------------------------------------------------
 
@@ -146,6 +146,17 @@ class Answered:
 
 
 @dataclass(frozen=True)
+class Extended:
+    """A person gave a run that stopped at a limit more budget (added to the agent's ceilings)."""
+
+    turns: int = 0
+    seconds: float = 0.0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    at: float = 0.0
+
+
+@dataclass(frozen=True)
 class Shrunk:
     """The history policy shrank what the model sees: results before `upto` cleared, or, with a
     `summary`, the entries between the task and `upto` replaced by it."""
@@ -163,7 +174,7 @@ class Stopped:
     note: str = ""
 
 
-Entry = Task | Reply | Note | Result | Started | Suspended | Answered | Shrunk | Stopped
+Entry = Task | Reply | Note | Result | Started | Suspended | Answered | Extended | Shrunk | Stopped
 
 
 @dataclass

@@ -3,80 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from agent.snapshot import Snapshot
+from agent.snapshot import Snapshot
+from agent.stops import FinishKind, LimitKind, PendingAction, StopCause, StopReason, Suspension
 
-
-class StopReason(StrEnum):
-    """Every way a run segment can end (DESIGN.md, "Stop reasons")."""
-
-    SUCCESS = "success"
-    LIMIT = "limit"
-    GAVE_UP = "gave_up"
-    NO_PROGRESS = "no_progress"
-    NEED_HELP = "need_help"
-    HELP_TIMEOUT = "help_timeout"
-    CANCELLED = "cancelled"
-    ERROR = "error"
-
-    @property
-    def terminal(self) -> bool:
-        """False only for a suspended run waiting for a person."""
-        return self is not StopReason.NEED_HELP
-
-    @property
-    def resumable(self) -> bool:
-        """True when the result carries a snapshot that `resume` takes."""
-        return self in (StopReason.NEED_HELP, StopReason.CANCELLED)
-
-
-class LimitKind(StrEnum):
-    """Which budget ran out for a `limit` stop."""
-
-    TURNS = "turns"
-    SECONDS = "seconds"
-    TOKENS = "tokens"
-    COST = "cost"
-    CONTEXT = "context"
-
-
-class StopCause(StrEnum):
-    """Who ended a `gave_up` run: the agent itself, the model API's refusal, or a guardrail."""
-
-    AGENT = "agent"
-    REFUSAL = "refusal"
-    GUARDRAIL = "guardrail"
-
-
-class FinishKind(StrEnum):
-    """The kinds the model may pass to the `finish` tool."""
-
-    DONE = "done"
-    GIVE_UP = "give_up"
-    NEED_HELP = "need_help"
-
-
-@dataclass(frozen=True)
-class PendingAction:
-    """A tool call that waits for a person's approval before it runs."""
-
-    tool_use_id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Suspension:
-    """Why a run is waiting for a person, and until when."""
-
-    question: str
-    deadline: float
-    suspended_at: float
-    pending: PendingAction | None = None
-    call_id: str = ""  # the call the answer goes to: the finish call, or the pending tool call
+__all__ = ["FinishKind", "LimitKind", "PendingAction", "RunResult", "StopCause", "StopReason", "Suspension"]
 
 
 @dataclass(frozen=True)
@@ -96,7 +28,7 @@ class RunResult:
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None when a model's price is unknown (never a made-up $0)
     active_seconds: float = 0.0
     waiting_seconds: float = 0.0
     verifier_failures: tuple[str, ...] = ()

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import importlib
 import logging
 import os
 import re
@@ -28,13 +27,19 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from agent._state import calls_of
 from agent.agent import Agent
+from agent.audit import Audit, AuditOutcome
+from agent.budget import Extension
+from agent.catalog import AgentEntry, Catalog, State, load_catalog
 from agent.clock import SYSTEM_CLOCK, Clock
+from agent.context import RunContext
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import RunHooks
+from agent.journal import Journal
 from agent.result import RunResult, StopReason
 from agent.snapshot import Checkpoint, Snapshot
 from agent.store import (
@@ -53,9 +58,8 @@ from agent.store import (
 
 log = logging.getLogger("endstate.runner")
 
-State = dict[str, Any]
-DEFAULT_CATALOG = "agent.examples.scenarios:example_catalog"
-ENV_CATALOG = "ENDSTATE_CATALOG"
+__all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "load_catalog"]
+
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
@@ -63,70 +67,6 @@ _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 
 class AnswerError(EndstateError):
     """The answer does not fit what the run waits for (an answer for an approval, or none)."""
-
-
-# -- the catalog: rebuild an agent by name in any process ----------------------------------------
-
-
-@dataclass(frozen=True)
-class AgentEntry:
-    """How to make one named agent for a run, from the run's JSON `state`.
-
-    `prepare` runs once when a run starts and returns the state to store
-    (say, with the path of a working folder it created); `build` runs in
-    whichever process starts, resumes or recovers the run; `cancel` may give
-    a run-specific cancel signal; `cleanup` runs when the run has ended for good.
-    A run may ask for a task type other than the agent's own only when it is in
-    `task_types`: task types are metric labels, so callers cannot invent them.
-    """
-
-    build: Callable[[State], Agent]
-    prepare: Callable[[State, str], State] | None = None
-    cancel: Callable[[State], Any] | None = None
-    cleanup: Callable[[State], None] | None = None
-    task_types: tuple[str, ...] = ()
-
-
-@dataclass
-class Catalog:
-    """The agents a process can run, by name."""
-
-    entries: dict[str, AgentEntry] = field(default_factory=dict)
-    closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def register(self, name: str, build: Callable[[State], Agent], **hooks: Any) -> None:
-        self.entries[name] = AgentEntry(build, **hooks)
-
-    def entry(self, name: str) -> AgentEntry:
-        if name not in self.entries:
-            known = ", ".join(sorted(self.entries)) or "none"
-            raise ConfigError(f"no agent named {name!r} in the catalog; known: {known}")
-        return self.entries[name]
-
-    def names(self) -> list[str]:
-        return sorted(self.entries)
-
-    def close(self) -> None:
-        for close in self.closers:
-            close()
-        self.closers.clear()
-
-
-def load_catalog(spec: str | None = None) -> Catalog:
-    """The catalog at `module:attribute` (a `Catalog` or a function returning one).
-
-    Defaults to `$ENDSTATE_CATALOG`, then to the seed example agents.
-    """
-    spec = spec or os.environ.get(ENV_CATALOG) or DEFAULT_CATALOG
-    module_name, _, attr = spec.partition(":")
-    try:
-        found = getattr(importlib.import_module(module_name), attr or "catalog")
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot load the agent catalog {spec!r}: {exc}") from exc
-    catalog = found() if callable(found) and not isinstance(found, Catalog) else found
-    if not isinstance(catalog, Catalog):
-        raise ConfigError(f"{spec!r} is not a Catalog (got {type(catalog).__name__})")
-    return catalog
 
 
 # -- the runner -----------------------------------------------------------------------------------
@@ -156,9 +96,11 @@ class Runner:
         lease_seconds: float = 30.0,
         owner: str | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        on_audit: Callable[[str, str, str], None] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
+        self.on_audit = on_audit  # told (agent, task type, outcome) of each audit made
         self.catalog = catalog
         self.hooks = hooks
         self.lease_seconds = lease_seconds
@@ -221,7 +163,13 @@ class Runner:
 
     # -- resuming ------------------------------------------------------
 
-    def claim(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> Job:
+    def claim(
+        self,
+        run_id: str,
+        answer: str | None = None,
+        approved: bool | None = None,
+        more: Extension | None = None,
+    ) -> Job:
         """Take a waiting or cancelled run for this runner; exactly one caller wins.
 
         A question needs `answer`; a pending tool call needs `approved` (with
@@ -233,6 +181,11 @@ class Runner:
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
         lease, now = self.lease(), self.clock.time()
+        if more is not None:  # more budget for a run that stopped at a limit
+            if not (current.stop_reason is StopReason.LIMIT and current.snapshot_json):
+                raise NotClaimable(f"run {run_id} did not stop at a limit; nothing was changed")
+            record = self.store.claim(run_id, (RunStatus.FINISHED,), lease, now)
+            return self._resume_job(self._hold(record), release_to=RunStatus.FINISHED, more=more)
         if current.status is RunStatus.WAITING:  # the question read, answered before its deadline
             check_answer(current, answer, approved)
             self._check_pending(current)
@@ -264,12 +217,23 @@ class Runner:
             "journal; nothing was changed. The store was edited by hand or is damaged"
         )
 
-    async def resume(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> RunResult:
+    async def resume(
+        self,
+        run_id: str,
+        answer: str | None = None,
+        approved: bool | None = None,
+        more: Extension | None = None,
+    ) -> RunResult:
         """Claim a run and continue it here until it ends or suspends again."""
-        return await self.drive(self.claim(run_id, answer, approved))
+        return await self.drive(self.claim(run_id, answer, approved, more))
 
     def _resume_job(
-        self, record: RunRecord, release_to: RunStatus | None, *, recovering: bool = False
+        self,
+        record: RunRecord,
+        release_to: RunStatus | None,
+        *,
+        recovering: bool = False,
+        more: Extension | None = None,
     ) -> Job:
         """Continue a held run from its snapshot, with the answer it was claimed with.
 
@@ -298,7 +262,9 @@ class Runner:
         answered = record.answered_at if snap.suspension is not None else None  # the wait ended then
 
         def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
-            return agent.aresume(snap, record.answer, approved=record.approved, cancel=cancel, now=answered)
+            return agent.aresume(
+                snap, record.answer, approved=record.approved, more=more, cancel=cancel, now=answered
+            )
 
         return Job(record.run_id, agent, record, segment, release_to, recovering)
 
@@ -491,6 +457,42 @@ class Runner:
             self._let_go(job.run_id, None)
         if written and outcome.status is RunStatus.FINISHED:
             self._cleanup(job)
+            self._plan_audit(job, result)
+
+    # -- success audits ----------------------------------------------------------------------
+
+    def _plan_audit(self, job: Job, result: RunResult) -> None:
+        audit = job.agent.audit
+        if result.reason is StopReason.SUCCESS and audit is not None and audit.samples(job.run_id):
+            due = self.clock.time() + audit.after
+            self.store.schedule_audit(Audit(job.run_id, job.record.agent, result.task_type, due))
+
+    async def audit_due(self, now: float | None = None) -> list[Audit]:
+        """Make every audit that is due: the agent's independent check over the finished run."""
+        done = []
+        for due in self.store.due_audits(self.clock.time() if now is None else now):
+            outcome, note = await self._audit(due)
+            if self.store.record_audit(due.run_id, outcome, note, self.clock.time()):
+                done.append(dataclasses.replace(due, outcome=outcome, note=note))
+                if self.on_audit is not None:
+                    self.on_audit(due.agent, due.task_type, str(outcome))
+        return done
+
+    async def _audit(self, due: Audit) -> tuple[AuditOutcome, str]:
+        try:
+            record = self.store.get(due.run_id)
+            snap = self.store.snapshot(due.run_id)
+            if record is None or snap is None:
+                return AuditOutcome.ERROR, "the run or its journal is no longer in the store"
+            agent = self._agent(record.agent, record.state, record.run_id)
+            if agent.audit is None:
+                return AuditOutcome.ERROR, f"agent {record.agent!r} has no audit check any more"
+            failures = await asyncio.to_thread(agent.audit.check, context_of(snap, record))
+        except Exception as exc:
+            return AuditOutcome.ERROR, _why(exc)
+        if failures:
+            return AuditOutcome.FALSE_SUCCESS, "; ".join(failures)
+        return AuditOutcome.CONFIRMED, ""
 
     async def _write(self, run_id: str, outcome: Outcome) -> bool:
         """Record an outcome, retrying a failing store; False when another worker holds the run now."""
@@ -590,6 +592,21 @@ class Runner:
             await asyncio.sleep(self.lease_seconds / 3)
             with contextlib.suppress(StoreError):
                 await asyncio.to_thread(self.store.heartbeat, self.lease(), sorted(self.held()))
+
+
+def context_of(snap: Snapshot, record: RunRecord) -> RunContext:
+    """A finished run as its checks see it: its journal, the calls it made, its state, its output."""
+    journal = Journal(list(snap.journal))
+    return RunContext(
+        run_id=record.run_id,
+        agent=snap.agent,
+        task=record.task,
+        task_type=record.task_type,
+        journal=journal,
+        calls=calls_of(journal),
+        state=dict(snap.state),
+        note=record.output,
+    )
 
 
 def unresumable(record: RunRecord) -> bool:

@@ -19,8 +19,8 @@ from agent._codec import decode_entry, encode_entry, fail, need
 from agent._upgrade import journal_from_v1
 from agent.budget import Usage
 from agent.errors import SnapshotError
-from agent.journal import Entry, Journal
-from agent.result import StopReason, Suspension
+from agent.journal import Entry, Journal, Stopped
+from agent.stops import StopReason, Suspension
 
 SNAPSHOT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
@@ -32,6 +32,8 @@ class SnapshotKind(StrEnum):
     CHECKPOINT = "checkpoint"  # inside a running segment: recovery continues from it
     SUSPENDED = "suspended"  # waiting for a person
     CANCELLED = "cancelled"  # cancelled by the caller or a shutdown: resumable
+    LIMITED = "limited"  # stopped at a limit: resumable with more budget (`Extension`)
+    FINISHED = "finished"  # ended for good (kept for review and replay)
 
 
 @dataclass
@@ -63,8 +65,15 @@ class Snapshot:
 
     @property
     def reason(self) -> StopReason:
-        """The stop reason a segment that saved this snapshot ended with."""
-        return StopReason.NEED_HELP if self.kind is SnapshotKind.SUSPENDED else StopReason.CANCELLED
+        """The stop reason of the segment that saved this snapshot (a checkpoint's: cancelled)."""
+        if self.kind is SnapshotKind.SUSPENDED:
+            return StopReason.NEED_HELP
+        if self.kind is SnapshotKind.LIMITED:
+            return StopReason.LIMIT
+        if self.kind is SnapshotKind.FINISHED:
+            stopped = next((e for e in reversed(self.journal) if isinstance(e, Stopped)), None)
+            return stopped.reason if stopped else StopReason.ERROR
+        return StopReason.CANCELLED
 
     @property
     def last_text(self) -> str:
@@ -181,7 +190,7 @@ def _head_fields(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _usage(data: dict[str, Any]) -> Usage:
-    ints = ("turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    ints = ("turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "unpriced")
     usage = Usage()
     for key in data:
         if not hasattr(usage, key):

@@ -6,7 +6,7 @@ from collections import Counter
 
 from agent.budget import Usage
 from agent.context import RunContext
-from agent.result import LimitKind, StopReason
+from agent.stops import LimitKind, StopReason
 
 _TEXT_CHARS = 300
 
@@ -14,7 +14,8 @@ _TEXT_CHARS = 300
 def summarize(ctx: RunContext, usage: Usage, reason: StopReason, limit: LimitKind | None = None) -> str:
     """A plain account of the run: why it stopped, what it did, what it last said."""
     why = f"Stopped: {reason}" + (f" ({limit} budget used up)" if limit else "")
-    parts = [f"{why} after {usage.turns} turns, {usage.tokens} tokens, ${usage.cost_usd:.4f}."]
+    cost = "cost unknown" if usage.unpriced else f"${usage.cost_usd:.4f}"
+    parts = [f"{why} after {usage.turns} turns, {usage.tokens} tokens, {cost}."]
     if ctx.calls:
         counts = Counter(call.name for call in ctx.calls)
         errors = sum(call.is_error for call in ctx.calls)

@@ -6,11 +6,12 @@ import asyncio
 import contextlib
 import inspect
 import json
+import os
 import queue
 import threading
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -40,13 +41,25 @@ class Tool:
     fn: Callable[..., Any]
     description: str
     parameters: dict[str, Any]
-    timeout: float = 30.0
+    timeout: float | None = 30.0
     needs_approval: bool = False
     wants_ctx: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        t = self.timeout
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int | float) or not t > 0):
+            raise ConfigError(
+                f"tool {self.name!r}: timeout must be a positive number of seconds (or None); got {t!r}"
+            )
 
     @cached_property
     def signature(self) -> inspect.Signature:
         return inspect.signature(self.fn)
+
+    @cached_property
+    def shape(self) -> ArgumentShape:
+        """The names the function takes, worked out once rather than bound on every call."""
+        return ArgumentShape.of(self.signature)
 
     def spec(self) -> dict[str, Any]:
         """The tool as the model is told of it."""
@@ -60,6 +73,37 @@ class ToolOutcome:
     text: str
     is_error: bool = False
     error_type: str | None = None
+    budget_cut: bool = False  # the run's time limit, not the tool's own timeout, stopped the call
+
+
+@dataclass(frozen=True)
+class ArgumentShape:
+    """What keyword arguments a function accepts: checked per call without `Signature.bind`."""
+
+    names: frozenset[str]
+    required: tuple[str, ...]
+    any_keyword: bool
+
+    @classmethod
+    def of(cls, sig: inspect.Signature) -> ArgumentShape:
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        params = [p for p in sig.parameters.values() if p.kind in kinds]
+        return cls(
+            names=frozenset(p.name for p in params),
+            required=tuple(p.name for p in params if p.default is inspect.Parameter.empty),
+            any_keyword=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()),
+        )
+
+    def problem(self, kwargs: dict[str, Any]) -> str | None:
+        """What is wrong with calling with `kwargs` (in `TypeError`'s words), or None."""
+        for name in self.required:
+            if name not in kwargs:
+                return f"missing a required argument: {name!r}"
+        if not self.any_keyword:
+            for name in kwargs:
+                if name not in self.names:
+                    return f"got an unexpected keyword argument {name!r}"
+        return None
 
 
 def tool(
@@ -67,12 +111,13 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout: float = 30.0,
+    timeout: float | None = 30.0,
     needs_approval: bool = False,
 ) -> Any:
     """Make a `Tool` from a function; its type hints give the JSON schema.
 
-    Use bare (`@tool`) or with options (`@tool(timeout=5, needs_approval=True)`).
+    Use bare (`@tool`) or with options (`@tool(timeout=5, needs_approval=True)`);
+    `timeout=None` sets no timeout of its own (the run's time budget still bounds it).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -122,28 +167,72 @@ def _json_type(fn: Callable[..., Any], param: str, hint: Any) -> str:
     return _JSON_TYPES[origin]
 
 
-async def execute(tool_: Tool, arguments: dict[str, Any], ctx: RunContext) -> ToolOutcome:
-    """Run one tool call; an exception or a timeout becomes an error result."""
+async def execute(
+    tool_: Tool, arguments: dict[str, Any], ctx: RunContext, *, limit: float | None = None
+) -> ToolOutcome:
+    """Run one tool call; any exception or a timeout becomes an error result.
+
+    `limit` is the most seconds the call may take (the time left in the run's
+    budget): the call gets the shorter of it and the tool's own timeout, and a
+    call cut short by it says so in `budget_cut`. With no time left the tool
+    does not start. A tool raising `KeyboardInterrupt` cancels the call: it is
+    re-raised as `asyncio.CancelledError`, which the loop turns into `cancelled`.
+    """
     kwargs = dict(arguments)
     if tool_.wants_ctx:
         kwargs["ctx"] = ctx
+    if problem := tool_.shape.problem(kwargs):
+        return ToolOutcome(f"Error: bad arguments for {tool_.name!r}: {problem}", True, "bad_arguments")
+    seconds, cut_by_limit = _deadline(tool_.timeout, limit)
+    if cut_by_limit and not seconds:
+        return _budget_cut(tool_, started=False)
     try:
-        tool_.signature.bind(**kwargs)
-    except TypeError as exc:
-        return ToolOutcome(f"Error: bad arguments for {tool_.name!r}: {exc}", True, "bad_arguments")
-    deadline = asyncio.timeout(tool_.timeout)
+        return _outcome(await _bounded(_call(tool_.fn, kwargs), seconds))
+    except _Expired:
+        if cut_by_limit:
+            return _budget_cut(tool_, started=True)
+        return ToolOutcome(f"Error: tool {tool_.name!r} timed out after {seconds:g} s.", True, "timeout")
+    except asyncio.CancelledError:
+        raise  # the run itself is cancelled
+    except KeyboardInterrupt as exc:
+        raise asyncio.CancelledError("a tool was interrupted (KeyboardInterrupt)") from exc
+    except BaseException as exc:  # a tool's failure, even SystemExit, is data for the model
+        return ToolOutcome(f"Error: {type(exc).__name__}: {exc}", True, type(exc).__name__)
+
+
+def _deadline(timeout: float | None, limit: float | None) -> tuple[float | None, bool]:
+    """The seconds a call gets, and whether the run's limit (not the tool's timeout) set them."""
+    if limit is None or (timeout is not None and timeout <= limit):
+        return timeout, False
+    return max(0.0, limit), True
+
+
+class _Expired(Exception):
+    """The deadline of `_bounded` passed (unlike a `TimeoutError` the tool raised itself)."""
+
+
+async def _bounded(work: Awaitable[Any], seconds: float | None) -> Any:
+    """Await `work`, for at most `seconds` when given (no timer at all when not)."""
+    if seconds is None:
+        return await work
+    deadline = asyncio.timeout(seconds)
     try:
         async with deadline:
-            value = await _call(tool_.fn, kwargs)
-    except TimeoutError as exc:
-        if not deadline.expired():  # the tool raised TimeoutError itself
-            return ToolOutcome(f"Error: TimeoutError: {exc}", True, "TimeoutError")
-        return ToolOutcome(
-            f"Error: tool {tool_.name!r} timed out after {tool_.timeout:g} s.", True, "timeout"
-        )
-    except Exception as exc:  # a tool's failure is data for the model, not a crash
-        return ToolOutcome(f"Error: {type(exc).__name__}: {exc}", True, type(exc).__name__)
+            return await work
+    except TimeoutError:
+        if deadline.expired():
+            raise _Expired from None
+        raise
+
+
+def _outcome(value: Any) -> ToolOutcome:
     return ToolOutcome(value if isinstance(value, str) else json.dumps(value, default=str))
+
+
+def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
+    what = "was stopped" if started else "was not started"
+    text = f"Error: tool {tool_.name!r} {what}: the run's time budget ran out."
+    return ToolOutcome(text, True, "budget_cut", budget_cut=True)
 
 
 async def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
@@ -165,13 +254,12 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
         if not future.done():
             setter(value)
 
-    def job() -> None:
+    def job() -> Callable[[], object]:
         try:
             outcome: tuple[Callable[[Any], None], Any] = (future.set_result, fn(**kwargs))
         except BaseException as exc:  # handed to the awaiting coroutine
             outcome = (future.set_exception, exc)
-        with contextlib.suppress(RuntimeError):  # the loop closed while the tool hung
-            loop.call_soon_threadsafe(settle, *outcome)
+        return lambda: loop.call_soon_threadsafe(settle, *outcome)
 
     _WORKERS.submit(job)
     return await future
@@ -181,15 +269,22 @@ class _DaemonWorkers:
     """Reusable daemon threads; a new one starts only when none is idle.
 
     A hung tool keeps its thread for good, so the pool grows to the peak
-    number of tools running (or hung) at once, and no further.
+    number of tools running (or hung) at once, and no further. A job returns
+    its delivery, which runs after the thread counts itself idle again, so a
+    caller that submits as soon as it has a result finds that thread free.
+    A process forked from this one starts with an empty pool (the threads
+    are not inherited, so their idle count and queue must not be either).
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], Callable[[], object]]] = queue.SimpleQueue()
         self._idle = 0
         self._lock = threading.Lock()
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], Callable[[], object]]) -> None:
         with self._lock:
             if self._idle:
                 self._idle -= 1
@@ -199,9 +294,13 @@ class _DaemonWorkers:
 
     def _work(self) -> None:
         while True:
-            self._jobs.get()()
+            deliver = self._jobs.get()()
             with self._lock:
                 self._idle += 1
+            with contextlib.suppress(RuntimeError):  # the loop closed while the tool hung
+                deliver()
 
 
 _WORKERS = _DaemonWorkers()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORKERS._reset)

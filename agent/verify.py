@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import functools
+import json
 import subprocess
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from agent.errors import ConfigError, EndstateError, TransientModelError
+from agent.models.base import Model, ModelReply, ModelRequest
+from agent.policies import RetryPolicy
 
 if TYPE_CHECKING:
     from agent.context import RunContext
@@ -31,6 +40,7 @@ class CommandVerifier:
     cwd: str | Path | None = None
     timeout: float = 300.0
     tail_chars: int = 1500
+    cut_by_limit: bool = field(default=False, repr=False)  # set by `bounded`: a timeout is the run's
 
     def __call__(self, ctx: RunContext) -> list[str]:
         try:
@@ -38,11 +48,21 @@ class CommandVerifier:
                 list(self.argv), cwd=self.cwd, capture_output=True, text=True, timeout=self.timeout
             )
         except subprocess.TimeoutExpired:
+            if self.cut_by_limit:
+                raise BudgetCut(
+                    f"`{' '.join(self.argv)}` was stopped: the run's time budget ran out"
+                ) from None
             return [f"`{' '.join(self.argv)}` did not finish within {self.timeout:g} s"]
         if done.returncode == 0:
             return []
         tail = (done.stdout + done.stderr)[-self.tail_chars :].strip()
         return [f"`{' '.join(self.argv)}` exited {done.returncode}:\n{tail}"]
+
+    def bounded(self, seconds: float) -> CommandVerifier:
+        """This command, killed after at most `seconds` (the time left in the run)."""
+        if seconds >= self.timeout:
+            return self
+        return dataclasses.replace(self, timeout=seconds, cut_by_limit=True)
 
 
 @dataclass(frozen=True)
@@ -75,7 +95,216 @@ class AllOf:
     def __call__(self, ctx: RunContext) -> list[str]:
         return [reason for verifier in self.verifiers for reason in verifier(ctx)]
 
+    def bounded(self, seconds: float) -> AllOf:
+        """Each part bounded by `seconds` (`run_verifiers` bounds the whole)."""
+        return AllOf(tuple(_bounded(v, seconds) for v in self.verifiers))
+
 
 def all_of(*verifiers: Verifier) -> AllOf:
     """Combine verifiers; the run succeeds only when all of them pass."""
     return AllOf(tuple(verifiers))
+
+
+# -- running verifiers for the loop -------------------------------------------------------------
+
+
+class BudgetCut(Exception):
+    """A verifier was stopped because the run's time budget ran out (not a failure of its own)."""
+
+
+class VerifierError(EndstateError):
+    """A verifier raised something that is not an `Exception` (such as `SystemExit`)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the verifiers said: the reasons a criterion is not met, and whether time ran out.
+
+    With `budget_cut` the verifiers did not all finish: the run's time budget
+    ran out first, and `failures` holds only what finished before.
+    """
+
+    failures: list[str]
+    budget_cut: bool = False
+
+
+async def run_verifiers(
+    verifiers: Sequence[Verifier], ctx: RunContext, limit: float | None = None
+) -> Verdict:
+    """Run `verifiers` in order off the event loop, within `limit` seconds when given.
+
+    A command's timeout is cut to the time left, so its process is killed at
+    the limit; any other verifier still running then is abandoned on its
+    daemon thread. With no time left, no further verifier starts. A verifier
+    that raises an `Exception` raises it here (the loop ends the run `error`);
+    `SystemExit` and other non-`Exception`s are raised as `VerifierError`;
+    `KeyboardInterrupt` as `asyncio.CancelledError` (the run ends `cancelled`).
+    """
+    deadline = None if limit is None else time.monotonic() + limit
+    failures: list[str] = []
+    for verifier in verifiers:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return Verdict(failures, budget_cut=True)
+        try:
+            failures.extend(await _run_one(verifier, ctx, left))
+        except (BudgetCut, TimeoutError):
+            return Verdict(failures, budget_cut=True)
+    return Verdict(failures)
+
+
+async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
+    from agent.tools import _in_daemon_thread  # the tools' daemon pool: a hung check never blocks exit
+
+    check = _bounded(verifier, left) if left is not None else verifier
+    work = _in_daemon_thread(functools.partial(check, ctx), {})
+    try:
+        if left is None:
+            return list(await work)
+        async with asyncio.timeout(left):
+            return list(await work)
+    except (asyncio.CancelledError, Exception):
+        raise
+    except KeyboardInterrupt as exc:
+        raise asyncio.CancelledError("a verifier was interrupted (KeyboardInterrupt)") from exc
+    except BaseException as exc:
+        raise VerifierError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _bounded(verifier: Verifier, seconds: float) -> Verifier:
+    """`verifier` with its own timeouts at most `seconds`, when it has a `bounded` method."""
+    bound = getattr(verifier, "bounded", None)
+    return bound(seconds) if callable(bound) else verifier
+
+
+# -- a second model as the judge -------------------------------------------------
+
+VERDICT_TOOL = "verdict"
+VERDICT_SPEC: dict[str, Any] = {
+    "name": VERDICT_TOOL,
+    "description": "Give your verdict: passed=true only when every criterion is met; else the reasons.",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "passed": {"type": "boolean"},
+            "reasons": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "One line per criterion not met, saying what is missing. Empty when passed.",
+            },
+        },
+        "required": ["passed", "reasons"],
+        "additionalProperties": False,
+    },
+}
+
+JUDGE_INSTRUCTIONS = (
+    "You check another agent's work. You get its task, the criteria the result must meet, "
+    "its final report and the last tool calls it made with their results. Judge only from "
+    "that evidence; a claim the evidence does not show is not met. Call the verdict tool once."
+)
+
+
+@dataclass(frozen=True)
+class EvaluatorVerifier:
+    """A second model judges a `finish(done)` against `criteria`.
+
+    A rejection returns the judge's reasons, which go back to the agent as
+    the result of its `finish` call. The judge's tokens and cost count in the
+    run's budget: each call is charged to the run (`RunContext.charge`).
+    Transient failures of the judge are retried (`retry`); one that still
+    fails raises (the run ends as `error`, as for any verifier that raises).
+    A judge that answers without a verdict is a rejection saying so, so the
+    agent's next `finish` asks again.
+    """
+
+    model: Model
+    criteria: Sequence[str]
+    max_tokens: int = 1024
+    instructions: str = JUDGE_INSTRUCTIONS
+    recent_calls: int = 20
+    result_chars: int = 800
+    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=3))
+
+    def __post_init__(self) -> None:
+        if isinstance(self.criteria, str) or not self.criteria:
+            raise ConfigError("EvaluatorVerifier needs criteria: a list of one or more strings")
+
+    def __call__(self, ctx: RunContext) -> list[str]:
+        reply = _in_new_loop(self._judged(ctx))
+        return verdict(reply)
+
+    async def _judged(self, ctx: RunContext) -> ModelReply:
+        request = ModelRequest.of_messages(
+            self.instructions, [{"role": "user", "content": self.brief(ctx)}], [VERDICT_SPEC], self.max_tokens
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                reply = await self.model.complete(request)
+            except TransientModelError as exc:
+                delay = self.retry.delay(attempt, exc.retry_after)
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+                continue
+            ctx.charge(self.model.name, reply)
+            return reply
+
+    def brief(self, ctx: RunContext) -> str:
+        """What the judge is shown: task, criteria, the agent's report, its last calls."""
+        criteria = "\n".join(f"{i}. {c}" for i, c in enumerate(self.criteria, 1))
+        calls = [
+            f"- {c.name}({json.dumps(c.arguments, sort_keys=True)}) -> "
+            f"{'ERROR ' if c.is_error else ''}{c.result[: self.result_chars]}"
+            for c in ctx.calls[-self.recent_calls :]
+        ]
+        return (
+            f"<task>\n{ctx.task}\n</task>\n<criteria>\n{criteria}\n</criteria>\n"
+            f"<final_report>\n{ctx.note}\n</final_report>\n"
+            f"<tool_calls>\n{chr(10).join(calls) or '(none)'}\n</tool_calls>"
+        )
+
+
+def evaluator(model: Model, *criteria: str, **options: Any) -> EvaluatorVerifier:
+    """A verifier that passes when a second model judges every criterion met."""
+    return EvaluatorVerifier(model, criteria, **options)
+
+
+def verdict(reply: ModelReply) -> list[str]:
+    """The reasons a judge's reply rejects the work (empty when it passes)."""
+    found = next((c.arguments for c in reply.tool_calls if c.name == VERDICT_TOOL), None)
+    if found is None:
+        found = _json_verdict(reply.text)
+    if found is None or not isinstance(found.get("passed"), bool):
+        said = reply.text[:200] or "nothing"
+        return [f"The evaluator gave no verdict (it said: {said}); call finish again to be judged."]
+    if found["passed"]:
+        return []
+    reasons = [str(r) for r in found.get("reasons") or [] if str(r).strip()]
+    return reasons or ["The evaluator rejected the result without a reason."]
+
+
+def _json_verdict(text: str) -> dict[str, Any] | None:
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        parsed = json.loads(text[start : end + 1])
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _in_new_loop(coro: Any) -> ModelReply:
+    """Run the judge's call: verifiers run in a worker thread, which has no event loop of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        result: ModelReply = asyncio.run(coro)
+        return result
+    coro.close()
+    raise ConfigError(
+        "EvaluatorVerifier was called inside a running event loop; the loop calls it in a thread"
+    )

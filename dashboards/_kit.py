@@ -19,6 +19,8 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models import prometheus as prometheus_model
 
+from alerts.runbooks import runbook_url
+
 # Provisioned by dashboards/provisioning/datasources/datasources.yml.
 TEMPO_UID = "tempo"
 PROMETHEUS = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -91,19 +93,15 @@ def threshold_line(panel: timeseries.Panel, value: float) -> timeseries.Panel:
     return panel.thresholds(thresholds((value, "red"))).thresholds_style(style)
 
 
-def explore_traces_url(traceql: str) -> str:
-    """A Grafana Explore URL that runs `traceql` in Tempo over the panel's time range.
-
-    Grafana interpolates `${...}` in data links (field labels, `__from`, `__to`,
-    dashboard variables), so those are left unencoded; everything else is.
-    """
+def explore_traces_url(traceql: str, tempo_uid: str = TEMPO_UID) -> str:
+    """A Grafana Explore URL that runs `traceql` in Tempo over the panel's time range."""
     pane = {
         "traces": {
-            "datasource": TEMPO_UID,
+            "datasource": tempo_uid,
             "queries": [
                 {
                     "refId": "A",
-                    "datasource": {"type": "tempo", "uid": TEMPO_UID},
+                    "datasource": {"type": "tempo", "uid": tempo_uid},
                     "queryType": "traceql",
                     "query": traceql,
                     "limit": 20,
@@ -113,9 +111,25 @@ def explore_traces_url(traceql: str) -> str:
             "range": {"from": "${__from}", "to": "${__to}"},
         }
     }
-    encoded = quote(json.dumps(pane, separators=(",", ":")), safe="")
+    return _explore_url(pane)
+
+
+def _explore_url(panes: dict[str, object]) -> str:
+    """Explore's URL for `panes`. Grafana interpolates `${...}` in data links (field labels,
+    `__from`, `__to`, dashboard variables), so those are left unencoded; everything else is."""
+    encoded = quote(json.dumps(panes, separators=(",", ":")), safe="")
     encoded = re.sub(r"%24%7B(.*?)%7D", lambda m: "${" + unquote(m.group(1)) + "}", encoded)
     return f"/explore?schemaVersion=1&orgId=1&panes={encoded}"
+
+
+def retarget_traces(url: str, tempo_uid: str) -> str:
+    """An Explore URL made by `explore_traces_url`, opening the Tempo data source `tempo_uid`."""
+    panes = json.loads(unquote(url.split("&panes=", 1)[1]))
+    for pane in panes.values():
+        pane["datasource"] = tempo_uid
+        for target in pane["queries"]:
+            target["datasource"]["uid"] = tempo_uid
+    return _explore_url(panes)
 
 
 def traces_link(title: str, traceql: str) -> DashboardLink:
@@ -124,6 +138,16 @@ def traces_link(title: str, traceql: str) -> DashboardLink:
         DashboardLink(title)
         .type(model.DashboardLinkType.LINK)
         .url(explore_traces_url(traceql))
+        .target_blank(True)
+    )
+
+
+def runbook_link(base: str, alert: str) -> DashboardLink:
+    """A panel link to the runbook of `alert`, under `base` (as the alert rules' runbook_url)."""
+    return (
+        DashboardLink(f"Runbook: {alert}")
+        .type(model.DashboardLinkType.LINK)
+        .url(runbook_url(base, alert))
         .target_blank(True)
     )
 

@@ -7,17 +7,21 @@ test keeps them equal).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from grafana_foundation_sdk.builders import table, timeseries
 from grafana_foundation_sdk.builders.dashboard import AnnotationQuery, Dashboard, Row
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 
+from alerts.runbooks import PLACEHOLDER
 from dashboards._kit import (
     PROMETHEUS,
     datasource_variable,
     instant,
     label_variable,
     query,
+    runbook_link,
     sel,
     series_panel,
     stacked,
@@ -30,6 +34,8 @@ UID = "endstate-agent-stops"
 
 # The alert thresholds drawn on panels (alerts/rules/alerts.yml).
 LIMIT_SHARE_PAGE = 0.2  # EndstateLimitStopShareHigh
+ERROR_SHARE_PAGE = 0.1  # EndstateErrorStopShareHigh
+FALSE_SUCCESS_SHARE = 0.2  # EndstateFalseSuccessShareHigh
 BASELINE_FACTOR = 2  # EndstateLimitStopShareRising: share > 2 x its 7-day average
 HUMAN_WAIT_P90_SECONDS = 1800  # EndstateHumanWaitSlow
 HELP_PENDING_SECONDS = 3600  # EndstateHelpRequestStale
@@ -71,12 +77,18 @@ def stops_by_reason() -> timeseries.Panel:
 def runs_started_and_stopped() -> timeseries.Panel:
     return series_panel(
         "Runs started and stopped",
-        "Runs started and segments stopped per minute. Starts with no stops means runs hang or vanish "
-        "(alert EndstateStopsVanishing).",
+        "Runs started, segments stopped and segments resumed per minute. Starts with no stops means runs "
+        "hang or vanish (alert EndstateStopsVanishing). A burst of resumes after a deploy is the runs it "
+        "cancelled carrying on: the shares count each of them once, at its real end.",
         PER_MIN,
         [
             query(f"60 * sum(rate(agent_runs_started_total{sel()}[{RI}]))", "started", "A"),
             query(f"60 * sum(rate(agent_stops_total{sel()}[{RI}]))", "stopped", "B"),
+            query(
+                f"60 * sum by (stop_reason) (rate(agent_runs_resumed_total{sel()}[{RI}]))",
+                "resumed after {{stop_reason}}",
+                "C",
+            ),
         ],
     )
 
@@ -125,20 +137,31 @@ def stop_share_per_task_type() -> timeseries.Panel:
 # -- Limits ----------------------------------------------------------------------
 
 
+def share_6h(reason: str) -> str:
+    """The 6-hour share that a share alert reads for agents with fewer than 20 runs in the last hour."""
+    selector = sel(stop_reason=f'="{reason}"')
+    return f"agent_task_type_stop_reason:agent_stops_final:ratio_rate6h{selector}"
+
+
 def limit_share() -> timeseries.Panel:
     ratio = "agent_task_type_stop_reason:agent_stops_final:ratio_rate1h"
     baseline = "agent_task_type_stop_reason:agent_stops_final:ratio_rate1h_avg7d"
     limit = sel(stop_reason='="limit"')
     panel = series_panel(
         "Share of runs stopped at a limit (1h, as alerted)",
-        f"Share of ended runs (need_help excluded) that stopped because a budget ran out, over 1h: the "
-        f"series the alerts read. Dashed line: page threshold ({LIMIT_SHARE_PAGE:.0%}). Dotted: twice the "
-        "share of the last 7 days, the rising alert (drawn once a day of history with 20 runs an hour "
-        "exists). Usually a broken tool or a change in the outside world.",
+        f"Share of ended runs that stopped because a budget ran out, over 1h: the series the alerts read. "
+        "Each run counts once, at its real end (need_help suspensions and cancelled-then-resumed segments "
+        f"are no ends). Dashed line: page threshold ({LIMIT_SHARE_PAGE:.0%}). Dotted: twice the share of "
+        "the last 7 days, the rising alert (drawn once a day of history with 20 runs an hour exists). "
+        "Series named 6h: the share over 6 hours, which the alert reads for agents with fewer than 20 runs "
+        "in the last hour: they page above "
+        f"{LIMIT_SHARE_PAGE:.0%} of at least 20 runs or above half of at least 5. Usually a broken tool or a "
+        "change in the outside world.",
         "percentunit",
         [
             query(f"{ratio}{limit}", "{{agent}} {{task_type}}", "A"),
             query(f"{BASELINE_FACTOR} * {baseline}{limit}", "rising threshold {{agent}} {{task_type}}", "B"),
+            query(share_6h("limit"), "6h: {{agent}} {{task_type}}", "C"),
         ],
     )
     dotted = [model.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dot", "dash": [2, 6]})]
@@ -147,6 +170,34 @@ def limit_share() -> timeseries.Panel:
         stop_traceql("limit", task_type="${__field.labels.task_type}", agent="${__field.labels.agent}"),
     )
     return threshold_line(panel, LIMIT_SHARE_PAGE).override_by_query("B", dotted).data_links([link])
+
+
+def error_share() -> timeseries.Panel:
+    error = sel(stop_reason='="error"')
+    panel = series_panel(
+        "Share of runs ended in error (1h, as alerted)",
+        "Share of ended runs that stopped in error (the model API failing after retries, a verifier that "
+        "raised, a store that could not write), over 1h, each run counted once. Dashed line: the "
+        f"EndstateErrorStopShareHigh threshold ({ERROR_SHARE_PAGE:.0%}, at least 20 runs an hour). "
+        "Series named 6h: the share over 6 hours, which the alert reads for agents with fewer than 20 runs "
+        "in the last hour: they page above "
+        f"{ERROR_SHARE_PAGE:.0%} of at least 20 runs or above 30% of at least 5. Click a series for its "
+        "traces.",
+        "percentunit",
+        [
+            query(
+                f"agent_task_type_stop_reason:agent_stops_final:ratio_rate1h{error}",
+                "{{agent}} {{task_type}}",
+                "A",
+            ),
+            query(share_6h("error"), "6h: {{agent}} {{task_type}}", "C"),
+        ],
+    )
+    link = traces_link(
+        "Error traces of ${__field.labels.agent} ${__field.labels.task_type}",
+        stop_traceql("error", task_type="${__field.labels.task_type}", agent="${__field.labels.agent}"),
+    )
+    return threshold_line(panel, ERROR_SHARE_PAGE).max(1).data_links([link])
 
 
 def budget_ran_out() -> timeseries.Panel:
@@ -312,6 +363,28 @@ def give_ups() -> timeseries.Panel:
     )
 
 
+def give_ups_by_cause() -> timeseries.Panel:
+    panel = series_panel(
+        "Give-ups by cause",
+        "Runs per minute that ended as gave_up, by who ended them: agent (the model gave up), refusal (the "
+        "model API refused), guardrail (a guardrail of an observed framework tripped). A refusal surge "
+        "shows here before anywhere else. Agents older than stop_cause show no cause.",
+        PER_MIN,
+        [
+            query(
+                per_minute("agent_stops_total", "stop_cause", sel(stop_reason='="gave_up"')),
+                "cause: {{stop_cause}}",
+                "A",
+            )
+        ],
+    )
+    link = traces_link(
+        "Give-ups with cause ${__field.labels.stop_cause}",
+        stop_traceql("gave_up", **{"stop.cause": "${__field.labels.stop_cause}"}),
+    )
+    return bars(panel).data_links([link])
+
+
 def tool_errors() -> timeseries.Panel:
     panel = series_panel(
         "Tool errors and timeouts",
@@ -343,6 +416,54 @@ def tool_error_share() -> timeseries.Panel:
         "percentunit",
         [query(f"{bad} / {every}", "{{tool}}", "A")],
     ).max(1)
+
+
+# -- Success audits ----------------------------------------------------------------
+
+
+def false_success_share() -> timeseries.Panel:
+    false = sel(outcome='="false_success"')
+    quiet = (
+        f"agent_task_type_outcome:agent_success_audits:ratio_rate1d{false} unless on (agent, task_type) "
+        "agent_task_type:agent_success_audits:increase6h >= 10"
+    )
+    panel = series_panel(
+        "False-success share of audited successes (6h, as alerted)",
+        "Share of the audited successes that an independent re-check found wrong, among audits that "
+        "reached a verdict (audits that failed themselves are left out), over 6 hours. Dashed line: the "
+        f"EndstateFalseSuccessShareHigh threshold ({FALSE_SUCCESS_SHARE:.0%}, at least 10 audits). Series "
+        "named 1d: the 1-day share of agents with fewer than 10 audits in 6 hours, which the alert reads "
+        "for them.",
+        "percentunit",
+        [
+            query(
+                f"agent_task_type_outcome:agent_success_audits:ratio_rate6h{false}",
+                "{{agent}} {{task_type}}",
+                "A",
+            ),
+            query(quiet, "1d, few audits: {{agent}} {{task_type}}", "B"),
+        ],
+    )
+    return threshold_line(panel, FALSE_SUCCESS_SHARE).max(1)
+
+
+def audits_by_outcome() -> timeseries.Panel:
+    return bars(
+        series_panel(
+            "Success audits by outcome",
+            "Audits of successful runs per hour by outcome: confirmed, false_success (the run was not a "
+            "success), error (the audit itself failed: no verdict). Audits re-check a configured share of "
+            "successes, later.",
+            "suffix: /h",
+            [
+                query(
+                    f"3600 * sum by (outcome) (rate(agent_success_audits_total{sel()}[{RI}]))",
+                    "{{outcome}}",
+                    "A",
+                )
+            ],
+        )
+    )
 
 
 # -- Tokens and cost -----------------------------------------------------------
@@ -446,10 +567,36 @@ ROWS = (
     ("Stops per task type", (stop_share_per_task_type,)),
     ("Limits", (limit_share, budget_ran_out, turns_vs_ceiling, active_time)),
     ("Human help", (human_wait, oldest_pending, help_pending)),
-    ("Quality", (no_progress, give_ups, verify_rejections, tool_errors, tool_error_share)),
+    (
+        "Quality",
+        (
+            error_share,
+            no_progress,
+            give_ups,
+            give_ups_by_cause,
+            verify_rejections,
+            tool_errors,
+            tool_error_share,
+        ),
+    ),
+    ("Success audits", (false_success_share, audits_by_outcome)),
     ("Tokens and cost", (tokens_per_run, cost_per_run, spend)),
     ("Model calls and telemetry", (model_latency, model_tokens, export_failures, export_failure_share)),
 )
+
+# The alerts a panel shows: its corner links to their runbooks.
+RUNBOOKS: dict[Callable[[], object], tuple[str, ...]] = {
+    runs_started_and_stopped: ("EndstateStopsVanishing",),
+    limit_share: ("EndstateLimitStopShareHigh", "EndstateLimitStopShareRising"),
+    error_share: ("EndstateErrorStopShareHigh",),
+    human_wait: ("EndstateHumanWaitSlow",),
+    oldest_pending: ("EndstateHelpRequestStale",),
+    no_progress: ("EndstateNoProgressSurge",),
+    give_ups: ("EndstateGiveUpSurge",),
+    give_ups_by_cause: ("EndstateGiveUpSurge",),
+    false_success_share: ("EndstateFalseSuccessShareHigh",),
+    export_failure_share: ("EndstateTelemetryExportFailing",),
+}
 
 
 def alerts_annotation() -> AnnotationQuery:
@@ -463,7 +610,8 @@ def alerts_annotation() -> AnnotationQuery:
     )
 
 
-def build() -> Dashboard:
+def build(runbook_base: str = PLACEHOLDER) -> Dashboard:
+    """The dashboard, its runbook links built from `runbook_base`."""
     dashboard = (
         Dashboard("Agent stops")
         .uid(UID)
@@ -488,6 +636,9 @@ def build() -> Dashboard:
         dashboard = dashboard.with_row(Row(title).id(next_id))
         next_id += 1
         for make in panels:
-            dashboard = dashboard.with_panel(make().id(next_id))
+            panel = make().id(next_id)
+            if make in RUNBOOKS:
+                panel = panel.links([runbook_link(runbook_base, alert) for alert in RUNBOOKS[make]])
+            dashboard = dashboard.with_panel(panel)
             next_id += 1
     return dashboard

@@ -50,7 +50,7 @@ MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls a
 MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
 _WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
 _TOOL_OUTCOMES = (n.TOOL_OK, n.TOOL_ERROR, n.TOOL_TIMEOUT)
-_RESUMABLE = (str(StopReason.NEED_HELP), str(StopReason.CANCELLED))
+_RESUMABLE = (str(StopReason.NEED_HELP), str(StopReason.CANCELLED), str(StopReason.LIMIT))
 _AUDIT_OUTCOMES = (n.AUDIT_CONFIRMED, n.AUDIT_FALSE_SUCCESS, n.AUDIT_ERROR)
 _RUN_LABELS = (n.LABEL_AGENT, n.LABEL_TASK_TYPE)
 _GEN_AI_LABELS = (n.LABEL_GEN_AI_OPERATION_NAME, n.LABEL_GEN_AI_PROVIDER_NAME, n.LABEL_GEN_AI_REQUEST_MODEL)
@@ -427,6 +427,15 @@ class _RunMetrics(RunObserver):
         self._model.duration_ok.observe(seconds)
         self._model.tokens_in.observe(reply.input_tokens)
         self._model.tokens_out.observe(reply.output_tokens)
+        cache = (
+            (n.TOKEN_CACHE_READ, reply.cache_read_input_tokens),
+            (n.TOKEN_CACHE_CREATION, reply.cache_creation_input_tokens),
+        )
+        for token_type, tokens in cache:
+            if tokens:
+                self._hooks.m.token_usage.labels(
+                    n.OP_CHAT, self._info.provider, self._info.model, token_type
+                ).observe(tokens)
 
     def tool_started(self, call: ToolCall) -> None:
         self._tool_t0[call.id] = time.perf_counter()
@@ -478,7 +487,8 @@ class _RunMetrics(RunObserver):
             result.active_seconds, {n.EXEMPLAR_TRACE_ID: result.trace_id} if result.trace_id else None
         )
         tokens.observe(result.input_tokens + result.output_tokens)
-        cost.inc(max(0.0, result.cost_usd - self._spent_before))  # what this segment spent
+        if result.cost_usd is not None:  # an unknown cost is not counted as $0
+            cost.inc(max(0.0, result.cost_usd - self._spent_before))  # what this segment spent
         self._agent_duration(reason, result.error_type)
         if reason is StopReason.NEED_HELP and result.suspension and self._hooks.local_pending is not None:
             s, info = result.suspension, self._info

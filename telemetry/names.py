@@ -48,6 +48,8 @@ AGENT_TASK_TYPE: Final = "agent.task.type"
 AGENT_TURNS: Final = "agent.turns"
 AGENT_TURN_INDEX: Final = "agent.turn.index"
 AGENT_TURN_SIGNAL: Final = "agent.turn.signal"
+AGENT_BUDGET_EXTENDED: Final = "agent.budget.extended"  # a limit stop continued with more budget
+AGENT_TURN_CONTINUED: Final = "agent.turn.continued"  # a turn a suspension split: not a new turn
 AGENT_COST_USD: Final = "agent.cost.usd"
 AGENT_SEGMENT: Final = "agent.segment"
 AGENT_ATTEMPT: Final = "agent.model.attempt"
@@ -234,3 +236,16 @@ CAPTURE_EVENT_ONLY: Final = "EVENT_ONLY"
 CAPTURE_SPAN_AND_EVENT: Final = "SPAN_AND_EVENT"
 # The event that carries a model call's messages when content goes to events (a log record).
 EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"
+
+# -- added for Claude in production (issue 10): cache tokens, time to first token ---
+# Chat span attributes (GenAI conventions), from ModelReply.cache_read_input_tokens and
+# .cache_creation_input_tokens; gen_ai_client_token_usage observes them under these token types.
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+TOKEN_CACHE_READ: Final = "cache_read"  # gen_ai.token.type values for the cache parts of the input
+TOKEN_CACHE_CREATION: Final = "cache_creation"
+# The GenAI conventions name it "time to first chunk": the span attribute and the client
+# metric (histogram, seconds, the duration metric's buckets), read from ModelReply.time_to_first_token.
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai_client_operation_time_to_first_chunk_seconds"  # histogram
+BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK: Final = BUCKETS_GEN_AI_OPERATION_DURATION

@@ -52,9 +52,9 @@ class _RunTelemetry(RunObserver):
         self._metrics, self._spans = metrics, spans
         self.trace_id, self.span_id = spans.trace_id, spans.span_id
 
-    def turn_started(self, index: int) -> None:
+    def turn_started(self, index: int, continued: bool = False) -> None:
         try:
-            self._spans.turn_started(index)  # metrics count no turn until the segment ends
+            self._spans.turn_started(index, continued)  # metrics count no turn until the segment ends
         except Exception:
             hook_failed("turn_started")
 

@@ -20,6 +20,7 @@ SECRET_ENV_VARS: tuple[str, ...] = (
     "GITHUB_TOKEN",
     "GH_TOKEN",
     "HF_TOKEN",
+    "ENDSTATE_TOKEN",
 )
 
 _BARE_KEYS = re.compile(
@@ -29,14 +30,35 @@ _BARE_KEYS = re.compile(
             r"sk-[A-Za-z0-9_\-]{16,}",  # OpenAI-style keys
             r"gh[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
             r"AKIA[0-9A-Z]{16}",  # AWS access key ids
+            r"xox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack tokens
+            r"https://hooks\.slack\.com/services/[A-Za-z0-9_/\-]+",  # Slack webhooks
+            r"AIza[0-9A-Za-z_\-]{35}",  # Google API keys
+            r"\beyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",  # JWTs
         )
     )
 )
-# A secret after a telling prefix (`Bearer `, `api_key=`, `"password": "`): the prefix stays.
-_PREFIXED = re.compile(
-    r"((?i:bearer)\s+|(?i:x-api-key|api[_-]?key|password|secret|token)[\"']?\s*[:=]\s*[\"']?)"
-    r"[A-Za-z0-9._~+/=\-]{6,}"
+# A PEM private key, to its END line (or to the end of a text cut short).
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)")
+# The password of `scheme://user:password@host`; it may hold '@' (the last one before the path ends it).
+_URL_CREDENTIALS = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:)([^\s/]*)(@)")
+_KEY_NAMES = (
+    r"x-api-key|api[_-]?key|aws_secret_access_key|secret_access_key|access[_-]?token|auth[_-]?token|"
+    r"client[_-]?secret|secret|token|ssl[_-]?password|password|passwd|pwd|passphrase"
 )
+_KEY = rf"((?i:{_KEY_NAMES})[\"']?\s*[:=]\s*)"
+# A quoted value after a telling key: everything up to the closing quote.
+_QUOTED = re.compile(_KEY + r"([\"'])(.*?)\2")
+# A URL query parameter (`?password=...&next=`): the value ends at '&', '#' or a space.
+_QUERY = re.compile(rf"([?&;](?i:{_KEY_NAMES})=)([^&#\s\"']+)")
+# A password in free text (`password: two words`) may hold spaces: the rest of the line goes.
+_PASSWORD_LINE = re.compile(
+    r"((?i:password|passwd|pwd|passphrase)[\"']?\s*[:=]\s*)(?!\[REDACTED\])([^\"'\s][^\n]*)"
+)
+# Any other value after a telling prefix (`Bearer `, `api_key=`): up to a space, quote or separator.
+_PREFIXED = re.compile(r"((?i:bearer)\s+|" + _KEY[1:-1] + r")(?!\[REDACTED\])([^\s&\"',;}\]]+)")
+_EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
+_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
 _MIN_SECRET_CHARS = 8  # shorter env values would redact ordinary words
 
 
@@ -57,16 +79,40 @@ class Redactor:
         return self.truncate(self.redact(text))
 
     def redact(self, text: str) -> str:
-        """Every known secret value and every key-shaped string replaced."""
+        """Every known secret value and every key-shaped string replaced (personal data too:
+        e-mail addresses and card numbers that pass the Luhn check)."""
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)
-        return _PREFIXED.sub(r"\1" + REDACTED, _BARE_KEYS.sub(REDACTED, text))
+        text = _PEM.sub(REDACTED, text)
+        text = _URL_CREDENTIALS.sub(r"\1" + REDACTED + r"\3", text)
+        text = _BARE_KEYS.sub(REDACTED, text)
+        text = _QUOTED.sub(r"\1\2" + REDACTED + r"\2", text)
+        text = _QUERY.sub(r"\1" + REDACTED, text)
+        text = _PASSWORD_LINE.sub(r"\1" + REDACTED, text)
+        text = _PREFIXED.sub(r"\1" + REDACTED, text)
+        text = _EMAIL.sub(REDACTED, text)
+        text = _CARD.sub(lambda m: REDACTED if _luhn(m.group()) else m.group(), text)
+        return _AWS_SECRET.sub(lambda m: REDACTED if _key_like(m.group()) else m.group(), text)
 
     def truncate(self, text: str) -> str:
         """At most `max_chars`, saying how much was cut."""
         if len(text) <= self.max_chars:
             return text
         return f"{text[: self.max_chars]}...[truncated {len(text) - self.max_chars} chars]"
+
+
+def _luhn(candidate: str) -> bool:
+    """True when the digits pass the Luhn check that card numbers carry."""
+    digits = [int(c) for c in candidate if c.isdigit()]
+    total = sum(d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2) for i, d in enumerate(reversed(digits)))
+    return total % 10 == 0
+
+
+def _key_like(word: str) -> bool:
+    """40 base64 characters with upper and lower case and a digit or '/' or '+' (an AWS secret key),
+    not a hex digest."""
+    has = [any(c.isupper() for c in word), any(c.islower() for c in word)]
+    return all(has) and any(c.isdigit() or c in "/+" for c in word)
 
 
 def _secret_values(environ: Mapping[str, str], names: Iterable[str]) -> tuple[str, ...]:

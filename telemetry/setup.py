@@ -46,6 +46,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 from opentelemetry.semconv.attributes import service_attributes
 from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 
 from agent.errors import ConfigError
 from telemetry import names as n
@@ -83,6 +84,11 @@ class Telemetry:
     logger_provider: LoggerProvider | None = None  # content events, when a capture mode asks for them
     delivery: Delivery | None = None
     _closed: bool = field(default=False, init=False, repr=False)
+
+    def exposition(self, accept: str = "") -> tuple[bytes, str]:
+        """The /metrics page in the format the `Accept` header asks for (OpenMetrics carries exemplars)."""
+        encoder, content_type = choose_encoder(accept)
+        return encoder(self.registry), content_type
 
     @classmethod
     def from_env(

@@ -139,7 +139,7 @@ class _RunTrace(RunObserver):
 
     # -- turns -------------------------------------------------------------
 
-    def turn_started(self, index: int) -> None:
+    def turn_started(self, index: int, continued: bool = False) -> None:
         if self._ended:
             return
         if self._turn is not None or self._chat is not None or self._tools:
@@ -148,7 +148,7 @@ class _RunTrace(RunObserver):
         self._turn = self._tracer.start_span(
             n.SPAN_TURN,
             context=self._ctx,
-            attributes={n.AGENT_TURN_INDEX: index},
+            attributes={n.AGENT_TURN_INDEX: index, **({n.AGENT_TURN_CONTINUED: True} if continued else {})},
             start_time=min((call.start_ns for call in held), default=None),
         )
         self._turn_ctx = trace.set_span_in_context(self._turn)
@@ -368,6 +368,7 @@ def _run_attributes(info: RunInfo) -> dict[str, Any]:
         n.GEN_AI_CONVERSATION_ID: info.run_id,
         n.AGENT_TASK_TYPE: info.task_type,
         n.AGENT_SEGMENT: info.segment,
+        **({n.AGENT_BUDGET_EXTENDED: True} if info.extended else {}),
     }
 
 
@@ -379,12 +380,13 @@ def _result_attributes(result: RunResult) -> dict[str, Any]:
         n.AGENT_TURNS: result.turns,
         n.GEN_AI_USAGE_INPUT_TOKENS: result.input_tokens,
         n.GEN_AI_USAGE_OUTPUT_TOKENS: result.output_tokens,
-        n.AGENT_COST_USD: result.cost_usd,
     }
     if result.limit is not None:
         attributes[n.STOP_LIMIT] = str(result.limit)
     if result.cause is not None:
         attributes[n.STOP_CAUSE] = str(result.cause)
+    if result.cost_usd is not None:  # left out when a model's price is unknown
+        attributes[n.AGENT_COST_USD] = result.cost_usd
     return attributes
 
 
@@ -398,6 +400,10 @@ def _reply_attributes(reply: ModelReply) -> dict[str, Any]:
         attributes[n.GEN_AI_RESPONSE_MODEL] = reply.model
     if reply.response_id:
         attributes[n.GEN_AI_RESPONSE_ID] = reply.response_id
+    attributes[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = reply.cache_read_input_tokens
+    attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
+    if reply.time_to_first_token is not None:
+        attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = reply.time_to_first_token
     return attributes
 
 

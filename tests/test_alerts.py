@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RULES = sorted((ROOT / "alerts" / "rules").glob("*.yml"))
 UNIT_TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yml"))
 ALERTMANAGER = ROOT / "alerts" / "alertmanager.yml"
-RUNBOOK_BASE = "https://github.com/endstate/endstate/blob/main/docs/runbooks/"
+# The committed base: plainly a placeholder (`.invalid` never resolves); deployments set theirs
+# with `python -m alerts.build --runbook-base URL`.
+RUNBOOK_BASE = "https://runbooks.example.invalid/set-with--runbook-base/"
 SEVERITIES = {"page", "ticket"}
 # The shape every alert's promtool tests take (test group names start with these).
 CASES = ("fires", "quiet under normal traffic", "quiet below the minimum", "resolves")
@@ -44,7 +47,8 @@ def test_there_are_rules_and_unit_tests() -> None:
     assert {"EndstateLimitStopShareHigh", "EndstateLimitStopShareRising", "EndstateHumanWaitSlow",
             "EndstateHelpRequestStale", "EndstateNoProgressSurge", "EndstateGiveUpSurge",
             "EndstateStopsVanishing", "EndstateTelemetryExportFailing",
-            "EndstateAgentDown"} <= set(ALERTS)  # fmt: skip
+            "EndstateAgentDown", "EndstateErrorStopShareHigh",
+            "EndstateFalseSuccessShareHigh"} <= set(ALERTS)  # fmt: skip
 
 
 def test_promtool_check_rules() -> None:
@@ -130,5 +134,92 @@ def test_baseline_needs_a_day_of_the_traffic_the_alerts_guard_on() -> None:
         assert guard and guard.group(1) == history.group(1), rule["alert"]
         assert "ratio_rate1h_avg7d" in rule["expr"]
     # Weighted by runs: the average of rates, not the average of hourly shares.
-    assert "avg_over_time(agent_task_type_stop_reason:agent_stops_final:rate1h[7d])" in baseline["expr"]
+    assert "avg_over_time(agent_task_type_stop_reason:agent_stops_final:increase1h[7d])" in baseline["expr"]
     assert "avg_over_time(agent_task_type_stop_reason:agent_stops_final:ratio_rate1h[" not in baseline["expr"]
+
+
+# -- shares of runs, at any traffic ---------------------------------------------------
+
+SHARE_ALERTS = ("EndstateLimitStopShareHigh", "EndstateErrorStopShareHigh")
+
+
+@pytest.mark.parametrize("name", SHARE_ALERTS)
+def test_a_share_page_has_a_path_for_quiet_agents(name: str) -> None:
+    """Busy agents are judged on an hour; an agent with fewer than 20 runs in it on 6 hours,
+    by a share of at least 20 runs or a higher share of at least 5, never on the hour as well."""
+    expr = ALERTS[name]["expr"]
+    assert re.search(r"ratio_rate1h\{[^}]*\} > [\d.]+\s+and on \(agent, task_type\)\s+"
+                     r"agent_task_type:agent_stops_final:increase1h >= 20", expr)  # fmt: skip
+    assert re.search(r"increase6h >= 20", expr) and re.search(r"increase6h >= 5\b", expr)
+    assert re.search(
+        r"unless on \(agent, task_type\)\s+agent_task_type:agent_stops_final:increase1h >= 20", expr
+    )
+
+
+def test_run_ends_are_stops_minus_resumes_of_that_reason() -> None:
+    """The shares' counts subtract the resumes of the reason a segment stopped with, and fall
+    back to stops alone where no agent serves the resume counter."""
+    by_name = {rule["record"]: rule["expr"] for rule in rules("record")}
+    for window in ("1h", "6h"):
+        ends = by_name[f"agent_task_type_stop_reason:agent_stops_final:increase{window}"]
+        stops = f"agent_task_type_stop_reason:agent_stops:increase{window}"
+        resumes = f"agent_task_type_stop_reason:agent_runs_resumed:increase{window}"
+        assert re.search(
+            rf"{stops}\s*- on \(agent, task_type, stop_reason\)\s*{resumes}\s*or\s*{stops}", ends
+        )
+        assert "agent_runs_resumed_total" in by_name[resumes]
+        assert 'stop_reason!~"need_help|cancelled"' in by_name[stops]
+
+
+# -- runbook links from a base you set ------------------------------------------------
+
+
+def build_rules(*args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "alerts.build", *args]
+    return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_committed_rules_carry_the_placeholder_base() -> None:
+    done = build_rules("--check")
+    assert done.returncode == 0, done.stderr
+    assert ".invalid/" in RUNBOOK_BASE
+
+
+@pytest.mark.parametrize(
+    ("base", "link"),
+    [
+        ("https://wiki.example.com/sre/runbooks", "https://wiki.example.com/sre/runbooks/{}.md"),
+        ("https://github.com/acme/endstate/blob/main/docs/runbooks/",
+         "https://github.com/acme/endstate/blob/main/docs/runbooks/{}.md"),
+        ("https://confluence.example.com/display/SRE/{alertname}", "https://confluence.example.com/display/SRE/{}"),
+    ],
+)  # fmt: skip
+def test_a_custom_runbook_base_lands_in_every_runbook_url(tmp_path: Path, base: str, link: str) -> None:
+    out = tmp_path / "rules"
+    done = build_rules("--runbook-base", base, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.glob("*.yml")) == [p.name for p in RULES]
+    written = {
+        rule["alert"]: rule
+        for path in out.glob("*.yml")
+        for group in yaml.safe_load(path.read_text())["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
+    assert written.keys() == ALERTS.keys()
+    for name, rule in written.items():
+        assert rule["annotations"]["runbook_url"] == link.format(name)
+        original = {k: v for k, v in ALERTS[name]["annotations"].items() if k != "runbook_url"}
+        assert {k: v for k, v in rule["annotations"].items() if k != "runbook_url"} == original
+        assert rule["expr"] == ALERTS[name]["expr"]
+    check = run(["promtool", "check", "rules", *map(str, sorted(out.glob("*.yml")))])
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert build_rules("--check").returncode == 0, "the committed rules were changed"
+
+
+@pytest.mark.parametrize("base", ["wiki.example.com/runbooks", "https://wiki.example.com/run books/", ""])
+def test_a_runbook_base_that_cannot_make_links_is_refused(tmp_path: Path, base: str) -> None:
+    done = build_rules("--runbook-base", base, "--out", str(tmp_path / "rules"))
+    assert done.returncode == 2
+    assert "is not an http(s) URL" in done.stderr and "{alertname}" in done.stderr
+    assert not (tmp_path / "rules").exists()

@@ -5,6 +5,8 @@ project's routing tree), delivered to a webhook."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,20 +24,29 @@ from prom_stack import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-RULE_FILES = sorted((ROOT / "alerts" / "rules").glob("*.yml"))
 ALERTMANAGER = ROOT / "alerts" / "alertmanager.yml"
 ALERT = "EndstateLimitStopShareHigh"
 # The demo scenarios that end at a limit (`endstate demo --list`).
 LIMIT_SCENARIOS = ["csv/ok-every-time", "research/one-more-source"]
 # Windows short enough for a test; thresholds (20%, 20 runs per window) stay.
 WINDOWS = {"1h": "1m", "30m": "1m", "15m": "1m"}
+# The rules as a deployment builds them: runbook links under its own base.
+RUNBOOK_BASE = "https://wiki.example.com/sre/runbooks/"
+
+
+def deployed_rules(out: Path) -> list[Path]:
+    """alerts/rules/ written by `python -m alerts.build` with RUNBOOK_BASE, into `out`."""
+    argv = [sys.executable, "-m", "alerts.build", "--runbook-base", RUNBOOK_BASE, "--out", str(out)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return sorted(out.glob("*.yml"))
 
 
 @pytest.mark.slow
 def test_limit_share_alert_reaches_the_webhook(tmp_path: Path) -> None:
     require_demo_flags("--metrics-port", "--hold", "--repeat")
     port = free_port()
-    rules = fast_rules(RULE_FILES, tmp_path / "rules", WINDOWS, hold="2s")
+    rules = fast_rules(deployed_rules(tmp_path / "deployed"), tmp_path / "rules", WINDOWS, hold="2s")
     with webhook_receiver() as hook:
         am_config = alertmanager_config(ALERTMANAGER, hook.url)
         with alertmanager(am_config, tmp_path / "alertmanager") as am:
@@ -51,6 +62,6 @@ def test_limit_share_alert_reaches_the_webhook(tmp_path: Path) -> None:
     labels, notes = alert["labels"], alert["annotations"]
     assert labels["severity"] == "page" and labels["stop_reason"] == "limit"
     assert labels["agent"] and labels["task_type"]
-    assert notes["runbook_url"].endswith(f"/docs/runbooks/{ALERT}.md")
+    assert notes["runbook_url"] == f"{RUNBOOK_BASE}{ALERT}.md"
     assert notes["summary"] == f"{labels['agent']}/{labels['task_type']}: 100% of runs stopped at a limit"
     assert "budget ran out" in notes["description"]

@@ -37,6 +37,7 @@ def test_shipped_cases_reach_every_exit_and_cover_the_issue() -> None:
     assert by_name["csv/first-done-rejected"].expect_rejected
     assert by_name["invoice/portal-offline"].impossible and by_name["research/private-margin"].impossible
     assert by_name["invoice/which-one"].expect is StopReason.NEED_HELP
+    assert by_name["ci/denied-push"].expected == [StopReason.NEED_HELP, StopReason.GAVE_UP]
     assert all(c.judges for c in SHIPPED if c.impossible or StopReason.SUCCESS in c.expected)
 
 
@@ -85,6 +86,7 @@ def test_json_lines_per_case_and_a_summary(capsys: pytest.CaptureFixture[str]) -
     cases, summary = lines[:-1], lines[-1]["summary"]
     assert [c["case"] for c in cases] == [
         "ci/approved-push",
+        "ci/denied-push",
         "ci/unanswered-push",
         "ci/api-down",
         "invoice/which-one",
@@ -93,7 +95,13 @@ def test_json_lines_per_case_and_a_summary(capsys: pytest.CaptureFixture[str]) -
     assert push["expected"] == push["actual"] == ["need_help", "success"]
     assert [s["reason"] for s in push["segments"]] == ["need_help", "success"]
     assert push["segments"][1]["verified"] is True and push["false_success"] is False
-    assert summary["stops"]["fix_ci"] == {"need_help": 2, "success": 1, "help_timeout": 1, "error": 1}
+    assert summary["stops"]["fix_ci"] == {
+        "need_help": 3,
+        "success": 1,
+        "gave_up": 1,
+        "help_timeout": 1,
+        "error": 1,
+    }
     assert summary["passed"] is True and summary["false_successes"] == []
 
 

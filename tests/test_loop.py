@@ -18,6 +18,8 @@ import pytest
 from agent import (
     Agent,
     Budget,
+    ConfigError,
+    Extension,
     HelpPolicy,
     LimitKind,
     ModelError,
@@ -30,6 +32,8 @@ from agent import (
     StopCause,
     StopReason,
     TransientModelError,
+    goal,
+    invariant,
     predicate,
     tool,
 )
@@ -839,7 +843,8 @@ def test_the_checkpointer_gets_each_result_as_it_lands_and_each_completed_turn()
     assert [r.text for r in results_since_reply(first)] == ["ACME: net 30"]  # the first result, as it landed
     assert Journal(second.journal).open_calls() == []  # the completed turn carries the last result
     assert results_since_reply(second)[-1].text == "pages of https://acme.example"
-    assert all(h.kind is SnapshotKind.CHECKPOINT for h in saved.heads)
+    assert all(h.kind is SnapshotKind.CHECKPOINT for h in saved.heads[:-1])
+    assert saved.heads[-1].kind is SnapshotKind.FINISHED  # the last entries, saved when the run ended
 
 
 def test_resuming_a_checkpoint_does_not_run_a_recorded_call_again():
@@ -1127,7 +1132,7 @@ def test_a_retry_after_past_the_seconds_budget_stops_at_the_limit_without_sleepi
         (RetryPolicy(base_delay=1, jitter=False), 3, None, 4.0),
         (RetryPolicy(base_delay=1, max_delay=5, jitter=False), 4, None, 5.0),
         (RetryPolicy(max_delay=30), 1, 12.0, 12.0),
-        (RetryPolicy(max_delay=30), 1, 99.0, 30.0),
+        (RetryPolicy(max_delay=30), 1, 99.0, 99.0),  # a retry-after is never cut short
         (RetryPolicy(max_delay=30), 1, -3.0, 0.0),
         (RetryPolicy(max_attempts=3), 3, None, None),
         (RetryPolicy(max_attempts=3), 3, 1.0, None),
@@ -1212,3 +1217,146 @@ def test_each_call_has_a_stable_idempotency_key_for_its_tool(make_agent):
     done = make_agent(*steps, tools=[charge]).resume(Snapshot.from_json(first.snapshot.to_json()), Approval())
     assert done.reason is StopReason.SUCCESS
     assert keys == [f"run-7:{first.suspension.pending.tool_use_id}"]
+
+
+# -- more budget for a run stopped by a limit ----------------------------------------------
+
+
+def test_a_limit_stop_keeps_its_snapshot_and_more_turns_finish_it(make_agent):
+    steps = [[call("search", query=str(i))] for i in range(4)] + [[finish("done", "found")]]
+    first = make_agent(*steps, tools=[search], budget=Budget(max_turns=3)).run("search a lot")
+    assert (first.reason, first.limit, first.turns) == (StopReason.LIMIT, LimitKind.TURNS, 3)
+    assert first.snapshot is not None and first.snapshot.kind is SnapshotKind.LIMITED
+    snap = Snapshot.from_json(first.snapshot.to_json())
+
+    with pytest.raises(SnapshotError, match=r"stopped at a limit: pass more=Extension\(turns="):
+        make_agent(*steps, tools=[search], budget=Budget(max_turns=3)).resume(snap)
+    with pytest.raises(SnapshotError, match="would still be out of turns budget"):
+        make_agent(*steps, tools=[search], budget=Budget(max_turns=3)).resume(
+            snap, more=Extension(seconds=60)
+        )
+
+    agent = make_agent(*steps, tools=[search], budget=Budget(max_turns=3))
+    done = agent.resume(snap, more=Extension(turns=5))
+    assert done.reason is StopReason.SUCCESS and done.turns == 5
+    assert done.run_id == first.run_id
+
+
+def test_a_finished_run_does_not_resume_even_with_more_budget(make_agent):
+    saved: list[Any] = []
+    make_agent([finish("give_up", "no")], checkpoint=saved.append).run("t")
+    head = saved[-1].head
+    snap = dataclasses.replace(head, journal=[e for cp in saved for e in cp.entries])
+    assert snap.kind is SnapshotKind.FINISHED and snap.reason is StopReason.GAVE_UP
+    with pytest.raises(SnapshotError, match="ended as gave_up"):
+        make_agent([finish("done", "x")]).resume(snap, more=Extension(turns=3))
+
+
+# -- checks every turn ----------------------------------------------------------------------
+
+
+def test_a_goal_check_ends_the_run_as_success_once_the_goal_state_is_reached(make_agent):
+    files: dict[str, str] = {}
+
+    @tool
+    def write(path: str) -> str:
+        """Write a file."""
+        files[path] = "x"
+        return f"wrote {path}"
+
+    steps = [[call("write", path="a")], [call("write", path="b")], [call("write", path="c")]]
+    agent = make_agent(
+        *steps, tools=[write], checks=[goal(lambda ctx: {"a", "b"} <= set(files), "a and b written")]
+    )
+    result = agent.run("write a and b")
+    assert (result.reason, result.verified, result.output) == (StopReason.SUCCESS, True, "a and b written")
+    assert result.turns == 2  # the model never had to say done
+    assert len(agent.model.requests) == 2
+
+
+def test_a_broken_invariant_ends_the_run_as_error_with_its_reason(make_agent):
+    balance = {"eur": 100}
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        balance["eur"] -= amount
+        return f"paid {amount}"
+
+    steps = [[call("pay", amount=60)], [call("pay", amount=60)], [finish("done", "paid")]]
+    agent = make_agent(
+        *steps, tools=[pay], checks=[invariant(lambda ctx: balance["eur"] >= 0, "the balance went negative")]
+    )
+    result = agent.run("pay twice")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "invariant_broken")
+    assert result.note == "Invariant broken: the balance went negative"
+    assert result.turns == 2
+
+
+# -- the time budget bounds tools and verifiers -------------------------------------------------
+
+
+def test_a_tool_longer_than_the_time_left_is_cut_at_the_budget_not_at_its_own_timeout(make_agent):
+    release = threading.Event()
+
+    @tool(timeout=30)
+    def crawl(url: str) -> str:
+        """Crawl a site (slowly)."""
+        release.wait(30)
+        return "crawled"
+
+    try:
+        agent = make_agent(
+            [call("crawl", url="a")], [finish("done", "x")], tools=[crawl], budget=Budget(max_seconds=0.5)
+        )
+        result = agent.run("crawl")
+    finally:
+        release.set()
+    assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS)
+    assert "ran out while crawl ran" in result.note
+    assert len(agent.model.requests) == 1
+
+
+def test_a_verifier_longer_than_the_time_left_is_cut_at_the_budget(make_agent):
+    release = threading.Event()
+
+    def slow_check(ctx: RunContext) -> list[str]:
+        release.wait(30)
+        return []
+
+    try:
+        agent = make_agent([finish("done", "x")], verifiers=[slow_check], budget=Budget(max_seconds=0.5))
+        result = agent.run("check")
+    finally:
+        release.set()
+    assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS)
+    assert "while the verifiers checked" in result.note
+
+
+# -- cost: unknown prices and the verifiers' own model calls -------------------------------------
+
+
+def test_a_model_without_a_price_reports_its_cost_as_unknown_never_zero():
+    agent = Agent("t", ScriptedModel([[finish("done", "ok")]], name="mystery-model"))
+    result = agent.run("task")
+    assert result.reason is StopReason.SUCCESS
+    assert result.cost_usd is None
+    assert result.to_dict()["cost_usd"] is None
+    assert "cost unknown" in result.summary
+    with pytest.raises(ConfigError, match="cost budget but no price for model 'mystery-model'"):
+        Agent("t", ScriptedModel([], name="mystery-model"), budget=Budget(max_cost_usd=1.0))
+
+
+def test_a_verifiers_model_calls_count_in_the_runs_tokens_and_cost(make_agent):
+    def judge(ctx: RunContext) -> list[str]:
+        ctx.charge(
+            "scripted", ModelReply([], input_tokens=1_000_000, output_tokens=0)
+        )  # $3 at the scripted price
+        return []
+
+    result = make_agent(reply(finish("done", "ok"), input_tokens=10, output_tokens=1), verifiers=[judge]).run(
+        "t"
+    )
+    assert result.reason is StopReason.SUCCESS
+    assert result.input_tokens == 1_000_010
+    assert result.cost_usd == pytest.approx(3.0 + (10 * 3.0 + 1 * 15.0) / 1e6)

@@ -25,7 +25,7 @@ from agent.examples import research
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-OWN = {"agent", "telemetry", "dashboards", "benchmarks", "tests"} | {
+OWN = {"agent", "telemetry", "dashboards", "alerts", "benchmarks", "tests"} | {
     p.stem for p in (ROOT / "tests").glob("*.py")
 }
 
@@ -78,7 +78,10 @@ def installed_files() -> dict[str, str]:
 
 def distributions_of(module: str) -> set[str]:
     """The installed distributions that hold `module`: one, or several for a namespace package."""
-    spec = importlib.util.find_spec(module)
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:  # its parent package is not installed
+        return set()
     if spec is None:
         return set()
     files = installed_files()

@@ -12,6 +12,7 @@ from agent import StopReason
 from agent.models.scripted import call, finish
 from agent.result import RunResult
 from agent.store import Lease, NewRun, NotClaimable, Outcome, RunStatus, RunStore, UnknownRun, open_store
+from agent.store._sql import latest_version
 
 NOW = 1_800_000_000.0
 
@@ -130,3 +131,34 @@ def test_prune_never_deletes_a_cancelled_run_it_can_still_resume(store: RunStore
 class _Set:
     def is_set(self) -> bool:
         return True
+
+
+def test_a_store_migrated_past_the_reviews_version_without_it_gets_the_reviews_table(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A store made by a build that had migration 6 but not 5 (merged later) still gets version 5."""
+    url = pg.url_for("sqlite", tmp_path)
+    first = open_store(url)
+    first._rows("DROP TABLE endstate_reviews")  # type: ignore[attr-defined]
+    first._rows("DROP INDEX endstate_runs_ended")  # type: ignore[attr-defined]
+    first._rows("DELETE FROM endstate_schema WHERE version = 5")  # type: ignore[attr-defined]
+    first.close()
+    again = open_store(url)
+    try:
+        assert again.reviews() == []  # the table is back
+        versions = again._rows("SELECT version FROM endstate_schema ORDER BY version")  # type: ignore[attr-defined]
+        assert [r["version"] for r in versions] == list(range(1, 1 + latest_version("sqlite")))
+    finally:
+        again.close()
+
+
+def test_prune_keeps_a_run_whose_success_audit_is_still_due(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    from agent.audit import Audit, AuditOutcome
+
+    ended(store, make_agent, "audited", DONE, NOW)
+    ended(store, make_agent, "checked", DONE, NOW)
+    store.schedule_audit(Audit("audited", "test-agent", "t", NOW + 10))
+    store.schedule_audit(Audit("checked", "test-agent", "t", NOW + 10))
+    assert store.record_audit("checked", AuditOutcome.CONFIRMED, "", NOW + 10)
+    assert store.prune(NOW + 100) == 1
+    assert store.get("audited") is not None and store.get("checked") is None

@@ -196,7 +196,8 @@ def test_every_completed_turn_is_checkpointed(counters: Workers, tmp_path: Path)
     assert [cp.head.usage.turns for cp in seen] == [1, 2, 3]  # after each completed turn, and at the end
     assert all(isinstance(cp.entries[-1], Result) for cp in seen[:2])  # one call a turn: saved with its turn
     assert isinstance(seen[-1].entries[-1], Stopped)  # the last entries, down to the stop
-    assert all(cp.head.kind is SnapshotKind.CHECKPOINT for cp in seen)
+    assert all(cp.head.kind is SnapshotKind.CHECKPOINT for cp in seen[:-1])
+    assert seen[-1].head.kind is SnapshotKind.FINISHED
 
 
 def test_the_deadline_sweep_ends_a_run_as_help_timeout(examples: Workers) -> None:

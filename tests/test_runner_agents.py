@@ -3,10 +3,10 @@
 `catalog()` holds the `counter` agent: each `count(n)` call appends `n` to
 `calls.txt` in the run's folder, so a test can see that no call ran twice.
 `hang()` blocks while `hang.flag` exists in the folder (a process is killed
-there); `crash()` raises `Crash` the first time (an in-process stand-in for a
-dying worker); `slow(seconds)` sleeps; `deploy(version)` needs approval, appends
-`version` to `deploys.txt` and then blocks while `deploy.flag` exists. Subprocesses load the catalog with
-`--catalog test_runner_agents:catalog` and `tests/` on PYTHONPATH.
+there); `crash()` makes the worker "die" (`Crash` raised from the loop, not the
+tool) right after its first call; `slow(seconds)` sleeps; `deploy(version)`
+needs approval, appends `version` to `deploys.txt` and then blocks while `deploy.flag` exists.
+Subprocesses load the catalog with `--catalog test_runner_agents:catalog` and `tests/` on PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, Budget, HelpPolicy, tool
+from agent.hooks import RunInfo, RunObserver
+from agent.models.base import ToolCall
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.runner import Catalog
+from agent.tools import ToolOutcome
 
 MARKUP = """<script>document.title='pwned'</script><img src=x onerror="document.title='pwned'"> & \"q\""""
 SCRIPTS: dict[str, list[Any]] = {
@@ -64,7 +67,30 @@ SCRIPTS: dict[str, list[Any]] = {
 
 
 class Crash(BaseException):
-    """Stands in for a process dying in the middle of a tool call."""
+    """Stands in for a process dying in the middle of a turn."""
+
+
+DYING = "the worker dies now"
+
+
+class _PullThePlug(RunObserver):
+    """Raises `Crash` from the loop right after `crash()` answered `DYING`.
+
+    A tool's own exceptions (`BaseException` too) are results for the model, so
+    an in-process stand-in for a dying worker is raised by a hook instead: the
+    guard around hooks catches `Exception` only, as it would never see a kill.
+    """
+
+    def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        if call.name == "crash" and outcome.text == DYING:
+            raise Crash()
+
+
+class DyingHooks:
+    """Hooks whose observer pulls the plug (see `_PullThePlug`)."""
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        return _PullThePlug()
 
 
 def counted(folder: Path) -> list[int]:
@@ -100,7 +126,7 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
         marker = folder / "crashed"
         if not marker.exists():
             marker.write_text("1")
-            raise Crash()
+            return DYING
         return "no crash this time"
 
     @tool
@@ -129,9 +155,10 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
         name="counter",
         model=ScriptedModel(SCRIPTS[state["script"]]),
         tools=[count, hang, crash, slow, wire, deploy],
-        budget=Budget(max_turns=20, max_seconds=120),
+        budget=Budget(max_turns=int(state.get("max_turns", 20)), max_seconds=120),
         task_type="counting",
         help=help or HelpPolicy(wait_seconds=float(state.get("wait", 3600))),
+        hooks=DyingHooks(),
     )
 
 

@@ -110,6 +110,9 @@ def test_runs_prints_a_header_times_with_their_zone_and_what_to_do_next(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "runs.db"
+    assert main(["runs", "--store", str(path)]) == 2  # no store there: said, and none made
+    assert f"there is no run store at {path}" in capsys.readouterr().err and not path.exists()
+    open_store(str(path)).close()
     assert main(["runs", "--store", str(path)]) == 0
     assert (
         capsys.readouterr().out
@@ -183,5 +186,42 @@ def test_recover_goes_on_past_a_run_it_cannot_resume(tmp_path: Path) -> None:
         )
         assert rec.error_type == "bad_snapshot"  # it says why, and keeps its checkpoint for `endstate resume`
         assert rec.snapshot_json is not None
+    finally:
+        store.close()
+
+
+def test_a_run_stopped_at_its_turn_limit_is_continued_with_more_turns(store_url: str, tmp_path: Path) -> None:
+    folder = tmp_path / "r"
+    state = counter_state(folder, "plain", max_turns=2)
+    first = endstate(
+        "start",
+        "counter",
+        "count",
+        "--state",
+        json.dumps(state),
+        "--catalog",
+        CATALOG,
+        "--json",
+        store=store_url,
+    )
+    assert first.returncode == 0, first.stderr
+    stopped = json.loads(first.stdout)
+    assert (stopped["reason"], stopped["limit"], stopped["turns"]) == ("limit", "turns", 2)
+    run_id = stopped["run_id"]
+    refused = endstate("resume", run_id, "--catalog", CATALOG, store=store_url)
+    assert refused.returncode == 2 and "is finished, not waiting or cancelled" in refused.stderr
+    done = endstate("resume", run_id, "--more-turns", "3", "--catalog", CATALOG, "--json", store=store_url)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["reason"], result["turns"]) == ("success", 3)
+    assert counted(folder) == [1, 2]  # nothing ran twice
+    store = open_store(store_url)
+    try:
+        rec = store.get(run_id)
+        assert rec is not None and (rec.status, rec.stop_reason, rec.segments) == (
+            RunStatus.FINISHED,
+            "success",
+            2,
+        )
     finally:
         store.close()

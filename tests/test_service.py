@@ -169,6 +169,7 @@ def test_the_token_comes_from_a_file_or_is_made_and_kept(
     again, _ = load_token(None, tmp_path / "state")
     assert again == made
     (tmp_path / "t").write_text(TOKEN + "\n")
+    (tmp_path / "t").chmod(0o600)
     from_file, _ = load_token(str(tmp_path / "t"), tmp_path / "state")
     assert from_file.accepts(TOKEN) and not from_file.accepts(TOKEN + "x") and not from_file.accepts("")
 

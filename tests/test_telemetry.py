@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from prometheus_client import CollectorRegistry, generate_latest
 
-from agent import Agent, Budget, CompositeHooks, ModelError, RunResult, StopReason, predicate, tool
+from agent import Agent, Budget, CompositeHooks, Extension, ModelError, RunResult, StopReason, predicate, tool
 from agent.models import ScriptedModel, call, finish, say
 from telemetry import MetricsHooks, TracingHooks
 from telemetry import names as n
@@ -371,6 +371,11 @@ def test_resume_links_segments_and_records_the_wait(rig: Rig) -> None:
     spent_after = second.cost_usd - first.cost_usd
     assert rig.value("agent_cost_usd_total", stop_reason="success") == pytest.approx(spent_after)
     assert rig.value("agent_run_turns_sum", stop_reason="success") == 3  # the run's total, not the segment's
+    turns = [s.attributes or {} for s in rig.spans() if s.name == n.SPAN_TURN]
+    assert [(t[n.AGENT_TURN_INDEX], t.get(n.AGENT_TURN_CONTINUED, False)) for t in turns] == [
+        (1, False), (2, False), (2, True), (3, False),
+    ]  # fmt: skip
+    assert sum(not t.get(n.AGENT_TURN_CONTINUED) for t in turns) == second.turns  # counted from spans: once
 
 
 def test_approved_tool_runs_under_the_resumed_segment(rig: Rig) -> None:
@@ -438,3 +443,18 @@ def test_a_raising_hook_never_fails_the_run(rig: Rig) -> None:
     )
     assert (watched.reason, watched.turns, watched.output) == (plain.reason, plain.turns, plain.output)
     assert rig.value("agent_stops_total", stop_reason="success", stop_limit="none") == 1
+
+
+def test_a_limit_stop_continued_with_more_budget_is_marked_and_counted_once(rig: Rig) -> None:
+    steps = [[call("look", path=str(i))] for i in range(3)] + [[finish("done", "read")]]
+    agent = build(rig, steps, budget=Budget(max_turns=2))
+    first = agent.run("read three")
+    assert first.reason is StopReason.LIMIT and first.snapshot is not None
+    second = agent.resume(first.snapshot, more=Extension(turns=5))
+    assert second.reason is StopReason.SUCCESS
+    span1, span2 = rig.runs()
+    assert n.AGENT_BUDGET_EXTENDED not in (span1.attributes or {})
+    assert (span2.attributes or {})[n.AGENT_BUDGET_EXTENDED] is True
+    assert rig.value("agent_stops_total", stop_reason="limit", stop_limit="turns") == 1
+    assert rig.value("agent_runs_resumed_total", stop_reason="limit") == 1  # the limit was not its end
+    assert rig.value("agent_budget_limit", limit="turns") == 7  # the ceiling the run now has

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
+import threading
+import time
 
 import pytest
 
 from agent import RunContext, StopReason, Verifier, all_of, command, predicate, tool
 from agent.models.scripted import call, finish
-from agent.verify import CommandVerifier
+from agent.verify import CommandVerifier, Verdict, VerifierError, run_verifiers
 
 PY = sys.executable
 
@@ -125,3 +129,82 @@ def test_every_verifier_runs_and_all_reasons_go_back(make_agent):
     assert result.verifier_failures == ("no source cited", "the note is too short")
     seen = agent.model.requests[1].messages[-1]["content"][0]["content"]
     assert seen == "Criterion not met: no source cited; the note is too short"
+
+
+# -- run_verifiers: off the event loop, within the time left ------------------------------------
+
+
+def verdict(verifiers, limit=None, context=None):
+    return asyncio.run(run_verifiers(verifiers, context or ctx(), limit))
+
+
+def test_run_verifiers_gathers_every_failure():
+    checks = [predicate(lambda c: False, "one"), command(PY, "-c", "pass"), predicate(lambda c: False, "two")]
+    assert verdict(checks) == Verdict(["one", "two"])
+    assert verdict([]) == Verdict([])
+
+
+def test_a_command_is_stopped_when_the_run_limit_is_reached(tmp_path):
+    pid_file = tmp_path / "pid"
+    script = f"import os, time, pathlib; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))"
+    script += "; time.sleep(60)"
+    result = verdict([command(PY, "-c", script, timeout=60)], limit=1.0)
+    assert result.budget_cut
+    assert result.failures == []
+    pid = int(pid_file.read_text())
+    for _ in range(200):  # the command is killed, not left running
+        if not _alive(pid):
+            break
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False  # already reaped by subprocess.run
+    return waited == 0
+
+
+def test_a_hanging_predicate_is_abandoned_at_the_limit():
+    release = threading.Event()
+    result = verdict([predicate(lambda c: release.wait(30), "never")], limit=0.1)
+    release.set()
+    assert result.budget_cut
+
+
+def test_failures_before_the_cut_are_kept():
+    release = threading.Event()
+    checks = [predicate(lambda c: False, "first"), predicate(lambda c: release.wait(30), "never")]
+    result = verdict(checks, limit=0.2)
+    release.set()
+    assert result == Verdict(["first"], budget_cut=True)
+
+
+def test_no_time_left_runs_no_verifier():
+    ran = []
+    result = verdict([predicate(lambda c: ran.append(1) or True, "r")], limit=0)
+    assert result.budget_cut and ran == []
+
+
+def test_a_commands_own_timeout_is_a_failure_not_a_cut():
+    result = verdict([command(PY, "-c", "import time; time.sleep(60)", timeout=0.3)], limit=30)
+    assert not result.budget_cut
+    assert result.failures == [f"`{PY} -c import time; time.sleep(60)` did not finish within 0.3 s"]
+
+
+def test_all_of_is_bounded_as_a_whole():
+    script = "import time; time.sleep(60)"
+    result = verdict(
+        [all_of(predicate(lambda c: False, "first"), command(PY, "-c", script, timeout=60))], limit=0.5
+    )
+    assert result.budget_cut
+
+
+def test_a_verifier_raising_system_exit_raises_an_exception_not_a_base_exception():
+    def exits(c):
+        raise SystemExit("usage: check")
+
+    with pytest.raises(VerifierError, match="SystemExit: usage: check"):
+        verdict([exits])

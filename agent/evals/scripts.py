@@ -9,8 +9,8 @@ that an agent whose verifier is removed is caught as a false success).
 
 from __future__ import annotations
 
-from agent.examples import csv_clean, invoice, research
-from agent.examples.scenarios import SCENARIOS, Scenario, World
+from agent.examples import csv_clean, fix_ci, invoice, research
+from agent.examples.scenarios import SCENARIOS, FollowUp, Scenario, World, _fix_ci_until_push
 from agent.models.scripted import Step, call, finish
 from agent.result import StopReason
 
@@ -62,6 +62,16 @@ def _invoice_offline_claims_done(world: World) -> list[Step]:
     ]
 
 
+def _fix_ci_push_denied(world: World) -> list[Step]:
+    """The push is denied; the model first claims it pushed anyway, then gives up."""
+    note = "The push to fix/add-cents was denied, so the fix is tested here but not pushed; CI stays red."
+    return [
+        *_fix_ci_until_push(world),
+        [finish("done", "add_cents adds again; tests pass; pushed.")],
+        [finish("give_up", note)],
+    ]
+
+
 EVAL_SCRIPTS: list[Scenario] = [
     Scenario("csv/ok-same-args", "csv-cleaner", csv_clean.TASK, StopReason.NO_PROGRESS, _csv_ok_same_args),
     Scenario("csv/early-done", "csv-cleaner", csv_clean.TASK, StopReason.SUCCESS, _csv_early_done),
@@ -83,6 +93,15 @@ EVAL_SCRIPTS: list[Scenario] = [
         StopReason.GAVE_UP,
         _invoice_offline_claims_done,
         options={"online": False},
+    ),
+    Scenario(
+        "ci/denied-push",
+        "ci-fixer",
+        fix_ci.TASK,
+        StopReason.NEED_HELP,
+        _fix_ci_push_denied,
+        follow_up=FollowUp("deny", "Not now: main is frozen for the release."),
+        expect_after=StopReason.GAVE_UP,
     ),
 ]
 

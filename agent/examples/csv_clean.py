@@ -69,11 +69,16 @@ def _iso(value: str) -> str | None:
 
 
 def check_output(workdir: Path) -> list[str]:
-    """The code check from the seed: ISO dates, real emails, unique order ids."""
+    """The code check from the seed: ISO dates, real emails, unique order ids; and every order
+    with a real email kept, with its own date, email and amount (cleaning loses nothing)."""
     out = workdir / "orders_clean.csv"
     if not out.exists():
         return ["orders_clean.csv does not exist"]
     rows = _read(out)
+    return _shape_failures(rows) + _fidelity_failures(_read(workdir / "orders.csv"), rows)
+
+
+def _shape_failures(rows: list[dict[str, str]]) -> list[str]:
     failures = []
     bad_dates = [r["order_date"] for r in rows if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", r["order_date"])]
     if bad_dates:
@@ -84,6 +89,23 @@ def check_output(workdir: Path) -> list[str]:
     ids = [r["order_id"] for r in rows]
     if len(ids) != len(set(ids)):
         failures.append(f"order_id is not unique: {len(ids) - len(set(ids))} duplicates")
+    return failures
+
+
+def _fidelity_failures(source: list[dict[str, str]], rows: list[dict[str, str]]) -> list[str]:
+    """Orders lost, invented or changed, against what cleaning `source` must give."""
+    want: dict[str, dict[str, str]] = {}
+    for r in source:
+        if r["email"].strip().lower() not in BAD_EMAILS:
+            want.setdefault(r["order_id"], r | {"order_date": _iso(r["order_date"]) or r["order_date"]})
+    got = {r["order_id"]: r for r in rows}
+    failures = []
+    if missing := sorted(want.keys() - got.keys()):
+        failures.append(f"orders with a real email are missing: {', '.join(missing)}")
+    if invented := sorted(got.keys() - want.keys()):
+        failures.append(f"orders that must not be there: {', '.join(invented)}")
+    changed = sorted(i for i in want.keys() & got.keys() if got[i] != want[i])
+    failures += [f"order {i} changed: {got[i]} should be {want[i]}" for i in changed]
     return failures
 
 

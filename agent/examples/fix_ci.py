@@ -1,8 +1,15 @@
-"""The fix-CI agent: read the logs, fix the code, run the real tests, push with approval."""
+"""The fix-CI agent: read the logs, fix the code, run the real tests, push with approval.
+
+Done means the whole goal, checked by code: the tests pass, the linter is
+quiet, and the fix was pushed (the very code that was tested: a change after
+the push needs another push). A denied push is therefore never a success.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +18,14 @@ from agent.agent import Agent
 from agent.budget import Budget
 from agent.models.base import Model
 from agent.tools import Tool, tool
-from agent.verify import CommandVerifier
+from agent.verify import AllOf, CommandVerifier, PredicateVerifier, Verifier
 
 TASK_TYPE = "fix_ci"
 TASK = "CI is red on main. Find the failing test, fix the code (not the test), and push the fix."
 INSTRUCTIONS = (
-    "You fix failing CI. Read the logs, read and edit files, run the tests, then push. "
-    "Call finish(kind='done') once the tests pass and the fix is pushed."
+    "You fix failing CI. Read the logs, read and edit files, run the tests and the linter, then push. "
+    "Call finish(kind='done') once the tests pass, the linter is quiet and the fix is pushed. "
+    "If the push is denied, the task cannot be done: give up and say so."
 )
 
 FILES = {
@@ -58,6 +66,28 @@ def test_command() -> list[str]:
     return [sys.executable, "-m", "unittest", "-q"]
 
 
+def lint_command() -> list[str]:
+    """Ruff (its default rules, ignoring any config around the repository) when installed;
+    else the compiler's own check of every file."""
+    if importlib.util.find_spec("ruff"):
+        return [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--quiet", "."]
+    return [sys.executable, "-m", "compileall", "-q", "."]
+
+
+def tree_digest(repo: Path) -> str:
+    """A digest of the repository's Python files: what a push sends."""
+    h = hashlib.sha256()
+    for path in sorted(repo.rglob("*.py")):
+        h.update(f"{path.relative_to(repo)}\0".encode() + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def pushed(repo: Path) -> dict[str, str] | None:
+    """What the last push sent (branch and tree digest), or None when nothing was pushed."""
+    marker = repo / "PUSHED"
+    return json.loads(marker.read_text()) if marker.exists() else None
+
+
 def tools_for(repo: Path) -> list[Tool]:
     def inside(path: str) -> Path:
         full = (repo / path).resolve()
@@ -91,23 +121,51 @@ def tools_for(repo: Path) -> list[Tool]:
         done = subprocess.run(test_command(), cwd=repo, capture_output=True, text=True, timeout=110)
         return f"exit {done.returncode}\n{(done.stdout + done.stderr)[-1500:]}"
 
+    @tool(timeout=120)
+    def run_lint() -> str:
+        """Run the linter; returns the tail of its output."""
+        done = subprocess.run(lint_command(), cwd=repo, capture_output=True, text=True, timeout=110)
+        return f"exit {done.returncode}\n{(done.stdout + done.stderr)[-1500:]}"
+
     @tool(needs_approval=True)
     def push(branch: str) -> str:
         """Push the working tree to `branch`. A person must approve every push."""
-        (repo / "PUSHED").write_text(branch)
+        (repo / "PUSHED").write_text(json.dumps({"branch": branch, "tree": tree_digest(repo)}))
         return f"pushed to {branch}"
 
-    return [read_logs, read_file, edit_file, run_tests, push]
+    return [read_logs, read_file, edit_file, run_tests, run_lint, push]
+
+
+def verifier(repo: Path) -> Verifier:
+    """The whole goal: tests pass, linter quiet, and the tested code pushed."""
+    return AllOf(
+        (
+            CommandVerifier(test_command(), cwd=repo, timeout=120),
+            CommandVerifier(lint_command(), cwd=repo, timeout=120),
+            PredicateVerifier(lambda ctx: _tested_code_pushed(repo), NOT_PUSHED),
+        )
+    )
+
+
+NOT_PUSHED = (
+    "the fix is not pushed (a denied push pushes nothing, and a change after a push needs another "
+    "push): the task is done only when the tested code is pushed"
+)
+
+
+def _tested_code_pushed(repo: Path) -> bool:
+    sent = pushed(repo)
+    return sent is not None and sent.get("tree") == tree_digest(repo)
 
 
 def make_agent(model: Model, repo: Path, budget: Budget | None = None, **options: object) -> Agent:
-    """The fix-CI agent over `repo`; success means the real test suite passes."""
+    """The fix-CI agent over `repo`; success means tests pass, the linter is quiet and the fix is pushed."""
     return Agent(
         name="ci-fixer",
         model=model,
         instructions=INSTRUCTIONS,
         tools=tools_for(repo),
-        verifiers=[CommandVerifier(test_command(), cwd=repo, timeout=120)],
+        verifiers=[verifier(repo)],
         budget=budget or Budget(max_turns=20, max_seconds=900),
         task_type=TASK_TYPE,
         **options,  # type: ignore[arg-type]

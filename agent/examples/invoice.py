@@ -65,11 +65,30 @@ def tools_for(workdir: Path) -> list[Tool]:
 
 
 def verifier(workdir: Path) -> Verifier:
+    """Exactly one invoice saved, a September one, exactly as the portal lists it."""
+
     def invoice_saved(ctx: RunContext) -> list[str]:
-        saved = sorted(p.stem for p in (workdir / "invoices").glob("*.json"))
-        return [] if saved else ["no invoice was saved in invoices/"]
+        saved = sorted((workdir / "invoices").glob("*"))
+        if not saved:
+            return ["no invoice was saved in invoices/"]
+        if len(saved) > 1:
+            return [f"the task asks for one invoice; invoices/ holds {[p.name for p in saved]}"]
+        return _matches_portal(saved[0])
 
     return invoice_saved
+
+
+def _matches_portal(path: Path) -> list[str]:
+    listed = {f"{i['id']}.json": i for i in SEPTEMBER}
+    if path.name not in listed:
+        return [f"invoices/{path.name} is not a September invoice of the portal"]
+    try:
+        content = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError):
+        content = None
+    if content != listed[path.name]:
+        return [f"invoices/{path.name} does not hold the invoice as the portal lists it"]
+    return []
 
 
 def make_agent(model: Model, workdir: Path, budget: Budget | None = None, **options: object) -> Agent:

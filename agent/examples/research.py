@@ -114,9 +114,14 @@ def publisher(url: str) -> str:
     return parsed.hostname or url
 
 
+def cited(report: str) -> list[str]:
+    """The distinct links in a report."""
+    return sorted(set(re.findall(r"https?://[^\s)\]>,;\"']+", report)))
+
+
 def check_report(report: str) -> list[str]:
     """At least three independent sources, and every link opens."""
-    urls = sorted(set(re.findall(r"https?://[^\s)\]>,;\"']+", report)))
+    urls = cited(report)
     failures = [f"link does not open: {u}" for u in urls if not link_opens(u)]
     sources = {publisher(u) for u in urls if link_opens(u)}
     if len(sources) < MIN_SOURCES:
@@ -149,8 +154,11 @@ def tools_for(corpus: Corpus) -> list[Tool]:
 
 
 def verifier(ctx: RunContext) -> list[str]:
-    """The report is the note of the model's finish(kind='done') call."""
-    return check_report(ctx.note)
+    """The report is the note of the model's finish(kind='done') call; it cites only pages the
+    run read (a link that opens but was never read is no source)."""
+    read = {str(c.arguments.get("url")) for c in ctx.calls if c.name == "read_page" and not c.is_error}
+    unread = [u for u in cited(ctx.note) if u not in read]
+    return check_report(ctx.note) + [f"cites {u} but never read it in this run" for u in unread]
 
 
 def make_agent(model: Model, corpus: Corpus, budget: Budget | None = None, **options: object) -> Agent:

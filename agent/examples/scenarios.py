@@ -308,13 +308,22 @@ SCENARIOS: list[Scenario] = [
 ]
 
 
-def scenario_named(name: str) -> Scenario:
+class UnknownScenario(ConfigError, KeyError):
+    """No scenario has that name (a `ConfigError`: the CLI and the service say so in one line)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def scenario_named(name: object) -> Scenario:
     """Look a scenario up by name; the error lists the names there are."""
+    known = ", ".join(s.name for s in SCENARIOS)
+    if not isinstance(name, str):
+        raise UnknownScenario(f"the scenario must be a name (a string), not {name!r}; known: {known}")
     for scenario in SCENARIOS:
         if scenario.name == name:
             return scenario
-    known = ", ".join(s.name for s in SCENARIOS)
-    raise KeyError(f"no scenario {name!r}; known: {known}")
+    raise UnknownScenario(f"no scenario {name!r}; known: {known}")
 
 
 # -- durable runs: the seed agents in a catalog that any process can rebuild them from -----------
@@ -353,7 +362,7 @@ class ExampleWorlds:
 
     def prepare(self, agent: str, state: dict[str, Any], run_id: str) -> dict[str, Any]:
         """Build a fresh world for a new run; the state records its scenario and folder."""
-        scenario = scenario_named(state["scenario"]) if state.get("scenario") else default_scenario(agent)
+        scenario = scenario_named(state["scenario"]) if "scenario" in state else default_scenario(agent)
         if scenario.agent != agent:
             raise ConfigError(f"scenario {scenario.name!r} is for agent {scenario.agent!r}, not {agent!r}")
         workdir = self.base / run_id

@@ -1,142 +1,98 @@
 """The agent service: a starlette app that starts, reads, answers and approves durable runs.
 
-JSON API (bodies are JSON objects of at most `MAX_BODY` bytes; endpoints that
-change a run need `Authorization: Bearer <token>`):
+JSON API (bodies are standard JSON objects of at most `MAX_BODY` bytes; endpoints
+that change a run need `Authorization: Bearer <token>`, and so do reads when the
+service listens beyond loopback, see `reads_need_token`):
 
-    POST /runs                  {"agent", "task", "task_type"?, "state"?, "run_id"?} -> 202
-    GET  /runs[?status=&limit=] recent runs
-    GET  /runs/{id}             one run and its result
-    GET  /pending               runs waiting for a person
-    POST /runs/{id}/answer      {"answer"}   -> 202, the run continues here
-    POST /runs/{id}/approve     {}           -> 202
-    POST /runs/{id}/deny        {"reason"?}  -> 202
+    POST /runs                    {"agent", "task", "task_type"?, "state"?, "run_id"?} -> 202
+    GET  /runs[?status=&limit=]   recent runs
+    GET  /runs/{id}               one run and its result
+    GET  /pending[?limit=&offset=] runs waiting for a person, oldest first, a page at a time
+    POST /runs/{id}/answer        {"answer"}   -> 202, the run continues here
+    POST /runs/{id}/approve       {}           -> 202
+    POST /runs/{id}/deny          {"reason"?}  -> 202
     GET  /metrics /healthz /readyz, and the help inbox at /inbox
 
+Only requests whose `Host` is allowed are served (loopback names and the
+configured ones: a web page cannot rebind its own name to this service);
+`/healthz`, `/readyz` and `/metrics`, which hold no run data, answer any host.
+
 Errors are `{"error": "..."}` with 400 (malformed), 401 (no valid token),
-404 (unknown run), 409 (not waiting, or claimed by another worker), 413 (body
-too large), 422 (an answer that does not fit the question). None of them
-changes the store.
+404 (unknown run), 408 (the body did not arrive in time), 409 (not waiting,
+or claimed by another worker), 413 (body too large), 421 (a host not served
+here), 422 (an answer that does not fit the question). None of them changes
+the store.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import logging
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent.errors import ConfigError, EndstateError
-from agent.review import UPKEEP_EVERY, Upkeep
-from agent.runner import AnswerError, Job, Runner
+from agent.errors import EndstateError
+from agent.runner import Job
 from agent.service import inbox
-from agent.service.auth import Token
-from agent.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
+from agent.service.config import (
+    LOOPBACK_HOSTS,
+    OPEN_PATHS,
+    READ_AUTH_MODES,
+    Service,
+    allowed_hosts,
+    host_name,
+    reads_need_token,
+)
+from agent.service.http import (
+    BODY_TIMEOUT,
+    MAX_BODY,
+    MAX_PAGE,
+    PAGE_SIZE,
+    Problem,
+    check_strings,
+    int_param,
+    json_body,
+    optional,
+    parse_json,
+    read_body,
+    required,
+    status_of,
+    waiting_page,
+)
+from agent.store import RunRecord, RunStatus, StoreError, UnknownRun
+from agent.store.urls import scrub
 
 log = logging.getLogger("endstate.service")
 
-MAX_BODY = 64 * 1024
-
-
-class Problem(Exception):
-    """An HTTP error with a message for the client."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-STATUS_OF: list[tuple[type[Exception], int]] = [
-    (UnknownRun, 404),
-    (NotClaimable, 409),
-    (RunExists, 409),
-    (AnswerError, 422),
-    (ConfigError, 400),
-    (StoreError, 503),
-    (EndstateError, 400),
+__all__ = [  # what other modules and tests import from here
+    "BODY_TIMEOUT",
+    "LOOPBACK_HOSTS",
+    "MAX_BODY",
+    "MAX_PAGE",
+    "OPEN_PATHS",
+    "PAGE_SIZE",
+    "READ_AUTH_MODES",
+    "Problem",
+    "Service",
+    "allowed_hosts",
+    "check_strings",
+    "create_app",
+    "json_body",
+    "optional",
+    "parse_json",
+    "read_body",
+    "reads_need_token",
+    "required",
+    "status_of",
 ]
-
-
-def status_of(exc: Exception) -> int:
-    if isinstance(exc, Problem):
-        return exc.status
-    return next(code for kind, code in STATUS_OF if isinstance(exc, kind))
-
-
-@dataclass
-class Service:
-    """What the app serves: a runner over a store, the token, and metrics."""
-
-    runner: Runner
-    token: Token
-    registry: Any = None  # a prometheus_client registry, when telemetry is on
-    sweep_interval: float = 5.0
-    grace: float = 10.0
-    workload: Any = None  # a DemoWorkload, with --demo-workload
-    retention: float | None = None  # seconds finished runs are kept (--retention); None: for ever
-    label_counter: Any = None  # counts review labels into /metrics (telemetry's MetricsHooks)
-    upkeep_interval: float = UPKEEP_EVERY
-    ready: bool = False
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        """Recover runs at start and while up, sweep deadlines, checkpoint runs at shutdown."""
-        await self._recover()
-        self.ready = True
-        self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
-        if self.retention is not None or self.label_counter is not None:
-            self._tasks.append(asyncio.create_task(self._upkeep_forever(), name="upkeep"))
-        if self.workload is not None:
-            self._tasks.append(asyncio.create_task(self.workload.run(), name="demo-workload"))
-        try:
-            yield
-        finally:
-            self.ready = False
-            if self.workload is not None:
-                self.workload.stop()
-            for task in self._tasks:  # first: nothing starts new runs while they are checkpointed
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-            await self.runner.shutdown(self.grace)
-
-    async def _sweep_forever(self) -> None:
-        """Expire runs past their deadline; take over runs whose worker died since the start."""
-        while True:
-            await asyncio.sleep(self.sweep_interval)
-            try:
-                for job in self.runner.expiry_jobs():
-                    self.runner.spawn(job)
-            except EndstateError:
-                log.exception("the deadline sweep failed; trying again later")
-            await self._recover()
-
-    async def _upkeep_forever(self) -> None:
-        """Count new review labels and prune finished runs past the retention (agent.review.Upkeep)."""
-        upkeep = Upkeep(self.runner.store, self.retention, self.label_counter)
-        while True:
-            try:
-                await run_in_threadpool(upkeep.once)
-            except EndstateError:
-                log.exception("pruning or counting labels failed; trying again later")
-            await asyncio.sleep(self.upkeep_interval)
-
-    async def _recover(self) -> None:
-        """Take over runs of dead workers (in the loop, as catalogs need not be thread-safe)."""
-        try:
-            for job in self.runner.recovery_jobs():
-                self.runner.spawn(job)
-        except EndstateError:
-            log.exception("recovering runs failed; trying again later")
 
 
 def create_app(service: Service) -> Starlette:
@@ -156,8 +112,38 @@ def create_app(service: Service) -> Starlette:
         Route("/", lambda _: RedirectResponse("/inbox", 307), methods=["GET"]),
         *inbox.routes(service),
     ]
-    handlers = {Problem: api.problem, EndstateError: api.problem}
-    return Starlette(routes=routes, lifespan=service.lifespan, exception_handlers=handlers)  # type: ignore[arg-type]
+    handlers = {Problem: api.problem, EndstateError: api.problem, ClientDisconnect: api.gone}
+    app = Starlette(
+        routes=routes,
+        lifespan=service.lifespan,
+        exception_handlers=handlers,  # type: ignore[arg-type]
+        middleware=[Middleware(HostGuard, allowed=service.allowed_hosts)],
+    )
+    app.state.service = service
+    return app
+
+
+# -- who may ask: hosts and tokens ----------------------------------------------------------------
+
+
+class HostGuard:
+    """Serve only allowed `Host` headers (DNS rebinding); the open paths answer any host."""
+
+    def __init__(self, app: ASGIApp, allowed: frozenset[str]) -> None:
+        self.app = app
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS and "*" not in self.allowed:
+            raw = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            if host_name(raw) not in self.allowed:
+                message = (
+                    f"host {raw[:100]!r} is not served here; serve it with --allowed-host "
+                    "(or $ENDSTATE_ALLOWED_HOSTS)"
+                )
+                await JSONResponse({"error": message}, status_code=421)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class Api:
@@ -168,11 +154,20 @@ class Api:
         self.runner = service.runner
 
     async def problem(self, request: Request, exc: Exception) -> Response:
-        return JSONResponse({"error": str(exc)}, status_code=status_of(exc))
+        return JSONResponse({"error": self.shown(str(exc))}, status_code=status_of(exc))
+
+    async def gone(self, request: Request, exc: Exception) -> Response:
+        """The client went away mid-body: one line in the log, nothing to answer."""
+        log.info("%s %s: the client disconnected before its body arrived", request.method, request.url.path)
+        return Response(status_code=400)
+
+    def shown(self, message: str) -> str:
+        """A message fit to show: no store password in it."""
+        return scrub(message, getattr(self.runner.store, "url", None))
 
     async def start(self, request: Request) -> Response:
         self._authorize(request)
-        body = await json_body(request)
+        body = await json_body(request, self.service.body_timeout)
         options = {
             "task_type": optional(body, "task_type", str),
             "state": optional(body, "state", dict),
@@ -182,46 +177,56 @@ class Api:
         return self._accepted(job)
 
     async def list_runs(self, request: Request) -> Response:
+        self._authorize_read(request)
         status = request.query_params.get("status")
         if status is not None and status not in {str(s) for s in RunStatus}:
             raise Problem(400, f"status must be one of {', '.join(RunStatus)}")
-        limit = _int(request.query_params.get("limit", "100"), 1, 1000, "limit")
-        records = self.runner.store.list_runs(RunStatus(status) if status else None, limit)
+        limit = int_param(request.query_params.get("limit", "100"), 1, 1000, "limit")
+        records = await run_in_threadpool(
+            self.runner.store.list_runs, RunStatus(status) if status else None, limit
+        )
         return JSONResponse({"runs": [r.to_dict() for r in records]})
 
     async def read_run(self, request: Request) -> Response:
-        record = self.runner.store.get(request.path_params["run_id"])
+        self._authorize_read(request)
+        record = await run_in_threadpool(self.runner.store.get, request.path_params["run_id"])
         if record is None:
             raise UnknownRun(f"no run with id {request.path_params['run_id']!r}")
         return JSONResponse(record.to_dict())
 
     async def pending(self, request: Request) -> Response:
-        records = self.runner.store.list_runs(RunStatus.WAITING, limit=None)
-        return JSONResponse({"pending": [pending_item(r, time.time()) for r in records]})
+        """Waiting runs, oldest first, `limit` from `offset`; `next` is the following page's URL."""
+        self._authorize_read(request)
+        limit = int_param(request.query_params.get("limit", str(PAGE_SIZE)), 1, MAX_PAGE, "limit")
+        offset = int_param(request.query_params.get("offset", "0"), 0, 10**9, "offset")
+        records, total = await waiting_page(self.runner.store, offset, limit)
+        after = offset + len(records)
+        more = f"/pending?{urlencode({'offset': after, 'limit': limit})}" if after < total else None
+        items = [pending_item(r, time.time()) for r in records]
+        return JSONResponse(
+            {"pending": items, "total": total, "offset": offset, "limit": limit, "next": more}
+        )
 
     async def answer(self, request: Request) -> Response:
         self._authorize(request)
-        body = await json_body(request)
+        body = await json_body(request, self.service.body_timeout)
         return self._accepted(self.runner.claim(request.path_params["run_id"], required(body, "answer")))
 
     async def approve(self, request: Request) -> Response:
         self._authorize(request)
-        await json_body(request, empty_ok=True)
+        await json_body(request, self.service.body_timeout, empty_ok=True)
         return self._accepted(self.runner.claim(request.path_params["run_id"], approved=True))
 
     async def deny(self, request: Request) -> Response:
         self._authorize(request)
-        body = await json_body(request, empty_ok=True)
+        body = await json_body(request, self.service.body_timeout, empty_ok=True)
         reason = optional(body, "reason", str)
         return self._accepted(self.runner.claim(request.path_params["run_id"], reason, approved=False))
 
     async def metrics(self, request: Request) -> Response:
-        if self.service.registry is None:
-            raise Problem(404, "metrics are off: the telemetry package is not installed")
-        from prometheus_client.exposition import choose_encoder
-
-        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
-        body = await run_in_threadpool(encoder, self.service.registry)
+        if self.service.metrics is None:
+            raise Problem(404, "metrics are off: this service was started without telemetry")
+        body, content_type = await run_in_threadpool(self.service.metrics, request.headers.get("accept", ""))
         return Response(body, headers={"Content-Type": content_type})
 
     async def healthz(self, request: Request) -> Response:
@@ -233,13 +238,17 @@ class Api:
         try:
             await run_in_threadpool(self.runner.store.schema_version)
         except StoreError as exc:
-            return PlainTextResponse(f"store unreachable: {exc}", status_code=503)
+            return PlainTextResponse(self.shown(f"store unreachable: {exc}"), status_code=503)
         return PlainTextResponse("ready")
 
     def _authorize(self, request: Request) -> None:
         scheme, _, offered = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not self.service.token.accepts(offered.strip()):
             raise Problem(401, "a valid token is required: Authorization: Bearer <token>")
+
+    def _authorize_read(self, request: Request) -> None:
+        if self.service.reads_need_token:
+            self._authorize(request)
 
     def _accepted(self, job: Job) -> Response:
         self.runner.spawn(job)
@@ -248,56 +257,6 @@ class Api:
 
 
 # -- request helpers ----------------------------------------------------------------------------
-
-
-async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
-    """The request body, refusing (413) one larger than `limit` before reading it all."""
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise Problem(413, f"the body must be at most {limit} bytes")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise Problem(413, f"the body must be at most {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def json_body(request: Request, empty_ok: bool = False) -> dict[str, Any]:
-    """The body as a JSON object (400 when it is not one)."""
-    raw = await read_body(request)
-    if empty_ok and not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise Problem(400, f"the body is not valid JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise Problem(400, "the body is not valid JSON here: it is nested too deeply") from exc
-    if not isinstance(data, dict):
-        raise Problem(400, "the body must be a JSON object")
-    return data
-
-
-def required(body: dict[str, Any], key: str) -> str:
-    value = body.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise Problem(400, f"{key!r} is required and must be a non-empty string")
-    return value
-
-
-def optional(body: dict[str, Any], key: str, kind: type) -> Any:
-    value = body.get(key)
-    if value is not None and not isinstance(value, kind):
-        raise Problem(400, f"{key!r} must be a {'JSON object' if kind is dict else 'string'}")
-    return value
-
-
-def _int(text: str, low: int, high: int, name: str) -> int:
-    if not text.isdigit() or not low <= int(text) <= high:
-        raise Problem(400, f"{name} must be a whole number from {low} to {high}")
-    return int(text)
 
 
 def pending_item(r: RunRecord, now: float) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,21 +43,65 @@ class Token:
 def load_token(token_file: str | None, fallback_dir: Path) -> tuple[Token, str]:
     """The token from `$ENDSTATE_TOKEN`, a token file, or one made now; and where it came from.
 
-    A made token is written to `fallback_dir/token` (mode 0600) and kept for
-    later starts, so the CLI and the inbox can read it there.
+    A made token is written to `fallback_dir/token` (the folder 0700, the file
+    0600) and kept for later starts, so the CLI and the inbox can read it there.
+    A token file must be safe to trust (see `read_token_file`).
     """
     if os.environ.get(ENV_TOKEN):
         return Token(os.environ[ENV_TOKEN].strip()), f"${ENV_TOKEN}"
     path = token_file or os.environ.get(ENV_TOKEN_FILE)
     if path:
-        try:
-            return Token(Path(path).read_text().strip()), path
-        except OSError as exc:
-            raise ConfigError(f"cannot read the token file {path}: {exc}") from exc
+        return Token(read_token_file(Path(path))), path
     made = fallback_dir / "token"
-    if not made.exists():
-        made.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_urlsafe(32) + "\n")
-    return Token(made.read_text().strip()), str(made)
+    if not made.exists() and not made.is_symlink():
+        _make_token(made)
+    return Token(read_token_file(made)), str(made)
+
+
+def read_token_file(path: Path) -> str:
+    """The token in `path`, refusing a file others could have written or can read.
+
+    Refused: a symbolic link (dangling or not), anything but a regular file, a
+    file owned by someone other than this user or root, and a file writable by
+    its group or others or readable by others.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if path.is_symlink():
+            raise ConfigError(
+                f"the token file {path} is a symbolic link; refusing it. Name the file itself "
+                f"(its real path), or set ${ENV_TOKEN}"
+            ) from exc
+        raise ConfigError(f"cannot read the token file {path}: {exc.strerror or exc}") from exc
+    with os.fdopen(fd) as f:
+        _check_safe(path, os.fstat(f.fileno()))
+        return f.read().strip()
+
+
+def _check_safe(path: Path, st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"the token file {path} is not a regular file")
+    if st.st_uid not in (os.geteuid(), 0):
+        raise ConfigError(
+            f"the token file {path} is owned by uid {st.st_uid}, not by this user ({os.geteuid()}) "
+            "or root; anyone who owns it can change the token. chown it, or make a new one"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise ConfigError(f"the token file {path} is writable by others: chmod 600 {path}")
+    if st.st_mode & stat.S_IROTH:
+        raise ConfigError(f"the token file {path} is readable by others: chmod 600 {path}")
+
+
+def _make_token(made: Path) -> None:
+    """Write a new random token to `made`, owner-only, in an owner-only folder."""
+    try:
+        made.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create the token file {made}: {exc.strerror or exc}. "
+            f"Pass --token-file, set ${ENV_TOKEN}, or use a store in a folder this user can write"
+        ) from exc
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(32) + "\n")

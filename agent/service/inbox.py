@@ -6,7 +6,11 @@ tool call. Every form posts to `/inbox/...` and comes back to the page.
 
 Questions and tool arguments come from the model: every value is HTML-escaped,
 and the page forbids scripts and framing (CSP), so markup in them stays text.
-A form posted from another origin is refused, cookie or not.
+A form posted from another origin is refused, cookie or not (its `Origin`,
+`Sec-Fetch-Site` or, when only that is sent, its `Referer` says so).
+
+The page lists the waiting runs oldest first, `page_size` at a time
+(`/inbox?page=2`). When reads need the token, only a signed-in person sees them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import json
 import time
 from importlib import resources
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.requests import Request
@@ -24,11 +28,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from agent.errors import EndstateError
-from agent.store import RunRecord, RunStatus
+from agent.service.config import Service
+from agent.service.http import Problem, check_strings, int_param, read_body, status_of, waiting_page
+from agent.store import RunRecord
 from agent.store.base import when
-
-if TYPE_CHECKING:
-    from agent.service.app import Service
 
 PAGE = Template(resources.files("agent.service").joinpath("inbox.html").read_text())
 HEADERS = {
@@ -58,18 +61,27 @@ class Inbox:
         self.service = service
 
     async def page(self, request: Request) -> Response:
-        return self.render(request, message=request.query_params.get("message", ""))
+        return await self.render(request, message=request.query_params.get("message", ""))
 
-    def render(self, request: Request, message: str = "", error: str = "", status: int = 200) -> Response:
+    async def render(
+        self, request: Request, message: str = "", error: str = "", status: int = 200
+    ) -> Response:
         signed_in = self._signed_in(request)
-        records = self.service.runner.store.list_runs(RunStatus.WAITING, limit=None)
-        records.sort(key=lambda r: r.suspended_at or 0)
+        number = int_param(request.query_params.get("page", "1"), 1, 10**6, "page")
+        size = self.service.page_size
+        records: list[RunRecord] = []
+        total = 0
+        if self.service.reads_need_token and not signed_in:
+            error = error or "Sign in with the service token to see the runs waiting for a person."
+        else:
+            records, total = await waiting_page(self.service.runner.store, (number - 1) * size, size)
         now = time.time()
         body = PAGE.substitute(
-            count=len(records),
+            count=total,
             notice=_notice(message, "notice") + _notice(error, "error"),
             session=_SIGN_OUT if signed_in else _SIGN_IN,
             items="\n".join(item(r, now, signed_in) for r in records) or _EMPTY,
+            pages=_pages(number, size, total),
         )
         return HTMLResponse(body, status_code=status, headers=HEADERS)
 
@@ -77,7 +89,7 @@ class Inbox:
         self._same_origin(request)
         form = await _form(request)
         if not self.service.token.accepts(form.get("token")):
-            return self.render(request, error="That token is not valid.", status=401)
+            return await self.render(request, error="That token is not valid.", status=401)
         response = RedirectResponse("/inbox?message=" + quote("Signed in."), status_code=303)
         response.set_cookie(
             "endstate_inbox",
@@ -89,6 +101,7 @@ class Inbox:
         return response
 
     async def logout(self, request: Request) -> Response:
+        self._same_origin(request)
         response = RedirectResponse("/inbox", status_code=303)
         response.delete_cookie("endstate_inbox")
         return response
@@ -97,16 +110,14 @@ class Inbox:
         self._same_origin(request)
         run_id, action = request.path_params["run_id"], request.path_params["action"]
         if not self._signed_in(request):
-            return self.render(request, error="Sign in with the service token first.", status=401)
+            return await self.render(request, error="Sign in with the service token first.", status=401)
         if action not in ("answer", "approve", "deny"):
-            return self.render(request, error=f"Unknown action {action!r}.", status=404)
+            return await self.render(request, error=f"Unknown action {action!r}.", status=404)
         form = await _form(request)
         try:
             job = self._claim(run_id, action, form)
         except EndstateError as exc:
-            from agent.service.app import status_of
-
-            return self.render(request, error=str(exc), status=status_of(exc))
+            return await self.render(request, error=str(exc), status=status_of(exc))
         self.service.runner.spawn(job)
         done = {"answer": "Answered", "approve": "Approved", "deny": "Denied"}[action]
         return RedirectResponse("/inbox?message=" + quote(f"{done} run {run_id}; it runs again."), 303)
@@ -125,30 +136,29 @@ class Inbox:
     def _same_origin(self, request: Request) -> None:
         """Refuse a form posted from another origin (the cookie is SameSite=Strict too).
 
-        A browser says where a form came from in `Sec-Fetch-Site` and `Origin`;
-        an opaque origin (`null`: a sandboxed frame, a data: page) is refused too.
+        A browser says where a form came from in `Sec-Fetch-Site` and `Origin`, or
+        (older ones, some privacy settings) only in `Referer`; an opaque origin
+        (`null`: a sandboxed frame, a data: page) is refused too.
         """
         site = request.headers.get("sec-fetch-site")
-        origin = request.headers.get("origin")
+        origin = request.headers.get("origin") or request.headers.get("referer")
         cross = site is not None and site not in ("same-origin", "none")
         if cross or (origin is not None and urlsplit(origin).netloc != request.headers.get("host")):
-            from agent.service.app import Problem
-
             raise Problem(403, "cross-site form posts are refused: use the inbox page itself")
 
 
 async def _form(request: Request) -> dict[str, str]:
     """An urlencoded form (no multipart dependency): the first value of each field."""
-    from agent.service.app import Problem, read_body
-
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
         raise Problem(415, "post the form as application/x-www-form-urlencoded")
     raw = await read_body(request)
     try:
-        fields = parse_qs(raw.decode(), keep_blank_values=True)
+        fields = parse_qs(raw.decode(), keep_blank_values=True, errors="strict")
     except UnicodeDecodeError as exc:
         raise Problem(400, "the form is not UTF-8") from exc
-    return {k: v[0] for k, v in fields.items()}
+    form = {k: v[0] for k, v in fields.items()}
+    check_strings(form)
+    return form
 
 
 def item(r: RunRecord, now: float, signed_in: bool) -> str:
@@ -184,6 +194,19 @@ def _forms(r: RunRecord) -> str:
     return f"""<form method="post" action="/inbox/{rid}/answer" class="answer">
     <label>Answer <textarea name="answer" required maxlength="20000" rows="2"></textarea></label>
     <button type="submit">Send answer</button></form>"""
+
+
+def _pages(number: int, size: int, total: int) -> str:
+    """Links to the newer and older pages, when there are any."""
+    links = []
+    if number > 1:
+        links.append(f'<a href="/inbox?page={number - 1}" rel="prev">Older</a>')
+    if number * size < total:
+        links.append(f'<a href="/inbox?page={number + 1}" rel="next">Newer</a>')
+    if not links:
+        return ""
+    first, last = min(total, (number - 1) * size + 1), min(total, number * size)
+    return f'<nav class="pages">Runs {first}-{last} of {total}, oldest first: {" ".join(links)}</nav>'
 
 
 def _span(seconds: float) -> str:

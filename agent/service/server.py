@@ -8,20 +8,48 @@ import os
 import signal
 from pathlib import Path
 
+from agent.catalog import SEED_CATALOG, load_catalog
 from agent.cli_review import duration
-from agent.runner import Runner, load_catalog
+from agent.runner import Runner
 from agent.service.auth import load_token
 from agent.store import default_url, open_store
+from agent.store.urls import sqlite_path
 
 ENV_HOST = "ENDSTATE_HOST"
 ENV_PORT = "ENDSTATE_PORT"
+ENV_ALLOWED_HOSTS = "ENDSTATE_ALLOWED_HOSTS"
+ENV_READ_AUTH = "ENDSTATE_READ_AUTH"
+
+READ_AUTH_HELP = (
+    "who may read runs, the pending list and the inbox: 'token' (the token is needed), 'open' "
+    "(anyone who reaches the port), or 'auto' (default: the token is needed unless --host is a "
+    f"loopback address); or set ${ENV_READ_AUTH}"
+)
+ALLOWED_HOST_HELP = (
+    "a Host name clients use to reach the service (repeatable; or comma-separated in "
+    f"${ENV_ALLOWED_HOSTS}). Loopback names and --host are always served; '*' serves any host"
+)
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 1-65535."""
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number from 1 to 65535")
+    return int(text)
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default=os.environ.get(ENV_HOST, "127.0.0.1"), help="address to listen on")
     p.add_argument(
-        "--port", type=int, default=int(os.environ.get(ENV_PORT, "8000")), help="port to listen on"
+        "--port", type=port_number, default=os.environ.get(ENV_PORT, "8000"), help="port (1-65535)"
     )
+    p.add_argument("--allowed-host", action="append", default=None, metavar="NAME", help=ALLOWED_HOST_HELP)
+    p.add_argument(
+        "--read-auth", choices=("auto", "token", "open"), default=os.environ.get(ENV_READ_AUTH, "auto"),
+        help=READ_AUTH_HELP,
+    )  # fmt: skip
+    p.add_argument("--body-timeout", type=float, default=30.0, help="seconds a request body may take")
+    p.add_argument("--header-timeout", type=float, default=10.0, help="seconds a request's headers may take")
     p.add_argument("--token-file", default=None, help="file holding the token (or set $ENDSTATE_TOKEN)")
     p.add_argument("--demo-workload", action="store_true", help="keep playing the example scenarios")
     p.add_argument("--demo-interval", type=float, default=15.0, help="seconds between workload rounds")
@@ -36,18 +64,24 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
 def serve(args: argparse.Namespace) -> int:
     """Run the service until SIGTERM or Ctrl-C; in-flight runs are checkpointed as cancelled."""
     import uvicorn
-    from prometheus_client import CollectorRegistry
 
-    from agent.service.app import Service, create_app
+    from agent.service.app import Service, allowed_hosts, create_app, reads_need_token
+    from agent.service.guard import guarded_h11
     from agent.service.workload import DemoWorkload
     from telemetry import Telemetry
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     store = open_store(args.store)
-    catalog = load_catalog(args.catalog)
-    telemetry = Telemetry.from_env(registry=CollectorRegistry(), pending=store.pending_summary)
+    catalog = load_catalog(args.catalog, default=SEED_CATALOG)
+    telemetry = Telemetry.from_env(pending=store.pending_summary)  # a fresh registry of its own
     try:
-        runner = Runner(store, catalog, hooks=telemetry.hooks, lease_seconds=args.lease)
+        runner = Runner(
+            store,
+            catalog,
+            hooks=telemetry.hooks,
+            lease_seconds=args.lease,
+            on_audit=telemetry.metrics.record_success_audit,
+        )
         token, source = load_token(args.token_file, _state_dir(args.store))
         print(f"endstate serve: store {store.shown}; token from {source}", flush=True)
         workload = None
@@ -56,16 +90,23 @@ def serve(args: argparse.Namespace) -> int:
         service = Service(
             runner,
             token,
-            registry=telemetry.registry,
+            metrics=telemetry.exposition,
             sweep_interval=args.sweep_interval,
             grace=args.grace,
             workload=workload,
             retention=duration("--retention", args.retention) if args.retention else None,
             label_counter=telemetry.metrics,
+            allowed_hosts=allowed_hosts(args.host, _extra_hosts(args)),
+            reads_need_token=reads_need_token(args.host, args.read_auth),
+            body_timeout=args.body_timeout,
+        )
+        reads = "reads need the token" if service.reads_need_token else "reads are open (loopback)"
+        print(
+            f"endstate serve: {reads}; hosts served: {', '.join(sorted(service.allowed_hosts))}", flush=True
         )
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
-            timeout_graceful_shutdown=max(1, int(args.grace)),
+            timeout_graceful_shutdown=max(1, int(args.grace)), http=guarded_h11(args.header_timeout),
         )  # fmt: skip
         # uvicorn re-raises the SIGTERM it handled once it has shut down; this handler lets the
         # process go on to close the store and flush telemetry, then exit 0.
@@ -81,9 +122,12 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _extra_hosts(args: argparse.Namespace) -> list[str]:
+    given: list[str] = args.allowed_host or []
+    return given + [h for h in os.environ.get(ENV_ALLOWED_HOSTS, "").split(",") if h.strip()]
+
+
 def _state_dir(store_url: str | None) -> Path:
     """Where a made token is kept: beside a SQLite store, else ./.endstate."""
-    url = store_url or default_url()
-    if "://" in url and not url.startswith("sqlite:"):
-        return Path(".endstate")
-    return Path(url.removeprefix("sqlite:").lstrip("/") if url.startswith("sqlite:") else url).parent
+    path = sqlite_path(store_url or default_url())
+    return Path(".endstate") if path is None else path.parent

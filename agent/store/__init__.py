@@ -1,7 +1,9 @@
 """Durable runs: where runs, their snapshots and checkpoints live between processes.
 
 `open_store(url)` opens one: a SQLite file (the default, `./.endstate/runs.db`
-or `$ENDSTATE_STORE`) or a PostgreSQL database (`postgresql://...`).
+or `$ENDSTATE_STORE`) or a PostgreSQL database (`postgresql://...`). A SQLite
+URL is `sqlite:///relative/runs.db` (three slashes: relative to the working
+directory) or `sqlite:////absolute/runs.db` (four); a plain path works too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from agent.store.base import (
     StoreError,
     UnknownRun,
 )
+from agent.store.urls import shown_url, sqlite_path
 
 DEFAULT_PATH = Path(".endstate") / "runs.db"
 ENV_STORE = "ENDSTATE_STORE"
@@ -50,18 +53,42 @@ def default_url() -> str:
     return os.environ.get(ENV_STORE) or str(DEFAULT_PATH)
 
 
-def open_store(url: str | None = None) -> RunStore:
-    """Open (and migrate) the store at `url`: `postgresql://...`, `sqlite:///path`, or a file path."""
+def open_store(url: str | None = None, *, create: bool = True) -> RunStore:
+    """Open (and migrate) the store at `url`: `postgresql://...`, `sqlite:///path`, or a file path.
+
+    A new SQLite store is made owner-only (its folder 0700, its file 0600). With
+    `create=False` (commands that only read) a SQLite file that does not exist
+    is a `StoreError` and nothing is created.
+    """
     url = url or default_url()
     if url.startswith(("postgresql://", "postgres://")):
         from agent.store.postgres import PostgresStore
 
         return PostgresStore(url)
-    if url.startswith("sqlite:"):  # sqlite:///relative.db, sqlite:////absolute.db, sqlite:path
-        path = url.removeprefix("sqlite:")
-        url = path[3:] if path.startswith("///") else path
-    if "://" in url:
-        raise StoreError(f"unknown store URL {url!r}: use a file path, sqlite:///path or postgresql://...")
+    path = sqlite_path(url)
+    if path is None:
+        raise StoreError(
+            f"unknown store URL {shown_url(url)!r}: use a file path, sqlite:///relative/path, "
+            "sqlite:////absolute/path or postgresql://..."
+        )
+    if not path.exists():
+        _new_sqlite_file(path, create)
     from agent.store.sqlite import SqliteStore
 
-    return SqliteStore(url)
+    return SqliteStore(str(path))
+
+
+def _new_sqlite_file(path: Path, create: bool) -> None:
+    if not create:
+        raise StoreError(
+            f"there is no run store at {path} (nothing was created). Check --store or $ENDSTATE_STORE: "
+            "sqlite:///relative/runs.db is relative to the working directory, "
+            "sqlite:////absolute/runs.db is absolute"
+        )
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass  # made by another process meanwhile
+    except OSError as exc:
+        raise StoreError(f"cannot create the run store {path}: {exc.strerror or exc}") from exc

@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any
 
 from agent._codec import encode_entry
+from agent.audit import Audit, AuditOutcome
 from agent.errors import SnapshotError
 from agent.journal import Entry
 from agent.result import StopReason
@@ -39,6 +40,7 @@ ENTRIES = "endstate_entries"
 REVIEWS = "endstate_reviews"
 REVIEW_COLUMNS = "id, run_id, agent, task_type, label, note, labelled_at"
 SAMPLE_SCALE = 10_000  # success sampling in steps of 0.01%
+AUDITS = "endstate_audits"
 SCHEMA_TABLE = "endstate_schema"
 JOURNAL_VERSION = 4  # the schema version that brought the journal table
 LIST_COLUMNS = (
@@ -82,6 +84,7 @@ class SqlStore:
     """
 
     url: str
+    shown: str
     dialect: str
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
@@ -105,11 +108,13 @@ class SqlStore:
         latest = latest_version(self.dialect)
         if current > latest:
             raise StoreError(
-                f"the store at {self.url} has schema version {current}, newer than this Endstate "
+                f"the store at {self.shown} has schema version {current}, newer than this Endstate "
                 f"reads ({latest}); upgrade Endstate"
             )
+        applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
         for version, sql in migrations(self.dialect):
-            if version > current:
+            # a gap after the journal is filled too: branches merged out of order (5 after 6) still apply
+            if version > current or (version > JOURNAL_VERSION and version not in applied):
                 for statement in split_statements(sql):
                     self._rows(statement)
                 if version == JOURNAL_VERSION:
@@ -289,6 +294,42 @@ class SqlStore:
             retry=True,
         )
 
+    # -- success audits ---------------------------------------------------------------------------
+
+    def schedule_audit(self, audit: Audit) -> None:
+        """Plan an audit of a finished run (once: a second plan for the same run changes nothing)."""
+        self._rows(
+            f"INSERT INTO {AUDITS} (run_id, agent, task_type, due_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            (audit.run_id, audit.agent, audit.task_type, audit.due_at),
+        )
+
+    def due_audits(self, now: float, limit: int = 100) -> list[Audit]:
+        rows = self._rows(
+            f"SELECT run_id, agent, task_type, due_at FROM {AUDITS} WHERE outcome IS NULL AND due_at <= ? "
+            f"ORDER BY due_at LIMIT {int(limit)}",
+            (now,),
+            retry=True,
+        )
+        return [Audit(r["run_id"], r["agent"], r["task_type"], float(r["due_at"])) for r in rows]
+
+    def record_audit(self, run_id: str, outcome: AuditOutcome, note: str, now: float) -> bool:
+        """Keep an audit's outcome; False when another worker recorded it first."""
+        n = self._count(
+            f"UPDATE {AUDITS} SET outcome = ?, note = ?, checked_at = ? WHERE run_id = ? AND outcome IS NULL",
+            (outcome, note, now, run_id),
+        )
+        return n == 1
+
+    def audit_of(self, run_id: str) -> Audit | None:
+        rows = self._rows(f"SELECT * FROM {AUDITS} WHERE run_id = ?", (run_id,), retry=True)
+        if not rows:
+            return None
+        r = rows[0]
+        outcome = AuditOutcome(r["outcome"]) if r["outcome"] else None
+        checked = float(r["checked_at"]) if r["checked_at"] is not None else None
+        return Audit(r["run_id"], r["agent"], r["task_type"], float(r["due_at"]), outcome, r["note"], checked)
+
     # -- reads ------------------------------------------------------------
 
     def get(self, run_id: str) -> RunRecord | None:
@@ -386,10 +427,12 @@ class SqlStore:
         pruned = 0
         while True:
             with self._tx():  # one batch per transaction: no long lock on a busy store
+                pending_audit = f"SELECT 1 FROM {AUDITS} a WHERE a.run_id = r.run_id AND a.outcome IS NULL"
                 gone = self._rows(
                     f"DELETE FROM {TABLE} WHERE status = ? AND ended_at < ? AND run_id IN "
-                    f"(SELECT run_id FROM {TABLE} WHERE status = ? AND ended_at < ? "
-                    f"ORDER BY ended_at LIMIT {int(batch)}) RETURNING run_id",
+                    f"(SELECT run_id FROM {TABLE} r WHERE status = ? AND ended_at < ? "
+                    f"AND NOT EXISTS ({pending_audit}) ORDER BY ended_at LIMIT {int(batch)}) "
+                    "RETURNING run_id",
                     (RunStatus.FINISHED, ended_before, RunStatus.FINISHED, ended_before),
                 )
                 ids = [r["run_id"] for r in gone]
@@ -434,7 +477,8 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
     w = s if outcome.status is RunStatus.WAITING else None
     return {
         **{"status": outcome.status, "stop_reason": r.reason, "stop_limit": r.limit, "turns": r.turns},
-        **{"input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost_usd": r.cost_usd},
+        **{"input_tokens": r.input_tokens, "output_tokens": r.output_tokens},
+        "cost_usd": r.cost_usd if r.cost_usd is not None else 0.0,  # the column has no "unknown" (see notes)
         **{"active_seconds": r.active_seconds, "waiting_seconds": r.waiting_seconds, "trace_id": r.trace_id},
         **{"note": r.note, "summary": r.summary, "output": r.output, "verified": int(r.verified)},
         **{"error_type": r.error_type, "question": w.question if w else None},

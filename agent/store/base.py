@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
+from agent.audit import Audit, AuditOutcome
 from agent.errors import EndstateError
 from agent.result import PendingAction, RunResult, StopReason
 from agent.snapshot import Checkpoint, Snapshot
@@ -211,6 +212,14 @@ class RunStore(Protocol):
 
     def get(self, run_id: str) -> RunRecord | None: ...
 
+    def schedule_audit(self, audit: Audit) -> None: ...
+
+    def due_audits(self, now: float, limit: int = 100) -> list[Audit]: ...
+
+    def record_audit(self, run_id: str, outcome: AuditOutcome, note: str, now: float) -> bool: ...
+
+    def audit_of(self, run_id: str) -> Audit | None: ...
+
     def snapshot(self, run_id: str) -> Snapshot | None:
         """The run's snapshot: its saved head and every journal entry appended so far."""
         ...
@@ -240,7 +249,8 @@ class RunStore(Protocol):
 
     def prune(self, ended_before: float, batch: int = 500) -> int:
         """Delete finished runs that ended before `ended_before`, with their journal entries;
-        a running, waiting or cancelled run is never deleted. Returns how many runs went."""
+        a running, waiting or cancelled run, or one whose success audit is still due, is never
+        deleted (labels and audit outcomes stay). Returns how many runs went."""
         ...
 
     def schema_version(self) -> int: ...

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -10,6 +9,7 @@ from typing import Any
 
 from agent.store._sql import ENTRIES, SCHEMA_TABLE, TABLE, Row, SqlStore, assign
 from agent.store.base import Lease, RunStatus, StoreError, WriteRefused
+from agent.store.urls import scrub, shown_url
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
 
@@ -31,7 +31,7 @@ class PostgresStore(SqlStore):
         except ImportError as exc:
             raise StoreError("a postgresql:// store needs psycopg: pip install 'psycopg[binary]'") from exc
         self.url = url
-        self.shown = _without_password(url)
+        self.shown = shown_url(url)
         self._timeout = connect_timeout
         self._lock = threading.RLock()
         self._in_tx = False
@@ -51,7 +51,9 @@ class PostgresStore(SqlStore):
                 self.url, autocommit=True, row_factory=dict_row, connect_timeout=int(self._timeout)
             )
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to the PostgreSQL run store {self.shown}: {exc}") from exc
+            raise StoreError(
+                f"cannot connect to the PostgreSQL run store {self.shown}: {scrub(str(exc), self.url)}"
+            ) from exc
 
     def _prepare(self) -> None:
         with self._tx():
@@ -100,7 +102,9 @@ class PostgresStore(SqlStore):
         except psycopg.errors.IntegrityError as exc:
             raise WriteRefused(f"the run store refused a write: {exc}") from exc
         except psycopg.Error as exc:
-            raise StoreError(f"the PostgreSQL run store {self.shown} failed: {exc}") from exc
+            raise StoreError(
+                f"the PostgreSQL run store {self.shown} failed: {scrub(str(exc), self.url)}"
+            ) from exc
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         with self._lock:
@@ -123,7 +127,9 @@ class PostgresStore(SqlStore):
                     self._in_tx = True
                     yield
             except psycopg.Error as exc:  # BEGIN or COMMIT on a connection that broke
-                raise StoreError(f"the PostgreSQL run store {self.shown} failed: {exc}") from exc
+                raise StoreError(
+                    f"the PostgreSQL run store {self.shown} failed: {scrub(str(exc), self.url)}"
+                ) from exc
             finally:
                 self._in_tx = False
 
@@ -138,7 +144,3 @@ def storable(value: Any) -> Any:
     (JSON columns are unaffected: their NULs are escaped as \\u0000 before they get here.)
     """
     return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
-
-
-def _without_password(url: str) -> str:
-    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)

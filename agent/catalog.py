@@ -1,0 +1,81 @@
+"""The catalog: the agents a process can run, rebuilt by name from a run's JSON state in any process."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.agent import Agent
+from agent.errors import ConfigError
+
+State = dict[str, Any]
+ENV_CATALOG = "ENDSTATE_CATALOG"
+SEED_CATALOG = (
+    "agent.examples.scenarios:example_catalog"  # the CLI's and service's default, not the library's
+)
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """How to make one named agent for a run, from the run's JSON `state`.
+
+    `prepare` runs once when a run starts and returns the state to store
+    (say, with the path of a working folder it created); `build` runs in
+    whichever process starts, resumes or recovers the run; `cancel` may give
+    a run-specific cancel signal; `cleanup` runs when the run has ended for good.
+    A run may ask for a task type other than the agent's own only when it is in
+    `task_types`: task types are metric labels, so callers cannot invent them.
+    """
+
+    build: Callable[[State], Agent]
+    prepare: Callable[[State, str], State] | None = None
+    cancel: Callable[[State], Any] | None = None
+    cleanup: Callable[[State], None] | None = None
+    task_types: tuple[str, ...] = ()
+
+
+@dataclass
+class Catalog:
+    """The agents a process can run, by name."""
+
+    entries: dict[str, AgentEntry] = field(default_factory=dict)
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def register(self, name: str, build: Callable[[State], Agent], **hooks: Any) -> None:
+        self.entries[name] = AgentEntry(build, **hooks)
+
+    def entry(self, name: str) -> AgentEntry:
+        if name not in self.entries:
+            known = ", ".join(sorted(self.entries)) or "none"
+            raise ConfigError(f"no agent named {name!r} in the catalog; known: {known}")
+        return self.entries[name]
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+    def close(self) -> None:
+        for close in self.closers:
+            close()
+        self.closers.clear()
+
+
+def load_catalog(spec: str | None = None, default: str | None = None) -> Catalog:
+    """The catalog at `module:attribute` (a `Catalog` or a function returning one).
+
+    Without `spec`: `$ENDSTATE_CATALOG`, then `default` (the CLI passes the seed examples).
+    """
+    spec = spec or os.environ.get(ENV_CATALOG) or default
+    if not spec:
+        raise ConfigError(f"no agent catalog: pass one as module:attribute or set ${ENV_CATALOG}")
+    module_name, _, attr = spec.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), attr or "catalog")
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot load the agent catalog {spec!r}: {exc}") from exc
+    catalog = found() if callable(found) and not isinstance(found, Catalog) else found
+    if not isinstance(catalog, Catalog):
+        raise ConfigError(f"{spec!r} is not a Catalog (got {type(catalog).__name__})")
+    return catalog

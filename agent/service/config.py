@@ -1,0 +1,135 @@
+"""What the service serves and to whom: the runner, the token, the hosts it answers, its schedule."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+
+from agent.errors import ConfigError, EndstateError
+from agent.review import UPKEEP_EVERY, Upkeep
+from agent.runner import Runner
+from agent.service.auth import Token
+from agent.service.http import BODY_TIMEOUT, PAGE_SIZE
+
+log = logging.getLogger("endstate.service")
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # no run data: any host, no token
+
+READ_AUTH_MODES = ("auto", "token", "open")
+
+
+@dataclass
+class Service:
+    """What the app serves: a runner over a store, the token, and metrics."""
+
+    runner: Runner
+    token: Token
+    metrics: Callable[[str], tuple[bytes, str]] | None = None  # the /metrics page for an Accept header
+    sweep_interval: float = 5.0
+    grace: float = 10.0
+    workload: Any = None  # a DemoWorkload, with --demo-workload
+    allowed_hosts: frozenset[str] = LOOPBACK_HOSTS  # `Host` names served; "*" serves any
+    reads_need_token: bool = False  # see `reads_need_token()`
+    page_size: int = PAGE_SIZE  # runs per inbox page
+    body_timeout: float = BODY_TIMEOUT
+    retention: float | None = None  # seconds finished runs are kept (--retention); None: for ever
+    label_counter: Any = None  # counts review labels into /metrics (telemetry's MetricsHooks)
+    upkeep_interval: float = UPKEEP_EVERY
+    ready: bool = False
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """Recover runs at start and while up, sweep deadlines, checkpoint runs at shutdown."""
+        await self._recover()
+        self.ready = True
+        self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
+        if self.retention is not None or self.label_counter is not None:
+            self._tasks.append(asyncio.create_task(self._upkeep_forever(), name="upkeep"))
+        if self.workload is not None:
+            self._tasks.append(asyncio.create_task(self.workload.run(), name="demo-workload"))
+        try:
+            yield
+        finally:
+            self.ready = False
+            if self.workload is not None:
+                self.workload.stop()
+            for task in self._tasks:  # first: nothing starts new runs while they are checkpointed
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self.runner.shutdown(self.grace)
+
+    async def _sweep_forever(self) -> None:
+        """Expire runs past their deadline; take over runs whose worker died since the start."""
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                for job in self.runner.expiry_jobs():
+                    self.runner.spawn(job)
+                await self.runner.audit_due()
+            except EndstateError:
+                log.exception("the deadline sweep failed; trying again later")
+            await self._recover()
+
+    async def _upkeep_forever(self) -> None:
+        """Count new review labels and prune finished runs past the retention (agent.review.Upkeep)."""
+        upkeep = Upkeep(self.runner.store, self.retention, self.label_counter)
+        while True:
+            try:
+                await run_in_threadpool(upkeep.once)
+            except EndstateError:
+                log.exception("pruning or counting labels failed; trying again later")
+            await asyncio.sleep(self.upkeep_interval)
+
+    async def _recover(self) -> None:
+        """Take over runs of dead workers (in the loop, as catalogs need not be thread-safe)."""
+        try:
+            for job in self.runner.recovery_jobs():
+                self.runner.spawn(job)
+        except EndstateError:
+            log.exception("recovering runs failed; trying again later")
+
+
+def allowed_hosts(listen_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The `Host` names to serve: loopback names, the address listened on (unless a wildcard
+    such as 0.0.0.0), and `extra` (names clients use: `agent`, `inbox.example.com`; `*` for any)."""
+    names = {host_name(h) for h in [listen_host, *extra] if h.strip()}
+    return frozenset((names - {"0.0.0.0", "::", ""}) | LOOPBACK_HOSTS)
+
+
+def reads_need_token(listen_host: str, mode: str = "auto") -> bool:
+    """Whether reads need the token: `token` always, `open` never, `auto` when the service
+    listens beyond loopback (0.0.0.0, ::, a LAN address or a name other than localhost)."""
+    if mode not in READ_AUTH_MODES:
+        raise ConfigError(f"read auth must be one of {', '.join(READ_AUTH_MODES)}, not {mode!r}")
+    return mode == "token" or (mode == "auto" and not _is_loopback(listen_host))
+
+
+def _is_loopback(host: str) -> bool:
+    name = host_name(host)
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(host: str) -> str:
+    """`Host` header or address to a bare lower-case name: `[::1]:8000` -> `::1`, `A.B.:80` -> `a.b`."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    if host.count(":") == 1:
+        host = host.partition(":")[0]
+    return host.rstrip(".")

@@ -1,0 +1,157 @@
+"""HTTP plumbing the API and the inbox share: bodies read within limits, strict JSON, errors, pages."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from agent.errors import ConfigError, EndstateError
+from agent.runner import AnswerError
+from agent.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
+
+MAX_BODY = 64 * 1024
+
+BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive
+
+PAGE_SIZE = 50  # runs per page of /pending and of the inbox
+
+MAX_PAGE = 500
+
+
+class Problem(Exception):
+    """An HTTP error with a message for the client."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+STATUS_OF: list[tuple[type[Exception], int]] = [
+    (UnknownRun, 404),
+    (NotClaimable, 409),
+    (RunExists, 409),
+    (AnswerError, 422),
+    (ConfigError, 400),
+    (StoreError, 503),
+    (EndstateError, 400),
+]
+
+
+def status_of(exc: Exception) -> int:
+    if isinstance(exc, Problem):
+        return exc.status
+    return next(code for kind, code in STATUS_OF if isinstance(exc, kind))
+
+
+async def read_body(request: Request, within: float = BODY_TIMEOUT, limit: int = MAX_BODY) -> bytes:
+    """The request body, refusing one larger than `limit` (413) or slower than `within` s (408)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not _DIGITS.fullmatch(declared) or int(declared) > limit):
+        raise Problem(413, f"the body must be at most {limit} bytes")
+    chunks: list[bytes] = []
+    try:
+        async with asyncio.timeout(within):
+            await _read_into(request, chunks, limit)
+    except TimeoutError:
+        raise Problem(408, f"the body did not arrive within {within:g} s") from None
+    return b"".join(chunks)
+
+
+async def _read_into(request: Request, chunks: list[bytes], limit: int) -> None:
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Problem(413, f"the body must be at most {limit} bytes")
+        chunks.append(chunk)
+
+
+async def json_body(request: Request, within: float = BODY_TIMEOUT, empty_ok: bool = False) -> dict[str, Any]:
+    """The body as a standard JSON object (400 when it is not one)."""
+    raw = await read_body(request, within)
+    if empty_ok and not raw.strip():
+        return {}
+    data = parse_json(raw)
+    if not isinstance(data, dict):
+        raise Problem(400, "the body must be a JSON object")
+    check_strings(data)
+    return data
+
+
+def parse_json(raw: bytes) -> Any:
+    """Standard JSON only: no NaN or Infinity, no number too long to read (400 for each)."""
+    try:
+        return json.loads(raw, parse_constant=_refuse_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise Problem(400, f"the body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise Problem(400, "the body is not valid JSON here: it is nested too deeply") from exc
+    except ValueError as exc:  # an integer of more digits than Python reads (4300)
+        raise Problem(400, f"the body holds a number too long to read: {str(exc)[:120]}") from exc
+
+
+def _refuse_constant(name: str) -> Any:
+    raise Problem(400, f"the body is not standard JSON: {name} is not a JSON number; send a number or null")
+
+
+def check_strings(data: Any) -> None:
+    """Every string and key is storable text: no lone surrogate, no NUL character (400)."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            _check_text(value)
+
+
+def _check_text(text: str) -> None:
+    if "\x00" in text:
+        raise Problem(400, "a string in the body holds a NUL character (\\u0000); remove it")
+    if _SURROGATE.search(text):
+        raise Problem(
+            400, "a string in the body holds a lone surrogate (\\ud800-\\udfff); send valid UTF-16 pairs"
+        )
+
+
+def required(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise Problem(400, f"{key!r} is required and must be a non-empty string")
+    return value
+
+
+def optional(body: dict[str, Any], key: str, kind: type) -> Any:
+    value = body.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise Problem(400, f"{key!r} must be a {'JSON object' if kind is dict else 'string'}")
+    return value
+
+
+_DIGITS = re.compile(r"[0-9]{1,12}")  # ASCII digits only: `isdigit` also takes `²`
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def int_param(text: str, low: int, high: int, name: str) -> int:
+    if not _DIGITS.fullmatch(text) or not low <= int(text) <= high:
+        raise Problem(400, f"{name} must be a whole number from {low} to {high}")
+    return int(text)
+
+
+async def waiting_page(store: Any, offset: int, limit: int) -> tuple[list[RunRecord], int]:
+    """One page of the runs waiting for a person, oldest first, and how many wait in all.
+
+    The store is read on a worker thread, never on the event loop.
+    """
+    records = await run_in_threadpool(store.list_runs, RunStatus.WAITING, None)
+    records.sort(key=lambda r: (r.suspended_at or 0.0, r.run_id))
+    return records[offset : offset + limit], len(records)

@@ -1,0 +1,76 @@
+"""Why a run segment stops, who stopped it, and what it waits for: the types every part shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class StopReason(StrEnum):
+    """Every way a run segment can end (DESIGN.md, "Stop reasons")."""
+
+    SUCCESS = "success"
+    LIMIT = "limit"
+    GAVE_UP = "gave_up"
+    NO_PROGRESS = "no_progress"
+    NEED_HELP = "need_help"
+    HELP_TIMEOUT = "help_timeout"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+    @property
+    def terminal(self) -> bool:
+        """False only for a suspended run waiting for a person."""
+        return self is not StopReason.NEED_HELP
+
+    @property
+    def resumable(self) -> bool:
+        """True when the result carries a snapshot that `resume` takes."""
+        return self in (StopReason.NEED_HELP, StopReason.CANCELLED)
+
+
+class LimitKind(StrEnum):
+    """Which budget ran out for a `limit` stop."""
+
+    TURNS = "turns"
+    SECONDS = "seconds"
+    TOKENS = "tokens"
+    COST = "cost"
+    CONTEXT = "context"
+
+
+class StopCause(StrEnum):
+    """Who ended a `gave_up` run: the agent itself, the model API's refusal, or a guardrail."""
+
+    AGENT = "agent"
+    REFUSAL = "refusal"
+    GUARDRAIL = "guardrail"
+
+
+class FinishKind(StrEnum):
+    """The kinds the model may pass to the `finish` tool."""
+
+    DONE = "done"
+    GIVE_UP = "give_up"
+    NEED_HELP = "need_help"
+
+
+@dataclass(frozen=True)
+class PendingAction:
+    """A tool call that waits for a person's approval before it runs."""
+
+    tool_use_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Suspension:
+    """Why a run is waiting for a person, and until when."""
+
+    question: str
+    deadline: float
+    suspended_at: float
+    pending: PendingAction | None = None
+    call_id: str = ""  # the call the answer goes to: the finish call, or the pending tool call

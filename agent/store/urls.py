@@ -1,0 +1,70 @@
+"""Store URLs: the SQLite path a URL names, and a URL fit to print (no password, in any form)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+MASK = "***"
+_SECRET_PARAM = re.compile(r"(?i)([?&;](?:ssl)?pass(?:word|wd)?=)([^&#]*)")
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file a SQLite store URL names, or None for another kind of URL.
+
+    `sqlite:///runs.db` is relative to the working directory, `sqlite:////srv/runs.db`
+    is absolute (as in SQLAlchemy); `sqlite:runs.db` and a bare path work too.
+    """
+    if url.startswith("sqlite:"):
+        rest = url.removeprefix("sqlite:")
+        return Path(rest[3:] if rest.startswith("///") else rest.removeprefix("//"))
+    return None if "://" in url else Path(url)
+
+
+def shown_url(url: str) -> str:
+    """`url` with every password masked: `user:***@`, `?password=***`, whatever characters it holds."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    head, mark, tail = _split_query(rest)
+    at = head.rfind("@")  # a password may hold '@' or '/': the user part ends at the last '@'
+    if at >= 0 and ":" in head[:at]:
+        head = head[: head.index(":")] + ":" + MASK + head[at:]
+    query = _SECRET_PARAM.sub(lambda m: m.group(1) + MASK, "&" + tail)[1:]
+    return f"{scheme}://{head}{mark}{query}"
+
+
+def secrets_in(url: str) -> list[str]:
+    """Every password `url` holds, raw and percent-decoded, longest first (to scrub from text)."""
+    found: list[str] = []
+    _, sep, rest = url.partition("://")
+    if sep:
+        head, _, tail = _split_query(rest)
+        at = head.rfind("@")
+        if at >= 0 and ":" in head[:at]:
+            password = head[head.index(":") + 1 : at]
+            found.append(password)
+            if "@" in password:  # libpq ends the password at its first '@' and reads the rest as host
+                found.append(password.split("@", 1)[1] + "@")
+        found += [m.group(2) for m in _SECRET_PARAM.finditer("&" + tail)]
+    every = {s for s in found if s} | {unquote(s) for s in found if s}
+    return sorted(every, key=len, reverse=True)
+
+
+def scrub(text: str, url: str | None) -> str:
+    """`text` with the URL shown without its password and every password in it masked."""
+    if not url:
+        return text
+    text = text.replace(url, shown_url(url))
+    for secret in secrets_in(url):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def _split_query(rest: str) -> tuple[str, str, str]:
+    """(everything before the query, '?' or '', the query): the query starts at the first '?'
+    after the last '@' (a password may hold '?')."""
+    at = rest.rfind("@")
+    q = rest.find("?", at + 1 if at >= 0 else 0)
+    return (rest, "", "") if q < 0 else (rest[:q], "?", rest[q + 1 :])

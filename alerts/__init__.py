@@ -1,0 +1,1 @@
+"""Endstate's Prometheus rules (alerts/rules/) and the tool that sets their runbook links."""

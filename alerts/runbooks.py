@@ -1,0 +1,37 @@
+"""Runbook links: one per alert, built from a base that whoever deploys chooses.
+
+The committed rules and dashboards carry `PLACEHOLDER`, which leads nowhere on
+purpose; `python -m alerts.build --runbook-base URL` and
+`python -m dashboards.build --runbook-base URL` write them with yours.
+"""
+
+from __future__ import annotations
+
+import re
+
+PLACEHOLDER = "https://runbooks.example.invalid/set-with--runbook-base/"
+ALERTNAME = "{alertname}"
+_SAFE = re.compile(r"https?://[^\s\"'<>\\{}]+")
+
+
+class RunbookBaseError(ValueError):
+    """A runbook base that cannot make a link; the message says how to fix it."""
+
+
+def check_base(base: str) -> str:
+    """`base` if it can make links, else a RunbookBaseError saying what is wrong."""
+    if not _SAFE.fullmatch(base.replace(ALERTNAME, "x")):
+        raise RunbookBaseError(
+            f"--runbook-base {base!r} is not an http(s) URL without spaces, quotes or braces: give a "
+            "prefix such as https://wiki.example.com/runbooks/ (links become <base><Alertname>.md) or "
+            f"a template with {ALERTNAME}, such as https://wiki.example.com/runbooks/{ALERTNAME}"
+        )
+    return base
+
+
+def runbook_url(base: str, alert: str) -> str:
+    """The runbook link of `alert`: `base` with {alertname} filled in, or `<base>/<alert>.md`."""
+    check_base(base)
+    if ALERTNAME in base:
+        return base.replace(ALERTNAME, alert)
+    return f"{base.rstrip('/')}/{alert}.md"

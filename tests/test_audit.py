@@ -1,0 +1,80 @@
+"""Success audits: a share of successes is re-checked later by an independent check, and counted."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pg
+import pytest
+from prometheus_client import CollectorRegistry
+
+from agent import Agent, Budget, ConfigError, RunContext, StopReason
+from agent.audit import AuditOutcome, SuccessAudit
+from agent.models.scripted import ScriptedModel, finish
+from agent.runner import Catalog, Runner
+from agent.store import open_store
+from telemetry import MetricsHooks
+
+pytestmark = pytest.mark.slow
+SHIPPED: set[str] = set()  # what the outside world says was really shipped
+
+
+def shipped(ctx: RunContext) -> list[str]:
+    """The independent check: the outside world, looked at later, not the run's own verifier."""
+    return [] if ctx.note in SHIPPED else [f"{ctx.note!r} was never shipped"]
+
+
+def shipper(state: dict[str, Any]) -> Agent:
+    model = ScriptedModel([[finish("done", state["item"])]])
+    audit = SuccessAudit(check=shipped, share=1.0, after=60)
+    return Agent("shipper", model, budget=Budget(max_turns=3), task_type="ship", audit=audit)
+
+
+@pytest.fixture(params=pg.BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return pg.url_for(request.param, tmp_path)
+
+
+def test_successes_are_audited_later_and_a_false_success_is_counted(store_url: str) -> None:
+    catalog = Catalog()
+    catalog.register("shipper", shipper)
+    metrics = MetricsHooks(CollectorRegistry())
+    store = open_store(store_url)
+    try:
+        runner = Runner(store, catalog, on_audit=metrics.record_success_audit)
+        SHIPPED.clear()
+        SHIPPED.add("box-1")
+        ok = asyncio.run(runner.start("shipper", "ship box 1", state={"item": "box-1"}))
+        fake = asyncio.run(runner.start("shipper", "ship box 2", state={"item": "box-2"}))
+        assert ok.reason is fake.reason is StopReason.SUCCESS
+        assert asyncio.run(runner.audit_due()) == []  # not due yet: audits look once the world settled
+        later = store.due_audits(now=10**10)
+        assert sorted(a.run_id for a in later) == sorted([ok.run_id, fake.run_id])
+
+        done = asyncio.run(runner.audit_due(now=10**10))
+        outcomes = {a.run_id: a.outcome for a in done}
+        assert outcomes == {ok.run_id: AuditOutcome.CONFIRMED, fake.run_id: AuditOutcome.FALSE_SUCCESS}
+        audit = store.audit_of(fake.run_id)
+        assert audit is not None and "'box-2' was never shipped" in audit.note
+        assert asyncio.run(runner.audit_due(now=10**10)) == []  # each audit is made once
+        labels = {"agent": "shipper", "task_type": "ship"}
+        get = metrics.registry.get_sample_value
+        assert get("agent_success_audits_total", {**labels, "outcome": "false_success"}) == 1
+        assert get("agent_success_audits_total", {**labels, "outcome": "confirmed"}) == 1
+    finally:
+        store.close()
+
+
+def test_the_share_audited_is_a_stable_choice_per_run() -> None:
+    audit = SuccessAudit(check=shipped, share=0.25)
+    chosen = [audit.samples(f"run-{i}") for i in range(4000)]
+    assert 800 < sum(chosen) < 1200
+    assert chosen == [audit.samples(f"run-{i}") for i in range(4000)]  # the same in any process
+
+
+@pytest.mark.parametrize("kwargs", [{"share": 0}, {"share": 1.5}, {"after": -1}])
+def test_a_bad_audit_is_refused(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ConfigError, match="SuccessAudit"):
+        SuccessAudit(check=shipped, **kwargs)

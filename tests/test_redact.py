@@ -1,0 +1,68 @@
+"""Redaction of captured content: every common secret shape, and ordinary text left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from telemetry.redact import REDACTED, Redactor
+
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n"
+    "4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----"
+)
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked"),
+    [
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+        ("the secret is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY, keep it", "bPxRfiCYEXAMPLEKEY"),
+        ("mail ana.lopez+orders@example.co.uk about it", "ana.lopez+orders@example.co.uk"),
+        ("card 4111 1111 1111 1111 exp 12/29", "4111 1111 1111 1111"),
+        ("card 4111-1111-1111-1111", "4111-1111-1111-1111"),
+        ("card 378282246310005 (amex)", "378282246310005"),
+        (f"session {JWT} ok", "eyJzdWIi"),
+        (f"key:\n{PEM}\nend", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo"),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA (cut off)", "b3BlbnNzaC1rZXkt"),
+        ("slack xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
+        ("post to https://hooks.slack.com/services/T0001/B0001/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXXXXXX"),
+        ("google AIzaSyA-1234567890abcdefghijklmnopqrstu here", "AIzaSyA-1234567890abcdefghij"),
+        ("clone https://deploy:gh-s3cret-pw@git.example.com/repo.git", "gh-s3cret-pw"),
+        ("db postgresql://app:p@ss@w0rd@db:5432/runs", "ss@w0rd"),
+        ("url ?user=app&password=hunter2&sslmode=require", "hunter2"),
+        ("password=p@ss w0rd!", "p@ss"),
+        ('{"password": "correct horse & battery"}', "horse & battery"),
+        ("password: $ecr3t%^", "$ecr3t%^"),
+    ],
+)
+def test_secret_shapes_are_redacted(text: str, leaked: str) -> None:
+    out = Redactor().redact(text)
+    assert leaked not in out, out
+    assert REDACTED in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_tokens: 4096, input_tokens=12",
+        "order 4111 1111 1111 1112 shipped",  # sixteen digits that fail the Luhn check
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",  # a SHA-1: hex, not a key
+        "see https://example.com/docs?page=2&sort=asc",
+        "2026-03-10,kim at example dot com,15.00",
+        "user=app&sslmode=require",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert Redactor().redact(text) == text
+
+
+def test_what_follows_a_password_survives() -> None:
+    out = Redactor().redact("login?password=hunter2&next=/inbox then more")
+    assert out == f"login?password={REDACTED}&next=/inbox then more"
+
+
+def test_the_service_token_is_a_secret() -> None:
+    token = "endstate-service-token-0123456789"
+    redact = Redactor.from_env({"ENDSTATE_TOKEN": token})
+    assert redact.redact(f"Bearer-less {token} in a log") == f"Bearer-less {REDACTED} in a log"

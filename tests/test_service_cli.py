@@ -1,0 +1,246 @@
+"""`endstate serve` and the store commands at their edges: slow clients, bad arguments, token files."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_service_support import TOKEN, Server, endstate, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def _connect(server: Server) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", server.port), timeout=30)
+
+
+def _closed(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    got = b""
+    while chunk := sock.recv(4096):
+        got += chunk
+    return got
+
+
+# -- item 21: slow or vanishing clients -----------------------------------------------------------
+
+
+def test_headers_that_do_not_arrive_in_time_close_the_connection(tmp_path: Path) -> None:
+    with Server(str(tmp_path / "runs.db"), tmp_path, "--header-timeout", "0.5") as server:
+        with _connect(server) as silent, _connect(server) as slow:
+            slow.sendall(b"GET /runs HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the blank line
+            assert _closed(silent) == b""
+            assert _closed(slow) == b""
+        with server.client() as api:
+            assert api.get("/healthz").text == "ok"  # a normal client still gets served
+
+
+def test_a_body_that_does_not_arrive_in_time_is_a_408(tmp_path: Path) -> None:
+    with Server(str(tmp_path / "runs.db"), tmp_path, "--body-timeout", "0.5") as server:
+        with _connect(server) as sock:
+            head = (
+                f"POST /runs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            )
+            sock.sendall(head.encode() + b'{"agent": ')
+            answer = b""
+            while b"did not arrive" not in answer and (chunk := sock.recv(4096)):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert b"did not arrive within 0.5 s" in answer
+        with server.client() as api:
+            assert api.get("/runs").json()["runs"] == []
+
+
+def test_a_client_leaving_mid_body_logs_one_line_and_no_traceback(tmp_path: Path) -> None:
+    with Server(str(tmp_path / "runs.db"), tmp_path) as server:
+        with _connect(server) as sock:
+            head = (
+                f"POST /runs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+            )
+            sock.sendall(head.encode() + b'{"agent": "csv')
+        wait_for(
+            lambda: "disconnected before its body arrived" in server.log.read_text(), what="the log line"
+        )
+        with server.client() as api:
+            assert api.get("/healthz").text == "ok"
+    assert "Traceback" not in server.log.read_text()
+
+
+# -- item 23: one line, not a traceback ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["demo", "nosuch"], "no scenario matches ['nosuch']"),
+        (["start", "csv-cleaner", "clean it", "--scenario", "nosuch"], "no scenario 'nosuch'"),
+        (["start", "csv-cleaner", "clean it", "--scenario", "ci/approved-push"], "is for agent 'ci-fixer'"),
+        (["serve", "--port", "99999"], "'99999' is not a port number from 1 to 65535"),
+        (["serve", "--port", "http"], "'http' is not a port number"),
+    ],
+)
+def test_mistakes_get_one_line_not_a_traceback(tmp_path: Path, args: list[str], says: str) -> None:
+    env = {**os.environ, "ENDSTATE_WORLDS": str(tmp_path / "worlds")}
+    store = [] if args[0] == "demo" else ["--store", str(tmp_path / "runs.db")]
+    argv = [sys.executable, "-m", "agent.cli", *args, *store]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert says in done.stderr
+
+
+def test_serve_help_documents_reads_and_hosts() -> None:
+    from test_runner_agents import env_with_tests
+
+    done = endstate("serve", "--help", store="x", env=env_with_tests())
+    text = " ".join(done.stdout.split())
+    assert "--read-auth {auto,token,open}" in text and "unless --host is a loopback address" in text
+    assert "--allowed-host NAME" in text and "ENDSTATE_ALLOWED_HOSTS" in text
+
+
+# -- item 22: store paths, and read-only commands that create nothing ----------------------------
+
+
+@pytest.mark.parametrize("command", ["runs", "pending"])
+def test_read_only_commands_create_no_store(tmp_path: Path, command: str) -> None:
+    missing = tmp_path / "typo" / "runs.db"
+    for url in (str(missing), f"sqlite:///{missing}"):
+        done = endstate(command, store=url)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "no run store" in done.stderr and str(missing) in done.stderr
+        assert "Traceback" not in done.stderr
+    assert not (tmp_path / "typo").exists()
+
+
+def test_an_absolute_sqlite_url_keeps_the_token_beside_the_store(tmp_path: Path) -> None:
+    from agent.service.server import _state_dir
+
+    assert _state_dir(f"sqlite:///{tmp_path}/runs.db") == tmp_path
+    assert _state_dir("sqlite:///state/runs.db") == Path("state")
+    assert _state_dir(str(tmp_path / "runs.db")) == tmp_path
+    assert _state_dir("postgresql://db/runs") == Path(".endstate")
+
+
+def test_a_new_store_and_its_folder_are_owner_only(tmp_path: Path) -> None:
+    from agent.store import open_store
+
+    open_store(str(tmp_path / "state" / "runs.db")).close()
+    assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "state" / "runs.db").stat().st_mode) == 0o600
+
+
+# -- item 17: token files ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_env_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENDSTATE_TOKEN", raising=False)
+    monkeypatch.delenv("ENDSTATE_TOKEN_FILE", raising=False)
+
+
+def _token_file(tmp_path: Path, mode: int = 0o600) -> Path:
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    path.chmod(mode)
+    return path
+
+
+@pytest.mark.usefixtures("no_env_token")
+@pytest.mark.parametrize(("mode", "says"), [(0o666, "writable by others"), (0o620, "writable by others")])
+def test_a_token_file_others_may_write_is_refused(tmp_path: Path, mode: int, says: str) -> None:
+    from agent.errors import ConfigError
+    from agent.service.auth import load_token
+
+    path = _token_file(tmp_path, mode)
+    with pytest.raises(ConfigError, match=says) as raised:
+        load_token(str(path), tmp_path / "state")
+    assert "chmod 600" in str(raised.value)
+
+
+@pytest.mark.usefixtures("no_env_token")
+def test_a_token_file_others_may_read_is_refused(tmp_path: Path) -> None:
+    from agent.errors import ConfigError
+    from agent.service.auth import load_token
+
+    with pytest.raises(ConfigError, match="readable by others"):
+        load_token(str(_token_file(tmp_path, 0o644)), tmp_path / "state")
+
+
+@pytest.mark.usefixtures("no_env_token")
+def test_a_foreign_owned_token_file_is_refused(tmp_path: Path) -> None:
+    from agent.errors import ConfigError
+    from agent.service.auth import load_token
+
+    path = _token_file(tmp_path)
+    if os.geteuid() != 0:
+        pytest.fail("this test changes a file's owner: run it as root (as CI does)", pytrace=False)
+    os.chown(path, 65534, 65534)
+    with pytest.raises(ConfigError, match="owned by uid 65534"):
+        load_token(str(path), tmp_path / "state")
+
+
+@pytest.mark.usefixtures("no_env_token")
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symlinked_token_file_is_refused(tmp_path: Path, dangling: bool) -> None:
+    from agent.errors import ConfigError
+    from agent.service.auth import load_token
+
+    target = _token_file(tmp_path)
+    if dangling:
+        target.unlink()
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    with pytest.raises(ConfigError, match="is a symbolic link"):
+        load_token(str(link), tmp_path / "state")
+    made_dir = tmp_path / "state"
+    made_dir.mkdir()
+    (made_dir / "token").symlink_to(target)
+    with pytest.raises(ConfigError, match="is a symbolic link"):
+        load_token(None, made_dir)
+
+
+@pytest.mark.usefixtures("no_env_token")
+def test_a_token_that_cannot_be_made_says_why(tmp_path: Path) -> None:
+    from agent.errors import ConfigError
+    from agent.service.auth import load_token
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "file").write_text("")
+    with pytest.raises(ConfigError, match="cannot create the token file"):
+        load_token(None, locked / "file" / "state")
+
+
+@pytest.mark.usefixtures("no_env_token")
+def test_a_made_token_and_its_folder_are_owner_only(tmp_path: Path) -> None:
+    from agent.service.auth import load_token
+
+    load_token(None, tmp_path / "state")
+    assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "state" / "token").stat().st_mode) == 0o600
+
+
+# -- item 13: no password in the startup line or in what the service answers -----------------------
+
+
+def test_serve_shows_no_store_password(tmp_path: Path) -> None:
+    import pg
+
+    url = (
+        pg.url_for("postgres", tmp_path).replace("postgres@", "postgres:s3cr%40t@", 1)
+        + "?password=hunter2xyz"
+    )
+    with Server(url, tmp_path) as server, server.client(token=None) as anonymous:
+        assert anonymous.get("/readyz").text == "ready"
+        assert anonymous.get("/pending").status_code == 200
+        log = server.log.read_text()
+    assert "endstate serve: store postgresql://postgres:***@127.0.0.1" in log and "password=***" in log
+    for secret in ("s3cr", "hunter2xyz"):
+        assert secret not in log

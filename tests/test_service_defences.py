@@ -1,0 +1,299 @@
+"""The service's defences, in this process through the ASGI app: hostile input, hosts, tokens, paging."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from agent.examples.scenarios import example_catalog
+from agent.runner import Runner
+from agent.service.app import Service, create_app
+from agent.service.auth import Token
+from agent.store import RunStatus, open_store
+
+TOKEN = "test-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+INVOICE = {
+    "agent": "invoice-downloader",
+    "task": "Get the invoice",
+    "state": {"scenario": "invoice/which-one"},
+}
+LOCAL = "http://127.0.0.1:8000"
+
+Build = Callable[..., TestClient]
+
+
+@pytest.fixture
+def build(tmp_path: Path) -> Iterator[Build]:
+    """`build(**service_options)`: a client of a fresh service over a SQLite store (lifespan running)."""
+    opened: list[tuple[TestClient, Any, Runner]] = []
+
+    def make(runs: int = 0, **options: Any) -> TestClient:
+        store = open_store(str(tmp_path / "runs.db"))
+        runner = Runner(store, example_catalog(tmp_path / "worlds"))
+        for _ in range(runs):
+            asyncio.run(runner.start(**INVOICE))
+        service = Service(runner, Token(TOKEN), sweep_interval=3600, **options)
+        client = TestClient(create_app(service), base_url=LOCAL, raise_server_exceptions=False)
+        client.__enter__()
+        opened.append((client, store, runner))
+        return client
+
+    yield make
+    for client, store, runner in opened:
+        client.__exit__(None, None, None)
+        runner.catalog.close()
+        store.close()
+
+
+# -- item 11: hostile JSON and query strings are a clear 400, never a 500 ------------------------
+
+HOSTILE: list[tuple[str, bytes, str]] = [
+    ("/runs", b'{"agent": "invoice-downloader", "task": "t", "state": {"x": NaN}}', "NaN"),
+    ("/runs", b'{"agent": "invoice-downloader", "task": "t", "state": {"x": Infinity}}', "Infinity"),
+    ("/runs", b'{"agent": "invoice-downloader", "task": "t", "state": {"x": -Infinity}}', "-Infinity"),
+    (
+        "/runs",
+        b'{"agent": "invoice-downloader", "task": "t", "state": {"x": ' + b"9" * 5000 + b"}}",
+        "digits",
+    ),
+    ("/runs", b'{"agent": "invoice-downloader", "task": "\\ud800"}', "surrogate"),
+    ("/runs", b'{"agent": "invoice-downloader", "task": "a\\u0000b"}', "NUL"),
+    ("/runs", b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": 5}}', "scenario"),
+    (
+        "/runs",
+        b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": "nosuch"}}',
+        "no scenario",
+    ),
+    (
+        "/runs",
+        b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": "csv/clean"}}',
+        "csv-cleaner",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "says"), HOSTILE)
+def test_hostile_bodies_are_a_clear_400_and_store_nothing(
+    build: Build, path: str, body: bytes, says: str
+) -> None:
+    api = build()
+    response = api.post(path, content=body, headers=AUTH)
+    assert response.status_code == 400, response.text
+    assert says in response.json()["error"]
+    listed = api.get("/runs")
+    assert listed.status_code == 200 and listed.json()["runs"] == []
+
+
+@pytest.mark.parametrize("limit", ["²", "1e3", "-1", "0", "١٢", "99999999999999999999999"])
+def test_a_bad_limit_is_a_400(build: Build, limit: str) -> None:
+    response = build().get("/runs", params={"limit": limit})
+    assert response.status_code == 400 and "limit must be a whole number" in response.json()["error"]
+
+
+def test_an_answer_with_a_lone_surrogate_is_a_400(build: Build) -> None:
+    api = build(runs=1)
+    [run] = api.get("/runs").json()["runs"]
+    response = api.post(f"/runs/{run['run_id']}/answer", content=b'{"answer": "\\udfff"}', headers=AUTH)
+    assert response.status_code == 400 and "surrogate" in response.json()["error"]
+    assert api.get(f"/runs/{run['run_id']}").json()["status"] == "waiting"
+
+
+# -- item 12: only allowed Host headers are served ----------------------------------------------
+
+
+def host(name: str) -> dict[str, str]:
+    """The `Host` header a page on `name` (rebound to this service's address) would send."""
+    return {"Host": name}
+
+
+@pytest.mark.parametrize("name", ["evil.example", "evil.example:8000", "10.0.0.7:8000", ""])
+def test_a_foreign_host_header_is_refused(build: Build, name: str) -> None:
+    api = build()
+    for path in ("/runs", "/pending", "/inbox"):
+        response = api.get(path, headers=host(name))
+        assert response.status_code == 421, (path, response.text)
+        assert "not served" in response.text and "--allowed-host" in response.text
+    assert api.post("/runs", json=INVOICE, headers={**AUTH, **host(name)}).status_code == 421
+    assert api.get("/healthz", headers=host(name)).status_code == 200  # probes and scrapers use any address
+
+
+@pytest.mark.parametrize(
+    "name", ["127.0.0.1:8000", "localhost:8000", "LOCALHOST.", "[::1]:8000", "127.0.0.1"]
+)
+def test_loopback_hosts_are_served(build: Build, name: str) -> None:
+    assert build().get("/runs", headers=host(name)).status_code == 200
+
+
+def test_configured_hosts_are_served(build: Build) -> None:
+    from agent.service.app import allowed_hosts
+
+    api = build(allowed_hosts=allowed_hosts("0.0.0.0", ["agent", "Inbox.Example.COM"]))
+    assert api.get("/runs", headers=host("inbox.example.com")).status_code == 200
+    assert api.get("/runs", headers=host("agent:8000")).status_code == 200
+    assert api.get("/runs", headers=host("other")).status_code == 421
+    assert allowed_hosts("10.1.2.3", []) >= {"10.1.2.3", "localhost", "127.0.0.1", "::1"}
+    assert "0.0.0.0" not in allowed_hosts("0.0.0.0", [])
+    anywhere = build(allowed_hosts=allowed_hosts("0.0.0.0", ["*"]))
+    assert anywhere.get("/runs", headers=host("whatever")).status_code == 200
+
+
+# -- item 15: paginated, oldest first, store calls off the event loop ---------------------------
+
+
+def test_pending_is_paginated_oldest_first(build: Build) -> None:
+    api = build(runs=5)
+    first = api.get("/pending", params={"limit": 2}).json()
+    assert first["total"] == 5 and len(first["pending"]) == 2
+    seen = [p["run_id"] for p in first["pending"]]
+    page = first
+    while page["next"]:
+        page = api.get(page["next"]).json()
+        seen += [p["run_id"] for p in page["pending"]]
+    every = api.get("/pending", params={"limit": 500}).json()["pending"]
+    assert seen == [p["run_id"] for p in every] and len(set(seen)) == 5
+    times = [p["suspended_at"] for p in every]
+    assert times == sorted(times)
+    assert api.get("/pending").json()["limit"] == 50
+    assert api.get("/pending", params={"offset": "x"}).status_code == 400
+
+
+def test_the_inbox_is_paginated_oldest_first(build: Build) -> None:
+    api = build(runs=5, page_size=2)
+    every = [p["run_id"] for p in api.get("/pending").json()["pending"]]
+    shown: list[str] = []
+    for page in (1, 2, 3):
+        text = api.get("/inbox", params={"page": page}).text
+        shown += [rid for rid in every if f'data-run-id="{rid}"' in text]
+        assert "5 runs wait" in text or "5 waiting" in text or ">5<" in text
+    assert shown == every
+    assert 'href="/inbox?page=2"' in api.get("/inbox").text
+    assert api.get("/inbox", params={"page": "0"}).status_code == 400
+
+
+def test_store_reads_run_off_the_event_loop(build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
+    api = build(runs=1)
+    store = api.app.state.service.runner.store  # type: ignore[attr-defined]
+    on_loop: list[str] = []
+    for name in ("list_runs", "get"):
+        real = getattr(store, name)
+
+        def watched(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            try:
+                asyncio.get_running_loop()
+                on_loop.append(_name)
+            except RuntimeError:
+                pass
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(store, name, watched)
+    [run] = api.get("/runs").json()["runs"]
+    assert api.get(f"/runs/{run['run_id']}").status_code == 200
+    assert api.get("/pending").status_code == 200
+    assert api.get("/inbox").status_code == 200
+    assert on_loop == []
+
+
+# -- item 16: reads need the token when the service listens beyond loopback ----------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "mode", "needed"),
+    [
+        ("127.0.0.1", "auto", False),
+        ("localhost", "auto", False),
+        ("::1", "auto", False),
+        ("0.0.0.0", "auto", True),
+        ("::", "auto", True),
+        ("10.0.0.5", "auto", True),
+        ("0.0.0.0", "open", False),
+        ("127.0.0.1", "token", True),
+    ],
+)
+def test_when_reads_need_the_token(host: str, mode: str, needed: bool) -> None:
+    from agent.service.app import reads_need_token
+
+    assert reads_need_token(host, mode) is needed
+
+
+def test_reads_need_the_token_when_so_configured(build: Build) -> None:
+    api = build(runs=1, reads_need_token=True)
+    run_id = api.get("/runs", headers=AUTH).json()["runs"][0]["run_id"]
+    for path in ("/runs", f"/runs/{run_id}", "/pending"):
+        refused = api.get(path)
+        assert refused.status_code == 401 and "token" in refused.json()["error"]
+        assert api.get(path, headers=AUTH).status_code == 200
+    page = api.get("/inbox").text
+    assert "Get the invoice" not in page and "Sign in" in page
+    assert api.get("/healthz").status_code == 200
+
+
+def test_reads_are_open_on_loopback_by_default(build: Build) -> None:
+    api = build(runs=1)
+    assert api.get("/pending").status_code == 200
+    assert "Get the invoice" in api.get("/inbox").text
+
+
+# -- item 18: logout and Referer-only cross-site posts --------------------------------------------
+
+
+def test_a_cross_site_logout_is_refused(build: Build) -> None:
+    api = build()
+    response = api.post("/inbox/logout", headers={"Origin": "http://evil.example"})
+    assert response.status_code == 403
+    ours = api.post("/inbox/logout", headers={"Origin": LOCAL}, follow_redirects=False)
+    assert ours.status_code == 303
+    response = api.post("/inbox/logout", headers={"Sec-Fetch-Site": "cross-site"})
+    assert response.status_code == 403
+
+
+def test_a_cross_site_post_carrying_only_a_referer_is_refused(build: Build) -> None:
+    api = build()
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    response = api.post(
+        "/inbox/login", content=f"token={TOKEN}", headers={**form, "Referer": "http://evil.example/page"}
+    )
+    assert response.status_code == 403
+    same = api.post(
+        "/inbox/login",
+        content=f"token={TOKEN}",
+        headers={**form, "Referer": f"{LOCAL}/inbox"},
+        follow_redirects=False,
+    )
+    assert same.status_code == 303
+
+
+# -- item 13: no password in any error the service shows -----------------------------------------
+
+
+def test_store_errors_never_show_a_password(build: Build) -> None:
+    from agent.store import StoreError
+
+    api = build()
+    store = api.app.state.service.runner.store  # type: ignore[attr-defined]
+    url = "postgresql://app:p%40ss@w0rd@db.example:5432/runs?sslmode=require&password=hunter2xyz"
+    store.url = url
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError(f"cannot reach {url}: password=hunter2xyz failed")
+
+    store.schema_version = down
+    store.list_runs = down
+    for path in ("/readyz", "/runs", "/pending"):
+        text = api.get(path).text
+        assert api.get(path).status_code == 503, text
+        for secret in ("p%40ss", "w0rd", "hunter2xyz", "p@ss"):
+            assert secret not in text, (path, text)
+
+
+def test_json_responses_are_standard_json(build: Build) -> None:
+    api = build(runs=1)
+    text = api.get("/runs").text
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert RunStatus.WAITING in text
