@@ -20,8 +20,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from agent.budget import Price
 from agent.errors import ConfigError
+from agent.models.price import Price
 
 ENV_MODELS = "ENDSTATE_MODELS"
 ENV_MODEL = "ENDSTATE_MODEL"
