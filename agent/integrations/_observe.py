@@ -1,0 +1,461 @@
+"""The shared core: report a run that Endstate did not drive to Endstate's hooks.
+
+`Recorder` turns what a foreign loop did (turns, model calls, tool calls, its
+end) into the same `RunObserver` calls as Endstate's own loop, so the spans
+and metrics that `telemetry/` makes from them are the same. Each integration
+feeds one from the framework's own callbacks; home-grown loops use
+`observe_run`, a context manager over the same recorder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.context import RunContext
+from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, guard
+from agent.models.base import ModelReply, ModelRequest, ToolCall
+from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
+from agent.tools import ToolOutcome
+from agent.verify import Verifier
+
+CAUSE_AGENT = "agent"
+CAUSE_REFUSAL = "refusal"
+CAUSE_GUARDRAIL = "guardrail"
+DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One model call's tokens (and cost, when the framework reports it)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass
+class Recorder:
+    """One foreign run segment as Endstate's hooks see it, and the `RunResult` it ends with.
+
+    Every turn holds at most one model call and the tool calls that follow
+    it; a model call with no open turn opens one. `finish` ends the open
+    turn and the run, exactly once: later calls return the first result.
+    """
+
+    info: RunInfo
+    verifiers: Sequence[Verifier] = ()
+    observer: RunObserver = field(default_factory=RunObserver)
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    last_text: str = ""
+    result: RunResult | None = None
+    explicit_turns: bool = False  # the caller opens turns itself; model calls never do
+    _turn_open: bool = False
+    _turn_asked: bool = False  # the open turn has had its model call
+    _model_open: bool = False
+    _started: float = field(default_factory=time.perf_counter)
+
+    @classmethod
+    def start(
+        cls,
+        hooks: RunHooks | None,
+        *,
+        agent: str,
+        task_type: str,
+        model: str = "",
+        provider: str = "",
+        task: str = "",
+        tools: Sequence[str] = (),
+        limits: Mapping[str, float] | None = None,
+        verifiers: Sequence[Verifier] | Verifier | None = None,
+        run_id: str | None = None,
+        resumed: RunResult | None = None,
+    ) -> Recorder:
+        """Begin a segment: `run_started` on the hooks (guarded: a failing hook never fails the run).
+
+        `resumed` is the `need_help` result this segment continues: same run
+        id, the next segment, and the person's wait recorded.
+        """
+        info = RunInfo(
+            run_id=resumed.run_id if resumed else run_id or uuid.uuid4().hex,
+            segment=2 if resumed else 1,
+            agent=agent,
+            task_type=task_type,
+            model=model or "unknown",
+            provider=provider or "unknown",
+            task=task,
+            started_at=time.time(),
+            limits=dict(limits or {}),
+            tools=tuple(tools),
+        )
+        recorder = cls(info, _verifier_list(verifiers), guard(hooks or NoHooks(), info))
+        if resumed is not None and resumed.suspension is not None:
+            recorder.observer.human_waited(_wait(resumed.suspension))
+        return recorder
+
+    # -- turns, model calls and tool calls ----------------------------------
+
+    def begin_turn(self) -> int:
+        """Start the next turn (ending the open one); returns its index, from 1."""
+        if self._turn_open:
+            self.end_turn()
+        self.turns += 1
+        self._turn_open, self._turn_asked = True, False
+        self.observer.turn_started(self.turns)
+        return self.turns
+
+    def end_turn(self, signal: str = "tool_use") -> None:
+        if self._turn_open:
+            self._turn_open = False
+            self.observer.turn_ended(self.turns, signal)
+
+    def model_started(self, max_tokens: int = 0, attempt: int = 1) -> None:
+        """A model call begins; it opens the next turn unless the open one has had none yet."""
+        if not self._turn_open or (self._turn_asked and not self.explicit_turns):
+            self.begin_turn()
+        self._model_open = self._turn_asked = True
+        self.observer.model_started(ModelRequest("", [], [], max_tokens), attempt)
+
+    def model_ended(
+        self,
+        usage: Usage,
+        *,
+        text: str = "",
+        stop_reason: str = "end_turn",
+        model: str = "",
+        response_id: str = "",
+        error: BaseException | None = None,
+    ) -> None:
+        """A model call ended: its tokens count towards the run, its text is the last seen."""
+        self._model_open = False
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cost_usd += usage.cost_usd
+        if text:
+            self.last_text = text
+        reply = None
+        if error is None:
+            content = [{"type": "text", "text": text}] if text else []
+            reply = ModelReply(
+                content, usage.input_tokens, usage.output_tokens, stop_reason, model, response_id
+            )
+        self.observer.model_ended(reply, error)
+
+    def tool_started(self, call_id: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
+        self.observer.tool_started(ToolCall(call_id, name, dict(arguments or {})))
+
+    def tool_ended(
+        self,
+        call_id: str,
+        name: str,
+        text: str = "",
+        error_type: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> None:
+        outcome = ToolOutcome(text, is_error=error_type is not None, error_type=error_type)
+        self.observer.tool_ended(ToolCall(call_id, name, dict(arguments or {})), outcome)
+
+    # -- the end ---------------------------------------------------------------
+
+    def succeed(self, output: Any, *, text: str | None = None, raw: Any = None) -> RunResult:
+        """A final output: checked by the verifiers, when there are any.
+
+        A failed check cannot go back to a framework that has already
+        finished, so the run still ends `success`, with `verified=false`, the
+        failures in the result, and a verify rejection counted: a false
+        success, shown, not hidden. A verifier that raises ends it `error`.
+        """
+        shown = text if text is not None else _text_of(output)
+        if not self.verifiers:
+            return self.finish(StopReason.SUCCESS, output=shown, raw=raw)
+        ctx = RunContext(self.info.run_id, self.info.agent, self.info.task, self.info.task_type, note=shown)
+        ctx.state["output"] = output
+        try:
+            failures = [f for v in self.verifiers for f in v(ctx)]
+        except Exception as exc:
+            note = f"A verifier raised {type(exc).__name__}: {exc}"
+            return self.finish(StopReason.ERROR, note=note, error_type="verifier_error", raw=raw)
+        self.observer.verified(failures)
+        return self.finish(
+            StopReason.SUCCESS, output=shown, verified=not failures, failures=tuple(failures), raw=raw
+        )
+
+    def suspend(
+        self, question: str, pending: PendingAction | None, *, raw: Any, wait_seconds: float | None = None
+    ) -> RunResult:
+        """A pending approval or question: `need_help`, with the framework's state kept in `raw`."""
+        now = time.time()
+        deadline = now + (DEFAULT_HELP_SECONDS if wait_seconds is None else wait_seconds)
+        suspension = Suspension(question, deadline, now, pending)
+        return self.finish(StopReason.NEED_HELP, note=question, suspension=suspension, raw=raw)
+
+    def fail(self, error: BaseException, *, raw: Any = None) -> RunResult:
+        """Any exception that is no expected stop: `error`, with its type; a cancellation: `cancelled`."""
+        if isinstance(error, asyncio.CancelledError | KeyboardInterrupt):
+            return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
+        note = f"{type(error).__name__}: {error}"
+        return self.finish(StopReason.ERROR, note=note, error_type=type(error).__name__, raw=raw)
+
+    def finish(
+        self,
+        reason: StopReason,
+        *,
+        limit: LimitKind | None = None,
+        cause: str | None = None,
+        output: str = "",
+        note: str = "",
+        verified: bool = False,
+        failures: tuple[str, ...] = (),
+        error_type: str | None = None,
+        suspension: Suspension | None = None,
+        raw: Any = None,
+    ) -> RunResult:
+        """End the open turn and the segment; the first call wins."""
+        if self.result is not None:
+            return self.result
+        self._close_open_calls(reason)
+        self.end_turn(str(reason))
+        self.result = RunResult(
+            run_id=self.info.run_id,
+            agent=self.info.agent,
+            task_type=self.info.task_type,
+            reason=reason,
+            limit=limit if reason is StopReason.LIMIT else None,
+            output=output,
+            note=note,
+            verified=verified,
+            turns=self.turns,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            active_seconds=time.perf_counter() - self._started,
+            verifier_failures=failures,
+            last_text=self.last_text,
+            error_type=error_type if reason is StopReason.ERROR else None,
+            trace_id=self.observer.trace_id,
+            suspension=suspension,
+            cause=cause if reason is StopReason.GAVE_UP else None,
+            raw=raw,
+        )
+        self.observer.run_ended(self.result)
+        return self.result
+
+    def _close_open_calls(self, reason: StopReason) -> None:
+        """A model call the framework never finished (a limit raised inside it, say) ends as interrupted."""
+        if self._model_open:
+            self._model_open = False
+            error: BaseException = asyncio.CancelledError() if reason is StopReason.CANCELLED else _Cut()
+            self.observer.model_ended(None, error)
+
+
+class _Cut(Exception):
+    """A model call that the framework cut off when the run stopped."""
+
+    error_type = "interrupted"
+
+
+def _wait(s: Suspension) -> HumanWait:
+    """The person's wait that ends now, with the answer that resumes the run."""
+    pending = s.pending.name if s.pending else None
+    return HumanWait(s.suspended_at, time.time(), "answered", s.question, pending, s.deadline)
+
+
+def _verifier_list(verifiers: Sequence[Verifier] | Verifier | None) -> tuple[Verifier, ...]:
+    if verifiers is None:
+        return ()
+    if callable(verifiers):
+        return (verifiers,)
+    return tuple(verifiers)
+
+
+def _text_of(output: Any) -> str:
+    """A final output as text: strings as they are, models and dicts as JSON-ish repr."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    dump = getattr(output, "model_dump_json", None)
+    if callable(dump):
+        with contextlib.suppress(Exception):
+            return str(dump())
+    return repr(output)
+
+
+# -- home-grown loops ------------------------------------------------------------
+
+
+class ObservedRun:
+    """What a home-grown loop reports inside `observe_run`.
+
+    Wrap each turn in `turn()`, each model call in `model_call()` and each tool
+    call in `tool(...)`; say how the run ended with `succeed`, `limit`,
+    `give_up`, `need_help` or `stop`. Leaving the block without a stop is a
+    success with the last model text as output (checked by the verifiers); an
+    exception leaving it is `error` (or `cancelled`), recorded and re-raised.
+    """
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._rec = recorder
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's result, once it has ended."""
+        return self._rec.result
+
+    @property
+    def run_id(self) -> str:
+        return self._rec.info.run_id
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[int]:
+        """One turn: its model call and the tool calls that follow it."""
+        index = self._rec.begin_turn()
+        self._rec.explicit_turns = True
+        try:
+            yield index
+        finally:
+            self._rec.end_turn()
+
+    @contextlib.contextmanager
+    def model_call(self, max_tokens: int = 0) -> Iterator[ModelCall]:
+        """Time a model call; give its reply to `call.reply(...)` inside the block."""
+        self._rec.model_started(max_tokens)
+        call = ModelCall(self._rec)
+        try:
+            yield call
+        except BaseException as exc:
+            self._rec.model_ended(Usage(), error=exc)
+            raise
+        if not call.answered:
+            call.reply()
+
+    @contextlib.contextmanager
+    def tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, call_id: str = ""
+    ) -> Iterator[ToolRun]:
+        """Time a tool call; give its result to `t.result(...)`. An exception is an error outcome."""
+        call_id = call_id or uuid.uuid4().hex[:12]
+        self._rec.tool_started(call_id, name, arguments)
+        handle = ToolRun()
+        try:
+            yield handle
+        except Exception as exc:
+            self._rec.tool_ended(call_id, name, str(exc), type(exc).__name__, arguments)
+            raise
+        self._rec.tool_ended(call_id, name, handle.text, handle.error_type, arguments)
+
+    def succeed(self, output: Any = None) -> RunResult:
+        """The loop produced its final output: success, checked by the verifiers."""
+        return self._rec.succeed(self._rec.last_text if output is None else output)
+
+    def limit(self, kind: LimitKind | str, note: str = "") -> RunResult:
+        """A budget of the loop's own ran out: `limit` with which one."""
+        return self._rec.finish(StopReason.LIMIT, limit=LimitKind(kind), note=note)
+
+    def give_up(self, note: str, cause: str = CAUSE_AGENT) -> RunResult:
+        """The model gave up (`agent`), the API refused (`refusal`) or a guardrail tripped (`guardrail`)."""
+        return self._rec.finish(StopReason.GAVE_UP, cause=cause, note=note)
+
+    def need_help(self, question: str, pending: PendingAction | None = None, state: Any = None) -> RunResult:
+        """The loop waits for a person; `state` is what it needs to resume (kept at `result.raw`)."""
+        return self._rec.suspend(question, pending, raw=state)
+
+    def stop(self, reason: StopReason | str, note: str = "") -> RunResult:
+        """Any other stop reason (`no_progress`, `cancelled`, `error`...)."""
+        reason = StopReason(reason)
+        error_type = "error" if reason is StopReason.ERROR else None
+        return self._rec.finish(reason, note=note, error_type=error_type)
+
+
+class ModelCall:
+    """The reply of one model call in `ObservedRun.model_call`."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._rec = recorder
+        self.answered = False
+
+    def reply(
+        self,
+        message: Any = None,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        text: str = "",
+        stop_reason: str = "end_turn",
+    ) -> None:
+        """Record the reply: an `anthropic` Message as it is, or the counts and text."""
+        if message is not None:
+            usage = getattr(message, "usage", None)
+            input_tokens = getattr(usage, "input_tokens", 0) or 0
+            output_tokens = getattr(usage, "output_tokens", 0) or 0
+            text = "".join(getattr(b, "text", "") for b in getattr(message, "content", ()) or ())
+            stop_reason = getattr(message, "stop_reason", None) or stop_reason
+        self.answered = True
+        self._rec.model_ended(
+            Usage(input_tokens, output_tokens),
+            text=text,
+            stop_reason=stop_reason,
+            model=str(getattr(message, "model", "") or ""),
+            response_id=str(getattr(message, "id", "") or ""),
+        )
+
+
+@dataclass
+class ToolRun:
+    """The result of one tool call in `ObservedRun.tool`."""
+
+    text: str = ""
+    error_type: str | None = None
+
+    def result(self, text: str, error_type: str | None = None) -> None:
+        self.text, self.error_type = text, error_type
+
+
+@contextlib.contextmanager
+def observe_run(
+    hooks: RunHooks | None,
+    *,
+    agent: str,
+    task_type: str,
+    model: str = "",
+    provider: str = "anthropic",
+    task: str = "",
+    tools: Sequence[str] = (),
+    limits: Mapping[str, float] | None = None,
+    verifiers: Sequence[Verifier] | Verifier | None = None,
+) -> Iterator[ObservedRun]:
+    """Observe a home-grown agent loop with Endstate's spans and metrics.
+
+    with observe_run(hooks, agent="triage", task_type="ticket", model=MODEL) as run:
+        with run.turn(), run.model_call() as call:
+            call.reply(client.messages.create(...))
+        run.succeed()
+    run.result.reason  # StopReason.SUCCESS
+    """
+    recorder = Recorder.start(
+        hooks,
+        agent=agent,
+        task_type=task_type,
+        model=model,
+        provider=provider,
+        task=task,
+        tools=tools,
+        limits=limits,
+        verifiers=verifiers,
+    )
+    run = ObservedRun(recorder)
+    try:
+        yield run
+    except BaseException as exc:
+        recorder.fail(exc)
+        raise
+    if recorder.result is None:
+        recorder.succeed(recorder.last_text)
