@@ -201,6 +201,8 @@ class Recorder:
         """Any exception that is no expected stop: `error`, with its type; a cancellation: `cancelled`."""
         if isinstance(error, asyncio.CancelledError | KeyboardInterrupt):
             return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
+        if self._model_open:  # the model call itself failed
+            self.model_ended(Usage(), error=error)
         note = f"{type(error).__name__}: {error}"
         return self.finish(StopReason.ERROR, note=note, error_type=type(error).__name__, raw=raw)
 
