@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.budget import Usage as Spent
 from agent.context import RunContext
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, guard
 from agent.models.base import ModelReply, ModelRequest, ToolCall
@@ -95,10 +96,14 @@ class Recorder:
             started_at=time.time(),
             limits=dict(limits or {}),
             tools=tuple(tools),
+            spent=_spent(resumed),
         )
         recorder = cls(info, _verifier_list(verifiers), guard(hooks or NoHooks(), info))
-        if resumed is not None and resumed.suspension is not None:
-            recorder.observer.human_waited(_wait(resumed.suspension))
+        if resumed is not None:  # the run's totals go on from where the suspended segment left them
+            recorder.turns, recorder.cost_usd = resumed.turns, resumed.cost_usd
+            recorder.input_tokens, recorder.output_tokens = resumed.input_tokens, resumed.output_tokens
+            if resumed.suspension is not None:
+                recorder.observer.human_waited(_wait(resumed.suspension))
         return recorder
 
     # -- turns, model calls and tool calls ----------------------------------
@@ -262,6 +267,12 @@ class _Cut(Exception):
     """A model call that the framework cut off when the run stopped."""
 
     error_type = "interrupted"
+
+
+def _spent(resumed: RunResult | None) -> Spent | None:
+    if resumed is None:
+        return None
+    return Spent(resumed.turns, resumed.input_tokens, resumed.output_tokens, resumed.cost_usd)
 
 
 def _wait(s: Suspension) -> HumanWait:
