@@ -3,8 +3,9 @@
 Each framework is driven by its own test model: Pydantic AI's `FunctionModel`,
 the OpenAI Agents SDK's `ScriptedModel`, a LangChain `GenericFakeChatModel`
 in a real LangGraph graph, and for the Claude Agent SDK a `Transport` that
-plays the CLI's JSON stream to the SDK's own `query` (the CLI itself needs a
-streaming Messages API, which tests/messages_api.py does not speak).
+plays the CLI's JSON stream to the SDK's own `query` for the rows a model reply
+cannot reach, and the real bundled CLI against `StreamingMessagesAPI` (the
+local Messages API server, answering streamed requests as server-sent events).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from http.server import ThreadingHTTPServer
 from typing import Annotated, Any, TypedDict
 
 from claude_agent_sdk._internal.transport import Transport
@@ -24,6 +27,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
+from messages_api import MessagesAPI, Received, _Handler, _Server
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -194,3 +198,81 @@ def result(subtype: str = "success", **fields: Any) -> dict[str, Any]:
         "usage": {"input_tokens": 20, "output_tokens": 10},
         **fields,
     }
+
+
+# -- the real Claude Code CLI against a local streaming Messages API ----------------
+
+
+class StreamingMessagesAPI(MessagesAPI):
+    """`MessagesAPI` that answers `"stream": true` requests as the API does: server-sent events.
+
+    The Claude Code CLI (which the Claude Agent SDK runs) streams every model call.
+    """
+
+    def start(self) -> StreamingMessagesAPI:
+        server = self._server = _StreamingServer(self)
+        serve = threading.Thread(target=server.serve_forever, args=(0.05,), name="messages-sse", daemon=True)
+        self._thread = serve
+        serve.start()
+        return self
+
+
+class _StreamingHandler(_Handler):
+    def do_POST(self) -> None:
+        api = self.server.api
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        try:
+            body: Any = json.loads(raw or b"null")
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        response = api._answer(Received(self.path.split("?")[0], headers, body))
+        finished = api._finished(response, body)
+        streaming = isinstance(body, dict) and body.get("stream") and response.status == 200
+        if streaming and finished is not None and finished.get("type") == "message":
+            self._stream(finished)
+        else:
+            self._send(response.status, finished, response.headers)
+
+    def _stream(self, message: dict[str, Any]) -> None:
+        payload = "".join(
+            f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in sse_events(message)
+        ).encode()
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:
+            self.close_connection = True
+
+
+class _StreamingServer(_Server):
+    def __init__(self, api: MessagesAPI) -> None:
+        ThreadingHTTPServer.__init__(self, ("127.0.0.1", 0), _StreamingHandler)
+        self.api = api
+
+
+def sse_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A whole message as the Messages API streams it."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            opened = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            opened, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+        events += [
+            {"type": "content_block_start", "index": i, "content_block": opened},
+            {"type": "content_block_delta", "index": i, "delta": delta},
+            {"type": "content_block_stop", "index": i},
+        ]
+    end = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    events += [
+        {"type": "message_delta", "delta": end, "usage": {"output_tokens": usage["output_tokens"]}},
+        {"type": "message_stop"},
+    ]
+    return events

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Any
 
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
+    HookMatcher,
     ResultMessage,
     TextBlock,
     ToolResultBlock,
@@ -47,6 +48,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopReason
 from agent.verify import Verifier
 
 PROVIDER = "anthropic"
+RESUME: Any = object()  # the prompt of a resumed session: none, the deferred call goes first
 LIMITS = {"error_max_turns": LimitKind.TURNS, "error_max_budget_usd": LimitKind.COST}
 
 
@@ -56,7 +58,7 @@ class MessageReader:
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
         self.result: ResultMessage | None = None
-        self.refused = False
+        self.ended = asyncio.Event()
         self._message_id: str | None = None
         self._tools: dict[str, str] = {}  # open tool calls: id -> name
 
@@ -67,6 +69,12 @@ class MessageReader:
             self._tool_results(message)
         elif isinstance(message, ResultMessage):
             self.result = message
+            self.ended.set()
+
+    def reopen(self, call: PendingAction) -> None:
+        """A deferred call that the resumed session runs before anything else."""
+        self._tools[call.tool_use_id] = call.name
+        self.recorder.tool_started(call.tool_use_id, call.name, call.arguments)
 
     def _assistant(self, message: AssistantMessage) -> None:
         if message.parent_tool_use_id:  # a subagent's message: part of the tool call that started it
@@ -82,7 +90,6 @@ class MessageReader:
                 model=message.model,
                 response_id=message.message_id or "",
             )
-        self.refused = self.refused or message.stop_reason == "refusal"
         for block in message.content:
             if isinstance(block, ToolUseBlock):
                 self._tools[block.id] = block.name
@@ -135,35 +142,94 @@ async def arun(
         resumed=resumed,
     )
     reader = MessageReader(recorder)
+    if prompt is RESUME:
+        prompt = _no_prompt(reader.ended)
+        if resumed is not None and resumed.suspension and resumed.suspension.pending:
+            reader.reopen(resumed.suspension.pending)  # the deferred call runs first, in this segment
     try:
         async for message in query(prompt=prompt, options=options, **query_kwargs):
             reader.read(message)
     except (Exception, asyncio.CancelledError) as exc:
-        return recorder.fail(exc, raw=exc)
+        if reader.result is None or isinstance(exc, asyncio.CancelledError):
+            return recorder.fail(exc, raw=exc)
+        # The SDK raises once the CLI exits non-zero, after its result: the result says how it ended.
     return _conclude(recorder, reader)
 
 
-def resume(answer: str, state: Any, **kwargs: Any) -> RunResult:
+def resume(state: Any, approved: bool, answer: str | None = None, **kwargs: Any) -> RunResult:
     """Sync entry point; see `aresume`."""
-    return run_sync(aresume(answer, state, **kwargs))
+    return run_sync(aresume(state, approved, answer, **kwargs))
 
 
 async def aresume(
-    answer: str, state: Any, *, options: ClaudeAgentOptions | None = None, **kwargs: Any
+    state: Any,
+    approved: bool,
+    answer: str | None = None,
+    *,
+    options: ClaudeAgentOptions | None = None,
+    **kwargs: Any,
 ) -> RunResult:
-    """Continue a `need_help` run in its session (`options.resume`), with the person's answer as the prompt.
+    """Continue a `need_help` run in its session, with the person's decision on the deferred call.
 
-    `state` is the suspended `RunResult` (same run id, its wait recorded),
-    its `raw` `ResultMessage`, or the session id a store kept.
+    On resume the CLI runs the deferred tool call through the PreToolUse hooks
+    again: Endstate answers for that call (allow, or deny with `answer` as the
+    reason) and your own PreToolUse hooks decide every other call as before.
+    `state` is the suspended `RunResult` (same run id, its wait recorded) or
+    its `raw` `ResultMessage` (what a store keeps: `session_id` and
+    `deferred_tool_use`).
     """
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    session_id = state if isinstance(state, str) else getattr(state, "session_id", None)
-    if not session_id:
-        raise ConfigError("resume needs the suspended run's session id (its ResultMessage or RunResult)")
-    options = dataclasses.replace(options or ClaudeAgentOptions(), resume=session_id)
-    return await arun(answer, options=options, **kwargs)
+    deferred = getattr(state, "deferred_tool_use", None)
+    session_id = getattr(state, "session_id", None)
+    if deferred is None or not session_id:
+        raise ConfigError("resume needs a need_help result of this integration (its ResultMessage)")
+    options = options or ClaudeAgentOptions()
+    hooks = _deciding(options.hooks or {}, deferred.id, deferred.name, approved, answer)
+    options = dataclasses.replace(options, resume=session_id, hooks=hooks)
+    return await arun(RESUME, options=options, **kwargs)
+
+
+def _deciding(
+    hooks: dict[Any, list[HookMatcher]], call_id: str, tool: str, approved: bool, answer: str | None
+) -> dict[Any, list[HookMatcher]]:
+    """The caller's hooks, with the person's decision answering for the call `call_id` alone."""
+
+    async def decide(input: Any, tool_use_id: str | None, context: Any) -> Any:
+        if tool_use_id != call_id:
+            return {}
+        decision = "allow" if approved else "deny"
+        reason = answer or ("Approved by a person." if approved else "Denied by a person.")
+        output = {"hookEventName": "PreToolUse", "permissionDecision": decision}
+        return {"hookSpecificOutput": output | {"permissionDecisionReason": reason}}
+
+    theirs = [
+        dataclasses.replace(m, hooks=[_skipping(h, call_id) for h in m.hooks])
+        for m in hooks.get("PreToolUse", [])
+    ]
+    return {**hooks, "PreToolUse": [HookMatcher(matcher=tool, hooks=[decide]), *theirs]}
+
+
+def _skipping(hook: Any, call_id: str) -> Any:
+    """`hook`, silent for the call that the person decides."""
+
+    async def call(input: Any, tool_use_id: str | None, context: Any) -> Any:
+        return {} if tool_use_id == call_id else await hook(input, tool_use_id, context)
+
+    return call
+
+
+async def _no_prompt(ended: asyncio.Event) -> AsyncIterator[dict[str, Any]]:
+    """No new message: the resumed session goes on from the deferred call.
+
+    Streaming input kept open until the result comes: closing it at once
+    would read as the person interrupting, and the call would not run.
+    """
+    await ended.wait()
+    nothing: list[dict[str, Any]] = []
+    for message in nothing:
+        yield message
 
 
 def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
@@ -182,7 +248,7 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
     if result.subtype != "success" or result.is_error:
         status = f"http_{result.api_error_status}" if result.api_error_status else result.subtype
         return recorder.finish(StopReason.ERROR, note=note, error_type=status, raw=result)
-    if reader.refused or result.stop_reason == "refusal":
+    if result.stop_reason == "refusal":
         return recorder.finish(StopReason.GAVE_UP, cause=CAUSE_REFUSAL, note=note, raw=result)
     if result.deferred_tool_use is not None:
         d = result.deferred_tool_use
