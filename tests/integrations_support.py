@@ -137,8 +137,8 @@ def graph_of(replies: list[Any], checkpointer: Any = None, model_node: Any = Non
 class FakeCLI(Transport):
     """Answers the SDK's control requests and plays `lines` once the prompt is written."""
 
-    def __init__(self, lines: list[dict[str, Any]], hang: bool = False) -> None:
-        self.lines, self.hang = lines, hang
+    def __init__(self, lines: list[dict[str, Any]], hang: bool = False, unprompted: bool = False) -> None:
+        self.lines, self.hang, self.unprompted = lines, hang, unprompted
         self.inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self.prompts: list[Any] = []
 
@@ -150,12 +150,17 @@ class FakeCLI(Transport):
         if message.get("type") == "control_request":
             response = {"subtype": "success", "request_id": message["request_id"], "response": {}}
             await self.inbox.put({"type": "control_response", "response": response})
+            if self.unprompted:  # a resumed session goes on without a new prompt
+                await self._play()
         elif message.get("type") == "user":
             self.prompts.append(message["message"]["content"])
-            for line in self.lines:
-                await self.inbox.put(line)
-            if not self.hang:
-                await self.inbox.put(None)
+            await self._play()
+
+    async def _play(self) -> None:
+        for line in self.lines:
+            await self.inbox.put(line)
+        if not self.hang:
+            await self.inbox.put(None)
 
     async def read_messages(self) -> AsyncIterator[dict[str, Any]]:
         while (message := await self.inbox.get()) is not None:

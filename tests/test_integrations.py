@@ -404,10 +404,16 @@ def test_claude_deferred_tool_use_is_need_help_and_resumes_in_its_session(rig: R
     res = claude.run("clean up", transport=FakeCLI(lines), hooks=rig.hooks, task_type=TASK)
     assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
     assert (res.suspension.pending.tool_use_id, res.suspension.pending.name) == ("t9", "Bash")
-    cli = FakeCLI([assistant("m2", {"type": "text", "text": "ok"}), result(result="ok")])
-    done = claude.resume("approved", res, transport=cli, hooks=rig.hooks, task_type=TASK)
+    lines = [
+        tool_result("t9", "removed a"),
+        assistant("m2", {"type": "text", "text": "ok"}),
+        result(result="ok"),
+    ]
+    cli = FakeCLI(lines, unprompted=True)
+    done = claude.resume(res, True, transport=cli, hooks=rig.hooks, task_type=TASK)
     assert (done.reason, done.run_id, done.turns) == (StopReason.SUCCESS, res.run_id, 2)
-    assert cli.prompts == ["approved"]
+    assert cli.prompts == []  # no new prompt: the session goes on from the deferred call
+    assert tool_spans(rig) == ["execute_tool Bash", "execute_tool Bash"]  # cut at the deferral, then run
     assert done.cost_usd == pytest.approx(0.04)  # both segments
 
 
