@@ -29,18 +29,23 @@ from integrations_support import (
 from langgraph.checkpoint.memory import InMemorySaver
 from messages_api import MessagesAPI, message, text
 from messages_api import tool_use as api_tool_use
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic_ai import Agent as PAIAgent
+from pydantic_ai import InstrumentationSettings
 from pydantic_ai.exceptions import ContentFilterError
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import RequestUsage, UsageLimits
 
-from agent import LimitKind, StopReason, observe_run, predicate
+from agent import CompositeHooks, LimitKind, StopReason, observe_run, predicate
 from agent.integrations import claude_agent_sdk as claude
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
 from agent.integrations import pydantic_ai as pai
+from telemetry import TracingHooks
 from telemetry import names as n
 
 TASK = "probe_task"
@@ -492,3 +497,24 @@ def test_a_failing_hook_never_fails_the_foreign_run() -> None:
 
     res = pai.run(pai_agent(["fine"]), "x", hooks=Broken())
     assert res.reason is StopReason.SUCCESS
+
+
+def test_with_pydantic_ai_instrumentation_on_each_call_has_one_endstate_span() -> None:
+    """Pydantic AI's own spans stay its own (its scope); Endstate adds one span per call, never two."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    hooks = CompositeHooks((TracingHooks(provider),))
+    agent = pai_agent([("look", {"path": "a"}, "c1"), "done"])
+    agent.instrument = InstrumentationSettings(tracer_provider=provider, include_content=False)
+    res = pai.run(agent, "read a", hooks=hooks, task_type=TASK)
+    provider.shutdown()
+    spans = exporter.get_finished_spans()
+    ours = [s.name for s in spans if s.instrumentation_scope and s.instrumentation_scope.name == "endstate"]
+    theirs = [s for s in spans if s.instrumentation_scope and s.instrumentation_scope.name != "endstate"]
+    assert res.reason is StopReason.SUCCESS and res.turns == 2
+    assert sorted(ours) == sorted(
+        ["invoke_agent pai_agent", "agent.turn", "agent.turn", "chat function:play:", "chat function:play:",
+         "execute_tool look"]
+    )  # fmt: skip
+    assert theirs, "Pydantic AI's own instrumentation still records the run"

@@ -51,6 +51,11 @@ class EndstateCallbackHandler(BaseCallbackHandler):
 
     run_inline = True  # called in the run's own task, in order, never from a thread pool
     raise_error = False
+    ignore_chain = True  # every graph node is a chain: LangChain need not call this handler for them
+    # (not `ignore_agent`: LangChain files tool events under it)
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
