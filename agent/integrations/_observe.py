@@ -52,6 +52,7 @@ class Recorder:
     info: RunInfo
     verifiers: Sequence[Verifier] = ()
     observer: RunObserver = field(default_factory=RunObserver)
+    watched: bool = True  # False without hooks: the calls' shapes are not even built
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -98,7 +99,8 @@ class Recorder:
             tools=tuple(tools),
             spent=_spent(resumed),
         )
-        recorder = cls(info, _verifier_list(verifiers), guard(hooks or NoHooks(), info))
+        watched = hooks is not None and not isinstance(hooks, NoHooks)
+        recorder = cls(info, _verifier_list(verifiers), guard(hooks or NoHooks(), info), watched)
         if resumed is not None:  # the run's totals go on from where the suspended segment left them
             recorder.turns, recorder.cost_usd = resumed.turns, resumed.cost_usd
             recorder.input_tokens, recorder.output_tokens = resumed.input_tokens, resumed.output_tokens
@@ -127,7 +129,8 @@ class Recorder:
         if not self._turn_open or (self._turn_asked and not self.explicit_turns):
             self.begin_turn()
         self._model_open = self._turn_asked = True
-        self.observer.model_started(ModelRequest("", [], [], max_tokens), attempt)
+        if self.watched:
+            self.observer.model_started(ModelRequest("", [], [], max_tokens), attempt)
 
     def model_ended(
         self,
@@ -146,6 +149,8 @@ class Recorder:
         self.cost_usd += usage.cost_usd
         if text:
             self.last_text = text
+        if not self.watched:
+            return
         reply = None
         if error is None:
             content = [{"type": "text", "text": text}] if text else []
@@ -155,7 +160,8 @@ class Recorder:
         self.observer.model_ended(reply, error)
 
     def tool_started(self, call_id: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
-        self.observer.tool_started(ToolCall(call_id, name, dict(arguments or {})))
+        if self.watched:
+            self.observer.tool_started(ToolCall(call_id, name, dict(arguments or {})))
 
     def tool_ended(
         self,
@@ -165,6 +171,8 @@ class Recorder:
         error_type: str | None = None,
         arguments: Mapping[str, Any] | None = None,
     ) -> None:
+        if not self.watched:
+            return
         outcome = ToolOutcome(text, is_error=error_type is not None, error_type=error_type)
         self.observer.tool_ended(ToolCall(call_id, name, dict(arguments or {})), outcome)
 
