@@ -10,7 +10,13 @@ from typing import Any
 import anthropic
 import pytest
 from agents import Agent as OAAgent
-from agents import GuardrailFunctionOutput, InputGuardrail, function_tool, set_tracing_disabled
+from agents import (
+    GuardrailFunctionOutput,
+    InputGuardrail,
+    OutputGuardrail,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents import Usage as OAUsage
 from agents.exceptions import ModelRefusalError
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
@@ -34,7 +40,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic_ai import Agent as PAIAgent
 from pydantic_ai import InstrumentationSettings
-from pydantic_ai.exceptions import ContentFilterError
+from pydantic_ai.exceptions import CallDeferred, ContentFilterError
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
@@ -188,6 +194,26 @@ def test_pydantic_ai_deferred_approval_is_need_help_and_resumes_from_saved_messa
     assert rig.value("agent_runs_started_total", agent="pai_agent", task_type=TASK) == 1
 
 
+def test_pydantic_ai_external_call_is_need_help_and_the_answer_is_its_result() -> None:
+    agent = pai_agent(
+        [("ask_owner", {"q": "which file?"}, "q1"), "ok"], output_type=[str, DeferredToolRequests]
+    )
+
+    @agent.tool_plain
+    def ask_owner(q: str) -> str:
+        """Ask the file's owner."""
+        raise CallDeferred
+
+    res = pai.run(agent, "clean up")
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert res.suspension.question.startswith("Answer ask_owner")
+    done = pai.resume(agent, res, answer="b.txt")
+    returns = [
+        p for m in done.raw.all_messages() for p in getattr(m, "parts", []) if p.part_kind == "tool-return"
+    ]
+    assert (done.reason, returns[0].content) == (StopReason.SUCCESS, "b.txt")
+
+
 def test_pydantic_ai_denial_from_stored_json_reaches_the_model() -> None:
     agent = pai_agent([("delete", {"path": "a"}, "d1"), "left it"], output_type=[str, DeferredToolRequests])
     res = pai.run(agent, "delete a")
@@ -261,13 +287,22 @@ def test_openai_agents_max_turns_is_a_turns_limit(rig: Rig) -> None:
     assert rig.value("agent_budget_limit", agent="oa_agent", task_type=TASK, limit="turns") == 2
 
 
-def test_openai_agents_guardrail_tripwire_is_gave_up_with_cause_guardrail(rig: Rig) -> None:
-    async def no_secrets(ctx: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
-        return GuardrailFunctionOutput(output_info="secret", tripwire_triggered=True)
+async def tripped(ctx: Any, agent: Any, data: Any) -> GuardrailFunctionOutput:
+    return GuardrailFunctionOutput(output_info="secret", tripwire_triggered=True)
 
-    agent = oa_agent([[assistant_message("never")]], input_guardrails=[InputGuardrail(no_secrets)])
+
+@pytest.mark.parametrize(
+    "guardrails",
+    [{"input_guardrails": [InputGuardrail(tripped)]}, {"output_guardrails": [OutputGuardrail(tripped)]}],
+    ids=["input", "output"],
+)
+def test_openai_agents_guardrail_tripwire_is_gave_up_with_cause_guardrail(
+    rig: Rig, guardrails: dict[str, Any]
+) -> None:
+    agent = oa_agent([[assistant_message("the password is hunter2")]], **guardrails)
     res = oa.run(agent, "the password", hooks=rig.hooks, task_type=TASK)
     assert (res.reason, res.cause) == (StopReason.GAVE_UP, "guardrail")
+    assert "tripped" in res.note
     assert rig.stops("oa_agent", TASK, "gave_up") == 1
 
 
@@ -440,8 +475,7 @@ def test_claude_stream_without_result_and_cancel_are_error_and_cancelled() -> No
 
 def test_observe_run_records_a_raw_anthropic_loop(rig: Rig) -> None:
     replies = [message(api_tool_use("look", {"path": "a"}, id="tu1")), message(text("done"))]
-    with MessagesAPI(*replies) as api:
-        client = anthropic.Anthropic(base_url=api.url, api_key="test")
+    with MessagesAPI(*replies) as api, anthropic.Anthropic(base_url=api.url, api_key="test") as client:
         messages: list[Any] = [{"role": "user", "content": "look at a"}]
         with observe_run(
             rig.hooks, agent="raw_loop", task_type=TASK, model="claude-x", tools=["look"]
