@@ -8,7 +8,7 @@ from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
 from agent.history import HistoryPolicy
 from agent.hooks import CompositeHooks, HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
-from agent.integrations._observe import observe_run
+from agent.integrations._homegrown import observe_run
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector

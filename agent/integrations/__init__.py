@@ -8,6 +8,7 @@ return Endstate's `RunResult`, with the framework's result at `result.raw`;
 Home-grown loops use `observe_run`.
 """
 
-from agent.integrations._observe import ObservedRun, Recorder, observe_run
+from agent.integrations._homegrown import ObservedRun, observe_run
+from agent.integrations._observe import Recorder
 
 __all__ = ["ObservedRun", "Recorder", "observe_run"]
