@@ -63,10 +63,10 @@ __all__ = [
     "Usage",
     "Verifier",
     "all_of",
-    "observe_run",
     "command",
     "goal",
     "invariant",
+    "observe_run",
     "predicate",
     "tool",
 ]

@@ -32,9 +32,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
+from test_telemetry import OpenSpans, bad_attributes
 
-from agent import CompositeHooks
-from telemetry import MetricsHooks, TracingHooks
+from telemetry import MetricsHooks, TelemetryHooks, TracingHooks
 from telemetry import names as n
 
 
@@ -44,7 +44,7 @@ class Rig:
 
     exporter: InMemorySpanExporter
     registry: CollectorRegistry
-    hooks: CompositeHooks
+    hooks: TelemetryHooks
 
     def spans(self) -> list[ReadableSpan]:
         return list(self.exporter.get_finished_spans())
@@ -59,19 +59,28 @@ class Rig:
     def value(self, metric: str, **labels: str) -> float:
         return self.registry.get_sample_value(metric, labels) or 0.0
 
-    def stops(self, agent: str, task_type: str, reason: str, limit: str = n.NO_LIMIT) -> float:
+    def stops(
+        self, agent: str, task_type: str, reason: str, limit: str = n.NO_LIMIT, cause: str = ""
+    ) -> float:
+        """`agent_stops_total` of one series (`cause` is the `stop_cause` label: gave_up only)."""
         labels = {"agent": agent, "task_type": task_type, "stop_reason": reason, "stop_limit": limit}
-        return self.value("agent_stops_total", **labels)
+        return self.value("agent_stops_total", **labels, stop_cause=cause)
 
 
 @contextlib.contextmanager
 def rigged() -> Iterator[Rig]:
-    exporter = InMemorySpanExporter()
+    """The hooks `Telemetry.from_env` builds, to an in-memory exporter and a fresh registry; fails the
+    test when a span is left open or carries a value OTLP drops."""
+    exporter, open_spans = InMemorySpanExporter(), OpenSpans()
     provider = TracerProvider()
+    provider.add_span_processor(open_spans)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     registry = CollectorRegistry()
-    yield Rig(exporter, registry, CompositeHooks((TracingHooks(provider), MetricsHooks(registry))))
+    rig = Rig(exporter, registry, TelemetryHooks(MetricsHooks(registry), TracingHooks(provider)))
+    yield rig
     provider.shutdown()
+    assert not open_spans.open, f"spans never ended: {sorted(open_spans.open.values())}"
+    assert not bad_attributes(rig.spans()), bad_attributes(rig.spans())
 
 
 # -- LangGraph: a tool-calling graph around a fake chat model ---------------------

@@ -191,6 +191,16 @@ def test_pydantic_ai_deferred_approval_is_need_help_and_resumes_from_saved_messa
     assert done.turns == 2  # the run's turns across both segments
     assert "execute_tool delete" in tool_spans(rig)
     assert [s.name for s in rig.spans() if s.name == n.SPAN_HUMAN_WAIT] == [n.SPAN_HUMAN_WAIT]
+    turns = [(s.attributes or {}) for s in rig.spans() if s.name == n.SPAN_TURN]
+    indexed = sorted((t[n.AGENT_TURN_INDEX], bool(t.get(n.AGENT_TURN_CONTINUED))) for t in turns)
+    assert indexed == [
+        (1, False),
+        (1, True),
+        (2, False),
+    ]  # the split turn goes on, marked, in the resumed trace
+    (delete_span,) = [s for s in rig.spans() if s.name == "execute_tool delete"]
+    (continued,) = [s for s in rig.spans() if (s.attributes or {}).get(n.AGENT_TURN_CONTINUED)]
+    assert delete_span.parent and delete_span.parent.span_id == continued.context.span_id
     assert rig.value("agent_runs_started_total", agent="pai_agent", task_type=TASK) == 1
 
 
@@ -303,7 +313,9 @@ def test_openai_agents_guardrail_tripwire_is_gave_up_with_cause_guardrail(
     res = oa.run(agent, "the password", hooks=rig.hooks, task_type=TASK)
     assert (res.reason, res.cause) == (StopReason.GAVE_UP, "guardrail")
     assert "tripped" in res.note
-    assert rig.stops("oa_agent", TASK, "gave_up") == 1
+    assert rig.stops("oa_agent", TASK, "gave_up", cause="guardrail") == 1
+    (span,) = rig.run_spans()
+    assert (span.attributes or {})[n.STOP_CAUSE] == "guardrail"
 
 
 def test_openai_agents_interruption_is_need_help_and_resumes_from_run_state_json(rig: Rig) -> None:
@@ -435,7 +447,7 @@ def test_claude_result_subtypes_map_to_stop_reasons(
     lines = [assistant("m1", {"type": "text", "text": "..."}), line]
     res = claude.run("x", transport=FakeCLI(lines), hooks=rig.hooks, task_type=TASK)
     assert (res.reason, res.limit, res.cause) == (reason, limit, cause)
-    assert rig.stops("claude_agent", TASK, str(reason), str(limit) if limit else n.NO_LIMIT) == 1
+    assert rig.stops("claude_agent", TASK, str(reason), str(limit) if limit else n.NO_LIMIT, cause or "") == 1
 
 
 def test_claude_deferred_tool_use_is_need_help_and_resumes_in_its_session(rig: Rig) -> None:
@@ -522,6 +534,7 @@ def test_observe_run_records_limit_and_reraises_errors_as_error_stops(rig: Rig) 
     with observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as gave:
         gave.give_up("the API refused", cause="refusal")
     assert gave.result and gave.result.cause == "refusal"
+    assert rig.stops("raw_loop", TASK, "gave_up", cause="refusal") == 1
 
 
 def test_a_failing_hook_never_fails_the_foreign_run() -> None:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.hooks import RunHooks
-from agent.integrations._observe import CAUSE_AGENT, Recorder, Usage
-from agent.result import LimitKind, PendingAction, RunResult, StopReason
+from agent.integrations._observe import Recorder, Usage
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
 
 
@@ -82,9 +82,9 @@ class ObservedRun:
         """A budget of the loop's own ran out: `limit` with which one."""
         return self._rec.finish(StopReason.LIMIT, limit=LimitKind(kind), note=note)
 
-    def give_up(self, note: str, cause: str = CAUSE_AGENT) -> RunResult:
+    def give_up(self, note: str, cause: StopCause | str = StopCause.AGENT) -> RunResult:
         """The model gave up (`agent`), the API refused (`refusal`) or a guardrail tripped (`guardrail`)."""
-        return self._rec.finish(StopReason.GAVE_UP, cause=cause, note=note)
+        return self._rec.finish(StopReason.GAVE_UP, cause=StopCause(cause), note=note)
 
     def need_help(self, question: str, pending: PendingAction | None = None, state: Any = None) -> RunResult:
         """The loop waits for a person; `state` is what it needs to resume (kept at `result.raw`)."""

@@ -21,13 +21,10 @@ from agent.budget import Usage as Spent
 from agent.context import RunContext
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, guard
 from agent.models.base import ModelReply, ModelRequest, ToolCall
-from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.tools import ToolOutcome
 from agent.verify import Verifier
 
-CAUSE_AGENT = "agent"
-CAUSE_REFUSAL = "refusal"
-CAUSE_GUARDRAIL = "guardrail"
 DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
 
 
@@ -98,6 +95,7 @@ class Recorder:
             limits=dict(limits or {}),
             tools=tuple(tools),
             spent=_spent(resumed),
+            resumed_from=str(resumed.reason) if resumed else None,
         )
         watched = hooks is not None and not isinstance(hooks, NoHooks)
         recorder = cls(info, _verifier_list(verifiers), guard(hooks or NoHooks(), info), watched)
@@ -106,6 +104,7 @@ class Recorder:
             recorder.input_tokens, recorder.output_tokens = resumed.input_tokens, resumed.output_tokens
             if resumed.suspension is not None:
                 recorder.observer.human_waited(_wait(resumed.suspension))
+            recorder.continue_turn()
         return recorder
 
     # -- turns, model calls and tool calls ----------------------------------
@@ -118,6 +117,12 @@ class Recorder:
         self._turn_open, self._turn_asked = True, False
         self.observer.turn_started(self.turns)
         return self.turns
+
+    def continue_turn(self) -> None:
+        """Reopen the turn a suspension split (same index, marked continued): the approved call runs in it."""
+        if self.turns >= 1:
+            self._turn_open = self._turn_asked = True
+            self.observer.turn_started(self.turns, True)
 
     def end_turn(self, signal: str = "tool_use") -> None:
         if self._turn_open:
@@ -224,7 +229,7 @@ class Recorder:
         reason: StopReason,
         *,
         limit: LimitKind | None = None,
-        cause: str | None = None,
+        cause: StopCause | None = None,
         output: str = "",
         note: str = "",
         verified: bool = False,

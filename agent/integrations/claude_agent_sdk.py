@@ -42,9 +42,9 @@ from claude_agent_sdk import (
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import CAUSE_REFUSAL, Recorder, Usage
+from agent.integrations._observe import Recorder, Usage
 from agent.integrations._sync import run_sync
-from agent.result import LimitKind, PendingAction, RunResult, StopReason
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
 
 PROVIDER = "anthropic"
@@ -249,7 +249,7 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
         status = f"http_{result.api_error_status}" if result.api_error_status else result.subtype
         return recorder.finish(StopReason.ERROR, note=note, error_type=status, raw=result)
     if result.stop_reason == "refusal":
-        return recorder.finish(StopReason.GAVE_UP, cause=CAUSE_REFUSAL, note=note, raw=result)
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=result)
     if result.deferred_tool_use is not None:
         d = result.deferred_tool_use
         return recorder.suspend(f"Approve {d.name}?", PendingAction(d.id, d.name, dict(d.input)), raw=result)

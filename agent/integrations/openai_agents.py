@@ -44,9 +44,9 @@ from agents.run_state import RunState
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import CAUSE_GUARDRAIL, CAUSE_REFUSAL, Recorder, Usage
+from agent.integrations._observe import Recorder, Usage
 from agent.integrations._sync import run_sync
-from agent.result import LimitKind, PendingAction, RunResult, StopReason
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
 
 PROVIDER = "openai"
@@ -146,9 +146,11 @@ async def arun(
     except MaxTurnsExceeded as exc:
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=exc.message, raw=exc)
     except GUARDRAIL_TRIPS as exc:
-        return recorder.finish(StopReason.GAVE_UP, cause=CAUSE_GUARDRAIL, note=_guardrail_note(exc), raw=exc)
+        return recorder.finish(
+            StopReason.GAVE_UP, cause=StopCause.GUARDRAIL, note=_guardrail_note(exc), raw=exc
+        )
     except ModelRefusalError as exc:
-        return recorder.finish(StopReason.GAVE_UP, cause=CAUSE_REFUSAL, note=str(exc), raw=exc)
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
     except (Exception, asyncio.CancelledError) as exc:
         return recorder.fail(exc, raw=exc)
     if result.interruptions:

@@ -42,9 +42,9 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDen
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import CAUSE_REFUSAL, Recorder, Usage
+from agent.integrations._observe import Recorder, Usage
 from agent.integrations._sync import run_sync
-from agent.result import LimitKind, PendingAction, RunResult, StopReason
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
 
 PROVIDER = "pydantic_ai"
@@ -112,7 +112,7 @@ async def arun(
     except UsageLimitExceeded as exc:
         return recorder.finish(StopReason.LIMIT, limit=limit_kind(exc), note=str(exc), raw=exc)
     except ContentFilterError as exc:
-        return recorder.finish(StopReason.GAVE_UP, cause=CAUSE_REFUSAL, note=str(exc), raw=exc)
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
     except RunCancelled as exc:
         return recorder.finish(StopReason.CANCELLED, note=str(exc), raw=exc)
     except (Exception, asyncio.CancelledError) as exc:
