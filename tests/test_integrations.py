@@ -4,6 +4,7 @@ with the spans and the metrics Endstate's own runs make."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -217,7 +218,9 @@ def test_pydantic_ai_external_call_is_need_help_and_the_answer_is_its_result() -
     res = pai.run(agent, "clean up")
     assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
     assert res.suspension.question.startswith("Answer ask_owner")
-    done = pai.resume(agent, res, answer="b.txt")
+    stored = pai.state_of(res)  # what a store keeps: JSON, the call still known as external
+    done = pai.resume(agent, stored, answer="b.txt", run_id=res.run_id)
+    assert done.run_id == res.run_id
     returns = [
         p for m in done.raw.all_messages() for p in getattr(m, "parts", []) if p.part_kind == "tool-return"
     ]
@@ -389,6 +392,15 @@ def test_langgraph_interrupt_is_need_help_and_resumes_with_command(rig: Rig) -> 
     assert done.raw["messages"][-2].content == "deleted"
 
 
+def test_langgraph_resumes_from_the_stored_state_with_a_denial() -> None:
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("kept")], checkpointer=InMemorySaver())
+    res = lg.run(graph, {"messages": [("user", "delete a")]}, {"configurable": {"thread_id": "t2"}})
+    stored = lg.state_of(res)
+    assert json.loads(stored) == {"configurable": {"thread_id": "t2"}}
+    done = lg.resume(graph, stored, approved=False, run_id=res.run_id)
+    assert (done.reason, done.raw["messages"][-2].content) == (StopReason.SUCCESS, "not deleted")
+
+
 def test_langgraph_crash_and_cancel() -> None:
     async def boom(state: Any) -> Any:
         raise LookupError("no model")
@@ -466,6 +478,10 @@ def test_claude_deferred_tool_use_is_need_help_and_resumes_in_its_session(rig: R
     assert (done.reason, done.run_id, done.turns) == (StopReason.SUCCESS, res.run_id, 2)
     assert cli.prompts == []  # no new prompt: the session goes on from the deferred call
     assert tool_spans(rig) == ["execute_tool Bash", "execute_tool Bash"]  # cut at the deferral, then run
+    stored = json.loads(claude.state_of(res))
+    assert stored == {"session_id": "session-1", "deferred_tool_use": deferred}
+    again = FakeCLI([tool_result("t9", "removed a"), result(result="ok")], unprompted=True)
+    assert claude.resume(claude.state_of(res), False, transport=again).reason is StopReason.SUCCESS
     assert done.cost_usd == pytest.approx(0.04)  # both segments
 
 

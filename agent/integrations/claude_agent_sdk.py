@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Any
 
@@ -156,6 +157,16 @@ async def arun(
     return _conclude(recorder, reader)
 
 
+def state_of(result: RunResult) -> str:
+    """A `need_help` result's saved state as JSON (its session and deferred call): what a store keeps."""
+    raw = result.raw
+    deferred = getattr(raw, "deferred_tool_use", None)
+    if deferred is None:
+        raise ConfigError("only a need_help result of this integration has a state to save")
+    call = {"id": deferred.id, "name": deferred.name, "input": deferred.input}
+    return json.dumps({"session_id": raw.session_id, "deferred_tool_use": call}, default=str)
+
+
 def resume(state: Any, approved: bool, answer: str | None = None, **kwargs: Any) -> RunResult:
     """Sync entry point; see `aresume`."""
     return run_sync(aresume(state, approved, answer, **kwargs))
@@ -174,21 +185,32 @@ async def aresume(
     On resume the CLI runs the deferred tool call through the PreToolUse hooks
     again: Endstate answers for that call (allow, or deny with `answer` as the
     reason) and your own PreToolUse hooks decide every other call as before.
-    `state` is the suspended `RunResult` (same run id, its wait recorded) or
-    its `raw` `ResultMessage` (what a store keeps: `session_id` and
-    `deferred_tool_use`).
+    `state` is the suspended `RunResult` (same run id, its wait recorded),
+    its `raw` `ResultMessage`, or the JSON from `state_of` (what a store keeps).
     """
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    deferred = getattr(state, "deferred_tool_use", None)
-    session_id = getattr(state, "session_id", None)
-    if deferred is None or not session_id:
-        raise ConfigError("resume needs a need_help result of this integration (its ResultMessage)")
+    session_id, call_id, tool = _session(state)
     options = options or ClaudeAgentOptions()
-    hooks = _deciding(options.hooks or {}, deferred.id, deferred.name, approved, answer)
+    hooks = _deciding(options.hooks or {}, call_id, tool, approved, answer)
     options = dataclasses.replace(options, resume=session_id, hooks=hooks)
     return await arun(RESUME, options=options, **kwargs)
+
+
+def _session(state: Any) -> tuple[str, str, str]:
+    """The session id, the deferred call's id and its tool, from a `ResultMessage` or `state_of` JSON."""
+    if isinstance(state, str | bytes):
+        saved = json.loads(state)
+        session_id, deferred = saved.get("session_id"), saved.get("deferred_tool_use") or {}
+        call_id, tool = deferred.get("id"), deferred.get("name")
+    else:
+        deferred = getattr(state, "deferred_tool_use", None)
+        session_id = getattr(state, "session_id", None)
+        call_id, tool = getattr(deferred, "id", None), getattr(deferred, "name", None)
+    if not (session_id and call_id and tool):
+        raise ConfigError("resume needs a need_help result of this integration, or its state_of()")
+    return str(session_id), str(call_id), str(tool)
 
 
 def _deciding(

@@ -149,25 +149,43 @@ async def arun(
     return recorder.succeed(output, text=_final_text(output), raw=output)
 
 
-def resume(graph: Any, config: Mapping[str, Any], answer: Any, **kwargs: Any) -> RunResult:
-    """Sync entry point; see `aresume`."""
-    return run_sync(aresume(graph, config, answer, **kwargs))
+def state_of(result: RunResult) -> str:
+    """A `need_help` result's saved state as JSON: the config naming its checkpointer thread.
 
-
-async def aresume(graph: Any, config: Any, answer: Any, **kwargs: Any) -> RunResult:
-    """Continue an interrupted graph with `Command(resume=answer)` on the same thread.
-
-    The graph's checkpointer holds the saved state; `config` (with its
-    `thread_id`) says which. Pass the suspended `RunResult` as `config` to
-    keep its run id and record the person's wait: its `raw` carries the config.
+    The graph's checkpointer holds the state itself; a store keeps this.
     """
-    if isinstance(config, RunResult):
-        kwargs.setdefault("resumed", config)
-        config = (config.raw or {}).get("config")
+    config = (result.raw or {}).get("config") if isinstance(result.raw, Mapping) else None
+    if not isinstance(config, Mapping):
+        raise ConfigError("only a need_help result of this integration has a state to save")
+    return json.dumps({"configurable": dict(config.get("configurable", {}))}, default=str)
+
+
+def resume(
+    graph: Any, state: Any, approved: bool | None = None, answer: Any = None, **kwargs: Any
+) -> RunResult:
+    """Sync entry point; see `aresume`."""
+    return run_sync(aresume(graph, state, approved, answer, **kwargs))
+
+
+async def aresume(
+    graph: Any, state: Any, approved: bool | None = None, answer: Any = None, **kwargs: Any
+) -> RunResult:
+    """Continue an interrupted graph with `Command(resume=...)` on the same checkpointer thread.
+
+    What `interrupt()` returns in the graph is `answer` when given, else
+    `approved`. `state` is the suspended `RunResult` itself (same run id, its
+    wait recorded), the JSON from `state_of` (what a store keeps), or the
+    run's config with its `configurable.thread_id`.
+    """
+    if isinstance(state, RunResult):
+        kwargs.setdefault("resumed", state)
+        state = state.raw.get("config") if isinstance(state.raw, Mapping) else None
+    config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
-        raise ConfigError("resume needs the interrupted run's config with its configurable thread_id")
+        raise ConfigError("resume needs the interrupted run's state: its RunResult, state_of() or config")
+    value = answer if answer is not None else approved
     return await arun(
-        graph, Command(resume=answer), {k: v for k, v in config.items() if k != "callbacks"}, **kwargs
+        graph, Command(resume=value), {k: v for k, v in config.items() if k != "callbacks"}, **kwargs
     )
 
 

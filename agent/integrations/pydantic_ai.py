@@ -122,6 +122,13 @@ async def arun(
     return recorder.succeed(result.output, raw=result)
 
 
+def state_of(result: RunResult) -> str:
+    """A `need_help` result's saved state as JSON (its messages and pending calls): what a store keeps."""
+    messages, pending = _saved(result.raw)
+    history = json.loads(ModelMessagesTypeAdapter.dump_json(messages))
+    return json.dumps({"messages": history, "pending": pending})
+
+
 def resume(
     agent: PAIAgent[Any, Any],
     state: Any,
@@ -143,10 +150,11 @@ async def aresume(
     """Continue a `need_help` run with the person's decision.
 
     `state` is the suspended `RunResult` itself (same run id, its wait
-    recorded), its `raw` (an `AgentRunResult`), or the JSON of its messages
-    (`raw.all_messages_json()`, what a store keeps). Pending approvals are
-    approved when `approved` is true, else denied with `answer` as the
-    reason; a pending external call gets `answer` as its result.
+    recorded), its `raw` (an `AgentRunResult`), the JSON from `state_of`
+    (what a store keeps), or the JSON of its messages alone
+    (`raw.all_messages_json()`: every pending call taken as an approval).
+    Pending approvals are approved when `approved` is true, else denied with
+    `answer` as the reason; a pending external call gets `answer` as its result.
     """
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
@@ -197,7 +205,10 @@ def _suspend(recorder: Recorder, requests: DeferredToolRequests, result: Any) ->
 def _saved(state: Any) -> tuple[list[ModelMessage], dict[str, str]]:
     """The messages of a suspended run and its pending calls by id ("approval" or "external")."""
     if isinstance(state, str | bytes):
-        messages = ModelMessagesTypeAdapter.validate_json(state)
+        saved = json.loads(state)
+        if isinstance(saved, dict) and "messages" in saved:  # from state_of
+            return ModelMessagesTypeAdapter.validate_python(saved["messages"]), dict(saved["pending"])
+        messages = ModelMessagesTypeAdapter.validate_python(saved)
         return messages, {call_id: "approval" for call_id in _unanswered(messages)}
     output = getattr(state, "output", None)
     if not isinstance(output, DeferredToolRequests):
