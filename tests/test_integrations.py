@@ -285,6 +285,7 @@ def test_openai_agents_final_output_is_success_with_spans_and_metrics(rig: Rig) 
     ]
     res = oa.run(oa_agent(steps), "read a", hooks=rig.hooks, task_type=TASK)
     assert (res.reason, res.output, res.turns, res.input_tokens) == (StopReason.SUCCESS, "read it", 2, 20)
+    assert res.cost_usd is None  # the SDK prices nothing: unknown, never a made-up $0
     assert res.raw.final_output == "read it"
     check_run_span(rig, "oa_agent", res, turns=2)
     assert tool_spans(rig) == ["execute_tool read"]
@@ -533,9 +534,10 @@ def test_observe_run_records_a_raw_anthropic_loop(rig: Rig) -> None:
 def test_observe_run_records_limit_and_reraises_errors_as_error_stops(rig: Rig) -> None:
     with observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as run:
         with run.turn(), run.model_call() as call:
-            call.reply(input_tokens=5, output_tokens=2, text="still going")
+            call.reply(input_tokens=5, output_tokens=2, text="still going", cost_usd=0.003)
         run.limit("turns")
     assert run.result and (run.result.reason, run.result.limit) == (StopReason.LIMIT, LimitKind.TURNS)
+    assert run.result.cost_usd == 0.003
     with (
         pytest.raises(ZeroDivisionError),
         observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as broken,

@@ -112,8 +112,13 @@ class ModelCall:
         output_tokens: int = 0,
         text: str = "",
         stop_reason: str = "end_turn",
+        cost_usd: float | None = None,
     ) -> None:
-        """Record the reply: an `anthropic` Message as it is, or the counts and text."""
+        """Record the reply: an `anthropic` Message as it is, or the counts and text.
+
+        Without `cost_usd` the call has no price, and the run's cost is unknown
+        (never a made-up $0): price it with your own table if you have one.
+        """
         if message is not None:
             usage = getattr(message, "usage", None)
             input_tokens = getattr(usage, "input_tokens", 0) or 0
@@ -122,7 +127,7 @@ class ModelCall:
             stop_reason = getattr(message, "stop_reason", None) or stop_reason
         self.answered = True
         self._rec.model_ended(
-            Usage(input_tokens, output_tokens),
+            Usage(input_tokens, output_tokens, cost_usd),
             text=text,
             stop_reason=stop_reason,
             model=str(getattr(message, "model", "") or ""),

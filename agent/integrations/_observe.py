@@ -30,11 +30,11 @@ DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless 
 
 @dataclass(frozen=True)
 class Usage:
-    """One model call's tokens (and cost, when the framework reports it)."""
+    """One model call's tokens, and its cost when the framework prices it (None: unknown)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = None
 
 
 @dataclass
@@ -53,7 +53,7 @@ class Recorder:
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None once a call had no price: unknown, never a made-up $0
     last_text: str = ""
     result: RunResult | None = None
     explicit_turns: bool = False  # the caller opens turns itself; model calls never do
@@ -151,7 +151,10 @@ class Recorder:
         self._model_open = False
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
-        self.cost_usd += usage.cost_usd
+        if self.cost_usd is not None and usage.cost_usd is not None:
+            self.cost_usd += usage.cost_usd
+        elif error is None:  # a reply the framework did not price: the run's cost is unknown
+            self.cost_usd = None
         if text:
             self.last_text = text
         if not self.watched:
@@ -285,7 +288,7 @@ class _Cut(Exception):
 def _spent(resumed: RunResult | None) -> Spent | None:
     if resumed is None:
         return None
-    return Spent(resumed.turns, resumed.input_tokens, resumed.output_tokens, resumed.cost_usd)
+    return Spent(resumed.turns, resumed.input_tokens, resumed.output_tokens, resumed.cost_usd or 0.0)
 
 
 def _wait(s: Suspension) -> HumanWait:

@@ -175,12 +175,12 @@ async def aresume(
     return await arun(agent, None, message_history=messages, deferred_tool_results=results, **kwargs)
 
 
-def _cost(response: ModelResponse) -> float:
-    """The response's price in US dollars, 0 when Pydantic AI has no price for its model."""
+def _cost(response: ModelResponse) -> float | None:
+    """The response's price in US dollars; None when Pydantic AI has no price for its model."""
     try:
-        return float(response.cost().total_price or 0)
+        return float(response.cost().total_price)
     except LookupError:
-        return 0.0
+        return None
 
 
 def limit_kind(exc: UsageLimitExceeded) -> LimitKind:
