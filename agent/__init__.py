@@ -8,6 +8,7 @@ from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
 from agent.history import HistoryPolicy
 from agent.hooks import CompositeHooks, HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
+from agent.integrations._homegrown import observe_run
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
@@ -65,6 +66,7 @@ __all__ = [
     "command",
     "goal",
     "invariant",
+    "observe_run",
     "predicate",
     "tool",
 ]
