@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider
 from otlp_receiver import OtlpReceiver, attributes, closed_port
@@ -25,6 +25,7 @@ from agent.errors import ConfigError
 from agent.models import ScriptedModel, call, finish
 from telemetry import Telemetry
 from telemetry import names as n
+from telemetry.export import JsonLinesExporter
 
 FAST_TIMEOUT = {"OTEL_EXPORTER_OTLP_TIMEOUT": "0.3"}  # seconds, as the Python SDK reads it
 TO_FILE = {n.ENV_TRACES_FILE: os.devnull}
@@ -323,3 +324,22 @@ def test_every_read_of_the_pending_source_is_an_attempt_and_a_raising_one_a_fail
         list(telemetry.registry.collect())
     assert (attempts(telemetry, metrics), failures(telemetry, metrics)) == (5, 3)
     assert attempts(telemetry) == failures(telemetry) == 0  # no span export configured: no trace attempts
+
+
+def test_the_offline_span_file_is_capped_and_rotated(tmp_path: Path) -> None:
+    path = tmp_path / "traces.jsonl"
+    exporter = JsonLinesExporter(path, max_bytes=4_000)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    for i in range(200):
+        with tracer.start_as_current_span(f"span {i}"):
+            pass
+    provider.shutdown()
+    rotated = path.with_name("traces.jsonl.1")
+    assert rotated.exists() and path.exists()
+    assert rotated.stat().st_size < 4_000 + 2_000  # at most the cap and one batch past it
+    assert path.stat().st_size < 4_000 + 2_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces.jsonl", "traces.jsonl.1"]  # no more files
+    last = path.read_text().splitlines()[-1]
+    assert '"name": "span 199"' in last
