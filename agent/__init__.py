@@ -2,6 +2,7 @@
 
 from agent.agent import Agent
 from agent.budget import Budget, Extension, Price, PriceTable, Usage
+from agent.catalog import Catalog
 from agent.checks import TurnCheck, TurnVerdict, goal, invariant
 from agent.clock import CancelSignal, Clock, SystemClock
 from agent.context import CallRecord, RunContext
@@ -24,6 +25,7 @@ __all__ = [
     "Budget",
     "CallRecord",
     "CancelSignal",
+    "Catalog",
     "Clock",
     "CompositeHooks",
     "ConfigError",
