@@ -309,6 +309,14 @@ class _Instruments:
             registry,
         )
 
+        self.time_to_first_chunk = _histogram(
+            n.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+            "Seconds from a streamed model call's start to its first chunk (GenAI semantic conventions).",
+            _GEN_AI_LABELS,
+            n.BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK,
+            registry,
+        )
+
         self.runs_resumed = Counter(
             n.METRIC_RUNS_RESUMED,
             "Run segments that resume one that ended need_help or cancelled, by that segment's reason.",
@@ -379,6 +387,7 @@ class _Instruments:
             tokens_in=self.token_usage.labels(*gen_ai, n.TOKEN_INPUT),
             tokens_out=self.token_usage.labels(*gen_ai, n.TOKEN_OUTPUT),
             duration_ok=self.duration.labels(*gen_ai, n.NO_ERROR),
+            first_chunk=self.time_to_first_chunk.labels(*gen_ai),
         )
 
 
@@ -399,6 +408,7 @@ class _ModelSeries:
     tokens_in: Any
     tokens_out: Any
     duration_ok: Any
+    first_chunk: Any
 
 
 class _RunMetrics(RunObserver):
@@ -436,6 +446,8 @@ class _RunMetrics(RunObserver):
                 self._hooks.m.token_usage.labels(
                     n.OP_CHAT, self._info.provider, self._info.model, token_type
                 ).observe(tokens)
+        if reply.time_to_first_token is not None:
+            self._model.first_chunk.observe(reply.time_to_first_token)
 
     def tool_started(self, call: ToolCall) -> None:
         self._tool_t0[call.id] = time.perf_counter()

@@ -138,6 +138,9 @@ EXPOSED_METRICS: Final = frozenset(
         "gen_ai_execute_tool_duration_seconds_bucket",
         "gen_ai_execute_tool_duration_seconds_sum",
         "gen_ai_execute_tool_duration_seconds_count",
+        "gen_ai_client_operation_time_to_first_chunk_seconds_bucket",
+        "gen_ai_client_operation_time_to_first_chunk_seconds_sum",
+        "gen_ai_client_operation_time_to_first_chunk_seconds_count",
     }
 )
 
@@ -247,5 +250,9 @@ TOKEN_CACHE_CREATION: Final = "cache_creation"
 # The GenAI conventions name it "time to first chunk": the span attribute and the client
 # metric (histogram, seconds, the duration metric's buckets), read from ModelReply.time_to_first_token.
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+# On chat spans: server tool uses of a reply (`...web_search_requests`: 2), and the provider's
+# rate-limit headers (`anthropic.ratelimit.requests-remaining`, ..., and `retry-after`).
+SERVER_TOOL_USE_PREFIX: Final = "gen_ai.usage.server_tool_use."
+RATE_LIMIT_PREFIX: Final = "anthropic.ratelimit."
 METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai_client_operation_time_to_first_chunk_seconds"  # histogram
 BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK: Final = BUCKETS_GEN_AI_OPERATION_DURATION

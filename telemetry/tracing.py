@@ -404,6 +404,10 @@ def _reply_attributes(reply: ModelReply) -> dict[str, Any]:
     attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
     if reply.time_to_first_token is not None:
         attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = reply.time_to_first_token
+    for tool, uses in (reply.server_tool_use or {}).items():  # web search, web fetch, code execution
+        attributes[f"{n.SERVER_TOOL_USE_PREFIX}{tool}"] = uses
+    for header, value in (reply.extra.get("rate_limit") or {}).items():  # what is left of the quota
+        attributes[f"{n.RATE_LIMIT_PREFIX}{header.removeprefix('anthropic-ratelimit-')}"] = str(value)
     return attributes
 
 
