@@ -185,8 +185,10 @@ class MessagesAPI:
         then: Response | None = None,
         validate: bool = True,
         models: dict[str, dict[str, Any]] | None = None,
+        context_window: int | None = None,
     ) -> None:
         self._queue: deque[Response] = deque(responses)
+        self.context_window = context_window  # a longer prompt is refused, as the API refuses it
         self.then = then
         self.validate = validate
         self.models = dict(models or {})
@@ -262,7 +264,7 @@ class MessagesAPI:
         with self._lock:
             self.requests.append(received)
             problem = _problem(received) if self.validate else None
-            problem = problem or self._key_problem(received)
+            problem = problem or self._key_problem(received) or self._too_long(received)
             if problem is not None:
                 return problem
             if self._queue:
@@ -270,6 +272,14 @@ class MessagesAPI:
             if self.then is not None:
                 return self.then
             return error(400, f"messages_api: no scripted response left for request #{len(self.requests)}")
+
+    def _too_long(self, req: Received) -> Response | None:
+        if self.context_window is None or not isinstance(req.body, dict):
+            return None
+        prompt = count_tokens({k: req.body.get(k) for k in ("system", "tools", "messages")})
+        if prompt <= self.context_window:
+            return None
+        return error(400, f"prompt is too long: {prompt} tokens > {self.context_window} maximum")
 
     def _key_problem(self, req: Received) -> Response | None:
         key = req.headers.get("x-api-key") or req.headers.get("authorization", "").removeprefix("Bearer ")
