@@ -73,7 +73,7 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     store = open_store(args.store)
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
-    telemetry = Telemetry.from_env(pending=store.pending_summary)  # a fresh registry of its own
+    telemetry = Telemetry.from_env(pending=store.pending_summary).for_service()  # a fresh registry
     try:
         runner = Runner(
             store,
@@ -104,6 +104,7 @@ def serve(args: argparse.Namespace) -> int:
         print(
             f"endstate serve: {reads}; hosts served: {', '.join(sorted(service.allowed_hosts))}", flush=True
         )
+        print(f"endstate serve: inbox: {inbox_url(args.host, args.port)}", flush=True)
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             timeout_graceful_shutdown=max(1, int(args.grace)), http=guarded_h11(args.header_timeout),
@@ -120,6 +121,12 @@ def serve(args: argparse.Namespace) -> int:
         telemetry.shutdown()
         store.close()
     return 0
+
+
+def inbox_url(host: str, port: int) -> str:
+    """The inbox's address as a browser on this machine opens it (a wildcard means loopback)."""
+    name = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://{f'[{name}]' if ':' in name else name}:{port}/inbox"
 
 
 def _extra_hosts(args: argparse.Namespace) -> list[str]:
