@@ -176,3 +176,18 @@ def test_the_inbox_url_printed_at_start_opens_in_a_browser_here() -> None:
     assert inbox_url("::", 8000) == "http://[::1]:8000/inbox"
     assert inbox_url("fd00::5", 8000) == "http://[fd00::5]:8000/inbox"
     assert inbox_url("inbox.example.com", 443) == "http://inbox.example.com:443/inbox"
+
+
+def test_the_ci_fixers_push_previews_the_diff_against_the_original_files(tmp_path: Path) -> None:
+    from agent.examples import fix_ci
+
+    repo = fix_ci.make_world(tmp_path)
+    push = next(t for t in fix_ci.tools_for(repo) if t.name == "push")
+    assert push.preview is not None and push.needs_approval
+    assert push.preview({"branch": "fix/x"}) == "Push to fix/x: no change from the original files."
+    (repo / "calc" / "money.py").write_text(fix_ci.FILES["calc/money.py"].replace("a - b", "a + b"))
+    (repo / "calc" / "extra.py").write_text("X = 1\n")
+    shown = push.preview({"branch": "fix/x"})
+    assert shown.startswith("Push to fix/x, publishing:\n--- a/calc/extra.py\n+++ b/calc/extra.py")
+    assert "\n-    return a - b\n+    return a + b\n" in shown and "+X = 1" in shown
+    assert not (repo / "PUSHED").exists()  # a preview publishes nothing

@@ -8,6 +8,7 @@ the push needs another push). A denied push is therefore never a success.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -95,6 +96,13 @@ def changes(repo: Path) -> str:
     return "".join(diff)
 
 
+def push_preview(repo: Path, arguments: dict[str, object]) -> str:
+    """What a push would publish: the branch, and the diff against the original files."""
+    diff = changes(repo)
+    where = f"Push to {arguments.get('branch')!s}"
+    return f"{where}, publishing:\n{diff}" if diff else f"{where}: no change from the original files."
+
+
 def pushed(repo: Path) -> dict[str, str] | None:
     """What the last push sent (branch and tree digest), or None when nothing was pushed."""
     marker = repo / "PUSHED"
@@ -140,12 +148,7 @@ def tools_for(repo: Path) -> list[Tool]:
         done = subprocess.run(lint_command(), cwd=repo, capture_output=True, text=True, timeout=110)
         return f"exit {done.returncode}\n{(done.stdout + done.stderr)[-1500:]}"
 
-    def push_preview(arguments: dict[str, object]) -> str:
-        diff = changes(repo)
-        where = f"Push to {arguments.get('branch')!s}"
-        return f"{where}, publishing:\n{diff}" if diff else f"{where}: no change from the original files."
-
-    @tool(needs_approval=True, preview=push_preview)
+    @tool(needs_approval=True, preview=functools.partial(push_preview, repo))
     def push(branch: str) -> str:
         """Push the working tree to `branch`. A person must approve every push."""
         (repo / "PUSHED").write_text(json.dumps({"branch": branch, "tree": tree_digest(repo)}))
