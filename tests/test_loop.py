@@ -126,7 +126,7 @@ def test_success_with_a_verifier_is_verified(make_agent):
     assert result.run_id
     assert result.suspension is None
     assert result.snapshot is None
-    assert result.summary.startswith("Stopped: success after 1 turns")
+    assert result.summary.startswith("Stopped: success after 1 turn,")
     agent.model.assert_used_up()
 
 
