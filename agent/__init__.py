@@ -2,12 +2,14 @@
 
 from agent.agent import Agent
 from agent.budget import Budget, Extension, Price, PriceTable, Usage
-from agent.checks import TurnCheck, Verdict, goal, invariant
+from agent.catalog import Catalog
+from agent.checks import TurnCheck, TurnVerdict, goal, invariant
 from agent.clock import CancelSignal, Clock, SystemClock
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
 from agent.history import HistoryPolicy
 from agent.hooks import CompositeHooks, HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
+from agent.integrations._homegrown import observe_run
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
@@ -23,6 +25,7 @@ __all__ = [
     "Budget",
     "CallRecord",
     "CancelSignal",
+    "Catalog",
     "Clock",
     "CompositeHooks",
     "ConfigError",
@@ -58,13 +61,14 @@ __all__ = [
     "Tool",
     "TransientModelError",
     "TurnCheck",
+    "TurnVerdict",
     "Usage",
-    "Verdict",
     "Verifier",
     "all_of",
     "command",
     "goal",
     "invariant",
+    "observe_run",
     "predicate",
     "tool",
 ]

@@ -24,7 +24,7 @@ from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL
 from agent.hooks import RunObserver
 from agent.journal import Answer, Answered, Call, Denial, Note, Reply, Result, Started, Stopped, Suspended
-from agent.models.base import ModelReply, ModelRequest
+from agent.models.base import ModelReply, ModelRequest, recording_cut_calls
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
@@ -284,9 +284,8 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
             obs.model_ended(None, exc)
             raise
         obs.model_ended(reply, None)
-        entry = reply_entry(reply)
-        run.add_usage(entry, agent.prices.cost(agent.model.name, reply.input_tokens, reply.output_tokens))
-        return entry
+        charge(agent, run, agent.model.name, reply)
+        return reply_entry(reply)
 
 
 class _BudgetCut(Exception):
@@ -294,17 +293,26 @@ class _BudgetCut(Exception):
 
 
 async def _complete(agent: Agent, run: RunState, request: ModelRequest) -> ModelReply:
-    """One model call, cut off when the time budget runs out (no timer when time is not budgeted)."""
+    """One model call, cut off when the time budget runs out (no timer when time is not budgeted).
+    A call cut off still used tokens: what the adapter recorded of it is charged to the run."""
     left = run.budget.seconds_left(run.tick())
-    if left is None:
-        return await agent.model.complete(request)
-    try:
-        async with asyncio.timeout(left) as budget:
-            return await agent.model.complete(request)
-    except TimeoutError:
-        if budget.expired():
-            raise _BudgetCut() from None
-        raise  # the adapter's own timeout
+    with recording_cut_calls() as cut:
+        try:
+            if left is None:
+                return await agent.model.complete(request)
+            async with asyncio.timeout(left) as budget:
+                return await agent.model.complete(request)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            for partial in cut:
+                charge(agent, run, agent.model.name, partial)
+            if isinstance(exc, TimeoutError) and left is not None and budget.expired():
+                raise _BudgetCut() from None
+            raise  # the adapter's own timeout, or a cancellation
+
+
+def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
+    """Count a model call's tokens and cost (cache reads and writes at their own prices)."""
+    run.add_usage(reply.input_tokens, reply.output_tokens, agent.prices.cost_of(model, reply))
 
 
 def context_full(cause: object) -> Stop:
@@ -476,6 +484,10 @@ async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: R
     except Exception as exc:
         note = f"A verifier raised {type(exc).__name__}: {exc}"
         return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
+    finally:  # a verifier's own model calls (an evaluator) count in the run's budget
+        for c in run.ctx.charges:
+            charge(agent, run, c.model, c.reply)
+        run.ctx.charges.clear()
     if verdict.budget_cut:
         note = "The time budget ran out while the verifiers checked the result."
         return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)

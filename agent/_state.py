@@ -58,10 +58,14 @@ class RunState:
         self.usage.active_seconds = self._active_before + (self.clock.monotonic() - self._started)
         return self.usage
 
-    def add_usage(self, reply: Reply, cost_usd: float) -> None:
-        self.usage.input_tokens += reply.input_tokens
-        self.usage.output_tokens += reply.output_tokens
-        self.usage.cost_usd += cost_usd
+    def add_usage(self, input_tokens: int, output_tokens: int, cost_usd: float | None) -> None:
+        """Count one model call (a reply, a call cut off, or a verifier's judge)."""
+        self.usage.input_tokens += input_tokens
+        self.usage.output_tokens += output_tokens
+        if cost_usd is None:
+            self.usage.unpriced += 1
+        else:
+            self.usage.cost_usd += cost_usd
 
     def begin_turn(self) -> int:
         self._turn_mark = len(self.journal)
@@ -148,7 +152,7 @@ class RunState:
             turns=usage.turns,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
-            cost_usd=round(usage.cost_usd, 6),
+            cost_usd=None if usage.unpriced else round(usage.cost_usd, 6),
             active_seconds=round(usage.active_seconds, 6),
             waiting_seconds=round(usage.waiting_seconds, 6),
             verifier_failures=tuple(self.failures),

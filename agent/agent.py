@@ -28,7 +28,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspen
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize as default_summary
 from agent.tools import Tool
-from agent.verify import Verifier
+from agent.verify import EvaluatorVerifier, Verifier
 
 Summarizer = Callable[[RunContext, Usage, StopReason, LimitKind | None], str]
 
@@ -69,11 +69,12 @@ class Agent:
             raise ConfigError(f"agent {self.name!r}: the tool name 'finish' is reserved for the loop")
         if dupes := sorted({n for n in names if names.count(n) > 1}):
             raise ConfigError(f"agent {self.name!r}: tool names must be unique; repeated: {dupes}")
-        if self.budget.max_cost_usd is not None and not self.prices.knows(self.model.name):
-            raise ConfigError(
-                f"agent {self.name!r} has a cost budget but no price for model {self.model.name!r}; "
-                f"pass prices=PriceTable({{{self.model.name!r}: Price(input, output)}})"
-            )
+        if self.budget.max_cost_usd is not None:  # a cost budget needs every model's price
+            for model in {
+                self.model.name,
+                *(v.model.name for v in self.verifiers if isinstance(v, EvaluatorVerifier)),
+            }:
+                self.prices.require(model, self.name)
 
     # -- what the loop asks of the agent ---------------------------------
 

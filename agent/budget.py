@@ -1,13 +1,16 @@
-"""Budgets: what a run may spend, what it has spent, and what a model costs."""
+"""Budgets: what a run may spend and what it has spent (prices: `agent.prices`)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+import logging
 from dataclasses import dataclass, replace
 
 from agent.errors import ConfigError
+from agent.models.price import Price  # what a model costs: kept importable from here
+from agent.prices import PriceTable
 from agent.stops import LimitKind
+
+log = logging.getLogger("endstate")
 
 
 @dataclass
@@ -17,9 +20,10 @@ class Usage:
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # of the calls with a known price
     active_seconds: float = 0.0
     waiting_seconds: float = 0.0
+    unpriced: int = 0  # model calls whose price is unknown: the run's cost is then unknown
 
     @property
     def tokens(self) -> int:
@@ -102,46 +106,4 @@ class Extension:
             )
 
 
-@dataclass(frozen=True)
-class Price:
-    """US dollars per million input and output tokens."""
-
-    input_per_mtok: float
-    output_per_mtok: float
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
-
-
-DEFAULT_PRICES: Mapping[str, Price] = {
-    "claude-opus-4-5": Price(5.0, 25.0),
-    "claude-opus-4-1": Price(15.0, 75.0),
-    "claude-sonnet-4-5": Price(3.0, 15.0),
-    "claude-sonnet-4-0": Price(3.0, 15.0),
-    "claude-sonnet-4": Price(3.0, 15.0),  # claude-sonnet-4-20250514, alias claude-sonnet-4-0
-    "claude-opus-4": Price(15.0, 75.0),  # claude-opus-4-20250514, alias claude-opus-4-0
-    "claude-haiku-4-5": Price(1.0, 5.0),
-    "scripted": Price(3.0, 15.0),
-}
-
-
-class PriceTable:
-    """Per-model prices; users pass their own to override or extend the defaults."""
-
-    def __init__(self, overrides: Mapping[str, Price] | None = None) -> None:
-        self._prices = {**DEFAULT_PRICES, **(overrides or {})}
-
-    def knows(self, model: str) -> bool:
-        return self._lookup(model) is not None
-
-    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
-        """Dollar cost of one call; 0.0 for a model with no price (see `knows`)."""
-        price = self._lookup(model)
-        return price.cost(input_tokens, output_tokens) if price else 0.0
-
-    def _lookup(self, model: str) -> Price | None:
-        if model in self._prices:
-            return self._prices[model]
-        # Dated ids such as "claude-sonnet-4-5-20250929" use their family's price.
-        dated = re.fullmatch(r"(.+)-\d{8}", model)
-        return self._prices.get(dated.group(1)) if dated else None
+__all__ = ["Budget", "Extension", "Price", "PriceTable", "Usage"]

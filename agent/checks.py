@@ -17,7 +17,7 @@ from agent.stops import StopReason
 
 
 @dataclass(frozen=True)
-class Verdict:
+class TurnVerdict:
     """A check's decision to end the run now."""
 
     reason: StopReason  # success (the goal is reached) or error (an invariant broke)
@@ -26,9 +26,9 @@ class Verdict:
 
 
 class TurnCheck(Protocol):
-    """Looks at the run after a turn: a `Verdict` ends it, None lets it go on."""
+    """Looks at the run after a turn: a `TurnVerdict` ends it, None lets it go on."""
 
-    def __call__(self, ctx: RunContext) -> Verdict | None: ...
+    def __call__(self, ctx: RunContext) -> TurnVerdict | None: ...
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,8 @@ class Goal:
     reached: Callable[[RunContext], bool]
     output: str
 
-    def __call__(self, ctx: RunContext) -> Verdict | None:
-        return Verdict(StopReason.SUCCESS, self.output) if self.reached(ctx) else None
+    def __call__(self, ctx: RunContext) -> TurnVerdict | None:
+        return TurnVerdict(StopReason.SUCCESS, self.output) if self.reached(ctx) else None
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,10 @@ class Invariant:
     holds: Callable[[RunContext], bool]
     reason: str
 
-    def __call__(self, ctx: RunContext) -> Verdict | None:
+    def __call__(self, ctx: RunContext) -> TurnVerdict | None:
         if self.holds(ctx):
             return None
-        return Verdict(StopReason.ERROR, f"Invariant broken: {self.reason}", "invariant_broken")
+        return TurnVerdict(StopReason.ERROR, f"Invariant broken: {self.reason}", "invariant_broken")
 
 
 def goal(reached: Callable[[RunContext], bool], output: str) -> Goal:

@@ -11,16 +11,24 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from agent._cli_help import HelpParser
 from agent.demo import Played, play, select
 from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
 
 # modules with `register(subparsers)` adding more commands
 OFFLINE_TRACES = ".endstate/traces.jsonl"  # where demo spans go when no OTLP endpoint is set
-COMMAND_MODULES: list[str] = ["agent.cli_eval", "agent.cli_store", "agent.cli_temporal"]
+COMMAND_MODULES: list[str] = [
+    "agent.cli_eval",
+    "agent.cli_store",
+    "agent.cli_doctor",
+    "agent.cli_review",
+    "agent.cli_temporal",
+]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,12 +44,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="endstate", description=__doc__)
+    parser = HelpParser(prog="endstate", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"endstate {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_demo(sub)
     for module in COMMAND_MODULES:
         __import__(module, fromlist=["register"]).register(sub)
     return parser
+
+
+def installed_version() -> str:
+    """The version of the installed `endstate` distribution ("unknown" when run from a bare checkout)."""
+    try:
+        return version("endstate")
+    except PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
 
 
 def add_demo(sub: Any) -> None:
@@ -134,7 +151,7 @@ def _line(p: Played) -> str:
     tokens = r.input_tokens + r.output_tokens
     return (
         f"{p.scenario.name:26} {p.segment:>3} {r.reason:12} {r.limit or '-':7} {str(r.verified).lower():8} "
-        f"{r.turns:>5} {tokens:>7} {r.cost_usd:>8.4f}  {note}{mark}"
+        f"{r.turns:>5} {tokens:>7} {_dollars(r.cost_usd):>8}  {note}{mark}"
     )
 
 
@@ -155,3 +172,7 @@ def _hold(port: int) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _dollars(cost: float | None) -> str:
+    return "unknown" if cost is None else f"{cost:.4f}"

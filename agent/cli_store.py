@@ -11,12 +11,14 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from agent._cli_help import plural
 from agent.budget import Extension
 from agent.catalog import SEED_CATALOG, load_catalog
 from agent.errors import ConfigError
@@ -124,7 +126,8 @@ def _runs(args: argparse.Namespace) -> int:
     for r in records:
         print(run_line(r))
     if waiting := sum(r.status is RunStatus.WAITING for r in records):
-        print(f"\n{waiting} of these wait for a person: `endstate pending` shows what they ask")
+        on = f" --store {shlex.quote(args.store)}" if args.store else ""
+        print(f"\n{waiting} of these wait for a person: `endstate pending{on}` shows what they ask")
     return 0
 
 
@@ -134,7 +137,7 @@ def _pending(args: argparse.Namespace) -> int:
         where = store.shown
     now = time.time()
     for r in sorted(records, key=lambda r: r.suspended_at or 0):
-        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now))
+        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, args.store))
     if not records and not args.json:
         print(f"no runs are waiting for a person in {where}")
     return 0
@@ -186,7 +189,7 @@ def _recover(args: argparse.Namespace) -> int:
         results += asyncio.run(runner.sweep())
     for result in results:
         print(result_line(result))
-    print(f"{len(results)} runs recovered or swept")
+    print(f"{plural(len(results), 'run')} recovered or swept")
     return 0
 
 
@@ -264,19 +267,20 @@ def run_line(r: RunRecord) -> str:
     )
 
 
-def pending_line(r: RunRecord, now: float) -> str:
-    """A waiting run: who asks what, for how long, and the command that answers it."""
+def pending_line(r: RunRecord, now: float, store: str | None = None) -> str:
+    """A waiting run: who asks what, for how long, and the command that answers it (on `store`)."""
+    on = f" --store {shlex.quote(store)}" if store else ""
     waited = _span(now - (r.suspended_at or now))
     left = (r.deadline or now) - now
     due = f"deadline in {_span(left)}" if left > 0 else f"deadline passed {_span(-left)} ago"
     due += f" ({local_time(r.deadline or now)})"
     lines = [f"{r.run_id}  {r.agent} ({r.task_type}), waiting {waited}; {due}", f"    {r.question}"]
     if left <= 0:
-        lines.append("    -> too late to answer: `endstate recover` ends it under its help policy")
+        lines.append(f"    -> too late to answer: `endstate recover{on}` ends it under its help policy")
     elif r.pending:  # the question names the call and its arguments
-        lines.append(f'    -> endstate approve {r.run_id}   or   endstate deny {r.run_id} "why"')
+        lines.append(f'    -> endstate approve {r.run_id}{on}   or   endstate deny {r.run_id}{on} "why"')
     else:
-        lines.append(f'    -> endstate answer {r.run_id} "your answer"')
+        lines.append(f'    -> endstate answer {r.run_id}{on} "your answer"')
     return "\n".join(lines)
 
 
@@ -290,7 +294,9 @@ def result_line(r: RunResult) -> str:
     limit = f" ({r.limit})" if r.limit else ""
     verified = " verified" if r.verified else ""
     text = (r.note or r.output).replace("\n", " ")
-    line = f"run {r.run_id}: {r.reason}{limit}{verified} after {r.turns} turns. {text[:200]}".rstrip()
+    line = (
+        f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text[:200]}".rstrip()
+    )
     return line + next_step(r)
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.journal import Journal
+
+if TYPE_CHECKING:
+    from agent.models.base import ModelReply
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,14 @@ class CallRecord:
     arguments: dict[str, Any]
     result: str
     is_error: bool = False
+
+
+@dataclass(frozen=True)
+class ModelCharge:
+    """A model call made for the run outside the loop (an evaluator verifier's): it counts in the budget."""
+
+    model: str
+    reply: ModelReply
 
 
 @dataclass
@@ -39,7 +50,12 @@ class RunContext:
     state: dict[str, Any] = field(default_factory=dict)
     note: str = ""
     call_id: str = ""  # the call being run
+    charges: list[ModelCharge] = field(default_factory=list)  # drained by the loop after verifiers run
 
     @property
     def idempotency_key(self) -> str:
         return f"{self.run_id}:{self.call_id}"
+
+    def charge(self, model: str, reply: ModelReply) -> None:
+        """Count a model call made for this run (tokens and cost) in its budget."""
+        self.charges.append(ModelCharge(model, reply))

@@ -10,6 +10,10 @@ never under one second.) A task type with no
 successful run gets no suggestion: failures say nothing about what the task
 needs.
 
+Reviews (`endstate review label`) are evidence too: a success labelled
+`false_success` is left out of the successful runs, and a limit stop labelled
+`limit_too_low` puts that budget's ceiling above what the run had used.
+
 The history comes from run results, a JSON Lines file (`endstate demo --json`,
 `endstate eval --json`), the run store, or Prometheus (`PrometheusHistory`,
 whose numbers are approximations at bucket resolution; see its docstring).
@@ -26,7 +30,7 @@ import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agent.errors import EndstateError
@@ -140,6 +144,20 @@ class History(Protocol):
 
     def changes(self, task_type: str, ceilings: Mapping[LimitKind, float]) -> Changes: ...
 
+    def reviewed(self, task_type: str) -> Reviewed: ...
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """What people's labels say about a task type's runs."""
+
+    false_successes: int = 0  # successes labelled false_success (left out of the successful runs)
+    too_low: Mapping[LimitKind, float] = field(default_factory=dict)  # the most a limit_too_low run used
+
+
+FALSE_SUCCESS = "false_success"
+LIMIT_TOO_LOW = "limit_too_low"
+
 
 @dataclass(frozen=True)
 class PastRun:
@@ -153,9 +171,15 @@ class PastRun:
     tokens: float = 0.0
     cost: float = 0.0
     run_id: str | None = None
+    label: str | None = None  # the latest review label, when a person gave one
 
     def used(self, kind: LimitKind) -> float:
         return float(getattr(self, str(kind)))
+
+    @property
+    def succeeded(self) -> bool:
+        """A success no reviewer called false."""
+        return self.reason is StopReason.SUCCESS and self.label != FALSE_SUCCESS
 
     @classmethod
     def from_result(cls, r: RunResult) -> PastRun:
@@ -174,6 +198,7 @@ class PastRun:
             tokens=float((d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)),
             cost=float(d.get("cost_usd") or 0),
             run_id=d.get("run_id"),
+            label=d.get("label"),
         )
 
 
@@ -194,8 +219,17 @@ class RecordHistory:
         return dict(Counter(str(r.reason) for r in self._of(task_type)))
 
     def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None:
-        values = [r.used(kind) for r in self._of(task_type) if r.reason is StopReason.SUCCESS]
+        values = [r.used(kind) for r in self._of(task_type) if r.succeeded]
         return Observed(len(values), nearest_rank(values, q), max(values)) if values else None
+
+    def reviewed(self, task_type: str) -> Reviewed:
+        runs = self._of(task_type)
+        false = sum(r.reason is StopReason.SUCCESS and r.label == FALSE_SUCCESS for r in runs)
+        too_low: dict[LimitKind, float] = {}
+        for r in runs:
+            if r.reason is StopReason.LIMIT and r.limit is not None and r.label == LIMIT_TOO_LOW:
+                too_low[r.limit] = max(too_low.get(r.limit, 0.0), r.used(r.limit))
+        return Reviewed(false, too_low)
 
     def changes(self, task_type: str, ceilings: Mapping[LimitKind, float]) -> Changes:
         def past(r: PastRun) -> bool:
@@ -262,17 +296,46 @@ def suggest(history: History, headroom: Headroom = Headroom()) -> list[Suggestio
 def suggest_one(history: History, task_type: str, headroom: Headroom = Headroom()) -> Suggestion:
     stops = history.stops(task_type)
     ended = sum(stops.values())
-    if not stops.get(str(StopReason.SUCCESS)):
+    reviewed = history.reviewed(task_type)
+    if stops.get(str(StopReason.SUCCESS), 0) <= reviewed.false_successes:
         seen = ", ".join(f"{n} {r}" for r, n in sorted(stops.items())) or "none"
+        false = (
+            f", {reviewed.false_successes} of them labelled false_success" if reviewed.false_successes else ""
+        )
         why = (
-            f"no successful run among {ended} ({seen}): ceilings are read from successful runs "
+            f"no successful run among {ended} ({seen}{false}): ceilings are read from successful runs "
             "only, so none is suggested. Make some runs of this task succeed first."
         )
-        return Suggestion(task_type, stops, notes=(why,))
+        return Suggestion(task_type, stops, notes=(why, *_review_notes(reviewed, ())))
     found = [(k, history.observed(task_type, k, headroom.quantile)) for k in KINDS]
     ceilings = tuple(c for k, o in found if o and (c := suggest_ceiling(k, o, headroom)))
+    ceilings = tuple(above_too_low(c, reviewed, headroom) for c in ceilings)
     changes = history.changes(task_type, {c.kind: c.suggested for c in ceilings})
-    return Suggestion(task_type, stops, ceilings, changes, _notes(stops, found, ceilings))
+    notes = _notes(stops, found, ceilings) + _review_notes(reviewed, ceilings)
+    return Suggestion(task_type, stops, ceilings, changes, notes)
+
+
+def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Headroom()) -> Ceiling:
+    """The ceiling, raised above the most a run labelled `limit_too_low` used of its budget."""
+    used = reviewed.too_low.get(ceiling.kind)
+    if used is None or ceiling.suggested > used:
+        return ceiling
+    raised = round_up(used * headroom.over_longest)
+    raised = raised if raised > used else used * headroom.over_longest
+    return replace(ceiling, suggested=float(math.ceil(raised)) if ceiling.kind in _WHOLE else raised)
+
+
+def _review_notes(reviewed: Reviewed, ceilings: tuple[Ceiling, ...]) -> tuple[str, ...]:
+    notes = []
+    if reviewed.false_successes:
+        notes.append(
+            f"{reviewed.false_successes} success(es) labelled false_success left out of the successful runs"
+        )
+    for kind, used in sorted(reviewed.too_low.items()):
+        shown = next((c.suggested for c in ceilings if c.kind is kind), None)
+        where = f"the {kind} ceiling is above it ({_fmt(kind, shown)})" if shown is not None else "no ceiling"
+        notes.append(f"runs labelled limit_too_low used up to {_fmt(kind, used)}: {where}")
+    return tuple(notes)
 
 
 def _notes(
@@ -326,11 +389,12 @@ def history_from_store(url: str | None = None, window_seconds: float | None = No
     store = open_store(url)
     try:
         records = store.list_runs(RunStatus.FINISHED, limit=1_000_000)
+        labels = {r.run_id: r.label for r in store.reviews()}  # in order: the latest label wins
     finally:
         store.close()
     since = time.time() - window_seconds if window_seconds else None
     recent = [r for r in records if since is None or (r.ended_at or r.updated_at) >= since]
-    return RecordHistory([PastRun.from_dict(r.to_dict()) for r in recent])
+    return RecordHistory([PastRun.from_dict(r.to_dict() | {"label": labels.get(r.run_id)}) for r in recent])
 
 
 def parse_window(text: str) -> float:
@@ -402,6 +466,10 @@ class PrometheusHistory:
         sooner = min(limits, past(str(StopReason.LIMIT)))
         others = [str(r) for r in StopReason if r not in (StopReason.SUCCESS, StopReason.LIMIT, *_NOT_ENDS)]
         return Changes(limits, sooner, limits - sooner, sum(past(r) for r in others), approximate=True)
+
+    def reviewed(self, task_type: str) -> Reviewed:
+        """Nothing: Prometheus counts labels but cannot tie them to runs (use --store for that)."""
+        return Reviewed()
 
     # -- queries --
 
@@ -503,7 +571,8 @@ def render(suggestions: list[Suggestion], source: str) -> str:
 
 def _block(s: Suggestion) -> str:
     counts = ", ".join(f"{r} {n}" for r, n in sorted(s.stops.items(), key=lambda x: -x[1]))
-    lines = [f"{s.task_type}: {sum(s.stops.values())} runs ended ({counts})"]
+    ended = sum(s.stops.values())
+    lines = [f"{s.task_type}: {ended} {'run' if ended == 1 else 'runs'} ended ({counts})"]
     if s.ceilings:
         lines.append(f"  {'budget':8} {'successes':>9} {'p95':>10} {'longest':>10} {'suggested':>10}")
         for c in s.ceilings:

@@ -13,8 +13,11 @@ from agent.errors import ConfigError
 class RetryPolicy:
     """Backoff for transient model failures (429, 529, 5xx, timeouts).
 
-    Retries happen inside the run's time budget: a delay that would pass it
-    ends the run as `error` instead.
+    Retries happen inside the run's time budget. A server's `retry-after` is
+    honoured as given, never cut short by `max_delay` (retrying sooner only
+    meets another 429); `max_delay` caps the policy's own backoff. When the
+    wait is longer than the time left, the loop stops the run at once
+    (`limit`/`seconds`) rather than sleep into the budget.
     """
 
     max_attempts: int = 5
@@ -27,7 +30,7 @@ class RetryPolicy:
         if attempt >= self.max_attempts:
             return None
         if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_delay)
+            return max(retry_after, 0.0)
         backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
         return backoff * (0.5 + random.random() / 2) if self.jitter else backoff
 

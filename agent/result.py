@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from agent.snapshot import Snapshot
@@ -28,7 +28,7 @@ class RunResult:
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None when a model's price is unknown (never a made-up $0)
     active_seconds: float = 0.0
     waiting_seconds: float = 0.0
     verifier_failures: tuple[str, ...] = ()
@@ -37,11 +37,13 @@ class RunResult:
     trace_id: str | None = None
     suspension: Suspension | None = None
     snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
+    raw: Any = field(default=None, repr=False, compare=False)  # a foreign framework's own result
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (the snapshot is left out; serialise it on its own)."""
-        data = asdict(self)
+        data = asdict(replace(self, raw=None))  # a framework's result is not copied, nor serialised
         data.pop("snapshot", None)
+        data.pop("raw", None)
         data["reason"] = str(self.reason)
         data["limit"] = str(self.limit) if self.limit else None
         data["cause"] = str(self.cause) if self.cause else None

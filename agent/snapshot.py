@@ -190,7 +190,7 @@ def _head_fields(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _usage(data: dict[str, Any]) -> Usage:
-    ints = ("turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    ints = ("turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "unpriced")
     usage = Usage()
     for key in data:
         if not hasattr(usage, key):

@@ -14,7 +14,8 @@ _TEXT_CHARS = 300
 def summarize(ctx: RunContext, usage: Usage, reason: StopReason, limit: LimitKind | None = None) -> str:
     """A plain account of the run: why it stopped, what it did, what it last said."""
     why = f"Stopped: {reason}" + (f" ({limit} budget used up)" if limit else "")
-    parts = [f"{why} after {usage.turns} turns, {usage.tokens} tokens, ${usage.cost_usd:.4f}."]
+    cost = "cost unknown" if usage.unpriced else f"${usage.cost_usd:.4f}"
+    parts = [f"{why} after {_count(usage.turns, 'turn')}, {_count(usage.tokens, 'token')}, {cost}."]
     if ctx.calls:
         counts = Counter(call.name for call in ctx.calls)
         errors = sum(call.is_error for call in ctx.calls)
@@ -25,6 +26,11 @@ def summarize(ctx: RunContext, usage: Usage, reason: StopReason, limit: LimitKin
     else:
         parts.append("No tool was called.")
     return " ".join(parts)
+
+
+def _count(n: int, word: str) -> str:
+    """`1 turn`, `2 turns`, `0 turns`."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _clip(text: str) -> str:

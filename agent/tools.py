@@ -34,7 +34,9 @@ class Tool:
     """A function the model may call.
 
     A parameter named `ctx` receives the `RunContext` and is not shown to the
-    model. `needs_approval` tools never run before a person approves them.
+    model. `needs_approval` tools never run before a person approves them;
+    `preview`, when given, tells that person what a call would do (say, the
+    diff a push would publish): it takes the call's arguments and returns text.
     """
 
     name: str
@@ -44,6 +46,7 @@ class Tool:
     timeout: float | None = 30.0
     needs_approval: bool = False
     wants_ctx: bool = field(default=False, repr=False)
+    preview: Callable[[dict[str, Any]], str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         t = self.timeout
@@ -113,11 +116,13 @@ def tool(
     description: str | None = None,
     timeout: float | None = 30.0,
     needs_approval: bool = False,
+    preview: Callable[[dict[str, Any]], str] | None = None,
 ) -> Any:
     """Make a `Tool` from a function; its type hints give the JSON schema.
 
     Use bare (`@tool`) or with options (`@tool(timeout=5, needs_approval=True)`);
     `timeout=None` sets no timeout of its own (the run's time budget still bounds it).
+    `preview(arguments)` says in text what a call would do, for the person who approves it.
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -133,6 +138,7 @@ def tool(
             timeout=timeout,
             needs_approval=needs_approval,
             wants_ctx=wants_ctx,
+            preview=preview,
         )
 
     return wrap(fn) if fn is not None else wrap

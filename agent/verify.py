@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agent.errors import EndstateError
+from agent.errors import ConfigError, EndstateError, TransientModelError
+from agent.models.base import Model, ModelReply, ModelRequest
+from agent.policies import RetryPolicy
 
 if TYPE_CHECKING:
     from agent.context import RunContext
@@ -172,3 +175,136 @@ def _bounded(verifier: Verifier, seconds: float) -> Verifier:
     """`verifier` with its own timeouts at most `seconds`, when it has a `bounded` method."""
     bound = getattr(verifier, "bounded", None)
     return bound(seconds) if callable(bound) else verifier
+
+
+# -- a second model as the judge -------------------------------------------------
+
+VERDICT_TOOL = "verdict"
+VERDICT_SPEC: dict[str, Any] = {
+    "name": VERDICT_TOOL,
+    "description": "Give your verdict: passed=true only when every criterion is met; else the reasons.",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "passed": {"type": "boolean"},
+            "reasons": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "One line per criterion not met, saying what is missing. Empty when passed.",
+            },
+        },
+        "required": ["passed", "reasons"],
+        "additionalProperties": False,
+    },
+}
+
+JUDGE_INSTRUCTIONS = (
+    "You check another agent's work. You get its task, the criteria the result must meet, "
+    "its final report and the last tool calls it made with their results. Judge only from "
+    "that evidence; a claim the evidence does not show is not met. Call the verdict tool once."
+)
+
+
+@dataclass(frozen=True)
+class EvaluatorVerifier:
+    """A second model judges a `finish(done)` against `criteria`.
+
+    A rejection returns the judge's reasons, which go back to the agent as
+    the result of its `finish` call. The judge's tokens and cost count in the
+    run's budget: each call is charged to the run (`RunContext.charge`).
+    Transient failures of the judge are retried (`retry`); one that still
+    fails raises (the run ends as `error`, as for any verifier that raises).
+    A judge that answers without a verdict is a rejection saying so, so the
+    agent's next `finish` asks again.
+    """
+
+    model: Model
+    criteria: Sequence[str]
+    max_tokens: int = 1024
+    instructions: str = JUDGE_INSTRUCTIONS
+    recent_calls: int = 20
+    result_chars: int = 800
+    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=3))
+
+    def __post_init__(self) -> None:
+        if isinstance(self.criteria, str) or not self.criteria:
+            raise ConfigError("EvaluatorVerifier needs criteria: a list of one or more strings")
+
+    def __call__(self, ctx: RunContext) -> list[str]:
+        reply = _in_new_loop(self._judged(ctx))
+        return verdict(reply)
+
+    async def _judged(self, ctx: RunContext) -> ModelReply:
+        request = ModelRequest.of_messages(
+            self.instructions, [{"role": "user", "content": self.brief(ctx)}], [VERDICT_SPEC], self.max_tokens
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                reply = await self.model.complete(request)
+            except TransientModelError as exc:
+                delay = self.retry.delay(attempt, exc.retry_after)
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+                continue
+            ctx.charge(self.model.name, reply)
+            return reply
+
+    def brief(self, ctx: RunContext) -> str:
+        """What the judge is shown: task, criteria, the agent's report, its last calls."""
+        criteria = "\n".join(f"{i}. {c}" for i, c in enumerate(self.criteria, 1))
+        calls = [
+            f"- {c.name}({json.dumps(c.arguments, sort_keys=True)}) -> "
+            f"{'ERROR ' if c.is_error else ''}{c.result[: self.result_chars]}"
+            for c in ctx.calls[-self.recent_calls :]
+        ]
+        return (
+            f"<task>\n{ctx.task}\n</task>\n<criteria>\n{criteria}\n</criteria>\n"
+            f"<final_report>\n{ctx.note}\n</final_report>\n"
+            f"<tool_calls>\n{chr(10).join(calls) or '(none)'}\n</tool_calls>"
+        )
+
+
+def evaluator(model: Model, *criteria: str, **options: Any) -> EvaluatorVerifier:
+    """A verifier that passes when a second model judges every criterion met."""
+    return EvaluatorVerifier(model, criteria, **options)
+
+
+def verdict(reply: ModelReply) -> list[str]:
+    """The reasons a judge's reply rejects the work (empty when it passes)."""
+    found = next((c.arguments for c in reply.tool_calls if c.name == VERDICT_TOOL), None)
+    if found is None:
+        found = _json_verdict(reply.text)
+    if found is None or not isinstance(found.get("passed"), bool):
+        said = reply.text[:200] or "nothing"
+        return [f"The evaluator gave no verdict (it said: {said}); call finish again to be judged."]
+    if found["passed"]:
+        return []
+    reasons = [str(r) for r in found.get("reasons") or [] if str(r).strip()]
+    return reasons or ["The evaluator rejected the result without a reason."]
+
+
+def _json_verdict(text: str) -> dict[str, Any] | None:
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        parsed = json.loads(text[start : end + 1])
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _in_new_loop(coro: Any) -> ModelReply:
+    """Run the judge's call: verifiers run in a worker thread, which has no event loop of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        result: ModelReply = asyncio.run(coro)
+        return result
+    coro.close()
+    raise ConfigError(
+        "EvaluatorVerifier was called inside a running event loop; the loop calls it in a thread"
+    )

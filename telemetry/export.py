@@ -81,21 +81,37 @@ class CountingExporter(SpanExporter):
 
 
 class JsonLinesExporter(SpanExporter):
-    """Appends each span as one JSON line: traces without a collector."""
+    """Appends each span as one JSON line: traces without a collector.
 
-    def __init__(self, path: str | Path) -> None:
+    The file is capped: past `max_bytes` it is rotated to `PATH.1` (the one
+    before that is dropped), so a long-running offline process keeps at most
+    twice the cap on disk.
+    """
+
+    def __init__(self, path: str | Path, max_bytes: int = 10 * 1024 * 1024) -> None:
         self.path = Path(path)
+        self.max_bytes = max_bytes
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         lines = "".join(span.to_json(indent=None) + "\n" for span in spans)
         try:
-            with self._lock, self.path.open("a", encoding="utf-8") as f:
-                f.write(lines)
+            with self._lock:
+                self._rotate_if_full()
+                with self.path.open("a", encoding="utf-8") as f:
+                    f.write(lines)
         except OSError:
             log.warning("cannot append spans to %s", self.path, exc_info=True)
             return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
+
+    def _rotate_if_full(self) -> None:
+        try:
+            if self.path.stat().st_size < self.max_bytes:
+                return
+        except FileNotFoundError:
+            return
+        self.path.replace(self.path.with_name(self.path.name + ".1"))
 
     def shutdown(self) -> None:
         return None

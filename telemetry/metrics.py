@@ -309,6 +309,14 @@ class _Instruments:
             registry,
         )
 
+        self.time_to_first_chunk = _histogram(
+            n.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+            "Seconds from a streamed model call's start to its first chunk (GenAI semantic conventions).",
+            _GEN_AI_LABELS,
+            n.BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK,
+            registry,
+        )
+
         self.runs_resumed = Counter(
             n.METRIC_RUNS_RESUMED,
             "Run segments that resume one that ended need_help or cancelled, by that segment's reason.",
@@ -379,6 +387,7 @@ class _Instruments:
             tokens_in=self.token_usage.labels(*gen_ai, n.TOKEN_INPUT),
             tokens_out=self.token_usage.labels(*gen_ai, n.TOKEN_OUTPUT),
             duration_ok=self.duration.labels(*gen_ai, n.NO_ERROR),
+            first_chunk=self.time_to_first_chunk.labels(*gen_ai),
         )
 
 
@@ -399,6 +408,7 @@ class _ModelSeries:
     tokens_in: Any
     tokens_out: Any
     duration_ok: Any
+    first_chunk: Any
 
 
 class _RunMetrics(RunObserver):
@@ -427,6 +437,17 @@ class _RunMetrics(RunObserver):
         self._model.duration_ok.observe(seconds)
         self._model.tokens_in.observe(reply.input_tokens)
         self._model.tokens_out.observe(reply.output_tokens)
+        cache = (
+            (n.TOKEN_CACHE_READ, reply.cache_read_input_tokens),
+            (n.TOKEN_CACHE_CREATION, reply.cache_creation_input_tokens),
+        )
+        for token_type, tokens in cache:
+            if tokens:
+                self._hooks.m.token_usage.labels(
+                    n.OP_CHAT, self._info.provider, self._info.model, token_type
+                ).observe(tokens)
+        if reply.time_to_first_token is not None:
+            self._model.first_chunk.observe(reply.time_to_first_token)
 
     def tool_started(self, call: ToolCall) -> None:
         self._tool_t0[call.id] = time.perf_counter()
@@ -478,7 +499,8 @@ class _RunMetrics(RunObserver):
             result.active_seconds, {n.EXEMPLAR_TRACE_ID: result.trace_id} if result.trace_id else None
         )
         tokens.observe(result.input_tokens + result.output_tokens)
-        cost.inc(max(0.0, result.cost_usd - self._spent_before))  # what this segment spent
+        if result.cost_usd is not None:  # an unknown cost is not counted as $0
+            cost.inc(max(0.0, result.cost_usd - self._spent_before))  # what this segment spent
         self._agent_duration(reason, result.error_type)
         if reason is StopReason.NEED_HELP and result.suspension and self._hooks.local_pending is not None:
             s, info = result.suspension, self._info

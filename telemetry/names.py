@@ -138,6 +138,9 @@ EXPOSED_METRICS: Final = frozenset(
         "gen_ai_execute_tool_duration_seconds_bucket",
         "gen_ai_execute_tool_duration_seconds_sum",
         "gen_ai_execute_tool_duration_seconds_count",
+        "gen_ai_client_operation_time_to_first_chunk_seconds_bucket",
+        "gen_ai_client_operation_time_to_first_chunk_seconds_sum",
+        "gen_ai_client_operation_time_to_first_chunk_seconds_count",
     }
 )
 
@@ -236,3 +239,20 @@ CAPTURE_EVENT_ONLY: Final = "EVENT_ONLY"
 CAPTURE_SPAN_AND_EVENT: Final = "SPAN_AND_EVENT"
 # The event that carries a model call's messages when content goes to events (a log record).
 EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"
+
+# -- added for Claude in production (issue 10): cache tokens, time to first token ---
+# Chat span attributes (GenAI conventions), from ModelReply.cache_read_input_tokens and
+# .cache_creation_input_tokens; gen_ai_client_token_usage observes them under these token types.
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+TOKEN_CACHE_READ: Final = "cache_read"  # gen_ai.token.type values for the cache parts of the input
+TOKEN_CACHE_CREATION: Final = "cache_creation"
+# The GenAI conventions name it "time to first chunk": the span attribute and the client
+# metric (histogram, seconds, the duration metric's buckets), read from ModelReply.time_to_first_token.
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+# On chat spans: server tool uses of a reply (`...web_search_requests`: 2), and the provider's
+# rate-limit headers (`anthropic.ratelimit.requests-remaining`, ..., and `retry-after`).
+SERVER_TOOL_USE_PREFIX: Final = "gen_ai.usage.server_tool_use."
+RATE_LIMIT_PREFIX: Final = "anthropic.ratelimit."
+METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai_client_operation_time_to_first_chunk_seconds"  # histogram
+BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK: Final = BUCKETS_GEN_AI_OPERATION_DURATION

@@ -45,7 +45,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 from opentelemetry.semconv.attributes import service_attributes
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 
 from agent.errors import ConfigError
@@ -89,6 +89,14 @@ class Telemetry:
         """The /metrics page in the format the `Accept` header asks for (OpenMetrics carries exemplars)."""
         encoder, content_type = choose_encoder(accept)
         return encoder(self.registry), content_type
+
+    def for_service(self) -> Telemetry:
+        """Shape /metrics as a long-running service serves it (call once, at start): with the
+        process's own metrics (`process_cpu_seconds_total`, memory, open files) and without the
+        `_created` series. The latter is a switch of prometheus_client for the whole process."""
+        disable_created_metrics()
+        ProcessCollector(registry=self.registry)
+        return self
 
     @classmethod
     def from_env(

@@ -380,12 +380,13 @@ def _result_attributes(result: RunResult) -> dict[str, Any]:
         n.AGENT_TURNS: result.turns,
         n.GEN_AI_USAGE_INPUT_TOKENS: result.input_tokens,
         n.GEN_AI_USAGE_OUTPUT_TOKENS: result.output_tokens,
-        n.AGENT_COST_USD: result.cost_usd,
     }
     if result.limit is not None:
         attributes[n.STOP_LIMIT] = str(result.limit)
     if result.cause is not None:
         attributes[n.STOP_CAUSE] = str(result.cause)
+    if result.cost_usd is not None:  # left out when a model's price is unknown
+        attributes[n.AGENT_COST_USD] = result.cost_usd
     return attributes
 
 
@@ -399,6 +400,14 @@ def _reply_attributes(reply: ModelReply) -> dict[str, Any]:
         attributes[n.GEN_AI_RESPONSE_MODEL] = reply.model
     if reply.response_id:
         attributes[n.GEN_AI_RESPONSE_ID] = reply.response_id
+    attributes[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = reply.cache_read_input_tokens
+    attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
+    if reply.time_to_first_token is not None:
+        attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = reply.time_to_first_token
+    for tool, uses in (reply.server_tool_use or {}).items():  # web search, web fetch, code execution
+        attributes[f"{n.SERVER_TOOL_USE_PREFIX}{tool}"] = uses
+    for header, value in (reply.extra.get("rate_limit") or {}).items():  # what is left of the quota
+        attributes[f"{n.RATE_LIMIT_PREFIX}{header.removeprefix('anthropic-ratelimit-')}"] = str(value)
     return attributes
 
 

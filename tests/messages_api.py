@@ -3,9 +3,19 @@
 `MessagesAPI` serves `POST /v1/messages` on 127.0.0.1 from a queue of scripted
 responses and records every request it receives. Build responses with
 `message` (a reply, from `text` and `tool_use` blocks), `error` (an API error
-with the API's JSON error shape) and `hang` (a response that never comes in
-time). Like the real API, it answers a malformed request with a 400 (or a
-401 without credentials) and does not consume a scripted response for it.
+with the API's JSON error shape), `hang` (a response that never comes in
+time), `malformed` (a 200 whose body cannot be read) and `stream_error` (a
+stream that begins, then sends an error event). Like the real API, it answers
+a malformed request with a 400 (or a 401 without credentials) and does not
+consume a scripted response for it.
+
+A request with `"stream": true` is answered with server-sent events, as the
+API streams. A reply built with `input_tokens=None` gets the usage the real
+API would report: input tokens counted from the request (about 4 characters
+a token), and prompt-cache reads and writes computed from the cache
+breakpoints and the prefixes this server has seen. The server counts the TCP
+connections it accepts (`connections`), and serves `GET /v1/models/{id}` for
+the ids in `models`.
 
     with MessagesAPI() as api:
         api.enqueue(message(tool_use("search", {"q": "x"})), error(529))
@@ -15,6 +25,7 @@ time). Like the real API, it answers a malformed request with a 400 (or a
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import socket
@@ -45,12 +56,20 @@ ERROR_TYPES: dict[int, str] = {
 
 @dataclass(frozen=True)
 class Response:
-    """One scripted answer: a status, a JSON body, headers, and a delay before sending."""
+    """One scripted answer: a status, a JSON body, headers, and a delay before sending.
+
+    `stream_delay` is a pause between the events of a streamed reply;
+    `malformed` names a way to break a 200 reply (see `malformed`);
+    `usage_from_request` has the server compute the usage (see `message`).
+    """
 
     status: int
     body: dict[str, Any] | None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    stream_delay: float = 0.0
+    malformed: str | None = None
+    usage_from_request: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,22 +98,29 @@ def tool_use(name: str, input: dict[str, Any] | None = None, id: str | None = No
 def message(
     *content: Block,
     stop_reason: str | None = None,
-    input_tokens: int = 10,
+    input_tokens: int | None = 10,
     output_tokens: int = 5,
     cache_read_input_tokens: int | None = None,
     cache_creation_input_tokens: int | None = None,
     model: str | None = None,
     headers: dict[str, str] | None = None,
+    usage: dict[str, Any] | None = None,
+    stop_details: dict[str, Any] | None = None,
+    stream_delay: float = 0.0,
 ) -> Response:
     """A 200 reply. `stop_reason` defaults to `tool_use` when a block calls a tool, else `end_turn`;
-    `model` defaults to the model the request named; the server fills in the message id."""
+    `model` defaults to the model the request named; the server fills in the message id.
+
+    `input_tokens=None` has the server compute the input and cache usage from
+    the request, as the API would; `usage` adds fields to the reported usage.
+    """
     if stop_reason is None:
         stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
-    usage: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    reported: dict[str, Any] = {"input_tokens": input_tokens or 0, "output_tokens": output_tokens}
     if cache_read_input_tokens is not None:
-        usage["cache_read_input_tokens"] = cache_read_input_tokens
+        reported["cache_read_input_tokens"] = cache_read_input_tokens
     if cache_creation_input_tokens is not None:
-        usage["cache_creation_input_tokens"] = cache_creation_input_tokens
+        reported["cache_creation_input_tokens"] = cache_creation_input_tokens
     body = {
         "type": "message",
         "role": "assistant",
@@ -102,9 +128,13 @@ def message(
         "content": list(content),
         "stop_reason": stop_reason,
         "stop_sequence": None,
-        "usage": usage,
+        "usage": reported | (usage or {}),
     }
-    return Response(200, body, dict(headers or {}))
+    if stop_details is not None:
+        body["stop_details"] = stop_details
+    return Response(
+        200, body, dict(headers or {}), stream_delay=stream_delay, usage_from_request=input_tokens is None
+    )
 
 
 def error(
@@ -121,6 +151,27 @@ def hang(seconds: float = 30.0) -> Response:
     return Response(200, message(text("too late")).body, delay=seconds)
 
 
+MALFORMED_KINDS = ("not_json", "bad_event", "cut_short", "wrong_shape")
+
+
+def malformed(kind: str = "not_json") -> Response:
+    """A 200 reply whose body cannot be read.
+
+    `not_json`: the body is not JSON (nor events); `bad_event`: a streamed
+    event's data is not JSON; `cut_short`: the stream ends after
+    `message_start`; `wrong_shape`: `message_start` carries no message.
+    """
+    if kind not in MALFORMED_KINDS:
+        raise ValueError(f"malformed: kind must be one of {MALFORMED_KINDS}")
+    return Response(200, message(text("unreadable")).body, malformed=kind)
+
+
+def stream_error(kind: str = "overloaded_error", message_text: str = "Overloaded") -> Response:
+    """A stream that begins well, then sends an `error` event (as the API does when overloaded mid-way)."""
+    body = {"type": "error", "error": {"type": kind, "message": message_text}}
+    return Response(200, message(text("partial")).body, malformed="error_event:" + json.dumps(body))
+
+
 class MessagesAPI:
     """A threaded Messages API server on a free loopback port; use as a context manager.
 
@@ -128,11 +179,24 @@ class MessagesAPI:
     failures); without it, an empty queue answers 400 with a message saying so.
     """
 
-    def __init__(self, *responses: Response, then: Response | None = None, validate: bool = True) -> None:
+    def __init__(
+        self,
+        *responses: Response,
+        then: Response | None = None,
+        validate: bool = True,
+        models: dict[str, dict[str, Any]] | None = None,
+        context_window: int | None = None,
+    ) -> None:
         self._queue: deque[Response] = deque(responses)
+        self.context_window = context_window  # a longer prompt is refused, as the API refuses it
         self.then = then
         self.validate = validate
+        self.models = dict(models or {})
+        self.keys: set[str] | None = None  # when set, only these API keys are accepted
         self.requests: list[Received] = []
+        self.usages: list[dict[str, Any]] = []  # the usage reported for each reply, in order
+        self.connections = 0  # TCP connections accepted since start
+        self.cache = PromptCache()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -191,10 +255,16 @@ class MessagesAPI:
         """The JSON bodies of the requests received, in order."""
         return [r.body for r in self.requests]
 
+    @property
+    def open_connections(self) -> int:
+        """Connections accepted and not yet closed."""
+        return len(self._connections)
+
     def _answer(self, received: Received) -> Response:
         with self._lock:
             self.requests.append(received)
             problem = _problem(received) if self.validate else None
+            problem = problem or self._key_problem(received) or self._too_long(received)
             if problem is not None:
                 return problem
             if self._queue:
@@ -203,14 +273,33 @@ class MessagesAPI:
                 return self.then
             return error(400, f"messages_api: no scripted response left for request #{len(self.requests)}")
 
+    def _too_long(self, req: Received) -> Response | None:
+        if self.context_window is None or not isinstance(req.body, dict):
+            return None
+        prompt = count_tokens({k: req.body.get(k) for k in ("system", "tools", "messages")})
+        if prompt <= self.context_window:
+            return None
+        return error(400, f"prompt is too long: {prompt} tokens > {self.context_window} maximum")
+
+    def _key_problem(self, req: Received) -> Response | None:
+        key = req.headers.get("x-api-key") or req.headers.get("authorization", "").removeprefix("Bearer ")
+        if self.keys is not None and key not in self.keys:
+            return error(401, "invalid x-api-key")
+        return None
+
     def _finished(self, response: Response, request_body: Any) -> dict[str, Any] | None:
-        """The body to send, with the message id and model filled in."""
+        """The body to send, with the message id, model and (when asked) usage filled in."""
         if response.body is None or response.body.get("type") != "message":
             return response.body
         body = dict(response.body)
         body["id"] = body.get("id") or f"msg_test_{next(self._ids):04d}"
         if body.get("model") is None and isinstance(request_body, dict):
             body["model"] = request_body.get("model", "unknown")
+        if response.usage_from_request and isinstance(request_body, dict):
+            with self._lock:
+                body["usage"] = {**body["usage"], **self.cache.usage(request_body)}
+        with self._lock:
+            self.usages.append(dict(body["usage"]))
         return body
 
 
@@ -234,6 +323,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        with self.server.api._lock:
+            self.server.api.connections += 1
         self.server.api._connections.add(self.connection)
 
     def finish(self) -> None:
@@ -252,10 +343,62 @@ class _Handler(BaseHTTPRequestHandler):
         if response.delay and api._stopping.wait(response.delay):
             self.close_connection = True
             return  # stopped while waiting: never answer
-        self._send(response.status, api._finished(response, body), response.headers)
+        streamed = isinstance(body, dict) and body.get("stream") is True and response.status == 200
+        if response.malformed == "not_json":
+            self._send_raw(200, b"<html>upstream proxy error</html>", "text/html", response.headers)
+        elif streamed:
+            self._send_events(response, api._finished(response, body) or {})
+        else:
+            self._send(response.status, api._finished(response, body), response.headers)
 
     def do_GET(self) -> None:
-        self._send(404, error(404, f"messages_api: no route GET {self.path}").body, {})
+        api = self.server.api
+        path = self.path.split("?")[0]
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        received = Received(path, headers, None)
+        with api._lock:
+            api.requests.append(received)
+        model_id = path.removeprefix("/v1/models/")
+        if (refused := api._key_problem(received)) is not None:
+            self._send(refused.status, refused.body, {})
+        elif path.startswith("/v1/models/") and model_id in api.models:
+            self._send(200, model_info(model_id, **api.models[model_id]), {})
+        elif path.startswith("/v1/models/"):
+            self._send(404, error(404, f"model: {model_id}", type="not_found_error").body, {})
+        else:
+            self._send(404, error(404, f"messages_api: no route GET {self.path}").body, {})
+
+    def _send_events(self, response: Response, body: dict[str, Any]) -> None:
+        """The reply as the API streams it: message_start, each block, message_delta, message_stop."""
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("request-id", f"req_test_{len(self.server.api.requests):04d}")
+            for name, value in response.headers.items():
+                self.send_header(name, value)
+            self.send_header("transfer-encoding", "chunked")  # so the connection stays open after it
+            self.end_headers()
+            for i, (event, data) in enumerate(stream_events(body, response.malformed)):
+                if i and response.stream_delay and self.server.api._stopping.wait(response.stream_delay):
+                    self.close_connection = True
+                    return
+                self._chunk(_sse(event, data))
+            self._chunk(b"")
+        except OSError:  # the client went away mid-stream (its time budget)
+            self.close_connection = True
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _send_raw(self, status: int, payload: bytes, content_type: str, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(payload)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
 
     def _send(self, status: int, body: dict[str, Any] | None, headers: dict[str, str]) -> None:
         payload = json.dumps(body).encode() if body is not None else b""
@@ -306,7 +449,10 @@ def _tools_problem(tools: Any) -> str | None:
     if not isinstance(tools, list):
         return "tools: Input should be a valid list"
     for i, spec in enumerate(tools):
-        if not (isinstance(spec, dict) and spec.get("name") and isinstance(spec.get("input_schema"), dict)):
+        if not (isinstance(spec, dict) and spec.get("name")):
+            return f"tools.{i}: a tool needs a name"
+        server_tool = spec.get("type") not in (None, "custom")
+        if not server_tool and not isinstance(spec.get("input_schema"), dict):
             return f"tools.{i}: a tool needs a name and an input_schema object"
     return None
 
@@ -336,3 +482,188 @@ def _messages_problem(messages: Any) -> str | None:
 
 def _typed(blocks: list[Any], kind: str) -> list[dict[str, Any]]:
     return [b for b in blocks if isinstance(b, dict) and b.get("type") == kind]
+
+
+# -- streaming -----------------------------------------------------------------
+
+
+def _sse(event: str, data: Any) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data)
+    return f"event: {event}\ndata: {payload}\n\n".encode()
+
+
+def stream_events(body: dict[str, Any], broken: str | None = None) -> list[tuple[str, Any]]:
+    """The server-sent events of a message, as the API sends them (or broken as `malformed` says)."""
+    usage = dict(body.get("usage") or {})
+    start = {**body, "content": [], "stop_reason": None, "stop_sequence": None}
+    start["usage"] = {**usage, "output_tokens": 1}
+    start.pop("stop_details", None)
+    events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": start})]
+    if broken == "cut_short":
+        return events
+    if broken == "wrong_shape":
+        return [("message_start", {"type": "message_start"}), ("message_stop", {"type": "message_stop"})]
+    if broken == "bad_event":
+        return [*events, ("content_block_start", "{not json")]
+    events.append(("ping", {"type": "ping"}))
+    if broken and broken.startswith("error_event:"):
+        return [*events, ("error", broken.removeprefix("error_event:"))]
+    for index, block in enumerate(body.get("content") or []):
+        events.extend(_block_events(index, block))
+    delta = {"stop_reason": body.get("stop_reason"), "stop_sequence": body.get("stop_sequence")}
+    if body.get("stop_details") is not None:
+        delta["stop_details"] = body["stop_details"]
+    final_usage = {k: v for k, v in usage.items() if k != "cache_creation"}
+    events.append(("message_delta", {"type": "message_delta", "delta": delta, "usage": final_usage}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def _block_events(index: int, block: Block) -> list[tuple[str, Any]]:
+    kind = block.get("type")
+    start: Block
+    deltas: list[Block]
+    if kind == "text":
+        start, deltas = (
+            {"type": "text", "text": ""},
+            [_delta("text_delta", text=t) for t in _pieces(block["text"])],
+        )
+    elif kind in ("tool_use", "server_tool_use"):
+        start = {**block, "input": {}}
+        deltas = [_delta("input_json_delta", partial_json=p) for p in _pieces(json.dumps(block["input"]))]
+    elif kind == "thinking":
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [_delta("thinking_delta", thinking=t) for t in _pieces(block["thinking"])]
+        deltas.append(_delta("signature_delta", signature=block["signature"]))
+    else:  # results of server tools, redacted thinking: whole at the start
+        start, deltas = block, []
+    events: list[tuple[str, Any]] = [
+        ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
+    ]
+    events += [
+        ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas
+    ]
+    events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return events
+
+
+def _delta(kind: str, **fields: Any) -> Block:
+    return {"type": kind, **fields}
+
+
+def _pieces(value: str, size: int = 40) -> list[str]:
+    return [value[i : i + size] for i in range(0, len(value), size)] or [""]
+
+
+# -- the models API --------------------------------------------------------------
+
+
+def model_info(
+    model_id: str,
+    *,
+    max_input_tokens: int | None = 1_000_000,
+    max_tokens: int | None = 128_000,
+    lifecycle: str = "active",
+    display_name: str | None = None,
+) -> dict[str, Any]:
+    """A `GET /v1/models/{id}` answer."""
+    return {
+        "type": "model",
+        "id": model_id,
+        "display_name": display_name or model_id,
+        "created_at": "2026-06-30T00:00:00Z",
+        "lifecycle": lifecycle,
+        "max_input_tokens": max_input_tokens,
+        "max_tokens": max_tokens,
+    }
+
+
+# -- prompt caching --------------------------------------------------------------
+
+LOOKBACK_BLOCKS = 20  # the API looks this many blocks back from a breakpoint for an earlier entry
+
+
+def count_tokens(value: Any) -> int:
+    """About 4 characters a token, as the API's tokenizer roughly counts English and JSON."""
+    return max(1, -(-len(json.dumps(value, sort_keys=True)) // 4))
+
+
+class PromptCache:
+    """The API's prompt cache, as far as usage shows it.
+
+    A request is a sequence of blocks (tools, system, then each message's
+    content blocks). A block with `cache_control` is a breakpoint. The cache
+    holds the prefixes up to the breakpoints it has seen; a request reads the
+    longest cached prefix that ends at a breakpoint or up to 20 blocks before
+    one, and writes the rest up to its last breakpoint. Entries never expire
+    here (tests run well inside 5 minutes).
+    """
+
+    def __init__(self) -> None:
+        self._entries: set[str] = set()
+
+    def usage(self, body: dict[str, Any]) -> dict[str, Any]:
+        blocks, marks = _cacheable_blocks(body)
+        tokens = list(itertools.accumulate(count_tokens(b) for b in blocks))
+        keys = _prefix_keys(str(body.get("model")), blocks)
+        read = self._read_upto(keys, [i for i, _ in marks])
+        write_upto = marks[-1][0] + 1 if marks else 0
+        read_tokens = tokens[read - 1] if read else 0
+        write_tokens = tokens[write_upto - 1] - read_tokens if write_upto > read else 0
+        for i, _ in marks:
+            self._entries.add(keys[i])
+        total = tokens[-1] if tokens else 0
+        one_hour = write_tokens if marks and marks[-1][1] == "1h" else 0
+        return {
+            "input_tokens": total - read_tokens - write_tokens,
+            "cache_read_input_tokens": read_tokens,
+            "cache_creation_input_tokens": write_tokens,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": write_tokens - one_hour,
+                "ephemeral_1h_input_tokens": one_hour,
+            },
+        }
+
+    def _read_upto(self, keys: list[str], breakpoints: list[int]) -> int:
+        """How many leading blocks are read from the cache (0: none)."""
+        best = 0
+        for b in breakpoints:
+            for i in range(b, max(-1, b - LOOKBACK_BLOCKS), -1):
+                if keys[i] in self._entries:
+                    best = max(best, i + 1)
+                    break
+        return best
+
+
+def _cacheable_blocks(body: dict[str, Any]) -> tuple[list[Any], list[tuple[int, str]]]:
+    """The request's blocks in cache order, and the breakpoints (index, ttl)."""
+    blocks: list[Any] = []
+    marks: list[tuple[int, str]] = []
+
+    def add(block: Any, role: str) -> None:
+        if isinstance(block, dict) and "cache_control" in block:
+            marks.append((len(blocks), block["cache_control"].get("ttl", "5m")))
+            block = {k: v for k, v in block.items() if k != "cache_control"}
+        blocks.append([role, block])
+
+    for tool in body.get("tools") or []:
+        add(tool, "tool")
+    system = body.get("system")
+    for block in [system] if isinstance(system, str) else system or []:
+        add(block, "system")
+    for message in body.get("messages") or []:
+        content = message.get("content")  # a string is the same prompt as one text block
+        for block in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
+            add(block, str(message.get("role")))
+    if isinstance(body.get("cache_control"), dict) and blocks:
+        marks.append((len(blocks) - 1, body["cache_control"].get("ttl", "5m")))
+    return blocks, marks
+
+
+def _prefix_keys(model: str, blocks: list[Any]) -> list[str]:
+    digest = hashlib.sha256(model.encode())
+    keys = []
+    for block in blocks:
+        digest.update(json.dumps(block, sort_keys=True).encode())
+        keys.append(digest.copy().hexdigest())
+    return keys

@@ -108,7 +108,7 @@ def test_request_and_reply_mapping(api: MessagesAPI) -> None:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "2"}]},
     ]
     tools = [add.spec(), FINISH_SPEC]
-    reply = complete(model_for(api), ModelRequest.of_messages("Be brief.", history, tools, 300))
+    reply = complete(model_for(api, cache=None), ModelRequest.of_messages("Be brief.", history, tools, 300))
 
     assert reply.content == [
         {"type": "text", "text": "Adding."},
@@ -116,7 +116,9 @@ def test_request_and_reply_mapping(api: MessagesAPI) -> None:
     ]
     assert reply.tool_calls[0].arguments == {"a": 2, "b": 3}
     assert (reply.input_tokens, reply.output_tokens) == (40 + 100 + 7, 12)
+    assert (reply.cache_read_input_tokens, reply.cache_creation_input_tokens) == (100, 7)
     assert reply.extra == {"cache_read_input_tokens": 100, "cache_creation_input_tokens": 7}
+    assert reply.time_to_first_token is not None and reply.time_to_first_token > 0
     assert (reply.stop_reason, reply.model) == ("tool_use", MODEL)
     assert reply.response_id.startswith("msg_test_")
 
@@ -128,6 +130,7 @@ def test_request_and_reply_mapping(api: MessagesAPI) -> None:
         "system": "Be brief.",
         "tools": tools,
         "messages": history,
+        "stream": True,
     }
     assert sent.headers["authorization"] == f"Bearer {KEY}"  # this SDK sends the key as a bearer token
     assert sent.headers["anthropic-version"]
@@ -141,9 +144,11 @@ def test_empty_system_tools_and_content_are_left_out(api: MessagesAPI) -> None:
         {"role": "assistant", "content": []},  # the API sometimes answers with no blocks
         {"role": "user", "content": "Use a tool or call finish."},
     ]
-    reply = complete(model_for(api), ModelRequest.of_messages("", history, [], 50))
+    reply = complete(model_for(api, cache=None), ModelRequest.of_messages("", history, [], 50))
     assert reply.text == "fine"
-    assert api.bodies == [{"model": MODEL, "max_tokens": 50, "messages": [history[0], history[2]]}]
+    assert api.bodies == [
+        {"model": MODEL, "max_tokens": 50, "messages": [history[0], history[2]], "stream": True}
+    ]
 
 
 def test_thinking_blocks_are_kept_to_send_back(api: MessagesAPI) -> None:
@@ -166,15 +171,12 @@ def test_other_blocks_are_kept_whole(api: MessagesAPI) -> None:
     assert complete(model_for(api), ask("search")).content == [server_call, text("found")]
 
 
-def test_request_the_sdk_refuses_to_send(api: MessagesAPI) -> None:
-    request = ModelRequest.of_messages(
-        "", ask("hi").messages, [], 64_000
-    )  # needs streaming under the default timeout
-    exc = failure(model_for(api), request)
-    assert exc.error_type == "bad_request" and "max_tokens" in str(exc)
-    assert api.requests == []
-    api.enqueue(message(text("ok")))
-    assert complete(model_for(api, timeout=30), request).text == "ok"
+def test_a_max_tokens_the_sdk_only_streams_succeeds(api: MessagesAPI) -> None:
+    # Without streaming, the SDK refuses to send a max_tokens above about 21,000.
+    api.enqueue(message(text("a long answer"), output_tokens=31_000))
+    reply = complete(model_for(api), ModelRequest.of_messages("", ask("write a lot").messages, [], 32_000))
+    assert (reply.text, reply.output_tokens) == ("a long answer", 31_000)
+    assert api.bodies[0]["max_tokens"] == 32_000 and api.bodies[0]["stream"] is True
 
 
 def test_truncated_tool_call_is_never_returned(api: MessagesAPI) -> None:
@@ -309,14 +311,20 @@ def test_tool_use_round_trip(api: MessagesAPI) -> None:
     assert (result.input_tokens, result.output_tokens) == (130, 14)
     assert result.error_type is None
     first, second = api.bodies
-    assert first["model"] == MODEL and first["system"] == "You add numbers."
+    marker = {"type": "ephemeral"}  # prompt caching is on by default
+    assert first["model"] == MODEL
+    assert first["system"] == [{"type": "text", "text": "You add numbers.", "cache_control": marker}]
     assert [t["name"] for t in first["tools"]] == ["add", "finish"]
-    assert first["tools"][1] == FINISH_SPEC and FINISH_SPEC["strict"] is True
-    assert first["messages"] == [{"role": "user", "content": "What is 2+3?"}]
+    assert first["tools"][1] == FINISH_SPEC | {"cache_control": marker} and FINISH_SPEC["strict"] is True
+    assert first["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "What is 2+3?", "cache_control": marker}]}
+    ]
     assert second["messages"][1]["content"][1]["id"] == "toolu_1"
     assert second["messages"][2] == {
         "role": "user",
-        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "5"}],
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "5", "cache_control": marker}
+        ],
     }
 
 

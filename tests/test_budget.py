@@ -110,7 +110,7 @@ def test_a_dated_id_takes_its_own_family_not_a_shorter_one():
         "claude-sonnet-4-5x",
         "my-claude-sonnet-4-5",
         "",
-        "claude-sonnet-4-6",  # a newer model is not priced as an older one
+        "claude-sonnet-5-6",  # a newer model is not priced as an older one
     ],
 )
 def test_price_table_unknown_models(model):

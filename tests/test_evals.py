@@ -151,7 +151,7 @@ def test_eval_against_a_model_through_the_messages_api(
         assert api.pending == 0
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "cases, model claude-haiku-4-5" in out and "PASSED: 1 of 1" in out
+    assert "1 case, model claude-haiku-4-5" in out and "PASSED: 1 of 1" in out
 
 
 def test_model_needs_an_api_key(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,7 +69,7 @@ def test_the_inbox_lists_waiting_runs_and_answers_approves_and_denies_behind_the
     expect(item.locator(".question")).to_contain_text("Which one should I download?")
     expect(item.locator(".times")).to_contain_text("deadline")
     expect(page.locator(f"#run-{push} .call code")).to_have_text("push")
-    expect(page.locator(f"#run-{push} pre")).to_contain_text('"branch": "fix/add-cents"')
+    expect(page.locator(f"#run-{push} pre.arguments")).to_contain_text('"branch": "fix/add-cents"')
     expect(page.locator("form.answer")).to_have_count(0)  # no forms before signing in
 
     page.fill("input[name=token]", "not-the-token-at-all")
@@ -161,6 +162,184 @@ def test_markup_from_the_model_is_shown_as_text_never_run(tmp_path: Path, page: 
             api.post(f"/runs/{run_id}/answer", json={"answer": "go on"})
             wait_status(api, run_id, "waiting")
             page.goto(f"{server.url}/inbox")
-            expect(page.locator(f"#run-{run_id} pre")).to_contain_text(MARKUP.replace('"', '\\"'))
+            expect(page.locator(f"#run-{run_id} pre.arguments")).to_contain_text(MARKUP.replace('"', '\\"'))
         assert page.title().startswith("Endstate help inbox")
         assert page.locator("script, img").count() == 0
+
+
+# -- the states an on-call person meets, each checked in Chromium and kept as a screenshot -----------
+
+
+@pytest.fixture(scope="session")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the screenshots go: $ENDSTATE_INBOX_SCREENSHOTS when set (to look at them), else a tmp folder."""
+    chosen = os.environ.get("ENDSTATE_INBOX_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("inbox-screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _shot(page: object, shots: Path, name: str) -> None:
+    from playwright.sync_api import Page
+
+    assert isinstance(page, Page)
+    path = shots / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _sign_in(page: object, server: Server) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    page.goto(f"{server.url}/inbox")
+    page.fill("input[name=token]", TOKEN)
+    page.click("form.login button")
+    expect(page.locator(".notice")).to_have_text("Signed in.")
+
+
+def test_signed_out_the_inbox_says_where_the_token_comes_from(
+    tmp_path: Path, page: object, shots: Path
+) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    with Server(str(tmp_path / "runs.db"), tmp_path, "--read-auth", "token") as server:
+        _start(server, "invoice-downloader", "invoice/which-one")
+        page.goto(f"{server.url}/inbox")
+        expect(page.locator(".error")).to_contain_text("Sign in with the service token")
+        help_text = page.locator(".token-help")
+        for where in ("$ENDSTATE_TOKEN", "--token-file", "$ENDSTATE_TOKEN_FILE", ".endstate/token"):
+            expect(help_text).to_contain_text(where)
+        expect(page.locator(".run")).to_have_count(0)  # reads need the token here: nothing shown
+        expect(page.locator("meta[http-equiv=refresh]")).to_have_attribute("content", "30; url=/inbox")
+        _shot(page, shots, "1-signed-out")
+        _sign_in(page, server)
+        expect(page.locator(".run")).to_have_count(1)
+
+
+def test_a_question_shows_what_the_agent_did_before_asking(server: Server, page: object, shots: Path) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    run_id = _start(server, "invoice-downloader", "invoice/which-one")
+    _sign_in(page, server)
+    item = page.locator(f"#run-{run_id}")
+    expect(item.locator(".question")).to_contain_text("Which one should I download?")
+    expect(item.locator(".before .summary")).to_contain_text("Stopped: need_help after 2 turns")
+    expect(item.locator(".steps li")).to_have_count(1)
+    expect(item.locator(".steps .tool")).to_have_text("list_invoices")
+    expect(item.locator(".steps .args")).to_have_text('{"month": "2026-09"}')
+    expect(item.locator(".steps .result")).to_contain_text("INV-0913")
+    expect(item.locator(".call")).to_have_count(0)  # a question, not an approval
+    expect(item.locator("form.answer .effect")).to_contain_text("the agent gets your answer")
+    _shot(page, shots, "2-question-with-context")
+
+
+def test_an_approval_previews_the_diff_the_push_would_publish(
+    server: Server, page: object, shots: Path
+) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    run_id = _start(server, "ci-fixer", "ci/approved-push")
+    _sign_in(page, server)
+    item = page.locator(f"#run-{run_id}")
+    expect(item.locator(".call code")).to_have_text("push")
+    preview = item.locator("pre.preview")
+    expect(preview).to_contain_text("Push to fix/add-cents, publishing:")
+    expect(preview).to_contain_text("--- a/calc/money.py")
+    expect(preview).to_contain_text("-    return a - b")
+    expect(preview).to_contain_text("+    return a + b")
+    expect(item.locator(".steps .tool")).to_have_text(["read_logs", "read_file", "edit_file", "run_tests"])
+    expect(item.locator(".steps li").nth(3).locator(".result")).to_contain_text("exit 0")
+    expect(item.locator("form.approve .effect")).to_have_text(
+        "the call runs as shown, then the agent continues."
+    )
+    expect(item.locator("form.deny .effect")).to_contain_text(
+        "the agent is told it was denied, with your reason"
+    )
+    _shot(page, shots, "3-approval-with-preview")
+
+
+def test_an_expired_request_shows_as_expired_without_buttons(
+    tmp_path: Path, page: object, shots: Path
+) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    # no sweep while the test looks: the request stays waiting past its deadline (wait_seconds=0)
+    with Server(str(tmp_path / "runs.db"), tmp_path, "--sweep-interval", "3600") as server:
+        expired = _start(server, "ci-fixer", "ci/unanswered-push")
+        open_one = _start(server, "ci-fixer", "ci/approved-push")
+        _sign_in(page, server)
+        item = page.locator(f"#run-{expired}")
+        expect(item).to_have_class("run expired")
+        expect(item.locator(".expired-note")).to_contain_text("Expired")
+        expect(item.locator(".expired-note")).to_contain_text("no answer is taken any more")
+        expect(item.locator("form, button")).to_have_count(0)
+        expect(
+            page.locator(f"#run-{open_one} form.approve button")
+        ).to_be_visible()  # signed in: others have them
+        _shot(page, shots, "4-expired-without-buttons")
+        with server.client() as api:
+            assert api.post(f"/runs/{expired}/approve").status_code == 409  # and the API agrees
+            [item_json] = [p for p in api.get("/pending").json()["pending"] if p["run_id"] == expired]
+            assert item_json["expired"] is True
+
+
+def test_the_inbox_filters_by_agent_and_task_type_with_links(
+    server: Server, page: object, shots: Path
+) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    question = _start(server, "invoice-downloader", "invoice/which-one")
+    pushes = [_start(server, "ci-fixer", "ci/approved-push") for _ in range(2)]
+    _sign_in(page, server)
+    expect(page.locator("#count")).to_have_text("3")
+    page.click(".filter-agent a:text('ci-fixer (2)')")
+    expect(page.locator("#count")).to_have_text("2")
+    assert page.url.endswith("/inbox?agent=ci-fixer")
+    expect(page.locator(".run")).to_have_count(2)
+    expect(page.locator(f"#run-{question}")).to_have_count(0)
+    expect(page.locator(".filter-agent a[aria-current=page]")).to_have_text("ci-fixer (2)")
+    expect(page.locator("meta[http-equiv=refresh]")).to_have_attribute(
+        "content", "30; url=/inbox?agent=ci-fixer"
+    )  # the refresh keeps the filter
+    _shot(page, shots, "5-filtered-by-agent")
+    page.locator(f"#run-{pushes[0]} form.approve button").click()  # acting keeps the filter too
+    expect(page.locator(".notice")).to_contain_text(f"Approved run {pushes[0]}")
+    assert "agent=ci-fixer" in page.url
+    page.click(".filter-task_type a:text('invoice_download (1)')")
+    expect(page.locator(".run")).to_have_count(0)  # ci-fixer runs of task type invoice: none
+    page.click(".filter-agent a:text('all')")
+    expect(page.locator(".run")).to_have_count(1)
+    expect(page.locator(f"#run-{question}")).to_have_count(1)
+    with server.client() as api:
+        only = api.get("/pending", params={"agent": "ci-fixer", "task_type": "fix_ci"}).json()
+    assert [p["run_id"] for p in only["pending"]] == [pushes[1]] and only["total"] == 1
+
+
+def test_the_inbox_pages_oldest_first(tmp_path: Path, page: object, shots: Path) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    with Server(str(tmp_path / "runs.db"), tmp_path, "--page-size", "2") as server:
+        started = [_start(server, "invoice-downloader", "invoice/which-one") for _ in range(5)]
+        _sign_in(page, server)
+        seen: list[str] = []
+        for number, first, last in ((1, 1, 2), (2, 3, 4), (3, 5, 5)):
+            expect(page.locator("#count")).to_have_text("5")
+            expect(page.locator(".pages")).to_contain_text(f"Runs {first}-{last} of 5, oldest first")
+            seen += [
+                str(page.locator(".run").nth(i).get_attribute("data-run-id")) for i in range(last - first + 1)
+            ]
+            if number == 2:
+                _shot(page, shots, "6-page-2-of-3")
+            if number < 3:
+                page.click(".pages a[rel=next]")
+        expect(page.locator(".pages a[rel=next]")).to_have_count(0)
+        page.click(".pages a[rel=prev]")
+        expect(page.locator(".pages")).to_contain_text("Runs 3-4 of 5")
+    assert seen == started  # started one after another: oldest first across the pages

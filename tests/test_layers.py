@@ -8,7 +8,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN_IN_AGENT = ("opentelemetry.sdk", "opentelemetry.exporter", "prometheus_client")
-FACES = ("agent.cli", "agent.cli_store", "agent.service.server")  # they wire telemetry/ in; the rest never
+FACES = (
+    "agent.cli",
+    "agent.cli_store",
+    "agent.service.server",
+    "agent.cli_temporal",
+    "agent.temporal.service",
+)  # they wire telemetry/ in; the rest never
 
 
 def modules() -> dict[str, Path]:

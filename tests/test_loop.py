@@ -18,6 +18,7 @@ import pytest
 from agent import (
     Agent,
     Budget,
+    ConfigError,
     Extension,
     HelpPolicy,
     LimitKind,
@@ -125,7 +126,7 @@ def test_success_with_a_verifier_is_verified(make_agent):
     assert result.run_id
     assert result.suspension is None
     assert result.snapshot is None
-    assert result.summary.startswith("Stopped: success after 1 turns")
+    assert result.summary.startswith("Stopped: success after 1 turn,")
     agent.model.assert_used_up()
 
 
@@ -1131,7 +1132,7 @@ def test_a_retry_after_past_the_seconds_budget_stops_at_the_limit_without_sleepi
         (RetryPolicy(base_delay=1, jitter=False), 3, None, 4.0),
         (RetryPolicy(base_delay=1, max_delay=5, jitter=False), 4, None, 5.0),
         (RetryPolicy(max_delay=30), 1, 12.0, 12.0),
-        (RetryPolicy(max_delay=30), 1, 99.0, 30.0),
+        (RetryPolicy(max_delay=30), 1, 99.0, 99.0),  # a retry-after is never cut short
         (RetryPolicy(max_delay=30), 1, -3.0, 0.0),
         (RetryPolicy(max_attempts=3), 3, None, None),
         (RetryPolicy(max_attempts=3), 3, 1.0, None),
@@ -1330,3 +1331,32 @@ def test_a_verifier_longer_than_the_time_left_is_cut_at_the_budget(make_agent):
         release.set()
     assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS)
     assert "while the verifiers checked" in result.note
+
+
+# -- cost: unknown prices and the verifiers' own model calls -------------------------------------
+
+
+def test_a_model_without_a_price_reports_its_cost_as_unknown_never_zero():
+    agent = Agent("t", ScriptedModel([[finish("done", "ok")]], name="mystery-model"))
+    result = agent.run("task")
+    assert result.reason is StopReason.SUCCESS
+    assert result.cost_usd is None
+    assert result.to_dict()["cost_usd"] is None
+    assert "cost unknown" in result.summary
+    with pytest.raises(ConfigError, match="cost budget but no price for model 'mystery-model'"):
+        Agent("t", ScriptedModel([], name="mystery-model"), budget=Budget(max_cost_usd=1.0))
+
+
+def test_a_verifiers_model_calls_count_in_the_runs_tokens_and_cost(make_agent):
+    def judge(ctx: RunContext) -> list[str]:
+        ctx.charge(
+            "scripted", ModelReply([], input_tokens=1_000_000, output_tokens=0)
+        )  # $3 at the scripted price
+        return []
+
+    result = make_agent(reply(finish("done", "ok"), input_tokens=10, output_tokens=1), verifiers=[judge]).run(
+        "t"
+    )
+    assert result.reason is StopReason.SUCCESS
+    assert result.input_tokens == 1_000_010
+    assert result.cost_usd == pytest.approx(3.0 + (10 * 3.0 + 1 * 15.0) / 1e6)

@@ -71,7 +71,7 @@ def test_kill_9_mid_turn_then_recover_completes_and_runs_no_call_twice(
 
     done = endstate("recover", "--catalog", CATALOG, store=store_url)
     assert done.returncode == 0, done.stderr
-    assert "success" in done.stdout and "1 runs recovered or swept" in done.stdout
+    assert "success" in done.stdout and "1 run recovered or swept" in done.stdout
     assert counted(folder) == [1, 2, 3, 4, 5]  # count(3) is not run again; hang() and count(4) are
     store = open_store(store_url)
     [rec] = store.list_runs(limit=None)

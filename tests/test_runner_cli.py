@@ -123,7 +123,7 @@ def test_runs_prints_a_header_times_with_their_zone_and_what_to_do_next(
     header, *rows, _, hint = capsys.readouterr().out.splitlines()
     assert header.split()[:4] == ["RUN", "ID", "AGENT", "TASK"] and "STARTED (local time)" in header
     assert len(rows) == 2 and all(re.search(r" [+-]\d{4}$", row) for row in rows)  # the UTC offset
-    assert hint == "2 of these wait for a person: `endstate pending` shows what they ask"
+    assert hint == f"2 of these wait for a person: `endstate pending --store {path}` shows what they ask"
 
 
 def test_pending_says_how_to_answer_and_when_it_is_too_late(
@@ -134,8 +134,9 @@ def test_pending_says_how_to_answer_and_when_it_is_too_late(
     assert main(["pending", "--store", str(path)]) == 0
     out = capsys.readouterr().out
     assert "deadline in passed" not in out and re.search(r"deadline passed \d+s ago \(\d{4}-", out)
-    assert "too late to answer: `endstate recover` ends it under its help policy" in out
-    assert f'endstate approve {wire}   or   endstate deny {wire} "why"' in out
+    on = f"--store {path}"  # the hints carry the store that was given
+    assert f"too late to answer: `endstate recover {on}` ends it under its help policy" in out
+    assert f'endstate approve {wire} {on}   or   endstate deny {wire} {on} "why"' in out
     assert f"endstate answer {late}" not in out  # past its deadline: no command that would be refused
 
 
@@ -171,7 +172,7 @@ def test_recover_goes_on_past_a_run_it_cannot_resume(tmp_path: Path) -> None:
         store.close()
     done = endstate("recover", "--catalog", CATALOG, store=str(path))
     assert done.returncode == 0, done.stderr
-    assert f"run {good}: success" in done.stdout and "1 runs recovered or swept" in done.stdout
+    assert f"run {good}: success" in done.stdout and "1 run recovered or swept" in done.stdout
     assert (
         f"run {bad} cannot be recovered" in done.stderr and "belongs to agent 'someone-else'" in done.stderr
     )

@@ -188,3 +188,15 @@ def test_the_demo_workload_fills_a_fresh_store_with_every_stop_reason(tmp_path: 
             return found if found >= wanted and resumed else None
 
         wait_for(reasons, timeout=120, what="every stop reason from the demo workload")
+
+
+def test_serve_prints_the_inbox_url_and_serves_process_metrics_without_created_series(server: Server) -> None:
+    assert f"endstate serve: inbox: {server.url}/inbox" in server.log.read_text()
+    with server.client() as api:
+        wait_status(api, api.post("/runs", json=INVOICE).json()["run_id"], "waiting")
+        for accept in ("", "application/openmetrics-text; version=1.0.0"):
+            text = api.get("/metrics", headers={"Accept": accept}).text
+            assert "agent_runs_started_total" in text or "agent_runs_started" in text
+            assert "_created" not in text, [line for line in text.splitlines() if "_created" in line][:3]
+            assert (metric(text, "process_cpu_seconds_total") or 0.0) > 0.0
+            assert (metric(text, "process_resident_memory_bytes") or 0.0) > 0.0

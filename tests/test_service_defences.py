@@ -181,7 +181,7 @@ def test_store_reads_run_off_the_event_loop(build: Build, monkeypatch: pytest.Mo
     api = build(runs=1)
     store = api.app.state.service.runner.store  # type: ignore[attr-defined]
     on_loop: list[str] = []
-    for name in ("list_runs", "get"):
+    for name in ("list_runs", "get", "snapshot"):
         real = getattr(store, name)
 
         def watched(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:

@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from agent import Agent, Budget, CompositeHooks, Extension, ModelError, RunResult, StopReason, predicate, tool
 from agent.models import ScriptedModel, call, finish, say
+from agent.models.base import ModelReply, ModelRequest
 from telemetry import MetricsHooks, TracingHooks
 from telemetry import names as n
 
@@ -458,3 +459,34 @@ def test_a_limit_stop_continued_with_more_budget_is_marked_and_counted_once(rig:
     assert rig.value("agent_stops_total", stop_reason="limit", stop_limit="turns") == 1
     assert rig.value("agent_runs_resumed_total", stop_reason="limit") == 1  # the limit was not its end
     assert rig.value("agent_budget_limit", limit="turns") == 7  # the ceiling the run now has
+
+
+def test_chat_spans_carry_server_tool_uses_rate_limits_and_the_first_chunk_time(rig: Rig) -> None:
+    """What the Anthropic adapter reads off a streamed reply reaches the chat span and the metrics."""
+
+    class Streamed:
+        provider, name = "anthropic", "claude-sonnet-5-5"
+
+        async def complete(self, request: ModelRequest) -> ModelReply:
+            limits = {"anthropic-ratelimit-requests-remaining": "49", "retry-after": "3"}
+            return ModelReply(
+                [{"type": "tool_use", "id": "t1", "name": "finish", "input": {"kind": "done", "note": "ok"}}],
+                input_tokens=10,
+                output_tokens=5,
+                stop_reason="tool_use",
+                time_to_first_token=0.25,
+                server_tool_use={"web_search_requests": 2},
+                extra={"rate_limit": limits},
+            )
+
+    Agent(AGENT, Streamed(), task_type=TASK_TYPE, hooks=rig.hooks).run("search")
+    (chat,) = [s for s in rig.spans() if s.name.startswith(n.SPAN_CHAT)]
+    attrs = chat.attributes or {}
+    assert attrs[f"{n.SERVER_TOOL_USE_PREFIX}web_search_requests"] == 2
+    assert attrs[f"{n.RATE_LIMIT_PREFIX}requests-remaining"] == "49"
+    assert attrs[f"{n.RATE_LIMIT_PREFIX}retry-after"] == "3"
+    assert attrs[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] == 0.25
+    first_chunk = {"gen_ai_operation_name": "chat", "gen_ai_provider_name": "anthropic"}
+    first_chunk["gen_ai_request_model"] = "claude-sonnet-5-5"
+    get = rig.registry.get_sample_value
+    assert get("gen_ai_client_operation_time_to_first_chunk_seconds_sum", first_chunk) == 0.25

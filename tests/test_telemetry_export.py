@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider
 from otlp_receiver import OtlpReceiver, attributes, closed_port
@@ -26,6 +25,7 @@ from agent.errors import ConfigError
 from agent.models import ScriptedModel, call, finish
 from telemetry import Telemetry
 from telemetry import names as n
+from telemetry.export import JsonLinesExporter
 
 FAST_TIMEOUT = {"OTEL_EXPORTER_OTLP_TIMEOUT": "0.3"}  # seconds, as the Python SDK reads it
 TO_FILE = {n.ENV_TRACES_FILE: os.devnull}
@@ -260,11 +260,11 @@ def test_bad_settings_say_what_to_fix(env: dict[str, str], says: str, setenv: Se
         Telemetry.from_env(setenv(env), registry=CollectorRegistry())
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("opentelemetry.exporter.otlp.proto.grpc") is not None,
-    reason="grpc exporter installed",
-)
-def test_grpc_without_its_package_says_which_to_install(setenv: Setenv) -> None:
+def test_grpc_without_its_package_says_which_to_install(
+    setenv: Setenv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gRPC is a dependency now; an install that lost it still gets a clear error (import made to fail)."""
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.grpc.trace_exporter", None)
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
     with pytest.raises(ConfigError, match="opentelemetry-exporter-otlp-proto-grpc"):
         Telemetry.from_env(setenv(env), registry=CollectorRegistry())
@@ -324,3 +324,22 @@ def test_every_read_of_the_pending_source_is_an_attempt_and_a_raising_one_a_fail
         list(telemetry.registry.collect())
     assert (attempts(telemetry, metrics), failures(telemetry, metrics)) == (5, 3)
     assert attempts(telemetry) == failures(telemetry) == 0  # no span export configured: no trace attempts
+
+
+def test_the_offline_span_file_is_capped_and_rotated(tmp_path: Path) -> None:
+    path = tmp_path / "traces.jsonl"
+    exporter = JsonLinesExporter(path, max_bytes=4_000)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    for i in range(200):
+        with tracer.start_as_current_span(f"span {i}"):
+            pass
+    provider.shutdown()
+    rotated = path.with_name("traces.jsonl.1")
+    assert rotated.exists() and path.exists()
+    assert rotated.stat().st_size < 4_000 + 2_000  # at most the cap and one batch past it
+    assert path.stat().st_size < 4_000 + 2_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces.jsonl", "traces.jsonl.1"]  # no more files
+    last = path.read_text().splitlines()[-1]
+    assert '"name": "span 199"' in last

@@ -12,6 +12,10 @@ A case file holds `cases:`, a list of cases (or is that list itself). A case:
     impossible: true                    # impossible on purpose: counts for correct give-up
     judge: [nothing_downloaded]         # independent checks (agent.evals.judges)
 
+A promoted case (`endstate review promote`) plays `replay:`, a run's recorded
+replies, instead of a script, and checks `results:`, what its calls got back
+(agent.evals.replay); its reviewer's label stands in for a judge.
+
 and optionally `expect_limit` (which budget, with `expect: limit`),
 `expect_rejected` (a "done" was rejected by the verifiers on the way),
 `then: {action, text, expect}` (what a person does after a suspension),
@@ -33,6 +37,7 @@ import yaml
 from agent.errors import ConfigError
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import JUDGES
+from agent.evals.replay import RecordedResult, Replay
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
 from agent.result import LimitKind, StopReason
@@ -56,6 +61,8 @@ FIELDS = (
     "offline_only",
     "break_verifiers",
     "description",
+    "replay",
+    "results",
 )
 
 
@@ -101,6 +108,7 @@ class Case:
     offline_only: bool = False
     break_verifiers: bool = False
     description: str = ""
+    replay: Replay | None = None
 
     @property
     def expected(self) -> list[StopReason]:
@@ -236,9 +244,42 @@ def _parse(f: _Fields) -> Case:
         offline_only=f.flag("offline_only"),
         break_verifiers=f.flag("break_verifiers"),
         description=f.optional_text("description") or "",
+        replay=_replay(f),
     )
     _check_consistent(f, case)
     return case
+
+
+def _replay(f: _Fields) -> Replay | None:
+    """Recorded replies (`replay:`) and the results their calls got (`results:`)."""
+    if "replay" not in f.raw:
+        if "results" in f.raw:
+            raise f.error("results", "only makes sense with 'replay' (the recorded replies)")
+        return None
+    if "script" in f.raw:
+        raise f.error("replay", "a case plays either a 'script' or a 'replay', not both")
+    replies = f.raw["replay"]
+    if not isinstance(replies, list) or not replies or not all(_is_reply(r) for r in replies):
+        raise f.error("replay", "must be a non-empty list of replies, each {content: [blocks], ...}")
+    results = f.raw.get("results", [])
+    if not isinstance(results, list) or not all(_is_result(r) for r in results):
+        raise f.error("results", "must be a list of {call, text, is_error?}")
+    recorded = tuple(RecordedResult(r["call"], r["text"], r.get("is_error", False)) for r in results)
+    return Replay(tuple(replies), recorded)
+
+
+def _is_reply(raw: Any) -> bool:
+    content = raw.get("content") if isinstance(raw, dict) else None
+    return isinstance(content, list) and all(isinstance(b, dict) and "type" in b for b in content)
+
+
+def _is_result(raw: Any) -> bool:
+    return (
+        isinstance(raw, dict)
+        and isinstance(raw.get("call"), str)
+        and isinstance(raw.get("text"), str)
+        and isinstance(raw.get("is_error", False), bool)
+    )
 
 
 def _script(f: _Fields, agent: str) -> Any:
@@ -322,5 +363,5 @@ def _check_consistent(f: _Fields, case: Case) -> None:
         )
     if case.impossible and StopReason.SUCCESS in case.expected:
         raise f.error("impossible", "an impossible task cannot expect success")
-    if (case.impossible or StopReason.SUCCESS in case.expected) and not case.judges:
+    if (case.impossible or StopReason.SUCCESS in case.expected) and not case.judges and not case.replay:
         raise f.error("judge", "a case that expects success or is impossible needs an independent judge")

@@ -92,7 +92,7 @@ _REASONS = [str(r) for r in StopReason]
 def render(outcomes: Sequence[Outcome], summary: Summary, mode: str) -> str:
     """The readable report."""
     parts = [
-        f"endstate eval: {summary.cases} cases, {mode}",
+        f"endstate eval: {summary.cases} {'case' if summary.cases == 1 else 'cases'}, {mode}",
         "",
         _case_table(outcomes),
         *_failures(outcomes),

@@ -15,8 +15,10 @@ from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import Judged, run_judge
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import Scenario, World, build_agent, world_for
+from agent.journal import Entry
 from agent.models.base import Model
 from agent.result import RunResult, StopReason
+from agent.snapshot import Checkpoint
 
 ModelFactory = Callable[[], Model]
 
@@ -28,6 +30,7 @@ class Segment:
     result: RunResult
     expected: StopReason
     judge_failures: tuple[str, ...] = ()
+    replay_failures: tuple[str, ...] = ()  # a replayed run whose calls got other results than recorded
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class Outcome:
             _stop_problems(self)
             + _extra_problems(self)
             + [f for s in self.segments for f in s.judge_failures]
+            + [f"replay: {f}" for s in self.segments[-1:] for f in s.replay_failures]
         )
 
     @property
@@ -102,7 +106,7 @@ async def run_case(
     case: Case, model: ModelFactory | None = None, *, break_verifiers: bool = False
 ) -> Outcome:
     """Play one case offline (its script) or against `model`; never raises for a failing run."""
-    if model is None and case.script is None:
+    if model is None and case.script is None and case.replay is None:
         return Outcome(case, skipped="no script: run it against a model with --model")
     if model is not None and case.offline_only:
         return Outcome(case, skipped="offline only: its fixture needs the scripted model")
@@ -118,11 +122,17 @@ async def _play(case: Case, model: ModelFactory | None, break_verifiers: bool) -
     try:
         with world_for(scenario) as world:
             agent = _agent(case, scenario, world, real, break_verifiers)
+            journal = _recorder(agent) if case.replay and real is None else None
             first = await agent.arun(case.task, cancel=world.cancel, state={"eval_case": case.name})
+            if journal is not None and first.snapshot is not None:  # a suspension is not checkpointed
+                journal.update(enumerate(first.snapshot.journal))
             segments = [_judged(case, world, first, 1)]
             if case.then and first.snapshot is not None:
                 after = await follow_up(agent, case.then, first, world)
                 segments.append(_judged(case, world, after, 2))
+            if case.replay and journal is not None:
+                found = tuple(case.replay.differences([journal[i] for i in sorted(journal)], world))
+                segments[-1] = replace(segments[-1], replay_failures=found)
     finally:
         close = getattr(real, "aclose", None)
         if close is not None:
@@ -151,14 +161,26 @@ async def run_cases(
     return list(await asyncio.gather(*(one(c) for c in cases)))
 
 
+def _recorder(agent: Agent) -> dict[int, Entry]:
+    """The journal entries of `agent`'s runs by index, kept as its checkpoints hand them over."""
+    kept: dict[int, Entry] = {}
+
+    def keep(checkpoint: Checkpoint) -> None:
+        kept.update({checkpoint.first + i: e for i, e in enumerate(checkpoint.entries)})
+
+    agent.checkpoint = keep
+    return kept
+
+
 def _scenario(case: Case) -> Scenario:
     """The seed scenario the case's world and script come from, with the case's task and fixture."""
     fixture = FIXTURES[case.fixture]
-    base = (
-        scripts()[case.script]
-        if case.script
-        else Scenario(case.name, case.agent, case.task, case.expect, _none)
-    )
+    if case.script:
+        base = scripts()[case.script]
+    elif case.replay:
+        base = Scenario(case.name, case.agent, case.task, case.expect, case.replay.steps)
+    else:
+        base = Scenario(case.name, case.agent, case.task, case.expect, _none)
     return replace(base, task=case.task, options={**base.options, **fixture.options})
 
 

@@ -7,6 +7,8 @@ the push needs another push). A denied push is therefore never a success.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -82,6 +84,25 @@ def tree_digest(repo: Path) -> str:
     return h.hexdigest()
 
 
+def changes(repo: Path) -> str:
+    """The unified diff of the repository against the files it started with (what a push publishes)."""
+    current = {str(p.relative_to(repo)): p for p in repo.rglob("*.py")}
+    diff: list[str] = []
+    for name in sorted(set(FILES) | set(current)):
+        before = FILES.get(name, "").splitlines(keepends=True)
+        path = repo / name
+        after = path.read_text().splitlines(keepends=True) if path.is_file() else []
+        diff += difflib.unified_diff(before, after, f"a/{name}", f"b/{name}")
+    return "".join(diff)
+
+
+def push_preview(repo: Path, arguments: dict[str, object]) -> str:
+    """What a push would publish: the branch, and the diff against the original files."""
+    diff = changes(repo)
+    where = f"Push to {arguments.get('branch')!s}"
+    return f"{where}, publishing:\n{diff}" if diff else f"{where}: no change from the original files."
+
+
 def pushed(repo: Path) -> dict[str, str] | None:
     """What the last push sent (branch and tree digest), or None when nothing was pushed."""
     marker = repo / "PUSHED"
@@ -127,7 +148,7 @@ def tools_for(repo: Path) -> list[Tool]:
         done = subprocess.run(lint_command(), cwd=repo, capture_output=True, text=True, timeout=110)
         return f"exit {done.returncode}\n{(done.stdout + done.stderr)[-1500:]}"
 
-    @tool(needs_approval=True)
+    @tool(needs_approval=True, preview=functools.partial(push_preview, repo))
     def push(branch: str) -> str:
         """Push the working tree to `branch`. A person must approve every push."""
         (repo / "PUSHED").write_text(json.dumps({"branch": branch, "tree": tree_digest(repo)}))

@@ -7,6 +7,7 @@ publisher is the first segment of its path, so `/fintech-weekly/...` and
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import urllib.error
@@ -60,12 +61,16 @@ CORPUS: dict[str, tuple[str, str]] = {
 }
 
 
+POLL_SECONDS = 0.05  # how often the server looks for `close()`: each close waits up to this long
+
+
 class Corpus:
     """Serves CORPUS over HTTP on a free loopback port until closed."""
 
     def __init__(self) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        threading.Thread(target=self._server.serve_forever, name="research-corpus", daemon=True).start()
+        serve = functools.partial(self._server.serve_forever, poll_interval=POLL_SECONDS)
+        threading.Thread(target=serve, name="research-corpus", daemon=True).start()
 
     @cached_property
     def base_url(self) -> str:

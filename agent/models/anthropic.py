@@ -1,47 +1,65 @@
 """The Anthropic Messages API as an Endstate `Model`.
 
-`AnthropicModel` makes one `messages.create` call per attempt through the
-official `anthropic` SDK, with the SDK's own retries off: the loop retries
-transient failures itself, inside the run's budget (`RetryPolicy`).
+`AnthropicModel` makes one streamed Messages API call per attempt through the
+official `anthropic` SDK (`messages.stream`), with the SDK's own retries off:
+the loop retries transient failures itself, inside the run's budget.
 
 Choices worth knowing:
-- `input_tokens` counts every input token the request used: uncached input
-  plus cache reads plus cache writes, as the GenAI semantic conventions ask.
-  The cache parts are also in `reply.extra` (`cache_read_input_tokens`,
-  `cache_creation_input_tokens`). A cost budget therefore prices cache reads
-  at the full input price: it may stop a run early, never late.
+- Streaming always: any `max_tokens` the model allows works (the SDK refuses
+  large ones without streaming), the reply records its time to first token,
+  and a time budget can cut a call mid-stream. A call cut off that way
+  records what it had used (`agent.models.base.record_cut_call`): the input
+  and cache tokens from the stream's start, and the output so far, counted
+  from the text streamed (about 4 characters a token) when the API has not
+  said.
+- Prompt caching is on by default (`cache="5m"`; `"1h"` or None): cache
+  breakpoints sit on the last tool, the system prompt, the last message and
+  the user message before the last reply, so each turn reads the prefix the
+  turn before wrote (Anthropic's pattern for agent loops; four breakpoints,
+  the API's maximum). Thinking blocks never carry one (the API refuses it).
+- `input_tokens` counts every input token (uncached, cache reads, cache
+  writes), as the GenAI semantic conventions ask; the cache parts are on the
+  reply's own fields, so `PriceTable.cost_of` prices each at its rate.
+- Options pass through: `thinking`, `tool_choice`, `parallel_tool_use=False`,
+  server tools (`web_search()`, `web_fetch()`, `code_execution()`), request
+  `metadata`, and `betas` (the `anthropic-beta` header). Thinking and other
+  provider blocks are kept verbatim so they can be sent back unchanged.
 - A reply cut off by `max_tokens` while writing a tool call has that call
   replaced by a text note saying so (`extra["truncated_tool_use"]` names the
-  tool): a call with cut-off arguments is never run. The loop then sees a
-  reply with no tool call and asks the model to go on.
-- Messages with empty content (the API sometimes answers a turn with no
-  blocks) are left out of the request, since the API refuses them; the run's
-  history keeps them as they were.
-- A client this class builds has the SDK's own OpenTelemetry spans off, since
-  Endstate's telemetry makes the `chat {model}` span, and keeps no idle
-  connections: the sync `Agent.run` gives each run a new event loop, and a
-  connection kept from a closed loop gets requests sent twice or leaked. An
-  injected client keeps its own settings: inject one only to use it in a
-  single event loop (`await agent.arun(...)`).
-- A request the SDK refuses to send (a `max_tokens` that needs streaming
-  under the default timeout) is a `ModelError("bad_request")`.
+  tool): a call with cut-off arguments is never run.
+- One SDK client per event loop, closed when the loop shuts down (the sync
+  `Agent.run` gives each run its own loop): connections are reused across
+  the calls of a run and across runs in one loop, and never carried into
+  another loop, where they would be re-sent or leaked. An injected client
+  is used as given: inject one only for use in a single event loop.
+- A 200 reply whose body cannot be read (not a stream, bad JSON, a stream
+  that stops early) is a transient `malformed_reply`: retried, then `error`.
+- `extra["rate_limit"]` holds the reply's `anthropic-ratelimit-*` headers,
+  `extra["stop_details"]` the API's details of a refusal.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import time
-from collections.abc import Mapping
-from typing import Any
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal
 
 import anthropic
 import httpx2
+import pydantic
 from anthropic import types
 
 from agent.errors import ConfigError, ModelError, TransientModelError
-from agent.models.base import Message, ModelReply, ModelRequest
+from agent.history import CONTEXT_FULL
+from agent.models.base import Message, ModelReply, ModelRequest, record_cut_call
+from agent.models.catalog import ModelTable, default_model
 
 PROVIDER = "anthropic"
+CacheTTL = Literal["5m", "1h"]
 
 # Statuses worth retrying, and the error_type each gets; other 5xx are `server_error`.
 _TRANSIENT: dict[int, str] = {408: "timeout", 409: "conflict", 429: "rate_limit", 529: "overloaded"}
@@ -57,31 +75,103 @@ _PERMANENT: dict[int, str] = {
     422: "unprocessable",
 }
 
+# An `event: error` inside a 200 stream names its kind in the body, not the status.
+_STREAM_ERRORS: dict[str, str] = {
+    "overloaded_error": "overloaded",
+    "rate_limit_error": "rate_limit",
+    "api_error": "server_error",
+    "timeout_error": "timeout",
+}
+
+# What the SDK raises on a reply it cannot read: bad JSON, missing fields, events out of order.
+_UNREADABLE = (
+    ValueError,
+    pydantic.ValidationError,
+    KeyError,
+    TypeError,
+    AttributeError,
+    AssertionError,
+    RuntimeError,
+)
+
+_NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
+_CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API counted it
+
+
+# -- server tools -------------------------------------------------------------
+
+
+def web_search(max_uses: int | None = None, **options: Any) -> dict[str, Any]:
+    """The API's web search tool, run by Anthropic; uses are counted on the reply."""
+    return _server_tool("web_search_20260318", "web_search", max_uses, options)
+
+
+def web_fetch(max_uses: int | None = None, **options: Any) -> dict[str, Any]:
+    """The API's web fetch tool, run by Anthropic; uses are counted on the reply."""
+    return _server_tool("web_fetch_20260318", "web_fetch", max_uses, options)
+
+
+def code_execution(**options: Any) -> dict[str, Any]:
+    """The API's code execution tool (a sandbox run by Anthropic)."""
+    return _server_tool("code_execution_20260521", "code_execution", None, options)
+
+
+def _server_tool(kind: str, name: str, max_uses: int | None, options: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"type": kind, "name": name, **options}
+    if max_uses is not None:
+        spec["max_uses"] = max_uses
+    return spec
+
+
+# -- the model ----------------------------------------------------------------
+
 
 class AnthropicModel:
     """A Claude model behind the Messages API.
 
+    `model` defaults to `ENDSTATE_MODEL`, else the current default model.
     Pass an `anthropic.AsyncAnthropic` as `client` (its retries are turned off
-    in a copy), or `api_key`, `base_url` and `timeout` (seconds) to build one;
-    unset, the SDK reads `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`.
+    in a copy), or `api_key`, `base_url` and `timeout` (seconds) to build one
+    per event loop; unset, the SDK reads `ANTHROPIC_API_KEY` and
+    `ANTHROPIC_BASE_URL`. The other options are sent with every request.
     """
 
     def __init__(
         self,
-        model: str,
+        model: str | None = None,
         *,
         client: anthropic.AsyncAnthropic | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
         timeout: float | None = None,
+        cache: CacheTTL | None = "5m",
+        thinking: Mapping[str, Any] | None = None,
+        tool_choice: Mapping[str, Any] | None = None,
+        parallel_tool_use: bool = True,
+        server_tools: Sequence[Mapping[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
+        betas: Sequence[str] = (),
     ) -> None:
+        model = default_model() if model is None else model
         if not model:
-            raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-4-6'")
+            raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-5-5'")
         if client is not None and (api_key is not None or base_url is not None or timeout is not None):
             raise ConfigError("AnthropicModel: pass either client= or api_key/base_url/timeout, not both")
+        if cache not in ("5m", "1h", None):
+            raise ConfigError(f"AnthropicModel: cache must be '5m', '1h' or None, got {cache!r}")
         self._model = model
-        self._owns_client = client is None
-        self._client = _new_client(api_key, base_url, timeout) if client is None else _without_retries(client)
+        info = ModelTable.load().get(model)
+        self._max_output = info.max_output if info is not None else None
+        self._context_window = info.context_window if info is not None else None
+        self._cache: CacheTTL | None = cache
+        self._options = _options(thinking, tool_choice, parallel_tool_use, metadata)
+        self._server_tools = [dict(spec) for spec in server_tools]
+        self._headers = {"anthropic-beta": ",".join(betas)} if betas else {}
+        if client is None:
+            self._clients: _LoopClients | None = _LoopClients(lambda: _new_client(api_key, base_url, timeout))
+            self._injected: anthropic.AsyncAnthropic | None = None
+        else:
+            self._clients, self._injected = None, _without_retries(client)
 
     @property
     def name(self) -> str:
@@ -92,39 +182,75 @@ class AnthropicModel:
         return PROVIDER
 
     @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, from the model table (None when unknown)."""
+        return self._context_window
+
+    @property
     def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client the calls go through (retries off)."""
-        return self._client
+        """The SDK client calls go through in the running loop (or the next one), retries off."""
+        if self._injected is not None:
+            return self._injected
+        assert self._clients is not None
+        return self._clients.peek()
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        """One Messages API call; SDK failures become `ModelError`/`TransientModelError`."""
+        """One streamed Messages API call; SDK failures become `ModelError`/`TransientModelError`."""
+        self._check_max_tokens(request.max_tokens)
+        client = self._injected or await self._loop_client()
+        stream = _StreamWatch(time.monotonic())
         try:
-            message = await self._client.messages.create(**self.params(request))
+            async with client.messages.stream(**self.params(request), extra_headers=self._headers) as events:
+                stream.headers = events.response.headers
+                message = await stream.follow(events)
+        except asyncio.CancelledError:
+            if (partial := stream.partial()) is not None:
+                record_cut_call(partial)
+            raise
         except anthropic.AnthropicError as exc:
             raise to_model_error(exc) from exc
-        except ValueError as exc:  # refused before sending: a max_tokens that needs streaming
-            hint = "lower the agent's max_tokens or give AnthropicModel an explicit timeout="
-            text = f"Anthropic SDK refused the request ({hint}): {exc}"
-            raise ModelError(text, error_type="bad_request") from exc
-        return to_reply(message)
+        except httpx2.HTTPError as exc:  # the connection failed or stalled after the stream began
+            kind = "timeout" if isinstance(exc, httpx2.TimeoutException) else "connection"
+            raise TransientModelError(
+                f"Anthropic API: the stream broke off: {exc!r}", error_type=kind
+            ) from exc
+        except _UNREADABLE as exc:
+            raise _malformed(exc) from exc
+        return to_reply(message, stream.first_token, stream.headers)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
-        """The keyword arguments of `messages.create` for `request`."""
-        params: dict[str, Any] = {
-            "model": self._model,
-            "max_tokens": request.max_tokens,
-            "messages": outgoing_messages(request.messages),
-        }
-        if request.system:
-            params["system"] = request.system
-        if request.tools:
-            params["tools"] = [dict(spec) for spec in request.tools]
-        return params
+        """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
+        messages = outgoing_messages(request.messages)
+        tools = [dict(spec) for spec in request.tools] + [dict(spec) for spec in self._server_tools]
+        params: dict[str, Any] = {"model": self._model, "max_tokens": request.max_tokens}
+        if self._cache is None:
+            params["messages"] = messages
+            if request.system:
+                params["system"] = request.system
+        else:
+            marker = cache_control(self._cache)
+            params["messages"] = with_message_breakpoints(messages, marker)
+            if request.system:
+                params["system"] = [{"type": "text", "text": request.system, "cache_control": marker}]
+            if tools:
+                tools[-1] = {**tools[-1], "cache_control": marker}
+        if tools:
+            params["tools"] = tools
+        return params | self._options
+
+    def _check_max_tokens(self, max_tokens: int) -> None:
+        """Refuse, before any paid call, a `max_tokens` above the model table's maximum output."""
+        if self._max_output is not None and max_tokens > self._max_output:
+            raise ModelError(
+                f"max_tokens {max_tokens:,} is above {self._model}'s maximum output of {self._max_output:,} "
+                "tokens (model table): lower the agent's max_tokens",
+                error_type="bad_request",
+            )
 
     async def aclose(self) -> None:
-        """Close the HTTP client if this model built it; an injected client is its owner's to close."""
-        if self._owns_client:
-            await self._client.close()
+        """Close the running loop's HTTP client if this model built it; an injected one is its owner's."""
+        if self._clients is not None:
+            await self._clients.close_current()
 
     async def __aenter__(self) -> AnthropicModel:
         return self
@@ -135,12 +261,90 @@ class AnthropicModel:
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r})"
 
+    async def _loop_client(self) -> anthropic.AsyncAnthropic:
+        assert self._clients is not None
+        return await self._clients.get()
+
+
+def _options(
+    thinking: Mapping[str, Any] | None,
+    tool_choice: Mapping[str, Any] | None,
+    parallel_tool_use: bool,
+    metadata: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if thinking is not None:
+        options["thinking"] = dict(thinking)
+    choice = dict(tool_choice) if tool_choice is not None else None
+    if not parallel_tool_use:
+        choice = {"type": "auto", **(choice or {}), "disable_parallel_tool_use": True}
+    if choice is not None:
+        options["tool_choice"] = choice
+    if metadata is not None:
+        options["metadata"] = dict(metadata)
+    return options
+
+
+# -- clients, one per event loop ----------------------------------------------
+
+
+class _LoopClients:
+    """An SDK client per running event loop, closed as that loop shuts down.
+
+    The client is closed by an async generator parked in the loop: the loop's
+    `shutdown_asyncgens` (run by `asyncio.run` before it closes the loop)
+    finalizes it, which closes the client's connections inside their loop.
+    """
+
+    def __init__(self, build: Callable[[], anthropic.AsyncAnthropic]) -> None:
+        self._build = build
+        self._spare: anthropic.AsyncAnthropic | None = build()  # built now: bad credentials fail early
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Held] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def peek(self) -> anthropic.AsyncAnthropic:
+        """The running loop's client, or the one the next loop will take."""
+        try:
+            held = self._by_loop.get(asyncio.get_running_loop())
+        except RuntimeError:
+            held = None
+        if held is not None:
+            return held.client
+        if self._spare is None:
+            self._spare = self._build()
+        return self._spare
+
+    async def get(self) -> anthropic.AsyncAnthropic:
+        loop = asyncio.get_running_loop()
+        held = self._by_loop.get(loop)
+        if held is None or held.client.is_closed():
+            client, self._spare = self._spare or self._build(), None
+            held = self._by_loop[loop] = _Held(client, _closer(client))
+            await anext(held.closer)  # parked: the loop's shutdown_asyncgens closes the client
+        return held.client
+
+    async def close_current(self) -> None:
+        held = self._by_loop.pop(asyncio.get_running_loop(), None)
+        if held is not None:
+            await held.closer.aclose()
+
+
+class _Held:
+    def __init__(self, client: anthropic.AsyncAnthropic, closer: AsyncIterator[None]) -> None:
+        self.client = client
+        self.closer: Any = closer
+
+
+async def _closer(client: anthropic.AsyncAnthropic) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await client.close()
+
 
 def _new_client(api_key: str | None, base_url: str | None, timeout: float | None) -> anthropic.AsyncAnthropic:
-    # No idle connections are kept: a sync `Agent.run` gives each run its own event loop,
-    # and a connection kept from a loop that has closed can neither be reused nor closed.
-    http = anthropic.DefaultAsyncHttpxClient(limits=httpx2.Limits(max_keepalive_connections=0))
-    options: dict[str, Any] = {"max_retries": 0, "open_telemetry": False, "http_client": http}
+    options: dict[str, Any] = {"max_retries": 0, "open_telemetry": False}
     if timeout is not None:
         options["timeout"] = timeout
     try:
@@ -164,34 +368,175 @@ def outgoing_messages(messages: list[Message]) -> list[Message]:
     return [m for m in messages if m.get("content")]
 
 
+def cache_control(ttl: CacheTTL) -> dict[str, str]:
+    """The breakpoint marker; the 5-minute TTL is the API's default and is left implicit."""
+    return {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
+
+
+def with_message_breakpoints(messages: list[Message], marker: dict[str, str]) -> list[Message]:
+    """Copies of `messages` with breakpoints on the last message and on the user message before the
+    last reply: this turn writes the prefix up to its end, and reads what the last turn wrote."""
+    marked = list(messages)
+    for index in _breakpoint_messages(marked):
+        marked[index] = _marked(marked[index], marker)
+    return marked
+
+
+def _breakpoint_messages(messages: list[Message]) -> list[int]:
+    if not messages:
+        return []
+    last = len(messages) - 1
+    earlier = [i for i in range(last) if messages[i].get("role") == "user" and i < last - 1]
+    return [earlier[-1], last] if earlier else [last]
+
+
+def _marked(message: Message, marker: dict[str, str]) -> Message:
+    content = message.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+    for i in range(len(blocks) - 1, -1, -1):
+        block = blocks[i]
+        if isinstance(block, dict) and block.get("type") not in _NO_BREAKPOINT and block.get("text", "x"):
+            blocks[i] = {**block, "cache_control": marker}
+            return {**message, "content": blocks}
+    return message
+
+
+# -- the stream ----------------------------------------------------------------
+
+
+class _StreamWatch:
+    """What a stream has shown so far: first-token time, usage, and text length for a cut call."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.first_token: float | None = None
+        self.headers: Mapping[str, str] = {}
+        self.snapshot: types.Message | None = None
+        self.streamed_chars = 0
+        self.stopped = False
+
+    async def follow(self, events: Any) -> types.Message:
+        """Read the stream to its end; the final message."""
+        async for event in events:
+            self._see(event, events)
+        if not self.stopped:
+            raise ValueError("the stream ended before message_stop")
+        message: types.Message = await events.get_final_message()
+        return message
+
+    def _see(self, event: Any, events: Any) -> None:
+        kind = getattr(event, "type", "")
+        if kind == "message_start":
+            self.snapshot = events.current_message_snapshot
+        elif kind == "content_block_delta":
+            if self.first_token is None:
+                self.first_token = time.monotonic() - self.started
+            self.streamed_chars += _delta_chars(event.delta)
+        elif kind == "message_stop":
+            self.stopped = True
+
+    def partial(self) -> ModelReply | None:
+        """The usage of a call cut off mid-stream, or None before the API said anything."""
+        if self.snapshot is None:
+            return None
+        usage = self.snapshot.usage
+        output = max(usage.output_tokens, -(-self.streamed_chars // _CHARS_PER_TOKEN))
+        reply = _usage_reply(usage, [], "cut_off", self.snapshot.model, self.snapshot.id)
+        extra = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
+        return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
+
+
+def _delta_chars(delta: Any) -> int:
+    for field in ("text", "partial_json", "thinking"):
+        value = getattr(delta, field, None)
+        if isinstance(value, str):
+            return len(value)
+    return 0
+
+
+def _malformed(exc: BaseException) -> TransientModelError:
+    text = f"Anthropic API: a 200 reply whose body could not be read ({type(exc).__name__}: {exc})"
+    return TransientModelError(text, error_type="malformed_reply")
+
+
 # -- reply -------------------------------------------------------------------
 
 
-def to_reply(message: types.Message) -> ModelReply:
+def to_reply(
+    message: types.Message, time_to_first_token: float | None = None, headers: Mapping[str, str] | None = None
+) -> ModelReply:
     """A `ModelReply` from an SDK `Message`."""
     content = [content_block(b) for b in message.content]
-    extra: dict[str, Any] = {}
     stop_reason = message.stop_reason or "end_turn"
+    extra: dict[str, Any] = {}
     if stop_reason == "max_tokens" and content and content[-1].get("type") == "tool_use":
         cut = content.pop()
         content.append({"type": "text", "text": _truncation_note(cut["name"])})
         extra["truncated_tool_use"] = cut["name"]
-    usage = message.usage
-    cache_read = usage.cache_read_input_tokens or 0
-    cache_write = usage.cache_creation_input_tokens or 0
-    if cache_read or cache_write:
-        extra |= {"cache_read_input_tokens": cache_read, "cache_creation_input_tokens": cache_write}
     if message.stop_sequence:
         extra["stop_sequence"] = message.stop_sequence
+    if message.stop_details is not None:
+        extra["stop_details"] = message.stop_details.model_dump(mode="json", exclude_none=True)
+    if limits := rate_limit_headers(headers or {}):
+        extra["rate_limit"] = limits
+    reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
+    if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:  # as before the fields existed
+        extra["cache_read_input_tokens"] = reply.cache_read_input_tokens
+        extra["cache_creation_input_tokens"] = reply.cache_creation_input_tokens
+    return _replace_reply(
+        reply,
+        extra=extra,
+        time_to_first_token=time_to_first_token,
+        server_tool_use=server_tool_uses(message),
+    )
+
+
+def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: str, msg_id: str) -> ModelReply:
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_write = usage.cache_creation_input_tokens or 0
+    breakdown = getattr(usage, "cache_creation", None)
+    write_1h = breakdown.ephemeral_1h_input_tokens if breakdown is not None else 0
     return ModelReply(
         content=content,
-        input_tokens=usage.input_tokens + cache_read + cache_write,
-        output_tokens=usage.output_tokens,
-        stop_reason=stop_reason,
-        model=message.model,
-        response_id=message.id,
-        extra=extra,
+        input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
+        output_tokens=usage.output_tokens or 0,
+        stop_reason=stop,
+        model=model,
+        response_id=msg_id,
+        cache_read_input_tokens=cache_read,
+        cache_creation_input_tokens=cache_write,
+        cache_creation_1h_input_tokens=write_1h,
     )
+
+
+def _replace_reply(reply: ModelReply, **changes: Any) -> ModelReply:
+    return replace(reply, **changes)
+
+
+def server_tool_uses(message: types.Message) -> dict[str, int]:
+    """Server tool uses by tool name: the blocks the reply holds, or the usage counters if higher."""
+    counts: dict[str, int] = {}
+    for block in message.content:
+        if isinstance(block, types.ServerToolUseBlock):
+            counts[block.name] = counts.get(block.name, 0) + 1
+    usage = message.usage.server_tool_use
+    if usage is not None:
+        for name, used in (
+            ("web_search", usage.web_search_requests),
+            ("web_fetch", usage.web_fetch_requests),
+        ):
+            if used:
+                counts[name] = max(counts.get(name, 0), used)
+    return counts
+
+
+def rate_limit_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The `anthropic-ratelimit-*` headers (and `retry-after`) of a reply, for the chat span."""
+    return {
+        name.lower(): value
+        for name, value in headers.items()
+        if name.lower().startswith("anthropic-ratelimit-") or name.lower() == "retry-after"
+    }
 
 
 def content_block(block: types.ContentBlock) -> dict[str, Any]:
@@ -237,6 +582,8 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
         )
     if isinstance(exc, anthropic.APIStatusError):
         return _status_error(exc)
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return _malformed(exc)
     return ModelError(f"Anthropic SDK: {type(exc).__name__}: {exc}", error_type="api_error")
 
 
@@ -246,9 +593,14 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     detail = exc.api_message or exc.message
     request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
     text = f"Anthropic API returned HTTP {status}{api_type}: {detail}{request_id}"
+    if status < 300:  # an error event inside a stream that began well
+        error_type = _STREAM_ERRORS.get(exc.type or "", "server_error")
+        return TransientModelError(f"{text} (inside the stream)", error_type=error_type)
     if status in _TRANSIENT or status >= 500:
         error_type = _TRANSIENT.get(status, "server_error")
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
+    if status == 400 and "prompt is too long" in str(detail).lower():
+        return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
     return ModelError(text, error_type=_PERMANENT.get(status, "api_error"))
 
 

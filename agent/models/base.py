@@ -8,7 +8,9 @@ same block layout as plain JSON-ready dicts; `parts` gives the journal's parts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
@@ -52,7 +54,18 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class ModelReply:
-    """A model's answer for one turn."""
+    """A model's answer for one turn.
+
+    `input_tokens` counts every input token of the call, as the GenAI
+    semantic conventions ask: uncached input plus cache reads plus cache
+    writes. The cache parts are also given on their own
+    (`cache_read_input_tokens`, `cache_creation_input_tokens`, and of the
+    writes those with the 1-hour TTL), so a price table can price each.
+    `time_to_first_token` is seconds from sending the request to the first
+    streamed token (None when the adapter does not stream);
+    `server_tool_use` counts the provider-run tool uses by tool name
+    (`web_search`, `web_fetch`, `code_execution`).
+    """
 
     content: list[dict[str, Any]]
     input_tokens: int = 0
@@ -61,6 +74,11 @@ class ModelReply:
     model: str = ""
     response_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_creation_1h_input_tokens: int = 0
+    time_to_first_token: float | None = None
+    server_tool_use: dict[str, int] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -95,3 +113,38 @@ class Model(Protocol):
     def provider(self) -> str: ...
 
     async def complete(self, request: ModelRequest) -> ModelReply: ...
+
+
+# -- the usage of a call cut off before its reply ------------------------------
+
+_cut_calls: ContextVar[list[ModelReply] | None] = ContextVar("endstate_cut_calls", default=None)
+
+
+@contextmanager
+def recording_cut_calls() -> Iterator[list[ModelReply]]:
+    """Collect the usage of model calls cancelled mid-way inside this block.
+
+    A call cut off (the time budget's `asyncio.timeout`, or a cancellation)
+    still used tokens: an adapter that knows how many records a partial
+    `ModelReply` with `record_cut_call` before the cancellation goes on.
+    The list is per task (a context variable), so concurrent runs sharing
+    one model never see each other's calls.
+
+        with recording_cut_calls() as cut:
+            async with asyncio.timeout(left):
+                reply = await model.complete(request)
+        # on TimeoutError: charge each reply in `cut`
+    """
+    calls: list[ModelReply] = []
+    token = _cut_calls.set(calls)
+    try:
+        yield calls
+    finally:
+        _cut_calls.reset(token)
+
+
+def record_cut_call(partial: ModelReply) -> None:
+    """Record the usage of a call that is being cut off (see `recording_cut_calls`)."""
+    calls = _cut_calls.get()
+    if calls is not None:
+        calls.append(partial)

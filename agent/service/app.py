@@ -7,7 +7,8 @@ service listens beyond loopback, see `reads_need_token`):
     POST /runs                    {"agent", "task", "task_type"?, "state"?, "run_id"?} -> 202
     GET  /runs[?status=&limit=]   recent runs
     GET  /runs/{id}               one run and its result
-    GET  /pending[?limit=&offset=] runs waiting for a person, oldest first, a page at a time
+    GET  /pending[?limit=&offset=&agent=&task_type=]
+                                  runs waiting for a person, oldest first, a page at a time
     POST /runs/{id}/answer        {"answer"}   -> 202, the run continues here
     POST /runs/{id}/approve       {}           -> 202
     POST /runs/{id}/deny          {"reason"?}  -> 202
@@ -199,9 +200,10 @@ class Api:
         self._authorize_read(request)
         limit = int_param(request.query_params.get("limit", str(PAGE_SIZE)), 1, MAX_PAGE, "limit")
         offset = int_param(request.query_params.get("offset", "0"), 0, 10**9, "offset")
-        records, total = await waiting_page(self.runner.store, offset, limit)
+        only = {k: v for k in ("agent", "task_type") if (v := request.query_params.get(k))}
+        records, total = await waiting_page(self.runner.store, offset, limit, **only)
         after = offset + len(records)
-        more = f"/pending?{urlencode({'offset': after, 'limit': limit})}" if after < total else None
+        more = f"/pending?{urlencode({**only, 'offset': after, 'limit': limit})}" if after < total else None
         items = [pending_item(r, time.time()) for r in records]
         return JSONResponse(
             {"pending": items, "total": total, "offset": offset, "limit": limit, "next": more}
@@ -270,5 +272,6 @@ def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
         "pending": {"name": r.pending.name, "arguments": r.pending.arguments} if r.pending else None,
         "suspended_at": r.suspended_at,
         "deadline": r.deadline,
+        "expired": r.deadline is not None and r.deadline <= now,  # no answer is taken any more
         "waiting_seconds": round(max(0.0, now - (r.suspended_at or now)), 3),
     }

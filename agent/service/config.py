@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 
 from agent.errors import ConfigError, EndstateError
+from agent.review import UPKEEP_EVERY, Upkeep
 from agent.runner import Runner
 from agent.service.auth import Token
 from agent.service.http import BODY_TIMEOUT, PAGE_SIZE
@@ -40,6 +42,9 @@ class Service:
     reads_need_token: bool = False  # see `reads_need_token()`
     page_size: int = PAGE_SIZE  # runs per inbox page
     body_timeout: float = BODY_TIMEOUT
+    retention: float | None = None  # seconds finished runs are kept (--retention); None: for ever
+    label_counter: Any = None  # counts review labels into /metrics (telemetry's MetricsHooks)
+    upkeep_interval: float = UPKEEP_EVERY
     ready: bool = False
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -49,6 +54,8 @@ class Service:
         await self._recover()
         self.ready = True
         self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
+        if self.retention is not None or self.label_counter is not None:
+            self._tasks.append(asyncio.create_task(self._upkeep_forever(), name="upkeep"))
         if self.workload is not None:
             self._tasks.append(asyncio.create_task(self.workload.run(), name="demo-workload"))
         try:
@@ -73,6 +80,16 @@ class Service:
             except EndstateError:
                 log.exception("the deadline sweep failed; trying again later")
             await self._recover()
+
+    async def _upkeep_forever(self) -> None:
+        """Count new review labels and prune finished runs past the retention (agent.review.Upkeep)."""
+        upkeep = Upkeep(self.runner.store, self.retention, self.label_counter)
+        while True:
+            try:
+                await run_in_threadpool(upkeep.once)
+            except EndstateError:
+                log.exception("pruning or counting labels failed; trying again later")
+            await asyncio.sleep(self.upkeep_interval)
 
     async def _recover(self) -> None:
         """Take over runs of dead workers (in the loop, as catalogs need not be thread-safe)."""

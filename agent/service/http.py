@@ -147,11 +147,23 @@ def int_param(text: str, low: int, high: int, name: str) -> int:
     return int(text)
 
 
-async def waiting_page(store: Any, offset: int, limit: int) -> tuple[list[RunRecord], int]:
-    """One page of the runs waiting for a person, oldest first, and how many wait in all.
+async def waiting_page(
+    store: Any, offset: int, limit: int, agent: str | None = None, task_type: str | None = None
+) -> tuple[list[RunRecord], int]:
+    """One page of the runs waiting for a person, oldest first, and how many wait in all
+    (of `agent` and `task_type`, when given)."""
+    records = matching(await waiting_runs(store), agent, task_type)
+    return records[offset : offset + limit], len(records)
 
-    The store is read on a worker thread, never on the event loop.
-    """
+
+async def waiting_runs(store: Any) -> list[RunRecord]:
+    """Every run waiting for a person, oldest request first (read on a worker thread, never on
+    the event loop)."""
     records = await run_in_threadpool(store.list_runs, RunStatus.WAITING, None)
     records.sort(key=lambda r: (r.suspended_at or 0.0, r.run_id))
-    return records[offset : offset + limit], len(records)
+    return records
+
+
+def matching(records: list[RunRecord], agent: str | None, task_type: str | None) -> list[RunRecord]:
+    """The records of `agent` and `task_type` (either None: any)."""
+    return [r for r in records if agent in (None, r.agent) and task_type in (None, r.task_type)]

@@ -10,7 +10,12 @@ A form posted from another origin is refused, cookie or not (its `Origin`,
 `Sec-Fetch-Site` or, when only that is sent, its `Referer` says so).
 
 The page lists the waiting runs oldest first, `page_size` at a time
-(`/inbox?page=2`). When reads need the token, only a signed-in person sees them.
+(`/inbox?page=2`), of one agent or task type when asked (`?agent=ci-fixer&task_type=fix_ci`).
+Each shows what the agent did before asking (its summary and last tool calls) and, for an
+approval, what the call would do (the tool's own `preview`, see `briefing`). A request past
+its deadline shows as expired, without buttons. The page reloads itself every
+`REFRESH_SECONDS` with a `<meta http-equiv="refresh">` (no script), unless `?refresh=off`.
+When reads need the token, only a signed-in person sees the runs.
 """
 
 from __future__ import annotations
@@ -18,20 +23,27 @@ from __future__ import annotations
 import html
 import json
 import time
+from collections import Counter
+from dataclasses import dataclass
 from importlib import resources
 from string import Template
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from agent.errors import EndstateError
+from agent.service.auth import ENV_TOKEN, ENV_TOKEN_FILE
+from agent.service.briefing import Briefing, Preview, Step, brief
 from agent.service.config import Service
-from agent.service.http import Problem, check_strings, int_param, read_body, status_of, waiting_page
+from agent.service.http import Problem, check_strings, int_param, matching, read_body, status_of, waiting_runs
 from agent.store import RunRecord
 from agent.store.base import when
+
+REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
+FILTERS = ("agent", "task_type")
 
 PAGE = Template(resources.files("agent.service").joinpath("inbox.html").read_text())
 HEADERS = {
@@ -67,21 +79,27 @@ class Inbox:
         self, request: Request, message: str = "", error: str = "", status: int = 200
     ) -> Response:
         signed_in = self._signed_in(request)
-        number = int_param(request.query_params.get("page", "1"), 1, 10**6, "page")
+        view = View.of(request)
         size = self.service.page_size
-        records: list[RunRecord] = []
-        total = 0
+        every: list[RunRecord] = []
         if self.service.reads_need_token and not signed_in:
             error = error or "Sign in with the service token to see the runs waiting for a person."
         else:
-            records, total = await waiting_page(self.service.runner.store, (number - 1) * size, size)
+            every = await waiting_runs(self.service.runner.store)
+        chosen = matching(every, view.agent, view.task_type)
+        shown = chosen[(view.page - 1) * size : view.page * size]
         now = time.time()
+        briefs = await brief(shown, self.service.runner.store, self.service.runner.catalog, now)
+        refresh, refresh_note = _refresh(view)
         body = PAGE.substitute(
-            count=total,
+            count=len(chosen),
+            refresh=refresh,
+            refresh_note=refresh_note,
             notice=_notice(message, "notice") + _notice(error, "error"),
-            session=_SIGN_OUT if signed_in else _SIGN_IN,
-            items="\n".join(item(r, now, signed_in) for r in records) or _EMPTY,
-            pages=_pages(number, size, total),
+            session=_SIGN_OUT if signed_in else _SIGN_IN + _TOKEN_HELP,
+            filters=_filters(every, view),
+            items="\n".join(item(b, now, signed_in, view) for b in briefs) or _EMPTY,
+            pages=_pages(view, size, len(chosen)),
         )
         return HTMLResponse(body, status_code=status, headers=HEADERS)
 
@@ -120,7 +138,8 @@ class Inbox:
             return await self.render(request, error=str(exc), status=status_of(exc))
         self.service.runner.spawn(job)
         done = {"answer": "Answered", "approve": "Approved", "deny": "Denied"}[action]
-        return RedirectResponse("/inbox?message=" + quote(f"{done} run {run_id}; it runs again."), 303)
+        back = View.of(request).url(page=None, message=f"{done} run {run_id}; it runs again.")
+        return RedirectResponse(back, 303)
 
     def _claim(self, run_id: str, action: str, form: dict[str, str]) -> Any:
         runner = self.service.runner
@@ -161,52 +180,160 @@ async def _form(request: Request) -> dict[str, str]:
     return form
 
 
-def item(r: RunRecord, now: float, signed_in: bool) -> str:
-    """One waiting run, with its forms when signed in."""
-    e = html.escape
-    waited = now - (r.suspended_at or now)
-    left = (r.deadline or now) - now
-    call = ""
-    if r.pending:
-        args = json.dumps(r.pending.arguments, indent=2, sort_keys=True)
-        call = f'<p class="call">Pending tool call <code>{e(r.pending.name)}</code></p><pre>{e(args)}</pre>'
+@dataclass(frozen=True)
+class View:
+    """What the page shows: the filters (agent, task type), the page number, whether it refreshes."""
+
+    agent: str | None = None
+    task_type: str | None = None
+    page: int = 1
+    refresh: bool = True
+
+    @classmethod
+    def of(cls, request: Request) -> View:
+        q = request.query_params
+        number = int_param(q.get("page", "1"), 1, 10**6, "page")
+        return cls(q.get("agent") or None, q.get("task_type") or None, number, q.get("refresh") != "off")
+
+    def url(self, path: str = "/inbox", /, **changes: Any) -> str:
+        """This view's address with `changes` (a None drops a parameter); page 1 and refresh on
+        are left out, so the plain view is `/inbox`."""
+        params = {
+            "agent": self.agent,
+            "task_type": self.task_type,
+            "page": self.page if self.page > 1 else None,
+            "refresh": None if self.refresh else "off",
+        } | changes
+        query = urlencode({k: v for k, v in params.items() if v is not None})
+        return f"{path}?{query}" if query else path
+
+
+def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
+    """One waiting run: what it asks, what it did before, what the call would do, and its forms."""
+    e, r = html.escape, b.record
     deadline = when(r.deadline or now)
-    return f"""<article class="run" id="run-{e(r.run_id)}" data-run-id="{e(r.run_id)}">
-  <header><strong class="agent">{e(r.agent)}</strong> <span class="type">{e(r.task_type)}</span>
+    times = f"""Waiting <span class="waited">{_span(now - (r.suspended_at or now))}</span>;
+  deadline {e(deadline)} (<span class="left">{_span((r.deadline or now) - now)}</span> left)"""
+    kind = "run expired" if b.expired else "run"
+    return f"""<article class="{kind}" id="run-{e(r.run_id)}" data-run-id="{e(r.run_id)}">
+  <header><a class="agent" href="{e(view.url(agent=r.agent, page=None))}">{e(r.agent)}</a>
+  <a class="type" href="{e(view.url(task_type=r.task_type, page=None))}">{e(r.task_type)}</a>
   <span class="id">{e(r.run_id)}</span></header>
   <p class="task">{e(r.task)}</p>
   <p class="question">{e(r.question or "")}</p>
-  {call}
-  <p class="times">Waiting <span class="waited">{_span(waited)}</span>; deadline {e(deadline)}
-  (<span class="left">{_span(left)}</span> left)</p>
-  {_forms(r) if signed_in else ""}
+  {_call(r, b.preview)}
+  {_before(r, b.steps)}
+  <p class="times">{times}</p>
+  {_expired(r, now) if b.expired else _forms(r, view) if signed_in else _SIGN_IN_TO_ANSWER}
 </article>"""
 
 
-def _forms(r: RunRecord) -> str:
-    rid = html.escape(quote(r.run_id, safe=""))
+def _call(r: RunRecord, preview: Preview | None) -> str:
+    """The pending call, its arguments and what it would do, for an approval."""
+    if not r.pending or preview is None:
+        return ""
+    e = html.escape
+    args = json.dumps(r.pending.arguments, indent=2, sort_keys=True, ensure_ascii=False)
+    shown = (
+        f'<pre class="preview">{e(preview.text)}</pre>'
+        if preview.text
+        else f'<p class="no-preview">{e(preview.missing)}</p>'
+    )
+    return f"""<p class="call">Pending tool call <code>{e(r.pending.name)}</code></p>
+  <pre class="arguments">{e(args)}</pre>
+  <section class="will-do"><h3>What the call will do</h3>
+  {shown}</section>"""
+
+
+def _before(r: RunRecord, steps: list[Step]) -> str:
+    """What the agent did before asking: the run's summary and its last tool calls."""
+    e = html.escape
+    rows = "\n".join(
+        f"""<li><code class="tool">{e(s.name)}</code> <code class="args">{e(s.arguments)}</code>
+    <span class="{"result error" if s.is_error else "result"}">{e(s.result)}</span></li>"""
+        for s in steps
+    )
+    calls = f'<ol class="steps">{rows}</ol>' if rows else '<p class="steps-none">No tool call ran yet.</p>'
+    heading = f"Before asking: the last {len(steps)} tool calls" if len(steps) > 1 else "Before asking"
+    return f"""<section class="before"><h3>{heading}</h3>
+  <p class="summary">{e(r.summary)}</p>
+  {calls}</section>"""
+
+
+def _expired(r: RunRecord, now: float) -> str:
+    return f"""<p class="expired-note"><strong>Expired</strong> {_span(now - (r.deadline or now))} ago:
+  no answer is taken any more. At its next deadline sweep the service ends the run as
+  <code>help_timeout</code> (or goes on with the default answer its help policy sets).</p>"""
+
+
+def _forms(r: RunRecord, view: View) -> str:
+    """The buttons, each saying what it does."""
+    e = html.escape
+    rid = quote(r.run_id, safe="")
+    to = {a: e(view.url(f"/inbox/{rid}/{a}", page=None, refresh=None)) for a in ("answer", "approve", "deny")}
     if r.pending:
-        return f"""<form method="post" action="/inbox/{rid}/approve" class="approve">
-    <button type="submit">Approve</button></form>
-  <form method="post" action="/inbox/{rid}/deny" class="deny">
+        return f"""<div class="actions"><form method="post" action="{to["approve"]}" class="approve">
+    <button type="submit">Approve</button>
+    <span class="effect">the call runs as shown, then the agent continues.</span></form>
+  <form method="post" action="{to["deny"]}" class="deny">
     <label>Reason <input name="reason" type="text" maxlength="2000"></label>
-    <button type="submit">Deny</button></form>"""
-    return f"""<form method="post" action="/inbox/{rid}/answer" class="answer">
+    <button type="submit">Deny</button>
+    <span class="effect">the call does not run; the agent is told it was denied, with your reason,
+    and goes on from there.</span></form></div>"""
+    return f"""<div class="actions"><form method="post" action="{to["answer"]}" class="answer">
     <label>Answer <textarea name="answer" required maxlength="20000" rows="2"></textarea></label>
-    <button type="submit">Send answer</button></form>"""
+    <button type="submit">Send answer</button>
+    <span class="effect">the agent gets your answer as the reply to its question and continues.</span>
+  </form></div>"""
 
 
-def _pages(number: int, size: int, total: int) -> str:
-    """Links to the newer and older pages, when there are any."""
+def _filters(every: list[RunRecord], view: View) -> str:
+    """Links to the runs of one agent or task type, with how many wait; the current one marked."""
+    if not every:
+        return ""
+    parts = []
+    for key, label in (("agent", "Agent"), ("task_type", "Task type")):
+        counts = Counter(getattr(r, key) for r in every)
+        current = getattr(view, key)
+        links = [_link(view.url(**{key: None, "page": None}), "all", current is None)]
+        links += [
+            _link(view.url(**{key: name, "page": None}), f"{name} ({n})", current == name)
+            for name, n in sorted(counts.items())
+        ]
+        parts.append(f'<span class="filter-{key}">{label}: {" ".join(links)}</span>')
+    return f'<nav class="filters">{" &middot; ".join(parts)}</nav>'
+
+
+def _link(url: str, text: str, current: bool) -> str:
+    mark = ' aria-current="page" class="on"' if current else ""
+    return f'<a href="{html.escape(url)}"{mark}>{html.escape(text)}</a>'
+
+
+def _pages(view: View, size: int, total: int) -> str:
+    """Links to the older and newer pages, when there are any (page 1 holds the oldest requests)."""
     links = []
-    if number > 1:
-        links.append(f'<a href="/inbox?page={number - 1}" rel="prev">Older</a>')
-    if number * size < total:
-        links.append(f'<a href="/inbox?page={number + 1}" rel="next">Newer</a>')
+    if view.page > 1:
+        links.append(f'<a href="{html.escape(view.url(page=view.page - 1))}" rel="prev">Older</a>')
+    if view.page * size < total:
+        links.append(f'<a href="{html.escape(view.url(page=view.page + 1))}" rel="next">Newer</a>')
     if not links:
         return ""
-    first, last = min(total, (number - 1) * size + 1), min(total, number * size)
+    first, last = min(total, (view.page - 1) * size + 1), min(total, view.page * size)
     return f'<nav class="pages">Runs {first}-{last} of {total}, oldest first: {" ".join(links)}</nav>'
+
+
+def _refresh(view: View) -> tuple[str, str]:
+    """The meta refresh (to this view, without a one-time message) and the link that pauses it."""
+    if not view.refresh:
+        resume = html.escape(view.url(refresh=None))
+        return "", f'<p class="refresh">Refresh paused. <a href="{resume}">Refresh again</a></p>'
+    target = html.escape(view.url())
+    pause = html.escape(view.url(refresh="off"))
+    return (
+        f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}; url={target}">',
+        f'<p class="refresh">This page refreshes every {REFRESH_SECONDS} s; '
+        f'<a href="{pause}">pause it</a> while you write an answer.</p>',
+    )
 
 
 def _span(seconds: float) -> str:
@@ -228,4 +355,9 @@ _SIGN_IN = """<form method="post" action="/inbox/login" class="login">
   <button type="submit">Sign in</button></form>"""
 _SIGN_OUT = """<form method="post" action="/inbox/logout" class="logout">
   <span>Signed in.</span> <button type="submit">Sign out</button></form>"""
+_TOKEN_HELP = f"""<p class="token-help">The token is the service's own, from where <code>endstate serve</code>
+  took it (it prints which at start): <code>${ENV_TOKEN}</code> in its environment, the file given with
+  <code>--token-file</code> (or <code>${ENV_TOKEN_FILE}</code>), or else the file <code>token</code> it made
+  beside its SQLite store (<code>.endstate/token</code> by default).</p>"""
+_SIGN_IN_TO_ANSWER = '<p class="sign-in-to-answer">Sign in to answer.</p>'
 _EMPTY = '<p class="empty">No run is waiting for a person.</p>'

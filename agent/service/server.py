@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 
 from agent.catalog import SEED_CATALOG, load_catalog
+from agent.cli_review import duration
 from agent.runner import Runner
 from agent.service.auth import load_token
 from agent.store import default_url, open_store
@@ -37,6 +38,13 @@ def port_number(text: str) -> int:
     return int(text)
 
 
+def page_size(text: str) -> int:
+    """An argparse type: runs per inbox page, 1-500."""
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 500:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a page size from 1 to 500")
+    return int(text)
+
+
 def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default=os.environ.get(ENV_HOST, "127.0.0.1"), help="address to listen on")
     p.add_argument(
@@ -55,6 +63,10 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo-answer-after", type=float, default=20.0, help="seconds before the demo answers")
     p.add_argument("--sweep-interval", type=float, default=5.0, help="seconds between deadline sweeps")
     p.add_argument("--grace", type=float, default=10.0, help="seconds runs get to checkpoint at shutdown")
+    p.add_argument("--page-size", type=page_size, default=50, help="runs per inbox page (1-500)")
+    p.add_argument(
+        "--retention", metavar="DURATION", help="prune finished runs older than this, e.g. 30d (hourly)"
+    )
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -69,7 +81,7 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     store = open_store(args.store)
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
-    telemetry = Telemetry.from_env(pending=store.pending_summary)  # a fresh registry of its own
+    telemetry = Telemetry.from_env(pending=store.pending_summary).for_service()  # a fresh registry
     try:
         runner = Runner(
             store,
@@ -90,14 +102,18 @@ def serve(args: argparse.Namespace) -> int:
             sweep_interval=args.sweep_interval,
             grace=args.grace,
             workload=workload,
+            retention=duration("--retention", args.retention) if args.retention else None,
+            label_counter=telemetry.metrics,
             allowed_hosts=allowed_hosts(args.host, _extra_hosts(args)),
             reads_need_token=reads_need_token(args.host, args.read_auth),
             body_timeout=args.body_timeout,
+            page_size=args.page_size,
         )
         reads = "reads need the token" if service.reads_need_token else "reads are open (loopback)"
         print(
             f"endstate serve: {reads}; hosts served: {', '.join(sorted(service.allowed_hosts))}", flush=True
         )
+        print(f"endstate serve: inbox: {inbox_url(args.host, args.port)}", flush=True)
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             timeout_graceful_shutdown=max(1, int(args.grace)), http=guarded_h11(args.header_timeout),
@@ -114,6 +130,12 @@ def serve(args: argparse.Namespace) -> int:
         telemetry.shutdown()
         store.close()
     return 0
+
+
+def inbox_url(host: str, port: int) -> str:
+    """The inbox's address as a browser on this machine opens it (a wildcard means loopback)."""
+    name = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://{f'[{name}]' if ':' in name else name}:{port}/inbox"
 
 
 def _extra_hosts(args: argparse.Namespace) -> list[str]:

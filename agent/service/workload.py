@@ -4,7 +4,8 @@ Each round starts every scripted scenario. A question or a pending tool call
 waits `answer_after` seconds (so the help gauges and the inbox show it), then
 the scenario's person answers, approves or denies it, unless someone in the
 inbox did first; a run cancelled by its (simulated) shutdown is resumed; an
-unanswered one is left to the deadline sweep.
+unanswered one is left to the deadline sweep. At start it follows up the demo
+runs an earlier process left waiting, so a restart leaves nothing pending.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from agent.errors import EndstateError
 from agent.examples.scenarios import SCENARIOS, FollowUp, Scenario
 from agent.result import RunResult, StopReason
 from agent.runner import Runner
+from agent.store import RunStatus
 
 log = logging.getLogger("endstate.workload")
 
@@ -40,6 +42,7 @@ class DemoWorkload:
     async def run(self) -> None:
         """Rounds of every scenario, `interval` seconds apart, until `stop` (or until cancelled)."""
         try:
+            self._adopt_left_over()
             while not self._stop.is_set():
                 for scenario in SCENARIOS:
                     if self._stop.is_set():
@@ -53,6 +56,22 @@ class DemoWorkload:
                 task.cancel()
             await asyncio.gather(*later, return_exceptions=True)
 
+    def _adopt_left_over(self) -> None:
+        """Follow up the demo runs an earlier process left waiting (a restart must not leave
+        requests pending for good: the stale-help alert would page about the demo itself)."""
+        by_name = {s.name: s for s in SCENARIOS}
+        for status in (RunStatus.WAITING, RunStatus.CANCELLED):
+            for record in self.runner.store.list_runs(status, limit=None):
+                scenario = by_name.get(str(record.state.get("scenario")))
+                if scenario is None or scenario.follow_up is None or record.interrupted:
+                    continue  # not the workload's, or one recovery continues
+                self._later_follow_up(record.run_id, scenario.follow_up)
+
+    def _later_follow_up(self, run_id: str, action: FollowUp) -> None:
+        task = asyncio.create_task(self._follow_up(run_id, action))
+        self._later.add(task)
+        task.add_done_callback(self._later.discard)
+
     async def _play(self, scenario: Scenario) -> None:
         try:
             job = self.runner.begin(scenario.agent, scenario.task, state={"scenario": scenario.name})
@@ -61,9 +80,7 @@ class DemoWorkload:
             return
         result = await _settled(self.runner.spawn(job))
         if result is not None and scenario.follow_up and result.reason in _WAITS:
-            task = asyncio.create_task(self._follow_up(result.run_id, scenario.follow_up))
-            self._later.add(task)
-            task.add_done_callback(self._later.discard)
+            self._later_follow_up(result.run_id, scenario.follow_up)
 
     async def _follow_up(self, run_id: str, action: FollowUp) -> None:
         """What the scenario's person does, a little later (expiry is the sweeper's)."""

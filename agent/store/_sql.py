@@ -23,6 +23,7 @@ from agent.store.base import (
     NewRun,
     NotClaimable,
     Outcome,
+    Review,
     RunExists,
     RunRecord,
     RunStatus,
@@ -36,6 +37,9 @@ from agent.store.base import (
 
 TABLE = "endstate_runs"
 ENTRIES = "endstate_entries"
+REVIEWS = "endstate_reviews"
+REVIEW_COLUMNS = "id, run_id, agent, task_type, label, note, labelled_at"
+SAMPLE_SCALE = 10_000  # success sampling in steps of 0.01%
 AUDITS = "endstate_audits"
 SCHEMA_TABLE = "endstate_schema"
 JOURNAL_VERSION = 4  # the schema version that brought the journal table
@@ -107,8 +111,10 @@ class SqlStore:
                 f"the store at {self.shown} has schema version {current}, newer than this Endstate "
                 f"reads ({latest}); upgrade Endstate"
             )
+        applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
         for version, sql in migrations(self.dialect):
-            if version > current:
+            # a gap after the journal is filled too: branches merged out of order (5 after 6) still apply
+            if version > current or (version > JOURNAL_VERSION and version not in applied):
                 for statement in split_statements(sql):
                     self._rows(statement)
                 if version == JOURNAL_VERSION:
@@ -369,6 +375,81 @@ class SqlStore:
         )
         return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
 
+    # -- reviews and retention ---------------------------------------------
+
+    def add_review(self, run_id: str, label: str, note: str, now: float) -> Review:
+        with self._tx():
+            run = self._rows(f"SELECT agent, task_type, status FROM {TABLE} WHERE run_id = ?", (run_id,))
+            if not run:
+                raise UnknownRun(f"no run with id {run_id!r}")
+            if run[0]["status"] != RunStatus.FINISHED:
+                raise NotClaimable(
+                    f"run {run_id} is {run[0]['status']}, not finished: only finished runs are reviewed"
+                )
+            rows = self._rows(
+                f"INSERT INTO {REVIEWS} (run_id, agent, task_type, label, note, labelled_at) "
+                f"VALUES (?, ?, ?, ?, ?, ?) RETURNING {REVIEW_COLUMNS}",
+                (run_id, run[0]["agent"], run[0]["task_type"], label, note, now),
+            )
+        return review_of(rows[0])
+
+    def reviews(self, after: int = 0, run_ids: Sequence[str] | None = None) -> list[Review]:
+        if run_ids is not None and not run_ids:
+            return []
+        only = "" if run_ids is None else f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
+        rows = self._rows(
+            f"SELECT {REVIEW_COLUMNS} FROM {REVIEWS} WHERE id > ?{only} ORDER BY id",
+            (after, *(run_ids or ())),
+            retry=True,
+        )
+        return [review_of(r) for r in rows]
+
+    def review_queue(
+        self, reasons: Sequence[StopReason], success_share: float, limit: int | None = 100
+    ) -> list[RunRecord]:
+        # the sample keys on the end time's last digits (microseconds within 10 ms): stable from
+        # call to call, spread evenly, and portable SQL (no hash function both dialects share)
+        micros = "CAST(ended_at * 1000000 AS BIGINT)"
+        sampled = f"({micros} - ({micros} / {SAMPLE_SCALE}) * {SAMPLE_SCALE}) < ?"
+        marks = ", ".join("?" for _ in reasons) or "NULL"
+        cap = f" LIMIT {int(limit)}" if limit is not None else ""
+        sql = (
+            f"SELECT {LIST_COLUMNS} FROM {TABLE} r WHERE status = ? "
+            f"AND (stop_reason IN ({marks}) OR (stop_reason = ? AND {sampled})) "
+            f"AND NOT EXISTS (SELECT 1 FROM {REVIEWS} v WHERE v.run_id = r.run_id) "
+            f"ORDER BY ended_at, run_id{cap}"
+        )
+        share = round(min(max(success_share, 0.0), 1.0) * SAMPLE_SCALE)
+        params = [RunStatus.FINISHED, *map(str, reasons), StopReason.SUCCESS, share]
+        return [record_of(r) for r in self._rows(sql, params, retry=True)]
+
+    def prune(self, ended_before: float, batch: int = 500) -> int:
+        pruned = 0
+        while True:
+            with self._tx():  # one batch per transaction: no long lock on a busy store
+                pending_audit = f"SELECT 1 FROM {AUDITS} a WHERE a.run_id = r.run_id AND a.outcome IS NULL"
+                gone = self._rows(
+                    f"DELETE FROM {TABLE} WHERE status = ? AND ended_at < ? AND run_id IN "
+                    f"(SELECT run_id FROM {TABLE} r WHERE status = ? AND ended_at < ? "
+                    f"AND NOT EXISTS ({pending_audit}) ORDER BY ended_at LIMIT {int(batch)}) "
+                    "RETURNING run_id",
+                    (RunStatus.FINISHED, ended_before, RunStatus.FINISHED, ended_before),
+                )
+                ids = [r["run_id"] for r in gone]
+                if ids:
+                    marks = ", ".join("?" for _ in ids)
+                    self._rows(f"DELETE FROM {ENTRIES} WHERE run_id IN ({marks})", ids)
+            pruned += len(ids)
+            if len(ids) < batch:
+                return pruned
+
+
+def review_of(row: Row) -> Review:
+    return Review(
+        int(row["id"]), row["run_id"], row["agent"], row["task_type"], row["label"], row["note"],
+        float(row["labelled_at"]),
+    )  # fmt: skip
+
 
 def entry_json(entry: Entry) -> str:
     return json.dumps(encode_entry(entry), sort_keys=True)
@@ -396,7 +477,8 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
     w = s if outcome.status is RunStatus.WAITING else None
     return {
         **{"status": outcome.status, "stop_reason": r.reason, "stop_limit": r.limit, "turns": r.turns},
-        **{"input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost_usd": r.cost_usd},
+        **{"input_tokens": r.input_tokens, "output_tokens": r.output_tokens},
+        "cost_usd": r.cost_usd if r.cost_usd is not None else 0.0,  # the column has no "unknown" (see notes)
         **{"active_seconds": r.active_seconds, "waiting_seconds": r.waiting_seconds, "trace_id": r.trace_id},
         **{"note": r.note, "summary": r.summary, "output": r.output, "verified": int(r.verified)},
         **{"error_type": r.error_type, "question": w.question if w else None},

@@ -141,6 +141,19 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Review:
+    """A label a person gave a finished run (`endstate review label`); the latest one of a run counts."""
+
+    id: int
+    run_id: str
+    agent: str
+    task_type: str
+    label: str
+    note: str
+    labelled_at: float
+
+
+@dataclass(frozen=True)
 class Lease:
     """Who holds a run and until when; every write checks the holder."""
 
@@ -218,6 +231,27 @@ class RunStore(Protocol):
     def interrupted(self) -> list[RunRecord]: ...
 
     def pending_summary(self) -> list[tuple[str, str, float]]: ...
+
+    def add_review(self, run_id: str, label: str, note: str, now: float) -> Review:
+        """Label a finished run (`UnknownRun`, or `NotClaimable` for a run that has not finished)."""
+        ...
+
+    def reviews(self, after: int = 0, run_ids: Sequence[str] | None = None) -> list[Review]:
+        """Labels in the order given: those with an id above `after`, of `run_ids` when given."""
+        ...
+
+    def review_queue(
+        self, reasons: Sequence[StopReason], success_share: float, limit: int | None = 100
+    ) -> list[RunRecord]:
+        """Finished runs no one labelled yet, oldest end first: those that stopped for one of
+        `reasons`, and a stable sample of about `success_share` of the successes."""
+        ...
+
+    def prune(self, ended_before: float, batch: int = 500) -> int:
+        """Delete finished runs that ended before `ended_before`, with their journal entries;
+        a running, waiting or cancelled run, or one whose success audit is still due, is never
+        deleted (labels and audit outcomes stay). Returns how many runs went."""
+        ...
 
     def schema_version(self) -> int: ...
 

@@ -1,0 +1,82 @@
+"""What every `endstate` command shows newcomers: defaults and environment variables in `--help`,
+and counts in words ("1 run", "2 runs")."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+OTEL = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME and the other "
+    "OTEL_* variables"
+)
+STORE = "ENDSTATE_STORE (the run store, when --store is not given)"
+CATALOG = (
+    "ENDSTATE_CATALOG (the agents, when --catalog is not given), "
+    "ENDSTATE_WORLDS (the example agents' folders)"
+)
+MODELS = "ANTHROPIC_API_KEY, ENDSTATE_MODEL (the default model), ENDSTATE_MODELS (a model table file)"
+RUNS = f"{STORE}; {CATALOG}; ENDSTATE_SHUTDOWN_GRACE (seconds a run gets after SIGTERM); {OTEL}"
+ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
+    "": f"{STORE}; {CATALOG}; {MODELS}; {OTEL}; and per command, in its --help",
+    "demo": f"{MODELS} (with --model); {OTEL}",
+    "eval": f"{MODELS} (with --model)",
+    "limits": STORE,
+    "limits suggest": STORE,
+    "runs": STORE,
+    "pending": STORE,
+    "answer": RUNS,
+    "approve": RUNS,
+    "deny": RUNS,
+    "start": RUNS,
+    "resume": RUNS,
+    "recover": RUNS,
+    "audit": RUNS,
+    "doctor": MODELS,
+    "serve": f"{RUNS}; ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
+    "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH",
+    "review": STORE,
+    "review label": STORE,
+    "review promote": STORE,
+    "prune": STORE,
+}
+
+
+class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, unless it has none or its help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            "default" in text
+            or action.default in (None, False, argparse.SUPPRESS)
+            or not action.option_strings
+        ):
+            return text
+        return super()._get_help_string(action) or text
+
+
+class HelpParser(argparse.ArgumentParser):
+    """An `ArgumentParser` whose help shows defaults and the environment variables the command reads.
+
+    Subcommand parsers are made of the same class (argparse passes it on), so every `--help` does.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+        command = self.prog.removeprefix("endstate").strip()
+        if self.epilog is None and command in ENVIRONMENT:
+            self.epilog = f"environment variables read: {ENVIRONMENT[command]}."
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
+        """An option given no help still shows its default."""
+        action = super().add_argument(*args, **kwargs)
+        if action.help is None and action.option_strings and action.default not in (None, False):
+            action.help = "(default: %(default)s)"
+        return action
+
+
+def plural(n: int, word: str) -> str:
+    """`n word`, with an s when `n` is not 1: "1 run", "2 runs"."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

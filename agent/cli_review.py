@@ -1,0 +1,186 @@
+"""`endstate review` (the queue, `label`, `promote`) and `endstate prune`: after the runs end."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agent import review
+from agent._cli_help import plural
+from agent.result import StopReason
+from agent.store import RunStore, default_url, open_store
+
+
+def register(sub: Any) -> None:
+    """Add `review` and `prune` to the `endstate` parser."""
+    add_review(sub)
+    add_prune(sub)
+
+
+def add_review(sub: Any) -> None:
+    p = sub.add_parser(
+        "review",
+        help="list the runs to review; label them; promote them to eval cases",
+        description="Without a subcommand: the finished runs no one has labelled yet that stopped as "
+        "gave_up, limit, no_progress or error, and a sample of the successes, oldest first.",
+    )
+    _store_arg(p)
+    p.add_argument(
+        "--reason",
+        action="append",
+        choices=[str(r) for r in review.QUEUE_REASONS],
+        help="only runs that stopped for this reason (repeatable; default: all four)",
+    )
+    p.add_argument(
+        "--success-share",
+        type=float,
+        default=review.DEFAULT_SUCCESS_SHARE,
+        help="share of successes sampled into the queue (0 to 1; the same runs each time)",
+    )
+    p.add_argument("--limit", type=int, default=50, help="at most this many runs")
+    p.add_argument("--json", action="store_true", help="one JSON object per run")
+    p.set_defaults(handler=run_queue)
+    rsub = p.add_subparsers(dest="review_command")
+    add_label(rsub)
+    add_promote(rsub)
+
+
+def add_label(sub: Any) -> None:
+    p = sub.add_parser("label", help="label a finished run", description=_label_help())
+    _store_arg(p, argparse.SUPPRESS)  # given before `label` or after it
+    p.add_argument("run_id")
+    p.add_argument("label", choices=[str(label) for label in review.Label], metavar="LABEL")
+    p.add_argument("--note", default="", help="what you found, for whoever reads the label next")
+    p.set_defaults(handler=run_label)
+
+
+def add_promote(sub: Any) -> None:
+    p = sub.add_parser(
+        "promote",
+        help="write an eval case that replays a run and expects the exit you chose",
+        description="Write an eval case that replays the run's recorded model replies through the scripted "
+        "model and expects the exit you chose (by default from its label: "
+        + ", ".join(f"{k} -> {v}" for k, v in review.EXPECT_OF.items())
+        + ", fine -> the exit it had). `endstate eval DIR` runs it.",
+    )
+    _store_arg(p, argparse.SUPPRESS)
+    p.add_argument("run_id")
+    p.add_argument(
+        "--expect", metavar="REASON", help="the stop reason the case expects (default: from the label)"
+    )
+    p.add_argument("--out", type=Path, default=review.DEFAULT_OUT, help="folder to write the case file into")
+    p.set_defaults(handler=run_promote)
+
+
+def add_prune(sub: Any) -> None:
+    p = sub.add_parser(
+        "prune",
+        help="delete finished runs older than an age, with their journals",
+        description="Delete finished runs (and their journal entries) that ended longer ago than "
+        "--older-than. Running, waiting and cancelled runs are never deleted; labels stay.",
+    )
+    _store_arg(p)
+    p.add_argument("--older-than", required=True, metavar="DURATION", help="an age such as 30d, 12h or 2w")
+    p.set_defaults(handler=run_prune)
+
+
+def _store_arg(p: argparse.ArgumentParser, default: Any = None) -> None:
+    p.add_argument("--store", default=default, help=f"run store URL or file (default: {default_url()})")
+
+
+def _label_help() -> str:
+    return (
+        "Label a finished run with what you found: "
+        + "; ".join(f"{label}" for label in review.Label)
+        + ". A later label of the same run replaces the earlier one."
+    )
+
+
+# -- handlers -------------------------------------------------------------------------------------
+
+
+def run_queue(args: argparse.Namespace) -> int:
+    reasons = [StopReason(r) for r in args.reason] if args.reason else list(review.QUEUE_REASONS)
+    with _store(args) as store:
+        runs = review.queue(store, reasons, args.success_share, args.limit)
+        where = store.shown
+    if args.json:
+        for r in runs:
+            print(json.dumps(r.to_dict()))
+        return 0
+    if not runs:
+        print(f"nothing to review in {where}: every run there that needs a look is labelled")
+        return 0
+    for r in runs:
+        print(queue_line(r))
+    print(
+        f"\n{plural(len(runs), 'run')} to review, oldest first. "
+        f"Label one: endstate review label RUN_ID {{{','.join(review.Label)}}}{_store_flag(args)}"
+    )
+    return 0
+
+
+def run_label(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        given = review.label(store, args.run_id, args.label, args.note)
+    print(f"run {given.run_id} ({given.agent}, {given.task_type}): labelled {given.label}")
+    print(f"    -> endstate review promote {given.run_id}{_store_flag(args)}   turns it into an eval case")
+    return 0
+
+
+def run_promote(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        done = review.promote(store, args.run_id, args.expect, args.out)
+    print(f"wrote {done.path}: case {done.name!r}, expects {' -> '.join(done.expected)}")
+    print(f"    -> endstate eval {done.path.parent}")
+    return 0
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    age = duration("--older-than", args.older_than)
+    with _store(args) as store:
+        pruned = review.prune(store, age)
+        where = store.shown
+    before = time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(time.time() - age))
+    print(f"pruned {plural(pruned, 'finished run')} that ended before {before} from {where}")
+    return 0
+
+
+def duration(flag: str, text: str) -> float:
+    """Seconds in an age such as `30d`; the error names the flag."""
+    from agent.limits import LimitsError, parse_window
+
+    try:
+        return parse_window(text)
+    except LimitsError:
+        raise review.ReviewError(
+            f"{flag} {text!r}: use a number and a unit: s, m, h, d or w (e.g. 30d)"
+        ) from None
+
+
+def queue_line(r: Any) -> str:
+    """One run to review: id, agent, how it stopped, and its note."""
+    reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "")
+    ended = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ended_at or r.updated_at))
+    note = (r.note or r.output or r.summary).replace("\n", " ")
+    note = note if len(note) <= 80 else note[:77] + "..."
+    return f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {reason:16} {r.turns:>3} turns  {ended}  {note}"
+
+
+def _store_flag(args: argparse.Namespace) -> str:
+    return f" --store {shlex.quote(args.store)}" if args.store else ""
+
+
+@contextmanager
+def _store(args: argparse.Namespace) -> Iterator[RunStore]:
+    store = open_store(args.store)
+    try:
+        yield store
+    finally:
+        store.close()

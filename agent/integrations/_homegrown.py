@@ -1,0 +1,188 @@
+"""Home-grown agent loops (a raw `anthropic` loop, say) observed with Endstate's spans and metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent.hooks import RunHooks
+from agent.integrations._observe import Recorder, Usage
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.verify import Verifier
+
+
+class ObservedRun:
+    """What a home-grown loop reports inside `observe_run`.
+
+    Wrap each turn in `turn()`, each model call in `model_call()` and each tool
+    call in `tool(...)`; say how the run ended with `succeed`, `limit`,
+    `give_up`, `need_help` or `stop`. Leaving the block without a stop is a
+    success with the last model text as output (checked by the verifiers); an
+    exception leaving it is `error` (or `cancelled`), recorded and re-raised.
+    """
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._rec = recorder
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's result, once it has ended."""
+        return self._rec.result
+
+    @property
+    def run_id(self) -> str:
+        return self._rec.info.run_id
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[int]:
+        """One turn: its model call and the tool calls that follow it."""
+        index = self._rec.begin_turn()
+        self._rec.explicit_turns = True
+        try:
+            yield index
+        finally:
+            self._rec.end_turn()
+
+    @contextlib.contextmanager
+    def model_call(self, max_tokens: int = 0) -> Iterator[ModelCall]:
+        """Time a model call; give its reply to `call.reply(...)` inside the block."""
+        self._rec.model_started(max_tokens)
+        call = ModelCall(self._rec)
+        try:
+            yield call
+        except BaseException as exc:
+            self._rec.model_ended(Usage(), error=exc)
+            raise
+        if not call.answered:
+            call.reply()
+
+    @contextlib.contextmanager
+    def tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, call_id: str = ""
+    ) -> Iterator[ToolRun]:
+        """Time a tool call; give its result to `t.result(...)`. An exception is an error outcome."""
+        call_id = call_id or uuid.uuid4().hex[:12]
+        self._rec.tool_started(call_id, name, arguments)
+        handle = ToolRun()
+        try:
+            yield handle
+        except Exception as exc:
+            self._rec.tool_ended(call_id, name, str(exc), type(exc).__name__, arguments)
+            raise
+        self._rec.tool_ended(call_id, name, handle.text, handle.error_type, arguments)
+
+    def succeed(self, output: Any = None) -> RunResult:
+        """The loop produced its final output: success, checked by the verifiers."""
+        return self._rec.succeed(self._rec.last_text if output is None else output)
+
+    def limit(self, kind: LimitKind | str, note: str = "") -> RunResult:
+        """A budget of the loop's own ran out: `limit` with which one."""
+        return self._rec.finish(StopReason.LIMIT, limit=LimitKind(kind), note=note)
+
+    def give_up(self, note: str, cause: StopCause | str = StopCause.AGENT) -> RunResult:
+        """The model gave up (`agent`), the API refused (`refusal`) or a guardrail tripped (`guardrail`)."""
+        return self._rec.finish(StopReason.GAVE_UP, cause=StopCause(cause), note=note)
+
+    def need_help(self, question: str, pending: PendingAction | None = None, state: Any = None) -> RunResult:
+        """The loop waits for a person; `state` is what it needs to resume (kept at `result.raw`)."""
+        return self._rec.suspend(question, pending, raw=state)
+
+    def stop(self, reason: StopReason | str, note: str = "") -> RunResult:
+        """Any other stop reason (`no_progress`, `cancelled`, `error`...)."""
+        reason = StopReason(reason)
+        error_type = "error" if reason is StopReason.ERROR else None
+        return self._rec.finish(reason, note=note, error_type=error_type)
+
+
+class ModelCall:
+    """The reply of one model call in `ObservedRun.model_call`."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._rec = recorder
+        self.answered = False
+
+    def reply(
+        self,
+        message: Any = None,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        text: str = "",
+        stop_reason: str = "end_turn",
+        cost_usd: float | None = None,
+    ) -> None:
+        """Record the reply: an `anthropic` Message as it is, or the counts and text.
+
+        Without `cost_usd` the call has no price, and the run's cost is unknown
+        (never a made-up $0): price it with your own table if you have one.
+        """
+        if message is not None:
+            usage = getattr(message, "usage", None)
+            input_tokens = getattr(usage, "input_tokens", 0) or 0
+            output_tokens = getattr(usage, "output_tokens", 0) or 0
+            text = "".join(getattr(b, "text", "") for b in getattr(message, "content", ()) or ())
+            stop_reason = getattr(message, "stop_reason", None) or stop_reason
+        self.answered = True
+        self._rec.model_ended(
+            Usage(input_tokens, output_tokens, cost_usd),
+            text=text,
+            stop_reason=stop_reason,
+            model=str(getattr(message, "model", "") or ""),
+            response_id=str(getattr(message, "id", "") or ""),
+        )
+
+
+@dataclass
+class ToolRun:
+    """The result of one tool call in `ObservedRun.tool`."""
+
+    text: str = ""
+    error_type: str | None = None
+
+    def result(self, text: str, error_type: str | None = None) -> None:
+        self.text, self.error_type = text, error_type
+
+
+@contextlib.contextmanager
+def observe_run(
+    hooks: RunHooks | None,
+    *,
+    agent: str,
+    task_type: str,
+    model: str = "",
+    provider: str = "anthropic",
+    task: str = "",
+    tools: Sequence[str] = (),
+    limits: Mapping[str, float] | None = None,
+    verifiers: Sequence[Verifier] | Verifier | None = None,
+) -> Iterator[ObservedRun]:
+    """Observe a home-grown agent loop with Endstate's spans and metrics.
+
+    with observe_run(hooks, agent="triage", task_type="ticket", model=MODEL) as run:
+        with run.turn(), run.model_call() as call:
+            call.reply(client.messages.create(...))
+        run.succeed()
+    run.result.reason  # StopReason.SUCCESS
+    """
+    recorder = Recorder.start(
+        hooks,
+        agent=agent,
+        task_type=task_type,
+        model=model,
+        provider=provider,
+        task=task,
+        tools=tools,
+        limits=limits,
+        verifiers=verifiers,
+    )
+    run = ObservedRun(recorder)
+    try:
+        yield run
+    except BaseException as exc:
+        recorder.fail(exc)
+        raise
+    if recorder.result is None:
+        recorder.succeed(recorder.last_text)

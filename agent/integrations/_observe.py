@@ -1,0 +1,318 @@
+"""The shared core: report a run that Endstate did not drive to Endstate's hooks.
+
+`Recorder` turns what a foreign loop did (turns, model calls, tool calls, its
+end) into the same `RunObserver` calls as Endstate's own loop, so the spans
+and metrics that `telemetry/` makes from them are the same. Each integration
+feeds one from the framework's own callbacks; home-grown loops use
+`observe_run` (in `_homegrown.py`), a context manager over the same recorder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.budget import Usage as Spent
+from agent.context import RunContext
+from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, guard
+from agent.models.base import ModelReply, ModelRequest, ToolCall
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
+from agent.tools import ToolOutcome
+from agent.verify import Verifier
+
+DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One model call's tokens, and its cost when the framework prices it (None: unknown)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+
+@dataclass
+class Recorder:
+    """One foreign run segment as Endstate's hooks see it, and the `RunResult` it ends with.
+
+    Every turn holds at most one model call and the tool calls that follow
+    it; a model call with no open turn opens one. `finish` ends the open
+    turn and the run, exactly once: later calls return the first result.
+    """
+
+    info: RunInfo
+    verifiers: Sequence[Verifier] = ()
+    observer: RunObserver = field(default_factory=RunObserver)
+    watched: bool = True  # False without hooks: the calls' shapes are not even built
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0  # None once a call had no price: unknown, never a made-up $0
+    last_text: str = ""
+    result: RunResult | None = None
+    explicit_turns: bool = False  # the caller opens turns itself; model calls never do
+    _turn_open: bool = False
+    _turn_asked: bool = False  # the open turn has had its model call
+    _model_open: bool = False
+    _started: float = field(default_factory=time.perf_counter)
+
+    @classmethod
+    def start(
+        cls,
+        hooks: RunHooks | None,
+        *,
+        agent: str,
+        task_type: str,
+        model: str = "",
+        provider: str = "",
+        task: str = "",
+        tools: Sequence[str] = (),
+        limits: Mapping[str, float] | None = None,
+        verifiers: Sequence[Verifier] | Verifier | None = None,
+        run_id: str | None = None,
+        resumed: RunResult | None = None,
+    ) -> Recorder:
+        """Begin a segment: `run_started` on the hooks (guarded: a failing hook never fails the run).
+
+        `resumed` is the `need_help` result this segment continues: same run
+        id, the next segment, and the person's wait recorded.
+        """
+        info = RunInfo(
+            run_id=resumed.run_id if resumed else run_id or uuid.uuid4().hex,
+            segment=2 if resumed else 1,
+            agent=agent,
+            task_type=task_type,
+            model=model or "unknown",
+            provider=provider or "unknown",
+            task=task,
+            started_at=time.time(),
+            limits=dict(limits or {}),
+            tools=tuple(tools),
+            spent=_spent(resumed),
+            resumed_from=str(resumed.reason) if resumed else None,
+        )
+        watched = hooks is not None and not isinstance(hooks, NoHooks)
+        recorder = cls(info, _verifier_list(verifiers), guard(hooks or NoHooks(), info), watched)
+        if resumed is not None:  # the run's totals go on from where the suspended segment left them
+            recorder.turns, recorder.cost_usd = resumed.turns, resumed.cost_usd
+            recorder.input_tokens, recorder.output_tokens = resumed.input_tokens, resumed.output_tokens
+            if resumed.suspension is not None:
+                recorder.observer.human_waited(_wait(resumed.suspension))
+            recorder.continue_turn()
+        return recorder
+
+    # -- turns, model calls and tool calls ----------------------------------
+
+    def begin_turn(self) -> int:
+        """Start the next turn (ending the open one); returns its index, from 1."""
+        if self._turn_open:
+            self.end_turn()
+        self.turns += 1
+        self._turn_open, self._turn_asked = True, False
+        self.observer.turn_started(self.turns)
+        return self.turns
+
+    def continue_turn(self) -> None:
+        """Reopen the turn a suspension split (same index, marked continued): the approved call runs in it."""
+        if self.turns >= 1:
+            self._turn_open = self._turn_asked = True
+            self.observer.turn_started(self.turns, True)
+
+    def end_turn(self, signal: str = "tool_use") -> None:
+        if self._turn_open:
+            self._turn_open = False
+            self.observer.turn_ended(self.turns, signal)
+
+    def model_started(self, max_tokens: int = 0, attempt: int = 1) -> None:
+        """A model call begins; it opens the next turn unless the open one has had none yet."""
+        if not self._turn_open or (self._turn_asked and not self.explicit_turns):
+            self.begin_turn()
+        self._model_open = self._turn_asked = True
+        if self.watched:
+            self.observer.model_started(ModelRequest("", [], [], max_tokens), attempt)
+
+    def model_ended(
+        self,
+        usage: Usage,
+        *,
+        text: str = "",
+        stop_reason: str = "end_turn",
+        model: str = "",
+        response_id: str = "",
+        error: BaseException | None = None,
+    ) -> None:
+        """A model call ended: its tokens count towards the run, its text is the last seen."""
+        self._model_open = False
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        if self.cost_usd is not None and usage.cost_usd is not None:
+            self.cost_usd += usage.cost_usd
+        elif error is None:  # a reply the framework did not price: the run's cost is unknown
+            self.cost_usd = None
+        if text:
+            self.last_text = text
+        if not self.watched:
+            return
+        reply = None
+        if error is None:
+            content = [{"type": "text", "text": text}] if text else []
+            reply = ModelReply(
+                content, usage.input_tokens, usage.output_tokens, stop_reason, model, response_id
+            )
+        self.observer.model_ended(reply, error)
+
+    def tool_started(self, call_id: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
+        if self.watched:
+            self.observer.tool_started(ToolCall(call_id, name, dict(arguments or {})))
+
+    def tool_ended(
+        self,
+        call_id: str,
+        name: str,
+        text: str = "",
+        error_type: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not self.watched:
+            return
+        outcome = ToolOutcome(text, is_error=error_type is not None, error_type=error_type)
+        self.observer.tool_ended(ToolCall(call_id, name, dict(arguments or {})), outcome)
+
+    # -- the end ---------------------------------------------------------------
+
+    def succeed(self, output: Any, *, text: str | None = None, raw: Any = None) -> RunResult:
+        """A final output: checked by the verifiers, when there are any.
+
+        A failed check cannot go back to a framework that has already
+        finished, so the run still ends `success`, with `verified=false`, the
+        failures in the result, and a verify rejection counted: a false
+        success, shown, not hidden. A verifier that raises ends it `error`.
+        """
+        shown = text if text is not None else _text_of(output)
+        if not self.verifiers:
+            return self.finish(StopReason.SUCCESS, output=shown, raw=raw)
+        ctx = RunContext(self.info.run_id, self.info.agent, self.info.task, self.info.task_type, note=shown)
+        ctx.state["output"] = output
+        try:
+            failures = [f for v in self.verifiers for f in v(ctx)]
+        except Exception as exc:
+            note = f"A verifier raised {type(exc).__name__}: {exc}"
+            return self.finish(StopReason.ERROR, note=note, error_type="verifier_error", raw=raw)
+        self.observer.verified(failures)
+        return self.finish(
+            StopReason.SUCCESS, output=shown, verified=not failures, failures=tuple(failures), raw=raw
+        )
+
+    def suspend(
+        self, question: str, pending: PendingAction | None, *, raw: Any, wait_seconds: float | None = None
+    ) -> RunResult:
+        """A pending approval or question: `need_help`, with the framework's state kept in `raw`."""
+        now = time.time()
+        deadline = now + (DEFAULT_HELP_SECONDS if wait_seconds is None else wait_seconds)
+        suspension = Suspension(question, deadline, now, pending)
+        return self.finish(StopReason.NEED_HELP, note=question, suspension=suspension, raw=raw)
+
+    def fail(self, error: BaseException, *, raw: Any = None) -> RunResult:
+        """Any exception that is no expected stop: `error`, with its type; a cancellation: `cancelled`."""
+        if isinstance(error, asyncio.CancelledError | KeyboardInterrupt):
+            return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
+        if self._model_open:  # the model call itself failed
+            self.model_ended(Usage(), error=error)
+        note = f"{type(error).__name__}: {error}"
+        return self.finish(StopReason.ERROR, note=note, error_type=type(error).__name__, raw=raw)
+
+    def finish(
+        self,
+        reason: StopReason,
+        *,
+        limit: LimitKind | None = None,
+        cause: StopCause | None = None,
+        output: str = "",
+        note: str = "",
+        verified: bool = False,
+        failures: tuple[str, ...] = (),
+        error_type: str | None = None,
+        suspension: Suspension | None = None,
+        raw: Any = None,
+    ) -> RunResult:
+        """End the open turn and the segment; the first call wins."""
+        if self.result is not None:
+            return self.result
+        self._close_open_calls(reason)
+        self.end_turn(str(reason))
+        self.result = RunResult(
+            run_id=self.info.run_id,
+            agent=self.info.agent,
+            task_type=self.info.task_type,
+            reason=reason,
+            limit=limit if reason is StopReason.LIMIT else None,
+            output=output,
+            note=note,
+            verified=verified,
+            turns=self.turns,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            active_seconds=time.perf_counter() - self._started,
+            verifier_failures=failures,
+            last_text=self.last_text,
+            error_type=error_type if reason is StopReason.ERROR else None,
+            trace_id=self.observer.trace_id,
+            suspension=suspension,
+            cause=cause if reason is StopReason.GAVE_UP else None,
+            raw=raw,
+        )
+        self.observer.run_ended(self.result)
+        return self.result
+
+    def _close_open_calls(self, reason: StopReason) -> None:
+        """A model call the framework never finished (a limit raised inside it, say) ends as interrupted."""
+        if self._model_open:
+            self._model_open = False
+            error: BaseException = asyncio.CancelledError() if reason is StopReason.CANCELLED else _Cut()
+            self.observer.model_ended(None, error)
+
+
+class _Cut(Exception):
+    """A model call that the framework cut off when the run stopped."""
+
+    error_type = "interrupted"
+
+
+def _spent(resumed: RunResult | None) -> Spent | None:
+    if resumed is None:
+        return None
+    return Spent(resumed.turns, resumed.input_tokens, resumed.output_tokens, resumed.cost_usd or 0.0)
+
+
+def _wait(s: Suspension) -> HumanWait:
+    """The person's wait that ends now, with the answer that resumes the run."""
+    pending = s.pending.name if s.pending else None
+    return HumanWait(s.suspended_at, time.time(), "answered", s.question, pending, s.deadline)
+
+
+def _verifier_list(verifiers: Sequence[Verifier] | Verifier | None) -> tuple[Verifier, ...]:
+    if verifiers is None:
+        return ()
+    if callable(verifiers):
+        return (verifiers,)
+    return tuple(verifiers)
+
+
+def _text_of(output: Any) -> str:
+    """A final output as text: strings as they are, models and dicts as JSON-ish repr."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    dump = getattr(output, "model_dump_json", None)
+    if callable(dump):
+        with contextlib.suppress(Exception):
+            return str(dump())
+    return repr(output)

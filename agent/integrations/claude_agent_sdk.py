@@ -1,0 +1,304 @@
+"""Claude Agent SDK runs with Endstate's stop reasons, spans and metrics.
+
+    from agent.integrations import claude_agent_sdk as endstate_claude
+    result = endstate_claude.run("Fix the failing test", options=ClaudeAgentOptions(max_turns=10),
+                                 hooks=hooks, task_type="fix_ci")
+
+The SDK streams the CLI's messages; turns come from them: each assistant
+message id is one model call (one turn), its tool uses are tool calls, ended
+by the tool results that follow. The CLI reports messages after the fact, so
+a model call's span covers the time from the previous message to its reply.
+Totals (tokens, cost) are the `ResultMessage`'s. How runs end:
+
+| Claude Agent SDK `ResultMessage`                  | Endstate                              |
+| ------------------------------------------------- | ------------------------------------- |
+| `success`                                         | `success` (checked by the verifiers)  |
+| `success` with a `deferred_tool_use`              | `need_help`, resumable with `resume`  |
+| `success` with `stop_reason: "refusal"`           | `gave_up`, cause `refusal`            |
+| `error_max_turns`                                 | `limit`/`turns`                       |
+| `error_max_budget_usd`                            | `limit`/`cost`                        |
+| `terminal_reason` `aborted_*`, the task cancelled | `cancelled`                           |
+| `is_error`, other subtypes, any exception         | `error`, with its type                |
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from typing import Any
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    HookMatcher,
+    ResultMessage,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    query,
+)
+
+from agent.errors import ConfigError
+from agent.hooks import RunHooks
+from agent.integrations._observe import Recorder, Usage
+from agent.integrations._sync import run_sync
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.verify import Verifier
+
+PROVIDER = "anthropic"
+RESUME: Any = object()  # the prompt of a resumed session: none, the deferred call goes first
+LIMITS = {"error_max_turns": LimitKind.TURNS, "error_max_budget_usd": LimitKind.COST}
+
+
+class MessageReader:
+    """Feeds a `Recorder` from the SDK's messages, in the order the CLI sends them."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.result: ResultMessage | None = None
+        self.ended = asyncio.Event()
+        self._message_id: str | None = None
+        self._tools: dict[str, str] = {}  # open tool calls: id -> name
+
+    def read(self, message: Any) -> None:
+        if isinstance(message, AssistantMessage):
+            self._assistant(message)
+        elif isinstance(message, UserMessage):
+            self._tool_results(message)
+        elif isinstance(message, ResultMessage):
+            self.result = message
+            self.ended.set()
+
+    def reopen(self, call: PendingAction) -> None:
+        """A deferred call that the resumed session runs before anything else."""
+        self._tools[call.tool_use_id] = call.name
+        self.recorder.tool_started(call.tool_use_id, call.name, call.arguments)
+
+    def _assistant(self, message: AssistantMessage) -> None:
+        if message.parent_tool_use_id:  # a subagent's message: part of the tool call that started it
+            return
+        if message.message_id is None or message.message_id != self._message_id:
+            self._message_id = message.message_id
+            self.recorder.model_started()
+            usage = message.usage or {}
+            self.recorder.model_ended(
+                Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
+                text="".join(b.text for b in message.content if isinstance(b, TextBlock)),
+                stop_reason=message.stop_reason or "end_turn",
+                model=message.model,
+                response_id=message.message_id or "",
+            )
+        for block in message.content:
+            if isinstance(block, ToolUseBlock):
+                self._tools[block.id] = block.name
+                self.recorder.tool_started(block.id, block.name, block.input)
+
+    def _tool_results(self, message: UserMessage) -> None:
+        if isinstance(message.content, str) or message.parent_tool_use_id:
+            return
+        for block in message.content:
+            if isinstance(block, ToolResultBlock) and block.tool_use_id in self._tools:
+                name = self._tools.pop(block.tool_use_id)
+                error = "tool_error" if block.is_error else None
+                self.recorder.tool_ended(block.tool_use_id, name, _text(block.content), error)
+
+
+def run(prompt: str | AsyncIterable[dict[str, Any]], **kwargs: Any) -> RunResult:
+    """Sync entry point; see `arun`."""
+    return run_sync(arun(prompt, **kwargs))
+
+
+async def arun(
+    prompt: str | AsyncIterable[dict[str, Any]],
+    *,
+    options: ClaudeAgentOptions | None = None,
+    hooks: RunHooks | None = None,
+    task_type: str = "default",
+    verifiers: Sequence[Verifier] | Verifier | None = None,
+    run_id: str | None = None,
+    agent_name: str = "claude_agent",
+    resumed: RunResult | None = None,
+    **query_kwargs: Any,
+) -> RunResult:
+    """`claude_agent_sdk.query(prompt=..., options=..., **query_kwargs)`, ended in a stop reason.
+
+    The SDK's `ResultMessage` (or the exception) is at `result.raw`.
+    Never raises for an expected stop.
+    """
+    options = options or ClaudeAgentOptions()
+    recorder = Recorder.start(
+        hooks,
+        agent=agent_name,
+        task_type=task_type,
+        model=options.model or "claude",
+        provider=PROVIDER,
+        task=prompt if isinstance(prompt, str) else "",
+        tools=list(options.allowed_tools or ()),
+        limits=_limits(options),
+        verifiers=verifiers,
+        run_id=run_id,
+        resumed=resumed,
+    )
+    reader = MessageReader(recorder)
+    if prompt is RESUME:
+        prompt = _no_prompt(reader.ended)
+        if resumed is not None and resumed.suspension and resumed.suspension.pending:
+            reader.reopen(resumed.suspension.pending)  # the deferred call runs first, in this segment
+    try:
+        async for message in query(prompt=prompt, options=options, **query_kwargs):
+            reader.read(message)
+    except (Exception, asyncio.CancelledError) as exc:
+        if reader.result is None or isinstance(exc, asyncio.CancelledError):
+            return recorder.fail(exc, raw=exc)
+        # The SDK raises once the CLI exits non-zero, after its result: the result says how it ended.
+    return _conclude(recorder, reader)
+
+
+def state_of(result: RunResult) -> str:
+    """A `need_help` result's saved state as JSON (its session and deferred call): what a store keeps."""
+    raw = result.raw
+    deferred = getattr(raw, "deferred_tool_use", None)
+    if deferred is None:
+        raise ConfigError("only a need_help result of this integration has a state to save")
+    call = {"id": deferred.id, "name": deferred.name, "input": deferred.input}
+    return json.dumps({"session_id": raw.session_id, "deferred_tool_use": call}, default=str)
+
+
+def resume(state: Any, approved: bool, answer: str | None = None, **kwargs: Any) -> RunResult:
+    """Sync entry point; see `aresume`."""
+    return run_sync(aresume(state, approved, answer, **kwargs))
+
+
+async def aresume(
+    state: Any,
+    approved: bool,
+    answer: str | None = None,
+    *,
+    options: ClaudeAgentOptions | None = None,
+    **kwargs: Any,
+) -> RunResult:
+    """Continue a `need_help` run in its session, with the person's decision on the deferred call.
+
+    On resume the CLI runs the deferred tool call through the PreToolUse hooks
+    again: Endstate answers for that call (allow, or deny with `answer` as the
+    reason) and your own PreToolUse hooks decide every other call as before.
+    `state` is the suspended `RunResult` (same run id, its wait recorded),
+    its `raw` `ResultMessage`, or the JSON from `state_of` (what a store keeps).
+    """
+    if isinstance(state, RunResult):
+        kwargs.setdefault("resumed", state)
+        state = state.raw
+    session_id, call_id, tool = _session(state)
+    options = options or ClaudeAgentOptions()
+    hooks = _deciding(options.hooks or {}, call_id, tool, approved, answer)
+    options = dataclasses.replace(options, resume=session_id, hooks=hooks)
+    return await arun(RESUME, options=options, **kwargs)
+
+
+def _session(state: Any) -> tuple[str, str, str]:
+    """The session id, the deferred call's id and its tool, from a `ResultMessage` or `state_of` JSON."""
+    if isinstance(state, str | bytes):
+        saved = json.loads(state)
+        session_id, deferred = saved.get("session_id"), saved.get("deferred_tool_use") or {}
+        call_id, tool = deferred.get("id"), deferred.get("name")
+    else:
+        deferred = getattr(state, "deferred_tool_use", None)
+        session_id = getattr(state, "session_id", None)
+        call_id, tool = getattr(deferred, "id", None), getattr(deferred, "name", None)
+    if not (session_id and call_id and tool):
+        raise ConfigError("resume needs a need_help result of this integration, or its state_of()")
+    return str(session_id), str(call_id), str(tool)
+
+
+def _deciding(
+    hooks: dict[Any, list[HookMatcher]], call_id: str, tool: str, approved: bool, answer: str | None
+) -> dict[Any, list[HookMatcher]]:
+    """The caller's hooks, with the person's decision answering for the call `call_id` alone."""
+
+    async def decide(input: Any, tool_use_id: str | None, context: Any) -> Any:
+        if tool_use_id != call_id:
+            return {}
+        decision = "allow" if approved else "deny"
+        reason = answer or ("Approved by a person." if approved else "Denied by a person.")
+        output = {"hookEventName": "PreToolUse", "permissionDecision": decision}
+        return {"hookSpecificOutput": output | {"permissionDecisionReason": reason}}
+
+    theirs = [
+        dataclasses.replace(m, hooks=[_skipping(h, call_id) for h in m.hooks])
+        for m in hooks.get("PreToolUse", [])
+    ]
+    return {**hooks, "PreToolUse": [HookMatcher(matcher=tool, hooks=[decide]), *theirs]}
+
+
+def _skipping(hook: Any, call_id: str) -> Any:
+    """`hook`, silent for the call that the person decides."""
+
+    async def call(input: Any, tool_use_id: str | None, context: Any) -> Any:
+        return {} if tool_use_id == call_id else await hook(input, tool_use_id, context)
+
+    return call
+
+
+async def _no_prompt(ended: asyncio.Event) -> AsyncIterator[dict[str, Any]]:
+    """No new message: the resumed session goes on from the deferred call.
+
+    Streaming input kept open until the result comes: closing it at once
+    would read as the person interrupting, and the call would not run.
+    """
+    await ended.wait()
+    nothing: list[dict[str, Any]] = []
+    for message in nothing:
+        yield message
+
+
+def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
+    """The stop reason the `ResultMessage` gives, with its totals."""
+    result = reader.result
+    if result is None:
+        return recorder.finish(
+            StopReason.ERROR, note="the CLI ended without a result", error_type="no_result"
+        )
+    _totals(recorder, result)
+    note = "; ".join(result.errors or ()) or (result.result or "")
+    if (result.terminal_reason or "").startswith("aborted"):
+        return recorder.finish(StopReason.CANCELLED, note=note, raw=result)
+    if result.subtype in LIMITS:
+        return recorder.finish(StopReason.LIMIT, limit=LIMITS[result.subtype], note=note, raw=result)
+    if result.subtype != "success" or result.is_error:
+        status = f"http_{result.api_error_status}" if result.api_error_status else result.subtype
+        return recorder.finish(StopReason.ERROR, note=note, error_type=status, raw=result)
+    if result.stop_reason == "refusal":
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=result)
+    if result.deferred_tool_use is not None:
+        d = result.deferred_tool_use
+        return recorder.suspend(f"Approve {d.name}?", PendingAction(d.id, d.name, dict(d.input)), raw=result)
+    output = result.structured_output if result.structured_output is not None else result.result or ""
+    return recorder.succeed(output, raw=result)
+
+
+def _totals(recorder: Recorder, result: ResultMessage) -> None:
+    """The run's tokens and cost as the CLI counted them (authoritative over the per-message sums)."""
+    usage = result.usage or {}
+    spent = recorder.info.spent
+    if spent is not None:  # a resumed session reports its own totals: add the earlier segments'
+        usage = {k: int(usage.get(k, 0)) + getattr(spent, k) for k in ("input_tokens", "output_tokens")}
+    if "input_tokens" in usage:
+        recorder.input_tokens = int(usage["input_tokens"])
+    if "output_tokens" in usage:
+        recorder.output_tokens = int(usage["output_tokens"])
+    if result.total_cost_usd is not None:
+        recorder.cost_usd = float(result.total_cost_usd) + (spent.cost_usd if spent else 0.0)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return str(content or "")
+
+
+def _limits(options: ClaudeAgentOptions) -> dict[str, float]:
+    found = {LimitKind.TURNS: options.max_turns, LimitKind.COST: getattr(options, "max_budget_usd", None)}
+    return {str(k): float(v) for k, v in found.items() if v is not None}

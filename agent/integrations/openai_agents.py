@@ -1,0 +1,265 @@
+"""OpenAI Agents SDK runs with Endstate's stop reasons, spans and metrics.
+
+    from agent.integrations import openai_agents as endstate_oa
+    result = endstate_oa.run(agent, "Triage this ticket", hooks=hooks, task_type="ticket", max_turns=8)
+
+Turns come from the SDK's own run lifecycle hooks (`RunHooks`: one turn per
+model call, holding the tool calls that follow it), composed with any
+`run_hooks` of yours. Not from its trace processors: those are global to the
+process, get nothing when tracing is disabled (as many teams run it), and see
+a model call only when the model implementation makes a span for it. The
+SDK's own traces are left as they are: Endstate adds its spans beside them,
+never a second copy of the same call. How runs end:
+
+| OpenAI Agents SDK                                   | Endstate                              |
+| --------------------------------------------------- | ------------------------------------- |
+| a final output                                      | `success` (checked by the verifiers)  |
+| interruptions (tools waiting for approval)          | `need_help`, resumable with `resume`  |
+| `MaxTurnsExceeded`                                  | `limit`/`turns`                       |
+| an input, output or tool guardrail tripwire         | `gave_up`, cause `guardrail`          |
+| `ModelRefusalError`                                 | `gave_up`, cause `refusal`            |
+| the task cancelled                                  | `cancelled`                           |
+| any other exception                                 | `error`, with its type                |
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from agents import Agent as OAAgent
+from agents import RunHooks as OARunHooks
+from agents import Runner
+from agents.exceptions import (
+    InputGuardrailTripwireTriggered,
+    MaxTurnsExceeded,
+    ModelRefusalError,
+    OutputGuardrailTripwireTriggered,
+    ToolInputGuardrailTripwireTriggered,
+    ToolOutputGuardrailTripwireTriggered,
+)
+from agents.run_state import RunState
+
+from agent.errors import ConfigError
+from agent.hooks import RunHooks
+from agent.integrations._observe import Recorder, Usage
+from agent.integrations._sync import run_sync
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.verify import Verifier
+
+PROVIDER = "openai"
+GUARDRAIL_TRIPS = (
+    InputGuardrailTripwireTriggered,
+    OutputGuardrailTripwireTriggered,
+    ToolInputGuardrailTripwireTriggered,
+    ToolOutputGuardrailTripwireTriggered,
+)
+
+
+class EndstateRunHooks(OARunHooks[Any]):
+    """The SDK's lifecycle hooks reporting to a `Recorder`, then to the caller's own hooks."""
+
+    def __init__(self, recorder: Recorder, inner: OARunHooks[Any] | None = None) -> None:
+        self.recorder, self.inner = recorder, inner
+
+    async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+        self.recorder.model_started()
+        if self.inner is not None:
+            await self.inner.on_llm_start(context, agent, system_prompt, input_items)
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        usage = response.usage
+        self.recorder.model_ended(
+            Usage(usage.input_tokens, usage.output_tokens),
+            text=_text(response.output),
+            stop_reason="tool_use" if _calls(response.output) else "end_turn",
+            response_id=response.response_id or "",
+        )
+        if self.inner is not None:
+            await self.inner.on_llm_end(context, agent, response)
+
+    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+        call_id, name, args = _tool_call(context, tool)
+        self.recorder.tool_started(call_id, name, args)
+        if self.inner is not None:
+            await self.inner.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+        call_id, name, args = _tool_call(context, tool)
+        self.recorder.tool_ended(call_id, name, str(result), arguments=args)
+        if self.inner is not None:
+            await self.inner.on_tool_end(context, agent, tool, result)
+
+    async def on_agent_start(self, context: Any, agent: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_agent_start(context, agent)
+
+    async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_agent_end(context, agent, output)
+
+    async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_handoff(context, from_agent, to_agent)
+
+
+def run(agent: OAAgent[Any], input: Any, **kwargs: Any) -> RunResult:
+    """Sync entry point; see `arun`."""
+    return run_sync(arun(agent, input, **kwargs))
+
+
+async def arun(
+    agent: OAAgent[Any],
+    input: Any,
+    *,
+    hooks: RunHooks | None = None,
+    task_type: str = "default",
+    verifiers: Sequence[Verifier] | Verifier | None = None,
+    run_id: str | None = None,
+    run_hooks: OARunHooks[Any] | None = None,
+    resumed: RunResult | None = None,
+    **runner_kwargs: Any,
+) -> RunResult:
+    """`Runner.run(agent, input, **runner_kwargs)`, ended in a stop reason.
+
+    The SDK's `RunResult` (or the exception) is at `result.raw`; pass your own
+    SDK `RunHooks` as `run_hooks`. Never raises for an expected stop.
+    """
+    recorder = Recorder.start(
+        hooks,
+        agent=agent.name,
+        task_type=task_type,
+        model=_model_name(agent, runner_kwargs.get("run_config")),
+        provider=PROVIDER,
+        task=input if isinstance(input, str) else "",
+        tools=[t.name for t in agent.tools],
+        limits=_limits(runner_kwargs.get("max_turns")),
+        verifiers=verifiers,
+        run_id=run_id,
+        resumed=resumed,
+    )
+    sdk_hooks = EndstateRunHooks(recorder, run_hooks)
+    try:
+        result = await Runner.run(agent, input, hooks=sdk_hooks, **runner_kwargs)
+    except MaxTurnsExceeded as exc:
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=exc.message, raw=exc)
+    except GUARDRAIL_TRIPS as exc:
+        return recorder.finish(
+            StopReason.GAVE_UP, cause=StopCause.GUARDRAIL, note=_guardrail_note(exc), raw=exc
+        )
+    except ModelRefusalError as exc:
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
+    except (Exception, asyncio.CancelledError) as exc:
+        return recorder.fail(exc, raw=exc)
+    if result.interruptions:
+        return _suspend(recorder, result)
+    return recorder.succeed(result.final_output, raw=result)
+
+
+def state_of(result: RunResult) -> str:
+    """A `need_help` result's saved state, as JSON (the SDK's `RunState.to_string()`): what a store keeps."""
+    raw = result.raw
+    if raw is None or not getattr(raw, "interruptions", None):
+        raise ConfigError("only a need_help result of this integration has a state to save")
+    return str(raw.to_state().to_string())
+
+
+def resume(
+    agent: OAAgent[Any], state: Any, approved: bool, answer: str | None = None, **kwargs: Any
+) -> RunResult:
+    """Sync entry point; see `aresume`."""
+    return run_sync(aresume(agent, state, approved, answer, **kwargs))
+
+
+async def aresume(
+    agent: OAAgent[Any], state: Any, approved: bool, answer: str | None = None, **kwargs: Any
+) -> RunResult:
+    """Continue a `need_help` run: approve every pending tool call, or reject them with `answer`.
+
+    `state` is the suspended `RunResult` itself (same run id, its wait
+    recorded), its `raw`, or the JSON from `state_of` (with `agent` the
+    starting agent, as the SDK's `RunState.from_string` needs).
+    """
+    if isinstance(state, RunResult):
+        kwargs.setdefault("resumed", state)
+        state = state.raw
+    run_state = await _run_state(agent, state)
+    pending = run_state.get_interruptions()
+    if not pending:
+        raise ConfigError("this state has no pending approval: pass a need_help result or its state_of()")
+    for item in pending:
+        if approved:
+            run_state.approve(item)
+        else:
+            run_state.reject(item, rejection_message=answer or "Denied by a person.")
+    return await arun(agent, run_state, **kwargs)
+
+
+async def _run_state(agent: OAAgent[Any], state: Any) -> RunState[Any]:
+    if isinstance(state, str):
+        return await RunState.from_string(agent, state)
+    if isinstance(state, RunState):
+        return state
+    if hasattr(state, "to_state"):
+        return state.to_state()
+    raise ConfigError("state must be a need_help RunResult, its raw, or the JSON from state_of()")
+
+
+def _suspend(recorder: Recorder, result: Any) -> RunResult:
+    item = result.interruptions[0]
+    raw_item = item.raw_item
+    call_id = str(getattr(raw_item, "call_id", None) or getattr(raw_item, "id", "") or "")
+    arguments = _arguments(getattr(raw_item, "arguments", None))
+    name = item.tool_name or str(getattr(raw_item, "name", "tool"))
+    question = f"Approve {name}({json.dumps(arguments, default=str)})?"
+    return recorder.suspend(question, PendingAction(call_id, name, arguments), raw=result)
+
+
+def _tool_call(context: Any, tool: Any) -> tuple[str, str, dict[str, Any]]:
+    call_id = str(getattr(context, "tool_call_id", "") or id(context))
+    name = str(getattr(context, "tool_name", None) or getattr(tool, "name", "tool"))
+    return call_id, name, _arguments(getattr(context, "tool_arguments", None))
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) and raw else {}
+    except ValueError:
+        return {"arguments": raw}
+    return parsed if isinstance(parsed, dict) else {"arguments": parsed}
+
+
+def _text(output: Sequence[Any]) -> str:
+    parts = [
+        getattr(content, "text", "")
+        for item in output
+        if getattr(item, "type", None) == "message"
+        for content in getattr(item, "content", ())
+    ]
+    return "".join(p for p in parts if isinstance(p, str))
+
+
+def _calls(output: Sequence[Any]) -> bool:
+    return any(getattr(item, "type", None) == "function_call" for item in output)
+
+
+def _guardrail_note(exc: Exception) -> str:
+    found = getattr(exc, "guardrail_result", None)
+    guardrail = getattr(found, "guardrail", None)
+    name = guardrail.get_name() if guardrail is not None and hasattr(guardrail, "get_name") else ""
+    return f"Guardrail {name} tripped: {type(exc).__name__}".replace("  ", " ")
+
+
+def _model_name(agent: OAAgent[Any], run_config: Any) -> str:
+    model = getattr(run_config, "model", None) or agent.model
+    if model is None or isinstance(model, str):
+        return model or "default"
+    return str(getattr(model, "model", None) or type(model).__name__)
+
+
+def _limits(max_turns: Any) -> dict[str, float]:
+    return {str(LimitKind.TURNS): float(max_turns)} if isinstance(max_turns, int) else {}

@@ -1,0 +1,271 @@
+"""Pydantic AI runs with Endstate's stop reasons, spans and metrics.
+
+    from agent.integrations import pydantic_ai as endstate_pai
+    result = endstate_pai.run(agent, "Summarise the ticket", hooks=hooks, task_type="ticket")
+
+Turns come from a capability added to the run (the same mechanism as
+Pydantic AI's own instrumentation): one turn per model request, holding the
+tool calls that follow it. Endstate makes no span of its own when Pydantic AI
+also instruments the run: its spans are Pydantic AI's, Endstate's are
+Endstate's, and each call is recorded once by each. How runs end:
+
+| Pydantic AI                                   | Endstate                              |
+| --------------------------------------------- | ------------------------------------- |
+| an output                                     | `success` (checked by the verifiers)  |
+| `DeferredToolRequests` output                 | `need_help`, resumable with `resume`  |
+| `UsageLimitExceeded`: request or tool calls   | `limit`/`turns`                       |
+| `UsageLimitExceeded`: tokens                  | `limit`/`tokens`                      |
+| `UsageLimitExceeded`: cost                    | `limit`/`cost`                        |
+| `ContentFilterError` (the provider refused)   | `gave_up`, cause `refusal`            |
+| `RunCancelled`, the task cancelled            | `cancelled`                           |
+| any other exception                           | `error`, with its type                |
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic_ai import Agent as PAIAgent
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ContentFilterError,
+    RunCancelled,
+    UsageLimitExceeded,
+)
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
+
+from agent.errors import ConfigError
+from agent.hooks import RunHooks
+from agent.integrations._observe import Recorder, Usage
+from agent.integrations._sync import run_sync
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.verify import Verifier
+
+PROVIDER = "pydantic_ai"
+
+
+class EndstateCapability(AbstractCapability[Any]):
+    """Reports each model request and tool call of one run to a `Recorder`."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
+        self.recorder.model_started()
+        try:
+            response: ModelResponse = await handler(request_context)
+        except BaseException as exc:
+            self.recorder.model_ended(Usage(), error=exc)
+            raise
+        usage = response.usage
+        self.recorder.model_ended(
+            Usage(usage.input_tokens, usage.output_tokens, _cost(response)),
+            text=response.text or "",
+            stop_reason=response.finish_reason or "end_turn",
+            model=response.model_name or "",
+            response_id=response.provider_response_id or "",
+        )
+        return response
+
+    async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        call_id, name = call.tool_call_id, call.tool_name
+        self.recorder.tool_started(call_id, name, call.args_as_dict())
+        try:
+            result = await handler(args)
+        except (ApprovalRequired, CallDeferred):
+            raise  # not run: the call waits for a person (its span ends as interrupted)
+        except Exception as exc:
+            self.recorder.tool_ended(call_id, name, str(exc), type(exc).__name__)
+            raise
+        self.recorder.tool_ended(call_id, name, str(result))
+        return result
+
+
+def run(agent: PAIAgent[Any, Any], user_prompt: Any = None, **kwargs: Any) -> RunResult:
+    """Sync entry point; see `arun`."""
+    return run_sync(arun(agent, user_prompt, **kwargs))
+
+
+async def arun(
+    agent: PAIAgent[Any, Any],
+    user_prompt: Any = None,
+    *,
+    hooks: RunHooks | None = None,
+    task_type: str = "default",
+    verifiers: Sequence[Verifier] | Verifier | None = None,
+    run_id: str | None = None,
+    resumed: RunResult | None = None,
+    **run_kwargs: Any,
+) -> RunResult:
+    """`agent.run(user_prompt, **run_kwargs)`, ended in a stop reason; the `AgentRunResult` (or the
+    exception) is at `result.raw`. Never raises for an expected stop."""
+    recorder = _recorder(agent, user_prompt, hooks, task_type, verifiers, run_id, resumed, run_kwargs)
+    capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder)]
+    try:
+        result = await agent.run(user_prompt, capabilities=capabilities, **run_kwargs)
+    except UsageLimitExceeded as exc:
+        return recorder.finish(StopReason.LIMIT, limit=limit_kind(exc), note=str(exc), raw=exc)
+    except ContentFilterError as exc:
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
+    except RunCancelled as exc:
+        return recorder.finish(StopReason.CANCELLED, note=str(exc), raw=exc)
+    except (Exception, asyncio.CancelledError) as exc:
+        return recorder.fail(exc, raw=exc)
+    if isinstance(result.output, DeferredToolRequests):
+        return _suspend(recorder, result.output, result)
+    return recorder.succeed(result.output, raw=result)
+
+
+def state_of(result: RunResult) -> str:
+    """A `need_help` result's saved state as JSON (its messages and pending calls): what a store keeps."""
+    messages, pending = _saved(result.raw)
+    history = json.loads(ModelMessagesTypeAdapter.dump_json(messages))
+    return json.dumps({"messages": history, "pending": pending})
+
+
+def resume(
+    agent: PAIAgent[Any, Any],
+    state: Any,
+    approved: bool | None = None,
+    answer: Any = None,
+    **kwargs: Any,
+) -> RunResult:
+    """Sync entry point; see `aresume`."""
+    return run_sync(aresume(agent, state, approved, answer, **kwargs))
+
+
+async def aresume(
+    agent: PAIAgent[Any, Any],
+    state: Any,
+    approved: bool | None = None,
+    answer: Any = None,
+    **kwargs: Any,
+) -> RunResult:
+    """Continue a `need_help` run with the person's decision.
+
+    `state` is the suspended `RunResult` itself (same run id, its wait
+    recorded), its `raw` (an `AgentRunResult`), the JSON from `state_of`
+    (what a store keeps), or the JSON of its messages alone
+    (`raw.all_messages_json()`: every pending call taken as an approval).
+    Pending approvals are approved when `approved` is true, else denied with
+    `answer` as the reason; a pending external call gets `answer` as its result.
+    """
+    if isinstance(state, RunResult):
+        kwargs.setdefault("resumed", state)
+        state = state.raw
+    messages, pending = _saved(state)
+    if not pending:
+        raise ConfigError("this state has no pending tool call to answer: pass the raw of a need_help result")
+    results = DeferredToolResults()
+    for call_id, kind in pending.items():
+        if kind == "approval":
+            if approved is None:
+                raise ConfigError("a pending approval needs approved=True or approved=False")
+            results.approvals[call_id] = (
+                True if approved else ToolDenied(str(answer or "Denied by a person."))
+            )
+        else:
+            results.calls[call_id] = answer
+    return await arun(agent, None, message_history=messages, deferred_tool_results=results, **kwargs)
+
+
+def _cost(response: ModelResponse) -> float | None:
+    """The response's price in US dollars; None when Pydantic AI has no price for its model."""
+    try:
+        return float(response.cost().total_price)
+    except LookupError:
+        return None
+
+
+def limit_kind(exc: UsageLimitExceeded) -> LimitKind:
+    """Which budget a `UsageLimitExceeded` names: requests and tool calls are turns."""
+    text = str(exc)
+    if "tokens_limit" in text:
+        return LimitKind.TOKENS
+    if "cost_limit" in text:
+        return LimitKind.COST
+    return LimitKind.TURNS
+
+
+def _suspend(recorder: Recorder, requests: DeferredToolRequests, result: Any) -> RunResult:
+    calls = [*requests.approvals, *requests.calls]
+    first = calls[0]
+    pending = PendingAction(first.tool_call_id, first.tool_name, first.args_as_dict())
+    verb = "Approve" if requests.approvals else "Answer"
+    question = f"{verb} {first.tool_name}({json.dumps(pending.arguments, default=str)})?"
+    return recorder.suspend(question, pending, raw=result)
+
+
+def _saved(state: Any) -> tuple[list[ModelMessage], dict[str, str]]:
+    """The messages of a suspended run and its pending calls by id ("approval" or "external")."""
+    if isinstance(state, str | bytes):
+        saved = json.loads(state)
+        if isinstance(saved, dict) and "messages" in saved:  # from state_of
+            return ModelMessagesTypeAdapter.validate_python(saved["messages"]), dict(saved["pending"])
+        messages = ModelMessagesTypeAdapter.validate_python(saved)
+        return messages, {call_id: "approval" for call_id in _unanswered(messages)}
+    output = getattr(state, "output", None)
+    if not isinstance(output, DeferredToolRequests):
+        raise ConfigError("state must be a need_help result's raw or its all_messages_json()")
+    pending = {c.tool_call_id: "approval" for c in output.approvals}
+    pending.update({c.tool_call_id: "external" for c in output.calls})
+    return state.all_messages(), pending
+
+
+def _unanswered(messages: Sequence[ModelMessage]) -> list[str]:
+    """The tool calls of the last model response (a suspended run's last message)."""
+    last = messages[-1] if messages else None
+    if not isinstance(last, ModelResponse):
+        return []
+    return [part.tool_call_id for part in last.tool_calls]
+
+
+def _recorder(
+    agent: PAIAgent[Any, Any],
+    user_prompt: Any,
+    hooks: RunHooks | None,
+    task_type: str,
+    verifiers: Sequence[Verifier] | Verifier | None,
+    run_id: str | None,
+    resumed: RunResult | None,
+    run_kwargs: Mapping[str, Any],
+) -> Recorder:
+    model = run_kwargs.get("model") or agent.model
+    return Recorder.start(
+        hooks,
+        agent=agent.name or "pydantic_ai_agent",
+        task_type=task_type,
+        model=str(getattr(model, "model_name", model) or ""),
+        provider=str(getattr(model, "system", "") or PROVIDER),
+        task=user_prompt if isinstance(user_prompt, str) else "",
+        tools=_tool_names(agent),
+        limits=_limits(run_kwargs.get("usage_limits")),
+        verifiers=verifiers,
+        run_id=run_id,
+        resumed=resumed,
+    )
+
+
+def _tool_names(agent: PAIAgent[Any, Any]) -> list[str]:
+    names: list[str] = []
+    for toolset in agent.toolsets:
+        names.extend(getattr(toolset, "tools", {}) or {})
+    return names
+
+
+def _limits(limits: Any) -> dict[str, float]:
+    """The run's configured ceilings, as `agent_budget_limit` shows them."""
+    if limits is None:
+        return {}
+    found = {
+        LimitKind.TURNS: getattr(limits, "request_limit", None),
+        LimitKind.TOKENS: getattr(limits, "total_tokens_limit", None),
+        LimitKind.COST: getattr(limits, "cost_limit", None),
+    }
+    return {str(k): float(v) for k, v in found.items() if v is not None}

@@ -1,0 +1,245 @@
+"""The model table: context window, maximum output and prices of each model id.
+
+The rows live in `models.toml` beside this module, each with its source and
+the date it was checked. Users override or extend them from a TOML file of
+the same format named by `ENDSTATE_MODELS`, or in code with `with_rows`.
+
+    table = ModelTable.load()                     # built in, then ENDSTATE_MODELS
+    table.get("claude-sonnet-5-5").context_window  # 1_000_000
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from agent.errors import ConfigError
+from agent.models.price import Price
+
+ENV_MODELS = "ENDSTATE_MODELS"
+ENV_MODEL = "ENDSTATE_MODEL"
+DEFAULT_MODEL = "claude-sonnet-5-5"  # current on 2026-11-30; ENDSTATE_MODEL overrides it
+BUILTIN = Path(__file__).with_name("models.toml")
+
+Status = Literal["active", "deprecated", "retired"]
+_STATUSES: tuple[str, ...] = ("active", "deprecated", "retired")
+_PRICE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+_ROW_KEYS = frozenset(
+    {
+        *_PRICE_KEYS,
+        "context_window",
+        "max_output",
+        "long_prompt",
+        "price",
+        "reason",
+        "status",
+        "retires",
+        "note",
+        "source",
+        "checked",
+        "alias_of",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One row of the model table.
+
+    `price` is None when no price is known; `unknown_price_reason` then says
+    why. `status` is `active`, `deprecated` (still callable, `retires` on a
+    date) or `retired` (the API refuses it).
+    """
+
+    id: str
+    context_window: int | None = None
+    max_output: int | None = None
+    price: Price | None = None
+    unknown_price_reason: str = ""
+    status: Status = "active"
+    retires: datetime.date | None = None
+    note: str = ""
+    source: str = ""
+    checked: datetime.date | None = None
+
+
+class ModelTable:
+    """Model ids and what is known about them; dated ids fall back to their family's row."""
+
+    def __init__(self, rows: Mapping[str, ModelInfo], aliases: Mapping[str, str] | None = None) -> None:
+        self._rows = dict(rows)
+        self._aliases = dict(aliases or {})
+
+    @classmethod
+    def builtin(cls) -> ModelTable:
+        """The table shipped with Endstate."""
+        return _builtin()
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None = None) -> ModelTable:
+        """The built-in table, with the rows of the file named by `ENDSTATE_MODELS` over it."""
+        path = (os.environ if env is None else env).get(ENV_MODELS)
+        table = cls.builtin()
+        return table.merged(cls.from_file(Path(path))) if path else table
+
+    @classmethod
+    def from_file(cls, path: Path) -> ModelTable:
+        """A table from a TOML file; a clear `ConfigError` when it cannot be read."""
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read the model table {str(path)!r} ({ENV_MODELS}): {exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"the model table {str(path)!r} is not valid TOML: {exc}") from exc
+        return cls.from_dict(data, where=str(path))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "model table") -> ModelTable:
+        """A table from the parsed TOML: `{"models": {id: row}}`."""
+        models = data.get("models")
+        if not isinstance(models, dict):
+            raise ConfigError(f'{where}: expected a [models."<id>"] table per model')
+        rows: dict[str, ModelInfo] = {}
+        aliases: dict[str, str] = {}
+        for model_id, row in models.items():
+            if not isinstance(row, dict):
+                raise ConfigError(f"{where}: models.{model_id!r} must be a table")
+            if "alias_of" in row:
+                aliases[model_id] = str(row["alias_of"])
+            else:
+                rows[model_id] = parse_row(model_id, row, where)
+        return cls(rows, aliases)
+
+    def merged(self, other: ModelTable) -> ModelTable:
+        """This table with `other`'s rows and aliases replacing or adding to its own."""
+        return ModelTable({**self._rows, **other._rows}, {**self._aliases, **other._aliases})
+
+    def with_rows(self, rows: Mapping[str, ModelInfo | Mapping[str, Any]]) -> ModelTable:
+        """This table with rows given in code (a `ModelInfo`, or a dict shaped like a TOML row)."""
+        parsed = {
+            model_id: (
+                replace(row, id=model_id) if isinstance(row, ModelInfo) else parse_row(model_id, dict(row))
+            )
+            for model_id, row in rows.items()
+        }
+        return ModelTable({**self._rows, **parsed}, self._aliases)
+
+    def get(self, model: str) -> ModelInfo | None:
+        """The row for `model`: its own, its alias target's, or its family's for a dated id."""
+        for candidate in (model, _undated(model)):
+            candidate = self._aliases.get(candidate, candidate)
+            if candidate in self._rows:
+                return self._rows[candidate]
+        return None
+
+    def ids(self) -> list[str]:
+        """Every id the table answers for, aliases included."""
+        return sorted({*self._rows, *self._aliases})
+
+    def __iter__(self) -> Iterator[ModelInfo]:
+        return iter(self._rows.values())
+
+    def __contains__(self, model: object) -> bool:
+        return isinstance(model, str) and self.get(model) is not None
+
+
+def default_model(env: Mapping[str, str] | None = None) -> str:
+    """The model Endstate uses when none is named: `ENDSTATE_MODEL`, else `DEFAULT_MODEL`."""
+    return (os.environ if env is None else env).get(ENV_MODEL) or DEFAULT_MODEL
+
+
+# -- parsing -------------------------------------------------------------------
+
+
+def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table") -> ModelInfo:
+    """A `ModelInfo` from a TOML row, checked: unknown keys, bad numbers and a missing reason are errors."""
+    at = f"{where}: models.{model_id!r}"
+    if unknown := sorted(set(row) - _ROW_KEYS):
+        raise ConfigError(f"{at}: unknown keys {unknown}; known: {sorted(_ROW_KEYS)}")
+    status = str(row.get("status", "active"))
+    if status not in _STATUSES:
+        raise ConfigError(f"{at}: status must be one of {list(_STATUSES)}, got {status!r}")
+    price, reason = _price_and_reason(row, at)
+    return ModelInfo(
+        id=model_id,
+        context_window=_tokens(row, "context_window", at),
+        max_output=_tokens(row, "max_output", at),
+        price=price,
+        unknown_price_reason=reason,
+        status=status,  # type: ignore[arg-type]
+        retires=_date(row, "retires", at),
+        note=str(row.get("note", "")),
+        source=str(row.get("source", "")),
+        checked=_date(row, "checked", at),
+    )
+
+
+def _price_and_reason(row: Mapping[str, Any], at: str) -> tuple[Price | None, str]:
+    if row.get("price") == "unknown":
+        reason = str(row.get("reason", "")).strip()
+        if not reason:
+            raise ConfigError(f'{at}: price = "unknown" needs a reason = "..." saying why')
+        return None, reason
+    if "price" in row:
+        raise ConfigError(f'{at}: price may only be "unknown"; give input = and output = prices instead')
+    if "input" not in row or "output" not in row:
+        raise ConfigError(f'{at}: give input = and output = (USD per million tokens), or price = "unknown"')
+    price = _price(row, at)
+    long = row.get("long_prompt")
+    if long is None:
+        return price, ""
+    if not isinstance(long, dict) or "above" not in long:
+        raise ConfigError(f"{at}: long_prompt must be a table with above = <tokens> and its prices")
+    tier = _price(
+        {"input": price.input_per_mtok, "output": price.output_per_mtok, **long}, at + ".long_prompt"
+    )
+    return replace(price, long_prompt_above=int(long["above"]), long_prompt=tier), ""
+
+
+def _price(row: Mapping[str, Any], at: str) -> Price:
+    values: dict[str, float | None] = {}
+    for key in _PRICE_KEYS:
+        value = row.get(key)
+        if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value < 0):
+            raise ConfigError(f"{at}: {key} must be a number >= 0 (USD per million tokens), got {value!r}")
+        values[key] = None if value is None else float(value)
+    return Price(
+        input_per_mtok=values["input"] or 0.0,
+        output_per_mtok=values["output"] or 0.0,
+        cache_read_per_mtok=values["cache_read"],
+        cache_write_5m_per_mtok=values["cache_write_5m"],
+        cache_write_1h_per_mtok=values["cache_write_1h"],
+    )
+
+
+def _tokens(row: Mapping[str, Any], key: str, at: str) -> int | None:
+    value = row.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{at}: {key} must be a positive whole number of tokens, got {value!r}")
+    return value
+
+
+def _date(row: Mapping[str, Any], key: str, at: str) -> datetime.date | None:
+    value = row.get(key)
+    if value is None or isinstance(value, datetime.date):
+        return value
+    raise ConfigError(f"{at}: {key} must be a TOML date such as 2026-11-30, got {value!r}")
+
+
+def _undated(model: str) -> str:
+    dated = re.fullmatch(r"(.+)-\d{8}", model)
+    return dated.group(1) if dated else model
+
+
+@cache
+def _builtin() -> ModelTable:
+    return ModelTable.from_file(BUILTIN)

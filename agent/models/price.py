@@ -1,0 +1,88 @@
+"""What a model costs: dollars per million tokens, cache reads and writes at their own prices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agent.models.base import ModelReply
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million tokens of each kind.
+
+    Cache prices left out follow Anthropic's rule: a cache read costs 0.1x
+    the input price, a cache write 1.25x (5-minute TTL) or 2x (1-hour TTL).
+    `long_prompt` is the price of a request whose prompt (input plus cache
+    reads and writes) is over `long_prompt_above` tokens, output included.
+    """
+
+    input_per_mtok: float
+    output_per_mtok: float
+    cache_read_per_mtok: float | None = None
+    cache_write_5m_per_mtok: float | None = None
+    cache_write_1h_per_mtok: float | None = None
+    long_prompt_above: int | None = None
+    long_prompt: Price | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(f"Price.{name} must be >= 0, got {value!r}")
+        if (self.long_prompt is None) != (self.long_prompt_above is None):
+            raise ConfigError("Price: give long_prompt and long_prompt_above together, or neither")
+
+    @property
+    def cache_read(self) -> float:
+        return self.input_per_mtok * 0.1 if self.cache_read_per_mtok is None else self.cache_read_per_mtok
+
+    @property
+    def cache_write_5m(self) -> float:
+        return (
+            self.input_per_mtok * 1.25
+            if self.cache_write_5m_per_mtok is None
+            else self.cache_write_5m_per_mtok
+        )
+
+    @property
+    def cache_write_1h(self) -> float:
+        return (
+            self.input_per_mtok * 2.0
+            if self.cache_write_1h_per_mtok is None
+            else self.cache_write_1h_per_mtok
+        )
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """Cost of uncached input and output tokens."""
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+    def cost_of(self, reply: ModelReply) -> float:
+        """Cost of one call, with its cache reads and writes at their own prices.
+
+        `reply.input_tokens` counts every input token (uncached, cache reads
+        and cache writes); the uncached part is what the cache parts leave.
+        """
+        price = self._for_prompt(reply.input_tokens)
+        read = reply.cache_read_input_tokens
+        write_1h = min(reply.cache_creation_1h_input_tokens, reply.cache_creation_input_tokens)
+        write_5m = reply.cache_creation_input_tokens - write_1h
+        uncached = max(0, reply.input_tokens - read - reply.cache_creation_input_tokens)
+        dollars = (
+            uncached * price.input_per_mtok
+            + write_5m * price.cache_write_5m
+            + write_1h * price.cache_write_1h
+            + read * price.cache_read
+            + reply.output_tokens * price.output_per_mtok
+        )
+        return dollars / 1e6
+
+    def _for_prompt(self, prompt_tokens: int) -> Price:
+        above = self.long_prompt_above
+        if self.long_prompt is not None and above is not None and prompt_tokens > above:
+            return self.long_prompt
+        return self

@@ -1,0 +1,100 @@
+"""Per-model prices: the model table's, then your overrides; an unknown price is unknown, never $0."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agent.models.base import ModelReply
+
+from agent.models.catalog import ModelTable
+from agent.models.price import Price
+
+log = logging.getLogger("endstate")
+
+
+class PriceTable:
+    """Per-model prices: the model table's (see `agent.models.catalog`), then yours.
+
+    `overrides` replace or extend the table's prices. A model with no known
+    price costs `None` from `cost_of` (never $0): the first time per model a
+    warning is logged, and `on_unknown(model)` is called on every such call
+    (a counter hook for telemetry).
+    """
+
+    def __init__(
+        self,
+        overrides: Mapping[str, Price] | None = None,
+        *,
+        models: ModelTable | None = None,
+        on_unknown: Callable[[str], None] | None = None,
+    ) -> None:
+        self._overrides = dict(overrides or {})
+        self.models = models if models is not None else ModelTable.load()
+        self.on_unknown = on_unknown
+        self._warned: set[str] = set()
+
+    def price(self, model: str) -> Price | None:
+        """The price of `model` (an override first, then the model table), or None."""
+        if model in self._overrides:
+            return self._overrides[model]
+        family = _family(model)
+        if family in self._overrides:
+            return self._overrides[family]
+        info = self.models.get(model)
+        return info.price if info is not None else None
+
+    def knows(self, model: str) -> bool:
+        return self.price(model) is not None
+
+    def unknown_reason(self, model: str) -> str:
+        """Why `model` has no price: the table's reason, or that it is not in the table."""
+        info = self.models.get(model)
+        if info is not None and info.unknown_price_reason:
+            return info.unknown_price_reason
+        return "it is not in the model table"
+
+    def require(self, model: str, agent: str) -> None:
+        """Refuse a cost budget on a model whose price is unknown: a `ConfigError` that says what to do."""
+        if self.knows(model):
+            return
+        raise ConfigError(
+            f"agent {agent!r} has a cost budget but no price for model {model!r} "
+            f"({self.unknown_reason(model)}); pass prices=PriceTable({{{model!r}: Price(input, output)}}) "
+            "or add the model to the file named by ENDSTATE_MODELS"
+        )
+
+    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
+        """Dollar cost of uncached input and output; 0.0 for a model with no price. Prefer `cost_of`."""
+        price = self.price(model)
+        return price.cost(input_tokens, output_tokens) if price else 0.0
+
+    def cost_of(self, model: str, reply: ModelReply) -> float | None:
+        """Dollar cost of one call, cache reads and writes included; None when the price is unknown."""
+        price = self.price(model)
+        if price is not None:
+            return price.cost_of(reply)
+        self._report_unknown(model)
+        return None
+
+    def _report_unknown(self, model: str) -> None:
+        if model not in self._warned:
+            self._warned.add(model)
+            log.warning(
+                "no price for model %r (%s): its cost is reported as unknown",
+                model,
+                self.unknown_reason(model),
+            )
+        if self.on_unknown is not None:
+            self.on_unknown(model)
+
+
+def _family(model: str) -> str:
+    """A dated id such as "claude-sonnet-4-5-20250929" without its date."""
+    dated = re.fullmatch(r"(.+)-\d{8}", model)
+    return dated.group(1) if dated else model

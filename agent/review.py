@@ -1,0 +1,300 @@
+"""Review: the runs a person should look at, the labels they give, and the cases they promote.
+
+The queue holds the finished runs no one has labelled yet that stopped as
+`gave_up`, `limit`, `no_progress` or `error`, plus a stable sample of the
+successes (a success can be false too), oldest first. A label says what the
+person found (`LABELS`); `endstate limits suggest` reads the labels, and
+`promote` turns a labelled run into an eval case that replays its recorded
+model replies and expects the exit the person chose.
+
+Retention (`prune`) and counting labels for `/metrics` (`Upkeep`) live here
+too: the service runs both on a schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from agent._cli_help import plural
+from agent.errors import ConfigError
+from agent.journal import Answer, Answered, Approval, Denial, Entry, Stopped, Suspended
+from agent.result import StopReason
+from agent.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
+from agent.store.base import Review
+
+log = logging.getLogger("endstate.review")
+
+QUEUE_REASONS = (StopReason.GAVE_UP, StopReason.LIMIT, StopReason.NO_PROGRESS, StopReason.ERROR)
+DEFAULT_SUCCESS_SHARE = 0.05  # one success in twenty is looked at too
+DEFAULT_OUT = Path("evals") / "promoted"
+PRUNE_EVERY = 3600.0  # seconds between prunes in the service
+UPKEEP_EVERY = 30.0  # seconds between label counts in the service
+
+
+class Label(StrEnum):
+    """What a person found when they reviewed a run."""
+
+    CORRECT_GIVE_UP = "correct_give_up"  # it was right to stop
+    SHOULD_HAVE_SUCCEEDED = "should_have_succeeded"  # the task was possible: a regression to fix
+    LIMIT_TOO_LOW = "limit_too_low"  # it was on its way: the ceiling cut it off
+    FALSE_SUCCESS = "false_success"  # it said success, but the work is wrong
+    FINE = "fine"  # nothing to act on
+
+
+EXPECT_OF = {  # the exit a promoted case expects, by label (`fine`: the exit the run had)
+    Label.CORRECT_GIVE_UP: StopReason.GAVE_UP,
+    Label.SHOULD_HAVE_SUCCEEDED: StopReason.SUCCESS,
+    Label.LIMIT_TOO_LOW: StopReason.SUCCESS,
+    Label.FALSE_SUCCESS: StopReason.GAVE_UP,
+}
+
+
+ONLY_FOR = {  # labels that only make sense for one exit
+    Label.LIMIT_TOO_LOW: StopReason.LIMIT,
+    Label.FALSE_SUCCESS: StopReason.SUCCESS,
+}
+
+
+class ReviewError(ConfigError):
+    """A review command that cannot be done; the message says why and what to do instead."""
+
+
+# -- the queue and the labels -------------------------------------------------------------------
+
+
+def queue(
+    store: RunStore,
+    reasons: Sequence[StopReason] = QUEUE_REASONS,
+    success_share: float = DEFAULT_SUCCESS_SHARE,
+    limit: int | None = 100,
+) -> list[RunRecord]:
+    """The runs to review, oldest first."""
+    if not 0.0 <= success_share <= 1.0:
+        raise ReviewError(f"the share of successes to review must be between 0 and 1, not {success_share}")
+    return store.review_queue(reasons, success_share, limit)
+
+
+def label(store: RunStore, run_id: str, value: str, note: str = "", now: float | None = None) -> Review:
+    """Store a person's label for a finished run."""
+    try:
+        chosen = Label(value)
+    except ValueError:
+        raise ReviewError(f"{value!r} is not a label; use one of: {', '.join(Label)}") from None
+    record = store.get(run_id)
+    needs = ONLY_FOR.get(chosen)
+    if (
+        record is not None
+        and record.status is RunStatus.FINISHED
+        and needs
+        and record.stop_reason is not needs
+    ):
+        raise ReviewError(
+            f"run {run_id} stopped as {record.stop_reason}: {chosen} is a label for runs that stopped as "
+            f"{needs}; pick another ({', '.join(Label)})"
+        )
+    return store.add_review(run_id, chosen, note, time.time() if now is None else now)
+
+
+def latest_labels(store: RunStore, run_ids: Sequence[str] | None = None) -> dict[str, Review]:
+    """The label that counts for each run: its latest."""
+    return {r.run_id: r for r in store.reviews(run_ids=run_ids)}
+
+
+# -- promote --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Promoted:
+    """A case written from a reviewed run."""
+
+    path: Path
+    name: str
+    expected: list[str]
+
+
+def promote(store: RunStore, run_id: str, expect: str | None = None, out: Path = DEFAULT_OUT) -> Promoted:
+    """Write an eval case that replays the run's recorded replies and expects the chosen exit."""
+    record, journal = _reviewable(store, run_id)
+    chosen = _expected(store, record, expect)
+    case = case_for(record, journal, chosen)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{_file_name(run_id)}.yaml"
+    with path.open("w") as stream:
+        yaml.safe_dump({"cases": [case]}, stream, sort_keys=False, allow_unicode=True, width=110)
+    then = case.get("then")
+    return Promoted(path, case["name"], [case["expect"]] + ([then["expect"]] if then else []))
+
+
+def case_for(record: RunRecord, journal: Sequence[Entry], expect: StopReason) -> dict[str, Any]:
+    """The eval case (as its YAML mapping) for a recorded run of a seed agent."""
+    from agent.evals.replay import record as replay_of
+    from agent.examples.scenarios import AGENTS
+
+    if record.agent not in AGENTS:
+        raise ReviewError(
+            f"run {record.run_id} is of agent {record.agent!r}: promote writes cases for the seed agents' "
+            f"worlds ({', '.join(AGENTS)}); write a case for your own agent by hand (agent/evals/README.md)"
+        )
+    replay = replay_of(journal, str(record.state.get("workdir", "")), corpus=record.agent == "researcher")
+    if not replay.replies:
+        raise ReviewError(f"run {record.run_id} holds no model reply to replay (it ended before any)")
+    case: dict[str, Any] = {
+        "name": f"review/{record.run_id}",
+        "description": _description(record, expect),
+        "agent": record.agent,
+        "fixture": fixture_for(record),
+        "task": record.task,
+        "task_type": record.task_type,
+    }
+    case |= _expectations(record, journal, expect)
+    return case | {"replay": list(replay.replies), "results": [r.to_dict() for r in replay.results]}
+
+
+def fixture_for(record: RunRecord) -> str:
+    """The eval fixture that builds the world the run's scenario had."""
+    from agent.evals.fixtures import FIXTURES
+    from agent.examples.scenarios import SCENARIOS
+
+    named = {s.name: s for s in SCENARIOS}.get(str(record.state.get("scenario")))
+    options = named.options if named else {}
+    fits = [f for f in FIXTURES.values() if f.agent == record.agent]
+    same = [f for f in fits if all(options.get(k) == v for k, v in f.options.items()) and not f.patch]
+    return (same or fits)[0].name
+
+
+def _reviewable(store: RunStore, run_id: str) -> tuple[RunRecord, list[Entry]]:
+    record = store.get(run_id)
+    if record is None:
+        raise UnknownRun(f"no run with id {run_id!r} in {store.shown}")
+    if record.status is not RunStatus.FINISHED:
+        raise NotClaimable(f"run {run_id} is {record.status}: only finished runs are promoted")
+    snap = store.snapshot(run_id)
+    if snap is None or not snap.journal:
+        raise ReviewError(f"run {run_id} has no recorded journal in {store.shown}: nothing to replay")
+    return record, snap.journal
+
+
+def _expected(store: RunStore, record: RunRecord, expect: str | None) -> StopReason:
+    if expect is not None:
+        try:
+            return StopReason(expect)
+        except ValueError:
+            known = ", ".join(StopReason)
+            raise ReviewError(f"--expect {expect!r} is not a stop reason; use one of: {known}") from None
+    review = latest_labels(store, [record.run_id]).get(record.run_id)
+    if review is None:
+        raise ReviewError(
+            f"run {record.run_id} has no label yet: label it (`endstate review label {record.run_id} LABEL`) "
+            "or say the exit the case expects with --expect REASON"
+        )
+    return EXPECT_OF.get(Label(review.label), record.stop_reason or StopReason.ERROR)
+
+
+def _expectations(record: RunRecord, journal: Sequence[Entry], expect: StopReason) -> dict[str, Any]:
+    """`expect` (and `then:` for a run a person answered, or one resumed after a shutdown)."""
+    breaks = _interruptions(journal)
+    if len(breaks) > 1:
+        raise ReviewError(
+            f"run {record.run_id} was suspended or cancelled {len(breaks)} times; a case replays at most "
+            "one follow-up: write the case by hand from `endstate review promote` of a simpler run"
+        )
+    found: dict[str, Any] = {"expect": str(expect)}
+    if breaks:
+        first, action, text = breaks[0]
+        then = {"action": action, **({"text": text} if text else {}), "expect": str(expect)}
+        found = {"expect": str(first), "then": then}
+    if expect is StopReason.LIMIT and record.stop_reason is StopReason.LIMIT and record.stop_limit:
+        found["expect_limit"] = record.stop_limit
+    return found
+
+
+def _interruptions(journal: Sequence[Entry]) -> list[tuple[StopReason, str, str]]:
+    """Each segment end before the last: (its stop, what came next, the text of that)."""
+    found: list[tuple[StopReason, str, str]] = []
+    for i, entry in enumerate(journal):
+        if isinstance(entry, Suspended):
+            answered = next((e for e in journal[i + 1 :] if isinstance(e, Answered)), None)
+            found.append((StopReason.NEED_HELP, *_action(answered)))
+        elif isinstance(entry, Stopped) and entry.reason is StopReason.CANCELLED and i < len(journal) - 1:
+            found.append((StopReason.CANCELLED, "resume", ""))
+    return found
+
+
+def _action(answered: Answered | None) -> tuple[str, str]:
+    if answered is None or answered.by == "policy":
+        return "expire", ""
+    reply = answered.reply
+    if isinstance(reply, Answer):
+        return "answer", reply.text
+    if isinstance(reply, Approval):
+        return "approve", ""
+    assert isinstance(reply, Denial)
+    return "deny", reply.reason
+
+
+def _description(record: RunRecord, expect: StopReason) -> str:
+    replies = "its recorded model replies"
+    return (
+        f"Promoted from run {record.run_id} ({record.stop_reason}"
+        f"{'/' + record.stop_limit if record.stop_limit else ''}): replays {replies} and expects {expect}."
+    )
+
+
+def _file_name(run_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
+
+
+# -- retention and counting, for the service -----------------------------------------------------
+
+
+class LabelCounter(Protocol):
+    """Where label counts go (`telemetry.MetricsHooks`)."""
+
+    def record_review_label(self, agent: str, task_type: str, label: str) -> None: ...
+
+
+def prune(store: RunStore, older_than: float, now: float | None = None) -> int:
+    """Delete the finished runs that ended more than `older_than` seconds ago; how many went."""
+    if older_than <= 0:
+        raise ReviewError(f"the age to prune at must be above 0 seconds, not {older_than}")
+    return store.prune((time.time() if now is None else now) - older_than)
+
+
+class Upkeep:
+    """What the service does on a schedule: count new labels into `/metrics`, prune old runs.
+
+    Labels are counted from the store, not where they are given: `endstate review label`
+    runs in a process that serves no `/metrics`. A service starts from the store's first
+    label, so each replica shows the store's totals (use `max`, not `sum`, across replicas).
+    """
+
+    def __init__(
+        self, store: RunStore, retention: float | None = None, counter: LabelCounter | None = None
+    ) -> None:
+        self.store, self.retention, self.counter = store, retention, counter
+        self.counted = 0  # the id of the last label counted
+        self.pruned_at: float | None = None
+
+    def once(self, now: float | None = None) -> int:
+        """Count labels given since the last call; prune when a prune is due. Returns runs pruned."""
+        now = time.time() if now is None else now
+        if self.counter is not None:
+            for review in self.store.reviews(after=self.counted):
+                self.counter.record_review_label(review.agent, review.task_type, review.label)
+                self.counted = review.id
+        if self.retention is None or (self.pruned_at is not None and now - self.pruned_at < PRUNE_EVERY):
+            return 0
+        self.pruned_at = now
+        pruned = prune(self.store, self.retention, now)
+        if pruned:
+            log.info("pruned %s (finished, older than %.0f s)", plural(pruned, "run"), self.retention)
+        return pruned

@@ -1,0 +1,117 @@
+"""What the person answering a waiting run is told: what the agent did before asking, and what
+the pending call would do.
+
+A briefing is read from the run's journal (the last tool calls that ran, with their arguments
+and results shortened) and, for an approval, from the tool's own `preview`. To get that
+preview the service builds the run's agent from the catalog, as it does to resume the run;
+a preview that fails or takes too long is said so, never an error page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from agent._state import calls_of
+from agent.catalog import Catalog
+from agent.journal import Journal
+from agent.snapshot import Snapshot
+from agent.store import RunRecord
+
+STEPS_SHOWN = 5  # the last tool calls a briefing lists
+ARGUMENTS_CHARS = 300
+RESULT_CHARS = 300
+PREVIEW_CHARS = 20_000
+PREVIEW_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool call that ran: its name, its arguments as JSON and its result, both shortened."""
+
+    name: str
+    arguments: str
+    result: str
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What the pending call would do (`text`), or why that cannot be shown (`missing`)."""
+
+    text: str = ""
+    missing: str = ""
+
+
+@dataclass(frozen=True)
+class Briefing:
+    """A waiting run and what a person needs to answer it."""
+
+    record: RunRecord
+    steps: list[Step]
+    preview: Preview | None  # None when the run asks a question rather than an approval
+    expired: bool
+
+
+async def brief(records: list[RunRecord], store: Any, catalog: Catalog, now: float) -> list[Briefing]:
+    """A briefing per record: journals read off the event loop, previews built per approval."""
+    steps = await run_in_threadpool(lambda: [last_steps(store.snapshot(r.run_id)) for r in records])
+    return [
+        Briefing(r, s, await preview(r, catalog) if r.pending else None, _expired(r, now))
+        for r, s in zip(records, steps, strict=True)
+    ]
+
+
+def _expired(r: RunRecord, now: float) -> bool:
+    return r.deadline is not None and r.deadline <= now
+
+
+def last_steps(snapshot: Snapshot | None, n: int = STEPS_SHOWN) -> list[Step]:
+    """The last `n` tool calls that ran in the snapshot's journal, oldest first."""
+    if snapshot is None:
+        return []
+    journal = snapshot.journal
+    return [
+        Step(c.name, clip(_json(c.arguments), ARGUMENTS_CHARS), clip(c.result, RESULT_CHARS), c.is_error)
+        for c in calls_of(Journal(list(journal)))[-n:]
+    ]
+
+
+async def preview(record: RunRecord, catalog: Catalog) -> Preview:
+    """The pending call's preview, from the tool as the run's agent has it."""
+    assert record.pending is not None
+    try:  # building runs on the loop: catalogs need not be thread-safe
+        agent = catalog.entry(record.agent).build(record.state)
+    except Exception as exc:  # a catalog that cannot build the agent here: say so, show the page
+        return Preview(missing=f"No preview: the agent could not be built here ({_why(exc)}).")
+    found = agent.tool_named(record.pending.name)
+    if found is None or found.preview is None:
+        return Preview(missing="This tool gives no preview: the arguments above are all the call gets.")
+    try:
+        text = await asyncio.wait_for(
+            asyncio.to_thread(found.preview, dict(record.pending.arguments)), PREVIEW_SECONDS
+        )
+    except TimeoutError:
+        return Preview(missing=f"No preview: the tool's preview took longer than {PREVIEW_SECONDS:g} s.")
+    except Exception as exc:  # the tool's own code: its failure is shown, not raised
+        return Preview(missing=f"No preview: the tool's preview failed ({_why(exc)}).")
+    return Preview(text=clip(str(text), PREVIEW_CHARS, flat=False))
+
+
+def clip(text: str, limit: int, flat: bool = True) -> str:
+    """`text` cut to `limit` characters (with `...`); `flat` folds whitespace onto one line."""
+    if flat:
+        text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _json(arguments: object) -> str:
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {clip(str(exc), 200)}"

@@ -1,0 +1,131 @@
+"""The evaluator verifier: a second model (Claude, through the real SDK and the local server) judges done."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from messages_api import MessagesAPI, error, message, text, tool_use
+
+from agent import Agent, Budget, ConfigError, PriceTable, RetryPolicy, RunContext, TransientModelError
+from agent.models.anthropic import AnthropicModel
+from agent.models.scripted import ScriptedModel, call, finish
+from agent.tools import tool
+from agent.verify import VERDICT_TOOL, EvaluatorVerifier, evaluator, verdict
+
+JUDGE = "claude-haiku-5-5"
+FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, jitter=False)
+CRITERIA = ("The report names the failing test", "The fix is committed")
+
+
+@pytest.fixture
+def api() -> Iterator[MessagesAPI]:
+    with MessagesAPI() as server:
+        yield server
+
+
+def judge(api: MessagesAPI, **options: Any) -> EvaluatorVerifier:
+    model = AnthropicModel(JUDGE, api_key="sk-ant-test", base_url=api.url)
+    return evaluator(model, *CRITERIA, retry=FAST, **options)
+
+
+def says(passed: bool, *reasons: str, **usage: int) -> Any:
+    return message(tool_use(VERDICT_TOOL, {"passed": passed, "reasons": list(reasons)}), **usage)
+
+
+def ctx(note: str = "fixed test_login; committed abc123") -> RunContext:
+    return RunContext("run-1", "fixer", "Fix the failing test.", "ci", note=note)
+
+
+@tool
+def run_tests() -> str:
+    """Run the tests."""
+    return "1 failed: test_login"
+
+
+def test_the_judge_rejects_then_accepts_and_the_agent_hears_why(api: MessagesAPI) -> None:
+    api.enqueue(says(False, "The fix is not committed: no commit in the tool calls"), says(True))
+    agent_model = ScriptedModel(
+        [
+            [call("run_tests")],
+            [finish("done", "test_login fails; fixed it")],
+            [finish("done", "test_login fixed and committed as abc123")],
+        ]
+    )
+    agent = Agent("fixer", agent_model, tools=[run_tests], verifiers=[judge(api)], budget=Budget(max_turns=5))
+    result = agent.run("Fix the failing test.")
+
+    assert (result.reason, result.verified, result.turns) == ("success", True, 3)
+    assert result.verifier_failures == ("The fix is not committed: no commit in the tool calls",)
+    rejected = agent_model.requests[2].messages[-1]["content"][0]
+    assert rejected["is_error"] and "Criterion not met: The fix is not committed" in rejected["content"]
+    first_brief = api.bodies[0]["messages"][0]["content"][0]["text"]
+    assert "1. The report names the failing test" in first_brief and "2. The fix is committed" in first_brief
+    assert "test_login fails; fixed it" in first_brief
+    assert "run_tests({}) -> 1 failed: test_login" in first_brief
+    assert [t["name"] for t in api.bodies[0]["tools"]] == [VERDICT_TOOL]
+
+
+def test_each_judge_call_is_charged_to_the_run(api: MessagesAPI) -> None:
+    api.enqueue(says(True, input_tokens=900, output_tokens=40, cache_read_input_tokens=100))
+    context = ctx()
+    assert judge(api)(context) == []
+    (charge,) = context.charges
+    assert charge.model == JUDGE
+    assert (charge.reply.input_tokens, charge.reply.output_tokens, charge.reply.cache_read_input_tokens) == (
+        1000,
+        40,
+        100,
+    )
+    cost = PriceTable().cost_of(charge.model, charge.reply)
+    assert cost == pytest.approx((900 * 0.10 + 100 * 0.01 + 40 * 0.50) / 1e6)
+
+
+def test_a_judge_failing_for_a_moment_is_retried_and_charged_once(api: MessagesAPI) -> None:
+    api.enqueue(error(529, "Overloaded"), says(True))
+    context = ctx()
+    assert judge(api)(context) == []
+    assert len(api.requests) == 2 and len(context.charges) == 1
+
+
+def test_a_judge_that_keeps_failing_ends_the_run_as_error(api: MessagesAPI) -> None:
+    api.then = error(529, "Overloaded")
+    with pytest.raises(TransientModelError):
+        judge(api)(ctx())
+    agent = Agent(
+        "fixer",
+        ScriptedModel([[finish("done", "fixed")]]),
+        verifiers=[judge(api)],
+        budget=Budget(max_turns=3),
+    )
+    result = agent.run("Fix it.")
+    assert (result.reason, result.error_type) == ("error", "verifier_error")
+
+
+@pytest.mark.parametrize(
+    ("blocks", "expected"),
+    [
+        ([tool_use(VERDICT_TOOL, {"passed": True, "reasons": []})], []),
+        ([tool_use(VERDICT_TOOL, {"passed": False, "reasons": ["a", " "]})], ["a"]),
+        ([tool_use(VERDICT_TOOL, {"passed": False, "reasons": []})], ["rejected the result without"]),
+        ([text('Verdict: {"passed": false, "reasons": ["no commit"]}')], ["no commit"]),
+        ([text("Looks fine to me!")], ["gave no verdict (it said: Looks fine to me!)"]),
+        ([tool_use(VERDICT_TOOL, {"passed": "yes"})], ["gave no verdict"]),
+    ],
+)
+def test_verdicts_are_read_from_the_tool_call_or_json_text(
+    blocks: list[dict[str, Any]], expected: list[str]
+) -> None:
+    from agent.models.base import ModelReply
+
+    reasons = verdict(ModelReply(blocks))
+    assert len(reasons) == len(expected)
+    assert all(e in r for e, r in zip(expected, reasons, strict=True))
+
+
+def test_an_evaluator_needs_criteria() -> None:
+    with pytest.raises(ConfigError, match="needs criteria"):
+        evaluator(ScriptedModel())
+    with pytest.raises(ConfigError, match="needs criteria"):
+        EvaluatorVerifier(ScriptedModel(), "one string")  # type: ignore[arg-type]

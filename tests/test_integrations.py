@@ -1,0 +1,585 @@
+"""Every row of DESIGN.md's "Runs not built on Endstate", through the real frameworks,
+with the spans and the metrics Endstate's own runs make."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import pytest
+from agents import Agent as OAAgent
+from agents import (
+    GuardrailFunctionOutput,
+    InputGuardrail,
+    OutputGuardrail,
+    function_tool,
+    set_tracing_disabled,
+)
+from agents import Usage as OAUsage
+from agents.exceptions import ModelRefusalError
+from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
+from integrations_support import (
+    FakeCLI,
+    Rig,
+    assistant,
+    calls,
+    graph_of,
+    result,
+    rigged,
+    says,
+    tool_result,
+    tool_use,
+)
+from langgraph.checkpoint.memory import InMemorySaver
+from messages_api import MessagesAPI, message, text
+from messages_api import tool_use as api_tool_use
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic_ai import Agent as PAIAgent
+from pydantic_ai import InstrumentationSettings
+from pydantic_ai.exceptions import CallDeferred, ContentFilterError
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import DeferredToolRequests
+from pydantic_ai.usage import RequestUsage, UsageLimits
+
+from agent import CompositeHooks, LimitKind, StopReason, observe_run, predicate
+from agent.integrations import claude_agent_sdk as claude
+from agent.integrations import langgraph as lg
+from agent.integrations import openai_agents as oa
+from agent.integrations import pydantic_ai as pai
+from telemetry import TracingHooks
+from telemetry import names as n
+
+TASK = "probe_task"
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    with rigged() as rig:
+        yield rig
+
+
+@pytest.fixture(autouse=True)
+def no_openai_trace_export() -> Iterator[None]:
+    """The Agents SDK would export its own traces to OpenAI: nothing leaves this machine."""
+    set_tracing_disabled(True)
+    yield
+    set_tracing_disabled(False)
+
+
+def check_run_span(rig: Rig, agent: str, res: Any, turns: int) -> None:
+    """One `invoke_agent` span with the result's totals, holding `turns` turn spans with their chats."""
+    (span,) = [s for s in rig.run_spans() if s.name == f"{n.SPAN_INVOKE_AGENT} {agent}"]
+    attrs = span.attributes or {}
+    assert attrs[n.STOP_REASON] == str(res.reason)
+    assert attrs.get(n.STOP_LIMIT) == (str(res.limit) if res.limit else None)
+    assert attrs[n.AGENT_TURNS] == res.turns == turns
+    assert attrs[n.GEN_AI_USAGE_INPUT_TOKENS] == res.input_tokens
+    assert attrs[n.GEN_AI_CONVERSATION_ID] == res.run_id
+    assert attrs[n.AGENT_TASK_TYPE] == TASK
+    assert res.trace_id == f"{span.context.trace_id:032x}"
+    turn_spans = rig.children(span, n.SPAN_TURN)
+    assert [(t.attributes or {})[n.AGENT_TURN_INDEX] for t in turn_spans] == list(range(1, turns + 1))
+    for turn in turn_spans:
+        assert len(rig.children(turn, n.SPAN_CHAT + " ")) <= 1
+
+
+def tool_spans(rig: Rig) -> list[str]:
+    return [s.name for s in rig.spans() if s.name.startswith(n.SPAN_EXECUTE_TOOL + " ")]
+
+
+# -- Pydantic AI -------------------------------------------------------------------
+
+
+def pai_agent(replies: list[Any], **kwargs: Any) -> PAIAgent[None, Any]:
+    script = iter(replies)
+
+    async def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        step = next(script)
+        if isinstance(step, BaseException):
+            raise step
+        if isinstance(step, asyncio.Event):
+            await step.wait()
+        parts = [ToolCallPart(*step) if isinstance(step, tuple) else TextPart(step)]
+        return ModelResponse(parts, usage=RequestUsage(input_tokens=10, output_tokens=4))
+
+    agent: PAIAgent[None, Any] = PAIAgent(FunctionModel(play), name="pai_agent", **kwargs)
+
+    @agent.tool_plain
+    def look(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    @agent.tool_plain(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    return agent
+
+
+def test_pydantic_ai_output_is_success_with_turns_tools_spans_and_metrics(rig: Rig) -> None:
+    agent = pai_agent([("look", {"path": "a"}, "c1"), "all read"])
+    res = pai.run(agent, "read a", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.output, res.verified, res.turns) == (StopReason.SUCCESS, "all read", False, 2)
+    assert (res.input_tokens, res.output_tokens) == (20, 8)
+    assert res.raw.output == "all read"
+    check_run_span(rig, "pai_agent", res, turns=2)
+    assert tool_spans(rig) == ["execute_tool look"]
+    assert rig.stops("pai_agent", TASK, "success") == 1
+    labels = {"agent": "pai_agent", "task_type": TASK, "tool": "look", "outcome": "ok"}
+    assert rig.value("agent_tool_calls_total", **labels) == 1
+    assert rig.value("agent_runs_started_total", agent="pai_agent", task_type=TASK) == 1
+
+
+def test_pydantic_ai_verifiers_check_the_output_and_a_failed_check_is_a_counted_false_success(
+    rig: Rig,
+) -> None:
+    passes = predicate(lambda ctx: ctx.state["output"] == "42", "the answer is 42")
+    good = pai.run(pai_agent(["42"]), "?", hooks=rig.hooks, task_type=TASK, verifiers=[passes])
+    bad = pai.run(pai_agent(["41"]), "?", hooks=rig.hooks, task_type=TASK, verifiers=[passes])
+    assert (good.reason, good.verified) == (StopReason.SUCCESS, True)
+    assert (bad.reason, bad.verified, bad.verifier_failures) == (
+        StopReason.SUCCESS,
+        False,
+        ("the answer is 42",),
+    )
+    assert rig.value("agent_verify_rejections_total", agent="pai_agent", task_type=TASK) == 1
+    verified = [(s.attributes or {})[n.STOP_VERIFIED] for s in rig.run_spans()]
+    assert sorted(verified) == [False, True]
+
+
+def test_a_verifier_that_raises_ends_the_foreign_run_as_error(rig: Rig) -> None:
+    def broken(ctx: Any) -> list[str]:
+        raise RuntimeError("no")
+
+    res = pai.run(pai_agent(["done"]), "?", hooks=rig.hooks, task_type=TASK, verifiers=broken)
+    assert (res.reason, res.error_type) == (StopReason.ERROR, "verifier_error")
+
+
+@pytest.mark.parametrize(
+    ("limits", "kind"),
+    [
+        (UsageLimits(request_limit=1), LimitKind.TURNS),
+        (UsageLimits(output_tokens_limit=3), LimitKind.TOKENS),
+        (UsageLimits(tool_calls_limit=0), LimitKind.TURNS),
+    ],
+)
+def test_pydantic_ai_usage_limits_are_limit_stops(rig: Rig, limits: UsageLimits, kind: LimitKind) -> None:
+    agent = pai_agent([("look", {"path": "a"}, "c1"), "done"])
+    res = pai.run(agent, "read", hooks=rig.hooks, task_type=TASK, usage_limits=limits)
+    assert (res.reason, res.limit) == (StopReason.LIMIT, kind)
+    assert rig.stops("pai_agent", TASK, "limit", str(kind)) == 1
+    assert res.turns >= 1
+
+
+def test_pydantic_ai_deferred_approval_is_need_help_and_resumes_from_saved_messages(rig: Rig) -> None:
+    agent = pai_agent(
+        [("delete", {"path": "a"}, "d1"), "deleted it"], output_type=[str, DeferredToolRequests]
+    )
+    res = pai.run(agent, "delete a", hooks=rig.hooks, task_type=TASK)
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert (res.suspension.pending.tool_use_id, res.suspension.pending.name) == ("d1", "delete")
+    assert res.suspension.pending.arguments == {"path": "a"}
+    assert rig.stops("pai_agent", TASK, "need_help") == 1
+    done = pai.resume(agent, res, approved=True, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "deleted it", res.run_id)
+    assert done.turns == 2  # the run's turns across both segments
+    assert "execute_tool delete" in tool_spans(rig)
+    assert [s.name for s in rig.spans() if s.name == n.SPAN_HUMAN_WAIT] == [n.SPAN_HUMAN_WAIT]
+    turns = [(s.attributes or {}) for s in rig.spans() if s.name == n.SPAN_TURN]
+    indexed = sorted((t[n.AGENT_TURN_INDEX], bool(t.get(n.AGENT_TURN_CONTINUED))) for t in turns)
+    assert indexed == [
+        (1, False),
+        (1, True),
+        (2, False),
+    ]  # the split turn goes on, marked, in the resumed trace
+    (delete_span,) = [s for s in rig.spans() if s.name == "execute_tool delete"]
+    (continued,) = [s for s in rig.spans() if (s.attributes or {}).get(n.AGENT_TURN_CONTINUED)]
+    assert delete_span.parent and delete_span.parent.span_id == continued.context.span_id
+    assert rig.value("agent_runs_started_total", agent="pai_agent", task_type=TASK) == 1
+
+
+def test_pydantic_ai_external_call_is_need_help_and_the_answer_is_its_result() -> None:
+    agent = pai_agent(
+        [("ask_owner", {"q": "which file?"}, "q1"), "ok"], output_type=[str, DeferredToolRequests]
+    )
+
+    @agent.tool_plain
+    def ask_owner(q: str) -> str:
+        """Ask the file's owner."""
+        raise CallDeferred
+
+    res = pai.run(agent, "clean up")
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert res.suspension.question.startswith("Answer ask_owner")
+    stored = pai.state_of(res)  # what a store keeps: JSON, the call still known as external
+    done = pai.resume(agent, stored, answer="b.txt", run_id=res.run_id)
+    assert done.run_id == res.run_id
+    returns = [
+        p for m in done.raw.all_messages() for p in getattr(m, "parts", []) if p.part_kind == "tool-return"
+    ]
+    assert (done.reason, returns[0].content) == (StopReason.SUCCESS, "b.txt")
+
+
+def test_pydantic_ai_denial_from_stored_json_reaches_the_model() -> None:
+    agent = pai_agent([("delete", {"path": "a"}, "d1"), "left it"], output_type=[str, DeferredToolRequests])
+    res = pai.run(agent, "delete a")
+    stored = res.raw.all_messages_json()
+    done = pai.resume(agent, stored, approved=False, answer="keep it")
+    assert (done.reason, done.output) == (StopReason.SUCCESS, "left it")
+    returns = [
+        p for m in done.raw.all_messages() for p in getattr(m, "parts", []) if p.part_kind == "tool-return"
+    ]
+    assert "keep it" in str(returns[0].content)
+
+
+def test_pydantic_ai_refusal_cancel_and_crash() -> None:
+    refused = pai.run(pai_agent([ContentFilterError("blocked")]), "x")
+    assert (refused.reason, refused.cause) == (StopReason.GAVE_UP, "refusal")
+    crashed = pai.run(pai_agent([KeyError("boom")]), "x")
+    assert (crashed.reason, crashed.error_type) == (StopReason.ERROR, "KeyError")
+
+    async def cancel() -> Any:
+        never = asyncio.Event()
+        task = asyncio.create_task(pai.arun(pai_agent([never]), "x"))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        return await task
+
+    assert asyncio.run(cancel()).reason is StopReason.CANCELLED
+
+
+# -- OpenAI Agents SDK ---------------------------------------------------------------
+
+
+@function_tool
+def read(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+@function_tool(needs_approval=True)
+def remove(path: str) -> str:
+    """Remove a file."""
+    return f"removed {path}"
+
+
+def oa_agent(steps: list[Any], **kwargs: Any) -> OAAgent[Any]:
+    return OAAgent(name="oa_agent", model=ScriptedModel(steps), tools=[read, remove], **kwargs)
+
+
+def oa_usage() -> OAUsage:
+    return OAUsage(requests=1, input_tokens=10, output_tokens=4, total_tokens=14)
+
+
+def test_openai_agents_final_output_is_success_with_spans_and_metrics(rig: Rig) -> None:
+    steps = [
+        ModelStep(output=[function_call("read", {"path": "a"}, call_id="c1")], usage=oa_usage()),
+        ModelStep(output=[assistant_message("read it")], usage=oa_usage()),
+    ]
+    res = oa.run(oa_agent(steps), "read a", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.output, res.turns, res.input_tokens) == (StopReason.SUCCESS, "read it", 2, 20)
+    assert res.cost_usd is None  # the SDK prices nothing: unknown, never a made-up $0
+    assert res.raw.final_output == "read it"
+    check_run_span(rig, "oa_agent", res, turns=2)
+    assert tool_spans(rig) == ["execute_tool read"]
+    assert rig.stops("oa_agent", TASK, "success") == 1
+
+
+def test_openai_agents_max_turns_is_a_turns_limit(rig: Rig) -> None:
+    steps = [[function_call("read", {"path": str(i)}, call_id=f"c{i}")] for i in range(3)]
+    res = oa.run(oa_agent(steps), "loop", hooks=rig.hooks, task_type=TASK, max_turns=2)
+    assert (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TURNS, 2)
+    check_run_span(rig, "oa_agent", res, turns=2)
+    assert rig.stops("oa_agent", TASK, "limit", "turns") == 1
+    assert rig.value("agent_budget_limit", agent="oa_agent", task_type=TASK, limit="turns") == 2
+
+
+async def tripped(ctx: Any, agent: Any, data: Any) -> GuardrailFunctionOutput:
+    return GuardrailFunctionOutput(output_info="secret", tripwire_triggered=True)
+
+
+@pytest.mark.parametrize(
+    "guardrails",
+    [{"input_guardrails": [InputGuardrail(tripped)]}, {"output_guardrails": [OutputGuardrail(tripped)]}],
+    ids=["input", "output"],
+)
+def test_openai_agents_guardrail_tripwire_is_gave_up_with_cause_guardrail(
+    rig: Rig, guardrails: dict[str, Any]
+) -> None:
+    agent = oa_agent([[assistant_message("the password is hunter2")]], **guardrails)
+    res = oa.run(agent, "the password", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.cause) == (StopReason.GAVE_UP, "guardrail")
+    assert "tripped" in res.note
+    assert rig.stops("oa_agent", TASK, "gave_up", cause="guardrail") == 1
+    (span,) = rig.run_spans()
+    assert (span.attributes or {})[n.STOP_CAUSE] == "guardrail"
+
+
+def test_openai_agents_interruption_is_need_help_and_resumes_from_run_state_json(rig: Rig) -> None:
+    steps = [[function_call("remove", {"path": "a"}, call_id="r1")], [assistant_message("removed")]]
+    agent = oa_agent(steps)
+    res = oa.run(agent, "remove a", hooks=rig.hooks, task_type=TASK)
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert (res.suspension.pending.tool_use_id, res.suspension.pending.name) == ("r1", "remove")
+    saved = oa.state_of(res)
+    assert isinstance(saved, str) and '"r1"' in saved
+    done = oa.resume(agent, saved, approved=True, hooks=rig.hooks, task_type=TASK, run_id=res.run_id)
+    assert (done.reason, done.output) == (StopReason.SUCCESS, "removed")
+    assert "execute_tool remove" in tool_spans(rig)
+
+
+def test_openai_agents_rejection_refusal_crash_and_cancel() -> None:
+    steps = [[function_call("remove", {"path": "a"}, call_id="r1")], [assistant_message("kept")]]
+    agent = oa_agent(steps)
+    res = oa.run(agent, "remove a")
+    denied = oa.resume(agent, res, approved=False, answer="no")
+    assert (denied.reason, denied.run_id) == (StopReason.SUCCESS, res.run_id)
+    refused = oa.run(oa_agent([ModelRefusalError("no")]), "x")
+    assert (refused.reason, refused.cause) == (StopReason.GAVE_UP, "refusal")
+    crashed = oa.run(oa_agent([ValueError("boom")]), "x")
+    assert (crashed.reason, crashed.error_type) == (StopReason.ERROR, "ValueError")
+
+    async def cancel() -> Any:
+        never = asyncio.Event()
+
+        async def hang(call: Any) -> Any:
+            await never.wait()
+
+        task = asyncio.create_task(oa.arun(oa_agent([ModelStep.respond(hang)]), "x"))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        return await task
+
+    assert asyncio.run(cancel()).reason is StopReason.CANCELLED
+
+
+# -- LangGraph -----------------------------------------------------------------------
+
+
+def test_langgraph_final_state_is_success_with_turns_from_callbacks(rig: Rig) -> None:
+    graph = graph_of([calls("look", {"path": "a"}, "c1"), says("looked")])
+    res = lg.run(graph, {"messages": [("user", "look")]}, hooks=rig.hooks, task_type=TASK, tools=["look"])
+    assert (res.reason, res.output, res.turns, res.input_tokens) == (StopReason.SUCCESS, "looked", 2, 22)
+    assert res.raw["messages"][-1].content == "looked"
+    check_run_span(rig, "lg_agent", res, turns=2)
+    assert tool_spans(rig) == ["execute_tool look"]
+    labels = {"agent": "lg_agent", "task_type": TASK, "tool": "look", "outcome": "ok"}
+    assert rig.value("agent_tool_calls_total", **labels) == 1
+
+
+def test_langgraph_recursion_limit_is_a_turns_limit(rig: Rig) -> None:
+    graph = graph_of([calls("look", {"path": str(i)}, f"c{i}") for i in range(10)])
+    config = {"recursion_limit": 4}
+    res = lg.run(graph, {"messages": [("user", "loop")]}, config, hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TURNS, 2)
+    assert rig.stops("lg_agent", TASK, "limit", "turns") == 1
+
+
+def test_langgraph_interrupt_is_need_help_and_resumes_with_command(rig: Rig) -> None:
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    res = lg.run(graph, {"messages": [("user", "delete a")]}, config, hooks=rig.hooks, task_type=TASK)
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert (res.suspension.pending.name, res.suspension.pending.arguments) == ("delete", {"path": "a"})
+    done = lg.resume(graph, res, True, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "gone", res.run_id)
+    assert done.raw["messages"][-2].content == "deleted"
+
+
+def test_langgraph_resumes_from_the_stored_state_with_a_denial() -> None:
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("kept")], checkpointer=InMemorySaver())
+    res = lg.run(graph, {"messages": [("user", "delete a")]}, {"configurable": {"thread_id": "t2"}})
+    stored = lg.state_of(res)
+    assert json.loads(stored) == {"configurable": {"thread_id": "t2"}}
+    done = lg.resume(graph, stored, approved=False, run_id=res.run_id)
+    assert (done.reason, done.raw["messages"][-2].content) == (StopReason.SUCCESS, "not deleted")
+
+
+def test_langgraph_crash_and_cancel() -> None:
+    async def boom(state: Any) -> Any:
+        raise LookupError("no model")
+
+    crashed = lg.run(graph_of([], model_node=boom), {"messages": [("user", "x")]})
+    assert (crashed.reason, crashed.error_type) == (StopReason.ERROR, "LookupError")
+
+    async def cancel() -> Any:
+        never = asyncio.Event()
+
+        async def hang(state: Any) -> Any:
+            await never.wait()
+
+        task = asyncio.create_task(lg.arun(graph_of([], model_node=hang), {"messages": [("user", "x")]}))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        return await task
+
+    assert asyncio.run(cancel()).reason is StopReason.CANCELLED
+
+
+# -- Claude Agent SDK ----------------------------------------------------------------
+
+
+def test_claude_success_with_turns_tools_and_the_result_totals(rig: Rig) -> None:
+    lines = [
+        assistant("m1", tool_use("t1", "Read", {"path": "a"})),
+        tool_result("t1", "contents"),
+        assistant("m2", {"type": "text", "text": "read it"}),
+        result(result="read it"),
+    ]
+    res = claude.run("read a", transport=FakeCLI(lines), hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "read it", 2)
+    assert (res.input_tokens, res.output_tokens, res.cost_usd) == (20, 10, 0.02)
+    assert res.raw.session_id == "session-1"
+    check_run_span(rig, "claude_agent", res, turns=2)
+    assert tool_spans(rig) == ["execute_tool Read"]
+    assert (
+        rig.value("agent_cost_usd_total", agent="claude_agent", task_type=TASK, stop_reason="success") == 0.02
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "reason", "limit", "cause"),
+    [
+        (result("error_max_turns"), StopReason.LIMIT, LimitKind.TURNS, None),
+        (result("error_max_budget_usd"), StopReason.LIMIT, LimitKind.COST, None),
+        (result(stop_reason="refusal"), StopReason.GAVE_UP, None, "refusal"),
+        (result(terminal_reason="aborted_tools"), StopReason.CANCELLED, None, None),
+        (result("error_during_execution"), StopReason.ERROR, None, None),
+    ],
+)
+def test_claude_result_subtypes_map_to_stop_reasons(
+    rig: Rig, line: dict[str, Any], reason: StopReason, limit: LimitKind | None, cause: str | None
+) -> None:
+    lines = [assistant("m1", {"type": "text", "text": "..."}), line]
+    res = claude.run("x", transport=FakeCLI(lines), hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.limit, res.cause) == (reason, limit, cause)
+    assert rig.stops("claude_agent", TASK, str(reason), str(limit) if limit else n.NO_LIMIT, cause or "") == 1
+
+
+def test_claude_deferred_tool_use_is_need_help_and_resumes_in_its_session(rig: Rig) -> None:
+    deferred = {"id": "t9", "name": "Bash", "input": {"command": "rm a"}}
+    lines = [assistant("m1", tool_use("t9", "Bash", {"command": "rm a"})), result(deferred_tool_use=deferred)]
+    res = claude.run("clean up", transport=FakeCLI(lines), hooks=rig.hooks, task_type=TASK)
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert (res.suspension.pending.tool_use_id, res.suspension.pending.name) == ("t9", "Bash")
+    lines = [
+        tool_result("t9", "removed a"),
+        assistant("m2", {"type": "text", "text": "ok"}),
+        result(result="ok"),
+    ]
+    cli = FakeCLI(lines, unprompted=True)
+    done = claude.resume(res, True, transport=cli, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.run_id, done.turns) == (StopReason.SUCCESS, res.run_id, 2)
+    assert cli.prompts == []  # no new prompt: the session goes on from the deferred call
+    assert tool_spans(rig) == ["execute_tool Bash", "execute_tool Bash"]  # cut at the deferral, then run
+    stored = json.loads(claude.state_of(res))
+    assert stored == {"session_id": "session-1", "deferred_tool_use": deferred}
+    again = FakeCLI([tool_result("t9", "removed a"), result(result="ok")], unprompted=True)
+    assert claude.resume(claude.state_of(res), False, transport=again).reason is StopReason.SUCCESS
+    assert done.cost_usd == pytest.approx(0.04)  # both segments
+
+
+def test_claude_stream_without_result_and_cancel_are_error_and_cancelled() -> None:
+    empty = claude.run("x", transport=FakeCLI([assistant("m1", {"type": "text", "text": "..."})]))
+    assert (empty.reason, empty.error_type) == (StopReason.ERROR, "no_result")
+
+    async def cancel() -> Any:
+        task = asyncio.create_task(claude.arun("x", transport=FakeCLI([], hang=True)))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        return await task
+
+    assert asyncio.run(cancel()).reason is StopReason.CANCELLED
+
+
+# -- home-grown loops ------------------------------------------------------------------
+
+
+def test_observe_run_records_a_raw_anthropic_loop(rig: Rig) -> None:
+    replies = [message(api_tool_use("look", {"path": "a"}, id="tu1")), message(text("done"))]
+    with MessagesAPI(*replies) as api, anthropic.Anthropic(base_url=api.url, api_key="test") as client:
+        messages: list[Any] = [{"role": "user", "content": "look at a"}]
+        with observe_run(
+            rig.hooks, agent="raw_loop", task_type=TASK, model="claude-x", tools=["look"]
+        ) as run:
+            for _ in range(5):
+                with run.turn(), run.model_call(max_tokens=256) as call:
+                    reply = client.messages.create(model="claude-x", max_tokens=256, messages=messages)
+                    call.reply(reply)
+                messages.append({"role": "assistant", "content": [b.model_dump() for b in reply.content]})
+                if reply.stop_reason != "tool_use":
+                    break
+                results = []
+                for block in reply.content:
+                    if block.type == "tool_use":
+                        with run.tool(block.name, block.input, block.id) as t:
+                            t.result(f"contents of {block.input['path']}")
+                        results.append({"type": "tool_result", "tool_use_id": block.id, "content": t.text})
+                messages.append({"role": "user", "content": results})
+    res = run.result
+    assert res is not None
+    assert (res.reason, res.output, res.turns, res.input_tokens) == (StopReason.SUCCESS, "done", 2, 20)
+    check_run_span(rig, "raw_loop", res, turns=2)
+    assert tool_spans(rig) == ["execute_tool look"]
+    assert rig.stops("raw_loop", TASK, "success") == 1
+
+
+def test_observe_run_records_limit_and_reraises_errors_as_error_stops(rig: Rig) -> None:
+    with observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as run:
+        with run.turn(), run.model_call() as call:
+            call.reply(input_tokens=5, output_tokens=2, text="still going", cost_usd=0.003)
+        run.limit("turns")
+    assert run.result and (run.result.reason, run.result.limit) == (StopReason.LIMIT, LimitKind.TURNS)
+    assert run.result.cost_usd == 0.003
+    with (
+        pytest.raises(ZeroDivisionError),
+        observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as broken,
+        broken.turn(),
+    ):
+        _ = 1 / 0
+    assert broken.result and (broken.result.reason, broken.result.error_type) == (
+        StopReason.ERROR,
+        "ZeroDivisionError",
+    )
+    assert rig.stops("raw_loop", TASK, "error") == 1
+    with observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as gave:
+        gave.give_up("the API refused", cause="refusal")
+    assert gave.result and gave.result.cause == "refusal"
+    assert rig.stops("raw_loop", TASK, "gave_up", cause="refusal") == 1
+
+
+def test_a_failing_hook_never_fails_the_foreign_run() -> None:
+    class Broken:
+        def run_started(self, info: Any) -> Any:
+            raise RuntimeError("telemetry down")
+
+    res = pai.run(pai_agent(["fine"]), "x", hooks=Broken())
+    assert res.reason is StopReason.SUCCESS
+
+
+def test_with_pydantic_ai_instrumentation_on_each_call_has_one_endstate_span() -> None:
+    """Pydantic AI's own spans stay its own (its scope); Endstate adds one span per call, never two."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    hooks = CompositeHooks((TracingHooks(provider),))
+    agent = pai_agent([("look", {"path": "a"}, "c1"), "done"])
+    agent.instrument = InstrumentationSettings(tracer_provider=provider, include_content=False)
+    res = pai.run(agent, "read a", hooks=hooks, task_type=TASK)
+    provider.shutdown()
+    spans = exporter.get_finished_spans()
+    ours = [s.name for s in spans if s.instrumentation_scope and s.instrumentation_scope.name == "endstate"]
+    theirs = [s for s in spans if s.instrumentation_scope and s.instrumentation_scope.name != "endstate"]
+    assert res.reason is StopReason.SUCCESS and res.turns == 2
+    assert sorted(ours) == sorted(
+        ["invoke_agent pai_agent", "agent.turn", "agent.turn", "chat function:play:", "chat function:play:",
+         "execute_tool look"]
+    )  # fmt: skip
+    assert theirs, "Pydantic AI's own instrumentation still records the run"

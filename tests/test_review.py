@@ -1,0 +1,206 @@
+"""Review end to end: seed-agent runs in a SQLite store are queued, labelled, promoted to eval cases,
+and `endstate eval` passes the cases while the agents behave as recorded and fails them after."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agent import review
+from agent.cli import main
+from agent.examples import invoice
+from agent.examples.scenarios import example_catalog
+from agent.result import RunResult, StopReason
+from agent.runner import Runner
+from agent.store import RunStore, open_store
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "runs.db"
+
+
+@pytest.fixture
+def store(store_path: Path) -> Iterator[RunStore]:
+    s = open_store(str(store_path))
+    yield s
+    s.close()
+
+
+def play(store: RunStore, tmp_path: Path, agent: str, scenario: str, run_id: str, **then: Any) -> RunResult:
+    """A run of a seed scenario through a Runner (and, with `approved`, its approval)."""
+    catalog = example_catalog(tmp_path / "worlds")
+    runner = Runner(store, catalog)
+    try:
+        result = asyncio.run(runner.start(agent, "placeholder", state={"scenario": scenario}, run_id=run_id))
+        if then:
+            result = asyncio.run(runner.resume(run_id, **then))
+    finally:
+        catalog.close()
+    return result
+
+
+def task_of(scenario: str) -> str:
+    from agent.examples.scenarios import scenario_named
+
+    return scenario_named(scenario).task
+
+
+@pytest.fixture
+def runs(store: RunStore, tmp_path: Path) -> dict[str, RunResult]:
+    """Four finished runs: two give-ups, a success after a rejected "done", an approved push."""
+    catalog = example_catalog(tmp_path / "worlds")
+    runner = Runner(store, catalog)
+    plays = {
+        "offline": ("invoice-downloader", "invoice/portal-offline"),
+        "margin": ("researcher", "research/private-margin"),
+        "report": ("researcher", "research/seed-trace"),
+        "push": ("ci-fixer", "ci/approved-push"),
+    }
+    results: dict[str, RunResult] = {}
+
+    async def all_runs() -> None:
+        for run_id, (agent, scenario) in plays.items():
+            state = {"scenario": scenario}
+            results[run_id] = await runner.start(agent, task_of(scenario), state=state, run_id=run_id)
+        results["push"] = await runner.resume("push", approved=True)
+
+    try:
+        asyncio.run(all_runs())
+    finally:
+        catalog.close()
+    return results
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_the_queue_lists_unlabelled_failures_oldest_first_and_a_label_takes_a_run_out(
+    store_path: Path, runs: dict[str, RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert [runs[r].reason for r in ("offline", "margin", "report", "push")] == [
+        StopReason.GAVE_UP, StopReason.GAVE_UP, StopReason.SUCCESS, StopReason.SUCCESS,
+    ]  # fmt: skip
+    code, out = cli(capsys, "review", "--store", str(store_path), "--success-share", "0")
+    assert code == 0
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith(("offline", "margin"))]
+    assert listed == ["offline", "margin"]
+    assert "2 runs to review, oldest first. Label one: endstate review label RUN_ID" in out
+    assert f"--store {store_path}" in out  # the hint carries the store it was given
+
+    code, out = cli(capsys, "review", "label", "offline", "correct_give_up", "--store", str(store_path))
+    assert code == 0 and "labelled correct_give_up" in out
+    code, out = cli(capsys, "review", "--store", str(store_path), "--success-share", "1", "--json")
+    assert [line.split('"run_id": "')[1].split('"')[0] for line in out.splitlines()] == [
+        "margin",
+        "report",
+        "push",
+    ]
+
+
+def test_a_label_must_be_known_and_the_run_finished(
+    store_path: Path, store: RunStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    play(store, tmp_path, "invoice-downloader", "invoice/which-one", "asks")
+    code, out = cli(capsys, "review", "--store", str(store_path), "label", "asks", "fine")
+    assert code == 2 and "run asks is waiting, not finished" in out
+    code, out = cli(capsys, "review", "--store", str(store_path), "label", "ghost", "fine")
+    assert code == 2 and "no run with id 'ghost'" in out
+    play(store, tmp_path, "invoice-downloader", "invoice/portal-offline", "gave-up")
+    code, out = cli(capsys, "review", "label", "gave-up", "limit_too_low", "--store", str(store_path))
+    assert code == 2 and "limit_too_low is a label for runs that stopped as limit" in out
+    code, out = cli(capsys, "review", "label", "gave-up", "false_success", "--store", str(store_path))
+    assert code == 2 and "false_success is a label for runs that stopped as success" in out
+    assert store.reviews() == []
+    with pytest.raises(SystemExit):
+        main(["review", "label", "asks", "great", "--store", str(store_path)])
+    assert "invalid choice: 'great'" in capsys.readouterr().err
+
+
+def test_promoted_cases_pass_in_eval_while_the_agents_behave_as_recorded(
+    store_path: Path, runs: dict[str, RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_dir = tmp_path / "cases"
+    for run_id, label in [("offline", "correct_give_up"), ("margin", "correct_give_up"), ("report", "fine")]:
+        assert cli(capsys, "review", "label", run_id, label, "--store", str(store_path))[0] == 0
+        code, out = cli(
+            capsys, "review", "promote", run_id, "--out", str(out_dir), "--store", str(store_path)
+        )
+        assert code == 0 and f"wrote {out_dir / run_id}.yaml" in out, out
+    code, out = cli(
+        capsys,
+        "review",
+        "promote",
+        "push",
+        "--expect",
+        "success",
+        "--out",
+        str(out_dir),
+        "--store",
+        str(store_path),
+    )
+    assert code == 0 and "expects need_help -> success" in out
+
+    [margin] = yaml.safe_load((out_dir / "margin.yaml").read_text())["cases"]
+    assert margin["expect"] == "gave_up" and margin["fixture"] == "web_corpus"
+    assert "{corpus}/blog-of-estimates/acme-margin" in str(margin["replay"])  # no port of a past server
+    [push] = yaml.safe_load((out_dir / "push.yaml").read_text())["cases"]
+    assert push["then"] == {"action": "approve", "expect": "success"}
+
+    code, out = cli(capsys, "eval", str(out_dir), "--no-progress")
+    assert code == 0, out
+    assert "PASSED: 4 of 4 cases met their expectations." in out
+
+
+def test_a_promoted_case_fails_when_a_tool_answers_differently(
+    store_path: Path, runs: dict[str, RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    out_dir = tmp_path / "cases"
+    cli(capsys, "review", "label", "offline", "correct_give_up", "--store", str(store_path))
+    cli(capsys, "review", "promote", "offline", "--out", str(out_dir), "--store", str(store_path))
+    assert cli(capsys, "eval", str(out_dir), "--no-progress")[0] == 0
+
+    make_world = invoice.make_world  # the portal is back: its list answers instead of refusing
+    monkeypatch.setattr(invoice, "make_world", lambda workdir, online: make_world(workdir, online=True))
+    code, out = cli(capsys, "eval", str(out_dir), "--no-progress")
+    assert code == 1
+    assert "replay: call 1 (list_invoices) answered differently" in out and "INV-0912" in out
+
+
+def test_a_promoted_case_fails_when_the_verifier_no_longer_rejects(
+    store_path: Path, runs: dict[str, RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_dir = tmp_path / "cases"
+    cli(capsys, "review", "label", "report", "fine", "--store", str(store_path))
+    cli(capsys, "review", "promote", "report", "--out", str(out_dir), "--store", str(store_path))
+    code, out = cli(capsys, "eval", str(out_dir), "--no-progress", "--break-verifiers")
+    assert code == 1
+    assert "replay: 3 call results now, 7 recorded" in out, out  # its first "done" is taken at its word
+    assert "FAILED" in out
+
+
+def test_promote_needs_a_label_or_an_expectation(
+    store_path: Path, runs: dict[str, RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = cli(capsys, "review", "promote", "margin", "--out", str(tmp_path), "--store", str(store_path))
+    assert code == 2 and "has no label yet" in out and "--expect" in out
+    code, out = cli(capsys, "review", "promote", "margin", "--expect", "gaveup", "--store", str(store_path))
+    assert code == 2 and "'gaveup' is not a stop reason" in out
+
+
+def test_each_label_maps_to_the_exit_a_promoted_case_expects() -> None:
+    assert {str(k): str(v) for k, v in review.EXPECT_OF.items()} == {
+        "correct_give_up": "gave_up",
+        "should_have_succeeded": "success",
+        "limit_too_low": "success",
+        "false_success": "gave_up",
+    }
