@@ -21,12 +21,12 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 from agent import tools as tools_module
 from agent.agent import Agent
-from agent.budget import Price, PriceTable
 from agent.context import RunContext
 from agent.errors import ModelError, TransientModelError
 from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
 from agent.models.base import ModelReply, ModelRequest, ToolCall
 from agent.policies import RetryPolicy
+from agent.prices import PriceTable
 from agent.progress import ProgressDetector
 from agent.result import RunResult
 from agent.temporal import _wire as w
@@ -56,7 +56,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
     """The run's agent inside the workflow, from the plan it started with."""
     retry = w.retry_of(plan)
     model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry)
-    prices = PriceTable({plan["model"]: Price(*plan["price"])} if plan["price"] else None)
+    prices = PriceTable({plan["model"]: w.price_of(plan["price"])} if plan["price"] else None)
     options: dict[str, Any] = {
         "name": plan["agent"],
         "model": model,

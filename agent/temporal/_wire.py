@@ -22,6 +22,7 @@ from agent.agent import Agent
 from agent.budget import Budget
 from agent.journal import Entry
 from agent.models.base import ModelRequest
+from agent.models.price import Price
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
@@ -66,14 +67,14 @@ def plan_of(agent: Agent) -> dict[str, Any]:
         if type(detector) is ProgressDetector
         else None
     )
-    price = agent.prices._lookup(agent.model.name)
+    price = agent.prices.price(agent.model.name)
     return {
         "agent": agent.name,
         "task_type": agent.task_type,
         "instructions": agent.instructions,
         "model": agent.model.name,
         "provider": agent.model.provider,
-        "price": [price.input_per_mtok, price.output_per_mtok] if price else None,
+        "price": dataclasses.asdict(price) if price else None,
         "max_tokens": agent.max_tokens,
         "budget": dataclasses.asdict(agent.budget),
         "help": dataclasses.asdict(agent.help),
@@ -93,6 +94,12 @@ def plan_of(agent: Agent) -> dict[str, Any]:
             for t in agent.tools
         ],
     }
+
+
+def price_of(data: dict[str, Any]) -> Price:
+    """A planned price back (a long-prompt price nests one more)."""
+    nested = data.get("long_prompt")
+    return Price(**{**data, "long_prompt": price_of(nested) if nested else None})
 
 
 def budget_of(plan: dict[str, Any]) -> Budget:
