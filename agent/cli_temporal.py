@@ -28,7 +28,11 @@ WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "s
 
 def register(sub: Any) -> None:
     """Add `worker`, and `--temporal` to the durable-run commands (registered before this module)."""
-    worker = sub.add_parser("worker", help="run a Temporal worker for the catalog's agents")
+    worker = sub.add_parser(
+        "worker",
+        help="run a Temporal worker for the catalog's agents",
+        epilog=f"environment variables read: {ENV_TEMPORAL}, ENDSTATE_CATALOG, the OTEL_* variables.",
+    )
     _temporal_args(worker, required=True)
     worker.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
     worker.add_argument(

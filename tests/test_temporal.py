@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import temporal_agents
-from google.protobuf.duration_pb2 import Duration
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
@@ -383,7 +382,7 @@ def test_the_worker_registers_missing_search_attributes_once_and_says_so(
         namespace = f"ns-{uuid.uuid4().hex[:8]}"
         await client.workflow_service.register_namespace(
             RegisterNamespaceRequest(
-                namespace=namespace, workflow_execution_retention_period=Duration(seconds=86400)
+                namespace=namespace, workflow_execution_retention_period={"seconds": 86400}
             )
         )
         for _ in range(100):  # a new namespace takes a moment to be served
