@@ -252,7 +252,7 @@ TOKEN_CACHE_CREATION: Final = "cache_creation"
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
 # On chat spans: server tool uses of a reply (`...web_search_requests`: 2), and the provider's
 # rate-limit headers (`anthropic.ratelimit.requests-remaining`, ..., and `retry-after`).
-SERVER_TOOL_USE_PREFIX: Final = "gen_ai.usage.server_tool_use."
+SERVER_TOOL_USE_PREFIX: Final = "anthropic.usage.server_tool_use."  # no GenAI convention for it yet
 RATE_LIMIT_PREFIX: Final = "anthropic.ratelimit."
 METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai_client_operation_time_to_first_chunk_seconds"  # histogram
 BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK: Final = BUCKETS_GEN_AI_OPERATION_DURATION

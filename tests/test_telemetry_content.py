@@ -217,6 +217,7 @@ def test_histograms_use_the_recommended_and_chosen_buckets() -> None:
         n.METRIC_GEN_AI_OPERATION_DURATION: n.BUCKETS_GEN_AI_OPERATION_DURATION,
         n.METRIC_GEN_AI_INVOKE_AGENT_DURATION: n.BUCKETS_GEN_AI_INVOKE_AGENT_DURATION,
         n.METRIC_GEN_AI_EXECUTE_TOOL_DURATION: n.BUCKETS_GEN_AI_EXECUTE_TOOL_DURATION,
+        n.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: n.BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK,
     }
     assert bounds == {name: [*map(float, b), float("inf")] for name, b in expected.items()}
     assert n.BUCKETS_RUN_TURNS[-1] >= 100 and n.BUCKETS_RUN_ACTIVE_SECONDS[-1] >= 3600

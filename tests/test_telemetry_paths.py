@@ -36,19 +36,27 @@ def rig() -> Iterator[Rig]:
         yield rig
 
 
+HANGING = threading.Event()  # set where a test's model or tool starts hanging
+
+
 class Hangs(ScriptedModel):
     """Plays its script, then hangs on the call after it."""
 
     async def complete(self, request: ModelRequest) -> Any:
         if sum(m["role"] == "assistant" for m in request.messages) >= len(self._steps):
+            HANGING.set()
             await asyncio.sleep(60)
         return await super().complete(request)
 
 
 def cancel_while_running(agent: Agent) -> RunResult:
+    """Cancel the run once it hangs (not after a fixed time: a loaded machine may be slower)."""
+    HANGING.clear()
+
     async def main() -> RunResult:
         task = asyncio.create_task(agent.arun("go"))
-        await asyncio.sleep(0.2)
+        while not HANGING.is_set():  # noqa: ASYNC110  (set by the model or tool, in this loop)
+            await asyncio.sleep(0.01)
         task.cancel()
         return await task
 
@@ -79,6 +87,7 @@ def test_cancelled_mid_tool(rig: Rig) -> None:
     @tool
     async def hang() -> str:
         """Never returns."""
+        HANGING.set()
         await asyncio.sleep(60)
         return ""
 
