@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from agent.catalog import SEED_CATALOG, Catalog, load_catalog
+from agent.errors import ConfigError
 from agent.store import RunRecord, RunStatus
 from agent.temporal.client import TemporalRuns
 
@@ -41,6 +43,9 @@ class Bridge:
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
+
+
+log = logging.getLogger("endstate.temporal")
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,11 @@ class TemporalStore:
     def get(self, run_id: str) -> RunRecord | None:
         return self.bridge.call(self.runs.record(run_id))
 
+    def snapshot(self, run_id: str) -> None:
+        """A run's journal lives in its workflow's history, not in visibility: the inbox shows
+        no tool history for runs on Temporal (yet)."""
+        return None
+
     def schema_version(self) -> int:
         """Readiness: Temporal answers."""
         self.bridge.call(self.runs.client.service_client.check_health())
@@ -75,9 +85,10 @@ class TemporalStore:
 class TemporalRunner:
     """What the service asks of a runner, done by Temporal."""
 
-    def __init__(self, runs: TemporalRuns, bridge: Bridge) -> None:
+    def __init__(self, runs: TemporalRuns, bridge: Bridge, catalog: Catalog | None = None) -> None:
         self.runs, self.bridge = runs, bridge
         self.store = TemporalStore(runs, bridge)
+        self.catalog = catalog or Catalog()  # for the inbox's previews of pending calls
 
     def begin(self, agent: str, task: str, **options: Any) -> TemporalJob:
         run_id = self.bridge.call(self.runs.start(agent, task, wait=False, **options))
@@ -103,6 +114,15 @@ class TemporalRunner:
         """Success audits of finished runs belong to the store's runner; none on Temporal yet."""
 
 
+def _catalog(args: argparse.Namespace) -> Catalog:
+    """The agents whose pending calls the inbox previews (the workers' catalog, when it loads here)."""
+    try:
+        return load_catalog(getattr(args, "catalog", None), default=SEED_CATALOG)
+    except ConfigError as exc:
+        log.warning("the inbox shows no previews: %s", exc)
+        return Catalog()
+
+
 def serve(args: argparse.Namespace) -> int:
     """Serve the API and the inbox over the runs on `args.temporal` until SIGTERM or Ctrl-C."""
     import uvicorn
@@ -123,7 +143,7 @@ def serve(args: argparse.Namespace) -> int:
         token, source = load_token(args.token_file, Path(".endstate"))
         print(f"endstate serve: {runs.shown} at {args.temporal}; token from {source}", flush=True)
         service = Service(
-            cast(Any, TemporalRunner(runs, bridge)),  # duck-typed: the service's runner seam
+            cast(Any, TemporalRunner(runs, bridge, _catalog(args))),  # duck-typed: the service's runner seam
             token,
             metrics=telemetry.exposition,
             sweep_interval=3600.0,  # nothing to sweep: deadlines are the workflows' timers
