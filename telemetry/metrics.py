@@ -230,6 +230,12 @@ class _Instruments:
         self.runs_started = Counter(
             n.METRIC_RUNS_STARTED, "Runs started (first segments only).", _RUN_LABELS, registry=registry
         )
+        self.cost_unknown = Counter(
+            n.METRIC_COST_UNKNOWN,
+            "Run segments whose cost is unknown: a model without a known price (never counted as $0).",
+            _RUN_LABELS,
+            registry=registry,
+        )
         self.turns = _histogram(
             n.METRIC_RUN_TURNS,
             "Turns a run had taken when a segment ended.",
@@ -367,6 +373,7 @@ class _Instruments:
             self.success_audits.labels(a, t, outcome)
         return _AgentSeries(
             runs_started=self.runs_started.labels(a, t),
+            cost_unknown=self.cost_unknown.labels(a, t),
             rejections=self.verify_rejections.labels(a, t),
             stops={
                 (r, lim, cause): self.stops.labels(a, t, r, lim, cause)
@@ -396,6 +403,7 @@ class _AgentSeries:
     """Label children of one (agent, task_type), looked up once rather than per run."""
 
     runs_started: Any
+    cost_unknown: Any
     rejections: Any
     stops: dict[tuple[str, str, str], Any]  # by (stop reason, stop limit, stop cause)
     by_reason: dict[str, tuple[Any, ...]]  # turns, active seconds, tokens, cost by stop reason
@@ -501,6 +509,8 @@ class _RunMetrics(RunObserver):
         tokens.observe(result.input_tokens + result.output_tokens)
         if result.cost_usd is not None:  # an unknown cost is not counted as $0
             cost.inc(max(0.0, result.cost_usd - self._spent_before))  # what this segment spent
+        else:
+            self._agent.cost_unknown.inc()
         self._agent_duration(reason, result.error_type)
         if reason is StopReason.NEED_HELP and result.suspension and self._hooks.local_pending is not None:
             s, info = result.suspension, self._info

@@ -130,6 +130,7 @@ EXPOSED_METRICS: Final = frozenset(
         "gen_ai_client_operation_duration_seconds_sum",
         "gen_ai_client_operation_duration_seconds_count",
         "agent_runs_resumed_total",
+        "agent_cost_unknown_total",
         "agent_telemetry_spans_dropped_total",
         "agent_success_audits_total",
         "gen_ai_invoke_agent_duration_seconds_bucket",
@@ -202,6 +203,8 @@ ERROR_OTHER: Final = "_OTHER"  # error_type label past the per-model cap (the co
 # Runs that continue a segment that ended need_help or cancelled: a run cancelled and then
 # resumed is one run, so stop shares subtract these (labelled by the resumed segment's reason).
 METRIC_RUNS_RESUMED: Final = "agent_runs_resumed"  # counter -> agent_runs_resumed_total
+# Run segments whose cost is unknown (a model without a known price): never counted as $0.
+METRIC_COST_UNKNOWN: Final = "agent_cost_unknown"  # counter -> agent_cost_unknown_total
 # Spans ended but never handed to the exporter: the batch queue was full, or the span export
 # was shut down (or gave up at exit) with spans still queued.
 METRIC_TELEMETRY_SPANS_DROPPED: Final = "agent_telemetry_spans_dropped"  # counter -> _total

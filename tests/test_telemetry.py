@@ -490,3 +490,18 @@ def test_chat_spans_carry_server_tool_uses_rate_limits_and_the_first_chunk_time(
     first_chunk["gen_ai_request_model"] = "claude-sonnet-5-5"
     get = rig.registry.get_sample_value
     assert get("gen_ai_client_operation_time_to_first_chunk_seconds_sum", first_chunk) == 0.25
+
+
+def test_a_run_whose_price_is_unknown_is_counted_and_its_cost_left_out(rig: Rig) -> None:
+    agent = Agent(
+        AGENT,
+        ScriptedModel([[finish("done", "ok")]], name="mystery-model"),
+        task_type=TASK_TYPE,
+        hooks=rig.hooks,
+    )
+    result = agent.run("t")
+    assert result.cost_usd is None
+    assert rig.value("agent_cost_unknown_total") == 1
+    assert rig.value("agent_cost_usd_total", stop_reason="success") == 0  # not a made-up $0 spend either
+    (run,) = rig.runs()
+    assert n.AGENT_COST_USD not in (run.attributes or {})
