@@ -114,21 +114,28 @@ def _runs(args: argparse.Namespace) -> int:
     with _store(args, create=False) as store:
         records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
         where = store.shown
-    if args.json:
-        for r in records:
-            print(json.dumps(r.to_dict()))
+    if not print_runs(records, args, where, "endstate start AGENT TASK"):
         return 0
-    if not records:
-        which = f"{args.status} runs" if args.status else "runs"
-        print(f"no {which} in {where}; start one with `endstate start AGENT TASK`")
-        return 0
-    print(RUNS_HEADER)
-    for r in records:
-        print(run_line(r))
     if waiting := sum(r.status is RunStatus.WAITING for r in records):
         on = f" --store {shlex.quote(args.store)}" if args.store else ""
         print(f"\n{waiting} of these wait for a person: `endstate pending{on}` shows what they ask")
     return 0
+
+
+def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, start: str) -> bool:
+    """Print runs as JSON lines or as a table; True when a table of at least one run was printed."""
+    if args.json:
+        for r in records:
+            print(json.dumps(r.to_dict()))
+        return False
+    if not records:
+        which = f"{args.status} runs" if args.status else "runs"
+        print(f"no {which} in {where}; start one with `{start}`")
+        return False
+    print(RUNS_HEADER)
+    for r in records:
+        print(run_line(r))
+    return True
 
 
 def _pending(args: argparse.Namespace) -> int:

@@ -143,22 +143,12 @@ async def _resume(args: argparse.Namespace) -> int:
 
 
 async def _runs(args: argparse.Namespace) -> int:
-    from agent.cli_store import RUNS_HEADER, run_line
+    from agent.cli_store import print_runs
     from agent.store import RunStatus
 
     runs = await _runs_client(args)
     records = await runs.runs(RunStatus(args.status) if args.status else None, args.limit)
-    if args.json:
-        for r in records:
-            print(json.dumps(r.to_dict()))
-        return 0
-    if not records:
-        which = f"{args.status} runs" if args.status else "runs"
-        print(f"no {which} in {runs.shown}; start one with `endstate start AGENT TASK --temporal ...`")
-        return 0
-    print(RUNS_HEADER)
-    for r in records:
-        print(run_line(r))
+    print_runs(records, args, runs.shown, "endstate start AGENT TASK --temporal ...")
     return 0
 
 
