@@ -34,7 +34,7 @@ from agent.verify import run_verifiers
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from agent.budget import PriceTable, Usage
+    from agent.budget import PriceTable, Spent
     from agent.checks import TurnCheck
     from agent.context import RunContext
     from agent.history import HistoryPolicy
@@ -60,7 +60,7 @@ class Agent(Protocol):
     max_tokens: int
 
     @property
-    def summarize(self) -> Callable[[RunContext, Usage, StopReason, LimitKind | None], str]: ...
+    def summarize(self) -> Callable[[RunContext, Spent, StopReason, LimitKind | None], str]: ...
 
     @property
     def system_prompt(self) -> str: ...
@@ -312,7 +312,7 @@ async def _complete(agent: Agent, run: RunState, request: ModelRequest) -> Model
 
 def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
     """Count a model call's tokens and cost (cache reads and writes at their own prices)."""
-    run.add_usage(reply.input_tokens, reply.output_tokens, agent.prices.cost_of(model, reply))
+    run.add_usage(agent.prices.usage_of(model, reply))
 
 
 def context_full(cause: object) -> Stop:
