@@ -7,7 +7,7 @@ from agent.checks import TurnCheck, TurnVerdict, goal, invariant
 from agent.clock import CancelSignal, Clock, SystemClock
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
-from agent.history import HistoryPolicy
+from agent.history import HistoryPolicy, ModelSummary
 from agent.hooks import CompositeHooks, HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
 from agent.integrations._homegrown import observe_run
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal
@@ -41,6 +41,7 @@ __all__ = [
     "Journal",
     "LimitKind",
     "ModelError",
+    "ModelSummary",
     "NoHooks",
     "PendingAction",
     "Price",

@@ -73,6 +73,7 @@ class Agent:
             for model in {
                 self.model.name,
                 *(v.model.name for v in self.verifiers if isinstance(v, EvaluatorVerifier)),
+                *self.history.models(),
             }:
                 self.prices.require(model, self.name)
 
