@@ -137,3 +137,14 @@ def test_a_prompt_the_api_refuses_as_too_long_is_shrunk_and_sent_again_in_the_sa
     assert len(api.requests) == 7
     assert "was cleared to save context" in json.dumps(api.bodies[6]["messages"])
     assert "was cleared" not in json.dumps(api.bodies[5]["messages"])
+
+
+def test_the_time_budget_cuts_a_streaming_call_and_the_run_counts_its_tokens() -> None:
+    slow = message(text("word " * 400), input_tokens=1234, output_tokens=500, stream_delay=0.2)  # 10 s
+    result, api = run_with(slow, message(DONE), budget=Budget(max_turns=10, max_seconds=2.0))
+    assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS)  # type: ignore[attr-defined]
+    assert "cut off when the time budget ran out" in result.note  # type: ignore[attr-defined]
+    assert len(api.requests) == 1
+    assert result.input_tokens == 1234  # type: ignore[attr-defined]  # the cut call's tokens, counted
+    assert 0 < result.output_tokens < 500  # type: ignore[attr-defined]
+    assert result.cost_usd is not None and result.cost_usd > 0  # type: ignore[attr-defined]
