@@ -169,7 +169,8 @@ class HistoryPolicy:
         limit = window or DEFAULT_WINDOW
         if used >= self.compact_at * limit:  # clear when that gets under clear_at, else compact
             freed = _clearable_chars(journal, self.keep_last, self.max_result_chars) // CHARS_PER_TOKEN
-            return self.stronger(journal, clear_first=used - freed < self.clear_at * limit)
+            enough = used - freed < self.clear_at * limit
+            return self.stronger(journal, clear_first=enough) or self.stronger(journal)  # a clear at least
         if used >= self.clear_at * limit and not _cleared_lately(journal):
             return Shrunk(upto=len(journal))
         return None

@@ -163,6 +163,8 @@ def test_past_compact_at_the_policy_compacts_at_once_when_clearing_would_not_fre
     small = _turns(6, result="p", reply_tokens=180_000)  # the model's own turns fill the window
     assert isinstance(HistoryPolicy(keep_last=2).due(small, WINDOW), Shrunk)
     assert HistoryPolicy(keep_last=2).due(small, WINDOW).summary is not None  # type: ignore[union-attr]
+    few = _turns(2, reply_tokens=180_000)  # too few turns to compact: clearing is all there is
+    assert HistoryPolicy(keep_last=3).due(few, WINDOW) == Shrunk(upto=len(few))
     big = _turns(10, result="r" * 400_000, reply_tokens=180_000)  # clearing 8 results (capped) frees enough
     step = HistoryPolicy(keep_last=2).due(big, WINDOW)
     assert isinstance(step, Shrunk) and step.summary is None

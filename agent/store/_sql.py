@@ -476,7 +476,7 @@ def usage_columns(usage: Usage) -> dict[str, Any]:
 
 def usage_of(row: Row) -> Usage:
     """A row's usage (a row listed without the usage columns has none)."""
-    cost = float(row["cost_usd"] or 0.0) if row.get("cost_known", 1) else None
+    cost = float(row.get("cost_usd") or 0.0) if row.get("cost_known", 1) else None
     return Usage(
         int(row.get("input_tokens") or 0),
         int(row.get("output_tokens") or 0),
