@@ -163,8 +163,9 @@ def test_past_compact_at_the_policy_compacts_at_once_when_clearing_would_not_fre
     small = _turns(6, result="p", reply_tokens=180_000)  # the model's own turns fill the window
     assert isinstance(HistoryPolicy(keep_last=2).due(small, WINDOW), Shrunk)
     assert HistoryPolicy(keep_last=2).due(small, WINDOW).summary is not None  # type: ignore[union-attr]
-    few = _turns(2, reply_tokens=180_000)  # too few turns to compact: clearing is all there is
-    assert HistoryPolicy(keep_last=3).due(few, WINDOW) == Shrunk(upto=len(few))
+    calls = tuple(Call(f"c{i}", "read", {"page": i}) for i in range(5))  # one turn: nothing to compact,
+    one = [Task("t"), Reply(calls, input_tokens=180_000), *(Result(c.id, "p", ran="read") for c in calls)]
+    assert HistoryPolicy(keep_last=2).due(one, WINDOW) == Shrunk(upto=len(one))  # so it clears what it can
     big = _turns(10, result="r" * 400_000, reply_tokens=180_000)  # clearing 8 results (capped) frees enough
     step = HistoryPolicy(keep_last=2).due(big, WINDOW)
     assert isinstance(step, Shrunk) and step.summary is None
