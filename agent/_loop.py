@@ -340,7 +340,7 @@ async def shrink(agent: Agent, run: RunState, obs: RunObserver, step: Shrunk | C
 async def summarize(agent: Agent, run: RunState, obs: RunObserver, compaction: Compaction) -> Shrunk:
     """The compaction with the model's summary; when its call fails, the account written by code."""
     model = compaction.how.model or agent.model
-    request = compaction.request(agent.system_prompt, agent.tool_specs)
+    request = compaction.request(agent.system_prompt, agent.tool_specs, agent.max_tokens)
     obs.model_started(request, 1)
     try:
         reply = await _complete(agent, run, request, model)

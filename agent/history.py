@@ -55,16 +55,17 @@ class ModelSummary:
     """Compaction by a model: it summarizes the older turns itself.
 
     `model` is the agent's own model when None (the request then shares its
-    cached prefix with the turns before). The call is charged to the run's
-    usage and budget, and seen by telemetry like any model call.
+    cached prefix with the turns before); `max_tokens` the agent's when None
+    (it fits the agent's thinking budget, if any). The call is charged to the
+    run's usage and budget, and seen by telemetry like any model call.
     """
 
     model: Model | None = None
-    max_tokens: int = 4096
+    max_tokens: int | None = None
     prompt: str = SUMMARIZE
 
     def __post_init__(self) -> None:
-        if self.max_tokens < 256:
+        if self.max_tokens is not None and self.max_tokens < 256:
             raise ConfigError("ModelSummary.max_tokens must be >= 256: a summary needs room")
 
 
@@ -77,11 +78,13 @@ class Compaction:
     fallback: str  # the account written by code, should the model fail
     how: ModelSummary
 
-    def request(self, system: str, tools: list[dict[str, Any]]) -> ModelRequest:
-        """The summary request: the older turns as the model saw them, then the instruction."""
+    def request(self, system: str, tools: list[dict[str, Any]], max_tokens: int) -> ModelRequest:
+        """The summary request: the older turns as the model saw them, then the instruction
+        (`max_tokens` is the agent's, unless the policy gives its own)."""
         from agent.models.base import ModelRequest
 
-        return ModelRequest(system, (*self.older, Note(self.how.prompt)), tools, self.how.max_tokens)
+        journal = (*self.older, Note(self.how.prompt))
+        return ModelRequest(system, journal, tools, self.how.max_tokens or max_tokens)
 
     def done(self, reply: ModelReply) -> Shrunk:
         """The shrink with the model's summary (the account when it wrote none)."""

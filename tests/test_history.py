@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -176,8 +177,9 @@ def test_a_model_summary_policy_asks_for_the_older_turns_as_the_model_saw_them()
     journal = [*_turns(6), Shrunk(upto=13)]
     step = policy.stronger(journal)
     assert isinstance(step, Compaction) and step.upto == 9  # the task and four whole turns
-    request = step.request("be brief", [])
+    request = step.request("be brief", [], 8000)
     assert request.journal[:-1] == tuple(policy.view(journal[:9])) and request.max_tokens == 1000
+    assert dataclasses.replace(step, how=ModelSummary()).request("", [], 8000).max_tokens == 8000
     assert request.journal[-1] == Note(SUMMARIZE)
     reply = ModelReply([{"type": "text", "text": "Thinking.\n<summary>pages 0-3 read</summary>"}])
     assert step.done(reply) == Shrunk(9, "pages 0-3 read")
