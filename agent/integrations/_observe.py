@@ -17,24 +17,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.budget import Usage as Spent
+from agent.budget import Spent
 from agent.context import RunContext
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, guard
 from agent.models.base import ModelReply, ModelRequest, ToolCall
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.tools import ToolOutcome
+from agent.usage import Usage
 from agent.verify import Verifier
 
 DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
-
-
-@dataclass(frozen=True)
-class Usage:
-    """One model call's tokens, and its cost when the framework prices it (None: unknown)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None
 
 
 @dataclass
@@ -51,9 +43,7 @@ class Recorder:
     observer: RunObserver = field(default_factory=RunObserver)
     watched: bool = True  # False without hooks: the calls' shapes are not even built
     turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = 0.0  # None once a call had no price: unknown, never a made-up $0
+    usage: Usage = field(default_factory=Usage)  # the run's; its cost None once a call had no price
     last_text: str = ""
     result: RunResult | None = None
     explicit_turns: bool = False  # the caller opens turns itself; model calls never do
@@ -100,8 +90,7 @@ class Recorder:
         watched = hooks is not None and not isinstance(hooks, NoHooks)
         recorder = cls(info, _verifier_list(verifiers), guard(hooks or NoHooks(), info), watched)
         if resumed is not None:  # the run's totals go on from where the suspended segment left them
-            recorder.turns, recorder.cost_usd = resumed.turns, resumed.cost_usd
-            recorder.input_tokens, recorder.output_tokens = resumed.input_tokens, resumed.output_tokens
+            recorder.turns, recorder.usage = resumed.turns, resumed.usage
             if resumed.suspension is not None:
                 recorder.observer.human_waited(_wait(resumed.suspension))
             recorder.continue_turn()
@@ -147,14 +136,10 @@ class Recorder:
         response_id: str = "",
         error: BaseException | None = None,
     ) -> None:
-        """A model call ended: its tokens count towards the run, its text is the last seen."""
+        """A model call ended: its usage counts towards the run (a reply the framework did not
+        price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen."""
         self._model_open = False
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-        if self.cost_usd is not None and usage.cost_usd is not None:
-            self.cost_usd += usage.cost_usd
-        elif error is None:  # a reply the framework did not price: the run's cost is unknown
-            self.cost_usd = None
+        self.usage += usage
         if text:
             self.last_text = text
         if not self.watched:
@@ -256,9 +241,7 @@ class Recorder:
             note=note,
             verified=verified,
             turns=self.turns,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cost_usd=self.cost_usd,
+            usage=self.usage,
             active_seconds=time.perf_counter() - self._started,
             verifier_failures=failures,
             last_text=self.last_text,
@@ -288,7 +271,9 @@ class _Cut(Exception):
 def _spent(resumed: RunResult | None) -> Spent | None:
     if resumed is None:
         return None
-    return Spent(resumed.turns, resumed.input_tokens, resumed.output_tokens, resumed.cost_usd or 0.0)
+    spent = Spent(turns=resumed.turns)
+    spent.add(resumed.usage)
+    return spent
 
 
 def _wait(s: Suspension) -> HumanWait:
