@@ -76,15 +76,30 @@ def queue(
     reasons: Sequence[StopReason] = QUEUE_REASONS,
     success_share: float = DEFAULT_SUCCESS_SHARE,
     limit: int | None = 100,
+    **page: Any,
 ) -> list[RunRecord]:
-    """The runs to review, oldest first."""
+    """The runs to review, oldest first (`page`: `offset`, `agent`, `task_type`, as the store takes them)."""
+    _check_share(success_share)
+    return store.review_queue(reasons, success_share, limit, **page)
+
+
+def queue_counts(
+    store: RunStore, reasons: Sequence[StopReason] = QUEUE_REASONS, success_share: float = DEFAULT_SUCCESS_SHARE
+) -> list[tuple[str, str, int]]:
+    """How many runs the queue holds, by (agent, task type)."""
+    _check_share(success_share)
+    return store.review_counts(reasons, success_share)
+
+
+def _check_share(success_share: float) -> None:
     if not 0.0 <= success_share <= 1.0:
         raise ReviewError(f"the share of successes to review must be between 0 and 1, not {success_share}")
-    return store.review_queue(reasons, success_share, limit)
 
 
-def label(store: RunStore, run_id: str, value: str, note: str = "", now: float | None = None) -> Review:
-    """Store a person's label for a finished run."""
+def label(
+    store: RunStore, run_id: str, value: str, note: str = "", now: float | None = None, by: str = ""
+) -> Review:
+    """Store a person's label for a finished run, with who gave it (`by`)."""
     try:
         chosen = Label(value)
     except ValueError:
@@ -101,7 +116,7 @@ def label(store: RunStore, run_id: str, value: str, note: str = "", now: float |
             f"run {run_id} stopped as {record.stop_reason}: {chosen} is a label for runs that stopped as "
             f"{needs}; pick another ({', '.join(Label)})"
         )
-    return store.add_review(run_id, chosen, note, time.time() if now is None else now)
+    return store.add_review(run_id, chosen, note, time.time() if now is None else now, by.strip())
 
 
 def latest_labels(store: RunStore, run_ids: Sequence[str] | None = None) -> dict[str, Review]:
