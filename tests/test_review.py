@@ -96,8 +96,10 @@ def test_the_queue_lists_unlabelled_failures_oldest_first_and_a_label_takes_a_ru
     assert "2 runs to review, oldest first. Label one: endstate review label RUN_ID" in out
     assert f"--store {store_path}" in out  # the hint carries the store it was given
 
-    code, out = cli(capsys, "review", "label", "offline", "correct_give_up", "--store", str(store_path))
-    assert code == 0 and "labelled correct_give_up" in out
+    code, out = cli(
+        capsys, "review", "label", "offline", "correct_give_up", "--store", str(store_path), "--by", "ana"
+    )
+    assert code == 0 and "labelled correct_give_up by ana" in out
     code, out = cli(capsys, "review", "--store", str(store_path), "--success-share", "1", "--json")
     assert [line.split('"run_id": "')[1].split('"')[0] for line in out.splitlines()] == [
         "margin",
