@@ -34,7 +34,8 @@ ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "audit": RUNS,
     "doctor": MODELS,
     "serve": f"{RUNS}; ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
-    "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH",
+    "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH; "
+    "ENDSTATE_CASES_DIR (where the inbox promotes eval cases)",
     "review": STORE,
     "review label": STORE,
     "review promote": f"{STORE}; ENDSTATE_CATALOG (the catalog a run's agent comes from)",

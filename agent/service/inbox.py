@@ -219,16 +219,19 @@ class View:
     task_type: str | None = None
     page: int = 1
     refresh: bool = True
+    path: str = "/inbox"  # the list shown: the pending list or the review queue
 
     @classmethod
-    def of(cls, request: Request) -> View:
+    def of(cls, request: Request, path: str = "/inbox") -> View:
         q = request.query_params
         number = int_param(q.get("page", "1"), 1, 10**6, "page")
-        return cls(q.get("agent") or None, q.get("task_type") or None, number, q.get("refresh") != "off")
+        refresh = q.get("refresh") != "off"
+        return cls(q.get("agent") or None, q.get("task_type") or None, number, refresh, path)
 
-    def url(self, path: str = "/inbox", /, **changes: Any) -> str:
-        """This view's address with `changes` (a None drops a parameter); page 1 and refresh on
-        are left out, so the plain view is `/inbox`."""
+    def url(self, path: str | None = None, /, **changes: Any) -> str:
+        """This view's address (or `path`'s) with `changes` (a None drops a parameter); page 1 and
+        refresh on are left out, so the plain view is its bare path."""
+        path = path or self.path
         params = {
             "agent": self.agent,
             "task_type": self.task_type,

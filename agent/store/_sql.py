@@ -418,12 +418,15 @@ class SqlStore:
             if value is not None:
                 where += f" AND {column} = ?"
                 params.append(value)
-        cap = f" LIMIT {int(limit)}" if limit is not None else (" LIMIT -1" if self.dialect == "sqlite" else "")
+        unlimited = " LIMIT -1" if self.dialect == "sqlite" else ""  # SQLite has no OFFSET without LIMIT
+        cap = f" LIMIT {int(limit)}" if limit is not None else unlimited
         page = f"{cap} OFFSET {int(offset)}" if offset else cap
         sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} r WHERE {where} ORDER BY ended_at, run_id{page}"
         return [record_of(r) for r in self._rows(sql, params, retry=True)]
 
-    def review_counts(self, reasons: Sequence[StopReason], success_share: float) -> list[tuple[str, str, int]]:
+    def review_counts(
+        self, reasons: Sequence[StopReason], success_share: float
+    ) -> list[tuple[str, str, int]]:
         where, params = _queue_where(reasons, success_share)
         sql = (
             f"SELECT agent, task_type, COUNT(*) AS n FROM {TABLE} r WHERE {where} "

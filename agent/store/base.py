@@ -256,7 +256,9 @@ class RunStore(Protocol):
         from `offset`, of `agent` and `task_type` when given."""
         ...
 
-    def review_counts(self, reasons: Sequence[StopReason], success_share: float) -> list[tuple[str, str, int]]:
+    def review_counts(
+        self, reasons: Sequence[StopReason], success_share: float
+    ) -> list[tuple[str, str, int]]:
         """How many runs `review_queue` holds, by (agent, task type)."""
         ...
 
