@@ -39,7 +39,8 @@ def record_runs(store: RunStore) -> None:
     runner = Runner(store, catalog)
 
     async def both() -> None:
-        gave_up = await runner.start("refunder", review_agents.TASK, state={"script": "shipped"}, run_id="r-42")
+        task = review_agents.TASK
+        gave_up = await runner.start("refunder", task, state={"script": "shipped"}, run_id="r-42")
         done = await runner.start("refunder", "Refund order 7.", state={"script": "unshipped"}, run_id="r-7")
         assert (gave_up.reason, done.reason) == (StopReason.GAVE_UP, StopReason.SUCCESS)
 

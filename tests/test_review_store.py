@@ -118,9 +118,7 @@ def test_the_queue_pages_and_filters_by_agent_and_task_type_and_counts_what_it_h
     assert store.review_counts(gave_up, 0.0)[-1] == ("test-agent", "invoice", 4)  # labelled: out
 
 
-def test_a_label_keeps_who_gave_it_and_the_labelled_list_is_latest_first(
-    store: RunStore, make_agent
-) -> None:  # type: ignore[no-untyped-def]
+def test_a_label_keeps_who_gave_it_and_the_labelled_list_is_latest_first(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
     for run_id, task_type in (("a", "invoice"), ("b", "csv"), ("c", "invoice")):
         ended(store, make_agent, run_id, GIVE_UP, NOW, task_type=task_type)
     given = store.add_review("a", "fine", "", NOW + 1, by="ana")

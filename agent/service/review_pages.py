@@ -199,7 +199,7 @@ class ReviewPages:
         steps = await run_in_threadpool(lambda: last_steps(self.store.snapshot(run_id)))
         labels = await run_in_threadpool(self.store.reviews, 0, [run_id])
         view = View(path=QUEUE)
-        form = label_form(record, view, reviewer) if is_in and record.stop_reason else ""
+        form = label_form(record, view, reviewer, again=bool(labels)) if is_in else ""
         card = (
             run_card(record, steps, view) + _history(labels) + (form if record.status == "finished" else "")
         )
@@ -350,7 +350,7 @@ def run_card(r: RunRecord, steps: list[Step], view: View) -> str:
     stop = f"{r.stop_reason}" + (f" ({r.stop_limit})" if r.stop_limit else "")
     ended = r.ended_at or r.updated_at
     ago = span(time.time() - ended)
-    cause = r.note or r.output or ""
+    cause = r.note or r.output or (f"its {r.stop_limit} budget ran out" if r.stop_limit else "")
     error = f" <code>{e(r.error_type)}</code>" if r.error_type else ""
     return f"""<header><a class="agent" href="{e(view.url(agent=r.agent, page=None))}">{e(r.agent)}</a>
   <a class="type" href="{e(view.url(task_type=r.task_type, page=None))}">{e(r.task_type)}</a>
@@ -362,9 +362,11 @@ def run_card(r: RunRecord, steps: list[Step], view: View) -> str:
   {steps_section(r.summary, steps, "What it did", "did")}"""
 
 
-def label_form(r: RunRecord, view: View, reviewer: str) -> str:
-    """The labels that fit the run's stop, a note, who is labelling, and what saving does."""
+def label_form(r: RunRecord, view: View, reviewer: str, again: bool = False) -> str:
+    """The labels that fit the run's stop, a note, who is labelling, and what saving does
+    (`again`: the run has a label; a new one replaces it)."""
     e = html.escape
+    legend = "Label it again (the new label replaces the last)" if again else "What did you find?"
     fits = [lab for lab in Label if review.ONLY_FOR.get(lab) in (None, r.stop_reason)]
     choices = "\n".join(
         f"""<label><input type="radio" name="label" value="{lab}" required>
@@ -374,7 +376,7 @@ def label_form(r: RunRecord, view: View, reviewer: str) -> str:
     )
     action = e(view.url(run_url(r.run_id, "label"), refresh=None))
     return f"""<form method="post" action="{action}" class="label">
-    <fieldset class="labels"><legend>What did you find?</legend>
+    <fieldset class="labels"><legend>{legend}</legend>
     {choices}</fieldset>
     <label>Note <input name="note" type="text" maxlength="{MAX_NOTE}" size="40"></label>
     <label>Your name
@@ -444,9 +446,9 @@ def _later_earlier(view: View, more: bool) -> str:
 
 _QUEUE_INTRO = (
     '<p class="intro">Finished runs no one has labelled yet that stopped as <code>gave_up</code>, '
-    "<code>limit</code>, <code>no_progress</code> or <code>error</code>, and a sample of the successes "
-    "(a success can be false too); oldest first. A label takes a run out of the queue; "
-    "<code>endstate review</code> lists the same runs.</p>"
+    "<code>limit</code>, <code>no_progress</code> or <code>error</code>, and a steady sample of "
+    f"{review.DEFAULT_SUCCESS_SHARE:.0%} of the successes (a success can be false too); oldest first. "
+    "A label takes a run out of the queue; <code>endstate review</code> lists the same runs.</p>"
 )
 _COLUMNS = ("Run", "Agent", "Task type", "Label", "By", "When", "Note", "Case")
 _SIGN_IN_TO_LABEL = '<p class="sign-in-to-label">Sign in to label.</p>'
