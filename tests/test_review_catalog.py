@@ -119,3 +119,48 @@ def test_a_case_without_its_catalog_runs_with_eval_catalog(
     monkeypatch.setenv("ENDSTATE_CATALOG", CATALOG)
     code, text = cli(capsys, "eval", str(out), "--no-progress")
     assert code == 0 and "PASSED: 2 of 2" in text, text
+
+
+def test_the_inbox_promotes_a_catalog_agents_run_with_the_catalog_serve_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+    import subprocess
+    import sys
+
+    import httpx
+    from test_runner_agents import env_with_tests
+    from test_service_support import TOKEN, Server, wait_status
+
+    monkeypatch.setenv("REFUNDER_WORLDS", str(tmp_path / "worlds"))
+    cases = tmp_path / "cases"
+    store = str(tmp_path / "served.db")
+    with Server(store, tmp_path, "--cases-dir", str(cases), catalog=CATALOG) as server:
+        with server.client() as api:
+            body = {"agent": "refunder", "task": review_agents.TASK, "state": {"script": "shipped"}}
+            run_id = api.post("/runs", json=body).json()["run_id"]
+            assert wait_status(api, run_id, "finished")["stop_reason"] == "gave_up"
+        with contextlib.closing(httpx.Client(base_url=server.url, timeout=30)) as browser:
+            assert browser.post("/inbox/login", data={"token": TOKEN}).status_code == 303
+            form = {"label": "correct_give_up", "by": "ana"}
+            assert browser.post(f"/inbox/review/runs/{run_id}/label", data=form).status_code == 303
+            promoted = browser.post(f"/inbox/review/runs/{run_id}/promote", data={"promote": "1"})
+            assert promoted.status_code == 303, promoted.text
+    [case] = yaml.safe_load((cases / f"{run_id}.yaml").read_text())["cases"]
+    assert case["catalog"] == CATALOG and case["state"]["script"] == "shipped"
+    evaluated = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "eval", str(cases), "--no-progress"],
+        capture_output=True, text=True, timeout=300, env=env_with_tests(),
+    )  # fmt: skip
+    assert evaluated.returncode == 0 and "PASSED: 1 of 1" in evaluated.stdout, evaluated.stdout
+
+
+def test_serve_refuses_a_cases_dir_that_is_a_file(tmp_path: Path) -> None:
+    from agent.errors import ConfigError
+    from agent.service.server import cases_dir
+
+    (tmp_path / "cases.yaml").write_text("")
+    with pytest.raises(ConfigError, match="that is a file, not a folder"):
+        cases_dir(tmp_path / "cases.yaml")
+    assert cases_dir(str(tmp_path / "new")) == (tmp_path / "new").resolve()
+    assert cases_dir(None) is None
