@@ -596,3 +596,6 @@ def test_with_reads_behind_the_token_the_review_pages_show_nothing_signed_out(tm
         assert download.status_code == 401 and "replay:" not in download.text
         with contextlib.closing(_signed_in(server)) as browser:
             assert offline in browser.get("/inbox/review").text
+            ghost = browser.get("/inbox/review/runs/%3Cb%3Eghost")
+            assert ghost.status_code == 404 and "No run with id &#x27;&lt;b&gt;ghost&#x27;." in ghost.text
+            assert "<b>" not in ghost.text

@@ -16,6 +16,9 @@ approval, what the call would do (the tool's own `preview`, see `briefing`). A r
 its deadline shows as expired, without buttons. The page reloads itself every
 `REFRESH_SECONDS` with a `<meta http-equiv="refresh">` (no script), unless `?refresh=off`.
 When reads need the token, only a signed-in person sees the runs.
+
+The review queue (`/inbox/review`, see `review_pages`) shares this page's frame, sign-in and
+form defences; links at the top of both move between them.
 """
 
 from __future__ import annotations

@@ -179,11 +179,13 @@ class ReviewPages:
         content = ""
         if self._reads_refused(request):
             error = error or "Sign in with the service token to see this run."
+        elif (record := await run_in_threadpool(self.store.get, run_id)) is None:
+            error, status = f"No run with id {run_id!r}.", 404
         else:
-            content = await self._run_content(run_id, is_in, _reviewer(request))
+            content = await self._run_content(record, is_in, _reviewer(request))
         body = page_html(
             "review",
-            title=f"Endstate review: run {run_id}",
+            title=f"Endstate review: run {html.escape(run_id)}",
             heading="Review of run",
             count=html.escape(run_id),
             notice=notice(message, "notice") + notice(error, "error"),
@@ -192,10 +194,8 @@ class ReviewPages:
         )
         return HTMLResponse(body, status_code=status, headers=HEADERS)
 
-    async def _run_content(self, run_id: str, is_in: bool, reviewer: str) -> str:
-        record = await run_in_threadpool(self.store.get, run_id)
-        if record is None:
-            return f'<p class="error">No run with id {html.escape(repr(run_id))}.</p>'
+    async def _run_content(self, record: RunRecord, is_in: bool, reviewer: str) -> str:
+        run_id = record.run_id
         steps = await run_in_threadpool(lambda: last_steps(self.store.snapshot(run_id)))
         labels = await run_in_threadpool(self.store.reviews, 0, [run_id])
         view = View(path=QUEUE)
