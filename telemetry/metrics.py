@@ -226,7 +226,8 @@ class MetricsHooks:
             self.m.tool_duration.labels(n.OP_EXECUTE_TOOL, tool, n.NO_ERROR)
             for outcome in _TOOL_OUTCOMES:
                 self.m.tool_calls.labels(info.agent, info.task_type, tool, outcome)
-        self.m.agent_duration.labels(n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, n.NO_ERROR)
+        series = (n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, n.NO_ERROR)
+        self.child(self.m.agent_duration, *series)  # at zero: a ratio of errors has a series to read
 
 
 class _Instruments:
