@@ -12,9 +12,10 @@ turn). Beside them, two references show what any store must pay at the least:
 the bare loop with one trivial write transaction a turn on a SQLite file
 (`BEGIN IMMEDIATE`, an `UPDATE` of one integer, `COMMIT`) and with one trivial
 round trip a turn to the PostgreSQL server (`SELECT 1`), each handed to the
-agent as its checkpointer. It then times each checkpoint itself in runs of 10 and of 200 turns:
-a checkpoint appends only the turn's new journal entries, so its cost must
-not grow with the history (the ratio 200/10 should stay near 1).
+agent as its checkpointer. Each variant goes first in turn. It then times
+each checkpoint itself in runs of 10 and of 200 turns, alternating: a
+checkpoint appends only the turn's new journal entries, so its cost must not
+grow with the history (the ratio 200/10 should stay near 1).
 
 Part 2 suspends `--suspended` runs at once (each asks a question after one
 turn), reports the store bytes and the process memory per suspended run, then

@@ -1,10 +1,11 @@
 """What a turn costs: Endstate with full telemetry against the raw OpenTelemetry SDK floor.
 
-Run: `python benchmarks/turn_overhead.py [--repeats N]`. Not a test: it prints
-microseconds per turn (median of repeats) at 10, 50 and 100 turns per run, and
-the ratios. Every variant plays the same turn: a model reply with one tool
-call, one async tool, the result back into the history. The model is a
-constant-time fake, so what is measured is the harness, not the script player.
+Run: `python benchmarks/turn_overhead.py [--repeats N] [--clock cpu|wall] [--no-peer]`.
+Not a test: it prints microseconds per turn (median of repeats; this process's
+CPU time unless `--clock wall`) at 10, 50 and 100 turns per run, and the
+ratios. Every variant plays the same turn: a model reply with one tool call,
+one async tool, the result back into the history. The model is a constant-time
+fake, so what is measured is the harness, not the script player.
 
 The floor is recorded, not written by hand: one real Endstate run of each
 length is recorded (every span with its parent, kind, attributes, events and
