@@ -162,7 +162,7 @@ class SqlStore:
     def checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
         """Append the new journal entries and save the head, in one transaction under the lease."""
         head = checkpoint.head
-        values = _usage_values(head) | {"snapshot": dumps(head.head()), "state": dumps(head.state)}
+        values = _usage_values(head) | {"snapshot": _compact(head.head()), "state": _compact(head.state)}
         values |= {"lease_until": lease.until, "updated_at": now}
         entries = [(checkpoint.first + i, entry_json(e)) for i, e in enumerate(checkpoint.entries)]
         if not self._append(run_id, values, entries, lease):
@@ -492,7 +492,14 @@ def _queue_where(reasons: Sequence[StopReason], success_share: float) -> tuple[s
 
 
 def entry_json(entry: Entry) -> str:
-    return json.dumps(encode_entry(entry), sort_keys=True)
+    return _sorted(encode_entry(entry))
+
+
+# Encoders made once: `json.dumps` with options builds a new encoder at every call, which was a
+# fifth of a checkpoint's time. Their output is byte for byte that of `dumps` and of `json.dumps(...,
+# sort_keys=True)`.
+_compact = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_sorted = json.JSONEncoder(sort_keys=True).encode
 
 
 def _usage_values(snap: Snapshot) -> dict[str, Any]:
