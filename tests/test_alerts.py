@@ -48,7 +48,7 @@ def test_there_are_rules_and_unit_tests() -> None:
             "EndstateHelpRequestStale", "EndstateNoProgressSurge", "EndstateGiveUpSurge",
             "EndstateStopsVanishing", "EndstateTelemetryExportFailing",
             "EndstateAgentDown", "EndstateErrorStopShareHigh",
-            "EndstateFalseSuccessShareHigh"} <= set(ALERTS)  # fmt: skip
+            "EndstateFalseSuccessShareHigh", "EndstateTelemetrySpansDropped"} <= set(ALERTS)  # fmt: skip
 
 
 def test_promtool_check_rules() -> None:
@@ -228,8 +228,9 @@ def test_a_runbook_base_that_cannot_make_links_is_refused(tmp_path: Path, base: 
 # -- every share or rate alert pages a quiet agent too (DESIGN.md) --------------------
 
 # Alerts that need no quiet path: one pending request is enough for the first, 10 runs a day for
-# the second (alerts/README.md, "Quiet agents").
-COUNT_ALERTS = {"EndstateHelpRequestStale", "EndstateAgentDown"}
+# the second, and every dropped span is a hole in a trace at any traffic for the third
+# (alerts/README.md, "Quiet agents").
+COUNT_ALERTS = {"EndstateHelpRequestStale", "EndstateAgentDown", "EndstateTelemetrySpansDropped"}
 
 
 @pytest.mark.parametrize("name", sorted(set(ALERTS) - COUNT_ALERTS))
