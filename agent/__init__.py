@@ -2,10 +2,10 @@
 
 from agent.agent import Agent
 from agent.budget import Budget, Extension, Price, PriceTable, Spent
-from agent.catalog import Catalog
 from agent.checks import TurnCheck, TurnVerdict, goal, invariant
 from agent.clock import CancelSignal, Clock, SystemClock
 from agent.context import CallRecord, RunContext
+from agent.durable.catalog import Catalog
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
 from agent.history import HistoryPolicy, ModelSummary
 from agent.hooks import CompositeHooks, HumanWait, NoHooks, RunHooks, RunInfo, RunObserver

@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, Budget, HelpPolicy, NoHooks, tool
+from agent.durable.runner import Catalog, Runner
+from agent.durable.store import open_store
 from agent.models.scripted import ScriptedModel, call, finish
-from agent.runner import Catalog, Runner
-from agent.store import open_store
 
 
 @tool

@@ -40,9 +40,9 @@ from pg import PostgresServer  # noqa: E402
 from temporal_agents import build, catalog  # noqa: E402
 from temporal_server import TemporalServer  # noqa: E402
 
+from agent.durable.runner import Runner  # noqa: E402
+from agent.durable.store import open_store  # noqa: E402
 from agent.result import StopReason  # noqa: E402
-from agent.runner import Runner  # noqa: E402
-from agent.store import open_store  # noqa: E402
 from agent.temporal import TemporalRuns  # noqa: E402
 
 

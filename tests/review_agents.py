@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, Budget, tool
-from agent.catalog import Catalog
+from agent.durable.catalog import Catalog
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.verify import predicate
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, Budget, HelpPolicy, RetryPolicy, RunContext, TransientModelError, tool
+from agent.durable.runner import Catalog
 from agent.errors import ModelError
 from agent.models.scripted import ScriptedModel, Step, call, finish, say
-from agent.runner import Catalog
 
 FAST_RETRY = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=False)
 

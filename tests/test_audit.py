@@ -12,9 +12,9 @@ from prometheus_client import CollectorRegistry
 
 from agent import Agent, Budget, ConfigError, RunContext, StopReason
 from agent.audit import AuditOutcome, SuccessAudit
+from agent.durable.runner import Catalog, Runner
+from agent.durable.store import open_store
 from agent.models.scripted import ScriptedModel, finish
-from agent.runner import Catalog, Runner
-from agent.store import open_store
 from telemetry import MetricsHooks
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from messages_api import MessagesAPI, error, message, text
 
-from agent.cli import main
+from agent.cli.main import main
 
 MODEL = "claude-sonnet-5-5"
 Capture = pytest.CaptureFixture[str]

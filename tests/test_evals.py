@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from messages_api import MessagesAPI, message, tool_use
 
-from agent.cli import main
-from agent.cli_eval import Progress
+from agent.cli.evals import Progress
+from agent.cli.main import main
 from agent.evals import Case, load_cases, run_case, run_cases, summarize
 from agent.evals.case import load_file
 from agent.evals.runner import Outcome

@@ -447,7 +447,7 @@ def test_a_label_records_who_gave_it_and_takes_the_run_out_of_the_queue(
     import yaml
     from playwright.sync_api import Page, expect
 
-    from agent.store import open_store
+    from agent.durable.store import open_store
 
     assert isinstance(page, Page)
     offline = _finish(server, "invoice-downloader", "invoice/portal-offline")
@@ -542,7 +542,7 @@ def test_label_and_promote_are_refused_without_the_token_and_change_nothing(
 ) -> None:
     from playwright.sync_api import Page, expect
 
-    from agent.store import open_store
+    from agent.durable.store import open_store
 
     assert isinstance(page, Page)
     cases = tmp_path / "cases"

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent import Agent, Answer, Approval, Budget, Denial, HumanReply, RunResult, StopReason, tool
+from agent.durable.runner import Catalog, Runner
+from agent.durable.store import open_store
 from agent.models._messages import messages_of
 from agent.models.scripted import ScriptedModel, call, finish
-from agent.runner import Catalog, Runner
-from agent.store import open_store
 
 pytestmark = pytest.mark.slow
 

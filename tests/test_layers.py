@@ -1,5 +1,7 @@
 """The layers hold: `agent/` imports only the OpenTelemetry API (never the SDK, exporters or
-prometheus_client), and no two modules import each other."""
+prometheus_client); the core loop at the top of `agent/` imports none of the packages built on
+it (durable runs, the faces, evals, examples, integrations, Temporal); no module imports itself
+through others."""
 
 from __future__ import annotations
 
@@ -8,13 +10,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN_IN_AGENT = ("opentelemetry.sdk", "opentelemetry.exporter", "prometheus_client")
-FACES = (
-    "agent.cli",
-    "agent.cli_store",
-    "agent.service.server",
-    "agent.cli_temporal",
-    "agent.temporal.service",
-)  # they wire telemetry/ in; the rest never
+FACES = ("agent.cli.", "agent.service.server", "agent.temporal.service")  # they wire telemetry/ in
+ABOVE_THE_CORE = tuple(
+    f"agent.{p}" for p in ("durable", "cli", "service", "evals", "examples", "integrations", "temporal")
+)
 
 
 def modules() -> dict[str, Path]:
@@ -55,7 +54,7 @@ def test_only_the_faces_wire_telemetry_in() -> None:
         if name.startswith("agent")
         and any(i == "telemetry" or i.startswith("telemetry.") for i in imports_of(path))
     }
-    assert wiring <= set(FACES)
+    assert {name for name in wiring if not name.startswith(FACES)} == set()
 
 
 def test_no_two_modules_import_each_other() -> None:
@@ -63,3 +62,52 @@ def test_no_two_modules_import_each_other() -> None:
     edges = {name: {i for i in imports_of(path) if i in mods and i != name} for name, path in mods.items()}
     pairs = sorted((a, b) for a in edges for b in edges[a] if a < b and a in edges[b])
     assert pairs == []
+
+
+def test_the_core_imports_nothing_built_on_it() -> None:
+    """`agent/*.py` (the loop and its small objects) never reaches up; `agent/__init__` re-exports."""
+    core = {
+        name: path
+        for name, path in modules().items()
+        if name.count(".") == 1 and name.startswith("agent.") and not name.startswith(ABOVE_THE_CORE)
+    }
+    reaching = {
+        name: sorted(i for i in imports_of(path) if i.startswith(ABOVE_THE_CORE))
+        for name, path in core.items()
+    }
+    assert {k: v for k, v in reaching.items() if v} == {}
+
+
+def test_no_import_cycles() -> None:
+    """No chain of module-level imports leads back to where it started (package `__init__`s aside)."""
+    mods = modules()
+    inits = {name for name, path in mods.items() if path.name == "__init__.py"}
+    edges = {
+        name: {i for i in imports_of(path) if i in mods and i != name and i not in inits}
+        for name, path in mods.items()
+        if name not in inits
+    }
+    assert _cycle(edges) == []
+
+
+def _cycle(edges: dict[str, set[str]]) -> list[str]:
+    """One import cycle as a path of module names, or [] when there is none (depth-first search)."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for start in sorted(edges):
+        if start not in state and (found := visit(start)):
+            return found
+    return []

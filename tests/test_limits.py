@@ -1,4 +1,4 @@
-"""`agent.limits` and `endstate limits suggest`: ceilings from successful runs, on synthetic histories."""
+"""`agent.evals.limits` and `endstate limits suggest`: ceilings from successful runs, synthetic histories."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
-from agent.limits import (
+from agent.cli.main import main
+from agent.durable.store import Lease, NewRun, Outcome, open_store
+from agent.evals.limits import (
     Headroom,
     LimitsError,
     Observed,
@@ -25,7 +26,6 @@ from agent.limits import (
     suggest_ceiling,
 )
 from agent.result import LimitKind, RunResult, StopReason
-from agent.store import Lease, NewRun, Outcome, open_store
 from agent.usage import Usage
 
 S, L = StopReason.SUCCESS, StopReason.LIMIT
@@ -291,7 +291,7 @@ def test_command_from_the_run_store(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_the_prometheus_names_limits_reads_are_the_names_contracts() -> None:
     """agent/ may not import telemetry (its SDK), so limits.py spells the names out: keep them equal."""
-    from agent import limits
+    from agent.evals import limits
     from telemetry import names
 
     assert limits.HISTOGRAMS == {

@@ -11,8 +11,8 @@ import pytest
 from prom_stack import prometheus, prometheus_config, wait_until
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
-from agent.cli import main
-from agent.limits import LimitsError, PrometheusHistory, suggest
+from agent.cli.main import main
+from agent.evals.limits import LimitsError, PrometheusHistory, suggest
 from agent.result import LimitKind
 from telemetry import names
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from agent._cli_help import DefaultsFormatter
-from agent.cli import build_parser, main
+from agent.cli._help import DefaultsFormatter
+from agent.cli.main import build_parser, main
 from agent.examples import research
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,7 +154,7 @@ def test_the_sdist_holds_the_packages_and_license_and_no_part_of_the_test_suite(
         "LICENSE",
         "README.md",
         "pyproject.toml",
-        "agent/store/migrations/sqlite/0005_reviews.sql",
+        "agent/durable/store/migrations/sqlite/0005_reviews.sql",
     } <= names
     assert "agent/evals/cases/research.yaml" in names and "agent/service/inbox.html" in names
     assert [n for n in names if n.startswith(("tests/", "benchmarks/"))] == []
@@ -231,7 +231,7 @@ def test_one_run_is_one_run_not_one_runs(
         == 0
     )
     assert "cancelled after 2 turns" in capsys.readouterr().out
-    from agent.store import open_store
+    from agent.durable.store import open_store
 
     s = open_store(store)  # a shutdown-cancelled run is recovered; mark this one as one
     s._rows("UPDATE endstate_runs SET interrupted = 1")  # type: ignore[attr-defined]

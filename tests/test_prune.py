@@ -11,10 +11,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 from test_service_support import Server, metric, wait_for
 
-from agent.cli import main
+from agent.cli.main import main
+from agent.durable.review import PRUNE_EVERY, ReviewError, Upkeep, prune
+from agent.durable.store import Lease, NewRun, Outcome, RunStore, open_store
 from agent.result import RunResult, StopReason
-from agent.review import PRUNE_EVERY, ReviewError, Upkeep, prune
-from agent.store import Lease, NewRun, Outcome, RunStore, open_store
 from telemetry import MetricsHooks
 
 LEASE = Lease("w1", 4e9)

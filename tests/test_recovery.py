@@ -16,8 +16,8 @@ import pytest
 from test_runner_agents import catalog, counted, counter_state
 from test_service_support import Server, endstate, run_status, spawn, wait_for, wait_status
 
-from agent.runner import Runner
-from agent.store import RunStatus, open_store
+from agent.durable.runner import Runner
+from agent.durable.store import RunStatus, open_store
 
 pytestmark = pytest.mark.slow
 CATALOG = "test_runner_agents:catalog"

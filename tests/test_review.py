@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from agent import review
-from agent.cli import main
+from agent.cli.main import main
+from agent.durable import review
+from agent.durable.runner import Runner
+from agent.durable.store import RunStore, open_store
 from agent.examples import invoice
 from agent.examples.scenarios import example_catalog
 from agent.result import RunResult, StopReason
-from agent.runner import Runner
-from agent.store import RunStore, open_store
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ import pytest
 import review_agents
 import yaml
 
-from agent.cli import main
+from agent.cli.main import main
+from agent.durable.runner import Runner
+from agent.durable.store import RunStore, open_store
 from agent.result import StopReason
-from agent.runner import Runner
-from agent.store import RunStore, open_store
 
 CATALOG = "review_agents:catalog"
 

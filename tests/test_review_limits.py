@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from test_limits import seed_runs
 
-from agent.cli import main
-from agent.limits import PastRun, RecordHistory, suggest
+from agent.cli.main import main
+from agent.durable.store import Lease, NewRun, Outcome, open_store
+from agent.evals.limits import PastRun, RecordHistory, suggest
 from agent.result import LimitKind, RunResult, StopReason
-from agent.store import Lease, NewRun, Outcome, open_store
 from agent.usage import Usage
 
 S, L = StopReason.SUCCESS, StopReason.LIMIT

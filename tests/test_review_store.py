@@ -9,10 +9,19 @@ import pg
 import pytest
 
 from agent import StopReason
+from agent.durable.store import (
+    Lease,
+    NewRun,
+    NotClaimable,
+    Outcome,
+    RunStatus,
+    RunStore,
+    UnknownRun,
+    open_store,
+)
+from agent.durable.store._sql import migrations
 from agent.models.scripted import call, finish
 from agent.result import RunResult
-from agent.store import Lease, NewRun, NotClaimable, Outcome, RunStatus, RunStore, UnknownRun, open_store
-from agent.store._sql import migrations
 
 NOW = 1_800_000_000.0
 

@@ -17,13 +17,8 @@ from test_runner_agents import Crash, catalog, counted, counter_state, deployed,
 
 from agent import StopReason
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
-from agent.errors import ConfigError, SnapshotError
-from agent.examples.scenarios import example_catalog
-from agent.journal import Answered, Result, Stopped
-from agent.result import RunResult
-from agent.runner import AnswerError, Catalog, Job, Runner
-from agent.snapshot import Checkpoint, SnapshotKind
-from agent.store import (
+from agent.durable.runner import AnswerError, Catalog, Job, Runner
+from agent.durable.store import (
     Lease,
     NewRun,
     NotClaimable,
@@ -35,6 +30,11 @@ from agent.store import (
     UnknownRun,
     open_store,
 )
+from agent.errors import ConfigError, SnapshotError
+from agent.examples.scenarios import example_catalog
+from agent.journal import Answered, Result, Stopped
+from agent.result import RunResult
+from agent.snapshot import Checkpoint, SnapshotKind
 
 
 class Workers:
@@ -487,9 +487,9 @@ def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
 ) -> None:
     """While other runs keep this worker's heartbeat going, a run whose result it failed to
     record must not stay leased to it: its lease lapses and recovery continues it."""
-    import agent.runner
+    import agent.durable.runner
 
-    monkeypatch.setattr(agent.runner, "RECORD_RETRIES", (0.01,))
+    monkeypatch.setattr(agent.durable.runner, "RECORD_RETRIES", (0.01,))
     workers = Workers(store_url, catalog(), lease_seconds=1.0)
     try:
         runner, other = workers.new(), workers.new()
@@ -604,9 +604,9 @@ def test_a_result_recorded_whose_reply_was_lost_is_not_taken_for_a_take_over(
 ) -> None:
     """The store wrote the result, then the connection broke before it said so: the retry finds
     the run no longer held. That is this worker's own write, not another worker's take-over."""
-    import agent.runner
+    import agent.durable.runner
 
-    monkeypatch.setattr(agent.runner, "RECORD_RETRIES", (0.01,))
+    monkeypatch.setattr(agent.durable.runner, "RECORD_RETRIES", (0.01,))
     runner = examples.new()
     record = runner.store.record
 

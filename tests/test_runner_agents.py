@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, Budget, HelpPolicy, tool
+from agent.durable.runner import Catalog
 from agent.hooks import RunInfo, RunObserver
 from agent.models.base import ToolCall
 from agent.models.scripted import ScriptedModel, call, finish
-from agent.runner import Catalog
 from agent.tools import ToolOutcome
 
 MARKUP = """<script>document.title='pwned'</script><img src=x onerror="document.title='pwned'"> & \"q\""""

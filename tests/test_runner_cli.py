@@ -13,9 +13,9 @@ import pytest
 from test_runner_agents import catalog, counted, counter_state, env_with_tests
 from test_service_support import endstate, spawn
 
-from agent.cli import main
-from agent.runner import Runner
-from agent.store import RunStatus, open_store
+from agent.cli.main import main
+from agent.durable.runner import Runner
+from agent.durable.store import RunStatus, open_store
 
 pytestmark = pytest.mark.slow
 CATALOG = "test_runner_agents:catalog"

@@ -9,7 +9,7 @@ import pg
 import pytest
 from test_service_support import TOKEN, Server, metric, run_status, wait_status
 
-from agent.store import open_store
+from agent.durable.store import open_store
 
 pytestmark = pytest.mark.slow
 

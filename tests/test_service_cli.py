@@ -129,7 +129,7 @@ def test_an_absolute_sqlite_url_keeps_the_token_beside_the_store(tmp_path: Path)
 
 
 def test_a_new_store_and_its_folder_are_owner_only(tmp_path: Path) -> None:
-    from agent.store import open_store
+    from agent.durable.store import open_store
 
     open_store(str(tmp_path / "state" / "runs.db")).close()
     assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700

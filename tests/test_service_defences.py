@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from agent.durable.runner import Runner
+from agent.durable.store import RunStatus, open_store
 from agent.examples.scenarios import example_catalog
-from agent.runner import Runner
 from agent.service.app import Service, create_app
 from agent.service.auth import Token
-from agent.store import RunStatus, open_store
 
 TOKEN = "test-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -273,7 +273,7 @@ def test_a_cross_site_post_carrying_only_a_referer_is_refused(build: Build) -> N
 
 
 def test_store_errors_never_show_a_password(build: Build) -> None:
-    from agent.store import StoreError
+    from agent.durable.store import StoreError
 
     api = build()
     store = api.app.state.service.runner.store  # type: ignore[attr-defined]

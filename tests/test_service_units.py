@@ -8,17 +8,17 @@ from typing import Any
 
 from agent.agent import Agent
 from agent.budget import Spent
-from agent.catalog import Catalog
+from agent.durable.catalog import Catalog
+from agent.durable.runner import Runner
+from agent.durable.store import RunRecord, RunStatus, open_store
 from agent.examples.scenarios import example_catalog
 from agent.journal import Call, Entry, Reply, Result, Task
 from agent.models.scripted import ScriptedModel
 from agent.result import PendingAction
-from agent.runner import Runner
 from agent.service.briefing import Briefing, Preview, last_steps, preview
 from agent.service.inbox import View, item
 from agent.service.workload import DemoWorkload
 from agent.snapshot import Snapshot, SnapshotKind
-from agent.store import RunRecord, RunStatus, open_store
 from agent.tools import tool
 
 

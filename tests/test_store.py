@@ -13,11 +13,7 @@ import pg
 import pytest
 
 from agent import Agent, HelpPolicy, StopReason, tool
-from agent.journal import Result, Stopped
-from agent.models.scripted import call, finish
-from agent.result import RunResult
-from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
-from agent.store import (
+from agent.durable.store import (
     Lease,
     LeaseLost,
     NewRun,
@@ -30,7 +26,11 @@ from agent.store import (
     UnknownRun,
     open_store,
 )
-from agent.store._sql import latest_version, migrations, split_statements
+from agent.durable.store._sql import latest_version, migrations, split_statements
+from agent.journal import Result, Stopped
+from agent.models.scripted import call, finish
+from agent.result import RunResult
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 
 NOW = 1_800_000_000.0
 

@@ -12,12 +12,12 @@ import pg
 import pytest
 
 from agent import Agent, Approval, Budget, HelpPolicy, LimitKind, Price, PriceTable, StopReason, tool
-from agent.cli import main
-from agent.limits import history_from_store, render, suggest
+from agent.cli.main import main
+from agent.durable.review import queue
+from agent.durable.store import Lease, NewRun, Outcome, RunStatus, RunStore, open_store
+from agent.durable.store._sql import migrations, split_statements
+from agent.evals.limits import history_from_store, render, suggest
 from agent.models.scripted import ScriptedModel, call, finish
-from agent.review import queue
-from agent.store import Lease, NewRun, Outcome, RunStatus, RunStore, open_store
-from agent.store._sql import migrations, split_statements
 from agent.usage import Usage
 
 NOW = 1_800_000_000.0

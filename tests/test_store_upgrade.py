@@ -20,10 +20,10 @@ import pytest
 import v1_agents
 
 from agent import StopReason
-from agent.runner import Runner
+from agent.durable.runner import Runner
+from agent.durable.store import RunStatus, open_store
+from agent.durable.store._sql import latest_version, migrations, split_statements
 from agent.snapshot import SnapshotKind
-from agent.store import RunStatus, open_store
-from agent.store._sql import latest_version, migrations, split_statements
 
 FIXTURE = json.loads((Path(__file__).with_name("fixtures") / "v1_store_rows.json").read_text())
 

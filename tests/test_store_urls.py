@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.store.urls import scrub, secrets_in, shown_url, sqlite_path
+from agent.durable.store.urls import scrub, secrets_in, shown_url, sqlite_path
 
 PASSWORD_URLS = [
     ("postgresql://app:hunter2xyz@db:5432/runs", ["hunter2xyz"]),
@@ -58,7 +58,7 @@ def test_sqlite_path(url: str, path: Path | None) -> None:
 
 
 def test_a_password_holding_at_signs_leaves_no_part_in_a_connection_error() -> None:
-    from agent.store import StoreError, open_store
+    from agent.durable.store import StoreError, open_store
 
     with pytest.raises(StoreError) as raised:
         open_store("postgresql://app:p@ss@127.0.0.1:1/runs")
@@ -72,7 +72,7 @@ def test_the_newer_schema_error_shows_no_password(tmp_path: Path) -> None:
     import pg
     import psycopg
 
-    from agent.store import StoreError, open_store
+    from agent.durable.store import StoreError, open_store
 
     plain = pg.url_for("postgres", tmp_path)  # trust authentication: any password is accepted
     with_password = plain.replace("postgres@", "postgres:p%40ss@w0rd@", 1).replace("@w0rd@", "%40w0rd@")

@@ -20,9 +20,9 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
+from agent.durable.runner import AnswerError, Catalog
+from agent.durable.store import NotClaimable, RunRecord, RunStatus
 from agent.result import LimitKind, StopReason
-from agent.runner import AnswerError, Catalog
-from agent.store import NotClaimable, RunRecord, RunStatus
 from agent.temporal import TemporalRuns, build_worker, ensure_search_attributes
 from agent.temporal._wire import SEARCH_ATTRIBUTES
 from agent.temporal.pending import TemporalPending

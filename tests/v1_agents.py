@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, Budget, tool
+from agent.durable.runner import Catalog
 from agent.models.scripted import ScriptedModel, call, finish
-from agent.runner import Catalog
 
 FIXTURES = Path(__file__).with_name("fixtures")
 COUNTS: dict[str, int] = {}  # tool name -> runs in this process

@@ -13,8 +13,8 @@ from typing import Any
 
 from agent.agent import Agent
 from agent.budget import Budget
-from agent.catalog import Catalog, load_catalog
-from agent.demo import follow_up
+from agent.cli.demo import follow_up
+from agent.durable.catalog import Catalog, load_catalog
 from agent.evals.case import Case
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import Judged, run_judge

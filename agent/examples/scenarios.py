@@ -28,7 +28,7 @@ from agent.policies import HelpPolicy, RetryPolicy
 from agent.result import StopReason
 
 if TYPE_CHECKING:
-    from agent.runner import Catalog
+    from agent.durable.runner import Catalog
 
 
 @dataclass
@@ -400,11 +400,11 @@ class ExampleWorlds:
 
 
 def example_catalog(worlds: Path | None = None) -> Catalog:
-    """The seed agents by name, for `agent.runner`; worlds live under `worlds`.
+    """The seed agents by name, for `agent.durable.runner`; worlds live under `worlds`.
 
     `worlds` defaults to `$ENDSTATE_WORLDS`, then `./.endstate/worlds`.
     """
-    from agent.runner import Catalog
+    from agent.durable.runner import Catalog
 
     base = Path(worlds or os.environ.get(ENV_WORLDS) or Path(".endstate") / "worlds")
     ex = ExampleWorlds(base)

@@ -40,8 +40,10 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent.durable.runner import Job
+from agent.durable.store import RunRecord, RunStatus, StoreError, UnknownRun
+from agent.durable.store.urls import scrub
 from agent.errors import EndstateError
-from agent.runner import Job
 from agent.service import inbox, review_pages
 from agent.service.config import (
     LOOPBACK_HOSTS,
@@ -68,8 +70,6 @@ from agent.service.http import (
     status_of,
     waiting_page,
 )
-from agent.store import RunRecord, RunStatus, StoreError, UnknownRun
-from agent.store.urls import scrub
 
 log = logging.getLogger("endstate.service")
 

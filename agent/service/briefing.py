@@ -17,10 +17,10 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from agent._state import calls_of
-from agent.catalog import Catalog
+from agent.durable.catalog import Catalog
+from agent.durable.store import RunRecord
 from agent.journal import Journal
 from agent.snapshot import Snapshot
-from agent.store import RunRecord
 
 STEPS_SHOWN = 5  # the last tool calls a briefing lists
 ARGUMENTS_CHARS = 300

@@ -14,9 +14,9 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 
+from agent.durable.review import UPKEEP_EVERY, Upkeep
+from agent.durable.runner import Runner
 from agent.errors import ConfigError, EndstateError
-from agent.review import UPKEEP_EVERY, Upkeep
-from agent.runner import Runner
 from agent.service.auth import Token
 from agent.service.http import BODY_TIMEOUT, PAGE_SIZE
 
@@ -85,7 +85,7 @@ class Service:
             await self._recover()
 
     async def _upkeep_forever(self) -> None:
-        """Count new review labels and prune finished runs past the retention (agent.review.Upkeep)."""
+        """Count new review labels and prune finished runs past the retention (`Upkeep`)."""
         upkeep = Upkeep(self.runner.store, self.retention, self.label_counter)
         while True:
             try:

@@ -10,9 +10,9 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from agent.durable.runner import AnswerError
+from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
-from agent.runner import AnswerError
-from agent.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 
 MAX_BODY = 64 * 1024
 

@@ -37,13 +37,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from agent.durable.store import RunRecord
+from agent.durable.store.base import when
 from agent.errors import EndstateError
 from agent.service.auth import COOKIE, ENV_TOKEN, ENV_TOKEN_FILE
 from agent.service.briefing import Briefing, Preview, Step, brief
 from agent.service.config import Service
 from agent.service.http import Problem, check_strings, int_param, matching, read_body, status_of, waiting_runs
-from agent.store import RunRecord
-from agent.store.base import when
 
 REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
 FILTERS = ("agent", "task_type")

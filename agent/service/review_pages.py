@@ -27,9 +27,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from agent import review
+from agent.durable import review
+from agent.durable.review import Label
+from agent.durable.store import RunRecord
+from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
-from agent.review import Label
 from agent.service.briefing import Step, last_steps
 from agent.service.config import Service
 from agent.service.http import status_of
@@ -48,8 +50,6 @@ from agent.service.inbox import (
     span,
     steps_section,
 )
-from agent.store import RunRecord
-from agent.store.base import Review, when
 
 QUEUE = "/inbox/review"
 LABELLED = "/inbox/review/labelled"

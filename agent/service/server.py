@@ -8,13 +8,13 @@ import os
 import signal
 from pathlib import Path
 
-from agent.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
-from agent.cli_review import duration
+from agent.cli.review import duration
+from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
+from agent.durable.runner import Runner
+from agent.durable.store import default_url, open_store
+from agent.durable.store.urls import sqlite_path
 from agent.errors import ConfigError
-from agent.runner import Runner
 from agent.service.auth import load_token
-from agent.store import default_url, open_store
-from agent.store.urls import sqlite_path
 
 ENV_HOST = "ENDSTATE_HOST"
 ENV_PORT = "ENDSTATE_PORT"

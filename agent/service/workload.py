@@ -16,11 +16,11 @@ import logging
 import random
 from typing import Any
 
+from agent.durable.runner import Runner
+from agent.durable.store import RunStatus
 from agent.errors import EndstateError
 from agent.examples.scenarios import SCENARIOS, FollowUp, Scenario
 from agent.result import RunResult, StopReason
-from agent.runner import Runner
-from agent.store import RunStatus
 
 log = logging.getLogger("endstate.workload")
 

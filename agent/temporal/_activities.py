@@ -22,8 +22,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent.agent import Agent
-from agent.catalog import Catalog
 from agent.context import CallRecord, RunContext
+from agent.durable.catalog import Catalog
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.journal import Journal
 from agent.temporal import _wire as w

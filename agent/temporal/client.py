@@ -30,10 +30,10 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from agent.durable.runner import RUN_ID, AnswerError
+from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, UnknownRun
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
-from agent.runner import RUN_ID, AnswerError
-from agent.store import NotClaimable, RunExists, RunRecord, RunStatus, UnknownRun
 from agent.temporal import _wire as w
 from agent.usage import Usage
 

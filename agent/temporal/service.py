@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from agent.catalog import SEED_CATALOG, Catalog, load_catalog
+from agent.durable.catalog import SEED_CATALOG, Catalog, load_catalog
+from agent.durable.store import RunRecord, RunStatus
 from agent.errors import ConfigError
-from agent.store import RunRecord, RunStatus
 from agent.temporal.client import TemporalRuns
 
 T = TypeVar("T")

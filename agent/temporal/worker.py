@@ -21,7 +21,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from agent.catalog import Catalog
+from agent.durable.catalog import Catalog
 from agent.hooks import NoHooks, RunHooks
 from agent.temporal import _registry
 from agent.temporal import _wire as w

@@ -13,11 +13,7 @@ from typing import Any
 
 from agent._codec import encode_entry
 from agent.audit import Audit, AuditOutcome
-from agent.errors import SnapshotError
-from agent.journal import Entry
-from agent.result import StopReason
-from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
-from agent.store.base import (
+from agent.durable.store.base import (
     Lease,
     LeaseLost,
     NewRun,
@@ -34,6 +30,10 @@ from agent.store.base import (
     pending_of,
     when,
 )
+from agent.errors import SnapshotError
+from agent.journal import Entry
+from agent.result import StopReason
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.usage import Usage
 
 TABLE = "endstate_runs"
@@ -58,7 +58,7 @@ log = logging.getLogger("endstate.store")
 
 def migrations(dialect: str) -> list[tuple[int, str]]:
     """The versioned SQL files of a dialect, in order: (version, sql)."""
-    folder = resources.files("agent.store").joinpath("migrations", dialect)
+    folder = resources.files("agent.durable.store").joinpath("migrations", dialect)
     found = []
     for entry in folder.iterdir():
         if entry.name.endswith(".sql"):

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent.store._sql import ENTRIES, SCHEMA_TABLE, TABLE, Row, SqlStore, assign
-from agent.store.base import Lease, RunStatus, StoreError, WriteRefused
+from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, TABLE, Row, SqlStore, assign
+from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused
 
 BUSY_TIMEOUT_MS = 30_000
 

@@ -24,13 +24,13 @@ from typing import Any, Protocol
 
 import yaml
 
-from agent._cli_help import plural
-from agent.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
+from agent.cli._help import plural
+from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
+from agent.durable.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
+from agent.durable.store.base import Review
 from agent.errors import ConfigError
 from agent.journal import Answer, Answered, Approval, Denial, Entry, Stopped, Suspended
 from agent.result import StopReason
-from agent.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
-from agent.store.base import Review
 
 log = logging.getLogger("endstate.review")
 

@@ -18,14 +18,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agent._cli_help import plural
 from agent.budget import Extension
-from agent.catalog import SEED_CATALOG, load_catalog
+from agent.cli._help import plural
+from agent.durable.catalog import SEED_CATALOG, load_catalog
+from agent.durable.runner import Runner
+from agent.durable.store import RunRecord, RunStatus, RunStore, default_url, open_store
+from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
-from agent.runner import Runner
-from agent.store import RunRecord, RunStatus, RunStore, default_url, open_store
-from agent.store.urls import shown_url
 
 
 def register(sub: Any) -> None:

@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent import review
-from agent._cli_help import plural
-from agent.catalog import ENV_CATALOG
+from agent.cli._help import plural
+from agent.durable import review
+from agent.durable.catalog import ENV_CATALOG
+from agent.durable.store import RunStore, default_url, open_store
 from agent.result import StopReason
-from agent.store import RunStore, default_url, open_store
 
 
 def register(sub: Any) -> None:
@@ -165,7 +165,7 @@ def run_prune(args: argparse.Namespace) -> int:
 
 def duration(flag: str, text: str) -> float:
     """Seconds in an age such as `30d`; the error names the flag."""
-    from agent.limits import LimitsError, parse_window
+    from agent.evals.limits import LimitsError, parse_window
 
     try:
         return parse_window(text)

@@ -415,8 +415,8 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
 
 
 def history_from_store(url: str | None = None, window_seconds: float | None = None) -> RecordHistory:
-    """The finished runs of the run store (`agent.store`), optionally only the recent ones."""
-    from agent.store import RunStatus, open_store
+    """The finished runs of the run store (`agent.durable.store`), optionally only the recent ones."""
+    from agent.durable.store import RunStatus, open_store
 
     store = open_store(url)
     try:

@@ -34,15 +34,10 @@ from agent._state import calls_of
 from agent.agent import Agent
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
-from agent.catalog import AgentEntry, Catalog, State, load_catalog
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import RunContext
-from agent.errors import ConfigError, EndstateError, SnapshotError
-from agent.hooks import RunHooks
-from agent.journal import Journal
-from agent.result import RunResult, StopReason
-from agent.snapshot import Checkpoint, Snapshot
-from agent.store import (
+from agent.durable.catalog import AgentEntry, Catalog, State, load_catalog
+from agent.durable.store import (
     Lease,
     LeaseLost,
     NewRun,
@@ -55,6 +50,11 @@ from agent.store import (
     StoreError,
     UnknownRun,
 )
+from agent.errors import ConfigError, EndstateError, SnapshotError
+from agent.hooks import RunHooks
+from agent.journal import Journal
+from agent.result import RunResult, StopReason
+from agent.snapshot import Checkpoint, Snapshot
 
 log = logging.getLogger("endstate.runner")
 

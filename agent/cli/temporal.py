@@ -102,7 +102,7 @@ async def _runs_client(args: argparse.Namespace) -> Any:
 
 
 def _print_result(args: argparse.Namespace, result: Any) -> int:
-    from agent.cli_store import result_line
+    from agent.cli.runs import result_line
 
     print(json.dumps(result.to_dict()) if args.json else result_line(result))
     return 0
@@ -143,8 +143,8 @@ async def _resume(args: argparse.Namespace) -> int:
 
 
 async def _runs(args: argparse.Namespace) -> int:
-    from agent.cli_store import print_runs
-    from agent.store import RunStatus
+    from agent.cli.runs import print_runs
+    from agent.durable.store import RunStatus
 
     runs = await _runs_client(args)
     records = await runs.runs(RunStatus(args.status) if args.status else None, args.limit)
@@ -153,7 +153,7 @@ async def _runs(args: argparse.Namespace) -> int:
 
 
 async def _pending(args: argparse.Namespace) -> int:
-    from agent.cli_store import pending_line
+    from agent.cli.runs import pending_line
 
     runs = await _runs_client(args)
     records = await runs.pending()
@@ -185,7 +185,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 async def _run_worker(args: argparse.Namespace) -> int:
     """Poll the task queue until SIGTERM or SIGINT; then finish the activities in hand and stop."""
-    from agent.catalog import SEED_CATALOG, load_catalog
+    from agent.durable.catalog import SEED_CATALOG, load_catalog
     from agent.temporal import TemporalRuns, build_worker
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry

@@ -7,9 +7,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from agent.store._sql import ENTRIES, SCHEMA_TABLE, TABLE, Row, SqlStore, assign
-from agent.store.base import Lease, RunStatus, StoreError, WriteRefused
-from agent.store.urls import scrub, shown_url
+from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, TABLE, Row, SqlStore, assign
+from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused
+from agent.durable.store.urls import scrub, shown_url
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
 

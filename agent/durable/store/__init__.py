@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agent.store.base import (
+from agent.durable.store.base import (
     Lease,
     LeaseLost,
     NewRun,
@@ -24,7 +24,7 @@ from agent.store.base import (
     StoreError,
     UnknownRun,
 )
-from agent.store.urls import shown_url, sqlite_path
+from agent.durable.store.urls import shown_url, sqlite_path
 
 DEFAULT_PATH = Path(".endstate") / "runs.db"
 ENV_STORE = "ENDSTATE_STORE"
@@ -62,7 +62,7 @@ def open_store(url: str | None = None, *, create: bool = True) -> RunStore:
     """
     url = url or default_url()
     if url.startswith(("postgresql://", "postgres://")):
-        from agent.store.postgres import PostgresStore
+        from agent.durable.store.postgres import PostgresStore
 
         return PostgresStore(url)
     path = sqlite_path(url)
@@ -73,7 +73,7 @@ def open_store(url: str | None = None, *, create: bool = True) -> RunStore:
         )
     if not path.exists():
         _new_sqlite_file(path, create)
-    from agent.store.sqlite import SqliteStore
+    from agent.durable.store.sqlite import SqliteStore
 
     return SqliteStore(str(path))
 

@@ -15,19 +15,19 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from agent._cli_help import HelpParser
-from agent.demo import Played, play, select
+from agent.cli._help import HelpParser
+from agent.cli.demo import Played, play, select
 from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
 
 # modules with `register(subparsers)` adding more commands
 OFFLINE_TRACES = ".endstate/traces.jsonl"  # where demo spans go when no OTLP endpoint is set
 COMMAND_MODULES: list[str] = [
-    "agent.cli_eval",
-    "agent.cli_store",
-    "agent.cli_doctor",
-    "agent.cli_review",
-    "agent.cli_temporal",
+    "agent.cli.evals",
+    "agent.cli.runs",
+    "agent.cli.doctor",
+    "agent.cli.review",
+    "agent.cli.temporal",
 ]
 
 

@@ -10,12 +10,10 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from agent.catalog import ENV_CATALOG
+from agent.durable.catalog import ENV_CATALOG
 from agent.errors import ConfigError
 from agent.evals.case import Case, CaseError, load_cases
-from agent.evals.report import case_json, render, summarize
-from agent.evals.runner import ModelFactory, Outcome, run_cases
-from agent.limits import (
+from agent.evals.limits import (
     History,
     LimitsError,
     PrometheusHistory,
@@ -24,7 +22,9 @@ from agent.limits import (
     parse_window,
     suggest,
 )
-from agent.limits import render as render_limits
+from agent.evals.limits import render as render_limits
+from agent.evals.report import case_json, render, summarize
+from agent.evals.runner import ModelFactory, Outcome, run_cases
 
 
 def register(sub: Any) -> None:
@@ -203,7 +203,7 @@ def _jsonl(path: str) -> History:
 
 
 def _store(url: str | None, window: str | None) -> tuple[History, str]:
-    from agent.store import default_url
+    from agent.durable.store import default_url
 
     if url is None and not Path(default_url()).exists():
         raise LimitsError(
