@@ -101,11 +101,25 @@ async def arun(
     verifiers: Sequence[Verifier] | Verifier | None = None,
     run_id: str | None = None,
     resumed: RunResult | None = None,
+    agent_name: str | None = None,
+    help_seconds: float | None = None,
     **run_kwargs: Any,
 ) -> RunResult:
     """`agent.run(user_prompt, **run_kwargs)`, ended in a stop reason; the `AgentRunResult` (or the
-    exception) is at `result.raw`. Never raises for an expected stop."""
-    recorder = _recorder(agent, user_prompt, hooks, task_type, verifiers, run_id, resumed, run_kwargs)
+    exception) is at `result.raw`. `agent_name` labels the run (default: the agent's name); a
+    deferred call waits `help_seconds` (default a day). Never raises for an expected stop."""
+    recorder = _recorder(
+        agent,
+        user_prompt,
+        run_kwargs,
+        hooks=hooks,
+        task_type=task_type,
+        verifiers=verifiers,
+        run_id=run_id,
+        resumed=resumed,
+        agent_name=agent_name,
+        help_seconds=help_seconds,
+    )
     capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder)]
     try:
         result = await agent.run(user_prompt, capabilities=capabilities, **run_kwargs)
@@ -194,11 +208,12 @@ def limit_kind(exc: UsageLimitExceeded) -> LimitKind:
 
 
 def _suspend(recorder: Recorder, requests: DeferredToolRequests, result: Any) -> RunResult:
-    calls = [*requests.approvals, *requests.calls]
-    first = calls[0]
-    pending = PendingAction(first.tool_call_id, first.tool_name, first.args_as_dict())
+    """An approval waits with its call pending; an external call is a question: the answer is its result."""
+    first = [*requests.approvals, *requests.calls][0]
+    arguments = first.args_as_dict()
     verb = "Approve" if requests.approvals else "Answer"
-    question = f"{verb} {first.tool_name}({json.dumps(pending.arguments, default=str)})?"
+    question = f"{verb} {first.tool_name}({json.dumps(arguments, default=str)})?"
+    pending = PendingAction(first.tool_call_id, first.tool_name, arguments) if requests.approvals else None
     return recorder.suspend(question, pending, raw=result)
 
 
@@ -229,26 +244,22 @@ def _unanswered(messages: Sequence[ModelMessage]) -> list[str]:
 def _recorder(
     agent: PAIAgent[Any, Any],
     user_prompt: Any,
-    hooks: RunHooks | None,
-    task_type: str,
-    verifiers: Sequence[Verifier] | Verifier | None,
-    run_id: str | None,
-    resumed: RunResult | None,
     run_kwargs: Mapping[str, Any],
+    *,
+    hooks: RunHooks | None,
+    agent_name: str | None,
+    **options: Any,
 ) -> Recorder:
     model = run_kwargs.get("model") or agent.model
     return Recorder.start(
         hooks,
-        agent=agent.name or "pydantic_ai_agent",
-        task_type=task_type,
+        agent=agent_name or agent.name or "pydantic_ai_agent",
         model=str(getattr(model, "model_name", model) or ""),
         provider=str(getattr(model, "system", "") or PROVIDER),
         task=user_prompt if isinstance(user_prompt, str) else "",
         tools=_tool_names(agent),
         limits=_limits(run_kwargs.get("usage_limits")),
-        verifiers=verifiers,
-        run_id=run_id,
-        resumed=resumed,
+        **options,
     )
 
 
