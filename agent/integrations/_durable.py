@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from agent.agent import as_reply, check_reply
 from agent.audit import SuccessAudit
 from agent.budget import Usage
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.errors import ConfigError, EndstateError, SnapshotError
-from agent.hooks import HumanWait, NoHooks, RunHooks
+from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
 from agent.integrations._observe import Recorder
 from agent.journal import (
     Answer,
@@ -114,10 +115,10 @@ class ForeignAgent:
         cancel: CancelSignal | None = None,
     ) -> RunResult:
         """Run `task` through the framework; a suspension comes back with its snapshot to store."""
-        run_id = run_id or uuid.uuid4().hex
+        run_id, hooks = run_id or uuid.uuid4().hex, _SpanOf.around(self.hooks)
         async with self._target() as target:
-            result = await self._start(target, task, run_id)
-        return self._saved(result, [Task(task)], dict(state or {}))
+            result = await self._start(target, task, run_id, hooks)
+        return self._saved(result, [Task(task)], dict(state or {}), _span_of(hooks))
 
     async def aresume(
         self,
@@ -130,8 +131,6 @@ class ForeignAgent:
         now: float | None = None,
     ) -> RunResult:
         """Continue a suspended run through the framework with a person's reply (as `Agent.aresume`)."""
-        from agent.agent import as_reply, check_reply
-
         s = self._suspension_of(snapshot)
         if more is not None:
             raise ConfigError(
@@ -153,10 +152,15 @@ class ForeignAgent:
         now = self.clock.time() if now is None else now
         if now < s.deadline:
             raise SnapshotError(f"run {snapshot.run_id} is not waiting past a deadline")
-        default = self.help.default_answer
+        note = f"Nobody answered {s.question!r} before the deadline."
         if self.help.on_timeout == "resume":
+            default = self.help.default_answer
             human: HumanReply = Denial(default) if s.pending else Answer(default)
-            return await self._continue(snapshot, Answered(human, now, "policy"))
+            try:
+                return await self._continue(snapshot, Answered(human, now, "policy"))
+            except ConfigError as exc:  # it cannot go on: it ends, saying why, rather than wait for ever
+                log.error("run %s: the default answer could not be given: %s", snapshot.run_id, exc)
+                note += f" The default answer could not be given: {exc}"
         wait = HumanWait(s.suspended_at, now, "expired", s.question, _pending_name(s), s.deadline)
         recorder = Recorder.start(
             self.hooks,
@@ -168,7 +172,6 @@ class ForeignAgent:
             wait=wait,
             go_on=False,
         )
-        note = f"Nobody answered {s.question!r} before the deadline."
         return recorder.finish(StopReason.HELP_TIMEOUT, note=note)
 
     # -- segments ----------------------------------------------------------------------------------
@@ -179,21 +182,22 @@ class ForeignAgent:
         if foreign.state is None:
             raise ConfigError(
                 f"run {snapshot.run_id} cannot be resumed from the store: its {self.framework} state "
-                f"could not be saved when it suspended ({foreign.error}). It ends as help_timeout at "
-                "its deadline; the process that ran it can still resume it with the integration's resume()"
+                f"could not be saved when it suspended ({foreign.error}). Nothing was changed: it ends "
+                "at its deadline under its help policy. Make that state serializable for later runs"
             )
         journal = [*snapshot.journal, answered]
         resumed = _resumed(dataclasses.replace(snapshot, journal=journal), snapshot.suspension)
+        hooks = _SpanOf.around(self.hooks)
         async with self._target() as target:
-            result = await self._resume(target, foreign.state, answered.reply, resumed)
+            result = await self._resume(target, foreign.state, answered.reply, resumed, hooks)
         if result.reason is StopReason.CANCELLED:  # cut off: the answer is kept, recovery gives it again
             return dataclasses.replace(
                 result, snapshot=dataclasses.replace(snapshot, kind=SnapshotKind.CANCELLED)
             )
-        return self._saved(result, journal, snapshot.state, snapshot.segment + 1)
+        return self._saved(result, journal, snapshot.state, _span_of(hooks), snapshot.segment + 1)
 
-    async def _start(self, target: Any, task: str, run_id: str) -> RunResult:
-        common = self._common(run_id)
+    async def _start(self, target: Any, task: str, run_id: str, hooks: RunHooks) -> RunResult:
+        common = self._common(run_id, hooks)
         if self.framework is not Framework.LANGGRAPH:
             return await self._module().arun(target, task, **common, **self.options)  # type: ignore[no-any-return]
         options = dict(self.options)
@@ -202,9 +206,11 @@ class ForeignAgent:
         graph_input = self.make_input(task) if self.make_input else {"messages": [("user", task)]}
         return await self._module().arun(target, graph_input, config, **common, **options)  # type: ignore[no-any-return]
 
-    async def _resume(self, target: Any, state: str, reply: HumanReply, resumed: RunResult) -> RunResult:
+    async def _resume(
+        self, target: Any, state: str, reply: HumanReply, resumed: RunResult, hooks: RunHooks
+    ) -> RunResult:
         approved, answer = _decision(reply)
-        common = self._common(resumed.run_id) | {"resumed": resumed}
+        common = self._common(resumed.run_id, hooks) | {"resumed": resumed}
         options = dict(self.options)
         if self.framework is Framework.LANGGRAPH:  # interrupt() gets True, False, or the answer's text
             config = dict(options.pop("config", None) or {})
@@ -216,10 +222,10 @@ class ForeignAgent:
             options.pop("context", None)  # the saved RunState carries the run's context
         return await self._module().aresume(target, state, approved, answer, **common, **options)  # type: ignore[no-any-return]
 
-    def _common(self, run_id: str) -> dict[str, Any]:
+    def _common(self, run_id: str, hooks: RunHooks) -> dict[str, Any]:
         """The keyword arguments every integration's `arun` takes."""
         return {
-            **{"hooks": self.hooks, "task_type": self.task_type, "verifiers": self.verifiers},
+            **{"hooks": hooks, "task_type": self.task_type, "verifiers": self.verifiers},
             **{"run_id": run_id, "agent_name": self.name, "help_seconds": self.help.wait_seconds},
         }
 
@@ -254,7 +260,12 @@ class ForeignAgent:
     # -- saving ------------------------------------------------------------------------------------
 
     def _saved(
-        self, result: RunResult, journal: list[Entry], state: dict[str, Any], segment: int = 1
+        self,
+        result: RunResult,
+        journal: list[Entry],
+        state: dict[str, Any],
+        span_id: str | None,
+        segment: int = 1,
     ) -> RunResult:
         """A `need_help` result gets the snapshot the store keeps: the journal, the suspension, the
         framework's state (or why it could not be saved). Other results are as they came."""
@@ -276,6 +287,7 @@ class ForeignAgent:
             usage=_usage(result),
             state=state,
             trace_id=result.trace_id,
+            span_id=span_id,  # the next segment's run span links to this one
             foreign=foreign,
         )
         return dataclasses.replace(result, snapshot=snapshot)
@@ -309,6 +321,28 @@ class ForeignAgent:
         if s is None:
             raise SnapshotError(f"run {snapshot.run_id} is not waiting for a person")
         return s
+
+
+class _SpanOf:
+    """The caller's hooks, noting the id of the segment's run span (the next segment links to it)."""
+
+    def __init__(self, inner: RunHooks) -> None:
+        self.inner = inner
+        self.span_id: str | None = None
+
+    @classmethod
+    def around(cls, hooks: RunHooks) -> Any:
+        """`hooks` wrapped; no hooks stay no hooks (a run nobody watches builds nothing to report)."""
+        return hooks if isinstance(hooks, NoHooks) else cls(hooks)
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        observer = self.inner.run_started(info)
+        self.span_id = observer.span_id
+        return observer
+
+
+def _span_of(hooks: RunHooks) -> str | None:
+    return hooks.span_id if isinstance(hooks, _SpanOf) else None
 
 
 def _decision(reply: HumanReply) -> tuple[bool | None, str | None]:
