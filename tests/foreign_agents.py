@@ -166,6 +166,8 @@ def catalog() -> Catalog:
     c.register_foreign("lg-deleter", "langgraph", lg_graph, checkpointer=lg_checkpointer, task_type=TASK_TYPE)
     patient = HelpPolicy(on_timeout="resume", default_answer="nobody came: keep it")
     c.register_foreign("oa-patient", "openai_agents", oa_agent, task_type=TASK_TYPE, help=patient)
+    hasty = HelpPolicy(wait_seconds=0.5)  # the service's own sweep ends it
+    c.register_foreign("oa-hasty", "openai_agents", oa_agent, task_type=TASK_TYPE, help=hasty)
     c.register_foreign(  # a context the SDK cannot serialize: the state cannot be saved
         "oa-opaque", "openai_agents", oa_agent, task_type=TASK_TYPE, options={"context": object()}
     )
