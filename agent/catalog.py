@@ -59,18 +59,18 @@ class Catalog:
         *,
         task_types: tuple[str, ...] = (),
         cleanup: Callable[[State], None] | None = None,
-        **options: Any,
+        **fields: Any,
     ) -> None:
         """Add an agent of another framework, so its suspended runs resume from the store by name.
 
         `framework` is `openai_agents`, `pydantic_ai` or `langgraph`; `build()` makes its agent
-        (LangGraph: `build(checkpointer)` its compiled graph). `options` are `ForeignAgent`'s:
+        (LangGraph: `build(checkpointer)` its compiled graph). `fields` are `ForeignAgent`'s:
         `checkpointer` (LangGraph: required), `options` (the framework's own run arguments),
         `task_type`, `help`, `verifiers`, `make_input`.
         """
         from agent.integrations._durable import ForeignAgent
 
-        foreign = ForeignAgent(name, framework, build, **options)  # type: ignore[arg-type]
+        foreign = ForeignAgent(name, framework, build, **fields)  # type: ignore[arg-type]
         self.entries[name] = AgentEntry(lambda state: foreign, task_types=task_types, cleanup=cleanup)
 
     def entry(self, name: str) -> AgentEntry:

@@ -21,7 +21,9 @@ import pytest
 from foreign_agents import ENV_CHECKPOINTS, TASK_TYPE, catalog
 from integrations_support import Rig, rigged
 
+from agent.catalog import Catalog
 from agent.cli import main
+from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.runner import Runner
 from agent.snapshot import ForeignState, Snapshot, SnapshotKind
@@ -252,3 +254,15 @@ def test_a_langgraph_checkpointer_that_lost_the_interrupt_is_a_clear_error_and_t
     code, _, err = cli(capsys, "approve", res.run_id, "--store", store_url)
     assert code == 2 and "holds no pending interrupt" in err and "persistent" in err
     waiting(store, res.run_id)
+
+
+def test_a_foreign_entry_says_what_is_missing_when_registered() -> None:
+    c = Catalog()
+    with pytest.raises(ConfigError, match="checkpointer"):
+        c.register_foreign("lg", "langgraph", lambda saver: None)
+    with pytest.raises(ConfigError, match="openai_agents, pydantic_ai, langgraph"):
+        c.register_foreign("crew", "crewai", lambda: None)
+    c.register_foreign("broken", "pydantic_ai", lambda: 1 / 0)
+    agent = c.entry("broken").build({})
+    with pytest.raises(ConfigError, match="cannot build the pydantic_ai agent 'broken': ZeroDivisionError"):
+        asyncio.run(agent.arun("x"))

@@ -190,11 +190,24 @@ async def aresume(
 
 
 def _cost(response: ModelResponse) -> float | None:
-    """The response's price in US dollars; None when Pydantic AI has no price for its model."""
+    """The response's price in US dollars; None when Pydantic AI has no price for its model (or
+    the response has no usage). A model found unpriced is remembered: looking it up again costs
+    about as much as a scripted turn."""
+    model = (response.model_name, response.provider_url, response.provider_name)
+    if not response.model_name or model in _UNPRICED:
+        return None
     try:
         return float(response.cost().total_price)
     except LookupError:
+        if len(_UNPRICED) < MAX_UNPRICED:
+            _UNPRICED.add(model)
         return None
+    except ValueError:  # this response omitted its usage
+        return None
+
+
+MAX_UNPRICED = 1000  # models remembered as unpriced (a bound: model names come from responses)
+_UNPRICED: set[tuple[str | None, str | None, str | None]] = set()
 
 
 def limit_kind(exc: UsageLimitExceeded) -> LimitKind:
