@@ -56,13 +56,14 @@ class EndstateCallbackHandler(BaseCallbackHandler):
     run_inline = True  # called in the run's own task, in order, never from a thread pool
     raise_error = False
     ignore_chain = True  # every graph node is a chain: LangChain need not call this handler for them
-    # (not `ignore_agent`: LangChain files tool events under it)
+    ignore_agent = False  # LangChain files tool events under it: ignored only when nobody watches
     ignore_retriever = True
     ignore_retry = True
     ignore_custom_event = True
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
+        self.ignore_agent = not recorder.watched  # no hooks: tool calls have nothing to report
         self._tools: dict[UUID, tuple[str, dict[str, Any]]] = {}
 
     def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any) -> None:

@@ -74,6 +74,8 @@ class EndstateCapability(AbstractCapability[Any]):
         return response
 
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        if not self.recorder.watched:  # nobody to tell: the call's shape is not even built
+            return await handler(args)
         call_id, name = call.tool_call_id, call.tool_name
         self.recorder.tool_started(call_id, name, call.args_as_dict())
         try:
