@@ -82,9 +82,9 @@ async def pai_reply(messages: list[ModelMessage], info: AgentInfo) -> ModelRespo
     return ModelResponse([ToolCallPart(name, {"path": "a"}, "d1")], usage=tokens)
 
 
-def pai_agent() -> PAIAgent[None, Any]:
+def pai_agent(reply: Any = pai_reply) -> PAIAgent[None, Any]:
     agent: PAIAgent[None, Any] = PAIAgent(
-        FunctionModel(pai_reply), name="pai_deleter", output_type=[str, DeferredToolRequests]
+        FunctionModel(reply), name="pai_deleter", output_type=[str, DeferredToolRequests]
     )
 
     @agent.tool_plain(requires_approval=True)
@@ -93,6 +93,21 @@ def pai_agent() -> PAIAgent[None, Any]:
         return f"erased {path}"
 
     return agent
+
+
+async def pai_twice(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Two calls to approve, one after the other; then say what came back."""
+    returns = [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
+    tokens = RequestUsage(input_tokens=10, output_tokens=4)
+    if len(returns) < 2:
+        return ModelResponse(
+            [ToolCallPart("erase", {"path": "ab"[len(returns)]}, f"d{len(returns)}")], usage=tokens
+        )
+    return ModelResponse([TextPart("done: " + ", ".join(str(r.content) for r in returns))], usage=tokens)
+
+
+def pai_careful() -> PAIAgent[None, Any]:
+    return pai_agent(pai_twice)  # the same agent, asking twice
 
 
 def pai_asker() -> PAIAgent[None, Any]:
@@ -163,6 +178,7 @@ def catalog() -> Catalog:
     c.register_foreign("oa-remover", "openai_agents", oa_agent, task_type=TASK_TYPE)
     c.register_foreign("pai-deleter", "pydantic_ai", pai_agent, task_type=TASK_TYPE)
     c.register_foreign("pai-asker", "pydantic_ai", pai_asker, task_type=TASK_TYPE)
+    c.register_foreign("pai-careful", "pydantic_ai", pai_careful, task_type=TASK_TYPE)
     c.register_foreign("lg-deleter", "langgraph", lg_graph, checkpointer=lg_checkpointer, task_type=TASK_TYPE)
     patient = HelpPolicy(on_timeout="resume", default_answer="nobody came: keep it")
     c.register_foreign("oa-patient", "openai_agents", oa_agent, task_type=TASK_TYPE, help=patient)

@@ -266,3 +266,27 @@ def test_a_foreign_entry_says_what_is_missing_when_registered() -> None:
     agent = c.entry("broken").build({})
     with pytest.raises(ConfigError, match="cannot build the pydantic_ai agent 'broken': ZeroDivisionError"):
         asyncio.run(agent.arun("x"))
+
+
+def test_a_foreign_run_that_asks_again_is_stored_waiting_for_the_next_call_in_the_next_segment(
+    store: RunStore, rig: Rig
+) -> None:
+    res = start(store, "pai-careful", rig.hooks)
+    runner = Runner(store, catalog(), hooks=rig.hooks)
+    again = asyncio.run(runner.resume(res.run_id, approved=True))
+    assert again.reason is StopReason.NEED_HELP and again.suspension and again.suspension.pending
+    record = waiting(store, res.run_id)
+    assert record.pending is not None and record.pending.arguments == {"path": "b"}
+    assert (record.segments, record.turns) == (2, 2)
+    snap = store.snapshot(res.run_id)
+    assert snap is not None and snap.segment == 2 and snap.suspension == again.suspension
+    done = asyncio.run(runner.resume(res.run_id, "not b", approved=False))
+    assert (done.reason, done.output, done.turns) == (StopReason.SUCCESS, "done: erased a, not b", 3)
+    waits = {"agent": "pai-careful", "task_type": TASK_TYPE, "outcome": "answered"}
+    assert rig.value("agent_human_wait_seconds_count", **waits) == 2
+    spans = sorted(rig.run_spans(), key=lambda s: s.start_time or 0)
+    assert [[link.context.span_id for link in s.links] for s in spans] == [
+        [],
+        [spans[0].context.span_id],
+        [spans[1].context.span_id],
+    ]
