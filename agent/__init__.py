@@ -1,13 +1,13 @@
 """Endstate: agent runs that end in a known, named state, decided and checked by code."""
 
 from agent.agent import Agent
-from agent.budget import Budget, Extension, Price, PriceTable, Usage
+from agent.budget import Budget, Extension, Price, PriceTable, Spent
 from agent.catalog import Catalog
 from agent.checks import TurnCheck, TurnVerdict, goal, invariant
 from agent.clock import CancelSignal, Clock, SystemClock
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
-from agent.history import HistoryPolicy
+from agent.history import HistoryPolicy, ModelSummary
 from agent.hooks import CompositeHooks, HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
 from agent.integrations._homegrown import observe_run
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal
@@ -16,6 +16,7 @@ from agent.progress import ProgressDetector
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
 from agent.tools import Tool, tool
+from agent.usage import Usage
 from agent.verify import Verifier, all_of, command, predicate
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "Journal",
     "LimitKind",
     "ModelError",
+    "ModelSummary",
     "NoHooks",
     "PendingAction",
     "Price",
@@ -54,6 +56,7 @@ __all__ = [
     "Snapshot",
     "SnapshotError",
     "SnapshotKind",
+    "Spent",
     "StopCause",
     "StopReason",
     "Suspension",

@@ -21,7 +21,7 @@ from agent._state import RunState
 from agent.clock import CancelSignal
 from agent.errors import ModelError, SnapshotError, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
-from agent.history import CONTEXT_FULL
+from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
 from agent.journal import Answer, Answered, Call, Denial, Note, Reply, Result, Started, Stopped, Suspended
 from agent.models.base import ModelReply, ModelRequest, recording_cut_calls
@@ -34,10 +34,11 @@ from agent.verify import run_verifiers
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from agent.budget import PriceTable, Usage
+    from agent.budget import PriceTable, Spent
     from agent.checks import TurnCheck
     from agent.context import RunContext
     from agent.history import HistoryPolicy
+    from agent.journal import Shrunk
     from agent.models.base import Model
     from agent.policies import RetryPolicy
     from agent.snapshot import Checkpoint
@@ -60,7 +61,7 @@ class Agent(Protocol):
     max_tokens: int
 
     @property
-    def summarize(self) -> Callable[[RunContext, Usage, StopReason, LimitKind | None], str]: ...
+    def summarize(self) -> Callable[[RunContext, Spent, StopReason, LimitKind | None], str]: ...
 
     @property
     def system_prompt(self) -> str: ...
@@ -253,8 +254,10 @@ async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | St
 async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | Stop:
     """Call the model; retry transient failures with backoff while time is left, and shrink
     the history (per the agent's policy) before the context window is full, or when it is."""
-    if shrink := agent.history.due(run.journal.entries, agent.context_window):
-        run.record(shrink)
+    if (due := agent.history.due(run.journal.entries, agent.context_window)) and (
+        stop := await shrink(agent, run, obs, due)
+    ):
+        return stop
     attempt = 0
     while True:
         attempt += 1
@@ -276,9 +279,8 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
             obs.model_ended(None, exc)
             if exc.error_type != CONTEXT_FULL:
                 return Stop(StopReason.ERROR, note=f"The model call failed: {exc}", error_type=exc.error_type)
-            if (step := agent.history.stronger(run.journal.entries)) is None:
-                return context_full(exc)
-            run.record(step)  # the prompt was too long: shrink it and ask again, in the same turn
+            if stop := await shrink_more(agent, run, obs, exc):  # the prompt was too long: shrink it
+                return stop  # and ask again, in the same turn; or stop when nothing more can go
             continue
         except Exception as exc:  # an adapter bug: the run ends as error, and the call says why
             obs.model_ended(None, exc)
@@ -292,27 +294,69 @@ class _BudgetCut(Exception):
     """The time budget ran out during a model call."""
 
 
-async def _complete(agent: Agent, run: RunState, request: ModelRequest) -> ModelReply:
-    """One model call, cut off when the time budget runs out (no timer when time is not budgeted).
-    A call cut off still used tokens: what the adapter recorded of it is charged to the run."""
+async def _complete(
+    agent: Agent, run: RunState, request: ModelRequest, model: Model | None = None
+) -> ModelReply:
+    """One call of `model` (the agent's by default), cut off when the time budget runs out (no timer
+    when time is not budgeted). A call cut off still used tokens: what the adapter recorded of it
+    is charged to the run."""
+    model = model or agent.model
     left = run.budget.seconds_left(run.tick())
     with recording_cut_calls() as cut:
         try:
             if left is None:
-                return await agent.model.complete(request)
+                return await model.complete(request)
             async with asyncio.timeout(left) as budget:
-                return await agent.model.complete(request)
+                return await model.complete(request)
         except (TimeoutError, asyncio.CancelledError) as exc:
             for partial in cut:
-                charge(agent, run, agent.model.name, partial)
+                charge(agent, run, model.name, partial)
             if isinstance(exc, TimeoutError) and left is not None and budget.expired():
                 raise _BudgetCut() from None
             raise  # the adapter's own timeout, or a cancellation
 
 
+async def shrink_more(agent: Agent, run: RunState, obs: RunObserver, cause: object) -> Stop | None:
+    """The window is full: the policy's next, stronger shrink; `limit`/`context` when there is none."""
+    if (step := agent.history.stronger(run.journal.entries)) is None:
+        return context_full(cause)
+    return await shrink(agent, run, obs, step)
+
+
+async def shrink(agent: Agent, run: RunState, obs: RunObserver, step: Shrunk | Compaction) -> Stop | None:
+    """Shrink the history. A compaction by a model asks it for the summary first: that call is
+    charged to the run, and a budget it uses up stops the run there (the summary is kept)."""
+    if isinstance(step, Compaction):
+        step = await summarize(agent, run, obs, step)
+        run.record(step)
+        if limit := run.budget.exceeded(run.tick(), within_turn=True):
+            note = f"The {limit} budget ran out with the model call that summarized the older turns."
+            return Stop(StopReason.LIMIT, limit=limit, note=note)
+        return None
+    run.record(step)
+    return None
+
+
+async def summarize(agent: Agent, run: RunState, obs: RunObserver, compaction: Compaction) -> Shrunk:
+    """The compaction with the model's summary; when its call fails, the account written by code."""
+    model = compaction.how.model or agent.model
+    request = compaction.request(agent.system_prompt, agent.tool_specs, agent.max_tokens)
+    obs.model_started(request, 1)
+    try:
+        reply = await _complete(agent, run, request, model)
+    except Exception as exc:  # a failed summary never fails the run: the account stands in
+        obs.model_ended(None, exc)
+        log.warning("run %s: the model could not summarize older turns: %s", run.ctx.run_id, exc)
+        why = "the time budget ran out" if isinstance(exc, _BudgetCut) else f"{type(exc).__name__}: {exc}"
+        return compaction.failed(why[:300])
+    obs.model_ended(reply, None)
+    charge(agent, run, model.name, reply)
+    return compaction.done(reply)
+
+
 def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
     """Count a model call's tokens and cost (cache reads and writes at their own prices)."""
-    run.add_usage(reply.input_tokens, reply.output_tokens, agent.prices.cost_of(model, reply))
+    run.add_usage(agent.prices.usage_of(model, reply))
 
 
 def context_full(cause: object) -> Stop:
@@ -359,10 +403,9 @@ async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> De
     if reply.stop_reason == "refusal":
         note = "The model API refused to go on with this task (stop_reason: refusal)."
         return Stop(StopReason.GAVE_UP, note=note, cause=StopCause.REFUSAL)
-    if reply.stop_reason == CONTEXT_STOP:  # the reply filled the window: shrink before going on
-        if (step := agent.history.stronger(run.journal.entries)) is None:
-            return context_full("the reply stopped at model_context_window_exceeded")
-        run.record(step)
+    full = "the reply stopped at model_context_window_exceeded"
+    if reply.stop_reason == CONTEXT_STOP and (stop := await shrink_more(agent, run, obs, full)):
+        return stop  # the reply filled the window: shrink before going on, or stop
     calls = reply.calls
     if not calls:
         run.record(Note(CUT_OFF if reply.stop_reason in CUT_STOPS else NUDGE))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent.budget import Budget, Extension, Usage
+from agent.budget import Budget, Extension, Spent
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import CallRecord, RunContext
 from agent.history import HistoryPolicy
@@ -12,6 +12,7 @@ from agent.journal import Entry, Extended, Journal, Reply, Result, Shrunk
 from agent.progress import ProgressDetector, replay
 from agent.result import LimitKind, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
+from agent.usage import Usage
 
 
 @dataclass
@@ -19,7 +20,7 @@ class RunState:
     """All that changes while a segment runs; the loop reads and writes only this."""
 
     ctx: RunContext
-    usage: Usage
+    usage: Spent
     progress: ProgressDetector
     clock: Clock = SYSTEM_CLOCK
     segment: int = 1
@@ -52,20 +53,15 @@ class RunState:
         else:
             self.sent.extend(self.history.shown(entry))
 
-    def tick(self) -> Usage:
+    def tick(self) -> Spent:
         """Bring active seconds up to now and return the usage."""
         assert self._started is not None
         self.usage.active_seconds = self._active_before + (self.clock.monotonic() - self._started)
         return self.usage
 
-    def add_usage(self, input_tokens: int, output_tokens: int, cost_usd: float | None) -> None:
-        """Count one model call (a reply, a call cut off, or a verifier's judge)."""
-        self.usage.input_tokens += input_tokens
-        self.usage.output_tokens += output_tokens
-        if cost_usd is None:
-            self.usage.unpriced += 1
-        else:
-            self.usage.cost_usd += cost_usd
+    def add_usage(self, usage: Usage) -> None:
+        """Count one model call (a reply, a call cut off, a verifier's judge or a summary)."""
+        self.usage.add(usage)
 
     def begin_turn(self) -> int:
         self._turn_mark = len(self.journal)
@@ -150,9 +146,7 @@ class RunState:
             summary=summary,
             verified=verified,
             turns=usage.turns,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=None if usage.unpriced else round(usage.cost_usd, 6),
+            usage=usage.usage,
             active_seconds=round(usage.active_seconds, 6),
             waiting_seconds=round(usage.waiting_seconds, 6),
             verifier_failures=tuple(self.failures),

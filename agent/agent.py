@@ -12,7 +12,7 @@ from typing import Any, Literal
 from agent._loop import Stop, conclude, drive
 from agent._state import RunState
 from agent.audit import SuccessAudit
-from agent.budget import Budget, Extension, PriceTable, Usage
+from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.context import RunContext
@@ -30,7 +30,7 @@ from agent.summary import summarize as default_summary
 from agent.tools import Tool
 from agent.verify import EvaluatorVerifier, Verifier
 
-Summarizer = Callable[[RunContext, Usage, StopReason, LimitKind | None], str]
+Summarizer = Callable[[RunContext, Spent, StopReason, LimitKind | None], str]
 
 
 @dataclass
@@ -73,6 +73,7 @@ class Agent:
             for model in {
                 self.model.name,
                 *(v.model.name for v in self.verifiers if isinstance(v, EvaluatorVerifier)),
+                *self.history.models(),
             }:
                 self.prices.require(model, self.name)
 
@@ -124,7 +125,7 @@ class Agent:
         ctx = RunContext(
             run_id or uuid.uuid4().hex, self.name, task, self.task_type, journal, state=dict(state or {})
         )
-        run = RunState(ctx, Usage(), self.progress(), self.clock, history=self.history, budget=self.budget)
+        run = RunState(ctx, Spent(), self.progress(), self.clock, history=self.history, budget=self.budget)
         return await self._segment(run, cancel)
 
     def resume(self, snapshot: Snapshot, reply: HumanReply | str | None = None, **kwargs: Any) -> RunResult:

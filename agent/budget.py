@@ -9,13 +9,19 @@ from agent.errors import ConfigError
 from agent.models.price import Price  # what a model costs: kept importable from here
 from agent.prices import PriceTable
 from agent.stops import LimitKind
+from agent.usage import Usage
 
 log = logging.getLogger("endstate")
 
 
 @dataclass
-class Usage:
-    """What a run has spent so far, across all its segments."""
+class Spent:
+    """What a run has spent so far, across all its segments: the loop's running tally.
+
+    Its model usage is `usage` (a `Usage` value, cost None once a call had no
+    price). `cost_usd` here is the known part only: the cost budget checks it,
+    a lower bound of what the run cost.
+    """
 
     turns: int = 0
     input_tokens: int = 0
@@ -24,12 +30,32 @@ class Usage:
     active_seconds: float = 0.0
     waiting_seconds: float = 0.0
     unpriced: int = 0  # model calls whose price is unknown: the run's cost is then unknown
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    def copy(self) -> Usage:
+    @property
+    def usage(self) -> Usage:
+        """The run's model usage as one value; its cost is None when any call had no price."""
+        cost = None if self.unpriced else round(self.cost_usd, 6)
+        tokens = (self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens)
+        return Usage(*tokens, cost_usd=cost)
+
+    def add(self, usage: Usage) -> None:
+        """Count a model call's usage (a call of unknown cost makes the run's cost unknown)."""
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cache_read_tokens += usage.cache_read_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
+        if usage.cost_usd is None:
+            self.unpriced += 1
+        else:
+            self.cost_usd += usage.cost_usd
+
+    def copy(self) -> Spent:
         return replace(self)
 
 
@@ -52,7 +78,7 @@ class Budget:
             if value is not None and value <= 0:
                 raise ConfigError(f"Budget.{name} must be positive or None, got {value!r}")
 
-    def exceeded(self, usage: Usage, *, within_turn: bool = False) -> LimitKind | None:
+    def exceeded(self, usage: Spent, *, within_turn: bool = False) -> LimitKind | None:
         """The first budget that `usage` has used up, or None while all have room.
 
         `within_turn` checks all but turns, for a second model call inside a turn.
@@ -82,7 +108,7 @@ class Budget:
         values = (self.max_turns, self.max_seconds, self.max_tokens, self.max_cost_usd)
         return {str(k): float(v) for k, v in zip(kinds, values, strict=True) if v is not None}
 
-    def seconds_left(self, usage: Usage) -> float | None:
+    def seconds_left(self, usage: Spent) -> float | None:
         """Active seconds left, or None when time is not budgeted."""
         if self.max_seconds is None:
             return None
@@ -106,4 +132,4 @@ class Extension:
             )
 
 
-__all__ = ["Budget", "Extension", "Price", "PriceTable", "Usage"]
+__all__ = ["Budget", "Extension", "Price", "PriceTable", "Spent"]

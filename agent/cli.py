@@ -148,7 +148,7 @@ def _line(p: Played) -> str:
     mark = "" if p.met else f"  <-- expected {p.expected}"
     note = (r.note or r.output or r.summary).replace("\n", " ")
     note = note if len(note) <= 70 else note[:67] + "..."
-    tokens = r.input_tokens + r.output_tokens
+    tokens = r.usage.tokens
     return (
         f"{p.scenario.name:26} {p.segment:>3} {r.reason:12} {r.limit or '-':7} {str(r.verified).lower():8} "
         f"{r.turns:>5} {tokens:>7} {_dollars(r.cost_usd):>8}  {note}{mark}"

@@ -270,8 +270,13 @@ def run_line(r: RunRecord) -> str:
     reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "") if r.stop_reason else "-"
     return (
         f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {r.status:9} {reason:14} "
-        f"{r.turns:>3} turns  ${r.cost_usd:.4f}  {local_time(r.started_at)}"
+        f"{r.turns:>3} turns  {dollars(r.cost_usd):>7}  {local_time(r.started_at)}"
     )
+
+
+def dollars(cost: float | None) -> str:
+    """A run's cost for people: `$0.0123`, or `unknown` (a model without a known price)."""
+    return "unknown" if cost is None else f"${cost:.4f}"
 
 
 def pending_line(r: RunRecord, now: float, store: str | None = None) -> str:

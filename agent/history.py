@@ -7,8 +7,10 @@ The journal keeps everything; the policy shapes the view sent to the model:
   `clear_at` of the window, the tool results so far but the last `keep_last`
   are cleared (the model is told it can call the tool again);
 - past `compact_at`, or when the API refuses a prompt as too long, older turns
-  are compacted into a summary (by `summarize`, a function you pass, or by a
-  plain account written by code).
+  are compacted into a summary: written by a model (`summarize=ModelSummary()`,
+  the agent's own model unless you give one; its call is charged to the run
+  and shown as a `chat` span, and when it fails the plain account is used, with
+  a note), by a function you pass, or by default a plain account written by code.
 Each shrink is a `Shrunk` entry in the journal, so the view is the same in
 any process that resumes the run, and stable between shrinks (prompt caching
 keeps working). When nothing more can be shrunk the run stops `limit`/`context`.
@@ -16,13 +18,19 @@ keeps working). When nothing more can be shrunk the run stops `limit`/`context`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from agent.errors import ConfigError
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
 
+if TYPE_CHECKING:
+    from agent.models.base import Model, ModelReply, ModelRequest
+
 DEFAULT_WINDOW = 200_000
+CHARS_PER_TOKEN = 4  # a rough count, enough to tell whether clearing frees room
 CONTEXT_FULL = "context_window_exceeded"  # the `error_type` of a `ModelError` for a prompt that is too long
 CLEARED = (
     "[Endstate: this older tool result ({chars} characters) was cleared to save context. "
@@ -33,6 +41,65 @@ CUT = (
     "Ask for less at a time (a range, a filter, a page) to see the rest.]"
 )
 SUMMARY = "[Endstate: the earlier part of this run was compacted to save context. What happened:]\n{summary}"
+SUMMARIZE = (
+    "[Endstate: your context is nearly full, so the turns above are about to be replaced by a summary "
+    "that you write now. Do not call any tool. Write what you need to carry on with the task: the task "
+    "itself, what you did and found (names, numbers, paths, identifiers, results), what worked and what "
+    "did not, and what is left to do. Answer with the summary only, inside <summary></summary>.]"
+)
+UNSUMMARIZED = "[Endstate: the model could not write this summary ({why}); code wrote this account.]\n"
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """Compaction by a model: it summarizes the older turns itself.
+
+    `model` is the agent's own model when None (the request then shares its
+    cached prefix with the turns before); `max_tokens` the agent's when None
+    (it fits the agent's thinking budget, if any). The call is charged to the
+    run's usage and budget, and seen by telemetry like any model call.
+    """
+
+    model: Model | None = None
+    max_tokens: int | None = None
+    prompt: str = SUMMARIZE
+
+    def __post_init__(self) -> None:
+        if self.max_tokens is not None and self.max_tokens < 256:
+            raise ConfigError("ModelSummary.max_tokens must be >= 256: a summary needs room")
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """A compaction whose summary a model is still to write: what it replaces and how to ask."""
+
+    upto: int
+    older: tuple[Entry, ...]  # the older entries as the model was last sent them
+    fallback: str  # the account written by code, should the model fail
+    how: ModelSummary
+
+    def request(self, system: str, tools: list[dict[str, Any]], max_tokens: int) -> ModelRequest:
+        """The summary request: the older turns as the model saw them, then the instruction
+        (`max_tokens` is the agent's, unless the policy gives its own)."""
+        from agent.models.base import ModelRequest
+
+        journal = (*self.older, Note(self.how.prompt))
+        return ModelRequest(system, journal, tools, self.how.max_tokens or max_tokens)
+
+    def done(self, reply: ModelReply) -> Shrunk:
+        """The shrink with the model's summary (the account when it wrote none)."""
+        summary = summary_in(reply.text)
+        return Shrunk(self.upto, summary) if summary else self.failed("it wrote no summary")
+
+    def failed(self, why: str) -> Shrunk:
+        """The shrink with the account written by code, saying why the model's is missing."""
+        return Shrunk(self.upto, UNSUMMARIZED.format(why=why) + self.fallback)
+
+
+def summary_in(text: str) -> str:
+    """The summary in a model's reply: inside <summary> tags when it used them, else the whole text."""
+    found = re.search(r"<summary>(.*?)(?:</summary>|$)", text, re.DOTALL)
+    return (found.group(1) if found else text).strip()
 
 
 @dataclass(frozen=True)
@@ -43,7 +110,7 @@ class HistoryPolicy:
     clear_at: float = 0.6
     keep_last: int = 3
     compact_at: float = 0.85
-    summarize: Callable[[Sequence[Entry]], str] | None = None
+    summarize: Callable[[Sequence[Entry]], str] | ModelSummary | None = None
     enabled: bool = True
 
     def __post_init__(self) -> None:
@@ -56,6 +123,11 @@ class HistoryPolicy:
     def off(cls) -> HistoryPolicy:
         """Send the whole history as it is; a full window ends the run `limit`/`context`."""
         return cls(max_result_chars=None, enabled=False)
+
+    def models(self) -> tuple[str, ...]:
+        """The names of the models this policy calls besides the agent's own (a summary model)."""
+        how = self.summarize
+        return (how.model.name,) if isinstance(how, ModelSummary) and how.model is not None else ()
 
     # -- the view -----------------------------------------------------------------------------
 
@@ -92,28 +164,34 @@ class HistoryPolicy:
 
     # -- when to shrink ---------------------------------------------------------------------------
 
-    def due(self, journal: Sequence[Entry], window: int | None) -> Shrunk | None:
+    def due(self, journal: Sequence[Entry], window: int | None) -> Shrunk | Compaction | None:
         """The shrink to make before the next call, judged from the last reply's usage, or None."""
         if not self.enabled:
             return None
         used = _context_in_use(journal)
         limit = window or DEFAULT_WINDOW
-        if used >= self.compact_at * limit:
-            return self.stronger(journal)
+        if used >= self.compact_at * limit:  # clear when that gets under clear_at, else compact
+            freed = _clearable_chars(journal, self.keep_last, self.max_result_chars) // CHARS_PER_TOKEN
+            enough = used - freed < self.clear_at * limit
+            return self.stronger(journal, clear_first=enough) or self.stronger(journal)  # a clear at least
         if used >= self.clear_at * limit and not _cleared_lately(journal):
             return Shrunk(upto=len(journal))
         return None
 
-    def stronger(self, journal: Sequence[Entry]) -> Shrunk | None:
-        """The next step when the window is full (the API refused the prompt): clear, then compact."""
+    def stronger(self, journal: Sequence[Entry], clear_first: bool = True) -> Shrunk | Compaction | None:
+        """The next step when the window is full (the API refused the prompt): clear, then compact
+        (a `Compaction` when a model is to write the summary: the loop asks it). `clear_first=False`
+        compacts at once (clearing would not free enough)."""
         if not self.enabled:
             return None
-        if not _cleared_lately(journal) and _results_to_clear(journal, self.keep_last):
+        if clear_first and not _cleared_lately(journal) and _results_to_clear(journal, self.keep_last):
             return Shrunk(upto=len(journal))
         upto = _compact_point(journal, self.keep_last)
         if upto is None:
             return None
         older = [e for e in journal[:upto] if not isinstance(e, Shrunk)]
+        if isinstance(self.summarize, ModelSummary):
+            return Compaction(upto, tuple(self.view(journal[:upto])), account(older), self.summarize)
         summary = (self.summarize or account)(older)
         return Shrunk(upto=upto, summary=summary)
 
@@ -157,8 +235,19 @@ def _cleared_by(journal: Sequence[Entry], upto: int, keep: int) -> set[int]:
 
 
 def _results_to_clear(journal: Sequence[Entry], keep: int) -> bool:
+    return bool(_newly_cleared(journal, keep))
+
+
+def _newly_cleared(journal: Sequence[Entry], keep: int) -> set[int]:
+    """The results a clear now would clear that no earlier shrink cleared."""
     cleared = set().union(*(_cleared_by(journal, e.upto, keep) for e in journal if isinstance(e, Shrunk)))
-    return bool(_cleared_by(journal, len(journal), keep) - cleared)
+    return _cleared_by(journal, len(journal), keep) - cleared
+
+
+def _clearable_chars(journal: Sequence[Entry], keep: int, cap: int | None) -> int:
+    """About how many characters of the view a clear now would free (results as they are sent)."""
+    texts = [e.text for i in _newly_cleared(journal, keep) if isinstance(e := journal[i], Result)]
+    return sum(max(0, min(len(t), cap or len(t)) - len(CLEARED)) for t in texts)
 
 
 def _compact_point(journal: Sequence[Entry], keep: int) -> int | None:

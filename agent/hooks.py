@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
-    from agent.budget import Usage
+    from agent.budget import Spent
     from agent.models.base import ModelReply, ModelRequest, ToolCall
     from agent.result import RunResult
     from agent.tools import ToolOutcome
@@ -44,7 +44,7 @@ class RunInfo:
     started_at: float = 0.0
     limits: dict[str, float] = field(default_factory=dict)  # configured ceilings by LimitKind
     tools: tuple[str, ...] = ()  # the agent's tool names: bounded label values
-    spent: Usage | None = None  # what earlier segments of the run spent
+    spent: Spent | None = None  # what earlier segments of the run spent
     resumed_from: str | None = None  # the stop reason of the segment this one resumes: need_help, cancelled
     extended: bool = False  # a run that stopped at a limit, continued with more budget
 

@@ -10,6 +10,9 @@ never under one second.) A task type with no
 successful run gets no suggestion: failures say nothing about what the task
 needs.
 
+A run whose cost is unknown (a model without a known price) is left out of the
+cost ceiling, never counted as $0; the suggestion says how many were.
+
 Reviews (`endstate review label`) are evidence too: a success labelled
 `false_success` is left out of the successful runs, and a limit stop labelled
 `limit_too_low` puts that budget's ceiling above what the run had used.
@@ -146,6 +149,10 @@ class History(Protocol):
 
     def reviewed(self, task_type: str) -> Reviewed: ...
 
+    def unknown(self, task_type: str, kind: LimitKind) -> int:
+        """Successful runs left out of `kind`'s ceiling because their use of it is unknown."""
+        ...
+
 
 @dataclass(frozen=True)
 class Reviewed:
@@ -169,12 +176,14 @@ class PastRun:
     turns: float = 0.0
     seconds: float = 0.0
     tokens: float = 0.0
-    cost: float = 0.0
+    cost: float | None = 0.0  # None when unknown (a model without a known price)
     run_id: str | None = None
     label: str | None = None  # the latest review label, when a person gave one
 
-    def used(self, kind: LimitKind) -> float:
-        return float(getattr(self, str(kind)))
+    def used(self, kind: LimitKind) -> float | None:
+        """How much of a budget the run used; None when that is unknown (its cost, say)."""
+        value = getattr(self, str(kind))
+        return None if value is None else float(value)
 
     @property
     def succeeded(self) -> bool:
@@ -196,7 +205,7 @@ class PastRun:
             turns=float(d.get("turns") or 0),
             seconds=float(d.get("active_seconds") or 0),
             tokens=float((d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)),
-            cost=float(d.get("cost_usd") or 0),
+            cost=None if "cost_usd" in d and d["cost_usd"] is None else float(d.get("cost_usd") or 0),
             run_id=d.get("run_id"),
             label=d.get("label"),
         )
@@ -219,21 +228,28 @@ class RecordHistory:
         return dict(Counter(str(r.reason) for r in self._of(task_type)))
 
     def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None:
-        values = [r.used(kind) for r in self._of(task_type) if r.succeeded]
+        used = (r.used(kind) for r in self._of(task_type) if r.succeeded)
+        values = [v for v in used if v is not None]  # an unknown cost is left out, never $0
         return Observed(len(values), nearest_rank(values, q), max(values)) if values else None
+
+    def unknown(self, task_type: str, kind: LimitKind) -> int:
+        """Successful runs whose use of `kind` is unknown (their cost, when a price was missing)."""
+        return sum(r.used(kind) is None for r in self._of(task_type) if r.succeeded)
 
     def reviewed(self, task_type: str) -> Reviewed:
         runs = self._of(task_type)
         false = sum(r.reason is StopReason.SUCCESS and r.label == FALSE_SUCCESS for r in runs)
         too_low: dict[LimitKind, float] = {}
         for r in runs:
-            if r.reason is StopReason.LIMIT and r.limit is not None and r.label == LIMIT_TOO_LOW:
-                too_low[r.limit] = max(too_low.get(r.limit, 0.0), r.used(r.limit))
+            if r.reason is not StopReason.LIMIT or r.limit is None or r.label != LIMIT_TOO_LOW:
+                continue
+            if (used := r.used(r.limit)) is not None:  # an unknown cost says nothing about the ceiling
+                too_low[r.limit] = max(too_low.get(r.limit, 0.0), used)
         return Reviewed(false, too_low)
 
     def changes(self, task_type: str, ceilings: Mapping[LimitKind, float]) -> Changes:
         def past(r: PastRun) -> bool:
-            return any(r.used(k) > c for k, c in ceilings.items())
+            return any((u := r.used(k)) is not None and u > c for k, c in ceilings.items())
 
         limits = [r for r in self._of(task_type) if r.reason is StopReason.LIMIT]
         sooner = sum(past(r) for r in limits)
@@ -247,7 +263,10 @@ class RecordHistory:
 
 def _below_own_ceiling(run: PastRun, ceilings: Mapping[LimitKind, float]) -> bool:
     """A limit stop that had used less of its budget than the suggested ceiling allows."""
-    return run.limit is not None and run.limit in ceilings and run.used(run.limit) < ceilings[run.limit]
+    if run.limit is None or run.limit not in ceilings:
+        return False
+    used = run.used(run.limit)
+    return used is not None and used < ceilings[run.limit]
 
 
 # -- the suggestion -------------------------------------------------------------------
@@ -262,6 +281,7 @@ class Suggestion:
     ceilings: tuple[Ceiling, ...] = ()
     changes: Changes | None = None
     notes: tuple[str, ...] = ()
+    unknown_cost: int = 0  # successful runs of unknown cost, left out of the cost ceiling
 
     @property
     def successes(self) -> int:
@@ -285,6 +305,7 @@ class Suggestion:
             },
             "changes": {**self.changes.__dict__, "changed": self.changes.changed} if self.changes else None,
             "notes": list(self.notes),
+            "unknown_cost": self.unknown_cost,
         }
 
 
@@ -311,8 +332,9 @@ def suggest_one(history: History, task_type: str, headroom: Headroom = Headroom(
     ceilings = tuple(c for k, o in found if o and (c := suggest_ceiling(k, o, headroom)))
     ceilings = tuple(above_too_low(c, reviewed, headroom) for c in ceilings)
     changes = history.changes(task_type, {c.kind: c.suggested for c in ceilings})
-    notes = _notes(stops, found, ceilings) + _review_notes(reviewed, ceilings)
-    return Suggestion(task_type, stops, ceilings, changes, notes)
+    unknown = history.unknown(task_type, LimitKind.COST)
+    notes = _notes(stops, found, ceilings, unknown) + _review_notes(reviewed, ceilings)
+    return Suggestion(task_type, stops, ceilings, changes, notes, unknown)
 
 
 def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Headroom()) -> Ceiling:
@@ -339,7 +361,10 @@ def _review_notes(reviewed: Reviewed, ceilings: tuple[Ceiling, ...]) -> tuple[st
 
 
 def _notes(
-    stops: dict[str, int], found: list[tuple[LimitKind, Observed | None]], ceilings: tuple[Ceiling, ...]
+    stops: dict[str, int],
+    found: list[tuple[LimitKind, Observed | None]],
+    ceilings: tuple[Ceiling, ...],
+    unknown_cost: int = 0,
 ) -> tuple[str, ...]:
     notes = []
     successes = stops.get(str(StopReason.SUCCESS), 0)
@@ -348,9 +373,16 @@ def _notes(
             f"only {successes} successful run(s): the 95th percentile is rough; "
             "revisit these ceilings with more history"
         )
-    missing = [str(k) for k, _ in found if k not in {c.kind for c in ceilings}]
+    suggested = {c.kind for c in ceilings}
+    missing = [str(k) for k, _ in found if k not in suggested and not (k is LimitKind.COST and unknown_cost)]
     if missing:
         notes.append(f"no suggestion for {', '.join(missing)}: not recorded in this history")
+    if unknown_cost:
+        none = "" if LimitKind.COST in suggested else "; no run of known cost is left, so no cost ceiling"
+        notes.append(
+            f"{unknown_cost} successful run(s) of unknown cost (a model without a known price) "
+            f"left out of the cost ceiling{none}"
+        )
     return tuple(notes)
 
 
@@ -470,6 +502,10 @@ class PrometheusHistory:
     def reviewed(self, task_type: str) -> Reviewed:
         """Nothing: Prometheus counts labels but cannot tie them to runs (use --store for that)."""
         return Reviewed()
+
+    def unknown(self, task_type: str, kind: LimitKind) -> int:
+        """None left out: no ceiling is read from Prometheus for cost, the only budget that can be unknown."""
+        return 0
 
     # -- queries --
 

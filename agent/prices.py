@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 from agent.models.catalog import ModelTable
 from agent.models.price import Price
+from agent.usage import Usage
 
 log = logging.getLogger("endstate")
 
@@ -81,6 +82,16 @@ class PriceTable:
             return price.cost_of(reply)
         self._report_unknown(model)
         return None
+
+    def usage_of(self, model: str, reply: ModelReply) -> Usage:
+        """One call's usage: its tokens of each kind, and its cost (None when the price is unknown)."""
+        return Usage(
+            reply.input_tokens,
+            reply.output_tokens,
+            reply.cache_read_input_tokens,
+            reply.cache_creation_input_tokens,
+            self.cost_of(model, reply),
+        )
 
     def _report_unknown(self, model: str) -> None:
         if model not in self._warned:

@@ -7,13 +7,20 @@ from typing import Any
 
 from agent.snapshot import Snapshot
 from agent.stops import FinishKind, LimitKind, PendingAction, StopCause, StopReason, Suspension
+from agent.usage import Usage
 
-__all__ = ["FinishKind", "LimitKind", "PendingAction", "RunResult", "StopCause", "StopReason", "Suspension"]
+__all__ = [
+    "FinishKind", "LimitKind", "PendingAction", "RunResult", "StopCause", "StopReason", "Suspension", "Usage",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class RunResult:
-    """The structured end of a run segment. Never a bare string or boolean."""
+    """The structured end of a run segment. Never a bare string or boolean.
+
+    `usage` is what the whole run used so far (all its segments); its cost is
+    None when a model's price is unknown (never a made-up $0).
+    """
 
     run_id: str
     agent: str
@@ -26,9 +33,7 @@ class RunResult:
     summary: str = ""
     verified: bool = False
     turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = 0.0  # None when a model's price is unknown (never a made-up $0)
+    usage: Usage = field(default_factory=Usage)
     active_seconds: float = 0.0
     waiting_seconds: float = 0.0
     verifier_failures: tuple[str, ...] = ()
@@ -39,11 +44,29 @@ class RunResult:
     snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
     raw: Any = field(default=None, repr=False, compare=False)  # a foreign framework's own result
 
+    @property
+    def input_tokens(self) -> int:
+        return self.usage.input_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        return self.usage.output_tokens
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.usage.cost_usd
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (the snapshot is left out; serialise it on its own)."""
-        data = asdict(replace(self, raw=None))  # a framework's result is not copied, nor serialised
-        data.pop("snapshot", None)
-        data.pop("raw", None)
+        """JSON-ready fields, flat (tokens and cost beside the rest; the snapshot is left out:
+        serialise it on its own)."""
+        data: dict[str, Any] = {}
+        # neither the snapshot nor a framework's result is copied, nor serialised
+        for key, value in asdict(replace(self, raw=None, snapshot=None)).items():
+            if key == "usage":
+                data |= {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+                data["cost_usd"] = self.cost_usd
+            elif key not in ("snapshot", "raw"):
+                data[key] = value
         data["reason"] = str(self.reason)
         data["limit"] = str(self.limit) if self.limit else None
         data["cause"] = str(self.cause) if self.cause else None

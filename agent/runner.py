@@ -354,9 +354,7 @@ class Runner:
             note=note,
             error_type=error_type,
             turns=record.turns,
-            input_tokens=record.input_tokens,
-            output_tokens=record.output_tokens,
-            cost_usd=record.cost_usd,
+            usage=record.usage,
             active_seconds=record.active_seconds,
             waiting_seconds=record.waiting_seconds,
         )

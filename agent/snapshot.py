@@ -17,7 +17,7 @@ from typing import Any
 
 from agent._codec import decode_entry, encode_entry, fail, need
 from agent._upgrade import journal_from_v1
-from agent.budget import Usage
+from agent.budget import Spent
 from agent.errors import SnapshotError
 from agent.journal import Entry, Journal, Stopped
 from agent.stops import StopReason, Suspension
@@ -60,7 +60,7 @@ class Snapshot:
     kind: SnapshotKind
     segment: int
     journal: list[Entry]
-    usage: Usage
+    usage: Spent
     state: dict[str, Any] = field(default_factory=dict)
     verifier_failures: list[str] = field(default_factory=list)
     trace_id: str | None = None
@@ -215,9 +215,9 @@ def _foreign(data: dict[str, Any] | None) -> ForeignState | None:
     )
 
 
-def _usage(data: dict[str, Any]) -> Usage:
+def _usage(data: dict[str, Any]) -> Spent:
     ints = ("turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "unpriced")
-    usage = Usage()
+    usage = Spent()
     for key in data:
         if not hasattr(usage, key):
             fail("usage", f"an object of {', '.join(vars(usage))}", {key: data[key]})

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agent.budget import Usage
+from agent.budget import Spent
 from agent.context import RunContext
 from agent.stops import LimitKind, StopReason
 
 _TEXT_CHARS = 300
 
 
-def summarize(ctx: RunContext, usage: Usage, reason: StopReason, limit: LimitKind | None = None) -> str:
+def summarize(ctx: RunContext, usage: Spent, reason: StopReason, limit: LimitKind | None = None) -> str:
     """A plain account of the run: why it stopped, what it did, what it last said."""
     why = f"Stopped: {reason}" + (f" ({limit} budget used up)" if limit else "")
     cost = "cost unknown" if usage.unpriced else f"${usage.cost_usd:.4f}"

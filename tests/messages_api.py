@@ -32,6 +32,7 @@ import socket
 import sys
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -177,6 +178,8 @@ class MessagesAPI:
 
     `then` is the response given once the queue is empty (for persistent
     failures); without it, an empty queue answers 400 with a message saying so.
+    `intercept(body)` may answer a request before the queue does (say, the one
+    request of a run that asks for a summary): a response, or None to go on.
     """
 
     def __init__(
@@ -186,8 +189,10 @@ class MessagesAPI:
         validate: bool = True,
         models: dict[str, dict[str, Any]] | None = None,
         context_window: int | None = None,
+        intercept: Callable[[Any], Response | None] | None = None,
     ) -> None:
         self._queue: deque[Response] = deque(responses)
+        self.intercept = intercept
         self.context_window = context_window  # a longer prompt is refused, as the API refuses it
         self.then = then
         self.validate = validate
@@ -267,6 +272,8 @@ class MessagesAPI:
             problem = problem or self._key_problem(received) or self._too_long(received)
             if problem is not None:
                 return problem
+            if self.intercept is not None and (answer := self.intercept(received.body)) is not None:
+                return answer
             if self._queue:
                 return self._queue.popleft()
             if self.then is not None:

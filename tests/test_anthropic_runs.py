@@ -3,6 +3,7 @@ API can answer ends in a named stop, with the number of paid calls asserted."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -98,3 +99,52 @@ def test_a_retry_after_longer_than_the_time_left_stops_at_the_seconds_limit_at_o
     assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS)  # type: ignore[attr-defined]
     assert "retry-after" in result.note  # type: ignore[attr-defined]
     assert len(api.requests) == 1  # no retry that would only meet another 429
+
+
+def _reads_then(last: object, pages: int = 5) -> list[object]:
+    reads = [message(tool_use("read", {"page": i}), input_tokens=None) for i in range(pages)]
+    return [*reads, last, message(DONE)]
+
+
+FULL = message(text("Page 4 says"), stop_reason="model_context_window_exceeded", input_tokens=None)
+
+
+def test_a_reply_that_fills_the_window_shrinks_the_history_and_the_run_goes_on() -> None:
+    with MessagesAPI(*_reads_then(FULL)) as api:  # type: ignore[arg-type]
+        result = reader(api, HistoryPolicy()).run("Read the pages.")
+    assert result.reason is StopReason.SUCCESS and result.turns == 7
+    assert len(api.requests) == 7  # no call lost, none repeated
+    after = json.dumps(api.bodies[6]["messages"])
+    assert "was cleared to save context" in after  # the policy shrank what the next call carries
+    assert "cut off" in api.bodies[6]["messages"][-1]["content"][-1]["text"]  # and the model goes on
+
+
+def test_a_reply_that_fills_the_window_with_the_policy_off_stops_at_the_context_limit() -> None:
+    with MessagesAPI(*_reads_then(FULL)) as api:  # type: ignore[arg-type]
+        result = reader(api, HistoryPolicy.off()).run("Read the pages.")
+    assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.CONTEXT)
+    assert "model_context_window_exceeded" in result.note
+    assert len(api.requests) == 6  # the full reply was the last paid call
+
+
+def test_a_prompt_the_api_refuses_as_too_long_is_shrunk_and_sent_again_in_the_same_turn() -> None:
+    too_long = error(400, "prompt is too long: 210000 tokens > 200000 maximum")
+    with MessagesAPI(*_reads_then(too_long)) as api:  # type: ignore[arg-type]
+        result = reader(api, HistoryPolicy()).run("Read the pages.")
+    assert (
+        result.reason is StopReason.SUCCESS and result.turns == 6
+    )  # the refused call was no turn of its own
+    assert len(api.requests) == 7
+    assert "was cleared to save context" in json.dumps(api.bodies[6]["messages"])
+    assert "was cleared" not in json.dumps(api.bodies[5]["messages"])
+
+
+def test_the_time_budget_cuts_a_streaming_call_and_the_run_counts_its_tokens() -> None:
+    slow = message(text("word " * 400), input_tokens=1234, output_tokens=500, stream_delay=0.2)  # 10 s
+    result, api = run_with(slow, message(DONE), budget=Budget(max_turns=10, max_seconds=2.0))
+    assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS)  # type: ignore[attr-defined]
+    assert "cut off when the time budget ran out" in result.note  # type: ignore[attr-defined]
+    assert len(api.requests) == 1
+    assert result.input_tokens == 1234  # type: ignore[attr-defined]  # the cut call's tokens, counted
+    assert 0 < result.output_tokens < 500  # type: ignore[attr-defined]
+    assert result.cost_usd is not None and result.cost_usd > 0  # type: ignore[attr-defined]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent import Agent, Budget, ConfigError, LimitKind, Price, PriceTable, Usage
+from agent import Agent, Budget, ConfigError, LimitKind, Price, PriceTable, Spent
 from agent.models.scripted import ScriptedModel
 
 TURNS, SECONDS, TOKENS, COST = LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST
@@ -13,25 +13,25 @@ TURNS, SECONDS, TOKENS, COST = LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOK
 @pytest.mark.parametrize(
     ("budget", "usage", "expected"),
     [
-        (Budget(), Usage(), None),
-        (Budget(max_turns=3), Usage(turns=2), None),
-        (Budget(max_turns=3), Usage(turns=3), TURNS),
-        (Budget(max_turns=3), Usage(turns=4), TURNS),
-        (Budget(), Usage(turns=24), None),
-        (Budget(), Usage(turns=25), TURNS),
-        (Budget(max_seconds=10), Usage(active_seconds=9.99), None),
-        (Budget(max_seconds=10), Usage(active_seconds=10.0), SECONDS),
-        (Budget(), Usage(active_seconds=600.0), SECONDS),
-        (Budget(max_seconds=10), Usage(active_seconds=1, waiting_seconds=86_400), None),
-        (Budget(max_tokens=1000), Usage(input_tokens=900, output_tokens=99), None),
-        (Budget(max_tokens=1000), Usage(input_tokens=900, output_tokens=100), TOKENS),
-        (Budget(max_tokens=1000), Usage(output_tokens=1000), TOKENS),
-        (Budget(max_cost_usd=0.5), Usage(cost_usd=0.4999), None),
-        (Budget(max_cost_usd=0.5), Usage(cost_usd=0.5), COST),
-        (Budget(max_turns=None, max_seconds=None), Usage(turns=10**6, active_seconds=1e9), None),
-        (Budget(max_turns=1, max_cost_usd=0.1), Usage(turns=1, cost_usd=1.0), TURNS),
-        (Budget(max_seconds=1, max_tokens=1), Usage(active_seconds=2, input_tokens=2), SECONDS),
-        (Budget(max_tokens=1, max_cost_usd=0.1), Usage(input_tokens=2, cost_usd=1.0), TOKENS),
+        (Budget(), Spent(), None),
+        (Budget(max_turns=3), Spent(turns=2), None),
+        (Budget(max_turns=3), Spent(turns=3), TURNS),
+        (Budget(max_turns=3), Spent(turns=4), TURNS),
+        (Budget(), Spent(turns=24), None),
+        (Budget(), Spent(turns=25), TURNS),
+        (Budget(max_seconds=10), Spent(active_seconds=9.99), None),
+        (Budget(max_seconds=10), Spent(active_seconds=10.0), SECONDS),
+        (Budget(), Spent(active_seconds=600.0), SECONDS),
+        (Budget(max_seconds=10), Spent(active_seconds=1, waiting_seconds=86_400), None),
+        (Budget(max_tokens=1000), Spent(input_tokens=900, output_tokens=99), None),
+        (Budget(max_tokens=1000), Spent(input_tokens=900, output_tokens=100), TOKENS),
+        (Budget(max_tokens=1000), Spent(output_tokens=1000), TOKENS),
+        (Budget(max_cost_usd=0.5), Spent(cost_usd=0.4999), None),
+        (Budget(max_cost_usd=0.5), Spent(cost_usd=0.5), COST),
+        (Budget(max_turns=None, max_seconds=None), Spent(turns=10**6, active_seconds=1e9), None),
+        (Budget(max_turns=1, max_cost_usd=0.1), Spent(turns=1, cost_usd=1.0), TURNS),
+        (Budget(max_seconds=1, max_tokens=1), Spent(active_seconds=2, input_tokens=2), SECONDS),
+        (Budget(max_tokens=1, max_cost_usd=0.1), Spent(input_tokens=2, cost_usd=1.0), TOKENS),
     ],
 )
 def test_budget_exceeded(budget, usage, expected):
@@ -52,10 +52,10 @@ def test_budget_ceilings_name_the_limit_kinds():
 @pytest.mark.parametrize(
     ("budget", "usage", "left"),
     [
-        (Budget(max_seconds=10), Usage(active_seconds=4), 6.0),
-        (Budget(max_seconds=10), Usage(active_seconds=12), 0.0),
-        (Budget(max_seconds=10), Usage(active_seconds=4, waiting_seconds=100), 6.0),
-        (Budget(max_seconds=None), Usage(active_seconds=4), None),
+        (Budget(max_seconds=10), Spent(active_seconds=4), 6.0),
+        (Budget(max_seconds=10), Spent(active_seconds=12), 0.0),
+        (Budget(max_seconds=10), Spent(active_seconds=4, waiting_seconds=100), 6.0),
+        (Budget(max_seconds=None), Spent(active_seconds=4), None),
     ],
 )
 def test_budget_seconds_left(budget, usage, left):
@@ -63,7 +63,7 @@ def test_budget_seconds_left(budget, usage, left):
 
 
 def test_usage_tokens_and_copy():
-    usage = Usage(input_tokens=3, output_tokens=4)
+    usage = Spent(input_tokens=3, output_tokens=4)
     copy = usage.copy()
     copy.input_tokens += 10
     assert usage.tokens == 7

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
-from agent import Agent, Budget, HistoryPolicy, LimitKind, ModelError, StopReason, tool
-from agent.history import CLEARED, account
-from agent.journal import Call, Note, Reply, Result, Shrunk, Task, Text
+from agent import (
+    Agent,
+    Budget,
+    ConfigError,
+    HistoryPolicy,
+    LimitKind,
+    ModelError,
+    ModelSummary,
+    Price,
+    PriceTable,
+    StopReason,
+    tool,
+)  # fmt: skip
+from agent.history import CLEARED, SUMMARIZE, Compaction, account, summary_in
+from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task, Text
 from agent.models.base import ModelReply, ModelRequest
 from agent.models.scripted import call, finish
 
@@ -132,3 +145,125 @@ def test_a_bad_policy_is_refused_with_what_to_fix(kwargs):
 
     with pytest.raises(ConfigError, match="HistoryPolicy"):
         HistoryPolicy(**kwargs)
+
+
+# -- compaction by a model -----------------------------------------------------------------------
+
+
+def _turns(n: int, result: str = "p", reply_tokens: int = 0) -> list[Entry]:
+    journal: list[Entry] = [Task("t")]
+    for i in range(n):
+        journal += [
+            Reply((Text(f"step {i}"), Call(f"c{i}", "read", {"page": i})), input_tokens=reply_tokens),
+            Result(f"c{i}", result, ran="read"),
+        ]
+    return journal
+
+
+def test_past_compact_at_the_policy_compacts_at_once_when_clearing_would_not_free_enough():
+    small = _turns(6, result="p", reply_tokens=180_000)  # the model's own turns fill the window
+    assert isinstance(HistoryPolicy(keep_last=2).due(small, WINDOW), Shrunk)
+    assert HistoryPolicy(keep_last=2).due(small, WINDOW).summary is not None  # type: ignore[union-attr]
+    calls = tuple(Call(f"c{i}", "read", {"page": i}) for i in range(5))  # one turn: nothing to compact,
+    one = [Task("t"), Reply(calls, input_tokens=180_000), *(Result(c.id, "p", ran="read") for c in calls)]
+    assert HistoryPolicy(keep_last=2).due(one, WINDOW) == Shrunk(upto=len(one))  # so it clears what it can
+    big = _turns(10, result="r" * 400_000, reply_tokens=180_000)  # clearing 8 results (capped) frees enough
+    step = HistoryPolicy(keep_last=2).due(big, WINDOW)
+    assert isinstance(step, Shrunk) and step.summary is None
+
+
+def test_a_model_summary_policy_asks_for_the_older_turns_as_the_model_saw_them():
+    policy = HistoryPolicy(keep_last=2, summarize=ModelSummary(max_tokens=1000))
+    journal = [*_turns(6), Shrunk(upto=13)]
+    step = policy.stronger(journal)
+    assert isinstance(step, Compaction) and step.upto == 9  # the task and four whole turns
+    request = step.request("be brief", [], 8000)
+    assert request.journal[:-1] == tuple(policy.view(journal[:9])) and request.max_tokens == 1000
+    assert dataclasses.replace(step, how=ModelSummary()).request("", [], 8000).max_tokens == 8000
+    assert request.journal[-1] == Note(SUMMARIZE)
+    reply = ModelReply([{"type": "text", "text": "Thinking.\n<summary>pages 0-3 read</summary>"}])
+    assert step.done(reply) == Shrunk(9, "pages 0-3 read")
+    empty = step.done(ModelReply([call("read", page=9) | {"id": "x"}]))  # a tool call, no summary
+    assert empty.summary is not None and "it wrote no summary" in empty.summary
+    assert "4 tool calls were made" in empty.summary
+
+
+@pytest.mark.parametrize(
+    ("text", "summary"),
+    [("<summary>a</summary>", "a"), ("b", "b"), ("x <summary> c\n d", "c\n d"), ("  ", "")],
+)
+def test_the_summary_is_read_from_its_tags_or_the_whole_reply(text, summary):
+    assert summary_in(text) == summary
+
+
+class _Summarizer:
+    """A second model that only writes summaries, and counts its calls."""
+
+    provider = "test"
+    name = "summarizer-1"
+    context_window = WINDOW
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.calls += 1
+        return ModelReply(
+            [{"type": "text", "text": "<summary>read so far</summary>"}], 1_000, 100, "end_turn"
+        )
+
+
+@tool
+def glance(page: int) -> str:
+    """Glance at one page."""
+    return f"page {page}: fine"
+
+
+class NotesModel(WindowedModel):
+    """Like `WindowedModel`, but its own long notes fill the window, not the tool results."""
+
+    turn = 0  # its own count: a compacted request holds fewer replies
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        size = tokens(request)
+        self.sizes.append(size)
+        if size > WINDOW:
+            raise ModelError(f"prompt is too long: {size} tokens", error_type="context_window_exceeded")
+        self.turn += 1
+        block = call("glance", page=self.turn) if self.turn <= self.pages else finish("done", "read it all")
+        content = [{"type": "text", "text": "note " * 5_000}, {**block, "id": f"toolu_{self.turn}"}]
+        return ModelReply(content, input_tokens=size, output_tokens=20, stop_reason="tool_use")
+
+
+def test_a_given_summary_model_writes_the_summary_and_its_price_is_charged():
+    summarizer = _Summarizer()
+    policy = HistoryPolicy(clear_at=1.0, compact_at=1.0, summarize=ModelSummary(summarizer))
+    price = Price(input_per_mtok=1.0, output_per_mtok=5.0)
+    prices = PriceTable({"windowed": Price(3.0, 15.0), "summarizer-1": price})
+    agent = Agent(
+        "reader", NotesModel(), tools=[glance], history=policy, budget=Budget(max_turns=80), prices=prices
+    )
+    result = agent.run("Read the whole document.")
+    assert result.reason is StopReason.SUCCESS and summarizer.calls >= 1
+    assert any(size > WINDOW for size in agent.model.sizes)  # compacted when the API refused
+    own = sum(3.0 * s + 15.0 * 20 for s in agent.model.sizes if s <= WINDOW) / 1e6
+    assert result.cost_usd == pytest.approx(own + summarizer.calls * (1_000 + 5 * 100) / 1e6, abs=1e-6)
+
+
+def test_a_cost_budget_needs_the_summary_models_price_too():
+    policy = HistoryPolicy(summarize=ModelSummary(_Summarizer()))
+    prices = PriceTable({"windowed": Price(3.0, 15.0)})
+    with pytest.raises(ConfigError, match="summarizer-1"):
+        Agent(
+            "reader",
+            WindowedModel(),
+            tools=[read],
+            history=policy,
+            budget=Budget(max_cost_usd=1.0),
+            prices=prices,
+        )
+
+
+def test_a_summary_model_needs_room_to_write():
+    with pytest.raises(ConfigError, match="max_tokens"):
+        ModelSummary(max_tokens=10)

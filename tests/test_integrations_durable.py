@@ -119,9 +119,9 @@ def test_a_foreign_snapshot_round_trips_and_plain_snapshots_do_not_change() -> N
 
 
 def _usage() -> Any:
-    from agent.budget import Usage
+    from agent.budget import Spent
 
-    return Usage(turns=1)
+    return Spent(turns=1)
 
 
 # -- listed, approved, denied and answered through the CLI -----------------------------------------

@@ -26,6 +26,7 @@ from agent.limits import (
 )
 from agent.result import LimitKind, RunResult, StopReason
 from agent.store import Lease, NewRun, Outcome, open_store
+from agent.usage import Usage
 
 S, L = StopReason.SUCCESS, StopReason.LIMIT
 
@@ -170,7 +171,7 @@ def test_a_run_counts_once_as_its_last_segment_and_unended_runs_not_at_all() -> 
 
 def test_history_from_results() -> None:
     results = [
-        RunResult(f"r{i}", "a", "csv", S, turns=4 + i, active_seconds=1.0, input_tokens=90) for i in range(3)
+        RunResult(f"r{i}", "a", "csv", S, turns=4 + i, active_seconds=1.0, usage=Usage(90)) for i in range(3)
     ]
     (s,) = suggest(history_from_results(results))
     assert s.ceiling(LimitKind.TURNS) == 10  # longest 6 x 1.25 = 7.5, p95 6 x 1.5 = 9 -> 10
@@ -274,7 +275,7 @@ def test_command_from_the_run_store(tmp_path: Path, capsys: pytest.CaptureFixtur
         store.create(NewRun(run.run_id or str(i), "researcher", "task", run.task_type), lease, now)
         result = RunResult(
             run.run_id or str(i), "researcher", run.task_type, run.reason, run.limit, turns=int(run.turns),
-            active_seconds=run.seconds, input_tokens=int(run.tokens), cost_usd=run.cost,
+            active_seconds=run.seconds, usage=Usage(int(run.tokens), cost_usd=run.cost),
         )  # fmt: skip
         store.record(result.run_id, Outcome.of(result), lease, now)
     store.create(NewRun("old", "researcher", "task", "research"), lease, 1.0)

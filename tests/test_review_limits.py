@@ -12,6 +12,7 @@ from agent.cli import main
 from agent.limits import PastRun, RecordHistory, suggest
 from agent.result import LimitKind, RunResult, StopReason
 from agent.store import Lease, NewRun, Outcome, open_store
+from agent.usage import Usage
 
 S, L = StopReason.SUCCESS, StopReason.LIMIT
 
@@ -68,7 +69,7 @@ def test_limits_suggest_reads_the_labels_in_the_run_store(
         store.create(NewRun(run.run_id, "researcher", "task", run.task_type), lease, now)
         result = RunResult(
             run.run_id, "researcher", run.task_type, run.reason, run.limit, turns=int(run.turns),
-            active_seconds=run.seconds, input_tokens=int(run.tokens), cost_usd=run.cost,
+            active_seconds=run.seconds, usage=Usage(int(run.tokens), cost_usd=run.cost),
         )  # fmt: skip
         store.record(run.run_id, Outcome.of(result), lease, now)
     store.add_review("cut-off", "fine", "", now)

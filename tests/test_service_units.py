@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.agent import Agent
-from agent.budget import Usage
+from agent.budget import Spent
 from agent.catalog import Catalog
 from agent.examples.scenarios import example_catalog
 from agent.journal import Call, Entry, Reply, Result, Task
@@ -121,7 +121,7 @@ def test_the_last_tool_calls_are_read_from_the_journal_shortened_and_oldest_firs
         replies.append(Reply((Call(f"c{i}", "read", {"page": i, "text": "x" * 1000}),)))
         replies.append(Result(f"c{i}", f"page {i} " + "y" * 1000, is_error=i == 6, ran="read"))
     replies.append(Reply((Call("p", "push", {"branch": "b"}),)))  # pending: no result, not a step
-    snap = Snapshot("r1", "a", "default", SnapshotKind.SUSPENDED, 1, replies, Usage())
+    snap = Snapshot("r1", "a", "default", SnapshotKind.SUSPENDED, 1, replies, Spent())
     steps = last_steps(snap)
     assert all(s.arguments.startswith(f'{{"page": {i},') for i, s in zip(range(2, 7), steps, strict=True))
     assert len(steps) == 5 and steps[-1].is_error and not steps[0].is_error

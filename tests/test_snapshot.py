@@ -11,7 +11,7 @@ import pytest
 import resume_worker
 import v1_agents
 
-from agent import Agent, PendingAction, Snapshot, SnapshotError, StopReason, Usage
+from agent import Agent, PendingAction, Snapshot, SnapshotError, Spent, StopReason
 from agent.journal import (
     Answer,
     Answered,
@@ -49,7 +49,7 @@ def test_snapshot_round_trips_through_json():
     again = Snapshot.from_json(text)
     assert again == snap
     assert again.to_json() == text
-    assert isinstance(again.usage, Usage)
+    assert isinstance(again.usage, Spent)
     assert isinstance(again.journal[0], Task) and isinstance(again.journal[-1], Suspended)
     assert isinstance(again.suspension, Suspension)
     assert again.kind is SnapshotKind.SUSPENDED
@@ -72,7 +72,7 @@ def test_a_pending_action_round_trips():
             ),
             Suspended(Suspension("Approve?", 200.0, 100.0, pending, "toolu_1")),
         ],
-        usage=Usage(turns=1),
+        usage=Spent(turns=1),
     )
     again = Snapshot.from_json(snap.to_json())
     assert again == snap
@@ -95,7 +95,7 @@ def test_every_entry_type_round_trips():
         Answered(Answer("EU"), 1.7),
         Stopped(StopReason.LIMIT, LimitKind.CONTEXT, "full"),
     ]
-    snap = Snapshot("r", "a", "default", SnapshotKind.CANCELLED, 2, journal, Usage(turns=2))
+    snap = Snapshot("r", "a", "default", SnapshotKind.CANCELLED, 2, journal, Spent(turns=2))
     assert Snapshot.from_json(snap.to_json()) == snap
 
 

@@ -505,3 +505,22 @@ def test_a_run_whose_price_is_unknown_is_counted_and_its_cost_left_out(rig: Rig)
     assert rig.value("agent_cost_usd_total", stop_reason="success") == 0  # not a made-up $0 spend either
     (run,) = rig.runs()
     assert n.AGENT_COST_USD not in (run.attributes or {})
+
+
+def test_a_refusal_is_counted_by_its_stop_cause_and_named_on_the_run_span(rig: Rig) -> None:
+    from agent.models.scripted import reply
+
+    refused = reply(say("I can't help with that."), stop_reason="refusal")
+    agent = Agent(
+        AGENT, ScriptedModel([refused, [finish("done", "x")]]), task_type=TASK_TYPE, hooks=rig.hooks
+    )
+    result = agent.run("t")
+    assert (result.reason, str(result.cause)) == (StopReason.GAVE_UP, "refusal")
+    stops = {"stop_reason": "gave_up", "stop_limit": "none"}
+    assert rig.value("agent_stops_total", **stops, stop_cause="refusal") == 1
+    gave_up = rig.registry.get_sample_value(
+        "agent_stops_total", {**rig.labels, **stops, "stop_cause": "agent"}
+    )
+    assert not gave_up  # a refusal is not the agent giving up
+    (run,) = rig.runs()
+    assert (run.attributes or {})[n.STOP_CAUSE] == "refusal"

@@ -27,7 +27,7 @@ from typing import Any
 
 from agent.agent import as_reply, check_reply
 from agent.audit import SuccessAudit
-from agent.budget import Usage
+from agent.budget import Spent
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
@@ -284,7 +284,7 @@ class ForeignAgent:
             kind=SnapshotKind.SUSPENDED,
             segment=segment,
             journal=[*journal, reply, Suspended(s)],
-            usage=_usage(result),
+            usage=_spent(result),
             state=state,
             trace_id=result.trace_id,
             span_id=span_id,  # the next segment's run span links to this one
@@ -356,34 +356,29 @@ def _decision(reply: HumanReply) -> tuple[bool | None, str | None]:
 
 def _resumed(snapshot: Snapshot, s: Suspension) -> RunResult:
     """The suspended segment as the resumed one's recorder takes it: the run's totals and its wait."""
-    u = snapshot.usage
+    spent = snapshot.usage
     return RunResult(
         run_id=snapshot.run_id,
         agent=snapshot.agent,
         task_type=snapshot.task_type,
         reason=StopReason.NEED_HELP,
-        turns=u.turns,
-        input_tokens=u.input_tokens,
-        output_tokens=u.output_tokens,
-        cost_usd=None if u.unpriced else u.cost_usd,
-        active_seconds=u.active_seconds,
-        waiting_seconds=u.waiting_seconds,
+        turns=spent.turns,
+        usage=spent.usage,
+        active_seconds=spent.active_seconds,
+        waiting_seconds=spent.waiting_seconds,
         trace_id=snapshot.trace_id,
         suspension=s,
         snapshot=snapshot,
     )
 
 
-def _usage(result: RunResult) -> Usage:
-    return Usage(
-        turns=result.turns,
-        input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens,
-        cost_usd=result.cost_usd or 0.0,
-        active_seconds=result.active_seconds,
-        waiting_seconds=result.waiting_seconds,
-        unpriced=1 if result.cost_usd is None else 0,
+def _spent(result: RunResult) -> Spent:
+    """What the run spent, as a snapshot keeps it."""
+    spent = Spent(
+        turns=result.turns, active_seconds=result.active_seconds, waiting_seconds=result.waiting_seconds
     )
+    spent.add(result.usage)
+    return spent
 
 
 def _pending_name(s: Suspension) -> str | None:

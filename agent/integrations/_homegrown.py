@@ -127,7 +127,7 @@ class ModelCall:
             stop_reason = getattr(message, "stop_reason", None) or stop_reason
         self.answered = True
         self._rec.model_ended(
-            Usage(input_tokens, output_tokens, cost_usd),
+            Usage(input_tokens, output_tokens, cost_usd=cost_usd),
             text=text,
             stop_reason=stop_reason,
             model=str(getattr(message, "model", "") or ""),

@@ -17,25 +17,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.budget import Usage as Spent
+from agent.budget import Spent
 from agent.context import RunContext
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, guard
 from agent.journal import Answered, Suspended
 from agent.models.base import ModelReply, ModelRequest, ToolCall
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.tools import ToolOutcome
+from agent.usage import Usage
 from agent.verify import Verifier
 
 DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
-
-
-@dataclass(frozen=True)
-class Usage:
-    """One model call's tokens, and its cost when the framework prices it (None: unknown)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None
 
 
 @dataclass
@@ -52,9 +44,7 @@ class Recorder:
     observer: RunObserver = field(default_factory=RunObserver)
     watched: bool = True  # False without hooks: the calls' shapes are not even built
     turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = 0.0  # None once a call had no price: unknown, never a made-up $0
+    usage: Usage = field(default_factory=Usage)  # the run's; its cost None once a call had no price
     last_text: str = ""
     result: RunResult | None = None
     explicit_turns: bool = False  # the caller opens turns itself; model calls never do
@@ -122,8 +112,7 @@ class Recorder:
 
     def _go_on_from(self, resumed: RunResult, wait: HumanWait | None) -> None:
         """The run's totals go on from where the suspended segment left them; the wait ends."""
-        self.turns, self.cost_usd = resumed.turns, resumed.cost_usd
-        self.input_tokens, self.output_tokens = resumed.input_tokens, resumed.output_tokens
+        self.turns, self.usage = resumed.turns, resumed.usage
         self.active_before, self.waiting_seconds = resumed.active_seconds, resumed.waiting_seconds
         if wait is None:
             wait = _wait_of(resumed)
@@ -171,14 +160,10 @@ class Recorder:
         response_id: str = "",
         error: BaseException | None = None,
     ) -> None:
-        """A model call ended: its tokens count towards the run, its text is the last seen."""
+        """A model call ended: its usage counts towards the run (a reply the framework did not
+        price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen."""
         self._model_open = False
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-        if self.cost_usd is not None and usage.cost_usd is not None:
-            self.cost_usd += usage.cost_usd
-        elif error is None:  # a reply the framework did not price: the run's cost is unknown
-            self.cost_usd = None
+        self.usage += usage
         if text:
             self.last_text = text
         if not self.watched:
@@ -281,9 +266,7 @@ class Recorder:
             note=note,
             verified=verified,
             turns=self.turns,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cost_usd=self.cost_usd,
+            usage=self.usage,
             active_seconds=self.active_before + time.perf_counter() - self._started,
             waiting_seconds=self.waiting_seconds,
             verifier_failures=failures,
@@ -314,7 +297,9 @@ class _Cut(Exception):
 def _spent(resumed: RunResult | None) -> Spent | None:
     if resumed is None:
         return None
-    return Spent(resumed.turns, resumed.input_tokens, resumed.output_tokens, resumed.cost_usd or 0.0)
+    spent = Spent(turns=resumed.turns)
+    spent.add(resumed.usage)
+    return spent
 
 
 def _wait_of(resumed: RunResult) -> HumanWait | None:

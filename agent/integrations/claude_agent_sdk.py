@@ -85,7 +85,7 @@ class MessageReader:
             self.recorder.model_started()
             usage = message.usage or {}
             self.recorder.model_ended(
-                Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
+                Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), cost_usd=None),
                 text="".join(b.text for b in message.content if isinstance(b, TextBlock)),
                 stop_reason=message.stop_reason or "end_turn",
                 model=message.model,
@@ -285,12 +285,16 @@ def _totals(recorder: Recorder, result: ResultMessage) -> None:
     spent = recorder.info.spent
     if spent is not None:  # a resumed session reports its own totals: add the earlier segments'
         usage = {k: int(usage.get(k, 0)) + getattr(spent, k) for k in ("input_tokens", "output_tokens")}
+    u = recorder.usage
     if "input_tokens" in usage:
-        recorder.input_tokens = int(usage["input_tokens"])
+        u = dataclasses.replace(u, input_tokens=int(usage["input_tokens"]))
     if "output_tokens" in usage:
-        recorder.output_tokens = int(usage["output_tokens"])
+        u = dataclasses.replace(u, output_tokens=int(usage["output_tokens"]))
     if result.total_cost_usd is not None:
-        recorder.cost_usd = float(result.total_cost_usd) + (spent.cost_usd if spent else 0.0)
+        earlier = spent.usage.cost_usd if spent else 0.0  # None when an earlier segment's was unknown
+        cost = None if earlier is None else float(result.total_cost_usd) + earlier
+        u = dataclasses.replace(u, cost_usd=cost)
+    recorder.usage = u
 
 
 def _text(content: Any) -> str:

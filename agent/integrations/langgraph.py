@@ -74,7 +74,7 @@ class EndstateCallbackHandler(BaseCallbackHandler):
         usage = getattr(message, "usage_metadata", None) or {}
         calls = getattr(message, "tool_calls", None) or []
         self.recorder.model_ended(
-            Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
+            Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), cost_usd=None),
             text=_content_text(getattr(message, "content", "")),
             stop_reason="tool_use" if calls else "end_turn",
             response_id=str(getattr(message, "id", "") or ""),

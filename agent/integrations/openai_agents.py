@@ -72,7 +72,7 @@ class EndstateRunHooks(OARunHooks[Any]):
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
         usage = response.usage
         self.recorder.model_ended(
-            Usage(usage.input_tokens, usage.output_tokens),
+            Usage(usage.input_tokens, usage.output_tokens, cost_usd=None),
             text=_text(response.output),
             stop_reason="tool_use" if _calls(response.output) else "end_turn",
             response_id=response.response_id or "",

@@ -65,7 +65,7 @@ class EndstateCapability(AbstractCapability[Any]):
             raise
         usage = response.usage
         self.recorder.model_ended(
-            Usage(usage.input_tokens, usage.output_tokens, _cost(response)),
+            Usage(usage.input_tokens, usage.output_tokens, cost_usd=_cost(response)),
             text=response.text or "",
             stop_reason=response.finish_reason or "end_turn",
             model=response.model_name or "",

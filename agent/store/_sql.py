@@ -34,6 +34,7 @@ from agent.store.base import (
     pending_of,
     when,
 )
+from agent.usage import Usage
 
 TABLE = "endstate_runs"
 ENTRIES = "endstate_entries"
@@ -45,7 +46,8 @@ SCHEMA_TABLE = "endstate_schema"
 JOURNAL_VERSION = 4  # the schema version that brought the journal table
 LIST_COLUMNS = (
     "run_id, agent, task, task_type, status, state, started_at, updated_at, ended_at, stop_reason, "
-    "stop_limit, turns, input_tokens, output_tokens, cost_usd, active_seconds, waiting_seconds, trace_id, "
+    "stop_limit, turns, input_tokens, output_tokens, cost_usd, cost_known, cache_read_tokens, "
+    "cache_write_tokens, active_seconds, waiting_seconds, trace_id, "
     "note, summary, output, verified, error_type, segments, question, pending, deadline, suspended_at, "
     "interrupted, owner, lease_until, answer, approved, answered_at"
 )
@@ -457,10 +459,31 @@ def entry_json(entry: Entry) -> str:
 
 def _usage_values(snap: Snapshot) -> dict[str, Any]:
     u = snap.usage
-    return {
-        **{"turns": u.turns, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens},
-        **{"cost_usd": u.cost_usd, "active_seconds": u.active_seconds, "waiting_seconds": u.waiting_seconds},
+    return {"turns": u.turns, **usage_columns(u.usage)} | {
+        "active_seconds": u.active_seconds,
+        "waiting_seconds": u.waiting_seconds,
     }
+
+
+def usage_columns(usage: Usage) -> dict[str, Any]:
+    """The run row's usage columns; an unknown cost is `cost_known = 0` (and no cost in `cost_usd`)."""
+    return {
+        **{"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        **{"cache_read_tokens": usage.cache_read_tokens, "cache_write_tokens": usage.cache_write_tokens},
+        **{"cost_usd": usage.cost_usd or 0.0, "cost_known": int(usage.cost_usd is not None)},
+    }
+
+
+def usage_of(row: Row) -> Usage:
+    """A row's usage (a row listed without the usage columns has none)."""
+    cost = float(row.get("cost_usd") or 0.0) if row.get("cost_known", 1) else None
+    return Usage(
+        int(row.get("input_tokens") or 0),
+        int(row.get("output_tokens") or 0),
+        int(row.get("cache_read_tokens") or 0),
+        int(row.get("cache_write_tokens") or 0),
+        cost,
+    )
 
 
 def _flag(value: bool | None) -> int | None:
@@ -477,8 +500,7 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
     w = s if outcome.status is RunStatus.WAITING else None
     return {
         **{"status": outcome.status, "stop_reason": r.reason, "stop_limit": r.limit, "turns": r.turns},
-        **{"input_tokens": r.input_tokens, "output_tokens": r.output_tokens},
-        "cost_usd": r.cost_usd if r.cost_usd is not None else 0.0,  # the column has no "unknown" (see notes)
+        **usage_columns(r.usage),
         **{"active_seconds": r.active_seconds, "waiting_seconds": r.waiting_seconds, "trace_id": r.trace_id},
         **{"note": r.note, "summary": r.summary, "output": r.output, "verified": int(r.verified)},
         **{"error_type": r.error_type, "question": w.question if w else None},
@@ -501,13 +523,14 @@ def record_of(row: Row) -> RunRecord:
         interrupted=bool(row["interrupted"]),
         pending=pending_of(row["pending"]),
         approved=None if row.get("approved") is None else bool(row["approved"]),
+        usage=usage_of(row),
         snapshot_json=row.get("snapshot"),
     )
 
 
 _PLAIN = [
     *("run_id", "agent", "task", "task_type", "started_at", "updated_at", "ended_at", "stop_limit", "turns"),
-    *("input_tokens", "output_tokens", "cost_usd", "active_seconds", "waiting_seconds", "trace_id", "note"),
+    *("active_seconds", "waiting_seconds", "trace_id", "note"),
     *("summary", "output", "error_type", "segments", "question", "deadline", "suspended_at", "owner"),
     *("lease_until", "answer", "answered_at"),
 ]

@@ -13,6 +13,7 @@ from agent.audit import Audit, AuditOutcome
 from agent.errors import EndstateError
 from agent.result import PendingAction, RunResult, StopReason
 from agent.snapshot import Checkpoint, Snapshot
+from agent.usage import Usage
 
 
 class StoreError(EndstateError):
@@ -61,7 +62,11 @@ class NewRun:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One row of the store: the run, its last result and what it waits for."""
+    """One row of the store: the run, its last result and what it waits for.
+
+    `usage` is what the run used over all its segments; its cost is None when
+    unknown (a model without a price in any segment).
+    """
 
     run_id: str
     agent: str
@@ -74,9 +79,7 @@ class RunRecord:
     stop_reason: StopReason | None = None
     stop_limit: str | None = None
     turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
+    usage: Usage = field(default_factory=Usage)
     active_seconds: float = 0.0
     waiting_seconds: float = 0.0
     ended_at: float | None = None
@@ -99,9 +102,27 @@ class RunRecord:
     answered_at: float | None = None  # when that answer came
     snapshot_json: str | None = field(default=None, repr=False)  # the head: the snapshot without its journal
 
+    @property
+    def input_tokens(self) -> int:
+        return self.usage.input_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        return self.usage.output_tokens
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.usage.cost_usd
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, without the snapshot."""
-        data = {k: v for k, v in self.__dict__.items() if k not in ("snapshot_json", "owner")}
+        """JSON-ready and flat (the usage's fields beside the rest; `cost_usd` null when unknown),
+        without the snapshot."""
+        data: dict[str, Any] = {}
+        for k, v in self.__dict__.items():
+            if k == "usage":
+                data |= self.usage.flat()
+            elif k not in ("snapshot_json", "owner"):
+                data[k] = v
         data["status"] = str(self.status)
         data["stop_reason"] = str(self.stop_reason) if self.stop_reason else None
         data["pending"] = self.pending.__dict__ if self.pending else None

@@ -27,6 +27,7 @@ from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot
+from agent.usage import Usage
 
 TASK_QUEUE = "endstate"
 NAMESPACE = "default"
@@ -117,13 +118,14 @@ def retry_of(plan: dict[str, Any]) -> RetryPolicy:
 def result_json(result: RunResult) -> dict[str, Any]:
     """A result with its snapshot, as the workflow returns it."""
     snapshot = result.snapshot.to_json() if result.snapshot is not None else None
-    return {**result.to_dict(), "snapshot": snapshot}
+    return {**result.to_dict(), **result.usage.flat(), "snapshot": snapshot}
 
 
 def result_from_json(data: dict[str, Any]) -> RunResult:
     """The inverse of `result_json`."""
     fields = {f.name for f in dataclasses.fields(RunResult)}
     values = {k: v for k, v in data.items() if k in fields}
+    values["usage"] = Usage.from_flat(data)
     values["reason"] = StopReason(data["reason"])
     values["limit"] = LimitKind(data["limit"]) if data.get("limit") else None
     values["cause"] = StopCause(data["cause"]) if data.get("cause") else None

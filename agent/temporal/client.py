@@ -35,6 +35,7 @@ from agent.result import RunResult, StopReason
 from agent.runner import RUN_ID, AnswerError
 from agent.store import NotClaimable, RunExists, RunRecord, RunStatus, UnknownRun
 from agent.temporal import _wire as w
+from agent.usage import Usage
 
 _TEMPORAL_ENDED = {
     WorkflowExecutionStatus.FAILED: "the workflow failed",
@@ -268,9 +269,7 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         stop_reason=StopReason(reason) if reason and status is not RunStatus.RUNNING else None,
         stop_limit=last.get("limit"),
         turns=int(last.get("turns", 0)),
-        input_tokens=int(last.get("input_tokens", 0)),
-        output_tokens=int(last.get("output_tokens", 0)),
-        cost_usd=float(last.get("cost_usd", 0.0)),
+        usage=Usage.from_flat(last),
         note=note,
         verified=bool(last.get("verified", False)),
         question=suspension.question if suspension else None,

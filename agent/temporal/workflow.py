@@ -272,9 +272,7 @@ def _waiting(snap: Snapshot) -> RunResult:
         StopReason.NEED_HELP,
         note=s.question,
         turns=usage.turns,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cost_usd=usage.cost_usd,
+        usage=usage.usage,
         suspension=s,
         snapshot=snap,
     )
