@@ -6,6 +6,8 @@ is rebuilt from the journal, so nothing beside it grows with the history):
 a `checkpoint` taken inside a running segment, a run `suspended` for a person,
 or a `cancelled` one. Version 1 (a list of provider messages with open result
 slots) is read and upgraded; a newer version is refused with a clear error.
+A run of another framework, suspended (agent.integrations), keeps that
+framework's own state beside its journal (`foreign`, written only when set).
 """
 
 from __future__ import annotations
