@@ -20,7 +20,7 @@ RUNS = f"{STORE}; {CATALOG}; ENDSTATE_SHUTDOWN_GRACE (seconds a run gets after S
 ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "": f"{STORE}; {CATALOG}; {MODELS}; {OTEL}; and per command, in its --help",
     "demo": f"{MODELS} (with --model); {OTEL}",
-    "eval": f"{MODELS} (with --model)",
+    "eval": f"{MODELS} (with --model); ENDSTATE_CATALOG (the agents of cases that name no catalog)",
     "limits": STORE,
     "limits suggest": STORE,
     "runs": STORE,
@@ -34,10 +34,11 @@ ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "audit": RUNS,
     "doctor": MODELS,
     "serve": f"{RUNS}; ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
-    "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH",
+    "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH; "
+    "ENDSTATE_CASES_DIR (where the inbox promotes eval cases)",
     "review": STORE,
     "review label": STORE,
-    "review promote": STORE,
+    "review promote": f"{STORE}; ENDSTATE_CATALOG (the catalog a run's agent comes from)",
     "prune": STORE,
 }
 

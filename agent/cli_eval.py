@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from agent.catalog import ENV_CATALOG
 from agent.errors import ConfigError
 from agent.evals.case import Case, CaseError, load_cases
 from agent.evals.report import case_json, render, summarize
@@ -46,6 +47,13 @@ def add_eval(sub: Any) -> None:
         "cases", nargs="*", help="case files or folders, or case names or prefixes (default: shipped)"
     )
     p.add_argument("--model", help="run against this Claude model (needs ANTHROPIC_API_KEY)")
+    p.add_argument(
+        "--catalog",
+        default=os.environ.get(ENV_CATALOG),
+        metavar="MODULE:ATTR",
+        help=f"where the agents of cases that name no catalog and no seed agent come from "
+        f"(default: ${ENV_CATALOG})",
+    )
     p.add_argument("-j", "--jobs", type=int, default=1, help="cases run at once (default 1)")
     p.add_argument("--json", action="store_true", help="one JSON line per case, then a summary line")
     p.add_argument(
@@ -57,10 +65,10 @@ def add_eval(sub: Any) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    cases = select_cases(args.cases)
+    cases = select_cases(args.cases, args.catalog)
     if args.list:
         for c in cases:
-            print(f"{c.name:30} {c.agent:19} {c.fixture:17} {' -> '.join(c.expected)}")
+            print(f"{c.name:30} {c.agent:19} {c.fixture or c.catalog or '':17} {' -> '.join(c.expected)}")
         return 0
     if args.jobs < 1:
         raise ConfigError("--jobs must be at least 1")
@@ -78,11 +86,11 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0 if summary.passed else 1
 
 
-def select_cases(specs: list[str]) -> list[Case]:
+def select_cases(specs: list[str], catalog: str | None = None) -> list[Case]:
     """Load the case files and folders named; filter by the other arguments as names or prefixes."""
     paths = [s for s in specs if Path(s).exists() or s.endswith((".yaml", ".yml"))]
     names = [s for s in specs if s not in paths]
-    cases = load_cases(paths)
+    cases = load_cases(paths, catalog)
     if not names:
         return cases
     chosen = [c for c in cases if any(c.name == n or c.name.startswith(n.rstrip("/") + "/") for n in names)]

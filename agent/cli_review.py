@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
+import os
 import shlex
 import time
 from collections.abc import Iterator
@@ -13,6 +15,7 @@ from typing import Any
 
 from agent import review
 from agent._cli_help import plural
+from agent.catalog import ENV_CATALOG
 from agent.result import StopReason
 from agent.store import RunStore, default_url, open_store
 
@@ -57,6 +60,7 @@ def add_label(sub: Any) -> None:
     p.add_argument("run_id")
     p.add_argument("label", choices=[str(label) for label in review.Label], metavar="LABEL")
     p.add_argument("--note", default="", help="what you found, for whoever reads the label next")
+    p.add_argument("--by", default=None, help="who gives the label (default: the user running this)")
     p.set_defaults(handler=run_label)
 
 
@@ -75,6 +79,13 @@ def add_promote(sub: Any) -> None:
         "--expect", metavar="REASON", help="the stop reason the case expects (default: from the label)"
     )
     p.add_argument("--out", type=Path, default=review.DEFAULT_OUT, help="folder to write the case file into")
+    p.add_argument(
+        "--catalog",
+        default=os.environ.get(ENV_CATALOG),
+        metavar="MODULE:ATTR",
+        help="the catalog the run's agent comes from, as `serve --catalog` named it; written into the "
+        f"case for `endstate eval` (default: ${ENV_CATALOG}, else the seed agents)",
+    )
     p.set_defaults(handler=run_promote)
 
 
@@ -128,15 +139,15 @@ def run_queue(args: argparse.Namespace) -> int:
 
 def run_label(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        given = review.label(store, args.run_id, args.label, args.note)
-    print(f"run {given.run_id} ({given.agent}, {given.task_type}): labelled {given.label}")
+        given = review.label(store, args.run_id, args.label, args.note, by=args.by or _user())
+    print(f"run {given.run_id} ({given.agent}, {given.task_type}): labelled {given.label} by {given.by}")
     print(f"    -> endstate review promote {given.run_id}{_store_flag(args)}   turns it into an eval case")
     return 0
 
 
 def run_promote(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        done = review.promote(store, args.run_id, args.expect, args.out)
+        done = review.promote(store, args.run_id, args.expect, args.out, catalog=args.catalog)
     print(f"wrote {done.path}: case {done.name!r}, expects {' -> '.join(done.expected)}")
     print(f"    -> endstate eval {done.path.parent}")
     return 0
@@ -171,6 +182,14 @@ def queue_line(r: Any) -> str:
     note = (r.note or r.output or r.summary).replace("\n", " ")
     note = note if len(note) <= 80 else note[:77] + "..."
     return f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {reason:16} {r.turns:>3} turns  {ended}  {note}"
+
+
+def _user() -> str:
+    """Who runs this command, for a label given without --by."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a bare container)
+        return f"uid {os.getuid()}"
 
 
 def _store_flag(args: argparse.Namespace) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -105,6 +106,7 @@ class PriceTable:
             self.on_unknown(model)
 
 
+@functools.lru_cache(maxsize=1024)  # asked once a model call: the same few names every time
 def _family(model: str) -> str:
     """A dated id such as "claude-sonnet-4-5-20250929" without its date."""
     dated = re.fullmatch(r"(.+)-\d{8}", model)

@@ -33,8 +33,13 @@ def replay(detector: ProgressDetector, journal: Iterable[Entry]) -> None:
 
 def call_signature(name: str, arguments: dict[str, Any]) -> str:
     """Tool name plus canonical arguments: key order and spacing do not matter."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    canonical = _canonical(arguments)
     return f"{name}:{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+
+
+# made once (`json.dumps` with options builds an encoder per call); the same text as
+# json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
 
 
 @dataclass

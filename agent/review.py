@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import yaml
 
 from agent._cli_help import plural
+from agent.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.errors import ConfigError
 from agent.journal import Answer, Answered, Approval, Denial, Entry, Stopped, Suspended
 from agent.result import StopReason
@@ -76,15 +77,32 @@ def queue(
     reasons: Sequence[StopReason] = QUEUE_REASONS,
     success_share: float = DEFAULT_SUCCESS_SHARE,
     limit: int | None = 100,
+    **page: Any,
 ) -> list[RunRecord]:
-    """The runs to review, oldest first."""
+    """The runs to review, oldest first (`page`: `offset`, `agent`, `task_type`, as the store takes them)."""
+    _check_share(success_share)
+    return store.review_queue(reasons, success_share, limit, **page)
+
+
+def queue_counts(
+    store: RunStore,
+    reasons: Sequence[StopReason] = QUEUE_REASONS,
+    success_share: float = DEFAULT_SUCCESS_SHARE,
+) -> list[tuple[str, str, int]]:
+    """How many runs the queue holds, by (agent, task type)."""
+    _check_share(success_share)
+    return store.review_counts(reasons, success_share)
+
+
+def _check_share(success_share: float) -> None:
     if not 0.0 <= success_share <= 1.0:
         raise ReviewError(f"the share of successes to review must be between 0 and 1, not {success_share}")
-    return store.review_queue(reasons, success_share, limit)
 
 
-def label(store: RunStore, run_id: str, value: str, note: str = "", now: float | None = None) -> Review:
-    """Store a person's label for a finished run."""
+def label(
+    store: RunStore, run_id: str, value: str, note: str = "", now: float | None = None, by: str = ""
+) -> Review:
+    """Store a person's label for a finished run, with who gave it (`by`)."""
     try:
         chosen = Label(value)
     except ValueError:
@@ -101,7 +119,7 @@ def label(store: RunStore, run_id: str, value: str, note: str = "", now: float |
             f"run {run_id} stopped as {record.stop_reason}: {chosen} is a label for runs that stopped as "
             f"{needs}; pick another ({', '.join(Label)})"
         )
-    return store.add_review(run_id, chosen, note, time.time() if now is None else now)
+    return store.add_review(run_id, chosen, note, time.time() if now is None else now, by.strip())
 
 
 def latest_labels(store: RunStore, run_ids: Sequence[str] | None = None) -> dict[str, Review]:
@@ -121,42 +139,103 @@ class Promoted:
     expected: list[str]
 
 
-def promote(store: RunStore, run_id: str, expect: str | None = None, out: Path = DEFAULT_OUT) -> Promoted:
-    """Write an eval case that replays the run's recorded replies and expects the chosen exit."""
-    record, journal = _reviewable(store, run_id)
-    chosen = _expected(store, record, expect)
-    case = case_for(record, journal, chosen)
+def promote(
+    store: RunStore,
+    run_id: str,
+    expect: str | None = None,
+    out: Path = DEFAULT_OUT,
+    *,
+    catalog: str | None = None,
+    overwrite: bool = True,
+) -> Promoted:
+    """Write an eval case that replays the run's recorded replies and expects the chosen exit.
+
+    `catalog` (module:attr) is where the run's agent comes from, for an agent other than the
+    seed ones; without `overwrite`, an existing case file is refused (`CaseExists`).
+    """
+    case = case_of(store, run_id, expect, catalog)
+    if case.get("catalog"):
+        _check_catalog(case["catalog"], case["agent"])
+    path = out / case_file(run_id)
+    if path.exists() and not overwrite:
+        raise CaseExists(
+            f"{path} exists already: a case was promoted from run {run_id} before. Delete or move that "
+            "file to promote the run again"
+        )
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{_file_name(run_id)}.yaml"
-    with path.open("w") as stream:
-        yaml.safe_dump({"cases": [case]}, stream, sort_keys=False, allow_unicode=True, width=110)
+    try:
+        with path.open("w" if overwrite else "x") as stream:
+            stream.write(case_yaml(case))
+    except FileExistsError:
+        raise CaseExists(f"{path} exists already (written just now by someone else)") from None
+    except OSError as exc:
+        raise ReviewError(f"cannot write the case file {path}: {exc.strerror or exc}") from exc
     then = case.get("then")
     return Promoted(path, case["name"], [case["expect"]] + ([then["expect"]] if then else []))
 
 
-def case_for(record: RunRecord, journal: Sequence[Entry], expect: StopReason) -> dict[str, Any]:
-    """The eval case (as its YAML mapping) for a recorded run of a seed agent."""
+class CaseExists(ReviewError):
+    """The case file a promote would write is there already."""
+
+
+def case_of(
+    store: RunStore, run_id: str, expect: str | None = None, catalog: str | None = None
+) -> dict[str, Any]:
+    """The eval case (as its YAML mapping) for a stored run: the exit from `expect` or its label."""
+    record, journal = _reviewable(store, run_id)
+    return case_for(record, journal, _expected(store, record, expect), catalog)
+
+
+def case_yaml(case: dict[str, Any]) -> str:
+    """A case file holding `case`."""
+    text: str = yaml.safe_dump({"cases": [case]}, sort_keys=False, allow_unicode=True, width=110)
+    return text
+
+
+def case_file(run_id: str) -> str:
+    """The name of the case file promoted from `run_id`."""
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', run_id)}.yaml"
+
+
+def case_for(
+    record: RunRecord, journal: Sequence[Entry], expect: StopReason, catalog: str | None = None
+) -> dict[str, Any]:
+    """The eval case (as its YAML mapping) for a recorded run: of a seed agent in its fixture's
+    world, or, with `catalog`, of that catalog's agent with the run's state."""
     from agent.evals.replay import record as replay_of
     from agent.examples.scenarios import AGENTS
 
-    if record.agent not in AGENTS:
+    catalog = None if catalog == SEED_CATALOG else catalog
+    if catalog is None and record.agent not in AGENTS:
         raise ReviewError(
-            f"run {record.run_id} is of agent {record.agent!r}: promote writes cases for the seed agents' "
-            f"worlds ({', '.join(AGENTS)}); write a case for your own agent by hand (agent/evals/README.md)"
+            f"run {record.run_id} is of agent {record.agent!r}, not a seed agent ({', '.join(AGENTS)}): "
+            "say which catalog it comes from (`endstate review promote RUN_ID --catalog module:attr`, "
+            f"or ${ENV_CATALOG}; `endstate serve --catalog` does it for the inbox)"
         )
-    replay = replay_of(journal, str(record.state.get("workdir", "")), corpus=record.agent == "researcher")
+    seed = catalog is None
+    workdir = str(record.state.get("workdir", ""))
+    replay = replay_of(journal, workdir, corpus=seed and record.agent == "researcher")
     if not replay.replies:
         raise ReviewError(f"run {record.run_id} holds no model reply to replay (it ended before any)")
     case: dict[str, Any] = {
         "name": f"review/{record.run_id}",
         "description": _description(record, expect),
         "agent": record.agent,
-        "fixture": fixture_for(record),
+        **({"fixture": fixture_for(record)} if seed else {"catalog": catalog, "state": record.state}),
         "task": record.task,
         "task_type": record.task_type,
     }
     case |= _expectations(record, journal, expect)
     return case | {"replay": list(replay.replies), "results": [r.to_dict() for r in replay.results]}
+
+
+def _check_catalog(spec: str, agent: str) -> None:
+    """The catalog loads and has `agent` (so `endstate eval` can build it)."""
+    found = load_catalog(spec)
+    try:
+        found.entry(agent)
+    finally:
+        found.close()
 
 
 def fixture_for(record: RunRecord) -> str:
@@ -247,10 +326,6 @@ def _description(record: RunRecord, expect: StopReason) -> str:
         f"Promoted from run {record.run_id} ({record.stop_reason}"
         f"{'/' + record.stop_limit if record.stop_limit else ''}): replays {replies} and expects {expect}."
     )
-
-
-def _file_name(run_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
 
 
 # -- retention and counting, for the service -----------------------------------------------------

@@ -8,9 +8,14 @@ server on loopback, from Debian's binaries), all with telemetry on (metrics
 and tracing into an exporter that drops spans), interleaved in one process,
 and prints the median cost per turn of each and its ratio to the bare loop.
 Each turn writes one checkpoint (its one tool result lands with the completed
-turn). It then times each checkpoint itself in runs of 10 and of 200 turns:
-a checkpoint appends only the turn's new journal entries, so its cost must
-not grow with the history (the ratio 200/10 should stay near 1).
+turn). Beside them, two references show what any store must pay at the least:
+the bare loop with one trivial write transaction a turn on a SQLite file
+(`BEGIN IMMEDIATE`, an `UPDATE` of one integer, `COMMIT`) and with one trivial
+round trip a turn to the PostgreSQL server (`SELECT 1`), each handed to the
+agent as its checkpointer. Each variant goes first in turn. It then times
+each checkpoint itself in runs of 10 and of 200 turns, alternating: a
+checkpoint appends only the turn's new journal entries, so its cost must not
+grow with the history (the ratio 200/10 should stay near 1).
 
 Part 2 suspends `--suspended` runs at once (each asks a question after one
 turn), reports the store bytes and the process memory per suspended run, then
@@ -23,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import resource
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -87,23 +94,60 @@ def per_turn(urls: dict[str, str], turns: int, runs: int) -> dict[str, float]:
     catalog.register("bench", lambda state: counting_agent(turns, tel.hooks))
     stores = {name: open_store(url) for name, url in urls.items()}
     runners = {name: Runner(store, catalog, hooks=tel.hooks) for name, store in stores.items()}
-    times: dict[str, list[float]] = {"bare": [], **{name: [] for name in urls}}
+    least, closers = least_writes(urls)
+    times: dict[str, list[float]] = {"bare": [], **{name: [] for name in [*least, *urls]}}
+    plays = {"bare": lambda: counting_agent(turns, tel.hooks).run("note numbers")}
+    for name, write in least.items():
+        plays[name] = lambda w=write: dataclasses.replace(counting_agent(turns, tel.hooks), checkpoint=w).run(
+            "note numbers"
+        )
+    for name, runner in runners.items():
+        plays[name] = lambda r=runner: asyncio.run(r.start("bench", "note numbers"))
+    order = list(plays)
     for i in range(runs + 2):  # two warm-up rounds
-        t0 = time.perf_counter()
-        result = counting_agent(turns, tel.hooks).run("note numbers")
-        took = {"bare": time.perf_counter() - t0}
-        for name, runner in runners.items():
+        took = {}
+        for name in order[i % len(order) :] + order[: i % len(order)]:  # each goes first in turn
             t0 = time.perf_counter()
-            stored = asyncio.run(runner.start("bench", "note numbers"))
+            result = plays[name]()
             took[name] = time.perf_counter() - t0
-            assert result.reason == stored.reason == "success" and stored.turns == turns
+            assert result.reason == "success" and result.turns == turns, (name, result)
         if i >= 2:
             for name, seconds in took.items():
                 times[name].append(seconds / turns * 1e6)
     for store in stores.values():
         store.close()
+    for close in closers:
+        close()
     tel.shutdown()
     return {name: statistics.median(values) for name, values in times.items()}
+
+
+def least_writes(urls: dict[str, str]) -> tuple[dict[str, Any], list[Any]]:
+    """Checkpointers doing the least a store must: one trivial SQLite commit, one PostgreSQL round trip."""
+    least: dict[str, Any] = {}
+    closers: list[Any] = []
+    if "SQLite" in urls:
+        path = urls["SQLite"].removeprefix("sqlite:///") + ".least"
+        lite = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        lite.execute("PRAGMA journal_mode = WAL")
+        lite.execute("PRAGMA synchronous = NORMAL")
+        lite.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER)")
+        lite.execute("INSERT INTO t VALUES (0)")
+
+        def sqlite_commit(_: Any) -> None:
+            lite.execute("BEGIN IMMEDIATE")
+            lite.execute("UPDATE t SET n = n + 1")
+            lite.execute("COMMIT")
+
+        least["bare + 1 SQLite commit"] = sqlite_commit
+        closers.append(lite.close)
+    if "PostgreSQL" in urls:
+        import psycopg
+
+        conn = psycopg.connect(urls["PostgreSQL"], autocommit=True)
+        least["bare + 1 PG round trip"] = lambda _: conn.execute("SELECT 1").fetchall()
+        closers.append(conn.close)
+    return least, closers
 
 
 class TimedStore:
@@ -122,21 +166,26 @@ class TimedStore:
 
 
 def checkpoint_growth(url: str, runs: int) -> dict[str, float]:
-    """Median microseconds of one checkpoint in 10-turn runs and in the last 10 turns of 200-turn runs."""
+    """Median microseconds of one checkpoint in 10-turn runs and in the last 10 turns of 200-turn runs.
+
+    The two lengths alternate, so the store's growth and the machine's drift touch both alike.
+    """
     store = TimedStore(open_store(url))
-    medians = {}
+    runners: dict[int, Runner] = {}
+    last: dict[int, list[float]] = {}
     for turns in (10, 200):
         catalog = Catalog()
         catalog.register("bench", lambda state, t=turns: counting_agent(t, NoHooks()))
-        runner = Runner(store, catalog)  # type: ignore[arg-type]
-        last: list[float] = []
-        for _ in range(max(3, runs // 8)):
+        runners[turns] = Runner(store, catalog)  # type: ignore[arg-type]
+        last[turns] = []
+    for _ in range(max(5, runs // 4)):
+        for turns, runner in runners.items():
             store.took = []
             asyncio.run(runner.start("bench", "note numbers"))
-            last += store.took[-10:]
-        medians[turns] = statistics.median(last)
+            last[turns] += store.took[-10:]
     store.store.close()
-    return {"checkpoint_us_at_10": medians[10], "checkpoint_us_at_200": medians[200]}
+    at10, at200 = statistics.median(last[10]), statistics.median(last[200])
+    return {"checkpoint_us_at_10": at10, "checkpoint_us_at_200": at200}
 
 
 async def _suspend_all(runner: Runner, count: int) -> list[str]:
@@ -216,9 +265,10 @@ def main() -> None:
             turn = per_turn(urls, args.turns, args.runs)
             print(f"per turn ({args.turns}-turn runs, median of {args.runs}, telemetry on, interleaved):")
             bare = turn.pop("bare")
-            print(f"  bare loop            {bare:8.1f} us/turn")
+            print(f"  bare loop                   {bare:8.1f} us/turn")
             for name, us in turn.items():
-                print(f"  with {name:<15} {us:8.1f} us/turn   {us / bare:5.2f}x the bare loop")
+                label = name if name.startswith("bare +") else f"with {name}"
+                print(f"  {label:<27} {us:8.1f} us/turn   {us / bare:5.2f}x the bare loop")
             for name, url in urls.items():
                 growth = checkpoint_growth(url, args.runs)
                 at10, at200 = growth["checkpoint_us_at_10"], growth["checkpoint_us_at_200"]

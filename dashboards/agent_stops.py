@@ -153,10 +153,11 @@ def limit_share() -> timeseries.Panel:
         "Each run counts once, at its real end (need_help suspensions and cancelled-then-resumed segments "
         f"are no ends). Dashed line: page threshold ({LIMIT_SHARE_PAGE:.0%}). Dotted: twice the share of "
         "the last 7 days, the rising alert (drawn once a day of history with 20 runs an hour exists). "
-        "Series named 6h: the share over 6 hours, which the alert reads for agents with fewer than 20 runs "
+        "Series named 6h: the share over 6 hours, which the alerts read for agents with fewer than 20 runs "
         "in the last hour: they page above "
-        f"{LIMIT_SHARE_PAGE:.0%} of at least 20 runs or above half of at least 5. Usually a broken tool or a "
-        "change in the outside world.",
+        f"{LIMIT_SHARE_PAGE:.0%} of at least 20 runs or above half of at least 5, and the rising alert "
+        "opens a ticket above three times their share of the 7 days before (with at least 5 limit stops). "
+        "Usually a broken tool or a change in the outside world.",
         "percentunit",
         [
             query(f"{ratio}{limit}", "{{agent}} {{task_type}}", "A"),
@@ -264,17 +265,20 @@ def active_time() -> timeseries.Panel:
 
 def human_wait() -> timeseries.Panel:
     alerted = "agent_task_type:agent_human_wait_seconds:p90_rate1h"
+    quiet = "agent_task_type:agent_human_wait_seconds:p90_rate6h"
     panel = series_panel(
         "Completed waits for a person (p50, p90)",
         "How long suspended runs waited for an answer, by outcome (answered, or expired at the deadline). "
         "The thick line is what EndstateHumanWaitSlow reads: p90 of all completed waits over 1h. Dashed "
         f"line: its threshold ({HUMAN_WAIT_P90_SECONDS // 60} min); it fires only with at least 5 waits "
-        "an hour.",
+        "an hour. Series named 6h: p90 over 6 hours, which the alert reads for agents with fewer than 5 "
+        "waits in the last hour (with at least 10 in the 6 hours).",
         "s",
         [
             query(quantile(0.5, "agent_human_wait_seconds", "outcome", sel()), "p50 {{outcome}}", "A"),
             query(quantile(0.9, "agent_human_wait_seconds", "outcome", sel()), "p90 {{outcome}}", "B"),
             query(f"{alerted}{sel()}", "p90 1h, as alerted: {{agent}} {{task_type}}", "C"),
+            query(f"{quiet}{sel()}", "6h: {{agent}} {{task_type}}", "D"),
         ],
     )
     thick = [model.DynamicConfigValue(id_val="custom.lineWidth", value=3)]
@@ -433,7 +437,7 @@ def false_success_share() -> timeseries.Panel:
         "reached a verdict (audits that failed themselves are left out), over 6 hours. Dashed line: the "
         f"EndstateFalseSuccessShareHigh threshold ({FALSE_SUCCESS_SHARE:.0%}, at least 10 audits). Series "
         "named 1d: the 1-day share of agents with fewer than 10 audits in 6 hours, which the alert reads "
-        "for them.",
+        f"for them: above {FALSE_SUCCESS_SHARE:.0%} of at least 10 audits, or above half of at least 5.",
         "percentunit",
         [
             query(

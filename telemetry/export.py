@@ -138,6 +138,7 @@ class CountedBatchProcessor(SpanProcessor):
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
         )
+        self._emit = self.batch.on_end  # bound once: called for every span
 
     @property
     def pending(self) -> int:
@@ -148,7 +149,8 @@ class CountedBatchProcessor(SpanProcessor):
         return None
 
     def on_end(self, span: ReadableSpan) -> None:
-        if not (span.context and span.context.trace_flags.sampled):
+        context = span.context
+        if not (context and context.trace_flags.sampled):
             return
         with self._lock:
             pending = self._queued - self._handed
@@ -160,7 +162,7 @@ class CountedBatchProcessor(SpanProcessor):
             return
         if pending >= self._yield_from:
             time.sleep(0)  # let the export thread take the GIL; never waits for the network
-        self.batch.on_end(span)
+        self._emit(span)
 
     def shutdown(self) -> None:
         self._closed = True

@@ -118,6 +118,7 @@ class MetricsHooks:
         self._models: dict[tuple[str, str], _ModelSeries] = {}
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
         self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}  # see `child`
         self.m = _Instruments(self.registry)
         for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):  # at zero together: failure ratios from the start
             self.m.export_failures.labels(signal)
@@ -135,10 +136,22 @@ class MetricsHooks:
             agent.runs_started.inc()
         if info.resumed_from:
             reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
-            self.m.runs_resumed.labels(info.agent, info.task_type, reason).inc()
+            self.child(self.m.runs_resumed, info.agent, info.task_type, reason).inc()
         for limit, value in info.limits.items():
-            self.m.budget_limit.labels(info.agent, info.task_type, limit).set(value)
+            self.child(self.m.budget_limit, info.agent, info.task_type, limit).set(value)
         return _RunMetrics(self, info, agent, model)
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, looked up once: the registry's lookup validates and locks each time.
+
+        Label values here are already bounded (see the module's docstring), and
+        the registry keeps every child it made anyway, so this holds no more.
+        """
+        key = (metric, labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def record_export_failure(self, signal: str) -> None:
         """Count a failed export of `signal` (traces or metrics)."""
@@ -213,7 +226,8 @@ class MetricsHooks:
             self.m.tool_duration.labels(n.OP_EXECUTE_TOOL, tool, n.NO_ERROR)
             for outcome in _TOOL_OUTCOMES:
                 self.m.tool_calls.labels(info.agent, info.task_type, tool, outcome)
-        self.m.agent_duration.labels(n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, n.NO_ERROR)
+        series = (n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, n.NO_ERROR)
+        self.child(self.m.agent_duration, *series)  # at zero: a ratio of errors has a series to read
 
 
 class _Instruments:
@@ -438,9 +452,9 @@ class _RunMetrics(RunObserver):
         seconds = time.perf_counter() - self._model_t0 if self._model_t0 else 0.0
         self._model_t0 = 0.0
         if reply is None:
-            info = self._info
-            error_type = self._hooks.error_label(info.provider, info.model, error_type_of(error))
-            self._hooks.m.duration.labels(n.OP_CHAT, info.provider, info.model, error_type).observe(seconds)
+            info, hooks = self._info, self._hooks
+            error_type = hooks.error_label(info.provider, info.model, error_type_of(error))
+            hooks.child(hooks.m.duration, n.OP_CHAT, info.provider, info.model, error_type).observe(seconds)
             return
         self._model.duration_ok.observe(seconds)
         self._model.tokens_in.observe(reply.input_tokens)
@@ -451,9 +465,9 @@ class _RunMetrics(RunObserver):
         )
         for token_type, tokens in cache:
             if tokens:
-                self._hooks.m.token_usage.labels(
-                    n.OP_CHAT, self._info.provider, self._info.model, token_type
-                ).observe(tokens)
+                info, hooks = self._info, self._hooks
+                series = (n.OP_CHAT, info.provider, info.model, token_type)
+                hooks.child(hooks.m.token_usage, *series).observe(tokens)
         if reply.time_to_first_token is not None:
             self._model.first_chunk.observe(reply.time_to_first_token)
 
@@ -476,8 +490,8 @@ class _RunMetrics(RunObserver):
         if error_type:
             error_type = self._hooks.error_label(n.OP_EXECUTE_TOOL, tool, error_type)
         children = (
-            m.tool_calls.labels(info.agent, info.task_type, tool, outcome),
-            m.tool_duration.labels(n.OP_EXECUTE_TOOL, tool, error_type),
+            self._hooks.child(m.tool_calls, info.agent, info.task_type, tool, outcome),
+            self._hooks.child(m.tool_duration, n.OP_EXECUTE_TOOL, tool, error_type),
         )
         self._tool_children[key] = children
         return children
@@ -490,9 +504,9 @@ class _RunMetrics(RunObserver):
         if self._hooks.local_pending is not None:
             self._hooks.local_pending.remove(self._info.run_id)
         if wait.outcome in _WAIT_OUTCOMES:
-            info = self._info
+            info, hooks = self._info, self._hooks
             seconds = person_wait_seconds(wait)
-            self._hooks.m.human_wait.labels(info.agent, info.task_type, wait.outcome).observe(seconds)
+            hooks.child(hooks.m.human_wait, info.agent, info.task_type, wait.outcome).observe(seconds)
 
     def run_ended(self, result: RunResult) -> None:
         if self._ended:
@@ -525,7 +539,7 @@ class _RunMetrics(RunObserver):
         if reason is StopReason.ERROR:
             label = self._hooks.error_label(info.provider, info.model, bounded_name(error_type, str(reason)))
         series = (n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, label)
-        self._hooks.m.agent_duration.labels(*series).observe(time.perf_counter() - self._t0)
+        self._hooks.child(self._hooks.m.agent_duration, *series).observe(time.perf_counter() - self._t0)
 
 
 class _HelpCollector(Collector):

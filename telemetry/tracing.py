@@ -126,7 +126,7 @@ class _RunTrace(RunObserver):
         self._tools: dict[str, _Call] = {}
         self._held: list[_Call] = []  # calls that ended outside any turn: the next turn takes them
         self._chat_name = f"{n.SPAN_CHAT} {info.model}"
-        self._chat_attributes = {
+        self._chat_attributes: dict[str, Any] = {
             n.GEN_AI_OPERATION_NAME: n.OP_CHAT,
             n.GEN_AI_PROVIDER_NAME: info.provider,
             n.GEN_AI_REQUEST_MODEL: info.model,
@@ -144,12 +144,17 @@ class _RunTrace(RunObserver):
             return
         if self._turn is not None or self._chat is not None or self._tools:
             self._end_turn()
-        held, self._held = self._held, []
+        attributes: dict[str, Any] = {n.AGENT_TURN_INDEX: index}
+        if continued:
+            attributes[n.AGENT_TURN_CONTINUED] = True
+        held = self._held
+        if held:
+            self._held = []
         self._turn = self._tracer.start_span(
             n.SPAN_TURN,
             context=self._ctx,
-            attributes={n.AGENT_TURN_INDEX: index, **({n.AGENT_TURN_CONTINUED: True} if continued else {})},
-            start_time=min((call.start_ns for call in held), default=None),
+            attributes=attributes,
+            start_time=min(call.start_ns for call in held) if held else None,
         )
         self._turn_ctx = trace.set_span_in_context(self._turn)
         for call in held:  # an approved tool run on resume, before the turn it completes
@@ -169,11 +174,9 @@ class _RunTrace(RunObserver):
             return
         if self._chat is not None:
             self._emit(self._chat, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
-        attributes = {
-            **self._chat_attributes,
-            n.GEN_AI_REQUEST_MAX_TOKENS: request.max_tokens,
-            n.AGENT_ATTEMPT: attempt,
-        }
+        attributes = self._chat_attributes.copy()
+        attributes[n.GEN_AI_REQUEST_MAX_TOKENS] = request.max_tokens
+        attributes[n.AGENT_ATTEMPT] = attempt
         content: dict[str, Any] = {}
         if self._capture or self._events is not None:
             content[n.GEN_AI_INPUT_MESSAGES] = _content.messages_json(request.messages, self._redact)

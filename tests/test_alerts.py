@@ -223,3 +223,35 @@ def test_a_runbook_base_that_cannot_make_links_is_refused(tmp_path: Path, base: 
     assert done.returncode == 2
     assert "is not an http(s) URL" in done.stderr and "{alertname}" in done.stderr
     assert not (tmp_path / "rules").exists()
+
+
+# -- every share or rate alert pages a quiet agent too (DESIGN.md) --------------------
+
+# Alerts that need no quiet path: one pending request is enough for the first, 10 runs a day for
+# the second (alerts/README.md, "Quiet agents").
+COUNT_ALERTS = {"EndstateHelpRequestStale", "EndstateAgentDown"}
+
+
+@pytest.mark.parametrize("name", sorted(set(ALERTS) - COUNT_ALERTS))
+def test_a_share_or_rate_alert_has_a_quiet_path_tested_both_ways(name: str) -> None:
+    """A second path over a longer window (`or`), tested firing for a quiet agent and staying
+    quiet for one behaving normally."""
+    assert re.search(r"\)\s*or\s*\(", ALERTS[name]["expr"]), f"{name} has no second path"
+    names = [group["name"] for group in unit_tests_of(name)]
+    for case in ("fires for a quiet agent", "quiet under normal traffic for a quiet agent"):
+        groups = [g for g in unit_tests_of(name) if g["name"].startswith(case)]
+        assert groups, f"{name} has no promtool test that {case}: {names}"
+        assert all(any(evaluations(g, name)) == case.startswith("fires") for g in groups)
+
+
+def test_the_quiet_baseline_leaves_out_the_window_it_is_compared_with() -> None:
+    """The rising alerts' quiet path compares 6 hours with the 7 days before them, so a jump on a
+    short history does not raise its own baseline."""
+    baseline = next(r for r in rules("record") if r["record"].endswith(":ratio_rate6h_avg7d"))
+    assert baseline["expr"].count("offset 6h") == 4
+    for name in ("EndstateLimitStopShareRising", "EndstateNoProgressSurge", "EndstateGiveUpSurge"):
+        expr = ALERTS[name]["expr"]
+        assert re.search(r"ratio_rate6h\{[^}]*\}\s*> 3 \* \S+:ratio_rate6h_avg7d", expr), name
+        assert re.search(r"increase6h\{[^}]*\} >= 5", expr), name
+        busy = r"unless on \(agent, task_type\)\s+agent_task_type:agent_stops_final:increase1h >= 20"
+        assert re.search(busy, expr), name

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from test_runner_agents import MARKUP, counter_state
+from test_runner_agents import MARKUP, counter_state, env_with_tests
 from test_service_support import TOKEN, Server, wait_status
 
 pytestmark = pytest.mark.slow
@@ -343,3 +345,257 @@ def test_the_inbox_pages_oldest_first(tmp_path: Path, page: object, shots: Path)
         page.click(".pages a[rel=prev]")
         expect(page.locator(".pages")).to_contain_text("Runs 3-4 of 5")
     assert seen == started  # started one after another: oldest first across the pages
+
+
+# -- the review queue in the inbox: one state per test, each kept as a screenshot ---------------------
+
+
+def _finish(server: Server, agent: str, scenario: str) -> str:
+    with server.client() as api:
+        run_id: str = api.post(
+            "/runs", json={"agent": agent, "task": f"{scenario} task", "state": {"scenario": scenario}}
+        ).json()["run_id"]
+        wait_status(api, run_id, "finished")
+    return run_id
+
+
+def _labels_offered(item: object) -> list[str]:
+    from playwright.sync_api import Locator
+
+    assert isinstance(item, Locator)
+    radios = item.locator("input[name=label]")
+    return [str(radios.nth(i).get_attribute("value")) for i in range(radios.count())]
+
+
+def test_the_review_queue_shows_what_each_run_did_oldest_first_with_filters(
+    server: Server, page: object, shots: Path
+) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    offline = _finish(server, "invoice-downloader", "invoice/portal-offline")
+    same_page = _finish(server, "csv-cleaner", "csv/same-page")
+    cut_off = _finish(server, "researcher", "research/one-more-source")
+    _sign_in(page, server)
+    page.click(".views a:text('To review')")  # from the pending list
+    assert page.url.endswith("/inbox/review")
+    expect(page.locator("#count")).to_have_text("3")
+    expect(page.locator(".views a[aria-current=page]")).to_have_text("To review")
+    assert [page.locator(".run").nth(i).get_attribute("data-run-id") for i in range(3)] == [
+        offline, same_page, cut_off,
+    ]  # fmt: skip  # oldest first
+    gave_up = page.locator(f"#run-{offline}")
+    expect(gave_up.locator(".stop")).to_contain_text("Stopped: gave_up after 3 turns")
+    expect(gave_up.locator(".cause")).to_contain_text("The supplier portal refuses connections")
+    expect(gave_up.locator(".steps .tool")).to_have_text(["list_invoices", "list_invoices"])
+    expect(gave_up.locator(".steps .result.error").first).to_contain_text("PortalOffline")
+    expect(page.locator(f"#run-{same_page} .cause")).to_contain_text("read_rows called 3 times")
+    limit = page.locator(f"#run-{cut_off}")
+    expect(limit.locator(".stop")).to_contain_text("Stopped: limit (turns) after 25 turns")
+    expect(limit.locator(".did h3")).to_have_text("What it did: the last 5 tool calls")
+    expect(limit.locator(".steps .args").first).to_contain_text("instant payments source")
+    expect(limit.locator(".cause")).to_have_text("Cause: its turns budget ran out")
+    assert _labels_offered(gave_up) == ["correct_give_up", "should_have_succeeded", "fine"]
+    assert _labels_offered(limit) == ["correct_give_up", "should_have_succeeded", "limit_too_low", "fine"]
+    expect(limit.locator("label:has(input[value=limit_too_low]) .label-effect")).to_contain_text(
+        "limits suggest puts that ceiling above this run"
+    )
+    _shot(page, shots, "7-review-queue")
+
+    page.click(".filter-agent a:text('csv-cleaner (1)')")
+    assert page.url.endswith("/inbox/review?agent=csv-cleaner")
+    expect(page.locator("#count")).to_have_text("1")
+    expect(page.locator(".run")).to_have_count(1)
+    page.click(".filter-agent a:text('all')")
+    expect(page.locator(".run")).to_have_count(3)
+    page.click(".views a:text('Waiting for a person')")  # and back
+    assert page.url.endswith("/inbox")
+    expect(page.locator("h1")).to_contain_text("Runs waiting for a person")
+
+
+def test_the_review_queue_pages_oldest_first(tmp_path: Path, page: object) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    with Server(str(tmp_path / "runs.db"), tmp_path, "--page-size", "2") as server:
+        started = [_finish(server, "invoice-downloader", "invoice/portal-offline") for _ in range(3)]
+        page.goto(f"{server.url}/inbox/review")
+        expect(page.locator(".pages")).to_contain_text("Runs 1-2 of 3, oldest first")
+        first = [page.locator(".run").nth(i).get_attribute("data-run-id") for i in range(2)]
+        page.click(".pages a[rel=next]")
+        expect(page.locator(".pages")).to_contain_text("Runs 3-3 of 3")
+        assert [*first, page.locator(".run").get_attribute("data-run-id")] == started
+
+
+def test_an_empty_review_queue_says_so(server: Server, page: object, shots: Path) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    _start(server, "invoice-downloader", "invoice/which-one")  # waiting for a person: not for review
+    _sign_in(page, server)
+    page.goto(f"{server.url}/inbox/review")
+    expect(page.locator("#count")).to_have_text("0")
+    expect(page.locator(".empty")).to_have_text("Nothing to review: every run that needs a look is labelled.")
+    expect(page.locator(".run")).to_have_count(0)
+    expect(page.locator(".intro")).to_contain_text("endstate review")
+    _shot(page, shots, "8-review-empty")
+
+
+def test_a_label_records_who_gave_it_and_takes_the_run_out_of_the_queue(
+    server: Server, page: object, shots: Path, tmp_path: Path
+) -> None:
+    import yaml
+    from playwright.sync_api import Page, expect
+
+    from agent.store import open_store
+
+    assert isinstance(page, Page)
+    offline = _finish(server, "invoice-downloader", "invoice/portal-offline")
+    same_page = _finish(server, "csv-cleaner", "csv/same-page")
+    _sign_in(page, server)
+    page.goto(f"{server.url}/inbox/review")
+    item = page.locator(f"#run-{offline}")
+    item.locator("input[value=correct_give_up]").check()
+    item.locator("input[name=note]").fill("the portal really was down")
+    item.locator("input[name=by]").fill("Ana On-Call")
+    item.locator("form.label button").click()
+    expect(page.locator(".notice").first).to_have_text(
+        f"Labelled run {offline} correct_give_up (by Ana On-Call); it left the queue."
+    )
+    expect(page.locator("#count")).to_have_text("1")
+    expect(page.locator(f"#run-{offline}")).to_have_count(0)
+    expect(page.locator(f"#run-{same_page} input[name=by]")).to_have_value("Ana On-Call")  # remembered
+
+    page.click(".notice.next a")  # to the run's page: its labels and its eval case
+    expect(page.locator(".labels-given li")).to_contain_text("correct_give_up")
+    expect(page.locator(".labels-given .labelled-by")).to_contain_text("by Ana On-Call")
+    expect(page.locator(".labels-given .note")).to_have_text("the portal really was down")
+    expect(page.locator("form.label legend")).to_have_text("Label it again (the new label replaces the last)")
+    expect(page.locator("pre.case-yaml")).to_contain_text("expect: gave_up")
+    expect(page.locator("pre.case-yaml")).to_contain_text("fixture: portal_offline")
+    expect(page.locator(".no-cases-dir")).to_contain_text("--cases-dir DIR")  # this service has none
+    expect(page.locator("form.promote")).to_have_count(0)
+    download = page.request.get(f"{server.url}/inbox/review/runs/{offline}/case.yaml")
+    assert download.status == 200
+    assert download.headers["content-disposition"] == f'attachment; filename="{offline}.yaml"'
+    [case] = yaml.safe_load(download.text())["cases"]
+    assert case["name"] == f"review/{offline}" and case["expect"] == "gave_up"
+
+    page.click(".views a:text('Labelled')")
+    row = page.locator(f"tr[data-run-id='{offline}']")
+    expect(row.locator(".label")).to_have_text("correct_give_up")
+    expect(row.locator(".by")).to_have_text("Ana On-Call")
+    expect(row.locator(".case")).to_have_text("not promoted")
+    _shot(page, shots, "9-labelled")
+    store = open_store(str(tmp_path / "runs.db"))
+    try:
+        [given] = store.reviews()
+    finally:
+        store.close()
+    assert (given.run_id, given.label, given.by, given.note) == (
+        offline, "correct_give_up", "Ana On-Call", "the portal really was down",
+    )  # fmt: skip
+
+
+def test_promote_writes_the_case_into_the_cases_dir_once_and_eval_passes_it(
+    tmp_path: Path, page: object, shots: Path
+) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    cases = tmp_path / "evals" / "promoted"
+    with Server(str(tmp_path / "runs.db"), tmp_path, "--cases-dir", str(cases)) as server:
+        offline = _finish(server, "invoice-downloader", "invoice/portal-offline")
+        _sign_in(page, server)
+        page.goto(f"{server.url}/inbox/review/runs/{offline}")
+        expect(page.locator(".case .case-note")).to_contain_text("Label the run first")
+        page.locator("input[value=correct_give_up]").check()
+        page.locator("input[name=by]").fill("Bo")
+        page.locator("form.label button").click()
+        page.click(".notice.next a")
+        expect(page.locator("form.promote .effect")).to_contain_text(f"{cases / offline}.yaml")
+        page.locator("form.promote button").click()
+        expect(page.locator(".notice")).to_contain_text(
+            f"Wrote {cases / offline}.yaml: case 'review/{offline}'"
+        )
+        expect(page.locator(".promoted")).to_contain_text(f"Promoted: {cases / offline}.yaml")
+        expect(page.locator("form.promote")).to_have_count(0)
+        _shot(page, shots, "10-promoted")
+        written = (cases / f"{offline}.yaml").read_text()
+
+        again = page.request.post(f"{server.url}/inbox/review/runs/{offline}/promote", form={"promote": "1"})
+        assert again.status == 409 and "exists already" in again.text()
+        assert (cases / f"{offline}.yaml").read_text() == written  # never overwritten
+        page.goto(f"{server.url}/inbox/review/labelled")
+        expect(page.locator(f"tr[data-run-id='{offline}'] .case")).to_have_text("promoted")
+
+    evaluated = subprocess.run(  # its own process: Playwright's loop runs in this thread
+        [sys.executable, "-m", "agent.cli", "eval", str(cases), "--no-progress"],
+        capture_output=True, text=True, timeout=300, env=env_with_tests(),
+    )  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    assert "PASSED: 1 of 1 cases met their expectations." in evaluated.stdout
+
+
+def test_label_and_promote_are_refused_without_the_token_and_change_nothing(
+    tmp_path: Path, page: object, shots: Path
+) -> None:
+    from playwright.sync_api import Page, expect
+
+    from agent.store import open_store
+
+    assert isinstance(page, Page)
+    cases = tmp_path / "cases"
+    with Server(str(tmp_path / "runs.db"), tmp_path, "--cases-dir", str(cases)) as server:
+        offline = _finish(server, "invoice-downloader", "invoice/portal-offline")
+        page.goto(f"{server.url}/inbox/review")
+        expect(page.locator(f"#run-{offline} .sign-in-to-label")).to_have_text("Sign in to label.")
+        expect(page.locator("form.label")).to_have_count(0)
+        label = {"label": "correct_give_up", "by": "mallory"}
+        refused = page.request.post(f"{server.url}/inbox/review/runs/{offline}/label", form=label)
+        assert refused.status == 401 and "Sign in with the service token first" in refused.text()
+        refused = page.request.post(f"{server.url}/inbox/review/runs/{offline}/promote", form={"p": "1"})
+        assert refused.status == 401
+
+        _sign_in(page, server)  # a form shown to a signed-in person, posted after the cookie is gone
+        page.goto(f"{server.url}/inbox/review")
+        page.locator("input[value=correct_give_up]").check()
+        page.locator("input[name=by]").fill("mallory")
+        page.context.clear_cookies()
+        page.locator("form.label button").click()
+        expect(page.locator("p.error")).to_have_text("Sign in with the service token first.")
+        expect(page.locator("#count")).to_have_text("1")
+        _shot(page, shots, "11-label-refused-without-token")
+
+        with contextlib.closing(_signed_in(server)) as browser:
+            for path, form in (("label", label), ("promote", {"p": "1"})):
+                cross = browser.post(
+                    f"/inbox/review/runs/{offline}/{path}",
+                    data=form,
+                    headers={"Origin": "http://evil.example"},
+                )
+                assert cross.status_code == 403 and "cross-site" in cross.text
+    store = open_store(str(tmp_path / "runs.db"))
+    try:
+        assert store.reviews() == []
+    finally:
+        store.close()
+    assert not cases.exists()
+
+
+def test_with_reads_behind_the_token_the_review_pages_show_nothing_signed_out(tmp_path: Path) -> None:
+    with Server(str(tmp_path / "runs.db"), tmp_path, "--read-auth", "token") as server:
+        offline = _finish(server, "invoice-downloader", "invoice/portal-offline")
+        for path in ("/inbox/review", "/inbox/review/labelled", f"/inbox/review/runs/{offline}"):
+            shown = httpx.get(f"{server.url}{path}", timeout=30)
+            assert shown.status_code == 200 and "Sign in with the service token to see" in shown.text, path
+            assert offline not in shown.text.replace(f"/inbox/review/runs/{offline}", "") or path.endswith(
+                offline
+            )
+        download = httpx.get(f"{server.url}/inbox/review/runs/{offline}/case.yaml", timeout=30)
+        assert download.status_code == 401 and "replay:" not in download.text
+        with contextlib.closing(_signed_in(server)) as browser:
+            assert offline in browser.get("/inbox/review").text
+            ghost = browser.get("/inbox/review/runs/%3Cb%3Eghost")
+            assert ghost.status_code == 404 and "No run with id &#x27;&lt;b&gt;ghost&#x27;." in ghost.text
+            assert "<b>" not in ghost.text

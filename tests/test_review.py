@@ -96,14 +96,27 @@ def test_the_queue_lists_unlabelled_failures_oldest_first_and_a_label_takes_a_ru
     assert "2 runs to review, oldest first. Label one: endstate review label RUN_ID" in out
     assert f"--store {store_path}" in out  # the hint carries the store it was given
 
-    code, out = cli(capsys, "review", "label", "offline", "correct_give_up", "--store", str(store_path))
-    assert code == 0 and "labelled correct_give_up" in out
+    code, out = cli(
+        capsys, "review", "label", "offline", "correct_give_up", "--store", str(store_path), "--by", "ana"
+    )
+    assert code == 0 and "labelled correct_give_up by ana" in out
     code, out = cli(capsys, "review", "--store", str(store_path), "--success-share", "1", "--json")
     assert [line.split('"run_id": "')[1].split('"')[0] for line in out.splitlines()] == [
         "margin",
         "report",
         "push",
     ]
+
+
+def test_a_label_says_who_gave_it_by_default_the_user_running_the_command(
+    store_path: Path, store: RunStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import getpass
+
+    play(store, tmp_path, "invoice-downloader", "invoice/portal-offline", "gave-up")
+    code, out = cli(capsys, "review", "label", "gave-up", "correct_give_up", "--store", str(store_path))
+    assert code == 0 and f"labelled correct_give_up by {getpass.getuser()}" in out
+    assert [r.by for r in store.reviews()] == [getpass.getuser()]
 
 
 def test_a_label_must_be_known_and_the_run_finished(

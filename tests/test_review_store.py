@@ -12,7 +12,7 @@ from agent import StopReason
 from agent.models.scripted import call, finish
 from agent.result import RunResult
 from agent.store import Lease, NewRun, NotClaimable, Outcome, RunStatus, RunStore, UnknownRun, open_store
-from agent.store._sql import latest_version
+from agent.store._sql import migrations
 
 NOW = 1_800_000_000.0
 
@@ -94,6 +94,47 @@ def test_the_queue_holds_unlabelled_failures_oldest_first_and_a_stable_sample_of
     assert [r.run_id for r in store.review_queue([StopReason.GAVE_UP], 0.0, limit=1)] == ["early-give-up"]
 
 
+def test_the_queue_pages_and_filters_by_agent_and_task_type_and_counts_what_it_holds(
+    store: RunStore, make_agent
+) -> None:  # type: ignore[no-untyped-def]
+    for i in range(5):
+        ended(store, make_agent, f"inv-{i}", GIVE_UP, NOW + i, task_type="invoice")
+    ended(store, make_agent, "csv-0", GIVE_UP, NOW + 2.5, task_type="csv")
+    ended(store, make_agent, "ok", DONE, NOW + 9, task_type="csv")
+    gave_up = [StopReason.GAVE_UP]
+
+    def ids(**page: object) -> list[str]:
+        return [r.run_id for r in store.review_queue(gave_up, 0.0, **page)]  # type: ignore[arg-type]
+
+    assert ids(limit=2) == ["inv-0", "inv-1"]
+    assert ids(limit=2, offset=2) == ["inv-2", "csv-0"]
+    assert ids(limit=None, offset=4) == ["inv-3", "inv-4"]  # SQLite needs a LIMIT for its OFFSET
+    assert ids(limit=2, offset=1, task_type="invoice") == ["inv-1", "inv-2"]
+    assert ids(limit=10, agent="test-agent", task_type="csv") == ["csv-0"]
+    assert ids(limit=10, agent="someone-else") == []
+    assert store.review_counts(gave_up, 0.0) == [("test-agent", "csv", 1), ("test-agent", "invoice", 5)]
+    assert store.review_counts(gave_up, 1.0) == [("test-agent", "csv", 2), ("test-agent", "invoice", 5)]
+    store.add_review("inv-0", "correct_give_up", "", NOW + 20, by="ana")
+    assert store.review_counts(gave_up, 0.0)[-1] == ("test-agent", "invoice", 4)  # labelled: out
+
+
+def test_a_label_keeps_who_gave_it_and_the_labelled_list_is_latest_first(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    for run_id, task_type in (("a", "invoice"), ("b", "csv"), ("c", "invoice")):
+        ended(store, make_agent, run_id, GIVE_UP, NOW, task_type=task_type)
+    given = store.add_review("a", "fine", "", NOW + 1, by="ana")
+    assert given.by == "ana" and store.reviews()[0].by == "ana"
+    store.add_review("b", "correct_give_up", "down", NOW + 2, by="bo")
+    store.add_review("c", "fine", "", NOW + 3)
+    store.add_review("a", "should_have_succeeded", "it was up", NOW + 4, by="cy")  # replaces ana's
+    latest = store.labelled(10)
+    assert [(r.run_id, r.label, r.by) for r in latest] == [
+        ("a", "should_have_succeeded", "cy"), ("c", "fine", ""), ("b", "correct_give_up", "bo"),
+    ]  # fmt: skip
+    assert [r.run_id for r in store.labelled(1, offset=1)] == ["c"]
+    assert [r.run_id for r in store.labelled(10, task_type="invoice")] == ["a", "c"]
+    assert store.labelled(10, agent="someone-else") == []
+
+
 def test_prune_deletes_finished_runs_older_than_the_cutoff_with_their_journal(
     store: RunStore, make_agent
 ) -> None:  # type: ignore[no-untyped-def]
@@ -136,18 +177,19 @@ class _Set:
 def test_a_store_migrated_past_the_reviews_version_without_it_gets_the_reviews_table(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """A store made by a build that had migration 6 but not 5 (merged later) still gets version 5."""
+    """A store made by a build that had migration 6 but not 5 (merged later) still gets version 5
+    (and 8, which adds a column to its table)."""
     url = pg.url_for("sqlite", tmp_path)
     first = open_store(url)
     first._rows("DROP TABLE endstate_reviews")  # type: ignore[attr-defined]
     first._rows("DROP INDEX endstate_runs_ended")  # type: ignore[attr-defined]
-    first._rows("DELETE FROM endstate_schema WHERE version = 5")  # type: ignore[attr-defined]
+    first._rows("DELETE FROM endstate_schema WHERE version = 5 OR version >= 8")  # type: ignore[attr-defined]
     first.close()
     again = open_store(url)
     try:
-        assert again.reviews() == []  # the table is back
+        assert again.reviews() == []  # the table is back, with who labelled
         versions = again._rows("SELECT version FROM endstate_schema ORDER BY version")  # type: ignore[attr-defined]
-        assert [r["version"] for r in versions] == list(range(1, 1 + latest_version("sqlite")))
+        assert [r["version"] for r in versions] == [v for v, _ in migrations("sqlite")]
     finally:
         again.close()
 

@@ -449,7 +449,7 @@ def test_stores_opened_at_once_on_a_new_database_migrate_it_once(store_url: str,
             rows = s._rows("SELECT version FROM endstate_schema ORDER BY version")  # type: ignore[attr-defined]
         finally:
             s.close()
-        assert [r["version"] for r in rows] == list(range(1, latest + 1))
+        assert [r["version"] for r in rows] == [v for v, _ in migrations("sqlite")]  # each once
 
 
 def _open_at_once(url: str, n: int) -> list[object]:

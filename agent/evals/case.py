@@ -16,6 +16,13 @@ A promoted case (`endstate review promote`) plays `replay:`, a run's recorded
 replies, instead of a script, and checks `results:`, what its calls got back
 (agent.evals.replay); its reviewer's label stands in for a judge.
 
+A team's own agent comes from its catalog, as `endstate serve --catalog` and
+`endstate start --catalog` name it: the case says `catalog: mypkg.agents:catalog`
+(or the cases are run with `endstate eval --catalog ...` / `$ENDSTATE_CATALOG`),
+gives the run's `state:` in place of a fixture, and needs `task` and `task_type`.
+The eval builds the agent as the catalog would for a new run (`prepare`, then
+`build`) and swaps its model for the replay, or for `--model`.
+
 and optionally `expect_limit` (which budget, with `expect: limit`),
 `expect_rejected` (a "done" was rejected by the verifiers on the way),
 `then: {action, text, expect}` (what a person does after a suspension),
@@ -63,6 +70,8 @@ FIELDS = (
     "description",
     "replay",
     "results",
+    "catalog",
+    "state",
 )
 
 
@@ -93,7 +102,7 @@ class Case:
 
     name: str
     agent: str
-    fixture: str
+    fixture: str  # '' for an agent from a catalog: its entry builds the world
     task: str
     task_type: str
     expect: StopReason
@@ -109,6 +118,8 @@ class Case:
     break_verifiers: bool = False
     description: str = ""
     replay: Replay | None = None
+    catalog: str | None = None  # module:attr of the catalog the agent comes from; None: a seed agent
+    state: Mapping[str, Any] = field(default_factory=dict)  # the run's state, for the catalog entry
 
     @property
     def expected(self) -> list[StopReason]:
@@ -124,16 +135,20 @@ def shipped_cases_dir() -> Path:
     return Path(str(resources.files("agent.evals.cases")))
 
 
-def load_cases(paths: Iterable[str | Path] = ()) -> list[Case]:
-    """Load every case from files and folders (`*.yaml`, `*.yml`); the shipped cases when none given."""
+def load_cases(paths: Iterable[str | Path] = (), catalog: str | None = None) -> list[Case]:
+    """Load every case from files and folders (`*.yaml`, `*.yml`); the shipped cases when none given.
+
+    `catalog` (module:attr) is where the agents of cases that name neither a seed agent nor a
+    catalog of their own come from.
+    """
     files = [f for p in (list(paths) or [shipped_cases_dir()]) for f in _case_files(Path(p))]
-    cases = [case for f in files for case in load_file(f)]
+    cases = [case for f in files for case in load_file(f, catalog)]
     _check_unique(cases)
     return cases
 
 
-def load_file(path: Path) -> list[Case]:
-    """The cases of one file."""
+def load_file(path: Path, catalog: str | None = None) -> list[Case]:
+    """The cases of one file (`catalog`: as for `load_cases`)."""
     try:
         with path.open() as stream:
             data = yaml.safe_load(stream)
@@ -146,7 +161,7 @@ def load_file(path: Path) -> list[Case]:
     raw = data.get("cases") if isinstance(data, dict) else data
     if not isinstance(raw, list) or not raw:
         raise CaseError(f"{path}: expected a non-empty list of cases, or a mapping with 'cases:' holding one")
-    return [_parse(_Fields(item, str(path), i)) for i, item in enumerate(raw, 1)]
+    return [_parse(_Fields(item, str(path), i), catalog) for i, item in enumerate(raw, 1)]
 
 
 def _case_files(path: Path) -> list[Path]:
@@ -220,21 +235,17 @@ class _Fields:
         return str(value)
 
 
-def _parse(f: _Fields) -> Case:
+def _parse(f: _Fields, default_catalog: str | None = None) -> Case:
     name = f.text("name")
-    agent = f.choice("agent", AGENTS)
-    script = _script(f, agent)
+    catalog = _catalog(f, default_catalog)
+    world = _seed_world(f) if catalog is None else _catalog_world(f, catalog)
     then = _then(f)
     expect = StopReason(f.choice("expect", StopReason))
     case = Case(
         name=name,
-        agent=agent,
-        fixture=_fixture(f, agent),
-        task=f.text("task", script.task if script else None),
-        task_type=f.text("task_type", AGENTS[agent].TASK_TYPE),
+        **world,
         expect=expect,
         source=f.source,
-        script=script.name if script else None,
         expect_limit=_expect_limit(f, expect, then),
         expect_rejected=f.flag("expect_rejected", None),
         impossible=f.flag("impossible"),
@@ -248,6 +259,62 @@ def _parse(f: _Fields) -> Case:
     )
     _check_consistent(f, case)
     return case
+
+
+def _seed_world(f: _Fields) -> dict[str, Any]:
+    """A seed agent's case: the agent, its fixture, its script, and defaults from them."""
+    agent = f.choice("agent", AGENTS)
+    if "state" in f.raw:
+        raise f.error(
+            "state", "only for an agent from a catalog (with 'catalog'); a seed agent's world is its fixture"
+        )
+    script = _script(f, agent)
+    return {
+        "agent": agent,
+        "fixture": _fixture(f, agent),
+        "task": f.text("task", script.task if script else None),
+        "task_type": f.text("task_type", AGENTS[agent].TASK_TYPE),
+        "script": script.name if script else None,
+    }
+
+
+def _catalog_world(f: _Fields, catalog: str) -> dict[str, Any]:
+    """A catalog agent's case: no fixture or script; the run's state for its catalog entry."""
+    for seed_only in ("fixture", "script"):
+        if seed_only in f.raw:
+            raise f.error(
+                seed_only,
+                f"a catalog agent's case has no {seed_only}: its catalog entry builds the world from "
+                "'state', and the model plays 'replay' (or --model)",
+            )
+    state = f.raw.get("state", {})
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise f.error("state", "must be a mapping: the run's state as its catalog entry takes it")
+    return {
+        "agent": f.text("agent"),
+        "fixture": "",
+        "task": f.text("task"),
+        "task_type": f.text("task_type"),
+        "catalog": catalog,
+        "state": dict(state),
+    }
+
+
+def _catalog(f: _Fields, default: str | None) -> str | None:
+    """The catalog the case's agent comes from; None for a seed agent in a fixture's world."""
+    if "catalog" in f.raw:
+        return f.text("catalog")
+    if "fixture" in f.raw or "agent" not in f.raw or f.raw["agent"] in AGENTS:
+        return None
+    if default is None:
+        agent = f.raw.get("agent")
+        raise f.error(
+            "agent",
+            f"{agent!r} is not a seed agent ({', '.join(AGENTS)}): name the catalog it comes from in the "
+            "case (catalog: module:attr), or run `endstate eval --catalog module:attr` "
+            "(or set $ENDSTATE_CATALOG)",
+        )
+    return default
 
 
 def _replay(f: _Fields) -> Replay | None:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from agent.agent import Agent
 from agent.budget import Budget
+from agent.catalog import Catalog, load_catalog
 from agent.demo import follow_up
 from agent.evals.case import Case
 from agent.evals.fixtures import FIXTURES
@@ -17,6 +22,7 @@ from agent.evals.scripts import scripts
 from agent.examples.scenarios import Scenario, World, build_agent, world_for
 from agent.journal import Entry
 from agent.models.base import Model
+from agent.models.scripted import ScriptedModel
 from agent.result import RunResult, StopReason
 from agent.snapshot import Checkpoint
 
@@ -103,40 +109,61 @@ def _extra_problems(outcome: Outcome) -> list[str]:
 
 
 async def run_case(
-    case: Case, model: ModelFactory | None = None, *, break_verifiers: bool = False
+    case: Case,
+    model: ModelFactory | None = None,
+    *,
+    break_verifiers: bool = False,
+    catalogs: Catalogs | None = None,
 ) -> Outcome:
-    """Play one case offline (its script) or against `model`; never raises for a failing run."""
+    """Play one case offline (its script or replay) or against `model`; never raises for a failing
+    run. A catalog agent's catalog comes from `catalogs` (loaded here and closed after, when None)."""
     if model is None and case.script is None and case.replay is None:
         return Outcome(case, skipped="no script: run it against a model with --model")
     if model is not None and case.offline_only:
         return Outcome(case, skipped="offline only: its fixture needs the scripted model")
+    own = catalogs is None
+    catalogs = catalogs or Catalogs()
     try:
-        return await _play(case, model, break_verifiers)
+        return await _play(case, model, break_verifiers, catalogs)
     except Exception as exc:  # a case that cannot run is a failed case, not a crashed eval
         return Outcome(case, crashed=f"{type(exc).__name__}: {exc}")
+    finally:
+        if own:
+            catalogs.close()
 
 
-async def _play(case: Case, model: ModelFactory | None, break_verifiers: bool) -> Outcome:
-    scenario = _scenario(case)
+async def _play(case: Case, model: ModelFactory | None, break_verifiers: bool, catalogs: Catalogs) -> Outcome:
     real = model() if model else None
     try:
+        if case.catalog is not None:
+            with _catalog_world(case, catalogs.get(case.catalog)) as (agent, world, state, cancel):
+                _adjust(case, agent, real or _replayed(case, world), break_verifiers)
+                return await _segments(case, agent, world, real, state, cancel)
+        scenario = _scenario(case)
         with world_for(scenario) as world:
             agent = _agent(case, scenario, world, real, break_verifiers)
-            journal = _recorder(agent) if case.replay and real is None else None
-            first = await agent.arun(case.task, cancel=world.cancel, state={"eval_case": case.name})
-            if journal is not None and first.snapshot is not None:  # a suspension is not checkpointed
-                journal.update(enumerate(first.snapshot.journal))
-            segments = [_judged(case, world, first, 1)]
-            if case.then and first.snapshot is not None:
-                after = await follow_up(agent, case.then, first, world)
-                segments.append(_judged(case, world, after, 2))
-            if case.replay and journal is not None:
-                found = tuple(case.replay.differences([journal[i] for i in sorted(journal)], world))
-                segments[-1] = replace(segments[-1], replay_failures=found)
+            return await _segments(case, agent, world, real, {"eval_case": case.name}, world.cancel)
     finally:
         close = getattr(real, "aclose", None)
         if close is not None:
             await close()
+
+
+async def _segments(
+    case: Case, agent: Agent, world: World, real: Model | None, state: dict[str, Any], cancel: Any
+) -> Outcome:
+    """Run the case's first segment and its follow-up; judge both; compare a replay's results."""
+    journal = _recorder(agent) if case.replay and real is None else None
+    first = await agent.arun(case.task, cancel=cancel, state=state)
+    if journal is not None and first.snapshot is not None:  # a suspension is not checkpointed
+        journal.update(enumerate(first.snapshot.journal))
+    segments = [_judged(case, world, first, 1)]
+    if case.then and first.snapshot is not None:
+        after = await follow_up(agent, case.then, first, world)
+        segments.append(_judged(case, world, after, 2))
+    if case.replay and journal is not None:
+        found = tuple(case.replay.differences([journal[i] for i in sorted(journal)], world))
+        segments[-1] = replace(segments[-1], replay_failures=found)
     return Outcome(case, tuple(segments))
 
 
@@ -150,15 +177,75 @@ async def run_cases(
 ) -> list[Outcome]:
     """Run cases, `jobs` at a time; outcomes come back in the order of `cases`."""
     gate = asyncio.Semaphore(max(1, jobs))
+    catalogs = Catalogs()
 
     async def one(case: Case) -> Outcome:
         async with gate:
-            outcome = await run_case(case, model, break_verifiers=break_verifiers)
+            outcome = await run_case(case, model, break_verifiers=break_verifiers, catalogs=catalogs)
         if on_done:
             on_done(outcome)
         return outcome
 
-    return list(await asyncio.gather(*(one(c) for c in cases)))
+    try:
+        return list(await asyncio.gather(*(one(c) for c in cases)))
+    finally:
+        catalogs.close()
+
+
+# -- agents from a catalog ------------------------------------------------------------------------
+
+
+class Catalogs:
+    """The catalogs a run of cases names, each loaded once (by `module:attr`) and closed at the end."""
+
+    def __init__(self) -> None:
+        self.loaded: dict[str, Catalog] = {}
+
+    def get(self, spec: str) -> Catalog:
+        if spec not in self.loaded:
+            self.loaded[spec] = load_catalog(spec)
+        return self.loaded[spec]
+
+    def close(self) -> None:
+        for catalog in self.loaded.values():
+            catalog.close()
+        self.loaded.clear()
+
+
+@contextmanager
+def _catalog_world(case: Case, catalog: Catalog) -> Iterator[tuple[Agent, World, dict[str, Any], Any]]:
+    """The case's agent as its catalog makes it for a new run (`prepare`, then `build`), the world
+    its `{workdir}` stands for (the state's `workdir`, else a fresh folder), and the cancel signal;
+    the entry's `cleanup` runs after."""
+    entry = catalog.entry(case.agent)
+    run_id = f"eval-{uuid.uuid4().hex[:12]}"
+    state = dict(case.state)
+    state = entry.prepare(state, run_id) if entry.prepare else state
+    try:
+        with tempfile.TemporaryDirectory(prefix="endstate-eval-") as tmp:
+            world = World(Path(str(state.get("workdir") or tmp)))
+            agent = entry.build(state)
+            cancel = entry.cancel(state) if entry.cancel else None
+            yield agent, world, state, cancel or world.cancel
+    finally:
+        if entry.cleanup:
+            entry.cleanup(state)
+
+
+def _replayed(case: Case, world: World) -> Model:
+    """The scripted model that plays the case's recorded replies."""
+    assert case.replay is not None, "a catalog case without a replay runs only with --model"
+    return ScriptedModel(case.replay.steps(world))
+
+
+def _adjust(case: Case, agent: Agent, model: Model, break_verifiers: bool) -> None:
+    """The case's model, task type, ceilings and verifiers, in the built agent."""
+    agent.model = model
+    agent.task_type = case.task_type
+    if case.budget:
+        agent.budget = _budget(agent.budget, case.budget)
+    if break_verifiers or case.break_verifiers:
+        agent.verifiers = ()
 
 
 def _recorder(agent: Agent) -> dict[int, Entry]:
@@ -191,11 +278,7 @@ def _none(world: World) -> list[Any]:
 def _agent(case: Case, scenario: Scenario, world: World, model: Model | None, break_verifiers: bool) -> Agent:
     agent = build_agent(scenario, world, model)
     FIXTURES[case.fixture].apply(agent)
-    agent.task_type = case.task_type
-    if case.budget:
-        agent.budget = _budget(agent.budget, case.budget)
-    if break_verifiers or case.break_verifiers:
-        agent.verifiers = ()
+    _adjust(case, agent, agent.model, break_verifiers)
     return agent
 
 

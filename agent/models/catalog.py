@@ -16,7 +16,7 @@ import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -235,6 +235,7 @@ def _date(row: Mapping[str, Any], key: str, at: str) -> datetime.date | None:
     raise ConfigError(f"{at}: {key} must be a TOML date such as 2026-11-30, got {value!r}")
 
 
+@lru_cache(maxsize=1024)  # asked once a model call: the same few names every time
 def _undated(model: str) -> str:
     dated = re.fullmatch(r"(.+)-\d{8}", model)
     return dated.group(1) if dated else model

@@ -12,7 +12,7 @@ service listens beyond loopback, see `reads_need_token`):
     POST /runs/{id}/answer        {"answer"}   -> 202, the run continues here
     POST /runs/{id}/approve       {}           -> 202
     POST /runs/{id}/deny          {"reason"?}  -> 202
-    GET  /metrics /healthz /readyz, and the help inbox at /inbox
+    GET  /metrics /healthz /readyz, the help inbox at /inbox and its review queue at /inbox/review
 
 Only requests whose `Host` is allowed are served (loopback names and the
 configured ones: a web page cannot rebind its own name to this service);
@@ -42,7 +42,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent.errors import EndstateError
 from agent.runner import Job
-from agent.service import inbox
+from agent.service import inbox, review_pages
 from agent.service.config import (
     LOOPBACK_HOSTS,
     OPEN_PATHS,
@@ -111,6 +111,7 @@ def create_app(service: Service) -> Starlette:
         Route("/healthz", api.healthz, methods=["GET"]),
         Route("/readyz", api.readyz, methods=["GET"]),
         Route("/", lambda _: RedirectResponse("/inbox", 307), methods=["GET"]),
+        *review_pages.routes(service),
         *inbox.routes(service),
     ]
     handlers = {Problem: api.problem, EndstateError: api.problem, ClientDisconnect: api.gone}

@@ -8,6 +8,7 @@ import ipaddress
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -45,6 +46,8 @@ class Service:
     retention: float | None = None  # seconds finished runs are kept (--retention); None: for ever
     label_counter: Any = None  # counts review labels into /metrics (telemetry's MetricsHooks)
     upkeep_interval: float = UPKEEP_EVERY
+    cases_dir: Path | None = None  # where the inbox's promote writes eval cases (--cases-dir); None: nowhere
+    catalog_spec: str | None = None  # the catalog as named (--catalog), written into promoted cases
     ready: bool = False
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 

@@ -16,6 +16,9 @@ approval, what the call would do (the tool's own `preview`, see `briefing`). A r
 its deadline shows as expired, without buttons. The page reloads itself every
 `REFRESH_SECONDS` with a `<meta http-equiv="refresh">` (no script), unless `?refresh=off`.
 When reads need the token, only a signed-in person sees the runs.
+
+The review queue (`/inbox/review`, see `review_pages`) shares this page's frame, sign-in and
+form defences; links at the top of both move between them.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from agent.errors import EndstateError
-from agent.service.auth import ENV_TOKEN, ENV_TOKEN_FILE
+from agent.service.auth import COOKIE, ENV_TOKEN, ENV_TOKEN_FILE
 from agent.service.briefing import Briefing, Preview, Step, brief
 from agent.service.config import Service
 from agent.service.http import Problem, check_strings, int_param, matching, read_body, status_of, waiting_runs
@@ -44,6 +47,11 @@ from agent.store.base import when
 
 REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
 FILTERS = ("agent", "task_type")
+VIEWS = (  # the inbox's views: (key, address, link text)
+    ("waiting", "/inbox", "Waiting for a person"),
+    ("review", "/inbox/review", "To review"),
+    ("labelled", "/inbox/review/labelled", "Labelled"),
+)
 
 PAGE = Template(resources.files("agent.service").joinpath("inbox.html").read_text())
 HEADERS = {
@@ -91,26 +99,29 @@ class Inbox:
         now = time.time()
         briefs = await brief(shown, self.service.runner.store, self.service.runner.catalog, now)
         refresh, refresh_note = _refresh(view)
-        body = PAGE.substitute(
+        body = page_html(
+            "waiting",
+            title=f"Endstate help inbox ({len(chosen)} waiting)",
+            heading="Runs waiting for a person:",
             count=len(chosen),
             refresh=refresh,
             refresh_note=refresh_note,
-            notice=_notice(message, "notice") + _notice(error, "error"),
-            session=_SIGN_OUT if signed_in else _SIGN_IN + _TOKEN_HELP,
-            filters=_filters(every, view),
+            notice=notice(message, "notice") + notice(error, "error"),
+            session=session(signed_in),
+            filters=filters(counts_of(every), view),
             items="\n".join(item(b, now, signed_in, view) for b in briefs) or _EMPTY,
-            pages=_pages(view, size, len(chosen)),
+            pages=pages(view, size, len(chosen)),
         )
         return HTMLResponse(body, status_code=status, headers=HEADERS)
 
     async def login(self, request: Request) -> Response:
-        self._same_origin(request)
-        form = await _form(request)
+        same_origin(request)
+        form = await form_of(request)
         if not self.service.token.accepts(form.get("token")):
             return await self.render(request, error="That token is not valid.", status=401)
         response = RedirectResponse("/inbox?message=" + quote("Signed in."), status_code=303)
         response.set_cookie(
-            "endstate_inbox",
+            COOKIE,
             self.service.token.cookie_value,
             httponly=True,
             samesite="strict",
@@ -119,19 +130,19 @@ class Inbox:
         return response
 
     async def logout(self, request: Request) -> Response:
-        self._same_origin(request)
+        same_origin(request)
         response = RedirectResponse("/inbox", status_code=303)
-        response.delete_cookie("endstate_inbox")
+        response.delete_cookie(COOKIE)
         return response
 
     async def act(self, request: Request) -> Response:
-        self._same_origin(request)
+        same_origin(request)
         run_id, action = request.path_params["run_id"], request.path_params["action"]
         if not self._signed_in(request):
             return await self.render(request, error="Sign in with the service token first.", status=401)
         if action not in ("answer", "approve", "deny"):
             return await self.render(request, error=f"Unknown action {action!r}.", status=404)
-        form = await _form(request)
+        form = await form_of(request)
         try:
             job = self._claim(run_id, action, form)
         except EndstateError as exc:
@@ -150,23 +161,46 @@ class Inbox:
         return runner.claim(run_id, form.get("reason") or None, approved=False)
 
     def _signed_in(self, request: Request) -> bool:
-        return self.service.token.accepts_cookie(request.cookies.get("endstate_inbox"))
-
-    def _same_origin(self, request: Request) -> None:
-        """Refuse a form posted from another origin (the cookie is SameSite=Strict too).
-
-        A browser says where a form came from in `Sec-Fetch-Site` and `Origin`, or
-        (older ones, some privacy settings) only in `Referer`; an opaque origin
-        (`null`: a sandboxed frame, a data: page) is refused too.
-        """
-        site = request.headers.get("sec-fetch-site")
-        origin = request.headers.get("origin") or request.headers.get("referer")
-        cross = site is not None and site not in ("same-origin", "none")
-        if cross or (origin is not None and urlsplit(origin).netloc != request.headers.get("host")):
-            raise Problem(403, "cross-site form posts are refused: use the inbox page itself")
+        return signed_in(self.service, request)
 
 
-async def _form(request: Request) -> dict[str, str]:
+def signed_in(service: Service, request: Request) -> bool:
+    """The request carries the inbox cookie made from the service token."""
+    return service.token.accepts_cookie(request.cookies.get(COOKIE))
+
+
+def same_origin(request: Request) -> None:
+    """Refuse a form posted from another origin (the cookie is SameSite=Strict too).
+
+    A browser says where a form came from in `Sec-Fetch-Site` and `Origin`, or
+    (older ones, some privacy settings) only in `Referer`; an opaque origin
+    (`null`: a sandboxed frame, a data: page) is refused too.
+    """
+    site = request.headers.get("sec-fetch-site")
+    origin = request.headers.get("origin") or request.headers.get("referer")
+    cross = site is not None and site not in ("same-origin", "none")
+    if cross or (origin is not None and urlsplit(origin).netloc != request.headers.get("host")):
+        raise Problem(403, "cross-site form posts are refused: use the inbox page itself")
+
+
+def page_html(current: str, **parts: Any) -> str:
+    """The inbox page frame around `parts`, with the links between its views (`current` marked)."""
+    frame = {"refresh": "", "refresh_note": "", "filters": "", "pages": "", "count": ""}
+    return PAGE.substitute(frame | parts, views=views(current))
+
+
+def views(current: str) -> str:
+    """The links between the pending list and the review queue."""
+    links = [link(url, text, key == current) for key, url, text in VIEWS]
+    return f'<nav class="views">{" ".join(links)}</nav>'
+
+
+def session(is_signed_in: bool) -> str:
+    """The sign-out button, or the sign-in form and where the token comes from."""
+    return _SIGN_OUT if is_signed_in else _SIGN_IN + _TOKEN_HELP
+
+
+async def form_of(request: Request) -> dict[str, str]:
     """An urlencoded form (no multipart dependency): the first value of each field."""
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
         raise Problem(415, "post the form as application/x-www-form-urlencoded")
@@ -188,16 +222,19 @@ class View:
     task_type: str | None = None
     page: int = 1
     refresh: bool = True
+    path: str = "/inbox"  # the list shown: the pending list or the review queue
 
     @classmethod
-    def of(cls, request: Request) -> View:
+    def of(cls, request: Request, path: str = "/inbox") -> View:
         q = request.query_params
         number = int_param(q.get("page", "1"), 1, 10**6, "page")
-        return cls(q.get("agent") or None, q.get("task_type") or None, number, q.get("refresh") != "off")
+        refresh = q.get("refresh") != "off"
+        return cls(q.get("agent") or None, q.get("task_type") or None, number, refresh, path)
 
-    def url(self, path: str = "/inbox", /, **changes: Any) -> str:
-        """This view's address with `changes` (a None drops a parameter); page 1 and refresh on
-        are left out, so the plain view is `/inbox`."""
+    def url(self, path: str | None = None, /, **changes: Any) -> str:
+        """This view's address (or `path`'s) with `changes` (a None drops a parameter); page 1 and
+        refresh on are left out, so the plain view is its bare path."""
+        path = path or self.path
         params = {
             "agent": self.agent,
             "task_type": self.task_type,
@@ -212,8 +249,8 @@ def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
     """One waiting run: what it asks, what it did before, what the call would do, and its forms."""
     e, r = html.escape, b.record
     deadline = when(r.deadline or now)
-    times = f"""Waiting <span class="waited">{_span(now - (r.suspended_at or now))}</span>;
-  deadline {e(deadline)} (<span class="left">{_span((r.deadline or now) - now)}</span> left)"""
+    times = f"""Waiting <span class="waited">{span(now - (r.suspended_at or now))}</span>;
+  deadline {e(deadline)} (<span class="left">{span((r.deadline or now) - now)}</span> left)"""
     kind = "run expired" if b.expired else "run"
     return f"""<article class="{kind}" id="run-{e(r.run_id)}" data-run-id="{e(r.run_id)}">
   <header><a class="agent" href="{e(view.url(agent=r.agent, page=None))}">{e(r.agent)}</a>
@@ -247,6 +284,11 @@ def _call(r: RunRecord, preview: Preview | None) -> str:
 
 def _before(r: RunRecord, steps: list[Step]) -> str:
     """What the agent did before asking: the run's summary and its last tool calls."""
+    return steps_section(r.summary, steps, "Before asking", "before")
+
+
+def steps_section(summary: str, steps: list[Step], when: str, kind: str) -> str:
+    """A run's summary and its last tool calls (arguments and results shortened), under `when`."""
     e = html.escape
     rows = "\n".join(
         f"""<li><code class="tool">{e(s.name)}</code> <code class="args">{e(s.arguments)}</code>
@@ -254,14 +296,14 @@ def _before(r: RunRecord, steps: list[Step]) -> str:
         for s in steps
     )
     calls = f'<ol class="steps">{rows}</ol>' if rows else '<p class="steps-none">No tool call ran yet.</p>'
-    heading = f"Before asking: the last {len(steps)} tool calls" if len(steps) > 1 else "Before asking"
-    return f"""<section class="before"><h3>{heading}</h3>
-  <p class="summary">{e(r.summary)}</p>
+    heading = f"{when}: the last {len(steps)} tool calls" if len(steps) > 1 else when
+    return f"""<section class="{kind}"><h3>{heading}</h3>
+  <p class="summary">{e(summary)}</p>
   {calls}</section>"""
 
 
 def _expired(r: RunRecord, now: float) -> str:
-    return f"""<p class="expired-note"><strong>Expired</strong> {_span(now - (r.deadline or now))} ago:
+    return f"""<p class="expired-note"><strong>Expired</strong> {span(now - (r.deadline or now))} ago:
   no answer is taken any more. At its next deadline sweep the service ends the run as
   <code>help_timeout</code> (or goes on with the default answer its help policy sets).</p>"""
 
@@ -287,29 +329,36 @@ def _forms(r: RunRecord, view: View) -> str:
   </form></div>"""
 
 
-def _filters(every: list[RunRecord], view: View) -> str:
-    """Links to the runs of one agent or task type, with how many wait; the current one marked."""
-    if not every:
+def counts_of(records: list[RunRecord]) -> list[tuple[str, str, int]]:
+    """How many of `records` there are by (agent, task type)."""
+    return [(a, t, n) for (a, t), n in sorted(Counter((r.agent, r.task_type) for r in records).items())]
+
+
+def filters(found: list[tuple[str, str, int]], view: View) -> str:
+    """Links to the runs of one agent or task type, with how many there are; the current one marked."""
+    if not found:
         return ""
     parts = []
-    for key, label in (("agent", "Agent"), ("task_type", "Task type")):
-        counts = Counter(getattr(r, key) for r in every)
+    for index, key, label in ((0, "agent", "Agent"), (1, "task_type", "Task type")):
+        counts: Counter[str] = Counter()
+        for row in found:
+            counts[str(row[index])] += row[2]
         current = getattr(view, key)
-        links = [_link(view.url(**{key: None, "page": None}), "all", current is None)]
+        links = [link(view.url(**{key: None, "page": None}), "all", current is None)]
         links += [
-            _link(view.url(**{key: name, "page": None}), f"{name} ({n})", current == name)
+            link(view.url(**{key: name, "page": None}), f"{name} ({n})", current == name)
             for name, n in sorted(counts.items())
         ]
         parts.append(f'<span class="filter-{key}">{label}: {" ".join(links)}</span>')
     return f'<nav class="filters">{" &middot; ".join(parts)}</nav>'
 
 
-def _link(url: str, text: str, current: bool) -> str:
+def link(url: str, text: str, current: bool) -> str:
     mark = ' aria-current="page" class="on"' if current else ""
     return f'<a href="{html.escape(url)}"{mark}>{html.escape(text)}</a>'
 
 
-def _pages(view: View, size: int, total: int) -> str:
+def pages(view: View, size: int, total: int) -> str:
     """Links to the older and newer pages, when there are any (page 1 holds the oldest requests)."""
     links = []
     if view.page > 1:
@@ -336,7 +385,7 @@ def _refresh(view: View) -> tuple[str, str]:
     )
 
 
-def _span(seconds: float) -> str:
+def span(seconds: float) -> str:
     if seconds < 0:
         return "none"
     if seconds < 120:
@@ -346,7 +395,7 @@ def _span(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _notice(text: str, kind: str) -> str:
+def notice(text: str, kind: str) -> str:
     return f'<p class="{kind}" role="status">{html.escape(text)}</p>' if text else ""
 
 

@@ -8,8 +8,9 @@ import os
 import signal
 from pathlib import Path
 
-from agent.catalog import SEED_CATALOG, load_catalog
+from agent.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.cli_review import duration
+from agent.errors import ConfigError
 from agent.runner import Runner
 from agent.service.auth import load_token
 from agent.store import default_url, open_store
@@ -19,6 +20,7 @@ ENV_HOST = "ENDSTATE_HOST"
 ENV_PORT = "ENDSTATE_PORT"
 ENV_ALLOWED_HOSTS = "ENDSTATE_ALLOWED_HOSTS"
 ENV_READ_AUTH = "ENDSTATE_READ_AUTH"
+ENV_CASES_DIR = "ENDSTATE_CASES_DIR"
 
 READ_AUTH_HELP = (
     "who may read runs, the pending list and the inbox: 'token' (the token is needed), 'open' "
@@ -67,6 +69,15 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--retention", metavar="DURATION", help="prune finished runs older than this, e.g. 30d (hourly)"
     )
+    p.add_argument(
+        "--cases-dir",
+        type=Path,
+        default=os.environ.get(ENV_CASES_DIR) or None,
+        metavar="DIR",
+        help="folder the inbox's promote button writes eval cases into (made when missing; an existing "
+        f"case file is never overwritten); without it the inbox only shows and downloads cases "
+        f"(default: ${ENV_CASES_DIR}, else none)",
+    )
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -108,12 +119,16 @@ def serve(args: argparse.Namespace) -> int:
             reads_need_token=reads_need_token(args.host, args.read_auth),
             body_timeout=args.body_timeout,
             page_size=args.page_size,
+            cases_dir=cases_dir(args.cases_dir),
+            catalog_spec=args.catalog or os.environ.get(ENV_CATALOG) or None,
         )
         reads = "reads need the token" if service.reads_need_token else "reads are open (loopback)"
         print(
             f"endstate serve: {reads}; hosts served: {', '.join(sorted(service.allowed_hosts))}", flush=True
         )
         print(f"endstate serve: inbox: {inbox_url(args.host, args.port)}", flush=True)
+        if service.cases_dir is not None:
+            print(f"endstate serve: the inbox promotes eval cases into {service.cases_dir}", flush=True)
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             timeout_graceful_shutdown=max(1, int(args.grace)), http=guarded_h11(args.header_timeout),
@@ -130,6 +145,18 @@ def serve(args: argparse.Namespace) -> int:
         telemetry.shutdown()
         store.close()
     return 0
+
+
+def cases_dir(given: Path | str | None) -> Path | None:
+    """The folder promoted cases go to, checked at start: a folder, or a path one can be made at."""
+    if given is None:
+        return None
+    path = Path(given).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(
+            f"--cases-dir {given}: that is a file, not a folder; name a folder for the eval cases"
+        )
+    return path
 
 
 def inbox_url(host: str, port: int) -> str:

@@ -172,6 +172,7 @@ class Review:
     label: str
     note: str
     labelled_at: float
+    by: str = ""  # who gave it: the name typed in the inbox, or the CLI's --by ('' before schema 8)
 
 
 @dataclass(frozen=True)
@@ -253,8 +254,9 @@ class RunStore(Protocol):
 
     def pending_summary(self) -> list[tuple[str, str, float]]: ...
 
-    def add_review(self, run_id: str, label: str, note: str, now: float) -> Review:
-        """Label a finished run (`UnknownRun`, or `NotClaimable` for a run that has not finished)."""
+    def add_review(self, run_id: str, label: str, note: str, now: float, by: str = "") -> Review:
+        """Label a finished run, saying who did (`UnknownRun`, or `NotClaimable` for a run that has
+        not finished)."""
         ...
 
     def reviews(self, after: int = 0, run_ids: Sequence[str] | None = None) -> list[Review]:
@@ -262,10 +264,29 @@ class RunStore(Protocol):
         ...
 
     def review_queue(
-        self, reasons: Sequence[StopReason], success_share: float, limit: int | None = 100
+        self,
+        reasons: Sequence[StopReason],
+        success_share: float,
+        limit: int | None = 100,
+        offset: int = 0,
+        agent: str | None = None,
+        task_type: str | None = None,
     ) -> list[RunRecord]:
         """Finished runs no one labelled yet, oldest end first: those that stopped for one of
-        `reasons`, and a stable sample of about `success_share` of the successes."""
+        `reasons`, and a stable sample of about `success_share` of the successes; `limit` of them
+        from `offset`, of `agent` and `task_type` when given."""
+        ...
+
+    def review_counts(
+        self, reasons: Sequence[StopReason], success_share: float
+    ) -> list[tuple[str, str, int]]:
+        """How many runs `review_queue` holds, by (agent, task type)."""
+        ...
+
+    def labelled(
+        self, limit: int, offset: int = 0, agent: str | None = None, task_type: str | None = None
+    ) -> list[Review]:
+        """The latest label of each labelled run, most recent first; `limit` from `offset`."""
         ...
 
     def prune(self, ended_before: float, batch: int = 500) -> int:

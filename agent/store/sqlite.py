@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent.store._sql import SCHEMA_TABLE, Row, SqlStore
-from agent.store.base import StoreError, WriteRefused
+from agent.store._sql import ENTRIES, SCHEMA_TABLE, TABLE, Row, SqlStore, assign
+from agent.store.base import Lease, RunStatus, StoreError, WriteRefused
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -106,6 +106,34 @@ class SqliteStore(SqlStore):
                 return self._conn.execute(sql, tuple(params)).rowcount
             except sqlite3.Error as exc:
                 raise StoreError(f"the run store {self.path} failed: {exc}") from exc
+
+    def _append(
+        self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
+    ) -> bool:
+        """One transaction straight on the connection (a checkpoint a turn: kept lean): update the
+        row if `lease` holds it, then add the entries; False when it does not hold it."""
+        update = (
+            f"UPDATE {TABLE} SET {assign(values)}, checkpoints = checkpoints + 1 "
+            "WHERE run_id = ? AND owner = ? AND status = ?"
+        )
+        insert = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    held = conn.execute(update, (*values.values(), run_id, lease.owner, RunStatus.RUNNING))
+                    if held.rowcount == 1 and entries:
+                        conn.executemany(insert, [(run_id, seq, text) for seq, text in entries])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.rollback()
+                    raise
+            except sqlite3.IntegrityError as exc:
+                raise WriteRefused(f"the run store refused a write: {exc}") from exc
+            except sqlite3.Error as exc:
+                raise StoreError(f"the run store {self.path} failed: {exc}") from exc
+        return held.rowcount == 1
 
     @contextmanager
     def _tx(self) -> Iterator[None]:

@@ -1,0 +1,456 @@
+"""The review queue in the inbox: the finished runs a person should look at, their labels, and
+the eval cases promoted from them. Server-rendered like the pending list, no script.
+
+`/inbox/review` lists what `endstate review` lists (unlabelled runs that stopped as gave_up,
+limit, no_progress or error, and a sample of the successes), oldest first, a page at a time,
+of one agent or task type when asked. Each run shows what it did (its stop, the cause, its
+summary and its last tool calls) and, to a signed-in person, a form with the labels that fit
+its stop; a label is stored with the name the person gives and takes the run out of the queue.
+`/inbox/review/labelled` lists the latest labels, latest first. A run's own page
+(`/inbox/review/runs/RUN_ID`) shows its labels and the eval case a promote writes: shown on the
+page, downloadable as `case.yaml`, and written into the service's cases folder
+(`serve --cases-dir`) by the promote button, never over an existing file.
+
+Forms post with the inbox's defences: the cookie made from the service token, and refused when
+posted from another origin.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import Any
+from urllib.parse import quote, unquote
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from agent import review
+from agent.errors import EndstateError
+from agent.review import Label
+from agent.service.briefing import Step, last_steps
+from agent.service.config import Service
+from agent.service.http import status_of
+from agent.service.inbox import (
+    HEADERS,
+    View,
+    filters,
+    form_of,
+    link,
+    notice,
+    page_html,
+    pages,
+    same_origin,
+    session,
+    signed_in,
+    span,
+    steps_section,
+)
+from agent.store import RunRecord
+from agent.store.base import Review, when
+
+QUEUE = "/inbox/review"
+LABELLED = "/inbox/review/labelled"
+REVIEWER_COOKIE = "endstate_reviewer"  # the name last given with a label, to fill the form in again
+MAX_NAME = 200
+MAX_NOTE = 2000
+LABEL_TEXT = {  # what each label says and what it does
+    Label.CORRECT_GIVE_UP: ("Correct give-up", "it was right to stop; a promoted case expects gave_up"),
+    Label.SHOULD_HAVE_SUCCEEDED: (
+        "Should have succeeded",
+        "the task was possible: a regression to fix; a promoted case expects success",
+    ),
+    Label.LIMIT_TOO_LOW: (
+        "Limit too low",
+        "it was on its way when a ceiling cut it off; limits suggest puts that ceiling above this run",
+    ),
+    Label.FALSE_SUCCESS: (
+        "False success",
+        "it said success but the work is wrong; limits suggest leaves it out; a case expects gave_up",
+    ),
+    Label.FINE: ("Fine", "nothing to act on; a promoted case expects the exit it had"),
+}
+
+
+def routes(service: Service) -> list[Route]:
+    pages_ = ReviewPages(service)
+    return [
+        Route(QUEUE, pages_.queue, methods=["GET"]),
+        Route(LABELLED, pages_.labelled, methods=["GET"]),
+        Route("/inbox/review/runs/{run_id}", pages_.run, methods=["GET"]),
+        Route("/inbox/review/runs/{run_id}/case.yaml", pages_.case_file, methods=["GET"]),
+        Route("/inbox/review/runs/{run_id}/label", pages_.label, methods=["POST"]),
+        Route("/inbox/review/runs/{run_id}/promote", pages_.promote, methods=["POST"]),
+    ]
+
+
+def run_url(run_id: str, action: str = "") -> str:
+    return f"/inbox/review/runs/{quote(run_id, safe='')}" + (f"/{action}" if action else "")
+
+
+class ReviewPages:
+    """The review queue, the labelled runs, and one run's page with its eval case."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.store = service.runner.store
+
+    # -- pages ----------------------------------------------------------------------------------
+
+    async def queue(self, request: Request) -> Response:
+        return await self.render_queue(request, message=request.query_params.get("message", ""))
+
+    async def render_queue(
+        self, request: Request, message: str = "", error: str = "", status: int = 200
+    ) -> Response:
+        view = View.of(request, QUEUE)
+        is_in, size = signed_in(self.service, request), self.service.page_size
+        counts: list[tuple[str, str, int]] = []
+        records: list[RunRecord] = []
+        if self._reads_refused(request):
+            error = error or "Sign in with the service token to see the runs to review."
+        else:
+            counts = await run_in_threadpool(review.queue_counts, self.store)
+            offset = (view.page - 1) * size
+            records = await run_in_threadpool(
+                lambda: review.queue(
+                    self.store, limit=size, offset=offset, agent=view.agent, task_type=view.task_type
+                )
+            )
+        total = sum(n for a, t, n in counts if view.agent in (None, a) and view.task_type in (None, t))
+        steps = await run_in_threadpool(lambda: [last_steps(self.store.snapshot(r.run_id)) for r in records])
+        reviewer = _reviewer(request)
+        items = [
+            run_card(r, s, view) + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
+            for r, s in zip(records, steps, strict=True)
+        ]
+        body = page_html(
+            "review",
+            title=f"Endstate review queue ({total} to review)",
+            heading="Runs to review:",
+            count=total,
+            notice=notice(message, "notice") + _done_link(request) + notice(error, "error"),
+            session=session(is_in),
+            refresh_note=_QUEUE_INTRO,
+            filters=filters(counts, view),
+            items="\n".join(
+                f'<article class="run review" {_ids(r)}>{i}</article>'
+                for r, i in zip(records, items, strict=True)
+            )
+            or _EMPTY_QUEUE,
+            pages=pages(view, size, total),
+        )
+        return HTMLResponse(body, status_code=status, headers=HEADERS)
+
+    async def labelled(self, request: Request) -> Response:
+        view = View.of(request, LABELLED)
+        size = self.service.page_size
+        error = ""
+        found: list[Review] = []
+        if self._reads_refused(request):
+            error = "Sign in with the service token to see the labelled runs."
+        else:
+            offset = (view.page - 1) * size
+            found = await run_in_threadpool(
+                lambda: self.store.labelled(size + 1, offset, view.agent, view.task_type)
+            )
+        body = page_html(
+            "labelled",
+            title="Endstate review: labelled runs",
+            heading="Labelled runs, latest first",
+            notice=notice(request.query_params.get("message", ""), "notice") + notice(error, "error"),
+            session=session(signed_in(self.service, request)),
+            refresh_note=_filtered_note(view),
+            items=self._labelled_table(found[:size], view) if found else _NONE_LABELLED,
+            pages=_later_earlier(view, more=len(found) > size),
+        )
+        return HTMLResponse(body, headers=HEADERS)
+
+    async def run(self, request: Request) -> Response:
+        return await self.render_run(request, message=request.query_params.get("message", ""))
+
+    async def render_run(
+        self, request: Request, message: str = "", error: str = "", status: int = 200
+    ) -> Response:
+        run_id = request.path_params["run_id"]
+        is_in = signed_in(self.service, request)
+        content = ""
+        if self._reads_refused(request):
+            error = error or "Sign in with the service token to see this run."
+        elif (record := await run_in_threadpool(self.store.get, run_id)) is None:
+            error, status = f"No run with id {run_id!r}.", 404
+        else:
+            content = await self._run_content(record, is_in, _reviewer(request))
+        body = page_html(
+            "review",
+            title=f"Endstate review: run {html.escape(run_id)}",
+            heading="Review of run",
+            count=html.escape(run_id),
+            notice=notice(message, "notice") + notice(error, "error"),
+            session=session(is_in),
+            items=content,
+        )
+        return HTMLResponse(body, status_code=status, headers=HEADERS)
+
+    async def _run_content(self, record: RunRecord, is_in: bool, reviewer: str) -> str:
+        run_id = record.run_id
+        steps = await run_in_threadpool(lambda: last_steps(self.store.snapshot(run_id)))
+        labels = await run_in_threadpool(self.store.reviews, 0, [run_id])
+        view = View(path=QUEUE)
+        form = label_form(record, view, reviewer, again=bool(labels)) if is_in else ""
+        card = (
+            run_card(record, steps, view) + _history(labels) + (form if record.status == "finished" else "")
+        )
+        case = await self._case_section(record, labels, is_in)
+        return f'<article class="run review" {_ids(record)}>{card}</article>\n{case}'
+
+    async def _case_section(self, record: RunRecord, labels: list[Review], is_in: bool) -> str:
+        """The eval case a promote writes for the run: shown, downloadable, and the promote button."""
+        e = html.escape
+        if record.status != "finished":
+            return _case(f'<p class="case-note">Run {e(record.run_id)} is {e(record.status)}: only '
+                         "finished runs are reviewed and promoted.</p>")  # fmt: skip
+        if not labels:
+            return _case('<p class="case-note">Label the run first: its eval case expects the exit '
+                         "its label chooses.</p>")  # fmt: skip
+        try:
+            case = await run_in_threadpool(
+                review.case_of, self.store, record.run_id, None, self.service.catalog_spec
+            )
+        except EndstateError as exc:
+            return _case(f'<p class="case-error error">No eval case can be made: {e(str(exc))}</p>')
+        name = review.case_file(record.run_id)
+        href = e(run_url(record.run_id, "case.yaml"))
+        download = f'<a class="download" href="{href}" download="{e(name)}">Download {e(name)}</a>'
+        expects = e(" -> ".join(_expected(case)))
+        return _case(f"""<p class="case-note">The case replays the run's recorded model replies and
+  expects <code>{expects}</code>; <code>endstate eval</code> fails it when the agent now behaves otherwise.
+  {download}</p>
+  {self._promote_part(record.run_id, is_in)}
+  <pre class="case-yaml">{e(review.case_yaml(case))}</pre>""")
+
+    def _promote_part(self, run_id: str, is_in: bool) -> str:
+        e, folder = html.escape, self.service.cases_dir
+        if folder is None:
+            return (
+                '<p class="case-note no-cases-dir">To promote from here, start the service with '
+                "<code>--cases-dir DIR</code> (or <code>$ENDSTATE_CASES_DIR</code>); or download the file "
+                "into your eval folder.</p>"
+            )
+        path = folder / review.case_file(run_id)
+        if path.exists():
+            return (
+                f'<p class="promoted">Promoted: <code>{e(str(path))}</code>. Run it with '
+                f"<code>endstate eval {e(str(folder))}</code>.</p>"
+            )
+        if not is_in:
+            return '<p class="sign-in-to-label">Sign in to promote.</p>'
+        return f"""<form method="post" action="{e(run_url(run_id, "promote"))}" class="promote">
+    <button type="submit">Promote</button>
+    <span class="effect">writes <code>{e(str(path))}</code> (never over an existing file);
+    <code>endstate eval {e(str(folder))}</code> runs it.</span></form>"""
+
+    def _labelled_table(self, found: list[Review], view: View) -> str:
+        e, folder = html.escape, self.service.cases_dir
+        rows = []
+        for r in found:
+            promoted = folder is not None and (folder / review.case_file(r.run_id)).exists()
+            case = "promoted" if promoted else "not promoted"
+            rows.append(f"""<tr class="labelled-run" data-run-id="{e(r.run_id)}">
+  <td><a class="id" href="{e(run_url(r.run_id))}">{e(r.run_id)}</a></td>
+  <td>{link(view.url(agent=r.agent, page=None), r.agent, False)}</td>
+  <td>{link(view.url(task_type=r.task_type, page=None), r.task_type, False)}</td>
+  <td class="label">{e(r.label)}</td><td class="by">{e(r.by or "(not recorded)")}</td>
+  <td class="when">{e(when(r.labelled_at))}</td><td class="note">{e(r.note)}</td>
+  <td class="case">{case}</td></tr>""")
+        head = "".join(f"<th>{h}</th>" for h in _COLUMNS)
+        head = f"<tr>{head}</tr>"
+        return f'<table class="labelled">{head}\n{"".join(rows)}</table>'
+
+    # -- downloads and forms ----------------------------------------------------------------------
+
+    async def case_file(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        if self._reads_refused(request):
+            return await self.render_run(request, error="Sign in with the service token first.", status=401)
+        try:
+            case = await run_in_threadpool(
+                review.case_of, self.store, run_id, None, self.service.catalog_spec
+            )
+        except EndstateError as exc:
+            return await self.render_run(request, error=str(exc), status=status_of(exc))
+        disposition = f'attachment; filename="{review.case_file(run_id)}"'
+        headers = HEADERS | {"Content-Disposition": disposition}
+        return Response(review.case_yaml(case), media_type="application/yaml", headers=headers)
+
+    async def label(self, request: Request) -> Response:
+        same_origin(request)
+        run_id = request.path_params["run_id"]
+        if not signed_in(self.service, request):
+            return await self.render_queue(request, error="Sign in with the service token first.", status=401)
+        form = await form_of(request)
+        by, note = form.get("by", "").strip(), form.get("note", "")
+        if not by or len(by) > MAX_NAME or len(note) > MAX_NOTE:
+            problem = (
+                f"Say who you are (your name, at most {MAX_NAME} characters) with the label, "
+                f"and keep the note under {MAX_NOTE} characters."
+            )
+            return await self.render_queue(request, error=problem, status=400)
+        try:
+            given = await run_in_threadpool(
+                review.label, self.store, run_id, form.get("label", ""), note, None, by
+            )
+        except EndstateError as exc:
+            return await self.render_queue(request, error=str(exc), status=status_of(exc))
+        said = f"Labelled run {given.run_id} {given.label} (by {given.by}); it left the queue."
+        response = RedirectResponse(View.of(request, QUEUE).url(message=said, done=given.run_id), 303)
+        response.set_cookie(REVIEWER_COOKIE, quote(by), max_age=365 * 86400, httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https")  # fmt: skip
+        return response
+
+    async def promote(self, request: Request) -> Response:
+        same_origin(request)
+        run_id = request.path_params["run_id"]
+        if not signed_in(self.service, request):
+            return await self.render_run(request, error="Sign in with the service token first.", status=401)
+        await form_of(request)  # the form is empty; its type and size are checked all the same
+        folder = self.service.cases_dir
+        if folder is None:
+            problem = (
+                "This service writes no case files: start it with --cases-dir DIR (or $ENDSTATE_CASES_DIR), "
+                "or download the case and commit it to your eval folder."
+            )
+            return await self.render_run(request, error=problem, status=409)
+        try:
+            done = await run_in_threadpool(
+                lambda: review.promote(
+                    self.store, run_id, None, folder, catalog=self.service.catalog_spec, overwrite=False
+                )
+            )
+        except review.CaseExists as exc:
+            return await self.render_run(request, error=str(exc), status=409)
+        except EndstateError as exc:
+            return await self.render_run(request, error=str(exc), status=status_of(exc))
+        expects = " -> ".join(done.expected)
+        said = f"Wrote {done.path}: case {done.name!r}, expects {expects}. Run it: endstate eval {folder}"
+        return RedirectResponse(f"{run_url(run_id)}?message={quote(said)}", 303)
+
+    def _reads_refused(self, request: Request) -> bool:
+        return self.service.reads_need_token and not signed_in(self.service, request)
+
+
+# -- pieces ------------------------------------------------------------------------------------------
+
+
+def run_card(r: RunRecord, steps: list[Step], view: View) -> str:
+    """A finished run: who, the task, how it stopped and why, what it did."""
+    e = html.escape
+    stop = f"{r.stop_reason}" + (f" ({r.stop_limit})" if r.stop_limit else "")
+    ended = r.ended_at or r.updated_at
+    ago = span(time.time() - ended)
+    cause = r.note or r.output or (f"its {r.stop_limit} budget ran out" if r.stop_limit else "")
+    error = f" <code>{e(r.error_type)}</code>" if r.error_type else ""
+    return f"""<header><a class="agent" href="{e(view.url(agent=r.agent, page=None))}">{e(r.agent)}</a>
+  <a class="type" href="{e(view.url(task_type=r.task_type, page=None))}">{e(r.task_type)}</a>
+  <a class="id" href="{e(run_url(r.run_id))}">{e(r.run_id)}</a></header>
+  <p class="task">{e(r.task)}</p>
+  <p class="stop">Stopped: <code>{e(stop)}</code> after {r.turns} turn{"" if r.turns == 1 else "s"},
+  ended {e(when(ended))} ({ago} ago)</p>
+  <p class="cause">Cause:{error} {e(cause) or "(the run gave none)"}</p>
+  {steps_section(r.summary, steps, "What it did", "did")}"""
+
+
+def label_form(r: RunRecord, view: View, reviewer: str, again: bool = False) -> str:
+    """The labels that fit the run's stop, a note, who is labelling, and what saving does
+    (`again`: the run has a label; a new one replaces it)."""
+    e = html.escape
+    legend = "Label it again (the new label replaces the last)" if again else "What did you find?"
+    fits = [lab for lab in Label if review.ONLY_FOR.get(lab) in (None, r.stop_reason)]
+    choices = "\n".join(
+        f"""<label><input type="radio" name="label" value="{lab}" required>
+      <span class="label-name">{LABEL_TEXT[lab][0]}</span>
+      <span class="label-effect">{e(LABEL_TEXT[lab][1])}</span></label>"""
+        for lab in fits
+    )
+    action = e(view.url(run_url(r.run_id, "label"), refresh=None))
+    return f"""<form method="post" action="{action}" class="label">
+    <fieldset class="labels"><legend>{legend}</legend>
+    {choices}</fieldset>
+    <label>Note <input name="note" type="text" maxlength="{MAX_NOTE}" size="40"></label>
+    <label>Your name
+      <input name="by" type="text" required maxlength="{MAX_NAME}" value="{e(reviewer)}"></label>
+    <button type="submit">Save label</button>
+    <span class="effect">the run leaves the queue; the label is counted and feeds
+    <code>limits suggest</code>.</span></form>"""
+
+
+def _history(labels: list[Review]) -> str:
+    """The labels a run was given, latest first (the latest counts)."""
+    if not labels:
+        return '<p class="labels-none">Not labelled yet.</p>'
+    e = html.escape
+    rows = "\n".join(
+        f"""<li><strong class="label">{e(r.label)}</strong>
+    <span class="labelled-by">by {e(r.by or "(not recorded)")}, {e(when(r.labelled_at))}</span>
+    {f'<span class="note">{e(r.note)}</span>' if r.note else ""}</li>"""
+        for r in reversed(labels)
+    )
+    return f'<section class="labels-given"><h3>Labels (the latest counts)</h3><ol>{rows}</ol></section>'
+
+
+def _case(inner: str) -> str:
+    return f'<section class="case"><h2>Eval case</h2>\n  {inner}</section>'
+
+
+def _expected(case: dict[str, Any]) -> list[str]:
+    then = case.get("then")
+    return [case["expect"]] + ([then["expect"]] if then else [])
+
+
+def _ids(r: RunRecord) -> str:
+    e = html.escape
+    return f'id="run-{e(r.run_id)}" data-run-id="{e(r.run_id)}"'
+
+
+def _reviewer(request: Request) -> str:
+    return unquote(request.cookies.get(REVIEWER_COOKIE, ""))[:MAX_NAME]
+
+
+def _done_link(request: Request) -> str:
+    """After a label: the way to the run's page, where its case is promoted."""
+    done = request.query_params.get("done")
+    if not done:
+        return ""
+    url = html.escape(run_url(done))
+    opened = f'<a href="{url}">Open run {html.escape(done)}</a>'
+    return f'<p class="notice next" role="status">{opened} to see or promote its eval case.</p>'
+
+
+def _filtered_note(view: View) -> str:
+    if not (view.agent or view.task_type):
+        return ""
+    shown = ", ".join(f"{k} {v}" for k, v in (("agent", view.agent), ("task type", view.task_type)) if v)
+    return f'<p class="intro">Only {html.escape(shown)}. {link(LABELLED, "Show all", False)}</p>'
+
+
+def _later_earlier(view: View, more: bool) -> str:
+    links = []
+    if view.page > 1:
+        links.append(f'<a href="{html.escape(view.url(page=view.page - 1))}" rel="prev">Later labels</a>')
+    if more:
+        links.append(f'<a href="{html.escape(view.url(page=view.page + 1))}" rel="next">Earlier labels</a>')
+    return f'<nav class="pages">{" ".join(links)}</nav>' if links else ""
+
+
+_QUEUE_INTRO = (
+    '<p class="intro">Finished runs no one has labelled yet that stopped as <code>gave_up</code>, '
+    "<code>limit</code>, <code>no_progress</code> or <code>error</code>, and a steady sample of "
+    f"{review.DEFAULT_SUCCESS_SHARE:.0%} of the successes (a success can be false too); oldest first. "
+    "A label takes a run out of the queue; <code>endstate review</code> lists the same runs.</p>"
+)
+_COLUMNS = ("Run", "Agent", "Task type", "Label", "By", "When", "Note", "Case")
+_SIGN_IN_TO_LABEL = '<p class="sign-in-to-label">Sign in to label.</p>'
+_EMPTY_QUEUE = '<p class="empty">Nothing to review: every run that needs a look is labelled.</p>'
+_NONE_LABELLED = '<p class="empty">No run is labelled yet.</p>'
