@@ -6,6 +6,8 @@ is rebuilt from the journal, so nothing beside it grows with the history):
 a `checkpoint` taken inside a running segment, a run `suspended` for a person,
 or a `cancelled` one. Version 1 (a list of provider messages with open result
 slots) is read and upgraded; a newer version is refused with a clear error.
+A run of another framework, suspended (agent.integrations), keeps that
+framework's own state beside its journal (`foreign`, written only when set).
 """
 
 from __future__ import annotations
@@ -24,6 +26,20 @@ from agent.stops import StopReason, Suspension
 
 SNAPSHOT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
+
+
+@dataclass(frozen=True)
+class ForeignState:
+    """A run of another framework, suspended: that framework's own saved state (agent.integrations).
+
+    `state` is the framework's serialized state as JSON text (the OpenAI Agents SDK's `RunState`
+    string, a LangGraph thread config, Pydantic AI's messages and deferred calls); None when it
+    could not be saved, with `error` saying why (the suspension is kept all the same).
+    """
+
+    framework: str
+    state: str | None
+    error: str = ""
 
 
 class SnapshotKind(StrEnum):
@@ -51,6 +67,7 @@ class Snapshot:
     verifier_failures: list[str] = field(default_factory=list)
     trace_id: str | None = None
     span_id: str | None = None
+    foreign: ForeignState | None = None  # a foreign framework's run: its own state, to resume it
     version: int = SNAPSHOT_VERSION
 
     @property
@@ -89,6 +106,7 @@ class Snapshot:
             **{"usage": vars(self.usage), "state": self.state},
             **{"verifier_failures": self.verifier_failures, "trace_id": self.trace_id},
             "span_id": self.span_id,
+            **({"foreign": vars(self.foreign)} if self.foreign is not None else {}),
         }
 
     def to_json(self) -> str:
@@ -164,6 +182,7 @@ _HEAD = {"version", "run_id", "agent", "task_type", "kind", "segment", "usage", 
     "trace_id",
     "span_id",
     "journal",
+    "foreign",
 }
 
 
@@ -186,7 +205,16 @@ def _head_fields(data: dict[str, Any]) -> dict[str, Any]:
         "verifier_failures": [_str(f) for f in need(data, "verifier_failures", list, [])],
         "trace_id": need(data, "trace_id", str | None, None),
         "span_id": need(data, "span_id", str | None, None),
+        "foreign": _foreign(need(data, "foreign", dict | None, None)),
     }
+
+
+def _foreign(data: dict[str, Any] | None) -> ForeignState | None:
+    if data is None:
+        return None
+    return ForeignState(
+        need(data, "framework", str), need(data, "state", str | None), need(data, "error", str, "")
+    )
 
 
 def _usage(data: dict[str, Any]) -> Spent:

@@ -6,10 +6,13 @@ import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.agent import Agent
 from agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agent.integrations._durable import ForeignAgent
 
 State = dict[str, Any]
 ENV_CATALOG = "ENDSTATE_CATALOG"
@@ -28,9 +31,10 @@ class AgentEntry:
     a run-specific cancel signal; `cleanup` runs when the run has ended for good.
     A run may ask for a task type other than the agent's own only when it is in
     `task_types`: task types are metric labels, so callers cannot invent them.
+    `build` may return a `ForeignAgent`: a run of another framework (`Catalog.register_foreign`).
     """
 
-    build: Callable[[State], Agent]
+    build: Callable[[State], Agent | ForeignAgent]
     prepare: Callable[[State, str], State] | None = None
     cancel: Callable[[State], Any] | None = None
     cleanup: Callable[[State], None] | None = None
@@ -44,8 +48,30 @@ class Catalog:
     entries: dict[str, AgentEntry] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list)
 
-    def register(self, name: str, build: Callable[[State], Agent], **hooks: Any) -> None:
+    def register(self, name: str, build: Callable[[State], Agent | ForeignAgent], **hooks: Any) -> None:
         self.entries[name] = AgentEntry(build, **hooks)
+
+    def register_foreign(
+        self,
+        name: str,
+        framework: str,
+        build: Callable[..., Any],
+        *,
+        task_types: tuple[str, ...] = (),
+        cleanup: Callable[[State], None] | None = None,
+        **fields: Any,
+    ) -> None:
+        """Add an agent of another framework, so its suspended runs resume from the store by name.
+
+        `framework` is `openai_agents`, `pydantic_ai` or `langgraph`; `build()` makes its agent
+        (LangGraph: `build(checkpointer)` its compiled graph). `fields` are `ForeignAgent`'s:
+        `checkpointer` (LangGraph: required), `options` (the framework's own run arguments),
+        `task_type`, `help`, `verifiers`, `make_input`.
+        """
+        from agent.integrations._durable import ForeignAgent
+
+        foreign = ForeignAgent(name, framework, build, **fields)  # type: ignore[arg-type]
+        self.entries[name] = AgentEntry(lambda state: foreign, task_types=task_types, cleanup=cleanup)
 
     def entry(self, name: str) -> AgentEntry:
         if name not in self.entries:

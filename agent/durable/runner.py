@@ -28,7 +28,7 @@ import threading
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent._state import calls_of
 from agent.agent import Agent
@@ -56,6 +56,9 @@ from agent.journal import Journal
 from agent.result import RunResult, StopReason
 from agent.snapshot import Checkpoint, Snapshot
 
+if TYPE_CHECKING:
+    from agent.integrations._durable import ForeignAgent
+
 log = logging.getLogger("endstate.runner")
 
 __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "load_catalog"]
@@ -77,7 +80,7 @@ class Job:
     """A run this runner holds, ready to drive: its agent and the segment's coroutine."""
 
     run_id: str
-    agent: Agent
+    agent: Agent | ForeignAgent  # a foreign agent: another framework's run (agent.integrations)
     record: RunRecord
     segment: Callable[[Any], Coroutine[Any, Any, RunResult]]
     release_to: RunStatus | None = None  # where a failed start gives the run back
@@ -555,7 +558,9 @@ class Runner:
         entry = self.catalog.entries.get(job.record.agent)
         return entry.cancel(job.record.state) if entry is not None and entry.cancel else None
 
-    def _agent(self, name: str, state: State, run_id: str, task_type: str | None = None) -> Agent:
+    def _agent(
+        self, name: str, state: State, run_id: str, task_type: str | None = None
+    ) -> Agent | ForeignAgent:
         """The catalog's agent, checkpointing to the store under this runner's lease."""
         entry = self.catalog.entry(name)
         built = entry.build(state)

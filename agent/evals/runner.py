@@ -15,6 +15,7 @@ from agent.agent import Agent
 from agent.budget import Budget
 from agent.cli.demo import follow_up
 from agent.durable.catalog import Catalog, load_catalog
+from agent.errors import ConfigError
 from agent.evals.case import Case
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import Judged, run_judge
@@ -225,6 +226,11 @@ def _catalog_world(case: Case, catalog: Catalog) -> Iterator[tuple[Agent, World,
         with tempfile.TemporaryDirectory(prefix="endstate-eval-") as tmp:
             world = World(Path(str(state.get("workdir") or tmp)))
             agent = entry.build(state)
+            if not isinstance(agent, Agent):
+                raise ConfigError(
+                    f"agent {case.agent!r} is a foreign ({agent.framework}) agent: evals replay "
+                    "Endstate agents only"
+                )
             cancel = entry.cancel(state) if entry.cancel else None
             yield agent, world, state, cancel or world.cancel
     finally:

@@ -19,7 +19,8 @@ from typing import Any
 
 from agent.budget import Spent
 from agent.context import RunContext
-from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, guard
+from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, guard
+from agent.journal import Answered, Suspended
 from agent.models.base import ModelReply, ModelRequest, ToolCall
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.tools import ToolOutcome
@@ -47,6 +48,9 @@ class Recorder:
     last_text: str = ""
     result: RunResult | None = None
     explicit_turns: bool = False  # the caller opens turns itself; model calls never do
+    help_seconds: float | None = None  # how long a pending approval waits (None: DEFAULT_HELP_SECONDS)
+    waiting_seconds: float = 0.0  # the run's human waits so far
+    active_before: float = 0.0  # active seconds of the run's earlier segments
     _turn_open: bool = False
     _turn_asked: bool = False  # the open turn has had its model call
     _model_open: bool = False
@@ -67,15 +71,25 @@ class Recorder:
         verifiers: Sequence[Verifier] | Verifier | None = None,
         run_id: str | None = None,
         resumed: RunResult | None = None,
+        help_seconds: float | None = None,
+        wait: HumanWait | None = None,
+        go_on: bool = True,
     ) -> Recorder:
         """Begin a segment: `run_started` on the hooks (guarded: a failing hook never fails the run).
 
         `resumed` is the `need_help` result this segment continues: same run
-        id, the next segment, and the person's wait recorded.
+        id, the next segment (linked to the suspended one when `resumed.snapshot`
+        says where that was recorded), the run's totals, and the person's wait
+        recorded (`wait`, or answered now). `go_on=False` for a segment that only
+        ends the run (an expired wait): no turn is reopened.
         """
+        snap = resumed.snapshot if resumed is not None else None
         info = RunInfo(
             run_id=resumed.run_id if resumed else run_id or uuid.uuid4().hex,
-            segment=2 if resumed else 1,
+            segment=(snap.segment + 1 if snap is not None else 2) if resumed else 1,
+            continues=SegmentLink(snap.trace_id, snap.span_id)
+            if snap and snap.trace_id and snap.span_id
+            else None,
             agent=agent,
             task_type=task_type,
             model=model or "unknown",
@@ -89,12 +103,22 @@ class Recorder:
         )
         watched = hooks is not None and not isinstance(hooks, NoHooks)
         recorder = cls(info, _verifier_list(verifiers), guard(hooks or NoHooks(), info), watched)
-        if resumed is not None:  # the run's totals go on from where the suspended segment left them
-            recorder.turns, recorder.usage = resumed.turns, resumed.usage
-            if resumed.suspension is not None:
-                recorder.observer.human_waited(_wait(resumed.suspension))
-            recorder.continue_turn()
+        recorder.help_seconds = help_seconds
+        if resumed is not None:
+            recorder._go_on_from(resumed, wait)
+            if go_on:
+                recorder.continue_turn()
         return recorder
+
+    def _go_on_from(self, resumed: RunResult, wait: HumanWait | None) -> None:
+        """The run's totals go on from where the suspended segment left them; the wait ends."""
+        self.turns, self.usage = resumed.turns, resumed.usage
+        self.active_before, self.waiting_seconds = resumed.active_seconds, resumed.waiting_seconds
+        if wait is None:
+            wait = _wait_of(resumed)
+        if wait is not None:
+            self.waiting_seconds += wait.seconds
+            self.observer.human_waited(wait)
 
     # -- turns, model calls and tool calls ----------------------------------
 
@@ -199,6 +223,7 @@ class Recorder:
     ) -> RunResult:
         """A pending approval or question: `need_help`, with the framework's state kept in `raw`."""
         now = time.time()
+        wait_seconds = self.help_seconds if wait_seconds is None else wait_seconds
         deadline = now + (DEFAULT_HELP_SECONDS if wait_seconds is None else wait_seconds)
         suspension = Suspension(question, deadline, now, pending)
         return self.finish(StopReason.NEED_HELP, note=question, suspension=suspension, raw=raw)
@@ -242,7 +267,8 @@ class Recorder:
             verified=verified,
             turns=self.turns,
             usage=self.usage,
-            active_seconds=time.perf_counter() - self._started,
+            active_seconds=self.active_before + time.perf_counter() - self._started,
+            waiting_seconds=self.waiting_seconds,
             verifier_failures=failures,
             last_text=self.last_text,
             error_type=error_type if reason is StopReason.ERROR else None,
@@ -276,10 +302,22 @@ def _spent(resumed: RunResult | None) -> Spent | None:
     return spent
 
 
-def _wait(s: Suspension) -> HumanWait:
-    """The person's wait that ends now, with the answer that resumes the run."""
+def _wait_of(resumed: RunResult) -> HumanWait | None:
+    """The wait that ends as the run resumes: as its journal's last answer says (answered then, by
+    a person or by the help policy at the deadline), else answered now."""
+    journal = resumed.snapshot.journal if resumed.snapshot is not None else []
+    answered = journal[-1] if journal and isinstance(journal[-1], Answered) else None
+    asked = journal[-2] if answered and len(journal) > 1 and isinstance(journal[-2], Suspended) else None
+    if answered is not None and asked is not None:
+        outcome = "answered" if answered.by == "person" else "expired"
+        return _wait(asked.suspension, answered.at, outcome)
+    return _wait(resumed.suspension, time.time()) if resumed.suspension is not None else None
+
+
+def _wait(s: Suspension, ended: float, outcome: str = "answered") -> HumanWait:
+    """The person's wait that ended at `ended`, with the answer that resumes the run."""
     pending = s.pending.name if s.pending else None
-    return HumanWait(s.suspended_at, time.time(), "answered", s.question, pending, s.deadline)
+    return HumanWait(s.suspended_at, ended, outcome, s.question, pending, s.deadline)
 
 
 def _verifier_list(verifiers: Sequence[Verifier] | Verifier | None) -> tuple[Verifier, ...]:

@@ -20,6 +20,10 @@ How runs end:
 
 The verifiers see the final state at `ctx.state["output"]`; the output text
 is the content of the state's last message when it has `messages`.
+
+An `interrupt({"tool": name, "args": {...}})` (optionally with a `"question"`) is an approval
+of that call: the suspension's pending call. Any other value is a question (a string as it is,
+anything else as JSON); `resume` gives the graph the answer, or True/False for an approval.
 """
 
 from __future__ import annotations
@@ -52,13 +56,14 @@ class EndstateCallbackHandler(BaseCallbackHandler):
     run_inline = True  # called in the run's own task, in order, never from a thread pool
     raise_error = False
     ignore_chain = True  # every graph node is a chain: LangChain need not call this handler for them
-    # (not `ignore_agent`: LangChain files tool events under it)
+    ignore_agent = False  # LangChain files tool events under it: ignored only when nobody watches
     ignore_retriever = True
     ignore_retry = True
     ignore_custom_event = True
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
+        self.ignore_agent = not recorder.watched  # no hooks: tool calls have nothing to report
         self._tools: dict[UUID, tuple[str, dict[str, Any]]] = {}
 
     def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -116,13 +121,15 @@ async def arun(
     agent_name: str | None = None,
     tools: Sequence[str] = (),
     resumed: RunResult | None = None,
+    help_seconds: float | None = None,
     **invoke_kwargs: Any,
 ) -> RunResult:
     """`graph.ainvoke(input, config, **invoke_kwargs)`, ended in a stop reason.
 
     The final state (or the exception) is at `result.raw`. `tools` names the
-    graph's tools, so their calls are labelled by name in the metrics.
-    Never raises for an expected stop.
+    graph's tools, so their calls are labelled by name in the metrics; an
+    `interrupt()` waits `help_seconds` (default a day). Never raises for an
+    expected stop.
     """
     config = dict(config or {})
     recorder = Recorder.start(
@@ -136,6 +143,7 @@ async def arun(
         verifiers=verifiers,
         run_id=run_id,
         resumed=resumed,
+        help_seconds=help_seconds,
     )
     config["callbacks"] = _with_handler(config.get("callbacks"), EndstateCallbackHandler(recorder))
     try:
@@ -183,10 +191,28 @@ async def aresume(
     config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
         raise ConfigError("resume needs the interrupted run's state: its RunResult, state_of() or config")
+    config = {k: v for k, v in config.items() if k != "callbacks"}
+    await _check_interrupted(graph, config)
     value = answer if answer is not None else approved
-    return await arun(
-        graph, Command(resume=value), {k: v for k, v in config.items() if k != "callbacks"}, **kwargs
-    )
+    return await arun(graph, Command(resume=value), config, **kwargs)
+
+
+async def _check_interrupted(graph: Any, config: Mapping[str, Any]) -> None:
+    """Refuse to resume a thread the graph's checkpointer holds no interrupt for (it would start over)."""
+    thread = config["configurable"]["thread_id"]
+    try:
+        saved = await graph.aget_state(config)
+    except (ValueError, NotImplementedError) as exc:  # no checkpointer, or one without async methods
+        raise ConfigError(
+            f"cannot resume thread {thread!r}: {exc}. Compile the graph with the (async-capable) "
+            "checkpointer it was interrupted with"
+        ) from exc
+    if not getattr(saved, "interrupts", ()):
+        raise ConfigError(
+            f"the graph's checkpointer holds no pending interrupt for thread {thread!r}: it was "
+            "answered already, or the checkpointer lost it (an in-memory one does when its process "
+            "ends; use a persistent one, such as AsyncSqliteSaver or AsyncPostgresSaver)"
+        )
 
 
 def _suspend(recorder: Recorder, output: Mapping[str, Any], config: Mapping[str, Any]) -> RunResult:
@@ -194,10 +220,11 @@ def _suspend(recorder: Recorder, output: Mapping[str, Any], config: Mapping[str,
     value = getattr(first, "value", first)
     question = value if isinstance(value, str) else json.dumps(value, default=str)
     pending = None
-    if isinstance(value, Mapping) and value.get("tool"):
-        pending = PendingAction(
-            str(getattr(first, "id", "")), str(value["tool"]), dict(value.get("args") or {})
-        )
+    if isinstance(value, Mapping) and value.get("tool"):  # {"tool", "args"}: an approval, asked as such
+        arguments = dict(value.get("args") or {})
+        pending = PendingAction(str(getattr(first, "id", "")), str(value["tool"]), arguments)
+        asked = value.get("question")
+        question = str(asked) if asked else f"Approve {pending.name}({json.dumps(arguments, default=str)})?"
     saved = {"output": output, "config": {k: v for k, v in config.items() if k != "callbacks"}}
     return recorder.suspend(question, pending, raw=saved)
 

@@ -120,16 +120,20 @@ async def arun(
     run_id: str | None = None,
     run_hooks: OARunHooks[Any] | None = None,
     resumed: RunResult | None = None,
+    agent_name: str | None = None,
+    help_seconds: float | None = None,
     **runner_kwargs: Any,
 ) -> RunResult:
     """`Runner.run(agent, input, **runner_kwargs)`, ended in a stop reason.
 
     The SDK's `RunResult` (or the exception) is at `result.raw`; pass your own
-    SDK `RunHooks` as `run_hooks`. Never raises for an expected stop.
+    SDK `RunHooks` as `run_hooks`. `agent_name` labels the run (default: the
+    agent's name); a pending approval waits `help_seconds` (default a day).
+    Never raises for an expected stop.
     """
     recorder = Recorder.start(
         hooks,
-        agent=agent.name,
+        agent=agent_name or agent.name,
         task_type=task_type,
         model=_model_name(agent, runner_kwargs.get("run_config")),
         provider=PROVIDER,
@@ -139,6 +143,7 @@ async def arun(
         verifiers=verifiers,
         run_id=run_id,
         resumed=resumed,
+        help_seconds=help_seconds,
     )
     sdk_hooks = EndstateRunHooks(recorder, run_hooks)
     try:
@@ -158,12 +163,16 @@ async def arun(
     return recorder.succeed(result.final_output, raw=result)
 
 
-def state_of(result: RunResult) -> str:
-    """A `need_help` result's saved state, as JSON (the SDK's `RunState.to_string()`): what a store keeps."""
+def state_of(result: RunResult, **to_string: Any) -> str:
+    """A `need_help` result's saved state, as JSON (the SDK's `RunState.to_string()`): what a store keeps.
+
+    `to_string` goes to the SDK (`strict_context=True` refuses a context it would otherwise drop,
+    `context_serializer=` saves a custom one).
+    """
     raw = result.raw
     if raw is None or not getattr(raw, "interruptions", None):
         raise ConfigError("only a need_help result of this integration has a state to save")
-    return str(raw.to_state().to_string())
+    return str(raw.to_state().to_string(**to_string))
 
 
 def resume(

@@ -74,6 +74,8 @@ class EndstateCapability(AbstractCapability[Any]):
         return response
 
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        if not self.recorder.watched:  # nobody to tell: the call's shape is not even built
+            return await handler(args)
         call_id, name = call.tool_call_id, call.tool_name
         self.recorder.tool_started(call_id, name, call.args_as_dict())
         try:
@@ -101,11 +103,25 @@ async def arun(
     verifiers: Sequence[Verifier] | Verifier | None = None,
     run_id: str | None = None,
     resumed: RunResult | None = None,
+    agent_name: str | None = None,
+    help_seconds: float | None = None,
     **run_kwargs: Any,
 ) -> RunResult:
     """`agent.run(user_prompt, **run_kwargs)`, ended in a stop reason; the `AgentRunResult` (or the
-    exception) is at `result.raw`. Never raises for an expected stop."""
-    recorder = _recorder(agent, user_prompt, hooks, task_type, verifiers, run_id, resumed, run_kwargs)
+    exception) is at `result.raw`. `agent_name` labels the run (default: the agent's name); a
+    deferred call waits `help_seconds` (default a day). Never raises for an expected stop."""
+    recorder = _recorder(
+        agent,
+        user_prompt,
+        run_kwargs,
+        hooks=hooks,
+        task_type=task_type,
+        verifiers=verifiers,
+        run_id=run_id,
+        resumed=resumed,
+        agent_name=agent_name,
+        help_seconds=help_seconds,
+    )
     capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder)]
     try:
         result = await agent.run(user_prompt, capabilities=capabilities, **run_kwargs)
@@ -176,11 +192,24 @@ async def aresume(
 
 
 def _cost(response: ModelResponse) -> float | None:
-    """The response's price in US dollars; None when Pydantic AI has no price for its model."""
+    """The response's price in US dollars; None when Pydantic AI has no price for its model (or
+    the response has no usage). A model found unpriced is remembered: looking it up again costs
+    about as much as a scripted turn."""
+    model = (response.model_name, response.provider_url, response.provider_name)
+    if not response.model_name or model in _UNPRICED:
+        return None
     try:
         return float(response.cost().total_price)
     except LookupError:
+        if len(_UNPRICED) < MAX_UNPRICED:
+            _UNPRICED.add(model)
         return None
+    except ValueError:  # this response omitted its usage
+        return None
+
+
+MAX_UNPRICED = 1000  # models remembered as unpriced (a bound: model names come from responses)
+_UNPRICED: set[tuple[str | None, str | None, str | None]] = set()
 
 
 def limit_kind(exc: UsageLimitExceeded) -> LimitKind:
@@ -194,11 +223,12 @@ def limit_kind(exc: UsageLimitExceeded) -> LimitKind:
 
 
 def _suspend(recorder: Recorder, requests: DeferredToolRequests, result: Any) -> RunResult:
-    calls = [*requests.approvals, *requests.calls]
-    first = calls[0]
-    pending = PendingAction(first.tool_call_id, first.tool_name, first.args_as_dict())
+    """An approval waits with its call pending; an external call is a question: the answer is its result."""
+    first = [*requests.approvals, *requests.calls][0]
+    arguments = first.args_as_dict()
     verb = "Approve" if requests.approvals else "Answer"
-    question = f"{verb} {first.tool_name}({json.dumps(pending.arguments, default=str)})?"
+    question = f"{verb} {first.tool_name}({json.dumps(arguments, default=str)})?"
+    pending = PendingAction(first.tool_call_id, first.tool_name, arguments) if requests.approvals else None
     return recorder.suspend(question, pending, raw=result)
 
 
@@ -229,26 +259,22 @@ def _unanswered(messages: Sequence[ModelMessage]) -> list[str]:
 def _recorder(
     agent: PAIAgent[Any, Any],
     user_prompt: Any,
-    hooks: RunHooks | None,
-    task_type: str,
-    verifiers: Sequence[Verifier] | Verifier | None,
-    run_id: str | None,
-    resumed: RunResult | None,
     run_kwargs: Mapping[str, Any],
+    *,
+    hooks: RunHooks | None,
+    agent_name: str | None,
+    **options: Any,
 ) -> Recorder:
     model = run_kwargs.get("model") or agent.model
     return Recorder.start(
         hooks,
-        agent=agent.name or "pydantic_ai_agent",
-        task_type=task_type,
+        agent=agent_name or agent.name or "pydantic_ai_agent",
         model=str(getattr(model, "model_name", model) or ""),
         provider=str(getattr(model, "system", "") or PROVIDER),
         task=user_prompt if isinstance(user_prompt, str) else "",
         tools=_tool_names(agent),
         limits=_limits(run_kwargs.get("usage_limits")),
-        verifiers=verifiers,
-        run_id=run_id,
-        resumed=resumed,
+        **options,
     )
 
 

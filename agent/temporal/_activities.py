@@ -136,6 +136,11 @@ class EndstateActivities:
     def _build(self, run: dict[str, Any]) -> Agent:
         entry = self.catalog.entry(run["agent"])
         agent = entry.build(dict(run["state"]))
+        if not isinstance(agent, Agent):
+            raise ConfigError(
+                f"agent {run['agent']!r} is a foreign ({agent.framework}) agent: Temporal runs Endstate "
+                "agents only; run it with the store's runner (`endstate start`, `endstate serve`)"
+            )
         task_type = run.get("task_type")
         if task_type and task_type != agent.task_type:
             if task_type not in entry.task_types:
