@@ -7,7 +7,7 @@ from typing import Any
 
 from agent.snapshot import Snapshot
 from agent.stops import FinishKind, LimitKind, PendingAction, StopCause, StopReason, Suspension
-from agent.usage import Usage
+from agent.usage import Usage, WithUsage
 
 __all__ = [
     "FinishKind", "LimitKind", "PendingAction", "RunResult", "StopCause", "StopReason", "Suspension", "Usage",
@@ -15,7 +15,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class RunResult:
+class RunResult(WithUsage):
     """The structured end of a run segment. Never a bare string or boolean.
 
     `usage` is what the whole run used so far (all its segments); its cost is
@@ -43,18 +43,6 @@ class RunResult:
     suspension: Suspension | None = None
     snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
     raw: Any = field(default=None, repr=False, compare=False)  # a foreign framework's own result
-
-    @property
-    def input_tokens(self) -> int:
-        return self.usage.input_tokens
-
-    @property
-    def output_tokens(self) -> int:
-        return self.usage.output_tokens
-
-    @property
-    def cost_usd(self) -> float | None:
-        return self.usage.cost_usd
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, flat (tokens and cost beside the rest; the snapshot is left out:

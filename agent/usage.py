@@ -64,3 +64,21 @@ class Usage:
 
 
 __all__ = ["Usage"]
+
+
+class WithUsage:
+    """The flat reads of a `usage` field, for a result or a record that holds one."""
+
+    usage: Usage
+
+    @property
+    def input_tokens(self) -> int:
+        return self.usage.input_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        return self.usage.output_tokens
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.usage.cost_usd

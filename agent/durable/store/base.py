@@ -13,7 +13,7 @@ from agent.audit import Audit, AuditOutcome
 from agent.errors import EndstateError
 from agent.result import PendingAction, RunResult, StopReason
 from agent.snapshot import Checkpoint, Snapshot
-from agent.usage import Usage
+from agent.usage import Usage, WithUsage
 
 
 class StoreError(EndstateError):
@@ -61,7 +61,7 @@ class NewRun:
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class RunRecord(WithUsage):
     """One row of the store: the run, its last result and what it waits for.
 
     `usage` is what the run used over all its segments; its cost is None when
@@ -101,18 +101,6 @@ class RunRecord:
     approved: bool | None = None
     answered_at: float | None = None  # when that answer came
     snapshot_json: str | None = field(default=None, repr=False)  # the head: the snapshot without its journal
-
-    @property
-    def input_tokens(self) -> int:
-        return self.usage.input_tokens
-
-    @property
-    def output_tokens(self) -> int:
-        return self.usage.output_tokens
-
-    @property
-    def cost_usd(self) -> float | None:
-        return self.usage.cost_usd
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and flat (the usage's fields beside the rest; `cost_usd` null when unknown),
