@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from agent.agent import Agent
-from agent.examples.scenarios import SCENARIOS, Scenario, World, build_agent, world_for
+from agent.examples.scenarios import SCENARIOS, Scenario, build_agent, follow_up, world_for
 from agent.hooks import RunHooks
 from agent.models.base import Model
 from agent.result import RunResult, StopReason
@@ -52,31 +50,6 @@ async def play(
             after = await follow_up(agent, scenario.follow_up, first, world)
             played.append(Played(scenario, after, scenario.expect_after, 2))
     return played
-
-
-class Action(Protocol):
-    """What a person or the host does after a first segment (a scenario's or an eval case's)."""
-
-    @property
-    def action(self) -> str: ...  # "answer", "approve", "deny", "expire" or "resume"
-
-    @property
-    def text(self) -> str: ...
-
-
-async def follow_up(agent: Agent, action: Action, first: RunResult, world: World) -> RunResult:
-    """Do what the person or host does with a suspended or cancelled run."""
-    snapshot = first.snapshot
-    assert snapshot is not None
-    if action.action == "answer":
-        return await agent.aresume(snapshot, action.text)
-    if action.action in ("approve", "deny"):
-        return await agent.aresume(snapshot, action.text or None, approved=action.action == "approve")
-    if action.action == "expire":  # nobody answers: the clock reaches the deadline
-        deadline = snapshot.suspension.deadline if snapshot.suspension else 0.0
-        return await agent.aexpire(snapshot, now=max(time.time(), deadline))
-    world.cancel.clear()  # "resume": the host is back up
-    return await agent.aresume(snapshot)
 
 
 def select(names: list[str] | None) -> list[Scenario]:

@@ -13,14 +13,13 @@ from typing import Any
 
 from agent.agent import Agent
 from agent.budget import Budget
-from agent.cli.demo import follow_up
 from agent.durable.catalog import Catalog, load_catalog
 from agent.errors import ConfigError
 from agent.evals.case import Case
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import Judged, run_judge
 from agent.evals.scripts import scripts
-from agent.examples.scenarios import Scenario, World, build_agent, world_for
+from agent.examples.scenarios import Scenario, World, build_agent, follow_up, world_for
 from agent.journal import Entry
 from agent.models.base import Model
 from agent.models.scripted import ScriptedModel

@@ -12,12 +12,13 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.agent import Agent
 from agent.errors import ConfigError, TransientModelError
@@ -25,7 +26,7 @@ from agent.examples import csv_clean, fix_ci, invoice, research
 from agent.models.base import Model
 from agent.models.scripted import ScriptedModel, Step, call, finish, say
 from agent.policies import HelpPolicy, RetryPolicy
-from agent.result import StopReason
+from agent.result import RunResult, StopReason
 
 if TYPE_CHECKING:
     from agent.durable.runner import Catalog
@@ -413,3 +414,28 @@ def example_catalog(worlds: Path | None = None) -> Catalog:
         prepare = functools.partial(ex.prepare, name)
         catalog.register(name, ex.build, prepare=prepare, cancel=ex.cancel, cleanup=ex.cleanup)
     return catalog
+
+
+class Action(Protocol):
+    """What a person or the host does after a first segment (a scenario's or an eval case's)."""
+
+    @property
+    def action(self) -> str: ...  # "answer", "approve", "deny", "expire" or "resume"
+
+    @property
+    def text(self) -> str: ...
+
+
+async def follow_up(agent: Agent, action: Action, first: RunResult, world: World) -> RunResult:
+    """Do what the person or host does with a suspended or cancelled run."""
+    snapshot = first.snapshot
+    assert snapshot is not None
+    if action.action == "answer":
+        return await agent.aresume(snapshot, action.text)
+    if action.action in ("approve", "deny"):
+        return await agent.aresume(snapshot, action.text or None, approved=action.action == "approve")
+    if action.action == "expire":  # nobody answers: the clock reaches the deadline
+        deadline = snapshot.suspension.deadline if snapshot.suspension else 0.0
+        return await agent.aexpire(snapshot, now=max(time.time(), deadline))
+    world.cancel.clear()  # "resume": the host is back up
+    return await agent.aresume(snapshot)
