@@ -11,7 +11,7 @@ import queue
 import threading
 import types
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -58,6 +58,10 @@ class Tool:
     @cached_property
     def signature(self) -> inspect.Signature:
         return inspect.signature(self.fn)
+
+    @cached_property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
 
     @cached_property
     def shape(self) -> ArgumentShape:
@@ -193,7 +197,7 @@ async def execute(
     if cut_by_limit and not seconds:
         return _budget_cut(tool_, started=False)
     try:
-        return _outcome(await _bounded(_call(tool_.fn, kwargs), seconds))
+        return _outcome(await _run(tool_, kwargs, seconds))
     except _Expired:
         if cut_by_limit:
             return _budget_cut(tool_, started=True)
@@ -241,10 +245,42 @@ def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
     return ToolOutcome(text, True, "budget_cut", budget_cut=True)
 
 
-async def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    if inspect.iscoroutinefunction(fn):
-        return await fn(**kwargs)
-    return await _in_daemon_thread(fn, kwargs)
+async def _run(tool_: Tool, kwargs: dict[str, Any], seconds: float | None) -> Any:
+    """Call the tool: a sync one on a worker thread, an async one in this task. An async tool
+    that returns before it first waits on anything needs no timer (nothing could cut it short)."""
+    if not tool_.is_async:
+        return await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds)
+    coro = tool_.fn(**kwargs)
+    if seconds is None:
+        return await coro
+    try:
+        waiting = coro.send(None)
+    except StopIteration as done:
+        return done.value
+    return await _bounded(_Rest(coro, waiting), seconds)
+
+
+class _Rest:
+    """The rest of a coroutine that ran up to its first wait: awaiting it hands the task what
+    the coroutine waits on, then drives it on from there, as `await` would have."""
+
+    __slots__ = ("coro", "waiting")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], waiting: Any) -> None:
+        self.coro, self.waiting = coro, waiting
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        coro, waiting = self.coro, self.waiting
+        while True:
+            thrown = None
+            try:
+                yield waiting
+            except BaseException as exc:  # a cancellation (the deadline's, or the run's) goes in
+                thrown = exc
+            try:
+                waiting = coro.send(None) if thrown is None else coro.throw(thrown)
+            except StopIteration as done:
+                return done.value
 
 
 async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:

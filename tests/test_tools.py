@@ -209,6 +209,66 @@ def test_an_async_tool_runs():
     assert asyncio.run(execute(fetch, {"url": "u"}, ctx())).text == "body of u"
 
 
+def test_an_async_tool_that_returns_before_it_waits_needs_no_timer(monkeypatch) -> None:
+    @tool(timeout=5)
+    async def quick(x: int) -> str:
+        """Quick."""
+        return f"got {x}"
+
+    entered = []
+    real = asyncio.timeout
+    monkeypatch.setattr(asyncio, "timeout", lambda d: entered.append(d) or real(d))
+    assert run(quick, {"x": 1}).text == "got 1"
+    assert entered == []
+
+
+def test_an_async_tool_that_waits_many_times_runs_under_its_timeout(monkeypatch) -> None:
+    @tool(timeout=5)
+    async def steps(n: int) -> str:
+        """Steps."""
+        got = []
+        for i in range(n):
+            await asyncio.sleep(0)
+            got.append(await asyncio.get_running_loop().run_in_executor(None, lambda i=i: i * i))
+        return ",".join(map(str, got))
+
+    entered = []
+    real = asyncio.timeout
+    monkeypatch.setattr(asyncio, "timeout", lambda d: entered.append(d) or real(d))
+    assert run(steps, {"n": 4}).text == "0,1,4,9"
+    assert entered == [5]
+
+
+def test_an_async_tool_cut_off_after_its_first_wait_sees_the_cancellation() -> None:
+    seen = []
+
+    @tool(timeout=0.05)
+    async def stubborn() -> str:
+        """Cleans up when cut off."""
+        await asyncio.sleep(0)
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        return "never"
+
+    outcome = run(stubborn, {})
+    assert outcome.is_error and outcome.error_type == "timeout"
+    assert seen == ["cancelled"]
+
+
+def test_an_async_tool_failing_after_a_wait_gives_an_error_result() -> None:
+    @tool
+    async def flaky() -> str:
+        """Fails late."""
+        await asyncio.sleep(0)
+        raise ValueError("disk full")
+
+    outcome = run(flaky, {})
+    assert outcome.is_error and outcome.text == "Error: ValueError: disk full"
+
+
 def test_a_sync_tool_runs_off_the_event_loop():
     seen: list[threading.Thread] = []
 
