@@ -413,7 +413,7 @@ async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> De
     return await act_on_calls(agent, run, calls, obs)
 
 
-async def act_on_calls(agent: Agent, run: RunState, calls: list[Call], obs: RunObserver) -> Decision:
+async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: RunObserver) -> Decision:
     """Answer the calls in order; `finish` may stop or suspend the run.
 
     Each result but the last is checkpointed as it lands, and the last one

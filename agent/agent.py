@@ -94,7 +94,14 @@ class Agent:
         return window if isinstance(window, int) else None
 
     def tool_named(self, name: str) -> Tool | None:
-        return next((t for t in self.tools if t.name == name), None)
+        return self._tools_by_name.get(name)
+
+    @cached_property
+    def _tools_by_name(self) -> dict[str, Tool]:
+        named: dict[str, Tool] = {}
+        for t in self.tools:
+            named.setdefault(t.name, t)  # the first of a name, as the model's list shows it
+        return named
 
     def suspension(self, question: str, pending: PendingAction | None, call_id: str = "") -> Suspension:
         now = self.clock.time()

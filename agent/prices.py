@@ -40,9 +40,17 @@ class PriceTable:
         self.models = models if models is not None else ModelTable.load()
         self.on_unknown = on_unknown
         self._warned: set[str] = set()
+        self._found: dict[str, Price | None] = {}  # asked once a model call: the same few names
 
     def price(self, model: str) -> Price | None:
         """The price of `model` (an override first, then the model table), or None."""
+        try:
+            return self._found[model]
+        except KeyError:
+            found = self._found[model] = self._look_up(model)
+            return found
+
+    def _look_up(self, model: str) -> Price | None:
         if model in self._overrides:
             return self._overrides[model]
         family = _family(model)

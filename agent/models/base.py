@@ -8,8 +8,7 @@ same block layout as plain JSON-ready dicts; `parts` gives the journal's parts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -120,8 +119,7 @@ class Model(Protocol):
 _cut_calls: ContextVar[list[ModelReply] | None] = ContextVar("endstate_cut_calls", default=None)
 
 
-@contextmanager
-def recording_cut_calls() -> Iterator[list[ModelReply]]:
+def recording_cut_calls() -> _CutCalls:
     """Collect the usage of model calls cancelled mid-way inside this block.
 
     A call cut off (the time budget's `asyncio.timeout`, or a cancellation)
@@ -135,12 +133,21 @@ def recording_cut_calls() -> Iterator[list[ModelReply]]:
                 reply = await model.complete(request)
         # on TimeoutError: charge each reply in `cut`
     """
-    calls: list[ModelReply] = []
-    token = _cut_calls.set(calls)
-    try:
-        yield calls
-    finally:
-        _cut_calls.reset(token)
+    return _CutCalls()
+
+
+class _CutCalls:
+    """The block of `recording_cut_calls` (a class: entered once a model call, kept cheap)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> list[ModelReply]:
+        calls: list[ModelReply] = []
+        self._token = _cut_calls.set(calls)
+        return calls
+
+    def __exit__(self, *exc: object) -> None:
+        _cut_calls.reset(self._token)
 
 
 def record_cut_call(partial: ModelReply) -> None:
