@@ -143,21 +143,17 @@ async def drive(
         elif cancel is not None and cancel.is_set():
             decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
         else:
-            decision = await turn(agent, run, obs)  # 2-5
+            decision = await observed(obs, run.begin_turn(), turn(agent, run, obs))  # 2-5
         if not isinstance(decision, Continue):
             return conclude(agent, run, decision)
 
 
 async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
     """One turn: ask the model, act on its reply, check progress."""
-
-    async def steps() -> Decision:
-        reply = await ask_model(agent, run, obs)  # 2
-        if isinstance(reply, Stop):
-            return reply
-        return end_turn(agent, run, await act(agent, run, reply, obs))  # 3, 4, then 5
-
-    return await observed(obs, run.begin_turn(), steps())
+    reply = await ask_model(agent, run, obs)  # 2
+    if isinstance(reply, Stop):
+        return reply
+    return end_turn(agent, run, await act(agent, run, reply, obs))  # 3, 4, then 5
 
 
 async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
@@ -301,7 +297,7 @@ async def _complete(
     when time is not budgeted). A call cut off still used tokens: what the adapter recorded of it
     is charged to the run."""
     model = model or agent.model
-    left = run.budget.seconds_left(run.tick())
+    left = run.seconds_left()
     with recording_cut_calls() as cut:
         try:
             if left is None:
@@ -367,7 +363,7 @@ def context_full(cause: object) -> Stop:
 def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: int) -> float | Stop:
     """How long to wait before the next attempt, or the stop when no attempt is left."""
     delay = agent.retry.delay(attempt, exc.retry_after)
-    left = run.budget.seconds_left(run.tick())
+    left = run.seconds_left()
     if delay is not None and (left is None or delay < left):
         return delay
     if delay is not None and exc.retry_after is not None:
@@ -489,7 +485,7 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
     obs.tool_started(call)
     run.ctx.call_id = call.id
     try:
-        outcome = await execute(tool, call.arguments, run.ctx, limit=run.budget.seconds_left(run.tick()))
+        outcome = await execute(tool, call.arguments, run.ctx, limit=run.seconds_left())
     except asyncio.CancelledError:  # cut off (a shutdown's grace ran out): what it did is unknown
         if not tool.needs_approval:  # an approved call is marked started: a person is asked instead
             run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
@@ -523,7 +519,7 @@ async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -
 async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: RunObserver) -> Result | Stop:
     """Run every verifier; a failure goes back to the model as the finish result."""
     try:
-        verdict = await run_verifiers(agent.verifiers, run.ctx, run.budget.seconds_left(run.tick()))
+        verdict = await run_verifiers(agent.verifiers, run.ctx, run.seconds_left())
     except Exception as exc:
         note = f"A verifier raised {type(exc).__name__}: {exc}"
         return Stop(StopReason.ERROR, note=note, error_type="verifier_error")

@@ -59,6 +59,12 @@ class RunState:
         self.usage.active_seconds = self._active_before + (self.clock.monotonic() - self._started)
         return self.usage
 
+    def seconds_left(self) -> float | None:
+        """Active seconds left in the budget, or None when time is not budgeted."""
+        if self.budget.max_seconds is None:
+            return None
+        return self.budget.seconds_left(self.tick())
+
     def add_usage(self, usage: Usage) -> None:
         """Count one model call (a reply, a call cut off, a verifier's judge or a summary)."""
         self.usage.add(usage)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from agent.errors import ConfigError
 from agent.models.price import Price  # what a model costs: kept importable from here
@@ -56,7 +56,7 @@ class Spent:
             self.cost_usd += usage.cost_usd
 
     def copy(self) -> Spent:
-        return replace(self)
+        return Spent(**vars(self))
 
 
 @dataclass(frozen=True)
