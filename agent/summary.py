@@ -15,7 +15,7 @@ def summarize(ctx: RunContext, usage: Spent, reason: StopReason, limit: LimitKin
     """A plain account of the run: why it stopped, what it did, what it last said."""
     why = f"Stopped: {reason}" + (f" ({limit} budget used up)" if limit else "")
     cost = "cost unknown" if usage.unpriced else f"${usage.cost_usd:.4f}"
-    parts = [f"{why} after {_count(usage.turns, 'turn')}, {_count(usage.tokens, 'token')}, {cost}."]
+    parts = [f"{why} after {plural(usage.turns, 'turn')}, {plural(usage.tokens, 'token')}, {cost}."]
     if ctx.calls:
         counts = Counter(call.name for call in ctx.calls)
         errors = sum(call.is_error for call in ctx.calls)
@@ -28,8 +28,8 @@ def summarize(ctx: RunContext, usage: Spent, reason: StopReason, limit: LimitKin
     return " ".join(parts)
 
 
-def _count(n: int, word: str) -> str:
-    """`1 turn`, `2 turns`, `0 turns`."""
+def plural(n: int, word: str) -> str:
+    """`n word`, with an s when `n` is not 1: "1 run", "2 runs", "0 turns"."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 

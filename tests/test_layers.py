@@ -111,3 +111,14 @@ def _cycle(edges: dict[str, set[str]]) -> list[str]:
         if start not in state and (found := visit(start)):
             return found
     return []
+
+
+def test_nothing_but_a_face_imports_a_face() -> None:
+    """The command line is a face: durable runs, the service's pages and the evals never import
+    from it (what two faces share lives below them)."""
+    reaching = {
+        name: sorted(i for i in imports_of(path) if i.startswith("agent.cli"))
+        for name, path in modules().items()
+        if not name.startswith("agent.cli")
+    }
+    assert {k: v for k, v in reaching.items() if v} == {}

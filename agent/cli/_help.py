@@ -1,5 +1,4 @@
-"""What every `endstate` command shows newcomers: defaults and environment variables in `--help`,
-and counts in words ("1 run", "2 runs")."""
+"""What every `endstate` command shows newcomers: defaults and environment variables in `--help`."""
 
 from __future__ import annotations
 
@@ -76,8 +75,3 @@ class HelpParser(argparse.ArgumentParser):
         if action.help is None and action.option_strings and action.default not in (None, False):
             action.help = "(default: %(default)s)"
         return action
-
-
-def plural(n: int, word: str) -> str:
-    """`n word`, with an s when `n` is not 1: "1 run", "2 runs"."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"

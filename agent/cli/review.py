@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent.cli._help import plural
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
 from agent.result import StopReason
+from agent.summary import plural
 
 
 def register(sub: Any) -> None:
@@ -154,25 +154,13 @@ def run_promote(args: argparse.Namespace) -> int:
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    age = duration("--older-than", args.older_than)
+    age = review.duration("--older-than", args.older_than)
     with _store(args) as store:
         pruned = review.prune(store, age)
         where = store.shown
     before = time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(time.time() - age))
     print(f"pruned {plural(pruned, 'finished run')} that ended before {before} from {where}")
     return 0
-
-
-def duration(flag: str, text: str) -> float:
-    """Seconds in an age such as `30d`; the error names the flag."""
-    from agent.evals.limits import LimitsError, parse_window
-
-    try:
-        return parse_window(text)
-    except LimitsError:
-        raise review.ReviewError(
-            f"{flag} {text!r}: use a number and a unit: s, m, h, d or w (e.g. 30d)"
-        ) from None
 
 
 def queue_line(r: Any) -> str:

@@ -19,13 +19,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent.budget import Extension
-from agent.cli._help import plural
 from agent.durable.catalog import SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner
 from agent.durable.store import RunRecord, RunStatus, RunStore, default_url, open_store
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
+from agent.summary import plural
 
 
 def register(sub: Any) -> None:

@@ -24,13 +24,13 @@ from typing import Any, Protocol
 
 import yaml
 
-from agent.cli._help import plural
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
 from agent.durable.store.base import Review
 from agent.errors import ConfigError
 from agent.journal import Answer, Answered, Approval, Denial, Entry, Stopped, Suspended
 from agent.result import StopReason
+from agent.summary import plural
 
 log = logging.getLogger("endstate.review")
 
@@ -67,6 +67,16 @@ ONLY_FOR = {  # labels that only make sense for one exit
 
 class ReviewError(ConfigError):
     """A review command that cannot be done; the message says why and what to do instead."""
+
+
+def duration(flag: str, text: str) -> float:
+    """Seconds in an age such as `30d`; the error names the flag."""
+    from agent.evals.limits import LimitsError, parse_window
+
+    try:
+        return parse_window(text)
+    except LimitsError:
+        raise ReviewError(f"{flag} {text!r}: use a number and a unit: s, m, h, d or w (e.g. 30d)") from None
 
 
 # -- the queue and the labels -------------------------------------------------------------------

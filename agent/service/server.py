@@ -8,7 +8,7 @@ import os
 import signal
 from pathlib import Path
 
-from agent.cli.review import duration
+from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner
 from agent.durable.store import default_url, open_store
@@ -113,7 +113,7 @@ def serve(args: argparse.Namespace) -> int:
             sweep_interval=args.sweep_interval,
             grace=args.grace,
             workload=workload,
-            retention=duration("--retention", args.retention) if args.retention else None,
+            retention=review.duration("--retention", args.retention) if args.retention else None,
             label_counter=telemetry.metrics,
             allowed_hosts=allowed_hosts(args.host, _extra_hosts(args)),
             reads_need_token=reads_need_token(args.host, args.read_auth),
