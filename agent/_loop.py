@@ -15,6 +15,7 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
+from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent._state import RunState
@@ -57,7 +58,7 @@ class Agent(Protocol):
     retry: RetryPolicy
     prices: PriceTable
     fingerprint: Callable[[RunContext], str] | None
-    checkpoint: Callable[[Checkpoint], None] | None
+    checkpoint: Callable[[Checkpoint], Awaitable[None] | None] | None
     max_tokens: int
 
     @property
@@ -136,6 +137,8 @@ async def drive(
     if run.journal.open_calls():  # a turn in flight: an answer to apply, or a recovered checkpoint
         decision = await observed(obs, run.usage.turns, finish_turn(agent, run, obs), continued=True)
         if not isinstance(decision, Continue):
+            if run.pending is not None:
+                await durable(run)
             return conclude(agent, run, decision)
     while True:
         if limit := run.budget.exceeded(run.tick()):  # 1. the budget first
@@ -145,6 +148,8 @@ async def drive(
         else:
             decision = await observed(obs, run.begin_turn(), turn(agent, run, obs))  # 2-5
         if not isinstance(decision, Continue):
+            if run.pending is not None:  # every checkpoint durable before the run ends
+                await durable(run)
             return conclude(agent, run, decision)
 
 
@@ -213,9 +218,21 @@ def check_turn(agent: Agent, run: RunState) -> Stop | None:
 
 
 def checkpoint(agent: Agent, run: RunState) -> None:
-    """Hand the checkpointer the new journal entries; a checkpointer that raises ends the run as error."""
-    if agent.checkpoint is not None:
-        agent.checkpoint(run.checkpoint())
+    """Hand the checkpointer the new journal entries; a checkpointer that raises ends the run as error.
+
+    A checkpointer may write them later: it returns an awaitable, which `durable` awaits before the
+    next tool starts and before the segment ends (a write that failed raises there, and the run ends
+    as error). The last one is kept: a checkpointer writes its checkpoints in order, so it stands
+    for all of them."""
+    if agent.checkpoint is not None and isawaitable(write := agent.checkpoint(run.checkpoint())):
+        run.pending = write
+
+
+async def durable(run: RunState) -> None:
+    """Wait until every checkpoint handed over has been written; a write that failed raises here."""
+    write, run.pending = run.pending, None
+    if write is not None:
+        await write
 
 
 _KIND_OF = {StopReason.CANCELLED: SnapshotKind.CANCELLED, StopReason.LIMIT: SnapshotKind.LIMITED}
@@ -225,10 +242,26 @@ def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
     """A finished run's last entries go to the store too (its journal is kept for review and replay).
     Failing here loses no result: the run has ended, and its reason is returned all the same."""
     try:
-        if agent.checkpoint is not None:
-            agent.checkpoint(run.checkpoint(kind))
+        if agent.checkpoint is not None and isawaitable(write := agent.checkpoint(run.checkpoint(kind))):
+            run.pending = _logged(run, write)  # the segment's caller awaits it (`settle`)
     except Exception:
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
+
+
+async def _logged(run: RunState, write: Awaitable[None]) -> None:
+    try:
+        await write
+    except Exception:
+        log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
+
+
+async def settle(run: RunState) -> None:
+    """After `conclude`: wait for the checkpoints still being written (the segment returns only when
+    they are durable); one that failed is logged, as the run has its reason already."""
+    try:
+        await durable(run)
+    except Exception:
+        log.warning("run %s: a checkpoint could not be saved", run.ctx.run_id, exc_info=True)
 
 
 # -- 2. the model ----------------------------------------------------------------------------------
@@ -482,6 +515,8 @@ def _unsure(call: Call) -> str:
 
 async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: RunObserver) -> Result | Stop:
     """Execute a tool, record the call, and tell the progress detector what it saw."""
+    if run.pending is not None:  # no side effect before every earlier checkpoint is durable
+        await durable(run)
     obs.tool_started(call)
     run.ctx.call_id = call.id
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 from agent.budget import Budget, Extension, Spent
@@ -31,6 +32,7 @@ class RunState:
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     budget: Budget = field(default_factory=Budget)  # the agent's, plus the extensions in the journal
     sent: list[Entry] = field(default_factory=list)  # the journal as the model is sent it
+    pending: Awaitable[None] | None = None  # the last checkpoint handed over and not yet written
     _active_before: float = 0.0
     _started: float | None = None
     _turn_mark: int = 0  # the journal's length when the turn began

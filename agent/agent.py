@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from agent._loop import Stop, conclude, drive
+from agent._loop import Stop, conclude, drive, settle
 from agent._state import RunState
 from agent.audit import SuccessAudit
 from agent.budget import Budget, Extension, PriceTable, Spent
@@ -57,7 +57,7 @@ class Agent:
     hooks: RunHooks = field(default_factory=NoHooks)
     max_tokens: int = 4096
     summarize: Summarizer = default_summary
-    checkpoint: Callable[[Checkpoint], None] | None = None
+    checkpoint: Callable[[Checkpoint], Awaitable[None] | None] | None = None  # may write later (see _loop)
     clock: Clock = SYSTEM_CLOCK
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     checks: Sequence[TurnCheck] = ()  # run after every turn: a goal reached or an invariant broken ends it
@@ -192,6 +192,7 @@ class Agent:
         self._record_wait(run, obs, s, now, "expired")
         note = f"Nobody answered {s.question!r} before the deadline."
         result = conclude(self, run, Stop(StopReason.HELP_TIMEOUT, note=note))
+        await settle(run)
         obs.run_ended(result)
         return result
 
@@ -246,6 +247,8 @@ class Agent:
         except Exception as exc:  # a bug or a failing store: still a result, never a raise
             note = f"{type(exc).__name__}: {exc}"
             result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=type(exc).__name__))
+        if run.pending is not None:  # the segment returns when all it handed the checkpointer is durable
+            await settle(run)
         obs.run_ended(result)
         return result
 

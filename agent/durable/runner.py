@@ -27,6 +27,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import RunContext
+from agent.durable._behind import Behind, writer_pool
 from agent.durable.catalog import AgentEntry, Catalog, State, load_catalog
 from agent.durable.store import (
     Lease,
@@ -117,6 +119,7 @@ class Runner:
         self._segments: dict[str, asyncio.Task[Any]] = {}  # the tasks driving a segment, by run
         self._loop: asyncio.AbstractEventLoop | None = None
         self._beat: asyncio.Task[None] | None = None
+        self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints
 
     def lease(self) -> Lease:
         return Lease(self.owner, self.clock.time() + self.lease_seconds)
@@ -579,11 +582,15 @@ class Runner:
             changes["clock"] = self.clock
         return dataclasses.replace(built, **changes)
 
-    def _checkpointer(self, run_id: str) -> Callable[[Checkpoint], None]:
-        def checkpoint(new: Checkpoint) -> None:
-            self.store.checkpoint(run_id, new, self.lease(), self.clock.time())
+    def _checkpointer(self, run_id: str) -> Behind:
+        """Checkpoints written behind the loop, on this runner's writer thread (see `_behind`)."""
+        if self._pool is None:
+            self._pool = writer_pool()
 
-        return checkpoint
+        def write(new: Checkpoint, lease: Lease, now: float) -> None:
+            self.store.checkpoint(run_id, new, lease, now)
+
+        return Behind(self._pool, write, self.lease, self.clock.time)
 
     def _ensure_heartbeat(self) -> None:
         if self._beat is None or self._beat.done():

@@ -1,0 +1,121 @@
+"""Checkpoints written behind the loop, so that a write overlaps the next model call.
+
+The loop hands each checkpoint over and goes on at once; before a tool starts
+and before the segment ends it awaits the last one handed over
+(`_loop.durable`). A checkpoint is written by whoever gets to it first:
+
+- the runner's writer thread, to which it is handed as soon as the loop next
+  waits on anything (a model call over the network: seconds in production);
+- the loop itself, when it reaches the barrier before that (a model that
+  answers at once, as in the benchmarks): then it is written right there, as
+  a synchronous checkpoint was, without a thread hop.
+
+The writes of a segment land in the order they were handed over (a write is
+taken by the loop only when every earlier one has landed), so the last one
+stands for all. A segment's writes stop at its first failure: the failure is
+raised again from every later one (writing them would leave a gap in the
+run's journal), so the run ends as error and the segment's final record saves
+what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Generator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from agent.durable.store import Lease
+from agent.snapshot import Checkpoint
+
+Write = Callable[[Checkpoint, Lease, float], None]  # the store's checkpoint of one run: (new, lease, now)
+
+
+class Written:
+    """One checkpoint handed over; awaiting it returns when it is durable (or raises why not).
+
+    A cancelled waiter never cancels the write: once handed over, a checkpoint is written.
+    """
+
+    __slots__ = ("_behind", "_checkpoint", "_lease", "_now", "_token", "before", "future", "taken")
+
+    def __init__(
+        self, behind: Behind, checkpoint: Checkpoint, lease: Lease, now: float, before: Written | None
+    ) -> None:
+        self._behind, self._checkpoint, self._lease, self._now = behind, checkpoint, lease, now
+        self.before = before  # the segment's previous write, while it may still be in flight
+        self._token = threading.Lock()  # whoever acquires it writes this checkpoint
+        self.taken = False
+        self.future: Future[None] = Future()
+
+    def take(self) -> bool:
+        """True for exactly one caller (the loop or the writer thread): that one writes it."""
+        if not self._token.acquire(blocking=False):
+            return False
+        self.taken = True
+        return True
+
+    def land(self) -> None:
+        """Write it now (on whichever thread took it); the outcome goes to `future`."""
+        try:
+            self._behind.write(self._checkpoint, self._lease, self._now)
+        except BaseException as exc:
+            self.future.set_exception(exc)
+        else:
+            self.future.set_result(None)
+
+    def __await__(self) -> Generator[Any, None, None]:
+        if (before := self.before) is not None:  # earlier writes first: they stay in order
+            yield from before.__await__()
+            self.before = None
+        if self.take():  # the writer thread has not started it: write it here, now
+            self.land()
+        elif not self.future.done():
+            yield from asyncio.shield(asyncio.wrap_future(self.future)).__await__()
+        return self.future.result()
+
+
+class Behind:
+    """The checkpointer of one segment: each call hands one checkpoint over and returns at once."""
+
+    def __init__(
+        self, pool: ThreadPoolExecutor, write: Write, lease: Callable[[], Lease], now: Callable[[], float]
+    ) -> None:
+        self._pool, self._write, self._lease, self._now = pool, write, lease, now
+        self._last: Written | None = None
+        self._failed: BaseException | None = None
+
+    def __call__(self, checkpoint: Checkpoint) -> Written:
+        before = self._last if self._last is not None and not self._last.future.done() else None
+        self._last = written = Written(self, checkpoint, self._lease(), self._now(), before)
+        asyncio.get_running_loop().call_soon(self._hand_off, written)  # when the loop next waits
+        return written
+
+    def write(self, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
+        """Write one checkpoint, unless an earlier one of the segment failed."""
+        if self._failed is not None:
+            raise self._failed
+        try:
+            self._write(checkpoint, lease, now)
+        except BaseException as exc:
+            self._failed = exc
+            raise
+
+    def _hand_off(self, written: Written) -> None:
+        if not written.taken:  # (the loop may have written it already)
+            self._pool.submit(_on_writer, written)
+
+
+def _on_writer(written: Written) -> None:
+    if written.taken:
+        return
+    if (before := written.before) is not None:  # the loop may be writing the previous one: after it
+        before.future.exception()
+    if written.take():
+        written.land()
+
+
+def writer_pool() -> ThreadPoolExecutor:
+    """The one writer thread of a runner (started with its first checkpoint)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-checkpoints")
