@@ -11,6 +11,7 @@ Subprocesses load the catalog with `--catalog test_runner_agents:catalog` and `t
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import time
@@ -178,7 +179,6 @@ def kill_points(state: dict[str, Any]) -> Agent:
     folder = Path(state["dir"])
 
     def third_reply(request: Any) -> list[Any]:
-        _block_while(folder / "model.flag")
         return [call("count", n=3), call("count", n=4)]
 
     def fingerprint(ctx: Any) -> str:
@@ -188,7 +188,22 @@ def kill_points(state: dict[str, Any]) -> Agent:
 
     agent = make_counter({**state, "script": "plain"})
     steps = [[call("count", n=1)], [call("count", n=2)], third_reply, [finish("done", "counted to 4")]]
-    return dataclasses.replace(agent, name="kill-points", model=ScriptedModel(steps), fingerprint=fingerprint)
+    model = WaitingModel(steps, folder / "model.flag")
+    return dataclasses.replace(agent, name="kill-points", model=model, fingerprint=fingerprint)
+
+
+class WaitingModel(ScriptedModel):
+    """Its third call waits while `flag` exists, off the event loop as a call over the network does
+    (the loop goes on meanwhile: the runner's writer thread saves the turn before it)."""
+
+    def __init__(self, steps: list[Any], flag: Path) -> None:
+        super().__init__(steps)
+        self.flag = flag
+
+    async def complete(self, request: Any) -> Any:
+        if request.replies == 2:
+            await asyncio.to_thread(_block_while, self.flag)
+        return await super().complete(request)
 
 
 def _configured(state: dict[str, Any]) -> Agent:

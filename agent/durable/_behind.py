@@ -11,11 +11,11 @@ and before the segment ends it awaits the last one handed over
   a synchronous checkpoint was, without a thread hop.
 
 The writes of a segment land in the order they were handed over (a write is
-taken by the loop only when every earlier one has landed), so the last one
-stands for all. A segment's writes stop at its first failure: the failure is
-raised again from every later one (writing them would leave a gap in the
-run's journal), so the run ends as error and the segment's final record saves
-what is missing.
+taken by the loop only when every earlier one has landed), and awaiting one
+waits for every earlier one too and raises the first failure among them: the
+last one stands for all. A write that failed is not lost: its entries go with
+the segment's next write (the run's last entries, when the run ends as error),
+so the journal in the store never has a gap.
 """
 
 from __future__ import annotations
@@ -66,13 +66,20 @@ class Written:
             self.future.set_result(None)
 
     def __await__(self) -> Generator[Any, None, None]:
+        """Wait for this write and every earlier one; raise the first failure among them."""
+        failure: BaseException | None = None
         if (before := self.before) is not None:  # earlier writes first: they stay in order
-            yield from before.__await__()
+            try:
+                yield from before.__await__()
+            except Exception as exc:
+                failure = exc
             self.before = None
         if self.take():  # the writer thread has not started it: write it here, now
             self.land()
         elif not self.future.done():
             yield from asyncio.shield(asyncio.wrap_future(self.future)).__await__()
+        if failure is not None:
+            raise failure
         return self.future.result()
 
 
@@ -84,23 +91,27 @@ class Behind:
     ) -> None:
         self._pool, self._write, self._lease, self._now = pool, write, lease, now
         self._last: Written | None = None
-        self._failed: BaseException | None = None
+        self._unsaved: Checkpoint | None = None  # a checkpoint that failed: its entries go with the next
 
     def __call__(self, checkpoint: Checkpoint) -> Written:
-        before = self._last if self._last is not None and not self._last.future.done() else None
+        last = self._last  # kept until it has landed: a failure is raised by every later write's waiter
+        before = (
+            last if last is not None and not (last.future.done() and not last.future.exception()) else None
+        )
         self._last = written = Written(self, checkpoint, self._lease(), self._now(), before)
         asyncio.get_running_loop().call_soon(self._hand_off, written)  # when the loop next waits
         return written
 
     def write(self, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
-        """Write one checkpoint, unless an earlier one of the segment failed."""
-        if self._failed is not None:
-            raise self._failed
+        """Write one checkpoint, with the entries of an earlier one that failed (none is lost)."""
+        if (unsaved := self._unsaved) is not None:
+            checkpoint = Checkpoint(checkpoint.head, unsaved.first, [*unsaved.entries, *checkpoint.entries])
         try:
             self._write(checkpoint, lease, now)
-        except BaseException as exc:
-            self._failed = exc
+        except BaseException:
+            self._unsaved = checkpoint
             raise
+        self._unsaved = None
 
     def _hand_off(self, written: Written) -> None:
         if not written.taken:  # (the loop may have written it already)

@@ -1,0 +1,181 @@
+"""Checkpoints written behind the loop (agent/durable/_behind.py), on SQLite and PostgreSQL.
+
+The write of a checkpoint overlaps what the loop does next, but no tool starts
+before every earlier checkpoint is durable, a write that fails ends the run as
+error and loses nothing, and the segment's record waits for every write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pg
+import pytest
+
+from agent import Agent, StopReason, tool
+from agent.durable.runner import Catalog, Runner
+from agent.durable.store import Lease, Outcome, RunRecord, RunStore, StoreError, open_store
+from agent.journal import Result, Stopped
+from agent.models.base import ModelReply, ModelRequest
+from agent.models.scripted import ScriptedModel, call, finish
+from agent.snapshot import Checkpoint
+
+WAIT = 30.0  # seconds a gate waits at most: a hung test fails instead of hanging
+
+
+@pytest.fixture(params=pg.BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    s = open_store(pg.url_for(request.param, tmp_path))
+    yield s
+    s.close()
+
+
+class Watched:
+    """A real store whose checkpoint writes (the `hold_from`-th on) wait at a gate until it opens;
+    it logs what lands and when."""
+
+    def __init__(
+        self, store: RunStore, events: list[str], fail_at: int | None = None, hold_from: int | None = None
+    ) -> None:
+        self.store, self.events, self.fail_at, self.hold_from = store, events, fail_at, hold_from
+        self.gate = threading.Event()
+        self.writes = 0
+        self.in_flight = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
+        self.in_flight += 1
+        try:
+            self.writes += 1
+            if self.hold_from is not None and self.writes >= self.hold_from:
+                assert self.gate.wait(WAIT), "the gate was never opened"
+            if self.writes == self.fail_at:
+                raise StoreError("the disk is full (a test double)")
+            self.store.checkpoint(run_id, checkpoint, lease, now)
+            self.events.append(f"written {checkpoint.first + len(checkpoint.entries)}")
+        finally:
+            self.in_flight -= 1
+
+    def record(self, run_id: str, outcome: Outcome, lease: Lease, now: float) -> RunRecord:
+        self.events.append(f"record with {self.in_flight} writes in flight")
+        return self.store.record(run_id, outcome, lease, now)
+
+
+class Yielding(ScriptedModel):
+    """A scripted model that waits on the event loop before each reply, as a call over the network
+    does; before the replies in `slow` it waits until the writer thread has taken a write."""
+
+    def __init__(self, steps: list[Any], events: list[str], watched: Watched, slow: tuple[int, ...]) -> None:
+        super().__init__(steps)
+        self.events, self.watched, self.slow = events, watched, slow
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        await asyncio.sleep(0)
+        if request.replies + 1 in self.slow:
+            await until(lambda: self.watched.in_flight > 0)
+        self.events.append(f"model {request.replies + 1}")
+        return await super().complete(request)
+
+
+async def until(done: Any) -> None:
+    """Let the event loop run until `done()` (a test that never gets there fails, not hangs)."""
+    for _ in range(100_000):
+        if done():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the run never got there")
+
+
+async def idle() -> None:
+    """Let the event loop run a while: whatever could go on, does."""
+    for _ in range(50):
+        await asyncio.sleep(0)
+
+
+def runner_for(
+    store: Watched, events: list[str], yielding: bool = True, turns: int = 3, slow: tuple[int, ...] = ()
+) -> Runner:
+    @tool
+    async def note(n: int) -> str:
+        """Write down a number (async: it starts the moment the loop calls it)."""
+        events.append(f"tool {n}")
+        return f"noted {n}"
+
+    steps = [[call("note", n=i)] for i in range(1, turns)] + [[finish("done", "noted")]]
+    catalog = Catalog()
+    model = (lambda: Yielding(steps, events, store, slow)) if yielding else (lambda: ScriptedModel(steps))
+    catalog.register("noter", lambda state: Agent("noter", model(), tools=[note]))
+    return Runner(store, catalog)  # type: ignore[arg-type]
+
+
+def test_a_tool_does_not_start_before_the_previous_checkpoint_is_durable(store: Any) -> None:
+    events: list[str] = []
+    watched = Watched(store, events, hold_from=1)  # every write waits at the gate, on the writer thread
+    runner = runner_for(watched, events, slow=(2,))
+
+    async def scenario() -> Any:
+        run = asyncio.create_task(runner.start("noter", "note numbers"))
+        await until(lambda: "model 2" in events)  # turn 1's checkpoint was handed over when model 2 was asked
+        await idle()  # the loop is free to go on: it waits at the barrier instead
+        held = list(events)
+        watched.gate.set()
+        return held, await run
+
+    held, result = asyncio.run(scenario())
+    assert held == ["model 1", "tool 1", "model 2"]  # tool 2 waits for turn 1's checkpoint
+    assert result.reason is StopReason.SUCCESS
+    assert events.index("written 3") < events.index("tool 2")  # turn 1 saved (3 entries) before tool 2
+
+
+def test_a_model_that_answers_at_once_has_each_checkpoint_written_by_the_loop_before_the_next_tool(
+    store: Any,
+) -> None:
+    events: list[str] = []
+    result = asyncio.run(runner_for(Watched(store, events), events, yielding=False).start("noter", "n"))
+    assert result.reason is StopReason.SUCCESS
+    assert events == [
+        *("tool 1", "written 3", "tool 2", "written 5"),
+        *("written 7", "record with 0 writes in flight"),
+    ]
+
+
+def test_a_failing_background_write_ends_the_run_as_error_and_loses_nothing(store: Any) -> None:
+    events: list[str] = []
+    watched = Watched(store, events, fail_at=2)  # turn 2's checkpoint fails on the writer thread
+    result = asyncio.run(runner_for(watched, events, turns=4).start("noter", "note numbers"))
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "StoreError")
+    assert "the disk is full" in result.note
+    assert "tool 3" not in events  # nothing runs after a checkpoint that did not land
+    saved = store.snapshot(result.run_id)
+    record = store.get(result.run_id)
+    assert (record.status, record.stop_reason) == ("finished", StopReason.ERROR)
+    results = [e.text for e in saved.journal if isinstance(e, Result)]
+    assert results == ["noted 1", "noted 2"]  # turn 2's entries, whose write failed, are in the journal
+    assert isinstance(saved.journal[-1], Stopped) and saved.journal[-1].reason is StopReason.ERROR
+    assert [i for i, _ in enumerate(saved.journal)] == list(range(len(saved.journal)))
+
+
+def test_the_segments_record_waits_for_every_write_handed_over(store: Any) -> None:
+    events: list[str] = []
+    watched = Watched(store, events, hold_from=2)  # turn 2's checkpoint waits at the gate
+    runner = runner_for(watched, events, slow=(3,))
+
+    async def scenario() -> Any:
+        run = asyncio.create_task(runner.start("noter", "note numbers"))
+        await until(lambda: "model 3" in events)  # the last reply (finish): the run decides to stop
+        await idle()
+        held = [e for e in events if e.startswith("record")]
+        watched.gate.set()
+        return held, await run
+
+    held, result = asyncio.run(scenario())
+    assert held == []  # the run decided to stop, but its segment waits for the write
+    assert result.reason is StopReason.SUCCESS
+    assert events[-1] == "record with 0 writes in flight"
+    assert events.index("written 5") < events.index("written 7") < len(events) - 1
+    assert len(store.snapshot(result.run_id).journal) == 7
