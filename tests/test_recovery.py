@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pg
+import psycopg
 import pytest
 from test_runner_agents import catalog, counted, counter_state
 from test_service_support import Server, endstate, run_status, spawn, wait_for, wait_status
@@ -109,6 +113,65 @@ def test_kill_9_at_each_point_of_a_turn_then_recover_runs_no_recorded_call_again
     done = endstate("recover", "--catalog", CATALOG, store=store_url)
     assert done.returncode == 0, done.stderr
     assert counted(folder) == after_recovery  # count(1) and count(2), recorded, never run again
+    store = open_store(store_url)
+    [rec] = store.list_runs(limit=None)
+    store.close()
+    assert (rec.status, rec.stop_reason, rec.turns) == (RunStatus.FINISHED, "success", 4)
+
+
+@contextmanager
+def nothing_written(store_url: str) -> Iterator[None]:
+    """Hold the store's write lock (SQLite) or the runs table (PostgreSQL): no checkpoint lands."""
+    if not store_url.startswith("postgres"):
+        lite = sqlite3.connect(store_url.removeprefix("sqlite:///"), isolation_level=None, timeout=30)
+        lite.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            lite.execute("ROLLBACK")
+            lite.close()
+        return
+    with psycopg.connect(store_url) as conn, conn.transaction():
+        conn.execute("LOCK TABLE endstate_runs IN EXCLUSIVE MODE")  # reads go on, writes wait
+        yield
+        # a statement sent before its client died still runs when the lock goes: end it (its backend)
+        # first, as the server does once it sees the connection gone
+        waiting = (
+            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        )
+        for row in conn.execute(waiting).fetchall():
+            conn.execute("SELECT pg_terminate_backend(%s)", (row[0],))
+
+
+def test_kill_9_after_a_checkpoint_was_handed_over_but_before_it_landed_reruns_only_unsaved_calls(
+    store_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "run"
+    state = counter_state(folder, "plain")
+    (folder / "handed.flag").write_text("block")  # after count(2): turn 2 not yet checkpointed
+    (folder / "model.flag").write_text("block")  # the third model call waits (off the loop)
+    proc = spawn(
+        "start", "kill-points", "count to four", "--state", json.dumps(state), "--catalog", CATALOG,
+        "--lease", "60", store=store_url, log=tmp_path / "start.log",
+    )  # fmt: skip
+    try:
+        wait_for(lambda: counted(folder) == [1, 2], what="count(2)")
+        wait_for(lambda: _checkpoint(store_url).get("usage", {}).get("turns") == 1, what="turn 1 recorded")
+        with nothing_written(store_url):
+            (folder / "handed.flag").unlink()  # turn 2 ends: its checkpoint is handed to the writer
+            wait_for(lambda: (folder / "asked.txt").exists(), what="the third model call")
+            proc.kill()  # SIGKILL while turn 2's checkpoint waits to land
+            proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert _checkpoint(store_url)["usage"]["turns"] == 1  # turn 2's checkpoint never landed
+    (folder / "model.flag").unlink()
+
+    done = endstate("recover", "--catalog", CATALOG, store=store_url)
+    assert done.returncode == 0, done.stderr
+    assert counted(folder) == [1, 2, 2, 3, 4]  # count(1), durable, never again; count(2) was not durable
     store = open_store(store_url)
     [rec] = store.list_runs(limit=None)
     store.close()

@@ -174,14 +174,16 @@ def _block_while(flag: Path) -> None:
 
 def kill_points(state: dict[str, Any]) -> Agent:
     """A counter that stops dead where a test kills it: in the third model call (while
-    `model.flag` exists) or after count(3) returned but before its result is recorded
-    (while `between.flag` exists)."""
+    `model.flag` exists; it writes `asked.txt` first) or after count(3) returned but before
+    its result is recorded (while `between.flag` exists; `handed.flag` for count(2))."""
     folder = Path(state["dir"])
 
     def third_reply(request: Any) -> list[Any]:
         return [call("count", n=3), call("count", n=4)]
 
     def fingerprint(ctx: Any) -> str:
+        if ctx.calls and ctx.calls[-1].arguments == {"n": 2}:
+            _block_while(folder / "handed.flag")
         if ctx.calls and ctx.calls[-1].arguments == {"n": 3}:
             _block_while(folder / "between.flag")
         return ctx.calls[-1].result if ctx.calls else ""
@@ -202,6 +204,7 @@ class WaitingModel(ScriptedModel):
 
     async def complete(self, request: Any) -> Any:
         if request.replies == 2:
+            (self.flag.parent / "asked.txt").write_text("the third model call")
             await asyncio.to_thread(_block_while, self.flag)
         return await super().complete(request)
 
