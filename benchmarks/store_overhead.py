@@ -41,6 +41,7 @@ from typing import Any
 from agent import Agent, Budget, HelpPolicy, NoHooks, tool
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import open_store
+from agent.models.base import ModelReply, ModelRequest
 from agent.models.scripted import ScriptedModel, call, finish
 
 
@@ -50,12 +51,24 @@ def note(n: int) -> str:
     return f"noted {n}"
 
 
-def counting_agent(turns: int, hooks: Any) -> Agent:
-    """`turns - 1` tool calls with new arguments each turn, then finish."""
+class WaitingModel(ScriptedModel):
+    """A scripted model whose every call waits `wait` seconds on the event loop (as over a network)."""
+
+    def __init__(self, steps: list[Any], wait: float) -> None:
+        super().__init__(steps)
+        self.wait = wait
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        await asyncio.sleep(self.wait)
+        return await super().complete(request)
+
+
+def counting_agent(turns: int, hooks: Any, wait: float = 0.0) -> Agent:
+    """`turns - 1` tool calls with new arguments each turn, then finish (each model call `wait` s)."""
     steps = [[call("note", n=i)] for i in range(turns - 1)] + [[finish("done", "noted")]]
     return Agent(
         name="bench",
-        model=ScriptedModel(steps),
+        model=WaitingModel(steps, wait) if wait else ScriptedModel(steps),
         tools=[note],
         budget=Budget(max_turns=turns + 5, max_seconds=600),
         hooks=hooks,
@@ -87,20 +100,20 @@ def telemetry() -> Any:
     return Telemetry.from_env(environ={}, registry=CollectorRegistry(), span_exporter=Discard())
 
 
-def per_turn(urls: dict[str, str], turns: int, runs: int) -> dict[str, float]:
-    """Median microseconds per turn, bare and on each store, runs interleaved."""
+def per_turn(urls: dict[str, str], turns: int, runs: int, wait: float = 0.0) -> dict[str, float]:
+    """Median microseconds per turn, bare and on each store, runs interleaved (model calls of `wait` s)."""
     tel = telemetry()
     catalog = Catalog()
-    catalog.register("bench", lambda state: counting_agent(turns, tel.hooks))
+    catalog.register("bench", lambda state: counting_agent(turns, tel.hooks, wait))
     stores = {name: open_store(url) for name, url in urls.items()}
     runners = {name: Runner(store, catalog, hooks=tel.hooks) for name, store in stores.items()}
     least, closers = least_writes(urls)
     times: dict[str, list[float]] = {"bare": [], **{name: [] for name in [*least, *urls]}}
-    plays = {"bare": lambda: counting_agent(turns, tel.hooks).run("note numbers")}
+    plays = {"bare": lambda: counting_agent(turns, tel.hooks, wait).run("note numbers")}
     for name, write in least.items():
-        plays[name] = lambda w=write: dataclasses.replace(counting_agent(turns, tel.hooks), checkpoint=w).run(
-            "note numbers"
-        )
+        plays[name] = lambda w=write: dataclasses.replace(
+            counting_agent(turns, tel.hooks, wait), checkpoint=w
+        ).run("note numbers")
     for name, runner in runners.items():
         plays[name] = lambda r=runner: asyncio.run(r.start("bench", "note numbers"))
     order = list(plays)
@@ -243,6 +256,14 @@ def _rss_kib() -> float:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
+def show(turn: dict[str, float]) -> None:
+    bare = turn.pop("bare")
+    print(f"  bare loop                   {bare:8.1f} us/turn")
+    for name, us in turn.items():
+        label = name if name.startswith("bare +") else f"with {name}"
+        print(f"  {label:<27} {us:8.1f} us/turn   {us / bare:5.2f}x the bare loop")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -250,6 +271,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=25)
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--suspended", type=int, default=1000)
+    parser.add_argument(
+        "--model-ms", type=float, default=1.0, help="also measure with model calls this long (0: skip)"
+    )
     parser.add_argument(
         "--store", type=Path, default=None, help="folder for the SQLite files (default: a temp dir)"
     )
@@ -264,11 +288,11 @@ def main() -> None:
         try:
             turn = per_turn(urls, args.turns, args.runs)
             print(f"per turn ({args.turns}-turn runs, median of {args.runs}, telemetry on, interleaved):")
-            bare = turn.pop("bare")
-            print(f"  bare loop                   {bare:8.1f} us/turn")
-            for name, us in turn.items():
-                label = name if name.startswith("bare +") else f"with {name}"
-                print(f"  {label:<27} {us:8.1f} us/turn   {us / bare:5.2f}x the bare loop")
+            show(turn)
+            if args.model_ms:
+                turn = per_turn(urls, args.turns, args.runs, args.model_ms / 1000)
+                print(f"per turn with a model call of {args.model_ms:g} ms (awaited, as over a network):")
+                show(turn)
             for name, url in urls.items():
                 growth = checkpoint_growth(url, args.runs)
                 at10, at200 = growth["checkpoint_us_at_10"], growth["checkpoint_us_at_200"]

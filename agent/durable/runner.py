@@ -138,13 +138,13 @@ class Runner:
         """Create a run's record, held by this runner; `drive` the job to run it."""
         if not isinstance(task, str) or not task.strip():
             raise ConfigError("task must be a non-empty string")
-        run_id = run_id or uuid.uuid4().hex
+        given, run_id = run_id is not None, run_id or uuid.uuid4().hex
         if not RUN_ID.fullmatch(run_id):
             raise ConfigError(
                 f"run id {run_id!r} must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'"
             )
         entry = self.catalog.entry(agent)
-        if self.store.get(run_id) is not None:  # before `prepare`, which may build the run's world
+        if given and self.store.get(run_id) is not None:  # before `prepare`, which may build the run's world
             raise RunExists(f"a run with id {run_id!r} already exists; pick another id")
         state = entry.prepare(dict(state or {}), run_id) if entry.prepare else dict(state or {})
         try:

@@ -199,12 +199,15 @@ class SqlStore:
         }
         if not outcome.keeps_answer:
             values |= {"answer": None, "approved": None, "answered_at": None}
-        with self._tx():
-            where = "WHERE run_id = ? AND owner = ?"
-            sql = f"UPDATE {TABLE} SET {assign(values)} {where} RETURNING {LIST_COLUMNS}"
-            rows = self._rows(sql, [*values.values(), run_id, lease.owner])
-            if rows and outcome.snapshot is not None:
-                self._save_rest(run_id, outcome.snapshot)
+        sql = f"UPDATE {TABLE} SET {assign(values)} WHERE run_id = ? AND owner = ? RETURNING {LIST_COLUMNS}"
+        params = [*values.values(), run_id, lease.owner]
+        if outcome.snapshot is None:  # one statement: no transaction around it (a round trip, not three)
+            rows = self._rows(sql, params)
+        else:
+            with self._tx():
+                rows = self._rows(sql, params)
+                if rows:
+                    self._save_rest(run_id, outcome.snapshot)
         if not rows:
             raise LeaseLost(f"run {run_id} is no longer held by {lease.owner}; its result was not recorded")
         return record_of(rows[0])
