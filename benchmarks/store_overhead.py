@@ -166,6 +166,8 @@ def least_writes(urls: dict[str, str]) -> tuple[dict[str, Any], list[Any]]:
 class TimedStore:
     """A store whose checkpoints are timed (microseconds each, in order)."""
 
+    send_checkpoint = None  # each checkpoint written and timed in one call (no sending ahead)
+
     def __init__(self, store: Any) -> None:
         self.store, self.took = store, []
 

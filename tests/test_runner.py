@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pg
 import pytest
@@ -65,6 +66,20 @@ class Later(SystemClock):
 
     def time(self) -> float:
         return super().time() + self.seconds
+
+
+def spy_checkpoints(store: RunStore) -> list[Checkpoint]:
+    """The checkpoints the store is given, written (PostgreSQL: sent ahead) or not."""
+    seen: list[Checkpoint] = []
+    for name in ("checkpoint", "send_checkpoint"):
+        if (write := getattr(store, name, None)) is not None:
+
+            def spy(run_id: str, checkpoint: Checkpoint, *args: Any, write: Any = write) -> Any:
+                seen.append(checkpoint)
+                return write(run_id, checkpoint, *args)
+
+            setattr(store, name, spy)
+    return seen
 
 
 @pytest.fixture(params=pg.BACKENDS)
@@ -123,14 +138,7 @@ def test_a_denied_call_never_runs_and_the_reason_reaches_the_model(counters: Wor
     first = asyncio.run(counters.new().start("counter", "wire money", state=state))
     assert first.reason is StopReason.NEED_HELP
     runner = counters.new()
-    seen: list[Checkpoint] = []
-    write = runner.store.checkpoint
-
-    def spy(run_id: str, checkpoint: Checkpoint, *args: object) -> None:
-        seen.append(checkpoint)
-        write(run_id, checkpoint, *args)  # type: ignore[arg-type]
-
-    runner.store.checkpoint = spy  # type: ignore[method-assign]
+    seen = spy_checkpoints(runner.store)
     done = asyncio.run(runner.resume(first.run_id, "over budget", approved=False))
     assert done.reason is StopReason.SUCCESS and done.turns == 3
     assert not (tmp_path / "run" / "wired.txt").exists()
@@ -183,14 +191,7 @@ def test_concurrent_answers_resume_the_run_exactly_once(counters: Workers, tmp_p
 
 def test_every_completed_turn_is_checkpointed(counters: Workers, tmp_path: Path) -> None:
     runner = counters.new()
-    seen: list[Checkpoint] = []
-    write = runner.store.checkpoint
-
-    def spy(run_id: str, checkpoint: Checkpoint, *args: object) -> None:
-        seen.append(checkpoint)
-        write(run_id, checkpoint, *args)  # type: ignore[arg-type]
-
-    runner.store.checkpoint = spy  # type: ignore[method-assign]
+    seen = spy_checkpoints(runner.store)
     result = asyncio.run(runner.start("counter", "count", state=counter_state(tmp_path / "r", "plain")))
     assert result.reason is StopReason.SUCCESS
     assert [cp.head.usage.turns for cp in seen] == [1, 2, 3]  # after each completed turn, and at the end

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,14 @@ import pg
 import pytest
 
 from agent import Agent, StopReason, tool
+from agent.budget import Spent
+from agent.durable._behind import Behind, writer_pool
 from agent.durable.runner import Catalog, Runner
-from agent.durable.store import Lease, Outcome, RunRecord, RunStore, StoreError, open_store
-from agent.journal import Result, Stopped
+from agent.durable.store import Lease, LeaseLost, NewRun, Outcome, RunRecord, RunStore, StoreError, open_store
+from agent.journal import Note, Result, Stopped, Task
 from agent.models.base import ModelReply, ModelRequest
 from agent.models.scripted import ScriptedModel, call, finish
-from agent.snapshot import Checkpoint
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 
 WAIT = 30.0  # seconds a gate waits at most: a hung test fails instead of hanging
 
@@ -36,6 +39,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 class Watched:
     """A real store whose checkpoint writes (the `hold_from`-th on) wait at a gate until it opens;
     it logs what lands and when."""
+
+    send_checkpoint = None  # written on the runner's writer thread, whatever the store (no sending ahead)
 
     def __init__(
         self, store: RunStore, events: list[str], fail_at: int | None = None, hold_from: int | None = None
@@ -179,3 +184,35 @@ def test_the_segments_record_waits_for_every_write_handed_over(store: Any) -> No
     assert events[-1] == "record with 0 writes in flight"
     assert events.index("written 5") < events.index("written 7") < len(events) - 1
     assert len(store.snapshot(result.run_id).journal) == 7
+
+
+def test_a_checkpoint_sent_ahead_that_was_refused_goes_with_the_next_one(tmp_path: Path) -> None:
+    """PostgreSQL sends each checkpoint at once and reads its outcome at the barrier: one refused
+    (the lease was not held) raises there, and its entries are written with the next one."""
+    store = open_store(pg.url_for("postgres", tmp_path))
+    try:
+        owner = Lease("worker-a", time.time() + 60)
+        store.create(NewRun("r1", "noter", "note", "default", {}), owner, time.time())
+        leases = [Lease("worker-b", time.time() + 60)]  # not the holder: refused
+        behind = Behind(writer_pool(), store_write(store), lambda: leases[0], time.time, send_to(store))
+        head = Snapshot("r1", "noter", "default", SnapshotKind.CHECKPOINT, 1, [], Spent())
+
+        async def scenario() -> None:
+            with pytest.raises(LeaseLost):
+                await behind(Checkpoint(head, 0, [Task("note")]))
+            leases[0] = owner
+            await behind(Checkpoint(head, 1, [Note("go on")]))
+
+        asyncio.run(scenario())
+        saved = store.snapshot("r1")
+        assert saved is not None and saved.journal == [Task("note"), Note("go on")]
+    finally:
+        store.close()
+
+
+def store_write(store: Any) -> Any:
+    return lambda checkpoint, lease, now: store.checkpoint("r1", checkpoint, lease, now)
+
+
+def send_to(store: Any) -> Any:
+    return lambda checkpoint, lease, now: store.send_checkpoint("r1", checkpoint, lease, now)

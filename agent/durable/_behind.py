@@ -10,6 +10,10 @@ and before the segment ends it awaits the last one handed over
   answers at once, as in the benchmarks): then it is written right there, as
   a synchronous checkpoint was, without a thread hop.
 
+A store that can send a statement ahead (PostgreSQL: `send_checkpoint`) needs
+no thread: the checkpoint goes to the server at once, the server writes it
+while the loop goes on, and the barrier reads its outcome.
+
 The writes of a segment land in the order they were handed over (a write is
 taken by the loop only when every earlier one has landed), and awaiting one
 waits for every earlier one too and raises the first failure among them: the
@@ -24,12 +28,21 @@ import asyncio
 import threading
 from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 from agent.durable.store import Lease
 from agent.snapshot import Checkpoint
 
 Write = Callable[[Checkpoint, Lease, float], None]  # the store's checkpoint of one run: (new, lease, now)
+
+
+class Sent(Protocol):
+    """A checkpoint a store sent ahead; `result()` returns when it is written, or raises why not."""
+
+    def result(self) -> None: ...
+
+
+Send = Callable[[Checkpoint, Lease, float], Sent]  # a store's send_checkpoint for one run
 
 
 class Written:
@@ -38,7 +51,7 @@ class Written:
     A cancelled waiter never cancels the write: once handed over, a checkpoint is written.
     """
 
-    __slots__ = ("_behind", "_checkpoint", "_lease", "_now", "_token", "before", "future", "taken")
+    __slots__ = ("_behind", "_checkpoint", "_lease", "_now", "_token", "before", "future", "sent", "taken")
 
     def __init__(
         self, behind: Behind, checkpoint: Checkpoint, lease: Lease, now: float, before: Written | None
@@ -48,6 +61,7 @@ class Written:
         self._token = threading.Lock()  # whoever acquires it writes this checkpoint
         self.taken = False
         self.future: Future[None] = Future()
+        self.sent: Sent | None = None  # sent to the server already: its outcome is read when it lands
 
     def take(self) -> bool:
         """True for exactly one caller (the loop or the writer thread): that one writes it."""
@@ -59,7 +73,7 @@ class Written:
     def land(self) -> None:
         """Write it now (on whichever thread took it); the outcome goes to `future`."""
         try:
-            self._behind.write(self._checkpoint, self._lease, self._now)
+            self._behind.land(self._checkpoint, self._lease, self._now, self.sent)
         except BaseException as exc:
             self.future.set_exception(exc)
         else:
@@ -87,13 +101,20 @@ class Behind:
     """The checkpointer of one segment: each call hands one checkpoint over and returns at once."""
 
     def __init__(
-        self, pool: ThreadPoolExecutor, write: Write, lease: Callable[[], Lease], now: Callable[[], float]
+        self,
+        pool: ThreadPoolExecutor,
+        write: Write,
+        lease: Callable[[], Lease],
+        now: Callable[[], float],
+        send: Send | None = None,
     ) -> None:
-        self._pool, self._write, self._lease, self._now = pool, write, lease, now
+        self._pool, self._write, self._lease, self._now, self._send = pool, write, lease, now, send
         self._last: Written | None = None
         self._unsaved: Checkpoint | None = None  # a checkpoint that failed: its entries go with the next
 
     def __call__(self, checkpoint: Checkpoint) -> Written:
+        if self._send is not None:
+            return self._sent(checkpoint)
         last = self._last  # kept until it has landed: a failure is raised by every later write's waiter
         before = (
             last if last is not None and not (last.future.done() and not last.future.exception()) else None
@@ -101,6 +122,31 @@ class Behind:
         self._last = written = Written(self, checkpoint, self._lease(), self._now(), before)
         asyncio.get_running_loop().call_soon(self._hand_off, written)  # when the loop next waits
         return written
+
+    def _sent(self, checkpoint: Checkpoint) -> Written:
+        """A store that sends ahead (PostgreSQL): the statement goes to the server now, on this thread,
+        and its outcome is read when the write is awaited (the server writes it meanwhile)."""
+        if (last := self._last) is not None and last.take():  # its outcome first: a failed one's
+            last.land()  # entries go with this one
+        if (unsaved := self._unsaved) is not None:
+            checkpoint = Checkpoint(checkpoint.head, unsaved.first, [*unsaved.entries, *checkpoint.entries])
+        lease, now = self._lease(), self._now()
+        self._last = written = Written(self, checkpoint, lease, now, None)
+        assert self._send is not None
+        written.sent = self._send(checkpoint, lease, now)
+        return written
+
+    def land(self, checkpoint: Checkpoint, lease: Lease, now: float, sent: Sent | None) -> None:
+        """Make one checkpoint durable: read the outcome of one sent, or write it."""
+        if sent is None:
+            return self.write(checkpoint, lease, now)
+        try:
+            sent.result()
+        except BaseException:
+            self._unsaved = checkpoint
+            raise
+        self._unsaved = None
+        return None
 
     def write(self, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
         """Write one checkpoint, with the entries of an earlier one that failed (none is lost)."""

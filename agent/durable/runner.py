@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import re
@@ -590,7 +591,9 @@ class Runner:
         def write(new: Checkpoint, lease: Lease, now: float) -> None:
             self.store.checkpoint(run_id, new, lease, now)
 
-        return Behind(self._pool, write, self.lease, self.clock.time)
+        sender = getattr(self.store, "send_checkpoint", None)  # a store that sends ahead (PostgreSQL)
+        send = functools.partial(sender, run_id) if sender is not None else None
+        return Behind(self._pool, write, self.lease, self.clock.time, send)
 
     def _ensure_heartbeat(self) -> None:
         if self._beat is None or self._beat.done():

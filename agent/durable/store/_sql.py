@@ -161,12 +161,9 @@ class SqlStore:
 
     def checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
         """Append the new journal entries and save the head, in one transaction under the lease."""
-        head = checkpoint.head
-        values = _usage_values(head) | {"snapshot": _compact(head.head()), "state": _compact(head.state)}
-        values |= {"lease_until": lease.until, "updated_at": now}
-        entries = [(checkpoint.first + i, entry_json(e)) for i, e in enumerate(checkpoint.entries)]
+        values, entries = checkpoint_rows(checkpoint, lease, now)
         if not self._append(run_id, values, entries, lease):
-            raise LeaseLost(f"run {run_id} is no longer held by {lease.owner}; another worker took it over")
+            raise lease_lost(run_id, lease)
 
     def _append(
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
@@ -492,6 +489,20 @@ def _queue_where(reasons: Sequence[StopReason], success_share: float) -> tuple[s
     )
     share = round(min(max(success_share, 0.0), 1.0) * SAMPLE_SCALE)
     return where, [RunStatus.FINISHED, *map(str, reasons), StopReason.SUCCESS, share]
+
+
+def checkpoint_rows(
+    checkpoint: Checkpoint, lease: Lease, now: float
+) -> tuple[dict[str, Any], list[tuple[int, str]]]:
+    """What a checkpoint writes: the run row's new values, and the entries as (seq, JSON)."""
+    head = checkpoint.head
+    values = _usage_values(head) | {"snapshot": _compact(head.head()), "state": _compact(head.state)}
+    values |= {"lease_until": lease.until, "updated_at": now}
+    return values, [(checkpoint.first + i, entry_json(e)) for i, e in enumerate(checkpoint.entries)]
+
+
+def lease_lost(run_id: str, lease: Lease) -> LeaseLost:
+    return LeaseLost(f"run {run_id} is no longer held by {lease.owner}; another worker took it over")
 
 
 def entry_json(entry: Entry) -> str:

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, TABLE, Row, SqlStore, assign
+from agent.durable.store._sql import (
+    ENTRIES,
+    SCHEMA_TABLE,
+    TABLE,
+    Row,
+    SqlStore,
+    assign,
+    checkpoint_rows,
+    lease_lost,
+)
 from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused
 from agent.durable.store.urls import scrub, shown_url
+from agent.snapshot import Checkpoint
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
 
@@ -36,6 +47,7 @@ class PostgresStore(SqlStore):
         self._lock = threading.RLock()
         self._in_tx = False
         self._conn: Any = self._connect()
+        self._sender = _Sender(url, self.shown, connect_timeout)
         try:
             self._prepare()
         except BaseException:
@@ -68,18 +80,15 @@ class PostgresStore(SqlStore):
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
     ) -> bool:
         """One statement (one round trip, safe to resend): update the row if held, add the entries."""
-        sql = (
-            f"WITH held AS (UPDATE {TABLE} SET {assign(values)}, checkpoints = checkpoints + 1 "
-            "WHERE run_id = ? AND owner = ? AND status = ? RETURNING run_id)"
-        )
-        if entries:
-            rows = ", ".join("(?::integer, ?::text)" for _ in entries)
-            sql += (
-                f", added AS (INSERT INTO {ENTRIES} (run_id, seq, entry) SELECT held.run_id, v.seq, v.entry "
-                f"FROM held, (VALUES {rows}) AS v (seq, entry) ON CONFLICT DO NOTHING RETURNING 1)"
-            )
-        params = [*values.values(), run_id, lease.owner, RunStatus.RUNNING, *(x for e in entries for x in e)]
-        return int(self._rows(sql + " SELECT COUNT(*) AS n FROM held", params, retry=True)[0]["n"]) == 1
+        sql, params = append_statement(run_id, values, entries, lease)
+        return int(self._rows(sql, params, retry=True)[0]["n"]) == 1
+
+    def send_checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> Sent:
+        """Send a checkpoint's statement and return at once: the server writes it while the caller
+        goes on, and `Sent.result()` reads how it went (on a connection of its own, one at a time)."""
+        values, entries = checkpoint_rows(checkpoint, lease, now)
+        sql, params = append_statement(run_id, values, entries, lease)
+        return self._sender.send(run_id, lease, sql, params)
 
     def _execute(self, sql: str, params: Sequence[Any], retry: bool) -> Any:
         with self._lock:
@@ -136,6 +145,7 @@ class PostgresStore(SqlStore):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        self._sender.close()
 
 
 def storable(value: Any) -> Any:
@@ -144,3 +154,150 @@ def storable(value: Any) -> Any:
     (JSON columns are unaffected: their NULs are escaped as \\u0000 before they get here.)
     """
     return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
+def append_statement(
+    run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
+) -> tuple[str, list[Any]]:
+    """The checkpoint as one statement: update the row if `lease` holds it, add the entries; it
+    returns one row, `n` = 1 when the lease held."""
+    sql = (
+        f"WITH held AS (UPDATE {TABLE} SET {assign(values)}, checkpoints = checkpoints + 1 "
+        "WHERE run_id = ? AND owner = ? AND status = ? RETURNING run_id)"
+    )
+    if entries:
+        rows = ", ".join("(?::integer, ?::text)" for _ in entries)
+        sql += (
+            f", added AS (INSERT INTO {ENTRIES} (run_id, seq, entry) SELECT held.run_id, v.seq, v.entry "
+            f"FROM held, (VALUES {rows}) AS v (seq, entry) ON CONFLICT DO NOTHING RETURNING 1)"
+        )
+    params = [*values.values(), run_id, lease.owner, RunStatus.RUNNING, *(x for e in entries for x in e)]
+    return sql + " SELECT COUNT(*) AS n FROM held", params
+
+
+class Sent:
+    """A checkpoint sent to the server; `result()` waits for its outcome (once; then it is kept)."""
+
+    def __init__(self, sender: _Sender, run_id: str, lease: Lease) -> None:
+        self._sender, self.run_id, self.lease = sender, run_id, lease
+        self._outcome: BaseException | None = None
+        self.read = False
+
+    def result(self) -> None:
+        """Return when the checkpoint is written; raise `LeaseLost` or `StoreError` when it was not."""
+        if not self.read:
+            self._sender.finish(self)
+        if self._outcome is not None:
+            raise self._outcome
+
+    def settle(self, outcome: BaseException | None) -> None:
+        self._outcome, self.read = outcome, True
+
+
+class _Sender:
+    """A connection of the store's own for checkpoints sent ahead (libpq's asynchronous calls):
+    a statement goes out at once and its result is read later, so the server writes it while the
+    loop goes on. One is in flight at a time: sending the next reads the one before first. Not
+    prepared: preparing is a round trip to wait for (and an UPDATE's waits for the table's lock)."""
+
+    def __init__(self, url: str, shown: str, timeout: float) -> None:
+        self._url, self._shown, self._timeout = url, shown, timeout
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._in_flight: Sent | None = None
+
+    def send(self, run_id: str, lease: Lease, sql: str, params: list[Any]) -> Sent:
+        with self._lock:
+            if self._in_flight is not None:
+                self._read(self._in_flight)
+            sent = Sent(self, run_id, lease)
+            try:
+                pgconn = self._pgconn()
+                pgconn.send_query_params(_numbered(sql).encode(), [_text(p) for p in params])
+            except StoreError as exc:
+                sent.settle(exc)
+                return sent
+            except Exception as exc:
+                sent.settle(self._failed(exc))
+                return sent
+            self._in_flight = sent
+            return sent
+
+    def finish(self, sent: Sent) -> None:
+        with self._lock:
+            if not sent.read:
+                self._read(sent)
+
+    def _read(self, sent: Sent) -> None:
+        """Wait for the statement in flight (the socket, without the GIL) and settle it."""
+        self._in_flight = None
+        try:
+            pgconn = self._conn.pgconn
+            pgconn.consume_input()
+            while pgconn.is_busy():
+                select.select([pgconn.socket], [], [], self._timeout)
+                pgconn.consume_input()
+            results = []
+            while (res := pgconn.get_result()) is not None:
+                results.append(res)
+        except Exception as exc:
+            sent.settle(self._failed(exc))
+            return
+        sent.settle(self._outcome_of(sent, results))
+
+    def _outcome_of(self, sent: Sent, results: list[Any]) -> BaseException | None:
+        from psycopg import pq
+
+        for res in results:
+            if res.status == pq.ExecStatus.TUPLES_OK:
+                return None if res.get_value(0, 0) == b"1" else lease_lost(sent.run_id, sent.lease)
+            if res.status == pq.ExecStatus.FATAL_ERROR:
+                message = scrub((res.error_message or b"").decode(errors="replace"), self._url)
+                if (res.error_field(pq.DiagnosticField.SQLSTATE) or b"").startswith(b"23"):
+                    return WriteRefused(f"the run store refused a write: {message}")
+                return StoreError(f"the PostgreSQL run store {self._shown} failed: {message}")
+        return StoreError(f"the PostgreSQL run store {self._shown} gave no result for a checkpoint")
+
+    def _pgconn(self) -> Any:
+        from psycopg import pq
+
+        if self._conn is None or self._conn.closed or self._conn.pgconn.status != pq.ConnStatus.OK:
+            import psycopg
+
+            if self._conn is not None:
+                self._conn.close()
+            try:
+                self._conn = psycopg.connect(self._url, autocommit=True, connect_timeout=int(self._timeout))
+            except psycopg.Error as exc:
+                raise StoreError(
+                    f"cannot connect to the PostgreSQL run store {self._shown}: {scrub(str(exc), self._url)}"
+                ) from exc
+        return self._conn.pgconn
+
+    def _failed(self, exc: Exception) -> StoreError:
+        if self._conn is not None:  # its state is unknown now: a new connection next time
+            self._conn.close()
+            self._conn = None
+        return StoreError(f"the PostgreSQL run store {self._shown} failed: {scrub(str(exc), self._url)}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._in_flight is not None:
+                self._read(self._in_flight)
+            if self._conn is not None:
+                self._conn.close()
+
+
+def _numbered(sql: str) -> str:
+    """`?` placeholders as PostgreSQL's `$1, $2, ...`."""
+    parts = sql.split("?")
+    return "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
+
+
+def _text(value: Any) -> bytes | None:
+    """A parameter in PostgreSQL's text format."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return storable(value).encode()
+    return repr(value).encode() if isinstance(value, float) else str(int(value)).encode()
