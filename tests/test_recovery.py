@@ -121,7 +121,7 @@ def test_kill_9_at_each_point_of_a_turn_then_recover_runs_no_recorded_call_again
 
 @contextmanager
 def nothing_written(store_url: str) -> Iterator[None]:
-    """Hold the store's write lock (SQLite) or the runs table (PostgreSQL): no checkpoint lands."""
+    """Hold the store's write lock (SQLite) or the runs' rows (PostgreSQL): no checkpoint lands."""
     if not store_url.startswith("postgres"):
         lite = sqlite3.connect(store_url.removeprefix("sqlite:///"), isolation_level=None, timeout=30)
         lite.execute("BEGIN IMMEDIATE")
@@ -132,7 +132,7 @@ def nothing_written(store_url: str) -> Iterator[None]:
             lite.close()
         return
     with psycopg.connect(store_url) as conn, conn.transaction():
-        conn.execute("LOCK TABLE endstate_runs IN EXCLUSIVE MODE")  # reads go on, writes wait
+        conn.execute("SELECT run_id FROM endstate_runs FOR UPDATE")  # reads go on, updates wait
         yield
         # a statement sent before its client died still runs when the lock goes: end it (its backend)
         # first, as the server does once it sees the connection gone

@@ -197,14 +197,16 @@ class Sent:
 class _Sender:
     """A connection of the store's own for checkpoints sent ahead (libpq's asynchronous calls):
     a statement goes out at once and its result is read later, so the server writes it while the
-    loop goes on. One is in flight at a time: sending the next reads the one before first. Not
-    prepared: preparing is a round trip to wait for (and an UPDATE's waits for the table's lock)."""
+    loop goes on. One is in flight at a time: sending the next reads the one before first. Each
+    statement shape (a checkpoint of n entries) is prepared once per connection, the first time it
+    is sent: a round trip waited for then, and the server does not plan it again."""
 
     def __init__(self, url: str, shown: str, timeout: float) -> None:
         self._url, self._shown, self._timeout = url, shown, timeout
         self._lock = threading.Lock()
         self._conn: Any = None
         self._in_flight: Sent | None = None
+        self._prepared: dict[str, bytes] = {}
 
     def send(self, run_id: str, lease: Lease, sql: str, params: list[Any]) -> Sent:
         with self._lock:
@@ -213,7 +215,7 @@ class _Sender:
             sent = Sent(self, run_id, lease)
             try:
                 pgconn = self._pgconn()
-                pgconn.send_query_params(_numbered(sql).encode(), [_text(p) for p in params])
+                pgconn.send_query_prepared(self._prepare(pgconn, sql), [_text(p) for p in params])
             except StoreError as exc:
                 sent.settle(exc)
                 return sent
@@ -266,6 +268,7 @@ class _Sender:
 
             if self._conn is not None:
                 self._conn.close()
+            self._prepared.clear()
             try:
                 self._conn = psycopg.connect(self._url, autocommit=True, connect_timeout=int(self._timeout))
             except psycopg.Error as exc:
@@ -273,6 +276,19 @@ class _Sender:
                     f"cannot connect to the PostgreSQL run store {self._shown}: {scrub(str(exc), self._url)}"
                 ) from exc
         return self._conn.pgconn
+
+    def _prepare(self, pgconn: Any, sql: str) -> bytes:
+        from psycopg import pq
+
+        name = self._prepared.get(sql)
+        if name is None:
+            name = f"endstate_checkpoint_{len(self._prepared)}".encode()
+            res = pgconn.prepare(name, _numbered(sql).encode())
+            if res.status != pq.ExecStatus.COMMAND_OK:
+                message = scrub((res.error_message or b"").decode(errors="replace"), self._url)
+                raise StoreError(f"the PostgreSQL run store {self._shown} failed: {message}")
+            self._prepared[sql] = name
+        return name
 
     def _failed(self, exc: Exception) -> StoreError:
         if self._conn is not None:  # its state is unknown now: a new connection next time
