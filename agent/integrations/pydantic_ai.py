@@ -3,11 +3,17 @@
     from agent.integrations import pydantic_ai as endstate_pai
     result = endstate_pai.run(agent, "Summarise the ticket", hooks=hooks, task_type="ticket")
 
-Turns come from a capability added to the run (the same mechanism as
-Pydantic AI's own instrumentation): one turn per model request, holding the
-tool calls that follow it. Endstate makes no span of its own when Pydantic AI
-also instruments the run: its spans are Pydantic AI's, Endstate's are
-Endstate's, and each call is recorded once by each. How runs end:
+The run is driven through `agent.iter` exactly as `agent.run` drives itself,
+and read node by node: one turn per model request node (its response gives
+the usage, text and finish reason), holding the tool calls that follow it,
+each read from its call-tools node's event stream as it starts and ends. A run
+that streams its events to an `event_stream_handler`, or has a capability
+hooking node runs, is read by an `EndstateCapability` added to it instead (the
+mechanism of Pydantic AI's own instrumentation; Pydantic AI dispatches every
+hook of every capability, about 5% of a scripted turn). Endstate makes no span
+of its own when Pydantic AI also instruments the run: its spans are Pydantic
+AI's, Endstate's are Endstate's, and each call is recorded once by each. How
+runs end:
 
 | Pydantic AI                                   | Endstate                              |
 | --------------------------------------------- | ------------------------------------- |
