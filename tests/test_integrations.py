@@ -405,15 +405,16 @@ def test_pydantic_ai_event_stream_handler_still_gets_every_event(rig: Rig) -> No
     assert tool_spans(rig) == ["execute_tool look"]
 
 
-def test_pydantic_ai_cost_is_the_price_pydantic_ai_gives_its_responses(rig: Rig) -> None:
+def test_pydantic_ai_cost_and_cache_reads_are_those_pydantic_ai_gives_its_responses(rig: Rig) -> None:
     async def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        usage = RequestUsage(input_tokens=1000, output_tokens=200)
+        usage = RequestUsage(input_tokens=1000, output_tokens=200, cache_read_tokens=600)
         return ModelResponse([TextPart("ok")], usage=usage, provider_name="openai")
 
     agent: PAIAgent[None, str] = PAIAgent(FunctionModel(play, model_name="gpt-4o"), name="priced")
     res = pai.run(agent, "x", hooks=rig.hooks, task_type=TASK)
     assert res.cost_usd is not None and res.cost_usd > 0
     assert res.cost_usd == pytest.approx(float(res.raw.response.usage.cost))
+    assert (res.input_tokens, res.usage.cache_read_tokens) == (1000, 600)  # input counts its cache reads
     assert (
         rig.value("agent_cost_usd_total", agent="priced", task_type=TASK, stop_reason="success")
         == res.cost_usd

@@ -288,9 +288,8 @@ def _runs(run: AgentRun[Any, Any], event: FunctionToolCallEvent, resumed: bool) 
 
 
 def _replied(recorder: Recorder, response: ModelResponse) -> None:
-    usage = response.usage
     recorder.model_ended(
-        Usage(usage.input_tokens, usage.output_tokens, cost_usd=_cost(response)),
+        _usage_of(response),
         text=response.text or "",
         stop_reason=response.finish_reason or "end_turn",
         model=response.model_name or "",
@@ -349,6 +348,12 @@ async def aresume(
         else:
             results.calls[call_id] = answer
     return await arun(agent, None, message_history=messages, deferred_tool_results=results, **kwargs)
+
+
+def _usage_of(response: ModelResponse) -> Usage:
+    """A response's tokens (input counting its cache reads and writes, as Endstate's do) and price."""
+    u = response.usage
+    return Usage(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, _cost(response))
 
 
 def _cost(response: ModelResponse) -> float | None:
