@@ -195,7 +195,7 @@ async def _run_nodes(
         while not isinstance(node, End) and run.result is None:
             if PAIAgent.is_model_request_node(node):
                 node = await _model_request(run, node, recorder)
-            elif PAIAgent.is_call_tools_node(node) and recorder.watched:
+            elif PAIAgent.is_call_tools_node(node) and recorder.watched:  # no hooks: nobody to tell
                 node = await _tool_calls(run, node, recorder)
             else:
                 node = await run.next(node)
