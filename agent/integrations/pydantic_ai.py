@@ -52,7 +52,6 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.run import AgentRun, AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
-from pydantic_graph import End
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
@@ -192,7 +191,7 @@ async def _run_nodes(
     call reported as it happens."""
     async with agent.iter(user_prompt, **run_kwargs) as run:
         node: Any = run.next_node
-        while not isinstance(node, End) and run.result is None:
+        while not PAIAgent.is_end_node(node) and run.result is None:
             if PAIAgent.is_model_request_node(node):
                 node = await _model_request(run, node, recorder)
             elif PAIAgent.is_call_tools_node(node) and recorder.watched:  # no hooks: nobody to tell
