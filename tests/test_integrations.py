@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from typing import Any
 
 import anthropic
@@ -41,9 +41,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic_ai import Agent as PAIAgent
 from pydantic_ai import InstrumentationSettings
-from pydantic_ai.exceptions import CallDeferred, ContentFilterError
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import CallDeferred, ContentFilterError, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import RequestUsage, UsageLimits
 
@@ -254,6 +255,170 @@ def test_pydantic_ai_refusal_cancel_and_crash() -> None:
         return await task
 
     assert asyncio.run(cancel()).reason is StopReason.CANCELLED
+
+
+class NodeWatcher(AbstractCapability[Any]):
+    """A capability hooking node runs: the integration then reports the run through its own capability."""
+
+    async def before_node_run(self, ctx: Any, *, node: Any) -> Any:
+        return node
+
+
+def four_turns(**kwargs: Any) -> PAIAgent[None, Any]:
+    return pai_agent([*[("look", {"path": str(i)}, f"c{i}") for i in range(3)], "done"], **kwargs)
+
+
+def flaky_agent() -> PAIAgent[None, Any]:
+    agent = pai_agent([("flaky", {}, "f1"), ("flaky", {}, "f2"), "done"])
+    tries: list[int] = []
+
+    @agent.tool_plain
+    def flaky() -> str:
+        """Ask for a retry the first time."""
+        tries.append(1)
+        if len(tries) == 1:
+            raise ModelRetry("again")
+        return "ok"
+
+    return agent
+
+
+def raising_agent() -> PAIAgent[None, Any]:
+    agent = pai_agent([("boom", {}, "b1"), "done"])
+
+    @agent.tool_plain
+    def boom() -> str:
+        """Fail."""
+        raise RuntimeError("kaboom")
+
+    return agent
+
+
+def approved(options: dict[str, Any]) -> Any:
+    agent = pai_agent([("delete", {"path": "a"}, "d1"), "deleted"], output_type=[str, DeferredToolRequests])
+    res = pai.run(agent, "x", **options)
+    return pai.resume(agent, res, approved=True, **options)
+
+
+def denied(options: dict[str, Any]) -> Any:
+    agent = pai_agent([("delete", {"path": "a"}, "d1"), "kept"], output_type=[str, DeferredToolRequests])
+    res = pai.run(agent, "x", **options)
+    return pai.resume(agent, res.raw.all_messages_json(), approved=False, run_id=res.run_id, **options)
+
+
+def answered(options: dict[str, Any]) -> Any:
+    agent = pai_agent([("ask", {"q": "?"}, "q1"), "ok"], output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain
+    def ask(q: str) -> str:
+        """Ask a person."""
+        raise CallDeferred
+
+    res = pai.run(agent, "x", **options)
+    return pai.resume(agent, pai.state_of(res), answer="b", run_id=res.run_id, **options)
+
+
+PAI_RUNS: dict[str, Any] = {
+    "tools then an answer": lambda o: pai.run(four_turns(), "x", **o),
+    "request limit": lambda o: pai.run(four_turns(), "x", usage_limits=UsageLimits(request_limit=2), **o),
+    "token limit": lambda o: pai.run(four_turns(), "x", usage_limits=UsageLimits(output_tokens_limit=7), **o),
+    "tool calls limit": lambda o: pai.run(
+        four_turns(), "x", usage_limits=UsageLimits(tool_calls_limit=1), **o
+    ),
+    "a tool asks for a retry": lambda o: pai.run(flaky_agent(), "x", **o),
+    "invalid arguments": lambda o: pai.run(pai_agent([("look", {"no": 1}, "c1"), "done"]), "x", **o),
+    "a tool raises": lambda o: pai.run(raising_agent(), "x", **o),
+    "the model fails": lambda o: pai.run(pai_agent([("look", {"path": "a"}, "c1"), KeyError("x")]), "x", **o),
+    "approved on resume": approved,
+    "denied on resume": denied,
+    "answered on resume": answered,
+}
+
+
+def observed(rig: Rig) -> tuple[list[Any], list[str]]:
+    """The spans (name, parent, attributes but ids and times, status) and the metric samples but timings."""
+    spans = sorted(rig.spans(), key=lambda s: s.start_time or 0)
+    names = {s.context.span_id: s.name for s in spans}
+    shape = [
+        (
+            s.name,
+            names.get(s.parent.span_id) if s.parent else None,
+            sorted((k, str(v)) for k, v in (s.attributes or {}).items() if not k.endswith(("_id", ".id"))),
+            s.status.status_code,
+        )
+        for s in spans
+    ]
+    samples = [
+        f"{m.name}{sorted(m.labels.items())} {m.value}"
+        for family in rig.registry.collect()
+        for m in family.samples
+        if "seconds" not in m.name and not m.name.endswith("_created")
+    ]
+    return shape, sorted(samples)
+
+
+@pytest.mark.parametrize("case", PAI_RUNS)
+def test_pydantic_ai_runs_read_node_by_node_report_what_the_capability_reports(case: str) -> None:
+    """Read from `Agent.iter` (the default) or through `EndstateCapability` (when a capability hooks
+    node runs), a run has the same result, spans and metrics."""
+    outcomes = []
+    for capabilities in ([], [NodeWatcher()]):
+        with rigged() as rig:
+            res = PAI_RUNS[case]({"hooks": rig.hooks, "task_type": TASK, "capabilities": capabilities})
+            outcomes.append(((res.reason, res.limit, res.turns, res.usage, res.output), observed(rig)))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_a_plain_pydantic_ai_run_adds_no_capability(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pydantic AI dispatches every hook of every capability, about 5% of a scripted turn: none is added."""
+
+    def forbidden(recorder: Any) -> None:
+        raise AssertionError("a capability was added")
+
+    monkeypatch.setattr(pai, "EndstateCapability", forbidden)
+    res = pai.run(four_turns(), "x", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.turns) == (StopReason.SUCCESS, 4)
+    assert tool_spans(rig) == ["execute_tool look"] * 3
+
+
+def test_pydantic_ai_event_stream_handler_still_gets_every_event(rig: Rig) -> None:
+    script = iter([("look", {"path": "a"}, "c1"), "done"])
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        step = next(script)
+        if isinstance(step, tuple):
+            yield {0: DeltaToolCall(name=step[0], json_args=json.dumps(step[1]), tool_call_id=step[2])}
+        else:
+            yield step
+
+    agent: PAIAgent[None, str] = PAIAgent(FunctionModel(stream_function=stream), name="streamer")
+    agent.tool_plain(lambda path: f"contents of {path}", name="look")
+    seen: list[str] = []
+
+    async def handler(ctx: Any, events: AsyncIterable[Any]) -> None:
+        seen.extend([type(e).__name__ async for e in events])
+
+    res = pai.run(agent, "x", hooks=rig.hooks, task_type=TASK, event_stream_handler=handler)
+    assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "done", 2)
+    assert {"FunctionToolCallEvent", "FunctionToolResultEvent", "PartStartEvent"} <= set(seen)
+    check_run_span(rig, "streamer", res, turns=2)
+    assert tool_spans(rig) == ["execute_tool look"]
+
+
+def test_pydantic_ai_cost_and_cache_reads_are_those_pydantic_ai_gives_its_responses(rig: Rig) -> None:
+    async def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        usage = RequestUsage(input_tokens=1000, output_tokens=200, cache_read_tokens=600)
+        return ModelResponse([TextPart("ok")], usage=usage, provider_name="openai")
+
+    agent: PAIAgent[None, str] = PAIAgent(FunctionModel(play, model_name="gpt-4o"), name="priced")
+    res = pai.run(agent, "x", hooks=rig.hooks, task_type=TASK)
+    assert res.cost_usd is not None and res.cost_usd > 0
+    assert res.cost_usd == pytest.approx(float(res.raw.response.usage.cost))
+    assert (res.input_tokens, res.usage.cache_read_tokens) == (1000, 600)  # input counts its cache reads
+    assert (
+        rig.value("agent_cost_usd_total", agent="priced", task_type=TASK, stop_reason="success")
+        == res.cost_usd
+    )
 
 
 # -- OpenAI Agents SDK ---------------------------------------------------------------

@@ -3,11 +3,17 @@
     from agent.integrations import pydantic_ai as endstate_pai
     result = endstate_pai.run(agent, "Summarise the ticket", hooks=hooks, task_type="ticket")
 
-Turns come from a capability added to the run (the same mechanism as
-Pydantic AI's own instrumentation): one turn per model request, holding the
-tool calls that follow it. Endstate makes no span of its own when Pydantic AI
-also instruments the run: its spans are Pydantic AI's, Endstate's are
-Endstate's, and each call is recorded once by each. How runs end:
+The run is driven through `agent.iter` exactly as `agent.run` drives itself,
+and read node by node: one turn per model request node (its response gives
+the usage, text and finish reason), holding the tool calls that follow it,
+each read from its call-tools node's event stream as it starts and ends. A run
+that streams its events to an `event_stream_handler`, or has a capability
+hooking node runs, is read by an `EndstateCapability` added to it instead (the
+mechanism of Pydantic AI's own instrumentation; Pydantic AI dispatches every
+hook of every capability, about 5% of a scripted turn). Endstate makes no span
+of its own when Pydantic AI also instruments the run: its spans are Pydantic
+AI's, Endstate's are Endstate's, and each call is recorded once by each. How
+runs end:
 
 | Pydantic AI                                   | Endstate                              |
 | --------------------------------------------- | ------------------------------------- |
@@ -37,7 +43,14 @@ from pydantic_ai.exceptions import (
     RunCancelled,
     UsageLimitExceeded,
 )
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.messages import (
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+)
+from pydantic_ai.run import AgentRun, AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 
 from agent.errors import ConfigError
@@ -51,7 +64,11 @@ PROVIDER = "pydantic_ai"
 
 
 class EndstateCapability(AbstractCapability[Any]):
-    """Reports each model request and tool call of one run to a `Recorder`."""
+    """Reports each model request and tool call of one run to a `Recorder`.
+
+    Used only when the run streams its events to an `event_stream_handler` or has a capability
+    hooking node runs (see `arun`); otherwise the run's nodes are read as `Agent.iter` gives them.
+    """
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
@@ -63,14 +80,7 @@ class EndstateCapability(AbstractCapability[Any]):
         except BaseException as exc:
             self.recorder.model_ended(Usage(), error=exc)
             raise
-        usage = response.usage
-        self.recorder.model_ended(
-            Usage(usage.input_tokens, usage.output_tokens, cost_usd=_cost(response)),
-            text=response.text or "",
-            stop_reason=response.finish_reason or "end_turn",
-            model=response.model_name or "",
-            response_id=response.provider_response_id or "",
-        )
+        _replied(self.recorder, response)
         return response
 
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
@@ -122,9 +132,12 @@ async def arun(
         agent_name=agent_name,
         help_seconds=help_seconds,
     )
-    capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder)]
     try:
-        result = await agent.run(user_prompt, capabilities=capabilities, **run_kwargs)
+        if _read_by_nodes(agent, run_kwargs):
+            result = await _run_nodes(agent, user_prompt, recorder, run_kwargs)
+        else:
+            capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder)]
+            result = await agent.run(user_prompt, capabilities=capabilities, **run_kwargs)
     except UsageLimitExceeded as exc:
         return recorder.finish(StopReason.LIMIT, limit=limit_kind(exc), note=str(exc), raw=exc)
     except ContentFilterError as exc:
@@ -136,6 +149,151 @@ async def arun(
     if isinstance(result.output, DeferredToolRequests):
         return _suspend(recorder, result.output, result)
     return recorder.succeed(result.output, raw=result)
+
+
+# -- the run, node by node ---------------------------------------------------------------
+
+_NODE_HOOKS = ("before_node_run", "after_node_run", "wrap_node_run", "on_node_run_error")
+_WAITS = ("unapproved", "external")  # tool kinds whose calls wait for a person's answer, unrun
+_TOOL_ERRORS = {"retried": "ToolRetryError", "failed": "ToolFailedError"}  # as the tool's handler raises them
+
+
+def _read_by_nodes(agent: PAIAgent[Any, Any], run_kwargs: Mapping[str, Any]) -> bool:
+    """Whether the run can be read node by node from `Agent.iter` exactly as `Agent.run` runs it.
+
+    Not when an `event_stream_handler` takes the run's events (`run` streams every node to it), nor
+    when a capability hooks node runs (reading a node's tool calls from its stream steps outside those
+    hooks): then an `EndstateCapability` reports the run, at the cost of Pydantic AI's dispatch of
+    every capability hook (about 5% of a scripted turn).
+    """
+    if run_kwargs.get("event_stream_handler") or getattr(agent, "event_stream_handler", None):
+        return False
+    capabilities = [agent.root_capability, *(run_kwargs.get("capabilities") or ())]
+    return not any(_hooks_node_runs(c) for c in capabilities)
+
+
+def _hooks_node_runs(capability: Any) -> bool:
+    if not isinstance(capability, AbstractCapability):
+        return True  # a capability given as a spec or a function: it may
+    found: list[AbstractCapability[Any]] = []
+    capability.apply(found.append)
+    return any(_overrides(type(c), hook) for c in found for hook in _NODE_HOOKS)
+
+
+def _overrides(kind: type, hook: str) -> bool:
+    return getattr(kind, hook) is not getattr(AbstractCapability, hook)
+
+
+async def _run_nodes(
+    agent: PAIAgent[Any, Any], user_prompt: Any, recorder: Recorder, run_kwargs: Mapping[str, Any]
+) -> AgentRunResult[Any]:
+    """`agent.run`, driven through `agent.iter` as `run` drives itself, each model request and tool
+    call reported as it happens."""
+    async with agent.iter(user_prompt, **run_kwargs) as run:
+        node: Any = run.next_node
+        while not PAIAgent.is_end_node(node) and run.result is None:
+            if PAIAgent.is_model_request_node(node):
+                node = await _model_request(run, node, recorder)
+            elif PAIAgent.is_call_tools_node(node) and recorder.watched:  # no hooks: nobody to tell
+                node = await _tool_calls(run, node, recorder)
+            else:
+                node = await run.next(node)
+    if run.result is None:
+        raise RuntimeError("the Pydantic AI run ended without a result")
+    return run.result
+
+
+async def _model_request(run: AgentRun[Any, Any], node: Any, recorder: Recorder) -> Any:
+    """Run a model request node, timed as the model call (a request the request limit refuses is no call)."""
+    if not _may_request(run):
+        return await run.next(node)  # raises UsageLimitExceeded
+    recorder.model_started()
+    last = _last_message(run)
+    try:
+        after = await run.next(node)
+    except BaseException as exc:
+        response = _new_response(run, last)
+        if response is None:
+            recorder.model_ended(Usage(), error=exc)
+        else:  # the response came, then a token or cost limit stopped the run
+            _replied(recorder, response)
+        raise
+    response = after.model_response if PAIAgent.is_call_tools_node(after) else _new_response(run, last)
+    if response is None:  # a capability skipped the request without a response
+        recorder.model_ended(Usage())
+    else:
+        _replied(recorder, response)
+    return after
+
+
+def _may_request(run: AgentRun[Any, Any]) -> bool:
+    try:
+        run.ctx.deps.usage_limits.check_before_request(run.usage)
+    except UsageLimitExceeded:
+        return False
+    return True
+
+
+def _last_message(run: AgentRun[Any, Any]) -> ModelMessage | None:
+    messages = run.all_messages()
+    return messages[-1] if messages else None
+
+
+def _new_response(run: AgentRun[Any, Any], last: ModelMessage | None) -> ModelResponse | None:
+    """The response the node just added to the run's messages, if it added one."""
+    message = _last_message(run)
+    return message if isinstance(message, ModelResponse) and message is not last else None
+
+
+async def _tool_calls(run: AgentRun[Any, Any], node: Any, recorder: Recorder) -> Any:
+    """Run a call-tools node, each tool call reported as it starts and ends.
+
+    The calls are read from the node's own event stream (`Agent.run` drains it too); a call is
+    reported when its tool runs: not when its arguments fail validation, nor when it waits for a
+    person, nor when an answer given on resume stands in for it.
+    """
+    running: dict[str, str] = {}  # call id -> tool name
+    resumed = node.tool_call_results is not None
+    try:
+        async with node.stream(run.ctx) as events:
+            async for event in events:
+                if isinstance(event, FunctionToolCallEvent) and _runs(run, event, resumed):
+                    call = event.part
+                    running[call.tool_call_id] = call.tool_name
+                    recorder.tool_started(call.tool_call_id, call.tool_name, call.args_as_dict())
+                elif isinstance(event, FunctionToolResultEvent) and event.tool_call_id in running:
+                    _tool_returned(recorder, event.part, running.pop(event.tool_call_id))
+    except Exception as exc:
+        if len(running) == 1:  # the call that raised; of several running at once, which one is unknown
+            ((call_id, name),) = running.items()
+            recorder.tool_ended(call_id, name, str(exc), type(exc).__name__)
+        raise
+    return await run.next(node)
+
+
+def _tool_returned(recorder: Recorder, part: Any, name: str) -> None:
+    error_type = _TOOL_ERRORS.get(part.outcome)
+    recorder.tool_ended(part.tool_call_id, name, str(part.content), error_type)
+
+
+def _runs(run: AgentRun[Any, Any], event: FunctionToolCallEvent, resumed: bool) -> bool:
+    """Whether the tool of a call event runs now: valid arguments, and no person to wait for first."""
+    if event.args_valid is not True:
+        return False
+    if resumed:  # the answers are in: approved calls run
+        return True
+    tool = run.ctx.deps.tool_manager.get_tool_def(event.part.tool_name)
+    return tool is None or tool.kind not in _WAITS
+
+
+def _replied(recorder: Recorder, response: ModelResponse) -> None:
+    recorder.model_ended(
+        _usage_of(response),
+        text=response.text or "",
+        stop_reason=response.finish_reason or "end_turn",
+        model=response.model_name or "",
+        response_id=response.provider_response_id or "",
+    )
 
 
 def state_of(result: RunResult) -> str:
@@ -191,10 +349,22 @@ async def aresume(
     return await arun(agent, None, message_history=messages, deferred_tool_results=results, **kwargs)
 
 
+def _usage_of(response: ModelResponse) -> Usage:
+    """A response's tokens (input counting its cache reads and writes, as Endstate's do) and price."""
+    u = response.usage
+    return Usage(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, _cost(response))
+
+
 def _cost(response: ModelResponse) -> float | None:
     """The response's price in US dollars; None when Pydantic AI has no price for its model (or
-    the response has no usage). A model found unpriced is remembered: looking it up again costs
-    about as much as a scripted turn."""
+    the response has no usage).
+
+    Pydantic AI prices each response it records (the gateway's reported cost, else genai-prices);
+    a capability sees the response before that, so it looks the price up itself. A model found
+    unpriced is remembered: looking it up again costs about as much as a scripted turn.
+    """
+    if response.usage.cost is not None:
+        return float(response.usage.cost)
     model = (response.model_name, response.provider_url, response.provider_name)
     if not response.model_name or model in _UNPRICED:
         return None
