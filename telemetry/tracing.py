@@ -15,7 +15,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
@@ -45,7 +45,7 @@ class _Call:
     start_ns: int
     attributes: dict[str, Any]
     kind: SpanKind = SpanKind.INTERNAL
-    content: dict[str, Any] = field(default_factory=dict)  # message content, for the event path
+    content: dict[str, Any] | None = None  # message content, for the event path
 
 
 _EVENT_KEYS = frozenset(
@@ -63,6 +63,7 @@ _EVENT_KEYS = frozenset(
 
 
 MAX_FAILURE_CHARS = 500  # per verifier failure on the verify event
+MAX_SHAPES = 1024  # (agent, task type, provider, model) whose span names and attributes are kept
 _NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")  # what an error type may look like
 
 
@@ -99,23 +100,65 @@ class TracingHooks:
             else None
         )
         self._redact = redact or Redactor.from_env(os.environ)
+        self._shapes: dict[tuple[str, str, str, str], _Shape] = {}
 
     def run_started(self, info: RunInfo) -> RunObserver:
-        return _RunTrace(self._tracer, info, self._redact, self.capture_content, self._events)
+        key = (info.agent, info.task_type, info.provider, info.model)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = _Shape.of(info)
+            if len(self._shapes) < MAX_SHAPES:
+                self._shapes[key] = shape
+        return _RunTrace(self._tracer, info, shape, self._redact, self.capture_content, self._events)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What every run of one agent and model shares: span names and the fixed attributes."""
+
+    run_name: str
+    run_attributes: dict[str, Any]  # copied per run, which adds its own
+    chat_name: str
+    chat_attributes: dict[str, Any]  # copied per model call, which adds its own
+
+    @classmethod
+    def of(cls, info: RunInfo) -> _Shape:
+        return cls(
+            f"{n.SPAN_INVOKE_AGENT} {info.agent}",
+            {
+                n.GEN_AI_OPERATION_NAME: n.OP_INVOKE_AGENT,
+                n.GEN_AI_PROVIDER_NAME: info.provider,
+                n.GEN_AI_AGENT_NAME: info.agent,
+                n.GEN_AI_REQUEST_MODEL: info.model,
+                n.AGENT_TASK_TYPE: info.task_type,
+            },
+            f"{n.SPAN_CHAT} {info.model}",
+            {
+                n.GEN_AI_OPERATION_NAME: n.OP_CHAT,
+                n.GEN_AI_PROVIDER_NAME: info.provider,
+                n.GEN_AI_REQUEST_MODEL: info.model,
+            },
+        )
 
 
 class _RunTrace(RunObserver):
     """The spans of one segment: run, then turns holding chats and tools."""
 
     def __init__(
-        self, tracer: trace.Tracer, info: RunInfo, redact: Redact, capture: bool, events: Logger | None
+        self,
+        tracer: trace.Tracer,
+        info: RunInfo,
+        shape: _Shape,
+        redact: Redact,
+        capture: bool,
+        events: Logger | None,
     ) -> None:
         self._tracer, self._info, self._redact, self._capture = tracer, info, redact, capture
         self._events = events
         self._span = tracer.start_span(
-            f"{n.SPAN_INVOKE_AGENT} {info.agent}",
+            shape.run_name,
             kind=SpanKind.INTERNAL,
-            attributes=_run_attributes(info),
+            attributes=_run_attributes(info, shape),
             links=_links(info.continues),
             start_time=_ns(info.started_at) if info.started_at > 0 else None,
         )
@@ -125,12 +168,8 @@ class _RunTrace(RunObserver):
         self._chat: _Call | None = None
         self._tools: dict[str, _Call] = {}
         self._held: list[_Call] = []  # calls that ended outside any turn: the next turn takes them
-        self._chat_name = f"{n.SPAN_CHAT} {info.model}"
-        self._chat_attributes: dict[str, Any] = {
-            n.GEN_AI_OPERATION_NAME: n.OP_CHAT,
-            n.GEN_AI_PROVIDER_NAME: info.provider,
-            n.GEN_AI_REQUEST_MODEL: info.model,
-        }
+        self._chat_name = shape.chat_name
+        self._chat_attributes = shape.chat_attributes
         self._ended = False
         sc = self._span.get_span_context()
         if sc.is_valid and sc.trace_flags.sampled:
@@ -177,13 +216,13 @@ class _RunTrace(RunObserver):
         attributes = self._chat_attributes.copy()
         attributes[n.GEN_AI_REQUEST_MAX_TOKENS] = request.max_tokens
         attributes[n.AGENT_ATTEMPT] = attempt
-        content: dict[str, Any] = {}
+        content = None
         if self._capture or self._events is not None:
-            content[n.GEN_AI_INPUT_MESSAGES] = _content.messages_json(request.messages, self._redact)
+            content = {n.GEN_AI_INPUT_MESSAGES: _content.messages_json(request.messages, self._redact)}
             if request.system:
                 content[n.GEN_AI_SYSTEM_INSTRUCTIONS] = _content.system_json(request.system, self._redact)
-        if self._capture:
-            attributes.update(content)
+            if self._capture:
+                attributes.update(content)
         self._chat = _Call(self._chat_name, time.time_ns(), attributes, SpanKind.CLIENT, content)
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
@@ -193,22 +232,23 @@ class _RunTrace(RunObserver):
         if reply is None:
             self._emit(chat, {n.ERROR_TYPE: error_type_of(error)})
             return
-        ended = _reply_attributes(reply)
-        if self._capture or self._events is not None:
+        _add_reply_attributes(chat.attributes, reply)
+        if chat.content is not None:  # content is captured, on the span or as an event
             output = _content.output_json(reply.content, reply.stop_reason, self._redact)
             chat.content[n.GEN_AI_OUTPUT_MESSAGES] = output
             if self._capture:
-                ended[n.GEN_AI_OUTPUT_MESSAGES] = output
-        span = self._emit(chat, ended)
-        if self._events is not None:
-            self._event(chat, span)
+                chat.attributes[n.GEN_AI_OUTPUT_MESSAGES] = output
+        if self._events is None:
+            self._emit(chat)
+        else:
+            self._event(chat, self._emit(chat))
 
     def _event(self, chat: _Call, span: trace.Span | None) -> None:
         """The model call's content as a `gen_ai.client.inference.operation.details` event."""
         assert self._events is not None
-        attributes = {
-            key: value for key, value in chat.attributes.items() if key in _EVENT_KEYS
-        } | chat.content
+        attributes = {key: value for key, value in chat.attributes.items() if key in _EVENT_KEYS} | (
+            chat.content or {}
+        )
         context = trace.set_span_in_context(span) if span is not None else self._turn_ctx
         self._events.emit(
             event_name=n.EVENT_INFERENCE_DETAILS,
@@ -235,12 +275,11 @@ class _RunTrace(RunObserver):
         pending = self._tools.pop(call.id, None)
         if pending is None:
             return
-        ended: dict[str, Any] = {}
         if self._capture:
-            ended[n.GEN_AI_TOOL_CALL_RESULT] = self._redact(outcome.text)
+            pending.attributes[n.GEN_AI_TOOL_CALL_RESULT] = self._redact(outcome.text)
         if outcome.is_error:
-            ended[n.ERROR_TYPE] = bounded_name(outcome.error_type, n.ERROR_TOOL)
-        self._emit(pending, ended)
+            pending.attributes[n.ERROR_TYPE] = bounded_name(outcome.error_type, n.ERROR_TOOL)
+        self._emit(pending)
 
     # -- verification, people, the end -------------------------------------
 
@@ -298,9 +337,11 @@ class _RunTrace(RunObserver):
             self._turn.end()
         self._turn, self._turn_ctx = None, self._ctx
 
-    def _emit(self, call: _Call, ended: dict[str, Any]) -> trace.Span | None:
-        """A call ended: its span goes under the open turn, or waits for the next one."""
-        call.attributes.update(ended)
+    def _emit(self, call: _Call, ended: dict[str, Any] | None = None) -> trace.Span | None:
+        """A call ended (with `ended` added to its attributes): its span goes under the open turn,
+        or waits for the next one."""
+        if ended:
+            call.attributes.update(ended)
         if self._turn is None and not self._ended:
             self._held.append(call)
             return None
@@ -362,17 +403,13 @@ def bounded_name(value: object, fallback: str) -> str:
     return value if isinstance(value, str) and _NAME.fullmatch(value) else fallback
 
 
-def _run_attributes(info: RunInfo) -> dict[str, Any]:
-    return {
-        n.GEN_AI_OPERATION_NAME: n.OP_INVOKE_AGENT,
-        n.GEN_AI_PROVIDER_NAME: info.provider,
-        n.GEN_AI_AGENT_NAME: info.agent,
-        n.GEN_AI_REQUEST_MODEL: info.model,
-        n.GEN_AI_CONVERSATION_ID: info.run_id,
-        n.AGENT_TASK_TYPE: info.task_type,
-        n.AGENT_SEGMENT: info.segment,
-        **({n.AGENT_BUDGET_EXTENDED: True} if info.extended else {}),
-    }
+def _run_attributes(info: RunInfo, shape: _Shape) -> dict[str, Any]:
+    attributes = shape.run_attributes.copy()
+    attributes[n.GEN_AI_CONVERSATION_ID] = info.run_id
+    attributes[n.AGENT_SEGMENT] = info.segment
+    if info.extended:
+        attributes[n.AGENT_BUDGET_EXTENDED] = True
+    return attributes
 
 
 def _result_attributes(result: RunResult) -> dict[str, Any]:
@@ -393,12 +430,11 @@ def _result_attributes(result: RunResult) -> dict[str, Any]:
     return attributes
 
 
-def _reply_attributes(reply: ModelReply) -> dict[str, Any]:
-    attributes: dict[str, Any] = {
-        n.GEN_AI_USAGE_INPUT_TOKENS: reply.input_tokens,
-        n.GEN_AI_USAGE_OUTPUT_TOKENS: reply.output_tokens,
-        n.GEN_AI_RESPONSE_FINISH_REASONS: [reply.stop_reason],
-    }
+def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None:
+    """The reply's usage, finish reason, model and quota, added to its call's `attributes`."""
+    attributes[n.GEN_AI_USAGE_INPUT_TOKENS] = reply.input_tokens
+    attributes[n.GEN_AI_USAGE_OUTPUT_TOKENS] = reply.output_tokens
+    attributes[n.GEN_AI_RESPONSE_FINISH_REASONS] = (reply.stop_reason,)
     if reply.model:
         attributes[n.GEN_AI_RESPONSE_MODEL] = reply.model
     if reply.response_id:
@@ -407,11 +443,12 @@ def _reply_attributes(reply: ModelReply) -> dict[str, Any]:
     attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
     if reply.time_to_first_token is not None:
         attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = reply.time_to_first_token
-    for tool, uses in (reply.server_tool_use or {}).items():  # web search, web fetch, code execution
-        attributes[f"{n.SERVER_TOOL_USE_PREFIX}{tool}"] = uses
-    for header, value in (reply.extra.get("rate_limit") or {}).items():  # what is left of the quota
-        attributes[f"{n.RATE_LIMIT_PREFIX}{header.removeprefix('anthropic-ratelimit-')}"] = str(value)
-    return attributes
+    if reply.server_tool_use:  # web search, web fetch, code execution
+        for tool, uses in reply.server_tool_use.items():
+            attributes[f"{n.SERVER_TOOL_USE_PREFIX}{tool}"] = uses
+    if rate_limit := reply.extra.get("rate_limit"):  # what is left of the quota
+        for header, value in rate_limit.items():
+            attributes[f"{n.RATE_LIMIT_PREFIX}{header.removeprefix('anthropic-ratelimit-')}"] = str(value)
 
 
 def _links(continues: SegmentLink | None) -> Sequence[Link]:
