@@ -151,12 +151,8 @@ class MetricsHooks:
         """The label children a run of this agent, model and tool set writes, made and kept once."""
         agent, model = self._series(info)
         no_error = (n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, n.NO_ERROR)
-        series = (
-            agent,
-            model,
-            self.child(self.m.agent_duration, *no_error),
-            {},
-        )  # at zero from the first run
+        duration = self.child(self.m.agent_duration, *no_error)  # at zero from the first run
+        series: _RunSeries = (agent, model, duration, {})
         with self._lock:
             if len(self._runs) < MAX_RUN_SERIES:
                 self._runs[(info.agent, info.task_type, info.provider, info.model, info.tools)] = series

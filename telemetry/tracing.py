@@ -3,10 +3,16 @@
 Every span is parented explicitly from the segment's own span, never from the
 ambient context: the loop is async and its awaits may hop tasks. Only the run
 span takes the caller's current context as parent, at `run_started`, which
-the loop calls synchronously from `arun`/`aresume`. A model or tool call's
-span is made when the call ends, with the call's real start time. The
-observer's `trace_id`/`span_id` are set only for a sampled run span, so a
-result never points at a trace that was not recorded.
+the loop calls synchronously from `arun`/`aresume`. The observer's
+`trace_id`/`span_id` are set only for a sampled run span, so a result never
+points at a trace that was not recorded.
+
+A turn's spans are made when the turn ends, each with its real start time and
+every attribute at once (one pass of the SDK's attribute checks, none set
+late): the turn, then its model and tool calls under it, then the turn's end.
+A call's content event (`EVENT_ONLY`) is emitted as its span is made, with the
+time the call ended. So a backend sees a turn whole, when it ends, as it does
+with any batch export.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry._logs import Logger, LoggerProvider
+from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink
@@ -39,13 +46,25 @@ Redact = Callable[[str], str]
 
 @dataclass(slots=True)
 class _Call:
-    """A model or tool call under way: its span is made when it ends."""
+    """A model or tool call: its span is made when its turn ends."""
 
     name: str
     start_ns: int
     attributes: dict[str, Any]
     kind: SpanKind = SpanKind.INTERNAL
     content: dict[str, Any] | None = None  # message content, for the event path
+    ended_ns: int = 0  # when the call ended, for its content event
+
+
+class _Turn:
+    """A turn under way: what its span will hold when it ends."""
+
+    __slots__ = ("calls", "continued", "events", "index", "start_ns")
+
+    def __init__(self, index: int, start_ns: int, continued: bool) -> None:
+        self.index, self.start_ns, self.continued = index, start_ns, continued
+        self.calls: list[_Call] = []  # ended, in the order they ended
+        self.events: list[tuple[str, dict[str, Any], int]] = []  # name, attributes, time
 
 
 _EVENT_KEYS = frozenset(
@@ -163,8 +182,7 @@ class _RunTrace(RunObserver):
             start_time=_ns(info.started_at) if info.started_at > 0 else None,
         )
         self._ctx = trace.set_span_in_context(self._span)
-        self._turn: trace.Span | None = None
-        self._turn_ctx = self._ctx
+        self._turn: _Turn | None = None
         self._chat: _Call | None = None
         self._tools: dict[str, _Call] = {}
         self._held: list[_Call] = []  # calls that ended outside any turn: the next turn takes them
@@ -183,30 +201,15 @@ class _RunTrace(RunObserver):
             return
         if self._turn is not None or self._chat is not None or self._tools:
             self._end_turn()
-        attributes: dict[str, Any] = {n.AGENT_TURN_INDEX: index}
-        if continued:
-            attributes[n.AGENT_TURN_CONTINUED] = True
-        held = self._held
-        if held:
-            self._held = []
-        self._turn = self._tracer.start_span(
-            n.SPAN_TURN,
-            context=self._ctx,
-            attributes=attributes,
-            start_time=min(call.start_ns for call in held) if held else None,
-        )
-        self._turn_ctx = trace.set_span_in_context(self._turn)
-        for call in held:  # an approved tool run on resume, before the turn it completes
-            self._span_of(call)
+        turn = self._turn = _Turn(index, time.time_ns(), continued)
+        if self._held:  # an approved tool run on resume, before the turn it completes
+            turn.calls, self._held = self._held, []
+            turn.start_ns = min(turn.start_ns, *(call.start_ns for call in turn.calls))
 
     def turn_ended(self, index: int, signal: str) -> None:
-        if self._turn is not None:
-            self._turn.set_attribute(n.AGENT_TURN_SIGNAL, signal)
-        self._end_turn()
+        self._end_turn(signal)
 
     # -- model and tool calls ------------------------------------------------
-    # A call's span is made when the call ends, with its real start time and
-    # every attribute at once: one pass of the SDK's attribute checks, not two.
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
         if self._ended:
@@ -238,23 +241,20 @@ class _RunTrace(RunObserver):
             chat.content[n.GEN_AI_OUTPUT_MESSAGES] = output
             if self._capture:
                 chat.attributes[n.GEN_AI_OUTPUT_MESSAGES] = output
-        if self._events is None:
-            self._emit(chat)
-        else:
-            self._event(chat, self._emit(chat))
+        if self._events is not None:
+            chat.ended_ns = time.time_ns()  # the content event is emitted with the span
+        self._emit(chat)
 
-    def _event(self, chat: _Call, span: trace.Span | None) -> None:
+    def _event(self, events: Logger, chat: _Call, span: trace.Span) -> None:
         """The model call's content as a `gen_ai.client.inference.operation.details` event."""
-        assert self._events is not None
         attributes = {key: value for key, value in chat.attributes.items() if key in _EVENT_KEYS} | (
             chat.content or {}
         )
-        context = trace.set_span_in_context(span) if span is not None else self._turn_ctx
-        self._events.emit(
+        events.emit(
             event_name=n.EVENT_INFERENCE_DETAILS,
             attributes=attributes,
-            context=context,
-            timestamp=time.time_ns(),
+            context=trace.set_span_in_context(span),
+            timestamp=chat.ended_ns,
         )
 
     def tool_started(self, call: ToolCall) -> None:
@@ -292,7 +292,10 @@ class _RunTrace(RunObserver):
         }
         if failures:
             attributes[n.AGENT_VERIFY_FAILURES] = [self._short(f) for f in failures]
-        (self._turn or self._span).add_event(n.EVENT_VERIFY, attributes)
+        if self._turn is not None:
+            self._turn.events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
+        else:
+            self._span.add_event(n.EVENT_VERIFY, attributes)
 
     def human_waited(self, wait: HumanWait) -> None:
         if self._ended:
@@ -313,58 +316,73 @@ class _RunTrace(RunObserver):
         self._ended = True
         self._end_turn()
         for call in self._held:  # the segment ended before a turn took them
-            self._span_of(call)
+            self._span_of(call, self._ctx)
         self._held = []
-        self._span.set_attributes(_result_attributes(result))
+        attributes = _result_attributes(result)
         if self._capture and result.note:
-            self._span.set_attribute(n.AGENT_STOP_NOTE, self._redact(result.note))
+            attributes[n.AGENT_STOP_NOTE] = self._redact(result.note)
         if result.reason is StopReason.ERROR:
-            error_type = bounded_name(result.error_type, str(StopReason.ERROR))
-            self._span.set_attribute(n.ERROR_TYPE, error_type)
+            error_type = attributes[n.ERROR_TYPE] = bounded_name(result.error_type, str(StopReason.ERROR))
             self._span.set_status(Status(StatusCode.ERROR, error_type))
+        self._span.set_attributes(attributes)
         self._span.end()
 
     # -- helpers -------------------------------------------------------------
 
-    def _end_turn(self) -> None:
-        """End the open turn and whatever it still holds (a call cut off by cancellation, say)."""
+    def _end_turn(self, signal: str | None = None) -> None:
+        """End the open turn (its spans are made now) and whatever it still holds (a call cut off
+        by cancellation, say)."""
         if self._chat is not None or self._tools:
             for call in [self._chat, *self._tools.values()]:
                 if call is not None:
                     self._emit(call, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
             self._chat, self._tools = None, {}
-        if self._turn is not None:
-            self._turn.end()
-        self._turn, self._turn_ctx = None, self._ctx
+        turn, self._turn = self._turn, None
+        if turn is None:
+            return
+        attributes: dict[str, Any] = {n.AGENT_TURN_INDEX: turn.index}
+        if turn.continued:
+            attributes[n.AGENT_TURN_CONTINUED] = True
+        if signal is not None:
+            attributes[n.AGENT_TURN_SIGNAL] = signal
+        span = self._tracer.start_span(
+            n.SPAN_TURN, context=self._ctx, attributes=attributes, start_time=turn.start_ns
+        )
+        if turn.calls:
+            context = trace.set_span_in_context(span)
+            for call in turn.calls:
+                self._span_of(call, context)
+        for name, event, at in turn.events:
+            span.add_event(name, event, at)
+        span.end()
 
-    def _emit(self, call: _Call, ended: dict[str, Any] | None = None) -> trace.Span | None:
-        """A call ended (with `ended` added to its attributes): its span goes under the open turn,
-        or waits for the next one."""
+    def _emit(self, call: _Call, ended: dict[str, Any] | None = None) -> None:
+        """A call ended (with `ended` added to its attributes): the open turn takes it, or the
+        next one; once the segment has ended, its span is made under the run's."""
         if ended:
             call.attributes.update(ended)
-        if self._turn is None and not self._ended:
+        if self._turn is not None:
+            self._turn.calls.append(call)
+        elif not self._ended:
             self._held.append(call)
-            return None
-        return self._span_of(call)
+        else:
+            self._span_of(call, self._ctx)
 
-    def _span_of(self, call: _Call) -> trace.Span:
-        """The call's span under the open turn (or the run); failed when `error.type` says it failed.
+    def _span_of(self, call: _Call, parent: Context) -> None:
+        """The call's span under `parent`; failed when `error.type` says it failed.
 
         A call cut off by cancellation says so in `error.type` but is no error:
         a cancelled run has no failed span.
         """
         span = self._tracer.start_span(
-            call.name,
-            context=self._turn_ctx,
-            kind=call.kind,
-            attributes=call.attributes,
-            start_time=call.start_ns,
+            call.name, context=parent, kind=call.kind, attributes=call.attributes, start_time=call.start_ns
         )
         error_type = call.attributes.get(n.ERROR_TYPE)
         if error_type and error_type != n.ERROR_INTERRUPTED:
             span.set_status(Status(StatusCode.ERROR, error_type))
         span.end()
-        return span
+        if call.ended_ns and self._events is not None:
+            self._event(self._events, call, span)
 
     def _short(self, failure: str) -> str:
         """A verifier failure, redacted and cut; without content capture only its first line.
