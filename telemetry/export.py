@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -157,15 +158,17 @@ class CountedBatchProcessor(SpanProcessor):
         # Spans ended before this one and still queued: never fewer than the queue holds, since
         # `_handed` and `_written_off` only grow, so reading them late only overstates it.
         pending = next(self._tickets) - self._handed - self._written_off
-        if pending >= self._yield_from or self._closed:
-            if pending >= self._max or self._closed:
-                self._drop()
-                return
+        if pending < self._yield_from:  # the common case; never after shutdown
+            self._emit(span)
+        elif pending < self._max and not self._closed:
             time.sleep(0)  # let the export thread take the GIL; never waits for the network
-        self._emit(span)
+            self._emit(span)
+        else:
+            self._drop()
 
     def shutdown(self) -> None:
         self._closed = True
+        self._yield_from = -sys.maxsize  # every span that ends from now on is dropped, and counted
         self.batch.shutdown()
         self.count_unsent()
 
