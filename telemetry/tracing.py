@@ -53,7 +53,8 @@ class _Call:
     attributes: dict[str, Any]
     kind: SpanKind = SpanKind.INTERNAL
     content: dict[str, Any] | None = None  # message content, for the event path
-    ended_ns: int = 0  # when the call ended, for its content event
+    ended_ns: int = 0  # when the call ended: its span's end, made later
+    event: bool = False  # a content event goes out with its span
 
 
 class _Turn:
@@ -241,8 +242,7 @@ class _RunTrace(RunObserver):
             chat.content[n.GEN_AI_OUTPUT_MESSAGES] = output
             if self._capture:
                 chat.attributes[n.GEN_AI_OUTPUT_MESSAGES] = output
-        if self._events is not None:
-            chat.ended_ns = time.time_ns()  # the content event is emitted with the span
+        chat.event = self._events is not None  # the content event is emitted with the span
         self._emit(chat)
 
     def _event(self, events: Logger, chat: _Call, span: trace.Span) -> None:
@@ -359,6 +359,7 @@ class _RunTrace(RunObserver):
     def _emit(self, call: _Call, ended: dict[str, Any] | None = None) -> None:
         """A call ended (with `ended` added to its attributes): the open turn takes it, or the
         next one; once the segment has ended, its span is made under the run's."""
+        call.ended_ns = time.time_ns()
         if ended:
             call.attributes.update(ended)
         if self._turn is not None:
@@ -380,8 +381,8 @@ class _RunTrace(RunObserver):
         error_type = call.attributes.get(n.ERROR_TYPE)
         if error_type and error_type != n.ERROR_INTERRUPTED:
             span.set_status(Status(StatusCode.ERROR, error_type))
-        span.end()
-        if call.ended_ns and self._events is not None:
+        span.end(end_time=call.ended_ns)
+        if call.event and self._events is not None:
             self._event(self._events, call, span)
 
     def _short(self, failure: str) -> str:
