@@ -11,21 +11,28 @@ raw SDK in the same loop drops as many or more (it ends spans faster); it is
 no Endstate bug but a scheduling one, and the fix belongs where spans are
 queued.
 
-`CountedBatchProcessor` wraps the SDK's `BatchSpanProcessor` through its
-public interfaces only (a `SpanProcessor` around it, a `SpanExporter` inside
-it), so it knows how many spans are queued without reading the SDK's queue:
-spans ended minus spans handed to the exporter. Past half the queue it
+`CountedBatchProcessor` wraps the SDK's `BatchSpanProcessor` (a
+`SpanProcessor` around it, a `SpanExporter` inside it), so it knows how many
+spans are queued without reading the SDK's queue: spans ended minus spans
+handed to the exporter minus spans written off. Past half the queue it
 yields the GIL (`time.sleep(0)`) as each span ends, so the export thread
 keeps up. That never waits for the collector: an export blocked on the
 network holds no GIL, the yield returns at once, and once the queue is full
 spans are dropped, each one counted. It drops a span itself before the SDK
 would, so every span lost is counted: queue full, or still queued (or ended)
 after shutdown.
+
+It costs a span about what the SDK's own processor does: no lock per span
+(a ticket from an `itertools.count`, atomic under the GIL, orders the ends;
+only exports and drops take the lock), and one sampled check, not two (the
+SDK's `on_end` checks again; its queue's `emit` is called when it is there).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -129,50 +136,47 @@ class CountedBatchProcessor(SpanProcessor):
         self._on_dropped = on_dropped
         self._max = max_queue_size
         self._yield_from = max(max_export_batch_size, max_queue_size // 2)
-        self._lock = threading.Lock()
-        self._queued = 0  # spans given to the SDK's processor
-        self._handed = 0  # spans its export thread has handed to the exporter
+        self._lock = threading.Lock()  # for exports, drops and the close, never for a span admitted
+        self._tickets = itertools.count()  # one per sampled span ended: how many came before it
+        self._handed = 0  # spans the export thread has handed to the exporter
+        self._written_off = 0  # spans dropped, or counted as lost at shutdown
         self._closed = False
         self.batch = BatchSpanProcessor(
             _Handing(exporter, self._count_handed),
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
         )
-        self._emit = self.batch.on_end  # bound once: called for every span
-
-    @property
-    def pending(self) -> int:
-        """Spans ended and not yet handed to the exporter."""
-        return self._queued - self._handed
+        self._emit = _queue_of(self.batch)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return None
 
     def on_end(self, span: ReadableSpan) -> None:
         context = span.context
-        if not (context and context.trace_flags.sampled):
+        if context is None or not context.trace_flags.sampled:
             return
-        with self._lock:
-            pending = self._queued - self._handed
-            admit = pending < self._max and not self._closed
-            if admit:
-                self._queued += 1
-        if not admit:
-            self._on_dropped(1, DROP_SHUTDOWN if self._closed else DROP_QUEUE_FULL)
-            return
-        if pending >= self._yield_from:
+        # Spans ended before this one and still queued: never fewer than the queue holds, since
+        # `_handed` and `_written_off` only grow, so reading them late only overstates it.
+        pending = next(self._tickets) - self._handed - self._written_off
+        if pending < self._yield_from:  # the common case; never after shutdown
+            self._emit(span)
+        elif pending < self._max and not self._closed:
             time.sleep(0)  # let the export thread take the GIL; never waits for the network
-        self._emit(span)
+            self._emit(span)
+        else:
+            self._drop()
 
     def shutdown(self) -> None:
         self._closed = True
+        self._yield_from = -sys.maxsize  # every span that ends from now on is dropped, and counted
         self.batch.shutdown()
         self.count_unsent()
 
     def count_unsent(self) -> int:
         """Count as dropped every span still queued (shutdown ended or gave up); how many that was."""
         with self._lock:
-            lost, self._queued = self._queued - self._handed, self._handed
+            lost = next(self._tickets) - self._handed - self._written_off
+            self._written_off += lost + 1  # and the ticket taken to count
         if lost > 0:
             self._on_dropped(lost, DROP_SHUTDOWN)
         return max(0, lost)
@@ -180,9 +184,24 @@ class CountedBatchProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self.batch.force_flush(timeout_millis)
 
+    def _drop(self) -> None:
+        with self._lock:
+            self._written_off += 1
+        self._on_dropped(1, DROP_SHUTDOWN if self._closed else DROP_QUEUE_FULL)
+
     def _count_handed(self, count: int) -> None:
         with self._lock:
             self._handed += count
+
+
+def _queue_of(batch: BatchSpanProcessor) -> Callable[[ReadableSpan], None]:
+    """Where a sampled span goes: the SDK's queue (`emit`), or its `on_end` if a later SDK moved it.
+
+    `on_end` would check again that the span is sampled, which `CountedBatchProcessor` has done.
+    """
+    queue = getattr(batch, "_batch_processor", None)
+    emit = getattr(queue, "emit", None)
+    return emit if callable(emit) else batch.on_end
 
 
 class _Handing(SpanExporter):

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from wsgiref.simple_server import WSGIServer
 
@@ -48,6 +48,8 @@ PendingRequest = tuple[str, str, float]  # (agent, task_type, suspended_at as ep
 MAX_TOOLS_PER_AGENT = 64  # more configured tool names than this are counted as "other"
 MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls are counted as "_OTHER"
 MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
+MAX_RUN_SERIES = 1024  # (agent, model, tool set) combinations whose label children are kept for reuse
+MAX_TOOL_SERIES = 4 * MAX_TOOLS_PER_AGENT  # (tool, outcome, error type) children kept per combination
 _WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
 _TOOL_OUTCOMES = (n.TOOL_OK, n.TOOL_ERROR, n.TOOL_TIMEOUT)
 _RESUMABLE = (str(StopReason.NEED_HELP), str(StopReason.CANCELLED), str(StopReason.LIMIT))
@@ -119,6 +121,7 @@ class MetricsHooks:
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
         self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}  # see `child`
+        self._runs: dict[tuple[str, str, str, str, tuple[str, ...]], _RunSeries] = {}  # see `_run_series`
         self.m = _Instruments(self.registry)
         for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):  # at zero together: failure ratios from the start
             self.m.export_failures.labels(signal)
@@ -131,15 +134,36 @@ class MetricsHooks:
         self.registry.register(help_collector)
 
     def run_started(self, info: RunInfo) -> RunObserver:
-        agent, model = self._series(info)
+        series = self._runs.get((info.agent, info.task_type, info.provider, info.model, info.tools))
+        if series is None:
+            series = self._run_series(info)
+        agent = series[0]
         if info.segment <= 1:
             agent.runs_started.inc()
         if info.resumed_from:
             reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
             self.child(self.m.runs_resumed, info.agent, info.task_type, reason).inc()
         for limit, value in info.limits.items():
-            self.child(self.m.budget_limit, info.agent, info.task_type, limit).set(value)
-        return _RunMetrics(self, info, agent, model)
+            self._set_limit(agent, info, limit, value)
+        return _RunMetrics(self, info, *series)
+
+    def _run_series(self, info: RunInfo) -> _RunSeries:
+        """The label children a run of this agent, model and tool set writes, made and kept once."""
+        agent, model = self._series(info)
+        no_error = (n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, n.NO_ERROR)
+        duration = self.child(self.m.agent_duration, *no_error)  # at zero from the first run
+        series: _RunSeries = (agent, model, duration, {})
+        with self._lock:
+            if len(self._runs) < MAX_RUN_SERIES:
+                self._runs[(info.agent, info.task_type, info.provider, info.model, info.tools)] = series
+        return series
+
+    def _set_limit(self, agent: _AgentSeries, info: RunInfo, limit: str, value: float) -> None:
+        """`agent_budget_limit`, set when it changes (runs of one agent mostly share their budget)."""
+        if agent.limits.get(limit) == value:
+            return
+        self.child(self.m.budget_limit, info.agent, info.task_type, limit).set(value)
+        agent.limits[limit] = value
 
     def child(self, metric: Any, *labels: str) -> Any:
         """`metric.labels(*labels)`, looked up once: the registry's lookup validates and locks each time.
@@ -226,8 +250,6 @@ class MetricsHooks:
             self.m.tool_duration.labels(n.OP_EXECUTE_TOOL, tool, n.NO_ERROR)
             for outcome in _TOOL_OUTCOMES:
                 self.m.tool_calls.labels(info.agent, info.task_type, tool, outcome)
-        series = (n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, n.NO_ERROR)
-        self.child(self.m.agent_duration, *series)  # at zero: a ratio of errors has a series to read
 
 
 class _Instruments:
@@ -421,6 +443,7 @@ class _AgentSeries:
     rejections: Any
     stops: dict[tuple[str, str, str], Any]  # by (stop reason, stop limit, stop cause)
     by_reason: dict[str, tuple[Any, ...]]  # turns, active seconds, tokens, cost by stop reason
+    limits: dict[str, float] = field(default_factory=dict)  # the budget ceilings last set, by limit
 
 
 @dataclass(frozen=True)
@@ -433,12 +456,25 @@ class _ModelSeries:
     first_chunk: Any
 
 
+ToolSeries = dict[tuple[str, str, str], tuple[Any, Any]]  # (tool, outcome, error type): counter, duration
+_RunSeries = tuple[_AgentSeries, _ModelSeries, Any, ToolSeries]  # agent duration's child without error
+
+
 class _RunMetrics(RunObserver):
     """What one segment adds to the metrics; label children are looked up once."""
 
-    def __init__(self, hooks: MetricsHooks, info: RunInfo, agent: _AgentSeries, model: _ModelSeries) -> None:
+    def __init__(
+        self,
+        hooks: MetricsHooks,
+        info: RunInfo,
+        agent: _AgentSeries,
+        model: _ModelSeries,
+        duration: Any,
+        tools: ToolSeries,
+    ) -> None:
         self._hooks, self._info, self._agent, self._model = hooks, info, agent, model
-        self._tool_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}  # counter, duration
+        self._duration = duration
+        self._tool_children = tools  # shared by the runs of one agent, model and tool set
         self._tool_t0: dict[str, float] = {}
         self._spent_before = info.spent.cost_usd if info.spent is not None else 0.0
         self._model_t0 = 0.0
@@ -456,28 +492,30 @@ class _RunMetrics(RunObserver):
             error_type = hooks.error_label(info.provider, info.model, error_type_of(error))
             hooks.child(hooks.m.duration, n.OP_CHAT, info.provider, info.model, error_type).observe(seconds)
             return
-        self._model.duration_ok.observe(seconds)
-        self._model.tokens_in.observe(reply.input_tokens)
-        self._model.tokens_out.observe(reply.output_tokens)
-        cache = (
-            (n.TOKEN_CACHE_READ, reply.cache_read_input_tokens),
-            (n.TOKEN_CACHE_CREATION, reply.cache_creation_input_tokens),
-        )
-        for token_type, tokens in cache:
-            if tokens:
-                info, hooks = self._info, self._hooks
-                series = (n.OP_CHAT, info.provider, info.model, token_type)
-                hooks.child(hooks.m.token_usage, *series).observe(tokens)
+        model = self._model
+        model.duration_ok.observe(seconds)
+        model.tokens_in.observe(reply.input_tokens)
+        model.tokens_out.observe(reply.output_tokens)
+        if reply.cache_read_input_tokens:
+            self._cache_tokens(n.TOKEN_CACHE_READ, reply.cache_read_input_tokens)
+        if reply.cache_creation_input_tokens:
+            self._cache_tokens(n.TOKEN_CACHE_CREATION, reply.cache_creation_input_tokens)
         if reply.time_to_first_token is not None:
-            self._model.first_chunk.observe(reply.time_to_first_token)
+            model.first_chunk.observe(reply.time_to_first_token)
+
+    def _cache_tokens(self, token_type: str, tokens: int) -> None:
+        info, hooks = self._info, self._hooks
+        hooks.child(hooks.m.token_usage, n.OP_CHAT, info.provider, info.model, token_type).observe(tokens)
 
     def tool_started(self, call: ToolCall) -> None:
         self._tool_t0[call.id] = time.perf_counter()
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
         t0 = self._tool_t0.pop(call.id, None)
-        error_type = bounded_name(outcome.error_type, n.ERROR_TOOL) if outcome.is_error else n.NO_ERROR
-        key = (call.name, _tool_outcome(outcome), error_type)
+        if outcome.is_error:
+            key = (call.name, _tool_outcome(outcome), bounded_name(outcome.error_type, n.ERROR_TOOL))
+        else:
+            key = (call.name, n.TOOL_OK, n.NO_ERROR)
         children = self._tool_children.get(key) or self._tool_series(key)
         children[0].inc()
         if t0 is not None:  # an approved call run on resume has no start here
@@ -493,7 +531,8 @@ class _RunMetrics(RunObserver):
             self._hooks.child(m.tool_calls, info.agent, info.task_type, tool, outcome),
             self._hooks.child(m.tool_duration, n.OP_EXECUTE_TOOL, tool, error_type),
         )
-        self._tool_children[key] = children
+        if tool != n.TOOL_OTHER and len(self._tool_children) < MAX_TOOL_SERIES:
+            self._tool_children[key] = children  # a configured tool's labels never change; "other" may
         return children
 
     def verified(self, failures: list[str]) -> None:
@@ -512,7 +551,7 @@ class _RunMetrics(RunObserver):
         if self._ended:
             return
         self._ended = True
-        reason = StopReason(result.reason)
+        reason = result.reason if type(result.reason) is StopReason else StopReason(result.reason)
         limit = str(result.limit) if reason is StopReason.LIMIT and result.limit else n.NO_LIMIT
         self._agent.stops[reason, limit, stop_cause(result)].inc()
         turns, active, tokens, cost = self._agent.by_reason[reason]
@@ -534,12 +573,14 @@ class _RunMetrics(RunObserver):
 
     def _agent_duration(self, reason: StopReason, error_type: str | None) -> None:
         """`gen_ai.invoke_agent.duration` of this segment; `error.type` only for an `error` stop."""
+        seconds = time.perf_counter() - self._t0
+        if reason is not StopReason.ERROR:
+            self._duration.observe(seconds)
+            return
         info = self._info
-        label = n.NO_ERROR
-        if reason is StopReason.ERROR:
-            label = self._hooks.error_label(info.provider, info.model, bounded_name(error_type, str(reason)))
+        label = self._hooks.error_label(info.provider, info.model, bounded_name(error_type, str(reason)))
         series = (n.OP_INVOKE_AGENT, info.provider, info.agent, info.model, label)
-        self._hooks.child(self._hooks.m.agent_duration, *series).observe(time.perf_counter() - self._t0)
+        self._hooks.child(self._hooks.m.agent_duration, *series).observe(seconds)
 
 
 class _HelpCollector(Collector):

@@ -3,10 +3,16 @@
 Every span is parented explicitly from the segment's own span, never from the
 ambient context: the loop is async and its awaits may hop tasks. Only the run
 span takes the caller's current context as parent, at `run_started`, which
-the loop calls synchronously from `arun`/`aresume`. A model or tool call's
-span is made when the call ends, with the call's real start time. The
-observer's `trace_id`/`span_id` are set only for a sampled run span, so a
-result never points at a trace that was not recorded.
+the loop calls synchronously from `arun`/`aresume`. The observer's
+`trace_id`/`span_id` are set only for a sampled run span, so a result never
+points at a trace that was not recorded.
+
+A turn's spans are made when the turn ends, each with its real start time and
+every attribute at once (one pass of the SDK's attribute checks, none set
+late): the turn, then its model and tool calls under it, then the turn's end.
+A call's content event (`EVENT_ONLY`) is emitted as its span is made, with the
+time the call ended. So a backend sees a turn whole, when it ends, as it does
+with any batch export.
 """
 
 from __future__ import annotations
@@ -15,11 +21,12 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry._logs import Logger, LoggerProvider
+from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink
@@ -39,13 +46,26 @@ Redact = Callable[[str], str]
 
 @dataclass(slots=True)
 class _Call:
-    """A model or tool call under way: its span is made when it ends."""
+    """A model or tool call: its span is made when its turn ends."""
 
     name: str
     start_ns: int
     attributes: dict[str, Any]
     kind: SpanKind = SpanKind.INTERNAL
-    content: dict[str, Any] = field(default_factory=dict)  # message content, for the event path
+    content: dict[str, Any] | None = None  # message content, for the event path
+    ended_ns: int = 0  # when the call ended: its span's end, made later
+    event: bool = False  # a content event goes out with its span
+
+
+class _Turn:
+    """A turn under way: what its span will hold when it ends."""
+
+    __slots__ = ("calls", "continued", "events", "index", "start_ns")
+
+    def __init__(self, index: int, start_ns: int, continued: bool) -> None:
+        self.index, self.start_ns, self.continued = index, start_ns, continued
+        self.calls: list[_Call] = []  # ended, in the order they ended
+        self.events: list[tuple[str, dict[str, Any], int]] = []  # name, attributes, time
 
 
 _EVENT_KEYS = frozenset(
@@ -63,6 +83,7 @@ _EVENT_KEYS = frozenset(
 
 
 MAX_FAILURE_CHARS = 500  # per verifier failure on the verify event
+MAX_SHAPES = 1024  # (agent, task type, provider, model) whose span names and attributes are kept
 _NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")  # what an error type may look like
 
 
@@ -99,38 +120,75 @@ class TracingHooks:
             else None
         )
         self._redact = redact or Redactor.from_env(os.environ)
+        self._shapes: dict[tuple[str, str, str, str], _Shape] = {}
 
     def run_started(self, info: RunInfo) -> RunObserver:
-        return _RunTrace(self._tracer, info, self._redact, self.capture_content, self._events)
+        key = (info.agent, info.task_type, info.provider, info.model)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = _Shape.of(info)
+            if len(self._shapes) < MAX_SHAPES:
+                self._shapes[key] = shape
+        return _RunTrace(self._tracer, info, shape, self._redact, self.capture_content, self._events)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What every run of one agent and model shares: span names and the fixed attributes."""
+
+    run_name: str
+    run_attributes: dict[str, Any]  # copied per run, which adds its own
+    chat_name: str
+    chat_attributes: dict[str, Any]  # copied per model call, which adds its own
+
+    @classmethod
+    def of(cls, info: RunInfo) -> _Shape:
+        return cls(
+            f"{n.SPAN_INVOKE_AGENT} {info.agent}",
+            {
+                n.GEN_AI_OPERATION_NAME: n.OP_INVOKE_AGENT,
+                n.GEN_AI_PROVIDER_NAME: info.provider,
+                n.GEN_AI_AGENT_NAME: info.agent,
+                n.GEN_AI_REQUEST_MODEL: info.model,
+                n.AGENT_TASK_TYPE: info.task_type,
+            },
+            f"{n.SPAN_CHAT} {info.model}",
+            {
+                n.GEN_AI_OPERATION_NAME: n.OP_CHAT,
+                n.GEN_AI_PROVIDER_NAME: info.provider,
+                n.GEN_AI_REQUEST_MODEL: info.model,
+            },
+        )
 
 
 class _RunTrace(RunObserver):
     """The spans of one segment: run, then turns holding chats and tools."""
 
     def __init__(
-        self, tracer: trace.Tracer, info: RunInfo, redact: Redact, capture: bool, events: Logger | None
+        self,
+        tracer: trace.Tracer,
+        info: RunInfo,
+        shape: _Shape,
+        redact: Redact,
+        capture: bool,
+        events: Logger | None,
     ) -> None:
         self._tracer, self._info, self._redact, self._capture = tracer, info, redact, capture
         self._events = events
         self._span = tracer.start_span(
-            f"{n.SPAN_INVOKE_AGENT} {info.agent}",
+            shape.run_name,
             kind=SpanKind.INTERNAL,
-            attributes=_run_attributes(info),
+            attributes=_run_attributes(info, shape),
             links=_links(info.continues),
             start_time=_ns(info.started_at) if info.started_at > 0 else None,
         )
         self._ctx = trace.set_span_in_context(self._span)
-        self._turn: trace.Span | None = None
-        self._turn_ctx = self._ctx
+        self._turn: _Turn | None = None
         self._chat: _Call | None = None
         self._tools: dict[str, _Call] = {}
         self._held: list[_Call] = []  # calls that ended outside any turn: the next turn takes them
-        self._chat_name = f"{n.SPAN_CHAT} {info.model}"
-        self._chat_attributes: dict[str, Any] = {
-            n.GEN_AI_OPERATION_NAME: n.OP_CHAT,
-            n.GEN_AI_PROVIDER_NAME: info.provider,
-            n.GEN_AI_REQUEST_MODEL: info.model,
-        }
+        self._chat_name = shape.chat_name
+        self._chat_attributes = shape.chat_attributes
         self._ended = False
         sc = self._span.get_span_context()
         if sc.is_valid and sc.trace_flags.sampled:
@@ -144,30 +202,15 @@ class _RunTrace(RunObserver):
             return
         if self._turn is not None or self._chat is not None or self._tools:
             self._end_turn()
-        attributes: dict[str, Any] = {n.AGENT_TURN_INDEX: index}
-        if continued:
-            attributes[n.AGENT_TURN_CONTINUED] = True
-        held = self._held
-        if held:
-            self._held = []
-        self._turn = self._tracer.start_span(
-            n.SPAN_TURN,
-            context=self._ctx,
-            attributes=attributes,
-            start_time=min(call.start_ns for call in held) if held else None,
-        )
-        self._turn_ctx = trace.set_span_in_context(self._turn)
-        for call in held:  # an approved tool run on resume, before the turn it completes
-            self._span_of(call)
+        turn = self._turn = _Turn(index, time.time_ns(), continued)
+        if self._held:  # an approved tool run on resume, before the turn it completes
+            turn.calls, self._held = self._held, []
+            turn.start_ns = min(turn.start_ns, *(call.start_ns for call in turn.calls))
 
     def turn_ended(self, index: int, signal: str) -> None:
-        if self._turn is not None:
-            self._turn.set_attribute(n.AGENT_TURN_SIGNAL, signal)
-        self._end_turn()
+        self._end_turn(signal)
 
     # -- model and tool calls ------------------------------------------------
-    # A call's span is made when the call ends, with its real start time and
-    # every attribute at once: one pass of the SDK's attribute checks, not two.
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
         if self._ended:
@@ -177,13 +220,13 @@ class _RunTrace(RunObserver):
         attributes = self._chat_attributes.copy()
         attributes[n.GEN_AI_REQUEST_MAX_TOKENS] = request.max_tokens
         attributes[n.AGENT_ATTEMPT] = attempt
-        content: dict[str, Any] = {}
+        content = None
         if self._capture or self._events is not None:
-            content[n.GEN_AI_INPUT_MESSAGES] = _content.messages_json(request.messages, self._redact)
+            content = {n.GEN_AI_INPUT_MESSAGES: _content.messages_json(request.messages, self._redact)}
             if request.system:
                 content[n.GEN_AI_SYSTEM_INSTRUCTIONS] = _content.system_json(request.system, self._redact)
-        if self._capture:
-            attributes.update(content)
+            if self._capture:
+                attributes.update(content)
         self._chat = _Call(self._chat_name, time.time_ns(), attributes, SpanKind.CLIENT, content)
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
@@ -193,28 +236,25 @@ class _RunTrace(RunObserver):
         if reply is None:
             self._emit(chat, {n.ERROR_TYPE: error_type_of(error)})
             return
-        ended = _reply_attributes(reply)
-        if self._capture or self._events is not None:
+        _add_reply_attributes(chat.attributes, reply)
+        if chat.content is not None:  # content is captured, on the span or as an event
             output = _content.output_json(reply.content, reply.stop_reason, self._redact)
             chat.content[n.GEN_AI_OUTPUT_MESSAGES] = output
             if self._capture:
-                ended[n.GEN_AI_OUTPUT_MESSAGES] = output
-        span = self._emit(chat, ended)
-        if self._events is not None:
-            self._event(chat, span)
+                chat.attributes[n.GEN_AI_OUTPUT_MESSAGES] = output
+        chat.event = self._events is not None  # the content event is emitted with the span
+        self._emit(chat)
 
-    def _event(self, chat: _Call, span: trace.Span | None) -> None:
+    def _event(self, events: Logger, chat: _Call, span: trace.Span) -> None:
         """The model call's content as a `gen_ai.client.inference.operation.details` event."""
-        assert self._events is not None
-        attributes = {
-            key: value for key, value in chat.attributes.items() if key in _EVENT_KEYS
-        } | chat.content
-        context = trace.set_span_in_context(span) if span is not None else self._turn_ctx
-        self._events.emit(
+        attributes = {key: value for key, value in chat.attributes.items() if key in _EVENT_KEYS} | (
+            chat.content or {}
+        )
+        events.emit(
             event_name=n.EVENT_INFERENCE_DETAILS,
             attributes=attributes,
-            context=context,
-            timestamp=time.time_ns(),
+            context=trace.set_span_in_context(span),
+            timestamp=chat.ended_ns,
         )
 
     def tool_started(self, call: ToolCall) -> None:
@@ -235,12 +275,11 @@ class _RunTrace(RunObserver):
         pending = self._tools.pop(call.id, None)
         if pending is None:
             return
-        ended: dict[str, Any] = {}
         if self._capture:
-            ended[n.GEN_AI_TOOL_CALL_RESULT] = self._redact(outcome.text)
+            pending.attributes[n.GEN_AI_TOOL_CALL_RESULT] = self._redact(outcome.text)
         if outcome.is_error:
-            ended[n.ERROR_TYPE] = bounded_name(outcome.error_type, n.ERROR_TOOL)
-        self._emit(pending, ended)
+            pending.attributes[n.ERROR_TYPE] = bounded_name(outcome.error_type, n.ERROR_TOOL)
+        self._emit(pending)
 
     # -- verification, people, the end -------------------------------------
 
@@ -253,7 +292,10 @@ class _RunTrace(RunObserver):
         }
         if failures:
             attributes[n.AGENT_VERIFY_FAILURES] = [self._short(f) for f in failures]
-        (self._turn or self._span).add_event(n.EVENT_VERIFY, attributes)
+        if self._turn is not None:
+            self._turn.events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
+        else:
+            self._span.add_event(n.EVENT_VERIFY, attributes)
 
     def human_waited(self, wait: HumanWait) -> None:
         if self._ended:
@@ -274,56 +316,74 @@ class _RunTrace(RunObserver):
         self._ended = True
         self._end_turn()
         for call in self._held:  # the segment ended before a turn took them
-            self._span_of(call)
+            self._span_of(call, self._ctx)
         self._held = []
-        self._span.set_attributes(_result_attributes(result))
+        attributes = _result_attributes(result)
         if self._capture and result.note:
-            self._span.set_attribute(n.AGENT_STOP_NOTE, self._redact(result.note))
+            attributes[n.AGENT_STOP_NOTE] = self._redact(result.note)
         if result.reason is StopReason.ERROR:
-            error_type = bounded_name(result.error_type, str(StopReason.ERROR))
-            self._span.set_attribute(n.ERROR_TYPE, error_type)
+            error_type = attributes[n.ERROR_TYPE] = bounded_name(result.error_type, str(StopReason.ERROR))
             self._span.set_status(Status(StatusCode.ERROR, error_type))
+        self._span.set_attributes(attributes)
         self._span.end()
 
     # -- helpers -------------------------------------------------------------
 
-    def _end_turn(self) -> None:
-        """End the open turn and whatever it still holds (a call cut off by cancellation, say)."""
+    def _end_turn(self, signal: str | None = None) -> None:
+        """End the open turn (its spans are made now) and whatever it still holds (a call cut off
+        by cancellation, say)."""
         if self._chat is not None or self._tools:
             for call in [self._chat, *self._tools.values()]:
                 if call is not None:
                     self._emit(call, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
             self._chat, self._tools = None, {}
+        turn, self._turn = self._turn, None
+        if turn is None:
+            return
+        attributes: dict[str, Any] = {n.AGENT_TURN_INDEX: turn.index}
+        if turn.continued:
+            attributes[n.AGENT_TURN_CONTINUED] = True
+        if signal is not None:
+            attributes[n.AGENT_TURN_SIGNAL] = signal
+        span = self._tracer.start_span(
+            n.SPAN_TURN, context=self._ctx, attributes=attributes, start_time=turn.start_ns
+        )
+        if turn.calls:
+            context = trace.set_span_in_context(span)
+            for call in turn.calls:
+                self._span_of(call, context)
+        for name, event, at in turn.events:
+            span.add_event(name, event, at)
+        span.end()
+
+    def _emit(self, call: _Call, ended: dict[str, Any] | None = None) -> None:
+        """A call ended (with `ended` added to its attributes): the open turn takes it, or the
+        next one; once the segment has ended, its span is made under the run's."""
+        call.ended_ns = time.time_ns()
+        if ended:
+            call.attributes.update(ended)
         if self._turn is not None:
-            self._turn.end()
-        self._turn, self._turn_ctx = None, self._ctx
-
-    def _emit(self, call: _Call, ended: dict[str, Any]) -> trace.Span | None:
-        """A call ended: its span goes under the open turn, or waits for the next one."""
-        call.attributes.update(ended)
-        if self._turn is None and not self._ended:
+            self._turn.calls.append(call)
+        elif not self._ended:
             self._held.append(call)
-            return None
-        return self._span_of(call)
+        else:
+            self._span_of(call, self._ctx)
 
-    def _span_of(self, call: _Call) -> trace.Span:
-        """The call's span under the open turn (or the run); failed when `error.type` says it failed.
+    def _span_of(self, call: _Call, parent: Context) -> None:
+        """The call's span under `parent`; failed when `error.type` says it failed.
 
         A call cut off by cancellation says so in `error.type` but is no error:
         a cancelled run has no failed span.
         """
         span = self._tracer.start_span(
-            call.name,
-            context=self._turn_ctx,
-            kind=call.kind,
-            attributes=call.attributes,
-            start_time=call.start_ns,
+            call.name, context=parent, kind=call.kind, attributes=call.attributes, start_time=call.start_ns
         )
         error_type = call.attributes.get(n.ERROR_TYPE)
         if error_type and error_type != n.ERROR_INTERRUPTED:
             span.set_status(Status(StatusCode.ERROR, error_type))
-        span.end()
-        return span
+        span.end(end_time=call.ended_ns)
+        if call.event and self._events is not None:
+            self._event(self._events, call, span)
 
     def _short(self, failure: str) -> str:
         """A verifier failure, redacted and cut; without content capture only its first line.
@@ -362,17 +422,13 @@ def bounded_name(value: object, fallback: str) -> str:
     return value if isinstance(value, str) and _NAME.fullmatch(value) else fallback
 
 
-def _run_attributes(info: RunInfo) -> dict[str, Any]:
-    return {
-        n.GEN_AI_OPERATION_NAME: n.OP_INVOKE_AGENT,
-        n.GEN_AI_PROVIDER_NAME: info.provider,
-        n.GEN_AI_AGENT_NAME: info.agent,
-        n.GEN_AI_REQUEST_MODEL: info.model,
-        n.GEN_AI_CONVERSATION_ID: info.run_id,
-        n.AGENT_TASK_TYPE: info.task_type,
-        n.AGENT_SEGMENT: info.segment,
-        **({n.AGENT_BUDGET_EXTENDED: True} if info.extended else {}),
-    }
+def _run_attributes(info: RunInfo, shape: _Shape) -> dict[str, Any]:
+    attributes = shape.run_attributes.copy()
+    attributes[n.GEN_AI_CONVERSATION_ID] = info.run_id
+    attributes[n.AGENT_SEGMENT] = info.segment
+    if info.extended:
+        attributes[n.AGENT_BUDGET_EXTENDED] = True
+    return attributes
 
 
 def _result_attributes(result: RunResult) -> dict[str, Any]:
@@ -393,12 +449,11 @@ def _result_attributes(result: RunResult) -> dict[str, Any]:
     return attributes
 
 
-def _reply_attributes(reply: ModelReply) -> dict[str, Any]:
-    attributes: dict[str, Any] = {
-        n.GEN_AI_USAGE_INPUT_TOKENS: reply.input_tokens,
-        n.GEN_AI_USAGE_OUTPUT_TOKENS: reply.output_tokens,
-        n.GEN_AI_RESPONSE_FINISH_REASONS: [reply.stop_reason],
-    }
+def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None:
+    """The reply's usage, finish reason, model and quota, added to its call's `attributes`."""
+    attributes[n.GEN_AI_USAGE_INPUT_TOKENS] = reply.input_tokens
+    attributes[n.GEN_AI_USAGE_OUTPUT_TOKENS] = reply.output_tokens
+    attributes[n.GEN_AI_RESPONSE_FINISH_REASONS] = (reply.stop_reason,)
     if reply.model:
         attributes[n.GEN_AI_RESPONSE_MODEL] = reply.model
     if reply.response_id:
@@ -407,11 +462,12 @@ def _reply_attributes(reply: ModelReply) -> dict[str, Any]:
     attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
     if reply.time_to_first_token is not None:
         attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = reply.time_to_first_token
-    for tool, uses in (reply.server_tool_use or {}).items():  # web search, web fetch, code execution
-        attributes[f"{n.SERVER_TOOL_USE_PREFIX}{tool}"] = uses
-    for header, value in (reply.extra.get("rate_limit") or {}).items():  # what is left of the quota
-        attributes[f"{n.RATE_LIMIT_PREFIX}{header.removeprefix('anthropic-ratelimit-')}"] = str(value)
-    return attributes
+    if reply.server_tool_use:  # web search, web fetch, code execution
+        for tool, uses in reply.server_tool_use.items():
+            attributes[f"{n.SERVER_TOOL_USE_PREFIX}{tool}"] = uses
+    if rate_limit := reply.extra.get("rate_limit"):  # what is left of the quota
+        for header, value in rate_limit.items():
+            attributes[f"{n.RATE_LIMIT_PREFIX}{header.removeprefix('anthropic-ratelimit-')}"] = str(value)
 
 
 def _links(continues: SegmentLink | None) -> Sequence[Link]:

@@ -524,3 +524,25 @@ def test_a_refusal_is_counted_by_its_stop_cause_and_named_on_the_run_span(rig: R
     assert not gave_up  # a refusal is not the agent giving up
     (run,) = rig.runs()
     assert (run.attributes or {})[n.STOP_CAUSE] == "refusal"
+
+
+@tool
+async def slow_look(path: str) -> str:
+    """Read a file, slowly."""
+    await asyncio.sleep(0.05)
+    return path
+
+
+def test_each_call_span_ends_when_its_call_ends_not_with_its_turn(rig: Rig) -> None:
+    steps = [[call("slow_look", path="a"), call("slow_look", path="b")], [finish("done", "ok")]]
+    build(rig, steps, tools=[slow_look]).run("look twice")
+    (run_span,) = rig.runs()
+    turn = rig.children(run_span, n.SPAN_TURN)[0]
+    chat, first, second = rig.children(turn)
+    assert chat.name.startswith(n.SPAN_CHAT) and first.name.startswith(n.SPAN_EXECUTE_TOOL)
+    ends = [s.end_time or 0 for s in (chat, first, second)]
+    starts = [s.start_time or 0 for s in (chat, first, second)]
+    assert ends[0] <= starts[1] and ends[1] <= starts[2]  # one after another, as they ran
+    assert (second.end_time or 0) - (second.start_time or 0) >= 50_000_000  # its own 50 ms
+    assert (chat.end_time or 0) - (chat.start_time or 0) < 50_000_000  # not the tools' time too
+    assert (turn.start_time or 0) <= starts[0] and ends[2] <= (turn.end_time or 0)

@@ -6,9 +6,13 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from otlp_receiver import OtlpReceiver, closed_port
 from prometheus_client import CollectorRegistry
 
@@ -16,6 +20,7 @@ from agent import Agent, Budget, ProgressDetector, tool
 from agent.models import ModelReply, ModelRequest
 from telemetry import Telemetry
 from telemetry import names as n
+from telemetry.export import CountedBatchProcessor
 from telemetry.setup import CLOSE_TIMEOUT_S
 
 
@@ -140,3 +145,47 @@ def test_closing_with_a_dead_collector_is_bounded_and_says_so_once(collector: st
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr  # one line, no tracebacks, no per-batch retries
     assert "telemetry could not be delivered to " + endpoint in lines[0]
+
+
+class HeldExporter(SpanExporter):
+    """Holds every export until released, then takes it: a collector that stalls for a while."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+        self.sent = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.released.wait(10)
+        self.sent += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.released.set()
+
+
+def test_spans_ended_by_many_threads_at_once_are_each_sent_or_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    exporter, dropped = HeldExporter(), Counter[str]()
+    processor = CountedBatchProcessor(exporter, lambda count, why: dropped.update({why: count}), 64, 8)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("many")
+    threads, each = 8, 400
+
+    def end_spans() -> None:
+        for _ in range(each):
+            tracer.start_span("s").end()
+
+    workers = [threading.Thread(target=end_spans) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    exporter.released.set()
+    provider.shutdown()
+    assert dropped[n.DROP_QUEUE_FULL] > 0  # the queue did fill while the export stalled
+    assert exporter.sent + dropped[n.DROP_QUEUE_FULL] + dropped[n.DROP_SHUTDOWN] == threads * each
+    assert "Queue full" not in caplog.text  # the SDK never dropped one itself, uncounted
+    tracer.start_span("late").end()
+    assert dropped[n.DROP_SHUTDOWN] == 1  # a span ended after shutdown is counted too
