@@ -36,7 +36,7 @@ UID = "endstate-agent-stops"
 LIMIT_SHARE_PAGE = 0.2  # EndstateLimitStopShareHigh
 ERROR_SHARE_PAGE = 0.1  # EndstateErrorStopShareHigh
 FALSE_SUCCESS_SHARE = 0.2  # EndstateFalseSuccessShareHigh
-BASELINE_FACTOR = 2  # EndstateLimitStopShareRising: share > 2 x its 7-day average
+BASELINE_FACTOR = 2  # Endstate{Limit,Error}StopShareRising: share > 2 x its 7-day average
 HUMAN_WAIT_P90_SECONDS = 1800  # EndstateHumanWaitSlow
 HELP_PENDING_SECONDS = 3600  # EndstateHelpRequestStale
 
@@ -152,7 +152,8 @@ def limit_share() -> timeseries.Panel:
         f"Share of ended runs that stopped because a budget ran out, over 1h: the series the alerts read. "
         "Each run counts once, at its real end (need_help suspensions and cancelled-then-resumed segments "
         f"are no ends). Dashed line: page threshold ({LIMIT_SHARE_PAGE:.0%}). Dotted: twice the share of "
-        "the last 7 days, the rising alert (drawn once a day of history with 20 runs an hour exists). "
+        "the last 7 days, the rising alert (with at least 5 limit stops in the hour; drawn once a day of "
+        "history with 20 runs an hour exists). "
         "Series named 6h: the share over 6 hours, which the alerts read for agents with fewer than 20 runs "
         "in the last hour: they page above "
         f"{LIMIT_SHARE_PAGE:.0%} of at least 20 runs or above half of at least 5, and the rising alert "
@@ -175,15 +176,19 @@ def limit_share() -> timeseries.Panel:
 
 def error_share() -> timeseries.Panel:
     error = sel(stop_reason='="error"')
+    baseline = "agent_task_type_stop_reason:agent_stops_final:ratio_rate1h_avg7d"
     panel = series_panel(
         "Share of runs ended in error (1h, as alerted)",
         "Share of ended runs that stopped in error (the model API failing after retries, a verifier that "
         "raised, a store that could not write), over 1h, each run counted once. Dashed line: the "
         f"EndstateErrorStopShareHigh threshold ({ERROR_SHARE_PAGE:.0%}, at least 20 runs an hour). "
-        "Series named 6h: the share over 6 hours, which the alert reads for agents with fewer than 20 runs "
+        "Dotted: twice the share of the last 7 days, the EndstateErrorStopShareRising ticket (above 3%, "
+        "with at least 5 errors in the hour; drawn once a day of history with 20 runs an hour exists). "
+        "Series named 6h: the share over 6 hours, which the alerts read for agents with fewer than 20 runs "
         "in the last hour: they page above "
-        f"{ERROR_SHARE_PAGE:.0%} of at least 20 runs or above 30% of at least 5. Click a series for its "
-        "traces.",
+        f"{ERROR_SHARE_PAGE:.0%} of at least 20 runs or above 30% of at least 5, and the rising alert "
+        "opens a ticket above three times their share of the 7 days before (with at least 5 errors). "
+        "Click a series for its traces.",
         "percentunit",
         [
             query(
@@ -191,14 +196,16 @@ def error_share() -> timeseries.Panel:
                 "{{agent}} {{task_type}}",
                 "A",
             ),
+            query(f"{BASELINE_FACTOR} * {baseline}{error}", "rising threshold {{agent}} {{task_type}}", "B"),
             query(share_6h("error"), "6h: {{agent}} {{task_type}}", "C"),
         ],
     )
+    dotted = [model.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dot", "dash": [2, 6]})]
     link = traces_link(
         "Error traces of ${__field.labels.agent} ${__field.labels.task_type}",
         stop_traceql("error", task_type="${__field.labels.task_type}", agent="${__field.labels.agent}"),
     )
-    return threshold_line(panel, ERROR_SHARE_PAGE).max(1).data_links([link])
+    return threshold_line(panel, ERROR_SHARE_PAGE).override_by_query("B", dotted).max(1).data_links([link])
 
 
 def budget_ran_out() -> timeseries.Panel:
@@ -592,7 +599,7 @@ ROWS = (
 RUNBOOKS: dict[Callable[[], object], tuple[str, ...]] = {
     runs_started_and_stopped: ("EndstateStopsVanishing",),
     limit_share: ("EndstateLimitStopShareHigh", "EndstateLimitStopShareRising"),
-    error_share: ("EndstateErrorStopShareHigh",),
+    error_share: ("EndstateErrorStopShareHigh", "EndstateErrorStopShareRising"),
     human_wait: ("EndstateHumanWaitSlow",),
     oldest_pending: ("EndstateHelpRequestStale",),
     no_progress: ("EndstateNoProgressSurge",),

@@ -5,8 +5,11 @@ project's routing tree), delivered to a webhook."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -65,3 +68,42 @@ def test_limit_share_alert_reaches_the_webhook(tmp_path: Path) -> None:
     assert notes["runbook_url"] == f"{RUNBOOK_BASE}{ALERT}.md"
     assert notes["summary"] == f"{labels['agent']}/{labels['task_type']}: 100% of runs stopped at a limit"
     assert "budget ran out" in notes["description"]
+
+
+def post_alerts(am_url: str, alerts: list[dict[str, dict[str, str]]]) -> None:
+    """Alerts as Prometheus sends them, straight to Alertmanager's API."""
+    body = json.dumps(alerts).encode()
+    request = urllib.request.Request(f"{am_url}/api/v2/alerts", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
+def share_alert(name: str, severity: str, reason: str, task_type: str) -> dict[str, dict[str, str]]:
+    labels = {"alertname": name, "severity": severity, "agent": "researcher", "task_type": task_type,
+              "stop_reason": reason}  # fmt: skip
+    return {"labels": labels, "annotations": {"summary": f"{name} {task_type}"}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("reason", "page", "ticket"),
+    [("limit", "EndstateLimitStopShareHigh", "EndstateLimitStopShareRising"),
+     ("error", "EndstateErrorStopShareHigh", "EndstateErrorStopShareRising")],
+)  # fmt: skip
+def test_a_page_holds_back_the_rising_ticket_of_the_same_share(
+    tmp_path: Path, reason: str, page: str, ticket: str
+) -> None:
+    """A share past its page threshold is rising too: on-call gets the page, not a ticket as well.
+    The ticket of another task type, sent at the same moment, still arrives."""
+    workdir = tmp_path / "alertmanager"
+    with webhook_receiver() as hook, alertmanager(alertmanager_config(ALERTMANAGER, hook.url), workdir) as am:
+        post_alerts(am.url, [share_alert(page, "page", reason, "fix_test"),
+                             share_alert(ticket, "ticket", reason, "fix_test"),
+                             share_alert(ticket, "ticket", reason, "summarize")])  # fmt: skip
+        wait_until(lambda: hook.alerts(alertname=page), 60, f"{page} at the webhook")
+        wait_until(lambda: hook.alerts(alertname=ticket, task_type="summarize"), 60, "the other ticket")
+        # Both ticket groups were flushed together (group_wait 1s); give a straggler 3 more intervals.
+        time.sleep(3)
+        tickets = hook.alerts(alertname=ticket)
+    assert [(path, alert["labels"]["task_type"]) for path, alert in tickets] == [("/ticket", "summarize")]
+    assert {path for path, _ in hook.alerts(alertname=page)} == {"/page"}
