@@ -285,9 +285,9 @@ def main() -> None:
         folder = args.store or Path(tmp)
         urls = {"SQLite": f"sqlite:///{folder / 'turns.db'}"}
         server = None if args.no_pg else _postgres()
-        if server is not None:
-            urls["PostgreSQL"] = server.new_database()
         try:
+            if server is not None:
+                urls["PostgreSQL"] = server.new_database()
             turn = per_turn(urls, args.turns, args.runs)
             print(f"per turn ({args.turns}-turn runs, median of {args.runs}, telemetry on, interleaved):")
             show(turn)
