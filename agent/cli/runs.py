@@ -177,7 +177,8 @@ def _resume(args: argparse.Namespace) -> int:
     return _continue(args, lambda runner: runner.claim(args.run_id, more=more))
 
 
-def _start(args: argparse.Namespace) -> int:
+def start_state(args: argparse.Namespace) -> dict[str, Any]:
+    """The state `start` gives a new run: `--state` (a JSON object), with `--scenario` in it."""
     try:
         state = json.loads(args.state)
     except json.JSONDecodeError as exc:
@@ -186,6 +187,11 @@ def _start(args: argparse.Namespace) -> int:
         raise ConfigError("--state must be a JSON object")
     if args.scenario:
         state["scenario"] = args.scenario
+    return state
+
+
+def _start(args: argparse.Namespace) -> int:
+    state = start_state(args)
     options = {"task_type": args.task_type, "state": state, "run_id": args.run_id}
     return _continue(args, lambda runner: runner.begin(args.agent, args.task, **options))
 

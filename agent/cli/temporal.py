@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agent.cli.runs import start_state
 from agent.errors import ConfigError
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
@@ -109,14 +110,7 @@ def _print_result(args: argparse.Namespace, result: Any) -> int:
 
 
 async def _start(args: argparse.Namespace) -> int:
-    try:
-        state = json.loads(args.state)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--state must be a JSON object: {exc}") from exc
-    if not isinstance(state, dict):
-        raise ConfigError("--state must be a JSON object")
-    if args.scenario:
-        state["scenario"] = args.scenario
+    state = start_state(args)
     runs = await _runs_client(args)
     options = {"task_type": args.task_type, "state": state, "run_id": args.run_id}
     started = await runs.start(args.agent, args.task, wait=not args.no_wait, **options)
