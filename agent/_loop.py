@@ -137,8 +137,7 @@ async def drive(
     if run.journal.open_calls():  # a turn in flight: an answer to apply, or a recovered checkpoint
         decision = await observed(obs, run.usage.turns, finish_turn(agent, run, obs), continued=True)
         if not isinstance(decision, Continue):
-            if run.pending is not None:
-                await durable(run)
+            await durable(run)  # every checkpoint durable before the run ends
             return conclude(agent, run, decision)
     while True:
         if limit := run.budget.exceeded(run.tick()):  # 1. the budget first
@@ -148,8 +147,7 @@ async def drive(
         else:
             decision = await observed(obs, run.begin_turn(), turn(agent, run, obs))  # 2-5
         if not isinstance(decision, Continue):
-            if run.pending is not None:  # every checkpoint durable before the run ends
-                await durable(run)
+            await durable(run)
             return conclude(agent, run, decision)
 
 
@@ -243,14 +241,7 @@ def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
     Failing here loses no result: the run has ended, and its reason is returned all the same."""
     try:
         if agent.checkpoint is not None and isawaitable(write := agent.checkpoint(run.checkpoint(kind))):
-            run.pending = _logged(run, write)  # the segment's caller awaits it (`settle`)
-    except Exception:
-        log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
-
-
-async def _logged(run: RunState, write: Awaitable[None]) -> None:
-    try:
-        await write
+            run.pending = write  # the segment's caller awaits it (`settle`)
     except Exception:
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 
@@ -261,7 +252,7 @@ async def settle(run: RunState) -> None:
     try:
         await durable(run)
     except Exception:
-        log.warning("run %s: a checkpoint could not be saved", run.ctx.run_id, exc_info=True)
+        log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 
 
 # -- 2. the model ----------------------------------------------------------------------------------
