@@ -116,9 +116,8 @@ class Behind:
         if self._send is not None:
             return self._sent(checkpoint)
         last = self._last  # kept until it has landed: a failure is raised by every later write's waiter
-        before = (
-            last if last is not None and not (last.future.done() and not last.future.exception()) else None
-        )
+        landed = last is not None and last.future.done() and last.future.exception() is None
+        before = None if landed else last
         self._last = written = Written(self, checkpoint, self._lease(), self._now(), before)
         asyncio.get_running_loop().call_soon(self._hand_off, written)  # when the loop next waits
         return written
@@ -128,8 +127,7 @@ class Behind:
         and its outcome is read when the write is awaited (the server writes it meanwhile)."""
         if (last := self._last) is not None and last.take():  # its outcome first: a failed one's
             last.land()  # entries go with this one
-        if (unsaved := self._unsaved) is not None:
-            checkpoint = Checkpoint(checkpoint.head, unsaved.first, [*unsaved.entries, *checkpoint.entries])
+        checkpoint = self._with_unsaved(checkpoint)
         lease, now = self._lease(), self._now()
         self._last = written = Written(self, checkpoint, lease, now, None)
         assert self._send is not None
@@ -150,14 +148,19 @@ class Behind:
 
     def write(self, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
         """Write one checkpoint, with the entries of an earlier one that failed (none is lost)."""
-        if (unsaved := self._unsaved) is not None:
-            checkpoint = Checkpoint(checkpoint.head, unsaved.first, [*unsaved.entries, *checkpoint.entries])
+        checkpoint = self._with_unsaved(checkpoint)
         try:
             self._write(checkpoint, lease, now)
         except BaseException:
             self._unsaved = checkpoint
             raise
         self._unsaved = None
+
+    def _with_unsaved(self, checkpoint: Checkpoint) -> Checkpoint:
+        """The checkpoint with the entries of an earlier one that failed before it, if any."""
+        if (unsaved := self._unsaved) is None:
+            return checkpoint
+        return Checkpoint(checkpoint.head, unsaved.first, [*unsaved.entries, *checkpoint.entries])
 
     def _hand_off(self, written: Written) -> None:
         if not written.taken:  # (the loop may have written it already)
