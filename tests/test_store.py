@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import json
 import sqlite3
 import threading
 import time
@@ -131,6 +133,32 @@ def test_a_checkpoint_saves_the_snapshot_and_progress_under_the_lease(store: Run
     assert rec.turns == 1 and rec.lease_until == NOW + 60 and rec.input_tokens == snap.usage.input_tokens
     with pytest.raises(LeaseLost):
         store.checkpoint("r1", checkpoint_of(snap), lease("intruder"), NOW + 2)
+
+
+def test_a_checkpoint_keeps_what_the_two_json_writers_see_differently(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    """orjson writes a checkpoint; what it refuses (an int key, an int past 64 bits) goes to the
+    standard library, so the store reads back what `json` would have kept; non-ASCII stays whole."""
+    started(store)
+    snap = suspended(make_agent).snapshot
+    assert snap is not None
+    odd = {"ключ": "значение ✓", "by_id": {7: "int keys"}, "big": 2**70, "nested": [{"b": 1, "a": [1.5]}]}
+    head = dataclasses.replace(snap, kind=SnapshotKind.CHECKPOINT, journal=[], state={"odd": odd})
+    first = dataclasses.replace(snap.journal[0], text="заказ № 5 ✓")  # type: ignore[call-arg]
+    store.checkpoint("r1", Checkpoint(head, 0, [first, *snap.journal[1:]]), lease(), NOW + 1)
+    kept = store.snapshot("r1")
+    assert kept is not None and kept.state == json.loads(json.dumps({"odd": odd}))
+    assert kept.journal[0] == first and kept.journal[1:] == snap.journal[1:]
+
+
+def test_a_checkpoint_of_a_value_json_cannot_hold_fails_as_before(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    snap = suspended(make_agent).snapshot
+    assert snap is not None
+    for value in (dataclasses.make_dataclass("D", [("x", int)])(1), datetime.datetime(2026, 11, 30)):
+        head = dataclasses.replace(snap, kind=SnapshotKind.CHECKPOINT, journal=[], state={"v": value})
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            store.checkpoint("r1", Checkpoint(head, 0, []), lease(), NOW + 1)
+    assert store.snapshot("r1") is None  # nothing of either was written
 
 
 def test_only_the_holder_records_a_result(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
