@@ -11,8 +11,6 @@ from contextlib import AbstractContextManager
 from importlib import resources
 from typing import Any
 
-import orjson
-
 from agent._codec import encode_entry
 from agent.audit import Audit, AuditOutcome
 from agent.durable.store.base import (
@@ -498,7 +496,7 @@ def checkpoint_rows(
 ) -> tuple[dict[str, Any], list[tuple[int, str]]]:
     """What a checkpoint writes: the run row's new values, and the entries as (seq, JSON)."""
     head = checkpoint.head
-    values = _usage_values(head) | {"snapshot": compact_json(head.head()), "state": compact_json(head.state)}
+    values = _usage_values(head) | {"snapshot": dumps(head.head()), "state": dumps(head.state)}
     values |= {"lease_until": lease.until, "updated_at": now}
     return values, [(checkpoint.first + i, entry_json(e)) for i, e in enumerate(checkpoint.entries)]
 
@@ -508,22 +506,7 @@ def lease_lost(run_id: str, lease: Lease) -> LeaseLost:
 
 
 def entry_json(entry: Entry) -> str:
-    return compact_json(encode_entry(entry))
-
-
-# What orjson writes as the standard library would not is refused here and written by the latter:
-# a dataclass or a datetime (an error, as before), a non-string key, an integer past 64 bits.
-_ORJSON = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-_stdlib = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode  # made once, not per call
-
-
-def compact_json(value: Any) -> str:
-    """Compact JSON with sorted keys, as a checkpoint writes it: orjson where it can (serialising
-    was the larger half of a SQLite checkpoint's time), the standard library where it cannot."""
-    try:
-        return orjson.dumps(value, option=_ORJSON).decode()
-    except TypeError:  # orjson.JSONEncodeError is one
-        return _stdlib(value)
+    return dumps(encode_entry(entry))
 
 
 def _usage_values(snap: Snapshot) -> dict[str, Any]:
