@@ -108,6 +108,7 @@ _TYPE_OF: dict[type, str] = {
     Result: "result",
     Started: "started",
     Shrunk: "shrunk",
+    Extended: "extended",
 }
 
 

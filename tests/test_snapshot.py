@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,13 @@ from agent.journal import (
     Approval,
     Call,
     Denial,
+    Entry,
+    Extended,
     Note,
     Opaque,
     Reply,
     Result,
+    Shrunk,
     Started,
     Stopped,
     Suspended,
@@ -93,8 +97,11 @@ def test_every_entry_type_round_trips():
         Result("c1", "paid \x00 with a NUL", is_error=False, ran="pay"),
         Answered(Denial("no"), 1.6, "policy"),
         Answered(Answer("EU"), 1.7),
+        Shrunk(3, "what the first turns did"),
+        Extended(turns=5, seconds=60.0, tokens=1000, cost_usd=0.5, at=1.8),
         Stopped(StopReason.LIMIT, LimitKind.CONTEXT, "full"),
     ]
+    assert {type(e) for e in journal} == set(typing.get_args(Entry))  # a new entry type is added here
     snap = Snapshot("r", "a", "default", SnapshotKind.CANCELLED, 2, journal, Spent(turns=2))
     assert Snapshot.from_json(snap.to_json()) == snap
 
