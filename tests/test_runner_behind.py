@@ -165,6 +165,22 @@ def test_a_failing_background_write_ends_the_run_as_error_and_loses_nothing(stor
     assert [i for i, _ in enumerate(saved.journal)] == list(range(len(saved.journal)))
 
 
+def test_a_last_checkpoint_that_failed_is_written_with_the_segments_record(store: Any) -> None:
+    """The run has its reason when its last write fails, so it keeps it; the record carries the
+    entries that write held (the last reply, the stop), so the journal still ends with the stop."""
+    events: list[str] = []
+    watched = Watched(store, events, fail_at=3)  # turns 1 and 2 land; the last checkpoint fails
+    result = asyncio.run(runner_for(watched, events, turns=3).start("noter", "note numbers"))
+    assert result.reason is StopReason.SUCCESS and "written 5" in events and "written 7" not in events
+    saved = store.snapshot(result.run_id)
+    assert saved.kind is SnapshotKind.FINISHED
+    assert [type(e).__name__ for e in saved.journal] == [
+        "Task", "Reply", "Result", "Reply", "Result", "Reply", "Stopped",
+    ]  # fmt: skip
+    assert saved.journal[-1].reason is StopReason.SUCCESS
+    assert store.get(result.run_id).stop_reason is StopReason.SUCCESS
+
+
 def test_the_segments_record_waits_for_every_write_handed_over(store: Any) -> None:
     events: list[str] = []
     watched = Watched(store, events, hold_from=2)  # turn 2's checkpoint waits at the gate

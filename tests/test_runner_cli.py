@@ -16,6 +16,8 @@ from test_service_support import endstate, spawn
 from agent.cli.main import main
 from agent.durable.runner import Runner
 from agent.durable.store import RunStatus, open_store
+from agent.journal import Extended, Stopped
+from agent.result import StopReason
 
 pytestmark = pytest.mark.slow
 CATALOG = "test_runner_agents:catalog"
@@ -164,8 +166,8 @@ def test_recover_goes_on_past_a_run_it_cannot_resume(tmp_path: Path) -> None:
             for n in ("bad", "good")
         )
         store._rows(  # type: ignore[attr-defined]
-            'UPDATE endstate_runs SET snapshot = REPLACE(snapshot, \'"agent": "counter"\', '
-            '\'"agent": "someone-else"\') WHERE run_id = ?',
+            'UPDATE endstate_runs SET snapshot = REPLACE(snapshot, \'"agent":"counter"\', '
+            '\'"agent":"someone-else"\') WHERE run_id = ?',
             (bad,),
         )
     finally:
@@ -223,5 +225,8 @@ def test_a_run_stopped_at_its_turn_limit_is_continued_with_more_turns(store_url:
             "success",
             2,
         )
+        kept = store.snapshot(run_id)  # the whole journal, the extension in it, down to the stop
+        assert kept is not None and sum(isinstance(e, Extended) for e in kept.journal) == 1
+        assert isinstance(kept.journal[-1], Stopped) and kept.journal[-1].reason is StopReason.SUCCESS
     finally:
         store.close()

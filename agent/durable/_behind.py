@@ -19,7 +19,8 @@ taken by the loop only when every earlier one has landed), and awaiting one
 waits for every earlier one too and raises the first failure among them: the
 last one stands for all. A write that failed is not lost: its entries go with
 the segment's next write (the run's last entries, when the run ends as error),
-so the journal in the store never has a gap.
+so the journal in the store never has a gap; the segment's last write, if it
+failed, goes with the segment's record (`unsaved`).
 """
 
 from __future__ import annotations
@@ -111,6 +112,12 @@ class Behind:
         self._pool, self._write, self._lease, self._now, self._send = pool, write, lease, now, send
         self._last: Written | None = None
         self._unsaved: Checkpoint | None = None  # a checkpoint that failed: its entries go with the next
+
+    @property
+    def unsaved(self) -> Checkpoint | None:
+        """The entries (and latest head) of writes that failed and no later write carried: the
+        segment's record writes them, so a last checkpoint that failed loses nothing either."""
+        return self._unsaved
 
     def __call__(self, checkpoint: Checkpoint) -> Written:
         if self._send is not None:

@@ -456,6 +456,11 @@ class Runner:
         """Write how the segment ended; the run is let go either way (recovery takes an unwritten one)."""
         interrupted = result.reason is StopReason.CANCELLED and self.shutting_down.is_set()
         outcome = Outcome.of(result, interrupted=interrupted)
+        if (
+            isinstance(behind := getattr(job.agent, "checkpoint", None), Behind)
+            and behind.unsaved is not None
+        ):
+            outcome = dataclasses.replace(outcome, rest=behind.unsaved)  # a last write that failed
         try:
             written = await self._write(job.run_id, outcome)
         finally:
@@ -605,6 +610,13 @@ class Runner:
             await asyncio.sleep(self.lease_seconds / 3)
             with contextlib.suppress(StoreError):
                 await asyncio.to_thread(self.store.heartbeat, self.lease(), sorted(self.held()))
+
+
+def _unsaved(job: Job) -> Checkpoint | None:
+    """What the segment's checkpoints failed to write (the last one's entries, say): the record
+    writes it, so the journal in the store still ends with the stop."""
+    behind = getattr(job.agent, "checkpoint", None)
+    return behind.unsaved if isinstance(behind, Behind) else None
 
 
 def context_of(snap: Snapshot, record: RunRecord) -> RunContext:

@@ -196,14 +196,22 @@ class SqlStore:
         }
         if not outcome.keeps_answer:
             values |= {"answer": None, "approved": None, "answered_at": None}
+        if (rest := outcome.rest) is not None and outcome.snapshot is None:  # its head, as it would have
+            values["snapshot"] = dumps(rest.head.head())
         sql = f"UPDATE {TABLE} SET {assign(values)} WHERE run_id = ? AND owner = ? RETURNING {LIST_COLUMNS}"
         params = [*values.values(), run_id, lease.owner]
-        if outcome.snapshot is None:  # one statement: no transaction around it (a round trip, not three)
+        if (
+            outcome.snapshot is None and rest is None
+        ):  # one statement, no transaction: a round trip, not three
             rows = self._rows(sql, params)
         else:
             with self._tx():
                 rows = self._rows(sql, params)
-                if rows:
+                if rows and rest is not None:
+                    self._insert_entries(
+                        run_id, [(rest.first + i, entry_json(e)) for i, e in enumerate(rest.entries)]
+                    )
+                if rows and outcome.snapshot is not None:
                     self._save_rest(run_id, outcome.snapshot)
         if not rows:
             raise LeaseLost(f"run {run_id} is no longer held by {lease.owner}; its result was not recorded")
@@ -498,7 +506,12 @@ def checkpoint_rows(
     head = checkpoint.head
     values = _usage_values(head) | {"snapshot": dumps(head.head()), "state": dumps(head.state)}
     values |= {"lease_until": lease.until, "updated_at": now}
-    return values, [(checkpoint.first + i, entry_json(e)) for i, e in enumerate(checkpoint.entries)]
+    return values, entry_rows(checkpoint)
+
+
+def entry_rows(checkpoint: Checkpoint) -> list[tuple[int, str]]:
+    """A checkpoint's entries as (seq, JSON)."""
+    return [(checkpoint.first + i, entry_json(e)) for i, e in enumerate(checkpoint.entries)]
 
 
 def lease_lost(run_id: str, lease: Lease) -> LeaseLost:

@@ -127,14 +127,15 @@ class Outcome:
     result: RunResult
     snapshot: Snapshot | None
     interrupted: bool = False
+    rest: Checkpoint | None = None  # what the segment's last checkpoint failed to write: recorded with it
 
     @classmethod
-    def of(cls, result: RunResult, *, interrupted: bool = False) -> Outcome:
+    def of(cls, result: RunResult, *, interrupted: bool = False, rest: Checkpoint | None = None) -> Outcome:
         if result.reason is StopReason.NEED_HELP:
-            return cls(RunStatus.WAITING, result, result.snapshot)
+            return cls(RunStatus.WAITING, result, result.snapshot, rest=rest)
         if result.reason is StopReason.CANCELLED:
-            return cls(RunStatus.CANCELLED, result, result.snapshot, interrupted)
-        return cls(RunStatus.FINISHED, result, None)
+            return cls(RunStatus.CANCELLED, result, result.snapshot, interrupted, rest)
+        return cls(RunStatus.FINISHED, result, None, rest=rest)
 
     @property
     def head_json(self) -> str | None:
