@@ -16,7 +16,7 @@ import pg
 import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
-from agent import StopReason
+from agent import Extension, StopReason
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.durable.runner import AnswerError, Catalog, Job, Runner
 from agent.durable.store import (
@@ -33,7 +33,7 @@ from agent.durable.store import (
 )
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
-from agent.journal import Answered, Result, Stopped
+from agent.journal import Answered, Extended, Result, Stopped
 from agent.result import RunResult
 from agent.snapshot import Checkpoint, SnapshotKind
 
@@ -199,6 +199,23 @@ def test_every_completed_turn_is_checkpointed(counters: Workers, tmp_path: Path)
     assert isinstance(seen[-1].entries[-1], Stopped)  # the last entries, down to the stop
     assert all(cp.head.kind is SnapshotKind.CHECKPOINT for cp in seen[:-1])
     assert seen[-1].head.kind is SnapshotKind.FINISHED
+
+
+def test_a_run_given_more_turns_checkpoints_each_turn_after_the_extension(
+    counters: Workers, tmp_path: Path
+) -> None:
+    runner = counters.new()
+    seen = spy_checkpoints(runner.store)
+    folder = tmp_path / "r"
+    first = asyncio.run(runner.start("counter", "count", state=counter_state(folder, "plain", max_turns=1)))
+    assert (first.reason, first.turns) == (StopReason.LIMIT, 1)
+    job = runner.claim(first.run_id, more=Extension(turns=5))
+    done = asyncio.run(runner.drive(job))
+    assert (done.reason, done.turns) == (StopReason.SUCCESS, 3) and counted(folder) == [1, 2]
+    assert [cp.head.usage.turns for cp in seen] == [1, 1, 2, 3]  # turn 1, the limit stop, turns 2 and 3
+    assert seen[1].head.kind is SnapshotKind.LIMITED and isinstance(seen[2].entries[0], Extended)
+    kept = runner.store.snapshot(first.run_id)
+    assert kept is not None and isinstance(kept.journal[-1], Stopped)
 
 
 def test_the_deadline_sweep_ends_a_run_as_help_timeout(examples: Workers) -> None:
