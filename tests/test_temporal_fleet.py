@@ -48,7 +48,7 @@ class WorkerProcess:
     Its output goes to a file (a pipe nobody reads could fill and stop it).
     """
 
-    def __init__(self, server: TemporalServer, queue: str) -> None:
+    def __init__(self, server: TemporalServer, queue: str, heartbeat: float = 1) -> None:
         argv = endstate(
             "worker",
             "--temporal",
@@ -58,7 +58,7 @@ class WorkerProcess:
             "--catalog",
             CATALOG,
             "--heartbeat",
-            "1",
+            str(heartbeat),
         )
         self.log = Path(tempfile.mkstemp(prefix="endstate-worker-", suffix=".log")[1])
         with self.log.open("w") as out:
@@ -169,7 +169,9 @@ def test_two_workers_share_200_runs_and_each_ends_once_with_a_reason(
     temporal: TemporalServer, tmp_path: Path
 ) -> None:
     queue = f"fleet-{uuid.uuid4().hex[:8]}"
-    workers = [WorkerProcess(temporal, queue), WorkerProcess(temporal, queue)]
+    # No worker dies here: a heartbeat timeout of 10 s (not 1 s) keeps a loaded machine's stall of
+    # a second from timing out a live activity, which Temporal then retries (at least once).
+    workers = [WorkerProcess(temporal, queue, heartbeat=10), WorkerProcess(temporal, queue, heartbeat=10)]
 
     async def scenario() -> None:
         runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
