@@ -290,3 +290,38 @@ def test_a_busy_agents_hour_needs_five_stops_of_the_reason(name: str) -> None:
     series = " ".join(s["series"] for g in groups for s in g["input_series"])
     fed = set(re.findall(r'task_type="(\w+)"', series))
     assert fired and fed - fired, f"{name}: no case where one task type fires and one with 2 stops does not"
+
+
+@pytest.mark.parametrize("name", sorted(RISING_ALERTS))
+def test_a_busy_agents_count_must_be_three_standard_deviations_over_chance(name: str) -> None:
+    """Between 30 and 150 runs an hour, an hour expects a handful of stops of the reason, and "over
+    twice the baseline with at least 5 of them" is often chance (at 30 runs an hour and a 5% share,
+    5 limit stops happen in about 2% of hours). The count must also exceed what the 7-day share
+    expects of the hour's runs by 3 standard deviations, Poisson: the square root of the expectation."""
+    expected = next(r for r in rules("record") if r["record"].endswith(":increase1h_expected"))
+    assert re.fullmatch(
+        r"\s*agent_task_type_stop_reason:agent_stops_final:ratio_rate1h_avg7d\s+\* on \(agent, task_type\) "
+        r"group_left \(\)\s+agent_task_type:agent_stops_final:increase1h\s*",
+        expected["expr"],
+    )
+    reason = RISING_ALERTS[name]
+    mean = rf'{expected["record"]}\{{stop_reason="{reason}"\}}'
+    margin = re.search(
+        rf'increase1h\{{stop_reason="{reason}"\}}\s+> {mean}\s+\+ ([\d.]+) \* sqrt\({mean}\)',
+        busy_path(ALERTS[name]["expr"]),
+    )
+    assert margin and float(margin.group(1)) >= 3, f"{name}: no significance margin on the hour's count"
+    assert f"{margin.group(1)} standard deviations" in ALERTS[name]["annotations"]["description"]
+
+
+@pytest.mark.parametrize("rate", [30, 60, 150])
+def test_chance_at_30_to_150_runs_an_hour_stays_quiet_and_a_real_jump_fires(rate: int) -> None:
+    """alerts/tests/rising_chance_30_to_150.yml: at each rate one task type jumps and fires, and one
+    has an hour that met the old conditions by chance and stays quiet."""
+    path = ROOT / "alerts" / "tests" / "rising_chance_30_to_150.yml"
+    groups = yaml.safe_load(path.read_text())["tests"]
+    group = next(g for g in groups if g["name"].startswith(f"fires at {rate} runs an hour"))
+    fired = {a["exp_labels"]["task_type"] for c in group["alert_rule_test"] for a in c["exp_alerts"]}
+    assert fired == {"jump"}
+    met = {s["labels"] for case in group["promql_expr_test"] for s in case["exp_samples"]}
+    assert any('task_type="chance"' in labels for labels in met), "no proof the chance hour met the old rule"

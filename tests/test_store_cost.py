@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pg
 import pytest
+from old_stores import write_old_store
 
 from agent import Agent, Approval, Budget, HelpPolicy, LimitKind, Price, PriceTable, StopReason, tool
 from agent.cli.main import main
 from agent.durable.review import queue
 from agent.durable.store import Lease, NewRun, Outcome, RunStatus, RunStore, open_store
-from agent.durable.store._sql import migrations, split_statements
 from agent.evals.limits import history_from_store, render, suggest
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.usage import Usage
@@ -222,33 +221,11 @@ def test_a_version_6_store_upgraded_to_7_keeps_its_costs(store_url: str) -> None
 
 
 def _write_v6_store(url: str, runs: list[tuple[str, float, int]]) -> None:
-    """The schema as version 6 left it, with finished runs of known cost, written with plain SQL."""
-    dialect = "postgres" if url.startswith("postgresql") else "sqlite"
-    statements: list[tuple[str, list[Any]]] = [
-        ("CREATE TABLE endstate_schema (version INTEGER NOT NULL, applied_at DOUBLE PRECISION)", []),
-    ]
-    for version, sql in migrations(dialect):
-        if version <= 6:
-            statements += [(s, []) for s in split_statements(sql)]
-            statements.append((f"INSERT INTO endstate_schema VALUES ({version}, 0)", []))
-    for run_id, cost, tokens in runs:
-        statements.append(
-            (
-                "INSERT INTO endstate_runs (run_id, agent, task, task_type, status, started_at, updated_at, "
-                "ended_at, stop_reason, turns, input_tokens, cost_usd) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [run_id, "payer", "pay", "invoice", "finished", NOW, NOW, NOW, "success", 1, tokens, cost],
-            )
-        )
-    if dialect == "sqlite":
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
-        for sql, params in statements:
-            conn.execute(sql, params)
-        conn.commit()
-        conn.close()
-        return
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for sql, params in statements:
-            conn.execute(sql.replace("?", "%s"), params)
+    """The schema as version 6 left it, with finished runs of known cost."""
+    rows = [
+        {"run_id": run_id, "agent": "payer", "task": "pay", "task_type": "invoice", "status": "finished",
+         "started_at": NOW, "updated_at": NOW, "ended_at": NOW, "stop_reason": "success", "turns": 1,
+         "input_tokens": tokens, "cost_usd": cost}
+        for run_id, cost, tokens in runs
+    ]  # fmt: skip
+    write_old_store(url, 6, rows)

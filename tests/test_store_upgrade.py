@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -18,11 +17,12 @@ from typing import Any
 import pg
 import pytest
 import v1_agents
+from old_stores import write_old_store
 
 from agent import StopReason
 from agent.durable.runner import Runner
 from agent.durable.store import RunStatus, open_store
-from agent.durable.store._sql import latest_version, migrations, split_statements
+from agent.durable.store._sql import latest_version
 from agent.snapshot import SnapshotKind
 
 FIXTURE = json.loads((Path(__file__).with_name("fixtures") / "v1_store_rows.json").read_text())
@@ -31,36 +31,8 @@ FIXTURE = json.loads((Path(__file__).with_name("fixtures") / "v1_store_rows.json
 @pytest.fixture(params=pg.BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     url = pg.url_for(request.param, tmp_path)
-    _write_v1_store(url)
+    write_old_store(url, FIXTURE["schema_version"], FIXTURE["rows"])  # version 1 wrote schema 3
     return url
-
-
-def _write_v1_store(url: str) -> None:
-    """The schema as version 1 left it (migrations 1-3) and its rows, written with plain SQL."""
-    dialect = "postgres" if url.startswith("postgresql") else "sqlite"
-    statements: list[tuple[str, list[Any]]] = [
-        ("CREATE TABLE endstate_schema (version INTEGER NOT NULL, applied_at DOUBLE PRECISION)", []),
-    ]
-    for version, sql in migrations(dialect):
-        if version <= FIXTURE["schema_version"]:
-            statements += [(s, []) for s in split_statements(sql)]
-            statements.append((f"INSERT INTO endstate_schema VALUES ({version}, 0)", []))
-    for row in FIXTURE["rows"]:
-        columns = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        statements.append((f"INSERT INTO endstate_runs ({columns}) VALUES ({marks})", list(row.values())))
-    if dialect == "sqlite":
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
-        for sql, params in statements:
-            conn.execute(sql, params)
-        conn.commit()
-        conn.close()
-        return
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for sql, params in statements:
-            conn.execute(sql.replace("?", "%s"), params)
 
 
 def drive(url: str, how: Callable[[Runner], Coroutine[Any, Any, Any]]) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 
 from agent.budget import Extension
 from agent.durable.catalog import SEED_CATALOG, load_catalog
-from agent.durable.runner import Runner
+from agent.durable.runner import Runner, runner_with_telemetry
 from agent.durable.store import RunRecord, RunStatus, RunStore, default_url, open_store
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
@@ -68,8 +68,13 @@ STORE_HELP = (
 
 def add_store_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default=None, help=STORE_HELP.format(default=shown_url(default_url())))
-    parser.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
+    add_catalog_arg(parser)
     parser.add_argument("--lease", type=float, default=30.0, help="seconds a worker holds a run unrenewed")
+
+
+def add_catalog_arg(parser: argparse.ArgumentParser) -> None:
+    """`--catalog`, for every command that rebuilds agents by name (`worker` too)."""
+    parser.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
 
 
 def _json_arg(p: argparse.ArgumentParser) -> None:
@@ -245,13 +250,7 @@ def _runner(args: argparse.Namespace) -> Iterator[Runner]:
     with _store(args) as store:
         catalog = load_catalog(args.catalog, default=SEED_CATALOG)
         telemetry = Telemetry.from_env(pending=store.pending_summary)
-        runner = Runner(
-            store,
-            catalog,
-            hooks=telemetry.hooks,
-            lease_seconds=args.lease,
-            on_audit=telemetry.metrics.record_success_audit,
-        )
+        runner = runner_with_telemetry(store, catalog, telemetry, args.lease)
         grace = float(os.environ.get(ENV_GRACE) or DEFAULT_GRACE)
         previous = signal.signal(signal.SIGTERM, lambda *_: runner.stop_soon(grace))
         try:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent.cli.runs import start_state
+from agent.cli.runs import add_catalog_arg, start_state
 from agent.errors import ConfigError
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
         epilog=f"environment variables read: {ENV_TEMPORAL}, ENDSTATE_CATALOG, the OTEL_* variables.",
     )
     _temporal_args(worker, required=True)
-    worker.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
+    add_catalog_arg(worker)
     worker.add_argument(
         "--heartbeat", type=float, default=30.0, help="seconds before a silent activity is retried"
     )

@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent._state import calls_of
 from agent.agent import Agent
@@ -617,6 +617,36 @@ def _unsaved(job: Job) -> Checkpoint | None:
     writes it, so the journal in the store still ends with the stop."""
     behind = getattr(job.agent, "checkpoint", None)
     return behind.unsaved if isinstance(behind, Behind) else None
+
+
+class AuditCounter(Protocol):
+    """Counts the audits of successes (telemetry.metrics.MetricsHooks does)."""
+
+    def record_success_audit(self, agent: str, task_type: str, outcome: str) -> None: ...
+
+
+class RunnerTelemetry(Protocol):
+    """What a face's runner takes from its `telemetry.Telemetry` (agent/ imports no telemetry/)."""
+
+    @property
+    def hooks(self) -> RunHooks: ...
+
+    @property
+    def metrics(self) -> AuditCounter: ...
+
+
+def runner_with_telemetry(
+    store: RunStore, catalog: Catalog, telemetry: RunnerTelemetry, lease_seconds: float
+) -> Runner:
+    """The runner the faces drive (the command line, the service): every run and resume reports
+    through the telemetry's hooks, every audit is counted in its metrics."""
+    return Runner(
+        store,
+        catalog,
+        hooks=telemetry.hooks,
+        lease_seconds=lease_seconds,
+        on_audit=telemetry.metrics.record_success_audit,
+    )
 
 
 def context_of(snap: Snapshot, record: RunRecord) -> RunContext:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
-from agent.durable.runner import Runner
+from agent.durable.runner import runner_with_telemetry
 from agent.durable.store import default_url, open_store
 from agent.durable.store.urls import sqlite_path
 from agent.errors import ConfigError
@@ -94,13 +94,7 @@ def serve(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     telemetry = Telemetry.from_env(pending=store.pending_summary).for_service()  # a fresh registry
     try:
-        runner = Runner(
-            store,
-            catalog,
-            hooks=telemetry.hooks,
-            lease_seconds=args.lease,
-            on_audit=telemetry.metrics.record_success_audit,
-        )
+        runner = runner_with_telemetry(store, catalog, telemetry, args.lease)
         token, source = load_token(args.token_file, _state_dir(args.store))
         print(f"endstate serve: store {store.shown}; token from {source}", flush=True)
         workload = None
