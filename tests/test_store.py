@@ -567,3 +567,34 @@ def test_text_with_nul_bytes_is_stored_on_both_stores(store: RunStore, make_agen
     assert snap is not None
     [stored] = [e for e in snap.journal if isinstance(e, Result)]
     assert stored.text == "PK\x03\x04\x00\x00 binary"  # the journal keeps the exact text
+
+
+def test_text_that_is_not_utf8_is_stored_on_both_stores(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    """A file name decoded with `surrogateescape` (os.listdir of a non-UTF-8 name) holds lone
+    surrogates, which no text column can hold: the run still records its task, its result and an
+    answer (as U+FFFD), and the journal keeps the exact text."""
+    odd = b"report-\xff.csv".decode("utf-8", "surrogateescape")
+
+    @tool
+    def list_dir(path: str) -> str:
+        """List a folder."""
+        return odd
+
+    store.create(NewRun("r1", "test-agent", f"read {odd}", "default", {}), lease(), NOW)
+
+    def save(cp: Checkpoint) -> None:
+        store.checkpoint("r1", cp, lease(), NOW)
+
+    agent = make_agent(
+        [call("list_dir", path=odd)], [finish("need_help", f"open {odd}?")], tools=[list_dir], checkpoint=save
+    )
+    result = agent.run(f"read {odd}", run_id="r1")
+    rec = store.record("r1", Outcome.of(result), lease(), NOW + 1)
+    assert rec.status is RunStatus.WAITING and rec.question == "open report-\ufffd.csv?"
+    assert store.get("r1").task == "read report-\ufffd.csv"  # type: ignore[union-attr]
+    claimed = store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 2, answer=f"yes, {odd}")
+    assert claimed.answer == "yes, report-\ufffd.csv"
+    snap = store.snapshot("r1")
+    assert snap is not None and snap.task == f"read {odd}"
+    [stored] = [e for e in snap.journal if isinstance(e, Result)]
+    assert stored.text == odd  # the journal keeps the exact text
