@@ -29,6 +29,7 @@ from agent.durable.store import (
     open_store,
 )
 from agent.durable.store._sql import latest_version, migrations, split_statements
+from agent.errors import SnapshotError
 from agent.journal import Result, Stopped
 from agent.models.scripted import call, finish
 from agent.result import RunResult
@@ -598,3 +599,52 @@ def test_text_that_is_not_utf8_is_stored_on_both_stores(store: RunStore, make_ag
     assert snap is not None and snap.task == f"read {odd}"
     [stored] = [e for e in snap.journal if isinstance(e, Result)]
     assert stored.text == odd  # the journal keeps the exact text
+
+
+def _edit(store_url: str, sql: str, *params: object) -> None:
+    """Change the store behind its back, as a person with a SQL prompt (or a bad disk) would."""
+    if store_url.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute(sql.replace("?", "%s"), params)
+    else:
+        with sqlite3.connect(store_url) as conn:
+            conn.execute(sql, params)
+
+
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("state", "{oops"),
+        ("state", "[1]"),
+        ("pending", '{"x": 1}'),
+        ("status", "zombie"),
+        ("stop_reason", "??"),
+    ],
+)
+def test_a_damaged_run_row_is_a_clear_error_and_never_hides_the_other_runs(
+    store_url: str, column: str, value: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(store_url)
+    try:
+        for run_id in ("good", "bad"):
+            store.create(NewRun(run_id, "test-agent", "task", "default", {}), lease(), NOW)
+        _edit(store_url, f"UPDATE endstate_runs SET {column} = ? WHERE run_id = 'bad'", value)
+        with pytest.raises(StoreError, match=f"run bad.*{column}.*damaged"):
+            store.get("bad")
+        assert [r.run_id for r in store.list_runs()] == ["good"]
+        assert [r.run_id for r in store.list_runs(RunStatus.RUNNING)] == ["good"]
+        assert "run bad" in caplog.text and column in caplog.text  # left out, and said so
+    finally:
+        store.close()
+
+
+def test_a_journal_with_an_entry_missing_is_a_clear_error_not_a_shorter_run(
+    store: RunStore, store_url: str, make_agent
+) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    store.checkpoint("r1", checkpoint_of(suspended(make_agent).snapshot), lease(), NOW)  # type: ignore[arg-type]
+    _edit(store_url, "DELETE FROM endstate_entries WHERE run_id = 'r1' AND seq = 1")
+    with pytest.raises(SnapshotError, match=r"run r1.*entry 1 is missing"):
+        store.snapshot("r1")
