@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 from agent.errors import ConfigError
@@ -75,8 +76,8 @@ class Budget:
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_seconds", "max_tokens", "max_cost_usd"):
             value = getattr(self, name)
-            if value is not None and not _number(value):
-                raise ConfigError(f"Budget.{name} must be a number or None, not {type(value).__name__}")
+            if value is not None and not (_number(value) and not math.isnan(value)):
+                raise ConfigError(f"Budget.{name} must be a number or None, not {value!r}")
             if value is not None and value <= 0:
                 raise ConfigError(f"Budget.{name} must be positive or None, got {value!r}")
 
@@ -128,9 +129,9 @@ class Extension:
 
     def __post_init__(self) -> None:
         values = (self.turns, self.seconds, self.tokens, self.cost_usd)
-        if not all(map(_number, values)):
+        if not all(_number(v) and math.isfinite(v) for v in values):
             raise ConfigError(
-                f"an Extension's turns, seconds, tokens and cost_usd are numbers, not {values!r}"
+                f"an Extension's turns, seconds, tokens and cost_usd are finite numbers, not {values!r}"
             )
         if any(v < 0 for v in values) or not any(values):
             raise ConfigError(

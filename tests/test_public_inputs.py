@@ -3,11 +3,15 @@ AttributeError from deep inside (written from the user's side, as the unseen che
 
 from __future__ import annotations
 
+import asyncio
+import math
 from typing import Any
 
 import pytest
 
-from agent import Agent, Answer, Budget, ConfigError, Denial, Extension, SnapshotError
+from agent import Agent, Answer, Budget, ConfigError, Denial, Extension, HelpPolicy, SnapshotError, StopReason
+from agent.durable.runner import Catalog, Runner
+from agent.durable.store import open_store
 from agent.models.scripted import ScriptedModel, finish
 
 
@@ -64,3 +68,41 @@ def test_a_budget_of_the_wrong_type_is_refused_when_made(fields: dict[str, Any])
 def test_an_extension_of_the_wrong_type_is_refused_when_made() -> None:
     with pytest.raises(ConfigError, match=r"Extension"):
         Extension(turns="5")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, "3600"])
+def test_a_help_wait_that_is_no_finite_number_is_refused_when_made(seconds: Any) -> None:
+    """`inf` reads as "wait forever", but a journal cannot hold it: the run could never be answered."""
+    with pytest.raises(ConfigError, match=r"HelpPolicy\.wait_seconds must be a finite number"):
+        HelpPolicy(wait_seconds=seconds)
+
+
+@pytest.mark.parametrize("fields", [{"seconds": math.inf}, {"cost_usd": math.nan}, {"tokens": math.inf}])
+def test_an_extension_that_is_no_finite_number_is_refused_when_made(fields: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"Extension.*finite"):
+        Extension(**fields)
+
+
+@pytest.mark.parametrize("field", ["max_turns", "max_seconds", "max_tokens", "max_cost_usd"])
+def test_a_budget_of_nan_is_refused_when_made(field: str) -> None:
+    """NaN compares false with everything: the ceiling would never stop a run."""
+    with pytest.raises(ConfigError, match=rf"Budget\.{field} must be"):
+        Budget(**{field: math.nan})
+
+
+def test_a_run_that_waits_a_very_long_time_is_answered_from_the_store(tmp_path: Any) -> None:
+    agent = Agent(
+        name="a",
+        model=ScriptedModel([[finish("need_help", "Which one?")], [finish("done", "ok")]]),
+        help=HelpPolicy(wait_seconds=100 * 365 * 86400.0),  # what to pass instead of inf
+    )
+    catalog = Catalog()
+    catalog.register("a", lambda state: agent)
+    store = open_store(str(tmp_path / "runs.db"))
+    try:
+        runner = Runner(store, catalog)
+        first = asyncio.run(runner.start("a", "pick one"))
+        assert first.reason is StopReason.NEED_HELP
+        assert asyncio.run(runner.resume(first.run_id, "the first")).reason is StopReason.SUCCESS
+    finally:
+        store.close()
