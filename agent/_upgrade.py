@@ -39,7 +39,7 @@ def journal_from_v1(data: dict[str, Any]) -> list[Entry]:
 def _entries(message: dict[str, Any], index: int, calls: dict[str, Call]) -> list[Entry]:
     role, content = message.get("role"), message.get("content")
     if role == "assistant":
-        reply = Reply(tuple(_part(b) for b in content or []) if isinstance(content, list) else ())
+        reply = Reply(tuple(_part(b, index) for b in content or []) if isinstance(content, list) else ())
         calls.update({c.id: c for c in reply.calls})
         return [reply]
     if isinstance(content, str):
@@ -51,13 +51,18 @@ def _entries(message: dict[str, Any], index: int, calls: dict[str, Call]) -> lis
     raise SnapshotError(f"snapshot field 'messages[{index}]' has content of an unknown shape")
 
 
-def _part(block: Any) -> Part:
+def _part(block: Any, index: int) -> Part:
     if not isinstance(block, dict):
         raise SnapshotError("a version-1 message block must be an object")
     if block.get("type") == "text":
         return Text(str(block.get("text", "")))
     if block.get("type") == "tool_use":
-        return Call(str(block["id"]), str(block["name"]), dict(block.get("input") or {}))
+        try:
+            return Call(
+                need(block, "id", str), need(block, "name", str), need(block, "input", dict | None) or {}
+            )
+        except SnapshotError as exc:
+            raise SnapshotError(f"snapshot field 'messages[{index}]', a tool_use block: {exc}") from exc
     return Opaque(dict(block))
 
 

@@ -128,6 +128,10 @@ class Agent:
         """
         if not isinstance(task, str) or not task.strip():
             raise ConfigError("task must be a non-empty string")
+        if run_id is not None and not (isinstance(run_id, str) and run_id):
+            raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
+        if state is not None and not isinstance(state, dict):
+            raise ConfigError(f"state must be a dict of JSON values, not {type(state).__name__}")
         journal = Journal([Task(task)])
         ctx = RunContext(
             run_id or uuid.uuid4().hex, self.name, task, self.task_type, journal, state=dict(state or {})
@@ -281,6 +285,13 @@ class Agent:
         obs.human_waited(wait)
 
     def _check_snapshot(self, snap: Snapshot) -> None:
+        if not isinstance(snap, Snapshot):
+            hint = "Snapshot.from_json(text)" if isinstance(snap, str | bytes) else "result.snapshot"
+            given = "None" if snap is None else type(snap).__name__
+            raise SnapshotError(
+                f"resume takes the Snapshot of a run that can go on, not {given}: pass {hint} "
+                "(a run that ended for good has none)"
+            )
         if snap.agent != self.name:
             raise SnapshotError(
                 f"snapshot of run {snap.run_id} belongs to agent {snap.agent!r}, not {self.name!r}"
@@ -301,6 +312,12 @@ def _resumed_from(snap: Snapshot | None) -> str | None:
 
 def as_reply(reply: HumanReply | str | None, approved: bool | None) -> HumanReply | None:
     """A typed reply from the older `answer`/`approved` pair (typed replies pass through)."""
+    text = reply.text if isinstance(reply, Answer) else reply.reason if isinstance(reply, Denial) else reply
+    if not isinstance(text, str | None | Approval):
+        raise ConfigError(
+            f"a reply's text must be a string: pass Answer('...'), Approval() or Denial('why'), "
+            f"not {type(text).__name__}"
+        )
     if isinstance(reply, Answer | Approval | Denial):
         return reply
     if approved is True:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 from agent.errors import ConfigError
@@ -75,6 +76,8 @@ class Budget:
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_seconds", "max_tokens", "max_cost_usd"):
             value = getattr(self, name)
+            if value is not None and not (_number(value) and not math.isnan(value)):
+                raise ConfigError(f"Budget.{name} must be a number or None, not {value!r}")
             if value is not None and value <= 0:
                 raise ConfigError(f"Budget.{name} must be positive or None, got {value!r}")
 
@@ -126,10 +129,18 @@ class Extension:
 
     def __post_init__(self) -> None:
         values = (self.turns, self.seconds, self.tokens, self.cost_usd)
+        if not all(_number(v) and math.isfinite(v) for v in values):
+            raise ConfigError(
+                f"an Extension's turns, seconds, tokens and cost_usd are finite numbers, not {values!r}"
+            )
         if any(v < 0 for v in values) or not any(values):
             raise ConfigError(
                 "an Extension adds something >= 0 to at least one of turns, seconds, tokens, cost_usd"
             )
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 __all__ = ["Budget", "Extension", "Price", "PriceTable", "Spent"]

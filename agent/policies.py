@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import Literal
@@ -48,7 +49,11 @@ class HelpPolicy:
     default_answer: str = "Nobody answered in time. Take this as a no and do not wait for an answer."
 
     def __post_init__(self) -> None:
-        if self.wait_seconds < 0:
-            raise ConfigError(f"HelpPolicy.wait_seconds must be >= 0, got {self.wait_seconds}")
+        wait = self.wait_seconds
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not math.isfinite(wait) or wait < 0:
+            raise ConfigError(
+                f"HelpPolicy.wait_seconds must be a finite number >= 0, got {wait!r} (a deadline is "
+                "saved with the run: for a very long wait, give a large number such as 10 * 365 * 86400)"
+            )
         if self.on_timeout not in ("end", "resume"):
             raise ConfigError(f"HelpPolicy.on_timeout must be 'end' or 'resume', got {self.on_timeout!r}")

@@ -131,6 +131,8 @@ class Snapshot:
                 f"snapshot version {version!r} is not supported; this Endstate reads versions "
                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}: upgrade Endstate to read newer ones"
             )
+        if version == 1 and not entries:  # kept whole: one the store's upgrade could not read then
+            return cls._from_v1(data)
         journal = [
             decode_entry(_object(e) if isinstance(e, str | bytes) else e, i) for i, e in enumerate(entries)
         ]

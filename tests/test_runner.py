@@ -16,7 +16,7 @@ import pg
 import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
-from agent import Extension, StopReason
+from agent import Agent, Extension, StopReason
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.durable.runner import AnswerError, Catalog, Job, Runner
 from agent.durable.store import (
@@ -34,6 +34,7 @@ from agent.durable.store import (
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
 from agent.journal import Answered, Extended, Result, Stopped
+from agent.models.scripted import ScriptedModel, finish
 from agent.result import RunResult
 from agent.snapshot import Checkpoint, SnapshotKind
 
@@ -718,3 +719,24 @@ def test_an_answer_to_a_run_that_is_not_waiting_is_refused(counters: Workers, tm
         other.claim(cancelled.run_id, "no", approved=False)
     rec = other.store.get(cancelled.run_id)
     assert rec is not None and rec.status is RunStatus.CANCELLED and rec.approved is None
+
+
+@pytest.mark.parametrize("odd", ["a NUL \x00 here", b"a name \xff here".decode("utf-8", "surrogateescape")])
+def test_a_question_a_text_column_cannot_hold_exactly_is_answered_and_the_run_finishes(
+    store_url: str, odd: str
+) -> None:
+    """PostgreSQL keeps NUL as U+FFFD and neither store keeps a lone surrogate: the stored question
+    differs from the journal's, and the answer must still be taken (not refused as a damaged store)."""
+    steps = [[finish("need_help", f"Which file: {odd}?")], [finish("done", f"used {odd}")]]
+    odd_catalog = Catalog()
+    odd_catalog.register("odd", lambda state: Agent(name="odd", model=ScriptedModel(steps)))
+    w = Workers(store_url, odd_catalog)
+    try:
+        first = asyncio.run(w.new().start("odd", f"find {odd}"))
+        assert first.reason is StopReason.NEED_HELP
+        done = asyncio.run(w.new().resume(first.run_id, answer=f"the one with {odd}"))
+        assert done.reason is StopReason.SUCCESS and done.output == f"used {odd}"
+        record = w.stores[0].get(first.run_id)
+        assert record is not None and record.stop_reason is StopReason.SUCCESS
+    finally:
+        w.close()

@@ -287,3 +287,20 @@ def test_an_upgraded_snapshot_is_written_as_version_2():
     again = Snapshot.from_json(snap.to_json())
     assert json.loads(snap.to_json())["version"] == 2
     assert again == snap
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda call: call.pop("id"), r"messages\[1\].*tool_use.*'id'"),
+        (lambda call: call.pop("name"), r"messages\[1\].*tool_use.*'name'"),
+        (lambda call: call.update(id=7), r"messages\[1\].*tool_use.*'id'"),
+        (lambda call: call.update(input="s"), r"messages\[1\].*tool_use.*'input'"),
+        (lambda call: call.update(input=[1]), r"messages\[1\].*tool_use.*'input'"),
+    ],
+)
+def test_a_version_1_tool_call_of_the_wrong_shape_is_refused_clearly(change, message):
+    data = json.loads(V1["v1-approval"])
+    change(data["messages"][1]["content"][0])
+    with pytest.raises(SnapshotError, match=message):
+        Snapshot.from_json(json.dumps(data))

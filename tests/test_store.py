@@ -29,6 +29,7 @@ from agent.durable.store import (
     open_store,
 )
 from agent.durable.store._sql import latest_version, migrations, split_statements
+from agent.errors import SnapshotError
 from agent.journal import Result, Stopped
 from agent.models.scripted import call, finish
 from agent.result import RunResult
@@ -567,3 +568,83 @@ def test_text_with_nul_bytes_is_stored_on_both_stores(store: RunStore, make_agen
     assert snap is not None
     [stored] = [e for e in snap.journal if isinstance(e, Result)]
     assert stored.text == "PK\x03\x04\x00\x00 binary"  # the journal keeps the exact text
+
+
+def test_text_that_is_not_utf8_is_stored_on_both_stores(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    """A file name decoded with `surrogateescape` (os.listdir of a non-UTF-8 name) holds lone
+    surrogates, which no text column can hold: the run still records its task, its result and an
+    answer (as U+FFFD), and the journal keeps the exact text."""
+    odd = b"report-\xff.csv".decode("utf-8", "surrogateescape")
+
+    @tool
+    def list_dir(path: str) -> str:
+        """List a folder."""
+        return odd
+
+    store.create(NewRun("r1", "test-agent", f"read {odd}", "default", {}), lease(), NOW)
+
+    def save(cp: Checkpoint) -> None:
+        store.checkpoint("r1", cp, lease(), NOW)
+
+    agent = make_agent(
+        [call("list_dir", path=odd)], [finish("need_help", f"open {odd}?")], tools=[list_dir], checkpoint=save
+    )
+    result = agent.run(f"read {odd}", run_id="r1")
+    rec = store.record("r1", Outcome.of(result), lease(), NOW + 1)
+    assert rec.status is RunStatus.WAITING and rec.question == "open report-\ufffd.csv?"
+    assert store.get("r1").task == "read report-\ufffd.csv"  # type: ignore[union-attr]
+    claimed = store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 2, answer=f"yes, {odd}")
+    assert claimed.answer == "yes, report-\ufffd.csv"
+    snap = store.snapshot("r1")
+    assert snap is not None and snap.task == f"read {odd}"
+    [stored] = [e for e in snap.journal if isinstance(e, Result)]
+    assert stored.text == odd  # the journal keeps the exact text
+
+
+def _edit(store_url: str, sql: str, *params: object) -> None:
+    """Change the store behind its back, as a person with a SQL prompt (or a bad disk) would."""
+    if store_url.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute(sql.replace("?", "%s"), params)
+    else:
+        with sqlite3.connect(store_url) as conn:
+            conn.execute(sql, params)
+
+
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("state", "{oops"),
+        ("state", "[1]"),
+        ("pending", '{"x": 1}'),
+        ("status", "zombie"),
+        ("stop_reason", "??"),
+    ],
+)
+def test_a_damaged_run_row_is_a_clear_error_and_never_hides_the_other_runs(
+    store_url: str, column: str, value: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(store_url)
+    try:
+        for run_id in ("good", "bad"):
+            store.create(NewRun(run_id, "test-agent", "task", "default", {}), lease(), NOW)
+        _edit(store_url, f"UPDATE endstate_runs SET {column} = ? WHERE run_id = 'bad'", value)
+        with pytest.raises(StoreError, match=f"run bad.*{column}.*damaged"):
+            store.get("bad")
+        assert [r.run_id for r in store.list_runs()] == ["good"]
+        assert [r.run_id for r in store.list_runs(RunStatus.RUNNING)] == ["good"]
+        assert "run bad" in caplog.text and column in caplog.text  # left out, and said so
+    finally:
+        store.close()
+
+
+def test_a_journal_with_an_entry_missing_is_a_clear_error_not_a_shorter_run(
+    store: RunStore, store_url: str, make_agent
+) -> None:  # type: ignore[no-untyped-def]
+    started(store)
+    store.checkpoint("r1", checkpoint_of(suspended(make_agent).snapshot), lease(), NOW)  # type: ignore[arg-type]
+    _edit(store_url, "DELETE FROM endstate_entries WHERE run_id = 'r1' AND seq = 1")
+    with pytest.raises(SnapshotError, match=r"run r1.*entry 1 is missing"):
+        store.snapshot("r1")

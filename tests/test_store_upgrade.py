@@ -23,6 +23,7 @@ from agent import StopReason
 from agent.durable.runner import Runner
 from agent.durable.store import RunStatus, open_store
 from agent.durable.store._sql import latest_version
+from agent.errors import SnapshotError
 from agent.snapshot import SnapshotKind
 
 FIXTURE = json.loads((Path(__file__).with_name("fixtures") / "v1_store_rows.json").read_text())
@@ -93,3 +94,31 @@ def test_runs_cut_off_before_the_upgrade_are_recovered_without_repeating_recorde
         assert done["v1-crashed"] is RunStatus.FINISHED and done["v1-cancelled"] is RunStatus.FINISHED
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("backend", pg.BACKENDS)
+def test_a_version_1_row_with_a_malformed_tool_call_is_kept_and_the_others_upgrade(
+    backend: str, tmp_path: Path
+) -> None:
+    rows = json.loads(json.dumps(FIXTURE["rows"]))
+    [cancelled] = [r for r in rows if r["run_id"] == "v1-cancelled"]
+    snapshot = json.loads(cancelled["snapshot"])
+    snapshot["messages"][1]["content"][0].pop("id")  # a hand edit, or a bug of the old code
+    cancelled["snapshot"] = json.dumps(snapshot)
+    url = pg.url_for(backend, tmp_path)
+    write_old_store(url, FIXTURE["schema_version"], rows)
+    store = open_store(url)  # the upgrade goes on past the row it cannot read
+    try:
+        assert store.schema_version() == latest_version(store.dialect)  # type: ignore[attr-defined]
+        snap = store.snapshot("v1-question")
+        assert snap is not None and snap.version == 2
+        with pytest.raises(SnapshotError, match=r"messages\[1\].*tool_use.*'id'"):
+            store.snapshot("v1-cancelled")  # kept as it was: resuming it says what is wrong
+        store._rows(  # type: ignore[attr-defined]
+            "UPDATE endstate_runs SET snapshot = ? WHERE run_id = ?",
+            (next(r for r in FIXTURE["rows"] if r["run_id"] == "v1-cancelled")["snapshot"], "v1-cancelled"),
+        )  # fixed by hand: read (and upgraded) as it is resumed, never stranded
+    finally:
+        store.close()
+    result = drive(url, lambda runner: runner.resume("v1-cancelled"))
+    assert result.reason is StopReason.SUCCESS

@@ -53,10 +53,11 @@ from agent.durable.store import (
     StoreError,
     UnknownRun,
 )
+from agent.durable.store.base import column_text
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import RunHooks
 from agent.journal import Journal
-from agent.result import RunResult, StopReason
+from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ class Runner:
         """The call a person approves is exactly the call that runs: the store must agree with itself."""
         snap = self.store.snapshot(record.run_id)
         waiting = snap.suspension if snap else None
-        if waiting is not None and waiting.question == record.question and waiting.pending == record.pending:
+        if _agrees(waiting, record):
             return
         now = self.store.get(record.run_id)
         if now is None or (now.status, now.segments) != (record.status, record.segments):
@@ -662,6 +663,14 @@ def context_of(snap: Snapshot, record: RunRecord) -> RunContext:
         state=dict(snap.state),
         note=record.output,
     )
+
+
+def _agrees(waiting: Suspension | None, record: RunRecord) -> bool:
+    """The journal's suspension is the stored question and pending call (the question's text
+    column keeps NUL and lone surrogates as U+FFFD)."""
+    if waiting is None or waiting.pending != record.pending:
+        return False
+    return bool(column_text(waiting.question) == column_text(record.question))
 
 
 def unresumable(record: RunRecord) -> bool:

@@ -350,7 +350,15 @@ class SqlStore:
         record = self.get(run_id)
         if record is None or not record.snapshot_json:
             return None
-        rows = self._rows(f"SELECT entry FROM {ENTRIES} WHERE run_id = ? ORDER BY seq", (run_id,), retry=True)
+        rows = self._rows(
+            f"SELECT seq, entry FROM {ENTRIES} WHERE run_id = ? ORDER BY seq", (run_id,), retry=True
+        )
+        for i, row in enumerate(rows):
+            if int(row["seq"]) != i:  # a journal with a hole is another run: never read it as one
+                raise SnapshotError(
+                    f"run {run_id}: its journal entry {i} is missing (the next is {row['seq']}); the store "
+                    "was edited by hand or is damaged"
+                )
         return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])
 
     def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> list[RunRecord]:
@@ -358,7 +366,7 @@ class SqlStore:
         cap = f" LIMIT {int(limit)}" if limit is not None else ""
         sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} {where} ORDER BY started_at DESC{cap}"
         rows = self._rows(sql, params, retry=True)
-        return [record_of(r) for r in rows]
+        return records_of(rows)
 
     def expired(self, now: float) -> list[RunRecord]:
         rows = self._rows(
@@ -366,7 +374,7 @@ class SqlStore:
             (RunStatus.WAITING, now),
             retry=True,
         )
-        return [record_of(r) for r in rows]
+        return records_of(rows)
 
     def interrupted(self) -> list[RunRecord]:
         rows = self._rows(
@@ -374,7 +382,7 @@ class SqlStore:
             (RunStatus.CANCELLED,),
             retry=True,
         )
-        return [record_of(r) for r in rows]
+        return records_of(rows)
 
     def pending_summary(self) -> list[tuple[str, str, float]]:
         """(agent, task_type, suspended_at) of every run waiting for a person."""
@@ -432,7 +440,7 @@ class SqlStore:
         cap = f" LIMIT {int(limit)}" if limit is not None else unlimited
         page = f"{cap} OFFSET {int(offset)}" if offset else cap
         sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} r WHERE {where} ORDER BY ended_at, run_id{page}"
-        return [record_of(r) for r in self._rows(sql, params, retry=True)]
+        return records_of(self._rows(sql, params, retry=True))
 
     def review_counts(
         self, reasons: Sequence[StopReason], success_share: float
@@ -578,19 +586,47 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
 
 
 def record_of(row: Row) -> RunRecord:
-    """A `RunRecord` from a row (columns as in `ALL_COLUMNS`)."""
+    """A `RunRecord` from a row (columns as in `ALL_COLUMNS`); a damaged column is a `StoreError`."""
     return RunRecord(
         **{k: row[k] for k in _PLAIN if k in row},
-        status=RunStatus(row["status"]),
-        state=json.loads(row["state"] or "{}"),
-        stop_reason=StopReason(row["stop_reason"]) if row["stop_reason"] else None,
+        status=_column(row, "status", RunStatus),
+        state=_column(row, "state", _state),
+        stop_reason=_column(row, "stop_reason", lambda v: StopReason(v) if v else None),
         verified=bool(row["verified"]),
         interrupted=bool(row["interrupted"]),
-        pending=pending_of(row["pending"]),
+        pending=_column(row, "pending", pending_of),
         approved=None if row.get("approved") is None else bool(row["approved"]),
         usage=usage_of(row),
         snapshot_json=row.get("snapshot"),
     )
+
+
+def records_of(rows: list[Row]) -> list[RunRecord]:
+    """The records of a listing; a damaged row is logged and left out, never hiding the others."""
+    records = []
+    for row in rows:
+        try:
+            records.append(record_of(row))
+        except StoreError as exc:
+            log.error("%s; it is left out of this listing", exc)
+    return records
+
+
+def _column(row: Row, name: str, decode: Any) -> Any:
+    try:
+        return decode(row[name])
+    except (ValueError, TypeError) as exc:
+        raise StoreError(
+            f"run {row.get('run_id')}: its {name} column is damaged ({exc}); the store was edited by "
+            "hand or is damaged: fix the row, or delete the run"
+        ) from exc
+
+
+def _state(text: str | None) -> dict[str, Any]:
+    state = json.loads(text or "{}")
+    if not isinstance(state, dict):
+        raise TypeError(f"a JSON object was expected, not {type(state).__name__}")
+    return state
 
 
 _PLAIN = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -309,6 +310,24 @@ def dumps(value: Any) -> str:
         return orjson.dumps(value, option=_ORJSON).decode()
     except TypeError:  # orjson.JSONEncodeError is one
         return _stdlib(value)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def column_text(value: Any) -> Any:
+    """A string as every store's text columns keep it: NUL (PostgreSQL cannot hold it) and lone
+    surrogates (text decoded with `surrogateescape`, such as a non-UTF-8 file name: no UTF-8) become
+    U+FFFD. JSON columns escape both, so the journal keeps the exact text."""
+    if not isinstance(value, str):
+        return value
+    if "\x00" in value:
+        value = value.replace("\x00", "\ufffd")
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    return value
 
 
 def pending_of(text: str | None) -> PendingAction | None:

@@ -18,7 +18,7 @@ from agent.durable.store._sql import (
     checkpoint_rows,
     lease_lost,
 )
-from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused
+from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused, column_text
 from agent.durable.store.urls import scrub, shown_url
 from agent.snapshot import Checkpoint
 
@@ -105,9 +105,12 @@ class PostgresStore(SqlStore):
         if self._conn.closed or self._conn.broken:
             self._conn = self._connect()
         try:
-            return self._conn.execute(
-                sql.replace("?", "%s"), tuple(map(storable, params)) if params else None
-            )
+            try:
+                return self._conn.execute(
+                    sql.replace("?", "%s"), tuple(map(storable, params)) if params else None
+                )
+            except UnicodeEncodeError:  # a lone surrogate (no UTF-8), refused before it was sent
+                return self._conn.execute(sql.replace("?", "%s"), tuple(map(column_text, params)))
         except psycopg.errors.IntegrityError as exc:
             raise WriteRefused(f"the run store refused a write: {exc}") from exc
         except psycopg.Error as exc:
@@ -149,7 +152,8 @@ class PostgresStore(SqlStore):
 
 
 def storable(value: Any) -> Any:
-    """PostgreSQL text cannot hold NUL: in plain text columns it becomes U+FFFD.
+    """PostgreSQL text cannot hold NUL: in plain text columns it becomes U+FFFD (and so does a lone
+    surrogate: see `column_text`, which the callers fall back on when encoding fails).
 
     (JSON columns are unaffected: their NULs are escaped as \\u0000 before they get here.)
     """
@@ -315,5 +319,8 @@ def _text(value: Any) -> bytes | None:
     if value is None:
         return None
     if isinstance(value, str):
-        return storable(value).encode()
+        try:
+            return storable(value).encode()
+        except UnicodeEncodeError:
+            return str(column_text(value)).encode()
     return repr(value).encode() if isinstance(value, float) else str(int(value)).encode()

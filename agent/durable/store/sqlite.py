@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, TABLE, Row, SqlStore, assign
-from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused
+from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused, column_text
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -94,16 +94,22 @@ class SqliteStore(SqlStore):
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         with self._lock:
             try:
-                return [dict(r) for r in self._conn.execute(sql, tuple(params)).fetchall()]
+                return [dict(r) for r in self._execute(sql, params).fetchall()]
             except sqlite3.IntegrityError as exc:
                 raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except sqlite3.Error as exc:
                 raise StoreError(f"the run store {self.path} failed: {exc}") from exc
 
+    def _execute(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        try:
+            return self._conn.execute(sql, tuple(params))
+        except UnicodeEncodeError:  # a lone surrogate (no UTF-8): its text column keeps U+FFFD
+            return self._conn.execute(sql, tuple(map(column_text, params)))
+
     def _count(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> int:
         with self._lock:
             try:
-                return self._conn.execute(sql, tuple(params)).rowcount
+                return self._execute(sql, params).rowcount
             except sqlite3.Error as exc:
                 raise StoreError(f"the run store {self.path} failed: {exc}") from exc
 

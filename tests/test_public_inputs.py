@@ -1,0 +1,108 @@
+"""Wrong types given to the public entry points: a clear error saying what to pass, never an
+AttributeError from deep inside (written from the user's side, as the unseen checks are)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import pytest
+
+from agent import Agent, Answer, Budget, ConfigError, Denial, Extension, HelpPolicy, SnapshotError, StopReason
+from agent.durable.runner import Catalog, Runner
+from agent.durable.store import open_store
+from agent.models.scripted import ScriptedModel, finish
+
+
+def asking() -> Agent:
+    return Agent(name="a", model=ScriptedModel([[finish("need_help", "Which one?")], [finish("done", "ok")]]))
+
+
+@pytest.fixture
+def waiting() -> Any:
+    result = asking().run("pick one")
+    assert result.snapshot is not None
+    return result.snapshot
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (None, r"resume takes the Snapshot.*not None.*result\.snapshot"),
+        ("{}", r"resume takes the Snapshot.*not str.*Snapshot\.from_json"),
+        ({"run_id": "r"}, r"resume takes the Snapshot.*not dict"),
+    ],
+)
+def test_resuming_something_that_is_not_a_snapshot_says_what_to_pass(given: Any, message: str) -> None:
+    with pytest.raises(SnapshotError, match=message):
+        asking().resume(given, Answer("the first"))
+
+
+@pytest.mark.parametrize("reply", [5, b"the first", Answer(5), Denial(7)])  # type: ignore[arg-type]
+def test_a_reply_whose_text_is_not_a_string_is_refused_clearly(waiting: Any, reply: Any) -> None:
+    with pytest.raises(ConfigError, match=r"text.*must be a string"):
+        asking().resume(waiting, reply)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"state": [1, 2]}, r"state must be a dict"),
+        ({"run_id": 5}, r"run_id must be a non-empty string"),
+    ],
+)
+def test_run_options_of_the_wrong_type_are_refused_clearly(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        asking().run("pick one", **options)
+
+
+@pytest.mark.parametrize(
+    "fields", [{"max_turns": "5"}, {"max_seconds": "60"}, {"max_tokens": [1]}, {"max_cost_usd": True}]
+)
+def test_a_budget_of_the_wrong_type_is_refused_when_made(fields: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"Budget\.max_\w+ must be"):
+        Budget(**fields)
+
+
+def test_an_extension_of_the_wrong_type_is_refused_when_made() -> None:
+    with pytest.raises(ConfigError, match=r"Extension"):
+        Extension(turns="5")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, "3600"])
+def test_a_help_wait_that_is_no_finite_number_is_refused_when_made(seconds: Any) -> None:
+    """`inf` reads as "wait forever", but a journal cannot hold it: the run could never be answered."""
+    with pytest.raises(ConfigError, match=r"HelpPolicy\.wait_seconds must be a finite number"):
+        HelpPolicy(wait_seconds=seconds)
+
+
+@pytest.mark.parametrize("fields", [{"seconds": math.inf}, {"cost_usd": math.nan}, {"tokens": math.inf}])
+def test_an_extension_that_is_no_finite_number_is_refused_when_made(fields: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"Extension.*finite"):
+        Extension(**fields)
+
+
+@pytest.mark.parametrize("field", ["max_turns", "max_seconds", "max_tokens", "max_cost_usd"])
+def test_a_budget_of_nan_is_refused_when_made(field: str) -> None:
+    """NaN compares false with everything: the ceiling would never stop a run."""
+    with pytest.raises(ConfigError, match=rf"Budget\.{field} must be"):
+        Budget(**{field: math.nan})
+
+
+def test_a_run_that_waits_a_very_long_time_is_answered_from_the_store(tmp_path: Any) -> None:
+    agent = Agent(
+        name="a",
+        model=ScriptedModel([[finish("need_help", "Which one?")], [finish("done", "ok")]]),
+        help=HelpPolicy(wait_seconds=100 * 365 * 86400.0),  # what to pass instead of inf
+    )
+    catalog = Catalog()
+    catalog.register("a", lambda state: agent)
+    store = open_store(str(tmp_path / "runs.db"))
+    try:
+        runner = Runner(store, catalog)
+        first = asyncio.run(runner.start("a", "pick one"))
+        assert first.reason is StopReason.NEED_HELP
+        assert asyncio.run(runner.resume(first.run_id, "the first")).reason is StopReason.SUCCESS
+    finally:
+        store.close()
