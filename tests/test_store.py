@@ -151,6 +151,18 @@ def test_a_checkpoint_keeps_what_the_two_json_writers_see_differently(store: Run
     assert kept.journal[0] == first and kept.journal[1:] == snap.journal[1:]
 
 
+def test_infinities_in_a_checkpoint_come_back_as_they_went(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
+    """orjson would write them as null; such a text is written by the standard library instead."""
+    started(store)
+    snap = suspended(make_agent).snapshot
+    assert snap is not None
+    state = {"best": float("inf"), "worst": float("-inf"), "none": None, "x": [1.5]}
+    head = dataclasses.replace(snap, kind=SnapshotKind.CHECKPOINT, journal=[], state=state)
+    store.checkpoint("r1", Checkpoint(head, 0, list(snap.journal)), lease(), NOW + 1)
+    kept = store.snapshot("r1")
+    assert kept is not None and kept.state == state
+
+
 def test_a_checkpoint_of_a_value_json_cannot_hold_fails_as_before(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
     started(store)
     snap = suspended(make_agent).snapshot

@@ -305,11 +305,15 @@ _stdlib = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode  # made
 
 def dumps(value: Any) -> str:
     """Compact JSON with sorted keys, as the store writes it: orjson where it can (serialising was
-    the larger half of a SQLite checkpoint's time), the standard library where it cannot."""
+    the larger half of a SQLite checkpoint's time), the standard library where it cannot.
+
+    orjson writes NaN and the infinities as `null`, so a text with a `null` in it is written again
+    by the standard library (`NaN`, `Infinity`: read back as they were); a checkpoint has none."""
     try:
-        return orjson.dumps(value, option=_ORJSON).decode()
+        text = orjson.dumps(value, option=_ORJSON)
     except TypeError:  # orjson.JSONEncodeError is one
         return _stdlib(value)
+    return text.decode() if b"null" not in text else _stdlib(value)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
