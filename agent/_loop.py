@@ -222,8 +222,19 @@ def checkpoint(agent: Agent, run: RunState) -> None:
     next tool starts and before the segment ends (a write that failed raises there, and the run ends
     as error). The last one is kept: a checkpointer writes its checkpoints in order, so it stands
     for all of them."""
-    if agent.checkpoint is not None and isawaitable(write := agent.checkpoint(run.checkpoint())):
+    if agent.checkpoint is not None and isawaitable(write := _hand_over(agent, run, run.checkpoint())):
         run.pending = write
+
+
+def _hand_over(agent: Agent, run: RunState, new: Checkpoint) -> Awaitable[None] | None:
+    """`agent.checkpoint(new)`; when it raises, its entries count as unsaved again, so that the
+    run's last checkpoint carries them (a checkpointer never sees a gap)."""
+    assert agent.checkpoint is not None
+    try:
+        return agent.checkpoint(new)
+    except BaseException:
+        run.saved = min(run.saved, new.first)
+        raise
 
 
 async def durable(run: RunState) -> None:
@@ -240,7 +251,9 @@ def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
     """A finished run's last entries go to the store too (its journal is kept for review and replay).
     Failing here loses no result: the run has ended, and its reason is returned all the same."""
     try:
-        if agent.checkpoint is not None and isawaitable(write := agent.checkpoint(run.checkpoint(kind))):
+        if agent.checkpoint is not None and isawaitable(
+            write := _hand_over(agent, run, run.checkpoint(kind))
+        ):
             run.pending = write  # the segment's caller awaits it (`settle`)
     except Exception:
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)

@@ -808,6 +808,32 @@ def test_error_from_a_checkpoint_that_raises(make_agent):
     assert result.turns == 1
 
 
+def test_after_a_checkpoint_that_raised_the_last_one_carries_its_entries(make_agent):
+    saved, calls = Checkpoints(), 0
+
+    def checkpoint(new: Checkpoint) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:  # turn 2's checkpoint
+            raise OSError("disk full")
+        saved(new)  # asserts that nothing is skipped
+
+    agent = make_agent(
+        [call("search", query="a")], [call("search", query="b")], [finish("done", "x")],
+        tools=[search], checkpoint=checkpoint,
+    )  # fmt: skip
+    result = agent.run("task")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "OSError")
+    assert [type(e).__name__ for e in saved.entries] == [
+        "Task",
+        "Reply",
+        "Result",
+        "Reply",
+        "Result",
+        "Stopped",
+    ]
+
+
 def ledger_run(checkpoint: Any) -> tuple[Ledger, Any]:
     ledger = Ledger(hang=False)
     agent = Agent("ledger", ScriptedModel(LEDGER_STEPS), tools=ledger.tools, checkpoint=checkpoint)
