@@ -32,14 +32,16 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from telemetry.names import DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_TRACES
@@ -49,29 +51,45 @@ log = logging.getLogger("endstate.telemetry")
 
 class CountingExporter(SpanExporter):
     """Wraps an exporter: every export is counted as an attempt, and a failed or
-    raising one as a failure too, never raised."""
+    raising one as a failure too, never raised.
+
+    Text UTF-8 cannot hold (a lone surrogate, as in a file name decoded with
+    `surrogateescape`) goes out as U+FFFD: in a span's name it fails the whole
+    batch, in an attribute the OTLP encoder leaves that attribute out. Spans
+    carrying captured content (`mend_first`) are mended before each export;
+    others only when an export failed.
+    """
 
     def __init__(
         self,
         inner: SpanExporter,
         on_failure: Callable[[str], None],
         on_attempt: Callable[[str], None] | None = None,
+        mend_first: bool = False,
     ) -> None:
         self.inner = inner
         self._on_failure = on_failure
         self._on_attempt = on_attempt
+        self._mend_first = mend_first
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._on_attempt is not None:
             self._on_attempt(SIGNAL_TRACES)
-        try:
-            result = self.inner.export(spans)
-        except Exception:
-            log.warning("span export raised; %d spans dropped", len(spans), exc_info=True)
-            result = SpanExportResult.FAILURE
+        if self._mend_first:
+            spans = _mended(spans) or spans
+        result = self._export(spans)
+        if result is not SpanExportResult.SUCCESS and not self._mend_first and (mended := _mended(spans)):
+            result = self._export(mended)  # a text UTF-8 cannot hold failed the whole batch
         if result is not SpanExportResult.SUCCESS:
             self._on_failure(SIGNAL_TRACES)
         return result
+
+    def _export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            return self.inner.export(spans)
+        except Exception:
+            log.warning("span export raised; %d spans dropped", len(spans), exc_info=True)
+            return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
         try:
@@ -85,6 +103,56 @@ class CountingExporter(SpanExporter):
         except Exception:
             log.warning("span exporter flush raised", exc_info=True)
             return False
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # text UTF-8 cannot encode (a `surrogateescape` file name)
+
+
+def _mended(spans: Sequence[ReadableSpan]) -> list[ReadableSpan] | None:
+    """The spans with every lone surrogate in their names and attributes (and their events') as
+    U+FFFD; None when no span has one (ASCII text, nearly all of it, is passed over at once)."""
+    texts = (text for span in spans for text in _texts(span) if not text.isascii())
+    if not any(_LONE_SURROGATE.search(text) for text in texts):
+        return None
+    return [_mend_span(span) for span in spans]
+
+
+def _texts(span: ReadableSpan) -> Iterator[str]:
+    yield span.name
+    for attributes in (span.attributes, *(e.attributes for e in span.events)):
+        for value in (attributes or {}).values():
+            yield from (
+                v for v in (value if isinstance(value, tuple | list) else (value,)) if isinstance(v, str)
+            )
+    yield from (e.name for e in span.events)
+
+
+def _mend(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, tuple | list):
+        return tuple(_mend(v) for v in value)
+    return value
+
+
+def _mend_span(span: ReadableSpan) -> ReadableSpan:
+    def attributes(given: Any) -> dict[str, Any]:
+        return {key: _mend(value) for key, value in (given or {}).items()}
+
+    return ReadableSpan(
+        name=_mend(span.name),
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attributes(span.attributes),
+        events=[Event(_mend(e.name), attributes(e.attributes), e.timestamp) for e in span.events],
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
 
 
 class JsonLinesExporter(SpanExporter):

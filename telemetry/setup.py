@@ -117,7 +117,10 @@ class Telemetry:
             return cls(TelemetryHooks(metrics), metrics.registry, trace.NoOpTracerProvider(), metrics)
         delivery = Delivery(_destination(environ, exporter))
         counting = CountingExporter(
-            exporter, delivery.failed(metrics.record_export_failure), metrics.record_export_attempt
+            exporter,
+            delivery.failed(metrics.record_export_failure),
+            metrics.record_export_attempt,
+            mend_first=capture.spans,  # captured content: text from tools and models, any text
         )
         spans = CountedBatchProcessor(counting, metrics.record_spans_dropped, *_queue_sizes())
         provider = TracerProvider(resource=resource_from_env(), shutdown_on_exit=False)

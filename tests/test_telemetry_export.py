@@ -295,6 +295,50 @@ def test_every_span_batch_counts_as_an_attempt_and_a_delivered_one_not_as_a_fail
     assert failures(telemetry) == 0
 
 
+def test_text_utf8_cannot_hold_reaches_the_collector_as_a_replacement_character(setenv: Setenv) -> None:
+    """A lone surrogate (a file name decoded with surrogateescape) in captured content would make
+    the OTLP encoder refuse the whole batch, other runs' spans too; it is sent as U+FFFD."""
+    odd = b"report-\xff.txt".decode("utf-8", "surrogateescape")
+
+    @tool
+    def listing() -> str:
+        """List the folder."""
+        return f"files: {odd}"
+
+    with OtlpReceiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, n.ENV_CAPTURE_CONTENT: "true"}
+        telemetry = Telemetry.from_env(setenv(env), registry=CollectorRegistry())
+        steps = [[call("listing")], [finish("done", "listed")]]
+        result = Agent("lister", ScriptedModel(steps), tools=[listing], hooks=telemetry.hooks).run("list")
+        run_some(telemetry.hooks, runs=1)  # another run's spans, in the same batch
+        assert telemetry.force_flush(5)
+        telemetry.shutdown()
+    assert result.reason is StopReason.SUCCESS
+    by_name = {span.name: span for _, span in receiver.spans()}
+    assert {"invoke_agent lister", "execute_tool listing", "invoke_agent shipper"} <= set(by_name)
+    tool_result = attributes(by_name["execute_tool listing"].attributes)[n.GEN_AI_TOOL_CALL_RESULT]
+    assert "report-\ufffd.txt" in tool_result
+    assert failures(telemetry) == 0
+
+
+def test_an_agent_name_utf8_cannot_hold_fails_no_batch(setenv: Setenv) -> None:
+    """No content captured: such a name failed the whole batch (other runs' spans too); the batch
+    is sent again with U+FFFD in its place, and nothing counts as failed."""
+    odd = b"ops-\xff".decode("utf-8", "surrogateescape")
+    with OtlpReceiver() as receiver:
+        telemetry = Telemetry.from_env(
+            setenv({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}), registry=CollectorRegistry()
+        )
+        steps = [[finish("done", "ok")]]
+        assert Agent(odd, ScriptedModel(steps), hooks=telemetry.hooks).run("x").reason is StopReason.SUCCESS
+        run_some(telemetry.hooks, runs=1)  # another run's spans, in the same batch
+        assert telemetry.force_flush(5)
+        telemetry.shutdown()
+    names = {span.name for _, span in receiver.spans()}
+    assert {"invoke_agent ops-\ufffd", "invoke_agent shipper"} <= names
+    assert failures(telemetry) == 0
+
+
 def test_against_a_refusing_collector_every_attempt_is_a_failure(setenv: Setenv) -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed_port()}", **FAST_TIMEOUT}
     telemetry = Telemetry.from_env(setenv(env), registry=CollectorRegistry())
