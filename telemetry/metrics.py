@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agent.errors import ConfigError
 from agent.hooks import HumanWait, RunInfo, RunObserver
 from agent.result import LimitKind, StopCause, StopReason
 from telemetry import names as n
@@ -122,7 +123,7 @@ class MetricsHooks:
         self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}  # see `child`
         self._runs: dict[tuple[str, str, str, str, tuple[str, ...]], _RunSeries] = {}  # see `_run_series`
-        self.m = _Instruments(self.registry)
+        self.m = _instruments(self.registry)
         for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):  # at zero together: failure ratios from the start
             self.m.export_failures.labels(signal)
             self.m.exports.labels(signal)
@@ -250,6 +251,17 @@ class MetricsHooks:
             self.m.tool_duration.labels(n.OP_EXECUTE_TOOL, tool, n.NO_ERROR)
             for outcome in _TOOL_OUTCOMES:
                 self.m.tool_calls.labels(info.agent, info.task_type, tool, outcome)
+
+
+def _instruments(registry: CollectorRegistry) -> _Instruments:
+    """Endstate's metrics in `registry`; a registry that has them already is a clear `ConfigError`."""
+    try:
+        return _Instruments(registry)
+    except ValueError as exc:  # prometheus_client's DuplicateTimeseries
+        raise ConfigError(
+            f"the Prometheus registry already holds these metrics ({exc}): make one Telemetry per "
+            "registry and share its hooks, or pass each its own CollectorRegistry()"
+        ) from exc
 
 
 class _Instruments:

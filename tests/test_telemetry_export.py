@@ -339,6 +339,13 @@ def test_an_agent_name_utf8_cannot_hold_fails_no_batch(setenv: Setenv) -> None:
     assert failures(telemetry) == 0
 
 
+def test_a_second_telemetry_on_one_registry_says_how_to_fix_it() -> None:
+    registry = CollectorRegistry()
+    Telemetry.from_env({}, registry=registry)
+    with pytest.raises(ConfigError, match="one Telemetry per registry"):
+        Telemetry.from_env({}, registry=registry)
+
+
 def test_against_a_refusing_collector_every_attempt_is_a_failure(setenv: Setenv) -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed_port()}", **FAST_TIMEOUT}
     telemetry = Telemetry.from_env(setenv(env), registry=CollectorRegistry())
