@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import random
 import statistics
 import sys
 import time
@@ -129,14 +131,29 @@ FRAMEWORKS: dict[str, Make] = {
 
 async def timed(make: Make, hooks: Any, runs: int) -> float:
     """CPU seconds per turn (this process, all its threads): other processes' load does not count."""
-    started = time.process_time()
+    started = time.process_time_ns()
     for _ in range(runs):
         await make(hooks)
-    return (time.process_time() - started) / (runs * TURNS)
+    return (time.process_time_ns() - started) / (runs * TURNS * 1e9)
 
 
-async def measure(make: Make, rounds: int, runs: int) -> dict[str, float]:
-    """The median over rounds of each variant's time over the framework alone's in the same round."""
+def median_ci(values: list[float], resamples: int = 2000) -> tuple[float, float, float]:
+    """The median and a 95% bootstrap confidence interval around it (seeded: same data, same interval)."""
+    draw = random.Random(13)
+    medians = sorted(statistics.median(draw.choices(values, k=len(values))) for _ in range(resamples))
+    return statistics.median(values), medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
+
+
+async def measure(make: Make, rounds: int, runs: int) -> dict[str, tuple[float, float, float]]:
+    """Per variant: the median over rounds of its time over the framework alone's in the same round.
+
+    A round is short (`runs` runs of each variant, about 0.1 s), so a neighbour's
+    load or a frequency change lands on every variant of the round alike. The
+    order is shuffled each round: a run that follows a run of the same code is
+    1-2% faster (warm caches), so a fixed order would favour the variant placed
+    after its twin. The heap is collected before each round, so no round pays
+    for another's garbage.
+    """
     with rigged() as rig:
         variants = {
             "alone": ALONE,
@@ -147,42 +164,49 @@ async def measure(make: Make, rounds: int, runs: int) -> dict[str, float]:
             "with telemetry": rig.hooks,
         }
         for hooks in variants.values():  # warm up
-            await timed(make, hooks, 2)
+            await timed(make, hooks, 3)
+        gc.collect()
+        gc.freeze()  # the modules' objects leave the collector's view: each round's collection is short
         ratios: dict[str, list[float]] = {name: [] for name in variants}
         alone: list[float] = []
-        for i in range(rounds):
-            order = list(variants.items())
-            order = (
-                order[i % len(order) :] + order[: i % len(order)]
-            )  # each variant goes first as often as the others
+        order, shuffle = list(variants), random.Random(len(variants) * rounds).shuffle
+        for _ in range(rounds):
+            gc.collect()
+            shuffle(order)  # each variant follows each other as often: none gains from following its twin
             t = {}
-            for name, hooks in order:
-                t[name] = await timed(make, hooks, runs)
+            for name in order:
+                t[name] = await timed(make, variants[name], runs)
                 rig.exporter.clear()
             alone.append(t["alone"])
             for name in variants:
                 ratios[name].append(t[name] / t["alone"])
-    return {"alone": statistics.median(alone)} | {
-        name: statistics.median(values) for name, values in ratios.items() if name != "alone"
+        gc.unfreeze()
+    return {"alone": median_ci(alone)} | {
+        name: median_ci(values) for name, values in ratios.items() if name != "alone"
     }
+
+
+def cell(value: tuple[float, float, float]) -> str:
+    """`1.023x [1.015-1.031]`: the median ratio and its 95% confidence interval."""
+    mid, low, high = value
+    return f"{mid:.3f}x [{low:.3f}-{high:.3f}]"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument(
+        "--runs", type=int, default=2, help="runs of each variant in a round (default %(default)s)"
+    )
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="comma-separated, of: %(default)s")
     args = parser.parse_args()
     set_tracing_disabled(True)  # the SDK's own exporter would send traces away
-    print(
-        f"{'framework':<18} {'alone us/turn':>14} {'control':>8} {'noop hook':>10} {'integration':>12}"
-        f" {'observing':>10} {'with telemetry':>15}"
-    )
+    columns = ["control", "noop hook", "integration", "observing", "with telemetry"]
+    print(f"{'framework':<18} {'alone us/turn':>14} " + " ".join(f"{c:>24}" for c in columns))
     for name in args.frameworks.split(","):
         t = asyncio.run(measure(FRAMEWORKS[name], args.rounds, args.runs))
         print(
-            f"{name:<18} {t['alone'] * 1e6:>14.0f} {t['control']:>7.3f}x {t['noop hook']:>9.3f}x"
-            f" {t['integration']:>11.3f}x {t['observing']:>9.3f}x {t['with telemetry']:>14.3f}x",
+            f"{name:<18} {t['alone'][0] * 1e6:>14.0f} " + " ".join(f"{cell(t[c]):>24}" for c in columns),
             flush=True,
         )
 
