@@ -175,7 +175,8 @@ async def measure(make: Make, rounds: int, runs: int) -> dict[str, tuple[float, 
     order is shuffled each round: a run that follows a run of the same code is
     1-2% faster (warm caches), so a fixed order would favour the variant placed
     after its twin. The heap is collected before each round, so no round pays
-    for another's garbage.
+    for another's garbage, and one untimed run follows the collection (the
+    first run after one was about 14% slower in per-run data).
     """
     with rigged() as rig:
         variants = {
