@@ -128,7 +128,8 @@ class Recorder:
             self.end_turn()
         self.turns += 1
         self._turn_open, self._turn_asked = True, False
-        self.observer.turn_started(self.turns)
+        if self.watched:  # nobody watching: the observer is a no-op, not even called
+            self.observer.turn_started(self.turns)
         return self.turns
 
     def continue_turn(self) -> None:
@@ -140,7 +141,8 @@ class Recorder:
     def end_turn(self, signal: str = "tool_use") -> None:
         if self._turn_open:
             self._turn_open = False
-            self.observer.turn_ended(self.turns, signal)
+            if self.watched:
+                self.observer.turn_ended(self.turns, signal)
 
     def model_started(self, max_tokens: int = 0, attempt: int = 1) -> None:
         """A model call begins; it opens the next turn unless the open one has had none yet."""

@@ -81,14 +81,15 @@ class EndstateRunHooks(OARunHooks[Any]):
             await self.inner.on_llm_end(context, agent, response)
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
-        call_id, name, args = _tool_call(context, tool)
-        self.recorder.tool_started(call_id, name, args)
+        if self.recorder.watched:  # nobody to tell: the call's arguments are not even parsed
+            self.recorder.tool_started(*_tool_call(context, tool))
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
-        call_id, name, args = _tool_call(context, tool)
-        self.recorder.tool_ended(call_id, name, str(result), arguments=args)
+        if self.recorder.watched:
+            call_id, name, args = _tool_call(context, tool)
+            self.recorder.tool_ended(call_id, name, str(result), arguments=args)
         if self.inner is not None:
             await self.inner.on_tool_end(context, agent, tool, result)
 
