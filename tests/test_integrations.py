@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from typing import Any
 
@@ -49,6 +50,7 @@ from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import RequestUsage, UsageLimits
 
 from agent import CompositeHooks, LimitKind, StopReason, observe_run, predicate
+from agent.errors import ConfigError
 from agent.integrations import claude_agent_sdk as claude
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
@@ -749,3 +751,16 @@ def test_with_pydantic_ai_instrumentation_on_each_call_has_one_endstate_span() -
          "execute_tool look"]
     )  # fmt: skip
     assert theirs, "Pydantic AI's own instrumentation still records the run"
+
+
+@pytest.mark.parametrize(
+    ("run", "given", "says"),
+    [
+        (pai.run, "an agent's name", "pydantic_ai.run() takes a pydantic_ai.Agent first, not str"),
+        (oa.run, None, "openai_agents.run() takes an agents.Agent first, not NoneType"),
+        (lg.run, {"messages": []}, "langgraph.run() takes a compiled graph first, not dict"),
+    ],
+)
+def test_what_is_not_the_frameworks_agent_is_a_clear_error(run: Any, given: Any, says: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        run(given, "hi")

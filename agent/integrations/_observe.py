@@ -19,6 +19,7 @@ from typing import Any
 
 from agent.budget import Spent
 from agent.context import RunContext
+from agent.errors import ConfigError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, guard
 from agent.journal import Answered, Suspended
 from agent.models.base import ModelReply, ModelRequest, ToolCall
@@ -294,6 +295,12 @@ class _Cut(Exception):
     """A model call that the framework cut off when the run stopped."""
 
     error_type = "interrupted"
+
+
+def need(given: Any, fits: bool, entry: str, what: str) -> None:
+    """A clear `ConfigError` when `entry` (say `pydantic_ai.run`) is not given `what` first."""
+    if not fits:
+        raise ConfigError(f"{entry}() takes {what} first, not {type(given).__name__}: pass the one you built")
 
 
 def _spent(resumed: RunResult | None) -> Spent | None:

@@ -41,7 +41,7 @@ from langgraph.types import Command
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage
+from agent.integrations._observe import Recorder, Usage, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopReason
 from agent.verify import Verifier
@@ -131,6 +131,7 @@ async def arun(
     `interrupt()` waits `help_seconds` (default a day). Never raises for an
     expected stop.
     """
+    need(graph, callable(getattr(graph, "ainvoke", None)), "langgraph.run", "a compiled graph")
     config = dict(config or {})
     recorder = Recorder.start(
         hooks,

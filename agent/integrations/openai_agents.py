@@ -44,7 +44,7 @@ from agents.run_state import RunState
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage
+from agent.integrations._observe import Recorder, Usage, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -132,6 +132,7 @@ async def arun(
     agent's name); a pending approval waits `help_seconds` (default a day).
     Never raises for an expected stop.
     """
+    need(agent, isinstance(agent, OAAgent), "openai_agents.run", "an agents.Agent")
     recorder = Recorder.start(
         hooks,
         agent=agent_name or agent.name,

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic_ai import Agent as PAIAgent
+from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import (
     ApprovalRequired,
@@ -55,7 +56,7 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDen
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage
+from agent.integrations._observe import Recorder, Usage, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -120,6 +121,7 @@ async def arun(
     """`agent.run(user_prompt, **run_kwargs)`, ended in a stop reason; the `AgentRunResult` (or the
     exception) is at `result.raw`. `agent_name` labels the run (default: the agent's name); a
     deferred call waits `help_seconds` (default a day). Never raises for an expected stop."""
+    need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run", "a pydantic_ai.Agent")
     recorder = _recorder(
         agent,
         user_prompt,
