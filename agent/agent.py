@@ -132,6 +132,7 @@ class Agent:
             raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
         if state is not None and not isinstance(state, dict):
             raise ConfigError(f"state must be a dict of JSON values, not {type(state).__name__}")
+        _check_cancel(cancel)
         journal = Journal([Task(task)])
         ctx = RunContext(
             run_id or uuid.uuid4().hex, self.name, task, self.task_type, journal, state=dict(state or {})
@@ -163,6 +164,7 @@ class Agent:
         tokens, cost), added to the agent's ceilings for this run.
         """
         self._check_snapshot(snapshot)
+        _check_cancel(cancel)
         now = self.clock.time() if now is None else now
         if snapshot.kind is SnapshotKind.LIMITED or more is not None:
             return await self._extend(snapshot, more, now, cancel)
@@ -183,6 +185,7 @@ class Agent:
     ) -> RunResult:
         """A suspended run whose deadline passed: end it, or go on with the default answer."""
         self._check_snapshot(snapshot)
+        _check_cancel(cancel)
         now = self.clock.time() if now is None else now
         s = snapshot.suspension
         if s is None or now < s.deadline:
@@ -336,6 +339,13 @@ def check_reply(s: Suspension, reply: HumanReply | None) -> None:
         )
     if s.pending is None and not (isinstance(reply, Answer) and reply.text.strip()):
         raise SnapshotError(f"the run waits for an answer to {s.question!r}: pass Answer('...')")
+
+
+def _check_cancel(cancel: object) -> None:
+    if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+        raise ConfigError(
+            f"cancel must have is_set() (an asyncio.Event or a threading.Event), not {type(cancel).__name__}"
+        )
 
 
 def _sync(coro: Any) -> RunResult:

@@ -50,6 +50,7 @@ def test_a_reply_whose_text_is_not_a_string_is_refused_clearly(waiting: Any, rep
     [
         ({"state": [1, 2]}, r"state must be a dict"),
         ({"run_id": 5}, r"run_id must be a non-empty string"),
+        ({"cancel": 5}, r"cancel must have is_set\(\) \(an asyncio.Event or a threading.Event\), not int"),
     ],
 )
 def test_run_options_of_the_wrong_type_are_refused_clearly(options: dict[str, Any], message: str) -> None:
