@@ -13,9 +13,8 @@ _TEXT_CHARS = 300
 
 def summarize(ctx: RunContext, usage: Spent, reason: StopReason, limit: LimitKind | None = None) -> str:
     """A plain account of the run: why it stopped, what it did, what it last said."""
-    why = f"Stopped: {reason}" + (f" ({limit} budget used up)" if limit else "")
-    cost = "cost unknown" if usage.unpriced else f"${usage.cost_usd:.4f}"
-    parts = [f"{why} after {plural(usage.turns, 'turn')}, {plural(usage.tokens, 'token')}, {cost}."]
+    cost = None if usage.unpriced else usage.cost_usd
+    parts = [headline(reason, limit, usage.turns, usage.tokens, cost)]
     if ctx.calls:
         counts = Counter(call.name for call in ctx.calls)
         errors = sum(call.is_error for call in ctx.calls)
@@ -26,6 +25,21 @@ def summarize(ctx: RunContext, usage: Spent, reason: StopReason, limit: LimitKin
     else:
         parts.append("No tool was called.")
     return " ".join(parts)
+
+
+def headline(reason: StopReason, limit: LimitKind | None, turns: int, tokens: int, cost: float | None) -> str:
+    """Why a run stopped and what it spent: "Stopped: limit (turns budget used up) after 3 turns, ..."."""
+    why = f"Stopped: {reason}" + (f" ({limit} budget used up)" if limit else "")
+    spent = "cost unknown" if cost is None else f"${cost:.4f}"
+    return f"{why} after {plural(turns, 'turn')}, {plural(tokens, 'token')}, {spent}."
+
+
+def foreign_summary(
+    reason: StopReason, limit: LimitKind | None, turns: int, tokens: int, cost: float | None, last_text: str
+) -> str:
+    """The account of a run another framework made: what Endstate saw of it (no tool results)."""
+    said = f" Last text: {_clip(last_text)}" if last_text.strip() else ""
+    return headline(reason, limit, turns, tokens, cost) + said
 
 
 def plural(n: int, word: str) -> str:

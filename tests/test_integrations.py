@@ -464,6 +464,7 @@ def test_openai_agents_max_turns_is_a_turns_limit(rig: Rig) -> None:
     steps = [[function_call("read", {"path": str(i)}, call_id=f"c{i}")] for i in range(3)]
     res = oa.run(oa_agent(steps), "loop", hooks=rig.hooks, task_type=TASK, max_turns=2)
     assert (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TURNS, 2)
+    assert res.summary.startswith("Stopped: limit (turns budget used up) after 2 turns, ")
     check_run_span(rig, "oa_agent", res, turns=2)
     assert rig.stops("oa_agent", TASK, "limit", "turns") == 1
     assert rig.value("agent_budget_limit", agent="oa_agent", task_type=TASK, limit="turns") == 2
@@ -547,6 +548,7 @@ def test_langgraph_recursion_limit_is_a_turns_limit(rig: Rig) -> None:
     config = {"recursion_limit": 4}
     res = lg.run(graph, {"messages": [("user", "loop")]}, config, hooks=rig.hooks, task_type=TASK)
     assert (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TURNS, 2)
+    assert res.summary.startswith("Stopped: limit (turns budget used up) after 2 turns, ")
     assert rig.stops("lg_agent", TASK, "limit", "turns") == 1
 
 

@@ -24,6 +24,7 @@ from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, Segm
 from agent.journal import Answered, Suspended
 from agent.models.base import ModelReply, ModelRequest, ToolCall
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
+from agent.summary import foreign_summary
 from agent.tools import ToolOutcome
 from agent.usage import Usage
 from agent.verify import Verifier
@@ -259,14 +260,18 @@ class Recorder:
             return self.result
         self._close_open_calls(reason)
         self.end_turn(str(reason))
+        limit = limit if reason is StopReason.LIMIT else None
+        u = self.usage
+        summary = foreign_summary(reason, limit, self.turns, u.tokens, u.cost_usd, self.last_text)
         self.result = RunResult(
             run_id=self.info.run_id,
             agent=self.info.agent,
             task_type=self.info.task_type,
             reason=reason,
-            limit=limit if reason is StopReason.LIMIT else None,
+            limit=limit,
             output=output,
             note=note,
+            summary=summary,
             verified=verified,
             turns=self.turns,
             usage=self.usage,
