@@ -456,12 +456,7 @@ class Runner:
     async def _record(self, job: Job, result: RunResult) -> None:
         """Write how the segment ended; the run is let go either way (recovery takes an unwritten one)."""
         interrupted = result.reason is StopReason.CANCELLED and self.shutting_down.is_set()
-        outcome = Outcome.of(result, interrupted=interrupted)
-        if (
-            isinstance(behind := getattr(job.agent, "checkpoint", None), Behind)
-            and behind.unsaved is not None
-        ):
-            outcome = dataclasses.replace(outcome, rest=behind.unsaved)  # a last write that failed
+        outcome = Outcome.of(result, interrupted=interrupted, rest=_unsaved(job))
         try:
             written = await self._write(job.run_id, outcome)
         finally:

@@ -200,17 +200,13 @@ class SqlStore:
             values["snapshot"] = dumps(rest.head.head())
         sql = f"UPDATE {TABLE} SET {assign(values)} WHERE run_id = ? AND owner = ? RETURNING {LIST_COLUMNS}"
         params = [*values.values(), run_id, lease.owner]
-        if (
-            outcome.snapshot is None and rest is None
-        ):  # one statement, no transaction: a round trip, not three
+        if outcome.snapshot is None and rest is None:  # one statement, no transaction (a round trip)
             rows = self._rows(sql, params)
         else:
             with self._tx():
                 rows = self._rows(sql, params)
                 if rows and rest is not None:
-                    self._insert_entries(
-                        run_id, [(rest.first + i, entry_json(e)) for i, e in enumerate(rest.entries)]
-                    )
+                    self._insert_entries(run_id, entry_rows(rest))
                 if rows and outcome.snapshot is not None:
                     self._save_rest(run_id, outcome.snapshot)
         if not rows:
