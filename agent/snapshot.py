@@ -104,7 +104,7 @@ class Snapshot:
         head = {"version": self.version, "run_id": self.run_id, "agent": self.agent}
         head |= {"task_type": self.task_type, "kind": str(self.kind), "segment": self.segment}
         head["usage"] = {k: v for k, v in vars(self.usage).items() if v != _NOTHING_SPENT[k]}
-        optional = {"state": self.state, "verifier_failures": self.verifier_failures}
+        optional: dict[str, Any] = {"state": self.state, "verifier_failures": self.verifier_failures}
         optional |= {"trace_id": self.trace_id, "span_id": self.span_id}
         optional["foreign"] = vars(self.foreign) if self.foreign is not None else None
         return head | {k: v for k, v in optional.items() if v is not None and v not in ({}, [])}
