@@ -57,6 +57,9 @@ PROVIDER = "langchain"
 INTERRUPT_KEY = "__interrupt__"
 
 
+TOOLS, MODEL, OTHER = "tools", "model", ""  # what a node is known to do
+
+
 class _Reader:
     """Reads a graph's own stream (node updates, task starts and ends) into a `Recorder`.
 
@@ -70,13 +73,14 @@ class _Reader:
 
     def __init__(self, recorder: Recorder, graph: Any) -> None:
         self.recorder = recorder
-        self.nodes: dict[str, Any] = getattr(graph, "nodes", None) or {}
+        self.nodes: Mapping[str, Any] = getattr(graph, "nodes", None) or {}
+        self._kinds: dict[str, str] = {}  # node name -> TOOLS, MODEL or OTHER, for this run
         self._model_task: str | None = None  # the task whose model call is open
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}  # open tool calls by id
         self._task_tools: dict[str, list[str]] = {}  # a tool task's open call ids
 
     def updated(self, writes: Mapping[str, Any]) -> None:
-        """A node's update: its replies and tool results, in the order written."""
+        """Nodes' updates: their replies and tool results, in the order written."""
         for node, update in writes.items():
             for message in _messages(update):
                 if isinstance(message, AIMessage):
@@ -85,32 +89,31 @@ class _Reader:
                     self._tool_result(node, message)
 
     def task_started(self, task: Mapping[str, Any]) -> None:
-        node, task_id = task.get("name"), str(task.get("id"))
-        key = self._key(node)
-        if key in _TOOL_NODES or self._is_tool_node(node):
-            opened = self._task_tools[task_id] = []
-            for call in _calls_in(task.get("input")):
+        kind = self._kind(task["name"])
+        if kind == MODEL:
+            self.recorder.model_started()
+            self._model_task = task["id"]
+        elif kind == TOOLS:
+            opened = self._task_tools[task["id"]] = []
+            for call in _calls_in(task["input"]):
                 call_id = str(call.get("id") or "")
                 if call_id and call_id not in self._tools:
-                    arguments = dict(call.get("args") or {})
-                    self._tools[call_id] = (str(call.get("name") or "tool"), arguments)
-                    self.recorder.tool_started(call_id, self._tools[call_id][0], arguments)
+                    name, arguments = str(call.get("name") or "tool"), dict(call.get("args") or {})
+                    self._tools[call_id] = (name, arguments)
+                    self.recorder.tool_started(call_id, name, arguments)
                     opened.append(call_id)
-        elif key in _MODEL_NODES:
-            self.recorder.model_started()
-            self._model_task = task_id
 
     def task_ended(self, task: Mapping[str, Any]) -> None:
-        task_id, error = str(task.get("id")), task.get("error")
-        if self._model_task == task_id:  # its node wrote no reply (the update comes first)
+        task_id, error = task["id"], task["error"]
+        if self._model_task == task_id:  # its node wrote no reply (its update comes before this)
             self._model_task = None
             if error is not None:
                 self.recorder.model_ended(Usage(), error=error)
-            else:  # a node that calls the model only sometimes: no longer opens a call at its start
-                _MODEL_NODES.discard(self._key(task.get("name")))
+            else:  # a node that calls the model only sometimes: its start no longer opens a call
+                self._learn(task["name"], OTHER)
                 self.recorder.model_ended(Usage(), stop_reason="no_reply")
         for call_id in self._task_tools.pop(task_id, ()):
-            if call_id in self._tools and error is not None:  # the node raised; an interrupt() is no error
+            if call_id in self._tools and error is not None:  # the node raised (an interrupt() is no error)
                 name, arguments = self._tools.pop(call_id)
                 self.recorder.tool_ended(call_id, name, str(error), type(error).__name__, arguments)
 
@@ -119,7 +122,7 @@ class _Reader:
         if self._model_task is None:  # no call open: the node's first reply in this process
             recorder.model_started()
             if recorder.watched:
-                _MODEL_NODES.add(self._key(node))
+                self._learn(node, MODEL)
         self._model_task = None
         usage: Mapping[str, Any] = message.usage_metadata or {}
         recorder.model_ended(
@@ -136,26 +139,34 @@ class _Reader:
         if started is None:  # its node was not known to run tools: timed at its update
             started = (str(message.name or "tool"), {})
             self.recorder.tool_started(call_id, *started)
-            _TOOL_NODES.add(self._key(node))
+            self._learn(node, TOOLS)
         error = "tool_error" if message.status == "error" else None
         self.recorder.tool_ended(call_id, started[0], _content_text(message.content), error, started[1])
 
-    def _is_tool_node(self, node: Any) -> bool:
-        bound = getattr(self.nodes.get(node), "bound", None)
-        return isinstance(bound, ToolNode)
+    def _kind(self, node: str) -> str:
+        kind = self._kinds.get(node)
+        if kind is None:
+            bound = getattr(self.nodes.get(node), "bound", None)
+            kind = TOOLS if isinstance(bound, ToolNode) else _KNOWN.get(_key(node, bound), OTHER)
+            self._kinds[node] = kind
+        return kind
 
-    def _key(self, node: Any) -> Any:
-        """What a node is known by across compilations: its function's code, else its name and type."""
-        bound = getattr(self.nodes.get(node), "bound", None)
-        function = getattr(bound, "afunc", None) or getattr(bound, "func", None)
-        code = getattr(function, "__code__", None)
-        return code if code is not None else (node, type(bound))
+    def _learn(self, node: str, kind: str) -> None:
+        if self._kinds.get(node) != kind:
+            self._kinds[node] = kind
+            _KNOWN[_key(node, getattr(self.nodes.get(node), "bound", None))] = kind
 
 
-# Nodes seen writing model replies or tool results, by `_Reader._key`: process-wide, as graphs
-# are compiled once (or once per segment, from the same functions).
-_MODEL_NODES: set[Any] = set()
-_TOOL_NODES: set[Any] = set()
+# What nodes were seen doing (writing model replies or tool results), by `_key`: process-wide, as
+# graphs are compiled once (or once per segment, from the same node functions).
+_KNOWN: dict[Any, str] = {}
+
+
+def _key(node: str, bound: Any) -> Any:
+    """What a node is known by across compilations: its function's code, else its name and type."""
+    function = getattr(bound, "afunc", None) or getattr(bound, "func", None)
+    code = getattr(function, "__code__", None)
+    return code if code is not None else (node, type(bound))
 
 
 def run(graph: Any, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> RunResult:
