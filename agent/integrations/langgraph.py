@@ -47,7 +47,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command
 
 from agent.errors import ConfigError
-from agent.hooks import RunHooks
+from agent.hooks import RunHooks, hook_failed
 from agent.integrations._observe import Recorder, Usage, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopReason
@@ -57,6 +57,9 @@ PROVIDER = "langchain"
 INTERRUPT_KEY = "__interrupt__"
 
 
+MODES = ["updates", "values"]  # what `ainvoke` streams (a list: LangGraph takes a tuple as one mode)
+WATCHED_MODES = ["updates", "values", "tasks"]  # with hooks: tasks' starts and ends time the calls
+NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
 TOOLS, MODEL, OTHER = "tools", "model", ""  # what a node is known to do
 
 
@@ -79,10 +82,19 @@ class _Reader:
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}  # open tool calls by id
         self._task_tools: dict[str, list[str]] = {}  # a tool task's open call ids
 
+    def read(self, mode: str, payload: Any) -> None:
+        """One chunk of the `updates` or `tasks` stream (a task's start has "triggers", its end "result")."""
+        if mode == "updates":
+            self.updated(payload)
+        elif "triggers" in payload:
+            self.task_started(payload)
+        else:
+            self.task_ended(payload)
+
     def updated(self, writes: Mapping[str, Any]) -> None:
         """Nodes' updates: their replies and tool results, in the order written."""
         for node, update in writes.items():
-            for message in _messages(update):
+            for message in _messages(update):  # anything else in a list is passed over
                 if isinstance(message, AIMessage):
                     self._replied(node, message)
                 elif isinstance(message, ToolMessage) and self.recorder.watched:
@@ -124,13 +136,17 @@ class _Reader:
             if recorder.watched:
                 self._learn(node, MODEL)
         self._model_task = None
-        usage: Mapping[str, Any] = message.usage_metadata or {}
+        usage = message.usage_metadata
+        tokens = Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0), cost_usd=None) if usage else NO_TOKENS
+        if not recorder.watched:  # only the run's totals and last text are wanted
+            recorder.model_ended(tokens, text=_content_text(message.content))
+            return
         recorder.model_ended(
-            Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), cost_usd=None),
+            tokens,
             text=_content_text(message.content),
             stop_reason="tool_use" if message.tool_calls else "end_turn",
-            model=str(message.response_metadata.get("model_name", "") or ""),
-            response_id=str(message.id or ""),
+            model=str(message.response_metadata.get("model_name") or ""),
+            response_id=message.id or "",
         )
 
     def _tool_result(self, node: str, message: ToolMessage) -> None:
@@ -233,21 +249,19 @@ async def _drive(
     if taken:
         raise ConfigError(f"langgraph.run drives the graph's stream itself: leave out {sorted(taken)}")
     reader = _Reader(recorder, graph)
-    modes = ["updates", "values", "tasks"] if recorder.watched else ["updates", "values"]
+    modes = WATCHED_MODES if recorder.watched else MODES
     latest: Any = None
     interrupts: list[Any] = []
     async for mode, payload in graph.astream(input, config, stream_mode=modes, **invoke_kwargs):
         if mode == "values":
             latest = payload
-        elif mode == "updates":
-            if INTERRUPT_KEY in payload:
-                interrupts.extend(payload[INTERRUPT_KEY])
-            else:
-                reader.updated(payload)
-        elif "triggers" in payload:  # a task starts; its end has "result"
-            reader.task_started(payload)
+        elif mode == "updates" and INTERRUPT_KEY in payload:
+            interrupts.extend(payload[INTERRUPT_KEY])
         else:
-            reader.task_ended(payload)
+            try:
+                reader.read(mode, payload)
+            except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
+                hook_failed(f"langgraph {mode} stream")
     if not interrupts:
         return latest
     return {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
@@ -326,14 +340,16 @@ def _suspend(recorder: Recorder, output: Mapping[str, Any], config: Mapping[str,
 
 def _messages(update: Any) -> list[Any]:
     """The messages a node wrote: in any channel of its update, one message or a list of them."""
-    if not isinstance(update, Mapping):
+    if type(update) is not dict:
         return []
     found: list[Any] = []
     for value in update.values():
-        if isinstance(value, BaseMessage):
+        if type(value) is list:
+            found += value
+        elif isinstance(value, BaseMessage):
             found.append(value)
-        elif isinstance(value, list | tuple):
-            found.extend(m for m in value if isinstance(m, BaseMessage))
+        elif isinstance(value, tuple):
+            found += value
     return found
 
 
