@@ -137,7 +137,9 @@ class _Reader:
                 self._learn(node, MODEL)
         self._model_task = None
         usage = message.usage_metadata
-        tokens = Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0), cost_usd=None) if usage else NO_TOKENS
+        tokens = NO_TOKENS
+        if usage:
+            tokens = Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0), cost_usd=None)
         if not recorder.watched:  # only the run's totals and last text are wanted
             recorder.model_ended(tokens, text=_content_text(message.content))
             return
