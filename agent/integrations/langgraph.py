@@ -60,7 +60,7 @@ INTERRUPT_KEY = "__interrupt__"
 MODES = ["updates", "values"]  # what `ainvoke` streams (a list: LangGraph takes a tuple as one mode)
 WATCHED_MODES = ["updates", "values", "tasks"]  # with hooks: tasks' starts and ends time the calls
 NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
-TOOLS, MODEL, OTHER = "tools", "model", ""  # what a node is known to do
+TOOLS, MODEL, OTHER, MIXED = "tools", "model", "", "mixed"  # what a node is known to do (MIXED: for good)
 
 
 class _Reader:
@@ -71,7 +71,8 @@ class _Reader:
     the call by `tool_call_id`. A call starts when its node's task starts:
     tool nodes are known from the graph (`ToolNode`) or from their first
     update; a node is known to call the model once it has written a reply, so
-    the first reply of each model node in a process is timed at its update.
+    the first reply of each model node in a process is timed at its update, as
+    are the calls of a node that does both (a subgraph) or replies only sometimes.
     """
 
     def __init__(self, recorder: Recorder, graph: Any) -> None:
@@ -122,7 +123,7 @@ class _Reader:
             if error is not None:
                 self.recorder.model_ended(Usage(), error=error)
             else:  # a node that calls the model only sometimes: its start no longer opens a call
-                self._learn(task["name"], OTHER)
+                self._learn(task["name"], MIXED)
                 self.recorder.model_ended(Usage(), stop_reason="no_reply")
         for call_id in self._task_tools.pop(task_id, ()):
             if call_id in self._tools and error is not None:  # the node raised (an interrupt() is no error)
@@ -170,7 +171,11 @@ class _Reader:
         return kind
 
     def _learn(self, node: str, kind: str) -> None:
-        if self._kinds.get(node) != kind:
+        """What `node` was seen doing. A node seen doing both (a subgraph, a whole agent in one
+        node), or replying only sometimes, is MIXED for good: its calls are timed at its updates."""
+        known = self._kinds.get(node, OTHER)
+        if known != kind and known != MIXED:
+            kind = kind if known == OTHER else MIXED
             self._kinds[node] = kind
             _KNOWN[_key(node, getattr(self.nodes.get(node), "bound", None))] = kind
 
@@ -215,6 +220,8 @@ async def arun(
     expected stop.
     """
     need(graph, callable(getattr(graph, "ainvoke", None)), "langgraph.run", "a compiled graph")
+    if taken := {"stream_mode", "version", "subgraphs"} & invoke_kwargs.keys():
+        raise ConfigError(f"langgraph.run drives the graph's stream itself: leave out {sorted(taken)}")
     config = dict(config or {})
     recorder = Recorder.start(
         hooks,
@@ -247,9 +254,6 @@ async def _drive(
 
     With hooks the stream also says when each task starts and ends, to time the calls.
     """
-    taken = {"stream_mode", "version", "subgraphs"} & invoke_kwargs.keys()
-    if taken:
-        raise ConfigError(f"langgraph.run drives the graph's stream itself: leave out {sorted(taken)}")
     reader = _Reader(recorder, graph)
     modes = WATCHED_MODES if recorder.watched else MODES
     latest: Any = None
