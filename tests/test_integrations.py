@@ -43,6 +43,7 @@ from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
+from langgraph.types import Interrupt
 from messages_api import MessagesAPI, message, text
 from messages_api import tool_use as api_tool_use
 from opentelemetry.sdk.trace import TracerProvider
@@ -566,6 +567,9 @@ def test_langgraph_interrupt_is_need_help_and_resumes_with_command(rig: Rig) -> 
     res = lg.run(graph, {"messages": [("user", "delete a")]}, config, hooks=rig.hooks, task_type=TASK)
     assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
     assert (res.suspension.pending.name, res.suspension.pending.arguments) == ("delete", {"path": "a"})
+    (waiting,) = res.raw["output"][lg.INTERRUPT_KEY]  # as ainvoke gives it: LangGraph's own Interrupt
+    assert isinstance(waiting, Interrupt) and waiting.value == {"tool": "delete", "args": {"path": "a"}}
+    assert res.suspension.pending.tool_use_id == waiting.id == graph.get_state(config).interrupts[0].id
     done = lg.resume(graph, res, True, hooks=rig.hooks, task_type=TASK)
     assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "gone", res.run_id)
     assert done.raw["messages"][-2].content == "deleted"
@@ -723,6 +727,13 @@ def test_langgraph_a_subgraph_node_is_read_from_its_update(rig: Rig) -> None:
         check_run_span(rig, "outer", res, turns=2)
         assert tool_spans(rig) == ["execute_tool look"]
         assert [(s.attributes or {}).get(n.ERROR_TYPE) for s in chat_spans(rig)] == [None, None]
+
+
+def test_langgraph_reads_every_message_a_task_wrote() -> None:
+    """A channel written twice in one task comes as `{"$writes": [...]}` in the tasks stream."""
+    first, second, note = says("a"), says("b"), ToolMessage(content="r", tool_call_id="t")
+    writes = {"messages": {"$writes": [[first], [second, note]]}, "count": 2, "last": first}
+    assert lg._messages(writes) == [first, second, note, first]
 
 
 def test_langgraph_leaves_the_stream_to_the_integration() -> None:

@@ -5,18 +5,21 @@
                              config={"configurable": {"thread_id": "t1"}, "recursion_limit": 12})
 
 The integration drives the graph's own output stream, `graph.astream(...)`
-with the stream modes `ainvoke` itself uses (`updates`, `values`; with hooks
-also `tasks`), and returns what `ainvoke` would. Turns come from that stream:
-one turn per model reply a node writes (an `AIMessage`, its `usage_metadata`
-the tokens), holding the tool calls (`ToolMessage`s) that follow it, each call
-timed from its node's task start to its node's update. No callback handler is
-added: LangChain's callback channel alone costs about 6% of a scripted turn,
-and the caller's own callbacks (LangSmith, say) run as they were. Endstate
-emits its own spans, never a copy of another tracer's. What the stream cannot
-say: a model call whose reply the graph does not write to its state (a
-router's, say), the model call's time inside its node (its span covers the
-node's task), and each of a node's parallel tool calls' own end (they end
-with the node). How runs end:
+with the `values` and `tasks` stream modes (the state after each step, and
+each task's start and end with its writes and interrupts), and returns what
+`ainvoke` would; `ainvoke` itself is that stream read to its end. Turns come
+from the tasks' writes: one turn per model reply a node writes (an
+`AIMessage`, its `usage_metadata` the tokens), holding the tool calls
+(`ToolMessage`s, matched by `tool_call_id`) that follow it, each call timed
+from its node's task start to its end. No callback handler is added:
+LangChain's callback channel alone costs about 6% of a scripted turn, and the
+caller's own callbacks (LangSmith, say) run as they were. Endstate emits its
+own spans, never a copy of another tracer's. What the stream cannot say: a
+model call whose reply the graph does not write to its state (a router's,
+say), the model call's time inside its node (its span covers the node's
+task), each of a node's parallel tool calls' own end (they end with the
+node), and the calls inside a subgraph node one by one (each is timed at the
+subgraph's end). How runs end:
 
 | LangGraph                                         | Endstate                              |
 | ------------------------------------------------- | ------------------------------------- |
@@ -44,7 +47,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Command
+from langgraph.types import Command, Interrupt
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
@@ -57,8 +60,9 @@ PROVIDER = "langchain"
 INTERRUPT_KEY = "__interrupt__"
 
 
-MODES = ["updates", "values"]  # what `ainvoke` streams (a list: LangGraph takes a tuple as one mode)
-WATCHED_MODES = ["updates", "values", "tasks"]  # with hooks: tasks' starts and ends time the calls
+# The state after each step (the last is the output), and each task's start and end with its writes
+# and interrupts: cheaper than the updates and values `ainvoke` streams. A list: a tuple is one mode.
+MODES = ["values", "tasks"]
 NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
 TOOLS, MODEL, OTHER, MIXED = "tools", "model", "", "mixed"  # what a node is known to do (MIXED: for good)
 
@@ -82,24 +86,14 @@ class _Reader:
         self._model_task: str | None = None  # the task whose model call is open
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}  # open tool calls by id
         self._task_tools: dict[str, list[str]] = {}  # a tool task's open call ids
+        self.interrupts: list[Interrupt] = []  # what the run's tasks wait for, as `ainvoke` gives them
 
-    def read(self, mode: str, payload: Any) -> None:
-        """One chunk of the `updates` or `tasks` stream (a task's start has "triggers", its end "result")."""
-        if mode == "updates":
-            self.updated(payload)
-        elif "triggers" in payload:
-            self.task_started(payload)
-        else:
-            self.task_ended(payload)
-
-    def updated(self, writes: Mapping[str, Any]) -> None:
-        """Nodes' updates: their replies and tool results, in the order written."""
-        for node, update in writes.items():
-            for message in _messages(update):  # anything else in a list is passed over
-                if isinstance(message, AIMessage):
-                    self._replied(node, message)
-                elif isinstance(message, ToolMessage) and self.recorder.watched:
-                    self._tool_result(node, message)
+    def read(self, task: Mapping[str, Any]) -> None:
+        """One chunk of the `tasks` stream: a task's start (it has "triggers") or its end."""
+        if "triggers" not in task:
+            self.task_ended(task)
+        elif self.recorder.watched:  # only hooks need to know when a call starts
+            self.task_started(task)
 
     def task_started(self, task: Mapping[str, Any]) -> None:
         kind = self._kind(task["name"])
@@ -117,8 +111,16 @@ class _Reader:
                     opened.append(call_id)
 
     def task_ended(self, task: Mapping[str, Any]) -> None:
+        """A task's end: its replies and tool results in the order written, its error, its interrupts."""
         task_id, error = task["id"], task["error"]
-        if self._model_task == task_id:  # its node wrote no reply (its update comes before this)
+        for message in _messages(task["result"]):  # anything else in a list is passed over
+            if isinstance(message, AIMessage):
+                self._replied(task["name"], message)
+            elif isinstance(message, ToolMessage) and self.recorder.watched:
+                self._tool_result(task["name"], message)
+        if task["interrupts"]:
+            self.interrupts += [Interrupt(i["value"], i["id"]) for i in task["interrupts"]]
+        if self._model_task == task_id:  # its node wrote no reply
             self._model_task = None
             if error is not None:
                 self.recorder.model_ended(Usage(), error=error)
@@ -250,26 +252,21 @@ async def arun(
 async def _drive(
     graph: Any, input: Any, config: dict[str, Any], recorder: Recorder, invoke_kwargs: dict[str, Any]
 ) -> Any:
-    """`graph.astream` as `ainvoke` drives it (updates and values), read as it goes; what `ainvoke` returns.
-
-    With hooks the stream also says when each task starts and ends, to time the calls.
-    """
+    """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would: the last state,
+    with the interrupts at `__interrupt__` when the graph waits for a person."""
     reader = _Reader(recorder, graph)
-    modes = WATCHED_MODES if recorder.watched else MODES
     latest: Any = None
-    interrupts: list[Any] = []
-    async for mode, payload in graph.astream(input, config, stream_mode=modes, **invoke_kwargs):
+    async for mode, payload in graph.astream(input, config, stream_mode=MODES, **invoke_kwargs):
         if mode == "values":
             latest = payload
-        elif mode == "updates" and INTERRUPT_KEY in payload:
-            interrupts.extend(payload[INTERRUPT_KEY])
-        else:
-            try:
-                reader.read(mode, payload)
-            except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
-                hook_failed(f"langgraph {mode} stream")
-    if not interrupts:
+            continue
+        try:
+            reader.read(payload)
+        except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
+            hook_failed("langgraph tasks stream")
+    if not reader.interrupts:
         return latest
+    interrupts = reader.interrupts
     return {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
 
 
@@ -344,18 +341,21 @@ def _suspend(recorder: Recorder, output: Mapping[str, Any], config: Mapping[str,
     return recorder.suspend(question, pending, raw=saved)
 
 
-def _messages(update: Any) -> list[Any]:
-    """The messages a node wrote: in any channel of its update, one message or a list of them."""
-    if type(update) is not dict:
+def _messages(writes: Any) -> list[Any]:
+    """The messages a task wrote: to any channel, one message or a list of them (several writes
+    to one channel come as `{"$writes": [...]}`)."""
+    if type(writes) is not dict:
         return []
     found: list[Any] = []
-    for value in update.values():
+    for value in writes.values():
         if type(value) is list:
             found += value
         elif isinstance(value, BaseMessage):
             found.append(value)
         elif isinstance(value, tuple):
             found += value
+        elif type(value) is dict and "$writes" in value:
+            found += _messages(dict(enumerate(value["$writes"])))
     return found
 
 
