@@ -68,15 +68,15 @@ TOOLS, MODEL, OTHER, MIXED = "tools", "model", "", "mixed"  # what a node is kno
 
 
 class _Reader:
-    """Reads a graph's own stream (node updates, task starts and ends) into a `Recorder`.
+    """Reads a graph's `tasks` stream (each task's start, and its end with its writes) into a `Recorder`.
 
     A model call is an `AIMessage` a node writes (its `usage_metadata` are the
     call's tokens); a tool call is a `ToolMessage` a node writes, matched to
     the call by `tool_call_id`. A call starts when its node's task starts:
     tool nodes are known from the graph (`ToolNode`) or from their first
-    update; a node is known to call the model once it has written a reply, so
-    the first reply of each model node in a process is timed at its update, as
-    are the calls of a node that does both (a subgraph) or replies only sometimes.
+    writes; a node is known to call the model once it has written a reply, so
+    the first reply of each model node in a process is timed at its task's end,
+    as are the calls of a node that does both (a subgraph) or replies only sometimes.
     """
 
     def __init__(self, recorder: Recorder, graph: Any) -> None:
@@ -119,7 +119,7 @@ class _Reader:
             elif isinstance(message, ToolMessage) and self.recorder.watched:
                 self._tool_result(task["name"], message)
         if task["interrupts"]:
-            self.interrupts += [Interrupt(i["value"], i["id"]) for i in task["interrupts"]]
+            self.interrupts += [_interrupt(i) for i in task["interrupts"]]
         if self._model_task == task_id:  # its node wrote no reply
             self._model_task = None
             if error is not None:
@@ -157,7 +157,7 @@ class _Reader:
     def _tool_result(self, node: str, message: ToolMessage) -> None:
         call_id = str(message.tool_call_id)
         started = self._tools.pop(call_id, None)
-        if started is None:  # its node was not known to run tools: timed at its update
+        if started is None:  # its node was not known to run tools: timed at the task's end
             started = (str(message.name or "tool"), {})
             self.recorder.tool_started(call_id, *started)
             self._learn(node, TOOLS)
@@ -174,7 +174,7 @@ class _Reader:
 
     def _learn(self, node: str, kind: str) -> None:
         """What `node` was seen doing. A node seen doing both (a subgraph, a whole agent in one
-        node), or replying only sometimes, is MIXED for good: its calls are timed at its updates."""
+        node), or replying only sometimes, is MIXED for good: its calls are timed at its task's end."""
         known = self._kinds.get(node, OTHER)
         if known != kind and known != MIXED:
             kind = kind if known == OTHER else MIXED
@@ -185,6 +185,11 @@ class _Reader:
 # What nodes were seen doing (writing model replies or tool results), by `_key`: process-wide, as
 # graphs are compiled once (or once per segment, from the same node functions).
 _KNOWN: dict[Any, str] = {}
+
+
+def _interrupt(fields: Mapping[str, Any]) -> Interrupt:
+    """LangGraph's `Interrupt` back from the tasks stream's dict of its fields."""
+    return Interrupt(fields["value"], fields["id"], response_schema=fields.get("response_schema"))
 
 
 def _key(node: str, bound: Any) -> Any:
