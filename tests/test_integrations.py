@@ -60,6 +60,7 @@ from pydantic_ai.usage import RequestUsage, UsageLimits
 
 from agent import CompositeHooks, LimitKind, StopReason, observe_run, predicate
 from agent.errors import ConfigError
+from agent.hooks import RunInfo, RunObserver
 from agent.integrations import claude_agent_sdk as claude
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
@@ -133,6 +134,29 @@ def pai_agent(replies: list[Any], **kwargs: Any) -> PAIAgent[None, Any]:
         return f"deleted {path}"
 
     return agent
+
+
+class ToolEnds:
+    """Hooks that keep each ended tool call's name and arguments."""
+
+    def __init__(self) -> None:
+        self.ended: list[tuple[str, dict[str, Any]]] = []
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        ended = self.ended
+
+        class Observer(RunObserver):
+            def tool_ended(self, call: Any, outcome: Any) -> None:
+                ended.append((call.name, call.arguments))
+
+        return Observer()
+
+
+def test_a_tool_calls_end_carries_the_arguments_of_its_start() -> None:
+    """Pydantic AI reports no arguments when a call ends: the call is the one that started."""
+    hooks = ToolEnds()
+    pai.run(pai_agent([("look", {"path": "a"}, "c1"), "all read"]), "read a", hooks=hooks)
+    assert hooks.ended == [("look", {"path": "a"})]
 
 
 def test_pydantic_ai_output_is_success_with_turns_tools_spans_and_metrics(rig: Rig) -> None:
