@@ -72,7 +72,8 @@ class NoopCapability(AbstractCapability[Any]):
 class NoopHandler(BaseCallbackHandler):
     """LangChain's callback channel with nothing in it: as cheap as a handler that sees chat models
     and tools can be (one without `on_chat_model_start` would make LangChain render each call's
-    messages as text for `on_llm_start`, a cost no observing handler pays)."""
+    messages as text for `on_llm_start`, a cost no observing handler pays). The LangGraph
+    integration no longer adds one (it reads the graph's own stream): this row says what it saved."""
 
     run_inline = True
     ignore_chain = ignore_retriever = ignore_retry = ignore_custom_event = True

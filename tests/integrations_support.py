@@ -121,8 +121,9 @@ def says(text: str) -> AIMessage:
     return AIMessage(content=text, usage_metadata=usage(12, 3))
 
 
-def graph_of(replies: list[Any], checkpointer: Any = None, model_node: Any = None) -> Any:
-    """model -> tools -> model ... until a reply calls no tool; `replies` are the fake model's messages."""
+def graph_of(replies: list[Any], checkpointer: Any = None, model_node: Any = None, tools: Any = None) -> Any:
+    """model -> tools -> model ... until a reply calls no tool; `replies` are the fake model's messages,
+    `tools` the tools node (`look` and `delete` in a `ToolNode` unless given)."""
     model = GenericFakeChatModel(messages=iter(replies))
 
     async def call_model(state: Chat) -> dict[str, Any]:
@@ -133,7 +134,7 @@ def graph_of(replies: list[Any], checkpointer: Any = None, model_node: Any = Non
 
     graph = StateGraph(Chat)
     graph.add_node("model", model_node or call_model)
-    graph.add_node("tools", ToolNode([look, delete]))
+    graph.add_node("tools", tools or ToolNode([look, delete]))
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", route, ["tools", END])
     graph.add_edge("tools", "model")

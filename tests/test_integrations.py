@@ -23,6 +23,7 @@ from agents import Usage as OAUsage
 from agents.exceptions import ModelRefusalError
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from integrations_support import (
+    Chat,
     FakeCLI,
     Rig,
     assistant,
@@ -34,7 +35,15 @@ from integrations_support import (
     tool_result,
     tool_use,
 )
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Interrupt
 from messages_api import MessagesAPI, message, text
 from messages_api import tool_use as api_tool_use
 from opentelemetry.sdk.trace import TracerProvider
@@ -51,6 +60,7 @@ from pydantic_ai.usage import RequestUsage, UsageLimits
 
 from agent import CompositeHooks, LimitKind, StopReason, observe_run, predicate
 from agent.errors import ConfigError
+from agent.hooks import RunInfo, RunObserver
 from agent.integrations import claude_agent_sdk as claude
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
@@ -124,6 +134,29 @@ def pai_agent(replies: list[Any], **kwargs: Any) -> PAIAgent[None, Any]:
         return f"deleted {path}"
 
     return agent
+
+
+class ToolEnds:
+    """Hooks that keep each ended tool call's name and arguments."""
+
+    def __init__(self) -> None:
+        self.ended: list[tuple[str, dict[str, Any]]] = []
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        ended = self.ended
+
+        class Observer(RunObserver):
+            def tool_ended(self, call: Any, outcome: Any) -> None:
+                ended.append((call.name, call.arguments))
+
+        return Observer()
+
+
+def test_a_tool_calls_end_carries_the_arguments_of_its_start() -> None:
+    """Pydantic AI reports no arguments when a call ends: the call is the one that started."""
+    hooks = ToolEnds()
+    pai.run(pai_agent([("look", {"path": "a"}, "c1"), "all read"]), "read a", hooks=hooks)
+    assert hooks.ended == [("look", {"path": "a"})]
 
 
 def test_pydantic_ai_output_is_success_with_turns_tools_spans_and_metrics(rig: Rig) -> None:
@@ -532,7 +565,7 @@ def test_openai_agents_rejection_refusal_crash_and_cancel() -> None:
 # -- LangGraph -----------------------------------------------------------------------
 
 
-def test_langgraph_final_state_is_success_with_turns_from_callbacks(rig: Rig) -> None:
+def test_langgraph_final_state_is_success_with_turns_from_the_graphs_stream(rig: Rig) -> None:
     graph = graph_of([calls("look", {"path": "a"}, "c1"), says("looked")])
     res = lg.run(graph, {"messages": [("user", "look")]}, hooks=rig.hooks, task_type=TASK, tools=["look"])
     assert (res.reason, res.output, res.turns, res.input_tokens) == (StopReason.SUCCESS, "looked", 2, 22)
@@ -558,18 +591,26 @@ def test_langgraph_interrupt_is_need_help_and_resumes_with_command(rig: Rig) -> 
     res = lg.run(graph, {"messages": [("user", "delete a")]}, config, hooks=rig.hooks, task_type=TASK)
     assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
     assert (res.suspension.pending.name, res.suspension.pending.arguments) == ("delete", {"path": "a"})
+    (waiting,) = res.raw["output"][lg.INTERRUPT_KEY]  # as ainvoke gives it: LangGraph's own Interrupt
+    assert isinstance(waiting, Interrupt) and waiting.value == {"tool": "delete", "args": {"path": "a"}}
+    assert res.suspension.pending.tool_use_id == waiting.id == graph.get_state(config).interrupts[0].id
     done = lg.resume(graph, res, True, hooks=rig.hooks, task_type=TASK)
     assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "gone", res.run_id)
     assert done.raw["messages"][-2].content == "deleted"
+    waited, ran = [s for s in rig.spans() if s.name == f"{n.SPAN_EXECUTE_TOOL} delete"]
+    assert (waited.attributes or {})[n.ERROR_TYPE] == n.ERROR_INTERRUPTED  # the call a person approved
+    assert (ran.attributes or {}).get(n.ERROR_TYPE) is None
 
 
 def test_langgraph_resumes_from_the_stored_state_with_a_denial() -> None:
     graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("kept")], checkpointer=InMemorySaver())
     res = lg.run(graph, {"messages": [("user", "delete a")]}, {"configurable": {"thread_id": "t2"}})
+    assert (res.turns, res.input_tokens) == (1, 10)  # no hooks: the totals all the same
     stored = lg.state_of(res)
     assert json.loads(stored) == {"configurable": {"thread_id": "t2"}}
     done = lg.resume(graph, stored, approved=False, run_id=res.run_id)
     assert (done.reason, done.raw["messages"][-2].content) == (StopReason.SUCCESS, "not deleted")
+    assert (done.turns, done.output) == (1, "kept")  # a new run: it was not given the suspended result
 
 
 def test_langgraph_crash_and_cancel() -> None:
@@ -591,6 +632,138 @@ def test_langgraph_crash_and_cancel() -> None:
         return await task
 
     assert asyncio.run(cancel()).reason is StopReason.CANCELLED
+
+
+def chat_spans(rig: Rig) -> list[Any]:
+    return sorted(
+        (s for s in rig.spans() if s.name.startswith(n.SPAN_CHAT + " ")), key=lambda s: s.start_time
+    )
+
+
+def seconds(span: Any) -> float:
+    return (span.end_time - span.start_time) / 1e9
+
+
+def test_langgraph_adds_no_callback_handler_and_the_callers_own_still_run(rig: Rig) -> None:
+    """The run is read from the graph's own stream: LangChain's callback channel (about 6% of a
+    turn with any handler at all) carries only what the caller put there, and that still runs."""
+    seen: list[str] = []
+    handlers: list[list[type]] = []
+
+    class Caller(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+            seen.append("chat")
+
+    model = GenericFakeChatModel(messages=iter([calls("look", {"path": "a"}, "c1"), says("looked")]))
+
+    async def node(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        handlers.append([type(h) for h in config["callbacks"].handlers])
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    config = {"callbacks": [Caller()]}
+    res = lg.run(graph_of([], model_node=node), {"messages": [("user", "x")]}, config, hooks=rig.hooks)
+    assert (res.reason, res.turns, res.input_tokens, res.output) == (StopReason.SUCCESS, 2, 22, "looked")
+    assert seen == ["chat", "chat"]
+    assert handlers == [[Caller], [Caller]]
+
+
+def test_langgraph_times_model_and_tool_calls_from_the_graphs_tasks(rig: Rig) -> None:
+    """A call is timed from its node's task start: tool nodes are known from the graph, a model
+    node once it has replied (its very first reply in a process is timed at its update)."""
+
+    async def thinking(state: Any) -> dict[str, Any]:  # a model call that takes 50 ms
+        await asyncio.sleep(0.05)
+        done = isinstance(state["messages"][-1], ToolMessage)
+        return {"messages": [says("done") if done else calls("slow", {"n": 1}, "s1")]}
+
+    @lc_tool
+    async def slow(n: int) -> str:
+        """Take 30 ms."""
+        await asyncio.sleep(0.03)
+        return "slept"
+
+    graph = graph_of([], model_node=thinking, tools=ToolNode([slow]))
+    for run in (1, 2):
+        rig.exporter.clear()
+        res = lg.run(graph, {"messages": [("user", "x")]}, hooks=rig.hooks, task_type=TASK, tools=["slow"])
+        check_run_span(rig, "lg_agent", res, turns=2)
+        first, second = chat_spans(rig)
+        assert seconds(second) >= 0.05
+        if run == 2:
+            assert seconds(first) >= 0.05
+        (tool,) = [s for s in rig.spans() if s.name == f"{n.SPAN_EXECUTE_TOOL} slow"]
+        assert seconds(tool) >= 0.03 and (tool.attributes or {}).get(n.ERROR_TYPE) is None
+        (turn, _) = rig.children(rig.run_spans()[0], n.SPAN_TURN)
+        assert tool.parent is not None and tool.parent.span_id == turn.context.span_id
+
+
+def test_langgraph_a_model_call_that_fails_ends_its_span_with_the_error(rig: Rig) -> None:
+    lg.run(graph_of([says("warm")]), {"messages": [("user", "x")]}, hooks=rig.hooks)  # the node replied once
+    rig.exporter.clear()
+    graph = graph_of([calls("look", {"path": "a"}, "c1")])  # the second call finds no reply left
+    res = lg.run(graph, {"messages": [("user", "x")]}, hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.error_type, res.turns) == (StopReason.ERROR, "RuntimeError", 2)
+    ok, failed = chat_spans(rig)
+    assert (ok.attributes or {}).get(n.ERROR_TYPE) is None
+    assert (failed.attributes or {})[n.ERROR_TYPE] == "RuntimeError"
+
+
+def test_langgraph_failed_tool_calls_are_counted_as_failed(rig: Rig) -> None:
+    """A tool error the ToolNode hands back to the model (status "error"), and a tool whose
+    node raises (no error handling): each call's span and metric say it failed."""
+    graph = graph_of([calls("nope", {}, "z1"), says("sorry")])
+    res = lg.run(graph, {"messages": [("user", "x")]}, hooks=rig.hooks, task_type=TASK, tools=["nope"])
+    assert (res.reason, res.turns) == (StopReason.SUCCESS, 2)
+    (handed_back,) = [s for s in rig.spans() if s.name == f"{n.SPAN_EXECUTE_TOOL} nope"]
+    assert (handed_back.attributes or {})[n.ERROR_TYPE] == "tool_error"
+
+    @lc_tool
+    def broken(path: str) -> str:
+        """Always fails."""
+        raise PermissionError(path)
+
+    graph = graph_of(
+        [calls("broken", {"path": "a"}, "b1")], tools=ToolNode([broken], handle_tool_errors=False)
+    )
+    res = lg.run(graph, {"messages": [("user", "x")]}, hooks=rig.hooks, task_type=TASK, tools=["broken"])
+    assert (res.reason, res.error_type) == (StopReason.ERROR, "PermissionError")
+    (raised,) = [s for s in rig.spans() if s.name == f"{n.SPAN_EXECUTE_TOOL} broken"]
+    assert (raised.attributes or {})[n.ERROR_TYPE] == "PermissionError"
+    labels = {"agent": "lg_agent", "task_type": TASK, "tool": "broken"}
+    assert rig.value("agent_tool_calls_total", **labels, outcome="ok") == 0
+    assert sum(rig.value("agent_tool_calls_total", **labels, outcome=o) for o in ("error", "failed")) == 1
+
+
+def test_langgraph_a_subgraph_node_is_read_from_its_update(rig: Rig) -> None:
+    """A node that runs a whole agent (a compiled subgraph) writes its replies and tool results at
+    once: every call is counted, each timed at that update, and no call is opened at its start."""
+    for _ in range(2):
+        rig.exporter.clear()
+        inner = graph_of([calls("look", {"path": "a"}, "c1"), says("looked")])
+        outer = StateGraph(Chat)
+        outer.add_node("agent", inner)
+        outer.add_edge(START, "agent")
+        outer.add_edge("agent", END)
+        res = lg.run(
+            outer.compile(name="outer"), {"messages": [("user", "x")]}, hooks=rig.hooks, task_type=TASK
+        )
+        assert (res.reason, res.turns, res.input_tokens, res.output) == (StopReason.SUCCESS, 2, 22, "looked")
+        check_run_span(rig, "outer", res, turns=2)
+        assert tool_spans(rig) == ["execute_tool look"]
+        assert [(s.attributes or {}).get(n.ERROR_TYPE) for s in chat_spans(rig)] == [None, None]
+
+
+def test_langgraph_reads_every_message_a_task_wrote() -> None:
+    """A channel written twice in one task comes as `{"$writes": [...]}` in the tasks stream."""
+    first, second, note = says("a"), says("b"), ToolMessage(content="r", tool_call_id="t")
+    writes = {"messages": {"$writes": [[first], [second, note]]}, "count": 2, "last": first}
+    assert lg._messages(writes) == [first, second, note, first]
+
+
+def test_langgraph_leaves_the_stream_to_the_integration() -> None:
+    graph = graph_of([says("hi")])
+    with pytest.raises(ConfigError, match=r"leave out \['stream_mode'\]"):
+        lg.run(graph, {"messages": [("user", "x")]}, stream_mode="updates")
 
 
 # -- Claude Agent SDK ----------------------------------------------------------------

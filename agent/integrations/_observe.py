@@ -56,6 +56,7 @@ class Recorder:
     _turn_open: bool = False
     _turn_asked: bool = False  # the open turn has had its model call
     _model_open: bool = False
+    _calls: dict[str, ToolCall] = field(default_factory=dict)  # started tool calls, by id
     _started: float = field(default_factory=time.perf_counter)
 
     @classmethod
@@ -151,8 +152,9 @@ class Recorder:
         if not self._turn_open or (self._turn_asked and not self.explicit_turns):
             self.begin_turn()
         self._model_open = self._turn_asked = True
-        if self.watched:
-            self.observer.model_started(ModelRequest("", [], [], max_tokens), attempt)
+        if self.watched:  # a foreign request's content is the framework's: one shape serves them all
+            request = _NO_REQUEST if max_tokens == 0 else ModelRequest("", [], [], max_tokens)
+            self.observer.model_started(request, attempt)
 
     def model_ended(
         self,
@@ -182,7 +184,8 @@ class Recorder:
 
     def tool_started(self, call_id: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
         if self.watched:
-            self.observer.tool_started(ToolCall(call_id, name, dict(arguments or {})))
+            call = self._calls[call_id] = ToolCall(call_id, name, dict(arguments or {}))
+            self.observer.tool_started(call)
 
     def tool_ended(
         self,
@@ -194,8 +197,11 @@ class Recorder:
     ) -> None:
         if not self.watched:
             return
+        call = self._calls.pop(call_id, None)
+        if call is None or call.name != name:  # started in an earlier segment, or by another name
+            call = ToolCall(call_id, name, dict(arguments or {}))
         outcome = ToolOutcome(text, is_error=error_type is not None, error_type=error_type)
-        self.observer.tool_ended(ToolCall(call_id, name, dict(arguments or {})), outcome)
+        self.observer.tool_ended(call, outcome)
 
     # -- the end ---------------------------------------------------------------
 
@@ -294,6 +300,9 @@ class Recorder:
             self._model_open = False
             error: BaseException = asyncio.CancelledError() if reason is StopReason.CANCELLED else _Cut()
             self.observer.model_ended(None, error)
+
+
+_NO_REQUEST = ModelRequest("", (), [], 0)  # frozen: shared by every foreign model call
 
 
 class _Cut(Exception):

@@ -4,11 +4,22 @@
     result = endstate_lg.run(graph, {"messages": [("user", "hi")]}, hooks=hooks, task_type="ticket",
                              config={"configurable": {"thread_id": "t1"}, "recursion_limit": 12})
 
-Turns come from a LangChain callback handler added to the run's config (the
-same channel LangSmith and LangChain's OpenTelemetry instrumentations use):
-one turn per chat-model call, holding the tool calls that follow it. Endstate
-emits its own spans from those callbacks, never a copy of another handler's.
-How runs end:
+The integration drives the graph's own output stream, `graph.astream(...)`
+with the `values` and `tasks` stream modes (the state after each step, and
+each task's start and end with its writes and interrupts), and returns what
+`ainvoke` would; `ainvoke` itself is that stream read to its end. Turns come
+from the tasks' writes: one turn per model reply a node writes (an
+`AIMessage`, its `usage_metadata` the tokens), holding the tool calls
+(`ToolMessage`s, matched by `tool_call_id`) that follow it, each call timed
+from its node's task start to its end. No callback handler is added:
+LangChain's callback channel alone costs about 6% of a scripted turn, and the
+caller's own callbacks (LangSmith, say) run as they were. Endstate emits its
+own spans, never a copy of another tracer's. What the stream cannot say: a
+model call whose reply the graph does not write to its state (a router's,
+say), the model call's time inside its node (its span covers the node's
+task), each of a node's parallel tool calls' own end (they end with the
+node), and the calls inside a subgraph node one by one (each is timed at the
+subgraph's end). How runs end:
 
 | LangGraph                                         | Endstate                              |
 | ------------------------------------------------- | ------------------------------------- |
@@ -32,15 +43,14 @@ import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
-from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.outputs import LLMResult
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.errors import GraphRecursionError
-from langgraph.types import Command
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Command, Interrupt
 
 from agent.errors import ConfigError
-from agent.hooks import RunHooks
+from agent.hooks import RunHooks, hook_failed
 from agent.integrations._observe import Recorder, Usage, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopReason
@@ -50,58 +60,143 @@ PROVIDER = "langchain"
 INTERRUPT_KEY = "__interrupt__"
 
 
-class EndstateCallbackHandler(BaseCallbackHandler):
-    """LangChain callbacks reporting chat-model and tool calls to a `Recorder`."""
+# The state after each step (the last is the output), and each task's start and end with its writes
+# and interrupts: cheaper than the updates and values `ainvoke` streams. A list: a tuple is one mode.
+MODES = ["values", "tasks"]
+NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
+TOOLS, MODEL, OTHER, MIXED = "tools", "model", "", "mixed"  # what a node is known to do (MIXED: for good)
 
-    run_inline = True  # called in the run's own task, in order, never from a thread pool
-    raise_error = False
-    ignore_chain = True  # every graph node is a chain: LangChain need not call this handler for them
-    ignore_agent = False  # LangChain files tool events under it: ignored only when nobody watches
-    ignore_retriever = True
-    ignore_retry = True
-    ignore_custom_event = True
 
-    def __init__(self, recorder: Recorder) -> None:
+class _Reader:
+    """Reads a graph's `tasks` stream (each task's start, and its end with its writes) into a `Recorder`.
+
+    A model call is an `AIMessage` a node writes (its `usage_metadata` are the
+    call's tokens); a tool call is a `ToolMessage` a node writes, matched to
+    the call by `tool_call_id`. A call starts when its node's task starts:
+    tool nodes are known from the graph (`ToolNode`) or from their first
+    writes; a node is known to call the model once it has written a reply, so
+    the first reply of each model node in a process is timed at its task's end,
+    as are the calls of a node that does both (a subgraph) or replies only sometimes.
+    """
+
+    def __init__(self, recorder: Recorder, graph: Any) -> None:
         self.recorder = recorder
-        self.ignore_agent = not recorder.watched  # no hooks: tool calls have nothing to report
-        self._tools: dict[UUID, tuple[str, dict[str, Any]]] = {}
+        self.nodes: Mapping[str, Any] = getattr(graph, "nodes", None) or {}
+        self._kinds: dict[str, str] = {}  # node name -> TOOLS, MODEL or OTHER, for this run
+        self._model_task: str | None = None  # the task whose model call is open
+        self._tools: dict[str, tuple[str, dict[str, Any]]] = {}  # open tool calls by id
+        self._task_tools: dict[str, list[str]] = {}  # a tool task's open call ids
+        self.interrupts: list[Interrupt] = []  # what the run's tasks wait for, as `ainvoke` gives them
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self.recorder.model_started()
+    def read(self, task: Mapping[str, Any]) -> None:
+        """One chunk of the `tasks` stream: a task's start (it has "triggers") or its end."""
+        if "triggers" not in task:
+            self.task_ended(task)
+        elif self.recorder.watched:  # only hooks need to know when a call starts
+            self.task_started(task)
 
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        message = _message_of(response)
-        usage = getattr(message, "usage_metadata", None) or {}
-        calls = getattr(message, "tool_calls", None) or []
-        self.recorder.model_ended(
-            Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), cost_usd=None),
-            text=_content_text(getattr(message, "content", "")),
-            stop_reason="tool_use" if calls else "end_turn",
-            response_id=str(getattr(message, "id", "") or ""),
+    def task_started(self, task: Mapping[str, Any]) -> None:
+        kind = self._kind(task["name"])
+        if kind == MODEL:
+            self.recorder.model_started()
+            self._model_task = task["id"]
+        elif kind == TOOLS:
+            opened = self._task_tools[task["id"]] = []
+            for call in _calls_in(task["input"]):
+                call_id = str(call.get("id") or "")
+                if call_id and call_id not in self._tools:
+                    name, arguments = str(call.get("name") or "tool"), dict(call.get("args") or {})
+                    self._tools[call_id] = (name, arguments)
+                    self.recorder.tool_started(call_id, name, arguments)
+                    opened.append(call_id)
+
+    def task_ended(self, task: Mapping[str, Any]) -> None:
+        """A task's end: its replies and tool results in the order written, its error, its interrupts."""
+        task_id, error = task["id"], task["error"]
+        for message in _messages(task["result"]):  # anything else in a list is passed over
+            if isinstance(message, AIMessage):
+                self._replied(task["name"], message)
+            elif isinstance(message, ToolMessage) and self.recorder.watched:
+                self._tool_result(task["name"], message)
+        if task["interrupts"]:
+            self.interrupts += [_interrupt(i) for i in task["interrupts"]]
+        if self._model_task == task_id:  # its node wrote no reply
+            self._model_task = None
+            if error is not None:
+                self.recorder.model_ended(Usage(), error=error)
+            else:  # a node that calls the model only sometimes: its start no longer opens a call
+                self._learn(task["name"], MIXED)
+                self.recorder.model_ended(Usage(), stop_reason="no_reply")
+        for call_id in self._task_tools.pop(task_id, ()):
+            if call_id in self._tools and error is not None:  # the node raised (an interrupt() is no error)
+                name, arguments = self._tools.pop(call_id)
+                self.recorder.tool_ended(call_id, name, str(error), type(error).__name__, arguments)
+
+    def _replied(self, node: str, message: AIMessage) -> None:
+        recorder = self.recorder
+        if self._model_task is None:  # no call open: the node's first reply in this process
+            recorder.model_started()
+            if recorder.watched:
+                self._learn(node, MODEL)
+        self._model_task = None
+        usage = message.usage_metadata
+        tokens = NO_TOKENS
+        if usage:
+            tokens = Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0), cost_usd=None)
+        if not recorder.watched:  # only the run's totals and last text are wanted
+            recorder.model_ended(tokens, text=_content_text(message.content))
+            return
+        recorder.model_ended(
+            tokens,
+            text=_content_text(message.content),
+            stop_reason="tool_use" if message.tool_calls else "end_turn",
+            model=str(message.response_metadata.get("model_name") or ""),
+            response_id=message.id or "",
         )
 
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self.recorder.model_ended(Usage(), error=error)
+    def _tool_result(self, node: str, message: ToolMessage) -> None:
+        call_id = str(message.tool_call_id)
+        started = self._tools.pop(call_id, None)
+        if started is None:  # its node was not known to run tools: timed at the task's end
+            started = (str(message.name or "tool"), {})
+            self.recorder.tool_started(call_id, *started)
+            self._learn(node, TOOLS)
+        error = "tool_error" if message.status == "error" else None
+        self.recorder.tool_ended(call_id, started[0], _content_text(message.content), error, started[1])
 
-    def on_tool_start(
-        self, serialized: Any, input_str: str, *, run_id: UUID, inputs: Any = None, **kwargs: Any
-    ) -> None:
-        name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
-        arguments = inputs if isinstance(inputs, dict) else {"input": input_str}
-        self._tools[run_id] = (name, arguments)
-        self.recorder.tool_started(str(run_id), name, arguments)
+    def _kind(self, node: str) -> str:
+        kind = self._kinds.get(node)
+        if kind is None:
+            bound = getattr(self.nodes.get(node), "bound", None)
+            kind = TOOLS if isinstance(bound, ToolNode) else _KNOWN.get(_key(node, bound), OTHER)
+            self._kinds[node] = kind
+        return kind
 
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        name, arguments = self._tools.pop(run_id, ("tool", {}))
-        text = getattr(output, "content", output)
-        error = "tool_error" if getattr(output, "status", None) == "error" else None
-        self.recorder.tool_ended(str(run_id), name, str(text), error, arguments)
+    def _learn(self, node: str, kind: str) -> None:
+        """What `node` was seen doing. A node seen doing both (a subgraph, a whole agent in one
+        node), or replying only sometimes, is MIXED for good: its calls are timed at its task's end."""
+        known = self._kinds.get(node, OTHER)
+        if known != kind and known != MIXED:
+            kind = kind if known == OTHER else MIXED
+            self._kinds[node] = kind
+            _KNOWN[_key(node, getattr(self.nodes.get(node), "bound", None))] = kind
 
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        name, arguments = self._tools.pop(run_id, ("tool", {}))
-        if type(error).__name__ == "GraphInterrupt":
-            return  # not a failure: the call waits for a person (its span ends as interrupted)
-        self.recorder.tool_ended(str(run_id), name, str(error), type(error).__name__, arguments)
+
+# What nodes were seen doing (writing model replies or tool results), by `_key`: process-wide, as
+# graphs are compiled once (or once per segment, from the same node functions).
+_KNOWN: dict[Any, str] = {}
+
+
+def _interrupt(fields: Mapping[str, Any]) -> Interrupt:
+    """LangGraph's `Interrupt` back from the tasks stream's dict of its fields."""
+    return Interrupt(fields["value"], fields["id"], response_schema=fields.get("response_schema"))
+
+
+def _key(node: str, bound: Any) -> Any:
+    """What a node is known by across compilations: its function's code, else its name and type."""
+    function = getattr(bound, "afunc", None) or getattr(bound, "func", None)
+    code = getattr(function, "__code__", None)
+    return code if code is not None else (node, type(bound))
 
 
 def run(graph: Any, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> RunResult:
@@ -132,6 +227,8 @@ async def arun(
     expected stop.
     """
     need(graph, callable(getattr(graph, "ainvoke", None)), "langgraph.run", "a compiled graph")
+    if taken := {"stream_mode", "version", "subgraphs"} & invoke_kwargs.keys():
+        raise ConfigError(f"langgraph.run drives the graph's stream itself: leave out {sorted(taken)}")
     config = dict(config or {})
     recorder = Recorder.start(
         hooks,
@@ -146,9 +243,8 @@ async def arun(
         resumed=resumed,
         help_seconds=help_seconds,
     )
-    config["callbacks"] = _with_handler(config.get("callbacks"), EndstateCallbackHandler(recorder))
     try:
-        output = await graph.ainvoke(input, config, **invoke_kwargs)
+        output = await _drive(graph, input, config, recorder, invoke_kwargs)
     except GraphRecursionError as exc:
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
     except (Exception, asyncio.CancelledError) as exc:
@@ -156,6 +252,27 @@ async def arun(
     if isinstance(output, Mapping) and output.get(INTERRUPT_KEY):
         return _suspend(recorder, output, config)
     return recorder.succeed(output, text=_final_text(output), raw=output)
+
+
+async def _drive(
+    graph: Any, input: Any, config: dict[str, Any], recorder: Recorder, invoke_kwargs: dict[str, Any]
+) -> Any:
+    """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would: the last state,
+    with the interrupts at `__interrupt__` when the graph waits for a person."""
+    reader = _Reader(recorder, graph)
+    latest: Any = None
+    async for mode, payload in graph.astream(input, config, stream_mode=MODES, **invoke_kwargs):
+        if mode == "values":
+            latest = payload
+            continue
+        try:
+            reader.read(payload)
+        except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
+            hook_failed("langgraph tasks stream")
+    if not reader.interrupts:
+        return latest
+    interrupts = reader.interrupts
+    return {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
 
 
 def state_of(result: RunResult) -> str:
@@ -192,7 +309,6 @@ async def aresume(
     config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
         raise ConfigError("resume needs the interrupted run's state: its RunResult, state_of() or config")
-    config = {k: v for k, v in config.items() if k != "callbacks"}
     await _check_interrupted(graph, config)
     value = answer if answer is not None else approved
     return await arun(graph, Command(resume=value), config, **kwargs)
@@ -230,20 +346,34 @@ def _suspend(recorder: Recorder, output: Mapping[str, Any], config: Mapping[str,
     return recorder.suspend(question, pending, raw=saved)
 
 
-def _with_handler(callbacks: Any, handler: BaseCallbackHandler) -> Any:
-    """The caller's callbacks (a list or a manager) plus Endstate's handler."""
-    if callbacks is None:
-        return [handler]
-    if isinstance(callbacks, list):
-        return [*callbacks, handler]
-    callbacks = callbacks.copy()
-    callbacks.add_handler(handler, inherit=True)
-    return callbacks
+def _messages(writes: Any) -> list[Any]:
+    """The messages a task wrote: to any channel, one message or a list of them (several writes
+    to one channel come as `{"$writes": [...]}`)."""
+    if type(writes) is not dict:
+        return []
+    found: list[Any] = []
+    for value in writes.values():
+        if type(value) is list:
+            found += value
+        elif isinstance(value, BaseMessage):
+            found.append(value)
+        elif isinstance(value, tuple):
+            found += value
+        elif type(value) is dict and "$writes" in value:
+            found += _messages(dict(enumerate(value["$writes"])))
+    return found
 
 
-def _message_of(response: LLMResult) -> Any:
-    generations = response.generations[0] if response.generations else []
-    return getattr(generations[0], "message", None) if generations else None
+def _calls_in(task_input: Any) -> list[Mapping[str, Any]]:
+    """The tool calls a tool node's task runs: its state's last reply's, or the one `Send` gave it."""
+    if isinstance(task_input, Mapping):
+        if isinstance(call := task_input.get("tool_call"), Mapping):
+            return [call]
+        messages = task_input.get("messages")
+    else:
+        messages = task_input
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    return list(getattr(last, "tool_calls", None) or []) if isinstance(last, AIMessage) else []
 
 
 def _content_text(content: Any) -> str:
