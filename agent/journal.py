@@ -244,6 +244,8 @@ class Journal:
 
     def answer_for(self, call_id: str) -> Answered | None:
         """The latest answer to a suspension on `call_id` since the last reply."""
+        if not self.entries or isinstance(self.entries[-1], Reply):
+            return None  # the common case: a turn's first call
         last = self.last_reply()
         start = last[0] + 1 if last else 0
         asked: Suspended | None = None
