@@ -194,7 +194,7 @@ def end_turn(agent: Agent, run: RunState, decision: Decision) -> Decision:
     """After a completed turn: the per-turn checks, then progress; then the checkpoint."""
     if not isinstance(decision, Continue):
         return decision
-    if (verdict := check_turn(agent, run)) is not None:
+    if agent.checks and (verdict := check_turn(agent, run)) is not None:
         return verdict
     if stuck := run.progress.end_turn():
         return Stop(StopReason.NO_PROGRESS, note=stuck)
