@@ -97,6 +97,10 @@ class Agent:
         return self._tools_by_name.get(name)
 
     @cached_property
+    def _tool_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tools)
+
+    @cached_property
     def _tools_by_name(self) -> dict[str, Tool]:
         named: dict[str, Tool] = {}
         for t in self.tools:
@@ -272,7 +276,7 @@ class Agent:
             continues=link,
             started_at=self.clock.time(),
             limits=run.budget.ceilings(),
-            tools=tuple(t.name for t in self.tools),
+            tools=self._tool_names,
             spent=run.usage.copy(),
             resumed_from=_resumed_from(snap),
             extended=extended,
