@@ -108,15 +108,3 @@ def test_a_class_it_cannot_speed_up_keeps_the_dataclass_init():
 def test_the_loops_hot_types_are_sped_up():
     for cls in (Text, Call, Reply, Result, ToolOutcome, Usage):
         assert cls.__init__.__code__.co_names[:1] == ("__dict__",), cls  # fills __dict__ directly
-
-
-def test_a_new_run_id_is_a_version_4_uuid_in_hex():
-    import uuid
-
-    from agent.agent import new_run_id
-
-    ids = {new_run_id() for _ in range(200)}
-    assert len(ids) == 200
-    for run_id in ids:
-        parsed = uuid.UUID(hex=run_id)
-        assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, run_id)
