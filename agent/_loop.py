@@ -18,6 +18,7 @@ from enum import StrEnum
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent._frozen import fast_init
 from agent._state import RunState
 from agent.clock import CancelSignal
 from agent.errors import ModelError, SnapshotError, TransientModelError
@@ -100,6 +101,7 @@ class TurnSignal(StrEnum):
     DONE_REJECTED = "done_rejected"
 
 
+@fast_init
 @dataclass(frozen=True)
 class Continue:
     """Go on to the next turn; `signal` names what this turn did."""
@@ -107,6 +109,7 @@ class Continue:
     signal: TurnSignal = TurnSignal.TOOL_USE
 
 
+@fast_init
 @dataclass(frozen=True)
 class Stop:
     """End the run segment with a reason."""
@@ -120,6 +123,7 @@ class Stop:
     cause: StopCause | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class Suspend:
     """Pause for a person."""
@@ -164,6 +168,9 @@ async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision
     return end_turn(agent, run, await act_on_calls(agent, run, run.journal.open_calls(), obs))
 
 
+_INCOMPLETE = Stop(StopReason.ERROR, note="the turn did not complete")
+
+
 async def observed(
     obs: RunObserver, index: int, steps: Awaitable[Decision], continued: bool = False
 ) -> Decision:
@@ -172,7 +179,7 @@ async def observed(
         obs.turn_started(index, True)
     else:
         obs.turn_started(index)
-    decision: Decision = Stop(StopReason.ERROR, note="the turn did not complete")
+    decision: Decision = _INCOMPLETE
     try:
         decision = await steps
         return decision
@@ -187,7 +194,7 @@ def end_turn(agent: Agent, run: RunState, decision: Decision) -> Decision:
     """After a completed turn: the per-turn checks, then progress; then the checkpoint."""
     if not isinstance(decision, Continue):
         return decision
-    if (verdict := check_turn(agent, run)) is not None:
+    if agent.checks and (verdict := check_turn(agent, run)) is not None:
         return verdict
     if stuck := run.progress.end_turn():
         return Stop(StopReason.NO_PROGRESS, note=stuck)
@@ -604,9 +611,12 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
     )
 
 
+_SIGNALS = {s: str(s) for s in TurnSignal}  # the plain text of each (`str` of an enum is slow)
+
+
 def _signal_of(decision: Decision) -> str:
     if isinstance(decision, Continue):
-        return str(decision.signal)
+        return _SIGNALS.get(decision.signal) or str(decision.signal)
     if isinstance(decision, Suspend):
         return "need_help"
     return str(decision.reason)

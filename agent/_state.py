@@ -52,8 +52,10 @@ class RunState:
         self.ctx.journal.append(entry)
         if isinstance(entry, Shrunk):
             self.sent = self.history.view(self.journal.entries)
-        else:
+        elif isinstance(entry, Result):  # a result may be sent capped
             self.sent.extend(self.history.shown(entry))
+        else:
+            self.sent.append(entry)
 
     def tick(self) -> Spent:
         """Bring active seconds up to now and return the usage."""

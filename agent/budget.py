@@ -60,6 +60,9 @@ class Spent:
         return Spent(**vars(self))
 
 
+_CEILING_KINDS = tuple(str(k) for k in (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST))
+
+
 @dataclass(frozen=True)
 class Budget:
     """Ceilings a run may not pass; `None` means no ceiling of that kind.
@@ -107,9 +110,8 @@ class Budget:
 
     def ceilings(self) -> dict[str, float]:
         """The configured ceilings by `LimitKind` value, for dashboards."""
-        kinds = (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST)
         values = (self.max_turns, self.max_seconds, self.max_tokens, self.max_cost_usd)
-        return {str(k): float(v) for k, v in zip(kinds, values, strict=True) if v is not None}
+        return {k: float(v) for k, v in zip(_CEILING_KINDS, values, strict=True) if v is not None}
 
     def seconds_left(self, usage: Spent) -> float | None:
         """Active seconds left, or None when time is not budgeted."""

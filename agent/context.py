@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent._frozen import fast_init
 from agent.journal import Journal
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply
 
 
+@fast_init
 @dataclass(frozen=True)
 class CallRecord:
     """A tool call the run made, and what it returned."""

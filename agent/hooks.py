@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from agent._frozen import fast_init
+
 if TYPE_CHECKING:
     from agent.budget import Spent
     from agent.models.base import ModelReply, ModelRequest, ToolCall
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("endstate.hooks")
 
 
+@fast_init
 @dataclass(frozen=True)
 class SegmentLink:
     """Where the segment that this one continues was recorded."""
@@ -29,6 +32,7 @@ class SegmentLink:
     span_id: str
 
 
+@fast_init
 @dataclass(frozen=True)
 class RunInfo:
     """What a run segment is, given to `RunHooks.run_started`."""
@@ -49,6 +53,7 @@ class RunInfo:
     extended: bool = False  # a run that stopped at a limit, continued with more budget
 
 
+@fast_init
 @dataclass(frozen=True)
 class HumanWait:
     """A wait for a person that ended: answered, or its deadline passed."""

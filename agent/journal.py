@@ -15,11 +15,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agent._frozen import fast_init
 from agent.stops import LimitKind, StopReason, Suspension
 
 # -- what a reply holds -------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True)
 class Text:
     """Text the model wrote."""
@@ -27,6 +29,7 @@ class Text:
     text: str
 
 
+@fast_init
 @dataclass(frozen=True)
 class Call:
     """A tool call the model made."""
@@ -36,6 +39,7 @@ class Call:
     arguments: dict[str, Any]
 
 
+@fast_init
 @dataclass(frozen=True)
 class Opaque:
     """A provider block kept verbatim (thinking, server tool use): sent back exactly as it came."""
@@ -49,6 +53,7 @@ Part = Text | Call | Opaque
 # -- a person's reply to a suspension -----------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True)
 class Answer:
     """The answer to a question the run asked (`finish(kind="need_help")`)."""
@@ -61,6 +66,7 @@ class Approval:
     """The pending tool call may run."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class Denial:
     """The pending tool call may not run; `reason` goes back to the model."""
@@ -74,6 +80,7 @@ HumanReply = Answer | Approval | Denial
 # -- the entries --------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True)
 class Task:
     """What the run was asked to do."""
@@ -81,6 +88,7 @@ class Task:
     text: str
 
 
+@fast_init
 @dataclass(frozen=True)
 class Reply:
     """One model reply: its parts in order, its usage and the provider's own stop reason."""
@@ -103,6 +111,7 @@ class Reply:
         return "\n".join(p.text for p in self.parts if isinstance(p, Text)).strip()
 
 
+@fast_init
 @dataclass(frozen=True)
 class Note:
     """A message from the loop to the model ("Use a tool or call finish.")."""
@@ -110,6 +119,7 @@ class Note:
     text: str
 
 
+@fast_init
 @dataclass(frozen=True)
 class Result:
     """The result of one call; `ran` names the tool when a tool really ran (not finish, not a refusal),
@@ -122,6 +132,7 @@ class Result:
     seen: str = ""
 
 
+@fast_init
 @dataclass(frozen=True)
 class Started:
     """An approved call with side effects is about to run: if no `Result` follows, it may have run."""
@@ -129,6 +140,7 @@ class Started:
     call_id: str
 
 
+@fast_init
 @dataclass(frozen=True)
 class Suspended:
     """The run waits for a person."""
@@ -136,6 +148,7 @@ class Suspended:
     suspension: Suspension
 
 
+@fast_init
 @dataclass(frozen=True)
 class Answered:
     """What came back for a suspension, when, and from whom (`person` or `policy`)."""
@@ -145,6 +158,7 @@ class Answered:
     by: Literal["person", "policy"] = "person"
 
 
+@fast_init
 @dataclass(frozen=True)
 class Extended:
     """A person gave a run that stopped at a limit more budget (added to the agent's ceilings)."""
@@ -156,6 +170,7 @@ class Extended:
     at: float = 0.0
 
 
+@fast_init
 @dataclass(frozen=True)
 class Shrunk:
     """The history policy shrank what the model sees: results before `upto` cleared, or, with a
@@ -165,6 +180,7 @@ class Shrunk:
     summary: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class Stopped:
     """How a segment ended."""
@@ -228,6 +244,8 @@ class Journal:
 
     def answer_for(self, call_id: str) -> Answered | None:
         """The latest answer to a suspension on `call_id` since the last reply."""
+        if not self.entries or isinstance(self.entries[-1], Reply):
+            return None  # the common case: a turn's first call
         last = self.last_reply()
         start = last[0] + 1 if last else 0
         asked: Suspended | None = None

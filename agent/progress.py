@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from agent.journal import Entry, Reply, Result
 
 
@@ -32,14 +34,27 @@ def replay(detector: ProgressDetector, journal: Iterable[Entry]) -> None:
 
 
 def call_signature(name: str, arguments: dict[str, Any]) -> str:
-    """Tool name plus canonical arguments: key order and spacing do not matter."""
-    canonical = _canonical(arguments)
-    return f"{name}:{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+    """Tool name plus canonical arguments: key order and spacing do not matter.
+
+    A signature is only compared with others made by this function (progress is rebuilt from
+    the journal on resume, never stored), so its digest may change between versions."""
+    return f"{name}:{hashlib.blake2b(_canonical(arguments), digest_size=8).hexdigest()}"
+
+
+def _canonical(arguments: dict[str, Any]) -> bytes:
+    """The arguments as JSON with sorted keys: orjson's (fast), or the standard library's for
+    what orjson refuses (a non-string key, an integer past 64 bits, a lone surrogate) or cannot
+    tell apart (it writes NaN and the infinities as null, as it writes None)."""
+    try:
+        text = orjson.dumps(arguments, default=str, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        text = b"null"
+    return text if b"null" not in text else _stdlib_canonical(arguments).encode()
 
 
 # made once (`json.dumps` with options builds an encoder per call); the same text as
 # json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
-_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
+_stdlib_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
 
 
 @dataclass

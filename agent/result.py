@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from agent._frozen import fast_init
 from agent.snapshot import Snapshot
 from agent.stops import FinishKind, LimitKind, PendingAction, StopCause, StopReason, Suspension
 from agent.usage import Usage, WithUsage
@@ -14,6 +15,7 @@ __all__ = [
 ]  # fmt: skip
 
 
+@fast_init
 @dataclass(frozen=True)
 class RunResult(WithUsage):
     """The structured end of a run segment. Never a bare string or boolean.

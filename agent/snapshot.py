@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from agent._codec import decode_entry, encode_entry, fail, need
+from agent._frozen import fast_init
 from agent._upgrade import journal_from_v1
 from agent.budget import Spent
 from agent.errors import SnapshotError
@@ -160,6 +161,7 @@ class Snapshot:
         return cls(**fields, journal=journal)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Checkpoint:
     """What a checkpoint saves: the journal entries from index `first` on, and the head beside them."""

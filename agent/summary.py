@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from agent.budget import Spent
 from agent.context import RunContext
 from agent.stops import LimitKind, StopReason
@@ -16,15 +14,23 @@ def summarize(ctx: RunContext, usage: Spent, reason: StopReason, limit: LimitKin
     cost = None if usage.unpriced else usage.cost_usd
     parts = [headline(reason, limit, usage.turns, usage.tokens, cost)]
     if ctx.calls:
-        counts = Counter(call.name for call in ctx.calls)
-        errors = sum(call.is_error for call in ctx.calls)
-        done = ", ".join(f"{name} x{n}" for name, n in counts.most_common())
+        counts: dict[str, int] = {}
+        errors = 0
+        for call in ctx.calls:
+            counts[call.name] = counts.get(call.name, 0) + 1
+            errors += call.is_error
+        most = sorted(counts.items(), key=_count, reverse=True)  # stable: ties in first-call order
+        done = ", ".join(f"{name} x{n}" for name, n in most)
         parts.append(f"Tool calls: {done}" + (f"; {errors} returned errors." if errors else "."))
         last = ctx.calls[-1]
         parts.append(f"Last result ({last.name}): {_clip(last.result)}")
     else:
         parts.append("No tool was called.")
     return " ".join(parts)
+
+
+def _count(item: tuple[str, int]) -> int:
+    return item[1]
 
 
 def headline(reason: StopReason, limit: LimitKind | None, turns: int, tokens: int, cost: float | None) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from agent._frozen import fast_init
 from agent.context import RunContext
 from agent.errors import ConfigError
 
@@ -73,6 +74,7 @@ class Tool:
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
 
 
+@fast_init
 @dataclass(frozen=True)
 class ToolOutcome:
     """What a tool call gave back to the model."""

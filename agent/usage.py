@@ -6,7 +6,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agent._frozen import fast_init
 
+
+@fast_init
 @dataclass(frozen=True)
 class Usage:
     """Tokens and cost of one model call, a run segment or a whole run.

@@ -11,7 +11,8 @@ The floor is recorded, not written by hand: one real Endstate run of each
 length is recorded (every span with its parent, kind, attributes, events and
 status; every Prometheus update, as the change of each series), then the
 floor replays exactly those spans through the raw SDK (`tracer.start_span`,
-`end`, the SDK's own `BatchSpanProcessor`, the same exporter) and exactly
+`end`, the SDK's own `BatchSpanProcessor`, the same exporter), their attributes
+and events as plain dicts as a hand-written loop passes them, and exactly
 those updates on label children looked up once, inside the least loop that
 plays the same turns. When Endstate's spans change, the floor changes with
 them. Variants run interleaved, one run of each per repeat.
@@ -31,6 +32,7 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import trace
@@ -42,7 +44,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Status
+from opentelemetry.trace import SpanContext, SpanKind, Status
 from prometheus_client import CollectorRegistry
 
 from agent import Agent, Budget, ProgressDetector, tool
@@ -172,7 +174,7 @@ def raw_floor(recorded: dict[int, tuple[list[ReadableSpan], list[Any]]]) -> RunO
     instruments = _Instruments(CollectorRegistry())
     by_name = {m._name: m for m in vars(instruments).values() if hasattr(m, "_name")}
     plans = {
-        turns: (_steps(spans), spans, [_child(by_name, u) for u in updates])
+        turns: (_steps(spans), [_Replayed.of(s) for s in spans], [_child(by_name, u) for u in updates])
         for turns, (spans, updates) in recorded.items()
     }
 
@@ -199,8 +201,8 @@ def raw_floor(recorded: dict[int, tuple[list[ReadableSpan], list[Any]]]) -> RunO
                 contexts[span.context.span_id] = trace.set_span_in_context(made)
             else:
                 made = live.pop(i)
-                for event in span.events:
-                    made.add_event(event.name, event.attributes)
+                for name, attributes in span.events:
+                    made.add_event(name, attributes)
                 if span.status.status_code.value:
                     made.set_status(Status(span.status.status_code, span.status.description))
                 made.end()
@@ -210,6 +212,26 @@ def raw_floor(recorded: dict[int, tuple[list[ReadableSpan], list[Any]]]) -> RunO
                 act(value)
 
     return run
+
+
+@dataclass(frozen=True, slots=True)
+class _Replayed:
+    """One recorded span as the floor hands it to the SDK: its attributes and events as plain dicts,
+    as a hand-written loop passes them (the recorded `BoundedAttributes` are slower to read)."""
+
+    name: str
+    kind: SpanKind
+    parent: SpanContext | None
+    context: SpanContext | None
+    status: Status
+    attributes: dict[str, Any]
+    events: tuple[tuple[str, dict[str, Any]], ...]
+
+    @classmethod
+    def of(cls, span: ReadableSpan) -> _Replayed:
+        events = tuple((e.name, dict(e.attributes or {})) for e in span.events)
+        attributes = dict(span.attributes or {})
+        return cls(span.name, span.kind, span.parent, span.context, span.status, attributes, events)
 
 
 def _steps(spans: list[ReadableSpan]) -> list[Step]:

@@ -1386,3 +1386,15 @@ def test_a_verifiers_model_calls_count_in_the_runs_tokens_and_cost(make_agent):
     assert result.reason is StopReason.SUCCESS
     assert result.input_tokens == 1_000_010
     assert result.cost_usd == pytest.approx(3.0 + (10 * 3.0 + 1 * 15.0) / 1e6)
+
+
+def test_a_new_run_id_is_a_version_4_uuid_in_hex():
+    import uuid
+
+    from agent.agent import new_run_id
+
+    ids = {new_run_id() for _ in range(200)}
+    assert len(ids) == 200
+    for run_id in ids:
+        parsed = uuid.UUID(hex=run_id)
+        assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, run_id)

@@ -59,8 +59,9 @@ def result_block(result: Result) -> dict[str, Any]:
 
 def part_of(block: dict[str, Any]) -> Text | Call | Opaque:
     """A reply part from a Messages-API content block (anything but text and tool_use kept verbatim)."""
-    if block.get("type") == "text":
+    kind = block.get("type")
+    if kind == "text":
         return Text(block["text"])
-    if block.get("type") == "tool_use":
+    if kind == "tool_use":
         return Call(block["id"], block["name"], dict(block.get("input") or {}))
     return Opaque(dict(block))

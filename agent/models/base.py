@@ -86,7 +86,7 @@ class ModelReply:
     @property
     def parts(self) -> tuple[Part, ...]:
         """The content as journal parts."""
-        return tuple(part_of(b) for b in self.content)
+        return tuple(map(part_of, self.content))
 
     @property
     def tool_calls(self) -> list[ToolCall]:

@@ -68,6 +68,11 @@ class Price:
         and cache writes); the uncached part is what the cache parts leave.
         """
         price = self._for_prompt(reply.input_tokens)
+        if not (reply.cache_read_input_tokens or reply.cache_creation_input_tokens):  # no cache: the same sum
+            return (
+                max(0, reply.input_tokens) * price.input_per_mtok
+                + reply.output_tokens * price.output_per_mtok
+            ) / 1e6
         read = reply.cache_read_input_tokens
         write_1h = min(reply.cache_creation_1h_input_tokens, reply.cache_creation_input_tokens)
         write_5m = reply.cache_creation_input_tokens - write_1h

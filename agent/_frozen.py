@@ -1,0 +1,87 @@
+"""`fast_init`: a frozen dataclass made as fast as a plain one.
+
+A frozen dataclass's own `__init__` sets each field through
+`object.__setattr__` (its `__setattr__` refuses), which costs about four
+times a plain assignment. The loop makes a few dozen such fields a turn
+(journal entries, requests, outcomes), so `fast_init` gives those classes an
+`__init__` that writes the fields into the instance's `__dict__` instead. The
+class stays what `@dataclass(frozen=True)` made it: the same signature,
+defaults, default factories and `__post_init__`; equality, hashing, `replace`
+and the refusal to set a field are the dataclass's own.
+
+    @fast_init
+    @dataclass(frozen=True)
+    class Result: ...
+
+A class it cannot speed up (slots, keyword-only, `InitVar` or `init=False`
+fields) keeps the dataclass's `__init__`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_MISSING = dataclasses.MISSING
+
+
+def fast_init(cls: type[T]) -> type[T]:
+    """Give the frozen dataclass `cls` an `__init__` that fills `__dict__` directly (see the module)."""
+    if not _plain(cls):
+        return cls
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    namespace: dict[str, Any] = {"_FACTORY": _FACTORY}
+    params, body = [], []
+    for f in fields:
+        if f.default is not _MISSING:
+            namespace[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+            body.append(f"    d[{f.name!r}] = {f.name}")
+        elif f.default_factory is not _MISSING:
+            namespace[f"_factory_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=_FACTORY")
+            body.append(f"    d[{f.name!r}] = _factory_{f.name}() if {f.name} is _FACTORY else {f.name}")
+        else:
+            params.append(f.name)
+            body.append(f"    d[{f.name!r}] = {f.name}")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    source = f"def __init__(self, {', '.join(params)}):\n    d = self.__dict__\n" + "\n".join(body)
+    exec(source, namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = cls.__init__.__doc__
+    init.__annotations__ = dict(cls.__init__.__annotations__)
+    setattr(cls, "__init__", init)  # noqa: B010 - mypy refuses assigning a method
+    return cls
+
+
+class _Factory:
+    """Stands for "no value given" where a field has a default factory."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
+
+
+def _plain(cls: type) -> bool:
+    """A frozen dataclass (no slots) whose `__init__` takes exactly its fields, by position or keyword."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or "__slots__" in vars(cls):
+        return False
+    taken = list(inspect.signature(cls).parameters.values())
+    names = [f.name for f in dataclasses.fields(cls)]
+    return [p.name for p in taken] == names and all(
+        p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and not _reserved(p.name) for p in taken
+    )
+
+
+def _reserved(name: str) -> bool:
+    """Names the generated `__init__` uses itself."""
+    return name in {"self", "d", "_FACTORY"} or name.startswith(("_default_", "_factory_"))

@@ -1,0 +1,110 @@
+"""`fast_init`: frozen dataclasses made faster stay what `@dataclass(frozen=True)` made them."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+from dataclasses import InitVar, dataclass, field
+
+import pytest
+
+from agent._frozen import fast_init
+from agent.journal import Call, Reply, Result, Text
+from agent.tools import ToolOutcome
+from agent.usage import Usage
+
+
+@fast_init
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    count: int = 1
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Plain:
+    name: str
+    count: int = 1
+    tags: list[str] = field(default_factory=list)
+
+
+def test_it_takes_what_the_dataclass_takes_and_holds_the_same():
+    assert str(inspect.signature(Sample)) == str(inspect.signature(Plain))
+    for args, kwargs in [
+        (("a",), {}),
+        (("a", 2), {}),
+        (("a",), {"tags": ["t"]}),
+        ((), {"name": "a", "count": 3}),
+    ]:
+        made, plain = Sample(*args, **kwargs), Plain(*args, **kwargs)
+        assert dataclasses.asdict(made) == dataclasses.asdict(plain)
+        assert repr(made) == repr(plain).replace("Plain", "Sample")
+
+
+def test_each_instance_gets_its_own_default_from_a_factory():
+    first, second = Sample("a"), Sample("b")
+    first.tags.append("x")
+    assert second.tags == []
+
+
+def test_it_stays_frozen_equal_hashable_and_replaceable():
+    made = Sample("a", 2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.count = 3  # type: ignore[misc]
+    assert made == Sample("a", 2) != Sample("a", 3)
+    assert dataclasses.replace(made, count=5) == Sample("a", 5)
+    assert pickle.loads(pickle.dumps(made)) == made
+    assert copy.deepcopy(made) == made
+
+
+def test_wrong_arguments_fail_as_with_the_dataclass():
+    with pytest.raises(TypeError):
+        Sample()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Sample("a", colour="red")  # type: ignore[call-arg]
+
+
+def test_post_init_still_runs():
+    @fast_init
+    @dataclass(frozen=True)
+    class Checked:
+        value: int
+
+        def __post_init__(self) -> None:
+            if self.value < 0:
+                raise ValueError("negative")
+
+    assert Checked(1).value == 1
+    with pytest.raises(ValueError, match="negative"):
+        Checked(-1)
+
+
+def test_a_class_it_cannot_speed_up_keeps_the_dataclass_init():
+    @dataclass(frozen=True, slots=True)
+    class Slotted:
+        value: int
+
+    @dataclass(frozen=True)
+    class KeywordOnly:
+        value: int = field(kw_only=True)
+
+    @dataclass(frozen=True)
+    class WithInitVar:
+        value: int
+        scale: InitVar[int] = 1
+
+    @dataclass
+    class Mutable:
+        value: int
+
+    for cls in (Slotted, KeywordOnly, WithInitVar, Mutable):
+        init = cls.__init__
+        assert fast_init(cls).__init__ is init
+
+
+def test_the_loops_hot_types_are_sped_up():
+    for cls in (Text, Call, Reply, Result, ToolOutcome, Usage):
+        assert cls.__init__.__code__.co_names[:1] == ("__dict__",), cls  # fills __dict__ directly
