@@ -556,6 +556,30 @@ def test_a_long_tool_keeps_its_lease_and_no_other_worker_takes_the_run(
         workers.close()
 
 
+def test_the_heartbeat_keeps_the_lease_through_one_call_longer_than_it(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """No checkpoint renews the lease during a single 1.6 s call: only the heartbeat does."""
+    workers = Workers(counters.url, catalog(), lease_seconds=0.6)
+    try:
+        runner, other = workers.new(), workers.new()
+
+        async def scenario() -> tuple[list[RunRecord], RunResult]:
+            task = runner.spawn(runner.begin("counter", "long", state=counter_state(tmp_path / "l", "long")))
+            seen: list[RunRecord] = []
+            while not task.done():
+                seen += other.recoverable()
+                await asyncio.sleep(0.05)
+            result = await task
+            assert result is not None
+            return seen, result
+
+        seen, result = asyncio.run(scenario())
+        assert seen == [] and (result.reason, result.turns) == (StopReason.SUCCESS, 3)
+    finally:
+        workers.close()
+
+
 def test_a_shutdown_waits_for_runs_spawned_while_it_waits(counters: Workers, tmp_path: Path) -> None:
     folder = tmp_path / "d"
     waiting = asyncio.run(counters.new().start("counter", "deploy", state=counter_state(folder, "deploy")))
