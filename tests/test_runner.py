@@ -23,6 +23,7 @@ from agent.durable.store import (
     Lease,
     NewRun,
     NotClaimable,
+    Outcome,
     RunExists,
     RunRecord,
     RunStatus,
@@ -70,7 +71,8 @@ class Later(SystemClock):
 
 
 def spy_checkpoints(store: RunStore) -> list[Checkpoint]:
-    """The checkpoints the store is given, written (PostgreSQL: sent ahead) or not."""
+    """The checkpoints the store is given, written (PostgreSQL: sent ahead) or not, and the last
+    entries a segment's record writes with its result (`Outcome.rest`)."""
     seen: list[Checkpoint] = []
     for name in ("checkpoint", "send_checkpoint"):
         if (write := getattr(store, name, None)) is not None:
@@ -80,6 +82,14 @@ def spy_checkpoints(store: RunStore) -> list[Checkpoint]:
                 return write(run_id, checkpoint, *args)
 
             setattr(store, name, spy)
+    record = store.record
+
+    def spy_record(run_id: str, outcome: Outcome, *args: Any) -> Any:
+        if outcome.rest is not None:
+            seen.append(outcome.rest)
+        return record(run_id, outcome, *args)
+
+    store.record = spy_record  # type: ignore[method-assign]
     return seen
 
 

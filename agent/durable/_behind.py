@@ -21,6 +21,10 @@ last one stands for all. A write that failed is not lost: its entries go with
 the segment's next write (the run's last entries, when the run ends as error),
 so the journal in the store never has a gap; the segment's last write, if it
 failed, goes with the segment's record (`unsaved`).
+
+A finished or limited run's last checkpoint that holds no tool's result (the
+final reply and the stop, typically) is not written on its own: it goes with
+the segment's record (`unsaved` too), in one statement with it.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 from agent.durable.store import Lease
-from agent.snapshot import Checkpoint
+from agent.journal import Result, Started
+from agent.snapshot import Checkpoint, SnapshotKind
 
 Write = Callable[[Checkpoint, Lease, float], None]  # the store's checkpoint of one run: (new, lease, now)
 
@@ -119,7 +124,10 @@ class Behind:
         segment's record writes them, so a last checkpoint that failed loses nothing either."""
         return self._unsaved
 
-    def __call__(self, checkpoint: Checkpoint) -> Written:
+    def __call__(self, checkpoint: Checkpoint) -> Written | None:
+        if self._for_record(checkpoint):
+            self._unsaved = self._with_unsaved(checkpoint)  # `unsaved`: the record writes it
+            return None
         if self._send is not None:
             return self._sent(checkpoint)
         last = self._last  # kept until it has landed: a failure is raised by every later write's waiter
@@ -128,6 +136,18 @@ class Behind:
         self._last = written = Written(self, checkpoint, self._lease(), self._now(), before)
         asyncio.get_running_loop().call_soon(self._hand_off, written)  # when the loop next waits
         return written
+
+    def _for_record(self, checkpoint: Checkpoint) -> bool:
+        """True for a segment's last checkpoint (a finished or limited run's) that holds no result
+        of a tool that ran and no call about to run, once every earlier write has landed: the
+        segment's record writes it with the result, in one statement (one write a segment less).
+        Every tool's result is still durable before the segment ends, as before."""
+        if checkpoint.head.kind is SnapshotKind.CHECKPOINT:
+            return False
+        if any(isinstance(e, Started) or (isinstance(e, Result) and e.ran) for e in checkpoint.entries):
+            return False
+        last = self._last
+        return last is None or (last.future.done() and last.future.exception() is None)
 
     def _sent(self, checkpoint: Checkpoint) -> Written:
         """A store that sends ahead (PostgreSQL): the statement goes to the server now, on this thread,
