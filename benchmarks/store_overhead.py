@@ -1,6 +1,6 @@
 """What durability costs: per-turn checkpoints on SQLite and PostgreSQL, and 1,000 runs suspended at once.
 
-    python benchmarks/store_overhead.py [--turns 25] [--runs 40] [--growth-rounds 60] [--suspended 1000]
+    python benchmarks/store_overhead.py [--turns 25] [--runs 40] [--growth-rounds 100] [--suspended 1000]
                                         [--parts turns,growth,suspended] [--store PATH] [--no-pg]
 
 Part 1 runs the same scripted agent (one cheap tool call per turn) bare and
