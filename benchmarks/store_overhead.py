@@ -7,7 +7,10 @@ Part 1 runs the same scripted agent (one cheap tool call per turn) bare and
 through a `Runner` on a SQLite store and on a PostgreSQL store (a throwaway
 server on loopback, from Debian's binaries), all with telemetry on (metrics
 and tracing into an exporter that drops spans), interleaved in one process,
-and prints the median cost per turn of each and its ratio to the bare loop.
+and prints the median cost per turn of each and its ratio to the bare loop:
+the median of per-round ratios (a round plays every variant once, after a
+collection) with a 95% bootstrap interval, in wall time and in this process's
+CPU time (all its threads; the PostgreSQL server's CPU is not in it).
 Each turn writes one checkpoint (its one tool result lands with the completed
 turn). Beside them, two references show what any store must pay at the least:
 the bare loop with one trivial write transaction a turn on a SQLite file
@@ -112,15 +115,17 @@ def telemetry() -> Any:
     return Telemetry.from_env(environ={}, registry=CollectorRegistry(), span_exporter=Discard())
 
 
-def per_turn(urls: dict[str, str], turns: int, runs: int, wait: float = 0.0) -> dict[str, float]:
-    """Median microseconds per turn, bare and on each store, runs interleaved (model calls of `wait` s)."""
+def per_turn(urls: dict[str, str], turns: int, runs: int, wait: float = 0.0) -> dict[str, Any]:
+    """Per variant: median microseconds per turn, and its per-round ratio to the bare loop (median
+    and 95% bootstrap interval) in wall time and in this process's CPU time (all its threads; not
+    the PostgreSQL server's). A round plays every variant once, each going first in turn, after a
+    collection; runs interleaved, model calls of `wait` s."""
     tel = telemetry()
     catalog = Catalog()
     catalog.register("bench", lambda state: counting_agent(turns, tel.hooks, wait))
     stores = {name: open_store(url) for name, url in urls.items()}
     runners = {name: Runner(store, catalog, hooks=tel.hooks) for name, store in stores.items()}
     least, closers = least_writes(urls)
-    times: dict[str, list[float]] = {"bare": [], **{name: [] for name in [*least, *urls]}}
     plays = {"bare": lambda: counting_agent(turns, tel.hooks, wait).run("note numbers")}
     for name, write in least.items():
         plays[name] = lambda w=write: dataclasses.replace(
@@ -129,22 +134,37 @@ def per_turn(urls: dict[str, str], turns: int, runs: int, wait: float = 0.0) -> 
     for name, runner in runners.items():
         plays[name] = lambda r=runner: asyncio.run(r.start("bench", "note numbers"))
     order = list(plays)
+    micros: dict[str, list[float]] = {name: [] for name in plays}
+    ratios: dict[str, dict[str, list[float]]] = {"wall": {}, "cpu": {}}
     for i in range(runs + 2):  # two warm-up rounds
+        if i == 2:
+            gc.freeze()  # the modules' objects leave the collector's view: each round's collection is short
+        gc.collect()
         took = {}
         for name in order[i % len(order) :] + order[: i % len(order)]:  # each goes first in turn
-            t0 = time.perf_counter()
+            w0, c0 = time.perf_counter(), time.process_time()
             result = plays[name]()
-            took[name] = time.perf_counter() - t0
+            took[name] = (time.perf_counter() - w0, time.process_time() - c0)
             assert result.reason == "success" and result.turns == turns, (name, result)
         if i >= 2:
-            for name, seconds in took.items():
-                times[name].append(seconds / turns * 1e6)
+            for name, (wall, cpu) in took.items():
+                micros[name].append(wall / turns * 1e6)
+                ratios["wall"].setdefault(name, []).append(wall / took["bare"][0])
+                ratios["cpu"].setdefault(name, []).append(cpu / took["bare"][1])
+    gc.unfreeze()
     for store in stores.values():
         store.close()
     for close in closers:
         close()
     tel.shutdown()
-    return {name: statistics.median(values) for name, values in times.items()}
+    return {
+        name: (
+            statistics.median(micros[name]),
+            median_ci(ratios["wall"][name]),
+            median_ci(ratios["cpu"][name]),
+        )
+        for name in plays
+    }
 
 
 def least_writes(urls: dict[str, str]) -> tuple[dict[str, Any], list[Any]]:
@@ -359,12 +379,11 @@ def _rss_kib() -> float:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
-def show(turn: dict[str, float]) -> None:
-    bare = turn.pop("bare")
-    print(f"  bare loop                   {bare:8.1f} us/turn")
-    for name, us in turn.items():
-        label = name if name.startswith("bare +") else f"with {name}"
-        print(f"  {label:<27} {us:8.1f} us/turn   {us / bare:5.2f}x the bare loop")
+def show(turn: dict[str, Any]) -> None:
+    print(f"  {'':<27} {'us/turn':>8}   {'per-round ratio to the bare loop: wall':<40} cpu (this process)")
+    for name, (us, wall, cpu) in turn.items():
+        label = name if name.startswith("bare") else f"with {name}"
+        print(f"  {label:<27} {us:8.1f}   {cell(wall):<40} {cell(cpu)}")
 
 
 def main() -> None:
@@ -398,7 +417,7 @@ def main() -> None:
                 urls["PostgreSQL"] = server.new_database()
             if "turns" in args.parts:
                 turn = per_turn(urls, args.turns, args.runs)
-                print(f"per turn ({args.turns}-turn runs, median of {args.runs}, telemetry on, interleaved):")
+                print(f"per turn ({args.turns}-turn runs, {args.runs} rounds, telemetry on, interleaved):")
                 show(turn)
             if "turns" in args.parts and args.model_ms:
                 turn = per_turn(urls, args.turns, args.runs, args.model_ms / 1000)
