@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from typing import Any, NoReturn
 
@@ -70,12 +71,30 @@ def encode_entry(entry: Entry) -> dict[str, Any]:
     if isinstance(entry, Answered):
         return {"type": "answered", "at": entry.at, "by": entry.by, "reply": _encode_reply(entry.reply)}
     if isinstance(entry, Stopped):
-        return {"type": "stopped", "reason": str(entry.reason), "limit": entry.limit, "note": entry.note}
+        stopped = {"type": "stopped", "reason": str(entry.reason)}
+        return stopped | _present(limit=entry.limit, note=entry.note)
     return {"type": _TYPE_OF[type(entry)], **_plain(entry)}
 
 
 def _plain(entry: Any) -> dict[str, Any]:
-    return {k: v for k, v in vars(entry).items() if k != "parts"}
+    """The entry's fields but its parts, leaving out those at their default (decoding fills them in)."""
+    defaults = _DEFAULTS.get(type(entry)) or _defaults_of(type(entry))
+    return {
+        k: v for k, v in vars(entry).items() if k != "parts" and not _is_default(v, defaults.get(k, _MISSING))
+    }
+
+
+def _defaults_of(kind: type) -> dict[str, Any]:
+    found = {f.name: f.default for f in dataclasses.fields(kind) if f.default is not dataclasses.MISSING}
+    _DEFAULTS[kind] = found
+    return found
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    return value is default or (type(value) is type(default) and value == default)
+
+
+_DEFAULTS: dict[type, dict[str, Any]] = {}
 
 
 def _encode_part(part: Part) -> dict[str, Any]:
@@ -96,10 +115,13 @@ def _encode_reply(reply: HumanReply) -> dict[str, Any]:
 
 def _suspension_dict(s: Suspension) -> dict[str, Any]:
     pending = vars(s.pending) if s.pending else None
-    return {"question": s.question, "deadline": s.deadline, "suspended_at": s.suspended_at} | {
-        "pending": pending,
-        "call_id": s.call_id,
-    }
+    must = {"question": s.question, "deadline": s.deadline, "suspended_at": s.suspended_at}
+    return must | _present(pending=pending, call_id=s.call_id)
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    """The fields that say something: None and empty text are what decoding assumes when absent."""
+    return {k: v for k, v in fields.items() if v is not None and v != ""}
 
 
 _TYPE_OF: dict[type, str] = {

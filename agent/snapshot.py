@@ -99,15 +99,15 @@ class Snapshot:
     # -- JSON -----------------------------------------------------------------------------------
 
     def head(self) -> dict[str, Any]:
-        """Everything but the journal, JSON-ready (a store keeps the entries apart)."""
-        return {
-            **{"version": self.version, "run_id": self.run_id, "agent": self.agent},
-            **{"task_type": self.task_type, "kind": str(self.kind), "segment": self.segment},
-            **{"usage": vars(self.usage), "state": self.state},
-            **{"verifier_failures": self.verifier_failures, "trace_id": self.trace_id},
-            "span_id": self.span_id,
-            **({"foreign": vars(self.foreign)} if self.foreign is not None else {}),
-        }
+        """Everything but the journal, JSON-ready (a store keeps the entries apart). What is empty
+        or zero is left out: reading fills it in, and a store keeps thousands of heads."""
+        head = {"version": self.version, "run_id": self.run_id, "agent": self.agent}
+        head |= {"task_type": self.task_type, "kind": str(self.kind), "segment": self.segment}
+        head["usage"] = {k: v for k, v in vars(self.usage).items() if v != _NOTHING_SPENT[k]}
+        optional: dict[str, Any] = {"state": self.state, "verifier_failures": self.verifier_failures}
+        optional |= {"trace_id": self.trace_id, "span_id": self.span_id}
+        optional["foreign"] = vars(self.foreign) if self.foreign is not None else None
+        return head | {k: v for k, v in optional.items() if v is not None and v not in ({}, [])}
 
     def to_json(self) -> str:
         data = self.head() | {"journal": [encode_entry(e) for e in self.journal]}
@@ -178,6 +178,8 @@ def _object(text: str | bytes) -> dict[str, Any]:
         raise SnapshotError(f"snapshot must be a JSON object, not {type(data).__name__}")
     return data
 
+
+_NOTHING_SPENT = vars(Spent())  # a usage field at this value is left out of a head
 
 _HEAD = {"version", "run_id", "agent", "task_type", "kind", "segment", "usage", "state"} | {
     "verifier_failures",

@@ -106,6 +106,29 @@ def test_every_entry_type_round_trips():
     assert Snapshot.from_json(snap.to_json()) == snap
 
 
+def test_fields_at_their_defaults_are_left_out_and_read_back_the_same():
+    """A store keeps thousands of heads and journals: zeros, empties and nulls are not written."""
+    journal = [
+        Task("t"),
+        Reply((Text("x"),)),
+        Result("c1", "ok"),
+        Suspended(Suspension("Which?", 2.0, 1.0)),
+        Stopped(StopReason.SUCCESS),
+    ]
+    snap = Snapshot("r", "a", "default", SnapshotKind.FINISHED, 1, journal, Spent())
+    data = json.loads(snap.to_json())
+    assert data["usage"] == {} and not {"state", "verifier_failures", "trace_id", "span_id"} & set(data)
+    assert data["journal"][1:] == [
+        {"type": "reply", "parts": [{"type": "text", "text": "x"}]},
+        {"type": "result", "call_id": "c1", "text": "ok"},
+        {"type": "suspended", "suspension": {"question": "Which?", "deadline": 2.0, "suspended_at": 1.0}},
+        {"type": "stopped", "reason": "success"},
+    ]
+    assert Snapshot.from_json(snap.to_json()) == snap
+    spent = Snapshot("r", "a", "default", SnapshotKind.FINISHED, 1, journal, Spent(turns=1, cost_usd=0.0))
+    assert json.loads(spent.to_json())["usage"] == {"turns": 1}
+
+
 @pytest.mark.slow
 def test_a_suspended_run_resumes_in_a_fresh_process(tmp_path):
     _, snap = suspended()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,44 @@ def test_a_version_1_row_with_a_malformed_tool_call_is_kept_and_the_others_upgra
         store.close()
     result = drive(url, lambda runner: runner.resume("v1-cancelled"))
     assert result.reason is StopReason.SUCCESS
+
+
+def test_a_run_suspended_on_a_version_8_sqlite_store_is_answered_after_the_upgrade(tmp_path: Path) -> None:
+    """Version 9 moves SQLite's journal entries to a WITHOUT ROWID table: every entry, and the
+    fully spelled entry JSON that version-8 code wrote, is kept, and the run finishes."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    v1_agents.COUNTS.clear()
+    store = open_store(url)
+    first = asyncio.run(Runner(store, v1_agents.catalog()).start("v1-question", "EU share?"))
+    assert first.reason is StopReason.NEED_HELP
+    store.close()
+    conn = sqlite3.connect(tmp_path / "runs.db")  # back to version 8's table, entries as it wrote them
+    rows = conn.execute("SELECT run_id, seq, entry FROM endstate_entries ORDER BY seq").fetchall()
+    spelled = [(r, s, json.dumps(_spelled(json.loads(e)))) for r, s, e in rows]
+    conn.executescript(
+        "DROP TABLE endstate_entries; DELETE FROM endstate_schema WHERE version = 9;"
+        "CREATE TABLE endstate_entries (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL,"
+        " PRIMARY KEY (run_id, seq))"
+    )
+    conn.executemany("INSERT INTO endstate_entries VALUES (?, ?, ?)", spelled)
+    conn.commit()
+    conn.close()
+    answered = drive(url, lambda r: r.resume(first.run_id, "EU"))
+    assert answered.reason is StopReason.SUCCESS and answered.output == "EU share: 40%"
+    assert v1_agents.COUNTS == {"lookup": 1}  # the recorded lookup is not run again
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    [(sql,)] = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'endstate_entries'").fetchall()
+    assert "WITHOUT ROWID" in sql
+    assert conn.execute("SELECT MAX(version) FROM endstate_schema").fetchone() == (latest_version("sqlite"),)
+    assert conn.execute("SELECT COUNT(*) FROM endstate_entries").fetchone()[0] > len(rows)
+    conn.close()
+
+
+def _spelled(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry as version-8 code wrote it: every field, those at their defaults too."""
+    defaults = {
+        "reply": {"cache_read_tokens": 0, "cache_write_tokens": 0, "response_id": ""},
+        "result": {"is_error": False, "ran": None, "seen": ""},
+        "stopped": {"limit": None, "note": ""},
+    }
+    return defaults.get(entry["type"], {}) | entry

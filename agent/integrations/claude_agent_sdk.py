@@ -285,16 +285,12 @@ def _totals(recorder: Recorder, result: ResultMessage) -> None:
     spent = recorder.info.spent
     if spent is not None:  # a resumed session reports its own totals: add the earlier segments'
         usage = {k: int(usage.get(k, 0)) + getattr(spent, k) for k in ("input_tokens", "output_tokens")}
-    u = recorder.usage
-    if "input_tokens" in usage:
-        u = dataclasses.replace(u, input_tokens=int(usage["input_tokens"]))
-    if "output_tokens" in usage:
-        u = dataclasses.replace(u, output_tokens=int(usage["output_tokens"]))
+    totals: dict[str, Any] = {k: int(usage[k]) for k in ("input_tokens", "output_tokens") if k in usage}
     if result.total_cost_usd is not None:
         earlier = spent.usage.cost_usd if spent else 0.0  # None when an earlier segment's was unknown
-        cost = None if earlier is None else float(result.total_cost_usd) + earlier
-        u = dataclasses.replace(u, cost_usd=cost)
-    recorder.usage = u
+        totals["cost_usd"] = None if earlier is None else float(result.total_cost_usd) + earlier
+    if totals:
+        recorder.usage = dataclasses.replace(recorder.usage, **totals)
 
 
 def _text(content: Any) -> str:

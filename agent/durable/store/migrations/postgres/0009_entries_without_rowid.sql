@@ -1,0 +1,2 @@
+-- Version 9: on SQLite the journal's entries move to a WITHOUT ROWID table. PostgreSQL keeps its
+-- table as it is (its heap and primary-key index have no such duplicate rowid): nothing to do.
