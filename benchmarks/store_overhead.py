@@ -419,6 +419,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.parts = set(args.parts.split(","))
+    if unknown := args.parts - {"turns", "growth", "suspended"}:
+        parser.error(f"unknown part(s) {', '.join(sorted(unknown))}: use turns, growth and/or suspended")
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.store or Path(tmp)
         urls = {"SQLite": f"sqlite:///{folder / 'turns.db'}"}
