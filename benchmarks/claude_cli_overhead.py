@@ -38,12 +38,12 @@ from claude_agent_sdk import ClaudeAgentOptions, query
 from integrations_overhead import Silent, cell, median_ci
 from integrations_support import StreamingMessagesAPI
 from messages_api import Response, message, text, tool_use
+from test_integrations_claude_cli import options as cli_options
 
 from agent import StopReason
 from agent.integrations import claude_agent_sdk as claude
 
 CALLS = 3  # Read calls before the answer: 4 model calls a run
-MODEL = "claude-sonnet-4-5"
 
 
 def replier(folder: Path) -> Callable[[Any], Response | None]:
@@ -67,16 +67,8 @@ def replier(folder: Path) -> Callable[[Any], Response | None]:
 
 
 def options_for(api: StreamingMessagesAPI, folder: Path) -> ClaudeAgentOptions:
-    env = {
-        "ANTHROPIC_BASE_URL": api.url,
-        "ANTHROPIC_API_KEY": "bench",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "HOME": str(folder / "home"),
-    }
-    return ClaudeAgentOptions(
-        env=env, cwd=str(folder), model=MODEL, allowed_tools=["Read"], max_turns=CALLS + 3
-    )
+    """The CLI pointed at the local server, as the tests point it (its home under `folder`)."""
+    return cli_options(api, folder, allowed_tools=["Read"], max_turns=CALLS + 3)
 
 
 async def alone(options: ClaudeAgentOptions) -> None:

@@ -253,13 +253,14 @@ class SqlStore:
         if expired is not None:
             deadline = "deadline <= ?" if expired else "(deadline IS NULL OR deadline > ?)"
             where, params = [*where, deadline], [*params, now]
-        rows = self._rows(
-            f"UPDATE {TABLE} SET {assign(sets)}, segments = segments + 1, interrupted = 0 "
-            f"WHERE run_id = ? AND {' AND '.join(where)} RETURNING {ALL_COLUMNS}",
-            [*sets.values(), run_id, *params],
-        )
-        if rows:
-            return record_of(rows[0])
+        with self._tx():  # a row it cannot read (damaged) is a StoreError, and the claim is undone
+            rows = self._rows(
+                f"UPDATE {TABLE} SET {assign(sets)}, segments = segments + 1, interrupted = 0 "
+                f"WHERE run_id = ? AND {' AND '.join(where)} RETURNING {ALL_COLUMNS}",
+                [*sets.values(), run_id, *params],
+            )
+            if rows:
+                return record_of(rows[0])
         raise self._refusal(run_id, statuses, segments, expired)
 
     def _refusal(
