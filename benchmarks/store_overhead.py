@@ -1,21 +1,32 @@
 """What durability costs: per-turn checkpoints on SQLite and PostgreSQL, and 1,000 runs suspended at once.
 
-    python benchmarks/store_overhead.py [--turns 25] [--runs 40] [--suspended 1000] [--store PATH] [--no-pg]
+    python benchmarks/store_overhead.py [--turns 25] [--runs 40] [--growth-rounds 100] [--suspended 1000]
+                                        [--parts turns,growth,suspended] [--store PATH] [--no-pg]
 
 Part 1 runs the same scripted agent (one cheap tool call per turn) bare and
 through a `Runner` on a SQLite store and on a PostgreSQL store (a throwaway
 server on loopback, from Debian's binaries), all with telemetry on (metrics
 and tracing into an exporter that drops spans), interleaved in one process,
-and prints the median cost per turn of each and its ratio to the bare loop.
+and prints the median cost per turn of each and its ratio to the bare loop:
+the median of per-round ratios (a round plays every variant once, after a
+collection) with a 95% bootstrap interval, in wall time and in this process's
+CPU time (all its threads; the PostgreSQL server's CPU is not in it).
 Each turn writes one checkpoint (its one tool result lands with the completed
 turn). Beside them, two references show what any store must pay at the least:
 the bare loop with one trivial write transaction a turn on a SQLite file
 (`BEGIN IMMEDIATE`, an `UPDATE` of one integer, `COMMIT`) and with one trivial
 round trip a turn to the PostgreSQL server (`SELECT 1`), each handed to the
-agent as its checkpointer. Each variant goes first in turn. It then times
-each checkpoint itself in runs of 10 and of 200 turns, alternating: a
+agent as its checkpointer. Each variant goes first in turn.
+
+The growth check times one checkpoint in runs of 10 and of 200 turns: a
 checkpoint appends only the turn's new journal entries, so its cost must not
-grow with the history (the ratio 200/10 should stay near 1).
+grow with the history (target: 200/10 at most 1.1x). Many short rounds, each
+one run of each length, and the same two with a control checkpointer that
+writes one fixed checkpoint (the same work at any length), in a shuffled
+order; per-round ratios of the same window of checkpoints; the median ratio
+with a 95% bootstrap interval, in wall time and in CPU time, and the net
+ratio (checkpoint over control: what the history adds to the checkpoint's
+own work). See `checkpoint_growth`.
 
 Part 2 suspends `--suspended` runs at once (each asks a question after one
 turn), reports the store bytes (the files on disk, as the issue's 6.2 KB
@@ -31,20 +42,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import gc
+import random
 import resource
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 from agent import Agent, Budget, HelpPolicy, NoHooks, tool
 from agent.durable.runner import Catalog, Runner
-from agent.durable.store import open_store
+from agent.durable.store import NewRun, open_store
 from agent.models.base import ModelReply, ModelRequest
 from agent.models.scripted import ScriptedModel, call, finish
+from agent.snapshot import Checkpoint
 
 
 @tool
@@ -102,15 +117,17 @@ def telemetry() -> Any:
     return Telemetry.from_env(environ={}, registry=CollectorRegistry(), span_exporter=Discard())
 
 
-def per_turn(urls: dict[str, str], turns: int, runs: int, wait: float = 0.0) -> dict[str, float]:
-    """Median microseconds per turn, bare and on each store, runs interleaved (model calls of `wait` s)."""
+def per_turn(urls: dict[str, str], turns: int, runs: int, wait: float = 0.0) -> dict[str, Any]:
+    """Per variant: median microseconds per turn, and its per-round ratio to the bare loop (median
+    and 95% bootstrap interval) in wall time and in this process's CPU time (all its threads; not
+    the PostgreSQL server's). A round plays every variant once, each going first in turn, after a
+    collection; runs interleaved, model calls of `wait` s."""
     tel = telemetry()
     catalog = Catalog()
     catalog.register("bench", lambda state: counting_agent(turns, tel.hooks, wait))
     stores = {name: open_store(url) for name, url in urls.items()}
     runners = {name: Runner(store, catalog, hooks=tel.hooks) for name, store in stores.items()}
     least, closers = least_writes(urls)
-    times: dict[str, list[float]] = {"bare": [], **{name: [] for name in [*least, *urls]}}
     plays = {"bare": lambda: counting_agent(turns, tel.hooks, wait).run("note numbers")}
     for name, write in least.items():
         plays[name] = lambda w=write: dataclasses.replace(
@@ -119,22 +136,37 @@ def per_turn(urls: dict[str, str], turns: int, runs: int, wait: float = 0.0) -> 
     for name, runner in runners.items():
         plays[name] = lambda r=runner: asyncio.run(r.start("bench", "note numbers"))
     order = list(plays)
+    micros: dict[str, list[float]] = {name: [] for name in plays}
+    ratios: dict[str, dict[str, list[float]]] = {"wall": {}, "cpu": {}}
     for i in range(runs + 2):  # two warm-up rounds
+        if i == 2:
+            gc.freeze()  # the modules' objects leave the collector's view: each round's collection is short
+        gc.collect()
         took = {}
         for name in order[i % len(order) :] + order[: i % len(order)]:  # each goes first in turn
-            t0 = time.perf_counter()
+            w0, c0 = time.perf_counter(), time.process_time()
             result = plays[name]()
-            took[name] = time.perf_counter() - t0
+            took[name] = (time.perf_counter() - w0, time.process_time() - c0)
             assert result.reason == "success" and result.turns == turns, (name, result)
         if i >= 2:
-            for name, seconds in took.items():
-                times[name].append(seconds / turns * 1e6)
+            for name, (wall, cpu) in took.items():
+                micros[name].append(wall / turns * 1e6)
+                ratios["wall"].setdefault(name, []).append(wall / took["bare"][0])
+                ratios["cpu"].setdefault(name, []).append(cpu / took["bare"][1])
+    gc.unfreeze()
     for store in stores.values():
         store.close()
     for close in closers:
         close()
     tel.shutdown()
-    return {name: statistics.median(values) for name, values in times.items()}
+    return {
+        name: (
+            statistics.median(micros[name]),
+            median_ci(ratios["wall"][name]),
+            median_ci(ratios["cpu"][name]),
+        )
+        for name in plays
+    }
 
 
 def least_writes(urls: dict[str, str]) -> tuple[dict[str, Any], list[Any]]:
@@ -166,7 +198,7 @@ def least_writes(urls: dict[str, str]) -> tuple[dict[str, Any], list[Any]]:
 
 
 class TimedStore:
-    """A store whose checkpoints are timed (microseconds each, in order)."""
+    """A store whose checkpoints are timed: (wall ns, this thread's CPU ns) each, in order."""
 
     send_checkpoint = None  # each checkpoint written and timed in one call (no sending ahead)
 
@@ -177,32 +209,121 @@ class TimedStore:
         return getattr(self.store, name)
 
     def checkpoint(self, *args: Any) -> None:
-        t0 = time.perf_counter()
+        w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
         self.store.checkpoint(*args)
-        self.took.append((time.perf_counter() - t0) * 1e6)
+        self.took.append((time.perf_counter_ns() - w0, time.thread_time_ns() - c0))
 
 
-def checkpoint_growth(url: str, runs: int) -> dict[str, float]:
-    """Median microseconds of one checkpoint in 10-turn runs and in the last 10 turns of 200-turn runs.
+class SameCheckpoints(TimedStore):
+    """The control: each checkpoint writes the same fixed checkpoint (timed) into a run of its own
+    (made at `begin`), so its work is the same at any length of history and only the moment differs."""
 
-    The two lengths alternate, so the store's growth and the machine's drift touch both alike.
+    def __init__(self, store: Any, fixed: Checkpoint) -> None:
+        super().__init__(store)
+        self.fixed, self.into = fixed, ""
+
+    def begin(self, lease: Any, now: float) -> None:
+        self.into, self.seq = uuid.uuid4().hex, 0
+        self.store.create(NewRun(self.into, "control", "write the same checkpoint", "default"), lease, now)
+
+    def checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Any, now: float) -> None:
+        self.seq += len(self.fixed.entries)
+        same = Checkpoint(self.fixed.head, self.seq, self.fixed.entries)
+        super().checkpoint(self.into, same, lease, now)
+
+
+GROWTH_WINDOW = 8  # checkpoints timed in each run: turns 2-9 of a 10-turn run, 192-199 of a 200-turn one
+
+
+def checkpoint_growth(url: str, rounds: int) -> dict[str, Any]:
+    """One checkpoint's cost at 200 turns of history over its cost at 10, as a per-round ratio.
+
+    A round runs a 10-turn and a 200-turn run on the same store, and the same two
+    as the control (each checkpoint writes one fixed checkpoint instead: the same
+    work at any length), in a fresh seeded random order; each compares the median
+    of the same window of checkpoints (the turns before the last: the last one
+    carries the stop). So the store's growth, the machine's drift and a
+    neighbour's load touch every run alike; the control shows how much slower
+    the same work is at that moment of a long run (the loop's per-turn work
+    grows with the history and leaves the caches cold), and `net` divides it
+    out. Wall time is what the loop waits; CPU time (this thread's) leaves out
+    other processes, the PostgreSQL server's work with them, so it fits SQLite
+    (which writes in this thread) and not PostgreSQL. Returns per measure the
+    median per-round ratio with its 95% bootstrap interval, and median microseconds.
     """
-    store = TimedStore(open_store(url))
-    runners: dict[int, Runner] = {}
-    last: dict[int, list[float]] = {}
+    timed = TimedStore(open_store(url))
+    runners: dict[tuple[str, int], Runner] = {}
     for turns in (10, 200):
         catalog = Catalog()
         catalog.register("bench", lambda state, t=turns: counting_agent(t, NoHooks()))
-        runners[turns] = Runner(store, catalog)  # type: ignore[arg-type]
-        last[turns] = []
-    for _ in range(max(5, runs // 4)):
-        for turns, runner in runners.items():
-            store.took = []
-            asyncio.run(runner.start("bench", "note numbers"))
-            last[turns] += store.took[-10:]
-    store.store.close()
-    at10, at200 = statistics.median(last[10]), statistics.median(last[200])
-    return {"checkpoint_us_at_10": at10, "checkpoint_us_at_200": at200}
+        runners["checkpoint", turns] = Runner(timed, catalog)  # type: ignore[arg-type]
+    took: list[Any] = []
+    timed.store.checkpoint, real = (lambda *a: took.append(a) or real(*a)), timed.store.checkpoint
+    asyncio.run(runners["checkpoint", 10].start("bench", "note numbers"))
+    timed.store.checkpoint = real
+    control = SameCheckpoints(timed.store, took[5][1])  # a checkpoint of one reply and one result
+    for turns in (10, 200):
+        runners["control", turns] = Runner(control, runners["checkpoint", turns].catalog)  # type: ignore[arg-type]
+
+    def window(what: str, turns: int) -> tuple[float, float]:
+        store = timed if what == "checkpoint" else control
+        runner = runners[what, turns]
+        if store is control:
+            control.begin(runner.lease(), time.time())
+        store.took = []
+        asyncio.run(runner.start("bench", "note numbers"))
+        last = store.took[-1 - GROWTH_WINDOW : -1]
+        return statistics.median(w for w, _ in last), statistics.median(c for _, c in last)
+
+    plays = [(what, turns) for what in ("checkpoint", "control") for turns in (10, 200)]
+    for play in plays * 2:  # warm-up
+        window(*play)
+    gc.collect()
+    gc.freeze()  # the modules' objects leave the collector's view: each round's collection is short
+    ratios: dict[str, list[float]] = {}
+    micros: dict[str, list[float]] = {}
+    shuffle = random.Random(rounds).shuffle
+    for _ in range(rounds):
+        gc.collect()
+        shuffle(plays)
+        got = {play: window(*play) for play in plays}
+        for i, clock in enumerate(("wall", "cpu")):
+            for what in ("checkpoint", "control"):
+                ratios.setdefault(f"{what} {clock}", []).append(got[what, 200][i] / got[what, 10][i])
+                for turns in (10, 200):
+                    micros.setdefault(f"{what} {clock} {turns}", []).append(got[what, turns][i] / 1000)
+            ratios.setdefault(f"net {clock}", []).append(
+                ratios[f"checkpoint {clock}"][-1] / ratios[f"control {clock}"][-1]
+            )
+    gc.unfreeze()
+    timed.store.close()
+    return {name: median_ci(v) for name, v in ratios.items()} | {
+        name: statistics.median(v) for name, v in micros.items()
+    }
+
+
+def median_ci(values: list[float], resamples: int = 2000) -> tuple[float, float, float]:
+    """The median and a 95% bootstrap confidence interval around it (seeded: same data, same interval)."""
+    draw = random.Random(13)
+    medians = sorted(statistics.median(draw.choices(values, k=len(values))) for _ in range(resamples))
+    return statistics.median(values), medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
+
+
+def show_growth(name: str, growth: dict[str, Any]) -> None:
+    for clock in ("wall", "cpu"):
+        print(f"  {name}, {clock} time:")
+        for what in ("checkpoint", "control"):
+            at10, at200 = growth[f"{what} {clock} 10"], growth[f"{what} {clock} 200"]
+            label = "one checkpoint" if what == "checkpoint" else "control (same work)"
+            ratio = cell(growth[f"{what} {clock}"])
+            print(f"    {label:<20} {at10:6.1f} us at 10 turns, {at200:6.1f} us at 200: {ratio}")
+        print(f"    {'net (checkpoint / control)':<48}: {cell(growth[f'net {clock}'])}")
+
+
+def cell(value: tuple[float, float, float]) -> str:
+    """`1.023x [1.015-1.031]`: a median per-round ratio and its 95% confidence interval."""
+    mid, low, high = value
+    return f"{mid:.3f}x [{low:.3f}-{high:.3f}]"
 
 
 async def _suspend_all(runner: Runner, count: int) -> list[str]:
@@ -269,12 +390,11 @@ def _rss_kib() -> float:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
-def show(turn: dict[str, float]) -> None:
-    bare = turn.pop("bare")
-    print(f"  bare loop                   {bare:8.1f} us/turn")
-    for name, us in turn.items():
-        label = name if name.startswith("bare +") else f"with {name}"
-        print(f"  {label:<27} {us:8.1f} us/turn   {us / bare:5.2f}x the bare loop")
+def show(turn: dict[str, Any]) -> None:
+    print(f"  {'':<27} {'us/turn':>8}   {'per-round ratio to the bare loop: wall':<40} cpu (this process)")
+    for name, (us, wall, cpu) in turn.items():
+        label = name if name.startswith("bare") else f"with {name}"
+        print(f"  {label:<27} {us:8.1f}   {cell(wall):<40} {cell(cpu)}")
 
 
 def main() -> None:
@@ -285,13 +405,22 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--suspended", type=int, default=1000)
     parser.add_argument(
+        "--growth-rounds", type=int, default=100, help="rounds of the checkpoint-growth check"
+    )
+    parser.add_argument(
         "--model-ms", type=float, default=1.0, help="also measure with model calls this long (0: skip)"
     )
     parser.add_argument(
         "--store", type=Path, default=None, help="folder for the SQLite files (default: a temp dir)"
     )
     parser.add_argument("--no-pg", action="store_true", help="skip PostgreSQL (needs Debian's postgresql)")
+    parser.add_argument(
+        "--parts", default="turns,growth,suspended", help="which parts to run (comma-separated; default all)"
+    )
     args = parser.parse_args()
+    args.parts = set(args.parts.split(","))
+    if unknown := args.parts - {"turns", "growth", "suspended"}:
+        parser.error(f"unknown part(s) {', '.join(sorted(unknown))}: use turns, growth and/or suspended")
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.store or Path(tmp)
         urls = {"SQLite": f"sqlite:///{folder / 'turns.db'}"}
@@ -299,23 +428,23 @@ def main() -> None:
         try:
             if server is not None:
                 urls["PostgreSQL"] = server.new_database()
-            turn = per_turn(urls, args.turns, args.runs)
-            print(f"per turn ({args.turns}-turn runs, median of {args.runs}, telemetry on, interleaved):")
-            show(turn)
-            if args.model_ms:
+            if "turns" in args.parts:
+                turn = per_turn(urls, args.turns, args.runs)
+                print(f"per turn ({args.turns}-turn runs, {args.runs} rounds, telemetry on, interleaved):")
+                show(turn)
+            if "turns" in args.parts and args.model_ms:
                 turn = per_turn(urls, args.turns, args.runs, args.model_ms / 1000)
                 print(f"per turn with a model call of {args.model_ms:g} ms (awaited, as over a network):")
                 show(turn)
-            for name, url in urls.items():
-                growth = checkpoint_growth(url, args.runs)
-                at10, at200 = growth["checkpoint_us_at_10"], growth["checkpoint_us_at_200"]
-                print(
-                    f"  one {name} checkpoint: {at10:7.1f} us at 10 turns of history, "
-                    f"{at200:7.1f} us at 200 ({at200 / at10:4.2f}x)"
-                )
+            if "growth" in args.parts:
+                print(f"one checkpoint at 10 and at 200 turns of history ({args.growth_rounds} rounds):")
+                for name, url in urls.items():
+                    show_growth(name, checkpoint_growth(url, args.growth_rounds))
         finally:
             if server is not None:
                 server.stop()
+        if "suspended" not in args.parts:
+            return
         many = suspended(folder / "suspended.db", args.suspended)
         print(f"{many['suspended']:.0f} runs suspended at once:")
         print(f"  suspend              {many['suspend_per_s']:8.1f} runs/s")

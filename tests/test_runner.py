@@ -23,6 +23,7 @@ from agent.durable.store import (
     Lease,
     NewRun,
     NotClaimable,
+    Outcome,
     RunExists,
     RunRecord,
     RunStatus,
@@ -70,7 +71,8 @@ class Later(SystemClock):
 
 
 def spy_checkpoints(store: RunStore) -> list[Checkpoint]:
-    """The checkpoints the store is given, written (PostgreSQL: sent ahead) or not."""
+    """The checkpoints the store is given, written (PostgreSQL: sent ahead) or not, and the last
+    entries a segment's record writes with its result (`Outcome.rest`)."""
     seen: list[Checkpoint] = []
     for name in ("checkpoint", "send_checkpoint"):
         if (write := getattr(store, name, None)) is not None:
@@ -80,6 +82,14 @@ def spy_checkpoints(store: RunStore) -> list[Checkpoint]:
                 return write(run_id, checkpoint, *args)
 
             setattr(store, name, spy)
+    record = store.record
+
+    def spy_record(run_id: str, outcome: Outcome, *args: Any) -> Any:
+        if outcome.rest is not None:
+            seen.append(outcome.rest)
+        return record(run_id, outcome, *args)
+
+    store.record = spy_record  # type: ignore[method-assign]
     return seen
 
 
@@ -552,6 +562,30 @@ def test_a_long_tool_keeps_its_lease_and_no_other_worker_takes_the_run(
             return seen
 
         assert asyncio.run(scenario()) == []
+    finally:
+        workers.close()
+
+
+def test_the_heartbeat_keeps_the_lease_through_one_call_longer_than_it(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """No checkpoint renews the lease during a single 1.6 s call: only the heartbeat does."""
+    workers = Workers(counters.url, catalog(), lease_seconds=0.6)
+    try:
+        runner, other = workers.new(), workers.new()
+
+        async def scenario() -> tuple[list[RunRecord], RunResult]:
+            task = runner.spawn(runner.begin("counter", "long", state=counter_state(tmp_path / "l", "long")))
+            seen: list[RunRecord] = []
+            while not task.done():
+                seen += other.recoverable()
+                await asyncio.sleep(0.05)
+            result = await task
+            assert result is not None
+            return seen, result
+
+        seen, result = asyncio.run(scenario())
+        assert seen == [] and (result.reason, result.turns) == (StopReason.SUCCESS, 3)
     finally:
         workers.close()
 

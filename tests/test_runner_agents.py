@@ -44,6 +44,7 @@ SCRIPTS: dict[str, list[Any]] = {
     ],
     "slow": [[call("count", n=i), call("slow", seconds=0.3 + i / 1000)] for i in range(1, 9)]
     + [[finish("done", "slow")]],
+    "long": [[call("count", n=1)], [call("slow", seconds=1.6)], [finish("done", "one long call")]],
     "ask": [
         [call("count", n=1)],
         [finish("need_help", "Which number next?")],

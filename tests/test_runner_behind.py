@@ -18,6 +18,7 @@ import pytest
 
 from agent import Agent, StopReason, tool
 from agent.budget import Spent
+from agent.checks import goal
 from agent.durable._behind import Behind, writer_pool
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import Lease, LeaseLost, NewRun, Outcome, RunRecord, RunStore, StoreError, open_store
@@ -67,7 +68,9 @@ class Watched:
             self.in_flight -= 1
 
     def record(self, run_id: str, outcome: Outcome, lease: Lease, now: float) -> RunRecord:
-        self.events.append(f"record with {self.in_flight} writes in flight")
+        rest = outcome.rest  # the last entries, written with the result
+        carried = f", written {rest.first + len(rest.entries)}" if rest is not None else ""
+        self.events.append(f"record with {self.in_flight} writes in flight{carried}")
         return self.store.record(run_id, outcome, lease, now)
 
 
@@ -103,7 +106,12 @@ async def idle() -> None:
 
 
 def runner_for(
-    store: Watched, events: list[str], yielding: bool = True, turns: int = 3, slow: tuple[int, ...] = ()
+    store: Watched,
+    events: list[str],
+    yielding: bool = True,
+    turns: int = 3,
+    slow: tuple[int, ...] = (),
+    checks: tuple[Any, ...] = (),
 ) -> Runner:
     @tool
     async def note(n: int) -> str:
@@ -114,7 +122,7 @@ def runner_for(
     steps = [[call("note", n=i)] for i in range(1, turns)] + [[finish("done", "noted")]]
     catalog = Catalog()
     model = (lambda: Yielding(steps, events, store, slow)) if yielding else (lambda: ScriptedModel(steps))
-    catalog.register("noter", lambda state: Agent("noter", model(), tools=[note]))
+    catalog.register("noter", lambda state: Agent("noter", model(), tools=[note], checks=checks))
     return Runner(store, catalog)  # type: ignore[arg-type]
 
 
@@ -143,10 +151,11 @@ def test_a_model_that_answers_at_once_has_each_checkpoint_written_by_the_loop_be
     events: list[str] = []
     result = asyncio.run(runner_for(Watched(store, events), events, yielding=False).start("noter", "n"))
     assert result.reason is StopReason.SUCCESS
-    assert events == [
+    assert events == [  # the last entries (the finishing reply, the stop) go with the record
         *("tool 1", "written 3", "tool 2", "written 5"),
-        *("written 7", "record with 0 writes in flight"),
+        "record with 0 writes in flight, written 7",
     ]
+    assert len(store.snapshot(result.run_id).journal) == 7
 
 
 def test_a_failing_background_write_ends_the_run_as_error_and_loses_nothing(store: Any) -> None:
@@ -167,18 +176,33 @@ def test_a_failing_background_write_ends_the_run_as_error_and_loses_nothing(stor
 
 def test_a_last_checkpoint_that_failed_is_written_with_the_segments_record(store: Any) -> None:
     """The run has its reason when its last write fails, so it keeps it; the record carries the
-    entries that write held (the last reply, the stop), so the journal still ends with the stop."""
+    entries that write held (a tool's result, the stop), so the journal still ends with the stop.
+    (A goal reached after turn 2 stops the run with that turn's result in its last checkpoint, which
+    is written on its own: a last checkpoint without a tool's result goes with the record anyway.)"""
     events: list[str] = []
-    watched = Watched(store, events, fail_at=3)  # turns 1 and 2 land; the last checkpoint fails
-    result = asyncio.run(runner_for(watched, events, turns=3).start("noter", "note numbers"))
-    assert result.reason is StopReason.SUCCESS and "written 5" in events and "written 7" not in events
+    watched = Watched(store, events, fail_at=2)  # turn 1 lands; the last checkpoint (turn 2's) fails
+    reached = goal(lambda ctx: "noted 2" in [c.result for c in ctx.calls], "noted two")
+    result = asyncio.run(runner_for(watched, events, turns=3, checks=(reached,)).start("noter", "n"))
+    assert result.reason is StopReason.SUCCESS and "written 3" in events and "written 6" not in events
+    assert events[-1] == "record with 0 writes in flight, written 6"
     saved = store.snapshot(result.run_id)
     assert saved.kind is SnapshotKind.FINISHED
     assert [type(e).__name__ for e in saved.journal] == [
-        "Task", "Reply", "Result", "Reply", "Result", "Reply", "Stopped",
+        "Task", "Reply", "Result", "Reply", "Result", "Stopped",
     ]  # fmt: skip
     assert saved.journal[-1].reason is StopReason.SUCCESS
     assert store.get(result.run_id).stop_reason is StopReason.SUCCESS
+
+
+def test_a_last_checkpoint_without_a_tools_result_goes_with_the_record_in_one_write(store: Any) -> None:
+    events: list[str] = []
+    watched = Watched(store, events)
+    result = asyncio.run(runner_for(watched, events, yielding=False).start("noter", "n"))
+    assert result.reason is StopReason.SUCCESS
+    assert watched.writes == 2 and events[-1] == "record with 0 writes in flight, written 7"
+    saved = store.snapshot(result.run_id)
+    assert [type(e).__name__ for e in saved.journal][-2:] == ["Reply", "Stopped"]
+    assert saved.kind is SnapshotKind.FINISHED and store.get(result.run_id).turns == 3
 
 
 def test_the_segments_record_waits_for_every_write_handed_over(store: Any) -> None:
@@ -197,8 +221,8 @@ def test_the_segments_record_waits_for_every_write_handed_over(store: Any) -> No
     held, result = asyncio.run(scenario())
     assert held == []  # the run decided to stop, but its segment waits for the write
     assert result.reason is StopReason.SUCCESS
-    assert events[-1] == "record with 0 writes in flight"
-    assert events.index("written 5") < events.index("written 7") < len(events) - 1
+    assert events[-1] == "record with 0 writes in flight, written 7"  # the last entries go with it
+    assert events.index("written 5") < len(events) - 1
     assert len(store.snapshot(result.run_id).journal) == 7
 
 

@@ -21,6 +21,10 @@ last one stands for all. A write that failed is not lost: its entries go with
 the segment's next write (the run's last entries, when the run ends as error),
 so the journal in the store never has a gap; the segment's last write, if it
 failed, goes with the segment's record (`unsaved`).
+
+A finished or limited run's last checkpoint that holds no tool's result (the
+final reply and the stop, typically) is not written on its own: it goes with
+the segment's record (`unsaved` too), in one statement with it.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 from agent.durable.store import Lease
-from agent.snapshot import Checkpoint
+from agent.journal import Result, Started
+from agent.snapshot import Checkpoint, SnapshotKind
 
 Write = Callable[[Checkpoint, Lease, float], None]  # the store's checkpoint of one run: (new, lease, now)
 
@@ -50,9 +55,14 @@ class Written:
     """One checkpoint handed over; awaiting it returns when it is durable (or raises why not).
 
     A cancelled waiter never cancels the write: once handed over, a checkpoint is written.
+    `future` exists only once the write is handed to the writer thread (whoever writes it then
+    settles it); a write the loop takes first needs none (the common case with a fast model).
     """
 
-    __slots__ = ("_behind", "_checkpoint", "_lease", "_now", "_token", "before", "future", "sent", "taken")
+    __slots__ = (
+        *("_behind", "_checkpoint", "_lease", "_now", "_token", "before"),
+        *("done", "error", "future", "sent", "taken"),
+    )
 
     def __init__(
         self, behind: Behind, checkpoint: Checkpoint, lease: Lease, now: float, before: Written | None
@@ -61,8 +71,15 @@ class Written:
         self.before = before  # the segment's previous write, while it may still be in flight
         self._token = threading.Lock()  # whoever acquires it writes this checkpoint
         self.taken = False
-        self.future: Future[None] = Future()
+        self.done = False  # landed, well or not (`error` says which)
+        self.error: BaseException | None = None
+        self.future: Future[None] | None = None  # made on the loop's thread when handed to the writer
         self.sent: Sent | None = None  # sent to the server already: its outcome is read when it lands
+
+    @property
+    def landed(self) -> bool:
+        """Written, and well."""
+        return self.done and self.error is None
 
     def take(self) -> bool:
         """True for exactly one caller (the loop or the writer thread): that one writes it."""
@@ -72,13 +89,23 @@ class Written:
         return True
 
     def land(self) -> None:
-        """Write it now (on whichever thread took it); the outcome goes to `future`."""
+        """Write it now (on whichever thread took it); the outcome goes to `error` (and `future`)."""
         try:
             self._behind.land(self._checkpoint, self._lease, self._now, self.sent)
         except BaseException as exc:
-            self.future.set_exception(exc)
-        else:
-            self.future.set_result(None)
+            self.error = exc
+        self.done = True
+        if (future := self.future) is not None:
+            if self.error is not None:
+                future.set_exception(self.error)
+            else:
+                future.set_result(None)
+
+    def wait(self) -> None:
+        """On the writer thread: return when this write has landed, whoever writes it. One never
+        handed to the writer was taken by the loop, which writes it before it hands over the next."""
+        if self.future is not None:
+            self.future.exception()
 
     def __await__(self) -> Generator[Any, None, None]:
         """Wait for this write and every earlier one; raise the first failure among them."""
@@ -91,11 +118,13 @@ class Written:
             self.before = None
         if self.take():  # the writer thread has not started it: write it here, now
             self.land()
-        elif not self.future.done():
+        elif not self.done:  # the writer thread has it (so it has a future)
+            assert self.future is not None
             yield from asyncio.shield(asyncio.wrap_future(self.future)).__await__()
         if failure is not None:
             raise failure
-        return self.future.result()
+        if self.error is not None:
+            raise self.error
 
 
 class Behind:
@@ -119,15 +148,29 @@ class Behind:
         segment's record writes them, so a last checkpoint that failed loses nothing either."""
         return self._unsaved
 
-    def __call__(self, checkpoint: Checkpoint) -> Written:
+    def __call__(self, checkpoint: Checkpoint) -> Written | None:
+        if self._for_record(checkpoint):
+            self._unsaved = self._with_unsaved(checkpoint)  # `unsaved`: the record writes it
+            return None
         if self._send is not None:
             return self._sent(checkpoint)
         last = self._last  # kept until it has landed: a failure is raised by every later write's waiter
-        landed = last is not None and last.future.done() and last.future.exception() is None
-        before = None if landed else last
+        before = None if last is not None and last.landed else last
         self._last = written = Written(self, checkpoint, self._lease(), self._now(), before)
         asyncio.get_running_loop().call_soon(self._hand_off, written)  # when the loop next waits
         return written
+
+    def _for_record(self, checkpoint: Checkpoint) -> bool:
+        """True for a segment's last checkpoint (a finished or limited run's) that holds no result
+        of a tool that ran and no call about to run, once every earlier write has landed: the
+        segment's record writes it with the result, in one statement (one write a segment less).
+        Every tool's result is still durable before the segment ends, as before."""
+        if checkpoint.head.kind is SnapshotKind.CHECKPOINT:
+            return False
+        if any(isinstance(e, Started) or (isinstance(e, Result) and e.ran) for e in checkpoint.entries):
+            return False
+        last = self._last
+        return last is None or last.landed
 
     def _sent(self, checkpoint: Checkpoint) -> Written:
         """A store that sends ahead (PostgreSQL): the statement goes to the server now, on this thread,
@@ -171,6 +214,7 @@ class Behind:
 
     def _hand_off(self, written: Written) -> None:
         if not written.taken:  # (the loop may have written it already)
+            written.future = Future()  # before the writer can take it: whoever lands it settles this
             self._pool.submit(_on_writer, written)
 
 
@@ -178,7 +222,7 @@ def _on_writer(written: Written) -> None:
     if written.taken:
         return
     if (before := written.before) is not None:  # the loop may be writing the previous one: after it
-        before.future.exception()
+        before.wait()
     if written.take():
         written.land()
 

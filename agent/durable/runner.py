@@ -120,7 +120,9 @@ class Runner:
         self._spawned: dict[str, asyncio.Task[RunResult | None]] = {}
         self._segments: dict[str, asyncio.Task[Any]] = {}  # the tasks driving a segment, by run
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._beat: asyncio.Task[None] | None = None
+        self._beat: asyncio.TimerHandle | None = None  # the next heartbeat (see `_ensure_heartbeat`)
+        self._beat_loop: asyncio.AbstractEventLoop | None = None
+        self._renewals: set[asyncio.Task[None]] = set()  # heartbeats being written (kept referenced)
         self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints
 
     def lease(self) -> Lease:
@@ -597,15 +599,28 @@ class Runner:
         return Behind(self._pool, write, self.lease, self.clock.time, send)
 
     def _ensure_heartbeat(self) -> None:
-        if self._beat is None or self._beat.done():
-            self._beat = asyncio.get_running_loop().create_task(self._heartbeat(), name="runner-heartbeat")
+        """Renew held leases every `lease_seconds / 3` on this loop: a timer, not a task per run (a
+        run that ends before the first beat costs a timer handle, not a task to create and cancel)."""
+        loop = asyncio.get_running_loop()
+        if self._beat is None or self._beat_loop is not loop:  # none yet, or one on a loop now gone
+            self._beat_loop = loop
+            self._beat = loop.call_later(self.lease_seconds / 3, self._beat_due)
 
-    async def _heartbeat(self) -> None:
-        """Renew the leases of the runs this runner holds (through long tool or model calls)."""
-        while self.held():
-            await asyncio.sleep(self.lease_seconds / 3)
+    def _beat_due(self) -> None:
+        """The timer fired: renew the held leases off the loop; the next beat is set when it is done."""
+        if not self.held():
+            self._beat = None  # the next run starts it again
+            return
+        renewal = asyncio.get_running_loop().create_task(self._renew(), name="runner-heartbeat")
+        self._renewals.add(renewal)
+        renewal.add_done_callback(self._renewals.discard)
+
+    async def _renew(self) -> None:
+        try:
             with contextlib.suppress(StoreError):
                 await asyncio.to_thread(self.store.heartbeat, self.lease(), sorted(self.held()))
+        finally:
+            self._beat = asyncio.get_running_loop().call_later(self.lease_seconds / 3, self._beat_due)
 
 
 def _unsaved(job: Job) -> Checkpoint | None:

@@ -200,8 +200,8 @@ class SqlStore:
             values["snapshot"] = dumps(rest.head.head())
         sql = f"UPDATE {TABLE} SET {assign(values)} WHERE run_id = ? AND owner = ? RETURNING {LIST_COLUMNS}"
         params = [*values.values(), run_id, lease.owner]
-        if outcome.snapshot is None and rest is None:  # one statement, no transaction (a round trip)
-            rows = self._rows(sql, params)
+        if outcome.snapshot is None:  # the result and the last entries, if any
+            rows = self._record_rows(sql, params, run_id, entry_rows(rest) if rest is not None else [])
         else:
             with self._tx():
                 rows = self._rows(sql, params)
@@ -212,6 +212,19 @@ class SqlStore:
         if not rows:
             raise LeaseLost(f"run {run_id} is no longer held by {lease.owner}; its result was not recorded")
         return record_of(rows[0])
+
+    def _record_rows(
+        self, sql: str, params: list[Any], run_id: str, entries: list[tuple[int, str]]
+    ) -> list[Row]:
+        """Run the record's `UPDATE ... RETURNING` and add the entries if it updated the row, atomically:
+        without entries one statement (no transaction: one round trip), with them one transaction."""
+        if not entries:
+            return self._rows(sql, params)
+        with self._tx():
+            rows = self._rows(sql, params)
+            if rows:
+                self._insert_entries(run_id, entries)
+        return rows
 
     def _save_rest(self, run_id: str, snap: Snapshot) -> None:
         """Append the entries of a segment's final snapshot that its checkpoints did not save."""

@@ -83,6 +83,22 @@ class PostgresStore(SqlStore):
         sql, params = append_statement(run_id, values, entries, lease)
         return int(self._rows(sql, params, retry=True)[0]["n"]) == 1
 
+    def _record_rows(
+        self, sql: str, params: list[Any], run_id: str, entries: list[tuple[int, str]]
+    ) -> list[Row]:
+        """The record's `UPDATE ... RETURNING` with the entries added in the same statement (one round
+        trip): the entries go in only if the row was updated (the lease held)."""
+        if not entries:
+            return self._rows(sql, params)
+        update, returning = sql.split(" RETURNING ", 1)
+        rows = ", ".join("(?::integer, ?::text)" for _ in entries)
+        with_entries = (
+            f"WITH updated AS ({update} RETURNING {returning}), added AS (INSERT INTO {ENTRIES} "
+            f"(run_id, seq, entry) SELECT updated.run_id, v.seq, v.entry FROM updated, (VALUES {rows}) "
+            "AS v (seq, entry) ON CONFLICT DO NOTHING RETURNING 1) SELECT * FROM updated"
+        )
+        return self._rows(with_entries, [*params, *(x for e in entries for x in e)])
+
     def send_checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> Sent:
         """Send a checkpoint's statement and return at once: the server writes it while the caller
         goes on, and `Sent.result()` reads how it went (on a connection of its own, one at a time)."""
