@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -126,6 +127,30 @@ def test_runs_prints_a_header_times_with_their_zone_and_what_to_do_next(
     assert header.split()[:4] == ["RUN", "ID", "AGENT", "TASK"] and "STARTED (local time)" in header
     assert len(rows) == 2 and all(re.search(r" [+-]\d{4}$", row) for row in rows)  # the UTC offset
     assert hint == f"2 of these wait for a person: `endstate pending --store {path}` shows what they ask"
+
+
+def test_a_damaged_row_is_named_in_the_listing_never_shown_as_no_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.db"
+    late, wire = _waiting_runs(path, tmp_path)
+    with sqlite3.connect(path) as conn:  # a bad disk, or a person with a SQL prompt
+        conn.execute("UPDATE endstate_runs SET state = '{oops' WHERE run_id = ?", (late,))
+    for command in ("runs", "pending"):
+        assert main([command, "--store", str(path)]) == 0
+        captured = capsys.readouterr()
+        assert "no runs" not in captured.out and wire in captured.out
+        assert (
+            f"1 run in sqlite:///{path} left out: its row is damaged ({late}); the error logged for "
+            "each says which column: fix the row, or delete the run"
+        ) in captured.out.splitlines()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE endstate_runs SET state = '{oops'")
+    assert main(["runs", "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 runs in ") and "their rows are damaged" in out and "no runs" not in out
+    assert main(["pending", "--json", "--store", str(path)]) == 0
+    assert capsys.readouterr().out == ""  # JSON lines stay JSON: the log (stderr) names the rows
 
 
 def test_pending_says_how_to_answer_and_when_it_is_too_late(

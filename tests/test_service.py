@@ -8,6 +8,7 @@ from pathlib import Path
 import pg
 import pytest
 from test_service_support import TOKEN, Server, metric, run_status, wait_status
+from test_store import edit_row
 
 from agent.durable.store import open_store
 
@@ -141,6 +142,21 @@ def test_bad_requests_get_a_clear_4xx_and_change_nothing(server: Server, store_u
             assert store.list_runs(limit=None) == before
         finally:
             store.close()
+
+
+def test_the_runs_listing_names_a_damaged_row_and_still_lists_the_others(
+    server: Server, store_url: str
+) -> None:
+    with server.client() as api:
+        waiting_id = api.post("/runs", json=INVOICE).json()["run_id"]
+        wait_status(api, waiting_id, "waiting")
+        finished = api.post("/runs", json={**INVOICE, "state": {"scenario": "invoice/portal-offline"}})
+        done_id = finished.json()["run_id"]
+        wait_status(api, done_id, "finished")
+        assert "damaged" not in api.get("/runs").json()
+        edit_row(store_url, "UPDATE endstate_runs SET state = '[1]' WHERE run_id = ?", done_id)
+        listing = api.get("/runs").json()
+        assert [r["run_id"] for r in listing["runs"]] == [waiting_id] and listing["damaged"] == [done_id]
 
 
 def test_a_chunked_oversized_body_is_refused_too(server: Server) -> None:

@@ -613,7 +613,7 @@ def test_text_that_is_not_utf8_is_stored_on_both_stores(store: RunStore, make_ag
     assert stored.text == odd  # the journal keeps the exact text
 
 
-def _edit(store_url: str, sql: str, *params: object) -> None:
+def edit_row(store_url: str, sql: str, *params: object) -> None:
     """Change the store behind its back, as a person with a SQL prompt (or a bad disk) would."""
     if store_url.startswith("postgresql://"):
         import psycopg
@@ -645,16 +645,19 @@ def test_a_damaged_run_row_is_a_clear_error_and_never_hides_the_other_runs(
     try:
         for run_id in ("good", "bad"):
             store.create(NewRun(run_id, "test-agent", "task", "default", {}), lease(), NOW)
-        _edit(store_url, f"UPDATE endstate_runs SET {column} = ? WHERE run_id = 'bad'", value)
+        edit_row(store_url, f"UPDATE endstate_runs SET {column} = ? WHERE run_id = 'bad'", value)
         with pytest.raises(StoreError, match=f"run bad.*{column}.*damaged"):
             store.get("bad")
-        assert [r.run_id for r in store.list_runs()] == ["good"]
+        listing = store.list_runs()
+        assert [r.run_id for r in listing] == ["good"] and listing.damaged == ["bad"]
         assert [r.run_id for r in store.list_runs(RunStatus.RUNNING)] == ["good"]
         assert "run bad" in caplog.text and column in caplog.text  # left out, and said so
         if column in ("state", "pending"):  # a claim of the row it cannot read is undone
             with pytest.raises(StoreError, match=f"run bad.*{column}.*damaged"):
                 store.claim("bad", (RunStatus.RUNNING,), lease("w2"), NOW + 1)
-            _edit(store_url, f"UPDATE endstate_runs SET {column} = ? WHERE run_id = 'bad'", REPAIRED[column])
+            edit_row(
+                store_url, f"UPDATE endstate_runs SET {column} = ? WHERE run_id = 'bad'", REPAIRED[column]
+            )
             after = store.get("bad")
             assert after is not None and (after.owner, after.segments) == (lease().owner, 1)
     finally:
@@ -666,6 +669,6 @@ def test_a_journal_with_an_entry_missing_is_a_clear_error_not_a_shorter_run(
 ) -> None:  # type: ignore[no-untyped-def]
     started(store)
     store.checkpoint("r1", checkpoint_of(suspended(make_agent).snapshot), lease(), NOW)  # type: ignore[arg-type]
-    _edit(store_url, "DELETE FROM endstate_entries WHERE run_id = 'r1' AND seq = 1")
+    edit_row(store_url, "DELETE FROM endstate_entries WHERE run_id = 'r1' AND seq = 1")
     with pytest.raises(SnapshotError, match=r"run r1.*entry 1 is missing"):
         store.snapshot("r1")

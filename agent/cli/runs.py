@@ -133,14 +133,27 @@ def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, s
         for r in records:
             print(json.dumps(r.to_dict()))
         return False
-    if not records:
+    damaged = getattr(records, "damaged", [])
+    if not records and not damaged:
         which = f"{args.status} runs" if args.status else "runs"
         print(f"no {which} in {where}; start one with `{start}`")
         return False
-    print(RUNS_HEADER)
+    if records:
+        print(RUNS_HEADER)
     for r in records:
         print(run_line(r))
-    return True
+    if damaged:
+        print(left_out(damaged, where))
+    return bool(records)
+
+
+def left_out(damaged: list[str], where: str) -> str:
+    """What a listing says of the rows it could not read (the log says why, row by row)."""
+    runs = "1 run" if len(damaged) == 1 else f"{len(damaged)} runs"
+    return (
+        f"{runs} in {where} left out: {'its row is' if len(damaged) == 1 else 'their rows are'} damaged "
+        f"({', '.join(damaged)}); the error logged for each says which column: fix the row, or delete the run"
+    )
 
 
 def _pending(args: argparse.Namespace) -> int:
@@ -150,7 +163,10 @@ def _pending(args: argparse.Namespace) -> int:
     now = time.time()
     for r in sorted(records, key=lambda r: r.suspended_at or 0):
         print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, args.store))
-    if not records and not args.json:
+    damaged = getattr(records, "damaged", [])
+    if damaged and not args.json:
+        print(left_out(damaged, where))
+    elif not records and not args.json:
         print(f"no runs are waiting for a person in {where}")
     return 0
 

@@ -187,7 +187,10 @@ class Api:
         records = await run_in_threadpool(
             self.runner.store.list_runs, RunStatus(status) if status else None, limit
         )
-        return JSONResponse({"runs": [r.to_dict() for r in records]})
+        body: dict[str, object] = {"runs": [r.to_dict() for r in records]}
+        if damaged := getattr(records, "damaged", None):  # rows it could not read: logged, and named
+            body["damaged"] = damaged
+        return JSONResponse(body)
 
     async def read_run(self, request: Request) -> Response:
         self._authorize_read(request)

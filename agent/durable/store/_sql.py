@@ -16,6 +16,7 @@ from agent.audit import Audit, AuditOutcome
 from agent.durable.store.base import (
     Lease,
     LeaseLost,
+    Listing,
     NewRun,
     NotClaimable,
     Outcome,
@@ -371,7 +372,7 @@ class SqlStore:
                 )
         return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])
 
-    def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> list[RunRecord]:
+    def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> Listing:
         where, params = ("WHERE status = ?", [str(status)]) if status else ("", [])
         cap = f" LIMIT {int(limit)}" if limit is not None else ""
         sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} {where} ORDER BY started_at DESC{cap}"
@@ -611,15 +612,16 @@ def record_of(row: Row) -> RunRecord:
     )
 
 
-def records_of(rows: list[Row]) -> list[RunRecord]:
+def records_of(rows: list[Row]) -> Listing:
     """The records of a listing; a damaged row is logged and left out, never hiding the others."""
-    records = []
+    listing = Listing()
     for row in rows:
         try:
-            records.append(record_of(row))
+            listing.append(record_of(row))
         except StoreError as exc:
             log.error("%s; it is left out of this listing", exc)
-    return records
+            listing.damaged.append(str(row.get("run_id")))
+    return listing
 
 
 def _column(row: Row, name: str, decode: Any) -> Any:

@@ -120,6 +120,14 @@ class RunRecord(WithUsage):
         return data
 
 
+class Listing(list["RunRecord"]):
+    """The records of a listing, and the ids of rows left out because they could not be read."""
+
+    def __init__(self, records: Sequence[RunRecord] = (), damaged: Sequence[str] = ()) -> None:
+        super().__init__(records)
+        self.damaged = list(damaged)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What a segment's end writes to the store."""
@@ -238,7 +246,9 @@ class RunStore(Protocol):
         """The run's snapshot: its saved head and every journal entry appended so far."""
         ...
 
-    def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> list[RunRecord]: ...
+    def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> Listing:
+        """The newest runs first; a row it cannot read is left out (and logged), its id in `damaged`."""
+        ...
 
     def expired(self, now: float) -> list[RunRecord]: ...
 
