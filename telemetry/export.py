@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import sys
 import threading
 import time
@@ -44,6 +43,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from agent.text import LONE_SURROGATE, without_lone_surrogates
 from telemetry.names import DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_TRACES
 
 log = logging.getLogger("endstate.telemetry")
@@ -105,14 +105,11 @@ class CountingExporter(SpanExporter):
             return False
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # text UTF-8 cannot encode (a `surrogateescape` file name)
-
-
 def _mended(spans: Sequence[ReadableSpan]) -> list[ReadableSpan] | None:
     """The spans with every lone surrogate in their names and attributes (and their events') as
     U+FFFD; None when no span has one (ASCII text, nearly all of it, is passed over at once)."""
     texts = (text for span in spans for text in _texts(span) if not text.isascii())
-    if not any(_LONE_SURROGATE.search(text) for text in texts):
+    if not any(LONE_SURROGATE.search(text) for text in texts):
         return None
     return [_mend_span(span) for span in spans]
 
@@ -129,7 +126,7 @@ def _texts(span: ReadableSpan) -> Iterator[str]:
 
 def _mend(value: Any) -> Any:
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return without_lone_surrogates(value)
     if isinstance(value, tuple | list):
         return tuple(_mend(v) for v in value)
     return value

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from agent.durable.runner import AnswerError
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
+from agent.text import LONE_SURROGATE
 
 MAX_BODY = 64 * 1024
 
@@ -116,7 +117,7 @@ def check_strings(data: Any) -> None:
 def _check_text(text: str) -> None:
     if "\x00" in text:
         raise Problem(400, "a string in the body holds a NUL character (\\u0000); remove it")
-    if _SURROGATE.search(text):
+    if LONE_SURROGATE.search(text):
         raise Problem(
             400, "a string in the body holds a lone surrogate (\\ud800-\\udfff); send valid UTF-16 pairs"
         )
@@ -137,8 +138,6 @@ def optional(body: dict[str, Any], key: str, kind: type) -> Any:
 
 
 _DIGITS = re.compile(r"[0-9]{1,12}")  # ASCII digits only: `isdigit` also takes `²`
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def int_param(text: str, low: int, high: int, name: str) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,6 +15,7 @@ from agent.audit import Audit, AuditOutcome
 from agent.errors import EndstateError
 from agent.result import PendingAction, RunResult, StopReason
 from agent.snapshot import Checkpoint, Snapshot
+from agent.text import without_lone_surrogates
 from agent.usage import Usage, WithUsage
 
 
@@ -326,9 +326,6 @@ def dumps(value: Any) -> str:
     return text.decode() if b"null" not in text else _stdlib(value)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def column_text(value: Any) -> Any:
     """A string as every store's text columns keep it: NUL (PostgreSQL cannot hold it) and lone
     surrogates (text decoded with `surrogateescape`, such as a non-UTF-8 file name: no UTF-8) become
@@ -340,7 +337,7 @@ def column_text(value: Any) -> Any:
     try:
         value.encode()
     except UnicodeEncodeError:
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return without_lone_surrogates(value)
     return value
 
 
