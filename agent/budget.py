@@ -6,6 +6,7 @@ import logging
 import math
 from dataclasses import dataclass
 
+from agent._valid import is_number
 from agent.errors import ConfigError
 from agent.models.price import Price  # what a model costs: kept importable from here
 from agent.prices import PriceTable
@@ -79,7 +80,7 @@ class Budget:
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_seconds", "max_tokens", "max_cost_usd"):
             value = getattr(self, name)
-            if value is not None and not (_number(value) and not math.isnan(value)):
+            if value is not None and not (is_number(value) and not math.isnan(value)):
                 raise ConfigError(f"Budget.{name} must be a number or None, not {value!r}")
             if value is not None and value <= 0:
                 raise ConfigError(f"Budget.{name} must be positive or None, got {value!r}")
@@ -131,7 +132,7 @@ class Extension:
 
     def __post_init__(self) -> None:
         values = (self.turns, self.seconds, self.tokens, self.cost_usd)
-        if not all(_number(v) and math.isfinite(v) for v in values):
+        if not all(is_number(v) and math.isfinite(v) for v in values):
             raise ConfigError(
                 f"an Extension's turns, seconds, tokens and cost_usd are finite numbers, not {values!r}"
             )
@@ -139,10 +140,6 @@ class Extension:
             raise ConfigError(
                 "an Extension adds something >= 0 to at least one of turns, seconds, tokens, cost_usd"
             )
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 __all__ = ["Budget", "Extension", "Price", "PriceTable", "Spent"]

@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
+from agent._valid import is_number
 from agent.errors import ConfigError
 
 
@@ -50,7 +51,7 @@ class HelpPolicy:
 
     def __post_init__(self) -> None:
         wait = self.wait_seconds
-        if isinstance(wait, bool) or not isinstance(wait, int | float) or not math.isfinite(wait) or wait < 0:
+        if not is_number(wait) or not math.isfinite(wait) or wait < 0:
             raise ConfigError(
                 f"HelpPolicy.wait_seconds must be a finite number >= 0, got {wait!r} (a deadline is "
                 "saved with the run: for a very long wait, give a large number such as 10 * 365 * 86400)"

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from agent._frozen import fast_init
+from agent._valid import is_number
 from agent.context import RunContext
 from agent.errors import ConfigError
 
@@ -51,7 +52,7 @@ class Tool:
 
     def __post_init__(self) -> None:
         t = self.timeout
-        if t is not None and (isinstance(t, bool) or not isinstance(t, int | float) or not t > 0):
+        if t is not None and not (is_number(t) and t > 0):
             raise ConfigError(
                 f"tool {self.name!r}: timeout must be a positive number of seconds (or None); got {t!r}"
             )
