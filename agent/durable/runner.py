@@ -198,10 +198,12 @@ class Runner:
             return self._resume_job(self._hold(record), release_to=RunStatus.FINISHED, more=more)
         if current.status is RunStatus.WAITING:  # the question read, answered before its deadline
             check_answer(current, answer, approved)
-            self._check_pending(current)
+            read = self._check_pending(current)
             waiting, segment = (RunStatus.WAITING,), current.segments
             record = self.store.claim(run_id, waiting, lease, now, answer, approved, segment, expired=False)
-        elif answer is not None or approved is not None:
+            # Claimed in the segment it was read in: no entry was added since, so it is read once.
+            return self._resume_job(self._hold(record), release_to=current.status, known=read)
+        if answer is not None or approved is not None:
             raise NotClaimable(
                 f"run {run_id} is {current.status}, not waiting for an answer; nothing was changed"
             )
@@ -213,15 +215,16 @@ class Runner:
             )
         return self._resume_job(self._hold(record), release_to=current.status)
 
-    def _check_pending(self, record: RunRecord) -> None:
-        """The call a person approves is exactly the call that runs: the store must agree with itself."""
+    def _check_pending(self, record: RunRecord) -> Snapshot | None:
+        """The call a person approves is exactly the call that runs: the store must agree with itself.
+        Returns the snapshot it read, for the resume."""
         snap = self.store.snapshot(record.run_id)
         waiting = snap.suspension if snap else None
         if _agrees(waiting, record):
-            return
+            return snap
         now = self.store.get(record.run_id)
         if now is None or (now.status, now.segments) != (record.status, record.segments):
-            return  # it moved on meanwhile (another answer won): the claim says so
+            return snap  # it moved on meanwhile (another answer won): the claim says so
         raise StoreError(
             f"run {record.run_id}: the stored question or pending call does not match the run's "
             "journal; nothing was changed. The store was edited by hand or is damaged"
@@ -244,15 +247,17 @@ class Runner:
         *,
         recovering: bool = False,
         more: Extension | None = None,
+        known: Snapshot | None = None,
     ) -> Job:
-        """Continue a held run from its snapshot, with the answer it was claimed with.
+        """Continue a held run from its snapshot (`known`: read already in the claimed segment),
+        with the answer it was claimed with.
 
         A run that cannot be rebuilt is given back as it was; in recovery (nobody asked
         for it) it ends as `error` instead, keeping its snapshot for `endstate resume`.
         """
         try:
             agent = self._agent(record.agent, record.state, record.run_id)
-            snapshot = self.store.snapshot(record.run_id)
+            snapshot = known if known is not None else self.store.snapshot(record.run_id)
         except Exception as exc:
             if recovering:
                 self._end_unresumable(record, exc)
