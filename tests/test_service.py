@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pg
 import pytest
@@ -102,13 +103,19 @@ def test_deadlines_are_swept_to_help_timeout(server: Server) -> None:
 # -- bad input: a clear 4xx and no change in the store ------------------------------------------
 
 
+def a_waiting_and_a_finished_run(api: Any) -> tuple[str, str]:
+    """The ids of an invoice run waiting for a person and of one that finished."""
+    waiting_id = api.post("/runs", json=INVOICE).json()["run_id"]
+    wait_status(api, waiting_id, "waiting")
+    finished = api.post("/runs", json={**INVOICE, "state": {"scenario": "invoice/portal-offline"}})
+    done_id = finished.json()["run_id"]
+    wait_status(api, done_id, "finished")
+    return waiting_id, done_id
+
+
 def test_bad_requests_get_a_clear_4xx_and_change_nothing(server: Server, store_url: str) -> None:
     with server.client() as api:
-        run_id = api.post("/runs", json=INVOICE).json()["run_id"]
-        wait_status(api, run_id, "waiting")
-        finished = api.post("/runs", json={**INVOICE, "state": {"scenario": "invoice/portal-offline"}})
-        done_id = finished.json()["run_id"]
-        wait_status(api, done_id, "finished")
+        run_id, done_id = a_waiting_and_a_finished_run(api)
         store = open_store(store_url)
         before = store.list_runs(limit=None)
         try:
@@ -148,11 +155,7 @@ def test_the_runs_listing_names_a_damaged_row_and_still_lists_the_others(
     server: Server, store_url: str
 ) -> None:
     with server.client() as api:
-        waiting_id = api.post("/runs", json=INVOICE).json()["run_id"]
-        wait_status(api, waiting_id, "waiting")
-        finished = api.post("/runs", json={**INVOICE, "state": {"scenario": "invoice/portal-offline"}})
-        done_id = finished.json()["run_id"]
-        wait_status(api, done_id, "finished")
+        waiting_id, done_id = a_waiting_and_a_finished_run(api)
         assert "damaged" not in api.get("/runs").json()
         edit_row(store_url, "UPDATE endstate_runs SET state = '[1]' WHERE run_id = ?", done_id)
         listing = api.get("/runs").json()
