@@ -258,8 +258,7 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
     with pytest.raises(Crash):
         asyncio.run(dying.new().start("counter", "count", state=counter_state(folder, "crash")))
     assert counted(folder) == [1, 2, 3]
-    time.sleep(0.3)  # the dead worker's lease runs out (its process, this one, is still alive)
-    survivor = Workers(store_url, catalog())
+    survivor = Workers(store_url, catalog(), clock=Later(0.3))  # the dead worker's lease ran out
     try:
         runner = survivor.new()
         stuck = runner.store.list_runs(RunStatus.RUNNING)
@@ -389,21 +388,21 @@ def test_an_answer_taken_before_the_deadline_survives_its_worker_dying_after_the
 ) -> None:
     """The claim keeps the answer and when it came: recovery after the deadline still applies it."""
     folder = tmp_path / "r"
-    survivor = Workers(store_url, catalog())
+    asking = Workers(store_url, catalog())
     dying = Workers(store_url, catalog(), lease_seconds=0.2)
+    survivor = Workers(store_url, catalog(), clock=Later(1.2))  # past the deadline and the lease
     try:
         state = counter_state(folder, "ask", wait=1.0)
-        first = asyncio.run(survivor.new().start("counter", "ask", state=state))
+        first = asyncio.run(asking.new().start("counter", "ask", state=state))
         assert first.reason is StopReason.NEED_HELP
         dying.new().claim(first.run_id, "2")  # claimed in time; the worker dies before driving it
-        time.sleep(1.2)  # past the deadline, and the dead worker's lease has run out
         results = asyncio.run(survivor.new().recover())
         assert [r.reason for r in results] == [StopReason.SUCCESS]
         assert counted(folder) == [1, 2]
         assert 0 < results[0].waiting_seconds < 1.0  # the wait ended when the person answered
     finally:
-        survivor.close()
-        dying.close()
+        for workers in (asking, dying, survivor):
+            workers.close()
 
 
 def test_an_answer_after_the_deadline_is_refused_and_changes_nothing(
@@ -683,7 +682,7 @@ def test_a_worker_dying_between_the_question_and_its_record_loses_no_question(
     from the last checkpoint, the question is asked again and waits; no recorded call runs again."""
     folder = tmp_path / "r"
     dying = Workers(store_url, catalog(), lease_seconds=0.2)
-    survivor = Workers(store_url, catalog())
+    survivor = Workers(store_url, catalog(), clock=Later(0.3))  # the dead worker's lease ran out
     try:
         runner = dying.new()
 
@@ -693,7 +692,6 @@ def test_a_worker_dying_between_the_question_and_its_record_loses_no_question(
         runner.store.record = die  # type: ignore[method-assign,assignment]
         with pytest.raises(Crash):
             asyncio.run(runner.start("counter", "ask", state=counter_state(folder, "ask")))
-        time.sleep(0.3)
         [again] = asyncio.run(survivor.new().recover())
         assert again.reason is StopReason.NEED_HELP and again.note == "Which number next?"
         rec = survivor.new().store.get(again.run_id)
