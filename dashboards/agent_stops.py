@@ -36,7 +36,12 @@ UID = "endstate-agent-stops"
 LIMIT_SHARE_PAGE = 0.2  # EndstateLimitStopShareHigh
 ERROR_SHARE_PAGE = 0.1  # EndstateErrorStopShareHigh
 FALSE_SUCCESS_SHARE = 0.2  # EndstateFalseSuccessShareHigh
-BASELINE_FACTOR = 2  # Endstate{Limit,Error}StopShareRising: share > 2 x its 7-day average
+# Endstate{Limit,Error}StopShareRising, its 1h path: the share above each of these, and at least
+# RISING_MIN_STOPS stops of that reason among at least 20 runs in the hour.
+BASELINE_FACTOR = 2  # above twice its 7-day average
+RISING_SIGMAS = 3  # the hour's count above its expectation by 3 standard deviations of chance
+RISING_MIN_STOPS = 5
+RISING_FLOOR = {"limit": 0.05, "error": 0.03}  # and above this share
 HUMAN_WAIT_P90_SECONDS = 1800  # EndstateHumanWaitSlow
 HELP_PENDING_SECONDS = 3600  # EndstateHelpRequestStale
 
@@ -143,17 +148,36 @@ def share_6h(reason: str) -> str:
     return f"agent_task_type_stop_reason:agent_stops_final:ratio_rate6h{selector}"
 
 
+def rising_threshold(reason: str) -> str:
+    """The 1h share above which the rising alert of `reason` fires, as the alert reads it: the
+    largest of twice the 7-day share, the 7-day expectation plus its chance margin (in share of the
+    hour's runs), `RISING_MIN_STOPS` of the hour's runs, and the floor."""
+    selector = sel(stop_reason=f'="{reason}"')
+    base = f"agent_task_type_stop_reason:agent_stops_final:ratio_rate1h_avg7d{selector}"
+    expected = f"agent_task_type_stop_reason:agent_stops_final:increase1h_expected{selector}"
+    runs = f"on (agent, task_type) group_left () agent_task_type:agent_stops_final:increase1h{sel()}"
+    twice = f"{BASELINE_FACTOR} * {base}"
+    margin = f"({expected} + {RISING_SIGMAS} * sqrt({expected})) / {runs}"
+    fewest = f"(0 * {base} + {RISING_MIN_STOPS}) / {runs}"
+    return f"clamp_min({larger(larger(twice, margin), fewest)}, {RISING_FLOOR[reason]})"
+
+
+def larger(a: str, b: str) -> str:
+    """The larger of two series with the same labels, series by series."""
+    return f"(({a}) > ({b}) or ({b}))"
+
+
 def limit_share() -> timeseries.Panel:
     ratio = "agent_task_type_stop_reason:agent_stops_final:ratio_rate1h"
-    baseline = "agent_task_type_stop_reason:agent_stops_final:ratio_rate1h_avg7d"
     limit = sel(stop_reason='="limit"')
     panel = series_panel(
         "Share of runs stopped at a limit (1h, as alerted)",
         f"Share of ended runs that stopped because a budget ran out, over 1h: the series the alerts read. "
         "Each run counts once, at its real end (need_help suspensions and cancelled-then-resumed segments "
-        f"are no ends). Dashed line: page threshold ({LIMIT_SHARE_PAGE:.0%}). Dotted: twice the share of "
-        "the last 7 days, the rising alert (with at least 5 limit stops in the hour; drawn once a day of "
-        "history with 20 runs an hour exists). "
+        f"are no ends). Dashed line: page threshold ({LIMIT_SHARE_PAGE:.0%}). Dotted: where the rising "
+        "alert opens a ticket (held 30 min, with at least 20 runs in the hour): above the largest of twice "
+        "the share of the last 7 days, that share plus three standard deviations of chance for the hour's "
+        "runs, 5 limit stops of them, and 5% (drawn once a day of history with 20 runs an hour exists). "
         "Series named 6h: the share over 6 hours, which the alerts read for agents with fewer than 20 runs "
         "in the last hour: they page above "
         f"{LIMIT_SHARE_PAGE:.0%} of at least 20 runs or above half of at least 5, and the rising alert "
@@ -162,7 +186,7 @@ def limit_share() -> timeseries.Panel:
         "percentunit",
         [
             query(f"{ratio}{limit}", "{{agent}} {{task_type}}", "A"),
-            query(f"{BASELINE_FACTOR} * {baseline}{limit}", "rising threshold {{agent}} {{task_type}}", "B"),
+            query(rising_threshold("limit"), "rising threshold {{agent}} {{task_type}}", "B"),
             query(share_6h("limit"), "6h: {{agent}} {{task_type}}", "C"),
         ],
     )
@@ -176,14 +200,15 @@ def limit_share() -> timeseries.Panel:
 
 def error_share() -> timeseries.Panel:
     error = sel(stop_reason='="error"')
-    baseline = "agent_task_type_stop_reason:agent_stops_final:ratio_rate1h_avg7d"
     panel = series_panel(
         "Share of runs ended in error (1h, as alerted)",
         "Share of ended runs that stopped in error (the model API failing after retries, a verifier that "
         "raised, a store that could not write), over 1h, each run counted once. Dashed line: the "
         f"EndstateErrorStopShareHigh threshold ({ERROR_SHARE_PAGE:.0%}, at least 20 runs an hour). "
-        "Dotted: twice the share of the last 7 days, the EndstateErrorStopShareRising ticket (above 3%, "
-        "with at least 5 errors in the hour; drawn once a day of history with 20 runs an hour exists). "
+        "Dotted: where the EndstateErrorStopShareRising ticket opens (held 30 min, with at least 20 runs "
+        "in the hour): above the largest of twice the share of the last 7 days, that share plus three "
+        "standard deviations of chance for the hour's runs, 5 errors of them, and 3% (drawn once a day of "
+        "history with 20 runs an hour exists). "
         "Series named 6h: the share over 6 hours, which the alerts read for agents with fewer than 20 runs "
         "in the last hour: they page above "
         f"{ERROR_SHARE_PAGE:.0%} of at least 20 runs or above 30% of at least 5, and the rising alert "
@@ -196,7 +221,7 @@ def error_share() -> timeseries.Panel:
                 "{{agent}} {{task_type}}",
                 "A",
             ),
-            query(f"{BASELINE_FACTOR} * {baseline}{error}", "rising threshold {{agent}} {{task_type}}", "B"),
+            query(rising_threshold("error"), "rising threshold {{agent}} {{task_type}}", "B"),
             query(share_6h("error"), "6h: {{agent}} {{task_type}}", "C"),
         ],
     )

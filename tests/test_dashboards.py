@@ -23,6 +23,7 @@ from prom_stack import (
     free_port,
     prometheus,
     prometheus_config,
+    require_binary,
     require_demo_flags,
     wait_until,
 )
@@ -199,10 +200,8 @@ def drawn(title: str) -> tuple[set[float], list[str]]:
 
 
 def test_thresholds_drawn_are_the_alert_thresholds() -> None:
-    limit_share, limit_queries = drawn("Share of runs stopped at a limit")
+    limit_share, _ = drawn("Share of runs stopped at a limit")
     assert limit_share == {alert_threshold("EndstateLimitStopShareHigh", r'"limit"\}\s*>\s*([\d.]+)')}
-    factor = alert_threshold("EndstateLimitStopShareRising", r">\s*([\d.]+)\s*\*")
-    assert any(re.match(rf"{factor:g} \* \S+ratio_rate1h_avg7d", q) for q in limit_queries)
     wait = alert_threshold("EndstateHumanWaitSlow", r"p90_rate1h\s*>\s*([\d.]+)")
     assert drawn("Completed waits")[0] == {wait}
     assert drawn("Oldest pending")[0] == {alert_threshold("EndstateHelpRequestStale", r"\)\s*>\s*([\d.]+)")}
@@ -212,6 +211,60 @@ def test_thresholds_drawn_are_the_alert_thresholds() -> None:
     assert drawn("False-success share")[0] == {
         alert_threshold("EndstateFalseSuccessShareHigh", r'"false_success"\}\s*>\s*([\d.]+)')
     }
+
+
+# The rising line's cases: (the 7-day share, runs in the hour), each where a different term is
+# the largest: twice the 7-day share, its chance margin, the fewest stops, the floor.
+RISING_CASES = [(0.2, 100), (0.05, 30), (0.01, 20), (0.001, 10_000)]
+RISING = {"limit": ("Share of runs stopped at a limit", "EndstateLimitStopShareRising", 0.05),
+          "error": ("Share of runs ended in error", "EndstateErrorStopShareRising", 0.03)}  # fmt: skip
+R = "agent_task_type_stop_reason:agent_stops_final:"
+
+
+@pytest.mark.parametrize("reason", sorted(RISING))
+def test_the_rising_line_is_where_its_alert_fires(reason: str, tmp_path: Path) -> None:
+    """The dotted line over a share is the alert's own boundary: promtool evaluates the line and the
+    real rule from the same recorded series; the rule holds a hair above the line and not a hair
+    below it, whichever of its terms is the largest."""
+    title, alert_name, floor = RISING[reason]
+    line = next(substitute(q) for q in drawn(title)[1] if "avg7d" in q)
+    alert = substitute(next(r for r in rules() if r.get("alert") == alert_name)["expr"])
+    groups, boundaries = [], set()
+    for share_7d, runs in RISING_CASES:
+        expected = share_7d * runs
+        boundary = max(2 * share_7d, (expected + 3 * math.sqrt(expected)) / runs, 5 / runs, floor)
+        boundaries.add(boundary)
+        above, below = (f'agent="{side}", task_type="t", stop_reason="{reason}"' for side in ("up", "down"))
+        series = {}
+        for labels, share in ((above, boundary * 1.01), (below, boundary * 0.99)):
+            agent = labels.split(", stop_reason")[0]
+            series |= {
+                f"{R}ratio_rate1h_avg7d{{{labels}}}": share_7d,
+                f"{R}increase1h_expected{{{labels}}}": expected,
+                f"agent_task_type:agent_stops_final:increase1h{{{agent}}}": runs,
+                f"{R}ratio_rate1h{{{labels}}}": share,
+                f"{R}increase1h{{{labels}}}": share * runs,
+            }
+        drawn_at = [{"labels": "{" + labels + "}", "value": boundary} for labels in (above, below)]
+        fired = [{"labels": f"{R}ratio_rate1h{{{above}}}", "value": boundary * 1.01}]
+        groups.append(
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": name, "values": f"{value!r}x2"} for name, value in series.items()
+                ],
+                "promql_expr_test": [
+                    {"expr": line, "eval_time": "1m", "exp_samples": drawn_at},
+                    {"expr": alert, "eval_time": "1m", "exp_samples": fired},
+                ],
+            }
+        )
+    assert len(boundaries) == len(RISING_CASES)  # each case lands on a different term
+    path = tmp_path / "rising_line.yml"
+    path.write_text(yaml.safe_dump({"rule_files": [], "tests": groups}, width=10_000))
+    argv = [require_binary("promtool"), "test", "rules", str(path)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # Panels that draw an alert's threshold, and the alert.
