@@ -106,6 +106,63 @@ def test_call_signature_is_canonical(left, right, same):
     assert (call_signature(*left) == call_signature(*right)) is same
 
 
+class Opaque:
+    def __repr__(self) -> str:
+        return "Opaque()"
+
+
+def _nested(depth: int, leaf: object) -> dict[str, object]:
+    value: object = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return {"x": value}
+
+
+def _cycle() -> dict[str, object]:
+    looped: dict[str, object] = {}
+    looped["self"] = looped
+    return {"x": looped}
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "same"),
+    [
+        # neither the fast encoder nor the standard library's can write these: never an exception,
+        # and what differs stays apart
+        ({"k": {1: "a", "b": 2}}, {"k": {"b": 2, 1: "a"}}, True),
+        ({"k": {1: "a", "b": 2}}, {"k": {1: "a", "b": 3}}, False),
+        ({"k": {(1, 2): "a"}}, {"k": {(1, 2): "a"}}, True),
+        ({"k": {(1, 2): "a"}}, {"k": {(1, 3): "a"}}, False),
+        ({"k": {"p", "q", "r"}}, {"k": {"r", "q", "p"}}, True),
+        ({"k": {1, 2}}, {"k": "{1, 2}"}, False),
+        ({"k": b"x"}, {"k": "b'x'"}, False),
+        ({"k": b"x"}, {"k": b"y"}, False),
+        ({"k": Opaque()}, {"k": "Opaque()"}, False),
+        (_nested(3000, 1), _nested(3000, 1), True),
+        (_nested(300, 1), _nested(300, 2), False),
+        (_cycle(), _cycle(), True),
+        (_cycle(), {"x": {"self": {}}}, False),
+    ],
+    ids=[
+        "mixed-keys-order",
+        "mixed-keys-values",
+        "tuple-keys",
+        "tuple-keys-differ",
+        "set-order",
+        "set-not-its-text",
+        "bytes-not-their-text",
+        "bytes-differ",
+        "object-not-its-text",
+        "too-deep",
+        "deep-differ",
+        "cycle",
+        "cycle-not-empty",
+    ],
+)
+def test_call_signature_of_what_json_cannot_hold(left, right, same):
+    assert (call_signature("t", left) == call_signature("t", right)) is same
+
+
 def test_progress_survives_json():
     detector = ProgressDetector()
     stuck_at(detector, [[(A, "s")]] * 2)
