@@ -134,6 +134,49 @@ _TYPE_OF: dict[type, str] = {
 }
 
 
+def unkept(reply: Reply) -> str | None:
+    """Why the journal cannot keep `reply` as it is (None when it can): a part of a type not in
+    the journal, or tool arguments or a provider block that are not JSON (`json_problem`)."""
+    for part in reply.parts:
+        if isinstance(part, Call):
+            problem = _not_str(part.id, "id") or _not_str(part.name, "name")
+            problem = problem or json_problem(part.arguments, "arguments")
+            if problem:
+                return f"tool call {part.name!r}: {problem}"
+        elif isinstance(part, Opaque):
+            if problem := json_problem(part.data, "provider block"):
+                return problem
+        elif not isinstance(part, Text) or not isinstance(part.text, str):
+            return f"a reply part {part!r:.60} is not text, a tool call or a provider block"
+    return None
+
+
+MAX_DEPTH = 255  # JSON nested deeper is not kept (orjson's own limit; no model writes such arguments)
+
+
+def json_problem(value: Any, what: str, depth: int = 0) -> str | None:
+    """What in `value` JSON cannot hold as it is (None when it can): objects with string keys,
+    arrays, strings, numbers, true, false and null, at most `MAX_DEPTH` levels deep."""
+    if isinstance(value, str | int | float | type(None)):
+        return None
+    if depth >= MAX_DEPTH:
+        return f"{what} nest deeper than {MAX_DEPTH} levels (or hold themselves)"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{what} have a key {key!r:.60} that is not a string, which JSON cannot hold"
+            if problem := json_problem(item, what, depth + 1):
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        return next((p for item in value if (p := json_problem(item, what, depth + 1))), None)
+    return f"{what} hold a value of type {type(value).__name__} ({value!r:.60}), which JSON cannot hold"
+
+
+def _not_str(value: Any, what: str) -> str | None:
+    return None if isinstance(value, str) else f"its {what} {value!r:.60} is not a string"
+
+
 # -- decode -------------------------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from enum import StrEnum
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent._codec import unkept
 from agent._frozen import fast_init
 from agent._state import RunState
 from agent.clock import CancelSignal
@@ -327,7 +328,18 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
             raise
         obs.model_ended(reply, None)
         charge(agent, run, agent.model.name, reply)
-        return reply_entry(reply)
+        return checked(reply_entry(reply))
+
+
+def checked(entry: Reply) -> Reply | Stop:
+    """The reply, or an error stop when the journal cannot keep it (an adapter's bug: tool arguments
+    that are not JSON could be neither saved nor resumed, so the run ends before they are recorded)."""
+    if (problem := unkept(entry)) is None:
+        return entry
+    note = (
+        f"The model adapter gave a reply the run journal cannot keep: {problem}. Tool arguments must be JSON."
+    )
+    return Stop(StopReason.ERROR, note=note, error_type="invalid_reply")
 
 
 class _BudgetCut(Exception):

@@ -16,7 +16,7 @@ import pg
 import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
-from agent import Agent, Extension, StopReason
+from agent import Agent, Extension, StopReason, tool
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.durable.runner import AnswerError, Catalog, Job, Runner
 from agent.durable.store import (
@@ -35,7 +35,7 @@ from agent.durable.store import (
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
 from agent.journal import Answered, Extended, Result, Stopped
-from agent.models.scripted import ScriptedModel, finish
+from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import RunResult
 from agent.snapshot import Checkpoint, SnapshotKind
 
@@ -772,5 +772,45 @@ def test_a_question_a_text_column_cannot_hold_exactly_is_answered_and_the_run_fi
         assert done.reason is StopReason.SUCCESS and done.output == f"used {odd}"
         record = w.stores[0].get(first.run_id)
         assert record is not None and record.stop_reason is StopReason.SUCCESS
+    finally:
+        w.close()
+
+
+class _NotJson:
+    def __repr__(self) -> str:
+        return "_NotJson()"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"x": {1, 2}}, {"x": b"\xff"}, {"x": _NotJson()}, {"x": {1: "a", "b": 2}}, {"x": {(1, 2): "a"}}],
+    ids=["set", "bytes", "object", "mixed-keys", "tuple-key"],
+)
+def test_a_reply_the_journal_cannot_keep_ends_the_run_as_an_error_on_record(
+    store_url: str, arguments: dict[str, Any], tmp_path: Path
+) -> None:
+    """A model adapter that gives tool arguments JSON cannot hold: the run ends as `error` saying
+    which call, and its record says so (nothing escapes the runner, the run is not left running)."""
+    ran: list[Any] = []
+
+    def build(state: dict[str, Any]) -> Agent:
+        def t(x: dict) -> str:  # type: ignore[type-arg]
+            """Take anything."""
+            ran.append(x)
+            return "ok"
+
+        steps = [[call("t", **arguments)], [finish("done", "x")]]
+        return Agent(name="odd", model=ScriptedModel(steps), tools=[tool(t)])
+
+    odd_catalog = Catalog()
+    odd_catalog.register("odd", build)
+    w = Workers(store_url, odd_catalog)
+    try:
+        result = asyncio.run(w.new().start("odd", "take it"))
+        assert result.reason is StopReason.ERROR and ran == []
+        assert "tool call 't'" in result.note and "JSON" in result.note
+        record = w.stores[0].get(result.run_id)
+        assert record is not None and record.status is RunStatus.FINISHED
+        assert record.stop_reason is StopReason.ERROR
     finally:
         w.close()
