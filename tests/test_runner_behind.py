@@ -256,3 +256,40 @@ def store_write(store: Any) -> Any:
 
 def send_to(store: Any) -> Any:
     return lambda checkpoint, lease, now: store.send_checkpoint("r1", checkpoint, lease, now)
+
+
+class SendRefused:
+    """A PostgreSQL store whose first `fails` checkpoints cannot even be sent (the connection broke):
+    `send_checkpoint` raises at once, on the loop's thread, instead of when its outcome is read."""
+
+    def __init__(self, store: RunStore, fails: int) -> None:
+        self.store, self.fails = store, fails
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def send_checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> Any:
+        if self.fails > 0:
+            self.fails -= 1
+            raise StoreError("the connection to the server broke (a test double)")
+        return self.store.send_checkpoint(run_id, checkpoint, lease, now)
+
+
+@pytest.mark.parametrize("fails", [1, 2])
+def test_a_checkpoint_that_could_not_be_sent_loses_nothing(tmp_path: Path, fails: int) -> None:
+    """The first checkpoint cannot be sent: the run ends as error; when its last checkpoint cannot
+    be sent either, the segment's record writes those entries, so the journal ends with the stop,
+    each entry once."""
+    store = open_store(pg.url_for("postgres", tmp_path))
+    try:
+        events: list[str] = []
+        runner = runner_for(SendRefused(store, fails), events, turns=3)  # type: ignore[arg-type]
+        result = asyncio.run(runner.start("noter", "note numbers"))
+        assert (result.reason, result.error_type) == (StopReason.ERROR, "StoreError")
+        assert events == ["model 1", "tool 1"]
+        saved = store.snapshot(result.run_id)
+        assert saved is not None and saved.kind is SnapshotKind.FINISHED
+        assert [type(e).__name__ for e in saved.journal] == ["Task", "Reply", "Result", "Stopped"]
+        assert store.get(result.run_id).stop_reason is StopReason.ERROR
+    finally:
+        store.close()
