@@ -814,3 +814,41 @@ def test_a_reply_the_journal_cannot_keep_ends_the_run_as_an_error_on_record(
         assert record.stop_reason is StopReason.ERROR
     finally:
         w.close()
+
+
+class _Seen:
+    """Hooks that note each segment they watch end (`who: reason`)."""
+
+    def __init__(self, who: str, seen: list[str]) -> None:
+        self.who, self.seen = who, seen
+
+    def run_started(self, info: Any) -> Any:
+        from agent.hooks import RunObserver
+
+        seen, who = self.seen, self.who
+
+        class Observer(RunObserver):
+            def run_ended(self, result: RunResult) -> None:
+                seen.append(f"{who}: {result.reason}")
+
+        return Observer()
+
+
+def test_a_runners_hooks_are_added_to_the_agents_own_not_put_in_their_place(store_url: str) -> None:
+    """README: "The CLI and the service add their own telemetry hooks to agents built from a catalog";
+    an agent's own hooks (its alerts, its audit trail) still see each of its runs."""
+    seen: list[str] = []
+    own = Catalog()
+    own.register(
+        "own",
+        lambda state: Agent(
+            name="own", model=ScriptedModel([[finish("done", "ok")]]), hooks=_Seen("agent", seen)
+        ),
+    )
+    store = open_store(store_url)
+    try:
+        result = asyncio.run(Runner(store, own, hooks=_Seen("runner", seen)).start("own", "go"))
+        assert result.reason is StopReason.SUCCESS
+        assert sorted(seen) == ["agent: success", "runner: success"]
+    finally:
+        store.close()

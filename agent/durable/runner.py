@@ -55,7 +55,7 @@ from agent.durable.store import (
 )
 from agent.durable.store.base import column_text
 from agent.errors import ConfigError, EndstateError, SnapshotError
-from agent.hooks import RunHooks
+from agent.hooks import CompositeHooks, NoHooks, RunHooks
 from agent.journal import Journal
 from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot
@@ -572,8 +572,10 @@ class Runner:
         entry = self.catalog.entry(name)
         built = entry.build(state)
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
-        if self.hooks is not None:
-            changes["hooks"] = self.hooks
+        if self.hooks is not None:  # added to the agent's own hooks, which still see its runs
+            own = getattr(built, "hooks", None)
+            mine = isinstance(own, NoHooks) or own is None or own is self.hooks
+            changes["hooks"] = self.hooks if mine else CompositeHooks((self.hooks, own))
         if task_type and task_type != built.task_type:
             if task_type not in entry.task_types:
                 allowed = ", ".join(sorted({built.task_type, *entry.task_types}))
