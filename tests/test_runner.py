@@ -852,3 +852,40 @@ def test_a_runners_hooks_are_added_to_the_agents_own_not_put_in_their_place(stor
         assert sorted(seen) == ["agent: success", "runner: success"]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"x": None, "n": 2**70},
+        {"s": "caf\udce9", "nan": float("nan"), "inf": float("-inf")},
+        {"t": (1, [2, {"b": 1, "a": None}]), "nul": "a\x00b"},
+    ],
+    ids=["null-and-big-int", "surrogate-and-nan", "tuple-and-nul"],
+)
+def test_a_repeated_call_is_seen_as_the_same_after_the_journal_went_through_the_store(
+    store_url: str, arguments: dict[str, Any]
+) -> None:
+    """Progress is rebuilt from the stored journal: arguments that take the slow paths of the store's
+    JSON and of the call signature must sign the same after the round trip (else no_progress is missed)."""
+
+    def build(state: dict[str, Any]) -> Agent:
+        @tool
+        def look(q: dict) -> str:  # type: ignore[type-arg]
+            """Look at the same thing."""
+            return "the same"
+
+        same = call("look", q=arguments)
+        steps = [[same], [same], [finish("need_help", "go on?")], [same], [finish("done", "x")]]
+        return Agent(name="looker", model=ScriptedModel(steps), tools=[look])
+
+    lookers = Catalog()
+    lookers.register("looker", build)
+    w = Workers(store_url, lookers)
+    try:
+        first = asyncio.run(w.new().start("looker", "look"))
+        assert first.reason is StopReason.NEED_HELP
+        done = asyncio.run(w.new().resume(first.run_id, answer="yes"))
+        assert done.reason is StopReason.NO_PROGRESS, done.note
+    finally:
+        w.close()
