@@ -6,6 +6,8 @@ import dataclasses
 import types
 from typing import Any, NoReturn
 
+import orjson
+
 from agent.errors import SnapshotError
 from agent.journal import (
     Answer,
@@ -136,28 +138,50 @@ _TYPE_OF: dict[type, str] = {
 
 def unkept(reply: Reply) -> str | None:
     """Why the journal cannot keep `reply` as it is (None when it can): a part of a type not in
-    the journal, or tool arguments or a provider block that are not JSON (`json_problem`)."""
+    the journal, or tool arguments or a provider block that are not JSON (`json_problem`).
+
+    orjson checks the usual reply at C speed; what it refuses (an integer past 64 bits, a lone
+    surrogate: JSON all the same) and what it writes as null (NaN, None: the store writes those with
+    the standard library, which refuses an enum or a UUID that orjson takes) are checked in full."""
+    plain = True
     for part in reply.parts:
         if isinstance(part, Call):
-            problem = _not_str(part.id, "id") or _not_str(part.name, "name")
-            problem = problem or json_problem(part.arguments, "arguments")
-            if problem:
+            if problem := _not_str(part.id, "id") or _not_str(part.name, "name"):
                 return f"tool call {part.name!r}: {problem}"
+            plain = plain and _plain_json(part.arguments)
         elif isinstance(part, Opaque):
-            if problem := json_problem(part.data, "provider block"):
-                return problem
+            plain = plain and _plain_json(part.data)
         elif not isinstance(part, Text) or not isinstance(part.text, str):
             return f"a reply part {part!r:.60} is not text, a tool call or a provider block"
+    return None if plain else _first_problem(reply.parts)
+
+
+def _first_problem(parts: tuple[Part, ...]) -> str | None:
+    for part in parts:
+        if isinstance(part, Call) and (problem := json_problem(part.arguments, "arguments")):
+            return f"tool call {part.name!r}: {problem}"
+        if isinstance(part, Opaque) and (problem := json_problem(part.data, "a provider block")):
+            return problem
     return None
 
 
+def _plain_json(value: Any) -> bool:
+    """True when orjson writes `value` and writes no null (the common case: nothing more to check)."""
+    try:
+        return b"null" not in orjson.dumps(value, option=_REFUSE_DATACLASS_AND_DATETIME)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return False
+
+
+_REFUSE_DATACLASS_AND_DATETIME = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 MAX_DEPTH = 255  # JSON nested deeper is not kept (orjson's own limit; no model writes such arguments)
+_LEAVES = (str, int, float, type(None))
 
 
 def json_problem(value: Any, what: str, depth: int = 0) -> str | None:
     """What in `value` JSON cannot hold as it is (None when it can): objects with string keys,
     arrays, strings, numbers, true, false and null, at most `MAX_DEPTH` levels deep."""
-    if isinstance(value, str | int | float | type(None)):
+    if isinstance(value, _LEAVES):
         return None
     if depth >= MAX_DEPTH:
         return f"{what} nest deeper than {MAX_DEPTH} levels (or hold themselves)"

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -783,8 +784,15 @@ class _NotJson:
 
 @pytest.mark.parametrize(
     "arguments",
-    [{"x": {1, 2}}, {"x": b"\xff"}, {"x": _NotJson()}, {"x": {1: "a", "b": 2}}, {"x": {(1, 2): "a"}}],
-    ids=["set", "bytes", "object", "mixed-keys", "tuple-key"],
+    [
+        {"x": {1, 2}},
+        {"x": b"\xff"},
+        {"x": _NotJson()},
+        {"x": {1: "a", "b": 2}},
+        {"x": {(1, 2): "a"}},
+        {"x": {"at": uuid.UUID(int=1), "none": None}},  # orjson writes a UUID, json (for the null) not
+    ],
+    ids=["set", "bytes", "object", "mixed-keys", "tuple-key", "uuid-beside-null"],
 )
 def test_a_reply_the_journal_cannot_keep_ends_the_run_as_an_error_on_record(
     store_url: str, arguments: dict[str, Any], tmp_path: Path
