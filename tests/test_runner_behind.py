@@ -293,3 +293,64 @@ def test_a_checkpoint_that_could_not_be_sent_loses_nothing(tmp_path: Path, fails
         assert store.get(result.run_id).stop_reason is StopReason.ERROR
     finally:
         store.close()
+
+
+class FailsOnce:
+    """A real store whose `n`-th call of `method` raises (the write did not happen), then succeeds."""
+
+    def __init__(self, store: RunStore, method: str, n: int) -> None:
+        self.store, self.method, self.n, self.calls = store, method, n, 0
+        if method == "checkpoint":
+            self.send_checkpoint = None  # written on the writer thread (PostgreSQL would send ahead)
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self.store, name)
+        if name != self.method:
+            return real
+
+        def once(*args: Any) -> Any:
+            self.calls += 1
+            if self.calls == self.n:
+                raise StoreError(f"{name} failed once (a test double)")
+            return real(*args)
+
+        return once
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+@pytest.mark.parametrize(
+    ("backend", "method"),
+    [
+        ("sqlite", "checkpoint"),
+        ("sqlite", "record"),
+        ("postgres", "checkpoint"),
+        ("postgres", "send_checkpoint"),  # PostgreSQL's own way: sent ahead, read at the barrier
+        ("postgres", "record"),
+    ],
+)
+def test_a_write_that_fails_once_loses_no_entry_and_doubles_none(
+    backend: str, method: str, n: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whichever write fails: the run ends with a reason, its record says the same, the stored journal
+    ends with that stop, holds each entry once, and no call whose result was stored ran again."""
+    import agent.durable.runner
+
+    monkeypatch.setattr(agent.durable.runner, "RECORD_RETRIES", (0.0,))
+    store = open_store(pg.url_for(backend, tmp_path))
+    try:
+        events: list[str] = []
+        flaky = FailsOnce(store, method, n)
+        runner = runner_for(flaky, events, yielding=False, turns=4)  # type: ignore[arg-type]
+        result = asyncio.run(runner.start("noter", "n"))
+        assert result.reason in (StopReason.SUCCESS, StopReason.ERROR)
+        saved, record = store.snapshot(result.run_id), store.get(result.run_id)
+        assert saved is not None and record is not None
+        assert (record.status, record.stop_reason) == ("finished", result.reason)
+        assert isinstance(saved.journal[-1], Stopped) and saved.journal[-1].reason is result.reason
+        assert len([e for e in saved.journal if isinstance(e, Stopped)]) == 1
+        results = [e for e in saved.journal if isinstance(e, Result)]
+        assert len({r.call_id for r in results}) == len(results)
+        tools = [e for e in events if e.startswith("tool")]
+        assert tools == [f"tool {i}" for i in range(1, len(results) + 1)]  # each ran once, all stored
+    finally:
+        store.close()
