@@ -327,19 +327,46 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
             obs.model_ended(None, exc)
             raise
         obs.model_ended(reply, None)
-        charge(agent, run, agent.model.name, reply)
-        return checked(reply_entry(reply))
+        return taken(agent, run, reply)
 
 
-def checked(entry: Reply) -> Reply | Stop:
-    """The reply, or an error stop when the journal cannot keep it (an adapter's bug: tool arguments
-    that are not JSON could be neither saved nor resumed, so the run ends before they are recorded)."""
-    if (problem := unkept(entry)) is None:
-        return entry
+def taken(agent: Agent, run: RunState, reply: ModelReply) -> Reply | Stop:
+    """The reply as a journal entry, its usage charged; or an error stop when the journal cannot
+    keep it (see `invalid_reply`; token counts that are no counts are not charged either)."""
+    if (problem := uncounted(reply)) is not None:
+        return invalid_reply(problem)
+    charge(agent, run, agent.model.name, reply)
+    entry = reply_entry(reply)
+    return entry if (problem := unkept(entry)) is None else invalid_reply(problem)
+
+
+def invalid_reply(problem: str) -> Stop:
+    """An adapter's (or a model API's) bug: a reply the journal cannot keep could be neither saved nor
+    resumed, so the run ends before it is recorded."""
     note = (
-        f"The model adapter gave a reply the run journal cannot keep: {problem}. Tool arguments must be JSON."
+        f"The model adapter gave a reply the run journal cannot keep: {problem}. Tool arguments "
+        "must be JSON, and token counts whole numbers from 0 to 2**63 - 1."
     )
     return Stop(StopReason.ERROR, note=note, error_type="invalid_reply")
+
+
+_MOST_TOKENS = 2**63 - 1  # what a store's integer column holds
+
+
+def uncounted(reply: ModelReply) -> str | None:
+    """The first token count of `reply` that is no count (negative, a fraction, past 64 bits)."""
+    extra = reply.extra
+    for name, value in (
+        ("input_tokens", reply.input_tokens),
+        ("output_tokens", reply.output_tokens),
+        ("cache_read_input_tokens", reply.cache_read_input_tokens),
+        ("cache_creation_input_tokens", reply.cache_creation_input_tokens),
+        ("extra cache_read_input_tokens", extra.get("cache_read_input_tokens") or 0),
+        ("extra cache_creation_input_tokens", extra.get("cache_creation_input_tokens") or 0),
+    ):
+        if type(value) is not int or not 0 <= value <= _MOST_TOKENS:
+            return f"{name} is {value!r:.40}"
+    return None
 
 
 class _BudgetCut(Exception):

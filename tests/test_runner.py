@@ -36,7 +36,7 @@ from agent.durable.store import (
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
 from agent.journal import Answered, Extended, Result, Stopped
-from agent.models.scripted import ScriptedModel, call, finish
+from agent.models.scripted import ScriptedModel, call, finish, reply
 from agent.result import RunResult
 from agent.snapshot import Checkpoint, SnapshotKind
 
@@ -895,5 +895,26 @@ def test_a_repeated_call_is_seen_as_the_same_after_the_journal_went_through_the_
         assert first.reason is StopReason.NEED_HELP
         done = asyncio.run(w.new().resume(first.run_id, answer="yes"))
         assert done.reason is StopReason.NO_PROGRESS, done.note
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize("tokens", [2**63, -5, 1.5], ids=["past-64-bits", "negative", "fraction"])
+def test_a_reply_with_token_counts_the_store_cannot_keep_ends_the_run_as_an_error_on_record(
+    store_url: str, tokens: Any
+) -> None:
+    """A model API (or adapter) reporting a token count that is no count: the run ends as `error`
+    saying so, its record is written, and its journal reads back (not a run stuck as running, nor
+    one whose snapshot cannot be read)."""
+    steps = [reply(finish("need_help", "which?"), input_tokens=tokens), [finish("done", "x")]]
+    odd = Catalog()
+    odd.register("odd", lambda state: Agent(name="odd", model=ScriptedModel(steps)))
+    w = Workers(store_url, odd)
+    try:
+        result = asyncio.run(w.new().start("odd", "count"))
+        assert result.reason is StopReason.ERROR and "input_tokens" in result.note
+        record = w.stores[0].get(result.run_id)
+        assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.ERROR)
+        assert w.stores[0].snapshot(result.run_id) is not None
     finally:
         w.close()
