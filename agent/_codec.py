@@ -143,6 +143,9 @@ def unkept(reply: Reply) -> str | None:
     orjson checks the usual reply at C speed; what it refuses (an integer past 64 bits, a lone
     surrogate: JSON all the same) and what it writes as null (NaN, None: the store writes those with
     the standard library, which refuses an enum or a UUID that orjson takes) are checked in full."""
+    for name in ("stop_reason", "model", "response_id"):
+        if problem := _not_str(getattr(reply, name), name):
+            return problem
     plain = True
     for part in reply.parts:
         if isinstance(part, Call):

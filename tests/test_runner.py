@@ -36,7 +36,8 @@ from agent.durable.store import (
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
 from agent.journal import Answered, Extended, Result, Stopped
-from agent.models.scripted import ScriptedModel, call, finish, reply
+from agent.models.base import ModelReply
+from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import RunResult
 from agent.snapshot import Checkpoint, SnapshotKind
 
@@ -899,20 +900,43 @@ def test_a_repeated_call_is_seen_as_the_same_after_the_journal_went_through_the_
         w.close()
 
 
-@pytest.mark.parametrize("tokens", [2**63, -5, 1.5], ids=["past-64-bits", "negative", "fraction"])
-def test_a_reply_with_token_counts_the_store_cannot_keep_ends_the_run_as_an_error_on_record(
-    store_url: str, tokens: Any
+class _OneReply:
+    """A model adapter that answers `need_help` with the given reply fields (a buggy adapter's)."""
+
+    name, provider = "odd", "odd"
+
+    def __init__(self, **fields: Any) -> None:
+        self.fields = fields
+
+    async def complete(self, request: Any) -> ModelReply:
+        block = {"type": "tool_use", "id": "toolu_1", "name": "finish", "input": {"kind": "need_help"}}
+        return ModelReply(content=[block], **self.fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"input_tokens": 2**63}, "input_tokens"),
+        ({"output_tokens": -5}, "output_tokens"),
+        ({"cache_read_input_tokens": 1.5}, "cache_read_input_tokens"),
+        ({"extra": {"cache_creation_input_tokens": -1}}, "cache_creation_input_tokens"),
+        ({"stop_reason": None}, "stop_reason"),
+        ({"model": None}, "model"),
+    ],
+    ids=["past-64-bits", "negative", "fraction", "negative-extra", "no-stop-reason", "no-model"],
+)
+def test_a_reply_with_fields_the_store_cannot_keep_ends_the_run_as_an_error_on_record(
+    store_url: str, fields: dict[str, Any], named: str
 ) -> None:
-    """A model API (or adapter) reporting a token count that is no count: the run ends as `error`
-    saying so, its record is written, and its journal reads back (not a run stuck as running, nor
-    one whose snapshot cannot be read)."""
-    steps = [reply(finish("need_help", "which?"), input_tokens=tokens), [finish("done", "x")]]
+    """A model API (or adapter) reporting a token count that is no count, or no model name: the run
+    ends as `error` saying so, its record is written, and its journal reads back (not a run stuck as
+    running, nor a suspended one whose snapshot cannot be read)."""
     odd = Catalog()
-    odd.register("odd", lambda state: Agent(name="odd", model=ScriptedModel(steps)))
+    odd.register("odd", lambda state: Agent(name="odd", model=_OneReply(**fields)))
     w = Workers(store_url, odd)
     try:
         result = asyncio.run(w.new().start("odd", "count"))
-        assert result.reason is StopReason.ERROR and "input_tokens" in result.note
+        assert result.reason is StopReason.ERROR and named in result.note, result.note
         record = w.stores[0].get(result.run_id)
         assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.ERROR)
         assert w.stores[0].snapshot(result.run_id) is not None
