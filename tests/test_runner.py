@@ -170,6 +170,10 @@ def test_bad_answers_change_nothing(counters: Workers, tmp_path: Path) -> None:
         asyncio.run(runner.resume(first.run_id, approved=True))
     with pytest.raises(UnknownRun):
         asyncio.run(runner.resume("no-such-run", "2"))
+    with pytest.raises(AnswerError, match="an answer must be text, not int"):
+        asyncio.run(runner.resume(first.run_id, 2))  # type: ignore[arg-type]
+    with pytest.raises(AnswerError, match="approved must be True or False, not 'yes'"):
+        asyncio.run(runner.resume(first.run_id, approved="yes"))  # type: ignore[arg-type]
     assert runner.store.get(first.run_id) == before
     asyncio.run(runner.resume(first.run_id, "2"))
     with pytest.raises(NotClaimable, match="is finished, not waiting"):

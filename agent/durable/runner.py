@@ -700,6 +700,10 @@ def _why(exc: BaseException) -> str:
 
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:
     """Refuse an answer that does not fit what a waiting run waits for."""
+    if answer is not None and not isinstance(answer, str):
+        raise AnswerError(f"an answer must be text, not {type(answer).__name__}: pass a string")
+    if approved is not None and not isinstance(approved, bool):
+        raise AnswerError(f"approved must be True or False, not {approved!r:.40}")
     if record.pending is not None and approved is None:
         raise AnswerError(
             f"run {record.run_id} waits for approval of the call {record.pending.name!r}: approve or deny it"
