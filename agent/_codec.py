@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 from typing import Any, NoReturn
 
@@ -177,6 +178,27 @@ def _plain_json(value: Any) -> bool:
 
 
 _REFUSE_DATACLASS_AND_DATETIME = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+def unwritable(value: Any) -> str | None:
+    """Why a store (or `Snapshot.to_json`) cannot write `value` as JSON, None when it can: the same
+    encoders in the same order (orjson, then the standard library for what orjson refuses or writes
+    as null), so that what passes here is written there."""
+    try:
+        text = orjson.dumps(value, option=_STORE_ORJSON)
+    except TypeError:  # orjson.JSONEncodeError is one
+        text = b"null"
+    if b"null" not in text:
+        return None
+    try:
+        _stdlib_sorted(value)
+    except (TypeError, ValueError, RecursionError) as exc:  # ValueError: a cycle
+        return str(exc) or type(exc).__name__
+    return None
+
+
+_STORE_ORJSON = _REFUSE_DATACLASS_AND_DATETIME | orjson.OPT_SORT_KEYS
+_stdlib_sorted = json.JSONEncoder(sort_keys=True).encode
 MAX_DEPTH = 255  # JSON nested deeper is not kept (orjson's own limit; no model writes such arguments)
 _LEAVES = (str, int, float, type(None))
 

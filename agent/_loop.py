@@ -22,7 +22,7 @@ from agent._codec import unkept
 from agent._frozen import fast_init
 from agent._state import RunState
 from agent.clock import CancelSignal
-from agent.errors import ModelError, SnapshotError, TransientModelError
+from agent.errors import ConfigError, ModelError, SnapshotError, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
@@ -230,7 +230,11 @@ def checkpoint(agent: Agent, run: RunState) -> None:
     next tool starts and before the segment ends (a write that failed raises there, and the run ends
     as error). The last one is kept: a checkpointer writes its checkpoints in order, so it stands
     for all of them."""
-    if agent.checkpoint is not None and isawaitable(write := _hand_over(agent, run, run.checkpoint())):
+    if agent.checkpoint is None:
+        return
+    if (problem := run.state_problem()) is not None:  # a tool's bug: no checkpoint could hold it
+        raise ConfigError(problem)
+    if isawaitable(write := _hand_over(agent, run, run.checkpoint())):
         run.pending = write
 
 
@@ -627,7 +631,10 @@ async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: R
 
 
 def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult:
-    """Turn a stop or a suspend into the run's structured result."""
+    """Turn a stop or a suspend into the run's structured result. A run whose state JSON cannot
+    hold ends as error where its state would be saved (a snapshot to resume, or a store)."""
+    if _saves_state(agent, decision) and (problem := run.state_problem()) is not None:
+        decision = Stop(StopReason.ERROR, note=problem, error_type="ConfigError")
     if isinstance(decision, Suspend):
         s = decision.suspension
         snap = run.snapshot(SnapshotKind.SUSPENDED)
@@ -647,6 +654,14 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         verified=decision.verified,
         error_type=decision.error_type,
         snapshot=run.snapshot(kind) if kind is not SnapshotKind.FINISHED else None,
+    )
+
+
+def _saves_state(agent: Agent, decision: Stop | Suspend) -> bool:
+    if isinstance(decision, Suspend):
+        return True
+    return decision.reason is not StopReason.ERROR and (
+        agent.checkpoint is not None or decision.reason in _KIND_OF
     )
 
 

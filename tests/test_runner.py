@@ -946,3 +946,67 @@ def test_a_reply_with_fields_the_store_cannot_keep_ends_the_run_as_an_error_on_r
         assert w.stores[0].snapshot(result.run_id) is not None
     finally:
         w.close()
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [[call("put")], [call("count", n=1)], [finish("done", "x")]],  # found at the turn's checkpoint
+        [[call("put"), call("count", n=1)], [finish("done", "x")]],  # found at the call's checkpoint
+    ],
+    ids=["turn", "call"],
+)
+@pytest.mark.parametrize("value", [{1, 2}, b"\xff", {(1, 2): "a"}], ids=["set", "bytes", "tuple-key"])
+def test_a_state_json_cannot_hold_ends_the_run_as_an_error_on_record(
+    store_url: str, value: Any, steps: list[Any]
+) -> None:
+    """A tool puts a value JSON cannot hold into `ctx.state` (saved with every checkpoint): the run
+    ends as `error` naming the key, its record and journal are written (the key left out of the saved
+    state), and no call runs after it."""
+    counted: list[int] = []
+
+    def build(state: dict[str, Any]) -> Agent:
+        @tool
+        def put(ctx: Any) -> str:
+            """Keep something."""
+            ctx.state["kept"] = "fine"
+            ctx.state["odd"] = value
+            return "kept"
+
+        @tool
+        def count(n: int) -> str:
+            """Count."""
+            counted.append(n)
+            return "counted"
+
+        return Agent(name="keeper", model=ScriptedModel(steps), tools=[put, count])
+
+    keepers = Catalog()
+    keepers.register("keeper", build)
+    w = Workers(store_url, keepers)
+    try:
+        result = asyncio.run(w.new().start("keeper", "keep"))
+        assert result.reason is StopReason.ERROR and "'odd'" in result.note and "state" in result.note
+        assert counted == []
+        record = w.stores[0].get(result.run_id)
+        assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.ERROR)
+        saved = w.stores[0].snapshot(result.run_id)
+        assert saved is not None and saved.state == {"kept": "fine"}
+        assert isinstance(saved.journal[-1], Stopped) and saved.journal[-1].reason is StopReason.ERROR
+    finally:
+        w.close()
+
+
+def test_a_run_that_would_wait_with_a_state_json_cannot_hold_ends_as_an_error() -> None:
+    """Without a store too: a waiting run's snapshot is for saving (`to_json`), so a state it cannot
+    hold ends the run as `error` instead of handing back a snapshot that cannot be saved."""
+
+    @tool
+    def put(ctx: Any) -> str:
+        """Keep something."""
+        ctx.state["odd"] = {1, 2}
+        return "kept"
+
+    steps = [[call("put")], [finish("need_help", "which?")]]
+    result = Agent(name="keeper", model=ScriptedModel(steps), tools=[put]).run("keep")
+    assert result.reason is StopReason.ERROR and "'odd'" in result.note

@@ -573,9 +573,11 @@ class Runner:
         built = entry.build(state)
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
         if self.hooks is not None:  # added to the agent's own hooks, which still see its runs
-            own = getattr(built, "hooks", None)
-            mine = isinstance(own, NoHooks) or own is None or own is self.hooks
-            changes["hooks"] = self.hooks if mine else CompositeHooks((self.hooks, own))
+            own: RunHooks | None = getattr(built, "hooks", None)
+            if own is None or isinstance(own, NoHooks) or own is self.hooks:
+                changes["hooks"] = self.hooks
+            else:
+                changes["hooks"] = CompositeHooks((self.hooks, own))
         if task_type and task_type != built.task_type:
             if task_type not in entry.task_types:
                 allowed = ", ".join(sorted({built.task_type, *entry.task_types}))
