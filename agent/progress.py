@@ -10,12 +10,15 @@ from typing import Any
 
 import orjson
 
+from agent.errors import ConfigError
 from agent.journal import Entry, Reply, Result
 
 
 def digest(state: str) -> str:
     """A short digest of an observed state (a tool result, or the agent's own fingerprint)."""
-    return hashlib.blake2b(state.encode(errors="replace"), digest_size=8).hexdigest()
+    if not isinstance(state, str):
+        raise ConfigError(f"the agent's fingerprint must return a string, not {type(state).__name__}")
+    return hashlib.blake2b(state.encode(errors="surrogatepass"), digest_size=8).hexdigest()
 
 
 def replay(detector: ProgressDetector, journal: Iterable[Entry]) -> None:

@@ -253,6 +253,13 @@ def test_the_fingerprint_not_the_result_decides_what_changed(make_agent):
     assert result.turns == 3
 
 
+def test_a_fingerprint_that_is_not_text_ends_the_run_saying_so(make_agent):
+    steps = [[call("read_rows", path="a.csv")], [finish("done", "read")]]
+    result = make_agent(*steps, tools=[read_rows], fingerprint=lambda ctx: 10).run("task")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "ConfigError")
+    assert "fingerprint must return a string, not int" in result.note
+
+
 def test_k_idle_turns_rotating_calls(make_agent):
     rotation = ["a.csv", "b.csv", "c.csv"]
     agent = make_agent(
@@ -285,3 +292,14 @@ def test_without_the_idle_rule_talk_runs_into_the_turn_limit(make_agent):
     result = agent.run("task")
     assert result.reason is StopReason.LIMIT
     assert result.limit is LimitKind.TURNS
+
+
+def test_states_that_differ_only_in_undecodable_bytes_are_different_states():
+    """Text decoded with `surrogateescape` (a file name or output that is not UTF-8) keeps the bytes
+    it could not decode as lone surrogates: two such states are not the same state."""
+    from agent.progress import digest
+
+    assert digest(b"caf\xe9".decode(errors="surrogateescape")) != digest(
+        b"caf\xe8".decode(errors="surrogateescape")
+    )
+    assert digest("caf\udce9") != digest("caf?")
