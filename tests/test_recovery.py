@@ -254,10 +254,10 @@ def test_the_service_recovers_a_run_whose_worker_died_while_it_was_up(store_url:
     finally:
         store.close()
     with Server(store_url, tmp_path, catalog=CATALOG) as server, server.client() as api:
-        assert run_status(api, job.run_id)["status"] == "running"
         done = wait_for(
             lambda: (rec := run_status(api, job.run_id))["status"] == "finished" and rec,
             timeout=20,
             what="the service to recover the run once its lease ran out",
         )
     assert done["stop_reason"] == "success" and counted(folder) == [1, 2]
+    assert job.record.lease_until is not None and done["ended_at"] >= job.record.lease_until  # not before
