@@ -1010,3 +1010,51 @@ def test_a_run_that_would_wait_with_a_state_json_cannot_hold_ends_as_an_error() 
     steps = [[call("put")], [finish("need_help", "which?")]]
     result = Agent(name="keeper", model=ScriptedModel(steps), tools=[put]).run("keep")
     assert result.reason is StopReason.ERROR and "'odd'" in result.note
+
+
+def test_a_run_taken_over_mid_turn_is_finished_by_the_new_holder_and_journaled_once(
+    store_url: str,
+) -> None:
+    """Worker A stalls inside a tool past its lease and B takes the run over: A's next checkpoint is
+    refused (A's segment ends, its result dropped), B continues from the last checkpoint A wrote
+    (the stalled call, unrecorded, runs again) and finishes; the stored journal holds each entry once."""
+    inside, go_on = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    @tool
+    def step(n: int) -> str:
+        """Take a step (step 2 stalls until released)."""
+        ran.append(n)
+        if n == 2 and not go_on.is_set():
+            inside.set()
+            assert go_on.wait(30), "never released"
+        return f"did {n}"
+
+    steps = [[call("step", n=1)], [call("step", n=2)], [call("step", n=3)], [finish("done", "ok")]]
+    stepper = Catalog()
+    stepper.register("stepper", lambda state: Agent(name="stepper", model=ScriptedModel(steps), tools=[step]))
+    w = Workers(store_url, stepper)
+    try:
+        a, b = w.new(), w.new()
+
+        async def scenario() -> tuple[RunResult, RunResult]:
+            job = a.begin("stepper", "step", run_id="taken")
+            first = asyncio.create_task(a.drive(job))
+            assert await asyncio.to_thread(inside.wait, 30)
+            owner = b.store.get("taken").owner  # type: ignore[union-attr]
+            held = b.store.take_over("taken", owner or "", b.lease(), time.time())
+            resumed = b._resume_job(b._hold(held), release_to=None, recovering=True)
+            go_on.set()
+            return await first, await b.drive(resumed)
+
+        lost, done = asyncio.run(scenario())
+        assert lost.reason is StopReason.ERROR and "another worker took it over" in lost.note
+        assert done.reason is StopReason.SUCCESS and ran == [1, 2, 2, 3]
+        record, saved = w.stores[0].get("taken"), w.stores[0].snapshot("taken")
+        assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.SUCCESS)
+        assert saved is not None
+        results = [e.call_id for e in saved.journal if isinstance(e, Result)]
+        assert len(results) == len(set(results)) == 3
+        assert [type(e).__name__ for e in saved.journal][-2:] == ["Reply", "Stopped"]
+    finally:
+        w.close()
