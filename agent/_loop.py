@@ -438,7 +438,11 @@ async def summarize(agent: Agent, run: RunState, obs: RunObserver, compaction: C
 
 
 def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
-    """Count a model call's tokens and cost (cache reads and writes at their own prices)."""
+    """Count a model call's tokens and cost (cache reads and writes at their own prices); a call
+    whose token counts are no counts is not counted (a warning says so: no store could hold them)."""
+    if (problem := uncounted(reply)) is not None:
+        log.warning("run %s: a model call's usage was not counted: %s", run.ctx.run_id, problem)
+        return
     run.add_usage(agent.prices.usage_of(model, reply))
 
 

@@ -1058,3 +1058,29 @@ def test_a_run_taken_over_mid_turn_is_finished_by_the_new_holder_and_journaled_o
         assert [type(e).__name__ for e in saved.journal][-2:] == ["Reply", "Stopped"]
     finally:
         w.close()
+
+
+def test_a_verifiers_model_call_with_token_counts_that_are_no_counts_is_not_charged(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A judge's (or a summary's) reply reporting 2**63 tokens: not counted (the store's columns could
+    not hold the run's usage, and the record would fail every time), with a warning; the run ends."""
+
+    def judge(ctx: Any) -> list[str]:
+        ctx.charge("scripted", ModelReply([], input_tokens=2**63, output_tokens=-1))
+        return []
+
+    judged = Catalog()
+    judged.register(
+        "judged",
+        lambda state: Agent(name="judged", model=ScriptedModel([[finish("done", "ok")]]), verifiers=[judge]),
+    )
+    w = Workers(store_url, judged)
+    try:
+        result = asyncio.run(w.new().start("judged", "judge it"))
+        assert result.reason is StopReason.SUCCESS and result.input_tokens < 2**63
+        record = w.stores[0].get(result.run_id)
+        assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.SUCCESS)
+        assert "was not counted: input_tokens is 9223372036854775808" in caplog.text
+    finally:
+        w.close()
