@@ -35,7 +35,7 @@ from agent.durable.store import (
 )
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
-from agent.journal import Answered, Extended, Result, Stopped
+from agent.journal import Answer, Answered, Extended, Result, Stopped
 from agent.models.base import ModelReply
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import RunResult
@@ -778,6 +778,10 @@ def test_a_question_a_text_column_cannot_hold_exactly_is_answered_and_the_run_fi
         assert done.reason is StopReason.SUCCESS and done.output == f"used {odd}"
         record = w.stores[0].get(first.run_id)
         assert record is not None and record.stop_reason is StopReason.SUCCESS
+        saved = w.stores[0].snapshot(first.run_id)
+        assert saved is not None
+        [answered] = [e for e in saved.journal if isinstance(e, Answered)]
+        assert answered.reply == Answer(f"the one with {odd}")  # the journal keeps what was written
     finally:
         w.close()
 

@@ -201,6 +201,8 @@ class Runner:
             self._check_pending(current)
             waiting, segment = (RunStatus.WAITING,), current.segments
             record = self.store.claim(run_id, waiting, lease, now, answer, approved, segment, expired=False)
+            if answer is not None:  # as written: the answer's text column keeps NUL and lone surrogates
+                record = dataclasses.replace(record, answer=answer)  # as U+FFFD (recovery reads that)
         elif answer is not None or approved is not None:
             raise NotClaimable(
                 f"run {run_id} is {current.status}, not waiting for an answer; nothing was changed"
