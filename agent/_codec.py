@@ -139,7 +139,8 @@ _TYPE_OF: dict[type, str] = {
 
 def unkept(reply: Reply) -> str | None:
     """Why the journal cannot keep `reply` as it is (None when it can): a part of a type not in
-    the journal, or tool arguments or a provider block that are not JSON (`json_problem`).
+    the journal, tool arguments or a provider block that are not JSON (`json_problem`), or two tool
+    calls of one id (results and approvals are matched to calls by id).
 
     orjson checks the usual reply at C speed; what it refuses (an integer past 64 bits, a lone
     surrogate: JSON all the same) and what it writes as null (NaN, None: the store writes those with
@@ -147,11 +148,14 @@ def unkept(reply: Reply) -> str | None:
     for name in ("stop_reason", "model", "response_id"):
         if problem := _not_str(getattr(reply, name), name):
             return problem
-    plain = True
+    plain, ids = True, set()
     for part in reply.parts:
         if isinstance(part, Call):
             if problem := _not_str(part.id, "id") or _not_str(part.name, "name"):
                 return f"tool call {part.name!r}: {problem}"
+            if part.id in ids:
+                return f"two tool calls share the id {part.id!r:.60}"
+            ids.add(part.id)
             plain = plain and _plain_json(part.arguments)
         elif isinstance(part, Opaque):
             plain = plain and _plain_json(part.data)
