@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 from typing import Any, NoReturn
+
+import orjson
 
 from agent.errors import SnapshotError
 from agent.journal import (
@@ -132,6 +135,99 @@ _TYPE_OF: dict[type, str] = {
     Shrunk: "shrunk",
     Extended: "extended",
 }
+
+
+def unkept(reply: Reply) -> str | None:
+    """Why the journal cannot keep `reply` as it is (None when it can): a part of a type not in
+    the journal, tool arguments or a provider block that are not JSON (`json_problem`), or two tool
+    calls of one id (results and approvals are matched to calls by id).
+
+    orjson checks the usual reply at C speed; what it refuses (an integer past 64 bits, a lone
+    surrogate: JSON all the same) and what it writes as null (NaN, None: the store writes those with
+    the standard library, which refuses an enum or a UUID that orjson takes) are checked in full."""
+    for name in ("stop_reason", "model", "response_id"):
+        if problem := _not_str(getattr(reply, name), name):
+            return problem
+    plain, ids = True, set()
+    for part in reply.parts:
+        if isinstance(part, Call):
+            if problem := _not_str(part.id, "id") or _not_str(part.name, "name"):
+                return f"tool call {part.name!r}: {problem}"
+            if part.id in ids:
+                return f"two tool calls share the id {part.id!r:.60}"
+            ids.add(part.id)
+            plain = plain and _plain_json(part.arguments)
+        elif isinstance(part, Opaque):
+            plain = plain and _plain_json(part.data)
+        elif not isinstance(part, Text) or not isinstance(part.text, str):
+            return f"a reply part {part!r:.60} is not text, a tool call or a provider block"
+    return None if plain else _first_problem(reply.parts)
+
+
+def _first_problem(parts: tuple[Part, ...]) -> str | None:
+    for part in parts:
+        if isinstance(part, Call) and (problem := json_problem(part.arguments, "arguments")):
+            return f"tool call {part.name!r}: {problem}"
+        if isinstance(part, Opaque) and (problem := json_problem(part.data, "a provider block")):
+            return problem
+    return None
+
+
+def _plain_json(value: Any) -> bool:
+    """True when orjson writes `value` and writes no null (the common case: nothing more to check)."""
+    try:
+        return b"null" not in orjson.dumps(value, option=_REFUSE_DATACLASS_AND_DATETIME)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return False
+
+
+_REFUSE_DATACLASS_AND_DATETIME = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+def unwritable(value: Any) -> str | None:
+    """Why a store (or `Snapshot.to_json`) cannot write `value` as JSON, None when it can: the same
+    encoders in the same order (orjson, then the standard library for what orjson refuses or writes
+    as null), so that what passes here is written there."""
+    try:
+        text = orjson.dumps(value, option=_STORE_ORJSON)
+    except TypeError:  # orjson.JSONEncodeError is one
+        text = b"null"
+    if b"null" not in text:
+        return None
+    try:
+        _stdlib_sorted(value)
+    except (TypeError, ValueError, RecursionError) as exc:  # ValueError: a cycle
+        return str(exc) or type(exc).__name__
+    return None
+
+
+_STORE_ORJSON = _REFUSE_DATACLASS_AND_DATETIME | orjson.OPT_SORT_KEYS
+_stdlib_sorted = json.JSONEncoder(sort_keys=True).encode
+MAX_DEPTH = 255  # JSON nested deeper is not kept (orjson's own limit; no model writes such arguments)
+_LEAVES = (str, int, float, type(None))
+
+
+def json_problem(value: Any, what: str, depth: int = 0) -> str | None:
+    """What in `value` JSON cannot hold as it is (None when it can): objects with string keys,
+    arrays, strings, numbers, true, false and null, at most `MAX_DEPTH` levels deep."""
+    if isinstance(value, _LEAVES):
+        return None
+    if depth >= MAX_DEPTH:
+        return f"{what} nest deeper than {MAX_DEPTH} levels (or hold themselves)"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{what} have a key {key!r:.60} that is not a string, which JSON cannot hold"
+            if problem := json_problem(item, what, depth + 1):
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        return next((p for item in value if (p := json_problem(item, what, depth + 1))), None)
+    return f"{what} hold a value of type {type(value).__name__} ({value!r:.60}), which JSON cannot hold"
+
+
+def _not_str(value: Any, what: str) -> str | None:
+    return None if isinstance(value, str) else f"its {what} {value!r:.60} is not a string"
 
 
 # -- decode -------------------------------------------------------------------------------------

@@ -18,10 +18,11 @@ from enum import StrEnum
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent._codec import unkept
 from agent._frozen import fast_init
 from agent._state import RunState
 from agent.clock import CancelSignal
-from agent.errors import ModelError, SnapshotError, TransientModelError
+from agent.errors import ConfigError, ModelError, SnapshotError, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
@@ -229,7 +230,11 @@ def checkpoint(agent: Agent, run: RunState) -> None:
     next tool starts and before the segment ends (a write that failed raises there, and the run ends
     as error). The last one is kept: a checkpointer writes its checkpoints in order, so it stands
     for all of them."""
-    if agent.checkpoint is not None and isawaitable(write := _hand_over(agent, run, run.checkpoint())):
+    if agent.checkpoint is None:
+        return
+    if (problem := run.state_problem()) is not None:  # a tool's bug: no checkpoint could hold it
+        raise ConfigError(problem)
+    if isawaitable(write := _hand_over(agent, run, run.checkpoint())):
         run.pending = write
 
 
@@ -326,8 +331,46 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
             obs.model_ended(None, exc)
             raise
         obs.model_ended(reply, None)
-        charge(agent, run, agent.model.name, reply)
-        return reply_entry(reply)
+        return taken(agent, run, reply)
+
+
+def taken(agent: Agent, run: RunState, reply: ModelReply) -> Reply | Stop:
+    """The reply as a journal entry, its usage charged; or an error stop when the journal cannot
+    keep it (see `invalid_reply`; token counts that are no counts are not charged either)."""
+    if (problem := uncounted(reply)) is not None:
+        return invalid_reply(problem)
+    charge(agent, run, agent.model.name, reply)
+    entry = reply_entry(reply)
+    return entry if (problem := unkept(entry)) is None else invalid_reply(problem)
+
+
+def invalid_reply(problem: str) -> Stop:
+    """An adapter's (or a model API's) bug: a reply the journal cannot keep could be neither saved nor
+    resumed, so the run ends before it is recorded."""
+    note = (
+        f"The model adapter gave a reply the run journal cannot keep: {problem}. Tool arguments "
+        "must be JSON, and token counts whole numbers from 0 to 2**63 - 1."
+    )
+    return Stop(StopReason.ERROR, note=note, error_type="invalid_reply")
+
+
+_MOST_TOKENS = 2**63 - 1  # what a store's integer column holds
+
+
+def uncounted(reply: ModelReply) -> str | None:
+    """The first token count of `reply` that is no count (negative, a fraction, past 64 bits)."""
+    extra = reply.extra
+    for name, value in (
+        ("input_tokens", reply.input_tokens),
+        ("output_tokens", reply.output_tokens),
+        ("cache_read_input_tokens", reply.cache_read_input_tokens),
+        ("cache_creation_input_tokens", reply.cache_creation_input_tokens),
+        ("extra cache_read_input_tokens", extra.get("cache_read_input_tokens") or 0),
+        ("extra cache_creation_input_tokens", extra.get("cache_creation_input_tokens") or 0),
+    ):
+        if type(value) is not int or not 0 <= value <= _MOST_TOKENS:
+            return f"{name} is {value!r:.40}"
+    return None
 
 
 class _BudgetCut(Exception):
@@ -395,7 +438,11 @@ async def summarize(agent: Agent, run: RunState, obs: RunObserver, compaction: C
 
 
 def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
-    """Count a model call's tokens and cost (cache reads and writes at their own prices)."""
+    """Count a model call's tokens and cost (cache reads and writes at their own prices); a call
+    whose token counts are no counts is not counted (a warning says so: no store could hold them)."""
+    if (problem := uncounted(reply)) is not None:
+        log.warning("run %s: a model call's usage was not counted: %s", run.ctx.run_id, problem)
+        return
     run.add_usage(agent.prices.usage_of(model, reply))
 
 
@@ -588,7 +635,10 @@ async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: R
 
 
 def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult:
-    """Turn a stop or a suspend into the run's structured result."""
+    """Turn a stop or a suspend into the run's structured result. A run whose state JSON cannot
+    hold ends as error where its state would be saved (a snapshot to resume, or a store)."""
+    if _saves_state(agent, decision) and (problem := run.state_problem()) is not None:
+        decision = Stop(StopReason.ERROR, note=problem, error_type="ConfigError")
     if isinstance(decision, Suspend):
         s = decision.suspension
         snap = run.snapshot(SnapshotKind.SUSPENDED)
@@ -608,6 +658,14 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         verified=decision.verified,
         error_type=decision.error_type,
         snapshot=run.snapshot(kind) if kind is not SnapshotKind.FINISHED else None,
+    )
+
+
+def _saves_state(agent: Agent, decision: Stop | Suspend) -> bool:
+    if isinstance(decision, Suspend):
+        return True
+    return decision.reason is not StopReason.ERROR and (
+        agent.checkpoint is not None or decision.reason in _KIND_OF
     )
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import Any
 
+from agent._codec import unwritable
 from agent.budget import Budget, Extension, Spent
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import CallRecord, RunContext
@@ -99,11 +101,32 @@ class RunState:
             segment=self.segment,
             journal=list(ctx.journal.entries),
             usage=self.tick().copy(),
-            state=dict(ctx.state),
+            state=self.saveable_state(),
             verifier_failures=list(self.failures),
             trace_id=self.trace_id,
             span_id=self.span_id,
         )
+
+    def state_problem(self) -> str | None:
+        """What in the run's state JSON cannot hold, None when all of it can (it is saved with each
+        checkpoint and snapshot)."""
+        state = self.ctx.state
+        if unwritable(state) is None:
+            return None
+        left_out = [k for k, v in state.items() if not _writable_item(k, v)]
+        keys = ", ".join(repr(k) for k in left_out) or "its keys together (of mixed types)"
+        return (
+            f"the run's state cannot be saved: JSON cannot hold {keys} ({unwritable(state)}); keep JSON "
+            "values in ctx.state (strings, numbers, booleans, None, lists and dicts with string keys)"
+        )
+
+    def saveable_state(self) -> dict[str, Any]:
+        """The run's state as a snapshot keeps it: without the keys JSON cannot hold (see `state_problem`;
+        the run ends as error when there are any)."""
+        state = dict(self.ctx.state)
+        if unwritable(state) is None:
+            return state
+        return {k: v for k, v in state.items() if isinstance(k, str) and _writable_item(k, v)}
 
     def extend(self, more: Extended) -> None:
         """Record more budget for the run and apply it."""
@@ -122,7 +145,7 @@ class RunState:
             segment=self.segment,
             journal=[],
             usage=self.tick().copy(),
-            state=dict(ctx.state),
+            state=self.saveable_state(),
             verifier_failures=list(self.failures),
             trace_id=self.trace_id,
             span_id=self.span_id,
@@ -220,3 +243,7 @@ def calls_of(journal: Journal) -> list[CallRecord]:
         elif isinstance(entry, Result) and entry.ran:
             out.append(CallRecord(entry.ran, dict(calls.get(entry.call_id, {})), entry.text, entry.is_error))
     return out
+
+
+def _writable_item(key: Any, value: Any) -> bool:
+    return isinstance(key, str) and unwritable({key: value}) is None

@@ -10,12 +10,15 @@ from typing import Any
 
 import orjson
 
+from agent.errors import ConfigError
 from agent.journal import Entry, Reply, Result
 
 
 def digest(state: str) -> str:
     """A short digest of an observed state (a tool result, or the agent's own fingerprint)."""
-    return hashlib.blake2b(state.encode(errors="replace"), digest_size=8).hexdigest()
+    if not isinstance(state, str):
+        raise ConfigError(f"the agent's fingerprint must return a string, not {type(state).__name__}")
+    return hashlib.blake2b(state.encode(errors="surrogatepass"), digest_size=8).hexdigest()
 
 
 def replay(detector: ProgressDetector, journal: Iterable[Entry]) -> None:
@@ -44,17 +47,62 @@ def call_signature(name: str, arguments: dict[str, Any]) -> str:
 def _canonical(arguments: dict[str, Any]) -> bytes:
     """The arguments as JSON with sorted keys: orjson's (fast), or the standard library's for
     what orjson refuses (a non-string key, an integer past 64 bits, a lone surrogate) or cannot
-    tell apart (it writes NaN and the infinities as null, as it writes None)."""
+    tell apart (it writes NaN and the infinities as null, as it writes None). What neither can
+    write (a set, bytes, an object, keys of mixed types, a cycle, nesting past the recursion
+    limit) gets a tagged text instead (`_tagged`): a signature is never an exception."""
     try:
-        text = orjson.dumps(arguments, default=str, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError):
+        text = orjson.dumps(arguments, option=_ORJSON)
+    except TypeError:  # orjson.JSONEncodeError is one
         text = b"null"
-    return text if b"null" not in text else _stdlib_canonical(arguments).encode()
+    if b"null" not in text:
+        return text
+    try:
+        return _stdlib_canonical(arguments).encode()
+    except (TypeError, ValueError, RecursionError):
+        return b"\x00" + _tagged(arguments, 0, frozenset()).encode(errors="backslashreplace")
 
+
+# a dataclass or a datetime is refused (orjson would write it as a dict or a string: as another call)
+_ORJSON = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 # made once (`json.dumps` with options builds an encoder per call); the same text as
-# json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
-_stdlib_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
+# json.dumps(arguments, sort_keys=True, separators=(",", ":"))
+_stdlib_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+_DEEPEST = 100  # `_tagged` cuts nesting below this (JSON that deep never comes from a model)
+
+
+def _tagged(value: Any, depth: int, outer: frozenset[int]) -> str:
+    """A canonical text for any value: type-tagged, containers by their items (a dict's and a set's
+    sorted), each item length-prefixed so no text inside can pass for structure. A cycle, or
+    nesting past `_DEEPEST`, is written as a marker."""
+    if isinstance(value, str | bytes | int | float | type(None)):
+        return f"{type(value).__qualname__}:{_repr(value)}"
+    if id(value) in outer or depth > _DEEPEST:
+        return "cut"
+    inner = outer | {id(value)}
+    if isinstance(value, dict):
+        items = sorted(
+            _item(_item(_tagged(k, depth + 1, inner)) + _item(_tagged(v, depth + 1, inner)))
+            for k, v in value.items()
+        )
+        return "dict{" + "".join(items) + "}"
+    if isinstance(value, list | tuple):
+        return "list[" + "".join(_item(_tagged(v, depth + 1, inner)) for v in value) + "]"
+    if isinstance(value, set | frozenset):
+        return "set{" + "".join(sorted(_item(_tagged(v, depth + 1, inner)) for v in value)) + "}"
+    return f"{type(value).__module__}.{type(value).__qualname__}:{_repr(value)}"
+
+
+def _repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:  # a broken __repr__ must not end the run
+        return "?"
+
+
+def _item(text: str) -> str:
+    return f"{len(text)}:{text}"
 
 
 @dataclass

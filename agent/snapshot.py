@@ -174,7 +174,7 @@ class Checkpoint:
 def _object(text: str | bytes) -> dict[str, Any]:
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested too deep, a number too long
         raise SnapshotError(f"snapshot is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise SnapshotError(f"snapshot must be a JSON object, not {type(data).__name__}")

@@ -1398,3 +1398,23 @@ def test_a_new_run_id_is_a_version_4_uuid_in_hex():
     for run_id in ids:
         parsed = uuid.UUID(hex=run_id)
         assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, run_id)
+
+
+def test_a_reply_with_two_tool_calls_of_one_id_ends_the_run_before_either_runs(make_agent):
+    """Results and approvals are matched to calls by id: two calls sharing one (a buggy adapter's)
+    would take each other's result or approval, so the reply is refused before anything runs."""
+    sent: list[int] = []
+
+    @tool(needs_approval=True)
+    def wire(amount: int) -> str:
+        """Send money."""
+        sent.append(amount)
+        return f"wired {amount}"
+
+    blocks = [
+        {"type": "tool_use", "id": "same", "name": "wire", "input": {"amount": 1}},
+        {"type": "tool_use", "id": "same", "name": "wire", "input": {"amount": 1_000_000}},
+    ]
+    result = make_agent(ModelReply(content=blocks), [finish("done", "paid")], tools=[wire]).run("pay")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "invalid_reply")
+    assert "two tool calls share the id 'same'" in result.note and sent == []

@@ -106,6 +106,63 @@ def test_call_signature_is_canonical(left, right, same):
     assert (call_signature(*left) == call_signature(*right)) is same
 
 
+class Opaque:
+    def __repr__(self) -> str:
+        return "Opaque()"
+
+
+def _nested(depth: int, leaf: object) -> dict[str, object]:
+    value: object = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return {"x": value}
+
+
+def _cycle() -> dict[str, object]:
+    looped: dict[str, object] = {}
+    looped["self"] = looped
+    return {"x": looped}
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "same"),
+    [
+        # neither the fast encoder nor the standard library's can write these: never an exception,
+        # and what differs stays apart
+        ({"k": {1: "a", "b": 2}}, {"k": {"b": 2, 1: "a"}}, True),
+        ({"k": {1: "a", "b": 2}}, {"k": {1: "a", "b": 3}}, False),
+        ({"k": {(1, 2): "a"}}, {"k": {(1, 2): "a"}}, True),
+        ({"k": {(1, 2): "a"}}, {"k": {(1, 3): "a"}}, False),
+        ({"k": {"p", "q", "r"}}, {"k": {"r", "q", "p"}}, True),
+        ({"k": {1, 2}}, {"k": "{1, 2}"}, False),
+        ({"k": b"x"}, {"k": "b'x'"}, False),
+        ({"k": b"x"}, {"k": b"y"}, False),
+        ({"k": Opaque()}, {"k": "Opaque()"}, False),
+        (_nested(3000, 1), _nested(3000, 1), True),
+        (_nested(300, 1), _nested(300, 2), False),
+        (_cycle(), _cycle(), True),
+        (_cycle(), {"x": {"self": {}}}, False),
+    ],
+    ids=[
+        "mixed-keys-order",
+        "mixed-keys-values",
+        "tuple-keys",
+        "tuple-keys-differ",
+        "set-order",
+        "set-not-its-text",
+        "bytes-not-their-text",
+        "bytes-differ",
+        "object-not-its-text",
+        "too-deep",
+        "deep-differ",
+        "cycle",
+        "cycle-not-empty",
+    ],
+)
+def test_call_signature_of_what_json_cannot_hold(left, right, same):
+    assert (call_signature("t", left) == call_signature("t", right)) is same
+
+
 def test_progress_survives_json():
     detector = ProgressDetector()
     stuck_at(detector, [[(A, "s")]] * 2)
@@ -196,6 +253,13 @@ def test_the_fingerprint_not_the_result_decides_what_changed(make_agent):
     assert result.turns == 3
 
 
+def test_a_fingerprint_that_is_not_text_ends_the_run_saying_so(make_agent):
+    steps = [[call("read_rows", path="a.csv")], [finish("done", "read")]]
+    result = make_agent(*steps, tools=[read_rows], fingerprint=lambda ctx: 10).run("task")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "ConfigError")
+    assert "fingerprint must return a string, not int" in result.note
+
+
 def test_k_idle_turns_rotating_calls(make_agent):
     rotation = ["a.csv", "b.csv", "c.csv"]
     agent = make_agent(
@@ -228,3 +292,14 @@ def test_without_the_idle_rule_talk_runs_into_the_turn_limit(make_agent):
     result = agent.run("task")
     assert result.reason is StopReason.LIMIT
     assert result.limit is LimitKind.TURNS
+
+
+def test_states_that_differ_only_in_undecodable_bytes_are_different_states():
+    """Text decoded with `surrogateescape` (a file name or output that is not UTF-8) keeps the bytes
+    it could not decode as lone surrogates: two such states are not the same state."""
+    from agent.progress import digest
+
+    assert digest(b"caf\xe9".decode(errors="surrogateescape")) != digest(
+        b"caf\xe8".decode(errors="surrogateescape")
+    )
+    assert digest("caf\udce9") != digest("caf?")

@@ -119,6 +119,43 @@ def test_kill_9_at_each_point_of_a_turn_then_recover_runs_no_recorded_call_again
     assert (rec.status, rec.stop_reason, rec.turns) == (RunStatus.FINISHED, "success", 4)
 
 
+def test_kill_9_between_the_runs_end_and_its_record_asks_only_the_last_reply_again(
+    store_url: str, tmp_path: Path
+) -> None:
+    """The last reply and the stop go with the segment's record: killed before it, recovery asks the
+    model for that reply again, and no tool runs again; the journal holds each entry once."""
+    folder = tmp_path / "run"
+    state = counter_state(folder, "plain")
+    (folder / "ended.flag").write_text("block")
+    proc = spawn(
+        "start", "kill-points", "count to four", "--state", json.dumps(state), "--catalog", CATALOG,
+        "--lease", "60", store=store_url, log=tmp_path / "start.log",
+    )  # fmt: skip
+    try:
+        wait_for(lambda: (folder / "ended.txt").exists(), what="the run's end")
+    finally:
+        proc.kill()  # SIGKILL: the segment ended, its record was not written
+        proc.wait(timeout=30)
+    (folder / "ended.flag").unlink()
+    assert (folder / "ended.txt").read_text() == "success"
+    store = open_store(store_url)
+    [stuck] = store.list_runs(limit=None)
+    store.close()
+    assert stuck.status is RunStatus.RUNNING
+
+    done = endstate("recover", "--catalog", CATALOG, store=store_url)
+    assert done.returncode == 0, done.stderr
+    assert counted(folder) == [1, 2, 3, 4]  # every call ran once
+    store = open_store(store_url)
+    [rec] = store.list_runs(limit=None)
+    snap = store.snapshot(rec.run_id)
+    store.close()
+    assert (rec.status, rec.stop_reason, rec.segments, rec.turns) == (RunStatus.FINISHED, "success", 2, 4)
+    assert snap is not None
+    kinds = [type(e).__name__ for e in snap.journal]
+    assert kinds == ["Task"] + ["Reply", "Result"] * 2 + ["Reply", "Result", "Result", "Reply", "Stopped"]
+
+
 @contextmanager
 def nothing_written(store_url: str) -> Iterator[None]:
     """Hold the store's write lock (SQLite) or the runs' rows (PostgreSQL): no checkpoint lands."""
@@ -217,10 +254,10 @@ def test_the_service_recovers_a_run_whose_worker_died_while_it_was_up(store_url:
     finally:
         store.close()
     with Server(store_url, tmp_path, catalog=CATALOG) as server, server.client() as api:
-        assert run_status(api, job.run_id)["status"] == "running"
         done = wait_for(
             lambda: (rec := run_status(api, job.run_id))["status"] == "finished" and rec,
             timeout=20,
             what="the service to recover the run once its lease ran out",
         )
     assert done["stop_reason"] == "success" and counted(folder) == [1, 2]
+    assert job.record.lease_until is not None and done["ended_at"] >= job.record.lease_until  # not before

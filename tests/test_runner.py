@@ -8,6 +8,7 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pg
 import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
-from agent import Agent, Extension, StopReason
+from agent import Agent, Extension, StopReason, tool
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.durable.runner import AnswerError, Catalog, Job, Runner
 from agent.durable.store import (
@@ -34,8 +35,9 @@ from agent.durable.store import (
 )
 from agent.errors import ConfigError, SnapshotError
 from agent.examples.scenarios import example_catalog
-from agent.journal import Answered, Extended, Result, Stopped
-from agent.models.scripted import ScriptedModel, finish
+from agent.journal import Answer, Answered, Extended, Result, Stopped
+from agent.models.base import ModelReply
+from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import RunResult
 from agent.snapshot import Checkpoint, SnapshotKind
 
@@ -168,6 +170,10 @@ def test_bad_answers_change_nothing(counters: Workers, tmp_path: Path) -> None:
         asyncio.run(runner.resume(first.run_id, approved=True))
     with pytest.raises(UnknownRun):
         asyncio.run(runner.resume("no-such-run", "2"))
+    with pytest.raises(AnswerError, match="an answer must be text, not int"):
+        asyncio.run(runner.resume(first.run_id, 2))  # type: ignore[arg-type]
+    with pytest.raises(AnswerError, match="approved must be True or False, not 'yes'"):
+        asyncio.run(runner.resume(first.run_id, approved="yes"))  # type: ignore[arg-type]
     assert runner.store.get(first.run_id) == before
     asyncio.run(runner.resume(first.run_id, "2"))
     with pytest.raises(NotClaimable, match="is finished, not waiting"):
@@ -770,5 +776,313 @@ def test_a_question_a_text_column_cannot_hold_exactly_is_answered_and_the_run_fi
         assert done.reason is StopReason.SUCCESS and done.output == f"used {odd}"
         record = w.stores[0].get(first.run_id)
         assert record is not None and record.stop_reason is StopReason.SUCCESS
+        saved = w.stores[0].snapshot(first.run_id)
+        assert saved is not None
+        [answered] = [e for e in saved.journal if isinstance(e, Answered)]
+        assert answered.reply == Answer(f"the one with {odd}")  # the journal keeps what was written
+    finally:
+        w.close()
+
+
+class _NotJson:
+    def __repr__(self) -> str:
+        return "_NotJson()"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"x": {1, 2}},
+        {"x": b"\xff"},
+        {"x": _NotJson()},
+        {"x": {1: "a", "b": 2}},
+        {"x": {(1, 2): "a"}},
+        {"x": {"at": uuid.UUID(int=1), "none": None}},  # orjson writes a UUID, json (for the null) not
+    ],
+    ids=["set", "bytes", "object", "mixed-keys", "tuple-key", "uuid-beside-null"],
+)
+def test_a_reply_the_journal_cannot_keep_ends_the_run_as_an_error_on_record(
+    store_url: str, arguments: dict[str, Any], tmp_path: Path
+) -> None:
+    """A model adapter that gives tool arguments JSON cannot hold: the run ends as `error` saying
+    which call, and its record says so (nothing escapes the runner, the run is not left running)."""
+    ran: list[Any] = []
+
+    def build(state: dict[str, Any]) -> Agent:
+        def t(x: dict) -> str:  # type: ignore[type-arg]
+            """Take anything."""
+            ran.append(x)
+            return "ok"
+
+        steps = [[call("t", **arguments)], [finish("done", "x")]]
+        return Agent(name="odd", model=ScriptedModel(steps), tools=[tool(t)])
+
+    odd_catalog = Catalog()
+    odd_catalog.register("odd", build)
+    w = Workers(store_url, odd_catalog)
+    try:
+        result = asyncio.run(w.new().start("odd", "take it"))
+        assert result.reason is StopReason.ERROR and ran == []
+        assert "tool call 't'" in result.note and "JSON" in result.note
+        record = w.stores[0].get(result.run_id)
+        assert record is not None and record.status is RunStatus.FINISHED
+        assert record.stop_reason is StopReason.ERROR
+    finally:
+        w.close()
+
+
+class _Seen:
+    """Hooks that note each segment they watch end (`who: reason`)."""
+
+    def __init__(self, who: str, seen: list[str]) -> None:
+        self.who, self.seen = who, seen
+
+    def run_started(self, info: Any) -> Any:
+        from agent.hooks import RunObserver
+
+        seen, who = self.seen, self.who
+
+        class Observer(RunObserver):
+            def run_ended(self, result: RunResult) -> None:
+                seen.append(f"{who}: {result.reason}")
+
+        return Observer()
+
+
+def test_a_runners_hooks_are_added_to_the_agents_own_not_put_in_their_place(store_url: str) -> None:
+    """README: "The CLI and the service add their own telemetry hooks to agents built from a catalog";
+    an agent's own hooks (its alerts, its audit trail) still see each of its runs."""
+    seen: list[str] = []
+    own = Catalog()
+    own.register(
+        "own",
+        lambda state: Agent(
+            name="own", model=ScriptedModel([[finish("done", "ok")]]), hooks=_Seen("agent", seen)
+        ),
+    )
+    store = open_store(store_url)
+    try:
+        result = asyncio.run(Runner(store, own, hooks=_Seen("runner", seen)).start("own", "go"))
+        assert result.reason is StopReason.SUCCESS
+        assert sorted(seen) == ["agent: success", "runner: success"]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"x": None, "n": 2**70},
+        {"s": "caf\udce9", "nan": float("nan"), "inf": float("-inf")},
+        {"t": (1, [2, {"b": 1, "a": None}]), "nul": "a\x00b"},
+    ],
+    ids=["null-and-big-int", "surrogate-and-nan", "tuple-and-nul"],
+)
+def test_a_repeated_call_is_seen_as_the_same_after_the_journal_went_through_the_store(
+    store_url: str, arguments: dict[str, Any]
+) -> None:
+    """Progress is rebuilt from the stored journal: arguments that take the slow paths of the store's
+    JSON and of the call signature must sign the same after the round trip (else no_progress is missed)."""
+
+    def build(state: dict[str, Any]) -> Agent:
+        @tool
+        def look(q: dict) -> str:  # type: ignore[type-arg]
+            """Look at the same thing."""
+            return "the same"
+
+        same = call("look", q=arguments)
+        steps = [[same], [same], [finish("need_help", "go on?")], [same], [finish("done", "x")]]
+        return Agent(name="looker", model=ScriptedModel(steps), tools=[look])
+
+    lookers = Catalog()
+    lookers.register("looker", build)
+    w = Workers(store_url, lookers)
+    try:
+        first = asyncio.run(w.new().start("looker", "look"))
+        assert first.reason is StopReason.NEED_HELP
+        done = asyncio.run(w.new().resume(first.run_id, answer="yes"))
+        assert done.reason is StopReason.NO_PROGRESS, done.note
+    finally:
+        w.close()
+
+
+class _OneReply:
+    """A model adapter that answers `need_help` with the given reply fields (a buggy adapter's)."""
+
+    name, provider = "odd", "odd"
+
+    def __init__(self, **fields: Any) -> None:
+        self.fields = fields
+
+    async def complete(self, request: Any) -> ModelReply:
+        block = {"type": "tool_use", "id": "toolu_1", "name": "finish", "input": {"kind": "need_help"}}
+        return ModelReply(content=[block], **self.fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"input_tokens": 2**63}, "input_tokens"),
+        ({"output_tokens": -5}, "output_tokens"),
+        ({"cache_read_input_tokens": 1.5}, "cache_read_input_tokens"),
+        ({"extra": {"cache_creation_input_tokens": -1}}, "cache_creation_input_tokens"),
+        ({"stop_reason": None}, "stop_reason"),
+        ({"model": None}, "model"),
+    ],
+    ids=["past-64-bits", "negative", "fraction", "negative-extra", "no-stop-reason", "no-model"],
+)
+def test_a_reply_with_fields_the_store_cannot_keep_ends_the_run_as_an_error_on_record(
+    store_url: str, fields: dict[str, Any], named: str
+) -> None:
+    """A model API (or adapter) reporting a token count that is no count, or no model name: the run
+    ends as `error` saying so, its record is written, and its journal reads back (not a run stuck as
+    running, nor a suspended one whose snapshot cannot be read)."""
+    odd = Catalog()
+    odd.register("odd", lambda state: Agent(name="odd", model=_OneReply(**fields)))
+    w = Workers(store_url, odd)
+    try:
+        result = asyncio.run(w.new().start("odd", "count"))
+        assert result.reason is StopReason.ERROR and named in result.note, result.note
+        record = w.stores[0].get(result.run_id)
+        assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.ERROR)
+        assert w.stores[0].snapshot(result.run_id) is not None
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [[call("put")], [call("count", n=1)], [finish("done", "x")]],  # found at the turn's checkpoint
+        [[call("put"), call("count", n=1)], [finish("done", "x")]],  # found at the call's checkpoint
+    ],
+    ids=["turn", "call"],
+)
+@pytest.mark.parametrize("value", [{1, 2}, b"\xff", {(1, 2): "a"}], ids=["set", "bytes", "tuple-key"])
+def test_a_state_json_cannot_hold_ends_the_run_as_an_error_on_record(
+    store_url: str, value: Any, steps: list[Any]
+) -> None:
+    """A tool puts a value JSON cannot hold into `ctx.state` (saved with every checkpoint): the run
+    ends as `error` naming the key, its record and journal are written (the key left out of the saved
+    state), and no call runs after it."""
+    counted: list[int] = []
+
+    def build(state: dict[str, Any]) -> Agent:
+        @tool
+        def put(ctx: Any) -> str:
+            """Keep something."""
+            ctx.state["kept"] = "fine"
+            ctx.state["odd"] = value
+            return "kept"
+
+        @tool
+        def count(n: int) -> str:
+            """Count."""
+            counted.append(n)
+            return "counted"
+
+        return Agent(name="keeper", model=ScriptedModel(steps), tools=[put, count])
+
+    keepers = Catalog()
+    keepers.register("keeper", build)
+    w = Workers(store_url, keepers)
+    try:
+        result = asyncio.run(w.new().start("keeper", "keep"))
+        assert result.reason is StopReason.ERROR and "'odd'" in result.note and "state" in result.note
+        assert counted == []
+        record = w.stores[0].get(result.run_id)
+        assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.ERROR)
+        saved = w.stores[0].snapshot(result.run_id)
+        assert saved is not None and saved.state == {"kept": "fine"}
+        assert isinstance(saved.journal[-1], Stopped) and saved.journal[-1].reason is StopReason.ERROR
+    finally:
+        w.close()
+
+
+def test_a_run_that_would_wait_with_a_state_json_cannot_hold_ends_as_an_error() -> None:
+    """Without a store too: a waiting run's snapshot is for saving (`to_json`), so a state it cannot
+    hold ends the run as `error` instead of handing back a snapshot that cannot be saved."""
+
+    @tool
+    def put(ctx: Any) -> str:
+        """Keep something."""
+        ctx.state["odd"] = {1, 2}
+        return "kept"
+
+    steps = [[call("put")], [finish("need_help", "which?")]]
+    result = Agent(name="keeper", model=ScriptedModel(steps), tools=[put]).run("keep")
+    assert result.reason is StopReason.ERROR and "'odd'" in result.note
+
+
+def test_a_run_taken_over_mid_turn_is_finished_by_the_new_holder_and_journaled_once(
+    store_url: str,
+) -> None:
+    """Worker A stalls inside a tool past its lease and B takes the run over: A's next checkpoint is
+    refused (A's segment ends, its result dropped), B continues from the last checkpoint A wrote
+    (the stalled call, unrecorded, runs again) and finishes; the stored journal holds each entry once."""
+    inside, go_on = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    @tool
+    def step(n: int) -> str:
+        """Take a step (step 2 stalls until released)."""
+        ran.append(n)
+        if n == 2 and not go_on.is_set():
+            inside.set()
+            assert go_on.wait(30), "never released"
+        return f"did {n}"
+
+    steps = [[call("step", n=1)], [call("step", n=2)], [call("step", n=3)], [finish("done", "ok")]]
+    stepper = Catalog()
+    stepper.register("stepper", lambda state: Agent(name="stepper", model=ScriptedModel(steps), tools=[step]))
+    w = Workers(store_url, stepper)
+    try:
+        a, b = w.new(), w.new()
+
+        async def scenario() -> tuple[RunResult, RunResult]:
+            job = a.begin("stepper", "step", run_id="taken")
+            first = asyncio.create_task(a.drive(job))
+            assert await asyncio.to_thread(inside.wait, 30)
+            owner = b.store.get("taken").owner  # type: ignore[union-attr]
+            held = b.store.take_over("taken", owner or "", b.lease(), time.time())
+            resumed = b._resume_job(b._hold(held), release_to=None, recovering=True)
+            go_on.set()
+            return await first, await b.drive(resumed)
+
+        lost, done = asyncio.run(scenario())
+        assert lost.reason is StopReason.ERROR and "another worker took it over" in lost.note
+        assert done.reason is StopReason.SUCCESS and ran == [1, 2, 2, 3]
+        record, saved = w.stores[0].get("taken"), w.stores[0].snapshot("taken")
+        assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.SUCCESS)
+        assert saved is not None
+        results = [e.call_id for e in saved.journal if isinstance(e, Result)]
+        assert len(results) == len(set(results)) == 3
+        assert [type(e).__name__ for e in saved.journal][-2:] == ["Reply", "Stopped"]
+    finally:
+        w.close()
+
+
+def test_a_verifiers_model_call_with_token_counts_that_are_no_counts_is_not_charged(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A judge's (or a summary's) reply reporting 2**63 tokens: not counted (the store's columns could
+    not hold the run's usage, and the record would fail every time), with a warning; the run ends."""
+
+    def judge(ctx: Any) -> list[str]:
+        ctx.charge("scripted", ModelReply([], input_tokens=2**63, output_tokens=-1))
+        return []
+
+    judged = Catalog()
+    judged.register(
+        "judged",
+        lambda state: Agent(name="judged", model=ScriptedModel([[finish("done", "ok")]]), verifiers=[judge]),
+    )
+    w = Workers(store_url, judged)
+    try:
+        result = asyncio.run(w.new().start("judged", "judge it"))
+        assert result.reason is StopReason.SUCCESS and result.input_tokens < 2**63
+        record = w.stores[0].get(result.run_id)
+        assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.SUCCESS)
+        assert "was not counted: input_tokens is 9223372036854775808" in caplog.text
     finally:
         w.close()

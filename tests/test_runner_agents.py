@@ -176,7 +176,8 @@ def _block_while(flag: Path) -> None:
 def kill_points(state: dict[str, Any]) -> Agent:
     """A counter that stops dead where a test kills it: in the third model call (while
     `model.flag` exists; it writes `asked.txt` first) or after count(3) returned but before
-    its result is recorded (while `between.flag` exists; `handed.flag` for count(2))."""
+    its result is recorded (while `between.flag` exists; `handed.flag` for count(2)), or when the
+    run has ended but is not yet recorded (while `ended.flag` exists)."""
     folder = Path(state["dir"])
 
     def third_reply(request: Any) -> list[Any]:
@@ -192,7 +193,31 @@ def kill_points(state: dict[str, Any]) -> Agent:
     agent = make_counter({**state, "script": "plain"})
     steps = [[call("count", n=1)], [call("count", n=2)], third_reply, [finish("done", "counted to 4")]]
     model = WaitingModel(steps, folder / "model.flag")
-    return dataclasses.replace(agent, name="kill-points", model=model, fingerprint=fingerprint)
+    hooks = EndingHooks(folder / "ended.flag")
+    return dataclasses.replace(agent, name="kill-points", model=model, fingerprint=fingerprint, hooks=hooks)
+
+
+class _EndPoint(_PullThePlug):
+    """Stops dead when the segment has ended, before the runner records it (while `flag` exists;
+    it writes `ended.txt` first)."""
+
+    def __init__(self, flag: Path) -> None:
+        self.flag = flag
+
+    def run_ended(self, result: Any) -> None:
+        if self.flag.exists():
+            (self.flag.parent / "ended.txt").write_text(str(result.reason))
+            _block_while(self.flag)
+
+
+class EndingHooks:
+    """Hooks whose observer stops between the segment's end and its record (see `_EndPoint`)."""
+
+    def __init__(self, flag: Path) -> None:
+        self.flag = flag
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        return _EndPoint(self.flag)
 
 
 class WaitingModel(ScriptedModel):

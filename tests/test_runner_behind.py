@@ -256,3 +256,101 @@ def store_write(store: Any) -> Any:
 
 def send_to(store: Any) -> Any:
     return lambda checkpoint, lease, now: store.send_checkpoint("r1", checkpoint, lease, now)
+
+
+class SendRefused:
+    """A PostgreSQL store whose first `fails` checkpoints cannot even be sent (the connection broke):
+    `send_checkpoint` raises at once, on the loop's thread, instead of when its outcome is read."""
+
+    def __init__(self, store: RunStore, fails: int) -> None:
+        self.store, self.fails = store, fails
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def send_checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> Any:
+        if self.fails > 0:
+            self.fails -= 1
+            raise StoreError("the connection to the server broke (a test double)")
+        return self.store.send_checkpoint(run_id, checkpoint, lease, now)
+
+
+@pytest.mark.parametrize("fails", [1, 2])
+def test_a_checkpoint_that_could_not_be_sent_loses_nothing(tmp_path: Path, fails: int) -> None:
+    """The first checkpoint cannot be sent: the run ends as error; when its last checkpoint cannot
+    be sent either, the segment's record writes those entries, so the journal ends with the stop,
+    each entry once."""
+    store = open_store(pg.url_for("postgres", tmp_path))
+    try:
+        events: list[str] = []
+        runner = runner_for(SendRefused(store, fails), events, turns=3)  # type: ignore[arg-type]
+        result = asyncio.run(runner.start("noter", "note numbers"))
+        assert (result.reason, result.error_type) == (StopReason.ERROR, "StoreError")
+        assert events == ["model 1", "tool 1"]
+        saved = store.snapshot(result.run_id)
+        assert saved is not None and saved.kind is SnapshotKind.FINISHED
+        assert [type(e).__name__ for e in saved.journal] == ["Task", "Reply", "Result", "Stopped"]
+        assert store.get(result.run_id).stop_reason is StopReason.ERROR
+    finally:
+        store.close()
+
+
+class FailsOnce:
+    """A real store whose `n`-th call of `method` raises (the write did not happen), then succeeds."""
+
+    def __init__(self, store: RunStore, method: str, n: int) -> None:
+        self.store, self.method, self.n, self.calls = store, method, n, 0
+        if method == "checkpoint":
+            self.send_checkpoint = None  # written on the writer thread (PostgreSQL would send ahead)
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self.store, name)
+        if name != self.method:
+            return real
+
+        def once(*args: Any) -> Any:
+            self.calls += 1
+            if self.calls == self.n:
+                raise StoreError(f"{name} failed once (a test double)")
+            return real(*args)
+
+        return once
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+@pytest.mark.parametrize(
+    ("backend", "method"),
+    [
+        ("sqlite", "checkpoint"),
+        ("sqlite", "record"),
+        ("postgres", "checkpoint"),
+        ("postgres", "send_checkpoint"),  # PostgreSQL's own way: sent ahead, read at the barrier
+        ("postgres", "record"),
+    ],
+)
+def test_a_write_that_fails_once_loses_no_entry_and_doubles_none(
+    backend: str, method: str, n: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whichever write fails: the run ends with a reason, its record says the same, the stored journal
+    ends with that stop, holds each entry once, and no call whose result was stored ran again."""
+    import agent.durable.runner
+
+    monkeypatch.setattr(agent.durable.runner, "RECORD_RETRIES", (0.0,))
+    store = open_store(pg.url_for(backend, tmp_path))
+    try:
+        events: list[str] = []
+        flaky = FailsOnce(store, method, n)
+        runner = runner_for(flaky, events, yielding=False, turns=4)  # type: ignore[arg-type]
+        result = asyncio.run(runner.start("noter", "n"))
+        assert result.reason in (StopReason.SUCCESS, StopReason.ERROR)
+        saved, record = store.snapshot(result.run_id), store.get(result.run_id)
+        assert saved is not None and record is not None
+        assert (record.status, record.stop_reason) == ("finished", result.reason)
+        assert isinstance(saved.journal[-1], Stopped) and saved.journal[-1].reason is result.reason
+        assert len([e for e in saved.journal if isinstance(e, Stopped)]) == 1
+        results = [e for e in saved.journal if isinstance(e, Result)]
+        assert len({r.call_id for r in results}) == len(results)
+        tools = [e for e in events if e.startswith("tool")]
+        assert tools == [f"tool {i}" for i in range(1, len(results) + 1)]  # each ran once, all stored
+    finally:
+        store.close()

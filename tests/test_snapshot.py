@@ -190,6 +190,9 @@ def with_field(key: str, value: object) -> str:
     [
         (lambda: "not json at all", "snapshot is not JSON"),
         (lambda: "", "snapshot is not JSON"),
+        (lambda: '{"state": ' + "[" * 100_000 + "]" * 100_000 + "}", "snapshot is not JSON"),  # too deep
+        (lambda: '{"segment": ' + "9" * 5000 + "}", "snapshot is not JSON"),  # past int()'s digit limit
+        (lambda: b'{"run_id": "\xff"}', "snapshot is not JSON"),
         (lambda: "[1, 2]", "snapshot must be a JSON object"),
         (lambda: '"a string"', "snapshot must be a JSON object"),
         (

@@ -179,9 +179,14 @@ class Behind:
             last.land()  # entries go with this one
         checkpoint = self._with_unsaved(checkpoint)
         lease, now = self._lease(), self._now()
-        self._last = written = Written(self, checkpoint, lease, now, None)
+        written = Written(self, checkpoint, lease, now, None)
         assert self._send is not None
-        written.sent = self._send(checkpoint, lease, now)
+        try:
+            written.sent = self._send(checkpoint, lease, now)
+        except BaseException:  # not even sent: the next write (or the segment's record) carries it
+            self._unsaved = checkpoint
+            raise
+        self._last = written
         return written
 
     def land(self, checkpoint: Checkpoint, lease: Lease, now: float, sent: Sent | None) -> None:
@@ -207,10 +212,13 @@ class Behind:
         self._unsaved = None
 
     def _with_unsaved(self, checkpoint: Checkpoint) -> Checkpoint:
-        """The checkpoint with the entries of an earlier one that failed before it, if any."""
-        if (unsaved := self._unsaved) is None:
+        """The checkpoint with the entries of an earlier one that failed before it, if any. Those it
+        holds already are not added again: a checkpoint that raised when handed over (not sent) has
+        its entries handed over again with the loop's next one."""
+        if (unsaved := self._unsaved) is None or checkpoint.first <= unsaved.first:
             return checkpoint
-        return Checkpoint(checkpoint.head, unsaved.first, [*unsaved.entries, *checkpoint.entries])
+        before = unsaved.entries[: checkpoint.first - unsaved.first]
+        return Checkpoint(checkpoint.head, unsaved.first, [*before, *checkpoint.entries])
 
     def _hand_off(self, written: Written) -> None:
         if not written.taken:  # (the loop may have written it already)

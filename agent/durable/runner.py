@@ -55,7 +55,7 @@ from agent.durable.store import (
 )
 from agent.durable.store.base import column_text
 from agent.errors import ConfigError, EndstateError, SnapshotError
-from agent.hooks import RunHooks
+from agent.hooks import CompositeHooks, NoHooks, RunHooks
 from agent.journal import Journal
 from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot
@@ -201,13 +201,15 @@ class Runner:
             read = self._check_pending(current)
             waiting, segment = (RunStatus.WAITING,), current.segments
             record = self.store.claim(run_id, waiting, lease, now, answer, approved, segment, expired=False)
+            if answer is not None:  # as written: the answer's text column keeps NUL and lone surrogates
+                record = dataclasses.replace(record, answer=answer)  # as U+FFFD (recovery reads that)
             # Claimed in the segment it was read in: no entry was added since, so it is read once.
             return self._resume_job(self._hold(record), release_to=current.status, known=read)
         if answer is not None or approved is not None:
             raise NotClaimable(
                 f"run {run_id} is {current.status}, not waiting for an answer; nothing was changed"
             )
-        elif current.status is RunStatus.CANCELLED or unresumable(current):
+        if current.status is RunStatus.CANCELLED or unresumable(current):
             record = self.store.claim(run_id, (current.status,), lease, now)
         else:
             raise NotClaimable(
@@ -577,8 +579,12 @@ class Runner:
         entry = self.catalog.entry(name)
         built = entry.build(state)
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
-        if self.hooks is not None:
-            changes["hooks"] = self.hooks
+        if self.hooks is not None:  # added to the agent's own hooks, which still see its runs
+            own: RunHooks | None = getattr(built, "hooks", None)
+            if own is None or isinstance(own, NoHooks) or own is self.hooks:
+                changes["hooks"] = self.hooks
+            else:
+                changes["hooks"] = CompositeHooks((self.hooks, own))
         if task_type and task_type != built.task_type:
             if task_type not in entry.task_types:
                 allowed = ", ".join(sorted({built.task_type, *entry.task_types}))
@@ -703,6 +709,10 @@ def _why(exc: BaseException) -> str:
 
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:
     """Refuse an answer that does not fit what a waiting run waits for."""
+    if answer is not None and not isinstance(answer, str):
+        raise AnswerError(f"an answer must be text, not {type(answer).__name__}: pass a string")
+    if approved is not None and not isinstance(approved, bool):
+        raise AnswerError(f"approved must be True or False, not {approved!r:.40}")
     if record.pending is not None and approved is None:
         raise AnswerError(
             f"run {record.run_id} waits for approval of the call {record.pending.name!r}: approve or deny it"
