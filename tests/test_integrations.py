@@ -7,7 +7,7 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 import anthropic
 import pytest
@@ -37,7 +37,7 @@ from integrations_support import (
 )
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -758,6 +758,52 @@ def test_langgraph_reads_every_message_a_task_wrote() -> None:
     first, second, note = says("a"), says("b"), ToolMessage(content="r", tool_call_id="t")
     writes = {"messages": {"$writes": [[first], [second, note]]}, "count": 2, "last": first}
     assert lg._messages(writes) == [first, second, note, first]
+
+
+class Listed(TypedDict):
+    messages: list[Any]  # no reducer: each node writes the whole list back
+    last: Any
+
+
+def rewriting_graph(replies: list[Any], checkpointer: Any = None) -> Any:
+    """A graph whose nodes return the whole message list (and the last reply once more, elsewhere)."""
+    model = GenericFakeChatModel(messages=iter(replies))
+
+    async def call_model(state: Listed) -> dict[str, Any]:
+        reply = await model.ainvoke(state["messages"])
+        return {"messages": [*state["messages"], reply], "last": reply}
+
+    def run_tools(state: Listed) -> dict[str, Any]:
+        asked = state["messages"][-1].tool_calls
+        done = [ToolMessage("ok", tool_call_id=c["id"], name=c["name"]) for c in asked]
+        return {"messages": [*state["messages"], *done]}
+
+    graph = StateGraph(Listed)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", run_tools)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", lambda s: "tools" if s["messages"][-1].tool_calls else END)
+    graph.add_edge("tools", "model")
+    return graph.compile(checkpointer=checkpointer, name="rewriter")
+
+
+def test_langgraph_counts_each_message_once_when_nodes_write_the_whole_list_back(rig: Rig) -> None:
+    """A state without the add_messages reducer is written back whole at every step, and a reply may
+    also go to a second channel: each reply is still one model call, each tool result one tool call,
+    and messages the thread held before this run are none of this run's."""
+    replies = [calls("look", {"path": "a"}, "c1"), calls("look", {"path": "b"}, "c2"), says("done")]
+    replies.append(says("more"))
+    graph = rewriting_graph(replies, InMemorySaver())
+    config = {"configurable": {"thread_id": "w1"}}
+    res = lg.run(graph, {"messages": [HumanMessage("x")]}, config, hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.turns, res.input_tokens, res.output) == (StopReason.SUCCESS, 3, 32, "done")
+    check_run_span(rig, "rewriter", res, turns=3)
+    assert tool_spans(rig) == ["execute_tool look"] * 2
+    rig.exporter.clear()
+    again = {"messages": [*graph.get_state(config).values["messages"], HumanMessage("y")]}
+    res = lg.run(graph, again, config, hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.turns, res.input_tokens, res.output) == (StopReason.SUCCESS, 1, 12, "more")
+    assert (len(chat_spans(rig)), tool_spans(rig)) == (1, [])
 
 
 def test_langgraph_leaves_the_stream_to_the_integration() -> None:

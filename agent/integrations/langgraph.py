@@ -87,6 +87,27 @@ class _Reader:
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}  # open tool calls by id
         self._task_tools: dict[str, list[str]] = {}  # a tool task's open call ids
         self.interrupts: list[Interrupt] = []  # what the run's tasks wait for, as `ainvoke` gives them
+        self._seen: set[Any] = set()  # the messages already counted or in the state before the run
+        self._held: list[Any] = []  # ...kept alive, so no new message gets a counted one's `id()`
+        self.seeded = False
+
+    def seed(self, state: Any) -> None:
+        """The state before the run's first step (its first `values`): its messages are not this run's."""
+        self.seeded = True
+        for message in _messages(state):
+            self._new(message)
+
+    def _new(self, message: Any) -> bool:
+        """Whether `message` is seen for the first time: a node that writes the whole list back (no
+        reducer), or a reply to a second channel, writes again what was counted."""
+        mid = getattr(message, "id", None)
+        if id(message) in self._seen or (mid and mid in self._seen):
+            return False
+        self._seen.add(id(message))
+        self._held.append(message)
+        if mid:  # a reducer may give it an id later; a checkpoint gives it back as another object
+            self._seen.add(mid)
+        return True
 
     def read(self, task: Mapping[str, Any]) -> None:
         """One chunk of the `tasks` stream: a task's start (it has "triggers") or its end."""
@@ -114,9 +135,11 @@ class _Reader:
         """A task's end: its replies and tool results in the order written, its error, its interrupts."""
         task_id, error = task["id"], task["error"]
         for message in _messages(task["result"]):  # anything else in a list is passed over
+            if not isinstance(message, AIMessage | ToolMessage) or not self._new(message):
+                continue
             if isinstance(message, AIMessage):
                 self._replied(task["name"], message)
-            elif isinstance(message, ToolMessage) and self.recorder.watched:
+            elif self.recorder.watched:
                 self._tool_result(task["name"], message)
         if task["interrupts"]:
             self.interrupts += [_interrupt(i) for i in task["interrupts"]]
@@ -264,6 +287,8 @@ async def _drive(
     async for mode, payload in graph.astream(input, config, stream_mode=MODES, **invoke_kwargs):
         if mode == "values":
             latest = payload
+            if not reader.seeded:
+                reader.seed(payload)
             continue
         try:
             reader.read(payload)
