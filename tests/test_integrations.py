@@ -537,6 +537,30 @@ def test_openai_agents_interruption_is_need_help_and_resumes_from_run_state_json
     assert "execute_tool remove" in tool_spans(rig)
 
 
+def test_openai_agents_approving_the_call_asked_about_leaves_the_others_pending(rig: Rig) -> None:
+    """Two calls wait for approval and the person is asked about the first: their answer is for that
+    call alone. The run waits again for the second, which runs only if approved in turn."""
+    both = [
+        function_call("remove", {"path": "a"}, call_id="r1"),
+        function_call("remove", {"path": "b"}, call_id="r2"),
+    ]
+    agent = oa_agent([both, [assistant_message("done")]])
+    res = oa.run(agent, "remove a and b", hooks=rig.hooks, task_type=TASK)
+    assert res.suspension and res.suspension.pending and res.suspension.pending.tool_use_id == "r1"
+    again = oa.resume(agent, oa.state_of(res), approved=True, hooks=rig.hooks, resumed=res, task_type=TASK)
+    assert again.reason is StopReason.NEED_HELP and again.suspension and again.suspension.pending
+    assert (again.suspension.pending.tool_use_id, again.suspension.question) == (
+        "r2",
+        'Approve remove({"path": "b"})?',
+    )
+    done = oa.resume(agent, again, approved=False, answer="keep b", hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "done", res.run_id)
+    assert [str(i.output) for i in done.raw.new_items if i.type == "tool_call_output_item"] == [
+        "removed a",
+        "keep b",
+    ]
+
+
 def test_openai_agents_rejection_refusal_crash_and_cancel() -> None:
     steps = [[function_call("remove", {"path": "a"}, call_id="r1")], [assistant_message("kept")]]
     agent = oa_agent(steps)

@@ -187,7 +187,9 @@ def resume(
 async def aresume(
     agent: OAAgent[Any], state: Any, approved: bool, answer: str | None = None, **kwargs: Any
 ) -> RunResult:
-    """Continue a `need_help` run: approve every pending tool call, or reject them with `answer`.
+    """Continue a `need_help` run: approve the pending tool call it asked about, or reject it with
+    `answer`. Other calls that waited with it stay pending: the run stops `need_help` again, asking
+    about the next one (a person's answer is for the call they were shown).
 
     `state` is the suspended `RunResult` itself (same run id, its wait
     recorded), its `raw`, or the JSON from `state_of` (with `agent` the
@@ -200,11 +202,11 @@ async def aresume(
     pending = run_state.get_interruptions()
     if not pending:
         raise ConfigError("this state has no pending approval: pass a need_help result or its state_of()")
-    for item in pending:
-        if approved:
-            run_state.approve(item)
-        else:
-            run_state.reject(item, rejection_message=answer or "Denied by a person.")
+    asked = pending[0]  # as `_suspend` asked it
+    if approved:
+        run_state.approve(asked)
+    else:
+        run_state.reject(asked, rejection_message=answer or "Denied by a person.")
     return await arun(agent, run_state, **kwargs)
 
 
