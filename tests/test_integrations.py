@@ -241,6 +241,33 @@ def test_pydantic_ai_deferred_approval_is_need_help_and_resumes_from_saved_messa
     assert rig.value("agent_runs_started_total", agent="pai_agent", task_type=TASK) == 1
 
 
+def test_pydantic_ai_calls_waiting_together_are_all_named_in_the_question() -> None:
+    """Pydantic AI takes the answers to every deferred call at once, so one answer covers them all:
+    the person is shown every call it covers, not the first alone."""
+
+    def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            return ModelResponse([TextPart("both gone")])
+        return ModelResponse(
+            [ToolCallPart("delete", {"path": "a"}, "d1"), ToolCallPart("delete", {"path": "b"}, "d2")]
+        )
+
+    agent: PAIAgent[None, Any] = PAIAgent(FunctionModel(play), output_type=[str, DeferredToolRequests])
+    deleted: list[str] = []
+
+    @agent.tool_plain(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    res = pai.run(agent, "delete a and b")
+    assert res.suspension and res.suspension.pending and res.suspension.pending.tool_use_id == "d1"
+    assert res.suspension.question == 'Approve delete({"path": "a"}) and delete({"path": "b"})?'
+    done = pai.resume(agent, pai.state_of(res), approved=True)
+    assert (done.reason, done.output, deleted) == (StopReason.SUCCESS, "both gone", ["a", "b"])
+
+
 def test_pydantic_ai_external_call_is_need_help_and_the_answer_is_its_result() -> None:
     agent = pai_agent(
         [("ask_owner", {"q": "which file?"}, "q1"), "ok"], output_type=[str, DeferredToolRequests]
