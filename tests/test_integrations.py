@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import anthropic
 import pytest
@@ -43,7 +44,7 @@ from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Interrupt
+from langgraph.types import Interrupt, interrupt
 from messages_api import MessagesAPI, message, text
 from messages_api import tool_use as api_tool_use
 from opentelemetry.sdk.trace import TracerProvider
@@ -662,6 +663,37 @@ def test_langgraph_resumes_from_the_stored_state_with_a_denial() -> None:
     done = lg.resume(graph, stored, approved=False, run_id=res.run_id)
     assert (done.reason, done.raw["messages"][-2].content) == (StopReason.SUCCESS, "not deleted")
     assert (done.turns, done.output) == (1, "kept")  # a new run: it was not given the suspended result
+
+
+class Disks(TypedDict):
+    wiped: Annotated[list[str], operator.add]
+
+
+def wipe_node(disk: str) -> Any:
+    def wipe(state: Disks) -> dict[str, Any]:
+        return {"wiped": [disk if interrupt({"tool": "wipe", "args": {"disk": disk}}) else f"kept {disk}"]}
+
+    return wipe
+
+
+def test_langgraph_parallel_interrupts_are_answered_one_at_a_time(rig: Rig) -> None:
+    """Two nodes of a step wait for approval at once: the answer goes to the one asked about (LangGraph
+    refuses a bare resume value then), and the run waits again for the other."""
+    builder = StateGraph(Disks)
+    for disk in ("a", "b"):
+        builder.add_node(disk, wipe_node(disk))
+        builder.add_edge(START, disk)
+        builder.add_edge(disk, END)
+    graph = builder.compile(checkpointer=InMemorySaver(), name="wiper")
+    res = lg.run(graph, {"wiped": []}, {"configurable": {"thread_id": "p1"}}, hooks=rig.hooks, task_type=TASK)
+    assert res.suspension and res.suspension.pending
+    first = res.suspension.pending.arguments["disk"]
+    again = lg.resume(graph, res, True, hooks=rig.hooks, task_type=TASK)
+    assert again.reason is StopReason.NEED_HELP and again.suspension and again.suspension.pending
+    second = again.suspension.pending.arguments["disk"]
+    assert {first, second} == {"a", "b"}
+    done = lg.resume(graph, lg.state_of(again), False, resumed=again, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, sorted(done.raw["wiped"])) == (StopReason.SUCCESS, sorted([first, f"kept {second}"]))
 
 
 def test_langgraph_crash_and_cancel() -> None:

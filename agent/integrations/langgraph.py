@@ -334,13 +334,26 @@ async def aresume(
     config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
         raise ConfigError("resume needs the interrupted run's state: its RunResult, state_of() or config")
-    await _check_interrupted(graph, config)
+    waiting = await _interrupts(graph, config)
     value = answer if answer is not None else approved
+    if len(waiting) > 1:  # LangGraph must be told which: the one the person was asked about
+        value = {_asked(waiting, kwargs.get("resumed")).id: value}
     return await arun(graph, Command(resume=value), config, **kwargs)
 
 
-async def _check_interrupted(graph: Any, config: Mapping[str, Any]) -> None:
-    """Refuse to resume a thread the graph's checkpointer holds no interrupt for (it would start over)."""
+def _asked(waiting: Sequence[Interrupt], resumed: RunResult | None) -> Interrupt:
+    """Of several pending interrupts, the one the suspension asked about (else the first: the others
+    wait on, and the run asks about them next)."""
+    s = resumed.suspension if resumed is not None else None
+    for waits in waiting:
+        question, _ = _asking(waits)
+        if s is not None and (s.pending.tool_use_id == waits.id if s.pending else s.question == question):
+            return waits
+    return waiting[0]
+
+
+async def _interrupts(graph: Any, config: Mapping[str, Any]) -> Sequence[Interrupt]:
+    """The thread's pending interrupts; refuse to resume a thread with none (it would start over)."""
     thread = config["configurable"]["thread_id"]
     try:
         saved = await graph.aget_state(config)
@@ -349,26 +362,33 @@ async def _check_interrupted(graph: Any, config: Mapping[str, Any]) -> None:
             f"cannot resume thread {thread!r}: {exc}. Compile the graph with the (async-capable) "
             "checkpointer it was interrupted with"
         ) from exc
-    if not getattr(saved, "interrupts", ()):
+    waiting: Sequence[Interrupt] = getattr(saved, "interrupts", ())
+    if not waiting:
         raise ConfigError(
             f"the graph's checkpointer holds no pending interrupt for thread {thread!r}: it was "
             "answered already, or the checkpointer lost it (an in-memory one does when its process "
             "ends; use a persistent one, such as AsyncSqliteSaver or AsyncPostgresSaver)"
         )
+    return waiting
 
 
 def _suspend(recorder: Recorder, output: Mapping[str, Any], config: Mapping[str, Any]) -> RunResult:
-    first = output[INTERRUPT_KEY][0]
-    value = getattr(first, "value", first)
+    question, pending = _asking(output[INTERRUPT_KEY][0])
+    saved = {"output": output, "config": {k: v for k, v in config.items() if k != "callbacks"}}
+    return recorder.suspend(question, pending, raw=saved)
+
+
+def _asking(waits: Any) -> tuple[str, PendingAction | None]:
+    """What an interrupt asks: an approval of a call (`{"tool", "args"}`), else a question."""
+    value = getattr(waits, "value", waits)
     question = value if isinstance(value, str) else json.dumps(value, default=str)
     pending = None
     if isinstance(value, Mapping) and value.get("tool"):  # {"tool", "args"}: an approval, asked as such
         arguments = dict(value.get("args") or {})
-        pending = PendingAction(str(getattr(first, "id", "")), str(value["tool"]), arguments)
+        pending = PendingAction(str(getattr(waits, "id", "")), str(value["tool"]), arguments)
         asked = value.get("question")
         question = str(asked) if asked else f"Approve {pending.name}({json.dumps(arguments, default=str)})?"
-    saved = {"output": output, "config": {k: v for k, v in config.items() if k != "callbacks"}}
-    return recorder.suspend(question, pending, raw=saved)
+    return question, pending
 
 
 def _messages(writes: Any) -> list[Any]:
