@@ -589,6 +589,28 @@ def test_openai_agents_approving_the_call_asked_about_leaves_the_others_pending(
     ]
 
 
+def test_openai_agents_a_tool_that_raises_is_a_failed_call(rig: Rig) -> None:
+    """The SDK hands a raising tool's error to the model as its result (its default
+    failure_error_function): the run goes on, and the call is counted failed, as LangGraph's is."""
+
+    @function_tool
+    def broken(path: str) -> str:
+        """Always fails."""
+        raise PermissionError(path)
+
+    steps = [[function_call("broken", {"path": "a"}, call_id="b1")], [assistant_message("could not")]]
+    agent = OAAgent(name="oa_agent", model=ScriptedModel(steps), tools=[broken])
+    res = oa.run(agent, "read a", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "could not", 2)
+    (span,) = [s for s in rig.spans() if s.name == f"{n.SPAN_EXECUTE_TOOL} broken"]
+    assert (span.attributes or {})[n.ERROR_TYPE] == "tool_error"
+    labels = {"agent": "oa_agent", "task_type": TASK, "tool": "broken"}
+    assert (
+        rig.value("agent_tool_calls_total", **labels, outcome="ok"),
+        rig.value("agent_tool_calls_total", **labels, outcome="error"),
+    ) == (0, 1)
+
+
 def test_openai_agents_rejection_refusal_crash_and_cancel() -> None:
     steps = [[function_call("remove", {"path": "a"}, call_id="r1")], [assistant_message("kept")]]
     agent = oa_agent(steps)

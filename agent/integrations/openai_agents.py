@@ -9,7 +9,10 @@ model call, holding the tool calls that follow it), composed with any
 process, get nothing when tracing is disabled (as many teams run it), and see
 a model call only when the model implementation makes a span for it. The
 SDK's own traces are left as they are: Endstate adds its spans beside them,
-never a second copy of the same call. How runs end:
+never a second copy of the same call. A tool that raised, its error handed to
+the model as the SDK's default error text, is a failed call (`tool_error`, as
+LangGraph's); a custom `failure_error_function`'s text cannot be told apart
+from a result. How runs end:
 
 | OpenAI Agents SDK                                   | Endstate                              |
 | --------------------------------------------------- | ------------------------------------- |
@@ -31,7 +34,7 @@ from typing import Any
 
 from agents import Agent as OAAgent
 from agents import RunHooks as OARunHooks
-from agents import Runner
+from agents import Runner, default_tool_error_function
 from agents.exceptions import (
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
@@ -50,6 +53,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopRea
 from agent.verify import Verifier
 
 PROVIDER = "openai"
+TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default error text instead
 GUARDRAIL_TRIPS = (
     InputGuardrailTripwireTriggered,
     OutputGuardrailTripwireTriggered,
@@ -89,7 +93,9 @@ class EndstateRunHooks(OARunHooks[Any]):
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
         if self.recorder.watched:
             call_id, name, args = _tool_call(context, tool)
-            self.recorder.tool_ended(call_id, name, str(result), arguments=args)
+            text = str(result)
+            error = TOOL_ERROR if text == default_tool_error_function(context, Exception()) else None
+            self.recorder.tool_ended(call_id, name, text, error, args)
         if self.inner is not None:
             await self.inner.on_tool_end(context, agent, tool, result)
 
