@@ -718,6 +718,33 @@ def test_langgraph_parallel_interrupts_are_answered_one_at_a_time(rig: Rig) -> N
     assert (done.reason, sorted(done.raw["wiped"])) == (StopReason.SUCCESS, sorted([first, f"kept {second}"]))
 
 
+def test_langgraph_a_breakpoint_is_need_help_not_success(rig: Rig) -> None:
+    """A graph paused at a static breakpoint (`interrupt_before`) has not finished: it waits for a
+    person to let it go on, as LangGraph's human-in-the-loop guides use it. LangGraph cannot be told
+    "no" at a breakpoint, so a denial is refused and the run waits on."""
+    graph = graph_of([calls("look", {"path": "a"}, "c1"), says("looked")], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "bp1"}}
+    res = lg.run(
+        graph,
+        {"messages": [("user", "x")]},
+        config,
+        hooks=rig.hooks,
+        task_type=TASK,
+        interrupt_before=["tools"],
+    )
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert (res.suspension.pending.tool_use_id, res.suspension.question) == (
+        "c1",
+        'Approve look({"path": "a"})?',
+    )
+    assert rig.stops("lg_agent", TASK, "need_help") == 1
+    with pytest.raises(ConfigError, match="breakpoint"):
+        lg.resume(graph, lg.state_of(res), approved=False)
+    done = lg.resume(graph, res, True, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.turns) == (StopReason.SUCCESS, "looked", 2)
+    assert done.raw["messages"][-2].content == "contents of a"
+
+
 def test_langgraph_crash_and_cancel() -> None:
     async def boom(state: Any) -> Any:
         raise LookupError("no model")

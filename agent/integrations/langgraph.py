@@ -25,6 +25,7 @@ subgraph's end). How runs end:
 | ------------------------------------------------- | ------------------------------------- |
 | the graph's final state                           | `success` (checked by the verifiers)  |
 | `interrupt()` (needs a checkpointer)              | `need_help`, resumable with `resume`  |
+| a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
 | `GraphRecursionError` (`recursion_limit`)         | `limit`/`turns`                       |
 | the task cancelled                                | `cancelled`                           |
 | any other exception                               | `error`, with its type                |
@@ -268,13 +269,28 @@ async def arun(
     )
     try:
         output = await _drive(graph, input, config, recorder, invoke_kwargs)
+        paused = await _paused_at(graph, config, invoke_kwargs)
     except GraphRecursionError as exc:
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
     except (Exception, asyncio.CancelledError) as exc:
         return recorder.fail(exc, raw=exc)
     if isinstance(output, Mapping) and output.get(INTERRUPT_KEY):
         return _suspend(recorder, output, config)
+    if paused:
+        return _suspend_at_breakpoint(recorder, output, config, paused)
     return recorder.succeed(output, text=_final_text(output), raw=output)
+
+
+async def _paused_at(
+    graph: Any, config: Mapping[str, Any], invoke_kwargs: Mapping[str, Any]
+) -> Sequence[str]:
+    """The nodes a graph with static breakpoints (`interrupt_before`/`interrupt_after`) stopped in
+    front of: the stream ends there as if the graph had finished. Asked only of such graphs."""
+    breakpoints = (invoke_kwargs.get(k) for k in ("interrupt_before", "interrupt_after"))
+    nodes = (getattr(graph, k, None) for k in ("interrupt_before_nodes", "interrupt_after_nodes"))
+    if not any((*breakpoints, *nodes)):
+        return ()
+    return tuple((await graph.aget_state(config)).next)
 
 
 async def _drive(
@@ -336,6 +352,12 @@ async def aresume(
         raise ConfigError("resume needs the interrupted run's state: its RunResult, state_of() or config")
     waiting = await _interrupts(graph, config)
     value = answer if answer is not None else approved
+    if not waiting and approved is False:
+        raise ConfigError(
+            f"thread {config['configurable']['thread_id']!r} is paused at a LangGraph breakpoint, which "
+            "cannot be told no: approve it to go on, or let it expire. For calls a person may deny, "
+            "call interrupt() in the tool instead"
+        )
     if len(waiting) > 1:  # LangGraph must be told which: the one the person was asked about
         value = {_asked(waiting, kwargs.get("resumed")).id: value}
     return await arun(graph, Command(resume=value), config, **kwargs)
@@ -353,7 +375,8 @@ def _asked(waiting: Sequence[Interrupt], resumed: RunResult | None) -> Interrupt
 
 
 async def _interrupts(graph: Any, config: Mapping[str, Any]) -> Sequence[Interrupt]:
-    """The thread's pending interrupts; refuse to resume a thread with none (it would start over)."""
+    """The thread's pending interrupts (none at a breakpoint); refuse to resume a thread that waits
+    for nothing (it would start over)."""
     thread = config["configurable"]["thread_id"]
     try:
         saved = await graph.aget_state(config)
@@ -363,7 +386,7 @@ async def _interrupts(graph: Any, config: Mapping[str, Any]) -> Sequence[Interru
             "checkpointer it was interrupted with"
         ) from exc
     waiting: Sequence[Interrupt] = getattr(saved, "interrupts", ())
-    if not waiting:
+    if not waiting and not getattr(saved, "next", ()):
         raise ConfigError(
             f"the graph's checkpointer holds no pending interrupt for thread {thread!r}: it was "
             "answered already, or the checkpointer lost it (an in-memory one does when its process "
@@ -374,8 +397,29 @@ async def _interrupts(graph: Any, config: Mapping[str, Any]) -> Sequence[Interru
 
 def _suspend(recorder: Recorder, output: Mapping[str, Any], config: Mapping[str, Any]) -> RunResult:
     question, pending = _asking(output[INTERRUPT_KEY][0])
-    saved = {"output": output, "config": {k: v for k, v in config.items() if k != "callbacks"}}
-    return recorder.suspend(question, pending, raw=saved)
+    return recorder.suspend(question, pending, raw=_saved(output, config))
+
+
+def _suspend_at_breakpoint(
+    recorder: Recorder, output: Any, config: Mapping[str, Any], before: Sequence[str]
+) -> RunResult:
+    """A breakpoint: an approval of the tool calls the last reply asks for (going on runs them
+    all, so the question names each), else a question whose answer lets the graph go on."""
+    messages = output.get("messages") if isinstance(output, Mapping) else None
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    waiting = last.tool_calls if isinstance(last, AIMessage) else []
+    if not waiting:
+        question = f"The graph paused at a breakpoint before {', '.join(before)}: go on?"
+        return recorder.suspend(question, None, raw=_saved(output, config))
+    first = waiting[0]
+    pending = PendingAction(str(first.get("id") or ""), str(first["name"]), dict(first["args"]))
+    shown = " and ".join(f"{c['name']}({json.dumps(c['args'], default=str)})" for c in waiting)
+    return recorder.suspend(f"Approve {shown}?", pending, raw=_saved(output, config))
+
+
+def _saved(output: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+    """What a suspended run keeps at `result.raw`: the graph's output and the config naming its thread."""
+    return {"output": output, "config": {k: v for k, v in config.items() if k != "callbacks"}}
 
 
 def _asking(waits: Any) -> tuple[str, PendingAction | None]:
