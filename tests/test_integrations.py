@@ -8,6 +8,7 @@ import json
 import operator
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import anthropic
@@ -1050,6 +1051,38 @@ def test_observe_run_records_a_raw_anthropic_loop(rig: Rig) -> None:
     check_run_span(rig, "raw_loop", res, turns=2)
     assert tool_spans(rig) == ["execute_tool look"]
     assert rig.stops("raw_loop", TASK, "success") == 1
+
+
+def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
+    """The README's home-grown loop, run as it is written against the Messages API (which refuses
+    tool results that follow no tool call), with the names it leaves to the reader defined."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme[readme.index("## Runs not built on Endstate") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", section.index("```python"))]
+
+    def run_tools(run: Any, reply: Any) -> dict[str, Any]:
+        results = []
+        for block in reply.content:
+            if block.type == "tool_use":
+                with run.tool(block.name, block.input, block.id) as t:
+                    t.result(f"found {block.input['q']}")
+                results.append({"type": "tool_result", "tool_use_id": block.id, "content": t.text})
+        return {"role": "user", "content": results}
+
+    replies = [message(api_tool_use("search", {"q": "refunds"}, id="tu1")), message(text("done"))]
+    with MessagesAPI(*replies) as api, anthropic.Anthropic(base_url=api.url, api_key="test") as client:
+        names = {
+            "hooks": rig.hooks,
+            "client": client,
+            "MODEL": "claude-x",
+            "TOOLS": [],
+            "run_tools": run_tools,
+        }
+        names["messages"] = [{"role": "user", "content": "find refunds"}]
+        exec(code, names)
+    res = names["run"].result
+    assert (res.reason, res.output, res.turns, res.input_tokens) == (StopReason.SUCCESS, "done", 2, 20)
+    assert tool_spans(rig) == ["execute_tool search"]
 
 
 def test_observe_run_records_limit_and_reraises_errors_as_error_stops(rig: Rig) -> None:
