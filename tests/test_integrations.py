@@ -1085,6 +1085,33 @@ def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
     assert tool_spans(rig) == ["execute_tool search"]
 
 
+def test_cached_input_counts_as_input_for_home_grown_and_claude_runs(rig: Rig) -> None:
+    """The Messages API reports cache reads and writes beside `input_tokens`; Endstate's own runs
+    count them as input (as the GenAI conventions do), and so must runs it only observes."""
+    cached = message(
+        text("done"), input_tokens=7, cache_read_input_tokens=900, cache_creation_input_tokens=100
+    )
+    with (
+        MessagesAPI(cached) as api,
+        anthropic.Anthropic(base_url=api.url, api_key="test") as client,
+        observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as run,
+        run.turn(),
+        run.model_call() as call,
+    ):
+        call.reply(
+            client.messages.create(
+                model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+            )
+        )
+    assert run.result is not None
+    u = run.result.usage
+    assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens) == (1007, 900, 100)
+    totals = {"input_tokens": 7, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 100}
+    lines = [assistant("m1", {"type": "text", "text": "done"}), result(result="done", usage=totals)]
+    res = claude.run("x", transport=FakeCLI(lines), hooks=rig.hooks, task_type=TASK)
+    assert (res.input_tokens, res.usage.cache_read_tokens, res.usage.cache_write_tokens) == (1007, 900, 100)
+
+
 def test_observe_run_records_limit_and_reraises_errors_as_error_stops(rig: Rig) -> None:
     with observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as run:
         with run.turn(), run.model_call() as call:
