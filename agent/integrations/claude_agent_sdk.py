@@ -283,8 +283,7 @@ def _totals(recorder: Recorder, result: ResultMessage) -> None:
     totals: dict[str, Any] = _tokens(result.usage) if result.usage else {}  # none: the messages' sums
     spent = recorder.info.spent
     if spent is not None:  # a resumed session reports its own totals: add the earlier segments'
-        earlier = spent.usage
-        totals = {k: v + getattr(earlier, k) for k, v in totals.items()}
+        totals = {k: v + getattr(spent.usage, k) for k, v in totals.items()}
     if result.total_cost_usd is not None:
         earlier = spent.usage.cost_usd if spent else 0.0  # None when an earlier segment's was unknown
         totals["cost_usd"] = None if earlier is None else float(result.total_cost_usd) + earlier
