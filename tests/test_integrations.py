@@ -63,6 +63,7 @@ from pydantic_ai.usage import RequestUsage, UsageLimits
 from agent import CompositeHooks, LimitKind, StopReason, observe_run, predicate
 from agent.errors import ConfigError
 from agent.hooks import RunInfo, RunObserver
+from agent.integrations import ForeignAgent
 from agent.integrations import claude_agent_sdk as claude
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
@@ -744,6 +745,37 @@ def test_langgraph_a_breakpoint_is_need_help_not_success(rig: Rig) -> None:
     done = lg.resume(graph, res, True, hooks=rig.hooks, task_type=TASK)
     assert (done.reason, done.output, done.turns) == (StopReason.SUCCESS, "looked", 2)
     assert done.raw["messages"][-2].content == "contents of a"
+
+
+class Database:
+    """What a graph takes in its config's `configurable`, and JSON cannot hold."""
+
+
+def test_langgraph_configurable_objects_are_not_saved_as_text_and_a_catalog_resume_gets_them_back() -> None:
+    """The saved state keeps what JSON can hold; an object (a connection, a client) is left for the
+    catalog's options to give again, never replaced by its repr."""
+    given: list[Any] = []
+    replies = iter([calls("delete", {"path": "a"}, "d1"), says("gone")])
+
+    def build(saver: Any) -> Any:
+        async def model(state: Chat, config: RunnableConfig) -> dict[str, Any]:
+            given.append(config["configurable"]["db"])
+            return {"messages": [next(replies)]}
+
+        return graph_of([], saver, model_node=model)
+
+    db = Database()
+    options = {"config": {"configurable": {"db": db, "tenant": "acme"}}}
+    agent = ForeignAgent("cleaner", "langgraph", build, checkpointer=InMemorySaver(), options=options)
+    res = asyncio.run(agent.arun("clean up a"))
+    assert res.snapshot and res.snapshot.foreign and res.snapshot.foreign.state
+    assert json.loads(res.snapshot.foreign.state)["configurable"] == {
+        "tenant": "acme",
+        "thread_id": res.run_id,
+    }
+    done = asyncio.run(agent.aresume(res.snapshot, approved=True))
+    assert (done.reason, done.output) == (StopReason.SUCCESS, "gone")
+    assert given == [db, db]
 
 
 def test_langgraph_crash_and_cancel() -> None:

@@ -319,12 +319,23 @@ async def _drive(
 def state_of(result: RunResult) -> str:
     """A `need_help` result's saved state as JSON: the config naming its checkpointer thread.
 
-    The graph's checkpointer holds the state itself; a store keeps this.
+    The graph's checkpointer holds the state itself; a store keeps this. Of the config's
+    `configurable`, what JSON cannot hold (a connection, a client) is left out, never saved as
+    its text: whoever resumes gives it again (a catalog agent's `options` do).
     """
     config = (result.raw or {}).get("config") if isinstance(result.raw, Mapping) else None
     if not isinstance(config, Mapping):
         raise ConfigError("only a need_help result of this integration has a state to save")
-    return json.dumps({"configurable": dict(config.get("configurable", {}))}, default=str)
+    configurable = {k: v for k, v in config.get("configurable", {}).items() if _is_json(v)}
+    return json.dumps({"configurable": configurable})
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def resume(
