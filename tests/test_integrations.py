@@ -48,6 +48,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Interrupt, interrupt
 from messages_api import MessagesAPI, message, text
 from messages_api import tool_use as api_tool_use
+from openai.types.responses import ResponseOutputMessage, ResponseOutputRefusal
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -531,6 +532,43 @@ def test_openai_agents_max_turns_is_a_turns_limit(rig: Rig) -> None:
     check_run_span(rig, "oa_agent", res, turns=2)
     assert rig.stops("oa_agent", TASK, "limit", "turns") == 1
     assert rig.value("agent_budget_limit", agent="oa_agent", task_type=TASK, limit="turns") == 2
+
+
+def test_openai_agents_an_error_handlers_output_keeps_the_stop_it_stands_in_for(rig: Rig) -> None:
+    """The SDK's `error_handlers` turn a turns limit or a refusal into a final output: the run still
+    stopped on that limit (or refusal), with the handler's output as its partial result. Not a success."""
+    steps = [[function_call("read", {"path": str(i)}, call_id=f"c{i}")] for i in range(3)]
+    handlers = {"max_turns": lambda data: f"partial after {len(data.run_data.raw_responses)} replies"}
+    res = oa.run(
+        oa_agent(steps), "loop", hooks=rig.hooks, task_type=TASK, max_turns=2, error_handlers=handlers
+    )
+    assert (res.reason, res.limit, res.output, res.turns) == (
+        StopReason.LIMIT,
+        LimitKind.TURNS,
+        "partial after 2 replies",
+        2,
+    )
+    assert res.raw.final_output == "partial after 2 replies"
+    assert rig.stops("oa_agent", TASK, "limit", "turns") == 1
+
+    async def fallback(data: Any) -> str:
+        return "cannot help with that"
+
+    refusal = ResponseOutputMessage(
+        id="r",
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[ResponseOutputRefusal(refusal="no", type="refusal")],
+    )
+    refused = oa.run(oa_agent([[refusal]]), "x", error_handlers={"model_refusal": fallback})
+    assert (refused.reason, refused.cause, refused.output) == (
+        StopReason.GAVE_UP,
+        "refusal",
+        "cannot help with that",
+    )
+    passed = oa.run(oa_agent(steps), "loop", max_turns=2, error_handlers={"max_turns": lambda data: None})
+    assert (passed.reason, passed.limit) == (StopReason.LIMIT, LimitKind.TURNS)  # None: the SDK raises
 
 
 async def tripped(ctx: Any, agent: Any, data: Any) -> GuardrailFunctionOutput:

@@ -18,9 +18,9 @@ from a result. How runs end:
 | --------------------------------------------------- | ------------------------------------- |
 | a final output                                      | `success` (checked by the verifiers)  |
 | interruptions (tools waiting for approval)          | `need_help`, resumable with `resume`  |
-| `MaxTurnsExceeded`                                  | `limit`/`turns`                       |
+| `MaxTurnsExceeded` (or its `error_handlers` output) | `limit`/`turns` (the output partial)  |
 | an input, output or tool guardrail tripwire         | `gave_up`, cause `guardrail`          |
-| `ModelRefusalError`                                 | `gave_up`, cause `refusal`            |
+| `ModelRefusalError` (or its handler's output)       | `gave_up`, cause `refusal`            |
 | the task cancelled                                  | `cancelled`                           |
 | any other exception                                 | `error`, with its type                |
 """
@@ -28,8 +28,9 @@ from a result. How runs end:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents import Agent as OAAgent
@@ -47,7 +48,7 @@ from agents.run_state import RunState
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, need
+from agent.integrations._observe import Recorder, Usage, _text_of, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -154,6 +155,9 @@ async def arun(
         help_seconds=help_seconds,
     )
     sdk_hooks = EndstateRunHooks(recorder, run_hooks)
+    handled: list[str] = []  # the error handlers that gave an output in place of the error
+    if runner_kwargs.get("error_handlers"):
+        runner_kwargs["error_handlers"] = _noting(runner_kwargs["error_handlers"], handled)
     try:
         result = await Runner.run(agent, input, hooks=sdk_hooks, **runner_kwargs)
     except MaxTurnsExceeded as exc:
@@ -168,7 +172,30 @@ async def arun(
         return recorder.fail(exc, raw=exc)
     if result.interruptions:
         return _suspend(recorder, result)
+    if "max_turns" in handled:  # the limit tripped; the handler's output is the partial result
+        output = _text_of(result.final_output)
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, output=output, raw=result)
+    if "model_refusal" in handled:
+        output = _text_of(result.final_output)
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, output=output, raw=result)
     return recorder.succeed(result.final_output, raw=result)
+
+
+def _noting(handlers: Mapping[str, Any], handled: list[str]) -> dict[str, Any]:
+    """The SDK's `error_handlers`, each noting in `handled` when it gives an output (None: the SDK raises)."""
+
+    def noted(kind: str, handler: Any) -> Any:
+        async def handle(data: Any) -> Any:
+            output = handler(data)
+            if inspect.isawaitable(output):
+                output = await output
+            if output is not None:
+                handled.append(kind)
+            return output
+
+        return handle
+
+    return {kind: noted(kind, handler) for kind, handler in handlers.items()}
 
 
 def state_of(result: RunResult, **to_string: Any) -> str:
