@@ -651,6 +651,27 @@ def test_openai_agents_a_tool_that_raises_is_a_failed_call(rig: Rig) -> None:
     ) == (0, 1)
 
 
+def test_a_catalog_approval_of_one_openai_agents_call_leaves_the_other_waiting_in_the_next_snapshot() -> None:
+    """Through the saved state a store keeps, as `endstate approve` resumes it."""
+    both = [
+        function_call("remove", {"path": "a"}, call_id="r1"),
+        function_call("remove", {"path": "b"}, call_id="r2"),
+    ]
+    steps = [both, [assistant_message("done")]]
+    agent = ForeignAgent("remover", "openai_agents", lambda: oa_agent(steps))
+    res = asyncio.run(agent.arun("remove a and b"))
+    assert res.snapshot and res.suspension and res.suspension.pending
+    again = asyncio.run(agent.aresume(res.snapshot, approved=True))
+    assert again.snapshot and again.suspension and again.suspension.pending
+    assert (again.reason, again.snapshot.segment, again.suspension.pending.tool_use_id) == (
+        StopReason.NEED_HELP,
+        2,
+        "r2",
+    )
+    done = asyncio.run(agent.aresume(again.snapshot, "keep b", approved=False))
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "done", res.run_id)
+
+
 def test_openai_agents_rejection_refusal_crash_and_cancel() -> None:
     steps = [[function_call("remove", {"path": "a"}, call_id="r1")], [assistant_message("kept")]]
     agent = oa_agent(steps)
