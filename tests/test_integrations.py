@@ -837,6 +837,43 @@ def test_langgraph_configurable_objects_are_not_saved_as_text_and_a_catalog_resu
     assert given == [db, db]
 
 
+class Loose(TypedDict, total=False):
+    messages: Any
+
+
+@pytest.mark.parametrize(
+    ("given", "task"),
+    [
+        ({"messages": {"k": 1}}, ""),
+        ({"messages": [("user",)]}, ""),
+        ({"messages": [{"role": "user", "content": "wipe it"}]}, "wipe it"),  # as LangGraph takes them too
+    ],
+)
+def test_langgraph_input_and_interrupts_of_any_shape_never_raise_out_of_run(given: Any, task: str) -> None:
+    """An approval whose "args" are no mapping, messages of unexpected shapes: the run still ends
+    in a stop reason (here waiting, the arguments kept), never an exception out of `run`."""
+    seen: list[str] = []
+
+    class Tasks(RunObserver):
+        pass
+
+    class Hooks:
+        def run_started(self, info: RunInfo) -> RunObserver:
+            seen.append(info.task)
+            return Tasks()
+
+    def ask(state: Loose) -> dict[str, Any]:
+        return {"messages": {"said": interrupt({"tool": "wipe", "args": "disk a"})}}
+
+    builder = StateGraph(Loose)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    res = lg.run(graph, given, {"configurable": {"thread_id": "loose"}}, hooks=Hooks())
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert (res.suspension.pending.arguments, seen) == ({"args": "disk a"}, [task])
+
+
 def test_langgraph_crash_and_cancel() -> None:
     async def boom(state: Any) -> Any:
         raise LookupError("no model")

@@ -439,7 +439,8 @@ def _asking(waits: Any) -> tuple[str, PendingAction | None]:
     question = value if isinstance(value, str) else json.dumps(value, default=str)
     pending = None
     if isinstance(value, Mapping) and value.get("tool"):  # {"tool", "args"}: an approval, asked as such
-        arguments = dict(value.get("args") or {})
+        args = value.get("args") or {}
+        arguments = dict(args) if isinstance(args, Mapping) else {"args": args}
         pending = PendingAction(str(getattr(waits, "id", "")), str(value["tool"]), arguments)
         asked = value.get("question")
         question = str(asked) if asked else f"Approve {pending.name}({json.dumps(arguments, default=str)})?"
@@ -486,16 +487,19 @@ def _content_text(content: Any) -> str:
 
 def _final_text(output: Any) -> str:
     messages = output.get("messages") if isinstance(output, Mapping) else None
-    if messages:
+    if isinstance(messages, list) and messages:
         return _content_text(getattr(messages[-1], "content", ""))
     return json.dumps(output, default=str) if output is not None else ""
 
 
 def _task(input: Any) -> str:
+    """The first input message's text: a message, a (role, text) pair or a {"role", "content"} dict."""
     if isinstance(input, str):
         return input
     messages = input.get("messages") if isinstance(input, Mapping) else None
-    if messages:
-        first = messages[0]
-        return _content_text(first[1] if isinstance(first, tuple) else getattr(first, "content", ""))
-    return ""
+    first = messages[0] if isinstance(messages, list) and messages else None
+    if isinstance(first, tuple):
+        return _content_text(first[1]) if len(first) == 2 else ""
+    if isinstance(first, Mapping):
+        return _content_text(first.get("content"))
+    return _content_text(getattr(first, "content", ""))
