@@ -156,7 +156,7 @@ async def arun(
     )
     sdk_hooks = EndstateRunHooks(recorder, run_hooks)
     handled: list[str] = []  # the error handlers that gave an output in place of the error
-    if runner_kwargs.get("error_handlers"):
+    if isinstance(runner_kwargs.get("error_handlers"), Mapping):  # anything else: the SDK says what is wrong
         runner_kwargs["error_handlers"] = _noting(runner_kwargs["error_handlers"], handled)
     try:
         result = await Runner.run(agent, input, hooks=sdk_hooks, **runner_kwargs)
