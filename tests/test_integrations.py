@@ -48,7 +48,6 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Interrupt, interrupt
 from messages_api import MessagesAPI, message, text
 from messages_api import tool_use as api_tool_use
-from openai.types.responses import ResponseOutputMessage, ResponseOutputRefusal
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -554,13 +553,9 @@ def test_openai_agents_an_error_handlers_output_keeps_the_stop_it_stands_in_for(
     async def fallback(data: Any) -> str:
         return "cannot help with that"
 
-    refusal = ResponseOutputMessage(
-        id="r",
-        type="message",
-        role="assistant",
-        status="completed",
-        content=[ResponseOutputRefusal(refusal="no", type="refusal")],
-    )
+    message = {"id": "r", "type": "message", "role": "assistant", "status": "completed"}
+    content = [{"type": "refusal", "refusal": "no"}]  # the SDK's own message type, read from its helper:
+    refusal = type(assistant_message("")).model_validate(message | {"content": content})
     refused = oa.run(oa_agent([[refusal]]), "x", error_handlers={"model_refusal": fallback})
     assert (refused.reason, refused.cause, refused.output) == (
         StopReason.GAVE_UP,
