@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
 
 import anthropic
 import pytest
@@ -37,13 +39,13 @@ from integrations_support import (
 )
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Interrupt
+from langgraph.types import Interrupt, interrupt
 from messages_api import MessagesAPI, message, text
 from messages_api import tool_use as api_tool_use
 from opentelemetry.sdk.trace import TracerProvider
@@ -61,6 +63,7 @@ from pydantic_ai.usage import RequestUsage, UsageLimits
 from agent import CompositeHooks, LimitKind, StopReason, observe_run, predicate
 from agent.errors import ConfigError
 from agent.hooks import RunInfo, RunObserver
+from agent.integrations import ForeignAgent
 from agent.integrations import claude_agent_sdk as claude
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
@@ -239,6 +242,33 @@ def test_pydantic_ai_deferred_approval_is_need_help_and_resumes_from_saved_messa
     (continued,) = [s for s in rig.spans() if (s.attributes or {}).get(n.AGENT_TURN_CONTINUED)]
     assert delete_span.parent and delete_span.parent.span_id == continued.context.span_id
     assert rig.value("agent_runs_started_total", agent="pai_agent", task_type=TASK) == 1
+
+
+def test_pydantic_ai_calls_waiting_together_are_all_named_in_the_question() -> None:
+    """Pydantic AI takes the answers to every deferred call at once, so one answer covers them all:
+    the person is shown every call it covers, not the first alone."""
+
+    def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            return ModelResponse([TextPart("both gone")])
+        return ModelResponse(
+            [ToolCallPart("delete", {"path": "a"}, "d1"), ToolCallPart("delete", {"path": "b"}, "d2")]
+        )
+
+    agent: PAIAgent[None, Any] = PAIAgent(FunctionModel(play), output_type=[str, DeferredToolRequests])
+    deleted: list[str] = []
+
+    @agent.tool_plain(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    res = pai.run(agent, "delete a and b")
+    assert res.suspension and res.suspension.pending and res.suspension.pending.tool_use_id == "d1"
+    assert res.suspension.question == 'Approve delete({"path": "a"}) and delete({"path": "b"})?'
+    done = pai.resume(agent, pai.state_of(res), approved=True)
+    assert (done.reason, done.output, deleted) == (StopReason.SUCCESS, "both gone", ["a", "b"])
 
 
 def test_pydantic_ai_external_call_is_need_help_and_the_answer_is_its_result() -> None:
@@ -503,6 +533,39 @@ def test_openai_agents_max_turns_is_a_turns_limit(rig: Rig) -> None:
     assert rig.value("agent_budget_limit", agent="oa_agent", task_type=TASK, limit="turns") == 2
 
 
+def test_openai_agents_an_error_handlers_output_keeps_the_stop_it_stands_in_for(rig: Rig) -> None:
+    """The SDK's `error_handlers` turn a turns limit or a refusal into a final output: the run still
+    stopped on that limit (or refusal), with the handler's output as its partial result. Not a success."""
+    steps = [[function_call("read", {"path": str(i)}, call_id=f"c{i}")] for i in range(3)]
+    handlers = {"max_turns": lambda data: f"partial after {len(data.run_data.raw_responses)} replies"}
+    res = oa.run(
+        oa_agent(steps), "loop", hooks=rig.hooks, task_type=TASK, max_turns=2, error_handlers=handlers
+    )
+    assert (res.reason, res.limit, res.output, res.turns) == (
+        StopReason.LIMIT,
+        LimitKind.TURNS,
+        "partial after 2 replies",
+        2,
+    )
+    assert res.raw.final_output == "partial after 2 replies"
+    assert rig.stops("oa_agent", TASK, "limit", "turns") == 1
+
+    async def fallback(data: Any) -> str:
+        return "cannot help with that"
+
+    message = {"id": "r", "type": "message", "role": "assistant", "status": "completed"}
+    content = [{"type": "refusal", "refusal": "no"}]  # the SDK's own message type, read from its helper:
+    refusal = type(assistant_message("")).model_validate(message | {"content": content})
+    refused = oa.run(oa_agent([[refusal]]), "x", error_handlers={"model_refusal": fallback})
+    assert (refused.reason, refused.cause, refused.output) == (
+        StopReason.GAVE_UP,
+        "refusal",
+        "cannot help with that",
+    )
+    passed = oa.run(oa_agent(steps), "loop", max_turns=2, error_handlers={"max_turns": lambda data: None})
+    assert (passed.reason, passed.limit) == (StopReason.LIMIT, LimitKind.TURNS)  # None: the SDK raises
+
+
 async def tripped(ctx: Any, agent: Any, data: Any) -> GuardrailFunctionOutput:
     return GuardrailFunctionOutput(output_info="secret", tripwire_triggered=True)
 
@@ -535,6 +598,73 @@ def test_openai_agents_interruption_is_need_help_and_resumes_from_run_state_json
     done = oa.resume(agent, saved, approved=True, hooks=rig.hooks, task_type=TASK, run_id=res.run_id)
     assert (done.reason, done.output) == (StopReason.SUCCESS, "removed")
     assert "execute_tool remove" in tool_spans(rig)
+
+
+def test_openai_agents_approving_the_call_asked_about_leaves_the_others_pending(rig: Rig) -> None:
+    """Two calls wait for approval and the person is asked about the first: their answer is for that
+    call alone. The run waits again for the second, which runs only if approved in turn."""
+    both = [
+        function_call("remove", {"path": "a"}, call_id="r1"),
+        function_call("remove", {"path": "b"}, call_id="r2"),
+    ]
+    agent = oa_agent([both, [assistant_message("done")]])
+    res = oa.run(agent, "remove a and b", hooks=rig.hooks, task_type=TASK)
+    assert res.suspension and res.suspension.pending and res.suspension.pending.tool_use_id == "r1"
+    again = oa.resume(agent, oa.state_of(res), approved=True, hooks=rig.hooks, resumed=res, task_type=TASK)
+    assert again.reason is StopReason.NEED_HELP and again.suspension and again.suspension.pending
+    assert (again.suspension.pending.tool_use_id, again.suspension.question) == (
+        "r2",
+        'Approve remove({"path": "b"})?',
+    )
+    done = oa.resume(agent, again, approved=False, answer="keep b", hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "done", res.run_id)
+    assert [str(i.output) for i in done.raw.new_items if i.type == "tool_call_output_item"] == [
+        "removed a",
+        "keep b",
+    ]
+
+
+def test_openai_agents_a_tool_that_raises_is_a_failed_call(rig: Rig) -> None:
+    """The SDK hands a raising tool's error to the model as its result (its default
+    failure_error_function): the run goes on, and the call is counted failed, as LangGraph's is."""
+
+    @function_tool
+    def broken(path: str) -> str:
+        """Always fails."""
+        raise PermissionError(path)
+
+    steps = [[function_call("broken", {"path": "a"}, call_id="b1")], [assistant_message("could not")]]
+    agent = OAAgent(name="oa_agent", model=ScriptedModel(steps), tools=[broken])
+    res = oa.run(agent, "read a", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "could not", 2)
+    (span,) = [s for s in rig.spans() if s.name == f"{n.SPAN_EXECUTE_TOOL} broken"]
+    assert (span.attributes or {})[n.ERROR_TYPE] == "tool_error"
+    labels = {"agent": "oa_agent", "task_type": TASK, "tool": "broken"}
+    assert (
+        rig.value("agent_tool_calls_total", **labels, outcome="ok"),
+        rig.value("agent_tool_calls_total", **labels, outcome="error"),
+    ) == (0, 1)
+
+
+def test_a_catalog_approval_of_one_openai_agents_call_leaves_the_other_waiting_in_the_next_snapshot() -> None:
+    """Through the saved state a store keeps, as `endstate approve` resumes it."""
+    both = [
+        function_call("remove", {"path": "a"}, call_id="r1"),
+        function_call("remove", {"path": "b"}, call_id="r2"),
+    ]
+    steps = [both, [assistant_message("done")]]
+    agent = ForeignAgent("remover", "openai_agents", lambda: oa_agent(steps))
+    res = asyncio.run(agent.arun("remove a and b"))
+    assert res.snapshot and res.suspension and res.suspension.pending
+    again = asyncio.run(agent.aresume(res.snapshot, approved=True))
+    assert again.snapshot and again.suspension and again.suspension.pending
+    assert (again.reason, again.snapshot.segment, again.suspension.pending.tool_use_id) == (
+        StopReason.NEED_HELP,
+        2,
+        "r2",
+    )
+    done = asyncio.run(agent.aresume(again.snapshot, "keep b", approved=False))
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "done", res.run_id)
 
 
 def test_openai_agents_rejection_refusal_crash_and_cancel() -> None:
@@ -611,6 +741,132 @@ def test_langgraph_resumes_from_the_stored_state_with_a_denial() -> None:
     done = lg.resume(graph, stored, approved=False, run_id=res.run_id)
     assert (done.reason, done.raw["messages"][-2].content) == (StopReason.SUCCESS, "not deleted")
     assert (done.turns, done.output) == (1, "kept")  # a new run: it was not given the suspended result
+
+
+class Disks(TypedDict):
+    wiped: Annotated[list[str], operator.add]
+
+
+def wipe_node(disk: str) -> Any:
+    def wipe(state: Disks) -> dict[str, Any]:
+        return {"wiped": [disk if interrupt({"tool": "wipe", "args": {"disk": disk}}) else f"kept {disk}"]}
+
+    return wipe
+
+
+def test_langgraph_parallel_interrupts_are_answered_one_at_a_time(rig: Rig) -> None:
+    """Two nodes of a step wait for approval at once: the answer goes to the one asked about (LangGraph
+    refuses a bare resume value then), and the run waits again for the other."""
+    builder = StateGraph(Disks)
+    for disk in ("a", "b"):
+        builder.add_node(disk, wipe_node(disk))
+        builder.add_edge(START, disk)
+        builder.add_edge(disk, END)
+    graph = builder.compile(checkpointer=InMemorySaver(), name="wiper")
+    res = lg.run(graph, {"wiped": []}, {"configurable": {"thread_id": "p1"}}, hooks=rig.hooks, task_type=TASK)
+    assert res.suspension and res.suspension.pending
+    first = res.suspension.pending.arguments["disk"]
+    again = lg.resume(graph, res, True, hooks=rig.hooks, task_type=TASK)
+    assert again.reason is StopReason.NEED_HELP and again.suspension and again.suspension.pending
+    second = again.suspension.pending.arguments["disk"]
+    assert {first, second} == {"a", "b"}
+    done = lg.resume(graph, lg.state_of(again), False, resumed=again, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, sorted(done.raw["wiped"])) == (StopReason.SUCCESS, sorted([first, f"kept {second}"]))
+
+
+def test_langgraph_a_breakpoint_is_need_help_not_success(rig: Rig) -> None:
+    """A graph paused at a static breakpoint (`interrupt_before`) has not finished: it waits for a
+    person to let it go on, as LangGraph's human-in-the-loop guides use it. LangGraph cannot be told
+    "no" at a breakpoint, so a denial is refused and the run waits on."""
+    graph = graph_of([calls("look", {"path": "a"}, "c1"), says("looked")], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "bp1"}}
+    res = lg.run(
+        graph,
+        {"messages": [("user", "x")]},
+        config,
+        hooks=rig.hooks,
+        task_type=TASK,
+        interrupt_before=["tools"],
+    )
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert (res.suspension.pending.tool_use_id, res.suspension.question) == (
+        "c1",
+        'Approve look({"path": "a"})?',
+    )
+    assert rig.stops("lg_agent", TASK, "need_help") == 1
+    with pytest.raises(ConfigError, match="breakpoint"):
+        lg.resume(graph, lg.state_of(res), approved=False)
+    done = lg.resume(graph, res, True, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.turns) == (StopReason.SUCCESS, "looked", 2)
+    assert done.raw["messages"][-2].content == "contents of a"
+
+
+class Database:
+    """What a graph takes in its config's `configurable`, and JSON cannot hold."""
+
+
+def test_langgraph_configurable_objects_are_not_saved_as_text_and_a_catalog_resume_gets_them_back() -> None:
+    """The saved state keeps what JSON can hold; an object (a connection, a client) is left for the
+    catalog's options to give again, never replaced by its repr."""
+    given: list[Any] = []
+    replies = iter([calls("delete", {"path": "a"}, "d1"), says("gone")])
+
+    def build(saver: Any) -> Any:
+        async def model(state: Chat, config: RunnableConfig) -> dict[str, Any]:
+            given.append(config["configurable"]["db"])
+            return {"messages": [next(replies)]}
+
+        return graph_of([], saver, model_node=model)
+
+    db = Database()
+    options = {"config": {"configurable": {"db": db, "tenant": "acme"}}}
+    agent = ForeignAgent("cleaner", "langgraph", build, checkpointer=InMemorySaver(), options=options)
+    res = asyncio.run(agent.arun("clean up a"))
+    assert res.snapshot and res.snapshot.foreign and res.snapshot.foreign.state
+    assert json.loads(res.snapshot.foreign.state)["configurable"] == {
+        "tenant": "acme",
+        "thread_id": res.run_id,
+    }
+    done = asyncio.run(agent.aresume(res.snapshot, approved=True))
+    assert (done.reason, done.output) == (StopReason.SUCCESS, "gone")
+    assert given == [db, db]
+
+
+class Loose(TypedDict, total=False):
+    messages: Any
+
+
+@pytest.mark.parametrize(
+    ("given", "task"),
+    [
+        ({"messages": {"k": 1}}, ""),
+        ({"messages": [("user",)]}, ""),
+        ({"messages": [{"role": "user", "content": "wipe it"}]}, "wipe it"),  # as LangGraph takes them too
+    ],
+)
+def test_langgraph_input_and_interrupts_of_any_shape_never_raise_out_of_run(given: Any, task: str) -> None:
+    """An approval whose "args" are no mapping, messages of unexpected shapes: the run still ends
+    in a stop reason (here waiting, the arguments kept), never an exception out of `run`."""
+    seen: list[str] = []
+
+    class Tasks(RunObserver):
+        pass
+
+    class Hooks:
+        def run_started(self, info: RunInfo) -> RunObserver:
+            seen.append(info.task)
+            return Tasks()
+
+    def ask(state: Loose) -> dict[str, Any]:
+        return {"messages": {"said": interrupt({"tool": "wipe", "args": "disk a"})}}
+
+    builder = StateGraph(Loose)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    res = lg.run(graph, given, {"configurable": {"thread_id": "loose"}}, hooks=Hooks())
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert (res.suspension.pending.arguments, seen) == ({"args": "disk a"}, [task])
 
 
 def test_langgraph_crash_and_cancel() -> None:
@@ -760,6 +1016,52 @@ def test_langgraph_reads_every_message_a_task_wrote() -> None:
     assert lg._messages(writes) == [first, second, note, first]
 
 
+class Listed(TypedDict):
+    messages: list[Any]  # no reducer: each node writes the whole list back
+    last: Any
+
+
+def rewriting_graph(replies: list[Any], checkpointer: Any = None) -> Any:
+    """A graph whose nodes return the whole message list (and the last reply once more, elsewhere)."""
+    model = GenericFakeChatModel(messages=iter(replies))
+
+    async def call_model(state: Listed) -> dict[str, Any]:
+        reply = await model.ainvoke(state["messages"])
+        return {"messages": [*state["messages"], reply], "last": reply}
+
+    def run_tools(state: Listed) -> dict[str, Any]:
+        asked = state["messages"][-1].tool_calls
+        done = [ToolMessage("ok", tool_call_id=c["id"], name=c["name"]) for c in asked]
+        return {"messages": [*state["messages"], *done]}
+
+    graph = StateGraph(Listed)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", run_tools)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", lambda s: "tools" if s["messages"][-1].tool_calls else END)
+    graph.add_edge("tools", "model")
+    return graph.compile(checkpointer=checkpointer, name="rewriter")
+
+
+def test_langgraph_counts_each_message_once_when_nodes_write_the_whole_list_back(rig: Rig) -> None:
+    """A state without the add_messages reducer is written back whole at every step, and a reply may
+    also go to a second channel: each reply is still one model call, each tool result one tool call,
+    and messages the thread held before this run are none of this run's."""
+    replies = [calls("look", {"path": "a"}, "c1"), calls("look", {"path": "b"}, "c2"), says("done")]
+    replies.append(says("more"))
+    graph = rewriting_graph(replies, InMemorySaver())
+    config = {"configurable": {"thread_id": "w1"}}
+    res = lg.run(graph, {"messages": [HumanMessage("x")]}, config, hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.turns, res.input_tokens, res.output) == (StopReason.SUCCESS, 3, 32, "done")
+    check_run_span(rig, "rewriter", res, turns=3)
+    assert tool_spans(rig) == ["execute_tool look"] * 2
+    rig.exporter.clear()
+    again = {"messages": [*graph.get_state(config).values["messages"], HumanMessage("y")]}
+    res = lg.run(graph, again, config, hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.turns, res.input_tokens, res.output) == (StopReason.SUCCESS, 1, 12, "more")
+    assert (len(chat_spans(rig)), tool_spans(rig)) == (1, [])
+
+
 def test_langgraph_leaves_the_stream_to_the_integration() -> None:
     graph = graph_of([says("hi")])
     with pytest.raises(ConfigError, match=r"leave out \['stream_mode'\]"):
@@ -872,6 +1174,65 @@ def test_observe_run_records_a_raw_anthropic_loop(rig: Rig) -> None:
     check_run_span(rig, "raw_loop", res, turns=2)
     assert tool_spans(rig) == ["execute_tool look"]
     assert rig.stops("raw_loop", TASK, "success") == 1
+
+
+def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
+    """The README's home-grown loop, run as it is written against the Messages API (which refuses
+    tool results that follow no tool call), with the names it leaves to the reader defined."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme[readme.index("## Runs not built on Endstate") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", section.index("```python"))]
+
+    def run_tools(run: Any, reply: Any) -> dict[str, Any]:
+        results = []
+        for block in reply.content:
+            if block.type == "tool_use":
+                with run.tool(block.name, block.input, block.id) as t:
+                    t.result(f"found {block.input['q']}")
+                results.append({"type": "tool_result", "tool_use_id": block.id, "content": t.text})
+        return {"role": "user", "content": results}
+
+    replies = [message(api_tool_use("search", {"q": "refunds"}, id="tu1")), message(text("done"))]
+    with MessagesAPI(*replies) as api, anthropic.Anthropic(base_url=api.url, api_key="test") as client:
+        names = {
+            "hooks": rig.hooks,
+            "client": client,
+            "MODEL": "claude-x",
+            "TOOLS": [],
+            "run_tools": run_tools,
+        }
+        names["messages"] = [{"role": "user", "content": "find refunds"}]
+        exec(code, names)
+    res = names["run"].result
+    assert (res.reason, res.output, res.turns, res.input_tokens) == (StopReason.SUCCESS, "done", 2, 20)
+    assert tool_spans(rig) == ["execute_tool search"]
+
+
+def test_cached_input_counts_as_input_for_home_grown_and_claude_runs(rig: Rig) -> None:
+    """The Messages API reports cache reads and writes beside `input_tokens`; Endstate's own runs
+    count them as input (as the GenAI conventions do), and so must runs it only observes."""
+    cached = message(
+        text("done"), input_tokens=7, cache_read_input_tokens=900, cache_creation_input_tokens=100
+    )
+    with (
+        MessagesAPI(cached) as api,
+        anthropic.Anthropic(base_url=api.url, api_key="test") as client,
+        observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as run,
+        run.turn(),
+        run.model_call() as call,
+    ):
+        call.reply(
+            client.messages.create(
+                model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+            )
+        )
+    assert run.result is not None
+    u = run.result.usage
+    assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens) == (1007, 900, 100)
+    totals = {"input_tokens": 7, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 100}
+    lines = [assistant("m1", {"type": "text", "text": "done"}), result(result="done", usage=totals)]
+    res = claude.run("x", transport=FakeCLI(lines), hooks=rig.hooks, task_type=TASK)
+    assert (res.input_tokens, res.usage.cache_read_tokens, res.usage.cache_write_tokens) == (1007, 900, 100)
 
 
 def test_observe_run_records_limit_and_reraises_errors_as_error_stops(rig: Rig) -> None:

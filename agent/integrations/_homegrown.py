@@ -116,18 +116,22 @@ class ModelCall:
     ) -> None:
         """Record the reply: an `anthropic` Message as it is, or the counts and text.
 
-        Without `cost_usd` the call has no price, and the run's cost is unknown
-        (never a made-up $0): price it with your own table if you have one.
+        A Message's input counts its cache reads and writes, as Endstate's own
+        runs do. Without `cost_usd` the call has no price, and the run's cost is
+        unknown (never a made-up $0): price it with your own table if you have one.
         """
+        cache_read = cache_write = 0
         if message is not None:
             usage = getattr(message, "usage", None)
-            input_tokens = getattr(usage, "input_tokens", 0) or 0
+            cache_read = getattr(usage, "cache_read_input_tokens", 0) or 0
+            cache_write = getattr(usage, "cache_creation_input_tokens", 0) or 0
+            input_tokens = (getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write
             output_tokens = getattr(usage, "output_tokens", 0) or 0
             text = "".join(getattr(b, "text", "") for b in getattr(message, "content", ()) or ())
             stop_reason = getattr(message, "stop_reason", None) or stop_reason
         self.answered = True
         self._rec.model_ended(
-            Usage(input_tokens, output_tokens, cost_usd=cost_usd),
+            Usage(input_tokens, output_tokens, cache_read, cache_write, cost_usd),
             text=text,
             stop_reason=stop_reason,
             model=str(getattr(message, "model", "") or ""),

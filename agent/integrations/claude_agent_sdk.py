@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from claude_agent_sdk import (
@@ -83,9 +83,8 @@ class MessageReader:
         if message.message_id is None or message.message_id != self._message_id:
             self._message_id = message.message_id
             self.recorder.model_started()
-            usage = message.usage or {}
             self.recorder.model_ended(
-                Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), cost_usd=None),
+                Usage(**_tokens(message.usage or {}), cost_usd=None),
                 text="".join(b.text for b in message.content if isinstance(b, TextBlock)),
                 stop_reason=message.stop_reason or "end_turn",
                 model=message.model,
@@ -281,16 +280,29 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
 
 def _totals(recorder: Recorder, result: ResultMessage) -> None:
     """The run's tokens and cost as the CLI counted them (authoritative over the per-message sums)."""
-    usage = result.usage or {}
+    totals: dict[str, Any] = _tokens(result.usage) if result.usage else {}  # none: the messages' sums
     spent = recorder.info.spent
     if spent is not None:  # a resumed session reports its own totals: add the earlier segments'
-        usage = {k: int(usage.get(k, 0)) + getattr(spent, k) for k in ("input_tokens", "output_tokens")}
-    totals: dict[str, Any] = {k: int(usage[k]) for k in ("input_tokens", "output_tokens") if k in usage}
+        totals = {k: v + getattr(spent.usage, k) for k, v in totals.items()}
     if result.total_cost_usd is not None:
         earlier = spent.usage.cost_usd if spent else 0.0  # None when an earlier segment's was unknown
         totals["cost_usd"] = None if earlier is None else float(result.total_cost_usd) + earlier
     if totals:
         recorder.usage = dataclasses.replace(recorder.usage, **totals)
+
+
+def _tokens(usage: Mapping[str, Any]) -> dict[str, int]:
+    """The Messages API's usage as Endstate counts it: the input includes the cache reads and writes."""
+    read, write = (
+        int(usage.get("cache_read_input_tokens") or 0),
+        int(usage.get("cache_creation_input_tokens") or 0),
+    )
+    return {
+        "input_tokens": int(usage.get("input_tokens") or 0) + read + write,
+        "output_tokens": int(usage.get("output_tokens") or 0),
+        "cache_read_tokens": read,
+        "cache_write_tokens": write,
+    }
 
 
 def _text(content: Any) -> str:

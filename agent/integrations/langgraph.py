@@ -25,6 +25,7 @@ subgraph's end). How runs end:
 | ------------------------------------------------- | ------------------------------------- |
 | the graph's final state                           | `success` (checked by the verifiers)  |
 | `interrupt()` (needs a checkpointer)              | `need_help`, resumable with `resume`  |
+| a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
 | `GraphRecursionError` (`recursion_limit`)         | `limit`/`turns`                       |
 | the task cancelled                                | `cancelled`                           |
 | any other exception                               | `error`, with its type                |
@@ -87,6 +88,27 @@ class _Reader:
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}  # open tool calls by id
         self._task_tools: dict[str, list[str]] = {}  # a tool task's open call ids
         self.interrupts: list[Interrupt] = []  # what the run's tasks wait for, as `ainvoke` gives them
+        self._seen: set[Any] = set()  # the messages already counted or in the state before the run
+        self._held: list[Any] = []  # ...kept alive, so no new message gets a counted one's `id()`
+        self.seeded = False
+
+    def seed(self, state: Any) -> None:
+        """The state before the run's first step (its first `values`): its messages are not this run's."""
+        self.seeded = True
+        for message in _messages(state):
+            self._new(message)
+
+    def _new(self, message: Any) -> bool:
+        """Whether `message` is seen for the first time: a node that writes the whole list back (no
+        reducer), or a reply to a second channel, writes again what was counted."""
+        mid = getattr(message, "id", None)
+        if id(message) in self._seen or (mid and mid in self._seen):
+            return False
+        self._seen.add(id(message))
+        self._held.append(message)
+        if mid:  # a reducer may give it an id later; a checkpoint gives it back as another object
+            self._seen.add(mid)
+        return True
 
     def read(self, task: Mapping[str, Any]) -> None:
         """One chunk of the `tasks` stream: a task's start (it has "triggers") or its end."""
@@ -114,9 +136,11 @@ class _Reader:
         """A task's end: its replies and tool results in the order written, its error, its interrupts."""
         task_id, error = task["id"], task["error"]
         for message in _messages(task["result"]):  # anything else in a list is passed over
+            if not isinstance(message, AIMessage | ToolMessage) or not self._new(message):
+                continue
             if isinstance(message, AIMessage):
                 self._replied(task["name"], message)
-            elif isinstance(message, ToolMessage) and self.recorder.watched:
+            elif self.recorder.watched:
                 self._tool_result(task["name"], message)
         if task["interrupts"]:
             self.interrupts += [_interrupt(i) for i in task["interrupts"]]
@@ -245,13 +269,28 @@ async def arun(
     )
     try:
         output = await _drive(graph, input, config, recorder, invoke_kwargs)
+        paused = await _paused_at(graph, config, invoke_kwargs)
     except GraphRecursionError as exc:
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
     except (Exception, asyncio.CancelledError) as exc:
         return recorder.fail(exc, raw=exc)
     if isinstance(output, Mapping) and output.get(INTERRUPT_KEY):
         return _suspend(recorder, output, config)
+    if paused:
+        return _suspend_at_breakpoint(recorder, output, config, paused)
     return recorder.succeed(output, text=_final_text(output), raw=output)
+
+
+async def _paused_at(
+    graph: Any, config: Mapping[str, Any], invoke_kwargs: Mapping[str, Any]
+) -> Sequence[str]:
+    """The nodes a graph with static breakpoints (`interrupt_before`/`interrupt_after`) stopped in
+    front of: the stream ends there as if the graph had finished. Asked only of such graphs."""
+    breakpoints = (invoke_kwargs.get(k) for k in ("interrupt_before", "interrupt_after"))
+    nodes = (getattr(graph, k, None) for k in ("interrupt_before_nodes", "interrupt_after_nodes"))
+    if not any((*breakpoints, *nodes)):
+        return ()
+    return tuple((await graph.aget_state(config)).next)
 
 
 async def _drive(
@@ -264,6 +303,8 @@ async def _drive(
     async for mode, payload in graph.astream(input, config, stream_mode=MODES, **invoke_kwargs):
         if mode == "values":
             latest = payload
+            if not reader.seeded:
+                reader.seed(payload)
             continue
         try:
             reader.read(payload)
@@ -278,12 +319,23 @@ async def _drive(
 def state_of(result: RunResult) -> str:
     """A `need_help` result's saved state as JSON: the config naming its checkpointer thread.
 
-    The graph's checkpointer holds the state itself; a store keeps this.
+    The graph's checkpointer holds the state itself; a store keeps this. Of the config's
+    `configurable`, what JSON cannot hold (a connection, a client) is left out, never saved as
+    its text: whoever resumes gives it again (a catalog agent's `options` do).
     """
     config = (result.raw or {}).get("config") if isinstance(result.raw, Mapping) else None
     if not isinstance(config, Mapping):
         raise ConfigError("only a need_help result of this integration has a state to save")
-    return json.dumps({"configurable": dict(config.get("configurable", {}))}, default=str)
+    configurable = {k: v for k, v in config.get("configurable", {}).items() if _is_json(v)}
+    return json.dumps({"configurable": configurable})
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def resume(
@@ -309,13 +361,33 @@ async def aresume(
     config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
         raise ConfigError("resume needs the interrupted run's state: its RunResult, state_of() or config")
-    await _check_interrupted(graph, config)
+    waiting = await _interrupts(graph, config)
     value = answer if answer is not None else approved
+    if not waiting and approved is False:
+        raise ConfigError(
+            f"thread {config['configurable']['thread_id']!r} is paused at a LangGraph breakpoint, which "
+            "cannot be told no: approve it to go on, or let it expire. For calls a person may deny, "
+            "call interrupt() in the tool instead"
+        )
+    if len(waiting) > 1:  # LangGraph must be told which: the one the person was asked about
+        value = {_asked(waiting, kwargs.get("resumed")).id: value}
     return await arun(graph, Command(resume=value), config, **kwargs)
 
 
-async def _check_interrupted(graph: Any, config: Mapping[str, Any]) -> None:
-    """Refuse to resume a thread the graph's checkpointer holds no interrupt for (it would start over)."""
+def _asked(waiting: Sequence[Interrupt], resumed: RunResult | None) -> Interrupt:
+    """Of several pending interrupts, the one the suspension asked about (else the first: the others
+    wait on, and the run asks about them next)."""
+    s = resumed.suspension if resumed is not None else None
+    for waits in waiting:
+        question, _ = _asking(waits)
+        if s is not None and (s.pending.tool_use_id == waits.id if s.pending else s.question == question):
+            return waits
+    return waiting[0]
+
+
+async def _interrupts(graph: Any, config: Mapping[str, Any]) -> Sequence[Interrupt]:
+    """The thread's pending interrupts (none at a breakpoint); refuse to resume a thread that waits
+    for nothing (it would start over)."""
     thread = config["configurable"]["thread_id"]
     try:
         saved = await graph.aget_state(config)
@@ -324,26 +396,55 @@ async def _check_interrupted(graph: Any, config: Mapping[str, Any]) -> None:
             f"cannot resume thread {thread!r}: {exc}. Compile the graph with the (async-capable) "
             "checkpointer it was interrupted with"
         ) from exc
-    if not getattr(saved, "interrupts", ()):
+    waiting: Sequence[Interrupt] = getattr(saved, "interrupts", ())
+    if not waiting and not getattr(saved, "next", ()):
         raise ConfigError(
             f"the graph's checkpointer holds no pending interrupt for thread {thread!r}: it was "
             "answered already, or the checkpointer lost it (an in-memory one does when its process "
             "ends; use a persistent one, such as AsyncSqliteSaver or AsyncPostgresSaver)"
         )
+    return waiting
 
 
 def _suspend(recorder: Recorder, output: Mapping[str, Any], config: Mapping[str, Any]) -> RunResult:
-    first = output[INTERRUPT_KEY][0]
-    value = getattr(first, "value", first)
+    question, pending = _asking(output[INTERRUPT_KEY][0])
+    return recorder.suspend(question, pending, raw=_saved(output, config))
+
+
+def _suspend_at_breakpoint(
+    recorder: Recorder, output: Any, config: Mapping[str, Any], before: Sequence[str]
+) -> RunResult:
+    """A breakpoint: an approval of the tool calls the last reply asks for (going on runs them
+    all, so the question names each), else a question whose answer lets the graph go on."""
+    messages = output.get("messages") if isinstance(output, Mapping) else None
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    waiting = last.tool_calls if isinstance(last, AIMessage) else []
+    if not waiting:
+        question = f"The graph paused at a breakpoint before {', '.join(before)}: go on?"
+        return recorder.suspend(question, None, raw=_saved(output, config))
+    first = waiting[0]
+    pending = PendingAction(str(first.get("id") or ""), str(first["name"]), dict(first["args"]))
+    shown = " and ".join(f"{c['name']}({json.dumps(c['args'], default=str)})" for c in waiting)
+    return recorder.suspend(f"Approve {shown}?", pending, raw=_saved(output, config))
+
+
+def _saved(output: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+    """What a suspended run keeps at `result.raw`: the graph's output and the config naming its thread."""
+    return {"output": output, "config": {k: v for k, v in config.items() if k != "callbacks"}}
+
+
+def _asking(waits: Any) -> tuple[str, PendingAction | None]:
+    """What an interrupt asks: an approval of a call (`{"tool", "args"}`), else a question."""
+    value = getattr(waits, "value", waits)
     question = value if isinstance(value, str) else json.dumps(value, default=str)
     pending = None
     if isinstance(value, Mapping) and value.get("tool"):  # {"tool", "args"}: an approval, asked as such
-        arguments = dict(value.get("args") or {})
-        pending = PendingAction(str(getattr(first, "id", "")), str(value["tool"]), arguments)
+        args = value.get("args") or {}
+        arguments = dict(args) if isinstance(args, Mapping) else {"args": args}
+        pending = PendingAction(str(getattr(waits, "id", "")), str(value["tool"]), arguments)
         asked = value.get("question")
         question = str(asked) if asked else f"Approve {pending.name}({json.dumps(arguments, default=str)})?"
-    saved = {"output": output, "config": {k: v for k, v in config.items() if k != "callbacks"}}
-    return recorder.suspend(question, pending, raw=saved)
+    return question, pending
 
 
 def _messages(writes: Any) -> list[Any]:
@@ -386,16 +487,19 @@ def _content_text(content: Any) -> str:
 
 def _final_text(output: Any) -> str:
     messages = output.get("messages") if isinstance(output, Mapping) else None
-    if messages:
+    if isinstance(messages, list) and messages:
         return _content_text(getattr(messages[-1], "content", ""))
     return json.dumps(output, default=str) if output is not None else ""
 
 
 def _task(input: Any) -> str:
+    """The first input message's text: a message, a (role, text) pair or a {"role", "content"} dict."""
     if isinstance(input, str):
         return input
     messages = input.get("messages") if isinstance(input, Mapping) else None
-    if messages:
-        first = messages[0]
-        return _content_text(first[1] if isinstance(first, tuple) else getattr(first, "content", ""))
-    return ""
+    first = messages[0] if isinstance(messages, list) and messages else None
+    if isinstance(first, tuple):
+        return _content_text(first[1]) if len(first) == 2 else ""
+    if isinstance(first, Mapping):
+        return _content_text(first.get("content"))
+    return _content_text(getattr(first, "content", ""))

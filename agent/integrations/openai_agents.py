@@ -9,15 +9,18 @@ model call, holding the tool calls that follow it), composed with any
 process, get nothing when tracing is disabled (as many teams run it), and see
 a model call only when the model implementation makes a span for it. The
 SDK's own traces are left as they are: Endstate adds its spans beside them,
-never a second copy of the same call. How runs end:
+never a second copy of the same call. A tool that raised, its error handed to
+the model as the SDK's default error text, is a failed call (`tool_error`, as
+LangGraph's); a custom `failure_error_function`'s text cannot be told apart
+from a result. How runs end:
 
 | OpenAI Agents SDK                                   | Endstate                              |
 | --------------------------------------------------- | ------------------------------------- |
 | a final output                                      | `success` (checked by the verifiers)  |
 | interruptions (tools waiting for approval)          | `need_help`, resumable with `resume`  |
-| `MaxTurnsExceeded`                                  | `limit`/`turns`                       |
+| `MaxTurnsExceeded` (or its `error_handlers` output) | `limit`/`turns` (the output partial)  |
 | an input, output or tool guardrail tripwire         | `gave_up`, cause `guardrail`          |
-| `ModelRefusalError`                                 | `gave_up`, cause `refusal`            |
+| `ModelRefusalError` (or its handler's output)       | `gave_up`, cause `refusal`            |
 | the task cancelled                                  | `cancelled`                           |
 | any other exception                                 | `error`, with its type                |
 """
@@ -25,13 +28,14 @@ never a second copy of the same call. How runs end:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents import Agent as OAAgent
 from agents import RunHooks as OARunHooks
-from agents import Runner
+from agents import Runner, default_tool_error_function
 from agents.exceptions import (
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
@@ -44,12 +48,13 @@ from agents.run_state import RunState
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, need
+from agent.integrations._observe import Recorder, Usage, _text_of, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
 
 PROVIDER = "openai"
+TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default error text instead
 GUARDRAIL_TRIPS = (
     InputGuardrailTripwireTriggered,
     OutputGuardrailTripwireTriggered,
@@ -89,7 +94,9 @@ class EndstateRunHooks(OARunHooks[Any]):
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
         if self.recorder.watched:
             call_id, name, args = _tool_call(context, tool)
-            self.recorder.tool_ended(call_id, name, str(result), arguments=args)
+            text = str(result)
+            error = TOOL_ERROR if text == default_tool_error_function(context, Exception()) else None
+            self.recorder.tool_ended(call_id, name, text, error, args)
         if self.inner is not None:
             await self.inner.on_tool_end(context, agent, tool, result)
 
@@ -148,6 +155,9 @@ async def arun(
         help_seconds=help_seconds,
     )
     sdk_hooks = EndstateRunHooks(recorder, run_hooks)
+    handled: list[str] = []  # the error handlers that gave an output in place of the error
+    if isinstance(runner_kwargs.get("error_handlers"), Mapping):  # anything else: the SDK says what is wrong
+        runner_kwargs["error_handlers"] = _noting(runner_kwargs["error_handlers"], handled)
     try:
         result = await Runner.run(agent, input, hooks=sdk_hooks, **runner_kwargs)
     except MaxTurnsExceeded as exc:
@@ -162,7 +172,30 @@ async def arun(
         return recorder.fail(exc, raw=exc)
     if result.interruptions:
         return _suspend(recorder, result)
+    if "max_turns" in handled:  # the limit tripped; the handler's output is the partial result
+        output = _text_of(result.final_output)
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, output=output, raw=result)
+    if "model_refusal" in handled:
+        output = _text_of(result.final_output)
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, output=output, raw=result)
     return recorder.succeed(result.final_output, raw=result)
+
+
+def _noting(handlers: Mapping[str, Any], handled: list[str]) -> dict[str, Any]:
+    """The SDK's `error_handlers`, each noting in `handled` when it gives an output (None: the SDK raises)."""
+
+    def noted(kind: str, handler: Any) -> Any:
+        async def handle(data: Any) -> Any:
+            output = handler(data)
+            if inspect.isawaitable(output):
+                output = await output
+            if output is not None:
+                handled.append(kind)
+            return output
+
+        return handle
+
+    return {kind: noted(kind, handler) for kind, handler in handlers.items()}
 
 
 def state_of(result: RunResult, **to_string: Any) -> str:
@@ -187,7 +220,9 @@ def resume(
 async def aresume(
     agent: OAAgent[Any], state: Any, approved: bool, answer: str | None = None, **kwargs: Any
 ) -> RunResult:
-    """Continue a `need_help` run: approve every pending tool call, or reject them with `answer`.
+    """Continue a `need_help` run: approve the pending tool call it asked about, or reject it with
+    `answer`. Other calls that waited with it stay pending: the run stops `need_help` again, asking
+    about the next one (a person's answer is for the call they were shown).
 
     `state` is the suspended `RunResult` itself (same run id, its wait
     recorded), its `raw`, or the JSON from `state_of` (with `agent` the
@@ -200,11 +235,11 @@ async def aresume(
     pending = run_state.get_interruptions()
     if not pending:
         raise ConfigError("this state has no pending approval: pass a need_help result or its state_of()")
-    for item in pending:
-        if approved:
-            run_state.approve(item)
-        else:
-            run_state.reject(item, rejection_message=answer or "Denied by a person.")
+    asked = pending[0]  # as `_suspend` asked it
+    if approved:
+        run_state.approve(asked)
+    else:
+        run_state.reject(asked, rejection_message=answer or "Denied by a person.")
     return await arun(agent, run_state, **kwargs)
 
 

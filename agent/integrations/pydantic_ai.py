@@ -395,11 +395,17 @@ def limit_kind(exc: UsageLimitExceeded) -> LimitKind:
 
 
 def _suspend(recorder: Recorder, requests: DeferredToolRequests, result: Any) -> RunResult:
-    """An approval waits with its call pending; an external call is a question: the answer is its result."""
-    first = [*requests.approvals, *requests.calls][0]
+    """An approval waits with its call pending; an external call is a question: the answer is its result.
+
+    Pydantic AI takes the answers to all the calls that wait at once, so one answer covers them all:
+    the question names each.
+    """
+    waiting = [*requests.approvals, *requests.calls]
+    first = waiting[0]
     arguments = first.args_as_dict()
     verb = "Approve" if requests.approvals else "Answer"
-    question = f"{verb} {first.tool_name}({json.dumps(arguments, default=str)})?"
+    shown = " and ".join(f"{c.tool_name}({json.dumps(c.args_as_dict(), default=str)})" for c in waiting)
+    question = f"{verb} {shown}?"
     pending = PendingAction(first.tool_call_id, first.tool_name, arguments) if requests.approvals else None
     return recorder.suspend(question, pending, raw=result)
 
