@@ -145,13 +145,16 @@ def unkept(reply: Reply) -> str | None:
     orjson checks the usual reply at C speed; what it refuses (an integer past 64 bits, a lone
     surrogate: JSON all the same) and what it writes as null (NaN, None: the store writes those with
     the standard library, which refuses an enum or a UUID that orjson takes) are checked in full."""
-    for name in ("stop_reason", "model", "response_id"):
-        if problem := _not_str(getattr(reply, name), name):
-            return problem
+    if not (type(reply.stop_reason) is str and type(reply.model) is str and type(reply.response_id) is str):
+        for name in ("stop_reason", "model", "response_id"):
+            if problem := _not_str(getattr(reply, name), name):
+                return problem
     plain, ids = True, set()
     for part in reply.parts:
         if isinstance(part, Call):
-            if problem := _not_str(part.id, "id") or _not_str(part.name, "name"):
+            if not (type(part.id) is str and type(part.name) is str) and (
+                problem := _not_str(part.id, "id") or _not_str(part.name, "name")
+            ):
                 return f"tool call {part.name!r}: {problem}"
             if part.id in ids:
                 return f"two tool calls share the id {part.id!r:.60}"

@@ -339,7 +339,7 @@ def taken(agent: Agent, run: RunState, reply: ModelReply) -> Reply | Stop:
     keep it (see `invalid_reply`; token counts that are no counts are not charged either)."""
     if (problem := uncounted(reply)) is not None:
         return invalid_reply(problem)
-    charge(agent, run, agent.model.name, reply)
+    run.add_usage(agent.prices.usage_of(agent.model.name, reply))  # `charge`, its counts checked above
     entry = reply_entry(reply)
     return entry if (problem := unkept(entry)) is None else invalid_reply(problem)
 
@@ -360,6 +360,11 @@ _MOST_TOKENS = 2**63 - 1  # what a store's integer column holds
 def uncounted(reply: ModelReply) -> str | None:
     """The first token count of `reply` that is no count (negative, a fraction, past 64 bits)."""
     extra = reply.extra
+    a, b = reply.input_tokens, reply.output_tokens
+    c, d = reply.cache_read_input_tokens, reply.cache_creation_input_tokens
+    usual = not extra and type(a) is type(b) is type(c) is type(d) is int  # no extra counts
+    if usual and min(a, b, c, d) >= 0 and max(a, b, c, d) <= _MOST_TOKENS:
+        return None  # the usual reply: every count a count
     for name, value in (
         ("input_tokens", reply.input_tokens),
         ("output_tokens", reply.output_tokens),
