@@ -189,23 +189,29 @@ _REFUSE_DATACLASS_AND_DATETIME = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_P
 
 def unwritable(value: Any) -> str | None:
     """Why a store (or `Snapshot.to_json`) cannot write `value` as JSON, None when it can: the same
-    encoders in the same order (orjson, then the standard library for what orjson refuses or writes
-    as null), so that what passes here is written there."""
+    encoders in the same order (`canonical_json`), so that what passes here is written there."""
     try:
-        text = orjson.dumps(value, option=_STORE_ORJSON)
-    except TypeError:  # orjson.JSONEncodeError is one
-        text = b"null"
-    if b"null" not in text:
-        return None
-    try:
-        _stdlib_sorted(value)
+        canonical_json(value)
     except (TypeError, ValueError, RecursionError) as exc:  # ValueError: a cycle
         return str(exc) or type(exc).__name__
     return None
 
 
-_STORE_ORJSON = _REFUSE_DATACLASS_AND_DATETIME | orjson.OPT_SORT_KEYS
-_stdlib_sorted = json.JSONEncoder(sort_keys=True).encode
+def canonical_json(value: Any) -> bytes:
+    """`value` as JSON with sorted keys: orjson's (fast), or the standard library's for what orjson
+    refuses (a non-string key, an integer past 64 bits, a lone surrogate) or writes as null (it
+    writes NaN and the infinities as it writes None). Raises TypeError, ValueError (a cycle) or
+    RecursionError when neither can write it (a set, bytes, an object, keys of mixed types)."""
+    try:
+        text = orjson.dumps(value, option=_CANONICAL_ORJSON)
+    except TypeError:  # orjson.JSONEncodeError is one
+        text = b"null"
+    return text if b"null" not in text else _stdlib_canonical(value).encode()
+
+
+_CANONICAL_ORJSON = _REFUSE_DATACLASS_AND_DATETIME | orjson.OPT_SORT_KEYS
+# made once (`json.dumps` with options builds an encoder per call)
+_stdlib_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 MAX_DEPTH = 255  # JSON nested deeper is not kept (orjson's own limit; no model writes such arguments)
 _LEAVES = (str, int, float, type(None))
 

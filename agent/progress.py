@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from agent._codec import canonical_json
 from agent.errors import ConfigError
 from agent.journal import Entry, Reply, Result
 
@@ -51,23 +49,10 @@ def _canonical(arguments: dict[str, Any]) -> bytes:
     write (a set, bytes, an object, keys of mixed types, a cycle, nesting past the recursion
     limit) gets a tagged text instead (`_tagged`): a signature is never an exception."""
     try:
-        text = orjson.dumps(arguments, option=_ORJSON)
-    except TypeError:  # orjson.JSONEncodeError is one
-        text = b"null"
-    if b"null" not in text:
-        return text
-    try:
-        return _stdlib_canonical(arguments).encode()
+        return canonical_json(arguments)
     except (TypeError, ValueError, RecursionError):
         return b"\x00" + _tagged(arguments, 0, frozenset()).encode(errors="backslashreplace")
 
-
-# a dataclass or a datetime is refused (orjson would write it as a dict or a string: as another call)
-_ORJSON = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-
-# made once (`json.dumps` with options builds an encoder per call); the same text as
-# json.dumps(arguments, sort_keys=True, separators=(",", ":"))
-_stdlib_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 _DEEPEST = 100  # `_tagged` cuts nesting below this (JSON that deep never comes from a model)
 
