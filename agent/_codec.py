@@ -270,10 +270,17 @@ def _reply(d: dict[str, Any]) -> Reply:
     )
 
 
+MOST = 2**63 - 1  # the largest count a store's integer column holds
+
+
 def _count(d: dict[str, Any], key: str) -> int:
-    value = need(d, key, int, 0)
-    if value < 0:
-        fail(key, "a count >= 0", value)
+    return counted(key, need(d, key, int, 0))
+
+
+def counted(key: str, value: int) -> int:
+    """`value`, a count a store can hold (0 to 2**63 - 1), or a `SnapshotError` naming `key`."""
+    if not 0 <= value <= MOST:
+        fail(key, "a count from 0 to 2**63 - 1", value)
     return int(value)
 
 

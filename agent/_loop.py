@@ -18,7 +18,7 @@ from enum import StrEnum
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent._codec import unkept
+from agent._codec import MOST, unkept
 from agent._frozen import fast_init
 from agent._state import RunState
 from agent.clock import CancelSignal
@@ -354,7 +354,7 @@ def invalid_reply(problem: str) -> Stop:
     return Stop(StopReason.ERROR, note=note, error_type="invalid_reply")
 
 
-_MOST_TOKENS = 2**63 - 1  # what a store's integer column holds
+_MOST_TOKENS = MOST  # what a store's integer column holds
 
 
 def uncounted(reply: ModelReply) -> str | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from agent._codec import decode_entry, encode_entry, fail, need
+from agent._codec import counted, decode_entry, encode_entry, fail, need
 from agent._frozen import fast_init
 from agent._upgrade import journal_from_v1
 from agent.budget import Spent
@@ -205,7 +205,7 @@ def _head_fields(data: dict[str, Any]) -> dict[str, Any]:
         "agent": need(data, "agent", str),
         "task_type": need(data, "task_type", str),
         "kind": kind,
-        "segment": need(data, "segment", int),
+        "segment": counted("segment", need(data, "segment", int)),
         "usage": _usage(need(data, "usage", dict)),
         "state": need(data, "state", dict, {}),
         "verifier_failures": [_str(f) for f in need(data, "verifier_failures", list, [])],
@@ -233,6 +233,8 @@ def _usage(data: dict[str, Any]) -> Spent:
         value = need(data, key, kind)
         if isinstance(value, int | float) and value < 0:
             fail(f"usage.{key}", "a number >= 0", value)
+        if key in ints:
+            counted(f"usage.{key}", value)
         setattr(usage, key, value)
     return usage
 

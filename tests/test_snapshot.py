@@ -214,6 +214,12 @@ def with_field(key: str, value: object) -> str:
             r"unknown fields \['progress'\]",
         ),  # rebuilt from the journal now
         (lambda: with_field("segment", "2"), "'segment' must be int"),
+        (lambda: with_field("segment", 2**63), "'segment' must be a count from 0 to 2\\*\\*63 - 1"),
+        (lambda: with_field("usage", {"turns": 2**64}), "'usage.turns' must be a count from 0 to 2"),
+        (
+            lambda: with_field("journal", [{"type": "reply", "parts": [], "input_tokens": 2**63}]),
+            r"'input_tokens' must be a count from 0 to 2",
+        ),
         (lambda: with_field("segment", True), "'segment' must be int"),
         (lambda: with_field("state", []), "'state' must be dict"),
         (lambda: with_field("journal", "x"), "'journal' must be list"),
