@@ -22,7 +22,7 @@ from agent._codec import MOST, unkept
 from agent._frozen import fast_init
 from agent._state import RunState
 from agent.clock import CancelSignal
-from agent.errors import ConfigError, ModelError, SnapshotError, TransientModelError
+from agent.errors import ModelError, SnapshotError, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
@@ -232,9 +232,8 @@ def checkpoint(agent: Agent, run: RunState) -> None:
     for all of them."""
     if agent.checkpoint is None:
         return
-    if (problem := run.state_problem()) is not None:  # a tool's bug: no checkpoint could hold it
-        raise ConfigError(problem)
-    if isawaitable(write := _hand_over(agent, run, run.checkpoint())):
+    # strict: a state JSON cannot hold (a tool's bug: no checkpoint could keep it) raises ConfigError
+    if isawaitable(write := _hand_over(agent, run, run.checkpoint(strict=True))):
         run.pending = write
 
 
@@ -354,16 +353,13 @@ def invalid_reply(problem: str) -> Stop:
     return Stop(StopReason.ERROR, note=note, error_type="invalid_reply")
 
 
-_MOST_TOKENS = MOST  # what a store's integer column holds
-
-
 def uncounted(reply: ModelReply) -> str | None:
     """The first token count of `reply` that is no count (negative, a fraction, past 64 bits)."""
     extra = reply.extra
     a, b = reply.input_tokens, reply.output_tokens
     c, d = reply.cache_read_input_tokens, reply.cache_creation_input_tokens
     usual = not extra and type(a) is type(b) is type(c) is type(d) is int  # no extra counts
-    if usual and min(a, b, c, d) >= 0 and max(a, b, c, d) <= _MOST_TOKENS:
+    if usual and min(a, b, c, d) >= 0 and max(a, b, c, d) <= MOST:
         return None  # the usual reply: every count a count
     for name, value in (
         ("input_tokens", reply.input_tokens),
@@ -373,7 +369,7 @@ def uncounted(reply: ModelReply) -> str | None:
         ("extra cache_read_input_tokens", extra.get("cache_read_input_tokens") or 0),
         ("extra cache_creation_input_tokens", extra.get("cache_creation_input_tokens") or 0),
     ):
-        if type(value) is not int or not 0 <= value <= _MOST_TOKENS:
+        if type(value) is not int or not 0 <= value <= MOST:
             return f"{name} is {value!r:.40}"
     return None
 

@@ -10,6 +10,7 @@ from agent._codec import unwritable
 from agent.budget import Budget, Extension, Spent
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import CallRecord, RunContext
+from agent.errors import ConfigError
 from agent.history import HistoryPolicy
 from agent.journal import Entry, Extended, Journal, Reply, Result, Shrunk
 from agent.progress import ProgressDetector, replay
@@ -120,12 +121,14 @@ class RunState:
             "values in ctx.state (strings, numbers, booleans, None, lists and dicts with string keys)"
         )
 
-    def saveable_state(self) -> dict[str, Any]:
+    def saveable_state(self, strict: bool = False) -> dict[str, Any]:
         """The run's state as a snapshot keeps it: without the keys JSON cannot hold (see `state_problem`;
-        the run ends as error when there are any)."""
+        the run ends as error when there are any). `strict`: a `ConfigError` instead when there are."""
         state = dict(self.ctx.state)
         if unwritable(state) is None:
             return state
+        if strict:
+            raise ConfigError(self.state_problem() or "")
         return {k: v for k, v in state.items() if isinstance(k, str) and _writable_item(k, v)}
 
     def extend(self, more: Extended) -> None:
@@ -133,8 +136,10 @@ class RunState:
         self.record(more)
         self.budget = self.budget.plus(Extension(more.turns, more.seconds, more.tokens, more.cost_usd))
 
-    def checkpoint(self, kind: SnapshotKind = SnapshotKind.CHECKPOINT) -> Checkpoint:
-        """The entries not yet saved and the head beside them; they count as saved from now on."""
+    def checkpoint(self, kind: SnapshotKind = SnapshotKind.CHECKPOINT, strict: bool = False) -> Checkpoint:
+        """The entries not yet saved and the head beside them; they count as saved from now on.
+        `strict`: a state JSON cannot hold is a `ConfigError`, raised before anything counts as saved."""
+        state = self.saveable_state(strict)
         ctx, first = self.ctx, self.saved
         self.saved = len(ctx.journal)
         head = Snapshot(
@@ -145,7 +150,7 @@ class RunState:
             segment=self.segment,
             journal=[],
             usage=self.tick().copy(),
-            state=self.saveable_state(),
+            state=state,
             verifier_failures=list(self.failures),
             trace_id=self.trace_id,
             span_id=self.span_id,
