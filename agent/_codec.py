@@ -43,23 +43,42 @@ def fail(where: str, expected: str, value: Any) -> NoReturn:
 
 def need(data: dict[str, Any], key: str, kind: Any, default: Any = _MISSING) -> Any:
     """`data[key]` checked against `kind` (a type or a union); `default` when absent."""
-    if key not in data:
+    value = data.get(key, _MISSING)
+    if value is _MISSING:
         if default is _MISSING:
             raise SnapshotError(f"snapshot is missing the field {key!r}")
         return default
-    value = data[key]
+    if type(value) in (_AS_IS.get(kind) or _as_is(kind)):  # the usual case: exactly a type it allows
+        return value
     allowed = kind.__args__ if isinstance(kind, types.UnionType) else (kind,)
-    ok = any(
-        value is None if t is type(None) else isinstance(value, t) and not _bool_as_number(value, t)
-        for t in allowed
-    )
-    if not ok:
+    if not any(_fits(value, t) for t in allowed):
         fail(key, " or ".join("null" if t is type(None) else t.__name__ for t in allowed), value)
-    return float(value) if float in allowed and isinstance(value, int) else value
+    if float in allowed and type(value) is int:  # JSON's 5 is the number 5.0
+        try:
+            return float(value)
+        except OverflowError:
+            fail(key, "a float", value)
+    return value
 
 
-def _bool_as_number(value: Any, t: type) -> bool:
-    return isinstance(value, bool) and t in (int, float)
+def _fits(value: Any, t: type) -> bool:
+    """Whether `value` is a `t`: a bool is no number, and an int is a float (JSON says `5` for 5.0)."""
+    if t is type(None):
+        return value is None
+    if isinstance(value, bool):
+        return t is bool
+    return isinstance(value, int | float) if t is float else isinstance(value, t)
+
+
+def _as_is(kind: Any) -> frozenset[type]:
+    """The types a value of `kind` is taken as it is: those allowed, but an int where a float is
+    allowed (it becomes one). A subclass (a bool for an int) goes the checked way."""
+    allowed = set(kind.__args__ if isinstance(kind, types.UnionType) else (kind,))
+    found = _AS_IS[kind] = frozenset(allowed - {int} if float in allowed else allowed)
+    return found
+
+
+_AS_IS: dict[Any, frozenset[type]] = {}
 
 
 # -- encode -------------------------------------------------------------------------------------

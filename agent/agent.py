@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from agent._loop import Stop, conclude, drive, settle
 from agent._state import RunState
+from agent._valid import is_number
 from agent.audit import SuccessAudit
 from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
@@ -64,6 +65,9 @@ class Agent:
     audit: SuccessAudit | None = None  # re-check a share of successes later (durable runs: the Runner does)
 
     def __post_init__(self) -> None:
+        if self.hooks is None:  # "no hooks", said out loud
+            self.hooks = NoHooks()
+        _check_config(self)
         names = [t.name for t in self.tools]
         if FINISH_TOOL in names:
             raise ConfigError(f"agent {self.name!r}: the tool name 'finish' is reserved for the loop")
@@ -368,3 +372,50 @@ def _sync(coro: Any) -> RunResult:
         return asyncio.run(coro)
     coro.close()
     raise ConfigError("run/resume were called inside a running event loop: await arun/aresume instead")
+
+
+def _check_config(agent: Agent) -> None:
+    """A clear `ConfigError` for a field of the wrong kind, when the agent is made (not an
+    AttributeError in its first run)."""
+    name = agent.name
+    for field_name, text in (("name", agent.name), ("task_type", agent.task_type)):
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError(f"agent {name!r}: {field_name} must be a non-empty string, not {text!r}")
+    model = agent.model
+    if not (callable(getattr(model, "complete", None)) and isinstance(getattr(model, "name", None), str)):
+        raise ConfigError(
+            f"agent {name!r}: model must be a model adapter with a name and an async complete() (say "
+            f"AnthropicModel('claude-sonnet-4-5') or ScriptedModel([...])), not {type(model).__name__}"
+        )
+    _need_list(agent, "tools", Tool, "tools made with @tool")
+    _need_list(agent, "verifiers", None, "callables that take the RunContext and return a list of failures")
+    _need_list(agent, "checks", None, "callables that take the RunContext and return a verdict or None")
+    for field_name, kind in (
+        ("budget", Budget), ("help", HelpPolicy), ("retry", RetryPolicy),
+        ("prices", PriceTable), ("history", HistoryPolicy),
+    ):  # fmt: skip
+        if not isinstance(value := getattr(agent, field_name), kind):
+            wrong = type(value).__name__
+            raise ConfigError(f"agent {name!r}: {field_name} must be a {kind.__name__}, not {wrong}")
+    if not callable(getattr(agent.hooks, "run_started", None)):
+        raise ConfigError(
+            f"agent {name!r}: hooks must have run_started() (say Telemetry.from_env().hooks), "
+            f"not {type(agent.hooks).__name__}"
+        )
+    if not (is_number(agent.max_tokens) and isinstance(agent.max_tokens, int) and agent.max_tokens > 0):
+        raise ConfigError(f"agent {name!r}: max_tokens must be a positive int, not {agent.max_tokens!r}")
+
+
+def _need_list(agent: Agent, field_name: str, kind: type | None, what: str) -> None:
+    """`agent.<field_name>` is a sequence of `kind` (of callables when `kind` is None)."""
+    given = getattr(agent, field_name)
+    if not isinstance(given, Sequence) or isinstance(given, str | bytes):
+        raise ConfigError(
+            f"agent {agent.name!r}: {field_name} must be a list of {what}, not {type(given).__name__}"
+            + (": put it in a list" if callable(given) or isinstance(given, kind or ()) else "")
+        )
+    for item in given:
+        if not (isinstance(item, kind) if kind is not None else callable(item)):
+            hint = " (decorate the function with @tool)" if kind is Tool and callable(item) else ""
+            shown = f"{item!r} is a {type(item).__name__}{hint}"
+            raise ConfigError(f"agent {agent.name!r}: {field_name} must be {what}; {shown}")

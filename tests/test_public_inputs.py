@@ -107,3 +107,40 @@ def test_a_run_that_waits_a_very_long_time_is_answered_from_the_store(tmp_path: 
         assert asyncio.run(runner.resume(first.run_id, "the first")).reason is StopReason.SUCCESS
     finally:
         store.close()
+
+
+def scripted() -> ScriptedModel:
+    return ScriptedModel([[finish("done", "ok")]])
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"model": "claude-sonnet-4-5"}, r"model must be a model adapter.*not str"),
+        ({"tools": len}, r"tools must be a list of tools made with @tool, not builtin_function_or_method"),
+        ({"tools": [len]}, r"tools must be tools made with @tool; .* \(decorate the function with @tool\)"),
+        ({"verifiers": lambda ctx: []}, r"verifiers must be a list of callables.*put it in a list"),
+        ({"verifiers": ["not callable"]}, r"verifiers must be callables"),
+        ({"checks": "done"}, r"checks must be a list of callables.*not str"),
+        ({"budget": {"max_turns": 3}}, r"budget must be a Budget, not dict"),
+        ({"help": 3600}, r"help must be a HelpPolicy, not int"),
+        ({"hooks": "prometheus"}, r"hooks must have run_started\(\).*not str"),
+        ({"max_tokens": 0}, r"max_tokens must be a positive int, not 0"),
+        ({"max_tokens": True}, r"max_tokens must be a positive int, not True"),
+        ({"task_type": 3}, r"task_type must be a non-empty string, not 3"),
+        ({"name": " "}, r"name must be a non-empty string"),
+    ],
+)
+def test_an_agent_made_with_a_field_of_the_wrong_kind_is_refused_when_made(
+    fields: dict[str, Any], message: str
+) -> None:
+    """Not an AttributeError in its first run, nor a run that ends as `error` for a typo."""
+    with pytest.raises(ConfigError, match=message):
+        Agent(**{"name": "a", "model": scripted(), **fields})
+
+
+def test_an_agent_made_with_hooks_none_runs_with_no_hooks(caplog: pytest.LogCaptureFixture) -> None:
+    """`hooks=None` reads as "no hooks": the run logs no failing hook."""
+    result = Agent(name="a", model=scripted(), hooks=None).run("say done")  # type: ignore[arg-type]
+    assert result.reason is StopReason.SUCCESS
+    assert not [r for r in caplog.records if "hook" in r.getMessage()]

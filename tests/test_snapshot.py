@@ -336,3 +336,26 @@ def test_a_version_1_tool_call_of_the_wrong_shape_is_refused_clearly(change, mes
     change(data["messages"][1]["content"][0])
     with pytest.raises(SnapshotError, match=message):
         Snapshot.from_json(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"type": "result", "call_id": "c1", "text": "ok", "is_error": 1}, "'is_error' must be bool"),
+        ({"type": "shrunk", "upto": True}, "'upto' must be int"),
+        ({"type": "shrunk", "upto": 2.0}, "'upto' must be int"),
+        ({"type": "task", "text": None}, "'text' must be str"),
+    ],
+)
+def test_an_entry_field_of_a_near_type_is_refused(entry: dict[str, object], message: str) -> None:
+    """A bool is not a count, a float not an index, 1 not True: what a hand-edited row may hold."""
+    with pytest.raises(SnapshotError, match=message):
+        Snapshot.from_parts(suspended()[1].head(), [{"type": "task", "text": "t"}, entry])
+
+
+def test_an_entry_field_that_is_a_float_reads_an_int_as_a_float() -> None:
+    extended = {"type": "extended", "turns": 1, "seconds": 5, "tokens": 0, "cost_usd": 1, "at": 7}
+    snap = Snapshot.from_parts(suspended()[1].head(), [{"type": "task", "text": "t"}, extended])
+    entry = snap.journal[1]
+    assert (entry.seconds, entry.cost_usd, entry.at) == (5.0, 1.0, 7.0)
+    assert all(type(v) is float for v in (entry.seconds, entry.cost_usd, entry.at))
