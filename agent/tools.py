@@ -116,6 +116,18 @@ class ArgumentShape:
         return None
 
 
+def _need_function(f: Any) -> None:
+    """A clear error for what `@tool` cannot make a tool of: a class, a name, a builtin."""
+    hint = f": for a tool named {f!r}, write @tool(name={f!r})" if isinstance(f, str) else ""
+    if not callable(f) or isinstance(f, type):
+        what = f"the class {f.__name__}" if isinstance(f, type) else type(f).__name__
+        raise ConfigError(f"@tool takes a function (def or async def), not {what}{hint}")
+    try:
+        inspect.signature(f)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"@tool cannot read the parameters of {f!r} ({exc}): wrap it in a def") from exc
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
@@ -133,6 +145,7 @@ def tool(
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
+        _need_function(f)
         doc = inspect.getdoc(f) or ""
         if not (description or doc):
             raise ConfigError(f"tool {f.__name__!r} needs a description: add a docstring")

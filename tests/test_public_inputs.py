@@ -9,9 +9,20 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, Answer, Budget, ConfigError, Denial, Extension, HelpPolicy, SnapshotError, StopReason
+from agent import (
+    Agent,
+    Answer,
+    Budget,
+    ConfigError,
+    Denial,
+    Extension,
+    HelpPolicy,
+    SnapshotError,
+    StopReason,
+    tool,
+)
 from agent.durable.runner import Catalog, Runner
-from agent.durable.store import open_store
+from agent.durable.store import StoreError, open_store
 from agent.models.scripted import ScriptedModel, finish
 
 
@@ -144,3 +155,49 @@ def test_an_agent_made_with_hooks_none_runs_with_no_hooks(caplog: pytest.LogCapt
     result = Agent(name="a", model=scripted(), hooks=None).run("say done")  # type: ignore[arg-type]
     assert result.reason is StopReason.SUCCESS
     assert not [r for r in caplog.records if "hook" in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (int, r"@tool takes a function \(def or async def\), not the class int"),
+        ("search", r"not str: for a tool named 'search', write @tool\(name='search'\)"),
+        (5, r"@tool takes a function"),
+        (max, r"@tool cannot read the parameters of .*wrap it in a def"),
+    ],
+)
+def test_tool_made_of_what_is_no_function_is_refused_clearly(given: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        tool(given)
+
+
+@pytest.mark.parametrize(
+    ("name", "build", "options", "message"),
+    [
+        ("", lambda state: asking(), {}, r"name in the catalog must be a non-empty string"),
+        ("a", 5, {}, r"build must be callable as build\(state\), not 5"),
+        ("a", asking(), {}, r"takes a function that makes the agent: lambda state: agent"),
+        ("a", lambda state: asking(), {"prepair": None}, r"unknown options \['prepair'\]"),
+    ],
+)
+def test_a_catalog_entry_of_the_wrong_kind_is_refused_when_registered(
+    name: Any, build: Any, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Catalog().register(name, build, **options)
+
+
+def test_a_runner_given_a_url_or_a_dict_says_what_to_pass(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path}/runs.db"
+    with pytest.raises(ConfigError, match=r"open store, not its URL: Runner\(open_store\('sqlite:///"):
+        Runner(url, Catalog())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"Runner takes a Catalog .* not dict"):
+        Runner(open_store(url), {"a": asking})  # type: ignore[arg-type]
+
+
+def test_a_store_url_that_is_no_text_is_refused_and_a_path_opens(tmp_path: Any) -> None:
+    with pytest.raises(StoreError, match=r"a store URL is a string .* not 5"):
+        open_store(5)  # type: ignore[arg-type]
+    store = open_store(tmp_path / "runs.db")  # a Path is a file path
+    assert store.list_runs() == []
+    store.close()

@@ -49,6 +49,23 @@ class Catalog:
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     def register(self, name: str, build: Callable[[State], Agent | ForeignAgent], **hooks: Any) -> None:
+        """Add the agent `name`, made by `build(state)`; `hooks` are `AgentEntry`'s other fields."""
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"an agent's name in the catalog must be a non-empty string, not {name!r}")
+        if isinstance(build, Agent):
+            raise ConfigError(
+                f"register({name!r}, ...) takes a function that makes the agent: lambda state: agent"
+            )
+        if not callable(build):
+            raise ConfigError(
+                f"register({name!r}, build): build must be callable as build(state), not {build!r}"
+            )
+        unknown = sorted(set(hooks) - {"prepare", "cancel", "cleanup", "task_types"})
+        if unknown:
+            raise ConfigError(
+                f"register({name!r}, ...): unknown options {unknown}; "
+                "known: prepare, cancel, cleanup, task_types"
+            )
         self.entries[name] = AgentEntry(build, **hooks)
 
     def register_foreign(

@@ -105,6 +105,15 @@ class Runner:
         clock: Clock = SYSTEM_CLOCK,
         on_audit: Callable[[str, str, str], None] | None = None,
     ) -> None:
+        if isinstance(store, str | os.PathLike):
+            raise ConfigError(
+                f"Runner takes an open store, not its URL: Runner(open_store({str(store)!r}), catalog)"
+            )
+        if not isinstance(catalog, Catalog):
+            raise ConfigError(
+                "Runner takes a Catalog (catalog.register(name, lambda state: agent)), "
+                f"not {type(catalog).__name__}"
+            )
         self.store = store
         self.clock = clock
         self.on_audit = on_audit  # told (agent, task type, outcome) of each audit made

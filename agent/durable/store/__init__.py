@@ -53,7 +53,7 @@ def default_url() -> str:
     return os.environ.get(ENV_STORE) or str(DEFAULT_PATH)
 
 
-def open_store(url: str | None = None, *, create: bool = True) -> RunStore:
+def open_store(url: str | os.PathLike[str] | None = None, *, create: bool = True) -> RunStore:
     """Open (and migrate) the store at `url`: `postgresql://...`, `sqlite:///path`, or a file path.
 
     A new SQLite store is made owner-only (its folder 0700, its file 0600). With
@@ -61,6 +61,11 @@ def open_store(url: str | None = None, *, create: bool = True) -> RunStore:
     is a `StoreError` and nothing is created.
     """
     url = url or default_url()
+    if not isinstance(url, str | os.PathLike):
+        raise StoreError(
+            f"a store URL is a string (a file path, sqlite:///path or postgresql://...), not {url!r}"
+        )
+    url = os.fspath(url)
     if url.startswith(("postgresql://", "postgres://")):
         from agent.durable.store.postgres import PostgresStore
 
