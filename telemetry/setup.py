@@ -35,6 +35,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from opentelemetry import trace
 from opentelemetry.environment_variables import OTEL_LOGS_EXPORTER, OTEL_TRACES_EXPORTER
@@ -122,7 +123,7 @@ class Telemetry:
             metrics.record_export_attempt,
             mend_first=capture.spans,  # captured content: text from tools and models, any text
         )
-        spans = CountedBatchProcessor(counting, metrics.record_spans_dropped, *_queue_sizes())
+        spans = CountedBatchProcessor(counting, metrics.record_spans_dropped, *_queue_sizes(environ))
         provider = TracerProvider(resource=resource_from_env(), shutdown_on_exit=False)
         provider.add_span_processor(spans)
         logs = _logger_provider(environ, capture, log_exporter)
@@ -263,6 +264,7 @@ def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
     protocol = _protocol(environ, ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
     if protocol == "grpc":
         return _grpc_exporter()
+    _check_endpoint(environ)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return OTLPSpanExporter()
@@ -344,20 +346,37 @@ def _otlp_endpoint(environ: Mapping[str, str]) -> str:
     return base.rstrip("/") + "/v1/traces" if base else ""
 
 
+def _check_endpoint(environ: Mapping[str, str]) -> None:
+    """An OTLP/HTTP endpoint that is no http(s) URL is named now, not found at the first export."""
+    for name in (ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, ev.OTEL_EXPORTER_OTLP_ENDPOINT):
+        if given := environ.get(name, "").strip():
+            url = urlsplit(given)
+            if url.scheme not in ("http", "https") or not url.hostname or any(c.isspace() for c in given):
+                raise ConfigError(f"{name}={given!r} must be a URL such as http://collector:4318")
+            return
+
+
 def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
     return _otlp_endpoint(environ) or type(exporter).__name__
 
 
-def _queue_sizes() -> tuple[int, int]:
-    """OTEL_BSP_MAX_QUEUE_SIZE and OTEL_BSP_MAX_EXPORT_BATCH_SIZE, the SDK's defaults without them."""
-    return (
-        _int_env(ev.OTEL_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE_SIZE),
-        _int_env(ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_EXPORT_BATCH_SIZE),
-    )
+def _queue_sizes(environ: Mapping[str, str]) -> tuple[int, int]:
+    """OTEL_BSP_MAX_QUEUE_SIZE and OTEL_BSP_MAX_EXPORT_BATCH_SIZE, the SDK's defaults without them;
+    a batch never larger than the queue (the default batch shrinks to a small queue set alone)."""
+    queue = _int_env(environ, ev.OTEL_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE_SIZE)
+    if not environ.get(ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, "").strip():
+        return queue, min(queue, DEFAULT_MAX_EXPORT_BATCH_SIZE)
+    batch = _int_env(environ, ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_EXPORT_BATCH_SIZE)
+    if batch > queue:
+        raise ConfigError(
+            f"OTEL_BSP_MAX_EXPORT_BATCH_SIZE={batch} is larger than OTEL_BSP_MAX_QUEUE_SIZE={queue}: "
+            "a batch is taken from the queue, so set it to the queue size or less"
+        )
+    return queue, batch
 
 
-def _int_env(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
+def _int_env(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name, "").strip()
     try:
         value = int(raw) if raw else default
     except ValueError:

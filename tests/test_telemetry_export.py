@@ -253,6 +253,12 @@ def test_sampled_out_runs_carry_no_trace_id(setenv: Setenv) -> None:
         ({**TO_FILE, "OTEL_BSP_MAX_QUEUE_SIZE": "lots"}, "whole number"),
         ({**TO_FILE, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "0"}, "positive"),
         ({"OTEL_TRACES_EXPORTER": "zipkin"}, "otlp"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, r"OTEL_EXPORTER_OTLP_ENDPOINT=.* must be a URL"),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "not a url"}, r"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=.* URL"),
+        (
+            {**TO_FILE, "OTEL_BSP_MAX_QUEUE_SIZE": "10", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "100"},
+            r"OTEL_BSP_MAX_EXPORT_BATCH_SIZE=100 is larger than OTEL_BSP_MAX_QUEUE_SIZE=10",
+        ),
     ],
 )
 def test_bad_settings_say_what_to_fix(env: dict[str, str], says: str, setenv: Setenv) -> None:
@@ -394,3 +400,20 @@ def test_the_offline_span_file_is_capped_and_rotated(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["traces.jsonl", "traces.jsonl.1"]  # no more files
     last = path.read_text().splitlines()[-1]
     assert '"name": "span 199"' in last
+
+
+def test_a_small_queue_set_alone_takes_a_batch_that_fits_it(setenv: Setenv) -> None:
+    """The SDK's default batch (512) is larger than a queue of 100: the batch shrinks to the queue."""
+    exporter = InMemorySpanExporter()
+    env = setenv({"OTEL_BSP_MAX_QUEUE_SIZE": "100"})
+    telemetry = Telemetry.from_env(env, registry=CollectorRegistry(), span_exporter=exporter)
+    (result,) = run_some(telemetry.hooks, runs=1)
+    telemetry.shutdown()
+    assert result.reason is StopReason.SUCCESS and exporter.get_finished_spans()
+
+
+def test_the_queue_sizes_are_read_from_the_variables_given(setenv: Setenv) -> None:
+    """`from_env(environ)` reads the batch settings from `environ`, not from the process's."""
+    setenv({})
+    with pytest.raises(ConfigError, match="OTEL_BSP_MAX_QUEUE_SIZE='lots'"):
+        Telemetry.from_env({**TO_FILE, "OTEL_BSP_MAX_QUEUE_SIZE": "lots"}, registry=CollectorRegistry())
