@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agent._codec import MOST, unkept
 from agent._frozen import fast_init
 from agent._state import RunState
+from agent.checks import TurnVerdict
 from agent.clock import CancelSignal
 from agent.errors import ModelError, SnapshotError, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
@@ -210,6 +211,12 @@ def check_turn(agent: Agent, run: RunState) -> Stop | None:
             verdict = check(run.ctx)
         except Exception as exc:
             note = f"A per-turn check raised {type(exc).__name__}: {exc}"
+            return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
+        if verdict is not None and not isinstance(verdict, TurnVerdict):
+            note = (
+                f"A per-turn check returned {verdict!r:.60} ({type(verdict).__name__}): a check returns "
+                "None to let the run go on, or a TurnVerdict to end it"
+            )
             return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
         if verdict is not None:
             done = verdict.reason is StopReason.SUCCESS

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import inspect
 import json
 import subprocess
 import time
@@ -26,7 +27,8 @@ class Verifier(Protocol):
     """Checks the world after the model says it is done.
 
     Returns the reasons the criterion is not met; an empty list means it is.
-    Raising is a bug in the verifier and ends the run as `error`.
+    It may be an `async def`. Raising, or returning anything but a list of
+    strings, is a bug in the verifier and ends the run as `error`.
     """
 
     def __call__(self, ctx: RunContext) -> list[str]: ...
@@ -160,15 +162,32 @@ async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> l
     work = _in_daemon_thread(functools.partial(check, ctx), {})
     try:
         if left is None:
-            return list(await work)
+            return _reasons(verifier, await _settled(work))
         async with asyncio.timeout(left):
-            return list(await work)
+            return _reasons(verifier, await _settled(work))
     except (asyncio.CancelledError, Exception):
         raise
     except KeyboardInterrupt as exc:
         raise asyncio.CancelledError("a verifier was interrupted (KeyboardInterrupt)") from exc
     except BaseException as exc:
         raise VerifierError(f"{type(exc).__name__}: {exc}") from exc
+
+
+async def _settled(work: Any) -> Any:
+    """A verifier's return value; an `async def` verifier's coroutine is awaited on the loop."""
+    value = await work
+    return await value if inspect.isawaitable(value) else value
+
+
+def _reasons(verifier: Verifier, value: Any) -> list[str]:
+    """The failure reasons a verifier returned, or a `VerifierError` saying what it should return."""
+    if isinstance(value, list | tuple) and all(isinstance(r, str) for r in value):
+        return list(value)
+    name = getattr(verifier, "__name__", type(verifier).__name__)
+    raise VerifierError(
+        f"verifier {name!r} returned {value!r:.60} ({type(value).__name__}): a verifier returns a list of "
+        "the reasons the check failed, as strings, and [] when it passed"
+    )
 
 
 def _bounded(verifier: Verifier, seconds: float) -> Verifier:

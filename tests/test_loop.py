@@ -794,6 +794,36 @@ def test_error_from_a_verifier_that_raises(make_agent):
     assert "RuntimeError: the checker crashed" in result.note
 
 
+@pytest.mark.parametrize("returned", [True, False, None, "the total is wrong", [1], {"ok": True}])
+def test_a_verifier_that_returns_no_list_of_reasons_ends_as_error_saying_what_to_return(make_agent, returned):
+    """`True` for "passed" is the usual slip: never read as a pass, nor a string as one reason per letter."""
+    result = make_agent([finish("done", "x")], verifiers=[lambda ctx: returned]).run("task")
+    assert result.reason is StopReason.ERROR and result.error_type == "verifier_error"
+    assert "a verifier returns a list of the reasons the check failed" in result.note
+    assert type(returned).__name__ in result.note
+
+
+def test_an_async_verifier_is_awaited(make_agent):
+    seen = []
+
+    async def balanced(ctx):
+        await asyncio.sleep(0)
+        seen.append(ctx.task)
+        return [] if len(seen) > 1 else ["the books do not balance"]
+
+    result = make_agent([finish("done", "x")], [finish("done", "fixed")], verifiers=[balanced]).run(
+        "balance the books"
+    )
+    assert result.reason is StopReason.SUCCESS and result.verified
+    assert seen == ["balance the books"] * 2  # the first failure went back to the model
+
+
+def test_a_per_turn_check_that_returns_no_verdict_ends_as_error_saying_what_to_return(make_agent):
+    result = make_agent([say("working")], [finish("done", "x")], checks=[lambda ctx: "stop"]).run("task")
+    assert result.reason is StopReason.ERROR and result.error_type == "verifier_error"
+    assert "a check returns None to let the run go on, or a TurnVerdict" in result.note
+
+
 def test_error_from_a_checkpoint_that_raises(make_agent):
     def checkpoint(snap: Snapshot) -> None:
         raise OSError("disk full")
