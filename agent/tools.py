@@ -8,6 +8,7 @@ import inspect
 import json
 import os
 import queue
+import re
 import threading
 import types
 import typing
@@ -31,6 +32,9 @@ _JSON_TYPES: dict[Any, str] = {
 }
 
 
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what the Anthropic and OpenAI APIs accept
+
+
 @dataclass(frozen=True)
 class Tool:
     """A function the model may call.
@@ -51,11 +55,20 @@ class Tool:
     preview: Callable[[dict[str, Any]], str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.name, str) and TOOL_NAME.fullmatch(self.name)):
+            raise ConfigError(
+                f"tool name {self.name!r} is not one a model API takes: 1 to 64 letters, digits, _ or -"
+            )
         t = self.timeout
         if t is not None and not (is_number(t) and t > 0):
             raise ConfigError(
                 f"tool {self.name!r}: timeout must be a positive number of seconds (or None); got {t!r}"
             )
+        if not isinstance(self.needs_approval, bool):
+            shown = repr(self.needs_approval)
+            raise ConfigError(f"tool {self.name!r}: needs_approval must be True or False, not {shown}")
+        if self.preview is not None and not callable(self.preview):
+            raise ConfigError(f"tool {self.name!r}: preview must be a function of the arguments, or None")
 
     @cached_property
     def signature(self) -> inspect.Signature:
@@ -165,32 +178,52 @@ def tool(
 
 
 def _schema_of(fn: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
-    hints = typing.get_type_hints(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as exc:  # a hint naming what does not exist (a typo, an import under TYPE_CHECKING)
+        raise ConfigError(f"tool {fn.__name__!r}: its type hints cannot be read ({exc})") from exc
     properties: dict[str, Any] = {}
     required: list[str] = []
     wants_ctx = False
     for param in inspect.signature(fn).parameters.values():
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise ConfigError(
+                f"tool {fn.__name__!r}: a model passes named arguments only, so "
+                f"{_STARS[param.kind]}{param.name} cannot be given: name each parameter (or build a Tool "
+                "with a schema)"
+            )
         if param.name == "ctx":
             wants_ctx = True
             continue
-        properties[param.name] = {"type": _json_type(fn, param.name, hints.get(param.name, str))}
+        properties[param.name] = _json_schema(fn, param.name, hints.get(param.name, str))
         if param.default is inspect.Parameter.empty:
             required.append(param.name)
     schema = {"type": "object", "properties": properties, "required": required}
     return schema | {"additionalProperties": False}, wants_ctx
 
 
-def _json_type(fn: Callable[..., Any], param: str, hint: Any) -> str:
+_STARS = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+
+
+def _json_schema(fn: Callable[..., Any], param: str, hint: Any) -> dict[str, Any]:
+    """The JSON schema of one parameter: a JSON type, `Literal` choices as an enum, list items typed."""
     origin = typing.get_origin(hint) or hint
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        origin = typing.get_origin(args[0]) or args[0]
+        if len(args) == 1:  # Optional[X]: X, or left out
+            return _json_schema(fn, param, args[0])
+    if origin is typing.Literal and (choices := typing.get_args(hint)):
+        kinds = {type(c) for c in choices}
+        if len(kinds) == 1 and (kind := kinds.pop()) in _JSON_TYPES:
+            return {"type": _JSON_TYPES[kind], "enum": list(choices)}
+    if origin is list and (items := typing.get_args(hint)):
+        return {"type": "array", "items": _json_schema(fn, param, items[0])}
     if origin not in _JSON_TYPES:
         raise ConfigError(
-            f"tool {fn.__name__!r}: parameter {param!r} has type {hint!r}; "
-            f"use one of str, int, float, bool, list, dict or build a Tool with a schema"
+            f"tool {fn.__name__!r}: parameter {param!r} has type {hint!r}; use one of str, int, float, "
+            "bool, list, dict, a Literal of one of them, or build a Tool with a schema"
         )
-    return _JSON_TYPES[origin]
+    return {"type": _JSON_TYPES[origin]}
 
 
 async def execute(

@@ -54,7 +54,7 @@ def test_schema_from_type_hints():
             "limit": {"type": "integer"},
             "min_score": {"type": "number"},
             "exact": {"type": "boolean"},
-            "sites": {"type": "array"},
+            "sites": {"type": "array", "items": {"type": "string"}},
             "filters": {"type": "object"},
             "lang": {"type": "string"},
         },
@@ -116,7 +116,7 @@ class Point:
     pass
 
 
-@pytest.mark.parametrize("hint", [set, tuple, bytes, Point, Literal["a", "b"], Any])
+@pytest.mark.parametrize("hint", [set, tuple, bytes, Point, Literal["a", 1], Any])
 def test_an_unsupported_type_is_a_config_error(hint):
     def fn(where: str, shape) -> str:  # type: ignore[no-untyped-def]
         """A tool."""
@@ -614,3 +614,55 @@ def test_the_thread_pool_reuses_idle_threads() -> None:
     for _ in range(5):
         run(pid, {})
     assert sum(t.name == "endstate-tool" for t in threading.enumerate()) == before
+
+
+def test_a_literal_is_an_enum_of_its_choices_and_list_items_are_typed():
+    @tool
+    def paint(color: Literal["red", "blue"], sizes: list[int], size: Literal[1, 2] | None = None) -> str:
+        """Paint."""
+        return color
+
+    assert paint.parameters["properties"] == {
+        "color": {"type": "string", "enum": ["red", "blue"]},
+        "sizes": {"type": "array", "items": {"type": "integer"}},
+        "size": {"type": "integer", "enum": [1, 2]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"name": "search the web"}, r"tool name 'search the web' is not one a model API takes"),
+        ({"name": "x" * 65}, r"1 to 64 letters, digits, _ or -"),
+        ({"needs_approval": "yes"}, r"needs_approval must be True or False, not 'yes'"),
+        ({"preview": "a diff"}, r"preview must be a function"),
+    ],
+)
+def test_tool_options_a_model_api_would_refuse_are_refused_when_made(options, message):
+    def search(query: str) -> str:
+        """Search."""
+        return query
+
+    with pytest.raises(ConfigError, match=message):
+        tool(search, **options)
+
+
+def test_parameters_a_model_cannot_pass_are_refused_when_made():
+    def many(*paths: str) -> str:
+        """Read files."""
+        return ""
+
+    def loose(**options: str) -> str:
+        """Take options."""
+        return ""
+
+    def typo(path: Pth) -> str:  # type: ignore[name-defined]  # noqa: F821
+        """Read."""
+        return path
+
+    with pytest.raises(ConfigError, match=r"\*paths cannot be given: name each parameter"):
+        tool(many)
+    with pytest.raises(ConfigError, match=r"\*\*options cannot be given"):
+        tool(loose)
+    with pytest.raises(ConfigError, match=r"tool 'typo': its type hints cannot be read \(name 'Pth'"):
+        tool(typo)
