@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent._valid import is_number
 from agent.errors import ConfigError
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
 
@@ -114,6 +115,13 @@ class HistoryPolicy:
     enabled: bool = True
 
     def __post_init__(self) -> None:
+        numbers = (self.clear_at, self.compact_at, self.keep_last, self.max_result_chars or 200)
+        if not all(is_number(n) for n in numbers) or not isinstance(self.keep_last, int):
+            raise ConfigError(
+                "HistoryPolicy: clear_at and compact_at are shares of the window (numbers), keep_last and "
+                f"max_result_chars whole numbers; got {self.clear_at!r}, {self.compact_at!r}, "
+                f"{self.keep_last!r}, {self.max_result_chars!r}"
+            )
         if not 0 < self.clear_at <= self.compact_at <= 1:
             raise ConfigError("HistoryPolicy needs 0 < clear_at <= compact_at <= 1")
         if self.keep_last < 0 or (self.max_result_chars is not None and self.max_result_chars < 200):

@@ -27,6 +27,16 @@ class RetryPolicy:
     max_delay: float = 30.0
     jitter: bool = True
 
+    def __post_init__(self) -> None:
+        attempts = self.max_attempts
+        if not (isinstance(attempts, int) and is_number(attempts) and attempts >= 1):
+            shown = repr(attempts)
+            raise ConfigError(f"RetryPolicy.max_attempts must be a whole number >= 1 (1: no retry); {shown}")
+        for name in ("base_delay", "max_delay"):
+            value = getattr(self, name)
+            if not is_number(value) or not math.isfinite(value) or value < 0:
+                raise ConfigError(f"RetryPolicy.{name} must be a finite number of seconds >= 0, got {value}")
+
     def delay(self, attempt: int, retry_after: float | None = None) -> float | None:
         """Seconds to wait after failed attempt number `attempt`, or None to stop."""
         if attempt >= self.max_attempts:

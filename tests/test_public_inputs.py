@@ -17,12 +17,14 @@ from agent import (
     Denial,
     Extension,
     HelpPolicy,
+    RetryPolicy,
     SnapshotError,
     StopReason,
     tool,
 )
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import StoreError, open_store
+from agent.history import HistoryPolicy
 from agent.models.scripted import ScriptedModel, finish
 
 
@@ -201,3 +203,23 @@ def test_a_store_url_that_is_no_text_is_refused_and_a_path_opens(tmp_path: Any) 
     store = open_store(tmp_path / "runs.db")  # a Path is a file path
     assert store.list_runs() == []
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"max_attempts": "5"}, r"RetryPolicy.max_attempts must be a whole number >= 1"),
+        ({"max_attempts": 0}, r"RetryPolicy.max_attempts must be a whole number >= 1"),
+        ({"base_delay": -1}, r"RetryPolicy.base_delay must be a finite number of seconds >= 0"),
+        ({"max_delay": math.inf}, r"RetryPolicy.max_delay must be a finite number"),
+    ],
+)
+def test_a_retry_policy_of_the_wrong_kind_is_refused_when_made(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        RetryPolicy(**fields)
+
+
+@pytest.mark.parametrize("fields", [{"clear_at": "0.6"}, {"keep_last": 2.5}, {"max_result_chars": "big"}])
+def test_a_history_policy_of_the_wrong_kind_is_refused_when_made(fields: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"HistoryPolicy: clear_at and compact_at are shares"):
+        HistoryPolicy(**fields)
