@@ -120,12 +120,14 @@ def langgraph_graph() -> Any:
     )
 
 
-def langgraph_run(hooks: Any) -> Awaitable[Any]:
+def langgraph_run(hooks: Any, exact_counts: bool = False) -> Awaitable[Any]:
     graph = langgraph_graph()
     state = {"messages": [("user", "x")]}
     if hooks == NOOP:
         return graph.ainvoke(state, {"callbacks": [NoopHandler()]})
-    return graph.ainvoke(state) if hooks == ALONE else lg.arun(graph, state, hooks=hooks)
+    if hooks == ALONE:
+        return graph.ainvoke(state)
+    return lg.arun(graph, state, hooks=hooks, exact_counts=exact_counts)
 
 
 async def _claude_alone(cli: FakeCLI) -> None:
@@ -149,6 +151,7 @@ FRAMEWORKS: dict[str, Make] = {
     "pydantic_ai": pydantic_ai_run,
     "openai_agents": openai_agents_run,
     "langgraph": langgraph_run,
+    "langgraph_exact": functools.partial(langgraph_run, exact_counts=True),  # LangChain's callbacks
     "claude_agent_sdk": claude_run,
 }
 

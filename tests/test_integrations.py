@@ -1013,7 +1013,7 @@ def test_langgraph_reads_every_message_a_task_wrote() -> None:
     """A channel written twice in one task comes as `{"$writes": [...]}` in the tasks stream."""
     first, second, note = says("a"), says("b"), ToolMessage(content="r", tool_call_id="t")
     writes = {"messages": {"$writes": [[first], [second, note]]}, "count": 2, "last": first}
-    assert lg._messages(writes) == [first, second, note, first]
+    assert lg.messages_in(writes) == [first, second, note, first]
 
 
 class Listed(TypedDict):
