@@ -25,6 +25,8 @@ from langgraph.prebuilt import ToolNode
 from test_integrations import TASK, chat_spans, check_run_span, tool_spans
 
 from agent.integrations import langgraph as lg
+from agent.models.base import ModelReply
+from agent.prices import PriceTable
 from agent.result import StopReason
 from agent.verify import predicate
 from telemetry import names as n
@@ -64,10 +66,14 @@ class Routed(TypedDict):
     route: str
 
 
-def routed_graph() -> Any:
+def routed_graph(priced: dict[str, Any] | None = None) -> Any:
     """A classifier's call decides the route and writes only its label; then the agent answers."""
-    classifier = GenericFakeChatModel(messages=iter([AIMessage("billing", usage_metadata=usage(5, 1))]))
-    agent = GenericFakeChatModel(messages=iter([says("Your invoice is attached.")]))
+    label = AIMessage("billing", usage_metadata=usage(5, 1), response_metadata=priced or {})
+    answer_text = AIMessage(
+        "Your invoice is attached.", usage_metadata=usage(12, 3), response_metadata=priced or {}
+    )
+    classifier = GenericFakeChatModel(messages=iter([label]))
+    agent = GenericFakeChatModel(messages=iter([answer_text]))
 
     async def route(state: Routed) -> dict[str, Any]:
         return {"route": (await classifier.ainvoke(state["messages"])).content}
@@ -310,3 +316,53 @@ def test_no_call_of_another_run_is_counted_in_this_one() -> None:
 
     first, second, after = asyncio.run(both())
     assert (first.turns, first.input_tokens, second.turns, after.content) == (1, 12, 1, "outside")
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_with_prices_each_call_is_priced_by_the_model_its_reply_names(rig: Rig, exact: bool) -> None:
+    """LangChain prices nothing: without a price table the run's cost is unknown (never $0); with
+    one, each reply is priced by its model (cache reads and writes at their own prices), and with
+    `exact_counts` a router's call is priced too."""
+    model = "claude-haiku-4-5"
+    priced = {"model_name": model}
+    cached = {**usage(100, 20), "input_token_details": {"cache_read": 60, "cache_creation": 30}}
+    replies = [
+        AIMessage(
+            "",
+            tool_calls=[{"name": "look", "args": {"path": "a"}, "id": "c1"}],
+            usage_metadata=cached,
+            response_metadata=priced,
+        ),
+        AIMessage("looked", usage_metadata=usage(50, 5), response_metadata=priced),
+    ]
+    table = PriceTable()
+    res = lg.run(
+        graph_of(replies),
+        {"messages": [("user", "x")]},
+        hooks=rig.hooks,
+        task_type=TASK,
+        prices=table,
+        exact_counts=exact,
+    )
+    price = table.price(model)
+    assert price is not None
+    first = ModelReply([], 100, 20, cache_read_input_tokens=60, cache_creation_input_tokens=30)
+    expected = price.cost_of(first) + price.cost(50, 5)
+    assert res.cost_usd == pytest.approx(expected) and res.cost_usd < price.cost(150, 25)
+    assert (res.usage.cache_read_tokens, res.usage.cache_write_tokens) == (60, 30)
+    labels = {"agent": "lg_agent", "task_type": TASK, "stop_reason": "success"}
+    assert rig.value("agent_cost_usd_total", **labels) == pytest.approx(expected)
+    unpriced = lg.run(graph_of([says("hi")]), {"messages": [("user", "x")]}, exact_counts=exact)
+    assert unpriced.cost_usd is None
+
+
+def test_with_prices_a_routers_call_is_priced_too() -> None:
+    table = PriceTable()
+    res = lg.run(
+        routed_graph(priced={"model_name": "claude-haiku-4-5"}),
+        {"messages": [("user", "x")]},
+        prices=table,
+        exact_counts=True,
+    )
+    price = table.price("claude-haiku-4-5")
+    assert price is not None and res.cost_usd == pytest.approx(price.cost(5, 1) + price.cost(12, 3))

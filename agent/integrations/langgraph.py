@@ -4,22 +4,28 @@
     result = endstate_lg.run(graph, {"messages": [("user", "hi")]}, hooks=hooks, task_type="ticket",
                              config={"configurable": {"thread_id": "t1"}, "recursion_limit": 12})
 
-The integration drives the graph's own output stream, `graph.astream(...)`
+By default the integration drives the graph's own output stream, `graph.astream(...)`
 with the `values` and `tasks` stream modes (the state after each step, and
 each task's start and end with its writes and interrupts), and returns what
 `ainvoke` would; `ainvoke` itself is that stream read to its end. Turns come
 from the tasks' writes: one turn per model reply a node writes (an
 `AIMessage`, its `usage_metadata` the tokens), holding the tool calls
 (`ToolMessage`s, matched by `tool_call_id`) that follow it, each call timed
-from its node's task start to its end. No callback handler is added:
-LangChain's callback channel alone costs about 6% of a scripted turn, and the
+from its node's task start to its end. No callback handler is added, and the
 caller's own callbacks (LangSmith, say) run as they were. Endstate emits its
 own spans, never a copy of another tracer's. What the stream cannot say: a
 model call whose reply the graph does not write to its state (a router's,
-say), the model call's time inside its node (its span covers the node's
-task), each of a node's parallel tool calls' own end (they end with the
-node), and the calls inside a subgraph node one by one (each is timed at the
-subgraph's end). How runs end:
+say: neither counted nor its tokens), the model call's time inside its node
+(its span covers the node's task), each of a node's parallel tool calls' own
+end (they end with the node), and the calls inside a subgraph node one by one
+(each is timed at the subgraph's end).
+
+`exact_counts=True` reads every chat-model and tool call from LangChain's
+callbacks instead (`langgraph_calls`): the router's call is counted, and each
+call is timed from its own start to its end. It costs LangChain's callback
+channel, 2-3% more of a scripted turn than the stream (benchmarks/README.md):
+worth it where a token budget or the model-call metrics must see every call.
+How runs end (either way):
 
 | LangGraph                                         | Endstate                              |
 | ------------------------------------------------- | ------------------------------------- |
@@ -54,7 +60,8 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
 from agent.integrations._observe import Recorder, Usage, need
 from agent.integrations._sync import run_sync
-from agent.integrations.langgraph_calls import INTERRUPT_KEY, content_text, drive, messages_in
+from agent.integrations.langgraph_calls import INTERRUPT_KEY, content_text, drive, messages_in, reply_usage
+from agent.prices import PriceTable
 from agent.result import LimitKind, PendingAction, RunResult, StopReason
 from agent.verify import Verifier
 
@@ -64,7 +71,6 @@ PROVIDER = "langchain"
 # The state after each step (the last is the output), and each task's start and end with its writes
 # and interrupts: cheaper than the updates and values `ainvoke` streams. A list: a tuple is one mode.
 MODES = ["values", "tasks"]
-NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
 TOOLS, MODEL, OTHER, MIXED = "tools", "model", "", "mixed"  # what a node is known to do (MIXED: for good)
 
 
@@ -80,8 +86,8 @@ class _Reader:
     as are the calls of a node that does both (a subgraph) or replies only sometimes.
     """
 
-    def __init__(self, recorder: Recorder, graph: Any) -> None:
-        self.recorder = recorder
+    def __init__(self, recorder: Recorder, graph: Any, prices: PriceTable | None = None) -> None:
+        self.recorder, self.prices = recorder, prices
         self.nodes: Mapping[str, Any] = getattr(graph, "nodes", None) or {}
         self._kinds: dict[str, str] = {}  # node name -> TOOLS, MODEL or OTHER, for this run
         self._model_task: str | None = None  # the task whose model call is open
@@ -163,10 +169,7 @@ class _Reader:
             if recorder.watched:
                 self._learn(node, MODEL)
         self._model_task = None
-        usage = message.usage_metadata
-        tokens = NO_TOKENS
-        if usage:
-            tokens = Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0), cost_usd=None)
+        tokens = reply_usage(message, self.prices)
         if not recorder.watched:  # only the run's totals and last text are wanted
             recorder.model_ended(tokens, text=content_text(message.content))
             return
@@ -242,6 +245,7 @@ async def arun(
     resumed: RunResult | None = None,
     help_seconds: float | None = None,
     exact_counts: bool = False,
+    prices: PriceTable | None = None,
     **invoke_kwargs: Any,
 ) -> RunResult:
     """`graph.ainvoke(input, config, **invoke_kwargs)`, ended in a stop reason.
@@ -251,8 +255,10 @@ async def arun(
     `interrupt()` waits `help_seconds` (default a day). `exact_counts=True`
     reads every chat-model and tool call from LangChain's callbacks
     (`langgraph_calls`): a router's call is counted too, and each call timed
-    from its own start to its end, for about 3-5% more of a scripted turn.
-    Never raises for an expected stop.
+    from its own start to its end, for 2-3% more of a scripted turn.
+    LangChain prices no call: with `prices` (`PriceTable()` for Endstate's
+    model table) each call is priced by the model its reply names, else the
+    run's cost is unknown. Never raises for an expected stop.
     """
     need(graph, callable(getattr(graph, "ainvoke", None)), "langgraph.run", "a compiled graph")
     if taken := {"stream_mode", "version", "subgraphs"} & invoke_kwargs.keys():
@@ -273,7 +279,7 @@ async def arun(
     )
     try:
         drive_graph = drive if exact_counts else _drive
-        output = await drive_graph(graph, input, config, recorder, invoke_kwargs)
+        output = await drive_graph(graph, input, config, recorder, invoke_kwargs, prices)
         paused = await _paused_at(graph, config, invoke_kwargs)
     except GraphRecursionError as exc:
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
@@ -299,11 +305,16 @@ async def _paused_at(
 
 
 async def _drive(
-    graph: Any, input: Any, config: dict[str, Any], recorder: Recorder, invoke_kwargs: dict[str, Any]
+    graph: Any,
+    input: Any,
+    config: dict[str, Any],
+    recorder: Recorder,
+    invoke_kwargs: dict[str, Any],
+    prices: PriceTable | None = None,
 ) -> Any:
     """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would: the last state,
     with the interrupts at `__interrupt__` when the graph waits for a person."""
-    reader = _Reader(recorder, graph)
+    reader = _Reader(recorder, graph, prices)
     latest: Any = None
     async for mode, payload in graph.astream(input, config, stream_mode=MODES, **invoke_kwargs):
         if mode == "values":

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -31,6 +32,8 @@ from langgraph.types import Interrupt
 
 from agent.hooks import hook_failed
 from agent.integrations._observe import Recorder, Usage
+from agent.models.base import ModelReply
+from agent.prices import PriceTable
 
 NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
 INTERRUPT_KEY = "__interrupt__"
@@ -52,8 +55,8 @@ class Calls(BaseCallbackHandler):
     raise_error = False
     ignore_chain = ignore_retriever = ignore_retry = ignore_custom_event = True
 
-    def __init__(self, recorder: Recorder) -> None:
-        self.recorder = recorder
+    def __init__(self, recorder: Recorder, prices: PriceTable | None = None) -> None:
+        self.recorder, self.prices = recorder, prices
         self.models = 0  # chat-model calls seen
         self._open: UUID | None = None  # the model call the recorder has open
         self._later: set[UUID] = set()  # calls begun while another was open: reported at their end
@@ -84,7 +87,7 @@ class Calls(BaseCallbackHandler):
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         message = _message_of(response)
-        if message is not None:
+        if message is not None and self.recorder.watched:  # states are read for what no callback saw
             self._new(message)
         self._ended(run_id, lambda: self._replied(message))
 
@@ -95,7 +98,8 @@ class Calls(BaseCallbackHandler):
         if run_id == self._open:
             self._open = None
             report()
-            self._release()
+            if self._held:
+                self._release()
         elif run_id in self._later:
             self._later.discard(run_id)
             self._hold(report)
@@ -115,7 +119,7 @@ class Calls(BaseCallbackHandler):
             self._held.pop(0)()
 
     def _replied(self, message: Any) -> None:
-        tokens = _usage(message)
+        tokens = reply_usage(message, self.prices)
         text = content_text(getattr(message, "content", ""))
         if not self.recorder.watched:  # only the run's totals and last text are wanted
             self.recorder.model_ended(tokens, text=text)
@@ -235,11 +239,16 @@ register_configure_hook(_CALLS, inheritable=False)
 
 
 async def drive(
-    graph: Any, input: Any, config: dict[str, Any], recorder: Recorder, invoke_kwargs: dict[str, Any]
+    graph: Any,
+    input: Any,
+    config: dict[str, Any],
+    recorder: Recorder,
+    invoke_kwargs: dict[str, Any],
+    prices: PriceTable | None = None,
 ) -> Any:
     """Run the graph with `Calls` reporting its calls; returns what `ainvoke` would: the last
     state, with the interrupts at `__interrupt__` when the graph waits for a person."""
-    calls = Calls(recorder)
+    calls = Calls(recorder, prices)
     latest: Any = None
     interrupts: list[Interrupt] = []
     token = _CALLS.set(calls)
@@ -267,19 +276,30 @@ def _message_of(response: LLMResult) -> Any:
     return getattr(first[0], "message", None) or AIMessage(content=first[0].text)
 
 
-def _usage(message: Any) -> Usage:
-    """A reply's tokens: input counting its cache reads and writes (as LangChain and Endstate count)."""
+def reply_usage(message: Any, prices: PriceTable | None) -> Usage:
+    """A reply's tokens (input counting its cache reads and writes, as LangChain and Endstate count)
+    and, with `prices`, its cost by the model its reply names; else, or for a model `prices` does
+    not know, its cost is unknown (None): LangChain prices nothing."""
     usage = getattr(message, "usage_metadata", None)
     if not usage:
         return NO_TOKENS
     cache = usage.get("input_token_details") or {}
-    return Usage(
-        usage.get("input_tokens", 0),
-        usage.get("output_tokens", 0),
-        cache.get("cache_read", 0),
-        cache.get("cache_creation", 0),
-        cost_usd=None,
+    read, written = cache.get("cache_read", 0), cache.get("cache_creation", 0)
+    tokens = Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0), read, written, None)
+    if prices is None:
+        return tokens
+    metadata = getattr(message, "response_metadata", None) or {}
+    model = str(metadata.get("model_name") or metadata.get("model") or "")
+    if not model:
+        return tokens
+    reply = ModelReply(
+        [],
+        tokens.input_tokens,
+        tokens.output_tokens,
+        cache_read_input_tokens=read,
+        cache_creation_input_tokens=written,
     )
+    return replace(tokens, cost_usd=prices.cost_of(model, reply))
 
 
 def messages_in(writes: Any) -> list[Any]:
