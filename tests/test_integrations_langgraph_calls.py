@@ -366,3 +366,23 @@ def test_with_prices_a_routers_call_is_priced_too() -> None:
     )
     price = table.price("claude-haiku-4-5")
     assert price is not None and res.cost_usd == pytest.approx(price.cost(5, 1) + price.cost(12, 3))
+
+
+def test_a_sync_node_calling_its_model_in_a_worker_thread_is_counted(rig: Rig) -> None:
+    """LangGraph runs a sync node in a thread with the run's context: its chat model's callbacks
+    reach the run's handler there too."""
+    model = GenericFakeChatModel(messages=iter([calls("look", {"path": "a"}, "c1"), says("looked")]))
+
+    def node(state: Chat) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    res = lg.run(
+        graph_of([], model_node=node),
+        {"messages": [("user", "x")]},
+        hooks=rig.hooks,
+        task_type=TASK,
+        exact_counts=True,
+    )
+    assert (res.reason, res.turns, res.input_tokens) == (StopReason.SUCCESS, 2, 22)
+    check_run_span(rig, "lg_agent", res, turns=2)
+    assert tool_spans(rig) == ["execute_tool look"]
