@@ -23,7 +23,7 @@ end (they end with the node), and the calls inside a subgraph node one by one
 `exact_counts=True` reads every chat-model and tool call from LangChain's
 callbacks instead (`langgraph_calls`): the router's call is counted, and each
 call is timed from its own start to its end. It costs LangChain's callback
-channel, 2-3% more of a scripted turn than the stream (benchmarks/README.md):
+channel, about 3% more of a scripted turn than the stream (benchmarks/README.md):
 worth it where a token budget or the model-call metrics must see every call.
 How runs end (either way):
 
@@ -255,7 +255,7 @@ async def arun(
     `interrupt()` waits `help_seconds` (default a day). `exact_counts=True`
     reads every chat-model and tool call from LangChain's callbacks
     (`langgraph_calls`): a router's call is counted too, and each call timed
-    from its own start to its end, for 2-3% more of a scripted turn.
+    from its own start to its end, for about 3% more of a scripted turn.
     LangChain prices no call: with `prices` (`PriceTable()` for Endstate's
     model table) each call is priced by the model its reply names, else the
     run's cost is unknown. Never raises for an expected stop.
