@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from foreign_agents import ENV_CHECKPOINTS, TASK_TYPE, lg_checkpointer, lg_graph
 from integrations_support import Chat, Rig, calls, graph_of, rigged, says, usage
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -24,6 +26,9 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 from test_integrations import TASK, chat_spans, check_run_span, tool_spans
 
+from agent.durable.catalog import Catalog
+from agent.durable.runner import Runner
+from agent.durable.store import RunStatus, open_store
 from agent.integrations import langgraph as lg
 from agent.models.base import ModelReply
 from agent.prices import PriceTable
@@ -386,3 +391,42 @@ def test_a_sync_node_calling_its_model_in_a_worker_thread_is_counted(rig: Rig) -
     assert (res.reason, res.turns, res.input_tokens) == (StopReason.SUCCESS, 2, 22)
     check_run_span(rig, "lg_agent", res, turns=2)
     assert tool_spans(rig) == ["execute_tool look"]
+
+
+def test_an_approval_is_stored_and_resumed_through_the_runner_with_exact_counts(
+    rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A catalog agent given `exact_counts` in its options: its interrupt is stored waiting (SQLite
+    store, SQLite checkpointer), approved in a new runner, and finished in the same run, each call
+    of both segments counted once."""
+    monkeypatch.setenv(ENV_CHECKPOINTS, str(tmp_path / "lg.db"))
+    agents = Catalog()
+    agents.register_foreign(
+        "lg-exact",
+        "langgraph",
+        lg_graph,
+        checkpointer=lg_checkpointer,
+        task_type=TASK_TYPE,
+        options={"exact_counts": True},
+    )
+    store = open_store(str(tmp_path / "runs.db"))
+    try:
+        res = asyncio.run(Runner(store, agents, hooks=rig.hooks).start("lg-exact", "clean up a"))
+        assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+        record = store.get(res.run_id)
+        assert record is not None and record.status is RunStatus.WAITING
+        assert (record.pending and record.pending.name, record.turns, record.input_tokens) == (
+            "delete",
+            1,
+            10,
+        )
+        done = asyncio.run(Runner(store, agents, hooks=rig.hooks).resume(res.run_id, approved=True))
+        assert (done.reason, done.output, done.turns, done.input_tokens) == (
+            StopReason.SUCCESS,
+            "done: deleted",
+            2,
+            22,
+        )
+        assert rig.stops("lg-exact", TASK_TYPE, "success") == 1
+    finally:
+        store.close()
