@@ -7,7 +7,8 @@ framework's own extension point (what plugging in costs before Endstate
 does anything), through its Endstate integration without hooks, through it
 with hooks that do nothing (the integration observing every model and tool
 call, telemetry aside), and with Endstate's tracing (in-memory exporter) and
-metrics. The Pydantic AI agent and the LangGraph graph are built once, as an
+metrics. `langgraph_exact` is LangGraph with `exact_counts=True` (every call
+read from LangChain's callbacks). The Pydantic AI agent and the LangGraph graph are built once, as an
 application builds them, so that building them is not counted as part of a
 turn (it was about 45% and 27% of the old denominator).
 
@@ -17,7 +18,7 @@ ratio to the framework alone in the same round; the median of those ratios
 with a 95% bootstrap confidence interval beside it. Target: at most 1.05x for
 the integration itself (`integration` and `observing`). Nothing asserts numbers.
 
-    python benchmarks/integrations_overhead.py [--rounds 200] [--runs 2] [--frameworks pydantic_ai,langgraph]
+    python benchmarks/integrations_overhead.py [--rounds 200] [--runs 2] [--frameworks langgraph,pydantic_ai]
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class NoopHandler(BaseCallbackHandler):
     """LangChain's callback channel with nothing in it: as cheap as a handler that sees chat models
     and tools can be (one without `on_chat_model_start` would make LangChain render each call's
     messages as text for `on_llm_start`, a cost no observing handler pays). The LangGraph
-    integration no longer adds one (it reads the graph's own stream): this row says what it saved."""
+    integration adds none by default (it reads the graph's own stream); `langgraph_exact`
+    (`exact_counts=True`) adds one through LangChain's configure hook, to each call's manager."""
 
     run_inline = True
     ignore_chain = ignore_retriever = ignore_retry = ignore_custom_event = True
@@ -120,12 +122,14 @@ def langgraph_graph() -> Any:
     )
 
 
-def langgraph_run(hooks: Any) -> Awaitable[Any]:
+def langgraph_run(hooks: Any, exact_counts: bool = False) -> Awaitable[Any]:
     graph = langgraph_graph()
     state = {"messages": [("user", "x")]}
     if hooks == NOOP:
         return graph.ainvoke(state, {"callbacks": [NoopHandler()]})
-    return graph.ainvoke(state) if hooks == ALONE else lg.arun(graph, state, hooks=hooks)
+    if hooks == ALONE:
+        return graph.ainvoke(state)
+    return lg.arun(graph, state, hooks=hooks, exact_counts=exact_counts)
 
 
 async def _claude_alone(cli: FakeCLI) -> None:
@@ -149,6 +153,7 @@ FRAMEWORKS: dict[str, Make] = {
     "pydantic_ai": pydantic_ai_run,
     "openai_agents": openai_agents_run,
     "langgraph": langgraph_run,
+    "langgraph_exact": functools.partial(langgraph_run, exact_counts=True),  # LangChain's callbacks
     "claude_agent_sdk": claude_run,
 }
 

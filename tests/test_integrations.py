@@ -695,6 +695,14 @@ def test_openai_agents_rejection_refusal_crash_and_cancel() -> None:
 # -- LangGraph -----------------------------------------------------------------------
 
 
+@pytest.fixture(params=[False, True], ids=["stream", "exact_counts"])
+def both_readings(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test runs twice: LangGraph read from its stream (the default), then with
+    `exact_counts=True` (LangChain's callbacks), as the default of every `lg.run`/`lg.resume`."""
+    monkeypatch.setitem(lg.arun.__kwdefaults__, "exact_counts", request.param)
+
+
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_final_state_is_success_with_turns_from_the_graphs_stream(rig: Rig) -> None:
     graph = graph_of([calls("look", {"path": "a"}, "c1"), says("looked")])
     res = lg.run(graph, {"messages": [("user", "look")]}, hooks=rig.hooks, task_type=TASK, tools=["look"])
@@ -706,6 +714,7 @@ def test_langgraph_final_state_is_success_with_turns_from_the_graphs_stream(rig:
     assert rig.value("agent_tool_calls_total", **labels) == 1
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_recursion_limit_is_a_turns_limit(rig: Rig) -> None:
     graph = graph_of([calls("look", {"path": str(i)}, f"c{i}") for i in range(10)])
     config = {"recursion_limit": 4}
@@ -715,6 +724,7 @@ def test_langgraph_recursion_limit_is_a_turns_limit(rig: Rig) -> None:
     assert rig.stops("lg_agent", TASK, "limit", "turns") == 1
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_interrupt_is_need_help_and_resumes_with_command(rig: Rig) -> None:
     graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t1"}}
@@ -732,6 +742,7 @@ def test_langgraph_interrupt_is_need_help_and_resumes_with_command(rig: Rig) -> 
     assert (ran.attributes or {}).get(n.ERROR_TYPE) is None
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_resumes_from_the_stored_state_with_a_denial() -> None:
     graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("kept")], checkpointer=InMemorySaver())
     res = lg.run(graph, {"messages": [("user", "delete a")]}, {"configurable": {"thread_id": "t2"}})
@@ -754,6 +765,7 @@ def wipe_node(disk: str) -> Any:
     return wipe
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_parallel_interrupts_are_answered_one_at_a_time(rig: Rig) -> None:
     """Two nodes of a step wait for approval at once: the answer goes to the one asked about (LangGraph
     refuses a bare resume value then), and the run waits again for the other."""
@@ -774,6 +786,7 @@ def test_langgraph_parallel_interrupts_are_answered_one_at_a_time(rig: Rig) -> N
     assert (done.reason, sorted(done.raw["wiped"])) == (StopReason.SUCCESS, sorted([first, f"kept {second}"]))
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_a_breakpoint_is_need_help_not_success(rig: Rig) -> None:
     """A graph paused at a static breakpoint (`interrupt_before`) has not finished: it waits for a
     person to let it go on, as LangGraph's human-in-the-loop guides use it. LangGraph cannot be told
@@ -805,6 +818,7 @@ class Database:
     """What a graph takes in its config's `configurable`, and JSON cannot hold."""
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_configurable_objects_are_not_saved_as_text_and_a_catalog_resume_gets_them_back() -> None:
     """The saved state keeps what JSON can hold; an object (a connection, a client) is left for the
     catalog's options to give again, never replaced by its repr."""
@@ -844,6 +858,7 @@ class Loose(TypedDict, total=False):
         ({"messages": [{"role": "user", "content": "wipe it"}]}, "wipe it"),  # as LangGraph takes them too
     ],
 )
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_input_and_interrupts_of_any_shape_never_raise_out_of_run(given: Any, task: str) -> None:
     """An approval whose "args" are no mapping, messages of unexpected shapes: the run still ends
     in a stop reason (here waiting, the arguments kept), never an exception out of `run`."""
@@ -869,6 +884,7 @@ def test_langgraph_input_and_interrupts_of_any_shape_never_raise_out_of_run(give
     assert (res.suspension.pending.arguments, seen) == ({"args": "disk a"}, [task])
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_crash_and_cancel() -> None:
     async def boom(state: Any) -> Any:
         raise LookupError("no model")
@@ -953,6 +969,7 @@ def test_langgraph_times_model_and_tool_calls_from_the_graphs_tasks(rig: Rig) ->
         assert tool.parent is not None and tool.parent.span_id == turn.context.span_id
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_a_model_call_that_fails_ends_its_span_with_the_error(rig: Rig) -> None:
     lg.run(graph_of([says("warm")]), {"messages": [("user", "x")]}, hooks=rig.hooks)  # the node replied once
     rig.exporter.clear()
@@ -964,6 +981,7 @@ def test_langgraph_a_model_call_that_fails_ends_its_span_with_the_error(rig: Rig
     assert (failed.attributes or {})[n.ERROR_TYPE] == "RuntimeError"
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_failed_tool_calls_are_counted_as_failed(rig: Rig) -> None:
     """A tool error the ToolNode hands back to the model (status "error"), and a tool whose
     node raises (no error handling): each call's span and metric say it failed."""
@@ -990,6 +1008,7 @@ def test_langgraph_failed_tool_calls_are_counted_as_failed(rig: Rig) -> None:
     assert sum(rig.value("agent_tool_calls_total", **labels, outcome=o) for o in ("error", "failed")) == 1
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_a_subgraph_node_is_read_from_its_update(rig: Rig) -> None:
     """A node that runs a whole agent (a compiled subgraph) writes its replies and tool results at
     once: every call is counted, each timed at that update, and no call is opened at its start."""
@@ -1013,7 +1032,7 @@ def test_langgraph_reads_every_message_a_task_wrote() -> None:
     """A channel written twice in one task comes as `{"$writes": [...]}` in the tasks stream."""
     first, second, note = says("a"), says("b"), ToolMessage(content="r", tool_call_id="t")
     writes = {"messages": {"$writes": [[first], [second, note]]}, "count": 2, "last": first}
-    assert lg._messages(writes) == [first, second, note, first]
+    assert lg.messages_in(writes) == [first, second, note, first]
 
 
 class Listed(TypedDict):
@@ -1043,6 +1062,7 @@ def rewriting_graph(replies: list[Any], checkpointer: Any = None) -> Any:
     return graph.compile(checkpointer=checkpointer, name="rewriter")
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_counts_each_message_once_when_nodes_write_the_whole_list_back(rig: Rig) -> None:
     """A state without the add_messages reducer is written back whole at every step, and a reply may
     also go to a second channel: each reply is still one model call, each tool result one tool call,
@@ -1062,6 +1082,7 @@ def test_langgraph_counts_each_message_once_when_nodes_write_the_whole_list_back
     assert (len(chat_spans(rig)), tool_spans(rig)) == (1, [])
 
 
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_leaves_the_stream_to_the_integration() -> None:
     graph = graph_of([says("hi")])
     with pytest.raises(ConfigError, match=r"leave out \['stream_mode'\]"):

@@ -4,22 +4,28 @@
     result = endstate_lg.run(graph, {"messages": [("user", "hi")]}, hooks=hooks, task_type="ticket",
                              config={"configurable": {"thread_id": "t1"}, "recursion_limit": 12})
 
-The integration drives the graph's own output stream, `graph.astream(...)`
+By default the integration drives the graph's own output stream, `graph.astream(...)`
 with the `values` and `tasks` stream modes (the state after each step, and
 each task's start and end with its writes and interrupts), and returns what
 `ainvoke` would; `ainvoke` itself is that stream read to its end. Turns come
 from the tasks' writes: one turn per model reply a node writes (an
 `AIMessage`, its `usage_metadata` the tokens), holding the tool calls
 (`ToolMessage`s, matched by `tool_call_id`) that follow it, each call timed
-from its node's task start to its end. No callback handler is added:
-LangChain's callback channel alone costs about 6% of a scripted turn, and the
+from its node's task start to its end. No callback handler is added, and the
 caller's own callbacks (LangSmith, say) run as they were. Endstate emits its
 own spans, never a copy of another tracer's. What the stream cannot say: a
 model call whose reply the graph does not write to its state (a router's,
-say), the model call's time inside its node (its span covers the node's
-task), each of a node's parallel tool calls' own end (they end with the
-node), and the calls inside a subgraph node one by one (each is timed at the
-subgraph's end). How runs end:
+say: neither counted nor its tokens), the model call's time inside its node
+(its span covers the node's task), each of a node's parallel tool calls' own
+end (they end with the node), and the calls inside a subgraph node one by one
+(each is timed at the subgraph's end).
+
+`exact_counts=True` reads every chat-model and tool call from LangChain's
+callbacks instead (`langgraph_calls`): the router's call is counted, and each
+call is timed from its own start to its end. It costs LangChain's callback
+channel, about 3% more of a scripted turn than the stream (benchmarks/README.md):
+worth it where a token budget or the model-call metrics must see every call.
+How runs end (either way):
 
 | LangGraph                                         | Endstate                              |
 | ------------------------------------------------- | ------------------------------------- |
@@ -45,7 +51,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Interrupt
@@ -54,17 +60,17 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
 from agent.integrations._observe import Recorder, Usage, need
 from agent.integrations._sync import run_sync
+from agent.integrations.langgraph_calls import INTERRUPT_KEY, content_text, drive, messages_in, reply_usage
+from agent.prices import PriceTable
 from agent.result import LimitKind, PendingAction, RunResult, StopReason
 from agent.verify import Verifier
 
 PROVIDER = "langchain"
-INTERRUPT_KEY = "__interrupt__"
 
 
 # The state after each step (the last is the output), and each task's start and end with its writes
 # and interrupts: cheaper than the updates and values `ainvoke` streams. A list: a tuple is one mode.
 MODES = ["values", "tasks"]
-NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
 TOOLS, MODEL, OTHER, MIXED = "tools", "model", "", "mixed"  # what a node is known to do (MIXED: for good)
 
 
@@ -80,8 +86,8 @@ class _Reader:
     as are the calls of a node that does both (a subgraph) or replies only sometimes.
     """
 
-    def __init__(self, recorder: Recorder, graph: Any) -> None:
-        self.recorder = recorder
+    def __init__(self, recorder: Recorder, graph: Any, prices: PriceTable | None = None) -> None:
+        self.recorder, self.prices = recorder, prices
         self.nodes: Mapping[str, Any] = getattr(graph, "nodes", None) or {}
         self._kinds: dict[str, str] = {}  # node name -> TOOLS, MODEL or OTHER, for this run
         self._model_task: str | None = None  # the task whose model call is open
@@ -95,7 +101,7 @@ class _Reader:
     def seed(self, state: Any) -> None:
         """The state before the run's first step (its first `values`): its messages are not this run's."""
         self.seeded = True
-        for message in _messages(state):
+        for message in messages_in(state):
             self._new(message)
 
     def _new(self, message: Any) -> bool:
@@ -135,7 +141,7 @@ class _Reader:
     def task_ended(self, task: Mapping[str, Any]) -> None:
         """A task's end: its replies and tool results in the order written, its error, its interrupts."""
         task_id, error = task["id"], task["error"]
-        for message in _messages(task["result"]):  # anything else in a list is passed over
+        for message in messages_in(task["result"]):  # anything else in a list is passed over
             if not isinstance(message, AIMessage | ToolMessage) or not self._new(message):
                 continue
             if isinstance(message, AIMessage):
@@ -163,16 +169,13 @@ class _Reader:
             if recorder.watched:
                 self._learn(node, MODEL)
         self._model_task = None
-        usage = message.usage_metadata
-        tokens = NO_TOKENS
-        if usage:
-            tokens = Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0), cost_usd=None)
+        tokens = reply_usage(message, self.prices)
         if not recorder.watched:  # only the run's totals and last text are wanted
-            recorder.model_ended(tokens, text=_content_text(message.content))
+            recorder.model_ended(tokens, text=content_text(message.content))
             return
         recorder.model_ended(
             tokens,
-            text=_content_text(message.content),
+            text=content_text(message.content),
             stop_reason="tool_use" if message.tool_calls else "end_turn",
             model=str(message.response_metadata.get("model_name") or ""),
             response_id=message.id or "",
@@ -186,7 +189,7 @@ class _Reader:
             self.recorder.tool_started(call_id, *started)
             self._learn(node, TOOLS)
         error = "tool_error" if message.status == "error" else None
-        self.recorder.tool_ended(call_id, started[0], _content_text(message.content), error, started[1])
+        self.recorder.tool_ended(call_id, started[0], content_text(message.content), error, started[1])
 
     def _kind(self, node: str) -> str:
         kind = self._kinds.get(node)
@@ -241,14 +244,21 @@ async def arun(
     tools: Sequence[str] = (),
     resumed: RunResult | None = None,
     help_seconds: float | None = None,
+    exact_counts: bool = False,
+    prices: PriceTable | None = None,
     **invoke_kwargs: Any,
 ) -> RunResult:
     """`graph.ainvoke(input, config, **invoke_kwargs)`, ended in a stop reason.
 
     The final state (or the exception) is at `result.raw`. `tools` names the
     graph's tools, so their calls are labelled by name in the metrics; an
-    `interrupt()` waits `help_seconds` (default a day). Never raises for an
-    expected stop.
+    `interrupt()` waits `help_seconds` (default a day). `exact_counts=True`
+    reads every chat-model and tool call from LangChain's callbacks
+    (`langgraph_calls`): a router's call is counted too, and each call timed
+    from its own start to its end, for about 3% more of a scripted turn.
+    LangChain prices no call: with `prices` (`PriceTable()` for Endstate's
+    model table) each call is priced by the model its reply names, else the
+    run's cost is unknown. Never raises for an expected stop.
     """
     need(graph, callable(getattr(graph, "ainvoke", None)), "langgraph.run", "a compiled graph")
     if taken := {"stream_mode", "version", "subgraphs"} & invoke_kwargs.keys():
@@ -268,7 +278,8 @@ async def arun(
         help_seconds=help_seconds,
     )
     try:
-        output = await _drive(graph, input, config, recorder, invoke_kwargs)
+        drive_graph = drive if exact_counts else _drive
+        output = await drive_graph(graph, input, config, recorder, invoke_kwargs, prices)
         paused = await _paused_at(graph, config, invoke_kwargs)
     except GraphRecursionError as exc:
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
@@ -294,11 +305,16 @@ async def _paused_at(
 
 
 async def _drive(
-    graph: Any, input: Any, config: dict[str, Any], recorder: Recorder, invoke_kwargs: dict[str, Any]
+    graph: Any,
+    input: Any,
+    config: dict[str, Any],
+    recorder: Recorder,
+    invoke_kwargs: dict[str, Any],
+    prices: PriceTable | None = None,
 ) -> Any:
     """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would: the last state,
     with the interrupts at `__interrupt__` when the graph waits for a person."""
-    reader = _Reader(recorder, graph)
+    reader = _Reader(recorder, graph, prices)
     latest: Any = None
     async for mode, payload in graph.astream(input, config, stream_mode=MODES, **invoke_kwargs):
         if mode == "values":
@@ -447,24 +463,6 @@ def _asking(waits: Any) -> tuple[str, PendingAction | None]:
     return question, pending
 
 
-def _messages(writes: Any) -> list[Any]:
-    """The messages a task wrote: to any channel, one message or a list of them (several writes
-    to one channel come as `{"$writes": [...]}`)."""
-    if type(writes) is not dict:
-        return []
-    found: list[Any] = []
-    for value in writes.values():
-        if type(value) is list:
-            found += value
-        elif isinstance(value, BaseMessage):
-            found.append(value)
-        elif isinstance(value, tuple):
-            found += value
-        elif type(value) is dict and "$writes" in value:
-            found += _messages(dict(enumerate(value["$writes"])))
-    return found
-
-
 def _calls_in(task_input: Any) -> list[Mapping[str, Any]]:
     """The tool calls a tool node's task runs: its state's last reply's, or the one `Send` gave it."""
     if isinstance(task_input, Mapping):
@@ -477,18 +475,10 @@ def _calls_in(task_input: Any) -> list[Mapping[str, Any]]:
     return list(getattr(last, "tool_calls", None) or []) if isinstance(last, AIMessage) else []
 
 
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-    return ""
-
-
 def _final_text(output: Any) -> str:
     messages = output.get("messages") if isinstance(output, Mapping) else None
     if isinstance(messages, list) and messages:
-        return _content_text(getattr(messages[-1], "content", ""))
+        return content_text(getattr(messages[-1], "content", ""))
     return json.dumps(output, default=str) if output is not None else ""
 
 
@@ -499,7 +489,7 @@ def _task(input: Any) -> str:
     messages = input.get("messages") if isinstance(input, Mapping) else None
     first = messages[0] if isinstance(messages, list) and messages else None
     if isinstance(first, tuple):
-        return _content_text(first[1]) if len(first) == 2 else ""
+        return content_text(first[1]) if len(first) == 2 else ""
     if isinstance(first, Mapping):
-        return _content_text(first.get("content"))
-    return _content_text(getattr(first, "content", ""))
+        return content_text(first.get("content"))
+    return content_text(getattr(first, "content", ""))
