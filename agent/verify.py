@@ -162,9 +162,9 @@ async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> l
     work = _in_daemon_thread(functools.partial(check, ctx), {})
     try:
         if left is None:
-            return _reasons(verifier, await _settled(work))
+            return reasons_of(verifier, await _settled(work))
         async with asyncio.timeout(left):
-            return _reasons(verifier, await _settled(work))
+            return reasons_of(verifier, await _settled(work))
     except (asyncio.CancelledError, Exception):
         raise
     except KeyboardInterrupt as exc:
@@ -179,7 +179,7 @@ async def _settled(work: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _reasons(verifier: Verifier, value: Any) -> list[str]:
+def reasons_of(verifier: Verifier, value: Any) -> list[str]:
     """The failure reasons a verifier returned, or a `VerifierError` saying what it should return."""
     if isinstance(value, list | tuple) and all(isinstance(r, str) for r in value):
         return list(value)

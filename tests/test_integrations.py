@@ -201,6 +201,25 @@ def test_a_verifier_that_raises_ends_the_foreign_run_as_error(rig: Rig) -> None:
     assert (res.reason, res.error_type) == (StopReason.ERROR, "verifier_error")
 
 
+@pytest.mark.parametrize("returned", [True, "the answer is wrong", None])
+def test_a_verifier_that_returns_no_list_of_reasons_ends_the_foreign_run_as_error(
+    rig: Rig, returned: Any
+) -> None:
+    """Never a pass for `True`, nor one failure per letter of a string."""
+    res = pai.run(pai_agent(["done"]), "?", hooks=rig.hooks, task_type=TASK, verifiers=lambda ctx: returned)
+    assert (res.reason, res.error_type) == (StopReason.ERROR, "verifier_error")
+    assert "a verifier returns a list of the reasons the check failed" in res.note
+
+
+def test_an_async_verifier_of_a_foreign_run_is_refused_saying_what_to_write(rig: Rig) -> None:
+    async def checks(ctx: Any) -> list[str]:
+        return []
+
+    res = pai.run(pai_agent(["done"]), "?", hooks=rig.hooks, task_type=TASK, verifiers=checks)
+    assert (res.reason, res.error_type) == (StopReason.ERROR, "verifier_error")
+    assert "make it a plain def" in res.note
+
+
 @pytest.mark.parametrize(
     ("limits", "kind"),
     [

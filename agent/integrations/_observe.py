@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopRea
 from agent.summary import foreign_summary
 from agent.tools import ToolOutcome
 from agent.usage import Usage
-from agent.verify import Verifier
+from agent.verify import Verifier, VerifierError, reasons_of
 
 DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
 
@@ -219,7 +220,7 @@ class Recorder:
         ctx = RunContext(self.info.run_id, self.info.agent, self.info.task, self.info.task_type, note=shown)
         ctx.state["output"] = output
         try:
-            failures = [f for v in self.verifiers for f in v(ctx)]
+            failures = [f for v in self.verifiers for f in reasons_of(v, _checked_now(v, ctx))]
         except Exception as exc:
             note = f"A verifier raised {type(exc).__name__}: {exc}"
             return self.finish(StopReason.ERROR, note=note, error_type="verifier_error", raw=raw)
@@ -341,6 +342,16 @@ def _wait(s: Suspension, ended: float, outcome: str = "answered") -> HumanWait:
     """The person's wait that ended at `ended`, with the answer that resumes the run."""
     pending = s.pending.name if s.pending else None
     return HumanWait(s.suspended_at, ended, outcome, s.question, pending, s.deadline)
+
+
+def _checked_now(verifier: Verifier, ctx: RunContext) -> Any:
+    """A verifier's return value; an `async def` one cannot be awaited when a foreign run ends."""
+    value = verifier(ctx)
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()
+        raise VerifierError("an async verifier cannot check another framework's run: make it a plain def")
+    return value
 
 
 def _verifier_list(verifiers: Sequence[Verifier] | Verifier | None) -> tuple[Verifier, ...]:
