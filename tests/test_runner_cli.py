@@ -255,3 +255,38 @@ def test_a_run_stopped_at_its_turn_limit_is_continued_with_more_turns(store_url:
         assert isinstance(kept.journal[-1], Stopped) and kept.journal[-1].reason is StopReason.SUCCESS
     finally:
         store.close()
+
+
+def test_start_refuses_a_state_that_is_not_standard_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    path = str(tmp_path / "runs.db")
+    open_store(path).close()
+    for state, says in [
+        ('{"x": NaN}', "NaN is not a JSON number"),
+        ('{"x": -Infinity}', "-Infinity is not a JSON number"),
+        ('{"x": "v\udcfe"}', "not UTF-8"),  # a byte argv could not decode
+    ]:
+        assert main(["start", "invoice-downloader", "t", "--state", state, "--store", path]) == 2
+        assert says in capsys.readouterr().err
+    assert main(["runs", "--store", path]) == 0
+    assert capsys.readouterr().out.startswith("no runs")
+
+
+def test_json_lines_stay_standard_json_whatever_a_state_set_in_python_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.db"
+    store = open_store(str(path))
+    try:
+        runner = Runner(store, catalog())
+        state = counter_state(tmp_path / "a", "ask") | {"limit": float("nan"), "name": "v\udcfe"}
+        asyncio.run(runner.start("counter", "ask", state=state))
+    finally:
+        store.close()
+    for command in ("runs", "pending"):
+        assert main([command, "--json", "--store", str(path), "--catalog", CATALOG]) == 0
+        [line] = capsys.readouterr().out.splitlines()
+        shown = json.loads(line, parse_constant=lambda c: pytest.fail(f"{command}: {c} is not JSON"))
+        assert shown["state"]["limit"] is None and shown["state"]["name"] == "v\ufffd"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -297,3 +298,30 @@ def test_json_responses_are_standard_json(build: Build) -> None:
     text = api.get("/runs").text
     json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert RunStatus.WAITING in text
+
+
+# -- what a run holds in Python is still standard JSON on the way out -----------------------------
+
+
+def strict(text: str) -> Any:
+    """Parse as a strict JSON parser would: no NaN or Infinity, no lone surrogate."""
+    data = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert not re.search("[\ud800-\udfff]", json.dumps(data, ensure_ascii=False)), text
+    return data
+
+
+def test_a_state_set_in_python_with_nan_or_a_lone_surrogate_is_listed_as_standard_json(
+    build: Build,
+) -> None:
+    api = build()
+    runner = api.app.state.service.runner  # type: ignore[attr-defined]
+    state = {**INVOICE["state"], "threshold": float("nan"), "top": float("inf"), "path": "v\udcfe"}
+    run_id = asyncio.run(runner.start(INVOICE["agent"], "t \udcff", state=state)).run_id
+    for path in ("/runs", f"/runs/{run_id}", "/pending"):
+        response = api.get(path)
+        assert response.status_code == 200, (path, response.text)
+        assert run_id in response.text
+    shown = strict(api.get(f"/runs/{run_id}").text)["state"]
+    assert shown["threshold"] is None and shown["top"] is None and shown["path"] == "v\ufffd"
+    strict(api.get("/runs").text)
+    strict(api.get("/pending").text)

@@ -18,6 +18,7 @@ from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
 from agent.result import StopReason
 from agent.summary import plural
+from agent.text import json_text
 
 
 def register(sub: Any) -> None:
@@ -123,7 +124,7 @@ def run_queue(args: argparse.Namespace) -> int:
         where = store.shown
     if args.json:
         for r in runs:
-            print(json.dumps(r.to_dict()))
+            print(json_text(r.to_dict()))
         return 0
     if not runs:
         print(f"nothing to review in {where}: every run there that needs a look is labelled")

@@ -26,6 +26,7 @@ from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.summary import plural
+from agent.text import LONE_SURROGATE, json_text
 
 
 def register(sub: Any) -> None:
@@ -131,7 +132,7 @@ def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, s
     """Print runs as JSON lines or as a table; True when a table of at least one run was printed."""
     if args.json:
         for r in records:
-            print(json.dumps(r.to_dict()))
+            print(json_text(r.to_dict()))
         return False
     damaged = getattr(records, "damaged", [])
     if not records and not damaged:
@@ -162,7 +163,7 @@ def _pending(args: argparse.Namespace) -> int:
         where = store.shown
     now = time.time()
     for r in sorted(records, key=lambda r: r.suspended_at or 0):
-        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, args.store))
+        print(json_text(r.to_dict()) if args.json else pending_line(r, now, args.store))
     damaged = getattr(records, "damaged", [])
     if damaged and not args.json:
         print(left_out(damaged, where))
@@ -201,14 +202,20 @@ def _resume(args: argparse.Namespace) -> int:
 def start_state(args: argparse.Namespace) -> dict[str, Any]:
     """The state `start` gives a new run: `--state` (a JSON object), with `--scenario` in it."""
     try:
-        state = json.loads(args.state)
+        state = json.loads(args.state, parse_constant=_not_a_number)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"--state must be a JSON object: {exc}") from exc
+    if LONE_SURROGATE.search(args.state):
+        raise ConfigError("--state holds bytes that are not UTF-8 (a lone surrogate); pass UTF-8 text")
     if not isinstance(state, dict):
         raise ConfigError("--state must be a JSON object")
     if args.scenario:
         state["scenario"] = args.scenario
     return state
+
+
+def _not_a_number(name: str) -> Any:
+    raise ConfigError(f"--state must be standard JSON: {name} is not a JSON number; use a number or null")
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -242,7 +249,7 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
     with _runner(args) as runner:
         job = claim(runner)
         result = asyncio.run(runner.drive(job))
-    print(json.dumps(result.to_dict()) if args.json else result_line(result))
+    print(json_text(result.to_dict()) if args.json else result_line(result))
     return 0
 
 

@@ -36,7 +36,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -60,6 +60,7 @@ from agent.service.http import (
     MAX_PAGE,
     PAGE_SIZE,
     Problem,
+    StandardJSON,
     check_strings,
     int_param,
     json_body,
@@ -143,7 +144,7 @@ class HostGuard:
                     f"host {raw[:100]!r} is not served here; serve it with --allowed-host "
                     "(or $ENDSTATE_ALLOWED_HOSTS)"
                 )
-                await JSONResponse({"error": message}, status_code=421)(scope, receive, send)
+                await StandardJSON({"error": message}, status_code=421)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -156,7 +157,7 @@ class Api:
         self.runner = service.runner
 
     async def problem(self, request: Request, exc: Exception) -> Response:
-        return JSONResponse({"error": self.shown(str(exc))}, status_code=status_of(exc))
+        return StandardJSON({"error": self.shown(str(exc))}, status_code=status_of(exc))
 
     async def gone(self, request: Request, exc: Exception) -> Response:
         """The client went away mid-body: one line in the log, nothing to answer."""
@@ -190,14 +191,14 @@ class Api:
         body: dict[str, object] = {"runs": [r.to_dict() for r in records]}
         if damaged := getattr(records, "damaged", None):  # rows it could not read: logged, and named
             body["damaged"] = damaged
-        return JSONResponse(body)
+        return StandardJSON(body)
 
     async def read_run(self, request: Request) -> Response:
         self._authorize_read(request)
         record = await run_in_threadpool(self.runner.store.get, request.path_params["run_id"])
         if record is None:
             raise UnknownRun(f"no run with id {request.path_params['run_id']!r}")
-        return JSONResponse(record.to_dict())
+        return StandardJSON(record.to_dict())
 
     async def pending(self, request: Request) -> Response:
         """Waiting runs, oldest first, `limit` from `offset`; `next` is the following page's URL."""
@@ -209,7 +210,7 @@ class Api:
         after = offset + len(records)
         more = f"/pending?{urlencode({**only, 'offset': after, 'limit': limit})}" if after < total else None
         items = [pending_item(r, time.time()) for r in records]
-        return JSONResponse(
+        return StandardJSON(
             {"pending": items, "total": total, "offset": offset, "limit": limit, "next": more}
         )
 
@@ -259,7 +260,7 @@ class Api:
     def _accepted(self, job: Job) -> Response:
         self.runner.spawn(job)
         body = {"run_id": job.run_id, "status": "running", "url": f"/runs/{job.run_id}"}
-        return JSONResponse(body, status_code=202)
+        return StandardJSON(body, status_code=202)
 
 
 # -- request helpers ----------------------------------------------------------------------------

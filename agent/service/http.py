@@ -9,11 +9,12 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from agent.durable.runner import AnswerError
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
-from agent.text import LONE_SURROGATE
+from agent.text import LONE_SURROGATE, json_text
 
 MAX_BODY = 64 * 1024
 
@@ -22,6 +23,14 @@ BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive
 PAGE_SIZE = 50  # runs per page of /pending and of the inbox
 
 MAX_PAGE = 500
+
+
+class StandardJSON(JSONResponse):
+    """A JSON response any parser reads, whatever a run holds: NaN and the infinities (a state
+    set in Python) as null, lone surrogates (a path read with `surrogateescape`) as U+FFFD."""
+
+    def render(self, content: Any) -> bytes:
+        return json_text(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 class Problem(Exception):
