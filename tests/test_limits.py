@@ -76,10 +76,11 @@ def test_what_the_seed_suggestion_would_have_changed() -> None:
 @pytest.mark.parametrize(
     ("value", "rounded"),
     [(23.75, 25), (21, 25), (25, 25), (25.01, 30), (7.5, 8), (1, 1), (1.01, 1.2), (101, 120), (0.0275, 0.03),
-     (0.00123, 0.0015), (61_000, 80_000), (0, 0)],
+     (0.00123, 0.0015), (61_000, 80_000), (0, 0), (1.1e-13, 1.2e-13), (1e-320, 1e-320),
+     (3e300, 3e300)],
 )  # fmt: skip
 def test_round_up(value: float, rounded: float) -> None:
-    assert round_up(value) == pytest.approx(rounded)
+    assert round_up(value) == pytest.approx(rounded, rel=1e-9, abs=0)
 
 
 @pytest.mark.parametrize(
@@ -195,6 +196,26 @@ def test_a_bad_json_line_is_named(tmp_path: Path) -> None:
         history_from_jsonl(['{"summary": {}}', '{"reason": "success"}'], "runs.jsonl")
     with pytest.raises(LimitsError, match=r"^runs.jsonl, line 1: not a run record"):
         history_from_jsonl(["{not json"], "runs.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("row", "says"),
+    [
+        ('{"task_type": "a", "reason": "success", "turns": 1e400}', "turns must be a number from 0 up"),
+        ('{"task_type": "a", "reason": "success", "turns": NaN}', "turns must be a number from 0 up"),
+        ('{"task_type": "a", "reason": "success", "turns": -5}', "turns must be a number from 0 up"),
+        ('{"task_type": "a", "reason": "success", "turns": true}', "turns must be a number from 0 up"),
+        ('{"task_type": "a", "reason": "success", "active_seconds": -1}', "active_seconds must be"),
+        ('{"task_type": "a", "reason": "success", "cost_usd": Infinity}', "cost_usd must be"),
+        ('{"task_type": "a", "reason": "success", "input_tokens": "5"}', "input_tokens must be"),
+        ('{"task_type": ["a"], "reason": "success", "turns": 3}', "task_type must be a non-empty string"),
+        ('{"task_type": "a", "segments": 5}', "segments must be a list"),
+        ('{"task_type": "a", "reason": "success", "input_tokens": 1e308, "output_tokens": 1e308}', "large"),
+    ],
+)
+def test_a_run_record_with_impossible_numbers_is_named_not_a_traceback(row: str, says: str) -> None:
+    with pytest.raises(LimitsError, match=rf"^runs.jsonl, line 1: not a run record: .*{says}"):
+        history_from_jsonl([row], "runs.jsonl")
 
 
 @pytest.mark.parametrize(

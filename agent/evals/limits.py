@@ -92,8 +92,10 @@ def round_up(value: float) -> float:
     """The next round number at or above `value` (steps of at most a third)."""
     if value <= 0:
         return 0.0
-    scale = 10.0 ** math.floor(math.log10(value))
-    return next(round(s * scale, 12) for s in ROUND_STEPS if round(s * scale, 12) >= value * (1 - 1e-12))
+    exponent = math.floor(math.log10(value))
+    digits = 12 - exponent  # twelve significant digits, whatever the scale (a cost of 1e-13 too)
+    steps = (round(s * 10.0**exponent, digits) for s in ROUND_STEPS)
+    return next((s for s in steps if s >= value * (1 - 1e-12)), value)
 
 
 def suggest_ceiling(kind: LimitKind, observed: Observed, headroom: Headroom = Headroom()) -> Ceiling | None:
@@ -198,17 +200,36 @@ class PastRun:
     def from_dict(cls, d: Mapping[str, Any]) -> PastRun:
         """From `RunResult.to_dict()`, a JSON line of `endstate demo --json`, or a store record."""
         limit = d.get("limit", d.get("stop_limit"))
+        task_type = d["task_type"]
+        if not isinstance(task_type, str) or not task_type:
+            raise ValueError(f"task_type must be a non-empty string, not {task_type!r:.60}")
         return cls(
-            task_type=str(d["task_type"]),
+            task_type=task_type,
             reason=StopReason(d.get("reason") or d["stop_reason"]),
             limit=LimitKind(limit) if limit and limit != "none" else None,
-            turns=float(d.get("turns") or 0),
-            seconds=float(d.get("active_seconds") or 0),
-            tokens=float((d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)),
-            cost=None if "cost_usd" in d and d["cost_usd"] is None else float(d.get("cost_usd") or 0),
+            turns=_amount(d, "turns"),
+            seconds=_amount(d, "active_seconds"),
+            tokens=_finite(_amount(d, "input_tokens") + _amount(d, "output_tokens"), "input + output tokens"),
+            cost=None if "cost_usd" in d and d["cost_usd"] is None else _amount(d, "cost_usd"),
             run_id=d.get("run_id"),
             label=d.get("label"),
         )
+
+
+def _amount(d: Mapping[str, Any], key: str) -> float:
+    """How much of a budget a run used: a finite number from 0 (missing or null: 0)."""
+    value = d.get(key)
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise ValueError(f"{key} must be a number from 0 up, not {value!r:.60}")
+    return float(value)
+
+
+def _finite(value: float, what: str) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{what} is too large to be a run's ({value})")
+    return value
 
 
 @dataclass
@@ -408,7 +429,10 @@ def history_from_jsonl(lines: Iterable[str], source: str = "<input>") -> RecordH
 
 def _rows(obj: Any) -> list[dict[str, Any]]:
     if isinstance(obj, dict) and "segments" in obj:
-        return [{"task_type": obj["task_type"], **s} for s in obj["segments"]]
+        segments = obj["segments"]
+        if not isinstance(segments, list) or not all(isinstance(s, dict) for s in segments):
+            raise ValueError("segments must be a list of JSON objects")
+        return [{"task_type": obj["task_type"], **s} for s in segments]
     if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
         return [obj]
     return []  # a summary line or anything else that is not a run
