@@ -151,6 +151,20 @@ def test_a_task_type_with_only_failures_gets_a_clear_message_and_no_suggestion()
     )
 
 
+def test_one_outlying_success_is_named_as_what_sets_the_ceiling() -> None:
+    runs = [PastRun("t", S, None, 10, 5, 1000, 0.01, f"s{i}") for i in range(99)]
+    runs += [PastRun("t", S, None, 200, 6, 1100, 0.011, "far")]
+    (s,) = suggest(RecordHistory(runs))
+    assert s.ceiling(LimitKind.TURNS) == 250  # above every successful run, as promised
+    [note] = [n for n in s.notes if "outlier" in n]
+    assert note == (
+        "turns: the longest successful run (200) is 20x the 95th percentile (10): an outlier sets "
+        "this ceiling. Look at that run (`endstate review`); from the 95th percentile alone it would be 15"
+    )
+    (seed,) = suggest(RecordHistory(seed_runs()))
+    assert not any("outlier" in n for n in seed.notes)
+
+
 def test_few_successes_are_flagged() -> None:
     (s,) = suggest(RecordHistory([PastRun("t", S, None, 5, 2, 100, 0, "a")]))
     assert s.ceiling(LimitKind.TURNS) == 8

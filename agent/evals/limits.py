@@ -6,7 +6,9 @@ longest successful run, rounded up to a round number (1, 1.2, 1.5, 2, 2.5, 3,
 4, 5, 6, 8 times a power of ten). So it sits above every successful run and
 stays within about twice the longest one: when 95% of successful runs need at
 most 14 turns and the longest needs 19, it suggests 25. (A time ceiling is
-never under one second.) A task type with no
+never under one second.) When one far-out success sets a ceiling (the longest
+over 3 x the 95th percentile), a note says so and what the percentile alone
+would give: the ceiling stays above it, and a person decides. A task type with no
 successful run gets no suggestion: failures say nothing about what the task
 needs.
 
@@ -42,6 +44,7 @@ from agent.result import LimitKind, RunResult, StopReason
 KINDS = (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST)
 ROUND_STEPS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
 FEW_SUCCESSES = 20
+OUTLIER = 3.0  # a longest success this many times the 95th percentile is named as an outlier
 FLOORS = {LimitKind.SECONDS: 1.0}  # a time ceiling under a second would stop runs on jitter alone
 _NOT_ENDS = (StopReason.NEED_HELP, StopReason.CANCELLED)  # a run in these states has not ended
 
@@ -354,7 +357,8 @@ def suggest_one(history: History, task_type: str, headroom: Headroom = Headroom(
     ceilings = tuple(above_too_low(c, reviewed, headroom) for c in ceilings)
     changes = history.changes(task_type, {c.kind: c.suggested for c in ceilings})
     unknown = history.unknown(task_type, LimitKind.COST)
-    notes = _notes(stops, found, ceilings, unknown) + _review_notes(reviewed, ceilings)
+    notes = _notes(stops, found, ceilings, unknown) + _outliers(ceilings, headroom)
+    notes += _review_notes(reviewed, ceilings)
     return Suggestion(task_type, stops, ceilings, changes, notes, unknown)
 
 
@@ -366,6 +370,22 @@ def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Hea
     raised = round_up(used * headroom.over_longest)
     raised = raised if raised > used else used * headroom.over_longest
     return replace(ceiling, suggested=float(math.ceil(raised)) if ceiling.kind in _WHOLE else raised)
+
+
+def _outliers(ceilings: tuple[Ceiling, ...], headroom: Headroom) -> tuple[str, ...]:
+    """A note for each ceiling that one far-out success sets (its longest run over `OUTLIER` x p95)."""
+    notes = []
+    for c in ceilings:
+        o = c.observed
+        if o.count > 1 and 0 < o.quantile * OUTLIER < o.longest:
+            alone = suggest_ceiling(c.kind, Observed(o.count, o.quantile, o.quantile), headroom)
+            notes.append(
+                f"{c.kind}: the longest successful run ({_fmt(c.kind, o.longest)}) is "
+                f"{o.longest / o.quantile:.0f}x the 95th percentile ({_fmt(c.kind, o.quantile)}): an outlier "
+                "sets this ceiling. Look at that run (`endstate review`); from the 95th percentile alone "
+                f"it would be {_fmt(c.kind, alone.suggested if alone else o.quantile)}"
+            )
+    return tuple(notes)
 
 
 def _review_notes(reviewed: Reviewed, ceilings: tuple[Ceiling, ...]) -> tuple[str, ...]:
