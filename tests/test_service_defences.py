@@ -325,3 +325,36 @@ def test_a_state_set_in_python_with_nan_or_a_lone_surrogate_is_listed_as_standar
     assert shown["threshold"] is None and shown["top"] is None and shown["path"] == "v\ufffd"
     strict(api.get("/runs").text)
     strict(api.get("/pending").text)
+
+
+# -- every error is JSON saying what to fix, and no field is dropped without a word ---------------
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "says"),
+    [
+        ("/runs", {**INVOICE, "task_typ": "x"}, "unknown field(s) 'task_typ'"),
+        ("/runs", {**INVOICE, "run_id": ""}, "'run_id' must not be empty"),
+        ("/runs/{run}/answer", {"answer": "INV-0913", "by": "me"}, "unknown field(s) 'by'"),
+        ("/runs/{run}/deny", {"reson": "no"}, "takes 'reason'"),
+        ("/runs/{run}/approve", {"answer": "yes"}, "takes no field"),
+    ],
+)
+def test_a_field_an_endpoint_does_not_take_is_a_400_and_changes_nothing(
+    build: Build, path: str, body: dict[str, Any], says: str
+) -> None:
+    api = build(runs=1)
+    [run] = api.get("/runs").json()["runs"]
+    response = api.post(path.format(run=run["run_id"]), json=body, headers=AUTH)
+    assert response.status_code == 400 and says in response.json()["error"], response.text
+    [same] = api.get("/runs").json()["runs"]
+    assert same["status"] == "waiting" and same["segments"] == run["segments"]
+
+
+def test_an_unknown_path_or_method_is_a_json_error(build: Build) -> None:
+    api = build()
+    missing = api.get("/runs/a/b/c")
+    assert missing.status_code == 404 and "no such endpoint" in missing.json()["error"]
+    wrong = api.put("/runs", json=INVOICE, headers=AUTH)
+    assert wrong.status_code == 405 and "does not take PUT" in wrong.json()["error"]
+    assert "POST" in wrong.headers["allow"]

@@ -18,8 +18,9 @@ Only requests whose `Host` is allowed are served (loopback names and the
 configured ones: a web page cannot rebind its own name to this service);
 `/healthz`, `/readyz` and `/metrics`, which hold no run data, answer any host.
 
-Errors are `{"error": "..."}` with 400 (malformed), 401 (no valid token),
-404 (unknown run), 408 (the body did not arrive in time), 409 (not waiting,
+Errors are `{"error": "..."}` with 400 (malformed, or a field the endpoint does
+not take), 401 (no valid token), 404 (unknown run or path), 405 (a method the
+path does not take), 408 (the body did not arrive in time), 409 (not waiting,
 or claimed by another worker), 413 (body too large), 421 (a host not served
 here), 422 (an answer that does not fit the question). None of them changes
 the store.
@@ -34,6 +35,7 @@ from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -64,6 +66,7 @@ from agent.service.http import (
     check_strings,
     int_param,
     json_body,
+    known_fields,
     optional,
     parse_json,
     read_body,
@@ -73,6 +76,8 @@ from agent.service.http import (
 )
 
 log = logging.getLogger("endstate.service")
+
+START_FIELDS = ("agent", "task", "task_type", "state", "run_id")  # what POST /runs takes
 
 __all__ = [  # what other modules and tests import from here
     "BODY_TIMEOUT",
@@ -115,7 +120,12 @@ def create_app(service: Service) -> Starlette:
         *review_pages.routes(service),
         *inbox.routes(service),
     ]
-    handlers = {Problem: api.problem, EndstateError: api.problem, ClientDisconnect: api.gone}
+    handlers = {
+        Problem: api.problem,
+        EndstateError: api.problem,
+        ClientDisconnect: api.gone,
+        HTTPException: api.no_route,
+    }
     app = Starlette(
         routes=routes,
         lifespan=service.lifespan,
@@ -159,6 +169,16 @@ class Api:
     async def problem(self, request: Request, exc: Exception) -> Response:
         return StandardJSON({"error": self.shown(str(exc))}, status_code=status_of(exc))
 
+    async def no_route(self, request: Request, exc: Exception) -> Response:
+        """No such path (404) or method (405): JSON saying so, like every other error."""
+        status, detail = getattr(exc, "status_code", 404), getattr(exc, "detail", "")
+        where = f"{request.method} {request.url.path[:200]}"
+        message = {
+            404: f"{where}: no such endpoint here (the API: /runs, /runs/{{id}}, /pending, /inbox)",
+            405: f"{where}: this endpoint does not take {request.method}",
+        }.get(status, f"{where}: {detail}")
+        return StandardJSON({"error": message}, status_code=status, headers=getattr(exc, "headers", None))
+
     async def gone(self, request: Request, exc: Exception) -> Response:
         """The client went away mid-body: one line in the log, nothing to answer."""
         log.info("%s %s: the client disconnected before its body arrived", request.method, request.url.path)
@@ -170,12 +190,14 @@ class Api:
 
     async def start(self, request: Request) -> Response:
         self._authorize(request)
-        body = await json_body(request, self.service.body_timeout)
+        body = known_fields(await json_body(request, self.service.body_timeout), *START_FIELDS)
         options = {
             "task_type": optional(body, "task_type", str),
             "state": optional(body, "state", dict),
             "run_id": optional(body, "run_id", str),
         }
+        if options["run_id"] == "":  # an empty id is not "no id": a client's retry key went missing
+            raise Problem(400, "'run_id' must not be empty: give an id, or leave the field out for a new one")
         job = self.runner.begin(required(body, "agent"), required(body, "task"), **options)
         return self._accepted(job)
 
@@ -216,17 +238,17 @@ class Api:
 
     async def answer(self, request: Request) -> Response:
         self._authorize(request)
-        body = await json_body(request, self.service.body_timeout)
+        body = known_fields(await json_body(request, self.service.body_timeout), "answer")
         return self._accepted(self.runner.claim(request.path_params["run_id"], required(body, "answer")))
 
     async def approve(self, request: Request) -> Response:
         self._authorize(request)
-        await json_body(request, self.service.body_timeout, empty_ok=True)
+        known_fields(await json_body(request, self.service.body_timeout, empty_ok=True))
         return self._accepted(self.runner.claim(request.path_params["run_id"], approved=True))
 
     async def deny(self, request: Request) -> Response:
         self._authorize(request)
-        body = await json_body(request, self.service.body_timeout, empty_ok=True)
+        body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), "reason")
         reason = optional(body, "reason", str)
         return self._accepted(self.runner.claim(request.path_params["run_id"], reason, approved=False))
 

@@ -132,6 +132,16 @@ def _check_text(text: str) -> None:
         )
 
 
+def known_fields(body: dict[str, Any], *fields: str) -> dict[str, Any]:
+    """The body, refused (400) when it holds a field this endpoint does not take: a misspelt
+    `reason` or `task_type` must not be dropped without a word."""
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        takes = ", ".join(repr(f) for f in fields) if fields else "no field"
+        raise Problem(400, f"unknown field(s) {', '.join(map(repr, unknown))}: this endpoint takes {takes}")
+    return body
+
+
 def required(body: dict[str, Any], key: str) -> str:
     value = body.get(key)
     if not isinstance(value, str) or not value.strip():
