@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -337,7 +338,7 @@ def test_a_state_set_in_python_with_nan_or_a_lone_surrogate_is_listed_as_standar
         ("/runs", {**INVOICE, "run_id": ""}, "'run_id' must not be empty"),
         ("/runs/{run}/answer", {"answer": "INV-0913", "by": "me"}, "unknown field(s) 'by'"),
         ("/runs/{run}/deny", {"reson": "no"}, "takes 'reason'"),
-        ("/runs/{run}/approve", {"answer": "yes"}, "takes no field"),
+        ("/runs/{run}/approve", {"answer": "yes"}, "takes 'segments'"),
     ],
 )
 def test_a_field_an_endpoint_does_not_take_is_a_400_and_changes_nothing(
@@ -358,3 +359,44 @@ def test_an_unknown_path_or_method_is_a_json_error(build: Build) -> None:
     wrong = api.put("/runs", json=INVOICE, headers=AUTH)
     assert wrong.status_code == 405 and "does not take PUT" in wrong.json()["error"]
     assert "POST" in wrong.headers["allow"]
+
+
+# -- a stale page or a retried request never answers the question that came next ------------------
+
+
+def _waiting_at(api: TestClient, run_id: str, segments: int) -> dict[str, Any]:
+    for _ in range(400):
+        run = api.get(f"/runs/{run_id}").json()
+        if run["status"] == "waiting" and run["segments"] > segments:
+            return dict(run)
+        time.sleep(0.01)
+    raise AssertionError(f"run {run_id} did not wait again: {run}")
+
+
+def test_a_stale_approval_never_approves_the_call_that_came_next(tmp_path: Path) -> None:
+    from test_runner_agents import catalog, counter_state
+
+    store = open_store(str(tmp_path / "runs.db"))
+    runner = Runner(store, catalog())
+    folder = tmp_path / "a"
+    run_id = asyncio.run(runner.start("counter", "pay", state=counter_state(folder, "approve-twice"))).run_id
+    service = Service(runner, Token(TOKEN), sweep_interval=3600)
+    with TestClient(create_app(service), base_url=LOCAL) as api:
+        [read] = api.get("/pending").json()["pending"]
+        assert read["pending"]["arguments"] == {"amount": 7}
+        first = {"segments": read["segments"]}
+        assert api.post(f"/runs/{run_id}/approve", json=first, headers=AUTH).status_code == 202
+        now = _waiting_at(api, run_id, read["segments"])
+        assert now["pending"]["arguments"] == {"amount": 700}
+        again = api.post(f"/runs/{run_id}/approve", json=first, headers=AUTH)  # a client's retry
+        assert again.status_code == 409 and "moved on" in again.json()["error"]
+        origin = {"Origin": LOCAL, "Content-Type": "application/x-www-form-urlencoded"}
+        assert api.post("/inbox/login", content=f"token={TOKEN}", headers=origin).status_code == 200
+        page = api.get("/inbox").text
+        assert f'name="segments" value="{now["segments"]}"' in page  # the form says what it shows
+        stale = api.post(f"/inbox/{run_id}/approve", content=f"segments={read['segments']}", headers=origin)
+        assert stale.status_code == 409 and "moved on" in stale.text
+        assert api.get(f"/runs/{run_id}").json()["segments"] == now["segments"]
+    assert (folder / "wired.txt").read_text() == "7\n"  # only the call that was approved ran
+    runner.catalog.close()
+    store.close()

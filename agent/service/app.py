@@ -9,9 +9,13 @@ service listens beyond loopback, see `reads_need_token`):
     GET  /runs/{id}               one run and its result
     GET  /pending[?limit=&offset=&agent=&task_type=]
                                   runs waiting for a person, oldest first, a page at a time
-    POST /runs/{id}/answer        {"answer"}   -> 202, the run continues here
-    POST /runs/{id}/approve       {}           -> 202
-    POST /runs/{id}/deny          {"reason"?}  -> 202
+    POST /runs/{id}/answer        {"answer", "segments"?}   -> 202, the run continues here
+    POST /runs/{id}/approve       {"segments"?}             -> 202
+    POST /runs/{id}/deny          {"reason"?, "segments"?}  -> 202
+
+`segments` is the run's count as read (from `/pending` or `/runs/{id}`): given, the
+answer lands only on the question or call that was read, and is a 409 once the run
+has moved on (a retried request, a stale page), never an answer to the next one.
     GET  /metrics /healthz /readyz, the help inbox at /inbox and its review queue at /inbox/review
 
 Only requests whose `Host` is allowed are served (loopback names and the
@@ -64,6 +68,7 @@ from agent.service.http import (
     Problem,
     StandardJSON,
     check_strings,
+    claim,
     int_param,
     json_body,
     known_fields,
@@ -238,19 +243,25 @@ class Api:
 
     async def answer(self, request: Request) -> Response:
         self._authorize(request)
-        body = known_fields(await json_body(request, self.service.body_timeout), "answer")
-        return self._accepted(self.runner.claim(request.path_params["run_id"], required(body, "answer")))
+        body = known_fields(await json_body(request, self.service.body_timeout), "answer", "segments")
+        answer = required(body, "answer")
+        return self._accepted(claim(self.runner, request.path_params["run_id"], answer, **read_at(body)))
 
     async def approve(self, request: Request) -> Response:
         self._authorize(request)
-        known_fields(await json_body(request, self.service.body_timeout, empty_ok=True))
-        return self._accepted(self.runner.claim(request.path_params["run_id"], approved=True))
+        body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), "segments")
+        return self._accepted(
+            claim(self.runner, request.path_params["run_id"], approved=True, **read_at(body))
+        )
 
     async def deny(self, request: Request) -> Response:
         self._authorize(request)
-        body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), "reason")
+        body = known_fields(
+            await json_body(request, self.service.body_timeout, empty_ok=True), "reason", "segments"
+        )
         reason = optional(body, "reason", str)
-        return self._accepted(self.runner.claim(request.path_params["run_id"], reason, approved=False))
+        job = claim(self.runner, request.path_params["run_id"], reason, approved=False, **read_at(body))
+        return self._accepted(job)
 
     async def metrics(self, request: Request) -> Response:
         if self.service.metrics is None:
@@ -288,10 +299,22 @@ class Api:
 # -- request helpers ----------------------------------------------------------------------------
 
 
+def read_at(body: dict[str, Any]) -> dict[str, int]:
+    """The claim's `segments` precondition, when the body gives the count it read (409 once the run
+    has moved on: a retried or stale answer never lands on the next question)."""
+    if "segments" not in body:
+        return {}
+    value = body["segments"]
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise Problem(400, "'segments' must be the run's segments count as read (a whole number)")
+    return {"segments": value}
+
+
 def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
     """A waiting run as the pending list shows it."""
     return {
         "run_id": r.run_id,
+        "segments": r.segments,  # send it back with the answer: it lands on this question only
         "agent": r.agent,
         "task_type": r.task_type,
         "task": r.task,

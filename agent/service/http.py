@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from agent.durable.runner import AnswerError
+from agent.durable.runner import AnswerError, Runner
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
 from agent.text import LONE_SURROGATE, json_text
@@ -157,6 +157,29 @@ def optional(body: dict[str, Any], key: str, kind: type) -> Any:
 
 
 _DIGITS = re.compile(r"[0-9]{1,12}")  # ASCII digits only: `isdigit` also takes `²`
+
+
+def claim(
+    runner: Any,
+    run_id: str,
+    answer: str | None = None,
+    approved: bool | None = None,
+    segments: int | None = None,
+) -> Any:
+    """The runner's claim of a waiting run; with `segments` (the count the person read), only while
+    the run still waits at that count: a stale page or a retried request never answers the next
+    question. The store's runner checks it in the claim itself; another (Temporal) here, first."""
+    if segments is None:
+        return runner.claim(run_id, answer, approved=approved)
+    if isinstance(runner, Runner):
+        return runner.claim(run_id, answer, approved=approved, segments=segments)
+    current = runner.store.get(run_id)
+    if current is not None and current.segments != segments:
+        raise NotClaimable(
+            f"run {run_id} moved on (segment {current.segments}, not {segments}) since it was read; "
+            "nothing was changed: read the run again and answer its current question"
+        )
+    return runner.claim(run_id, answer, approved=approved)
 
 
 def int_param(text: str, low: int, high: int, name: str) -> int:
