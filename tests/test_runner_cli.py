@@ -290,3 +290,22 @@ def test_json_lines_stay_standard_json_whatever_a_state_set_in_python_holds(
         [line] = capsys.readouterr().out.splitlines()
         shown = json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
         assert shown["state"]["limit"] is None and shown["state"]["name"] == "v\ufffd"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["resume", "r1", "--more-turns", "-3"], "argument --more-turns: '-3' is not a whole number above 0"),
+        (["resume", "r1", "--more-cost", "nan"], "argument --more-cost: 'nan' is not a number above 0"),
+        (["resume", "r1", "--more-seconds", "inf"], "'inf' is not a number above 0"),
+        (["resume", "r1", "--more-turns", "0"], "'0' is not a whole number above 0"),
+        (["runs", "--limit", "-1"], "argument --limit: '-1' is not a whole number above 0"),
+        (["review", "--limit", "0"], "argument --limit: '0' is not a whole number above 0"),
+    ],
+)
+def test_a_count_or_budget_flag_below_one_names_the_flag(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2 and says in capsys.readouterr().err

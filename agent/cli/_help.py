@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 OTEL = (
@@ -75,3 +76,19 @@ class HelpParser(argparse.ArgumentParser):
         if action.help is None and action.option_strings and action.default not in (None, False):
             action.help = "(default: %(default)s)"
         return action
+
+
+def above_zero(kind: type) -> Callable[[str], Any]:
+    """An argparse type: a finite number above 0 of `kind` (int or float), or a usage error saying so."""
+    what = "whole number" if kind is int else "number"
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {what} above 0")
+        return value
+
+    return parse

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agent.cli._help import above_zero
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
@@ -46,7 +47,7 @@ def add_review(sub: Any) -> None:
         default=review.DEFAULT_SUCCESS_SHARE,
         help="share of successes sampled into the queue (0 to 1; the same runs each time)",
     )
-    p.add_argument("--limit", type=int, default=50, help="at most this many runs")
+    p.add_argument("--limit", type=above_zero(int), default=50, help="at most this many runs")
     p.add_argument("--json", action="store_true", help="one JSON object per run")
     p.set_defaults(handler=run_queue)
     rsub = p.add_subparsers(dest="review_command")

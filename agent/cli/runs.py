@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent.budget import Extension
+from agent.cli._help import above_zero
 from agent.durable.catalog import SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, runner_with_telemetry
 from agent.durable.store import RunRecord, RunStatus, RunStore, default_url, open_store
@@ -85,7 +86,7 @@ def _json_arg(p: argparse.ArgumentParser) -> None:
 def _runs_args(p: argparse.ArgumentParser) -> None:
     _json_arg(p)
     p.add_argument("--status", choices=[str(s) for s in RunStatus], help="only runs with this status")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=above_zero(int), default=50, help="at most this many runs, newest first")
 
 
 def _run_id_arg(p: argparse.ArgumentParser) -> None:
@@ -187,10 +188,10 @@ def _deny(args: argparse.Namespace) -> int:
 def _resume_args(parser: argparse.ArgumentParser) -> None:
     _run_id_arg(parser)
     more = parser.add_argument_group("more budget for a run that stopped at a limit")
-    more.add_argument("--more-turns", type=int, default=0, help="turns to add to its ceiling")
-    more.add_argument("--more-seconds", type=float, default=0.0, help="active seconds to add")
-    more.add_argument("--more-tokens", type=int, default=0, help="tokens to add")
-    more.add_argument("--more-cost", type=float, default=0.0, help="US dollars to add")
+    more.add_argument("--more-turns", type=above_zero(int), default=0, help="turns to add to its ceiling")
+    more.add_argument("--more-seconds", type=above_zero(float), default=0.0, help="active seconds to add")
+    more.add_argument("--more-tokens", type=above_zero(int), default=0, help="tokens to add")
+    more.add_argument("--more-cost", type=above_zero(float), default=0.0, help="US dollars to add")
 
 
 def _resume(args: argparse.Namespace) -> int:

@@ -244,24 +244,26 @@ class Api:
     async def answer(self, request: Request) -> Response:
         self._authorize(request)
         body = known_fields(await json_body(request, self.service.body_timeout), "answer", "segments")
-        answer = required(body, "answer")
-        return self._accepted(claim(self.runner, request.path_params["run_id"], answer, **read_at(body)))
+        return self._claimed(request, required(body, "answer"), None, body)
 
     async def approve(self, request: Request) -> Response:
         self._authorize(request)
         body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), "segments")
-        return self._accepted(
-            claim(self.runner, request.path_params["run_id"], approved=True, **read_at(body))
-        )
+        return self._claimed(request, None, True, body)
 
     async def deny(self, request: Request) -> Response:
         self._authorize(request)
         body = known_fields(
             await json_body(request, self.service.body_timeout, empty_ok=True), "reason", "segments"
         )
-        reason = optional(body, "reason", str)
-        job = claim(self.runner, request.path_params["run_id"], reason, approved=False, **read_at(body))
-        return self._accepted(job)
+        return self._claimed(request, optional(body, "reason", str), False, body)
+
+    def _claimed(
+        self, request: Request, answer: str | None, approved: bool | None, body: dict[str, Any]
+    ) -> Response:
+        """Claim the run named in the path with this answer (as read, when `segments` is given)."""
+        run_id = request.path_params["run_id"]
+        return self._accepted(claim(self.runner, run_id, answer, approved, segments=read_at(body)))
 
     async def metrics(self, request: Request) -> Response:
         if self.service.metrics is None:
@@ -299,15 +301,15 @@ class Api:
 # -- request helpers ----------------------------------------------------------------------------
 
 
-def read_at(body: dict[str, Any]) -> dict[str, int]:
+def read_at(body: dict[str, Any]) -> int | None:
     """The claim's `segments` precondition, when the body gives the count it read (409 once the run
     has moved on: a retried or stale answer never lands on the next question)."""
     if "segments" not in body:
-        return {}
+        return None
     value = body["segments"]
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
         raise Problem(400, "'segments' must be the run's segments count as read (a whole number)")
-    return {"segments": value}
+    return value
 
 
 def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
