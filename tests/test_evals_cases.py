@@ -131,7 +131,10 @@ def test_an_error_shows_a_value_shortened_however_far_its_aliases_expand(tmp_pat
     levels = ["a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9]"]
     for name, inner in zip("bcdefg", "abcdef", strict=True):
         levels.append(f"{name}: &{name} [{', '.join([f'*{inner}'] * 9)}]")
-    case = "cases: [{name: x, agent: csv-cleaner, script: csv/clean, expect: success, judge: *g}]"
+    case = (
+        "cases: [{name: x, agent: csv-cleaner, fixture: dirty_orders, script: csv/clean, expect: success, "
+        "judge: *g}]"
+    )
     path = write(tmp_path, "\n".join([*levels, case]) + "\n")
     with pytest.raises(CaseError) as raised:
         load_file(path)
