@@ -400,3 +400,17 @@ def test_a_stale_approval_never_approves_the_call_that_came_next(tmp_path: Path)
     assert (folder / "wired.txt").read_text() == "7\n"  # only the call that was approved ran
     runner.catalog.close()
     store.close()
+
+
+def test_a_start_sent_again_with_its_run_id_gets_that_run_and_a_different_one_is_a_409(build: Build) -> None:
+    api = build()
+    first = api.post("/runs", json={**INVOICE, "run_id": "order-42"}, headers=AUTH)
+    assert first.status_code == 202
+    again = api.post("/runs", json={**INVOICE, "run_id": "order-42"}, headers=AUTH)  # its reply was lost
+    assert again.status_code == 200, again.text
+    assert again.json()["run_id"] == "order-42" and again.json()["started_before"] is True
+    other = api.post("/runs", json={**INVOICE, "task": "Another task", "run_id": "order-42"}, headers=AUTH)
+    assert other.status_code == 409 and "taken by a different run" in other.json()["error"]
+    moved = {**INVOICE, "state": {"scenario": "invoice/portal-offline"}, "run_id": "order-42"}
+    assert api.post("/runs", json=moved, headers=AUTH).status_code == 409
+    assert [r["run_id"] for r in api.get("/runs").json()["runs"]] == ["order-42"]

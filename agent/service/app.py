@@ -5,6 +5,7 @@ that change a run need `Authorization: Bearer <token>`, and so do reads when the
 service listens beyond loopback, see `reads_need_token`):
 
     POST /runs                    {"agent", "task", "task_type"?, "state"?, "run_id"?} -> 202
+                                  (the same request again with its run_id: 200 and that run)
     GET  /runs[?status=&limit=]   recent runs
     GET  /runs/{id}               one run and its result
     GET  /pending[?limit=&offset=&agent=&task_type=]
@@ -47,7 +48,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent.durable.runner import Job
-from agent.durable.store import RunRecord, RunStatus, StoreError, UnknownRun
+from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.durable.store.urls import scrub
 from agent.errors import EndstateError
 from agent.service import inbox, review_pages
@@ -203,8 +204,24 @@ class Api:
         }
         if options["run_id"] == "":  # an empty id is not "no id": a client's retry key went missing
             raise Problem(400, "'run_id' must not be empty: give an id, or leave the field out for a new one")
-        job = self.runner.begin(required(body, "agent"), required(body, "task"), **options)
+        agent, task = required(body, "agent"), required(body, "task")
+        try:
+            job = self.runner.begin(agent, task, **options)
+        except RunExists:
+            return await self._started_before(agent, task, options)
         return self._accepted(job)
+
+    async def _started_before(self, agent: str, task: str, options: dict[str, Any]) -> Response:
+        """A run id that is taken: the same request sent again (a retry after a lost reply) gets the
+        run it started (200), never a second one; a different request with that id is a 409."""
+        record = await run_in_threadpool(self.runner.store.get, options["run_id"])
+        if record is None or not same_start(record, agent, task, options):
+            raise RunExists(
+                f"run id {options['run_id']!r} is taken by a different run (its agent, task, task type or "
+                "state differ); nothing was changed. Send the same request to get that run, or use a new id"
+            )
+        body = {"run_id": record.run_id, "status": str(record.status), "url": f"/runs/{record.run_id}"}
+        return StandardJSON(body | {"started_before": True})
 
     async def list_runs(self, request: Request) -> Response:
         self._authorize_read(request)
@@ -310,6 +327,17 @@ def read_at(body: dict[str, Any]) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
         raise Problem(400, "'segments' must be the run's segments count as read (a whole number)")
     return value
+
+
+def same_start(record: RunRecord, agent: str, task: str, options: dict[str, Any]) -> bool:
+    """`record` is the run this start request made (the state it gave is within the run's, which
+    its catalog entry may have added to)."""
+    state, task_type = options.get("state") or {}, options.get("task_type")
+    return (
+        (record.agent, record.task) == (agent, task)
+        and task_type in (None, record.task_type)
+        and all(k in record.state and record.state[k] == v for k, v in state.items())
+    )
 
 
 def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
