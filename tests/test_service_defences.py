@@ -414,3 +414,40 @@ def test_a_start_sent_again_with_its_run_id_gets_that_run_and_a_different_one_is
     moved = {**INVOICE, "state": {"scenario": "invoice/portal-offline"}, "run_id": "order-42"}
     assert api.post("/runs", json=moved, headers=AUTH).status_code == 409
     assert [r["run_id"] for r in api.get("/runs").json()["runs"]] == ["order-42"]
+
+
+# -- more budget over HTTP, as `endstate resume --more-turns` ------------------------------------
+
+
+def test_a_run_stopped_at_a_limit_is_given_more_turns_over_http(build: Build) -> None:
+    api = build()
+    limited = {"agent": "csv-cleaner", "task": "Clean it", "state": {"scenario": "csv/ok-every-time"}}
+    run_id = api.post("/runs", json=limited, headers=AUTH).json()["run_id"]
+    before = _finished(api, run_id, 0)
+    assert (before["stop_reason"], before["stop_limit"]) == ("limit", "turns")
+    for bad, says in [
+        ({"more_turns": 0}, "'more_turns' must be a whole number above 0"),
+        ({"more_turns": 1.5}, "'more_turns' must be a whole number above 0"),
+        ({"more_turns": True}, "'more_turns' must be a whole number above 0"),
+        ({"more_cost": "1"}, "'more_cost' must be a number above 0"),
+        ({"more_turn": 2}, "unknown field(s) 'more_turn'"),
+    ]:
+        refused = api.post(f"/runs/{run_id}/resume", json=bad, headers=AUTH)
+        assert refused.status_code == 400 and says in refused.json()["error"], refused.text
+    assert api.post(f"/runs/{run_id}/resume", json={"more_turns": 2}).status_code == 401
+    assert api.post(f"/runs/{run_id}/resume", json={"more_turns": 2}, headers=AUTH).status_code == 202
+    after = _finished(api, run_id, before["segments"])
+    assert after["stop_reason"] == "limit" and after["turns"] == before["turns"] + 2
+    done = api.post("/runs", json={**limited, "state": {"scenario": "csv/clean"}}, headers=AUTH).json()
+    _finished(api, done["run_id"], 0)
+    refused = api.post(f"/runs/{done['run_id']}/resume", json={"more_turns": 2}, headers=AUTH)
+    assert refused.status_code == 409 and "did not stop at a limit" in refused.json()["error"]
+
+
+def _finished(api: TestClient, run_id: str, segments: int) -> dict[str, Any]:
+    for _ in range(1000):
+        run = api.get(f"/runs/{run_id}").json()
+        if run["status"] == "finished" and run["segments"] > segments:
+            return dict(run)
+        time.sleep(0.01)
+    raise AssertionError(f"run {run_id} did not finish: {run}")

@@ -13,6 +13,8 @@ service listens beyond loopback, see `reads_need_token`):
     POST /runs/{id}/answer        {"answer", "segments"?}   -> 202, the run continues here
     POST /runs/{id}/approve       {"segments"?}             -> 202
     POST /runs/{id}/deny          {"reason"?, "segments"?}  -> 202
+    POST /runs/{id}/resume        {"more_turns"?, "more_seconds"?, "more_tokens"?, "more_cost"?} -> 202
+                                  a cancelled run continues; a limit stop, with that much more budget
 
 `segments` is the run's count as read (from `/pending` or `/runs/{id}`): given, the
 answer lands only on the question or call that was read, and is a 409 once the run
@@ -34,6 +36,7 @@ the store.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 from urllib.parse import urlencode
@@ -47,6 +50,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent.budget import Extension
 from agent.durable.runner import Job
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.durable.store.urls import scrub
@@ -118,6 +122,7 @@ def create_app(service: Service) -> Starlette:
         Route("/runs/{run_id}/answer", api.answer, methods=["POST"]),
         Route("/runs/{run_id}/approve", api.approve, methods=["POST"]),
         Route("/runs/{run_id}/deny", api.deny, methods=["POST"]),
+        Route("/runs/{run_id}/resume", api.resume, methods=["POST"]),
         Route("/pending", api.pending, methods=["GET"]),
         Route("/metrics", api.metrics, methods=["GET"]),
         Route("/healthz", api.healthz, methods=["GET"]),
@@ -275,6 +280,13 @@ class Api:
         )
         return self._claimed(request, optional(body, "reason", str), False, body)
 
+    async def resume(self, request: Request) -> Response:
+        """A cancelled run continues; one that stopped at a limit, with the `more_*` budget given."""
+        self._authorize(request)
+        body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), *MORE)
+        more = extension(body)
+        return self._accepted(self.runner.claim(request.path_params["run_id"], more=more))
+
     def _claimed(
         self, request: Request, answer: str | None, approved: bool | None, body: dict[str, Any]
     ) -> Response:
@@ -327,6 +339,28 @@ def read_at(body: dict[str, Any]) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
         raise Problem(400, "'segments' must be the run's segments count as read (a whole number)")
     return value
+
+
+MORE = {"more_turns": int, "more_seconds": float, "more_tokens": int, "more_cost": float}  # POST .../resume
+
+
+def extension(body: dict[str, Any]) -> Extension | None:
+    """The budget a resume adds (None: none given), each amount a finite number above 0 (400)."""
+    if not body:
+        return None
+    amounts = [_amount(body, key, kind) for key, kind in MORE.items()]
+    return Extension(int(amounts[0]), amounts[1], int(amounts[2]), amounts[3])
+
+
+def _amount(body: dict[str, Any], key: str, kind: type) -> float:
+    value = body.get(key, 0)
+    if key not in body:
+        return 0
+    fits = isinstance(value, kind | int) and not isinstance(value, bool)
+    if not fits or not 0 < value < math.inf:
+        what = "whole number" if kind is int else "number"
+        raise Problem(400, f"{key!r} must be a {what} above 0, not {str(value)[:40]}")
+    return float(value) if kind is float else int(value)
 
 
 def same_start(record: RunRecord, agent: str, task: str, options: dict[str, Any]) -> bool:
