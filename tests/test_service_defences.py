@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -451,3 +452,21 @@ def _finished(api: TestClient, run_id: str, segments: int) -> dict[str, Any]:
             return dict(run)
         time.sleep(0.01)
     raise AssertionError(f"run {run_id} did not finish: {run}")
+
+
+# -- one run whose journal cannot be read never hides the others --------------------------------
+
+
+def test_a_run_with_a_damaged_journal_is_shown_as_such_and_the_others_still_are(
+    build: Build, tmp_path: Path
+) -> None:
+    api = build(runs=2)
+    damaged, fine = (r["run_id"] for r in api.get("/pending").json()["pending"])
+    with sqlite3.connect(tmp_path / "runs.db") as conn:  # a bad disk, or a person with a SQL prompt
+        conn.execute("UPDATE endstate_entries SET entry = '{oops' WHERE run_id = ? AND seq = 2", (damaged,))
+    page = api.get("/inbox")
+    assert page.status_code == 200, page.text
+    assert f'data-run-id="{fine}"' in page.text and f'data-run-id="{damaged}"' in page.text
+    assert "Its journal cannot be read" in page.text
+    run_page = api.get(f"/inbox/review/runs/{damaged}")
+    assert "cannot be shown" in run_page.text and "text/html" in run_page.headers["content-type"]

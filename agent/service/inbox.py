@@ -271,7 +271,7 @@ def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
   <p class="task">{e(r.task)}</p>
   <p class="question">{e(r.question or "")}</p>
   {_call(r, b.preview)}
-  {_before(r, b.steps)}
+  {_before(r, b.steps)}{notice(b.unreadable, "journal-error")}
   <p class="times">{times}</p>
   {_expired(r, now) if b.expired else _forms(r, view) if signed_in else _SIGN_IN_TO_ANSWER}
 </article>"""
