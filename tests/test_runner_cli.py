@@ -7,6 +7,7 @@ import json
 import re
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pg
@@ -309,3 +310,15 @@ def test_a_count_or_budget_flag_below_one_names_the_flag(
     with pytest.raises(SystemExit) as exit_:
         main(args)
     assert exit_.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_output_piped_into_a_reader_that_stops_early_ends_quietly(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    _waiting_runs(path, tmp_path)
+    command = [sys.executable, "-m", "agent.cli", "runs", "--json", "--store", str(path)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_with_tests())
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # `| head -0`: the reader is gone before the first line
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
