@@ -268,3 +268,29 @@ def test_a_token_path_that_is_no_text_file_is_refused_at_once(tmp_path: Path, ki
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
     assert f"the token file {path} {says}" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["serve", "--sweep-interval", "0"],
+            "argument --sweep-interval: '0' is not a number of seconds above 0",
+        ),
+        (["serve", "--sweep-interval", "-1"], "is not a number of seconds above 0"),
+        (["serve", "--demo-interval", "nan"], "argument --demo-interval: 'nan' is not a number of seconds"),
+        (["serve", "--body-timeout", "0"], "argument --body-timeout: '0' is not a number of seconds above 0"),
+        (["serve", "--grace", "-1"], "argument --grace: '-1' is not a number of seconds from 0"),
+        (["serve", "--lease", "0"], "argument --lease: '0' is not a number above 0"),
+        (["answer", "r1", "yes", "--lease", "inf"], "argument --lease: 'inf' is not a number above 0"),
+    ],
+)
+def test_a_period_or_lease_that_cannot_work_is_a_usage_error(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lease of 0 would let any other worker take a run over while it runs; a sweep every -1 s spins."""
+    from agent.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2 and says in capsys.readouterr().err

@@ -78,17 +78,18 @@ class HelpParser(argparse.ArgumentParser):
         return action
 
 
-def above_zero(kind: type) -> Callable[[str], Any]:
-    """An argparse type: a finite number above 0 of `kind` (int or float), or a usage error saying so."""
-    what = "whole number" if kind is int else "number"
+def above_zero(kind: type, zero: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a finite number above 0 (from 0 with `zero`) of `kind` (int or float), or a
+    usage error saying so (a lease of 0 or a sweep every -1 s would be taken as given)."""
+    what = ("whole number" if kind is int else "number") + (" from 0" if zero else " above 0")
 
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or not 0 < value < float("inf"):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {what} above 0")
+        if value is None or not (value >= 0 if zero else value > 0) or not value < float("inf"):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {what}")
         return value
 
     return parse

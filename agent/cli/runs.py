@@ -71,7 +71,9 @@ STORE_HELP = (
 def add_store_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default=None, help=STORE_HELP.format(default=shown_url(default_url())))
     add_catalog_arg(parser)
-    parser.add_argument("--lease", type=float, default=30.0, help="seconds a worker holds a run unrenewed")
+    parser.add_argument(
+        "--lease", type=above_zero(float), default=30.0, help="seconds a worker holds a run unrenewed"
+    )
 
 
 def add_catalog_arg(parser: argparse.ArgumentParser) -> None:
