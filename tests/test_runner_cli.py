@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import sqlite3
@@ -322,3 +323,12 @@ def test_output_piped_into_a_reader_that_stops_early_ends_quietly(tmp_path: Path
     with proc.stderr:
         err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
+
+
+def test_one_turn_is_one_turn_in_the_runs_table() -> None:
+    from agent.cli.runs import run_line
+    from agent.durable.store import RunRecord
+
+    one = RunRecord("r1", "a", "t", "tt", RunStatus.WAITING, {}, 0.0, 0.0, turns=1)
+    assert " 1 turn  " in run_line(one) and "1 turns" not in run_line(one)
+    assert " 2 turns  " in run_line(dataclasses.replace(one, turns=2))

@@ -299,9 +299,10 @@ RUNS_HEADER = (
 def run_line(r: RunRecord) -> str:
     """One run under `RUNS_HEADER`."""
     reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "") if r.stop_reason else "-"
+    turns = "turn " if r.turns == 1 else "turns"
     return (
         f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {r.status:9} {reason:14} "
-        f"{r.turns:>3} turns  {dollars(r.cost_usd):>7}  {local_time(r.started_at)}"
+        f"{r.turns:>3} {turns}  {dollars(r.cost_usd):>7}  {local_time(r.started_at)}"
     )
 
 
