@@ -1,8 +1,12 @@
-"""Text that UTF-8 cannot hold: a lone surrogate, as in a file name decoded with `surrogateescape`."""
+"""Text that UTF-8 cannot hold (a lone surrogate, as in a file name decoded with `surrogateescape`),
+and values that standard JSON cannot (NaN and the infinities)."""
 
 from __future__ import annotations
 
+import json
+import math
 import re
+from typing import Any
 
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -10,3 +14,24 @@ LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def without_lone_surrogates(text: str) -> str:
     """The text with every lone surrogate as U+FFFD (the replacement character)."""
     return LONE_SURROGATE.sub("\ufffd", text)
+
+
+def json_ready(value: Any) -> Any:
+    """`value` as standard JSON holds it: NaN and the infinities as null, lone surrogates as U+FFFD.
+
+    What a run's state or a model's arguments may hold in Python; the service's responses and
+    the command line's `--json` lines must still be JSON that any parser reads."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, str):
+        return without_lone_surrogates(value)
+    if isinstance(value, dict):
+        return {json_ready(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    return value
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """Standard JSON for `value` (see `json_ready`); `options` as for `json.dumps`."""
+    return json.dumps(json_ready(value), allow_nan=False, **options)

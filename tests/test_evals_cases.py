@@ -120,6 +120,28 @@ def test_malformed_file(tmp_path: Path, text: str, problem: str) -> None:
         load_file(path)
 
 
+def test_a_case_file_that_is_not_utf8_is_named_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "cases.yaml"
+    path.write_bytes(b"\xff\xfecases: []\n")
+    with pytest.raises(CaseError, match=rf"^{path}: not UTF-8 text \(byte 0\): save the case file as UTF-8"):
+        load_file(path)
+
+
+def test_an_error_shows_a_value_shortened_however_far_its_aliases_expand(tmp_path: Path) -> None:
+    levels = ["a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9]"]
+    for name, inner in zip("bcdefg", "abcdef", strict=True):
+        levels.append(f"{name}: &{name} [{', '.join([f'*{inner}'] * 9)}]")
+    case = (
+        "cases: [{name: x, agent: csv-cleaner, fixture: dirty_orders, script: csv/clean, expect: success, "
+        "judge: *g}]"
+    )
+    path = write(tmp_path, "\n".join([*levels, case]) + "\n")
+    with pytest.raises(CaseError) as raised:
+        load_file(path)
+    message = str(raised.value)
+    assert "field 'judge': each judge is a name or" in message and len(message) < 600, len(message)
+
+
 def test_duplicate_names_across_files_name_both(tmp_path: Path) -> None:
     first = write(tmp_path, "cases:\n" + GOOD.format(name="same/name"), "a.yaml")
     second = write(tmp_path, textwrap.dedent(GOOD.format(name="same/name")), "b.yml")

@@ -76,10 +76,11 @@ def test_what_the_seed_suggestion_would_have_changed() -> None:
 @pytest.mark.parametrize(
     ("value", "rounded"),
     [(23.75, 25), (21, 25), (25, 25), (25.01, 30), (7.5, 8), (1, 1), (1.01, 1.2), (101, 120), (0.0275, 0.03),
-     (0.00123, 0.0015), (61_000, 80_000), (0, 0)],
+     (0.00123, 0.0015), (61_000, 80_000), (0, 0), (1.1e-13, 1.2e-13), (1e-320, 1e-320),
+     (3e300, 3e300)],
 )  # fmt: skip
 def test_round_up(value: float, rounded: float) -> None:
-    assert round_up(value) == pytest.approx(rounded)
+    assert round_up(value) == pytest.approx(rounded, rel=1e-9, abs=0)
 
 
 @pytest.mark.parametrize(
@@ -150,6 +151,20 @@ def test_a_task_type_with_only_failures_gets_a_clear_message_and_no_suggestion()
     )
 
 
+def test_one_outlying_success_is_named_as_what_sets_the_ceiling() -> None:
+    runs = [PastRun("t", S, None, 10, 5, 1000, 0.01, f"s{i}") for i in range(99)]
+    runs += [PastRun("t", S, None, 200, 6, 1100, 0.011, "far")]
+    (s,) = suggest(RecordHistory(runs))
+    assert s.ceiling(LimitKind.TURNS) == 250  # above every successful run, as promised
+    [note] = [n for n in s.notes if "outlier" in n]
+    assert note == (
+        "turns: the longest successful run (200) is 20x the 95th percentile (10): an outlier sets "
+        "this ceiling. Look at that run (`endstate review`); from the 95th percentile alone it would be 15"
+    )
+    (seed,) = suggest(RecordHistory(seed_runs()))
+    assert not any("outlier" in n for n in seed.notes)
+
+
 def test_few_successes_are_flagged() -> None:
     (s,) = suggest(RecordHistory([PastRun("t", S, None, 5, 2, 100, 0, "a")]))
     assert s.ceiling(LimitKind.TURNS) == 8
@@ -195,6 +210,26 @@ def test_a_bad_json_line_is_named(tmp_path: Path) -> None:
         history_from_jsonl(['{"summary": {}}', '{"reason": "success"}'], "runs.jsonl")
     with pytest.raises(LimitsError, match=r"^runs.jsonl, line 1: not a run record"):
         history_from_jsonl(["{not json"], "runs.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("row", "says"),
+    [
+        ('{"task_type": "a", "reason": "success", "turns": 1e400}', "turns must be a number from 0 up"),
+        ('{"task_type": "a", "reason": "success", "turns": NaN}', "turns must be a number from 0 up"),
+        ('{"task_type": "a", "reason": "success", "turns": -5}', "turns must be a number from 0 up"),
+        ('{"task_type": "a", "reason": "success", "turns": true}', "turns must be a number from 0 up"),
+        ('{"task_type": "a", "reason": "success", "active_seconds": -1}', "active_seconds must be"),
+        ('{"task_type": "a", "reason": "success", "cost_usd": Infinity}', "cost_usd must be"),
+        ('{"task_type": "a", "reason": "success", "input_tokens": "5"}', "input_tokens must be"),
+        ('{"task_type": ["a"], "reason": "success", "turns": 3}', "task_type must be a non-empty string"),
+        ('{"task_type": "a", "segments": 5}', "segments must be a list"),
+        ('{"task_type": "a", "reason": "success", "input_tokens": 1e308, "output_tokens": 1e308}', "large"),
+    ],
+)
+def test_a_run_record_with_impossible_numbers_is_named_not_a_traceback(row: str, says: str) -> None:
+    with pytest.raises(LimitsError, match=rf"^runs.jsonl, line 1: not a run record: .*{says}"):
+        history_from_jsonl([row], "runs.jsonl")
 
 
 @pytest.mark.parametrize(

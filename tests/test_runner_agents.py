@@ -59,6 +59,7 @@ SCRIPTS: dict[str, list[Any]] = {
         [finish("need_help", "Second question?")],
         [finish("done", "asked twice")],
     ],
+    "approve-twice": [[call("wire", amount=7)], [call("wire", amount=700)], [finish("done", "wired")]],
     "deploy": [[call("deploy", version="v2")], [finish("done", "deployed")]],
     "markup": [  # what a model may write: markup in a question and in a pending call's arguments
         [finish("need_help", MARKUP)],

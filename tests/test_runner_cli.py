@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pg
@@ -255,3 +257,78 @@ def test_a_run_stopped_at_its_turn_limit_is_continued_with_more_turns(store_url:
         assert isinstance(kept.journal[-1], Stopped) and kept.journal[-1].reason is StopReason.SUCCESS
     finally:
         store.close()
+
+
+def test_start_refuses_a_state_that_is_not_standard_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    path = str(tmp_path / "runs.db")
+    open_store(path).close()
+    for state, says in [
+        ('{"x": NaN}', "NaN is not a JSON number"),
+        ('{"x": -Infinity}', "-Infinity is not a JSON number"),
+        ('{"x": "v\udcfe"}', "not UTF-8"),  # a byte argv could not decode
+    ]:
+        assert main(["start", "invoice-downloader", "t", "--state", state, "--store", path]) == 2
+        assert says in capsys.readouterr().err
+    assert main(["runs", "--store", path]) == 0
+    assert capsys.readouterr().out.startswith("no runs")
+
+
+def test_json_lines_stay_standard_json_whatever_a_state_set_in_python_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.db"
+    store = open_store(str(path))
+    try:
+        runner = Runner(store, catalog())
+        state = counter_state(tmp_path / "a", "ask") | {"limit": float("nan"), "name": "v\udcfe"}
+        asyncio.run(runner.start("counter", "ask", state=state))
+    finally:
+        store.close()
+    for command in ("runs", "pending"):
+        assert main([command, "--json", "--store", str(path), "--catalog", CATALOG]) == 0
+        [line] = capsys.readouterr().out.splitlines()
+        shown = json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+        assert shown["state"]["limit"] is None and shown["state"]["name"] == "v\ufffd"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["resume", "r1", "--more-turns", "-3"], "argument --more-turns: '-3' is not a whole number above 0"),
+        (["resume", "r1", "--more-cost", "nan"], "argument --more-cost: 'nan' is not a number above 0"),
+        (["resume", "r1", "--more-seconds", "inf"], "'inf' is not a number above 0"),
+        (["resume", "r1", "--more-turns", "0"], "'0' is not a whole number above 0"),
+        (["runs", "--limit", "-1"], "argument --limit: '-1' is not a whole number above 0"),
+        (["review", "--limit", "0"], "argument --limit: '0' is not a whole number above 0"),
+    ],
+)
+def test_a_count_or_budget_flag_below_one_names_the_flag(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_output_piped_into_a_reader_that_stops_early_ends_quietly(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    _waiting_runs(path, tmp_path)
+    command = [sys.executable, "-m", "agent.cli", "runs", "--json", "--store", str(path)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_with_tests())
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # `| head -0`: the reader is gone before the first line
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
+
+
+def test_one_turn_is_one_turn_in_the_runs_table() -> None:
+    from agent.cli.runs import run_line
+    from agent.durable.store import RunRecord
+
+    one = RunRecord("r1", "a", "t", "tt", RunStatus.WAITING, {}, 0.0, 0.0, turns=1)
+    assert " 1 turn  " in run_line(one) and "1 turns" not in run_line(one)
+    assert " 2 turns  " in run_line(dataclasses.replace(one, turns=2))

@@ -135,7 +135,11 @@ def test_bad_requests_get_a_clear_4xx_and_change_nothing(server: Server, store_u
                 (api.post(f"/runs/{run_id}/approve"), 422, "not for an approval"),
                 (api.post("/runs", json={"agent": "nobody", "task": "t"}), 400, "no agent named 'nobody'"),
                 (api.post("/runs", json={"agent": "csv-cleaner"}), 400, "'task' is required"),
-                (api.post("/runs", json={**INVOICE, "run_id": run_id}), 409, "already exists"),
+                (
+                    api.post("/runs", json={**INVOICE, "task": "Another", "run_id": run_id}),
+                    409,
+                    "taken by a different run",
+                ),
                 (
                     api.post("/runs", json={**INVOICE, "task_type": "made-up-label"}),
                     400,

@@ -244,3 +244,53 @@ def test_serve_shows_no_store_password(tmp_path: Path) -> None:
     assert "endstate serve: store postgresql://postgres:***@127.0.0.1" in log and "password=***" in log
     for secret in ("s3cr", "hunter2xyz"):
         assert secret not in log
+
+
+@pytest.mark.usefixtures("no_env_token")
+@pytest.mark.parametrize(
+    ("kind", "says"),
+    [("fifo", "is not a regular file"), ("folder", "is not a regular file"), ("binary", "is not UTF-8 text")],
+)
+def test_a_token_path_that_is_no_text_file_is_refused_at_once(tmp_path: Path, kind: str, says: str) -> None:
+    """A named pipe nobody writes to would block `open` for good: refused without waiting."""
+    path = tmp_path / "token"
+    if kind == "fifo":
+        os.mkfifo(path, 0o600)
+    elif kind == "folder":
+        path.mkdir(mode=0o700)
+    else:
+        path.write_bytes(b"\xff" * 32)
+        path.chmod(0o600)
+    check = (
+        "from pathlib import Path; from agent.errors import ConfigError; "
+        "from agent.service.auth import read_token_file\n"
+        f"try:\n    read_token_file(Path({str(path)!r}))\nexcept ConfigError as e:\n    print(e)"
+    )
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert f"the token file {path} {says}" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["serve", "--sweep-interval", "0"],
+            "argument --sweep-interval: '0' is not a number of seconds above 0",
+        ),
+        (["serve", "--sweep-interval", "-1"], "is not a number of seconds above 0"),
+        (["serve", "--demo-interval", "nan"], "argument --demo-interval: 'nan' is not a number of seconds"),
+        (["serve", "--body-timeout", "0"], "argument --body-timeout: '0' is not a number of seconds above 0"),
+        (["serve", "--grace", "-1"], "argument --grace: '-1' is not a number of seconds from 0"),
+        (["serve", "--lease", "0"], "argument --lease: '0' is not a number above 0"),
+        (["answer", "r1", "yes", "--lease", "inf"], "argument --lease: 'inf' is not a number above 0"),
+    ],
+)
+def test_a_period_or_lease_that_cannot_work_is_a_usage_error(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lease of 0 would let any other worker take a run over while it runs; a sweep every -1 s spins."""
+    from agent.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2 and says in capsys.readouterr().err

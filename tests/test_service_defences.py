@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -297,3 +300,173 @@ def test_json_responses_are_standard_json(build: Build) -> None:
     text = api.get("/runs").text
     json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert RunStatus.WAITING in text
+
+
+# -- what a run holds in Python is still standard JSON on the way out -----------------------------
+
+
+def strict(text: str) -> Any:
+    """Parse as a strict JSON parser would: no NaN or Infinity, no lone surrogate."""
+    data = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert not re.search("[\ud800-\udfff]", json.dumps(data, ensure_ascii=False)), text
+    return data
+
+
+def test_a_state_set_in_python_with_nan_or_a_lone_surrogate_is_listed_as_standard_json(
+    build: Build,
+) -> None:
+    api = build()
+    runner = api.app.state.service.runner  # type: ignore[attr-defined]
+    state = {**INVOICE["state"], "threshold": float("nan"), "top": float("inf"), "path": "v\udcfe"}
+    run_id = asyncio.run(runner.start(INVOICE["agent"], "t \udcff", state=state)).run_id
+    for path in ("/runs", f"/runs/{run_id}", "/pending"):
+        response = api.get(path)
+        assert response.status_code == 200, (path, response.text)
+        assert run_id in response.text
+    shown = strict(api.get(f"/runs/{run_id}").text)["state"]
+    assert shown["threshold"] is None and shown["top"] is None and shown["path"] == "v\ufffd"
+    strict(api.get("/runs").text)
+    strict(api.get("/pending").text)
+
+
+# -- every error is JSON saying what to fix, and no field is dropped without a word ---------------
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "says"),
+    [
+        ("/runs", {**INVOICE, "task_typ": "x"}, "unknown field(s) 'task_typ'"),
+        ("/runs", {**INVOICE, "run_id": ""}, "'run_id' must not be empty"),
+        ("/runs/{run}/answer", {"answer": "INV-0913", "by": "me"}, "unknown field(s) 'by'"),
+        ("/runs/{run}/deny", {"reson": "no"}, "takes 'reason'"),
+        ("/runs/{run}/approve", {"answer": "yes"}, "takes 'segments'"),
+    ],
+)
+def test_a_field_an_endpoint_does_not_take_is_a_400_and_changes_nothing(
+    build: Build, path: str, body: dict[str, Any], says: str
+) -> None:
+    api = build(runs=1)
+    [run] = api.get("/runs").json()["runs"]
+    response = api.post(path.format(run=run["run_id"]), json=body, headers=AUTH)
+    assert response.status_code == 400 and says in response.json()["error"], response.text
+    [same] = api.get("/runs").json()["runs"]
+    assert same["status"] == "waiting" and same["segments"] == run["segments"]
+
+
+def test_an_unknown_path_or_method_is_a_json_error(build: Build) -> None:
+    api = build()
+    missing = api.get("/runs/a/b/c")
+    assert missing.status_code == 404 and "no such endpoint" in missing.json()["error"]
+    wrong = api.put("/runs", json=INVOICE, headers=AUTH)
+    assert wrong.status_code == 405 and "does not take PUT" in wrong.json()["error"]
+    assert "POST" in wrong.headers["allow"]
+
+
+# -- a stale page or a retried request never answers the question that came next ------------------
+
+
+def _waiting_at(api: TestClient, run_id: str, segments: int) -> dict[str, Any]:
+    for _ in range(400):
+        run = api.get(f"/runs/{run_id}").json()
+        if run["status"] == "waiting" and run["segments"] > segments:
+            return dict(run)
+        time.sleep(0.01)
+    raise AssertionError(f"run {run_id} did not wait again: {run}")
+
+
+def test_a_stale_approval_never_approves_the_call_that_came_next(tmp_path: Path) -> None:
+    from test_runner_agents import catalog, counter_state
+
+    store = open_store(str(tmp_path / "runs.db"))
+    runner = Runner(store, catalog())
+    folder = tmp_path / "a"
+    run_id = asyncio.run(runner.start("counter", "pay", state=counter_state(folder, "approve-twice"))).run_id
+    service = Service(runner, Token(TOKEN), sweep_interval=3600)
+    with TestClient(create_app(service), base_url=LOCAL) as api:
+        [read] = api.get("/pending").json()["pending"]
+        assert read["pending"]["arguments"] == {"amount": 7}
+        first = {"segments": read["segments"]}
+        assert api.post(f"/runs/{run_id}/approve", json=first, headers=AUTH).status_code == 202
+        now = _waiting_at(api, run_id, read["segments"])
+        assert now["pending"]["arguments"] == {"amount": 700}
+        again = api.post(f"/runs/{run_id}/approve", json=first, headers=AUTH)  # a client's retry
+        assert again.status_code == 409 and "moved on" in again.json()["error"]
+        origin = {"Origin": LOCAL, "Content-Type": "application/x-www-form-urlencoded"}
+        assert api.post("/inbox/login", content=f"token={TOKEN}", headers=origin).status_code == 200
+        page = api.get("/inbox").text
+        assert f'name="segments" value="{now["segments"]}"' in page  # the form says what it shows
+        stale = api.post(f"/inbox/{run_id}/approve", content=f"segments={read['segments']}", headers=origin)
+        assert stale.status_code == 409 and "moved on" in stale.text
+        assert api.get(f"/runs/{run_id}").json()["segments"] == now["segments"]
+    assert (folder / "wired.txt").read_text() == "7\n"  # only the call that was approved ran
+    runner.catalog.close()
+    store.close()
+
+
+def test_a_start_sent_again_with_its_run_id_gets_that_run_and_a_different_one_is_a_409(build: Build) -> None:
+    api = build()
+    first = api.post("/runs", json={**INVOICE, "run_id": "order-42"}, headers=AUTH)
+    assert first.status_code == 202
+    again = api.post("/runs", json={**INVOICE, "run_id": "order-42"}, headers=AUTH)  # its reply was lost
+    assert again.status_code == 200, again.text
+    assert again.json()["run_id"] == "order-42" and again.json()["started_before"] is True
+    other = api.post("/runs", json={**INVOICE, "task": "Another task", "run_id": "order-42"}, headers=AUTH)
+    assert other.status_code == 409 and "taken by a different run" in other.json()["error"]
+    moved = {**INVOICE, "state": {"scenario": "invoice/portal-offline"}, "run_id": "order-42"}
+    assert api.post("/runs", json=moved, headers=AUTH).status_code == 409
+    assert [r["run_id"] for r in api.get("/runs").json()["runs"]] == ["order-42"]
+
+
+# -- more budget over HTTP, as `endstate resume --more-turns` ------------------------------------
+
+
+def test_a_run_stopped_at_a_limit_is_given_more_turns_over_http(build: Build) -> None:
+    api = build()
+    limited = {"agent": "csv-cleaner", "task": "Clean it", "state": {"scenario": "csv/ok-every-time"}}
+    run_id = api.post("/runs", json=limited, headers=AUTH).json()["run_id"]
+    before = _finished(api, run_id, 0)
+    assert (before["stop_reason"], before["stop_limit"]) == ("limit", "turns")
+    for bad, says in [
+        ({"more_turns": 0}, "'more_turns' must be a whole number above 0"),
+        ({"more_turns": 1.5}, "'more_turns' must be a whole number above 0"),
+        ({"more_turns": True}, "'more_turns' must be a whole number above 0"),
+        ({"more_cost": "1"}, "'more_cost' must be a number above 0"),
+        ({"more_turn": 2}, "unknown field(s) 'more_turn'"),
+    ]:
+        refused = api.post(f"/runs/{run_id}/resume", json=bad, headers=AUTH)
+        assert refused.status_code == 400 and says in refused.json()["error"], refused.text
+    assert api.post(f"/runs/{run_id}/resume", json={"more_turns": 2}).status_code == 401
+    assert api.post(f"/runs/{run_id}/resume", json={"more_turns": 2}, headers=AUTH).status_code == 202
+    after = _finished(api, run_id, before["segments"])
+    assert after["stop_reason"] == "limit" and after["turns"] == before["turns"] + 2
+    done = api.post("/runs", json={**limited, "state": {"scenario": "csv/clean"}}, headers=AUTH).json()
+    _finished(api, done["run_id"], 0)
+    refused = api.post(f"/runs/{done['run_id']}/resume", json={"more_turns": 2}, headers=AUTH)
+    assert refused.status_code == 409 and "did not stop at a limit" in refused.json()["error"]
+
+
+def _finished(api: TestClient, run_id: str, segments: int) -> dict[str, Any]:
+    for _ in range(1000):
+        run = api.get(f"/runs/{run_id}").json()
+        if run["status"] == "finished" and run["segments"] > segments:
+            return dict(run)
+        time.sleep(0.01)
+    raise AssertionError(f"run {run_id} did not finish: {run}")
+
+
+# -- one run whose journal cannot be read never hides the others --------------------------------
+
+
+def test_a_run_with_a_damaged_journal_is_shown_as_such_and_the_others_still_are(
+    build: Build, tmp_path: Path
+) -> None:
+    api = build(runs=2)
+    damaged, fine = (r["run_id"] for r in api.get("/pending").json()["pending"])
+    with sqlite3.connect(tmp_path / "runs.db") as conn:  # a bad disk, or a person with a SQL prompt
+        conn.execute("UPDATE endstate_entries SET entry = '{oops' WHERE run_id = ? AND seq = 2", (damaged,))
+    page = api.get("/inbox")
+    assert page.status_code == 200, page.text
+    assert f'data-run-id="{fine}"' in page.text and f'data-run-id="{damaged}"' in page.text
+    assert "Its journal cannot be read" in page.text
+    run_page = api.get(f"/inbox/review/runs/{damaged}")
+    assert "cannot be shown" in run_page.text and "text/html" in run_page.headers["content-type"]

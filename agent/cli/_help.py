@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 OTEL = (
@@ -75,3 +76,20 @@ class HelpParser(argparse.ArgumentParser):
         if action.help is None and action.option_strings and action.default not in (None, False):
             action.help = "(default: %(default)s)"
         return action
+
+
+def above_zero(kind: type, zero: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a finite number above 0 (from 0 with `zero`) of `kind` (int or float), or a
+    usage error saying so (a lease of 0 or a sweep every -1 s would be taken as given)."""
+    what = ("whole number" if kind is int else "number") + (" from 0" if zero else " above 0")
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not (value >= 0 if zero else value > 0) or not value < float("inf"):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {what}")
+        return value
+
+    return parse

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import os
 import shlex
 import time
@@ -13,11 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agent.cli._help import above_zero
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
 from agent.result import StopReason
 from agent.summary import plural
+from agent.text import json_text
 
 
 def register(sub: Any) -> None:
@@ -46,7 +47,7 @@ def add_review(sub: Any) -> None:
         default=review.DEFAULT_SUCCESS_SHARE,
         help="share of successes sampled into the queue (0 to 1; the same runs each time)",
     )
-    p.add_argument("--limit", type=int, default=50, help="at most this many runs")
+    p.add_argument("--limit", type=above_zero(int), default=50, help="at most this many runs")
     p.add_argument("--json", action="store_true", help="one JSON object per run")
     p.set_defaults(handler=run_queue)
     rsub = p.add_subparsers(dest="review_command")
@@ -123,7 +124,7 @@ def run_queue(args: argparse.Namespace) -> int:
         where = store.shown
     if args.json:
         for r in runs:
-            print(json.dumps(r.to_dict()))
+            print(json_text(r.to_dict()))
         return 0
     if not runs:
         print(f"nothing to review in {where}: every run there that needs a look is labelled")

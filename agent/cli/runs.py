@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent.budget import Extension
+from agent.cli._help import above_zero
 from agent.durable.catalog import SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, runner_with_telemetry
 from agent.durable.store import RunRecord, RunStatus, RunStore, default_url, open_store
@@ -26,6 +27,7 @@ from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.summary import plural
+from agent.text import LONE_SURROGATE, json_text
 
 
 def register(sub: Any) -> None:
@@ -69,7 +71,9 @@ STORE_HELP = (
 def add_store_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default=None, help=STORE_HELP.format(default=shown_url(default_url())))
     add_catalog_arg(parser)
-    parser.add_argument("--lease", type=float, default=30.0, help="seconds a worker holds a run unrenewed")
+    parser.add_argument(
+        "--lease", type=above_zero(float), default=30.0, help="seconds a worker holds a run unrenewed"
+    )
 
 
 def add_catalog_arg(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +88,7 @@ def _json_arg(p: argparse.ArgumentParser) -> None:
 def _runs_args(p: argparse.ArgumentParser) -> None:
     _json_arg(p)
     p.add_argument("--status", choices=[str(s) for s in RunStatus], help="only runs with this status")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=above_zero(int), default=50, help="at most this many runs, newest first")
 
 
 def _run_id_arg(p: argparse.ArgumentParser) -> None:
@@ -131,7 +135,7 @@ def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, s
     """Print runs as JSON lines or as a table; True when a table of at least one run was printed."""
     if args.json:
         for r in records:
-            print(json.dumps(r.to_dict()))
+            print(json_text(r.to_dict()))
         return False
     damaged = getattr(records, "damaged", [])
     if not records and not damaged:
@@ -162,7 +166,7 @@ def _pending(args: argparse.Namespace) -> int:
         where = store.shown
     now = time.time()
     for r in sorted(records, key=lambda r: r.suspended_at or 0):
-        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, args.store))
+        print(json_text(r.to_dict()) if args.json else pending_line(r, now, args.store))
     damaged = getattr(records, "damaged", [])
     if damaged and not args.json:
         print(left_out(damaged, where))
@@ -186,10 +190,10 @@ def _deny(args: argparse.Namespace) -> int:
 def _resume_args(parser: argparse.ArgumentParser) -> None:
     _run_id_arg(parser)
     more = parser.add_argument_group("more budget for a run that stopped at a limit")
-    more.add_argument("--more-turns", type=int, default=0, help="turns to add to its ceiling")
-    more.add_argument("--more-seconds", type=float, default=0.0, help="active seconds to add")
-    more.add_argument("--more-tokens", type=int, default=0, help="tokens to add")
-    more.add_argument("--more-cost", type=float, default=0.0, help="US dollars to add")
+    more.add_argument("--more-turns", type=above_zero(int), default=0, help="turns to add to its ceiling")
+    more.add_argument("--more-seconds", type=above_zero(float), default=0.0, help="active seconds to add")
+    more.add_argument("--more-tokens", type=above_zero(int), default=0, help="tokens to add")
+    more.add_argument("--more-cost", type=above_zero(float), default=0.0, help="US dollars to add")
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -201,14 +205,20 @@ def _resume(args: argparse.Namespace) -> int:
 def start_state(args: argparse.Namespace) -> dict[str, Any]:
     """The state `start` gives a new run: `--state` (a JSON object), with `--scenario` in it."""
     try:
-        state = json.loads(args.state)
+        state = json.loads(args.state, parse_constant=_not_a_number)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"--state must be a JSON object: {exc}") from exc
+    if LONE_SURROGATE.search(args.state):
+        raise ConfigError("--state holds bytes that are not UTF-8 (a lone surrogate); pass UTF-8 text")
     if not isinstance(state, dict):
         raise ConfigError("--state must be a JSON object")
     if args.scenario:
         state["scenario"] = args.scenario
     return state
+
+
+def _not_a_number(name: str) -> Any:
+    raise ConfigError(f"--state must be standard JSON: {name} is not a JSON number; use a number or null")
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -242,7 +252,7 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
     with _runner(args) as runner:
         job = claim(runner)
         result = asyncio.run(runner.drive(job))
-    print(json.dumps(result.to_dict()) if args.json else result_line(result))
+    print(json_text(result.to_dict()) if args.json else result_line(result))
     return 0
 
 
@@ -289,9 +299,10 @@ RUNS_HEADER = (
 def run_line(r: RunRecord) -> str:
     """One run under `RUNS_HEADER`."""
     reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "") if r.stop_reason else "-"
+    turns = "turn " if r.turns == 1 else "turns"
     return (
         f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {r.status:9} {reason:14} "
-        f"{r.turns:>3} turns  {dollars(r.cost_usd):>7}  {local_time(r.started_at)}"
+        f"{r.turns:>3} {turns}  {dollars(r.cost_usd):>7}  {local_time(r.started_at)}"
     )
 
 

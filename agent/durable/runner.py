@@ -188,17 +188,25 @@ class Runner:
         answer: str | None = None,
         approved: bool | None = None,
         more: Extension | None = None,
+        segments: int | None = None,
     ) -> Job:
         """Take a waiting or cancelled run for this runner; exactly one caller wins.
 
         A question needs `answer`; a pending tool call needs `approved` (with
         `answer` as a denial's reason); a cancelled run needs neither (it keeps
         an answer a shutdown cut off). The loser of a race, an answer after the
-        deadline, or a run that waits for nothing gets `NotClaimable`.
+        deadline, or a run that waits for nothing gets `NotClaimable`; so does an
+        answer given for `segments` (the run's count as its asker read it) once the
+        run has moved on to another question or call.
         """
         current = self.store.get(run_id)
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
+        if segments is not None and segments != current.segments:
+            raise NotClaimable(
+                f"run {run_id} moved on (segment {current.segments}, not {segments}) since it was read; "
+                "nothing was changed: read the run again and answer its current question"
+            )
         lease, now = self.lease(), self.clock.time()
         if more is not None:  # more budget for a run that stopped at a limit
             if not (current.stop_reason is StopReason.LIMIT and current.snapshot_json):

@@ -154,6 +154,8 @@ def load_file(path: Path, catalog: str | None = None) -> list[Case]:
             data = yaml.safe_load(stream)
     except OSError as exc:
         raise CaseError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CaseError(f"{path}: not UTF-8 text (byte {exc.start}): save the case file as UTF-8") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -188,6 +190,13 @@ def _check_unique(cases: list[Case]) -> None:
 # -- one case -----------------------------------------------------------------------
 
 
+MAX_PROBLEM = 400  # characters of a value shown in an error: a YAML alias can expand to megabytes
+
+
+def _short(text: str, most: int) -> str:
+    return text if len(text) <= most else f"{text[: most - 25]}... ({len(text)} characters)"
+
+
 class _Fields:
     """A raw case mapping, with readers that raise errors naming the file, the case and the field."""
 
@@ -197,13 +206,13 @@ class _Fields:
             raise self.error(None, f"expected a mapping of fields, got {type(raw).__name__}")
         self.raw = raw
         if isinstance(raw.get("name"), str) and raw["name"].strip():
-            self.label = f"case {raw['name']!r}"
+            self.label = f"case {_short(repr(raw['name']), 80)}"
         if unknown := sorted(set(map(str, raw)) - set(FIELDS)):
             raise self.error(unknown[0], f"unknown field; the fields are: {', '.join(FIELDS)}")
 
     def error(self, name: str | None, problem: str) -> CaseError:
-        where = f" field {name!r}:" if name else ""
-        return CaseError(f"{self.source}: {self.label}:{where} {problem}")
+        where = f" field {_short(repr(name), 80)}:" if name else ""
+        return CaseError(f"{self.source}: {self.label}:{where} {_short(problem, MAX_PROBLEM)}")
 
     def text(self, name: str, default: str | None = None) -> str:
         value = self.raw.get(name, default)

@@ -6,7 +6,9 @@ longest successful run, rounded up to a round number (1, 1.2, 1.5, 2, 2.5, 3,
 4, 5, 6, 8 times a power of ten). So it sits above every successful run and
 stays within about twice the longest one: when 95% of successful runs need at
 most 14 turns and the longest needs 19, it suggests 25. (A time ceiling is
-never under one second.) A task type with no
+never under one second.) When one far-out success sets a ceiling (the longest
+over 3 x the 95th percentile), a note says so and what the percentile alone
+would give: the ceiling stays above it, and a person decides. A task type with no
 successful run gets no suggestion: failures say nothing about what the task
 needs.
 
@@ -42,6 +44,7 @@ from agent.result import LimitKind, RunResult, StopReason
 KINDS = (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST)
 ROUND_STEPS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
 FEW_SUCCESSES = 20
+OUTLIER = 3.0  # a longest success this many times the 95th percentile is named as an outlier
 FLOORS = {LimitKind.SECONDS: 1.0}  # a time ceiling under a second would stop runs on jitter alone
 _NOT_ENDS = (StopReason.NEED_HELP, StopReason.CANCELLED)  # a run in these states has not ended
 
@@ -92,8 +95,10 @@ def round_up(value: float) -> float:
     """The next round number at or above `value` (steps of at most a third)."""
     if value <= 0:
         return 0.0
-    scale = 10.0 ** math.floor(math.log10(value))
-    return next(round(s * scale, 12) for s in ROUND_STEPS if round(s * scale, 12) >= value * (1 - 1e-12))
+    exponent = math.floor(math.log10(value))
+    digits = 12 - exponent  # twelve significant digits, whatever the scale (a cost of 1e-13 too)
+    steps = (round(s * 10.0**exponent, digits) for s in ROUND_STEPS)
+    return next((s for s in steps if s >= value * (1 - 1e-12)), value)
 
 
 def suggest_ceiling(kind: LimitKind, observed: Observed, headroom: Headroom = Headroom()) -> Ceiling | None:
@@ -198,17 +203,36 @@ class PastRun:
     def from_dict(cls, d: Mapping[str, Any]) -> PastRun:
         """From `RunResult.to_dict()`, a JSON line of `endstate demo --json`, or a store record."""
         limit = d.get("limit", d.get("stop_limit"))
+        task_type = d["task_type"]
+        if not isinstance(task_type, str) or not task_type:
+            raise ValueError(f"task_type must be a non-empty string, not {task_type!r:.60}")
         return cls(
-            task_type=str(d["task_type"]),
+            task_type=task_type,
             reason=StopReason(d.get("reason") or d["stop_reason"]),
             limit=LimitKind(limit) if limit and limit != "none" else None,
-            turns=float(d.get("turns") or 0),
-            seconds=float(d.get("active_seconds") or 0),
-            tokens=float((d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)),
-            cost=None if "cost_usd" in d and d["cost_usd"] is None else float(d.get("cost_usd") or 0),
+            turns=_amount(d, "turns"),
+            seconds=_amount(d, "active_seconds"),
+            tokens=_finite(_amount(d, "input_tokens") + _amount(d, "output_tokens"), "input + output tokens"),
+            cost=None if "cost_usd" in d and d["cost_usd"] is None else _amount(d, "cost_usd"),
             run_id=d.get("run_id"),
             label=d.get("label"),
         )
+
+
+def _amount(d: Mapping[str, Any], key: str) -> float:
+    """How much of a budget a run used: a finite number from 0 (missing or null: 0)."""
+    value = d.get(key)
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise ValueError(f"{key} must be a number from 0 up, not {value!r:.60}")
+    return float(value)
+
+
+def _finite(value: float, what: str) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{what} is too large to be a run's ({value})")
+    return value
 
 
 @dataclass
@@ -333,7 +357,8 @@ def suggest_one(history: History, task_type: str, headroom: Headroom = Headroom(
     ceilings = tuple(above_too_low(c, reviewed, headroom) for c in ceilings)
     changes = history.changes(task_type, {c.kind: c.suggested for c in ceilings})
     unknown = history.unknown(task_type, LimitKind.COST)
-    notes = _notes(stops, found, ceilings, unknown) + _review_notes(reviewed, ceilings)
+    notes = _notes(stops, found, ceilings, unknown) + _outliers(ceilings, headroom)
+    notes += _review_notes(reviewed, ceilings)
     return Suggestion(task_type, stops, ceilings, changes, notes, unknown)
 
 
@@ -345,6 +370,22 @@ def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Hea
     raised = round_up(used * headroom.over_longest)
     raised = raised if raised > used else used * headroom.over_longest
     return replace(ceiling, suggested=float(math.ceil(raised)) if ceiling.kind in _WHOLE else raised)
+
+
+def _outliers(ceilings: tuple[Ceiling, ...], headroom: Headroom) -> tuple[str, ...]:
+    """A note for each ceiling that one far-out success sets (its longest run over `OUTLIER` x p95)."""
+    notes = []
+    for c in ceilings:
+        o = c.observed
+        if o.count > 1 and 0 < o.quantile * OUTLIER < o.longest:
+            alone = suggest_ceiling(c.kind, Observed(o.count, o.quantile, o.quantile), headroom)
+            notes.append(
+                f"{c.kind}: the longest successful run ({_fmt(c.kind, o.longest)}) is "
+                f"{o.longest / o.quantile:.0f}x the 95th percentile ({_fmt(c.kind, o.quantile)}): an outlier "
+                "sets this ceiling. Look at that run (`endstate review`); from the 95th percentile alone "
+                f"it would be {_fmt(c.kind, alone.suggested if alone else o.quantile)}"
+            )
+    return tuple(notes)
 
 
 def _review_notes(reviewed: Reviewed, ceilings: tuple[Ceiling, ...]) -> tuple[str, ...]:
@@ -408,7 +449,10 @@ def history_from_jsonl(lines: Iterable[str], source: str = "<input>") -> RecordH
 
 def _rows(obj: Any) -> list[dict[str, Any]]:
     if isinstance(obj, dict) and "segments" in obj:
-        return [{"task_type": obj["task_type"], **s} for s in obj["segments"]]
+        segments = obj["segments"]
+        if not isinstance(segments, list) or not all(isinstance(s, dict) for s in segments):
+            raise ValueError("segments must be a list of JSON objects")
+        return [{"task_type": obj["task_type"], **s} for s in segments]
     if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
         return [obj]
     return []  # a summary line or anything else that is not a run

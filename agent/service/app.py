@@ -5,21 +5,29 @@ that change a run need `Authorization: Bearer <token>`, and so do reads when the
 service listens beyond loopback, see `reads_need_token`):
 
     POST /runs                    {"agent", "task", "task_type"?, "state"?, "run_id"?} -> 202
+                                  (the same request again with its run_id: 200 and that run)
     GET  /runs[?status=&limit=]   recent runs
     GET  /runs/{id}               one run and its result
     GET  /pending[?limit=&offset=&agent=&task_type=]
                                   runs waiting for a person, oldest first, a page at a time
-    POST /runs/{id}/answer        {"answer"}   -> 202, the run continues here
-    POST /runs/{id}/approve       {}           -> 202
-    POST /runs/{id}/deny          {"reason"?}  -> 202
+    POST /runs/{id}/answer        {"answer", "segments"?}   -> 202, the run continues here
+    POST /runs/{id}/approve       {"segments"?}             -> 202
+    POST /runs/{id}/deny          {"reason"?, "segments"?}  -> 202
+    POST /runs/{id}/resume        {"more_turns"?, "more_seconds"?, "more_tokens"?, "more_cost"?} -> 202
+                                  a cancelled run continues; a limit stop, with that much more budget
+
+`segments` is the run's count as read (from `/pending` or `/runs/{id}`): given, the
+answer lands only on the question or call that was read, and is a 409 once the run
+has moved on (a retried request, a stale page), never an answer to the next one.
     GET  /metrics /healthz /readyz, the help inbox at /inbox and its review queue at /inbox/review
 
 Only requests whose `Host` is allowed are served (loopback names and the
 configured ones: a web page cannot rebind its own name to this service);
 `/healthz`, `/readyz` and `/metrics`, which hold no run data, answer any host.
 
-Errors are `{"error": "..."}` with 400 (malformed), 401 (no valid token),
-404 (unknown run), 408 (the body did not arrive in time), 409 (not waiting,
+Errors are `{"error": "..."}` with 400 (malformed, or a field the endpoint does
+not take), 401 (no valid token), 404 (unknown run or path), 405 (a method the
+path does not take), 408 (the body did not arrive in time), 409 (not waiting,
 or claimed by another worker), 413 (body too large), 421 (a host not served
 here), 422 (an answer that does not fit the question). None of them changes
 the store.
@@ -28,20 +36,23 @@ the store.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent.budget import Extension
 from agent.durable.runner import Job
-from agent.durable.store import RunRecord, RunStatus, StoreError, UnknownRun
+from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.durable.store.urls import scrub
 from agent.errors import EndstateError
 from agent.service import inbox, review_pages
@@ -60,9 +71,12 @@ from agent.service.http import (
     MAX_PAGE,
     PAGE_SIZE,
     Problem,
+    StandardJSON,
     check_strings,
+    claim,
     int_param,
     json_body,
+    known_fields,
     optional,
     parse_json,
     read_body,
@@ -72,6 +86,8 @@ from agent.service.http import (
 )
 
 log = logging.getLogger("endstate.service")
+
+START_FIELDS = ("agent", "task", "task_type", "state", "run_id")  # what POST /runs takes
 
 __all__ = [  # what other modules and tests import from here
     "BODY_TIMEOUT",
@@ -106,6 +122,7 @@ def create_app(service: Service) -> Starlette:
         Route("/runs/{run_id}/answer", api.answer, methods=["POST"]),
         Route("/runs/{run_id}/approve", api.approve, methods=["POST"]),
         Route("/runs/{run_id}/deny", api.deny, methods=["POST"]),
+        Route("/runs/{run_id}/resume", api.resume, methods=["POST"]),
         Route("/pending", api.pending, methods=["GET"]),
         Route("/metrics", api.metrics, methods=["GET"]),
         Route("/healthz", api.healthz, methods=["GET"]),
@@ -114,7 +131,12 @@ def create_app(service: Service) -> Starlette:
         *review_pages.routes(service),
         *inbox.routes(service),
     ]
-    handlers = {Problem: api.problem, EndstateError: api.problem, ClientDisconnect: api.gone}
+    handlers = {
+        Problem: api.problem,
+        EndstateError: api.problem,
+        ClientDisconnect: api.gone,
+        HTTPException: api.no_route,
+    }
     app = Starlette(
         routes=routes,
         lifespan=service.lifespan,
@@ -143,7 +165,7 @@ class HostGuard:
                     f"host {raw[:100]!r} is not served here; serve it with --allowed-host "
                     "(or $ENDSTATE_ALLOWED_HOSTS)"
                 )
-                await JSONResponse({"error": message}, status_code=421)(scope, receive, send)
+                await StandardJSON({"error": message}, status_code=421)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -156,7 +178,17 @@ class Api:
         self.runner = service.runner
 
     async def problem(self, request: Request, exc: Exception) -> Response:
-        return JSONResponse({"error": self.shown(str(exc))}, status_code=status_of(exc))
+        return StandardJSON({"error": self.shown(str(exc))}, status_code=status_of(exc))
+
+    async def no_route(self, request: Request, exc: Exception) -> Response:
+        """No such path (404) or method (405): JSON saying so, like every other error."""
+        status, detail = getattr(exc, "status_code", 404), getattr(exc, "detail", "")
+        where = f"{request.method} {request.url.path[:200]}"
+        message = {
+            404: f"{where}: no such endpoint here (the API: /runs, /runs/{{id}}, /pending, /inbox)",
+            405: f"{where}: this endpoint does not take {request.method}",
+        }.get(status, f"{where}: {detail}")
+        return StandardJSON({"error": message}, status_code=status, headers=getattr(exc, "headers", None))
 
     async def gone(self, request: Request, exc: Exception) -> Response:
         """The client went away mid-body: one line in the log, nothing to answer."""
@@ -169,14 +201,32 @@ class Api:
 
     async def start(self, request: Request) -> Response:
         self._authorize(request)
-        body = await json_body(request, self.service.body_timeout)
+        body = known_fields(await json_body(request, self.service.body_timeout), *START_FIELDS)
         options = {
             "task_type": optional(body, "task_type", str),
             "state": optional(body, "state", dict),
             "run_id": optional(body, "run_id", str),
         }
-        job = self.runner.begin(required(body, "agent"), required(body, "task"), **options)
+        if options["run_id"] == "":  # an empty id is not "no id": a client's retry key went missing
+            raise Problem(400, "'run_id' must not be empty: give an id, or leave the field out for a new one")
+        agent, task = required(body, "agent"), required(body, "task")
+        try:
+            job = self.runner.begin(agent, task, **options)
+        except RunExists:
+            return await self._started_before(agent, task, options)
         return self._accepted(job)
+
+    async def _started_before(self, agent: str, task: str, options: dict[str, Any]) -> Response:
+        """A run id that is taken: the same request sent again (a retry after a lost reply) gets the
+        run it started (200), never a second one; a different request with that id is a 409."""
+        record = await run_in_threadpool(self.runner.store.get, options["run_id"])
+        if record is None or not same_start(record, agent, task, options):
+            raise RunExists(
+                f"run id {options['run_id']!r} is taken by a different run (its agent, task, task type or "
+                "state differ); nothing was changed. Send the same request to get that run, or use a new id"
+            )
+        body = {"run_id": record.run_id, "status": str(record.status), "url": f"/runs/{record.run_id}"}
+        return StandardJSON(body | {"started_before": True})
 
     async def list_runs(self, request: Request) -> Response:
         self._authorize_read(request)
@@ -190,14 +240,14 @@ class Api:
         body: dict[str, object] = {"runs": [r.to_dict() for r in records]}
         if damaged := getattr(records, "damaged", None):  # rows it could not read: logged, and named
             body["damaged"] = damaged
-        return JSONResponse(body)
+        return StandardJSON(body)
 
     async def read_run(self, request: Request) -> Response:
         self._authorize_read(request)
         record = await run_in_threadpool(self.runner.store.get, request.path_params["run_id"])
         if record is None:
             raise UnknownRun(f"no run with id {request.path_params['run_id']!r}")
-        return JSONResponse(record.to_dict())
+        return StandardJSON(record.to_dict())
 
     async def pending(self, request: Request) -> Response:
         """Waiting runs, oldest first, `limit` from `offset`; `next` is the following page's URL."""
@@ -209,25 +259,40 @@ class Api:
         after = offset + len(records)
         more = f"/pending?{urlencode({**only, 'offset': after, 'limit': limit})}" if after < total else None
         items = [pending_item(r, time.time()) for r in records]
-        return JSONResponse(
+        return StandardJSON(
             {"pending": items, "total": total, "offset": offset, "limit": limit, "next": more}
         )
 
     async def answer(self, request: Request) -> Response:
         self._authorize(request)
-        body = await json_body(request, self.service.body_timeout)
-        return self._accepted(self.runner.claim(request.path_params["run_id"], required(body, "answer")))
+        body = known_fields(await json_body(request, self.service.body_timeout), "answer", "segments")
+        return self._claimed(request, required(body, "answer"), None, body)
 
     async def approve(self, request: Request) -> Response:
         self._authorize(request)
-        await json_body(request, self.service.body_timeout, empty_ok=True)
-        return self._accepted(self.runner.claim(request.path_params["run_id"], approved=True))
+        body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), "segments")
+        return self._claimed(request, None, True, body)
 
     async def deny(self, request: Request) -> Response:
         self._authorize(request)
-        body = await json_body(request, self.service.body_timeout, empty_ok=True)
-        reason = optional(body, "reason", str)
-        return self._accepted(self.runner.claim(request.path_params["run_id"], reason, approved=False))
+        body = known_fields(
+            await json_body(request, self.service.body_timeout, empty_ok=True), "reason", "segments"
+        )
+        return self._claimed(request, optional(body, "reason", str), False, body)
+
+    async def resume(self, request: Request) -> Response:
+        """A cancelled run continues; one that stopped at a limit, with the `more_*` budget given."""
+        self._authorize(request)
+        body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), *MORE)
+        more = extension(body)
+        return self._accepted(self.runner.claim(request.path_params["run_id"], more=more))
+
+    def _claimed(
+        self, request: Request, answer: str | None, approved: bool | None, body: dict[str, Any]
+    ) -> Response:
+        """Claim the run named in the path with this answer (as read, when `segments` is given)."""
+        run_id = request.path_params["run_id"]
+        return self._accepted(claim(self.runner, run_id, answer, approved, segments=read_at(body)))
 
     async def metrics(self, request: Request) -> Response:
         if self.service.metrics is None:
@@ -259,16 +324,61 @@ class Api:
     def _accepted(self, job: Job) -> Response:
         self.runner.spawn(job)
         body = {"run_id": job.run_id, "status": "running", "url": f"/runs/{job.run_id}"}
-        return JSONResponse(body, status_code=202)
+        return StandardJSON(body, status_code=202)
 
 
 # -- request helpers ----------------------------------------------------------------------------
+
+
+def read_at(body: dict[str, Any]) -> int | None:
+    """The claim's `segments` precondition, when the body gives the count it read (409 once the run
+    has moved on: a retried or stale answer never lands on the next question)."""
+    if "segments" not in body:
+        return None
+    value = body["segments"]
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise Problem(400, "'segments' must be the run's segments count as read (a whole number)")
+    return value
+
+
+MORE = {"more_turns": int, "more_seconds": float, "more_tokens": int, "more_cost": float}  # POST .../resume
+
+
+def extension(body: dict[str, Any]) -> Extension | None:
+    """The budget a resume adds (None: none given), each amount a finite number above 0 (400)."""
+    if not body:
+        return None
+    amounts = [_amount(body, key, kind) for key, kind in MORE.items()]
+    return Extension(int(amounts[0]), amounts[1], int(amounts[2]), amounts[3])
+
+
+def _amount(body: dict[str, Any], key: str, kind: type) -> float:
+    value = body.get(key, 0)
+    if key not in body:
+        return 0
+    fits = isinstance(value, kind | int) and not isinstance(value, bool)
+    if not fits or not 0 < value < math.inf:
+        what = "whole number" if kind is int else "number"
+        raise Problem(400, f"{key!r} must be a {what} above 0, not {str(value)[:40]}")
+    return float(value) if kind is float else int(value)
+
+
+def same_start(record: RunRecord, agent: str, task: str, options: dict[str, Any]) -> bool:
+    """`record` is the run this start request made (the state it gave is within the run's, which
+    its catalog entry may have added to)."""
+    state, task_type = options.get("state") or {}, options.get("task_type")
+    return (
+        (record.agent, record.task) == (agent, task)
+        and task_type in (None, record.task_type)
+        and all(k in record.state and record.state[k] == v for k, v in state.items())
+    )
 
 
 def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
     """A waiting run as the pending list shows it."""
     return {
         "run_id": r.run_id,
+        "segments": r.segments,  # send it back with the answer: it lands on this question only
         "agent": r.agent,
         "task_type": r.task_type,
         "task": r.task,

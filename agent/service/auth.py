@@ -65,8 +65,9 @@ def read_token_file(path: Path) -> str:
     file owned by someone other than this user or root, and a file writable by
     its group or others or readable by others.
     """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # a pipe: no wait
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, flags)
     except OSError as exc:
         if path.is_symlink():
             raise ConfigError(
@@ -74,9 +75,17 @@ def read_token_file(path: Path) -> str:
                 f"(its real path), or set ${ENV_TOKEN}"
             ) from exc
         raise ConfigError(f"cannot read the token file {path}: {exc.strerror or exc}") from exc
-    with os.fdopen(fd) as f:
-        _check_safe(path, os.fstat(f.fileno()))
-        return f.read().strip()
+    try:
+        _check_safe(path, os.fstat(fd))  # before reading: a folder or a pipe is refused here
+    except ConfigError:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(64 * 1024)
+    try:
+        return raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"the token file {path} is not UTF-8 text; write the token as text") from exc
 
 
 def _check_safe(path: Path, st: os.stat_result) -> None:

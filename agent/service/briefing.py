@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +20,11 @@ from starlette.concurrency import run_in_threadpool
 from agent._state import calls_of
 from agent.durable.catalog import Catalog
 from agent.durable.store import RunRecord
+from agent.errors import EndstateError
 from agent.journal import Journal
 from agent.snapshot import Snapshot
+
+log = logging.getLogger("endstate.service")
 
 STEPS_SHOWN = 5  # the last tool calls a briefing lists
 ARGUMENTS_CHARS = 300
@@ -55,15 +59,25 @@ class Briefing:
     steps: list[Step]
     preview: Preview | None  # None when the run asks a question rather than an approval
     expired: bool
+    unreadable: str = ""  # why the run's journal cannot be read (the others are shown all the same)
 
 
 async def brief(records: list[RunRecord], store: Any, catalog: Catalog, now: float) -> list[Briefing]:
     """A briefing per record: journals read off the event loop, previews built per approval."""
-    steps = await run_in_threadpool(lambda: [last_steps(store.snapshot(r.run_id)) for r in records])
+    read = await run_in_threadpool(lambda: [steps_of(store, r) for r in records])
     return [
-        Briefing(r, s, await preview(r, catalog) if r.pending else None, _expired(r, now))
-        for r, s in zip(records, steps, strict=True)
+        Briefing(r, steps, await preview(r, catalog) if r.pending else None, _expired(r, now), why)
+        for r, (steps, why) in zip(records, read, strict=True)
     ]
+
+
+def steps_of(store: Any, record: RunRecord) -> tuple[list[Step], str]:
+    """The run's last steps; none, and why, when its journal cannot be read (a damaged row)."""
+    try:
+        return last_steps(store.snapshot(record.run_id)), ""
+    except EndstateError as exc:
+        log.warning("run %s: its journal cannot be read for the inbox: %s", record.run_id, exc)
+        return [], f"Its journal cannot be read ({clip(str(exc), 200)}): the store row is damaged."
 
 
 def _expired(r: RunRecord, now: float) -> bool:

@@ -9,11 +9,12 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 
-from agent.durable.runner import AnswerError
+from agent.durable.runner import AnswerError, Runner
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
-from agent.text import LONE_SURROGATE
+from agent.text import LONE_SURROGATE, json_text
 
 MAX_BODY = 64 * 1024
 
@@ -22,6 +23,14 @@ BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive
 PAGE_SIZE = 50  # runs per page of /pending and of the inbox
 
 MAX_PAGE = 500
+
+
+class StandardJSON(JSONResponse):
+    """A JSON response any parser reads, whatever a run holds: NaN and the infinities (a state
+    set in Python) as null, lone surrogates (a path read with `surrogateescape`) as U+FFFD."""
+
+    def render(self, content: Any) -> bytes:
+        return json_text(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 class Problem(Exception):
@@ -123,6 +132,16 @@ def _check_text(text: str) -> None:
         )
 
 
+def known_fields(body: dict[str, Any], *fields: str) -> dict[str, Any]:
+    """The body, refused (400) when it holds a field this endpoint does not take: a misspelt
+    `reason` or `task_type` must not be dropped without a word."""
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        takes = ", ".join(repr(f) for f in fields) if fields else "no field"
+        raise Problem(400, f"unknown field(s) {', '.join(map(repr, unknown))}: this endpoint takes {takes}")
+    return body
+
+
 def required(body: dict[str, Any], key: str) -> str:
     value = body.get(key)
     if not isinstance(value, str) or not value.strip():
@@ -138,6 +157,29 @@ def optional(body: dict[str, Any], key: str, kind: type) -> Any:
 
 
 _DIGITS = re.compile(r"[0-9]{1,12}")  # ASCII digits only: `isdigit` also takes `²`
+
+
+def claim(
+    runner: Any,
+    run_id: str,
+    answer: str | None = None,
+    approved: bool | None = None,
+    segments: int | None = None,
+) -> Any:
+    """The runner's claim of a waiting run; with `segments` (the count the person read), only while
+    the run still waits at that count: a stale page or a retried request never answers the next
+    question. The store's runner checks it in the claim itself; another (Temporal) here, first."""
+    if segments is None:
+        return runner.claim(run_id, answer, approved=approved)
+    if isinstance(runner, Runner):
+        return runner.claim(run_id, answer, approved=approved, segments=segments)
+    current = runner.store.get(run_id)
+    if current is not None and current.segments != segments:
+        raise NotClaimable(
+            f"run {run_id} moved on (segment {current.segments}, not {segments}) since it was read; "
+            "nothing was changed: read the run again and answer its current question"
+        )
+    return runner.claim(run_id, answer, approved=approved)
 
 
 def int_param(text: str, low: int, high: int, name: str) -> int:

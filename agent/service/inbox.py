@@ -43,7 +43,16 @@ from agent.errors import EndstateError
 from agent.service.auth import COOKIE, ENV_TOKEN, ENV_TOKEN_FILE
 from agent.service.briefing import Briefing, Preview, Step, brief
 from agent.service.config import Service
-from agent.service.http import Problem, check_strings, int_param, matching, read_body, status_of, waiting_runs
+from agent.service.http import (
+    Problem,
+    check_strings,
+    claim,
+    int_param,
+    matching,
+    read_body,
+    status_of,
+    waiting_runs,
+)
 
 REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
 FILTERS = ("agent", "task_type")
@@ -153,12 +162,15 @@ class Inbox:
         return RedirectResponse(back, 303)
 
     def _claim(self, run_id: str, action: str, form: dict[str, str]) -> Any:
-        runner = self.service.runner
+        """Claim the run as the page showed it (its `segments`): a form left open while someone
+        else answered never approves the call, or answers the question, that came next."""
+        runner, shown = self.service.runner, form.get("segments")
+        read = int_param(shown, 0, 2**62, "the form's segments") if shown is not None else None
         if action == "answer":
-            return runner.claim(run_id, form.get("answer", ""))
+            return claim(runner, run_id, form.get("answer", ""), segments=read)
         if action == "approve":
-            return runner.claim(run_id, approved=True)
-        return runner.claim(run_id, form.get("reason") or None, approved=False)
+            return claim(runner, run_id, approved=True, segments=read)
+        return claim(runner, run_id, form.get("reason") or None, approved=False, segments=read)
 
     def _signed_in(self, request: Request) -> bool:
         return signed_in(self.service, request)
@@ -259,7 +271,7 @@ def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
   <p class="task">{e(r.task)}</p>
   <p class="question">{e(r.question or "")}</p>
   {_call(r, b.preview)}
-  {_before(r, b.steps)}
+  {_before(r, b.steps)}{notice(b.unreadable, "journal-error")}
   <p class="times">{times}</p>
   {_expired(r, now) if b.expired else _forms(r, view) if signed_in else _SIGN_IN_TO_ANSWER}
 </article>"""
@@ -313,17 +325,18 @@ def _forms(r: RunRecord, view: View) -> str:
     e = html.escape
     rid = quote(r.run_id, safe="")
     to = {a: e(view.url(f"/inbox/{rid}/{a}", page=None, refresh=None)) for a in ("answer", "approve", "deny")}
+    read = f'<input type="hidden" name="segments" value="{r.segments}">'  # the request as shown
     if r.pending:
         return f"""<div class="actions"><form method="post" action="{to["approve"]}" class="approve">
-    <button type="submit">Approve</button>
+    {read}<button type="submit">Approve</button>
     <span class="effect">the call runs as shown, then the agent continues.</span></form>
   <form method="post" action="{to["deny"]}" class="deny">
-    <label>Reason <input name="reason" type="text" maxlength="2000"></label>
+    {read}<label>Reason <input name="reason" type="text" maxlength="2000"></label>
     <button type="submit">Deny</button>
     <span class="effect">the call does not run; the agent is told it was denied, with your reason,
     and goes on from there.</span></form></div>"""
     return f"""<div class="actions"><form method="post" action="{to["answer"]}" class="answer">
-    <label>Answer <textarea name="answer" required maxlength="20000" rows="2"></textarea></label>
+    {read}<label>Answer <textarea name="answer" required maxlength="20000" rows="2"></textarea></label>
     <button type="submit">Send answer</button>
     <span class="effect">the agent gets your answer as the reply to its question and continues.</span>
   </form></div>"""

@@ -32,7 +32,7 @@ from agent.durable.review import Label
 from agent.durable.store import RunRecord
 from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
-from agent.service.briefing import Step, last_steps
+from agent.service.briefing import Step, last_steps, steps_of
 from agent.service.config import Service
 from agent.service.http import status_of
 from agent.service.inbox import (
@@ -120,7 +120,7 @@ class ReviewPages:
                 )
             )
         total = sum(n for a, t, n in counts if view.agent in (None, a) and view.task_type in (None, t))
-        steps = await run_in_threadpool(lambda: [last_steps(self.store.snapshot(r.run_id)) for r in records])
+        steps = await run_in_threadpool(lambda: [steps_of(self.store, r)[0] for r in records])
         reviewer = _reviewer(request)
         items = [
             run_card(r, s, view) + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
@@ -182,7 +182,10 @@ class ReviewPages:
         elif (record := await run_in_threadpool(self.store.get, run_id)) is None:
             error, status = f"No run with id {run_id!r}.", 404
         else:
-            content = await self._run_content(record, is_in, _reviewer(request))
+            try:
+                content = await self._run_content(record, is_in, _reviewer(request))
+            except EndstateError as exc:  # its journal cannot be read: the page says so
+                error, status = f"Run {run_id} cannot be shown: {exc}", status_of(exc)
         body = page_html(
             "review",
             title=f"Endstate review: run {html.escape(run_id)}",

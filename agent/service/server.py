@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import signal
 from pathlib import Path
@@ -47,6 +48,32 @@ def page_size(text: str) -> int:
     return int(text)
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (a sweep every 0 s would spin)."""
+    value = _seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+def seconds_from_zero(text: str) -> float:
+    """An argparse type: a finite number of seconds from 0."""
+    value = _seconds(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds")
+    return value
+
+
 def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default=os.environ.get(ENV_HOST, "127.0.0.1"), help="address to listen on")
     p.add_argument(
@@ -57,14 +84,18 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         "--read-auth", choices=("auto", "token", "open"), default=os.environ.get(ENV_READ_AUTH, "auto"),
         help=READ_AUTH_HELP,
     )  # fmt: skip
-    p.add_argument("--body-timeout", type=float, default=30.0, help="seconds a request body may take")
+    p.add_argument("--body-timeout", type=seconds, default=30.0, help="seconds a request body may take")
     p.add_argument("--header-timeout", type=float, default=10.0, help="seconds a request's headers may take")
     p.add_argument("--token-file", default=None, help="file holding the token (or set $ENDSTATE_TOKEN)")
     p.add_argument("--demo-workload", action="store_true", help="keep playing the example scenarios")
-    p.add_argument("--demo-interval", type=float, default=15.0, help="seconds between workload rounds")
-    p.add_argument("--demo-answer-after", type=float, default=20.0, help="seconds before the demo answers")
-    p.add_argument("--sweep-interval", type=float, default=5.0, help="seconds between deadline sweeps")
-    p.add_argument("--grace", type=float, default=10.0, help="seconds runs get to checkpoint at shutdown")
+    p.add_argument("--demo-interval", type=seconds, default=15.0, help="seconds between workload rounds")
+    p.add_argument(
+        "--demo-answer-after", type=seconds_from_zero, default=20.0, help="seconds before the demo answers"
+    )
+    p.add_argument("--sweep-interval", type=seconds, default=5.0, help="seconds between deadline sweeps")
+    p.add_argument(
+        "--grace", type=seconds_from_zero, default=10.0, help="seconds runs get to checkpoint at shutdown"
+    )
     p.add_argument("--page-size", type=page_size, default=50, help="runs per inbox page (1-500)")
     p.add_argument(
         "--retention", metavar="DURATION", help="prune finished runs older than this, e.g. 30d (hourly)"
