@@ -24,9 +24,10 @@ Choices worth knowing:
   server tools (`web_search()`, `web_fetch()`, `code_execution()`), request
   `metadata`, and `betas` (the `anthropic-beta` header). Thinking and other
   provider blocks are kept verbatim so they can be sent back unchanged.
-- A reply cut off by `max_tokens` while writing a tool call has that call
-  replaced by a text note saying so (`extra["truncated_tool_use"]` names the
-  tool): a call with cut-off arguments is never run.
+- A reply cut off (`max_tokens`, `model_context_window_exceeded`) while
+  writing a tool call has that call replaced by a text note saying so
+  (`extra["truncated_tool_use"]` names the tool): a call with cut-off
+  arguments is never run.
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -95,6 +96,8 @@ _UNREADABLE = (
 )
 
 _NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
+# Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
+_CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 _CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API counted it
 
 
@@ -469,9 +472,9 @@ def to_reply(
     content = [content_block(b) for b in message.content]
     stop_reason = message.stop_reason or "end_turn"
     extra: dict[str, Any] = {}
-    if stop_reason == "max_tokens" and content and content[-1].get("type") == "tool_use":
+    if stop_reason in _CUT_STOPS and content and content[-1].get("type") == "tool_use":
         cut = content.pop()
-        content.append({"type": "text", "text": _truncation_note(cut["name"])})
+        content.append({"type": "text", "text": _truncation_note(cut["name"], stop_reason)})
         extra["truncated_tool_use"] = cut["name"]
     if message.stop_sequence:
         extra["stop_sequence"] = message.stop_sequence
@@ -544,23 +547,25 @@ def content_block(block: types.ContentBlock) -> dict[str, Any]:
 
     Text and tool calls keep only what the loop needs; thinking blocks keep
     their signature (the API wants them back unchanged); anything else is kept
-    whole as JSON.
+    whole as JSON. The block's `type` decides, not its class: the SDK reads a
+    block type it does not know as a text block with no text.
     """
-    if isinstance(block, types.TextBlock):
+    kind = getattr(block, "type", None)
+    if kind == "text" and isinstance(block, types.TextBlock):
         return {"type": "text", "text": block.text}
-    if isinstance(block, types.ToolUseBlock):
+    if kind == "tool_use" and isinstance(block, types.ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
-    if isinstance(block, types.ThinkingBlock):
+    if kind == "thinking" and isinstance(block, types.ThinkingBlock):
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    if isinstance(block, types.RedactedThinkingBlock):
+    if kind == "redacted_thinking" and isinstance(block, types.RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": block.data}
     dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     return dumped
 
 
-def _truncation_note(tool: str) -> str:
+def _truncation_note(tool: str, stop_reason: str) -> str:
     return (
-        f"[Endstate: this reply reached max_tokens while writing a call of {tool!r}; "
+        f"[Endstate: this reply reached {stop_reason} while writing a call of {tool!r}; "
         "the call was cut off and was not run. Make the call again with shorter input, "
         "or split the work into smaller calls.]"
     )
