@@ -477,6 +477,8 @@ def _messages_problem(messages: Any) -> str | None:
         if not content:
             return f"messages.{i}: all messages must have non-empty content"
         blocks = [content] if isinstance(content, str) else content
+        if any(not str(b.get("text", "")).strip() for b in _typed(blocks, "text")):
+            return f"messages.{i}: text content blocks must contain non-whitespace text"
         results = {str(b.get("tool_use_id")) for b in _typed(blocks, "tool_result")}
         if unknown := results - open_calls:
             return f"messages.{i}: unexpected tool_use_id found in tool_result blocks: {sorted(unknown)[0]}"

@@ -102,3 +102,17 @@ def test_auth_error_is_an_error_stop() -> None:
     result, api = run(error(401, "invalid x-api-key"))
     assert result.reason is StopReason.ERROR and result.error_type == "authentication"
     assert len(api.requests) == 1
+
+
+def test_an_empty_or_blank_text_block_in_a_reply_is_not_sent_back() -> None:
+    # The API refuses a request holding a text block without non-whitespace text.
+    call = tool_use("write", {"path": "a", "body": "b"})
+    result, api = run(message(text(""), call), message(text(" \n"), DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert [b["type"] for b in api.bodies[1]["messages"][1]["content"]] == ["tool_use"]
+
+
+def test_a_reply_of_blank_text_only_is_nudged() -> None:
+    result, api = run(message(text("  ")), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert [m["role"] for m in api.bodies[1]["messages"]] == ["user", "user"]
