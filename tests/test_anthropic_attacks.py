@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from messages_api import MessagesAPI, Response, error, message, text, tool_use
+from messages_api import MessagesAPI, Response, dropped, error, message, text, tool_use
 
 from agent import Agent, Approval, Budget, RetryPolicy, Snapshot, StopReason, tool
 from agent.models.anthropic import AnthropicModel
@@ -116,3 +116,10 @@ def test_a_reply_of_blank_text_only_is_nudged() -> None:
     result, api = run(message(text("  ")), message(DONE))
     assert result.reason is StopReason.SUCCESS, result.note
     assert [m["role"] for m in api.bodies[1]["messages"]] == ["user", "user"]
+
+
+def test_a_connection_broken_mid_stream_is_retried_and_the_run_goes_on() -> None:
+    result, api = run(dropped(), message(DONE, input_tokens=100, output_tokens=7))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2
+    assert result.input_tokens == 10 + 100  # the broken call's input was sent and counted by the API

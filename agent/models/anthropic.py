@@ -11,7 +11,7 @@ Choices worth knowing:
   records what it had used (`agent.models.base.record_cut_call`): the input
   and cache tokens from the stream's start, and the output so far, counted
   from the text streamed (about 4 characters a token) when the API has not
-  said.
+  said. So does a call whose stream broke off (the loop retries it).
 - Prompt caching is on by default (`cache="5m"`; `"1h"` or None): cache
   breakpoints sit on the last tool, the system prompt, the last message and
   the user message before the last reply, so each turn reads the prefix the
@@ -213,6 +213,8 @@ class AnthropicModel:
         except anthropic.AnthropicError as exc:
             raise to_model_error(exc) from exc
         except httpx2.HTTPError as exc:  # the connection failed or stalled after the stream began
+            if (partial := stream.partial()) is not None:
+                record_cut_call(partial)  # the API took the input and began the reply: charged
             kind = "timeout" if isinstance(exc, httpx2.TimeoutException) else "connection"
             raise TransientModelError(
                 f"Anthropic API: the stream broke off: {exc!r}", error_type=kind
