@@ -123,3 +123,18 @@ def test_a_connection_broken_mid_stream_is_retried_and_the_run_goes_on() -> None
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(api.requests) == 2
     assert result.input_tokens == 10 + 100  # the broken call's input was sent and counted by the API
+
+
+def test_input_and_max_tokens_over_the_window_go_to_the_history_policy() -> None:
+    # Models before Claude 4.5 refuse a request whose input plus max_tokens exceeds the window.
+    over = error(
+        400,
+        "input length and `max_tokens` exceed context limit: 187254 + 20000 > 200000, "
+        "decrease input length or `max_tokens` and try again",
+    )
+    reads = [message(tool_use("read", {"page": i}), input_tokens=None) for i in range(5)]
+    with MessagesAPI(*reads, over, message(DONE)) as api:
+        result = agent_for(api, tools=[read]).run("Read the pages.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 7
+    assert "was cleared to save context" in json.dumps(api.bodies[6]["messages"])

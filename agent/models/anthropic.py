@@ -76,6 +76,9 @@ _PERMANENT: dict[int, str] = {
     422: "unprocessable",
 }
 
+# How a 400 says the prompt does not fit the context window (older models also count max_tokens).
+_WINDOW_FULL = ("prompt is too long", "exceed context limit")
+
 # An `event: error` inside a 200 stream names its kind in the body, not the status.
 _STREAM_ERRORS: dict[str, str] = {
     "overloaded_error": "overloaded",
@@ -606,7 +609,7 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     if status in _TRANSIENT or status >= 500:
         error_type = _TRANSIENT.get(status, "server_error")
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
-    if status == 400 and "prompt is too long" in str(detail).lower():
+    if status == 400 and any(words in str(detail).lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
     return ModelError(text, error_type=_PERMANENT.get(status, "api_error"))
 
