@@ -55,7 +55,7 @@ class RunRef:
 def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Agent:
     """The run's agent inside the workflow, from the plan it started with."""
     retry = w.retry_of(plan)
-    model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry)
+    model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry, plan.get("context_window"))
     prices = PriceTable({plan["model"]: w.price_of(plan["price"])} if plan["price"] else None)
     options: dict[str, Any] = {
         "name": plan["agent"],
@@ -69,6 +69,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         "retry": retry,
         "prices": prices,
         "hooks": ReplaySafeHooks(setup.hooks),
+        "history": w.history_of(plan),
         "max_tokens": plan["max_tokens"],
     }
     if plan["progress"] is not None:
@@ -124,8 +125,17 @@ def _cause(exc: ActivityError) -> ApplicationError | None:
 class ActivityModel:
     """A model whose every call is an activity; errors come back as the loop knows them."""
 
-    def __init__(self, name: str, provider: str, ref: RunRef, setup: WorkerSetup, retry: RetryPolicy) -> None:
+    def __init__(
+        self,
+        name: str,
+        provider: str,
+        ref: RunRef,
+        setup: WorkerSetup,
+        retry: RetryPolicy,
+        context_window: int | None = None,
+    ) -> None:
         self._name, self._provider, self._ref, self._setup, self._retry = name, provider, ref, setup, retry
+        self.context_window = context_window  # the worker's model's, as planned
 
     @property
     def name(self) -> str:

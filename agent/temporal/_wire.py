@@ -1,7 +1,8 @@
 """What crosses the wire between client, workflow and activities: names and JSON shapes.
 
 A run's *plan* is the part of an agent's definition that the loop's decisions
-depend on (budget, help and retry policies, progress thresholds, the tools and
+depend on (budget, help, retry and history policies, progress thresholds, the
+model's context window, the tools and
 whether they need approval, how many verifiers, the model and its price). It
 is taken once, by an activity, when the run starts, and lives in the
 workflow's history: a worker restarted with a changed agent replays a running
@@ -20,6 +21,7 @@ from temporalio.common import SearchAttributeKey
 from agent._codec import decode_entry, encode_entry
 from agent.agent import Agent
 from agent.budget import Budget
+from agent.history import HistoryPolicy
 from agent.journal import Entry
 from agent.models.base import ModelRequest
 from agent.models.price import Price
@@ -81,6 +83,8 @@ def plan_of(agent: Agent) -> dict[str, Any]:
         "help": dataclasses.asdict(agent.help),
         "retry": dataclasses.asdict(agent.retry),
         "progress": progress,
+        "history": history_plan(agent.history),
+        "context_window": agent.context_window,
         "verifiers": len(agent.verifiers),
         "fingerprint": agent.fingerprint is not None,
         "tools": [
@@ -95,6 +99,16 @@ def plan_of(agent: Agent) -> dict[str, Any]:
             for t in agent.tools
         ],
     }
+
+
+def history_plan(policy: HistoryPolicy) -> dict[str, Any]:
+    """The history policy's settings (a custom `summarize` stays on the worker: see the README)."""
+    return {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if f.name != "summarize"}
+
+
+def history_of(plan: dict[str, Any]) -> HistoryPolicy:
+    """The planned history policy; a plan made before it was planned gets the default one."""
+    return HistoryPolicy(**plan.get("history", {}))
 
 
 def price_of(data: dict[str, Any]) -> Price:
