@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -14,9 +15,11 @@ from temporal_server import TemporalServer
 
 from agent import Agent, Budget, HistoryPolicy, RetryPolicy, tool
 from agent.durable.runner import Catalog
+from agent.durable.store import NotClaimable
 from agent.models.scripted import ScriptedModel, Step, call, finish, reply, say
 from agent.result import RunResult
 from agent.temporal import TemporalRuns, build_worker
+from agent.temporal import _wire as w
 
 pytestmark = pytest.mark.slow
 
@@ -29,6 +32,19 @@ def temporal() -> Iterator[TemporalServer]:
     server = TemporalServer()
     yield server
     server.stop()
+
+
+@tool
+def dump(page: int) -> str:
+    """Fetch a whole archive: 300,000 characters."""
+    return f"archive {page}: " + "y" * 300_000
+
+
+@tool
+def blob(page: int) -> str:
+    """Fetch a blob: 1,400,000 characters (a Temporal payload may hold 2 MiB), slowly on page 2."""
+    time.sleep(3 if page == 2 else 0)
+    return f"blob {page}: " + "z" * 1_400_000
 
 
 @tool
@@ -48,6 +64,8 @@ SCRIPTS: dict[str, list[Step]] = {
         *(reply(call("fetch", page=i), input_tokens=14_000) for i in range(5)),
         [finish("done", "fetched")],
     ],
+    "archives": [*([call("dump", page=i)] for i in range(9)), [finish("done", "dumped")]],
+    "blobs": [[call("blob", page=1)], [call("blob", page=2)], [finish("done", "fetched")]],
     "refusal": [[call("fetch", page=1)], reply(say("I can't."), stop_reason="refusal")],
     "pause": [reply(say("Searching"), stop_reason="pause_turn"), [finish("done", "found")]],
     "cut": [reply(say("The first half"), stop_reason="max_tokens"), [finish("give_up", "too long")]],
@@ -66,8 +84,8 @@ def build(state: dict[str, Any]) -> Agent:
         name="fetcher",
         model=SmallWindow(SCRIPTS[state["script"]]),
         instructions="Fetch pages.",
-        tools=[fetch],
-        budget=Budget(max_turns=6, max_seconds=120),
+        tools=[fetch, dump, blob],
+        budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=120),
         retry=FAST_RETRY,
         history=history,
     )
@@ -92,9 +110,11 @@ async def worker(server: TemporalServer) -> AsyncIterator[TemporalRuns]:
 def on_temporal(server: TemporalServer, state: dict[str, Any]) -> tuple[RunResult, Agent]:
     async def go() -> RunResult:
         async with worker(server) as runs:
-            result = await runs.start("fetcher", "Fetch the pages.", state=state)
+            result = await asyncio.wait_for(runs.start("fetcher", "Fetch the pages.", state=state), 60)
             assert isinstance(result, RunResult)
-            return result
+            ended = await asyncio.wait_for(runs.result(result.run_id), 60)  # the workflow's own result
+            assert (ended.reason, ended.turns, ended.usage) == (result.reason, result.turns, result.usage)
+            return ended
 
     BUILT.clear()
     result = asyncio.run(go())
@@ -158,3 +178,65 @@ def test_the_models_context_window_holds_on_temporal(temporal: TemporalServer) -
     same_run(here, there)
     assert any("was cleared to save context" in text for text in sent_results(local_agent))
     assert sent_results(worker_agent) == sent_results(local_agent)
+
+
+def test_a_run_whose_history_outgrows_a_temporal_payload_stops_named_not_stuck(
+    temporal: TemporalServer,
+) -> None:
+    # Each model call carries the history; Temporal refuses a payload over 2 MiB and retries the
+    # workflow task for ever: the run must stop, named, before it asks for one.
+    state = {"script": "archives", "history": "off", "max_turns": 12}
+    assert locally(state)[0].reason == "success"
+    there, _ = on_temporal(temporal, state)
+    assert (there.reason, there.error_type) == ("error", "payload_too_large")
+    assert "HistoryPolicy(max_result_chars" in there.note
+    assert there.turns >= 4
+
+
+def test_a_run_whose_workflow_history_nears_temporals_limit_stops_named(
+    temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Temporal ends a workflow whose history passes 50 MB without a result; the run stops first.
+    monkeypatch.setattr(w, "MAX_HISTORY_BYTES", 1_000_000)
+    state = {"script": "archives", "history": "capped", "max_turns": 12}
+    there, _ = on_temporal(temporal, state)
+    assert (there.reason, there.error_type) == ("error", "history_too_large")
+    assert "history" in there.note
+
+
+def test_a_result_whose_journal_no_payload_can_hold_still_ends_the_workflow(temporal: TemporalServer) -> None:
+    # The journal passes 2 MiB with the last tool result: the result goes without its snapshot.
+    state = {"script": "blobs", "history": "off", "max_turns": 2}
+    assert locally(state)[0].snapshot is not None  # a limit keeps one: the run can be extended
+    there, _ = on_temporal(temporal, state)
+    assert (there.reason, there.limit) == ("limit", "turns")
+    assert there.snapshot is None and "snapshot" in there.note
+
+
+def test_a_cancelled_run_whose_snapshot_was_too_large_is_not_started_over(
+    temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Starting it over from its task would run again every tool it ran; it says so instead.
+    size = w.payload_size
+    monkeypatch.setattr(
+        w, "payload_size", lambda v: 10**9 if isinstance(v, dict) and v.get("snapshot") else size(v)
+    )
+
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            state = {"script": "blobs", "history": "off", "max_turns": 5}
+            run_id = await runs.start("fetcher", "Fetch the blobs.", state=state, wait=False)
+            assert isinstance(run_id, str)
+            for _ in range(200):  # the second blob is being fetched
+                if [a for a in BUILT if a.model.requests[1:]]:  # type: ignore[attr-defined]
+                    break
+                await asyncio.sleep(0.05)
+            await runs.cancel(run_id)
+            cancelled = await asyncio.wait_for(runs.result(run_id), 60)
+            assert cancelled.reason == "cancelled" and cancelled.turns == 2
+            assert cancelled.snapshot is None and "cannot be resumed" in cancelled.note
+            with pytest.raises(NotClaimable, match="no snapshot"):
+                await runs.resume(run_id)
+
+    BUILT.clear()
+    asyncio.run(scenario())

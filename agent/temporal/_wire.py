@@ -12,6 +12,7 @@ workflow with the plan the run started with, so its decisions come out the same.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -46,6 +47,12 @@ CLEANUP = "endstate.cleanup"
 # update and query names
 ANSWER, APPROVE, DENY, SEGMENT = "answer", "approve", "deny", "segment"
 STATUS = "status"
+
+# Temporal refuses a payload over its blob size limit (2 MiB by default), retrying the workflow task
+# for ever, and ends a workflow whose history passes its size limit (50 MB by default) with no
+# result: a run stops, named, before it would ask for either (see `_remote.too_large`).
+MAX_PAYLOAD_BYTES = 1_500_000
+MAX_HISTORY_BYTES = 40_000_000
 
 # search attributes: visible and queryable in Temporal's list views
 SA_AGENT = SearchAttributeKey.for_keyword("EndstateAgent")
@@ -182,6 +189,11 @@ def request_json(request: ModelRequest) -> dict[str, Any]:
 def request_from_json(data: dict[str, Any]) -> ModelRequest:
     journal = journal_from_json(data["journal"])
     return ModelRequest(data["system"], journal, data["tools"], data["max_tokens"])
+
+
+def payload_size(value: Any) -> int:
+    """About the bytes `value` takes as a Temporal payload (the JSON converter's compact JSON)."""
+    return len(json.dumps(value, separators=(",", ":"), default=str).encode())
 
 
 def utc(timestamp: float) -> datetime:

@@ -144,6 +144,10 @@ class TemporalRuns:
             where = "running" if ended is None else f"ended as {ended[0].reason}"
             raise NotClaimable(f"run {run_id} is {where}, not cancelled; nothing was changed")
         result, run = ended
+        if result.snapshot is None and result.turns:  # too large for a payload: starting over would repeat
+            raise NotClaimable(
+                f"run {run_id} kept no snapshot to resume from (see its note); nothing was changed"
+            )
         start = {**run, "snapshot": result.snapshot.to_json() if result.snapshot else None}
         try:
             handle = await self.client.start_workflow(

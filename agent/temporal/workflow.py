@@ -167,7 +167,7 @@ class EndstateRun:
         if self._last is not result:
             self._ended(result)
         keep = {k: run[k] for k in ("agent", "task", "task_type", "state", "plan") if k in run}
-        return {"result": w.result_json(result), "run": keep}
+        return {"result": _carried(result), "run": keep}
 
     def _bare(
         self, run: dict[str, Any], reason: StopReason, note: str, error_type: str | None = None
@@ -276,6 +276,21 @@ def _waiting(snap: Snapshot) -> RunResult:
         suspension=s,
         snapshot=snap,
     )
+
+
+def _carried(result: RunResult) -> dict[str, Any]:
+    """The result as the workflow's result: without its snapshot when no Temporal payload can hold
+    it (the workflow could never complete), and the note says so."""
+    data = w.result_json(result)
+    if data["snapshot"] is None or w.payload_size(data) <= w.MAX_PAYLOAD_BYTES:
+        return data
+    size = w.payload_size(data["snapshot"])
+    workflow.logger.warning("run %s: its snapshot (%d bytes) is left out of the result", result.run_id, size)
+    note = (
+        f"{result.note}\n[Endstate: the run's snapshot ({size:,} bytes) is too large for a Temporal "
+        "payload and was not kept: this run cannot be resumed or extended.]"
+    )
+    return {**data, "snapshot": None, "note": note.strip()}
 
 
 def _memo(result: RunResult) -> dict[str, Any]:
