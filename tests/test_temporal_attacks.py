@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -66,6 +67,7 @@ SCRIPTS: dict[str, list[Step]] = {
     ],
     "archives": [*([call("dump", page=i)] for i in range(9)), [finish("done", "dumped")]],
     "blobs": [[call("blob", page=1)], [call("blob", page=2)], [finish("done", "fetched")]],
+    "ask": [[finish("need_help", "Which page?")], [call("fetch", page=3)], [finish("done", "fetched")]],
     "refusal": [[call("fetch", page=1)], reply(say("I can't."), stop_reason="refusal")],
     "pause": [reply(say("Searching"), stop_reason="pause_turn"), [finish("done", "found")]],
     "cut": [reply(say("The first half"), stop_reason="max_tokens"), [finish("give_up", "too long")]],
@@ -239,4 +241,36 @@ def test_a_cancelled_run_whose_snapshot_was_too_large_is_not_started_over(
                 await runs.resume(run_id)
 
     BUILT.clear()
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("update", "args"),
+    [
+        ("answer", [123]),
+        ("answer", [{"text": "3"}]),
+        ("answer", [None]),
+        ("answer", []),
+        ("answer", ["3", "not a bool", "extra"]),
+        ("approve", []),
+        ("deny", [["no"]]),
+        ("segment", ["1"]),
+        ("no-such-update", ["3"]),
+    ],
+)
+def test_hostile_updates_are_refused_and_the_run_still_takes_a_real_answer(
+    temporal: TemporalServer, update: str, args: list[Any]
+) -> None:
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            asked = await runs.start("fetcher", "Fetch a page.", state={"script": "ask", "history": "capped"})
+            assert isinstance(asked, RunResult) and asked.reason == "need_help"
+            handle = runs.client.get_workflow_handle(asked.run_id)
+            with contextlib.suppress(Exception):  # refused, one way or another
+                await asyncio.wait_for(handle.execute_update(update, args=args), 10)
+            done = await asyncio.wait_for(runs.answer(asked.run_id, "Page 3."), 30)
+            assert done.reason == "success" and done.turns == 3
+            sent = json.dumps(BUILT[-1].model.requests[-2].messages)  # type: ignore[attr-defined]
+            assert "Page 3." in sent and "123" not in sent
+
     asyncio.run(scenario())
