@@ -17,6 +17,8 @@ from temporal_server import TemporalServer
 from agent import Agent, Budget, HistoryPolicy, RetryPolicy, tool
 from agent.durable.runner import Catalog
 from agent.durable.store import NotClaimable
+from agent.errors import TransientModelError
+from agent.models.base import ModelReply, record_cut_call
 from agent.models.scripted import ScriptedModel, Step, call, finish, reply, say
 from agent.result import RunResult
 from agent.temporal import TemporalRuns, build_worker
@@ -54,6 +56,12 @@ def fetch(page: int) -> str:
     return f"page {page}: " + "x" * 41_000  # over the default cap of 40,000 characters
 
 
+def broken_stream(request: Any) -> Any:
+    """A call whose stream broke after the API had counted 500 input tokens: recorded, then raised."""
+    record_cut_call(ModelReply([], input_tokens=500, output_tokens=20, stop_reason="cut_off"))
+    raise TransientModelError("the stream broke off", error_type="connection")
+
+
 SCRIPTS: dict[str, list[Step]] = {
     "long-results": [[call("fetch", page=1)], [call("fetch", page=2)], [finish("done", "fetched")]],
     "full": [
@@ -68,6 +76,7 @@ SCRIPTS: dict[str, list[Step]] = {
     "archives": [*([call("dump", page=i)] for i in range(9)), [finish("done", "dumped")]],
     "blobs": [[call("blob", page=1)], [call("blob", page=2)], [finish("done", "fetched")]],
     "ask": [[finish("need_help", "Which page?")], [call("fetch", page=3)], [finish("done", "fetched")]],
+    "broken": [broken_stream, [finish("done", "fetched")]],
     "refusal": [[call("fetch", page=1)], reply(say("I can't."), stop_reason="refusal")],
     "pause": [reply(say("Searching"), stop_reason="pause_turn"), [finish("done", "found")]],
     "cut": [reply(say("The first half"), stop_reason="max_tokens"), [finish("give_up", "too long")]],
@@ -274,3 +283,13 @@ def test_hostile_updates_are_refused_and_the_run_still_takes_a_real_answer(
             assert "Page 3." in sent and "123" not in sent
 
     asyncio.run(scenario())
+
+
+def test_a_broken_streams_tokens_are_charged_on_temporal_as_they_are_locally(
+    temporal: TemporalServer,
+) -> None:
+    state = {"script": "broken"}
+    here, _ = locally(state)
+    assert here.reason == "success" and here.input_tokens >= 500
+    there, _ = on_temporal(temporal, state)
+    same_run(here, there)

@@ -24,7 +24,7 @@ from agent.agent import Agent
 from agent.context import RunContext
 from agent.errors import ModelError, TransientModelError
 from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
-from agent.models.base import ModelReply, ModelRequest, ToolCall
+from agent.models.base import ModelReply, ModelRequest, ToolCall, record_cut_call
 from agent.policies import RetryPolicy
 from agent.prices import PriceTable
 from agent.progress import ProgressDetector
@@ -195,10 +195,14 @@ class ActivityModel:
 
 
 def _model_error(exc: ActivityError) -> Exception:
+    """The loop's error for a failed model activity; the usage of a call that broke off mid-way is
+    recorded, so the loop charges it as it would in one process."""
     cause = _cause(exc)
     if cause is None:
         return TransientModelError(f"the model activity failed: {exc.cause or exc}", error_type="activity")
     details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+    for partial in details.get("cut") or ():
+        record_cut_call(ModelReply(**partial))
     if cause.type == "TransientModelError":
         retry_after = details.get("retry_after")
         return TransientModelError(
