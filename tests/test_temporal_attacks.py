@@ -77,6 +77,18 @@ SCRIPTS: dict[str, list[Step]] = {
     "blobs": [[call("blob", page=1)], [call("blob", page=2)], [finish("done", "fetched")]],
     "ask": [[finish("need_help", "Which page?")], [call("fetch", page=3)], [finish("done", "fetched")]],
     "broken": [broken_stream, [finish("done", "fetched")]],
+    "thinking": [
+        [
+            {"type": "thinking", "thinking": "Page 2 first.", "signature": "c2ln\u00e9=="},
+            {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"},
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"q": "x"}},
+            {"type": "future_block", "payload": {"n": 1.5, "list": [None, True]}},
+            call("fetch", page=2),
+        ],
+        [call("fetch", page=3)],
+        [finish("need_help", "Go on?")],
+        [finish("done", "fetched")],
+    ],
     "refusal": [[call("fetch", page=1)], reply(say("I can't."), stop_reason="refusal")],
     "pause": [reply(say("Searching"), stop_reason="pause_turn"), [finish("done", "found")]],
     "cut": [reply(say("The first half"), stop_reason="max_tokens"), [finish("give_up", "too long")]],
@@ -293,3 +305,23 @@ def test_a_broken_streams_tokens_are_charged_on_temporal_as_they_are_locally(
     assert here.reason == "success" and here.input_tokens >= 500
     there, _ = on_temporal(temporal, state)
     same_run(here, there)
+
+
+def test_provider_blocks_go_back_verbatim_through_activities_and_a_wait(temporal: TemporalServer) -> None:
+    state = {"script": "thinking", "history": "capped"}
+    local_agent = build(state)
+    asked = local_agent.run("Fetch the pages.", state=state)
+    here = local_agent.resume(asked.snapshot, "Yes.")  # type: ignore[arg-type]
+
+    async def go() -> RunResult:
+        async with worker(temporal) as runs:
+            waiting = await runs.start("fetcher", "Fetch the pages.", state=state)
+            assert isinstance(waiting, RunResult) and waiting.reason == "need_help"
+            return await asyncio.wait_for(runs.answer(waiting.run_id, "Yes."), 30)
+
+    BUILT.clear()
+    there = asyncio.run(go())
+    same_run(here, there)
+    sent = [r.messages for r in BUILT[-1].model.requests]  # type: ignore[attr-defined]
+    assert sent == [r.messages for r in local_agent.model.requests]  # type: ignore[attr-defined]
+    assert sent[-1][1]["content"][:4] == SCRIPTS["thinking"][0][:4]  # type: ignore[index]
