@@ -138,3 +138,12 @@ def test_input_and_max_tokens_over_the_window_go_to_the_history_policy() -> None
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(api.requests) == 7
     assert "was cleared to save context" in json.dumps(api.bodies[6]["messages"])
+
+
+def test_a_retry_after_that_is_no_number_of_seconds_falls_back_to_the_backoff() -> None:
+    # "inf" would sleep for ever (no time budget), "nan" breaks the wait; neither is valid HTTP.
+    for value in ("inf", "nan", "-5", "Infinity"):
+        busy = error(429, "rate limited", headers={"retry-after": value})
+        result, api = run(busy, message(DONE), budget=Budget(max_turns=5, max_seconds=None))
+        assert result.reason is StopReason.SUCCESS, (value, result.note)
+        assert len(api.requests) == 2

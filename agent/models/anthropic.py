@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -615,20 +616,27 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if given."""
+    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if given.
+    A value that is no number of seconds (negative, `inf`, `nan`) is not given."""
     try:
-        return float(headers["retry-after-ms"]) / 1000
+        return _seconds(float(headers["retry-after-ms"]) / 1000)
     except (KeyError, ValueError):
         pass
     value = headers.get("retry-after")
     if value is None:
         return None
     try:
-        return float(value)
+        return _seconds(float(value))
     except ValueError:
         pass
     when = email.utils.parsedate_tz(value)
     return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
+
+
+def _seconds(value: float) -> float:
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"not a number of seconds: {value!r}")
+    return value
 
 
 def _where(exc: anthropic.APIError) -> str:
