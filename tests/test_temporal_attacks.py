@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -89,6 +90,7 @@ SCRIPTS: dict[str, list[Step]] = {
         [finish("need_help", "Go on?")],
         [finish("done", "fetched")],
     ],
+    "gate": [[call("open_gate")], [finish("done", "opened")]],
     "refusal": [[call("fetch", page=1)], reply(say("I can't."), stop_reason="refusal")],
     "pause": [reply(say("Searching"), stop_reason="pause_turn"), [finish("done", "found")]],
     "cut": [reply(say("The first half"), stop_reason="max_tokens"), [finish("give_up", "too long")]],
@@ -107,7 +109,7 @@ def build(state: dict[str, Any]) -> Agent:
         name="fetcher",
         model=SmallWindow(SCRIPTS[state["script"]]),
         instructions="Fetch pages.",
-        tools=[fetch, dump, blob],
+        tools=[fetch, dump, blob, open_gate],
         budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=120),
         retry=FAST_RETRY,
         history=history,
@@ -116,9 +118,35 @@ def build(state: dict[str, Any]) -> Agent:
     return agent
 
 
+CLEANED: list[str] = []
+
+
+def slow_cleanup(state: dict[str, Any]) -> None:
+    time.sleep(1.5)
+    CLEANED.append(state["script"])
+
+
+GATE = threading.Event()
+GATE_OPENED: list[bool] = []
+
+
+@tool
+def open_gate() -> str:
+    """Open the gate another run's cleanup waits at."""
+    GATE.set()
+    return "opened"
+
+
+def gated_cleanup(state: dict[str, Any]) -> None:
+    """Wait (blocking, as a real cleanup may) until another run opens the gate, at most 20 s."""
+    GATE_OPENED.append(GATE.wait(20))
+
+
 def catalog() -> Catalog:
     c = Catalog()
     c.register("fetcher", build)
+    c.register("tidy", build, cleanup=slow_cleanup)
+    c.register("gated", build, cleanup=gated_cleanup)
     return c
 
 
@@ -325,3 +353,32 @@ def test_provider_blocks_go_back_verbatim_through_activities_and_a_wait(temporal
     sent = [r.messages for r in BUILT[-1].model.requests]  # type: ignore[attr-defined]
     assert sent == [r.messages for r in local_agent.model.requests]  # type: ignore[attr-defined]
     assert sent[-1][1]["content"][:4] == SCRIPTS["thinking"][0][:4]  # type: ignore[index]
+
+
+def test_a_run_cancelled_while_its_world_is_cleaned_up_keeps_its_result(temporal: TemporalServer) -> None:
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            done = await runs.start("tidy", "Fetch the pages.", state={"script": "long-results"})
+            assert isinstance(done, RunResult) and done.reason == "success"
+            await runs.cancel(done.run_id)  # while the cleanup activity runs
+            ended = await asyncio.wait_for(runs.result(done.run_id), 30)
+            assert (ended.reason, ended.turns) == ("success", 3)
+
+    asyncio.run(scenario())
+
+
+def test_a_blocking_cleanup_does_not_stop_the_workers_other_runs(temporal: TemporalServer) -> None:
+    # A team's prepare and cleanup are plain functions that may block (clone a repo, drop a
+    # database): they must not hold up the activities of every other run on the worker.
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            first = await runs.start("gated", "Fetch the pages.", state={"script": "long-results"})
+            assert isinstance(first, RunResult) and first.reason == "success"  # its cleanup now waits
+            second = await asyncio.wait_for(runs.start("fetcher", "Open.", state={"script": "gate"}), 60)
+            assert isinstance(second, RunResult) and second.reason == "success"
+            await asyncio.wait_for(runs.result(first.run_id), 60)
+
+    GATE.clear()
+    GATE_OPENED.clear()
+    asyncio.run(scenario())
+    assert GATE_OPENED == [True]  # the second run opened the gate while the first cleanup waited

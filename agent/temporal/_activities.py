@@ -51,8 +51,8 @@ class EndstateActivities:
         try:
             entry = self.catalog.entry(run["agent"])
             state = dict(run.get("state") or {})
-            if entry.prepare is not None and not run.get("prepared"):
-                state = entry.prepare(state, run["run_id"])
+            if entry.prepare is not None and not run.get("prepared"):  # in a thread: it may block
+                state = await asyncio.to_thread(entry.prepare, state, run["run_id"])
             agent = self._build({**run, "state": state})
         except ConfigError as exc:
             raise ApplicationError(str(exc), type="ConfigError", non_retryable=True, category=BENIGN) from exc
@@ -118,7 +118,7 @@ class EndstateActivities:
         entry = self.catalog.entries.get(run["agent"])
         if entry is not None and entry.cleanup is not None:
             try:
-                entry.cleanup(run["state"])
+                await asyncio.to_thread(entry.cleanup, run["state"])  # in a thread: it may block
             except Exception:
                 log.warning("cleanup of run %s failed", run["run_id"], exc_info=True)
 

@@ -138,6 +138,8 @@ class EndstateRun:
             )
         except ActivityError:
             workflow.logger.warning("cleanup of run %s failed", workflow.info().workflow_id)
+        except asyncio.CancelledError:  # the run has ended: a cancel now stops only the cleanup
+            workflow.logger.warning("cleanup of run %s was cancelled", workflow.info().workflow_id)
 
     # -- what readers see ------------------------------------------------
 
@@ -160,7 +162,10 @@ class EndstateRun:
         if self._last is not result:
             self._ended(result)
         self._done = True
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        try:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+        except asyncio.CancelledError:
+            pass  # the run has ended: a cancel that comes now cannot lose its result
         return self._finish(run, result)
 
     def _finish(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
