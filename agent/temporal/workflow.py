@@ -15,6 +15,7 @@ reason, waiting-for-a-person and since when.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from datetime import timedelta
 from typing import Any
@@ -162,10 +163,8 @@ class EndstateRun:
         if self._last is not result:
             self._ended(result)
         self._done = True
-        try:
+        with contextlib.suppress(asyncio.CancelledError):  # the run has ended: a cancel now cannot lose it
             await workflow.wait_condition(workflow.all_handlers_finished)
-        except asyncio.CancelledError:
-            pass  # the run has ended: a cancel that comes now cannot lose its result
         return self._finish(run, result)
 
     def _finish(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
