@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -382,3 +384,16 @@ def test_a_blocking_cleanup_does_not_stop_the_workers_other_runs(temporal: Tempo
     GATE_OPENED.clear()
     asyncio.run(scenario())
     assert GATE_OPENED == [True]  # the second run opened the gate while the first cleanup waited
+
+
+@pytest.mark.parametrize("address", ["not an address", "127.0.0.1:1", "http://[::1"])
+def test_a_bad_temporal_address_is_a_clear_error_not_a_traceback(address: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "runs", "--temporal", address],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "cannot reach Temporal at" in done.stderr and "Traceback" not in done.stderr

@@ -58,7 +58,7 @@ class TemporalRuns:
     ) -> TemporalRuns:
         try:
             client = await Client.connect(address, namespace=namespace)
-        except RuntimeError as exc:
+        except (RuntimeError, ValueError) as exc:  # unreachable, or no address at all
             raise ConfigError(
                 f"cannot reach Temporal at {address!r} (namespace {namespace!r}): {exc}"
             ) from exc
