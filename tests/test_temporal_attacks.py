@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -397,3 +399,28 @@ def test_a_bad_temporal_address_is_a_clear_error_not_a_traceback(address: str) -
     )
     assert done.returncode == 2, done.stderr
     assert "cannot reach Temporal at" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["runs"],
+        ["pending"],
+        ["start", "fetcher", "Fetch.", "--no-wait"],
+        ["worker", "--catalog", "temporal_agents:catalog"],
+    ],
+)
+def test_a_namespace_the_server_lacks_is_a_clear_error_not_a_traceback(
+    temporal: TemporalServer, command: list[str]
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "OTEL_SDK_DISABLED": "true"}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", *command, "--temporal", temporal.address, "--namespace", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "has no namespace 'nope'" in done.stderr and "Traceback" not in done.stderr

@@ -27,6 +27,7 @@ from temporalio.common import (
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -62,6 +63,9 @@ class TemporalRuns:
             raise ConfigError(
                 f"cannot reach Temporal at {address!r} (namespace {namespace!r}): {exc}"
             ) from exc
+        if problem := await _namespace_problem(client, address, namespace):
+            del client  # dropped now: a Temporal client alive at interpreter exit can abort it
+            raise ConfigError(problem)
         return cls(client, task_queue)
 
     @property
@@ -311,3 +315,17 @@ def _rpc_error(run_id: str, exc: RPCError) -> Exception:
 
 def _new_id() -> str:
     return uuid.uuid4().hex
+
+
+async def _namespace_problem(client: Client, address: str, namespace: str) -> str | None:
+    """What is wrong when the server has no such namespace (checked before any command or worker
+    depends on it); None when it has, or when it will not say (the commands will)."""
+    try:
+        await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=namespace))
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            return (
+                f"Temporal at {address!r} has no namespace {namespace!r}: pass --namespace (default "
+                f"{w.NAMESPACE!r}), or create it (`temporal operator namespace create {namespace}`)"
+            )
+    return None
