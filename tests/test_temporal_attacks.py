@@ -107,14 +107,23 @@ class SmallWindow(ScriptedModel):
     context_window = 20_000
 
 
+class Slow(SmallWindow):
+    """Answers after 30 s: the run's time budget cuts the call."""
+
+    async def complete(self, request: Any) -> Any:
+        self.requests.append(request)
+        await asyncio.sleep(30)
+        raise AssertionError("the time budget should have cut this call")
+
+
 def build(state: dict[str, Any]) -> Agent:
     history = HistoryPolicy.off() if state.get("history") == "off" else HistoryPolicy(max_result_chars=300)
     agent = Agent(
         name="fetcher",
-        model=SmallWindow(SCRIPTS[state["script"]]),
+        model=Slow() if state["script"] == "slow" else SmallWindow(SCRIPTS[state["script"]]),
         instructions="Fetch pages.",
         tools=[fetch, dump, blob, open_gate],
-        budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=120),
+        budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
         retry=FAST_RETRY,
         history=history,
     )
@@ -424,3 +433,11 @@ def test_a_namespace_the_server_lacks_is_a_clear_error_not_a_traceback(
     )
     assert done.returncode == 2, done.stderr
     assert "has no namespace 'nope'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_time_budget_cuts_a_model_call_on_temporal_as_it_does_locally(temporal: TemporalServer) -> None:
+    state = {"script": "slow", "seconds": 2}
+    here, _ = locally(state)
+    assert (here.reason, here.limit) == ("limit", "seconds")
+    there, _ = on_temporal(temporal, state)
+    same_run(here, there)
