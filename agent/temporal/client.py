@@ -10,6 +10,7 @@ do, and refuses what the run does not wait for with an `EndstateError`.
 
 from __future__ import annotations
 
+import gc
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -64,7 +65,8 @@ class TemporalRuns:
                 f"cannot reach Temporal at {address!r} (namespace {namespace!r}): {exc}"
             ) from exc
         if problem := await _namespace_problem(client, address, namespace):
-            del client  # dropped now: a Temporal client alive at interpreter exit can abort it
+            del client  # dropped and collected now: one left to interpreter exit can abort it
+            gc.collect()
             raise ConfigError(problem)
         return cls(client, task_queue)
 
