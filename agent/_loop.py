@@ -389,8 +389,8 @@ async def _complete(
     agent: Agent, run: RunState, request: ModelRequest, model: Model | None = None
 ) -> ModelReply:
     """One call of `model` (the agent's by default), cut off when the time budget runs out (no timer
-    when time is not budgeted). A call cut off still used tokens: what the adapter recorded of it
-    is charged to the run."""
+    when time is not budgeted). A call cut off, or whose stream broke, still used tokens: what the
+    adapter recorded of it is charged to the run."""
     model = model or agent.model
     left = run.seconds_left()
     with recording_cut_calls() as cut:
@@ -399,7 +399,7 @@ async def _complete(
                 return await model.complete(request)
             async with asyncio.timeout(left) as budget:
                 return await model.complete(request)
-        except (TimeoutError, asyncio.CancelledError) as exc:
+        except (TimeoutError, asyncio.CancelledError, ModelError) as exc:
             for partial in cut:
                 charge(agent, run, model.name, partial)
             if isinstance(exc, TimeoutError) and left is not None and budget.expired():

@@ -4,8 +4,9 @@
 responses and records every request it receives. Build responses with
 `message` (a reply, from `text` and `tool_use` blocks), `error` (an API error
 with the API's JSON error shape), `hang` (a response that never comes in
-time), `malformed` (a 200 whose body cannot be read) and `stream_error` (a
-stream that begins, then sends an error event). Like the real API, it answers
+time), `malformed` (a 200 whose body cannot be read), `dropped` (a stream whose
+connection breaks mid-way) and `stream_error` (a stream that begins, then
+sends an error event). Like the real API, it answers
 a malformed request with a 400 (or a 401 without credentials) and does not
 consume a scripted response for it.
 
@@ -165,6 +166,11 @@ def malformed(kind: str = "not_json") -> Response:
     if kind not in MALFORMED_KINDS:
         raise ValueError(f"malformed: kind must be one of {MALFORMED_KINDS}")
     return Response(200, message(text("unreadable")).body, malformed=kind)
+
+
+def dropped() -> Response:
+    """A stream whose connection breaks after the first block's text (no closing chunk)."""
+    return Response(200, message(text("the first half of a reply " * 8)).body, malformed="dropped")
 
 
 def stream_error(kind: str = "overloaded_error", message_text: str = "Overloaded") -> Response:
@@ -389,6 +395,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if i and response.stream_delay and self.server.api._stopping.wait(response.stream_delay):
                     self.close_connection = True
                     return
+                if response.malformed == "dropped" and event == "content_block_stop":
+                    self.close_connection = True  # the connection breaks mid-stream: no closing chunk
+                    return
                 self._chunk(_sse(event, data))
             self._chunk(b"")
         except OSError:  # the client went away mid-stream (its time budget)
@@ -477,6 +486,8 @@ def _messages_problem(messages: Any) -> str | None:
         if not content:
             return f"messages.{i}: all messages must have non-empty content"
         blocks = [content] if isinstance(content, str) else content
+        if any(not str(b.get("text", "")).strip() for b in _typed(blocks, "text")):
+            return f"messages.{i}: text content blocks must contain non-whitespace text"
         results = {str(b.get("tool_use_id")) for b in _typed(blocks, "tool_result")}
         if unknown := results - open_calls:
             return f"messages.{i}: unexpected tool_use_id found in tool_result blocks: {sorted(unknown)[0]}"

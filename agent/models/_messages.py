@@ -17,7 +17,8 @@ Message = dict[str, Any]
 
 
 def messages_of(journal: Iterable[Entry]) -> list[Message]:
-    """The history as the Messages API takes it (empty replies left out: the API refuses them)."""
+    """The history as the Messages API takes it (empty replies and blank text left out: the API
+    refuses them)."""
     out: list[Message] = []
     results: list[Result] = []
     order: dict[str, int] = {}
@@ -31,8 +32,8 @@ def messages_of(journal: Iterable[Entry]) -> list[Message]:
             out.append({"role": "user", "content": entry.text})
         elif isinstance(entry, Reply):
             order = {c.id: i for i, c in enumerate(entry.calls)}
-            if entry.parts:
-                out.append({"role": "assistant", "content": [block_of(p) for p in entry.parts]})
+            if blocks := [block_of(p) for p in entry.parts if not _blank(p)]:
+                out.append({"role": "assistant", "content": blocks})
     _flush(out, results, order)
     return out
 
@@ -42,6 +43,11 @@ def _flush(out: list[Message], results: list[Result], order: dict[str, int]) -> 
         ordered = sorted(results, key=lambda r: order.get(r.call_id, len(order)))
         out.append({"role": "user", "content": [result_block(r) for r in ordered]})
         results.clear()
+
+
+def _blank(part: Text | Call | Opaque) -> bool:
+    """A text part with no visible text: the API refuses it in a request, and it says nothing."""
+    return isinstance(part, Text) and not part.text.strip()
 
 
 def block_of(part: Text | Call | Opaque) -> dict[str, Any]:

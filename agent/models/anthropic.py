@@ -11,7 +11,7 @@ Choices worth knowing:
   records what it had used (`agent.models.base.record_cut_call`): the input
   and cache tokens from the stream's start, and the output so far, counted
   from the text streamed (about 4 characters a token) when the API has not
-  said.
+  said. So does a call whose stream broke off (the loop retries it).
 - Prompt caching is on by default (`cache="5m"`; `"1h"` or None): cache
   breakpoints sit on the last tool, the system prompt, the last message and
   the user message before the last reply, so each turn reads the prefix the
@@ -24,9 +24,10 @@ Choices worth knowing:
   server tools (`web_search()`, `web_fetch()`, `code_execution()`), request
   `metadata`, and `betas` (the `anthropic-beta` header). Thinking and other
   provider blocks are kept verbatim so they can be sent back unchanged.
-- A reply cut off by `max_tokens` while writing a tool call has that call
-  replaced by a text note saying so (`extra["truncated_tool_use"]` names the
-  tool): a call with cut-off arguments is never run.
+- A reply cut off (`max_tokens`, `model_context_window_exceeded`) while
+  writing a tool call has that call replaced by a text note saying so
+  (`extra["truncated_tool_use"]` names the tool): a call with cut-off
+  arguments is never run.
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -75,6 +77,9 @@ _PERMANENT: dict[int, str] = {
     422: "unprocessable",
 }
 
+# How a 400 says the prompt does not fit the context window (older models also count max_tokens).
+_WINDOW_FULL = ("prompt is too long", "exceed context limit")
+
 # An `event: error` inside a 200 stream names its kind in the body, not the status.
 _STREAM_ERRORS: dict[str, str] = {
     "overloaded_error": "overloaded",
@@ -95,6 +100,8 @@ _UNREADABLE = (
 )
 
 _NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
+# Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
+_CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 _CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API counted it
 
 
@@ -210,6 +217,8 @@ class AnthropicModel:
         except anthropic.AnthropicError as exc:
             raise to_model_error(exc) from exc
         except httpx2.HTTPError as exc:  # the connection failed or stalled after the stream began
+            if (partial := stream.partial()) is not None:
+                record_cut_call(partial)  # the API took the input and began the reply: charged
             kind = "timeout" if isinstance(exc, httpx2.TimeoutException) else "connection"
             raise TransientModelError(
                 f"Anthropic API: the stream broke off: {exc!r}", error_type=kind
@@ -469,9 +478,9 @@ def to_reply(
     content = [content_block(b) for b in message.content]
     stop_reason = message.stop_reason or "end_turn"
     extra: dict[str, Any] = {}
-    if stop_reason == "max_tokens" and content and content[-1].get("type") == "tool_use":
+    if stop_reason in _CUT_STOPS and content and content[-1].get("type") == "tool_use":
         cut = content.pop()
-        content.append({"type": "text", "text": _truncation_note(cut["name"])})
+        content.append({"type": "text", "text": _truncation_note(cut["name"], stop_reason)})
         extra["truncated_tool_use"] = cut["name"]
     if message.stop_sequence:
         extra["stop_sequence"] = message.stop_sequence
@@ -544,23 +553,25 @@ def content_block(block: types.ContentBlock) -> dict[str, Any]:
 
     Text and tool calls keep only what the loop needs; thinking blocks keep
     their signature (the API wants them back unchanged); anything else is kept
-    whole as JSON.
+    whole as JSON. The block's `type` decides, not its class: the SDK reads a
+    block type it does not know as a text block with no text.
     """
-    if isinstance(block, types.TextBlock):
+    kind = getattr(block, "type", None)
+    if kind == "text" and isinstance(block, types.TextBlock):
         return {"type": "text", "text": block.text}
-    if isinstance(block, types.ToolUseBlock):
+    if kind == "tool_use" and isinstance(block, types.ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
-    if isinstance(block, types.ThinkingBlock):
+    if kind == "thinking" and isinstance(block, types.ThinkingBlock):
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    if isinstance(block, types.RedactedThinkingBlock):
+    if kind == "redacted_thinking" and isinstance(block, types.RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": block.data}
     dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     return dumped
 
 
-def _truncation_note(tool: str) -> str:
+def _truncation_note(tool: str, stop_reason: str) -> str:
     return (
-        f"[Endstate: this reply reached max_tokens while writing a call of {tool!r}; "
+        f"[Endstate: this reply reached {stop_reason} while writing a call of {tool!r}; "
         "the call was cut off and was not run. Make the call again with shorter input, "
         "or split the work into smaller calls.]"
     )
@@ -599,26 +610,33 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     if status in _TRANSIENT or status >= 500:
         error_type = _TRANSIENT.get(status, "server_error")
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
-    if status == 400 and "prompt is too long" in str(detail).lower():
+    if status == 400 and any(words in str(detail).lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
     return ModelError(text, error_type=_PERMANENT.get(status, "api_error"))
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if given."""
+    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if given.
+    A value that is no number of seconds (negative, `inf`, `nan`) is not given."""
     try:
-        return float(headers["retry-after-ms"]) / 1000
+        return _seconds(float(headers["retry-after-ms"]) / 1000)
     except (KeyError, ValueError):
         pass
     value = headers.get("retry-after")
     if value is None:
         return None
     try:
-        return float(value)
+        return _seconds(float(value))
     except ValueError:
         pass
     when = email.utils.parsedate_tz(value)
     return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
+
+
+def _seconds(value: float) -> float:
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"not a number of seconds: {value!r}")
+    return value
 
 
 def _where(exc: anthropic.APIError) -> str:

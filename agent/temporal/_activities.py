@@ -26,6 +26,7 @@ from agent.context import CallRecord, RunContext
 from agent.durable.catalog import Catalog
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.journal import Journal
+from agent.models.base import ModelReply, recording_cut_calls
 from agent.temporal import _wire as w
 from agent.tools import execute
 
@@ -50,8 +51,8 @@ class EndstateActivities:
         try:
             entry = self.catalog.entry(run["agent"])
             state = dict(run.get("state") or {})
-            if entry.prepare is not None and not run.get("prepared"):
-                state = entry.prepare(state, run["run_id"])
+            if entry.prepare is not None and not run.get("prepared"):  # in a thread: it may block
+                state = await asyncio.to_thread(entry.prepare, state, run["run_id"])
             agent = self._build({**run, "state": state})
         except ConfigError as exc:
             raise ApplicationError(str(exc), type="ConfigError", non_retryable=True, category=BENIGN) from exc
@@ -63,14 +64,15 @@ class EndstateActivities:
         agent = self._agent(call["run"])
         async with _heartbeats():
             try:
-                reply = await agent.model.complete(w.request_from_json(call["request"]))
+                with recording_cut_calls() as cut:  # a call that broke off mid-way, with what it used
+                    reply = await agent.model.complete(w.request_from_json(call["request"]))
             except TransientModelError as exc:
-                details = {"error_type": exc.error_type, "retry_after": exc.retry_after}
+                details = {"error_type": exc.error_type, "retry_after": exc.retry_after, "cut": _dicts(cut)}
                 raise ApplicationError(
                     str(exc), details, type="TransientModelError", non_retryable=True, category=BENIGN
                 ) from exc
             except ModelError as exc:
-                details = {"error_type": exc.error_type}
+                details = {"error_type": exc.error_type, "cut": _dicts(cut)}
                 raise ApplicationError(
                     str(exc), details, type="ModelError", non_retryable=True, category=BENIGN
                 ) from exc
@@ -116,7 +118,7 @@ class EndstateActivities:
         entry = self.catalog.entries.get(run["agent"])
         if entry is not None and entry.cleanup is not None:
             try:
-                entry.cleanup(run["state"])
+                await asyncio.to_thread(entry.cleanup, run["state"])  # in a thread: it may block
             except Exception:
                 log.warning("cleanup of run %s failed", run["run_id"], exc_info=True)
 
@@ -153,6 +155,10 @@ class EndstateActivities:
         while len(self._agents) > MAX_CACHED_AGENTS:
             self._agents.popitem(last=False)
         return agent
+
+
+def _dicts(replies: list[ModelReply]) -> list[dict[str, Any]]:
+    return [dataclasses.asdict(r) for r in replies]
 
 
 def _context(

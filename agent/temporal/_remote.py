@@ -24,7 +24,7 @@ from agent.agent import Agent
 from agent.context import RunContext
 from agent.errors import ModelError, TransientModelError
 from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
-from agent.models.base import ModelReply, ModelRequest, ToolCall
+from agent.models.base import ModelReply, ModelRequest, ToolCall, record_cut_call
 from agent.policies import RetryPolicy
 from agent.prices import PriceTable
 from agent.progress import ProgressDetector
@@ -46,6 +46,7 @@ class RunRef:
     task_type: str
     state: dict[str, Any]
     fingerprint: str | None = None  # the state fingerprint after the last tool call
+    too_large: PayloadTooLarge | None = None  # why a call was not sent: the next model call stops the run
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         fields = {"run_id", "agent", "task", "task_type"}
@@ -55,7 +56,7 @@ class RunRef:
 def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Agent:
     """The run's agent inside the workflow, from the plan it started with."""
     retry = w.retry_of(plan)
-    model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry)
+    model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry, plan.get("context_window"))
     prices = PriceTable({plan["model"]: w.price_of(plan["price"])} if plan["price"] else None)
     options: dict[str, Any] = {
         "name": plan["agent"],
@@ -69,6 +70,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         "retry": retry,
         "prices": prices,
         "hooks": ReplaySafeHooks(setup.hooks),
+        "history": w.history_of(plan),
         "max_tokens": plan["max_tokens"],
     }
     if plan["progress"] is not None:
@@ -114,6 +116,37 @@ async def _activity(name: str, arg: Any, **options: Any) -> Any:
         raise
 
 
+class PayloadTooLarge(Exception):
+    """An activity's input that Temporal would refuse, or a workflow history near its limit."""
+
+    def __init__(self, message: str, error_type: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+def too_large(value: Any, what: str) -> PayloadTooLarge | None:
+    """Why `value` cannot go out as an activity's input (too large, or the history too long), or None."""
+    size = w.payload_size(value)
+    if size > w.MAX_PAYLOAD_BYTES:
+        return PayloadTooLarge(
+            f"{what} is {size:,} bytes, over the {w.MAX_PAYLOAD_BYTES:,} an Endstate run sends in one "
+            "Temporal payload (the server refuses more than its blob size limit, 2 MiB by default): "
+            "cap what the model is sent (HistoryPolicy(max_result_chars=...)), keep tool results and "
+            "state small, or run this agent on the PostgreSQL store",
+            "payload_too_large",
+        )
+    history = workflow.info().get_current_history_size()
+    if history > w.MAX_HISTORY_BYTES:
+        return PayloadTooLarge(
+            f"the workflow's history is {history:,} bytes, over the {w.MAX_HISTORY_BYTES:,} an Endstate "
+            "run lets it reach (Temporal ends a workflow past its history size limit, 50 MB by "
+            "default, with no result): cap what the model is sent and what tools return, lower "
+            "max_turns, or run this agent on the PostgreSQL store",
+            "history_too_large",
+        )
+    return None
+
+
 def _cause(exc: ActivityError) -> ApplicationError | None:
     return exc.cause if isinstance(exc.cause, ApplicationError) else None
 
@@ -124,8 +157,17 @@ def _cause(exc: ActivityError) -> ApplicationError | None:
 class ActivityModel:
     """A model whose every call is an activity; errors come back as the loop knows them."""
 
-    def __init__(self, name: str, provider: str, ref: RunRef, setup: WorkerSetup, retry: RetryPolicy) -> None:
+    def __init__(
+        self,
+        name: str,
+        provider: str,
+        ref: RunRef,
+        setup: WorkerSetup,
+        retry: RetryPolicy,
+        context_window: int | None = None,
+    ) -> None:
         self._name, self._provider, self._ref, self._setup, self._retry = name, provider, ref, setup, retry
+        self.context_window = context_window  # the worker's model's, as planned
 
     @property
     def name(self) -> str:
@@ -137,6 +179,8 @@ class ActivityModel:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         call = {"run": self._ref.wire(), "request": w.request_json(request)}
+        if (cannot := self._ref.too_large or too_large(call, "the model call's input")) is not None:
+            raise ModelError(str(cannot), error_type=cannot.error_type)
         try:
             reply = await _activity(
                 w.MODEL,
@@ -151,10 +195,14 @@ class ActivityModel:
 
 
 def _model_error(exc: ActivityError) -> Exception:
+    """The loop's error for a failed model activity; the usage of a call that broke off mid-way is
+    recorded, so the loop charges it as it would in one process."""
     cause = _cause(exc)
     if cause is None:
         return TransientModelError(f"the model activity failed: {exc.cause or exc}", error_type="activity")
     details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+    for partial in details.get("cut") or ():
+        record_cut_call(ModelReply(**partial))
     if cause.type == "TransientModelError":
         retry_after = details.get("retry_after")
         return TransientModelError(
@@ -190,6 +238,9 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             "calls": [vars(c) for c in ctx.calls],
             "call_id": ctx.call_id,
         }
+        if (cannot := too_large(payload, f"the input of the call of {spec['name']!r}")) is not None:
+            ref.too_large = ref.too_large or cannot  # not run; the next model call stops the run
+            raise cannot
         out = await _activity(
             w.TOOL,
             payload,
@@ -270,6 +321,8 @@ class RemoteVerifier:
             "journal": w.journal_json(list(ctx.journal)),
             "note": ctx.note,
         }
+        if (cannot := too_large(payload, "the verifiers' input (the journal and the calls)")) is not None:
+            raise cannot
         try:
             failures: list[str] = await _activity(
                 w.VERIFY,

@@ -1,7 +1,8 @@
 """What crosses the wire between client, workflow and activities: names and JSON shapes.
 
 A run's *plan* is the part of an agent's definition that the loop's decisions
-depend on (budget, help and retry policies, progress thresholds, the tools and
+depend on (budget, help, retry and history policies, progress thresholds, the
+model's context window, the tools and
 whether they need approval, how many verifiers, the model and its price). It
 is taken once, by an activity, when the run starts, and lives in the
 workflow's history: a worker restarted with a changed agent replays a running
@@ -11,6 +12,7 @@ workflow with the plan the run started with, so its decisions come out the same.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +22,7 @@ from temporalio.common import SearchAttributeKey
 from agent._codec import decode_entry, encode_entry
 from agent.agent import Agent
 from agent.budget import Budget
+from agent.history import HistoryPolicy
 from agent.journal import Entry
 from agent.models.base import ModelRequest
 from agent.models.price import Price
@@ -44,6 +47,12 @@ CLEANUP = "endstate.cleanup"
 # update and query names
 ANSWER, APPROVE, DENY, SEGMENT = "answer", "approve", "deny", "segment"
 STATUS = "status"
+
+# Temporal refuses a payload over its blob size limit (2 MiB by default), retrying the workflow task
+# for ever, and ends a workflow whose history passes its size limit (50 MB by default) with no
+# result: a run stops, named, before it would ask for either (see `_remote.too_large`).
+MAX_PAYLOAD_BYTES = 1_500_000
+MAX_HISTORY_BYTES = 40_000_000
 
 # search attributes: visible and queryable in Temporal's list views
 SA_AGENT = SearchAttributeKey.for_keyword("EndstateAgent")
@@ -81,6 +90,8 @@ def plan_of(agent: Agent) -> dict[str, Any]:
         "help": dataclasses.asdict(agent.help),
         "retry": dataclasses.asdict(agent.retry),
         "progress": progress,
+        "history": history_plan(agent.history),
+        "context_window": agent.context_window,
         "verifiers": len(agent.verifiers),
         "fingerprint": agent.fingerprint is not None,
         "tools": [
@@ -95,6 +106,16 @@ def plan_of(agent: Agent) -> dict[str, Any]:
             for t in agent.tools
         ],
     }
+
+
+def history_plan(policy: HistoryPolicy) -> dict[str, Any]:
+    """The history policy's settings (a custom `summarize` stays on the worker: see the README)."""
+    return {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if f.name != "summarize"}
+
+
+def history_of(plan: dict[str, Any]) -> HistoryPolicy:
+    """The planned history policy; a plan made before it was planned gets the default one."""
+    return HistoryPolicy(**plan.get("history", {}))
 
 
 def price_of(data: dict[str, Any]) -> Price:
@@ -168,6 +189,11 @@ def request_json(request: ModelRequest) -> dict[str, Any]:
 def request_from_json(data: dict[str, Any]) -> ModelRequest:
     journal = journal_from_json(data["journal"])
     return ModelRequest(data["system"], journal, data["tools"], data["max_tokens"])
+
+
+def payload_size(value: Any) -> int:
+    """About the bytes `value` takes as a Temporal payload (the JSON converter's compact JSON)."""
+    return len(json.dumps(value, separators=(",", ":"), default=str).encode())
 
 
 def utc(timestamp: float) -> datetime:

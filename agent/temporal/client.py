@@ -10,10 +10,12 @@ do, and refuses what the run does not wait for with an `EndstateError`.
 
 from __future__ import annotations
 
+import gc
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import (
     Client,
     WorkflowExecution,
@@ -58,10 +60,14 @@ class TemporalRuns:
     ) -> TemporalRuns:
         try:
             client = await Client.connect(address, namespace=namespace)
-        except RuntimeError as exc:
+        except (RuntimeError, ValueError) as exc:  # unreachable, or no address at all
             raise ConfigError(
                 f"cannot reach Temporal at {address!r} (namespace {namespace!r}): {exc}"
             ) from exc
+        if problem := await _namespace_problem(client, address, namespace):
+            del client  # dropped and collected now: one left to interpreter exit can abort it
+            gc.collect()
+            raise ConfigError(problem)
         return cls(client, task_queue)
 
     @property
@@ -144,6 +150,10 @@ class TemporalRuns:
             where = "running" if ended is None else f"ended as {ended[0].reason}"
             raise NotClaimable(f"run {run_id} is {where}, not cancelled; nothing was changed")
         result, run = ended
+        if result.snapshot is None and result.turns:  # too large for a payload: starting over would repeat
+            raise NotClaimable(
+                f"run {run_id} kept no snapshot to resume from (see its note); nothing was changed"
+            )
         start = {**run, "snapshot": result.snapshot.to_json() if result.snapshot else None}
         try:
             handle = await self.client.start_workflow(
@@ -307,3 +317,17 @@ def _rpc_error(run_id: str, exc: RPCError) -> Exception:
 
 def _new_id() -> str:
     return uuid.uuid4().hex
+
+
+async def _namespace_problem(client: Client, address: str, namespace: str) -> str | None:
+    """What is wrong when the server has no such namespace (checked before any command or worker
+    depends on it); None when it has, or when it will not say (the commands will)."""
+    try:
+        await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=namespace))
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            return (
+                f"Temporal at {address!r} has no namespace {namespace!r}: pass --namespace (default "
+                f"{w.NAMESPACE!r}), or create it (`temporal operator namespace create {namespace}`)"
+            )
+    return None

@@ -15,6 +15,7 @@ reason, waiting-for-a-person and since when.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from datetime import timedelta
 from typing import Any
@@ -138,6 +139,8 @@ class EndstateRun:
             )
         except ActivityError:
             workflow.logger.warning("cleanup of run %s failed", workflow.info().workflow_id)
+        except asyncio.CancelledError:  # the run has ended: a cancel now stops only the cleanup
+            workflow.logger.warning("cleanup of run %s was cancelled", workflow.info().workflow_id)
 
     # -- what readers see ------------------------------------------------
 
@@ -160,14 +163,15 @@ class EndstateRun:
         if self._last is not result:
             self._ended(result)
         self._done = True
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        with contextlib.suppress(asyncio.CancelledError):  # the run has ended: a cancel now cannot lose it
+            await workflow.wait_condition(workflow.all_handlers_finished)
         return self._finish(run, result)
 
     def _finish(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
         if self._last is not result:
             self._ended(result)
         keep = {k: run[k] for k in ("agent", "task", "task_type", "state", "plan") if k in run}
-        return {"result": w.result_json(result), "run": keep}
+        return {"result": _carried(result), "run": keep}
 
     def _bare(
         self, run: dict[str, Any], reason: StopReason, note: str, error_type: str | None = None
@@ -276,6 +280,21 @@ def _waiting(snap: Snapshot) -> RunResult:
         suspension=s,
         snapshot=snap,
     )
+
+
+def _carried(result: RunResult) -> dict[str, Any]:
+    """The result as the workflow's result: without its snapshot when no Temporal payload can hold
+    it (the workflow could never complete), and the note says so."""
+    data = w.result_json(result)
+    if data["snapshot"] is None or w.payload_size(data) <= w.MAX_PAYLOAD_BYTES:
+        return data
+    size = w.payload_size(data["snapshot"])
+    workflow.logger.warning("run %s: its snapshot (%d bytes) is left out of the result", result.run_id, size)
+    note = (
+        f"{result.note}\n[Endstate: the run's snapshot ({size:,} bytes) is too large for a Temporal "
+        "payload and was not kept: this run cannot be resumed or extended.]"
+    )
+    return {**data, "snapshot": None, "note": note.strip()}
 
 
 def _memo(result: RunResult) -> dict[str, Any]:

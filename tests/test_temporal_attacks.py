@@ -1,0 +1,443 @@
+"""Red-team checks of Endstate on Temporal, against a real Temporal Server: a workflow run ends as
+the same run in this process would, whatever the model answers and however the agent is set up."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporal_server import TemporalServer
+
+from agent import Agent, Budget, HistoryPolicy, RetryPolicy, tool
+from agent.durable.runner import Catalog
+from agent.durable.store import NotClaimable
+from agent.errors import TransientModelError
+from agent.models.base import ModelReply, record_cut_call
+from agent.models.scripted import ScriptedModel, Step, call, finish, reply, say
+from agent.result import RunResult
+from agent.temporal import TemporalRuns, build_worker
+from agent.temporal import _wire as w
+
+pytestmark = pytest.mark.slow
+
+FAST_RETRY = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=False)
+BUILT: list[Agent] = []
+
+
+@pytest.fixture(scope="module")
+def temporal() -> Iterator[TemporalServer]:
+    server = TemporalServer()
+    yield server
+    server.stop()
+
+
+@tool
+def dump(page: int) -> str:
+    """Fetch a whole archive: 300,000 characters."""
+    return f"archive {page}: " + "y" * 300_000
+
+
+@tool
+def blob(page: int) -> str:
+    """Fetch a blob: 1,400,000 characters (a Temporal payload may hold 2 MiB), slowly on page 2."""
+    time.sleep(3 if page == 2 else 0)
+    return f"blob {page}: " + "z" * 1_400_000
+
+
+@tool
+def fetch(page: int) -> str:
+    """Fetch a long page."""
+    return f"page {page}: " + "x" * 41_000  # over the default cap of 40,000 characters
+
+
+def broken_stream(request: Any) -> Any:
+    """A call whose stream broke after the API had counted 500 input tokens: recorded, then raised."""
+    record_cut_call(ModelReply([], input_tokens=500, output_tokens=20, stop_reason="cut_off"))
+    raise TransientModelError("the stream broke off", error_type="connection")
+
+
+SCRIPTS: dict[str, list[Step]] = {
+    "long-results": [[call("fetch", page=1)], [call("fetch", page=2)], [finish("done", "fetched")]],
+    "full": [
+        [call("fetch", page=1)],
+        reply(say("Page 1 says"), input_tokens=199_000, stop_reason="model_context_window_exceeded"),
+        [finish("done", "fetched")],
+    ],
+    "window": [
+        *(reply(call("fetch", page=i), input_tokens=14_000) for i in range(5)),
+        [finish("done", "fetched")],
+    ],
+    "archives": [*([call("dump", page=i)] for i in range(9)), [finish("done", "dumped")]],
+    "blobs": [[call("blob", page=1)], [call("blob", page=2)], [finish("done", "fetched")]],
+    "ask": [[finish("need_help", "Which page?")], [call("fetch", page=3)], [finish("done", "fetched")]],
+    "broken": [broken_stream, [finish("done", "fetched")]],
+    "thinking": [
+        [
+            {"type": "thinking", "thinking": "Page 2 first.", "signature": "c2ln\u00e9=="},
+            {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"},
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"q": "x"}},
+            {"type": "future_block", "payload": {"n": 1.5, "list": [None, True]}},
+            call("fetch", page=2),
+        ],
+        [call("fetch", page=3)],
+        [finish("need_help", "Go on?")],
+        [finish("done", "fetched")],
+    ],
+    "gate": [[call("open_gate")], [finish("done", "opened")]],
+    "refusal": [[call("fetch", page=1)], reply(say("I can't."), stop_reason="refusal")],
+    "pause": [reply(say("Searching"), stop_reason="pause_turn"), [finish("done", "found")]],
+    "cut": [reply(say("The first half"), stop_reason="max_tokens"), [finish("give_up", "too long")]],
+}
+
+
+class SmallWindow(ScriptedModel):
+    """A scripted model with a 20,000-token context window."""
+
+    context_window = 20_000
+
+
+class Slow(SmallWindow):
+    """Answers after 30 s: the run's time budget cuts the call."""
+
+    async def complete(self, request: Any) -> Any:
+        self.requests.append(request)
+        await asyncio.sleep(30)
+        raise AssertionError("the time budget should have cut this call")
+
+
+def build(state: dict[str, Any]) -> Agent:
+    history = HistoryPolicy.off() if state.get("history") == "off" else HistoryPolicy(max_result_chars=300)
+    agent = Agent(
+        name="fetcher",
+        model=Slow() if state["script"] == "slow" else SmallWindow(SCRIPTS[state["script"]]),
+        instructions="Fetch pages.",
+        tools=[fetch, dump, blob, open_gate],
+        budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
+        retry=FAST_RETRY,
+        history=history,
+    )
+    BUILT.append(agent)
+    return agent
+
+
+CLEANED: list[str] = []
+
+
+def slow_cleanup(state: dict[str, Any]) -> None:
+    time.sleep(1.5)
+    CLEANED.append(state["script"])
+
+
+GATE = threading.Event()
+GATE_OPENED: list[bool] = []
+
+
+@tool
+def open_gate() -> str:
+    """Open the gate another run's cleanup waits at."""
+    GATE.set()
+    return "opened"
+
+
+def gated_cleanup(state: dict[str, Any]) -> None:
+    """Wait (blocking, as a real cleanup may) until another run opens the gate, at most 20 s."""
+    GATE_OPENED.append(GATE.wait(20))
+
+
+def catalog() -> Catalog:
+    c = Catalog()
+    c.register("fetcher", build)
+    c.register("tidy", build, cleanup=slow_cleanup)
+    c.register("gated", build, cleanup=gated_cleanup)
+    return c
+
+
+@contextlib.asynccontextmanager
+async def worker(server: TemporalServer) -> AsyncIterator[TemporalRuns]:
+    queue = f"red-{uuid.uuid4().hex[:8]}"
+    runs = await TemporalRuns.connect(server.address, task_queue=queue)
+    async with await build_worker(runs.client, catalog(), task_queue=queue, heartbeat_seconds=2.0):
+        yield runs
+
+
+def on_temporal(server: TemporalServer, state: dict[str, Any]) -> tuple[RunResult, Agent]:
+    async def go() -> RunResult:
+        async with worker(server) as runs:
+            result = await asyncio.wait_for(runs.start("fetcher", "Fetch the pages.", state=state), 60)
+            assert isinstance(result, RunResult)
+            ended = await asyncio.wait_for(runs.result(result.run_id), 60)  # the workflow's own result
+            assert (ended.reason, ended.turns, ended.usage) == (result.reason, result.turns, result.usage)
+            return ended
+
+    BUILT.clear()
+    result = asyncio.run(go())
+    return result, BUILT[-1]
+
+
+def locally(state: dict[str, Any]) -> tuple[RunResult, Agent]:
+    agent = build(state)
+    return agent.run("Fetch the pages.", state=state), agent
+
+
+def same_run(a: RunResult, b: RunResult) -> None:
+    fields = ("reason", "limit", "cause", "verified", "turns", "output", "note", "error_type", "last_text")
+    assert {f: getattr(a, f) for f in fields} == {f: getattr(b, f) for f in fields}
+    assert (a.input_tokens, a.output_tokens, a.cost_usd) == (b.input_tokens, b.output_tokens, b.cost_usd)
+
+
+def sent_results(agent: Agent) -> list[str]:
+    model = agent.model
+    assert isinstance(model, ScriptedModel)
+    return [
+        b["content"]
+        for r in model.requests
+        for m in r.messages
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+
+
+@pytest.mark.parametrize("history", ["capped", "off"])
+def test_the_agents_history_policy_holds_on_temporal(temporal: TemporalServer, history: str) -> None:
+    state = {"script": "long-results", "history": history}
+    here, local_agent = locally(state)
+    there, worker_agent = on_temporal(temporal, state)
+    same_run(here, there)
+    assert sent_results(worker_agent) == sent_results(local_agent)
+    capped = all(len(text) < 1_000 for text in sent_results(local_agent))
+    assert capped is (history == "capped")
+
+
+@pytest.mark.parametrize("script", ["full", "refusal", "pause", "cut"])
+@pytest.mark.parametrize("history", ["capped", "off"])
+def test_each_api_stop_reason_ends_the_workflow_as_it_ends_a_local_run(
+    temporal: TemporalServer, script: str, history: str
+) -> None:
+    state = {"script": script, "history": history}
+    here, local_agent = locally(state)
+    there, worker_agent = on_temporal(temporal, state)
+    same_run(here, there)
+    assert [r.messages for r in worker_agent.model.requests] == [  # type: ignore[attr-defined]
+        r.messages
+        for r in local_agent.model.requests  # type: ignore[attr-defined]
+    ]
+
+
+def test_the_models_context_window_holds_on_temporal(temporal: TemporalServer) -> None:
+    state = {"script": "window"}
+    here, local_agent = locally(state)
+    there, worker_agent = on_temporal(temporal, state)
+    same_run(here, there)
+    assert any("was cleared to save context" in text for text in sent_results(local_agent))
+    assert sent_results(worker_agent) == sent_results(local_agent)
+
+
+def test_a_run_whose_history_outgrows_a_temporal_payload_stops_named_not_stuck(
+    temporal: TemporalServer,
+) -> None:
+    # Each model call carries the history; Temporal refuses a payload over 2 MiB and retries the
+    # workflow task for ever: the run must stop, named, before it asks for one.
+    state = {"script": "archives", "history": "off", "max_turns": 12}
+    assert locally(state)[0].reason == "success"
+    there, _ = on_temporal(temporal, state)
+    assert (there.reason, there.error_type) == ("error", "payload_too_large")
+    assert "HistoryPolicy(max_result_chars" in there.note
+    assert there.turns >= 4
+
+
+def test_a_run_whose_workflow_history_nears_temporals_limit_stops_named(
+    temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Temporal ends a workflow whose history passes 50 MB without a result; the run stops first.
+    monkeypatch.setattr(w, "MAX_HISTORY_BYTES", 1_000_000)
+    state = {"script": "archives", "history": "capped", "max_turns": 12}
+    there, _ = on_temporal(temporal, state)
+    assert (there.reason, there.error_type) == ("error", "history_too_large")
+    assert "history" in there.note
+
+
+def test_a_result_whose_journal_no_payload_can_hold_still_ends_the_workflow(temporal: TemporalServer) -> None:
+    # The journal passes 2 MiB with the last tool result: the result goes without its snapshot.
+    state = {"script": "blobs", "history": "off", "max_turns": 2}
+    assert locally(state)[0].snapshot is not None  # a limit keeps one: the run can be extended
+    there, _ = on_temporal(temporal, state)
+    assert (there.reason, there.limit) == ("limit", "turns")
+    assert there.snapshot is None and "snapshot" in there.note
+
+
+def test_a_cancelled_run_whose_snapshot_was_too_large_is_not_started_over(
+    temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Starting it over from its task would run again every tool it ran; it says so instead.
+    size = w.payload_size
+    monkeypatch.setattr(
+        w, "payload_size", lambda v: 10**9 if isinstance(v, dict) and v.get("snapshot") else size(v)
+    )
+
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            state = {"script": "blobs", "history": "off", "max_turns": 5}
+            run_id = await runs.start("fetcher", "Fetch the blobs.", state=state, wait=False)
+            assert isinstance(run_id, str)
+            for _ in range(200):  # the second blob is being fetched
+                if [a for a in BUILT if a.model.requests[1:]]:  # type: ignore[attr-defined]
+                    break
+                await asyncio.sleep(0.05)
+            await runs.cancel(run_id)
+            cancelled = await asyncio.wait_for(runs.result(run_id), 60)
+            assert cancelled.reason == "cancelled" and cancelled.turns == 2
+            assert cancelled.snapshot is None and "cannot be resumed" in cancelled.note
+            with pytest.raises(NotClaimable, match="no snapshot"):
+                await runs.resume(run_id)
+
+    BUILT.clear()
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("update", "args"),
+    [
+        ("answer", [123]),
+        ("answer", [{"text": "3"}]),
+        ("answer", [None]),
+        ("answer", []),
+        ("answer", ["3", "not a bool", "extra"]),
+        ("approve", []),
+        ("deny", [["no"]]),
+        ("segment", ["1"]),
+        ("no-such-update", ["3"]),
+    ],
+)
+def test_hostile_updates_are_refused_and_the_run_still_takes_a_real_answer(
+    temporal: TemporalServer, update: str, args: list[Any]
+) -> None:
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            asked = await runs.start("fetcher", "Fetch a page.", state={"script": "ask", "history": "capped"})
+            assert isinstance(asked, RunResult) and asked.reason == "need_help"
+            handle = runs.client.get_workflow_handle(asked.run_id)
+            with contextlib.suppress(Exception):  # refused, one way or another
+                await asyncio.wait_for(handle.execute_update(update, args=args), 10)
+            done = await asyncio.wait_for(runs.answer(asked.run_id, "Page 3."), 30)
+            assert done.reason == "success" and done.turns == 3
+            sent = json.dumps(BUILT[-1].model.requests[-2].messages)  # type: ignore[attr-defined]
+            assert "Page 3." in sent and "123" not in sent
+
+    asyncio.run(scenario())
+
+
+def test_a_broken_streams_tokens_are_charged_on_temporal_as_they_are_locally(
+    temporal: TemporalServer,
+) -> None:
+    state = {"script": "broken"}
+    here, _ = locally(state)
+    assert here.reason == "success" and here.input_tokens >= 500
+    there, _ = on_temporal(temporal, state)
+    same_run(here, there)
+
+
+def test_provider_blocks_go_back_verbatim_through_activities_and_a_wait(temporal: TemporalServer) -> None:
+    state = {"script": "thinking", "history": "capped"}
+    local_agent = build(state)
+    asked = local_agent.run("Fetch the pages.", state=state)
+    here = local_agent.resume(asked.snapshot, "Yes.")  # type: ignore[arg-type]
+
+    async def go() -> RunResult:
+        async with worker(temporal) as runs:
+            waiting = await runs.start("fetcher", "Fetch the pages.", state=state)
+            assert isinstance(waiting, RunResult) and waiting.reason == "need_help"
+            return await asyncio.wait_for(runs.answer(waiting.run_id, "Yes."), 30)
+
+    BUILT.clear()
+    there = asyncio.run(go())
+    same_run(here, there)
+    sent = [r.messages for r in BUILT[-1].model.requests]  # type: ignore[attr-defined]
+    assert sent == [r.messages for r in local_agent.model.requests]  # type: ignore[attr-defined]
+    assert sent[-1][1]["content"][:4] == SCRIPTS["thinking"][0][:4]  # type: ignore[index]
+
+
+def test_a_run_cancelled_while_its_world_is_cleaned_up_keeps_its_result(temporal: TemporalServer) -> None:
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            done = await runs.start("tidy", "Fetch the pages.", state={"script": "long-results"})
+            assert isinstance(done, RunResult) and done.reason == "success"
+            await runs.cancel(done.run_id)  # while the cleanup activity runs
+            ended = await asyncio.wait_for(runs.result(done.run_id), 30)
+            assert (ended.reason, ended.turns) == ("success", 3)
+
+    asyncio.run(scenario())
+
+
+def test_a_blocking_cleanup_does_not_stop_the_workers_other_runs(temporal: TemporalServer) -> None:
+    # A team's prepare and cleanup are plain functions that may block (clone a repo, drop a
+    # database): they must not hold up the activities of every other run on the worker.
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            first = await runs.start("gated", "Fetch the pages.", state={"script": "long-results"})
+            assert isinstance(first, RunResult) and first.reason == "success"  # its cleanup now waits
+            second = await asyncio.wait_for(runs.start("fetcher", "Open.", state={"script": "gate"}), 60)
+            assert isinstance(second, RunResult) and second.reason == "success"
+            await asyncio.wait_for(runs.result(first.run_id), 60)
+
+    GATE.clear()
+    GATE_OPENED.clear()
+    asyncio.run(scenario())
+    assert GATE_OPENED == [True]  # the second run opened the gate while the first cleanup waited
+
+
+@pytest.mark.parametrize("address", ["not an address", "127.0.0.1:1", "http://[::1"])
+def test_a_bad_temporal_address_is_a_clear_error_not_a_traceback(address: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "runs", "--temporal", address],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "cannot reach Temporal at" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["runs"],
+        ["pending"],
+        ["start", "fetcher", "Fetch.", "--no-wait"],
+        ["worker", "--catalog", "temporal_agents:catalog"],
+    ],
+)
+def test_a_namespace_the_server_lacks_is_a_clear_error_not_a_traceback(
+    temporal: TemporalServer, command: list[str]
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "OTEL_SDK_DISABLED": "true"}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", *command, "--temporal", temporal.address, "--namespace", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "has no namespace 'nope'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_time_budget_cuts_a_model_call_on_temporal_as_it_does_locally(temporal: TemporalServer) -> None:
+    state = {"script": "slow", "seconds": 2}
+    here, _ = locally(state)
+    assert (here.reason, here.limit) == ("limit", "seconds")
+    there, _ = on_temporal(temporal, state)
+    same_run(here, there)
