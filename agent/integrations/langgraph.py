@@ -60,7 +60,14 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
 from agent.integrations._observe import Recorder, Usage, need
 from agent.integrations._sync import run_sync
-from agent.integrations.langgraph_calls import INTERRUPT_KEY, content_text, drive, messages_in, reply_usage
+from agent.integrations.langgraph_calls import (
+    INTERRUPT_KEY,
+    content_text,
+    drive,
+    first_seen,
+    messages_in,
+    reply_usage,
+)
 from agent.prices import PriceTable
 from agent.result import LimitKind, PendingAction, RunResult, StopReason
 from agent.verify import Verifier
@@ -105,16 +112,7 @@ class _Reader:
             self._new(message)
 
     def _new(self, message: Any) -> bool:
-        """Whether `message` is seen for the first time: a node that writes the whole list back (no
-        reducer), or a reply to a second channel, writes again what was counted."""
-        mid = getattr(message, "id", None)
-        if id(message) in self._seen or (mid and mid in self._seen):
-            return False
-        self._seen.add(id(message))
-        self._held.append(message)
-        if mid:  # a reducer may give it an id later; a checkpoint gives it back as another object
-            self._seen.add(mid)
-        return True
+        return first_seen(message, self._seen, self._held)
 
     def read(self, task: Mapping[str, Any]) -> None:
         """One chunk of the `tasks` stream: a task's start (it has "triggers") or its end."""

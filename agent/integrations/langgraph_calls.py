@@ -217,16 +217,7 @@ class Calls(BaseCallbackHandler):
         self.recorder.tool_ended(call_id, name, content_text(message.content), error)
 
     def _new(self, message: Any) -> bool:
-        """Whether `message` is seen for the first time: a node that writes the whole list back (no
-        reducer), or a reply to a second channel, writes again what was counted."""
-        mid = getattr(message, "id", None)
-        if id(message) in self._seen or (mid and mid in self._seen):
-            return False
-        self._seen.add(id(message))
-        self._kept.append(message)
-        if mid:  # a reducer may give it an id later; a checkpoint gives it back as another object
-            self._seen.add(mid)
-        return True
+        return first_seen(message, self._seen, self._kept)
 
     def flush(self) -> None:
         """The run ended: calls still held are reported (an open one is cut by the recorder)."""
@@ -236,6 +227,20 @@ class Calls(BaseCallbackHandler):
 
 
 register_configure_hook(_CALLS, inheritable=False)
+
+
+def first_seen(message: Any, seen: set[Any], kept: list[Any]) -> bool:
+    """Whether `message` is seen for the first time: a node that writes the whole list back (no
+    reducer), or a reply to a second channel, writes again what was counted. `kept` holds each
+    one seen alive, so no new message gets a counted one's `id()`."""
+    mid = getattr(message, "id", None)
+    if id(message) in seen or (mid and mid in seen):
+        return False
+    seen.add(id(message))
+    kept.append(message)
+    if mid:  # a reducer may give it an id later; a checkpoint gives it back as another object
+        seen.add(mid)
+    return True
 
 
 async def drive(
