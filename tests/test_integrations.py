@@ -211,6 +211,25 @@ def test_a_verifier_that_returns_no_list_of_reasons_ends_the_foreign_run_as_erro
     assert "a verifier returns a list of the reasons the check failed" in res.note
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"hooks": "prometheus"}, r"hooks must have run_started\(\).*not str"),
+        ({"task_type": 5}, r"task_type must be a non-empty string \(a metric label\), not 5"),
+        ({"task_type": ""}, r"task_type must be a non-empty string"),
+        ({"verifiers": "check the answer"}, r"verifiers must be a verifier or a list of them, not str"),
+        ({"verifiers": ["check the answer"]}, r"verifiers must be functions of the run's context, not str"),
+    ],
+)
+def test_endstates_options_of_the_wrong_kind_are_refused_before_the_framework_runs(
+    options: dict[str, Any], message: str
+) -> None:
+    """Not a logged traceback per run (hooks), a metric label of any type, or an error run for a typo."""
+    agent = pai_agent(["done"])
+    with pytest.raises(ConfigError, match=message):
+        pai.run(agent, "?", **options)
+
+
 def test_an_async_verifier_of_a_foreign_run_is_refused_saying_what_to_write(rig: Rig) -> None:
     async def checks(ctx: Any) -> list[str]:
         return []

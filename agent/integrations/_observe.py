@@ -87,6 +87,7 @@ class Recorder:
         recorded (`wait`, or answered now). `go_on=False` for a segment that only
         ends the run (an expired wait): no turn is reopened.
         """
+        _check_options(hooks, task_type, run_id)
         snap = resumed.snapshot if resumed is not None else None
         info = RunInfo(
             run_id=resumed.run_id if resumed else run_id or uuid.uuid4().hex,
@@ -354,12 +355,30 @@ def _checked_now(verifier: Verifier, ctx: RunContext) -> Any:
     return value
 
 
+def _check_options(hooks: Any, task_type: Any, run_id: Any) -> None:
+    """A clear `ConfigError` for Endstate's own options of the wrong kind, before the framework runs."""
+    if hooks is not None and not callable(getattr(hooks, "run_started", None)):
+        raise ConfigError(
+            f"hooks must have run_started() (say Telemetry.from_env().hooks), not {type(hooks).__name__}"
+        )
+    if not isinstance(task_type, str) or not task_type.strip():
+        raise ConfigError(f"task_type must be a non-empty string (a metric label), not {task_type!r}")
+    if run_id is not None and not (isinstance(run_id, str) and run_id):
+        raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
+
+
 def _verifier_list(verifiers: Sequence[Verifier] | Verifier | None) -> tuple[Verifier, ...]:
+    """One verifier or a list of them; each must be callable on the run's context."""
     if verifiers is None:
         return ()
-    if callable(verifiers):
-        return (verifiers,)
-    return tuple(verifiers)
+    listed = (verifiers,) if callable(verifiers) else verifiers
+    if not isinstance(listed, Sequence) or isinstance(listed, str | bytes):
+        raise ConfigError(f"verifiers must be a verifier or a list of them, not {type(verifiers).__name__}")
+    for v in listed:
+        if not callable(v):
+            kind = type(v).__name__
+            raise ConfigError(f"verifiers must be functions of the run's context, not {kind}: {v!r}")
+    return tuple(listed)
 
 
 def _text_of(output: Any) -> str:
