@@ -1294,6 +1294,51 @@ def test_cached_input_counts_as_input_for_home_grown_and_claude_runs(rig: Rig) -
     assert (res.input_tokens, res.usage.cache_read_tokens, res.usage.cache_write_tokens) == (1007, 900, 100)
 
 
+@pytest.mark.parametrize(
+    ("report", "message"),
+    [
+        (lambda run: run.limit("money"), r"'money' is no limit kind: use one of turns, seconds"),
+        (lambda run: run.give_up("no", cause="tired"), r"'tired' is no cause: use one of agent, refusal"),
+        (lambda run: run.stop("finished"), r"'finished' is no stop reason: use one of success"),
+        (lambda run: run.tool("search", arguments="q").__enter__(), r"arguments=...\) takes a dict"),
+    ],
+)
+def test_a_home_grown_loop_reporting_what_is_no_stop_gets_a_clear_error(
+    rig: Rig, report: Any, message: str
+) -> None:
+    """And the run still ends, as error, with the error's name (raised out of the block)."""
+    with (
+        pytest.raises(ConfigError, match=message),
+        observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as run,
+    ):
+        report(run)
+    assert run.result and (run.result.reason, run.result.error_type) == (StopReason.ERROR, "ConfigError")
+
+
+def test_a_home_grown_reply_of_impossible_token_counts_gets_a_clear_error(rig: Rig) -> None:
+    with (
+        pytest.raises(
+            ConfigError, match=r"call.reply\(output_tokens=...\) takes a whole number >= 0, not '7'"
+        ),
+        observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as run,
+        run.turn(),
+        run.model_call() as call,
+    ):
+        call.reply(input_tokens=5, output_tokens="7")
+
+
+def test_a_home_grown_stop_as_success_is_verified_and_as_need_help_waits_with_a_deadline(rig: Rig) -> None:
+    failing = predicate(lambda ctx: False, "the ticket is still open")
+    with observe_run(rig.hooks, agent="raw_loop", task_type=TASK, verifiers=[failing]) as run:
+        run.stop("success")
+    assert run.result and (run.result.reason, run.result.verified) == (StopReason.SUCCESS, False)
+    assert run.result.verifier_failures == ("the ticket is still open",)
+    with observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as waits:
+        waits.stop("need_help", "Which queue?")
+    assert waits.result and waits.result.reason is StopReason.NEED_HELP
+    assert waits.result.suspension is not None and waits.result.suspension.question == "Which queue?"
+
+
 def test_observe_run_records_limit_and_reraises_errors_as_error_stops(rig: Rig) -> None:
     with observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as run:
         with run.turn(), run.model_call() as call:

@@ -6,12 +6,16 @@ import contextlib
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 
+from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._observe import Recorder, Usage
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
+
+E = TypeVar("E", bound=Enum)
 
 
 class ObservedRun:
@@ -64,6 +68,8 @@ class ObservedRun:
         self, name: str, arguments: Mapping[str, Any] | None = None, call_id: str = ""
     ) -> Iterator[ToolRun]:
         """Time a tool call; give its result to `t.result(...)`. An exception is an error outcome."""
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise ConfigError(f"run.tool({name!r}, arguments=...) takes a dict, not {arguments!r}")
         call_id = call_id or uuid.uuid4().hex[:12]
         self._rec.tool_started(call_id, name, arguments)
         handle = ToolRun()
@@ -80,19 +86,24 @@ class ObservedRun:
 
     def limit(self, kind: LimitKind | str, note: str = "") -> RunResult:
         """A budget of the loop's own ran out: `limit` with which one."""
-        return self._rec.finish(StopReason.LIMIT, limit=LimitKind(kind), note=note)
+        return self._rec.finish(StopReason.LIMIT, limit=_named(LimitKind, kind, "limit kind"), note=note)
 
     def give_up(self, note: str, cause: StopCause | str = StopCause.AGENT) -> RunResult:
         """The model gave up (`agent`), the API refused (`refusal`) or a guardrail tripped (`guardrail`)."""
-        return self._rec.finish(StopReason.GAVE_UP, cause=StopCause(cause), note=note)
+        return self._rec.finish(StopReason.GAVE_UP, cause=_named(StopCause, cause, "cause"), note=note)
 
     def need_help(self, question: str, pending: PendingAction | None = None, state: Any = None) -> RunResult:
         """The loop waits for a person; `state` is what it needs to resume (kept at `result.raw`)."""
         return self._rec.suspend(question, pending, raw=state)
 
     def stop(self, reason: StopReason | str, note: str = "") -> RunResult:
-        """Any other stop reason (`no_progress`, `cancelled`, `error`...)."""
-        reason = StopReason(reason)
+        """Any other stop reason (`no_progress`, `cancelled`, `error`...); `success` and `need_help`
+        go the way `succeed` and `need_help` do (verified; a question with a deadline)."""
+        reason = _named(StopReason, reason, "stop reason")
+        if reason is StopReason.SUCCESS:
+            return self.succeed(note or None)
+        if reason is StopReason.NEED_HELP:
+            return self.need_help(note or "The run waits for a person.")
         error_type = "error" if reason is StopReason.ERROR else None
         return self._rec.finish(reason, note=note, error_type=error_type)
 
@@ -129,6 +140,9 @@ class ModelCall:
             output_tokens = getattr(usage, "output_tokens", 0) or 0
             text = "".join(getattr(b, "text", "") for b in getattr(message, "content", ()) or ())
             stop_reason = getattr(message, "stop_reason", None) or stop_reason
+        for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            if not (isinstance(count, int) and not isinstance(count, bool) and count >= 0):
+                raise ConfigError(f"call.reply({name}=...) takes a whole number >= 0, not {count!r}")
         self.answered = True
         self._rec.model_ended(
             Usage(input_tokens, output_tokens, cache_read, cache_write, cost_usd),
@@ -148,6 +162,15 @@ class ToolRun:
 
     def result(self, text: str, error_type: str | None = None) -> None:
         self.text, self.error_type = text, error_type
+
+
+def _named(kind: type[E], value: Any, what: str) -> E:
+    """`value` as a member of the enum `kind`, or a `ConfigError` listing the names it takes."""
+    try:
+        return kind(value)
+    except ValueError:
+        names = ", ".join(str(m.value) for m in kind)  # type: ignore[attr-defined]
+        raise ConfigError(f"{value!r} is no {what}: use one of {names}") from None
 
 
 @contextlib.contextmanager
