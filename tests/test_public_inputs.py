@@ -177,8 +177,8 @@ def test_tool_made_of_what_is_no_function_is_refused_clearly(given: Any, message
     ("name", "build", "options", "message"),
     [
         ("", lambda state: asking(), {}, r"name in the catalog must be a non-empty string"),
-        ("a", 5, {}, r"build must be callable as build\(state\), not 5"),
-        ("a", asking(), {}, r"takes a function that makes the agent: lambda state: agent"),
+        ("a", 5, {}, r"takes a function that makes the agent, called as build\(state\), not int"),
+        ("a", asking(), {}, r"takes a function that makes the agent.*not Agent: say lambda state: agent"),
         ("a", lambda state: asking(), {"prepair": None}, r"unknown options \['prepair'\]"),
     ],
 )
@@ -223,3 +223,11 @@ def test_a_retry_policy_of_the_wrong_kind_is_refused_when_made(fields: dict[str,
 def test_a_history_policy_of_the_wrong_kind_is_refused_when_made(fields: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match=r"HistoryPolicy: clear_at and compact_at are shares"):
         HistoryPolicy(**fields)
+
+
+@pytest.mark.parametrize(("name", "build"), [("", lambda: None), ("triage", 5)])
+def test_a_foreign_catalog_entry_of_the_wrong_kind_is_refused_when_registered(name: Any, build: Any) -> None:
+    with pytest.raises(
+        ConfigError, match=r"name in the catalog must be|register_foreign\('triage', ...\) takes a"
+    ):
+        Catalog().register_foreign(name, "pydantic_ai", build)

@@ -50,16 +50,7 @@ class Catalog:
 
     def register(self, name: str, build: Callable[[State], Agent | ForeignAgent], **hooks: Any) -> None:
         """Add the agent `name`, made by `build(state)`; `hooks` are `AgentEntry`'s other fields."""
-        if not isinstance(name, str) or not name.strip():
-            raise ConfigError(f"an agent's name in the catalog must be a non-empty string, not {name!r}")
-        if isinstance(build, Agent):
-            raise ConfigError(
-                f"register({name!r}, ...) takes a function that makes the agent: lambda state: agent"
-            )
-        if not callable(build):
-            raise ConfigError(
-                f"register({name!r}, build): build must be callable as build(state), not {build!r}"
-            )
+        _check_entry(name, build, "register", "build(state)")
         unknown = sorted(set(hooks) - {"prepare", "cancel", "cleanup", "task_types"})
         if unknown:
             raise ConfigError(
@@ -87,6 +78,7 @@ class Catalog:
         """
         from agent.integrations._durable import ForeignAgent
 
+        _check_entry(name, build, "register_foreign", "build() (LangGraph: build(checkpointer))")
         foreign = ForeignAgent(name, framework, build, **fields)  # type: ignore[arg-type]
         self.entries[name] = AgentEntry(lambda state: foreign, task_types=task_types, cleanup=cleanup)
 
@@ -103,6 +95,17 @@ class Catalog:
         for close in self.closers:
             close()
         self.closers.clear()
+
+
+def _check_entry(name: Any, build: Any, method: str, call: str) -> None:
+    """A clear `ConfigError` for a catalog name that is no text, or a builder that is no function."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"an agent's name in the catalog must be a non-empty string, not {name!r}")
+    if not callable(build) or isinstance(build, Agent):
+        raise ConfigError(
+            f"{method}({name!r}, ...) takes a function that makes the agent, called as {call}, "
+            f"not {type(build).__name__}: say lambda state: agent"
+        )
 
 
 def load_catalog(spec: str | None = None, default: str | None = None) -> Catalog:
