@@ -20,7 +20,7 @@ from agent.context import RunContext
 from agent.errors import ConfigError, SnapshotError
 from agent.finish import FINISH_SPEC, FINISH_TOOL
 from agent.history import HistoryPolicy
-from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, guard
+from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answer, Answered, Approval, Denial, Extended, HumanReply, Journal, Task
 from agent.models.base import Model
 from agent.policies import HelpPolicy, RetryPolicy
@@ -397,11 +397,7 @@ def _check_config(agent: Agent) -> None:
         if not isinstance(value := getattr(agent, field_name), kind):
             wrong = type(value).__name__
             raise ConfigError(f"agent {name!r}: {field_name} must be a {kind.__name__}, not {wrong}")
-    if not callable(getattr(agent.hooks, "run_started", None)):
-        raise ConfigError(
-            f"agent {name!r}: hooks must have run_started() (say Telemetry.from_env().hooks), "
-            f"not {type(agent.hooks).__name__}"
-        )
+    check_hooks(agent.hooks, f"agent {name!r}: ")
     if not (is_number(agent.max_tokens) and isinstance(agent.max_tokens, int) and agent.max_tokens > 0):
         raise ConfigError(f"agent {name!r}: max_tokens must be a positive int, not {agent.max_tokens!r}")
 

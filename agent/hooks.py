@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from agent._frozen import fast_init
+from agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from agent.budget import Spent
@@ -122,6 +123,15 @@ class CompositeHooks:
 
     def run_started(self, info: RunInfo) -> RunObserver:
         return _Fanout([guard(h, info) for h in self.hooks])
+
+
+def check_hooks(hooks: object, where: str = "") -> None:
+    """A clear `ConfigError` for hooks without `run_started` (`where` names whose they are)."""
+    if not callable(getattr(hooks, "run_started", None)):
+        raise ConfigError(
+            f"{where}hooks must have run_started() (say Telemetry.from_env().hooks), "
+            f"not {type(hooks).__name__}"
+        )
 
 
 def guard(hooks: RunHooks, info: RunInfo) -> RunObserver:

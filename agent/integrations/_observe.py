@@ -21,7 +21,7 @@ from typing import Any
 from agent.budget import Spent
 from agent.context import RunContext
 from agent.errors import ConfigError
-from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, guard
+from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answered, Suspended
 from agent.models.base import ModelReply, ModelRequest, ToolCall
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
@@ -357,10 +357,8 @@ def _checked_now(verifier: Verifier, ctx: RunContext) -> Any:
 
 def _check_options(hooks: Any, task_type: Any, run_id: Any) -> None:
     """A clear `ConfigError` for Endstate's own options of the wrong kind, before the framework runs."""
-    if hooks is not None and not callable(getattr(hooks, "run_started", None)):
-        raise ConfigError(
-            f"hooks must have run_started() (say Telemetry.from_env().hooks), not {type(hooks).__name__}"
-        )
+    if hooks is not None:
+        check_hooks(hooks)
     if not isinstance(task_type, str) or not task_type.strip():
         raise ConfigError(f"task_type must be a non-empty string (a metric label), not {task_type!r}")
     if run_id is not None and not (isinstance(run_id, str) and run_id):
