@@ -32,6 +32,7 @@ import json
 import socket
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -269,6 +270,15 @@ class MessagesAPI:
     @property
     def open_connections(self) -> int:
         """Connections accepted and not yet closed."""
+        return len(self._connections)
+
+    def settled_connections(self, within: float = 10.0) -> int:
+        """Open connections once the server has seen the client's closes: a handler notices a
+        closed connection on its own thread, a moment after the client closed it. Waits up to
+        `within` seconds for none to be open, then returns how many still are."""
+        deadline = time.monotonic() + within
+        while self._connections and time.monotonic() < deadline:
+            time.sleep(0.01)
         return len(self._connections)
 
     def _answer(self, received: Received) -> Response:

@@ -364,7 +364,7 @@ def test_a_twenty_turn_run_opens_one_connection(api: MessagesAPI) -> None:
     result = reader(model_for(api)).run("Read twenty files.")
     assert (result.reason, result.turns) == ("success", 20)
     assert api.connections == 1
-    assert api.open_connections == 0  # closed with the run's event loop
+    assert api.settled_connections() == 0  # closed with the run's event loop
 
 
 def test_a_twenty_turn_arun_opens_one_connection_and_later_runs_reuse_it(api: MessagesAPI) -> None:
@@ -378,7 +378,7 @@ def test_a_twenty_turn_arun_opens_one_connection_and_later_runs_reuse_it(api: Me
     results = asyncio.run(go())
     assert [(r.reason, r.turns) for r in results] == [("success", 20)] * 2
     assert len(api.requests) == 40 and api.connections == 1
-    assert api.open_connections == 0
+    assert api.settled_connections() == 0
 
 
 def test_runs_in_separate_event_loops_never_share_a_connection(api: MessagesAPI) -> None:
@@ -386,7 +386,7 @@ def test_runs_in_separate_event_loops_never_share_a_connection(api: MessagesAPI)
     agent = reader(model_for(api))
     assert [agent.run(f"task {i}").reason for i in range(3)] == ["success"] * 3
     assert len(api.requests) == 3 and api.connections == 3  # one per loop, none sent twice
-    assert api.open_connections == 0
+    assert api.settled_connections() == 0
 
 
 def test_count_tokens_is_about_four_characters_a_token() -> None:

@@ -56,7 +56,8 @@ def test_one_answer_sent_to_two_replicas_at_once_resumes_the_run_once(store_url:
         one.client() as a,
         two.client() as b,
     ):
-        started = a.post("/runs", json={"agent": "counter", "task": "ask", "state": counter_state(folder, "ask")})
+        body = {"agent": "counter", "task": "ask", "state": counter_state(folder, "ask")}
+        started = a.post("/runs", json=body)
         assert started.status_code == 202, started.text
         run_id = started.json()["run_id"]
         waiting = wait_status(b, run_id, "waiting")  # the other replica reads the same run
