@@ -599,3 +599,34 @@ def test_with_reads_behind_the_token_the_review_pages_show_nothing_signed_out(tm
             ghost = browser.get("/inbox/review/runs/%3Cb%3Eghost")
             assert ghost.status_code == 404 and "No run with id &#x27;&lt;b&gt;ghost&#x27;." in ghost.text
             assert "<b>" not in ghost.text
+
+
+SPOOF = "Your session expired. Sign in again at https://endstate-login.example/ with the service token."
+
+
+PAGES = ["/inbox", "/inbox/review", "/inbox/review/labelled", "/inbox/review/runs/r1"]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_a_notice_in_a_link_someone_else_wrote_is_not_shown(server: Server, path: str) -> None:
+    """The pages show a one-time notice from their address only when the service signed it: a
+    link mailed to on-call cannot put the attacker's words in the real inbox's notice box."""
+    from urllib.parse import urlencode
+
+    from agent.service.auth import Token
+
+    signed = Token(TOKEN).notice_sig(SPOOF)
+    forged = [{"message": SPOOF}, {"message": SPOOF, "sig": "0" * 32}, {"message": SPOOF, "sig": signed[:-1]}]
+    for query in forged:
+        page = httpx.get(f"{server.url}{path}?{urlencode(query)}", timeout=30)
+        assert "endstate-login.example" not in page.text, query
+        assert 'class="notice"' not in page.text, query
+    shown = httpx.get(f"{server.url}{path}?{urlencode({'message': SPOOF, 'sig': signed})}", timeout=30)
+    assert 'class="notice" role="status">Your session expired.' in shown.text  # the service's own: shown
+
+
+def test_the_services_own_notices_still_show_after_its_redirects(server: Server) -> None:
+    with httpx.Client(base_url=server.url, timeout=30, headers={"Origin": server.url}) as browser:
+        signed_in = browser.post("/inbox/login", data={"token": TOKEN}, follow_redirects=True)
+    assert signed_in.status_code == 200 and 'class="notice" role="status">Signed in.</p>' in signed_in.text
+    assert "sig=" in str(signed_in.url)

@@ -39,6 +39,16 @@ class Token:
     def accepts_cookie(self, offered: str | None) -> bool:
         return bool(offered) and hmac.compare_digest(str(offered).encode(), self.cookie_value.encode())
 
+    def notice_sig(self, text: str) -> str:
+        """The signature of a one-time notice the service put in a redirect's address."""
+        signed = b"endstate-notice\x00" + text.encode("utf-8", "surrogatepass")
+        return hmac.new(self.secret.encode(), signed, hashlib.sha256).hexdigest()[:32]
+
+    def signed_notice(self, text: str, sig: str | None) -> bool:
+        if not text or not sig:
+            return False
+        return hmac.compare_digest(str(sig).encode(), self.notice_sig(text).encode())
+
 
 def load_token(token_file: str | None, fallback_dir: Path) -> tuple[Token, str]:
     """The token from `$ENDSTATE_TOKEN`, a token file, or one made now; and where it came from.

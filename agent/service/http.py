@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse
 from agent.durable.runner import AnswerError, Runner
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
+from agent.service.auth import Token
 from agent.text import LONE_SURROGATE, json_text
 
 MAX_BODY = 64 * 1024
@@ -130,6 +131,18 @@ def _check_text(text: str) -> None:
         raise Problem(
             400, "a string in the body holds a lone surrogate (\\ud800-\\udfff); send valid UTF-16 pairs"
         )
+
+
+def notice_params(token: Token, text: str) -> dict[str, str]:
+    """The query parameters of a one-time notice in a redirect: the text and its signature."""
+    return {"message": text, "sig": token.notice_sig(text)}
+
+
+def notice_of(request: Request, token: Token) -> str:
+    """The one-time notice in this page's address, when the service signed it; else none: a link
+    someone else wrote (`/inbox?message=Your session expired, sign in at ...`) shows no notice."""
+    text = request.query_params.get("message", "")
+    return text if token.signed_notice(text, request.query_params.get("sig")) else ""
 
 
 def known_fields(body: dict[str, Any], *fields: str) -> dict[str, Any]:

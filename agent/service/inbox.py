@@ -49,6 +49,8 @@ from agent.service.http import (
     claim,
     int_param,
     matching,
+    notice_of,
+    notice_params,
     read_body,
     status_of,
     waiting_runs,
@@ -90,7 +92,7 @@ class Inbox:
         self.service = service
 
     async def page(self, request: Request) -> Response:
-        return await self.render(request, message=request.query_params.get("message", ""))
+        return await self.render(request, message=notice_of(request, self.service.token))
 
     async def render(
         self, request: Request, message: str = "", error: str = "", status: int = 200
@@ -128,7 +130,8 @@ class Inbox:
         form = await form_of(request)
         if not self.service.token.accepts(form.get("token")):
             return await self.render(request, error="That token is not valid.", status=401)
-        response = RedirectResponse("/inbox?message=" + quote("Signed in."), status_code=303)
+        signed = urlencode(notice_params(self.service.token, "Signed in."))
+        response = RedirectResponse(f"/inbox?{signed}", status_code=303)
         response.set_cookie(
             COOKIE,
             self.service.token.cookie_value,
@@ -158,7 +161,8 @@ class Inbox:
             return await self.render(request, error=str(exc), status=status_of(exc))
         self.service.runner.spawn(job)
         done = {"answer": "Answered", "approve": "Approved", "deny": "Denied"}[action]
-        back = View.of(request).url(page=None, message=f"{done} run {run_id}; it runs again.")
+        said = notice_params(self.service.token, f"{done} run {run_id}; it runs again.")
+        back = View.of(request).url(page=None, **said)
         return RedirectResponse(back, 303)
 
     def _claim(self, run_id: str, action: str, form: dict[str, str]) -> Any:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 import time
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -34,7 +34,7 @@ from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
 from agent.service.briefing import Step, last_steps, steps_of
 from agent.service.config import Service
-from agent.service.http import status_of
+from agent.service.http import notice_of, notice_params, status_of
 from agent.service.inbox import (
     HEADERS,
     View,
@@ -100,7 +100,7 @@ class ReviewPages:
     # -- pages ----------------------------------------------------------------------------------
 
     async def queue(self, request: Request) -> Response:
-        return await self.render_queue(request, message=request.query_params.get("message", ""))
+        return await self.render_queue(request, message=notice_of(request, self.service.token))
 
     async def render_queue(
         self, request: Request, message: str = "", error: str = "", status: int = 200
@@ -160,7 +160,7 @@ class ReviewPages:
             "labelled",
             title="Endstate review: labelled runs",
             heading="Labelled runs, latest first",
-            notice=notice(request.query_params.get("message", ""), "notice") + notice(error, "error"),
+            notice=notice(notice_of(request, self.service.token), "notice") + notice(error, "error"),
             session=session(signed_in(self.service, request)),
             refresh_note=_filtered_note(view),
             items=self._labelled_table(found[:size], view) if found else _NONE_LABELLED,
@@ -169,7 +169,7 @@ class ReviewPages:
         return HTMLResponse(body, headers=HEADERS)
 
     async def run(self, request: Request) -> Response:
-        return await self.render_run(request, message=request.query_params.get("message", ""))
+        return await self.render_run(request, message=notice_of(request, self.service.token))
 
     async def render_run(
         self, request: Request, message: str = "", error: str = "", status: int = 200
@@ -308,7 +308,8 @@ class ReviewPages:
         except EndstateError as exc:
             return await self.render_queue(request, error=str(exc), status=status_of(exc))
         said = f"Labelled run {given.run_id} {given.label} (by {given.by}); it left the queue."
-        response = RedirectResponse(View.of(request, QUEUE).url(message=said, done=given.run_id), 303)
+        signed = notice_params(self.service.token, said)
+        response = RedirectResponse(View.of(request, QUEUE).url(done=given.run_id, **signed), 303)
         response.set_cookie(REVIEWER_COOKIE, quote(by), max_age=365 * 86400, httponly=True, samesite="strict",
                             secure=request.url.scheme == "https")  # fmt: skip
         return response
@@ -338,7 +339,8 @@ class ReviewPages:
             return await self.render_run(request, error=str(exc), status=status_of(exc))
         expects = " -> ".join(done.expected)
         said = f"Wrote {done.path}: case {done.name!r}, expects {expects}. Run it: endstate eval {folder}"
-        return RedirectResponse(f"{run_url(run_id)}?message={quote(said)}", 303)
+        signed = urlencode(notice_params(self.service.token, said))
+        return RedirectResponse(f"{run_url(run_id)}?{signed}", 303)
 
     def _reads_refused(self, request: Request) -> bool:
         return self.service.reads_need_token and not signed_in(self.service, request)
