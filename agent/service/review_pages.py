@@ -179,13 +179,14 @@ class ReviewPages:
         content = ""
         if self._reads_refused(request):
             error = error or "Sign in with the service token to see this run."
-        elif (record := await run_in_threadpool(self.store.get, run_id)) is None:
-            error, status = f"No run with id {run_id!r}.", 404
         else:
             try:
-                content = await self._run_content(record, is_in, _reviewer(request))
-            except EndstateError as exc:  # its journal cannot be read: the page says so
-                error, status = f"Run {run_id} cannot be shown: {exc}", status_of(exc)
+                found = await self._run_page(run_id, is_in, _reviewer(request))
+            except EndstateError as exc:  # its row or its journal cannot be read: the page says so
+                found, error, status = "", f"Run {run_id} cannot be shown: {exc}", status_of(exc)
+            if found is None:
+                error, status = f"No run with id {run_id!r}.", 404
+            content = found or ""
         body = page_html(
             "review",
             title=f"Endstate review: run {html.escape(run_id)}",
@@ -196,6 +197,11 @@ class ReviewPages:
             items=content,
         )
         return HTMLResponse(body, status_code=status, headers=HEADERS)
+
+    async def _run_page(self, run_id: str, is_in: bool, reviewer: str) -> str | None:
+        """The run's review, or None when there is no such run."""
+        record = await run_in_threadpool(self.store.get, run_id)
+        return None if record is None else await self._run_content(record, is_in, reviewer)
 
     async def _run_content(self, record: RunRecord, is_in: bool, reviewer: str) -> str:
         run_id = record.run_id
