@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -279,7 +280,7 @@ def test_a_version_1_question_is_upgraded_and_answered():
     assert snap.version == SNAPSHOT_VERSION and snap.kind is SnapshotKind.SUSPENDED
     assert snap.suspension is not None and snap.suspension.question == "Which region: EU or US?"
     assert snap.task == "Market share" and snap.usage.turns == 2
-    agent = v1_agents.question()
+    agent = dataclasses.replace(v1_agents.question(), clock=v1_agents.AsWritten())  # before the deadline
     result = agent.resume(snap, Answer("EU"))
     assert result.reason is StopReason.SUCCESS and result.output == "EU share: 40%"
     assert result.turns == 3
@@ -291,7 +292,7 @@ def test_a_version_1_approval_keeps_the_result_that_landed_and_runs_the_approved
     assert snap.suspension is not None and snap.suspension.pending is not None
     assert snap.suspension.pending.name == "send_invoice"
     v1_agents.COUNTS.clear()
-    agent = v1_agents.approval()
+    agent = dataclasses.replace(v1_agents.approval(), clock=v1_agents.AsWritten())
     result = agent.resume(snap, approved=True)
     assert result.reason is StopReason.SUCCESS
     assert v1_agents.COUNTS == {"send_invoice": 1}  # the lookup that landed before is not run again

@@ -38,10 +38,11 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def drive(url: str, how: Callable[[Runner], Coroutine[Any, Any, Any]]) -> Any:
-    """Run `how` with a fresh runner on the store at `url`, and close the store after."""
+    """Run `how` with a fresh runner on the store at `url`, and close the store after; the
+    runner's clock reads as a minute after the fixture's runs were suspended."""
     store = open_store(url)
     try:
-        return asyncio.run(how(Runner(store, v1_agents.catalog())))
+        return asyncio.run(how(Runner(store, v1_agents.catalog(), clock=v1_agents.AsWritten())))
     finally:
         store.close()
 

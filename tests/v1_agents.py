@@ -7,15 +7,31 @@ upgrade is answered after it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agent import Agent, Budget, tool
+from agent.clock import SystemClock
 from agent.durable.runner import Catalog
 from agent.models.scripted import ScriptedModel, call, finish
 
 FIXTURES = Path(__file__).with_name("fixtures")
+WRITTEN_AT = 1796029999.2  # when the fixtures' runs were suspended (2026-11-30 09:13 UTC)
+
+
+class AsWritten(SystemClock):
+    """The system's clocks set back to a minute after the fixtures were written, then running:
+    their runs' deadlines (a day after) are ahead whatever the date the tests run on."""
+
+    def __init__(self) -> None:
+        self.offset = WRITTEN_AT + 60 - time.time()
+
+    def time(self) -> float:
+        return super().time() + self.offset
+
+
 COUNTS: dict[str, int] = {}  # tool name -> runs in this process
 HOOKS: list[Callable[[str], None]] = []  # called with the customer before each lookup (to crash or stop)
 
