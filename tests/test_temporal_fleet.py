@@ -260,3 +260,19 @@ def _wait_ready(base: str) -> None:
             pass
         time.sleep(0.1)
     raise AssertionError("endstate serve --temporal never became ready")
+
+
+def test_a_command_that_loaded_temporals_client_exits_with_its_code_output_and_exit_handlers() -> None:
+    """Such a process skips the interpreter's teardown (the client's Rust threads can abort it
+    there, exit -6): its code, all it printed and its exit handlers (span flushes) still hold."""
+    script = (
+        "import atexit, importlib, temporalio.client\n"
+        "cli = importlib.import_module('agent.cli.main')\n"
+        "atexit.register(lambda: print('exit handlers ran'))\n"
+        "cli.main = lambda: (print('x' * 100000, end=''), 3)[1]\n"
+        "cli.run()\n"
+        "print('never here')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "x" * 100000 + "exit handlers ran\n"

@@ -1,7 +1,5 @@
 """`python -m agent.cli`: the same as the `endstate` command."""
 
-import sys
+from agent.cli.main import run
 
-from agent.cli.main import main
-
-sys.exit(main())
+run()

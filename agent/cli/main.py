@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
 import json
 import os
@@ -13,7 +14,7 @@ import threading
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from agent.cli._help import HelpParser
 from agent.cli.demo import Played, play, select
@@ -44,6 +45,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `endstate runs | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 141
+
+
+def run() -> NoReturn:
+    """The `endstate` process: `main`, then exit with its code.
+
+    A process that loaded Temporal's client ends without the interpreter's teardown, once the
+    exit handlers ran (spans flushed) and the output is flushed: the client's Rust threads may
+    call into Python while it finalizes, which aborts the process (SIGABRT, exit -6) after the
+    command did its work (temporalio/sdk-python#300).
+    """
+    code = main()
+    if "temporalio.bridge" not in sys.modules:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def build_parser() -> argparse.ArgumentParser:
