@@ -477,16 +477,12 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
 
 def reply_entry(reply: ModelReply) -> Reply:
     """The journal entry for a model reply."""
-    return Reply(
-        reply.parts,
-        input_tokens=reply.input_tokens,
-        output_tokens=reply.output_tokens,
-        cache_read_tokens=int(reply.extra.get("cache_read_input_tokens", 0) or 0),
-        cache_write_tokens=int(reply.extra.get("cache_creation_input_tokens", 0) or 0),
-        stop_reason=reply.stop_reason,
-        model=reply.model,
-        response_id=reply.response_id,
-    )
+    extra = reply.extra  # mostly empty: no cache counts to read from it
+    read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
+    write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0
+    # by position (fields in order: parts, the four token counts, stop reason, model, response id)
+    r = reply
+    return Reply(r.parts, r.input_tokens, r.output_tokens, read, write, r.stop_reason, r.model, r.response_id)
 
 
 # -- 3, 4. the calls -------------------------------------------------------------------------------
