@@ -134,6 +134,7 @@ class Suspend:
 
 
 Decision = Continue | Stop | Suspend
+_GO_ON = {s: Continue(s) for s in TurnSignal}  # a decision is a value: one of each, made once
 
 
 async def drive(
@@ -500,7 +501,7 @@ async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> De
     calls = reply.calls
     if not calls:
         run.record(Note(CUT_OFF if reply.stop_reason in CUT_STOPS else NUDGE))
-        return Continue(TurnSignal.NO_TOOL_CALL)
+        return _GO_ON[TurnSignal.NO_TOOL_CALL]
     return await act_on_calls(agent, run, calls, obs)
 
 
@@ -526,7 +527,7 @@ async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: 
         run.record(step)
         if i < len(calls) - 1:
             checkpoint(agent, run)
-    return Continue(signal)
+    return _GO_ON[signal]
 
 
 async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:
