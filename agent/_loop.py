@@ -134,6 +134,7 @@ class Suspend:
 
 
 Decision = Continue | Stop | Suspend
+_GO_ON = {s: Continue(s) for s in TurnSignal}  # a decision is a value: one of each, made once
 
 
 async def drive(
@@ -477,16 +478,12 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
 
 def reply_entry(reply: ModelReply) -> Reply:
     """The journal entry for a model reply."""
-    return Reply(
-        reply.parts,
-        input_tokens=reply.input_tokens,
-        output_tokens=reply.output_tokens,
-        cache_read_tokens=int(reply.extra.get("cache_read_input_tokens", 0) or 0),
-        cache_write_tokens=int(reply.extra.get("cache_creation_input_tokens", 0) or 0),
-        stop_reason=reply.stop_reason,
-        model=reply.model,
-        response_id=reply.response_id,
-    )
+    extra = reply.extra  # mostly empty: no cache counts to read from it
+    read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
+    write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0
+    # by position (fields in order: parts, the four token counts, stop reason, model, response id)
+    r = reply
+    return Reply(r.parts, r.input_tokens, r.output_tokens, read, write, r.stop_reason, r.model, r.response_id)
 
 
 # -- 3, 4. the calls -------------------------------------------------------------------------------
@@ -504,7 +501,7 @@ async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> De
     calls = reply.calls
     if not calls:
         run.record(Note(CUT_OFF if reply.stop_reason in CUT_STOPS else NUDGE))
-        return Continue(TurnSignal.NO_TOOL_CALL)
+        return _GO_ON[TurnSignal.NO_TOOL_CALL]
     return await act_on_calls(agent, run, calls, obs)
 
 
@@ -530,7 +527,7 @@ async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: 
         run.record(step)
         if i < len(calls) - 1:
             checkpoint(agent, run)
-    return Continue(signal)
+    return _GO_ON[signal]
 
 
 async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:

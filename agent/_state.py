@@ -77,7 +77,7 @@ class RunState:
         self.usage.add(usage)
 
     def begin_turn(self) -> int:
-        self._turn_mark = len(self.journal)
+        self._turn_mark = len(self.ctx.journal.entries)
         self.usage.turns += 1
         return self.usage.turns
 

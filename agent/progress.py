@@ -38,8 +38,16 @@ def call_signature(name: str, arguments: dict[str, Any]) -> str:
     """Tool name plus canonical arguments: key order and spacing do not matter.
 
     A signature is only compared with others made by this function (progress is rebuilt from
-    the journal on resume, never stored), so its digest may change between versions."""
-    return f"{name}:{hashlib.blake2b(_canonical(arguments), digest_size=8).hexdigest()}"
+    the journal on resume, never stored), so its digest may change between versions. Arguments
+    whose canonical text is short are their own signature (no hash to pay for; they cannot pass
+    for a digest: they start with `{`, or NUL when tagged)."""
+    canonical = _canonical(arguments)
+    if len(canonical) <= _SHORT:
+        return f"{name}:{canonical.decode()}"  # UTF-8 (`_canonical` writes no lone surrogate)
+    return f"{name}:{hashlib.blake2b(canonical, digest_size=8).hexdigest()}"
+
+
+_SHORT = 48  # bytes of canonical arguments kept as they are in a signature; longer ones are hashed
 
 
 def _canonical(arguments: dict[str, Any]) -> bytes:

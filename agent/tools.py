@@ -237,9 +237,7 @@ async def execute(
     does not start. A tool raising `KeyboardInterrupt` cancels the call: it is
     re-raised as `asyncio.CancelledError`, which the loop turns into `cancelled`.
     """
-    kwargs = dict(arguments)
-    if tool_.wants_ctx:
-        kwargs["ctx"] = ctx
+    kwargs = {**arguments, "ctx": ctx} if tool_.wants_ctx else arguments  # `fn(**kwargs)` copies it
     if problem := tool_.shape.problem(kwargs):
         return ToolOutcome(f"Error: bad arguments for {tool_.name!r}: {problem}", True, "bad_arguments")
     seconds, cut_by_limit = _deadline(tool_.timeout, limit)

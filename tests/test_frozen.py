@@ -12,6 +12,7 @@ import pytest
 
 from agent._frozen import fast_init
 from agent.journal import Call, Reply, Result, Text
+from agent.models import ModelReply, ModelRequest
 from agent.tools import ToolOutcome
 from agent.usage import Usage
 
@@ -106,5 +107,5 @@ def test_a_class_it_cannot_speed_up_keeps_the_dataclass_init():
 
 
 def test_the_loops_hot_types_are_sped_up():
-    for cls in (Text, Call, Reply, Result, ToolOutcome, Usage):
+    for cls in (Text, Call, Reply, Result, ToolOutcome, Usage, ModelRequest, ModelReply):
         assert cls.__init__.__code__.co_names[:1] == ("__dict__",), cls  # fills __dict__ directly

@@ -303,3 +303,15 @@ def test_states_that_differ_only_in_undecodable_bytes_are_different_states():
         b"caf\xe8".decode(errors="surrogateescape")
     )
     assert digest("caf\udce9") != digest("caf?")
+
+
+@pytest.mark.parametrize("size", [40, 47, 48, 49, 60])
+def test_short_and_hashed_signatures_keep_argument_sets_apart(size):
+    """Short arguments are their own signature and longer ones a digest: around the cut, a signature
+    still tells argument sets apart, ignores key order, and starts with the tool's name."""
+    text = "a" * size
+    left = call_signature("read", {"s": text, "t": 1})
+    assert left == call_signature("read", {"t": 1, "s": text})
+    assert left != call_signature("read", {"s": text + "a", "t": 1})
+    assert left != call_signature("read", {"s": text[:-1], "t": 1})
+    assert left.split(":", 1)[0] == "read"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
+from agent._frozen import fast_init
 from agent.journal import Call as ToolCall  # one tool call: the journal's own type
 from agent.journal import Entry, Part, Reply
 from agent.models._messages import messages_of, part_of
@@ -22,6 +23,7 @@ Message = dict[str, Any]
 ToolSpec = dict[str, Any]
 
 
+@fast_init
 @dataclass(frozen=True)
 class ModelRequest:
     """What the loop asks of a model for one turn: the journal so far, the tools, the limits."""
@@ -51,6 +53,7 @@ class ModelRequest:
         return sum(isinstance(e, Reply) for e in self.journal)
 
 
+@fast_init
 @dataclass(frozen=True)
 class ModelReply:
     """A model's answer for one turn.
