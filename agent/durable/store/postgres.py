@@ -337,9 +337,9 @@ def _text(value: Any) -> bytes | None:
     """A parameter in PostgreSQL's text format."""
     if value is None:
         return None
-    if isinstance(value, str):
+    if isinstance(value, str):  # NUL is rare: checked inline, `storable` only when there is one
         try:
-            return storable(value).encode()
+            return (value if "\x00" not in value else storable(value)).encode()
         except UnicodeEncodeError:
             return str(column_text(value)).encode()
-    return repr(value).encode() if isinstance(value, float) else str(int(value)).encode()
+    return repr(value).encode() if isinstance(value, float) else b"%d" % value
