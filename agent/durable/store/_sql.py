@@ -544,11 +544,9 @@ def entry_json(entry: Entry) -> str:
 def _usage_values(snap: Snapshot) -> dict[str, Any]:
     u = snap.usage
     values = usage_columns(u.usage)
-    values["turns"], values["active_seconds"], values["waiting_seconds"] = (
-        u.turns,
-        u.active_seconds,
-        u.waiting_seconds,
-    )
+    values["turns"] = u.turns
+    values["active_seconds"] = u.active_seconds
+    values["waiting_seconds"] = u.waiting_seconds
     return values
 
 
@@ -588,7 +586,7 @@ def assign(values: Iterable[str]) -> str:
 @functools.lru_cache(maxsize=16)
 def checkpoint_update(columns: tuple[str, ...]) -> str:
     """A checkpoint's update of the run's row (`columns` in this order, then the run id, the lease's
-    owner and the status `running`): made once per shape, as a checkpoint a turn would rebuild it."""
+    owner and the status `running`), made once per set of columns rather than at every checkpoint."""
     return (
         f"UPDATE {TABLE} SET {assign(columns)}, checkpoints = checkpoints + 1 "
         "WHERE run_id = ? AND owner = ? AND status = ?"
