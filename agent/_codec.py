@@ -99,24 +99,24 @@ def encode_entry(entry: Entry) -> dict[str, Any]:
 
 
 def _plain(entry: Any) -> dict[str, Any]:
-    """The entry's fields but its parts, leaving out those at their default (decoding fills them in)."""
-    defaults = _DEFAULTS.get(type(entry)) or _defaults_of(type(entry))
-    return {
-        k: v for k, v in vars(entry).items() if k != "parts" and not _is_default(v, defaults.get(k, _MISSING))
-    }
+    """The entry's fields but its parts, leaving out those at their default (decoding fills them in:
+    a value is left out when it is its default, or equal to it and of its type)."""
+    fields = _FIELDS.get(type(entry)) or _fields_of(type(entry))
+    got = vars(entry)
+    return {k: v for k, d in fields if (v := got[k]) is not d and (type(v) is not type(d) or v != d)}
 
 
-def _defaults_of(kind: type) -> dict[str, Any]:
-    found = {f.name: f.default for f in dataclasses.fields(kind) if f.default is not dataclasses.MISSING}
-    _DEFAULTS[kind] = found
+def _fields_of(kind: type) -> tuple[tuple[str, Any], ...]:
+    """(name, default) of each field of an entry type but its parts; `_MISSING` for no default."""
+    found = _FIELDS[kind] = tuple(
+        (f.name, _MISSING if f.default is dataclasses.MISSING else f.default)
+        for f in dataclasses.fields(kind)
+        if f.name != "parts"
+    )
     return found
 
 
-def _is_default(value: Any, default: Any) -> bool:
-    return value is default or (type(value) is type(default) and value == default)
-
-
-_DEFAULTS: dict[type, dict[str, Any]] = {}
+_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
 
 
 def _encode_part(part: Part) -> dict[str, Any]:

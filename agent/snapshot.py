@@ -102,13 +102,26 @@ class Snapshot:
     def head(self) -> dict[str, Any]:
         """Everything but the journal, JSON-ready (a store keeps the entries apart). What is empty
         or zero is left out: reading fills it in, and a store keeps thousands of heads."""
-        head = {"version": self.version, "run_id": self.run_id, "agent": self.agent}
-        head |= {"task_type": self.task_type, "kind": str(self.kind), "segment": self.segment}
-        head["usage"] = {k: v for k, v in vars(self.usage).items() if v != _NOTHING_SPENT[k]}
-        optional: dict[str, Any] = {"state": self.state, "verifier_failures": self.verifier_failures}
-        optional |= {"trace_id": self.trace_id, "span_id": self.span_id}
-        optional["foreign"] = vars(self.foreign) if self.foreign is not None else None
-        return head | {k: v for k, v in optional.items() if v is not None and v not in ({}, [])}
+        head = {
+            "version": self.version,
+            "run_id": self.run_id,
+            "agent": self.agent,
+            "task_type": self.task_type,
+            "kind": str(self.kind),
+            "segment": self.segment,
+            "usage": {k: v for k, v in vars(self.usage).items() if v != _NOTHING_SPENT[k]},
+        }
+        if self.state:
+            head["state"] = self.state
+        if self.verifier_failures:
+            head["verifier_failures"] = self.verifier_failures
+        if self.trace_id is not None:
+            head["trace_id"] = self.trace_id
+        if self.span_id is not None:
+            head["span_id"] = self.span_id
+        if self.foreign is not None:
+            head["foreign"] = vars(self.foreign)
+        return head
 
     def to_json(self) -> str:
         data = self.head() | {"journal": [encode_entry(e) for e in self.journal]}

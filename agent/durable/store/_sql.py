@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from importlib import resources
 from typing import Any
@@ -172,9 +173,7 @@ class SqlStore:
         """Update the run's row if `lease` holds it, then add the entries; False when it does not."""
         with self._tx():
             n = self._count(
-                f"UPDATE {TABLE} SET {assign(values)}, checkpoints = checkpoints + 1 "
-                "WHERE run_id = ? AND owner = ? AND status = ?",
-                [*values.values(), run_id, lease.owner, RunStatus.RUNNING],
+                checkpoint_update(tuple(values)), [*values.values(), run_id, lease.owner, RunStatus.RUNNING]
             )
             if n == 1:
                 self._insert_entries(run_id, entries)
@@ -523,8 +522,9 @@ def checkpoint_rows(
 ) -> tuple[dict[str, Any], list[tuple[int, str]]]:
     """What a checkpoint writes: the run row's new values, and the entries as (seq, JSON)."""
     head = checkpoint.head
-    values = _usage_values(head) | {"snapshot": dumps(head.head()), "state": dumps(head.state)}
-    values |= {"lease_until": lease.until, "updated_at": now}
+    values = _usage_values(head)
+    values["snapshot"], values["state"] = dumps(head.head()), dumps(head.state)
+    values["lease_until"], values["updated_at"] = lease.until, now
     return values, entry_rows(checkpoint)
 
 
@@ -543,18 +543,23 @@ def entry_json(entry: Entry) -> str:
 
 def _usage_values(snap: Snapshot) -> dict[str, Any]:
     u = snap.usage
-    return {"turns": u.turns, **usage_columns(u.usage)} | {
-        "active_seconds": u.active_seconds,
-        "waiting_seconds": u.waiting_seconds,
-    }
+    values = usage_columns(u.usage)
+    values["turns"] = u.turns
+    values["active_seconds"] = u.active_seconds
+    values["waiting_seconds"] = u.waiting_seconds
+    return values
 
 
 def usage_columns(usage: Usage) -> dict[str, Any]:
     """The run row's usage columns; an unknown cost is `cost_known = 0` (and no cost in `cost_usd`)."""
+    cost = usage.cost_usd
     return {
-        **{"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
-        **{"cache_read_tokens": usage.cache_read_tokens, "cache_write_tokens": usage.cache_write_tokens},
-        **{"cost_usd": usage.cost_usd or 0.0, "cost_known": int(usage.cost_usd is not None)},
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "cost_usd": cost or 0.0,
+        "cost_known": int(cost is not None),
     }
 
 
@@ -574,8 +579,18 @@ def _flag(value: bool | None) -> int | None:
     return None if value is None else int(value)
 
 
-def assign(values: dict[str, Any]) -> str:
+def assign(values: Iterable[str]) -> str:
     return ", ".join(f"{column} = ?" for column in values)
+
+
+@functools.lru_cache(maxsize=16)
+def checkpoint_update(columns: tuple[str, ...]) -> str:
+    """A checkpoint's update of the run's row (`columns` in this order, then the run id, the lease's
+    owner and the status `running`), made once per set of columns rather than at every checkpoint."""
+    return (
+        f"UPDATE {TABLE} SET {assign(columns)}, checkpoints = checkpoints + 1 "
+        "WHERE run_id = ? AND owner = ? AND status = ?"
+    )
 
 
 def _result_values(outcome: Outcome) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import select
 import threading
 from collections.abc import Iterator, Sequence
@@ -11,11 +12,10 @@ from typing import Any
 from agent.durable.store._sql import (
     ENTRIES,
     SCHEMA_TABLE,
-    TABLE,
     Row,
     SqlStore,
-    assign,
     checkpoint_rows,
+    checkpoint_update,
     lease_lost,
 )
 from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused, column_text
@@ -181,18 +181,21 @@ def append_statement(
 ) -> tuple[str, list[Any]]:
     """The checkpoint as one statement: update the row if `lease` holds it, add the entries; it
     returns one row, `n` = 1 when the lease held."""
-    sql = (
-        f"WITH held AS (UPDATE {TABLE} SET {assign(values)}, checkpoints = checkpoints + 1 "
-        "WHERE run_id = ? AND owner = ? AND status = ? RETURNING run_id)"
-    )
+    params = [*values.values(), run_id, lease.owner, RunStatus.RUNNING, *(x for e in entries for x in e)]
+    return _append_sql(tuple(values), len(entries)), params
+
+
+@functools.lru_cache(maxsize=64)  # one shape per number of entries: a few in practice
+def _append_sql(columns: tuple[str, ...], entries: int) -> str:
+    """`append_statement`'s text for a row update of `columns` and `entries` entries (made once each)."""
+    sql = f"WITH held AS ({checkpoint_update(columns)} RETURNING run_id)"
     if entries:
-        rows = ", ".join("(?::integer, ?::text)" for _ in entries)
+        rows = ", ".join("(?::integer, ?::text)" for _ in range(entries))
         sql += (
             f", added AS (INSERT INTO {ENTRIES} (run_id, seq, entry) SELECT held.run_id, v.seq, v.entry "
             f"FROM held, (VALUES {rows}) AS v (seq, entry) ON CONFLICT DO NOTHING RETURNING 1)"
         )
-    params = [*values.values(), run_id, lease.owner, RunStatus.RUNNING, *(x for e in entries for x in e)]
-    return sql + " SELECT COUNT(*) AS n FROM held", params
+    return sql + " SELECT COUNT(*) AS n FROM held"
 
 
 class Sent:
@@ -334,9 +337,9 @@ def _text(value: Any) -> bytes | None:
     """A parameter in PostgreSQL's text format."""
     if value is None:
         return None
-    if isinstance(value, str):
+    if isinstance(value, str):  # NUL is rare: checked inline, `storable` only when there is one
         try:
-            return storable(value).encode()
+            return (value if "\x00" not in value else storable(value)).encode()
         except UnicodeEncodeError:
             return str(column_text(value)).encode()
-    return repr(value).encode() if isinstance(value, float) else str(int(value)).encode()
+    return repr(value).encode() if isinstance(value, float) else b"%d" % value

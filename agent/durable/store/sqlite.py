@@ -10,10 +10,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, TABLE, Row, SqlStore, assign
+from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, Row, SqlStore, checkpoint_update
 from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused, column_text
 
 BUSY_TIMEOUT_MS = 30_000
+_INSERT_ENTRY = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 
 
 class SqliteStore(SqlStore):
@@ -118,11 +119,7 @@ class SqliteStore(SqlStore):
     ) -> bool:
         """One transaction straight on the connection (a checkpoint a turn: kept lean): update the
         row if `lease` holds it, then add the entries; False when it does not hold it."""
-        update = (
-            f"UPDATE {TABLE} SET {assign(values)}, checkpoints = checkpoints + 1 "
-            "WHERE run_id = ? AND owner = ? AND status = ?"
-        )
-        insert = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+        update = checkpoint_update(tuple(values))
         with self._lock:
             conn = self._conn
             try:
@@ -130,7 +127,7 @@ class SqliteStore(SqlStore):
                 try:
                     held = conn.execute(update, (*values.values(), run_id, lease.owner, RunStatus.RUNNING))
                     if held.rowcount == 1 and entries:
-                        conn.executemany(insert, [(run_id, seq, text) for seq, text in entries])
+                        conn.executemany(_INSERT_ENTRY, [(run_id, seq, text) for seq, text in entries])
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.rollback()
