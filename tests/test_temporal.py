@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
@@ -372,6 +372,16 @@ def test_a_run_keeps_the_plan_it_started_with_and_its_history_replays_with_the_c
         assert replayed.replay_failure is None  # replayed under the changed agent without nondeterminism
 
     asyncio.run(scenario())
+
+
+def test_a_history_recorded_before_cut_calls_were_charged_still_replays() -> None:
+    """A run started by the code before `CUT_USAGE` (a tool call, then a model call the time budget cut,
+    its activity cancelled; `fetch_history().to_json()`) replays under this code: `workflow.patched`."""
+    recorded = (Path(__file__).parent / "fixtures" / "temporal_v0_cut_history.json").read_text()
+    history = WorkflowHistory.from_json("v0-cut", recorded)
+    replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
+    replayed = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
+    assert replayed.replay_failure is None
 
 
 def test_the_worker_registers_missing_search_attributes_once_and_says_so(

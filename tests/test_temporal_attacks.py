@@ -24,7 +24,9 @@ from agent.durable.runner import Catalog
 from agent.durable.store import NotClaimable
 from agent.errors import TransientModelError
 from agent.models.base import ModelReply, record_cut_call
+from agent.models.price import Price
 from agent.models.scripted import ScriptedModel, Step, call, finish, reply, say
+from agent.prices import PriceTable
 from agent.result import RunResult
 from agent.temporal import TemporalRuns, build_worker
 from agent.temporal import _wire as w
@@ -116,11 +118,30 @@ class Slow(SmallWindow):
         raise AssertionError("the time budget should have cut this call")
 
 
+class Streaming(SmallWindow):
+    """Streams a reply for 30 s: cut off, it records what the stream had counted (as the Claude adapter)."""
+
+    async def complete(self, request: Any) -> Any:
+        self.requests.append(request)
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            record_cut_call(ModelReply([], input_tokens=1234, output_tokens=56, stop_reason="cut_off"))
+            raise
+        raise AssertionError("the time budget should have cut this call")
+
+
+MODELS: dict[str, type[SmallWindow]] = {"slow": Slow, "streaming": Streaming}
+PRICES = PriceTable({"scripted": Price(input_per_mtok=3.0, output_per_mtok=15.0)})
+
+
 def build(state: dict[str, Any]) -> Agent:
     history = HistoryPolicy.off() if state.get("history") == "off" else HistoryPolicy(max_result_chars=300)
+    script = state["script"]
     agent = Agent(
         name="fetcher",
-        model=Slow() if state["script"] == "slow" else SmallWindow(SCRIPTS[state["script"]]),
+        model=MODELS[script]() if script in MODELS else SmallWindow(SCRIPTS[script]),
+        prices=PRICES,
         instructions="Fetch pages.",
         tools=[fetch, dump, blob, open_gate],
         budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
@@ -439,5 +460,16 @@ def test_the_time_budget_cuts_a_model_call_on_temporal_as_it_does_locally(tempor
     state = {"script": "slow", "seconds": 2}
     here, _ = locally(state)
     assert (here.reason, here.limit) == ("limit", "seconds")
+    there, _ = on_temporal(temporal, state)
+    same_run(here, there)
+
+
+def test_a_model_call_the_time_budget_cuts_is_charged_on_temporal_as_it_is_locally(
+    temporal: TemporalServer,
+) -> None:
+    state = {"script": "streaming", "seconds": 2}
+    here, _ = locally(state)
+    assert (here.reason, here.limit, here.input_tokens, here.output_tokens) == ("limit", "seconds", 1234, 56)
+    assert here.cost_usd is not None and here.cost_usd > 0
     there, _ = on_temporal(temporal, state)
     same_run(here, there)

@@ -60,27 +60,34 @@ class EndstateActivities:
 
     @activity.defn(name=w.MODEL)
     async def model(self, call: dict[str, Any]) -> dict[str, Any]:
-        """One model call; the loop retries transient failures with its own policy."""
+        """One model call; the loop retries transient failures with its own policy.
+
+        A call cut off (by the run's time budget, `call["seconds"]`, or by the
+        workflow's cancel) fails with what it used, for the workflow to charge.
+        """
         agent = self._agent(call["run"])
         async with _heartbeats():
-            try:
-                with recording_cut_calls() as cut:  # a call that broke off mid-way, with what it used
-                    reply = await agent.model.complete(w.request_from_json(call["request"]))
-            except TransientModelError as exc:
-                details = {"error_type": exc.error_type, "retry_after": exc.retry_after, "cut": _dicts(cut)}
-                raise ApplicationError(
-                    str(exc), details, type="TransientModelError", non_retryable=True, category=BENIGN
-                ) from exc
-            except ModelError as exc:
-                details = {"error_type": exc.error_type, "cut": _dicts(cut)}
-                raise ApplicationError(
-                    str(exc), details, type="ModelError", non_retryable=True, category=BENIGN
-                ) from exc
-            except Exception as exc:  # an adapter bug: the run ends as error, not retried
-                raise ApplicationError(
-                    f"{exc}", type=type(exc).__name__, non_retryable=True, category=BENIGN
-                ) from exc
-        return dataclasses.asdict(reply)
+            with recording_cut_calls() as cut:  # a call that broke off mid-way, with what it used
+                try:
+                    return await _complete(agent, call)
+                except _CutOff as exc:
+                    raise _failure(str(exc), "CutOff", {"cut": _dicts(cut)}) from None
+                except asyncio.CancelledError:
+                    if not _cancel_requested():  # the worker stops: Temporal runs the call again elsewhere
+                        raise
+                    raise _failure("the model call was cancelled", "CutOff", {"cut": _dicts(cut)}) from None
+                except TransientModelError as exc:
+                    details = {
+                        "error_type": exc.error_type,
+                        "retry_after": exc.retry_after,
+                        "cut": _dicts(cut),
+                    }
+                    raise _failure(str(exc), "TransientModelError", details) from exc
+                except ModelError as exc:
+                    details = {"error_type": exc.error_type, "cut": _dicts(cut)}
+                    raise _failure(str(exc), "ModelError", details) from exc
+                except Exception as exc:  # an adapter bug: the run ends as error, not retried
+                    raise _failure(f"{exc}", type(exc).__name__) from exc
 
     @activity.defn(name=w.TOOL)
     async def tool(self, call: dict[str, Any]) -> dict[str, Any]:
@@ -155,6 +162,39 @@ class EndstateActivities:
         while len(self._agents) > MAX_CACHED_AGENTS:
             self._agents.popitem(last=False)
         return agent
+
+
+class _CutOff(Exception):
+    """The run's time budget ran out during the model call."""
+
+
+async def _complete(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
+    """The model's reply, the call cut off when the run's time budget (`seconds`, if sent) runs out.
+
+    The workflow's own timer cuts the call at the same moment; this deadline,
+    counted from the activity's start, lets the worker end the call and report
+    what it used without waiting for the cancel to reach it with a heartbeat.
+    """
+    request = w.request_from_json(call["request"])
+    budget = asyncio.timeout(call.get("seconds"))
+    try:
+        async with budget:
+            return dataclasses.asdict(await agent.model.complete(request))
+    except TimeoutError:
+        if budget.expired():
+            raise _CutOff("the model call was cut off when the run's time budget ran out") from None
+        raise
+
+
+def _cancel_requested() -> bool:
+    details = activity.cancellation_details()
+    return details is not None and details.cancel_requested
+
+
+def _failure(message: str, kind: str, details: dict[str, Any] | None = None) -> ApplicationError:
+    """A failure the loop handles (not retried by Temporal), with what the workflow needs of it."""
+    args = (details,) if details is not None else ()
+    return ApplicationError(message, *args, type=kind, non_retryable=True, category=BENIGN)
 
 
 def _dicts(replies: list[ModelReply]) -> list[dict[str, Any]]:

@@ -18,13 +18,14 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy as TemporalRetry
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.workflow import ActivityCancellationType
 
 from agent import tools as tools_module
 from agent.agent import Agent
 from agent.context import RunContext
 from agent.errors import ModelError, TransientModelError
 from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
-from agent.models.base import ModelReply, ModelRequest, ToolCall, record_cut_call
+from agent.models.base import ModelReply, ModelRequest, ToolCall, call_seconds, record_cut_call
 from agent.policies import RetryPolicy
 from agent.prices import PriceTable
 from agent.progress import ProgressDetector
@@ -33,6 +34,9 @@ from agent.temporal import _wire as w
 from agent.temporal._registry import WorkerSetup
 from agent.tools import Tool, ToolOutcome
 
+# The workflow charges a model call cut off mid-way (the time budget, a cancel) with what the worker
+# reports it used; runs started before replay their model calls as they were made (see `patched`).
+CUT_USAGE = "endstate-cut-model-call-usage"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
 
 
@@ -178,9 +182,51 @@ class ActivityModel:
         return self._provider
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        call = {"run": self._ref.wire(), "request": w.request_json(request)}
+        call: dict[str, Any] = {"run": self._ref.wire(), "request": w.request_json(request)}
         if (cannot := self._ref.too_large or too_large(call, "the model call's input")) is not None:
             raise ModelError(str(cannot), error_type=cannot.error_type)
+        if not workflow.patched(CUT_USAGE):  # a run started before cut calls were charged replays as it ran
+            return await self._unpatched(call)
+        if (seconds := call_seconds()) is not None:
+            call["seconds"] = seconds  # the worker cuts the call there too, and reports what it used
+        handle = workflow.start_activity(
+            w.MODEL,
+            call,
+            start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
+            heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
+            retry_policy=temporal_retry(self._retry),
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        try:
+            reply = await asyncio.shield(handle)  # a cut leaves the activity running, to report its usage
+        except asyncio.CancelledError:
+            await self._cut(handle)
+            raise
+        except ActivityError as exc:
+            if is_cancelled_exception(exc):
+                raise asyncio.CancelledError() from exc
+            if (cause := _cause(exc)) is not None and cause.type == "CutOff":
+                _record_cut(cause)  # the worker's deadline came first: the loop's own timer cuts it now
+                await workflow.wait_condition(lambda: False)
+            raise _model_error(exc) from exc
+        return ModelReply(**reply)
+
+    async def _cut(self, handle: workflow.ActivityHandle[Any]) -> None:
+        """The call was cut (the time budget, or the workflow cancelled): cancel the activity and
+        wait, at most `cut_grace` seconds, for the usage it reports, recorded for the loop to charge."""
+        if not handle.done():
+            handle.cancel()
+            try:
+                await workflow.wait_condition(handle.done, timeout=self._setup.cut_grace)
+            except TimeoutError:
+                workflow.logger.warning("a cut model call did not report its usage: it is not charged")
+                return
+        exc = None if handle.cancelled() else handle.exception()
+        if isinstance(exc, ActivityError) and (cause := _cause(exc)) is not None:
+            _record_cut(cause)
+
+    async def _unpatched(self, call: dict[str, Any]) -> ModelReply:
+        """The model call as the workflow made it before `CUT_USAGE`: a cut call's usage was lost."""
         try:
             reply = await _activity(
                 w.MODEL,
@@ -194,6 +240,13 @@ class ActivityModel:
         return ModelReply(**reply)
 
 
+def _record_cut(cause: ApplicationError) -> None:
+    """Record the usage of the calls that broke off mid-way, for the loop to charge."""
+    details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+    for partial in details.get("cut") or ():
+        record_cut_call(ModelReply(**partial))
+
+
 def _model_error(exc: ActivityError) -> Exception:
     """The loop's error for a failed model activity; the usage of a call that broke off mid-way is
     recorded, so the loop charges it as it would in one process."""
@@ -201,8 +254,7 @@ def _model_error(exc: ActivityError) -> Exception:
     if cause is None:
         return TransientModelError(f"the model activity failed: {exc.cause or exc}", error_type="activity")
     details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
-    for partial in details.get("cut") or ():
-        record_cut_call(ModelReply(**partial))
+    _record_cut(cause)
     if cause.type == "TransientModelError":
         retry_after = details.get("retry_after")
         return TransientModelError(
