@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from temporal_server import TemporalServer
 
-from agent import Agent, Budget, HistoryPolicy, RetryPolicy, tool
+from agent import Agent, Budget, HistoryPolicy, RetryPolicy, RunContext, tool
 from agent.durable.runner import Catalog
 from agent.durable.store import NotClaimable
 from agent.errors import TransientModelError
@@ -63,6 +63,12 @@ def fetch(page: int) -> str:
     return f"page {page}: " + "x" * 41_000  # over the default cap of 40,000 characters
 
 
+@tool
+def tally(ctx: RunContext) -> str:
+    """Tally the run's earlier calls (reads `ctx.calls`)."""
+    return json.dumps([[c.name, c.arguments, len(c.result), c.result[:12], c.is_error] for c in ctx.calls])
+
+
 def broken_stream(request: Any) -> Any:
     """A call whose stream broke after the API had counted 500 input tokens: recorded, then raised."""
     record_cut_call(ModelReply([], input_tokens=500, output_tokens=20, stop_reason="cut_off"))
@@ -84,6 +90,7 @@ SCRIPTS: dict[str, list[Step]] = {
     "blobs": [[call("blob", page=1)], [call("blob", page=2)], [finish("done", "fetched")]],
     "ask": [[finish("need_help", "Which page?")], [call("fetch", page=3)], [finish("done", "fetched")]],
     "broken": [broken_stream, [finish("done", "fetched")]],
+    "tally": [[call("fetch", page=1)], [call("fetch", page=2)], [call("tally")], [finish("done", "tallied")]],
     "thinking": [
         [
             {"type": "thinking", "thinking": "Page 2 first.", "signature": "c2ln\u00e9=="},
@@ -143,7 +150,7 @@ def build(state: dict[str, Any]) -> Agent:
         model=MODELS[script]() if script in MODELS else SmallWindow(SCRIPTS[script]),
         prices=PRICES,
         instructions="Fetch pages.",
-        tools=[fetch, dump, blob, open_gate],
+        tools=[fetch, dump, blob, open_gate, tally],
         budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
         retry=FAST_RETRY,
         history=history,
@@ -473,3 +480,31 @@ def test_a_model_call_the_time_budget_cuts_is_charged_on_temporal_as_it_is_local
     assert here.cost_usd is not None and here.cost_usd > 0
     there, _ = on_temporal(temporal, state)
     same_run(here, there)
+
+
+def test_a_tool_that_reads_the_runs_calls_sees_the_same_records_on_temporal(temporal: TemporalServer) -> None:
+    state = {"script": "tally"}
+    here, local_agent = locally(state)
+    there, worker_agent = on_temporal(temporal, state)
+    same_run(here, there)
+    tallied = sent_results(local_agent)[-1]
+    assert json.loads(tallied)[1] == ["fetch", {"page": 2}, 41_008, "page 2: xxxx", False]
+    assert sent_results(worker_agent)[-1] == tallied
+
+
+def test_a_tool_that_takes_no_context_is_not_sent_the_runs_earlier_calls(temporal: TemporalServer) -> None:
+    """Each call's input would otherwise hold every result before it: a history quadratic in turns."""
+
+    async def scenario() -> list[int]:
+        async with worker(temporal) as runs:
+            result = await runs.start("fetcher", "Fetch the pages.", state={"script": "long-results"})
+            assert result.reason == "success"
+            history = await runs.client.get_workflow_handle(result.run_id).fetch_history()
+        return [
+            e.activity_task_scheduled_event_attributes.input.ByteSize()
+            for e in history.events
+            if e.activity_task_scheduled_event_attributes.activity_type.name == w.TOOL
+        ]
+
+    sizes = asyncio.run(scenario())
+    assert len(sizes) == 2 and sizes[1] < sizes[0] + 100  # not the first call's 41,000 characters again

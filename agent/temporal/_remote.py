@@ -280,6 +280,9 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     longer, so the result (or the timeout) is the worker's.
     """
     timeout = float(spec["timeout"])
+    # Only a tool that takes the context can read the run's earlier calls: another one's input leaves
+    # them out, or each call's input would hold every result before it (a history quadratic in turns).
+    reads_calls = spec.get("wants_ctx", True)
 
     async def call(**kwargs: Any) -> str:
         ctx: RunContext = kwargs.pop("ctx")
@@ -287,7 +290,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             "run": ref.wire(ctx.state),
             "name": spec["name"],
             "arguments": kwargs,
-            "calls": [vars(c) for c in ctx.calls],
+            "calls": [vars(c) for c in ctx.calls] if reads_calls else [],
             "call_id": ctx.call_id,
         }
         if (cannot := too_large(payload, f"the input of the call of {spec['name']!r}")) is not None:
