@@ -91,6 +91,13 @@ SCRIPTS: dict[str, list[Step]] = {
     "ask": [[finish("need_help", "Which page?")], [call("fetch", page=3)], [finish("done", "fetched")]],
     "broken": [broken_stream, [finish("done", "fetched")]],
     "tally": [[call("fetch", page=1)], [call("fetch", page=2)], [call("tally")], [finish("done", "tallied")]],
+    "ask-then-tally": [
+        [call("fetch", page=1)],
+        [call("fetch", page=2)],
+        [finish("need_help", "Go on?")],
+        [call("tally")],
+        [finish("done", "tallied")],
+    ],
     "thinking": [
         [
             {"type": "thinking", "thinking": "Page 2 first.", "signature": "c2ln\u00e9=="},
@@ -192,8 +199,8 @@ def catalog() -> Catalog:
 
 
 @contextlib.asynccontextmanager
-async def worker(server: TemporalServer) -> AsyncIterator[TemporalRuns]:
-    queue = f"red-{uuid.uuid4().hex[:8]}"
+async def worker(server: TemporalServer, queue: str | None = None) -> AsyncIterator[TemporalRuns]:
+    queue = queue or f"red-{uuid.uuid4().hex[:8]}"
     runs = await TemporalRuns.connect(server.address, task_queue=queue)
     async with await build_worker(runs.client, catalog(), task_queue=queue, heartbeat_seconds=2.0):
         yield runs
@@ -508,3 +515,41 @@ def test_a_tool_that_takes_no_context_is_not_sent_the_runs_earlier_calls(tempora
 
     sizes = asyncio.run(scenario())
     assert len(sizes) == 2 and sizes[1] < sizes[0] + 100  # not the first call's 41,000 characters again
+
+
+def tool_inputs(history: Any) -> list[tuple[int, int]]:
+    """Each tool activity's (input bytes, long results sent in full) in `history`."""
+    inputs = [
+        e.activity_task_scheduled_event_attributes.input
+        for e in history.events
+        if e.activity_task_scheduled_event_attributes.activity_type.name == w.TOOL
+    ]
+    return [(i.ByteSize(), i.SerializeToString().count(b"x" * 41_000)) for i in inputs]
+
+
+def test_a_tool_that_reads_the_calls_is_sent_long_results_once_and_a_new_worker_asks_for_them(
+    temporal: TemporalServer,
+) -> None:
+    """Results travel by digest; a worker that did not make them (here: a restarted one) gets them once."""
+
+    async def scenario() -> tuple[RunResult, list[tuple[int, int]]]:
+        queue = f"red-{uuid.uuid4().hex[:8]}"
+        async with worker(temporal, queue) as runs:
+            asked = await runs.start("fetcher", "Fetch the pages.", state={"script": "ask-then-tally"})
+            assert asked.reason == "need_help"
+        async with worker(temporal, queue) as runs:  # a new worker: it keeps none of the run's results
+            done = await runs.answer(asked.run_id, "Go on.")
+            history = await runs.client.get_workflow_handle(asked.run_id).fetch_history()
+        return done, tool_inputs(history)
+
+    BUILT.clear()
+    done, inputs = asyncio.run(scenario())
+    assert done.reason == "success"
+    tallied = json.loads(sent_results(BUILT[-1])[-1])
+    assert [r[:4] for r in tallied] == [
+        ["fetch", {"page": 1}, 41_008, "page 1: xxxx"],
+        ["fetch", {"page": 2}, 41_008, "page 2: xxxx"],
+    ]
+    fetch_1, fetch_2, tally_by_digest, tally_in_full = inputs
+    assert (fetch_1[1], fetch_2[1], tally_by_digest[1], tally_in_full[1]) == (0, 0, 0, 2)
+    assert tally_by_digest[0] < 2_000  # the digests, not the 82,000 characters

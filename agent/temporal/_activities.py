@@ -33,6 +33,7 @@ from agent.tools import execute
 log = logging.getLogger("endstate.temporal")
 BENIGN = ApplicationErrorCategory.BENIGN  # failures the loop handles: no worker traceback in the log
 MAX_CACHED_AGENTS = 1024
+MAX_KEPT_CHARS = 64_000_000  # of long tool results kept for calls that name them by digest
 
 
 class EndstateActivities:
@@ -41,6 +42,7 @@ class EndstateActivities:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self._agents: OrderedDict[str, Agent] = OrderedDict()
+        self._results = KeptResults(MAX_KEPT_CHARS)
 
     def all(self) -> list[Any]:
         return [self.prepare, self.model, self.tool, self.verify, self.cleanup]
@@ -98,9 +100,14 @@ class EndstateActivities:
         if found is None:
             text = f"Error: this worker's agent {agent.name!r} has no tool {call['name']!r}."
             return {"text": text, "is_error": True, "error_type": "unknown_tool", "state": run["state"]}
-        ctx = _context(run, call.get("calls", []), call_id=call.get("call_id", ""))
+        calls, missing = self._calls(run["run_id"], call.get("calls", []))
+        if missing:  # not run: the workflow sends these results and asks again
+            return {"missing": missing}
+        ctx = _context(run, calls, call_id=call.get("call_id", ""))
         async with _heartbeats():
             outcome = await execute(found, call["arguments"], ctx)
+        if any(t.wants_ctx for t in agent.tools):  # a later call may read this result
+            self._results.keep(run["run_id"], outcome.text)
         fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
         return {**dataclasses.asdict(outcome), "state": ctx.state, "fingerprint": fingerprint}
 
@@ -109,7 +116,8 @@ class EndstateActivities:
         """Every verifier of the agent, in order; one that raises ends the run as error."""
         run = check["run"]
         agent = self._agent(run)
-        ctx = _context(run, check.get("calls", []), check.get("journal", []), check.get("note", ""))
+        calls = [CallRecord(**c) for c in check.get("calls", [])]
+        ctx = _context(run, calls, check.get("journal", []), check.get("note", ""))
         async with _heartbeats():
             try:
                 return [f for v in agent.verifiers for f in await asyncio.to_thread(v, ctx)]
@@ -122,12 +130,30 @@ class EndstateActivities:
     async def cleanup(self, run: dict[str, Any]) -> None:
         """The run ended for good: let its world go."""
         self._agents.pop(run["run_id"], None)
+        self._results.drop(run["run_id"])
         entry = self.catalog.entries.get(run["agent"])
         if entry is not None and entry.cleanup is not None:
             try:
                 await asyncio.to_thread(entry.cleanup, run["state"])  # in a thread: it may block
             except Exception:
                 log.warning("cleanup of run %s failed", run["run_id"], exc_info=True)
+
+    # -- the run's calls -----------------------------------------------
+
+    def _calls(self, run_id: str, sent: list[dict[str, Any]]) -> tuple[list[CallRecord], list[str]]:
+        """The run's calls as the workflow sent them, each result sent by its digest taken from those
+        this worker keeps; and the digests it does not keep."""
+        calls, missing = [], []
+        for record in sent:
+            digest = record.get("digest")
+            text = record["result"] if digest is None else self._results.get(run_id, digest)
+            if text is None:
+                missing.append(str(digest))
+                continue
+            if digest is None:
+                self._results.keep(run_id, text)
+            calls.append(CallRecord(record["name"], record["arguments"], text, record.get("is_error", False)))
+        return calls, missing
 
     # -- agents --------------------------------------------------------
 
@@ -197,13 +223,45 @@ def _failure(message: str, kind: str, details: dict[str, Any] | None = None) -> 
     return ApplicationError(message, *args, type=kind, non_retryable=True, category=BENIGN)
 
 
+class KeptResults:
+    """Long tool results by run and digest, for the calls that name them by digest (`_wire.INLINE_RESULT`).
+
+    Past `limit` characters, the least recently used runs' results go: a call
+    that names one then has the workflow send it again.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._runs: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._chars = 0
+        self._limit = limit
+
+    def get(self, run_id: str, digest: str) -> str | None:
+        return self._runs.get(run_id, {}).get(digest)
+
+    def keep(self, run_id: str, text: str) -> None:
+        if len(text) <= w.INLINE_RESULT:
+            return
+        texts = self._runs.setdefault(run_id, {})
+        self._runs.move_to_end(run_id)
+        digest = w.result_digest(text)
+        if digest not in texts:
+            texts[digest] = text
+            self._chars += len(text)
+        while self._chars > self._limit:
+            self.drop(next(iter(self._runs)))
+
+    def drop(self, run_id: str) -> None:
+        texts = self._runs.pop(run_id, None) or {}
+        self._chars -= sum(len(t) for t in texts.values())
+
+
 def _dicts(replies: list[ModelReply]) -> list[dict[str, Any]]:
     return [dataclasses.asdict(r) for r in replies]
 
 
 def _context(
     run: dict[str, Any],
-    calls: list[dict[str, Any]],
+    calls: list[CallRecord],
     journal: list[dict[str, Any]] | None = None,
     note: str = "",
     call_id: str = "",
@@ -214,7 +272,7 @@ def _context(
         task=run["task"],
         task_type=run.get("task_type") or "",
         journal=Journal(w.journal_from_json(journal or [])),
-        calls=[CallRecord(**c) for c in calls],
+        calls=calls,
         state=dict(run["state"]),
         note=note,
         call_id=call_id,

@@ -22,7 +22,7 @@ from temporalio.workflow import ActivityCancellationType
 
 from agent import tools as tools_module
 from agent.agent import Agent
-from agent.context import RunContext
+from agent.context import CallRecord, RunContext
 from agent.errors import ModelError, TransientModelError
 from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
 from agent.models.base import ModelReply, ModelRequest, ToolCall, call_seconds, record_cut_call
@@ -51,10 +51,31 @@ class RunRef:
     state: dict[str, Any]
     fingerprint: str | None = None  # the state fingerprint after the last tool call
     too_large: PayloadTooLarge | None = None  # why a call was not sent: the next model call stops the run
+    digests: dict[int, tuple[CallRecord, str]] = dataclasses.field(default_factory=dict)  # by call index
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         fields = {"run_id", "agent", "task", "task_type"}
         return {k: v for k, v in vars(self).items() if k in fields} | {"state": state or self.state}
+
+    def calls_wire(self, calls: list[CallRecord], inline: set[str] | None) -> list[dict[str, Any]]:
+        """The run's calls for a tool's input, each long result by its digest unless the digest is in
+        `inline` (None: every result in full)."""
+        out = []
+        for i, record in enumerate(calls):
+            whole = inline is None or len(record.result) <= w.INLINE_RESULT
+            digest = None if whole else self._digest(i, record)
+            if digest is None or (inline is not None and digest in inline):
+                out.append(vars(record))
+            else:
+                out.append({**vars(record), "result": None, "digest": digest})
+        return out
+
+    def _digest(self, index: int, record: CallRecord) -> str:
+        """The digest of a call's result, computed once per call."""
+        known = self.digests.get(index)
+        if known is None or known[0] is not record:
+            known = self.digests[index] = (record, w.result_digest(record.result))
+        return known[1]
 
 
 def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Agent:
@@ -221,8 +242,12 @@ class ActivityModel:
             except TimeoutError:
                 workflow.logger.warning("a cut model call did not report its usage: it is not charged")
                 return
-        exc = None if handle.cancelled() else handle.exception()
-        if isinstance(exc, ActivityError) and (cause := _cause(exc)) is not None:
+        if handle.cancelled():
+            return
+        # a reply that came as the budget ran out is dropped, as the loop drops it; its usage is kept
+        if (exc := handle.exception()) is None:
+            record_cut_call(ModelReply(**handle.result()))
+        elif isinstance(exc, ActivityError) and (cause := _cause(exc)) is not None:
             _record_cut(cause)
 
     async def _unpatched(self, call: dict[str, Any]) -> ModelReply:
@@ -284,25 +309,33 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     # them out, or each call's input would hold every result before it (a history quadratic in turns).
     reads_calls = spec.get("wants_ctx", True)
 
-    async def call(**kwargs: Any) -> str:
-        ctx: RunContext = kwargs.pop("ctx")
+    async def sent(ctx: RunContext, arguments: dict[str, Any], inline: set[str] | None) -> dict[str, Any]:
         payload = {
             "run": ref.wire(ctx.state),
             "name": spec["name"],
-            "arguments": kwargs,
-            "calls": [vars(c) for c in ctx.calls] if reads_calls else [],
+            "arguments": arguments,
+            "calls": ref.calls_wire(ctx.calls, inline) if reads_calls else [],
             "call_id": ctx.call_id,
         }
         if (cannot := too_large(payload, f"the input of the call of {spec['name']!r}")) is not None:
             ref.too_large = ref.too_large or cannot  # not run; the next model call stops the run
             raise cannot
-        out = await _activity(
+        out: dict[str, Any] = await _activity(
             w.TOOL,
             payload,
             start_to_close_timeout=timedelta(seconds=timeout + 2 * setup.tool_grace),
             heartbeat_timeout=timedelta(seconds=setup.heartbeat_seconds),
             retry_policy=temporal_retry(retry),
         )
+        return out
+
+    async def call(**kwargs: Any) -> str:
+        ctx: RunContext = kwargs.pop("ctx")
+        out = await sent(ctx, kwargs, set())
+        if out.get("missing"):  # the worker lacks these earlier results (it did not make them): sent again
+            out = await sent(ctx, kwargs, set(out["missing"]))
+        if out.get("missing"):  # another worker, lacking others: every result in full
+            out = await sent(ctx, kwargs, None)
         ctx.state.clear()
         ctx.state.update(out["state"])
         ref.fingerprint = out.get("fingerprint")
