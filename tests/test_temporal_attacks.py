@@ -145,7 +145,19 @@ class Streaming(SmallWindow):
         raise AssertionError("the time budget should have cut this call")
 
 
-MODELS: dict[str, type[SmallWindow]] = {"slow": Slow, "streaming": Streaming}
+class Stubborn(SmallWindow):
+    """Ignores being cut off and replies after 6 s anyway (a stuck adapter), with what it used."""
+
+    async def complete(self, request: Any) -> Any:
+        self.requests.append(request)
+        until = asyncio.get_running_loop().time() + 6
+        while (left := until - asyncio.get_running_loop().time()) > 0:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(left)
+        return ModelReply([say("Late.")], input_tokens=777, output_tokens=7, stop_reason="end_turn")
+
+
+MODELS: dict[str, type[SmallWindow]] = {"slow": Slow, "streaming": Streaming, "stubborn": Stubborn}
 PRICES = PriceTable({"scripted": Price(input_per_mtok=3.0, output_per_mtok=15.0)})
 
 
@@ -199,10 +211,13 @@ def catalog() -> Catalog:
 
 
 @contextlib.asynccontextmanager
-async def worker(server: TemporalServer, queue: str | None = None) -> AsyncIterator[TemporalRuns]:
+async def worker(
+    server: TemporalServer, queue: str | None = None, **options: Any
+) -> AsyncIterator[TemporalRuns]:
     queue = queue or f"red-{uuid.uuid4().hex[:8]}"
     runs = await TemporalRuns.connect(server.address, task_queue=queue)
-    async with await build_worker(runs.client, catalog(), task_queue=queue, heartbeat_seconds=2.0):
+    options.setdefault("heartbeat_seconds", 2.0)
+    async with await build_worker(runs.client, catalog(), task_queue=queue, **options):
         yield runs
 
 
@@ -553,3 +568,18 @@ def test_a_tool_that_reads_the_calls_is_sent_long_results_once_and_a_new_worker_
     fetch_1, fetch_2, tally_by_digest, tally_in_full = inputs
     assert (fetch_1[1], fetch_2[1], tally_by_digest[1], tally_in_full[1]) == (0, 0, 0, 2)
     assert tally_by_digest[0] < 2_000  # the digests, not the 82,000 characters
+
+
+def test_a_cut_model_call_that_never_reports_does_not_hold_the_run_past_the_grace(
+    temporal: TemporalServer,
+) -> None:
+    """The worker's model ignores the cut and replies 4 s past the budget: the workflow waited only
+    `cut_grace` (1 s) for its report, so the run has stopped, at the seconds limit, without it."""
+
+    async def scenario() -> RunResult:
+        async with worker(temporal, cut_grace=1.0) as runs:
+            started = runs.start("fetcher", "Fetch the pages.", state={"script": "stubborn", "seconds": 2})
+            return await asyncio.wait_for(started, 60)
+
+    result = asyncio.run(scenario())
+    assert (result.reason, result.limit, result.input_tokens) == ("limit", "seconds", 0)
