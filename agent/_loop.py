@@ -394,7 +394,7 @@ async def _complete(
     adapter recorded of it is charged to the run."""
     model = model or agent.model
     left = run.seconds_left()
-    with recording_cut_calls() as cut:
+    with recording_cut_calls(left) as cut:
         try:
             if left is None:
                 return await model.complete(request)

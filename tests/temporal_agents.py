@@ -33,7 +33,13 @@ def count(ctx: RunContext, n: int) -> str:
     time.sleep(float(ctx.state.get("sleep", 0)))
     _log(ctx, f"end {n}")
     ctx.state["counted"] = int(ctx.state.get("counted", 0)) + 1
-    return f"counted {n}"
+    return f"counted {n}" + "." * int(ctx.state.get("pad", 0))
+
+
+@tool
+def read(n: int, size: int = 2000) -> str:
+    """Read page n, `size` characters of it (takes no context: it cannot read the run's calls)."""
+    return f"page {n}: " + "x" * size
 
 
 @tool(needs_approval=True)
@@ -74,6 +80,10 @@ SCRIPTS: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
     ],
     "many": lambda s: [*_counts(1), [finish("done", "Counted once.")]],
     "bench": lambda s: [*_counts(int(s.get("k", 1))), [finish("done", "Counted.")]],
+    "bench-read": lambda s: [
+        *([call("read", n=i, size=int(s.get("pad", 0)))] for i in range(1, int(s.get("k", 1)) + 1)),
+        [finish("done", "Read.")],
+    ],
 }  # fmt: skip
 
 
@@ -87,7 +97,7 @@ def build(state: dict[str, Any]) -> Agent:
         name="counter",
         model=ScriptedModel(script),
         instructions=str(state.get("instructions", "Count as asked.")),
-        tools=[count, push],
+        tools=[count, read, push],
         verifiers=[_counted],
         budget=Budget(max_turns=int(state.get("max_turns", 4)), max_seconds=120),
         task_type="counting",

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
@@ -24,7 +24,8 @@ from agent.durable.runner import AnswerError, Catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus
 from agent.result import LimitKind, StopReason
 from agent.temporal import TemporalRuns, build_worker, ensure_search_attributes
-from agent.temporal._wire import SEARCH_ATTRIBUTES
+from agent.temporal._activities import KeptResults
+from agent.temporal._wire import SEARCH_ATTRIBUTES, result_digest
 from agent.temporal.pending import TemporalPending
 from agent.temporal.worker import workflow_runner
 from agent.temporal.workflow import EndstateRun
@@ -372,6 +373,32 @@ def test_a_run_keeps_the_plan_it_started_with_and_its_history_replays_with_the_c
         assert replayed.replay_failure is None  # replayed under the changed agent without nondeterminism
 
     asyncio.run(scenario())
+
+
+def test_a_history_recorded_before_cut_calls_were_charged_still_replays() -> None:
+    """A run started by the code before `CUT_USAGE` (a tool call, then a model call the time budget cut,
+    its activity cancelled; `fetch_history().to_json()`) replays under this code: `workflow.patched`."""
+    recorded = (Path(__file__).parent / "fixtures" / "temporal_v0_cut_history.json").read_text()
+    history = WorkflowHistory.from_json("v0-cut", recorded)
+    replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
+    replayed = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
+    assert replayed.replay_failure is None
+
+
+def test_a_worker_keeps_long_results_up_to_its_limit_dropping_the_least_recently_used_runs() -> None:
+    kept = KeptResults(limit=2_500)
+    short, first, second, third = "x" * 10, "a" * 1_000, "b" * 1_000, "c" * 1_000
+    kept.keep("run-1", short)  # short results travel inline: not kept
+    kept.keep("run-1", first)
+    kept.keep("run-2", second)
+    kept.keep("run-1", first)  # kept once; run-1 is now the most recently used
+    kept.keep("run-3", third)  # over the limit: run-2's go
+    assert kept.get("run-1", result_digest(short)) is None
+    assert kept.get("run-1", result_digest(first)) == first
+    assert kept.get("run-2", result_digest(second)) is None
+    assert kept.get("run-3", result_digest(third)) == third
+    kept.drop("run-1")
+    assert kept.get("run-1", result_digest(first)) is None
 
 
 def test_the_worker_registers_missing_search_attributes_once_and_says_so(

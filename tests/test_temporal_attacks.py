@@ -19,12 +19,14 @@ from typing import Any
 import pytest
 from temporal_server import TemporalServer
 
-from agent import Agent, Budget, HistoryPolicy, RetryPolicy, tool
+from agent import Agent, Budget, HistoryPolicy, RetryPolicy, RunContext, tool
 from agent.durable.runner import Catalog
 from agent.durable.store import NotClaimable
 from agent.errors import TransientModelError
 from agent.models.base import ModelReply, record_cut_call
+from agent.models.price import Price
 from agent.models.scripted import ScriptedModel, Step, call, finish, reply, say
+from agent.prices import PriceTable
 from agent.result import RunResult
 from agent.temporal import TemporalRuns, build_worker
 from agent.temporal import _wire as w
@@ -61,6 +63,12 @@ def fetch(page: int) -> str:
     return f"page {page}: " + "x" * 41_000  # over the default cap of 40,000 characters
 
 
+@tool
+def tally(ctx: RunContext) -> str:
+    """Tally the run's earlier calls (reads `ctx.calls`)."""
+    return json.dumps([[c.name, c.arguments, len(c.result), c.result[:12], c.is_error] for c in ctx.calls])
+
+
 def broken_stream(request: Any) -> Any:
     """A call whose stream broke after the API had counted 500 input tokens: recorded, then raised."""
     record_cut_call(ModelReply([], input_tokens=500, output_tokens=20, stop_reason="cut_off"))
@@ -82,6 +90,14 @@ SCRIPTS: dict[str, list[Step]] = {
     "blobs": [[call("blob", page=1)], [call("blob", page=2)], [finish("done", "fetched")]],
     "ask": [[finish("need_help", "Which page?")], [call("fetch", page=3)], [finish("done", "fetched")]],
     "broken": [broken_stream, [finish("done", "fetched")]],
+    "tally": [[call("fetch", page=1)], [call("fetch", page=2)], [call("tally")], [finish("done", "tallied")]],
+    "ask-then-tally": [
+        [call("fetch", page=1)],
+        [call("fetch", page=2)],
+        [finish("need_help", "Go on?")],
+        [call("tally")],
+        [finish("done", "tallied")],
+    ],
     "thinking": [
         [
             {"type": "thinking", "thinking": "Page 2 first.", "signature": "c2ln\u00e9=="},
@@ -116,13 +132,44 @@ class Slow(SmallWindow):
         raise AssertionError("the time budget should have cut this call")
 
 
+class Streaming(SmallWindow):
+    """Streams a reply for 30 s: cut off, it records what the stream had counted (as the Claude adapter)."""
+
+    async def complete(self, request: Any) -> Any:
+        self.requests.append(request)
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            record_cut_call(ModelReply([], input_tokens=1234, output_tokens=56, stop_reason="cut_off"))
+            raise
+        raise AssertionError("the time budget should have cut this call")
+
+
+class Stubborn(SmallWindow):
+    """Ignores being cut off and replies after 6 s anyway (a stuck adapter), with what it used."""
+
+    async def complete(self, request: Any) -> Any:
+        self.requests.append(request)
+        until = asyncio.get_running_loop().time() + 6
+        while (left := until - asyncio.get_running_loop().time()) > 0:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(left)
+        return ModelReply([say("Late.")], input_tokens=777, output_tokens=7, stop_reason="end_turn")
+
+
+MODELS: dict[str, type[SmallWindow]] = {"slow": Slow, "streaming": Streaming, "stubborn": Stubborn}
+PRICES = PriceTable({"scripted": Price(input_per_mtok=3.0, output_per_mtok=15.0)})
+
+
 def build(state: dict[str, Any]) -> Agent:
     history = HistoryPolicy.off() if state.get("history") == "off" else HistoryPolicy(max_result_chars=300)
+    script = state["script"]
     agent = Agent(
         name="fetcher",
-        model=Slow() if state["script"] == "slow" else SmallWindow(SCRIPTS[state["script"]]),
+        model=MODELS[script]() if script in MODELS else SmallWindow(SCRIPTS[script]),
+        prices=PRICES,
         instructions="Fetch pages.",
-        tools=[fetch, dump, blob, open_gate],
+        tools=[fetch, dump, blob, open_gate, tally],
         budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
         retry=FAST_RETRY,
         history=history,
@@ -164,10 +211,13 @@ def catalog() -> Catalog:
 
 
 @contextlib.asynccontextmanager
-async def worker(server: TemporalServer) -> AsyncIterator[TemporalRuns]:
-    queue = f"red-{uuid.uuid4().hex[:8]}"
+async def worker(
+    server: TemporalServer, queue: str | None = None, **options: Any
+) -> AsyncIterator[TemporalRuns]:
+    queue = queue or f"red-{uuid.uuid4().hex[:8]}"
     runs = await TemporalRuns.connect(server.address, task_queue=queue)
-    async with await build_worker(runs.client, catalog(), task_queue=queue, heartbeat_seconds=2.0):
+    options.setdefault("heartbeat_seconds", 2.0)
+    async with await build_worker(runs.client, catalog(), task_queue=queue, **options):
         yield runs
 
 
@@ -441,3 +491,95 @@ def test_the_time_budget_cuts_a_model_call_on_temporal_as_it_does_locally(tempor
     assert (here.reason, here.limit) == ("limit", "seconds")
     there, _ = on_temporal(temporal, state)
     same_run(here, there)
+
+
+def test_a_model_call_the_time_budget_cuts_is_charged_on_temporal_as_it_is_locally(
+    temporal: TemporalServer,
+) -> None:
+    state = {"script": "streaming", "seconds": 2}
+    here, _ = locally(state)
+    assert (here.reason, here.limit, here.input_tokens, here.output_tokens) == ("limit", "seconds", 1234, 56)
+    assert here.cost_usd is not None and here.cost_usd > 0
+    there, _ = on_temporal(temporal, state)
+    same_run(here, there)
+
+
+def test_a_tool_that_reads_the_runs_calls_sees_the_same_records_on_temporal(temporal: TemporalServer) -> None:
+    state = {"script": "tally"}
+    here, local_agent = locally(state)
+    there, worker_agent = on_temporal(temporal, state)
+    same_run(here, there)
+    tallied = sent_results(local_agent)[-1]
+    assert json.loads(tallied)[1] == ["fetch", {"page": 2}, 41_008, "page 2: xxxx", False]
+    assert sent_results(worker_agent)[-1] == tallied
+
+
+def test_a_tool_that_takes_no_context_is_not_sent_the_runs_earlier_calls(temporal: TemporalServer) -> None:
+    """Each call's input would otherwise hold every result before it: a history quadratic in turns."""
+
+    async def scenario() -> list[int]:
+        async with worker(temporal) as runs:
+            result = await runs.start("fetcher", "Fetch the pages.", state={"script": "long-results"})
+            assert result.reason == "success"
+            history = await runs.client.get_workflow_handle(result.run_id).fetch_history()
+        return [
+            e.activity_task_scheduled_event_attributes.input.ByteSize()
+            for e in history.events
+            if e.activity_task_scheduled_event_attributes.activity_type.name == w.TOOL
+        ]
+
+    sizes = asyncio.run(scenario())
+    assert len(sizes) == 2 and sizes[1] < sizes[0] + 100  # not the first call's 41,000 characters again
+
+
+def tool_inputs(history: Any) -> list[tuple[int, int]]:
+    """Each tool activity's (input bytes, long results sent in full) in `history`."""
+    inputs = [
+        e.activity_task_scheduled_event_attributes.input
+        for e in history.events
+        if e.activity_task_scheduled_event_attributes.activity_type.name == w.TOOL
+    ]
+    return [(i.ByteSize(), i.SerializeToString().count(b"x" * 41_000)) for i in inputs]
+
+
+def test_a_tool_that_reads_the_calls_is_sent_long_results_once_and_a_new_worker_asks_for_them(
+    temporal: TemporalServer,
+) -> None:
+    """Results travel by digest; a worker that did not make them (here: a restarted one) gets them once."""
+
+    async def scenario() -> tuple[RunResult, list[tuple[int, int]]]:
+        queue = f"red-{uuid.uuid4().hex[:8]}"
+        async with worker(temporal, queue) as runs:
+            asked = await runs.start("fetcher", "Fetch the pages.", state={"script": "ask-then-tally"})
+            assert asked.reason == "need_help"
+        async with worker(temporal, queue) as runs:  # a new worker: it keeps none of the run's results
+            done = await runs.answer(asked.run_id, "Go on.")
+            history = await runs.client.get_workflow_handle(asked.run_id).fetch_history()
+        return done, tool_inputs(history)
+
+    BUILT.clear()
+    done, inputs = asyncio.run(scenario())
+    assert done.reason == "success"
+    tallied = json.loads(sent_results(BUILT[-1])[-1])
+    assert [r[:4] for r in tallied] == [
+        ["fetch", {"page": 1}, 41_008, "page 1: xxxx"],
+        ["fetch", {"page": 2}, 41_008, "page 2: xxxx"],
+    ]
+    fetch_1, fetch_2, tally_by_digest, tally_in_full = inputs
+    assert (fetch_1[1], fetch_2[1], tally_by_digest[1], tally_in_full[1]) == (0, 0, 0, 2)
+    assert tally_by_digest[0] < 2_000  # the digests, not the 82,000 characters
+
+
+def test_a_cut_model_call_that_never_reports_does_not_hold_the_run_past_the_grace(
+    temporal: TemporalServer,
+) -> None:
+    """The worker's model ignores the cut and replies 4 s past the budget: the workflow waited only
+    `cut_grace` (1 s) for its report, so the run has stopped, at the seconds limit, without it."""
+
+    async def scenario() -> RunResult:
+        async with worker(temporal, cut_grace=1.0) as runs:
+            started = runs.start("fetcher", "Fetch the pages.", state={"script": "stubborn", "seconds": 2})
+            return await asyncio.wait_for(started, 60)
+
+    result = asyncio.run(scenario())
+    assert (result.reason, result.limit, result.input_tokens) == ("limit", "seconds", 0)

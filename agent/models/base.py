@@ -119,38 +119,60 @@ class Model(Protocol):
 
 # -- the usage of a call cut off before its reply ------------------------------
 
-_cut_calls: ContextVar[list[ModelReply] | None] = ContextVar("endstate_cut_calls", default=None)
+
+class _Cut(list[ModelReply]):
+    """The calls cut off inside one `recording_cut_calls` block, and the seconds it was given."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float | None) -> None:
+        super().__init__()
+        self.seconds = seconds
 
 
-def recording_cut_calls() -> _CutCalls:
+_cut_calls: ContextVar[_Cut | None] = ContextVar("endstate_cut_calls", default=None)
+
+
+def recording_cut_calls(seconds: float | None = None) -> _CutCalls:
     """Collect the usage of model calls cancelled mid-way inside this block.
 
     A call cut off (the time budget's `asyncio.timeout`, or a cancellation)
     still used tokens: an adapter that knows how many records a partial
     `ModelReply` with `record_cut_call` before the cancellation goes on.
     The list is per task (a context variable), so concurrent runs sharing
-    one model never see each other's calls.
+    one model never see each other's calls. `seconds` is the time budget
+    left for the call (None: not budgeted), for a model that runs the call
+    elsewhere and must cut it there too (`call_seconds`).
 
-        with recording_cut_calls() as cut:
+        with recording_cut_calls(left) as cut:
             async with asyncio.timeout(left):
                 reply = await model.complete(request)
         # on TimeoutError: charge each reply in `cut`
     """
-    return _CutCalls()
+    return _CutCalls(seconds)
 
 
 class _CutCalls:
     """The block of `recording_cut_calls` (a class: entered once a model call, kept cheap)."""
 
-    __slots__ = ("_token",)
+    __slots__ = ("_seconds", "_token")
+
+    def __init__(self, seconds: float | None) -> None:
+        self._seconds = seconds
 
     def __enter__(self) -> list[ModelReply]:
-        calls: list[ModelReply] = []
+        calls = _Cut(self._seconds)
         self._token = _cut_calls.set(calls)
         return calls
 
     def __exit__(self, *exc: object) -> None:
         _cut_calls.reset(self._token)
+
+
+def call_seconds() -> float | None:
+    """The time budget left for the model call in progress when it began (None: not budgeted)."""
+    calls = _cut_calls.get()
+    return calls.seconds if calls is not None else None
 
 
 def record_cut_call(partial: ModelReply) -> None:

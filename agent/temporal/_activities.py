@@ -33,6 +33,7 @@ from agent.tools import execute
 log = logging.getLogger("endstate.temporal")
 BENIGN = ApplicationErrorCategory.BENIGN  # failures the loop handles: no worker traceback in the log
 MAX_CACHED_AGENTS = 1024
+MAX_KEPT_CHARS = 64_000_000  # of long tool results kept for calls that name them by digest
 
 
 class EndstateActivities:
@@ -41,6 +42,7 @@ class EndstateActivities:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self._agents: OrderedDict[str, Agent] = OrderedDict()
+        self._results = KeptResults(MAX_KEPT_CHARS)
 
     def all(self) -> list[Any]:
         return [self.prepare, self.model, self.tool, self.verify, self.cleanup]
@@ -60,27 +62,34 @@ class EndstateActivities:
 
     @activity.defn(name=w.MODEL)
     async def model(self, call: dict[str, Any]) -> dict[str, Any]:
-        """One model call; the loop retries transient failures with its own policy."""
+        """One model call; the loop retries transient failures with its own policy.
+
+        A call cut off (by the run's time budget, `call["seconds"]`, or by the
+        workflow's cancel) fails with what it used, for the workflow to charge.
+        """
         agent = self._agent(call["run"])
         async with _heartbeats():
-            try:
-                with recording_cut_calls() as cut:  # a call that broke off mid-way, with what it used
-                    reply = await agent.model.complete(w.request_from_json(call["request"]))
-            except TransientModelError as exc:
-                details = {"error_type": exc.error_type, "retry_after": exc.retry_after, "cut": _dicts(cut)}
-                raise ApplicationError(
-                    str(exc), details, type="TransientModelError", non_retryable=True, category=BENIGN
-                ) from exc
-            except ModelError as exc:
-                details = {"error_type": exc.error_type, "cut": _dicts(cut)}
-                raise ApplicationError(
-                    str(exc), details, type="ModelError", non_retryable=True, category=BENIGN
-                ) from exc
-            except Exception as exc:  # an adapter bug: the run ends as error, not retried
-                raise ApplicationError(
-                    f"{exc}", type=type(exc).__name__, non_retryable=True, category=BENIGN
-                ) from exc
-        return dataclasses.asdict(reply)
+            with recording_cut_calls() as cut:  # a call that broke off mid-way, with what it used
+                try:
+                    return await _complete(agent, call)
+                except _CutOff as exc:
+                    raise _failure(str(exc), "CutOff", {"cut": _dicts(cut)}) from None
+                except asyncio.CancelledError:
+                    if not _cancel_requested():  # the worker stops: Temporal runs the call again elsewhere
+                        raise
+                    raise _failure("the model call was cancelled", "CutOff", {"cut": _dicts(cut)}) from None
+                except TransientModelError as exc:
+                    details = {
+                        "error_type": exc.error_type,
+                        "retry_after": exc.retry_after,
+                        "cut": _dicts(cut),
+                    }
+                    raise _failure(str(exc), "TransientModelError", details) from exc
+                except ModelError as exc:
+                    details = {"error_type": exc.error_type, "cut": _dicts(cut)}
+                    raise _failure(str(exc), "ModelError", details) from exc
+                except Exception as exc:  # an adapter bug: the run ends as error, not retried
+                    raise _failure(f"{exc}", type(exc).__name__) from exc
 
     @activity.defn(name=w.TOOL)
     async def tool(self, call: dict[str, Any]) -> dict[str, Any]:
@@ -91,9 +100,14 @@ class EndstateActivities:
         if found is None:
             text = f"Error: this worker's agent {agent.name!r} has no tool {call['name']!r}."
             return {"text": text, "is_error": True, "error_type": "unknown_tool", "state": run["state"]}
-        ctx = _context(run, call.get("calls", []), call_id=call.get("call_id", ""))
+        calls, missing = self._calls(run["run_id"], call.get("calls", []))
+        if missing:  # not run: the workflow sends these results and asks again
+            return {"missing": missing}
+        ctx = _context(run, calls, call_id=call.get("call_id", ""))
         async with _heartbeats():
             outcome = await execute(found, call["arguments"], ctx)
+        if any(t.wants_ctx for t in agent.tools):  # a later call may read this result
+            self._results.keep(run["run_id"], outcome.text)
         fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
         return {**dataclasses.asdict(outcome), "state": ctx.state, "fingerprint": fingerprint}
 
@@ -102,7 +116,8 @@ class EndstateActivities:
         """Every verifier of the agent, in order; one that raises ends the run as error."""
         run = check["run"]
         agent = self._agent(run)
-        ctx = _context(run, check.get("calls", []), check.get("journal", []), check.get("note", ""))
+        calls = [CallRecord(**c) for c in check.get("calls", [])]
+        ctx = _context(run, calls, check.get("journal", []), check.get("note", ""))
         async with _heartbeats():
             try:
                 return [f for v in agent.verifiers for f in await asyncio.to_thread(v, ctx)]
@@ -115,12 +130,30 @@ class EndstateActivities:
     async def cleanup(self, run: dict[str, Any]) -> None:
         """The run ended for good: let its world go."""
         self._agents.pop(run["run_id"], None)
+        self._results.drop(run["run_id"])
         entry = self.catalog.entries.get(run["agent"])
         if entry is not None and entry.cleanup is not None:
             try:
                 await asyncio.to_thread(entry.cleanup, run["state"])  # in a thread: it may block
             except Exception:
                 log.warning("cleanup of run %s failed", run["run_id"], exc_info=True)
+
+    # -- the run's calls -----------------------------------------------
+
+    def _calls(self, run_id: str, sent: list[dict[str, Any]]) -> tuple[list[CallRecord], list[str]]:
+        """The run's calls as the workflow sent them, each result sent by its digest taken from those
+        this worker keeps; and the digests it does not keep."""
+        calls, missing = [], []
+        for record in sent:
+            digest = record.get("digest")
+            text = record["result"] if digest is None else self._results.get(run_id, digest)
+            if text is None:
+                missing.append(str(digest))
+                continue
+            if digest is None:
+                self._results.keep(run_id, text)
+            calls.append(CallRecord(record["name"], record["arguments"], text, record.get("is_error", False)))
+        return calls, missing
 
     # -- agents --------------------------------------------------------
 
@@ -157,13 +190,78 @@ class EndstateActivities:
         return agent
 
 
+class _CutOff(Exception):
+    """The run's time budget ran out during the model call."""
+
+
+async def _complete(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
+    """The model's reply, the call cut off when the run's time budget (`seconds`, if sent) runs out.
+
+    The workflow's own timer cuts the call at the same moment; this deadline,
+    counted from the activity's start, lets the worker end the call and report
+    what it used without waiting for the cancel to reach it with a heartbeat.
+    """
+    request = w.request_from_json(call["request"])
+    budget = asyncio.timeout(call.get("seconds"))
+    try:
+        async with budget:
+            return dataclasses.asdict(await agent.model.complete(request))
+    except TimeoutError:
+        if budget.expired():
+            raise _CutOff("the model call was cut off when the run's time budget ran out") from None
+        raise
+
+
+def _cancel_requested() -> bool:
+    details = activity.cancellation_details()
+    return details is not None and details.cancel_requested
+
+
+def _failure(message: str, kind: str, details: dict[str, Any] | None = None) -> ApplicationError:
+    """A failure the loop handles (not retried by Temporal), with what the workflow needs of it."""
+    args = (details,) if details is not None else ()
+    return ApplicationError(message, *args, type=kind, non_retryable=True, category=BENIGN)
+
+
+class KeptResults:
+    """Long tool results by run and digest, for the calls that name them by digest (`_wire.INLINE_RESULT`).
+
+    Past `limit` characters, the least recently used runs' results go: a call
+    that names one then has the workflow send it again.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._runs: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._chars = 0
+        self._limit = limit
+
+    def get(self, run_id: str, digest: str) -> str | None:
+        return self._runs.get(run_id, {}).get(digest)
+
+    def keep(self, run_id: str, text: str) -> None:
+        if len(text) <= w.INLINE_RESULT:
+            return
+        texts = self._runs.setdefault(run_id, {})
+        self._runs.move_to_end(run_id)
+        digest = w.result_digest(text)
+        if digest not in texts:
+            texts[digest] = text
+            self._chars += len(text)
+        while self._chars > self._limit:
+            self.drop(next(iter(self._runs)))
+
+    def drop(self, run_id: str) -> None:
+        texts = self._runs.pop(run_id, None) or {}
+        self._chars -= sum(len(t) for t in texts.values())
+
+
 def _dicts(replies: list[ModelReply]) -> list[dict[str, Any]]:
     return [dataclasses.asdict(r) for r in replies]
 
 
 def _context(
     run: dict[str, Any],
-    calls: list[dict[str, Any]],
+    calls: list[CallRecord],
     journal: list[dict[str, Any]] | None = None,
     note: str = "",
     call_id: str = "",
@@ -174,7 +272,7 @@ def _context(
         task=run["task"],
         task_type=run.get("task_type") or "",
         journal=Journal(w.journal_from_json(journal or [])),
-        calls=[CallRecord(**c) for c in calls],
+        calls=calls,
         state=dict(run["state"]),
         note=note,
         call_id=call_id,

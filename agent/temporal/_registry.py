@@ -19,6 +19,7 @@ class WorkerSetup:
     heartbeat_seconds: float = 30.0
     model_timeout: float = 600.0
     tool_grace: float = 5.0  # the activity outlives the tool's own timeout by this much
+    cut_grace: float = 5.0  # how long a cut model call may take to report what it used
 
 
 _SETUPS: dict[str, WorkerSetup] = {}

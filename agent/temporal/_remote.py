@@ -18,13 +18,14 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy as TemporalRetry
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.workflow import ActivityCancellationType
 
 from agent import tools as tools_module
 from agent.agent import Agent
-from agent.context import RunContext
+from agent.context import CallRecord, RunContext
 from agent.errors import ModelError, TransientModelError
 from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
-from agent.models.base import ModelReply, ModelRequest, ToolCall, record_cut_call
+from agent.models.base import ModelReply, ModelRequest, ToolCall, call_seconds, record_cut_call
 from agent.policies import RetryPolicy
 from agent.prices import PriceTable
 from agent.progress import ProgressDetector
@@ -33,6 +34,9 @@ from agent.temporal import _wire as w
 from agent.temporal._registry import WorkerSetup
 from agent.tools import Tool, ToolOutcome
 
+# The workflow charges a model call cut off mid-way (the time budget, a cancel) with what the worker
+# reports it used; runs started before replay their model calls as they were made (see `patched`).
+CUT_USAGE = "endstate-cut-model-call-usage"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
 
 
@@ -47,10 +51,31 @@ class RunRef:
     state: dict[str, Any]
     fingerprint: str | None = None  # the state fingerprint after the last tool call
     too_large: PayloadTooLarge | None = None  # why a call was not sent: the next model call stops the run
+    digests: dict[int, tuple[CallRecord, str]] = dataclasses.field(default_factory=dict)  # by call index
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         fields = {"run_id", "agent", "task", "task_type"}
         return {k: v for k, v in vars(self).items() if k in fields} | {"state": state or self.state}
+
+    def calls_wire(self, calls: list[CallRecord], inline: set[str] | None) -> list[dict[str, Any]]:
+        """The run's calls for a tool's input, each long result by its digest unless the digest is in
+        `inline` (None: every result in full)."""
+        out = []
+        for i, record in enumerate(calls):
+            whole = inline is None or len(record.result) <= w.INLINE_RESULT
+            digest = None if whole else self._digest(i, record)
+            if digest is None or (inline is not None and digest in inline):
+                out.append(vars(record))
+            else:
+                out.append({**vars(record), "result": None, "digest": digest})
+        return out
+
+    def _digest(self, index: int, record: CallRecord) -> str:
+        """The digest of a call's result, computed once per call."""
+        known = self.digests.get(index)
+        if known is None or known[0] is not record:
+            known = self.digests[index] = (record, w.result_digest(record.result))
+        return known[1]
 
 
 def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Agent:
@@ -178,9 +203,55 @@ class ActivityModel:
         return self._provider
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        call = {"run": self._ref.wire(), "request": w.request_json(request)}
+        call: dict[str, Any] = {"run": self._ref.wire(), "request": w.request_json(request)}
         if (cannot := self._ref.too_large or too_large(call, "the model call's input")) is not None:
             raise ModelError(str(cannot), error_type=cannot.error_type)
+        if not workflow.patched(CUT_USAGE):  # a run started before cut calls were charged replays as it ran
+            return await self._unpatched(call)
+        if (seconds := call_seconds()) is not None:
+            call["seconds"] = seconds  # the worker cuts the call there too, and reports what it used
+        handle = workflow.start_activity(
+            w.MODEL,
+            call,
+            start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
+            heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
+            retry_policy=temporal_retry(self._retry),
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        try:
+            reply = await asyncio.shield(handle)  # a cut leaves the activity running, to report its usage
+        except asyncio.CancelledError:
+            await self._cut(handle)
+            raise
+        except ActivityError as exc:
+            if is_cancelled_exception(exc):
+                raise asyncio.CancelledError() from exc
+            if (cause := _cause(exc)) is not None and cause.type == "CutOff":
+                _record_cut(cause)  # the worker's deadline came first: the loop's own timer cuts it now
+                await workflow.wait_condition(lambda: False)
+            raise _model_error(exc) from exc
+        return ModelReply(**reply)
+
+    async def _cut(self, handle: workflow.ActivityHandle[Any]) -> None:
+        """The call was cut (the time budget, or the workflow cancelled): cancel the activity and
+        wait, at most `cut_grace` seconds, for the usage it reports, recorded for the loop to charge."""
+        if not handle.done():
+            handle.cancel()
+            try:
+                await workflow.wait_condition(handle.done, timeout=self._setup.cut_grace)
+            except TimeoutError:
+                workflow.logger.warning("a cut model call did not report its usage: it is not charged")
+                return
+        if handle.cancelled():
+            return
+        # a reply that came as the budget ran out is dropped, as the loop drops it; its usage is kept
+        if (exc := handle.exception()) is None:
+            record_cut_call(ModelReply(**handle.result()))
+        elif isinstance(exc, ActivityError) and (cause := _cause(exc)) is not None:
+            _record_cut(cause)
+
+    async def _unpatched(self, call: dict[str, Any]) -> ModelReply:
+        """The model call as the workflow made it before `CUT_USAGE`: a cut call's usage was lost."""
         try:
             reply = await _activity(
                 w.MODEL,
@@ -194,6 +265,13 @@ class ActivityModel:
         return ModelReply(**reply)
 
 
+def _record_cut(cause: ApplicationError) -> None:
+    """Record the usage of the calls that broke off mid-way, for the loop to charge."""
+    details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+    for partial in details.get("cut") or ():
+        record_cut_call(ModelReply(**partial))
+
+
 def _model_error(exc: ActivityError) -> Exception:
     """The loop's error for a failed model activity; the usage of a call that broke off mid-way is
     recorded, so the loop charges it as it would in one process."""
@@ -201,8 +279,7 @@ def _model_error(exc: ActivityError) -> Exception:
     if cause is None:
         return TransientModelError(f"the model activity failed: {exc.cause or exc}", error_type="activity")
     details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
-    for partial in details.get("cut") or ():
-        record_cut_call(ModelReply(**partial))
+    _record_cut(cause)
     if cause.type == "TransientModelError":
         retry_after = details.get("retry_after")
         return TransientModelError(
@@ -228,26 +305,37 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     longer, so the result (or the timeout) is the worker's.
     """
     timeout = float(spec["timeout"])
+    # Only a tool that takes the context can read the run's earlier calls: another one's input leaves
+    # them out, or each call's input would hold every result before it (a history quadratic in turns).
+    reads_calls = spec.get("wants_ctx", True)
 
-    async def call(**kwargs: Any) -> str:
-        ctx: RunContext = kwargs.pop("ctx")
+    async def sent(ctx: RunContext, arguments: dict[str, Any], inline: set[str] | None) -> dict[str, Any]:
         payload = {
             "run": ref.wire(ctx.state),
             "name": spec["name"],
-            "arguments": kwargs,
-            "calls": [vars(c) for c in ctx.calls],
+            "arguments": arguments,
+            "calls": ref.calls_wire(ctx.calls, inline) if reads_calls else [],
             "call_id": ctx.call_id,
         }
         if (cannot := too_large(payload, f"the input of the call of {spec['name']!r}")) is not None:
             ref.too_large = ref.too_large or cannot  # not run; the next model call stops the run
             raise cannot
-        out = await _activity(
+        out: dict[str, Any] = await _activity(
             w.TOOL,
             payload,
             start_to_close_timeout=timedelta(seconds=timeout + 2 * setup.tool_grace),
             heartbeat_timeout=timedelta(seconds=setup.heartbeat_seconds),
             retry_policy=temporal_retry(retry),
         )
+        return out
+
+    async def call(**kwargs: Any) -> str:
+        ctx: RunContext = kwargs.pop("ctx")
+        out = await sent(ctx, kwargs, set())
+        if out.get("missing"):  # the worker lacks these earlier results (it did not make them): sent again
+            out = await sent(ctx, kwargs, set(out["missing"]))
+        if out.get("missing"):  # another worker, lacking others: every result in full
+            out = await sent(ctx, kwargs, None)
         ctx.state.clear()
         ctx.state.update(out["state"])
         ref.fingerprint = out.get("fingerprint")

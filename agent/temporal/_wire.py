@@ -12,6 +12,7 @@ workflow with the plan the run started with, so its decisions come out the same.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -53,6 +54,10 @@ STATUS = "status"
 # result: a run stops, named, before it would ask for either (see `_remote.too_large`).
 MAX_PAYLOAD_BYTES = 1_500_000
 MAX_HISTORY_BYTES = 40_000_000
+
+# A tool that reads the run's calls is sent each earlier result longer than this by its digest only: the
+# worker keeps the results it made or was sent, and asks again for those it lacks (see `_remote._tool`).
+INLINE_RESULT = 256
 
 # search attributes: visible and queryable in Temporal's list views
 SA_AGENT = SearchAttributeKey.for_keyword("EndstateAgent")
@@ -189,6 +194,11 @@ def request_json(request: ModelRequest) -> dict[str, Any]:
 def request_from_json(data: dict[str, Any]) -> ModelRequest:
     journal = journal_from_json(data["journal"])
     return ModelRequest(data["system"], journal, data["tools"], data["max_tokens"])
+
+
+def result_digest(text: str) -> str:
+    """The name a tool result travels by instead of its text (see `INLINE_RESULT`)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def payload_size(value: Any) -> int:

@@ -75,11 +75,16 @@ async def build_worker(
     hooks: RunHooks | None = None,
     heartbeat_seconds: float = 30.0,
     model_timeout: float = 600.0,
+    cut_grace: float = 5.0,
     **options: Any,
 ) -> Worker:
-    """A worker running Endstate workflows and the catalog's activities on `task_queue`."""
+    """A worker running Endstate workflows and the catalog's activities on `task_queue`.
+
+    `cut_grace`: how long past a run's time budget its workflow waits for a cut model call to
+    report what it used (see `_remote.ActivityModel`).
+    """
     await ensure_search_attributes(client, client.namespace)
-    setup = WorkerSetup(hooks or NoHooks(), heartbeat_seconds, model_timeout)
+    setup = WorkerSetup(hooks or NoHooks(), heartbeat_seconds, model_timeout, cut_grace=cut_grace)
     _registry.register(task_queue, setup)
     activities = EndstateActivities(catalog)
     return Worker(
