@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from pg import free_port
 
@@ -73,3 +74,16 @@ class TemporalServer:
                 self.proc.wait()
         if self.proc.stderr:
             self.proc.stderr.close()
+
+
+async def completed_activities(client: Any, run_id: str, activity: str) -> int:
+    """How many of the run's `activity` calls Temporal recorded as completed (its history's events):
+    a worker's log says a call ended a moment before the server records it."""
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    scheduled = [(e.event_id, e.activity_task_scheduled_event_attributes) for e in history.events]
+    ours = {event_id for event_id, attributes in scheduled if attributes.activity_type.name == activity}
+    return sum(
+        e.HasField("activity_task_completed_event_attributes")
+        and e.activity_task_completed_event_attributes.scheduled_event_id in ours
+        for e in history.events
+    )

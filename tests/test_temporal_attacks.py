@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporal_server import TemporalServer
+from temporal_server import TemporalServer, completed_activities
 
 from agent import Agent, Budget, HistoryPolicy, RetryPolicy, RunContext, tool
 from agent.durable.runner import Catalog
@@ -341,8 +341,8 @@ def test_a_cancelled_run_whose_snapshot_was_too_large_is_not_started_over(
             state = {"script": "blobs", "history": "off", "max_turns": 5}
             run_id = await runs.start("fetcher", "Fetch the blobs.", state=state, wait=False)
             assert isinstance(run_id, str)
-            for _ in range(200):  # the second blob is being fetched
-                if [a for a in BUILT if a.model.requests[1:]]:  # type: ignore[attr-defined]
+            for _ in range(200):  # the second blob is being fetched: the second reply is recorded
+                if await completed_activities(runs.client, run_id, w.MODEL) >= 2:
                     break
                 await asyncio.sleep(0.05)
             await runs.cancel(run_id)
