@@ -40,7 +40,10 @@ _BARE_KEYS = re.compile(
 # A PEM private key, to its END line (or to the end of a text cut short).
 _PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)")
 # The password of `scheme://user:password@host`; it may hold '@' (the last one before the path ends it).
-_URL_CREDENTIALS = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:)([^\s/]*)(@)")
+# A scheme and an e-mail's local part are tried only where a run of their characters begins, not
+# inside one: tried at each position, a long run (a hex dump, a base64 blob cut by no '/', 'a.a.a...')
+# took time quadratic in its length, minutes for the few hundred kB a tool may return.
+_URL_CREDENTIALS = re.compile(r"((?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:)([^\s/]*)(@)")
 _KEY_NAMES = (
     r"x-api-key|api[_-]?key|aws_secret_access_key|secret_access_key|access[_-]?token|auth[_-]?token|"
     r"client[_-]?secret|secret|token|ssl[_-]?password|password|passwd|pwd|passphrase"
@@ -56,7 +59,9 @@ _PASSWORD_LINE = re.compile(
 )
 # Any other value after a telling prefix (`Bearer `, `api_key=`): up to a space, quote or separator.
 _PREFIXED = re.compile(r"((?i:bearer)\s+|" + _KEY[1:-1] + r")(?!\[REDACTED\])([^\s&\"',;}\]]+)")
-_EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"
+)
 _CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
 _MIN_SECRET_CHARS = 8  # shorter env values would redact ordinary words

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from telemetry.redact import REDACTED, Redactor
@@ -66,3 +69,46 @@ def test_the_service_token_is_a_secret() -> None:
     token = "endstate-service-token-0123456789"
     redact = Redactor.from_env({"ENDSTATE_TOKEN": token})
     assert redact.redact(f"Bearer-less {token} in a log") == f"Bearer-less {REDACTED} in a log"
+
+
+# A tool's output of a few hundred kB with no break in it: a hex dump, a token list, "a.a.a...".
+LONG_RUN_SCRIPT = """
+import sys
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from agent import Agent, tool
+from agent.models import ScriptedModel, call, finish
+from telemetry import Redactor, TracingHooks
+
+RUN = sys.argv[1] * (1_000_000 // len(sys.argv[1]))
+
+@tool
+def dump(path: str) -> str:
+    '''Dump a file.'''
+    return "mail ana@example.com, " + RUN
+
+spans = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(spans))
+hooks = TracingHooks(provider, capture_content=True, redact=Redactor())
+steps = [[call("dump", path="blob.bin")], [finish("done", "ok")]]
+print(Agent("dumper", ScriptedModel(steps), tools=[dump], hooks=hooks).run("dump it").reason)
+result = next(s for s in spans.get_finished_spans() if s.name == "execute_tool dump")
+print(result.attributes["gen_ai.tool.call.result"][:30])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unit", ["a", "a.", "0f"])
+def test_a_megabyte_without_a_break_is_redacted_in_linear_time(unit: str) -> None:
+    """Before, an e-mail's local part and a URL's scheme were tried at every position of a run
+    of their characters: a 1 MB run took hours (0.55 s at 32 kB, four times 0.14 s at 16 kB),
+    with the run stalled in its hook. The bound below is some 50 times what it takes now."""
+    done = subprocess.run(
+        [sys.executable, "-c", LONG_RUN_SCRIPT, unit], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    reason, head = done.stdout.splitlines()
+    assert reason == "success"
+    assert head.startswith(f"mail {REDACTED}, ")
