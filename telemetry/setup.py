@@ -51,6 +51,7 @@ from prometheus_client.exposition import choose_encoder
 
 from agent.errors import ConfigError
 from telemetry import names as n
+from telemetry._settings import check_sdk_settings, int_env
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import CountedBatchProcessor, CountingExporter, JsonLinesExporter
 from telemetry.metrics import MetricsHooks, PendingSource
@@ -109,6 +110,7 @@ class Telemetry:
         log_exporter: LogRecordExporter | None = None,
     ) -> Telemetry:
         """Telemetry as the variables say; `span_exporter`/`log_exporter` replace the ones they name."""
+        check_sdk_settings(os.environ)  # what the SDK reads; `environ` may add Endstate's own
         metrics = MetricsHooks(registry, pending)
         capture = capture_from_env(environ)
         exporter = (
@@ -363,27 +365,16 @@ def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
 def _queue_sizes(environ: Mapping[str, str]) -> tuple[int, int]:
     """OTEL_BSP_MAX_QUEUE_SIZE and OTEL_BSP_MAX_EXPORT_BATCH_SIZE, the SDK's defaults without them;
     a batch never larger than the queue (the default batch shrinks to a small queue set alone)."""
-    queue = _int_env(environ, ev.OTEL_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE_SIZE)
+    queue = int_env(environ, ev.OTEL_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE_SIZE)
     if not environ.get(ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, "").strip():
         return queue, min(queue, DEFAULT_MAX_EXPORT_BATCH_SIZE)
-    batch = _int_env(environ, ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_EXPORT_BATCH_SIZE)
+    batch = int_env(environ, ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_EXPORT_BATCH_SIZE)
     if batch > queue:
         raise ConfigError(
             f"OTEL_BSP_MAX_EXPORT_BATCH_SIZE={batch} is larger than OTEL_BSP_MAX_QUEUE_SIZE={queue}: "
             "a batch is taken from the queue, so set it to the queue size or less"
         )
     return queue, batch
-
-
-def _int_env(environ: Mapping[str, str], name: str, default: int) -> int:
-    raw = environ.get(name, "").strip()
-    try:
-        value = int(raw) if raw else default
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} must be a whole number, such as {default}") from None
-    if value <= 0:
-        raise ConfigError(f"{name}={raw!r} must be a positive number, such as {default}")
-    return value
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:
