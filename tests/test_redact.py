@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 
+from telemetry._content import value_json
 from telemetry.redact import REDACTED, Redactor
 
 PEM = (
@@ -37,6 +39,14 @@ JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_X
         ("password=p@ss w0rd!", "p@ss"),
         ('{"password": "correct horse & battery"}', "horse & battery"),
         ("password: $ecr3t%^", "$ecr3t%^"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", "dXNlcjpwYXNzd29yZDEyMw"),
+        ('{"authorization": "Token 9f8e7d6c5b4a39281706"}', "9f8e7d6c5b4a39281706"),
+        ("Cookie: sessionid=abc123def456ghi789; theme=dark", "abc123def456ghi789"),
+        ("stripe sk_live_51H8abcdefghijklmnopqrstuv", "51H8abcdefghijklmnop"),
+        ("gitlab glpat-abcdefghij1234567890", "abcdefghij1234567890"),
+        ("github github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "11ABCDEFG0123456789"),
+        ("npm npm_abcdefghijklmnopqrstuvwxyz0123456789", "abcdefghijklmnopqrstuvwxyz0123456789"),
+        ("hub hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "abcdefghijklmnopqrstuvwxyzABCDEFGH"),
     ],
 )
 def test_secret_shapes_are_redacted(text: str, leaked: str) -> None:
@@ -54,6 +64,7 @@ def test_secret_shapes_are_redacted(text: str, leaked: str) -> None:
         "see https://example.com/docs?page=2&sort=asc",
         "2026-03-10,kim at example dot com,15.00",
         "user=app&sslmode=require",
+        "The authorization step failed; the cookie jar is empty",
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
@@ -112,3 +123,29 @@ def test_a_megabyte_without_a_break_is_redacted_in_linear_time(unit: str) -> Non
     reason, head = done.stdout.splitlines()
     assert reason == "success"
     assert head.startswith(f"mail {REDACTED}, ")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "leaked"),
+    [
+        ({"token": ["tok-4f9a8b7c6d5e"]}, "tok-4f9a8b7c6d5e"),
+        ({"auth": {"secret": {"value": "s-4f9a8b7c6d5e"}}}, "s-4f9a8b7c6d5e"),
+        ({"password": 'half "quoted" pass phrase'}, "pass phrase"),
+        ({"db_password": 73915824}, "73915824"),
+        ({"private_key": "k-4f9a8b7c6d5e"}, "k-4f9a8b7c6d5e"),
+        ({"headers": {"Authorization": "Basic dXNlcjpwYXNz", "Cookie": "sid=4f9a8b7c"}}, "sid=4f9a8b7c"),
+    ],
+)
+def test_a_secret_field_of_tool_arguments_is_redacted_whatever_its_value(
+    arguments: dict[str, object], leaked: str
+) -> None:
+    """A field named like a secret lost only the text up to a quote or bracket: a list, an object,
+    a number or an escaped quote in its value let the rest through."""
+    out = value_json(arguments, Redactor())
+    assert leaked not in out and "dXNlcjpwYXNz" not in out, out
+    assert REDACTED in out
+
+
+def test_fields_that_only_sound_like_secrets_are_kept() -> None:
+    arguments = {"max_tokens": 5, "input_tokens": 3, "query": "authorization flow", "tokenizer": "bpe"}
+    assert value_json(arguments, Redactor()) == json.dumps(arguments, sort_keys=True)
