@@ -37,14 +37,44 @@ BATCH_MILLIS = {  # positive whole numbers of milliseconds; the SDK's defaults f
 LOG_QUEUE = {ev.OTEL_BLRP_MAX_QUEUE_SIZE: 2048, ev.OTEL_BLRP_MAX_EXPORT_BATCH_SIZE: 512}
 
 
+SAMPLERS = (
+    "always_on",
+    "always_off",
+    "traceidratio",
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "parentbased_traceidratio",
+)
+
+
 def check_sdk_settings(environ: Mapping[str, str]) -> None:
-    """A `ConfigError` for the first numeric setting the SDK would refuse or ignore."""
+    """A `ConfigError` for the first setting the SDK would refuse or ignore."""
+    check_sampler(environ)
     for name in LIMITS:
         raw = environ.get(name, "").strip()
         if raw and not (raw.isdigit() and raw.isascii()):
             raise ConfigError(f"{name}={raw!r} must be a whole number from 0, such as 128 (empty: no limit)")
     for name, default in (BATCH_MILLIS | LOG_QUEUE).items():
         int_env(environ, name, default)
+
+
+def check_sampler(environ: Mapping[str, str]) -> None:
+    """OTEL_TRACES_SAMPLER one the SDK knows, and a ratio its sampler takes: the SDK samples every
+    trace instead, saying so only in a log line."""
+    sampler = environ.get(ev.OTEL_TRACES_SAMPLER, "").strip().lower()
+    if sampler and sampler not in SAMPLERS:
+        raise ConfigError(
+            f"{ev.OTEL_TRACES_SAMPLER}={sampler!r} is not a sampler: use one of {', '.join(SAMPLERS)}"
+        )
+    raw = environ.get(ev.OTEL_TRACES_SAMPLER_ARG, "").strip()
+    if not sampler.endswith("traceidratio") or not raw:
+        return
+    try:
+        ratio = float(raw)
+    except ValueError:
+        ratio = -1.0
+    if not 0.0 <= ratio <= 1.0:
+        raise ConfigError(f"{ev.OTEL_TRACES_SAMPLER_ARG}={raw!r} must be a ratio from 0 to 1, such as 0.25")
 
 
 def int_env(environ: Mapping[str, str], name: str, default: int) -> int:

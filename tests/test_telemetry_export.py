@@ -253,6 +253,15 @@ def test_sampled_out_runs_carry_no_trace_id(setenv: Setenv) -> None:
         ({**TO_FILE, "OTEL_BSP_MAX_QUEUE_SIZE": "lots"}, "whole number"),
         ({**TO_FILE, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "0"}, "positive"),
         ({"OTEL_TRACES_EXPORTER": "zipkin"}, "otlp"),
+        ({**TO_FILE, "OTEL_TRACES_SAMPLER": "ratio"}, r"OTEL_TRACES_SAMPLER='ratio' is not a sampler"),
+        (
+            {**TO_FILE, "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "10%"},
+            r"OTEL_TRACES_SAMPLER_ARG='10%' must be a ratio from 0 to 1",
+        ),
+        (
+            {**TO_FILE, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "5"},
+            r"OTEL_TRACES_SAMPLER_ARG='5' must be a ratio",
+        ),
         ({**TO_FILE, "OTEL_SPAN_EVENT_COUNT_LIMIT": "many"}, r"OTEL_SPAN_EVENT_COUNT_LIMIT='many' .* from 0"),
         ({**TO_FILE, "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "-1"}, r"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT='-1'"),
         ({**TO_FILE, "OTEL_BSP_SCHEDULE_DELAY": "0"}, r"OTEL_BSP_SCHEDULE_DELAY='0' must be a positive"),
