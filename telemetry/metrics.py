@@ -342,13 +342,15 @@ class _Instruments:
         )
         self.export_failures = Counter(
             n.METRIC_TELEMETRY_EXPORT_FAILURES,
-            "Telemetry exports that failed (span batches for traces, pending-help reads for metrics).",
+            "Telemetry exports that failed (span batches for traces, pending-help reads for metrics, "
+            "content event batches for logs).",
             (n.LABEL_SIGNAL,),
             registry=registry,
         )
         self.exports = Counter(
             n.METRIC_TELEMETRY_EXPORTS,
-            "Telemetry exports tried (span batches for traces, pending-help reads for metrics).",
+            "Telemetry exports tried (span batches for traces, pending-help reads for metrics, "
+            "content event batches for logs).",
             (n.LABEL_SIGNAL,),
             registry=registry,
         )
