@@ -589,7 +589,8 @@ def export_failure_share() -> timeseries.Panel:
     return series_panel(
         "Telemetry export failure share",
         "Share of exports that failed, by signal: span batches for traces, reads of the pending-help "
-        "source at scrape time for metrics. No point where nothing was exported. The alert "
+        "source at scrape time for metrics, content event batches for logs (when events are on). "
+        "No point where nothing was exported. The alert "
         "EndstateTelemetryExportFailing compares the share over 15 minutes with 50% (at least 3 exports).",
         "percentunit",
         [query(f"{failed} / {tried}", "{{signal}}", "A")],

@@ -5,6 +5,7 @@ joins `MetricsHooks` and `TracingHooks` (the parts, for wiring by hand) in one
 observer per run. Names are in `telemetry.names`.
 """
 
+from telemetry import _settings  # noqa: F401  first: it checks the SDK's settings before the SDK is read
 from telemetry.metrics import InProcessPending, MetricsHooks, MetricsServer, PendingSource, serve_metrics
 from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor

@@ -11,6 +11,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from telemetry.redact import redact_fields
+
 Redact = Callable[[str], str]
 
 MAX_JSON_CHARS = 64_000  # the oldest messages are left out past this
@@ -38,8 +40,8 @@ def system_json(system: str, redact: Redact) -> str:
 
 
 def value_json(value: Any, redact: Redact) -> str:
-    """A tool's arguments or result as redacted text."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    """A tool's arguments or result as redacted text (fields named like secrets out first)."""
+    text = value if isinstance(value, str) else json.dumps(redact_fields(value), default=str, sort_keys=True)
     return redact(text)
 
 

@@ -40,11 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry.context import Context
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from agent.text import LONE_SURROGATE, without_lone_surrogates
-from telemetry.names import DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_TRACES
+from telemetry.names import DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_LOGS, SIGNAL_TRACES
 
 log = logging.getLogger("endstate.telemetry")
 
@@ -102,6 +104,42 @@ class CountingExporter(SpanExporter):
             return self.inner.force_flush(timeout_millis)
         except Exception:
             log.warning("span exporter flush raised", exc_info=True)
+            return False
+
+
+class CountingLogExporter(LogRecordExporter):
+    """Wraps the content events' exporter as `CountingExporter` wraps the spans': every export
+    counted as an attempt of `logs`, a failed or raising one as a failure too, never raised."""
+
+    def __init__(
+        self, inner: LogRecordExporter, on_failure: Callable[[str], None], on_attempt: Callable[[str], None]
+    ) -> None:
+        self.inner = inner
+        self._on_failure = on_failure
+        self._on_attempt = on_attempt
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        self._on_attempt(SIGNAL_LOGS)
+        try:
+            result = self.inner.export(batch)
+        except Exception:
+            log.warning("event export raised; %d events dropped", len(batch), exc_info=True)
+            result = LogRecordExportResult.FAILURE
+        if result is not LogRecordExportResult.SUCCESS:
+            self._on_failure(SIGNAL_LOGS)
+        return result
+
+    def shutdown(self) -> None:
+        try:
+            self.inner.shutdown()
+        except Exception:
+            log.warning("event exporter shutdown raised", exc_info=True)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        try:
+            return self.inner.force_flush(timeout_millis)
+        except Exception:
+            log.warning("event exporter flush raised", exc_info=True)
             return False
 
 

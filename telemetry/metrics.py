@@ -124,9 +124,8 @@ class MetricsHooks:
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}  # see `child`
         self._runs: dict[tuple[str, str, str, str, tuple[str, ...]], _RunSeries] = {}  # see `_run_series`
         self.m = _instruments(self.registry)
-        for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):  # at zero together: failure ratios from the start
-            self.m.export_failures.labels(signal)
-            self.m.exports.labels(signal)
+        for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):
+            self.count_exports_of(signal)
         for reason in (n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN):
             self.m.spans_dropped.labels(reason)
         help_collector = _HelpCollector(
@@ -177,6 +176,11 @@ class MetricsHooks:
         if found is None:
             found = self._children[key] = metric.labels(*labels)
         return found
+
+    def count_exports_of(self, signal: str) -> None:
+        """Export attempts and failures of `signal` at zero together: failure ratios from the start."""
+        self.m.export_failures.labels(signal)
+        self.m.exports.labels(signal)
 
     def record_export_failure(self, signal: str) -> None:
         """Count a failed export of `signal` (traces or metrics)."""
@@ -338,13 +342,15 @@ class _Instruments:
         )
         self.export_failures = Counter(
             n.METRIC_TELEMETRY_EXPORT_FAILURES,
-            "Telemetry exports that failed (span batches for traces, pending-help reads for metrics).",
+            "Telemetry exports that failed (span batches for traces, pending-help reads for metrics, "
+            "content event batches for logs).",
             (n.LABEL_SIGNAL,),
             registry=registry,
         )
         self.exports = Counter(
             n.METRIC_TELEMETRY_EXPORTS,
-            "Telemetry exports tried (span batches for traces, pending-help reads for metrics).",
+            "Telemetry exports tried (span batches for traces, pending-help reads for metrics, "
+            "content event batches for logs).",
             (n.LABEL_SIGNAL,),
             registry=registry,
         )

@@ -162,10 +162,12 @@ WAIT_ANSWERED: Final = "answered"  # agent_human_wait_seconds outcome values
 WAIT_EXPIRED: Final = "expired"
 SIGNAL_TRACES: Final = "traces"  # agent_telemetry_export_failures_total signal values
 SIGNAL_METRICS: Final = "metrics"
+SIGNAL_LOGS: Final = "logs"  # content events (EVENT_ONLY, SPAN_AND_EVENT), when they are on
 TOOL_OTHER: Final = "other"  # tool label for names past the per-agent cap or not name-like
 
 # Export attempts, the denominator of the export failure ratio: span batches handed to the
-# exporter (traces) and reads of the pending-help source at scrape time (metrics).
+# exporter (traces), reads of the pending-help source at scrape time (metrics) and batches of
+# content events handed to their exporter (logs).
 METRIC_TELEMETRY_EXPORTS: Final = "agent_telemetry_exports"  # counter -> agent_telemetry_exports_total
 
 ENV_TRACES_FILE: Final = "ENDSTATE_TRACES_FILE"  # JSON-lines span file when no OTLP endpoint is set

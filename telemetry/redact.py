@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from telemetry.names import ENV_REDACT_ENV
 
@@ -33,6 +34,11 @@ _BARE_KEYS = re.compile(
             r"xox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack tokens
             r"https://hooks\.slack\.com/services/[A-Za-z0-9_/\-]+",  # Slack webhooks
             r"AIza[0-9A-Za-z_\-]{35}",  # Google API keys
+            r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe keys
+            r"glpat-[A-Za-z0-9_\-]{20,}",  # GitLab tokens
+            r"github_pat_[A-Za-z0-9_]{22,}",  # GitHub fine-grained tokens
+            r"npm_[A-Za-z0-9]{36}",  # npm tokens
+            r"hf_[A-Za-z0-9]{30,}",  # Hugging Face tokens
             r"\beyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",  # JWTs
         )
     )
@@ -40,7 +46,10 @@ _BARE_KEYS = re.compile(
 # A PEM private key, to its END line (or to the end of a text cut short).
 _PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)")
 # The password of `scheme://user:password@host`; it may hold '@' (the last one before the path ends it).
-_URL_CREDENTIALS = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:)([^\s/]*)(@)")
+# A scheme and an e-mail's local part are tried only where a run of their characters begins, not
+# inside one: tried at each position, a long run (a hex dump, a base64 blob cut by no '/', 'a.a.a...')
+# took time quadratic in its length, minutes for the few hundred kB a tool may return.
+_URL_CREDENTIALS = re.compile(r"((?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:)([^\s/]*)(@)")
 _KEY_NAMES = (
     r"x-api-key|api[_-]?key|aws_secret_access_key|secret_access_key|access[_-]?token|auth[_-]?token|"
     r"client[_-]?secret|secret|token|ssl[_-]?password|password|passwd|pwd|passphrase"
@@ -56,7 +65,20 @@ _PASSWORD_LINE = re.compile(
 )
 # Any other value after a telling prefix (`Bearer `, `api_key=`): up to a space, quote or separator.
 _PREFIXED = re.compile(r"((?i:bearer)\s+|" + _KEY[1:-1] + r")(?!\[REDACTED\])([^\s&\"',;}\]]+)")
-_EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
+# An HTTP Authorization header's credentials, whatever the scheme (`Basic`, `Token`, `Bearer`...).
+_AUTHORIZATION = re.compile(
+    r"((?i:proxy-)?(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z][A-Za-z0-9\-]*\s+)?)"
+    r"(?!\[REDACTED\])([^\s\"',;}\]]+)"
+)
+# A Cookie or Set-Cookie header: every cookie in it, to the end of the line or the closing quote.
+_COOKIE = re.compile(r"((?i:set-)?(?i:cookie)[\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED\])([^\s\"'][^\n\"']*)")
+# A field of structured content (a tool's arguments) whose name says its value is secret, whatever
+# the value's type: `{"token": ["..."]}`, `{"password": "with \\" in it"}`, `{"private_key": "..."}`.
+_SECRET_FIELD = re.compile(rf"(?i:.*(?:{_KEY_NAMES}|private[_-]?key|authorization|cookie))")
+_MAX_DEPTH = 64  # deeper structures are left to the text redaction
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"
+)
 _CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
 _MIN_SECRET_CHARS = 8  # shorter env values would redact ordinary words
@@ -89,6 +111,8 @@ class Redactor:
         text = _QUOTED.sub(r"\1\2" + REDACTED + r"\2", text)
         text = _QUERY.sub(r"\1" + REDACTED, text)
         text = _PASSWORD_LINE.sub(r"\1" + REDACTED, text)
+        text = _AUTHORIZATION.sub(r"\1" + REDACTED, text)
+        text = _COOKIE.sub(r"\1" + REDACTED, text)
         text = _PREFIXED.sub(r"\1" + REDACTED, text)
         text = _EMAIL.sub(REDACTED, text)
         text = _CARD.sub(lambda m: REDACTED if _luhn(m.group()) else m.group(), text)
@@ -99,6 +123,21 @@ class Redactor:
         if len(text) <= self.max_chars:
             return text
         return f"{text[: self.max_chars]}...[truncated {len(text) - self.max_chars} chars]"
+
+
+def redact_fields(value: Any, depth: int = 0) -> Any:
+    """`value` (JSON-like) with the value of every field named like a secret (`password`,
+    `api_key`, `db_password`, `Authorization`...) replaced by `[REDACTED]`, at any depth."""
+    if depth > _MAX_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if isinstance(k, str) and _SECRET_FIELD.fullmatch(k) else redact_fields(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_fields(v, depth + 1) for v in value]
+    return value
 
 
 def _luhn(candidate: str) -> bool:

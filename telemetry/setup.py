@@ -51,8 +51,9 @@ from prometheus_client.exposition import choose_encoder
 
 from agent.errors import ConfigError
 from telemetry import names as n
+from telemetry._settings import check_sdk_settings, int_env
 from telemetry.capture import Capture, capture_from_env
-from telemetry.export import CountedBatchProcessor, CountingExporter, JsonLinesExporter
+from telemetry.export import CountedBatchProcessor, CountingExporter, CountingLogExporter, JsonLinesExporter
 from telemetry.metrics import MetricsHooks, PendingSource
 from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor
@@ -109,6 +110,7 @@ class Telemetry:
         log_exporter: LogRecordExporter | None = None,
     ) -> Telemetry:
         """Telemetry as the variables say; `span_exporter`/`log_exporter` replace the ones they name."""
+        check_sdk_settings(os.environ)  # what the SDK reads; `environ` may add Endstate's own
         metrics = MetricsHooks(registry, pending)
         capture = capture_from_env(environ)
         exporter = (
@@ -126,7 +128,7 @@ class Telemetry:
         spans = CountedBatchProcessor(counting, metrics.record_spans_dropped, *_queue_sizes(environ))
         provider = TracerProvider(resource=resource_from_env(), shutdown_on_exit=False)
         provider.add_span_processor(spans)
-        logs = _logger_provider(environ, capture, log_exporter)
+        logs = _logger_provider(environ, capture, log_exporter, metrics)
         tracing = TracingHooks(provider, capture, Redactor.from_env(environ), logs)
         telemetry = cls(
             TelemetryHooks(metrics, tracing),
@@ -280,9 +282,12 @@ def resource_from_env() -> Resource:
 
 
 def _logger_provider(
-    environ: Mapping[str, str], capture: Capture, exporter: LogRecordExporter | None
+    environ: Mapping[str, str], capture: Capture, exporter: LogRecordExporter | None, metrics: MetricsHooks
 ) -> LoggerProvider | None:
-    """Where content events go: the given exporter, else OTLP logs beside the spans, else nowhere."""
+    """Where content events go: the given exporter, else OTLP logs beside the spans, else nowhere.
+
+    Their exports are counted under the signal `logs`, and a failure said once, naming where they went.
+    """
     if not capture.events:
         return None
     exporter = exporter or _log_exporter_from_env(environ)
@@ -293,8 +298,13 @@ def _logger_provider(
             capture.mode,
         )
         return None
+    metrics.count_exports_of(n.SIGNAL_LOGS)
+    delivery = Delivery(_otlp_endpoint(environ, _LOGS) or type(exporter).__name__)
+    counting = CountingLogExporter(
+        exporter, delivery.failed(metrics.record_export_failure), metrics.record_export_attempt
+    )
     provider = LoggerProvider(resource=resource_from_env(), shutdown_on_exit=False)
-    provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+    provider.add_log_record_processor(BatchLogRecordProcessor(counting))
     return provider
 
 
@@ -338,12 +348,17 @@ def _protocol(environ: Mapping[str, str], signal_variable: str) -> str:
     return protocol
 
 
-def _otlp_endpoint(environ: Mapping[str, str]) -> str:
-    """The traces endpoint the SDK will use, or "" when the variables set none."""
-    if endpoint := environ.get(ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "").strip():
+_TRACES = (ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "/v1/traces")
+_LOGS = (ev.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, "/v1/logs")
+
+
+def _otlp_endpoint(environ: Mapping[str, str], signal: tuple[str, str] = _TRACES) -> str:
+    """The endpoint the SDK will use for `signal` (traces unless told), or "" when none is set."""
+    variable, path = signal
+    if endpoint := environ.get(variable, "").strip():
         return endpoint
     base = environ.get(ev.OTEL_EXPORTER_OTLP_ENDPOINT, "").strip()
-    return base.rstrip("/") + "/v1/traces" if base else ""
+    return base.rstrip("/") + path if base else ""
 
 
 def _check_endpoint(environ: Mapping[str, str]) -> None:
@@ -363,27 +378,16 @@ def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
 def _queue_sizes(environ: Mapping[str, str]) -> tuple[int, int]:
     """OTEL_BSP_MAX_QUEUE_SIZE and OTEL_BSP_MAX_EXPORT_BATCH_SIZE, the SDK's defaults without them;
     a batch never larger than the queue (the default batch shrinks to a small queue set alone)."""
-    queue = _int_env(environ, ev.OTEL_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE_SIZE)
+    queue = int_env(environ, ev.OTEL_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE_SIZE)
     if not environ.get(ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, "").strip():
         return queue, min(queue, DEFAULT_MAX_EXPORT_BATCH_SIZE)
-    batch = _int_env(environ, ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_EXPORT_BATCH_SIZE)
+    batch = int_env(environ, ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_EXPORT_BATCH_SIZE)
     if batch > queue:
         raise ConfigError(
             f"OTEL_BSP_MAX_EXPORT_BATCH_SIZE={batch} is larger than OTEL_BSP_MAX_QUEUE_SIZE={queue}: "
             "a batch is taken from the queue, so set it to the queue size or less"
         )
     return queue, batch
-
-
-def _int_env(environ: Mapping[str, str], name: str, default: int) -> int:
-    raw = environ.get(name, "").strip()
-    try:
-        value = int(raw) if raw else default
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} must be a whole number, such as {default}") from None
-    if value <= 0:
-        raise ConfigError(f"{name}={raw!r} must be a positive number, such as {default}")
-    return value
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:

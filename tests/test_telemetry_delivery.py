@@ -192,3 +192,31 @@ def test_spans_ended_by_many_threads_at_once_are_each_sent_or_counted(
     assert uncounted == []  # the SDK never dropped one of these itself (another test's leftover may)
     tracer.start_span("late").end()
     assert dropped[n.DROP_SHUTDOWN] == 1  # a span ended after shutdown is counted too
+
+
+def test_content_events_that_cannot_be_delivered_are_counted_and_said(
+    clean_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """EVENT_ONLY sends content events as OTLP logs: a collector without a logs pipeline (here
+    nothing listens at the logs endpoint) lost every event unsaid, its exporter's warnings held back."""
+    from agent.models import ScriptedModel, finish
+
+    with OtlpReceiver() as receiver:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"http://127.0.0.1:{closed_port()}/v1/logs",
+            "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT": "1",
+            n.ENV_CAPTURE_CONTENT: "EVENT_ONLY",
+            n.ENV_SEMCONV_STABILITY_OPT_IN: n.OPT_IN_GEN_AI_LATEST,
+        }
+        for name, value in env.items():
+            clean_env.setenv(name, value)
+        telemetry = Telemetry.from_env(registry=CollectorRegistry())
+        Agent("eventful", ScriptedModel([[finish("done", "ok")]]), hooks=telemetry.hooks).run("go")
+        assert telemetry.shutdown(timeout_s=10)
+    assert receiver.spans()  # the spans went through
+    sample = telemetry.registry.get_sample_value
+    assert sample("agent_telemetry_exports_total", {"signal": n.SIGNAL_LOGS}) == 1
+    assert sample("agent_telemetry_export_failures_total", {"signal": n.SIGNAL_LOGS}) == 1
+    said = [r.getMessage() for r in caplog.records if "could not be delivered" in r.getMessage()]
+    assert len(said) == 1 and "/v1/logs" in said[0]

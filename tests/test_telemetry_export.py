@@ -253,6 +253,20 @@ def test_sampled_out_runs_carry_no_trace_id(setenv: Setenv) -> None:
         ({**TO_FILE, "OTEL_BSP_MAX_QUEUE_SIZE": "lots"}, "whole number"),
         ({**TO_FILE, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "0"}, "positive"),
         ({"OTEL_TRACES_EXPORTER": "zipkin"}, "otlp"),
+        ({**TO_FILE, "OTEL_TRACES_SAMPLER": "ratio"}, r"OTEL_TRACES_SAMPLER='ratio' is not a sampler"),
+        (
+            {**TO_FILE, "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "10%"},
+            r"OTEL_TRACES_SAMPLER_ARG='10%' must be a ratio from 0 to 1",
+        ),
+        (
+            {**TO_FILE, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "5"},
+            r"OTEL_TRACES_SAMPLER_ARG='5' must be a ratio",
+        ),
+        ({**TO_FILE, "OTEL_SPAN_EVENT_COUNT_LIMIT": "many"}, r"OTEL_SPAN_EVENT_COUNT_LIMIT='many' .* from 0"),
+        ({**TO_FILE, "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "-1"}, r"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT='-1'"),
+        ({**TO_FILE, "OTEL_BSP_SCHEDULE_DELAY": "0"}, r"OTEL_BSP_SCHEDULE_DELAY='0' must be a positive"),
+        ({**TO_FILE, "OTEL_BSP_EXPORT_TIMEOUT": "30s"}, r"OTEL_BSP_EXPORT_TIMEOUT='30s' must be a whole"),
+        ({**TO_FILE, "OTEL_BLRP_SCHEDULE_DELAY": "1s"}, r"OTEL_BLRP_SCHEDULE_DELAY='1s' must be a whole"),
         ({"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, r"OTEL_EXPORTER_OTLP_ENDPOINT=.* must be a URL"),
         ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "not a url"}, r"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=.* URL"),
         (
@@ -417,3 +431,18 @@ def test_the_queue_sizes_are_read_from_the_variables_given(setenv: Setenv) -> No
     setenv({})
     with pytest.raises(ConfigError, match="OTEL_BSP_MAX_QUEUE_SIZE='lots'"):
         Telemetry.from_env({**TO_FILE, "OTEL_BSP_MAX_QUEUE_SIZE": "lots"}, registry=CollectorRegistry())
+
+
+@pytest.mark.slow
+def test_a_limit_the_sdk_reads_at_import_is_a_clear_error_from_the_command_line(setenv: Setenv) -> None:
+    """The SDK reads OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT as `opentelemetry.sdk.trace` is imported: a bad
+    value was a ValueError traceback from every `endstate` command that records runs."""
+    env = setenv({"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "lots", **TO_FILE})
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "demo"], env={**os.environ, **env}, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "endstate: OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT='lots' must be a whole number from 0, such as 128 "
+        "(empty: no limit)"
+    ]

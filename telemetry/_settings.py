@@ -1,0 +1,92 @@
+"""The SDK's own numeric `OTEL_*` settings, checked before the SDK reads them.
+
+The SDK reads a limit it cannot parse with a bare `ValueError` (one of them,
+OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, as `opentelemetry.sdk.trace` is imported),
+and a batch processor setting it cannot parse with a logged traceback and
+its default. Here each is a `ConfigError` naming the variable and its fix,
+when `telemetry` is imported (before the SDK is) and again at setup.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from opentelemetry.sdk import environment_variables as ev
+
+from agent.errors import ConfigError
+
+LIMITS = (  # whole numbers from 0; empty means no limit
+    ev.OTEL_ATTRIBUTE_COUNT_LIMIT,
+    ev.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT,
+    ev.OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT,
+    ev.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,
+    ev.OTEL_SPAN_EVENT_COUNT_LIMIT,
+    ev.OTEL_SPAN_LINK_COUNT_LIMIT,
+    ev.OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT,
+    ev.OTEL_LINK_ATTRIBUTE_COUNT_LIMIT,
+    ev.OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT,
+    ev.OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT,
+)
+BATCH_MILLIS = {  # positive whole numbers of milliseconds; the SDK's defaults for the examples
+    ev.OTEL_BSP_SCHEDULE_DELAY: 5000,
+    ev.OTEL_BSP_EXPORT_TIMEOUT: 30000,
+    ev.OTEL_BLRP_SCHEDULE_DELAY: 1000,
+    ev.OTEL_BLRP_EXPORT_TIMEOUT: 30000,
+}
+LOG_QUEUE = {ev.OTEL_BLRP_MAX_QUEUE_SIZE: 2048, ev.OTEL_BLRP_MAX_EXPORT_BATCH_SIZE: 512}
+
+
+SAMPLERS = (
+    "always_on",
+    "always_off",
+    "traceidratio",
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "parentbased_traceidratio",
+)
+
+
+def check_sdk_settings(environ: Mapping[str, str]) -> None:
+    """A `ConfigError` for the first setting the SDK would refuse or ignore."""
+    check_sampler(environ)
+    for name in LIMITS:
+        raw = environ.get(name, "").strip()
+        if raw and not (raw.isdigit() and raw.isascii()):
+            raise ConfigError(f"{name}={raw!r} must be a whole number from 0, such as 128 (empty: no limit)")
+    for name, default in (BATCH_MILLIS | LOG_QUEUE).items():
+        int_env(environ, name, default)
+
+
+def check_sampler(environ: Mapping[str, str]) -> None:
+    """OTEL_TRACES_SAMPLER one the SDK knows, and a ratio its sampler takes: the SDK samples every
+    trace instead, saying so only in a log line."""
+    sampler = environ.get(ev.OTEL_TRACES_SAMPLER, "").strip().lower()
+    if sampler and sampler not in SAMPLERS:
+        raise ConfigError(
+            f"{ev.OTEL_TRACES_SAMPLER}={sampler!r} is not a sampler: use one of {', '.join(SAMPLERS)}"
+        )
+    raw = environ.get(ev.OTEL_TRACES_SAMPLER_ARG, "").strip()
+    if not sampler.endswith("traceidratio") or not raw:
+        return
+    try:
+        ratio = float(raw)
+    except ValueError:
+        ratio = -1.0
+    if not 0.0 <= ratio <= 1.0:
+        raise ConfigError(f"{ev.OTEL_TRACES_SAMPLER_ARG}={raw!r} must be a ratio from 0 to 1, such as 0.25")
+
+
+def int_env(environ: Mapping[str, str], name: str, default: int) -> int:
+    """The positive whole number `name` holds, `default` when it is empty or not set."""
+    raw = environ.get(name, "").strip()
+    try:
+        value = int(raw) if raw else default
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} must be a whole number, such as {default}") from None
+    if value <= 0:
+        raise ConfigError(f"{name}={raw!r} must be a positive number, such as {default}")
+    return value
+
+
+check_sdk_settings(os.environ)
