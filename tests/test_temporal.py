@@ -401,6 +401,17 @@ def test_a_worker_keeps_long_results_up_to_its_limit_dropping_the_least_recently
     assert kept.get("run-1", result_digest(first)) is None
 
 
+def test_a_long_result_with_a_lone_surrogate_is_kept_and_named_like_any_other() -> None:
+    """A tool may return text read with `surrogateescape`: keeping it must not fail the call after
+    the tool ran (Temporal would run the tool again)."""
+    kept = KeptResults(limit=10_000)
+    odd, near = "path \udcff " + "z" * 300, "path \udcfe " + "z" * 300
+    kept.keep("run-1", odd)
+    kept.keep("run-1", near)
+    assert kept.get("run-1", result_digest(odd)) == odd and kept.get("run-1", result_digest(near)) == near
+    assert result_digest(odd) != result_digest(near)
+
+
 def test_the_worker_registers_missing_search_attributes_once_and_says_so(
     temporal: TemporalServer, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -197,8 +197,9 @@ def request_from_json(data: dict[str, Any]) -> ModelRequest:
 
 
 def result_digest(text: str) -> str:
-    """The name a tool result travels by instead of its text (see `INLINE_RESULT`)."""
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    """The name a tool result travels by instead of its text (see `INLINE_RESULT`). A lone surrogate
+    (a path read with `surrogateescape`) is hashed as it is: a result is any Python text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def payload_size(value: Any) -> int:
