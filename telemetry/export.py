@@ -51,7 +51,28 @@ from telemetry.names import DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_LOGS, SIGNAL_
 log = logging.getLogger("endstate.telemetry")
 
 
-class CountingExporter(SpanExporter):
+class _Guarded:
+    """`shutdown` and `force_flush` of a wrapped exporter (`inner`), whose failures are logged
+    (as the `what` exporter's), never raised."""
+
+    inner: Any
+    what: str
+
+    def shutdown(self) -> None:
+        try:
+            self.inner.shutdown()
+        except Exception:
+            log.warning("%s exporter shutdown raised", self.what, exc_info=True)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        try:
+            return bool(self.inner.force_flush(timeout_millis))
+        except Exception:
+            log.warning("%s exporter flush raised", self.what, exc_info=True)
+            return False
+
+
+class CountingExporter(_Guarded, SpanExporter):
     """Wraps an exporter: every export is counted as an attempt, and a failed or
     raising one as a failure too, never raised.
 
@@ -69,7 +90,7 @@ class CountingExporter(SpanExporter):
         on_attempt: Callable[[str], None] | None = None,
         mend_first: bool = False,
     ) -> None:
-        self.inner = inner
+        self.inner, self.what = inner, "span"
         self._on_failure = on_failure
         self._on_attempt = on_attempt
         self._mend_first = mend_first
@@ -93,28 +114,15 @@ class CountingExporter(SpanExporter):
             log.warning("span export raised; %d spans dropped", len(spans), exc_info=True)
             return SpanExportResult.FAILURE
 
-    def shutdown(self) -> None:
-        try:
-            self.inner.shutdown()
-        except Exception:
-            log.warning("span exporter shutdown raised", exc_info=True)
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        try:
-            return self.inner.force_flush(timeout_millis)
-        except Exception:
-            log.warning("span exporter flush raised", exc_info=True)
-            return False
-
-
-class CountingLogExporter(LogRecordExporter):
+class CountingLogExporter(_Guarded, LogRecordExporter):
     """Wraps the content events' exporter as `CountingExporter` wraps the spans': every export
     counted as an attempt of `logs`, a failed or raising one as a failure too, never raised."""
 
     def __init__(
         self, inner: LogRecordExporter, on_failure: Callable[[str], None], on_attempt: Callable[[str], None]
     ) -> None:
-        self.inner = inner
+        self.inner, self.what = inner, "event"
         self._on_failure = on_failure
         self._on_attempt = on_attempt
 
@@ -128,19 +136,6 @@ class CountingLogExporter(LogRecordExporter):
         if result is not LogRecordExportResult.SUCCESS:
             self._on_failure(SIGNAL_LOGS)
         return result
-
-    def shutdown(self) -> None:
-        try:
-            self.inner.shutdown()
-        except Exception:
-            log.warning("event exporter shutdown raised", exc_info=True)
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        try:
-            return self.inner.force_flush(timeout_millis)
-        except Exception:
-            log.warning("event exporter flush raised", exc_info=True)
-            return False
 
 
 def _mended(spans: Sequence[ReadableSpan]) -> list[ReadableSpan] | None:
