@@ -17,10 +17,9 @@ from typing import Any
 import pg
 import psycopg
 import pytest
-from test_runner_agents import catalog, counted, counter_state
+from test_runner_agents import a_run_whose_worker_died, counted, counter_state
 from test_service_support import Server, endstate, run_status, spawn, wait_for, wait_status
 
-from agent.durable.runner import Runner
 from agent.durable.store import RunStatus, open_store
 
 pytestmark = pytest.mark.slow
@@ -247,12 +246,7 @@ def test_the_service_recovers_a_run_whose_worker_died_while_it_was_up(store_url:
     """At start the run's lease is still good (its worker, on another host, may be alive); once
     the lease runs out, the running service takes the run over, not only at its next start."""
     folder = tmp_path / "run"
-    store = open_store(store_url)
-    try:
-        elsewhere = Runner(store, catalog(), lease_seconds=3, owner="another-host:4242:0badc0de")
-        job = elsewhere.begin("counter", "count", state=counter_state(folder, "plain"))  # and then it died
-    finally:
-        store.close()
+    job = a_run_whose_worker_died(store_url, folder)  # and then its worker died
     with Server(store_url, tmp_path, catalog=CATALOG) as server, server.client() as api:
         done = wait_for(
             lambda: (rec := run_status(api, job.run_id))["status"] == "finished" and rec,

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, Budget, HelpPolicy, tool
-from agent.durable.runner import Catalog
+from agent.durable.runner import Catalog, Runner
+from agent.durable.store import open_store
 from agent.hooks import RunInfo, RunObserver
 from agent.models.base import ToolCall
 from agent.models.scripted import ScriptedModel, call, finish
@@ -261,3 +262,14 @@ def env_with_tests() -> dict[str, str]:
     tests = str(Path(__file__).parent)
     path = os.environ.get("PYTHONPATH", "")
     return {**os.environ, "PYTHONPATH": f"{tests}{os.pathsep}{path}" if path else tests}
+
+
+def a_run_whose_worker_died(store_url: str, folder: Path) -> Any:
+    """The job of a `plain` counter run begun on the store by a worker of another host, which then
+    died: its 3-second lease runs out unrenewed, and a live runner may take the run over."""
+    store = open_store(store_url)
+    try:
+        elsewhere = Runner(store, catalog(), lease_seconds=3, owner="another-host:4242:0badc0de")
+        return elsewhere.begin("counter", "count", state=counter_state(folder, "plain"))
+    finally:
+        store.close()

@@ -15,10 +15,9 @@ from pathlib import Path
 import httpx
 import pg
 import pytest
-from test_runner_agents import catalog, counted, counter_state
+from test_runner_agents import a_run_whose_worker_died, counted, counter_state
 from test_service_support import Server, run_status, wait_for, wait_status
 
-from agent.durable.runner import Runner
 from agent.durable.store import open_store
 
 pytestmark = pytest.mark.slow
@@ -71,12 +70,7 @@ def test_one_answer_sent_to_two_replicas_at_once_resumes_the_run_once(store_url:
 
 def test_a_run_whose_worker_died_is_recovered_by_one_of_two_replicas(store_url: str, tmp_path: Path) -> None:
     folder = tmp_path / "run"
-    store = open_store(store_url)
-    try:
-        elsewhere = Runner(store, catalog(), lease_seconds=3, owner="another-host:4242:0badc0de")
-        job = elsewhere.begin("counter", "count", state=counter_state(folder, "plain"))  # and then it died
-    finally:
-        store.close()
+    job = a_run_whose_worker_died(store_url, folder)  # and then its worker died
     with (
         Server(store_url, tmp_path, catalog=CATALOG) as one,
         Server(store_url, tmp_path, catalog=CATALOG) as two,
