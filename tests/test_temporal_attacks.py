@@ -375,7 +375,8 @@ def test_hostile_updates_are_refused_and_the_run_still_takes_a_real_answer(
 ) -> None:
     async def scenario() -> None:
         async with worker(temporal) as runs:
-            asked = await runs.start("fetcher", "Fetch a page.", state={"script": "ask", "history": "capped"})
+            asking = runs.start("fetcher", "Fetch a page.", state={"script": "ask", "history": "capped"})
+            asked = await asyncio.wait_for(asking, 60)
             assert isinstance(asked, RunResult) and asked.reason == "need_help"
             handle = runs.client.get_workflow_handle(asked.run_id)
             with contextlib.suppress(Exception):  # refused, one way or another

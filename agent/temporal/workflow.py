@@ -223,11 +223,17 @@ class EndstateRun:
         self._check_approval()
 
     @workflow.update(name=w.SEGMENT)
-    async def segment(self, n: int) -> dict[str, Any]:
-        """The result of segment `n` of this execution, once it has ended."""
+    async def segment(self, n: Any) -> dict[str, Any]:
+        """The result of segment `n` of this execution, once it has ended. `n` is taken as any
+        value and checked by the validator: a refusal, never a workflow task that fails."""
         await workflow.wait_condition(lambda: self._segments >= n or self._done)
         assert self._last is not None
         return self._last.to_dict()
+
+    @segment.validator
+    def _segment_ok(self, n: Any) -> None:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ApplicationError(f"segment must be a whole number from 1, not {n!r}", type="AnswerError")
 
     @workflow.query(name=w.STATUS)
     def status(self) -> dict[str, Any]:
