@@ -20,7 +20,8 @@ keeps up. That never waits for the collector: an export blocked on the
 network holds no GIL, the yield returns at once, and once the queue is full
 spans are dropped, each one counted. It drops a span itself before the SDK
 would, so every span lost is counted: queue full, or still queued (or ended)
-after shutdown.
+after shutdown. `CountedLogProcessor` does the same for content events (log
+records) in the SDK's batch log record processor.
 
 It costs a span about what the SDK's own processor does: no lock per span
 (a ticket from an `itertools.count`, atomic under the GIL, orders the ends;
@@ -37,11 +38,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry.context import Context
-from opentelemetry.sdk._logs import ReadableLogRecord
-from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadableLogRecord, ReadWriteLogRecord
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
@@ -225,22 +226,68 @@ class JsonLinesExporter(SpanExporter):
 OnDropped = Callable[[int, str], None]  # (count, reason)
 
 
-class CountedBatchProcessor(SpanProcessor):
+class _CountedQueue:
+    """Admission to a batch processor's queue, with every item lost counted (see the module's docstring).
+
+    Items offered minus items handed to the exporter minus items written off is how many are queued.
+    """
+
+    _emit: Callable[[Any], None]  # the SDK processor's own way into its queue
+
+    def __init__(self, on_dropped: OnDropped, max_queue_size: int, max_export_batch_size: int) -> None:
+        self._on_dropped = on_dropped
+        self._max = max_queue_size
+        self._yield_from = max(max_export_batch_size, max_queue_size // 2)
+        self._lock = threading.Lock()  # for exports, drops and the close, never for an item admitted
+        self._tickets = itertools.count()  # one per item offered: how many came before it
+        self._handed = 0  # items the export thread has handed to the exporter
+        self._written_off = 0  # items dropped, or counted as lost at shutdown
+        self._closed = False
+
+    def _offer(self, item: Any) -> None:
+        # Items offered before this one and still queued: never fewer than the queue holds, since
+        # `_handed` and `_written_off` only grow, so reading them late only overstates it.
+        pending = next(self._tickets) - self._handed - self._written_off
+        if pending < self._yield_from:  # the common case; never after shutdown
+            self._emit(item)
+        elif pending < self._max and not self._closed:
+            time.sleep(0)  # let the export thread take the GIL; never waits for the network
+            self._emit(item)
+        else:
+            self._drop()
+
+    def _closing(self) -> None:
+        self._closed = True
+        self._yield_from = -sys.maxsize  # every item offered from now on is dropped, and counted
+
+    def count_unsent(self) -> int:
+        """Count as dropped every item still queued (shutdown ended or gave up); how many that was."""
+        with self._lock:
+            lost = next(self._tickets) - self._handed - self._written_off
+            self._written_off += lost + 1  # and the ticket taken to count
+        if lost > 0:
+            self._on_dropped(lost, DROP_SHUTDOWN)
+        return max(0, lost)
+
+    def _drop(self) -> None:
+        with self._lock:
+            self._written_off += 1
+        self._on_dropped(1, DROP_SHUTDOWN if self._closed else DROP_QUEUE_FULL)
+
+    def _count_handed(self, count: int) -> None:
+        with self._lock:
+            self._handed += count
+
+
+class CountedBatchProcessor(_CountedQueue, SpanProcessor):
     """The SDK's batch span processor, with no span lost uncounted (see the module's docstring)."""
 
     def __init__(
         self, exporter: SpanExporter, on_dropped: OnDropped, max_queue_size: int, max_export_batch_size: int
     ) -> None:
-        self._on_dropped = on_dropped
-        self._max = max_queue_size
-        self._yield_from = max(max_export_batch_size, max_queue_size // 2)
-        self._lock = threading.Lock()  # for exports, drops and the close, never for a span admitted
-        self._tickets = itertools.count()  # one per sampled span ended: how many came before it
-        self._handed = 0  # spans the export thread has handed to the exporter
-        self._written_off = 0  # spans dropped, or counted as lost at shutdown
-        self._closed = False
+        super().__init__(on_dropped, max_queue_size, max_export_batch_size)
         self.batch = BatchSpanProcessor(
-            _Handing(exporter, self._count_handed),
+            cast(SpanExporter, _Handing(exporter, self._count_handed)),
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
         )
@@ -251,45 +298,46 @@ class CountedBatchProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         context = span.context
-        if context is None or not context.trace_flags.sampled:
-            return
-        # Spans ended before this one and still queued: never fewer than the queue holds, since
-        # `_handed` and `_written_off` only grow, so reading them late only overstates it.
-        pending = next(self._tickets) - self._handed - self._written_off
-        if pending < self._yield_from:  # the common case; never after shutdown
-            self._emit(span)
-        elif pending < self._max and not self._closed:
-            time.sleep(0)  # let the export thread take the GIL; never waits for the network
-            self._emit(span)
-        else:
-            self._drop()
+        if context is not None and context.trace_flags.sampled:
+            self._offer(span)
 
     def shutdown(self) -> None:
-        self._closed = True
-        self._yield_from = -sys.maxsize  # every span that ends from now on is dropped, and counted
+        self._closing()
         self.batch.shutdown()
         self.count_unsent()
-
-    def count_unsent(self) -> int:
-        """Count as dropped every span still queued (shutdown ended or gave up); how many that was."""
-        with self._lock:
-            lost = next(self._tickets) - self._handed - self._written_off
-            self._written_off += lost + 1  # and the ticket taken to count
-        if lost > 0:
-            self._on_dropped(lost, DROP_SHUTDOWN)
-        return max(0, lost)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self.batch.force_flush(timeout_millis)
 
-    def _drop(self) -> None:
-        with self._lock:
-            self._written_off += 1
-        self._on_dropped(1, DROP_SHUTDOWN if self._closed else DROP_QUEUE_FULL)
 
-    def _count_handed(self, count: int) -> None:
-        with self._lock:
-            self._handed += count
+class CountedLogProcessor(_CountedQueue, LogRecordProcessor):
+    """The SDK's batch log record processor (content events), with no event lost uncounted."""
+
+    def __init__(
+        self,
+        exporter: LogRecordExporter,
+        on_dropped: OnDropped,
+        max_queue_size: int,
+        max_export_batch_size: int,
+    ) -> None:
+        super().__init__(on_dropped, max_queue_size, max_export_batch_size)
+        self.batch = BatchLogRecordProcessor(
+            cast(LogRecordExporter, _Handing(exporter, self._count_handed)),
+            max_queue_size=max_queue_size,
+            max_export_batch_size=max_export_batch_size,
+        )
+        self._emit = self.batch.on_emit
+
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        self._offer(log_record)
+
+    def shutdown(self) -> None:
+        self._closing()
+        self.batch.shutdown()
+        self.count_unsent()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.batch.force_flush(timeout_millis)
 
 
 def _queue_of(batch: BatchSpanProcessor) -> Callable[[ReadableSpan], None]:
@@ -302,16 +350,17 @@ def _queue_of(batch: BatchSpanProcessor) -> Callable[[ReadableSpan], None]:
     return emit if callable(emit) else batch.on_end
 
 
-class _Handing(SpanExporter):
-    """Tells the processor how many spans each export takes off its queue, then exports them."""
+class _Handing:
+    """Tells the processor how many items (spans or events) each export takes off its queue, then
+    exports them."""
 
-    def __init__(self, inner: SpanExporter, on_handed: Callable[[int], None]) -> None:
+    def __init__(self, inner: SpanExporter | LogRecordExporter, on_handed: Callable[[int], None]) -> None:
         self.inner = inner
         self._on_handed = on_handed
 
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        self._on_handed(len(spans))
-        return self.inner.export(spans)
+    def export(self, items: Sequence[Any]) -> Any:
+        self._on_handed(len(items))
+        return self.inner.export(items)
 
     def shutdown(self) -> None:
         self.inner.shutdown()

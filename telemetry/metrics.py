@@ -128,6 +128,7 @@ class MetricsHooks:
             self.count_exports_of(signal)
         for reason in (n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN):
             self.m.spans_dropped.labels(reason)
+            self.m.events_dropped.labels(reason)
         help_collector = _HelpCollector(
             pending or local, self.known_agents, self.record_export_failure, self.record_export_attempt
         )
@@ -194,6 +195,11 @@ class MetricsHooks:
         """Count spans that ended but will never be exported."""
         if count > 0:
             self.m.spans_dropped.labels(reason).inc(count)
+
+    def record_events_dropped(self, count: int, reason: str = n.DROP_QUEUE_FULL) -> None:
+        """Count content events that were emitted but will never be exported."""
+        if count > 0:
+            self.m.events_dropped.labels(reason).inc(count)
 
     def record_success_audit(self, agent: str, task_type: str, outcome: str) -> None:
         """Count an audit of a run that ended success: confirmed, false_success or error."""
@@ -386,6 +392,12 @@ class _Instruments:
         self.spans_dropped = Counter(
             n.METRIC_TELEMETRY_SPANS_DROPPED,
             "Spans ended but never handed to the exporter (queue full, or still queued at shutdown).",
+            (n.LABEL_REASON,),
+            registry=registry,
+        )
+        self.events_dropped = Counter(
+            n.METRIC_TELEMETRY_EVENTS_DROPPED,
+            "Content events emitted but never handed to the exporter (queue full, or queued at shutdown).",
             (n.LABEL_REASON,),
             registry=registry,
         )

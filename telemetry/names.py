@@ -132,6 +132,7 @@ EXPOSED_METRICS: Final = frozenset(
         "agent_runs_resumed_total",
         "agent_cost_unknown_total",
         "agent_telemetry_spans_dropped_total",
+        "agent_telemetry_events_dropped_total",
         "agent_success_audits_total",
         "gen_ai_invoke_agent_duration_seconds_bucket",
         "gen_ai_invoke_agent_duration_seconds_sum",
@@ -210,7 +211,9 @@ METRIC_COST_UNKNOWN: Final = "agent_cost_unknown"  # counter -> agent_cost_unkno
 # Spans ended but never handed to the exporter: the batch queue was full, or the span export
 # was shut down (or gave up at exit) with spans still queued.
 METRIC_TELEMETRY_SPANS_DROPPED: Final = "agent_telemetry_spans_dropped"  # counter -> _total
-LABEL_REASON: Final = "reason"  # agent_telemetry_spans_dropped: queue_full|shutdown
+# Content events (log records, when a capture mode asks for events) lost the same ways.
+METRIC_TELEMETRY_EVENTS_DROPPED: Final = "agent_telemetry_events_dropped"  # counter -> _total
+LABEL_REASON: Final = "reason"  # agent_telemetry_{spans,events}_dropped: queue_full|shutdown
 DROP_QUEUE_FULL: Final = "queue_full"
 DROP_SHUTDOWN: Final = "shutdown"
 # Audits of runs that ended `success`: confirmed, a false success, or the audit itself failed.

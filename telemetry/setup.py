@@ -41,7 +41,7 @@ from opentelemetry import trace
 from opentelemetry.environment_variables import OTEL_LOGS_EXPORTER, OTEL_TRACES_EXPORTER
 from opentelemetry.sdk import environment_variables as ev
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
+from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
@@ -53,7 +53,13 @@ from agent.errors import ConfigError
 from telemetry import names as n
 from telemetry._settings import check_sdk_settings, int_env
 from telemetry.capture import Capture, capture_from_env
-from telemetry.export import CountedBatchProcessor, CountingExporter, CountingLogExporter, JsonLinesExporter
+from telemetry.export import (
+    CountedBatchProcessor,
+    CountedLogProcessor,
+    CountingExporter,
+    CountingLogExporter,
+    JsonLinesExporter,
+)
 from telemetry.metrics import MetricsHooks, PendingSource
 from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor
@@ -84,6 +90,7 @@ class Telemetry:
     tracing: TracingHooks | None = None
     spans: CountedBatchProcessor | None = None
     logger_provider: LoggerProvider | None = None  # content events, when a capture mode asks for them
+    events: CountedLogProcessor | None = None  # their queue
     delivery: Delivery | None = None
     _closed: bool = field(default=False, init=False, repr=False)
 
@@ -128,7 +135,7 @@ class Telemetry:
         spans = CountedBatchProcessor(counting, metrics.record_spans_dropped, *_queue_sizes(environ))
         provider = TracerProvider(resource=resource_from_env(), shutdown_on_exit=False)
         provider.add_span_processor(spans)
-        logs = _logger_provider(environ, capture, log_exporter, metrics)
+        logs, events = _logger_provider(environ, capture, log_exporter, metrics)
         tracing = TracingHooks(provider, capture, Redactor.from_env(environ), logs)
         telemetry = cls(
             TelemetryHooks(metrics, tracing),
@@ -138,6 +145,7 @@ class Telemetry:
             tracing,
             spans,
             logs,
+            events,
             delivery,
         )
         atexit.register(_close_at_exit, weakref.ref(telemetry))
@@ -157,8 +165,9 @@ class Telemetry:
         self._closed = True
         finished = _within(max(0.0, timeout_s - CLOSE_MARGIN_S), self._close)
         lost = self.spans.count_unsent()
-        if self.delivery is not None and (lost or not finished):
-            self.delivery.report(lost, None if finished else timeout_s)
+        lost_events = self.events.count_unsent() if self.events else 0
+        if self.delivery is not None and (lost or lost_events or not finished):
+            self.delivery.report(lost, None if finished else timeout_s, lost_events)
         return finished
 
     def _flush(self, timeout_ms: int) -> None:
@@ -195,12 +204,13 @@ class Delivery:
 
         return on_failure
 
-    def report(self, lost: int, gave_up_after: float | None) -> None:
-        """At close: the spans that never left, and whether the close gave up waiting."""
+    def report(self, lost: int, gave_up_after: float | None, lost_events: int = 0) -> None:
+        """At close: the spans (and content events) that never left, and whether the close gave up waiting."""
         why = _HOLD_BACK.reason or (
             f"no answer within {gave_up_after:.1f} s" if gave_up_after else "export failed"
         )
-        self.say(f"{why}; {lost} spans never sent")
+        events = f" and {lost_events} events" if lost_events else ""
+        self.say(f"{why}; {lost} spans{events} never sent")
 
     def say(self, what: str) -> None:
         with self._lock:
@@ -283,13 +293,15 @@ def resource_from_env() -> Resource:
 
 def _logger_provider(
     environ: Mapping[str, str], capture: Capture, exporter: LogRecordExporter | None, metrics: MetricsHooks
-) -> LoggerProvider | None:
-    """Where content events go: the given exporter, else OTLP logs beside the spans, else nowhere.
+) -> tuple[LoggerProvider | None, CountedLogProcessor | None]:
+    """Where content events go: the given exporter, else OTLP logs beside the spans, else nowhere;
+    and their queue.
 
-    Their exports are counted under the signal `logs`, and a failure said once, naming where they went.
+    Their exports are counted under the signal `logs`, a failure said once, naming where they went,
+    and every event dropped before export counted.
     """
     if not capture.events:
-        return None
+        return None, None
     exporter = exporter or _log_exporter_from_env(environ)
     if exporter is None:
         log.warning(
@@ -297,15 +309,16 @@ def _logger_provider(
             n.ENV_CAPTURE_CONTENT,
             capture.mode,
         )
-        return None
+        return None, None
     metrics.count_exports_of(n.SIGNAL_LOGS)
     delivery = Delivery(_otlp_endpoint(environ, _LOGS) or type(exporter).__name__)
     counting = CountingLogExporter(
         exporter, delivery.failed(metrics.record_export_failure), metrics.record_export_attempt
     )
+    events = CountedLogProcessor(counting, metrics.record_events_dropped, *_queue_sizes(environ, _LOG_QUEUE))
     provider = LoggerProvider(resource=resource_from_env(), shutdown_on_exit=False)
-    provider.add_log_record_processor(BatchLogRecordProcessor(counting))
-    return provider
+    provider.add_log_record_processor(events)
+    return provider, events
 
 
 def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | None:
@@ -375,16 +388,22 @@ def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
     return _otlp_endpoint(environ) or type(exporter).__name__
 
 
-def _queue_sizes(environ: Mapping[str, str]) -> tuple[int, int]:
-    """OTEL_BSP_MAX_QUEUE_SIZE and OTEL_BSP_MAX_EXPORT_BATCH_SIZE, the SDK's defaults without them;
-    a batch never larger than the queue (the default batch shrinks to a small queue set alone)."""
-    queue = int_env(environ, ev.OTEL_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE_SIZE)
-    if not environ.get(ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, "").strip():
+_SPAN_QUEUE = (ev.OTEL_BSP_MAX_QUEUE_SIZE, ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
+_LOG_QUEUE = (ev.OTEL_BLRP_MAX_QUEUE_SIZE, ev.OTEL_BLRP_MAX_EXPORT_BATCH_SIZE)
+
+
+def _queue_sizes(environ: Mapping[str, str], names: tuple[str, str] = _SPAN_QUEUE) -> tuple[int, int]:
+    """A batch processor's queue and batch sizes (OTEL_BSP_* for spans, OTEL_BLRP_* for events),
+    the SDK's defaults without them; a batch never larger than the queue (the default batch
+    shrinks to a small queue set alone)."""
+    queue_name, batch_name = names
+    queue = int_env(environ, queue_name, DEFAULT_MAX_QUEUE_SIZE)
+    if not environ.get(batch_name, "").strip():
         return queue, min(queue, DEFAULT_MAX_EXPORT_BATCH_SIZE)
-    batch = int_env(environ, ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_EXPORT_BATCH_SIZE)
+    batch = int_env(environ, batch_name, DEFAULT_MAX_EXPORT_BATCH_SIZE)
     if batch > queue:
         raise ConfigError(
-            f"OTEL_BSP_MAX_EXPORT_BATCH_SIZE={batch} is larger than OTEL_BSP_MAX_QUEUE_SIZE={queue}: "
+            f"{batch_name}={batch} is larger than {queue_name}={queue}: "
             "a batch is taken from the queue, so set it to the queue size or less"
         )
     return queue, batch

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 
 import pytest
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from otlp_receiver import OtlpReceiver, closed_port
@@ -220,3 +221,60 @@ def test_content_events_that_cannot_be_delivered_are_counted_and_said(
     assert sample("agent_telemetry_export_failures_total", {"signal": n.SIGNAL_LOGS}) == 1
     said = [r.getMessage() for r in caplog.records if "could not be delivered" in r.getMessage()]
     assert len(said) == 1 and "/v1/logs" in said[0]
+
+
+class EventCounter(LogRecordProcessor):
+    """Counts the content events a logger provider emits."""
+
+    def __init__(self) -> None:
+        self.emitted = 0
+
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        self.emitted += 1
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def test_every_content_event_lost_is_counted_when_the_collector_never_answers(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """The SDK's log batch queue dropped events when full with one log line and no count."""
+    with OtlpReceiver(mode="hang") as hanging:
+        for name, value in {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": hanging.endpoint,
+            "OTEL_BLRP_MAX_QUEUE_SIZE": "8",
+            "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE": "4",
+            n.ENV_CAPTURE_CONTENT: "EVENT_ONLY",
+            n.ENV_SEMCONV_STABILITY_OPT_IN: n.OPT_IN_GEN_AI_LATEST,
+        }.items():
+            clean_env.setenv(name, value)
+        telemetry = Telemetry.from_env(registry=CollectorRegistry())
+        assert telemetry.logger_provider is not None
+        counter = EventCounter()
+        telemetry.logger_provider.add_log_record_processor(counter)
+        agent = Agent(
+            "chatty",
+            Looker(),
+            tools=[look],
+            budget=Budget(max_turns=30, max_seconds=None),
+            progress=lambda: ProgressDetector(max_idle_turns=None),
+            hooks=telemetry.hooks,
+        )
+        assert agent.run("look").turns == 30
+        assert not telemetry.shutdown(timeout_s=0.5)  # the export in flight never ends
+        batches = telemetry.registry.get_sample_value("agent_telemetry_exports_total", {"signal": "logs"})
+
+    def lost(reason: str) -> float:
+        value = telemetry.registry.get_sample_value(
+            "agent_telemetry_events_dropped_total", {"reason": reason}
+        )
+        assert value is not None
+        return value
+
+    full, at_close = lost(n.DROP_QUEUE_FULL), lost(n.DROP_SHUTDOWN)
+    assert counter.emitted >= 30 and full > 0 and at_close > 0
+    assert batches is not None and full + at_close == counter.emitted - 4 * batches  # sent, or counted
