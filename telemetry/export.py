@@ -232,7 +232,8 @@ class _CountedQueue:
     Items offered minus items handed to the exporter minus items written off is how many are queued.
     """
 
-    _emit: Callable[[Any], None]  # the SDK processor's own way into its queue
+    batch: BatchSpanProcessor | BatchLogRecordProcessor  # the SDK's processor, exporting from its thread
+    _emit: Callable[[Any], None]  # its own way into its queue
 
     def __init__(self, on_dropped: OnDropped, max_queue_size: int, max_export_batch_size: int) -> None:
         self._on_dropped = on_dropped
@@ -256,9 +257,14 @@ class _CountedQueue:
         else:
             self._drop()
 
-    def _closing(self) -> None:
+    def shutdown(self) -> None:
         self._closed = True
         self._yield_from = -sys.maxsize  # every item offered from now on is dropped, and counted
+        self.batch.shutdown()
+        self.count_unsent()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.batch.force_flush(timeout_millis)
 
     def count_unsent(self) -> int:
         """Count as dropped every item still queued (shutdown ended or gave up); how many that was."""
@@ -301,14 +307,6 @@ class CountedBatchProcessor(_CountedQueue, SpanProcessor):
         if context is not None and context.trace_flags.sampled:
             self._offer(span)
 
-    def shutdown(self) -> None:
-        self._closing()
-        self.batch.shutdown()
-        self.count_unsent()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.batch.force_flush(timeout_millis)
-
 
 class CountedLogProcessor(_CountedQueue, LogRecordProcessor):
     """The SDK's batch log record processor (content events), with no event lost uncounted."""
@@ -330,14 +328,6 @@ class CountedLogProcessor(_CountedQueue, LogRecordProcessor):
 
     def on_emit(self, log_record: ReadWriteLogRecord) -> None:
         self._offer(log_record)
-
-    def shutdown(self) -> None:
-        self._closing()
-        self.batch.shutdown()
-        self.count_unsent()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.batch.force_flush(timeout_millis)
 
 
 def _queue_of(batch: BatchSpanProcessor) -> Callable[[ReadableSpan], None]:
