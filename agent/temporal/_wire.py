@@ -41,6 +41,7 @@ ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 # activity names
 PREPARE = "endstate.prepare"
 MODEL = "endstate.model"
+MODEL_BY_DIGEST = "endstate.model.by-digest"  # its input names long texts by digest (see `INLINE_RESULT`)
 TOOL = "endstate.tool"
 VERIFY = "endstate.verify"
 CLEANUP = "endstate.cleanup"
@@ -55,8 +56,9 @@ STATUS = "status"
 MAX_PAYLOAD_BYTES = 1_500_000
 MAX_HISTORY_BYTES = 40_000_000
 
-# A tool that reads the run's calls is sent each earlier result longer than this by its digest only: the
-# worker keeps the results it made or was sent, and asks again for those it lacks (see `_remote._tool`).
+# A model call, and a tool call that reads the run's calls, name each text longer than this (a tool result,
+# a reply's text, the task) by its digest only: the worker keeps the texts it made or was sent, and
+# answers `{"missing": [...]}` for those it lacks, which the workflow then sends (see `_remote.by_digest`).
 INLINE_RESULT = 256
 
 # search attributes: visible and queryable in Temporal's list views
@@ -182,10 +184,11 @@ def journal_from_json(data: list[dict[str, Any]]) -> list[Entry]:
     return [decode_entry(d, i) for i, d in enumerate(data)]
 
 
-def request_json(request: ModelRequest) -> dict[str, Any]:
+def request_json(request: ModelRequest, journal: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A model request, JSON-ready; with `journal`, that (the request's journal already encoded)."""
     return {
         "system": request.system,
-        "journal": journal_json(request.journal),
+        "journal": journal_json(request.journal) if journal is None else journal,
         "tools": request.tools,
         "max_tokens": request.max_tokens,
     }
