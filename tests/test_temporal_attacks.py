@@ -65,6 +65,12 @@ def fetch(page: int) -> str:
 
 
 @tool
+def save(text: str) -> str:
+    """Save a text."""
+    return f"saved {len(text)} characters"
+
+
+@tool
 def tally(ctx: RunContext) -> str:
     """Tally the run's earlier calls (reads `ctx.calls`)."""
     return json.dumps([[c.name, c.arguments, len(c.result), c.result[:12], c.is_error] for c in ctx.calls])
@@ -105,6 +111,15 @@ SCRIPTS: dict[str, list[Step]] = {
         [finish("need_help", "Go on?")],
         [call("fetch", page=3)],
         [finish("done", "fetched")],
+    ],
+    "blocks": [
+        [
+            {"type": "thinking", "thinking": "t" * 800, "signature": "s" * 1_200},
+            call("save", text="q" * 700),
+        ],
+        [finish("need_help", "Go on?")],
+        [call("fetch", page=1)],
+        [finish("done", "saved")],
     ],
     "pages": [*([call("fetch", page=i)] for i in range(1, 7)), [finish("done", "fetched")]],
     "thinking": [
@@ -187,7 +202,7 @@ def build(state: dict[str, Any]) -> Agent:
         model=MODELS[script]() if script in MODELS else model(SCRIPTS[script]),
         prices=PRICES,
         instructions="Fetch pages.",
-        tools=[fetch, dump, blob, open_gate, tally],
+        tools=[fetch, dump, blob, open_gate, tally, save],
         budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
         retry=FAST_RETRY,
         history=history,
@@ -641,12 +656,9 @@ def activity_inputs(history: Any, name: str, long: bytes) -> list[tuple[int, int
     return [(i.ByteSize(), i.SerializeToString().count(long)) for i in inputs]
 
 
-def test_the_model_is_sent_what_it_is_sent_locally_across_a_worker_restart_its_long_texts_by_digest(
-    temporal: TemporalServer,
-) -> None:
-    """A restarted worker keeps none of the run's texts: it asks for them once, and the model gets the
-    same requests as in one process."""
-    state = {"script": "ask-then-fetch", "history": "off"}
+def across_a_restart(temporal: TemporalServer, state: dict[str, Any]) -> tuple[RunResult, RunResult, Any]:
+    """A run that asks a question, answered by a new worker (keeping none of the run's texts), and the
+    same run in this process: (here, there, there's history). The model's requests are checked equal."""
     local_agent = build(state)
     asked_here = local_agent.run("Fetch the pages.", state=state)
     here = local_agent.resume(asked_here.snapshot, "Go on.")  # type: ignore[arg-type]
@@ -665,6 +677,14 @@ def test_the_model_is_sent_what_it_is_sent_locally_across_a_worker_restart_its_l
     there, history = asyncio.run(scenario())
     same_run(here, there)
     assert requests_of(BUILT) == requests_of([local_agent])
+    return here, there, history
+
+
+def test_the_model_is_sent_what_it_is_sent_locally_across_a_worker_restart_its_long_texts_by_digest(
+    temporal: TemporalServer,
+) -> None:
+    """A restarted worker keeps none of the run's texts: it asks for them once."""
+    _, _, history = across_a_restart(temporal, {"script": "ask-then-fetch", "history": "off"})
     inputs = activity_inputs(history, w.MODEL_BY_DIGEST, b"x" * 41_000)
     said = activity_inputs(history, w.MODEL_BY_DIGEST, b"w" * 600)
     # turns 1-3 on the first worker, which made each text: by digest only; turn 4 on the new worker:
@@ -672,6 +692,19 @@ def test_the_model_is_sent_what_it_is_sent_locally_across_a_worker_restart_its_l
     assert [n for _, n in inputs] == [0, 0, 0, 0, 2, 0]
     assert [n for _, n in said] == [0, 0, 0, 0, 1, 0]
     assert all(size < 5_000 for size, n in inputs if n == 0)
+
+
+def test_a_replys_long_provider_blocks_and_arguments_go_by_digest_and_come_back_verbatim(
+    temporal: TemporalServer,
+) -> None:
+    """A thinking block with a long signature and a call's long argument are sent back each turn:
+    by digest, the block rebuilt from its JSON, across a worker restart as well."""
+    _, _, history = across_a_restart(temporal, {"script": "blocks", "history": "off"})
+    signed = activity_inputs(history, w.MODEL_BY_DIGEST, b"s" * 1_200)
+    saved = activity_inputs(history, w.MODEL_BY_DIGEST, b"q" * 700)
+    # turn 2 on the worker that got the reply: digests; turn 3 on a new one: missing, then in full
+    assert [n for _, n in signed] == [0, 0, 0, 1, 0]
+    assert [n for _, n in saved] == [0, 0, 0, 1, 0]
 
 
 def test_two_workers_on_one_queue_send_the_model_what_it_is_sent_locally(temporal: TemporalServer) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -102,9 +103,9 @@ class EndstateActivities:
         if missing:
             return {"missing": missing}
         reply = await self.model({**call, "request": request})
-        for block in reply["content"]:  # the next request holds the reply's text
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                self._results.keep(run["run_id"], block["text"])
+        for part in w.reply_parts_json(reply["content"]):  # the next request holds the reply's parts
+            if (text := w.kept_text(part[w.PART_DIGESTED[part["type"]]])) is not None:
+                self._results.keep(run["run_id"], text)
         return reply
 
     @activity.defn(name=w.TOOL)
@@ -172,10 +173,15 @@ class EndstateActivities:
         missing: list[str] = []
         journal = []
         for entry in sent["journal"]:
-            if entry.get("type") == "reply":
-                parts = [self._results.resolved(run_id, p, "text", missing) for p in entry.get("parts", [])]
+            if entry["type"] == "reply":
+                parts = [
+                    self._results.resolved(run_id, p, w.PART_DIGESTED[p["type"]], missing)
+                    for p in entry["parts"]
+                ]
                 entry = {**entry, "parts": parts}
-            journal.append(self._results.resolved(run_id, entry, "text", missing))
+            elif entry["type"] in w.DIGESTED:
+                entry = self._results.resolved(run_id, entry, w.DIGESTED[entry["type"]], missing)
+            journal.append(entry)
         return {**sent, "journal": journal}, list(dict.fromkeys(missing))
 
     # -- agents --------------------------------------------------------
@@ -277,18 +283,20 @@ class KeptResults:
     def resolved(
         self, run_id: str, item: dict[str, Any], key: str, missing: list[str]
     ) -> dict[str, Any] | None:
-        """`item` as sent, its text at `key` taken by its `digest` from those kept (None, the digest added
-        to `missing`, when not kept); a long text sent in full is kept, for the calls after."""
+        """`item` as sent, its value at `key` taken by its `digest` from those kept (a provider's block
+        from its JSON); None, the digest added to `missing`, when not kept. A long value sent in full is
+        kept, for the calls after."""
         digest = item.get("digest")
         if digest is None:
-            if isinstance(text := item.get(key), str):
+            if (text := w.kept_text(item.get(key))) is not None:
                 self.keep(run_id, text)
             return item
         text = self.get(run_id, str(digest))
         if text is None:
             missing.append(str(digest))
             return None
-        return {k: v for k, v in item.items() if k != "digest"} | {key: text}
+        value = json.loads(text) if item.get("json") else text
+        return {k: v for k, v in item.items() if k not in ("digest", "json")} | {key: value}
 
     def drop(self, run_id: str) -> None:
         texts = self._runs.pop(run_id, None) or {}

@@ -62,32 +62,35 @@ class RunRef:
         return {k: v for k, v in vars(self).items() if k in fields} | {"state": state or self.state}
 
     def digested(self, item: dict[str, Any], key: str, inline: set[str] | None) -> dict[str, Any]:
-        """`item` with its text at `key`, if long, sent by its digest (`key` None, `digest` set), unless
-        the digest is in `inline` (None: every text in full). A text's digest is computed once."""
-        text = item.get(key)
-        if inline is None or not isinstance(text, str) or len(text) <= w.INLINE_RESULT:
+        """`item` with its value at `key` (a text, or a provider's block as JSON), if long, sent by its
+        digest (`key` None, `digest` set, `json` for a block), unless the digest is in `inline` (None:
+        every value in full). A text's digest is computed once."""
+        value = item.get(key)
+        if inline is None or (text := w.kept_text(value)) is None or len(text) <= w.INLINE_RESULT:
             return item
         digest = self.digests.get(text)
         if digest is None:
             digest = self.digests[text] = w.result_digest(text)
-        return item if digest in inline else {**item, key: None, "digest": digest}
+        if digest in inline:
+            return item
+        return {**item, key: None, "digest": digest} | ({"json": True} if isinstance(value, dict) else {})
 
     def calls_wire(self, calls: list[CallRecord], inline: set[str] | None) -> list[dict[str, Any]]:
         """The run's calls for a tool's input, each long result by its digest (see `digested`)."""
         return [self.digested(vars(record), "result", inline) for record in calls]
 
     def request_wire(self, request: ModelRequest, inline: set[str] | None) -> dict[str, Any]:
-        """A model request for the model's input, each long text (a tool result, a reply's text, the
-        task, a note) by its digest (see `digested`)."""
+        """A model request for the model's input, each long text (a tool result, a reply's text or
+        provider block, the task, a note) by its digest (see `digested`)."""
         journal = []
         for entry in w.journal_json(request.journal):
             if entry["type"] == "reply":
-                entry = {**entry, "parts": [self.digested(p, "text", inline) for p in entry["parts"]]}
-            journal.append(self.digested(entry, "text", inline) if entry["type"] in _TEXTS else entry)
+                parts = [self.digested(p, w.PART_DIGESTED[p["type"]], inline) for p in entry["parts"]]
+                entry = {**entry, "parts": parts}
+            elif entry["type"] in w.DIGESTED:
+                entry = self.digested(entry, w.DIGESTED[entry["type"]], inline)
+            journal.append(entry)
         return w.request_json(request, journal)
-
-
-_TEXTS = {"task", "note", "result"}  # the journal entries whose `text` a model input may send by digest
 
 
 async def by_digest(send: Callable[[set[str] | None], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
