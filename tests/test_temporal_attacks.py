@@ -744,3 +744,27 @@ def test_a_result_the_history_policy_cuts_is_kept_cut_so_no_model_call_asks_for_
     assert (done.reason, done.turns) == ("success", 7)
     inputs = activity_inputs(history, w.MODEL_BY_DIGEST, b"x" * 290)
     assert [n for _, n in inputs] == [0] * 7
+
+
+def test_an_old_worker_handed_the_model_call_by_digest_fails_it_as_unknown_and_the_run_ends_named(
+    temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rolling deploy: a worker from before `endstate.model.by-digest` (here: one without it) fails the
+    call as an unregistered activity; Temporal retries it, and with no new worker the run ends as error
+    naming it, rather than a worker misreading the input."""
+    every = activities.EndstateActivities.all
+
+    def old(self: activities.EndstateActivities) -> list[Any]:
+        return [a for a in every(self) if a != self.model_by_digest]
+
+    monkeypatch.setattr(activities.EndstateActivities, "all", old)
+
+    async def scenario() -> RunResult:
+        async with worker(temporal) as runs:
+            ended = await runs.start("fetcher", "Fetch the pages.", state={"script": "long-results"})
+            assert isinstance(ended, RunResult)
+            return ended
+
+    ended = asyncio.run(scenario())
+    assert (ended.reason, ended.error_type) == ("error", "NotFoundError")
+    assert w.MODEL_BY_DIGEST in ended.note and "not registered" in ended.note
