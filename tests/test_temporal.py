@@ -385,6 +385,16 @@ def test_a_history_recorded_before_cut_calls_were_charged_still_replays() -> Non
     assert replayed.replay_failure is None
 
 
+def test_a_history_recorded_before_the_model_input_went_by_digest_still_replays() -> None:
+    """A run started by the code before `BY_DIGEST` (whole requests in the model activity's input: page,
+    page, need_help, answer, tally, page, finish; `fetch_history().to_json()`) replays under this code."""
+    recorded = (Path(__file__).parent / "fixtures" / "temporal_v1_model_input_history.json").read_text()
+    history = WorkflowHistory.from_json("v1-model-input", recorded)
+    replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
+    replayed = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
+    assert replayed.replay_failure is None
+
+
 def test_a_worker_keeps_long_results_up_to_its_limit_dropping_the_least_recently_used_runs() -> None:
     kept = KeptResults(limit=2_500)
     short, first, second, third = "x" * 10, "a" * 1_000, "b" * 1_000, "c" * 1_000

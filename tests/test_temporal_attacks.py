@@ -29,6 +29,7 @@ from agent.models.scripted import ScriptedModel, Step, call, finish, reply, say
 from agent.prices import PriceTable
 from agent.result import RunResult
 from agent.temporal import TemporalRuns, build_worker
+from agent.temporal import _activities as activities
 from agent.temporal import _wire as w
 
 pytestmark = pytest.mark.slow
@@ -61,6 +62,12 @@ def blob(page: int) -> str:
 def fetch(page: int) -> str:
     """Fetch a long page."""
     return f"page {page}: " + "x" * 41_000  # over the default cap of 40,000 characters
+
+
+@tool
+def save(text: str) -> str:
+    """Save a text."""
+    return f"saved {len(text)} characters"
 
 
 @tool
@@ -98,6 +105,23 @@ SCRIPTS: dict[str, list[Step]] = {
         [call("tally")],
         [finish("done", "tallied")],
     ],
+    "ask-then-fetch": [
+        [call("fetch", page=1)],
+        reply(say("Page 1 says: " + "w" * 600), call("fetch", page=2)),
+        [finish("need_help", "Go on?")],
+        [call("fetch", page=3)],
+        [finish("done", "fetched")],
+    ],
+    "blocks": [
+        [
+            {"type": "thinking", "thinking": "t" * 800, "signature": "s" * 1_200},
+            call("save", text="q" * 700),
+        ],
+        [finish("need_help", "Go on?")],
+        [call("fetch", page=1)],
+        [finish("done", "saved")],
+    ],
+    "pages": [*([call("fetch", page=i)] for i in range(1, 7)), [finish("done", "fetched")]],
     "thinking": [
         [
             {"type": "thinking", "thinking": "Page 2 first.", "signature": "c2ln\u00e9=="},
@@ -157,19 +181,28 @@ class Stubborn(SmallWindow):
         return ModelReply([say("Late.")], input_tokens=777, output_tokens=7, stop_reason="end_turn")
 
 
+class ByTurn(SmallWindow):
+    """Plays the step of the request's turn, whichever steps this instance played before: the workers
+    of one run each build its agent, and each plays some of its turns."""
+
+    async def complete(self, request: Any) -> Any:
+        self._cursor = None
+        return await super().complete(request)
+
+
 MODELS: dict[str, type[SmallWindow]] = {"slow": Slow, "streaming": Streaming, "stubborn": Stubborn}
 PRICES = PriceTable({"scripted": Price(input_per_mtok=3.0, output_per_mtok=15.0)})
 
 
 def build(state: dict[str, Any]) -> Agent:
     history = HistoryPolicy.off() if state.get("history") == "off" else HistoryPolicy(max_result_chars=300)
-    script = state["script"]
+    script, model = state["script"], ByTurn if state.get("by_turn") else SmallWindow
     agent = Agent(
         name="fetcher",
-        model=MODELS[script]() if script in MODELS else SmallWindow(SCRIPTS[script]),
+        model=MODELS[script]() if script in MODELS else model(SCRIPTS[script]),
         prices=PRICES,
         instructions="Fetch pages.",
-        tools=[fetch, dump, blob, open_gate, tally],
+        tools=[fetch, dump, blob, open_gate, tally, save],
         budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
         retry=FAST_RETRY,
         history=history,
@@ -246,6 +279,19 @@ def same_run(a: RunResult, b: RunResult) -> None:
     assert (a.input_tokens, a.output_tokens, a.cost_usd) == (b.input_tokens, b.output_tokens, b.cost_usd)
 
 
+def requests_of(agents: list[Agent], task: str | None = None) -> list[tuple[Any, ...]]:
+    """What the agents' models were sent (system, messages, tools, max_tokens) for `task` (None: any),
+    in the order of turns."""
+    sent = [
+        r
+        for a in agents
+        for r in a.model.requests  # type: ignore[attr-defined]
+        if task is None or r.messages[0]["content"] == task
+    ]
+    sent.sort(key=lambda r: r.replies)
+    return [(r.system, r.messages, r.tools, r.max_tokens) for r in sent]
+
+
 def sent_results(agent: Agent) -> list[str]:
     model = agent.model
     assert isinstance(model, ScriptedModel)
@@ -294,16 +340,30 @@ def test_the_models_context_window_holds_on_temporal(temporal: TemporalServer) -
     assert sent_results(worker_agent) == sent_results(local_agent)
 
 
-def test_a_run_whose_history_outgrows_a_temporal_payload_stops_named_not_stuck(
+def test_a_run_whose_conversation_outgrows_a_temporal_payload_runs_on_temporal_as_it_runs_locally(
     temporal: TemporalServer,
 ) -> None:
-    # Each model call carries the history; Temporal refuses a payload over 2 MiB and retries the
-    # workflow task for ever: the run must stop, named, before it asks for one.
+    # 9 results of 300,000 characters, sent whole (history off): 2.7 MB of conversation, which went in
+    # every model call's input (payload_too_large from the 5th); now the model is sent them by digest.
     state = {"script": "archives", "history": "off", "max_turns": 12}
-    assert locally(state)[0].reason == "success"
+    here, local_agent = locally(state)
+    there, worker_agent = on_temporal(temporal, state)
+    assert here.reason == "success"
+    same_run(here, there)
+    assert requests_of([worker_agent]) == requests_of([local_agent])
+
+
+def test_a_model_input_the_worker_must_be_sent_whole_stops_named_past_a_temporal_payload(
+    temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker that keeps no text answers each model call with every long text missing, which the
+    # workflow then sends in full: past 1.5 MB (Temporal refuses 2 MiB and retries the workflow task
+    # for ever) the run must stop, named, before it asks for one.
+    monkeypatch.setattr(activities, "MAX_KEPT_CHARS", 0)
+    state = {"script": "archives", "history": "off", "max_turns": 12}
     there, _ = on_temporal(temporal, state)
     assert (there.reason, there.error_type) == ("error", "payload_too_large")
-    assert "HistoryPolicy(max_result_chars" in there.note
+    assert "with the texts the worker lacked" in there.note and "HistoryPolicy(max_result_chars" in there.note
     assert there.turns >= 4
 
 
@@ -342,7 +402,7 @@ def test_a_cancelled_run_whose_snapshot_was_too_large_is_not_started_over(
             run_id = await runs.start("fetcher", "Fetch the blobs.", state=state, wait=False)
             assert isinstance(run_id, str)
             for _ in range(200):  # the second blob is being fetched: the second reply is recorded
-                if await completed_activities(runs.client, run_id, w.MODEL) >= 2:
+                if await completed_activities(runs.client, run_id, w.MODEL_BY_DIGEST) >= 2:
                     break
                 await asyncio.sleep(0.05)
             await runs.cancel(run_id)
@@ -584,3 +644,127 @@ def test_a_cut_model_call_that_never_reports_does_not_hold_the_run_past_the_grac
 
     result = asyncio.run(scenario())
     assert (result.reason, result.limit, result.input_tokens) == ("limit", "seconds", 0)
+
+
+def activity_inputs(history: Any, name: str, long: bytes) -> list[tuple[int, int]]:
+    """Each `name` activity's (input bytes, times `long` is in it) in `history`."""
+    inputs = [
+        e.activity_task_scheduled_event_attributes.input
+        for e in history.events
+        if e.activity_task_scheduled_event_attributes.activity_type.name == name
+    ]
+    return [(i.ByteSize(), i.SerializeToString().count(long)) for i in inputs]
+
+
+def across_a_restart(temporal: TemporalServer, state: dict[str, Any]) -> tuple[RunResult, RunResult, Any]:
+    """A run that asks a question, answered by a new worker (keeping none of the run's texts), and the
+    same run in this process: (here, there, there's history). The model's requests are checked equal."""
+    local_agent = build(state)
+    asked_here = local_agent.run("Fetch the pages.", state=state)
+    here = local_agent.resume(asked_here.snapshot, "Go on.")  # type: ignore[arg-type]
+
+    async def scenario() -> tuple[RunResult, Any]:
+        queue = f"red-{uuid.uuid4().hex[:8]}"
+        async with worker(temporal, queue) as runs:
+            asked = await runs.start("fetcher", "Fetch the pages.", state=state)
+            assert isinstance(asked, RunResult) and asked.reason == "need_help"
+        async with worker(temporal, queue) as runs:  # a new worker: it keeps none of the run's texts
+            done = await asyncio.wait_for(runs.answer(asked.run_id, "Go on."), 60)
+            history = await runs.client.get_workflow_handle(asked.run_id).fetch_history()
+        return done, history
+
+    BUILT.clear()
+    there, history = asyncio.run(scenario())
+    same_run(here, there)
+    assert requests_of(BUILT) == requests_of([local_agent])
+    return here, there, history
+
+
+def test_the_model_is_sent_what_it_is_sent_locally_across_a_worker_restart_its_long_texts_by_digest(
+    temporal: TemporalServer,
+) -> None:
+    """A restarted worker keeps none of the run's texts: it asks for them once."""
+    _, _, history = across_a_restart(temporal, {"script": "ask-then-fetch", "history": "off"})
+    inputs = activity_inputs(history, w.MODEL_BY_DIGEST, b"x" * 41_000)
+    said = activity_inputs(history, w.MODEL_BY_DIGEST, b"w" * 600)
+    # turns 1-3 on the first worker, which made each text: by digest only; turn 4 on the new worker:
+    # by digest (it answers missing), then the two results and the reply's text in full; turn 5: digests
+    assert [n for _, n in inputs] == [0, 0, 0, 0, 2, 0]
+    assert [n for _, n in said] == [0, 0, 0, 0, 1, 0]
+    assert all(size < 5_000 for size, n in inputs if n == 0)
+
+
+def test_a_replys_long_provider_blocks_and_arguments_go_by_digest_and_come_back_verbatim(
+    temporal: TemporalServer,
+) -> None:
+    """A thinking block with a long signature and a call's long argument are sent back each turn:
+    by digest, the block rebuilt from its JSON, across a worker restart as well."""
+    _, _, history = across_a_restart(temporal, {"script": "blocks", "history": "off"})
+    signed = activity_inputs(history, w.MODEL_BY_DIGEST, b"s" * 1_200)
+    saved = activity_inputs(history, w.MODEL_BY_DIGEST, b"q" * 700)
+    # turn 2 on the worker that got the reply: digests; turn 3 on a new one: missing, then in full
+    assert [n for _, n in signed] == [0, 0, 0, 1, 0]
+    assert [n for _, n in saved] == [0, 0, 0, 1, 0]
+
+
+def test_two_workers_on_one_queue_send_the_model_what_it_is_sent_locally(temporal: TemporalServer) -> None:
+    """Each worker keeps the texts it made or was sent and asks for those it lacks. Three runs at once
+    on two workers that take one activity at a time: each run's calls go to both."""
+    state = {"script": "pages", "history": "off", "max_turns": 8, "by_turn": True}
+    tasks = [f"Fetch the pages ({i})." for i in range(3)]
+    local = {task: build(state) for task in tasks}
+    here = {task: agent.run(task, state=state) for task, agent in local.items()}
+
+    async def scenario() -> list[Any]:
+        queue, one = f"red-{uuid.uuid4().hex[:8]}", {"max_concurrent_activities": 1}
+        async with worker(temporal, queue, **one), worker(temporal, queue, **one) as runs:
+            started = [runs.start("fetcher", task, state=state) for task in tasks]
+            return await asyncio.wait_for(asyncio.gather(*started), 180)
+
+    BUILT.clear()
+    there = asyncio.run(scenario())
+    for task, result in zip(tasks, there, strict=True):
+        same_run(here[task], result)
+        assert requests_of(BUILT, task) == requests_of([local[task]], task)
+
+
+def test_a_result_the_history_policy_cuts_is_kept_cut_so_no_model_call_asks_for_it(
+    temporal: TemporalServer,
+) -> None:
+    """The model is sent each 41,000-character result cut to 300 characters: the worker that made it
+    keeps it so cut too, and each turn is one model activity, with no text in full."""
+
+    async def scenario() -> tuple[RunResult, Any]:
+        async with worker(temporal) as runs:
+            done = await runs.start("fetcher", "Fetch the pages.", state={"script": "pages", "max_turns": 8})
+            assert isinstance(done, RunResult)
+            return done, await runs.client.get_workflow_handle(done.run_id).fetch_history()
+
+    done, history = asyncio.run(scenario())
+    assert (done.reason, done.turns) == ("success", 7)
+    inputs = activity_inputs(history, w.MODEL_BY_DIGEST, b"x" * 290)
+    assert [n for _, n in inputs] == [0] * 7
+
+
+def test_an_old_worker_handed_the_model_call_by_digest_fails_it_as_unknown_and_the_run_ends_named(
+    temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rolling deploy: a worker from before `endstate.model.by-digest` (here: one without it) fails the
+    call as an unregistered activity; Temporal retries it, and with no new worker the run ends as error
+    naming it, rather than a worker misreading the input."""
+    every = activities.EndstateActivities.all
+
+    def old(self: activities.EndstateActivities) -> list[Any]:
+        return [a for a in every(self) if a != self.model_by_digest]
+
+    monkeypatch.setattr(activities.EndstateActivities, "all", old)
+
+    async def scenario() -> RunResult:
+        async with worker(temporal) as runs:
+            ended = await runs.start("fetcher", "Fetch the pages.", state={"script": "long-results"})
+            assert isinstance(ended, RunResult)
+            return ended
+
+    ended = asyncio.run(scenario())
+    assert (ended.reason, ended.error_type) == ("error", "NotFoundError")
+    assert w.MODEL_BY_DIGEST in ended.note and "not registered" in ended.note

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -25,7 +26,8 @@ from agent.agent import Agent
 from agent.context import CallRecord, RunContext
 from agent.durable.catalog import Catalog
 from agent.errors import ConfigError, ModelError, TransientModelError
-from agent.journal import Journal
+from agent.history import HistoryPolicy
+from agent.journal import Journal, Result
 from agent.models.base import ModelReply, recording_cut_calls
 from agent.temporal import _wire as w
 from agent.tools import execute
@@ -33,7 +35,7 @@ from agent.tools import execute
 log = logging.getLogger("endstate.temporal")
 BENIGN = ApplicationErrorCategory.BENIGN  # failures the loop handles: no worker traceback in the log
 MAX_CACHED_AGENTS = 1024
-MAX_KEPT_CHARS = 64_000_000  # of long tool results kept for calls that name them by digest
+MAX_KEPT_CHARS = 64_000_000  # of long texts kept for calls that name them by digest
 
 
 class EndstateActivities:
@@ -45,7 +47,7 @@ class EndstateActivities:
         self._results = KeptResults(MAX_KEPT_CHARS)
 
     def all(self) -> list[Any]:
-        return [self.prepare, self.model, self.tool, self.verify, self.cleanup]
+        return [self.prepare, self.model, self.model_by_digest, self.tool, self.verify, self.cleanup]
 
     @activity.defn(name=w.PREPARE)
     async def prepare(self, run: dict[str, Any]) -> dict[str, Any]:
@@ -91,6 +93,21 @@ class EndstateActivities:
                 except Exception as exc:  # an adapter bug: the run ends as error, not retried
                     raise _failure(f"{exc}", type(exc).__name__) from exc
 
+    @activity.defn(name=w.MODEL_BY_DIGEST)
+    async def model_by_digest(self, call: dict[str, Any]) -> dict[str, Any]:
+        """`model`, its input naming long texts by digest: `{"missing": [...]}` (no call made) when
+        this worker does not keep some of them; the workflow then sends those in full."""
+        run = call["run"]
+        self._results.keep(run["run_id"], run["task"])  # every input carries it: a task entry needs no asking
+        request, missing = self._request(run["run_id"], call["request"])
+        if missing:
+            return {"missing": missing}
+        reply = await self.model({**call, "request": request})
+        for part in w.reply_parts_json(reply["content"]):  # the next request holds the reply's parts
+            if (text := w.kept_text(part[w.PART_DIGESTED[part["type"]]])) is not None:
+                self._results.keep(run["run_id"], text)
+        return reply
+
     @activity.defn(name=w.TOOL)
     async def tool(self, call: dict[str, Any]) -> dict[str, Any]:
         """One tool call with its own timeout; a failure is a result for the model, never raised."""
@@ -106,8 +123,8 @@ class EndstateActivities:
         ctx = _context(run, calls, call_id=call.get("call_id", ""))
         async with _heartbeats():
             outcome = await execute(found, call["arguments"], ctx)
-        if any(t.wants_ctx for t in agent.tools):  # a later call may read this result
-            self._results.keep(run["run_id"], outcome.text)
+        for text in _as_sent(outcome.text, call.get("cap")):  # a later model or tool call holds it
+            self._results.keep(run["run_id"], text)
         fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
         return {**dataclasses.asdict(outcome), "state": ctx.state, "fingerprint": fingerprint}
 
@@ -141,19 +158,31 @@ class EndstateActivities:
     # -- the run's calls -----------------------------------------------
 
     def _calls(self, run_id: str, sent: list[dict[str, Any]]) -> tuple[list[CallRecord], list[str]]:
-        """The run's calls as the workflow sent them, each result sent by its digest taken from those
-        this worker keeps; and the digests it does not keep."""
-        calls, missing = [], []
-        for record in sent:
-            digest = record.get("digest")
-            text = record["result"] if digest is None else self._results.get(run_id, digest)
-            if text is None:
-                missing.append(str(digest))
-                continue
-            if digest is None:
-                self._results.keep(run_id, text)
-            calls.append(CallRecord(record["name"], record["arguments"], text, record.get("is_error", False)))
-        return calls, missing
+        """The run's calls as the workflow sent them (see `KeptResults.resolved`); and the digests this
+        worker does not keep."""
+        missing: list[str] = []
+        records = [self._results.resolved(run_id, record, "result", missing) for record in sent]
+        calls = [
+            CallRecord(r["name"], r["arguments"], r["result"], r.get("is_error", False)) for r in records if r
+        ]
+        return calls, list(dict.fromkeys(missing))
+
+    def _request(self, run_id: str, sent: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """A model request as the workflow sent it, each text sent by digest taken from those this worker
+        keeps (see `KeptResults.resolved`); and the digests it does not keep."""
+        missing: list[str] = []
+        journal = []
+        for entry in sent["journal"]:
+            if entry["type"] == "reply":
+                parts = [
+                    self._results.resolved(run_id, p, w.PART_DIGESTED[p["type"]], missing)
+                    for p in entry["parts"]
+                ]
+                entry = {**entry, "parts": parts}
+            elif entry["type"] in w.DIGESTED:
+                entry = self._results.resolved(run_id, entry, w.DIGESTED[entry["type"]], missing)
+            journal.append(entry)
+        return {**sent, "journal": journal}, list(dict.fromkeys(missing))
 
     # -- agents --------------------------------------------------------
 
@@ -224,7 +253,8 @@ def _failure(message: str, kind: str, details: dict[str, Any] | None = None) -> 
 
 
 class KeptResults:
-    """Long tool results by run and digest, for the calls that name them by digest (`_wire.INLINE_RESULT`).
+    """Long texts (tool results, replies' texts, tasks) by run and digest, for the calls that name them by
+    digest (`_wire.INLINE_RESULT`).
 
     Past `limit` characters, the least recently used runs' results go: a call
     that names one then has the workflow send it again.
@@ -250,9 +280,35 @@ class KeptResults:
         while self._chars > self._limit:
             self.drop(next(iter(self._runs)))
 
+    def resolved(
+        self, run_id: str, item: dict[str, Any], key: str, missing: list[str]
+    ) -> dict[str, Any] | None:
+        """`item` as sent, its value at `key` taken by its `digest` from those kept (a provider's block
+        from its JSON); None, the digest added to `missing`, when not kept. A long value sent in full is
+        kept, for the calls after."""
+        digest = item.get("digest")
+        if digest is None:
+            if (text := w.kept_text(item.get(key))) is not None:
+                self.keep(run_id, text)
+            return item
+        text = self.get(run_id, str(digest))
+        if text is None:
+            missing.append(str(digest))
+            return None
+        value = json.loads(text) if item.get("json") else text
+        return {k: v for k, v in item.items() if k not in ("digest", "json")} | {key: value}
+
     def drop(self, run_id: str) -> None:
         texts = self._runs.pop(run_id, None) or {}
         self._chars -= sum(len(t) for t in texts.values())
+
+
+def _as_sent(text: str, cap: int | None) -> set[str]:
+    """A tool result as a later call holds it: whole (`ctx.calls`), and cut as the model is sent it."""
+    if cap is None:
+        return {text}
+    shown = HistoryPolicy(max_result_chars=cap).shown(Result("", text))
+    return {text, *(e.text for e in shown if isinstance(e, Result))}
 
 
 def _dicts(replies: list[ModelReply]) -> list[dict[str, Any]]:

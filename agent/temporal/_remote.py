@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -37,6 +37,9 @@ from agent.tools import Tool, ToolOutcome
 # The workflow charges a model call cut off mid-way (the time budget, a cancel) with what the worker
 # reports it used; runs started before replay their model calls as they were made (see `patched`).
 CUT_USAGE = "endstate-cut-model-call-usage"
+# The model activity's input names long texts by digest (`_wire.MODEL_BY_DIGEST`); runs started before
+# replay their model calls with the whole request in the input, as they were made.
+BY_DIGEST = "endstate-model-input-by-digest"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
 
 
@@ -51,36 +54,62 @@ class RunRef:
     state: dict[str, Any]
     fingerprint: str | None = None  # the state fingerprint after the last tool call
     too_large: PayloadTooLarge | None = None  # why a call was not sent: the next model call stops the run
-    digests: dict[int, tuple[CallRecord, str]] = dataclasses.field(default_factory=dict)  # by call index
+    digests: dict[str, str] = dataclasses.field(default_factory=dict)  # of each long text sent, by text
+    cap: int | None = None  # the history policy's `max_result_chars`: the worker keeps results so cut too
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         fields = {"run_id", "agent", "task", "task_type"}
         return {k: v for k, v in vars(self).items() if k in fields} | {"state": state or self.state}
 
-    def calls_wire(self, calls: list[CallRecord], inline: set[str] | None) -> list[dict[str, Any]]:
-        """The run's calls for a tool's input, each long result by its digest unless the digest is in
-        `inline` (None: every result in full)."""
-        out = []
-        for i, record in enumerate(calls):
-            whole = inline is None or len(record.result) <= w.INLINE_RESULT
-            digest = None if whole else self._digest(i, record)
-            if digest is None or (inline is not None and digest in inline):
-                out.append(vars(record))
-            else:
-                out.append({**vars(record), "result": None, "digest": digest})
-        return out
+    def digested(self, item: dict[str, Any], key: str, inline: set[str] | None) -> dict[str, Any]:
+        """`item` with its value at `key` (a text, or a provider's block as JSON), if long, sent by its
+        digest (`key` None, `digest` set, `json` for a block), unless the digest is in `inline` (None:
+        every value in full). A text's digest is computed once."""
+        value = item.get(key)
+        if inline is None or (text := w.kept_text(value)) is None or len(text) <= w.INLINE_RESULT:
+            return item
+        digest = self.digests.get(text)
+        if digest is None:
+            digest = self.digests[text] = w.result_digest(text)
+        if digest in inline:
+            return item
+        return {**item, key: None, "digest": digest} | ({"json": True} if isinstance(value, dict) else {})
 
-    def _digest(self, index: int, record: CallRecord) -> str:
-        """The digest of a call's result, computed once per call."""
-        known = self.digests.get(index)
-        if known is None or known[0] is not record:
-            known = self.digests[index] = (record, w.result_digest(record.result))
-        return known[1]
+    def calls_wire(self, calls: list[CallRecord], inline: set[str] | None) -> list[dict[str, Any]]:
+        """The run's calls for a tool's input, each long result by its digest (see `digested`)."""
+        return [self.digested(vars(record), "result", inline) for record in calls]
+
+    def request_wire(self, request: ModelRequest, inline: set[str] | None) -> dict[str, Any]:
+        """A model request for the model's input, each long text (a tool result, a reply's text or
+        provider block, the task, a note) by its digest (see `digested`)."""
+        journal = []
+        for entry in w.journal_json(request.journal):
+            if entry["type"] == "reply":
+                parts = [self.digested(p, w.PART_DIGESTED[p["type"]], inline) for p in entry["parts"]]
+                entry = {**entry, "parts": parts}
+            elif entry["type"] in w.DIGESTED:
+                entry = self.digested(entry, w.DIGESTED[entry["type"]], inline)
+            journal.append(entry)
+        return w.request_json(request, journal)
+
+
+async def by_digest(send: Callable[[set[str] | None], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    """What an activity that names long texts by digest answered: `send(set())` sends every long text
+    by digest; if the worker answers that it lacks some (`missing`: it did not make them, and was not
+    sent them), those go again in full; if the worker then lacks others (another worker took the
+    call), every text goes in full (`send(None)`)."""
+    out = await send(set())
+    if out.get("missing"):
+        out = await send(set(out["missing"]))
+    if out.get("missing"):
+        out = await send(None)
+    return out
 
 
 def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Agent:
     """The run's agent inside the workflow, from the plan it started with."""
-    retry = w.retry_of(plan)
+    retry, history = w.retry_of(plan), w.history_of(plan)
+    ref.cap = history.max_result_chars if history.enabled else None
     model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry, plan.get("context_window"))
     prices = PriceTable({plan["model"]: w.price_of(plan["price"])} if plan["price"] else None)
     options: dict[str, Any] = {
@@ -95,7 +124,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         "retry": retry,
         "prices": prices,
         "hooks": ReplaySafeHooks(setup.hooks),
-        "history": w.history_of(plan),
+        "history": history,
         "max_tokens": plan["max_tokens"],
     }
     if plan["progress"] is not None:
@@ -203,15 +232,39 @@ class ActivityModel:
         return self._provider
 
     async def complete(self, request: ModelRequest) -> ModelReply:
+        if self._ref.too_large is not None:
+            raise ModelError(str(self._ref.too_large), error_type=self._ref.too_large.error_type)
+        if not workflow.patched(BY_DIGEST):  # a run started before replays its model calls as they were
+            return await self._in_full(request)
+        seconds, began = call_seconds(), workflow.time()
+
+        async def send(inline: set[str] | None) -> dict[str, Any]:
+            sent = self._ref.request_wire(request, inline)
+            call: dict[str, Any] = {"run": self._ref.wire(), "request": sent}
+            what = "the model call's input" + (" with the texts the worker lacked" if inline else "")
+            if (cannot := too_large(call, what)) is not None:
+                raise ModelError(str(cannot), error_type=cannot.error_type)
+            if seconds is not None:  # the worker cuts the call there too, and reports what it used
+                call["seconds"] = max(seconds - (workflow.time() - began), 0.001)
+            return await self._started(w.MODEL_BY_DIGEST, call)
+
+        return ModelReply(**await by_digest(send))
+
+    async def _in_full(self, request: ModelRequest) -> ModelReply:
+        """The model call as the workflow made it before `BY_DIGEST`: the whole request in its input."""
         call: dict[str, Any] = {"run": self._ref.wire(), "request": w.request_json(request)}
-        if (cannot := self._ref.too_large or too_large(call, "the model call's input")) is not None:
+        if (cannot := too_large(call, "the model call's input")) is not None:
             raise ModelError(str(cannot), error_type=cannot.error_type)
         if not workflow.patched(CUT_USAGE):  # a run started before cut calls were charged replays as it ran
             return await self._unpatched(call)
         if (seconds := call_seconds()) is not None:
             call["seconds"] = seconds  # the worker cuts the call there too, and reports what it used
+        return ModelReply(**await self._started(w.MODEL, call))
+
+    async def _started(self, name: str, call: dict[str, Any]) -> dict[str, Any]:
+        """The model activity's answer; a cut (the time budget) leaves it running, to report its usage."""
         handle = workflow.start_activity(
-            w.MODEL,
+            name,
             call,
             start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
             heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
@@ -219,7 +272,7 @@ class ActivityModel:
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
         try:
-            reply = await asyncio.shield(handle)  # a cut leaves the activity running, to report its usage
+            answer: dict[str, Any] = await asyncio.shield(handle)
         except asyncio.CancelledError:
             await self._cut(handle)
             raise
@@ -230,7 +283,7 @@ class ActivityModel:
                 _record_cut(cause)  # the worker's deadline came first: the loop's own timer cuts it now
                 await workflow.wait_condition(lambda: False)
             raise _model_error(exc) from exc
-        return ModelReply(**reply)
+        return answer
 
     async def _cut(self, handle: workflow.ActivityHandle[Any]) -> None:
         """The call was cut (the time budget, or the workflow cancelled): cancel the activity and
@@ -246,7 +299,8 @@ class ActivityModel:
             return
         # a reply that came as the budget ran out is dropped, as the loop drops it; its usage is kept
         if (exc := handle.exception()) is None:
-            record_cut_call(ModelReply(**handle.result()))
+            if "missing" not in handle.result():  # a worker lacking texts made no call
+                record_cut_call(ModelReply(**handle.result()))
         elif isinstance(exc, ActivityError) and (cause := _cause(exc)) is not None:
             _record_cut(cause)
 
@@ -316,6 +370,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             "arguments": arguments,
             "calls": ref.calls_wire(ctx.calls, inline) if reads_calls else [],
             "call_id": ctx.call_id,
+            "cap": ref.cap,
         }
         if (cannot := too_large(payload, f"the input of the call of {spec['name']!r}")) is not None:
             ref.too_large = ref.too_large or cannot  # not run; the next model call stops the run
@@ -331,11 +386,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
 
     async def call(**kwargs: Any) -> str:
         ctx: RunContext = kwargs.pop("ctx")
-        out = await sent(ctx, kwargs, set())
-        if out.get("missing"):  # the worker lacks these earlier results (it did not make them): sent again
-            out = await sent(ctx, kwargs, set(out["missing"]))
-        if out.get("missing"):  # another worker, lacking others: every result in full
-            out = await sent(ctx, kwargs, None)
+        out = await by_digest(functools.partial(sent, ctx, kwargs))
         ctx.state.clear()
         ctx.state.update(out["state"])
         ref.fingerprint = out.get("fingerprint")

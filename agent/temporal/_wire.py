@@ -24,7 +24,8 @@ from agent._codec import decode_entry, encode_entry
 from agent.agent import Agent
 from agent.budget import Budget
 from agent.history import HistoryPolicy
-from agent.journal import Entry
+from agent.journal import Entry, Reply
+from agent.models._messages import part_of
 from agent.models.base import ModelRequest
 from agent.models.price import Price
 from agent.policies import HelpPolicy, RetryPolicy
@@ -41,6 +42,7 @@ ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 # activity names
 PREPARE = "endstate.prepare"
 MODEL = "endstate.model"
+MODEL_BY_DIGEST = "endstate.model.by-digest"  # its input names long texts by digest (see `INLINE_RESULT`)
 TOOL = "endstate.tool"
 VERIFY = "endstate.verify"
 CLEANUP = "endstate.cleanup"
@@ -55,9 +57,15 @@ STATUS = "status"
 MAX_PAYLOAD_BYTES = 1_500_000
 MAX_HISTORY_BYTES = 40_000_000
 
-# A tool that reads the run's calls is sent each earlier result longer than this by its digest only: the
-# worker keeps the results it made or was sent, and asks again for those it lacks (see `_remote._tool`).
+# A model call, and a tool call that reads the run's calls, name each text longer than this (a tool result,
+# the task, a reply's text, a call's arguments, a provider block) by its digest only: the worker keeps the
+# texts it made or was sent, and answers `{"missing": [...]}` for those it lacks, which the workflow then
+# sends (see `_remote.by_digest`).
 INLINE_RESULT = 256
+
+# What of a journal entry, and of a reply's part, the model's input may send by digest (see `kept_text`).
+DIGESTED = {"task": "text", "note": "text", "result": "text"}
+PART_DIGESTED = {"text": "text", "call": "arguments", "opaque": "data"}
 
 # search attributes: visible and queryable in Temporal's list views
 SA_AGENT = SearchAttributeKey.for_keyword("EndstateAgent")
@@ -182,10 +190,11 @@ def journal_from_json(data: list[dict[str, Any]]) -> list[Entry]:
     return [decode_entry(d, i) for i, d in enumerate(data)]
 
 
-def request_json(request: ModelRequest) -> dict[str, Any]:
+def request_json(request: ModelRequest, journal: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A model request, JSON-ready; with `journal`, that (the request's journal already encoded)."""
     return {
         "system": request.system,
-        "journal": journal_json(request.journal),
+        "journal": journal_json(request.journal) if journal is None else journal,
         "tools": request.tools,
         "max_tokens": request.max_tokens,
     }
@@ -200,6 +209,23 @@ def result_digest(text: str) -> str:
     """The name a tool result travels by instead of its text (see `INLINE_RESULT`). A lone surrogate
     (a path read with `surrogateescape`) is hashed as it is: a result is any Python text."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def reply_parts_json(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A reply's content blocks as its journal entry's parts, as a later model input holds them."""
+    parts: list[dict[str, Any]] = encode_entry(Reply(tuple(map(part_of, content))))["parts"]
+    return parts
+
+
+def kept_text(value: Any) -> str | None:
+    """What a value travels by digest as: a text itself, a provider's block (a dict) its JSON with sorted
+    keys (as Temporal's converter sends it: a block that crossed the wire has them so); None for anything
+    else (sent as it is)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict):
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 def payload_size(value: Any) -> int:
