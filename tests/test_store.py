@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import json
@@ -547,6 +548,59 @@ def test_a_dropped_postgres_connection_is_replaced_and_checkpoints_go_on(make_ag
             store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW + 2)  # not repeated blindly
         rec = store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW + 3)
         assert rec.status is RunStatus.WAITING
+    finally:
+        store.close()
+
+
+def drop_connections_to(url: str) -> int:
+    """Terminate every server connection to `url`'s database (as a server restart would); how many."""
+    import psycopg
+
+    with psycopg.connect(pg.shared_server().admin_url, autocommit=True) as admin:
+        return len(
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (url.rsplit("/", 1)[1],),
+            ).fetchall()
+        )
+
+
+def test_a_run_whose_connections_drop_between_its_checkpoints_sent_ahead_still_succeeds(
+    tmp_path: Path,
+) -> None:
+    """The runner sends PostgreSQL checkpoints ahead on a connection of their own: one found broken
+    (a restarted server, a killed backend) is replaced and the checkpoint sent again, as the store's
+    own checkpoints are, not the run ended as error. Each tool runs once."""
+    from agent.budget import Budget
+    from agent.durable.runner import Catalog, Runner
+    from agent.models.scripted import ScriptedModel
+
+    url = pg.url_for("postgres", tmp_path)
+    ran: list[int] = []
+
+    @tool
+    def step(n: int) -> str:
+        """Do one step (the database drops its connections meanwhile)."""
+        ran.append(n)
+        assert drop_connections_to(url) > 0
+        return f"did {n}"
+
+    steps = [[call("step", n=n)] for n in (1, 2, 3)] + [[finish("done", "all steps")]]
+    catalog = Catalog()
+    catalog.register(
+        "stepper",
+        lambda state: Agent("stepper", ScriptedModel(steps), tools=[step], budget=Budget(max_turns=9)),
+    )
+    store = open_store(url)
+    try:
+        result = asyncio.run(Runner(store, catalog).start("stepper", "take three steps"))
+        assert (result.reason, result.error_type) == (StopReason.SUCCESS, None)
+        assert ran == [1, 2, 3]
+        record = store.get(result.run_id)
+        assert record is not None and record.stop_reason is StopReason.SUCCESS
+        saved = store.snapshot(result.run_id)
+        assert saved is not None and [e.ran for e in saved.journal if isinstance(e, Result)] == ["step"] * 3
     finally:
         store.close()
 

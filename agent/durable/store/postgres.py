@@ -201,8 +201,9 @@ def _append_sql(columns: tuple[str, ...], entries: int) -> str:
 class Sent:
     """A checkpoint sent to the server; `result()` waits for its outcome (once; then it is kept)."""
 
-    def __init__(self, sender: _Sender, run_id: str, lease: Lease) -> None:
+    def __init__(self, sender: _Sender, run_id: str, lease: Lease, sql: str, params: list[Any]) -> None:
         self._sender, self.run_id, self.lease = sender, run_id, lease
+        self.sql, self.params = sql, params  # sent once more, on a new connection, if this one broke
         self._outcome: BaseException | None = None
         self.read = False
 
@@ -235,27 +236,58 @@ class _Sender:
         with self._lock:
             if self._in_flight is not None:
                 self._read(self._in_flight)
-            sent = Sent(self, run_id, lease)
-            try:
-                pgconn = self._pgconn()
-                pgconn.send_query_prepared(self._prepare(pgconn, sql), [_text(p) for p in params])
-            except StoreError as exc:
-                sent.settle(exc)
-                return sent
-            except Exception as exc:
-                sent.settle(self._failed(exc))
-                return sent
-            self._in_flight = sent
+            sent = Sent(self, run_id, lease, sql, params)
+            failure = self._start(sent, again=True)
+            if failure is not None:
+                sent.settle(failure)
+            else:
+                self._in_flight = sent
             return sent
+
+    def _start(self, sent: Sent, again: bool) -> StoreError | None:
+        """Send the statement; why not, if it could not be. A connection found broken (a restarted
+        server, a dropped socket) is replaced and the statement sent on the new one (`again`): a
+        checkpoint is safe to send twice (the same row values; its entries are inserted once)."""
+        failure, lost = self._try_send(sent)
+        if failure is not None and lost and again:
+            failure, _ = self._try_send(sent)
+        return failure
+
+    def _try_send(self, sent: Sent) -> tuple[StoreError | None, bool]:
+        """(why it was not sent, or None; whether the connection broke)."""
+        try:
+            pgconn = self._pgconn()
+        except StoreError as exc:  # no server to connect to: sending again would not help
+            return exc, False
+        try:
+            pgconn.send_query_prepared(self._prepare(pgconn, sent.sql), [_text(p) for p in sent.params])
+        except StoreError as exc:
+            return exc, self._lost()
+        except Exception as exc:
+            return self._failed(exc), True
+        return None, False
 
     def finish(self, sent: Sent) -> None:
         with self._lock:
             if not sent.read:
                 self._read(sent)
 
-    def _read(self, sent: Sent) -> None:
-        """Wait for the statement in flight (the socket, without the GIL) and settle it."""
+    def _read(self, sent: Sent, again: bool = True) -> None:
+        """Wait for the statement in flight and settle it; if the connection broke meanwhile, send
+        it once more on a new one (see `_start`) and wait for that."""
         self._in_flight = None
+        outcome, lost = self._receive(sent)
+        if lost and again:
+            failure = self._start(sent, again=False)
+            if failure is None:
+                return self._read(sent, again=False)
+            outcome = failure
+        sent.settle(outcome)
+        return None
+
+    def _receive(self, sent: Sent) -> tuple[BaseException | None, bool]:
+        """The outcome of the statement in flight (waiting on the socket, without the GIL), and
+        whether the connection broke."""
         try:
             pgconn = self._conn.pgconn
             pgconn.consume_input()
@@ -266,9 +298,16 @@ class _Sender:
             while (res := pgconn.get_result()) is not None:
                 results.append(res)
         except Exception as exc:
-            sent.settle(self._failed(exc))
-            return
-        sent.settle(self._outcome_of(sent, results))
+            return self._failed(exc), True
+        outcome = self._outcome_of(sent, results)
+        return outcome, outcome is not None and self._lost()
+
+    def _lost(self) -> bool:
+        """True when the connection is gone (closed, or its socket broke)."""
+        from psycopg import pq
+
+        conn = self._conn
+        return conn is None or conn.closed or conn.pgconn.status != pq.ConnStatus.OK
 
     def _outcome_of(self, sent: Sent, results: list[Any]) -> BaseException | None:
         from psycopg import pq
