@@ -473,6 +473,34 @@ def test_a_sweep_goes_on_when_one_run_cannot_be_expired(counters: Workers, tmp_p
     assert rec is not None and (rec.status, rec.owner) == (RunStatus.WAITING, None)
 
 
+def test_a_sweep_whose_store_fails_on_one_run_still_expires_the_runs_it_claimed(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """The store fails on the second run's claim (a dropped connection, a full disk): the first run,
+    claimed already, is still expired, and nothing is left held by the sweeper, which would renew
+    its lease for ever so that no one recovers it; the second is swept next time."""
+    states = [counter_state(tmp_path / n, "ask", wait=0.0) for n in ("a", "b")]
+    runs = [asyncio.run(counters.new().start("counter", "ask", state=state)) for state in states]
+    sweeper = counters.new()
+    claim, claims = sweeper.store.claim, []
+
+    def failing(run_id: str, *args: Any, **kwargs: Any) -> RunRecord:
+        claims.append(run_id)
+        if len(claims) == 2:
+            raise StoreError("the store is down for a moment")
+        return claim(run_id, *args, **kwargs)
+
+    sweeper.store.claim = failing  # type: ignore[method-assign]
+    first = asyncio.run(sweeper.sweep())
+    assert [r.reason for r in first] == [StopReason.HELP_TIMEOUT]
+    assert sweeper.held() == set()
+    second = asyncio.run(sweeper.sweep())
+    assert [r.run_id for r in first + second] == claims[:1] + claims[2:]
+    for run in runs:
+        rec = sweeper.store.get(run.run_id)
+        assert rec is not None and rec.stop_reason is StopReason.HELP_TIMEOUT
+
+
 def test_an_approved_call_cut_by_a_shutdown_is_resumed_with_its_approval(
     counters: Workers, tmp_path: Path
 ) -> None:

@@ -313,20 +313,31 @@ class Runner:
         now = self.clock.time() if now is None else now
         jobs = []
         for stale in self.store.expired(now):
-            try:  # the same question, still past its deadline: not one asked since the listing
-                waiting = (RunStatus.WAITING,)
-                record = self.store.claim(
-                    stale.run_id, waiting, self.lease(), now, segments=stale.segments, expired=True
+            try:  # one run the store fails on never drops the jobs of those claimed before it
+                if (job := self._claim_expired(stale, now)) is not None:
+                    jobs.append(job)
+            except Exception as exc:
+                log.error(
+                    "run %s cannot be expired now; the next sweep tries again: %s", stale.run_id, _why(exc)
                 )
-            except NotClaimable:
-                continue  # answered or swept by someone else meanwhile
-            self._hold(record)
-            try:
-                jobs.append(self._expiry_job(record, now))
-            except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
-                log.error("run %s cannot be expired here: %s", record.run_id, _why(exc))
-                self._end_unresumable(record, exc)
         return jobs
+
+    def _claim_expired(self, stale: RunRecord, now: float) -> Job | None:
+        """Claim one run past its deadline: its job, or None when someone else got it first."""
+        try:  # the same question, still past its deadline: not one asked since the listing
+            waiting = (RunStatus.WAITING,)
+            record = self.store.claim(
+                stale.run_id, waiting, self.lease(), now, segments=stale.segments, expired=True
+            )
+        except NotClaimable:
+            return None  # answered or swept by someone else meanwhile
+        self._hold(record)
+        try:
+            return self._expiry_job(record, now)
+        except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
+            log.error("run %s cannot be expired here: %s", record.run_id, _why(exc))
+            self._end_unresumable(record, exc)
+        return None
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
         agent = self._agent(record.agent, record.state, record.run_id)
@@ -494,10 +505,14 @@ class Runner:
     # -- success audits ----------------------------------------------------------------------
 
     def _plan_audit(self, job: Job, result: RunResult) -> None:
+        """Plan the success's audit; a store failing here is logged (the run's result is recorded)."""
         audit = job.agent.audit
         if result.reason is StopReason.SUCCESS and audit is not None and audit.samples(job.run_id):
             due = self.clock.time() + audit.after
-            self.store.schedule_audit(Audit(job.run_id, job.record.agent, result.task_type, due))
+            try:
+                self.store.schedule_audit(Audit(job.run_id, job.record.agent, result.task_type, due))
+            except StoreError as exc:
+                log.error("run %s: its success audit was not planned: %s", job.run_id, exc)
 
     async def audit_due(self, now: float | None = None) -> list[Audit]:
         """Make every audit that is due: the agent's independent check over the finished run."""
