@@ -304,6 +304,27 @@ def test_a_corrupt_sqlite_file_is_a_clear_error(tmp_path: Path) -> None:
         open_store(str(bad))
 
 
+def test_a_store_path_that_is_a_folder_says_so_and_how_to_fix_it(tmp_path: Path) -> None:
+    folder = tmp_path / "runs.db"
+    folder.mkdir()
+    for create in (True, False):
+        with pytest.raises(
+            StoreError, match=r"runs.db is a folder, not a file: .* such as .*runs.db/runs.db"
+        ):
+            open_store(f"sqlite:///{folder}", create=create)
+
+
+def test_a_store_cut_short_is_called_damaged_not_something_else(tmp_path: Path) -> None:
+    """A run store truncated (a full disk, a bad copy) is an Endstate store that is damaged: the
+    error says so and what to do, not that the file is no run store."""
+    path = tmp_path / "runs.db"
+    open_store(str(path)).close()
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(StoreError, match=r"runs.db is damaged \(database disk image is malformed\): restore"):
+        open_store(str(path))
+
+
 def test_a_foreign_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "shop.db"
     with sqlite3.connect(path) as conn:

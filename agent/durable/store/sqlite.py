@@ -59,6 +59,11 @@ class SqliteStore(SqlStore):
         except sqlite3.OperationalError as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":  # a store cut short, say
+                raise StoreError(
+                    f"the run store {self.path} is damaged ({exc}): restore it from a backup, "
+                    "or move it aside and pass another --store"
+                ) from exc
             raise StoreError(f"{self.path} is not an Endstate run store: {exc}") from exc
         if tables and SCHEMA_TABLE not in tables:  # checked before anything is changed in the file
             shown = ", ".join(sorted(tables)[:5])
