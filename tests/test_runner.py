@@ -386,6 +386,31 @@ def test_an_unknown_agent_or_a_bad_run_id_is_refused_before_anything_is_stored(c
     assert runner.store.list_runs() == []
 
 
+def test_a_state_json_cannot_hold_is_refused_at_the_start_before_anything_is_stored(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """Bad input from the caller: a ConfigError naming what is wrong and what to pass instead, not
+    the JSON encoder's TypeError or RecursionError, and no run in the store."""
+    runner = counters.new()
+    deep: Any = 1
+    for _ in range(5000):
+        deep = [deep]
+    for value, why in (
+        (object(), "type object"),
+        (b"raw", "type bytes"),
+        ({1, 2}, "type set"),
+        (deep, "depth"),
+    ):
+        state = counter_state(tmp_path / "c", "plain") | {"extra": value}
+        with pytest.raises(
+            ConfigError, match=rf"the run's state cannot be stored: .*{why}.*keep JSON values"
+        ):
+            runner.begin("counter", "count", state=state)
+    with pytest.raises(ConfigError, match="state must be a dict of JSON values, not list"):
+        runner.begin("counter", "count", state=[("folder", "x")])  # type: ignore[arg-type]
+    assert runner.store.list_runs() == []
+
+
 # -- windows where a crash, a shutdown or a race could lose an answer or a run ----------------------
 
 

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent._codec import unwritable
 from agent._state import calls_of
 from agent.agent import Agent
 from agent.audit import Audit, AuditOutcome
@@ -159,8 +160,10 @@ class Runner:
         entry = self.catalog.entry(agent)
         if given and self.store.get(run_id) is not None:  # before `prepare`, which may build the run's world
             raise RunExists(f"a run with id {run_id!r} already exists; pick another id")
+        check_state(state or {})
         state = entry.prepare(dict(state or {}), run_id) if entry.prepare else dict(state or {})
         try:
+            check_state(state)  # with what `prepare` added
             built = self._agent(agent, state, run_id, task_type)
             new = NewRun(run_id, agent, task, built.task_type, state)
             record = self._hold(self.store.create(new, self.lease(), self.clock.time()))
@@ -737,6 +740,17 @@ def unresumable(record: RunRecord) -> bool:
 
 def _why(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, EndstateError) else f"{type(exc).__name__}: {exc}"
+
+
+def check_state(state: Any) -> None:
+    """Refuse a run's state the store cannot keep (it is stored with the run, as JSON)."""
+    if not isinstance(state, dict):
+        raise ConfigError(f"state must be a dict of JSON values, not {type(state).__name__}")
+    if (problem := unwritable(state)) is not None:
+        raise ConfigError(
+            f"the run's state cannot be stored: {problem}; keep JSON values in it (strings, numbers, "
+            "booleans, None, lists and dicts with string keys)"
+        )
 
 
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:
