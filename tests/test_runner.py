@@ -411,6 +411,33 @@ def test_a_state_json_cannot_hold_is_refused_at_the_start_before_anything_is_sto
     assert runner.store.list_runs() == []
 
 
+def test_an_approval_for_a_tool_the_redeployed_agent_no_longer_has_leaves_the_run_waiting(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """The agent was redeployed without the tool whose call waits for approval: approving it is
+    refused, saying why and what to do, and the run still waits (it was ended as error, its
+    approval spent, and no resume could take it back); denying it goes on as before."""
+    folder = tmp_path / "w"
+    first = asyncio.run(counters.new().start("counter", "wire", state=counter_state(folder, "approve")))
+    assert first.reason is StopReason.NEED_HELP
+
+    def without_wire(state: dict[str, Any]) -> Agent:
+        agent = make_counter(state)
+        return dataclasses.replace(agent, tools=[t for t in agent.tools if t.name != "wire"])
+
+    redeployed = Catalog()
+    redeployed.register("counter", without_wire)
+    runner = Runner(counters.new().store, redeployed)
+    with pytest.raises(ConfigError, match=r"agent 'counter' has no tool 'wire' any more.*deny the call"):
+        asyncio.run(runner.resume(first.run_id, approved=True))
+    rec = runner.store.get(first.run_id)
+    assert rec is not None and (rec.status, rec.owner, rec.approved) == (RunStatus.WAITING, None, None)
+    assert rec.pending is not None and rec.pending.name == "wire" and rec.segments == 1
+    assert not (folder / "wired.txt").exists()
+    denied = asyncio.run(runner.resume(first.run_id, "no wires today", approved=False))
+    assert denied.reason is StopReason.SUCCESS
+
+
 # -- windows where a crash, a shutdown or a race could lose an answer or a run ----------------------
 
 

@@ -279,6 +279,7 @@ class Runner:
         """
         try:
             agent = self._agent(record.agent, record.state, record.run_id)
+            check_approved_tool(agent, record)
             snapshot = known if known is not None else self.store.snapshot(record.run_id)
         except Exception as exc:
             if recovering:
@@ -740,6 +741,20 @@ def unresumable(record: RunRecord) -> bool:
 
 def _why(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, EndstateError) else f"{type(exc).__name__}: {exc}"
+
+
+def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:
+    """Refuse to resume an approval of a call whose tool the agent (redeployed since) no longer has:
+    the run would end as error, its approval spent; given back, it waits for a redeploy or a denial."""
+    pending = record.pending
+    if not (record.approved and pending is not None and isinstance(agent, Agent)):
+        return
+    if agent.tool_named(pending.name) is None:
+        raise ConfigError(
+            f"agent {record.agent!r} has no tool {pending.name!r} any more, so the approved call "
+            f"cannot run; run {record.run_id} still waits. Deploy the agent with that tool again, "
+            "or deny the call"
+        )
 
 
 def check_state(state: Any) -> None:
