@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pg
 import pytest
@@ -573,6 +574,21 @@ def test_a_dropped_postgres_connection_is_replaced_and_checkpoints_go_on(make_ag
         store.close()
 
 
+def stepper_catalog(step: Any) -> Any:
+    """A catalog of the agent `stepper`: three calls of the tool `step`, then done."""
+    from agent.budget import Budget
+    from agent.durable.runner import Catalog
+    from agent.models.scripted import ScriptedModel
+
+    steps = [[call("step", n=n)] for n in (1, 2, 3)] + [[finish("done", "all steps")]]
+    catalog = Catalog()
+    catalog.register(
+        "stepper",
+        lambda state: Agent("stepper", ScriptedModel(steps), tools=[step], budget=Budget(max_turns=9)),
+    )
+    return catalog
+
+
 def drop_connections_to(url: str) -> int:
     """Terminate every server connection to `url`'s database (as a server restart would); how many."""
     import psycopg
@@ -593,9 +609,7 @@ def test_a_run_whose_connections_drop_between_its_checkpoints_sent_ahead_still_s
     """The runner sends PostgreSQL checkpoints ahead on a connection of their own: one found broken
     (a restarted server, a killed backend) is replaced and the checkpoint sent again, as the store's
     own checkpoints are, not the run ended as error. Each tool runs once."""
-    from agent.budget import Budget
-    from agent.durable.runner import Catalog, Runner
-    from agent.models.scripted import ScriptedModel
+    from agent.durable.runner import Runner
 
     url = pg.url_for("postgres", tmp_path)
     ran: list[int] = []
@@ -607,15 +621,9 @@ def test_a_run_whose_connections_drop_between_its_checkpoints_sent_ahead_still_s
         assert drop_connections_to(url) > 0
         return f"did {n}"
 
-    steps = [[call("step", n=n)] for n in (1, 2, 3)] + [[finish("done", "all steps")]]
-    catalog = Catalog()
-    catalog.register(
-        "stepper",
-        lambda state: Agent("stepper", ScriptedModel(steps), tools=[step], budget=Budget(max_turns=9)),
-    )
     store = open_store(url)
     try:
-        result = asyncio.run(Runner(store, catalog).start("stepper", "take three steps"))
+        result = asyncio.run(Runner(store, stepper_catalog(step)).start("stepper", "take three steps"))
         assert (result.reason, result.error_type) == (StopReason.SUCCESS, None)
         assert ran == [1, 2, 3]
         record = store.get(result.run_id)
@@ -623,6 +631,96 @@ def test_a_run_whose_connections_drop_between_its_checkpoints_sent_ahead_still_s
         saved = store.snapshot(result.run_id)
         assert saved is not None and [e.ran for e in saved.journal if isinstance(e, Result)] == ["step"] * 3
     finally:
+        store.close()
+
+
+def test_a_run_goes_on_through_a_restart_of_its_postgresql_server(tmp_path: Path) -> None:
+    """The server is stopped during a tool and started again a moment later (a restart, a failover):
+    the checkpoint that could not be written then is written again once the server is back, and
+    the run succeeds, each tool run once (it ended as error, the restart its reason)."""
+    from agent.durable.runner import Runner
+
+    server = pg.PostgresServer()
+    ran: list[int] = []
+    restarted: list[threading.Thread] = []
+
+    @tool
+    def step(n: int) -> str:
+        """Do one step (during the second, the database restarts)."""
+        ran.append(n)
+        if n == 2:
+            server.pause()
+            restarted.append(threading.Thread(target=lambda: (time.sleep(1.0), server.resume())))
+            restarted[0].start()
+        return f"did {n}"
+
+    try:
+        import psycopg
+
+        with psycopg.connect(server.admin_url, autocommit=True) as admin:
+            admin.execute("CREATE DATABASE runs")
+        store = open_store(f"postgresql://postgres@127.0.0.1:{server.port}/runs")
+        try:
+            result = asyncio.run(Runner(store, stepper_catalog(step)).start("stepper", "take three steps"))
+            assert (result.reason, result.error_type) == (StopReason.SUCCESS, None), result.note
+            assert ran == [1, 2, 3]
+            saved = store.snapshot(result.run_id)
+            assert saved is not None and [e.text for e in saved.journal if isinstance(e, Result)] == [
+                "did 1", "did 2", "did 3",
+            ]  # fmt: skip
+        finally:
+            store.close()
+    finally:
+        for thread in restarted:
+            thread.join()
+        server.stop()
+
+
+def test_a_run_goes_on_when_another_process_holds_the_sqlite_file_past_the_busy_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds a write transaction on the file longer than the store waits for a lock
+    (here 0.2 s; 30 s in production): the checkpoint fails as "database is locked" and is written
+    again once the lock is gone, and the run succeeds, each tool run once."""
+    import agent.durable.store.sqlite
+    from agent.durable.runner import Runner
+
+    monkeypatch.setattr(agent.durable.store.sqlite, "BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "runs.db"
+    ran: list[int] = []
+    holders: list[threading.Thread] = []
+
+    def hold_the_file(locked: threading.Event) -> None:
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        locked.set()
+        time.sleep(1.0)
+        other.execute("ROLLBACK")
+        other.close()
+
+    @tool
+    def step(n: int) -> str:
+        """Do one step (during the second, another process takes the file's write lock a while)."""
+        ran.append(n)
+        if n == 2:
+            locked = threading.Event()
+            holders.append(threading.Thread(target=hold_the_file, args=(locked,)))
+            holders[0].start()
+            assert locked.wait(10)
+        return f"did {n}"
+
+    store = open_store(str(path))
+    try:
+        result = asyncio.run(Runner(store, stepper_catalog(step)).start("stepper", "take three steps"))
+        assert (result.reason, result.error_type) == (StopReason.SUCCESS, None), result.note
+        assert ran == [1, 2, 3]
+        saved = store.snapshot(result.run_id)
+        assert saved is not None and [e.text for e in saved.journal if isinstance(e, Result)] == [
+            "did 1", "did 2", "did 3",
+        ]  # fmt: skip
+    finally:
+        for thread in holders:
+            thread.join()
         store.close()
 
 
