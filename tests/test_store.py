@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import json
+import os
 import sqlite3
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -324,6 +327,43 @@ def test_a_store_cut_short_is_called_damaged_not_something_else(tmp_path: Path) 
     path.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(StoreError, match=r"runs.db is damaged \(database disk image is malformed\): restore"):
         open_store(str(path))
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Iterator[None]:
+    """`folder` read-only for this process: its mode for a user, a read-only bind mount for root
+    (whom modes do not stop)."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"root without the right to mount here, so nothing is read-only to it: {mounted.stderr}")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_store_in_a_read_only_place_says_why_it_cannot_be_opened_and_what_to_do(tmp_path: Path) -> None:
+    """SQLite writes the -wal and -shm files beside the store even to read it: a store on a read-only
+    mount (a backup, say) or in a folder this user cannot write is refused saying that, not only
+    "unable to open database file"."""
+    folder = tmp_path / "backup"
+    folder.mkdir()
+    open_store(str(folder / "runs.db")).close()
+    with read_only(folder):
+        for create in (True, False):
+            with pytest.raises(
+                StoreError, match=r"unable to open database file\. The store needs write access"
+            ) as e:
+                open_store(str(folder / "runs.db"), create=create)
+            assert "runs.db-wal" in str(e.value) and str(e.value).endswith("pass that with --store")
 
 
 def test_a_foreign_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> None:
