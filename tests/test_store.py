@@ -764,6 +764,55 @@ def test_a_run_goes_on_when_another_process_holds_the_sqlite_file_past_the_busy_
         store.close()
 
 
+def test_a_row_another_session_keeps_locked_fails_a_claim_saying_so_not_a_wait_without_end(
+    tmp_path: Path,
+    make_agent,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """An operator's session keeps the waiting run's row locked (an open transaction): an answer's
+    claim gives up after the lock timeout with a StoreError saying what holds it and where to look,
+    not wait for as long as the lock is held (the service answered nothing meanwhile, as the claim
+    held its event loop); once the lock is gone the claim goes through. A lock_timeout the URL sets
+    is kept."""
+    import psycopg
+
+    import agent.durable.store.postgres
+
+    monkeypatch.setattr(agent.durable.store.postgres, "LOCK_TIMEOUT", "200ms", raising=False)
+    url = pg.url_for("postgres", tmp_path)
+    store = open_store(url)
+    locker = psycopg.connect(url)
+    try:
+        started(store)
+        store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW)
+        locker.execute("SELECT run_id FROM endstate_runs WHERE run_id = 'r1' FOR UPDATE")
+        failed: list[BaseException] = []
+
+        def answer() -> None:
+            try:
+                store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 5, answer="yes")
+            except StoreError as exc:
+                failed.append(exc)
+
+        claim = threading.Thread(target=answer, daemon=True)
+        claim.start()
+        claim.join(60)
+        assert not claim.is_alive(), "the claim still waits for the lock another session holds"
+        assert "lock timeout" in str(failed[0]) and "pg_stat_activity" in str(failed[0])
+        locker.rollback()
+        rec = store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 6, answer="yes")
+        assert (rec.status, rec.owner, rec.answer) == (RunStatus.RUNNING, "w2", "yes")
+    finally:
+        locker.rollback()
+        locker.close()
+        store.close()
+    own = open_store(url + "?options=-c%20lock_timeout%3D7s")
+    try:
+        assert own._rows("SELECT current_setting('lock_timeout') AS t")[0]["t"] == "7s"  # type: ignore[attr-defined]
+    finally:
+        own.close()
+
+
 def test_text_with_nul_bytes_is_stored_on_both_stores(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
     """A tool that read a binary file: the run still ends with its reason recorded."""
 

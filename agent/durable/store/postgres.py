@@ -23,6 +23,11 @@ from agent.durable.store.urls import scrub, shown_url
 from agent.snapshot import Checkpoint
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
+# How long a statement waits for a lock another session holds (an operator's open transaction, say),
+# unless the server, the role or the URL sets lock_timeout: then a StoreError, not a wait without end
+# (a claim waited on the service's event loop, and the whole service with it).
+LOCK_TIMEOUT = "5s"
+LOCK_NOT_AVAILABLE = "55P03"
 
 
 class PostgresStore(SqlStore):
@@ -59,9 +64,10 @@ class PostgresStore(SqlStore):
         from psycopg.rows import dict_row
 
         try:
-            return psycopg.connect(
+            conn = psycopg.connect(
                 self.url, autocommit=True, row_factory=dict_row, connect_timeout=int(self._timeout)
             )
+            return bounded(conn)
         except psycopg.Error as exc:
             raise StoreError(
                 f"cannot connect to the PostgreSQL run store {self.shown}: {scrub(str(exc), self.url)}"
@@ -69,6 +75,7 @@ class PostgresStore(SqlStore):
 
     def _prepare(self) -> None:
         with self._tx():
+            self._rows("SET LOCAL lock_timeout = 0")  # another process's migration may take a while
             self._rows("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             self._rows(
                 f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} "
@@ -132,6 +139,7 @@ class PostgresStore(SqlStore):
         except psycopg.Error as exc:
             raise StoreError(
                 f"the PostgreSQL run store {self.shown} failed: {scrub(str(exc), self.url)}"
+                f"{lock_hint(exc.sqlstate)}"
             ) from exc
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
@@ -165,6 +173,25 @@ class PostgresStore(SqlStore):
         with self._lock:
             self._conn.close()
         self._sender.close()
+
+
+def bounded(conn: Any) -> Any:
+    """`conn`, its lock waits bounded by `LOCK_TIMEOUT` unless lock_timeout is set already."""
+    conn.execute(
+        "SELECT set_config('lock_timeout', %s, false) WHERE current_setting('lock_timeout') = '0'",
+        (LOCK_TIMEOUT,),
+    )
+    return conn
+
+
+def lock_hint(sqlstate: str | bytes | None) -> str:
+    """What to do when a statement gave up waiting for a lock; '' for any other failure."""
+    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != LOCK_NOT_AVAILABLE:
+        return ""
+    return (
+        "; another database session holds a lock on the run store's rows (an open transaction?): "
+        "find it in pg_stat_activity (wait_event_type 'Lock', or a long 'idle in transaction') and end it"
+    )
 
 
 def storable(value: Any) -> Any:
@@ -316,10 +343,13 @@ class _Sender:
             if res.status == pq.ExecStatus.TUPLES_OK:
                 return None if res.get_value(0, 0) == b"1" else lease_lost(sent.run_id, sent.lease)
             if res.status == pq.ExecStatus.FATAL_ERROR:
-                message = scrub((res.error_message or b"").decode(errors="replace"), self._url)
-                if (res.error_field(pq.DiagnosticField.SQLSTATE) or b"").startswith(b"23"):
+                message = scrub((res.error_message or b"").decode(errors="replace"), self._url).strip()
+                sqlstate = res.error_field(pq.DiagnosticField.SQLSTATE) or b""
+                if sqlstate.startswith(b"23"):
                     return WriteRefused(f"the run store refused a write: {message}")
-                return StoreError(f"the PostgreSQL run store {self._shown} failed: {message}")
+                return StoreError(
+                    f"the PostgreSQL run store {self._shown} failed: {message}{lock_hint(sqlstate)}"
+                )
         return StoreError(f"the PostgreSQL run store {self._shown} gave no result for a checkpoint")
 
     def _pgconn(self) -> Any:
@@ -332,7 +362,9 @@ class _Sender:
                 self._conn.close()
             self._prepared.clear()
             try:
-                self._conn = psycopg.connect(self._url, autocommit=True, connect_timeout=int(self._timeout))
+                self._conn = bounded(
+                    psycopg.connect(self._url, autocommit=True, connect_timeout=int(self._timeout))
+                )
             except psycopg.Error as exc:
                 raise StoreError(
                     f"cannot connect to the PostgreSQL run store {self._shown}: {scrub(str(exc), self._url)}"
