@@ -813,6 +813,36 @@ def test_a_row_another_session_keeps_locked_fails_a_claim_saying_so_not_a_wait_w
         own.close()
 
 
+def test_a_sqlite_write_that_waited_out_another_process_lock_says_what_to_end(
+    tmp_path: Path,
+    make_agent,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """Another process keeps a write transaction open on the file (a sqlite3 shell left in BEGIN):
+    an answer's claim that waited out the busy timeout says so and what to end, not only
+    "database is locked"; nothing was changed, and the claim goes through once it is ended."""
+    import agent.durable.store.sqlite
+
+    monkeypatch.setattr(agent.durable.store.sqlite, "BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "runs.db"
+    store = open_store(str(path))
+    shell = sqlite3.connect(path, isolation_level=None)
+    try:
+        started(store)
+        store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW)
+        shell.execute("BEGIN IMMEDIATE")
+        with pytest.raises(
+            StoreError, match=r"database is locked; another process kept a write transaction open"
+        ):
+            store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 5, answer="yes")
+        shell.execute("ROLLBACK")
+        rec = store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 6, answer="yes")
+        assert (rec.status, rec.segments, rec.answer) == (RunStatus.RUNNING, 2, "yes")
+    finally:
+        shell.close()
+        store.close()
+
+
 def test_text_with_nul_bytes_is_stored_on_both_stores(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
     """A tool that read a binary file: the run still ends with its reason recorded."""
 

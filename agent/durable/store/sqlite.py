@@ -109,7 +109,7 @@ class SqliteStore(SqlStore):
             except sqlite3.IntegrityError as exc:
                 raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except sqlite3.Error as exc:
-                raise StoreError(f"the run store {self.path} failed: {exc}") from exc
+                raise self._failed(exc) from exc
 
     def _execute(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         try:
@@ -122,7 +122,7 @@ class SqliteStore(SqlStore):
             try:
                 return self._execute(sql, params).rowcount
             except sqlite3.Error as exc:
-                raise StoreError(f"the run store {self.path} failed: {exc}") from exc
+                raise self._failed(exc) from exc
 
     def _append(
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
@@ -145,8 +145,18 @@ class SqliteStore(SqlStore):
             except sqlite3.IntegrityError as exc:
                 raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except sqlite3.Error as exc:
-                raise StoreError(f"the run store {self.path} failed: {exc}") from exc
+                raise self._failed(exc) from exc
         return held.rowcount == 1
+
+    def _failed(self, exc: sqlite3.Error) -> StoreError:
+        """The error for a statement that failed; one that waited out the busy timeout says for what."""
+        hint, waited = "", BUSY_TIMEOUT_MS / 1000
+        if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY"):
+            hint = (
+                f"; another process kept a write transaction open on it for over {waited:g} s "
+                "(a sqlite3 shell left in BEGIN, a stuck process?): end that transaction"
+            )
+        return StoreError(f"the run store {self.path} failed: {exc}{hint}")
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
