@@ -63,11 +63,7 @@ class PostgresServer:
             shutil.chown(self.dir, "postgres", "postgres")
         try:
             self._run(pg_bin("initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
-            self._run(
-                pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-t", "60",
-                "-o", f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off -c max_connections=200",
-                "start",
-            )  # fmt: skip
+            self.resume()
         except BaseException:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
@@ -84,6 +80,17 @@ class PostgresServer:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name}")
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+    def pause(self) -> None:
+        """Stop the server (a fast shutdown: clients are disconnected); `resume` starts it again."""
+        self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        self._run(
+            pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-t", "60",
+            "-o", f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off -c max_connections=200",
+            "start",
+        )  # fmt: skip
 
     def stop(self) -> None:
         try:

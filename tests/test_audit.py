@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from agent import Agent, Budget, ConfigError, RunContext, StopReason
 from agent.audit import AuditOutcome, SuccessAudit
 from agent.durable.runner import Catalog, Runner
-from agent.durable.store import open_store
+from agent.durable.store import StoreError, open_store
 from agent.models.scripted import ScriptedModel, finish
 from telemetry import MetricsHooks
 
@@ -63,6 +63,30 @@ def test_successes_are_audited_later_and_a_false_success_is_counted(store_url: s
         get = metrics.registry.get_sample_value
         assert get("agent_success_audits_total", {**labels, "outcome": "false_success"}) == 1
         assert get("agent_success_audits_total", {**labels, "outcome": "confirmed"}) == 1
+    finally:
+        store.close()
+
+
+def test_a_success_whose_audit_cannot_be_planned_still_returns_its_result(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The run's result is recorded; the store fails on the audit's plan after it (a dropped
+    connection, a full disk): the caller gets the success, not an exception for a run that ended
+    well, and the log says which audit was not planned."""
+    catalog = Catalog()
+    catalog.register("shipper", shipper)
+    store = open_store(store_url)
+    try:
+
+        def down(audit: Any) -> None:
+            raise StoreError("the store is down for a moment")
+
+        store.schedule_audit = down  # type: ignore[method-assign]
+        result = asyncio.run(Runner(store, catalog).start("shipper", "ship box 3", state={"item": "box-3"}))
+        assert result.reason is StopReason.SUCCESS
+        record = store.get(result.run_id)
+        assert record is not None and record.stop_reason is StopReason.SUCCESS
+        assert f"run {result.run_id}: its success audit was not planned" in caplog.text
     finally:
         store.close()
 

@@ -386,6 +386,58 @@ def test_an_unknown_agent_or_a_bad_run_id_is_refused_before_anything_is_stored(c
     assert runner.store.list_runs() == []
 
 
+def test_a_state_json_cannot_hold_is_refused_at_the_start_before_anything_is_stored(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """Bad input from the caller: a ConfigError naming what is wrong and what to pass instead, not
+    the JSON encoder's TypeError or RecursionError, and no run in the store."""
+    runner = counters.new()
+    deep: Any = 1
+    for _ in range(5000):
+        deep = [deep]
+    for value, why in (
+        (object(), "type object"),
+        (b"raw", "type bytes"),
+        ({1, 2}, "type set"),
+        (deep, "depth"),
+    ):
+        state = counter_state(tmp_path / "c", "plain") | {"extra": value}
+        with pytest.raises(
+            ConfigError, match=rf"the run's state cannot be stored: .*{why}.*keep JSON values"
+        ):
+            runner.begin("counter", "count", state=state)
+    with pytest.raises(ConfigError, match="state must be a dict of JSON values, not list"):
+        runner.begin("counter", "count", state=[("folder", "x")])  # type: ignore[arg-type]
+    assert runner.store.list_runs() == []
+
+
+def test_an_approval_for_a_tool_the_redeployed_agent_no_longer_has_leaves_the_run_waiting(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """The agent was redeployed without the tool whose call waits for approval: approving it is
+    refused, saying why and what to do, and the run still waits (it was ended as error, its
+    approval spent, and no resume could take it back); denying it goes on as before."""
+    folder = tmp_path / "w"
+    first = asyncio.run(counters.new().start("counter", "wire", state=counter_state(folder, "approve")))
+    assert first.reason is StopReason.NEED_HELP
+
+    def without_wire(state: dict[str, Any]) -> Agent:
+        agent = make_counter(state)
+        return dataclasses.replace(agent, tools=[t for t in agent.tools if t.name != "wire"])
+
+    redeployed = Catalog()
+    redeployed.register("counter", without_wire)
+    runner = Runner(counters.new().store, redeployed)
+    with pytest.raises(ConfigError, match=r"agent 'counter' has no tool 'wire' any more.*deny the call"):
+        asyncio.run(runner.resume(first.run_id, approved=True))
+    rec = runner.store.get(first.run_id)
+    assert rec is not None and (rec.status, rec.owner, rec.approved) == (RunStatus.WAITING, None, None)
+    assert rec.pending is not None and rec.pending.name == "wire" and rec.segments == 1
+    assert not (folder / "wired.txt").exists()
+    denied = asyncio.run(runner.resume(first.run_id, "no wires today", approved=False))
+    assert denied.reason is StopReason.SUCCESS
+
+
 # -- windows where a crash, a shutdown or a race could lose an answer or a run ----------------------
 
 
@@ -471,6 +523,34 @@ def test_a_sweep_goes_on_when_one_run_cannot_be_expired(counters: Workers, tmp_p
     assert [r.run_id for r in asyncio.run(sweeper.sweep())] == [runs[1].run_id]
     rec = sweeper.store.get(broken)
     assert rec is not None and (rec.status, rec.owner) == (RunStatus.WAITING, None)
+
+
+def test_a_sweep_whose_store_fails_on_one_run_still_expires_the_runs_it_claimed(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """The store fails on the second run's claim (a dropped connection, a full disk): the first run,
+    claimed already, is still expired, and nothing is left held by the sweeper, which would renew
+    its lease for ever so that no one recovers it; the second is swept next time."""
+    states = [counter_state(tmp_path / n, "ask", wait=0.0) for n in ("a", "b")]
+    runs = [asyncio.run(counters.new().start("counter", "ask", state=state)) for state in states]
+    sweeper = counters.new()
+    claim, claims = sweeper.store.claim, []
+
+    def failing(run_id: str, *args: Any, **kwargs: Any) -> RunRecord:
+        claims.append(run_id)
+        if len(claims) == 2:
+            raise StoreError("the store is down for a moment")
+        return claim(run_id, *args, **kwargs)
+
+    sweeper.store.claim = failing  # type: ignore[method-assign]
+    first = asyncio.run(sweeper.sweep())
+    assert [r.reason for r in first] == [StopReason.HELP_TIMEOUT]
+    assert sweeper.held() == set()
+    second = asyncio.run(sweeper.sweep())
+    assert [r.run_id for r in first + second] == claims[:1] + claims[2:]
+    for run in runs:
+        rec = sweeper.store.get(run.run_id)
+        assert rec is not None and rec.stop_reason is StopReason.HELP_TIMEOUT
 
 
 def test_an_approved_call_cut_by_a_shutdown_is_resumed_with_its_approval(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ SCRIPTS: dict[str, list[Any]] = {
     ],
     "approve-twice": [[call("wire", amount=7)], [call("wire", amount=700)], [finish("done", "wired")]],
     "deploy": [[call("deploy", version="v2")], [finish("done", "deployed")]],
+    "full": [[call("count", n=1)], [call("fill_disk")], [call("count", n=2)], [finish("done", "counted")]],
     "markup": [  # what a model may write: markup in a question and in a pending call's arguments
         [finish("need_help", MARKUP)],
         [call("deploy", version=MARKUP)],
@@ -105,6 +107,13 @@ def counted(folder: Path) -> list[int]:
 def deployed(folder: Path) -> list[str]:
     path = folder / "deploys.txt"
     return path.read_text().split() if path.exists() else []
+
+
+@tool
+def fill_disk() -> str:
+    """The disk fills up: from now on no file of this process grows past its first byte."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    return "the disk is full"
 
 
 def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent:
@@ -158,7 +167,7 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
     return Agent(
         name="counter",
         model=ScriptedModel(SCRIPTS[state["script"]]),
-        tools=[count, hang, crash, slow, wire, deploy],
+        tools=[count, hang, crash, slow, wire, deploy, fill_disk],
         budget=Budget(max_turns=int(state.get("max_turns", 20)), max_seconds=120),
         task_type="counting",
         help=help or HelpPolicy(wait_seconds=float(state.get("wait", 3600))),

@@ -16,6 +16,7 @@ from typing import Any
 import pg
 import pytest
 
+import agent.durable._behind
 from agent import Agent, StopReason, tool
 from agent.budget import Spent
 from agent.checks import goal
@@ -44,9 +45,15 @@ class Watched:
     send_checkpoint = None  # written on the runner's writer thread, whatever the store (no sending ahead)
 
     def __init__(
-        self, store: RunStore, events: list[str], fail_at: int | None = None, hold_from: int | None = None
+        self,
+        store: RunStore,
+        events: list[str],
+        fail_at: int | None = None,
+        hold_from: int | None = None,
+        fails: int = 1,
     ) -> None:
         self.store, self.events, self.fail_at, self.hold_from = store, events, fail_at, hold_from
+        self.fails = fails  # writes that fail from the `fail_at`-th on (each new attempt is a write)
         self.gate = threading.Event()
         self.writes = 0
         self.in_flight = 0
@@ -60,7 +67,7 @@ class Watched:
             self.writes += 1
             if self.hold_from is not None and self.writes >= self.hold_from:
                 assert self.gate.wait(WAIT), "the gate was never opened"
-            if self.writes == self.fail_at:
+            if self.fail_at is not None and self.fail_at <= self.writes < self.fail_at + self.fails:
                 raise StoreError("the disk is full (a test double)")
             self.store.checkpoint(run_id, checkpoint, lease, now)
             self.events.append(f"written {checkpoint.first + len(checkpoint.entries)}")
@@ -158,9 +165,33 @@ def test_a_model_that_answers_at_once_has_each_checkpoint_written_by_the_loop_be
     assert len(store.snapshot(result.run_id).journal) == 7
 
 
-def test_a_failing_background_write_ends_the_run_as_error_and_loses_nothing(store: Any) -> None:
+@pytest.fixture
+def one_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint that fails is tried once more, at once (not over seconds)."""
+    monkeypatch.setattr(agent.durable._behind, "RETRIES", (0.0,))
+
+
+def test_a_background_write_that_fails_is_written_again_and_the_run_goes_on(store: Any) -> None:
+    """The store fails on a checkpoint for a moment (a restarted database, a lock held past its
+    timeout): the write is tried again before the next tool starts, and the run goes on, each
+    entry in the journal once, no tool run twice."""
     events: list[str] = []
-    watched = Watched(store, events, fail_at=2)  # turn 2's checkpoint fails on the writer thread
+    watched = Watched(store, events, fail_at=2, fails=2)  # turn 2's checkpoint, and its first retry
+    result = asyncio.run(runner_for(watched, events, turns=4).start("noter", "note numbers"))
+    assert (result.reason, result.error_type) == (StopReason.SUCCESS, None)
+    assert [e for e in events if e.startswith("tool")] == ["tool 1", "tool 2", "tool 3"]
+    saved = store.snapshot(result.run_id)
+    assert [e.text for e in saved.journal if isinstance(e, Result)] == ["noted 1", "noted 2", "noted 3"]
+    assert isinstance(saved.journal[-1], Stopped) and saved.journal[-1].reason is StopReason.SUCCESS
+
+
+def test_a_failing_background_write_ends_the_run_as_error_and_loses_nothing(
+    store: Any, one_retry: None
+) -> None:
+    events: list[str] = []
+    watched = Watched(
+        store, events, fail_at=2, fails=2
+    )  # turn 2's checkpoint fails on the writer thread, and again
     result = asyncio.run(runner_for(watched, events, turns=4).start("noter", "note numbers"))
     assert (result.reason, result.error_type) == (StopReason.ERROR, "StoreError")
     assert "the disk is full" in result.note
@@ -174,13 +205,15 @@ def test_a_failing_background_write_ends_the_run_as_error_and_loses_nothing(stor
     assert [i for i, _ in enumerate(saved.journal)] == list(range(len(saved.journal)))
 
 
-def test_a_last_checkpoint_that_failed_is_written_with_the_segments_record(store: Any) -> None:
+def test_a_last_checkpoint_that_failed_is_written_with_the_segments_record(
+    store: Any, one_retry: None
+) -> None:
     """The run has its reason when its last write fails, so it keeps it; the record carries the
     entries that write held (a tool's result, the stop), so the journal still ends with the stop.
     (A goal reached after turn 2 stops the run with that turn's result in its last checkpoint, which
     is written on its own: a last checkpoint without a tool's result goes with the record anyway.)"""
     events: list[str] = []
-    watched = Watched(store, events, fail_at=2)  # turn 1 lands; the last checkpoint (turn 2's) fails
+    watched = Watched(store, events, fail_at=2, fails=2)  # turn 1 lands; the last checkpoint (turn 2's) fails
     reached = goal(lambda ctx: "noted 2" in [c.result for c in ctx.calls], "noted two")
     result = asyncio.run(runner_for(watched, events, turns=3, checks=(reached,)).start("noter", "n"))
     assert result.reason is StopReason.SUCCESS and "written 3" in events and "written 6" not in events
@@ -260,7 +293,8 @@ def send_to(store: Any) -> Any:
 
 class SendRefused:
     """A PostgreSQL store whose first `fails` checkpoints cannot even be sent (the connection broke):
-    `send_checkpoint` raises at once, on the loop's thread, instead of when its outcome is read."""
+    `send_checkpoint` raises at once, on the loop's thread, instead of when its outcome is read;
+    a checkpoint written again (`checkpoint`) fails as well while any of the `fails` are left."""
 
     def __init__(self, store: RunStore, fails: int) -> None:
         self.store, self.fails = store, fails
@@ -269,27 +303,52 @@ class SendRefused:
         return getattr(self.store, name)
 
     def send_checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> Any:
+        self._refuse()
+        return self.store.send_checkpoint(run_id, checkpoint, lease, now)
+
+    def checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
+        self._refuse()
+        self.store.checkpoint(run_id, checkpoint, lease, now)
+
+    def _refuse(self) -> None:
         if self.fails > 0:
             self.fails -= 1
             raise StoreError("the connection to the server broke (a test double)")
-        return self.store.send_checkpoint(run_id, checkpoint, lease, now)
 
 
-@pytest.mark.parametrize("fails", [1, 2])
-def test_a_checkpoint_that_could_not_be_sent_loses_nothing(tmp_path: Path, fails: int) -> None:
-    """The first checkpoint cannot be sent: the run ends as error; when its last checkpoint cannot
-    be sent either, the segment's record writes those entries, so the journal ends with the stop,
-    each entry once."""
+def test_a_checkpoint_that_could_not_be_sent_is_written_again_and_the_run_goes_on(
+    tmp_path: Path, one_retry: None
+) -> None:
+    store = open_store(pg.url_for("postgres", tmp_path))
+    try:
+        events: list[str] = []
+        runner = runner_for(SendRefused(store, 1), events, turns=3)  # type: ignore[arg-type]
+        result = asyncio.run(runner.start("noter", "note numbers"))
+        assert (result.reason, result.error_type) == (StopReason.SUCCESS, None)
+        assert [e for e in events if e.startswith("tool")] == ["tool 1", "tool 2"]
+        saved = store.snapshot(result.run_id)
+        assert [e.text for e in saved.journal if isinstance(e, Result)] == ["noted 1", "noted 2"]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("fails", [2, 3])
+def test_a_checkpoint_that_could_not_be_sent_loses_nothing(
+    tmp_path: Path, fails: int, one_retry: None
+) -> None:
+    """The first checkpoint cannot be sent, nor written again: the run ends as error; when its last
+    checkpoint cannot be sent either, the segment's record writes those entries, so the journal
+    ends with the stop, each entry once."""
     store = open_store(pg.url_for("postgres", tmp_path))
     try:
         events: list[str] = []
         runner = runner_for(SendRefused(store, fails), events, turns=3)  # type: ignore[arg-type]
         result = asyncio.run(runner.start("noter", "note numbers"))
         assert (result.reason, result.error_type) == (StopReason.ERROR, "StoreError")
-        assert events == ["model 1", "tool 1"]
+        assert events == ["model 1", "tool 1", "model 2"]  # the write overlaps the next call, not a tool
         saved = store.snapshot(result.run_id)
         assert saved is not None and saved.kind is SnapshotKind.FINISHED
-        assert [type(e).__name__ for e in saved.journal] == ["Task", "Reply", "Result", "Stopped"]
+        assert [type(e).__name__ for e in saved.journal] == ["Task", "Reply", "Result", "Reply", "Stopped"]
         assert store.get(result.run_id).stop_reason is StopReason.ERROR
     finally:
         store.close()

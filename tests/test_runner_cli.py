@@ -96,6 +96,27 @@ def test_a_corrupt_or_foreign_sqlite_file_is_a_clear_error_not_a_traceback(tmp_p
             assert "Traceback" not in done.stderr
 
 
+def test_a_disk_that_fills_up_mid_run_is_said_in_lines_not_tracebacks(tmp_path: Path) -> None:
+    """The disk fills up during `endstate start` (the test's tool caps the process's file size): the
+    checkpoint, each new attempt at it and every attempt to record the result fail. The person at
+    the terminal reads one line for each of those and the error, exit 2, and no Python traceback."""
+    folder = tmp_path / "run"
+    state = json.dumps(counter_state(folder, "full"))
+    done = endstate(
+        "start", "counter", "count", "--state", state, "--catalog", CATALOG, store=str(tmp_path / "runs.db")
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("endstate: warning: a checkpoint was not written (the run store ")
+    assert any(line.endswith("trying again in 4.0 s") for line in lines), lines  # then it gave up
+    assert any(line.startswith("endstate: warning: run ") and "could not be saved" in line for line in lines)
+    assert any(line.startswith("endstate: warning: recording run ") for line in lines), lines
+    assert lines[-1].startswith("endstate: the run store ") and "disk I/O error" in lines[-1]
+    assert all(line.startswith("endstate: ") for line in lines), lines
+    assert counted(folder) == [1]
+
+
 # -- what `runs` and `pending` print for someone new to them -------------------------------------
 
 

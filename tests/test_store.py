@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import datetime
 import json
+import os
 import sqlite3
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pg
 import pytest
@@ -303,6 +308,64 @@ def test_a_corrupt_sqlite_file_is_a_clear_error(tmp_path: Path) -> None:
         open_store(str(bad))
 
 
+def test_a_store_path_that_is_a_folder_says_so_and_how_to_fix_it(tmp_path: Path) -> None:
+    folder = tmp_path / "runs.db"
+    folder.mkdir()
+    for create in (True, False):
+        with pytest.raises(
+            StoreError, match=r"runs.db is a folder, not a file: .* such as .*runs.db/runs.db"
+        ):
+            open_store(f"sqlite:///{folder}", create=create)
+
+
+def test_a_store_cut_short_is_called_damaged_not_something_else(tmp_path: Path) -> None:
+    """A run store truncated (a full disk, a bad copy) is an Endstate store that is damaged: the
+    error says so and what to do, not that the file is no run store."""
+    path = tmp_path / "runs.db"
+    open_store(str(path)).close()
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(StoreError, match=r"runs.db is damaged \(database disk image is malformed\): restore"):
+        open_store(str(path))
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Iterator[None]:
+    """`folder` read-only for this process: its mode for a user, a read-only bind mount for root
+    (whom modes do not stop)."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"root without the right to mount here, so nothing is read-only to it: {mounted.stderr}")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_store_in_a_read_only_place_says_why_it_cannot_be_opened_and_what_to_do(tmp_path: Path) -> None:
+    """SQLite writes the -wal and -shm files beside the store even to read it: a store on a read-only
+    mount (a backup, say) or in a folder this user cannot write is refused saying that, not only
+    "unable to open database file"."""
+    folder = tmp_path / "backup"
+    folder.mkdir()
+    open_store(str(folder / "runs.db")).close()
+    with read_only(folder):
+        for create in (True, False):
+            with pytest.raises(
+                StoreError, match=r"unable to open database file\. The store needs write access"
+            ) as e:
+                open_store(str(folder / "runs.db"), create=create)
+            assert "runs.db-wal" in str(e.value) and str(e.value).endswith("pass that with --store")
+
+
 def test_a_foreign_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "shop.db"
     with sqlite3.connect(path) as conn:
@@ -548,6 +611,235 @@ def test_a_dropped_postgres_connection_is_replaced_and_checkpoints_go_on(make_ag
         rec = store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW + 3)
         assert rec.status is RunStatus.WAITING
     finally:
+        store.close()
+
+
+def stepper_catalog(step: Any) -> Any:
+    """A catalog of the agent `stepper`: three calls of the tool `step`, then done."""
+    from agent.budget import Budget
+    from agent.durable.runner import Catalog
+    from agent.models.scripted import ScriptedModel
+
+    steps = [[call("step", n=n)] for n in (1, 2, 3)] + [[finish("done", "all steps")]]
+    catalog = Catalog()
+    catalog.register(
+        "stepper",
+        lambda state: Agent("stepper", ScriptedModel(steps), tools=[step], budget=Budget(max_turns=9)),
+    )
+    return catalog
+
+
+def drop_connections_to(url: str) -> int:
+    """Terminate every server connection to `url`'s database (as a server restart would); how many."""
+    import psycopg
+
+    with psycopg.connect(pg.shared_server().admin_url, autocommit=True) as admin:
+        return len(
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (url.rsplit("/", 1)[1],),
+            ).fetchall()
+        )
+
+
+def test_a_run_whose_connections_drop_between_its_checkpoints_sent_ahead_still_succeeds(
+    tmp_path: Path,
+) -> None:
+    """The runner sends PostgreSQL checkpoints ahead on a connection of their own: one found broken
+    (a restarted server, a killed backend) is replaced and the checkpoint sent again, as the store's
+    own checkpoints are, not the run ended as error. Each tool runs once."""
+    from agent.durable.runner import Runner
+
+    url = pg.url_for("postgres", tmp_path)
+    ran: list[int] = []
+
+    @tool
+    def step(n: int) -> str:
+        """Do one step (the database drops its connections meanwhile)."""
+        ran.append(n)
+        assert drop_connections_to(url) > 0
+        return f"did {n}"
+
+    store = open_store(url)
+    try:
+        result = asyncio.run(Runner(store, stepper_catalog(step)).start("stepper", "take three steps"))
+        assert (result.reason, result.error_type) == (StopReason.SUCCESS, None)
+        assert ran == [1, 2, 3]
+        record = store.get(result.run_id)
+        assert record is not None and record.stop_reason is StopReason.SUCCESS
+        saved = store.snapshot(result.run_id)
+        assert saved is not None and [e.ran for e in saved.journal if isinstance(e, Result)] == ["step"] * 3
+    finally:
+        store.close()
+
+
+def test_a_run_goes_on_through_a_restart_of_its_postgresql_server(tmp_path: Path) -> None:
+    """The server is stopped during a tool and started again a moment later (a restart, a failover):
+    the checkpoint that could not be written then is written again once the server is back, and
+    the run succeeds, each tool run once (it ended as error, the restart its reason)."""
+    from agent.durable.runner import Runner
+
+    server = pg.PostgresServer()
+    ran: list[int] = []
+    restarted: list[threading.Thread] = []
+
+    @tool
+    def step(n: int) -> str:
+        """Do one step (during the second, the database restarts)."""
+        ran.append(n)
+        if n == 2:
+            server.pause()
+            restarted.append(threading.Thread(target=lambda: (time.sleep(1.0), server.resume())))
+            restarted[0].start()
+        return f"did {n}"
+
+    try:
+        import psycopg
+
+        with psycopg.connect(server.admin_url, autocommit=True) as admin:
+            admin.execute("CREATE DATABASE runs")
+        store = open_store(f"postgresql://postgres@127.0.0.1:{server.port}/runs")
+        try:
+            result = asyncio.run(Runner(store, stepper_catalog(step)).start("stepper", "take three steps"))
+            assert (result.reason, result.error_type) == (StopReason.SUCCESS, None), result.note
+            assert ran == [1, 2, 3]
+            saved = store.snapshot(result.run_id)
+            assert saved is not None and [e.text for e in saved.journal if isinstance(e, Result)] == [
+                "did 1", "did 2", "did 3",
+            ]  # fmt: skip
+        finally:
+            store.close()
+    finally:
+        for thread in restarted:
+            thread.join()
+        server.stop()
+
+
+def test_a_run_goes_on_when_another_process_holds_the_sqlite_file_past_the_busy_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds a write transaction on the file longer than the store waits for a lock
+    (here 0.2 s; 30 s in production): the checkpoint fails as "database is locked" and is written
+    again once the lock is gone, and the run succeeds, each tool run once."""
+    import agent.durable.store.sqlite
+    from agent.durable.runner import Runner
+
+    monkeypatch.setattr(agent.durable.store.sqlite, "BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "runs.db"
+    ran: list[int] = []
+    holders: list[threading.Thread] = []
+
+    def hold_the_file(locked: threading.Event) -> None:
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        locked.set()
+        time.sleep(1.0)
+        other.execute("ROLLBACK")
+        other.close()
+
+    @tool
+    def step(n: int) -> str:
+        """Do one step (during the second, another process takes the file's write lock a while)."""
+        ran.append(n)
+        if n == 2:
+            locked = threading.Event()
+            holders.append(threading.Thread(target=hold_the_file, args=(locked,)))
+            holders[0].start()
+            assert locked.wait(10)
+        return f"did {n}"
+
+    store = open_store(str(path))
+    try:
+        result = asyncio.run(Runner(store, stepper_catalog(step)).start("stepper", "take three steps"))
+        assert (result.reason, result.error_type) == (StopReason.SUCCESS, None), result.note
+        assert ran == [1, 2, 3]
+        saved = store.snapshot(result.run_id)
+        assert saved is not None and [e.text for e in saved.journal if isinstance(e, Result)] == [
+            "did 1", "did 2", "did 3",
+        ]  # fmt: skip
+    finally:
+        for thread in holders:
+            thread.join()
+        store.close()
+
+
+def test_a_row_another_session_keeps_locked_fails_a_claim_saying_so_not_a_wait_without_end(
+    tmp_path: Path,
+    make_agent,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """An operator's session keeps the waiting run's row locked (an open transaction): an answer's
+    claim gives up after the lock timeout with a StoreError saying what holds it and where to look,
+    not wait for as long as the lock is held (the service answered nothing meanwhile, as the claim
+    held its event loop); once the lock is gone the claim goes through. A lock_timeout the URL sets
+    is kept."""
+    import psycopg
+
+    import agent.durable.store.postgres
+
+    monkeypatch.setattr(agent.durable.store.postgres, "LOCK_TIMEOUT", "200ms", raising=False)
+    url = pg.url_for("postgres", tmp_path)
+    store = open_store(url)
+    locker = psycopg.connect(url)
+    try:
+        started(store)
+        store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW)
+        locker.execute("SELECT run_id FROM endstate_runs WHERE run_id = 'r1' FOR UPDATE")
+        failed: list[BaseException] = []
+
+        def answer() -> None:
+            try:
+                store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 5, answer="yes")
+            except StoreError as exc:
+                failed.append(exc)
+
+        claim = threading.Thread(target=answer, daemon=True)
+        claim.start()
+        claim.join(60)
+        assert not claim.is_alive(), "the claim still waits for the lock another session holds"
+        assert "lock timeout" in str(failed[0]) and "pg_stat_activity" in str(failed[0])
+        locker.rollback()
+        rec = store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 6, answer="yes")
+        assert (rec.status, rec.owner, rec.answer) == (RunStatus.RUNNING, "w2", "yes")
+    finally:
+        locker.rollback()
+        locker.close()
+        store.close()
+    own = open_store(url + "?options=-c%20lock_timeout%3D7s")
+    try:
+        assert own._rows("SELECT current_setting('lock_timeout') AS t")[0]["t"] == "7s"  # type: ignore[attr-defined]
+    finally:
+        own.close()
+
+
+def test_a_sqlite_write_that_waited_out_another_process_lock_says_what_to_end(
+    tmp_path: Path,
+    make_agent,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """Another process keeps a write transaction open on the file (a sqlite3 shell left in BEGIN):
+    an answer's claim that waited out the busy timeout says so and what to end, not only
+    "database is locked"; nothing was changed, and the claim goes through once it is ended."""
+    import agent.durable.store.sqlite
+
+    monkeypatch.setattr(agent.durable.store.sqlite, "BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "runs.db"
+    store = open_store(str(path))
+    shell = sqlite3.connect(path, isolation_level=None)
+    try:
+        started(store)
+        store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW)
+        shell.execute("BEGIN IMMEDIATE")
+        with pytest.raises(
+            StoreError, match=r"database is locked; another process kept a write transaction open"
+        ):
+            store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 5, answer="yes")
+        shell.execute("ROLLBACK")
+        rec = store.claim("r1", (RunStatus.WAITING,), lease("w2"), NOW + 6, answer="yes")
+        assert (rec.status, rec.segments, rec.answer) == (RunStatus.RUNNING, 2, "yes")
+    finally:
+        shell.close()
         store.close()
 
 

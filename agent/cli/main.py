@@ -7,6 +7,7 @@ import asyncio
 import atexit
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -35,6 +36,7 @@ COMMAND_MODULES: list[str] = [
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    say_logs_in_lines()
     try:
         return int(args.handler(args))
     except EndstateError as exc:
@@ -45,6 +47,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `endstate runs | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 141
+
+
+class OneLine(logging.Formatter):
+    """A log record as a person at the terminal reads it: `endstate: warning: what happened: why`,
+    the exception's own words and no traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"endstate: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and (exc := record.exc_info[1]) is not None:
+            text += f": {exc}" if str(exc) else f": {type(exc).__name__}"
+        return text
+
+
+def say_logs_in_lines() -> None:
+    """Warnings and errors of a command go to stderr as one line each (`OneLine`), not through
+    Python's last-resort handler, which prints tracebacks. Logging set up already is left alone
+    (`serve` sets up its own, for operators' logs)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(OneLine())
+        root.addHandler(handler)
 
 
 def run() -> NoReturn:

@@ -20,7 +20,11 @@ waits for every earlier one too and raises the first failure among them: the
 last one stands for all. A write that failed is not lost: its entries go with
 the segment's next write (the run's last entries, when the run ends as error),
 so the journal in the store never has a gap; the segment's last write, if it
-failed, goes with the segment's record (`unsaved`).
+failed, goes with the segment's record (`unsaved`). A write the store failed (a
+restarted database, a lock held past its timeout, a full disk: a plain
+`StoreError`) is written again at the barrier, a few times over some seconds
+(`RETRIES`), before the run ends as error; a lost lease or a refused write is
+final at once.
 
 A finished or limited run's last checkpoint that holds no tool's result (the
 final reply and the stop, typically) is not written on its own: it goes with
@@ -30,15 +34,19 @@ the segment's record (`unsaved` too), in one statement with it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import threading
 from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
-from agent.durable.store import Lease
+from agent.durable.store import Lease, StoreError
 from agent.journal import Result, Started
 from agent.snapshot import Checkpoint, SnapshotKind
 
+log = logging.getLogger("endstate.runner")
+RETRIES = (0.5, 1.0, 2.0, 4.0)  # seconds before each new attempt at a checkpoint that failed
 Write = Callable[[Checkpoint, Lease, float], None]  # the store's checkpoint of one run: (new, lease, now)
 
 
@@ -101,6 +109,11 @@ class Written:
             else:
                 future.set_result(None)
 
+    def failed(self, exc: BaseException) -> None:
+        """It could not even be started (nobody writes it now): it landed, failing with `exc`."""
+        self.take()
+        self.error, self.done = exc, True
+
     def wait(self) -> None:
         """On the writer thread: return when this write has landed, whoever writes it. One never
         handed to the writer was taken by the loop, which writes it before it hands over the next."""
@@ -108,23 +121,27 @@ class Written:
             self.future.exception()
 
     def __await__(self) -> Generator[Any, None, None]:
-        """Wait for this write and every earlier one; raise the first failure among them."""
+        """Wait for this write and every earlier one; raise the first failure among them that
+        writing again a few times (`RETRIES`: a restarted database, a lock held a while) did not mend."""
+        failure = yield from self._landed()
+        if failure is not None and retryable(failure):
+            failure = yield from self._behind.again(failure).__await__()
+        if failure is not None:
+            raise failure
+
+    def _landed(self) -> Generator[Any, None, BaseException | None]:
+        """Wait for this write and every earlier one; the first failure among them, if any."""
         failure: BaseException | None = None
         if (before := self.before) is not None:  # earlier writes first: they stay in order
-            try:
-                yield from before.__await__()
-            except Exception as exc:
-                failure = exc
+            failure = yield from before._landed()
             self.before = None
         if self.take():  # the writer thread has not started it: write it here, now
             self.land()
         elif not self.done:  # the writer thread has it (so it has a future)
             assert self.future is not None
-            yield from asyncio.shield(asyncio.wrap_future(self.future)).__await__()
-        if failure is not None:
-            raise failure
-        if self.error is not None:
-            raise self.error
+            with contextlib.suppress(Exception):  # how it went is in `error`
+                yield from asyncio.shield(asyncio.wrap_future(self.future)).__await__()
+        return failure or self.error
 
 
 class Behind:
@@ -183,11 +200,33 @@ class Behind:
         assert self._send is not None
         try:
             written.sent = self._send(checkpoint, lease, now)
-        except BaseException:  # not even sent: the next write (or the segment's record) carries it
-            self._unsaved = checkpoint
-            raise
+        except Exception as exc:  # not even sent: awaiting it writes it again, or the next write or
+            self._unsaved = checkpoint  # the segment's record carries it
+            written.failed(exc)
         self._last = written
         return written
+
+    async def again(self, failure: BaseException) -> BaseException | None:
+        """Write the unsaved entries again after each pause of `RETRIES`; None once they are written
+        (or a later write carried them), else the last failure."""
+        for delay in RETRIES:
+            if self._unsaved is None:
+                return None
+            log.warning("a checkpoint was not written (%s); trying again in %.1f s", failure, delay)
+            await asyncio.sleep(delay)
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._pool, self._write_unsaved)
+            except Exception as exc:
+                if not retryable(exc):
+                    return exc
+                failure = exc
+            else:
+                return None
+        return failure
+
+    def _write_unsaved(self) -> None:
+        if (unsaved := self._unsaved) is not None:
+            self.write(unsaved, self._lease(), self._now())
 
     def land(self, checkpoint: Checkpoint, lease: Lease, now: float, sent: Sent | None) -> None:
         """Make one checkpoint durable: read the outcome of one sent, or write it."""
@@ -224,6 +263,12 @@ class Behind:
         if not written.taken:  # (the loop may have written it already)
             written.future = Future()  # before the writer can take it: whoever lands it settles this
             self._pool.submit(_on_writer, written)
+
+
+def retryable(exc: BaseException) -> bool:
+    """A store that failed as such (a connection refused, a lock held past its timeout, a full disk):
+    not a lease another worker took, nor a write the database refused, which no retry mends."""
+    return type(exc) is StoreError
 
 
 def _on_writer(written: Written) -> None:

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent._codec import unwritable
 from agent._state import calls_of
 from agent.agent import Agent
 from agent.audit import Audit, AuditOutcome
@@ -159,8 +160,10 @@ class Runner:
         entry = self.catalog.entry(agent)
         if given and self.store.get(run_id) is not None:  # before `prepare`, which may build the run's world
             raise RunExists(f"a run with id {run_id!r} already exists; pick another id")
+        check_state(state or {})
         state = entry.prepare(dict(state or {}), run_id) if entry.prepare else dict(state or {})
         try:
+            check_state(state)  # with what `prepare` added
             built = self._agent(agent, state, run_id, task_type)
             new = NewRun(run_id, agent, task, built.task_type, state)
             record = self._hold(self.store.create(new, self.lease(), self.clock.time()))
@@ -276,6 +279,7 @@ class Runner:
         """
         try:
             agent = self._agent(record.agent, record.state, record.run_id)
+            check_approved_tool(agent, record)
             snapshot = known if known is not None else self.store.snapshot(record.run_id)
         except Exception as exc:
             if recovering:
@@ -313,20 +317,31 @@ class Runner:
         now = self.clock.time() if now is None else now
         jobs = []
         for stale in self.store.expired(now):
-            try:  # the same question, still past its deadline: not one asked since the listing
-                waiting = (RunStatus.WAITING,)
-                record = self.store.claim(
-                    stale.run_id, waiting, self.lease(), now, segments=stale.segments, expired=True
+            try:  # one run the store fails on never drops the jobs of those claimed before it
+                if (job := self._claim_expired(stale, now)) is not None:
+                    jobs.append(job)
+            except Exception as exc:
+                log.error(
+                    "run %s cannot be expired now; the next sweep tries again: %s", stale.run_id, _why(exc)
                 )
-            except NotClaimable:
-                continue  # answered or swept by someone else meanwhile
-            self._hold(record)
-            try:
-                jobs.append(self._expiry_job(record, now))
-            except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
-                log.error("run %s cannot be expired here: %s", record.run_id, _why(exc))
-                self._end_unresumable(record, exc)
         return jobs
+
+    def _claim_expired(self, stale: RunRecord, now: float) -> Job | None:
+        """Claim one run past its deadline: its job, or None when someone else got it first."""
+        try:  # the same question, still past its deadline: not one asked since the listing
+            waiting = (RunStatus.WAITING,)
+            record = self.store.claim(
+                stale.run_id, waiting, self.lease(), now, segments=stale.segments, expired=True
+            )
+        except NotClaimable:
+            return None  # answered or swept by someone else meanwhile
+        self._hold(record)
+        try:
+            return self._expiry_job(record, now)
+        except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
+            log.error("run %s cannot be expired here: %s", record.run_id, _why(exc))
+            self._end_unresumable(record, exc)
+        return None
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
         agent = self._agent(record.agent, record.state, record.run_id)
@@ -494,10 +509,14 @@ class Runner:
     # -- success audits ----------------------------------------------------------------------
 
     def _plan_audit(self, job: Job, result: RunResult) -> None:
+        """Plan the success's audit; a store failing here is logged (the run's result is recorded)."""
         audit = job.agent.audit
         if result.reason is StopReason.SUCCESS and audit is not None and audit.samples(job.run_id):
             due = self.clock.time() + audit.after
-            self.store.schedule_audit(Audit(job.run_id, job.record.agent, result.task_type, due))
+            try:
+                self.store.schedule_audit(Audit(job.run_id, job.record.agent, result.task_type, due))
+            except StoreError as exc:
+                log.error("run %s: its success audit was not planned: %s", job.run_id, exc)
 
     async def audit_due(self, now: float | None = None) -> list[Audit]:
         """Make every audit that is due: the agent's independent check over the finished run."""
@@ -722,6 +741,31 @@ def unresumable(record: RunRecord) -> bool:
 
 def _why(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, EndstateError) else f"{type(exc).__name__}: {exc}"
+
+
+def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:
+    """Refuse to resume an approval of a call whose tool the agent (redeployed since) no longer has:
+    the run would end as error, its approval spent; given back, it waits for a redeploy or a denial."""
+    pending = record.pending
+    if not (record.approved and pending is not None and isinstance(agent, Agent)):
+        return
+    if agent.tool_named(pending.name) is None:
+        raise ConfigError(
+            f"agent {record.agent!r} has no tool {pending.name!r} any more, so the approved call "
+            f"cannot run; run {record.run_id} still waits. Deploy the agent with that tool again, "
+            "or deny the call"
+        )
+
+
+def check_state(state: Any) -> None:
+    """Refuse a run's state the store cannot keep (it is stored with the run, as JSON)."""
+    if not isinstance(state, dict):
+        raise ConfigError(f"state must be a dict of JSON values, not {type(state).__name__}")
+    if (problem := unwritable(state)) is not None:
+        raise ConfigError(
+            f"the run's state cannot be stored: {problem}; keep JSON values in it (strings, numbers, "
+            "booleans, None, lists and dicts with string keys)"
+        )
 
 
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:

@@ -120,7 +120,9 @@ def serve(args: argparse.Namespace) -> int:
     from agent.service.workload import DemoWorkload
     from telemetry import Telemetry
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(  # in place of the command line's one-line handler: an operator's log
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
+    )
     store = open_store(args.store)
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     telemetry = Telemetry.from_env(pending=store.pending_summary).for_service()  # a fresh registry

@@ -76,6 +76,11 @@ def open_store(url: str | os.PathLike[str] | None = None, *, create: bool = True
             f"unknown store URL {shown_url(url)!r}: use a file path, sqlite:///relative/path, "
             "sqlite:////absolute/path or postgresql://..."
         )
+    if path.is_dir():
+        raise StoreError(
+            f"the run store {path} is a folder, not a file: give the path of a file in it, "
+            f"such as {path / 'runs.db'}"
+        )
     if not path.exists():
         _new_sqlite_file(path, create)
     from agent.durable.store.sqlite import SqliteStore

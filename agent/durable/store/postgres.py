@@ -23,6 +23,11 @@ from agent.durable.store.urls import scrub, shown_url
 from agent.snapshot import Checkpoint
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
+# How long a statement waits for a lock another session holds (an operator's open transaction, say),
+# unless the server, the role or the URL sets lock_timeout: then a StoreError, not a wait without end
+# (a claim waited on the service's event loop, and the whole service with it).
+LOCK_TIMEOUT = "5s"
+LOCK_NOT_AVAILABLE = "55P03"
 
 
 class PostgresStore(SqlStore):
@@ -59,9 +64,10 @@ class PostgresStore(SqlStore):
         from psycopg.rows import dict_row
 
         try:
-            return psycopg.connect(
+            conn = psycopg.connect(
                 self.url, autocommit=True, row_factory=dict_row, connect_timeout=int(self._timeout)
             )
+            return bounded(conn)
         except psycopg.Error as exc:
             raise StoreError(
                 f"cannot connect to the PostgreSQL run store {self.shown}: {scrub(str(exc), self.url)}"
@@ -69,6 +75,7 @@ class PostgresStore(SqlStore):
 
     def _prepare(self) -> None:
         with self._tx():
+            self._rows("SET LOCAL lock_timeout = 0")  # another process's migration may take a while
             self._rows("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             self._rows(
                 f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} "
@@ -132,6 +139,7 @@ class PostgresStore(SqlStore):
         except psycopg.Error as exc:
             raise StoreError(
                 f"the PostgreSQL run store {self.shown} failed: {scrub(str(exc), self.url)}"
+                f"{lock_hint(exc.sqlstate)}"
             ) from exc
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
@@ -165,6 +173,25 @@ class PostgresStore(SqlStore):
         with self._lock:
             self._conn.close()
         self._sender.close()
+
+
+def bounded(conn: Any) -> Any:
+    """`conn`, its lock waits bounded by `LOCK_TIMEOUT` unless lock_timeout is set already."""
+    conn.execute(
+        "SELECT set_config('lock_timeout', %s, false) WHERE current_setting('lock_timeout') = '0'",
+        (LOCK_TIMEOUT,),
+    )
+    return conn
+
+
+def lock_hint(sqlstate: str | bytes | None) -> str:
+    """What to do when a statement gave up waiting for a lock; '' for any other failure."""
+    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != LOCK_NOT_AVAILABLE:
+        return ""
+    return (
+        "; another database session holds a lock on the run store's rows (an open transaction?): "
+        "find it in pg_stat_activity (wait_event_type 'Lock', or a long 'idle in transaction') and end it"
+    )
 
 
 def storable(value: Any) -> Any:
@@ -201,8 +228,9 @@ def _append_sql(columns: tuple[str, ...], entries: int) -> str:
 class Sent:
     """A checkpoint sent to the server; `result()` waits for its outcome (once; then it is kept)."""
 
-    def __init__(self, sender: _Sender, run_id: str, lease: Lease) -> None:
+    def __init__(self, sender: _Sender, run_id: str, lease: Lease, sql: str, params: list[Any]) -> None:
         self._sender, self.run_id, self.lease = sender, run_id, lease
+        self.sql, self.params = sql, params  # sent once more, on a new connection, if this one broke
         self._outcome: BaseException | None = None
         self.read = False
 
@@ -235,27 +263,58 @@ class _Sender:
         with self._lock:
             if self._in_flight is not None:
                 self._read(self._in_flight)
-            sent = Sent(self, run_id, lease)
-            try:
-                pgconn = self._pgconn()
-                pgconn.send_query_prepared(self._prepare(pgconn, sql), [_text(p) for p in params])
-            except StoreError as exc:
-                sent.settle(exc)
-                return sent
-            except Exception as exc:
-                sent.settle(self._failed(exc))
-                return sent
-            self._in_flight = sent
+            sent = Sent(self, run_id, lease, sql, params)
+            failure = self._start(sent, again=True)
+            if failure is not None:
+                sent.settle(failure)
+            else:
+                self._in_flight = sent
             return sent
+
+    def _start(self, sent: Sent, again: bool) -> StoreError | None:
+        """Send the statement; why not, if it could not be. A connection found broken (a restarted
+        server, a dropped socket) is replaced and the statement sent on the new one (`again`): a
+        checkpoint is safe to send twice (the same row values; its entries are inserted once)."""
+        failure, lost = self._try_send(sent)
+        if failure is not None and lost and again:
+            failure, _ = self._try_send(sent)
+        return failure
+
+    def _try_send(self, sent: Sent) -> tuple[StoreError | None, bool]:
+        """(why it was not sent, or None; whether the connection broke)."""
+        try:
+            pgconn = self._pgconn()
+        except StoreError as exc:  # no server to connect to: sending again would not help
+            return exc, False
+        try:
+            pgconn.send_query_prepared(self._prepare(pgconn, sent.sql), [_text(p) for p in sent.params])
+        except StoreError as exc:
+            return exc, self._lost()
+        except Exception as exc:
+            return self._failed(exc), True
+        return None, False
 
     def finish(self, sent: Sent) -> None:
         with self._lock:
             if not sent.read:
                 self._read(sent)
 
-    def _read(self, sent: Sent) -> None:
-        """Wait for the statement in flight (the socket, without the GIL) and settle it."""
+    def _read(self, sent: Sent, again: bool = True) -> None:
+        """Wait for the statement in flight and settle it; if the connection broke meanwhile, send
+        it once more on a new one (see `_start`) and wait for that."""
         self._in_flight = None
+        outcome, lost = self._receive(sent)
+        if lost and again:
+            failure = self._start(sent, again=False)
+            if failure is None:
+                return self._read(sent, again=False)
+            outcome = failure
+        sent.settle(outcome)
+        return None
+
+    def _receive(self, sent: Sent) -> tuple[BaseException | None, bool]:
+        """The outcome of the statement in flight (waiting on the socket, without the GIL), and
+        whether the connection broke."""
         try:
             pgconn = self._conn.pgconn
             pgconn.consume_input()
@@ -266,9 +325,16 @@ class _Sender:
             while (res := pgconn.get_result()) is not None:
                 results.append(res)
         except Exception as exc:
-            sent.settle(self._failed(exc))
-            return
-        sent.settle(self._outcome_of(sent, results))
+            return self._failed(exc), True
+        outcome = self._outcome_of(sent, results)
+        return outcome, outcome is not None and self._lost()
+
+    def _lost(self) -> bool:
+        """True when the connection is gone (closed, or its socket broke)."""
+        from psycopg import pq
+
+        conn = self._conn
+        return conn is None or conn.closed or conn.pgconn.status != pq.ConnStatus.OK
 
     def _outcome_of(self, sent: Sent, results: list[Any]) -> BaseException | None:
         from psycopg import pq
@@ -277,10 +343,13 @@ class _Sender:
             if res.status == pq.ExecStatus.TUPLES_OK:
                 return None if res.get_value(0, 0) == b"1" else lease_lost(sent.run_id, sent.lease)
             if res.status == pq.ExecStatus.FATAL_ERROR:
-                message = scrub((res.error_message or b"").decode(errors="replace"), self._url)
-                if (res.error_field(pq.DiagnosticField.SQLSTATE) or b"").startswith(b"23"):
+                message = scrub((res.error_message or b"").decode(errors="replace"), self._url).strip()
+                sqlstate = res.error_field(pq.DiagnosticField.SQLSTATE) or b""
+                if sqlstate.startswith(b"23"):
                     return WriteRefused(f"the run store refused a write: {message}")
-                return StoreError(f"the PostgreSQL run store {self._shown} failed: {message}")
+                return StoreError(
+                    f"the PostgreSQL run store {self._shown} failed: {message}{lock_hint(sqlstate)}"
+                )
         return StoreError(f"the PostgreSQL run store {self._shown} gave no result for a checkpoint")
 
     def _pgconn(self) -> Any:
@@ -293,7 +362,9 @@ class _Sender:
                 self._conn.close()
             self._prepared.clear()
             try:
-                self._conn = psycopg.connect(self._url, autocommit=True, connect_timeout=int(self._timeout))
+                self._conn = bounded(
+                    psycopg.connect(self._url, autocommit=True, connect_timeout=int(self._timeout))
+                )
             except psycopg.Error as exc:
                 raise StoreError(
                     f"cannot connect to the PostgreSQL run store {self._shown}: {scrub(str(exc), self._url)}"

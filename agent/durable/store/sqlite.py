@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -57,8 +58,15 @@ class SqliteStore(SqlStore):
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.OperationalError as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the run store {self.path}: {exc}{read_only_hint(self.path)}"
+            ) from exc
         except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":  # a store cut short, say
+                raise StoreError(
+                    f"the run store {self.path} is damaged ({exc}): restore it from a backup, "
+                    "or move it aside and pass another --store"
+                ) from exc
             raise StoreError(f"{self.path} is not an Endstate run store: {exc}") from exc
         if tables and SCHEMA_TABLE not in tables:  # checked before anything is changed in the file
             shown = ", ".join(sorted(tables)[:5])
@@ -70,7 +78,9 @@ class SqliteStore(SqlStore):
             self._use_wal()
             self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the run store {self.path}: {exc}{read_only_hint(self.path)}"
+            ) from exc
         with self._tx():
             self._rows(
                 f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL, applied_at REAL)"
@@ -99,7 +109,7 @@ class SqliteStore(SqlStore):
             except sqlite3.IntegrityError as exc:
                 raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except sqlite3.Error as exc:
-                raise StoreError(f"the run store {self.path} failed: {exc}") from exc
+                raise self._failed(exc) from exc
 
     def _execute(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         try:
@@ -112,7 +122,7 @@ class SqliteStore(SqlStore):
             try:
                 return self._execute(sql, params).rowcount
             except sqlite3.Error as exc:
-                raise StoreError(f"the run store {self.path} failed: {exc}") from exc
+                raise self._failed(exc) from exc
 
     def _append(
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
@@ -135,8 +145,18 @@ class SqliteStore(SqlStore):
             except sqlite3.IntegrityError as exc:
                 raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except sqlite3.Error as exc:
-                raise StoreError(f"the run store {self.path} failed: {exc}") from exc
+                raise self._failed(exc) from exc
         return held.rowcount == 1
+
+    def _failed(self, exc: sqlite3.Error) -> StoreError:
+        """The error for a statement that failed; one that waited out the busy timeout says for what."""
+        hint, waited = "", BUSY_TIMEOUT_MS / 1000
+        if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY"):
+            hint = (
+                f"; another process kept a write transaction open on it for over {waited:g} s "
+                "(a sqlite3 shell left in BEGIN, a stuck process?): end that transaction"
+            )
+        return StoreError(f"the run store {self.path} failed: {exc}{hint}")
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
@@ -152,3 +172,26 @@ class SqliteStore(SqlStore):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def read_only_hint(path: Path) -> str:
+    """Why SQLite could not open the store for writing, when the file or its folder is read-only
+    (it writes `runs.db-wal` and `runs.db-shm` beside the file, to read as well); '' otherwise."""
+    folder = path.parent
+    try:
+        read_only_fs = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return ""
+    if read_only_fs:
+        where = f"it is on a read-only file system ({folder})"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        where = f"its folder {folder} is not writable by this user"
+    elif path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        where = "the file is not readable and writable by this user"
+    else:
+        return ""
+    return (
+        f". The store needs write access even to be read, and {where}: SQLite keeps {path.name}-wal and "
+        f"{path.name}-shm beside the file. Make it writable, or copy the store somewhere writable and "
+        "pass that with --store"
+    )
