@@ -180,7 +180,14 @@ class Recorder:
         if error is None:
             content = [{"type": "text", "text": text}] if text else []
             reply = ModelReply(
-                content, usage.input_tokens, usage.output_tokens, stop_reason, model, response_id
+                content,
+                usage.input_tokens,
+                usage.output_tokens,
+                stop_reason,
+                model,
+                response_id,
+                cache_read_input_tokens=usage.cache_read_tokens,
+                cache_creation_input_tokens=usage.cache_write_tokens,
             )
         self.observer.model_ended(reply, error)
 

@@ -75,9 +75,8 @@ class EndstateRunHooks(OARunHooks[Any]):
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-        usage = response.usage
         self.recorder.model_ended(
-            Usage(usage.input_tokens, usage.output_tokens, cost_usd=None),
+            _usage_of(response.usage),
             text=_text(response.output),
             stop_reason="tool_use" if _calls(response.output) else "end_turn",
             response_id=response.response_id or "",
@@ -277,6 +276,14 @@ def _arguments(raw: Any) -> dict[str, Any]:
     except ValueError:
         return {"arguments": raw}
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
+
+
+def _usage_of(usage: Any) -> Usage:
+    """A response's tokens: the SDK's input counts its cached tokens, as Endstate's does; unpriced."""
+    details = getattr(usage, "input_tokens_details", None)
+    read = getattr(details, "cached_tokens", 0) or 0
+    written = getattr(details, "cache_write_tokens", 0) or 0
+    return Usage(usage.input_tokens, usage.output_tokens, read, written, cost_usd=None)
 
 
 def _text(output: Sequence[Any]) -> str:

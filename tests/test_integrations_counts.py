@@ -1,0 +1,128 @@
+"""What foreign runs count and how their home-grown reports are checked: cache tokens reach the
+spans and metrics, a home-grown stop names what the contract needs, and a run that has ended
+takes no more calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import pytest
+from agents import Agent as OAAgent
+from agents import Usage as OAUsage
+from agents import set_tracing_disabled
+from agents.testing.model import ModelStep, ScriptedModel, assistant_message
+from integrations_support import Chat, Rig, rigged
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langgraph.graph import START, StateGraph
+from messages_api import MessagesAPI, message, text
+from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+from pydantic_ai import Agent as PAIAgent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from agent import observe_run
+from agent.integrations import langgraph as lg
+from agent.integrations import openai_agents as oa
+from agent.integrations import pydantic_ai as pai
+from telemetry import names as n
+
+TASK = "counts"
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    set_tracing_disabled(True)
+    with rigged() as rig:
+        yield rig
+    set_tracing_disabled(False)
+
+
+def home_grown(rig: Rig) -> str:
+    reply = message(
+        text("done"), input_tokens=100, cache_read_input_tokens=600, cache_creation_input_tokens=300
+    )
+    with (
+        MessagesAPI(reply) as api,
+        anthropic.Anthropic(base_url=api.url, api_key="test") as client,
+        observe_run(rig.hooks, agent="cached", task_type=TASK, model="claude-x") as run,
+        run.turn(),
+        run.model_call() as call,
+    ):
+        call.reply(
+            client.messages.create(
+                model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+            )
+        )
+    return "claude-x"
+
+
+def pydantic_ai(rig: Rig) -> str:
+    async def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        usage = RequestUsage(
+            input_tokens=1000, output_tokens=5, cache_read_tokens=600, cache_write_tokens=300
+        )
+        return ModelResponse([TextPart("done")], usage=usage)
+
+    agent: PAIAgent[None, str] = PAIAgent(FunctionModel(play, model_name="fn"), name="cached")
+    pai.run(agent, "x", hooks=rig.hooks, task_type=TASK)
+    return "fn"
+
+
+def openai_agents(rig: Rig) -> str:
+    usage = OAUsage(
+        requests=1,
+        input_tokens=1000,
+        output_tokens=5,
+        total_tokens=1005,
+        input_tokens_details=InputTokensDetails(cached_tokens=600, cache_write_tokens=300),  # type: ignore[call-arg]
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+    )
+    agent = OAAgent(
+        name="cached", model=ScriptedModel([ModelStep(output=[assistant_message("done")], usage=usage)])
+    )
+    oa.run(agent, "x", hooks=rig.hooks, task_type=TASK)
+    return "ScriptedModel"
+
+
+def langgraph(rig: Rig) -> str:
+    details = {"cache_read": 600, "cache_creation": 300}
+    usage = {"input_tokens": 1000, "output_tokens": 5, "total_tokens": 1005, "input_token_details": details}
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="done", usage_metadata=usage)]))
+
+    async def call_model(state: Chat) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    builder = StateGraph(Chat)
+    builder.add_node("model", call_model)
+    builder.add_edge(START, "model")
+    lg.run(builder.compile(name="cached"), {"messages": [("user", "x")]}, hooks=rig.hooks, task_type=TASK)
+    return "langgraph"
+
+
+@pytest.mark.parametrize("run", [home_grown, pydantic_ai, openai_agents, langgraph])
+def test_a_foreign_calls_cache_tokens_reach_its_chat_span_and_the_token_metric(rig: Rig, run: Any) -> None:
+    """Endstate's own model calls show their cache reads and writes on the chat span and as
+    `gen_ai_client_token_usage` of token type cache_read/cache_creation; a foreign call must too."""
+    model = run(rig)
+    (chat,) = [s for s in rig.spans() if s.name.startswith(n.SPAN_CHAT + " ")]
+    attrs = chat.attributes or {}
+    assert (
+        attrs[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS],
+        attrs[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS],
+    ) == (
+        600,
+        300,
+    )
+    (provider,) = {str((s.attributes or {})[n.GEN_AI_PROVIDER_NAME]) for s in rig.run_spans()}
+    labels = {
+        n.LABEL_GEN_AI_OPERATION_NAME: n.OP_CHAT,
+        n.LABEL_GEN_AI_PROVIDER_NAME: provider,
+        n.LABEL_GEN_AI_REQUEST_MODEL: model,
+    }
+    for token_type, tokens in ((n.TOKEN_CACHE_READ, 600), (n.TOKEN_CACHE_CREATION, 300)):
+        typed = {**labels, n.LABEL_GEN_AI_TOKEN_TYPE: token_type}
+        assert rig.value(f"{n.METRIC_GEN_AI_TOKEN_USAGE}_sum", **typed) == tokens, token_type
