@@ -24,10 +24,12 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from agent import observe_run
+from agent import StopReason, observe_run
+from agent.errors import ConfigError
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
 from agent.integrations import pydantic_ai as pai
+from agent.result import StopCause
 from telemetry import names as n
 
 TASK = "counts"
@@ -126,3 +128,55 @@ def test_a_foreign_calls_cache_tokens_reach_its_chat_span_and_the_token_metric(r
     for token_type, tokens in ((n.TOKEN_CACHE_READ, 600), (n.TOKEN_CACHE_CREATION, 300)):
         typed = {**labels, n.LABEL_GEN_AI_TOKEN_TYPE: token_type}
         assert rig.value(f"{n.METRIC_GEN_AI_TOKEN_USAGE}_sum", **typed) == tokens, token_type
+
+
+def test_a_home_grown_limit_stop_must_say_which_limit_and_a_give_up_is_the_agents(rig: Rig) -> None:
+    """`stop("limit")` named no limit: its stop went uncounted (agent_stops_total has no limit
+    series without a kind). It is a clear error, and the run still ends (error, counted)."""
+    with (
+        pytest.raises(
+            ConfigError, match=r"run.stop\('limit'\) does not say which limit: use run.limit\(kind\)"
+        ),
+        observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as run,
+    ):
+        run.stop("limit")
+    assert run.result and (run.result.reason, run.result.error_type) == (StopReason.ERROR, "ConfigError")
+    assert rig.stops("raw_loop", TASK, "error") == 1
+    with observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as gave:
+        gave.stop("gave_up", "nothing more to try")
+    assert gave.result and (gave.result.reason, gave.result.cause) == (StopReason.GAVE_UP, StopCause.AGENT)
+    assert rig.stops("raw_loop", TASK, "gave_up", cause="agent") == 1
+
+
+def tokens_observed(rig: Rig) -> float:
+    labels = {
+        n.LABEL_GEN_AI_OPERATION_NAME: n.OP_CHAT,
+        n.LABEL_GEN_AI_PROVIDER_NAME: "anthropic",
+        n.LABEL_GEN_AI_REQUEST_MODEL: "m",
+        n.LABEL_GEN_AI_TOKEN_TYPE: n.TOKEN_INPUT,
+    }
+    return rig.value(f"{n.METRIC_GEN_AI_TOKEN_USAGE}_sum", **labels)
+
+
+@pytest.mark.parametrize(
+    ("after", "what"),
+    [
+        (lambda run: run.turn().__enter__(), "turn"),
+        (lambda run: run.model_call().__enter__(), "model_call"),
+        (lambda run: run.tool("search", {"q": "x"}).__enter__(), "tool"),
+    ],
+)
+def test_a_home_grown_run_that_ended_takes_no_more_calls(rig: Rig, after: Any, what: str) -> None:
+    """A loop that goes on after its stop (or after the block) would add calls to a run whose result
+    and metrics are final: a clear error, and nothing counted."""
+    with observe_run(rig.hooks, agent="raw_loop", task_type=TASK, model="m") as run:
+        with run.turn(), run.model_call() as call:
+            call.reply(input_tokens=5, output_tokens=2, text="over budget")
+        run.limit("turns")
+        with pytest.raises(ConfigError, match=rf"run.{what}\(\) after the run ended \(limit\)"):
+            after(run)
+    with pytest.raises(ConfigError, match="start a new observe_run"):
+        after(run)
+    assert run.result and (run.result.reason, run.result.turns) == (StopReason.LIMIT, 1)
+    assert tokens_observed(rig) == 5
+    assert rig.stops("raw_loop", TASK, "limit", "turns") == 1

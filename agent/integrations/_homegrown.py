@@ -40,9 +40,18 @@ class ObservedRun:
     def run_id(self) -> str:
         return self._rec.info.run_id
 
+    def _going(self, what: str) -> None:
+        """A clear `ConfigError` for a call reported after the run ended (its totals are final)."""
+        if (ended := self._rec.result) is not None:
+            raise ConfigError(
+                f"run.{what}() after the run ended ({ended.reason}): its result is final; "
+                "start a new observe_run for another run"
+            )
+
     @contextlib.contextmanager
     def turn(self) -> Iterator[int]:
         """One turn: its model call and the tool calls that follow it."""
+        self._going("turn")
         index = self._rec.begin_turn()
         self._rec.explicit_turns = True
         try:
@@ -53,6 +62,7 @@ class ObservedRun:
     @contextlib.contextmanager
     def model_call(self, max_tokens: int = 0) -> Iterator[ModelCall]:
         """Time a model call; give its reply to `call.reply(...)` inside the block."""
+        self._going("model_call")
         self._rec.model_started(max_tokens)
         call = ModelCall(self._rec)
         try:
@@ -70,6 +80,7 @@ class ObservedRun:
         """Time a tool call; give its result to `t.result(...)`. An exception is an error outcome."""
         if arguments is not None and not isinstance(arguments, Mapping):
             raise ConfigError(f"run.tool({name!r}, arguments=...) takes a dict, not {arguments!r}")
+        self._going("tool")
         call_id = call_id or uuid.uuid4().hex[:12]
         self._rec.tool_started(call_id, name, arguments)
         handle = ToolRun()
@@ -97,9 +108,17 @@ class ObservedRun:
         return self._rec.suspend(question, pending, raw=state)
 
     def stop(self, reason: StopReason | str, note: str = "") -> RunResult:
-        """Any other stop reason (`no_progress`, `cancelled`, `error`...); `success` and `need_help`
-        go the way `succeed` and `need_help` do (verified; a question with a deadline)."""
+        """Any other stop reason (`no_progress`, `cancelled`, `error`...); `success`, `need_help` and
+        `gave_up` go the way `succeed`, `need_help` and `give_up` do (verified; a question with a
+        deadline; the agent's own give-up). `limit` must say which: use `limit(kind)`."""
         reason = _named(StopReason, reason, "stop reason")
+        if reason is StopReason.LIMIT:
+            kinds = ", ".join(str(k) for k in LimitKind)
+            raise ConfigError(
+                f"run.stop('limit') does not say which limit: use run.limit(kind), kind one of {kinds}"
+            )
+        if reason is StopReason.GAVE_UP:
+            return self.give_up(note)
         if reason is StopReason.SUCCESS:
             return self.succeed(note or None)
         if reason is StopReason.NEED_HELP:
