@@ -11,8 +11,8 @@ import anthropic
 import pytest
 from agents import Agent as OAAgent
 from agents import Usage as OAUsage
-from agents import set_tracing_disabled
-from agents.testing.model import ModelStep, ScriptedModel, assistant_message
+from agents import function_tool, set_tracing_disabled
+from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from integrations_support import Chat, Rig, rigged
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -180,3 +180,53 @@ def test_a_home_grown_run_that_ended_takes_no_more_calls(rig: Rig, after: Any, w
     assert run.result and (run.result.reason, run.result.turns) == (StopReason.LIMIT, 1)
     assert tokens_observed(rig) == 5
     assert rig.stops("raw_loop", TASK, "limit", "turns") == 1
+
+
+def oa_usage() -> OAUsage:
+    return OAUsage(requests=1, input_tokens=10, output_tokens=4, total_tokens=14)
+
+
+def orchestrator(*outer_steps: Any) -> OAAgent[Any]:
+    """An agent whose tool is another agent (`Agent.as_tool`): the SDK adds the inner run's calls
+    to the outer run's usage, but runs them without the outer run's hooks."""
+    inner_steps = [ModelStep(output=[assistant_message("inner says")], usage=oa_usage())]
+    inner = OAAgent(name="inner", model=ScriptedModel(inner_steps))
+    steps = [ModelStep(output=[function_call("ask_inner", {"input": "q"}, call_id="c1")], usage=oa_usage())]
+    steps += [ModelStep(output=[assistant_message(text)], usage=oa_usage()) for text in outer_steps]
+    return OAAgent(name="outer", model=ScriptedModel(steps), tools=[inner.as_tool("ask_inner", "Ask.")])
+
+
+@pytest.mark.parametrize(
+    ("outer", "options", "reason"), [(["done"], {}, "success"), ([], {"max_turns": 1}, "limit")]
+)
+def test_openai_agents_calls_of_an_agent_run_as_a_tool_count_in_the_runs_tokens_once(
+    rig: Rig, outer: list[str], options: dict[str, Any], reason: str
+) -> None:
+    res = oa.run(orchestrator(*outer), "go", hooks=rig.hooks, task_type=TASK, **options)
+    sdk = (res.raw.context_wrapper if reason == "success" else res.raw.run_data.context_wrapper).usage
+    assert (res.reason, res.input_tokens, res.output_tokens) == (reason, sdk.input_tokens, sdk.output_tokens)
+    assert res.input_tokens == 10 * (2 + len(outer))  # the inner agent's call and each of the outer's
+    tokens = rig.value(f"{n.METRIC_RUN_TOKENS}_sum", agent="outer", task_type=TASK, stop_reason=reason)
+    assert tokens == res.input_tokens + res.output_tokens
+
+
+def test_openai_agents_a_resumed_segment_counts_no_earlier_segments_tokens_again(rig: Rig) -> None:
+    """A resumed `RunState` carries the SDK's totals of the earlier segments: they are no unseen calls."""
+
+    @function_tool(needs_approval=True)
+    def remove(path: str) -> str:
+        """Remove a file."""
+        return f"removed {path}"
+
+    steps = [
+        ModelStep(output=[function_call("remove", {"path": "a"}, call_id="r1")], usage=oa_usage()),
+        ModelStep(output=[assistant_message("removed")], usage=oa_usage()),
+    ]
+    agent = OAAgent(name="remover", model=ScriptedModel(steps), tools=[remove])
+    asked = oa.run(agent, "remove a", hooks=rig.hooks, task_type=TASK)
+    saved = oa.state_of(asked)
+    done = oa.resume(agent, asked, approved=True, hooks=rig.hooks, task_type=TASK)
+    assert (asked.input_tokens, done.reason, done.input_tokens) == (10, StopReason.SUCCESS, 20)
+    again = OAAgent(name="remover", model=ScriptedModel(steps[1:]), tools=[remove])
+    alone = oa.resume(again, saved, approved=True, hooks=rig.hooks, task_type=TASK, run_id=asked.run_id)
+    assert (alone.reason, alone.input_tokens) == (StopReason.SUCCESS, 10)  # this segment's own call

@@ -12,7 +12,9 @@ SDK's own traces are left as they are: Endstate adds its spans beside them,
 never a second copy of the same call. A tool that raised, its error handed to
 the model as the SDK's default error text, is a failed call (`tool_error`, as
 LangGraph's); a custom `failure_error_function`'s text cannot be told apart
-from a result. How runs end:
+from a result. An agent run as a tool (`Agent.as_tool`) runs without these hooks: its
+calls' tokens, which the SDK adds to the run's usage, count in the run's totals (no spans of
+their own). How runs end:
 
 | OpenAI Agents SDK                                   | Endstate                              |
 | --------------------------------------------------- | ------------------------------------- |
@@ -28,6 +30,7 @@ from a result. How runs end:
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 from collections.abc import Mapping, Sequence
@@ -66,17 +69,33 @@ GUARDRAIL_TRIPS = (
 class EndstateRunHooks(OARunHooks[Any]):
     """The SDK's lifecycle hooks reporting to a `Recorder`, then to the caller's own hooks."""
 
-    def __init__(self, recorder: Recorder, inner: OARunHooks[Any] | None = None) -> None:
+    def __init__(self, recorder: Recorder, inner: OARunHooks[Any] | None = None, before: Any = None) -> None:
         self.recorder, self.inner = recorder, inner
+        self.before = _tokens(before)  # the SDK's totals when this segment began (a resumed RunState's)
+        self.seen = Usage(cost_usd=None)  # what this segment's own model calls reported
+        self.totals: Any = before  # the SDK's running totals, once a hook has shown them
+
+    def count_unseen(self) -> None:
+        """Add to the run what the SDK counted and no hook of this run saw: the model calls of an
+        agent run as a tool (`Agent.as_tool`), which the SDK adds to the run's usage."""
+        now = _tokens(self.totals)
+        inp, out, read, write = (
+            max(0, a - b - c) for a, b, c in zip(now, self.before, _tokens(self.seen), strict=True)
+        )
+        if inp or out:
+            self.recorder.usage += Usage(inp, out, read, write, cost_usd=None)
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+        self.totals = getattr(context, "usage", None) or self.totals
         self.recorder.model_started()
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        usage = _usage_of(response.usage)
+        self.seen += usage
         self.recorder.model_ended(
-            _usage_of(response.usage),
+            usage,
             text=_text(response.output),
             stop_reason="tool_use" if _calls(response.output) else "end_turn",
             response_id=response.response_id or "",
@@ -153,22 +172,16 @@ async def arun(
         resumed=resumed,
         help_seconds=help_seconds,
     )
-    sdk_hooks = EndstateRunHooks(recorder, run_hooks)
+    sdk_hooks = EndstateRunHooks(recorder, run_hooks, _usage_before(input))
     handled: list[str] = []  # the error handlers that gave an output in place of the error
     if isinstance(runner_kwargs.get("error_handlers"), Mapping):  # anything else: the SDK says what is wrong
         runner_kwargs["error_handlers"] = _noting(runner_kwargs["error_handlers"], handled)
     try:
         result = await Runner.run(agent, input, hooks=sdk_hooks, **runner_kwargs)
-    except MaxTurnsExceeded as exc:
-        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=exc.message, raw=exc)
-    except GUARDRAIL_TRIPS as exc:
-        return recorder.finish(
-            StopReason.GAVE_UP, cause=StopCause.GUARDRAIL, note=_guardrail_note(exc), raw=exc
-        )
-    except ModelRefusalError as exc:
-        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
     except (Exception, asyncio.CancelledError) as exc:
-        return recorder.fail(exc, raw=exc)
+        sdk_hooks.count_unseen()
+        return _stopped(recorder, exc)
+    sdk_hooks.count_unseen()
     if result.interruptions:
         return _suspend(recorder, result)
     if "max_turns" in handled:  # the limit tripped; the handler's output is the partial result
@@ -178,6 +191,19 @@ async def arun(
         output = _text_of(result.final_output)
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, output=output, raw=result)
     return recorder.succeed(result.final_output, raw=result)
+
+
+def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
+    """The stop an exception out of `Runner.run` stands for (see the table above)."""
+    if isinstance(exc, MaxTurnsExceeded):
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=exc.message, raw=exc)
+    if isinstance(exc, GUARDRAIL_TRIPS):
+        return recorder.finish(
+            StopReason.GAVE_UP, cause=StopCause.GUARDRAIL, note=_guardrail_note(exc), raw=exc
+        )
+    if isinstance(exc, ModelRefusalError):
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
+    return recorder.fail(exc, raw=exc)
 
 
 def _noting(handlers: Mapping[str, Any], handled: list[str]) -> dict[str, Any]:
@@ -284,6 +310,23 @@ def _usage_of(usage: Any) -> Usage:
     read = getattr(details, "cached_tokens", 0) or 0
     written = getattr(details, "cache_write_tokens", 0) or 0
     return Usage(usage.input_tokens, usage.output_tokens, read, written, cost_usd=None)
+
+
+def _tokens(usage: Any) -> tuple[int, int, int, int]:
+    """Input, output, cache-read and cache-write tokens of an SDK `Usage` or an Endstate one."""
+    if usage is None:
+        return (0, 0, 0, 0)
+    if isinstance(usage, Usage):
+        return (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
+    ours = _usage_of(usage)
+    return (ours.input_tokens, ours.output_tokens, ours.cache_read_tokens, ours.cache_write_tokens)
+
+
+def _usage_before(input: Any) -> Any:
+    """The SDK's running totals a resumed `RunState` brings (its earlier segments'), else None."""
+    context = getattr(input, "_context", None) if isinstance(input, RunState) else None
+    usage = getattr(context, "usage", None)
+    return copy.deepcopy(usage) if usage is not None else None
 
 
 def _text(output: Sequence[Any]) -> str:
