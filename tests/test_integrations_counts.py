@@ -13,7 +13,7 @@ from agents import Agent as OAAgent
 from agents import Usage as OAUsage
 from agents import function_tool, set_tracing_disabled
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
-from integrations_support import Chat, Rig, rigged
+from integrations_support import Chat, Rig, calls, graph_of, rigged, says
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langgraph.graph import START, StateGraph
@@ -230,3 +230,40 @@ def test_openai_agents_a_resumed_segment_counts_no_earlier_segments_tokens_again
     again = OAAgent(name="remover", model=ScriptedModel(steps[1:]), tools=[remove])
     alone = oa.resume(again, saved, approved=True, hooks=rig.hooks, task_type=TASK, run_id=asked.run_id)
     assert (alone.reason, alone.input_tokens) == (StopReason.SUCCESS, 10)  # this segment's own call
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_langgraph_tool_calls_are_labelled_by_the_tools_of_the_graphs_tool_nodes(
+    rig: Rig, exact: bool
+) -> None:
+    """A graph run as the README shows (no `tools=`) labels its ToolNode's calls by name, not "other"."""
+    graph = graph_of([calls("look", {"path": "a"}, "c1"), says("looked")])
+    res = lg.run(graph, {"messages": [("user", "x")]}, hooks=rig.hooks, task_type=TASK, exact_counts=exact)
+    assert res.reason is StopReason.SUCCESS
+    tool_calls = {"agent": "lg_agent", "task_type": TASK, "outcome": n.TOOL_OK}
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="look") == 1
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool=n.TOOL_OTHER) == 0
+
+
+def test_openai_agents_a_handoff_agents_tool_calls_are_labelled_by_name(rig: Rig) -> None:
+    @function_tool
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    refunds = OAAgent(
+        name="refunds",
+        model=ScriptedModel(
+            [
+                ModelStep(output=[function_call("refund", {"order": "7"}, call_id="r1")]),
+                ModelStep(output=[assistant_message("refunded")]),
+            ]
+        ),
+        tools=[refund],
+    )
+    steps = [ModelStep(output=[function_call("transfer_to_refunds", {}, call_id="h1")])]
+    triage = OAAgent(name="triage", model=ScriptedModel(steps), handoffs=[refunds])
+    res = oa.run(triage, "refund order 7", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "refunded", 3)
+    tool_calls = {"agent": "triage", "task_type": TASK, "outcome": n.TOOL_OK}
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="refund") == 1

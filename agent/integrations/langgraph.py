@@ -249,7 +249,8 @@ async def arun(
     """`graph.ainvoke(input, config, **invoke_kwargs)`, ended in a stop reason.
 
     The final state (or the exception) is at `result.raw`. `tools` names the
-    graph's tools, so their calls are labelled by name in the metrics; an
+    graph's tools, so their calls are labelled by name in the metrics (default:
+    the tools of its `ToolNode`s; a tool called elsewhere is "other"); an
     `interrupt()` waits `help_seconds` (default a day). `exact_counts=True`
     reads every chat-model and tool call from LangChain's callbacks
     (`langgraph_calls`): a router's call is counted too, and each call timed
@@ -269,7 +270,7 @@ async def arun(
         model=str(config.get("metadata", {}).get("ls_model_name", "") or "langgraph"),
         provider=PROVIDER,
         task=_task(input),
-        tools=tools,
+        tools=tools or _graph_tools(graph),
         verifiers=verifiers,
         run_id=run_id,
         resumed=resumed,
@@ -471,6 +472,13 @@ def _calls_in(task_input: Any) -> list[Mapping[str, Any]]:
         messages = task_input
     last = messages[-1] if isinstance(messages, list) and messages else None
     return list(getattr(last, "tool_calls", None) or []) if isinstance(last, AIMessage) else []
+
+
+def _graph_tools(graph: Any) -> list[str]:
+    """The tools of the graph's `ToolNode`s: their calls are labelled by name in the metrics."""
+    nodes: Mapping[str, Any] = getattr(graph, "nodes", None) or {}
+    found = (getattr(node, "bound", None) for node in nodes.values())
+    return [name for bound in found if isinstance(bound, ToolNode) for name in bound.tools_by_name]
 
 
 def _final_text(output: Any) -> str:

@@ -165,7 +165,7 @@ async def arun(
         model=_model_name(agent, runner_kwargs.get("run_config")),
         provider=PROVIDER,
         task=input if isinstance(input, str) else "",
-        tools=[t.name for t in agent.tools],
+        tools=_tool_names(agent),
         limits=_limits(runner_kwargs.get("max_turns")),
         verifiers=verifiers,
         run_id=run_id,
@@ -310,6 +310,22 @@ def _usage_of(usage: Any) -> Usage:
     read = getattr(details, "cached_tokens", 0) or 0
     written = getattr(details, "cache_write_tokens", 0) or 0
     return Usage(usage.input_tokens, usage.output_tokens, read, written, cost_usd=None)
+
+
+def _tool_names(agent: OAAgent[Any]) -> list[str]:
+    """The tools of the agent and of the agents it can hand off to (given as agents): each labels
+    its calls by name in the metrics, whichever agent of the run calls it."""
+    names: list[str] = []
+    seen: set[int] = set()
+    waiting: list[Any] = [agent]
+    while waiting:
+        current = waiting.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        names += [t.name for t in current.tools if t.name not in names]
+        waiting += [h for h in current.handoffs if isinstance(h, OAAgent)]
+    return names
 
 
 def _tokens(usage: Any) -> tuple[int, int, int, int]:
