@@ -20,7 +20,9 @@ from langgraph.graph import START, StateGraph
 from messages_api import MessagesAPI, message, text
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 from pydantic_ai import Agent as PAIAgent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai import RunContext as PAIRunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
@@ -267,3 +269,62 @@ def test_openai_agents_a_handoff_agents_tool_calls_are_labelled_by_name(rig: Rig
     assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "refunded", 3)
     tool_calls = {"agent": "triage", "task_type": TASK, "outcome": n.TOOL_OK}
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="refund") == 1
+
+
+def scripted(*parts: Any) -> FunctionModel:
+    replies = iter(parts)
+
+    async def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse([next(replies)], usage=RequestUsage(input_tokens=10, output_tokens=4))
+
+    return FunctionModel(play)
+
+
+def delegating(observed_inner: bool, rig: Rig) -> tuple[PAIAgent[None, str], list[Any]]:
+    """Pydantic AI's agent delegation: a tool runs another agent with `usage=ctx.usage`, so
+    Pydantic AI counts the delegate's calls in the run; here the delegate runs plainly, or as a
+    run of its own observed through the integration."""
+    inner: PAIAgent[None, str] = PAIAgent(scripted(TextPart("a joke")), name="delegate")
+    outer: PAIAgent[None, str] = PAIAgent(
+        scripted(ToolCallPart("delegate", {"q": "joke"}, "c1"), TextPart("done")), name="outer"
+    )
+    nested: list[Any] = []
+
+    @outer.tool
+    async def delegate(ctx: PAIRunContext[None], q: str) -> str:
+        """Ask the delegate."""
+        if not observed_inner:
+            return (await inner.run(q, usage=ctx.usage)).output
+        res = await pai.arun(inner, q, usage=ctx.usage, hooks=rig.hooks, task_type=TASK)
+        nested.append(res)
+        return res.output
+
+    return outer, nested
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["nodes", "capability"])
+def test_pydantic_ai_a_delegate_agents_calls_count_in_the_run_once(rig: Rig, hooked: bool) -> None:
+    """Read node by node, or by Endstate's capability (a capability of the caller's hooks node runs)."""
+    outer, _ = delegating(False, rig)
+    options: dict[str, Any] = {"capabilities": [NodeWatcher()]} if hooked else {}
+    res = pai.run(outer, "tell a joke", hooks=rig.hooks, task_type=TASK, **options)
+    assert (res.reason, res.turns) == (StopReason.SUCCESS, 2)
+    assert (
+        (res.input_tokens, res.output_tokens)
+        == (res.raw.usage.input_tokens, res.raw.usage.output_tokens)
+        == (30, 12)
+    )
+    assert res.cost_usd is None  # the delegate's calls have no price the run could see
+
+
+def test_pydantic_ai_a_delegate_observed_as_its_own_run_is_counted_there_not_twice(rig: Rig) -> None:
+    outer, nested = delegating(True, rig)
+    res = pai.run(outer, "tell a joke", hooks=rig.hooks, task_type=TASK)
+    (inner,) = nested
+    assert (res.input_tokens, inner.input_tokens) == (20, 10)  # Pydantic AI's 30, each call in one run
+    assert rig.value(f"{n.METRIC_RUN_TOKENS}_sum", agent="outer", task_type=TASK, stop_reason="success") == 28
+
+
+class NodeWatcher(AbstractCapability[Any]):
+    async def before_node_run(self, ctx: Any, *, node: Any) -> Any:
+        return node

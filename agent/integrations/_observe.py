@@ -14,7 +14,8 @@ import contextlib
 import inspect
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,8 @@ class Recorder:
     _model_open: bool = False
     _calls: dict[str, ToolCall] = field(default_factory=dict)  # started tool calls, by id
     _started: float = field(default_factory=time.perf_counter)
+    _seen: Usage = field(default_factory=Usage)  # the calls of this segment and of its nested runs
+    _parent: Recorder | None = None  # the observed run this one runs inside (an agent as a tool)
 
     @classmethod
     def start(
@@ -172,6 +175,10 @@ class Recorder:
         price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen."""
         self._model_open = False
         self.usage += usage
+        outer: Recorder | None = self
+        while outer is not None:  # the runs it is nested in see it too: none counts it as unseen
+            outer._seen += usage
+            outer = outer._parent
         if text:
             self.last_text = text
         if not self.watched:
@@ -211,6 +218,27 @@ class Recorder:
             call = ToolCall(call_id, name, dict(arguments or {}))
         outcome = ToolOutcome(text, is_error=error_type is not None, error_type=error_type)
         self.observer.tool_ended(call, outcome)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Around the framework's run: a run observed inside it (an agent as a tool, run through
+        an integration) is nested in this one, and tells it each call it saw."""
+        self._parent = _ACTIVE.get()
+        token = _ACTIVE.set(self)
+        try:
+            yield
+        finally:
+            _ACTIVE.reset(token)
+
+    def count_unseen(self, now: Usage, before: Usage | None = None) -> None:
+        """`now`: the framework's own usage of the run, `before` what it was as this segment began.
+        What it grew by beyond the calls this run and its nested runs saw (an agent run inside a
+        tool unobserved, its calls added to the run's usage by the framework) counts in the run's
+        totals, unpriced; no span or model metric is made for calls nobody saw."""
+        tokens, prior, seen = _four(now), _four(before or Usage()), _four(self._seen)
+        inp, out, read, write = (max(0, a - b - c) for a, b, c in zip(tokens, prior, seen, strict=True))
+        if inp or out:
+            self.usage += Usage(inp, out, read, write, cost_usd=None)
 
     # -- the end ---------------------------------------------------------------
 
@@ -312,6 +340,11 @@ class Recorder:
 
 
 _NO_REQUEST = ModelRequest("", (), [], 0)  # frozen: shared by every foreign model call
+_ACTIVE: ContextVar[Recorder | None] = ContextVar("endstate_foreign_run", default=None)
+
+
+def _four(usage: Usage) -> tuple[int, int, int, int]:
+    return (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
 
 
 class _Cut(Exception):

@@ -71,19 +71,14 @@ class EndstateRunHooks(OARunHooks[Any]):
 
     def __init__(self, recorder: Recorder, inner: OARunHooks[Any] | None = None, before: Any = None) -> None:
         self.recorder, self.inner = recorder, inner
-        self.before = _tokens(before)  # the SDK's totals when this segment began (a resumed RunState's)
-        self.seen = Usage(cost_usd=None)  # what this segment's own model calls reported
+        self.before = _usage_of(before) if before is not None else Usage()  # a resumed RunState's totals
         self.totals: Any = before  # the SDK's running totals, once a hook has shown them
 
     def count_unseen(self) -> None:
-        """Add to the run what the SDK counted and no hook of this run saw: the model calls of an
-        agent run as a tool (`Agent.as_tool`), which the SDK adds to the run's usage."""
-        now = _tokens(self.totals)
-        inp, out, read, write = (
-            max(0, a - b - c) for a, b, c in zip(now, self.before, _tokens(self.seen), strict=True)
-        )
-        if inp or out:
-            self.recorder.usage += Usage(inp, out, read, write, cost_usd=None)
+        """The calls the SDK counted in the run and no hook of it saw: an agent run as a tool
+        (`Agent.as_tool`) runs without these hooks, and the SDK adds its calls to the run's usage."""
+        if self.totals is not None:
+            self.recorder.count_unseen(_usage_of(self.totals), self.before)
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
         self.totals = getattr(context, "usage", None) or self.totals
@@ -92,10 +87,8 @@ class EndstateRunHooks(OARunHooks[Any]):
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-        usage = _usage_of(response.usage)
-        self.seen += usage
         self.recorder.model_ended(
-            usage,
+            _usage_of(response.usage),
             text=_text(response.output),
             stop_reason="tool_use" if _calls(response.output) else "end_turn",
             response_id=response.response_id or "",
@@ -177,7 +170,8 @@ async def arun(
     if isinstance(runner_kwargs.get("error_handlers"), Mapping):  # anything else: the SDK says what is wrong
         runner_kwargs["error_handlers"] = _noting(runner_kwargs["error_handlers"], handled)
     try:
-        result = await Runner.run(agent, input, hooks=sdk_hooks, **runner_kwargs)
+        with recorder.running():
+            result = await Runner.run(agent, input, hooks=sdk_hooks, **runner_kwargs)
     except (Exception, asyncio.CancelledError) as exc:
         sdk_hooks.count_unseen()
         return _stopped(recorder, exc)
@@ -326,16 +320,6 @@ def _tool_names(agent: OAAgent[Any]) -> list[str]:
         names += [t.name for t in current.tools if t.name not in names]
         waiting += [h for h in current.handoffs if isinstance(h, OAAgent)]
     return names
-
-
-def _tokens(usage: Any) -> tuple[int, int, int, int]:
-    """Input, output, cache-read and cache-write tokens of an SDK `Usage` or an Endstate one."""
-    if usage is None:
-        return (0, 0, 0, 0)
-    if isinstance(usage, Usage):
-        return (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
-    ours = _usage_of(usage)
-    return (ours.input_tokens, ours.output_tokens, ours.cache_read_tokens, ours.cache_write_tokens)
 
 
 def _usage_before(input: Any) -> Any:
