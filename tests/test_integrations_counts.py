@@ -16,7 +16,8 @@ from agents.testing.model import ModelStep, ScriptedModel, assistant_message, fu
 from integrations_support import Chat, Rig, calls, graph_of, rigged, says
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from langgraph.graph import START, StateGraph
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
 from messages_api import MessagesAPI, message, text
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 from pydantic_ai import Agent as PAIAgent
@@ -328,3 +329,29 @@ def test_pydantic_ai_a_delegate_observed_as_its_own_run_is_counted_there_not_twi
 class NodeWatcher(AbstractCapability[Any]):
     async def before_node_run(self, ctx: Any, *, node: Any) -> Any:
         return node
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_langgraph_a_subgraph_interrupted_counts_its_calls_in_the_segment_that_made_them(
+    rig: Rig, exact: bool
+) -> None:
+    """An agent in a subgraph node asks for approval: the reply asking is this segment's call (a
+    run that is never answered ends with it counted), and the resumed segment does not count it
+    again."""
+    inner = graph_of([calls("delete", {"path": "a"}, "d1"), says("deleted")])
+    outer = StateGraph(Chat)
+    outer.add_node("agent", inner)
+    outer.add_edge(START, "agent")
+    outer.add_edge("agent", END)
+    graph = outer.compile(checkpointer=InMemorySaver(), name="outer")
+    config = {"configurable": {"thread_id": f"sub-{exact}"}}
+    options: dict[str, Any] = {"hooks": rig.hooks, "task_type": TASK, "exact_counts": exact}
+    asked = lg.run(graph, {"messages": [("user", "delete a")]}, config, **options)
+    assert (asked.reason, asked.turns, asked.input_tokens) == (StopReason.NEED_HELP, 1, 10)
+    assert asked.suspension is not None and asked.suspension.question == 'Approve delete({"path": "a"})?'
+    done = lg.resume(graph, asked, approved=True, **options)
+    assert (done.reason, done.output, done.turns, done.input_tokens) == (StopReason.SUCCESS, "deleted", 2, 22)
+    assert (
+        rig.value(f"{n.METRIC_RUN_TOKENS}_sum", agent="outer", task_type=TASK, stop_reason="success")
+        == 22 + 7
+    )

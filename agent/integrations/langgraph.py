@@ -17,8 +17,8 @@ own spans, never a copy of another tracer's. What the stream cannot say: a
 model call whose reply the graph does not write to its state (a router's,
 say: neither counted nor its tokens), the model call's time inside its node
 (its span covers the node's task), each of a node's parallel tool calls' own
-end (they end with the node), and the calls inside a subgraph node one by one
-(each is timed at the subgraph's end).
+end (they end with the node). A subgraph's tasks are read from its own stream
+(`subgraphs=True`): its calls counted as they happen, also when it is interrupted.
 
 `exact_counts=True` reads every chat-model and tool call from LangChain's
 callbacks instead (`langgraph_calls`): the router's call is counted, and each
@@ -47,7 +47,9 @@ anything else as JSON); `resume` gives the graph the answer, or True/False for a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -103,21 +105,21 @@ class _Reader:
         self.interrupts: list[Interrupt] = []  # what the run's tasks wait for, as `ainvoke` gives them
         self._seen: set[Any] = set()  # the messages already counted or in the state before the run
         self._held: list[Any] = []  # ...kept alive, so no new message gets a counted one's `id()`
-        self.seeded = False
 
     def seed(self, state: Any) -> None:
-        """The state before the run's first step (its first `values`): its messages are not this run's."""
-        self.seeded = True
+        """The state of a graph or subgraph before its first step (its first `values`): its
+        messages are not this run's."""
         for message in messages_in(state):
             self._new(message)
 
     def _new(self, message: Any) -> bool:
         return first_seen(message, self._seen, self._held)
 
-    def read(self, task: Mapping[str, Any]) -> None:
-        """One chunk of the `tasks` stream: a task's start (it has "triggers") or its end."""
+    def read(self, task: Mapping[str, Any], inner: bool = False) -> None:
+        """One chunk of the `tasks` stream, of the graph or (`inner`) of a subgraph: a task's start
+        (it has "triggers") or its end."""
         if "triggers" not in task:
-            self.task_ended(task)
+            self.task_ended(task, inner)
         elif self.recorder.watched:  # only hooks need to know when a call starts
             self.task_started(task)
 
@@ -136,8 +138,9 @@ class _Reader:
                     self.recorder.tool_started(call_id, name, arguments)
                     opened.append(call_id)
 
-    def task_ended(self, task: Mapping[str, Any]) -> None:
-        """A task's end: its replies and tool results in the order written, its error, its interrupts."""
+    def task_ended(self, task: Mapping[str, Any], inner: bool = False) -> None:
+        """A task's end: its replies and tool results in the order written, its error, its
+        interrupts (a subgraph's reach the graph with the task that ran it)."""
         task_id, error = task["id"], task["error"]
         for message in messages_in(task["result"]):  # anything else in a list is passed over
             if not isinstance(message, AIMessage | ToolMessage) or not self._new(message):
@@ -146,7 +149,7 @@ class _Reader:
                 self._replied(task["name"], message)
             elif self.recorder.watched:
                 self._tool_result(task["name"], message)
-        if task["interrupts"]:
+        if task["interrupts"] and not inner:
             self.interrupts += [_interrupt(i) for i in task["interrupts"]]
         if self._model_task == task_id:  # its node wrote no reply
             self._model_task = None
@@ -315,20 +318,50 @@ async def _drive(
     with the interrupts at `__interrupt__` when the graph waits for a person."""
     reader = _Reader(recorder, graph, prices)
     latest: Any = None
-    async for mode, payload in graph.astream(input, config, stream_mode=MODES, **invoke_kwargs):
+    seeded: set[tuple[str, ...]] = (
+        set()
+    )  # the graphs (by namespace) whose state before their first step is read
+    inner = _has_subgraphs(
+        graph
+    )  # their stream costs about a tenth of a scripted turn: only when there are some
+    stream = graph.astream(input, config, stream_mode=MODES, subgraphs=inner, **invoke_kwargs)
+    async for chunk in stream:
+        namespace, mode, payload = chunk if inner else ((), *chunk)
         if mode == "values":
-            latest = payload
-            if not reader.seeded:
+            if not namespace:
+                latest = payload
+            if namespace not in seeded:  # a subgraph's too: what it resumes with was counted before
+                seeded.add(namespace)
                 reader.seed(payload)
             continue
         try:
-            reader.read(payload)
+            reader.read(payload, inner=bool(namespace))
         except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
             hook_failed("langgraph tasks stream")
     if not reader.interrupts:
         return latest
     interrupts = reader.interrupts
     return {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
+
+
+def _has_subgraphs(graph: Any) -> bool:
+    """Whether the graph runs subgraphs (as nodes or called in them), as LangGraph finds them;
+    asked once per graph (a graph is compiled once and run many times)."""
+    try:
+        return _SUBGRAPHS[graph]
+    except (KeyError, TypeError):
+        pass
+    found = getattr(graph, "get_subgraphs", None)
+    try:
+        has = callable(found) and next(iter(found()), None) is not None
+    except Exception:  # a graph LangGraph cannot look into: read as one graph
+        has = False
+    with contextlib.suppress(TypeError):  # a graph that cannot be weakly referenced is asked each run
+        _SUBGRAPHS[graph] = has
+    return has
+
+
+_SUBGRAPHS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
 def state_of(result: RunResult) -> str:
