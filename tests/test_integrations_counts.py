@@ -25,9 +25,9 @@ from pydantic_ai import RunContext as PAIRunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.usage import RequestUsage
+from pydantic_ai.usage import RequestUsage, UsageLimits
 
-from agent import StopReason, observe_run
+from agent import LimitKind, StopReason, observe_run
 from agent.errors import ConfigError
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
@@ -355,3 +355,21 @@ def test_langgraph_a_subgraph_interrupted_counts_its_calls_in_the_segment_that_m
         rig.value(f"{n.METRIC_RUN_TOKENS}_sum", agent="outer", task_type=TASK, stop_reason="success")
         == 22 + 7
     )
+
+
+def test_pydantic_ai_a_cost_limit_is_a_cost_limit_with_the_cost_spent(rig: Rig) -> None:
+    async def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        usage = RequestUsage(input_tokens=100_000, output_tokens=200)
+        return ModelResponse([ToolCallPart("look", {"path": "a"}, "c1")], usage=usage, provider_name="openai")
+
+    agent: PAIAgent[None, str] = PAIAgent(FunctionModel(play, model_name="gpt-4o"), name="priced")
+
+    @agent.tool_plain
+    def look(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    res = pai.run(agent, "x", hooks=rig.hooks, task_type=TASK, usage_limits=UsageLimits(cost_limit=0.1))
+    assert (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.COST, 1)
+    assert res.cost_usd is not None and res.cost_usd > 0.1  # the call that crossed it is counted
+    assert rig.stops("priced", TASK, "limit", "cost") == 1
