@@ -153,7 +153,10 @@ class Recorder:
                 self.observer.turn_ended(self.turns, signal)
 
     def model_started(self, max_tokens: int = 0, attempt: int = 1) -> None:
-        """A model call begins; it opens the next turn unless the open one has had none yet."""
+        """A model call begins; it opens the next turn unless the open one has had none yet. Once
+        the segment has ended (a framework still running after a stop), calls are not recorded."""
+        if self.result is not None:
+            return
         if not self._turn_open or (self._turn_asked and not self.explicit_turns):
             self.begin_turn()
         self._model_open = self._turn_asked = True
@@ -173,6 +176,8 @@ class Recorder:
     ) -> None:
         """A model call ended: its usage counts towards the run (a reply the framework did not
         price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen."""
+        if self.result is not None:
+            return
         self._model_open = False
         self.usage += usage
         outer: Recorder | None = self
@@ -199,7 +204,7 @@ class Recorder:
         self.observer.model_ended(reply, error)
 
     def tool_started(self, call_id: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
-        if self.watched:
+        if self.watched and self.result is None:
             call = self._calls[call_id] = ToolCall(call_id, name, dict(arguments or {}))
             self.observer.tool_started(call)
 
@@ -211,7 +216,7 @@ class Recorder:
         error_type: str | None = None,
         arguments: Mapping[str, Any] | None = None,
     ) -> None:
-        if not self.watched:
+        if not self.watched or self.result is not None:
             return
         call = self._calls.pop(call_id, None)
         if call is None or call.name != name:  # started in an earlier segment, or by another name

@@ -3,6 +3,11 @@
     from agent.integrations import openai_agents as endstate_oa
     result = endstate_oa.run(agent, "Triage this ticket", hooks=hooks, task_type="ticket", max_turns=8)
 
+    stream = endstate_oa.run_streamed(agent, "Triage this ticket", hooks=hooks, task_type="ticket")
+    async for event in stream.stream_events():  # the SDK's events, as Runner.run_streamed gives them
+        ...
+    stream.result  # the RunResult, once the stream has ended
+
 Turns come from the SDK's own run lifecycle hooks (`RunHooks`: one turn per
 model call, holding the tool calls that follow it), composed with any
 `run_hooks` of yours. Not from its trace processors: those are global to the
@@ -33,7 +38,7 @@ import asyncio
 import copy
 import inspect
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from agents import Agent as OAAgent
@@ -150,41 +155,125 @@ async def arun(
     agent's name); a pending approval waits `help_seconds` (default a day).
     Never raises for an expected stop.
     """
-    need(agent, isinstance(agent, OAAgent), "openai_agents.run", "an agents.Agent")
-    recorder = Recorder.start(
-        hooks,
-        agent=agent_name or agent.name,
-        task_type=task_type,
-        model=_model_name(agent, runner_kwargs.get("run_config")),
-        provider=PROVIDER,
-        task=input if isinstance(input, str) else "",
-        tools=_tool_names(agent),
-        limits=_limits(runner_kwargs.get("max_turns")),
-        verifiers=verifiers,
-        run_id=run_id,
-        resumed=resumed,
-        help_seconds=help_seconds,
-    )
-    sdk_hooks = EndstateRunHooks(recorder, run_hooks, _usage_before(input))
-    handled: list[str] = []  # the error handlers that gave an output in place of the error
-    if isinstance(runner_kwargs.get("error_handlers"), Mapping):  # anything else: the SDK says what is wrong
-        runner_kwargs["error_handlers"] = _noting(runner_kwargs["error_handlers"], handled)
+    options = {
+        "hooks": hooks,
+        "task_type": task_type,
+        "verifiers": verifiers,
+        "run_id": run_id,
+        "run_hooks": run_hooks,
+        "resumed": resumed,
+        "agent_name": agent_name,
+        "help_seconds": help_seconds,
+    }
+    run = _Observed.start(agent, input, "openai_agents.run", {**options, **runner_kwargs})
     try:
-        with recorder.running():
-            result = await Runner.run(agent, input, hooks=sdk_hooks, **runner_kwargs)
+        with run.recorder.running():
+            result = await Runner.run(agent, input, hooks=run.hooks, **run.runner_kwargs)
     except (Exception, asyncio.CancelledError) as exc:
-        sdk_hooks.count_unseen()
-        return _stopped(recorder, exc)
-    sdk_hooks.count_unseen()
-    if result.interruptions:
-        return _suspend(recorder, result)
-    if "max_turns" in handled:  # the limit tripped; the handler's output is the partial result
-        output = _text_of(result.final_output)
-        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, output=output, raw=result)
-    if "model_refusal" in handled:
-        output = _text_of(result.final_output)
-        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, output=output, raw=result)
-    return recorder.succeed(result.final_output, raw=result)
+        return run.stopped(exc)
+    return run.ended(result)
+
+
+def run_streamed(agent: OAAgent[Any], input: Any, **kwargs: Any) -> StreamedRun:
+    """`Runner.run_streamed(agent, input, ...)`, observed as `arun` observes `Runner.run` (`arun`'s
+    options). Read the SDK's events from `stream_events()`; once the stream ends, `.result` is the
+    run's `RunResult` (the stream never raises for a stop: a limit, a guardrail or an error end
+    it, and `.result` says which). A caller that stops reading (breaks out, or closes the stream)
+    cancels the SDK's run: it ends `cancelled`. Call it inside a running event loop, as the SDK's.
+    """
+    run = _Observed.start(agent, input, "openai_agents.run_streamed", kwargs)
+    with run.recorder.running():  # the SDK's run task takes the context as it is now
+        raw = Runner.run_streamed(agent, input, hooks=run.hooks, **run.runner_kwargs)
+    return StreamedRun(run, raw)
+
+
+class StreamedRun:
+    """A streamed SDK run: its events, then Endstate's `result`."""
+
+    def __init__(self, run: _Observed, raw: Any) -> None:
+        self._run, self.raw = run, raw  # `raw`: the SDK's RunResultStreaming
+        self.result: RunResult | None = None
+
+    async def stream_events(self) -> AsyncIterator[Any]:
+        """The SDK's stream events, as `RunResultStreaming.stream_events()` gives them."""
+        try:
+            async for event in self.raw.stream_events():
+                yield event
+        except (Exception, asyncio.CancelledError) as exc:
+            self.result = self._run.stopped(exc)
+            if isinstance(exc, asyncio.CancelledError):  # the reading task is cancelled: so is the run
+                self.raw.cancel()
+                raise
+        else:
+            self.result = self._run.ended(self.raw)
+        finally:
+            if self.result is None:  # the caller stopped reading: the run goes no further
+                self.raw.cancel()
+                self.result = self._run.stopped(
+                    asyncio.CancelledError("the caller stopped reading the stream")
+                )
+
+
+class _Observed:
+    """One SDK run segment being observed: its recorder, the SDK hooks feeding it, its end."""
+
+    def __init__(self, recorder: Recorder, hooks: EndstateRunHooks, runner_kwargs: dict[str, Any]) -> None:
+        self.recorder, self.hooks, self.runner_kwargs = recorder, hooks, runner_kwargs
+        self.handled: list[str] = []  # the error handlers that gave an output in place of the error
+        handlers = runner_kwargs.get("error_handlers")
+        if isinstance(handlers, Mapping):  # anything else: the SDK says what is wrong
+            runner_kwargs["error_handlers"] = _noting(handlers, self.handled)
+
+    @classmethod
+    def start(cls, agent: OAAgent[Any], input: Any, entry: str, kwargs: dict[str, Any]) -> _Observed:
+        need(agent, isinstance(agent, OAAgent), entry, "an agents.Agent")
+        options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
+        recorder = Recorder.start(
+            options.get("hooks"),
+            agent=options.get("agent_name") or agent.name,
+            task_type=options.get("task_type", "default"),
+            model=_model_name(agent, kwargs.get("run_config")),
+            provider=PROVIDER,
+            task=input if isinstance(input, str) else "",
+            tools=_tool_names(agent),
+            limits=_limits(kwargs.get("max_turns")),
+            verifiers=options.get("verifiers"),
+            run_id=options.get("run_id"),
+            resumed=options.get("resumed"),
+            help_seconds=options.get("help_seconds"),
+        )
+        hooks = EndstateRunHooks(recorder, options.get("run_hooks"), _usage_before(input))
+        return cls(recorder, hooks, kwargs)
+
+    def stopped(self, exc: BaseException) -> RunResult:
+        self.hooks.count_unseen()
+        return _stopped(self.recorder, exc)
+
+    def ended(self, result: Any) -> RunResult:
+        """The SDK's run finished: waiting for approvals, a handler's output for a stop, or an output."""
+        self.hooks.count_unseen()
+        recorder = self.recorder
+        if result.interruptions:
+            return _suspend(recorder, result)
+        if "max_turns" in self.handled:  # the limit tripped; the handler's output is the partial result
+            output = _text_of(result.final_output)
+            return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, output=output, raw=result)
+        if "model_refusal" in self.handled:
+            output = _text_of(result.final_output)
+            return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, output=output, raw=result)
+        return recorder.succeed(result.final_output, raw=result)
+
+
+_OPTIONS = (
+    "hooks",
+    "task_type",
+    "verifiers",
+    "run_id",
+    "run_hooks",
+    "resumed",
+    "agent_name",
+    "help_seconds",
+)  # Endstate's options of `arun` and `run_streamed`; the rest go to the SDK
 
 
 def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:

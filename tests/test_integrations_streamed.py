@@ -1,0 +1,159 @@
+"""OpenAI Agents SDK runs streamed (`Runner.run_streamed`) with Endstate's stop reasons, spans and
+metrics: read to the end, stopped by a limit, waiting for an approval, or abandoned half-read."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agents import Agent as OAAgent
+from agents import Usage as OAUsage
+from agents import function_tool, set_tracing_disabled
+from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
+from integrations_support import Rig, rigged
+
+from agent import LimitKind, StopReason
+from agent.integrations import openai_agents as oa
+from telemetry import names as n
+
+TASK = "streamed"
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    set_tracing_disabled(True)
+    with rigged() as rig:
+        yield rig
+    set_tracing_disabled(False)
+
+
+@function_tool
+def read(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+@function_tool(needs_approval=True)
+def remove(path: str) -> str:
+    """Remove a file."""
+    return f"removed {path}"
+
+
+def usage() -> OAUsage:
+    return OAUsage(requests=1, input_tokens=10, output_tokens=4, total_tokens=14)
+
+
+def reader(*texts: str, calls: int = 1, tool: str = "read") -> OAAgent[Any]:
+    steps = [
+        ModelStep(output=[function_call(tool, {"path": str(i)}, call_id=f"c{i}")], usage=usage())
+        for i in range(calls)
+    ]
+    steps += [ModelStep(output=[assistant_message(text)], usage=usage()) for text in texts]
+    return OAAgent(name="streamer", model=ScriptedModel(steps), tools=[read, remove])
+
+
+async def read_all(stream: oa.StreamedRun) -> list[Any]:
+    return [event async for event in stream.stream_events()]
+
+
+def test_a_streamed_run_read_to_its_end_is_success_with_its_events_turns_and_spans(rig: Rig) -> None:
+    async def go() -> tuple[oa.StreamedRun, list[Any]]:
+        stream = oa.run_streamed(reader("read it"), "read 0", hooks=rig.hooks, task_type=TASK)
+        return stream, await read_all(stream)
+
+    stream, events = asyncio.run(go())
+    res = stream.result
+    assert res is not None and (res.reason, res.output, res.turns, res.input_tokens) == (
+        StopReason.SUCCESS,
+        "read it",
+        2,
+        20,
+    )
+    assert res.raw is stream.raw and stream.raw.final_output == "read it"
+    assert {"raw_response_event", "run_item_stream_event"} <= {e.type for e in events}
+    (span,) = rig.run_spans()
+    assert (span.attributes or {})[n.STOP_REASON] == "success"
+    assert [s.name for s in rig.spans() if s.name.startswith(n.SPAN_EXECUTE_TOOL)] == ["execute_tool read"]
+    assert rig.stops("streamer", TASK, "success") == 1
+
+
+def test_a_streamed_run_past_max_turns_ends_the_stream_and_is_a_turns_limit(rig: Rig) -> None:
+    async def go() -> oa.StreamedRun:
+        stream = oa.run_streamed(reader("never", calls=3), "x", hooks=rig.hooks, task_type=TASK, max_turns=2)
+        await read_all(stream)
+        return stream
+
+    res = asyncio.run(go()).result
+    assert res is not None and (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TURNS, 2)
+    assert rig.stops("streamer", TASK, "limit", "turns") == 1
+
+
+def test_a_streamed_approval_is_need_help_and_resumes(rig: Rig) -> None:
+    agent = reader("removed it", tool="remove")
+
+    async def go() -> oa.StreamedRun:
+        stream = oa.run_streamed(agent, "remove 0", hooks=rig.hooks, task_type=TASK)
+        await read_all(stream)
+        return stream
+
+    asked = asyncio.run(go()).result
+    assert asked is not None and asked.reason is StopReason.NEED_HELP
+    assert asked.suspension is not None and asked.suspension.question == 'Approve remove({"path": "0"})?'
+    done = oa.resume(agent, asked, approved=True, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "removed it", asked.run_id)
+
+
+def test_a_stream_the_caller_stops_reading_cancels_the_run_and_ends_it_cancelled(rig: Rig) -> None:
+    """A caller that breaks out after the first event: the SDK's run goes no further (its second
+    model call, which would wait forever, is cut off) and the run ends `cancelled`, its spans
+    closed, its stop counted."""
+    never = asyncio.Event()
+
+    async def hang(call: Any) -> Any:
+        await never.wait()
+
+    steps = [ModelStep(output=[function_call("read", {"path": "a"}, call_id="c1")]), ModelStep.respond(hang)]
+    agent = OAAgent(name="streamer", model=ScriptedModel(steps), tools=[read])
+
+    async def go() -> oa.StreamedRun:
+        stream = oa.run_streamed(agent, "x", hooks=rig.hooks, task_type=TASK)
+        events = stream.stream_events()
+        async for _ in events:
+            break
+        await events.aclose()  # what `async for` leaves to the garbage collector, done now
+        await asyncio.gather(stream.raw.run_loop_task, return_exceptions=True)  # waits forever unless cut off
+        return stream
+
+    stream = asyncio.run(go())
+    res = stream.result
+    assert res is not None and res.reason is StopReason.CANCELLED
+    assert stream.raw.is_complete and stream.raw.run_loop_task.done()
+    assert rig.stops("streamer", TASK, "cancelled") == 1
+    assert [(s.attributes or {})[n.STOP_REASON] for s in rig.run_spans()] == ["cancelled"]
+
+
+def test_a_streamed_run_whose_reader_is_cancelled_ends_cancelled_and_the_cancellation_goes_on(
+    rig: Rig,
+) -> None:
+    never, asked = asyncio.Event(), asyncio.Event()
+
+    async def hang(call: Any) -> Any:
+        asked.set()
+        await never.wait()
+
+    agent = OAAgent(name="streamer", model=ScriptedModel([ModelStep.respond(hang)]))
+
+    async def go() -> oa.StreamedRun:
+        stream = oa.run_streamed(agent, "x", hooks=rig.hooks, task_type=TASK)
+        task = asyncio.create_task(read_all(stream))
+        await asked.wait()  # the model call is under way
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return stream
+
+    res = asyncio.run(go()).result
+    assert res is not None and res.reason is StopReason.CANCELLED
+    assert rig.stops("streamer", TASK, "cancelled") == 1
