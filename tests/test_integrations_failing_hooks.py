@@ -1,4 +1,4 @@
-"""Hooks that fail in every way a hook can never change a foreign run or its result."""
+"""Hooks and verifiers that fail in every way they can never leave a foreign run without its stop."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from agents import Agent as OAAgent
 from agents import set_tracing_disabled
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message
-from integrations_support import graph_of, says
+from integrations_support import graph_of, rigged, says
 from pydantic_ai import Agent as PAIAgent
 from pydantic_ai.models.test import TestModel
 
@@ -82,3 +82,33 @@ def test_a_hook_that_returns_no_observer_or_a_broken_one_never_fails_the_run(
     res = RUNS[framework](hooks())
     assert res is not None and res.reason is StopReason.SUCCESS
     assert res.trace_id is None
+
+
+def interrupted(ctx: Any) -> list[str]:
+    raise KeyboardInterrupt
+
+
+def exiting(ctx: Any) -> list[str]:
+    raise SystemExit(3)
+
+
+@pytest.mark.parametrize(
+    ("verifier", "reason", "error_type"),
+    [(interrupted, StopReason.CANCELLED, None), (exiting, StopReason.ERROR, "verifier_error")],
+)
+@pytest.mark.parametrize("framework", ["pydantic_ai", "home_grown"])
+def test_a_verifier_interrupted_or_exiting_still_ends_the_foreign_run(
+    framework: str, verifier: Any, reason: StopReason, error_type: str | None
+) -> None:
+    """As Endstate's own runs: a `KeyboardInterrupt` in a verifier is `cancelled`, a `SystemExit`
+    a verifier error. Such an exception went up out of the run's end, the run left without a stop."""
+    with rigged() as rig:
+        if framework == "pydantic_ai":
+            agent: PAIAgent[None, str] = PAIAgent(TestModel(), name="checked")
+            res = pai.run(agent, "x", hooks=rig.hooks, task_type="t", verifiers=[verifier])
+        else:
+            with observe_run(rig.hooks, agent="checked", task_type="t", verifiers=[verifier]) as run:
+                pass
+            res = run.result
+        assert res is not None and (res.reason, res.error_type) == (reason, error_type)
+        assert rig.stops("checked", "t", str(reason)) == 1

@@ -253,7 +253,8 @@ class Recorder:
         A failed check cannot go back to a framework that has already
         finished, so the run still ends `success`, with `verified=false`, the
         failures in the result, and a verify rejection counted: a false
-        success, shown, not hidden. A verifier that raises ends it `error`.
+        success, shown, not hidden. A verifier that raises ends it `error`
+        (interrupted by `KeyboardInterrupt`: `cancelled`), as Endstate's own runs.
         """
         shown = text if text is not None else _text_of(output)
         if not self.verifiers:
@@ -262,7 +263,13 @@ class Recorder:
         ctx.state["output"] = output
         try:
             failures = [f for v in self.verifiers for f in reasons_of(v, _checked_now(v, ctx))]
-        except Exception as exc:
+        except KeyboardInterrupt:  # as Endstate's own runs end it
+            return self.finish(
+                StopReason.CANCELLED, note="A verifier was interrupted (KeyboardInterrupt).", raw=raw
+            )
+        except (
+            BaseException
+        ) as exc:  # an Exception, or a SystemExit: the verifier failed, not the run's check
             note = f"A verifier raised {type(exc).__name__}: {exc}"
             return self.finish(StopReason.ERROR, note=note, error_type="verifier_error", raw=raw)
         self.observer.verified(failures)
