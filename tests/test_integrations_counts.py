@@ -373,3 +373,26 @@ def test_pydantic_ai_a_cost_limit_is_a_cost_limit_with_the_cost_spent(rig: Rig) 
     assert (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.COST, 1)
     assert res.cost_usd is not None and res.cost_usd > 0.1  # the call that crossed it is counted
     assert rig.stops("priced", TASK, "limit", "cost") == 1
+
+
+def test_a_home_grown_generator_the_caller_stops_reading_ends_cancelled(rig: Rig) -> None:
+    """A loop that streams its replies as a generator: a caller that stops reading closes it
+    (`GeneratorExit` at the `yield`), which is the caller cancelling, not an error of the run."""
+
+    runs: list[Any] = []
+
+    def answer() -> Iterator[str]:
+        with observe_run(rig.hooks, agent="streaming_loop", task_type=TASK) as run:
+            runs.append(run)
+            for chunk in ("one", "two", "three"):
+                with run.turn(), run.model_call() as call:
+                    call.reply(input_tokens=3, output_tokens=1, text=chunk)
+                yield chunk
+
+    chunks = answer()
+    assert next(chunks) == "one"
+    chunks.close()
+    (run,) = runs
+    assert run.result is not None and (run.result.reason, run.result.turns) == (StopReason.CANCELLED, 1)
+    assert rig.stops("streaming_loop", TASK, "cancelled") == 1
+    assert rig.stops("streaming_loop", TASK, "error") == 0

@@ -288,8 +288,9 @@ class Recorder:
         return self.finish(StopReason.NEED_HELP, note=question, suspension=suspension, raw=raw)
 
     def fail(self, error: BaseException, *, raw: Any = None) -> RunResult:
-        """Any exception that is no expected stop: `error`, with its type; a cancellation: `cancelled`."""
-        if isinstance(error, asyncio.CancelledError | KeyboardInterrupt):
+        """Any exception that is no expected stop: `error`, with its type; a cancellation: `cancelled`
+        (a generator the caller closed half-read, `GeneratorExit`, is one too)."""
+        if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit):
             return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
         if self._model_open:  # the model call itself failed
             self.model_ended(Usage(), error=error)
