@@ -1,5 +1,6 @@
-"""OpenAI Agents SDK runs streamed (`Runner.run_streamed`) with Endstate's stop reasons, spans and
-metrics: read to the end, stopped by a limit, waiting for an approval, or abandoned half-read."""
+"""Streamed runs (the OpenAI Agents SDK's `Runner.run_streamed`, LangGraph's `graph.astream`) with
+Endstate's stop reasons, spans and metrics: read to the end, stopped by a limit, waiting for an
+approval, or abandoned half-read."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ from agents import Agent as OAAgent
 from agents import Usage as OAUsage
 from agents import function_tool, set_tracing_disabled
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
-from integrations_support import Rig, rigged
+from integrations_support import Rig, calls, graph_of, rigged, says
+from langchain_core.tools import tool as lc_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt import ToolNode
 
 from agent import LimitKind, StopReason
+from agent.errors import ConfigError
+from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
 from telemetry import names as n
 
@@ -157,3 +163,109 @@ def test_a_streamed_run_whose_reader_is_cancelled_ends_cancelled_and_the_cancell
     res = asyncio.run(go()).result
     assert res is not None and res.reason is StopReason.CANCELLED
     assert rig.stops("streamer", TASK, "cancelled") == 1
+
+
+# -- LangGraph: langgraph.astream ------------------------------------------------------
+
+
+async def chunks_of(stream: Any) -> list[Any]:
+    return [chunk async for chunk in stream]
+
+
+@pytest.mark.parametrize(
+    ("stream_mode", "tool_turn"), [("updates", True), (["updates", "values"], True), ("messages", False)]
+)
+def test_a_langgraph_stream_gives_what_the_graphs_own_stream_gives_and_ends_in_success(
+    rig: Rig, stream_mode: Any, tool_turn: bool
+) -> None:
+    """(LangChain's fake chat model cannot stream a tool call: the `messages` mode gets a reply alone.)"""
+    replies = [calls("look", {"path": "a"}, "c1"), says("looked")] if tool_turn else [says("looked")]
+    given = {"messages": [("user", "look")]}
+    stream = lg.astream(graph_of(replies), given, stream_mode=stream_mode, hooks=rig.hooks, task_type=TASK)
+    got = asyncio.run(chunks_of(stream))
+    own = asyncio.run(chunks_of(graph_of(replies).astream(given, stream_mode=stream_mode)))
+    assert shapes(got) == shapes(own) and got
+    res = stream.result
+    assert res is not None and (res.reason, res.output, res.turns) == (
+        StopReason.SUCCESS,
+        "looked",
+        len(replies),
+    )
+    if tool_turn:  # a streamed reply has the tokens its chunks report: the fake model's report none
+        assert res.input_tokens == 22
+    assert rig.stops("lg_agent", TASK, "success") == 1
+
+
+def shapes(chunks: list[Any]) -> list[Any]:
+    """What a chunk is, without the message ids each run makes anew."""
+
+    def shape(value: Any) -> Any:
+        if isinstance(value, tuple | list):
+            return [shape(v) for v in value]
+        if isinstance(value, dict):
+            return {k: shape(v) for k, v in value.items()}
+        return getattr(value, "content", type(value).__name__)
+
+    return [shape(c) for c in chunks]
+
+
+def test_a_langgraph_stream_past_its_recursion_limit_ends_as_a_turns_limit_without_raising(rig: Rig) -> None:
+    looping = graph_of([calls("look", {"path": str(i)}, f"c{i}") for i in range(20)])
+    stream = lg.astream(
+        looping, {"messages": [("user", "x")]}, {"recursion_limit": 4}, hooks=rig.hooks, task_type=TASK
+    )
+    asyncio.run(chunks_of(stream))
+    assert stream.result is not None and (stream.result.reason, stream.result.limit) == (
+        StopReason.LIMIT,
+        LimitKind.TURNS,
+    )
+
+
+def test_a_langgraph_stream_that_interrupts_is_need_help_and_resumes(rig: Rig) -> None:
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("deleted")], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "streamed-1"}}
+    stream = lg.astream(graph, {"messages": [("user", "x")]}, config, hooks=rig.hooks, task_type=TASK)
+    asyncio.run(chunks_of(stream))
+    asked = stream.result
+    assert asked is not None and asked.reason is StopReason.NEED_HELP
+    assert asked.suspension is not None and asked.suspension.question == 'Approve delete({"path": "a"})?'
+    done = lg.resume(graph, asked, approved=True, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "deleted", asked.run_id)
+
+
+def test_a_langgraph_stream_the_caller_stops_reading_stops_the_graph_and_ends_cancelled(rig: Rig) -> None:
+    """The caller breaks out after the first update: the graph runs no further node (its tool
+    never runs) and the run ends `cancelled`, its spans closed, its stop counted."""
+    ran: list[str] = []
+
+    @lc_tool
+    def record(path: str) -> str:
+        """Record a path."""
+        ran.append(path)
+        return "recorded"
+
+    graph = graph_of([calls("record", {"path": "a"}, "c1"), says("done")], tools=ToolNode([record]))
+    stream = lg.astream(
+        graph, {"messages": [("user", "x")]}, stream_mode="updates", hooks=rig.hooks, task_type=TASK
+    )
+
+    async def first_only() -> None:
+        chunks = aiter(stream)
+        async for _ in chunks:
+            break
+        await chunks.aclose()  # type: ignore[attr-defined]  # what `async for` leaves to the garbage collector
+
+    asyncio.run(first_only())
+    assert ran == []
+    assert stream.result is not None and stream.result.reason is StopReason.CANCELLED
+    assert rig.stops("lg_agent", TASK, "cancelled") == 1
+    with pytest.raises(ConfigError, match="read already"):
+        asyncio.run(chunks_of(stream))
+
+
+def test_a_langgraph_stream_refuses_what_it_cannot_stream() -> None:
+    graph = graph_of([says("x")])
+    with pytest.raises(ConfigError, match=r"leave out \['exact_counts'\]"):
+        lg.astream(graph, {"messages": []}, exact_counts=True)
+    with pytest.raises(ConfigError, match="stream_mode is a LangGraph stream mode or a list of them"):
+        lg.astream(graph, {"messages": []}, stream_mode=[])

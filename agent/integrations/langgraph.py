@@ -4,6 +4,11 @@
     result = endstate_lg.run(graph, {"messages": [("user", "hi")]}, hooks=hooks, task_type="ticket",
                              config={"configurable": {"thread_id": "t1"}, "recursion_limit": 12})
 
+    stream = endstate_lg.astream(graph, input, config, stream_mode="updates", hooks=hooks, task_type="ticket")
+    async for update in stream:  # what graph.astream(input, config, stream_mode="updates") gives
+        ...
+    stream.result  # the RunResult, once the stream has ended
+
 By default the integration drives the graph's own output stream, `graph.astream(...)`
 with the `values` and `tasks` stream modes (the state after each step, and
 each task's start and end with its writes and interrupts), and returns what
@@ -50,7 +55,7 @@ import asyncio
 import contextlib
 import json
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -263,19 +268,22 @@ async def arun(
     run's cost is unknown. Never raises for an expected stop.
     """
     need(graph, callable(getattr(graph, "ainvoke", None)), "langgraph.run", "a compiled graph")
-    if taken := {"stream_mode", "version", "subgraphs"} & invoke_kwargs.keys():
-        raise ConfigError(f"langgraph.run drives the graph's stream itself: leave out {sorted(taken)}")
+    _refuse(
+        invoke_kwargs,
+        {"stream_mode", "version", "subgraphs"},
+        "langgraph.run drives the graph's stream itself",
+    )
     config = dict(config or {})
-    recorder = Recorder.start(
-        hooks,
-        agent=agent_name or str(getattr(graph, "name", None) or "langgraph"),
+    recorder = _recorder(
+        graph,
+        input,
+        config,
+        hooks=hooks,
         task_type=task_type,
-        model=str(config.get("metadata", {}).get("ls_model_name", "") or "langgraph"),
-        provider=PROVIDER,
-        task=_task(input),
-        tools=tools or _graph_tools(graph),
         verifiers=verifiers,
         run_id=run_id,
+        agent_name=agent_name,
+        tools=tools,
         resumed=resumed,
         help_seconds=help_seconds,
     )
@@ -283,10 +291,112 @@ async def arun(
         drive_graph = drive if exact_counts else _drive
         output = await drive_graph(graph, input, config, recorder, invoke_kwargs, prices)
         paused = await _paused_at(graph, config, invoke_kwargs)
-    except GraphRecursionError as exc:
-        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
     except (Exception, asyncio.CancelledError) as exc:
-        return recorder.fail(exc, raw=exc)
+        return _stopped(recorder, exc)
+    return _ended(recorder, output, config, paused)
+
+
+def astream(
+    graph: Any,
+    input: Any,
+    config: Mapping[str, Any] | None = None,
+    *,
+    stream_mode: str | Sequence[str] = "values",
+    prices: PriceTable | None = None,
+    **kwargs: Any,
+) -> GraphStream:
+    """`graph.astream(input, config, stream_mode=...)` observed as `arun` observes `ainvoke` (with
+    `arun`'s options, `exact_counts` aside): iterate it for what LangGraph's stream gives (a chunk
+    of the one mode asked for, else `(mode, chunk)` pairs, of the graph itself), then `.result` is
+    the run's `RunResult`. The stream never raises for a stop; a caller that stops reading (breaks
+    out, or closes it) stops the graph, and the run ends `cancelled`."""
+    need(graph, callable(getattr(graph, "astream", None)), "langgraph.astream", "a compiled graph")
+    _refuse(
+        kwargs, {"version", "subgraphs", "exact_counts"}, "langgraph.astream reads the graph's own stream"
+    )
+    modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
+    if not modes or not all(isinstance(m, str) for m in modes):
+        raise ConfigError(f"stream_mode is a LangGraph stream mode or a list of them, not {stream_mode!r}")
+    options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
+    config = dict(config or {})
+    recorder = _recorder(graph, input, config, **options)
+    return GraphStream(graph, input, config, recorder, modes, isinstance(stream_mode, str), prices, kwargs)
+
+
+class GraphStream:
+    """A graph's stream as the caller asked for it, observed; `result` once it has ended."""
+
+    def __init__(
+        self,
+        graph: Any,
+        input: Any,
+        config: dict[str, Any],
+        recorder: Recorder,
+        modes: list[str],
+        single: bool,
+        prices: PriceTable | None,
+        invoke_kwargs: dict[str, Any],
+    ) -> None:
+        self._graph, self._input, self._config, self._recorder = graph, input, config, recorder
+        self._modes, self._single, self._prices, self._kwargs = modes, single, prices, invoke_kwargs
+        self.result: RunResult | None = None
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        if self.result is not None:
+            raise ConfigError("this stream was read already: start another with langgraph.astream")
+        recorder, config = self._recorder, self._config
+        reading = _Stream(self._graph, recorder, self._prices)
+        try:
+            chunks = reading.chunks(self._input, config, self._kwargs, self._modes)
+            async with contextlib.aclosing(chunks):  # closed with this one: the graph's stream too
+                async for namespace, mode, payload in chunks:
+                    if mode in self._modes and not namespace:
+                        yield payload if self._single else (mode, payload)
+            paused = await _paused_at(self._graph, config, self._kwargs)
+        except (Exception, asyncio.CancelledError) as exc:
+            self.result = _stopped(recorder, exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        else:
+            self.result = _ended(recorder, reading.output(), config, paused)
+        finally:
+            if self.result is None:  # the caller stopped reading: the graph's stream is closed with ours
+                self.result = recorder.fail(GeneratorExit("the caller stopped reading the stream"))
+
+
+_OPTIONS = ("hooks", "task_type", "verifiers", "run_id", "agent_name", "tools", "resumed", "help_seconds")
+
+
+def _refuse(kwargs: Mapping[str, Any], taken: set[str], why: str) -> None:
+    if found := taken & kwargs.keys():
+        raise ConfigError(f"{why}: leave out {sorted(found)}")
+
+
+def _recorder(graph: Any, input: Any, config: Mapping[str, Any], **options: Any) -> Recorder:
+    """The run's recorder, from `arun`'s options."""
+    return Recorder.start(
+        options.get("hooks"),
+        agent=options.get("agent_name") or str(getattr(graph, "name", None) or "langgraph"),
+        task_type=options.get("task_type", "default"),
+        model=str(config.get("metadata", {}).get("ls_model_name", "") or "langgraph"),
+        provider=PROVIDER,
+        task=_task(input),
+        tools=options.get("tools") or _graph_tools(graph),
+        verifiers=options.get("verifiers"),
+        run_id=options.get("run_id"),
+        resumed=options.get("resumed"),
+        help_seconds=options.get("help_seconds"),
+    )
+
+
+def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
+    if isinstance(exc, GraphRecursionError):
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
+    return recorder.fail(exc, raw=exc)
+
+
+def _ended(recorder: Recorder, output: Any, config: Mapping[str, Any], paused: Sequence[str]) -> RunResult:
+    """The graph's stream ended: waiting for a person (an interrupt, a breakpoint), or finished."""
     if isinstance(output, Mapping) and output.get(INTERRUPT_KEY):
         return _suspend(recorder, output, config)
     if paused:
@@ -314,34 +424,56 @@ async def _drive(
     invoke_kwargs: dict[str, Any],
     prices: PriceTable | None = None,
 ) -> Any:
-    """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would: the last state,
-    with the interrupts at `__interrupt__` when the graph waits for a person."""
-    reader = _Reader(recorder, graph, prices)
-    latest: Any = None
-    seeded: set[tuple[str, ...]] = (
-        set()
-    )  # the graphs (by namespace) whose state before their first step is read
-    inner = _has_subgraphs(
-        graph
-    )  # their stream costs about a tenth of a scripted turn: only when there are some
-    stream = graph.astream(input, config, stream_mode=MODES, subgraphs=inner, **invoke_kwargs)
-    async for chunk in stream:
-        namespace, mode, payload = chunk if inner else ((), *chunk)
+    """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would."""
+    reading = _Stream(graph, recorder, prices)
+    async for _ in reading.chunks(input, config, invoke_kwargs):
+        pass
+    return reading.output()
+
+
+class _Stream:
+    """A graph's stream (`MODES`, and any other modes asked for) read into a `_Reader` as it goes."""
+
+    def __init__(self, graph: Any, recorder: Recorder, prices: PriceTable | None) -> None:
+        self.graph, self.reader = graph, _Reader(recorder, graph, prices)
+        self.latest: Any = None
+        self._seeded: set[tuple[str, ...]] = set()  # graphs (by namespace) whose state before it ran is read
+        self._inner = _has_subgraphs(graph)  # their streams cost about a tenth of a scripted turn
+
+    async def chunks(
+        self, input: Any, config: dict[str, Any], invoke_kwargs: dict[str, Any], extra: Sequence[str] = ()
+    ) -> AsyncGenerator[tuple[tuple[str, ...], str, Any]]:
+        """Each chunk as `(namespace, mode, payload)`, read before it is given on."""
+        modes = [*MODES, *(m for m in extra if m not in MODES)]
+        stream = self.graph.astream(input, config, stream_mode=modes, subgraphs=self._inner, **invoke_kwargs)
+        async with contextlib.aclosing(stream):
+            async for chunk in stream:
+                namespace, mode, payload = chunk if self._inner else ((), *chunk)
+                self._read(namespace, mode, payload)
+                yield namespace, mode, payload
+
+    def _read(self, namespace: tuple[str, ...], mode: str, payload: Any) -> None:
         if mode == "values":
             if not namespace:
-                latest = payload
-            if namespace not in seeded:  # a subgraph's too: what it resumes with was counted before
-                seeded.add(namespace)
-                reader.seed(payload)
-            continue
-        try:
-            reader.read(payload, inner=bool(namespace))
-        except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
-            hook_failed("langgraph tasks stream")
-    if not reader.interrupts:
-        return latest
-    interrupts = reader.interrupts
-    return {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
+                self.latest = payload
+            if namespace not in self._seeded:  # a subgraph's too: what it resumes with was counted before
+                self._seeded.add(namespace)
+                self.reader.seed(payload)
+        elif mode == "tasks":
+            try:
+                self.reader.read(payload, inner=bool(namespace))
+            except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
+                hook_failed("langgraph tasks stream")
+
+    def output(self) -> Any:
+        """What `ainvoke` returns: the last state, with the interrupts at `__interrupt__` when the
+        graph waits for a person."""
+        latest, interrupts = self.latest, self.reader.interrupts
+        if not interrupts:
+            return latest
+        return (
+            {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
+        )
 
 
 def _has_subgraphs(graph: Any) -> bool:
