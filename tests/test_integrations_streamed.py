@@ -1,4 +1,5 @@
-"""Streamed runs (the OpenAI Agents SDK's `Runner.run_streamed`, LangGraph's `graph.astream`) with
+"""Streamed runs (the OpenAI Agents SDK's `Runner.run_streamed`, LangGraph's `graph.astream`,
+Pydantic AI's `agent.run_stream`) with
 Endstate's stop reasons, spans and metrics: read to the end, stopped by a limit, waiting for an
 approval, or abandoned half-read."""
 
@@ -17,11 +18,15 @@ from integrations_support import Rig, calls, graph_of, rigged, says
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
+from pydantic_ai import Agent as PAIAgent
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import UsageLimits
 
 from agent import LimitKind, StopReason
 from agent.errors import ConfigError
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
+from agent.integrations import pydantic_ai as pai
 from telemetry import names as n
 
 TASK = "streamed"
@@ -269,3 +274,96 @@ def test_a_langgraph_stream_refuses_what_it_cannot_stream() -> None:
         lg.astream(graph, {"messages": []}, exact_counts=True)
     with pytest.raises(ConfigError, match="stream_mode is a LangGraph stream mode or a list of them"):
         lg.astream(graph, {"messages": []}, stream_mode=[])
+
+
+# -- Pydantic AI: pydantic_ai.run_stream -----------------------------------------------
+
+
+def pai_agent(**kwargs: Any) -> PAIAgent[None, Any]:
+    agent: PAIAgent[None, Any] = PAIAgent(
+        TestModel(custom_output_text="all read"), name="pai_streamer", **kwargs
+    )
+
+    @agent.tool_plain
+    def look(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    return agent
+
+
+def test_a_pydantic_ai_stream_read_to_its_end_is_success_with_its_turns_and_tokens(rig: Rig) -> None:
+    async def go() -> tuple[Any, list[str]]:
+        async with pai.run_stream(pai_agent(), "read", hooks=rig.hooks, task_type=TASK) as run:
+            texts = [text async for text in run.stream_text()]
+        return run, texts
+
+    run, texts = asyncio.run(go())
+    res = run.result
+    assert texts and texts[-1] == "all read"
+    assert res is not None and (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "all read", 2)
+    assert (res.input_tokens, res.output_tokens) == (
+        run.response.usage.input_tokens,
+        run.response.usage.output_tokens,
+    )
+    assert [s.name for s in rig.spans() if s.name.startswith(n.SPAN_EXECUTE_TOOL)] == ["execute_tool look"]
+    assert rig.stops("pai_streamer", TASK, "success") == 1
+
+
+def test_a_pydantic_ai_stream_past_its_request_limit_ends_the_block_as_a_turns_limit(rig: Rig) -> None:
+    async def go() -> Any:
+        limits = UsageLimits(request_limit=1)
+        async with pai.run_stream(
+            pai_agent(), "x", hooks=rig.hooks, task_type=TASK, usage_limits=limits
+        ) as run:
+            async for _ in run.stream_text():  # the limit stopped the run before its output streamed
+                pass
+            assert run.response is None and run.result is not None
+        return run
+
+    res = asyncio.run(go()).result
+    assert res is not None and (res.reason, res.limit) == (StopReason.LIMIT, LimitKind.TURNS)
+    assert rig.stops("pai_streamer", TASK, "limit", "turns") == 1
+
+
+def test_a_pydantic_ai_stream_left_unread_is_cancelled_and_the_callers_own_error_goes_on(rig: Rig) -> None:
+    async def left() -> Any:
+        async with pai.run_stream(pai_agent(), "x", hooks=rig.hooks, task_type=TASK) as run:
+            pass
+        return run
+
+    res = asyncio.run(left()).result
+    assert res is not None and res.reason is StopReason.CANCELLED
+
+    async def broken() -> Any:
+        async with pai.run_stream(pai_agent(), "x", hooks=rig.hooks, task_type=TASK) as run:
+            runs.append(run)
+            raise KeyError("the caller's own bug")
+
+    runs: list[Any] = []
+    with pytest.raises(KeyError, match="the caller's own bug"):
+        asyncio.run(broken())
+    assert runs[0].result is not None and (runs[0].result.reason, runs[0].result.error_type) == (
+        StopReason.ERROR,
+        "KeyError",
+    )
+    assert rig.stops("pai_streamer", TASK, "cancelled") == rig.stops("pai_streamer", TASK, "error") == 1
+
+
+def test_a_pydantic_ai_limit_raised_while_the_caller_reads_ends_the_block_not_the_caller(rig: Rig) -> None:
+    read: list[str] = []
+
+    async def go() -> Any:
+        limits = UsageLimits(output_tokens_limit=5)
+        async with pai.run_stream(
+            pai_agent(), "x", hooks=rig.hooks, task_type=TASK, usage_limits=limits
+        ) as run:
+            async for text in run.stream_text():
+                read.append(text)
+            read.append("after the stream")
+        return run
+
+    res = asyncio.run(go()).result
+    assert "after the stream" not in read
+    assert res is not None and (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TOKENS, 2)
+    assert rig.stops("pai_streamer", TASK, "limit", "tokens") == 1

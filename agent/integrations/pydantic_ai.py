@@ -33,8 +33,9 @@ runs end:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,6 +148,101 @@ async def arun(
         totals.count(recorder)
         return _stopped(recorder, exc)
     totals.count(recorder)
+    return _ended(recorder, result)
+
+
+@contextlib.asynccontextmanager
+async def run_stream(
+    agent: PAIAgent[Any, Any],
+    user_prompt: Any = None,
+    *,
+    hooks: RunHooks | None = None,
+    task_type: str = "default",
+    verifiers: Sequence[Verifier] | Verifier | None = None,
+    run_id: str | None = None,
+    resumed: RunResult | None = None,
+    agent_name: str | None = None,
+    help_seconds: float | None = None,
+    **run_kwargs: Any,
+) -> AsyncIterator[StreamedRun]:
+    """`agent.run_stream(user_prompt, **run_kwargs)` observed as `arun` observes `agent.run`:
+
+        async with endstate_pai.run_stream(agent, prompt, hooks=hooks, task_type="ticket") as run:
+            async for text in run.stream_text():  # as Pydantic AI's StreamedRunResult streams it
+                ...
+        run.result  # the RunResult (set already if the run stopped before its output streamed)
+
+    A stop Pydantic AI raises while the caller reads (a usage limit, a refusal) ends the block and
+    is the result, as `arun` never raises for it; the caller's own exception is recorded (`error`)
+    and goes on up. A block left before the output has streamed to its end is the caller
+    stopping: the run is cancelled.
+    """
+    need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run_stream", "a pydantic_ai.Agent")
+    recorder = _recorder(
+        agent,
+        user_prompt,
+        run_kwargs,
+        hooks=hooks,
+        task_type=task_type,
+        verifiers=verifiers,
+        run_id=run_id,
+        resumed=resumed,
+        agent_name=agent_name,
+        help_seconds=help_seconds,
+    )
+    totals = _Totals(before=_usage(run_kwargs.get("usage")))
+    capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder, totals)]
+    run, yielded = StreamedRun(), False
+    try:
+        with recorder.running():
+            async with agent.run_stream(user_prompt, capabilities=capabilities, **run_kwargs) as response:
+                run.response, yielded = response, True
+                yield run
+                done = response.result if response.is_complete else None
+    except _STOPS as exc:
+        totals.count(recorder)
+        run.result = _stopped(recorder, exc)
+        if not yielded:  # the run stopped before its output began to stream: the block sees the stop
+            yield run
+        return
+    except BaseException as exc:
+        totals.count(recorder)
+        run.result = _stopped(recorder, exc)
+        raise
+    totals.count(recorder)
+    run.result = _ended(recorder, done)
+
+
+class StreamedRun:
+    """A streamed Pydantic AI run: Pydantic AI's `StreamedRunResult` at `response` (None when the
+    run stopped before its output began to stream), then `result`. Its `stream_text`,
+    `stream_output` and `stream_response` are the response's, or give nothing after such a stop."""
+
+    response: Any = None
+    result: RunResult | None = None
+
+    def stream_text(self, **kwargs: Any) -> AsyncIterator[str]:
+        return self._stream("stream_text", kwargs)
+
+    def stream_output(self, **kwargs: Any) -> AsyncIterator[Any]:
+        return self._stream("stream_output", kwargs)
+
+    def stream_response(self, **kwargs: Any) -> AsyncIterator[Any]:
+        return self._stream("stream_response", kwargs)
+
+    async def _stream(self, name: str, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+        if self.response is not None:
+            async for item in getattr(self.response, name)(**kwargs):
+                yield item
+
+
+_STOPS = (UsageLimitExceeded, ContentFilterError, RunCancelled)  # the stops Pydantic AI raises
+
+
+def _ended(recorder: Recorder, result: AgentRunResult[Any] | None) -> RunResult:
+    """The run's output, a deferred call, or (None) a stream the caller stopped reading."""
+    if result is None:
+        return recorder.fail(GeneratorExit("the caller stopped reading the stream"))
     if isinstance(result.output, DeferredToolRequests):
         return _suspend(recorder, result.output, result)
     return recorder.succeed(result.output, raw=result)
