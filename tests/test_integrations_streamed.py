@@ -11,8 +11,14 @@ from typing import Any
 
 import pytest
 from agents import Agent as OAAgent
+from agents import (
+    GuardrailFunctionOutput,
+    InputGuardrail,
+    OutputGuardrail,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents import Usage as OAUsage
-from agents import function_tool, set_tracing_disabled
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from integrations_support import Rig, calls, graph_of, rigged, says
 from langchain_core.tools import tool as lc_tool
@@ -367,3 +373,48 @@ def test_a_pydantic_ai_limit_raised_while_the_caller_reads_ends_the_block_not_th
     assert "after the stream" not in read
     assert res is not None and (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TOKENS, 2)
     assert rig.stops("pai_streamer", TASK, "limit", "tokens") == 1
+
+
+async def tripped(ctx: Any, agent: Any, data: Any) -> GuardrailFunctionOutput:
+    return GuardrailFunctionOutput(output_info="secret", tripwire_triggered=True)
+
+
+@pytest.mark.parametrize(
+    ("options", "reason", "detail"),
+    [
+        ({"input_guardrails": [InputGuardrail(tripped)]}, StopReason.GAVE_UP, "guardrail"),
+        ({"output_guardrails": [OutputGuardrail(tripped)]}, StopReason.GAVE_UP, "guardrail"),
+        (
+            {"max_turns": 1, "error_handlers": {"max_turns": lambda data: "partial"}},
+            StopReason.LIMIT,
+            "turns",
+        ),
+    ],
+    ids=["input_guardrail", "output_guardrail", "error_handler"],
+)
+def test_a_streamed_run_stopped_by_a_guardrail_or_handled_by_an_error_handler_keeps_its_stop(
+    rig: Rig, options: dict[str, Any], reason: StopReason, detail: str
+) -> None:
+    runner = {k: options.pop(k) for k in ("max_turns", "error_handlers") if k in options}
+    agent = OAAgent(
+        name="streamer",
+        model=ScriptedModel(
+            [
+                ModelStep(output=[function_call("read", {"path": "a"}, call_id="c1")], usage=usage()),
+                ModelStep(output=[assistant_message("the password")], usage=usage()),
+            ]
+        ),
+        tools=[read],
+        **options,
+    )
+
+    async def go() -> oa.StreamedRun:
+        stream = oa.run_streamed(agent, "x", hooks=rig.hooks, task_type=TASK, **runner)
+        await read_all(stream)
+        return stream
+
+    res = asyncio.run(go()).result
+    assert res is not None and res.reason is reason
+    assert (res.cause if reason is StopReason.GAVE_UP else res.limit) == detail
+    if runner:
+        assert res.output == "partial"
