@@ -35,7 +35,6 @@ their own). How runs end:
 from __future__ import annotations
 
 import asyncio
-import copy
 import inspect
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -76,8 +75,10 @@ class EndstateRunHooks(OARunHooks[Any]):
 
     def __init__(self, recorder: Recorder, inner: OARunHooks[Any] | None = None, before: Any = None) -> None:
         self.recorder, self.inner = recorder, inner
-        self.before = _usage_of(before) if before is not None else Usage()  # a resumed RunState's totals
-        self.totals: Any = before  # the SDK's running totals, once a hook has shown them
+        self.before = (
+            _usage_of(before) if before is not None else Usage()
+        )  # a resumed RunState's, as it began
+        self.totals: Any = before  # the SDK's running totals (live: the SDK adds to them as it goes)
 
     def count_unseen(self) -> None:
         """The calls the SDK counted in the run and no hook of it saw: an agent run as a tool
@@ -414,8 +415,7 @@ def _tool_names(agent: OAAgent[Any]) -> list[str]:
 def _usage_before(input: Any) -> Any:
     """The SDK's running totals a resumed `RunState` brings (its earlier segments'), else None."""
     context = getattr(input, "_context", None) if isinstance(input, RunState) else None
-    usage = getattr(context, "usage", None)
-    return copy.deepcopy(usage) if usage is not None else None
+    return getattr(context, "usage", None)
 
 
 def _text(output: Sequence[Any]) -> str:
