@@ -396,3 +396,36 @@ def test_a_home_grown_generator_the_caller_stops_reading_ends_cancelled(rig: Rig
     assert run.result is not None and (run.result.reason, run.result.turns) == (StopReason.CANCELLED, 1)
     assert rig.stops("streaming_loop", TASK, "cancelled") == 1
     assert rig.stops("streaming_loop", TASK, "error") == 0
+
+
+def test_a_home_grown_run_that_waited_goes_on_as_the_same_run(rig: Rig) -> None:
+    """A loop that asked a person resumes with `resumed=` its result: one run (counted started once,
+    resumed once), its turns and tokens going on, the person's wait recorded."""
+    with observe_run(rig.hooks, agent="raw_loop", task_type=TASK, model="m") as first:
+        with first.turn(), first.model_call() as call:
+            call.reply(input_tokens=5, output_tokens=2, text="May I delete it?")
+        first.need_help("May I delete it?", state={"messages": ["..."]})
+    asked = first.result
+    assert asked is not None and asked.reason is StopReason.NEED_HELP
+    with (
+        observe_run(rig.hooks, agent="raw_loop", task_type=TASK, model="m", resumed=asked) as then,
+        then.turn(),
+        then.model_call() as call,
+    ):
+        call.reply(input_tokens=7, output_tokens=3, text="deleted")
+    done = then.result
+    assert done is not None and (done.reason, done.run_id, done.turns, done.input_tokens) == (
+        StopReason.SUCCESS,
+        asked.run_id,
+        2,
+        12,
+    )
+    run = {"agent": "raw_loop", "task_type": TASK}
+    assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", **run) == 1
+    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help") == 1
+    assert rig.value(f"{n.METRIC_HUMAN_WAIT_SECONDS}_count", **run, outcome="answered") == 1
+    with (
+        pytest.raises(ConfigError, match=r"takes a need_help RunResult to go on from, not success"),
+        observe_run(rig.hooks, agent="raw_loop", task_type=TASK, resumed=done),
+    ):
+        pass

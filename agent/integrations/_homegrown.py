@@ -183,6 +183,14 @@ class ToolRun:
         self.text, self.error_type = text, error_type
 
 
+def _waiting(resumed: Any) -> RunResult | None:
+    """`resumed` when it is a run that waits for a person, else a clear `ConfigError`."""
+    if resumed is None or (isinstance(resumed, RunResult) and resumed.reason is StopReason.NEED_HELP):
+        return resumed
+    shown = resumed.reason if isinstance(resumed, RunResult) else type(resumed).__name__
+    raise ConfigError(f"observe_run(resumed=...) takes a need_help RunResult to go on from, not {shown}")
+
+
 def _named(kind: type[E], value: Any, what: str) -> E:
     """`value` as a member of the enum `kind`, or a `ConfigError` listing the names it takes."""
     try:
@@ -204,6 +212,8 @@ def observe_run(
     tools: Sequence[str] = (),
     limits: Mapping[str, float] | None = None,
     verifiers: Sequence[Verifier] | Verifier | None = None,
+    resumed: RunResult | None = None,
+    help_seconds: float | None = None,
 ) -> Iterator[ObservedRun]:
     """Observe a home-grown agent loop with Endstate's spans and metrics.
 
@@ -212,6 +222,10 @@ def observe_run(
             call.reply(client.messages.create(...))
         run.succeed()
     run.result.reason  # StopReason.SUCCESS
+
+    A run that stopped `need_help` goes on with `resumed=` its result: the same run (its id, its
+    totals, the next segment linked to the last), the person's wait recorded as answered now.
+    `help_seconds` is how long a `need_help` waits (default a day).
     """
     recorder = Recorder.start(
         hooks,
@@ -223,6 +237,8 @@ def observe_run(
         tools=tools,
         limits=limits,
         verifiers=verifiers,
+        resumed=_waiting(resumed),
+        help_seconds=help_seconds,
     )
     run = ObservedRun(recorder)
     try:
