@@ -418,3 +418,31 @@ def test_a_streamed_run_stopped_by_a_guardrail_or_handled_by_an_error_handler_ke
     assert (res.cause if reason is StopReason.GAVE_UP else res.limit) == detail
     if runner:
         assert res.output == "partial"
+
+
+def test_a_stream_never_read_starts_no_run_and_bad_options_are_refused_at_the_call(rig: Rig) -> None:
+    """A stream made and dropped (an early return, say) would leave a run started that never ends:
+    the run starts when the stream is first read. Endstate's own options are checked at once."""
+
+    async def made_only() -> None:
+        oa.run_streamed(reader("never"), "x", hooks=rig.hooks, task_type=TASK)
+        lg.astream(graph_of([says("never")]), {"messages": [("user", "x")]}, hooks=rig.hooks, task_type=TASK)
+
+    asyncio.run(made_only())
+    assert rig.spans() == []
+    for agent in ("streamer", "lg_agent"):
+        assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", agent=agent, task_type=TASK) == 0
+    with pytest.raises(ConfigError, match="task_type must be a non-empty string"):
+        oa.run_streamed(reader("x"), "x", task_type="")
+    with pytest.raises(ConfigError, match="task_type must be a non-empty string"):
+        lg.astream(graph_of([says("x")]), {"messages": []}, task_type="")
+
+
+def test_an_openai_agents_stream_read_twice_is_a_clear_error(rig: Rig) -> None:
+    async def twice() -> None:
+        stream = oa.run_streamed(reader("done"), "x", hooks=rig.hooks, task_type=TASK)
+        await read_all(stream)
+        await read_all(stream)
+
+    with pytest.raises(ConfigError, match="read already"):
+        asyncio.run(twice())

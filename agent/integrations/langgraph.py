@@ -65,7 +65,7 @@ from langgraph.types import Command, Interrupt
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
-from agent.integrations._observe import Recorder, Usage, need
+from agent.integrations._observe import Recorder, Usage, _check_options, need
 from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
@@ -318,9 +318,9 @@ def astream(
     if not modes or not all(isinstance(m, str) for m in modes):
         raise ConfigError(f"stream_mode is a LangGraph stream mode or a list of them, not {stream_mode!r}")
     options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
+    _check_options(options.get("hooks"), options.get("task_type", "default"), options.get("run_id"))
     config = dict(config or {})
-    recorder = _recorder(graph, input, config, **options)
-    return GraphStream(graph, input, config, recorder, modes, isinstance(stream_mode, str), prices, kwargs)
+    return GraphStream(graph, input, config, options, modes, isinstance(stream_mode, str), prices, kwargs)
 
 
 class GraphStream:
@@ -331,20 +331,23 @@ class GraphStream:
         graph: Any,
         input: Any,
         config: dict[str, Any],
-        recorder: Recorder,
+        options: dict[str, Any],
         modes: list[str],
         single: bool,
         prices: PriceTable | None,
         invoke_kwargs: dict[str, Any],
     ) -> None:
-        self._graph, self._input, self._config, self._recorder = graph, input, config, recorder
+        self._graph, self._input, self._config, self._options = graph, input, config, options
         self._modes, self._single, self._prices, self._kwargs = modes, single, prices, invoke_kwargs
+        self._read = False
         self.result: RunResult | None = None
 
     async def __aiter__(self) -> AsyncIterator[Any]:
-        if self.result is not None:
+        """The run starts when the stream is first read: one never read starts nothing."""
+        if self._read:
             raise ConfigError("this stream was read already: start another with langgraph.astream")
-        recorder, config = self._recorder, self._config
+        self._read, config = True, self._config
+        recorder = _recorder(self._graph, self._input, config, **self._options)
         reading = _Stream(self._graph, recorder, self._prices)
         try:
             chunks = reading.chunks(self._input, config, self._kwargs, self._modes)

@@ -55,7 +55,7 @@ from agents.run_state import RunState
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, _text_of, need
+from agent.integrations._observe import Recorder, Usage, _check_options, _text_of, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -177,42 +177,47 @@ async def arun(
 
 def run_streamed(agent: OAAgent[Any], input: Any, **kwargs: Any) -> StreamedRun:
     """`Runner.run_streamed(agent, input, ...)`, observed as `arun` observes `Runner.run` (`arun`'s
-    options). Read the SDK's events from `stream_events()`; once the stream ends, `.result` is the
-    run's `RunResult` (the stream never raises for a stop: a limit, a guardrail or an error end
-    it, and `.result` says which). A caller that stops reading (breaks out, or closes the stream)
-    cancels the SDK's run: it ends `cancelled`. Call it inside a running event loop, as the SDK's.
+    options). The SDK's run starts when `stream_events()` is first read (a stream never read
+    starts nothing), which gives its events; once the stream ends, `.result` is the run's
+    `RunResult` and `.raw` the SDK's `RunResultStreaming` (the stream never raises for a stop: a
+    limit, a guardrail or an error end it, and `.result` says which). A caller that stops
+    reading (breaks out, or closes the stream) cancels the SDK's run: it ends `cancelled`.
     """
-    run = _Observed.start(agent, input, "openai_agents.run_streamed", kwargs)
-    with run.recorder.running():  # the SDK's run task takes the context as it is now
-        raw = Runner.run_streamed(agent, input, hooks=run.hooks, **run.runner_kwargs)
-    return StreamedRun(run, raw)
+    need(agent, isinstance(agent, OAAgent), "openai_agents.run_streamed", "an agents.Agent")
+    _check_options(kwargs.get("hooks"), kwargs.get("task_type", "default"), kwargs.get("run_id"))
+    return StreamedRun(agent, input, kwargs)
 
 
 class StreamedRun:
     """A streamed SDK run: its events, then Endstate's `result`."""
 
-    def __init__(self, run: _Observed, raw: Any) -> None:
-        self._run, self.raw = run, raw  # `raw`: the SDK's RunResultStreaming
+    def __init__(self, agent: OAAgent[Any], input: Any, kwargs: dict[str, Any]) -> None:
+        self._agent, self._input, self._kwargs = agent, input, kwargs
+        self.raw: Any = None  # the SDK's RunResultStreaming, once the run has started
         self.result: RunResult | None = None
 
     async def stream_events(self) -> AsyncIterator[Any]:
         """The SDK's stream events, as `RunResultStreaming.stream_events()` gives them."""
+        if self.raw is not None:
+            raise ConfigError("this stream was read already: start another with openai_agents.run_streamed")
+        run = _Observed.start(self._agent, self._input, "openai_agents.run_streamed", dict(self._kwargs))
         try:
+            with run.recorder.running():  # the SDK's run task takes the context as it is now
+                self.raw = Runner.run_streamed(self._agent, self._input, hooks=run.hooks, **run.runner_kwargs)
             async for event in self.raw.stream_events():
                 yield event
         except (Exception, asyncio.CancelledError) as exc:
-            self.result = self._run.stopped(exc)
-            if isinstance(exc, asyncio.CancelledError):  # the reading task is cancelled: so is the run
+            self.result = run.stopped(exc)
+            if self.raw is not None and isinstance(exc, asyncio.CancelledError):  # so is the run
                 self.raw.cancel()
                 raise
         else:
-            self.result = self._run.ended(self.raw)
+            self.result = run.ended(self.raw)
         finally:
             if self.result is None:  # the caller stopped reading: the run goes no further
-                self.raw.cancel()
-                self.result = self._run.stopped(
-                    asyncio.CancelledError("the caller stopped reading the stream")
-                )
+                if self.raw is not None:
+                    self.raw.cancel()
+                self.result = run.stopped(asyncio.CancelledError("the caller stopped reading the stream"))
 
 
 class _Observed:
