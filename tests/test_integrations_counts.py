@@ -4,6 +4,7 @@ takes no more calls."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -429,3 +430,18 @@ def test_a_home_grown_run_that_waited_goes_on_as_the_same_run(rig: Rig) -> None:
         observe_run(rig.hooks, agent="raw_loop", task_type=TASK, resumed=done),
     ):
         pass
+
+
+def test_runs_at_once_each_with_an_observed_delegate_count_their_own_calls(rig: Rig) -> None:
+    """Many runs in one event loop, each delegating to a run of its own: each delegate is nested in
+    the run that started it (a context variable per task), never in another one running beside it."""
+    pairs = [delegating(True, rig) for _ in range(8)]
+
+    async def all_at_once() -> list[Any]:
+        return await asyncio.gather(
+            *(pai.arun(outer, "joke", hooks=rig.hooks, task_type=TASK) for outer, _ in pairs)
+        )
+
+    results = asyncio.run(all_at_once())
+    assert [(r.reason, r.input_tokens) for r in results] == [(StopReason.SUCCESS, 20)] * 8
+    assert [[inner.input_tokens for inner in nested] for _, nested in pairs] == [[10]] * 8
