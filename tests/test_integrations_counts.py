@@ -14,13 +14,13 @@ from agents import Agent as OAAgent
 from agents import Usage as OAUsage
 from agents import function_tool, set_tracing_disabled
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
+from agents.usage import InputTokensDetails, OutputTokensDetails
 from integrations_support import Chat, Rig, calls, graph_of, rigged, says
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from messages_api import MessagesAPI, message, text
-from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 from pydantic_ai import Agent as PAIAgent
 from pydantic_ai import RunContext as PAIRunContext
 from pydantic_ai.capabilities import AbstractCapability
