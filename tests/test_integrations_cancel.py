@@ -1,5 +1,6 @@
-"""A foreign run whose task is cancelled while a tool runs ends `cancelled`: the tool's span is
-closed as interrupted (no failed span), the stop counted, and nothing of the run left open."""
+"""A foreign run stopped inside a tool: its task cancelled while the tool runs (`cancelled`, the
+tool's span closed as interrupted, no failed span, nothing left open), or a tool guardrail tripped
+(`gave_up`, cause `guardrail`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from typing import Any
 
 import pytest
 from agents import Agent as OAAgent
-from agents import function_tool, set_tracing_disabled
+from agents import (
+    ToolGuardrailFunctionOutput,
+    function_tool,
+    set_tracing_disabled,
+    tool_input_guardrail,
+    tool_output_guardrail,
+)
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from integrations_support import Rig, calls, graph_of, rigged, says
 from langchain_core.tools import tool as lc_tool
@@ -82,3 +89,39 @@ def test_a_run_cancelled_while_its_tool_runs_ends_cancelled_with_the_tool_cut_of
     assert rig.stops("slow_agent", TASK, "cancelled") == 1
     (span,) = rig.run_spans()
     assert (span.attributes or {})[n.STOP_REASON] == "cancelled"
+
+
+@tool_input_guardrail
+def no_secrets_in(data: Any) -> ToolGuardrailFunctionOutput:
+    return ToolGuardrailFunctionOutput.raise_exception(output_info="a secret path")
+
+
+@tool_output_guardrail
+def no_secrets_out(data: Any) -> ToolGuardrailFunctionOutput:
+    return ToolGuardrailFunctionOutput.raise_exception(output_info="a secret")
+
+
+@pytest.mark.parametrize(
+    ("guardrails", "name"),
+    [
+        ({"tool_input_guardrails": [no_secrets_in]}, "no_secrets_in"),
+        ({"tool_output_guardrails": [no_secrets_out]}, "no_secrets_out"),
+    ],
+)
+def test_an_openai_agents_tool_guardrail_tripwire_is_gave_up_guardrail_naming_it(
+    rig: Rig, guardrails: dict[str, Any], name: str
+) -> None:
+    @function_tool(**guardrails)
+    def read(path: str) -> str:
+        """Read a file."""
+        return "the secret"
+
+    steps = [
+        ModelStep(output=[function_call("read", {"path": "a"}, call_id="c1")]),
+        ModelStep(output=[assistant_message("done")]),
+    ]
+    agent = OAAgent(name="guarded", model=ScriptedModel(steps), tools=[read])
+    res = oa.run(agent, "read a", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.cause) == (StopReason.GAVE_UP, "guardrail")
+    assert res.note.startswith(f"Guardrail {name} tripped")
+    assert rig.stops("guarded", TASK, "gave_up", cause="guardrail") == 1

@@ -438,8 +438,9 @@ def _calls(output: Sequence[Any]) -> bool:
 
 
 def _guardrail_note(exc: Exception) -> str:
+    """Which guardrail tripped: an agent's (on its result) or a tool's (on the exception itself)."""
     found = getattr(exc, "guardrail_result", None)
-    guardrail = getattr(found, "guardrail", None)
+    guardrail = getattr(found, "guardrail", None) or getattr(exc, "guardrail", None)
     name = guardrail.get_name() if guardrail is not None and hasattr(guardrail, "get_name") else ""
     return f"Guardrail {name} tripped: {type(exc).__name__}".replace("  ", " ")
 
