@@ -5,6 +5,7 @@ tool's span closed as interrupted, no failed span, nothing left open), or a tool
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ from agent import StopReason
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
 from agent.integrations import pydantic_ai as pai
+from agent.integrations._sync import run_sync
 from telemetry import names as n
 
 TASK = "cancelled_mid_tool"
@@ -125,3 +127,22 @@ def test_an_openai_agents_tool_guardrail_tripwire_is_gave_up_guardrail_naming_it
     assert (res.reason, res.cause) == (StopReason.GAVE_UP, "guardrail")
     assert res.note.startswith(f"Guardrail {name} tripped")
     assert rig.stops("guarded", TASK, "gave_up", cause="guardrail") == 1
+
+
+@pytest.mark.parametrize("framework", [pydantic_ai, openai_agents, langgraph])
+def test_ctrl_c_during_a_sync_run_ends_it_cancelled(rig: Rig, framework: Callable[..., Any]) -> None:
+    """The sync entry points run the framework in `asyncio.run`, which turns Ctrl-C (SIGINT) into
+    the cancellation of the run: `cancelled`, as the table says, the tool cut off."""
+
+    async def slow(path: str) -> str:
+        """Wait for Ctrl-C."""
+        signal.raise_signal(signal.SIGINT)  # what a person's Ctrl-C sends the process
+        await asyncio.Event().wait()
+        return "never"
+
+    async def run() -> Any:
+        return await framework(slow, rig.hooks)
+
+    res = run_sync(run())
+    assert res.reason is StopReason.CANCELLED
+    assert rig.stops("slow_agent", TASK, "cancelled") == 1
