@@ -26,6 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
 from pydantic_ai import Agent as PAIAgent
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import UsageLimits
 
 from agent import LimitKind, StopReason
@@ -446,3 +447,26 @@ def test_an_openai_agents_stream_read_twice_is_a_clear_error(rig: Rig) -> None:
 
     with pytest.raises(ConfigError, match="read already"):
         asyncio.run(twice())
+
+
+def test_a_pydantic_ai_stream_ending_in_a_deferred_approval_is_need_help_and_resumes(rig: Rig) -> None:
+    agent: PAIAgent[None, Any] = PAIAgent(
+        TestModel(custom_output_text="deleted"), name="pai_streamer", output_type=[str, DeferredToolRequests]
+    )
+
+    @agent.tool_plain(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    async def go() -> Any:
+        async with pai.run_stream(agent, "delete a", hooks=rig.hooks, task_type=TASK) as run:
+            async for _ in run.stream_output():
+                pass
+        return run
+
+    asked = asyncio.run(go()).result
+    assert asked is not None and asked.reason is StopReason.NEED_HELP
+    assert asked.suspension is not None and asked.suspension.question == 'Approve delete({"path": "a"})?'
+    done = pai.resume(agent, asked, approved=True, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "deleted", asked.run_id)
