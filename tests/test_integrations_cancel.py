@@ -129,6 +129,16 @@ def test_an_openai_agents_tool_guardrail_tripwire_is_gave_up_guardrail_naming_it
     assert rig.stops("guarded", TASK, "gave_up", cause="guardrail") == 1
 
 
+@pytest.fixture
+def ctrl_c_as_python_has_it() -> Iterator[None]:
+    """SIGINT handled by Python's default handler, which `asyncio.run` replaces with its own only
+    then (another test, or a test runner, may have left another handler)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_as_python_has_it")
 @pytest.mark.parametrize("framework", [pydantic_ai, openai_agents, langgraph])
 def test_ctrl_c_during_a_sync_run_ends_it_cancelled(rig: Rig, framework: Callable[..., Any]) -> None:
     """The sync entry points run the framework in `asyncio.run`, which turns Ctrl-C (SIGINT) into
