@@ -147,12 +147,25 @@ def guard(hooks: RunHooks, info: RunInfo) -> RunObserver:
     except Exception:
         log.warning("telemetry hook run_started failed; the run goes on", exc_info=True)
         return RunObserver()
+    if observer is None:
+        log.warning("telemetry hook run_started returned no observer; the run goes on unobserved by it")
+        return RunObserver()
     return observer if getattr(type(observer), "guarded", False) is True else _Guarded(observer)
 
 
 def hook_failed(name: str) -> None:
     """Log, once per failure, that an observer's `name` raised: the run goes on."""
     log.warning("telemetry hook %s failed; the run goes on", name, exc_info=True)
+
+
+def _id_of(observer: RunObserver, name: str) -> str | None:
+    """The observer's `trace_id` or `span_id` if a string; None if not, or if reading it raises."""
+    try:
+        value = getattr(observer, name, None)
+    except Exception:
+        hook_failed(name)
+        return None
+    return value if isinstance(value, str) else None
 
 
 class _Guarded(RunObserver):
@@ -162,8 +175,8 @@ class _Guarded(RunObserver):
 
     def __init__(self, inner: RunObserver) -> None:
         self._inner = inner
-        self.trace_id = inner.trace_id
-        self.span_id = inner.span_id
+        self.trace_id = _id_of(inner, "trace_id")
+        self.span_id = _id_of(inner, "span_id")
 
     def turn_started(self, index: int, continued: bool = False) -> None:
         try:

@@ -40,9 +40,18 @@ class ObservedRun:
     def run_id(self) -> str:
         return self._rec.info.run_id
 
+    def _going(self, what: str) -> None:
+        """A clear `ConfigError` for a call reported after the run ended (its totals are final)."""
+        if (ended := self._rec.result) is not None:
+            raise ConfigError(
+                f"run.{what}() after the run ended ({ended.reason}): its result is final; "
+                "start a new observe_run for another run"
+            )
+
     @contextlib.contextmanager
     def turn(self) -> Iterator[int]:
         """One turn: its model call and the tool calls that follow it."""
+        self._going("turn")
         index = self._rec.begin_turn()
         self._rec.explicit_turns = True
         try:
@@ -53,6 +62,7 @@ class ObservedRun:
     @contextlib.contextmanager
     def model_call(self, max_tokens: int = 0) -> Iterator[ModelCall]:
         """Time a model call; give its reply to `call.reply(...)` inside the block."""
+        self._going("model_call")
         self._rec.model_started(max_tokens)
         call = ModelCall(self._rec)
         try:
@@ -70,6 +80,7 @@ class ObservedRun:
         """Time a tool call; give its result to `t.result(...)`. An exception is an error outcome."""
         if arguments is not None and not isinstance(arguments, Mapping):
             raise ConfigError(f"run.tool({name!r}, arguments=...) takes a dict, not {arguments!r}")
+        self._going("tool")
         call_id = call_id or uuid.uuid4().hex[:12]
         self._rec.tool_started(call_id, name, arguments)
         handle = ToolRun()
@@ -97,9 +108,17 @@ class ObservedRun:
         return self._rec.suspend(question, pending, raw=state)
 
     def stop(self, reason: StopReason | str, note: str = "") -> RunResult:
-        """Any other stop reason (`no_progress`, `cancelled`, `error`...); `success` and `need_help`
-        go the way `succeed` and `need_help` do (verified; a question with a deadline)."""
+        """Any other stop reason (`no_progress`, `cancelled`, `error`...); `success`, `need_help` and
+        `gave_up` go the way `succeed`, `need_help` and `give_up` do (verified; a question with a
+        deadline; the agent's own give-up). `limit` must say which: use `limit(kind)`."""
         reason = _named(StopReason, reason, "stop reason")
+        if reason is StopReason.LIMIT:
+            kinds = ", ".join(str(k) for k in LimitKind)
+            raise ConfigError(
+                f"run.stop('limit') does not say which limit: use run.limit(kind), kind one of {kinds}"
+            )
+        if reason is StopReason.GAVE_UP:
+            return self.give_up(note)
         if reason is StopReason.SUCCESS:
             return self.succeed(note or None)
         if reason is StopReason.NEED_HELP:
@@ -164,6 +183,14 @@ class ToolRun:
         self.text, self.error_type = text, error_type
 
 
+def _waiting(resumed: Any) -> RunResult | None:
+    """`resumed` when it is a run that waits for a person, else a clear `ConfigError`."""
+    if resumed is None or (isinstance(resumed, RunResult) and resumed.reason is StopReason.NEED_HELP):
+        return resumed
+    shown = resumed.reason if isinstance(resumed, RunResult) else type(resumed).__name__
+    raise ConfigError(f"observe_run(resumed=...) takes a need_help RunResult to go on from, not {shown}")
+
+
 def _named(kind: type[E], value: Any, what: str) -> E:
     """`value` as a member of the enum `kind`, or a `ConfigError` listing the names it takes."""
     try:
@@ -185,6 +212,8 @@ def observe_run(
     tools: Sequence[str] = (),
     limits: Mapping[str, float] | None = None,
     verifiers: Sequence[Verifier] | Verifier | None = None,
+    resumed: RunResult | None = None,
+    help_seconds: float | None = None,
 ) -> Iterator[ObservedRun]:
     """Observe a home-grown agent loop with Endstate's spans and metrics.
 
@@ -193,6 +222,10 @@ def observe_run(
             call.reply(client.messages.create(...))
         run.succeed()
     run.result.reason  # StopReason.SUCCESS
+
+    A run that stopped `need_help` goes on with `resumed=` its result: the same run (its id, its
+    totals, the next segment linked to the last), the person's wait recorded as answered now.
+    `help_seconds` is how long a `need_help` waits (default a day).
     """
     recorder = Recorder.start(
         hooks,
@@ -204,6 +237,8 @@ def observe_run(
         tools=tools,
         limits=limits,
         verifiers=verifiers,
+        resumed=_waiting(resumed),
+        help_seconds=help_seconds,
     )
     run = ObservedRun(recorder)
     try:

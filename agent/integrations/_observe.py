@@ -14,7 +14,8 @@ import contextlib
 import inspect
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,8 @@ class Recorder:
     _model_open: bool = False
     _calls: dict[str, ToolCall] = field(default_factory=dict)  # started tool calls, by id
     _started: float = field(default_factory=time.perf_counter)
+    _seen: Usage = field(default_factory=Usage)  # the calls of this segment and of its nested runs
+    _parent: Recorder | None = None  # the observed run this one runs inside (an agent as a tool)
 
     @classmethod
     def start(
@@ -150,7 +153,10 @@ class Recorder:
                 self.observer.turn_ended(self.turns, signal)
 
     def model_started(self, max_tokens: int = 0, attempt: int = 1) -> None:
-        """A model call begins; it opens the next turn unless the open one has had none yet."""
+        """A model call begins; it opens the next turn unless the open one has had none yet. Once
+        the segment has ended (a framework still running after a stop), calls are not recorded."""
+        if self.result is not None:
+            return
         if not self._turn_open or (self._turn_asked and not self.explicit_turns):
             self.begin_turn()
         self._model_open = self._turn_asked = True
@@ -170,8 +176,14 @@ class Recorder:
     ) -> None:
         """A model call ended: its usage counts towards the run (a reply the framework did not
         price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen."""
+        if self.result is not None:
+            return
         self._model_open = False
         self.usage += usage
+        outer: Recorder | None = self
+        while outer is not None:  # the runs it is nested in see it too: none counts it as unseen
+            outer._seen += usage
+            outer = outer._parent
         if text:
             self.last_text = text
         if not self.watched:
@@ -180,12 +192,19 @@ class Recorder:
         if error is None:
             content = [{"type": "text", "text": text}] if text else []
             reply = ModelReply(
-                content, usage.input_tokens, usage.output_tokens, stop_reason, model, response_id
+                content,
+                usage.input_tokens,
+                usage.output_tokens,
+                stop_reason,
+                model,
+                response_id,
+                cache_read_input_tokens=usage.cache_read_tokens,
+                cache_creation_input_tokens=usage.cache_write_tokens,
             )
         self.observer.model_ended(reply, error)
 
     def tool_started(self, call_id: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
-        if self.watched:
+        if self.watched and self.result is None:
             call = self._calls[call_id] = ToolCall(call_id, name, dict(arguments or {}))
             self.observer.tool_started(call)
 
@@ -197,13 +216,34 @@ class Recorder:
         error_type: str | None = None,
         arguments: Mapping[str, Any] | None = None,
     ) -> None:
-        if not self.watched:
+        if not self.watched or self.result is not None:
             return
         call = self._calls.pop(call_id, None)
         if call is None or call.name != name:  # started in an earlier segment, or by another name
             call = ToolCall(call_id, name, dict(arguments or {}))
         outcome = ToolOutcome(text, is_error=error_type is not None, error_type=error_type)
         self.observer.tool_ended(call, outcome)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Around the framework's run: a run observed inside it (an agent as a tool, run through
+        an integration) is nested in this one, and tells it each call it saw."""
+        self._parent = _ACTIVE.get()
+        token = _ACTIVE.set(self)
+        try:
+            yield
+        finally:
+            _ACTIVE.reset(token)
+
+    def count_unseen(self, now: Usage, before: Usage | None = None) -> None:
+        """`now`: the framework's own usage of the run, `before` what it was as this segment began.
+        What it grew by beyond the calls this run and its nested runs saw (an agent run inside a
+        tool unobserved, its calls added to the run's usage by the framework) counts in the run's
+        totals, unpriced; no span or model metric is made for calls nobody saw."""
+        tokens, prior, seen = _four(now), _four(before or Usage()), _four(self._seen)
+        inp, out, read, write = (max(0, a - b - c) for a, b, c in zip(tokens, prior, seen, strict=True))
+        if inp or out:
+            self.usage += Usage(inp, out, read, write, cost_usd=None)
 
     # -- the end ---------------------------------------------------------------
 
@@ -213,7 +253,8 @@ class Recorder:
         A failed check cannot go back to a framework that has already
         finished, so the run still ends `success`, with `verified=false`, the
         failures in the result, and a verify rejection counted: a false
-        success, shown, not hidden. A verifier that raises ends it `error`.
+        success, shown, not hidden. A verifier that raises ends it `error`
+        (interrupted by `KeyboardInterrupt`: `cancelled`), as Endstate's own runs.
         """
         shown = text if text is not None else _text_of(output)
         if not self.verifiers:
@@ -222,7 +263,13 @@ class Recorder:
         ctx.state["output"] = output
         try:
             failures = [f for v in self.verifiers for f in reasons_of(v, _checked_now(v, ctx))]
-        except Exception as exc:
+        except KeyboardInterrupt:  # as Endstate's own runs end it
+            return self.finish(
+                StopReason.CANCELLED, note="A verifier was interrupted (KeyboardInterrupt).", raw=raw
+            )
+        except (
+            BaseException
+        ) as exc:  # an Exception, or a SystemExit: the verifier failed, not the run's check
             note = f"A verifier raised {type(exc).__name__}: {exc}"
             return self.finish(StopReason.ERROR, note=note, error_type="verifier_error", raw=raw)
         self.observer.verified(failures)
@@ -241,8 +288,9 @@ class Recorder:
         return self.finish(StopReason.NEED_HELP, note=question, suspension=suspension, raw=raw)
 
     def fail(self, error: BaseException, *, raw: Any = None) -> RunResult:
-        """Any exception that is no expected stop: `error`, with its type; a cancellation: `cancelled`."""
-        if isinstance(error, asyncio.CancelledError | KeyboardInterrupt):
+        """Any exception that is no expected stop: `error`, with its type; a cancellation: `cancelled`
+        (a generator the caller closed half-read, `GeneratorExit`, is one too)."""
+        if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit):
             return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
         if self._model_open:  # the model call itself failed
             self.model_ended(Usage(), error=error)
@@ -305,6 +353,11 @@ class Recorder:
 
 
 _NO_REQUEST = ModelRequest("", (), [], 0)  # frozen: shared by every foreign model call
+_ACTIVE: ContextVar[Recorder | None] = ContextVar("endstate_foreign_run", default=None)
+
+
+def _four(usage: Usage) -> tuple[int, int, int, int]:
+    return (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
 
 
 class _Cut(Exception):

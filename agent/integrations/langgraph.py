@@ -4,6 +4,11 @@
     result = endstate_lg.run(graph, {"messages": [("user", "hi")]}, hooks=hooks, task_type="ticket",
                              config={"configurable": {"thread_id": "t1"}, "recursion_limit": 12})
 
+    stream = endstate_lg.astream(graph, input, config, stream_mode="updates", hooks=hooks, task_type="ticket")
+    async for update in stream:  # what graph.astream(input, config, stream_mode="updates") gives
+        ...
+    stream.result  # the RunResult, once the stream has ended
+
 By default the integration drives the graph's own output stream, `graph.astream(...)`
 with the `values` and `tasks` stream modes (the state after each step, and
 each task's start and end with its writes and interrupts), and returns what
@@ -17,8 +22,8 @@ own spans, never a copy of another tracer's. What the stream cannot say: a
 model call whose reply the graph does not write to its state (a router's,
 say: neither counted nor its tokens), the model call's time inside its node
 (its span covers the node's task), each of a node's parallel tool calls' own
-end (they end with the node), and the calls inside a subgraph node one by one
-(each is timed at the subgraph's end).
+end (they end with the node). A subgraph's tasks are read from its own stream
+(`subgraphs=True`): its calls counted as they happen, also when it is interrupted.
 
 `exact_counts=True` reads every chat-model and tool call from LangChain's
 callbacks instead (`langgraph_calls`): the router's call is counted, and each
@@ -47,8 +52,10 @@ anything else as JSON); `resume` gives the graph the answer, or True/False for a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -58,7 +65,7 @@ from langgraph.types import Command, Interrupt
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
-from agent.integrations._observe import Recorder, Usage, need
+from agent.integrations._observe import Recorder, Usage, _check_options, need
 from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
@@ -103,21 +110,21 @@ class _Reader:
         self.interrupts: list[Interrupt] = []  # what the run's tasks wait for, as `ainvoke` gives them
         self._seen: set[Any] = set()  # the messages already counted or in the state before the run
         self._held: list[Any] = []  # ...kept alive, so no new message gets a counted one's `id()`
-        self.seeded = False
 
     def seed(self, state: Any) -> None:
-        """The state before the run's first step (its first `values`): its messages are not this run's."""
-        self.seeded = True
+        """The state of a graph or subgraph before its first step (its first `values`): its
+        messages are not this run's."""
         for message in messages_in(state):
             self._new(message)
 
     def _new(self, message: Any) -> bool:
         return first_seen(message, self._seen, self._held)
 
-    def read(self, task: Mapping[str, Any]) -> None:
-        """One chunk of the `tasks` stream: a task's start (it has "triggers") or its end."""
+    def read(self, task: Mapping[str, Any], inner: bool = False) -> None:
+        """One chunk of the `tasks` stream, of the graph or (`inner`) of a subgraph: a task's start
+        (it has "triggers") or its end."""
         if "triggers" not in task:
-            self.task_ended(task)
+            self.task_ended(task, inner)
         elif self.recorder.watched:  # only hooks need to know when a call starts
             self.task_started(task)
 
@@ -136,8 +143,9 @@ class _Reader:
                     self.recorder.tool_started(call_id, name, arguments)
                     opened.append(call_id)
 
-    def task_ended(self, task: Mapping[str, Any]) -> None:
-        """A task's end: its replies and tool results in the order written, its error, its interrupts."""
+    def task_ended(self, task: Mapping[str, Any], inner: bool = False) -> None:
+        """A task's end: its replies and tool results in the order written, its error, its
+        interrupts (a subgraph's reach the graph with the task that ran it)."""
         task_id, error = task["id"], task["error"]
         for message in messages_in(task["result"]):  # anything else in a list is passed over
             if not isinstance(message, AIMessage | ToolMessage) or not self._new(message):
@@ -146,7 +154,7 @@ class _Reader:
                 self._replied(task["name"], message)
             elif self.recorder.watched:
                 self._tool_result(task["name"], message)
-        if task["interrupts"]:
+        if task["interrupts"] and not inner:
             self.interrupts += [_interrupt(i) for i in task["interrupts"]]
         if self._model_task == task_id:  # its node wrote no reply
             self._model_task = None
@@ -249,7 +257,8 @@ async def arun(
     """`graph.ainvoke(input, config, **invoke_kwargs)`, ended in a stop reason.
 
     The final state (or the exception) is at `result.raw`. `tools` names the
-    graph's tools, so their calls are labelled by name in the metrics; an
+    graph's tools, so their calls are labelled by name in the metrics (default:
+    the tools of its `ToolNode`s; a tool called elsewhere is "other"); an
     `interrupt()` waits `help_seconds` (default a day). `exact_counts=True`
     reads every chat-model and tool call from LangChain's callbacks
     (`langgraph_calls`): a router's call is counted too, and each call timed
@@ -259,19 +268,22 @@ async def arun(
     run's cost is unknown. Never raises for an expected stop.
     """
     need(graph, callable(getattr(graph, "ainvoke", None)), "langgraph.run", "a compiled graph")
-    if taken := {"stream_mode", "version", "subgraphs"} & invoke_kwargs.keys():
-        raise ConfigError(f"langgraph.run drives the graph's stream itself: leave out {sorted(taken)}")
+    _refuse(
+        invoke_kwargs,
+        {"stream_mode", "version", "subgraphs"},
+        "langgraph.run drives the graph's stream itself",
+    )
     config = dict(config or {})
-    recorder = Recorder.start(
-        hooks,
-        agent=agent_name or str(getattr(graph, "name", None) or "langgraph"),
+    recorder = _recorder(
+        graph,
+        input,
+        config,
+        hooks=hooks,
         task_type=task_type,
-        model=str(config.get("metadata", {}).get("ls_model_name", "") or "langgraph"),
-        provider=PROVIDER,
-        task=_task(input),
-        tools=tools,
         verifiers=verifiers,
         run_id=run_id,
+        agent_name=agent_name,
+        tools=tools,
         resumed=resumed,
         help_seconds=help_seconds,
     )
@@ -279,10 +291,115 @@ async def arun(
         drive_graph = drive if exact_counts else _drive
         output = await drive_graph(graph, input, config, recorder, invoke_kwargs, prices)
         paused = await _paused_at(graph, config, invoke_kwargs)
-    except GraphRecursionError as exc:
-        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
     except (Exception, asyncio.CancelledError) as exc:
-        return recorder.fail(exc, raw=exc)
+        return _stopped(recorder, exc)
+    return _ended(recorder, output, config, paused)
+
+
+def astream(
+    graph: Any,
+    input: Any,
+    config: Mapping[str, Any] | None = None,
+    *,
+    stream_mode: str | Sequence[str] = "values",
+    prices: PriceTable | None = None,
+    **kwargs: Any,
+) -> GraphStream:
+    """`graph.astream(input, config, stream_mode=...)` observed as `arun` observes `ainvoke` (with
+    `arun`'s options, `exact_counts` aside): iterate it for what LangGraph's stream gives (a chunk
+    of the one mode asked for, else `(mode, chunk)` pairs, of the graph itself), then `.result` is
+    the run's `RunResult`. The stream never raises for a stop; a caller that stops reading (breaks
+    out, or closes it) stops the graph, and the run ends `cancelled`."""
+    need(graph, callable(getattr(graph, "astream", None)), "langgraph.astream", "a compiled graph")
+    _refuse(
+        kwargs, {"version", "subgraphs", "exact_counts"}, "langgraph.astream reads the graph's own stream"
+    )
+    modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
+    if not modes or not all(isinstance(m, str) for m in modes):
+        raise ConfigError(f"stream_mode is a LangGraph stream mode or a list of them, not {stream_mode!r}")
+    options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
+    _check_options(options.get("hooks"), options.get("task_type", "default"), options.get("run_id"))
+    config = dict(config or {})
+    return GraphStream(graph, input, config, options, modes, isinstance(stream_mode, str), prices, kwargs)
+
+
+class GraphStream:
+    """A graph's stream as the caller asked for it, observed; `result` once it has ended."""
+
+    def __init__(
+        self,
+        graph: Any,
+        input: Any,
+        config: dict[str, Any],
+        options: dict[str, Any],
+        modes: list[str],
+        single: bool,
+        prices: PriceTable | None,
+        invoke_kwargs: dict[str, Any],
+    ) -> None:
+        self._graph, self._input, self._config, self._options = graph, input, config, options
+        self._modes, self._single, self._prices, self._kwargs = modes, single, prices, invoke_kwargs
+        self._read = False
+        self.result: RunResult | None = None
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        """The run starts when the stream is first read: one never read starts nothing."""
+        if self._read:
+            raise ConfigError("this stream was read already: start another with langgraph.astream")
+        self._read, config = True, self._config
+        recorder = _recorder(self._graph, self._input, config, **self._options)
+        reading = _Stream(self._graph, recorder, self._prices)
+        try:
+            chunks = reading.chunks(self._input, config, self._kwargs, self._modes)
+            async with contextlib.aclosing(chunks):  # closed with this one: the graph's stream too
+                async for namespace, mode, payload in chunks:
+                    if mode in self._modes and not namespace:
+                        yield payload if self._single else (mode, payload)
+            paused = await _paused_at(self._graph, config, self._kwargs)
+        except (Exception, asyncio.CancelledError) as exc:
+            self.result = _stopped(recorder, exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        else:
+            self.result = _ended(recorder, reading.output(), config, paused)
+        finally:
+            if self.result is None:  # the caller stopped reading: the graph's stream is closed with ours
+                self.result = recorder.fail(GeneratorExit("the caller stopped reading the stream"))
+
+
+_OPTIONS = ("hooks", "task_type", "verifiers", "run_id", "agent_name", "tools", "resumed", "help_seconds")
+
+
+def _refuse(kwargs: Mapping[str, Any], taken: set[str], why: str) -> None:
+    if found := taken & kwargs.keys():
+        raise ConfigError(f"{why}: leave out {sorted(found)}")
+
+
+def _recorder(graph: Any, input: Any, config: Mapping[str, Any], **options: Any) -> Recorder:
+    """The run's recorder, from `arun`'s options."""
+    return Recorder.start(
+        options.get("hooks"),
+        agent=options.get("agent_name") or str(getattr(graph, "name", None) or "langgraph"),
+        task_type=options.get("task_type", "default"),
+        model=str(config.get("metadata", {}).get("ls_model_name", "") or "langgraph"),
+        provider=PROVIDER,
+        task=_task(input),
+        tools=options.get("tools") or _graph_tools(graph),
+        verifiers=options.get("verifiers"),
+        run_id=options.get("run_id"),
+        resumed=options.get("resumed"),
+        help_seconds=options.get("help_seconds"),
+    )
+
+
+def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
+    if isinstance(exc, GraphRecursionError):
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
+    return recorder.fail(exc, raw=exc)
+
+
+def _ended(recorder: Recorder, output: Any, config: Mapping[str, Any], paused: Sequence[str]) -> RunResult:
+    """The graph's stream ended: waiting for a person (an interrupt, a breakpoint), or finished."""
     if isinstance(output, Mapping) and output.get(INTERRUPT_KEY):
         return _suspend(recorder, output, config)
     if paused:
@@ -310,24 +427,76 @@ async def _drive(
     invoke_kwargs: dict[str, Any],
     prices: PriceTable | None = None,
 ) -> Any:
-    """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would: the last state,
-    with the interrupts at `__interrupt__` when the graph waits for a person."""
-    reader = _Reader(recorder, graph, prices)
-    latest: Any = None
-    async for mode, payload in graph.astream(input, config, stream_mode=MODES, **invoke_kwargs):
+    """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would."""
+    reading = _Stream(graph, recorder, prices)
+    async for _ in reading.chunks(input, config, invoke_kwargs):
+        pass
+    return reading.output()
+
+
+class _Stream:
+    """A graph's stream (`MODES`, and any other modes asked for) read into a `_Reader` as it goes."""
+
+    def __init__(self, graph: Any, recorder: Recorder, prices: PriceTable | None) -> None:
+        self.graph, self.reader = graph, _Reader(recorder, graph, prices)
+        self.latest: Any = None
+        self._seeded: set[tuple[str, ...]] = set()  # graphs (by namespace) whose state before it ran is read
+        self._inner = _has_subgraphs(graph)  # their streams cost about a tenth of a scripted turn
+
+    async def chunks(
+        self, input: Any, config: dict[str, Any], invoke_kwargs: dict[str, Any], extra: Sequence[str] = ()
+    ) -> AsyncGenerator[tuple[tuple[str, ...], str, Any]]:
+        """Each chunk as `(namespace, mode, payload)`, read before it is given on."""
+        modes = [*MODES, *(m for m in extra if m not in MODES)]
+        stream = self.graph.astream(input, config, stream_mode=modes, subgraphs=self._inner, **invoke_kwargs)
+        async with contextlib.aclosing(stream):
+            async for chunk in stream:
+                namespace, mode, payload = chunk if self._inner else ((), *chunk)
+                self._read(namespace, mode, payload)
+                yield namespace, mode, payload
+
+    def _read(self, namespace: tuple[str, ...], mode: str, payload: Any) -> None:
         if mode == "values":
-            latest = payload
-            if not reader.seeded:
-                reader.seed(payload)
-            continue
-        try:
-            reader.read(payload)
-        except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
-            hook_failed("langgraph tasks stream")
-    if not reader.interrupts:
-        return latest
-    interrupts = reader.interrupts
-    return {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
+            if not namespace:
+                self.latest = payload
+            if namespace not in self._seeded:  # a subgraph's too: what it resumes with was counted before
+                self._seeded.add(namespace)
+                self.reader.seed(payload)
+        elif mode == "tasks":
+            try:
+                self.reader.read(payload, inner=bool(namespace))
+            except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
+                hook_failed("langgraph tasks stream")
+
+    def output(self) -> Any:
+        """What `ainvoke` returns: the last state, with the interrupts at `__interrupt__` when the
+        graph waits for a person."""
+        latest, interrupts = self.latest, self.reader.interrupts
+        if not interrupts:
+            return latest
+        return (
+            {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
+        )
+
+
+def _has_subgraphs(graph: Any) -> bool:
+    """Whether the graph runs subgraphs (as nodes or called in them), as LangGraph finds them;
+    asked once per graph (a graph is compiled once and run many times)."""
+    try:
+        return _SUBGRAPHS[graph]
+    except (KeyError, TypeError):
+        pass
+    found = getattr(graph, "get_subgraphs", None)
+    try:
+        has = callable(found) and next(iter(found()), None) is not None
+    except Exception:  # a graph LangGraph cannot look into: read as one graph
+        has = False
+    with contextlib.suppress(TypeError):  # a graph that cannot be weakly referenced is asked each run
+        _SUBGRAPHS[graph] = has
+    return has
+
+
+_SUBGRAPHS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
 def state_of(result: RunResult) -> str:
@@ -471,6 +640,13 @@ def _calls_in(task_input: Any) -> list[Mapping[str, Any]]:
         messages = task_input
     last = messages[-1] if isinstance(messages, list) and messages else None
     return list(getattr(last, "tool_calls", None) or []) if isinstance(last, AIMessage) else []
+
+
+def _graph_tools(graph: Any) -> list[str]:
+    """The tools of the graph's `ToolNode`s: their calls are labelled by name in the metrics."""
+    nodes: Mapping[str, Any] = getattr(graph, "nodes", None) or {}
+    found = (getattr(node, "bound", None) for node in nodes.values())
+    return [name for bound in found if isinstance(bound, ToolNode) for name in bound.tools_by_name]
 
 
 def _final_text(output: Any) -> str:

@@ -3,6 +3,11 @@
     from agent.integrations import openai_agents as endstate_oa
     result = endstate_oa.run(agent, "Triage this ticket", hooks=hooks, task_type="ticket", max_turns=8)
 
+    stream = endstate_oa.run_streamed(agent, "Triage this ticket", hooks=hooks, task_type="ticket")
+    async for event in stream.stream_events():  # the SDK's events, as Runner.run_streamed gives them
+        ...
+    stream.result  # the RunResult, once the stream has ended
+
 Turns come from the SDK's own run lifecycle hooks (`RunHooks`: one turn per
 model call, holding the tool calls that follow it), composed with any
 `run_hooks` of yours. Not from its trace processors: those are global to the
@@ -12,7 +17,9 @@ SDK's own traces are left as they are: Endstate adds its spans beside them,
 never a second copy of the same call. A tool that raised, its error handed to
 the model as the SDK's default error text, is a failed call (`tool_error`, as
 LangGraph's); a custom `failure_error_function`'s text cannot be told apart
-from a result. How runs end:
+from a result. An agent run as a tool (`Agent.as_tool`) runs without these hooks: its
+calls' tokens, which the SDK adds to the run's usage, count in the run's totals (no spans of
+their own). How runs end:
 
 | OpenAI Agents SDK                                   | Endstate                              |
 | --------------------------------------------------- | ------------------------------------- |
@@ -30,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from agents import Agent as OAAgent
@@ -48,7 +55,7 @@ from agents.run_state import RunState
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, _text_of, need
+from agent.integrations._observe import Recorder, Usage, _check_options, _text_of, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -66,18 +73,28 @@ GUARDRAIL_TRIPS = (
 class EndstateRunHooks(OARunHooks[Any]):
     """The SDK's lifecycle hooks reporting to a `Recorder`, then to the caller's own hooks."""
 
-    def __init__(self, recorder: Recorder, inner: OARunHooks[Any] | None = None) -> None:
+    def __init__(self, recorder: Recorder, inner: OARunHooks[Any] | None = None, before: Any = None) -> None:
         self.recorder, self.inner = recorder, inner
+        self.before = (
+            _usage_of(before) if before is not None else Usage()
+        )  # a resumed RunState's, as it began
+        self.totals: Any = before  # the SDK's running totals (live: the SDK adds to them as it goes)
+
+    def count_unseen(self) -> None:
+        """The calls the SDK counted in the run and no hook of it saw: an agent run as a tool
+        (`Agent.as_tool`) runs without these hooks, and the SDK adds its calls to the run's usage."""
+        if self.totals is not None:
+            self.recorder.count_unseen(_usage_of(self.totals), self.before)
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+        self.totals = getattr(context, "usage", None) or self.totals
         self.recorder.model_started()
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-        usage = response.usage
         self.recorder.model_ended(
-            Usage(usage.input_tokens, usage.output_tokens, cost_usd=None),
+            _usage_of(response.usage),
             text=_text(response.output),
             stop_reason="tool_use" if _calls(response.output) else "end_turn",
             response_id=response.response_id or "",
@@ -139,46 +156,143 @@ async def arun(
     agent's name); a pending approval waits `help_seconds` (default a day).
     Never raises for an expected stop.
     """
-    need(agent, isinstance(agent, OAAgent), "openai_agents.run", "an agents.Agent")
-    recorder = Recorder.start(
-        hooks,
-        agent=agent_name or agent.name,
-        task_type=task_type,
-        model=_model_name(agent, runner_kwargs.get("run_config")),
-        provider=PROVIDER,
-        task=input if isinstance(input, str) else "",
-        tools=[t.name for t in agent.tools],
-        limits=_limits(runner_kwargs.get("max_turns")),
-        verifiers=verifiers,
-        run_id=run_id,
-        resumed=resumed,
-        help_seconds=help_seconds,
-    )
-    sdk_hooks = EndstateRunHooks(recorder, run_hooks)
-    handled: list[str] = []  # the error handlers that gave an output in place of the error
-    if isinstance(runner_kwargs.get("error_handlers"), Mapping):  # anything else: the SDK says what is wrong
-        runner_kwargs["error_handlers"] = _noting(runner_kwargs["error_handlers"], handled)
+    options = {
+        "hooks": hooks,
+        "task_type": task_type,
+        "verifiers": verifiers,
+        "run_id": run_id,
+        "run_hooks": run_hooks,
+        "resumed": resumed,
+        "agent_name": agent_name,
+        "help_seconds": help_seconds,
+    }
+    run = _Observed.start(agent, input, "openai_agents.run", {**options, **runner_kwargs})
     try:
-        result = await Runner.run(agent, input, hooks=sdk_hooks, **runner_kwargs)
-    except MaxTurnsExceeded as exc:
+        with run.recorder.running():
+            result = await Runner.run(agent, input, hooks=run.hooks, **run.runner_kwargs)
+    except (Exception, asyncio.CancelledError) as exc:
+        return run.stopped(exc)
+    return run.ended(result)
+
+
+def run_streamed(agent: OAAgent[Any], input: Any, **kwargs: Any) -> StreamedRun:
+    """`Runner.run_streamed(agent, input, ...)`, observed as `arun` observes `Runner.run` (`arun`'s
+    options). The SDK's run starts when `stream_events()` is first read (a stream never read
+    starts nothing), which gives its events; once the stream ends, `.result` is the run's
+    `RunResult` and `.raw` the SDK's `RunResultStreaming` (the stream never raises for a stop: a
+    limit, a guardrail or an error end it, and `.result` says which). A caller that stops
+    reading (breaks out, or closes the stream) cancels the SDK's run: it ends `cancelled`.
+    """
+    need(agent, isinstance(agent, OAAgent), "openai_agents.run_streamed", "an agents.Agent")
+    _check_options(kwargs.get("hooks"), kwargs.get("task_type", "default"), kwargs.get("run_id"))
+    return StreamedRun(agent, input, kwargs)
+
+
+class StreamedRun:
+    """A streamed SDK run: its events, then Endstate's `result`."""
+
+    def __init__(self, agent: OAAgent[Any], input: Any, kwargs: dict[str, Any]) -> None:
+        self._agent, self._input, self._kwargs = agent, input, kwargs
+        self.raw: Any = None  # the SDK's RunResultStreaming, once the run has started
+        self.result: RunResult | None = None
+
+    async def stream_events(self) -> AsyncIterator[Any]:
+        """The SDK's stream events, as `RunResultStreaming.stream_events()` gives them."""
+        if self.raw is not None:
+            raise ConfigError("this stream was read already: start another with openai_agents.run_streamed")
+        run = _Observed.start(self._agent, self._input, "openai_agents.run_streamed", dict(self._kwargs))
+        try:
+            with run.recorder.running():  # the SDK's run task takes the context as it is now
+                self.raw = Runner.run_streamed(self._agent, self._input, hooks=run.hooks, **run.runner_kwargs)
+            async for event in self.raw.stream_events():
+                yield event
+        except (Exception, asyncio.CancelledError) as exc:
+            self.result = run.stopped(exc)
+            if self.raw is not None and isinstance(exc, asyncio.CancelledError):  # so is the run
+                self.raw.cancel()
+                raise
+        else:
+            self.result = run.ended(self.raw)
+        finally:
+            if self.result is None:  # the caller stopped reading: the run goes no further
+                if self.raw is not None:
+                    self.raw.cancel()
+                self.result = run.stopped(asyncio.CancelledError("the caller stopped reading the stream"))
+
+
+class _Observed:
+    """One SDK run segment being observed: its recorder, the SDK hooks feeding it, its end."""
+
+    def __init__(self, recorder: Recorder, hooks: EndstateRunHooks, runner_kwargs: dict[str, Any]) -> None:
+        self.recorder, self.hooks, self.runner_kwargs = recorder, hooks, runner_kwargs
+        self.handled: list[str] = []  # the error handlers that gave an output in place of the error
+        handlers = runner_kwargs.get("error_handlers")
+        if isinstance(handlers, Mapping):  # anything else: the SDK says what is wrong
+            runner_kwargs["error_handlers"] = _noting(handlers, self.handled)
+
+    @classmethod
+    def start(cls, agent: OAAgent[Any], input: Any, entry: str, kwargs: dict[str, Any]) -> _Observed:
+        need(agent, isinstance(agent, OAAgent), entry, "an agents.Agent")
+        options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
+        recorder = Recorder.start(
+            options.get("hooks"),
+            agent=options.get("agent_name") or agent.name,
+            task_type=options.get("task_type", "default"),
+            model=_model_name(agent, kwargs.get("run_config")),
+            provider=PROVIDER,
+            task=input if isinstance(input, str) else "",
+            tools=_tool_names(agent),
+            limits=_limits(kwargs.get("max_turns")),
+            verifiers=options.get("verifiers"),
+            run_id=options.get("run_id"),
+            resumed=options.get("resumed"),
+            help_seconds=options.get("help_seconds"),
+        )
+        hooks = EndstateRunHooks(recorder, options.get("run_hooks"), _usage_before(input))
+        return cls(recorder, hooks, kwargs)
+
+    def stopped(self, exc: BaseException) -> RunResult:
+        self.hooks.count_unseen()
+        return _stopped(self.recorder, exc)
+
+    def ended(self, result: Any) -> RunResult:
+        """The SDK's run finished: waiting for approvals, a handler's output for a stop, or an output."""
+        self.hooks.count_unseen()
+        recorder = self.recorder
+        if result.interruptions:
+            return _suspend(recorder, result)
+        if "max_turns" in self.handled:  # the limit tripped; the handler's output is the partial result
+            output = _text_of(result.final_output)
+            return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, output=output, raw=result)
+        if "model_refusal" in self.handled:
+            output = _text_of(result.final_output)
+            return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, output=output, raw=result)
+        return recorder.succeed(result.final_output, raw=result)
+
+
+_OPTIONS = (
+    "hooks",
+    "task_type",
+    "verifiers",
+    "run_id",
+    "run_hooks",
+    "resumed",
+    "agent_name",
+    "help_seconds",
+)  # Endstate's options of `arun` and `run_streamed`; the rest go to the SDK
+
+
+def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
+    """The stop an exception out of `Runner.run` stands for (see the table above)."""
+    if isinstance(exc, MaxTurnsExceeded):
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=exc.message, raw=exc)
-    except GUARDRAIL_TRIPS as exc:
+    if isinstance(exc, GUARDRAIL_TRIPS):
         return recorder.finish(
             StopReason.GAVE_UP, cause=StopCause.GUARDRAIL, note=_guardrail_note(exc), raw=exc
         )
-    except ModelRefusalError as exc:
+    if isinstance(exc, ModelRefusalError):
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
-    except (Exception, asyncio.CancelledError) as exc:
-        return recorder.fail(exc, raw=exc)
-    if result.interruptions:
-        return _suspend(recorder, result)
-    if "max_turns" in handled:  # the limit tripped; the handler's output is the partial result
-        output = _text_of(result.final_output)
-        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, output=output, raw=result)
-    if "model_refusal" in handled:
-        output = _text_of(result.final_output)
-        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, output=output, raw=result)
-    return recorder.succeed(result.final_output, raw=result)
+    return recorder.fail(exc, raw=exc)
 
 
 def _noting(handlers: Mapping[str, Any], handled: list[str]) -> dict[str, Any]:
@@ -279,6 +393,36 @@ def _arguments(raw: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
 
 
+def _usage_of(usage: Any) -> Usage:
+    """A response's tokens: the SDK's input counts its cached tokens, as Endstate's does; unpriced."""
+    details = getattr(usage, "input_tokens_details", None)
+    read = getattr(details, "cached_tokens", 0) or 0
+    written = getattr(details, "cache_write_tokens", 0) or 0
+    return Usage(usage.input_tokens, usage.output_tokens, read, written, cost_usd=None)
+
+
+def _tool_names(agent: OAAgent[Any]) -> list[str]:
+    """The tools of the agent and of the agents it can hand off to (given as agents): each labels
+    its calls by name in the metrics, whichever agent of the run calls it."""
+    names: list[str] = []
+    seen: set[int] = set()
+    waiting: list[Any] = [agent]
+    while waiting:
+        current = waiting.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        names += [t.name for t in current.tools if t.name not in names]
+        waiting += [h for h in current.handoffs if isinstance(h, OAAgent)]
+    return names
+
+
+def _usage_before(input: Any) -> Any:
+    """The SDK's running totals a resumed `RunState` brings (its earlier segments'), else None."""
+    context = getattr(input, "_context", None) if isinstance(input, RunState) else None
+    return getattr(context, "usage", None)
+
+
 def _text(output: Sequence[Any]) -> str:
     parts = [
         getattr(content, "text", "")
@@ -294,8 +438,9 @@ def _calls(output: Sequence[Any]) -> bool:
 
 
 def _guardrail_note(exc: Exception) -> str:
+    """Which guardrail tripped: an agent's (on its result) or a tool's (on the exception itself)."""
     found = getattr(exc, "guardrail_result", None)
-    guardrail = getattr(found, "guardrail", None)
+    guardrail = getattr(found, "guardrail", None) or getattr(exc, "guardrail", None)
     name = guardrail.get_name() if guardrail is not None and hasattr(guardrail, "get_name") else ""
     return f"Guardrail {name} tripped: {type(exc).__name__}".replace("  ", " ")
 

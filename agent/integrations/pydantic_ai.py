@@ -12,7 +12,10 @@ hooking node runs, is read by an `EndstateCapability` added to it instead (the
 mechanism of Pydantic AI's own instrumentation; Pydantic AI dispatches every
 hook of every capability, about 5% of a scripted turn). Endstate makes no span
 of its own when Pydantic AI also instruments the run: its spans are Pydantic
-AI's, Endstate's are Endstate's, and each call is recorded once by each. How
+AI's, Endstate's are Endstate's, and each call is recorded once by each. A
+delegate agent run in a tool with `usage=ctx.usage` counts in the run's tokens,
+as Pydantic AI counts it (unpriced; no spans), unless it is observed as a run
+of its own through this integration: then it counts there, not twice. How
 runs end:
 
 | Pydantic AI                                   | Endstate                              |
@@ -30,8 +33,10 @@ runs end:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import Agent as PAIAgent
@@ -71,10 +76,11 @@ class EndstateCapability(AbstractCapability[Any]):
     hooking node runs (see `arun`); otherwise the run's nodes are read as `Agent.iter` gives them.
     """
 
-    def __init__(self, recorder: Recorder) -> None:
-        self.recorder = recorder
+    def __init__(self, recorder: Recorder, totals: _Totals | None = None) -> None:
+        self.recorder, self.totals = recorder, totals or _Totals()
 
     async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
+        self.totals.usage = ctx.usage
         self.recorder.model_started()
         try:
             response: ModelResponse = await handler(request_context)
@@ -134,23 +140,158 @@ async def arun(
         agent_name=agent_name,
         help_seconds=help_seconds,
     )
+    totals = _Totals(before=_usage(run_kwargs.get("usage")))
     try:
-        if _read_by_nodes(agent, run_kwargs):
-            result = await _run_nodes(agent, user_prompt, recorder, run_kwargs)
-        else:
-            capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder)]
-            result = await agent.run(user_prompt, capabilities=capabilities, **run_kwargs)
-    except UsageLimitExceeded as exc:
-        return recorder.finish(StopReason.LIMIT, limit=limit_kind(exc), note=str(exc), raw=exc)
-    except ContentFilterError as exc:
-        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
-    except RunCancelled as exc:
-        return recorder.finish(StopReason.CANCELLED, note=str(exc), raw=exc)
+        with recorder.running():
+            result = await _run(agent, user_prompt, recorder, run_kwargs, totals)
     except (Exception, asyncio.CancelledError) as exc:
-        return recorder.fail(exc, raw=exc)
+        totals.count(recorder)
+        return _stopped(recorder, exc)
+    totals.count(recorder)
+    return _ended(recorder, result)
+
+
+@contextlib.asynccontextmanager
+async def run_stream(
+    agent: PAIAgent[Any, Any],
+    user_prompt: Any = None,
+    *,
+    hooks: RunHooks | None = None,
+    task_type: str = "default",
+    verifiers: Sequence[Verifier] | Verifier | None = None,
+    run_id: str | None = None,
+    resumed: RunResult | None = None,
+    agent_name: str | None = None,
+    help_seconds: float | None = None,
+    **run_kwargs: Any,
+) -> AsyncIterator[StreamedRun]:
+    """`agent.run_stream(user_prompt, **run_kwargs)` observed as `arun` observes `agent.run`:
+
+        async with endstate_pai.run_stream(agent, prompt, hooks=hooks, task_type="ticket") as run:
+            async for text in run.stream_text():  # as Pydantic AI's StreamedRunResult streams it
+                ...
+        run.result  # the RunResult (set already if the run stopped before its output streamed)
+
+    A stop Pydantic AI raises while the caller reads (a usage limit, a refusal) ends the block and
+    is the result, as `arun` never raises for it; the caller's own exception is recorded (`error`)
+    and goes on up. A block left before the output has streamed to its end is the caller
+    stopping: the run is cancelled.
+    """
+    need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run_stream", "a pydantic_ai.Agent")
+    recorder = _recorder(
+        agent,
+        user_prompt,
+        run_kwargs,
+        hooks=hooks,
+        task_type=task_type,
+        verifiers=verifiers,
+        run_id=run_id,
+        resumed=resumed,
+        agent_name=agent_name,
+        help_seconds=help_seconds,
+    )
+    totals = _Totals(before=_usage(run_kwargs.get("usage")))
+    capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder, totals)]
+    run, yielded = StreamedRun(), False
+    try:
+        with recorder.running():
+            async with agent.run_stream(user_prompt, capabilities=capabilities, **run_kwargs) as response:
+                run.response, yielded = response, True
+                yield run
+                done = response.result if response.is_complete else None
+    except _STOPS as exc:
+        totals.count(recorder)
+        run.result = _stopped(recorder, exc)
+        if not yielded:  # the run stopped before its output began to stream: the block sees the stop
+            yield run
+        return
+    except BaseException as exc:
+        totals.count(recorder)
+        run.result = _stopped(recorder, exc)
+        raise
+    totals.count(recorder)
+    run.result = _ended(recorder, done)
+
+
+class StreamedRun:
+    """A streamed Pydantic AI run: Pydantic AI's `StreamedRunResult` at `response` (None when the
+    run stopped before its output began to stream), then `result`. Its `stream_text`,
+    `stream_output` and `stream_response` are the response's, or give nothing after such a stop."""
+
+    response: Any = None
+    result: RunResult | None = None
+
+    def stream_text(self, **kwargs: Any) -> AsyncIterator[str]:
+        return self._stream("stream_text", kwargs)
+
+    def stream_output(self, **kwargs: Any) -> AsyncIterator[Any]:
+        return self._stream("stream_output", kwargs)
+
+    def stream_response(self, **kwargs: Any) -> AsyncIterator[Any]:
+        return self._stream("stream_response", kwargs)
+
+    async def _stream(self, name: str, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+        if self.response is not None:
+            async for item in getattr(self.response, name)(**kwargs):
+                yield item
+
+
+_STOPS = (UsageLimitExceeded, ContentFilterError, RunCancelled)  # the stops Pydantic AI raises
+
+
+def _ended(recorder: Recorder, result: AgentRunResult[Any] | None) -> RunResult:
+    """The run's output, a deferred call, or (None) a stream the caller stopped reading."""
+    if result is None:
+        return recorder.fail(GeneratorExit("the caller stopped reading the stream"))
     if isinstance(result.output, DeferredToolRequests):
         return _suspend(recorder, result.output, result)
     return recorder.succeed(result.output, raw=result)
+
+
+@dataclass
+class _Totals:
+    """Pydantic AI's own usage of the run (`RunUsage`, shared with a delegate agent given
+    `usage=ctx.usage`), and what it was when this segment began."""
+
+    before: Usage = field(default_factory=Usage)
+    usage: Any = None  # the run's live `RunUsage`, once the run has shown it
+
+    def count(self, recorder: Recorder) -> None:
+        """The calls Pydantic AI counted in the run that its nested runs made unobserved."""
+        if self.usage is not None:
+            recorder.count_unseen(_usage(self.usage), self.before)
+
+
+def _usage(usage: Any) -> Usage:
+    """A `RunUsage`'s tokens (None: none)."""
+    if usage is None:
+        return Usage()
+    tokens = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
+    return Usage(*tokens)
+
+
+async def _run(
+    agent: PAIAgent[Any, Any],
+    user_prompt: Any,
+    recorder: Recorder,
+    run_kwargs: dict[str, Any],
+    totals: _Totals,
+) -> AgentRunResult[Any]:
+    if _read_by_nodes(agent, run_kwargs):
+        return await _run_nodes(agent, user_prompt, recorder, run_kwargs, totals)
+    capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder, totals)]
+    return await agent.run(user_prompt, capabilities=capabilities, **run_kwargs)
+
+
+def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
+    """The stop an exception out of the run stands for (see the table above)."""
+    if isinstance(exc, UsageLimitExceeded):
+        return recorder.finish(StopReason.LIMIT, limit=limit_kind(exc), note=str(exc), raw=exc)
+    if isinstance(exc, ContentFilterError):
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
+    if isinstance(exc, RunCancelled):
+        return recorder.finish(StopReason.CANCELLED, note=str(exc), raw=exc)
+    return recorder.fail(exc, raw=exc)
 
 
 # -- the run, node by node ---------------------------------------------------------------
@@ -187,11 +328,16 @@ def _overrides(kind: type, hook: str) -> bool:
 
 
 async def _run_nodes(
-    agent: PAIAgent[Any, Any], user_prompt: Any, recorder: Recorder, run_kwargs: Mapping[str, Any]
+    agent: PAIAgent[Any, Any],
+    user_prompt: Any,
+    recorder: Recorder,
+    run_kwargs: Mapping[str, Any],
+    totals: _Totals,
 ) -> AgentRunResult[Any]:
     """`agent.run`, driven through `agent.iter` as `run` drives itself, each model request and tool
     call reported as it happens."""
     async with agent.iter(user_prompt, **run_kwargs) as run:
+        totals.usage = run.usage
         node: Any = run.next_node
         while not PAIAgent.is_end_node(node) and run.result is None:
             if PAIAgent.is_model_request_node(node):
