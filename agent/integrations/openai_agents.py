@@ -75,9 +75,7 @@ class EndstateRunHooks(OARunHooks[Any]):
 
     def __init__(self, recorder: Recorder, inner: OARunHooks[Any] | None = None, before: Any = None) -> None:
         self.recorder, self.inner = recorder, inner
-        self.before = (
-            _usage_of(before) if before is not None else Usage()
-        )  # a resumed RunState's, as it began
+        self.before = _usage_of(before) if before is not None else Usage()  # a resumed RunState's totals
         self.totals: Any = before  # the SDK's running totals (live: the SDK adds to them as it goes)
 
     def count_unseen(self) -> None:
