@@ -71,3 +71,17 @@ def make_agent() -> AgentFactory:
         return Agent(model=ScriptedModel(steps, then=then), **options)
 
     return build
+
+
+@pytest.fixture
+def rig() -> Iterator[Any]:
+    """Endstate's telemetry on in-memory exporters (`integrations_support.rigged`), with the OpenAI
+    Agents SDK's own tracing off (its exporter thread would try the network). A test module that
+    defines its own `rig` uses that one instead."""
+    from agents import set_tracing_disabled
+    from integrations_support import rigged
+
+    set_tracing_disabled(True)
+    with rigged() as rig:
+        yield rig
+    set_tracing_disabled(False)

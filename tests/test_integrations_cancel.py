@@ -14,12 +14,11 @@ from agents import Agent as OAAgent
 from agents import (
     ToolGuardrailFunctionOutput,
     function_tool,
-    set_tracing_disabled,
     tool_input_guardrail,
     tool_output_guardrail,
 )
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
-from integrations_support import Rig, calls, graph_of, rigged, says
+from integrations_support import Rig, calls, graph_of, says
 from langchain_core.tools import tool as lc_tool
 from langgraph.prebuilt import ToolNode
 from opentelemetry.trace import StatusCode
@@ -34,14 +33,6 @@ from agent.integrations._sync import run_sync
 from telemetry import names as n
 
 TASK = "cancelled_mid_tool"
-
-
-@pytest.fixture
-def rig() -> Iterator[Rig]:
-    set_tracing_disabled(True)
-    with rigged() as rig:
-        yield rig
-    set_tracing_disabled(False)
 
 
 def pydantic_ai(slow: Callable[..., Any], hooks: Any) -> Any:

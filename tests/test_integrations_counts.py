@@ -12,10 +12,10 @@ import anthropic
 import pytest
 from agents import Agent as OAAgent
 from agents import Usage as OAUsage
-from agents import function_tool, set_tracing_disabled
+from agents import function_tool
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import InputTokensDetails, OutputTokensDetails
-from integrations_support import Chat, Rig, calls, graph_of, rigged, says
+from integrations_support import Chat, Rig, calls, graph_of, says
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -37,14 +37,6 @@ from agent.result import StopCause
 from telemetry import names as n
 
 TASK = "counts"
-
-
-@pytest.fixture
-def rig() -> Iterator[Rig]:
-    set_tracing_disabled(True)
-    with rigged() as rig:
-        yield rig
-    set_tracing_disabled(False)
 
 
 def home_grown(rig: Rig) -> str:

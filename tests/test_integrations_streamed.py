@@ -6,7 +6,6 @@ approval, or abandoned half-read."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,11 +15,10 @@ from agents import (
     InputGuardrail,
     OutputGuardrail,
     function_tool,
-    set_tracing_disabled,
 )
 from agents import Usage as OAUsage
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
-from integrations_support import Rig, calls, graph_of, rigged, says
+from integrations_support import Rig, calls, graph_of, says
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
@@ -37,14 +35,6 @@ from agent.integrations import pydantic_ai as pai
 from telemetry import names as n
 
 TASK = "streamed"
-
-
-@pytest.fixture
-def rig() -> Iterator[Rig]:
-    set_tracing_disabled(True)
-    with rigged() as rig:
-        yield rig
-    set_tracing_disabled(False)
 
 
 @function_tool

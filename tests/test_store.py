@@ -629,6 +629,19 @@ def stepper_catalog(step: Any) -> Any:
     return catalog
 
 
+def three_steps_each_once(store: RunStore, step: Any, ran: list[int]) -> None:
+    """The stepper run through `store` succeeds, each step run once and its result in the journal."""
+    from agent.durable.runner import Runner
+
+    result = asyncio.run(Runner(store, stepper_catalog(step)).start("stepper", "take three steps"))
+    assert (result.reason, result.error_type) == (StopReason.SUCCESS, None), result.note
+    assert ran == [1, 2, 3]
+    saved = store.snapshot(result.run_id)
+    assert saved is not None and [e.text for e in saved.journal if isinstance(e, Result)] == [
+        "did 1", "did 2", "did 3",
+    ]  # fmt: skip
+
+
 def drop_connections_to(url: str) -> int:
     """Terminate every server connection to `url`'s database (as a server restart would); how many."""
     import psycopg
@@ -678,7 +691,6 @@ def test_a_run_goes_on_through_a_restart_of_its_postgresql_server(tmp_path: Path
     """The server is stopped during a tool and started again a moment later (a restart, a failover):
     the checkpoint that could not be written then is written again once the server is back, and
     the run succeeds, each tool run once (it ended as error, the restart its reason)."""
-    from agent.durable.runner import Runner
 
     server = pg.PostgresServer()
     ran: list[int] = []
@@ -701,13 +713,7 @@ def test_a_run_goes_on_through_a_restart_of_its_postgresql_server(tmp_path: Path
             admin.execute("CREATE DATABASE runs")
         store = open_store(f"postgresql://postgres@127.0.0.1:{server.port}/runs")
         try:
-            result = asyncio.run(Runner(store, stepper_catalog(step)).start("stepper", "take three steps"))
-            assert (result.reason, result.error_type) == (StopReason.SUCCESS, None), result.note
-            assert ran == [1, 2, 3]
-            saved = store.snapshot(result.run_id)
-            assert saved is not None and [e.text for e in saved.journal if isinstance(e, Result)] == [
-                "did 1", "did 2", "did 3",
-            ]  # fmt: skip
+            three_steps_each_once(store, step, ran)
         finally:
             store.close()
     finally:
@@ -723,7 +729,6 @@ def test_a_run_goes_on_when_another_process_holds_the_sqlite_file_past_the_busy_
     (here 0.2 s; 30 s in production): the checkpoint fails as "database is locked" and is written
     again once the lock is gone, and the run succeeds, each tool run once."""
     import agent.durable.store.sqlite
-    from agent.durable.runner import Runner
 
     monkeypatch.setattr(agent.durable.store.sqlite, "BUSY_TIMEOUT_MS", 200)
     path = tmp_path / "runs.db"
@@ -751,13 +756,7 @@ def test_a_run_goes_on_when_another_process_holds_the_sqlite_file_past_the_busy_
 
     store = open_store(str(path))
     try:
-        result = asyncio.run(Runner(store, stepper_catalog(step)).start("stepper", "take three steps"))
-        assert (result.reason, result.error_type) == (StopReason.SUCCESS, None), result.note
-        assert ran == [1, 2, 3]
-        saved = store.snapshot(result.run_id)
-        assert saved is not None and [e.text for e in saved.journal if isinstance(e, Result)] == [
-            "did 1", "did 2", "did 3",
-        ]  # fmt: skip
+        three_steps_each_once(store, step, ran)
     finally:
         for thread in holders:
             thread.join()

@@ -375,24 +375,25 @@ def test_a_run_keeps_the_plan_it_started_with_and_its_history_replays_with_the_c
     asyncio.run(scenario())
 
 
+def replay_failure(fixture: str) -> Exception | None:
+    """Why the workflow history recorded in `tests/fixtures/<fixture>` does not replay under this
+    code (`fetch_history().to_json()` of a run of an earlier version), or None."""
+    recorded = (Path(__file__).parent / "fixtures" / fixture).read_text()
+    history = WorkflowHistory.from_json(fixture, recorded)
+    replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
+    return asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
+
+
 def test_a_history_recorded_before_cut_calls_were_charged_still_replays() -> None:
     """A run started by the code before `CUT_USAGE` (a tool call, then a model call the time budget cut,
     its activity cancelled; `fetch_history().to_json()`) replays under this code: `workflow.patched`."""
-    recorded = (Path(__file__).parent / "fixtures" / "temporal_v0_cut_history.json").read_text()
-    history = WorkflowHistory.from_json("v0-cut", recorded)
-    replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
-    replayed = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
-    assert replayed.replay_failure is None
+    assert replay_failure("temporal_v0_cut_history.json") is None
 
 
 def test_a_history_recorded_before_the_model_input_went_by_digest_still_replays() -> None:
     """A run started by the code before `BY_DIGEST` (whole requests in the model activity's input: page,
     page, need_help, answer, tally, page, finish; `fetch_history().to_json()`) replays under this code."""
-    recorded = (Path(__file__).parent / "fixtures" / "temporal_v1_model_input_history.json").read_text()
-    history = WorkflowHistory.from_json("v1-model-input", recorded)
-    replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
-    replayed = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
-    assert replayed.replay_failure is None
+    assert replay_failure("temporal_v1_model_input_history.json") is None
 
 
 def test_a_worker_keeps_long_results_up_to_its_limit_dropping_the_least_recently_used_runs() -> None:
