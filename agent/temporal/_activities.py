@@ -171,17 +171,9 @@ class EndstateActivities:
         """A model request as the workflow sent it, each text sent by digest taken from those this worker
         keeps (see `KeptResults.resolved`); and the digests it does not keep."""
         missing: list[str] = []
-        journal = []
-        for entry in sent["journal"]:
-            if entry["type"] == "reply":
-                parts = [
-                    self._results.resolved(run_id, p, w.PART_DIGESTED[p["type"]], missing)
-                    for p in entry["parts"]
-                ]
-                entry = {**entry, "parts": parts}
-            elif entry["type"] in w.DIGESTED:
-                entry = self._results.resolved(run_id, entry, w.DIGESTED[entry["type"]], missing)
-            journal.append(entry)
+        journal = w.texts_mapped(
+            sent["journal"], lambda item, key: self._results.resolved(run_id, item, key, missing)
+        )
         return {**sent, "journal": journal}, list(dict.fromkeys(missing))
 
     # -- agents --------------------------------------------------------

@@ -82,15 +82,10 @@ class RunRef:
     def request_wire(self, request: ModelRequest, inline: set[str] | None) -> dict[str, Any]:
         """A model request for the model's input, each long text (a tool result, a reply's text or
         provider block, the task, a note) by its digest (see `digested`)."""
-        journal = []
-        for entry in w.journal_json(request.journal):
-            if entry["type"] == "reply":
-                parts = [self.digested(p, w.PART_DIGESTED[p["type"]], inline) for p in entry["parts"]]
-                entry = {**entry, "parts": parts}
-            elif entry["type"] in w.DIGESTED:
-                entry = self.digested(entry, w.DIGESTED[entry["type"]], inline)
-            journal.append(entry)
-        return w.request_json(request, journal)
+        journal = w.journal_json(request.journal)
+        return w.request_json(
+            request, w.texts_mapped(journal, lambda item, key: self.digested(item, key, inline))
+        )
 
 
 async def by_digest(send: Callable[[set[str] | None], Awaitable[dict[str, Any]]]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -215,6 +215,19 @@ def reply_parts_json(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A reply's content blocks as its journal entry's parts, as a later model input holds them."""
     parts: list[dict[str, Any]] = encode_entry(Reply(tuple(map(part_of, content))))["parts"]
     return parts
+
+
+def texts_mapped(journal: list[dict[str, Any]], change: Callable[[dict[str, Any], str], Any]) -> list[Any]:
+    """A journal as JSON with `change(item, key)` in place of each entry and reply part that may hold a
+    long text, at `key` (`DIGESTED`, `PART_DIGESTED`): sent by digest, or taken back from one."""
+    out: list[Any] = []
+    for entry in journal:
+        if entry["type"] == "reply":
+            entry = {**entry, "parts": [change(p, PART_DIGESTED[p["type"]]) for p in entry["parts"]]}
+        elif entry["type"] in DIGESTED:
+            entry = change(entry, DIGESTED[entry["type"]])
+        out.append(entry)
+    return out
 
 
 def kept_text(value: Any) -> str | None:
