@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from typing import Annotated, Any, TypedDict
 
+from agents import function_tool
 from claude_agent_sdk._internal.transport import Transport
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AnyMessage
@@ -291,3 +292,18 @@ def sse_events(message: dict[str, Any]) -> list[dict[str, Any]]:
         {"type": "message_stop"},
     ]
     return events
+
+
+# OpenAI Agents SDK tools of the integration tests
+
+
+@function_tool
+def read(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+@function_tool(needs_approval=True)
+def remove(path: str) -> str:
+    """Remove a file."""
+    return f"removed {path}"

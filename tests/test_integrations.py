@@ -31,6 +31,8 @@ from integrations_support import (
     assistant,
     calls,
     graph_of,
+    read,
+    remove,
     result,
     rigged,
     says,
@@ -525,18 +527,6 @@ def test_pydantic_ai_cost_and_cache_reads_are_those_pydantic_ai_gives_its_respon
 
 
 # -- OpenAI Agents SDK ---------------------------------------------------------------
-
-
-@function_tool
-def read(path: str) -> str:
-    """Read a file."""
-    return f"contents of {path}"
-
-
-@function_tool(needs_approval=True)
-def remove(path: str) -> str:
-    """Remove a file."""
-    return f"removed {path}"
 
 
 def oa_agent(steps: list[Any], **kwargs: Any) -> OAAgent[Any]:

@@ -14,11 +14,10 @@ from agents import (
     GuardrailFunctionOutput,
     InputGuardrail,
     OutputGuardrail,
-    function_tool,
 )
 from agents import Usage as OAUsage
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
-from integrations_support import Rig, calls, graph_of, says
+from integrations_support import Rig, calls, graph_of, read, remove, says
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
@@ -35,18 +34,6 @@ from agent.integrations import pydantic_ai as pai
 from telemetry import names as n
 
 TASK = "streamed"
-
-
-@function_tool
-def read(path: str) -> str:
-    """Read a file."""
-    return f"contents of {path}"
-
-
-@function_tool(needs_approval=True)
-def remove(path: str) -> str:
-    """Remove a file."""
-    return f"removed {path}"
 
 
 def usage() -> OAUsage:
