@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import json
 import os
@@ -331,12 +332,14 @@ class _Rest:
 
 
 async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    """Run a sync tool off the event loop on a daemon worker thread.
+    """Run a sync tool off the event loop on a daemon worker thread, in a copy of the caller's
+    context variables (as `asyncio.to_thread`: the run's span, a request id).
 
     Daemon threads, not the default executor: a tool that hangs forever must
     not keep the process from exiting once its run has moved on.
     """
     loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
     future: asyncio.Future[Any] = loop.create_future()
 
     def settle(setter: Callable[[Any], None], value: Any) -> None:
@@ -345,7 +348,7 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
 
     def job() -> Callable[[], object]:
         try:
-            outcome: tuple[Callable[[Any], None], Any] = (future.set_result, fn(**kwargs))
+            outcome: tuple[Callable[[Any], None], Any] = (future.set_result, context.run(fn, **kwargs))
         except BaseException as exc:  # handed to the awaiting coroutine
             outcome = (future.set_exception, exc)
         return lambda: loop.call_soon_threadsafe(settle, *outcome)

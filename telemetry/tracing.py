@@ -3,7 +3,10 @@
 Every span is parented explicitly from the segment's own span, never from the
 ambient context: the loop is async and its awaits may hop tasks. Only the run
 span takes the caller's current context as parent, at `run_started`, which
-the loop calls synchronously from `arun`/`aresume`. The observer's
+the loop calls synchronously from `arun`/`aresume`. The run span is then the
+current span until `run_ended` (as `start_as_current_span` would make it), so
+what the run's tools do (a nested agent run, an instrumented client's spans)
+lands in the run's trace, under its span. The observer's
 `trace_id`/`span_id` are set only for a sampled run span, so a result never
 points at a trace that was not recorded.
 
@@ -24,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import Logger, LoggerProvider
 from opentelemetry.context import Context
@@ -183,6 +187,8 @@ class _RunTrace(RunObserver):
             start_time=_ns(info.started_at) if info.started_at > 0 else None,
         )
         self._ctx = trace.set_span_in_context(self._span)
+        self._caller = otel_context.get_current()
+        otel_context.attach(self._ctx)  # the run's span is current until it ends
         self._turn: _Turn | None = None
         self._chat: _Call | None = None
         self._tools: dict[str, _Call] = {}
@@ -326,6 +332,14 @@ class _RunTrace(RunObserver):
             self._span.set_status(Status(StatusCode.ERROR, error_type))
         self._span.set_attributes(attributes)
         self._span.end()
+        self._restore_callers_context()
+
+    def _restore_callers_context(self) -> None:
+        """The caller's context current again, where the run's is current: in the task that
+        started the run, as a rule. (Restored by attaching it, not by `detach`, which fails and
+        logs an error when a run ends in another task, as an abandoned stream's close does.)"""
+        if otel_context.get_current() is self._ctx:
+            otel_context.attach(self._caller)
 
     # -- helpers -------------------------------------------------------------
 
