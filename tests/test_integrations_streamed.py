@@ -447,3 +447,74 @@ def test_a_pydantic_ai_stream_ending_in_a_deferred_approval_is_need_help_and_res
     assert asked.suspension is not None and asked.suspension.question == 'Approve delete({"path": "a"})?'
     done = pai.resume(agent, asked, approved=True, hooks=rig.hooks, task_type=TASK)
     assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "deleted", asked.run_id)
+
+
+# -- Pydantic AI's Agent.iter: the run driven node by node ---------------------------------
+
+
+def test_a_pydantic_ai_run_iterated_to_its_end_is_success_with_its_turns_tokens_and_spans(rig: Rig) -> None:
+    async def go() -> tuple[Any, list[str]]:
+        async with pai.iter(pai_agent(), "read", hooks=rig.hooks, task_type=TASK) as run:
+            nodes = [type(node).__name__ async for node in run.agent_run]
+        return run, nodes
+
+    run, nodes = asyncio.run(go())
+    res = run.result
+    assert nodes[-1] == "End" and "CallToolsNode" in nodes
+    assert res is not None and (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "all read", 2)
+    usage = run.agent_run.usage
+    assert (res.input_tokens, res.output_tokens) == (usage.input_tokens, usage.output_tokens)
+    assert res.raw.output == run.agent_run.result.output == "all read"
+    assert [s.name for s in rig.spans() if s.name.startswith(n.SPAN_EXECUTE_TOOL)] == ["execute_tool look"]
+    assert [(s.attributes or {})[n.STOP_REASON] for s in rig.run_spans()] == ["success"]
+    assert rig.stops("pai_streamer", TASK, "success") == 1
+
+
+def test_a_pydantic_ai_run_driven_with_next_past_its_request_limit_ends_the_block(rig: Rig) -> None:
+    after: list[str] = []
+
+    async def go() -> Any:
+        limits = UsageLimits(request_limit=1)
+        async with pai.iter(pai_agent(), "x", hooks=rig.hooks, task_type=TASK, usage_limits=limits) as run:
+            node = run.agent_run.next_node
+            while type(node).__name__ != "End":
+                node = await run.agent_run.next(node)
+            after.append("the loop ended")  # never: the limit ends the block
+        return run
+
+    res = asyncio.run(go()).result
+    assert after == []
+    assert res is not None and (res.reason, res.limit) == (StopReason.LIMIT, LimitKind.TURNS)
+    assert rig.stops("pai_streamer", TASK, "limit", "turns") == 1
+
+
+def test_a_pydantic_ai_run_left_half_driven_is_cancelled_and_the_callers_own_error_goes_on(rig: Rig) -> None:
+    async def left() -> Any:
+        async with pai.iter(pai_agent(), "x", hooks=rig.hooks, task_type=TASK) as run:
+            async for _ in run.agent_run:
+                break
+        return run
+
+    res = asyncio.run(left()).result
+    assert res is not None and res.reason is StopReason.CANCELLED
+
+    async def broken() -> Any:
+        async with pai.iter(pai_agent(), "x", hooks=rig.hooks, task_type=TASK) as run:
+            runs.append(run)
+            raise KeyError("the caller's own bug")
+
+    runs: list[Any] = []
+    with pytest.raises(KeyError, match="the caller's own bug"):
+        asyncio.run(broken())
+    assert runs[0].result is not None and runs[0].result.reason is StopReason.ERROR
+    assert rig.stops("pai_streamer", TASK, "cancelled") == rig.stops("pai_streamer", TASK, "error") == 1
+    assert not [s for s in rig.spans() if s.end_time is None]
+
+
+def test_pydantic_ai_iter_refuses_what_is_no_agent() -> None:
+    async def go() -> None:
+        async with pai.iter("an agent", "x"):  # type: ignore[arg-type]
+            pass
+
+    with pytest.raises(ConfigError, match=r"pydantic_ai\.iter"):
+        asyncio.run(go())

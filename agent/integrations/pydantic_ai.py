@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,20 +190,98 @@ async def run_stream(
         agent_name=agent_name,
         help_seconds=help_seconds,
     )
+    run = StreamedRun()
+
+    def opened(response: Any) -> None:
+        run.response = response
+
+    def stream(capabilities: list[Any]) -> Any:
+        return agent.run_stream(user_prompt, capabilities=capabilities, **run_kwargs)
+
+    def finished(response: Any) -> AgentRunResult[Any] | None:
+        return response.result if response.is_complete else None
+
+    async with _observed_block(recorder, run_kwargs, run, stream, opened, finished):
+        yield run
+
+
+@contextlib.asynccontextmanager
+async def iter(  # Pydantic AI's name; this module calls no builtin iter
+    agent: PAIAgent[Any, Any],
+    user_prompt: Any = None,
+    *,
+    hooks: RunHooks | None = None,
+    task_type: str = "default",
+    verifiers: Sequence[Verifier] | Verifier | None = None,
+    run_id: str | None = None,
+    resumed: RunResult | None = None,
+    agent_name: str | None = None,
+    help_seconds: float | None = None,
+    **run_kwargs: Any,
+) -> AsyncIterator[IteratedRun]:
+    """`agent.iter(user_prompt, **run_kwargs)` observed as `arun` observes `agent.run`:
+
+        async with endstate_pai.iter(agent, prompt, hooks=hooks, task_type="ticket") as run:
+            async for node in run.agent_run:  # Pydantic AI's AgentRun: its nodes, or `next(node)`
+                ...
+        run.result  # the RunResult
+
+    As `run_stream`: a stop Pydantic AI raises while the caller drives the run ends the block and
+    is the result; the caller's own exception is recorded (`error`) and goes on up; a block left
+    before the run reached its end is the caller stopping: the run is cancelled.
+    """
+    need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.iter", "a pydantic_ai.Agent")
+    recorder = _recorder(
+        agent,
+        user_prompt,
+        run_kwargs,
+        hooks=hooks,
+        task_type=task_type,
+        verifiers=verifiers,
+        run_id=run_id,
+        resumed=resumed,
+        agent_name=agent_name,
+        help_seconds=help_seconds,
+    )
+    run = IteratedRun()
+
+    def opened(agent_run: Any) -> None:
+        run.agent_run = agent_run
+
+    def driven(capabilities: list[Any]) -> Any:
+        return agent.iter(user_prompt, capabilities=capabilities, **run_kwargs)
+
+    async with _observed_block(recorder, run_kwargs, run, driven, opened, lambda r: r.result):
+        yield run
+
+
+@contextlib.asynccontextmanager
+async def _observed_block(
+    recorder: Recorder,
+    run_kwargs: dict[str, Any],
+    run: StreamedRun | IteratedRun,
+    open_run: Callable[[list[Any]], Any],
+    opened: Callable[[Any], None],
+    finished: Callable[[Any], AgentRunResult[Any] | None],
+) -> AsyncIterator[None]:
+    """The caller's block around a run Pydantic AI opens (`open_run(capabilities)`, an async context
+    manager), reported by an `EndstateCapability`; `run.result` set when the block ends (`finished`:
+    the run's result, None if it never reached its end)."""
     totals = _Totals(before=_usage(run_kwargs.get("usage")))
     capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder, totals)]
-    run, yielded = StreamedRun(), False
+    yielded = False
     try:
         with recorder.running():
-            async with agent.run_stream(user_prompt, capabilities=capabilities, **run_kwargs) as response:
-                run.response, yielded = response, True
-                yield run
-                done = response.result if response.is_complete else None
+            async with open_run(capabilities) as response:
+                opened(response)
+                yielded = True
+                yield
+                done = finished(response)
     except _STOPS as exc:
         totals.count(recorder)
         run.result = _stopped(recorder, exc)
-        if not yielded:  # the run stopped before its output began to stream: the block sees the stop
-            yield run
+        if not yielded:  # the run stopped before the block began: the block sees the stop
+            yield
         return
     except BaseException as exc:
         totals.count(recorder)
@@ -211,6 +289,14 @@ async def run_stream(
         raise
     totals.count(recorder)
     run.result = _ended(recorder, done)
+
+
+class IteratedRun:
+    """A Pydantic AI run driven node by node: Pydantic AI's `AgentRun` at `agent_run` (None when
+    the run stopped before it began), then `result`."""
+
+    agent_run: Any = None
+    result: RunResult | None = None
 
 
 class StreamedRun:
