@@ -15,8 +15,9 @@ of its own when Pydantic AI also instruments the run: its spans are Pydantic
 AI's, Endstate's are Endstate's, and each call is recorded once by each. A
 delegate agent run in a tool with `usage=ctx.usage` counts in the run's tokens,
 as Pydantic AI counts it (unpriced; no spans), unless it is observed as a run
-of its own through this integration: then it counts there, not twice. How
-runs end:
+of its own through this integration: then it counts there, not twice. A run
+the caller streams (`run_stream`) or drives node by node (`iter`) is read by an
+`EndstateCapability`. How runs end:
 
 | Pydantic AI                                   | Endstate                              |
 | --------------------------------------------- | ------------------------------------- |
