@@ -73,6 +73,8 @@ class Response:
     stream_delay: float = 0.0
     malformed: str | None = None
     usage_from_request: bool = False
+    events: tuple[tuple[str, Any], ...] | None = None
+    chunk_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,20 @@ def stream_error(kind: str = "overloaded_error", message_text: str = "Overloaded
     """A stream that begins well, then sends an `error` event (as the API does when overloaded mid-way)."""
     body = {"type": "error", "error": {"type": kind, "message": message_text}}
     return Response(200, message(text("partial")).body, malformed="error_event:" + json.dumps(body))
+
+
+def streamed(*events: tuple[str, Any], chunk_bytes: int | None = None) -> Response:
+    """A 200 stream of exactly these server-sent events (`(event, data)`; see `events_of`), its
+    bytes sent in pieces of `chunk_bytes` when given (cut anywhere: mid-line, mid-UTF-8)."""
+    return Response(200, None, events=tuple(events), chunk_bytes=chunk_bytes)
+
+
+def events_of(
+    response: Response, model: str = "claude-test", id: str = "msg_scripted"
+) -> list[tuple[str, Any]]:
+    """The events the server would stream for `response` (a `message`), to change before `streamed`."""
+    assert response.body is not None
+    return stream_events({**response.body, "id": id, "model": response.body.get("model") or model})
 
 
 class MessagesAPI:
@@ -401,7 +417,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.send_header("transfer-encoding", "chunked")  # so the connection stays open after it
             self.end_headers()
-            for i, (event, data) in enumerate(stream_events(body, response.malformed)):
+            scripted = list(response.events) if response.events is not None else None
+            sent = scripted if scripted is not None else stream_events(body, response.malformed)
+            if response.chunk_bytes:  # the same bytes, cut into pieces anywhere (mid-line, mid-UTF-8)
+                self._chunked(b"".join(_sse(e, d) for e, d in sent), response.chunk_bytes)
+                sent = []
+            for i, (event, data) in enumerate(sent):
                 if i and response.stream_delay and self.server.api._stopping.wait(response.stream_delay):
                     self.close_connection = True
                     return
@@ -412,6 +433,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(b"")
         except OSError:  # the client went away mid-stream (its time budget)
             self.close_connection = True
+
+    def _chunked(self, data: bytes, size: int) -> None:
+        for i in range(0, len(data), size):
+            self._chunk(data[i : i + size])
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

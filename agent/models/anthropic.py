@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import math
 import time
 import weakref
@@ -80,7 +81,25 @@ _PERMANENT: dict[int, str] = {
 # How a 400 says the prompt does not fit the context window (older models also count max_tokens).
 _WINDOW_FULL = ("prompt is too long", "exceed context limit")
 
-# An `event: error` inside a 200 stream names its kind in the body, not the status.
+# What to do about a refusal a retry will not fix.
+_KEY = "the API key (AnthropicModel(api_key=...), else ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN)"
+_FIXES: dict[int, str] = {
+    401: f"{_KEY} was refused: check that it is set, whole and not revoked",
+    402: "the organization's credit or billing stops the call: check Billing in the Claude Console",
+    403: f"{_KEY} has no permission for this model or feature: check the key's workspace and the model id",
+    404: "check the model id and the base URL",
+}
+
+# An `event: error` inside a 200 stream names its kind in the body, not the status: the status each
+# kind stands for when a retry will not fix it, and the error_type of the kinds worth a retry.
+_STATUS_OF_ERROR: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+}
 _STREAM_ERRORS: dict[str, str] = {
     "overloaded_error": "overloaded",
     "rate_limit_error": "rate_limit",
@@ -99,6 +118,8 @@ _UNREADABLE = (
     RuntimeError,
 )
 
+# The blocks whose streamed input the SDK gathers itself.
+_GATHERED = (types.ToolUseBlock, types.ServerToolUseBlock)
 _NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
 # Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
 _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
@@ -210,6 +231,7 @@ class AnthropicModel:
             async with client.messages.stream(**self.params(request), extra_headers=self._headers) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
+            return to_reply(message, stream.first_token, stream.headers, stream.inputs())
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
                 record_cut_call(partial)
@@ -224,8 +246,9 @@ class AnthropicModel:
                 f"Anthropic API: the stream broke off: {exc!r}", error_type=kind
             ) from exc
         except _UNREADABLE as exc:
+            if (partial := stream.partial()) is not None:
+                record_cut_call(partial)  # the API took the input and began the reply: charged
             raise _malformed(exc) from exc
-        return to_reply(message, stream.first_token, stream.headers)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
@@ -423,6 +446,8 @@ class _StreamWatch:
         self.snapshot: types.Message | None = None
         self.streamed_chars = 0
         self.stopped = False
+        self.counted = False
+        self._json: dict[int, str] = {}  # the input of blocks the SDK does not gather, by index
 
     async def follow(self, events: Any) -> types.Message:
         """Read the stream to its end; the final message."""
@@ -441,15 +466,34 @@ class _StreamWatch:
             if self.first_token is None:
                 self.first_token = time.monotonic() - self.started
             self.streamed_chars += _delta_chars(event.delta)
+            self._gather(event.index, event.delta)
+        elif kind == "message_delta":
+            self.counted = True  # the API's own count of the output, final
         elif kind == "message_stop":
             self.stopped = True
 
+    def _gather(self, index: int, delta: Any) -> None:
+        """Keep the input JSON streamed to a block the SDK leaves alone (one of a type it does not
+        know, such as `mcp_tool_use`): the SDK gathers it for tool_use and server_tool_use only."""
+        if getattr(delta, "type", None) != "input_json_delta" or self.snapshot is None:
+            return
+        if index < len(self.snapshot.content) and isinstance(self.snapshot.content[index], _GATHERED):
+            return
+        self._json[index] = self._json.get(index, "") + delta.partial_json
+
+    def inputs(self) -> dict[int, Any]:
+        """The inputs gathered by `_gather`, parsed (a `ValueError` when one is not JSON)."""
+        return {index: json.loads(text) if text.strip() else {} for index, text in self._json.items()}
+
     def partial(self) -> ModelReply | None:
-        """The usage of a call cut off mid-stream, or None before the API said anything."""
+        """The usage of a call cut off mid-stream (or read whole but unusable), or None before the
+        API said anything."""
         if self.snapshot is None:
             return None
         usage = self.snapshot.usage
-        output = max(usage.output_tokens, -(-self.streamed_chars // _CHARS_PER_TOKEN))
+        output = usage.output_tokens or 0
+        if not self.counted:
+            output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
         reply = _usage_reply(usage, [], "cut_off", self.snapshot.model, self.snapshot.id)
         extra = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
         return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
@@ -472,10 +516,18 @@ def _malformed(exc: BaseException) -> TransientModelError:
 
 
 def to_reply(
-    message: types.Message, time_to_first_token: float | None = None, headers: Mapping[str, str] | None = None
+    message: types.Message,
+    time_to_first_token: float | None = None,
+    headers: Mapping[str, str] | None = None,
+    inputs: Mapping[int, Any] | None = None,
 ) -> ModelReply:
-    """A `ModelReply` from an SDK `Message`."""
+    """A `ModelReply` from an SDK `Message`; `inputs` are streamed block inputs the SDK did not gather.
+    A reply no run could keep (a call whose input is no JSON object, two calls with one id) raises
+    `ValueError`: `complete` makes it a transient `malformed_reply`."""
     content = [content_block(b) for b in message.content]
+    for index, value in (inputs or {}).items():
+        content[index] = {**content[index], "input": value}
+    _check_calls(content)
     stop_reason = message.stop_reason or "end_turn"
     extra: dict[str, Any] = {}
     if stop_reason in _CUT_STOPS and content and content[-1].get("type") == "tool_use":
@@ -500,11 +552,24 @@ def to_reply(
     )
 
 
+def _check_calls(content: list[dict[str, Any]]) -> None:
+    seen: set[str] = set()
+    for block in content:
+        if block.get("type") != "tool_use":
+            continue
+        if not isinstance(block.get("input"), dict):
+            kind = type(block.get("input")).__name__
+            raise ValueError(f"the input of the call of {block.get('name')!r} is a {kind}, not a JSON object")
+        if block.get("id") in seen:
+            raise ValueError(f"two tool calls share the id {block.get('id')!r}")
+        seen.add(block["id"])
+
+
 def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: str, msg_id: str) -> ModelReply:
     cache_read = usage.cache_read_input_tokens or 0
     cache_write = usage.cache_creation_input_tokens or 0
     breakdown = getattr(usage, "cache_creation", None)
-    write_1h = breakdown.ephemeral_1h_input_tokens if breakdown is not None else 0
+    write_1h = getattr(breakdown, "ephemeral_1h_input_tokens", None) or 0  # either may be missing
     return ModelReply(
         content=content,
         input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
@@ -560,7 +625,8 @@ def content_block(block: types.ContentBlock) -> dict[str, Any]:
     if kind == "text" and isinstance(block, types.TextBlock):
         return {"type": "text", "text": block.text}
     if kind == "tool_use" and isinstance(block, types.ToolUseBlock):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
+        arguments = dict(block.input) if isinstance(block.input, dict) else block.input  # checked later
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": arguments}
     if kind == "thinking" and isinstance(block, types.ThinkingBlock):
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if kind == "redacted_thinking" and isinstance(block, types.RedactedThinkingBlock):
@@ -604,15 +670,31 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     detail = exc.api_message or exc.message
     request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
     text = f"Anthropic API returned HTTP {status}{api_type}: {detail}{request_id}"
-    if status < 300:  # an error event inside a stream that began well
-        error_type = _STREAM_ERRORS.get(exc.type or "", "server_error")
-        return TransientModelError(f"{text} (inside the stream)", error_type=error_type)
-    if status in _TRANSIENT or status >= 500:
-        error_type = _TRANSIENT.get(status, "server_error")
-        return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
+    if status < 300:  # an error event inside a stream that began well: its type says what it stands for
+        text += " (inside the stream)"
+        if (status := _STATUS_OF_ERROR.get(exc.type or "", 0)) == 0:
+            return TransientModelError(text, error_type=_STREAM_ERRORS.get(exc.type or "", "server_error"))
     if status == 400 and any(words in str(detail).lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
-    return ModelError(text, error_type=_PERMANENT.get(status, "api_error"))
+    error_type = _TRANSIENT.get(status) or _PERMANENT.get(status)
+    error_type = error_type or ("server_error" if status >= 500 else "api_error")
+    if _should_retry(status, exc.response.headers):
+        return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
+    return ModelError(text + _how_to_fix(status), error_type=error_type)
+
+
+def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether a retry may help: the API's `x-should-retry` header when it says, else the status."""
+    said = headers.get("x-should-retry", "").strip().lower()
+    if said in ("true", "false"):
+        return said == "true"
+    return status in _TRANSIENT or status >= 500
+
+
+def _how_to_fix(status: int) -> str:
+    """What to do about a refusal a retry will not fix."""
+    fix = _FIXES.get(status)
+    return f": {fix}" if fix else ""
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

@@ -30,7 +30,7 @@ BUILTIN = Path(__file__).with_name("models.toml")
 
 Status = Literal["active", "deprecated", "retired"]
 _STATUSES: tuple[str, ...] = ("active", "deprecated", "retired")
-_PRICE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+_PRICE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h", "web_search_per_1k")
 _ROW_KEYS = frozenset(
     {
         *_PRICE_KEYS,
@@ -208,7 +208,8 @@ def _price(row: Mapping[str, Any], at: str) -> Price:
     for key in _PRICE_KEYS:
         value = row.get(key)
         if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value < 0):
-            raise ConfigError(f"{at}: {key} must be a number >= 0 (USD per million tokens), got {value!r}")
+            unit = "USD per 1,000 searches" if key == "web_search_per_1k" else "USD per million tokens"
+            raise ConfigError(f"{at}: {key} must be a number >= 0 ({unit}), got {value!r}")
         values[key] = None if value is None else float(value)
     return Price(
         input_per_mtok=values["input"] or 0.0,
@@ -216,6 +217,7 @@ def _price(row: Mapping[str, Any], at: str) -> Price:
         cache_read_per_mtok=values["cache_read"],
         cache_write_5m_per_mtok=values["cache_write_5m"],
         cache_write_1h_per_mtok=values["cache_write_1h"],
+        web_search_per_1k=values["web_search_per_1k"],
     )
 
 
