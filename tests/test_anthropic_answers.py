@@ -168,3 +168,17 @@ def test_a_stream_cut_anywhere_with_pings_and_unknown_events_reads_whole() -> No
     result, _ = run(streamed(*events, chunk_bytes=3), message(DONE))  # cut mid-line, mid-UTF-8
     assert result.reason is StopReason.SUCCESS, result.note
     assert [arguments] == WROTE
+
+
+def test_a_web_search_that_failed_is_not_charged() -> None:
+    # The API bills the searches its usage counts; a search that errored is not counted.
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    failed = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": {"type": "web_search_tool_result_error", "error_code": "unavailable"},
+    }
+    counts = {"server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0}}
+    result, _ = run(message(search, failed, DONE, usage=counts))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx(dollars(10, 5))

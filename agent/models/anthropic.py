@@ -588,7 +588,8 @@ def _replace_reply(reply: ModelReply, **changes: Any) -> ModelReply:
 
 
 def server_tool_uses(message: types.Message) -> dict[str, int]:
-    """Server tool uses by tool name: the blocks the reply holds, or the usage counters if higher."""
+    """Server tool uses by tool name: the usage's counters where it has them (what is billed: a web
+    search that failed is not), else the reply's server_tool_use blocks."""
     counts: dict[str, int] = {}
     for block in message.content:
         if isinstance(block, types.ServerToolUseBlock):
@@ -599,9 +600,8 @@ def server_tool_uses(message: types.Message) -> dict[str, int]:
             ("web_search", usage.web_search_requests),
             ("web_fetch", usage.web_fetch_requests),
         ):
-            if used:
-                counts[name] = max(counts.get(name, 0), used)
-    return counts
+            counts[name] = used or 0
+    return {name: used for name, used in counts.items() if used}
 
 
 def rate_limit_headers(headers: Mapping[str, str]) -> dict[str, str]:
