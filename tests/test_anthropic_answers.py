@@ -182,3 +182,13 @@ def test_a_web_search_that_failed_is_not_charged() -> None:
     result, _ = run(message(search, failed, DONE, usage=counts))
     assert result.reason is StopReason.SUCCESS, result.note
     assert result.cost_usd == pytest.approx(dollars(10, 5))
+
+
+def test_a_call_run_us_only_is_priced_at_its_multiplier() -> None:
+    # A workspace's default inference_geo makes every call US-only without a request parameter.
+    result, _ = run(message(DONE, input_tokens=10_000, output_tokens=1_000, usage={"inference_geo": "us"}))
+    assert result.cost_usd == pytest.approx(dollars(10_000, 1_000) * 1.1)
+    result, _ = run(
+        message(DONE, input_tokens=10_000, output_tokens=1_000, usage={"inference_geo": "global"})
+    )
+    assert result.cost_usd == pytest.approx(dollars(10_000, 1_000))

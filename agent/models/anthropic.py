@@ -36,7 +36,8 @@ Choices worth knowing:
 - A 200 reply whose body cannot be read (not a stream, bad JSON, a stream
   that stops early) is a transient `malformed_reply`: retried, then `error`.
 - `extra["rate_limit"]` holds the reply's `anthropic-ratelimit-*` headers,
-  `extra["stop_details"]` the API's details of a refusal.
+  `extra["stop_details"]` the API's details of a refusal, `extra["inference_geo"]`
+  where the call ran (the usage's `inference_geo`; "us" costs 1.1x).
 """
 
 from __future__ import annotations
@@ -495,7 +496,7 @@ class _StreamWatch:
         if not self.counted:
             output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
         reply = _usage_reply(usage, [], "cut_off", self.snapshot.model, self.snapshot.id)
-        extra = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
+        extra = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens, **_geo(usage)}
         return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
 
 
@@ -540,6 +541,7 @@ def to_reply(
         extra["stop_details"] = message.stop_details.model_dump(mode="json", exclude_none=True)
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
+    extra |= _geo(message.usage)
     reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
     if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:  # as before the fields existed
         extra["cache_read_input_tokens"] = reply.cache_read_input_tokens
@@ -581,6 +583,12 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
         cache_creation_input_tokens=cache_write,
         cache_creation_1h_input_tokens=write_1h,
     )
+
+
+def _geo(usage: Any) -> dict[str, str]:
+    """Where the call ran, when the usage says: "us" (US-only) is priced higher (see `Price`)."""
+    geo = getattr(usage, "inference_geo", None)
+    return {"inference_geo": geo} if isinstance(geo, str) and geo else {}
 
 
 def _replace_reply(reply: ModelReply, **changes: Any) -> ModelReply:

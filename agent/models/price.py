@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from agent.models.base import ModelReply
 
 WEB_SEARCH_PER_1K = 10.0  # USD per 1,000 web searches on the Claude API (the same for every model)
+US_INFERENCE_MULTIPLIER = 1.1  # every token price of a call run US-only (inference_geo "us")
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,10 @@ class Price:
     reads and writes) is over `long_prompt_above` tokens, output included.
     `web_search_per_1k` is the price of 1,000 uses of the provider's web
     search (a reply's `server_tool_use["web_search"]`); left out, Anthropic's
-    $10 per 1,000 searches.
+    $10 per 1,000 searches. `us_inference_multiplier` scales every token
+    price of a call whose reply says it ran US-only (`extra["inference_geo"]`
+    is "us", as a request's or a workspace's `inference_geo` makes it); left
+    out, Anthropic's 1.1x.
     """
 
     input_per_mtok: float
@@ -34,6 +38,7 @@ class Price:
     long_prompt_above: int | None = None
     long_prompt: Price | None = None
     web_search_per_1k: float | None = None
+    us_inference_multiplier: float | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -43,6 +48,7 @@ class Price:
             "cache_write_5m_per_mtok",
             "cache_write_1h_per_mtok",
             "web_search_per_1k",
+            "us_inference_multiplier",
         ):
             value = getattr(self, name)
             if value is not None and value < 0:
@@ -87,7 +93,14 @@ class Price:
         and cache writes); the uncached part is what the cache parts leave.
         """
         searches = (reply.server_tool_use or {}).get("web_search", 0) * self.web_search
-        return self._tokens_cost(reply) + searches
+        return self._tokens_cost(reply) * self._geo_multiplier(reply) + searches
+
+    def _geo_multiplier(self, reply: ModelReply) -> float:
+        if reply.extra.get("inference_geo") != "us":
+            return 1.0
+        return (
+            US_INFERENCE_MULTIPLIER if self.us_inference_multiplier is None else self.us_inference_multiplier
+        )
 
     def _tokens_cost(self, reply: ModelReply) -> float:
         price = self._for_prompt(reply.input_tokens)
