@@ -523,6 +523,10 @@ def _messages_problem(messages: Any) -> str | None:
         blocks = [content] if isinstance(content, str) else content
         if any(not str(b.get("text", "")).strip() for b in _typed(blocks, "text")):
             return f"messages.{i}: text content blocks must contain non-whitespace text"
+        if unanswered := _server_calls_without_results(blocks):
+            return (
+                f"messages.{i}: server tool use ids were found without result blocks after them: {unanswered}"
+            )
         results = {str(b.get("tool_use_id")) for b in _typed(blocks, "tool_result")}
         if unknown := results - open_calls:
             return f"messages.{i}: unexpected tool_use_id found in tool_result blocks: {sorted(unknown)[0]}"
@@ -531,6 +535,20 @@ def _messages_problem(messages: Any) -> str | None:
             return f"messages.{i}: tool_use ids were found without tool_result blocks: {missing}"
         open_calls = {str(b.get("id")) for b in _typed(blocks, "tool_use")}
     return None
+
+
+def _server_calls_without_results(blocks: list[Any]) -> str:
+    """The first server_tool_use id in an assistant message with no `*_tool_result` block after it."""
+    for i, block in enumerate(blocks):
+        if isinstance(block, dict) and block.get("type") == "server_tool_use":
+            later = blocks[i + 1 :]
+            if not any(
+                str(b.get("type", "")).endswith("_tool_result") and b.get("tool_use_id") == block.get("id")
+                for b in later
+                if isinstance(b, dict)
+            ):
+                return str(block.get("id"))
+    return ""
 
 
 def _typed(blocks: list[Any], kind: str) -> list[dict[str, Any]]:

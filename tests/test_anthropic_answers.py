@@ -192,3 +192,13 @@ def test_a_call_run_us_only_is_priced_at_its_multiplier() -> None:
         message(DONE, input_tokens=10_000, output_tokens=1_000, usage={"inference_geo": "global"})
     )
     assert result.cost_usd == pytest.approx(dollars(10_000, 1_000))
+
+
+def test_a_server_tool_call_cut_off_by_max_tokens_is_not_sent_back_nor_charged() -> None:
+    # The API wants each server_tool_use followed by its result; a reply cut off in one has none.
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    result, api = run(message(text("Searching."), search, stop_reason="max_tokens"), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    sent = api.bodies[1]["messages"][1]["content"]
+    assert [b["type"] for b in sent] == ["text", "text"] and "was not run" in sent[1]["text"]
+    assert result.cost_usd == pytest.approx(dollars(20, 10))  # no search was billed

@@ -25,9 +25,10 @@ Choices worth knowing:
   `metadata`, and `betas` (the `anthropic-beta` header). Thinking and other
   provider blocks are kept verbatim so they can be sent back unchanged.
 - A reply cut off (`max_tokens`, `model_context_window_exceeded`) while
-  writing a tool call has that call replaced by a text note saying so
+  writing a tool call (or a server tool's call, which then has no result)
+  has that call replaced by a text note saying so
   (`extra["truncated_tool_use"]` names the tool): a call with cut-off
-  arguments is never run.
+  arguments is never run, nor sent back.
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -531,10 +532,11 @@ def to_reply(
     _check_calls(content)
     stop_reason = message.stop_reason or "end_turn"
     extra: dict[str, Any] = {}
-    if stop_reason in _CUT_STOPS and content and content[-1].get("type") == "tool_use":
+    if stop_reason in _CUT_STOPS and content and _is_call(content[-1]):
         cut = content.pop()
-        content.append({"type": "text", "text": _truncation_note(cut["name"], stop_reason)})
-        extra["truncated_tool_use"] = cut["name"]
+        tool = str(cut.get("name", cut["type"]))
+        content.append({"type": "text", "text": _truncation_note(tool, stop_reason)})
+        extra["truncated_tool_use"] = tool
     if message.stop_sequence:
         extra["stop_sequence"] = message.stop_sequence
     if message.stop_details is not None:
@@ -552,6 +554,12 @@ def to_reply(
         time_to_first_token=time_to_first_token,
         server_tool_use=server_tool_uses(message),
     )
+
+
+def _is_call(block: dict[str, Any]) -> bool:
+    """A call block: `tool_use`, or one the API runs itself (`server_tool_use`, `mcp_tool_use`), whose
+    result block the API wants right after it; a reply cut off after one has no result for it."""
+    return str(block.get("type", "")).endswith("tool_use")
 
 
 def _check_calls(content: list[dict[str, Any]]) -> None:
@@ -596,19 +604,16 @@ def _replace_reply(reply: ModelReply, **changes: Any) -> ModelReply:
 
 
 def server_tool_uses(message: types.Message) -> dict[str, int]:
-    """Server tool uses by tool name: the usage's counters where it has them (what is billed: a web
-    search that failed is not), else the reply's server_tool_use blocks."""
+    """Server tool uses by tool name: web searches and fetches as the usage counts them (what is
+    billed: a search that failed, or that a cut-off reply never ran, is not), the other tools
+    (code execution) by the reply's server_tool_use blocks."""
     counts: dict[str, int] = {}
     for block in message.content:
         if isinstance(block, types.ServerToolUseBlock):
             counts[block.name] = counts.get(block.name, 0) + 1
     usage = message.usage.server_tool_use
-    if usage is not None:
-        for name, used in (
-            ("web_search", usage.web_search_requests),
-            ("web_fetch", usage.web_fetch_requests),
-        ):
-            counts[name] = used or 0
+    counts["web_search"] = (usage.web_search_requests or 0) if usage is not None else 0
+    counts["web_fetch"] = (usage.web_fetch_requests or 0) if usage is not None else 0
     return {name: used for name, used in counts.items() if used}
 
 
