@@ -523,7 +523,8 @@ def _messages_problem(messages: Any) -> str | None:
         blocks = [content] if isinstance(content, str) else content
         if any(not str(b.get("text", "")).strip() for b in _typed(blocks, "text")):
             return f"messages.{i}: text content blocks must contain non-whitespace text"
-        if unanswered := _server_calls_without_results(blocks):
+        paused = i == len(messages) - 1  # a reply paused (pause_turn) mid-call is sent back to go on
+        if not paused and (unanswered := _server_calls_without_results(blocks)):
             return (
                 f"messages.{i}: server tool use ids were found without result blocks after them: {unanswered}"
             )

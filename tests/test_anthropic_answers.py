@@ -202,3 +202,13 @@ def test_a_server_tool_call_cut_off_by_max_tokens_is_not_sent_back_nor_charged()
     sent = api.bodies[1]["messages"][1]["content"]
     assert [b["type"] for b in sent] == ["text", "text"] and "was not run" in sent[1]["text"]
     assert result.cost_usd == pytest.approx(dollars(20, 10))  # no search was billed
+
+
+def test_a_reply_paused_in_a_server_tool_call_is_sent_back_as_is() -> None:
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    counts = {"server_tool_use": {"web_search_requests": 1, "web_fetch_requests": 0}}
+    paused = message(text("Searching."), search, stop_reason="pause_turn", usage=counts)
+    result, api = run(paused, message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    sent = api.bodies[1]["messages"][-1]["content"][-1]
+    assert {k: v for k, v in sent.items() if k != "cache_control"} == search
