@@ -212,3 +212,12 @@ def test_a_reply_paused_in_a_server_tool_call_is_sent_back_as_is() -> None:
     assert result.reason is StopReason.SUCCESS, result.note
     sent = api.bodies[1]["messages"][-1]["content"][-1]
     assert {k: v for k, v in sent.items() if k != "cache_control"} == search
+
+
+def test_a_delta_for_a_block_that_never_started_is_a_malformed_reply_retried() -> None:
+    events = events_of(message(text("hi")))
+    stray = {"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "x"}}
+    events.insert(2, ("content_block_delta", stray))
+    result, api = run(streamed(*events), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2

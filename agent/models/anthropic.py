@@ -113,7 +113,7 @@ _STREAM_ERRORS: dict[str, str] = {
 _UNREADABLE = (
     ValueError,
     pydantic.ValidationError,
-    KeyError,
+    LookupError,  # KeyError, and IndexError: a delta for a block that never started
     TypeError,
     AttributeError,
     AssertionError,
