@@ -55,7 +55,8 @@ class ModelInfo:
 
     `price` is None when no price is known; `unknown_price_reason` then says
     why. `status` is `active`, `deprecated` (still callable, `retires` on a
-    date) or `retired` (the API refuses it).
+    date) or `retired` (the API refuses it; a deprecated row reads as retired
+    from its `retires` date on).
     """
 
     id: str
@@ -167,6 +168,9 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
     if status not in _STATUSES:
         raise ConfigError(f"{at}: status must be one of {list(_STATUSES)}, got {status!r}")
     price, reason = _price_and_reason(row, at)
+    retires = _date(row, "retires", at)
+    if status == "deprecated" and retires is not None and retires <= datetime.date.today():
+        status = "retired"  # its retirement date has come: calls naming it fail
     return ModelInfo(
         id=model_id,
         context_window=_tokens(row, "context_window", at),
@@ -174,7 +178,7 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
         price=price,
         unknown_price_reason=reason,
         status=status,  # type: ignore[arg-type]
-        retires=_date(row, "retires", at),
+        retires=retires,
         note=str(row.get("note", "")),
         source=str(row.get("source", "")),
         checked=_date(row, "checked", at),
