@@ -133,6 +133,15 @@ def test_a_call_whose_input_is_no_json_object_is_retried_and_charged(arguments: 
     assert result.input_tokens == 20 and result.output_tokens == 10  # the unusable reply was paid for
 
 
+@pytest.mark.parametrize("field", ["id", "name"])
+@pytest.mark.parametrize("value", [None, ""])
+def test_a_call_without_an_id_or_a_name_is_retried_never_run(field: str, value: Any) -> None:
+    bad = message(tool_use("write", {"path": "a", "body": "b"}, id="toolu_1") | {field: value})
+    result, api = run(bad, message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2 and WROTE == []
+
+
 def test_two_calls_with_one_id_are_retried_never_run() -> None:
     twins = message(
         tool_use("write", {"path": "a", "body": "1"}, id="toolu_T"),

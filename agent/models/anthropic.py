@@ -524,7 +524,8 @@ def to_reply(
     inputs: Mapping[int, Any] | None = None,
 ) -> ModelReply:
     """A `ModelReply` from an SDK `Message`; `inputs` are streamed block inputs the SDK did not gather.
-    A reply no run could keep (a call whose input is no JSON object, two calls with one id) raises
+    A reply no run could keep (a call with no id or name, or whose input is no JSON object, two calls
+    with one id) raises
     `ValueError`: `complete` makes it a transient `malformed_reply`."""
     content = [content_block(b) for b in message.content]
     for index, value in (inputs or {}).items():
@@ -567,6 +568,9 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
     for block in content:
         if block.get("type") != "tool_use":
             continue
+        for field in ("id", "name"):
+            if not (isinstance(block.get(field), str) and block[field]):
+                raise ValueError(f"a tool call's {field} is {block.get(field)!r}, not a name")
         if not isinstance(block.get("input"), dict):
             kind = type(block.get("input")).__name__
             raise ValueError(f"the input of the call of {block.get('name')!r} is a {kind}, not a JSON object")
