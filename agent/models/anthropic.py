@@ -89,7 +89,8 @@ _FIXES: dict[int, str] = {
     401: f"{_KEY} was refused: check that it is set, whole and not revoked",
     402: "the organization's credit or billing stops the call: check Billing in the Claude Console",
     403: f"{_KEY} has no permission for this model or feature: check the key's workspace and the model id",
-    404: "check the model id and the base URL",
+    404: "check the model id (a retired model is not found) and the base URL",
+    413: "the request is over the API's size limit: send smaller tool results, images or documents",
 }
 
 # An `event: error` inside a 200 stream names its kind in the body, not the status: the status each
