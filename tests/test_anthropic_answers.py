@@ -121,6 +121,16 @@ def test_a_refused_key_says_where_the_key_comes_from() -> None:
     assert "api_key=" in result.note and "ANTHROPIC_API_KEY" in result.note
 
 
+@pytest.mark.parametrize(
+    ("status", "fix"),
+    [(403, "workspace"), (402, "Billing"), (404, "model id"), (413, "size limit")],
+)
+def test_an_error_a_retry_cannot_fix_says_what_to_fix(status: int, fix: str) -> None:
+    result, api = run(error(status, "the API's own words"))
+    assert result.reason is StopReason.ERROR and len(api.requests) == 1
+    assert "the API's own words" in result.note and fix in result.note
+
+
 # -- hostile replies ----------------------------------------------------------------------------
 
 
