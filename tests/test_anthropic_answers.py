@@ -62,6 +62,13 @@ def test_a_cache_breakdown_missing_a_count_is_priced_not_a_crash(breakdown: dict
     assert result.cost_usd == pytest.approx(dollars(10 + 100 * 1.25, 5))  # 5-minute writes
 
 
+def test_cache_writes_given_only_by_ttl_are_counted_and_priced() -> None:
+    breakdown = {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 40}
+    result, _ = run(message(DONE, usage={"cache_creation_input_tokens": None, "cache_creation": breakdown}))
+    assert result.input_tokens == 10 + 140
+    assert result.cost_usd == pytest.approx(dollars(10 + 100 * 1.25 + 40 * 2, 5))
+
+
 def test_web_searches_are_priced_at_ten_dollars_a_thousand() -> None:
     search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
     found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}

@@ -582,9 +582,10 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
 
 def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: str, msg_id: str) -> ModelReply:
     cache_read = usage.cache_read_input_tokens or 0
-    cache_write = usage.cache_creation_input_tokens or 0
     breakdown = getattr(usage, "cache_creation", None)
     write_1h = getattr(breakdown, "ephemeral_1h_input_tokens", None) or 0  # either may be missing
+    write_5m = getattr(breakdown, "ephemeral_5m_input_tokens", None) or 0
+    cache_write = usage.cache_creation_input_tokens or (write_5m + write_1h)  # the total, else its parts
     return ModelReply(
         content=content,
         input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
