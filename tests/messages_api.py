@@ -171,6 +171,15 @@ def malformed(kind: str = "not_json") -> Response:
     return Response(200, message(text("unreadable")).body, malformed=kind)
 
 
+def html_error(status: int, size: int = 60_000) -> Response:
+    """An HTML error page (a proxy's or load balancer's, not the API's JSON), `size` bytes long."""
+    return Response(
+        status,
+        {"html": "<html><body>" + "bad gateway " * (size // 12) + "</body></html>"},
+        malformed="not_json",
+    )
+
+
 def dropped() -> Response:
     """A stream whose connection breaks after the first block's text (no closing chunk)."""
     return Response(200, message(text("the first half of a reply " * 8)).body, malformed="dropped")
@@ -384,7 +393,7 @@ class _Handler(BaseHTTPRequestHandler):
             return  # stopped while waiting: never answer
         streamed = isinstance(body, dict) and body.get("stream") is True and response.status == 200
         if response.malformed == "not_json":
-            self._send_raw(200, b"<html>upstream proxy error</html>", "text/html", response.headers)
+            self._send_raw(response.status, _html(response), "text/html", response.headers)
         elif streamed:
             self._send_events(response, api._finished(response, body) or {})
         else:
@@ -557,6 +566,11 @@ def _typed(blocks: list[Any], kind: str) -> list[dict[str, Any]]:
 
 
 # -- streaming -----------------------------------------------------------------
+
+
+def _html(response: Response) -> bytes:
+    page = (response.body or {}).get("html")
+    return page.encode() if isinstance(page, str) else b"<html>upstream proxy error</html>"
 
 
 def _sse(event: str, data: Any) -> bytes:

@@ -11,6 +11,7 @@ from messages_api import (
     Response,
     error,
     events_of,
+    html_error,
     message,
     stream_error,
     streamed,
@@ -126,6 +127,13 @@ def test_a_refused_key_says_where_the_key_comes_from() -> None:
     result, _ = run(error(401, "invalid x-api-key"))
     assert result.reason is StopReason.ERROR and result.error_type == "authentication"
     assert "api_key=" in result.note and "ANTHROPIC_API_KEY" in result.note
+
+
+def test_a_proxys_html_error_page_is_clipped_in_the_note() -> None:
+    result, api = run(html_error(502), html_error(502), html_error(502))
+    assert result.reason is StopReason.ERROR and result.error_type == "server_error"
+    assert len(api.requests) == 3  # a 502 is worth a retry, whatever its body
+    assert "HTTP 502" in result.note and "more characters" in result.note and len(result.note) < 1_000
 
 
 @pytest.mark.parametrize(

@@ -686,7 +686,7 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     status = exc.status_code
     api_type = f" {exc.type}" if exc.type else ""
-    detail = exc.api_message or exc.message
+    detail = _clipped(str(exc.api_message or exc.message))
     request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
     text = f"Anthropic API returned HTTP {status}{api_type}: {detail}{request_id}"
     if status < 300:  # an error event inside a stream that began well: its type says what it stands for
@@ -700,6 +700,11 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     if _should_retry(status, exc.response.headers):
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
     return ModelError(text + _how_to_fix(status), error_type=error_type)
+
+
+def _clipped(detail: str, most: int = 500) -> str:
+    """An error's text, cut to `most` characters: a proxy's HTML error page can be many kilobytes."""
+    return detail if len(detail) <= most else f"{detail[:most]}... ({len(detail) - most:,} more characters)"
 
 
 def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
