@@ -525,9 +525,10 @@ def to_reply(
     inputs: Mapping[int, Any] | None = None,
 ) -> ModelReply:
     """A `ModelReply` from an SDK `Message`; `inputs` are streamed block inputs the SDK did not gather.
-    A reply no run could keep (a call with no id or name, or whose input is no JSON object, two calls
-    with one id) raises
-    `ValueError`: `complete` makes it a transient `malformed_reply`."""
+
+    A reply no run could keep (a call with no id or name, or whose input is no JSON object, two
+    calls with one id) raises `ValueError`: `complete` makes it a transient `malformed_reply`.
+    """
     content = [content_block(b) for b in message.content]
     for index, value in (inputs or {}).items():
         content[index] = {**content[index], "input": value}
@@ -565,6 +566,7 @@ def _is_call(block: dict[str, Any]) -> bool:
 
 
 def _check_calls(content: list[dict[str, Any]]) -> None:
+    """Raise `ValueError` for a tool call the journal could not keep, nor the API take back."""
     seen: set[str] = set()
     for block in content:
         if block.get("type") != "tool_use":
@@ -691,7 +693,8 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     text = f"Anthropic API returned HTTP {status}{api_type}: {detail}{request_id}"
     if status < 300:  # an error event inside a stream that began well: its type says what it stands for
         text += " (inside the stream)"
-        if (status := _STATUS_OF_ERROR.get(exc.type or "", 0)) == 0:
+        status = _STATUS_OF_ERROR.get(exc.type or "", 0)
+        if not status:  # overloaded, rate limited, a server error: worth a retry
             return TransientModelError(text, error_type=_STREAM_ERRORS.get(exc.type or "", "server_error"))
     if status == 400 and any(words in str(detail).lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
