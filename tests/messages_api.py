@@ -73,6 +73,8 @@ class Response:
     stream_delay: float = 0.0
     malformed: str | None = None
     usage_from_request: bool = False
+    events: tuple[tuple[str, Any], ...] | None = None
+    chunk_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,15 @@ def malformed(kind: str = "not_json") -> Response:
     return Response(200, message(text("unreadable")).body, malformed=kind)
 
 
+def html_error(status: int, size: int = 60_000) -> Response:
+    """An HTML error page (a proxy's or load balancer's, not the API's JSON), `size` bytes long."""
+    return Response(
+        status,
+        {"html": "<html><body>" + "bad gateway " * (size // 12) + "</body></html>"},
+        malformed="not_json",
+    )
+
+
 def dropped() -> Response:
     """A stream whose connection breaks after the first block's text (no closing chunk)."""
     return Response(200, message(text("the first half of a reply " * 8)).body, malformed="dropped")
@@ -178,6 +189,20 @@ def stream_error(kind: str = "overloaded_error", message_text: str = "Overloaded
     """A stream that begins well, then sends an `error` event (as the API does when overloaded mid-way)."""
     body = {"type": "error", "error": {"type": kind, "message": message_text}}
     return Response(200, message(text("partial")).body, malformed="error_event:" + json.dumps(body))
+
+
+def streamed(*events: tuple[str, Any], chunk_bytes: int | None = None) -> Response:
+    """A 200 stream of exactly these server-sent events (`(event, data)`; see `events_of`), its
+    bytes sent in pieces of `chunk_bytes` when given (cut anywhere: mid-line, mid-UTF-8)."""
+    return Response(200, None, events=tuple(events), chunk_bytes=chunk_bytes)
+
+
+def events_of(
+    response: Response, model: str = "claude-test", id: str = "msg_scripted"
+) -> list[tuple[str, Any]]:
+    """The events the server would stream for `response` (a `message`), to change before `streamed`."""
+    assert response.body is not None
+    return stream_events({**response.body, "id": id, "model": response.body.get("model") or model})
 
 
 class MessagesAPI:
@@ -368,7 +393,7 @@ class _Handler(BaseHTTPRequestHandler):
             return  # stopped while waiting: never answer
         streamed = isinstance(body, dict) and body.get("stream") is True and response.status == 200
         if response.malformed == "not_json":
-            self._send_raw(200, b"<html>upstream proxy error</html>", "text/html", response.headers)
+            self._send_raw(response.status, _html(response), "text/html", response.headers)
         elif streamed:
             self._send_events(response, api._finished(response, body) or {})
         else:
@@ -401,7 +426,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.send_header("transfer-encoding", "chunked")  # so the connection stays open after it
             self.end_headers()
-            for i, (event, data) in enumerate(stream_events(body, response.malformed)):
+            scripted = list(response.events) if response.events is not None else None
+            sent = scripted if scripted is not None else stream_events(body, response.malformed)
+            if response.chunk_bytes:  # the same bytes, cut into pieces anywhere (mid-line, mid-UTF-8)
+                self._chunked(b"".join(_sse(e, d) for e, d in sent), response.chunk_bytes)
+                sent = []
+            for i, (event, data) in enumerate(sent):
                 if i and response.stream_delay and self.server.api._stopping.wait(response.stream_delay):
                     self.close_connection = True
                     return
@@ -412,6 +442,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(b"")
         except OSError:  # the client went away mid-stream (its time budget)
             self.close_connection = True
+
+    def _chunked(self, data: bytes, size: int) -> None:
+        for i in range(0, len(data), size):
+            self._chunk(data[i : i + size])
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -498,6 +532,11 @@ def _messages_problem(messages: Any) -> str | None:
         blocks = [content] if isinstance(content, str) else content
         if any(not str(b.get("text", "")).strip() for b in _typed(blocks, "text")):
             return f"messages.{i}: text content blocks must contain non-whitespace text"
+        paused = i == len(messages) - 1  # a reply paused (pause_turn) mid-call is sent back to go on
+        if not paused and (unanswered := _server_calls_without_results(blocks)):
+            return (
+                f"messages.{i}: server tool use ids were found without result blocks after them: {unanswered}"
+            )
         results = {str(b.get("tool_use_id")) for b in _typed(blocks, "tool_result")}
         if unknown := results - open_calls:
             return f"messages.{i}: unexpected tool_use_id found in tool_result blocks: {sorted(unknown)[0]}"
@@ -508,11 +547,30 @@ def _messages_problem(messages: Any) -> str | None:
     return None
 
 
+def _server_calls_without_results(blocks: list[Any]) -> str:
+    """The first server_tool_use id in an assistant message with no `*_tool_result` block after it."""
+    for i, block in enumerate(blocks):
+        if isinstance(block, dict) and block.get("type") == "server_tool_use":
+            later = blocks[i + 1 :]
+            if not any(
+                str(b.get("type", "")).endswith("_tool_result") and b.get("tool_use_id") == block.get("id")
+                for b in later
+                if isinstance(b, dict)
+            ):
+                return str(block.get("id"))
+    return ""
+
+
 def _typed(blocks: list[Any], kind: str) -> list[dict[str, Any]]:
     return [b for b in blocks if isinstance(b, dict) and b.get("type") == kind]
 
 
 # -- streaming -----------------------------------------------------------------
+
+
+def _html(response: Response) -> bytes:
+    page = (response.body or {}).get("html")
+    return page.encode() if isinstance(page, str) else b"<html>upstream proxy error</html>"
 
 
 def _sse(event: str, data: Any) -> bytes:

@@ -247,3 +247,19 @@ def test_a_bad_models_file_says_what_is_wrong(tmp_path: Path, text: str, message
 def test_a_missing_models_file_names_the_variable(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"cannot read the model table .*ENDSTATE_MODELS"):
         ModelTable.load({"ENDSTATE_MODELS": str(tmp_path / "nope.toml")})
+
+
+def test_a_deprecated_row_reads_as_retired_from_its_retirement_date() -> None:
+    today = datetime.date.today()
+    rows = {
+        "gone": {"input": 1.0, "output": 5.0, "status": "deprecated", "retires": today},
+        "going": {
+            "input": 1.0,
+            "output": 5.0,
+            "status": "deprecated",
+            "retires": today + datetime.timedelta(1),
+        },
+    }
+    table = ModelTable({}).with_rows(rows)
+    assert table.get("gone").status == "retired"  # type: ignore[union-attr]
+    assert table.get("going").status == "deprecated"  # type: ignore[union-attr]

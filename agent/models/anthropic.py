@@ -25,9 +25,10 @@ Choices worth knowing:
   `metadata`, and `betas` (the `anthropic-beta` header). Thinking and other
   provider blocks are kept verbatim so they can be sent back unchanged.
 - A reply cut off (`max_tokens`, `model_context_window_exceeded`) while
-  writing a tool call has that call replaced by a text note saying so
+  writing a tool call (or a server tool's call, which then has no result)
+  has that call replaced by a text note saying so
   (`extra["truncated_tool_use"]` names the tool): a call with cut-off
-  arguments is never run.
+  arguments is never run, nor sent back.
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -36,13 +37,15 @@ Choices worth knowing:
 - A 200 reply whose body cannot be read (not a stream, bad JSON, a stream
   that stops early) is a transient `malformed_reply`: retried, then `error`.
 - `extra["rate_limit"]` holds the reply's `anthropic-ratelimit-*` headers,
-  `extra["stop_details"]` the API's details of a refusal.
+  `extra["stop_details"]` the API's details of a refusal, `extra["inference_geo"]`
+  where the call ran (the usage's `inference_geo`; "us" costs 1.1x).
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import math
 import time
 import weakref
@@ -80,7 +83,26 @@ _PERMANENT: dict[int, str] = {
 # How a 400 says the prompt does not fit the context window (older models also count max_tokens).
 _WINDOW_FULL = ("prompt is too long", "exceed context limit")
 
-# An `event: error` inside a 200 stream names its kind in the body, not the status.
+# What to do about a refusal a retry will not fix.
+_KEY = "the API key (AnthropicModel(api_key=...), else ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN)"
+_FIXES: dict[int, str] = {
+    401: f"{_KEY} was refused: check that it is set, whole and not revoked",
+    402: "the organization's credit or billing stops the call: check Billing in the Claude Console",
+    403: f"{_KEY} has no permission for this model or feature: check the key's workspace and the model id",
+    404: "check the model id (a retired model is not found) and the base URL",
+    413: "the request is over the API's size limit: send smaller tool results, images or documents",
+}
+
+# An `event: error` inside a 200 stream names its kind in the body, not the status: the status each
+# kind stands for when a retry will not fix it, and the error_type of the kinds worth a retry.
+_STATUS_OF_ERROR: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+}
 _STREAM_ERRORS: dict[str, str] = {
     "overloaded_error": "overloaded",
     "rate_limit_error": "rate_limit",
@@ -92,13 +114,15 @@ _STREAM_ERRORS: dict[str, str] = {
 _UNREADABLE = (
     ValueError,
     pydantic.ValidationError,
-    KeyError,
+    LookupError,  # KeyError, and IndexError: a delta for a block that never started
     TypeError,
     AttributeError,
     AssertionError,
     RuntimeError,
 )
 
+# The blocks whose streamed input the SDK gathers itself.
+_GATHERED = (types.ToolUseBlock, types.ServerToolUseBlock)
 _NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
 # Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
 _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
@@ -210,6 +234,7 @@ class AnthropicModel:
             async with client.messages.stream(**self.params(request), extra_headers=self._headers) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
+            return to_reply(message, stream.first_token, stream.headers, stream.inputs())
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
                 record_cut_call(partial)
@@ -224,8 +249,9 @@ class AnthropicModel:
                 f"Anthropic API: the stream broke off: {exc!r}", error_type=kind
             ) from exc
         except _UNREADABLE as exc:
+            if (partial := stream.partial()) is not None:
+                record_cut_call(partial)  # the API took the input and began the reply: charged
             raise _malformed(exc) from exc
-        return to_reply(message, stream.first_token, stream.headers)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
@@ -423,6 +449,8 @@ class _StreamWatch:
         self.snapshot: types.Message | None = None
         self.streamed_chars = 0
         self.stopped = False
+        self.counted = False
+        self._json: dict[int, str] = {}  # the input of blocks the SDK does not gather, by index
 
     async def follow(self, events: Any) -> types.Message:
         """Read the stream to its end; the final message."""
@@ -441,17 +469,36 @@ class _StreamWatch:
             if self.first_token is None:
                 self.first_token = time.monotonic() - self.started
             self.streamed_chars += _delta_chars(event.delta)
+            self._gather(event.index, event.delta)
+        elif kind == "message_delta":
+            self.counted = True  # the API's own count of the output, final
         elif kind == "message_stop":
             self.stopped = True
 
+    def _gather(self, index: int, delta: Any) -> None:
+        """Keep the input JSON streamed to a block the SDK leaves alone (one of a type it does not
+        know, such as `mcp_tool_use`): the SDK gathers it for tool_use and server_tool_use only."""
+        if getattr(delta, "type", None) != "input_json_delta" or self.snapshot is None:
+            return
+        if index < len(self.snapshot.content) and isinstance(self.snapshot.content[index], _GATHERED):
+            return
+        self._json[index] = self._json.get(index, "") + delta.partial_json
+
+    def inputs(self) -> dict[int, Any]:
+        """The inputs gathered by `_gather`, parsed (a `ValueError` when one is not JSON)."""
+        return {index: json.loads(text) if text.strip() else {} for index, text in self._json.items()}
+
     def partial(self) -> ModelReply | None:
-        """The usage of a call cut off mid-stream, or None before the API said anything."""
+        """The usage of a call cut off mid-stream (or read whole but unusable), or None before the
+        API said anything."""
         if self.snapshot is None:
             return None
         usage = self.snapshot.usage
-        output = max(usage.output_tokens, -(-self.streamed_chars // _CHARS_PER_TOKEN))
+        output = usage.output_tokens or 0
+        if not self.counted:
+            output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
         reply = _usage_reply(usage, [], "cut_off", self.snapshot.model, self.snapshot.id)
-        extra = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
+        extra = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens, **_geo(usage)}
         return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
 
 
@@ -472,22 +519,34 @@ def _malformed(exc: BaseException) -> TransientModelError:
 
 
 def to_reply(
-    message: types.Message, time_to_first_token: float | None = None, headers: Mapping[str, str] | None = None
+    message: types.Message,
+    time_to_first_token: float | None = None,
+    headers: Mapping[str, str] | None = None,
+    inputs: Mapping[int, Any] | None = None,
 ) -> ModelReply:
-    """A `ModelReply` from an SDK `Message`."""
+    """A `ModelReply` from an SDK `Message`; `inputs` are streamed block inputs the SDK did not gather.
+
+    A reply no run could keep (a call with no id or name, or whose input is no JSON object, two
+    calls with one id) raises `ValueError`: `complete` makes it a transient `malformed_reply`.
+    """
     content = [content_block(b) for b in message.content]
+    for index, value in (inputs or {}).items():
+        content[index] = {**content[index], "input": value}
+    _check_calls(content)
     stop_reason = message.stop_reason or "end_turn"
     extra: dict[str, Any] = {}
-    if stop_reason in _CUT_STOPS and content and content[-1].get("type") == "tool_use":
+    if stop_reason in _CUT_STOPS and content and _is_call(content[-1]):
         cut = content.pop()
-        content.append({"type": "text", "text": _truncation_note(cut["name"], stop_reason)})
-        extra["truncated_tool_use"] = cut["name"]
+        tool = str(cut.get("name", cut["type"]))
+        content.append({"type": "text", "text": _truncation_note(tool, stop_reason)})
+        extra["truncated_tool_use"] = tool
     if message.stop_sequence:
         extra["stop_sequence"] = message.stop_sequence
     if message.stop_details is not None:
         extra["stop_details"] = message.stop_details.model_dump(mode="json", exclude_none=True)
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
+    extra |= _geo(message.usage)
     reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
     if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:  # as before the fields existed
         extra["cache_read_input_tokens"] = reply.cache_read_input_tokens
@@ -500,11 +559,35 @@ def to_reply(
     )
 
 
+def _is_call(block: dict[str, Any]) -> bool:
+    """A call block: `tool_use`, or one the API runs itself (`server_tool_use`, `mcp_tool_use`), whose
+    result block the API wants right after it; a reply cut off after one has no result for it."""
+    return str(block.get("type", "")).endswith("tool_use")
+
+
+def _check_calls(content: list[dict[str, Any]]) -> None:
+    """Raise `ValueError` for a tool call the journal could not keep, nor the API take back."""
+    seen: set[str] = set()
+    for block in content:
+        if block.get("type") != "tool_use":
+            continue
+        for field in ("id", "name"):
+            if not (isinstance(block.get(field), str) and block[field]):
+                raise ValueError(f"a tool call's {field} is {block.get(field)!r}, not a name")
+        if not isinstance(block.get("input"), dict):
+            kind = type(block.get("input")).__name__
+            raise ValueError(f"the input of the call of {block.get('name')!r} is a {kind}, not a JSON object")
+        if block.get("id") in seen:
+            raise ValueError(f"two tool calls share the id {block.get('id')!r}")
+        seen.add(block["id"])
+
+
 def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: str, msg_id: str) -> ModelReply:
     cache_read = usage.cache_read_input_tokens or 0
-    cache_write = usage.cache_creation_input_tokens or 0
     breakdown = getattr(usage, "cache_creation", None)
-    write_1h = breakdown.ephemeral_1h_input_tokens if breakdown is not None else 0
+    write_1h = getattr(breakdown, "ephemeral_1h_input_tokens", None) or 0  # either may be missing
+    write_5m = getattr(breakdown, "ephemeral_5m_input_tokens", None) or 0
+    cache_write = usage.cache_creation_input_tokens or (write_5m + write_1h)  # the total, else its parts
     return ModelReply(
         content=content,
         input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
@@ -518,25 +601,28 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
     )
 
 
+def _geo(usage: Any) -> dict[str, str]:
+    """Where the call ran, when the usage says: "us" (US-only) is priced higher (see `Price`)."""
+    geo = getattr(usage, "inference_geo", None)
+    return {"inference_geo": geo} if isinstance(geo, str) and geo else {}
+
+
 def _replace_reply(reply: ModelReply, **changes: Any) -> ModelReply:
     return replace(reply, **changes)
 
 
 def server_tool_uses(message: types.Message) -> dict[str, int]:
-    """Server tool uses by tool name: the blocks the reply holds, or the usage counters if higher."""
+    """Server tool uses by tool name: web searches and fetches as the usage counts them (what is
+    billed: a search that failed, or that a cut-off reply never ran, is not), the other tools
+    (code execution) by the reply's server_tool_use blocks."""
     counts: dict[str, int] = {}
     for block in message.content:
         if isinstance(block, types.ServerToolUseBlock):
             counts[block.name] = counts.get(block.name, 0) + 1
     usage = message.usage.server_tool_use
-    if usage is not None:
-        for name, used in (
-            ("web_search", usage.web_search_requests),
-            ("web_fetch", usage.web_fetch_requests),
-        ):
-            if used:
-                counts[name] = max(counts.get(name, 0), used)
-    return counts
+    counts["web_search"] = (usage.web_search_requests or 0) if usage is not None else 0
+    counts["web_fetch"] = (usage.web_fetch_requests or 0) if usage is not None else 0
+    return {name: used for name, used in counts.items() if used}
 
 
 def rate_limit_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -560,7 +646,8 @@ def content_block(block: types.ContentBlock) -> dict[str, Any]:
     if kind == "text" and isinstance(block, types.TextBlock):
         return {"type": "text", "text": block.text}
     if kind == "tool_use" and isinstance(block, types.ToolUseBlock):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
+        arguments = dict(block.input) if isinstance(block.input, dict) else block.input  # checked later
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": arguments}
     if kind == "thinking" and isinstance(block, types.ThinkingBlock):
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if kind == "redacted_thinking" and isinstance(block, types.RedactedThinkingBlock):
@@ -601,18 +688,40 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     status = exc.status_code
     api_type = f" {exc.type}" if exc.type else ""
-    detail = exc.api_message or exc.message
+    detail = _clipped(str(exc.api_message or exc.message))
     request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
     text = f"Anthropic API returned HTTP {status}{api_type}: {detail}{request_id}"
-    if status < 300:  # an error event inside a stream that began well
-        error_type = _STREAM_ERRORS.get(exc.type or "", "server_error")
-        return TransientModelError(f"{text} (inside the stream)", error_type=error_type)
-    if status in _TRANSIENT or status >= 500:
-        error_type = _TRANSIENT.get(status, "server_error")
-        return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
+    if status < 300:  # an error event inside a stream that began well: its type says what it stands for
+        text += " (inside the stream)"
+        status = _STATUS_OF_ERROR.get(exc.type or "", 0)
+        if not status:  # overloaded, rate limited, a server error: worth a retry
+            return TransientModelError(text, error_type=_STREAM_ERRORS.get(exc.type or "", "server_error"))
     if status == 400 and any(words in str(detail).lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
-    return ModelError(text, error_type=_PERMANENT.get(status, "api_error"))
+    error_type = _TRANSIENT.get(status) or _PERMANENT.get(status)
+    error_type = error_type or ("server_error" if status >= 500 else "api_error")
+    if _should_retry(status, exc.response.headers):
+        return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
+    return ModelError(text + _how_to_fix(status), error_type=error_type)
+
+
+def _clipped(detail: str, most: int = 500) -> str:
+    """An error's text, cut to `most` characters: a proxy's HTML error page can be many kilobytes."""
+    return detail if len(detail) <= most else f"{detail[:most]}... ({len(detail) - most:,} more characters)"
+
+
+def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether a retry may help: the API's `x-should-retry` header when it says, else the status."""
+    said = headers.get("x-should-retry", "").strip().lower()
+    if said in ("true", "false"):
+        return said == "true"
+    return status in _TRANSIENT or status >= 500
+
+
+def _how_to_fix(status: int) -> str:
+    """What to do about a refusal a retry will not fix."""
+    fix = _FIXES.get(status)
+    return f": {fix}" if fix else ""
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

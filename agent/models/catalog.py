@@ -30,7 +30,7 @@ BUILTIN = Path(__file__).with_name("models.toml")
 
 Status = Literal["active", "deprecated", "retired"]
 _STATUSES: tuple[str, ...] = ("active", "deprecated", "retired")
-_PRICE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+_PRICE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h", "web_search_per_1k")
 _ROW_KEYS = frozenset(
     {
         *_PRICE_KEYS,
@@ -55,7 +55,8 @@ class ModelInfo:
 
     `price` is None when no price is known; `unknown_price_reason` then says
     why. `status` is `active`, `deprecated` (still callable, `retires` on a
-    date) or `retired` (the API refuses it).
+    date) or `retired` (the API refuses it; a deprecated row reads as retired
+    from its `retires` date on).
     """
 
     id: str
@@ -167,6 +168,9 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
     if status not in _STATUSES:
         raise ConfigError(f"{at}: status must be one of {list(_STATUSES)}, got {status!r}")
     price, reason = _price_and_reason(row, at)
+    retires = _date(row, "retires", at)
+    if status == "deprecated" and retires is not None and retires <= datetime.date.today():
+        status = "retired"  # its retirement date has come: calls naming it fail
     return ModelInfo(
         id=model_id,
         context_window=_tokens(row, "context_window", at),
@@ -174,7 +178,7 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
         price=price,
         unknown_price_reason=reason,
         status=status,  # type: ignore[arg-type]
-        retires=_date(row, "retires", at),
+        retires=retires,
         note=str(row.get("note", "")),
         source=str(row.get("source", "")),
         checked=_date(row, "checked", at),
@@ -208,7 +212,8 @@ def _price(row: Mapping[str, Any], at: str) -> Price:
     for key in _PRICE_KEYS:
         value = row.get(key)
         if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value < 0):
-            raise ConfigError(f"{at}: {key} must be a number >= 0 (USD per million tokens), got {value!r}")
+            unit = "USD per 1,000 searches" if key == "web_search_per_1k" else "USD per million tokens"
+            raise ConfigError(f"{at}: {key} must be a number >= 0 ({unit}), got {value!r}")
         values[key] = None if value is None else float(value)
     return Price(
         input_per_mtok=values["input"] or 0.0,
@@ -216,6 +221,7 @@ def _price(row: Mapping[str, Any], at: str) -> Price:
         cache_read_per_mtok=values["cache_read"],
         cache_write_5m_per_mtok=values["cache_write_5m"],
         cache_write_1h_per_mtok=values["cache_write_1h"],
+        web_search_per_1k=values["web_search_per_1k"],
     )
 
 

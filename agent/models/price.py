@@ -10,6 +10,9 @@ from agent.errors import ConfigError
 if TYPE_CHECKING:
     from agent.models.base import ModelReply
 
+WEB_SEARCH_PER_1K = 10.0  # USD per 1,000 web searches on the Claude API (the same for every model)
+US_INFERENCE_MULTIPLIER = 1.1  # every token price of a call run US-only (inference_geo "us")
+
 
 @dataclass(frozen=True)
 class Price:
@@ -19,6 +22,12 @@ class Price:
     the input price, a cache write 1.25x (5-minute TTL) or 2x (1-hour TTL).
     `long_prompt` is the price of a request whose prompt (input plus cache
     reads and writes) is over `long_prompt_above` tokens, output included.
+    `web_search_per_1k` is the price of 1,000 uses of the provider's web
+    search (a reply's `server_tool_use["web_search"]`); left out, Anthropic's
+    $10 per 1,000 searches. `us_inference_multiplier` scales every token
+    price of a call whose reply says it ran US-only (`extra["inference_geo"]`
+    is "us", as a request's or a workspace's `inference_geo` makes it); left
+    out, Anthropic's 1.1x.
     """
 
     input_per_mtok: float
@@ -28,9 +37,19 @@ class Price:
     cache_write_1h_per_mtok: float | None = None
     long_prompt_above: int | None = None
     long_prompt: Price | None = None
+    web_search_per_1k: float | None = None
+    us_inference_multiplier: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok"):
+        for name in (
+            "input_per_mtok",
+            "output_per_mtok",
+            "cache_read_per_mtok",
+            "cache_write_5m_per_mtok",
+            "cache_write_1h_per_mtok",
+            "web_search_per_1k",
+            "us_inference_multiplier",
+        ):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ConfigError(f"Price.{name} must be >= 0, got {value!r}")
@@ -57,16 +76,33 @@ class Price:
             else self.cache_write_1h_per_mtok
         )
 
+    @property
+    def web_search(self) -> float:
+        """USD per web search."""
+        per_1k = WEB_SEARCH_PER_1K if self.web_search_per_1k is None else self.web_search_per_1k
+        return per_1k / 1000
+
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         """Cost of uncached input and output tokens."""
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
 
     def cost_of(self, reply: ModelReply) -> float:
-        """Cost of one call, with its cache reads and writes at their own prices.
+        """Cost of one call, with its cache reads and writes at their own prices, and its web searches.
 
         `reply.input_tokens` counts every input token (uncached, cache reads
         and cache writes); the uncached part is what the cache parts leave.
         """
+        searches = (reply.server_tool_use or {}).get("web_search", 0) * self.web_search
+        return self._tokens_cost(reply) * self._geo_multiplier(reply) + searches
+
+    def _geo_multiplier(self, reply: ModelReply) -> float:
+        if reply.extra.get("inference_geo") != "us":
+            return 1.0
+        return (
+            US_INFERENCE_MULTIPLIER if self.us_inference_multiplier is None else self.us_inference_multiplier
+        )
+
+    def _tokens_cost(self, reply: ModelReply) -> float:
         price = self._for_prompt(reply.input_tokens)
         if not (reply.cache_read_input_tokens or reply.cache_creation_input_tokens):  # no cache: the same sum
             return (

@@ -1,0 +1,257 @@
+"""The Claude adapter answered as the real Messages API answers (and as a broken or hostile one
+would): whole runs through the real `anthropic` SDK against the local Messages API server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from messages_api import (
+    MessagesAPI,
+    Response,
+    error,
+    events_of,
+    html_error,
+    message,
+    stream_error,
+    streamed,
+    text,
+    tool_use,
+)
+
+from agent import Agent, Budget, PriceTable, RetryPolicy, StopReason, tool
+from agent.models.anthropic import AnthropicModel
+from agent.models.catalog import ModelTable
+from agent.models.price import Price
+
+MODEL = "claude-haiku-4-5"  # $1 input, $5 output per million tokens
+FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02, jitter=False)
+DONE = tool_use("finish", {"kind": "done", "note": "ok"})
+WROTE: list[dict[str, Any]] = []
+
+
+@tool
+def write(path: str, body: str) -> str:
+    """Write a file."""
+    WROTE.append({"path": path, "body": body})
+    return f"wrote {path}"
+
+
+def run(*responses: Response, **options: Any) -> tuple[Any, MessagesAPI]:
+    WROTE.clear()
+    with MessagesAPI(*responses) as api:
+        model = AnthropicModel(MODEL, api_key="sk-ant-test", base_url=api.url)
+        budget = Budget(max_turns=6, max_seconds=60)
+        agent = Agent("answers", model, tools=[write], budget=budget, retry=FAST, **options)
+        return agent.run("Do the task."), api
+
+
+def dollars(input_tokens: float, output_tokens: float) -> float:
+    return (input_tokens * 1.0 + output_tokens * 5.0) / 1e6
+
+
+# -- usage and cost ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "breakdown", [{"ephemeral_5m_input_tokens": 100}, {"ephemeral_1h_input_tokens": None}]
+)
+def test_a_cache_breakdown_missing_a_count_is_priced_not_a_crash(breakdown: dict[str, Any]) -> None:
+    usage = {"cache_creation_input_tokens": 100, "cache_creation": breakdown}
+    result, _ = run(message(DONE, usage=usage))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx(dollars(10 + 100 * 1.25, 5))  # 5-minute writes
+
+
+def test_cache_writes_given_only_by_ttl_are_counted_and_priced() -> None:
+    breakdown = {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 40}
+    result, _ = run(message(DONE, usage={"cache_creation_input_tokens": None, "cache_creation": breakdown}))
+    assert result.input_tokens == 10 + 140
+    assert result.cost_usd == pytest.approx(dollars(10 + 100 * 1.25 + 40 * 2, 5))
+
+
+def test_web_searches_are_priced_at_ten_dollars_a_thousand() -> None:
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    counts = {"server_tool_use": {"web_search_requests": 3, "web_fetch_requests": 2}}  # fetches: tokens only
+    reply = message(text("Found it."), search, found, DONE, usage=counts)
+    result, _ = run(reply)
+    assert result.cost_usd == pytest.approx(dollars(10, 5) + 3 * 0.01)
+    cheaper = PriceTable({MODEL: Price(1.0, 5.0, web_search_per_1k=5.0)})
+    result, _ = run(reply, prices=cheaper)
+    assert result.cost_usd == pytest.approx(dollars(10, 5) + 3 * 0.005)
+
+
+def test_the_model_table_takes_a_web_search_price() -> None:
+    row = {"input": 1.0, "output": 5.0, "web_search_per_1k": 12.5}
+    assert ModelTable({}).with_rows({"m": row}).get("m").price.web_search == 0.0125  # type: ignore[union-attr]
+
+
+def test_a_stream_that_ends_before_message_stop_is_charged_and_retried() -> None:
+    cut = streamed(*events_of(message(text("the first half"), input_tokens=1_000))[:-1])
+    result, api = run(cut, message(DONE, input_tokens=100, output_tokens=7))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2
+    assert result.input_tokens == 1_000 + 100  # the API took the first call's input: it is charged
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "error_type"),
+    [
+        ("invalid_request_error", "bad_request"),
+        ("authentication_error", "authentication"),
+        ("permission_error", "permission"),
+        ("billing_error", "billing"),
+    ],
+)
+def test_an_error_event_a_retry_cannot_fix_is_not_retried(kind: str, error_type: str) -> None:
+    result, api = run(stream_error(kind, "refused"), message(DONE))
+    assert result.reason is StopReason.ERROR and result.error_type == error_type
+    assert len(api.requests) == 1
+    assert "inside the stream" in result.note
+
+
+def test_the_api_saying_x_should_retry_is_heeded() -> None:
+    result, api = run(error(500, headers={"x-should-retry": "false"}), message(DONE))
+    assert result.reason is StopReason.ERROR and result.error_type == "server_error"
+    assert len(api.requests) == 1
+    result, api = run(error(400, "try again", headers={"x-should-retry": "true"}), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2
+
+
+def test_a_refused_key_says_where_the_key_comes_from() -> None:
+    result, _ = run(error(401, "invalid x-api-key"))
+    assert result.reason is StopReason.ERROR and result.error_type == "authentication"
+    assert "api_key=" in result.note and "ANTHROPIC_API_KEY" in result.note
+
+
+def test_a_proxys_html_error_page_is_clipped_in_the_note() -> None:
+    result, api = run(html_error(502), html_error(502), html_error(502))
+    assert result.reason is StopReason.ERROR and result.error_type == "server_error"
+    assert len(api.requests) == 3  # a 502 is worth a retry, whatever its body
+    assert "HTTP 502" in result.note and "more characters" in result.note and len(result.note) < 1_000
+
+
+@pytest.mark.parametrize(
+    ("status", "fix"),
+    [(403, "workspace"), (402, "Billing"), (404, "model id"), (413, "size limit")],
+)
+def test_an_error_a_retry_cannot_fix_says_what_to_fix(status: int, fix: str) -> None:
+    result, api = run(error(status, "the API's own words"))
+    assert result.reason is StopReason.ERROR and len(api.requests) == 1
+    assert "the API's own words" in result.note and fix in result.note
+
+
+# -- hostile replies ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arguments", ["a string", [1, 2], None, 7])
+def test_a_call_whose_input_is_no_json_object_is_retried_and_charged(arguments: Any) -> None:
+    bad = message({"type": "tool_use", "id": "toolu_bad", "name": "write", "input": arguments})
+    result, api = run(bad, message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2 and WROTE == []
+    assert result.input_tokens == 20 and result.output_tokens == 10  # the unusable reply was paid for
+
+
+@pytest.mark.parametrize("field", ["id", "name"])
+@pytest.mark.parametrize("value", [None, ""])
+def test_a_call_without_an_id_or_a_name_is_retried_never_run(field: str, value: Any) -> None:
+    bad = message(tool_use("write", {"path": "a", "body": "b"}, id="toolu_1") | {field: value})
+    result, api = run(bad, message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2 and WROTE == []
+
+
+def test_two_calls_with_one_id_are_retried_never_run() -> None:
+    twins = message(
+        tool_use("write", {"path": "a", "body": "1"}, id="toolu_T"),
+        tool_use("write", {"path": "b", "body": "2"}, id="toolu_T"),
+    )
+    result, api = run(twins, message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2 and WROTE == []
+
+
+def test_the_input_streamed_to_a_block_the_sdk_does_not_know_is_kept_and_sent_back() -> None:
+    # The MCP connector's calls stream their input as input_json_delta, like tool_use; the SDK's
+    # Messages types do not know the block, and gather the input of tool_use blocks only.
+    call = {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "lookup", "server_name": "wiki"}
+    events = events_of(message(call | {"input": {}}, tool_use("write", {"path": "a", "body": "b"})))
+    at = next(i for i, (kind, _) in enumerate(events) if kind == "content_block_start")
+    pieces = ['{"query": "caf', "\\u00e9 ", 'near me", "limit"', ": 3}"]
+    deltas = [
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d})
+        for d in ({"type": "input_json_delta", "partial_json": p} for p in pieces)
+    ]
+    result, api = run(streamed(*events[: at + 1], *deltas, *events[at + 1 :]), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    sent = api.bodies[1]["messages"][1]["content"][0]
+    assert sent == call | {"input": {"query": "café near me", "limit": 3}}
+
+
+def test_a_stream_cut_anywhere_with_pings_and_unknown_events_reads_whole() -> None:
+    arguments = {"path": "naïve/ü.txt", "body": 'say "hi" \\ 😀\n'}
+    events = events_of(message(text("Writing ✓ ünïcode"), tool_use("write", arguments)))
+    events.insert(3, ("future_event", {"type": "future_event", "x": 1}))
+    events.insert(3, ("ping", {"type": "ping"}))
+    result, _ = run(streamed(*events, chunk_bytes=3), message(DONE))  # cut mid-line, mid-UTF-8
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert [arguments] == WROTE
+
+
+def test_a_web_search_that_failed_is_not_charged() -> None:
+    # The API bills the searches its usage counts; a search that errored is not counted.
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    failed = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": {"type": "web_search_tool_result_error", "error_code": "unavailable"},
+    }
+    counts = {"server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0}}
+    result, _ = run(message(search, failed, DONE, usage=counts))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx(dollars(10, 5))
+
+
+def test_a_call_run_us_only_is_priced_at_its_multiplier() -> None:
+    # A workspace's default inference_geo makes every call US-only without a request parameter.
+    result, _ = run(message(DONE, input_tokens=10_000, output_tokens=1_000, usage={"inference_geo": "us"}))
+    assert result.cost_usd == pytest.approx(dollars(10_000, 1_000) * 1.1)
+    result, _ = run(
+        message(DONE, input_tokens=10_000, output_tokens=1_000, usage={"inference_geo": "global"})
+    )
+    assert result.cost_usd == pytest.approx(dollars(10_000, 1_000))
+
+
+def test_a_server_tool_call_cut_off_by_max_tokens_is_not_sent_back_nor_charged() -> None:
+    # The API wants each server_tool_use followed by its result; a reply cut off in one has none.
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    result, api = run(message(text("Searching."), search, stop_reason="max_tokens"), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    sent = api.bodies[1]["messages"][1]["content"]
+    assert [b["type"] for b in sent] == ["text", "text"] and "was not run" in sent[1]["text"]
+    assert result.cost_usd == pytest.approx(dollars(20, 10))  # no search was billed
+
+
+def test_a_reply_paused_in_a_server_tool_call_is_sent_back_as_is() -> None:
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    counts = {"server_tool_use": {"web_search_requests": 1, "web_fetch_requests": 0}}
+    paused = message(text("Searching."), search, stop_reason="pause_turn", usage=counts)
+    result, api = run(paused, message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    sent = api.bodies[1]["messages"][-1]["content"][-1]
+    assert {k: v for k, v in sent.items() if k != "cache_control"} == search
+
+
+def test_a_delta_for_a_block_that_never_started_is_a_malformed_reply_retried() -> None:
+    events = events_of(message(text("hi")))
+    stray = {"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "x"}}
+    events.insert(2, ("content_block_delta", stray))
+    result, api = run(streamed(*events), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2
