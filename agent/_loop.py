@@ -29,6 +29,7 @@ from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
 from agent.journal import Answer, Answered, Call, Denial, Note, Reply, Result, Started, Stopped, Suspended
 from agent.models.base import ModelReply, ModelRequest, recording_cut_calls
+from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
@@ -461,17 +462,25 @@ def context_full(cause: object) -> Stop:
 
 
 def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: int) -> float | Stop:
-    """How long to wait before the next attempt, or the stop when no attempt is left."""
+    """How long to wait before the next attempt, or the stop when no attempt is left, when the wait
+    would run past the time budget, or when the API asks for a wait no run should sleep through."""
     delay = agent.retry.delay(attempt, exc.retry_after)
     left = run.seconds_left()
-    if delay is not None and (left is None or delay < left):
-        return delay
-    if delay is not None and exc.retry_after is not None:
+    asked = exc.retry_after is not None
+    if delay is not None and asked and left is not None and delay >= left:
         note = (
             f"The model API asked to wait {exc.retry_after:g} s (retry-after) and the time budget "
             f"has {left:.1f} s left: {exc}"
         )
         return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
+    if delay is not None and asked and delay > MAX_RETRY_AFTER:
+        note = (
+            f"The model API asked to wait {exc.retry_after:g} s (retry-after), more than the "
+            f"{MAX_RETRY_AFTER:g} s a run waits out: {exc}"
+        )
+        return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
+    if delay is not None and (left is None or delay < left):
+        return delay
     note = f"The model API still failed after {attempt} attempts: {exc}"
     return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
 

@@ -10,6 +10,8 @@ from typing import Literal
 from agent._valid import is_number
 from agent.errors import ConfigError
 
+MAX_RETRY_AFTER = 600.0  # seconds: a longer retry-after (a broken proxy, a bad header) ends the run as error
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -19,7 +21,8 @@ class RetryPolicy:
     honoured as given, never cut short by `max_delay` (retrying sooner only
     meets another 429); `max_delay` caps the policy's own backoff. When the
     wait is longer than the time left, the loop stops the run at once
-    (`limit`/`seconds`) rather than sleep into the budget.
+    (`limit`/`seconds`) rather than sleep into the budget; a wait longer than
+    `MAX_RETRY_AFTER` ends it as `error`, budget or not.
     """
 
     max_attempts: int = 5

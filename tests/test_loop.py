@@ -41,6 +41,7 @@ from agent.journal import Answer, Approval, Journal, Reply, Result, Suspended
 from agent.models._messages import messages_of
 from agent.models.base import ModelReply, ModelRequest
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
+from agent.policies import MAX_RETRY_AFTER
 from agent.snapshot import Checkpoint, SnapshotKind
 
 # -- helpers -----------------------------------------------------------------
@@ -1179,6 +1180,32 @@ def test_a_retry_after_past_the_seconds_budget_stops_at_the_limit_without_sleepi
     assert "retry-after" in result.note
     assert sleeps == []
     assert len(agent.model.requests) == 1
+
+
+def test_a_retry_after_no_run_should_wait_out_ends_the_run_as_error_without_sleeping(make_agent, sleeps):
+    """With no time budget to stop it, a retry-after of a year (a broken proxy, a bad header) would
+    keep the run asleep for a year: past `MAX_RETRY_AFTER` the run ends `error`, saying why."""
+    agent = make_agent(
+        TransientModelError("429", error_type="rate_limit", retry_after=365 * 86400),
+        [finish("done", "ok")],
+        budget=Budget(max_turns=5, max_seconds=None),
+    )
+    result = agent.run("task")
+
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "rate_limit")
+    assert "retry-after" in result.note and f"{MAX_RETRY_AFTER:g} s" in result.note
+    assert sleeps == []
+    assert len(agent.model.requests) == 1
+
+
+def test_a_retry_after_within_the_bound_is_waited_out_with_no_time_budget(make_agent, sleeps):
+    agent = make_agent(
+        TransientModelError("429", error_type="rate_limit", retry_after=MAX_RETRY_AFTER),
+        [finish("done", "ok")],
+        budget=Budget(max_turns=5, max_seconds=None),
+    )
+    assert agent.run("task").reason is StopReason.SUCCESS
+    assert sleeps == [MAX_RETRY_AFTER]
 
 
 @pytest.mark.parametrize(
