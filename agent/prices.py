@@ -59,6 +59,10 @@ class PriceTable:
         info = self.models.get(model)
         return info.price if info is not None else None
 
+    def _given(self, model: str) -> bool:
+        """Whether a price was passed for `model` (or its family) rather than read from the table."""
+        return model in self._overrides or _family(model) in self._overrides
+
     def knows(self, model: str) -> bool:
         return self.price(model) is not None
 
@@ -85,7 +89,13 @@ class PriceTable:
         return price.cost(input_tokens, output_tokens) if price else 0.0
 
     def cost_of(self, model: str, reply: ModelReply) -> float | None:
-        """Dollar cost of one call, cache reads and writes included; None when the price is unknown."""
+        """Dollar cost of one call to `model`, cache reads and writes included; None when the price is
+        unknown. A reply that names another model with a known price (the API's fallback) is priced
+        as that model, the one that answered, unless a price was given for `model` itself (a proxy's
+        alias: the price given is what its calls cost)."""
+        answered = reply.model
+        if answered and answered != model and not self._given(model) and self.price(answered) is not None:
+            model = answered
         price = self.price(model)
         if price is not None:
             return price.cost_of(reply)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import pytest
 
 from agent import Agent, Budget, ConfigError, LimitKind, Price, PriceTable, Spent
-from agent.models.scripted import ScriptedModel
+from agent.models.scripted import ScriptedModel, finish
 
 TURNS, SECONDS, TOKENS, COST = LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST
 
@@ -151,3 +154,34 @@ def test_a_cost_budget_with_a_price_is_fine(model, prices):
 def test_an_unknown_model_without_a_cost_budget_is_fine():
     agent = Agent("a", ScriptedModel(name="gpt-4o"))
     assert agent.budget.max_cost_usd is None
+
+
+class AnsweredBy(ScriptedModel):
+    """A scripted model whose replies name another model: the API's fallback, or a proxy's."""
+
+    def __init__(self, answered_by: str) -> None:
+        super().__init__([[finish("done", "ok")]], name="claude-haiku-4-5")
+        self.answered_by = answered_by
+
+    async def complete(self, request: Any) -> Any:
+        return dataclasses.replace(await super().complete(request), model=self.answered_by)
+
+
+@pytest.mark.parametrize(
+    ("prices", "answered_by", "per_mtok"),
+    [
+        (PriceTable(), "claude-opus-4-8", (5.0, 25.0)),  # priced as the model that answered
+        (PriceTable(), "claude-haiku-4-5-20251001", (1.0, 5.0)),  # a dated id of the model asked for
+        (PriceTable(), "not-in-any-table", (1.0, 5.0)),  # no price for the one that answered
+        (PriceTable({"claude-haiku-4-5": Price(0.5, 0.5)}), "claude-opus-4-8", (0.5, 0.5)),  # given
+    ],
+    ids=["fallback", "dated", "unknown", "given"],
+)
+def test_a_call_is_priced_as_the_model_that_answered_it(
+    prices: PriceTable, answered_by: str, per_mtok: tuple[float, float]
+) -> None:
+    """The model asked for is claude-haiku-4-5 ($1/$5 per million tokens in the model table); a price
+    given for it is what its calls cost, whoever answers (a proxy's alias)."""
+    result = Agent("a", AnsweredBy(answered_by), prices=prices).run("go")
+    expected = (result.input_tokens * per_mtok[0] + result.output_tokens * per_mtok[1]) / 1e6
+    assert result.cost_usd == pytest.approx(expected)
