@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -23,7 +24,7 @@ from temporalio.worker import Replayer
 from agent.durable.runner import AnswerError, Catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus
 from agent.result import LimitKind, StopReason
-from agent.temporal import TemporalRuns, build_worker, ensure_search_attributes
+from agent.temporal import TemporalRuns, _remote, build_worker, ensure_search_attributes
 from agent.temporal._activities import KeptResults
 from agent.temporal._wire import SEARCH_ATTRIBUTES, result_digest
 from agent.temporal.pending import TemporalPending
@@ -378,7 +379,8 @@ def test_a_run_keeps_the_plan_it_started_with_and_its_history_replays_with_the_c
 def replay_failure(fixture: str) -> Exception | None:
     """Why the workflow history recorded in `tests/fixtures/<fixture>` does not replay under this
     code (`fetch_history().to_json()` of a run of an earlier version), or None."""
-    recorded = (Path(__file__).parent / "fixtures" / fixture).read_text()
+    path = Path(__file__).parent / "fixtures" / fixture
+    recorded = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
     history = WorkflowHistory.from_json(fixture, recorded)
     replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
     return asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
@@ -394,6 +396,29 @@ def test_a_history_recorded_before_the_model_input_went_by_digest_still_replays(
     """A run started by the code before `BY_DIGEST` (whole requests in the model activity's input: page,
     page, need_help, answer, tally, page, finish; `fetch_history().to_json()`) replays under this code."""
     assert replay_failure("temporal_v1_model_input_history.json") is None
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        # counter, results of 400+ characters: count, need_help, a new worker (missing, sent), count,
+        # finish checked by `endstate.verify` with the whole journal
+        "temporal_v2_verify_history.json",
+        # fetcher 'archives' on a worker that keeps no text: the texts it lacked passed 1.5 MB at turn 6,
+        # and the run stopped payload_too_large (gzip: 2 MB of repeated characters)
+        "temporal_v2_missing_texts_history.json.gz",
+    ],
+)
+def test_a_history_recorded_before_verify_by_digest_and_texts_in_parts_still_replays(
+    fixture: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run started by the code before `VERIFY_BY_DIGEST` and `IN_PARTS` replays under this code; with
+    those gates gone (the new path taken, no `workflow.patched` asked) it would not."""
+    assert replay_failure(fixture) is None
+    patched = _remote.workflow.patched
+    gates = (_remote.VERIFY_BY_DIGEST, _remote.IN_PARTS)
+    monkeypatch.setattr(_remote.workflow, "patched", lambda patch: patch in gates or patched(patch))
+    assert "Nondeterminism" in str(replay_failure(fixture))
 
 
 def test_a_worker_keeps_long_results_up_to_its_limit_dropping_the_least_recently_used_runs() -> None:

@@ -23,6 +23,7 @@ from agent import Agent, Budget, HistoryPolicy, RetryPolicy, RunContext, tool
 from agent.durable.runner import Catalog
 from agent.durable.store import NotClaimable
 from agent.errors import TransientModelError
+from agent.journal import Result
 from agent.models.base import ModelReply, record_cut_call
 from agent.models.price import Price
 from agent.models.scripted import ScriptedModel, Step, call, finish, reply, say
@@ -122,6 +123,19 @@ SCRIPTS: dict[str, list[Step]] = {
         [finish("done", "saved")],
     ],
     "pages": [*([call("fetch", page=i)] for i in range(1, 7)), [finish("done", "fetched")]],
+    "ask-then-check": [
+        [call("fetch", page=1)],
+        [call("fetch", page=2)],
+        [finish("need_help", "Go on?")],
+        [finish("done", "fetched")],
+        [finish("done", "fetched and checked")],
+    ],
+    "ask-then-check-archives": [
+        *([call("dump", page=i)] for i in range(7)),  # 2.1 MB of results
+        [finish("need_help", "Go on?")],
+        [finish("done", "dumped")],
+        [finish("done", "dumped and checked")],
+    ],
     "thinking": [
         [
             {"type": "thinking", "thinking": "Page 2 first.", "signature": "c2ln\u00e9=="},
@@ -206,9 +220,31 @@ def build(state: dict[str, Any]) -> Agent:
         budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
         retry=FAST_RETRY,
         history=history,
+        verifiers=[checked] if state.get("verify") else [],
     )
     BUILT.append(agent)
     return agent
+
+
+SEEN: list[tuple[Any, ...]] = []  # what each verifier call saw: the task, journal, calls and note
+TIMES = ("at", "deadline", "suspended_at")  # when a person was asked and answered: the clock's, not the run's
+
+
+def checked(ctx: RunContext) -> list[str]:
+    """A verifier that reads the run's results: until the note says they were checked, it answers
+    with the length and the ends of each, from the calls and from the journal."""
+    journal = json.loads(json.dumps(w.journal_json(list(ctx.journal))), object_hook=timeless)
+    SEEN.append((ctx.task, journal, [vars(c) for c in ctx.calls], ctx.note))
+    if "checked" in ctx.note:
+        return []
+    results = [e.text for e in ctx.journal if isinstance(e, Result)]
+    return [f"{c.name}: {len(c.result)} characters, {c.result[:12]}...{c.result[-3:]}" for c in ctx.calls] + [
+        f"the journal holds {len(results)} results, {sum(map(len, results))} characters"
+    ]
+
+
+def timeless(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: None if k in TIMES else v for k, v in item.items()}
 
 
 CLEANED: list[str] = []
@@ -357,13 +393,14 @@ def test_a_model_input_the_worker_must_be_sent_whole_stops_named_past_a_temporal
     temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A worker that keeps no text answers each model call with every long text missing, which the
-    # workflow then sends in full: past 1.5 MB (Temporal refuses 2 MiB and retries the workflow task
-    # for ever) the run must stop, named, before it asks for one.
+    # workflow then sends: past 1.5 MB (Temporal refuses 2 MiB and retries the workflow task for ever)
+    # in parts, which this worker does not keep; the run stops, named, once a part was sent 3 times.
     monkeypatch.setattr(activities, "MAX_KEPT_CHARS", 0)
     state = {"script": "archives", "history": "off", "max_turns": 12}
     there, _ = on_temporal(temporal, state)
     assert (there.reason, there.error_type) == ("error", "payload_too_large")
     assert "with the texts the worker lacked" in there.note and "HistoryPolicy(max_result_chars" in there.note
+    assert "were sent 3 times" in there.note
     assert there.turns >= 4
 
 
@@ -768,3 +805,53 @@ def test_an_old_worker_handed_the_model_call_by_digest_fails_it_as_unknown_and_t
     ended = asyncio.run(scenario())
     assert (ended.reason, ended.error_type) == ("error", "NotFoundError")
     assert w.MODEL_BY_DIGEST in ended.note and "not registered" in ended.note
+
+
+def checked_across_a_restart(
+    temporal: TemporalServer, state: dict[str, Any]
+) -> tuple[RunResult, list[tuple[Any, ...]], Any]:
+    """`across_a_restart` for an agent whose verifier reads the results, checking that the verifier saw
+    on the workers what it saw in this process: (there, what it saw, there's history)."""
+    SEEN.clear()
+    _, there, history = across_a_restart(temporal, state)  # here first, then there
+    half = len(SEEN) // 2
+    assert half and SEEN[:half] == SEEN[half:]
+    return there, SEEN[:half], history
+
+
+def test_a_verifier_on_a_worker_lacking_the_results_sees_the_run_a_local_verifier_sees(
+    temporal: TemporalServer,
+) -> None:
+    """The verifiers' input names long texts by digest: the restarted worker, sent only the results cut
+    as the model sees them, lacks the whole ones, is sent them once, and then checks them as here."""
+    there, seen, history = checked_across_a_restart(
+        temporal, {"script": "ask-then-check", "verify": True, "history": "capped"}
+    )
+    assert (there.reason, there.verified) == ("success", True)
+    assert seen[0][2][1]["result"] == "page 2: " + "x" * 41_000  # the whole result, not the cut one
+    inputs = activity_inputs(history, w.VERIFY_BY_DIGEST, b"x" * 41_000)
+    # the first check on the new worker: by digest (it answers missing), then the two results in full,
+    # once each (the calls and the journal name them); the second check: digests only
+    assert [n for _, n in inputs] == [0, 2, 0]
+    assert inputs[0][0] < 5_000 and inputs[2][0] < 5_000
+
+
+@pytest.mark.parametrize(
+    ("history", "lacking"),
+    [("off", w.MODEL_BY_DIGEST), ("capped", w.VERIFY_BY_DIGEST)],
+)
+def test_a_worker_lacking_more_than_a_payload_of_texts_is_sent_them_in_parts_and_the_run_succeeds(
+    temporal: TemporalServer, history: str, lacking: str
+) -> None:
+    """7 results of 300,000 characters (2.1 MB), then a question; the worker restarted before the answer
+    keeps none. History off: the next model call needs them all; capped: the model is sent them cut, and
+    the verifier needs them whole. Either is sent them in parts under 1.5 MB, and the run ends as here."""
+    state = {"script": "ask-then-check-archives", "verify": True, "history": history, "max_turns": 14}
+    there, seen, events = checked_across_a_restart(temporal, state)
+    assert (there.reason, there.verified) == ("success", True)
+    assert [len(c["result"]) for c in seen[0][2]] == [300_011] * 7
+    inputs = activity_inputs(events, lacking, b"y" * 300_000)
+    parts = [(size, n) for size, n in inputs if n]
+    assert len(parts) == 2 and sum(n for _, n in parts) == 7  # each text once, though the verifier's
+    # input names each result twice (in the calls and in the journal)
+    assert all(size < w.MAX_PAYLOAD_BYTES for size, _ in parts)
