@@ -60,6 +60,12 @@ def blob(page: int) -> str:
 
 
 @tool
+def huge() -> str:
+    """Fetch one text of 1,600,000 characters: more than an Endstate run sends in one Temporal payload."""
+    return "h" * 1_600_000
+
+
+@tool
 def fetch(page: int) -> str:
     """Fetch a long page."""
     return f"page {page}: " + "x" * 41_000  # over the default cap of 40,000 characters
@@ -130,6 +136,7 @@ SCRIPTS: dict[str, list[Step]] = {
         [finish("done", "fetched")],
         [finish("done", "fetched and checked")],
     ],
+    "ask-then-huge": [[call("huge")], [finish("need_help", "Go on?")], [finish("done", "got it")]],
     "ask-then-check-archives": [
         *([call("dump", page=i)] for i in range(7)),  # 2.1 MB of results
         [finish("need_help", "Go on?")],
@@ -216,7 +223,7 @@ def build(state: dict[str, Any]) -> Agent:
         model=MODELS[script]() if script in MODELS else model(SCRIPTS[script]),
         prices=PRICES,
         instructions="Fetch pages.",
-        tools=[fetch, dump, blob, open_gate, tally, save],
+        tools=[fetch, dump, blob, open_gate, tally, save, huge],
         budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
         retry=FAST_RETRY,
         history=history,
@@ -855,3 +862,24 @@ def test_a_worker_lacking_more_than_a_payload_of_texts_is_sent_them_in_parts_and
     assert len(parts) == 2 and sum(n for _, n in parts) == 7  # each text once, though the verifier's
     # input names each result twice (in the calls and in the journal)
     assert all(size < w.MAX_PAYLOAD_BYTES for size, _ in parts)
+
+
+def test_a_single_text_a_restarted_worker_lacks_past_a_payload_stops_the_run_named(
+    temporal: TemporalServer,
+) -> None:
+    """One result of 1,600,000 characters: the worker that made it keeps it, but a restarted one must be
+    sent it, in one input over 1.5 MB, which no part can split: the run stops, saying how to fix it."""
+
+    async def scenario() -> RunResult:
+        queue = f"red-{uuid.uuid4().hex[:8]}"
+        state = {"script": "ask-then-huge", "history": "off"}
+        async with worker(temporal, queue) as runs:
+            asked = await runs.start("fetcher", "Fetch the pages.", state=state)
+            assert isinstance(asked, RunResult) and asked.reason == "need_help"
+        async with worker(temporal, queue) as runs:  # a new worker: it keeps none of the run's texts
+            return await asyncio.wait_for(runs.answer(asked.run_id, "Go on."), 60)
+
+    ended = asyncio.run(scenario())
+    assert (ended.reason, ended.error_type) == ("error", "payload_too_large")
+    assert "the model call's input with the texts the worker lacked is 1,6" in ended.note
+    assert "over the 1,500,000" in ended.note and "HistoryPolicy(max_result_chars" in ended.note
