@@ -700,9 +700,12 @@ def activity_inputs(history: Any, name: str, long: bytes) -> list[tuple[int, int
     return [(i.ByteSize(), i.SerializeToString().count(long)) for i in inputs]
 
 
-def across_a_restart(temporal: TemporalServer, state: dict[str, Any]) -> tuple[RunResult, RunResult, Any]:
-    """A run that asks a question, answered by a new worker (keeping none of the run's texts), and the
-    same run in this process: (here, there, there's history). The model's requests are checked equal."""
+def across_a_restart(
+    temporal: TemporalServer, state: dict[str, Any], after: int = 1
+) -> tuple[RunResult, RunResult, Any]:
+    """A run that asks a question, answered with `after` new workers on its queue (keeping none of the
+    run's texts), and the same run in this process: (here, there, there's history). The model's requests
+    are checked equal."""
     local_agent = build(state)
     asked_here = local_agent.run("Fetch the pages.", state=state)
     here = local_agent.resume(asked_here.snapshot, "Go on.")  # type: ignore[arg-type]
@@ -712,7 +715,9 @@ def across_a_restart(temporal: TemporalServer, state: dict[str, Any]) -> tuple[R
         async with worker(temporal, queue) as runs:
             asked = await runs.start("fetcher", "Fetch the pages.", state=state)
             assert isinstance(asked, RunResult) and asked.reason == "need_help"
-        async with worker(temporal, queue) as runs:  # a new worker: it keeps none of the run's texts
+        async with contextlib.AsyncExitStack() as workers:  # new workers: they keep none of the run's texts
+            for _ in range(after):
+                runs = await workers.enter_async_context(worker(temporal, queue))
             done = await asyncio.wait_for(runs.answer(asked.run_id, "Go on."), 60)
             history = await runs.client.get_workflow_handle(asked.run_id).fetch_history()
         return done, history
@@ -815,12 +820,12 @@ def test_an_old_worker_handed_the_model_call_by_digest_fails_it_as_unknown_and_t
 
 
 def checked_across_a_restart(
-    temporal: TemporalServer, state: dict[str, Any]
+    temporal: TemporalServer, state: dict[str, Any], after: int = 1
 ) -> tuple[RunResult, list[tuple[Any, ...]], Any]:
     """`across_a_restart` for an agent whose verifier reads the results, checking that the verifier saw
     on the workers what it saw in this process: (there, what it saw, there's history)."""
     SEEN.clear()
-    _, there, history = across_a_restart(temporal, state)  # here first, then there
+    _, there, history = across_a_restart(temporal, state, after)  # here first, then there
     half = len(SEEN) // 2
     assert half and SEEN[:half] == SEEN[half:]
     return there, SEEN[:half], history
@@ -883,3 +888,50 @@ def test_a_single_text_a_restarted_worker_lacks_past_a_payload_stops_the_run_nam
     assert (ended.reason, ended.error_type) == ("error", "payload_too_large")
     assert "the model call's input with the texts the worker lacked is 1,6" in ended.note
     assert "over the 1,500,000" in ended.note and "HistoryPolicy(max_result_chars" in ended.note
+
+
+def scheduled(history: Any, name: str, long: bytes) -> list[tuple[str, int]]:
+    """Each `name` activity's (task queue, times `long` is in its input) in `history`."""
+    return [
+        (a.task_queue.name, a.input.SerializeToString().count(long))
+        for e in history.events
+        if (a := e.activity_task_scheduled_event_attributes).activity_type.name == name
+    ]
+
+
+def test_the_parts_go_to_the_worker_that_lacked_them_whichever_of_two_takes_the_call(
+    temporal: TemporalServer,
+) -> None:
+    """Two new workers on the queue: the model call after the answer lacks 2.1 MB of results. Each part
+    goes to the own task queue of the worker that answered `missing`, so the parts add up on one worker
+    (on the shared queue, each could go to the other one, which keeps none of them)."""
+    state = {"script": "ask-then-check-archives", "history": "off", "max_turns": 14, "by_turn": True}
+    _, there, history = across_a_restart(temporal, state, after=2)
+    assert there.reason == "success"
+    calls = scheduled(history, w.MODEL_BY_DIGEST, b"y" * 300_000)
+    parts = [(queue, n) for queue, n in calls if n]
+    assert len(parts) == 2 and sum(n for _, n in parts) == 7
+    own = {queue for queue, _ in parts}
+    assert len(own) == 1 and own.pop().startswith(calls[0][0] + "@")  # one worker's own queue
+
+
+def test_parts_a_gone_worker_does_not_take_go_to_the_runs_queue(
+    temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker that lacked the texts is gone (here: it names a queue nobody polls): its part is not
+    taken within the heartbeat timeout (2 s), and the parts go to the run's queue, to any worker."""
+    lacking = activities.EndstateActivities._lacking
+
+    def gone(self: activities.EndstateActivities, missing: list[str]) -> dict[str, Any]:
+        return {**lacking(self, missing), "worker": "nobody-polls-this"}
+
+    monkeypatch.setattr(activities.EndstateActivities, "_lacking", gone)
+    state = {"script": "ask-then-check-archives", "history": "off", "max_turns": 14}
+    _, there, history = across_a_restart(temporal, state)
+    assert there.reason == "success"
+    calls = scheduled(history, w.MODEL_BY_DIGEST, b"y" * 300_000)
+    parts = [(queue, n) for queue, n in calls if n]
+    shared = calls[0][0]
+    # the first part is sent to the gone worker, then again to the run's queue, then the second part
+    assert [queue for queue, _ in parts] == ["nobody-polls-this", shared, shared]
+    assert sum(n for _, n in parts[1:]) == 7

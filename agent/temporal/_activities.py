@@ -41,8 +41,9 @@ MAX_KEPT_CHARS = 64_000_000  # of long texts kept for calls that name them by di
 class EndstateActivities:
     """The activities of one worker, over its catalog."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, queue: str | None = None) -> None:
         self.catalog = catalog
+        self.queue = queue  # this worker's own task queue: a run sends there the texts it lacks
         self._agents: OrderedDict[str, Agent] = OrderedDict()
         self._results = KeptResults(MAX_KEPT_CHARS)
 
@@ -110,7 +111,7 @@ class EndstateActivities:
         missing: list[str] = []
         journal = self._journal(run["run_id"], call["request"]["journal"], missing)
         if missing:
-            return {"missing": list(dict.fromkeys(missing))}
+            return self._lacking(missing)
         reply = await self.model({**call, "request": {**call["request"], "journal": journal}})
         for part in w.reply_parts_json(reply["content"]):  # the next request holds the reply's parts
             if (text := w.kept_text(part[w.PART_DIGESTED[part["type"]]])) is not None:
@@ -129,7 +130,7 @@ class EndstateActivities:
         missing: list[str] = []
         calls = self._calls(run["run_id"], call.get("calls", []), missing)
         if missing:  # not run: the workflow sends these results and asks again
-            return {"missing": list(dict.fromkeys(missing))}
+            return self._lacking(missing)
         ctx = _context(run, calls, call_id=call.get("call_id", ""))
         async with _heartbeats():
             outcome = await execute(found, call["arguments"], ctx)
@@ -154,7 +155,7 @@ class EndstateActivities:
         calls = self._calls(run["run_id"], check["calls"], missing)
         journal = self._journal(run["run_id"], check["journal"], missing)
         if missing:
-            return {"missing": list(dict.fromkeys(missing))}
+            return self._lacking(missing)
         return {"failures": await self._verified(run, calls, journal, check.get("note", ""))}
 
     async def _verified(
@@ -183,6 +184,11 @@ class EndstateActivities:
                 log.warning("cleanup of run %s failed", run["run_id"], exc_info=True)
 
     # -- the run's calls -----------------------------------------------
+
+    def _lacking(self, missing: list[str]) -> dict[str, Any]:
+        """The answer of a call that names texts this worker does not keep: the workflow sends them to
+        this worker's own queue (see `_remote.by_digest`)."""
+        return {"missing": list(dict.fromkeys(missing))} | ({"worker": self.queue} if self.queue else {})
 
     def _calls(self, run_id: str, sent: list[dict[str, Any]], missing: list[str]) -> list[CallRecord]:
         """The run's calls as the workflow sent them (see `KeptResults.resolved`); the digests this

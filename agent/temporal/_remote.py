@@ -18,7 +18,8 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy as TemporalRetry
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType, is_cancelled_exception
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
 from agent import tools as tools_module
@@ -123,27 +124,29 @@ class Once(set[str]):
 
 
 Build = Callable[[set[str] | None], dict[str, Any]]
-Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any], str | None], Awaitable[dict[str, Any]]]
 
 
 async def by_digest(ref: RunRef, build: Build, send: Send, what: str) -> dict[str, Any]:
     """What an activity whose input names long texts by digest answered.
 
     `build(set())` is the input with every long text by digest, `build(inline)`
-    with those in `inline` in full. A worker that lacks texts (it did not make
-    them, and was not sent them) answers `{"missing": [...]}` without making the
-    call; it is sent them in parts, each as much as fits in one payload, and
-    keeps what it is sent, until it lacks none. Every input is checked first
-    (`too_large`); a text lacked again after `MAX_SENDS` sends (the parts went to
-    workers that do not keep them) stops the run too: `PayloadTooLarge`.
+    with those in `inline` in full; `send(input, queue)` runs the activity on
+    `queue` (None: the run's task queue). A worker that lacks texts (it did not
+    make them, and was not sent them) answers `{"missing": [...], "worker": its
+    own task queue}` without making the call; it is sent them on its own queue,
+    in parts that each fit in one payload, keeping each, until it lacks none. If
+    it does not take a part in time (it is gone), the parts go to the run's task
+    queue. Every input is checked first (`too_large`); a text lacked again after
+    `MAX_SENDS` sends stops the run too: `PayloadTooLarge`.
     """
     first = build(set())
-    out = await send(_checked(first, what))
+    out = await send(_checked(first, what), None)
     if not out.get("missing"):
         return out
     if not workflow.patched(IN_PARTS):  # a run started before replays its calls as they were made
         return await _whole(build, send, what, out["missing"])
-    room = w.MAX_PAYLOAD_BYTES - w.payload_size(first)
+    room, queue = w.MAX_PAYLOAD_BYTES - w.payload_size(first), out.get("worker")
     named: dict[str, None] = {}  # every text a worker lacked in this call
     sent: Counter[str] = Counter()
     while missing := out.get("missing"):
@@ -154,17 +157,37 @@ async def by_digest(ref: RunRef, build: Build, send: Send, what: str) -> dict[st
         if len(part) < len(named):
             part = ref.part(missing, room)
         sent.update(part)
-        out = await send(_checked(build(Once(part)), what + LACKED))
+        try:
+            out = await send(_checked(build(Once(part)), what + LACKED), queue)
+        except NotTaken:  # that worker is gone: the same texts go to any worker of the run's queue
+            queue = None
     return out
 
 
 async def _whole(build: Build, send: Send, what: str, missing: list[str]) -> dict[str, Any]:
     """The texts a worker lacked as runs started before `IN_PARTS` sent them: all at once; if the
     worker then lacks others (another worker took the call), every text in full."""
-    out = await send(_checked(build(set(missing)), what + LACKED))
+    out = await send(_checked(build(set(missing)), what + LACKED), None)
     if out.get("missing"):
-        out = await send(_checked(build(None), what))
+        out = await send(_checked(build(None), what), None)
     return out
+
+
+class NotTaken(Exception):
+    """No worker took an activity sent to one worker's own task queue in time: that worker is gone."""
+
+
+def pinned(queue: str | None, setup: WorkerSetup) -> dict[str, Any]:
+    """The activity options that send it to one worker's own task queue (None: the run's): taken within
+    the heartbeat timeout, or `NotTaken`."""
+    if queue is None:
+        return {}
+    return {"task_queue": queue, "schedule_to_start_timeout": timedelta(seconds=setup.heartbeat_seconds)}
+
+
+def _not_taken(exc: ActivityError) -> bool:
+    cause = exc.cause
+    return isinstance(cause, ActivityTimeout) and cause.type == TimeoutType.SCHEDULE_TO_START
 
 
 def _checked(payload: dict[str, Any], what: str) -> dict[str, Any]:
@@ -238,12 +261,15 @@ def temporal_retry(retry: RetryPolicy) -> TemporalRetry:
 
 
 async def _activity(name: str, arg: Any, **options: Any) -> Any:
-    """Run an activity; its cancellation (the workflow's) reaches the loop as cancellation."""
+    """Run an activity; its cancellation (the workflow's) reaches the loop as cancellation, and one sent
+    to a worker that is gone (`pinned`) raises `NotTaken`."""
     try:
         return await workflow.execute_activity(name, arg, **options)
     except ActivityError as exc:
         if is_cancelled_exception(exc):
             raise asyncio.CancelledError() from exc
+        if _not_taken(exc):
+            raise NotTaken() from exc
         raise
 
 
@@ -318,10 +344,10 @@ class ActivityModel:
         def build(inline: set[str] | None) -> dict[str, Any]:
             return {"run": self._ref.wire(), "request": self._ref.request_wire(request, inline)}
 
-        async def send(call: dict[str, Any]) -> dict[str, Any]:
+        async def send(call: dict[str, Any], queue: str | None) -> dict[str, Any]:
             if seconds is not None:  # the worker cuts the call there too, and reports what it used
                 call = {**call, "seconds": max(seconds - (workflow.time() - began), 0.001)}
-            return await self._started(w.MODEL_BY_DIGEST, call)
+            return await self._started(w.MODEL_BY_DIGEST, call, queue)
 
         try:
             return ModelReply(**await by_digest(self._ref, build, send, "the model call's input"))
@@ -339,8 +365,9 @@ class ActivityModel:
             call["seconds"] = seconds  # the worker cuts the call there too, and reports what it used
         return ModelReply(**await self._started(w.MODEL, call))
 
-    async def _started(self, name: str, call: dict[str, Any]) -> dict[str, Any]:
-        """The model activity's answer; a cut (the time budget) leaves it running, to report its usage."""
+    async def _started(self, name: str, call: dict[str, Any], queue: str | None = None) -> dict[str, Any]:
+        """The model activity's answer (on `queue`: see `pinned`); a cut (the time budget) leaves it
+        running, to report its usage."""
         handle = workflow.start_activity(
             name,
             call,
@@ -348,6 +375,7 @@ class ActivityModel:
             heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
             retry_policy=temporal_retry(self._retry),
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            **pinned(queue, self._setup),
         )
         try:
             answer: dict[str, Any] = await asyncio.shield(handle)
@@ -357,6 +385,8 @@ class ActivityModel:
         except ActivityError as exc:
             if is_cancelled_exception(exc):
                 raise asyncio.CancelledError() from exc
+            if _not_taken(exc):
+                raise NotTaken() from exc
             if (cause := _cause(exc)) is not None and cause.type == "CutOff":
                 _record_cut(cause)  # the worker's deadline came first: the loop's own timer cuts it now
                 await workflow.wait_condition(lambda: False)
@@ -451,13 +481,14 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             "cap": ref.cap,
         }
 
-    async def send(payload: dict[str, Any]) -> dict[str, Any]:
+    async def send(payload: dict[str, Any], queue: str | None) -> dict[str, Any]:
         out: dict[str, Any] = await _activity(
             w.TOOL,
             payload,
             start_to_close_timeout=timedelta(seconds=timeout + 2 * setup.tool_grace),
             heartbeat_timeout=timedelta(seconds=setup.heartbeat_seconds),
             retry_policy=temporal_retry(retry),
+            **pinned(queue, setup),
         )
         return out
 
@@ -563,8 +594,9 @@ class RemoteVerifier:
         failures: list[str] = await self._verified(w.VERIFY, _checked(payload, WHAT_VERIFY))
         return failures
 
-    async def _verified(self, name: str, payload: dict[str, Any]) -> Any:
-        """The verify activity's answer; the verifier's own error comes back as it was raised."""
+    async def _verified(self, name: str, payload: dict[str, Any], queue: str | None = None) -> Any:
+        """The verify activity's answer (on `queue`: see `pinned`); the verifier's own error comes back
+        as it was raised."""
         try:
             return await _activity(
                 name,
@@ -572,6 +604,7 @@ class RemoteVerifier:
                 start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
                 heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
                 retry_policy=TemporalRetry(maximum_attempts=3),
+                **pinned(queue, self._setup),
             )
         except ActivityError as exc:
             cause = _cause(exc)
