@@ -437,6 +437,19 @@ def test_a_worker_keeps_long_results_up_to_its_limit_dropping_the_least_recently
     assert kept.get("run-1", result_digest(first)) is None
 
 
+def test_the_texts_a_worker_lacks_go_in_parts_that_fit_each_once_per_input() -> None:
+    ref = _remote.RunRef("run-1", "counter", "count", "counting", {})
+    a, b, c, huge = "a" * 600_000, "b" * 600_000, "c" * 600_000, "h" * 1_500_000
+    sent = [ref.digested({"type": "result", "text": t}, "text", set()) for t in (a, b, c, huge)]
+    da, db, dc, dh = (item["digest"] for item in sent)
+    assert ref.part([da, db, dc], room=1_400_000) == {da, db}  # in order, as many as fit
+    assert ref.part([dc, da], room=1_400_000) == {dc, da}
+    assert ref.part([da, dh], room=1_400_000) == {dh}  # alone: its input is refused, naming its size
+    once = _remote.Once({da})
+    twice = [ref.digested({"type": "result", "text": a}, "text", once) for _ in range(2)]
+    assert [item.get("digest") for item in twice] == [None, da]  # in full at its first place only
+
+
 def test_a_long_result_with_a_lone_surrogate_is_kept_and_named_like_any_other() -> None:
     """A tool may return text read with `surrogateescape`: keeping it must not fail the call after
     the tool ran (Temporal would run the tool again)."""
