@@ -143,6 +143,12 @@ SCRIPTS: dict[str, list[Step]] = {
         [finish("done", "dumped")],
         [finish("done", "dumped and checked")],
     ],
+    "ask-then-tally-archives": [
+        *([call("dump", page=i)] for i in range(7)),
+        [finish("need_help", "Go on?")],
+        [call("tally")],
+        [finish("done", "dumped, tallied and checked")],
+    ],
     "thinking": [
         [
             {"type": "thinking", "thinking": "Page 2 first.", "signature": "c2ln\u00e9=="},
@@ -849,19 +855,24 @@ def test_a_verifier_on_a_worker_lacking_the_results_sees_the_run_a_local_verifie
 
 
 @pytest.mark.parametrize(
-    ("history", "lacking"),
-    [("off", w.MODEL_BY_DIGEST), ("capped", w.VERIFY_BY_DIGEST)],
+    ("script", "history", "lacking"),
+    [
+        ("ask-then-check-archives", "off", w.MODEL_BY_DIGEST),
+        ("ask-then-check-archives", "capped", w.VERIFY_BY_DIGEST),
+        ("ask-then-tally-archives", "capped", w.TOOL),
+    ],
 )
 def test_a_worker_lacking_more_than_a_payload_of_texts_is_sent_them_in_parts_and_the_run_succeeds(
-    temporal: TemporalServer, history: str, lacking: str
+    temporal: TemporalServer, script: str, history: str, lacking: str
 ) -> None:
     """7 results of 300,000 characters (2.1 MB), then a question; the worker restarted before the answer
     keeps none. History off: the next model call needs them all; capped: the model is sent them cut, and
-    the verifier needs them whole. Either is sent them in parts under 1.5 MB, and the run ends as here."""
-    state = {"script": "ask-then-check-archives", "verify": True, "history": history, "max_turns": 14}
+    the verifier (or a tool that reads the calls) needs them whole. Each is sent them in parts under
+    1.5 MB, and the run ends as here."""
+    state = {"script": script, "verify": True, "history": history, "max_turns": 14}
     there, seen, events = checked_across_a_restart(temporal, state)
     assert (there.reason, there.verified) == ("success", True)
-    assert [len(c["result"]) for c in seen[0][2]] == [300_011] * 7
+    assert [len(c["result"]) for c in seen[0][2]][:7] == [300_011] * 7
     inputs = activity_inputs(events, lacking, b"y" * 300_000)
     parts = [(size, n) for size, n in inputs if n]
     assert len(parts) == 2 and sum(n for _, n in parts) == 7  # each text once, though the verifier's
