@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -23,7 +24,7 @@ from temporalio.worker import Replayer
 from agent.durable.runner import AnswerError, Catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus
 from agent.result import LimitKind, StopReason
-from agent.temporal import TemporalRuns, build_worker, ensure_search_attributes
+from agent.temporal import TemporalRuns, _remote, build_worker, ensure_search_attributes
 from agent.temporal._activities import KeptResults
 from agent.temporal._wire import SEARCH_ATTRIBUTES, result_digest
 from agent.temporal.pending import TemporalPending
@@ -378,7 +379,8 @@ def test_a_run_keeps_the_plan_it_started_with_and_its_history_replays_with_the_c
 def replay_failure(fixture: str) -> Exception | None:
     """Why the workflow history recorded in `tests/fixtures/<fixture>` does not replay under this
     code (`fetch_history().to_json()` of a run of an earlier version), or None."""
-    recorded = (Path(__file__).parent / "fixtures" / fixture).read_text()
+    path = Path(__file__).parent / "fixtures" / fixture
+    recorded = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
     history = WorkflowHistory.from_json(fixture, recorded)
     replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
     return asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
@@ -396,6 +398,29 @@ def test_a_history_recorded_before_the_model_input_went_by_digest_still_replays(
     assert replay_failure("temporal_v1_model_input_history.json") is None
 
 
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        # counter, results of 400+ characters: count, need_help, a new worker (missing, sent), count,
+        # finish checked by `endstate.verify` with the whole journal
+        "temporal_v2_verify_history.json",
+        # fetcher 'archives' on a worker that keeps no text: the texts it lacked passed 1.5 MB at turn 6,
+        # and the run stopped payload_too_large (gzip: 2 MB of repeated characters)
+        "temporal_v2_missing_texts_history.json.gz",
+    ],
+)
+def test_a_history_recorded_before_verify_by_digest_and_texts_in_parts_still_replays(
+    fixture: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run started by the code before `VERIFY_BY_DIGEST` and `IN_PARTS` replays under this code; with
+    those gates gone (the new path taken, no `workflow.patched` asked) it would not."""
+    assert replay_failure(fixture) is None
+    patched = _remote.workflow.patched
+    gates = (_remote.VERIFY_BY_DIGEST, _remote.IN_PARTS)
+    monkeypatch.setattr(_remote.workflow, "patched", lambda patch: patch in gates or patched(patch))
+    assert "Nondeterminism" in str(replay_failure(fixture))
+
+
 def test_a_worker_keeps_long_results_up_to_its_limit_dropping_the_least_recently_used_runs() -> None:
     kept = KeptResults(limit=2_500)
     short, first, second, third = "x" * 10, "a" * 1_000, "b" * 1_000, "c" * 1_000
@@ -410,6 +435,19 @@ def test_a_worker_keeps_long_results_up_to_its_limit_dropping_the_least_recently
     assert kept.get("run-3", result_digest(third)) == third
     kept.drop("run-1")
     assert kept.get("run-1", result_digest(first)) is None
+
+
+def test_the_texts_a_worker_lacks_go_in_parts_that_fit_each_once_per_input() -> None:
+    ref = _remote.RunRef("run-1", "counter", "count", "counting", {})
+    a, b, c, huge = "a" * 600_000, "b" * 600_000, "c" * 600_000, "h" * 1_500_000
+    sent = [ref.digested({"type": "result", "text": t}, "text", set()) for t in (a, b, c, huge)]
+    da, db, dc, dh = (item["digest"] for item in sent)
+    assert ref.part([da, db, dc], room=1_400_000) == {da, db}  # in order, as many as fit
+    assert ref.part([dc, da], room=1_400_000) == {dc, da}
+    assert ref.part([da, dh], room=1_400_000) == {dh}  # alone: its input is refused, naming its size
+    once = _remote.Once({da})
+    twice = [ref.digested({"type": "result", "text": a}, "text", once) for _ in range(2)]
+    assert [item.get("digest") for item in twice] == [None, da]  # in full at its first place only
 
 
 def test_a_long_result_with_a_lone_surrogate_is_kept_and_named_like_any_other() -> None:

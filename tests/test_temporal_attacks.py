@@ -23,6 +23,7 @@ from agent import Agent, Budget, HistoryPolicy, RetryPolicy, RunContext, tool
 from agent.durable.runner import Catalog
 from agent.durable.store import NotClaimable
 from agent.errors import TransientModelError
+from agent.journal import Result
 from agent.models.base import ModelReply, record_cut_call
 from agent.models.price import Price
 from agent.models.scripted import ScriptedModel, Step, call, finish, reply, say
@@ -56,6 +57,12 @@ def blob(page: int) -> str:
     """Fetch a blob: 1,400,000 characters (a Temporal payload may hold 2 MiB), slowly on page 2."""
     time.sleep(3 if page == 2 else 0)
     return f"blob {page}: " + "z" * 1_400_000
+
+
+@tool
+def huge() -> str:
+    """Fetch one text of 1,600,000 characters: more than an Endstate run sends in one Temporal payload."""
+    return "h" * 1_600_000
 
 
 @tool
@@ -122,6 +129,26 @@ SCRIPTS: dict[str, list[Step]] = {
         [finish("done", "saved")],
     ],
     "pages": [*([call("fetch", page=i)] for i in range(1, 7)), [finish("done", "fetched")]],
+    "ask-then-check": [
+        [call("fetch", page=1)],
+        [call("fetch", page=2)],
+        [finish("need_help", "Go on?")],
+        [finish("done", "fetched")],
+        [finish("done", "fetched and checked")],
+    ],
+    "ask-then-huge": [[call("huge")], [finish("need_help", "Go on?")], [finish("done", "got it")]],
+    "ask-then-check-archives": [
+        *([call("dump", page=i)] for i in range(7)),  # 2.1 MB of results
+        [finish("need_help", "Go on?")],
+        [finish("done", "dumped")],
+        [finish("done", "dumped and checked")],
+    ],
+    "ask-then-tally-archives": [
+        *([call("dump", page=i)] for i in range(7)),
+        [finish("need_help", "Go on?")],
+        [call("tally")],
+        [finish("done", "dumped, tallied and checked")],
+    ],
     "thinking": [
         [
             {"type": "thinking", "thinking": "Page 2 first.", "signature": "c2ln\u00e9=="},
@@ -202,13 +229,35 @@ def build(state: dict[str, Any]) -> Agent:
         model=MODELS[script]() if script in MODELS else model(SCRIPTS[script]),
         prices=PRICES,
         instructions="Fetch pages.",
-        tools=[fetch, dump, blob, open_gate, tally, save],
+        tools=[fetch, dump, blob, open_gate, tally, save, huge],
         budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
         retry=FAST_RETRY,
         history=history,
+        verifiers=[checked] if state.get("verify") else [],
     )
     BUILT.append(agent)
     return agent
+
+
+SEEN: list[tuple[Any, ...]] = []  # what each verifier call saw: the task, journal, calls and note
+TIMES = ("at", "deadline", "suspended_at")  # when a person was asked and answered: the clock's, not the run's
+
+
+def checked(ctx: RunContext) -> list[str]:
+    """A verifier that reads the run's results: until the note says they were checked, it answers
+    with the length and the ends of each, from the calls and from the journal."""
+    journal = json.loads(json.dumps(w.journal_json(list(ctx.journal))), object_hook=timeless)
+    SEEN.append((ctx.task, journal, [vars(c) for c in ctx.calls], ctx.note))
+    if "checked" in ctx.note:
+        return []
+    results = [e.text for e in ctx.journal if isinstance(e, Result)]
+    return [f"{c.name}: {len(c.result)} characters, {c.result[:12]}...{c.result[-3:]}" for c in ctx.calls] + [
+        f"the journal holds {len(results)} results, {sum(map(len, results))} characters"
+    ]
+
+
+def timeless(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: None if k in TIMES else v for k, v in item.items()}
 
 
 CLEANED: list[str] = []
@@ -357,13 +406,14 @@ def test_a_model_input_the_worker_must_be_sent_whole_stops_named_past_a_temporal
     temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A worker that keeps no text answers each model call with every long text missing, which the
-    # workflow then sends in full: past 1.5 MB (Temporal refuses 2 MiB and retries the workflow task
-    # for ever) the run must stop, named, before it asks for one.
+    # workflow then sends: past 1.5 MB (Temporal refuses 2 MiB and retries the workflow task for ever)
+    # in parts, which this worker does not keep; the run stops, named, once a part was sent 3 times.
     monkeypatch.setattr(activities, "MAX_KEPT_CHARS", 0)
     state = {"script": "archives", "history": "off", "max_turns": 12}
     there, _ = on_temporal(temporal, state)
     assert (there.reason, there.error_type) == ("error", "payload_too_large")
     assert "with the texts the worker lacked" in there.note and "HistoryPolicy(max_result_chars" in there.note
+    assert "were sent 3 times" in there.note
     assert there.turns >= 4
 
 
@@ -656,9 +706,12 @@ def activity_inputs(history: Any, name: str, long: bytes) -> list[tuple[int, int
     return [(i.ByteSize(), i.SerializeToString().count(long)) for i in inputs]
 
 
-def across_a_restart(temporal: TemporalServer, state: dict[str, Any]) -> tuple[RunResult, RunResult, Any]:
-    """A run that asks a question, answered by a new worker (keeping none of the run's texts), and the
-    same run in this process: (here, there, there's history). The model's requests are checked equal."""
+def across_a_restart(
+    temporal: TemporalServer, state: dict[str, Any], after: int = 1
+) -> tuple[RunResult, RunResult, Any]:
+    """A run that asks a question, answered with `after` new workers on its queue (keeping none of the
+    run's texts), and the same run in this process: (here, there, there's history). The model's requests
+    are checked equal."""
     local_agent = build(state)
     asked_here = local_agent.run("Fetch the pages.", state=state)
     here = local_agent.resume(asked_here.snapshot, "Go on.")  # type: ignore[arg-type]
@@ -668,7 +721,9 @@ def across_a_restart(temporal: TemporalServer, state: dict[str, Any]) -> tuple[R
         async with worker(temporal, queue) as runs:
             asked = await runs.start("fetcher", "Fetch the pages.", state=state)
             assert isinstance(asked, RunResult) and asked.reason == "need_help"
-        async with worker(temporal, queue) as runs:  # a new worker: it keeps none of the run's texts
+        async with contextlib.AsyncExitStack() as workers:  # new workers: they keep none of the run's texts
+            for _ in range(after):
+                runs = await workers.enter_async_context(worker(temporal, queue))
             done = await asyncio.wait_for(runs.answer(asked.run_id, "Go on."), 60)
             history = await runs.client.get_workflow_handle(asked.run_id).fetch_history()
         return done, history
@@ -768,3 +823,126 @@ def test_an_old_worker_handed_the_model_call_by_digest_fails_it_as_unknown_and_t
     ended = asyncio.run(scenario())
     assert (ended.reason, ended.error_type) == ("error", "NotFoundError")
     assert w.MODEL_BY_DIGEST in ended.note and "not registered" in ended.note
+
+
+def checked_across_a_restart(
+    temporal: TemporalServer, state: dict[str, Any], after: int = 1
+) -> tuple[RunResult, list[tuple[Any, ...]], Any]:
+    """`across_a_restart` for an agent whose verifier reads the results, checking that the verifier saw
+    on the workers what it saw in this process: (there, what it saw, there's history)."""
+    SEEN.clear()
+    _, there, history = across_a_restart(temporal, state, after)  # here first, then there
+    half = len(SEEN) // 2
+    assert half and SEEN[:half] == SEEN[half:]
+    return there, SEEN[:half], history
+
+
+def test_a_verifier_on_a_worker_lacking_the_results_sees_the_run_a_local_verifier_sees(
+    temporal: TemporalServer,
+) -> None:
+    """The verifiers' input names long texts by digest: the restarted worker, sent only the results cut
+    as the model sees them, lacks the whole ones, is sent them once, and then checks them as here."""
+    there, seen, history = checked_across_a_restart(
+        temporal, {"script": "ask-then-check", "verify": True, "history": "capped"}
+    )
+    assert (there.reason, there.verified) == ("success", True)
+    assert seen[0][2][1]["result"] == "page 2: " + "x" * 41_000  # the whole result, not the cut one
+    inputs = activity_inputs(history, w.VERIFY_BY_DIGEST, b"x" * 41_000)
+    # the first check on the new worker: by digest (it answers missing), then the two results in full,
+    # once each (the calls and the journal name them); the second check: digests only
+    assert [n for _, n in inputs] == [0, 2, 0]
+    assert inputs[0][0] < 5_000 and inputs[2][0] < 5_000
+
+
+@pytest.mark.parametrize(
+    ("script", "history", "lacking"),
+    [
+        ("ask-then-check-archives", "off", w.MODEL_BY_DIGEST),
+        ("ask-then-check-archives", "capped", w.VERIFY_BY_DIGEST),
+        ("ask-then-tally-archives", "capped", w.TOOL),
+    ],
+)
+def test_a_worker_lacking_more_than_a_payload_of_texts_is_sent_them_in_parts_and_the_run_succeeds(
+    temporal: TemporalServer, script: str, history: str, lacking: str
+) -> None:
+    """7 results of 300,000 characters (2.1 MB), then a question; the worker restarted before the answer
+    keeps none. History off: the next model call needs them all; capped: the model is sent them cut, and
+    the verifier (or a tool that reads the calls) needs them whole. Each is sent them in parts under
+    1.5 MB, and the run ends as here."""
+    state = {"script": script, "verify": True, "history": history, "max_turns": 14}
+    there, seen, events = checked_across_a_restart(temporal, state)
+    assert (there.reason, there.verified) == ("success", True)
+    assert [len(c["result"]) for c in seen[0][2]][:7] == [300_011] * 7
+    inputs = activity_inputs(events, lacking, b"y" * 300_000)
+    parts = [(size, n) for size, n in inputs if n]
+    assert len(parts) == 2 and sum(n for _, n in parts) == 7  # each text once, though the verifier's
+    # input names each result twice (in the calls and in the journal)
+    assert all(size < w.MAX_PAYLOAD_BYTES for size, _ in parts)
+
+
+def test_a_single_text_a_restarted_worker_lacks_past_a_payload_stops_the_run_named(
+    temporal: TemporalServer,
+) -> None:
+    """One result of 1,600,000 characters: the worker that made it keeps it, but a restarted one must be
+    sent it, in one input over 1.5 MB, which no part can split: the run stops, saying how to fix it."""
+
+    async def scenario() -> RunResult:
+        queue = f"red-{uuid.uuid4().hex[:8]}"
+        state = {"script": "ask-then-huge", "history": "off"}
+        async with worker(temporal, queue) as runs:
+            asked = await runs.start("fetcher", "Fetch the pages.", state=state)
+            assert isinstance(asked, RunResult) and asked.reason == "need_help"
+        async with worker(temporal, queue) as runs:  # a new worker: it keeps none of the run's texts
+            return await asyncio.wait_for(runs.answer(asked.run_id, "Go on."), 60)
+
+    ended = asyncio.run(scenario())
+    assert (ended.reason, ended.error_type) == ("error", "payload_too_large")
+    assert "the model call's input with the texts the worker lacked is 1,6" in ended.note
+    assert "over the 1,500,000" in ended.note and "HistoryPolicy(max_result_chars" in ended.note
+
+
+def scheduled(history: Any, name: str, long: bytes) -> list[tuple[str, int]]:
+    """Each `name` activity's (task queue, times `long` is in its input) in `history`."""
+    return [
+        (a.task_queue.name, a.input.SerializeToString().count(long))
+        for e in history.events
+        if (a := e.activity_task_scheduled_event_attributes).activity_type.name == name
+    ]
+
+
+def test_the_parts_go_to_the_worker_that_lacked_them_whichever_of_two_takes_the_call(
+    temporal: TemporalServer,
+) -> None:
+    """Two new workers on the queue: the model call after the answer lacks 2.1 MB of results. Each part
+    goes to the own task queue of the worker that answered `missing`, so the parts add up on one worker
+    (on the shared queue, each could go to the other one, which keeps none of them)."""
+    state = {"script": "ask-then-check-archives", "history": "off", "max_turns": 14, "by_turn": True}
+    _, there, history = across_a_restart(temporal, state, after=2)
+    assert there.reason == "success"
+    calls = scheduled(history, w.MODEL_BY_DIGEST, b"y" * 300_000)
+    parts = [(queue, n) for queue, n in calls if n]
+    assert len(parts) == 2 and sum(n for _, n in parts) == 7
+    own = {queue for queue, _ in parts}
+    assert len(own) == 1 and own.pop().startswith(calls[0][0] + "@")  # one worker's own queue
+
+
+def test_parts_a_gone_worker_does_not_take_go_to_the_runs_queue(
+    temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker that lacked the texts is gone (here: it names a queue nobody polls): its part is not
+    taken within the heartbeat timeout (2 s), and the parts go to the run's queue, to any worker."""
+    lacking = activities.EndstateActivities._lacking
+
+    def gone(self: activities.EndstateActivities, missing: list[str]) -> dict[str, Any]:
+        return {**lacking(self, missing), "worker": "nobody-polls-this"}
+
+    monkeypatch.setattr(activities.EndstateActivities, "_lacking", gone)
+    state = {"script": "ask-then-check-archives", "history": "off", "max_turns": 14}
+    _, there, history = across_a_restart(temporal, state)
+    assert there.reason == "success"
+    calls = scheduled(history, w.MODEL_BY_DIGEST, b"y" * 300_000)
+    parts = [(queue, n) for queue, n in calls if n]
+    shared = calls[0][0]
+    # the first part is sent to the gone worker, then again to the run's queue, then the second part
+    assert [queue for queue, _ in parts] == ["nobody-polls-this", shared, shared]
+    assert sum(n for _, n in parts[1:]) == 7

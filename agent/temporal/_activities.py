@@ -41,13 +41,22 @@ MAX_KEPT_CHARS = 64_000_000  # of long texts kept for calls that name them by di
 class EndstateActivities:
     """The activities of one worker, over its catalog."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, queue: str | None = None) -> None:
         self.catalog = catalog
+        self.queue = queue  # this worker's own task queue: a run sends there the texts it lacks
         self._agents: OrderedDict[str, Agent] = OrderedDict()
         self._results = KeptResults(MAX_KEPT_CHARS)
 
     def all(self) -> list[Any]:
-        return [self.prepare, self.model, self.model_by_digest, self.tool, self.verify, self.cleanup]
+        return [
+            self.prepare,
+            self.model,
+            self.model_by_digest,
+            self.tool,
+            self.verify,
+            self.verify_by_digest,
+            self.cleanup,
+        ]
 
     @activity.defn(name=w.PREPARE)
     async def prepare(self, run: dict[str, Any]) -> dict[str, Any]:
@@ -99,10 +108,11 @@ class EndstateActivities:
         this worker does not keep some of them; the workflow then sends those in full."""
         run = call["run"]
         self._results.keep(run["run_id"], run["task"])  # every input carries it: a task entry needs no asking
-        request, missing = self._request(run["run_id"], call["request"])
+        missing: list[str] = []
+        journal = self._journal(run["run_id"], call["request"]["journal"], missing)
         if missing:
-            return {"missing": missing}
-        reply = await self.model({**call, "request": request})
+            return self._lacking(missing)
+        reply = await self.model({**call, "request": {**call["request"], "journal": journal}})
         for part in w.reply_parts_json(reply["content"]):  # the next request holds the reply's parts
             if (text := w.kept_text(part[w.PART_DIGESTED[part["type"]]])) is not None:
                 self._results.keep(run["run_id"], text)
@@ -117,9 +127,10 @@ class EndstateActivities:
         if found is None:
             text = f"Error: this worker's agent {agent.name!r} has no tool {call['name']!r}."
             return {"text": text, "is_error": True, "error_type": "unknown_tool", "state": run["state"]}
-        calls, missing = self._calls(run["run_id"], call.get("calls", []))
+        missing: list[str] = []
+        calls = self._calls(run["run_id"], call.get("calls", []), missing)
         if missing:  # not run: the workflow sends these results and asks again
-            return {"missing": missing}
+            return self._lacking(missing)
         ctx = _context(run, calls, call_id=call.get("call_id", ""))
         async with _heartbeats():
             outcome = await execute(found, call["arguments"], ctx)
@@ -131,10 +142,27 @@ class EndstateActivities:
     @activity.defn(name=w.VERIFY)
     async def verify(self, check: dict[str, Any]) -> list[str]:
         """Every verifier of the agent, in order; one that raises ends the run as error."""
-        run = check["run"]
-        agent = self._agent(run)
         calls = [CallRecord(**c) for c in check.get("calls", [])]
-        ctx = _context(run, calls, check.get("journal", []), check.get("note", ""))
+        return await self._verified(check["run"], calls, check.get("journal", []), check.get("note", ""))
+
+    @activity.defn(name=w.VERIFY_BY_DIGEST)
+    async def verify_by_digest(self, check: dict[str, Any]) -> dict[str, Any]:
+        """`verify`, its input naming long texts by digest: `{"missing": [...]}` (no verifier run) when
+        this worker does not keep some of them; else `{"failures": [...]}`."""
+        run = check["run"]
+        self._results.keep(run["run_id"], run["task"])  # every input carries it: a task entry needs no asking
+        missing: list[str] = []
+        calls = self._calls(run["run_id"], check["calls"], missing)
+        journal = self._journal(run["run_id"], check["journal"], missing)
+        if missing:
+            return self._lacking(missing)
+        return {"failures": await self._verified(run, calls, journal, check.get("note", ""))}
+
+    async def _verified(
+        self, run: dict[str, Any], calls: list[CallRecord], journal: list[dict[str, Any]], note: str
+    ) -> list[str]:
+        agent = self._agent(run)
+        ctx = _context(run, calls, journal, note)
         async with _heartbeats():
             try:
                 return [f for v in agent.verifiers for f in await asyncio.to_thread(v, ctx)]
@@ -157,24 +185,23 @@ class EndstateActivities:
 
     # -- the run's calls -----------------------------------------------
 
-    def _calls(self, run_id: str, sent: list[dict[str, Any]]) -> tuple[list[CallRecord], list[str]]:
-        """The run's calls as the workflow sent them (see `KeptResults.resolved`); and the digests this
-        worker does not keep."""
-        missing: list[str] = []
+    def _lacking(self, missing: list[str]) -> dict[str, Any]:
+        """The answer of a call that names texts this worker does not keep: the workflow sends them to
+        this worker's own queue (see `_remote.by_digest`)."""
+        return {"missing": list(dict.fromkeys(missing))} | ({"worker": self.queue} if self.queue else {})
+
+    def _calls(self, run_id: str, sent: list[dict[str, Any]], missing: list[str]) -> list[CallRecord]:
+        """The run's calls as the workflow sent them (see `KeptResults.resolved`); the digests this
+        worker does not keep go to `missing`."""
         records = [self._results.resolved(run_id, record, "result", missing) for record in sent]
-        calls = [
+        return [
             CallRecord(r["name"], r["arguments"], r["result"], r.get("is_error", False)) for r in records if r
         ]
-        return calls, list(dict.fromkeys(missing))
 
-    def _request(self, run_id: str, sent: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """A model request as the workflow sent it, each text sent by digest taken from those this worker
-        keeps (see `KeptResults.resolved`); and the digests it does not keep."""
-        missing: list[str] = []
-        journal = w.texts_mapped(
-            sent["journal"], lambda item, key: self._results.resolved(run_id, item, key, missing)
-        )
-        return {**sent, "journal": journal}, list(dict.fromkeys(missing))
+    def _journal(self, run_id: str, sent: list[dict[str, Any]], missing: list[str]) -> list[dict[str, Any]]:
+        """A journal as the workflow sent it, each text sent by digest taken from those this worker keeps
+        (see `KeptResults.resolved`); the digests it does not keep go to `missing`."""
+        return w.texts_mapped(sent, lambda item, key: self._results.resolved(run_id, item, key, missing))
 
     # -- agents --------------------------------------------------------
 

@@ -11,13 +11,15 @@ import asyncio
 import dataclasses
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy as TemporalRetry
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType, is_cancelled_exception
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
 from agent import tools as tools_module
@@ -25,6 +27,7 @@ from agent.agent import Agent
 from agent.context import CallRecord, RunContext
 from agent.errors import ModelError, TransientModelError
 from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
+from agent.journal import Entry
 from agent.models.base import ModelReply, ModelRequest, ToolCall, call_seconds, record_cut_call
 from agent.policies import RetryPolicy
 from agent.prices import PriceTable
@@ -40,6 +43,14 @@ CUT_USAGE = "endstate-cut-model-call-usage"
 # The model activity's input names long texts by digest (`_wire.MODEL_BY_DIGEST`); runs started before
 # replay their model calls with the whole request in the input, as they were made.
 BY_DIGEST = "endstate-model-input-by-digest"
+# The verifiers' input names long texts by digest too (`_wire.VERIFY_BY_DIGEST`); runs started before
+# replay their checks with the whole journal, as they were made.
+VERIFY_BY_DIGEST = "endstate-verify-input-by-digest"
+# Texts a worker lacks go in parts that each fit in a payload (see `by_digest`); runs started before stop
+# where they stopped, past a payload, as they did.
+IN_PARTS = "endstate-missing-texts-in-parts"
+MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
+LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
 
 
@@ -55,6 +66,7 @@ class RunRef:
     fingerprint: str | None = None  # the state fingerprint after the last tool call
     too_large: PayloadTooLarge | None = None  # why a call was not sent: the next model call stops the run
     digests: dict[str, str] = dataclasses.field(default_factory=dict)  # of each long text sent, by text
+    sizes: dict[str, int] = dataclasses.field(default_factory=dict)  # of each long text in full, by digest
     cap: int | None = None  # the history policy's `max_result_chars`: the worker keeps results so cut too
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -64,14 +76,17 @@ class RunRef:
     def digested(self, item: dict[str, Any], key: str, inline: set[str] | None) -> dict[str, Any]:
         """`item` with its value at `key` (a text, or a provider's block as JSON), if long, sent by its
         digest (`key` None, `digest` set, `json` for a block), unless the digest is in `inline` (None:
-        every value in full). A text's digest is computed once."""
+        every value in full; a `Once`: at its first place only). A text's digest is computed once."""
         value = item.get(key)
         if inline is None or (text := w.kept_text(value)) is None or len(text) <= w.INLINE_RESULT:
             return item
         digest = self.digests.get(text)
         if digest is None:
             digest = self.digests[text] = w.result_digest(text)
+            self.sizes[digest] = w.payload_size(value)
         if digest in inline:
+            if isinstance(inline, Once):
+                inline.discard(digest)
             return item
         return {**item, key: None, "digest": digest} | ({"json": True} if isinstance(value, dict) else {})
 
@@ -79,26 +94,116 @@ class RunRef:
         """The run's calls for a tool's input, each long result by its digest (see `digested`)."""
         return [self.digested(vars(record), "result", inline) for record in calls]
 
+    def journal_wire(self, journal: Sequence[Entry], inline: set[str] | None) -> list[dict[str, Any]]:
+        """A journal for an activity's input, each long text (a tool result, a reply's text or provider
+        block, the task, a note) by its digest (see `digested`)."""
+        encoded = w.journal_json(journal)
+        return w.texts_mapped(encoded, lambda item, key: self.digested(item, key, inline))
+
     def request_wire(self, request: ModelRequest, inline: set[str] | None) -> dict[str, Any]:
-        """A model request for the model's input, each long text (a tool result, a reply's text or
-        provider block, the task, a note) by its digest (see `digested`)."""
-        journal = w.journal_json(request.journal)
-        return w.request_json(
-            request, w.texts_mapped(journal, lambda item, key: self.digested(item, key, inline))
-        )
+        """A model request for the model's input, its journal's long texts by digest."""
+        return w.request_json(request, self.journal_wire(request.journal, inline))
+
+    def part(self, lacking: list[str], room: int) -> set[str]:
+        """The texts of `lacking` to send in full next: as many as fit in `room` bytes, in order. A text
+        that alone does not fit is sent alone: its input is refused, naming its size."""
+        part, used = set(), 0
+        for digest in lacking:
+            cost = self.sizes.get(digest, 0)
+            if cost > room:
+                return {digest}
+            if used + cost <= room:
+                part.add(digest)
+                used += cost
+        return part
 
 
-async def by_digest(send: Callable[[set[str] | None], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-    """What an activity that names long texts by digest answered: `send(set())` sends every long text
-    by digest; if the worker answers that it lacks some (`missing`: it did not make them, and was not
-    sent them), those go again in full; if the worker then lacks others (another worker took the
-    call), every text goes in full (`send(None)`)."""
-    out = await send(set())
-    if out.get("missing"):
-        out = await send(set(out["missing"]))
-    if out.get("missing"):
-        out = await send(None)
+class Once(set[str]):
+    """Digests whose texts an input sends in full at their first place only (`RunRef.digested`): the
+    worker keeps a text it is sent, and takes it from there for the other places."""
+
+
+Build = Callable[[set[str] | None], dict[str, Any]]
+Send = Callable[[dict[str, Any], str | None], Awaitable[dict[str, Any]]]
+
+
+async def by_digest(ref: RunRef, build: Build, send: Send, what: str) -> dict[str, Any]:
+    """What an activity whose input names long texts by digest answered.
+
+    `build(set())` is the input with every long text by digest, `build(inline)`
+    with those in `inline` in full; `send(input, queue)` runs the activity on
+    `queue` (None: the run's task queue). A worker that lacks texts (it did not
+    make them, and was not sent them) answers `{"missing": [...], "worker": its
+    own task queue}` without making the call; it is sent them on its own queue,
+    in parts that each fit in one payload, keeping each, until it lacks none. If
+    it does not take a part in time (it is gone), the parts go to the run's task
+    queue. Every input is checked first (`too_large`); a text lacked again after
+    `MAX_SENDS` sends stops the run too: `PayloadTooLarge`.
+    """
+    first = build(set())
+    out = await send(_checked(first, what), None)
+    if not out.get("missing"):
+        return out
+    if not workflow.patched(IN_PARTS):  # a run started before replays its calls as they were made
+        return await _whole(build, send, what, out["missing"])
+    room, queue = w.MAX_PAYLOAD_BYTES - w.payload_size(first), out.get("worker")
+    named: dict[str, None] = {}  # every text a worker lacked in this call
+    sent: Counter[str] = Counter()
+    while missing := out.get("missing"):
+        if lost := [d for d in missing if sent[d] >= MAX_SENDS]:
+            raise _lost(what, len(lost), sum(ref.sizes.get(d, 0) for d in lost))
+        named.update(dict.fromkeys(missing))
+        part = ref.part(list(named), room)  # all of them if they fit: whichever worker takes it
+        if len(part) < len(named):
+            part = ref.part(missing, room)
+        sent.update(part)
+        try:
+            out = await send(_checked(build(Once(part)), what + LACKED), queue)
+        except NotTaken:  # that worker is gone: the same texts go to any worker of the run's queue
+            queue = None
     return out
+
+
+async def _whole(build: Build, send: Send, what: str, missing: list[str]) -> dict[str, Any]:
+    """The texts a worker lacked as runs started before `IN_PARTS` sent them: all at once; if the
+    worker then lacks others (another worker took the call), every text in full."""
+    out = await send(_checked(build(set(missing)), what + LACKED), None)
+    if out.get("missing"):
+        out = await send(_checked(build(None), what), None)
+    return out
+
+
+class NotTaken(Exception):
+    """No worker took an activity sent to one worker's own task queue in time: that worker is gone."""
+
+
+def pinned(queue: str | None, setup: WorkerSetup) -> dict[str, Any]:
+    """The activity options that send it to one worker's own task queue (None: the run's): taken within
+    the heartbeat timeout, or `NotTaken`."""
+    if queue is None:
+        return {}
+    return {"task_queue": queue, "schedule_to_start_timeout": timedelta(seconds=setup.heartbeat_seconds)}
+
+
+def _not_taken(exc: ActivityError) -> bool:
+    cause = exc.cause
+    return isinstance(cause, ActivityTimeout) and cause.type == TimeoutType.SCHEDULE_TO_START
+
+
+def _checked(payload: dict[str, Any], what: str) -> dict[str, Any]:
+    if (cannot := too_large(payload, what)) is not None:
+        raise cannot
+    return payload
+
+
+def _lost(what: str, count: int, size: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"{what}{LACKED}: {count} of them ({size:,} bytes) were sent {MAX_SENDS} times, in parts of at "
+        f"most {w.MAX_PAYLOAD_BYTES:,} bytes, and its workers still lacked them (each part went to a worker "
+        "that did not keep it): cap what the model is sent (HistoryPolicy(max_result_chars=...)), keep "
+        "tool results small, or run this agent on the PostgreSQL store",
+        "payload_too_large",
+    )
 
 
 def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Agent:
@@ -156,12 +261,15 @@ def temporal_retry(retry: RetryPolicy) -> TemporalRetry:
 
 
 async def _activity(name: str, arg: Any, **options: Any) -> Any:
-    """Run an activity; its cancellation (the workflow's) reaches the loop as cancellation."""
+    """Run an activity; its cancellation (the workflow's) reaches the loop as cancellation, and one sent
+    to a worker that is gone (`pinned`) raises `NotTaken`."""
     try:
         return await workflow.execute_activity(name, arg, **options)
     except ActivityError as exc:
         if is_cancelled_exception(exc):
             raise asyncio.CancelledError() from exc
+        if _not_taken(exc):
+            raise NotTaken() from exc
         raise
 
 
@@ -233,17 +341,18 @@ class ActivityModel:
             return await self._in_full(request)
         seconds, began = call_seconds(), workflow.time()
 
-        async def send(inline: set[str] | None) -> dict[str, Any]:
-            sent = self._ref.request_wire(request, inline)
-            call: dict[str, Any] = {"run": self._ref.wire(), "request": sent}
-            what = "the model call's input" + (" with the texts the worker lacked" if inline else "")
-            if (cannot := too_large(call, what)) is not None:
-                raise ModelError(str(cannot), error_type=cannot.error_type)
-            if seconds is not None:  # the worker cuts the call there too, and reports what it used
-                call["seconds"] = max(seconds - (workflow.time() - began), 0.001)
-            return await self._started(w.MODEL_BY_DIGEST, call)
+        def build(inline: set[str] | None) -> dict[str, Any]:
+            return {"run": self._ref.wire(), "request": self._ref.request_wire(request, inline)}
 
-        return ModelReply(**await by_digest(send))
+        async def send(call: dict[str, Any], queue: str | None) -> dict[str, Any]:
+            if seconds is not None:  # the worker cuts the call there too, and reports what it used
+                call = {**call, "seconds": max(seconds - (workflow.time() - began), 0.001)}
+            return await self._started(w.MODEL_BY_DIGEST, call, queue)
+
+        try:
+            return ModelReply(**await by_digest(self._ref, build, send, "the model call's input"))
+        except PayloadTooLarge as cannot:
+            raise ModelError(str(cannot), error_type=cannot.error_type) from None
 
     async def _in_full(self, request: ModelRequest) -> ModelReply:
         """The model call as the workflow made it before `BY_DIGEST`: the whole request in its input."""
@@ -256,8 +365,9 @@ class ActivityModel:
             call["seconds"] = seconds  # the worker cuts the call there too, and reports what it used
         return ModelReply(**await self._started(w.MODEL, call))
 
-    async def _started(self, name: str, call: dict[str, Any]) -> dict[str, Any]:
-        """The model activity's answer; a cut (the time budget) leaves it running, to report its usage."""
+    async def _started(self, name: str, call: dict[str, Any], queue: str | None = None) -> dict[str, Any]:
+        """The model activity's answer (on `queue`: see `pinned`); a cut (the time budget) leaves it
+        running, to report its usage."""
         handle = workflow.start_activity(
             name,
             call,
@@ -265,6 +375,7 @@ class ActivityModel:
             heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
             retry_policy=temporal_retry(self._retry),
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            **pinned(queue, self._setup),
         )
         try:
             answer: dict[str, Any] = await asyncio.shield(handle)
@@ -274,6 +385,8 @@ class ActivityModel:
         except ActivityError as exc:
             if is_cancelled_exception(exc):
                 raise asyncio.CancelledError() from exc
+            if _not_taken(exc):
+                raise NotTaken() from exc
             if (cause := _cause(exc)) is not None and cause.type == "CutOff":
                 _record_cut(cause)  # the worker's deadline came first: the loop's own timer cuts it now
                 await workflow.wait_condition(lambda: False)
@@ -358,8 +471,8 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     # them out, or each call's input would hold every result before it (a history quadratic in turns).
     reads_calls = spec.get("wants_ctx", True)
 
-    async def sent(ctx: RunContext, arguments: dict[str, Any], inline: set[str] | None) -> dict[str, Any]:
-        payload = {
+    def built(ctx: RunContext, arguments: dict[str, Any], inline: set[str] | None) -> dict[str, Any]:
+        return {
             "run": ref.wire(ctx.state),
             "name": spec["name"],
             "arguments": arguments,
@@ -367,21 +480,26 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             "call_id": ctx.call_id,
             "cap": ref.cap,
         }
-        if (cannot := too_large(payload, f"the input of the call of {spec['name']!r}")) is not None:
-            ref.too_large = ref.too_large or cannot  # not run; the next model call stops the run
-            raise cannot
+
+    async def send(payload: dict[str, Any], queue: str | None) -> dict[str, Any]:
         out: dict[str, Any] = await _activity(
             w.TOOL,
             payload,
             start_to_close_timeout=timedelta(seconds=timeout + 2 * setup.tool_grace),
             heartbeat_timeout=timedelta(seconds=setup.heartbeat_seconds),
             retry_policy=temporal_retry(retry),
+            **pinned(queue, setup),
         )
         return out
 
     async def call(**kwargs: Any) -> str:
         ctx: RunContext = kwargs.pop("ctx")
-        out = await by_digest(functools.partial(sent, ctx, kwargs))
+        build = functools.partial(built, ctx, kwargs)
+        try:
+            out = await by_digest(ref, build, send, f"the input of the call of {spec['name']!r}")
+        except PayloadTooLarge as cannot:
+            ref.too_large = ref.too_large or cannot  # not run; the next model call stops the run
+            raise
         ctx.state.clear()
         ctx.state.update(out["state"])
         ref.fingerprint = out.get("fingerprint")
@@ -431,6 +549,9 @@ def _signature(spec: dict[str, Any]) -> inspect.Signature:
 # -- verifiers --------------------------------------------------------------------------------------
 
 
+WHAT_VERIFY = "the verifiers' input (the journal and the calls)"
+
+
 class RemoteVerifier:
     """Stands for all of the agent's verifiers; the workflow runs them as one activity.
 
@@ -449,26 +570,45 @@ class RemoteVerifier:
         raise RuntimeError("RemoteVerifier runs only inside an Endstate workflow")
 
     async def check(self, ctx: RunContext) -> list[str]:
+        """The verifiers' failures; their input names the journal's and the calls' long texts by digest."""
+        if not workflow.patched(VERIFY_BY_DIGEST):  # a run started before replays its checks as they were
+            return await self._in_full(ctx)
+        ref = self._ref
+
+        def build(inline: set[str] | None) -> dict[str, Any]:
+            calls = ref.calls_wire(ctx.calls, inline)  # first: a text sent `Once` goes where the worker
+            journal = ref.journal_wire(list(ctx.journal), inline)  # looks first, in the calls
+            return {"run": ref.wire(ctx.state), "calls": calls, "journal": journal, "note": ctx.note}
+
+        out = await by_digest(ref, build, functools.partial(self._verified, w.VERIFY_BY_DIGEST), WHAT_VERIFY)
+        return list(out["failures"])
+
+    async def _in_full(self, ctx: RunContext) -> list[str]:
+        """The check as runs started before `VERIFY_BY_DIGEST` made it: the whole journal and calls."""
         payload = {
             "run": self._ref.wire(ctx.state),
             "calls": [vars(c) for c in ctx.calls],
             "journal": w.journal_json(list(ctx.journal)),
             "note": ctx.note,
         }
-        if (cannot := too_large(payload, "the verifiers' input (the journal and the calls)")) is not None:
-            raise cannot
+        failures: list[str] = await self._verified(w.VERIFY, _checked(payload, WHAT_VERIFY))
+        return failures
+
+    async def _verified(self, name: str, payload: dict[str, Any], queue: str | None = None) -> Any:
+        """The verify activity's answer (on `queue`: see `pinned`); the verifier's own error comes back
+        as it was raised."""
         try:
-            failures: list[str] = await _activity(
-                w.VERIFY,
+            return await _activity(
+                name,
                 payload,
                 start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
                 heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
                 retry_policy=TemporalRetry(maximum_attempts=3),
+                **pinned(queue, self._setup),
             )
         except ActivityError as exc:
             cause = _cause(exc)
             raise _named_error(cause.type or "Exception", cause.message) if cause else exc from exc
-        return failures
 
 
 def install_verifier_seam() -> None:

@@ -45,6 +45,7 @@ MODEL = "endstate.model"
 MODEL_BY_DIGEST = "endstate.model.by-digest"  # its input names long texts by digest (see `INLINE_RESULT`)
 TOOL = "endstate.tool"
 VERIFY = "endstate.verify"
+VERIFY_BY_DIGEST = "endstate.verify.by-digest"  # its input names long texts by digest, as the model's
 CLEANUP = "endstate.cleanup"
 
 # update and query names
@@ -57,10 +58,10 @@ STATUS = "status"
 MAX_PAYLOAD_BYTES = 1_500_000
 MAX_HISTORY_BYTES = 40_000_000
 
-# A model call, and a tool call that reads the run's calls, name each text longer than this (a tool result,
-# the task, a reply's text, a call's arguments, a provider block) by its digest only: the worker keeps the
-# texts it made or was sent, and answers `{"missing": [...]}` for those it lacks, which the workflow then
-# sends (see `_remote.by_digest`).
+# A model call, a verification, and a tool call that reads the run's calls, name each text longer than this
+# (a tool result, the task, a reply's text, a call's arguments, a provider block) by its digest only: the
+# worker keeps the texts it made or was sent, and answers `{"missing": [...]}` for those it lacks, which
+# the workflow then sends, in parts that each fit in a payload (see `_remote.by_digest`).
 INLINE_RESULT = 256
 
 # What of a journal entry, and of a reply's part, the model's input may send by digest (see `kept_text`).

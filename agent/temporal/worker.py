@@ -4,7 +4,8 @@
     await worker.run()
 
 The worker polls the `endstate` task queue of the `default` namespace unless
-told otherwise. Before it starts it registers the search attributes Endstate
+told otherwise, and a task queue of its own, where a run sends the texts this
+worker lacks (see `_remote.by_digest`). Before it starts it registers the search attributes Endstate
 runs set (`EndstateAgent`, `EndstateTaskType`, `EndstateStopReason`,
 `EndstateWaiting`, `EndstateSuspendedAt`) when the namespace lacks them, and
 says so once in its log.
@@ -12,7 +13,9 @@ says so once in its log.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import uuid
 from typing import Any
 
 from temporalio.api.enums.v1 import IndexedValueType
@@ -77,7 +80,7 @@ async def build_worker(
     model_timeout: float = 600.0,
     cut_grace: float = 5.0,
     **options: Any,
-) -> Worker:
+) -> EndstateWorker:
     """A worker running Endstate workflows and the catalog's activities on `task_queue`.
 
     `cut_grace`: how long past a run's time budget its workflow waits for a cut model call to
@@ -86,8 +89,9 @@ async def build_worker(
     await ensure_search_attributes(client, client.namespace)
     setup = WorkerSetup(hooks or NoHooks(), heartbeat_seconds, model_timeout, cut_grace=cut_grace)
     _registry.register(task_queue, setup)
-    activities = EndstateActivities(catalog)
-    return Worker(
+    own = f"{task_queue}@{uuid.uuid4().hex}"
+    activities = EndstateActivities(catalog, own)
+    shared = Worker(
         client,
         task_queue=task_queue,
         workflows=[EndstateRun],
@@ -95,3 +99,33 @@ async def build_worker(
         workflow_runner=workflow_runner(),
         **options,
     )
+    return EndstateWorker(shared, Worker(client, task_queue=own, activities=activities.all(), **options))
+
+
+class EndstateWorker:
+    """A worker on the shared task queue (workflows and activities) and one on its own queue, where runs
+    send the texts it lacks; used as a Temporal `Worker` is: `async with`, or `run()` and `shutdown()`."""
+
+    def __init__(self, shared: Worker, own: Worker) -> None:
+        self.shared, self.own = shared, own
+
+    async def __aenter__(self) -> EndstateWorker:
+        await self.shared.__aenter__()
+        try:
+            await self.own.__aenter__()
+        except BaseException:
+            await self.shared.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        try:
+            await self.own.__aexit__(*exc_info)
+        finally:
+            await self.shared.__aexit__(*exc_info)
+
+    async def run(self) -> None:
+        await asyncio.gather(self.shared.run(), self.own.run())
+
+    async def shutdown(self) -> None:
+        await asyncio.gather(self.shared.shutdown(), self.own.shutdown())
