@@ -485,3 +485,27 @@ def test_the_worker_registers_missing_search_attributes_once_and_says_so(
         asyncio.run(scenario())
     said = [r.getMessage() for r in caplog.records if "registered the search attributes" in r.getMessage()]
     assert len(said) == 1 and "EndstateWaiting" in said[0]
+
+
+# The fields `Price` had before web search and US-only prices were added to it.
+PRICE_FIELDS_BEFORE = {
+    *("input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_5m_per_mtok"),
+    *("cache_write_1h_per_mtok", "long_prompt_above", "long_prompt"),
+}
+
+
+@pytest.mark.parametrize("model", ["claude-haiku-4-5", "claude-haiku-5-5"])  # haiku-5-5: a long-prompt price
+def test_a_plans_price_leaves_out_unset_fields_so_a_worker_from_before_them_reads_it(model: str) -> None:
+    """A rolling deploy: a plan made by a new worker is read by an old one's workflow, whose `Price`
+    refuses keywords it does not know. Unset fields are left out (nested prices too); set ones stay."""
+    from agent import Agent, Price, PriceTable
+    from agent.models.scripted import ScriptedModel
+    from agent.temporal import _wire
+
+    agent = Agent("a", ScriptedModel([], name=model))
+    plan = _wire.plan_of(agent)["price"]
+    assert set(plan) <= PRICE_FIELDS_BEFORE and set(plan.get("long_prompt") or {}) <= PRICE_FIELDS_BEFORE
+    assert _wire.price_of(plan) == agent.prices.price(model)
+    priced = Price(1.0, 2.0, web_search_per_1k=5.0)
+    given = Agent("a", ScriptedModel([], name=model), prices=PriceTable({model: priced}))
+    assert _wire.price_of(_wire.plan_of(given)["price"]) == priced

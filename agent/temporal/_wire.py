@@ -98,7 +98,7 @@ def plan_of(agent: Agent) -> dict[str, Any]:
         "instructions": agent.instructions,
         "model": agent.model.name,
         "provider": agent.model.provider,
-        "price": dataclasses.asdict(price) if price else None,
+        "price": price_plan(price) if price else None,
         "max_tokens": agent.max_tokens,
         "budget": dataclasses.asdict(agent.budget),
         "help": dataclasses.asdict(agent.help),
@@ -130,6 +130,12 @@ def history_plan(policy: HistoryPolicy) -> dict[str, Any]:
 def history_of(plan: dict[str, Any]) -> HistoryPolicy:
     """The planned history policy; a plan made before it was planned gets the default one."""
     return HistoryPolicy(**plan.get("history", {}))
+
+
+def price_plan(price: Price) -> dict[str, Any]:
+    """A price, JSON-ready, without its unset fields (nested prices too): a worker of a release
+    whose `Price` lacks a newer field still reads a plan that does not set it (a rolling deploy)."""
+    return {k: price_plan(v) if isinstance(v, Price) else v for k, v in vars(price).items() if v is not None}
 
 
 def price_of(data: dict[str, Any]) -> Price:
