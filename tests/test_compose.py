@@ -116,10 +116,48 @@ def test_prometheus_config_is_valid_with_the_rules(tmp_path: Path) -> None:
 
 def test_prometheus_scrapes_the_agent_and_the_collector_and_alerts_to_alertmanager() -> None:
     config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
-    targets = {t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]}
-    assert {"agent:8000", "otel-collector:8888"} <= targets
+    assert {"agent:8000", "otel-collector:8888"} <= scraped(config).keys()
     managers = config["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
     assert managers == ["alertmanager:9093"]
+
+
+def metrics_port(service: dict[str, Any]) -> int | None:
+    """The port a service's Endstate process serves /metrics on: `endstate serve` on ENDSTATE_PORT,
+    any other `endstate` command with `--metrics-port`; None for a service that is no Endstate."""
+    command = service.get("command") or []
+    if command[:1] != ["endstate"]:
+        return None
+    if command[1:2] == ["serve"]:
+        return int(service.get("environment", {}).get("ENDSTATE_PORT", 8000))
+    return int(command[command.index("--metrics-port") + 1]) if "--metrics-port" in command else None
+
+
+def scraped(config: dict[str, Any]) -> dict[str, str]:
+    """host:port -> how Prometheus finds it: `static` (one address) or `dns` (every address a name has)."""
+    found = {}
+    for job in config["scrape_configs"]:
+        for static in job.get("static_configs", []):
+            found |= dict.fromkeys(static["targets"], "static")
+        for dns in job.get("dns_sd_configs", []):
+            if dns.get("type", "SRV") == "A":
+                found |= dict.fromkeys((f"{name}:{dns['port']}" for name in dns["names"]), "dns")
+    return found
+
+
+def test_prometheus_scrapes_every_endstate_process_of_every_profile(stack: dict[str, Any]) -> None:
+    """Each service that serves /metrics is scraped, every replica of it: a static target names one
+    address, which Docker's DNS answers with one replica at a time, so replicas need DNS discovery
+    (type A: every address of the service's name). The Temporal workers' runs were in no panel."""
+    config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    targets = scraped(config)
+    served = {name: port for name, s in stack["services"].items() if (port := metrics_port(s)) is not None}
+    assert {"agent", "endstate-worker"} <= served.keys()
+    for name, port in served.items():
+        assert f"{name}:{port}" in targets, f"{name} serves /metrics on {port}; Prometheus scrapes {targets}"
+        if stack["services"][name].get("deploy", {}).get("replicas", 1) > 1:
+            assert targets[f"{name}:{port}"] == "dns", (
+                f"{name} has replicas: scrape each (dns_sd_configs type A)"
+            )
 
 
 def test_collector_pipeline() -> None:
