@@ -3,7 +3,10 @@
 Every metric lives in an injected `CollectorRegistry`; `serve_metrics` serves
 one on `/metrics`. Label values come from enums (stop reasons, limits,
 outcomes) or configured names (agent, task type, tool, model): never run ids
-or free text. A tool name the agent was not configured with is "other"; error
+or free text. Past the first MAX_AGENT_TASK_TYPES (agent, task type) pairs
+(a caller that makes a task type per task, say), a run is counted under its
+agent with task type "other", or under "other"/"other" when its agent is new
+too: about 550 series each pair would add. A tool name the agent was not configured with is "other"; error
 types are name-like and at most MAX_ERROR_TYPES_PER_MODEL per model, then
 "_OTHER". Each label set a dashboard may ask for is created at zero when its
 agent or model is first seen, so ratios and alert rules have series to read
@@ -23,7 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 from wsgiref.simple_server import WSGIServer
 
@@ -46,6 +49,7 @@ log = logging.getLogger("endstate.telemetry")
 
 PendingRequest = tuple[str, str, float]  # (agent, task_type, suspended_at as epoch seconds)
 
+MAX_AGENT_TASK_TYPES = 100  # (agent, task_type) label pairs; runs of further pairs count as "other"
 MAX_TOOLS_PER_AGENT = 64  # more configured tool names than this are counted as "other"
 MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls are counted as "_OTHER"
 MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
@@ -118,6 +122,9 @@ class MetricsHooks:
         self.local_pending = local if pending is None else None  # fed by the hooks when no store is given
         self._lock = threading.Lock()
         self._agents: dict[tuple[str, str], _AgentSeries] = {}
+        self._pairs: set[tuple[str, str]] = set()  # (agent, task_type) label pairs admitted, see `run_labels`
+        self._pair_agents: set[str] = set()
+        self._pairs_full_said = False
         self._models: dict[tuple[str, str], _ModelSeries] = {}
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
         self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
@@ -130,11 +137,18 @@ class MetricsHooks:
             self.m.spans_dropped.labels(reason)
             self.m.events_dropped.labels(reason)
         help_collector = _HelpCollector(
-            pending or local, self.known_agents, self.record_export_failure, self.record_export_attempt
+            pending or local,
+            self.known_agents,
+            self.record_export_failure,
+            self.record_export_attempt,
+            self.run_labels,
         )
         self.registry.register(help_collector)
 
     def run_started(self, info: RunInfo) -> RunObserver:
+        if (info.agent, info.task_type) not in self._pairs:
+            agent_label, task_type_label = self.run_labels(info.agent, info.task_type)
+            info = replace(info, agent=agent_label, task_type=task_type_label)
         series = self._runs.get((info.agent, info.task_type, info.provider, info.model, info.tools))
         if series is None:
             series = self._run_series(info)
@@ -165,6 +179,28 @@ class MetricsHooks:
             return
         self.child(self.m.budget_limit, info.agent, info.task_type, limit).set(value)
         agent.limits[limit] = value
+
+    def run_labels(self, agent: str, task_type: str) -> tuple[str, str]:
+        """The (agent, task_type) label values of a run: as given for the first MAX_AGENT_TASK_TYPES
+        pairs; past them the agent with task type "other" when the agent has a pair already, else
+        "other" for both. Said once in the log: task types are a fixed set, not one per task."""
+        key = (agent, task_type)
+        with self._lock:
+            if key in self._pairs:
+                return key
+            if len(self._pairs) < MAX_AGENT_TASK_TYPES:
+                self._pairs.add(key)
+                self._pair_agents.add(agent)
+                return key
+            known, said, self._pairs_full_said = agent in self._pair_agents, self._pairs_full_said, True
+        if not said:
+            log.warning(
+                "more than %d (agent, task type) pairs: runs of agent %r, task type %r and of any further "
+                "pair are counted under task type %r (and agent %r for a new agent). Task types must be a "
+                "fixed set of names, not one per task; restart the process once the caller is fixed",
+                MAX_AGENT_TASK_TYPES, agent, task_type, n.RUN_LABEL_OTHER, n.RUN_LABEL_OTHER,
+            )  # fmt: skip
+        return (agent if known else n.RUN_LABEL_OTHER), n.RUN_LABEL_OTHER
 
     def child(self, metric: Any, *labels: str) -> Any:
         """`metric.labels(*labels)`, looked up once: the registry's lookup validates and locks each time.
@@ -205,11 +241,12 @@ class MetricsHooks:
         """Count an audit of a run that ended success: confirmed, false_success or error."""
         if outcome not in _AUDIT_OUTCOMES:
             raise ValueError(f"audit outcome {outcome!r} is not one of {', '.join(_AUDIT_OUTCOMES)}")
-        self.m.success_audits.labels(agent, task_type, outcome).inc()
+        self.m.success_audits.labels(*self.run_labels(agent, task_type), outcome).inc()
 
     def record_review_label(self, agent: str, task_type: str, label: str) -> None:
         """Count a label a person gave a run; a label that is not name-like counts as "other"."""
-        self.m.review_labels.labels(agent, task_type, bounded_name(label, n.REVIEW_OTHER)).inc()
+        labels = self.run_labels(agent, task_type)
+        self.m.review_labels.labels(*labels, bounded_name(label, n.REVIEW_OTHER)).inc()
 
     def known_agents(self) -> list[tuple[str, str]]:
         """Every (agent, task_type) this process has started a run of."""
@@ -616,8 +653,11 @@ class _RunMetrics(RunObserver):
 class _HelpCollector(Collector):
     """`agent_help_pending` and `agent_help_oldest_pending_seconds`, computed at scrape time."""
 
-    def __init__(self, source: PendingSource, known: Any, on_error: Any, on_attempt: Any) -> None:
+    def __init__(
+        self, source: PendingSource, known: Any, on_error: Any, on_attempt: Any, labels: Any
+    ) -> None:
         self._source, self._known, self._on_error, self._on_attempt = source, known, on_error, on_attempt
+        self._labels = labels  # MetricsHooks.run_labels: a store's task types are bounded like a run's
 
     def describe(self) -> Iterable[Metric]:
         return list(_help_families())
@@ -633,7 +673,7 @@ class _HelpCollector(Collector):
         now = time.time()
         groups: dict[tuple[str, str], list[float]] = {key: [] for key in self._known()}
         for agent, task_type, suspended_at in rows:
-            groups.setdefault((agent, task_type), []).append(float(suspended_at))
+            groups.setdefault(self._labels(agent, task_type), []).append(float(suspended_at))
         pending, oldest = _help_families()
         for (agent, task_type), times in sorted(groups.items()):
             pending.add_metric([agent, task_type], len(times))

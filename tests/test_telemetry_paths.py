@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 from opentelemetry.trace import StatusCode
+from prometheus_client import CollectorRegistry
 from test_telemetry import AGENT, TASK_TYPE, Rig, build, look, rigged
 
 from agent import Agent, HumanWait, ModelError, RunInfo, RunResult, StopReason, tool
 from agent.models import ModelRequest, ScriptedModel, ToolCall, call, finish
 from agent.tools import ToolOutcome
-from telemetry import InProcessPending
+from telemetry import InProcessPending, MetricsHooks, metrics
 from telemetry import names as n
 
 GEN_AI = {
@@ -142,6 +143,35 @@ def test_a_made_up_tool_name_makes_no_series(rig: Rig) -> None:
     tools = {s.labels["tool"] for m in rig.registry.collect() for s in m.samples if "tool" in s.labels}
     assert tools == {"look", n.TOOL_OTHER}
     assert rig.value("agent_tool_calls_total", tool=n.TOOL_OTHER, outcome="error") == 100
+
+
+def test_a_task_type_per_task_makes_no_series_past_the_cap(caplog: pytest.LogCaptureFixture) -> None:
+    """A caller that names a task type after each task (an issue number, say) would add some 550
+    series a run; past the cap a run is counted under its agent and task type "other" (agent "other"
+    too for an agent never seen), every stop and pending request still counted."""
+    hooks = MetricsHooks(
+        CollectorRegistry(), pending=lambda: [("ci", f"fix-{i}", time.time()) for i in range(300)]
+    )
+    runs = [("ci", f"fix-{i}") for i in range(300)] + [(f"bot-{i}", "t") for i in range(50)]
+    for i, (agent, task_type) in enumerate(runs):
+        observer = hooks.run_started(RunInfo(f"r{i}", agent, task_type, "m", "p", "task", tools=("look",)))
+        observer.run_ended(RunResult(f"r{i}", agent, task_type, StopReason.SUCCESS, turns=1))
+        hooks.record_success_audit(agent, task_type, "confirmed")
+    pairs = {
+        (s.labels["agent"], s.labels["task_type"])
+        for m in hooks.registry.collect()
+        for s in m.samples
+        if "task_type" in s.labels
+    }
+    assert len(pairs) == metrics.MAX_AGENT_TASK_TYPES + 2
+    assert {("ci", n.RUN_LABEL_OTHER), (n.RUN_LABEL_OTHER, n.RUN_LABEL_OTHER)} <= pairs
+    stops = [s.value for m in hooks.registry.collect() for s in m.samples if s.name == "agent_stops_total"]
+    assert sum(stops) == len(runs)
+    pending = [
+        s.value for m in hooks.registry.collect() for s in m.samples if s.name == n.METRIC_HELP_PENDING
+    ]
+    assert sum(pending) == 300
+    assert sum("task types must be a fixed set" in r.getMessage().lower() for r in caplog.records) == 1
 
 
 def test_calls_after_the_end_change_nothing(rig: Rig) -> None:
