@@ -14,6 +14,8 @@ import pytest
 import yaml
 from prom_stack import require_binary
 
+from telemetry import names
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
 SERVICES = {"agent", "otel-collector", "tempo", "prometheus", "alertmanager", "grafana"}
@@ -169,6 +171,18 @@ def test_collector_pipeline() -> None:
     assert [config["exporters"][e]["endpoint"] for e in traces["exporters"]] == ["tempo:4317"]
     reader = config["service"]["telemetry"]["metrics"]["readers"][0]["pull"]["exporter"]["prometheus"]
     assert reader["port"] == 8888
+
+
+def test_the_collector_takes_every_signal_the_agent_sends_over_otlp() -> None:
+    """Spans, and content events (OTLP logs) when message content goes out as events: a collector
+    with no logs pipeline refuses /v1/logs, and every batch fails (a ticket, nothing kept)."""
+    config = yaml.safe_load((ROOT / "telemetry" / "collector.yaml").read_text())
+    pipelines = config["service"]["pipelines"]
+    for signal in (names.SIGNAL_TRACES, names.SIGNAL_LOGS):
+        assert signal in pipelines, f"the collector has no {signal} pipeline: {sorted(pipelines)}"
+        pipeline = pipelines[signal]
+        assert pipeline["receivers"] == ["otlp"] and pipeline["processors"][0] == "memory_limiter"
+        assert all(e in config["exporters"] for e in pipeline["exporters"])
 
 
 def test_the_collector_memory_limiter_has_a_limit_to_be_a_share_of(stack: dict[str, Any]) -> None:
