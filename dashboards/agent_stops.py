@@ -578,8 +578,9 @@ def model_tokens() -> timeseries.Panel:
 def export_failures() -> timeseries.Panel:
     return series_panel(
         "Telemetry export failures",
-        "Failed exports per minute by signal. Runs go on, but their traces are lost "
-        "(alert EndstateTelemetryExportFailing).",
+        "Failed exports per minute by signal. Runs go on; what is lost: spans (traces), content events "
+        "(logs), or the help gauges of that scrape (metrics: a failed read of the run store). Alert "
+        "EndstateTelemetryExportFailing.",
         PER_MIN,
         [query(per_minute("agent_telemetry_export_failures_total", "signal", sel(False)), "{{signal}}", "A")],
     )
