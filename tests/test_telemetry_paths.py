@@ -7,10 +7,12 @@ span open or records a value OTLP backends drop.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -172,6 +174,63 @@ def test_a_task_type_per_task_makes_no_series_past_the_cap(caplog: pytest.LogCap
     ]
     assert sum(pending) == 300
     assert sum("task types must be a fixed set" in r.getMessage().lower() for r in caplog.records) == 1
+
+
+RUNBOOKS = Path(__file__).resolve().parents[1] / "docs" / "runbooks"
+
+
+def traceql_terms(query: str) -> list[tuple[str, str]]:
+    """The `name="..."` and `span.<attribute>...` terms of a TraceQL query, as (field, value);
+    resource attributes (the service, set by the deployment) are left out."""
+    return re.findall(r'(?<![\w.])(name|span\.[\w.]+)\s*(?:=|=~|>=|>)\s*"?([^"&}]*)"?', query)
+
+
+def test_a_hung_run_is_found_where_the_stops_vanishing_runbook_looks(rig: Rig) -> None:
+    """While a run hangs in a tool, its invoke_agent span (the only one with the agent, task type
+    and run id) and the hung turn's spans are not exported yet: only finished turns are. Every
+    Tempo query the runbook gives for hung runs matches spans exported while the run hangs (the
+    runbook said to search by task type, which found nothing)."""
+    text = (RUNBOOKS / "EndstateStopsVanishing.md").read_text()
+    queries = re.findall(r"```traceql\n(.*?)```", text, re.S)
+    assert queries, "EndstateStopsVanishing.md gives no Tempo query for hung runs"
+
+    @tool
+    async def hang(path: str) -> str:
+        """Hangs."""
+        HANGING.set()
+        await asyncio.sleep(60)
+        return path
+
+    steps = [[call("look", path="a")], [call("look", path="b")], [call("hang", path="c")]]
+    agent = Agent(AGENT, ScriptedModel(steps), tools=[look, hang], task_type=TASK_TYPE, hooks=rig.hooks)
+    spans_while_hung: list[Any] = []
+
+    async def main() -> RunResult:
+        HANGING.clear()
+        task = asyncio.create_task(agent.arun("go"))
+        while not HANGING.is_set():  # noqa: ASYNC110  (set by the tool, in this loop)
+            await asyncio.sleep(0.01)
+        spans_while_hung.extend(rig.spans())
+        task.cancel()
+        return await task
+
+    assert asyncio.run(main()).reason is StopReason.CANCELLED
+    assert not any(s.name.startswith(n.SPAN_INVOKE_AGENT) for s in spans_while_hung)
+    assert not any(n.AGENT_TASK_TYPE in (s.attributes or {}) for s in spans_while_hung)
+    turns = [s for s in spans_while_hung if s.name == n.SPAN_TURN]
+    assert sorted((t.attributes or {})[n.AGENT_TURN_INDEX] for t in turns) == [1, 2]  # the hang is in 3
+    for query in queries:
+        terms = traceql_terms(query)
+        assert terms, query
+        found = [
+            s
+            for s in spans_while_hung
+            if all(
+                (s.name if field == "name" else str((s.attributes or {}).get(field[5:], ""))) == value
+                for field, value in terms
+            )
+        ]
+        assert found, f"{query.strip()} finds nothing exported while a run hangs"
 
 
 def test_calls_after_the_end_change_nothing(rig: Rig) -> None:
