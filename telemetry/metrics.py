@@ -53,6 +53,7 @@ MAX_AGENT_TASK_TYPES = 100  # (agent, task_type) label pairs; runs of further pa
 MAX_TOOLS_PER_AGENT = 64  # more configured tool names than this are counted as "other"
 MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls are counted as "_OTHER"
 MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
+MAX_STARTED = 10_000  # (run id, segment) starts remembered, so a segment observed again counts once
 MAX_RUN_SERIES = 1024  # (agent, model, tool set) combinations whose label children are kept for reuse
 MAX_TOOL_SERIES = 4 * MAX_TOOLS_PER_AGENT  # (tool, outcome, error type) children kept per combination
 _WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
@@ -125,6 +126,7 @@ class MetricsHooks:
         self._pairs: set[tuple[str, str]] = set()  # (agent, task_type) label pairs admitted, see `run_labels`
         self._pair_agents: set[str] = set()
         self._pairs_full_said = False
+        self._started: dict[tuple[str, int], None] = {}  # (run id, segment) seen to start, oldest first
         self._models: dict[tuple[str, str], _ModelSeries] = {}
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
         self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
@@ -153,14 +155,28 @@ class MetricsHooks:
         if series is None:
             series = self._run_series(info)
         agent = series[0]
-        if info.segment <= 1:
-            agent.runs_started.inc()
-        if info.resumed_from:
-            reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
-            self.child(self.m.runs_resumed, info.agent, info.task_type, reason).inc()
+        if self._first_start(info):
+            if info.segment <= 1:
+                agent.runs_started.inc()
+            if info.resumed_from:
+                reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
+                self.child(self.m.runs_resumed, info.agent, info.task_type, reason).inc()
         for limit, value in info.limits.items():
             self._set_limit(agent, info, limit, value)
         return _RunMetrics(self, info, *series)
+
+    def _first_start(self, info: RunInfo) -> bool:
+        """False when this process has seen this segment start already: a Temporal workflow that left
+        a worker's cache is replayed, and its segment observed again from its first live event,
+        which counted the run as started (and resumed) once more per workflow task."""
+        key = (info.run_id, info.segment)
+        with self._lock:
+            if key in self._started:
+                return False
+            self._started[key] = None
+            if len(self._started) > MAX_STARTED:
+                del self._started[next(iter(self._started))]
+        return True
 
     def _run_series(self, info: RunInfo) -> _RunSeries:
         """The label children a run of this agent, model and tool set writes, made and kept once."""

@@ -233,6 +233,19 @@ def test_a_hung_run_is_found_where_the_stops_vanishing_runbook_looks(rig: Rig) -
         assert found, f"{query.strip()} finds nothing exported while a run hangs"
 
 
+def test_a_segment_observed_again_is_counted_as_started_once(rig: Rig) -> None:
+    """A Temporal workflow that left the worker's cache is replayed and its segment observed again
+    from its first live event: the run started (and was resumed) once, whatever the observers."""
+    first = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", tools=("look",))
+    resumed = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", segment=2, resumed_from="cancelled")
+    for info in (first, first, first, resumed, resumed):
+        rig.metrics.run_started(info)
+    assert rig.value("agent_runs_started_total") == 1
+    assert rig.value("agent_runs_resumed_total", stop_reason="cancelled") == 1
+    rig.metrics.run_started(RunInfo("other", AGENT, TASK_TYPE, "m", "p", "t"))
+    assert rig.value("agent_runs_started_total") == 2
+
+
 def test_calls_after_the_end_change_nothing(rig: Rig) -> None:
     observer = rig.hooks.run_started(RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", tools=("look",)))
     result = RunResult("r", AGENT, TASK_TYPE, StopReason.GAVE_UP, turns=1)
