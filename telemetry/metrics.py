@@ -6,7 +6,9 @@ outcomes) or configured names (agent, task type, tool, model): never run ids
 or free text. Past the first MAX_AGENT_TASK_TYPES (agent, task type) pairs
 (a caller that makes a task type per task, say), a run is counted under its
 agent with task type "other", or under "other"/"other" when its agent is new
-too: about 550 series each pair would add. A tool name the agent was not configured with is "other"; error
+too: about 550 series each pair would add. (provider, model) pairs past
+MAX_MODELS are counted the same way, and `agent_budget_limit` takes only the
+LimitKind names. A tool name the agent was not configured with is "other"; error
 types are name-like and at most MAX_ERROR_TYPES_PER_MODEL per model, then
 "_OTHER". Each label set a dashboard may ask for is created at zero when its
 agent or model is first seen, so ratios and alert rules have series to read
@@ -50,6 +52,7 @@ log = logging.getLogger("endstate.telemetry")
 PendingRequest = tuple[str, str, float]  # (agent, task_type, suspended_at as epoch seconds)
 
 MAX_AGENT_TASK_TYPES = 100  # (agent, task_type) label pairs; runs of further pairs count as "other"
+MAX_MODELS = 64  # (provider, model) label pairs; runs of further pairs count as "other"
 MAX_TOOLS_PER_AGENT = 64  # more configured tool names than this are counted as "other"
 MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls are counted as "_OTHER"
 MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
@@ -57,6 +60,7 @@ MAX_STARTED = 10_000  # (run id, segment) starts remembered, so a segment observ
 MAX_RUN_SERIES = 1024  # (agent, model, tool set) combinations whose label children are kept for reuse
 MAX_TOOL_SERIES = 4 * MAX_TOOLS_PER_AGENT  # (tool, outcome, error type) children kept per combination
 _WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
+_LIMIT_KINDS = frozenset(str(k) for k in LimitKind)
 _TOOL_OUTCOMES = (n.TOOL_OK, n.TOOL_ERROR, n.TOOL_TIMEOUT)
 _RESUMABLE = (str(StopReason.NEED_HELP), str(StopReason.CANCELLED), str(StopReason.LIMIT))
 _AUDIT_OUTCOMES = (n.AUDIT_CONFIRMED, n.AUDIT_FALSE_SUCCESS, n.AUDIT_ERROR)
@@ -112,6 +116,43 @@ class InProcessPending:
             del self._runs[next(iter(self._runs))]
 
 
+class _LabelPairs:
+    """Label pairs (agent and task type; provider and model) admitted as they come, up to a cap.
+
+    Past the cap a new pair keeps its first value when that value is in an admitted pair already,
+    with "other" for the second; a new first value too becomes "other"/"other". So there are at most
+    twice the cap plus one pairs, and the first overflow is said once in the log.
+    """
+
+    def __init__(self, cap: int, what: tuple[str, str], fix: str) -> None:
+        self._cap, self._what, self._fix = cap, what, fix
+        self._lock = threading.Lock()
+        self._pairs: set[tuple[str, str]] = set()
+        self._firsts: set[str] = set()
+        self._said = False
+
+    def __contains__(self, pair: tuple[str, str]) -> bool:
+        return pair in self._pairs
+
+    def __call__(self, first: str, second: str) -> tuple[str, str]:
+        with self._lock:
+            if (first, second) in self._pairs:
+                return first, second
+            if len(self._pairs) < self._cap:
+                self._pairs.add((first, second))
+                self._firsts.add(first)
+                return first, second
+            known, said, self._said = first in self._firsts, self._said, True
+        if not said:
+            (a, b), other = self._what, n.RUN_LABEL_OTHER
+            log.warning(
+                "more than %d (%s, %s) label pairs: %s %r, %s %r and any further pair are counted "
+                "under %s %r (and %s %r when the %s is new too). %s; restart the process once fixed",
+                self._cap, a, b, a, first, b, second, b, other, a, other, a, self._fix,
+            )  # fmt: skip
+        return (first if known else n.RUN_LABEL_OTHER), n.RUN_LABEL_OTHER
+
+
 class MetricsHooks:
     """`RunHooks` that count stops and measure runs, tools, waits and model calls."""
 
@@ -123,9 +164,14 @@ class MetricsHooks:
         self.local_pending = local if pending is None else None  # fed by the hooks when no store is given
         self._lock = threading.Lock()
         self._agents: dict[tuple[str, str], _AgentSeries] = {}
-        self._pairs: set[tuple[str, str]] = set()  # (agent, task_type) label pairs admitted, see `run_labels`
-        self._pair_agents: set[str] = set()
-        self._pairs_full_said = False
+        self.run_labels = _LabelPairs(
+            MAX_AGENT_TASK_TYPES,
+            ("agent", "task type"),
+            "Task types must be a fixed set of names, not one per task",
+        )
+        self._model_labels = _LabelPairs(
+            MAX_MODELS, ("provider", "model"), "Models must be the configured names, not one per request"
+        )
         self._started: dict[tuple[str, int], None] = {}  # (run id, segment) seen to start, oldest first
         self._models: dict[tuple[str, str], _ModelSeries] = {}
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
@@ -148,9 +194,12 @@ class MetricsHooks:
         self.registry.register(help_collector)
 
     def run_started(self, info: RunInfo) -> RunObserver:
-        if (info.agent, info.task_type) not in self._pairs:
+        if (info.agent, info.task_type) not in self.run_labels:
             agent_label, task_type_label = self.run_labels(info.agent, info.task_type)
             info = replace(info, agent=agent_label, task_type=task_type_label)
+        if (info.provider, info.model) not in self._model_labels:
+            provider_label, model_label = self._model_labels(info.provider, info.model)
+            info = replace(info, provider=provider_label, model=model_label)
         series = self._runs.get((info.agent, info.task_type, info.provider, info.model, info.tools))
         if series is None:
             series = self._run_series(info)
@@ -162,7 +211,8 @@ class MetricsHooks:
                 reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
                 self.child(self.m.runs_resumed, info.agent, info.task_type, reason).inc()
         for limit, value in info.limits.items():
-            self._set_limit(agent, info, limit, value)
+            if limit in _LIMIT_KINDS:  # a caller's own keys are no label values
+                self._set_limit(agent, info, limit, value)
         return _RunMetrics(self, info, *series)
 
     def _first_start(self, info: RunInfo) -> bool:
@@ -195,28 +245,6 @@ class MetricsHooks:
             return
         self.child(self.m.budget_limit, info.agent, info.task_type, limit).set(value)
         agent.limits[limit] = value
-
-    def run_labels(self, agent: str, task_type: str) -> tuple[str, str]:
-        """The (agent, task_type) label values of a run: as given for the first MAX_AGENT_TASK_TYPES
-        pairs; past them the agent with task type "other" when the agent has a pair already, else
-        "other" for both. Said once in the log: task types are a fixed set, not one per task."""
-        key = (agent, task_type)
-        with self._lock:
-            if key in self._pairs:
-                return key
-            if len(self._pairs) < MAX_AGENT_TASK_TYPES:
-                self._pairs.add(key)
-                self._pair_agents.add(agent)
-                return key
-            known, said, self._pairs_full_said = agent in self._pair_agents, self._pairs_full_said, True
-        if not said:
-            log.warning(
-                "more than %d (agent, task type) pairs: runs of agent %r, task type %r and of any further "
-                "pair are counted under task type %r (and agent %r for a new agent). Task types must be a "
-                "fixed set of names, not one per task; restart the process once the caller is fixed",
-                MAX_AGENT_TASK_TYPES, agent, task_type, n.RUN_LABEL_OTHER, n.RUN_LABEL_OTHER,
-            )  # fmt: skip
-        return (agent if known else n.RUN_LABEL_OTHER), n.RUN_LABEL_OTHER
 
     def child(self, metric: Any, *labels: str) -> Any:
         """`metric.labels(*labels)`, looked up once: the registry's lookup validates and locks each time.

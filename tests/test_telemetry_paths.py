@@ -233,6 +233,24 @@ def test_a_hung_run_is_found_where_the_stops_vanishing_runbook_looks(rig: Rig) -
         assert found, f"{query.strip()} finds nothing exported while a run hangs"
 
 
+def test_models_and_limit_names_from_a_caller_make_no_series_past_the_cap() -> None:
+    """A home-grown loop passes its own model name and limits (`observe_run`): a model per request
+    is counted under "other" past the cap, and limit names that are no budget make no series."""
+    hooks = MetricsHooks(CollectorRegistry())
+    for i in range(200):
+        limits = {"turns": 10.0, f"user-{i}": 1.0}
+        observer = hooks.run_started(RunInfo(f"r{i}", "a", "t", f"model-{i}", "p", "task", limits=limits))
+        observer.model_started(ModelRequest("", [], [], 1), 1)
+        observer.model_ended(None, ModelError("overloaded"))
+        observer.run_ended(RunResult(f"r{i}", "a", "t", StopReason.ERROR, turns=1))
+    samples = [s for m in hooks.registry.collect() for s in m.samples]
+    models = {s.labels["gen_ai_request_model"] for s in samples if "gen_ai_request_model" in s.labels}
+    assert len(models) == metrics.MAX_MODELS + 1 and n.RUN_LABEL_OTHER in models
+    assert {s.labels["limit"] for s in samples if s.name == n.METRIC_BUDGET_LIMIT} == {"turns"}
+    calls = [s.value for s in samples if s.name == "gen_ai_client_operation_duration_seconds_count"]
+    assert sum(calls) == 200
+
+
 def test_a_segment_observed_again_is_counted_as_started_once(rig: Rig) -> None:
     """A Temporal workflow that left the worker's cache is replayed and its segment observed again
     from its first live event: the run started (and was resumed) once, whatever the observers."""
