@@ -56,7 +56,7 @@ MAX_MODELS = 64  # (provider, model) label pairs; runs of further pairs count as
 MAX_TOOLS_PER_AGENT = 64  # more configured tool names than this are counted as "other"
 MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls are counted as "_OTHER"
 MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
-MAX_STARTED = 10_000  # (run id, segment) starts remembered, so a segment observed again counts once
+MAX_STARTED = 10_000  # segment starts remembered, so a segment observed again counts once
 MAX_RUN_SERIES = 1024  # (agent, model, tool set) combinations whose label children are kept for reuse
 MAX_TOOL_SERIES = 4 * MAX_TOOLS_PER_AGENT  # (tool, outcome, error type) children kept per combination
 _WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
@@ -172,7 +172,7 @@ class MetricsHooks:
         self._model_labels = _LabelPairs(
             MAX_MODELS, ("provider", "model"), "Models must be the configured names, not one per request"
         )
-        self._started: dict[tuple[str, int], None] = {}  # (run id, segment) seen to start, oldest first
+        self._started: dict[tuple[str, int, float], None] = {}  # (run id, segment, start) seen, oldest first
         self._models: dict[tuple[str, str], _ModelSeries] = {}
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
         self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
@@ -219,7 +219,7 @@ class MetricsHooks:
         """False when this process has seen this segment start already: a Temporal workflow that left
         a worker's cache is replayed, and its segment observed again from its first live event,
         which counted the run as started (and resumed) once more per workflow task."""
-        key = (info.run_id, info.segment)
+        key = (info.run_id, info.segment, info.started_at)  # a new segment that reuses a number starts later
         with self._lock:
             if key in self._started:
                 return False

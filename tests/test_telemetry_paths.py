@@ -262,6 +262,10 @@ def test_a_segment_observed_again_is_counted_as_started_once(rig: Rig) -> None:
     assert rig.value("agent_runs_resumed_total", stop_reason="cancelled") == 1
     rig.metrics.run_started(RunInfo("other", AGENT, TASK_TYPE, "m", "p", "t"))
     assert rig.value("agent_runs_started_total") == 2
+    # An observed run resumed again without a snapshot numbers its segment 2 again: a later start.
+    again = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", segment=2, started_at=5.0, resumed_from="cancelled")
+    rig.metrics.run_started(again)
+    assert rig.value("agent_runs_resumed_total", stop_reason="cancelled") == 2
 
 
 def test_calls_after_the_end_change_nothing(rig: Rig) -> None:
