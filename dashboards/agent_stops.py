@@ -44,6 +44,8 @@ RISING_MIN_STOPS = 5
 RISING_FLOOR = {"limit": 0.05, "error": 0.03}  # and above this share
 HUMAN_WAIT_P90_SECONDS = 1800  # EndstateHumanWaitSlow
 HELP_PENDING_SECONDS = 3600  # EndstateHelpRequestStale
+SCRAPED_SHARE = 0.5  # EndstateAgentDown: scraped in at most this share of 10 minutes
+SPANS_DROPPED_30M = 5  # EndstateTelemetrySpansDropped: at least this many spans dropped in 30 minutes
 
 RI = "$__rate_interval"
 PER_MIN = "suffix: /min"
@@ -576,8 +578,9 @@ def model_tokens() -> timeseries.Panel:
 def export_failures() -> timeseries.Panel:
     return series_panel(
         "Telemetry export failures",
-        "Failed exports per minute by signal. Runs go on, but their traces are lost "
-        "(alert EndstateTelemetryExportFailing).",
+        "Failed exports per minute by signal. Runs go on; what is lost: spans (traces), content events "
+        "(logs), or the help gauges of that scrape (metrics: a failed read of the run store). Alert "
+        "EndstateTelemetryExportFailing.",
         PER_MIN,
         [query(per_minute("agent_telemetry_export_failures_total", "signal", sel(False)), "{{signal}}", "A")],
     )
@@ -595,6 +598,44 @@ def export_failure_share() -> timeseries.Panel:
         "percentunit",
         [query(f"{failed} / {tried}", "{{signal}}", "A")],
     )
+
+
+def agent_scrapes() -> timeseries.Panel:
+    # Endstate's processes: each serves this one series from its start (one per process, so the
+    # day it looks back over stays cheap), and keeps it in the day's range while it is down.
+    scraped = (
+        "avg_over_time(up[10m]) and on (job, instance) "
+        'group by (job, instance) (last_over_time(agent_telemetry_exports_total{signal="traces"}[1d]))'
+    )
+    panel = series_panel(
+        "Agent processes scraped (10m, as alerted)",
+        "Share of the last 10 minutes' scrapes of each agent process (all agents: `up` has no agent "
+        "label) that succeeded, for Endstate processes scraped in the last day. Dashed line: "
+        f"EndstateAgentDown pages at or below {SCRAPED_SHARE:.0%} (for 5 min, with at least 10 runs "
+        "started in the day before). While a process is not scraped, every other panel and alert is "
+        "blind to its runs.",
+        "percentunit",
+        [query(scraped, "{{instance}} ({{job}})", "A")],
+    )
+    return threshold_line(panel, SCRAPED_SHARE).max(1).min(0)
+
+
+def dropped_before_export() -> timeseries.Panel:
+    return series_panel(
+        "Spans and content events dropped before export",
+        "Spans (and content events, when message content goes out as events) that ended but never "
+        "reached the exporter, per minute, by process and reason: queue_full (the batch queue "
+        "overflowed) or shutdown (still queued when the process stopped). Each is a hole in a run's "
+        f"trace. EndstateTelemetrySpansDropped opens a ticket at {SPANS_DROPPED_30M} spans in 30 "
+        "minutes; content events do not alert.",
+        PER_MIN,
+        [
+            query(per_minute("agent_telemetry_spans_dropped_total", "instance, reason", sel(False)),
+                  "spans {{reason}} {{instance}}", "A"),
+            query(per_minute("agent_telemetry_events_dropped_total", "instance, reason", sel(False)),
+                  "content events {{reason}} {{instance}}", "B"),
+        ],
+    )  # fmt: skip
 
 
 # -- The dashboard -----------------------------------------------------------------
@@ -618,7 +659,17 @@ ROWS = (
     ),
     ("Success audits", (false_success_share, audits_by_outcome)),
     ("Tokens and cost", (tokens_per_run, cost_per_run, spend)),
-    ("Model calls and telemetry", (model_latency, model_tokens, export_failures, export_failure_share)),
+    (
+        "Model calls and telemetry",
+        (
+            model_latency,
+            model_tokens,
+            agent_scrapes,
+            export_failures,
+            export_failure_share,
+            dropped_before_export,
+        ),
+    ),
 )
 
 # The alerts a panel shows: its corner links to their runbooks.
@@ -633,6 +684,8 @@ RUNBOOKS: dict[Callable[[], object], tuple[str, ...]] = {
     give_ups_by_cause: ("EndstateGiveUpSurge",),
     false_success_share: ("EndstateFalseSuccessShareHigh",),
     export_failure_share: ("EndstateTelemetryExportFailing",),
+    agent_scrapes: ("EndstateAgentDown",),
+    dropped_before_export: ("EndstateTelemetrySpansDropped",),
 }
 
 

@@ -3,7 +3,12 @@
 Every metric lives in an injected `CollectorRegistry`; `serve_metrics` serves
 one on `/metrics`. Label values come from enums (stop reasons, limits,
 outcomes) or configured names (agent, task type, tool, model): never run ids
-or free text. A tool name the agent was not configured with is "other"; error
+or free text. Past the first MAX_AGENT_TASK_TYPES (agent, task type) pairs
+(a caller that makes a task type per task, say), a run is counted under its
+agent with task type "other", or under "other"/"other" when its agent is new
+too: about 550 series each pair would add. (provider, model) pairs past
+MAX_MODELS are counted the same way, and `agent_budget_limit` takes only the
+LimitKind names. A tool name the agent was not configured with is "other"; error
 types are name-like and at most MAX_ERROR_TYPES_PER_MODEL per model, then
 "_OTHER". Each label set a dashboard may ask for is created at zero when its
 agent or model is first seen, so ratios and alert rules have series to read
@@ -23,7 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 from wsgiref.simple_server import WSGIServer
 
@@ -46,12 +51,16 @@ log = logging.getLogger("endstate.telemetry")
 
 PendingRequest = tuple[str, str, float]  # (agent, task_type, suspended_at as epoch seconds)
 
+MAX_AGENT_TASK_TYPES = 100  # (agent, task_type) label pairs; runs of further pairs count as "other"
+MAX_MODELS = 64  # (provider, model) label pairs; runs of further pairs count as "other"
 MAX_TOOLS_PER_AGENT = 64  # more configured tool names than this are counted as "other"
 MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls are counted as "_OTHER"
 MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
+MAX_STARTED = 10_000  # segment starts remembered, so a segment observed again counts once
 MAX_RUN_SERIES = 1024  # (agent, model, tool set) combinations whose label children are kept for reuse
 MAX_TOOL_SERIES = 4 * MAX_TOOLS_PER_AGENT  # (tool, outcome, error type) children kept per combination
 _WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
+_LIMIT_KINDS = frozenset(str(k) for k in LimitKind)
 _TOOL_OUTCOMES = (n.TOOL_OK, n.TOOL_ERROR, n.TOOL_TIMEOUT)
 _RESUMABLE = (str(StopReason.NEED_HELP), str(StopReason.CANCELLED), str(StopReason.LIMIT))
 _AUDIT_OUTCOMES = (n.AUDIT_CONFIRMED, n.AUDIT_FALSE_SUCCESS, n.AUDIT_ERROR)
@@ -107,6 +116,43 @@ class InProcessPending:
             del self._runs[next(iter(self._runs))]
 
 
+class _LabelPairs:
+    """Label pairs (agent and task type; provider and model) admitted as they come, up to a cap.
+
+    Past the cap a new pair keeps its first value when that value is in an admitted pair already,
+    with "other" for the second; a new first value too becomes "other"/"other". So there are at most
+    twice the cap plus one pairs, and the first overflow is said once in the log.
+    """
+
+    def __init__(self, cap: int, what: tuple[str, str], fix: str) -> None:
+        self._cap, self._what, self._fix = cap, what, fix
+        self._lock = threading.Lock()
+        self._pairs: set[tuple[str, str]] = set()
+        self._firsts: set[str] = set()
+        self._said = False
+
+    def __contains__(self, pair: tuple[str, str]) -> bool:
+        return pair in self._pairs
+
+    def __call__(self, first: str, second: str) -> tuple[str, str]:
+        with self._lock:
+            if (first, second) in self._pairs:
+                return first, second
+            if len(self._pairs) < self._cap:
+                self._pairs.add((first, second))
+                self._firsts.add(first)
+                return first, second
+            known, said, self._said = first in self._firsts, self._said, True
+        if not said:
+            (a, b), other = self._what, n.RUN_LABEL_OTHER
+            log.warning(
+                "more than %d (%s, %s) label pairs: %s %r, %s %r and any further pair are counted "
+                "under %s %r (and %s %r when the %s is new too). %s; restart the process once fixed",
+                self._cap, a, b, a, first, b, second, b, other, a, other, a, self._fix,
+            )  # fmt: skip
+        return (first if known else n.RUN_LABEL_OTHER), n.RUN_LABEL_OTHER
+
+
 class MetricsHooks:
     """`RunHooks` that count stops and measure runs, tools, waits and model calls."""
 
@@ -118,6 +164,15 @@ class MetricsHooks:
         self.local_pending = local if pending is None else None  # fed by the hooks when no store is given
         self._lock = threading.Lock()
         self._agents: dict[tuple[str, str], _AgentSeries] = {}
+        self.run_labels = _LabelPairs(
+            MAX_AGENT_TASK_TYPES,
+            ("agent", "task type"),
+            "Task types must be a fixed set of names, not one per task",
+        )
+        self._model_labels = _LabelPairs(
+            MAX_MODELS, ("provider", "model"), "Models must be the configured names, not one per request"
+        )
+        self._started: dict[tuple[str, int, float], None] = {}  # (run id, segment, start) seen, oldest first
         self._models: dict[tuple[str, str], _ModelSeries] = {}
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
         self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
@@ -130,23 +185,48 @@ class MetricsHooks:
             self.m.spans_dropped.labels(reason)
             self.m.events_dropped.labels(reason)
         help_collector = _HelpCollector(
-            pending or local, self.known_agents, self.record_export_failure, self.record_export_attempt
+            pending or local,
+            self.known_agents,
+            self.record_export_failure,
+            self.record_export_attempt,
+            self.run_labels,
         )
         self.registry.register(help_collector)
 
     def run_started(self, info: RunInfo) -> RunObserver:
+        if (info.agent, info.task_type) not in self.run_labels:
+            agent_label, task_type_label = self.run_labels(info.agent, info.task_type)
+            info = replace(info, agent=agent_label, task_type=task_type_label)
+        if (info.provider, info.model) not in self._model_labels:
+            provider_label, model_label = self._model_labels(info.provider, info.model)
+            info = replace(info, provider=provider_label, model=model_label)
         series = self._runs.get((info.agent, info.task_type, info.provider, info.model, info.tools))
         if series is None:
             series = self._run_series(info)
         agent = series[0]
-        if info.segment <= 1:
-            agent.runs_started.inc()
-        if info.resumed_from:
-            reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
-            self.child(self.m.runs_resumed, info.agent, info.task_type, reason).inc()
+        if self._first_start(info):
+            if info.segment <= 1:
+                agent.runs_started.inc()
+            if info.resumed_from:
+                reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
+                self.child(self.m.runs_resumed, info.agent, info.task_type, reason).inc()
         for limit, value in info.limits.items():
-            self._set_limit(agent, info, limit, value)
+            if limit in _LIMIT_KINDS:  # a caller's own keys are no label values
+                self._set_limit(agent, info, limit, value)
         return _RunMetrics(self, info, *series)
+
+    def _first_start(self, info: RunInfo) -> bool:
+        """False when this process has seen this segment start already: a Temporal workflow that left
+        a worker's cache is replayed, and its segment observed again from its first live event,
+        which counted the run as started (and resumed) once more per workflow task."""
+        key = (info.run_id, info.segment, info.started_at)  # a new segment that reuses a number starts later
+        with self._lock:
+            if key in self._started:
+                return False
+            self._started[key] = None
+            if len(self._started) > MAX_STARTED:
+                del self._started[next(iter(self._started))]
+        return True
 
     def _run_series(self, info: RunInfo) -> _RunSeries:
         """The label children a run of this agent, model and tool set writes, made and kept once."""
@@ -205,11 +285,12 @@ class MetricsHooks:
         """Count an audit of a run that ended success: confirmed, false_success or error."""
         if outcome not in _AUDIT_OUTCOMES:
             raise ValueError(f"audit outcome {outcome!r} is not one of {', '.join(_AUDIT_OUTCOMES)}")
-        self.m.success_audits.labels(agent, task_type, outcome).inc()
+        self.m.success_audits.labels(*self.run_labels(agent, task_type), outcome).inc()
 
     def record_review_label(self, agent: str, task_type: str, label: str) -> None:
         """Count a label a person gave a run; a label that is not name-like counts as "other"."""
-        self.m.review_labels.labels(agent, task_type, bounded_name(label, n.REVIEW_OTHER)).inc()
+        labels = self.run_labels(agent, task_type)
+        self.m.review_labels.labels(*labels, bounded_name(label, n.REVIEW_OTHER)).inc()
 
     def known_agents(self) -> list[tuple[str, str]]:
         """Every (agent, task_type) this process has started a run of."""
@@ -616,8 +697,11 @@ class _RunMetrics(RunObserver):
 class _HelpCollector(Collector):
     """`agent_help_pending` and `agent_help_oldest_pending_seconds`, computed at scrape time."""
 
-    def __init__(self, source: PendingSource, known: Any, on_error: Any, on_attempt: Any) -> None:
+    def __init__(
+        self, source: PendingSource, known: Any, on_error: Any, on_attempt: Any, labels: Any
+    ) -> None:
         self._source, self._known, self._on_error, self._on_attempt = source, known, on_error, on_attempt
+        self._labels = labels  # MetricsHooks.run_labels: a store's task types are bounded like a run's
 
     def describe(self) -> Iterable[Metric]:
         return list(_help_families())
@@ -633,7 +717,7 @@ class _HelpCollector(Collector):
         now = time.time()
         groups: dict[tuple[str, str], list[float]] = {key: [] for key in self._known()}
         for agent, task_type, suspended_at in rows:
-            groups.setdefault((agent, task_type), []).append(float(suspended_at))
+            groups.setdefault(self._labels(agent, task_type), []).append(float(suspended_at))
         pending, oldest = _help_families()
         for (agent, task_type), times in sorted(groups.items()):
             pending.add_metric([agent, task_type], len(times))

@@ -165,6 +165,7 @@ SIGNAL_TRACES: Final = "traces"  # agent_telemetry_export_failures_total signal 
 SIGNAL_METRICS: Final = "metrics"
 SIGNAL_LOGS: Final = "logs"  # content events (EVENT_ONLY, SPAN_AND_EVENT), when they are on
 TOOL_OTHER: Final = "other"  # tool label for names past the per-agent cap or not name-like
+RUN_LABEL_OTHER: Final = "other"  # agent and task_type labels past the cap on (agent, task_type) pairs
 
 # Export attempts, the denominator of the export failure ratio: span batches handed to the
 # exporter (traces), reads of the pending-help source at scrape time (metrics) and batches of

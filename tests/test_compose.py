@@ -14,6 +14,8 @@ import pytest
 import yaml
 from prom_stack import require_binary
 
+from telemetry import names
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
 SERVICES = {"agent", "otel-collector", "tempo", "prometheus", "alertmanager", "grafana"}
@@ -116,10 +118,48 @@ def test_prometheus_config_is_valid_with_the_rules(tmp_path: Path) -> None:
 
 def test_prometheus_scrapes_the_agent_and_the_collector_and_alerts_to_alertmanager() -> None:
     config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
-    targets = {t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]}
-    assert {"agent:8000", "otel-collector:8888"} <= targets
+    assert {"agent:8000", "otel-collector:8888"} <= scraped(config).keys()
     managers = config["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
     assert managers == ["alertmanager:9093"]
+
+
+def metrics_port(service: dict[str, Any]) -> int | None:
+    """The port a service's Endstate process serves /metrics on: `endstate serve` on ENDSTATE_PORT,
+    any other `endstate` command with `--metrics-port`; None for a service that is no Endstate."""
+    command = service.get("command") or []
+    if command[:1] != ["endstate"]:
+        return None
+    if command[1:2] == ["serve"]:
+        return int(service.get("environment", {}).get("ENDSTATE_PORT", 8000))
+    return int(command[command.index("--metrics-port") + 1]) if "--metrics-port" in command else None
+
+
+def scraped(config: dict[str, Any]) -> dict[str, str]:
+    """host:port -> how Prometheus finds it: `static` (one address) or `dns` (every address a name has)."""
+    found = {}
+    for job in config["scrape_configs"]:
+        for static in job.get("static_configs", []):
+            found |= dict.fromkeys(static["targets"], "static")
+        for dns in job.get("dns_sd_configs", []):
+            if dns.get("type", "SRV") == "A":
+                found |= dict.fromkeys((f"{name}:{dns['port']}" for name in dns["names"]), "dns")
+    return found
+
+
+def test_prometheus_scrapes_every_endstate_process_of_every_profile(stack: dict[str, Any]) -> None:
+    """Each service that serves /metrics is scraped, every replica of it: a static target names one
+    address, which Docker's DNS answers with one replica at a time, so replicas need DNS discovery
+    (type A: every address of the service's name). The Temporal workers' runs were in no panel."""
+    config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    targets = scraped(config)
+    served = {name: port for name, s in stack["services"].items() if (port := metrics_port(s)) is not None}
+    assert {"agent", "endstate-worker"} <= served.keys()
+    for name, port in served.items():
+        assert f"{name}:{port}" in targets, f"{name} serves /metrics on {port}; Prometheus scrapes {targets}"
+        if stack["services"][name].get("deploy", {}).get("replicas", 1) > 1:
+            assert targets[f"{name}:{port}"] == "dns", (
+                f"{name} has replicas: scrape each (dns_sd_configs type A)"
+            )
 
 
 def test_collector_pipeline() -> None:
@@ -131,6 +171,18 @@ def test_collector_pipeline() -> None:
     assert [config["exporters"][e]["endpoint"] for e in traces["exporters"]] == ["tempo:4317"]
     reader = config["service"]["telemetry"]["metrics"]["readers"][0]["pull"]["exporter"]["prometheus"]
     assert reader["port"] == 8888
+
+
+def test_the_collector_takes_every_signal_the_agent_sends_over_otlp() -> None:
+    """Spans, and content events (OTLP logs) when message content goes out as events: a collector
+    with no logs pipeline refuses /v1/logs, and every batch fails (a ticket, nothing kept)."""
+    config = yaml.safe_load((ROOT / "telemetry" / "collector.yaml").read_text())
+    pipelines = config["service"]["pipelines"]
+    for signal in (names.SIGNAL_TRACES, names.SIGNAL_LOGS):
+        assert signal in pipelines, f"the collector has no {signal} pipeline: {sorted(pipelines)}"
+        pipeline = pipelines[signal]
+        assert pipeline["receivers"] == ["otlp"] and pipeline["processors"][0] == "memory_limiter"
+        assert all(e in config["exporters"] for e in pipeline["exporters"])
 
 
 def test_the_collector_memory_limiter_has_a_limit_to_be_a_share_of(stack: dict[str, Any]) -> None:

@@ -7,20 +7,23 @@ span open or records a value OTLP backends drop.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry.trace import StatusCode
+from prometheus_client import CollectorRegistry
 from test_telemetry import AGENT, TASK_TYPE, Rig, build, look, rigged
 
 from agent import Agent, HumanWait, ModelError, RunInfo, RunResult, StopReason, tool
 from agent.models import ModelRequest, ScriptedModel, ToolCall, call, finish
 from agent.tools import ToolOutcome
-from telemetry import InProcessPending
+from telemetry import InProcessPending, MetricsHooks, metrics
 from telemetry import names as n
 
 GEN_AI = {
@@ -142,6 +145,127 @@ def test_a_made_up_tool_name_makes_no_series(rig: Rig) -> None:
     tools = {s.labels["tool"] for m in rig.registry.collect() for s in m.samples if "tool" in s.labels}
     assert tools == {"look", n.TOOL_OTHER}
     assert rig.value("agent_tool_calls_total", tool=n.TOOL_OTHER, outcome="error") == 100
+
+
+def test_a_task_type_per_task_makes_no_series_past_the_cap(caplog: pytest.LogCaptureFixture) -> None:
+    """A caller that names a task type after each task (an issue number, say) would add some 550
+    series a run; past the cap a run is counted under its agent and task type "other" (agent "other"
+    too for an agent never seen), every stop and pending request still counted."""
+    hooks = MetricsHooks(
+        CollectorRegistry(), pending=lambda: [("ci", f"fix-{i}", time.time()) for i in range(300)]
+    )
+    runs = [("ci", f"fix-{i}") for i in range(300)] + [(f"bot-{i}", "t") for i in range(50)]
+    for i, (agent, task_type) in enumerate(runs):
+        observer = hooks.run_started(RunInfo(f"r{i}", agent, task_type, "m", "p", "task", tools=("look",)))
+        observer.run_ended(RunResult(f"r{i}", agent, task_type, StopReason.SUCCESS, turns=1))
+        hooks.record_success_audit(agent, task_type, "confirmed")
+    pairs = {
+        (s.labels["agent"], s.labels["task_type"])
+        for m in hooks.registry.collect()
+        for s in m.samples
+        if "task_type" in s.labels
+    }
+    assert len(pairs) == metrics.MAX_AGENT_TASK_TYPES + 2
+    assert {("ci", n.RUN_LABEL_OTHER), (n.RUN_LABEL_OTHER, n.RUN_LABEL_OTHER)} <= pairs
+    stops = [s.value for m in hooks.registry.collect() for s in m.samples if s.name == "agent_stops_total"]
+    assert sum(stops) == len(runs)
+    pending = [
+        s.value for m in hooks.registry.collect() for s in m.samples if s.name == n.METRIC_HELP_PENDING
+    ]
+    assert sum(pending) == 300
+    assert sum("task types must be a fixed set" in r.getMessage().lower() for r in caplog.records) == 1
+
+
+RUNBOOKS = Path(__file__).resolve().parents[1] / "docs" / "runbooks"
+
+
+def traceql_terms(query: str) -> list[tuple[str, str]]:
+    """The `name="..."` and `span.<attribute>...` terms of a TraceQL query, as (field, value);
+    resource attributes (the service, set by the deployment) are left out."""
+    return re.findall(r'(?<![\w.])(name|span\.[\w.]+)\s*(?:=|=~|>=|>)\s*"?([^"&}]*)"?', query)
+
+
+def test_a_hung_run_is_found_where_the_stops_vanishing_runbook_looks(rig: Rig) -> None:
+    """While a run hangs in a tool, its invoke_agent span (the only one with the agent, task type
+    and run id) and the hung turn's spans are not exported yet: only finished turns are. Every
+    Tempo query the runbook gives for hung runs matches spans exported while the run hangs (the
+    runbook said to search by task type, which found nothing)."""
+    text = (RUNBOOKS / "EndstateStopsVanishing.md").read_text()
+    queries = re.findall(r"```traceql\n(.*?)```", text, re.S)
+    assert queries, "EndstateStopsVanishing.md gives no Tempo query for hung runs"
+
+    @tool
+    async def hang(path: str) -> str:
+        """Hangs."""
+        HANGING.set()
+        await asyncio.sleep(60)
+        return path
+
+    steps = [[call("look", path="a")], [call("look", path="b")], [call("hang", path="c")]]
+    agent = Agent(AGENT, ScriptedModel(steps), tools=[look, hang], task_type=TASK_TYPE, hooks=rig.hooks)
+    spans_while_hung: list[Any] = []
+
+    async def main() -> RunResult:
+        HANGING.clear()
+        task = asyncio.create_task(agent.arun("go"))
+        while not HANGING.is_set():  # noqa: ASYNC110  (set by the tool, in this loop)
+            await asyncio.sleep(0.01)
+        spans_while_hung.extend(rig.spans())
+        task.cancel()
+        return await task
+
+    assert asyncio.run(main()).reason is StopReason.CANCELLED
+    assert not any(s.name.startswith(n.SPAN_INVOKE_AGENT) for s in spans_while_hung)
+    assert not any(n.AGENT_TASK_TYPE in (s.attributes or {}) for s in spans_while_hung)
+    turns = [s for s in spans_while_hung if s.name == n.SPAN_TURN]
+    assert sorted((t.attributes or {})[n.AGENT_TURN_INDEX] for t in turns) == [1, 2]  # the hang is in 3
+    for query in queries:
+        terms = traceql_terms(query)
+        assert terms, query
+        found = [
+            s
+            for s in spans_while_hung
+            if all(
+                (s.name if field == "name" else str((s.attributes or {}).get(field[5:], ""))) == value
+                for field, value in terms
+            )
+        ]
+        assert found, f"{query.strip()} finds nothing exported while a run hangs"
+
+
+def test_models_and_limit_names_from_a_caller_make_no_series_past_the_cap() -> None:
+    """A home-grown loop passes its own model name and limits (`observe_run`): a model per request
+    is counted under "other" past the cap, and limit names that are no budget make no series."""
+    hooks = MetricsHooks(CollectorRegistry())
+    for i in range(200):
+        limits = {"turns": 10.0, f"user-{i}": 1.0}
+        observer = hooks.run_started(RunInfo(f"r{i}", "a", "t", f"model-{i}", "p", "task", limits=limits))
+        observer.model_started(ModelRequest("", [], [], 1), 1)
+        observer.model_ended(None, ModelError("overloaded"))
+        observer.run_ended(RunResult(f"r{i}", "a", "t", StopReason.ERROR, turns=1))
+    samples = [s for m in hooks.registry.collect() for s in m.samples]
+    models = {s.labels["gen_ai_request_model"] for s in samples if "gen_ai_request_model" in s.labels}
+    assert len(models) == metrics.MAX_MODELS + 1 and n.RUN_LABEL_OTHER in models
+    assert {s.labels["limit"] for s in samples if s.name == n.METRIC_BUDGET_LIMIT} == {"turns"}
+    calls = [s.value for s in samples if s.name == "gen_ai_client_operation_duration_seconds_count"]
+    assert sum(calls) == 200
+
+
+def test_a_segment_observed_again_is_counted_as_started_once(rig: Rig) -> None:
+    """A Temporal workflow that left the worker's cache is replayed and its segment observed again
+    from its first live event: the run started (and was resumed) once, whatever the observers."""
+    first = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", tools=("look",))
+    resumed = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", segment=2, resumed_from="cancelled")
+    for info in (first, first, first, resumed, resumed):
+        rig.metrics.run_started(info)
+    assert rig.value("agent_runs_started_total") == 1
+    assert rig.value("agent_runs_resumed_total", stop_reason="cancelled") == 1
+    rig.metrics.run_started(RunInfo("other", AGENT, TASK_TYPE, "m", "p", "t"))
+    assert rig.value("agent_runs_started_total") == 2
+    # An observed run resumed again without a snapshot numbers its segment 2 again: a later start.
+    again = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", segment=2, started_at=5.0, resumed_from="cancelled")
+    rig.metrics.run_started(again)
+    assert rig.value("agent_runs_resumed_total", stop_reason="cancelled") == 2
 
 
 def test_calls_after_the_end_change_nothing(rig: Rig) -> None:
