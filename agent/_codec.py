@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import types
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import orjson
 
 from agent.errors import SnapshotError
 from agent.journal import (
+    NO_DATA,
     Answer,
     Answered,
     Approval,
@@ -103,7 +105,12 @@ def _plain(entry: Any) -> dict[str, Any]:
     a value is left out when it is its default, or equal to it and of its type)."""
     fields = _FIELDS.get(type(entry)) or _fields_of(type(entry))
     got = vars(entry)
-    return {k: v for k, d in fields if (v := got[k]) is not d and (type(v) is not type(d) or v != d)}
+    plain = {k: v for k, d in fields if (v := got[k]) is not d and (type(v) is not type(d) or v != d)}
+    if "provider_data" in plain:  # a reply's: a mapping, written as an object (left out when empty)
+        plain["provider_data"] = dict(plain["provider_data"])
+        if not plain["provider_data"]:
+            del plain["provider_data"]
+    return plain
 
 
 def _fields_of(kind: type) -> tuple[tuple[str, Any], ...]:
@@ -120,11 +127,14 @@ _FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
 
 
 def _encode_part(part: Part) -> dict[str, Any]:
+    encoded: dict[str, Any]
     if isinstance(part, Text):
-        return {"type": "text", "text": part.text}
-    if isinstance(part, Call):
-        return {"type": "call", "id": part.id, "name": part.name, "arguments": part.arguments}
-    return {"type": "opaque", "data": part.data}
+        encoded = {"type": "text", "text": part.text}
+    elif isinstance(part, Call):
+        encoded = {"type": "call", "id": part.id, "name": part.name, "arguments": part.arguments}
+    else:
+        return {"type": "opaque", "data": part.data}
+    return encoded | {"provider_data": dict(part.provider_data)} if part.provider_data else encoded
 
 
 def _encode_reply(reply: HumanReply) -> dict[str, Any]:
@@ -164,10 +174,8 @@ def unkept(reply: Reply) -> str | None:
     orjson checks the usual reply at C speed; what it refuses (an integer past 64 bits, a lone
     surrogate: JSON all the same) and what it writes as null (NaN, None: the store writes those with
     the standard library, which refuses an enum or a UUID that orjson takes) are checked in full."""
-    if not (type(reply.stop_reason) is str and type(reply.model) is str and type(reply.response_id) is str):
-        for name in ("stop_reason", "model", "response_id"):
-            if problem := _not_str(getattr(reply, name), name):
-                return problem
+    if problem := _head_problem(reply):
+        return problem
     plain, ids = True, set()
     for part in reply.parts:
         if isinstance(part, Call):
@@ -184,6 +192,31 @@ def unkept(reply: Reply) -> str | None:
         elif not isinstance(part, Text) or not isinstance(part.text, str):
             return f"a reply part {part!r:.60} is not text, a tool call or a provider block"
     return None if plain else _first_problem(reply.parts)
+
+
+def _head_problem(reply: Reply) -> str | None:
+    """Why the names or the provider data of `reply` or of its parts cannot be kept (None when they can)."""
+    if not (type(reply.stop_reason) is str and type(reply.model) is str and type(reply.response_id) is str):
+        for name in ("stop_reason", "model", "response_id"):
+            if problem := _not_str(getattr(reply, name), name):
+                return problem
+    if reply.provider_data and (problem := _data_problem(reply.provider_data, "the reply's provider data")):
+        return problem
+    for part in reply.parts:
+        if isinstance(part, Text | Call) and part.provider_data:
+            what = f"tool call {part.name!r}'s" if isinstance(part, Call) else "a text's"
+            if problem := _data_problem(part.provider_data, f"{what} provider data"):
+                return problem
+    return None
+
+
+def _data_problem(data: Any, what: str) -> str | None:
+    """Why provider data cannot be kept (None when it can): not a mapping, or not JSON."""
+    try:
+        plain = dict(data)
+    except (TypeError, ValueError):
+        return f"{what} is a {type(data).__name__}, not a mapping"
+    return None if _plain_json(plain) else json_problem(plain, what)
 
 
 def _first_problem(parts: tuple[Part, ...]) -> str | None:
@@ -286,6 +319,7 @@ def _reply(d: dict[str, Any]) -> Reply:
         stop_reason=need(d, "stop_reason", str, "end_turn"),
         model=need(d, "model", str, ""),
         response_id=need(d, "response_id", str, ""),
+        provider_data=_provider_data(d),
     )
 
 
@@ -308,12 +342,18 @@ def _part(d: Any) -> Part:
         fail("parts", "a list of objects", d)
     kind = need(d, "type", str)
     if kind == "text":
-        return Text(need(d, "text", str))
+        return Text(need(d, "text", str), _provider_data(d))
     if kind == "call":
-        return Call(need(d, "id", str), need(d, "name", str), need(d, "arguments", dict))
+        return Call(need(d, "id", str), need(d, "name", str), need(d, "arguments", dict), _provider_data(d))
     if kind == "opaque":
         return Opaque(need(d, "data", dict))
     fail("parts[].type", "text, call or opaque", kind)
+
+
+def _provider_data(d: dict[str, Any]) -> Mapping[str, Any]:
+    """The provider data of a reply or a part (absent in journals written before it was kept)."""
+    data: dict[str, Any] | None = need(d, "provider_data", dict | None, None)
+    return data if data else NO_DATA
 
 
 def _suspension(d: dict[str, Any]) -> Suspension:

@@ -27,8 +27,20 @@ from agent.errors import ModelError, SnapshotError, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
-from agent.journal import Answer, Answered, Call, Denial, Note, Reply, Result, Started, Stopped, Suspended
-from agent.models.base import ModelReply, ModelRequest, recording_cut_calls
+from agent.journal import (
+    NO_DATA,
+    Answer,
+    Answered,
+    Call,
+    Denial,
+    Note,
+    Reply,
+    Result,
+    Started,
+    Stopped,
+    Suspended,
+)
+from agent.models.base import PROVIDER_DATA, ModelReply, ModelRequest, recording_cut_calls
 from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
@@ -490,9 +502,12 @@ def reply_entry(reply: ModelReply) -> Reply:
     extra = reply.extra  # mostly empty: no cache counts to read from it
     read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
     write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0
-    # by position (fields in order: parts, the four token counts, stop reason, model, response id)
+    # by position (fields in order: parts, the four token counts, stop reason, model, response id, data)
     r = reply
-    return Reply(r.parts, r.input_tokens, r.output_tokens, read, write, r.stop_reason, r.model, r.response_id)
+    kept = (extra.get(PROVIDER_DATA) or NO_DATA) if extra else NO_DATA  # the reply's own: see `ModelReply`
+    return Reply(
+        r.parts, r.input_tokens, r.output_tokens, read, write, r.stop_reason, r.model, r.response_id, kept
+    )
 
 
 # -- 3, 4. the calls -------------------------------------------------------------------------------

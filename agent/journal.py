@@ -11,7 +11,7 @@ after it, so "a turn in flight" needs no extra state.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,22 +21,50 @@ from agent.stops import LimitKind, StopReason, Suspension
 # -- what a reply holds -------------------------------------------------------------------------
 
 
+class _NoData(Mapping[str, Any]):
+    """An empty mapping that cannot change, and so can be every `provider_data`'s default."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+NO_DATA: Mapping[str, Any] = _NoData()
+"""No provider data: the default of every `provider_data`."""
+
+
 @fast_init
 @dataclass(frozen=True)
 class Text:
-    """Text the model wrote."""
+    """Text the model wrote; `provider_data` holds the provider's other fields of the block, kept
+    verbatim and sent back with it (Anthropic: the `citations` of a cited text)."""
 
     text: str
+    provider_data: Mapping[str, Any] = field(default=NO_DATA, hash=False)
 
 
 @fast_init
 @dataclass(frozen=True)
 class Call:
-    """A tool call the model made."""
+    """A tool call the model made; `provider_data` holds the provider's other fields of the call,
+    kept verbatim and sent back with it (Anthropic: `caller`, for a call made by code the code
+    execution tool runs, and `toolset_name`, for a member of a toolset such as computer use)."""
 
     id: str
     name: str
     arguments: dict[str, Any]
+    provider_data: Mapping[str, Any] = field(default=NO_DATA, hash=False)
 
 
 @fast_init
@@ -91,7 +119,10 @@ class Task:
 @fast_init
 @dataclass(frozen=True)
 class Reply:
-    """One model reply: its parts in order, its usage and the provider's own stop reason."""
+    """One model reply: its parts in order, its usage and the provider's own stop reason.
+
+    `provider_data` holds reply-level provider data that a later request needs, kept verbatim
+    (Anthropic: the code execution `container` the reply ran in, which the next request names)."""
 
     parts: tuple[Part, ...]
     input_tokens: int = 0
@@ -101,6 +132,7 @@ class Reply:
     stop_reason: str = "end_turn"
     model: str = ""
     response_id: str = ""
+    provider_data: Mapping[str, Any] = field(default=NO_DATA, hash=False)
 
     @property
     def calls(self) -> list[Call]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agent.journal import Call, Entry, Note, Opaque, Reply, Result, Task, Text
+from agent.journal import NO_DATA, Call, Entry, Note, Opaque, Reply, Result, Task, Text
 
 Message = dict[str, Any]
 
@@ -51,11 +51,15 @@ def _blank(part: Text | Call | Opaque) -> bool:
 
 
 def block_of(part: Text | Call | Opaque) -> dict[str, Any]:
+    """The content block of a reply part, with the provider's own fields it came with."""
+    block: dict[str, Any]
     if isinstance(part, Text):
-        return {"type": "text", "text": part.text}
-    if isinstance(part, Call):
-        return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
-    return dict(part.data)
+        block = {"type": "text", "text": part.text}
+    elif isinstance(part, Call):
+        block = {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
+    else:
+        return dict(part.data)
+    return {**part.provider_data, **block} if part.provider_data else block
 
 
 def result_block(result: Result) -> dict[str, Any]:
@@ -63,11 +67,23 @@ def result_block(result: Result) -> dict[str, Any]:
     return block | {"is_error": True} if result.is_error else block
 
 
+_TEXT_FIELDS = frozenset({"type", "text"})
+_CALL_FIELDS = frozenset({"type", "id", "name", "input"})
+
+
 def part_of(block: dict[str, Any]) -> Text | Call | Opaque:
-    """A reply part from a Messages-API content block (anything but text and tool_use kept verbatim)."""
+    """A reply part from a Messages-API content block (anything but text and tool_use kept verbatim;
+    the other fields of a text or tool_use block, such as `citations` or `caller`, too)."""
     kind = block.get("type")
     if kind == "text":
-        return Text(block["text"])
+        return Text(block["text"], _others(block, _TEXT_FIELDS) if len(block) > 2 else NO_DATA)
     if kind == "tool_use":
-        return Call(block["id"], block["name"], dict(block.get("input") or {}))
+        others = _others(block, _CALL_FIELDS) if len(block) > 4 else NO_DATA
+        return Call(block["id"], block["name"], dict(block.get("input") or {}), others)
     return Opaque(dict(block))
+
+
+def _others(block: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """The fields of `block` the journal does not type, but `cache_control`: a breakpoint belongs to
+    a request, not to what the model wrote."""
+    return {k: v for k, v in block.items() if k not in known and k != "cache_control"}

@@ -60,7 +60,8 @@ from anthropic import types
 
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
-from agent.models.base import Message, ModelReply, ModelRequest, record_cut_call
+from agent.journal import Entry, Reply
+from agent.models.base import PROVIDER_DATA, Message, ModelReply, ModelRequest, record_cut_call
 from agent.models.catalog import ModelTable, default_model
 
 PROVIDER = "anthropic"
@@ -234,7 +235,8 @@ class AnthropicModel:
             async with client.messages.stream(**self.params(request), extra_headers=self._headers) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
-            return to_reply(message, stream.first_token, stream.headers, stream.inputs())
+            reply = to_reply(message, stream.first_token, stream.headers, stream.inputs())
+            return with_container(reply, container_of(request.journal))
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
                 record_cut_call(partial)
@@ -271,6 +273,8 @@ class AnthropicModel:
                 tools[-1] = {**tools[-1], "cache_control": marker}
         if tools:
             params["tools"] = tools
+        if (container := container_of(request.journal)) is not None:
+            params["container"] = container["id"]  # the code execution container the run works in
         return params | self._options
 
     def _check_max_tokens(self, max_tokens: int) -> None:
@@ -547,6 +551,8 @@ def to_reply(
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
     extra |= _geo(message.usage)
+    if message.container is not None:
+        extra[PROVIDER_DATA] = {"container": message.container.model_dump(mode="json", exclude_none=True)}
     reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
     if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:  # as before the fields existed
         extra["cache_read_input_tokens"] = reply.cache_read_input_tokens
@@ -557,6 +563,27 @@ def to_reply(
         time_to_first_token=time_to_first_token,
         server_tool_use=server_tool_uses(message),
     )
+
+
+def container_of(journal: Sequence[Entry]) -> dict[str, Any] | None:
+    """The code execution container of the run: the one its last reply ran in (or carried on, see
+    `with_container`), whose id the next request names. The API refuses a request that leaves it out
+    while code it runs waits for tool results (programmatic tool calling), and without it each turn
+    would get a new container, without the files and state of the last."""
+    for entry in reversed(journal):
+        if isinstance(entry, Reply):
+            container = entry.provider_data.get("container")
+            return container if isinstance(container, dict) and isinstance(container.get("id"), str) else None
+    return None
+
+
+def with_container(reply: ModelReply, sent: dict[str, Any] | None) -> ModelReply:
+    """`reply`, carrying on the container its request named when it did not use one itself (the API
+    names a container only when a container tool ran): the last reply always holds the container, so
+    one reply is all a later request reads, and compacting older turns away does not lose it."""
+    if sent is None or PROVIDER_DATA in reply.extra:
+        return reply
+    return _replace_reply(reply, extra={**reply.extra, PROVIDER_DATA: {"container": sent}})
 
 
 def _is_call(block: dict[str, Any]) -> bool:
@@ -637,23 +664,40 @@ def rate_limit_headers(headers: Mapping[str, str]) -> dict[str, str]:
 def content_block(block: types.ContentBlock) -> dict[str, Any]:
     """A reply block as a plain dict that can be sent back as is.
 
-    Text and tool calls keep only what the loop needs; thinking blocks keep
-    their signature (the API wants them back unchanged); anything else is kept
-    whole as JSON. The block's `type` decides, not its class: the SDK reads a
+    Text and tool calls keep their own fields and the others the API sent
+    (`citations`; `caller`, `toolset_name`), which go back with them; thinking
+    blocks keep their signature (the API wants them back unchanged); anything
+    else is kept whole as JSON. The block's `type` decides, not its class: the SDK reads a
     block type it does not know as a text block with no text.
     """
     kind = getattr(block, "type", None)
     if kind == "text" and isinstance(block, types.TextBlock):
-        return {"type": "text", "text": block.text}
+        text = {"type": "text", "text": block.text}
+        return text | _others(block, _TEXT_FIELDS) if block.citations or block.model_extra else text
     if kind == "tool_use" and isinstance(block, types.ToolUseBlock):
         arguments = dict(block.input) if isinstance(block.input, dict) else block.input  # checked later
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": arguments}
+        call = {"type": "tool_use", "id": block.id, "name": block.name, "input": arguments}
+        more = block.caller is not None or block.toolset_name is not None or block.model_extra
+        return call | _others(block, _CALL_FIELDS) if more else call
     if kind == "thinking" and isinstance(block, types.ThinkingBlock):
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if kind == "redacted_thinking" and isinstance(block, types.RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": block.data}
     dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     return dumped
+
+
+_TEXT_FIELDS = frozenset({"type", "text"})
+_CALL_FIELDS = frozenset({"type", "id", "name", "input"})
+
+
+def _others(block: types.ContentBlock, known: frozenset[str]) -> dict[str, Any]:
+    """The fields of a text or tool_use block besides those the journal types (`citations`;
+    `caller`, `toolset_name`; any the SDK does not know yet), to be sent back with it: as the API
+    sent them (a citation's `document_title: null` too, which the API requires back), but those
+    that say nothing (null, an empty list)."""
+    others: dict[str, Any] = block.model_dump(mode="json", exclude_unset=True, exclude=set(known))
+    return {k: v for k, v in others.items() if v is not None and v != []}
 
 
 def _truncation_note(tool: str, stop_reason: str) -> str:

@@ -21,6 +21,7 @@ from agent.models._messages import messages_of, part_of
 
 Message = dict[str, Any]
 ToolSpec = dict[str, Any]
+PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the journal keeps of a reply
 
 
 @fast_init
@@ -66,7 +67,10 @@ class ModelReply:
     `time_to_first_token` is seconds from sending the request to the first
     streamed token (None when the adapter does not stream);
     `server_tool_use` counts the provider-run tool uses by tool name
-    (`web_search`, `web_fetch`, `code_execution`).
+    (`web_search`, `web_fetch`, `code_execution`). `extra[PROVIDER_DATA]`,
+    when present, is reply-level provider data the journal keeps verbatim for
+    later requests (the `Reply`'s `provider_data`: Anthropic's code execution
+    `container`); in `extra`, so a worker of an older release still reads it.
     """
 
     content: list[dict[str, Any]]

@@ -1,0 +1,178 @@
+"""What a Claude run carries from one turn to the next, through the real `anthropic` SDK against the
+local Messages API server: the code execution container (named on every later request), citations on
+text, and the `caller` and `toolset_name` of tool calls (sent back as the API gave them), across
+turns, a suspension, a snapshot written as JSON and a run store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from messages_api import MessagesAPI, Response, message, text, tool_use
+
+from agent import Agent, Approval, Budget, RetryPolicy, Snapshot, StopReason, tool
+from agent.durable.runner import Catalog, Runner
+from agent.durable.store import open_store
+from agent.models.anthropic import AnthropicModel, code_execution
+
+MODEL = "claude-haiku-4-5"
+FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=False)
+CONTAINER = {"id": "container_011CZ", "expires_at": "2026-12-01T18:33:00Z"}
+DONE = tool_use("finish", {"kind": "done", "note": "ok"})
+RAN: list[dict[str, Any]] = []
+
+
+@tool
+def lookup(region: str) -> str:
+    """Look up the sales of a region."""
+    RAN.append({"region": region})
+    return f"{region}: 120"
+
+
+@tool(needs_approval=True)
+def deploy(target: str) -> str:
+    """Deploy (a person approves first)."""
+    RAN.append({"deploy": target})
+    return f"deployed {target}"
+
+
+def agent_for(url: str) -> Agent:
+    model = AnthropicModel(MODEL, api_key="sk-test", base_url=url, server_tools=[code_execution()])
+    return Agent(
+        "carrier", model, tools=[lookup, deploy], budget=Budget(max_turns=10, max_seconds=60), retry=FAST
+    )
+
+
+def run(*responses: Response) -> tuple[Any, MessagesAPI]:
+    RAN.clear()
+    with MessagesAPI(*responses) as api:
+        return agent_for(api.url).run("Do the task."), api
+
+
+def ran_code(id: str = "srvtoolu_C1") -> list[dict[str, Any]]:
+    """A code execution the API ran, and its result."""
+    call = {"type": "server_tool_use", "id": id, "name": "code_execution", "input": {"code": "open('a','w')"}}
+    done = {"stdout": "", "stderr": "", "return_code": 0, "content": []}
+    return [call, {"type": "code_execution_tool_result", "tool_use_id": id, "content": done}]
+
+
+# A text citing a web search result (its title unknown: null, which the API wants back) and a document.
+CITATIONS = [
+    {
+        "type": "web_search_result_location",
+        "cited_text": "West sales rose 12% in 2026.",
+        "url": "https://example.com/sales",
+        "title": None,
+        "encrypted_index": "Eo8BCioIAhgBIiQyYjQ0",
+    },
+    {
+        "type": "char_location",
+        "cited_text": "The West leads.",
+        "document_index": 0,
+        "document_title": None,
+        "start_char_index": 0,
+        "end_char_index": 15,
+    },
+]
+CITED = {"type": "text", "text": "The West leads.", "citations": CITATIONS}
+
+# A call made by code the code execution tool runs (programmatic tool calling).
+BY_CODE = {"type": "code_execution_20260120", "tool_id": "srvtoolu_P1"}
+PROGRAM = {"type": "server_tool_use", "id": "srvtoolu_P1", "name": "code_execution", "input": {"code": "..."}}
+
+
+def test_every_request_after_code_ran_names_its_container_even_after_a_turn_without_code() -> None:
+    first = message(*ran_code(), tool_use("lookup", {"region": "west"}), container=CONTAINER)
+    second = message(tool_use("lookup", {"region": "east"}))  # no code ran: the API names no container
+    result, api = run(first, second, message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert "container" not in api.bodies[0]
+    assert [b.get("container") for b in api.bodies[1:]] == [CONTAINER["id"], CONTAINER["id"]]
+
+
+def test_a_later_container_replaces_the_earlier_one() -> None:
+    newer = {"id": "container_022AB", "expires_at": "2026-12-01T19:00:00Z"}
+    first = message(*ran_code(), tool_use("lookup", {"region": "west"}), container=CONTAINER)
+    second = message(*ran_code("srvtoolu_C2"), tool_use("lookup", {"region": "east"}), container=newer)
+    result, api = run(first, second, message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert api.bodies[2]["container"] == newer["id"]
+
+
+def test_calls_made_by_code_are_answered_in_its_container_with_their_caller_sent_back() -> None:
+    call = tool_use("lookup", {"region": "west"}, id="toolu_P") | {"caller": BY_CODE}
+    paused = message(PROGRAM, call, container=CONTAINER)
+    finished = {
+        "type": "code_execution_tool_result",
+        "tool_use_id": "srvtoolu_P1",
+        "content": {"stdout": "120"},
+    }
+    result, api = run(paused, message(finished, text("West: 120."), DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert RAN == [{"region": "west"}]
+    assert api.bodies[1]["container"] == CONTAINER["id"]
+    assert api.bodies[1]["messages"][1]["content"] == [PROGRAM, call]
+
+
+def test_the_server_refuses_results_for_calls_made_by_code_without_the_container() -> None:
+    # The API's own check (programmatic tool calling: the container's id goes with the results).
+    call = tool_use("lookup", {"region": "west"}, id="toolu_P") | {"caller": BY_CODE}
+    messages = [
+        {"role": "user", "content": "Sum the sales."},
+        {"role": "assistant", "content": [PROGRAM, call]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_P", "content": "120"}]},
+    ]
+    with MessagesAPI(message(text("unused"))) as api:
+        client = anthropic.Anthropic(base_url=api.url, api_key="sk-test", max_retries=0)
+        with pytest.raises(anthropic.BadRequestError, match="container_id is required"):
+            client.messages.create(model=MODEL, max_tokens=100, messages=messages)  # type: ignore[arg-type]
+        reply = client.messages.create(model=MODEL, max_tokens=100, messages=messages, container="c_1")  # type: ignore[arg-type]
+    assert reply.content[0].type == "text"  # named, the same results are taken
+
+
+def test_citations_and_the_fields_of_a_call_go_back_as_the_api_gave_them() -> None:
+    member = tool_use("screenshot", {}, id="toolu_S") | {
+        "toolset_name": "computer",
+        "caller": {"type": "direct"},
+    }
+    result, api = run(message(CITED, member), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    sent = api.bodies[1]["messages"][1]["content"]
+    assert sent == [CITED, member]
+
+
+def test_what_a_run_carries_survives_a_suspension_a_json_snapshot_and_the_store(tmp_path: Path) -> None:
+    first = message(
+        *ran_code(), CITED, tool_use("deploy", {"target": "prod"}, id="toolu_D"), container=CONTAINER
+    )
+    with MessagesAPI(first, message(DONE)) as api:
+        paused = agent_for(api.url).run("Deploy.")
+        assert paused.reason is StopReason.NEED_HELP, paused.note
+        assert paused.snapshot is not None
+        snap = Snapshot.from_json(json.loads(json.dumps(paused.snapshot.to_json())))
+        resumed = agent_for(api.url).resume(snap, Approval())
+        assert resumed.reason is StopReason.SUCCESS, resumed.note
+    with MessagesAPI(first, message(DONE)) as stored:
+        catalog = Catalog()
+        catalog.register("carrier", lambda state: agent_for(stored.url))
+        url = str(tmp_path / "runs.db")
+        store = open_store(url)
+        try:
+            waiting = asyncio.run(Runner(store, catalog).start("carrier", "Deploy."))
+            assert waiting.reason is StopReason.NEED_HELP, waiting.note
+        finally:
+            store.close()
+        store = open_store(url)  # another process: the run read back from the file
+        try:
+            done = asyncio.run(Runner(store, catalog).resume(waiting.run_id, approved=True))
+            assert done.reason is StopReason.SUCCESS, done.note
+        finally:
+            store.close()
+    for server in (api, stored):
+        after = server.bodies[1]
+        assert after["container"] == CONTAINER["id"]
+        assert after["messages"][1]["content"][2] == CITED
