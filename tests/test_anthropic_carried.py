@@ -14,7 +14,7 @@ import anthropic
 import pytest
 from messages_api import MessagesAPI, Response, message, text, tool_use
 
-from agent import Agent, Approval, Budget, RetryPolicy, Snapshot, StopReason, tool
+from agent import Agent, Approval, Budget, RetryPolicy, RunResult, Snapshot, StopReason, tool
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import open_store
 from agent.models.anthropic import AnthropicModel, code_execution
@@ -78,11 +78,16 @@ CITATIONS = [
         "end_char_index": 15,
     },
 ]
-CITED = {"type": "text", "text": "The West leads.", "citations": CITATIONS}
+CITED: dict[str, Any] = {"type": "text", "text": "The West leads.", "citations": CITATIONS}
 
 # A call made by code the code execution tool runs (programmatic tool calling).
 BY_CODE = {"type": "code_execution_20260120", "tool_id": "srvtoolu_P1"}
-PROGRAM = {"type": "server_tool_use", "id": "srvtoolu_P1", "name": "code_execution", "input": {"code": "..."}}
+PROGRAM: dict[str, Any] = {
+    "type": "server_tool_use",
+    "id": "srvtoolu_P1",
+    "name": "code_execution",
+    "input": {"code": "..."},
+}
 
 
 def test_every_request_after_code_ran_names_its_container_even_after_a_turn_without_code() -> None:
@@ -176,3 +181,51 @@ def test_what_a_run_carries_survives_a_suspension_a_json_snapshot_and_the_store(
         after = server.bodies[1]
         assert after["container"] == CONTAINER["id"]
         assert after["messages"][1]["content"][2] == CITED
+
+
+def test_the_temporal_wire_carries_the_container_citations_and_callers_to_the_next_request() -> None:
+    from agent.journal import Reply, Result, Task
+    from agent.models._messages import part_of
+    from agent.models.base import ModelRequest
+    from agent.temporal import _wire as w
+
+    call = tool_use("lookup", {"region": "west"}, id="toolu_P") | {"caller": BY_CODE}
+    reply = Reply(tuple(map(part_of, [CITED, PROGRAM, call])), provider_data={"container": CONTAINER})
+    request = ModelRequest("sys", (Task("t"), reply, Result("toolu_P", "120")), [], 100)
+    wired = w.request_from_json(json.loads(json.dumps(w.request_json(request))))
+    assert list(wired.journal) == list(request.journal)
+    params = AnthropicModel(MODEL, api_key="sk-test").params(wired)
+    assert params["container"] == CONTAINER["id"]
+    assert params["messages"][1]["content"][:3] == [CITED, PROGRAM, call]
+
+
+@pytest.mark.slow
+def test_a_temporal_run_carries_the_container_and_citations_across_an_approval() -> None:
+    from temporal_server import TemporalServer
+
+    from agent.temporal import TemporalRuns, build_worker
+
+    first = message(
+        *ran_code(), CITED, tool_use("deploy", {"target": "prod"}, id="toolu_D"), container=CONTAINER
+    )
+
+    async def scenario(api: MessagesAPI, address: str) -> None:
+        catalog = Catalog()
+        catalog.register("carrier", lambda state: agent_for(api.url))
+        runs = await TemporalRuns.connect(address, task_queue="carried")
+        async with await build_worker(runs.client, catalog, task_queue="carried", heartbeat_seconds=2.0):
+            asked = await runs.start("carrier", "Deploy.")
+            assert isinstance(asked, RunResult)
+            assert asked.reason is StopReason.NEED_HELP, asked.note
+            done = await runs.approve(asked.run_id)
+            assert done.reason is StopReason.SUCCESS, done.note
+
+    server = TemporalServer()
+    try:
+        with MessagesAPI(first, message(DONE)) as api:
+            asyncio.run(scenario(api, server.address))
+    finally:
+        server.stop()
+    after = api.bodies[1]
+    assert after["container"] == CONTAINER["id"]
+    assert after["messages"][1]["content"][2] == CITED

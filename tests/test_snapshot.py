@@ -360,3 +360,55 @@ def test_an_entry_field_that_is_a_float_reads_an_int_as_a_float() -> None:
     entry = snap.journal[1]
     assert (entry.seconds, entry.cost_usd, entry.at) == (5.0, 1.0, 7.0)
     assert all(type(v) is float for v in (entry.seconds, entry.cost_usd, entry.at))
+
+
+CITED = Text(
+    "The West leads.", {"citations": [{"type": "char_location", "document_title": None, "cited_text": "x"}]}
+)
+BY_CODE = Call(
+    "toolu_P", "lookup", {"r": "w"}, {"caller": {"type": "code_execution_20260120", "tool_id": "s"}}
+)
+CONTAINER = {"container": {"id": "container_1", "expires_at": "2026-12-01T18:33:00Z"}}
+
+
+def test_provider_data_of_replies_and_parts_round_trips_and_is_written_only_when_there_is_some() -> None:
+    journal: list[Entry] = [Task("t"), Reply((CITED, BY_CODE, Text("plain")), provider_data=CONTAINER)]
+    snap = Snapshot("r", "a", "default", SnapshotKind.FINISHED, 1, journal, Spent())
+    again = Snapshot.from_json(snap.to_json())
+    assert again == snap
+    reply = again.journal[1]
+    assert isinstance(reply, Reply) and reply.provider_data == CONTAINER
+    assert [p.provider_data for p in reply.parts] == [CITED.provider_data, BY_CODE.provider_data, {}]
+    written = json.loads(snap.to_json())["journal"][1]
+    assert written["provider_data"] == CONTAINER and "provider_data" not in written["parts"][2]
+
+
+def test_a_journal_written_before_provider_data_was_kept_reads_with_none() -> None:
+    entry = {
+        "type": "reply",
+        "parts": [{"type": "text", "text": "x"}, {"type": "call", "id": "c", "name": "n", "arguments": {}}],
+    }
+    reply = Snapshot.from_parts(suspended()[1].head(), [{"type": "task", "text": "t"}, entry]).journal[1]
+    assert isinstance(reply, Reply) and reply.provider_data == {}
+    assert all(p.provider_data == {} for p in reply.parts if isinstance(p, Text | Call))
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"type": "reply", "parts": [], "provider_data": "container_1"},
+        {"type": "reply", "parts": [{"type": "text", "text": "x", "provider_data": ["citations"]}]},
+    ],
+)
+def test_provider_data_that_is_no_object_is_refused(entry: dict[str, object]) -> None:
+    with pytest.raises(SnapshotError, match="'provider_data' must be dict"):
+        Snapshot.from_parts(suspended()[1].head(), [{"type": "task", "text": "t"}, entry])
+
+
+def test_a_reply_whose_provider_data_is_not_json_is_not_kept() -> None:
+    from agent._codec import unkept
+
+    assert unkept(Reply((CITED, BY_CODE), provider_data=CONTAINER)) is None
+    assert "which JSON cannot hold" in str(unkept(Reply((Text("x", {"citations": {1, 2}}),))))
+    assert "tool call 'lookup'" in str(unkept(Reply((Call("c", "lookup", {}, {"caller": object()}),))))
+    assert "the reply's provider data" in str(unkept(Reply((), provider_data={"container": b"id"})))
