@@ -36,6 +36,12 @@ Choices worth knowing:
   is used as given: inject one only for use in a single event loop.
 - A 200 reply whose body cannot be read (not a stream, bad JSON, a stream
   that stops early) is a transient `malformed_reply`: retried, then `error`.
+- What a later request needs is kept: a text's `citations`, a call's `caller`
+  and `toolset_name` (sent back as the API gave them), and the code execution
+  `container` of the last reply (`extra["provider_data"]`, kept by the
+  journal), whose id every later request names: the API refuses the results
+  of calls made by code it runs without it, and each turn would otherwise get
+  a new container.
 - `extra["rate_limit"]` holds the reply's `anthropic-ratelimit-*` headers,
   `extra["stop_details"]` the API's details of a refusal, `extra["inference_geo"]`
   where the call ran (the usage's `inference_geo`; "us" costs 1.1x).
