@@ -229,3 +229,15 @@ def test_a_temporal_run_carries_the_container_and_citations_across_an_approval()
     after = api.bodies[1]
     assert after["container"] == CONTAINER["id"]
     assert after["messages"][1]["content"][2] == CITED
+
+
+def test_the_container_is_still_named_after_the_turn_that_reported_it_was_compacted_away() -> None:
+    first = message(*ran_code(), tool_use("lookup", {"region": "r0"}), container=CONTAINER)
+    more = [message(tool_use("lookup", {"region": f"r{i}"})) for i in range(1, 6)]
+    full = message(tool_use("lookup", {"region": "r6"}), input_tokens=190_000)  # past compact_at of 200k
+    result, api = run(first, *more, full, message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    last = api.bodies[-1]
+    assert "compacted to save context" in json.dumps(last["messages"])
+    assert "srvtoolu_C1" not in json.dumps(last["messages"])  # the reply that ran code is gone
+    assert last["container"] == CONTAINER["id"]
