@@ -134,7 +134,8 @@ def _encode_part(part: Part) -> dict[str, Any]:
         encoded = {"type": "call", "id": part.id, "name": part.name, "arguments": part.arguments}
     else:
         return {"type": "opaque", "data": part.data}
-    return encoded | {"provider_data": dict(part.provider_data)} if part.provider_data else encoded
+    data = part.provider_data
+    return encoded if data is NO_DATA or not data else encoded | {"provider_data": dict(data)}
 
 
 def _encode_reply(reply: HumanReply) -> dict[str, Any]:

@@ -59,7 +59,8 @@ def block_of(part: Text | Call | Opaque) -> dict[str, Any]:
         block = {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
     else:
         return dict(part.data)
-    return {**part.provider_data, **block} if part.provider_data else block
+    data = part.provider_data
+    return block if data is NO_DATA or not data else {**data, **block}  # `is`: most parts, and quick
 
 
 def result_block(result: Result) -> dict[str, Any]:
