@@ -241,3 +241,11 @@ def test_the_container_is_still_named_after_the_turn_that_reported_it_was_compac
     assert "compacted to save context" in json.dumps(last["messages"])
     assert "srvtoolu_C1" not in json.dumps(last["messages"])  # the reply that ran code is gone
     assert last["container"] == CONTAINER["id"]
+
+
+def test_a_field_the_sdk_does_not_know_yet_goes_back_with_its_block_as_the_sdk_itself_sends_it() -> None:
+    said = text("Done.") | {"evidence": {"kind": "future", "ids": [1, 2]}}
+    call = tool_use("lookup", {"region": "west"}, id="toolu_F") | {"priority": "high"}
+    result, api = run(message(said, call), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert api.bodies[1]["messages"][1]["content"] == [said, call]

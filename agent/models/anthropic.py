@@ -702,7 +702,8 @@ def _others(block: types.ContentBlock, known: frozenset[str]) -> dict[str, Any]:
     `caller`, `toolset_name`; any the SDK does not know yet), to be sent back with it: as the API
     sent them (a citation's `document_title: null` too, which the API requires back), but those
     that say nothing (null, an empty list)."""
-    others: dict[str, Any] = block.model_dump(mode="json", exclude_unset=True, exclude=set(known))
+    skip = set(known) | set(getattr(block, "__api_exclude__", None) or ())  # what the SDK never sends
+    others: dict[str, Any] = block.model_dump(mode="json", exclude_unset=True, exclude=skip)
     return {k: v for k, v in others.items() if v is not None and v != []}
 
 
