@@ -719,9 +719,9 @@ def _block_events(index: int, block: Block) -> list[tuple[str, Any]]:
     kind = block.get("type")
     start: Block
     deltas: list[Block]
-    if kind == "text":
+    if kind == "text":  # its citations come as deltas, its other fields at the start
         start, deltas = (
-            {"type": "text", "text": ""},
+            {k: v for k, v in block.items() if k != "citations"} | {"text": ""},
             [_delta("text_delta", text=t) for t in _pieces(block["text"])],
         )
         deltas += [_delta("citations_delta", citation=c) for c in block.get("citations") or []]
