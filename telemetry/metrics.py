@@ -162,6 +162,7 @@ class MetricsHooks:
         local = InProcessPending()
         self.local_pending = local if pending is None else None  # fed by the hooks when no store is given
         self._lock = threading.Lock()
+        self._scraped = threading.Event()  # see `scraped`
         self._agents: dict[tuple[str, str], _AgentSeries] = {}
         self.run_labels = _LabelPairs(
             MAX_AGENT_TASK_TYPES,
@@ -253,8 +254,10 @@ class MetricsHooks:
         self.m.export_failures.labels(signal).inc()
 
     def record_export_attempt(self, signal: str) -> None:
-        """Count an export of `signal` about to be tried, whatever its outcome."""
+        """Count an export of `signal` about to be tried, whatever its outcome (metrics: a scrape)."""
         self.m.exports.labels(signal).inc()
+        if signal == n.SIGNAL_METRICS:
+            self._scraped.set()
 
     def record_spans_dropped(self, count: int, reason: str = n.DROP_QUEUE_FULL) -> None:
         """Count spans that ended but will never be exported."""
@@ -301,14 +304,30 @@ class MetricsHooks:
             seen.add(error_type)
         return error_type
 
+    def prepare_runs(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Every series of each (agent, task type) at zero now, before this process starts, resumes
+        or recovers a run of it: a counter first read at N (runs recovered before the first scrape)
+        is a new series to Prometheus, whose `increase()` counts nothing of those N."""
+        for agent, task_type in pairs:
+            self._agent_series(self.run_labels(agent, task_type))
+
+    def scraped(self) -> bool:
+        """Whether these metrics have been read (a scrape of /metrics) since the process started."""
+        return self._scraped.is_set()
+
+    def _agent_series(self, key: tuple[str, str]) -> _AgentSeries:
+        agent = self._agents.get(key)
+        if agent is None:
+            agent = self.m.prepare_agent(*key)
+            with self._lock:
+                agent = self._agents.setdefault(key, agent)
+        return agent
+
     def _series(self, info: RunInfo) -> tuple[_AgentSeries, _ModelSeries]:
         """The run's label children; the first run of an agent or model creates them all at zero."""
-        agent_key, model_key = (info.agent, info.task_type), (info.provider, info.model)
-        agent, model = self._agents.get(agent_key), self._models.get(model_key)
-        if agent is None:
-            agent = self.m.prepare_agent(*agent_key)
-            with self._lock:
-                self._agents[agent_key] = agent
+        agent = self._agent_series((info.agent, info.task_type))
+        model_key = (info.provider, info.model)
+        model = self._models.get(model_key)
         if model is None:
             model = self.m.prepare_model(*model_key)
             with self._lock:

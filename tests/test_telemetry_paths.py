@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.trace import StatusCode
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 from test_telemetry import AGENT, TASK_TYPE, Rig, build, look, rigged
 
 from agent import Agent, HumanWait, ModelError, RunInfo, RunResult, StopReason, tool
@@ -271,6 +271,21 @@ def test_a_segment_observed_again_is_counted_as_started_once(rig: Rig) -> None:
     # An observed run resumed again without a snapshot numbers its segment 2 again: a later start.
     rig.metrics.run_started(replace(resumed, started_at=5.0))
     assert rig.value("agent_runs_resumed_total", stop_reason="cancelled") == 2
+
+
+def test_prepared_runs_have_every_series_at_zero_before_a_run_and_a_scrape_is_known() -> None:
+    """What a process may resume or recover at start is read at zero first (see the restart test)."""
+    hooks = MetricsHooks(CollectorRegistry())
+    hooks.prepare_runs([(AGENT, TASK_TYPE)])
+    labels = {"agent": AGENT, "task_type": TASK_TYPE}
+    for reason in ("need_help", "cancelled", "limit"):
+        assert (
+            hooks.registry.get_sample_value("agent_runs_resumed_total", labels | {"stop_reason": reason}) == 0
+        )
+    assert hooks.registry.get_sample_value("agent_runs_started_total", labels) == 0
+    assert hooks.known_agents() == [(AGENT, TASK_TYPE)] and not hooks.scraped()
+    generate_latest(hooks.registry)
+    assert hooks.scraped()
 
 
 def test_calls_after_the_end_change_nothing(rig: Rig) -> None:
