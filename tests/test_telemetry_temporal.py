@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import subprocess
 import time
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pg import free_port
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
 from test_temporal import queue, state, temporal, wait_for_line, worker  # noqa: F401  (temporal: the server fixture)
+from test_temporal_fleet import CATALOG, endstate, env
 
 from agent.result import StopReason
 from telemetry import Telemetry
@@ -83,6 +90,46 @@ def test_a_run_that_moves_to_another_worker_is_started_once_in_one_span_from_its
                 telemetry.shutdown()
 
     asyncio.run(scenario())
+
+
+def test_a_worker_serves_the_series_of_its_runs_at_zero_and_polls_once_they_were_read(
+    temporal: TemporalServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """`endstate worker --first-scrape-wait`: its catalog's runs' series are at zero on /metrics before
+    it takes any workflow task, and it polls once Prometheus (here: this test) has read them."""
+    port = free_port()
+    argv = ["worker", "--temporal", temporal.address, "--task-queue", queue(), "--catalog", CATALOG]
+    argv += ["--metrics-port", str(port), "--first-scrape-wait", "120"]
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(endstate(*argv), env=env(), stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _until(lambda: _listening(port) or proc.poll() is not None, "the worker's /metrics")
+        assert proc.poll() is None, log.read_text()
+        assert "polling task queue" not in log.read_text()  # it waits for the first read
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
+            text = page.read().decode()
+        declared = 'agent="counter",stop_reason="cancelled",task_type="batch"'  # temporal_agents.catalog
+        assert f"{n.METRIC_RUNS_RESUMED}_total{{{declared}}} 0.0" in text
+        _until(lambda: "polling task queue" in log.read_text(), "the worker to poll after the scrape")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
+
+
+def _until(check: Callable[[], object], what: str) -> None:
+    for _ in range(1200):
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 LABELS = {"agent": "counter", "task_type": "counting"}

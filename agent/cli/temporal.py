@@ -175,6 +175,16 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
 # -- the worker ---------------------------------------------------------------------------------------
 
 
+async def _waiting_pairs(pending: Callable[[], list[tuple[str, str, float]]]) -> set[tuple[str, str]]:
+    """(agent, task type) of the runs waiting for a person, whose answers this worker may resume
+    first; none when visibility cannot say (their series then appear at their first resume)."""
+    try:
+        return {(agent, task_type) for agent, task_type, _ in await asyncio.to_thread(pending)}
+    except Exception as exc:
+        print(f"endstate worker: the runs waiting for a person could not be listed ({exc})", flush=True)
+        return set()
+
+
 def _worker(args: argparse.Namespace) -> int:
     return asyncio.run(_run_worker(args))
 
@@ -191,8 +201,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     pending = TemporalPending(args.temporal, args.namespace)
     telemetry = Telemetry.from_env(pending=pending)
-    waiting = await asyncio.to_thread(pending)  # runs whose answers this worker may resume first
-    telemetry.metrics.prepare_runs(declared_pairs(catalog) | {(a, t) for a, t, _ in waiting})
+    telemetry.metrics.prepare_runs(declared_pairs(catalog) | await _waiting_pairs(pending))
     if args.metrics_port:
         from agent.service.config import first_scrape
         from telemetry.metrics import serve_metrics
