@@ -56,7 +56,6 @@ MAX_MODELS = 64  # (provider, model) label pairs; runs of further pairs count as
 MAX_TOOLS_PER_AGENT = 64  # more configured tool names than this are counted as "other"
 MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls are counted as "_OTHER"
 MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
-MAX_STARTED = 10_000  # segment starts remembered, so a segment observed again counts once
 MAX_RUN_SERIES = 1024  # (agent, model, tool set) combinations whose label children are kept for reuse
 MAX_TOOL_SERIES = 4 * MAX_TOOLS_PER_AGENT  # (tool, outcome, error type) children kept per combination
 _WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
@@ -163,6 +162,7 @@ class MetricsHooks:
         local = InProcessPending()
         self.local_pending = local if pending is None else None  # fed by the hooks when no store is given
         self._lock = threading.Lock()
+        self._scraped = threading.Event()  # see `scraped`
         self._agents: dict[tuple[str, str], _AgentSeries] = {}
         self.run_labels = _LabelPairs(
             MAX_AGENT_TASK_TYPES,
@@ -172,7 +172,6 @@ class MetricsHooks:
         self._model_labels = _LabelPairs(
             MAX_MODELS, ("provider", "model"), "Models must be the configured names, not one per request"
         )
-        self._started: dict[tuple[str, int, float], None] = {}  # (run id, segment, start) seen, oldest first
         self._models: dict[tuple[str, str], _ModelSeries] = {}
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
         self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
@@ -204,7 +203,7 @@ class MetricsHooks:
         if series is None:
             series = self._run_series(info)
         agent = series[0]
-        if self._first_start(info):
+        if not info.replayed:  # a segment observed again was counted where it started
             if info.segment <= 1:
                 agent.runs_started.inc()
             if info.resumed_from:
@@ -214,19 +213,6 @@ class MetricsHooks:
             if limit in _LIMIT_KINDS:  # a caller's own keys are no label values
                 self._set_limit(agent, info, limit, value)
         return _RunMetrics(self, info, *series)
-
-    def _first_start(self, info: RunInfo) -> bool:
-        """False when this process has seen this segment start already: a Temporal workflow that left
-        a worker's cache is replayed, and its segment observed again from its first live event,
-        which counted the run as started (and resumed) once more per workflow task."""
-        key = (info.run_id, info.segment, info.started_at)  # a new segment that reuses a number starts later
-        with self._lock:
-            if key in self._started:
-                return False
-            self._started[key] = None
-            if len(self._started) > MAX_STARTED:
-                del self._started[next(iter(self._started))]
-        return True
 
     def _run_series(self, info: RunInfo) -> _RunSeries:
         """The label children a run of this agent, model and tool set writes, made and kept once."""
@@ -268,8 +254,10 @@ class MetricsHooks:
         self.m.export_failures.labels(signal).inc()
 
     def record_export_attempt(self, signal: str) -> None:
-        """Count an export of `signal` about to be tried, whatever its outcome."""
+        """Count an export of `signal` about to be tried, whatever its outcome (metrics: a scrape)."""
         self.m.exports.labels(signal).inc()
+        if signal == n.SIGNAL_METRICS:
+            self._scraped.set()
 
     def record_spans_dropped(self, count: int, reason: str = n.DROP_QUEUE_FULL) -> None:
         """Count spans that ended but will never be exported."""
@@ -316,14 +304,30 @@ class MetricsHooks:
             seen.add(error_type)
         return error_type
 
+    def prepare_runs(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Every series of each (agent, task type) at zero now, before this process starts, resumes
+        or recovers a run of it: a counter first read at N (runs recovered before the first scrape)
+        is a new series to Prometheus, whose `increase()` counts nothing of those N."""
+        for agent, task_type in pairs:
+            self._agent_series(self.run_labels(agent, task_type))
+
+    def scraped(self) -> bool:
+        """Whether these metrics have been read (a scrape of /metrics) since the process started."""
+        return self._scraped.is_set()
+
+    def _agent_series(self, key: tuple[str, str]) -> _AgentSeries:
+        agent = self._agents.get(key)
+        if agent is None:
+            agent = self.m.prepare_agent(*key)
+            with self._lock:
+                agent = self._agents.setdefault(key, agent)
+        return agent
+
     def _series(self, info: RunInfo) -> tuple[_AgentSeries, _ModelSeries]:
         """The run's label children; the first run of an agent or model creates them all at zero."""
-        agent_key, model_key = (info.agent, info.task_type), (info.provider, info.model)
-        agent, model = self._agents.get(agent_key), self._models.get(model_key)
-        if agent is None:
-            agent = self.m.prepare_agent(*agent_key)
-            with self._lock:
-                self._agents[agent_key] = agent
+        agent = self._agent_series((info.agent, info.task_type))
+        model_key = (info.provider, info.model)
+        model = self._models.get(model_key)
         if model is None:
             model = self.m.prepare_model(*model_key)
             with self._lock:
@@ -589,7 +593,7 @@ class _RunMetrics(RunObserver):
         self._tool_t0: dict[str, float] = {}
         self._spent_before = info.spent.cost_usd if info.spent is not None else 0.0
         self._model_t0 = 0.0
-        self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter() - _observed_late(info)
         self._ended = False
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
@@ -758,6 +762,12 @@ def stop_cause(result: RunResult) -> str:
 
 def _limits_of(reason: StopReason) -> list[str]:
     return [str(k) for k in LimitKind] if reason is StopReason.LIMIT else [n.NO_LIMIT]
+
+
+def _observed_late(info: RunInfo) -> float:
+    """Seconds of a replayed segment (see `RunInfo.replayed`) that passed before it was observed
+    here: its duration runs from its start. Wall clocks of two hosts: close, not exact."""
+    return max(0.0, time.time() - info.started_at) if info.replayed and info.started_at > 0 else 0.0
 
 
 def _tool_outcome(outcome: ToolOutcome) -> str:

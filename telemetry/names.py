@@ -52,6 +52,9 @@ AGENT_BUDGET_EXTENDED: Final = "agent.budget.extended"  # a limit stop continued
 AGENT_TURN_CONTINUED: Final = "agent.turn.continued"  # a turn a suspension split: not a new turn
 AGENT_COST_USD: Final = "agent.cost.usd"
 AGENT_SEGMENT: Final = "agent.segment"
+# the segment began on another worker (or before its workflow left this one's cache): its span here
+# starts at the segment's start, but the turns before the move are under that worker's span, never ended
+AGENT_SEGMENT_REPLAYED: Final = "agent.segment.replayed"
 AGENT_ATTEMPT: Final = "agent.model.attempt"
 AGENT_VERIFY_PASSED: Final = "agent.verify.passed"
 AGENT_VERIFY_FAILURES: Final = "agent.verify.failures"

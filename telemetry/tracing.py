@@ -442,6 +442,8 @@ def _run_attributes(info: RunInfo, shape: _Shape) -> dict[str, Any]:
     attributes[n.AGENT_SEGMENT] = info.segment
     if info.extended:
         attributes[n.AGENT_BUDGET_EXTENDED] = True
+    if info.replayed:
+        attributes[n.AGENT_SEGMENT_REPLAYED] = True
     return attributes
 
 

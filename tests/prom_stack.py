@@ -153,6 +153,13 @@ class Prometheus:
     def alerts(self) -> list[dict[str, Any]]:
         return self.api("alerts")["alerts"]
 
+    def reload(self, config_text: str) -> None:
+        """Take a new config (say, another target) as a running Prometheus does on /-/reload."""
+        (self.workdir / "prometheus.yml").write_text(config_text)
+        request = urllib.request.Request(f"{self.url}/-/reload", method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200, f"Prometheus refused the reload: {response.status}"
+
     def targets_up(self) -> bool:
         active = self.api("targets")["activeTargets"]
         return bool(active) and all(t["health"] == "up" for t in active)

@@ -424,6 +424,29 @@ def test_a_home_grown_run_that_waited_goes_on_as_the_same_run(rig: Rig) -> None:
         pass
 
 
+def test_a_home_grown_run_resumed_again_and_again_counts_its_segments_on(rig: Rig) -> None:
+    """Each resume from a `need_help` result (no store, no snapshot of the caller's) is the next
+    segment, linked to the one it resumes, as Endstate's own runs are: not segment 2 every time."""
+    waited = None
+    for _ in range(3):
+        with observe_run(rig.hooks, agent="raw_loop", task_type=TASK, model="m", resumed=waited) as run:
+            with run.turn(), run.model_call() as call:
+                call.reply(input_tokens=5, output_tokens=2, text="Which disk?")
+            run.need_help("Which disk?")
+        waited = run.result
+    assert waited is not None and (waited.turns, waited.input_tokens) == (3, 15)
+    spans = sorted(rig.run_spans(), key=lambda s: s.start_time or 0)
+    assert [(s.attributes or {}).get(n.AGENT_SEGMENT) for s in spans] == [1, 2, 3]
+    assert [[link.context.span_id for link in s.links] for s in spans] == [
+        [],
+        [spans[0].context.span_id],
+        [spans[1].context.span_id],
+    ]
+    run_labels = {"agent": "raw_loop", "task_type": TASK}
+    assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", **run_labels) == 1
+    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run_labels, stop_reason="need_help") == 2
+
+
 def test_runs_at_once_each_with_an_observed_delegate_count_their_own_calls(rig: Rig) -> None:
     """Many runs in one event loop, each delegating to a run of its own: each delegate is nested in
     the run that started it (a context variable per task), never in another one running beside it."""

@@ -12,12 +12,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry.trace import StatusCode
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 from test_telemetry import AGENT, TASK_TYPE, Rig, build, look, rigged
 
 from agent import Agent, HumanWait, ModelError, RunInfo, RunResult, StopReason, tool
@@ -252,20 +253,39 @@ def test_models_and_limit_names_from_a_caller_make_no_series_past_the_cap() -> N
 
 
 def test_a_segment_observed_again_is_counted_as_started_once(rig: Rig) -> None:
-    """A Temporal workflow that left the worker's cache is replayed and its segment observed again
-    from its first live event: the run started (and was resumed) once, whatever the observers."""
+    """A Temporal workflow replayed on another worker (or after leaving the cache) observes its
+    segment again, told so (`replayed`): the run started (and was resumed) once, on any worker."""
     first = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", tools=("look",))
     resumed = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", segment=2, resumed_from="cancelled")
-    for info in (first, first, first, resumed, resumed):
+    elsewhere = MetricsHooks(CollectorRegistry())  # another worker's process
+    for info in (first, resumed):
         rig.metrics.run_started(info)
+        for hooks in (rig.metrics, elsewhere):
+            hooks.run_started(replace(info, replayed=True))
     assert rig.value("agent_runs_started_total") == 1
     assert rig.value("agent_runs_resumed_total", stop_reason="cancelled") == 1
-    rig.metrics.run_started(RunInfo("other", AGENT, TASK_TYPE, "m", "p", "t"))
-    assert rig.value("agent_runs_started_total") == 2
+    labels = {"agent": AGENT, "task_type": TASK_TYPE}
+    assert elsewhere.registry.get_sample_value("agent_runs_started_total", labels) == 0
+    resumed_labels = labels | {"stop_reason": "cancelled"}
+    assert elsewhere.registry.get_sample_value("agent_runs_resumed_total", resumed_labels) == 0
     # An observed run resumed again without a snapshot numbers its segment 2 again: a later start.
-    again = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", segment=2, started_at=5.0, resumed_from="cancelled")
-    rig.metrics.run_started(again)
+    rig.metrics.run_started(replace(resumed, started_at=5.0))
     assert rig.value("agent_runs_resumed_total", stop_reason="cancelled") == 2
+
+
+def test_prepared_runs_have_every_series_at_zero_before_a_run_and_a_scrape_is_known() -> None:
+    """What a process may resume or recover at start is read at zero first (see the restart test)."""
+    hooks = MetricsHooks(CollectorRegistry())
+    hooks.prepare_runs([(AGENT, TASK_TYPE)])
+    labels = {"agent": AGENT, "task_type": TASK_TYPE}
+    for reason in ("need_help", "cancelled", "limit"):
+        assert (
+            hooks.registry.get_sample_value("agent_runs_resumed_total", labels | {"stop_reason": reason}) == 0
+        )
+    assert hooks.registry.get_sample_value("agent_runs_started_total", labels) == 0
+    assert hooks.known_agents() == [(AGENT, TASK_TYPE)] and not hooks.scraped()
+    generate_latest(hooks.registry)
+    assert hooks.scraped()
 
 
 def test_calls_after_the_end_change_nothing(rig: Rig) -> None:

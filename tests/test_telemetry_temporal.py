@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pg import free_port
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
-from test_temporal import queue, state, temporal, worker  # noqa: F401  (temporal: the server fixture)
+from test_temporal import queue, state, temporal, wait_for_line, worker  # noqa: F401  (temporal: the server fixture)
+from test_temporal_fleet import CATALOG, endstate, env
 
 from agent.result import StopReason
 from telemetry import Telemetry
+from telemetry import names as n
 
 
 def test_a_run_replayed_at_every_workflow_task_is_counted_as_started_once(
@@ -32,3 +43,109 @@ def test_a_run_replayed_at_every_workflow_task_is_counted_as_started_once(
             telemetry.shutdown()
 
     asyncio.run(scenario())
+
+
+def test_a_run_that_moves_to_another_worker_is_started_once_in_one_span_from_its_real_start(
+    temporal: TemporalServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The first worker stops mid-segment; the second replays the run's history and finishes it.
+    The fleet counts one start, and the span that ends the segment (the first worker's never
+    ends) and `gen_ai.invoke_agent.duration` run from the segment's start, not from the move."""
+
+    async def scenario() -> None:
+        first, second = (_telemetry() for _ in range(2))
+        name = queue()
+        try:
+            # The first worker keeps no workflow cached (each task evicts it): a worker stopped with a
+            # workflow in its cache drops it, and the garbage collector later closes its coroutine
+            # outside any workflow, which the test run reports as an error (an SDK matter).
+            async with worker(temporal, name, hooks=first[0].hooks, max_cached_workflows=0) as runs:
+                run_id = str(
+                    await runs.start(
+                        "counter", "count", state=state(tmp_path, "slow", sleep=0.5, max_turns=10), wait=False
+                    )
+                )
+                await wait_for_line(tmp_path, run_id, "end 2")  # two turns done on the first worker
+            moved = time.time()
+            async with worker(temporal, name, hooks=second[0].hooks) as runs:
+                result = await runs.result(run_id)
+            assert result.reason is StopReason.SUCCESS
+            for telemetry, _ in (first, second):
+                telemetry.force_flush()
+            started = [
+                t.registry.get_sample_value("agent_runs_started_total", LABELS) for t, _ in (first, second)
+            ]
+            assert started == [1, 0]
+            spans = [s for _, exporter in (first, second) for s in exporter.get_finished_spans()]
+            run_spans = [s for s in spans if s.name == "invoke_agent counter"]
+            assert len(run_spans) == 1 and run_spans[0].attributes
+            span = run_spans[0]
+            assert span.attributes[n.AGENT_SEGMENT_REPLAYED] is True and span.attributes[n.AGENT_SEGMENT] == 1
+            assert span.start_time is not None and span.end_time is not None
+            assert span.start_time / 1e9 < moved, (
+                "the span starts where the segment started, on the first worker"
+            )
+            duration = second[0].registry.get_sample_value(DURATION + "_sum", INVOKE)
+            assert duration == pytest.approx((span.end_time - span.start_time) / 1e9, abs=0.5)
+        finally:
+            for telemetry, _ in (first, second):
+                telemetry.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_a_worker_serves_the_series_of_its_runs_at_zero_and_polls_once_they_were_read(
+    temporal: TemporalServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """`endstate worker --first-scrape-wait`: its catalog's runs' series are at zero on /metrics before
+    it takes any workflow task, and it polls once Prometheus (here: this test) has read them."""
+    port = free_port()
+    argv = ["worker", "--temporal", temporal.address, "--task-queue", queue(), "--catalog", CATALOG]
+    argv += ["--metrics-port", str(port), "--first-scrape-wait", "120"]
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(endstate(*argv), env=env(), stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _until(lambda: _listening(port) or proc.poll() is not None, "the worker's /metrics")
+        assert proc.poll() is None, log.read_text()
+        assert "polling task queue" not in log.read_text()  # it waits for the first read
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
+            text = page.read().decode()
+        declared = 'agent="counter",stop_reason="cancelled",task_type="batch"'  # temporal_agents.catalog
+        assert f"{n.METRIC_RUNS_RESUMED}_total{{{declared}}} 0.0" in text
+        _until(lambda: "polling task queue" in log.read_text(), "the worker to poll after the scrape")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
+
+
+def _until(check: Callable[[], object], what: str) -> None:
+    for _ in range(1200):
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+LABELS = {"agent": "counter", "task_type": "counting"}
+DURATION = n.METRIC_GEN_AI_INVOKE_AGENT_DURATION
+INVOKE = {
+    n.LABEL_GEN_AI_OPERATION_NAME: n.OP_INVOKE_AGENT,
+    n.LABEL_GEN_AI_PROVIDER_NAME: "scripted",
+    n.LABEL_GEN_AI_AGENT_NAME: "counter",
+    n.LABEL_GEN_AI_REQUEST_MODEL: "scripted",
+    n.LABEL_ERROR_TYPE: "",
+}
+
+
+def _telemetry() -> tuple[Telemetry, InMemorySpanExporter]:
+    spans = InMemorySpanExporter()
+    return Telemetry.from_env({}, registry=CollectorRegistry(), span_exporter=spans), spans

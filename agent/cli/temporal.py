@@ -22,6 +22,7 @@ from typing import Any
 
 from agent.cli.runs import add_catalog_arg, start_state
 from agent.errors import ConfigError
+from agent.service.server import first_scrape_arg
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "serve")
@@ -44,6 +45,7 @@ def register(sub: Any) -> None:
     )
     worker.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
     worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
+    first_scrape_arg(worker, "polls the task queue (with --metrics-port)")
     worker.set_defaults(handler=_worker)
     for name in WRAPPED:
         parser = sub.choices[name]
@@ -173,6 +175,16 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
 # -- the worker ---------------------------------------------------------------------------------------
 
 
+async def _waiting_pairs(pending: Callable[[], list[tuple[str, str, float]]]) -> set[tuple[str, str]]:
+    """(agent, task type) of the runs waiting for a person, whose answers this worker may resume
+    first; none when visibility cannot say (their series then appear at their first resume)."""
+    try:
+        return {(agent, task_type) for agent, task_type, _ in await asyncio.to_thread(pending)}
+    except Exception as exc:
+        print(f"endstate worker: the runs waiting for a person could not be listed ({exc})", flush=True)
+        return set()
+
+
 def _worker(args: argparse.Namespace) -> int:
     return asyncio.run(_run_worker(args))
 
@@ -180,6 +192,7 @@ def _worker(args: argparse.Namespace) -> int:
 async def _run_worker(args: argparse.Namespace) -> int:
     """Poll the task queue until SIGTERM or SIGINT; then finish the activities in hand and stop."""
     from agent.durable.catalog import SEED_CATALOG, load_catalog
+    from agent.service.server import declared_pairs
     from agent.temporal import TemporalRuns, build_worker
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
@@ -188,10 +201,13 @@ async def _run_worker(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     pending = TemporalPending(args.temporal, args.namespace)
     telemetry = Telemetry.from_env(pending=pending)
+    telemetry.metrics.prepare_runs(declared_pairs(catalog) | await _waiting_pairs(pending))
     if args.metrics_port:
+        from agent.service.config import first_scrape
         from telemetry.metrics import serve_metrics
 
         serve_metrics(args.metrics_port, telemetry.registry, addr=args.metrics_addr)
+        await first_scrape(telemetry.metrics.scraped, args.first_scrape_wait, "polling the task queue")
     worker = await build_worker(
         runs.client,
         catalog,

@@ -26,6 +26,7 @@ from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, Segm
 from agent.journal import Answered, Suspended
 from agent.models.base import ModelReply, ModelRequest, ToolCall
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
+from agent.snapshot import Snapshot, SnapshotKind
 from agent.summary import foreign_summary
 from agent.tools import ToolOutcome
 from agent.usage import Usage
@@ -317,7 +318,7 @@ class Recorder:
         self._close_open_calls(reason)
         self.end_turn(str(reason))
         limit = limit if reason is StopReason.LIMIT else None
-        u = self.usage
+        u, active = self.usage, self.active_before + time.perf_counter() - self._started
         summary = foreign_summary(reason, limit, self.turns, u.tokens, u.cost_usd, self.last_text)
         self.result = RunResult(
             run_id=self.info.run_id,
@@ -331,18 +332,39 @@ class Recorder:
             verified=verified,
             turns=self.turns,
             usage=self.usage,
-            active_seconds=self.active_before + time.perf_counter() - self._started,
+            active_seconds=active,
             waiting_seconds=self.waiting_seconds,
             verifier_failures=failures,
             last_text=self.last_text,
             error_type=error_type if reason is StopReason.ERROR else None,
             trace_id=self.observer.trace_id,
             suspension=suspension,
+            snapshot=self._suspended(suspension, active) if reason is StopReason.NEED_HELP else None,
             cause=cause if reason is StopReason.GAVE_UP else None,
             raw=raw,
         )
         self.observer.run_ended(self.result)
         return self.result
+
+    def _suspended(self, suspension: Suspension | None, active: float) -> Snapshot | None:
+        """What a run resumed from this `need_help` result goes on from, as Endstate's own runs do:
+        the segment's number (the next counts on from it) and span (the next links to it). The
+        framework's own state stays in `raw`; a store keeps a fuller snapshot (`_durable`)."""
+        if suspension is None:
+            return None
+        spent = Spent(turns=self.turns, active_seconds=active, waiting_seconds=self.waiting_seconds)
+        spent.add(self.usage)
+        return Snapshot(
+            run_id=self.info.run_id,
+            agent=self.info.agent,
+            task_type=self.info.task_type,
+            kind=SnapshotKind.SUSPENDED,
+            segment=self.info.segment,
+            journal=[Suspended(suspension)],
+            usage=spent,
+            trace_id=self.observer.trace_id,
+            span_id=self.observer.span_id,
+        )
 
     def _close_open_calls(self, reason: StopReason) -> None:
         """A model call the framework never finished (a limit raised inside it, say) ends as interrupted."""

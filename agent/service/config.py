@@ -48,13 +48,19 @@ class Service:
     upkeep_interval: float = UPKEEP_EVERY
     cases_dir: Path | None = None  # where the inbox's promote writes eval cases (--cases-dir); None: nowhere
     catalog_spec: str | None = None  # the catalog as named (--catalog), written into promoted cases
+    # with metrics: whether /metrics was read yet (telemetry's MetricsHooks.scraped); recovery at start
+    # waits for that up to `first_scrape_wait` seconds, so the counters are read at zero before it
+    scraped: Callable[[], bool] | None = None
+    first_scrape_wait: float = 0.0
     ready: bool = False
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        """Recover runs at start and while up, sweep deadlines, checkpoint runs at shutdown."""
-        await self._recover()
+        """Recover runs at start (once /metrics was read, see `first_scrape_wait`) and while up, sweep
+        deadlines, checkpoint runs at shutdown."""
+        if not self._waits_for_scrape():
+            await self._recover()
         self.ready = True
         self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
         if self.retention is not None or self.label_counter is not None:
@@ -74,6 +80,9 @@ class Service:
 
     async def _sweep_forever(self) -> None:
         """Expire runs past their deadline; take over runs whose worker died since the start."""
+        if self._waits_for_scrape():
+            await self._first_scrape()
+            await self._recover()
         while True:
             await asyncio.sleep(self.sweep_interval)
             try:
@@ -83,6 +92,13 @@ class Service:
             except EndstateError:
                 log.exception("the deadline sweep failed; trying again later")
             await self._recover()
+
+    def _waits_for_scrape(self) -> bool:
+        return self.scraped is not None and self.first_scrape_wait > 0
+
+    async def _first_scrape(self) -> None:
+        if self.scraped is not None:
+            await first_scrape(self.scraped, self.first_scrape_wait, "recovering runs")
 
     async def _upkeep_forever(self) -> None:
         """Count new review labels and prune finished runs past the retention (`Upkeep`)."""
@@ -101,6 +117,17 @@ class Service:
                 self.runner.spawn(job)
         except EndstateError:
             log.exception("recovering runs failed; trying again later")
+
+
+async def first_scrape(scraped: Callable[[], bool], wait: float, then: str) -> None:
+    """Until /metrics was read (its counters at zero, so `increase()` counts what comes next), at
+    most `wait` seconds; the process serves /metrics meanwhile, and then goes on (`then`)."""
+    deadline = asyncio.get_running_loop().time() + wait
+    while not scraped():
+        if asyncio.get_running_loop().time() >= deadline:
+            log.warning("/metrics was not read within %g s of the start: %s now", wait, then)
+            return
+        await asyncio.sleep(0.1)
 
 
 def allowed_hosts(listen_host: str, extra: Iterable[str] = ()) -> frozenset[str]:

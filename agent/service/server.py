@@ -10,8 +10,8 @@ import signal
 from pathlib import Path
 
 from agent.durable import review
-from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
-from agent.durable.runner import runner_with_telemetry
+from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, Catalog, load_catalog
+from agent.durable.runner import Runner, runner_with_telemetry
 from agent.durable.store import default_url, open_store
 from agent.durable.store.urls import sqlite_path
 from agent.errors import ConfigError
@@ -22,6 +22,7 @@ ENV_PORT = "ENDSTATE_PORT"
 ENV_ALLOWED_HOSTS = "ENDSTATE_ALLOWED_HOSTS"
 ENV_READ_AUTH = "ENDSTATE_READ_AUTH"
 ENV_CASES_DIR = "ENDSTATE_CASES_DIR"
+ENV_FIRST_SCRAPE_WAIT = "ENDSTATE_FIRST_SCRAPE_WAIT"
 
 READ_AUTH_HELP = (
     "who may read runs, the pending list and the inbox: 'token' (the token is needed), 'open' "
@@ -97,6 +98,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         "--grace", type=seconds_from_zero, default=10.0, help="seconds runs get to checkpoint at shutdown"
     )
     p.add_argument("--page-size", type=page_size, default=50, help="runs per inbox page (1-500)")
+    first_scrape_arg(p, "recovers the runs of dead workers")
     p.add_argument(
         "--retention", metavar="DURATION", help="prune finished runs older than this, e.g. 30d (hourly)"
     )
@@ -109,6 +111,33 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         f"case file is never overwritten); without it the inbox only shows and downloads cases "
         f"(default: ${ENV_CASES_DIR}, else none)",
     )
+
+
+def first_scrape_arg(p: argparse.ArgumentParser, what: str) -> None:
+    """`--first-scrape-wait`: how long the process waits for Prometheus's first read of /metrics
+    before it `what` (so a new pod's counters are read at zero first)."""
+    p.add_argument(
+        "--first-scrape-wait",
+        type=seconds_from_zero,
+        default=os.environ.get(ENV_FIRST_SCRAPE_WAIT) or "0",
+        metavar="SECONDS",
+        help=f"at start, wait up to this long for the first scrape of /metrics before the process {what}, "
+        "so Prometheus reads its counters at zero first and increase() counts those runs; a new pod "
+        "(a new instance label) needs it; one scrape interval is enough "
+        f"(default: ${ENV_FIRST_SCRAPE_WAIT}, else 0)",
+    )
+
+
+def declared_pairs(catalog: Catalog) -> set[tuple[str, str]]:
+    """(agent, task type) of each task type the catalog's entries declare."""
+    return {(name, t) for name in catalog.names() for t in catalog.entry(name).task_types}
+
+
+def runs_known_at_start(runner: Runner) -> set[tuple[str, str]]:
+    """(agent, task type) of the runs a process may resume or recover first: the catalog's declared
+    task types, the runs recovery takes over, the runs waiting for a person."""
+    pairs = declared_pairs(runner.catalog) | {(r.agent, r.task_type) for r in runner.recoverable()}
+    return pairs | {(agent, task_type) for agent, task_type, _ in runner.store.pending_summary()}
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -128,6 +157,7 @@ def serve(args: argparse.Namespace) -> int:
     telemetry = Telemetry.from_env(pending=store.pending_summary).for_service()  # a fresh registry
     try:
         runner = runner_with_telemetry(store, catalog, telemetry, args.lease)
+        telemetry.metrics.prepare_runs(runs_known_at_start(runner))  # at zero before any recovery
         token, source = load_token(args.token_file, _state_dir(args.store))
         print(f"endstate serve: store {store.shown}; token from {source}", flush=True)
         workload = None
@@ -148,6 +178,8 @@ def serve(args: argparse.Namespace) -> int:
             page_size=args.page_size,
             cases_dir=cases_dir(args.cases_dir),
             catalog_spec=args.catalog or os.environ.get(ENV_CATALOG) or None,
+            scraped=telemetry.metrics.scraped,
+            first_scrape_wait=args.first_scrape_wait,
         )
         reads = "reads need the token" if service.reads_need_token else "reads are open (loopback)"
         print(

@@ -642,8 +642,12 @@ def install_verifier_seam() -> None:
 class ReplaySafeHooks:
     """The worker's hooks, called only for what happens now, never for what is replayed.
 
-    A segment whose start is replayed (its worker died, or the workflow left
-    the cache) gets its observer at its first live event.
+    A segment whose start is replayed (its worker stopped, or the workflow left
+    the cache) gets its observer at its first live event, told so
+    (`RunInfo.replayed`): the history says the segment started before, on
+    whichever worker, so it is not counted as started again, and its span and
+    duration run from the segment's start (`RunInfo.started_at`, the
+    workflow's time), not from that event.
     """
 
     def __init__(self, inner: RunHooks) -> None:
@@ -661,7 +665,9 @@ class _ReplaySafeObserver(RunObserver):
     def __init__(self, hooks: RunHooks, info: RunInfo) -> None:
         self._hooks, self._info = hooks, info
         self._inner: RunObserver | None = None
-        if not workflow.unsafe.is_replaying():
+        if workflow.unsafe.is_replaying():
+            self._info = dataclasses.replace(info, replayed=True)
+        else:
             self._live()
 
     def _live(self) -> RunObserver | None:
