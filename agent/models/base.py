@@ -170,7 +170,10 @@ class _CutCalls:
         return calls
 
     def __exit__(self, *exc: object) -> None:
-        _cut_calls.reset(self._token)
+        try:  # (not contextlib.suppress: this runs once a model call)
+            _cut_calls.reset(self._token)
+        except ValueError:  # left in another context: a dropped run's coroutine the collector closes
+            return
 
 
 def call_seconds() -> float | None:

@@ -671,7 +671,8 @@ class _ReplaySafeObserver(RunObserver):
             self._live()
 
     def _live(self) -> RunObserver | None:
-        if workflow.unsafe.is_replaying():
+        # outside the workflow: a stopped worker's dropped workflow, its coroutine closed by the collector
+        if not workflow.in_workflow() or workflow.unsafe.is_replaying():
             return None
         if self._inner is None:
             self._inner = guard(self._hooks, self._info)
