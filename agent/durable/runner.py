@@ -12,7 +12,10 @@ its process is gone on this host) and runs that a shutdown cancelled.
 
 A runner renews the lease of the runs it holds while it holds them, and
 only those: a run it could not record is let go, so that recovery (here or
-in another worker) continues it from its last checkpoint.
+in another worker) continues it from its last checkpoint. Leases run out by
+the store's clock, never by a worker's own (`clock` decides run time only:
+budgets, help deadlines, audits), so workers whose clocks disagree never take
+a held run from each other.
 """
 
 from __future__ import annotations
@@ -136,7 +139,7 @@ class Runner:
         self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints
 
     def lease(self) -> Lease:
-        return Lease(self.owner, self.clock.time() + self.lease_seconds)
+        return Lease(self.owner, self.lease_seconds)
 
     # -- starting ------------------------------------------------------
 
@@ -355,11 +358,10 @@ class Runner:
 
         return Job(record.run_id, agent, record, segment, RunStatus.WAITING)
 
-    def recoverable(self, now: float | None = None) -> list[RunRecord]:
+    def recoverable(self) -> list[RunRecord]:
         """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled."""
-        now = self.clock.time() if now is None else now
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
-        held = self.held()
+        held, now = self.held(), self.store.now()  # leases run out by the store's clock
         gone = [r for r in running if r.run_id not in held and worker_gone(r, now)]
         return gone + self.store.interrupted()
 
@@ -372,9 +374,13 @@ class Runner:
         jobs = []
         for record in self.recoverable():
             try:
-                if record.status is RunStatus.RUNNING:
+                if record.status is RunStatus.RUNNING:  # its lease ran out, unless its process is gone
                     held = self.store.take_over(
-                        record.run_id, record.owner or "", self.lease(), self.clock.time()
+                        record.run_id,
+                        record.owner or "",
+                        self.lease(),
+                        self.clock.time(),
+                        only_lapsed=not process_gone(record),
                     )
                 else:
                     held = self.store.claim(record.run_id, (record.status,), self.lease(), self.clock.time())
@@ -794,14 +800,18 @@ def machine() -> str:
 
 
 def worker_gone(record: RunRecord, now: float) -> bool:
-    """True when a running run's lease ran out, or its worker's process here is gone.
+    """True when a running run's lease ran out by `now` (the store's clock), or its worker's
+    process here is gone."""
+    return record.lease_until is None or record.lease_until < now or process_gone(record)
+
+
+def process_gone(record: RunRecord) -> bool:
+    """True when the run's worker ran on this machine and its process is gone.
 
     An owner is `machine:pid:runner`. Here means this machine and pid namespace; a
     worker with this very pid is an earlier process (a restarted container) unless
     it is one of this process's runners.
     """
-    if record.lease_until is None or record.lease_until < now:
-        return True
     where, _, rest = (record.owner or "").partition(":")
     pid = rest.partition(":")[0]
     if where != machine() or not pid.isdigit():

@@ -15,6 +15,9 @@ from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, Row, SqlStore, check
 from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused, column_text
 
 BUSY_TIMEOUT_MS = 30_000
+# The database's clock, in the statement (this machine's: one SQLite file is one machine's), to the
+# millisecond. `unixepoch('subsec')` would say it shorter but needs SQLite 3.42; Debian 12 has 3.40.
+CLOCK = "((julianday('now') - 2440587.5) * 86400.0)"
 _INSERT_ENTRY = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 
 
@@ -25,6 +28,7 @@ class SqliteStore(SqlStore):
     """
 
     dialect = "sqlite"
+    clock = CLOCK
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -129,7 +133,7 @@ class SqliteStore(SqlStore):
     ) -> bool:
         """One transaction straight on the connection (a checkpoint a turn: kept lean): update the
         row if `lease` holds it, then add the entries; False when it does not hold it."""
-        update = checkpoint_update(tuple(values))
+        update = checkpoint_update(tuple(values), CLOCK)
         with self._lock:
             conn = self._conn
             try:
