@@ -554,13 +554,13 @@ class Runner:
     async def _write(self, run_id: str, outcome: Outcome) -> bool:
         """Record an outcome, retrying a failing store; False when another worker holds the run now."""
         for attempt, delay in enumerate(RECORD_RETRIES):
-            try:
-                return self._write_once(run_id, outcome, retried=attempt > 0)
+            try:  # on a thread: a store waiting for a lock never holds the event loop
+                return await asyncio.to_thread(self._write_once, run_id, outcome, attempt > 0)
             except StoreError:
                 log.warning("recording run %s failed; retrying in %.1f s", run_id, delay, exc_info=True)
                 await asyncio.sleep(delay)
         try:
-            return self._write_once(run_id, outcome, retried=bool(RECORD_RETRIES))
+            return await asyncio.to_thread(self._write_once, run_id, outcome, bool(RECORD_RETRIES))
         except StoreError:
             log.error(
                 "run %s: its result was not recorded; recovery continues it from its checkpoint", run_id
