@@ -859,6 +859,65 @@ def test_a_task_type_is_a_label_so_only_the_catalogs_are_taken(store_url: str, t
         workers.close()
 
 
+def task_typed(*task_types: str) -> Catalog:
+    """The counter, running `task_types` besides its own (a deploy's catalog)."""
+    c = Catalog()
+    c.register("counter", make_counter, task_types=task_types)
+    return c
+
+
+def test_an_answer_to_a_run_whose_task_type_left_the_catalog_is_refused_and_the_run_keeps_waiting(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Task types are metric labels the catalog names: a run saved under one that a redeploy dropped
+    does not go on under it unannounced; the refusal names it and the fix, and the run still waits."""
+    folder = tmp_path / "r"
+    before, after = Workers(store_url, task_typed("bulk-counting")), Workers(store_url, task_typed())
+    try:
+        state = counter_state(folder, "ask")
+        first = asyncio.run(before.new().start("counter", "ask", task_type="bulk-counting", state=state))
+        assert first.reason is StopReason.NEED_HELP
+        runner = after.new()
+        with pytest.raises(
+            ConfigError, match=r"task type 'bulk-counting'.*Add 'bulk-counting' to .*task_types"
+        ):
+            runner.claim(first.run_id, "2")
+        rec = runner.store.get(first.run_id)
+        assert rec is not None and (rec.status, rec.segments, rec.answer) == (RunStatus.WAITING, 1, None)
+        assert runner.held() == set() and counted(folder) == [1]
+        again = asyncio.run(before.new().resume(first.run_id, "2"))  # the type is back in the catalog
+        assert (again.reason, again.task_type) == (StopReason.SUCCESS, "bulk-counting")
+        assert counted(folder) == [1, 2]
+    finally:
+        after.close()
+        before.close()
+
+
+def test_recovery_of_a_run_whose_task_type_left_the_catalog_ends_it_as_a_resumable_error(
+    store_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    dying = Workers(store_url, task_typed("bulk-counting"), lease_seconds=DYING_LEASE)
+    survivor = Workers(store_url, task_typed())
+    try:
+        state = counter_state(folder, "crash")
+        with pytest.raises(Crash):
+            asyncio.run(dying.new().start("counter", "count", task_type="bulk-counting", state=state))
+        outlive_its_lease()
+        runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []
+        [rec] = runner.store.list_runs(limit=None)
+        assert (rec.status, rec.error_type) == (RunStatus.FINISHED, "agent_build_failed")
+        assert "'bulk-counting'" in rec.note and f"endstate resume {rec.run_id}" in rec.note
+        assert counted(folder) == [1, 2, 3]
+        done = asyncio.run(dying.new().resume(rec.run_id))  # the type is back in the catalog
+        assert (done.reason, done.task_type) == (StopReason.SUCCESS, "bulk-counting")
+        assert counted(folder) == [1, 2, 3, 4]
+    finally:
+        survivor.close()
+        dying.close()
+
+
 def test_an_approval_runs_only_the_call_the_person_was_shown(counters: Workers, tmp_path: Path) -> None:
     """A store edited behind the runner's back (the pending column says one call, the journal
     another) is refused: the call a person approves is exactly the call that runs."""

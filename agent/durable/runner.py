@@ -281,7 +281,7 @@ class Runner:
         for it) it ends as `error` instead, keeping its snapshot for `endstate resume`.
         """
         try:
-            agent = self._agent(record.agent, record.state, record.run_id)
+            agent = self._agent(record.agent, record.state, record.run_id, record.task_type, saved=True)
             check_approved_tool(agent, record)
             snapshot = known if known is not None else self.store.snapshot(record.run_id)
         except Exception as exc:
@@ -347,7 +347,7 @@ class Runner:
         return None
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
-        agent = self._agent(record.agent, record.state, record.run_id)
+        agent = self._agent(record.agent, record.state, record.run_id, record.task_type, saved=True)
         snapshot = self.store.snapshot(record.run_id)
         if snapshot is None:
             raise StoreError(f"run {record.run_id} waits but has no snapshot")
@@ -615,9 +615,11 @@ class Runner:
         return entry.cancel(job.record.state) if entry is not None and entry.cancel else None
 
     def _agent(
-        self, name: str, state: State, run_id: str, task_type: str | None = None
+        self, name: str, state: State, run_id: str, task_type: str | None = None, saved: bool = False
     ) -> Agent | ForeignAgent:
-        """The catalog's agent, checkpointing to the store under this runner's lease."""
+        """The catalog's agent, checkpointing to the store under this runner's lease, for a run of
+        `task_type` (asked for by a start, or `saved` with a stored run): one the catalog entry does
+        not run is refused, since task types are metric labels that the catalog names."""
         entry = self.catalog.entry(name)
         built = entry.build(state)
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
@@ -630,10 +632,7 @@ class Runner:
         if task_type and task_type != built.task_type:
             if task_type not in entry.task_types:
                 allowed = ", ".join(sorted({built.task_type, *entry.task_types}))
-                raise ConfigError(
-                    f"agent {name!r} does not run task type {task_type!r}; use one of: {allowed} "
-                    "(add it to the catalog entry's task_types)"
-                )
+                raise task_type_refused(name, task_type, allowed, run_id if saved else None)
             changes["task_type"] = task_type
         if built.clock is SYSTEM_CLOCK:
             changes["clock"] = self.clock
@@ -761,6 +760,21 @@ def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:
             f"cannot run; run {record.run_id} still waits. Deploy the agent with that tool again, "
             "or deny the call"
         )
+
+
+def task_type_refused(agent: str, task_type: str, allowed: str, saved_run: str | None) -> ConfigError:
+    """A task type the agent's catalog entry does not run: asked for by a start, or saved with
+    `saved_run` (a redeploy dropped it from the entry since: the run is refused, not relabelled)."""
+    if saved_run is None:
+        return ConfigError(
+            f"agent {agent!r} does not run task type {task_type!r}; use one of: {allowed} "
+            "(add it to the catalog entry's task_types)"
+        )
+    return ConfigError(
+        f"run {saved_run} has task type {task_type!r}, which agent {agent!r} no longer runs (its catalog "
+        f"entry's task types: {allowed}); the run keeps its place and its task type. Add {task_type!r} to "
+        "the entry's task_types again and deploy, then answer or resume the run"
+    )
 
 
 def check_state(state: Any) -> None:
