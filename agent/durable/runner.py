@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent._codec import unwritable
 from agent._state import calls_of
@@ -74,6 +74,7 @@ __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "lo
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
+T = TypeVar("T")
 
 
 class AnswerError(EndstateError):
@@ -136,7 +137,7 @@ class Runner:
         self._beat: asyncio.TimerHandle | None = None  # the next heartbeat (see `_ensure_heartbeat`)
         self._beat_loop: asyncio.AbstractEventLoop | None = None
         self._renewals: set[asyncio.Task[None]] = set()  # heartbeats being written (kept referenced)
-        self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints
+        self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints and records
 
     def lease(self) -> Lease:
         return Lease(self.owner, self.lease_seconds)
@@ -554,13 +555,13 @@ class Runner:
     async def _write(self, run_id: str, outcome: Outcome) -> bool:
         """Record an outcome, retrying a failing store; False when another worker holds the run now."""
         for attempt, delay in enumerate(RECORD_RETRIES):
-            try:  # on a thread: a store waiting for a lock never holds the event loop
-                return await asyncio.to_thread(self._write_once, run_id, outcome, attempt > 0)
+            try:
+                return await self._on_writer(self._write_once, run_id, outcome, attempt > 0)
             except StoreError:
                 log.warning("recording run %s failed; retrying in %.1f s", run_id, delay, exc_info=True)
                 await asyncio.sleep(delay)
         try:
-            return await asyncio.to_thread(self._write_once, run_id, outcome, bool(RECORD_RETRIES))
+            return await self._on_writer(self._write_once, run_id, outcome, bool(RECORD_RETRIES))
         except StoreError:
             log.error(
                 "run %s: its result was not recorded; recovery continues it from its checkpoint", run_id
@@ -640,15 +641,25 @@ class Runner:
 
     def _checkpointer(self, run_id: str) -> Behind:
         """Checkpoints written behind the loop, on this runner's writer thread (see `_behind`)."""
-        if self._pool is None:
-            self._pool = writer_pool()
 
         def write(new: Checkpoint, lease: Lease, now: float) -> None:
             self.store.checkpoint(run_id, new, lease, now)
 
         sender = getattr(self.store, "send_checkpoint", None)  # a store that sends ahead (PostgreSQL)
         send = functools.partial(sender, run_id) if sender is not None else None
-        return Behind(self._pool, write, self.lease, self.clock.time, send)
+        return Behind(self._writer(), write, self.lease, self.clock.time, send)
+
+    def _writer(self) -> ThreadPoolExecutor:
+        """This runner's writer thread (made with its first use)."""
+        if self._pool is None:
+            self._pool = writer_pool()
+        return self._pool
+
+    async def _on_writer(self, call: Callable[..., T], *args: Any) -> T:
+        """`call(*args)` on the writer thread, after the checkpoints handed to it: a store waiting for
+        a lock holds that thread, never the event loop. (A thread that lives as long as the runner:
+        `asyncio.to_thread` would start one per event loop, a run's cost in a short-lived process.)"""
+        return await asyncio.get_running_loop().run_in_executor(self._writer(), call, *args)
 
     def _ensure_heartbeat(self) -> None:
         """Renew held leases every `lease_seconds / 3` on this loop: a timer, not a task per run (a
