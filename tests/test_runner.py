@@ -18,6 +18,7 @@ import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
 from agent import Agent, Extension, StopReason, tool
+from agent.audit import SuccessAudit
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.durable.runner import AnswerError, Catalog, Job, Runner
 from agent.durable.store import (
@@ -286,6 +287,37 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
     finally:
         survivor.close()
         dying.close()
+
+
+def test_a_driven_run_records_its_end_and_its_audit_off_the_event_loop(store_url: str) -> None:
+    """A store waiting for a lock (another process's write transaction) holds the writer thread,
+    never the event loop that the service's other requests and runs share."""
+    audited = Catalog()
+    audit = SuccessAudit(check=lambda ctx: [], share=1.0, after=0)
+    audited.register(
+        "shipper", lambda state: Agent("shipper", ScriptedModel([[finish("done", "ok")]]), audit=audit)
+    )
+    workers = Workers(store_url, audited)
+    try:
+        runner = workers.new()
+        writes: list[tuple[str, bool]] = []
+        for name in ("record", "schedule_audit", "record_audit", "release"):
+            real = getattr(runner.store, name)
+
+            def watched(*args: Any, _real: Any = real, _name: str = name) -> Any:
+                try:
+                    asyncio.get_running_loop()
+                    writes.append((_name, True))
+                except RuntimeError:
+                    writes.append((_name, False))
+                return _real(*args)
+
+            setattr(runner.store, name, watched)
+        assert asyncio.run(runner.start("shipper", "ship it")).reason is StopReason.SUCCESS
+        assert [a.outcome for a in asyncio.run(runner.audit_due(time.time() + 60))] == ["confirmed"]
+        assert writes == [("record", False), ("schedule_audit", False), ("record_audit", False)]
+    finally:
+        workers.close()
 
 
 def test_a_worker_whose_clock_is_minutes_ahead_takes_no_run_another_worker_holds(

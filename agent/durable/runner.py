@@ -441,9 +441,9 @@ class Runner:
             result = await job.segment(_Either(self.shutting_down, cancel, self._own_cancel(job)))
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
             if job.recovering:
-                self._end_unresumable(job.record, exc)
+                await self._on_writer(self._end_unresumable, job.record, exc)
             else:
-                self._let_go(job.run_id, job.release_to)
+                await self._on_writer(self._let_go, job.run_id, job.release_to)
             raise
         except BaseException:  # not a result: the run's lease lapses and recovery continues it
             self._let_go(job.run_id, None)
@@ -511,7 +511,7 @@ class Runner:
             self._let_go(job.run_id, None)
         if written and outcome.status is RunStatus.FINISHED:
             self._cleanup(job)
-            self._plan_audit(job, result)
+            await self._on_writer(self._plan_audit, job, result)
 
     # -- success audits ----------------------------------------------------------------------
 
@@ -530,7 +530,7 @@ class Runner:
         done = []
         for due in self.store.due_audits(self.clock.time() if now is None else now):
             outcome, note = await self._audit(due)
-            if self.store.record_audit(due.run_id, outcome, note, self.clock.time()):
+            if await self._on_writer(self.store.record_audit, due.run_id, outcome, note, self.clock.time()):
                 done.append(dataclasses.replace(due, outcome=outcome, note=note))
                 if self.on_audit is not None:
                     self.on_audit(due.agent, due.task_type, str(outcome))
