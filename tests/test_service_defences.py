@@ -257,8 +257,9 @@ def test_a_write_lock_held_on_the_sqlite_store_stalls_only_the_start_that_waits_
     build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another process in `BEGIN IMMEDIATE` (a sqlite3 shell, say): the start waits for the lock
-    off the event loop, `/healthz` answers meanwhile, and the start goes through once it is released."""
-    api = build()
+    off the event loop; `/healthz` and the reads answer meanwhile (a reader never waits for a writer in
+    WAL mode), and the start goes through once the lock is released."""
+    api = build(runs=1)
     store = api.app.state.service.runner.store  # type: ignore[attr-defined]
     create = _Watched(store.create)
     monkeypatch.setattr(store, "create", create)
@@ -270,7 +271,9 @@ def test_a_write_lock_held_on_the_sqlite_store_stalls_only_the_start_that_waits_
         start.start()
         assert create.reached.wait(30)
         assert api.get("/healthz").text == "ok"
-        assert not create.returned.is_set()  # /healthz answered while the start still waited
+        assert [r["status"] for r in api.get("/runs").json()["runs"]] == ["waiting"]
+        assert api.get("/pending").json()["total"] == 1 and api.get("/readyz").text == "ready"
+        assert not create.returned.is_set()  # they answered while the start still waited
     finally:
         other.execute("ROLLBACK")
         other.close()
