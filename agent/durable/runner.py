@@ -129,7 +129,7 @@ class Runner:
         _LIVE_OWNERS.add(self.owner)
         self.shutting_down = threading.Event()
         self._held: set[str] = set()  # runs whose lease this runner renews
-        self._held_lock = threading.Lock()  # recovery may run in a worker thread
+        self._held_lock = threading.Lock()  # recovery may run in a worker thread (and `_writer`)
         self._active: set[str] = set()
         self._spawned: dict[str, asyncio.Task[RunResult | None]] = {}
         self._segments: dict[str, asyncio.Task[Any]] = {}  # the tasks driving a segment, by run
@@ -650,10 +650,12 @@ class Runner:
         return Behind(self._writer(), write, self.lease, self.clock.time, send)
 
     def _writer(self) -> ThreadPoolExecutor:
-        """This runner's writer thread (made with its first use)."""
-        if self._pool is None:
-            self._pool = writer_pool()
-        return self._pool
+        """This runner's writer thread (made with its first use: on the loop, or on the thread of a
+        service's `begin`, so under a lock: one thread for all)."""
+        with self._held_lock:
+            if self._pool is None:
+                self._pool = writer_pool()
+            return self._pool
 
     async def _on_writer(self, call: Callable[..., T], *args: Any) -> T:
         """`call(*args)` on the writer thread, after the checkpoints handed to it: a store waiting for
