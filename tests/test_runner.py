@@ -320,6 +320,35 @@ def test_a_driven_run_records_its_end_and_its_audit_off_the_event_loop(store_url
         workers.close()
 
 
+def test_a_runner_in_a_server_writes_every_checkpoint_off_the_event_loop(
+    store_url: str, tmp_path: Path
+) -> None:
+    """`checkpoints_on_loop=False` (what the service sets): even a model that answers at once, whose
+    checkpoints the loop would otherwise write itself at its barriers, never writes on the loop."""
+    store = open_store(store_url)
+    runner = Runner(store, catalog(), checkpoints_on_loop=False)
+    where: list[bool] = []
+    for name in ("checkpoint", "send_checkpoint"):
+        if (real := getattr(store, name, None)) is not None:
+
+            def watched(*args: Any, _real: Any = real) -> Any:
+                try:
+                    asyncio.get_running_loop()
+                    where.append(True)
+                except RuntimeError:
+                    where.append(False)
+                return _real(*args)
+
+            setattr(store, name, watched)
+    try:
+        result = asyncio.run(runner.start("counter", "count", state=counter_state(tmp_path / "r", "plain")))
+        assert result.reason is StopReason.SUCCESS and counted(tmp_path / "r") == [1, 2]
+        assert where and not any(where)
+    finally:
+        runner.catalog.close()
+        store.close()
+
+
 def test_a_worker_whose_clock_is_minutes_ahead_takes_no_run_another_worker_holds(
     store_url: str, tmp_path: Path
 ) -> None:

@@ -209,7 +209,7 @@ def test_store_writes_run_off_the_event_loop(build: Build, monkeypatch: pytest.M
     api = build(runs=1)
     store = api.app.state.service.runner.store  # type: ignore[attr-defined]
     on_loop: list[str] = []
-    for name in ("create", "claim", "record"):
+    for name in ("create", "claim", "record", "checkpoint"):
         real = getattr(store, name)
 
         def watched(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:

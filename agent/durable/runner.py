@@ -109,6 +109,7 @@ class Runner:
         owner: str | None = None,
         clock: Clock = SYSTEM_CLOCK,
         on_audit: Callable[[str, str, str], None] | None = None,
+        checkpoints_on_loop: bool = True,
     ) -> None:
         if isinstance(store, str | os.PathLike):
             raise ConfigError(
@@ -125,6 +126,9 @@ class Runner:
         self.catalog = catalog
         self.hooks = hooks
         self.lease_seconds = lease_seconds
+        # False in a server: each checkpoint lands on the writer thread, never on the event loop (a
+        # thread hop at a barrier the writer has not reached yet, and no sending ahead; see `_behind`)
+        self.checkpoints_on_loop = checkpoints_on_loop
         self.owner = owner or f"{machine()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         _LIVE_OWNERS.add(self.owner)
         self.shutting_down = threading.Event()
@@ -646,8 +650,10 @@ class Runner:
             self.store.checkpoint(run_id, new, lease, now)
 
         sender = getattr(self.store, "send_checkpoint", None)  # a store that sends ahead (PostgreSQL)
-        send = functools.partial(sender, run_id) if sender is not None else None
-        return Behind(self._writer(), write, self.lease, self.clock.time, send)
+        # (whose results the loop reads: not in a server, where the writer thread writes each one)
+        send = functools.partial(sender, run_id) if sender is not None and self.checkpoints_on_loop else None
+        on_loop = self.checkpoints_on_loop
+        return Behind(self._writer(), write, self.lease, self.clock.time, send, on_loop=on_loop)
 
     def _writer(self) -> ThreadPoolExecutor:
         """This runner's writer thread (made with its first use: on the loop, or on the thread of a

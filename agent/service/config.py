@@ -56,6 +56,10 @@ class Service:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _calls: ThreadPoolExecutor | None = None  # see `off_loop`
 
+    def __post_init__(self) -> None:
+        if isinstance(self.runner, Runner):  # its checkpoints, too, wait for the store off the loop
+            self.runner.checkpoints_on_loop = False
+
     async def off_loop(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """`call(*args, **kwargs)` on the service's one thread for the runner's starts, claims,
         recovery and sweeps. A store that waits for a lock there (SQLite's busy timeout, PostgreSQL's
