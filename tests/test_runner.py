@@ -18,6 +18,7 @@ import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
 from agent import Agent, Extension, StopReason, tool
+from agent.audit import SuccessAudit
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
 from agent.durable.runner import AnswerError, Catalog, Job, Runner
 from agent.durable.store import (
@@ -62,8 +63,17 @@ class Workers:
         self.catalog.close()
 
 
+DYING_LEASE = 0.2  # the lease of a worker that is about to die, in seconds
+
+
+def outlive_its_lease() -> None:
+    """Wait until a dead worker's lease (`DYING_LEASE`) has run out by the store's clock."""
+    time.sleep(DYING_LEASE + 0.1)
+
+
 class Later(SystemClock):
-    """The system's clocks, `seconds` ahead: a lease taken now has run out for this runner."""
+    """The system's clocks, `seconds` ahead (behind, when negative): a deadline set now has passed
+    for this runner; a lease has not (the store's clock judges leases)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -260,11 +270,12 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
     store_url: str, tmp_path: Path
 ) -> None:
     folder = tmp_path / "r"
-    dying = Workers(store_url, catalog(), lease_seconds=0.2)
+    dying = Workers(store_url, catalog(), lease_seconds=DYING_LEASE)
     with pytest.raises(Crash):
         asyncio.run(dying.new().start("counter", "count", state=counter_state(folder, "crash")))
     assert counted(folder) == [1, 2, 3]
-    survivor = Workers(store_url, catalog(), clock=Later(0.3))  # the dead worker's lease ran out
+    outlive_its_lease()
+    survivor = Workers(store_url, catalog())
     try:
         runner = survivor.new()
         stuck = runner.store.list_runs(RunStatus.RUNNING)
@@ -278,10 +289,107 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
         dying.close()
 
 
+def test_a_driven_run_records_its_end_and_its_audit_off_the_event_loop(store_url: str) -> None:
+    """A store waiting for a lock (another process's write transaction) holds the writer thread,
+    never the event loop that the service's other requests and runs share."""
+    audited = Catalog()
+    audit = SuccessAudit(check=lambda ctx: [], share=1.0, after=0)
+    audited.register(
+        "shipper", lambda state: Agent("shipper", ScriptedModel([[finish("done", "ok")]]), audit=audit)
+    )
+    workers = Workers(store_url, audited)
+    try:
+        runner = workers.new()
+        writes: list[tuple[str, bool]] = []
+        for name in ("record", "schedule_audit", "record_audit", "release"):
+            real = getattr(runner.store, name)
+
+            def watched(*args: Any, _real: Any = real, _name: str = name) -> Any:
+                try:
+                    asyncio.get_running_loop()
+                    writes.append((_name, True))
+                except RuntimeError:
+                    writes.append((_name, False))
+                return _real(*args)
+
+            setattr(runner.store, name, watched)
+        assert asyncio.run(runner.start("shipper", "ship it")).reason is StopReason.SUCCESS
+        assert [a.outcome for a in asyncio.run(runner.audit_due(time.time() + 60))] == ["confirmed"]
+        assert writes == [("record", False), ("schedule_audit", False), ("record_audit", False)]
+    finally:
+        workers.close()
+
+
+def test_a_runner_in_a_server_writes_every_checkpoint_off_the_event_loop(
+    store_url: str, tmp_path: Path
+) -> None:
+    """`checkpoints_on_loop=False` (what the service sets): even a model that answers at once, whose
+    checkpoints the loop would otherwise write itself at its barriers, never writes on the loop."""
+    store = open_store(store_url)
+    runner = Runner(store, catalog(), checkpoints_on_loop=False)
+    where: list[bool] = []
+    for name in ("checkpoint", "send_checkpoint"):
+        if (real := getattr(store, name, None)) is not None:
+
+            def watched(*args: Any, _real: Any = real) -> Any:
+                try:
+                    asyncio.get_running_loop()
+                    where.append(True)
+                except RuntimeError:
+                    where.append(False)
+                return _real(*args)
+
+            setattr(store, name, watched)
+    try:
+        result = asyncio.run(runner.start("counter", "count", state=counter_state(tmp_path / "r", "plain")))
+        assert result.reason is StopReason.SUCCESS and counted(tmp_path / "r") == [1, 2]
+        assert where and not any(where)
+    finally:
+        runner.catalog.close()
+        store.close()
+
+
+def test_a_worker_whose_clock_is_minutes_ahead_takes_no_run_another_worker_holds(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Leases run out by the store's clock: a worker 5 minutes behind holds its run for its whole
+    lease, whatever the clock of a worker 5 minutes ahead says."""
+    behind = Workers(store_url, catalog(), clock=Later(-300))
+    ahead = Workers(store_url, catalog(), clock=Later(300))
+    try:
+        holder = behind.new()
+        job = holder.begin("counter", "count", state=counter_state(tmp_path / "r", "plain"))
+        other = ahead.new()
+        assert other.recoverable() == [] and asyncio.run(other.recover()) == []
+        held = other.store.get(job.run_id)
+        assert held is not None and (held.owner, held.segments) == (holder.owner, 1)
+        assert asyncio.run(holder.drive(job)).reason is StopReason.SUCCESS  # its holder finishes it
+    finally:
+        ahead.close()
+        behind.close()
+
+
+def test_a_worker_whose_clock_is_minutes_behind_takes_over_a_run_whose_lease_ran_out(
+    store_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    dying = Workers(store_url, catalog(), lease_seconds=DYING_LEASE, clock=Later(300))
+    survivor = Workers(store_url, catalog(), clock=Later(-300))
+    try:
+        with pytest.raises(Crash):
+            asyncio.run(dying.new().start("counter", "count", state=counter_state(folder, "crash")))
+        outlive_its_lease()
+        assert [r.reason for r in asyncio.run(survivor.new().recover())] == [StopReason.SUCCESS]
+        assert counted(folder) == [1, 2, 3, 4]
+    finally:
+        survivor.close()
+        dying.close()
+
+
 def test_recovery_goes_on_past_a_run_that_cannot_be_rebuilt_and_ends_it_as_a_resumable_error(
     store_url: str, tmp_path: Path
 ) -> None:
-    dying = Workers(store_url, catalog(), lease_seconds=0.2)
+    dying = Workers(store_url, catalog(), lease_seconds=DYING_LEASE)
     folders = {name: tmp_path / name for name in ("broken", "fine")}
     for name, folder in folders.items():
         state = counter_state(folder, "crash") | {"config": str(tmp_path / f"{name}.toml")}
@@ -289,7 +397,8 @@ def test_recovery_goes_on_past_a_run_that_cannot_be_rebuilt_and_ends_it_as_a_res
         with pytest.raises(Crash):
             asyncio.run(dying.new().start("configured-counter", "count", state=state, run_id=name))
     (tmp_path / "broken.toml").unlink()  # its agent's config file is gone
-    survivor = Workers(store_url, catalog(), clock=Later(seconds=60))  # the dead worker's leases ran out
+    outlive_its_lease()
+    survivor = Workers(store_url, catalog())
     try:
         runner = survivor.new()
         results = asyncio.run(runner.recover())
@@ -447,13 +556,14 @@ def test_an_answer_taken_before_the_deadline_survives_its_worker_dying_after_the
     """The claim keeps the answer and when it came: recovery after the deadline still applies it."""
     folder = tmp_path / "r"
     asking = Workers(store_url, catalog())
-    dying = Workers(store_url, catalog(), lease_seconds=0.2)
-    survivor = Workers(store_url, catalog(), clock=Later(1.2))  # past the deadline and the lease
+    dying = Workers(store_url, catalog(), lease_seconds=DYING_LEASE)
+    survivor = Workers(store_url, catalog(), clock=Later(1.2))  # past the deadline, for this runner
     try:
         state = counter_state(folder, "ask", wait=1.0)
         first = asyncio.run(asking.new().start("counter", "ask", state=state))
         assert first.reason is StopReason.NEED_HELP
         dying.new().claim(first.run_id, "2")  # claimed in time; the worker dies before driving it
+        outlive_its_lease()
         results = asyncio.run(survivor.new().recover())
         assert [r.reason for r in results] == [StopReason.SUCCESS]
         assert counted(folder) == [1, 2]
@@ -767,8 +877,8 @@ def test_a_worker_dying_between_the_question_and_its_record_loses_no_question(
     """The agent suspended but the worker died before the store recorded it: recovery continues
     from the last checkpoint, the question is asked again and waits; no recorded call runs again."""
     folder = tmp_path / "r"
-    dying = Workers(store_url, catalog(), lease_seconds=0.2)
-    survivor = Workers(store_url, catalog(), clock=Later(0.3))  # the dead worker's lease ran out
+    dying = Workers(store_url, catalog(), lease_seconds=DYING_LEASE)
+    survivor = Workers(store_url, catalog())
     try:
         runner = dying.new()
 
@@ -778,6 +888,7 @@ def test_a_worker_dying_between_the_question_and_its_record_loses_no_question(
         runner.store.record = die  # type: ignore[method-assign,assignment]
         with pytest.raises(Crash):
             asyncio.run(runner.start("counter", "ask", state=counter_state(folder, "ask")))
+        outlive_its_lease()
         [again] = asyncio.run(survivor.new().recover())
         assert again.reason is StopReason.NEED_HELP and again.note == "Which number next?"
         rec = survivor.new().store.get(again.run_id)
@@ -807,6 +918,65 @@ def test_a_task_type_is_a_label_so_only_the_catalogs_are_taken(store_url: str, t
         assert (result.reason, result.task_type) == (StopReason.SUCCESS, "bulk-counting")
     finally:
         workers.close()
+
+
+def task_typed(*task_types: str) -> Catalog:
+    """The counter, running `task_types` besides its own (a deploy's catalog)."""
+    c = Catalog()
+    c.register("counter", make_counter, task_types=task_types)
+    return c
+
+
+def test_an_answer_to_a_run_whose_task_type_left_the_catalog_is_refused_and_the_run_keeps_waiting(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Task types are metric labels the catalog names: a run saved under one that a redeploy dropped
+    does not go on under it unannounced; the refusal names it and the fix, and the run still waits."""
+    folder = tmp_path / "r"
+    before, after = Workers(store_url, task_typed("bulk-counting")), Workers(store_url, task_typed())
+    try:
+        state = counter_state(folder, "ask")
+        first = asyncio.run(before.new().start("counter", "ask", task_type="bulk-counting", state=state))
+        assert first.reason is StopReason.NEED_HELP
+        runner = after.new()
+        with pytest.raises(
+            ConfigError, match=r"task type 'bulk-counting'.*Add 'bulk-counting' to .*task_types"
+        ):
+            runner.claim(first.run_id, "2")
+        rec = runner.store.get(first.run_id)
+        assert rec is not None and (rec.status, rec.segments, rec.answer) == (RunStatus.WAITING, 1, None)
+        assert runner.held() == set() and counted(folder) == [1]
+        again = asyncio.run(before.new().resume(first.run_id, "2"))  # the type is back in the catalog
+        assert (again.reason, again.task_type) == (StopReason.SUCCESS, "bulk-counting")
+        assert counted(folder) == [1, 2]
+    finally:
+        after.close()
+        before.close()
+
+
+def test_recovery_of_a_run_whose_task_type_left_the_catalog_ends_it_as_a_resumable_error(
+    store_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    dying = Workers(store_url, task_typed("bulk-counting"), lease_seconds=DYING_LEASE)
+    survivor = Workers(store_url, task_typed())
+    try:
+        state = counter_state(folder, "crash")
+        with pytest.raises(Crash):
+            asyncio.run(dying.new().start("counter", "count", task_type="bulk-counting", state=state))
+        outlive_its_lease()
+        runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []
+        [rec] = runner.store.list_runs(limit=None)
+        assert (rec.status, rec.error_type) == (RunStatus.FINISHED, "agent_build_failed")
+        assert "'bulk-counting'" in rec.note and f"endstate resume {rec.run_id}" in rec.note
+        assert counted(folder) == [1, 2, 3]
+        done = asyncio.run(dying.new().resume(rec.run_id))  # the type is back in the catalog
+        assert (done.reason, done.task_type) == (StopReason.SUCCESS, "bulk-counting")
+        assert counted(folder) == [1, 2, 3, 4]
+    finally:
+        survivor.close()
+        dying.close()
 
 
 def test_an_approval_runs_only_the_call_the_person_was_shown(counters: Workers, tmp_path: Path) -> None:
@@ -1124,7 +1294,7 @@ def test_a_run_taken_over_mid_turn_is_finished_by_the_new_holder_and_journaled_o
             first = asyncio.create_task(a.drive(job))
             assert await asyncio.to_thread(inside.wait, 30)
             owner = b.store.get("taken").owner  # type: ignore[union-attr]
-            held = b.store.take_over("taken", owner or "", b.lease(), time.time())
+            held = b.store.take_over("taken", owner or "", b.lease(), time.time(), only_lapsed=False)
             resumed = b._resume_job(b._hold(held), release_to=None, recovering=True)
             go_on.set()
             return await first, await b.drive(resumed)

@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -201,6 +202,106 @@ def test_store_reads_run_off_the_event_loop(build: Build, monkeypatch: pytest.Mo
     assert api.get("/pending").status_code == 200
     assert api.get("/inbox").status_code == 200
     assert on_loop == []
+
+
+def test_store_writes_run_off_the_event_loop(build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starts, claims and the records of how segments ended wait for the store's locks on a thread."""
+    api = build(runs=1)
+    store = api.app.state.service.runner.store  # type: ignore[attr-defined]
+    on_loop: list[str] = []
+    for name in ("create", "claim", "record", "checkpoint"):
+        real = getattr(store, name)
+
+        def watched(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            try:
+                asyncio.get_running_loop()
+                on_loop.append(_name)
+            except RuntimeError:
+                pass
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(store, name, watched)
+    [waiting] = api.get("/runs").json()["runs"]
+    started = api.post("/runs", json=INVOICE, headers=AUTH).json()["run_id"]
+    assert api.post(f"/runs/{waiting['run_id']}/answer", json={"answer": "INV-0913"}, headers=AUTH).is_success
+    for run_id in (started, waiting["run_id"]):
+        _settled(api, run_id)
+    assert on_loop == []
+
+
+def _settled(api: TestClient, run_id: str) -> dict[str, Any]:
+    """The run once its segment has been recorded (no worker holds it)."""
+    for _ in range(600):
+        run: dict[str, Any] = api.get(f"/runs/{run_id}").json()
+        if run["status"] != "running":
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} never settled")
+
+
+class _Watched:
+    """Wraps a store method: `reached` once it is called, `returned` once it has returned or raised."""
+
+    def __init__(self, real: Any) -> None:
+        self.real, self.reached, self.returned = real, threading.Event(), threading.Event()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.reached.set()
+        try:
+            return self.real(*args, **kwargs)
+        finally:
+            self.returned.set()
+
+
+def test_a_write_lock_held_on_the_sqlite_store_stalls_only_the_start_that_waits_for_it(
+    build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process in `BEGIN IMMEDIATE` (a sqlite3 shell, say): the start waits for the lock
+    off the event loop; `/healthz` and the reads answer meanwhile (a reader never waits for a writer in
+    WAL mode), and the start goes through once the lock is released."""
+    api = build(runs=1)
+    store = api.app.state.service.runner.store  # type: ignore[attr-defined]
+    create = _Watched(store.create)
+    monkeypatch.setattr(store, "create", create)
+    answers: list[Any] = []
+    start = threading.Thread(target=lambda: answers.append(api.post("/runs", json=INVOICE, headers=AUTH)))
+    other = sqlite3.connect(tmp_path / "runs.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        start.start()
+        assert create.reached.wait(30)
+        assert api.get("/healthz").text == "ok"
+        assert [r["status"] for r in api.get("/runs").json()["runs"]] == ["waiting"]
+        assert api.get("/pending").json()["total"] == 1 and api.get("/readyz").text == "ready"
+        assert not create.returned.is_set()  # they answered while the start still waited
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        start.join(60)
+    [started] = answers
+    assert started.status_code == 202
+    assert _settled(api, started.json()["run_id"])["status"] == "waiting"
+
+
+def test_a_write_lock_held_past_the_busy_timeout_is_a_clear_503_and_stores_nothing(
+    build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent.durable.store.sqlite
+
+    monkeypatch.setattr(agent.durable.store.sqlite, "BUSY_TIMEOUT_MS", 200)
+    api = build()
+    other = sqlite3.connect(tmp_path / "runs.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        refused = api.post("/runs", json=INVOICE, headers=AUTH)
+        assert api.get("/healthz").text == "ok"
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert refused.status_code == 503
+    error = refused.json()["error"]
+    assert "kept a write transaction open on it for over 0.2 s" in error and "end that transaction" in error
+    assert api.get("/runs").json()["runs"] == []
 
 
 # -- item 16: reads need the token when the service listens beyond loopback ----------------------

@@ -12,7 +12,7 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +55,20 @@ def store(store_url: str) -> Iterator[RunStore]:
     s.close()
 
 
-def lease(owner: str = "w1", until: float = NOW + 30) -> Lease:
-    return Lease(owner, until)
+def lease(owner: str = "w1", seconds: float = 30) -> Lease:
+    return Lease(owner, seconds)
+
+
+def held_for(store: RunStore, run_id: str, seconds: float, write: Callable[[], object]) -> float:
+    """Call `write` and return the run's lease end, checked to be `seconds` past the store's clock
+    at the write (between its readings before and after): set by the store's clock, not the caller's."""
+    before = store.now()
+    write()
+    after = store.now()
+    got = store.get(run_id)
+    assert got is not None and got.lease_until is not None
+    assert before <= got.lease_until - seconds <= after
+    return got.lease_until
 
 
 @tool(needs_approval=True)
@@ -133,10 +145,10 @@ def test_a_checkpoint_saves_the_snapshot_and_progress_under_the_lease(store: Run
     started(store)
     snap = suspended(make_agent).snapshot
     assert snap is not None
-    store.checkpoint("r1", checkpoint_of(snap), lease(until=NOW + 60), NOW + 1)
+    held_for(store, "r1", 60, lambda: store.checkpoint("r1", checkpoint_of(snap), lease(seconds=60), NOW + 1))
     rec = store.get("r1")
     assert rec is not None and store.snapshot("r1") == dataclasses.replace(snap, kind=SnapshotKind.CHECKPOINT)
-    assert rec.turns == 1 and rec.lease_until == NOW + 60 and rec.input_tokens == snap.usage.input_tokens
+    assert rec.turns == 1 and rec.input_tokens == snap.usage.input_tokens
     with pytest.raises(LeaseLost):
         store.checkpoint("r1", checkpoint_of(snap), lease("intruder"), NOW + 2)
 
@@ -251,14 +263,35 @@ def test_concurrent_claims_exactly_one_wins(store_url: str, make_agent) -> None:
 
 
 def test_take_over_is_a_compare_and_swap_on_the_owner(store: RunStore) -> None:
-    started(store)
+    store.create(NewRun("r1", "test-agent", "pay", "default"), lease(seconds=-1), NOW)  # ran out
     rec = store.take_over("r1", "w1", lease("w2"), NOW)
     assert rec.owner == "w2"
     with pytest.raises(NotClaimable):
-        store.take_over("r1", "w1", lease("w3"), NOW)
-    assert store.heartbeat(lease("w2", NOW + 99)) == 1
-    got = store.get("r1")
-    assert got is not None and got.lease_until == NOW + 99
+        store.take_over("r1", "w1", lease("w3"), NOW, only_lapsed=False)
+    held_for(store, "r1", 99, lambda: store.heartbeat(lease("w2", 99)))
+
+
+def test_a_held_lease_is_taken_over_only_once_it_ran_out_by_the_stores_clock(store: RunStore) -> None:
+    """The caller's `now` (a worker's clock, minutes ahead here) decides nothing about a lease."""
+    ahead = time.time() + 600
+    started(store)  # held for 30 s from the store's clock
+    with pytest.raises(NotClaimable, match="renewed the lease"):
+        store.take_over("r1", "w1", lease("w2"), ahead)
+    assert store.heartbeat(lease("w1", -1)) == 1  # its holder's last renewal ran out a second ago
+    assert store.take_over("r1", "w1", lease("w2"), time.time() - 600).owner == "w2"
+    taken = store.get("r1")
+    assert taken is not None and taken.lease_until is not None and taken.lease_until > store.now()
+
+
+def test_a_take_over_of_a_worker_known_gone_does_not_wait_for_its_lease(store: RunStore) -> None:
+    started(store)
+    assert store.take_over("r1", "w1", lease("w2"), NOW, only_lapsed=False).owner == "w2"
+
+
+def test_the_stores_clock_is_the_epoch_in_seconds(store: RunStore) -> None:
+    before = time.time()
+    now = store.now()
+    assert isinstance(now, float) and before - 5 < now < time.time() + 5  # one machine here: one clock
 
 
 def test_expired_lists_waiting_runs_past_their_deadline(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
@@ -513,10 +546,10 @@ def test_a_run_given_back_to_wait_forgets_the_answer_it_was_claimed_with(store: 
 def test_a_heartbeat_renews_only_the_runs_it_names(store: RunStore) -> None:
     for run_id in ("a", "b"):
         started(store, run_id)
-    assert store.heartbeat(lease("w1", NOW + 99), ["a"]) == 1
-    assert store.heartbeat(lease("w1", NOW + 99), []) == 0
-    a, b = store.get("a"), store.get("b")
-    assert a is not None and b is not None and (a.lease_until, b.lease_until) == (NOW + 99, NOW + 30)
+    b = store.get("b")
+    held_for(store, "a", 99, lambda: store.heartbeat(lease("w1", 99), ["a"]))
+    assert store.heartbeat(lease("w1", 99), []) == 0
+    assert store.get("b") == b
 
 
 def test_concurrent_creates_of_one_id_give_one_run_and_run_exists_to_the_rest(store_url: str) -> None:
@@ -604,7 +637,7 @@ def test_a_dropped_postgres_connection_is_replaced_and_checkpoints_go_on(make_ag
         got = store.snapshot("r1")
         assert got is not None and got.journal == snap.journal
         drop_connections()
-        assert store.heartbeat(lease("w1", NOW + 60), ["r1"]) == 1
+        assert store.heartbeat(lease("w1", 60), ["r1"]) == 1
         drop_connections()
         with pytest.raises(StoreError, match="PostgreSQL run store postgresql://postgres@"):
             store.record("r1", Outcome.of(suspended(make_agent)), lease(), NOW + 2)  # not repeated blindly

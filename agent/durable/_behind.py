@@ -8,7 +8,9 @@ and before the segment ends it awaits the last one handed over
   waits on anything (a model call over the network: seconds in production);
 - the loop itself, when it reaches the barrier before that (a model that
   answers at once, as in the benchmarks): then it is written right there, as
-  a synchronous checkpoint was, without a thread hop.
+  a synchronous checkpoint was, without a thread hop. Not in a server
+  (`on_loop=False`): there the loop hands it to the writer and waits, so a
+  store waiting for a lock never holds the event loop.
 
 A store that can send a statement ahead (PostgreSQL: `send_checkpoint`) needs
 no thread: the checkpoint goes to the server at once, the server writes it
@@ -135,9 +137,11 @@ class Written:
         if (before := self.before) is not None:  # earlier writes first: they stay in order
             failure = yield from before._landed()
             self.before = None
-        if self.take():  # the writer thread has not started it: write it here, now
+        if self._behind.on_loop and self.take():  # the writer thread has not started it: write it here
             self.land()
-        elif not self.done:  # the writer thread has it (so it has a future)
+        elif not self.done:  # the writer thread has it (so it has a future), or gets it now
+            if self.future is None:
+                self._behind._hand_off(self)
             assert self.future is not None
             with contextlib.suppress(Exception):  # how it went is in `error`
                 yield from asyncio.shield(asyncio.wrap_future(self.future)).__await__()
@@ -154,8 +158,10 @@ class Behind:
         lease: Callable[[], Lease],
         now: Callable[[], float],
         send: Send | None = None,
+        on_loop: bool = True,
     ) -> None:
         self._pool, self._write, self._lease, self._now, self._send = pool, write, lease, now, send
+        self.on_loop = on_loop  # the loop may write a checkpoint the writer has not taken yet
         self._last: Written | None = None
         self._unsaved: Checkpoint | None = None  # a checkpoint that failed: its entries go with the next
 
@@ -260,7 +266,7 @@ class Behind:
         return Checkpoint(checkpoint.head, unsaved.first, [*before, *checkpoint.entries])
 
     def _hand_off(self, written: Written) -> None:
-        if not written.taken:  # (the loop may have written it already)
+        if not written.taken and written.future is None:  # (the loop may have written or handed it)
             written.future = Future()  # before the writer can take it: whoever lands it settles this
             self._pool.submit(_on_writer, written)
 

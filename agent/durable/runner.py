@@ -12,7 +12,10 @@ its process is gone on this host) and runs that a shutdown cancelled.
 
 A runner renews the lease of the runs it holds while it holds them, and
 only those: a run it could not record is let go, so that recovery (here or
-in another worker) continues it from its last checkpoint.
+in another worker) continues it from its last checkpoint. Leases run out by
+the store's clock, never by a worker's own (`clock` decides run time only:
+budgets, help deadlines, audits), so workers whose clocks disagree never take
+a held run from each other.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent._codec import unwritable
 from agent._state import calls_of
@@ -71,6 +74,7 @@ __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "lo
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
+T = TypeVar("T")
 
 
 class AnswerError(EndstateError):
@@ -105,6 +109,7 @@ class Runner:
         owner: str | None = None,
         clock: Clock = SYSTEM_CLOCK,
         on_audit: Callable[[str, str, str], None] | None = None,
+        checkpoints_on_loop: bool = True,
     ) -> None:
         if isinstance(store, str | os.PathLike):
             raise ConfigError(
@@ -121,11 +126,14 @@ class Runner:
         self.catalog = catalog
         self.hooks = hooks
         self.lease_seconds = lease_seconds
+        # False in a server: each checkpoint lands on the writer thread, never on the event loop (a
+        # thread hop at a barrier the writer has not reached yet, and no sending ahead; see `_behind`)
+        self.checkpoints_on_loop = checkpoints_on_loop
         self.owner = owner or f"{machine()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         _LIVE_OWNERS.add(self.owner)
         self.shutting_down = threading.Event()
         self._held: set[str] = set()  # runs whose lease this runner renews
-        self._held_lock = threading.Lock()  # recovery may run in a worker thread
+        self._held_lock = threading.Lock()  # recovery may run in a worker thread (and `_writer`)
         self._active: set[str] = set()
         self._spawned: dict[str, asyncio.Task[RunResult | None]] = {}
         self._segments: dict[str, asyncio.Task[Any]] = {}  # the tasks driving a segment, by run
@@ -133,10 +141,10 @@ class Runner:
         self._beat: asyncio.TimerHandle | None = None  # the next heartbeat (see `_ensure_heartbeat`)
         self._beat_loop: asyncio.AbstractEventLoop | None = None
         self._renewals: set[asyncio.Task[None]] = set()  # heartbeats being written (kept referenced)
-        self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints
+        self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints and records
 
     def lease(self) -> Lease:
-        return Lease(self.owner, self.clock.time() + self.lease_seconds)
+        return Lease(self.owner, self.lease_seconds)
 
     # -- starting ------------------------------------------------------
 
@@ -278,7 +286,7 @@ class Runner:
         for it) it ends as `error` instead, keeping its snapshot for `endstate resume`.
         """
         try:
-            agent = self._agent(record.agent, record.state, record.run_id)
+            agent = self._agent(record.agent, record.state, record.run_id, record.task_type, saved=True)
             check_approved_tool(agent, record)
             snapshot = known if known is not None else self.store.snapshot(record.run_id)
         except Exception as exc:
@@ -344,7 +352,7 @@ class Runner:
         return None
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
-        agent = self._agent(record.agent, record.state, record.run_id)
+        agent = self._agent(record.agent, record.state, record.run_id, record.task_type, saved=True)
         snapshot = self.store.snapshot(record.run_id)
         if snapshot is None:
             raise StoreError(f"run {record.run_id} waits but has no snapshot")
@@ -355,11 +363,10 @@ class Runner:
 
         return Job(record.run_id, agent, record, segment, RunStatus.WAITING)
 
-    def recoverable(self, now: float | None = None) -> list[RunRecord]:
+    def recoverable(self) -> list[RunRecord]:
         """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled."""
-        now = self.clock.time() if now is None else now
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
-        held = self.held()
+        held, now = self.held(), self.store.now()  # leases run out by the store's clock
         gone = [r for r in running if r.run_id not in held and worker_gone(r, now)]
         return gone + self.store.interrupted()
 
@@ -372,9 +379,13 @@ class Runner:
         jobs = []
         for record in self.recoverable():
             try:
-                if record.status is RunStatus.RUNNING:
+                if record.status is RunStatus.RUNNING:  # its lease ran out, unless its process is gone
                     held = self.store.take_over(
-                        record.run_id, record.owner or "", self.lease(), self.clock.time()
+                        record.run_id,
+                        record.owner or "",
+                        self.lease(),
+                        self.clock.time(),
+                        only_lapsed=not process_gone(record),
                     )
                 else:
                     held = self.store.claim(record.run_id, (record.status,), self.lease(), self.clock.time())
@@ -434,9 +445,9 @@ class Runner:
             result = await job.segment(_Either(self.shutting_down, cancel, self._own_cancel(job)))
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
             if job.recovering:
-                self._end_unresumable(job.record, exc)
+                await self._on_writer(self._end_unresumable, job.record, exc)
             else:
-                self._let_go(job.run_id, job.release_to)
+                await self._on_writer(self._let_go, job.run_id, job.release_to)
             raise
         except BaseException:  # not a result: the run's lease lapses and recovery continues it
             self._let_go(job.run_id, None)
@@ -504,7 +515,7 @@ class Runner:
             self._let_go(job.run_id, None)
         if written and outcome.status is RunStatus.FINISHED:
             self._cleanup(job)
-            self._plan_audit(job, result)
+            await self._on_writer(self._plan_audit, job, result)
 
     # -- success audits ----------------------------------------------------------------------
 
@@ -523,7 +534,7 @@ class Runner:
         done = []
         for due in self.store.due_audits(self.clock.time() if now is None else now):
             outcome, note = await self._audit(due)
-            if self.store.record_audit(due.run_id, outcome, note, self.clock.time()):
+            if await self._on_writer(self.store.record_audit, due.run_id, outcome, note, self.clock.time()):
                 done.append(dataclasses.replace(due, outcome=outcome, note=note))
                 if self.on_audit is not None:
                     self.on_audit(due.agent, due.task_type, str(outcome))
@@ -549,12 +560,12 @@ class Runner:
         """Record an outcome, retrying a failing store; False when another worker holds the run now."""
         for attempt, delay in enumerate(RECORD_RETRIES):
             try:
-                return self._write_once(run_id, outcome, retried=attempt > 0)
+                return await self._on_writer(self._write_once, run_id, outcome, attempt > 0)
             except StoreError:
                 log.warning("recording run %s failed; retrying in %.1f s", run_id, delay, exc_info=True)
                 await asyncio.sleep(delay)
         try:
-            return self._write_once(run_id, outcome, retried=bool(RECORD_RETRIES))
+            return await self._on_writer(self._write_once, run_id, outcome, bool(RECORD_RETRIES))
         except StoreError:
             log.error(
                 "run %s: its result was not recorded; recovery continues it from its checkpoint", run_id
@@ -609,9 +620,11 @@ class Runner:
         return entry.cancel(job.record.state) if entry is not None and entry.cancel else None
 
     def _agent(
-        self, name: str, state: State, run_id: str, task_type: str | None = None
+        self, name: str, state: State, run_id: str, task_type: str | None = None, saved: bool = False
     ) -> Agent | ForeignAgent:
-        """The catalog's agent, checkpointing to the store under this runner's lease."""
+        """The catalog's agent, checkpointing to the store under this runner's lease, for a run of
+        `task_type` (asked for by a start, or `saved` with a stored run): one the catalog entry does
+        not run is refused, since task types are metric labels that the catalog names."""
         entry = self.catalog.entry(name)
         built = entry.build(state)
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
@@ -624,10 +637,7 @@ class Runner:
         if task_type and task_type != built.task_type:
             if task_type not in entry.task_types:
                 allowed = ", ".join(sorted({built.task_type, *entry.task_types}))
-                raise ConfigError(
-                    f"agent {name!r} does not run task type {task_type!r}; use one of: {allowed} "
-                    "(add it to the catalog entry's task_types)"
-                )
+                raise task_type_refused(name, task_type, allowed, run_id if saved else None)
             changes["task_type"] = task_type
         if built.clock is SYSTEM_CLOCK:
             changes["clock"] = self.clock
@@ -635,15 +645,29 @@ class Runner:
 
     def _checkpointer(self, run_id: str) -> Behind:
         """Checkpoints written behind the loop, on this runner's writer thread (see `_behind`)."""
-        if self._pool is None:
-            self._pool = writer_pool()
 
         def write(new: Checkpoint, lease: Lease, now: float) -> None:
             self.store.checkpoint(run_id, new, lease, now)
 
         sender = getattr(self.store, "send_checkpoint", None)  # a store that sends ahead (PostgreSQL)
-        send = functools.partial(sender, run_id) if sender is not None else None
-        return Behind(self._pool, write, self.lease, self.clock.time, send)
+        # (whose results the loop reads: not in a server, where the writer thread writes each one)
+        send = functools.partial(sender, run_id) if sender is not None and self.checkpoints_on_loop else None
+        on_loop = self.checkpoints_on_loop
+        return Behind(self._writer(), write, self.lease, self.clock.time, send, on_loop=on_loop)
+
+    def _writer(self) -> ThreadPoolExecutor:
+        """This runner's writer thread (made with its first use: on the loop, or on the thread of a
+        service's `begin`, so under a lock: one thread for all)."""
+        with self._held_lock:
+            if self._pool is None:
+                self._pool = writer_pool()
+            return self._pool
+
+    async def _on_writer(self, call: Callable[..., T], *args: Any) -> T:
+        """`call(*args)` on the writer thread, after the checkpoints handed to it: a store waiting for
+        a lock holds that thread, never the event loop. (A thread that lives as long as the runner:
+        `asyncio.to_thread` would start one per event loop, a run's cost in a short-lived process.)"""
+        return await asyncio.get_running_loop().run_in_executor(self._writer(), call, *args)
 
     def _ensure_heartbeat(self) -> None:
         """Renew held leases every `lease_seconds / 3` on this loop: a timer, not a task per run (a
@@ -757,6 +781,21 @@ def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:
         )
 
 
+def task_type_refused(agent: str, task_type: str, allowed: str, saved_run: str | None) -> ConfigError:
+    """A task type the agent's catalog entry does not run: asked for by a start, or saved with
+    `saved_run` (a redeploy dropped it from the entry since: the run is refused, not relabelled)."""
+    if saved_run is None:
+        return ConfigError(
+            f"agent {agent!r} does not run task type {task_type!r}; use one of: {allowed} "
+            "(add it to the catalog entry's task_types)"
+        )
+    return ConfigError(
+        f"run {saved_run} has task type {task_type!r}, which agent {agent!r} no longer runs (its catalog "
+        f"entry's task types: {allowed}); the run keeps its place and its task type. Add {task_type!r} to "
+        "the entry's task_types again and deploy, then answer or resume the run"
+    )
+
+
 def check_state(state: Any) -> None:
     """Refuse a run's state the store cannot keep (it is stored with the run, as JSON)."""
     if not isinstance(state, dict):
@@ -794,14 +833,18 @@ def machine() -> str:
 
 
 def worker_gone(record: RunRecord, now: float) -> bool:
-    """True when a running run's lease ran out, or its worker's process here is gone.
+    """True when a running run's lease ran out by `now` (the store's clock), or its worker's
+    process here is gone."""
+    return record.lease_until is None or record.lease_until < now or process_gone(record)
+
+
+def process_gone(record: RunRecord) -> bool:
+    """True when the run's worker ran on this machine and its process is gone.
 
     An owner is `machine:pid:runner`. Here means this machine and pid namespace; a
     worker with this very pid is an earlier process (a restarted container) unless
     it is one of this process's runners.
     """
-    if record.lease_until is None or record.lease_until < now:
-        return True
     where, _, rest = (record.owner or "").partition(":")
     pid = rest.partition(":")[0]
     if where != machine() or not pid.isdigit():

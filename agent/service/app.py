@@ -211,7 +211,7 @@ class Api:
             raise Problem(400, "'run_id' must not be empty: give an id, or leave the field out for a new one")
         agent, task = required(body, "agent"), required(body, "task")
         try:
-            job = self.runner.begin(agent, task, **options)
+            job = await self.service.off_loop(self.runner.begin, agent, task, **options)
         except RunExists:
             return await self._started_before(agent, task, options)
         return self._accepted(job)
@@ -266,33 +266,36 @@ class Api:
     async def answer(self, request: Request) -> Response:
         self._authorize(request)
         body = known_fields(await json_body(request, self.service.body_timeout), "answer", "segments")
-        return self._claimed(request, required(body, "answer"), None, body)
+        return await self._claimed(request, required(body, "answer"), None, body)
 
     async def approve(self, request: Request) -> Response:
         self._authorize(request)
         body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), "segments")
-        return self._claimed(request, None, True, body)
+        return await self._claimed(request, None, True, body)
 
     async def deny(self, request: Request) -> Response:
         self._authorize(request)
         body = known_fields(
             await json_body(request, self.service.body_timeout, empty_ok=True), "reason", "segments"
         )
-        return self._claimed(request, optional(body, "reason", str), False, body)
+        return await self._claimed(request, optional(body, "reason", str), False, body)
 
     async def resume(self, request: Request) -> Response:
         """A cancelled run continues; one that stopped at a limit, with the `more_*` budget given."""
         self._authorize(request)
         body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), *MORE)
         more = extension(body)
-        return self._accepted(self.runner.claim(request.path_params["run_id"], more=more))
+        return self._accepted(
+            await self.service.off_loop(self.runner.claim, request.path_params["run_id"], more=more)
+        )
 
-    def _claimed(
+    async def _claimed(
         self, request: Request, answer: str | None, approved: bool | None, body: dict[str, Any]
     ) -> Response:
         """Claim the run named in the path with this answer (as read, when `segments` is given)."""
-        run_id = request.path_params["run_id"]
-        return self._accepted(claim(self.runner, run_id, answer, approved, segments=read_at(body)))
+        run_id, segments = request.path_params["run_id"], read_at(body)
+        job = await self.service.off_loop(claim, self.runner, run_id, answer, approved, segments=segments)
+        return self._accepted(job)
 
     async def metrics(self, request: Request) -> Response:
         if self.service.metrics is None:

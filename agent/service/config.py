@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -27,6 +29,8 @@ LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # no run data: any host, no token
 
 READ_AUTH_MODES = ("auto", "token", "open")
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -54,6 +58,21 @@ class Service:
     first_scrape_wait: float = 0.0
     ready: bool = False
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _calls: ThreadPoolExecutor | None = None  # see `off_loop`
+
+    def __post_init__(self) -> None:
+        if isinstance(self.runner, Runner):  # its checkpoints, too, wait for the store off the loop
+            self.runner.checkpoints_on_loop = False
+
+    async def off_loop(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`call(*args, **kwargs)` on the service's one thread for the runner's starts, claims,
+        recovery and sweeps. A store that waits for a lock there (SQLite's busy timeout, PostgreSQL's
+        lock_timeout) holds that thread, never the event loop: `/healthz` and every read still
+        answer. One thread: the catalog is still called once at a time (it need not be thread-safe)."""
+        if self._calls is None:
+            self._calls = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-service-calls")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._calls, functools.partial(call, *args, **kwargs))
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -77,6 +96,9 @@ class Service:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
             await self.runner.shutdown(self.grace)
+            if self._calls is not None:
+                self._calls.shutdown(wait=False)
+                self._calls = None
 
     async def _sweep_forever(self) -> None:
         """Expire runs past their deadline; take over runs whose worker died since the start."""
@@ -86,7 +108,7 @@ class Service:
         while True:
             await asyncio.sleep(self.sweep_interval)
             try:
-                for job in self.runner.expiry_jobs():
+                for job in await self.off_loop(self.runner.expiry_jobs):
                     self.runner.spawn(job)
                 await self.runner.audit_due()
             except EndstateError:
@@ -111,9 +133,9 @@ class Service:
             await asyncio.sleep(self.upkeep_interval)
 
     async def _recover(self) -> None:
-        """Take over runs of dead workers (in the loop, as catalogs need not be thread-safe)."""
+        """Take over runs of dead workers (on the thread of `off_loop`)."""
         try:
-            for job in self.runner.recovery_jobs():
+            for job in await self.off_loop(self.runner.recovery_jobs):
                 self.runner.spawn(job)
         except EndstateError:
             log.exception("recovering runs failed; trying again later")

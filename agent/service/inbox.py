@@ -156,7 +156,7 @@ class Inbox:
             return await self.render(request, error=f"Unknown action {action!r}.", status=404)
         form = await form_of(request)
         try:
-            job = self._claim(run_id, action, form)
+            job = await self.service.off_loop(self._claim, run_id, action, form)
         except EndstateError as exc:
             return await self.render(request, error=str(exc), status=status_of(exc))
         self.service.runner.spawn(job)

@@ -82,7 +82,9 @@ class SqlStore:
     """`RunStore` over a DB-API connection; subclasses give `_rows`, `_tx` and the dialect.
 
     Statements are written with `?` placeholders; a backend that wants
-    another style converts them in `_rows`. `retry=True` marks a statement
+    another style converts them in `_rows`. `clock` is the database's time in
+    SQL (seconds since the epoch): leases are set and judged by it, in the
+    statement, never by a worker's own clock. `retry=True` marks a statement
     that is safe to send again, on a new connection, when the first one broke.
     A constraint the database enforces raises `WriteRefused`.
     """
@@ -90,6 +92,7 @@ class SqlStore:
     url: str
     shown: str
     dialect: str
+    clock: str
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         raise NotImplementedError
@@ -149,9 +152,9 @@ class SqlStore:
         values = {
             **{"run_id": run.run_id, "agent": run.agent, "task": run.task, "task_type": run.task_type},
             **{"status": RunStatus.RUNNING, "state": dumps(run.state), "started_at": now, "updated_at": now},
-            **{"segments": 1, "owner": lease.owner, "lease_until": lease.until},
+            **{"segments": 1, "owner": lease.owner, "lease_until": float(lease.seconds)},
         }
-        marks = ", ".join("?" for _ in values)
+        marks = ", ".join(f"{self.clock} + ?" if c == "lease_until" else "?" for c in values)
         try:
             rows = self._rows(
                 f"INSERT INTO {TABLE} ({', '.join(values)}) VALUES ({marks}) RETURNING {LIST_COLUMNS}",
@@ -173,7 +176,8 @@ class SqlStore:
         """Update the run's row if `lease` holds it, then add the entries; False when it does not."""
         with self._tx():
             n = self._count(
-                checkpoint_update(tuple(values)), [*values.values(), run_id, lease.owner, RunStatus.RUNNING]
+                checkpoint_update(tuple(values), self.clock),
+                [*values.values(), run_id, lease.owner, RunStatus.RUNNING],
             )
             if n == 1:
                 self._insert_entries(run_id, entries)
@@ -192,13 +196,16 @@ class SqlStore:
             "ended_at": now if outcome.status is RunStatus.FINISHED else None,
             "updated_at": now,
             "owner": None,
-            "lease_until": None,
+            "lease_until": None,  # no lease: the clock plus NULL is NULL
         }
         if not outcome.keeps_answer:
             values |= {"answer": None, "approved": None, "answered_at": None}
         if (rest := outcome.rest) is not None and outcome.snapshot is None:  # its head, as it would have
             values["snapshot"] = dumps(rest.head.head())
-        sql = f"UPDATE {TABLE} SET {assign(values)} WHERE run_id = ? AND owner = ? RETURNING {LIST_COLUMNS}"
+        sql = (
+            f"UPDATE {TABLE} SET {assign(values, self.clock)} WHERE run_id = ? AND owner = ? "
+            f"RETURNING {LIST_COLUMNS}"
+        )
         params = [*values.values(), run_id, lease.owner]
         if outcome.snapshot is None:  # the result and the last entries, if any
             rows = self._record_rows(sql, params, run_id, entry_rows(rest) if rest is not None else [])
@@ -244,7 +251,7 @@ class SqlStore:
         expired: bool | None = None,
     ) -> RunRecord:
         sets: dict[str, Any] = {"status": RunStatus.RUNNING, "owner": lease.owner}
-        sets |= {"lease_until": lease.until, "updated_at": now}
+        sets |= {"lease_until": float(lease.seconds), "updated_at": now}
         if answer is not None or approved is not None:
             sets |= {"answer": answer, "approved": _flag(approved), "answered_at": now}
         where, params = [f"status IN ({', '.join('?' for _ in statuses)})"], list[Any](statuses)
@@ -255,7 +262,7 @@ class SqlStore:
             where, params = [*where, deadline], [*params, now]
         with self._tx():  # a row it cannot read (damaged) is a StoreError, and the claim is undone
             rows = self._rows(
-                f"UPDATE {TABLE} SET {assign(sets)}, segments = segments + 1, interrupted = 0 "
+                f"UPDATE {TABLE} SET {assign(sets, self.clock)}, segments = segments + 1, interrupted = 0 "
                 f"WHERE run_id = ? AND {' AND '.join(where)} RETURNING {ALL_COLUMNS}",
                 [*sets.values(), run_id, *params],
             )
@@ -285,14 +292,21 @@ class SqlStore:
             )
         return NotClaimable(f"run {run_id}'s deadline has not passed; nothing was changed")
 
-    def take_over(self, run_id: str, old_owner: str, lease: Lease, now: float) -> RunRecord:
+    def take_over(
+        self, run_id: str, old_owner: str, lease: Lease, now: float, only_lapsed: bool = True
+    ) -> RunRecord:
+        lapsed = f" AND (lease_until IS NULL OR lease_until < {self.clock})" if only_lapsed else ""
         rows = self._rows(
-            f"UPDATE {TABLE} SET owner = ?, lease_until = ?, updated_at = ?, segments = segments + 1 "
-            f"WHERE run_id = ? AND status = ? AND owner = ? RETURNING {ALL_COLUMNS}",
-            (lease.owner, lease.until, now, run_id, RunStatus.RUNNING, old_owner),
+            f"UPDATE {TABLE} SET owner = ?, lease_until = {self.clock} + ?, updated_at = ?, "
+            f"segments = segments + 1 WHERE run_id = ? AND status = ? AND owner = ?{lapsed} "
+            f"RETURNING {ALL_COLUMNS}",
+            (lease.owner, float(lease.seconds), now, run_id, RunStatus.RUNNING, old_owner),
         )
         if not rows:
-            raise NotClaimable(f"run {run_id} was taken over by another worker first")
+            raise NotClaimable(
+                f"run {run_id} is held again (its worker renewed the lease) or another worker took it "
+                "over first; nothing was changed"
+            )
         return record_of(rows[0])
 
     def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None:
@@ -309,8 +323,8 @@ class SqlStore:
             return 0
         only = "" if run_ids is None else f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
         return self._count(
-            f"UPDATE {TABLE} SET lease_until = ? WHERE owner = ? AND status = ?{only}",
-            (lease.until, lease.owner, RunStatus.RUNNING, *(run_ids or ())),
+            f"UPDATE {TABLE} SET lease_until = {self.clock} + ? WHERE owner = ? AND status = ?{only}",
+            (float(lease.seconds), lease.owner, RunStatus.RUNNING, *(run_ids or ())),
             retry=True,
         )
 
@@ -351,6 +365,9 @@ class SqlStore:
         return Audit(r["run_id"], r["agent"], r["task_type"], float(r["due_at"]), outcome, r["note"], checked)
 
     # -- reads ------------------------------------------------------------
+
+    def now(self) -> float:
+        return float(self._rows(f"SELECT {self.clock} AS now", retry=True)[0]["now"])
 
     def get(self, run_id: str) -> RunRecord | None:
         rows = self._rows(f"SELECT {ALL_COLUMNS} FROM {TABLE} WHERE run_id = ?", (run_id,), retry=True)
@@ -524,7 +541,7 @@ def checkpoint_rows(
     head = checkpoint.head
     values = _usage_values(head)
     values["snapshot"], values["state"] = dumps(head.head()), dumps(head.state)
-    values["lease_until"], values["updated_at"] = lease.until, now
+    values["lease_until"], values["updated_at"] = float(lease.seconds), now
     return values, entry_rows(checkpoint)
 
 
@@ -579,16 +596,17 @@ def _flag(value: bool | None) -> int | None:
     return None if value is None else int(value)
 
 
-def assign(values: Iterable[str]) -> str:
-    return ", ".join(f"{column} = ?" for column in values)
+def assign(values: Iterable[str], clock: str) -> str:
+    """`column = ?, ...`; `lease_until` is given as seconds past the store's clock (`clock`, SQL)."""
+    return ", ".join(f"{c} = {clock} + ?" if c == "lease_until" else f"{c} = ?" for c in values)
 
 
 @functools.lru_cache(maxsize=16)
-def checkpoint_update(columns: tuple[str, ...]) -> str:
+def checkpoint_update(columns: tuple[str, ...], clock: str) -> str:
     """A checkpoint's update of the run's row (`columns` in this order, then the run id, the lease's
     owner and the status `running`), made once per set of columns rather than at every checkpoint."""
     return (
-        f"UPDATE {TABLE} SET {assign(columns)}, checkpoints = checkpoints + 1 "
+        f"UPDATE {TABLE} SET {assign(columns, clock)}, checkpoints = checkpoints + 1 "
         "WHERE run_id = ? AND owner = ? AND status = ?"
     )
 

@@ -99,7 +99,7 @@ class RunRecord(WithUsage):
     suspended_at: float | None = None
     interrupted: bool = False  # cancelled by a shutdown: recovery resumes it
     owner: str | None = None
-    lease_until: float | None = None
+    lease_until: float | None = None  # by the store's clock (see `Lease`)
     answer: str | None = None  # what the run was claimed with, for a worker that takes over
     approved: bool | None = None
     answered_at: float | None = None  # when that answer came
@@ -177,10 +177,12 @@ class Review:
 
 @dataclass(frozen=True)
 class Lease:
-    """Who holds a run and until when; every write checks the holder."""
+    """Who holds a run, and for how long: each write that takes or renews it holds it `seconds`
+    past the store's clock (the database's, not the worker's: workers whose clocks disagree still
+    judge a lease alike). Every write checks the holder."""
 
     owner: str
-    until: float
+    seconds: float
 
 
 class RunStore(Protocol):
@@ -189,7 +191,8 @@ class RunStore(Protocol):
     Claims are atomic: of two workers claiming the same run at once, exactly
     one gets the record, the other `NotClaimable`. Writes by a worker check
     its lease and raise `LeaseLost` once another worker has taken over.
-    Times are seconds since the epoch (UTC), as `time.time()` gives them.
+    Times are seconds since the epoch (UTC), as `time.time()` gives them: the
+    caller's `now`, except a lease's end, which the store's clock sets and judges.
     """
 
     url: str
@@ -224,12 +227,21 @@ class RunStore(Protocol):
         """
         ...
 
-    def take_over(self, run_id: str, old_owner: str, lease: Lease, now: float) -> RunRecord: ...
+    def take_over(
+        self, run_id: str, old_owner: str, lease: Lease, now: float, only_lapsed: bool = True
+    ) -> RunRecord:
+        """Take a running run from `old_owner`: only once its lease ran out by the store's clock,
+        unless `only_lapsed` is False (its worker's process is known to be gone); else `NotClaimable`."""
+        ...
 
     def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None: ...
 
     def heartbeat(self, lease: Lease, run_ids: Sequence[str] | None = None) -> int:
         """Extend the lease of the running runs `lease.owner` holds (only `run_ids`, when given)."""
+        ...
+
+    def now(self) -> float:
+        """The store's clock (seconds since the epoch), by which leases run out."""
         ...
 
     def get(self, run_id: str) -> RunRecord | None: ...

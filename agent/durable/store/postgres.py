@@ -28,6 +28,9 @@ MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
 # (a claim waited on the service's event loop, and the whole service with it).
 LOCK_TIMEOUT = "5s"
 LOCK_NOT_AVAILABLE = "55P03"
+# The server's clock, which every worker's lease is set and judged by (not the worker's own clock):
+# the time at the statement, not the transaction's start (`now()`).
+CLOCK = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
 
 
 class PostgresStore(SqlStore):
@@ -40,6 +43,7 @@ class PostgresStore(SqlStore):
     """
 
     dialect = "postgres"
+    clock = CLOCK
 
     def __init__(self, url: str, connect_timeout: float = 10.0) -> None:
         try:
@@ -215,7 +219,7 @@ def append_statement(
 @functools.lru_cache(maxsize=64)  # one shape per number of entries: a few in practice
 def _append_sql(columns: tuple[str, ...], entries: int) -> str:
     """`append_statement`'s text for a row update of `columns` and `entries` entries (made once each)."""
-    sql = f"WITH held AS ({checkpoint_update(columns)} RETURNING run_id)"
+    sql = f"WITH held AS ({checkpoint_update(columns, CLOCK)} RETURNING run_id)"
     if entries:
         rows = ", ".join("(?::integer, ?::text)" for _ in range(entries))
         sql += (

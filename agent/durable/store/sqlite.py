@@ -15,24 +15,36 @@ from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, Row, SqlStore, check
 from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused, column_text
 
 BUSY_TIMEOUT_MS = 30_000
+# The database's clock, in the statement (this machine's: one SQLite file is one machine's), to the
+# millisecond. `unixepoch('subsec')` would say it shorter but needs SQLite 3.42; Debian 12 has 3.40.
+CLOCK = "((julianday('now') - 2440587.5) * 86400.0)"
 _INSERT_ENTRY = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 
 
 class SqliteStore(SqlStore):
     """`RunStore` in a SQLite file (WAL mode; `synchronous=NORMAL` survives a killed process).
 
-    One connection per store object, guarded by a lock so threads may share it.
+    Two connections per store object, each guarded by a lock so threads may share it: one
+    writes (and reads inside its transactions), the other only reads. A reader never waits
+    for a writer in WAL mode, so reads go on while a write waits for another process's lock.
     """
 
     dialect = "sqlite"
+    clock = CLOCK
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.url = self.shown = f"sqlite:///{self.path}"
         self._lock = threading.RLock()
+        self._in_tx: int | None = None  # the thread inside `_tx`, whose reads see its own writes
+        self._reader: sqlite3.Connection | None = None  # none for ":memory:" (another database)
+        self._read_lock = threading.Lock()
         self._conn = self._connect()
         try:
             self._prepare()
+            if str(self.path) != ":memory:":
+                self._reader = self._connect()
+                self._reader.execute("PRAGMA query_only = 1")
         except BaseException:
             self._conn.close()
             raise
@@ -103,19 +115,29 @@ class SqliteStore(SqlStore):
             time.sleep(0.02)
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
-        with self._lock:
+        conn, lock = self._connection_for(sql)
+        with lock:
             try:
-                return [dict(r) for r in self._execute(sql, params).fetchall()]
+                return [dict(r) for r in self._execute(sql, params, conn).fetchall()]
             except sqlite3.IntegrityError as exc:
                 raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except sqlite3.Error as exc:
                 raise self._failed(exc) from exc
 
-    def _execute(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+    def _connection_for(self, sql: str) -> tuple[sqlite3.Connection, Any]:
+        """The reader for a read outside this thread's transaction, else the writer; with its lock."""
+        if self._reader is not None and sql.startswith("SELECT") and self._in_tx != threading.get_ident():
+            return self._reader, self._read_lock
+        return self._conn, self._lock
+
+    def _execute(
+        self, sql: str, params: Sequence[Any], conn: sqlite3.Connection | None = None
+    ) -> sqlite3.Cursor:
+        conn = self._conn if conn is None else conn
         try:
-            return self._conn.execute(sql, tuple(params))
+            return conn.execute(sql, tuple(params))
         except UnicodeEncodeError:  # a lone surrogate (no UTF-8): its text column keeps U+FFFD
-            return self._conn.execute(sql, tuple(map(column_text, params)))
+            return conn.execute(sql, tuple(map(column_text, params)))
 
     def _count(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> int:
         with self._lock:
@@ -129,7 +151,7 @@ class SqliteStore(SqlStore):
     ) -> bool:
         """One transaction straight on the connection (a checkpoint a turn: kept lean): update the
         row if `lease` holds it, then add the entries; False when it does not hold it."""
-        update = checkpoint_update(tuple(values))
+        update = checkpoint_update(tuple(values), CLOCK)
         with self._lock:
             conn = self._conn
             try:
@@ -162,16 +184,22 @@ class SqliteStore(SqlStore):
     def _tx(self) -> Iterator[None]:
         with self._lock:
             self._rows("BEGIN IMMEDIATE")
+            self._in_tx = threading.get_ident()
             try:
                 yield
             except BaseException:
                 self._conn.rollback()
                 raise
+            finally:
+                self._in_tx = None
             self._rows("COMMIT")
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        with self._read_lock:
+            if self._reader is not None:
+                self._reader.close()
 
 
 def read_only_hint(path: Path) -> str:
