@@ -744,7 +744,7 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
         status = _STATUS_OF_ERROR.get(exc.type or "", 0)
         if not status:  # overloaded, rate limited, a server error: worth a retry
             return TransientModelError(text, error_type=_STREAM_ERRORS.get(exc.type or "", "server_error"))
-    if status == 400 and any(words in str(detail).lower() for words in _WINDOW_FULL):
+    if status == 400 and any(words in detail.lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
     error_type = _TRANSIENT.get(status) or _PERMANENT.get(status)
     error_type = error_type or ("server_error" if status >= 500 else "api_error")
