@@ -201,12 +201,14 @@ def _head_problem(reply: Reply) -> str | None:
         for name in ("stop_reason", "model", "response_id"):
             if problem := _not_str(getattr(reply, name), name):
                 return problem
-    if reply.provider_data and (problem := _data_problem(reply.provider_data, "the reply's provider data")):
+    # `is not NO_DATA` first, as in `block_of`: most replies and parts have none, and the test is quick
+    data = reply.provider_data
+    if data is not NO_DATA and data and (problem := _data_problem(data, "the reply's provider data")):
         return problem
     for part in reply.parts:
-        if isinstance(part, Text | Call) and part.provider_data:
+        if isinstance(part, Text | Call) and (data := part.provider_data) is not NO_DATA and data:
             what = f"tool call {part.name!r}'s" if isinstance(part, Call) else "a text's"
-            if problem := _data_problem(part.provider_data, f"{what} provider data"):
+            if problem := _data_problem(data, f"{what} provider data"):
                 return problem
     return None
 

@@ -478,19 +478,19 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
     would run past the time budget, or when the API asks for a wait no run should sleep through."""
     delay = agent.retry.delay(attempt, exc.retry_after)
     left = run.seconds_left()
-    asked = exc.retry_after is not None
-    if delay is not None and asked and left is not None and delay >= left:
-        note = (
-            f"The model API asked to wait {exc.retry_after:g} s (retry-after) and the time budget "
-            f"has {left:.1f} s left: {exc}"
-        )
-        return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
-    if delay is not None and asked and delay > MAX_RETRY_AFTER:
-        note = (
-            f"The model API asked to wait {exc.retry_after:g} s (retry-after), more than the "
-            f"{MAX_RETRY_AFTER:g} s a run waits out: {exc}"
-        )
-        return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
+    if delay is not None and exc.retry_after is not None:  # the API's own wait
+        if left is not None and delay >= left:
+            note = (
+                f"The model API asked to wait {exc.retry_after:g} s (retry-after) and the time budget "
+                f"has {left:.1f} s left: {exc}"
+            )
+            return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
+        if delay > MAX_RETRY_AFTER:
+            note = (
+                f"The model API asked to wait {exc.retry_after:g} s (retry-after), more than the "
+                f"{MAX_RETRY_AFTER:g} s a run waits out: {exc}"
+            )
+            return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
     if delay is not None and (left is None or delay < left):
         return delay
     note = f"The model API still failed after {attempt} attempts: {exc}"

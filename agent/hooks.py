@@ -53,7 +53,8 @@ class RunInfo:
     resumed_from: str | None = None  # the stop reason of the segment this one resumes: need_help, cancelled
     extended: bool = False  # a run that stopped at a limit, continued with more budget
     # the segment started earlier, as a Temporal workflow's history says (its worker stopped, or the
-    # workflow left that worker's cache): observed again from its first live event, its start counted
+    # workflow left that worker's cache): observed again from its first live event, its start (and
+    # resume) counted already where it started, so hooks do not count it again
     replayed: bool = False
 
 

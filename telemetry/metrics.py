@@ -702,7 +702,7 @@ class _HelpCollector(Collector):
     """`agent_help_pending` and `agent_help_oldest_pending_seconds`, computed at scrape time."""
 
     def __init__(
-        self, source: PendingSource, known: Any, on_error: Any, on_attempt: Any, labels: Any
+        self, source: PendingSource, known: Any, on_error: Any, on_attempt: Any, labels: _LabelPairs
     ) -> None:
         self._source, self._known, self._on_error, self._on_attempt = source, known, on_error, on_attempt
         self._labels = labels  # MetricsHooks.run_labels: a store's task types are bounded like a run's

@@ -68,8 +68,9 @@ def result_block(result: Result) -> dict[str, Any]:
     return block | {"is_error": True} if result.is_error else block
 
 
-_TEXT_FIELDS = frozenset({"type", "text"})
-_CALL_FIELDS = frozenset({"type", "id", "name", "input"})
+# The fields of a text and of a tool_use block the journal types; a block's others are provider data.
+TEXT_FIELDS = frozenset({"type", "text"})
+CALL_FIELDS = frozenset({"type", "id", "name", "input"})
 
 
 def part_of(block: dict[str, Any]) -> Text | Call | Opaque:
@@ -77,9 +78,9 @@ def part_of(block: dict[str, Any]) -> Text | Call | Opaque:
     the other fields of a text or tool_use block, such as `citations` or `caller`, too)."""
     kind = block.get("type")
     if kind == "text":
-        return Text(block["text"], _others(block, _TEXT_FIELDS) if len(block) > 2 else NO_DATA)
+        return Text(block["text"], _others(block, TEXT_FIELDS) if len(block) > 2 else NO_DATA)
     if kind == "tool_use":
-        others = _others(block, _CALL_FIELDS) if len(block) > 4 else NO_DATA
+        others = _others(block, CALL_FIELDS) if len(block) > 4 else NO_DATA
         return Call(block["id"], block["name"], dict(block.get("input") or {}), others)
     return Opaque(dict(block))
 

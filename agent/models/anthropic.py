@@ -67,6 +67,7 @@ from anthropic import types
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
 from agent.journal import Entry, Reply
+from agent.models._messages import CALL_FIELDS, TEXT_FIELDS
 from agent.models.base import PROVIDER_DATA, Message, ModelReply, ModelRequest, record_cut_call
 from agent.models.catalog import ModelTable, default_model
 
@@ -679,22 +680,18 @@ def content_block(block: types.ContentBlock) -> dict[str, Any]:
     kind = getattr(block, "type", None)
     if kind == "text" and isinstance(block, types.TextBlock):
         text = {"type": "text", "text": block.text}
-        return text | _others(block, _TEXT_FIELDS) if block.citations or block.model_extra else text
+        return text | _others(block, TEXT_FIELDS) if block.citations or block.model_extra else text
     if kind == "tool_use" and isinstance(block, types.ToolUseBlock):
         arguments = dict(block.input) if isinstance(block.input, dict) else block.input  # checked later
         call = {"type": "tool_use", "id": block.id, "name": block.name, "input": arguments}
         more = block.caller is not None or block.toolset_name is not None or block.model_extra
-        return call | _others(block, _CALL_FIELDS) if more else call
+        return call | _others(block, CALL_FIELDS) if more else call
     if kind == "thinking" and isinstance(block, types.ThinkingBlock):
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if kind == "redacted_thinking" and isinstance(block, types.RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": block.data}
     dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     return dumped
-
-
-_TEXT_FIELDS = frozenset({"type", "text"})
-_CALL_FIELDS = frozenset({"type", "id", "name", "input"})
 
 
 def _others(block: types.ContentBlock, known: frozenset[str]) -> dict[str, Any]:
@@ -747,7 +744,7 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
         status = _STATUS_OF_ERROR.get(exc.type or "", 0)
         if not status:  # overloaded, rate limited, a server error: worth a retry
             return TransientModelError(text, error_type=_STREAM_ERRORS.get(exc.type or "", "server_error"))
-    if status == 400 and any(words in str(detail).lower() for words in _WINDOW_FULL):
+    if status == 400 and any(words in detail.lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
     error_type = _TRANSIENT.get(status) or _PERMANENT.get(status)
     error_type = error_type or ("server_error" if status >= 500 else "api_error")
