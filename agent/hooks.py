@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from agent._frozen import fast_init
@@ -126,6 +126,20 @@ class CompositeHooks:
 
     def run_started(self, info: RunInfo) -> RunObserver:
         return _Fanout([guard(h, info) for h in self.hooks])
+
+
+@dataclass(frozen=True)
+class StartedBefore:
+    """`hooks` for a first segment that began on a worker that died before its first checkpoint,
+    run again from its task by the worker that recovers it: observed as `RunInfo.replayed` from
+    when the run began, so the fleet counts its start once (where it began) and its span and
+    duration run from then."""
+
+    hooks: RunHooks
+    started_at: float
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        return self.hooks.run_started(replace(info, replayed=True, started_at=self.started_at))
 
 
 def check_hooks(hooks: object, where: str = "") -> None:
