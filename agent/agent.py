@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -287,6 +288,8 @@ class Agent:
         )
         obs = guard(self.hooks, info)
         run.trace_id, run.span_id = obs.trace_id, obs.span_id
+        if obs.trace_id is None:
+            obs.ids_later(functools.partial(_trace_into, run))
         return obs
 
     def _record_wait(self, run: RunState, obs: RunObserver, s: Suspension, now: float, outcome: str) -> None:
@@ -321,6 +324,11 @@ def new_run_id() -> str:
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
     return raw.hex()
+
+
+def _trace_into(run: RunState, trace_id: str, span_id: str | None) -> None:
+    """Where the run's result and checkpoints find the span its observer began late."""
+    run.trace_id, run.span_id = trace_id, span_id
 
 
 def _resumed_from(snap: Snapshot | None) -> str | None:

@@ -8,8 +8,8 @@ logged and the run goes on (telemetry never fails a run).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from agent._frozen import fast_init
@@ -86,6 +86,11 @@ class RunObserver:
     span_id: str | None = None
     guarded: ClassVar[bool] = False
 
+    def ids_later(self, tell: Callable[[str, str | None], None]) -> None:
+        """Called when the observer has no `trace_id` yet: one whose span begins after
+        `run_started` (a replayed Temporal segment's, at its first live event) calls
+        `tell(trace_id, span_id)` then, so the run's result and checkpoints point at it."""
+
     def turn_started(self, index: int, continued: bool = False) -> None:
         """A turn begins; `continued` when it is a turn a suspension split, finished in this segment."""
 
@@ -127,6 +132,20 @@ class CompositeHooks:
 
     def run_started(self, info: RunInfo) -> RunObserver:
         return _Fanout([guard(h, info) for h in self.hooks])
+
+
+@dataclass(frozen=True)
+class StartedBefore:
+    """`hooks` for a first segment that began on a worker that died before its first checkpoint,
+    run again from its task by the worker that recovers it: observed as `RunInfo.replayed` from
+    when the run began, so the fleet counts its start once (where it began) and its span and
+    duration run from then."""
+
+    hooks: RunHooks
+    started_at: float
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        return self.hooks.run_started(replace(info, replayed=True, started_at=self.started_at))
 
 
 def check_hooks(hooks: object, where: str = "") -> None:
@@ -181,6 +200,14 @@ class _Guarded(RunObserver):
         self._inner = inner
         self.trace_id = _id_of(inner, "trace_id")
         self.span_id = _id_of(inner, "span_id")
+
+    def ids_later(self, tell: Callable[[str, str | None], None]) -> None:
+        later = getattr(self._inner, "ids_later", None)  # an observer need not subclass RunObserver
+        try:
+            if callable(later):
+                later(tell)
+        except Exception:
+            hook_failed("ids_later")
 
     def turn_started(self, index: int, continued: bool = False) -> None:
         try:
@@ -247,6 +274,10 @@ class _Fanout(RunObserver):
         traced = [o for o in observers if o.trace_id]
         self.trace_id = traced[0].trace_id if traced else None
         self.span_id = traced[0].span_id if traced else None
+
+    def ids_later(self, tell: Callable[[str, str | None], None]) -> None:
+        for o in self._observers:
+            o.ids_later(tell)
 
     def turn_started(self, index: int, continued: bool = False) -> None:
         for o in self._observers:

@@ -6,6 +6,7 @@ to a file, so the tests can see that no call whose result was recorded ran twice
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sqlite3
@@ -17,10 +18,16 @@ from typing import Any
 import pg
 import psycopg
 import pytest
-from test_runner_agents import a_run_whose_worker_died, counted, counter_state
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+from test_runner_agents import a_run_whose_worker_died, catalog, counted, counter_state
 from test_service_support import Server, endstate, run_status, spawn, wait_for, wait_status
 
+from agent.durable.runner import Runner
 from agent.durable.store import RunStatus, open_store
+from agent.result import StopReason
+from telemetry import Telemetry
+from telemetry import names as n
 
 pytestmark = pytest.mark.slow
 CATALOG = "test_runner_agents:catalog"
@@ -255,3 +262,67 @@ def test_the_service_recovers_a_run_whose_worker_died_while_it_was_up(store_url:
         )
     assert done["stop_reason"] == "success" and counted(folder) == [1, 2]
     assert job.record.lease_until is not None and done["ended_at"] >= job.record.lease_until  # not before
+
+
+def _counted_total(registry: CollectorRegistry, metric: str) -> float:
+    """A counter's samples summed over every label set (0 when it has none)."""
+    return sum(s.value for m in registry.collect() for s in m.samples if s.name == metric + "_total")
+
+
+@pytest.mark.parametrize(
+    ("agent", "script", "flag", "saved"),
+    [
+        ("kill-points", "plain", "model.flag", 2),  # killed in the third model call: turn 2 checkpointed
+        ("counter", "hang-first", "hang.flag", 0),  # killed in its first turn: no checkpoint yet
+    ],
+)
+def test_a_run_recovered_after_its_worker_died_is_not_counted_as_started_again(
+    store_url: str, tmp_path: Path, agent: str, script: str, flag: str, saved: int
+) -> None:
+    """The worker counted the run's start, then died mid-segment; the worker that recovers it
+    (from its checkpoint, or from its task when it had none) counts no second start."""
+    folder = tmp_path / "run"
+    state = counter_state(folder, script)
+    (folder / flag).write_text("block")
+    proc = spawn(
+        "start", agent, "count", "--state", json.dumps(state), "--catalog", CATALOG,
+        "--lease", "60", store=store_url, log=tmp_path / "start.log",
+    )  # fmt: skip
+    try:
+        wait_for(lambda: counted(folder) == [1, 2][:saved] and _runs(store_url) == 1, what="the kill point")
+        wait_for(lambda: _checkpoint(store_url).get("usage", {}).get("turns", 0) == saved, what="turn saved")
+    finally:
+        proc.kill()  # SIGKILL mid-segment: the start it counted is the run's only one
+        proc.wait(timeout=30)
+    (folder / flag).unlink()
+
+    spans = InMemorySpanExporter()
+    telemetry = Telemetry.from_env({}, registry=CollectorRegistry(), span_exporter=spans)
+    store = open_store(store_url)
+    try:
+        [stuck] = store.list_runs(limit=None)
+        [done] = asyncio.run(Runner(store, catalog(), hooks=telemetry.hooks).recover())
+        telemetry.force_flush()
+    finally:
+        store.close()
+        telemetry.shutdown()
+    assert done.reason is StopReason.SUCCESS
+    registry = telemetry.registry
+    assert _counted_total(registry, n.METRIC_RUNS_STARTED) == 0  # counted once, by the dead worker
+    assert _counted_total(registry, n.METRIC_RUNS_RESUMED) == 0  # nobody resumed it: it went on
+    assert _counted_total(registry, n.METRIC_STOPS) == 1  # the segment ended once, here
+    [span] = [s for s in spans.get_finished_spans() if s.name == f"invoke_agent {agent}"]
+    assert span.attributes is not None and span.start_time is not None
+    if saved:  # a later segment, from the checkpoint: it starts now
+        assert span.attributes[n.AGENT_SEGMENT] == 2 and n.AGENT_SEGMENT_REPLAYED not in span.attributes
+    else:  # the first segment again: it runs from when the run began, as one that started before
+        assert span.attributes[n.AGENT_SEGMENT] == 1 and span.attributes[n.AGENT_SEGMENT_REPLAYED] is True
+        assert span.start_time / 1e9 == pytest.approx(stuck.started_at, abs=1e-3)
+
+
+def _runs(store_url: str) -> int:
+    store = open_store(store_url)
+    try:
+        return len(store.list_runs(limit=None))
+    finally:
+        store.close()

@@ -44,6 +44,7 @@ SCRIPTS: dict[str, list[Any]] = {
         [call("count", n=5)],
         [finish("done", "counted to 5")],
     ],
+    "hang-first": [[call("hang")], [call("count", n=1)], [finish("done", "counted")]],
     "slow": [[call("count", n=i), call("slow", seconds=0.3 + i / 1000)] for i in range(1, 9)]
     + [[finish("done", "slow")]],
     "long": [[call("count", n=1)], [call("slow", seconds=1.6)], [finish("done", "one long call")]],

@@ -181,9 +181,8 @@ def test_the_inbox_is_paginated_oldest_first(build: Build) -> None:
     assert api.get("/inbox", params={"page": "0"}).status_code == 400
 
 
-def calls_on_the_loop(api: Any, monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...]) -> list[str]:
-    """The names of the service's store methods among `names` called on an event loop, as they come."""
-    store = api.app.state.service.runner.store
+def calls_on_the_loop(store: Any, monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...]) -> list[str]:
+    """The names of the store's methods among `names` called on an event loop, as they come."""
     on_loop: list[str] = []
     for name in names:
         real = getattr(store, name)
@@ -202,7 +201,9 @@ def calls_on_the_loop(api: Any, monkeypatch: pytest.MonkeyPatch, names: tuple[st
 
 def test_store_reads_run_off_the_event_loop(build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
     api = build(runs=1)
-    on_loop = calls_on_the_loop(api, monkeypatch, ("list_runs", "get", "snapshot"))
+    on_loop = calls_on_the_loop(
+        api.app.state.service.runner.store, monkeypatch, ("list_runs", "get", "snapshot")
+    )
     [run] = api.get("/runs").json()["runs"]
     assert api.get(f"/runs/{run['run_id']}").status_code == 200
     assert api.get("/pending").status_code == 200
@@ -213,7 +214,9 @@ def test_store_reads_run_off_the_event_loop(build: Build, monkeypatch: pytest.Mo
 def test_store_writes_run_off_the_event_loop(build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
     """Starts, claims and the records of how segments ended wait for the store's locks on a thread."""
     api = build(runs=1)
-    on_loop = calls_on_the_loop(api, monkeypatch, ("create", "claim", "record", "checkpoint"))
+    on_loop = calls_on_the_loop(
+        api.app.state.service.runner.store, monkeypatch, ("create", "claim", "record", "checkpoint")
+    )
     [waiting] = api.get("/runs").json()["runs"]
     started = api.post("/runs", json=INVOICE, headers=AUTH).json()["run_id"]
     assert api.post(f"/runs/{waiting['run_id']}/answer", json={"answer": "INV-0913"}, headers=AUTH).is_success

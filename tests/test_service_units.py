@@ -6,6 +6,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+from test_service_defences import TOKEN, calls_on_the_loop
+
 from agent.agent import Agent
 from agent.budget import Spent
 from agent.durable.catalog import Catalog
@@ -15,6 +18,8 @@ from agent.examples.scenarios import example_catalog
 from agent.journal import Call, Entry, Reply, Result, Task
 from agent.models.scripted import ScriptedModel
 from agent.result import PendingAction
+from agent.service.app import Service
+from agent.service.auth import Token
 from agent.service.briefing import Briefing, Preview, last_steps, preview
 from agent.service.inbox import View, item
 from agent.service.workload import DemoWorkload
@@ -46,6 +51,32 @@ def test_a_cancelled_demo_workload_leaves_no_follow_up_behind(tmp_path: Path) ->
         runner.catalog.close()
         store.close()
     assert left_behind and not any(left_behind)
+
+
+def test_the_demo_workload_starts_claims_and_adopts_runs_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the service's own starts and claims, the workload's wait for the store's locks on the
+    service's thread (`Service.off_loop`), never on the loop that answers /healthz and reads."""
+    store = open_store(str(tmp_path / "runs.db"))
+    runner = Runner(store, example_catalog(tmp_path / "worlds"))
+    workload = DemoWorkload(runner, interval=3600, answer_after=0)
+    service = Service(runner, Token(TOKEN), sweep_interval=3600, workload=workload)
+    on_loop = calls_on_the_loop(store, monkeypatch, ("create", "claim", "list_runs"))
+
+    async def scenario() -> None:
+        async with service.lifespan(None):  # type: ignore[arg-type]  (the app is not used)
+            while workload.rounds == 0 or workload._later:  # noqa: ASYNC110  (a round and its follow-ups)
+                await asyncio.sleep(0.01)
+
+    try:
+        asyncio.run(scenario())
+        assert on_loop == []
+        resumed = [r for r in store.list_runs(limit=None) if r.segments > 1]
+        assert resumed  # the follow-ups claimed runs and went on with them
+    finally:
+        runner.catalog.close()
+        store.close()
 
 
 def test_the_inbox_shows_a_deadline_in_utc_not_in_the_servers_zone() -> None:

@@ -82,6 +82,9 @@ def test_a_run_that_moves_to_another_worker_is_started_once_in_one_span_from_its
             assert len(run_spans) == 1 and run_spans[0].attributes
             span = run_spans[0]
             assert span.attributes[n.AGENT_SEGMENT_REPLAYED] is True and span.attributes[n.AGENT_SEGMENT] == 1
+            assert result.trace_id == f"{span.context.trace_id:032x}", (
+                "the result points at its run span's trace"
+            )
             assert span.start_time is not None and span.end_time is not None
             assert span.start_time / 1e9 < moved, (
                 "the span starts where the segment started, on the first worker"

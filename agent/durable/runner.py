@@ -59,7 +59,7 @@ from agent.durable.store import (
 )
 from agent.durable.store.base import column_text
 from agent.errors import ConfigError, EndstateError, SnapshotError
-from agent.hooks import CompositeHooks, NoHooks, RunHooks
+from agent.hooks import CompositeHooks, NoHooks, RunHooks, StartedBefore
 from agent.journal import Journal
 from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot
@@ -299,6 +299,7 @@ class Runner:
             self._let_go(record.run_id, release_to)
             raise
         if snapshot is None:  # died before its first checkpoint: start the task again
+            agent = _started_before(agent, record)
 
             def again(cancel: Any) -> Coroutine[Any, Any, RunResult]:
                 return agent.arun(record.task, run_id=record.run_id, state=record.state, cancel=cancel)
@@ -692,6 +693,14 @@ class Runner:
                 await asyncio.to_thread(self.store.heartbeat, self.lease(), sorted(self.held()))
         finally:
             self._beat = asyncio.get_running_loop().call_later(self.lease_seconds / 3, self._beat_due)
+
+
+def _started_before(agent: Agent | ForeignAgent, record: RunRecord) -> Agent | ForeignAgent:
+    """The agent whose hooks see the run's first segment, run again from its task, as the one
+    that began when the run did (its start was counted there): see `StartedBefore`."""
+    if isinstance(agent.hooks, NoHooks):
+        return agent
+    return dataclasses.replace(agent, hooks=StartedBefore(agent.hooks, record.started_at))
 
 
 def _unsaved(job: Job) -> Checkpoint | None:

@@ -85,7 +85,7 @@ class Service:
         if self.retention is not None or self.label_counter is not None:
             self._tasks.append(asyncio.create_task(self._upkeep_forever(), name="upkeep"))
         if self.workload is not None:
-            self._tasks.append(asyncio.create_task(self.workload.run(), name="demo-workload"))
+            self._tasks.append(asyncio.create_task(self.workload.run(self.off_loop), name="demo-workload"))
         try:
             yield
         finally:

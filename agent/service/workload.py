@@ -14,7 +14,8 @@ import asyncio
 import contextlib
 import logging
 import random
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from agent.durable.runner import Runner
 from agent.durable.store import RunStatus
@@ -23,6 +24,14 @@ from agent.examples.scenarios import SCENARIOS, FollowUp, Scenario
 from agent.result import RunResult, StopReason
 
 log = logging.getLogger("endstate.workload")
+
+T = TypeVar("T")
+OffLoop = Callable[..., Awaitable[Any]]  # `Service.off_loop`: `await off_loop(call, *args, **kwargs)`
+
+
+async def _here(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """A call made where it is awaited: for a workload run outside a service."""
+    return call(*args, **kwargs)
 
 
 class DemoWorkload:
@@ -34,15 +43,20 @@ class DemoWorkload:
         self.answer_after = answer_after
         self._stop = asyncio.Event()
         self._later: set[asyncio.Task[None]] = set()
+        self._off_loop: OffLoop = _here
         self.rounds = 0
 
     def stop(self) -> None:
         self._stop.set()
 
-    async def run(self) -> None:
-        """Rounds of every scenario, `interval` seconds apart, until `stop` (or until cancelled)."""
+    async def run(self, off_loop: OffLoop | None = None) -> None:
+        """Rounds of every scenario, `interval` seconds apart, until `stop` (or until cancelled).
+
+        `off_loop` makes the store's calls (starts, claims, reads), as the service's own: on its
+        thread (`Service.off_loop`), so a store waiting for a lock never holds the event loop."""
+        self._off_loop = off_loop or _here
         try:
-            self._adopt_left_over()
+            await self._adopt_left_over()
             while not self._stop.is_set():
                 for scenario in SCENARIOS:
                     if self._stop.is_set():
@@ -56,12 +70,12 @@ class DemoWorkload:
                 task.cancel()
             await asyncio.gather(*later, return_exceptions=True)
 
-    def _adopt_left_over(self) -> None:
+    async def _adopt_left_over(self) -> None:
         """Follow up the demo runs an earlier process left waiting (a restart must not leave
         requests pending for good: the stale-help alert would page about the demo itself)."""
         by_name = {s.name: s for s in SCENARIOS}
         for status in (RunStatus.WAITING, RunStatus.CANCELLED):
-            for record in self.runner.store.list_runs(status, limit=None):
+            for record in await self._off_loop(self.runner.store.list_runs, status, limit=None):
                 scenario = by_name.get(str(record.state.get("scenario")))
                 if scenario is None or scenario.follow_up is None or record.interrupted:
                     continue  # not the workload's, or one recovery continues
@@ -74,7 +88,8 @@ class DemoWorkload:
 
     async def _play(self, scenario: Scenario) -> None:
         try:
-            job = self.runner.begin(scenario.agent, scenario.task, state={"scenario": scenario.name})
+            state = {"scenario": scenario.name}
+            job = await self._off_loop(self.runner.begin, scenario.agent, scenario.task, state=state)
         except EndstateError:
             log.exception("the demo workload could not start %s", scenario.name)
             return
@@ -90,12 +105,7 @@ class DemoWorkload:
         if self._stop.is_set():
             return
         try:
-            if action.action == "answer":
-                job = self.runner.claim(run_id, action.text)
-            elif action.action in ("approve", "deny"):
-                job = self.runner.claim(run_id, action.text or None, approved=action.action == "approve")
-            else:
-                job = self.runner.claim(run_id)
+            job = await self._off_loop(self.runner.claim, run_id, *_claimed_with(action))
         except EndstateError as exc:  # answered in the inbox meanwhile, or expired
             log.info("demo follow-up of run %s skipped: %s", run_id, exc)
             return
@@ -107,6 +117,15 @@ class DemoWorkload:
 
 
 _WAITS = (StopReason.NEED_HELP, StopReason.CANCELLED)
+
+
+def _claimed_with(action: FollowUp) -> tuple[str | None, bool | None]:
+    """The answer and approval a follow-up claims its run with (a cancelled run's: none)."""
+    if action.action == "answer":
+        return action.text, None
+    if action.action in ("approve", "deny"):
+        return action.text or None, action.action == "approve"
+    return None, None
 
 
 async def _settled(task: asyncio.Task[Any]) -> RunResult | None:

@@ -665,6 +665,7 @@ class _ReplaySafeObserver(RunObserver):
     def __init__(self, hooks: RunHooks, info: RunInfo) -> None:
         self._hooks, self._info = hooks, info
         self._inner: RunObserver | None = None
+        self._tell: Callable[[str, str | None], None] | None = None
         if workflow.unsafe.is_replaying():
             self._info = dataclasses.replace(info, replayed=True)
         else:
@@ -677,7 +678,12 @@ class _ReplaySafeObserver(RunObserver):
         if self._inner is None:
             self._inner = guard(self._hooks, self._info)
             self.trace_id, self.span_id = self._inner.trace_id, self._inner.span_id
+            if self._tell is not None and self.trace_id:
+                self._tell(self.trace_id, self.span_id)
         return self._inner
+
+    def ids_later(self, tell: Callable[[str, str | None], None]) -> None:
+        self._tell = tell  # a replayed segment's span begins at its first live event
 
     def turn_started(self, index: int, continued: bool = False) -> None:
         if live := self._live():
