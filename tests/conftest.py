@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from opentelemetry import context as otel_context
 
 from agent import Agent, Budget
 from agent.models.scripted import ScriptedModel, Step
@@ -16,6 +17,20 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 class RealModelCall(AssertionError):
     """A test tried to reach a model API over the network."""
+
+
+@pytest.fixture(autouse=True)
+def callers_context_restored() -> Iterator[None]:
+    """Each test starts from the OpenTelemetry context the one before it started from.
+
+    A run's span is the current span from `run_started` to `run_ended` (see telemetry/tracing.py);
+    a test that starts a segment's observer by hand and never ends it would leave that span current,
+    and every later run in the process would be its child.
+    """
+    before = otel_context.get_current()
+    yield
+    if otel_context.get_current() is not before:
+        otel_context.attach(before)
 
 
 @pytest.fixture(autouse=True)
