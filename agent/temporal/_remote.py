@@ -190,6 +190,16 @@ def _not_taken(exc: ActivityError) -> bool:
     return isinstance(cause, ActivityTimeout) and cause.type == TimeoutType.SCHEDULE_TO_START
 
 
+def _loop_error(exc: ActivityError) -> BaseException | None:
+    """What an activity's failure is to the loop: the workflow's cancellation, or `NotTaken` (sent
+    to a worker that is gone); None for any other failure."""
+    if is_cancelled_exception(exc):
+        return asyncio.CancelledError()
+    if _not_taken(exc):
+        return NotTaken()
+    return None
+
+
 def _checked(payload: dict[str, Any], what: str) -> dict[str, Any]:
     if (cannot := too_large(payload, what)) is not None:
         raise cannot
@@ -266,10 +276,8 @@ async def _activity(name: str, arg: Any, **options: Any) -> Any:
     try:
         return await workflow.execute_activity(name, arg, **options)
     except ActivityError as exc:
-        if is_cancelled_exception(exc):
-            raise asyncio.CancelledError() from exc
-        if _not_taken(exc):
-            raise NotTaken() from exc
+        if (failure := _loop_error(exc)) is not None:
+            raise failure from exc
         raise
 
 
@@ -383,10 +391,8 @@ class ActivityModel:
             await self._cut(handle)
             raise
         except ActivityError as exc:
-            if is_cancelled_exception(exc):
-                raise asyncio.CancelledError() from exc
-            if _not_taken(exc):
-                raise NotTaken() from exc
+            if (failure := _loop_error(exc)) is not None:
+                raise failure from exc
             if (cause := _cause(exc)) is not None and cause.type == "CutOff":
                 _record_cut(cause)  # the worker's deadline came first: the loop's own timer cuts it now
                 await workflow.wait_condition(lambda: False)
