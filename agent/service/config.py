@@ -102,8 +102,8 @@ class Service:
 
     async def _sweep_forever(self) -> None:
         """Expire runs past their deadline; take over runs whose worker died since the start."""
-        if self._waits_for_scrape():
-            await self._first_scrape()
+        if self.scraped is not None and self._waits_for_scrape():
+            await first_scrape(self.scraped, self.first_scrape_wait, "recovering runs")
             await self._recover()
         while True:
             await asyncio.sleep(self.sweep_interval)
@@ -117,10 +117,6 @@ class Service:
 
     def _waits_for_scrape(self) -> bool:
         return self.scraped is not None and self.first_scrape_wait > 0
-
-    async def _first_scrape(self) -> None:
-        if self.scraped is not None:
-            await first_scrape(self.scraped, self.first_scrape_wait, "recovering runs")
 
     async def _upkeep_forever(self) -> None:
         """Count new review labels and prune finished runs past the retention (`Upkeep`)."""
