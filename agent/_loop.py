@@ -76,6 +76,7 @@ class Agent(Protocol):
     fingerprint: Callable[[RunContext], str] | None
     checkpoint: Callable[[Checkpoint], Awaitable[None] | None] | None
     max_tokens: int
+    finish_last: bool
 
     @property
     def summarize(self) -> Callable[[RunContext, Spent, StopReason, LimitKind | None], str]: ...
@@ -530,12 +531,15 @@ async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> De
 
 
 async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: RunObserver) -> Decision:
-    """Answer the calls in order; `finish` may stop or suspend the run.
+    """Answer the calls, the other tools first and then `finish` (3, then 4), which may stop or
+    suspend the run: what the verifiers check is what the whole reply did.
 
     Each result but the last is checkpointed as it lands, and the last one
     with the completed turn, so a crash never runs a call again whose result
     was recorded.
     """
+    if agent.finish_last and len(calls) > 1:
+        calls = sorted(calls, key=_is_finish)  # stable: the model's order otherwise
     signal = TurnSignal.TOOL_USE
     for i, call in enumerate(calls):
         step = await handle_call(agent, run, call, obs)
@@ -552,6 +556,10 @@ async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: 
         if i < len(calls) - 1:
             checkpoint(agent, run)
     return _GO_ON[signal]
+
+
+def _is_finish(call: Call) -> bool:
+    return call.name == FINISH_TOOL
 
 
 async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:

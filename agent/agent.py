@@ -64,6 +64,9 @@ class Agent:
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     checks: Sequence[TurnCheck] = ()  # run after every turn: a goal reached or an invariant broken ends it
     audit: SuccessAudit | None = None  # re-check a share of successes later (durable runs: the Runner does)
+    # a reply's `finish` is judged after its other calls ran (DESIGN.md's order); False takes the calls
+    # in the model's order, as before: a Temporal run started by that code replays with it
+    finish_last: bool = True
 
     def __post_init__(self) -> None:
         if self.hooks is None:  # "no hooks", said out loud

@@ -158,13 +158,12 @@ async def run_verifiers(
 async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
     from agent.tools import _in_daemon_thread  # the tools' daemon pool: a hung check never blocks exit
 
-    check = _bounded(verifier, left) if left is not None else verifier
-    work = _in_daemon_thread(functools.partial(check, ctx), {})
-    try:
+    check = functools.partial(_bounded(verifier, left) if left is not None else verifier, ctx)
+    try:  # the coroutine made where it is awaited: none left unawaited if entering the timeout fails
         if left is None:
-            return reasons_of(verifier, await _settled(work))
+            return reasons_of(verifier, await _settled(_in_daemon_thread(check, {})))
         async with asyncio.timeout(left):
-            return reasons_of(verifier, await _settled(work))
+            return reasons_of(verifier, await _settled(_in_daemon_thread(check, {})))
     except (asyncio.CancelledError, Exception):
         raise
     except KeyboardInterrupt as exc:

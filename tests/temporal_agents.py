@@ -79,6 +79,7 @@ SCRIPTS: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
         [finish("done", "Counted to 6.")],
     ],
     "many": lambda s: [*_counts(1), [finish("done", "Counted once.")]],
+    "finish-first": lambda s: [*_counts(1), [finish("done", "Counted."), call("count", n=2)]],
     "bench": lambda s: [*_counts(int(s.get("k", 1))), [finish("done", "Counted.")]],
     "bench-read": lambda s: [
         *([call("read", n=i, size=int(s.get("pad", 0)))] for i in range(1, int(s.get("k", 1)) + 1)),

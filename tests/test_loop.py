@@ -1102,18 +1102,102 @@ def test_malformed_finish_gets_an_error_result_never_a_crash(make_agent, argumen
     assert message in seen["content"]
 
 
-def test_calls_after_an_accepted_finish_in_the_same_reply_do_not_run(make_agent):
-    ran = []
+class Files:
+    """A world of files the agent writes, and a verifier that wants `report.md` in it."""
 
-    @tool
-    def side_effect(x: str) -> str:
-        """Do something."""
-        ran.append(x)
-        return "done"
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
 
-    result = make_agent([finish("done", "ok"), call("side_effect", x="late")], tools=[side_effect]).run("t")
+        @tool
+        def write(path: str, text: str) -> str:
+            """Write a file."""
+            self.files[path] = text
+            return f"wrote {path}"
+
+        self.write = write
+
+    def has_report(self, ctx: Any) -> list[str]:
+        return [] if "report.md" in self.files else ["report.md was not written"]
+
+
+def test_a_replys_other_calls_run_before_its_finish_is_judged(make_agent):
+    """DESIGN.md's order: the tools (3), then `finish` (4), whatever order the model gave them in:
+    the verifiers check what the whole reply did."""
+    files = Files()
+    agent = make_agent(
+        [finish("done", "Report written."), call("write", path="report.md", text="# Q3")],
+        tools=[files.write],
+        verifiers=[files.has_report],
+    )
+    result = agent.run("Write the report")
+
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.turns == 1 and result.verified
+    assert files.files == {"report.md": "# Q3"}
+
+
+def test_a_replys_results_reach_the_model_in_its_call_order(make_agent):
+    """The tools ran before `finish`, and the rejected finish's result still follows the reply's order."""
+    files = Files()
+    agent = make_agent(
+        [finish("done", "Done."), call("write", path="notes.md", text="x")],
+        [finish("give_up", "No report.")],
+        tools=[files.write],
+        verifiers=[files.has_report],
+    )
+    result = agent.run("Write the report")
+
+    assert result.reason is StopReason.GAVE_UP
+    rejected, wrote = results_seen(agent)
+    assert rejected["is_error"] is True and "report.md was not written" in rejected["content"]
+    assert wrote["content"] == "wrote notes.md"
+    assert [r["tool_use_id"] for r in (rejected, wrote)] == tool_use_ids(agent, -1)
+
+
+def test_give_up_and_need_help_come_after_the_replys_other_calls(make_agent):
+    files = Files()
+    gave_up = make_agent(
+        [finish("give_up", "Cannot."), call("write", path="a.md", text="1")], tools=[files.write]
+    ).run("t")
+    assert gave_up.reason is StopReason.GAVE_UP and files.files == {"a.md": "1"}
+
+    asked = make_agent(
+        [finish("need_help", "Which one?"), call("write", path="b.md", text="2")], tools=[files.write]
+    ).run("t")
+    assert asked.reason is StopReason.NEED_HELP and files.files["b.md"] == "2"
+    [wrote] = results_since_reply(asked.snapshot)
+    assert wrote.text == "wrote b.md"  # recorded: an answer resumes the run without writing it again
+
+
+def test_a_tool_awaiting_approval_holds_back_the_finish_of_its_reply(make_agent):
+    """The reply's finish is not judged while one of its calls waits for a person: it is answered
+    "not run", and the model finishes again once the call is approved and has run."""
+    invoices = Invoices()
+    agent = make_agent(
+        [finish("done", "Billed."), call("send_invoice", customer="ACME", amount=120.0)],
+        [finish("done", "Billed now.")],
+        tools=invoices.tools,
+    )
+    asked = agent.run("Bill ACME")
+    assert asked.reason is StopReason.NEED_HELP and invoices.sent == []
+
+    done = agent.resume(asked.snapshot, approved=True)
+    assert done.reason is StopReason.SUCCESS and done.output == "Billed now."
+    assert invoices.sent == [("ACME", 120.0)]
+    not_run, sent = results_seen(agent)
+    assert not_run["is_error"] is True and sent["content"] == "invoice of 120.00 sent to ACME"
+
+
+def test_finish_last_off_takes_the_calls_in_the_models_order(make_agent):
+    """`finish_last=False` is the order before (Temporal runs started by that code replay with it)."""
+    files = Files()
+    result = make_agent(
+        [finish("done", "ok"), call("write", path="late.md", text="x")],
+        tools=[files.write],
+        finish_last=False,
+    ).run("t")
     assert result.reason is StopReason.SUCCESS
-    assert ran == []
+    assert files.files == {}  # the finish was accepted first: the later call never ran
 
 
 # -- transient model errors and retries ------------------------------------------------------

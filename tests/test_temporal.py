@@ -421,6 +421,34 @@ def test_a_history_recorded_before_verify_by_digest_and_texts_in_parts_still_rep
     assert "Nondeterminism" in str(replay_failure(fixture))
 
 
+def test_a_history_recorded_before_finish_came_last_still_replays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run started by the code before `FINISH_LAST` (counter 'finish-first': count, then a reply of
+    finish(done) and count(2), the finish accepted and the count never run) replays under this code;
+    with the gate gone it would run the count first, and not replay."""
+    fixture = "temporal_v3_finish_first_history.json"
+    assert replay_failure(fixture) is None
+    patched = _remote.workflow.patched
+    monkeypatch.setattr(
+        _remote.workflow, "patched", lambda patch: patch == _remote.FINISH_LAST or patched(patch)
+    )
+    assert "Nondeterminism" in str(replay_failure(fixture))
+
+
+def test_a_replys_other_calls_run_before_its_finish_on_temporal_too(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as runs:
+            done = await runs.start("counter", "count", state=state(tmp_path, "finish-first"))
+            assert (done.reason, done.turns) == (StopReason.SUCCESS, 2)
+            assert calls_log(tmp_path, done.run_id) == ["start 1", "end 1", "start 2", "end 2"]
+            history = await runs.client.get_workflow_handle(done.run_id).fetch_history()
+        replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
+        assert (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure is None
+
+    asyncio.run(scenario())
+
+
 def test_a_worker_keeps_long_results_up_to_its_limit_dropping_the_least_recently_used_runs() -> None:
     kept = KeptResults(limit=2_500)
     short, first, second, third = "x" * 10, "a" * 1_000, "b" * 1_000, "c" * 1_000

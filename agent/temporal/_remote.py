@@ -49,6 +49,9 @@ VERIFY_BY_DIGEST = "endstate-verify-input-by-digest"
 # Texts a worker lacks go in parts that each fit in a payload (see `by_digest`); runs started before stop
 # where they stopped, past a payload, as they did.
 IN_PARTS = "endstate-missing-texts-in-parts"
+# A reply's `finish` is judged after its other calls (`Agent.finish_last`); runs started before take a
+# reply's calls in the model's order, as they did.
+FINISH_LAST = "endstate-finish-after-other-calls"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -236,6 +239,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         "hooks": ReplaySafeHooks(setup.hooks),
         "history": history,
         "max_tokens": plan["max_tokens"],
+        "finish_last": workflow.patched(FINISH_LAST),
     }
     if plan["progress"] is not None:
         options["progress"] = functools.partial(ProgressDetector, **plan["progress"])
