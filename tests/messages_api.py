@@ -156,6 +156,12 @@ def error(
     return Response(status, body, dict(headers or {}))
 
 
+def container_expired(container_id: str) -> Response:
+    """The refusal of a request naming an expired code execution container. The docs say such a
+    container cannot be reused, not the error's words: these are made up, in the API's shape."""
+    return error(400, f"container: {container_id} has expired and can no longer be used")
+
+
 def hang(seconds: float = 30.0) -> Response:
     """A reply that comes only after `seconds` (or never, once the server stops)."""
     return Response(200, message(text("too late")).body, delay=seconds)
@@ -235,6 +241,7 @@ class MessagesAPI:
         self.validate = validate
         self.models = dict(models or {})
         self.keys: set[str] | None = None  # when set, only these API keys are accepted
+        self.expired_containers: set[str] = set()  # a request naming one is refused (`container_expired`)
         self.requests: list[Received] = []
         self.usages: list[dict[str, Any]] = []  # the usage reported for each reply, in order
         self.connections = 0  # TCP connections accepted since start
@@ -316,6 +323,7 @@ class MessagesAPI:
             self.requests.append(received)
             problem = _problem(received) if self.validate else None
             problem = problem or self._key_problem(received) or self._too_long(received)
+            problem = problem or self._container_gone(received)
             if problem is not None:
                 return problem
             if self.intercept is not None and (answer := self.intercept(received.body)) is not None:
@@ -333,6 +341,15 @@ class MessagesAPI:
         if prompt <= self.context_window:
             return None
         return error(400, f"prompt is too long: {prompt} tokens > {self.context_window} maximum")
+
+    def _container_gone(self, req: Received) -> Response | None:
+        """The refusal of a request naming a container that has expired (Anthropic's docs: "A container
+        that has expired can't be reused. Send the request again without the `container` parameter")."""
+        container = req.body.get("container") if isinstance(req.body, dict) else None
+        named = container.get("id") if isinstance(container, dict) else container
+        if named is None or named not in self.expired_containers:
+            return None
+        return container_expired(named)
 
     def _key_problem(self, req: Received) -> Response | None:
         key = req.headers.get("x-api-key") or req.headers.get("authorization", "").removeprefix("Bearer ")

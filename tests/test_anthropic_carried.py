@@ -249,3 +249,38 @@ def test_a_field_the_sdk_does_not_know_yet_goes_back_with_its_block_as_the_sdk_i
     result, api = run(message(said, call), message(DONE))
     assert result.reason is StopReason.SUCCESS, result.note
     assert api.bodies[1]["messages"][1]["content"] == [said, call]
+
+
+# -- a container that has expired ---------------------------------------------------------------------
+
+
+def test_a_request_refused_for_an_expired_container_is_sent_again_at_once_in_a_new_one() -> None:
+    # Anthropic's docs: a container that has expired cannot be reused; send the request again
+    # without the `container` parameter to get a new one.
+    newer = {"id": "container_022AB", "expires_at": "2026-12-01T19:00:00Z"}
+    first = message(*ran_code(), tool_use("lookup", {"region": "west"}), container=CONTAINER)
+    second = message(*ran_code("srvtoolu_C2"), tool_use("lookup", {"region": "east"}), container=newer)
+    RAN.clear()
+    with MessagesAPI(first, second, message(DONE)) as api:
+        api.expired_containers.add(CONTAINER["id"])
+        result = agent_for(api.url).run("Do the task.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.turns == 3
+    assert [b.get("container") for b in api.bodies] == [None, CONTAINER["id"], None, newer["id"]]
+    told = api.bodies[2]["messages"][-1]["content"][-1]
+    assert CONTAINER["id"] in told["text"] and "expired" in told["text"]
+    assert api.bodies[3]["messages"][2] == api.bodies[1]["messages"][2]  # the note was for that request only
+
+
+def test_an_expired_container_while_code_in_it_waits_for_tool_results_ends_the_run_with_a_clear_error() -> (
+    None
+):
+    call = tool_use("lookup", {"region": "west"}, id="toolu_P") | {"caller": BY_CODE}
+    RAN.clear()
+    with MessagesAPI(message(PROGRAM, call, container=CONTAINER), message(DONE)) as api:
+        api.expired_containers.add(CONTAINER["id"])
+        result = agent_for(api.url).run("Do the task.")
+    assert result.reason is StopReason.ERROR
+    assert result.error_type == "container_expired"
+    assert CONTAINER["id"] in result.note and "programmatic tool calling" in result.note
+    assert len(api.requests) == 2  # no request without the container, which the API refuses too

@@ -41,7 +41,13 @@ Choices worth knowing:
   `container` of the last reply (`extra["provider_data"]`, kept by the
   journal), whose id every later request names: the API refuses the results
   of calls made by code it runs without it, and each turn would otherwise get
-  a new container.
+  a new container. A container lasts 30 days; its `expires_at` is a shorter,
+  rolling time after which the API checkpoints it and a later request restores
+  it, so it is not checked. A request the API refuses because its container
+  has expired is sent again at once without it (the API starts a new one) and
+  the model is told its files are gone; when code in the expired container
+  waits for tool results, they can no longer reach it, and the call fails
+  (`error_type` `container_expired`).
 - `extra["rate_limit"]` holds the reply's `anthropic-ratelimit-*` headers,
   `extra["stop_details"]` the API's details of a refusal, `extra["inference_geo"]`
   where the call ran (the usage's `inference_geo`; "us" costs 1.1x).
@@ -234,16 +240,37 @@ class AnthropicModel:
         return self._clients.peek()
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        """One streamed Messages API call; SDK failures become `ModelError`/`TransientModelError`."""
+        """One streamed Messages API call; SDK failures become `ModelError`/`TransientModelError`.
+
+        A request refused because the container it names has expired is sent again at once in a new
+        container (the API's advice), with a note telling the model its files are gone; unless code
+        in the old container waits for tool results, which then cannot reach it: a `ModelError`."""
         self._check_max_tokens(request.max_tokens)
         client = self._injected or await self._loop_client()
+        params = self.params(request)
+        container = container_of(request.journal)
+        try:
+            return await self._stream(client, params, container)
+        except ModelError as exc:
+            if container is None or not _container_gone(exc):
+                raise
+            if _code_waits(request.messages):
+                raise _expired_while_waiting(container, exc) from exc
+            fresh = in_new_container(params, container)
+        reply = await self._stream(client, fresh, None)
+        return _replace_reply(reply, extra={**reply.extra, "container_expired": container["id"]})
+
+    async def _stream(
+        self, client: anthropic.AsyncAnthropic, params: dict[str, Any], container: dict[str, Any] | None
+    ) -> ModelReply:
+        """One streamed call with `params`; the reply carries on `container`, the one they name."""
         stream = _StreamWatch(time.monotonic())
         try:
-            async with client.messages.stream(**self.params(request), extra_headers=self._headers) as events:
+            async with client.messages.stream(**params, extra_headers=self._headers) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
             reply = to_reply(message, stream.first_token, stream.headers, stream.inputs())
-            return with_container(reply, container_of(request.journal))
+            return with_container(reply, container)
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
                 record_cut_call(partial)
@@ -582,6 +609,62 @@ def container_of(journal: Sequence[Entry]) -> dict[str, Any] | None:
             container = entry.provider_data.get("container")
             return container if isinstance(container, dict) and isinstance(container.get("id"), str) else None
     return None
+
+
+# How the API refuses a container it no longer has (its words are not documented: these are matched).
+_GONE = ("expired", "not found", "no longer")
+
+
+def _container_gone(exc: ModelError) -> bool:
+    """Whether `exc` is the API refusing the container a request named: a 4xx about the container."""
+    cause = exc.__cause__
+    if not isinstance(cause, anthropic.APIStatusError) or not 400 <= cause.status_code < 500:
+        return False
+    words = str(cause.api_message or cause.message).lower()
+    return "container" in words and any(gone in words for gone in _GONE)
+
+
+def _code_waits(messages: Sequence[Message]) -> bool:
+    """Whether code the code execution tool ran waits for the results of tool calls it made (their
+    `caller` names it): the last reply holds such a call, and the request carries its results."""
+    replies = [m for m in messages if m.get("role") == "assistant"]
+    content = replies[-1].get("content") if replies else None
+    return any(
+        isinstance(block, dict)
+        and block.get("type") == "tool_use"
+        and str((block.get("caller") or {}).get("type", "")).startswith("code_execution")
+        for block in content or []
+        if isinstance(content, list)
+    )
+
+
+def _expired_while_waiting(container: dict[str, Any], exc: ModelError) -> ModelError:
+    return ModelError(
+        f"the code execution container {container['id']} expired while code in it waited for the results "
+        f"of tool calls it made (programmatic tool calling), which can no longer reach it ({exc}). "
+        "Answer such calls sooner: tools that take long, or approvals, do not fit calls made by code",
+        error_type="container_expired",
+    )
+
+
+def in_new_container(params: dict[str, Any], expired: dict[str, Any]) -> dict[str, Any]:
+    """`params` without the expired container (the API starts a new one), the model told so in a text
+    block after the last user message's own blocks (this request only: the journal is unchanged; a
+    paused reply sent back to go on is left as it is)."""
+    fresh = {k: v for k, v in params.items() if k != "container"}
+    messages = list(fresh["messages"])
+    if not messages or messages[-1].get("role") != "user":
+        return fresh
+    note = {
+        "type": "text",
+        "text": f"[Endstate: the code execution container {expired['id']} has expired. Code now runs "
+        "in a new container: the files and state of the old one are gone.]",
+    }
+    last = messages[-1]
+    content = last["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    messages[-1] = {**last, "content": [*blocks, note]}
+    return fresh | {"messages": messages}
 
 
 def with_container(reply: ModelReply, sent: dict[str, Any] | None) -> ModelReply:
