@@ -542,6 +542,11 @@ def _container_problem(body: dict[str, Any]) -> str | None:
     if container is not None and not isinstance(container, str | dict):
         return "container: Input should be a valid string or an object"
     named = container if isinstance(container, str) else (container or {}).get("id")
+    skills = container.get("skills") if isinstance(container, dict) else None
+    if skills and not any(
+        str(t.get("type", "")).startswith("code_execution") for t in body.get("tools") or []
+    ):
+        return "container.skills: skills require the code execution tool"
     assistant = [m for m in body["messages"] if m.get("role") == "assistant"]
     content = assistant[-1].get("content") if assistant else None
     blocks = content if isinstance(content, list) else []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from messages_api import MessagesAPI, Response, message, text, tool_use
 from agent import Agent, Approval, Budget, RetryPolicy, RunResult, Snapshot, StopReason, tool
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import open_store
+from agent.errors import ConfigError
 from agent.models.anthropic import AnthropicModel, code_execution
 
 MODEL = "claude-haiku-4-5"
@@ -284,3 +286,65 @@ def test_an_expired_container_while_code_in_it_waits_for_tool_results_ends_the_r
     assert result.error_type == "container_expired"
     assert CONTAINER["id"] in result.note and "programmatic tool calling" in result.note
     assert len(api.requests) == 2  # no request without the container, which the API refuses too
+
+
+# -- the container option: Agent Skills, a container to begin in ----------------------------------------
+
+XLSX = {"type": "anthropic", "skill_id": "xlsx", "version": "latest"}
+
+
+def skills_agent(url: str, **container: Any) -> Agent:
+    model = AnthropicModel(
+        MODEL, api_key="sk-test", base_url=url, server_tools=[code_execution()], container=container
+    )
+    return Agent("skilled", model, tools=[lookup], budget=Budget(max_turns=10, max_seconds=60), retry=FAST)
+
+
+def test_skills_are_loaded_on_every_request_with_the_container_the_run_works_in() -> None:
+    first = message(*ran_code(), tool_use("lookup", {"region": "west"}), container=CONTAINER)
+    with MessagesAPI(first, message(DONE)) as api:
+        result = skills_agent(api.url, skills=[XLSX]).run("Make a spreadsheet.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert [b["container"] for b in api.bodies] == [
+        {"skills": [XLSX]},
+        {"id": CONTAINER["id"], "skills": [XLSX]},
+    ]
+
+
+def test_a_run_begins_in_the_container_it_is_given_until_a_reply_names_another() -> None:
+    newer = {"id": "container_022AB", "expires_at": "2026-12-01T19:00:00Z"}
+    first = message(tool_use("lookup", {"region": "west"}))  # no code ran: no container named
+    second = message(*ran_code(), tool_use("lookup", {"region": "east"}), container=newer)
+    with MessagesAPI(first, second, message(DONE)) as api:
+        model = AnthropicModel(MODEL, api_key="sk-test", base_url=api.url, container="container_given")
+        result = Agent("given", model, tools=[lookup], retry=FAST).run("Go on with the work.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert [b["container"] for b in api.bodies] == ["container_given", "container_given", newer["id"]]
+
+
+def test_an_expired_container_given_is_replaced_and_its_skills_kept() -> None:
+    with MessagesAPI(message(DONE)) as api:
+        api.expired_containers.add("container_old")
+        result = skills_agent(api.url, id="container_old", skills=[XLSX]).run("Make a spreadsheet.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert [b["container"] for b in api.bodies] == [
+        {"id": "container_old", "skills": [XLSX]},
+        {"skills": [XLSX]},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("container", "server_tools", "says"),
+    [
+        ({"skills": [XLSX]}, [], "code_execution()"),
+        ({"skills": [{"skill_id": "xlsx"}]}, [code_execution()], "needs a type"),
+        ({"skills": [{"type": "anthropic"}]}, [code_execution()], "skill_id"),
+        ({"id": 7}, [], "container id"),
+        ({"skill": [XLSX]}, [code_execution()], "'id' and 'skills'"),
+    ],
+)
+def test_a_container_option_the_api_would_refuse_is_a_clear_config_error(
+    container: dict[str, Any], server_tools: list[dict[str, Any]], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        AnthropicModel(MODEL, api_key="sk-test", server_tools=server_tools, container=container)

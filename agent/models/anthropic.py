@@ -179,6 +179,11 @@ class AnthropicModel:
     in a copy), or `api_key`, `base_url` and `timeout` (seconds) to build one
     per event loop; unset, the SDK reads `ANTHROPIC_API_KEY` and
     `ANTHROPIC_BASE_URL`. The other options are sent with every request.
+    `container` is the code execution container to begin in: its id, or
+    `{"id": ..., "skills": [...]}` (Agent Skills to load, e.g. `{"type":
+    "anthropic", "skill_id": "xlsx", "version": "latest"}`; either key may be
+    left out). Once a reply names a container, later requests name that one,
+    with the skills.
     """
 
     def __init__(
@@ -196,6 +201,7 @@ class AnthropicModel:
         server_tools: Sequence[Mapping[str, Any]] = (),
         metadata: Mapping[str, Any] | None = None,
         betas: Sequence[str] = (),
+        container: str | Mapping[str, Any] | None = None,
     ) -> None:
         model = default_model() if model is None else model
         if not model:
@@ -211,6 +217,7 @@ class AnthropicModel:
         self._cache: CacheTTL | None = cache
         self._options = _options(thinking, tool_choice, parallel_tool_use, metadata)
         self._server_tools = [dict(spec) for spec in server_tools]
+        self._container = _container_option(container, self._server_tools)
         self._headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         if client is None:
             self._clients: _LoopClients | None = _LoopClients(lambda: _new_client(api_key, base_url, timeout))
@@ -248,17 +255,17 @@ class AnthropicModel:
         self._check_max_tokens(request.max_tokens)
         client = self._injected or await self._loop_client()
         params = self.params(request)
-        container = container_of(request.journal)
+        named = named_container(params)
         try:
-            return await self._stream(client, params, container)
+            return await self._stream(client, params, container_of(request.journal))
         except ModelError as exc:
-            if container is None or not _container_gone(exc):
+            if named is None or not _container_gone(exc):
                 raise
             if _code_waits(request.messages):
-                raise _expired_while_waiting(container, exc) from exc
-            fresh = in_new_container(params, container)
+                raise _expired_while_waiting(named, exc) from exc
+            fresh = in_new_container(params, named)
         reply = await self._stream(client, fresh, None)
-        return _replace_reply(reply, extra={**reply.extra, "container_expired": container["id"]})
+        return _replace_reply(reply, extra={**reply.extra, "container_expired": named})
 
     async def _stream(
         self, client: anthropic.AsyncAnthropic, params: dict[str, Any], container: dict[str, Any] | None
@@ -307,8 +314,9 @@ class AnthropicModel:
                 tools[-1] = {**tools[-1], "cache_control": marker}
         if tools:
             params["tools"] = tools
-        if (container := container_of(request.journal)) is not None:
-            params["container"] = container["id"]  # the code execution container the run works in
+        run_container = container_of(request.journal)  # the code execution container the run works in
+        if (container := self._container.named(run_container["id"] if run_container else None)) is not None:
+            params["container"] = container
         return params | self._options
 
     def _check_max_tokens(self, max_tokens: int) -> None:
@@ -615,6 +623,59 @@ def container_of(journal: Sequence[Entry]) -> dict[str, Any] | None:
 _GONE = ("expired", "not found", "no longer")
 
 
+_SKILL = {"type": "anthropic", "skill_id": "xlsx", "version": "latest"}
+
+
+class _Container:
+    """The `container` option: the id to begin in, and the skills every request loads."""
+
+    def __init__(self, id: str | None, skills: list[dict[str, Any]]) -> None:
+        self.id = id
+        self.skills = skills
+
+    def named(self, run_container: str | None) -> str | dict[str, Any] | None:
+        """The request's `container`: the run's (else the one to begin in) by id, with the skills."""
+        container_id = run_container or self.id
+        if not self.skills:
+            return container_id
+        return {"id": container_id, "skills": self.skills} if container_id else {"skills": self.skills}
+
+
+def _container_option(
+    option: str | Mapping[str, Any] | None, server_tools: list[dict[str, Any]]
+) -> _Container:
+    """The `container` option checked: an id, or a mapping of `id` and `skills` (each a skill's
+    `type` and `skill_id`, maybe its `version`); skills need the code execution tool."""
+    if option is None or isinstance(option, str):
+        return _Container(option or None, [])
+    if not isinstance(option, Mapping) or set(option) - {"id", "skills"}:
+        raise ConfigError(
+            f"AnthropicModel: container must be an id or a mapping of 'id' and 'skills', got {option!r}"
+        )
+    container_id, skills = option.get("id"), [dict(skill) for skill in option.get("skills") or ()]
+    if container_id is not None and not isinstance(container_id, str):
+        raise ConfigError(f"AnthropicModel: container['id'] must be a container id, got {container_id!r}")
+    for skill in skills:
+        if skill.get("type") not in ("anthropic", "custom") or not isinstance(skill.get("skill_id"), str):
+            raise ConfigError(
+                "AnthropicModel: each of container['skills'] needs a type ('anthropic' or 'custom') and "
+                f"a skill_id, e.g. {_SKILL}; got {skill!r}"
+            )
+    if skills and not any(str(spec.get("type", "")).startswith("code_execution") for spec in server_tools):
+        raise ConfigError(
+            "AnthropicModel: Agent Skills run in the code execution container: "
+            "add server_tools=[code_execution()]"
+        )
+    return _Container(container_id, skills)
+
+
+def named_container(params: Mapping[str, Any]) -> str | None:
+    """The id of the container a request's `params` name, if any."""
+    container = params.get("container")
+    named = container.get("id") if isinstance(container, dict) else container
+    return named if isinstance(named, str) else None
+
+
 def _container_gone(exc: ModelError) -> bool:
     """Whether `exc` is the API refusing the container a request named: a 4xx about the container."""
     cause = exc.__cause__
@@ -638,26 +699,28 @@ def _code_waits(messages: Sequence[Message]) -> bool:
     )
 
 
-def _expired_while_waiting(container: dict[str, Any], exc: ModelError) -> ModelError:
+def _expired_while_waiting(container: str, exc: ModelError) -> ModelError:
     return ModelError(
-        f"the code execution container {container['id']} expired while code in it waited for the results "
+        f"the code execution container {container} expired while code in it waited for the results "
         f"of tool calls it made (programmatic tool calling), which can no longer reach it ({exc}). "
         "Answer such calls sooner: tools that take long, or approvals, do not fit calls made by code",
         error_type="container_expired",
     )
 
 
-def in_new_container(params: dict[str, Any], expired: dict[str, Any]) -> dict[str, Any]:
-    """`params` without the expired container (the API starts a new one), the model told so in a text
-    block after the last user message's own blocks (this request only: the journal is unchanged; a
-    paused reply sent back to go on is left as it is)."""
+def in_new_container(params: dict[str, Any], expired: str) -> dict[str, Any]:
+    """`params` without the expired container (the API starts a new one; the skills stay), the model
+    told so in a text block after the last user message's own blocks (this request only: the journal
+    is unchanged; a paused reply sent back to go on is left as it is)."""
     fresh = {k: v for k, v in params.items() if k != "container"}
+    if isinstance(skills := params["container"], dict) and skills.get("skills"):
+        fresh["container"] = {"skills": skills["skills"]}
     messages = list(fresh["messages"])
     if not messages or messages[-1].get("role") != "user":
         return fresh
     note = {
         "type": "text",
-        "text": f"[Endstate: the code execution container {expired['id']} has expired. Code now runs "
+        "text": f"[Endstate: the code execution container {expired} has expired. Code now runs "
         "in a new container: the files and state of the old one are gone.]",
     }
     last = messages[-1]
