@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from agent.models.base import ModelReply
 
 from agent.models.catalog import ModelTable
-from agent.models.price import Price
+from agent.models.price import Price, is_fast
 from agent.usage import Usage
 
 log = logging.getLogger("endstate")
@@ -39,7 +39,7 @@ class PriceTable:
         self._overrides = dict(overrides or {})
         self.models = models if models is not None else ModelTable.load()
         self.on_unknown = on_unknown
-        self._warned: set[str] = set()
+        self._warned: set[tuple[str, bool]] = set()
         self._found: dict[str, Price | None] = {}  # asked once a model call: the same few names
 
     def price(self, model: str) -> Price | None:
@@ -97,9 +97,9 @@ class PriceTable:
         if answered and answered != model and not self._given(model) and self.price(answered) is not None:
             model = answered
         price = self.price(model)
-        if price is not None:
+        if price is not None and (price.fast is not None or not is_fast(reply)):
             return price.cost_of(reply)
-        self._report_unknown(model)
+        self._report_unknown(model, fast=price is not None)
         return None
 
     def usage_of(self, model: str, reply: ModelReply) -> Usage:
@@ -112,14 +112,22 @@ class PriceTable:
             self.cost_of(model, reply),
         )
 
-    def _report_unknown(self, model: str) -> None:
-        if model not in self._warned:
-            self._warned.add(model)
-            log.warning(
-                "no price for model %r (%s): its cost is reported as unknown",
-                model,
-                self.unknown_reason(model),
-            )
+    def _report_unknown(self, model: str, *, fast: bool = False) -> None:
+        """Warn once per model (and once more for its fast mode), and count every call."""
+        if (model, fast) not in self._warned:
+            self._warned.add((model, fast))
+            if fast:
+                log.warning(
+                    "no fast-mode price for model %r (a call ran with speed 'fast', priced apart): "
+                    "its cost is reported as unknown; give the row a fast = { input = ..., output = ... }",
+                    model,
+                )
+            else:
+                log.warning(
+                    "no price for model %r (%s): its cost is reported as unknown",
+                    model,
+                    self.unknown_reason(model),
+                )
         if self.on_unknown is not None:
             self.on_unknown(model)
 

@@ -255,3 +255,35 @@ def test_a_delta_for_a_block_that_never_started_is_a_malformed_reply_retried() -
     result, api = run(streamed(*events), message(DONE))
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(api.requests) == 2
+
+
+# -- fast mode ----------------------------------------------------------------------------------
+
+
+def fast_run(model: str, *responses: Response) -> tuple[Any, MessagesAPI]:
+    with MessagesAPI(*responses) as api:
+        agent = Agent(
+            "fast", AnthropicModel(model, api_key="sk-ant-test", base_url=api.url), tools=[write], retry=FAST
+        )
+        return agent.run("Do the task."), api
+
+
+def test_a_call_run_in_fast_mode_is_priced_at_the_fast_mode_rates_cache_included() -> None:
+    # claude-opus-4-7: $5/$25 standard, $30/$150 in fast mode (the usage says `speed: "fast"`).
+    usage = {"speed": "fast", "cache_read_input_tokens": 8_000}
+    result, _ = fast_run(
+        "claude-opus-4-7", message(DONE, input_tokens=2_000, output_tokens=1_000, usage=usage)
+    )
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx((2_000 * 30 + 8_000 * 3.0 + 1_000 * 150) / 1e6)
+    standard = {"speed": "standard", "cache_read_input_tokens": 8_000}
+    result, _ = fast_run(
+        "claude-opus-4-7", message(DONE, input_tokens=2_000, output_tokens=1_000, usage=standard)
+    )
+    assert result.cost_usd == pytest.approx((2_000 * 5 + 8_000 * 0.5 + 1_000 * 25) / 1e6)
+
+
+def test_a_fast_mode_call_on_a_model_with_no_fast_price_costs_unknown_not_the_standard_price() -> None:
+    result, _ = run(message(DONE, input_tokens=10_000, output_tokens=1_000, usage={"speed": "fast"}))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd is None

@@ -509,3 +509,14 @@ def test_a_plans_price_leaves_out_unset_fields_so_a_worker_from_before_them_read
     priced = Price(1.0, 2.0, web_search_per_1k=5.0)
     given = Agent("a", ScriptedModel([], name=model), prices=PriceTable({model: priced}))
     assert _wire.price_of(_wire.plan_of(given)["price"]) == priced
+
+
+def test_a_plans_fast_mode_price_is_read_back_with_its_long_prompt_tier() -> None:
+    from agent import Agent
+    from agent.models.scripted import ScriptedModel
+    from agent.temporal import _wire
+
+    agent = Agent("a", ScriptedModel([], name="claude-opus-4-6"))  # fast mode, dearer above 200K
+    price = agent.prices.price("claude-opus-4-6")
+    assert price is not None and price.fast is not None and price.fast.long_prompt is not None
+    assert _wire.price_of(_wire.plan_of(agent)["price"]) == price

@@ -50,7 +50,8 @@ Choices worth knowing:
   (`error_type` `container_expired`).
 - `extra["rate_limit"]` holds the reply's `anthropic-ratelimit-*` headers,
   `extra["stop_details"]` the API's details of a refusal, `extra["inference_geo"]`
-  where the call ran (the usage's `inference_geo`; "us" costs 1.1x).
+  where the call ran (the usage's `inference_geo`; "us" costs 1.1x), `extra["speed"]` its speed
+  (`"fast"`: fast mode, priced from the model table row's `fast` prices).
 """
 
 from __future__ import annotations
@@ -782,9 +783,10 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
 
 
 def _geo(usage: Any) -> dict[str, str]:
-    """Where the call ran, when the usage says: "us" (US-only) is priced higher (see `Price`)."""
-    geo = getattr(usage, "inference_geo", None)
-    return {"inference_geo": geo} if isinstance(geo, str) and geo else {}
+    """Where and how fast the call ran, when the usage says: a call run US-only (`inference_geo`
+    "us") or in fast mode (`speed` "fast") is priced apart (see `Price`)."""
+    said = {field: getattr(usage, field, None) for field in ("inference_geo", "speed")}
+    return {field: value for field, value in said.items() if isinstance(value, str) and value}
 
 
 def _replace_reply(reply: ModelReply, **changes: Any) -> ModelReply:

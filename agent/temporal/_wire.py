@@ -139,9 +139,9 @@ def price_plan(price: Price) -> dict[str, Any]:
 
 
 def price_of(data: dict[str, Any]) -> Price:
-    """A planned price back (a long-prompt price nests one more)."""
-    nested = data.get("long_prompt")
-    return Price(**{**data, "long_prompt": price_of(nested) if nested else None})
+    """A planned price back (a long-prompt price and a fast-mode price nest one more)."""
+    nested = {key: price_of(data[key]) for key in ("long_prompt", "fast") if data.get(key)}
+    return Price(**{**data, **nested})
 
 
 def budget_of(plan: dict[str, Any]) -> Budget:
