@@ -93,6 +93,13 @@ class PriceTable:
         unknown. A reply that names another model with a known price (the API's fallback) is priced
         as that model, the one that answered, unless a price was given for `model` itself (a proxy's
         alias: the price given is what its calls cost)."""
+        cost = self._own_cost(model, reply)
+        for part in reply.billed_apart:  # server-side compaction, an advisor: each at its model's price
+            part_cost = self._own_cost(part.model or model, part)
+            cost = None if cost is None or part_cost is None else cost + part_cost
+        return cost
+
+    def _own_cost(self, model: str, reply: ModelReply) -> float | None:
         answered = reply.model
         if answered and answered != model and not self._given(model) and self.price(answered) is not None:
             model = answered
@@ -103,12 +110,14 @@ class PriceTable:
         return None
 
     def usage_of(self, model: str, reply: ModelReply) -> Usage:
-        """One call's usage: its tokens of each kind, and its cost (None when the price is unknown)."""
+        """One call's usage: its tokens of each kind (those of the calls billed apart within it too),
+        and its cost (None when a price is unknown)."""
+        calls = [reply, *reply.billed_apart]
         return Usage(
-            reply.input_tokens,
-            reply.output_tokens,
-            reply.cache_read_input_tokens,
-            reply.cache_creation_input_tokens,
+            sum(r.input_tokens for r in calls),
+            sum(r.output_tokens for r in calls),
+            sum(r.cache_read_input_tokens for r in calls),
+            sum(r.cache_creation_input_tokens for r in calls),
             self.cost_of(model, reply),
         )
 

@@ -711,7 +711,9 @@ def stream_events(body: dict[str, Any], broken: str | None = None) -> list[tuple
     """The server-sent events of a message, as the API sends them (or broken as `malformed` says)."""
     usage = dict(body.get("usage") or {})
     start = {**body, "content": [], "stop_reason": None, "stop_sequence": None}
-    start["usage"] = {**usage, "output_tokens": 1}
+    start["usage"] = {k: v for k, v in usage.items() if k != "iterations"} | {
+        "output_tokens": 1
+    }  # told at the end
     start.pop("stop_details", None)
     start.pop("container", None)  # told at the end, with the stop reason
     events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": start})]

@@ -287,3 +287,37 @@ def test_a_fast_mode_call_on_a_model_with_no_fast_price_costs_unknown_not_the_st
     result, _ = run(message(DONE, input_tokens=10_000, output_tokens=1_000, usage={"speed": "fast"}))
     assert result.reason is StopReason.SUCCESS, result.note
     assert result.cost_usd is None
+
+
+# -- usage billed apart from the top-level counts (usage.iterations) ---------------------------------
+
+
+def iteration(kind: str, input_tokens: int, output_tokens: int, **more: Any) -> dict[str, Any]:
+    counts = {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    return {"type": kind, "input_tokens": input_tokens, "output_tokens": output_tokens, **counts, **more}
+
+
+def test_a_server_side_compaction_is_charged_though_the_top_level_usage_leaves_it_out() -> None:
+    # "A compaction entry's tokens are not included in the top-level usage fields" (the SDK's types).
+    iterations = [iteration("compaction", 150_000, 3_000), iteration("message", 10, 5)]
+    result, _ = run(message(DONE, input_tokens=10, output_tokens=5, usage={"iterations": iterations}))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx(dollars(10, 5) + dollars(150_000, 3_000))
+    assert (result.input_tokens, result.output_tokens) == (150_010, 3_005)
+
+
+def test_an_advisor_models_answer_is_charged_at_the_advisor_models_price() -> None:
+    advice = iteration(
+        "advisor_message", 40_000, 1_500, cache_read_input_tokens=20_000, model="claude-opus-4-6"
+    )
+    result, _ = run(message(DONE, input_tokens=10, output_tokens=5, usage={"iterations": [advice]}))
+    assert result.reason is StopReason.SUCCESS, result.note
+    opus = (40_000 * 5.0 + 20_000 * 0.5 + 1_500 * 25.0) / 1e6  # Opus 4.6: $5 in, $25 out, reads 0.1x
+    assert result.cost_usd == pytest.approx(dollars(10, 5) + opus)
+
+
+def test_an_advisor_model_with_no_known_price_makes_the_cost_unknown() -> None:
+    advice = iteration("advisor_message", 40_000, 1_500, model="claude-unheard-of-9")
+    result, _ = run(message(DONE, usage={"iterations": [advice]}))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd is None

@@ -75,7 +75,14 @@ from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
 from agent.journal import Entry, Reply
 from agent.models._messages import CALL_FIELDS, TEXT_FIELDS
-from agent.models.base import PROVIDER_DATA, Message, ModelReply, ModelRequest, record_cut_call
+from agent.models.base import (
+    BILLED_APART,
+    PROVIDER_DATA,
+    Message,
+    ModelReply,
+    ModelRequest,
+    record_cut_call,
+)
 from agent.models.catalog import ModelTable, default_model
 
 PROVIDER = "anthropic"
@@ -277,7 +284,7 @@ class AnthropicModel:
             async with client.messages.stream(**params, extra_headers=self._headers) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
-            reply = to_reply(message, stream.first_token, stream.headers, stream.inputs())
+            reply = to_reply(message, stream.first_token, stream.headers, stream.inputs(), stream.iterations)
             return with_container(reply, container)
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
@@ -497,6 +504,7 @@ class _StreamWatch:
         self.streamed_chars = 0
         self.stopped = False
         self.counted = False
+        self.iterations: Any = None  # the usage's `iterations`, which the SDK's stream drops
         self._json: dict[int, str] = {}  # the input of blocks the SDK does not gather, by index
 
     async def follow(self, events: Any) -> types.Message:
@@ -512,6 +520,7 @@ class _StreamWatch:
         kind = getattr(event, "type", "")
         if kind == "message_start":
             self.snapshot = events.current_message_snapshot
+            self.iterations = _iterations(event.message.usage, self.iterations)
         elif kind == "content_block_delta":
             if self.first_token is None:
                 self.first_token = time.monotonic() - self.started
@@ -519,6 +528,7 @@ class _StreamWatch:
             self._gather(event.index, event.delta)
         elif kind == "message_delta":
             self.counted = True  # the API's own count of the output, final
+            self.iterations = _iterations(event.usage, self.iterations)
         elif kind == "message_stop":
             self.stopped = True
 
@@ -549,6 +559,12 @@ class _StreamWatch:
         return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
 
 
+def _iterations(usage: Any, before: Any) -> Any:
+    """The usage's `iterations` (a field the SDK's own types leave out), else `before`."""
+    said = (getattr(usage, "model_extra", None) or {}).get("iterations")
+    return before if said is None else said
+
+
 def _delta_chars(delta: Any) -> int:
     for field in ("text", "partial_json", "thinking"):
         value = getattr(delta, field, None)
@@ -570,8 +586,10 @@ def to_reply(
     time_to_first_token: float | None = None,
     headers: Mapping[str, str] | None = None,
     inputs: Mapping[int, Any] | None = None,
+    iterations: Any = None,
 ) -> ModelReply:
-    """A `ModelReply` from an SDK `Message`; `inputs` are streamed block inputs the SDK did not gather.
+    """A `ModelReply` from an SDK `Message`; `inputs` are streamed block inputs the SDK did not gather,
+    `iterations` the usage's breakdown (see `billed_apart`).
 
     A reply no run could keep (a call with no id or name, or whose input is no JSON object, two
     calls with one id) raises `ValueError`: `complete` makes it a transient `malformed_reply`.
@@ -594,6 +612,8 @@ def to_reply(
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
     extra |= _geo(message.usage)
+    if apart := billed_apart(iterations):
+        extra[BILLED_APART] = apart
     if message.container is not None:
         extra[PROVIDER_DATA] = {"container": message.container.model_dump(mode="json", exclude_none=True)}
     reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
@@ -780,6 +800,36 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
         cache_creation_input_tokens=cache_write,
         cache_creation_1h_input_tokens=write_1h,
     )
+
+
+# The usage's iterations billed apart from its top-level counts: a server-side compaction (the
+# SDK's types: "A compaction entry's tokens are not included in the top-level usage fields") and an
+# advisor model's answer (Anthropic's advisor tool: billed at the advisor model's rates).
+_APART = ("compaction", "advisor_message")
+
+
+def billed_apart(iterations: Any) -> list[dict[str, Any]]:
+    """The usage of the iterations of a reply that its top-level usage leaves out, as `ModelReply`
+    fields (`input_tokens` counting cache reads and writes too); counts that are no counts are 0."""
+    parts = []
+    for item in iterations if isinstance(iterations, list) else ():
+        if not isinstance(item, dict) or item.get("type") not in _APART:
+            continue
+        read, write = _count(item, "cache_read_input_tokens"), _count(item, "cache_creation_input_tokens")
+        part = {
+            "input_tokens": _count(item, "input_tokens") + read + write,
+            "output_tokens": _count(item, "output_tokens"),
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": write,
+        }
+        model = item.get("model")
+        parts.append(part | {"model": model} if isinstance(model, str) and model else part)
+    return parts
+
+
+def _count(item: Mapping[str, Any], field: str) -> int:
+    value = item.get(field)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _geo(usage: Any) -> dict[str, str]:
