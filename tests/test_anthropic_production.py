@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +23,7 @@ from messages_api import (
     tool_use,
 )
 
-from agent import Agent, Budget, ModelError, PriceTable, RetryPolicy, TransientModelError, tool
+from agent import Agent, Budget, ConfigError, ModelError, PriceTable, RetryPolicy, TransientModelError, tool
 from agent.models.anthropic import AnthropicModel, code_execution, web_fetch, web_search
 from agent.models.base import ModelReply, ModelRequest, recording_cut_calls
 from agent.policies import RetryPolicy as Policy
@@ -236,6 +237,39 @@ def test_options_are_passed_through(api: MessagesAPI) -> None:
     assert body["tools"][1] == {"type": "web_search_20260318", "name": "web_search", "max_uses": 3}
     assert marked(body["tools"][-1]) and not marked(body["tools"][0])
     assert sent.headers["anthropic-beta"] == "context-management-2025-06-27,files-api-2025-04-14"
+
+
+def test_request_fields_without_an_option_of_their_own_are_sent_as_given(api: MessagesAPI) -> None:
+    # Effort and structured outputs (output_config), fast mode, where inference runs, the service
+    # tier, stop sequences, and a beta's fields (server-side context editing).
+    fields = {
+        "output_config": {"effort": "high"},
+        "speed": "fast",
+        "inference_geo": "us",
+        "service_tier": "standard_only",
+        "stop_sequences": ["</answer>"],
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+    }
+    api.enqueue(message(text("ok")), message(text("ok")))
+    model = model_for(api, extra_body=fields, betas=["context-management-2025-06-27"])
+    complete(model, ask("hi"))
+    complete(model, ask("again"))
+    assert all(body.items() >= fields.items() for body in api.bodies)
+
+
+@pytest.mark.parametrize(
+    ("field", "says"),
+    [
+        ("thinking", "thinking="),
+        ("messages", "journal"),
+        ("cache_control", "cache="),
+        ("container", "container="),
+    ],
+)
+def test_extra_body_may_not_set_what_the_adapter_writes(field: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"may not set {field!r}: it comes from")) as raised:
+        AnthropicModel(MODEL, api_key="sk-test", extra_body={field: {}})
+    assert says in str(raised.value)
 
 
 def test_parallel_tool_use_off_alone_is_an_auto_tool_choice(api: MessagesAPI) -> None:

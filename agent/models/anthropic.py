@@ -22,7 +22,10 @@ Choices worth knowing:
   reply's own fields, so `PriceTable.cost_of` prices each at its rate.
 - Options pass through: `thinking`, `tool_choice`, `parallel_tool_use=False`,
   server tools (`web_search()`, `web_fetch()`, `code_execution()`), request
-  `metadata`, and `betas` (the `anthropic-beta` header). Thinking and other
+  `metadata`, `betas` (the `anthropic-beta` header), `container` (Agent
+  Skills), and any other request field in `extra_body` (effort and structured
+  outputs in `output_config`, `speed`, `inference_geo`, `service_tier`,
+  `stop_sequences`, a beta's `context_management`). Thinking and other
   provider blocks are kept verbatim so they can be sent back unchanged.
 - A reply cut off (`max_tokens`, `model_context_window_exceeded`) while
   writing a tool call (or a server tool's call, which then has no result)
@@ -191,7 +194,10 @@ class AnthropicModel:
     `{"id": ..., "skills": [...]}` (Agent Skills to load, e.g. `{"type":
     "anthropic", "skill_id": "xlsx", "version": "latest"}`; either key may be
     left out). Once a reply names a container, later requests name that one,
-    with the skills.
+    with the skills. `extra_body` holds more request fields, sent as given:
+    `output_config` (`effort`, a structured output `format`), `speed`,
+    `inference_geo`, `service_tier`, `stop_sequences`, a beta's fields such as
+    `context_management` (with its `betas`).
     """
 
     def __init__(
@@ -210,6 +216,7 @@ class AnthropicModel:
         metadata: Mapping[str, Any] | None = None,
         betas: Sequence[str] = (),
         container: str | Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         model = default_model() if model is None else model
         if not model:
@@ -226,6 +233,7 @@ class AnthropicModel:
         self._options = _options(thinking, tool_choice, parallel_tool_use, metadata)
         self._server_tools = [dict(spec) for spec in server_tools]
         self._container = _container_option(container, self._server_tools)
+        self._extra_body = _extra_body(extra_body)
         self._headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         if client is None:
             self._clients: _LoopClients | None = _LoopClients(lambda: _new_client(api_key, base_url, timeout))
@@ -281,7 +289,9 @@ class AnthropicModel:
         """One streamed call with `params`; the reply carries on `container`, the one they name."""
         stream = _StreamWatch(time.monotonic())
         try:
-            async with client.messages.stream(**params, extra_headers=self._headers) as events:
+            async with client.messages.stream(
+                **params, extra_headers=self._headers, extra_body=self._extra_body
+            ) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
             reply = to_reply(message, stream.first_token, stream.headers, stream.inputs(), stream.iterations)
@@ -353,6 +363,34 @@ class AnthropicModel:
     async def _loop_client(self) -> anthropic.AsyncAnthropic:
         assert self._clients is not None
         return await self._clients.get()
+
+
+# The request fields the adapter writes itself, and the option to use instead of `extra_body`.
+_OWN_FIELDS = {
+    "model": "the model id",
+    "max_tokens": "the agent's max_tokens",
+    "messages": "the run's journal",
+    "system": "the agent's system prompt",
+    "tools": "the agent's tools and server_tools=",
+    "stream": "the adapter (it always streams)",
+    "cache_control": "cache= (the adapter places the breakpoints)",
+    "thinking": "thinking=",
+    "tool_choice": "tool_choice= or parallel_tool_use=",
+    "metadata": "metadata=",
+    "container": "container=",
+}
+
+
+def _extra_body(fields: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The `extra_body` option checked: none of the fields the adapter writes itself."""
+    if fields is None:
+        return None
+    for field in fields:
+        if field in _OWN_FIELDS:
+            raise ConfigError(
+                f"AnthropicModel: extra_body may not set {field!r}: it comes from {_OWN_FIELDS[field]}"
+            )
+    return dict(fields) or None
 
 
 def _options(
