@@ -756,6 +756,13 @@ def _block_events(index: int, block: Block) -> list[tuple[str, Any]]:
         start = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [_delta("thinking_delta", thinking=t) for t in _pieces(block["thinking"])]
         deltas.append(_delta("signature_delta", signature=block["signature"]))
+    elif kind == "compaction":  # a server-side compaction: its summary comes as deltas
+        start = {k: v for k, v in block.items() if k not in ("content", "encrypted_content")} | {
+            "content": None
+        }
+        deltas = [_delta("compaction_delta", content=c) for c in _pieces(block.get("content") or "")]
+        if block.get("encrypted_content") is not None:
+            deltas.append(_delta("compaction_delta", encrypted_content=block["encrypted_content"]))
     else:  # results of server tools, redacted thinking: whole at the start
         start, deltas = block, []
     events: list[tuple[str, Any]] = [

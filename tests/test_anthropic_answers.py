@@ -321,3 +321,29 @@ def test_an_advisor_model_with_no_known_price_makes_the_cost_unknown() -> None:
     result, _ = run(message(DONE, usage={"iterations": [advice]}))
     assert result.reason is StopReason.SUCCESS, result.note
     assert result.cost_usd is None
+
+
+# -- server-side compaction (a beta) -------------------------------------------------------------
+
+COMPACTION = {
+    "type": "compaction",
+    "content": "Summary: the user asked for a report; three files were written. " * 3,
+    "encrypted_content": "EuQBCkYIBxgCKkB",
+    "signature": "c2lnbmF0dXJl",
+}
+
+
+def test_a_compaction_block_is_sent_back_whole_with_the_summary_it_streamed() -> None:
+    call = tool_use("write", {"path": "a.txt", "body": "x"})
+    result, api = run(message(COMPACTION, call), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    sent = api.bodies[1]["messages"][1]["content"][0]
+    assert {k: v for k, v in sent.items() if k != "cache_control"} == COMPACTION
+
+
+def test_a_reply_paused_after_a_compaction_goes_on_in_the_same_turn() -> None:
+    result, api = run(message(COMPACTION, stop_reason="compaction"), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.turns == 1 and len(api.requests) == 2
+    last = api.bodies[1]["messages"][-1]
+    assert last["role"] == "assistant" and last["content"][0]["content"] == COMPACTION["content"]

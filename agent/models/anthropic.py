@@ -27,6 +27,11 @@ Choices worth knowing:
   outputs in `output_config`, `speed`, `inference_geo`, `service_tier`,
   `stop_sequences`, a beta's `context_management`). Thinking and other
   provider blocks are kept verbatim so they can be sent back unchanged.
+- A server-side compaction (a beta: `context_management` in `extra_body`)
+  gives a `compaction` block, kept whole with the summary it streams (which
+  the SDK's stream drops), and sent back; a reply that paused after one
+  (`stop_reason: "compaction"`) is a `pause_turn` (`extra["api_stop_reason"]`
+  says which), sent back within the same turn to go on.
 - A reply cut off (`max_tokens`, `model_context_window_exceeded`) while
   writing a tool call (or a server tool's call, which then has no result)
   has that call replaced by a text note saying so
@@ -294,7 +299,7 @@ class AnthropicModel:
             ) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
-            reply = to_reply(message, stream.first_token, stream.headers, stream.inputs(), stream.iterations)
+            reply = to_reply(message, stream.first_token, stream.headers, stream.fields(), stream.iterations)
             return with_container(reply, container)
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
@@ -544,6 +549,7 @@ class _StreamWatch:
         self.counted = False
         self.iterations: Any = None  # the usage's `iterations`, which the SDK's stream drops
         self._json: dict[int, str] = {}  # the input of blocks the SDK does not gather, by index
+        self._compacted: dict[int, dict[str, str]] = {}  # a compaction block's streamed fields, by index
 
     async def follow(self, events: Any) -> types.Message:
         """Read the stream to its end; the final message."""
@@ -572,16 +578,32 @@ class _StreamWatch:
 
     def _gather(self, index: int, delta: Any) -> None:
         """Keep the input JSON streamed to a block the SDK leaves alone (one of a type it does not
-        know, such as `mcp_tool_use`): the SDK gathers it for tool_use and server_tool_use only."""
-        if getattr(delta, "type", None) != "input_json_delta" or self.snapshot is None:
+        know, such as `mcp_tool_use`): the SDK gathers it for tool_use and server_tool_use only;
+        and the summary a server-side compaction streams (`compaction_delta`), which it drops."""
+        kind = getattr(delta, "type", None)
+        if kind == "compaction_delta":
+            self._compaction(index, delta)
+        if kind != "input_json_delta" or self.snapshot is None:
             return
         if index < len(self.snapshot.content) and isinstance(self.snapshot.content[index], _GATHERED):
             return
         self._json[index] = self._json.get(index, "") + delta.partial_json
 
-    def inputs(self) -> dict[int, Any]:
-        """The inputs gathered by `_gather`, parsed (a `ValueError` when one is not JSON)."""
-        return {index: json.loads(text) if text.strip() else {} for index, text in self._json.items()}
+    def _compaction(self, index: int, delta: Any) -> None:
+        """A compaction's summary (`content`, in pieces) and `encrypted_content`, to send back."""
+        fields = self._compacted.setdefault(index, {})
+        if isinstance(content := getattr(delta, "content", None), str):
+            fields["content"] = fields.get("content", "") + content
+        if isinstance(encrypted := getattr(delta, "encrypted_content", None), str):
+            fields["encrypted_content"] = fields.get("encrypted_content", "") + encrypted
+
+    def fields(self) -> dict[int, dict[str, Any]]:
+        """The fields of blocks that `_gather` kept, by index: inputs parsed (a `ValueError` when one
+        is not JSON), a compaction's summary."""
+        fields: dict[int, dict[str, Any]] = {index: dict(kept) for index, kept in self._compacted.items()}
+        for index, text in self._json.items():
+            fields.setdefault(index, {})["input"] = json.loads(text) if text.strip() else {}
+        return fields
 
     def partial(self) -> ModelReply | None:
         """The usage of a call cut off mid-stream (or read whole but unusable), or None before the
@@ -623,21 +645,23 @@ def to_reply(
     message: types.Message,
     time_to_first_token: float | None = None,
     headers: Mapping[str, str] | None = None,
-    inputs: Mapping[int, Any] | None = None,
+    streamed: Mapping[int, Mapping[str, Any]] | None = None,
     iterations: Any = None,
 ) -> ModelReply:
-    """A `ModelReply` from an SDK `Message`; `inputs` are streamed block inputs the SDK did not gather,
-    `iterations` the usage's breakdown (see `billed_apart`).
+    """A `ModelReply` from an SDK `Message`; `streamed` are fields of blocks streamed that the SDK did
+    not gather (inputs, a compaction's summary), `iterations` the usage's breakdown (`billed_apart`).
 
     A reply no run could keep (a call with no id or name, or whose input is no JSON object, two
     calls with one id) raises `ValueError`: `complete` makes it a transient `malformed_reply`.
     """
     content = [content_block(b) for b in message.content]
-    for index, value in (inputs or {}).items():
-        content[index] = {**content[index], "input": value}
+    for index, fields in (streamed or {}).items():
+        content[index] = {**content[index], **fields}
     _check_calls(content)
     stop_reason = message.stop_reason or "end_turn"
     extra: dict[str, Any] = {}
+    if stop_reason == "compaction":  # paused after a server-side compaction: sent back to go on
+        stop_reason, extra["api_stop_reason"] = "pause_turn", "compaction"
     if stop_reason in _CUT_STOPS and content and _is_call(content[-1]):
         cut = content.pop()
         tool = str(cut.get("name", cut["type"]))
