@@ -320,6 +320,19 @@ def test_rate_limit_headers_are_on_the_reply(api: MessagesAPI) -> None:
     }
 
 
+def test_fast_mode_and_priority_tier_rate_limit_headers_are_on_the_reply_too(api: MessagesAPI) -> None:
+    # Fast mode has its own limits (Anthropic's fast-mode page: anthropic-fast-*), as has the
+    # priority tier (anthropic-priority-*): a 429 in either is explained by these, not the standard ones.
+    headers = {
+        "anthropic-fast-input-tokens-limit": "100000",
+        "anthropic-fast-output-tokens-remaining": "0",
+        "anthropic-priority-input-tokens-remaining": "5000",
+    }
+    api.enqueue(message(text("ok"), headers=headers))
+    reply = complete(model_for(api), ask("hi"))
+    assert reply.extra["rate_limit"] == headers
+
+
 # -- what the API says when it stops -----------------------------------------------------------
 
 

@@ -919,12 +919,16 @@ def server_tool_uses(message: types.Message) -> dict[str, int]:
     return {name: used for name, used in counts.items() if used}
 
 
+# The rate-limit headers' prefixes: the standard limits, fast mode's own, the priority tier's.
+_LIMIT_HEADERS = ("anthropic-ratelimit-", "anthropic-fast-", "anthropic-priority-")
+
+
 def rate_limit_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """The `anthropic-ratelimit-*` headers (and `retry-after`) of a reply, for the chat span."""
+    """The rate-limit headers (standard, fast mode, priority tier) and `retry-after` of a reply."""
     return {
         name.lower(): value
         for name, value in headers.items()
-        if name.lower().startswith("anthropic-ratelimit-") or name.lower() == "retry-after"
+        if name.lower().startswith(_LIMIT_HEADERS) or name.lower() == "retry-after"
     }
 
 
