@@ -348,3 +348,44 @@ def test_a_container_option_the_api_would_refuse_is_a_clear_config_error(
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(says)):
         AnthropicModel(MODEL, api_key="sk-test", server_tools=server_tools, container=container)
+
+
+# -- tool definitions the API reads more of: programmatic tool calling, tool search, strict ---------------
+
+
+def test_tool_options_reach_the_tool_definitions_so_code_may_call_a_tool() -> None:
+    # Programmatic tool calling: the API lets code call only a tool whose allowed_callers name it.
+    options = {"lookup": {"allowed_callers": ["code_execution_20260120"], "strict": True}}
+    call = tool_use("lookup", {"region": "west"}, id="toolu_P") | {"caller": BY_CODE}
+    finished = {
+        "type": "code_execution_tool_result",
+        "tool_use_id": "srvtoolu_P1",
+        "content": {"stdout": "120"},
+    }
+    RAN.clear()
+    with MessagesAPI(message(PROGRAM, call, container=CONTAINER), message(finished, DONE)) as api:
+        model = AnthropicModel(
+            MODEL, api_key="sk-test", base_url=api.url, server_tools=[code_execution()], tool_options=options
+        )
+        result = Agent("ptc", model, tools=[lookup], retry=FAST).run("Sum the sales.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    for body in api.bodies:
+        (spec,) = [t for t in body["tools"] if t["name"] == "lookup"]
+        assert spec["allowed_callers"] == ["code_execution_20260120"] and spec["strict"] is True
+        assert spec["input_schema"]["properties"] == {"region": {"type": "string"}}
+        assert all("allowed_callers" not in t for t in body["tools"] if t["name"] != "lookup")
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"lookup": {"input_schema": {}}}, "may not set ['input_schema']"),
+        ({"lookup": {"cache_control": {"type": "ephemeral"}}}, "cache="),
+        ({"lookup": ["code_execution_20260120"]}, "must be a mapping of fields"),
+    ],
+)
+def test_tool_options_the_tool_gives_itself_are_a_clear_config_error(
+    options: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        AnthropicModel(MODEL, api_key="sk-test", tool_options=options)

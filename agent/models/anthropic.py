@@ -25,7 +25,9 @@ Choices worth knowing:
   `metadata`, `betas` (the `anthropic-beta` header), `container` (Agent
   Skills), and any other request field in `extra_body` (effort and structured
   outputs in `output_config`, `speed`, `inference_geo`, `service_tier`,
-  `stop_sequences`, a beta's `context_management`). Thinking and other
+  `stop_sequences`, a beta's `context_management`); `tool_options` adds fields
+  to the definitions of the agent's tools (`allowed_callers`, `defer_loading`,
+  `strict`, `input_examples`). Thinking and other
   provider blocks are kept verbatim so they can be sent back unchanged.
 - A server-side compaction (a beta: `context_management` in `extra_body`)
   gives a `compaction` block, kept whole with the summary it streams (which
@@ -202,7 +204,10 @@ class AnthropicModel:
     with the skills. `extra_body` holds more request fields, sent as given:
     `output_config` (`effort`, a structured output `format`), `speed`,
     `inference_geo`, `service_tier`, `stop_sequences`, a beta's fields such as
-    `context_management` (with its `betas`).
+    `context_management` (with its `betas`). `tool_options` adds fields to the
+    definitions of the agent's tools, by tool name: `allowed_callers` (calls
+    from code the code execution tool runs: programmatic tool calling),
+    `defer_loading` (found by a tool search tool), `strict`, `input_examples`.
     """
 
     def __init__(
@@ -222,6 +227,7 @@ class AnthropicModel:
         betas: Sequence[str] = (),
         container: str | Mapping[str, Any] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        tool_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         model = default_model() if model is None else model
         if not model:
@@ -239,6 +245,7 @@ class AnthropicModel:
         self._server_tools = [dict(spec) for spec in server_tools]
         self._container = _container_option(container, self._server_tools)
         self._extra_body = _extra_body(extra_body)
+        self._tool_options = _tool_options(tool_options)
         self._headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         if client is None:
             self._clients: _LoopClients | None = _LoopClients(lambda: _new_client(api_key, base_url, timeout))
@@ -322,7 +329,7 @@ class AnthropicModel:
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
         messages = outgoing_messages(request.messages)
-        tools = [dict(spec) for spec in request.tools] + [dict(spec) for spec in self._server_tools]
+        tools = self._with_tool_options(request.tools) + [dict(spec) for spec in self._server_tools]
         params: dict[str, Any] = {"model": self._model, "max_tokens": request.max_tokens}
         if self._cache is None:
             params["messages"] = messages
@@ -341,6 +348,13 @@ class AnthropicModel:
         if (container := self._container.named(run_container["id"] if run_container else None)) is not None:
             params["container"] = container
         return params | self._options
+
+    def _with_tool_options(self, specs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The request's tool definitions with their `tool_options` (a request of other tools, such as
+        an evaluator's through the same model, has none of them)."""
+        if not self._tool_options:
+            return [dict(spec) for spec in specs]
+        return [{**spec, **self._tool_options.get(str(spec.get("name")), {})} for spec in specs]
 
     def _check_max_tokens(self, max_tokens: int) -> None:
         """Refuse, before any paid call, a `max_tokens` above the model table's maximum output."""
@@ -384,6 +398,27 @@ _OWN_FIELDS = {
     "metadata": "metadata=",
     "container": "container=",
 }
+
+
+# The fields of a tool's definition that `tool_options` may not replace: the tool itself gives them.
+_TOOL_OWN = frozenset({"name", "description", "input_schema", "type", "cache_control"})
+
+
+def _tool_options(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    """The `tool_options` option checked: a mapping of fields per tool name, none of the tool's own."""
+    checked: dict[str, dict[str, Any]] = {}
+    for name, fields in (options or {}).items():
+        if not isinstance(fields, Mapping):
+            raise ConfigError(
+                f"AnthropicModel: tool_options[{name!r}] must be a mapping of fields, got {fields!r}"
+            )
+        if own := sorted(set(fields) & _TOOL_OWN):
+            raise ConfigError(
+                f"AnthropicModel: tool_options[{name!r}] may not set {own}: the tool gives them "
+                "(cache breakpoints come from cache=)"
+            )
+        checked[name] = dict(fields)
+    return checked
 
 
 def _extra_body(fields: Mapping[str, Any] | None) -> dict[str, Any] | None:
