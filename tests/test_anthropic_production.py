@@ -221,7 +221,7 @@ def test_options_are_passed_through(api: MessagesAPI) -> None:
     model = model_for(
         api,
         thinking={"type": "adaptive"},
-        tool_choice={"type": "any"},
+        tool_choice={"type": "auto"},
         parallel_tool_use=False,
         server_tools=[web_search(max_uses=3), web_fetch(), code_execution()],
         metadata={"user_id": "team-42"},
@@ -231,7 +231,7 @@ def test_options_are_passed_through(api: MessagesAPI) -> None:
     (sent,) = api.requests
     body = sent.body
     assert body["thinking"] == {"type": "adaptive"}
-    assert body["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True}
+    assert body["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
     assert body["metadata"] == {"user_id": "team-42"}
     assert [t["name"] for t in body["tools"]] == ["read", "web_search", "web_fetch", "code_execution"]
     assert body["tools"][1] == {"type": "web_search_20260318", "name": "web_search", "max_uses": 3}
@@ -270,6 +270,19 @@ def test_extra_body_may_not_set_what_the_adapter_writes(field: str, says: str) -
     with pytest.raises(ConfigError, match=re.escape(f"may not set {field!r}: it comes from")) as raised:
         AnthropicModel(MODEL, api_key="sk-test", extra_body={field: {}})
     assert says in str(raised.value)
+
+
+@pytest.mark.parametrize("thinking", [{"type": "adaptive"}, {"type": "enabled", "budget_tokens": 2048}])
+@pytest.mark.parametrize("choice", [{"type": "any"}, {"type": "tool", "name": "read"}])
+def test_thinking_with_a_tool_choice_that_forces_a_call_is_a_config_error(
+    api: MessagesAPI, thinking: dict[str, Any], choice: dict[str, Any]
+) -> None:
+    # Anthropic's extended thinking docs: with thinking, tool_choice may only be auto or none; the
+    # API refuses the rest with a 400, which ended the run as an error at its first paid call.
+    with pytest.raises(ConfigError, match="thinking allows tool_choice 'auto' or 'none' only"):
+        model_for(api, thinking=thinking, tool_choice=choice)
+    model_for(api, thinking={"type": "disabled"}, tool_choice=choice)  # no thinking: any choice
+    model_for(api, thinking=thinking, tool_choice={"type": "none"})
 
 
 def test_parallel_tool_use_off_alone_is_an_auto_tool_choice(api: MessagesAPI) -> None:

@@ -443,6 +443,12 @@ def _options(
     if thinking is not None:
         options["thinking"] = dict(thinking)
     choice = dict(tool_choice) if tool_choice is not None else None
+    thinks = thinking is not None and thinking.get("type") != "disabled"
+    if thinks and choice is not None and choice.get("type") not in ("auto", "none"):
+        raise ConfigError(
+            f"AnthropicModel: thinking allows tool_choice 'auto' or 'none' only (the API refuses "
+            f"{choice.get('type')!r} with thinking on): drop tool_choice, or turn thinking off"
+        )
     if not parallel_tool_use:
         choice = {"type": "auto", **(choice or {}), "disable_parallel_tool_use": True}
     if choice is not None:
