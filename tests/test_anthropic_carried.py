@@ -389,3 +389,35 @@ def test_tool_options_the_tool_gives_itself_are_a_clear_config_error(
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(says)):
         AnthropicModel(MODEL, api_key="sk-test", tool_options=options)
+
+
+MEMORY: dict[str, str] = {}
+
+
+@tool
+def memory(command: str, path: str, file_text: str = "") -> str:
+    """The memory tool's commands, on a dict."""
+    if command == "create":
+        MEMORY[path] = file_text
+        return f"created {path}"
+    return MEMORY.get(path, f"no file {path}")
+
+
+def test_a_tool_the_api_defines_is_declared_by_its_type_and_run_by_the_agents_tool_of_its_name() -> None:
+    # The memory tool (memory_20250818) is run by the client: the API defines its input.
+    write = tool_use(
+        "memory", {"command": "create", "path": "/memories/notes.md", "file_text": "West leads."}
+    )
+    MEMORY.clear()
+    with MessagesAPI(message(write), message(DONE)) as api:
+        model = AnthropicModel(
+            MODEL, api_key="sk-test", base_url=api.url, tool_options={"memory": {"type": "memory_20250818"}}
+        )
+        result = Agent("remembers", model, tools=[memory], retry=FAST).run("Note what you learn.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert MEMORY == {"/memories/notes.md": "West leads."}
+    (declared,) = [t for t in api.bodies[0]["tools"] if t["name"] == "memory"]
+    assert {k: v for k, v in declared.items() if k != "cache_control"} == {
+        "name": "memory",
+        "type": "memory_20250818",
+    }

@@ -207,7 +207,9 @@ class AnthropicModel:
     `context_management` (with its `betas`). `tool_options` adds fields to the
     definitions of the agent's tools, by tool name: `allowed_callers` (calls
     from code the code execution tool runs: programmatic tool calling),
-    `defer_loading` (found by a tool search tool), `strict`, `input_examples`.
+    `defer_loading` (found by a tool search tool), `strict`, `input_examples`;
+    a `type` makes the tool one the API defines, run by the agent's tool of
+    that name (`{"memory": {"type": "memory_20250818"}}`: the memory tool).
     """
 
     def __init__(
@@ -354,7 +356,7 @@ class AnthropicModel:
         an evaluator's through the same model, has none of them)."""
         if not self._tool_options:
             return [dict(spec) for spec in specs]
-        return [{**spec, **self._tool_options.get(str(spec.get("name")), {})} for spec in specs]
+        return [_with_options(spec, self._tool_options.get(str(spec.get("name")), {})) for spec in specs]
 
     def _check_max_tokens(self, max_tokens: int) -> None:
         """Refuse, before any paid call, a `max_tokens` above the model table's maximum output."""
@@ -401,7 +403,16 @@ _OWN_FIELDS = {
 
 
 # The fields of a tool's definition that `tool_options` may not replace: the tool itself gives them.
-_TOOL_OWN = frozenset({"name", "description", "input_schema", "type", "cache_control"})
+_TOOL_OWN = frozenset({"name", "description", "input_schema", "cache_control"})
+
+
+def _with_options(spec: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's definition with its options. With a `type`, the tool is one the API defines and the
+    agent's tool of that name runs (the memory tool, bash, the text editor): the API knows its
+    description and input, and refuses them given."""
+    if "type" in options:
+        return {"name": spec.get("name"), **options}
+    return {**spec, **options}
 
 
 def _tool_options(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
