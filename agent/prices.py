@@ -93,11 +93,20 @@ class PriceTable:
         unknown. A reply that names another model with a known price (the API's fallback) is priced
         as that model, the one that answered, unless a price was given for `model` itself (a proxy's
         alias: the price given is what its calls cost)."""
-        cost = self._own_cost(model, reply)
-        for part in reply.billed_apart:  # server-side compaction, an advisor: each at its model's price
-            part_cost = self._own_cost(part.model or model, part)
-            cost = None if cost is None or part_cost is None else cost + part_cost
-        return cost
+        parts = reply.billed_by_model  # a server-side fallback: each model's part at its price
+        cost = self._parts_cost(model, parts) if parts else self._own_cost(model, reply)
+        apart = self._parts_cost(model, reply.billed_apart)  # a server-side compaction, an advisor
+        return None if cost is None or apart is None else cost + apart
+
+    def _parts_cost(self, model: str, parts: list[ModelReply]) -> float | None:
+        """The cost of calls each at its own model's price (`model` for those that name none)."""
+        total = 0.0
+        for part in parts:
+            cost = self._own_cost(part.model or model, part)
+            if cost is None:
+                return None
+            total += cost
+        return total
 
     def _own_cost(self, model: str, reply: ModelReply) -> float | None:
         answered = reply.model

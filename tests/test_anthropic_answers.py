@@ -347,3 +347,19 @@ def test_a_reply_paused_after_a_compaction_goes_on_in_the_same_turn() -> None:
     assert result.turns == 1 and len(api.requests) == 2
     last = api.bodies[1]["messages"][-1]
     assert last["role"] == "assistant" and last["content"][0]["content"] == COMPACTION["content"]
+
+
+def test_a_reply_a_fallback_model_finished_is_priced_part_by_model() -> None:
+    # Server-side fallback (a beta): the requested model declined after 1,000 input tokens and the
+    # fallback model answered; the top-level usage sums both under one model id.
+    declined = iteration("message", 1_000, 50, model="claude-opus-4-6")  # $5 in, $25 out
+    answered = iteration("fallback_message", 2_000, 100, model="claude-haiku-4-5")  # $1 in, $5 out
+    usage = {"iterations": [declined, answered]}
+    with MessagesAPI(
+        message(DONE, input_tokens=3_000, output_tokens=150, model="claude-haiku-4-5", usage=usage)
+    ) as api:
+        model = AnthropicModel("claude-opus-4-6", api_key="sk-ant-test", base_url=api.url)
+        result = Agent("fallback", model, tools=[write], retry=FAST).run("Do the task.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx((1_000 * 5 + 50 * 25 + 2_000 * 1 + 100 * 5) / 1e6)
+    assert (result.input_tokens, result.output_tokens) == (3_000, 150)  # counted once

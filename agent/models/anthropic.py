@@ -87,6 +87,7 @@ from agent.journal import Entry, Reply
 from agent.models._messages import CALL_FIELDS, TEXT_FIELDS
 from agent.models.base import (
     BILLED_APART,
+    BILLED_BY_MODEL,
     PROVIDER_DATA,
     Message,
     ModelReply,
@@ -725,9 +726,7 @@ def to_reply(
         extra["stop_details"] = message.stop_details.model_dump(mode="json", exclude_none=True)
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
-    extra |= _geo(message.usage)
-    if apart := billed_apart(iterations):
-        extra[BILLED_APART] = apart
+    extra |= _geo(message.usage) | _billed(iterations)
     if message.container is not None:
         extra[PROVIDER_DATA] = {"container": message.container.model_dump(mode="json", exclude_none=True)}
     reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
@@ -922,12 +921,39 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
 _APART = ("compaction", "advisor_message")
 
 
+# The sampling iterations the top-level usage sums: a model's turns, and the fallback model's last.
+_SAMPLED = ("message", "fallback_message")
+
+
 def billed_apart(iterations: Any) -> list[dict[str, Any]]:
     """The usage of the iterations of a reply that its top-level usage leaves out, as `ModelReply`
     fields (`input_tokens` counting cache reads and writes too); counts that are no counts are 0."""
+    return _iteration_parts(iterations, _APART)
+
+
+def billed_by_model(iterations: Any) -> list[dict[str, Any]]:
+    """When a fallback model served the reply (a `fallback_message` iteration: Anthropic's server-side
+    fallback), the usage of its sampling iterations, each with the model that ran it, which the
+    top-level usage sums under one model; else nothing."""
+    if not any(isinstance(i, dict) and i.get("type") == "fallback_message" for i in _listed(iterations)):
+        return []
+    return _iteration_parts(iterations, _SAMPLED)
+
+
+def _billed(iterations: Any) -> dict[str, list[dict[str, Any]]]:
+    """What of a reply's usage is billed apart, or by another model, as `ModelReply.extra` holds it."""
+    billed = {BILLED_APART: billed_apart(iterations), BILLED_BY_MODEL: billed_by_model(iterations)}
+    return {key: parts for key, parts in billed.items() if parts}
+
+
+def _listed(iterations: Any) -> list[Any]:
+    return iterations if isinstance(iterations, list) else []
+
+
+def _iteration_parts(iterations: Any, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
     parts = []
-    for item in iterations if isinstance(iterations, list) else ():
-        if not isinstance(item, dict) or item.get("type") not in _APART:
+    for item in _listed(iterations):
+        if not isinstance(item, dict) or item.get("type") not in kinds:
             continue
         read, write = _count(item, "cache_read_input_tokens"), _count(item, "cache_creation_input_tokens")
         part = {

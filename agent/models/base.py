@@ -23,6 +23,7 @@ Message = dict[str, Any]
 ToolSpec = dict[str, Any]
 PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the journal keeps of a reply
 BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
+BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
 
 
 @fast_init
@@ -95,6 +96,16 @@ class ModelReply:
         """The calls the provider made within this one and billed apart from its usage (Anthropic's
         server-side compaction, an advisor model), each as a reply with its own usage and model
         ("" for this reply's model): `extra[BILLED_APART]`, a list of their usage fields."""
+        return self._parts(BILLED_APART)
+
+    @property
+    def billed_by_model(self) -> list[ModelReply]:
+        """The parts of this reply's own usage that different models served, each billed at its
+        model's price (Anthropic's server-side fallback: the model that declined, then the one that
+        answered), as `billed_apart` gives them; empty when one model served it all."""
+        return self._parts(BILLED_BY_MODEL)
+
+    def _parts(self, key: str) -> list[ModelReply]:
         return [
             ModelReply(
                 [],
@@ -105,7 +116,7 @@ class ModelReply:
                 cache_read_input_tokens=part.get("cache_read_input_tokens", 0),
                 cache_creation_input_tokens=part.get("cache_creation_input_tokens", 0),
             )
-            for part in self.extra.get(BILLED_APART) or ()
+            for part in self.extra.get(key) or ()
         ]
 
     @property
