@@ -16,7 +16,9 @@ API would report: input tokens counted from the request (about 4 characters
 a token), and prompt-cache reads and writes computed from the cache
 breakpoints and the prefixes this server has seen. The server counts the TCP
 connections it accepts (`connections`), and serves `GET /v1/models/{id}` for
-the ids in `models`.
+the ids in `models`. A request naming a container in `expired_containers` is
+refused (`container_expired`); a compaction block streams its summary as
+`compaction_delta` events, and the usage's `iterations` come at the end.
 
     with MessagesAPI() as api:
         api.enqueue(message(tool_use("search", {"q": "x"})), error(529))
