@@ -640,6 +640,8 @@ def _blocks_problem(blocks: list[Any], i: int) -> str | None:
     not as the API gave them."""
     if any(not str(b.get("text", "")).strip() for b in _typed(blocks, "text")):
         return f"messages.{i}: text content blocks must contain non-whitespace text"
+    if any(not b.get("signature") for b in _typed(blocks, "thinking")):
+        return f"messages.{i}: Invalid `signature` in `thinking` block"
     for j, block in enumerate(blocks):
         if not isinstance(block, dict):
             continue

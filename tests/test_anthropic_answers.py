@@ -363,3 +363,24 @@ def test_a_reply_a_fallback_model_finished_is_priced_part_by_model() -> None:
     assert result.reason is StopReason.SUCCESS, result.note
     assert result.cost_usd == pytest.approx((1_000 * 5 + 50 * 25 + 2_000 * 1 + 100 * 5) / 1e6)
     assert (result.input_tokens, result.output_tokens) == (3_000, 150)  # counted once
+
+
+# -- thinking cut off --------------------------------------------------------------------------
+
+
+def test_a_thinking_block_cut_off_unsigned_by_max_tokens_is_not_sent_back() -> None:
+    # max_tokens counts thinking: a reply can end inside its thinking, before the signature that
+    # the API wants back with every thinking block (it refuses an unsigned one).
+    cut = {"type": "thinking", "thinking": "First, list the files, then", "signature": ""}
+    signed = {"type": "thinking", "thinking": "Now write it.", "signature": "c2ln"}
+    call = tool_use("write", {"path": "a.txt", "body": "x"})
+    result, api = run(message(cut, stop_reason="max_tokens"), message(signed, call), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert all(
+        b.get("type") != "thinking"
+        for m in api.bodies[1]["messages"]
+        for b in m["content"]
+        if isinstance(b, dict)
+    )
+    kept = api.bodies[2]["messages"][-2]["content"][0]
+    assert {k: v for k, v in kept.items() if k != "cache_control"} == signed  # a signed one goes back

@@ -34,6 +34,9 @@ Choices worth knowing:
   the SDK's stream drops), and sent back; a reply that paused after one
   (`stop_reason: "compaction"`) is a `pause_turn` (`extra["api_stop_reason"]`
   says which), sent back within the same turn to go on.
+- A thinking block with no signature (a reply cut off by `max_tokens` while
+  thinking) is left out of the reply (`extra["unsigned_thinking_dropped"]`):
+  the API refuses it sent back, which ended the run as an error.
 - A reply cut off (`max_tokens`, `model_context_window_exceeded`) while
   writing a tool call (or a server tool's call, which then has no result)
   has that call replaced by a text note saying so
@@ -715,6 +718,9 @@ def to_reply(
     extra: dict[str, Any] = {}
     if stop_reason == "compaction":  # paused after a server-side compaction: sent back to go on
         stop_reason, extra["api_stop_reason"] = "pause_turn", "compaction"
+    if unsigned := [b for b in content if b.get("type") == "thinking" and not b.get("signature")]:
+        content = [b for b in content if b not in unsigned]  # cut off before its signature: the API
+        extra["unsigned_thinking_dropped"] = len(unsigned)  # refuses it back, and it ends unfinished
     if stop_reason in _CUT_STOPS and content and _is_call(content[-1]):
         cut = content.pop()
         tool = str(cut.get("name", cut["type"]))
