@@ -384,3 +384,17 @@ def test_a_thinking_block_cut_off_unsigned_by_max_tokens_is_not_sent_back() -> N
     )
     kept = api.bodies[2]["messages"][-2]["content"][0]
     assert {k: v for k, v in kept.items() if k != "cache_control"} == signed  # a signed one goes back
+
+
+@pytest.mark.parametrize("field", ["speed", "inference_geo"])
+def test_how_a_call_ran_is_priced_when_only_the_last_usage_of_the_stream_says_it(field: str) -> None:
+    # The SDK's stream keeps a message_delta's token counts only: speed and inference_geo given there
+    # (and not at message_start) were lost, and a fast or US-only call priced as a standard one.
+    said = {"speed": "fast", "inference_geo": "us"}[field]
+    events = events_of(message(DONE, input_tokens=2_000, output_tokens=1_000, usage={field: said}))
+    events[0][1]["message"]["usage"].pop(field)
+    assert any(name == "message_delta" and data["usage"].get(field) == said for name, data in events)
+    result, _ = fast_run("claude-opus-4-7", streamed(*events))
+    standard = (2_000 * 5 + 1_000 * 25) / 1e6
+    expected = {"speed": (2_000 * 30 + 1_000 * 150) / 1e6, "inference_geo": standard * 1.1}[field]
+    assert result.cost_usd == pytest.approx(expected)

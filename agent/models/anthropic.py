@@ -312,7 +312,7 @@ class AnthropicModel:
             ) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
-            reply = to_reply(message, stream.first_token, stream.headers, stream.fields(), stream.iterations)
+            reply = to_reply(message, stream.first_token, stream.headers, stream.fields(), stream.late)
             return with_container(reply, container)
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
@@ -603,7 +603,7 @@ class _StreamWatch:
         self.streamed_chars = 0
         self.stopped = False
         self.counted = False
-        self.iterations: Any = None  # the usage's `iterations`, which the SDK's stream drops
+        self.late: dict[str, Any] = {}  # usage fields the SDK's stream drops (see `_LATE`)
         self._json: dict[int, str] = {}  # the input of blocks the SDK does not gather, by index
         self._compacted: dict[int, dict[str, str]] = {}  # a compaction block's streamed fields, by index
 
@@ -620,7 +620,7 @@ class _StreamWatch:
         kind = getattr(event, "type", "")
         if kind == "message_start":
             self.snapshot = events.current_message_snapshot
-            self.iterations = _iterations(event.message.usage, self.iterations)
+            self._late(event.message.usage)
         elif kind == "content_block_delta":
             if self.first_token is None:
                 self.first_token = time.monotonic() - self.started
@@ -628,9 +628,18 @@ class _StreamWatch:
             self._gather(event.index, event.delta)
         elif kind == "message_delta":
             self.counted = True  # the API's own count of the output, final
-            self.iterations = _iterations(event.usage, self.iterations)
+            self._late(event.usage)
         elif kind == "message_stop":
             self.stopped = True
+
+    def _late(self, usage: Any) -> None:
+        """Keep the usage fields of `message_start` or `message_delta` that the SDK's stream does
+        not carry to its final message (a `message_delta` never, `iterations` at all)."""
+        untyped = getattr(usage, "model_extra", None) or {}
+        for field in _LATE:
+            value = untyped.get(field, getattr(usage, field, None))
+            if value is not None:
+                self.late[field] = value
 
     def _gather(self, index: int, delta: Any) -> None:
         """Keep the input JSON streamed to a block the SDK leaves alone (one of a type it does not
@@ -671,14 +680,9 @@ class _StreamWatch:
         if not self.counted:
             output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
         reply = _usage_reply(usage, [], "cut_off", self.snapshot.model, self.snapshot.id)
-        extra = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens, **_geo(usage)}
+        extra = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
+        extra |= _geo(usage) | _geo(self.late)
         return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
-
-
-def _iterations(usage: Any, before: Any) -> Any:
-    """The usage's `iterations` (a field the SDK's own types leave out), else `before`."""
-    said = (getattr(usage, "model_extra", None) or {}).get("iterations")
-    return before if said is None else said
 
 
 def _delta_chars(delta: Any) -> int:
@@ -702,10 +706,11 @@ def to_reply(
     time_to_first_token: float | None = None,
     headers: Mapping[str, str] | None = None,
     streamed: Mapping[int, Mapping[str, Any]] | None = None,
-    iterations: Any = None,
+    late: Mapping[str, Any] | None = None,
 ) -> ModelReply:
     """A `ModelReply` from an SDK `Message`; `streamed` are fields of blocks streamed that the SDK did
-    not gather (inputs, a compaction's summary), `iterations` the usage's breakdown (`billed_apart`).
+    not gather (inputs, a compaction's summary), `late` usage fields streamed that it did not keep
+    (`iterations`, the usage's breakdown: see `billed_apart`; `speed`, `inference_geo`).
 
     A reply no run could keep (a call with no id or name, or whose input is no JSON object, two
     calls with one id) raises `ValueError`: `complete` makes it a transient `malformed_reply`.
@@ -732,7 +737,8 @@ def to_reply(
         extra["stop_details"] = message.stop_details.model_dump(mode="json", exclude_none=True)
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
-    extra |= _geo(message.usage) | _billed(iterations)
+    late = late or {}
+    extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"))
     if message.container is not None:
         extra[PROVIDER_DATA] = {"container": message.container.model_dump(mode="json", exclude_none=True)}
     reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
@@ -978,10 +984,15 @@ def _count(item: Mapping[str, Any], field: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+# Usage fields the SDK's stream drops when a `message_delta` gives them (or, `iterations`, always).
+_LATE = ("iterations", "speed", "inference_geo")
+
+
 def _geo(usage: Any) -> dict[str, str]:
-    """Where and how fast the call ran, when the usage says: a call run US-only (`inference_geo`
-    "us") or in fast mode (`speed` "fast") is priced apart (see `Price`)."""
-    said = {field: getattr(usage, field, None) for field in ("inference_geo", "speed")}
+    """Where and how fast the call ran, when the usage (an SDK object or a mapping) says: a call run
+    US-only (`inference_geo` "us") or in fast mode (`speed` "fast") is priced apart (see `Price`)."""
+    fields = ("inference_geo", "speed")
+    said = {f: usage.get(f) if isinstance(usage, Mapping) else getattr(usage, f, None) for f in fields}
     return {field: value for field, value in said.items() if isinstance(value, str) and value}
 
 
