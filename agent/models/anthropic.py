@@ -680,7 +680,7 @@ class _StreamWatch:
         if not self.counted:
             output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
         reply = _usage_reply(usage, [], "cut_off", self.snapshot.model, self.snapshot.id)
-        extra = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
+        extra: dict[str, Any] = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
         extra |= _geo(usage) | _geo(self.late)
         return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
 
