@@ -768,8 +768,7 @@ def container_of(journal: Sequence[Entry]) -> dict[str, Any] | None:
 # How the API refuses a container it no longer has (its words are not documented: these are matched).
 _GONE = ("expired", "not found", "no longer")
 
-
-_SKILL = {"type": "anthropic", "skill_id": "xlsx", "version": "latest"}
+_SKILL = {"type": "anthropic", "skill_id": "xlsx", "version": "latest"}  # an example, for errors
 
 
 class _Container:
@@ -836,12 +835,12 @@ def _code_waits(messages: Sequence[Message]) -> bool:
     `caller` names it): the last reply holds such a call, and the request carries its results."""
     replies = [m for m in messages if m.get("role") == "assistant"]
     content = replies[-1].get("content") if replies else None
+    blocks = content if isinstance(content, list) else []
     return any(
         isinstance(block, dict)
         and block.get("type") == "tool_use"
         and str((block.get("caller") or {}).get("type", "")).startswith("code_execution")
-        for block in content or []
-        if isinstance(content, list)
+        for block in blocks
     )
 
 
