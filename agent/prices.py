@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from agent.models.base import ModelReply
 
 from agent.models.catalog import ModelTable
-from agent.models.price import Price
+from agent.models.price import Price, is_fast
 from agent.usage import Usage
 
 log = logging.getLogger("endstate")
@@ -39,7 +39,7 @@ class PriceTable:
         self._overrides = dict(overrides or {})
         self.models = models if models is not None else ModelTable.load()
         self.on_unknown = on_unknown
-        self._warned: set[str] = set()
+        self._warned: set[tuple[str, bool]] = set()
         self._found: dict[str, Price | None] = {}  # asked once a model call: the same few names
 
     def price(self, model: str) -> Price | None:
@@ -93,33 +93,59 @@ class PriceTable:
         unknown. A reply that names another model with a known price (the API's fallback) is priced
         as that model, the one that answered, unless a price was given for `model` itself (a proxy's
         alias: the price given is what its calls cost)."""
+        parts = reply.billed_by_model  # a server-side fallback: each model's part at its price
+        cost = self._parts_cost(model, parts) if parts else self._own_cost(model, reply)
+        apart = self._parts_cost(model, reply.billed_apart)  # a server-side compaction, an advisor
+        return None if cost is None or apart is None else cost + apart
+
+    def _parts_cost(self, model: str, parts: list[ModelReply]) -> float | None:
+        """The cost of calls each at its own model's price (`model` for those that name none)."""
+        total = 0.0
+        for part in parts:
+            cost = self._own_cost(part.model or model, part)
+            if cost is None:
+                return None
+            total += cost
+        return total
+
+    def _own_cost(self, model: str, reply: ModelReply) -> float | None:
         answered = reply.model
         if answered and answered != model and not self._given(model) and self.price(answered) is not None:
             model = answered
         price = self.price(model)
-        if price is not None:
+        if price is not None and (price.fast is not None or not is_fast(reply)):
             return price.cost_of(reply)
-        self._report_unknown(model)
+        self._report_unknown(model, fast=price is not None)
         return None
 
     def usage_of(self, model: str, reply: ModelReply) -> Usage:
-        """One call's usage: its tokens of each kind, and its cost (None when the price is unknown)."""
+        """One call's usage: its tokens of each kind (those of the calls billed apart within it too),
+        and its cost (None when a price is unknown)."""
+        calls = [reply, *reply.billed_apart]
         return Usage(
-            reply.input_tokens,
-            reply.output_tokens,
-            reply.cache_read_input_tokens,
-            reply.cache_creation_input_tokens,
+            sum(r.input_tokens for r in calls),
+            sum(r.output_tokens for r in calls),
+            sum(r.cache_read_input_tokens for r in calls),
+            sum(r.cache_creation_input_tokens for r in calls),
             self.cost_of(model, reply),
         )
 
-    def _report_unknown(self, model: str) -> None:
-        if model not in self._warned:
-            self._warned.add(model)
-            log.warning(
-                "no price for model %r (%s): its cost is reported as unknown",
-                model,
-                self.unknown_reason(model),
-            )
+    def _report_unknown(self, model: str, *, fast: bool = False) -> None:
+        """Warn once per model (and once more for its fast mode), and count every call."""
+        if (model, fast) not in self._warned:
+            self._warned.add((model, fast))
+            if fast:
+                log.warning(
+                    "no fast-mode price for model %r (a call ran with speed 'fast', priced apart): "
+                    "its cost is reported as unknown; give the row a fast = { input = ..., output = ... }",
+                    model,
+                )
+            else:
+                log.warning(
+                    "no price for model %r (%s): its cost is reported as unknown",
+                    model,
+                    self.unknown_reason(model),
+                )
         if self.on_unknown is not None:
             self.on_unknown(model)
 

@@ -481,9 +481,10 @@ def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None
     if reply.server_tool_use:  # web search, web fetch, code execution
         for tool, uses in reply.server_tool_use.items():
             attributes[f"{n.SERVER_TOOL_USE_PREFIX}{tool}"] = uses
-    if rate_limit := reply.extra.get("rate_limit"):  # what is left of the quota
+    if rate_limit := reply.extra.get("rate_limit"):  # what is left of the quota (fast mode's: fast-*)
         for header, value in rate_limit.items():
-            attributes[f"{n.RATE_LIMIT_PREFIX}{header.removeprefix('anthropic-ratelimit-')}"] = str(value)
+            name = header.removeprefix("anthropic-ratelimit-").removeprefix("anthropic-")
+            attributes[f"{n.RATE_LIMIT_PREFIX}{name}"] = str(value)
 
 
 def _links(continues: SegmentLink | None) -> Sequence[Link]:

@@ -16,7 +16,9 @@ API would report: input tokens counted from the request (about 4 characters
 a token), and prompt-cache reads and writes computed from the cache
 breakpoints and the prefixes this server has seen. The server counts the TCP
 connections it accepts (`connections`), and serves `GET /v1/models/{id}` for
-the ids in `models`.
+the ids in `models`. A request naming a container in `expired_containers` is
+refused (`container_expired`); a compaction block streams its summary as
+`compaction_delta` events, and the usage's `iterations` come at the end.
 
     with MessagesAPI() as api:
         api.enqueue(message(tool_use("search", {"q": "x"})), error(529))
@@ -156,6 +158,12 @@ def error(
     return Response(status, body, dict(headers or {}))
 
 
+def container_expired(container_id: str) -> Response:
+    """The refusal of a request naming an expired code execution container. The docs say such a
+    container cannot be reused, not the error's words: these are made up, in the API's shape."""
+    return error(400, f"container: {container_id} has expired and can no longer be used")
+
+
 def hang(seconds: float = 30.0) -> Response:
     """A reply that comes only after `seconds` (or never, once the server stops)."""
     return Response(200, message(text("too late")).body, delay=seconds)
@@ -235,6 +243,7 @@ class MessagesAPI:
         self.validate = validate
         self.models = dict(models or {})
         self.keys: set[str] | None = None  # when set, only these API keys are accepted
+        self.expired_containers: set[str] = set()  # a request naming one is refused (`container_expired`)
         self.requests: list[Received] = []
         self.usages: list[dict[str, Any]] = []  # the usage reported for each reply, in order
         self.connections = 0  # TCP connections accepted since start
@@ -316,6 +325,7 @@ class MessagesAPI:
             self.requests.append(received)
             problem = _problem(received) if self.validate else None
             problem = problem or self._key_problem(received) or self._too_long(received)
+            problem = problem or self._container_gone(received)
             if problem is not None:
                 return problem
             if self.intercept is not None and (answer := self.intercept(received.body)) is not None:
@@ -333,6 +343,15 @@ class MessagesAPI:
         if prompt <= self.context_window:
             return None
         return error(400, f"prompt is too long: {prompt} tokens > {self.context_window} maximum")
+
+    def _container_gone(self, req: Received) -> Response | None:
+        """The refusal of a request naming a container that has expired (Anthropic's docs: "A container
+        that has expired can't be reused. Send the request again without the `container` parameter")."""
+        container = req.body.get("container") if isinstance(req.body, dict) else None
+        named = container.get("id") if isinstance(container, dict) else container
+        if named is None or named not in self.expired_containers:
+            return None
+        return container_expired(named)
 
     def _key_problem(self, req: Received) -> Response | None:
         key = req.headers.get("x-api-key") or req.headers.get("authorization", "").removeprefix("Bearer ")
@@ -525,6 +544,11 @@ def _container_problem(body: dict[str, Any]) -> str | None:
     if container is not None and not isinstance(container, str | dict):
         return "container: Input should be a valid string or an object"
     named = container if isinstance(container, str) else (container or {}).get("id")
+    skills = container.get("skills") if isinstance(container, dict) else None
+    if skills and not any(
+        str(t.get("type", "")).startswith("code_execution") for t in body.get("tools") or []
+    ):
+        return "container.skills: skills require the code execution tool"
     assistant = [m for m in body["messages"] if m.get("role") == "assistant"]
     content = assistant[-1].get("content") if assistant else None
     blocks = content if isinstance(content, list) else []
@@ -616,6 +640,8 @@ def _blocks_problem(blocks: list[Any], i: int) -> str | None:
     not as the API gave them."""
     if any(not str(b.get("text", "")).strip() for b in _typed(blocks, "text")):
         return f"messages.{i}: text content blocks must contain non-whitespace text"
+    if any(not b.get("signature") for b in _typed(blocks, "thinking")):
+        return f"messages.{i}: Invalid `signature` in `thinking` block"
     for j, block in enumerate(blocks):
         if not isinstance(block, dict):
             continue
@@ -689,7 +715,9 @@ def stream_events(body: dict[str, Any], broken: str | None = None) -> list[tuple
     """The server-sent events of a message, as the API sends them (or broken as `malformed` says)."""
     usage = dict(body.get("usage") or {})
     start = {**body, "content": [], "stop_reason": None, "stop_sequence": None}
-    start["usage"] = {**usage, "output_tokens": 1}
+    start["usage"] = {k: v for k, v in usage.items() if k != "iterations"} | {
+        "output_tokens": 1
+    }  # told at the end
     start.pop("stop_details", None)
     start.pop("container", None)  # told at the end, with the stop reason
     events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": start})]
@@ -732,6 +760,13 @@ def _block_events(index: int, block: Block) -> list[tuple[str, Any]]:
         start = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [_delta("thinking_delta", thinking=t) for t in _pieces(block["thinking"])]
         deltas.append(_delta("signature_delta", signature=block["signature"]))
+    elif kind == "compaction":  # a server-side compaction: its summary comes as deltas
+        start = {k: v for k, v in block.items() if k not in ("content", "encrypted_content")} | {
+            "content": None
+        }
+        deltas = [_delta("compaction_delta", content=c) for c in _pieces(block.get("content") or "")]
+        if block.get("encrypted_content") is not None:
+            deltas.append(_delta("compaction_delta", encrypted_content=block["encrypted_content"]))
     else:  # results of server tools, redacted thinking: whole at the start
         start, deltas = block, []
     events: list[tuple[str, Any]] = [

@@ -255,3 +255,146 @@ def test_a_delta_for_a_block_that_never_started_is_a_malformed_reply_retried() -
     result, api = run(streamed(*events), message(DONE))
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(api.requests) == 2
+
+
+# -- fast mode ----------------------------------------------------------------------------------
+
+
+def fast_run(model: str, *responses: Response) -> tuple[Any, MessagesAPI]:
+    with MessagesAPI(*responses) as api:
+        agent = Agent(
+            "fast", AnthropicModel(model, api_key="sk-ant-test", base_url=api.url), tools=[write], retry=FAST
+        )
+        return agent.run("Do the task."), api
+
+
+def test_a_call_run_in_fast_mode_is_priced_at_the_fast_mode_rates_cache_included() -> None:
+    # claude-opus-4-7: $5/$25 standard, $30/$150 in fast mode (the usage says `speed: "fast"`).
+    usage = {"speed": "fast", "cache_read_input_tokens": 8_000}
+    result, _ = fast_run(
+        "claude-opus-4-7", message(DONE, input_tokens=2_000, output_tokens=1_000, usage=usage)
+    )
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx((2_000 * 30 + 8_000 * 3.0 + 1_000 * 150) / 1e6)
+    standard = {"speed": "standard", "cache_read_input_tokens": 8_000}
+    result, _ = fast_run(
+        "claude-opus-4-7", message(DONE, input_tokens=2_000, output_tokens=1_000, usage=standard)
+    )
+    assert result.cost_usd == pytest.approx((2_000 * 5 + 8_000 * 0.5 + 1_000 * 25) / 1e6)
+
+
+def test_a_fast_mode_call_on_a_model_with_no_fast_price_costs_unknown_not_the_standard_price() -> None:
+    result, _ = run(message(DONE, input_tokens=10_000, output_tokens=1_000, usage={"speed": "fast"}))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd is None
+
+
+# -- usage billed apart from the top-level counts (usage.iterations) ---------------------------------
+
+
+def iteration(kind: str, input_tokens: int, output_tokens: int, **more: Any) -> dict[str, Any]:
+    counts = {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    return {"type": kind, "input_tokens": input_tokens, "output_tokens": output_tokens, **counts, **more}
+
+
+def test_a_server_side_compaction_is_charged_though_the_top_level_usage_leaves_it_out() -> None:
+    # "A compaction entry's tokens are not included in the top-level usage fields" (the SDK's types).
+    iterations = [iteration("compaction", 150_000, 3_000), iteration("message", 10, 5)]
+    result, _ = run(message(DONE, input_tokens=10, output_tokens=5, usage={"iterations": iterations}))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx(dollars(10, 5) + dollars(150_000, 3_000))
+    assert (result.input_tokens, result.output_tokens) == (150_010, 3_005)
+
+
+def test_an_advisor_models_answer_is_charged_at_the_advisor_models_price() -> None:
+    advice = iteration(
+        "advisor_message", 40_000, 1_500, cache_read_input_tokens=20_000, model="claude-opus-4-6"
+    )
+    result, _ = run(message(DONE, input_tokens=10, output_tokens=5, usage={"iterations": [advice]}))
+    assert result.reason is StopReason.SUCCESS, result.note
+    opus = (40_000 * 5.0 + 20_000 * 0.5 + 1_500 * 25.0) / 1e6  # Opus 4.6: $5 in, $25 out, reads 0.1x
+    assert result.cost_usd == pytest.approx(dollars(10, 5) + opus)
+
+
+def test_an_advisor_model_with_no_known_price_makes_the_cost_unknown() -> None:
+    advice = iteration("advisor_message", 40_000, 1_500, model="claude-unheard-of-9")
+    result, _ = run(message(DONE, usage={"iterations": [advice]}))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd is None
+
+
+# -- server-side compaction (a beta) -------------------------------------------------------------
+
+COMPACTION = {
+    "type": "compaction",
+    "content": "Summary: the user asked for a report; three files were written. " * 3,
+    "encrypted_content": "EuQBCkYIBxgCKkB",
+    "signature": "c2lnbmF0dXJl",
+}
+
+
+def test_a_compaction_block_is_sent_back_whole_with_the_summary_it_streamed() -> None:
+    call = tool_use("write", {"path": "a.txt", "body": "x"})
+    result, api = run(message(COMPACTION, call), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    sent = api.bodies[1]["messages"][1]["content"][0]
+    assert {k: v for k, v in sent.items() if k != "cache_control"} == COMPACTION
+
+
+def test_a_reply_paused_after_a_compaction_goes_on_in_the_same_turn() -> None:
+    result, api = run(message(COMPACTION, stop_reason="compaction"), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.turns == 1 and len(api.requests) == 2
+    last = api.bodies[1]["messages"][-1]
+    assert last["role"] == "assistant" and last["content"][0]["content"] == COMPACTION["content"]
+
+
+def test_a_reply_a_fallback_model_finished_is_priced_part_by_model() -> None:
+    # Server-side fallback (a beta): the requested model declined after 1,000 input tokens and the
+    # fallback model answered; the top-level usage sums both under one model id.
+    declined = iteration("message", 1_000, 50, model="claude-opus-4-6")  # $5 in, $25 out
+    answered = iteration("fallback_message", 2_000, 100, model="claude-haiku-4-5")  # $1 in, $5 out
+    usage = {"iterations": [declined, answered]}
+    with MessagesAPI(
+        message(DONE, input_tokens=3_000, output_tokens=150, model="claude-haiku-4-5", usage=usage)
+    ) as api:
+        model = AnthropicModel("claude-opus-4-6", api_key="sk-ant-test", base_url=api.url)
+        result = Agent("fallback", model, tools=[write], retry=FAST).run("Do the task.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx((1_000 * 5 + 50 * 25 + 2_000 * 1 + 100 * 5) / 1e6)
+    assert (result.input_tokens, result.output_tokens) == (3_000, 150)  # counted once
+
+
+# -- thinking cut off --------------------------------------------------------------------------
+
+
+def test_a_thinking_block_cut_off_unsigned_by_max_tokens_is_not_sent_back() -> None:
+    # max_tokens counts thinking: a reply can end inside its thinking, before the signature that
+    # the API wants back with every thinking block (it refuses an unsigned one).
+    cut = {"type": "thinking", "thinking": "First, list the files, then", "signature": ""}
+    signed = {"type": "thinking", "thinking": "Now write it.", "signature": "c2ln"}
+    call = tool_use("write", {"path": "a.txt", "body": "x"})
+    result, api = run(message(cut, stop_reason="max_tokens"), message(signed, call), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert all(
+        b.get("type") != "thinking"
+        for m in api.bodies[1]["messages"]
+        for b in m["content"]
+        if isinstance(b, dict)
+    )
+    kept = api.bodies[2]["messages"][-2]["content"][0]
+    assert {k: v for k, v in kept.items() if k != "cache_control"} == signed  # a signed one goes back
+
+
+@pytest.mark.parametrize("field", ["speed", "inference_geo"])
+def test_how_a_call_ran_is_priced_when_only_the_last_usage_of_the_stream_says_it(field: str) -> None:
+    # The SDK's stream keeps a message_delta's token counts only: speed and inference_geo given there
+    # (and not at message_start) were lost, and a fast or US-only call priced as a standard one.
+    said = {"speed": "fast", "inference_geo": "us"}[field]
+    events = events_of(message(DONE, input_tokens=2_000, output_tokens=1_000, usage={field: said}))
+    events[0][1]["message"]["usage"].pop(field)
+    assert any(name == "message_delta" and data["usage"].get(field) == said for name, data in events)
+    result, _ = fast_run("claude-opus-4-7", streamed(*events))
+    standard = (2_000 * 5 + 1_000 * 25) / 1e6
+    expected = {"speed": (2_000 * 30 + 1_000 * 150) / 1e6, "inference_geo": standard * 1.1}[field]
+    assert result.cost_usd == pytest.approx(expected)

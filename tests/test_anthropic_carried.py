@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from messages_api import MessagesAPI, Response, message, text, tool_use
 from agent import Agent, Approval, Budget, RetryPolicy, RunResult, Snapshot, StopReason, tool
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import open_store
+from agent.errors import ConfigError
 from agent.models.anthropic import AnthropicModel, code_execution
 
 MODEL = "claude-haiku-4-5"
@@ -249,3 +251,173 @@ def test_a_field_the_sdk_does_not_know_yet_goes_back_with_its_block_as_the_sdk_i
     result, api = run(message(said, call), message(DONE))
     assert result.reason is StopReason.SUCCESS, result.note
     assert api.bodies[1]["messages"][1]["content"] == [said, call]
+
+
+# -- a container that has expired ---------------------------------------------------------------------
+
+
+def test_a_request_refused_for_an_expired_container_is_sent_again_at_once_in_a_new_one() -> None:
+    # Anthropic's docs: a container that has expired cannot be reused; send the request again
+    # without the `container` parameter to get a new one.
+    newer = {"id": "container_022AB", "expires_at": "2026-12-01T19:00:00Z"}
+    first = message(*ran_code(), tool_use("lookup", {"region": "west"}), container=CONTAINER)
+    second = message(*ran_code("srvtoolu_C2"), tool_use("lookup", {"region": "east"}), container=newer)
+    RAN.clear()
+    with MessagesAPI(first, second, message(DONE)) as api:
+        api.expired_containers.add(CONTAINER["id"])
+        result = agent_for(api.url).run("Do the task.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.turns == 3
+    assert [b.get("container") for b in api.bodies] == [None, CONTAINER["id"], None, newer["id"]]
+    told = api.bodies[2]["messages"][-1]["content"][-1]
+    assert CONTAINER["id"] in told["text"] and "expired" in told["text"]
+    assert api.bodies[3]["messages"][2] == api.bodies[1]["messages"][2]  # the note was for that request only
+
+
+def test_an_expired_container_while_code_in_it_waits_for_tool_results_ends_the_run_with_a_clear_error() -> (
+    None
+):
+    call = tool_use("lookup", {"region": "west"}, id="toolu_P") | {"caller": BY_CODE}
+    RAN.clear()
+    with MessagesAPI(message(PROGRAM, call, container=CONTAINER), message(DONE)) as api:
+        api.expired_containers.add(CONTAINER["id"])
+        result = agent_for(api.url).run("Do the task.")
+    assert result.reason is StopReason.ERROR
+    assert result.error_type == "container_expired"
+    assert CONTAINER["id"] in result.note and "programmatic tool calling" in result.note
+    assert len(api.requests) == 2  # no request without the container, which the API refuses too
+
+
+# -- the container option: Agent Skills, a container to begin in ----------------------------------------
+
+XLSX = {"type": "anthropic", "skill_id": "xlsx", "version": "latest"}
+
+
+def skills_agent(url: str, **container: Any) -> Agent:
+    model = AnthropicModel(
+        MODEL, api_key="sk-test", base_url=url, server_tools=[code_execution()], container=container
+    )
+    return Agent("skilled", model, tools=[lookup], budget=Budget(max_turns=10, max_seconds=60), retry=FAST)
+
+
+def test_skills_are_loaded_on_every_request_with_the_container_the_run_works_in() -> None:
+    first = message(*ran_code(), tool_use("lookup", {"region": "west"}), container=CONTAINER)
+    with MessagesAPI(first, message(DONE)) as api:
+        result = skills_agent(api.url, skills=[XLSX]).run("Make a spreadsheet.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert [b["container"] for b in api.bodies] == [
+        {"skills": [XLSX]},
+        {"id": CONTAINER["id"], "skills": [XLSX]},
+    ]
+
+
+def test_a_run_begins_in_the_container_it_is_given_until_a_reply_names_another() -> None:
+    newer = {"id": "container_022AB", "expires_at": "2026-12-01T19:00:00Z"}
+    first = message(tool_use("lookup", {"region": "west"}))  # no code ran: no container named
+    second = message(*ran_code(), tool_use("lookup", {"region": "east"}), container=newer)
+    with MessagesAPI(first, second, message(DONE)) as api:
+        model = AnthropicModel(MODEL, api_key="sk-test", base_url=api.url, container="container_given")
+        result = Agent("given", model, tools=[lookup], retry=FAST).run("Go on with the work.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert [b["container"] for b in api.bodies] == ["container_given", "container_given", newer["id"]]
+
+
+def test_an_expired_container_given_is_replaced_and_its_skills_kept() -> None:
+    with MessagesAPI(message(DONE)) as api:
+        api.expired_containers.add("container_old")
+        result = skills_agent(api.url, id="container_old", skills=[XLSX]).run("Make a spreadsheet.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert [b["container"] for b in api.bodies] == [
+        {"id": "container_old", "skills": [XLSX]},
+        {"skills": [XLSX]},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("container", "server_tools", "says"),
+    [
+        ({"skills": [XLSX]}, [], "code_execution()"),
+        ({"skills": [{"skill_id": "xlsx"}]}, [code_execution()], "needs a type"),
+        ({"skills": [{"type": "anthropic"}]}, [code_execution()], "skill_id"),
+        ({"id": 7}, [], "container id"),
+        ({"skill": [XLSX]}, [code_execution()], "'id' and 'skills'"),
+    ],
+)
+def test_a_container_option_the_api_would_refuse_is_a_clear_config_error(
+    container: dict[str, Any], server_tools: list[dict[str, Any]], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        AnthropicModel(MODEL, api_key="sk-test", server_tools=server_tools, container=container)
+
+
+# -- tool definitions the API reads more of: programmatic tool calling, tool search, strict ---------------
+
+
+def test_tool_options_reach_the_tool_definitions_so_code_may_call_a_tool() -> None:
+    # Programmatic tool calling: the API lets code call only a tool whose allowed_callers name it.
+    options = {"lookup": {"allowed_callers": ["code_execution_20260120"], "strict": True}}
+    call = tool_use("lookup", {"region": "west"}, id="toolu_P") | {"caller": BY_CODE}
+    finished = {
+        "type": "code_execution_tool_result",
+        "tool_use_id": "srvtoolu_P1",
+        "content": {"stdout": "120"},
+    }
+    RAN.clear()
+    with MessagesAPI(message(PROGRAM, call, container=CONTAINER), message(finished, DONE)) as api:
+        model = AnthropicModel(
+            MODEL, api_key="sk-test", base_url=api.url, server_tools=[code_execution()], tool_options=options
+        )
+        result = Agent("ptc", model, tools=[lookup], retry=FAST).run("Sum the sales.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    for body in api.bodies:
+        (spec,) = [t for t in body["tools"] if t["name"] == "lookup"]
+        assert spec["allowed_callers"] == ["code_execution_20260120"] and spec["strict"] is True
+        assert spec["input_schema"]["properties"] == {"region": {"type": "string"}}
+        assert all("allowed_callers" not in t for t in body["tools"] if t["name"] != "lookup")
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"lookup": {"input_schema": {}}}, "may not set ['input_schema']"),
+        ({"lookup": {"cache_control": {"type": "ephemeral"}}}, "cache="),
+        ({"lookup": ["code_execution_20260120"]}, "must be a mapping of fields"),
+    ],
+)
+def test_tool_options_the_tool_gives_itself_are_a_clear_config_error(
+    options: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        AnthropicModel(MODEL, api_key="sk-test", tool_options=options)
+
+
+MEMORY: dict[str, str] = {}
+
+
+@tool
+def memory(command: str, path: str, file_text: str = "") -> str:
+    """The memory tool's commands, on a dict."""
+    if command == "create":
+        MEMORY[path] = file_text
+        return f"created {path}"
+    return MEMORY.get(path, f"no file {path}")
+
+
+def test_a_tool_the_api_defines_is_declared_by_its_type_and_run_by_the_agents_tool_of_its_name() -> None:
+    # The memory tool (memory_20250818) is run by the client: the API defines its input.
+    write = tool_use(
+        "memory", {"command": "create", "path": "/memories/notes.md", "file_text": "West leads."}
+    )
+    MEMORY.clear()
+    with MessagesAPI(message(write), message(DONE)) as api:
+        model = AnthropicModel(
+            MODEL, api_key="sk-test", base_url=api.url, tool_options={"memory": {"type": "memory_20250818"}}
+        )
+        result = Agent("remembers", model, tools=[memory], retry=FAST).run("Note what you learn.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert MEMORY == {"/memories/notes.md": "West leads."}
+    (declared,) = [t for t in api.bodies[0]["tools"] if t["name"] == "memory"]
+    assert {k: v for k, v in declared.items() if k != "cache_control"} == {
+        "name": "memory",
+        "type": "memory_20250818",
+    }

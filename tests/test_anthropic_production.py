@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +23,7 @@ from messages_api import (
     tool_use,
 )
 
-from agent import Agent, Budget, ModelError, PriceTable, RetryPolicy, TransientModelError, tool
+from agent import Agent, Budget, ConfigError, ModelError, PriceTable, RetryPolicy, TransientModelError, tool
 from agent.models.anthropic import AnthropicModel, code_execution, web_fetch, web_search
 from agent.models.base import ModelReply, ModelRequest, recording_cut_calls
 from agent.policies import RetryPolicy as Policy
@@ -220,7 +221,7 @@ def test_options_are_passed_through(api: MessagesAPI) -> None:
     model = model_for(
         api,
         thinking={"type": "adaptive"},
-        tool_choice={"type": "any"},
+        tool_choice={"type": "auto"},
         parallel_tool_use=False,
         server_tools=[web_search(max_uses=3), web_fetch(), code_execution()],
         metadata={"user_id": "team-42"},
@@ -230,12 +231,58 @@ def test_options_are_passed_through(api: MessagesAPI) -> None:
     (sent,) = api.requests
     body = sent.body
     assert body["thinking"] == {"type": "adaptive"}
-    assert body["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True}
+    assert body["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
     assert body["metadata"] == {"user_id": "team-42"}
     assert [t["name"] for t in body["tools"]] == ["read", "web_search", "web_fetch", "code_execution"]
     assert body["tools"][1] == {"type": "web_search_20260318", "name": "web_search", "max_uses": 3}
     assert marked(body["tools"][-1]) and not marked(body["tools"][0])
     assert sent.headers["anthropic-beta"] == "context-management-2025-06-27,files-api-2025-04-14"
+
+
+def test_request_fields_without_an_option_of_their_own_are_sent_as_given(api: MessagesAPI) -> None:
+    # Effort and structured outputs (output_config), fast mode, where inference runs, the service
+    # tier, stop sequences, and a beta's fields (server-side context editing).
+    fields = {
+        "output_config": {"effort": "high"},
+        "speed": "fast",
+        "inference_geo": "us",
+        "service_tier": "standard_only",
+        "stop_sequences": ["</answer>"],
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+    }
+    api.enqueue(message(text("ok")), message(text("ok")))
+    model = model_for(api, extra_body=fields, betas=["context-management-2025-06-27"])
+    complete(model, ask("hi"))
+    complete(model, ask("again"))
+    assert all(body.items() >= fields.items() for body in api.bodies)
+
+
+@pytest.mark.parametrize(
+    ("field", "says"),
+    [
+        ("thinking", "thinking="),
+        ("messages", "journal"),
+        ("cache_control", "cache="),
+        ("container", "container="),
+    ],
+)
+def test_extra_body_may_not_set_what_the_adapter_writes(field: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"may not set {field!r}: it comes from")) as raised:
+        AnthropicModel(MODEL, api_key="sk-test", extra_body={field: {}})
+    assert says in str(raised.value)
+
+
+@pytest.mark.parametrize("thinking", [{"type": "adaptive"}, {"type": "enabled", "budget_tokens": 2048}])
+@pytest.mark.parametrize("choice", [{"type": "any"}, {"type": "tool", "name": "read"}])
+def test_thinking_with_a_tool_choice_that_forces_a_call_is_a_config_error(
+    api: MessagesAPI, thinking: dict[str, Any], choice: dict[str, Any]
+) -> None:
+    # Anthropic's extended thinking docs: with thinking, tool_choice may only be auto or none; the
+    # API refuses the rest with a 400, which ended the run as an error at its first paid call.
+    with pytest.raises(ConfigError, match="thinking allows tool_choice 'auto' or 'none' only"):
+        model_for(api, thinking=thinking, tool_choice=choice)
+    model_for(api, thinking={"type": "disabled"}, tool_choice=choice)  # no thinking: any choice
+    model_for(api, thinking=thinking, tool_choice={"type": "none"})
 
 
 def test_parallel_tool_use_off_alone_is_an_auto_tool_choice(api: MessagesAPI) -> None:
@@ -284,6 +331,19 @@ def test_rate_limit_headers_are_on_the_reply(api: MessagesAPI) -> None:
         "anthropic-ratelimit-input-tokens-remaining": "39000",
         "anthropic-ratelimit-requests-reset": "2026-11-30T10:00:00Z",
     }
+
+
+def test_fast_mode_and_priority_tier_rate_limit_headers_are_on_the_reply_too(api: MessagesAPI) -> None:
+    # Fast mode has its own limits (Anthropic's fast-mode page: anthropic-fast-*), as has the
+    # priority tier (anthropic-priority-*): a 429 in either is explained by these, not the standard ones.
+    headers = {
+        "anthropic-fast-input-tokens-limit": "100000",
+        "anthropic-fast-output-tokens-remaining": "0",
+        "anthropic-priority-input-tokens-remaining": "5000",
+    }
+    api.enqueue(message(text("ok"), headers=headers))
+    reply = complete(model_for(api), ask("hi"))
+    assert reply.extra["rate_limit"] == headers
 
 
 # -- what the API says when it stops -----------------------------------------------------------
@@ -459,3 +519,14 @@ def test_a_max_tokens_above_the_models_maximum_output_is_refused_before_any_call
         complete(model_for(api), ask("hi", max_tokens=200_000))
     assert caught.value.error_type == "bad_request" and not isinstance(caught.value, TransientModelError)
     assert "maximum output of 128,000" in str(caught.value) and api.requests == []
+
+
+def test_claude_sonnet_4_6_refuses_a_max_tokens_above_its_64k_output_before_any_call(
+    api: MessagesAPI,
+) -> None:
+    # Anthropic's models overview: Sonnet 4.6 writes at most 64K tokens (Opus 4.6 128K); the API
+    # refuses more with a 400, which ended the run as an error after the call was made.
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-test", base_url=api.url)
+    with pytest.raises(ModelError, match="maximum output of 64,000"):
+        complete(model, ask("hi", max_tokens=100_000))
+    assert api.requests == []

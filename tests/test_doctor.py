@@ -107,3 +107,15 @@ def test_without_a_key_nothing_remote_is_checked(
         "unchecked models API: needs credentials (set ANTHROPIC_API_KEY)",
         "unchecked round trip: needs credentials (set ANTHROPIC_API_KEY)",
     ]
+
+
+def test_a_model_table_row_the_models_api_contradicts_is_a_warning_naming_both(
+    api: MessagesAPI, capsys: Capture
+) -> None:
+    # The table's maximum output decides which max_tokens the adapter lets through to the API.
+    api.models[MODEL] = {"max_tokens": 64_000}
+    api.enqueue(message(text("OK")))
+    code, lines = doctor(capsys)
+    assert code == 0
+    assert lines[2].startswith("warn") and "max output 128,000 where the API says 64,000" in lines[2]
+    assert "ENDSTATE_MODELS" in lines[2]

@@ -233,6 +233,11 @@ def test_rows_added_in_code() -> None:
             '[models."m"]\ninput = 1.0\noutput = 1.0\ncontext_window = 0\n',
             "context_window must be a positive",
         ),
+        ('[models."m"]\ninput = 1.0\noutput = 1.0\nfast = { input = 6.0 }\n', "fast must be a table"),
+        (
+            '[models."m"]\ninput = 1.0\noutput = 1.0\nfast = { input = 6.0, output = 6.0, speed = 2 }\n',
+            "fast: unknown keys \\['speed'\\]",
+        ),
         ("models = 3\n", "expected a \\[models"),
         ("[models\n", "not valid TOML"),
     ],

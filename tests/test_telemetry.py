@@ -468,7 +468,11 @@ def test_chat_spans_carry_server_tool_uses_rate_limits_and_the_first_chunk_time(
         provider, name = "anthropic", "claude-sonnet-5-5"
 
         async def complete(self, request: ModelRequest) -> ModelReply:
-            limits = {"anthropic-ratelimit-requests-remaining": "49", "retry-after": "3"}
+            limits = {
+                "anthropic-ratelimit-requests-remaining": "49",
+                "anthropic-fast-output-tokens-remaining": "0",
+                "retry-after": "3",
+            }
             return ModelReply(
                 [{"type": "tool_use", "id": "t1", "name": "finish", "input": {"kind": "done", "note": "ok"}}],
                 input_tokens=10,
@@ -485,6 +489,7 @@ def test_chat_spans_carry_server_tool_uses_rate_limits_and_the_first_chunk_time(
     assert attrs[f"{n.SERVER_TOOL_USE_PREFIX}web_search_requests"] == 2
     assert attrs[f"{n.RATE_LIMIT_PREFIX}requests-remaining"] == "49"
     assert attrs[f"{n.RATE_LIMIT_PREFIX}retry-after"] == "3"
+    assert attrs[f"{n.RATE_LIMIT_PREFIX}fast-output-tokens-remaining"] == "0"  # fast mode's own limit
     assert attrs[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] == 0.25
     first_chunk = {"gen_ai_operation_name": "chat", "gen_ai_provider_name": "anthropic"}
     first_chunk["gen_ai_request_model"] = "claude-sonnet-5-5"

@@ -522,7 +522,9 @@ PRICE_FIELDS_BEFORE = {
 }
 
 
-@pytest.mark.parametrize("model", ["claude-haiku-4-5", "claude-haiku-5-5"])  # haiku-5-5: a long-prompt price
+@pytest.mark.parametrize(  # haiku-5-5: a long-prompt price; opus-4-6: a fast-mode price, planned apart
+    "model", ["claude-haiku-4-5", "claude-haiku-5-5", "claude-opus-4-6"]
+)
 def test_a_plans_price_leaves_out_unset_fields_so_a_worker_from_before_them_reads_it(model: str) -> None:
     """A rolling deploy: a plan made by a new worker is read by an old one's workflow, whose `Price`
     refuses keywords it does not know. Unset fields are left out (nested prices too); set ones stay."""
@@ -533,7 +535,18 @@ def test_a_plans_price_leaves_out_unset_fields_so_a_worker_from_before_them_read
     agent = Agent("a", ScriptedModel([], name=model))
     plan = _wire.plan_of(agent)["price"]
     assert set(plan) <= PRICE_FIELDS_BEFORE and set(plan.get("long_prompt") or {}) <= PRICE_FIELDS_BEFORE
-    assert _wire.price_of(plan) == agent.prices.price(model)
+    assert _wire.planned_price(_wire.plan_of(agent)) == agent.prices.price(model)
     priced = Price(1.0, 2.0, web_search_per_1k=5.0)
     given = Agent("a", ScriptedModel([], name=model), prices=PriceTable({model: priced}))
     assert _wire.price_of(_wire.plan_of(given)["price"]) == priced
+
+
+def test_a_plans_fast_mode_price_is_read_back_with_its_long_prompt_tier() -> None:
+    from agent import Agent
+    from agent.models.scripted import ScriptedModel
+    from agent.temporal import _wire
+
+    agent = Agent("a", ScriptedModel([], name="claude-opus-4-6"))  # fast mode, dearer above 200K
+    price = agent.prices.price("claude-opus-4-6")
+    assert price is not None and price.fast is not None and price.fast.long_prompt is not None
+    assert _wire.planned_price(_wire.plan_of(agent)) == price

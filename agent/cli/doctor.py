@@ -140,8 +140,24 @@ async def _model_exists(client: anthropic.AsyncAnthropic, model_id: str) -> Find
     window = f", max input {info.max_input_tokens:,} tokens" if info.max_input_tokens else ""
     if info.lifecycle == "retired":
         return Finding("fail", "models API", f"{model_id} is retired: calls naming it fail")
-    status: Status = "warn" if info.lifecycle == "deprecated" else "ok"
-    return Finding(status, "models API", f"{model_id} is {info.lifecycle}{window}")
+    differs = _table_differs(model_id, info.max_input_tokens, info.max_tokens)
+    status: Status = "warn" if info.lifecycle == "deprecated" or differs else "ok"
+    return Finding(status, "models API", f"{model_id} is {info.lifecycle}{window}{differs}")
+
+
+def _table_differs(model_id: str, max_input: int | None, max_output: int | None) -> str:
+    """What the model table says otherwise than the models API: a wrong maximum output lets through
+    calls the API refuses (or refuses ones it takes), a wrong window misleads the history policy."""
+    row = ModelTable.load().get(model_id)
+    if row is None:
+        return ""
+    said = (("context window", row.context_window, max_input), ("max output", row.max_output, max_output))
+    wrong = [
+        f"{what} {table:,} where the API says {api:,}"
+        for what, table, api in said
+        if table and api and table != api
+    ]
+    return f"; the model table has {' and '.join(wrong)}: correct the row (ENDSTATE_MODELS)" if wrong else ""
 
 
 async def _round_trip(model: Any) -> Finding:

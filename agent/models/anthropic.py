@@ -22,8 +22,21 @@ Choices worth knowing:
   reply's own fields, so `PriceTable.cost_of` prices each at its rate.
 - Options pass through: `thinking`, `tool_choice`, `parallel_tool_use=False`,
   server tools (`web_search()`, `web_fetch()`, `code_execution()`), request
-  `metadata`, and `betas` (the `anthropic-beta` header). Thinking and other
+  `metadata`, `betas` (the `anthropic-beta` header), `container` (Agent
+  Skills), and any other request field in `extra_body` (effort and structured
+  outputs in `output_config`, `speed`, `inference_geo`, `service_tier`,
+  `stop_sequences`, a beta's `context_management`); `tool_options` adds fields
+  to the definitions of the agent's tools (`allowed_callers`, `defer_loading`,
+  `strict`, `input_examples`). Thinking and other
   provider blocks are kept verbatim so they can be sent back unchanged.
+- A server-side compaction (a beta: `context_management` in `extra_body`)
+  gives a `compaction` block, kept whole with the summary it streams (which
+  the SDK's stream drops), and sent back; a reply that paused after one
+  (`stop_reason: "compaction"`) is a `pause_turn` (`extra["api_stop_reason"]`
+  says which), sent back within the same turn to go on.
+- A thinking block with no signature (a reply cut off by `max_tokens` while
+  thinking) is left out of the reply (`extra["unsigned_thinking_dropped"]`):
+  the API refuses it sent back, which ended the run as an error.
 - A reply cut off (`max_tokens`, `model_context_window_exceeded`) while
   writing a tool call (or a server tool's call, which then has no result)
   has that call replaced by a text note saying so
@@ -41,10 +54,17 @@ Choices worth knowing:
   `container` of the last reply (`extra["provider_data"]`, kept by the
   journal), whose id every later request names: the API refuses the results
   of calls made by code it runs without it, and each turn would otherwise get
-  a new container.
+  a new container. A container lasts 30 days; its `expires_at` is a shorter,
+  rolling time after which the API checkpoints it and a later request restores
+  it, so it is not checked. A request the API refuses because its container
+  has expired is sent again at once without it (the API starts a new one) and
+  the model is told its files are gone; when code in the expired container
+  waits for tool results, they can no longer reach it, and the call fails
+  (`error_type` `container_expired`).
 - `extra["rate_limit"]` holds the reply's `anthropic-ratelimit-*` headers,
   `extra["stop_details"]` the API's details of a refusal, `extra["inference_geo"]`
-  where the call ran (the usage's `inference_geo`; "us" costs 1.1x).
+  where the call ran (the usage's `inference_geo`; "us" costs 1.1x), `extra["speed"]` its speed
+  (`"fast"`: fast mode, priced from the model table row's `fast` prices).
 """
 
 from __future__ import annotations
@@ -68,7 +88,15 @@ from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
 from agent.journal import Entry, Reply
 from agent.models._messages import CALL_FIELDS, TEXT_FIELDS
-from agent.models.base import PROVIDER_DATA, Message, ModelReply, ModelRequest, record_cut_call
+from agent.models.base import (
+    BILLED_APART,
+    BILLED_BY_MODEL,
+    PROVIDER_DATA,
+    Message,
+    ModelReply,
+    ModelRequest,
+    record_cut_call,
+)
 from agent.models.catalog import ModelTable, default_model
 
 PROVIDER = "anthropic"
@@ -173,6 +201,19 @@ class AnthropicModel:
     in a copy), or `api_key`, `base_url` and `timeout` (seconds) to build one
     per event loop; unset, the SDK reads `ANTHROPIC_API_KEY` and
     `ANTHROPIC_BASE_URL`. The other options are sent with every request.
+    `container` is the code execution container to begin in: its id, or
+    `{"id": ..., "skills": [...]}` (Agent Skills to load, e.g. `{"type":
+    "anthropic", "skill_id": "xlsx", "version": "latest"}`; either key may be
+    left out). Once a reply names a container, later requests name that one,
+    with the skills. `extra_body` holds more request fields, sent as given:
+    `output_config` (`effort`, a structured output `format`), `speed`,
+    `inference_geo`, `service_tier`, `stop_sequences`, a beta's fields such as
+    `context_management` (with its `betas`). `tool_options` adds fields to the
+    definitions of the agent's tools, by tool name: `allowed_callers` (calls
+    from code the code execution tool runs: programmatic tool calling),
+    `defer_loading` (found by a tool search tool), `strict`, `input_examples`;
+    a `type` makes the tool one the API defines, run by the agent's tool of
+    that name (`{"memory": {"type": "memory_20250818"}}`: the memory tool).
     """
 
     def __init__(
@@ -190,6 +231,9 @@ class AnthropicModel:
         server_tools: Sequence[Mapping[str, Any]] = (),
         metadata: Mapping[str, Any] | None = None,
         betas: Sequence[str] = (),
+        container: str | Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        tool_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         model = default_model() if model is None else model
         if not model:
@@ -205,6 +249,9 @@ class AnthropicModel:
         self._cache: CacheTTL | None = cache
         self._options = _options(thinking, tool_choice, parallel_tool_use, metadata)
         self._server_tools = [dict(spec) for spec in server_tools]
+        self._container = _container_option(container, self._server_tools)
+        self._extra_body = _extra_body(extra_body)
+        self._tool_options = _tool_options(tool_options)
         self._headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         if client is None:
             self._clients: _LoopClients | None = _LoopClients(lambda: _new_client(api_key, base_url, timeout))
@@ -234,16 +281,39 @@ class AnthropicModel:
         return self._clients.peek()
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        """One streamed Messages API call; SDK failures become `ModelError`/`TransientModelError`."""
+        """One streamed Messages API call; SDK failures become `ModelError`/`TransientModelError`.
+
+        A request refused because the container it names has expired is sent again at once in a new
+        container (the API's advice), with a note telling the model its files are gone; unless code
+        in the old container waits for tool results, which then cannot reach it: a `ModelError`."""
         self._check_max_tokens(request.max_tokens)
         client = self._injected or await self._loop_client()
+        params = self.params(request)
+        named = named_container(params)
+        try:
+            return await self._stream(client, params, container_of(request.journal))
+        except ModelError as exc:
+            if named is None or not _container_gone(exc):
+                raise
+            if _code_waits(request.messages):
+                raise _expired_while_waiting(named, exc) from exc
+            fresh = in_new_container(params, named)
+        reply = await self._stream(client, fresh, None)
+        return _replace_reply(reply, extra={**reply.extra, "container_expired": named})
+
+    async def _stream(
+        self, client: anthropic.AsyncAnthropic, params: dict[str, Any], container: dict[str, Any] | None
+    ) -> ModelReply:
+        """One streamed call with `params`; the reply carries on `container`, the one they name."""
         stream = _StreamWatch(time.monotonic())
         try:
-            async with client.messages.stream(**self.params(request), extra_headers=self._headers) as events:
+            async with client.messages.stream(
+                **params, extra_headers=self._headers, extra_body=self._extra_body
+            ) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
-            reply = to_reply(message, stream.first_token, stream.headers, stream.inputs())
-            return with_container(reply, container_of(request.journal))
+            reply = to_reply(message, stream.first_token, stream.headers, stream.fields(), stream.late)
+            return with_container(reply, container)
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
                 record_cut_call(partial)
@@ -265,7 +335,7 @@ class AnthropicModel:
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
         messages = outgoing_messages(request.messages)
-        tools = [dict(spec) for spec in request.tools] + [dict(spec) for spec in self._server_tools]
+        tools = self._with_tool_options(request.tools) + [dict(spec) for spec in self._server_tools]
         params: dict[str, Any] = {"model": self._model, "max_tokens": request.max_tokens}
         if self._cache is None:
             params["messages"] = messages
@@ -280,9 +350,17 @@ class AnthropicModel:
                 tools[-1] = {**tools[-1], "cache_control": marker}
         if tools:
             params["tools"] = tools
-        if (container := container_of(request.journal)) is not None:
-            params["container"] = container["id"]  # the code execution container the run works in
+        run_container = container_of(request.journal)  # the code execution container the run works in
+        if (container := self._container.named(run_container["id"] if run_container else None)) is not None:
+            params["container"] = container
         return params | self._options
+
+    def _with_tool_options(self, specs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The request's tool definitions with their `tool_options` (a request of other tools, such as
+        an evaluator's through the same model, has none of them)."""
+        if not self._tool_options:
+            return [dict(spec) for spec in specs]
+        return [_with_options(spec, self._tool_options.get(str(spec.get("name")), {})) for spec in specs]
 
     def _check_max_tokens(self, max_tokens: int) -> None:
         """Refuse, before any paid call, a `max_tokens` above the model table's maximum output."""
@@ -312,6 +390,64 @@ class AnthropicModel:
         return await self._clients.get()
 
 
+# The request fields the adapter writes itself, and the option to use instead of `extra_body`.
+_OWN_FIELDS = {
+    "model": "the model id",
+    "max_tokens": "the agent's max_tokens",
+    "messages": "the run's journal",
+    "system": "the agent's system prompt",
+    "tools": "the agent's tools and server_tools=",
+    "stream": "the adapter (it always streams)",
+    "cache_control": "cache= (the adapter places the breakpoints)",
+    "thinking": "thinking=",
+    "tool_choice": "tool_choice= or parallel_tool_use=",
+    "metadata": "metadata=",
+    "container": "container=",
+}
+
+
+# The fields of a tool's definition that `tool_options` may not replace: the tool itself gives them.
+_TOOL_OWN = frozenset({"name", "description", "input_schema", "cache_control"})
+
+
+def _with_options(spec: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's definition with its options. With a `type`, the tool is one the API defines and the
+    agent's tool of that name runs (the memory tool, bash, the text editor): the API knows its
+    description and input, and refuses them given."""
+    if "type" in options:
+        return {"name": spec.get("name"), **options}
+    return {**spec, **options}
+
+
+def _tool_options(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    """The `tool_options` option checked: a mapping of fields per tool name, none of the tool's own."""
+    checked: dict[str, dict[str, Any]] = {}
+    for name, fields in (options or {}).items():
+        if not isinstance(fields, Mapping):
+            raise ConfigError(
+                f"AnthropicModel: tool_options[{name!r}] must be a mapping of fields, got {fields!r}"
+            )
+        if own := sorted(set(fields) & _TOOL_OWN):
+            raise ConfigError(
+                f"AnthropicModel: tool_options[{name!r}] may not set {own}: the tool gives them "
+                "(cache breakpoints come from cache=)"
+            )
+        checked[name] = dict(fields)
+    return checked
+
+
+def _extra_body(fields: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The `extra_body` option checked: none of the fields the adapter writes itself."""
+    if fields is None:
+        return None
+    for field in fields:
+        if field in _OWN_FIELDS:
+            raise ConfigError(
+                f"AnthropicModel: extra_body may not set {field!r}: it comes from {_OWN_FIELDS[field]}"
+            )
+    return dict(fields) or None
+
+
 def _options(
     thinking: Mapping[str, Any] | None,
     tool_choice: Mapping[str, Any] | None,
@@ -322,6 +458,12 @@ def _options(
     if thinking is not None:
         options["thinking"] = dict(thinking)
     choice = dict(tool_choice) if tool_choice is not None else None
+    thinks = thinking is not None and thinking.get("type") != "disabled"
+    if thinks and choice is not None and choice.get("type") not in ("auto", "none"):
+        raise ConfigError(
+            f"AnthropicModel: thinking allows tool_choice 'auto' or 'none' only (the API refuses "
+            f"{choice.get('type')!r} with thinking on): drop tool_choice, or turn thinking off"
+        )
     if not parallel_tool_use:
         choice = {"type": "auto", **(choice or {}), "disable_parallel_tool_use": True}
     if choice is not None:
@@ -461,7 +603,9 @@ class _StreamWatch:
         self.streamed_chars = 0
         self.stopped = False
         self.counted = False
+        self.late: dict[str, Any] = {}  # usage fields the SDK's stream drops (see `_LATE`)
         self._json: dict[int, str] = {}  # the input of blocks the SDK does not gather, by index
+        self._compacted: dict[int, dict[str, str]] = {}  # a compaction block's streamed fields, by index
 
     async def follow(self, events: Any) -> types.Message:
         """Read the stream to its end; the final message."""
@@ -476,6 +620,7 @@ class _StreamWatch:
         kind = getattr(event, "type", "")
         if kind == "message_start":
             self.snapshot = events.current_message_snapshot
+            self._late(event.message.usage)
         elif kind == "content_block_delta":
             if self.first_token is None:
                 self.first_token = time.monotonic() - self.started
@@ -483,21 +628,47 @@ class _StreamWatch:
             self._gather(event.index, event.delta)
         elif kind == "message_delta":
             self.counted = True  # the API's own count of the output, final
+            self._late(event.usage)
         elif kind == "message_stop":
             self.stopped = True
 
+    def _late(self, usage: Any) -> None:
+        """Keep the usage fields of `message_start` or `message_delta` that the SDK's stream does
+        not carry to its final message (a `message_delta` never, `iterations` at all)."""
+        untyped = getattr(usage, "model_extra", None) or {}
+        for field in _LATE:
+            value = untyped.get(field, getattr(usage, field, None))
+            if value is not None:
+                self.late[field] = value
+
     def _gather(self, index: int, delta: Any) -> None:
         """Keep the input JSON streamed to a block the SDK leaves alone (one of a type it does not
-        know, such as `mcp_tool_use`): the SDK gathers it for tool_use and server_tool_use only."""
-        if getattr(delta, "type", None) != "input_json_delta" or self.snapshot is None:
+        know, such as `mcp_tool_use`): the SDK gathers it for tool_use and server_tool_use only;
+        and the summary a server-side compaction streams (`compaction_delta`), which it drops."""
+        kind = getattr(delta, "type", None)
+        if kind == "compaction_delta":
+            self._compaction(index, delta)
+        if kind != "input_json_delta" or self.snapshot is None:
             return
         if index < len(self.snapshot.content) and isinstance(self.snapshot.content[index], _GATHERED):
             return
         self._json[index] = self._json.get(index, "") + delta.partial_json
 
-    def inputs(self) -> dict[int, Any]:
-        """The inputs gathered by `_gather`, parsed (a `ValueError` when one is not JSON)."""
-        return {index: json.loads(text) if text.strip() else {} for index, text in self._json.items()}
+    def _compaction(self, index: int, delta: Any) -> None:
+        """A compaction's summary (`content`, in pieces) and `encrypted_content`, to send back."""
+        fields = self._compacted.setdefault(index, {})
+        if isinstance(content := getattr(delta, "content", None), str):
+            fields["content"] = fields.get("content", "") + content
+        if isinstance(encrypted := getattr(delta, "encrypted_content", None), str):
+            fields["encrypted_content"] = fields.get("encrypted_content", "") + encrypted
+
+    def fields(self) -> dict[int, dict[str, Any]]:
+        """The fields of blocks that `_gather` kept, by index: inputs parsed (a `ValueError` when one
+        is not JSON), a compaction's summary."""
+        fields: dict[int, dict[str, Any]] = {index: dict(kept) for index, kept in self._compacted.items()}
+        for index, text in self._json.items():
+            fields.setdefault(index, {})["input"] = json.loads(text) if text.strip() else {}
+        return fields
 
     def partial(self) -> ModelReply | None:
         """The usage of a call cut off mid-stream (or read whole but unusable), or None before the
@@ -509,7 +680,8 @@ class _StreamWatch:
         if not self.counted:
             output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
         reply = _usage_reply(usage, [], "cut_off", self.snapshot.model, self.snapshot.id)
-        extra = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens, **_geo(usage)}
+        extra: dict[str, Any] = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
+        extra |= _geo(usage) | _geo(self.late)
         return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
 
 
@@ -533,19 +705,27 @@ def to_reply(
     message: types.Message,
     time_to_first_token: float | None = None,
     headers: Mapping[str, str] | None = None,
-    inputs: Mapping[int, Any] | None = None,
+    streamed: Mapping[int, Mapping[str, Any]] | None = None,
+    late: Mapping[str, Any] | None = None,
 ) -> ModelReply:
-    """A `ModelReply` from an SDK `Message`; `inputs` are streamed block inputs the SDK did not gather.
+    """A `ModelReply` from an SDK `Message`; `streamed` are fields of blocks streamed that the SDK did
+    not gather (inputs, a compaction's summary), `late` usage fields streamed that it did not keep
+    (`iterations`, the usage's breakdown: see `billed_apart`; `speed`, `inference_geo`).
 
     A reply no run could keep (a call with no id or name, or whose input is no JSON object, two
     calls with one id) raises `ValueError`: `complete` makes it a transient `malformed_reply`.
     """
     content = [content_block(b) for b in message.content]
-    for index, value in (inputs or {}).items():
-        content[index] = {**content[index], "input": value}
+    for index, fields in (streamed or {}).items():
+        content[index] = {**content[index], **fields}
     _check_calls(content)
     stop_reason = message.stop_reason or "end_turn"
     extra: dict[str, Any] = {}
+    if stop_reason == "compaction":  # paused after a server-side compaction: sent back to go on
+        stop_reason, extra["api_stop_reason"] = "pause_turn", "compaction"
+    if unsigned := [b for b in content if b.get("type") == "thinking" and not b.get("signature")]:
+        content = [b for b in content if b not in unsigned]  # cut off before its signature: the API
+        extra["unsigned_thinking_dropped"] = len(unsigned)  # refuses it back, and it ends unfinished
     if stop_reason in _CUT_STOPS and content and _is_call(content[-1]):
         cut = content.pop()
         tool = str(cut.get("name", cut["type"]))
@@ -557,7 +737,8 @@ def to_reply(
         extra["stop_details"] = message.stop_details.model_dump(mode="json", exclude_none=True)
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
-    extra |= _geo(message.usage)
+    late = late or {}
+    extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"))
     if message.container is not None:
         extra[PROVIDER_DATA] = {"container": message.container.model_dump(mode="json", exclude_none=True)}
     reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
@@ -582,6 +763,116 @@ def container_of(journal: Sequence[Entry]) -> dict[str, Any] | None:
             container = entry.provider_data.get("container")
             return container if isinstance(container, dict) and isinstance(container.get("id"), str) else None
     return None
+
+
+# How the API refuses a container it no longer has (its words are not documented: these are matched).
+_GONE = ("expired", "not found", "no longer")
+
+_SKILL = {"type": "anthropic", "skill_id": "xlsx", "version": "latest"}  # an example, for errors
+
+
+class _Container:
+    """The `container` option: the id to begin in, and the skills every request loads."""
+
+    def __init__(self, id: str | None, skills: list[dict[str, Any]]) -> None:
+        self.id = id
+        self.skills = skills
+
+    def named(self, run_container: str | None) -> str | dict[str, Any] | None:
+        """The request's `container`: the run's (else the one to begin in) by id, with the skills."""
+        container_id = run_container or self.id
+        if not self.skills:
+            return container_id
+        return {"id": container_id, "skills": self.skills} if container_id else {"skills": self.skills}
+
+
+def _container_option(
+    option: str | Mapping[str, Any] | None, server_tools: list[dict[str, Any]]
+) -> _Container:
+    """The `container` option checked: an id, or a mapping of `id` and `skills` (each a skill's
+    `type` and `skill_id`, maybe its `version`); skills need the code execution tool."""
+    if option is None or isinstance(option, str):
+        return _Container(option or None, [])
+    if not isinstance(option, Mapping) or set(option) - {"id", "skills"}:
+        raise ConfigError(
+            f"AnthropicModel: container must be an id or a mapping of 'id' and 'skills', got {option!r}"
+        )
+    container_id, skills = option.get("id"), [dict(skill) for skill in option.get("skills") or ()]
+    if container_id is not None and not isinstance(container_id, str):
+        raise ConfigError(f"AnthropicModel: container['id'] must be a container id, got {container_id!r}")
+    for skill in skills:
+        if skill.get("type") not in ("anthropic", "custom") or not isinstance(skill.get("skill_id"), str):
+            raise ConfigError(
+                "AnthropicModel: each of container['skills'] needs a type ('anthropic' or 'custom') and "
+                f"a skill_id, e.g. {_SKILL}; got {skill!r}"
+            )
+    if skills and not any(str(spec.get("type", "")).startswith("code_execution") for spec in server_tools):
+        raise ConfigError(
+            "AnthropicModel: Agent Skills run in the code execution container: "
+            "add server_tools=[code_execution()]"
+        )
+    return _Container(container_id, skills)
+
+
+def named_container(params: Mapping[str, Any]) -> str | None:
+    """The id of the container a request's `params` name, if any."""
+    container = params.get("container")
+    named = container.get("id") if isinstance(container, dict) else container
+    return named if isinstance(named, str) else None
+
+
+def _container_gone(exc: ModelError) -> bool:
+    """Whether `exc` is the API refusing the container a request named: a 4xx about the container."""
+    cause = exc.__cause__
+    if not isinstance(cause, anthropic.APIStatusError) or not 400 <= cause.status_code < 500:
+        return False
+    words = str(cause.api_message or cause.message).lower()
+    return "container" in words and any(gone in words for gone in _GONE)
+
+
+def _code_waits(messages: Sequence[Message]) -> bool:
+    """Whether code the code execution tool ran waits for the results of tool calls it made (their
+    `caller` names it): the last reply holds such a call, and the request carries its results."""
+    replies = [m for m in messages if m.get("role") == "assistant"]
+    content = replies[-1].get("content") if replies else None
+    blocks = content if isinstance(content, list) else []
+    return any(
+        isinstance(block, dict)
+        and block.get("type") == "tool_use"
+        and str((block.get("caller") or {}).get("type", "")).startswith("code_execution")
+        for block in blocks
+    )
+
+
+def _expired_while_waiting(container: str, exc: ModelError) -> ModelError:
+    return ModelError(
+        f"the code execution container {container} expired while code in it waited for the results "
+        f"of tool calls it made (programmatic tool calling), which can no longer reach it ({exc}). "
+        "Answer such calls sooner: tools that take long, or approvals, do not fit calls made by code",
+        error_type="container_expired",
+    )
+
+
+def in_new_container(params: dict[str, Any], expired: str) -> dict[str, Any]:
+    """`params` without the expired container (the API starts a new one; the skills stay), the model
+    told so in a text block after the last user message's own blocks (this request only: the journal
+    is unchanged; a paused reply sent back to go on is left as it is)."""
+    fresh = {k: v for k, v in params.items() if k != "container"}
+    if isinstance(skills := params["container"], dict) and skills.get("skills"):
+        fresh["container"] = {"skills": skills["skills"]}
+    messages = list(fresh["messages"])
+    if not messages or messages[-1].get("role") != "user":
+        return fresh
+    note = {
+        "type": "text",
+        "text": f"[Endstate: the code execution container {expired} has expired. Code now runs "
+        "in a new container: the files and state of the old one are gone.]",
+    }
+    last = messages[-1]
+    content = last["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    messages[-1] = {**last, "content": [*blocks, note]}
+    return fresh | {"messages": messages}
 
 
 def with_container(reply: ModelReply, sent: dict[str, Any] | None) -> ModelReply:
@@ -635,10 +926,73 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
     )
 
 
+# The usage's iterations billed apart from its top-level counts: a server-side compaction (the
+# SDK's types: "A compaction entry's tokens are not included in the top-level usage fields") and an
+# advisor model's answer (Anthropic's advisor tool: billed at the advisor model's rates).
+_APART = ("compaction", "advisor_message")
+
+
+# The sampling iterations the top-level usage sums: a model's turns, and the fallback model's last.
+_SAMPLED = ("message", "fallback_message")
+
+
+def billed_apart(iterations: Any) -> list[dict[str, Any]]:
+    """The usage of the iterations of a reply that its top-level usage leaves out, as `ModelReply`
+    fields (`input_tokens` counting cache reads and writes too); counts that are no counts are 0."""
+    return _iteration_parts(iterations, _APART)
+
+
+def billed_by_model(iterations: Any) -> list[dict[str, Any]]:
+    """When a fallback model served the reply (a `fallback_message` iteration: Anthropic's server-side
+    fallback), the usage of its sampling iterations, each with the model that ran it, which the
+    top-level usage sums under one model; else nothing."""
+    if not any(isinstance(i, dict) and i.get("type") == "fallback_message" for i in _listed(iterations)):
+        return []
+    return _iteration_parts(iterations, _SAMPLED)
+
+
+def _billed(iterations: Any) -> dict[str, list[dict[str, Any]]]:
+    """What of a reply's usage is billed apart, or by another model, as `ModelReply.extra` holds it."""
+    billed = {BILLED_APART: billed_apart(iterations), BILLED_BY_MODEL: billed_by_model(iterations)}
+    return {key: parts for key, parts in billed.items() if parts}
+
+
+def _listed(iterations: Any) -> list[Any]:
+    return iterations if isinstance(iterations, list) else []
+
+
+def _iteration_parts(iterations: Any, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    parts = []
+    for item in _listed(iterations):
+        if not isinstance(item, dict) or item.get("type") not in kinds:
+            continue
+        read, write = _count(item, "cache_read_input_tokens"), _count(item, "cache_creation_input_tokens")
+        part = {
+            "input_tokens": _count(item, "input_tokens") + read + write,
+            "output_tokens": _count(item, "output_tokens"),
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": write,
+        }
+        model = item.get("model")
+        parts.append(part | {"model": model} if isinstance(model, str) and model else part)
+    return parts
+
+
+def _count(item: Mapping[str, Any], field: str) -> int:
+    value = item.get(field)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+# Usage fields the SDK's stream drops when a `message_delta` gives them (or, `iterations`, always).
+_LATE = ("iterations", "speed", "inference_geo")
+
+
 def _geo(usage: Any) -> dict[str, str]:
-    """Where the call ran, when the usage says: "us" (US-only) is priced higher (see `Price`)."""
-    geo = getattr(usage, "inference_geo", None)
-    return {"inference_geo": geo} if isinstance(geo, str) and geo else {}
+    """Where and how fast the call ran, when the usage (an SDK object or a mapping) says: a call run
+    US-only (`inference_geo` "us") or in fast mode (`speed` "fast") is priced apart (see `Price`)."""
+    fields = ("inference_geo", "speed")
+    said = {f: usage.get(f) if isinstance(usage, Mapping) else getattr(usage, f, None) for f in fields}
+    return {field: value for field, value in said.items() if isinstance(value, str) and value}
 
 
 def _replace_reply(reply: ModelReply, **changes: Any) -> ModelReply:
@@ -659,12 +1013,16 @@ def server_tool_uses(message: types.Message) -> dict[str, int]:
     return {name: used for name, used in counts.items() if used}
 
 
+# The rate-limit headers' prefixes: the standard limits, fast mode's own, the priority tier's.
+_LIMIT_HEADERS = ("anthropic-ratelimit-", "anthropic-fast-", "anthropic-priority-")
+
+
 def rate_limit_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """The `anthropic-ratelimit-*` headers (and `retry-after`) of a reply, for the chat span."""
+    """The rate-limit headers (standard, fast mode, priority tier) and `retry-after` of a reply."""
     return {
         name.lower(): value
         for name, value in headers.items()
-        if name.lower().startswith("anthropic-ratelimit-") or name.lower() == "retry-after"
+        if name.lower().startswith(_LIMIT_HEADERS) or name.lower() == "retry-after"
     }
 
 

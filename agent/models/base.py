@@ -22,6 +22,8 @@ from agent.models._messages import messages_of, part_of
 Message = dict[str, Any]
 ToolSpec = dict[str, Any]
 PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the journal keeps of a reply
+BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
+BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
 
 
 @fast_init
@@ -71,6 +73,9 @@ class ModelReply:
     when present, is reply-level provider data the journal keeps verbatim for
     later requests (the `Reply`'s `provider_data`: Anthropic's code execution
     `container`); in `extra`, so a worker of an older release still reads it.
+    `extra[BILLED_APART]` lists calls made within this one and billed apart
+    from its usage (see `billed_apart`): priced and counted, never in the
+    context this reply's own `input_tokens` measure.
     """
 
     content: list[dict[str, Any]]
@@ -85,6 +90,34 @@ class ModelReply:
     cache_creation_1h_input_tokens: int = 0
     time_to_first_token: float | None = None
     server_tool_use: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def billed_apart(self) -> list[ModelReply]:
+        """The calls the provider made within this one and billed apart from its usage (Anthropic's
+        server-side compaction, an advisor model), each as a reply with its own usage and model
+        ("" for this reply's model): `extra[BILLED_APART]`, a list of their usage fields."""
+        return self._parts(BILLED_APART)
+
+    @property
+    def billed_by_model(self) -> list[ModelReply]:
+        """The parts of this reply's own usage that different models served, each billed at its
+        model's price (Anthropic's server-side fallback: the model that declined, then the one that
+        answered), as `billed_apart` gives them; empty when one model served it all."""
+        return self._parts(BILLED_BY_MODEL)
+
+    def _parts(self, key: str) -> list[ModelReply]:
+        return [
+            ModelReply(
+                [],
+                input_tokens=part.get("input_tokens", 0),
+                output_tokens=part.get("output_tokens", 0),
+                model=part.get("model", ""),
+                extra={k: v for k, v in self.extra.items() if k == "inference_geo"},
+                cache_read_input_tokens=part.get("cache_read_input_tokens", 0),
+                cache_creation_input_tokens=part.get("cache_creation_input_tokens", 0),
+            )
+            for part in self.extra.get(key) or ()
+        ]
 
     @property
     def text(self) -> str:

@@ -37,6 +37,7 @@ _ROW_KEYS = frozenset(
         "context_window",
         "max_output",
         "long_prompt",
+        "fast",
         "price",
         "reason",
         "status",
@@ -195,16 +196,28 @@ def _price_and_reason(row: Mapping[str, Any], at: str) -> tuple[Price | None, st
         raise ConfigError(f'{at}: price may only be "unknown"; give input = and output = prices instead')
     if "input" not in row or "output" not in row:
         raise ConfigError(f'{at}: give input = and output = (USD per million tokens), or price = "unknown"')
-    price = _price(row, at)
-    long = row.get("long_prompt")
-    if long is None:
+    price = _with_long_prompt(_price(row, at), row.get("long_prompt"), at)
+    fast = row.get("fast")
+    if fast is None:
         return price, ""
+    if not isinstance(fast, dict) or "input" not in fast or "output" not in fast:
+        raise ConfigError(f"{at}: fast must be a table with the fast-mode input = and output = prices")
+    if unknown := sorted(set(fast) - {*_PRICE_KEYS, "long_prompt"}):
+        raise ConfigError(f"{at}.fast: unknown keys {unknown}")
+    fast_price = _with_long_prompt(_price(fast, at + ".fast"), fast.get("long_prompt"), at + ".fast")
+    return replace(price, fast=fast_price), ""
+
+
+def _with_long_prompt(price: Price, long: Any, at: str) -> Price:
+    """`price` with its `long_prompt` tier, when the row has one."""
+    if long is None:
+        return price
     if not isinstance(long, dict) or "above" not in long:
         raise ConfigError(f"{at}: long_prompt must be a table with above = <tokens> and its prices")
     tier = _price(
         {"input": price.input_per_mtok, "output": price.output_per_mtok, **long}, at + ".long_prompt"
     )
-    return replace(price, long_prompt_above=int(long["above"]), long_prompt=tier), ""
+    return replace(price, long_prompt_above=int(long["above"]), long_prompt=tier)
 
 
 def _price(row: Mapping[str, Any], at: str) -> Price:

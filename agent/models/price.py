@@ -27,7 +27,9 @@ class Price:
     $10 per 1,000 searches. `us_inference_multiplier` scales every token
     price of a call whose reply says it ran US-only (`extra["inference_geo"]`
     is "us", as a request's or a workspace's `inference_geo` makes it); left
-    out, Anthropic's 1.1x.
+    out, Anthropic's 1.1x. `fast` is the price of a call run in fast mode (the
+    reply's `extra["speed"]` is "fast"), its cache prices following its own
+    input price; left out, such a call's price is unknown (see `PriceTable`).
     """
 
     input_per_mtok: float
@@ -39,6 +41,7 @@ class Price:
     long_prompt: Price | None = None
     web_search_per_1k: float | None = None
     us_inference_multiplier: float | None = None
+    fast: Price | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -92,6 +95,8 @@ class Price:
         `reply.input_tokens` counts every input token (uncached, cache reads
         and cache writes); the uncached part is what the cache parts leave.
         """
+        if self.fast is not None and is_fast(reply):
+            return self.fast.cost_of(reply)
         searches = (reply.server_tool_use or {}).get("web_search", 0) * self.web_search
         return self._tokens_cost(reply) * self._geo_multiplier(reply) + searches
 
@@ -127,3 +132,8 @@ class Price:
         if self.long_prompt is not None and above is not None and prompt_tokens > above:
             return self.long_prompt
         return self
+
+
+def is_fast(reply: ModelReply) -> bool:
+    """Whether the call ran in fast mode (usage `speed: "fast"`), which is priced apart."""
+    return reply.extra.get("speed") == "fast"

@@ -224,7 +224,8 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
     retry, history = w.retry_of(plan), w.history_of(plan)
     ref.cap = history.max_result_chars if history.enabled else None
     model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry, plan.get("context_window"))
-    prices = PriceTable({plan["model"]: w.price_of(plan["price"])} if plan["price"] else None)
+    price = w.planned_price(plan)
+    prices = PriceTable({plan["model"]: price} if price else None)
     options: dict[str, Any] = {
         "name": plan["agent"],
         "model": model,

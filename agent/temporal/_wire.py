@@ -99,6 +99,7 @@ def plan_of(agent: Agent) -> dict[str, Any]:
         "model": agent.model.name,
         "provider": agent.model.provider,
         "price": price_plan(price) if price else None,
+        "price_fast": price_plan(price.fast) if price and price.fast else None,
         "max_tokens": agent.max_tokens,
         "budget": dataclasses.asdict(agent.budget),
         "help": dataclasses.asdict(agent.help),
@@ -134,14 +135,28 @@ def history_of(plan: dict[str, Any]) -> HistoryPolicy:
 
 def price_plan(price: Price) -> dict[str, Any]:
     """A price, JSON-ready, without its unset fields (nested prices too): a worker of a release
-    whose `Price` lacks a newer field still reads a plan that does not set it (a rolling deploy)."""
-    return {k: price_plan(v) if isinstance(v, Price) else v for k, v in vars(price).items() if v is not None}
+    whose `Price` lacks a newer field still reads a plan that does not set it (a rolling deploy).
+    Its fast-mode price is planned apart (`price_fast`, see `planned_price`), for the same reason."""
+    return {
+        k: price_plan(v) if isinstance(v, Price) else v
+        for k, v in vars(price).items()
+        if v is not None and k != "fast"
+    }
 
 
 def price_of(data: dict[str, Any]) -> Price:
     """A planned price back (a long-prompt price nests one more)."""
     nested = data.get("long_prompt")
     return Price(**{**data, "long_prompt": price_of(nested) if nested else None})
+
+
+def planned_price(plan: dict[str, Any]) -> Price | None:
+    """The model's price a plan carries, with its fast-mode price when the plan has one."""
+    if not plan.get("price"):
+        return None
+    price = price_of(plan["price"])
+    fast = plan.get("price_fast")
+    return dataclasses.replace(price, fast=price_of(fast)) if fast else price
 
 
 def budget_of(plan: dict[str, Any]) -> Budget:
