@@ -106,6 +106,8 @@ class ModelReply:
         return self._parts(BILLED_BY_MODEL)
 
     def _parts(self, key: str) -> list[ModelReply]:
+        if not self.extra or key not in self.extra:  # most replies: asked for every call's cost
+            return []
         return [
             ModelReply(
                 [],
