@@ -6,6 +6,7 @@ approval, or abandoned half-read."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
 from pydantic_ai import Agent as PAIAgent
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import UsageLimits
@@ -351,6 +353,57 @@ def test_a_pydantic_ai_limit_raised_while_the_caller_reads_ends_the_block_not_th
     assert "after the stream" not in read
     assert res is not None and (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TOKENS, 2)
     assert rig.stops("pai_streamer", TASK, "limit", "tokens") == 1
+
+
+async def _no_reply(messages: Any, info: Any) -> Any:
+    raise AssertionError("the run streams: this model is only streamed from")
+
+
+async def _hangs_up_at_once(messages: Any, info: Any) -> AsyncIterator[str]:
+    raise ConnectionError("the provider hung up")
+    yield ""
+
+
+async def _hangs_up_midway(messages: Any, info: Any) -> AsyncIterator[str]:
+    yield "half an "
+    raise ConnectionError("the provider hung up")
+
+
+@pytest.mark.parametrize(
+    ("stream", "seen"),
+    [(_hangs_up_at_once, ["after the stream"]), (_hangs_up_midway, ["half an "])],
+    ids=["before_output", "midway"],
+)
+def test_a_pydantic_ai_stream_the_provider_fails_ends_the_block_as_an_error_not_an_exception(
+    rig: Rig, stream: Any, seen: list[str]
+) -> None:
+    """As `arun`, the OpenAI Agents SDK's and LangGraph's streams: the run's own failure is its `error`
+    stop (the exception at `raw`), never raised at the caller. Before the output began to stream
+    (Pydantic AI raises it as the block opens) the block streams nothing, as after a limit there;
+    while the caller reads, the block ends there, as a limit raised then ends it."""
+    agent: PAIAgent[None, Any] = PAIAgent(
+        FunctionModel(_no_reply, stream_function=stream), name="pai_streamer"
+    )
+    read: list[str] = []
+
+    async def go() -> Any:
+        async with pai.run_stream(agent, "x", hooks=rig.hooks, task_type=TASK) as run:
+            async for text in run.stream_text(debounce_by=None):
+                read.append(text)
+            read.append("after the stream")
+        return run
+
+    res = asyncio.run(go()).result
+    assert read == seen
+    assert res is not None and (res.reason, res.error_type, res.turns) == (
+        StopReason.ERROR,
+        "ConnectionError",
+        1,
+    )
+    assert isinstance(res.raw, ConnectionError) and str(res.raw) == "the provider hung up"
+    assert rig.stops("pai_streamer", TASK, "error") == 1
+    (span,) = rig.run_spans()
+    assert (span.attributes or {})[n.STOP_REASON] == "error"
 
 
 async def tripped(ctx: Any, agent: Any, data: Any) -> GuardrailFunctionOutput:
