@@ -173,9 +173,11 @@ async def run_stream(
                 ...
         run.result  # the RunResult (set already if the run stopped before its output streamed)
 
-    A stop Pydantic AI raises while the caller reads (a usage limit, a refusal) ends the block and
-    is the result, as `arun` never raises for it; the caller's own exception is recorded (`error`)
-    and goes on up. A block left before the output has streamed to its end is the caller
+    A stop Pydantic AI raises while the caller reads (a usage limit, a refusal), and the run's own
+    failure (the provider's error, say) raised from `stream_text`/`stream_output`/`stream_response`,
+    end the block and are the result, as `arun` never raises for them; one before the output began
+    to stream is the result of a block that streams nothing. The caller's own exception is recorded
+    (`error`) and goes on up. A block left before the output has streamed to its end is the caller
     stopping: the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run_stream", "a pydantic_ai.Agent")
@@ -228,8 +230,10 @@ async def iter(  # Pydantic AI's name; this module calls no builtin iter
         run.result  # the RunResult
 
     As `run_stream`: a stop Pydantic AI raises while the caller drives the run ends the block and
-    is the result; the caller's own exception is recorded (`error`) and goes on up; a block left
-    before the run reached its end is the caller stopping: the run is cancelled.
+    is the result (a failure before the run began too: `agent_run` is None); any other exception
+    in the block, the run's failure raised from `agent_run` as the caller's own, is recorded
+    (`error`) and goes on up; a block left before the run reached its end is the caller stopping:
+    the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.iter", "a pydantic_ai.Agent")
     recorder = _recorder(
@@ -278,18 +282,25 @@ async def _observed_block(
                 yielded = True
                 yield
                 done = finished(response)
-    except _STOPS as exc:
-        totals.count(recorder)
-        run.result = _stopped(recorder, exc)
-        if not yielded:  # the run stopped before the block began: the block sees the stop
-            yield
-        return
     except BaseException as exc:
         totals.count(recorder)
         run.result = _stopped(recorder, exc)
-        raise
+        if not _ends_block(exc, yielded, run):
+            raise
+        if not yielded:  # the run stopped before the block began: the block sees the stop
+            yield
+        return
     totals.count(recorder)
     run.result = _ended(recorder, done)
+
+
+def _ends_block(exc: BaseException, yielded: bool, run: StreamedRun | IteratedRun) -> bool:
+    """Whether `exc` is the run's own stop, which ends the block as its result and is never raised
+    (as `arun` never raises it): a stop Pydantic AI raises, or any failure of the run before the
+    block began or in the stream the block reads. The caller's own exception and a cancellation go on."""
+    if isinstance(exc, _STOPS):
+        return True
+    return isinstance(exc, Exception) and (not yielded or exc is getattr(run, "failed", None))
 
 
 class IteratedRun:
@@ -307,6 +318,7 @@ class StreamedRun:
 
     response: Any = None
     result: RunResult | None = None
+    failed: BaseException | None = None  # the run's failure while its output streamed
 
     def stream_text(self, **kwargs: Any) -> AsyncIterator[str]:
         return self._stream("stream_text", kwargs)
@@ -318,9 +330,14 @@ class StreamedRun:
         return self._stream("stream_response", kwargs)
 
     async def _stream(self, name: str, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-        if self.response is not None:
+        if self.response is None:
+            return
+        try:
             async for item in getattr(self.response, name)(**kwargs):
                 yield item
+        except Exception as exc:  # the run's, not the caller's: it ends the block as the run's stop
+            self.failed = exc
+            raise
 
 
 _STOPS = (UsageLimitExceeded, ContentFilterError, RunCancelled)  # the stops Pydantic AI raises
