@@ -1180,6 +1180,18 @@ def test_claude_deferred_tool_use_is_need_help_and_resumes_in_its_session(rig: R
     assert done.cost_usd == pytest.approx(0.04)  # both segments
 
 
+def test_claude_deferred_call_waits_help_seconds_and_its_question_shows_the_call(rig: Rig) -> None:
+    """As the other integrations': `help_seconds` is how long the deferred call waits (it was passed
+    on to the SDK's `query`, a TypeError: every run an `error`), and the question a person answers
+    shows what the call would do, not its tool's name alone."""
+    deferred = {"id": "t9", "name": "Bash", "input": {"command": "rm -rf build"}}
+    lines = [assistant("m1", tool_use("t9", "Bash", deferred["input"])), result(deferred_tool_use=deferred)]
+    res = claude.run("clean up", transport=FakeCLI(lines), hooks=rig.hooks, task_type=TASK, help_seconds=600)
+    assert res.reason is StopReason.NEED_HELP and res.suspension is not None
+    assert res.suspension.deadline - res.suspension.suspended_at == pytest.approx(600)
+    assert res.suspension.question == 'Approve Bash({"command": "rm -rf build"})?'
+
+
 def test_claude_stream_without_result_and_cancel_are_error_and_cancelled() -> None:
     empty = claude.run("x", transport=FakeCLI([assistant("m1", {"type": "text", "text": "..."})]))
     assert (empty.reason, empty.error_type) == (StopReason.ERROR, "no_result")
