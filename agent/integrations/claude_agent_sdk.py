@@ -120,12 +120,13 @@ async def arun(
     run_id: str | None = None,
     agent_name: str = "claude_agent",
     resumed: RunResult | None = None,
+    help_seconds: float | None = None,
     **query_kwargs: Any,
 ) -> RunResult:
     """`claude_agent_sdk.query(prompt=..., options=..., **query_kwargs)`, ended in a stop reason.
 
-    The SDK's `ResultMessage` (or the exception) is at `result.raw`.
-    Never raises for an expected stop.
+    The SDK's `ResultMessage` (or the exception) is at `result.raw`; a deferred call waits
+    `help_seconds` (default a day). Never raises for an expected stop.
     """
     options = options or ClaudeAgentOptions()
     recorder = Recorder.start(
@@ -140,6 +141,7 @@ async def arun(
         verifiers=verifiers,
         run_id=run_id,
         resumed=resumed,
+        help_seconds=help_seconds,
     )
     reader = MessageReader(recorder)
     if prompt is RESUME:
@@ -273,7 +275,8 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=result)
     if result.deferred_tool_use is not None:
         d = result.deferred_tool_use
-        return recorder.suspend(f"Approve {d.name}?", PendingAction(d.id, d.name, dict(d.input)), raw=result)
+        question = f"Approve {d.name}({json.dumps(d.input, default=str)})?"  # what the call would do
+        return recorder.suspend(question, PendingAction(d.id, d.name, dict(d.input)), raw=result)
     output = result.structured_output if result.structured_output is not None else result.result or ""
     return recorder.succeed(output, raw=result)
 
