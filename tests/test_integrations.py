@@ -232,6 +232,47 @@ def test_endstates_options_of_the_wrong_kind_are_refused_before_the_framework_ru
         pai.run(agent, "?", **options)
 
 
+async def _entered(block: Any) -> None:
+    async with block:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("start", "message"),
+    [
+        (lambda h: oa.run(oa_agent([]), "x", hooks=h, max_turn=3), r"openai_agents\.run\(\) got 'max_turn'"),
+        (
+            lambda h: oa.run_streamed(oa_agent([]), "x", hooks=h, max_turn=3),
+            r"run_streamed\(\) got 'max_turn'",
+        ),
+        (
+            lambda h: pai.run(pai_agent([]), "x", hooks=h, usage_limit=3),
+            r"pydantic_ai\.run\(\) got 'usage_limit'",
+        ),
+        (
+            lambda h: asyncio.run(_entered(pai.run_stream(pai_agent([]), "x", hooks=h, usage_limit=3))),
+            r"pydantic_ai\.run_stream\(\) got 'usage_limit'",
+        ),
+        (
+            lambda h: asyncio.run(_entered(pai.iter(pai_agent([]), "x", hooks=h, deferred_results=3))),
+            r"pydantic_ai\.iter\(\) got 'deferred_results'",
+        ),
+        (lambda h: claude.run("x", hooks=h, max_turns=3), r"claude_agent_sdk\.run\(\) got 'max_turns'"),
+    ],
+    ids=["oa_run", "oa_run_streamed", "pai_run", "pai_run_stream", "pai_iter", "claude_run"],
+)
+def test_a_keyword_neither_endstate_nor_the_framework_takes_is_refused_before_the_run(
+    rig: Rig, start: Any, message: str
+) -> None:
+    """A typo in the framework's own options (`max_turn=3`) is a clear `ConfigError` naming it and what
+    is taken, as Endstate's own options are: not a run started and counted as an `error` (with the
+    framework's TypeError as its note), which pages as an error rate for a mistake in the code."""
+    with pytest.raises(ConfigError, match=message):
+        start(rig.hooks)
+    assert not rig.run_spans()
+    assert not [s for m in rig.registry.collect() for s in m.samples if s.name == "agent_runs_started_total"]
+
+
 def test_an_async_verifier_of_a_foreign_run_is_refused_saying_what_to_write(rig: Rig) -> None:
     async def checks(ctx: Any) -> list[str]:
         return []
