@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -392,6 +393,35 @@ def need(given: Any, fits: bool, entry: str, what: str) -> None:
     """A clear `ConfigError` when `entry` (say `pydantic_ai.run`) is not given `what` first."""
     if not fits:
         raise ConfigError(f"{entry}() takes {what} first, not {type(given).__name__}: pass the one you built")
+
+
+def check_keywords(
+    entry: str, call: Callable[..., Any], given: Iterable[str], own: Iterable[str], filled: Iterable[str] = ()
+) -> None:
+    """A clear `ConfigError` for a keyword that neither `entry`'s own options (`own`) nor the
+    framework's `call` (which the rest go to; `filled`: the ones `entry` fills itself) take, before
+    the run starts: a typo (`max_turn=3`) is no run ended as `error` and counted in the error rate.
+    A `call` taking `**kwargs` takes any."""
+    taken = _keywords(call)
+    if taken is None:
+        return
+    taken = taken - set(filled)
+    if unknown := [name for name in given if name not in taken]:
+        theirs = getattr(call, "__qualname__", "the framework")
+        raise ConfigError(
+            f"{entry}() got {', '.join(map(repr, unknown))}, which neither Endstate nor {theirs} takes: "
+            f"Endstate's options are {', '.join(own)}; {theirs} takes {', '.join(sorted(taken))}"
+        )
+
+
+@functools.lru_cache(maxsize=64)  # a framework's few entry points: their signatures read once
+def _keywords(call: Callable[..., Any]) -> frozenset[str] | None:
+    """The keywords `call` takes (None: any, it has `**kwargs`)."""
+    params = inspect.signature(call).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(p.name for p in params if p.kind in named and p.name not in ("self", "cls"))
 
 
 def _spent(resumed: RunResult | None) -> Spent | None:

@@ -55,7 +55,7 @@ from agents.run_state import RunState
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, _check_options, _text_of, need
+from agent.integrations._observe import Recorder, Usage, _check_options, _text_of, check_keywords, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -164,6 +164,7 @@ async def arun(
         "agent_name": agent_name,
         "help_seconds": help_seconds,
     }
+    check_keywords("openai_agents.run", Runner.run, runner_kwargs, _OPTIONS, _FILLED)
     run = _Observed.start(agent, input, "openai_agents.run", {**options, **runner_kwargs})
     try:
         with run.recorder.running():
@@ -183,6 +184,7 @@ def run_streamed(agent: OAAgent[Any], input: Any, **kwargs: Any) -> StreamedRun:
     """
     need(agent, isinstance(agent, OAAgent), "openai_agents.run_streamed", "an agents.Agent")
     _check_options(kwargs.get("hooks"), kwargs.get("task_type", "default"), kwargs.get("run_id"))
+    check_keywords("openai_agents.run_streamed", Runner.run_streamed, _theirs(kwargs), _OPTIONS, _FILLED)
     return StreamedRun(agent, input, kwargs)
 
 
@@ -278,6 +280,12 @@ _OPTIONS = (
     "agent_name",
     "help_seconds",
 )  # Endstate's options of `arun` and `run_streamed`; the rest go to the SDK
+_FILLED = ("starting_agent", "input", "hooks")  # of the SDK's `Runner.run`: what the integration gives it
+
+
+def _theirs(kwargs: Mapping[str, Any]) -> list[str]:
+    """The keywords given for the SDK: all but Endstate's own options."""
+    return [k for k in kwargs if k not in _OPTIONS]
 
 
 def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:

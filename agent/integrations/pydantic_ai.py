@@ -62,7 +62,7 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDen
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, need
+from agent.integrations._observe import Recorder, Usage, check_keywords, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -129,6 +129,7 @@ async def arun(
     exception) is at `result.raw`. `agent_name` labels the run (default: the agent's name); a
     deferred call waits `help_seconds` (default a day). Never raises for an expected stop."""
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run", "a pydantic_ai.Agent")
+    check_keywords("pydantic_ai.run", type(agent).run, run_kwargs, _OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -181,6 +182,7 @@ async def run_stream(
     stopping: the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run_stream", "a pydantic_ai.Agent")
+    check_keywords("pydantic_ai.run_stream", type(agent).run_stream, run_kwargs, _OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -236,6 +238,7 @@ async def iter(  # Pydantic AI's name; this module calls no builtin iter
     the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.iter", "a pydantic_ai.Agent")
+    check_keywords("pydantic_ai.iter", type(agent).iter, run_kwargs, _OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -341,6 +344,19 @@ class StreamedRun:
 
 
 _STOPS = (UsageLimitExceeded, ContentFilterError, RunCancelled)  # the stops Pydantic AI raises
+_OPTIONS = (
+    "hooks",
+    "task_type",
+    "verifiers",
+    "run_id",
+    "resumed",
+    "agent_name",
+    "help_seconds",
+)  # Endstate's
+_FILLED = (
+    "user_prompt",
+    "run_id",
+)  # of Pydantic AI's `Agent.run`: the prompt is given, its run id is Endstate's
 
 
 def _ended(recorder: Recorder, result: AgentRunResult[Any] | None) -> RunResult:
