@@ -7,6 +7,7 @@ import asyncio
 import json
 import operator
 import re
+import sqlite3
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -45,6 +46,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Interrupt, interrupt
@@ -809,6 +811,25 @@ def test_langgraph_interrupt_is_need_help_and_resumes_with_command(rig: Rig) -> 
     waited, ran = [s for s in rig.spans() if s.name == f"{n.SPAN_EXECUTE_TOOL} delete"]
     assert (waited.attributes or {})[n.ERROR_TYPE] == n.ERROR_INTERRUPTED  # the call a person approved
     assert (ran.attributes or {}).get(n.ERROR_TYPE) is None
+
+
+@pytest.mark.usefixtures("both_readings")
+def test_langgraph_sync_run_and_resume_keep_a_sync_only_checkpointer_as_graph_invoke_does(
+    rig: Rig, tmp_path: Path
+) -> None:
+    """LangGraph's `SqliteSaver` (its `PostgresSaver` alike) has sync methods only, as sync code
+    (`graph.invoke`) uses it; `lg.run`/`lg.resume` are the sync entries, and ended every run as
+    `error` (NotImplementedError: the graph's async stream asked for its async methods)."""
+    saver = SqliteSaver(sqlite3.connect(tmp_path / "checkpoints.db", check_same_thread=False))
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")], checkpointer=saver)
+    config = {"configurable": {"thread_id": "sync-1"}}
+    res = lg.run(graph, {"messages": [("user", "delete a")]}, config, hooks=rig.hooks, task_type=TASK)
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert res.suspension.pending.tool_use_id == graph.get_state(config).interrupts[0].id  # in their saver
+    done = lg.resume(graph, res, True, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "gone", res.run_id)
+    assert graph.get_state(config).values["messages"][-2].content == "deleted"
+    assert rig.stops("lg_agent", TASK, "need_help") == rig.stops("lg_agent", TASK, "success") == 1
 
 
 @pytest.mark.usefixtures("both_readings")
