@@ -65,6 +65,7 @@ from langgraph.types import Command, Interrupt
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
+from agent.integrations._lg_saver import sync_capable
 from agent.integrations._observe import Recorder, Usage, _check_options, need
 from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
@@ -233,8 +234,15 @@ def _key(node: str, bound: Any) -> Any:
 
 
 def run(graph: Any, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> RunResult:
-    """Sync entry point; see `arun`."""
-    return run_sync(arun(graph, input, config, **kwargs))
+    """Sync entry point; see `arun`. A checkpointer with sync methods only (`SqliteSaver`,
+    `PostgresSaver`) is used through them, as `graph.invoke` uses it."""
+    return run_sync(_with_sync_saver(arun, graph, input, config, **kwargs))
+
+
+async def _with_sync_saver(entry: Any, graph: Any, *args: Any, **kwargs: Any) -> RunResult:
+    """`entry(graph, ...)`, the graph's sync-only checkpointer used through its sync methods."""
+    result: RunResult = await entry(await sync_capable(graph), *args, **kwargs)
+    return result
 
 
 async def arun(
@@ -524,8 +532,8 @@ def _is_json(value: Any) -> bool:
 def resume(
     graph: Any, state: Any, approved: bool | None = None, answer: Any = None, **kwargs: Any
 ) -> RunResult:
-    """Sync entry point; see `aresume`."""
-    return run_sync(aresume(graph, state, approved, answer, **kwargs))
+    """Sync entry point; see `aresume` (and `run`, for a checkpointer with sync methods only)."""
+    return run_sync(_with_sync_saver(aresume, graph, state, approved, answer, **kwargs))
 
 
 async def aresume(
