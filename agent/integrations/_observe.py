@@ -407,10 +407,11 @@ def check_keywords(
         return
     taken = taken - set(filled)
     if unknown := [name for name in given if name not in taken]:
-        theirs = getattr(call, "__qualname__", "the framework")
+        theirs, got = getattr(call, "__qualname__", "the framework"), ", ".join(map(repr, unknown))
+        ours = f"Endstate's options are {', '.join(own)}; " if own else ""
+        which = f"neither Endstate nor {theirs} takes" if own else f"{theirs} does not take"
         raise ConfigError(
-            f"{entry}() got {', '.join(map(repr, unknown))}, which neither Endstate nor {theirs} takes: "
-            f"Endstate's options are {', '.join(own)}; {theirs} takes {', '.join(sorted(taken))}"
+            f"{entry} got {got}, which {which}: {ours}{theirs} takes {', '.join(sorted(taken))}"
         )
 
 

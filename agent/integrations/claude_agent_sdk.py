@@ -128,7 +128,7 @@ async def arun(
     The SDK's `ResultMessage` (or the exception) is at `result.raw`; a deferred call waits
     `help_seconds` (default a day). Never raises for an expected stop.
     """
-    check_keywords("claude_agent_sdk.run", query, query_kwargs, _OPTIONS, ("prompt",))
+    check_keywords("claude_agent_sdk.run()", query, query_kwargs, _OPTIONS, ("prompt",))
     options = options or ClaudeAgentOptions()
     recorder = Recorder.start(
         hooks,

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from agents import Agent as OAAgent
@@ -164,7 +164,7 @@ async def arun(
         "agent_name": agent_name,
         "help_seconds": help_seconds,
     }
-    check_keywords("openai_agents.run", Runner.run, runner_kwargs, _OPTIONS, _FILLED)
+    check_keywords("openai_agents.run()", Runner.run, runner_kwargs, _OPTIONS, _FILLED)
     run = _Observed.start(agent, input, "openai_agents.run", {**options, **runner_kwargs})
     try:
         with run.recorder.running():
@@ -184,7 +184,7 @@ def run_streamed(agent: OAAgent[Any], input: Any, **kwargs: Any) -> StreamedRun:
     """
     need(agent, isinstance(agent, OAAgent), "openai_agents.run_streamed", "an agents.Agent")
     _check_options(kwargs.get("hooks"), kwargs.get("task_type", "default"), kwargs.get("run_id"))
-    check_keywords("openai_agents.run_streamed", Runner.run_streamed, _theirs(kwargs), _OPTIONS, _FILLED)
+    check_keywords("openai_agents.run_streamed()", Runner.run_streamed, _theirs(kwargs), _OPTIONS, _FILLED)
     return StreamedRun(agent, input, kwargs)
 
 
@@ -281,6 +281,11 @@ _OPTIONS = (
     "help_seconds",
 )  # Endstate's options of `arun` and `run_streamed`; the rest go to the SDK
 _FILLED = ("starting_agent", "input", "hooks")  # of the SDK's `Runner.run`: what the integration gives it
+
+
+def check_options(entry: str, options: Iterable[str]) -> None:
+    """A clear `ConfigError` for an option of a catalog entry (`entry`) that `Runner.run` does not take."""
+    check_keywords(entry, Runner.run, options, (), _FILLED)
 
 
 def _theirs(kwargs: Mapping[str, Any]) -> list[str]:

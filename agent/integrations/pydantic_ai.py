@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,7 +129,7 @@ async def arun(
     exception) is at `result.raw`. `agent_name` labels the run (default: the agent's name); a
     deferred call waits `help_seconds` (default a day). Never raises for an expected stop."""
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run", "a pydantic_ai.Agent")
-    check_keywords("pydantic_ai.run", type(agent).run, run_kwargs, _OPTIONS, _FILLED)
+    check_keywords("pydantic_ai.run()", type(agent).run, run_kwargs, _OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -182,7 +182,7 @@ async def run_stream(
     stopping: the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run_stream", "a pydantic_ai.Agent")
-    check_keywords("pydantic_ai.run_stream", type(agent).run_stream, run_kwargs, _OPTIONS, _FILLED)
+    check_keywords("pydantic_ai.run_stream()", type(agent).run_stream, run_kwargs, _OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -238,7 +238,7 @@ async def iter(  # Pydantic AI's name; this module calls no builtin iter
     the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.iter", "a pydantic_ai.Agent")
-    check_keywords("pydantic_ai.iter", type(agent).iter, run_kwargs, _OPTIONS, _FILLED)
+    check_keywords("pydantic_ai.iter()", type(agent).iter, run_kwargs, _OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -357,6 +357,11 @@ _FILLED = (
     "user_prompt",
     "run_id",
 )  # of Pydantic AI's `Agent.run`: the prompt is given, its run id is Endstate's
+
+
+def check_options(entry: str, options: Iterable[str]) -> None:
+    """A clear `ConfigError` for an option of a catalog entry (`entry`) that `Agent.run` does not take."""
+    check_keywords(entry, PAIAgent.run, options, (), _FILLED)
 
 
 def _ended(recorder: Recorder, result: AgentRunResult[Any] | None) -> RunResult:
