@@ -974,6 +974,16 @@ def test_langgraph_input_and_interrupts_of_any_shape_never_raise_out_of_run(give
     assert (res.suspension.pending.arguments, seen) == ({"args": "disk a"}, [task])
 
 
+def test_langgraph_resuming_an_interrupt_of_a_graph_with_no_checkpointer_says_what_is_missing() -> None:
+    """LangGraph gives an `interrupt()` of a graph with no checkpointer as it gives any (need_help),
+    but nothing can resume it: `resume`, given that very result, said to give it the run's result."""
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")])
+    asked = lg.run(graph, {"messages": [("user", "delete a")]})
+    assert asked.reason is StopReason.NEED_HELP
+    with pytest.raises(ConfigError, match=r"no checkpointer.*compile the graph with checkpointer="):
+        lg.resume(graph, asked, True)
+
+
 @pytest.mark.usefixtures("both_readings")
 def test_langgraph_crash_and_cancel() -> None:
     async def boom(state: Any) -> Any:
