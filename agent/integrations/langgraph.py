@@ -551,6 +551,12 @@ async def aresume(
         state = state.raw.get("config") if isinstance(state.raw, Mapping) else None
     config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
+        if getattr(graph, "checkpointer", None) is None:  # it ran with no thread: nothing holds its state
+            raise ConfigError(
+                "the graph has no checkpointer, and LangGraph resumes an interrupt() from one: compile "
+                "the graph with checkpointer= (a persistent one, such as SqliteSaver, to resume in "
+                "another process) and run it with a thread_id in its config"
+            )
         raise ConfigError("resume needs the interrupted run's state: its RunResult, state_of() or config")
     waiting = await _interrupts(graph, config)
     value = answer if answer is not None else approved
