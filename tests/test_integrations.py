@@ -1339,6 +1339,12 @@ def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
     res = names["run"].result
     assert (res.reason, res.output, res.turns, res.input_tokens) == (StopReason.SUCCESS, "done", 2, 20)
     assert tool_spans(rig) == ["execute_tool search"]
+    (run_span,) = rig.run_spans()
+    first, _ = rig.children(run_span, n.SPAN_TURN)
+    (call,) = [s for s in rig.spans() if s.name == "execute_tool search"]
+    assert call.parent is not None and call.parent.span_id == first.context.span_id
+    assert first.start_time and first.end_time and call.start_time and call.end_time
+    assert first.start_time <= call.start_time and call.end_time <= first.end_time  # the turn holds its calls
 
 
 def test_cached_input_counts_as_input_for_home_grown_and_claude_runs(rig: Rig) -> None:
