@@ -22,6 +22,7 @@ from agents import (
     function_tool,
     set_tracing_disabled,
 )
+from agents import RunHooks as OARunHooks
 from agents import Usage as OAUsage
 from agents.exceptions import ModelRefusalError
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
@@ -273,6 +274,14 @@ def test_a_keyword_neither_endstate_nor_the_framework_takes_is_refused_before_th
         start(rig.hooks)
     assert not rig.run_spans()
     assert not [s for m in rig.registry.collect() for s in m.samples if s.name == "agent_runs_started_total"]
+
+
+@pytest.mark.parametrize("entry", [oa.run, oa.run_streamed], ids=["run", "run_streamed"])
+def test_the_sdks_own_run_hooks_given_as_hooks_are_refused_saying_run_hooks(entry: Any) -> None:
+    """`Runner.run(agent, input, hooks=MyRunHooks())` moved to the integration as it was: `hooks=` is
+    Endstate's there, and the message said only that hooks need run_started()."""
+    with pytest.raises(ConfigError, match=r"pass the SDK's RunHooks as run_hooks="):
+        entry(oa_agent([]), "x", hooks=OARunHooks())
 
 
 def test_an_async_verifier_of_a_foreign_run_is_refused_saying_what_to_write(rig: Rig) -> None:
