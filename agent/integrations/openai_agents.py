@@ -51,6 +51,7 @@ from agents.exceptions import (
     ToolInputGuardrailTripwireTriggered,
     ToolOutputGuardrailTripwireTriggered,
 )
+from agents.lifecycle import RunHooksBase
 from agents.run_state import RunState
 
 from agent.errors import ConfigError
@@ -165,6 +166,7 @@ async def arun(
         "help_seconds": help_seconds,
     }
     check_keywords("openai_agents.run()", Runner.run, runner_kwargs, _OPTIONS, _FILLED)
+    _not_sdk_hooks(hooks)
     run = _Observed.start(agent, input, "openai_agents.run", {**options, **runner_kwargs})
     try:
         with run.recorder.running():
@@ -183,6 +185,7 @@ def run_streamed(agent: OAAgent[Any], input: Any, **kwargs: Any) -> StreamedRun:
     reading (breaks out, or closes the stream) cancels the SDK's run: it ends `cancelled`.
     """
     need(agent, isinstance(agent, OAAgent), "openai_agents.run_streamed", "an agents.Agent")
+    _not_sdk_hooks(kwargs.get("hooks"))
     _check_options(kwargs.get("hooks"), kwargs.get("task_type", "default"), kwargs.get("run_id"))
     check_keywords("openai_agents.run_streamed()", Runner.run_streamed, _theirs(kwargs), _OPTIONS, _FILLED)
     return StreamedRun(agent, input, kwargs)
@@ -286,6 +289,15 @@ _FILLED = ("starting_agent", "input", "hooks")  # of the SDK's `Runner.run`: wha
 def check_options(entry: str, options: Iterable[str]) -> None:
     """A clear `ConfigError` for an option of a catalog entry (`entry`) that `Runner.run` does not take."""
     check_keywords(entry, Runner.run, options, (), _FILLED)
+
+
+def _not_sdk_hooks(hooks: Any) -> None:
+    """A clear `ConfigError` for the SDK's own `RunHooks` given as `hooks=` (as `Runner.run` takes them)."""
+    if isinstance(hooks, RunHooksBase):
+        raise ConfigError(
+            "hooks= is Endstate's telemetry (say Telemetry.from_env().hooks), not the SDK's: "
+            "pass the SDK's RunHooks as run_hooks="
+        )
 
 
 def _theirs(kwargs: Mapping[str, Any]) -> list[str]:
