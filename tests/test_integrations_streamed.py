@@ -131,6 +131,29 @@ def test_a_stream_the_caller_stops_reading_cancels_the_run_and_ends_it_cancelled
     assert [(s.attributes or {})[n.STOP_REASON] for s in rig.run_spans()] == ["cancelled"]
 
 
+@pytest.mark.parametrize("mode", ["immediate", "after_turn"])
+def test_a_streamed_run_cancelled_through_the_sdks_own_cancel_ends_cancelled_not_success(
+    rig: Rig, mode: str
+) -> None:
+    """`RunResultStreaming.cancel()` is the SDK's way to stop a streamed run (the caller reads on
+    until the stream ends, as its docs say): the run stopped with no final output. It ended as a
+    `success` with no output, counted in the success rate."""
+
+    async def go() -> oa.StreamedRun:
+        stream = oa.run_streamed(reader("never said", calls=3), "x", hooks=rig.hooks, task_type=TASK)
+        async for event in stream.stream_events():
+            if event.type == "run_item_stream_event" and event.name == "tool_called":
+                stream.raw.cancel(mode=mode)
+        return stream
+
+    stream = asyncio.run(go())
+    res = stream.result
+    assert res is not None and (res.reason, res.output, res.raw) == (StopReason.CANCELLED, "", stream.raw)
+    assert stream.raw.final_output is None and res.turns == 1
+    assert rig.stops("streamer", TASK, "cancelled") == 1 and rig.stops("streamer", TASK, "success") == 0
+    assert [(s.attributes or {})[n.STOP_REASON] for s in rig.run_spans()] == ["cancelled"]
+
+
 def test_a_streamed_run_whose_reader_is_cancelled_ends_cancelled_and_the_cancellation_goes_on(
     rig: Rig,
 ) -> None:
