@@ -28,7 +28,7 @@ their own). How runs end:
 | `MaxTurnsExceeded` (or its `error_handlers` output) | `limit`/`turns` (the output partial)  |
 | an input, output or tool guardrail tripwire         | `gave_up`, cause `guardrail`          |
 | `ModelRefusalError` (or its handler's output)       | `gave_up`, cause `refusal`            |
-| the task cancelled                                  | `cancelled`                           |
+| the task cancelled, a stream's `raw.cancel()`       | `cancelled`                           |
 | any other exception                                 | `error`, with its type                |
 """
 
@@ -262,6 +262,8 @@ class _Observed:
         """The SDK's run finished: waiting for approvals, a handler's output for a stop, or an output."""
         self.hooks.count_unseen()
         recorder = self.recorder
+        if _cancelled(result):
+            return recorder.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=result)
         if result.interruptions:
             return _suspend(recorder, result)
         if "max_turns" in self.handled:  # the limit tripped; the handler's output is the partial result
@@ -316,6 +318,13 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
     if isinstance(exc, ModelRefusalError):
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
     return recorder.fail(exc, raw=exc)
+
+
+def _cancelled(result: Any) -> bool:
+    """A streamed run the caller stopped with the SDK's `RunResultStreaming.cancel()` (either mode)
+    before its final output: its stream ends as a finished run's does. The SDK keeps the mode in
+    `_cancel_mode` alone; without it (another SDK version) the run reads as finished, as before."""
+    return getattr(result, "_cancel_mode", "none") != "none" and result.final_output is None
 
 
 def _noting(handlers: Mapping[str, Any], handled: list[str]) -> dict[str, Any]:
