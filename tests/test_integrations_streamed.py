@@ -429,6 +429,35 @@ def test_a_pydantic_ai_stream_the_provider_fails_ends_the_block_as_an_error_not_
     assert (span.attributes or {})[n.STOP_REASON] == "error"
 
 
+async def _counts_slowly(messages: Any, info: Any) -> AsyncIterator[str]:
+    for word in ["one ", "two ", "three ", "four"]:
+        yield word
+        await asyncio.sleep(0.01)
+
+
+def test_a_pydantic_ai_stream_cancelled_through_its_own_cancel_ends_cancelled_and_raises_nothing(
+    rig: Rig,
+) -> None:
+    """`StreamedRunResult.cancel()` is Pydantic AI's way to stop a streamed output; its own block then
+    ends quietly. Through the integration it raised Pydantic AI's UserError ("no settled result") out
+    of the block, after the caller's code had finished, and the run ended as an `error`."""
+    agent: PAIAgent[None, Any] = PAIAgent(
+        FunctionModel(_no_reply, stream_function=_counts_slowly), name="pai_streamer"
+    )
+
+    async def go() -> Any:
+        async with pai.run_stream(agent, "count", hooks=rig.hooks, task_type=TASK) as run:
+            async for text in run.stream_text(debounce_by=None):
+                if "two" in text:
+                    await run.response.cancel()
+        return run
+
+    run = asyncio.run(go())
+    assert run.response.cancelled
+    assert run.result is not None and (run.result.reason, run.result.turns) == (StopReason.CANCELLED, 1)
+    assert rig.stops("pai_streamer", TASK, "cancelled") == 1 and rig.stops("pai_streamer", TASK, "error") == 0
+
+
 async def tripped(ctx: Any, agent: Any, data: Any) -> GuardrailFunctionOutput:
     return GuardrailFunctionOutput(output_info="secret", tripwire_triggered=True)
 
