@@ -179,7 +179,7 @@ async def run_stream(
     end the block and are the result, as `arun` never raises for them; one before the output began
     to stream is the result of a block that streams nothing. The caller's own exception is recorded
     (`error`) and goes on up. A block left before the output has streamed to its end is the caller
-    stopping: the run is cancelled.
+    stopping, as one whose output the caller cancelled (`run.response.cancel()`): the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run_stream", "a pydantic_ai.Agent")
     check_keywords("pydantic_ai.run_stream()", type(agent).run_stream, run_kwargs, _OPTIONS, _FILLED)
@@ -203,8 +203,8 @@ async def run_stream(
     def stream(capabilities: list[Any]) -> Any:
         return agent.run_stream(user_prompt, capabilities=capabilities, **run_kwargs)
 
-    def finished(response: Any) -> AgentRunResult[Any] | None:
-        return response.result if response.is_complete else None
+    def finished(response: Any) -> AgentRunResult[Any] | None:  # None: the caller stopped it first
+        return response.result if response.is_complete and not response.cancelled else None
 
     async with _observed_block(recorder, run_kwargs, run, stream, opened, finished):
         yield run
