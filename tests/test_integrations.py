@@ -62,6 +62,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import CallDeferred, ContentFilterError, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import RequestUsage, UsageLimits
 
@@ -524,6 +525,33 @@ def test_pydantic_ai_runs_read_node_by_node_report_what_the_capability_reports(c
             res = PAI_RUNS[case]({"hooks": rig.hooks, "task_type": TASK, "capabilities": capabilities})
             outcomes.append(((res.reason, res.limit, res.turns, res.usage, res.output), observed(rig)))
     assert outcomes[0] == outcomes[1]
+
+
+async def _drained(ctx: Any, events: AsyncIterable[Any]) -> None:
+    async for _ in events:
+        pass
+
+
+def test_an_unnamed_pydantic_ai_agent_is_labelled_by_its_variable_as_pydantic_ai_names_it(rig: Rig) -> None:
+    """Pydantic AI names an agent given no name after the variable its caller holds it in (`infer_name`).
+    Through the integration every unnamed agent was `pydantic_ai_agent` in the metrics, and a run
+    with an event_stream_handler renamed the caller's agent `agent`, after the integration's own local
+    variable: the same agent under two labels from its second run on."""
+    support_bot: PAIAgent[None, str] = PAIAgent(TestModel(), output_type=str)
+    first = pai.run(support_bot, "x", hooks=rig.hooks, task_type=TASK, event_stream_handler=_drained)
+    second = pai.run(support_bot, "x", hooks=rig.hooks, task_type=TASK)
+    assert (first.agent, second.agent, support_bot.name) == ("support_bot", "support_bot", "support_bot")
+
+    async def streamed() -> Any:
+        async with pai.run_stream(triage_bot, "x", hooks=rig.hooks, task_type=TASK) as run:
+            pass
+        return run.result
+
+    triage_bot: PAIAgent[None, str] = PAIAgent(TestModel(), output_type=str)
+    assert asyncio.run(streamed()).agent == triage_bot.name == "triage_bot"
+    assert rig.stops("support_bot", TASK, "success") == 2
+    named = PAIAgent(TestModel(), name="billing", output_type=str)
+    assert pai.run(named, "x", event_stream_handler=_drained).agent == named.name == "billing"
 
 
 def test_a_plain_pydantic_ai_run_adds_no_capability(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
