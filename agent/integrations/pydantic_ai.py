@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -109,6 +110,7 @@ class EndstateCapability(AbstractCapability[Any]):
 
 def run(agent: PAIAgent[Any, Any], user_prompt: Any = None, **kwargs: Any) -> RunResult:
     """Sync entry point; see `arun`."""
+    _name_by_caller(agent, kwargs)  # here: the caller's frame is out of reach inside the event loop
     return run_sync(arun(agent, user_prompt, **kwargs))
 
 
@@ -708,12 +710,14 @@ def _unanswered(messages: Sequence[ModelMessage]) -> list[str]:
 def _recorder(
     agent: PAIAgent[Any, Any],
     user_prompt: Any,
-    run_kwargs: Mapping[str, Any],
+    run_kwargs: dict[str, Any],
     *,
     hooks: RunHooks | None,
     agent_name: str | None,
     **options: Any,
 ) -> Recorder:
+    _name_by_caller(agent, run_kwargs)
+    run_kwargs["infer_name"] = False  # Pydantic AI would look in this module's frames: named `agent`
     model = run_kwargs.get("model") or agent.model
     return Recorder.start(
         hooks,
@@ -725,6 +729,22 @@ def _recorder(
         limits=_limits(run_kwargs.get("usage_limits")),
         **options,
     )
+
+
+def _name_by_caller(agent: Any, run_kwargs: Mapping[str, Any]) -> None:
+    """An agent given no name is named as Pydantic AI names it when called directly (`infer_name`,
+    default on): after the variable holding it in the code that called the integration."""
+    if (
+        not isinstance(agent, AbstractAgent)
+        or agent.name is not None
+        or not run_kwargs.get("infer_name", True)
+    ):
+        return
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_globals.get("__name__") in (__name__, "contextlib"):
+        frame = frame.f_back  # this module's frames, and those of the blocks it opens
+    scopes = (frame.f_locals, frame.f_globals) if frame is not None else ()
+    agent.name = next((name for scope in scopes for name, held in scope.items() if held is agent), None)
 
 
 def _tool_names(agent: PAIAgent[Any, Any]) -> list[str]:
