@@ -225,12 +225,17 @@ def test_a_verifier_that_returns_no_list_of_reasons_ends_the_foreign_run_as_erro
         ({"task_type": ""}, r"task_type must be a non-empty string"),
         ({"verifiers": "check the answer"}, r"verifiers must be a verifier or a list of them, not str"),
         ({"verifiers": ["check the answer"]}, r"verifiers must be functions of the run's context, not str"),
+        ({"help_seconds": "3600"}, r"help_seconds must be a finite number >= 0 \(seconds\), not '3600'"),
+        ({"help_seconds": -5}, r"help_seconds must be a finite number >= 0"),
+        ({"help_seconds": float("nan")}, r"help_seconds must be a finite number >= 0"),
+        ({"help_seconds": True}, r"help_seconds must be a finite number >= 0"),
     ],
 )
 def test_endstates_options_of_the_wrong_kind_are_refused_before_the_framework_runs(
     options: dict[str, Any], message: str
 ) -> None:
-    """Not a logged traceback per run (hooks), a metric label of any type, or an error run for a typo."""
+    """Not a logged traceback per run (hooks), a metric label of any type, or an error run for a typo;
+    a wait that is no number raised a TypeError once the framework had run, its run never ended."""
     agent = pai_agent(["done"])
     with pytest.raises(ConfigError, match=message):
         pai.run(agent, "?", **options)
