@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,6 +21,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent._valid import is_number
 from agent.budget import Spent
 from agent.context import RunContext
 from agent.errors import ConfigError
@@ -92,7 +94,7 @@ class Recorder:
         recorded (`wait`, or answered now). `go_on=False` for a segment that only
         ends the run (an expired wait): no turn is reopened.
         """
-        _check_options(hooks, task_type, run_id)
+        _check_options(hooks, task_type, run_id, help_seconds)
         snap = resumed.snapshot if resumed is not None else None
         info = RunInfo(
             run_id=resumed.run_id if resumed else run_id or uuid.uuid4().hex,
@@ -461,7 +463,7 @@ def _checked_now(verifier: Verifier, ctx: RunContext) -> Any:
     return value
 
 
-def _check_options(hooks: Any, task_type: Any, run_id: Any) -> None:
+def _check_options(hooks: Any, task_type: Any, run_id: Any, help_seconds: Any = None) -> None:
     """A clear `ConfigError` for Endstate's own options of the wrong kind, before the framework runs."""
     if hooks is not None:
         check_hooks(hooks)
@@ -469,6 +471,13 @@ def _check_options(hooks: Any, task_type: Any, run_id: Any) -> None:
         raise ConfigError(f"task_type must be a non-empty string (a metric label), not {task_type!r}")
     if run_id is not None and not (isinstance(run_id, str) and run_id):
         raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
+    if help_seconds is not None and not (
+        is_number(help_seconds) and math.isfinite(help_seconds) and help_seconds >= 0
+    ):
+        raise ConfigError(
+            f"help_seconds must be a finite number >= 0 (seconds), not {help_seconds!r}: how long a "
+            "pending approval waits (None: a day)"
+        )
 
 
 def _verifier_list(verifiers: Sequence[Verifier] | Verifier | None) -> tuple[Verifier, ...]:

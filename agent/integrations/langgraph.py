@@ -326,7 +326,12 @@ def astream(
     if not modes or not all(isinstance(m, str) for m in modes):
         raise ConfigError(f"stream_mode is a LangGraph stream mode or a list of them, not {stream_mode!r}")
     options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
-    _check_options(options.get("hooks"), options.get("task_type", "default"), options.get("run_id"))
+    _check_options(
+        options.get("hooks"),
+        options.get("task_type", "default"),
+        options.get("run_id"),
+        options.get("help_seconds"),
+    )
     config = dict(config or {})
     return GraphStream(graph, input, config, options, modes, isinstance(stream_mode, str), prices, kwargs)
 

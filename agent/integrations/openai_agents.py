@@ -186,7 +186,12 @@ def run_streamed(agent: OAAgent[Any], input: Any, **kwargs: Any) -> StreamedRun:
     """
     need(agent, isinstance(agent, OAAgent), "openai_agents.run_streamed", "an agents.Agent")
     _not_sdk_hooks(kwargs.get("hooks"))
-    _check_options(kwargs.get("hooks"), kwargs.get("task_type", "default"), kwargs.get("run_id"))
+    _check_options(
+        kwargs.get("hooks"),
+        kwargs.get("task_type", "default"),
+        kwargs.get("run_id"),
+        kwargs.get("help_seconds"),
+    )
     check_keywords("openai_agents.run_streamed()", Runner.run_streamed, _theirs(kwargs), _OPTIONS, _FILLED)
     return StreamedRun(agent, input, kwargs)
 
