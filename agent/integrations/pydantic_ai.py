@@ -744,7 +744,8 @@ def _name_by_caller(agent: Any, run_kwargs: Mapping[str, Any]) -> None:
     while frame is not None and frame.f_globals.get("__name__") in (__name__, "contextlib"):
         frame = frame.f_back  # this module's frames, and those of the blocks it opens
     scopes = (frame.f_locals, frame.f_globals) if frame is not None else ()
-    agent.name = next((name for scope in scopes for name, held in scope.items() if held is agent), None)
+    if found := next((name for scope in scopes for name, held in scope.items() if held is agent), None):
+        agent.name = found
 
 
 def _tool_names(agent: PAIAgent[Any, Any]) -> list[str]:
