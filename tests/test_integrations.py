@@ -40,10 +40,11 @@ from integrations_support import (
     says,
     tool_result,
     tool_use,
+    usage,
 )
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -1015,6 +1016,26 @@ def test_langgraph_input_and_interrupts_of_any_shape_never_raise_out_of_run(give
     res = lg.run(graph, given, {"configurable": {"thread_id": "loose"}}, hooks=Hooks())
     assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
     assert (res.suspension.pending.arguments, seen) == ({"args": "disk a"}, [task])
+
+
+@pytest.mark.usefixtures("both_readings")
+@pytest.mark.parametrize(
+    "metadata",
+    [{"stop_reason": "refusal"}, {"finish_reason": "content_filter"}],
+    ids=["anthropic", "openai"],
+)
+def test_langgraph_a_graph_ending_on_a_refusal_is_gave_up_refusal_not_success(
+    rig: Rig, metadata: dict[str, str]
+) -> None:
+    """The model API refused (ChatAnthropic's `stop_reason`, ChatOpenAI's `finish_reason`, as LangChain
+    keeps them in `response_metadata`) and the graph ended on that reply: `gave_up`, cause `refusal`,
+    as the other integrations' refusals are. It was a success with an empty output."""
+    refused = AIMessage(content="", response_metadata=metadata, usage_metadata=usage(10, 0))
+    res = lg.run(graph_of([refused]), {"messages": [("user", "help me")]}, hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.cause, res.turns) == (StopReason.GAVE_UP, "refusal", 1)
+    assert res.raw["messages"][-1] is not None and res.raw["messages"][-1].response_metadata == metadata
+    assert rig.stops("lg_agent", TASK, "gave_up", cause="refusal") == 1
+    assert rig.stops("lg_agent", TASK, "success") == 0
 
 
 def test_langgraph_resuming_an_interrupt_of_a_graph_with_no_checkpointer_says_what_is_missing() -> None:
