@@ -38,6 +38,7 @@ How runs end (either way):
 | `interrupt()` (needs a checkpointer)              | `need_help`, resumable with `resume`  |
 | a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
 | `GraphRecursionError` (`recursion_limit`)         | `limit`/`turns`                       |
+| a final reply the model API refused               | `gave_up`, cause `refusal`            |
 | the task cancelled                                | `cancelled`                           |
 | any other exception                               | `error`, with its type                |
 
@@ -77,7 +78,7 @@ from agent.integrations.langgraph_calls import (
     reply_usage,
 )
 from agent.prices import PriceTable
-from agent.result import LimitKind, PendingAction, RunResult, StopReason
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
 
 PROVIDER = "langchain"
@@ -417,7 +418,21 @@ def _ended(recorder: Recorder, output: Any, config: Mapping[str, Any], paused: S
         return _suspend(recorder, output, config)
     if paused:
         return _suspend_at_breakpoint(recorder, output, config, paused)
+    if _refused(output):
+        note = "The model API refused: the graph ended on its refusal."
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=output)
     return recorder.succeed(output, text=_final_text(output), raw=output)
+
+
+def _refused(output: Any) -> bool:
+    """Whether the graph ended on a reply the model API refused, as LangChain keeps the provider's
+    reason: Anthropic's `stop_reason` "refusal", OpenAI's `finish_reason` "content_filter"."""
+    messages = output.get("messages") if isinstance(output, Mapping) else None
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if not isinstance(last, AIMessage) or last.tool_calls:
+        return False
+    meta = last.response_metadata or {}
+    return meta.get("stop_reason") == "refusal" or meta.get("finish_reason") == "content_filter"
 
 
 async def _paused_at(
