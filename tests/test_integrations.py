@@ -1373,9 +1373,10 @@ def test_observe_run_records_a_raw_anthropic_loop(rig: Rig) -> None:
     assert rig.stops("raw_loop", TASK, "success") == 1
 
 
-def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
+def readme_loop(rig: Rig, *replies: Any) -> Any:
     """The README's home-grown loop, run as it is written against the Messages API (which refuses
-    tool results that follow no tool call), with the names it leaves to the reader defined."""
+    tool results that follow no tool call) replying `replies`, with the names it leaves to the
+    reader defined; returns its `run`."""
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     section = readme[readme.index("## Runs not built on Endstate") :]
     code = section[section.index("```python\n") + 10 : section.index("```\n", section.index("```python"))]
@@ -1389,7 +1390,6 @@ def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
                 results.append({"type": "tool_result", "tool_use_id": block.id, "content": t.text})
         return {"role": "user", "content": results}
 
-    replies = [message(api_tool_use("search", {"q": "refunds"}, id="tu1")), message(text("done"))]
     with MessagesAPI(*replies) as api, anthropic.Anthropic(base_url=api.url, api_key="test") as client:
         names = {
             "hooks": rig.hooks,
@@ -1400,7 +1400,12 @@ def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
         }
         names["messages"] = [{"role": "user", "content": "find refunds"}]
         exec(code, names)
-    res = names["run"].result
+    return names["run"]
+
+
+def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
+    replies = [message(api_tool_use("search", {"q": "refunds"}, id="tu1")), message(text("done"))]
+    res = readme_loop(rig, *replies).result
     assert (res.reason, res.output, res.turns, res.input_tokens) == (StopReason.SUCCESS, "done", 2, 20)
     assert tool_spans(rig) == ["execute_tool search"]
     (run_span,) = rig.run_spans()
@@ -1409,6 +1414,17 @@ def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
     assert call.parent is not None and call.parent.span_id == first.context.span_id
     assert first.start_time and first.end_time and call.start_time and call.end_time
     assert first.start_time <= call.start_time and call.end_time <= first.end_time  # the turn holds its calls
+
+
+def test_a_home_grown_loop_left_after_a_refusal_is_gave_up_refusal_not_success(rig: Rig) -> None:
+    """The README's loop leaves the block on any reply that asks for no tool, a refusal too
+    (`stop_reason: "refusal"`, which the run recorded): `gave_up`, cause `refusal`, as Endstate's own
+    runs and the integrations end on a refusal. It was a success with an empty output."""
+    replies = [message(api_tool_use("search", {"q": "refunds"}, id="tu1")), message(stop_reason="refusal")]
+    res = readme_loop(rig, *replies).result
+    assert (res.reason, res.cause, res.turns) == (StopReason.GAVE_UP, "refusal", 2)
+    assert rig.stops("triage", "ticket", "gave_up", cause="refusal") == 1
+    assert rig.stops("triage", "ticket", "success") == 0
 
 
 def test_cached_input_counts_as_input_for_home_grown_and_claude_runs(rig: Rig) -> None:
