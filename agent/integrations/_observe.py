@@ -54,6 +54,7 @@ class Recorder:
     turns: int = 0
     usage: Usage = field(default_factory=Usage)  # the run's; its cost None once a call had no price
     last_text: str = ""
+    last_stop_reason: str = ""  # the model API's stop reason of the last reply
     result: RunResult | None = None
     explicit_turns: bool = False  # the caller opens turns itself; model calls never do
     help_seconds: float | None = None  # how long a pending approval waits (None: DEFAULT_HELP_SECONDS)
@@ -190,6 +191,8 @@ class Recorder:
             outer = outer._parent
         if text:
             self.last_text = text
+        if error is None:
+            self.last_stop_reason = stop_reason
         if not self.watched:
             return
         reply = None
