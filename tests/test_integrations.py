@@ -7,6 +7,7 @@ import asyncio
 import json
 import operator
 import re
+import sqlite3
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -21,6 +22,7 @@ from agents import (
     function_tool,
     set_tracing_disabled,
 )
+from agents import RunHooks as OARunHooks
 from agents import Usage as OAUsage
 from agents.exceptions import ModelRefusalError
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
@@ -38,13 +40,15 @@ from integrations_support import (
     says,
     tool_result,
     tool_use,
+    usage,
 )
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Interrupt, interrupt
@@ -59,6 +63,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import CallDeferred, ContentFilterError, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import RequestUsage, UsageLimits
 
@@ -221,15 +226,69 @@ def test_a_verifier_that_returns_no_list_of_reasons_ends_the_foreign_run_as_erro
         ({"task_type": ""}, r"task_type must be a non-empty string"),
         ({"verifiers": "check the answer"}, r"verifiers must be a verifier or a list of them, not str"),
         ({"verifiers": ["check the answer"]}, r"verifiers must be functions of the run's context, not str"),
+        ({"help_seconds": "3600"}, r"help_seconds must be a finite number >= 0 \(seconds\), not '3600'"),
+        ({"help_seconds": -5}, r"help_seconds must be a finite number >= 0"),
+        ({"help_seconds": float("nan")}, r"help_seconds must be a finite number >= 0"),
+        ({"help_seconds": True}, r"help_seconds must be a finite number >= 0"),
     ],
 )
 def test_endstates_options_of_the_wrong_kind_are_refused_before_the_framework_runs(
     options: dict[str, Any], message: str
 ) -> None:
-    """Not a logged traceback per run (hooks), a metric label of any type, or an error run for a typo."""
+    """Not a logged traceback per run (hooks), a metric label of any type, or an error run for a typo;
+    a wait that is no number raised a TypeError once the framework had run, its run never ended."""
     agent = pai_agent(["done"])
     with pytest.raises(ConfigError, match=message):
         pai.run(agent, "?", **options)
+
+
+async def _entered(block: Any) -> None:
+    async with block:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("start", "message"),
+    [
+        (lambda h: oa.run(oa_agent([]), "x", hooks=h, max_turn=3), r"openai_agents\.run\(\) got 'max_turn'"),
+        (
+            lambda h: oa.run_streamed(oa_agent([]), "x", hooks=h, max_turn=3),
+            r"run_streamed\(\) got 'max_turn'",
+        ),
+        (
+            lambda h: pai.run(pai_agent([]), "x", hooks=h, usage_limit=3),
+            r"pydantic_ai\.run\(\) got 'usage_limit'",
+        ),
+        (
+            lambda h: asyncio.run(_entered(pai.run_stream(pai_agent([]), "x", hooks=h, usage_limit=3))),
+            r"pydantic_ai\.run_stream\(\) got 'usage_limit'",
+        ),
+        (
+            lambda h: asyncio.run(_entered(pai.iter(pai_agent([]), "x", hooks=h, deferred_results=3))),
+            r"pydantic_ai\.iter\(\) got 'deferred_results'",
+        ),
+        (lambda h: claude.run("x", hooks=h, max_turns=3), r"claude_agent_sdk\.run\(\) got 'max_turns'"),
+    ],
+    ids=["oa_run", "oa_run_streamed", "pai_run", "pai_run_stream", "pai_iter", "claude_run"],
+)
+def test_a_keyword_neither_endstate_nor_the_framework_takes_is_refused_before_the_run(
+    rig: Rig, start: Any, message: str
+) -> None:
+    """A typo in the framework's own options (`max_turn=3`) is a clear `ConfigError` naming it and what
+    is taken, as Endstate's own options are: not a run started and counted as an `error` (with the
+    framework's TypeError as its note), which pages as an error rate for a mistake in the code."""
+    with pytest.raises(ConfigError, match=message):
+        start(rig.hooks)
+    assert not rig.run_spans()
+    assert not [s for m in rig.registry.collect() for s in m.samples if s.name == "agent_runs_started_total"]
+
+
+@pytest.mark.parametrize("entry", [oa.run, oa.run_streamed], ids=["run", "run_streamed"])
+def test_the_sdks_own_run_hooks_given_as_hooks_are_refused_saying_run_hooks(entry: Any) -> None:
+    """`Runner.run(agent, input, hooks=MyRunHooks())` moved to the integration as it was: `hooks=` is
+    Endstate's there, and the message said only that hooks need run_started()."""
+    with pytest.raises(ConfigError, match=r"pass the SDK's RunHooks as run_hooks="):
+        entry(oa_agent([]), "x", hooks=OARunHooks())
 
 
 def test_an_async_verifier_of_a_foreign_run_is_refused_saying_what_to_write(rig: Rig) -> None:
@@ -308,7 +367,8 @@ def test_pydantic_ai_calls_waiting_together_are_all_named_in_the_question() -> N
     assert res.suspension and res.suspension.pending and res.suspension.pending.tool_use_id == "d1"
     assert res.suspension.question == 'Approve delete({"path": "a"}) and delete({"path": "b"})?'
     done = pai.resume(agent, pai.state_of(res), approved=True)
-    assert (done.reason, done.output, deleted) == (StopReason.SUCCESS, "both gone", ["a", "b"])
+    assert (done.reason, done.output) == (StopReason.SUCCESS, "both gone")
+    assert sorted(deleted) == ["a", "b"]  # Pydantic AI runs the two approved calls at once, in threads
 
 
 def test_pydantic_ai_external_call_is_need_help_and_the_answer_is_its_result() -> None:
@@ -472,6 +532,33 @@ def test_pydantic_ai_runs_read_node_by_node_report_what_the_capability_reports(c
             res = PAI_RUNS[case]({"hooks": rig.hooks, "task_type": TASK, "capabilities": capabilities})
             outcomes.append(((res.reason, res.limit, res.turns, res.usage, res.output), observed(rig)))
     assert outcomes[0] == outcomes[1]
+
+
+async def _drained(ctx: Any, events: AsyncIterable[Any]) -> None:
+    async for _ in events:
+        pass
+
+
+def test_an_unnamed_pydantic_ai_agent_is_labelled_by_its_variable_as_pydantic_ai_names_it(rig: Rig) -> None:
+    """Pydantic AI names an agent given no name after the variable its caller holds it in (`infer_name`).
+    Through the integration every unnamed agent was `pydantic_ai_agent` in the metrics, and a run
+    with an event_stream_handler renamed the caller's agent `agent`, after the integration's own local
+    variable: the same agent under two labels from its second run on."""
+    support_bot: PAIAgent[None, str] = PAIAgent(TestModel(), output_type=str)
+    first = pai.run(support_bot, "x", hooks=rig.hooks, task_type=TASK, event_stream_handler=_drained)
+    second = pai.run(support_bot, "x", hooks=rig.hooks, task_type=TASK)
+    assert (first.agent, second.agent, support_bot.name) == ("support_bot", "support_bot", "support_bot")
+
+    async def streamed() -> Any:
+        async with pai.run_stream(triage_bot, "x", hooks=rig.hooks, task_type=TASK) as run:
+            pass
+        return run.result
+
+    triage_bot: PAIAgent[None, str] = PAIAgent(TestModel(), output_type=str)
+    assert asyncio.run(streamed()).agent == triage_bot.name == "triage_bot"
+    assert rig.stops("support_bot", TASK, "success") == 2
+    named = PAIAgent(TestModel(), name="billing", output_type=str)
+    assert pai.run(named, "x", event_stream_handler=_drained).agent == named.name == "billing"
 
 
 def test_a_plain_pydantic_ai_run_adds_no_capability(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -771,6 +858,25 @@ def test_langgraph_interrupt_is_need_help_and_resumes_with_command(rig: Rig) -> 
 
 
 @pytest.mark.usefixtures("both_readings")
+def test_langgraph_sync_run_and_resume_keep_a_sync_only_checkpointer_as_graph_invoke_does(
+    rig: Rig, tmp_path: Path
+) -> None:
+    """LangGraph's `SqliteSaver` (its `PostgresSaver` alike) has sync methods only, as sync code
+    (`graph.invoke`) uses it; `lg.run`/`lg.resume` are the sync entries, and ended every run as
+    `error` (NotImplementedError: the graph's async stream asked for its async methods)."""
+    saver = SqliteSaver(sqlite3.connect(tmp_path / "checkpoints.db", check_same_thread=False))
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")], checkpointer=saver)
+    config = {"configurable": {"thread_id": "sync-1"}}
+    res = lg.run(graph, {"messages": [("user", "delete a")]}, config, hooks=rig.hooks, task_type=TASK)
+    assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
+    assert res.suspension.pending.tool_use_id == graph.get_state(config).interrupts[0].id  # in their saver
+    done = lg.resume(graph, res, True, hooks=rig.hooks, task_type=TASK)
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "gone", res.run_id)
+    assert graph.get_state(config).values["messages"][-2].content == "deleted"
+    assert rig.stops("lg_agent", TASK, "need_help") == rig.stops("lg_agent", TASK, "success") == 1
+
+
+@pytest.mark.usefixtures("both_readings")
 def test_langgraph_resumes_from_the_stored_state_with_a_denial() -> None:
     graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("kept")], checkpointer=InMemorySaver())
     res = lg.run(graph, {"messages": [("user", "delete a")]}, {"configurable": {"thread_id": "t2"}})
@@ -910,6 +1016,36 @@ def test_langgraph_input_and_interrupts_of_any_shape_never_raise_out_of_run(give
     res = lg.run(graph, given, {"configurable": {"thread_id": "loose"}}, hooks=Hooks())
     assert res.reason is StopReason.NEED_HELP and res.suspension and res.suspension.pending
     assert (res.suspension.pending.arguments, seen) == ({"args": "disk a"}, [task])
+
+
+@pytest.mark.usefixtures("both_readings")
+@pytest.mark.parametrize(
+    "metadata",
+    [{"stop_reason": "refusal"}, {"finish_reason": "content_filter"}],
+    ids=["anthropic", "openai"],
+)
+def test_langgraph_a_graph_ending_on_a_refusal_is_gave_up_refusal_not_success(
+    rig: Rig, metadata: dict[str, str]
+) -> None:
+    """The model API refused (ChatAnthropic's `stop_reason`, ChatOpenAI's `finish_reason`, as LangChain
+    keeps them in `response_metadata`) and the graph ended on that reply: `gave_up`, cause `refusal`,
+    as the other integrations' refusals are. It was a success with an empty output."""
+    refused = AIMessage(content="", response_metadata=metadata, usage_metadata=usage(10, 0))
+    res = lg.run(graph_of([refused]), {"messages": [("user", "help me")]}, hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.cause, res.turns) == (StopReason.GAVE_UP, "refusal", 1)
+    assert res.raw["messages"][-1] is not None and res.raw["messages"][-1].response_metadata == metadata
+    assert rig.stops("lg_agent", TASK, "gave_up", cause="refusal") == 1
+    assert rig.stops("lg_agent", TASK, "success") == 0
+
+
+def test_langgraph_resuming_an_interrupt_of_a_graph_with_no_checkpointer_says_what_is_missing() -> None:
+    """LangGraph gives an `interrupt()` of a graph with no checkpointer as it gives any (need_help),
+    but nothing can resume it: `resume`, given that very result, said to give it the run's result."""
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")])
+    asked = lg.run(graph, {"messages": [("user", "delete a")]})
+    assert asked.reason is StopReason.NEED_HELP
+    with pytest.raises(ConfigError, match=r"no checkpointer.*compile the graph with checkpointer="):
+        lg.resume(graph, asked, True)
 
 
 @pytest.mark.usefixtures("both_readings")
@@ -1180,6 +1316,18 @@ def test_claude_deferred_tool_use_is_need_help_and_resumes_in_its_session(rig: R
     assert done.cost_usd == pytest.approx(0.04)  # both segments
 
 
+def test_claude_deferred_call_waits_help_seconds_and_its_question_shows_the_call(rig: Rig) -> None:
+    """As the other integrations': `help_seconds` is how long the deferred call waits (it was passed
+    on to the SDK's `query`, a TypeError: every run an `error`), and the question a person answers
+    shows what the call would do, not its tool's name alone."""
+    deferred = {"id": "t9", "name": "Bash", "input": {"command": "rm -rf build"}}
+    lines = [assistant("m1", tool_use("t9", "Bash", deferred["input"])), result(deferred_tool_use=deferred)]
+    res = claude.run("clean up", transport=FakeCLI(lines), hooks=rig.hooks, task_type=TASK, help_seconds=600)
+    assert res.reason is StopReason.NEED_HELP and res.suspension is not None
+    assert res.suspension.deadline - res.suspension.suspended_at == pytest.approx(600)
+    assert res.suspension.question == 'Approve Bash({"command": "rm -rf build"})?'
+
+
 def test_claude_stream_without_result_and_cancel_are_error_and_cancelled() -> None:
     empty = claude.run("x", transport=FakeCLI([assistant("m1", {"type": "text", "text": "..."})]))
     assert (empty.reason, empty.error_type) == (StopReason.ERROR, "no_result")
@@ -1225,9 +1373,10 @@ def test_observe_run_records_a_raw_anthropic_loop(rig: Rig) -> None:
     assert rig.stops("raw_loop", TASK, "success") == 1
 
 
-def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
+def readme_loop(rig: Rig, *replies: Any) -> Any:
     """The README's home-grown loop, run as it is written against the Messages API (which refuses
-    tool results that follow no tool call), with the names it leaves to the reader defined."""
+    tool results that follow no tool call) replying `replies`, with the names it leaves to the
+    reader defined; returns its `run`."""
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     section = readme[readme.index("## Runs not built on Endstate") :]
     code = section[section.index("```python\n") + 10 : section.index("```\n", section.index("```python"))]
@@ -1241,7 +1390,6 @@ def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
                 results.append({"type": "tool_result", "tool_use_id": block.id, "content": t.text})
         return {"role": "user", "content": results}
 
-    replies = [message(api_tool_use("search", {"q": "refunds"}, id="tu1")), message(text("done"))]
     with MessagesAPI(*replies) as api, anthropic.Anthropic(base_url=api.url, api_key="test") as client:
         names = {
             "hooks": rig.hooks,
@@ -1252,9 +1400,31 @@ def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
         }
         names["messages"] = [{"role": "user", "content": "find refunds"}]
         exec(code, names)
-    res = names["run"].result
+    return names["run"]
+
+
+def test_the_readme_loop_runs_as_pasted(rig: Rig) -> None:
+    replies = [message(api_tool_use("search", {"q": "refunds"}, id="tu1")), message(text("done"))]
+    res = readme_loop(rig, *replies).result
     assert (res.reason, res.output, res.turns, res.input_tokens) == (StopReason.SUCCESS, "done", 2, 20)
     assert tool_spans(rig) == ["execute_tool search"]
+    (run_span,) = rig.run_spans()
+    first, _ = rig.children(run_span, n.SPAN_TURN)
+    (call,) = [s for s in rig.spans() if s.name == "execute_tool search"]
+    assert call.parent is not None and call.parent.span_id == first.context.span_id
+    assert first.start_time and first.end_time and call.start_time and call.end_time
+    assert first.start_time <= call.start_time and call.end_time <= first.end_time  # the turn holds its calls
+
+
+def test_a_home_grown_loop_left_after_a_refusal_is_gave_up_refusal_not_success(rig: Rig) -> None:
+    """The README's loop leaves the block on any reply that asks for no tool, a refusal too
+    (`stop_reason: "refusal"`, which the run recorded): `gave_up`, cause `refusal`, as Endstate's own
+    runs and the integrations end on a refusal. It was a success with an empty output."""
+    replies = [message(api_tool_use("search", {"q": "refunds"}, id="tu1")), message(stop_reason="refusal")]
+    res = readme_loop(rig, *replies).result
+    assert (res.reason, res.cause, res.turns) == (StopReason.GAVE_UP, "refusal", 2)
+    assert rig.stops("triage", "ticket", "gave_up", cause="refusal") == 1
+    assert rig.stops("triage", "ticket", "success") == 0
 
 
 def test_cached_input_counts_as_input_for_home_grown_and_claude_runs(rig: Rig) -> None:

@@ -268,6 +268,19 @@ def test_a_foreign_entry_says_what_is_missing_when_registered() -> None:
         asyncio.run(agent.arun("x"))
 
 
+@pytest.mark.parametrize(
+    ("framework", "options", "named"),
+    [("openai_agents", {"max_turn": 8}, "max_turn"), ("pydantic_ai", {"usage_limit": 3}, "usage_limit")],
+)
+def test_a_foreign_entrys_options_the_framework_does_not_take_are_refused_when_registered(
+    framework: str, options: dict[str, Any], named: str
+) -> None:
+    """Not at each start: a runner given a ConfigError there gives the run back for another try,
+    and every try is refused the same way."""
+    with pytest.raises(ConfigError, match=f"options got '{named}', which .* does not take"):
+        Catalog().register_foreign("typo", framework, lambda: None, options=options)
+
+
 def test_a_foreign_run_that_asks_again_is_stored_waiting_for_the_next_call_in_the_next_segment(
     store: RunStore, rig: Rig
 ) -> None:

@@ -6,6 +6,7 @@ approval, or abandoned half-read."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
 from pydantic_ai import Agent as PAIAgent
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import UsageLimits
@@ -126,6 +128,29 @@ def test_a_stream_the_caller_stops_reading_cancels_the_run_and_ends_it_cancelled
     assert res is not None and res.reason is StopReason.CANCELLED
     assert stream.raw.is_complete and stream.raw.run_loop_task.done()
     assert rig.stops("streamer", TASK, "cancelled") == 1
+    assert [(s.attributes or {})[n.STOP_REASON] for s in rig.run_spans()] == ["cancelled"]
+
+
+@pytest.mark.parametrize("mode", ["immediate", "after_turn"])
+def test_a_streamed_run_cancelled_through_the_sdks_own_cancel_ends_cancelled_not_success(
+    rig: Rig, mode: str
+) -> None:
+    """`RunResultStreaming.cancel()` is the SDK's way to stop a streamed run (the caller reads on
+    until the stream ends, as its docs say): the run stopped with no final output. It ended as a
+    `success` with no output, counted in the success rate."""
+
+    async def go() -> oa.StreamedRun:
+        stream = oa.run_streamed(reader("never said", calls=3), "x", hooks=rig.hooks, task_type=TASK)
+        async for event in stream.stream_events():
+            if event.type == "run_item_stream_event" and event.name == "tool_called":
+                stream.raw.cancel(mode=mode)
+        return stream
+
+    stream = asyncio.run(go())
+    res = stream.result
+    assert res is not None and (res.reason, res.output, res.raw) == (StopReason.CANCELLED, "", stream.raw)
+    assert stream.raw.final_output is None and res.turns == 1
+    assert rig.stops("streamer", TASK, "cancelled") == 1 and rig.stops("streamer", TASK, "success") == 0
     assert [(s.attributes or {})[n.STOP_REASON] for s in rig.run_spans()] == ["cancelled"]
 
 
@@ -351,6 +376,86 @@ def test_a_pydantic_ai_limit_raised_while_the_caller_reads_ends_the_block_not_th
     assert "after the stream" not in read
     assert res is not None and (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TOKENS, 2)
     assert rig.stops("pai_streamer", TASK, "limit", "tokens") == 1
+
+
+async def _no_reply(messages: Any, info: Any) -> Any:
+    raise AssertionError("the run streams: this model is only streamed from")
+
+
+async def _hangs_up_at_once(messages: Any, info: Any) -> AsyncIterator[str]:
+    raise ConnectionError("the provider hung up")
+    yield ""
+
+
+async def _hangs_up_midway(messages: Any, info: Any) -> AsyncIterator[str]:
+    yield "half an "
+    raise ConnectionError("the provider hung up")
+
+
+@pytest.mark.parametrize(
+    ("stream", "seen"),
+    [(_hangs_up_at_once, ["after the stream"]), (_hangs_up_midway, ["half an "])],
+    ids=["before_output", "midway"],
+)
+def test_a_pydantic_ai_stream_the_provider_fails_ends_the_block_as_an_error_not_an_exception(
+    rig: Rig, stream: Any, seen: list[str]
+) -> None:
+    """As `arun`, the OpenAI Agents SDK's and LangGraph's streams: the run's own failure is its `error`
+    stop (the exception at `raw`), never raised at the caller. Before the output began to stream
+    (Pydantic AI raises it as the block opens) the block streams nothing, as after a limit there;
+    while the caller reads, the block ends there, as a limit raised then ends it."""
+    agent: PAIAgent[None, Any] = PAIAgent(
+        FunctionModel(_no_reply, stream_function=stream), name="pai_streamer"
+    )
+    read: list[str] = []
+
+    async def go() -> Any:
+        async with pai.run_stream(agent, "x", hooks=rig.hooks, task_type=TASK) as run:
+            async for text in run.stream_text(debounce_by=None):
+                read.append(text)
+            read.append("after the stream")
+        return run
+
+    res = asyncio.run(go()).result
+    assert read == seen
+    assert res is not None and (res.reason, res.error_type, res.turns) == (
+        StopReason.ERROR,
+        "ConnectionError",
+        1,
+    )
+    assert isinstance(res.raw, ConnectionError) and str(res.raw) == "the provider hung up"
+    assert rig.stops("pai_streamer", TASK, "error") == 1
+    (span,) = rig.run_spans()
+    assert (span.attributes or {})[n.STOP_REASON] == "error"
+
+
+async def _counts_slowly(messages: Any, info: Any) -> AsyncIterator[str]:
+    for word in ["one ", "two ", "three ", "four"]:
+        yield word
+        await asyncio.sleep(0.01)
+
+
+def test_a_pydantic_ai_stream_cancelled_through_its_own_cancel_ends_cancelled_and_raises_nothing(
+    rig: Rig,
+) -> None:
+    """`StreamedRunResult.cancel()` is Pydantic AI's way to stop a streamed output; its own block then
+    ends quietly. Through the integration it raised Pydantic AI's UserError ("no settled result") out
+    of the block, after the caller's code had finished, and the run ended as an `error`."""
+    agent: PAIAgent[None, Any] = PAIAgent(
+        FunctionModel(_no_reply, stream_function=_counts_slowly), name="pai_streamer"
+    )
+
+    async def go() -> Any:
+        async with pai.run_stream(agent, "count", hooks=rig.hooks, task_type=TASK) as run:
+            async for text in run.stream_text(debounce_by=None):
+                if "two" in text:
+                    await run.response.cancel()
+        return run
+
+    run = asyncio.run(go())
+    assert run.response.cancelled
+    assert run.result is not None and (run.result.reason, run.result.turns) == (StopReason.CANCELLED, 1)
+    assert rig.stops("pai_streamer", TASK, "cancelled") == 1 and rig.stops("pai_streamer", TASK, "error") == 0
 
 
 async def tripped(ctx: Any, agent: Any, data: Any) -> GuardrailFunctionOutput:

@@ -93,12 +93,23 @@ class ForeignAgent:
         except ValueError:
             known = ", ".join(f.value for f in Framework)
             raise ConfigError(f"foreign agent {self.name!r}: framework must be one of {known}") from None
+        self._check_options()
         if self.framework is Framework.LANGGRAPH and self.checkpointer is None:
             raise ConfigError(
                 f"foreign agent {self.name!r}: LangGraph resumes an interrupt() from a checkpointer; "
                 "pass checkpointer= (a persistent one, such as AsyncSqliteSaver, to resume in another "
                 "process)"
             )
+
+    def _check_options(self) -> None:
+        """The framework's own options, checked against what it takes (LangGraph's stream takes any
+        keyword); not where the framework is not installed (a process that only lists runs)."""
+        try:
+            check = getattr(self._module(), "check_options", None)
+        except ImportError:
+            return
+        if check is not None:
+            check(f"register_foreign({self.name!r}, ...) options", self.options)
 
     def tool_named(self, name: str) -> None:
         """No previews: the framework's tools are not Endstate tools."""

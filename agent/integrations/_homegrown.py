@@ -24,8 +24,9 @@ class ObservedRun:
     Wrap each turn in `turn()`, each model call in `model_call()` and each tool
     call in `tool(...)`; say how the run ended with `succeed`, `limit`,
     `give_up`, `need_help` or `stop`. Leaving the block without a stop is a
-    success with the last model text as output (checked by the verifiers); an
-    exception leaving it is `error` (or `cancelled`), recorded and re-raised.
+    success with the last model text as output (checked by the verifiers), or
+    after a reply the model API refused (`stop_reason` "refusal") `gave_up`, cause
+    `refusal`; an exception leaving it is `error` (or `cancelled`), recorded and re-raised.
     """
 
     def __init__(self, recorder: Recorder) -> None:
@@ -246,5 +247,8 @@ def observe_run(
     except BaseException as exc:
         recorder.fail(exc)
         raise
-    if recorder.result is None:
-        recorder.succeed(recorder.last_text)
+    if recorder.result is None:  # left without a stop: the last reply's says how
+        if recorder.last_stop_reason == "refusal":  # the model API refused, as Endstate's own runs end it
+            recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note="The model API refused.")
+        else:
+            recorder.succeed(recorder.last_text)

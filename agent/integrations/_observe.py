@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
+import math
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent._valid import is_number
 from agent.budget import Spent
 from agent.context import RunContext
 from agent.errors import ConfigError
@@ -51,6 +54,7 @@ class Recorder:
     turns: int = 0
     usage: Usage = field(default_factory=Usage)  # the run's; its cost None once a call had no price
     last_text: str = ""
+    last_stop_reason: str = ""  # the model API's stop reason of the last reply
     result: RunResult | None = None
     explicit_turns: bool = False  # the caller opens turns itself; model calls never do
     help_seconds: float | None = None  # how long a pending approval waits (None: DEFAULT_HELP_SECONDS)
@@ -91,7 +95,7 @@ class Recorder:
         recorded (`wait`, or answered now). `go_on=False` for a segment that only
         ends the run (an expired wait): no turn is reopened.
         """
-        _check_options(hooks, task_type, run_id)
+        _check_options(hooks, task_type, run_id, help_seconds)
         snap = resumed.snapshot if resumed is not None else None
         info = RunInfo(
             run_id=resumed.run_id if resumed else run_id or uuid.uuid4().hex,
@@ -187,6 +191,8 @@ class Recorder:
             outer = outer._parent
         if text:
             self.last_text = text
+        if error is None:
+            self.last_stop_reason = stop_reason
         if not self.watched:
             return
         reply = None
@@ -394,6 +400,36 @@ def need(given: Any, fits: bool, entry: str, what: str) -> None:
         raise ConfigError(f"{entry}() takes {what} first, not {type(given).__name__}: pass the one you built")
 
 
+def check_keywords(
+    entry: str, call: Callable[..., Any], given: Iterable[str], own: Iterable[str], filled: Iterable[str] = ()
+) -> None:
+    """A clear `ConfigError` for a keyword that neither `entry`'s own options (`own`) nor the
+    framework's `call` (which the rest go to; `filled`: the ones `entry` fills itself) take, before
+    the run starts: a typo (`max_turn=3`) is no run ended as `error` and counted in the error rate.
+    A `call` taking `**kwargs` takes any."""
+    taken = _keywords(call)
+    if taken is None:
+        return
+    taken = taken - set(filled)
+    if unknown := [name for name in given if name not in taken]:
+        theirs, got = getattr(call, "__qualname__", "the framework"), ", ".join(map(repr, unknown))
+        ours = f"Endstate's options are {', '.join(own)}; " if own else ""
+        which = f"neither Endstate nor {theirs} takes" if own else f"{theirs} does not take"
+        raise ConfigError(
+            f"{entry} got {got}, which {which}: {ours}{theirs} takes {', '.join(sorted(taken))}"
+        )
+
+
+@functools.lru_cache(maxsize=64)  # a framework's few entry points: their signatures read once
+def _keywords(call: Callable[..., Any]) -> frozenset[str] | None:
+    """The keywords `call` takes (None: any, it has `**kwargs`)."""
+    params = inspect.signature(call).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(p.name for p in params if p.kind in named and p.name not in ("self", "cls"))
+
+
 def _spent(resumed: RunResult | None) -> Spent | None:
     if resumed is None:
         return None
@@ -430,7 +466,7 @@ def _checked_now(verifier: Verifier, ctx: RunContext) -> Any:
     return value
 
 
-def _check_options(hooks: Any, task_type: Any, run_id: Any) -> None:
+def _check_options(hooks: Any, task_type: Any, run_id: Any, help_seconds: Any = None) -> None:
     """A clear `ConfigError` for Endstate's own options of the wrong kind, before the framework runs."""
     if hooks is not None:
         check_hooks(hooks)
@@ -438,6 +474,13 @@ def _check_options(hooks: Any, task_type: Any, run_id: Any) -> None:
         raise ConfigError(f"task_type must be a non-empty string (a metric label), not {task_type!r}")
     if run_id is not None and not (isinstance(run_id, str) and run_id):
         raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
+    if help_seconds is not None and not (
+        is_number(help_seconds) and math.isfinite(help_seconds) and help_seconds >= 0
+    ):
+        raise ConfigError(
+            f"help_seconds must be a finite number >= 0 (seconds), not {help_seconds!r}: how long a "
+            "pending approval waits (None: a day)"
+        )
 
 
 def _verifier_list(verifiers: Sequence[Verifier] | Verifier | None) -> tuple[Verifier, ...]:

@@ -43,7 +43,7 @@ from claude_agent_sdk import (
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage
+from agent.integrations._observe import Recorder, Usage, check_keywords
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -120,13 +120,15 @@ async def arun(
     run_id: str | None = None,
     agent_name: str = "claude_agent",
     resumed: RunResult | None = None,
+    help_seconds: float | None = None,
     **query_kwargs: Any,
 ) -> RunResult:
     """`claude_agent_sdk.query(prompt=..., options=..., **query_kwargs)`, ended in a stop reason.
 
-    The SDK's `ResultMessage` (or the exception) is at `result.raw`.
-    Never raises for an expected stop.
+    The SDK's `ResultMessage` (or the exception) is at `result.raw`; a deferred call waits
+    `help_seconds` (default a day). Never raises for an expected stop.
     """
+    check_keywords("claude_agent_sdk.run()", query, query_kwargs, _OPTIONS, ("prompt",))
     options = options or ClaudeAgentOptions()
     recorder = Recorder.start(
         hooks,
@@ -140,6 +142,7 @@ async def arun(
         verifiers=verifiers,
         run_id=run_id,
         resumed=resumed,
+        help_seconds=help_seconds,
     )
     reader = MessageReader(recorder)
     if prompt is RESUME:
@@ -154,6 +157,9 @@ async def arun(
             return recorder.fail(exc, raw=exc)
         # The SDK raises once the CLI exits non-zero, after its result: the result says how it ended.
     return _conclude(recorder, reader)
+
+
+_OPTIONS = ("hooks", "task_type", "verifiers", "run_id", "agent_name", "resumed", "help_seconds")
 
 
 def state_of(result: RunResult) -> str:
@@ -273,7 +279,8 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=result)
     if result.deferred_tool_use is not None:
         d = result.deferred_tool_use
-        return recorder.suspend(f"Approve {d.name}?", PendingAction(d.id, d.name, dict(d.input)), raw=result)
+        question = f"Approve {d.name}({json.dumps(d.input, default=str)})?"  # what the call would do
+        return recorder.suspend(question, PendingAction(d.id, d.name, dict(d.input)), raw=result)
     output = result.structured_output if result.structured_output is not None else result.result or ""
     return recorder.succeed(output, raw=result)
 

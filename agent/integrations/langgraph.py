@@ -38,6 +38,7 @@ How runs end (either way):
 | `interrupt()` (needs a checkpointer)              | `need_help`, resumable with `resume`  |
 | a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
 | `GraphRecursionError` (`recursion_limit`)         | `limit`/`turns`                       |
+| a final reply the model API refused               | `gave_up`, cause `refusal`            |
 | the task cancelled                                | `cancelled`                           |
 | any other exception                               | `error`, with its type                |
 
@@ -65,6 +66,7 @@ from langgraph.types import Command, Interrupt
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
+from agent.integrations._lg_saver import sync_capable
 from agent.integrations._observe import Recorder, Usage, _check_options, need
 from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
@@ -76,7 +78,7 @@ from agent.integrations.langgraph_calls import (
     reply_usage,
 )
 from agent.prices import PriceTable
-from agent.result import LimitKind, PendingAction, RunResult, StopReason
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
 
 PROVIDER = "langchain"
@@ -233,8 +235,15 @@ def _key(node: str, bound: Any) -> Any:
 
 
 def run(graph: Any, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> RunResult:
-    """Sync entry point; see `arun`."""
-    return run_sync(arun(graph, input, config, **kwargs))
+    """Sync entry point; see `arun`. A checkpointer with sync methods only (`SqliteSaver`,
+    `PostgresSaver`) is used through them, as `graph.invoke` uses it."""
+    return run_sync(_with_sync_saver(arun, graph, input, config, **kwargs))
+
+
+async def _with_sync_saver(entry: Any, graph: Any, *args: Any, **kwargs: Any) -> RunResult:
+    """`entry(graph, ...)`, the graph's sync-only checkpointer used through its sync methods."""
+    result: RunResult = await entry(await sync_capable(graph), *args, **kwargs)
+    return result
 
 
 async def arun(
@@ -318,7 +327,12 @@ def astream(
     if not modes or not all(isinstance(m, str) for m in modes):
         raise ConfigError(f"stream_mode is a LangGraph stream mode or a list of them, not {stream_mode!r}")
     options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
-    _check_options(options.get("hooks"), options.get("task_type", "default"), options.get("run_id"))
+    _check_options(
+        options.get("hooks"),
+        options.get("task_type", "default"),
+        options.get("run_id"),
+        options.get("help_seconds"),
+    )
     config = dict(config or {})
     return GraphStream(graph, input, config, options, modes, isinstance(stream_mode, str), prices, kwargs)
 
@@ -404,7 +418,21 @@ def _ended(recorder: Recorder, output: Any, config: Mapping[str, Any], paused: S
         return _suspend(recorder, output, config)
     if paused:
         return _suspend_at_breakpoint(recorder, output, config, paused)
+    if _refused(output):
+        note = "The model API refused: the graph ended on its refusal."
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=output)
     return recorder.succeed(output, text=_final_text(output), raw=output)
+
+
+def _refused(output: Any) -> bool:
+    """Whether the graph ended on a reply the model API refused, as LangChain keeps the provider's
+    reason: Anthropic's `stop_reason` "refusal", OpenAI's `finish_reason` "content_filter"."""
+    messages = output.get("messages") if isinstance(output, Mapping) else None
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if not isinstance(last, AIMessage) or last.tool_calls:
+        return False
+    meta = last.response_metadata or {}
+    return meta.get("stop_reason") == "refusal" or meta.get("finish_reason") == "content_filter"
 
 
 async def _paused_at(
@@ -524,8 +552,8 @@ def _is_json(value: Any) -> bool:
 def resume(
     graph: Any, state: Any, approved: bool | None = None, answer: Any = None, **kwargs: Any
 ) -> RunResult:
-    """Sync entry point; see `aresume`."""
-    return run_sync(aresume(graph, state, approved, answer, **kwargs))
+    """Sync entry point; see `aresume` (and `run`, for a checkpointer with sync methods only)."""
+    return run_sync(_with_sync_saver(aresume, graph, state, approved, answer, **kwargs))
 
 
 async def aresume(
@@ -543,6 +571,12 @@ async def aresume(
         state = state.raw.get("config") if isinstance(state.raw, Mapping) else None
     config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
+        if getattr(graph, "checkpointer", None) is None:  # it ran with no thread: nothing holds its state
+            raise ConfigError(
+                "the graph has no checkpointer, and LangGraph resumes an interrupt() from one: compile "
+                "the graph with checkpointer= (a persistent one, such as SqliteSaver, to resume in "
+                "another process) and run it with a thread_id in its config"
+            )
         raise ConfigError("resume needs the interrupted run's state: its RunResult, state_of() or config")
     waiting = await _interrupts(graph, config)
     value = answer if answer is not None else approved

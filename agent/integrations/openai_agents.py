@@ -28,7 +28,7 @@ their own). How runs end:
 | `MaxTurnsExceeded` (or its `error_handlers` output) | `limit`/`turns` (the output partial)  |
 | an input, output or tool guardrail tripwire         | `gave_up`, cause `guardrail`          |
 | `ModelRefusalError` (or its handler's output)       | `gave_up`, cause `refusal`            |
-| the task cancelled                                  | `cancelled`                           |
+| the task cancelled, a stream's `raw.cancel()`       | `cancelled`                           |
 | any other exception                                 | `error`, with its type                |
 """
 
@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from agents import Agent as OAAgent
@@ -51,11 +51,12 @@ from agents.exceptions import (
     ToolInputGuardrailTripwireTriggered,
     ToolOutputGuardrailTripwireTriggered,
 )
+from agents.lifecycle import RunHooksBase
 from agents.run_state import RunState
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, _check_options, _text_of, need
+from agent.integrations._observe import Recorder, Usage, _check_options, _text_of, check_keywords, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -164,6 +165,8 @@ async def arun(
         "agent_name": agent_name,
         "help_seconds": help_seconds,
     }
+    check_keywords("openai_agents.run()", Runner.run, runner_kwargs, _OPTIONS, _FILLED)
+    _not_sdk_hooks(hooks)
     run = _Observed.start(agent, input, "openai_agents.run", {**options, **runner_kwargs})
     try:
         with run.recorder.running():
@@ -182,7 +185,14 @@ def run_streamed(agent: OAAgent[Any], input: Any, **kwargs: Any) -> StreamedRun:
     reading (breaks out, or closes the stream) cancels the SDK's run: it ends `cancelled`.
     """
     need(agent, isinstance(agent, OAAgent), "openai_agents.run_streamed", "an agents.Agent")
-    _check_options(kwargs.get("hooks"), kwargs.get("task_type", "default"), kwargs.get("run_id"))
+    _not_sdk_hooks(kwargs.get("hooks"))
+    _check_options(
+        kwargs.get("hooks"),
+        kwargs.get("task_type", "default"),
+        kwargs.get("run_id"),
+        kwargs.get("help_seconds"),
+    )
+    check_keywords("openai_agents.run_streamed()", Runner.run_streamed, _theirs(kwargs), _OPTIONS, _FILLED)
     return StreamedRun(agent, input, kwargs)
 
 
@@ -257,6 +267,8 @@ class _Observed:
         """The SDK's run finished: waiting for approvals, a handler's output for a stop, or an output."""
         self.hooks.count_unseen()
         recorder = self.recorder
+        if _cancelled(result):
+            return recorder.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=result)
         if result.interruptions:
             return _suspend(recorder, result)
         if "max_turns" in self.handled:  # the limit tripped; the handler's output is the partial result
@@ -278,6 +290,26 @@ _OPTIONS = (
     "agent_name",
     "help_seconds",
 )  # Endstate's options of `arun` and `run_streamed`; the rest go to the SDK
+_FILLED = ("starting_agent", "input", "hooks")  # of the SDK's `Runner.run`: what the integration gives it
+
+
+def check_options(entry: str, options: Iterable[str]) -> None:
+    """A clear `ConfigError` for an option of a catalog entry (`entry`) that `Runner.run` does not take."""
+    check_keywords(entry, Runner.run, options, (), _FILLED)
+
+
+def _not_sdk_hooks(hooks: Any) -> None:
+    """A clear `ConfigError` for the SDK's own `RunHooks` given as `hooks=` (as `Runner.run` takes them)."""
+    if isinstance(hooks, RunHooksBase):
+        raise ConfigError(
+            "hooks= is Endstate's telemetry (say Telemetry.from_env().hooks), not the SDK's: "
+            "pass the SDK's RunHooks as run_hooks="
+        )
+
+
+def _theirs(kwargs: Mapping[str, Any]) -> list[str]:
+    """The keywords given for the SDK: all but Endstate's own options."""
+    return [k for k in kwargs if k not in _OPTIONS]
 
 
 def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
@@ -291,6 +323,13 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
     if isinstance(exc, ModelRefusalError):
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
     return recorder.fail(exc, raw=exc)
+
+
+def _cancelled(result: Any) -> bool:
+    """A streamed run the caller stopped with the SDK's `RunResultStreaming.cancel()` (either mode)
+    before its final output: its stream ends as a finished run's does. The SDK keeps the mode in
+    `_cancel_mode` alone; without it (another SDK version) the run reads as finished, as before."""
+    return getattr(result, "_cancel_mode", "none") != "none" and result.final_output is None
 
 
 def _noting(handlers: Mapping[str, Any], handled: list[str]) -> dict[str, Any]:

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +63,7 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDen
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, need
+from agent.integrations._observe import Recorder, Usage, check_keywords, need
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -109,6 +110,7 @@ class EndstateCapability(AbstractCapability[Any]):
 
 def run(agent: PAIAgent[Any, Any], user_prompt: Any = None, **kwargs: Any) -> RunResult:
     """Sync entry point; see `arun`."""
+    _name_by_caller(agent, kwargs)  # here: the caller's frame is out of reach inside the event loop
     return run_sync(arun(agent, user_prompt, **kwargs))
 
 
@@ -129,6 +131,7 @@ async def arun(
     exception) is at `result.raw`. `agent_name` labels the run (default: the agent's name); a
     deferred call waits `help_seconds` (default a day). Never raises for an expected stop."""
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run", "a pydantic_ai.Agent")
+    check_keywords("pydantic_ai.run()", type(agent).run, run_kwargs, _OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -173,12 +176,15 @@ async def run_stream(
                 ...
         run.result  # the RunResult (set already if the run stopped before its output streamed)
 
-    A stop Pydantic AI raises while the caller reads (a usage limit, a refusal) ends the block and
-    is the result, as `arun` never raises for it; the caller's own exception is recorded (`error`)
-    and goes on up. A block left before the output has streamed to its end is the caller
-    stopping: the run is cancelled.
+    A stop Pydantic AI raises while the caller reads (a usage limit, a refusal), and the run's own
+    failure (the provider's error, say) raised from `stream_text`/`stream_output`/`stream_response`,
+    end the block and are the result, as `arun` never raises for them; one before the output began
+    to stream is the result of a block that streams nothing. The caller's own exception is recorded
+    (`error`) and goes on up. A block left before the output has streamed to its end is the caller
+    stopping, as one whose output the caller cancelled (`run.response.cancel()`): the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run_stream", "a pydantic_ai.Agent")
+    check_keywords("pydantic_ai.run_stream()", type(agent).run_stream, run_kwargs, _OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -199,8 +205,8 @@ async def run_stream(
     def stream(capabilities: list[Any]) -> Any:
         return agent.run_stream(user_prompt, capabilities=capabilities, **run_kwargs)
 
-    def finished(response: Any) -> AgentRunResult[Any] | None:
-        return response.result if response.is_complete else None
+    def finished(response: Any) -> AgentRunResult[Any] | None:  # None: the caller stopped it first
+        return response.result if response.is_complete and not response.cancelled else None
 
     async with _observed_block(recorder, run_kwargs, run, stream, opened, finished):
         yield run
@@ -228,10 +234,13 @@ async def iter(  # Pydantic AI's name; this module calls no builtin iter
         run.result  # the RunResult
 
     As `run_stream`: a stop Pydantic AI raises while the caller drives the run ends the block and
-    is the result; the caller's own exception is recorded (`error`) and goes on up; a block left
-    before the run reached its end is the caller stopping: the run is cancelled.
+    is the result (a failure before the run began too: `agent_run` is None); any other exception
+    in the block, the run's failure raised from `agent_run` as the caller's own, is recorded
+    (`error`) and goes on up; a block left before the run reached its end is the caller stopping:
+    the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.iter", "a pydantic_ai.Agent")
+    check_keywords("pydantic_ai.iter()", type(agent).iter, run_kwargs, _OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -278,18 +287,25 @@ async def _observed_block(
                 yielded = True
                 yield
                 done = finished(response)
-    except _STOPS as exc:
-        totals.count(recorder)
-        run.result = _stopped(recorder, exc)
-        if not yielded:  # the run stopped before the block began: the block sees the stop
-            yield
-        return
     except BaseException as exc:
         totals.count(recorder)
         run.result = _stopped(recorder, exc)
-        raise
+        if not _ends_block(exc, yielded, run):
+            raise
+        if not yielded:  # the run stopped before the block began: the block sees the stop
+            yield
+        return
     totals.count(recorder)
     run.result = _ended(recorder, done)
+
+
+def _ends_block(exc: BaseException, yielded: bool, run: StreamedRun | IteratedRun) -> bool:
+    """Whether `exc` is the run's own stop, which ends the block as its result and is never raised
+    (as `arun` never raises it): a stop Pydantic AI raises, or any failure of the run before the
+    block began or in the stream the block reads. The caller's own exception and a cancellation go on."""
+    if isinstance(exc, _STOPS):
+        return True
+    return isinstance(exc, Exception) and (not yielded or exc is getattr(run, "failed", None))
 
 
 class IteratedRun:
@@ -307,6 +323,7 @@ class StreamedRun:
 
     response: Any = None
     result: RunResult | None = None
+    failed: BaseException | None = None  # the run's failure while its output streamed
 
     def stream_text(self, **kwargs: Any) -> AsyncIterator[str]:
         return self._stream("stream_text", kwargs)
@@ -318,12 +335,35 @@ class StreamedRun:
         return self._stream("stream_response", kwargs)
 
     async def _stream(self, name: str, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-        if self.response is not None:
+        if self.response is None:
+            return
+        try:
             async for item in getattr(self.response, name)(**kwargs):
                 yield item
+        except Exception as exc:  # the run's, not the caller's: it ends the block as the run's stop
+            self.failed = exc
+            raise
 
 
 _STOPS = (UsageLimitExceeded, ContentFilterError, RunCancelled)  # the stops Pydantic AI raises
+_OPTIONS = (
+    "hooks",
+    "task_type",
+    "verifiers",
+    "run_id",
+    "resumed",
+    "agent_name",
+    "help_seconds",
+)  # Endstate's
+_FILLED = (
+    "user_prompt",
+    "run_id",
+)  # of Pydantic AI's `Agent.run`: the prompt is given, its run id is Endstate's
+
+
+def check_options(entry: str, options: Iterable[str]) -> None:
+    """A clear `ConfigError` for an option of a catalog entry (`entry`) that `Agent.run` does not take."""
+    check_keywords(entry, PAIAgent.run, options, (), _FILLED)
 
 
 def _ended(recorder: Recorder, result: AgentRunResult[Any] | None) -> RunResult:
@@ -670,12 +710,14 @@ def _unanswered(messages: Sequence[ModelMessage]) -> list[str]:
 def _recorder(
     agent: PAIAgent[Any, Any],
     user_prompt: Any,
-    run_kwargs: Mapping[str, Any],
+    run_kwargs: dict[str, Any],
     *,
     hooks: RunHooks | None,
     agent_name: str | None,
     **options: Any,
 ) -> Recorder:
+    _name_by_caller(agent, run_kwargs)
+    run_kwargs["infer_name"] = False  # Pydantic AI would look in this module's frames: named `agent`
     model = run_kwargs.get("model") or agent.model
     return Recorder.start(
         hooks,
@@ -687,6 +729,23 @@ def _recorder(
         limits=_limits(run_kwargs.get("usage_limits")),
         **options,
     )
+
+
+def _name_by_caller(agent: Any, run_kwargs: Mapping[str, Any]) -> None:
+    """An agent given no name is named as Pydantic AI names it when called directly (`infer_name`,
+    default on): after the variable holding it in the code that called the integration."""
+    if (
+        not isinstance(agent, AbstractAgent)
+        or agent.name is not None
+        or not run_kwargs.get("infer_name", True)
+    ):
+        return
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_globals.get("__name__") in (__name__, "contextlib"):
+        frame = frame.f_back  # this module's frames, and those of the blocks it opens
+    scopes = (frame.f_locals, frame.f_globals) if frame is not None else ()
+    if found := next((name for scope in scopes for name, held in scope.items() if held is agent), None):
+        agent.name = found
 
 
 def _tool_names(agent: PAIAgent[Any, Any]) -> list[str]:
