@@ -333,6 +333,23 @@ def test_an_expired_container_given_is_replaced_and_its_skills_kept() -> None:
     ]
 
 
+def test_an_expired_container_given_is_not_named_again_on_later_turns() -> None:
+    # The reply in the new container ran no code, so it names none (the API names a container only
+    # when a container tool ran): the next request must not fall back to the expired one given, which
+    # the API refuses again, and the model is told once that its files are gone.
+    with MessagesAPI(message(tool_use("lookup", {"region": "west"})), message(DONE)) as api:
+        api.expired_containers.add("container_old")
+        result = skills_agent(api.url, id="container_old", skills=[XLSX]).run("Make a spreadsheet.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert [b["container"] for b in api.bodies] == [
+        {"id": "container_old", "skills": [XLSX]},
+        {"skills": [XLSX]},
+        {"skills": [XLSX]},
+    ]
+    notes = [b for b in api.bodies if "has expired" in json.dumps(b["messages"][-1])]
+    assert len(notes) == 1
+
+
 @pytest.mark.parametrize(
     ("container", "server_tools", "says"),
     [

@@ -205,7 +205,8 @@ class AnthropicModel:
     `{"id": ..., "skills": [...]}` (Agent Skills to load, e.g. `{"type":
     "anthropic", "skill_id": "xlsx", "version": "latest"}`; either key may be
     left out). Once a reply names a container, later requests name that one,
-    with the skills. `extra_body` holds more request fields, sent as given:
+    with the skills; once the API says the one given has expired, none is named
+    until a reply names a new one. `extra_body` holds more request fields, sent as given:
     `output_config` (`effort`, a structured output `format`), `speed`,
     `inference_geo`, `service_tier`, `stop_sequences`, a beta's fields such as
     `context_management` (with its `betas`). `tool_options` adds fields to the
@@ -295,6 +296,7 @@ class AnthropicModel:
         except ModelError as exc:
             if named is None or not _container_gone(exc):
                 raise
+            self._container.expired(named)
             if _code_waits(request.messages):
                 raise _expired_while_waiting(named, exc) from exc
             fresh = in_new_container(params, named)
@@ -777,6 +779,12 @@ class _Container:
     def __init__(self, id: str | None, skills: list[dict[str, Any]]) -> None:
         self.id = id
         self.skills = skills
+
+    def expired(self, container_id: str) -> None:
+        """Begin in no container once the API says the one given has expired (it is never usable
+        again): a later turn whose reply named no container would name it again, refused each time."""
+        if self.id == container_id:
+            self.id = None
 
     def named(self, run_container: str | None) -> str | dict[str, Any] | None:
         """The request's `container`: the run's (else the one to begin in) by id, with the skills."""
