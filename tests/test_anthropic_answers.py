@@ -365,6 +365,28 @@ def test_a_reply_a_fallback_model_finished_is_priced_part_by_model() -> None:
     assert (result.input_tokens, result.output_tokens) == (3_000, 150)  # counted once
 
 
+def test_the_parts_of_a_reply_billed_by_model_price_their_one_hour_cache_writes_as_such() -> None:
+    # cache="1h" writes every breakpoint for an hour (2x input, not 5 minutes' 1.25x); each iteration
+    # gives its own breakdown (`cache_creation`), which the parts priced by model must keep.
+    hour = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 10_000}
+    writes = {"cache_creation_input_tokens": 10_000, "cache_creation": hour}
+    declined = iteration("message", 1_000, 50, model="claude-opus-4-6", **writes)
+    answered = iteration("fallback_message", 2_000, 100, model="claude-haiku-4-5", **writes)
+    usage = {
+        "iterations": [declined, answered],
+        "cache_creation_input_tokens": 20_000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 20_000},
+    }
+    reply = message(DONE, input_tokens=3_000, output_tokens=150, model="claude-haiku-4-5", usage=usage)
+    with MessagesAPI(reply) as api:
+        model = AnthropicModel("claude-opus-4-6", api_key="sk-ant-test", base_url=api.url, cache="1h")
+        result = Agent("fallback", model, tools=[write], retry=FAST).run("Do the task.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    opus = 1_000 * 5 + 10_000 * 5 * 2 + 50 * 25
+    haiku = 2_000 * 1 + 10_000 * 1 * 2 + 100 * 5
+    assert result.cost_usd == pytest.approx((opus + haiku) / 1e6)
+
+
 # -- thinking cut off --------------------------------------------------------------------------
 
 

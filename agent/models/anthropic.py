@@ -975,11 +975,15 @@ def _iteration_parts(iterations: Any, kinds: tuple[str, ...]) -> list[dict[str, 
         if not isinstance(item, dict) or item.get("type") not in kinds:
             continue
         read, write = _count(item, "cache_read_input_tokens"), _count(item, "cache_creation_input_tokens")
+        breakdown = item.get("cache_creation")
         part = {
             "input_tokens": _count(item, "input_tokens") + read + write,
             "output_tokens": _count(item, "output_tokens"),
             "cache_read_input_tokens": read,
             "cache_creation_input_tokens": write,
+            "cache_creation_1h_input_tokens": _count(
+                breakdown if isinstance(breakdown, dict) else {}, "ephemeral_1h_input_tokens"
+            ),
         }
         model = item.get("model")
         parts.append(part | {"model": model} if isinstance(model, str) and model else part)
