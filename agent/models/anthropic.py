@@ -61,7 +61,8 @@ Choices worth knowing:
   the model is told its files are gone; when code in the expired container
   waits for tool results, they can no longer reach it, and the call fails
   (`error_type` `container_expired`).
-- `extra["rate_limit"]` holds the reply's `anthropic-ratelimit-*` headers,
+- `extra["rate_limit"]` holds the reply's rate-limit headers (`anthropic-ratelimit-*`,
+  fast mode's `anthropic-fast-*`, the priority tier's `anthropic-priority-*`),
   `extra["stop_details"]` the API's details of a refusal, `extra["inference_geo"]`
   where the call ran (the usage's `inference_geo`; "us" costs 1.1x), `extra["speed"]` its speed
   (`"fast"`: fast mode, priced from the model table row's `fast` prices).
