@@ -713,7 +713,7 @@ def to_reply(
 ) -> ModelReply:
     """A `ModelReply` from an SDK `Message`; `streamed` are fields of blocks streamed that the SDK did
     not gather (inputs, a compaction's summary), `late` usage fields streamed that it did not keep
-    (`iterations`, the usage's breakdown: see `billed_apart`; `speed`, `inference_geo`).
+    (`iterations`, the usage's breakdown: see `ModelReply.billed_apart`; `speed`, `inference_geo`).
 
     A reply no run could keep (a call with no id or name, or whose input is no JSON object, two
     calls with one id) raises `ValueError`: `complete` makes it a transient `malformed_reply`.
@@ -945,50 +945,34 @@ _APART = ("compaction", "advisor_message")
 _SAMPLED = ("message", "fallback_message")
 
 
-def billed_apart(iterations: Any) -> list[dict[str, Any]]:
-    """The usage of the iterations of a reply that its top-level usage leaves out, as `ModelReply`
-    fields (`input_tokens` counting cache reads and writes too); counts that are no counts are 0."""
-    return _iteration_parts(iterations, _APART)
-
-
-def billed_by_model(iterations: Any) -> list[dict[str, Any]]:
-    """When a fallback model served the reply (a `fallback_message` iteration: Anthropic's server-side
-    fallback), the usage of its sampling iterations, each with the model that ran it, which the
-    top-level usage sums under one model; else nothing."""
-    if not any(isinstance(i, dict) and i.get("type") == "fallback_message" for i in _listed(iterations)):
-        return []
-    return _iteration_parts(iterations, _SAMPLED)
-
-
 def _billed(iterations: Any) -> dict[str, list[dict[str, Any]]]:
-    """What of a reply's usage is billed apart, or by another model, as `ModelReply.extra` holds it."""
-    billed = {BILLED_APART: billed_apart(iterations), BILLED_BY_MODEL: billed_by_model(iterations)}
+    """What of a reply's usage `ModelReply.extra` holds apart: the iterations its top-level counts
+    leave out (`BILLED_APART`) and, when a fallback model served the reply (a `fallback_message`
+    iteration: Anthropic's server-side fallback), its sampling iterations, each with the model that
+    ran it, which the top-level counts sum under one model (`BILLED_BY_MODEL`)."""
+    listed = [i for i in iterations if isinstance(i, dict)] if isinstance(iterations, list) else []
+    billed = {BILLED_APART: [_part(i) for i in listed if i.get("type") in _APART]}
+    if any(i.get("type") == "fallback_message" for i in listed):
+        billed[BILLED_BY_MODEL] = [_part(i) for i in listed if i.get("type") in _SAMPLED]
     return {key: parts for key, parts in billed.items() if parts}
 
 
-def _listed(iterations: Any) -> list[Any]:
-    return iterations if isinstance(iterations, list) else []
-
-
-def _iteration_parts(iterations: Any, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
-    parts = []
-    for item in _listed(iterations):
-        if not isinstance(item, dict) or item.get("type") not in kinds:
-            continue
-        read, write = _count(item, "cache_read_input_tokens"), _count(item, "cache_creation_input_tokens")
-        breakdown = item.get("cache_creation")
-        part = {
-            "input_tokens": _count(item, "input_tokens") + read + write,
-            "output_tokens": _count(item, "output_tokens"),
-            "cache_read_input_tokens": read,
-            "cache_creation_input_tokens": write,
-            "cache_creation_1h_input_tokens": _count(
-                breakdown if isinstance(breakdown, dict) else {}, "ephemeral_1h_input_tokens"
-            ),
-        }
-        model = item.get("model")
-        parts.append(part | {"model": model} if isinstance(model, str) and model else part)
-    return parts
+def _part(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An iteration's usage as `ModelReply` fields (`input_tokens` counting cache reads and writes
+    too, as the reply's own); counts that are no counts are 0."""
+    read, write = _count(item, "cache_read_input_tokens"), _count(item, "cache_creation_input_tokens")
+    breakdown = item.get("cache_creation")
+    part = {
+        "input_tokens": _count(item, "input_tokens") + read + write,
+        "output_tokens": _count(item, "output_tokens"),
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": write,
+        "cache_creation_1h_input_tokens": _count(
+            breakdown if isinstance(breakdown, dict) else {}, "ephemeral_1h_input_tokens"
+        ),
+    }
+    model = item.get("model")
+    return part | {"model": model} if isinstance(model, str) and model else part
 
 
 def _count(item: Mapping[str, Any], field: str) -> int:
