@@ -285,6 +285,24 @@ def test_thinking_with_a_tool_choice_that_forces_a_call_is_a_config_error(
     model_for(api, thinking=thinking, tool_choice={"type": "none"})
 
 
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-fable-5-1"])
+def test_a_model_that_always_thinks_refuses_a_forcing_tool_choice_or_thinking_turned_off(
+    api: MessagesAPI, model: str
+) -> None:
+    # What's new in Claude Opus 5.5 (also on Fable 5.1): thinking cannot be turned off, and forced tool
+    # use returns an error, whatever `thinking` says (left out, the model thinks adaptively).
+    def build(**options: Any) -> AnthropicModel:
+        return AnthropicModel(model, api_key=KEY, base_url=api.url, **options)
+
+    with pytest.raises(ConfigError, match=f"drop tool_choice \\({model} always thinks\\)"):
+        build(tool_choice={"type": "any"})
+    for thinking in ({"type": "disabled"}, {"type": "enabled", "budget_tokens": 2048}):
+        with pytest.raises(ConfigError, match=f"{model} always thinks adaptively"):
+            build(thinking=thinking)
+    build(thinking={"type": "adaptive"}, tool_choice={"type": "auto"})
+    AnthropicModel("claude-sonnet-5-5", api_key=KEY, tool_choice={"type": "any"})  # no row says otherwise
+
+
 def test_parallel_tool_use_off_alone_is_an_auto_tool_choice(api: MessagesAPI) -> None:
     api.enqueue(message(text("ok")))
     complete(model_for(api, parallel_tool_use=False), ask("hi"))

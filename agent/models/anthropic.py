@@ -28,7 +28,10 @@ Choices worth knowing:
   `stop_sequences`, a beta's `context_management`); `tool_options` adds fields
   to the definitions of the agent's tools (`allowed_callers`, `defer_loading`,
   `strict`, `input_examples`). Thinking and other
-  provider blocks are kept verbatim so they can be sent back unchanged.
+  provider blocks are kept verbatim so they can be sent back unchanged. What
+  the API refuses of thinking is refused when the model is built: a
+  `tool_choice` forcing a call while it thinks, and, on a model that always
+  thinks (its row's `thinking = "always"`), thinking other than adaptive.
 - A server-side compaction (a beta: `context_management` in `extra_body`)
   gives a `compaction` block, kept whole with the summary it streams (which
   the SDK's stream drops), and sent back; a reply that paused after one
@@ -249,7 +252,10 @@ class AnthropicModel:
         self._max_output = info.max_output if info is not None else None
         self._context_window = info.context_window if info is not None else None
         self._cache: CacheTTL | None = cache
-        self._options = _options(thinking, tool_choice, parallel_tool_use, metadata)
+        always = info is not None and info.thinking == "always"
+        self._options = _options(
+            thinking, tool_choice, parallel_tool_use, metadata, model if always else None
+        )
         self._server_tools = [dict(spec) for spec in server_tools]
         self._container = _container_option(container, self._server_tools)
         self._extra_body = _extra_body(extra_body)
@@ -456,17 +462,14 @@ def _options(
     tool_choice: Mapping[str, Any] | None,
     parallel_tool_use: bool,
     metadata: Mapping[str, Any] | None,
+    always_thinks: str | None = None,
 ) -> dict[str, Any]:
+    """The request options given, checked (`_check_thinking`)."""
     options: dict[str, Any] = {}
     if thinking is not None:
         options["thinking"] = dict(thinking)
     choice = dict(tool_choice) if tool_choice is not None else None
-    thinks = thinking is not None and thinking.get("type") != "disabled"
-    if thinks and choice is not None and choice.get("type") not in ("auto", "none"):
-        raise ConfigError(
-            f"AnthropicModel: thinking allows tool_choice 'auto' or 'none' only (the API refuses "
-            f"{choice.get('type')!r} with thinking on): drop tool_choice, or turn thinking off"
-        )
+    _check_thinking(thinking, choice, always_thinks)
     if not parallel_tool_use:
         choice = {"type": "auto", **(choice or {}), "disable_parallel_tool_use": True}
     if choice is not None:
@@ -474,6 +477,26 @@ def _options(
     if metadata is not None:
         options["metadata"] = dict(metadata)
     return options
+
+
+def _check_thinking(
+    thinking: Mapping[str, Any] | None, choice: Mapping[str, Any] | None, always_thinks: str | None
+) -> None:
+    """Refuse what the API refuses: a `tool_choice` forcing a call while the model thinks, and, when
+    `always_thinks` names the model (its row's `thinking = "always"`), thinking other than adaptive."""
+    kind = thinking.get("type") if thinking is not None else None
+    if always_thinks and kind not in (None, "adaptive"):
+        raise ConfigError(
+            f"AnthropicModel: {always_thinks} always thinks adaptively (the API refuses thinking {kind!r}): "
+            "drop thinking= and steer how much it thinks with output_config's effort in extra_body"
+        )
+    thinks = always_thinks is not None or (thinking is not None and kind != "disabled")
+    if thinks and choice is not None and choice.get("type") not in ("auto", "none"):
+        fix = f" ({always_thinks} always thinks)" if always_thinks else ", or turn thinking off"
+        raise ConfigError(
+            f"AnthropicModel: thinking allows tool_choice 'auto' or 'none' only (the API refuses "
+            f"{choice.get('type')!r} with thinking on): drop tool_choice{fix}"
+        )
 
 
 # -- clients, one per event loop ----------------------------------------------

@@ -38,6 +38,7 @@ _ROW_KEYS = frozenset(
         "max_output",
         "long_prompt",
         "fast",
+        "thinking",
         "price",
         "reason",
         "status",
@@ -57,7 +58,9 @@ class ModelInfo:
     `price` is None when no price is known; `unknown_price_reason` then says
     why. `status` is `active`, `deprecated` (still callable, `retires` on a
     date) or `retired` (the API refuses it; a deprecated row reads as retired
-    from its `retires` date on).
+    from its `retires` date on). `thinking` is "always" for a model whose
+    adaptive thinking cannot be turned off: the API refuses thinking disabled,
+    and a `tool_choice` that forces a call.
     """
 
     id: str
@@ -70,6 +73,7 @@ class ModelInfo:
     note: str = ""
     source: str = ""
     checked: datetime.date | None = None
+    thinking: Literal["always"] | None = None
 
 
 class ModelTable:
@@ -170,6 +174,10 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
         raise ConfigError(f"{at}: status must be one of {list(_STATUSES)}, got {status!r}")
     price, reason = _price_and_reason(row, at)
     retires = _date(row, "retires", at)
+    if row.get("thinking", "always") != "always":
+        raise ConfigError(
+            f'{at}: thinking may only be "always" (thinking cannot be turned off), got {row["thinking"]!r}'
+        )
     if status == "deprecated" and retires is not None and retires <= datetime.date.today():
         status = "retired"  # its retirement date has come: calls naming it fail
     return ModelInfo(
@@ -183,6 +191,7 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
         note=str(row.get("note", "")),
         source=str(row.get("source", "")),
         checked=_date(row, "checked", at),
+        thinking="always" if "thinking" in row else None,
     )
 
 
