@@ -337,31 +337,19 @@ def test_server_tool_uses_are_counted_on_the_reply(api: MessagesAPI) -> None:
     assert reply.content[:2] == [search, results] and reply.tool_calls == []
 
 
-def test_rate_limit_headers_are_on_the_reply(api: MessagesAPI) -> None:
-    headers = {
-        "anthropic-ratelimit-input-tokens-remaining": "39000",
-        "anthropic-ratelimit-requests-reset": "2026-11-30T10:00:00Z",
-        "x-unrelated": "1",
-    }
-    api.enqueue(message(text("ok"), headers=headers))
-    reply = complete(model_for(api), ask("hi"))
-    assert reply.extra["rate_limit"] == {
-        "anthropic-ratelimit-input-tokens-remaining": "39000",
-        "anthropic-ratelimit-requests-reset": "2026-11-30T10:00:00Z",
-    }
-
-
-def test_fast_mode_and_priority_tier_rate_limit_headers_are_on_the_reply_too(api: MessagesAPI) -> None:
+def test_rate_limit_headers_are_on_the_reply_fast_modes_and_the_priority_tiers_too(api: MessagesAPI) -> None:
     # Fast mode has its own limits (Anthropic's fast-mode page: anthropic-fast-*), as has the
     # priority tier (anthropic-priority-*): a 429 in either is explained by these, not the standard ones.
-    headers = {
+    limits = {
+        "anthropic-ratelimit-input-tokens-remaining": "39000",
+        "anthropic-ratelimit-requests-reset": "2026-11-30T10:00:00Z",
         "anthropic-fast-input-tokens-limit": "100000",
         "anthropic-fast-output-tokens-remaining": "0",
         "anthropic-priority-input-tokens-remaining": "5000",
     }
-    api.enqueue(message(text("ok"), headers=headers))
+    api.enqueue(message(text("ok"), headers={**limits, "x-unrelated": "1"}))
     reply = complete(model_for(api), ask("hi"))
-    assert reply.extra["rate_limit"] == headers
+    assert reply.extra["rate_limit"] == limits
 
 
 # -- what the API says when it stops -----------------------------------------------------------
