@@ -73,14 +73,24 @@ class PriceTable:
             return info.unknown_price_reason
         return "it is not in the model table"
 
-    def require(self, model: str, agent: str) -> None:
-        """Refuse a cost budget on a model whose price is unknown: a `ConfigError` that says what to do."""
-        if self.knows(model):
+    def require(self, model: str, agent: str, *, fast: bool = False) -> None:
+        """Refuse a cost budget on a model whose price is unknown, or (`fast`: its calls ask for fast
+        mode) whose fast-mode price is: a `ConfigError` that says what to do."""
+        price = self.price(model)
+        if price is not None and (not fast or price.fast is not None):
             return
+        if price is None:
+            raise ConfigError(
+                f"agent {agent!r} has a cost budget but no price for model {model!r} "
+                f"({self.unknown_reason(model)}); pass "
+                f"prices=PriceTable({{{model!r}: Price(input, output)}}) "
+                "or add the model to the file named by ENDSTATE_MODELS"
+            )
         raise ConfigError(
-            f"agent {agent!r} has a cost budget but no price for model {model!r} "
-            f"({self.unknown_reason(model)}); pass prices=PriceTable({{{model!r}: Price(input, output)}}) "
-            "or add the model to the file named by ENDSTATE_MODELS"
+            f"agent {agent!r} has a cost budget and asks model {model!r} for fast mode (speed 'fast'), "
+            "which has no fast-mode price: its calls would cost unknown and the budget not bound them; "
+            "give the row fast = { input = ..., output = ... } in the file named by ENDSTATE_MODELS, or "
+            f"pass prices=PriceTable({{{model!r}: Price(input, output, fast=Price(input, output))}})"
         )
 
     def cost(self, model: str, input_tokens: int, output_tokens: int) -> float:

@@ -281,6 +281,11 @@ class AnthropicModel:
         return self._context_window
 
     @property
+    def speed(self) -> str | None:
+        """The speed its requests ask for (`extra_body`'s `speed`: "fast" is fast mode, priced apart)."""
+        return self._extra_body.get("speed") if self._extra_body else None
+
+    @property
     def client(self) -> anthropic.AsyncAnthropic:
         """The SDK client calls go through in the running loop (or the next one), retries off."""
         if self._injected is not None:
