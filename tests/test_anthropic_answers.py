@@ -291,21 +291,20 @@ def test_a_fast_mode_call_on_a_model_with_no_fast_price_costs_unknown_not_the_st
 
 def test_a_cost_budget_refuses_fast_mode_on_a_model_with_no_fast_mode_price() -> None:
     # Its fast calls would cost unknown, and a cost budget checks the known part only: it would never
-    # stop the run. claude-opus-5-5 has no fast price in the table; claude-opus-4-7 has one.
+    # stop the run. claude-sonnet-5-5 has no fast price in the table; claude-opus-5-5 has one.
     def agent(model: str, **options: Any) -> Agent:
         chosen = AnthropicModel(model, api_key="sk-ant-test", **options)
         return Agent("fast", chosen, tools=[write], budget=Budget(max_cost_usd=1.0))
 
-    with pytest.raises(ConfigError, match="asks model 'claude-opus-5-5' for fast mode"):
-        agent("claude-opus-5-5", extra_body={"speed": "fast"})
-    agent("claude-opus-5-5")  # standard speed: its price is known
-    agent("claude-opus-4-7", extra_body={"speed": "fast"})
-    fast = Price(8.0, 40.0)
+    with pytest.raises(ConfigError, match="asks model 'claude-sonnet-5-5' for fast mode"):
+        agent("claude-sonnet-5-5", extra_body={"speed": "fast"})
+    agent("claude-sonnet-5-5")  # standard speed: its price is known
+    agent("claude-opus-5-5", extra_body={"speed": "fast"})
     Agent(
         "fast",
-        AnthropicModel("claude-opus-5-5", api_key="sk-ant-test", extra_body={"speed": "fast"}),
+        AnthropicModel("claude-sonnet-5-5", api_key="sk-ant-test", extra_body={"speed": "fast"}),
         budget=Budget(max_cost_usd=1.0),
-        prices=PriceTable({"claude-opus-5-5": Price(4.0, 20.0, fast=fast)}),
+        prices=PriceTable({"claude-sonnet-5-5": Price(2.0, 10.0, fast=Price(4.0, 20.0))}),
     )
 
 
