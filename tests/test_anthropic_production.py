@@ -303,6 +303,16 @@ def test_a_model_that_always_thinks_refuses_a_forcing_tool_choice_or_thinking_tu
     AnthropicModel("claude-sonnet-5-5", api_key=KEY, tool_choice={"type": "any"})  # no row says otherwise
 
 
+def test_a_model_that_thinks_by_default_refuses_a_forcing_tool_choice_unless_thinking_is_off(
+    api: MessagesAPI,
+) -> None:
+    # What's new in Claude Opus 5: thinking is on by default (a request without `thinking` thinks), and
+    # thinking={"type": "disabled"} is accepted; the API refuses a forcing tool_choice while it thinks.
+    with pytest.raises(ConfigError, match=r"turn thinking off: thinking=.*claude-opus-5 thinks by default"):
+        AnthropicModel("claude-opus-5", api_key=KEY, base_url=api.url, tool_choice={"type": "any"})
+    AnthropicModel("claude-opus-5", api_key=KEY, thinking={"type": "disabled"}, tool_choice={"type": "any"})
+
+
 def test_parallel_tool_use_off_alone_is_an_auto_tool_choice(api: MessagesAPI) -> None:
     api.enqueue(message(text("ok")))
     complete(model_for(api, parallel_tool_use=False), ask("hi"))

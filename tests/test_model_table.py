@@ -240,7 +240,7 @@ def test_rows_added_in_code() -> None:
         ),
         (
             '[models."m"]\ninput = 1.0\noutput = 1.0\nthinking = "sometimes"\n',
-            'thinking may only be "always"',
+            'thinking must be "always" .* or "default"',
         ),
         ("models = 3\n", "expected a \\[models"),
         ("[models\n", "not valid TOML"),

@@ -30,8 +30,9 @@ Choices worth knowing:
   `strict`, `input_examples`). Thinking and other
   provider blocks are kept verbatim so they can be sent back unchanged. What
   the API refuses of thinking is refused when the model is built: a
-  `tool_choice` forcing a call while it thinks, and, on a model that always
-  thinks (its row's `thinking = "always"`), thinking other than adaptive.
+  `tool_choice` forcing a call while it thinks (with `thinking` left out too,
+  on a model whose row says `thinking = "always"` or `"default"`), and, on one
+  that always thinks, thinking other than adaptive.
 - A server-side compaction (a beta: `context_management` in `extra_body`)
   gives a `compaction` block, kept whole with the summary it streams (which
   the SDK's stream drops), and sent back; a reply that paused after one
@@ -101,7 +102,7 @@ from agent.models.base import (
     ModelRequest,
     record_cut_call,
 )
-from agent.models.catalog import ModelTable, default_model
+from agent.models.catalog import ModelTable, Thinking, default_model
 
 PROVIDER = "anthropic"
 CacheTTL = Literal["5m", "1h"]
@@ -252,10 +253,8 @@ class AnthropicModel:
         self._max_output = info.max_output if info is not None else None
         self._context_window = info.context_window if info is not None else None
         self._cache: CacheTTL | None = cache
-        always = info is not None and info.thinking == "always"
-        self._options = _options(
-            thinking, tool_choice, parallel_tool_use, metadata, model if always else None
-        )
+        by_row = info.thinking if info is not None else None
+        self._options = _options(thinking, tool_choice, parallel_tool_use, metadata, (model, by_row))
         self._server_tools = [dict(spec) for spec in server_tools]
         self._container = _container_option(container, self._server_tools)
         self._extra_body = _extra_body(extra_body)
@@ -467,14 +466,14 @@ def _options(
     tool_choice: Mapping[str, Any] | None,
     parallel_tool_use: bool,
     metadata: Mapping[str, Any] | None,
-    always_thinks: str | None = None,
+    thinks: tuple[str, Thinking | None] = ("", None),
 ) -> dict[str, Any]:
-    """The request options given, checked (`_check_thinking`)."""
+    """The request options given, checked against what the model does (`_check_thinking`)."""
     options: dict[str, Any] = {}
     if thinking is not None:
         options["thinking"] = dict(thinking)
     choice = dict(tool_choice) if tool_choice is not None else None
-    _check_thinking(thinking, choice, always_thinks)
+    _check_thinking(thinking, choice, *thinks)
     if not parallel_tool_use:
         choice = {"type": "auto", **(choice or {}), "disable_parallel_tool_use": True}
     if choice is not None:
@@ -485,19 +484,23 @@ def _options(
 
 
 def _check_thinking(
-    thinking: Mapping[str, Any] | None, choice: Mapping[str, Any] | None, always_thinks: str | None
+    thinking: Mapping[str, Any] | None, choice: Mapping[str, Any] | None, model: str, by_row: Thinking | None
 ) -> None:
-    """Refuse what the API refuses: a `tool_choice` forcing a call while the model thinks, and, when
-    `always_thinks` names the model (its row's `thinking = "always"`), thinking other than adaptive."""
+    """Refuse what the API refuses: a `tool_choice` forcing a call while the model thinks, and thinking
+    other than adaptive on a model that always thinks. `by_row` is the model table's `thinking`: when
+    the model thinks with no `thinking` asked for ("always", "default")."""
     kind = thinking.get("type") if thinking is not None else None
-    if always_thinks and kind not in (None, "adaptive"):
+    if by_row == "always" and kind not in (None, "adaptive"):
         raise ConfigError(
-            f"AnthropicModel: {always_thinks} always thinks adaptively (the API refuses thinking {kind!r}): "
+            f"AnthropicModel: {model} always thinks adaptively (the API refuses thinking {kind!r}): "
             "drop thinking= and steer how much it thinks with output_config's effort in extra_body"
         )
-    thinks = always_thinks is not None or (thinking is not None and kind != "disabled")
+    thinks = by_row == "always" or (kind != "disabled" if thinking is not None else by_row == "default")
     if thinks and choice is not None and choice.get("type") not in ("auto", "none"):
-        fix = f" ({always_thinks} always thinks)" if always_thinks else ", or turn thinking off"
+        fix = {
+            "always": f" ({model} always thinks)",
+            "default": f", or turn thinking off: thinking={{'type': 'disabled'}} ({model} thinks by default)",
+        }.get(by_row or "", ", or turn thinking off")
         raise ConfigError(
             f"AnthropicModel: thinking allows tool_choice 'auto' or 'none' only (the API refuses "
             f"{choice.get('type')!r} with thinking on): drop tool_choice{fix}"

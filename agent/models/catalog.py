@@ -29,6 +29,7 @@ DEFAULT_MODEL = "claude-sonnet-5-5"  # current on 2026-11-30; ENDSTATE_MODEL ove
 BUILTIN = Path(__file__).with_name("models.toml")
 
 Status = Literal["active", "deprecated", "retired"]
+Thinking = Literal["always", "default"]
 _STATUSES: tuple[str, ...] = ("active", "deprecated", "retired")
 _PRICE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h", "web_search_per_1k")
 _ROW_KEYS = frozenset(
@@ -58,9 +59,10 @@ class ModelInfo:
     `price` is None when no price is known; `unknown_price_reason` then says
     why. `status` is `active`, `deprecated` (still callable, `retires` on a
     date) or `retired` (the API refuses it; a deprecated row reads as retired
-    from its `retires` date on). `thinking` is "always" for a model whose
-    adaptive thinking cannot be turned off: the API refuses thinking disabled,
-    and a `tool_choice` that forces a call.
+    from its `retires` date on). `thinking` says when a model thinks with no
+    `thinking` asked for: "always" (its adaptive thinking cannot be turned off:
+    the API refuses thinking other than adaptive, and a `tool_choice` that
+    forces a call) or "default" (it thinks unless thinking is disabled).
     """
 
     id: str
@@ -73,7 +75,7 @@ class ModelInfo:
     note: str = ""
     source: str = ""
     checked: datetime.date | None = None
-    thinking: Literal["always"] | None = None
+    thinking: Thinking | None = None
 
 
 class ModelTable:
@@ -174,9 +176,11 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
         raise ConfigError(f"{at}: status must be one of {list(_STATUSES)}, got {status!r}")
     price, reason = _price_and_reason(row, at)
     retires = _date(row, "retires", at)
-    if row.get("thinking", "always") != "always":
+    thinking = row.get("thinking")
+    if thinking not in (None, "always", "default"):
         raise ConfigError(
-            f'{at}: thinking may only be "always" (thinking cannot be turned off), got {row["thinking"]!r}'
+            f'{at}: thinking must be "always" (it cannot be turned off) or "default" (on unless '
+            f"disabled), got {thinking!r}"
         )
     if status == "deprecated" and retires is not None and retires <= datetime.date.today():
         status = "retired"  # its retirement date has come: calls naming it fail
@@ -191,7 +195,7 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
         note=str(row.get("note", "")),
         source=str(row.get("source", "")),
         checked=_date(row, "checked", at),
-        thinking="always" if "thinking" in row else None,
+        thinking=thinking,
     )
 
 
