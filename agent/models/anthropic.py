@@ -32,7 +32,7 @@ Choices worth knowing:
   the API refuses of thinking is refused when the model is built: a
   `tool_choice` forcing a call while it thinks (with `thinking` left out too,
   on a model whose row says `thinking = "always"` or `"default"`), and, on one
-  that always thinks, thinking other than adaptive.
+  that always thinks, thinking disabled.
 - A server-side compaction (a beta: `context_management` in `extra_body`)
   gives a `compaction` block, kept whole with the summary it streams (which
   the SDK's stream drops), and sent back; a reply that paused after one
@@ -487,13 +487,13 @@ def _check_thinking(
     thinking: Mapping[str, Any] | None, choice: Mapping[str, Any] | None, model: str, by_row: Thinking | None
 ) -> None:
     """Refuse what the API refuses: a `tool_choice` forcing a call while the model thinks, and thinking
-    other than adaptive on a model that always thinks. `by_row` is the model table's `thinking`: when
-    the model thinks with no `thinking` asked for ("always", "default")."""
+    disabled on a model that always thinks. `by_row` is the model table's `thinking`: when the model
+    thinks with no `thinking` asked for ("always", "default")."""
     kind = thinking.get("type") if thinking is not None else None
-    if by_row == "always" and kind not in (None, "adaptive"):
+    if by_row == "always" and kind == "disabled":
         raise ConfigError(
-            f"AnthropicModel: {model} always thinks adaptively (the API refuses thinking {kind!r}): "
-            "drop thinking= and steer how much it thinks with output_config's effort in extra_body"
+            f"AnthropicModel: {model} always thinks (the API refuses thinking 'disabled'): drop thinking=, "
+            "and steer how much it thinks with output_config's effort in extra_body"
         )
     thinks = by_row == "always" or (kind != "disabled" if thinking is not None else by_row == "default")
     if thinks and choice is not None and choice.get("type") not in ("auto", "none"):

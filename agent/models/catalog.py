@@ -60,9 +60,9 @@ class ModelInfo:
     why. `status` is `active`, `deprecated` (still callable, `retires` on a
     date) or `retired` (the API refuses it; a deprecated row reads as retired
     from its `retires` date on). `thinking` says when a model thinks with no
-    `thinking` asked for: "always" (its adaptive thinking cannot be turned off:
-    the API refuses thinking other than adaptive, and a `tool_choice` that
-    forces a call) or "default" (it thinks unless thinking is disabled).
+    `thinking` asked for: "always" (its thinking cannot be turned off: the API
+    refuses thinking disabled, and a `tool_choice` that forces a call) or
+    "default" (it thinks unless thinking is disabled).
     """
 
     id: str
