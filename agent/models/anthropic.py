@@ -254,7 +254,7 @@ class AnthropicModel:
         self._context_window = info.context_window if info is not None else None
         self._cache: CacheTTL | None = cache
         by_row = info.thinking if info is not None else None
-        self._options = _options(thinking, tool_choice, parallel_tool_use, metadata, (model, by_row))
+        self._options = _options(thinking, tool_choice, parallel_tool_use, metadata, model, by_row)
         self._server_tools = [dict(spec) for spec in server_tools]
         self._container = _container_option(container, self._server_tools)
         self._extra_body = _extra_body(extra_body)
@@ -466,14 +466,15 @@ def _options(
     tool_choice: Mapping[str, Any] | None,
     parallel_tool_use: bool,
     metadata: Mapping[str, Any] | None,
-    thinks: tuple[str, Thinking | None] = ("", None),
+    model: str = "",
+    by_row: Thinking | None = None,
 ) -> dict[str, Any]:
     """The request options given, checked against what the model does (`_check_thinking`)."""
     options: dict[str, Any] = {}
     if thinking is not None:
         options["thinking"] = dict(thinking)
     choice = dict(tool_choice) if tool_choice is not None else None
-    _check_thinking(thinking, choice, *thinks)
+    _check_thinking(thinking, choice, model, by_row)
     if not parallel_tool_use:
         choice = {"type": "auto", **(choice or {}), "disable_parallel_tool_use": True}
     if choice is not None:
