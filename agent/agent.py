@@ -78,12 +78,12 @@ class Agent:
         if dupes := sorted({n for n in names if names.count(n) > 1}):
             raise ConfigError(f"agent {self.name!r}: tool names must be unique; repeated: {dupes}")
         if self.budget.max_cost_usd is not None:  # a cost budget needs every model's price
-            for model in {
-                self.model.name,
-                *(v.model.name for v in self.verifiers if isinstance(v, EvaluatorVerifier)),
-                *self.history.models(),
-            }:
-                self.prices.require(model, self.name)
+            models = [self.model, *(v.model for v in self.verifiers if isinstance(v, EvaluatorVerifier))]
+            for name in {*(m.name for m in models), *self.history.models()}:
+                self.prices.require(name, self.name)
+            for model in models:  # and a model asked for fast mode its fast-mode price
+                if getattr(model, "speed", None) == "fast":
+                    self.prices.require(model.name, self.name, fast=True)
 
     # -- what the loop asks of the agent ---------------------------------
 

@@ -73,14 +73,24 @@ class PriceTable:
             return info.unknown_price_reason
         return "it is not in the model table"
 
-    def require(self, model: str, agent: str) -> None:
-        """Refuse a cost budget on a model whose price is unknown: a `ConfigError` that says what to do."""
-        if self.knows(model):
+    def require(self, model: str, agent: str, *, fast: bool = False) -> None:
+        """Refuse a cost budget on a model whose price is unknown, or (`fast`: its calls ask for fast
+        mode) whose fast-mode price is: a `ConfigError` that says what to do."""
+        price = self.price(model)
+        if price is not None and (not fast or price.fast is not None):
             return
+        if price is None:
+            raise ConfigError(
+                f"agent {agent!r} has a cost budget but no price for model {model!r} "
+                f"({self.unknown_reason(model)}); pass "
+                f"prices=PriceTable({{{model!r}: Price(input, output)}}) "
+                "or add the model to the file named by ENDSTATE_MODELS"
+            )
         raise ConfigError(
-            f"agent {agent!r} has a cost budget but no price for model {model!r} "
-            f"({self.unknown_reason(model)}); pass prices=PriceTable({{{model!r}: Price(input, output)}}) "
-            "or add the model to the file named by ENDSTATE_MODELS"
+            f"agent {agent!r} has a cost budget and asks model {model!r} for fast mode (speed 'fast'), "
+            "which has no fast-mode price: its calls would cost unknown and the budget not bound them; "
+            "give the row fast = { input = ..., output = ... } in the file named by ENDSTATE_MODELS, or "
+            f"pass prices=PriceTable({{{model!r}: Price(input, output, fast=Price(input, output))}})"
         )
 
     def cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
@@ -95,8 +105,10 @@ class PriceTable:
         alias: the price given is what its calls cost)."""
         parts = reply.billed_by_model  # a server-side fallback: each model's part at its price
         cost = self._parts_cost(model, parts) if parts else self._own_cost(model, reply)
-        apart = self._parts_cost(model, reply.billed_apart)  # a server-side compaction, an advisor
-        return None if cost is None or apart is None else cost + apart
+        if not (apart := reply.billed_apart):  # most replies: nothing billed apart
+            return cost
+        apart_cost = self._parts_cost(model, apart)  # a server-side compaction, an advisor
+        return None if cost is None or apart_cost is None else cost + apart_cost
 
     def _parts_cost(self, model: str, parts: list[ModelReply]) -> float | None:
         """The cost of calls each at its own model's price (`model` for those that name none)."""
@@ -121,14 +133,10 @@ class PriceTable:
     def usage_of(self, model: str, reply: ModelReply) -> Usage:
         """One call's usage: its tokens of each kind (those of the calls billed apart within it too),
         and its cost (None when a price is unknown)."""
-        calls = [reply, *reply.billed_apart]
-        return Usage(
-            sum(r.input_tokens for r in calls),
-            sum(r.output_tokens for r in calls),
-            sum(r.cache_read_input_tokens for r in calls),
-            sum(r.cache_creation_input_tokens for r in calls),
-            self.cost_of(model, reply),
-        )
+        usage = _tokens_of(reply, self.cost_of(model, reply))
+        for part in reply.billed_apart:  # most replies: none (priced by `cost_of`, counted here)
+            usage += _tokens_of(part)
+        return usage
 
     def _report_unknown(self, model: str, *, fast: bool = False) -> None:
         """Warn once per model (and once more for its fast mode), and count every call."""
@@ -155,3 +163,14 @@ def _family(model: str) -> str:
     """A dated id such as "claude-sonnet-4-5-20250929" without its date."""
     dated = re.fullmatch(r"(.+)-\d{8}", model)
     return dated.group(1) if dated else model
+
+
+def _tokens_of(reply: ModelReply, cost: float | None = 0.0) -> Usage:
+    """A call's tokens of each kind, as a `Usage` of `cost`."""
+    return Usage(
+        reply.input_tokens,
+        reply.output_tokens,
+        reply.cache_read_input_tokens,
+        reply.cache_creation_input_tokens,
+        cost,
+    )

@@ -19,7 +19,7 @@ from messages_api import (
     tool_use,
 )
 
-from agent import Agent, Budget, PriceTable, RetryPolicy, StopReason, tool
+from agent import Agent, Budget, ConfigError, PriceTable, RetryPolicy, StopReason, tool
 from agent.models.anthropic import AnthropicModel
 from agent.models.catalog import ModelTable
 from agent.models.price import Price
@@ -289,6 +289,25 @@ def test_a_fast_mode_call_on_a_model_with_no_fast_price_costs_unknown_not_the_st
     assert result.cost_usd is None
 
 
+def test_a_cost_budget_refuses_fast_mode_on_a_model_with_no_fast_mode_price() -> None:
+    # Its fast calls would cost unknown, and a cost budget checks the known part only: it would never
+    # stop the run. claude-sonnet-5-5 has no fast price in the table; claude-opus-5-5 has one.
+    def agent(model: str, **options: Any) -> Agent:
+        chosen = AnthropicModel(model, api_key="sk-ant-test", **options)
+        return Agent("fast", chosen, tools=[write], budget=Budget(max_cost_usd=1.0))
+
+    with pytest.raises(ConfigError, match="asks model 'claude-sonnet-5-5' for fast mode"):
+        agent("claude-sonnet-5-5", extra_body={"speed": "fast"})
+    agent("claude-sonnet-5-5")  # standard speed: its price is known
+    agent("claude-opus-5-5", extra_body={"speed": "fast"})
+    Agent(
+        "fast",
+        AnthropicModel("claude-sonnet-5-5", api_key="sk-ant-test", extra_body={"speed": "fast"}),
+        budget=Budget(max_cost_usd=1.0),
+        prices=PriceTable({"claude-sonnet-5-5": Price(2.0, 10.0, fast=Price(4.0, 20.0))}),
+    )
+
+
 # -- usage billed apart from the top-level counts (usage.iterations) ---------------------------------
 
 
@@ -363,6 +382,28 @@ def test_a_reply_a_fallback_model_finished_is_priced_part_by_model() -> None:
     assert result.reason is StopReason.SUCCESS, result.note
     assert result.cost_usd == pytest.approx((1_000 * 5 + 50 * 25 + 2_000 * 1 + 100 * 5) / 1e6)
     assert (result.input_tokens, result.output_tokens) == (3_000, 150)  # counted once
+
+
+def test_the_parts_of_a_reply_billed_by_model_price_their_one_hour_cache_writes_as_such() -> None:
+    # cache="1h" writes every breakpoint for an hour (2x input, not 5 minutes' 1.25x); each iteration
+    # gives its own breakdown (`cache_creation`), which the parts priced by model must keep.
+    hour = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 10_000}
+    writes = {"cache_creation_input_tokens": 10_000, "cache_creation": hour}
+    declined = iteration("message", 1_000, 50, model="claude-opus-4-6", **writes)
+    answered = iteration("fallback_message", 2_000, 100, model="claude-haiku-4-5", **writes)
+    usage = {
+        "iterations": [declined, answered],
+        "cache_creation_input_tokens": 20_000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 20_000},
+    }
+    reply = message(DONE, input_tokens=3_000, output_tokens=150, model="claude-haiku-4-5", usage=usage)
+    with MessagesAPI(reply) as api:
+        model = AnthropicModel("claude-opus-4-6", api_key="sk-ant-test", base_url=api.url, cache="1h")
+        result = Agent("fallback", model, tools=[write], retry=FAST).run("Do the task.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    opus = 1_000 * 5 + 10_000 * 5 * 2 + 50 * 25
+    haiku = 2_000 * 1 + 10_000 * 1 * 2 + 100 * 5
+    assert result.cost_usd == pytest.approx((opus + haiku) / 1e6)
 
 
 # -- thinking cut off --------------------------------------------------------------------------

@@ -322,15 +322,21 @@ def test_a_run_begins_in_the_container_it_is_given_until_a_reply_names_another()
     assert [b["container"] for b in api.bodies] == ["container_given", "container_given", newer["id"]]
 
 
-def test_an_expired_container_given_is_replaced_and_its_skills_kept() -> None:
-    with MessagesAPI(message(DONE)) as api:
+def test_an_expired_container_given_is_replaced_its_skills_kept_and_not_named_again() -> None:
+    # The reply in the new container ran no code, so it names none (the API names a container only
+    # when a container tool ran): the next request must not fall back to the expired one given, which
+    # the API refuses again, and the model is told once that its files are gone.
+    with MessagesAPI(message(tool_use("lookup", {"region": "west"})), message(DONE)) as api:
         api.expired_containers.add("container_old")
         result = skills_agent(api.url, id="container_old", skills=[XLSX]).run("Make a spreadsheet.")
     assert result.reason is StopReason.SUCCESS, result.note
     assert [b["container"] for b in api.bodies] == [
         {"id": "container_old", "skills": [XLSX]},
         {"skills": [XLSX]},
+        {"skills": [XLSX]},
     ]
+    notes = [b for b in api.bodies if "has expired" in json.dumps(b["messages"][-1])]
+    assert len(notes) == 1
 
 
 @pytest.mark.parametrize(

@@ -279,10 +279,40 @@ def test_thinking_with_a_tool_choice_that_forces_a_call_is_a_config_error(
 ) -> None:
     # Anthropic's extended thinking docs: with thinking, tool_choice may only be auto or none; the
     # API refuses the rest with a 400, which ended the run as an error at its first paid call.
+    def build(**options: Any) -> AnthropicModel:  # a model that thinks only when asked to
+        return AnthropicModel("claude-sonnet-4-6", api_key=KEY, base_url=api.url, **options)
+
     with pytest.raises(ConfigError, match="thinking allows tool_choice 'auto' or 'none' only"):
-        model_for(api, thinking=thinking, tool_choice=choice)
-    model_for(api, thinking={"type": "disabled"}, tool_choice=choice)  # no thinking: any choice
-    model_for(api, thinking=thinking, tool_choice={"type": "none"})
+        build(thinking=thinking, tool_choice=choice)
+    build(thinking={"type": "disabled"}, tool_choice=choice)  # no thinking: any choice
+    build(tool_choice=choice)
+    build(thinking=thinking, tool_choice={"type": "none"})
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-5-5", "claude-opus-5-5", "claude-fable-5-1"])
+def test_a_model_that_always_thinks_refuses_a_forcing_tool_choice_or_thinking_turned_off(
+    api: MessagesAPI, model: str
+) -> None:
+    # What's new in Claude Sonnet 5.5 and Opus 5.5 (also on Fable 5.1): thinking cannot be turned off,
+    # and forced tool use returns an error, whatever `thinking` says (left out, the model thinks).
+    def build(**options: Any) -> AnthropicModel:
+        return AnthropicModel(model, api_key=KEY, base_url=api.url, **options)
+
+    with pytest.raises(ConfigError, match=f"drop tool_choice \\({model} always thinks\\)"):
+        build(tool_choice={"type": "any"})
+    with pytest.raises(ConfigError, match=f"{model} always thinks \\(the API refuses thinking 'disabled'\\)"):
+        build(thinking={"type": "disabled"})
+    build(thinking={"type": "adaptive"}, tool_choice={"type": "auto"})
+
+
+def test_a_model_that_thinks_by_default_refuses_a_forcing_tool_choice_unless_thinking_is_off(
+    api: MessagesAPI,
+) -> None:
+    # What's new in Claude Opus 5: thinking is on by default (a request without `thinking` thinks), and
+    # thinking={"type": "disabled"} is accepted; the API refuses a forcing tool_choice while it thinks.
+    with pytest.raises(ConfigError, match=r"turn thinking off: thinking=.*claude-opus-5 thinks by default"):
+        AnthropicModel("claude-opus-5", api_key=KEY, base_url=api.url, tool_choice={"type": "any"})
+    AnthropicModel("claude-opus-5", api_key=KEY, thinking={"type": "disabled"}, tool_choice={"type": "any"})
 
 
 def test_parallel_tool_use_off_alone_is_an_auto_tool_choice(api: MessagesAPI) -> None:
@@ -319,31 +349,19 @@ def test_server_tool_uses_are_counted_on_the_reply(api: MessagesAPI) -> None:
     assert reply.content[:2] == [search, results] and reply.tool_calls == []
 
 
-def test_rate_limit_headers_are_on_the_reply(api: MessagesAPI) -> None:
-    headers = {
-        "anthropic-ratelimit-input-tokens-remaining": "39000",
-        "anthropic-ratelimit-requests-reset": "2026-11-30T10:00:00Z",
-        "x-unrelated": "1",
-    }
-    api.enqueue(message(text("ok"), headers=headers))
-    reply = complete(model_for(api), ask("hi"))
-    assert reply.extra["rate_limit"] == {
-        "anthropic-ratelimit-input-tokens-remaining": "39000",
-        "anthropic-ratelimit-requests-reset": "2026-11-30T10:00:00Z",
-    }
-
-
-def test_fast_mode_and_priority_tier_rate_limit_headers_are_on_the_reply_too(api: MessagesAPI) -> None:
+def test_rate_limit_headers_are_on_the_reply_fast_modes_and_the_priority_tiers_too(api: MessagesAPI) -> None:
     # Fast mode has its own limits (Anthropic's fast-mode page: anthropic-fast-*), as has the
     # priority tier (anthropic-priority-*): a 429 in either is explained by these, not the standard ones.
-    headers = {
+    limits = {
+        "anthropic-ratelimit-input-tokens-remaining": "39000",
+        "anthropic-ratelimit-requests-reset": "2026-11-30T10:00:00Z",
         "anthropic-fast-input-tokens-limit": "100000",
         "anthropic-fast-output-tokens-remaining": "0",
         "anthropic-priority-input-tokens-remaining": "5000",
     }
-    api.enqueue(message(text("ok"), headers=headers))
+    api.enqueue(message(text("ok"), headers={**limits, "x-unrelated": "1"}))
     reply = complete(model_for(api), ask("hi"))
-    assert reply.extra["rate_limit"] == headers
+    assert reply.extra["rate_limit"] == limits
 
 
 # -- what the API says when it stops -----------------------------------------------------------
@@ -519,14 +537,3 @@ def test_a_max_tokens_above_the_models_maximum_output_is_refused_before_any_call
         complete(model_for(api), ask("hi", max_tokens=200_000))
     assert caught.value.error_type == "bad_request" and not isinstance(caught.value, TransientModelError)
     assert "maximum output of 128,000" in str(caught.value) and api.requests == []
-
-
-def test_claude_sonnet_4_6_refuses_a_max_tokens_above_its_64k_output_before_any_call(
-    api: MessagesAPI,
-) -> None:
-    # Anthropic's models overview: Sonnet 4.6 writes at most 64K tokens (Opus 4.6 128K); the API
-    # refuses more with a 400, which ended the run as an error after the call was made.
-    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-test", base_url=api.url)
-    with pytest.raises(ModelError, match="maximum output of 64,000"):
-        complete(model, ask("hi", max_tokens=100_000))
-    assert api.requests == []

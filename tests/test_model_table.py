@@ -238,6 +238,10 @@ def test_rows_added_in_code() -> None:
             '[models."m"]\ninput = 1.0\noutput = 1.0\nfast = { input = 6.0, output = 6.0, speed = 2 }\n',
             "fast: unknown keys \\['speed'\\]",
         ),
+        (
+            '[models."m"]\ninput = 1.0\noutput = 1.0\nthinking = "sometimes"\n',
+            'thinking must be "always" .* or "default"',
+        ),
         ("models = 3\n", "expected a \\[models"),
         ("[models\n", "not valid TOML"),
     ],

@@ -28,7 +28,11 @@ Choices worth knowing:
   `stop_sequences`, a beta's `context_management`); `tool_options` adds fields
   to the definitions of the agent's tools (`allowed_callers`, `defer_loading`,
   `strict`, `input_examples`). Thinking and other
-  provider blocks are kept verbatim so they can be sent back unchanged.
+  provider blocks are kept verbatim so they can be sent back unchanged. What
+  the API refuses of thinking is refused when the model is built: a
+  `tool_choice` forcing a call while it thinks (with `thinking` left out too,
+  on a model whose row says `thinking = "always"` or `"default"`), and, on one
+  that always thinks, thinking disabled.
 - A server-side compaction (a beta: `context_management` in `extra_body`)
   gives a `compaction` block, kept whole with the summary it streams (which
   the SDK's stream drops), and sent back; a reply that paused after one
@@ -61,7 +65,8 @@ Choices worth knowing:
   the model is told its files are gone; when code in the expired container
   waits for tool results, they can no longer reach it, and the call fails
   (`error_type` `container_expired`).
-- `extra["rate_limit"]` holds the reply's `anthropic-ratelimit-*` headers,
+- `extra["rate_limit"]` holds the reply's rate-limit headers (`anthropic-ratelimit-*`,
+  fast mode's `anthropic-fast-*`, the priority tier's `anthropic-priority-*`),
   `extra["stop_details"]` the API's details of a refusal, `extra["inference_geo"]`
   where the call ran (the usage's `inference_geo`; "us" costs 1.1x), `extra["speed"]` its speed
   (`"fast"`: fast mode, priced from the model table row's `fast` prices).
@@ -97,7 +102,7 @@ from agent.models.base import (
     ModelRequest,
     record_cut_call,
 )
-from agent.models.catalog import ModelTable, default_model
+from agent.models.catalog import ModelTable, Thinking, default_model
 
 PROVIDER = "anthropic"
 CacheTTL = Literal["5m", "1h"]
@@ -205,7 +210,8 @@ class AnthropicModel:
     `{"id": ..., "skills": [...]}` (Agent Skills to load, e.g. `{"type":
     "anthropic", "skill_id": "xlsx", "version": "latest"}`; either key may be
     left out). Once a reply names a container, later requests name that one,
-    with the skills. `extra_body` holds more request fields, sent as given:
+    with the skills; once the API says the one given has expired, none is named
+    until a reply names a new one. `extra_body` holds more request fields, sent as given:
     `output_config` (`effort`, a structured output `format`), `speed`,
     `inference_geo`, `service_tier`, `stop_sequences`, a beta's fields such as
     `context_management` (with its `betas`). `tool_options` adds fields to the
@@ -247,7 +253,8 @@ class AnthropicModel:
         self._max_output = info.max_output if info is not None else None
         self._context_window = info.context_window if info is not None else None
         self._cache: CacheTTL | None = cache
-        self._options = _options(thinking, tool_choice, parallel_tool_use, metadata)
+        by_row = info.thinking if info is not None else None
+        self._options = _options(thinking, tool_choice, parallel_tool_use, metadata, model, by_row)
         self._server_tools = [dict(spec) for spec in server_tools]
         self._container = _container_option(container, self._server_tools)
         self._extra_body = _extra_body(extra_body)
@@ -273,6 +280,11 @@ class AnthropicModel:
         return self._context_window
 
     @property
+    def speed(self) -> str | None:
+        """The speed its requests ask for (`extra_body`'s `speed`: "fast" is fast mode, priced apart)."""
+        return self._extra_body.get("speed") if self._extra_body else None
+
+    @property
     def client(self) -> anthropic.AsyncAnthropic:
         """The SDK client calls go through in the running loop (or the next one), retries off."""
         if self._injected is not None:
@@ -295,6 +307,7 @@ class AnthropicModel:
         except ModelError as exc:
             if named is None or not _container_gone(exc):
                 raise
+            self._container.expired(named)
             if _code_waits(request.messages):
                 raise _expired_while_waiting(named, exc) from exc
             fresh = in_new_container(params, named)
@@ -453,17 +466,15 @@ def _options(
     tool_choice: Mapping[str, Any] | None,
     parallel_tool_use: bool,
     metadata: Mapping[str, Any] | None,
+    model: str = "",
+    by_row: Thinking | None = None,
 ) -> dict[str, Any]:
+    """The request options given, checked against what the model does (`_check_thinking`)."""
     options: dict[str, Any] = {}
     if thinking is not None:
         options["thinking"] = dict(thinking)
     choice = dict(tool_choice) if tool_choice is not None else None
-    thinks = thinking is not None and thinking.get("type") != "disabled"
-    if thinks and choice is not None and choice.get("type") not in ("auto", "none"):
-        raise ConfigError(
-            f"AnthropicModel: thinking allows tool_choice 'auto' or 'none' only (the API refuses "
-            f"{choice.get('type')!r} with thinking on): drop tool_choice, or turn thinking off"
-        )
+    _check_thinking(thinking, choice, model, by_row)
     if not parallel_tool_use:
         choice = {"type": "auto", **(choice or {}), "disable_parallel_tool_use": True}
     if choice is not None:
@@ -471,6 +482,30 @@ def _options(
     if metadata is not None:
         options["metadata"] = dict(metadata)
     return options
+
+
+def _check_thinking(
+    thinking: Mapping[str, Any] | None, choice: Mapping[str, Any] | None, model: str, by_row: Thinking | None
+) -> None:
+    """Refuse what the API refuses: a `tool_choice` forcing a call while the model thinks, and thinking
+    disabled on a model that always thinks. `by_row` is the model table's `thinking`: when the model
+    thinks with no `thinking` asked for ("always", "default")."""
+    kind = thinking.get("type") if thinking is not None else None
+    if by_row == "always" and kind == "disabled":
+        raise ConfigError(
+            f"AnthropicModel: {model} always thinks (the API refuses thinking 'disabled'): drop thinking=, "
+            "and steer how much it thinks with output_config's effort in extra_body"
+        )
+    thinks = by_row == "always" or (kind != "disabled" if thinking is not None else by_row == "default")
+    if thinks and choice is not None and choice.get("type") not in ("auto", "none"):
+        fix = {
+            "always": f" ({model} always thinks)",
+            "default": f", or turn thinking off: thinking={{'type': 'disabled'}} ({model} thinks by default)",
+        }.get(by_row or "", ", or turn thinking off")
+        raise ConfigError(
+            f"AnthropicModel: thinking allows tool_choice 'auto' or 'none' only (the API refuses "
+            f"{choice.get('type')!r} with thinking on): drop tool_choice{fix}"
+        )
 
 
 # -- clients, one per event loop ----------------------------------------------
@@ -710,7 +745,7 @@ def to_reply(
 ) -> ModelReply:
     """A `ModelReply` from an SDK `Message`; `streamed` are fields of blocks streamed that the SDK did
     not gather (inputs, a compaction's summary), `late` usage fields streamed that it did not keep
-    (`iterations`, the usage's breakdown: see `billed_apart`; `speed`, `inference_geo`).
+    (`iterations`, the usage's breakdown: see `ModelReply.billed_apart`; `speed`, `inference_geo`).
 
     A reply no run could keep (a call with no id or name, or whose input is no JSON object, two
     calls with one id) raises `ValueError`: `complete` makes it a transient `malformed_reply`.
@@ -777,6 +812,12 @@ class _Container:
     def __init__(self, id: str | None, skills: list[dict[str, Any]]) -> None:
         self.id = id
         self.skills = skills
+
+    def expired(self, container_id: str) -> None:
+        """Begin in no container once the API says the one given has expired (it is never usable
+        again): a later turn whose reply named no container would name it again, refused each time."""
+        if self.id == container_id:
+            self.id = None
 
     def named(self, run_container: str | None) -> str | dict[str, Any] | None:
         """The request's `container`: the run's (else the one to begin in) by id, with the skills."""
@@ -936,46 +977,34 @@ _APART = ("compaction", "advisor_message")
 _SAMPLED = ("message", "fallback_message")
 
 
-def billed_apart(iterations: Any) -> list[dict[str, Any]]:
-    """The usage of the iterations of a reply that its top-level usage leaves out, as `ModelReply`
-    fields (`input_tokens` counting cache reads and writes too); counts that are no counts are 0."""
-    return _iteration_parts(iterations, _APART)
-
-
-def billed_by_model(iterations: Any) -> list[dict[str, Any]]:
-    """When a fallback model served the reply (a `fallback_message` iteration: Anthropic's server-side
-    fallback), the usage of its sampling iterations, each with the model that ran it, which the
-    top-level usage sums under one model; else nothing."""
-    if not any(isinstance(i, dict) and i.get("type") == "fallback_message" for i in _listed(iterations)):
-        return []
-    return _iteration_parts(iterations, _SAMPLED)
-
-
 def _billed(iterations: Any) -> dict[str, list[dict[str, Any]]]:
-    """What of a reply's usage is billed apart, or by another model, as `ModelReply.extra` holds it."""
-    billed = {BILLED_APART: billed_apart(iterations), BILLED_BY_MODEL: billed_by_model(iterations)}
+    """What of a reply's usage `ModelReply.extra` holds apart: the iterations its top-level counts
+    leave out (`BILLED_APART`) and, when a fallback model served the reply (a `fallback_message`
+    iteration: Anthropic's server-side fallback), its sampling iterations, each with the model that
+    ran it, which the top-level counts sum under one model (`BILLED_BY_MODEL`)."""
+    listed = [i for i in iterations if isinstance(i, dict)] if isinstance(iterations, list) else []
+    billed = {BILLED_APART: [_part(i) for i in listed if i.get("type") in _APART]}
+    if any(i.get("type") == "fallback_message" for i in listed):
+        billed[BILLED_BY_MODEL] = [_part(i) for i in listed if i.get("type") in _SAMPLED]
     return {key: parts for key, parts in billed.items() if parts}
 
 
-def _listed(iterations: Any) -> list[Any]:
-    return iterations if isinstance(iterations, list) else []
-
-
-def _iteration_parts(iterations: Any, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
-    parts = []
-    for item in _listed(iterations):
-        if not isinstance(item, dict) or item.get("type") not in kinds:
-            continue
-        read, write = _count(item, "cache_read_input_tokens"), _count(item, "cache_creation_input_tokens")
-        part = {
-            "input_tokens": _count(item, "input_tokens") + read + write,
-            "output_tokens": _count(item, "output_tokens"),
-            "cache_read_input_tokens": read,
-            "cache_creation_input_tokens": write,
-        }
-        model = item.get("model")
-        parts.append(part | {"model": model} if isinstance(model, str) and model else part)
-    return parts
+def _part(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An iteration's usage as `ModelReply` fields (`input_tokens` counting cache reads and writes
+    too, as the reply's own); counts that are no counts are 0."""
+    read, write = _count(item, "cache_read_input_tokens"), _count(item, "cache_creation_input_tokens")
+    breakdown = item.get("cache_creation")
+    part = {
+        "input_tokens": _count(item, "input_tokens") + read + write,
+        "output_tokens": _count(item, "output_tokens"),
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": write,
+        "cache_creation_1h_input_tokens": _count(
+            breakdown if isinstance(breakdown, dict) else {}, "ephemeral_1h_input_tokens"
+        ),
+    }
+    model = item.get("model")
+    return part | {"model": model} if isinstance(model, str) and model else part
 
 
 def _count(item: Mapping[str, Any], field: str) -> int:

@@ -117,6 +117,7 @@ class ModelReply:
                 extra={k: v for k, v in self.extra.items() if k == "inference_geo"},
                 cache_read_input_tokens=part.get("cache_read_input_tokens", 0),
                 cache_creation_input_tokens=part.get("cache_creation_input_tokens", 0),
+                cache_creation_1h_input_tokens=part.get("cache_creation_1h_input_tokens", 0),
             )
             for part in self.extra.get(key) or ()
         ]

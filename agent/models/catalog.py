@@ -29,6 +29,7 @@ DEFAULT_MODEL = "claude-sonnet-5-5"  # current on 2026-11-30; ENDSTATE_MODEL ove
 BUILTIN = Path(__file__).with_name("models.toml")
 
 Status = Literal["active", "deprecated", "retired"]
+Thinking = Literal["always", "default"]
 _STATUSES: tuple[str, ...] = ("active", "deprecated", "retired")
 _PRICE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h", "web_search_per_1k")
 _ROW_KEYS = frozenset(
@@ -38,6 +39,7 @@ _ROW_KEYS = frozenset(
         "max_output",
         "long_prompt",
         "fast",
+        "thinking",
         "price",
         "reason",
         "status",
@@ -57,7 +59,10 @@ class ModelInfo:
     `price` is None when no price is known; `unknown_price_reason` then says
     why. `status` is `active`, `deprecated` (still callable, `retires` on a
     date) or `retired` (the API refuses it; a deprecated row reads as retired
-    from its `retires` date on).
+    from its `retires` date on). `thinking` says when a model thinks with no
+    `thinking` asked for: "always" (its thinking cannot be turned off: the API
+    refuses thinking disabled, and a `tool_choice` that forces a call) or
+    "default" (it thinks unless thinking is disabled).
     """
 
     id: str
@@ -70,6 +75,7 @@ class ModelInfo:
     note: str = ""
     source: str = ""
     checked: datetime.date | None = None
+    thinking: Thinking | None = None
 
 
 class ModelTable:
@@ -170,6 +176,12 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
         raise ConfigError(f"{at}: status must be one of {list(_STATUSES)}, got {status!r}")
     price, reason = _price_and_reason(row, at)
     retires = _date(row, "retires", at)
+    thinking = row.get("thinking")
+    if thinking not in (None, "always", "default"):
+        raise ConfigError(
+            f'{at}: thinking must be "always" (it cannot be turned off) or "default" (on unless '
+            f"disabled), got {thinking!r}"
+        )
     if status == "deprecated" and retires is not None and retires <= datetime.date.today():
         status = "retired"  # its retirement date has come: calls naming it fail
     return ModelInfo(
@@ -183,6 +195,7 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
         note=str(row.get("note", "")),
         source=str(row.get("source", "")),
         checked=_date(row, "checked", at),
+        thinking=thinking,
     )
 
 
