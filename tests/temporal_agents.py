@@ -104,6 +104,7 @@ def build(state: dict[str, Any]) -> Agent:
         task_type="counting",
         help=help_policy,
         retry=FAST_RETRY,
+        finish_last=bool(state.get("finish_last", True)),
     )
 
 

@@ -442,6 +442,11 @@ def test_a_replys_other_calls_run_before_its_finish_on_temporal_too(
             done = await runs.start("counter", "count", state=state(tmp_path, "finish-first"))
             assert (done.reason, done.turns) == (StopReason.SUCCESS, 2)
             assert calls_log(tmp_path, done.run_id) == ["start 1", "end 1", "start 2", "end 2"]
+            asked = await runs.start(
+                "counter", "count", state=state(tmp_path, "finish-first", finish_last=False)
+            )
+            assert (asked.reason, asked.turns) == (StopReason.SUCCESS, 2)
+            assert calls_log(tmp_path, asked.run_id) == ["start 1", "end 1"]  # the agent's own order kept
             history = await runs.client.get_workflow_handle(done.run_id).fetch_history()
         replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
         assert (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure is None

@@ -240,7 +240,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         "hooks": ReplaySafeHooks(setup.hooks),
         "history": history,
         "max_tokens": plan["max_tokens"],
-        "finish_last": workflow.patched(FINISH_LAST),
+        "finish_last": workflow.patched(FINISH_LAST) and plan.get("finish_last", True),
     }
     if plan["progress"] is not None:
         options["progress"] = functools.partial(ProgressDetector, **plan["progress"])

@@ -101,6 +101,7 @@ def plan_of(agent: Agent) -> dict[str, Any]:
         "price": price_plan(price) if price else None,
         "price_fast": price_plan(price.fast) if price and price.fast else None,
         "max_tokens": agent.max_tokens,
+        "finish_last": agent.finish_last,
         "budget": dataclasses.asdict(agent.budget),
         "help": dataclasses.asdict(agent.help),
         "retry": dataclasses.asdict(agent.retry),
