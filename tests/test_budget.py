@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, Budget, ConfigError, LimitKind, Price, PriceTable, Spent
+from agent import Agent, Budget, ConfigError, Extension, LimitKind, Price, PriceTable, Spent
 from agent.models.scripted import ScriptedModel, finish
 
 TURNS, SECONDS, TOKENS, COST = LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST
@@ -46,6 +46,21 @@ def test_budget_exceeded(budget, usage, expected):
 def test_budget_rejects_ceilings_that_are_not_positive(field, value):
     with pytest.raises(ConfigError, match=f"Budget.{field} must be positive or None, got {value}"):
         Budget(**{field: value})
+
+
+@pytest.mark.parametrize(("field", "value"), [("max_turns", 2.5), ("max_tokens", 1000.5), ("max_turns", 3.0)])
+def test_budget_counts_turns_and_tokens_in_whole_numbers(field, value):
+    wanted = rf"Budget.{field} counts whole .*give an int \(or None\), not {value}"
+    with pytest.raises(ConfigError, match=wanted):
+        Budget(**{field: value})
+
+
+@pytest.mark.parametrize(("field", "value"), [("turns", 1.5), ("tokens", 100.0)])
+def test_an_extension_adds_whole_turns_and_tokens(field, value):
+    """A fractional extension was taken: the run went on, and its snapshot could never be read
+    back (the journal keeps an extension's turns and tokens as ints), so the run was stranded."""
+    with pytest.raises(ConfigError, match=rf"an Extension adds whole {field}: give an int, not {value}"):
+        Extension(**{field: value})
 
 
 def test_budget_ceilings_name_the_limit_kinds():
