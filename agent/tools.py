@@ -284,7 +284,14 @@ async def _bounded(work: Awaitable[Any], seconds: float | None) -> Any:
 
 
 def _outcome(value: Any) -> ToolOutcome:
-    return ToolOutcome(value if isinstance(value, str) else json.dumps(value, default=str))
+    """What a tool returned, as text: a string as it is, any other value as JSON when it can be
+    (its own `repr` when not: a tuple key, a cycle). The tool ran: its value is never an error."""
+    if isinstance(value, str):
+        return ToolOutcome(value)
+    try:
+        return ToolOutcome(json.dumps(value, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return ToolOutcome(repr(value))
 
 
 def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:

@@ -186,6 +186,29 @@ def test_tool_values_become_text(value, text):
     assert (outcome.text, outcome.is_error) == (text, False)
 
 
+def _cycle() -> list[Any]:
+    loop: list[Any] = [1]
+    loop.append(loop)
+    return loop
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [({(1, 2): "pair"}, "{(1, 2): 'pair'}"), (_cycle(), "[1, [...]]"), ({1: {2}}, '{"1": "{2}"}')],
+)
+def test_a_value_json_cannot_hold_is_still_the_tools_result(value, text):
+    """A tool that ran is never reported as failed because its value is not JSON: the model was
+    told "Error: TypeError: keys must be str..." for a call whose side effects had happened."""
+
+    @tool
+    def give() -> Any:
+        """Give a value."""
+        return value
+
+    outcome = asyncio.run(execute(give, {}, ctx()))
+    assert (outcome.text, outcome.is_error, outcome.error_type) == (text, False, None)
+
+
 def test_bad_arguments_are_an_error_result():
     @tool
     def add(a: int, b: int) -> int:
