@@ -32,6 +32,7 @@ from agent import (
     StopCause,
     StopReason,
     TransientModelError,
+    TurnVerdict,
     goal,
     invariant,
     predicate,
@@ -823,6 +824,27 @@ def test_a_per_turn_check_that_returns_no_verdict_ends_as_error_saying_what_to_r
     result = make_agent([say("working")], [finish("done", "x")], checks=[lambda ctx: "stop"]).run("task")
     assert result.reason is StopReason.ERROR and result.error_type == "verifier_error"
     assert "a check returns None to let the run go on, or a TurnVerdict" in result.note
+
+
+@pytest.mark.parametrize(
+    "reason", [StopReason.NEED_HELP, StopReason.LIMIT, StopReason.GAVE_UP, StopReason.CANCELLED, "finished"]
+)
+def test_a_per_turn_check_ends_a_run_only_as_success_or_error(make_agent, reason):
+    """A check's verdict of another reason ended the run with it, without what it needs: need_help
+    with no question nor snapshot (a suspension nobody could answer), limit with no budget named,
+    or a reason that is none of the named ones ("finished")."""
+    check = lambda ctx: TurnVerdict(reason, "stop here")  # noqa: E731
+    result = make_agent([say("working")], [finish("done", "x")], checks=[check]).run("task")
+    assert result.reason is StopReason.ERROR and result.error_type == "verifier_error"
+    assert "a TurnVerdict's reason is 'success' (a goal reached) or 'error'" in result.note
+    assert repr(reason) in result.note
+
+
+def test_a_verdict_of_success_given_as_text_is_a_verified_success(make_agent):
+    check = lambda ctx: TurnVerdict("success", "the goal holds")  # type: ignore[arg-type]  # noqa: E731
+    result = make_agent([say("working")], checks=[check]).run("task")
+    assert (result.reason, result.verified, result.output) == (StopReason.SUCCESS, True, "the goal holds")
+    assert type(result.reason) is StopReason
 
 
 def test_error_from_a_checkpoint_that_raises(make_agent):
