@@ -45,6 +45,7 @@ from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
+from agent.summary import summarize as default_summary
 from agent.tools import Tool, execute
 from agent.verify import run_verifiers
 
@@ -679,7 +680,7 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
     if isinstance(decision, Suspend):
         s = decision.suspension
         snap = run.snapshot(SnapshotKind.SUSPENDED)
-        summary = agent.summarize(run.ctx, run.tick(), StopReason.NEED_HELP, None)
+        summary = summary_of(agent, run, StopReason.NEED_HELP, None)
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
     run.record(Stopped(decision.reason, decision.limit, decision.note))
     kind = _KIND_OF.get(decision.reason, SnapshotKind.FINISHED)
@@ -691,11 +692,26 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         cause=decision.cause,
         output=decision.output,
         note=decision.note,
-        summary=agent.summarize(run.ctx, run.tick(), decision.reason, decision.limit),
+        summary=summary_of(agent, run, decision.reason, decision.limit),
         verified=decision.verified,
         error_type=decision.error_type,
         snapshot=run.snapshot(kind) if kind is not SnapshotKind.FINISHED else None,
     )
+
+
+def summary_of(agent: Agent, run: RunState, reason: StopReason, limit: LimitKind | None) -> str:
+    """The agent's summary of the run; the default one (logged) when the agent's raises or gives no
+    text: a summary never keeps a run from its result."""
+    text: object
+    try:
+        text = agent.summarize(run.ctx, run.tick(), reason, limit)
+    except Exception as exc:
+        text = exc
+    if isinstance(text, str):
+        return text
+    why = f"raised {text!r}" if isinstance(text, Exception) else f"returned {type(text).__name__}, not text"
+    log.warning("run %s: the agent's summarize %s; the default summary stands in", run.ctx.run_id, why)
+    return default_summary(run.ctx, run.tick(), reason, limit)
 
 
 def _saves_state(agent: Agent, decision: Stop | Suspend) -> bool:

@@ -409,6 +409,11 @@ def _check_config(agent: Agent) -> None:
             wrong = type(value).__name__
             raise ConfigError(f"agent {name!r}: {field_name} must be a {kind.__name__}, not {wrong}")
     check_hooks(agent.hooks, f"agent {name!r}: ")
+    if not callable(agent.summarize):
+        raise ConfigError(
+            f"agent {name!r}: summarize must be a function of (ctx, spent, reason, limit) that returns "
+            f"text, not {type(agent.summarize).__name__}"
+        )
     if not (is_number(agent.max_tokens) and isinstance(agent.max_tokens, int) and agent.max_tokens > 0):
         raise ConfigError(f"agent {name!r}: max_tokens must be a positive int, not {agent.max_tokens!r}")
 

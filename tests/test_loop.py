@@ -847,6 +847,28 @@ def test_a_verdict_of_success_given_as_text_is_a_verified_success(make_agent):
     assert type(result.reason) is StopReason
 
 
+def _broken_summary(*args: Any) -> str:
+    raise RuntimeError("the summary template is broken")
+
+
+@pytest.mark.parametrize("summarize", [_broken_summary, lambda *args: 42])
+@pytest.mark.parametrize("steps", [[finish("done", "x")], [finish("need_help", "which one?")]])
+def test_a_summarizer_that_fails_leaves_the_run_its_result_and_the_default_summary(
+    make_agent, summarize, steps, caplog
+):
+    """An agent's own `summarize` raising went out of `run` as the exception (the run had no result),
+    and one returning no text put a number in `result.summary`."""
+    result = make_agent(steps, summarize=summarize).run("task")
+    assert result.reason in (StopReason.SUCCESS, StopReason.NEED_HELP)
+    assert result.summary.startswith(f"Stopped: {result.reason} after 1 turn")
+    assert "the default summary stands in" in caplog.text
+
+
+def test_a_summarizer_that_is_no_function_is_refused_when_the_agent_is_made(make_agent):
+    with pytest.raises(ConfigError, match=r"summarize must be a function of .* not str"):
+        make_agent(summarize="Stopped.")
+
+
 def test_error_from_a_checkpoint_that_raises(make_agent):
     def checkpoint(snap: Snapshot) -> None:
         raise OSError("disk full")
