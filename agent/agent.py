@@ -409,6 +409,16 @@ def _check_config(agent: Agent) -> None:
             wrong = type(value).__name__
             raise ConfigError(f"agent {name!r}: {field_name} must be a {kind.__name__}, not {wrong}")
     check_hooks(agent.hooks, f"agent {name!r}: ")
+    if not callable(agent.progress):
+        hint = (
+            " (pass the class, or a lambda that makes one)"
+            if isinstance(agent.progress, ProgressDetector)
+            else ""
+        )
+        raise ConfigError(
+            f"agent {name!r}: progress must be a function that makes a fresh ProgressDetector for each run, "
+            f"say lambda: ProgressDetector(max_repeats=5){hint}; not {type(agent.progress).__name__}"
+        )
     if not callable(agent.summarize):
         raise ConfigError(
             f"agent {name!r}: summarize must be a function of (ctx, spent, reason, limit) that returns "
