@@ -496,6 +496,11 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
     if delay is not None and (left is None or delay < left):
         return delay
     note = f"The model API still failed after {attempt} attempts: {exc}"
+    if delay is not None and left is not None:  # attempts were left, but no time for the next one
+        note = (
+            f"The model API failed (attempt {attempt}) and the next retry, in {delay:.1f} s, would pass the "
+            f"time budget ({left:.1f} s left): {exc}"
+        )
     return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
 
 

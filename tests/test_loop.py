@@ -1310,6 +1310,20 @@ def test_a_retry_after_past_the_seconds_budget_stops_at_the_limit_without_sleepi
     assert len(agent.model.requests) == 1
 
 
+def test_a_backoff_past_the_seconds_budget_ends_as_error_saying_so(make_agent, sleeps):
+    """The note said "still failed after 1 attempts" when four attempts were left and only the time
+    budget kept the next one from being made."""
+    result = make_agent(
+        TransientModelError("529", error_type="overloaded"),
+        [finish("done", "x")],
+        budget=Budget(max_seconds=2),
+        retry=RetryPolicy(base_delay=5, jitter=False),
+    ).run("task")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "overloaded")
+    assert "the next retry, in 5.0 s, would pass the time budget" in result.note
+    assert sleeps == []
+
+
 def test_a_retry_after_no_run_should_wait_out_ends_the_run_as_error_without_sleeping(make_agent, sleeps):
     """With no time budget to stop it, a retry-after of a year (a broken proxy, a bad header) would
     keep the run asleep for a year: past `MAX_RETRY_AFTER` the run ends `error`, saying why."""
