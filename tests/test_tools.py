@@ -127,6 +127,29 @@ def test_an_unsupported_type_is_a_config_error(hint):
         tool(fn)
 
 
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"fn": "search"}, "fn must be the function to call, not str"),
+        ({"description": None}, "description must be text"),
+        ({"description": "  "}, "description must be text"),
+        ({"parameters": "query: str"}, "parameters must be a JSON schema of an object"),
+        ({"parameters": {"type": "string"}}, "parameters must be a JSON schema of an object"),
+    ],
+)
+def test_a_tool_built_by_hand_is_checked_when_made(fields, says):
+    """These were taken: a tool whose fn is no function ended each call's run as error (TypeError),
+    and a schema the model API refuses failed every model call of every run that offered it."""
+    given = {
+        "name": "search",
+        "fn": lambda query: "",
+        "description": "Search.",
+        "parameters": {"type": "object"},
+    }
+    with pytest.raises(ConfigError, match=f"tool 'search': {says}"):
+        Tool(**{**given, **fields})
+
+
 def test_a_tool_needs_a_description():
     def nameless(x: str) -> str:
         return x
