@@ -295,9 +295,13 @@ def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
 
 async def settle(run: RunState) -> None:
     """After `conclude`: wait for the checkpoints still being written (the segment returns only when
-    they are durable); one that failed is logged, as the run has its reason already."""
+    they are durable); one that failed is logged, as the run has its reason already. A cancellation
+    meanwhile (a second one, or a first that came after the run's end was decided) stops the wait,
+    not the result: it is logged, and the segment returns its result all the same."""
     try:
         await durable(run)
+    except asyncio.CancelledError:
+        log.warning("run %s: cancelled while its last journal entries were being saved", run.ctx.run_id)
     except Exception:
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 

@@ -27,6 +27,7 @@ from agent import (
     RetryPolicy,
     RunContext,
     RunObserver,
+    RunResult,
     Snapshot,
     SnapshotError,
     StopCause,
@@ -696,6 +697,42 @@ def test_task_cancelled_mid_model_call_gives_a_snapshot_of_whole_turns():
     assert resumed.run_id == result.run_id
     assert fresh.model.requests[0].messages == messages  # the model picks up after turn 1
     fresh.model.assert_used_up()
+
+
+def test_a_second_cancellation_while_the_last_checkpoint_is_written_still_returns_the_result():
+    """Cancelled mid model call, the segment waits for the checkpoint still being written; a second
+    cancellation then (a shutdown cutting runs off after its grace, say) raised CancelledError out
+    of `arun`: no result, no snapshot, and the run's span and stop never recorded."""
+    model = GatedModel(RESEARCH_STEPS, hang_on=2)
+    writing = asyncio.Event()
+    ended: list[RunResult] = []
+
+    async def slow_write(new: Checkpoint) -> None:
+        writing.set()
+        await asyncio.Event().wait()  # a store that is slow to answer
+
+    class Ends(RunObserver):
+        def run_ended(self, result: RunResult) -> None:
+            ended.append(result)
+
+    class Hooks:
+        def run_started(self, info: Any) -> RunObserver:
+            return Ends()
+
+    agent = Agent("research", model, tools=[search], checkpoint=slow_write, hooks=Hooks())
+
+    async def scenario() -> RunResult:
+        task = asyncio.create_task(agent.arun("task"))
+        await model.hanging.wait()
+        task.cancel()
+        await writing.wait()
+        task.cancel()
+        return await task
+
+    result = asyncio.run(scenario())
+    assert result.reason is StopReason.CANCELLED and result.turns == 1
+    assert result.snapshot is not None and result.snapshot.kind is SnapshotKind.CANCELLED
+    assert ended == [result]
 
 
 def test_a_turn_cut_off_mid_model_call_is_not_counted():
