@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -177,7 +178,7 @@ class Agent:
         """
         self._check_snapshot(snapshot)
         _check_cancel(cancel)
-        now = self.clock.time() if now is None else now
+        now = self.clock.time() if now is None else _check_now(now)
         if snapshot.kind is SnapshotKind.LIMITED or more is not None:
             return await self._extend(snapshot, more, now, cancel)
         s = snapshot.suspension
@@ -198,7 +199,7 @@ class Agent:
         """A suspended run whose deadline passed: end it, or go on with the default answer."""
         self._check_snapshot(snapshot)
         _check_cancel(cancel)
-        now = self.clock.time() if now is None else now
+        now = self.clock.time() if now is None else _check_now(now)
         s = snapshot.suspension
         if s is None or now < s.deadline:
             raise SnapshotError(f"run {snapshot.run_id} is not waiting past a deadline")
@@ -367,6 +368,13 @@ def check_reply(s: Suspension, reply: HumanReply | None) -> None:
         )
     if s.pending is None and not (isinstance(reply, Answer) and reply.text.strip()):
         raise SnapshotError(f"the run waits for an answer to {s.question!r}: pass Answer('...')")
+
+
+def _check_now(now: object) -> float:
+    """`now` as given to resume or expire: a time in seconds since the epoch, as the clock's."""
+    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
+        raise ConfigError(f"now must be a finite number of seconds since the epoch (or None), not {now!r}")
+    return float(now)
 
 
 def _check_cancel(cancel: object) -> None:

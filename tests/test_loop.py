@@ -555,6 +555,18 @@ def test_an_answer_after_the_deadline_is_too_late(make_agent):
     assert result.waiting_seconds == pytest.approx(65)
 
 
+@pytest.mark.parametrize("now", [float("nan"), float("inf"), "2026-12-01", True])
+def test_a_time_that_is_no_time_is_refused_by_resume_and_expire(make_agent, now):
+    """`now=nan` was taken as before the deadline (every comparison with NaN is false): the answer
+    went in however late it came; `inf` made the wait infinite; a text raised TypeError."""
+    agent = ask_region(make_agent, help=HelpPolicy(wait_seconds=60))
+    first = agent.run("task")
+    with pytest.raises(ConfigError, match="now must be a finite number of seconds since the epoch"):
+        asyncio.run(agent.aresume(first.snapshot, "EU", now=now))
+    with pytest.raises(ConfigError, match="now must be a finite number of seconds since the epoch"):
+        asyncio.run(agent.aexpire(first.snapshot, now=now))
+
+
 def test_expire_before_the_deadline_is_refused(make_agent):
     agent = ask_region(make_agent)
     first = agent.run("task")
