@@ -417,6 +417,7 @@ def _check_config(agent: Agent) -> None:
             wrong = type(value).__name__
             raise ConfigError(f"agent {name!r}: {field_name} must be a {kind.__name__}, not {wrong}")
     check_hooks(agent.hooks, f"agent {name!r}: ")
+    _check_parts(agent)
     if not callable(agent.progress):
         hint = (
             " (pass the class, or a lambda that makes one)"
@@ -434,6 +435,31 @@ def _check_config(agent: Agent) -> None:
         )
     if not (is_number(agent.max_tokens) and isinstance(agent.max_tokens, int) and agent.max_tokens > 0):
         raise ConfigError(f"agent {name!r}: max_tokens must be a positive int, not {agent.max_tokens!r}")
+
+
+def _check_parts(agent: Agent) -> None:
+    """The agent's instructions, its optional functions, clock and audit are of the kind they must be
+    (each was first used mid-run: a TypeError or AttributeError there, not what to fix)."""
+    name = agent.name
+    if not isinstance(agent.instructions, str):
+        raise ConfigError(
+            f"agent {name!r}: instructions must be text, not {type(agent.instructions).__name__}"
+        )
+    for field_name, takes in (("checkpoint", "a Checkpoint"), ("fingerprint", "the RunContext")):
+        if (given := getattr(agent, field_name)) is not None and not callable(given):
+            raise ConfigError(
+                f"agent {name!r}: {field_name} must be a function that takes {takes} (or None), "
+                f"not {type(given).__name__}"
+            )
+    if not all(callable(getattr(agent.clock, m, None)) for m in ("time", "monotonic")):
+        raise ConfigError(
+            f"agent {name!r}: clock must have time() and monotonic() (say SystemClock()), "
+            f"not {type(agent.clock).__name__}"
+        )
+    if agent.audit is not None and not isinstance(agent.audit, SuccessAudit):
+        raise ConfigError(
+            f"agent {name!r}: audit must be a SuccessAudit or None, not {type(agent.audit).__name__}"
+        )
 
 
 def _need_list(agent: Agent, field_name: str, kind: type | None, what: str) -> None:

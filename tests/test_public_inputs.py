@@ -142,6 +142,12 @@ def scripted() -> ScriptedModel:
         ({"max_tokens": True}, r"max_tokens must be a positive int, not True"),
         ({"task_type": 3}, r"task_type must be a non-empty string, not 3"),
         ({"name": " "}, r"name must be a non-empty string"),
+        # these were first used mid-run: a run ending as error (TypeError), or an AttributeError out of it
+        ({"instructions": ["be brief"]}, r"instructions must be text, not list"),
+        ({"checkpoint": "runs.db"}, r"checkpoint must be a function that takes a Checkpoint .*not str"),
+        ({"fingerprint": "rows"}, r"fingerprint must be a function that takes the RunContext \(or None\)"),
+        ({"clock": 1700000000.0}, r"clock must have time\(\) and monotonic\(\).*not float"),
+        ({"audit": 0.1}, r"audit must be a SuccessAudit or None, not float"),
     ],
 )
 def test_an_agent_made_with_a_field_of_the_wrong_kind_is_refused_when_made(
