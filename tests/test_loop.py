@@ -918,6 +918,26 @@ def test_a_summarizer_that_is_no_function_is_refused_when_the_agent_is_made(make
         make_agent(summarize="Stopped.")
 
 
+@pytest.mark.parametrize("replaced", [["a", "list"], None])
+@pytest.mark.parametrize("ending", [finish("need_help", "which?"), finish("done", "x")])
+def test_a_tool_that_replaces_the_state_ends_the_run_as_error_saying_so(make_agent, replaced, ending):
+    """ctx.state = [...] ended the run with 'ValueError: dictionary update sequence element #0 has
+    length 3; 2 is required' (or a TypeError for None), and logged a traceback for the last checkpoint.
+    The state is saved by the checkpointer after each turn, and with the snapshot of a suspension."""
+
+    @tool
+    def reset(ctx: RunContext) -> str:
+        """Start over."""
+        ctx.state = replaced
+        return "reset"
+
+    checkpoints: list[Checkpoint] = []
+    saved = checkpoints.append if ending["input"]["kind"] == "done" else None
+    result = make_agent([call("reset")], [ending], tools=[reset], checkpoint=saved).run("task")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "ConfigError")
+    assert f"ctx.state must stay a dict of JSON values, not {type(replaced).__name__}" in result.note
+
+
 def test_error_from_a_checkpoint_that_raises(make_agent):
     def checkpoint(snap: Snapshot) -> None:
         raise OSError("disk full")
