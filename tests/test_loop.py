@@ -1350,6 +1350,21 @@ def test_transient_errors_are_retried_then_succeed(make_agent, sleeps):
     agent.model.assert_used_up()
 
 
+@pytest.mark.parametrize("given", [float("nan"), float("inf"), -5.0, "3"])
+def test_a_retry_after_that_is_no_number_of_seconds_is_not_taken(make_agent, sleeps, given):
+    """A custom adapter's retry_after of NaN ended the run as error after one attempt when time was
+    budgeted ("still failed after 1 attempts": NaN is neither below nor above the time left), and
+    retried at once when it was not; "3" ended it with a TypeError. As the Anthropic adapter reads
+    a header, such a value is no wait given: the policy's backoff applies."""
+    agent = make_agent(
+        TransientModelError("429", error_type="rate_limit", retry_after=given),
+        [finish("done", "ok")],
+        retry=RetryPolicy(base_delay=0.001, jitter=False),
+    )
+    assert agent.run("task").reason is StopReason.SUCCESS
+    assert sleeps == [0.001]
+
+
 def test_persistent_transient_errors_end_in_error(make_agent, sleeps):
     agent = make_agent(
         then=lambda turn: overloaded(), retry=RetryPolicy(max_attempts=3, base_delay=0.001, jitter=False)
