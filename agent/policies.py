@@ -72,3 +72,9 @@ class HelpPolicy:
             )
         if self.on_timeout not in ("end", "resume"):
             raise ConfigError(f"HelpPolicy.on_timeout must be 'end' or 'resume', got {self.on_timeout!r}")
+        answer = self.default_answer
+        if not isinstance(answer, str) or (self.on_timeout == "resume" and not answer.strip()):
+            raise ConfigError(
+                "HelpPolicy.default_answer must be text (with on_timeout='resume', what the run is told "
+                f"when nobody answers, as a person's answer must say something), got {answer!r}"
+            )

@@ -91,6 +91,22 @@ def test_a_help_wait_that_is_no_finite_number_is_refused_when_made(seconds: Any)
         HelpPolicy(wait_seconds=seconds)
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"on_timeout": "resume", "default_answer": ""},
+        {"on_timeout": "resume", "default_answer": "  "},
+        {"on_timeout": "resume", "default_answer": None},
+        {"default_answer": 42},
+    ],
+)
+def test_a_default_answer_that_says_nothing_is_refused_when_made(fields: dict[str, Any]) -> None:
+    """Each was taken: a run nobody answered went on told "Answer from the help policy, as nobody
+    answered in time: None" (or nothing), where a person's empty answer is refused."""
+    with pytest.raises(ConfigError, match=r"HelpPolicy\.default_answer must be text"):
+        HelpPolicy(**fields)
+
+
 @pytest.mark.parametrize("fields", [{"seconds": math.inf}, {"cost_usd": math.nan}, {"tokens": math.inf}])
 def test_an_extension_that_is_no_finite_number_is_refused_when_made(fields: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match=r"Extension.*finite"):
