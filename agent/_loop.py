@@ -356,8 +356,36 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
         except Exception as exc:  # an adapter bug: the run ends as error, and the call says why
             obs.model_ended(None, exc)
             raise
-        obs.model_ended(reply, None)
-        return taken(agent, run, reply)
+        return received(agent, run, obs, reply)
+
+
+def received(agent: Agent, run: RunState, obs: RunObserver, reply: ModelReply) -> Reply | Stop:
+    """A reply came: the observer sees it, then the journal takes it. A reply the loop cannot read
+    (an adapter's bug) ends the run as `invalid_reply`, saying what is wrong, not with a TypeError."""
+    if (problem := misshapen(reply)) is not None:
+        obs.model_ended(None, ModelError(problem, error_type="invalid_reply"))
+        return invalid_reply(problem)
+    obs.model_ended(reply, None)
+    return taken(agent, run, reply)
+
+
+def misshapen(reply: object) -> str | None:
+    """What makes `reply` no `ModelReply` the loop can read (content a list of block dicts, a tool
+    call with an id, a name and an object of arguments), None when it is one."""
+    if not isinstance(reply, ModelReply):
+        return f"complete() returned {type(reply).__name__}, not a ModelReply"
+    if not isinstance(reply.content, list):
+        return f"its content is {type(reply.content).__name__}, not a list of content blocks"
+    for block in reply.content:
+        if not isinstance(block, dict):
+            return f"a content block is {type(block).__name__}, not a dict"
+        if block.get("type") == "tool_use":
+            if "id" not in block or "name" not in block:
+                return f"a tool_use block has no {'id' if 'id' not in block else 'name'}"
+            if not isinstance(block.get("input") or {}, dict):
+                given = type(block["input"]).__name__
+                return f"tool call {block['name']!r}: its input is {given}, not an object"
+    return None
 
 
 def taken(agent: Agent, run: RunState, reply: ModelReply) -> Reply | Stop:

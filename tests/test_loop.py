@@ -1683,6 +1683,42 @@ def test_a_new_run_id_is_a_version_4_uuid_in_hex():
         assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, run_id)
 
 
+class _Returns:
+    """A model adapter whose complete() returns `value` as it is."""
+
+    name = "scripted"
+    provider = "scripted"
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    async def complete(self, request: ModelRequest) -> Any:
+        return self.value
+
+
+@pytest.mark.parametrize(
+    ("returned", "says"),
+    [
+        (None, "complete() returned NoneType, not a ModelReply"),
+        ({"content": [finish("done", "x")]}, "complete() returned dict, not a ModelReply"),
+        (ModelReply(content="done"), "its content is str, not a list of content blocks"),  # type: ignore[arg-type]
+        (ModelReply(content=["done"]), "a content block is str, not a dict"),  # type: ignore[list-item]
+        (ModelReply(content=[{"type": "tool_use", "id": "t1", "input": {}}]), "a tool_use block has no name"),
+        (
+            ModelReply(content=[{**call("search", query="x"), "id": "t1", "input": ["x"]}]),
+            "its input is list",
+        ),
+    ],
+)
+def test_a_reply_the_loop_cannot_read_ends_the_run_saying_what_is_wrong(returned, says):
+    """An adapter's bug ended the run with "AttributeError: 'NoneType' object has no attribute
+    'extra'", "TypeError: cannot convert dictionary update sequence..." or a KeyError: a crash's
+    words, not what the adapter got wrong."""
+    result = Agent("a", _Returns(returned), tools=[search]).run("task")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "invalid_reply")
+    assert says in result.note
+
+
 def test_a_reply_with_two_tool_calls_of_one_id_ends_the_run_before_either_runs(make_agent):
     """Results and approvals are matched to calls by id: two calls sharing one (a buggy adapter's)
     would take each other's result or approval, so the reply is refused before anything runs."""
