@@ -45,6 +45,7 @@ from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
+from agent.summary import summarize as default_summary
 from agent.tools import Tool, execute
 from agent.verify import run_verifiers
 
@@ -294,9 +295,13 @@ def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
 
 async def settle(run: RunState) -> None:
     """After `conclude`: wait for the checkpoints still being written (the segment returns only when
-    they are durable); one that failed is logged, as the run has its reason already."""
+    they are durable); one that failed is logged, as the run has its reason already. A cancellation
+    meanwhile (a second one, or a first that came after the run's end was decided) stops the wait,
+    not the result: it is logged, and the segment returns its result all the same."""
     try:
         await durable(run)
+    except asyncio.CancelledError:
+        log.warning("run %s: cancelled while its last journal entries were being saved", run.ctx.run_id)
     except Exception:
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 
@@ -351,8 +356,36 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
         except Exception as exc:  # an adapter bug: the run ends as error, and the call says why
             obs.model_ended(None, exc)
             raise
-        obs.model_ended(reply, None)
-        return taken(agent, run, reply)
+        return received(agent, run, obs, reply)
+
+
+def received(agent: Agent, run: RunState, obs: RunObserver, reply: ModelReply) -> Reply | Stop:
+    """A reply came: the observer sees it, then the journal takes it. A reply the loop cannot read
+    (an adapter's bug) ends the run as `invalid_reply`, saying what is wrong, not with a TypeError."""
+    if (problem := misshapen(reply)) is not None:
+        obs.model_ended(None, ModelError(problem, error_type="invalid_reply"))
+        return invalid_reply(problem)
+    obs.model_ended(reply, None)
+    return taken(agent, run, reply)
+
+
+def misshapen(reply: object) -> str | None:
+    """What makes `reply` no `ModelReply` the loop can read (content a list of block dicts, a tool
+    call with an id, a name and an object of arguments), None when it is one."""
+    if not isinstance(reply, ModelReply):
+        return f"complete() returned {type(reply).__name__}, not a ModelReply"
+    if not isinstance(reply.content, list):
+        return f"its content is {type(reply.content).__name__}, not a list of content blocks"
+    for block in reply.content:
+        if not isinstance(block, dict):
+            return f"a content block is {type(block).__name__}, not a dict"
+        if block.get("type") == "tool_use":
+            if "id" not in block or "name" not in block:
+                return f"a tool_use block has no {'id' if 'id' not in block else 'name'}"
+            if not isinstance(block.get("input") or {}, dict):
+                given = type(block["input"]).__name__
+                return f"tool call {block['name']!r}: its input is {given}, not an object"
+    return None
 
 
 def taken(agent: Agent, run: RunState, reply: ModelReply) -> Reply | Stop:
@@ -495,6 +528,11 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
     if delay is not None and (left is None or delay < left):
         return delay
     note = f"The model API still failed after {attempt} attempts: {exc}"
+    if delay is not None and left is not None:  # attempts were left, but no time for the next one
+        note = (
+            f"The model API failed (attempt {attempt}) and the next retry, in {delay:.1f} s, would pass the "
+            f"time budget ({left:.1f} s left): {exc}"
+        )
     return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
 
 
@@ -679,7 +717,7 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
     if isinstance(decision, Suspend):
         s = decision.suspension
         snap = run.snapshot(SnapshotKind.SUSPENDED)
-        summary = agent.summarize(run.ctx, run.tick(), StopReason.NEED_HELP, None)
+        summary = summary_of(agent, run, StopReason.NEED_HELP, None)
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
     run.record(Stopped(decision.reason, decision.limit, decision.note))
     kind = _KIND_OF.get(decision.reason, SnapshotKind.FINISHED)
@@ -691,11 +729,26 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         cause=decision.cause,
         output=decision.output,
         note=decision.note,
-        summary=agent.summarize(run.ctx, run.tick(), decision.reason, decision.limit),
+        summary=summary_of(agent, run, decision.reason, decision.limit),
         verified=decision.verified,
         error_type=decision.error_type,
         snapshot=run.snapshot(kind) if kind is not SnapshotKind.FINISHED else None,
     )
+
+
+def summary_of(agent: Agent, run: RunState, reason: StopReason, limit: LimitKind | None) -> str:
+    """The agent's summary of the run; the default one (logged) when the agent's raises or gives no
+    text: a summary never keeps a run from its result."""
+    text: object
+    try:
+        text = agent.summarize(run.ctx, run.tick(), reason, limit)
+    except Exception as exc:
+        text = exc
+    if isinstance(text, str):
+        return text
+    why = f"raised {text!r}" if isinstance(text, Exception) else f"returned {type(text).__name__}, not text"
+    log.warning("run %s: the agent's summarize %s; the default summary stands in", run.ctx.run_id, why)
+    return default_summary(run.ctx, run.tick(), reason, limit)
 
 
 def _saves_state(agent: Agent, decision: Stop | Suspend) -> bool:

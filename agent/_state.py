@@ -112,6 +112,11 @@ class RunState:
         """What in the run's state JSON cannot hold, None when all of it can (it is saved with each
         checkpoint and snapshot)."""
         state = self.ctx.state
+        if not isinstance(state, dict):  # a tool replaced ctx.state
+            return (
+                f"the run's state cannot be saved: ctx.state must stay a dict of JSON values, not "
+                f"{type(state).__name__}; change its keys rather than replace it"
+            )
         if unwritable(state) is None:
             return None
         left_out = [k for k, v in state.items() if not _writable_item(k, v)]
@@ -124,6 +129,10 @@ class RunState:
     def saveable_state(self, strict: bool = False) -> dict[str, Any]:
         """The run's state as a snapshot keeps it: without the keys JSON cannot hold (see `state_problem`;
         the run ends as error when there are any). `strict`: a `ConfigError` instead when there are."""
+        if not isinstance(self.ctx.state, dict):
+            if strict:
+                raise ConfigError(self.state_problem() or "")
+            return {}
         state = dict(self.ctx.state)
         if unwritable(state) is None:
             return state

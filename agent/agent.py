@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -177,7 +178,7 @@ class Agent:
         """
         self._check_snapshot(snapshot)
         _check_cancel(cancel)
-        now = self.clock.time() if now is None else now
+        now = self.clock.time() if now is None else _check_now(now)
         if snapshot.kind is SnapshotKind.LIMITED or more is not None:
             return await self._extend(snapshot, more, now, cancel)
         s = snapshot.suspension
@@ -198,7 +199,7 @@ class Agent:
         """A suspended run whose deadline passed: end it, or go on with the default answer."""
         self._check_snapshot(snapshot)
         _check_cancel(cancel)
-        now = self.clock.time() if now is None else now
+        now = self.clock.time() if now is None else _check_now(now)
         s = snapshot.suspension
         if s is None or now < s.deadline:
             raise SnapshotError(f"run {snapshot.run_id} is not waiting past a deadline")
@@ -369,6 +370,13 @@ def check_reply(s: Suspension, reply: HumanReply | None) -> None:
         raise SnapshotError(f"the run waits for an answer to {s.question!r}: pass Answer('...')")
 
 
+def _check_now(now: object) -> float:
+    """`now` as given to resume or expire: a time in seconds since the epoch, as the clock's."""
+    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
+        raise ConfigError(f"now must be a finite number of seconds since the epoch (or None), not {now!r}")
+    return float(now)
+
+
 def _check_cancel(cancel: object) -> None:
     if cancel is not None and not callable(getattr(cancel, "is_set", None)):
         raise ConfigError(
@@ -409,8 +417,49 @@ def _check_config(agent: Agent) -> None:
             wrong = type(value).__name__
             raise ConfigError(f"agent {name!r}: {field_name} must be a {kind.__name__}, not {wrong}")
     check_hooks(agent.hooks, f"agent {name!r}: ")
+    _check_parts(agent)
+    if not callable(agent.progress):
+        hint = (
+            " (pass the class, or a lambda that makes one)"
+            if isinstance(agent.progress, ProgressDetector)
+            else ""
+        )
+        raise ConfigError(
+            f"agent {name!r}: progress must be a function that makes a fresh ProgressDetector for each run, "
+            f"say lambda: ProgressDetector(max_repeats=5){hint}; not {type(agent.progress).__name__}"
+        )
+    if not callable(agent.summarize):
+        raise ConfigError(
+            f"agent {name!r}: summarize must be a function of (ctx, spent, reason, limit) that returns "
+            f"text, not {type(agent.summarize).__name__}"
+        )
     if not (is_number(agent.max_tokens) and isinstance(agent.max_tokens, int) and agent.max_tokens > 0):
         raise ConfigError(f"agent {name!r}: max_tokens must be a positive int, not {agent.max_tokens!r}")
+
+
+def _check_parts(agent: Agent) -> None:
+    """The agent's instructions, its optional functions, clock and audit are of the kind they must be
+    (each was first used mid-run: a TypeError or AttributeError there, not what to fix)."""
+    name = agent.name
+    if not isinstance(agent.instructions, str):
+        raise ConfigError(
+            f"agent {name!r}: instructions must be text, not {type(agent.instructions).__name__}"
+        )
+    for field_name, takes in (("checkpoint", "a Checkpoint"), ("fingerprint", "the RunContext")):
+        if (given := getattr(agent, field_name)) is not None and not callable(given):
+            raise ConfigError(
+                f"agent {name!r}: {field_name} must be a function that takes {takes} (or None), "
+                f"not {type(given).__name__}"
+            )
+    if not all(callable(getattr(agent.clock, m, None)) for m in ("time", "monotonic")):
+        raise ConfigError(
+            f"agent {name!r}: clock must have time() and monotonic() (say SystemClock()), "
+            f"not {type(agent.clock).__name__}"
+        )
+    if agent.audit is not None and not isinstance(agent.audit, SuccessAudit):
+        raise ConfigError(
+            f"agent {name!r}: audit must be a SuccessAudit or None, not {type(agent.audit).__name__}"
+        )
 
 
 def _need_list(agent: Agent, field_name: str, kind: type | None, what: str) -> None:

@@ -10,6 +10,7 @@ false-success share and an alert can fire when it rises.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -32,8 +33,16 @@ class SuccessAudit:
     after: float = 0.0
 
     def __post_init__(self) -> None:
-        if not 0 < self.share <= 1 or self.after < 0:
-            raise ConfigError("SuccessAudit needs 0 < share <= 1 and after >= 0 seconds")
+        share, after = self.share, self.after
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (share, after))
+        if not (numbers and 0 < share <= 1 and 0 <= after < math.inf):
+            raise ConfigError(
+                f"SuccessAudit needs 0 < share <= 1 and a finite after >= 0 seconds; got {share!r}, {after!r}"
+            )
+        if not callable(self.check):
+            raise ConfigError(
+                f"SuccessAudit's check is a verifier (a function of the RunContext), not {self.check!r}"
+            )
 
     def samples(self, run_id: str) -> bool:
         """Whether this run is audited: a stable choice from its id (the same in every process)."""

@@ -61,6 +61,7 @@ class Spent:
         return Spent(**vars(self))
 
 
+_WHOLE_CEILINGS = ("max_turns", "max_tokens")  # counted in whole units: a journal keeps them as ints
 _CEILING_KINDS = tuple(str(k) for k in (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST))
 
 
@@ -84,6 +85,10 @@ class Budget:
                 raise ConfigError(f"Budget.{name} must be a number or None, not {value!r}")
             if value is not None and value <= 0:
                 raise ConfigError(f"Budget.{name} must be positive or None, got {value!r}")
+        for name in _WHOLE_CEILINGS:
+            if not isinstance(value := getattr(self, name), int | None):
+                what = name.removeprefix("max_")
+                raise ConfigError(f"Budget.{name} counts whole {what}: give an int (or None), not {value!r}")
 
     def exceeded(self, usage: Spent, *, within_turn: bool = False) -> LimitKind | None:
         """The first budget that `usage` has used up, or None while all have room.
@@ -136,6 +141,9 @@ class Extension:
             raise ConfigError(
                 f"an Extension's turns, seconds, tokens and cost_usd are finite numbers, not {values!r}"
             )
+        for name in ("turns", "tokens"):
+            if not isinstance(value := getattr(self, name), int):
+                raise ConfigError(f"an Extension adds whole {name}: give an int, not {value!r}")
         if any(v < 0 for v in values) or not any(values):
             raise ConfigError(
                 "an Extension adds something >= 0 to at least one of turns, seconds, tokens, cost_usd"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agent.context import RunContext
+from agent.errors import ConfigError
 from agent.stops import StopReason
 
 
@@ -23,6 +24,24 @@ class TurnVerdict:
     reason: StopReason  # success (the goal is reached) or error (an invariant broke)
     note: str
     error_type: str | None = None
+
+    def __post_init__(self) -> None:
+        """Only a goal (success) or a broken invariant (error) ends a run from a check: any other
+        reason would end it without what that reason needs (need_help its question and snapshot,
+        limit its budget), or with no named reason at all."""
+        if self.reason not in _VERDICTS:
+            raise ConfigError(
+                f"a TurnVerdict's reason is 'success' (a goal reached) or 'error' (an invariant broke), "
+                f"not {self.reason!r}"
+            )
+        object.__setattr__(self, "reason", StopReason(self.reason))  # "success" as the enum
+        if not isinstance(self.note, str):
+            raise ConfigError(f"a TurnVerdict's note is a string, not {type(self.note).__name__}")
+        if self.error_type is not None and not isinstance(self.error_type, str):
+            raise ConfigError(f"a TurnVerdict's error_type is a string or None, not {self.error_type!r}")
+
+
+_VERDICTS = (StopReason.SUCCESS, StopReason.ERROR)
 
 
 class TurnCheck(Protocol):

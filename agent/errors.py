@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 class EndstateError(Exception):
     """Root of every exception Endstate raises on purpose."""
@@ -29,13 +31,19 @@ class ModelError(EndstateError):
 
 
 class TransientModelError(ModelError):
-    """The model call failed in a way that may pass: 429, 529, 5xx, timeouts."""
+    """The model call failed in a way that may pass: 429, 529, 5xx, timeouts.
+
+    `retry_after` is the server's wait in seconds; a value that is no number of seconds (NaN,
+    negative, infinite, not a number) is taken as not given, so the retry policy's backoff applies.
+    """
 
     def __init__(
         self, message: str, *, error_type: str | None = None, retry_after: float | None = None
     ) -> None:
         super().__init__(message, error_type=error_type)
-        self.retry_after = retry_after
+        given = retry_after
+        seconds = isinstance(given, int | float) and not isinstance(given, bool) and 0 <= given < math.inf
+        self.retry_after = given if seconds else None
 
 
 class ScriptExhausted(ModelError):

@@ -116,7 +116,8 @@ class HistoryPolicy:
 
     def __post_init__(self) -> None:
         numbers = (self.clear_at, self.compact_at, self.keep_last, self.max_result_chars or 200)
-        if not all(is_number(n) for n in numbers) or not isinstance(self.keep_last, int):
+        whole = (self.keep_last, self.max_result_chars or 200)
+        if not all(is_number(n) for n in numbers) or not all(isinstance(n, int) for n in whole):
             raise ConfigError(
                 "HistoryPolicy: clear_at and compact_at are shares of the window (numbers), keep_last and "
                 f"max_result_chars whole numbers; got {self.clear_at!r}, {self.compact_at!r}, "

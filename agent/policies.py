@@ -19,10 +19,11 @@ class RetryPolicy:
 
     Retries happen inside the run's time budget. A server's `retry-after` is
     honoured as given, never cut short by `max_delay` (retrying sooner only
-    meets another 429); `max_delay` caps the policy's own backoff. When the
-    wait is longer than the time left, the loop stops the run at once
-    (`limit`/`seconds`) rather than sleep into the budget; a wait longer than
-    `MAX_RETRY_AFTER` ends it as `error`, budget or not.
+    meets another 429); `max_delay` caps the policy's own backoff. The loop
+    never sleeps into the budget: a `retry-after` longer than the time left
+    stops the run at once (`limit`/`seconds`), and so does the policy's own
+    backoff, but as `error` (the API still failing, no retry fits); a wait
+    longer than `MAX_RETRY_AFTER` ends it as `error`, budget or not.
     """
 
     max_attempts: int = 5
@@ -71,3 +72,9 @@ class HelpPolicy:
             )
         if self.on_timeout not in ("end", "resume"):
             raise ConfigError(f"HelpPolicy.on_timeout must be 'end' or 'resume', got {self.on_timeout!r}")
+        answer = self.default_answer
+        if not isinstance(answer, str) or (self.on_timeout == "resume" and not answer.strip()):
+            raise ConfigError(
+                "HelpPolicy.default_answer must be text (with on_timeout='resume', what the run is told "
+                f"when nobody answers, as a person's answer must say something), got {answer!r}"
+            )

@@ -117,6 +117,19 @@ class ProgressDetector:
     _turn_had_news: bool = False
     _worst: tuple[str, int] = ("", 0)  # the most repeated call so far and its count
 
+    def __post_init__(self) -> None:
+        repeats, idle = self.max_repeats, self.max_idle_turns
+        if not (isinstance(repeats, int) and not isinstance(repeats, bool) and repeats >= 2):
+            raise ConfigError(
+                f"ProgressDetector.max_repeats must be a whole number >= 2 (the same call made that many "
+                f"times is stuck; 1 would stop a run at its first call), not {repeats!r}"
+            )
+        if idle is not None and not (isinstance(idle, int) and not isinstance(idle, bool) and idle >= 1):
+            raise ConfigError(
+                f"ProgressDetector.max_idle_turns must be a whole number >= 1, or None for no idle rule, "
+                f"not {idle!r}"
+            )
+
     def observe(self, signature: str, fingerprint: str) -> None:
         """Record one tool call and the state fingerprint after it."""
         last = self._repeats.get(signature)

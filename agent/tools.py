@@ -60,6 +60,19 @@ class Tool:
             raise ConfigError(
                 f"tool name {self.name!r} is not one a model API takes: 1 to 64 letters, digits, _ or -"
             )
+        if not callable(self.fn):
+            raise ConfigError(
+                f"tool {self.name!r}: fn must be the function to call, not {type(self.fn).__name__}"
+            )
+        if not (isinstance(self.description, str) and self.description.strip()):
+            raise ConfigError(
+                f"tool {self.name!r}: description must be text that tells the model what it does"
+            )
+        if not (isinstance(self.parameters, dict) and self.parameters.get("type") == "object"):
+            raise ConfigError(
+                f"tool {self.name!r}: parameters must be a JSON schema of an object, as model APIs take it: "
+                f"{{'type': 'object', 'properties': {{...}}}}; got {self.parameters!r:.80}"
+            )
         t = self.timeout
         if t is not None and not (is_number(t) and t > 0):
             raise ConfigError(
@@ -284,7 +297,14 @@ async def _bounded(work: Awaitable[Any], seconds: float | None) -> Any:
 
 
 def _outcome(value: Any) -> ToolOutcome:
-    return ToolOutcome(value if isinstance(value, str) else json.dumps(value, default=str))
+    """What a tool returned, as text: a string as it is, any other value as JSON when it can be
+    (its own `repr` when not: a tuple key, a cycle). The tool ran: its value is never an error."""
+    if isinstance(value, str):
+        return ToolOutcome(value)
+    try:
+        return ToolOutcome(json.dumps(value, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return ToolOutcome(repr(value))
 
 
 def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:

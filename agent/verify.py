@@ -7,6 +7,8 @@ import dataclasses
 import functools
 import inspect
 import json
+import math
+import os
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -44,6 +46,18 @@ class CommandVerifier:
     tail_chars: int = 1500
     cut_by_limit: bool = field(default=False, repr=False)  # set by `bounded`: a timeout is the run's
 
+    def __post_init__(self) -> None:
+        argv = self.argv
+        words = not isinstance(argv, str | bytes) and isinstance(argv, Sequence) and len(argv) > 0
+        if not (words and all(isinstance(a, str | os.PathLike) for a in argv)):
+            raise ConfigError(
+                f"a command verifier needs the command's words as strings, as command('pytest', '-q') "
+                f"takes them; got {argv!r:.80}"
+            )
+        t = self.timeout
+        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t < math.inf:
+            raise ConfigError(f"a command verifier's timeout is a number of seconds > 0, not {t!r}")
+
     def __call__(self, ctx: RunContext) -> list[str]:
         try:
             done = subprocess.run(
@@ -74,6 +88,16 @@ class PredicateVerifier:
     predicate: Callable[[RunContext], bool]
     reason: str
 
+    def __post_init__(self) -> None:
+        if not callable(self.predicate):
+            raise ConfigError(
+                f"predicate() takes a function of the RunContext, not {type(self.predicate).__name__}"
+            )
+        if not (isinstance(self.reason, str) and self.reason.strip()):
+            raise ConfigError(
+                f"predicate() needs the reason to give when it fails, as text; got {self.reason!r}"
+            )
+
     def __call__(self, ctx: RunContext) -> list[str]:
         return [] if self.predicate(ctx) else [self.reason]
 
@@ -93,6 +117,13 @@ class AllOf:
     """Every verifier must pass; the failures of all of them are reported."""
 
     verifiers: tuple[Verifier, ...]
+
+    def __post_init__(self) -> None:
+        if not self.verifiers or not all(callable(v) for v in self.verifiers):
+            given = [type(v).__name__ for v in self.verifiers]
+            raise ConfigError(
+                f"all_of() takes one or more verifiers (functions of the RunContext), not {given}"
+            )
 
     def __call__(self, ctx: RunContext) -> list[str]:
         return [reason for verifier in self.verifiers for reason in verifier(ctx)]

@@ -1,9 +1,9 @@
 """One observer per run segment for spans and metrics together, guarded in itself.
 
 `TelemetryHooks` is what `Telemetry.from_env` hands an `Agent`. Its observer
-calls the metrics part first (the alerts read it), then the span part, inside
-one `try` per hook: the loop pays for one call, not for a fan-out of wrappers,
-and a failure in either part is logged, never raised.
+calls the metrics part first (the alerts read it), then the span part, each in
+its own `try`: the loop pays for one call, not for a fan-out of wrappers, and a
+failure in either part is logged, never raised, and spares the other part.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ class TelemetryHooks:
 
 
 class _RunTelemetry(RunObserver):
-    """Metrics, then spans, for every hook of one segment; never raises."""
+    """Metrics, then spans, for every hook of one segment; never raises, and one part failing
+    spares the other (a chat span still ends with its reply when the metrics raised)."""
 
     guarded = True
 
@@ -67,44 +68,62 @@ class _RunTelemetry(RunObserver):
     def model_started(self, request: ModelRequest, attempt: int) -> None:
         try:
             self._metrics.model_started(request, attempt)
+        except Exception:
+            hook_failed("model_started (metrics)")
+        try:
             self._spans.model_started(request, attempt)
         except Exception:
-            hook_failed("model_started")
+            hook_failed("model_started (spans)")
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
         try:
             self._metrics.model_ended(reply, error)
+        except Exception:
+            hook_failed("model_ended (metrics)")
+        try:
             self._spans.model_ended(reply, error)
         except Exception:
-            hook_failed("model_ended")
+            hook_failed("model_ended (spans)")
 
     def tool_started(self, call: ToolCall) -> None:
         try:
             self._metrics.tool_started(call)
+        except Exception:
+            hook_failed("tool_started (metrics)")
+        try:
             self._spans.tool_started(call)
         except Exception:
-            hook_failed("tool_started")
+            hook_failed("tool_started (spans)")
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
         try:
             self._metrics.tool_ended(call, outcome)
+        except Exception:
+            hook_failed("tool_ended (metrics)")
+        try:
             self._spans.tool_ended(call, outcome)
         except Exception:
-            hook_failed("tool_ended")
+            hook_failed("tool_ended (spans)")
 
     def verified(self, failures: list[str]) -> None:
         try:
             self._metrics.verified(failures)
+        except Exception:
+            hook_failed("verified (metrics)")
+        try:
             self._spans.verified(failures)
         except Exception:
-            hook_failed("verified")
+            hook_failed("verified (spans)")
 
     def human_waited(self, wait: HumanWait) -> None:
         try:
             self._metrics.human_waited(wait)
+        except Exception:
+            hook_failed("human_waited (metrics)")
+        try:
             self._spans.human_waited(wait)
         except Exception:
-            hook_failed("human_waited")
+            hook_failed("human_waited (spans)")
 
     def run_ended(self, result: RunResult) -> None:
         try:

@@ -98,7 +98,18 @@ def test_the_share_audited_is_a_stable_choice_per_run() -> None:
     assert chosen == [audit.samples(f"run-{i}") for i in range(4000)]  # the same in any process
 
 
-@pytest.mark.parametrize("kwargs", [{"share": 0}, {"share": 1.5}, {"after": -1}])
-def test_a_bad_audit_is_refused(kwargs: dict[str, float]) -> None:
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"share": 0},
+        {"share": 1.5},
+        {"after": -1},
+        {"after": float("nan")},  # was taken: the audit's due time NaN, never due
+        {"after": float("inf")},
+        {"share": "0.1"},  # was a TypeError
+        {"check": "orders_clean.csv exists"},  # was taken: the audit itself failed, as ERROR
+    ],
+)
+def test_a_bad_audit_is_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="SuccessAudit"):
-        SuccessAudit(check=shipped, **kwargs)
+        SuccessAudit(**{"check": shipped, **kwargs})

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import pytest
 
-from agent import Agent, Budget, ConfigError, LimitKind, Price, PriceTable, Spent
+from agent import Agent, Budget, ConfigError, Extension, LimitKind, Price, PriceTable, Spent
 from agent.models.scripted import ScriptedModel, finish
 
 TURNS, SECONDS, TOKENS, COST = LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST
@@ -46,6 +47,21 @@ def test_budget_exceeded(budget, usage, expected):
 def test_budget_rejects_ceilings_that_are_not_positive(field, value):
     with pytest.raises(ConfigError, match=f"Budget.{field} must be positive or None, got {value}"):
         Budget(**{field: value})
+
+
+@pytest.mark.parametrize(("field", "value"), [("max_turns", 2.5), ("max_tokens", 1000.5), ("max_turns", 3.0)])
+def test_budget_counts_turns_and_tokens_in_whole_numbers(field, value):
+    wanted = rf"Budget.{field} counts whole .*give an int \(or None\), not {value}"
+    with pytest.raises(ConfigError, match=wanted):
+        Budget(**{field: value})
+
+
+@pytest.mark.parametrize(("field", "value"), [("turns", 1.5), ("tokens", 100.0)])
+def test_an_extension_adds_whole_turns_and_tokens(field, value):
+    """A fractional extension was taken: the run went on, and its snapshot could never be read
+    back (the journal keeps an extension's turns and tokens as ints), so the run was stranded."""
+    with pytest.raises(ConfigError, match=rf"an Extension adds whole {field}: give an int, not {value}"):
+        Extension(**{field: value})
 
 
 def test_budget_ceilings_name_the_limit_kinds():
@@ -128,6 +144,24 @@ def test_price_table_overrides_and_extensions():
     assert prices.cost("local-llama", 2 * MTOK, MTOK) == pytest.approx(0.4)
     assert prices.cost("claude-sonnet-4-5", 1000, 100) == pytest.approx((1000 * 3 + 100 * 15) / 1e6)
     assert PriceTable().cost("claude-haiku-4-5", MTOK, MTOK) == pytest.approx(6.0)  # defaults untouched
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"input_per_mtok": -1.0}, "Price.input_per_mtok must be a finite number >= 0, got -1.0"),
+        ({"input_per_mtok": float("nan")}, "Price.input_per_mtok must be a finite number >= 0, got nan"),
+        ({"output_per_mtok": float("inf")}, "Price.output_per_mtok must be a finite number >= 0, got inf"),
+        ({"output_per_mtok": "15"}, "Price.output_per_mtok must be a finite number >= 0, got '15'"),
+        ({"cache_read_per_mtok": True}, "Price.cache_read_per_mtok must be a finite number >= 0, got True"),
+        ({"long_prompt_above": 0, "long_prompt": Price(6.0, 22.5)}, "long_prompt_above must be a whole"),
+    ],
+)
+def test_a_price_is_a_finite_number_of_dollars(fields, says):
+    """A NaN price was taken: every cost came out NaN, and a cost budget (NaN >= ceiling is false)
+    never stopped the run; a price given as text raised TypeError, not what to fix."""
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        Price(**{"input_per_mtok": 3.0, "output_per_mtok": 15.0, **fields})
 
 
 def test_price_cost():

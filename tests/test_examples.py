@@ -109,3 +109,33 @@ def test_a_report_citing_pages_it_never_read_is_not_done() -> None:
         assert research.verifier(ctx(note, read)) == []
     finally:
         corpus.close()
+
+
+@pytest.mark.parametrize(
+    "spellings", [["127.1", "2130706433", "0x7f.1"], ["localhost", "LOCALHOST.", "127.0.0.1"]]
+)
+def test_one_page_cited_under_several_spellings_of_its_host_is_one_source(spellings: list[str]) -> None:
+    """127.1, 2130706433 and 0x7f.1 all open 127.0.0.1, and each counted as a publisher of its own:
+    one page read and cited three ways passed "three independent sources" (a false success)."""
+    corpus = research.Corpus()
+    try:
+        port = corpus.base_url.rsplit(":", 1)[1]
+        urls = [f"http://{host}:{port}/central-bank/instant-payments-2026" for host in spellings]
+        read = [CallRecord("read_page", {"url": u}, "text") for u in urls]
+        failures = research.verifier(ctx("About 31%. Sources: " + " ".join(urls), read))
+        assert "1 valid independent sources of 3 required; 2 missing" in failures
+    finally:
+        corpus.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "source"),
+    [
+        ("https://www.ECB.europa.eu/press/x", "ecb.europa.eu"),
+        ("https://ecb.europa.eu./stats", "ecb.europa.eu"),
+        ("http://[::1]:8080/fintech-weekly/a", "fintech-weekly"),
+        ("https://203.0.113.7/report", "203.0.113.7"),
+    ],
+)
+def test_the_publisher_of_a_link_is_its_site_however_spelled(url: str, source: str) -> None:
+    assert research.publisher(url) == source

@@ -138,7 +138,14 @@ def test_the_default_summary_is_a_plain_account_of_the_calls():
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"clear_at": 0.9, "compact_at": 0.5}, {"keep_last": -1}, {"max_result_chars": 10}]
+    "kwargs",
+    [
+        {"clear_at": 0.9, "compact_at": 0.5},
+        {"keep_last": -1},
+        {"max_result_chars": 10},
+        {"max_result_chars": 1000.5},  # was taken: the first long tool result ended the run with a TypeError
+        {"keep_last": 2.0},
+    ],
 )
 def test_a_bad_policy_is_refused_with_what_to_fix(kwargs):
     from agent import ConfigError

@@ -301,6 +301,16 @@ def test_command_needs_a_source(
     assert "nope.jsonl: cannot read" in capsys.readouterr().err
 
 
+def test_a_store_path_that_does_not_exist_is_an_error_and_nothing_is_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped --store made the folders and an empty store there, then said "No ended runs"."""
+    typo = tmp_path / "typo" / "runs.db"
+    assert main(["limits", "suggest", "--store", str(typo)]) == 2
+    assert f"there is no run store at {typo} (nothing was created)" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()
+
+
 def test_command_from_the_run_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = str(tmp_path / "runs.db")
     store = open_store(url)

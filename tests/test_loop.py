@@ -27,11 +27,13 @@ from agent import (
     RetryPolicy,
     RunContext,
     RunObserver,
+    RunResult,
     Snapshot,
     SnapshotError,
     StopCause,
     StopReason,
     TransientModelError,
+    TurnVerdict,
     goal,
     invariant,
     predicate,
@@ -553,6 +555,18 @@ def test_an_answer_after_the_deadline_is_too_late(make_agent):
     assert result.waiting_seconds == pytest.approx(65)
 
 
+@pytest.mark.parametrize("now", [float("nan"), float("inf"), "2026-12-01", True])
+def test_a_time_that_is_no_time_is_refused_by_resume_and_expire(make_agent, now):
+    """`now=nan` was taken as before the deadline (every comparison with NaN is false): the answer
+    went in however late it came; `inf` made the wait infinite; a text raised TypeError."""
+    agent = ask_region(make_agent, help=HelpPolicy(wait_seconds=60))
+    first = agent.run("task")
+    with pytest.raises(ConfigError, match="now must be a finite number of seconds since the epoch"):
+        asyncio.run(agent.aresume(first.snapshot, "EU", now=now))
+    with pytest.raises(ConfigError, match="now must be a finite number of seconds since the epoch"):
+        asyncio.run(agent.aexpire(first.snapshot, now=now))
+
+
 def test_expire_before_the_deadline_is_refused(make_agent):
     agent = ask_region(make_agent)
     first = agent.run("task")
@@ -697,6 +711,42 @@ def test_task_cancelled_mid_model_call_gives_a_snapshot_of_whole_turns():
     fresh.model.assert_used_up()
 
 
+def test_a_second_cancellation_while_the_last_checkpoint_is_written_still_returns_the_result():
+    """Cancelled mid model call, the segment waits for the checkpoint still being written; a second
+    cancellation then (a shutdown cutting runs off after its grace, say) raised CancelledError out
+    of `arun`: no result, no snapshot, and the run's span and stop never recorded."""
+    model = GatedModel(RESEARCH_STEPS, hang_on=2)
+    writing = asyncio.Event()
+    ended: list[RunResult] = []
+
+    async def slow_write(new: Checkpoint) -> None:
+        writing.set()
+        await asyncio.Event().wait()  # a store that is slow to answer
+
+    class Ends(RunObserver):
+        def run_ended(self, result: RunResult) -> None:
+            ended.append(result)
+
+    class Hooks:
+        def run_started(self, info: Any) -> RunObserver:
+            return Ends()
+
+    agent = Agent("research", model, tools=[search], checkpoint=slow_write, hooks=Hooks())
+
+    async def scenario() -> RunResult:
+        task = asyncio.create_task(agent.arun("task"))
+        await model.hanging.wait()
+        task.cancel()
+        await writing.wait()
+        task.cancel()
+        return await task
+
+    result = asyncio.run(scenario())
+    assert result.reason is StopReason.CANCELLED and result.turns == 1
+    assert result.snapshot is not None and result.snapshot.kind is SnapshotKind.CANCELLED
+    assert ended == [result]
+
+
 def test_a_turn_cut_off_mid_model_call_is_not_counted():
     """The snapshot holds one whole turn; its usage must say one turn, not two."""
     result, _ = cancel_mid_model_call()
@@ -823,6 +873,69 @@ def test_a_per_turn_check_that_returns_no_verdict_ends_as_error_saying_what_to_r
     result = make_agent([say("working")], [finish("done", "x")], checks=[lambda ctx: "stop"]).run("task")
     assert result.reason is StopReason.ERROR and result.error_type == "verifier_error"
     assert "a check returns None to let the run go on, or a TurnVerdict" in result.note
+
+
+@pytest.mark.parametrize(
+    "reason", [StopReason.NEED_HELP, StopReason.LIMIT, StopReason.GAVE_UP, StopReason.CANCELLED, "finished"]
+)
+def test_a_per_turn_check_ends_a_run_only_as_success_or_error(make_agent, reason):
+    """A check's verdict of another reason ended the run with it, without what it needs: need_help
+    with no question nor snapshot (a suspension nobody could answer), limit with no budget named,
+    or a reason that is none of the named ones ("finished")."""
+    check = lambda ctx: TurnVerdict(reason, "stop here")  # noqa: E731
+    result = make_agent([say("working")], [finish("done", "x")], checks=[check]).run("task")
+    assert result.reason is StopReason.ERROR and result.error_type == "verifier_error"
+    assert "a TurnVerdict's reason is 'success' (a goal reached) or 'error'" in result.note
+    assert repr(reason) in result.note
+
+
+def test_a_verdict_of_success_given_as_text_is_a_verified_success(make_agent):
+    check = lambda ctx: TurnVerdict("success", "the goal holds")  # type: ignore[arg-type]  # noqa: E731
+    result = make_agent([say("working")], checks=[check]).run("task")
+    assert (result.reason, result.verified, result.output) == (StopReason.SUCCESS, True, "the goal holds")
+    assert type(result.reason) is StopReason
+
+
+def _broken_summary(*args: Any) -> str:
+    raise RuntimeError("the summary template is broken")
+
+
+@pytest.mark.parametrize("summarize", [_broken_summary, lambda *args: 42])
+@pytest.mark.parametrize("steps", [[finish("done", "x")], [finish("need_help", "which one?")]])
+def test_a_summarizer_that_fails_leaves_the_run_its_result_and_the_default_summary(
+    make_agent, summarize, steps, caplog
+):
+    """An agent's own `summarize` raising went out of `run` as the exception (the run had no result),
+    and one returning no text put a number in `result.summary`."""
+    result = make_agent(steps, summarize=summarize).run("task")
+    assert result.reason in (StopReason.SUCCESS, StopReason.NEED_HELP)
+    assert result.summary.startswith(f"Stopped: {result.reason} after 1 turn")
+    assert "the default summary stands in" in caplog.text
+
+
+def test_a_summarizer_that_is_no_function_is_refused_when_the_agent_is_made(make_agent):
+    with pytest.raises(ConfigError, match=r"summarize must be a function of .* not str"):
+        make_agent(summarize="Stopped.")
+
+
+@pytest.mark.parametrize("replaced", [["a", "list"], None])
+@pytest.mark.parametrize("ending", [finish("need_help", "which?"), finish("done", "x")])
+def test_a_tool_that_replaces_the_state_ends_the_run_as_error_saying_so(make_agent, replaced, ending):
+    """ctx.state = [...] ended the run with 'ValueError: dictionary update sequence element #0 has
+    length 3; 2 is required' (or a TypeError for None), and logged a traceback for the last checkpoint.
+    The state is saved by the checkpointer after each turn, and with the snapshot of a suspension."""
+
+    @tool
+    def reset(ctx: RunContext) -> str:
+        """Start over."""
+        ctx.state = replaced
+        return "reset"
+
+    checkpoints: list[Checkpoint] = []
+    saved = checkpoints.append if ending["input"]["kind"] == "done" else None
+    result = make_agent([call("reset")], [ending], tools=[reset], checkpoint=saved).run("task")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "ConfigError")
+    assert f"ctx.state must stay a dict of JSON values, not {type(replaced).__name__}" in result.note
 
 
 def test_error_from_a_checkpoint_that_raises(make_agent):
@@ -1237,6 +1350,21 @@ def test_transient_errors_are_retried_then_succeed(make_agent, sleeps):
     agent.model.assert_used_up()
 
 
+@pytest.mark.parametrize("given", [float("nan"), float("inf"), -5.0, "3"])
+def test_a_retry_after_that_is_no_number_of_seconds_is_not_taken(make_agent, sleeps, given):
+    """A custom adapter's retry_after of NaN ended the run as error after one attempt when time was
+    budgeted ("still failed after 1 attempts": NaN is neither below nor above the time left), and
+    retried at once when it was not; "3" ended it with a TypeError. As the Anthropic adapter reads
+    a header, such a value is no wait given: the policy's backoff applies."""
+    agent = make_agent(
+        TransientModelError("429", error_type="rate_limit", retry_after=given),
+        [finish("done", "ok")],
+        retry=RetryPolicy(base_delay=0.001, jitter=False),
+    )
+    assert agent.run("task").reason is StopReason.SUCCESS
+    assert sleeps == [0.001]
+
+
 def test_persistent_transient_errors_end_in_error(make_agent, sleeps):
     agent = make_agent(
         then=lambda turn: overloaded(), retry=RetryPolicy(max_attempts=3, base_delay=0.001, jitter=False)
@@ -1264,6 +1392,20 @@ def test_a_retry_after_past_the_seconds_budget_stops_at_the_limit_without_sleepi
     assert "retry-after" in result.note
     assert sleeps == []
     assert len(agent.model.requests) == 1
+
+
+def test_a_backoff_past_the_seconds_budget_ends_as_error_saying_so(make_agent, sleeps):
+    """The note said "still failed after 1 attempts" when four attempts were left and only the time
+    budget kept the next one from being made."""
+    result = make_agent(
+        TransientModelError("529", error_type="overloaded"),
+        [finish("done", "x")],
+        budget=Budget(max_seconds=2),
+        retry=RetryPolicy(base_delay=5, jitter=False),
+    ).run("task")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "overloaded")
+    assert "the next retry, in 5.0 s, would pass the time budget" in result.note
+    assert sleeps == []
 
 
 def test_a_retry_after_no_run_should_wait_out_ends_the_run_as_error_without_sleeping(make_agent, sleeps):
@@ -1539,6 +1681,42 @@ def test_a_new_run_id_is_a_version_4_uuid_in_hex():
     for run_id in ids:
         parsed = uuid.UUID(hex=run_id)
         assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, run_id)
+
+
+class _Returns:
+    """A model adapter whose complete() returns `value` as it is."""
+
+    name = "scripted"
+    provider = "scripted"
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    async def complete(self, request: ModelRequest) -> Any:
+        return self.value
+
+
+@pytest.mark.parametrize(
+    ("returned", "says"),
+    [
+        (None, "complete() returned NoneType, not a ModelReply"),
+        ({"content": [finish("done", "x")]}, "complete() returned dict, not a ModelReply"),
+        (ModelReply(content="done"), "its content is str, not a list of content blocks"),  # type: ignore[arg-type]
+        (ModelReply(content=["done"]), "a content block is str, not a dict"),  # type: ignore[list-item]
+        (ModelReply(content=[{"type": "tool_use", "id": "t1", "input": {}}]), "a tool_use block has no name"),
+        (
+            ModelReply(content=[{**call("search", query="x"), "id": "t1", "input": ["x"]}]),
+            "its input is list",
+        ),
+    ],
+)
+def test_a_reply_the_loop_cannot_read_ends_the_run_saying_what_is_wrong(returned, says):
+    """An adapter's bug ended the run with "AttributeError: 'NoneType' object has no attribute
+    'extra'", "TypeError: cannot convert dictionary update sequence..." or a KeyError: a crash's
+    words, not what the adapter got wrong."""
+    result = Agent("a", _Returns(returned), tools=[search]).run("task")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "invalid_reply")
+    assert says in result.note
 
 
 def test_a_reply_with_two_tool_calls_of_one_id_ends_the_run_before_either_runs(make_agent):

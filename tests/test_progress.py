@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent import Budget, LimitKind, ProgressDetector, StopReason, tool
+from agent import Budget, ConfigError, LimitKind, ProgressDetector, StopReason, tool
 from agent.models.scripted import call, finish, say
 from agent.progress import call_signature
 
@@ -72,6 +72,31 @@ def stuck_at(detector: ProgressDetector, turns: list[list[tuple[str, str]]]) -> 
 )
 def test_progress_detector(detector, turns, expected):
     assert stuck_at(detector, turns) == expected
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"max_repeats": 1}, "max_repeats must be a whole number >= 2"),
+        ({"max_repeats": 0}, "max_repeats must be a whole number >= 2"),
+        ({"max_repeats": 2.5}, "max_repeats must be a whole number >= 2"),
+        ({"max_repeats": "3"}, "max_repeats must be a whole number >= 2"),
+        ({"max_idle_turns": 0}, "max_idle_turns must be a whole number >= 1, or None"),
+        ({"max_idle_turns": -2}, "max_idle_turns must be a whole number >= 1, or None"),
+    ],
+)
+def test_thresholds_that_would_stop_every_run_are_refused(options, says):
+    """max_repeats=1 stopped a run at its first call as no_progress ("called 1 times"), and
+    max_idle_turns=0 after its first turn ("0 turns in a row brought nothing new"); a text
+    threshold ended each run as error (a TypeError in the comparison)."""
+    with pytest.raises(ConfigError, match=says):
+        ProgressDetector(**options)
+
+
+def test_a_detector_in_place_of_its_factory_is_refused_when_the_agent_is_made(make_agent):
+    """The agent makes a fresh detector per run: an instance given raised TypeError out of run."""
+    with pytest.raises(ConfigError, match=r"progress must be a function that makes a fresh ProgressDetector"):
+        make_agent(progress=ProgressDetector(max_repeats=5))
 
 
 def test_the_stuck_reasons_name_the_rule():

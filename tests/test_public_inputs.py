@@ -91,6 +91,22 @@ def test_a_help_wait_that_is_no_finite_number_is_refused_when_made(seconds: Any)
         HelpPolicy(wait_seconds=seconds)
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"on_timeout": "resume", "default_answer": ""},
+        {"on_timeout": "resume", "default_answer": "  "},
+        {"on_timeout": "resume", "default_answer": None},
+        {"default_answer": 42},
+    ],
+)
+def test_a_default_answer_that_says_nothing_is_refused_when_made(fields: dict[str, Any]) -> None:
+    """Each was taken: a run nobody answered went on told "Answer from the help policy, as nobody
+    answered in time: None" (or nothing), where a person's empty answer is refused."""
+    with pytest.raises(ConfigError, match=r"HelpPolicy\.default_answer must be text"):
+        HelpPolicy(**fields)
+
+
 @pytest.mark.parametrize("fields", [{"seconds": math.inf}, {"cost_usd": math.nan}, {"tokens": math.inf}])
 def test_an_extension_that_is_no_finite_number_is_refused_when_made(fields: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match=r"Extension.*finite"):
@@ -142,6 +158,12 @@ def scripted() -> ScriptedModel:
         ({"max_tokens": True}, r"max_tokens must be a positive int, not True"),
         ({"task_type": 3}, r"task_type must be a non-empty string, not 3"),
         ({"name": " "}, r"name must be a non-empty string"),
+        # these were first used mid-run: a run ending as error (TypeError), or an AttributeError out of it
+        ({"instructions": ["be brief"]}, r"instructions must be text, not list"),
+        ({"checkpoint": "runs.db"}, r"checkpoint must be a function that takes a Checkpoint .*not str"),
+        ({"fingerprint": "rows"}, r"fingerprint must be a function that takes the RunContext \(or None\)"),
+        ({"clock": 1700000000.0}, r"clock must have time\(\) and monotonic\(\).*not float"),
+        ({"audit": 0.1}, r"audit must be a SuccessAudit or None, not float"),
     ],
 )
 def test_an_agent_made_with_a_field_of_the_wrong_kind_is_refused_when_made(

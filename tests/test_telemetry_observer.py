@@ -64,8 +64,33 @@ def test_a_failing_metrics_part_is_logged_and_the_run_and_its_spans_go_on(
     steps = [[call("look", path="a")], [finish("done", "ok")]]
     result = Agent("probe", ScriptedModel(steps), tools=[look], hooks=hooks).run("t")
     assert result.reason is StopReason.SUCCESS
-    assert "telemetry hook tool_ended failed" in caplog.text
+    assert "telemetry hook tool_ended (metrics) failed" in caplog.text
     assert any(s.name.startswith(n.SPAN_INVOKE_AGENT) for s in exporter.get_finished_spans())
+
+
+def test_a_failing_metrics_part_spares_the_spans_of_the_same_hook() -> None:
+    """One `try` held both parts: metrics raising in model_ended or tool_ended skipped the span
+    part, so the chat span lost its reply (usage, finish reason) and the tool span its outcome
+    (both were ended as interrupted)."""
+    hooks, exporter, _ = rig()
+
+    class Failing(RunObserver):
+        def model_ended(self, *args: Any) -> None:
+            raise RuntimeError("metrics bug")
+
+        def tool_ended(self, *args: Any) -> None:
+            raise RuntimeError("metrics bug")
+
+    hooks.metrics.run_started = lambda info: Failing()  # type: ignore[method-assign]
+    steps = [[call("look", path="a")], [finish("done", "ok")]]
+    Agent("probe", ScriptedModel(steps), tools=[look], hooks=hooks).run("t")
+    spans = exporter.get_finished_spans()
+    chats = [s for s in spans if s.name.startswith(n.OP_CHAT)]
+    tools = [s for s in spans if s.name.startswith(n.OP_EXECUTE_TOOL)]
+    assert len(chats) == 2 and len(tools) == 1
+    for span in chats + tools:
+        assert (span.attributes or {}).get(n.ERROR_TYPE) != n.ERROR_INTERRUPTED, span.name
+    assert all((s.attributes or {}).get(n.GEN_AI_USAGE_INPUT_TOKENS) for s in chats)
 
 
 def test_a_resumed_segment_is_counted_by_the_reason_it_resumes() -> None:

@@ -127,6 +127,29 @@ def test_an_unsupported_type_is_a_config_error(hint):
         tool(fn)
 
 
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"fn": "search"}, "fn must be the function to call, not str"),
+        ({"description": None}, "description must be text"),
+        ({"description": "  "}, "description must be text"),
+        ({"parameters": "query: str"}, "parameters must be a JSON schema of an object"),
+        ({"parameters": {"type": "string"}}, "parameters must be a JSON schema of an object"),
+    ],
+)
+def test_a_tool_built_by_hand_is_checked_when_made(fields, says):
+    """These were taken: a tool whose fn is no function ended each call's run as error (TypeError),
+    and a schema the model API refuses failed every model call of every run that offered it."""
+    given = {
+        "name": "search",
+        "fn": lambda query: "",
+        "description": "Search.",
+        "parameters": {"type": "object"},
+    }
+    with pytest.raises(ConfigError, match=f"tool 'search': {says}"):
+        Tool(**{**given, **fields})
+
+
 def test_a_tool_needs_a_description():
     def nameless(x: str) -> str:
         return x
@@ -184,6 +207,29 @@ def test_tool_values_become_text(value, text):
 
     outcome = asyncio.run(execute(give, {}, ctx()))
     assert (outcome.text, outcome.is_error) == (text, False)
+
+
+def _cycle() -> list[Any]:
+    loop: list[Any] = [1]
+    loop.append(loop)
+    return loop
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [({(1, 2): "pair"}, "{(1, 2): 'pair'}"), (_cycle(), "[1, [...]]"), ({1: {2}}, '{"1": "{2}"}')],
+)
+def test_a_value_json_cannot_hold_is_still_the_tools_result(value, text):
+    """A tool that ran is never reported as failed because its value is not JSON: the model was
+    told "Error: TypeError: keys must be str..." for a call whose side effects had happened."""
+
+    @tool
+    def give() -> Any:
+        """Give a value."""
+        return value
+
+    outcome = asyncio.run(execute(give, {}, ctx()))
+    assert (outcome.text, outcome.is_error, outcome.error_type) == (text, False, None)
 
 
 def test_bad_arguments_are_an_error_result():

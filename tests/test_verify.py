@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from agent import RunContext, StopReason, Verifier, all_of, command, predicate, tool
+from agent import ConfigError, RunContext, StopReason, Verifier, all_of, command, predicate, tool
 from agent.models.scripted import call, finish
 from agent.verify import CommandVerifier, Verdict, VerifierError, run_verifiers
 
@@ -55,6 +55,27 @@ def test_command_runs_in_cwd(tmp_path):
     assert check(ctx()) == []
 
 
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda: command(), r"needs the command's words as strings, as command\('pytest', '-q'\) takes them"),
+        (lambda: command(["pytest", "-q"]), "needs the command's words as strings"),  # a list, not words
+        (lambda: command("true", timeout=0), "timeout is a number of seconds > 0, not 0"),
+        (lambda: command("true", timeout="60"), "timeout is a number of seconds > 0, not '60'"),
+        (lambda: predicate("ok", "not ok"), "predicate\\(\\) takes a function of the RunContext, not str"),
+        (lambda: predicate(lambda ctx: True, ""), "predicate\\(\\) needs the reason to give when it fails"),
+        (lambda: all_of(), "all_of\\(\\) takes one or more verifiers"),
+        (lambda: all_of(command("true"), "pytest"), "all_of\\(\\) takes one or more verifiers"),
+    ],
+)
+def test_a_verifier_made_wrong_is_refused_when_made(make, says):
+    """Each was taken and failed in the run: command(["pytest", "-q"]) or an empty command ended it as
+    error (TypeError, IndexError), and timeout=0 rejected every finish ("did not finish within 0 s")
+    until the run hit its limit."""
+    with pytest.raises(ConfigError, match=says):
+        make()
+
+
 def test_predicate_passes_or_gives_its_reason():
     check = predicate(lambda c: c.state.get("nulls") == 0, "3 rows still hold NULL in email")
     assert check(ctx(nulls=0)) == []
@@ -78,7 +99,7 @@ def test_all_of_nests():
 
 @pytest.mark.parametrize(
     "verifier",
-    [command(PY, "-c", "pass"), predicate(lambda c: True, "r"), all_of(), lambda c: []],
+    [command(PY, "-c", "pass"), predicate(lambda c: True, "r"), all_of(lambda c: []), lambda c: []],
 )
 def test_verifiers_meet_the_protocol(verifier):
     assert isinstance(verifier, Verifier)

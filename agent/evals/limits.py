@@ -459,10 +459,11 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
 
 
 def history_from_store(url: str | None = None, window_seconds: float | None = None) -> RecordHistory:
-    """The finished runs of the run store (`agent.durable.store`), optionally only the recent ones."""
+    """The finished runs of the run store (`agent.durable.store`), optionally only the recent ones.
+    Only read: a store that does not exist is an error, never made (a mistyped path)."""
     from agent.durable.store import RunStatus, open_store
 
-    store = open_store(url)
+    store = open_store(url, create=False)
     try:
         records = store.list_runs(RunStatus.FINISHED, limit=1_000_000)
         labels = {r.run_id: r.label for r in store.reviews()}  # in order: the latest label wins

@@ -8,7 +8,9 @@ publisher is the first segment of its path, so `/fintech-weekly/...` and
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -107,11 +109,30 @@ def link_opens(url: str) -> bool:
 
 
 def publisher(url: str) -> str:
-    """The source a URL belongs to: its host, or on loopback its first path segment."""
+    """The source a URL belongs to: its host, or on loopback its first path segment. A host is
+    read as a resolver reads it, so one site spelled several ways (127.1, 2130706433, 0x7f.1,
+    `localhost.`, `WWW.Example.com`) is one source, not several."""
     parsed = urlparse(url)
-    if parsed.hostname in ("127.0.0.1", "localhost"):
+    host = _host(parsed.hostname or "")
+    if host == "localhost" or _loopback(host):
         return parsed.path.strip("/").split("/")[0]
-    return parsed.hostname or url
+    return host or url
+
+
+def _host(name: str) -> str:
+    """A host name as one site: lower case, no trailing dot nor `www.`, an IPv4 address in dotted form."""
+    name = name.lower().rstrip(".").removeprefix("www.")
+    try:
+        return socket.inet_ntoa(socket.inet_aton(name))  # 127.1, 2130706433, 0x7f.1: as urllib opens them
+    except OSError:
+        return name
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def cited(report: str) -> list[str]:

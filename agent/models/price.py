@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent._valid import is_number
 from agent.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -54,8 +56,11 @@ class Price:
             "us_inference_multiplier",
         ):
             value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ConfigError(f"Price.{name} must be >= 0, got {value!r}")
+            if value is not None and not (is_number(value) and 0 <= value < math.inf):
+                raise ConfigError(f"Price.{name} must be a finite number >= 0, got {value!r}")
+        above = self.long_prompt_above
+        if above is not None and not (isinstance(above, int) and is_number(above) and above > 0):
+            raise ConfigError(f"Price.long_prompt_above must be a whole number of tokens > 0, got {above!r}")
         if (self.long_prompt is None) != (self.long_prompt_above is None):
             raise ConfigError("Price: give long_prompt and long_prompt_above together, or neither")
 
