@@ -80,6 +80,14 @@ HOSTILE: list[tuple[str, bytes, str]] = [
         b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": "csv/clean"}}',
         "csv-cleaner",
     ),
+    (  # JSON that parses, but nested deeper than the store's readers take: every GET /runs was a 500
+        "/runs",
+        b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": "invoice/which-one", "x": '
+        + b"[" * 300
+        + b"]" * 300
+        + b"}}",
+        "deeper than 255 levels",
+    ),
 ]
 
 
