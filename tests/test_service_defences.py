@@ -575,3 +575,21 @@ def test_a_run_with_a_damaged_journal_is_shown_as_such_and_the_others_still_are(
     assert "Its journal cannot be read" in page.text
     run_page = api.get(f"/inbox/review/runs/{damaged}")
     assert "cannot be shown" in run_page.text and "text/html" in run_page.headers["content-type"]
+
+
+@pytest.mark.parametrize("column", ["suspended_at", "deadline", "cost_usd"])
+def test_a_waiting_run_with_a_number_column_edited_into_text_hides_no_other(
+    build: Build, tmp_path: Path, column: str
+) -> None:
+    """/pending and the inbox sorted and showed such a row: a 500 for everyone, every refresh."""
+    api = build(runs=2)
+    damaged, fine = (r["run_id"] for r in api.get("/pending").json()["pending"])
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute(f"UPDATE endstate_runs SET {column} = 'soon' WHERE run_id = ?", (damaged,))
+    pending = api.get("/pending")
+    assert pending.status_code == 200, pending.text
+    assert [r["run_id"] for r in pending.json()["pending"]] == [fine]
+    page = api.get("/inbox")
+    assert page.status_code == 200 and f'data-run-id="{fine}"' in page.text, page.text
+    listing = api.get("/runs").json()
+    assert [r["run_id"] for r in listing["runs"]] == [fine] and listing["damaged"] == [damaged]
