@@ -254,7 +254,7 @@ def unwritable(value: Any) -> str | None:
     except (TypeError, ValueError, RecursionError) as exc:  # ValueError: a cycle
         return str(exc) or type(exc).__name__
     if text.count("[") + text.count("{") > MAX_DEPTH and _nests_too_deep(value):  # counted first: quick
-        return f"values nest deeper than {MAX_DEPTH} levels; keep them flatter"
+        return f"values nest deeper than {MAX_DEPTH} levels"
     return None
 
 
