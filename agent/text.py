@@ -45,9 +45,14 @@ class NotStandardJSON(ValueError):
 def strict_json(raw: str | bytes, what: str) -> Any:
     """`raw` (`what`, as the message names it: "the body", "--state") read as standard JSON, or a
     `NotStandardJSON` saying why not: not JSON or not UTF-8, NaN or an infinity, a number too long
-    to read (over 4300 digits), nesting deeper than the parser goes."""
+    to read (over 4300 digits), nesting deeper than the parser goes, a key twice in one object
+    (readers disagree on which one counts)."""
     try:
-        return json.loads(raw, parse_constant=functools.partial(_refuse_constant, what))
+        return json.loads(
+            raw,
+            parse_constant=functools.partial(_refuse_constant, what),
+            object_pairs_hook=functools.partial(_unique_keys, what),
+        )
     except NotStandardJSON:
         raise
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -60,3 +65,18 @@ def strict_json(raw: str | bytes, what: str) -> Any:
 
 def _refuse_constant(what: str, name: str) -> Any:
     raise NotStandardJSON(f"{what} is not standard JSON: {name} is not a JSON number; send a number or null")
+
+
+def _unique_keys(what: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) == len(pairs):
+        return value
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise NotStandardJSON(
+                f"{what} holds the key {key[:80]!r} twice in one object (JSON readers disagree on which "
+                "one counts); send each key once"
+            )
+        seen.add(key)
+    return value  # not reached: some key came twice

@@ -80,6 +80,12 @@ HOSTILE: list[tuple[str, bytes, str]] = [
         b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": "csv/clean"}}',
         "csv-cleaner",
     ),
+    (  # readers disagree on which of two equal keys counts: Python's took the last, silently
+        "/runs",
+        b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": "ci/approved-push", '
+        b'"scenario": "invoice/which-one"}}',
+        "the key 'scenario' twice",
+    ),
     (  # JSON that parses, but nested deeper than the store's readers take: every GET /runs was a 500
         "/runs",
         b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": "invoice/which-one", "x": '
