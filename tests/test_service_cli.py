@@ -270,6 +270,15 @@ def test_a_token_path_that_is_no_text_file_is_refused_at_once(tmp_path: Path, ki
     assert f"the token file {path} {says}" in done.stdout, done.stderr
 
 
+def test_the_token_is_never_shown_in_a_repr() -> None:
+    """A traceback with locals, a debugger or a log line printing the service shows no secret."""
+    from agent.service.auth import Token
+    from agent.service.config import Service
+
+    token = Token(TOKEN)
+    assert TOKEN not in repr(token) and TOKEN not in repr(Service(None, token))  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

@@ -7,7 +7,7 @@ import hmac
 import os
 import secrets
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.errors import ConfigError
@@ -22,7 +22,7 @@ MIN_LENGTH = 16
 class Token:
     """A shared secret: sent as `Authorization: Bearer ...`, or once to the inbox for a cookie."""
 
-    secret: str
+    secret: str = field(repr=False)  # never in a traceback or a log line that prints the service
 
     def __post_init__(self) -> None:
         if len(self.secret) < MIN_LENGTH:
