@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -268,6 +269,24 @@ def test_a_token_path_that_is_no_text_file_is_refused_at_once(tmp_path: Path, ki
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
     assert f"the token file {path} {says}" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("secret", "says"),
+    [
+        ("pässwort-0123456789abcdef", "'ä'"),  # a header carries it as Latin-1 bytes: 401 for ever
+        ("first-line-0123456789\nsecond-line", "a line break"),  # a token file of two lines
+        ("nul-\x00-0123456789abcdef", r"'\x00'"),
+    ],
+)
+def test_a_token_no_authorization_header_can_carry_is_refused_at_start(secret: str, says: str) -> None:
+    """The service started with it and answered every API call and `endstate` command 401, while
+    the inbox's form (UTF-8) signed in: refused at start, saying which character and what to use."""
+    from agent.errors import ConfigError
+    from agent.service.auth import Token
+
+    with pytest.raises(ConfigError, match=f"the service token holds {re.escape(says)}.*printable ASCII"):
+        Token(secret)
 
 
 def test_the_token_is_never_shown_in_a_repr() -> None:
