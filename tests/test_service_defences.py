@@ -599,3 +599,28 @@ def test_a_waiting_run_with_a_number_column_edited_into_text_hides_no_other(
     assert page.status_code == 200 and f'data-run-id="{fine}"' in page.text, page.text
     listing = api.get("/runs").json()
     assert [r["run_id"] for r in listing["runs"]] == [fine] and listing["damaged"] == [damaged]
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ("'garbage'", "snapshot is not JSON"),
+        ("json_set(snapshot, '$.version', 99)", "snapshot version 99 is not supported"),
+    ],
+)
+def test_an_answer_to_a_run_whose_stored_snapshot_cannot_be_read_is_a_503_naming_the_run(
+    build: Build, tmp_path: Path, edit: str, says: str
+) -> None:
+    """Not the client's fault, so not a 400 that named no run ('snapshot is not JSON: Expecting
+    value'): a 503 saying which run and what to do; the run still waits, its answer not spent."""
+    api = build(runs=1)
+    [waiting] = api.get("/pending").json()["pending"]
+    run_id = waiting["run_id"]
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute(f"UPDATE endstate_runs SET snapshot = {edit} WHERE run_id = ?", (run_id,))
+    response = api.post(f"/runs/{run_id}/answer", json={"answer": "INV-0913"}, headers=AUTH)
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert f"run {run_id}: its stored snapshot cannot be read ({says}" in error
+    assert "upgrade this Endstate" in error and "fix the row or delete the run" in error
+    assert api.get(f"/runs/{run_id}").json()["status"] == "waiting"

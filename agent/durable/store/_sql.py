@@ -27,6 +27,7 @@ from agent.durable.store.base import (
     RunStatus,
     StoreError,
     UnknownRun,
+    UnreadableSnapshot,
     WriteRefused,
     dumps,
     pending_of,
@@ -382,11 +383,18 @@ class SqlStore:
         )
         for i, row in enumerate(rows):
             if int(row["seq"]) != i:  # a journal with a hole is another run: never read it as one
-                raise SnapshotError(
+                raise UnreadableSnapshot(
                     f"run {run_id}: its journal entry {i} is missing (the next is {row['seq']}); the store "
                     "was edited by hand or is damaged"
                 )
-        return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])
+        try:
+            return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])
+        except SnapshotError as exc:
+            raise UnreadableSnapshot(
+                f"run {run_id}: its stored snapshot cannot be read ({exc}); nothing was changed. If a newer "
+                "Endstate wrote it, upgrade this Endstate; if it was edited by hand or the store is damaged, "
+                "fix the row or delete the run"
+            ) from exc
 
     def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> Listing:
         where, params = ("WHERE status = ?", [str(status)]) if status else ("", [])
