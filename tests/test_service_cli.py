@@ -137,6 +137,34 @@ def test_a_new_store_and_its_folder_are_owner_only(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "state" / "runs.db").stat().st_mode) == 0o600
 
 
+def test_starts_past_max_running_are_a_503_and_the_runs_in_flight_go_on(tmp_path: Path) -> None:
+    """A flood of starts met no limit: every one became a run of this process at once. Past
+    --max-running runs in flight a start is a 503 with Retry-After, stores nothing, and the
+    runs in flight are not touched; once they end, starts are taken again."""
+    from test_runner_agents import counter_state
+
+    folder = tmp_path / "held"
+    hang = counter_state(folder, "hang-first")
+    (folder / "hang.flag").write_text("")  # the runs block in their first tool call until it goes
+    store = str(tmp_path / "runs.db")
+    server = Server(store, tmp_path, "--max-running", "2", catalog="test_runner_agents:catalog")
+    with server, server.client() as api:
+        start = {"agent": "counter", "task": "count", "state": hang}
+        held = [api.post("/runs", json=start) for _ in range(2)]
+        assert [r.status_code for r in held] == [202, 202]
+        refused = api.post("/runs", json=start)
+        assert refused.status_code == 503, refused.text
+        error = refused.json()["error"]
+        assert "2 runs in flight" in error and "--max-running" in error
+        assert refused.headers["retry-after"].isdigit()
+        assert len(api.get("/runs").json()["runs"]) == 2  # the refused start stored nothing
+        assert api.get("/healthz").text == "ok"
+        (folder / "hang.flag").unlink()
+        for r in held:
+            wait_for(lambda r=r: api.get(r.json()["url"]).json()["status"] == "finished", what="a run")
+        assert api.post("/runs", json=start).status_code == 202
+
+
 # -- item 17: token files ---------------------------------------------------------------------------
 
 

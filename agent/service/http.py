@@ -36,9 +36,10 @@ class StandardJSON(JSONResponse):
 class Problem(Exception):
     """An HTTP error with a message for the client."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.headers = headers
 
 
 STATUS_OF: list[tuple[type[Exception], int]] = [
