@@ -336,6 +336,8 @@ def test_the_token_is_never_shown_in_a_repr() -> None:
         (["serve", "--sweep-interval", "-1"], "is not a number of seconds above 0"),
         (["serve", "--demo-interval", "nan"], "argument --demo-interval: 'nan' is not a number of seconds"),
         (["serve", "--body-timeout", "0"], "argument --body-timeout: '0' is not a number of seconds above 0"),
+        (["serve", "--header-timeout", "inf"], "argument --header-timeout: 'inf' is not a number of seconds"),
+        (["serve", "--header-timeout", "0"], "--header-timeout: '0' is not a number of seconds above 0"),
         (["serve", "--grace", "-1"], "argument --grace: '-1' is not a number of seconds from 0"),
         (["serve", "--lease", "0"], "argument --lease: '0' is not a number above 0"),
         (["answer", "r1", "yes", "--lease", "inf"], "argument --lease: 'inf' is not a number above 0"),

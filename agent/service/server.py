@@ -94,7 +94,9 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         help=READ_AUTH_HELP,
     )  # fmt: skip
     p.add_argument("--body-timeout", type=seconds, default=30.0, help="seconds a request body may take")
-    p.add_argument("--header-timeout", type=float, default=10.0, help="seconds a request's headers may take")
+    p.add_argument(
+        "--header-timeout", type=seconds, default=10.0, help="seconds a request's headers may take"
+    )
     p.add_argument("--token-file", default=None, help="file holding the token (or set $ENDSTATE_TOKEN)")
     p.add_argument("--demo-workload", action="store_true", help="keep playing the example scenarios")
     p.add_argument("--demo-interval", type=seconds, default=15.0, help="seconds between workload rounds")
