@@ -244,24 +244,53 @@ _REFUSE_DATACLASS_AND_DATETIME = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_P
 
 def unwritable(value: Any) -> str | None:
     """Why a store (or `Snapshot.to_json`) cannot write `value` as JSON, None when it can: the same
-    encoders in the same order (`canonical_json`), so that what passes here is written there."""
+    encoders in the same order (`canonical_json`), so that what passes here is written there; and
+    no deeper than `MAX_DEPTH` levels, which the standard library's encoder writes (past orjson's
+    limit) but every reader of the store's JSON, the service's responses included, chokes on."""
+    if _orjson_canonical(value) is not None:  # orjson writes no more than MAX_DEPTH levels
+        return None
     try:
-        canonical_json(value)
+        text = _stdlib_canonical(value)
     except (TypeError, ValueError, RecursionError) as exc:  # ValueError: a cycle
         return str(exc) or type(exc).__name__
+    if text.count("[") + text.count("{") > MAX_DEPTH and _nests_too_deep(value):  # counted first: quick
+        return f"values nest deeper than {MAX_DEPTH} levels"
     return None
 
 
 def canonical_json(value: Any) -> bytes:
     """`value` as JSON with sorted keys: orjson's (fast), or the standard library's for what orjson
-    refuses (a non-string key, an integer past 64 bits, a lone surrogate) or writes as null (it
-    writes NaN and the infinities as it writes None). Raises TypeError, ValueError (a cycle) or
-    RecursionError when neither can write it (a set, bytes, an object, keys of mixed types)."""
+    refuses (a non-string key, an integer past 64 bits, a lone surrogate, nesting past MAX_DEPTH) or
+    writes as null (it writes NaN and the infinities as it writes None). Raises TypeError, ValueError
+    (a cycle) or RecursionError when neither can write it (a set, bytes, an object, mixed key types)."""
+    text = _orjson_canonical(value)
+    return text if text is not None else _stdlib_canonical(value).encode()
+
+
+def _orjson_canonical(value: Any) -> bytes | None:
+    """orjson's canonical JSON for `value`; None when it refuses it or writes a null (see above)."""
     try:
         text = orjson.dumps(value, option=_CANONICAL_ORJSON)
     except TypeError:  # orjson.JSONEncodeError is one
-        text = b"null"
-    return text if b"null" not in text else _stdlib_canonical(value).encode()
+        return None
+    return text if b"null" not in text else None
+
+
+def _nests_too_deep(value: Any) -> bool:
+    """Whether `value` holds more than `MAX_DEPTH` dicts and lists inside each other (a level at a
+    time, so no recursion)."""
+    level = [value]
+    for _ in range(MAX_DEPTH):
+        level = [item for v in level for item in _inside(v)]
+        if not level:
+            return False
+    return any(isinstance(v, dict | list | tuple) for v in level)
+
+
+def _inside(value: Any) -> Any:
+    if isinstance(value, dict):
+        return value.values()
+    return value if isinstance(value, list | tuple) else ()
 
 
 _CANONICAL_ORJSON = _REFUSE_DATACLASS_AND_DATETIME | orjson.OPT_SORT_KEYS

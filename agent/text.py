@@ -1,8 +1,9 @@
 """Text that UTF-8 cannot hold (a lone surrogate, as in a file name decoded with `surrogateescape`),
-and values that standard JSON cannot (NaN and the infinities)."""
+and values that standard JSON cannot (NaN and the infinities); JSON read from outside, strictly."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -35,3 +36,47 @@ def json_ready(value: Any) -> Any:
 def json_text(value: Any, **options: Any) -> str:
     """Standard JSON for `value` (see `json_ready`); `options` as for `json.dumps`."""
     return json.dumps(json_ready(value), allow_nan=False, **options)
+
+
+class NotStandardJSON(ValueError):
+    """Input that is not standard JSON; the message says what is wrong and what to send instead."""
+
+
+def strict_json(raw: str | bytes, what: str) -> Any:
+    """`raw` (`what`, as the message names it: "the body", "--state") read as standard JSON, or a
+    `NotStandardJSON` saying why not: not JSON or not UTF-8, NaN or an infinity, a number too long
+    to read (over 4300 digits), nesting deeper than the parser goes, a key twice in one object
+    (readers disagree on which one counts)."""
+    try:
+        return json.loads(
+            raw,
+            parse_constant=functools.partial(_refuse_constant, what),
+            object_pairs_hook=functools.partial(_unique_keys, what),
+        )
+    except NotStandardJSON:
+        raise
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise NotStandardJSON(f"{what} is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise NotStandardJSON(f"{what} is not valid JSON here: it is nested too deeply") from exc
+    except ValueError as exc:  # an integer of more digits than Python reads (4300)
+        raise NotStandardJSON(f"{what} holds a number too long to read: {str(exc)[:120]}") from exc
+
+
+def _refuse_constant(what: str, name: str) -> Any:
+    raise NotStandardJSON(f"{what} is not standard JSON: {name} is not a JSON number; send a number or null")
+
+
+def _unique_keys(what: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) == len(pairs):
+        return value
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise NotStandardJSON(
+                f"{what} holds the key {key[:80]!r} twice in one object (JSON readers disagree on which "
+                "one counts); send each key once"
+            )
+        seen.add(key)
+    return value  # not reached: some key came twice

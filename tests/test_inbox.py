@@ -138,6 +138,22 @@ def test_a_cross_site_form_post_is_refused_even_with_the_cookie(server: Server) 
         assert answered.status_code == 303
 
 
+@pytest.mark.parametrize("form", [{"answer": "   \n "}, {"reason": "no answer field"}])
+def test_a_blank_or_missing_answer_from_the_inbox_is_refused_and_the_run_still_waits(
+    server: Server, form: dict[str, str]
+) -> None:
+    """The API refuses a blank answer; the inbox's form (the textarea's `required` lets spaces
+    through, and a hand-made post leaves the field out) answered the question with it, spent."""
+    run_id = _start(server, "invoice-downloader", "invoice/which-one")
+    same = {"Origin": server.url, "Sec-Fetch-Site": "same-origin"}
+    with contextlib.closing(_signed_in(server)) as browser:
+        refused = browser.post(f"/inbox/{run_id}/answer", data=form, headers=same)
+    assert refused.status_code == 400 and "Write an answer first" in refused.text, refused.text
+    assert "text/html" in refused.headers["content-type"]  # the inbox page, saying so
+    with server.client() as api:
+        assert api.get(f"/runs/{run_id}").json()["status"] == "waiting"
+
+
 def test_the_inbox_may_not_be_framed_or_run_scripts(server: Server) -> None:
     page = httpx.get(f"{server.url}/inbox", timeout=30)
     policy = page.headers["content-security-policy"]

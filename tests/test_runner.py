@@ -509,6 +509,7 @@ def test_a_state_json_cannot_hold_is_refused_at_the_start_before_anything_is_sto
         (b"raw", "type bytes"),
         ({1, 2}, "type set"),
         (deep, "depth"),
+        (deep_as(300), "deeper than 255 levels"),  # the encoder writes it; every reader choked on it
     ):
         state = counter_state(tmp_path / "c", "plain") | {"extra": value}
         with pytest.raises(
@@ -518,6 +519,22 @@ def test_a_state_json_cannot_hold_is_refused_at_the_start_before_anything_is_sto
     with pytest.raises(ConfigError, match="state must be a dict of JSON values, not list"):
         runner.begin("counter", "count", state=[("folder", "x")])  # type: ignore[arg-type]
     assert runner.store.list_runs() == []
+
+
+def deep_as(levels: int) -> Any:
+    """A list in a list ... `levels` lists deep."""
+    value: Any = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_a_state_nested_as_deep_as_the_encoder_writes_is_kept(counters: Workers, tmp_path: Path) -> None:
+    """The depth limit refuses only what nests past 255 levels: a state 254 levels deep is kept."""
+    runner = counters.new()
+    state = counter_state(tmp_path / "c", "plain") | {"extra": deep_as(254)}
+    job = runner.begin("counter", "count", state=state)
+    assert runner.store.get(job.run_id).state["extra"] == deep_as(254)
 
 
 def test_an_approval_for_a_tool_the_redeployed_agent_no_longer_has_leaves_the_run_waiting(

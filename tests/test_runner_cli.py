@@ -290,6 +290,9 @@ def test_start_refuses_a_state_that_is_not_standard_json(
         ('{"x": NaN}', "NaN is not a JSON number"),
         ('{"x": -Infinity}', "-Infinity is not a JSON number"),
         ('{"x": "v\udcfe"}', "not UTF-8"),  # a byte argv could not decode
+        ('{"x": ' + "[" * 100_000 + "}", "nested too deeply"),  # were tracebacks, RecursionError
+        ('{"x": ' + "9" * 5000 + "}", "a number too long to read"),  # and ValueError
+        ('{"x": 1, "y": 2, "x": 3}', "the key 'x' twice"),  # was taken as 3, silently
     ]:
         assert main(["start", "invoice-downloader", "t", "--state", state, "--store", path]) == 2
         assert says in capsys.readouterr().err

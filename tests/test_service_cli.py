@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -134,6 +135,34 @@ def test_a_new_store_and_its_folder_are_owner_only(tmp_path: Path) -> None:
     open_store(str(tmp_path / "state" / "runs.db")).close()
     assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "state" / "runs.db").stat().st_mode) == 0o600
+
+
+def test_starts_past_max_running_are_a_503_and_the_runs_in_flight_go_on(tmp_path: Path) -> None:
+    """A flood of starts met no limit: every one became a run of this process at once. Past
+    --max-running runs in flight a start is a 503 with Retry-After, stores nothing, and the
+    runs in flight are not touched; once they end, starts are taken again."""
+    from test_runner_agents import counter_state
+
+    folder = tmp_path / "held"
+    hang = counter_state(folder, "hang-first")
+    (folder / "hang.flag").write_text("")  # the runs block in their first tool call until it goes
+    store = str(tmp_path / "runs.db")
+    server = Server(store, tmp_path, "--max-running", "2", catalog="test_runner_agents:catalog")
+    with server, server.client() as api:
+        start = {"agent": "counter", "task": "count", "state": hang}
+        held = [api.post("/runs", json=start) for _ in range(2)]
+        assert [r.status_code for r in held] == [202, 202]
+        refused = api.post("/runs", json=start)
+        assert refused.status_code == 503, refused.text
+        error = refused.json()["error"]
+        assert "2 runs in flight" in error and "--max-running" in error
+        assert refused.headers["retry-after"].isdigit()
+        assert len(api.get("/runs").json()["runs"]) == 2  # the refused start stored nothing
+        assert api.get("/healthz").text == "ok"
+        (folder / "hang.flag").unlink()
+        for r in held:
+            wait_for(lambda r=r: api.get(r.json()["url"]).json()["status"] == "finished", what="a run")
+        assert api.post("/runs", json=start).status_code == 202
 
 
 # -- item 17: token files ---------------------------------------------------------------------------
@@ -271,6 +300,33 @@ def test_a_token_path_that_is_no_text_file_is_refused_at_once(tmp_path: Path, ki
 
 
 @pytest.mark.parametrize(
+    ("secret", "says"),
+    [
+        ("pässwort-0123456789abcdef", "'ä'"),  # a header carries it as Latin-1 bytes: 401 for ever
+        ("first-line-0123456789\nsecond-line", "a line break"),  # a token file of two lines
+        ("nul-\x00-0123456789abcdef", r"'\x00'"),
+    ],
+)
+def test_a_token_no_authorization_header_can_carry_is_refused_at_start(secret: str, says: str) -> None:
+    """The service started with it and answered every API call and `endstate` command 401, while
+    the inbox's form (UTF-8) signed in: refused at start, saying which character and what to use."""
+    from agent.errors import ConfigError
+    from agent.service.auth import Token
+
+    with pytest.raises(ConfigError, match=f"the service token holds {re.escape(says)}.*printable ASCII"):
+        Token(secret)
+
+
+def test_the_token_is_never_shown_in_a_repr() -> None:
+    """A traceback with locals, a debugger or a log line printing the service shows no secret."""
+    from agent.service.auth import Token
+    from agent.service.config import Service
+
+    token = Token(TOKEN)
+    assert TOKEN not in repr(token) and TOKEN not in repr(Service(None, token))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
     ("args", "says"),
     [
         (
@@ -280,6 +336,8 @@ def test_a_token_path_that_is_no_text_file_is_refused_at_once(tmp_path: Path, ki
         (["serve", "--sweep-interval", "-1"], "is not a number of seconds above 0"),
         (["serve", "--demo-interval", "nan"], "argument --demo-interval: 'nan' is not a number of seconds"),
         (["serve", "--body-timeout", "0"], "argument --body-timeout: '0' is not a number of seconds above 0"),
+        (["serve", "--header-timeout", "inf"], "argument --header-timeout: 'inf' is not a number of seconds"),
+        (["serve", "--header-timeout", "0"], "--header-timeout: '0' is not a number of seconds above 0"),
         (["serve", "--grace", "-1"], "argument --grace: '-1' is not a number of seconds from 0"),
         (["serve", "--lease", "0"], "argument --lease: '0' is not a number above 0"),
         (["answer", "r1", "yes", "--lease", "inf"], "argument --lease: 'inf' is not a number above 0"),

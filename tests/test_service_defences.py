@@ -80,6 +80,20 @@ HOSTILE: list[tuple[str, bytes, str]] = [
         b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": "csv/clean"}}',
         "csv-cleaner",
     ),
+    (  # readers disagree on which of two equal keys counts: Python's took the last, silently
+        "/runs",
+        b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": "ci/approved-push", '
+        b'"scenario": "invoice/which-one"}}',
+        "the key 'scenario' twice",
+    ),
+    (  # JSON that parses, but nested deeper than the store's readers take: every GET /runs was a 500
+        "/runs",
+        b'{"agent": "invoice-downloader", "task": "t", "state": {"scenario": "invoice/which-one", "x": '
+        + b"[" * 300
+        + b"]" * 300
+        + b"}}",
+        "deeper than 255 levels",
+    ),
 ]
 
 
@@ -567,3 +581,46 @@ def test_a_run_with_a_damaged_journal_is_shown_as_such_and_the_others_still_are(
     assert "Its journal cannot be read" in page.text
     run_page = api.get(f"/inbox/review/runs/{damaged}")
     assert "cannot be shown" in run_page.text and "text/html" in run_page.headers["content-type"]
+
+
+@pytest.mark.parametrize("column", ["suspended_at", "deadline", "cost_usd"])
+def test_a_waiting_run_with_a_number_column_edited_into_text_hides_no_other(
+    build: Build, tmp_path: Path, column: str
+) -> None:
+    """/pending and the inbox sorted and showed such a row: a 500 for everyone, every refresh."""
+    api = build(runs=2)
+    damaged, fine = (r["run_id"] for r in api.get("/pending").json()["pending"])
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute(f"UPDATE endstate_runs SET {column} = 'soon' WHERE run_id = ?", (damaged,))
+    pending = api.get("/pending")
+    assert pending.status_code == 200, pending.text
+    assert [r["run_id"] for r in pending.json()["pending"]] == [fine]
+    page = api.get("/inbox")
+    assert page.status_code == 200 and f'data-run-id="{fine}"' in page.text, page.text
+    listing = api.get("/runs").json()
+    assert [r["run_id"] for r in listing["runs"]] == [fine] and listing["damaged"] == [damaged]
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ("'garbage'", "snapshot is not JSON"),
+        ("json_set(snapshot, '$.version', 99)", "snapshot version 99 is not supported"),
+    ],
+)
+def test_an_answer_to_a_run_whose_stored_snapshot_cannot_be_read_is_a_503_naming_the_run(
+    build: Build, tmp_path: Path, edit: str, says: str
+) -> None:
+    """Not the client's fault, so not a 400 that named no run ('snapshot is not JSON: Expecting
+    value'): a 503 saying which run and what to do; the run still waits, its answer not spent."""
+    api = build(runs=1)
+    [waiting] = api.get("/pending").json()["pending"]
+    run_id = waiting["run_id"]
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute(f"UPDATE endstate_runs SET snapshot = {edit} WHERE run_id = ?", (run_id,))
+    response = api.post(f"/runs/{run_id}/answer", json={"answer": "INV-0913"}, headers=AUTH)
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert f"run {run_id}: its stored snapshot cannot be read ({says}" in error
+    assert "upgrade this Endstate" in error and "fix the row or delete the run" in error
+    assert api.get(f"/runs/{run_id}").json()["status"] == "waiting"

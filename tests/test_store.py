@@ -988,6 +988,31 @@ def test_a_damaged_run_row_is_a_clear_error_and_never_hides_the_other_runs(
         store.close()
 
 
+@pytest.mark.parametrize(
+    "column", ["started_at", "deadline", "suspended_at", "turns", "segments", "cost_usd", "input_tokens"]
+)
+def test_a_number_column_edited_into_text_is_a_damaged_row_that_hides_no_other(
+    tmp_path: Path, column: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLite keeps text typed into a REAL or INTEGER column as text: such a row is damaged like one
+    whose state is not JSON. It made /pending and the inbox a 500 for everyone (their sort compared
+    text with numbers), and GET /runs too for a cost or token count (float('x'))."""
+    url = str(tmp_path / "runs.db")
+    store = open_store(url)
+    try:
+        for run_id in ("good", "bad"):
+            store.create(NewRun(run_id, "test-agent", "task", "default", {}), lease(), NOW)
+        edit_row(url, f"UPDATE endstate_runs SET {column} = 'soon' WHERE run_id = 'bad'")
+        damaged = f"run bad: its {column} column is damaged .*'soon'.*fix the row"
+        with pytest.raises(StoreError, match=damaged):
+            store.get("bad")
+        listing = store.list_runs()
+        assert [r.run_id for r in listing] == ["good"] and listing.damaged == ["bad"]
+        assert "run bad" in caplog.text and column in caplog.text  # left out, and said so
+    finally:
+        store.close()
+
+
 def test_a_journal_with_an_entry_missing_is_a_clear_error_not_a_shorter_run(
     store: RunStore, store_url: str, make_agent
 ) -> None:  # type: ignore[no-untyped-def]

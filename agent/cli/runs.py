@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shlex
 import signal
@@ -27,7 +26,7 @@ from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.summary import plural
-from agent.text import LONE_SURROGATE, json_text
+from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, strict_json
 
 
 def register(sub: Any) -> None:
@@ -205,9 +204,9 @@ def _resume(args: argparse.Namespace) -> int:
 def start_state(args: argparse.Namespace) -> dict[str, Any]:
     """The state `start` gives a new run: `--state` (a JSON object), with `--scenario` in it."""
     try:
-        state = json.loads(args.state, parse_constant=_not_a_number)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--state must be a JSON object: {exc}") from exc
+        state = strict_json(args.state, "--state")
+    except NotStandardJSON as exc:
+        raise ConfigError(str(exc)) from exc
     if LONE_SURROGATE.search(args.state):
         raise ConfigError("--state holds bytes that are not UTF-8 (a lone surrogate); pass UTF-8 text")
     if not isinstance(state, dict):
@@ -215,10 +214,6 @@ def start_state(args: argparse.Namespace) -> dict[str, Any]:
     if args.scenario:
         state["scenario"] = args.scenario
     return state
-
-
-def _not_a_number(name: str) -> Any:
-    raise ConfigError(f"--state must be standard JSON: {name} is not a JSON number; use a number or null")
 
 
 def _start(args: argparse.Namespace) -> int:

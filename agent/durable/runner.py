@@ -471,6 +471,11 @@ class Runner:
         for segment in list(self._segments.values()):
             segment.cancel()
 
+    @property
+    def in_flight(self) -> int:
+        """How many runs this runner drives now (spawned and not yet ended or suspended)."""
+        return len(self._spawned)
+
     def spawn(self, job: Job, cancel: Any = None) -> asyncio.Task[RunResult | None]:
         """Drive a job as a task of the running loop; `shutdown` waits for it."""
 

@@ -89,6 +89,8 @@ log = logging.getLogger("endstate.service")
 
 START_FIELDS = ("agent", "task", "task_type", "state", "run_id")  # what POST /runs takes
 
+ADMIT_RETRY_AFTER = 5  # seconds a start refused past --max-running is told to wait
+
 __all__ = [  # what other modules and tests import from here
     "BODY_TIMEOUT",
     "LOOPBACK_HOSTS",
@@ -178,7 +180,8 @@ class Api:
         self.runner = service.runner
 
     async def problem(self, request: Request, exc: Exception) -> Response:
-        return StandardJSON({"error": self.shown(str(exc))}, status_code=status_of(exc))
+        headers = getattr(exc, "headers", None)
+        return StandardJSON({"error": self.shown(str(exc))}, status_code=status_of(exc), headers=headers)
 
     async def no_route(self, request: Request, exc: Exception) -> Response:
         """No such path (404) or method (405): JSON saying so, like every other error."""
@@ -210,11 +213,28 @@ class Api:
         if options["run_id"] == "":  # an empty id is not "no id": a client's retry key went missing
             raise Problem(400, "'run_id' must not be empty: give an id, or leave the field out for a new one")
         agent, task = required(body, "agent"), required(body, "task")
+        self._admit()
+        self.service.starting += 1
         try:
             job = await self.service.off_loop(self.runner.begin, agent, task, **options)
         except RunExists:
             return await self._started_before(agent, task, options)
+        finally:
+            self.service.starting -= 1
         return self._accepted(job)
+
+    def _admit(self) -> None:
+        """Refuse a new run (503, nothing stored) while `max_running` runs are in flight here: a
+        flood of starts would otherwise make every one a run of this process at once."""
+        cap, in_flight = self.service.max_running, getattr(self.runner, "in_flight", 0)
+        if cap is not None and in_flight + self.service.starting >= cap:
+            raise Problem(
+                503,
+                f"this service has {cap} runs in flight, its --max-running; nothing was started. Send the "
+                "start again in a few seconds (answers to waiting runs are still taken), or raise "
+                "--max-running or add a replica",
+                headers={"Retry-After": str(ADMIT_RETRY_AFTER)},
+            )
 
     async def _started_before(self, agent: str, task: str, options: dict[str, Any]) -> Response:
         """A run id that is taken: the same request sent again (a retry after a lost reply) gets the

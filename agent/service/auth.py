@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.errors import ConfigError
@@ -16,17 +17,25 @@ ENV_TOKEN = "ENDSTATE_TOKEN"
 ENV_TOKEN_FILE = "ENDSTATE_TOKEN_FILE"
 COOKIE = "endstate_inbox"
 MIN_LENGTH = 16
+_UNSENDABLE = re.compile(r"[^\t\x20-\x7e]")  # what a header does not carry as the client wrote it
 
 
 @dataclass(frozen=True)
 class Token:
     """A shared secret: sent as `Authorization: Bearer ...`, or once to the inbox for a cookie."""
 
-    secret: str
+    secret: str = field(repr=False)  # never in a traceback or a log line that prints the service
 
     def __post_init__(self) -> None:
         if len(self.secret) < MIN_LENGTH:
             raise ConfigError(f"the service token must be at least {MIN_LENGTH} characters long")
+        if bad := _UNSENDABLE.search(self.secret):
+            what = "a line break" if bad.group() in "\r\n" else repr(bad.group())
+            raise ConfigError(
+                f"the service token holds {what}, which an Authorization header cannot carry as it is "
+                "(every API call would be refused); use printable ASCII only, such as "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            )
 
     def accepts(self, offered: str | None) -> bool:
         return bool(offered) and hmac.compare_digest(str(offered).encode(), self.secret.encode())

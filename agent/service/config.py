@@ -56,7 +56,9 @@ class Service:
     # waits for that up to `first_scrape_wait` seconds, so the counters are read at zero before it
     scraped: Callable[[], bool] | None = None
     first_scrape_wait: float = 0.0
+    max_running: int | None = None  # runs in flight past which a start is a 503 (--max-running); None: no cap
     ready: bool = False
+    starting: int = 0  # starts admitted and not yet spawned (see `Api.start`)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _calls: ThreadPoolExecutor | None = None  # see `off_loop`
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
@@ -15,7 +14,7 @@ from agent.durable.runner import AnswerError, Runner
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
 from agent.service.auth import Token
-from agent.text import LONE_SURROGATE, json_text
+from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, strict_json
 
 MAX_BODY = 64 * 1024
 
@@ -37,9 +36,10 @@ class StandardJSON(JSONResponse):
 class Problem(Exception):
     """An HTTP error with a message for the client."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.headers = headers
 
 
 STATUS_OF: list[tuple[type[Exception], int]] = [
@@ -97,17 +97,9 @@ async def json_body(request: Request, within: float = BODY_TIMEOUT, empty_ok: bo
 def parse_json(raw: bytes) -> Any:
     """Standard JSON only: no NaN or Infinity, no number too long to read (400 for each)."""
     try:
-        return json.loads(raw, parse_constant=_refuse_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise Problem(400, f"the body is not valid JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise Problem(400, "the body is not valid JSON here: it is nested too deeply") from exc
-    except ValueError as exc:  # an integer of more digits than Python reads (4300)
-        raise Problem(400, f"the body holds a number too long to read: {str(exc)[:120]}") from exc
-
-
-def _refuse_constant(name: str) -> Any:
-    raise Problem(400, f"the body is not standard JSON: {name} is not a JSON number; send a number or null")
+        return strict_json(raw, "the body")
+    except NotStandardJSON as exc:
+        raise Problem(400, str(exc)) from exc
 
 
 def check_strings(data: Any) -> None:

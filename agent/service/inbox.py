@@ -155,6 +155,10 @@ class Inbox:
         if action not in ("answer", "approve", "deny"):
             return await self.render(request, error=f"Unknown action {action!r}.", status=404)
         form = await form_of(request)
+        if action == "answer" and not form.get("answer", "").strip():  # as the API: a blank answer is none
+            return await self.render(
+                request, error="Write an answer first: a blank one is not sent.", status=400
+            )
         try:
             job = await self.service.off_loop(self._claim, run_id, action, form)
         except EndstateError as exc:
@@ -171,7 +175,7 @@ class Inbox:
         runner, shown = self.service.runner, form.get("segments")
         read = int_param(shown, 0, 2**62, "the form's segments") if shown is not None else None
         if action == "answer":
-            return claim(runner, run_id, form.get("answer", ""), segments=read)
+            return claim(runner, run_id, form["answer"], segments=read)
         if action == "approve":
             return claim(runner, run_id, approved=True, segments=read)
         return claim(runner, run_id, form.get("reason") or None, approved=False, segments=read)

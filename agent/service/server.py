@@ -23,6 +23,7 @@ ENV_ALLOWED_HOSTS = "ENDSTATE_ALLOWED_HOSTS"
 ENV_READ_AUTH = "ENDSTATE_READ_AUTH"
 ENV_CASES_DIR = "ENDSTATE_CASES_DIR"
 ENV_FIRST_SCRAPE_WAIT = "ENDSTATE_FIRST_SCRAPE_WAIT"
+ENV_MAX_RUNNING = "ENDSTATE_MAX_RUNNING"
 
 READ_AUTH_HELP = (
     "who may read runs, the pending list and the inbox: 'token' (the token is needed), 'open' "
@@ -46,6 +47,13 @@ def page_size(text: str) -> int:
     """An argparse type: runs per inbox page, 1-500."""
     if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 500:
         raise argparse.ArgumentTypeError(f"{text!r} is not a page size from 1 to 500")
+    return int(text)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number from 1."""
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1")
     return int(text)
 
 
@@ -86,7 +94,9 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         help=READ_AUTH_HELP,
     )  # fmt: skip
     p.add_argument("--body-timeout", type=seconds, default=30.0, help="seconds a request body may take")
-    p.add_argument("--header-timeout", type=float, default=10.0, help="seconds a request's headers may take")
+    p.add_argument(
+        "--header-timeout", type=seconds, default=10.0, help="seconds a request's headers may take"
+    )
     p.add_argument("--token-file", default=None, help="file holding the token (or set $ENDSTATE_TOKEN)")
     p.add_argument("--demo-workload", action="store_true", help="keep playing the example scenarios")
     p.add_argument("--demo-interval", type=seconds, default=15.0, help="seconds between workload rounds")
@@ -98,6 +108,14 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         "--grace", type=seconds_from_zero, default=10.0, help="seconds runs get to checkpoint at shutdown"
     )
     p.add_argument("--page-size", type=page_size, default=50, help="runs per inbox page (1-500)")
+    p.add_argument(
+        "--max-running",
+        type=positive_int,
+        default=os.environ.get(ENV_MAX_RUNNING) or "500",
+        metavar="N",
+        help="runs this service drives at once; past it a start is a 503 with Retry-After (answers, "
+        f"recovery and the demo workload are not refused) (default: ${ENV_MAX_RUNNING}, else 500)",
+    )
     first_scrape_arg(p, "recovers the runs of dead workers")
     p.add_argument(
         "--retention", metavar="DURATION", help="prune finished runs older than this, e.g. 30d (hourly)"
@@ -180,6 +198,7 @@ def serve(args: argparse.Namespace) -> int:
             catalog_spec=args.catalog or os.environ.get(ENV_CATALOG) or None,
             scraped=telemetry.metrics.scraped,
             first_scrape_wait=args.first_scrape_wait,
+            max_running=args.max_running,
         )
         reads = "reads need the token" if service.reads_need_token else "reads are open (loopback)"
         print(

@@ -27,6 +27,7 @@ from agent.durable.store.base import (
     RunStatus,
     StoreError,
     UnknownRun,
+    UnreadableSnapshot,
     WriteRefused,
     dumps,
     pending_of,
@@ -382,11 +383,18 @@ class SqlStore:
         )
         for i, row in enumerate(rows):
             if int(row["seq"]) != i:  # a journal with a hole is another run: never read it as one
-                raise SnapshotError(
+                raise UnreadableSnapshot(
                     f"run {run_id}: its journal entry {i} is missing (the next is {row['seq']}); the store "
                     "was edited by hand or is damaged"
                 )
-        return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])
+        try:
+            return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])
+        except SnapshotError as exc:
+            raise UnreadableSnapshot(
+                f"run {run_id}: its stored snapshot cannot be read ({exc}); nothing was changed. If a newer "
+                "Endstate wrote it, upgrade this Endstate; if it was edited by hand or the store is damaged, "
+                "fix the row or delete the run"
+            ) from exc
 
     def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> Listing:
         where, params = ("WHERE status = ?", [str(status)]) if status else ("", [])
@@ -631,6 +639,7 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
 
 def record_of(row: Row) -> RunRecord:
     """A `RunRecord` from a row (columns as in `ALL_COLUMNS`); a damaged column is a `StoreError`."""
+    _check_numbers(row)
     return RunRecord(
         **{k: row[k] for k in _PLAIN if k in row},
         status=_column(row, "status", RunStatus),
@@ -661,10 +670,23 @@ def _column(row: Row, name: str, decode: Any) -> Any:
     try:
         return decode(row[name])
     except (ValueError, TypeError) as exc:
-        raise StoreError(
-            f"run {row.get('run_id')}: its {name} column is damaged ({exc}); the store was edited by "
-            "hand or is damaged: fix the row, or delete the run"
-        ) from exc
+        raise _damaged(row, name, exc) from exc
+
+
+def _check_numbers(row: Row) -> None:
+    """A number column holding anything else is damaged: SQLite keeps text typed into a REAL or
+    INTEGER column by hand as text, which no listing could sort or add up."""
+    for name in _NUMBERS:
+        value = row.get(name)
+        if value is not None and type(value) not in (int, float):
+            raise _damaged(row, name, f"{value!r:.40} is not a number")
+
+
+def _damaged(row: Row, name: str, why: object) -> StoreError:
+    return StoreError(
+        f"run {row.get('run_id')}: its {name} column is damaged ({why}); the store was edited by "
+        "hand or is damaged: fix the row, or delete the run"
+    )
 
 
 def _state(text: str | None) -> dict[str, Any]:
@@ -673,6 +695,12 @@ def _state(text: str | None) -> dict[str, Any]:
         raise TypeError(f"a JSON object was expected, not {type(state).__name__}")
     return state
 
+
+_NUMBERS = (  # the row's number columns (a listing may leave some out)
+    *("started_at", "updated_at", "ended_at", "turns", "active_seconds", "waiting_seconds", "segments"),
+    *("deadline", "suspended_at", "lease_until", "answered_at", "cost_usd", "input_tokens", "output_tokens"),
+    *("cache_read_tokens", "cache_write_tokens"),
+)
 
 _PLAIN = [
     *("run_id", "agent", "task", "task_type", "started_at", "updated_at", "ended_at", "stop_limit", "turns"),

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import orjson
 
 from agent.audit import Audit, AuditOutcome
-from agent.errors import EndstateError
+from agent.errors import EndstateError, SnapshotError
 from agent.result import PendingAction, RunResult, StopReason
 from agent.snapshot import Checkpoint, Snapshot
 from agent.text import without_lone_surrogates
@@ -41,6 +41,11 @@ class NotClaimable(StoreError):
 
 class LeaseLost(StoreError):
     """Another worker took the run over; this worker must stop writing to it."""
+
+
+class UnreadableSnapshot(StoreError, SnapshotError):
+    """A run's stored snapshot or journal cannot be read (edited by hand, damaged, or written by a
+    newer Endstate): the store's fault, not the caller's (a 503 over HTTP)."""
 
 
 class RunStatus(StrEnum):
