@@ -96,7 +96,7 @@ def encode_entry(entry: Entry) -> dict[str, Any]:
         return {"type": "answered", "at": entry.at, "by": entry.by, "reply": _encode_reply(entry.reply)}
     if isinstance(entry, Stopped):
         stopped = {"type": "stopped", "reason": str(entry.reason)}
-        return stopped | _present(limit=entry.limit, note=entry.note)
+        return stopped | _present(limit=entry.limit, note=entry.note, turn_cut=entry.turn_cut or None)
     return {"type": _TYPE_OF[type(entry)], **_plain(entry)}
 
 
@@ -427,7 +427,8 @@ def _stopped(d: dict[str, Any]) -> Stopped:
     try:
         reason = StopReason(need(d, "reason", str))
         limit = need(d, "limit", str | None, None)
-        return Stopped(reason, LimitKind(limit) if limit else None, need(d, "note", str, ""))
+        note, cut = need(d, "note", str, ""), need(d, "turn_cut", bool, False)
+        return Stopped(reason, LimitKind(limit) if limit else None, note, cut)
     except ValueError as exc:
         raise SnapshotError(f"bad stop: {exc}") from exc
 

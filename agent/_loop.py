@@ -161,13 +161,15 @@ async def drive(
         if not isinstance(decision, Continue):
             await durable(run)  # every checkpoint durable before the run ends
             return conclude(agent, run, decision)
+    again = run.journal.turn_cut()  # the turn a cancellation cut before its reply: its span says so
     while True:
         if limit := run.budget.exceeded(run.tick()):  # 1. the budget first
             decision = Stop(StopReason.LIMIT, limit=limit)
         elif cancel is not None and cancel.is_set():
             decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
         else:
-            decision = await observed(obs, run.begin_turn(), turn(agent, run, obs))  # 2-5
+            decision = await observed(obs, run.begin_turn(), turn(agent, run, obs), again)  # 2-5
+            again = False
         if not isinstance(decision, Continue):
             await durable(run)
             return conclude(agent, run, decision)
@@ -719,7 +721,7 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         snap = run.snapshot(SnapshotKind.SUSPENDED)
         summary = summary_of(agent, run, StopReason.NEED_HELP, None)
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
-    run.record(Stopped(decision.reason, decision.limit, decision.note))
+    run.record(Stopped(decision.reason, decision.limit, decision.note, run.turn_cut))
     kind = _KIND_OF.get(decision.reason, SnapshotKind.FINISHED)
     if kind is not SnapshotKind.CANCELLED:
         last_checkpoint(agent, run, kind)

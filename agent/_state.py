@@ -39,6 +39,7 @@ class RunState:
     _active_before: float = 0.0
     _started: float | None = None
     _turn_mark: int = 0  # the journal's length when the turn began
+    turn_cut: bool = False  # the segment ends in a turn cancelled before its model replied
 
     def __post_init__(self) -> None:
         if self._started is None:
@@ -82,9 +83,11 @@ class RunState:
         return self.usage.turns
 
     def drop_unanswered_turn(self) -> None:
-        """A turn cut off before its model replied is not counted (its retry is the same turn)."""
+        """A turn cut off before its model replied is not counted (its retry is the same turn, and its
+        span there says it continues: `Stopped.turn_cut`)."""
         if self._turn_mark and not any(isinstance(e, Reply) for e in self.journal.since(self._turn_mark)):
             self.usage.turns -= 1
+            self.turn_cut = True
             self._turn_mark = 0
 
     def note_call(self, name: str, arguments: dict[str, object], text: str, is_error: bool) -> None:

@@ -215,11 +215,13 @@ class Shrunk:
 @fast_init
 @dataclass(frozen=True)
 class Stopped:
-    """How a segment ended."""
+    """How a segment ended; `turn_cut` when it cut a turn before its model replied (a cancellation):
+    the next segment's first turn is that turn again, not counted twice."""
 
     reason: StopReason
     limit: LimitKind | None = None
     note: str = ""
+    turn_cut: bool = False
 
 
 Entry = Task | Reply | Note | Result | Started | Suspended | Answered | Extended | Shrunk | Stopped
@@ -264,6 +266,12 @@ class Journal:
         index, reply = last
         answered = {e.call_id for e in self.entries[index + 1 :] if isinstance(e, Result)}
         return [c for c in reply.calls if c.id not in answered]
+
+    def turn_cut(self) -> bool:
+        """True when the last segment ended cutting a turn before its model replied (the next turn
+        is that one again)."""
+        last = self.entries[-1] if self.entries else None
+        return isinstance(last, Stopped) and last.turn_cut
 
     def waiting(self) -> Suspended | None:
         """The suspension not yet answered, if the run waits."""

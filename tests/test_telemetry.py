@@ -16,7 +16,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from prometheus_client import CollectorRegistry, generate_latest
 
-from agent import Agent, Budget, CompositeHooks, Extension, ModelError, RunResult, StopReason, predicate, tool
+from agent import (
+    Agent,
+    Budget,
+    CompositeHooks,
+    Extension,
+    ModelError,
+    RunResult,
+    Snapshot,
+    StopReason,
+    predicate,
+    tool,
+)
 from agent.models import ScriptedModel, call, finish, say
 from agent.models.base import ModelReply, ModelRequest
 from telemetry import MetricsHooks, TracingHooks
@@ -375,6 +386,44 @@ def test_resume_links_segments_and_records_the_wait(rig: Rig) -> None:
     turns = [s.attributes or {} for s in rig.spans() if s.name == n.SPAN_TURN]
     assert [(t[n.AGENT_TURN_INDEX], t.get(n.AGENT_TURN_CONTINUED, False)) for t in turns] == [
         (1, False), (2, False), (2, True), (3, False),
+    ]  # fmt: skip
+    assert sum(not t.get(n.AGENT_TURN_CONTINUED) for t in turns) == second.turns  # counted from spans: once
+
+
+def test_a_turn_cancelled_before_its_reply_and_resumed_is_counted_once_from_spans(rig: Rig) -> None:
+    """A cancellation mid model call: the turn is not counted, and its retry in the resumed segment
+    has the same index and `agent.turn.continued`, so turns counted from spans equal the run's."""
+    hang = asyncio.Event()
+
+    class Hangs:
+        name, provider = "scripted", "scripted"
+
+        def __init__(self) -> None:
+            self.inner, self.calls = ScriptedModel([[call("look", path="a")], [finish("done", "read")]]), 0
+
+        async def complete(self, request: ModelRequest) -> ModelReply:
+            self.calls += 1
+            if self.calls == 2:
+                hang.set()
+                await asyncio.Event().wait()
+            return await self.inner.complete(request)
+
+    agent = Agent(AGENT, Hangs(), tools=[look], task_type=TASK_TYPE, hooks=rig.hooks)
+
+    async def cancelled() -> RunResult:
+        task = asyncio.create_task(agent.arun("read"))
+        await hang.wait()
+        task.cancel()
+        return await task
+
+    first = asyncio.run(cancelled())
+    assert (first.reason, first.turns) == (StopReason.CANCELLED, 1)
+    kept = Snapshot.from_json(first.snapshot.to_json())  # as a store keeps it
+    second = Agent(AGENT, Hangs().inner, tools=[look], task_type=TASK_TYPE, hooks=rig.hooks).resume(kept)
+    assert (second.reason, second.turns) == (StopReason.SUCCESS, 2), second.note
+    turns = [s.attributes or {} for s in rig.spans() if s.name == n.SPAN_TURN]
+    assert [(t[n.AGENT_TURN_INDEX], t.get(n.AGENT_TURN_CONTINUED, False)) for t in turns] == [
+        (1, False), (2, False), (2, True),
     ]  # fmt: skip
     assert sum(not t.get(n.AGENT_TURN_CONTINUED) for t in turns) == second.turns  # counted from spans: once
 
