@@ -99,6 +99,7 @@ class Agent(Protocol):
 log = logging.getLogger("endstate.loop")
 
 NUDGE = "Use a tool or call finish."
+REJECTED = "Criterion not met: "  # how a `done` the verifiers rejected begins its result
 CUT_OFF = "Your reply was cut off at max_tokens. Go on from where it stopped."
 NOT_RUN = "Not run: the run paused for a person before this call. Call it again if you still need it."
 CUT_SHORT = (
@@ -590,7 +591,7 @@ async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: 
             return step
         if isinstance(step, Stop):
             return step
-        if call.name == FINISH_TOOL:
+        if call.name == FINISH_TOOL and step.text.startswith(REJECTED):  # not an answer, nor a bad finish
             signal = TurnSignal.DONE_REJECTED
         run.record(step)
         if i < len(calls) - 1:
@@ -705,7 +706,7 @@ async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: R
     if not failures:
         return Stop(StopReason.SUCCESS, output=signal.note, verified=bool(agent.verifiers))
     run.failures.extend(failures)
-    return Result(call.id, "Criterion not met: " + "; ".join(failures), is_error=True)
+    return Result(call.id, REJECTED + "; ".join(failures), is_error=True)
 
 
 # -- the end ---------------------------------------------------------------------------------------

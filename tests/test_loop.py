@@ -1313,6 +1313,28 @@ def test_finish_last_off_takes_the_calls_in_the_models_order(make_agent):
     assert files.files == {}  # the finish was accepted first: the later call never ran
 
 
+def test_only_a_done_the_verifiers_rejected_marks_its_turn_done_rejected(make_agent):
+    """A person's answer to need_help and a malformed finish are results of `finish` too, but no
+    `done` was rejected: their turns are tool_use."""
+    hooks = RecordingHooks()
+    agent = make_agent(
+        [finish("need_help", "Which region?")],
+        [call("finish", note="no kind")],
+        [finish("done", "EU.")],
+        [finish("give_up", "Nothing to look up.")],
+        hooks=hooks,
+        verifiers=[lambda ctx: [] if len(ctx.calls) else ["nothing looked up"]],
+    )
+    asked = agent.run("t")
+    done = agent.resume(asked.snapshot, "EU")
+    assert done.reason is StopReason.GAVE_UP
+    signals = [sig for o in hooks.observers for sig in o.signals]
+    assert signals[0] == (1, "need_help")
+    assert signals[1] == (1, "tool_use")  # the answered turn, continued
+    assert signals[2] == (2, "tool_use")  # the malformed finish
+    assert signals[3] == (3, "done_rejected")  # nothing was looked up
+
+
 # -- transient model errors and retries ------------------------------------------------------
 
 
