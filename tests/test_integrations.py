@@ -1038,14 +1038,39 @@ def test_langgraph_a_graph_ending_on_a_refusal_is_gave_up_refusal_not_success(
     assert rig.stops("lg_agent", TASK, "success") == 0
 
 
-def test_langgraph_resuming_an_interrupt_of_a_graph_with_no_checkpointer_says_what_is_missing() -> None:
-    """LangGraph gives an `interrupt()` of a graph with no checkpointer as it gives any (need_help),
-    but nothing can resume it: `resume`, given that very result, said to give it the run's result."""
+async def _streamed(graph: Any, input: Any, **kwargs: Any) -> Any:
+    """`lg.astream` read to its end: the run's result."""
+    stream = lg.astream(graph, input, **kwargs)
+    async for _ in stream:
+        pass
+    return stream.result
+
+
+@pytest.mark.usefixtures("both_readings")
+@pytest.mark.parametrize("entry", ["run", "arun", "astream"])
+def test_langgraph_an_interrupt_with_no_checkpointer_is_an_error_saying_how_to_compile_one(
+    rig: Rig, entry: str
+) -> None:
+    """LangGraph gives an `interrupt()` of a graph with no checkpointer as it gives any, but nothing can
+    ever resume it: it was `need_help`, a wait nobody can answer, in the inbox and the help gauges until
+    its deadline. It is an `error` naming what is missing and how to add it; the interrupt's value kept."""
     graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")])
-    asked = lg.run(graph, {"messages": [("user", "delete a")]})
-    assert asked.reason is StopReason.NEED_HELP
+    given, options = {"messages": [("user", "delete a")]}, {"hooks": rig.hooks, "task_type": TASK}
+    if entry == "run":
+        res = lg.run(graph, given, **options)
+    else:
+        run = lg.arun if entry == "arun" else _streamed
+        res = asyncio.run(run(graph, given, **options))
+    assert (res.reason, res.error_type) == (StopReason.ERROR, lg.NO_CHECKPOINTER)
+    assert (res.suspension, res.snapshot) == (None, None)
+    assert "graph.compile(checkpointer=" in res.note and 'Approve delete({"path": "a"})?' in res.note
+    (waiting,) = res.raw[lg.INTERRUPT_KEY]  # as ainvoke gives it
+    assert waiting.value == {"tool": "delete", "args": {"path": "a"}}
+    assert (rig.stops("lg_agent", TASK, "error"), rig.stops("lg_agent", TASK, "need_help")) == (1, 0)
+    (span,) = rig.run_spans()
+    assert (span.attributes or {})[n.ERROR_TYPE] == lg.NO_CHECKPOINTER
     with pytest.raises(ConfigError, match=r"no checkpointer.*compile the graph with checkpointer="):
-        lg.resume(graph, asked, True)
+        lg.resume(graph, res, True)
 
 
 @pytest.mark.usefixtures("both_readings")
