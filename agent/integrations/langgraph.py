@@ -36,6 +36,7 @@ How runs end (either way):
 | ------------------------------------------------- | ------------------------------------- |
 | the graph's final state                           | `success` (checked by the verifiers)  |
 | `interrupt()` (needs a checkpointer)              | `need_help`, resumable with `resume`  |
+| `interrupt()` in a graph with no checkpointer     | `error` (nothing can resume it)       |
 | a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
 | `GraphRecursionError` (`recursion_limit`)         | `limit`/`turns`                       |
 | a final reply the model API refused               | `gave_up`, cause `refusal`            |
@@ -60,6 +61,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Interrupt
@@ -82,6 +84,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopRea
 from agent.verify import Verifier
 
 PROVIDER = "langchain"
+NO_CHECKPOINTER = "interrupt_without_checkpointer"  # error_type of an interrupt() nothing can resume
 
 
 # The state after each step (the last is the output), and each task's start and end with its writes
@@ -302,7 +305,7 @@ async def arun(
         paused = await _paused_at(graph, config, invoke_kwargs)
     except (Exception, asyncio.CancelledError) as exc:
         return _stopped(recorder, exc)
-    return _ended(recorder, output, config, paused)
+    return _ended(recorder, graph, output, config, paused)
 
 
 def astream(
@@ -375,7 +378,7 @@ class GraphStream:
             if isinstance(exc, asyncio.CancelledError):
                 raise
         else:
-            self.result = _ended(recorder, reading.output(), config, paused)
+            self.result = _ended(recorder, self._graph, reading.output(), config, paused)
         finally:
             if self.result is None:  # the caller stopped reading: the graph's stream is closed with ours
                 self.result = recorder.fail(GeneratorExit("the caller stopped reading the stream"))
@@ -412,9 +415,13 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
     return recorder.fail(exc, raw=exc)
 
 
-def _ended(recorder: Recorder, output: Any, config: Mapping[str, Any], paused: Sequence[str]) -> RunResult:
+def _ended(
+    recorder: Recorder, graph: Any, output: Any, config: Mapping[str, Any], paused: Sequence[str]
+) -> RunResult:
     """The graph's stream ended: waiting for a person (an interrupt, a breakpoint), or finished."""
     if isinstance(output, Mapping) and output.get(INTERRUPT_KEY):
+        if not _has_checkpointer(graph, config):
+            return _unresumable(recorder, output)
         return _suspend(recorder, output, config)
     if paused:
         return _suspend_at_breakpoint(recorder, output, config, paused)
@@ -422,6 +429,27 @@ def _ended(recorder: Recorder, output: Any, config: Mapping[str, Any], paused: S
         note = "The model API refused: the graph ended on its refusal."
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=output)
     return recorder.succeed(output, text=_final_text(output), raw=output)
+
+
+def _has_checkpointer(graph: Any, config: Mapping[str, Any]) -> bool:
+    """Whether the run had a checkpointer to resume an interrupt() from: the graph's own, or the one
+    a parent graph lends it through the config (as LangGraph resolves it)."""
+    if (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None:
+        return True
+    return getattr(graph, "checkpointer", None) not in (None, False)
+
+
+def _unresumable(recorder: Recorder, output: Mapping[str, Any]) -> RunResult:
+    """An interrupt() of a graph with no checkpointer: nothing can ever answer it, so no wait (in the
+    inbox and the help gauges until its deadline) but an error saying how to make it resumable."""
+    question, _ = _asking(output[INTERRUPT_KEY][0])
+    note = (
+        f"The graph called interrupt() (asking: {question}), but it has no checkpointer, and LangGraph "
+        "resumes an interrupt() from one: compile the graph with graph.compile(checkpointer=...) "
+        "(InMemorySaver(), or a persistent one such as SqliteSaver to resume in another process) and "
+        "run it with a thread_id in its config."
+    )
+    return recorder.finish(StopReason.ERROR, note=note, error_type=NO_CHECKPOINTER, raw=output)
 
 
 def _refused(output: Any) -> bool:
