@@ -11,8 +11,8 @@ from typing import Any
 import anthropic
 import pytest
 from agents import Agent as OAAgent
+from agents import ToolGuardrailFunctionOutput, function_tool, tool_input_guardrail
 from agents import Usage as OAUsage
-from agents import function_tool
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import InputTokensDetails, OutputTokensDetails
 from integrations_support import Chat, Rig, calls, graph_of, says
@@ -263,6 +263,92 @@ def test_openai_agents_a_handoff_agents_tool_calls_are_labelled_by_name(rig: Rig
     assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "refunded", 3)
     tool_calls = {"agent": "triage", "task_type": TASK, "outcome": n.TOOL_OK}
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="refund") == 1
+
+
+def tool_spans_by_turn(rig: Rig) -> list[list[tuple[str, str, str]]]:
+    """Each turn's tool spans, in order: (tool name, call id, error.type or "")."""
+    (run,) = rig.run_spans()
+    return [
+        [
+            (
+                str((s.attributes or {})[n.GEN_AI_TOOL_NAME]),
+                str((s.attributes or {})[n.GEN_AI_TOOL_CALL_ID]),
+                str((s.attributes or {}).get(n.ERROR_TYPE, "")),
+            )
+            for s in rig.children(turn, n.SPAN_EXECUTE_TOOL)
+        ]
+        for turn in rig.children(run, n.SPAN_TURN)
+    ]
+
+
+def test_openai_agents_a_handoff_is_a_tool_call_spanned_and_counted_in_the_turn_that_asked(rig: Rig) -> None:
+    """A handoff is a tool call in the SDK's own terms (the model calls `transfer_to_refunds`); the
+    SDK runs no tool hooks for it, and it had no span and no count: the dashboards missed it."""
+
+    @function_tool
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    refunds = OAAgent(
+        name="refunds",
+        model=ScriptedModel(
+            [
+                ModelStep(output=[function_call("refund", {"order": "7"}, call_id="r1")]),
+                ModelStep(output=[assistant_message("refunded")]),
+            ]
+        ),
+        tools=[refund],
+    )
+    steps = [ModelStep(output=[function_call("transfer_to_refunds", {}, call_id="h1")])]
+    triage = OAAgent(name="triage", model=ScriptedModel(steps), handoffs=[refunds])
+    res = oa.run(triage, "refund order 7", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "refunded", 3)
+    assert tool_spans_by_turn(rig) == [[("transfer_to_refunds", "h1", "")], [("refund", "r1", "")], []]
+    tool_calls = {"agent": "triage", "task_type": TASK, "outcome": n.TOOL_OK}
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="transfer_to_refunds") == 1  # by name
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="refund") == 1
+
+
+@tool_input_guardrail
+def no_deletes(data: Any) -> ToolGuardrailFunctionOutput:
+    return ToolGuardrailFunctionOutput.reject_content("Deleting is not allowed here.")
+
+
+def test_openai_agents_a_call_a_tool_input_guardrail_rejected_is_a_failed_tool_call(rig: Rig) -> None:
+    """A tool input guardrail's `reject_content` answers the model in the tool's place: the SDK runs
+    no tool hooks for the call, and it had no span and no count. It is a call that failed (the tool
+    never ran), in the turn that asked for it, beside the calls that ran."""
+    ran: list[str] = []
+
+    @function_tool(tool_input_guardrails=[no_deletes])
+    def delete(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return "deleted"
+
+    @function_tool
+    def look(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    steps = [
+        ModelStep(
+            output=[
+                function_call("look", {"path": "a"}, call_id="l1"),
+                function_call("delete", {"path": "a"}, call_id="d1"),
+            ]
+        ),
+        ModelStep(output=[assistant_message("could not delete a")]),
+    ]
+    agent = OAAgent(name="cleaner", model=ScriptedModel(steps), tools=[look, delete])
+    res = oa.run(agent, "delete a", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.output, res.turns, ran) == (StopReason.SUCCESS, "could not delete a", 2, [])
+    assert tool_spans_by_turn(rig) == [[("look", "l1", ""), ("delete", "d1", oa.GUARDRAIL_REJECTED)], []]
+    tool_calls = {"agent": "cleaner", "task_type": TASK}
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="delete", outcome=n.TOOL_ERROR) == 1
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="delete", outcome=n.TOOL_OK) == 0
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="look", outcome=n.TOOL_OK) == 1
 
 
 def scripted(*parts: Any) -> FunctionModel:
