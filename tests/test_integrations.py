@@ -882,10 +882,10 @@ def test_langgraph_resumes_from_the_stored_state_with_a_denial() -> None:
     res = lg.run(graph, {"messages": [("user", "delete a")]}, {"configurable": {"thread_id": "t2"}})
     assert (res.turns, res.input_tokens) == (1, 10)  # no hooks: the totals all the same
     stored = lg.state_of(res)
-    assert json.loads(stored) == {"configurable": {"thread_id": "t2"}}
-    done = lg.resume(graph, stored, approved=False, run_id=res.run_id)
+    assert json.loads(stored)["configurable"] == {"thread_id": "t2"}
+    done = lg.resume(graph, stored, approved=False)
     assert (done.reason, done.raw["messages"][-2].content) == (StopReason.SUCCESS, "not deleted")
-    assert (done.turns, done.output) == (1, "kept")  # a new run: it was not given the suspended result
+    assert (done.run_id, done.turns, done.output) == (res.run_id, 2, "kept")  # the same run, from the JSON
 
 
 class Disks(TypedDict):
@@ -1335,9 +1335,11 @@ def test_claude_deferred_tool_use_is_need_help_and_resumes_in_its_session(rig: R
     assert cli.prompts == []  # no new prompt: the session goes on from the deferred call
     assert tool_spans(rig) == ["execute_tool Bash", "execute_tool Bash"]  # cut at the deferral, then run
     stored = json.loads(claude.state_of(res))
-    assert stored == {"session_id": "session-1", "deferred_tool_use": deferred}
+    assert (stored["session_id"], stored["deferred_tool_use"]) == ("session-1", deferred)
+    assert (stored["endstate"]["run_id"], stored["endstate"]["segment"]) == (res.run_id, 1)  # the segment
     again = FakeCLI([tool_result("t9", "removed a"), result(result="ok")], unprompted=True)
-    assert claude.resume(claude.state_of(res), False, transport=again).reason is StopReason.SUCCESS
+    denied = claude.resume(claude.state_of(res), False, transport=again)
+    assert (denied.reason, denied.run_id, denied.turns) == (StopReason.SUCCESS, res.run_id, 1)
     assert done.cost_usd == pytest.approx(0.04)  # both segments
 
 

@@ -5,7 +5,8 @@ takes no more calls."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
@@ -15,6 +16,7 @@ from agents import ToolGuardrailFunctionOutput, function_tool, tool_input_guardr
 from agents import Usage as OAUsage
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import InputTokensDetails, OutputTokensDetails
+from foreign_agents import lg_graph, oa_agent, pai_agent
 from integrations_support import Chat, Rig, calls, graph_of, says
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -33,7 +35,7 @@ from agent.errors import ConfigError
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
 from agent.integrations import pydantic_ai as pai
-from agent.result import StopCause
+from agent.result import RunResult, StopCause
 from telemetry import names as n
 
 TASK = "counts"
@@ -224,8 +226,9 @@ def test_openai_agents_a_resumed_segment_counts_no_earlier_segments_tokens_again
     done = oa.resume(agent, asked, approved=True, hooks=rig.hooks, task_type=TASK)
     assert (asked.input_tokens, done.reason, done.input_tokens) == (10, StopReason.SUCCESS, 20)
     again = OAAgent(name="remover", model=ScriptedModel(steps[1:]), tools=[remove])
-    alone = oa.resume(again, saved, approved=True, hooks=rig.hooks, task_type=TASK, run_id=asked.run_id)
-    assert (alone.reason, alone.input_tokens) == (StopReason.SUCCESS, 10)  # this segment's own call
+    alone = oa.resume(again, saved, approved=True, hooks=rig.hooks, task_type=TASK)
+    assert (alone.reason, alone.run_id) == (StopReason.SUCCESS, asked.run_id)  # the same run, from the JSON
+    assert alone.input_tokens == 20  # the saved segment's 10 and this one's own call: not 30
 
 
 @pytest.mark.parametrize("exact", [False, True])
@@ -349,6 +352,46 @@ def test_openai_agents_a_call_a_tool_input_guardrail_rejected_is_a_failed_tool_c
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="delete", outcome=n.TOOL_ERROR) == 1
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="delete", outcome=n.TOOL_OK) == 0
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="look", outcome=n.TOOL_OK) == 1
+
+
+def suspended(framework: str, rig: Rig) -> tuple[Any, RunResult, Callable[[str], RunResult]]:
+    """A run of `framework` waiting for an approval, and how to approve it from a saved state (with
+    the agent built again, as another process would)."""
+    options: dict[str, Any] = {"hooks": rig.hooks, "task_type": TASK}
+    if framework == "openai_agents":
+        asked = oa.run(oa_agent(), "clean up a", **options)
+        return oa, asked, lambda saved: oa.resume(oa_agent(), saved, True, **options)
+    if framework == "pydantic_ai":
+        asked = pai.run(pai_agent(), "clean up a", **options)
+        return pai, asked, lambda saved: pai.resume(pai_agent(), saved, approved=True, **options)
+    graph, config = lg_graph(InMemorySaver()), {"configurable": {"thread_id": "saved-1"}}
+    asked = lg.run(graph, {"messages": [("user", "clean up a")]}, config, **options)
+    return lg, asked, lambda saved: lg.resume(graph, saved, True, **options)
+
+
+@pytest.mark.parametrize(
+    ("framework", "agent"),
+    [("openai_agents", "oa_remover"), ("pydantic_ai", "pai_deleter"), ("langgraph", "lg_deleter")],
+)
+def test_a_resume_from_the_saved_json_alone_goes_on_as_the_same_run_counted_once(
+    rig: Rig, framework: str, agent: str
+) -> None:
+    """`state_of(result)` is what a caller keeps of a waiting run (a database row, a queue message);
+    a resume from that JSON alone was a new run: another run id, its turns counted from 0, a second
+    run started, its span linked to nothing. It goes on as a resume from the `RunResult` does."""
+    module, asked, resume = suspended(framework, rig)
+    assert asked.reason is StopReason.NEED_HELP
+    saved = json.dumps(json.loads(module.state_of(asked)))  # through text, as a store keeps it
+    done = resume(saved)
+    assert (done.reason, done.run_id, done.turns) == (StopReason.SUCCESS, asked.run_id, 2)
+    assert done.input_tokens > asked.input_tokens and done.waiting_seconds > 0
+    run = {"agent": agent, "task_type": TASK}
+    assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", **run) == 1
+    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help") == 1
+    assert rig.value(f"{n.METRIC_HUMAN_WAIT_SECONDS}_count", **run, outcome="answered") == 1
+    first, second = sorted(rig.run_spans(), key=lambda s: s.start_time or 0)
+    assert [(s.attributes or {}).get(n.AGENT_SEGMENT) for s in (first, second)] == [1, 2]
+    assert [link.context.span_id for link in second.links] == [first.context.span_id]
 
 
 def scripted(*parts: Any) -> FunctionModel:
