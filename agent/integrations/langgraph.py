@@ -69,7 +69,7 @@ from langgraph.types import Command, Interrupt
 from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
 from agent.integrations._lg_saver import sync_capable
-from agent.integrations._observe import Recorder, Usage, _check_options, need
+from agent.integrations._observe import Recorder, Usage, _check_options, need, run_of_saved, saved_with_run
 from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
@@ -566,7 +566,7 @@ def state_of(result: RunResult) -> str:
     if not isinstance(config, Mapping):
         raise ConfigError("only a need_help result of this integration has a state to save")
     configurable = {k: v for k, v in config.get("configurable", {}).items() if _is_json(v)}
-    return json.dumps({"configurable": configurable})
+    return saved_with_run(result, {"configurable": configurable})
 
 
 def _is_json(value: Any) -> bool:
@@ -597,6 +597,7 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw.get("config") if isinstance(state.raw, Mapping) else None
+    state = run_of_saved(state, kwargs)
     config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
         if getattr(graph, "checkpointer", None) is None:  # it ran with no thread: nothing holds its state

@@ -60,7 +60,16 @@ from agents.run_state import RunState
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, _check_options, _text_of, check_keywords, need
+from agent.integrations._observe import (
+    Recorder,
+    Usage,
+    _check_options,
+    _text_of,
+    check_keywords,
+    need,
+    run_of_saved,
+    saved_with_run,
+)
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -400,7 +409,7 @@ def state_of(result: RunResult, **to_string: Any) -> str:
     raw = result.raw
     if raw is None or not getattr(raw, "interruptions", None):
         raise ConfigError("only a need_help result of this integration has a state to save")
-    return str(raw.to_state().to_string(**to_string))
+    return saved_with_run(result, json.loads(raw.to_state().to_string(**to_string)))
 
 
 def resume(
@@ -424,7 +433,7 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    run_state = await _run_state(agent, state)
+    run_state = await _run_state(agent, run_of_saved(state, kwargs))
     pending = run_state.get_interruptions()
     if not pending:
         raise ConfigError("this state has no pending approval: pass a need_help result or its state_of()")
