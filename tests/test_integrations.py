@@ -51,7 +51,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Interrupt, interrupt
+from langgraph.types import Command, Interrupt, interrupt
 from messages_api import MessagesAPI, message, text
 from messages_api import tool_use as api_tool_use
 from opentelemetry.sdk.trace import TracerProvider
@@ -886,6 +886,32 @@ def test_langgraph_resumes_from_the_stored_state_with_a_denial() -> None:
     done = lg.resume(graph, stored, approved=False)
     assert (done.reason, done.raw["messages"][-2].content) == (StopReason.SUCCESS, "not deleted")
     assert (done.run_id, done.turns, done.output) == (res.run_id, 2, "kept")  # the same run, from the JSON
+
+
+@pytest.mark.usefixtures("both_readings")
+@pytest.mark.parametrize("entry", ["run", "astream"])
+def test_langgraph_own_command_resume_goes_on_as_the_same_run_the_thread_names(rig: Rig, entry: str) -> None:
+    """LangGraph's own way to answer an interrupt, `Command(resume=...)` on the thread, given to
+    `lg.run` (or `lg.astream`) with no `resumed=`: it was a new run, counted twice and linked to
+    nothing. The thread's checkpoint names the run that waited: the same run, its next segment."""
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "own-1"}}
+    options = {"hooks": rig.hooks, "task_type": TASK}
+    asked = lg.run(graph, {"messages": [("user", "delete a")]}, config, **options)
+    assert asked.reason is StopReason.NEED_HELP
+    if entry == "run":
+        done = lg.run(graph, Command(resume=True), config, **options)
+    else:
+        done = asyncio.run(_streamed(graph, Command(resume=True), config=config, **options))
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "gone", asked.run_id)
+    assert done.raw["messages"][-2].content == "deleted"
+    run = {"agent": "lg_agent", "task_type": TASK}
+    assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", **run) == 1
+    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help") == 1
+    assert rig.value(f"{n.METRIC_HUMAN_WAIT_SECONDS}_count", **run, outcome="answered") == 1
+    first, second = sorted(rig.run_spans(), key=lambda s: s.start_time or 0)
+    assert [(s.attributes or {}).get(n.AGENT_SEGMENT) for s in (first, second)] == [1, 2]
+    assert [link.context.span_id for link in second.links] == [first.context.span_id]
 
 
 class Disks(TypedDict):
