@@ -56,8 +56,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -66,10 +68,20 @@ from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Interrupt
 
+from agent.budget import Spent
 from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
 from agent.integrations._lg_saver import sync_capable
-from agent.integrations._observe import Recorder, Usage, _check_options, need, run_of_saved, saved_with_run
+from agent.integrations._observe import (
+    DEFAULT_HELP_SECONDS,
+    Recorder,
+    Usage,
+    _check_options,
+    need,
+    resumed_run,
+    run_of_saved,
+    saved_with_run,
+)
 from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
@@ -79,8 +91,10 @@ from agent.integrations.langgraph_calls import (
     messages_in,
     reply_usage,
 )
+from agent.journal import Suspended
 from agent.prices import PriceTable
-from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
+from agent.snapshot import Snapshot, SnapshotKind
 from agent.verify import Verifier
 
 PROVIDER = "langchain"
@@ -286,6 +300,7 @@ async def arun(
         "langgraph.run drives the graph's stream itself",
     )
     config = dict(config or {})
+    resumed = resumed or await _waited_in_thread(graph, input, config, agent_name, task_type, help_seconds)
     recorder = _recorder(
         graph,
         input,
@@ -363,14 +378,19 @@ class GraphStream:
         """The run starts when the stream is first read: one never read starts nothing."""
         if self._read:
             raise ConfigError("this stream was read already: start another with langgraph.astream")
-        self._read, config = True, self._config
-        recorder = _recorder(self._graph, self._input, config, **self._options)
+        self._read, config, options = True, self._config, self._options
+        if not options.get("resumed"):
+            named = options.get("agent_name"), options.get("task_type", "default")
+            wait = options.get("help_seconds")
+            options["resumed"] = await _waited_in_thread(self._graph, self._input, config, *named, wait)
+        recorder = _recorder(self._graph, self._input, config, **options)
         reading = _Stream(self._graph, recorder, self._prices)
         try:
             chunks = reading.chunks(self._input, config, self._kwargs, self._modes)
             async with contextlib.aclosing(chunks):  # closed with this one: the graph's stream too
                 async for namespace, mode, payload in chunks:
                     if mode in self._modes and not namespace:
+                        payload = _without_ours(payload) if mode == "messages" else payload
                         yield payload if self._single else (mode, payload)
             paused = await _paused_at(self._graph, config, self._kwargs)
         except (Exception, asyncio.CancelledError) as exc:
@@ -392,9 +412,10 @@ def _refuse(kwargs: Mapping[str, Any], taken: set[str], why: str) -> None:
         raise ConfigError(f"{why}: leave out {sorted(found)}")
 
 
-def _recorder(graph: Any, input: Any, config: Mapping[str, Any], **options: Any) -> Recorder:
-    """The run's recorder, from `arun`'s options."""
-    return Recorder.start(
+def _recorder(graph: Any, input: Any, config: dict[str, Any], **options: Any) -> Recorder:
+    """The run's recorder, from `arun`'s options; the segment is named in the config's metadata,
+    which LangGraph writes into the thread's checkpoints (see `_waited_in_thread`)."""
+    recorder = Recorder.start(
         options.get("hooks"),
         agent=options.get("agent_name") or str(getattr(graph, "name", None) or "langgraph"),
         task_type=options.get("task_type", "default"),
@@ -407,6 +428,64 @@ def _recorder(graph: Any, input: Any, config: Mapping[str, Any], **options: Any)
         resumed=options.get("resumed"),
         help_seconds=options.get("help_seconds"),
     )
+    info, observer = recorder.info, recorder.observer
+    ours = {RUN_ID: info.run_id, SEGMENT: info.segment, TRACE_ID: observer.trace_id}
+    ours[SPAN_ID] = observer.span_id
+    config["metadata"] = {**(config.get("metadata") or {}), **{k: v for k, v in ours.items() if v}}
+    return recorder
+
+
+# What a thread's checkpoints say of the Endstate run segment that wrote them (LangGraph copies a
+# run's config metadata of strings and numbers into each): LangGraph's own `Command(resume=...)`
+# goes on as the run that waited.
+RUN_ID, SEGMENT = "endstate_run_id", "endstate_segment"
+TRACE_ID, SPAN_ID = "endstate_trace_id", "endstate_span_id"
+_OURS = frozenset((RUN_ID, SEGMENT, TRACE_ID, SPAN_ID))
+
+
+async def _waited_in_thread(
+    graph: Any, input: Any, config: Mapping[str, Any], agent: str | None, task_type: str, wait: float | None
+) -> RunResult | None:
+    """For a `Command(resume=...)` given with no `resumed=`: the run segment that waits on the thread,
+    as its latest checkpoint names it (its id, segment and span; not its totals, which the
+    checkpoint does not hold: the resumed segment counts its own). None when nothing names one."""
+    if not isinstance(input, Command) or input.resume is None or not _has_checkpointer(graph, config):
+        return None
+    try:
+        saved = await graph.aget_state(config)
+    except Exception:  # no thread in the config, a checkpointer without async methods: LangGraph says
+        return None
+    meta = getattr(saved, "metadata", None) or {}
+    run_id, segment = meta.get(RUN_ID), meta.get(SEGMENT)
+    waiting = getattr(saved, "interrupts", None)
+    if not (isinstance(run_id, str) and isinstance(segment, int) and waiting):
+        return None
+    question, pending = _asking(waiting[0])
+    asked = _timestamp(getattr(saved, "created_at", None))
+    deadline = asked + (DEFAULT_HELP_SECONDS if wait is None else wait)
+    suspension = Suspension(question, deadline, asked, pending)
+    name = agent or str(getattr(graph, "name", None) or "langgraph")
+    snapshot = Snapshot(
+        run_id, name, task_type, SnapshotKind.SUSPENDED, segment, [Suspended(suspension)], usage=Spent(),
+        trace_id=meta.get(TRACE_ID), span_id=meta.get(SPAN_ID),
+    )  # fmt: skip
+    return resumed_run(snapshot)
+
+
+def _without_ours(chunk: Any) -> Any:
+    """A `messages` stream chunk's metadata as the graph's own stream gives it: without the segment's
+    names (LangChain copies a run's config metadata into every call's)."""
+    if isinstance(chunk, tuple) and len(chunk) == 2 and isinstance(chunk[1], Mapping):
+        return chunk[0], {k: v for k, v in chunk[1].items() if k not in _OURS}
+    return chunk
+
+
+def _timestamp(created_at: Any) -> float:
+    """A checkpoint's `created_at` (ISO 8601) in seconds; now when it cannot be read."""
+    try:
+        return datetime.fromisoformat(str(created_at)).timestamp()
+    except ValueError:
+        return time.time()
 
 
 def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
