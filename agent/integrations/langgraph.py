@@ -49,6 +49,9 @@ is the content of the state's last message when it has `messages`.
 An `interrupt({"tool": name, "args": {...}})` (optionally with a `"question"`) is an approval
 of that call: the suspension's pending call. Any other value is a question (a string as it is,
 anything else as JSON); `resume` gives the graph the answer, or True/False for an approval.
+LangGraph's own `Command(resume=...)` given to `run` with no `resumed=` goes on as the run that
+waits on the thread (each segment names itself in the run's config metadata, which LangGraph
+keeps in the thread's checkpoints), counting its own totals only (the checkpoint holds none).
 """
 
 from __future__ import annotations
@@ -414,7 +417,7 @@ def _refuse(kwargs: Mapping[str, Any], taken: set[str], why: str) -> None:
 
 def _recorder(graph: Any, input: Any, config: dict[str, Any], **options: Any) -> Recorder:
     """The run's recorder, from `arun`'s options; the segment is named in the config's metadata,
-    which LangGraph writes into the thread's checkpoints (see `_waited_in_thread`)."""
+    which LangGraph writes into the thread's checkpoints (see `_waited_in_thread`), when it has any."""
     recorder = Recorder.start(
         options.get("hooks"),
         agent=options.get("agent_name") or str(getattr(graph, "name", None) or "langgraph"),
@@ -428,10 +431,11 @@ def _recorder(graph: Any, input: Any, config: dict[str, Any], **options: Any) ->
         resumed=options.get("resumed"),
         help_seconds=options.get("help_seconds"),
     )
-    info, observer = recorder.info, recorder.observer
-    ours = {RUN_ID: info.run_id, SEGMENT: info.segment, TRACE_ID: observer.trace_id}
-    ours[SPAN_ID] = observer.span_id
-    config["metadata"] = {**(config.get("metadata") or {}), **{k: v for k, v in ours.items() if v}}
+    if _has_checkpointer(graph, config):  # with none, no checkpoint keeps them (and nothing resumes)
+        info, observer = recorder.info, recorder.observer
+        ours = {RUN_ID: info.run_id, SEGMENT: info.segment, TRACE_ID: observer.trace_id}
+        ours[SPAN_ID] = observer.span_id
+        config["metadata"] = {**(config.get("metadata") or {}), **{k: v for k, v in ours.items() if v}}
     return recorder
 
 
