@@ -318,10 +318,14 @@ def no_deletes(data: Any) -> ToolGuardrailFunctionOutput:
     return ToolGuardrailFunctionOutput.reject_content("Deleting is not allowed here.")
 
 
-def test_openai_agents_a_call_a_tool_input_guardrail_rejected_is_a_failed_tool_call(rig: Rig) -> None:
+@pytest.mark.parametrize("max_turns", [10, 1])
+def test_openai_agents_a_call_a_tool_input_guardrail_rejected_is_a_failed_tool_call(
+    rig: Rig, max_turns: int
+) -> None:
     """A tool input guardrail's `reject_content` answers the model in the tool's place: the SDK runs
     no tool hooks for the call, and it had no span and no count. It is a call that failed (the tool
-    never ran), in the turn that asked for it, beside the calls that ran."""
+    never ran), in the turn that asked for it, beside the calls that ran; also when the run's turns
+    ran out with it (no model call came next)."""
     ran: list[str] = []
 
     @function_tool(tool_input_guardrails=[no_deletes])
@@ -345,9 +349,14 @@ def test_openai_agents_a_call_a_tool_input_guardrail_rejected_is_a_failed_tool_c
         ModelStep(output=[assistant_message("could not delete a")]),
     ]
     agent = OAAgent(name="cleaner", model=ScriptedModel(steps), tools=[look, delete])
-    res = oa.run(agent, "delete a", hooks=rig.hooks, task_type=TASK)
-    assert (res.reason, res.output, res.turns, ran) == (StopReason.SUCCESS, "could not delete a", 2, [])
-    assert tool_spans_by_turn(rig) == [[("look", "l1", ""), ("delete", "d1", oa.GUARDRAIL_REJECTED)], []]
+    res = oa.run(agent, "delete a", hooks=rig.hooks, task_type=TASK, max_turns=max_turns)
+    first_turn = [("look", "l1", ""), ("delete", "d1", oa.GUARDRAIL_REJECTED)]
+    if max_turns == 1:
+        assert (res.reason, res.limit, res.turns, ran) == (StopReason.LIMIT, LimitKind.TURNS, 1, [])
+        assert tool_spans_by_turn(rig) == [first_turn]
+    else:
+        assert (res.reason, res.output, res.turns, ran) == (StopReason.SUCCESS, "could not delete a", 2, [])
+        assert tool_spans_by_turn(rig) == [first_turn, []]
     tool_calls = {"agent": "cleaner", "task_type": TASK}
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="delete", outcome=n.TOOL_ERROR) == 1
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="delete", outcome=n.TOOL_OK) == 0
