@@ -914,6 +914,17 @@ def test_langgraph_own_command_resume_goes_on_as_the_same_run_the_thread_names(r
     assert [link.context.span_id for link in second.links] == [first.context.span_id]
 
 
+@pytest.mark.usefixtures("both_readings")
+def test_langgraph_own_command_resume_given_another_run_id_is_that_run(rig: Rig) -> None:
+    """A `run_id=` naming another run than the thread's is the caller's word: that run, not the thread's."""
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")], checkpointer=InMemorySaver())
+    config, options = {"configurable": {"thread_id": "own-2"}}, {"hooks": rig.hooks, "task_type": TASK}
+    asked = lg.run(graph, {"messages": [("user", "delete a")]}, config, **options)
+    done = lg.run(graph, Command(resume=True), config, run_id="ticket-9", **options)
+    assert (asked.reason, done.reason, done.run_id) == (StopReason.NEED_HELP, StopReason.SUCCESS, "ticket-9")
+    assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", agent="lg_agent", task_type=TASK) == 2
+
+
 class Disks(TypedDict):
     wiped: Annotated[list[str], operator.add]
 
