@@ -303,7 +303,9 @@ async def arun(
         "langgraph.run drives the graph's stream itself",
     )
     config = dict(config or {})
-    resumed = resumed or await _waited_in_thread(graph, input, config, agent_name, task_type, help_seconds)
+    if resumed is None:
+        named = {"agent_name": agent_name, "task_type": task_type, "help_seconds": help_seconds}
+        resumed = await _waited_in_thread(graph, input, config, {**named, "run_id": run_id})
     recorder = _recorder(
         graph,
         input,
@@ -383,9 +385,7 @@ class GraphStream:
             raise ConfigError("this stream was read already: start another with langgraph.astream")
         self._read, config, options = True, self._config, self._options
         if not options.get("resumed"):
-            named = options.get("agent_name"), options.get("task_type", "default")
-            wait = options.get("help_seconds")
-            options["resumed"] = await _waited_in_thread(self._graph, self._input, config, *named, wait)
+            options["resumed"] = await _waited_in_thread(self._graph, self._input, config, options)
         recorder = _recorder(self._graph, self._input, config, **options)
         reading = _Stream(self._graph, recorder, self._prices)
         try:
@@ -448,11 +448,12 @@ _OURS = frozenset((RUN_ID, SEGMENT, TRACE_ID, SPAN_ID))
 
 
 async def _waited_in_thread(
-    graph: Any, input: Any, config: Mapping[str, Any], agent: str | None, task_type: str, wait: float | None
+    graph: Any, input: Any, config: Mapping[str, Any], options: Mapping[str, Any]
 ) -> RunResult | None:
     """For a `Command(resume=...)` given with no `resumed=`: the run segment that waits on the thread,
     as its latest checkpoint names it (its id, segment and span; not its totals, which the
-    checkpoint does not hold: the resumed segment counts its own). None when nothing names one."""
+    checkpoint does not hold: the resumed segment counts its own). None when nothing names one, or
+    it names another run than the `run_id` given (`options`: `arun`'s)."""
     if not isinstance(input, Command) or input.resume is None or not _has_checkpointer(graph, config):
         return None
     try:
@@ -464,11 +465,14 @@ async def _waited_in_thread(
     waiting = getattr(saved, "interrupts", None)
     if not (isinstance(run_id, str) and isinstance(segment, int) and waiting):
         return None
+    if options.get("run_id") not in (None, run_id):  # the caller says which run this is
+        return None
+    wait, task_type = options.get("help_seconds"), options.get("task_type", "default")
     question, pending = _asking(waiting[0])
     asked = _timestamp(getattr(saved, "created_at", None))
     deadline = asked + (DEFAULT_HELP_SECONDS if wait is None else wait)
     suspension = Suspension(question, deadline, asked, pending)
-    name = agent or str(getattr(graph, "name", None) or "langgraph")
+    name = options.get("agent_name") or str(getattr(graph, "name", None) or "langgraph")
     snapshot = Snapshot(
         run_id, name, task_type, SnapshotKind.SUSPENDED, segment, [Suspended(suspension)], usage=Spent(),
         trace_id=meta.get(TRACE_ID), span_id=meta.get(SPAN_ID),
