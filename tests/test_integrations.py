@@ -51,7 +51,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Interrupt, interrupt
+from langgraph.types import Command, Interrupt, interrupt
 from messages_api import MessagesAPI, message, text
 from messages_api import tool_use as api_tool_use
 from opentelemetry.sdk.trace import TracerProvider
@@ -882,10 +882,47 @@ def test_langgraph_resumes_from_the_stored_state_with_a_denial() -> None:
     res = lg.run(graph, {"messages": [("user", "delete a")]}, {"configurable": {"thread_id": "t2"}})
     assert (res.turns, res.input_tokens) == (1, 10)  # no hooks: the totals all the same
     stored = lg.state_of(res)
-    assert json.loads(stored) == {"configurable": {"thread_id": "t2"}}
-    done = lg.resume(graph, stored, approved=False, run_id=res.run_id)
+    assert json.loads(stored)["configurable"] == {"thread_id": "t2"}
+    done = lg.resume(graph, stored, approved=False)
     assert (done.reason, done.raw["messages"][-2].content) == (StopReason.SUCCESS, "not deleted")
-    assert (done.turns, done.output) == (1, "kept")  # a new run: it was not given the suspended result
+    assert (done.run_id, done.turns, done.output) == (res.run_id, 2, "kept")  # the same run, from the JSON
+
+
+@pytest.mark.usefixtures("both_readings")
+@pytest.mark.parametrize("entry", ["run", "astream"])
+def test_langgraph_own_command_resume_goes_on_as_the_same_run_the_thread_names(rig: Rig, entry: str) -> None:
+    """LangGraph's own way to answer an interrupt, `Command(resume=...)` on the thread, given to
+    `lg.run` (or `lg.astream`) with no `resumed=`: it was a new run, counted twice and linked to
+    nothing. The thread's checkpoint names the run that waited: the same run, its next segment."""
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "own-1"}}
+    options = {"hooks": rig.hooks, "task_type": TASK}
+    asked = lg.run(graph, {"messages": [("user", "delete a")]}, config, **options)
+    assert asked.reason is StopReason.NEED_HELP
+    if entry == "run":
+        done = lg.run(graph, Command(resume=True), config, **options)
+    else:
+        done = asyncio.run(_streamed(graph, Command(resume=True), config=config, **options))
+    assert (done.reason, done.output, done.run_id) == (StopReason.SUCCESS, "gone", asked.run_id)
+    assert done.raw["messages"][-2].content == "deleted"
+    run = {"agent": "lg_agent", "task_type": TASK}
+    assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", **run) == 1
+    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help") == 1
+    assert rig.value(f"{n.METRIC_HUMAN_WAIT_SECONDS}_count", **run, outcome="answered") == 1
+    first, second = sorted(rig.run_spans(), key=lambda s: s.start_time or 0)
+    assert [(s.attributes or {}).get(n.AGENT_SEGMENT) for s in (first, second)] == [1, 2]
+    assert [link.context.span_id for link in second.links] == [first.context.span_id]
+
+
+@pytest.mark.usefixtures("both_readings")
+def test_langgraph_own_command_resume_given_another_run_id_is_that_run(rig: Rig) -> None:
+    """A `run_id=` naming another run than the thread's is the caller's word: that run, not the thread's."""
+    graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")], checkpointer=InMemorySaver())
+    config, options = {"configurable": {"thread_id": "own-2"}}, {"hooks": rig.hooks, "task_type": TASK}
+    asked = lg.run(graph, {"messages": [("user", "delete a")]}, config, **options)
+    done = lg.run(graph, Command(resume=True), config, run_id="ticket-9", **options)
+    assert (asked.reason, done.reason, done.run_id) == (StopReason.NEED_HELP, StopReason.SUCCESS, "ticket-9")
+    assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", agent="lg_agent", task_type=TASK) == 2
 
 
 class Disks(TypedDict):
@@ -1038,14 +1075,39 @@ def test_langgraph_a_graph_ending_on_a_refusal_is_gave_up_refusal_not_success(
     assert rig.stops("lg_agent", TASK, "success") == 0
 
 
-def test_langgraph_resuming_an_interrupt_of_a_graph_with_no_checkpointer_says_what_is_missing() -> None:
-    """LangGraph gives an `interrupt()` of a graph with no checkpointer as it gives any (need_help),
-    but nothing can resume it: `resume`, given that very result, said to give it the run's result."""
+async def _streamed(graph: Any, input: Any, **kwargs: Any) -> Any:
+    """`lg.astream` read to its end: the run's result."""
+    stream = lg.astream(graph, input, **kwargs)
+    async for _ in stream:
+        pass
+    return stream.result
+
+
+@pytest.mark.usefixtures("both_readings")
+@pytest.mark.parametrize("entry", ["run", "arun", "astream"])
+def test_langgraph_an_interrupt_with_no_checkpointer_is_an_error_saying_how_to_compile_one(
+    rig: Rig, entry: str
+) -> None:
+    """LangGraph gives an `interrupt()` of a graph with no checkpointer as it gives any, but nothing can
+    ever resume it: it was `need_help`, a wait nobody can answer, in the inbox and the help gauges until
+    its deadline. It is an `error` naming what is missing and how to add it; the interrupt's value kept."""
     graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")])
-    asked = lg.run(graph, {"messages": [("user", "delete a")]})
-    assert asked.reason is StopReason.NEED_HELP
+    given, options = {"messages": [("user", "delete a")]}, {"hooks": rig.hooks, "task_type": TASK}
+    if entry == "run":
+        res = lg.run(graph, given, **options)
+    else:
+        run = lg.arun if entry == "arun" else _streamed
+        res = asyncio.run(run(graph, given, **options))
+    assert (res.reason, res.error_type) == (StopReason.ERROR, lg.NO_CHECKPOINTER)
+    assert (res.suspension, res.snapshot) == (None, None)
+    assert "graph.compile(checkpointer=" in res.note and 'Approve delete({"path": "a"})?' in res.note
+    (waiting,) = res.raw[lg.INTERRUPT_KEY]  # as ainvoke gives it
+    assert waiting.value == {"tool": "delete", "args": {"path": "a"}}
+    assert (rig.stops("lg_agent", TASK, "error"), rig.stops("lg_agent", TASK, "need_help")) == (1, 0)
+    (span,) = rig.run_spans()
+    assert (span.attributes or {})[n.ERROR_TYPE] == lg.NO_CHECKPOINTER
     with pytest.raises(ConfigError, match=r"no checkpointer.*compile the graph with checkpointer="):
-        lg.resume(graph, asked, True)
+        lg.resume(graph, res, True)
 
 
 @pytest.mark.usefixtures("both_readings")
@@ -1310,9 +1372,11 @@ def test_claude_deferred_tool_use_is_need_help_and_resumes_in_its_session(rig: R
     assert cli.prompts == []  # no new prompt: the session goes on from the deferred call
     assert tool_spans(rig) == ["execute_tool Bash", "execute_tool Bash"]  # cut at the deferral, then run
     stored = json.loads(claude.state_of(res))
-    assert stored == {"session_id": "session-1", "deferred_tool_use": deferred}
+    assert (stored["session_id"], stored["deferred_tool_use"]) == ("session-1", deferred)
+    assert (stored["endstate"]["run_id"], stored["endstate"]["segment"]) == (res.run_id, 1)  # the segment
     again = FakeCLI([tool_result("t9", "removed a"), result(result="ok")], unprompted=True)
-    assert claude.resume(claude.state_of(res), False, transport=again).reason is StopReason.SUCCESS
+    denied = claude.resume(claude.state_of(res), False, transport=again)
+    assert (denied.reason, denied.run_id, denied.turns) == (StopReason.SUCCESS, res.run_id, 1)
     assert done.cost_usd == pytest.approx(0.04)  # both segments
 
 

@@ -5,16 +5,18 @@ takes no more calls."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
 import pytest
 from agents import Agent as OAAgent
+from agents import ToolGuardrailFunctionOutput, function_tool, tool_input_guardrail
 from agents import Usage as OAUsage
-from agents import function_tool
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import InputTokensDetails, OutputTokensDetails
+from foreign_agents import lg_graph, oa_agent, pai_agent
 from integrations_support import Chat, Rig, calls, graph_of, says
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -33,7 +35,7 @@ from agent.errors import ConfigError
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
 from agent.integrations import pydantic_ai as pai
-from agent.result import StopCause
+from agent.result import RunResult, StopCause
 from telemetry import names as n
 
 TASK = "counts"
@@ -224,8 +226,9 @@ def test_openai_agents_a_resumed_segment_counts_no_earlier_segments_tokens_again
     done = oa.resume(agent, asked, approved=True, hooks=rig.hooks, task_type=TASK)
     assert (asked.input_tokens, done.reason, done.input_tokens) == (10, StopReason.SUCCESS, 20)
     again = OAAgent(name="remover", model=ScriptedModel(steps[1:]), tools=[remove])
-    alone = oa.resume(again, saved, approved=True, hooks=rig.hooks, task_type=TASK, run_id=asked.run_id)
-    assert (alone.reason, alone.input_tokens) == (StopReason.SUCCESS, 10)  # this segment's own call
+    alone = oa.resume(again, saved, approved=True, hooks=rig.hooks, task_type=TASK)
+    assert (alone.reason, alone.run_id) == (StopReason.SUCCESS, asked.run_id)  # the same run, from the JSON
+    assert alone.input_tokens == 20  # the saved segment's 10 and this one's own call: not 30
 
 
 @pytest.mark.parametrize("exact", [False, True])
@@ -263,6 +266,141 @@ def test_openai_agents_a_handoff_agents_tool_calls_are_labelled_by_name(rig: Rig
     assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "refunded", 3)
     tool_calls = {"agent": "triage", "task_type": TASK, "outcome": n.TOOL_OK}
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="refund") == 1
+
+
+def tool_spans_by_turn(rig: Rig) -> list[list[tuple[str, str, str]]]:
+    """Each turn's tool spans, in order: (tool name, call id, error.type or "")."""
+    (run,) = rig.run_spans()
+    return [
+        [
+            (
+                str((s.attributes or {})[n.GEN_AI_TOOL_NAME]),
+                str((s.attributes or {})[n.GEN_AI_TOOL_CALL_ID]),
+                str((s.attributes or {}).get(n.ERROR_TYPE, "")),
+            )
+            for s in rig.children(turn, n.SPAN_EXECUTE_TOOL)
+        ]
+        for turn in rig.children(run, n.SPAN_TURN)
+    ]
+
+
+def test_openai_agents_a_handoff_is_a_tool_call_spanned_and_counted_in_the_turn_that_asked(rig: Rig) -> None:
+    """A handoff is a tool call in the SDK's own terms (the model calls `transfer_to_refunds`); the
+    SDK runs no tool hooks for it, and it had no span and no count: the dashboards missed it."""
+
+    @function_tool
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    refunds = OAAgent(
+        name="refunds",
+        model=ScriptedModel(
+            [
+                ModelStep(output=[function_call("refund", {"order": "7"}, call_id="r1")]),
+                ModelStep(output=[assistant_message("refunded")]),
+            ]
+        ),
+        tools=[refund],
+    )
+    steps = [ModelStep(output=[function_call("transfer_to_refunds", {}, call_id="h1")])]
+    triage = OAAgent(name="triage", model=ScriptedModel(steps), handoffs=[refunds])
+    res = oa.run(triage, "refund order 7", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "refunded", 3)
+    assert tool_spans_by_turn(rig) == [[("transfer_to_refunds", "h1", "")], [("refund", "r1", "")], []]
+    tool_calls = {"agent": "triage", "task_type": TASK, "outcome": n.TOOL_OK}
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="transfer_to_refunds") == 1  # by name
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="refund") == 1
+
+
+@tool_input_guardrail
+def no_deletes(data: Any) -> ToolGuardrailFunctionOutput:
+    return ToolGuardrailFunctionOutput.reject_content("Deleting is not allowed here.")
+
+
+@pytest.mark.parametrize("max_turns", [10, 1])
+def test_openai_agents_a_call_a_tool_input_guardrail_rejected_is_a_failed_tool_call(
+    rig: Rig, max_turns: int
+) -> None:
+    """A tool input guardrail's `reject_content` answers the model in the tool's place: the SDK runs
+    no tool hooks for the call, and it had no span and no count. It is a call that failed (the tool
+    never ran), in the turn that asked for it, beside the calls that ran; also when the run's turns
+    ran out with it (no model call came next)."""
+    ran: list[str] = []
+
+    @function_tool(tool_input_guardrails=[no_deletes])
+    def delete(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return "deleted"
+
+    @function_tool
+    def look(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    steps = [
+        ModelStep(
+            output=[
+                function_call("look", {"path": "a"}, call_id="l1"),
+                function_call("delete", {"path": "a"}, call_id="d1"),
+            ]
+        ),
+        ModelStep(output=[assistant_message("could not delete a")]),
+    ]
+    agent = OAAgent(name="cleaner", model=ScriptedModel(steps), tools=[look, delete])
+    res = oa.run(agent, "delete a", hooks=rig.hooks, task_type=TASK, max_turns=max_turns)
+    first_turn = [("look", "l1", ""), ("delete", "d1", oa.GUARDRAIL_REJECTED)]
+    if max_turns == 1:
+        assert (res.reason, res.limit, res.turns, ran) == (StopReason.LIMIT, LimitKind.TURNS, 1, [])
+        assert tool_spans_by_turn(rig) == [first_turn]
+    else:
+        assert (res.reason, res.output, res.turns, ran) == (StopReason.SUCCESS, "could not delete a", 2, [])
+        assert tool_spans_by_turn(rig) == [first_turn, []]
+    tool_calls = {"agent": "cleaner", "task_type": TASK}
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="delete", outcome=n.TOOL_ERROR) == 1
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="delete", outcome=n.TOOL_OK) == 0
+    assert rig.value("agent_tool_calls_total", **tool_calls, tool="look", outcome=n.TOOL_OK) == 1
+
+
+def suspended(framework: str, rig: Rig) -> tuple[Any, RunResult, Callable[[str], RunResult]]:
+    """A run of `framework` waiting for an approval, and how to approve it from a saved state (with
+    the agent built again, as another process would)."""
+    options: dict[str, Any] = {"hooks": rig.hooks, "task_type": TASK}
+    if framework == "openai_agents":
+        asked = oa.run(oa_agent(), "clean up a", **options)
+        return oa, asked, lambda saved: oa.resume(oa_agent(), saved, True, **options)
+    if framework == "pydantic_ai":
+        asked = pai.run(pai_agent(), "clean up a", **options)
+        return pai, asked, lambda saved: pai.resume(pai_agent(), saved, approved=True, **options)
+    graph, config = lg_graph(InMemorySaver()), {"configurable": {"thread_id": "saved-1"}}
+    asked = lg.run(graph, {"messages": [("user", "clean up a")]}, config, **options)
+    return lg, asked, lambda saved: lg.resume(graph, saved, True, **options)
+
+
+@pytest.mark.parametrize(
+    ("framework", "agent"),
+    [("openai_agents", "oa_remover"), ("pydantic_ai", "pai_deleter"), ("langgraph", "lg_deleter")],
+)
+def test_a_resume_from_the_saved_json_alone_goes_on_as_the_same_run_counted_once(
+    rig: Rig, framework: str, agent: str
+) -> None:
+    """`state_of(result)` is what a caller keeps of a waiting run (a database row, a queue message);
+    a resume from that JSON alone was a new run: another run id, its turns counted from 0, a second
+    run started, its span linked to nothing. It goes on as a resume from the `RunResult` does."""
+    module, asked, resume = suspended(framework, rig)
+    assert asked.reason is StopReason.NEED_HELP
+    saved = json.dumps(json.loads(module.state_of(asked)))  # through text, as a store keeps it
+    done = resume(saved)
+    assert (done.reason, done.run_id, done.turns) == (StopReason.SUCCESS, asked.run_id, 2)
+    assert done.input_tokens > asked.input_tokens and done.waiting_seconds > 0
+    run = {"agent": agent, "task_type": TASK}
+    assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", **run) == 1
+    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help") == 1
+    assert rig.value(f"{n.METRIC_HUMAN_WAIT_SECONDS}_count", **run, outcome="answered") == 1
+    first, second = sorted(rig.run_spans(), key=lambda s: s.start_time or 0)
+    assert [(s.attributes or {}).get(n.AGENT_SEGMENT) for s in (first, second)] == [1, 2]
+    assert [link.context.span_id for link in second.links] == [first.context.span_id]
 
 
 def scripted(*parts: Any) -> FunctionModel:

@@ -31,7 +31,7 @@ from agent.budget import Spent
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
-from agent.integrations._observe import Recorder
+from agent.integrations._observe import Recorder, resumed_run
 from agent.journal import (
     Answer,
     Answered,
@@ -367,20 +367,7 @@ def _decision(reply: HumanReply) -> tuple[bool | None, str | None]:
 
 def _resumed(snapshot: Snapshot, s: Suspension) -> RunResult:
     """The suspended segment as the resumed one's recorder takes it: the run's totals and its wait."""
-    spent = snapshot.usage
-    return RunResult(
-        run_id=snapshot.run_id,
-        agent=snapshot.agent,
-        task_type=snapshot.task_type,
-        reason=StopReason.NEED_HELP,
-        turns=spent.turns,
-        usage=spent.usage,
-        active_seconds=spent.active_seconds,
-        waiting_seconds=spent.waiting_seconds,
-        trace_id=snapshot.trace_id,
-        suspension=s,
-        snapshot=snapshot,
-    )
+    return dataclasses.replace(resumed_run(snapshot), suspension=s)
 
 
 def _spent(result: RunResult) -> Spent:

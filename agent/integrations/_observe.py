@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import json
 import math
 import time
 import uuid
@@ -378,6 +379,54 @@ class Recorder:
             self._model_open = False
             error: BaseException = asyncio.CancelledError() if reason is StopReason.CANCELLED else _Cut()
             self.observer.model_ended(None, error)
+
+
+SAVED_RUN = "endstate"  # the key of a saved state (`state_of`) that holds the suspended segment
+
+
+def saved_with_run(result: RunResult, state: Mapping[str, Any]) -> str:
+    """A framework's saved state (a JSON object) as JSON, with the suspended segment itself (run id,
+    segment, span, totals, question: `result.snapshot`), so a resume from the JSON alone goes on as
+    the same run, as a resume from the `RunResult` does."""
+    if result.snapshot is not None:
+        state = {**state, SAVED_RUN: json.loads(result.snapshot.to_json())}
+    return json.dumps(state, default=str)
+
+
+def run_of_saved(state: Any, kwargs: dict[str, Any]) -> Any:
+    """`state` without the suspended segment `saved_with_run` put in it (JSON text stays JSON text);
+    that segment becomes `kwargs["resumed"]`, unless the caller gave one."""
+    saved = state
+    if isinstance(state, str | bytes):
+        try:
+            saved = json.loads(state)
+        except ValueError:
+            return state  # the framework's own parser says what is wrong
+    if not isinstance(saved, Mapping) or SAVED_RUN not in saved:
+        return state
+    rest = {k: v for k, v in saved.items() if k != SAVED_RUN}
+    if kwargs.get("resumed") is None:
+        kwargs["resumed"] = resumed_run(Snapshot.from_json(json.dumps(saved[SAVED_RUN])))
+    return json.dumps(rest) if isinstance(state, str | bytes) else rest
+
+
+def resumed_run(snapshot: Snapshot) -> RunResult:
+    """The suspended segment a snapshot holds, as a resumed segment's recorder takes it: the run's
+    id, totals and wait, and the span the next segment links to."""
+    spent = snapshot.usage
+    return RunResult(
+        run_id=snapshot.run_id,
+        agent=snapshot.agent,
+        task_type=snapshot.task_type,
+        reason=StopReason.NEED_HELP,
+        turns=spent.turns,
+        usage=spent.usage,
+        active_seconds=spent.active_seconds,
+        waiting_seconds=spent.waiting_seconds,
+        trace_id=snapshot.trace_id,
+        suspension=snapshot.suspension,
+        snapshot=snapshot,
+    )
 
 
 _NO_REQUEST = ModelRequest("", (), [], 0)  # frozen: shared by every foreign model call

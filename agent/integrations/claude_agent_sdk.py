@@ -43,7 +43,7 @@ from claude_agent_sdk import (
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, check_keywords
+from agent.integrations._observe import Recorder, Usage, check_keywords, run_of_saved, saved_with_run
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -169,7 +169,7 @@ def state_of(result: RunResult) -> str:
     if deferred is None:
         raise ConfigError("only a need_help result of this integration has a state to save")
     call = {"id": deferred.id, "name": deferred.name, "input": deferred.input}
-    return json.dumps({"session_id": raw.session_id, "deferred_tool_use": call}, default=str)
+    return saved_with_run(result, {"session_id": raw.session_id, "deferred_tool_use": call})
 
 
 def resume(state: Any, approved: bool, answer: str | None = None, **kwargs: Any) -> RunResult:
@@ -196,7 +196,7 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    session_id, call_id, tool = _session(state)
+    session_id, call_id, tool = _session(run_of_saved(state, kwargs))
     options = options or ClaudeAgentOptions()
     hooks = _deciding(options.hooks or {}, call_id, tool, approved, answer)
     options = dataclasses.replace(options, resume=session_id, hooks=hooks)

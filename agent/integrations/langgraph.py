@@ -36,6 +36,7 @@ How runs end (either way):
 | ------------------------------------------------- | ------------------------------------- |
 | the graph's final state                           | `success` (checked by the verifiers)  |
 | `interrupt()` (needs a checkpointer)              | `need_help`, resumable with `resume`  |
+| `interrupt()` in a graph with no checkpointer     | `error` (nothing can resume it)       |
 | a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
 | `GraphRecursionError` (`recursion_limit`)         | `limit`/`turns`                       |
 | a final reply the model API refused               | `gave_up`, cause `refusal`            |
@@ -48,6 +49,9 @@ is the content of the state's last message when it has `messages`.
 An `interrupt({"tool": name, "args": {...}})` (optionally with a `"question"`) is an approval
 of that call: the suspension's pending call. Any other value is a question (a string as it is,
 anything else as JSON); `resume` gives the graph the answer, or True/False for an approval.
+LangGraph's own `Command(resume=...)` given to `run` with no `resumed=` goes on as the run that
+waits on the thread (each segment names itself in the run's config metadata, which LangGraph
+keeps in the thread's checkpoints), counting its own totals only (the checkpoint holds none).
 """
 
 from __future__ import annotations
@@ -55,19 +59,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Interrupt
 
+from agent.budget import Spent
 from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
 from agent.integrations._lg_saver import sync_capable
-from agent.integrations._observe import Recorder, Usage, _check_options, need
+from agent.integrations._observe import (
+    DEFAULT_HELP_SECONDS,
+    Recorder,
+    Usage,
+    _check_options,
+    need,
+    resumed_run,
+    run_of_saved,
+    saved_with_run,
+)
 from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
@@ -77,11 +94,14 @@ from agent.integrations.langgraph_calls import (
     messages_in,
     reply_usage,
 )
+from agent.journal import Suspended
 from agent.prices import PriceTable
-from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
+from agent.snapshot import Snapshot, SnapshotKind
 from agent.verify import Verifier
 
 PROVIDER = "langchain"
+NO_CHECKPOINTER = "interrupt_without_checkpointer"  # error_type of an interrupt() nothing can resume
 
 
 # The state after each step (the last is the output), and each task's start and end with its writes
@@ -283,6 +303,9 @@ async def arun(
         "langgraph.run drives the graph's stream itself",
     )
     config = dict(config or {})
+    if resumed is None:
+        named = {"agent_name": agent_name, "task_type": task_type, "help_seconds": help_seconds}
+        resumed = await _waited_in_thread(graph, input, config, {**named, "run_id": run_id})
     recorder = _recorder(
         graph,
         input,
@@ -302,7 +325,7 @@ async def arun(
         paused = await _paused_at(graph, config, invoke_kwargs)
     except (Exception, asyncio.CancelledError) as exc:
         return _stopped(recorder, exc)
-    return _ended(recorder, output, config, paused)
+    return _ended(recorder, graph, output, config, paused)
 
 
 def astream(
@@ -360,14 +383,17 @@ class GraphStream:
         """The run starts when the stream is first read: one never read starts nothing."""
         if self._read:
             raise ConfigError("this stream was read already: start another with langgraph.astream")
-        self._read, config = True, self._config
-        recorder = _recorder(self._graph, self._input, config, **self._options)
+        self._read, config, options = True, self._config, self._options
+        if not options.get("resumed"):
+            options["resumed"] = await _waited_in_thread(self._graph, self._input, config, options)
+        recorder = _recorder(self._graph, self._input, config, **options)
         reading = _Stream(self._graph, recorder, self._prices)
         try:
             chunks = reading.chunks(self._input, config, self._kwargs, self._modes)
             async with contextlib.aclosing(chunks):  # closed with this one: the graph's stream too
                 async for namespace, mode, payload in chunks:
                     if mode in self._modes and not namespace:
+                        payload = _without_ours(payload) if mode == "messages" else payload
                         yield payload if self._single else (mode, payload)
             paused = await _paused_at(self._graph, config, self._kwargs)
         except (Exception, asyncio.CancelledError) as exc:
@@ -375,7 +401,7 @@ class GraphStream:
             if isinstance(exc, asyncio.CancelledError):
                 raise
         else:
-            self.result = _ended(recorder, reading.output(), config, paused)
+            self.result = _ended(recorder, self._graph, reading.output(), config, paused)
         finally:
             if self.result is None:  # the caller stopped reading: the graph's stream is closed with ours
                 self.result = recorder.fail(GeneratorExit("the caller stopped reading the stream"))
@@ -389,9 +415,10 @@ def _refuse(kwargs: Mapping[str, Any], taken: set[str], why: str) -> None:
         raise ConfigError(f"{why}: leave out {sorted(found)}")
 
 
-def _recorder(graph: Any, input: Any, config: Mapping[str, Any], **options: Any) -> Recorder:
-    """The run's recorder, from `arun`'s options."""
-    return Recorder.start(
+def _recorder(graph: Any, input: Any, config: dict[str, Any], **options: Any) -> Recorder:
+    """The run's recorder, from `arun`'s options; the segment is named in the config's metadata,
+    which LangGraph writes into the thread's checkpoints (see `_waited_in_thread`), when it has any."""
+    recorder = Recorder.start(
         options.get("hooks"),
         agent=options.get("agent_name") or str(getattr(graph, "name", None) or "langgraph"),
         task_type=options.get("task_type", "default"),
@@ -404,6 +431,69 @@ def _recorder(graph: Any, input: Any, config: Mapping[str, Any], **options: Any)
         resumed=options.get("resumed"),
         help_seconds=options.get("help_seconds"),
     )
+    if _has_checkpointer(graph, config):  # with none, no checkpoint keeps them (and nothing resumes)
+        info, observer = recorder.info, recorder.observer
+        ours = {RUN_ID: info.run_id, SEGMENT: info.segment, TRACE_ID: observer.trace_id}
+        ours[SPAN_ID] = observer.span_id
+        config["metadata"] = {**(config.get("metadata") or {}), **{k: v for k, v in ours.items() if v}}
+    return recorder
+
+
+# What a thread's checkpoints say of the Endstate run segment that wrote them (LangGraph copies a
+# run's config metadata of strings and numbers into each): LangGraph's own `Command(resume=...)`
+# goes on as the run that waited.
+RUN_ID, SEGMENT = "endstate_run_id", "endstate_segment"
+TRACE_ID, SPAN_ID = "endstate_trace_id", "endstate_span_id"
+_OURS = frozenset((RUN_ID, SEGMENT, TRACE_ID, SPAN_ID))
+
+
+async def _waited_in_thread(
+    graph: Any, input: Any, config: Mapping[str, Any], options: Mapping[str, Any]
+) -> RunResult | None:
+    """For a `Command(resume=...)` given with no `resumed=`: the run segment that waits on the thread,
+    as its latest checkpoint names it (its id, segment and span; not its totals, which the
+    checkpoint does not hold: the resumed segment counts its own). None when nothing names one, or
+    it names another run than the `run_id` given (`options`: `arun`'s)."""
+    if not isinstance(input, Command) or input.resume is None or not _has_checkpointer(graph, config):
+        return None
+    try:
+        saved = await graph.aget_state(config)
+    except Exception:  # no thread in the config, a checkpointer without async methods: LangGraph says
+        return None
+    meta = getattr(saved, "metadata", None) or {}
+    run_id, segment = meta.get(RUN_ID), meta.get(SEGMENT)
+    waiting = getattr(saved, "interrupts", None)
+    if not (isinstance(run_id, str) and isinstance(segment, int) and waiting):
+        return None
+    if options.get("run_id") not in (None, run_id):  # the caller says which run this is
+        return None
+    wait, task_type = options.get("help_seconds"), options.get("task_type", "default")
+    question, pending = _asking(waiting[0])
+    asked = _timestamp(getattr(saved, "created_at", None))
+    deadline = asked + (DEFAULT_HELP_SECONDS if wait is None else wait)
+    suspension = Suspension(question, deadline, asked, pending)
+    name = options.get("agent_name") or str(getattr(graph, "name", None) or "langgraph")
+    snapshot = Snapshot(
+        run_id, name, task_type, SnapshotKind.SUSPENDED, segment, [Suspended(suspension)], usage=Spent(),
+        trace_id=meta.get(TRACE_ID), span_id=meta.get(SPAN_ID),
+    )  # fmt: skip
+    return resumed_run(snapshot)
+
+
+def _without_ours(chunk: Any) -> Any:
+    """A `messages` stream chunk's metadata as the graph's own stream gives it: without the segment's
+    names (LangChain copies a run's config metadata into every call's)."""
+    if isinstance(chunk, tuple) and len(chunk) == 2 and isinstance(chunk[1], Mapping):
+        return chunk[0], {k: v for k, v in chunk[1].items() if k not in _OURS}
+    return chunk
+
+
+def _timestamp(created_at: Any) -> float:
+    """A checkpoint's `created_at` (ISO 8601) in seconds; now when it cannot be read."""
+    try:
+        return datetime.fromisoformat(str(created_at)).timestamp()
+    except ValueError:
+        return time.time()
 
 
 def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
@@ -412,9 +502,13 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
     return recorder.fail(exc, raw=exc)
 
 
-def _ended(recorder: Recorder, output: Any, config: Mapping[str, Any], paused: Sequence[str]) -> RunResult:
+def _ended(
+    recorder: Recorder, graph: Any, output: Any, config: Mapping[str, Any], paused: Sequence[str]
+) -> RunResult:
     """The graph's stream ended: waiting for a person (an interrupt, a breakpoint), or finished."""
     if isinstance(output, Mapping) and output.get(INTERRUPT_KEY):
+        if not _has_checkpointer(graph, config):
+            return _unresumable(recorder, output)
         return _suspend(recorder, output, config)
     if paused:
         return _suspend_at_breakpoint(recorder, output, config, paused)
@@ -422,6 +516,27 @@ def _ended(recorder: Recorder, output: Any, config: Mapping[str, Any], paused: S
         note = "The model API refused: the graph ended on its refusal."
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=output)
     return recorder.succeed(output, text=_final_text(output), raw=output)
+
+
+def _has_checkpointer(graph: Any, config: Mapping[str, Any]) -> bool:
+    """Whether the run had a checkpointer to resume an interrupt() from: the graph's own, or the one
+    a parent graph lends it through the config (as LangGraph resolves it)."""
+    if (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None:
+        return True
+    return getattr(graph, "checkpointer", None) not in (None, False)
+
+
+def _unresumable(recorder: Recorder, output: Mapping[str, Any]) -> RunResult:
+    """An interrupt() of a graph with no checkpointer: nothing can ever answer it, so no wait (in the
+    inbox and the help gauges until its deadline) but an error saying how to make it resumable."""
+    question, _ = _asking(output[INTERRUPT_KEY][0])
+    note = (
+        f"The graph called interrupt() (asking: {question}), but it has no checkpointer, and LangGraph "
+        "resumes an interrupt() from one: compile the graph with graph.compile(checkpointer=...) "
+        "(InMemorySaver(), or a persistent one such as SqliteSaver to resume in another process) and "
+        "run it with a thread_id in its config."
+    )
+    return recorder.finish(StopReason.ERROR, note=note, error_type=NO_CHECKPOINTER, raw=output)
 
 
 def _refused(output: Any) -> bool:
@@ -538,7 +653,7 @@ def state_of(result: RunResult) -> str:
     if not isinstance(config, Mapping):
         raise ConfigError("only a need_help result of this integration has a state to save")
     configurable = {k: v for k, v in config.get("configurable", {}).items() if _is_json(v)}
-    return json.dumps({"configurable": configurable})
+    return saved_with_run(result, {"configurable": configurable})
 
 
 def _is_json(value: Any) -> bool:
@@ -569,6 +684,7 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw.get("config") if isinstance(state.raw, Mapping) else None
+    state = run_of_saved(state, kwargs)
     config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
         if getattr(graph, "checkpointer", None) is None:  # it ran with no thread: nothing holds its state

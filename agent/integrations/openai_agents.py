@@ -17,9 +17,12 @@ SDK's own traces are left as they are: Endstate adds its spans beside them,
 never a second copy of the same call. A tool that raised, its error handed to
 the model as the SDK's default error text, is a failed call (`tool_error`, as
 LangGraph's); a custom `failure_error_function`'s text cannot be told apart
-from a result. An agent run as a tool (`Agent.as_tool`) runs without these hooks: its
-calls' tokens, which the SDK adds to the run's usage, count in the run's totals (no spans of
-their own). How runs end:
+from a result. A handoff is a tool call (`transfer_to_<agent>`, labelled by name), recorded at
+the SDK's `on_handoff`; a call a tool input guardrail answered with `reject_content` is a failed
+call (`guardrail_rejected`), recorded once the SDK sends its answer to the model (the SDK runs no
+tool hooks for either, so neither is timed: their spans last no time). An agent run as a tool
+(`Agent.as_tool`) runs without these hooks: its calls' tokens, which the SDK adds to the run's
+usage, count in the run's totals (no spans of their own). How runs end:
 
 | OpenAI Agents SDK                                   | Endstate                              |
 | --------------------------------------------------- | ------------------------------------- |
@@ -51,18 +54,29 @@ from agents.exceptions import (
     ToolInputGuardrailTripwireTriggered,
     ToolOutputGuardrailTripwireTriggered,
 )
+from agents.handoffs import Handoff
 from agents.lifecycle import RunHooksBase
 from agents.run_state import RunState
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, _check_options, _text_of, check_keywords, need
+from agent.integrations._observe import (
+    Recorder,
+    Usage,
+    _check_options,
+    _text_of,
+    check_keywords,
+    need,
+    run_of_saved,
+    saved_with_run,
+)
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
 
 PROVIDER = "openai"
 TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default error text instead
+GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool input guardrail answered in its place
 GUARDRAIL_TRIPS = (
     InputGuardrailTripwireTriggered,
     OutputGuardrailTripwireTriggered,
@@ -78,6 +92,8 @@ class EndstateRunHooks(OARunHooks[Any]):
         self.recorder, self.inner = recorder, inner
         self.before = _usage_of(before) if before is not None else Usage()  # a resumed RunState's totals
         self.totals: Any = before  # the SDK's running totals (live: the SDK adds to them as it goes)
+        self.asked: dict[str, tuple[str, dict[str, Any]]] = {}  # the last reply's calls no hook reported yet
+        self.asker: Any = None  # the agent whose reply asked for them
 
     def count_unseen(self) -> None:
         """The calls the SDK counted in the run and no hook of it saw: an agent run as a tool
@@ -87,6 +103,8 @@ class EndstateRunHooks(OARunHooks[Any]):
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
         self.totals = getattr(context, "usage", None) or self.totals
+        if self.asked:  # the calls of the last reply the SDK answered without running a tool hook
+            self.answered_unseen(context, input_items)
         self.recorder.model_started()
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
@@ -98,12 +116,16 @@ class EndstateRunHooks(OARunHooks[Any]):
             stop_reason="tool_use" if _calls(response.output) else "end_turn",
             response_id=response.response_id or "",
         )
+        if self.recorder.watched:
+            self.asked, self.asker = _asked(response.output), agent
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         if self.recorder.watched:  # nobody to tell: the call's arguments are not even parsed
-            self.recorder.tool_started(*_tool_call(context, tool))
+            call = _tool_call(context, tool)
+            self.asked.pop(call[0], None)
+            self.recorder.tool_started(*call)
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
 
@@ -116,6 +138,21 @@ class EndstateRunHooks(OARunHooks[Any]):
         if self.inner is not None:
             await self.inner.on_tool_end(context, agent, tool, result)
 
+    def answered_unseen(self, context: Any, items: Any) -> None:
+        """The asked calls the SDK answered (an output in `items`) with no tool hook: one a tool input
+        guardrail rejected (`reject_content`) is a failed call, in the turn that asked for it. One a
+        person denied is no tool call, as in Endstate's own runs; anything else is left unknown."""
+        answered, asked = _answered(items), self.asked
+        self.asked = {}
+        tools = {t.name: t for t in getattr(self.asker, "tools", ())}
+        approved = getattr(context, "is_tool_approved", None)
+        for call_id, (name, arguments) in asked.items():
+            guarded = getattr(tools.get(name), "tool_input_guardrails", None)
+            denied = callable(approved) and approved(name, call_id) is False
+            if call_id in answered and guarded and not denied:
+                self.recorder.tool_started(call_id, name, arguments)
+                self.recorder.tool_ended(call_id, name, answered[call_id], GUARDRAIL_REJECTED, arguments)
+
     async def on_agent_start(self, context: Any, agent: Any) -> None:
         if self.inner is not None:
             await self.inner.on_agent_start(context, agent)
@@ -125,6 +162,15 @@ class EndstateRunHooks(OARunHooks[Any]):
             await self.inner.on_agent_end(context, agent, output)
 
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+        """A handoff is a tool call in the SDK's terms (`transfer_to_<agent>`), with no tool hooks:
+        recorded here, after the SDK has switched agents (its own `on_handoff` callback ran before)."""
+        if self.recorder.watched:
+            handoffs = _handoff_names(from_agent)
+            call_id = next((i for i, (name, _) in self.asked.items() if name in handoffs), None)
+            if call_id is not None:
+                name, arguments = self.asked.pop(call_id)
+                self.recorder.tool_started(call_id, name, arguments)
+                self.recorder.tool_ended(call_id, name, f"handed off to {to_agent.name}", None, arguments)
         if self.inner is not None:
             await self.inner.on_handoff(context, from_agent, to_agent)
 
@@ -261,11 +307,16 @@ class _Observed:
 
     def stopped(self, exc: BaseException) -> RunResult:
         self.hooks.count_unseen()
+        details = getattr(exc, "run_data", None)  # a limit after the tools ran: no model call came next
+        if self.hooks.asked and details is not None:
+            self.hooks.answered_unseen(details.context_wrapper, details.new_items)
         return _stopped(self.recorder, exc)
 
     def ended(self, result: Any) -> RunResult:
         """The SDK's run finished: waiting for approvals, a handler's output for a stop, or an output."""
         self.hooks.count_unseen()
+        if self.hooks.asked:  # the run stopped after the tools ran (approvals waiting, say)
+            self.hooks.answered_unseen(result.context_wrapper, result.new_items)
         recorder = self.recorder
         if _cancelled(result):
             return recorder.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=result)
@@ -358,7 +409,7 @@ def state_of(result: RunResult, **to_string: Any) -> str:
     raw = result.raw
     if raw is None or not getattr(raw, "interruptions", None):
         raise ConfigError("only a need_help result of this integration has a state to save")
-    return str(raw.to_state().to_string(**to_string))
+    return saved_with_run(result, json.loads(raw.to_state().to_string(**to_string)))
 
 
 def resume(
@@ -382,7 +433,7 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    run_state = await _run_state(agent, state)
+    run_state = await _run_state(agent, run_of_saved(state, kwargs))
     pending = run_state.get_interruptions()
     if not pending:
         raise ConfigError("this state has no pending approval: pass a need_help result or its state_of()")
@@ -449,9 +500,34 @@ def _tool_names(agent: OAAgent[Any]) -> list[str]:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        names += [t.name for t in current.tools if t.name not in names]
+        names += [t for t in (*(t.name for t in current.tools), *_handoff_names(current)) if t not in names]
         waiting += [h for h in current.handoffs if isinstance(h, OAAgent)]
     return names
+
+
+def _handoff_names(agent: Any) -> list[str]:
+    """The tool names the model calls to hand off from `agent` (`transfer_to_<agent>` unless set)."""
+    found = getattr(agent, "handoffs", None) or ()
+    return [h.tool_name if isinstance(h, Handoff) else Handoff.default_tool_name(h) for h in found]
+
+
+def _asked(output: Sequence[Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """A reply's function calls by call id: their names and arguments."""
+    calls = (item for item in output if getattr(item, "type", None) == "function_call")
+    return {str(c.call_id): (str(c.name), _arguments(c.arguments)) for c in calls}
+
+
+def _answered(items: Any) -> dict[str, str]:
+    """The tool outputs among the SDK's items (input items, or run items around them) by call id."""
+    found: dict[str, str] = {}
+    for item in items if isinstance(items, list) else ():
+        raw = getattr(item, "raw_item", item)
+        if isinstance(raw, Mapping) and raw.get("type") == "function_call_output":
+            output = raw.get("output")
+            found[str(raw.get("call_id"))] = (
+                output if isinstance(output, str) else json.dumps(output, default=str)
+            )
+    return found
 
 
 def _usage_before(input: Any) -> Any:

@@ -63,7 +63,7 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDen
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, check_keywords, need
+from agent.integrations._observe import Recorder, Usage, check_keywords, need, run_of_saved, saved_with_run
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -575,7 +575,7 @@ def state_of(result: RunResult) -> str:
     """A `need_help` result's saved state as JSON (its messages and pending calls): what a store keeps."""
     messages, pending = _saved(result.raw)
     history = json.loads(ModelMessagesTypeAdapter.dump_json(messages))
-    return json.dumps({"messages": history, "pending": pending})
+    return saved_with_run(result, {"messages": history, "pending": pending})
 
 
 def resume(
@@ -608,7 +608,7 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    messages, pending = _saved(state)
+    messages, pending = _saved(run_of_saved(state, kwargs))
     if not pending:
         raise ConfigError("this state has no pending tool call to answer: pass the raw of a need_help result")
     results = DeferredToolResults()
