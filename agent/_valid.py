@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TypeGuard
 
-def is_number(value: object) -> bool:
+
+def is_number(value: object) -> TypeGuard[int | float]:
     """An int or a float, and not a bool (which Python counts as an int)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_whole(value: object) -> TypeGuard[int]:
+    """An int, and not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from agent._valid import is_number
 from agent.errors import ConfigError
 from agent.verify import Verifier
 
@@ -34,7 +35,7 @@ class SuccessAudit:
 
     def __post_init__(self) -> None:
         share, after = self.share, self.after
-        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (share, after))
+        numbers = is_number(share) and is_number(after)
         if not (numbers and 0 < share <= 1 and 0 <= after < math.inf):
             raise ConfigError(
                 f"SuccessAudit needs 0 < share <= 1 and a finite after >= 0 seconds; got {share!r}, {after!r}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from agent._valid import is_number
+
 
 class EndstateError(Exception):
     """Root of every exception Endstate raises on purpose."""
@@ -42,7 +44,7 @@ class TransientModelError(ModelError):
     ) -> None:
         super().__init__(message, error_type=error_type)
         given = retry_after
-        seconds = isinstance(given, int | float) and not isinstance(given, bool) and 0 <= given < math.inf
+        seconds = is_number(given) and 0 <= given < math.inf
         self.retry_after = given if seconds else None
 
 
