@@ -13,3 +13,8 @@ def is_number(value: object) -> TypeGuard[int | float]:
 def is_whole(value: object) -> TypeGuard[int]:
     """An int, and not a bool."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_text(value: object) -> TypeGuard[str]:
+    """A string with more than blanks in it."""
+    return isinstance(value, str) and bool(value.strip())

@@ -41,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from agent._valid import is_text
 from agent.errors import ConfigError
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import JUDGES
@@ -218,7 +219,7 @@ class _Fields:
         value = self.raw.get(name, default)
         if value is None:
             raise self.error(name, "required")
-        if not isinstance(value, str) or not value.strip():
+        if not is_text(value):
             raise self.error(name, f"must be a non-empty string, got {value!r}")
         return value.strip()
 

@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent._valid import is_number
+from agent._valid import is_number, is_text
 from agent.budget import Spent
 from agent.context import RunContext
 from agent.errors import ConfigError
@@ -519,7 +519,7 @@ def _check_options(hooks: Any, task_type: Any, run_id: Any, help_seconds: Any = 
     """A clear `ConfigError` for Endstate's own options of the wrong kind, before the framework runs."""
     if hooks is not None:
         check_hooks(hooks)
-    if not isinstance(task_type, str) or not task_type.strip():
+    if not is_text(task_type):
         raise ConfigError(f"task_type must be a non-empty string (a metric label), not {task_type!r}")
     if run_id is not None and not (isinstance(run_id, str) and run_id):
         raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
