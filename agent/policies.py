@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from agent._valid import is_number
+from agent._valid import is_number, is_whole
 from agent.errors import ConfigError
 
 MAX_RETRY_AFTER = 600.0  # seconds: a longer retry-after (a broken proxy, a bad header) ends the run as error
@@ -33,7 +33,7 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         attempts = self.max_attempts
-        if not (isinstance(attempts, int) and is_number(attempts) and attempts >= 1):
+        if not (is_whole(attempts) and attempts >= 1):
             shown = repr(attempts)
             raise ConfigError(f"RetryPolicy.max_attempts must be a whole number >= 1 (1: no retry); {shown}")
         for name in ("base_delay", "max_delay"):
