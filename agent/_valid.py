@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TypeGuard
 
 
@@ -18,3 +19,8 @@ def is_whole(value: object) -> TypeGuard[int]:
 def is_text(value: object) -> TypeGuard[str]:
     """A string with more than blanks in it."""
     return isinstance(value, str) and bool(value.strip())
+
+
+def is_finite_from_zero(value: object) -> TypeGuard[int | float]:
+    """A number (see `is_number`) from 0 up, neither infinite nor NaN: seconds, an amount."""
+    return is_number(value) and 0 <= value < math.inf
