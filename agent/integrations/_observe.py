@@ -36,6 +36,8 @@ from agent.usage import Usage
 from agent.verify import Verifier, VerifierError, reasons_of
 
 DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
+# Endstate's own options of every integration's run (each adds its few); the rest go to the framework
+OPTIONS = ("hooks", "task_type", "verifiers", "run_id", "agent_name", "resumed", "help_seconds")
 
 
 @dataclass

@@ -77,6 +77,7 @@ from agent.hooks import RunHooks, hook_failed
 from agent.integrations._lg_saver import sync_capable
 from agent.integrations._observe import (
     DEFAULT_HELP_SECONDS,
+    OPTIONS,
     Recorder,
     Usage,
     _check_options,
@@ -407,7 +408,7 @@ class GraphStream:
                 self.result = recorder.fail(GeneratorExit("the caller stopped reading the stream"))
 
 
-_OPTIONS = ("hooks", "task_type", "verifiers", "run_id", "agent_name", "tools", "resumed", "help_seconds")
+_OPTIONS = (*OPTIONS, "tools")
 
 
 def _refuse(kwargs: Mapping[str, Any], taken: set[str], why: str) -> None:
