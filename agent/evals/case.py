@@ -427,7 +427,7 @@ def _budget(f: _Fields) -> dict[str, float]:
     for key, value in raw.items():
         if key not in BUDGET_KEYS:
             raise f.error("budget", f"unknown ceiling {key!r}; use {', '.join(BUDGET_KEYS)}")
-        if not (is_number(value) and value > 0):
+        if not is_number(value) or value <= 0:
             raise f.error("budget", f"{key} must be a positive number, got {value!r}")
     return dict(raw)
 
