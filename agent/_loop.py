@@ -573,7 +573,8 @@ async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> De
 
 async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: RunObserver) -> Decision:
     """Answer the calls, the other tools first and then `finish` (3, then 4), which may stop or
-    suspend the run: what the verifiers check is what the whole reply did.
+    suspend the run: what the verifiers check is what the whole reply did. An agent made with
+    `finish_last=False` takes them in the model's order, as before.
 
     Each result but the last is checkpointed as it lands, and the last one
     with the completed turn, so a crash never runs a call again whose result

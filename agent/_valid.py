@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
+import math
+from typing import TypeGuard
 
-def is_number(value: object) -> bool:
+
+def is_number(value: object) -> TypeGuard[int | float]:
     """An int or a float, and not a bool (which Python counts as an int)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_whole(value: object) -> TypeGuard[int]:
+    """An int, and not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_text(value: object) -> TypeGuard[str]:
+    """A string with more than blanks in it."""
+    return isinstance(value, str) and bool(value.strip())
+
+
+def is_finite_from_zero(value: object) -> TypeGuard[int | float]:
+    """A number (see `is_number`) from 0 up, neither infinite nor NaN: seconds, an amount."""
+    return is_number(value) and 0 <= value < math.inf

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from agent._loop import Stop, conclude, drive, settle
 from agent._state import RunState
-from agent._valid import is_number
+from agent._valid import is_number, is_text, is_whole
 from agent.audit import SuccessAudit
 from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
@@ -139,7 +139,7 @@ class Agent:
         `cancel` is any object with `is_set()` (an `asyncio.Event` or a
         `threading.Event`); it is checked before every turn.
         """
-        if not isinstance(task, str) or not task.strip():
+        if not is_text(task):
             raise ConfigError("task must be a non-empty string")
         if run_id is not None and not (isinstance(run_id, str) and run_id):
             raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
@@ -372,7 +372,7 @@ def check_reply(s: Suspension, reply: HumanReply | None) -> None:
 
 def _check_now(now: object) -> float:
     """`now` as given to resume or expire: a time in seconds since the epoch, as the clock's."""
-    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
+    if not (is_number(now) and math.isfinite(now)):
         raise ConfigError(f"now must be a finite number of seconds since the epoch (or None), not {now!r}")
     return float(now)
 
@@ -398,7 +398,7 @@ def _check_config(agent: Agent) -> None:
     AttributeError in its first run)."""
     name = agent.name
     for field_name, text in (("name", agent.name), ("task_type", agent.task_type)):
-        if not isinstance(text, str) or not text.strip():
+        if not is_text(text):
             raise ConfigError(f"agent {name!r}: {field_name} must be a non-empty string, not {text!r}")
     model = agent.model
     if not (callable(getattr(model, "complete", None)) and isinstance(getattr(model, "name", None), str)):
@@ -433,7 +433,7 @@ def _check_config(agent: Agent) -> None:
             f"agent {name!r}: summarize must be a function of (ctx, spent, reason, limit) that returns "
             f"text, not {type(agent.summarize).__name__}"
         )
-    if not (is_number(agent.max_tokens) and isinstance(agent.max_tokens, int) and agent.max_tokens > 0):
+    if not (is_whole(agent.max_tokens) and agent.max_tokens > 0):
         raise ConfigError(f"agent {name!r}: max_tokens must be a positive int, not {agent.max_tokens!r}")
 
 

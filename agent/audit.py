@@ -10,10 +10,10 @@ false-success share and an alert can fire when it rises.
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from agent._valid import is_finite_from_zero, is_number
 from agent.errors import ConfigError
 from agent.verify import Verifier
 
@@ -34,8 +34,7 @@ class SuccessAudit:
 
     def __post_init__(self) -> None:
         share, after = self.share, self.after
-        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (share, after))
-        if not (numbers and 0 < share <= 1 and 0 <= after < math.inf):
+        if not (is_number(share) and 0 < share <= 1 and is_finite_from_zero(after)):
             raise ConfigError(
                 f"SuccessAudit needs 0 < share <= 1 and a finite after >= 0 seconds; got {share!r}, {after!r}"
             )

@@ -6,7 +6,7 @@ import logging
 import math
 from dataclasses import dataclass
 
-from agent._valid import is_number
+from agent._valid import is_number, is_whole
 from agent.errors import ConfigError
 from agent.models.price import Price  # what a model costs: kept importable from here
 from agent.prices import PriceTable
@@ -142,7 +142,7 @@ class Extension:
                 f"an Extension's turns, seconds, tokens and cost_usd are finite numbers, not {values!r}"
             )
         for name in ("turns", "tokens"):
-            if not isinstance(value := getattr(self, name), int):
+            if not is_whole(value := getattr(self, name)):
                 raise ConfigError(f"an Extension adds whole {name}: give an int, not {value!r}")
         if any(v < 0 for v in values) or not any(values):
             raise ConfigError(

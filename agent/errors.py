@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+from agent._valid import is_finite_from_zero
 
 
 class EndstateError(Exception):
@@ -42,7 +42,7 @@ class TransientModelError(ModelError):
     ) -> None:
         super().__init__(message, error_type=error_type)
         given = retry_after
-        seconds = isinstance(given, int | float) and not isinstance(given, bool) and 0 <= given < math.inf
+        seconds = is_finite_from_zero(given)
         self.retry_after = given if seconds else None
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent._valid import is_number
+from agent._valid import is_number, is_whole
 from agent.errors import ConfigError
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
 
@@ -117,7 +117,7 @@ class HistoryPolicy:
     def __post_init__(self) -> None:
         numbers = (self.clear_at, self.compact_at, self.keep_last, self.max_result_chars or 200)
         whole = (self.keep_last, self.max_result_chars or 200)
-        if not all(is_number(n) for n in numbers) or not all(isinstance(n, int) for n in whole):
+        if not all(is_number(n) for n in numbers) or not all(is_whole(n) for n in whole):
             raise ConfigError(
                 "HistoryPolicy: clear_at and compact_at are shares of the window (numbers), keep_last and "
                 f"max_result_chars whole numbers; got {self.clear_at!r}, {self.compact_at!r}, "

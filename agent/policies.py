@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 from typing import Literal
 
-from agent._valid import is_number
+from agent._valid import is_finite_from_zero, is_whole
 from agent.errors import ConfigError
 
 MAX_RETRY_AFTER = 600.0  # seconds: a longer retry-after (a broken proxy, a bad header) ends the run as error
@@ -33,12 +32,12 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         attempts = self.max_attempts
-        if not (isinstance(attempts, int) and is_number(attempts) and attempts >= 1):
+        if not (is_whole(attempts) and attempts >= 1):
             shown = repr(attempts)
             raise ConfigError(f"RetryPolicy.max_attempts must be a whole number >= 1 (1: no retry); {shown}")
         for name in ("base_delay", "max_delay"):
             value = getattr(self, name)
-            if not is_number(value) or not math.isfinite(value) or value < 0:
+            if not is_finite_from_zero(value):
                 raise ConfigError(f"RetryPolicy.{name} must be a finite number of seconds >= 0, got {value}")
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float | None:
@@ -65,7 +64,7 @@ class HelpPolicy:
 
     def __post_init__(self) -> None:
         wait = self.wait_seconds
-        if not is_number(wait) or not math.isfinite(wait) or wait < 0:
+        if not is_finite_from_zero(wait):
             raise ConfigError(
                 f"HelpPolicy.wait_seconds must be a finite number >= 0, got {wait!r} (a deadline is "
                 "saved with the run: for a very long wait, give a large number such as 10 * 365 * 86400)"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent._codec import canonical_json
+from agent._valid import is_whole
 from agent.errors import ConfigError
 from agent.journal import Entry, Reply, Result
 
@@ -119,12 +120,12 @@ class ProgressDetector:
 
     def __post_init__(self) -> None:
         repeats, idle = self.max_repeats, self.max_idle_turns
-        if not (isinstance(repeats, int) and not isinstance(repeats, bool) and repeats >= 2):
+        if not (is_whole(repeats) and repeats >= 2):
             raise ConfigError(
                 f"ProgressDetector.max_repeats must be a whole number >= 2 (the same call made that many "
                 f"times is stuck; 1 would stop a run at its first call), not {repeats!r}"
             )
-        if idle is not None and not (isinstance(idle, int) and not isinstance(idle, bool) and idle >= 1):
+        if idle is not None and not (is_whole(idle) and idle >= 1):
             raise ConfigError(
                 f"ProgressDetector.max_idle_turns must be a whole number >= 1, or None for no idle rule, "
                 f"not {idle!r}"

@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from agent._frozen import fast_init
-from agent._valid import is_number
+from agent._valid import is_number, is_text
 from agent.context import RunContext
 from agent.errors import ConfigError
 
@@ -64,7 +64,7 @@ class Tool:
             raise ConfigError(
                 f"tool {self.name!r}: fn must be the function to call, not {type(self.fn).__name__}"
             )
-        if not (isinstance(self.description, str) and self.description.strip()):
+        if not is_text(self.description):
             raise ConfigError(
                 f"tool {self.name!r}: description must be text that tells the model what it does"
             )

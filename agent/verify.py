@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from agent._valid import is_number, is_text
 from agent.errors import ConfigError, EndstateError, TransientModelError
 from agent.models.base import Model, ModelReply, ModelRequest
 from agent.policies import RetryPolicy
@@ -55,7 +56,7 @@ class CommandVerifier:
                 f"takes them; got {argv!r:.80}"
             )
         t = self.timeout
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t < math.inf:
+        if not (is_number(t) and 0 < t < math.inf):
             raise ConfigError(f"a command verifier's timeout is a number of seconds > 0, not {t!r}")
 
     def __call__(self, ctx: RunContext) -> list[str]:
@@ -93,7 +94,7 @@ class PredicateVerifier:
             raise ConfigError(
                 f"predicate() takes a function of the RunContext, not {type(self.predicate).__name__}"
             )
-        if not (isinstance(self.reason, str) and self.reason.strip()):
+        if not is_text(self.reason):
             raise ConfigError(
                 f"predicate() needs the reason to give when it fails, as text; got {self.reason!r}"
             )

@@ -244,30 +244,6 @@ def test_langgraph_tool_calls_are_labelled_by_the_tools_of_the_graphs_tool_nodes
     assert rig.value("agent_tool_calls_total", **tool_calls, tool=n.TOOL_OTHER) == 0
 
 
-def test_openai_agents_a_handoff_agents_tool_calls_are_labelled_by_name(rig: Rig) -> None:
-    @function_tool
-    def refund(order: str) -> str:
-        """Refund an order."""
-        return f"refunded {order}"
-
-    refunds = OAAgent(
-        name="refunds",
-        model=ScriptedModel(
-            [
-                ModelStep(output=[function_call("refund", {"order": "7"}, call_id="r1")]),
-                ModelStep(output=[assistant_message("refunded")]),
-            ]
-        ),
-        tools=[refund],
-    )
-    steps = [ModelStep(output=[function_call("transfer_to_refunds", {}, call_id="h1")])]
-    triage = OAAgent(name="triage", model=ScriptedModel(steps), handoffs=[refunds])
-    res = oa.run(triage, "refund order 7", hooks=rig.hooks, task_type=TASK)
-    assert (res.reason, res.output, res.turns) == (StopReason.SUCCESS, "refunded", 3)
-    tool_calls = {"agent": "triage", "task_type": TASK, "outcome": n.TOOL_OK}
-    assert rig.value("agent_tool_calls_total", **tool_calls, tool="refund") == 1
-
-
 def tool_spans_by_turn(rig: Rig) -> list[list[tuple[str, str, str]]]:
     """Each turn's tool spans, in order: (tool name, call id, error.type or "")."""
     (run,) = rig.run_spans()

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent._valid import is_text
 from agent.agent import Agent
 from agent.errors import ConfigError
 
@@ -99,7 +100,7 @@ class Catalog:
 
 def _check_entry(name: Any, build: Any, method: str, call: str) -> None:
     """A clear `ConfigError` for a catalog name that is no text, or a builder that is no function."""
-    if not isinstance(name, str) or not name.strip():
+    if not is_text(name):
         raise ConfigError(f"an agent's name in the catalog must be a non-empty string, not {name!r}")
     if not callable(build) or isinstance(build, Agent):
         raise ConfigError(

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent._codec import unwritable
 from agent._state import calls_of
+from agent._valid import is_text
 from agent.agent import Agent
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
@@ -158,7 +159,7 @@ class Runner:
         run_id: str | None = None,
     ) -> Job:
         """Create a run's record, held by this runner; `drive` the job to run it."""
-        if not isinstance(task, str) or not task.strip():
+        if not is_text(task):
             raise ConfigError("task must be a non-empty string")
         given, run_id = run_id is not None, run_id or uuid.uuid4().hex
         if not RUN_ID.fullmatch(run_id):

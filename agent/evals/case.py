@@ -41,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from agent._valid import is_number, is_text
 from agent.errors import ConfigError
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import JUDGES
@@ -218,7 +219,7 @@ class _Fields:
         value = self.raw.get(name, default)
         if value is None:
             raise self.error(name, "required")
-        if not isinstance(value, str) or not value.strip():
+        if not is_text(value):
             raise self.error(name, f"must be a non-empty string, got {value!r}")
         return value.strip()
 
@@ -426,7 +427,7 @@ def _budget(f: _Fields) -> dict[str, float]:
     for key, value in raw.items():
         if key not in BUDGET_KEYS:
             raise f.error("budget", f"unknown ceiling {key!r}; use {', '.join(BUDGET_KEYS)}")
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        if not is_number(value) or value <= 0:
             raise f.error("budget", f"{key} must be a positive number, got {value!r}")
     return dict(raw)
 

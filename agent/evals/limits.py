@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from agent._valid import is_finite_from_zero
 from agent.errors import EndstateError
 from agent.result import LimitKind, RunResult, StopReason
 
@@ -224,7 +225,7 @@ def _amount(d: Mapping[str, Any], key: str) -> float:
     value = d.get(key)
     if value is None:
         return 0.0
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+    if not is_finite_from_zero(value):
         raise ValueError(f"{key} must be a number from 0 up, not {value!r:.60}")
     return float(value)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
+from agent._valid import is_whole
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._observe import Recorder, Usage
@@ -161,7 +162,7 @@ class ModelCall:
             text = "".join(getattr(b, "text", "") for b in getattr(message, "content", ()) or ())
             stop_reason = getattr(message, "stop_reason", None) or stop_reason
         for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
-            if not (isinstance(count, int) and not isinstance(count, bool) and count >= 0):
+            if not (is_whole(count) and count >= 0):
                 raise ConfigError(f"call.reply({name}=...) takes a whole number >= 0, not {count!r}")
         self.answered = True
         self._rec.model_ended(

@@ -14,7 +14,6 @@ import contextlib
 import functools
 import inspect
 import json
-import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,7 +21,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent._valid import is_number
+from agent._valid import is_finite_from_zero, is_text
 from agent.budget import Spent
 from agent.context import RunContext
 from agent.errors import ConfigError
@@ -37,6 +36,8 @@ from agent.usage import Usage
 from agent.verify import Verifier, VerifierError, reasons_of
 
 DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
+# Endstate's own options of every integration's run (each adds its few); the rest go to the framework
+OPTIONS = ("hooks", "task_type", "verifiers", "run_id", "agent_name", "resumed", "help_seconds")
 
 
 @dataclass
@@ -519,13 +520,11 @@ def _check_options(hooks: Any, task_type: Any, run_id: Any, help_seconds: Any = 
     """A clear `ConfigError` for Endstate's own options of the wrong kind, before the framework runs."""
     if hooks is not None:
         check_hooks(hooks)
-    if not isinstance(task_type, str) or not task_type.strip():
+    if not is_text(task_type):
         raise ConfigError(f"task_type must be a non-empty string (a metric label), not {task_type!r}")
     if run_id is not None and not (isinstance(run_id, str) and run_id):
         raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
-    if help_seconds is not None and not (
-        is_number(help_seconds) and math.isfinite(help_seconds) and help_seconds >= 0
-    ):
+    if help_seconds is not None and not is_finite_from_zero(help_seconds):
         raise ConfigError(
             f"help_seconds must be a finite number >= 0 (seconds), not {help_seconds!r}: how long a "
             "pending approval waits (None: a day)"

@@ -43,7 +43,7 @@ from claude_agent_sdk import (
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, check_keywords, run_of_saved, saved_with_run
+from agent.integrations._observe import OPTIONS, Recorder, Usage, check_keywords, run_of_saved, saved_with_run
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -128,7 +128,7 @@ async def arun(
     The SDK's `ResultMessage` (or the exception) is at `result.raw`; a deferred call waits
     `help_seconds` (default a day). Never raises for an expected stop.
     """
-    check_keywords("claude_agent_sdk.run()", query, query_kwargs, _OPTIONS, ("prompt",))
+    check_keywords("claude_agent_sdk.run()", query, query_kwargs, OPTIONS, ("prompt",))
     options = options or ClaudeAgentOptions()
     recorder = Recorder.start(
         hooks,
@@ -157,9 +157,6 @@ async def arun(
             return recorder.fail(exc, raw=exc)
         # The SDK raises once the CLI exits non-zero, after its result: the result says how it ended.
     return _conclude(recorder, reader)
-
-
-_OPTIONS = ("hooks", "task_type", "verifiers", "run_id", "agent_name", "resumed", "help_seconds")
 
 
 def state_of(result: RunResult) -> str:

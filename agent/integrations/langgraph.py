@@ -49,9 +49,10 @@ is the content of the state's last message when it has `messages`.
 An `interrupt({"tool": name, "args": {...}})` (optionally with a `"question"`) is an approval
 of that call: the suspension's pending call. Any other value is a question (a string as it is,
 anything else as JSON); `resume` gives the graph the answer, or True/False for an approval.
-LangGraph's own `Command(resume=...)` given to `run` with no `resumed=` goes on as the run that
-waits on the thread (each segment names itself in the run's config metadata, which LangGraph
-keeps in the thread's checkpoints), counting its own totals only (the checkpoint holds none).
+LangGraph's own `Command(resume=...)` given to `run` (or `astream`) with no `resumed=` goes on as
+the run that waits on the thread (each segment names itself in the run's config metadata, which
+LangGraph keeps in the thread's checkpoints), counting its own totals only (the checkpoint holds
+none).
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ from agent.hooks import RunHooks, hook_failed
 from agent.integrations._lg_saver import sync_capable
 from agent.integrations._observe import (
     DEFAULT_HELP_SECONDS,
+    OPTIONS,
     Recorder,
     Usage,
     _check_options,
@@ -407,7 +409,7 @@ class GraphStream:
                 self.result = recorder.fail(GeneratorExit("the caller stopped reading the stream"))
 
 
-_OPTIONS = ("hooks", "task_type", "verifiers", "run_id", "agent_name", "tools", "resumed", "help_seconds")
+_OPTIONS = (*OPTIONS, "tools")
 
 
 def _refuse(kwargs: Mapping[str, Any], taken: set[str], why: str) -> None:

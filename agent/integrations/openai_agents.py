@@ -61,6 +61,7 @@ from agents.run_state import RunState
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._observe import (
+    OPTIONS,
     Recorder,
     Usage,
     _check_options,
@@ -331,16 +332,7 @@ class _Observed:
         return recorder.succeed(result.final_output, raw=result)
 
 
-_OPTIONS = (
-    "hooks",
-    "task_type",
-    "verifiers",
-    "run_id",
-    "run_hooks",
-    "resumed",
-    "agent_name",
-    "help_seconds",
-)  # Endstate's options of `arun` and `run_streamed`; the rest go to the SDK
+_OPTIONS = (*OPTIONS, "run_hooks")  # Endstate's options of `arun` and `run_streamed`; the rest go to the SDK
 _FILLED = ("starting_agent", "input", "hooks")  # of the SDK's `Runner.run`: what the integration gives it
 
 

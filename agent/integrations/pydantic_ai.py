@@ -63,7 +63,15 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDen
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage, check_keywords, need, run_of_saved, saved_with_run
+from agent.integrations._observe import (
+    OPTIONS,
+    Recorder,
+    Usage,
+    check_keywords,
+    need,
+    run_of_saved,
+    saved_with_run,
+)
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -131,7 +139,7 @@ async def arun(
     exception) is at `result.raw`. `agent_name` labels the run (default: the agent's name); a
     deferred call waits `help_seconds` (default a day). Never raises for an expected stop."""
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run", "a pydantic_ai.Agent")
-    check_keywords("pydantic_ai.run()", type(agent).run, run_kwargs, _OPTIONS, _FILLED)
+    check_keywords("pydantic_ai.run()", type(agent).run, run_kwargs, OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -184,7 +192,7 @@ async def run_stream(
     stopping, as one whose output the caller cancelled (`run.response.cancel()`): the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run_stream", "a pydantic_ai.Agent")
-    check_keywords("pydantic_ai.run_stream()", type(agent).run_stream, run_kwargs, _OPTIONS, _FILLED)
+    check_keywords("pydantic_ai.run_stream()", type(agent).run_stream, run_kwargs, OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -240,7 +248,7 @@ async def iter(  # Pydantic AI's name; this module calls no builtin iter
     the run is cancelled.
     """
     need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.iter", "a pydantic_ai.Agent")
-    check_keywords("pydantic_ai.iter()", type(agent).iter, run_kwargs, _OPTIONS, _FILLED)
+    check_keywords("pydantic_ai.iter()", type(agent).iter, run_kwargs, OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
         user_prompt,
@@ -346,15 +354,6 @@ class StreamedRun:
 
 
 _STOPS = (UsageLimitExceeded, ContentFilterError, RunCancelled)  # the stops Pydantic AI raises
-_OPTIONS = (
-    "hooks",
-    "task_type",
-    "verifiers",
-    "run_id",
-    "resumed",
-    "agent_name",
-    "help_seconds",
-)  # Endstate's
 _FILLED = (
     "user_prompt",
     "run_id",

@@ -50,6 +50,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent._valid import is_whole
 from agent.budget import Extension
 from agent.durable.runner import Job
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
@@ -359,7 +360,7 @@ def read_at(body: dict[str, Any]) -> int | None:
     if "segments" not in body:
         return None
     value = body["segments"]
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+    if not (is_whole(value) and 0 <= value < 2**63):
         raise Problem(400, "'segments' must be the run's segments count as read (a whole number)")
     return value
 

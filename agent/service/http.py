@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from agent._valid import is_text
 from agent.durable.runner import AnswerError, Runner
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
@@ -149,7 +150,7 @@ def known_fields(body: dict[str, Any], *fields: str) -> dict[str, Any]:
 
 def required(body: dict[str, Any], key: str) -> str:
     value = body.get(key)
-    if not isinstance(value, str) or not value.strip():
+    if not is_text(value):
         raise Problem(400, f"{key!r} is required and must be a non-empty string")
     return value
 

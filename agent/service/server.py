@@ -38,22 +38,23 @@ ALLOWED_HOST_HELP = (
 
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 1-65535."""
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number from 1 to 65535")
-    return int(text)
+    return _whole(text, 65535, "a port number from 1 to 65535")
 
 
 def page_size(text: str) -> int:
     """An argparse type: runs per inbox page, 1-500."""
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 500:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a page size from 1 to 500")
-    return int(text)
+    return _whole(text, 500, "a page size from 1 to 500")
 
 
 def positive_int(text: str) -> int:
     """An argparse type: a whole number from 1."""
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1")
+    return _whole(text, math.inf, "a whole number from 1")
+
+
+def _whole(text: str, most: float, what: str) -> int:
+    """`text` as a whole number from 1 to `most`, ASCII digits only, or a usage error saying `what`."""
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= most:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return int(text)
 
 

@@ -32,6 +32,7 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from agent._valid import is_text
 from agent.durable.runner import RUN_ID, AnswerError
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, UnknownRun
 from agent.errors import ConfigError
@@ -87,7 +88,7 @@ class TemporalRuns:
         wait: bool = True,
     ) -> RunResult | str:
         """Start a run; with `wait`, its first segment's result, else its run id at once."""
-        if not isinstance(task, str) or not task.strip():
+        if not is_text(task):
             raise ConfigError("task must be a non-empty string")
         run_id = run_id or _new_id()
         if not RUN_ID.fullmatch(run_id):
