@@ -4,6 +4,7 @@ the judges catch what the agents' verifiers might let through."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -76,7 +77,8 @@ MALFORMED = [
     ({"expect": "need_help", "then": {"action": "answer", "expect": "success"}}, "then.text", "non-empty"),
     ({"expect": "need_help", "then": {"action": "approve"}}, "then.expect", "required"),
     ({"expect": "need_help", "then": "approve"}, "then", "must be a mapping"),
-    ({"budget": {"turns": -3}}, "budget", "turns must be a positive number, got -3"),
+    ({"budget": {"turns": -3}}, "budget", "turns must be a whole number above 0, got -3"),
+    ({"budget": {"turns": 2.5}}, "budget", "turns must be a whole number above 0, got 2.5"),
     ({"budget": {"steps": 3}}, "budget", "unknown ceiling 'steps'"),
     ({"task": ""}, "task", "must be a non-empty string"),
     ({"script": None}, "task", "required"),
@@ -96,6 +98,20 @@ def test_malformed_case_names_file_case_and_field(
     message = str(caught.value)
     assert message.startswith(f"{path}: case 'bad/one': field {field!r}:"), message
     assert problem in message
+
+
+@pytest.mark.parametrize(
+    ("ceiling", "problem"),
+    [("seconds: .nan", "seconds must be a finite number above 0, got nan"),
+     ("cost: .inf", "cost must be a finite number above 0, got inf")],
+)  # fmt: skip
+def test_a_budget_of_nan_or_infinity_is_refused_when_the_case_loads(
+    tmp_path: Path, ceiling: str, problem: str
+) -> None:
+    """YAML's `.nan` and `.inf` are numbers: taken, they failed only when the case ran."""
+    path = write(tmp_path, "cases:\n" + GOOD.format(name="bad/one") + f"    budget: {{{ceiling}}}\n")
+    with pytest.raises(CaseError, match="field 'budget': " + re.escape(problem)):
+        load_file(path)
 
 
 def test_a_case_without_a_name_is_named_by_its_position(tmp_path: Path) -> None:

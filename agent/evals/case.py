@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from agent._valid import is_number, is_text
+from agent._valid import is_finite_from_zero, is_text, is_whole
 from agent.errors import ConfigError
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import JUDGES
@@ -427,8 +427,10 @@ def _budget(f: _Fields) -> dict[str, float]:
     for key, value in raw.items():
         if key not in BUDGET_KEYS:
             raise f.error("budget", f"unknown ceiling {key!r}; use {', '.join(BUDGET_KEYS)}")
-        if not is_number(value) or value <= 0:
-            raise f.error("budget", f"{key} must be a positive number, got {value!r}")
+        if key in ("turns", "tokens") and not (is_whole(value) and value > 0):
+            raise f.error("budget", f"{key} must be a whole number above 0, got {value!r}")
+        if not (is_finite_from_zero(value) and value > 0):
+            raise f.error("budget", f"{key} must be a finite number above 0, got {value!r}")
     return dict(raw)
 
 
