@@ -49,10 +49,12 @@ def _checkpoint(store_url: str) -> dict[str, object]:
         store.close()
 
 
-def _results_after_last_reply(snapshot: dict[str, Any]) -> int:
+def _replies_and_results_after_the_last(snapshot: dict[str, Any]) -> tuple[int, int]:
+    """How many replies the checkpoint holds, and how many results follow the last one."""
     journal = snapshot.get("journal") or []
     replies = [i for i, e in enumerate(journal) if e["type"] == "reply"]
-    return sum(e["type"] == "result" for e in journal[replies[-1] + 1 :]) if replies else 0
+    after = sum(e["type"] == "result" for e in journal[replies[-1] + 1 :]) if replies else 0
+    return len(replies), after
 
 
 def test_kill_9_mid_turn_then_recover_completes_and_runs_no_call_twice(
@@ -67,7 +69,10 @@ def test_kill_9_mid_turn_then_recover_completes_and_runs_no_call_twice(
     )  # fmt: skip
     try:
         wait_for(lambda: counted(folder) == [1, 2, 3], what="three counts")
-        wait_for(lambda: _results_after_last_reply(_checkpoint(store_url)) == 1, what="count(3) recorded")
+        # the third turn's reply with count(3)'s result: the second turn's checkpoint also ends in one result
+        wait_for(
+            lambda: _replies_and_results_after_the_last(_checkpoint(store_url)) == (3, 1), what="count(3)"
+        )
     finally:
         proc.kill()  # SIGKILL: no handler runs, nothing is flushed
         proc.wait(timeout=30)
