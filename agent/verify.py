@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from agent._valid import is_number, is_text
 from agent.errors import ConfigError, EndstateError, TransientModelError
 from agent.models.base import Model, ModelReply, ModelRequest
-from agent.policies import RetryPolicy
+from agent.policies import MAX_RETRY_AFTER, RetryPolicy
 
 if TYPE_CHECKING:
     from agent.context import RunContext
@@ -297,6 +297,11 @@ class EvaluatorVerifier:
                 delay = self.retry.delay(attempt, exc.retry_after)
                 if delay is None:
                     raise
+                if delay > MAX_RETRY_AFTER:  # as the loop's own model calls: no run sleeps through it
+                    raise VerifierError(
+                        f"the judge's model API asked to wait {delay:g} s (retry-after), more than the "
+                        f"{MAX_RETRY_AFTER:g} s a run waits out: {exc}"
+                    ) from exc
                 await asyncio.sleep(delay)
                 continue
             ctx.charge(self.model.name, reply)

@@ -103,6 +103,21 @@ def test_a_judge_that_keeps_failing_ends_the_run_as_error(api: MessagesAPI) -> N
     assert (result.reason, result.error_type) == ("error", "verifier_error")
 
 
+def test_a_judge_asked_to_wait_past_the_longest_retry_after_ends_the_run_at_once(api: MessagesAPI) -> None:
+    """A retry-after of a day (a broken proxy) is not slept through, as the run's own model calls."""
+    api.enqueue(error(529, "Overloaded", headers={"retry-after": "86400"}), says(True))
+    agent = Agent(
+        "fixer",
+        ScriptedModel([[finish("done", "fixed")]]),
+        verifiers=[evaluator(AnthropicModel(JUDGE, api_key="sk-ant-test", base_url=api.url), *CRITERIA)],
+        budget=Budget(max_turns=3),  # no time budget: nothing else would cut the wait
+    )
+    result = agent.run("Fix it.")
+    assert (result.reason, result.error_type) == ("error", "verifier_error")
+    assert "retry-after" in result.note and "86400" in result.note
+    assert len(api.requests) == 1
+
+
 @pytest.mark.parametrize(
     ("blocks", "expected"),
     [
