@@ -17,19 +17,27 @@ def without_lone_surrogates(text: str) -> str:
     return LONE_SURROGATE.sub("\ufffd", text)
 
 
-def json_ready(value: Any) -> Any:
-    """`value` as standard JSON holds it: NaN and the infinities as null, lone surrogates as U+FFFD.
+SHOWN_DEPTH = 255  # levels of nesting a response shows (what a run may keep: `_codec.MAX_DEPTH`)
+TOO_DEEP = f"(nested deeper than {SHOWN_DEPTH} levels: not shown)"
+
+
+def json_ready(value: Any, depth: int = 0) -> Any:
+    """`value` as standard JSON holds it: NaN and the infinities as null, lone surrogates as U+FFFD,
+    what nests deeper than `SHOWN_DEPTH` as `TOO_DEEP`.
 
     What a run's state or a model's arguments may hold in Python; the service's responses and
-    the command line's `--json` lines must still be JSON that any parser reads."""
+    the command line's `--json` lines must still be JSON that any parser reads (a state stored
+    deeper by an older release made every listing fail with a RecursionError)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, str):
         return without_lone_surrogates(value)
+    if isinstance(value, dict | list | tuple) and depth >= SHOWN_DEPTH:
+        return TOO_DEEP
     if isinstance(value, dict):
-        return {json_ready(k): json_ready(v) for k, v in value.items()}
+        return {json_ready(k): json_ready(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [json_ready(v) for v in value]
+        return [json_ready(v, depth + 1) for v in value]
     return value
 
 

@@ -440,6 +440,26 @@ def test_a_state_set_in_python_with_nan_or_a_lone_surrogate_is_listed_as_standar
     strict(api.get("/pending").text)
 
 
+def test_a_state_stored_deeper_than_a_run_may_keep_is_still_listed(build: Build, tmp_path: Path) -> None:
+    """A state nested 600 levels deep, as a release before the start check could store it: every
+    GET /runs and /pending was a 500 (RecursionError); the listing shows it cut at 255 levels."""
+    api = build(runs=1)
+    [run] = api.get("/runs").json()["runs"]
+    deep = json.dumps({**INVOICE["state"], "x": json.loads("[" * 600 + "]" * 600)})
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("UPDATE endstate_runs SET state = ? WHERE run_id = ?", (deep, run["run_id"]))
+    for path in ("/runs", f"/runs/{run['run_id']}", "/pending"):
+        response = api.get(path)
+        assert response.status_code == 200, (path, response.text[:300])
+        assert run["run_id"] in response.text
+        strict(response.text)
+    shown, lists = strict(api.get(f"/runs/{run['run_id']}").text)["state"]["x"], 0
+    while isinstance(shown, list):
+        [shown], lists = shown, lists + 1
+    assert shown == "(nested deeper than 255 levels: not shown)"
+    assert 200 < lists < 300  # cut near the state's 255th level, not at the run's
+
+
 # -- every error is JSON saying what to fix, and no field is dropped without a word ---------------
 
 
