@@ -138,10 +138,9 @@ async def arun(
     """`agent.run(user_prompt, **run_kwargs)`, ended in a stop reason; the `AgentRunResult` (or the
     exception) is at `result.raw`. `agent_name` labels the run (default: the agent's name); a
     deferred call waits `help_seconds` (default a day). Never raises for an expected stop."""
-    need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run", "a pydantic_ai.Agent")
-    check_keywords("pydantic_ai.run()", type(agent).run, run_kwargs, OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
+        "run",
         user_prompt,
         run_kwargs,
         hooks=hooks,
@@ -191,10 +190,9 @@ async def run_stream(
     (`error`) and goes on up. A block left before the output has streamed to its end is the caller
     stopping, as one whose output the caller cancelled (`run.response.cancel()`): the run is cancelled.
     """
-    need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.run_stream", "a pydantic_ai.Agent")
-    check_keywords("pydantic_ai.run_stream()", type(agent).run_stream, run_kwargs, OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
+        "run_stream",
         user_prompt,
         run_kwargs,
         hooks=hooks,
@@ -247,10 +245,9 @@ async def iter(  # Pydantic AI's name; this module calls no builtin iter
     (`error`) and goes on up; a block left before the run reached its end is the caller stopping:
     the run is cancelled.
     """
-    need(agent, isinstance(agent, AbstractAgent), "pydantic_ai.iter", "a pydantic_ai.Agent")
-    check_keywords("pydantic_ai.iter()", type(agent).iter, run_kwargs, OPTIONS, _FILLED)
     recorder = _recorder(
         agent,
+        "iter",
         user_prompt,
         run_kwargs,
         hooks=hooks,
@@ -708,6 +705,7 @@ def _unanswered(messages: Sequence[ModelMessage]) -> list[str]:
 
 def _recorder(
     agent: PAIAgent[Any, Any],
+    entry: str,
     user_prompt: Any,
     run_kwargs: dict[str, Any],
     *,
@@ -715,6 +713,9 @@ def _recorder(
     agent_name: str | None,
     **options: Any,
 ) -> Recorder:
+    """The run's recorder, once `agent` and the keywords for its method `entry` are checked."""
+    need(agent, isinstance(agent, AbstractAgent), f"pydantic_ai.{entry}", "a pydantic_ai.Agent")
+    check_keywords(f"pydantic_ai.{entry}()", getattr(type(agent), entry), run_kwargs, OPTIONS, _FILLED)
     _name_by_caller(agent, run_kwargs)
     run_kwargs["infer_name"] = False  # Pydantic AI would look in this module's frames: named `agent`
     model = run_kwargs.get("model") or agent.model
