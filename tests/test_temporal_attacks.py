@@ -303,9 +303,18 @@ async def worker(
         yield runs
 
 
-def on_temporal(server: TemporalServer, state: dict[str, Any], **options: Any) -> tuple[RunResult, Agent]:
+def on_temporal(
+    server: TemporalServer, state: dict[str, Any], warm: bool = False, **options: Any
+) -> tuple[RunResult, Agent]:
+    """`state`'s run on a new worker; `warm`: after a first short run, so that the worker polls and
+    its model activity starts at once (a run whose time budget is short)."""
+
     async def go() -> RunResult:
         async with worker(server, **options) as runs:
+            if warm:
+                warming = runs.start("fetcher", "Warm up.", state={"script": "pause"})
+                first = await asyncio.wait_for(warming, 60)
+                assert isinstance(first, RunResult) and first.reason == "success", first
             result = await asyncio.wait_for(runs.start("fetcher", "Fetch the pages.", state=state), 60)
             assert isinstance(result, RunResult)
             ended = await asyncio.wait_for(runs.result(result.run_id), 60)  # the workflow's own result
@@ -607,13 +616,16 @@ def test_the_time_budget_cuts_a_model_call_on_temporal_as_it_does_locally(tempor
 def test_a_model_call_the_time_budget_cuts_is_charged_on_temporal_as_it_is_locally(
     temporal: TemporalServer,
 ) -> None:
-    state = {"script": "streaming", "seconds": 2}
+    state = {"script": "streaming", "seconds": 4}
     here, _ = locally(state)
     assert (here.reason, here.limit, here.input_tokens, here.output_tokens) == ("limit", "seconds", 1234, 56)
     assert here.cost_usd is not None and here.cost_usd > 0
     # the cut call's usage comes back once the worker hears of the cancel (at a heartbeat): a loaded
-    # machine took over the default 5 s grace (1 run in 6), so this test gives it 30 s
-    there, _ = on_temporal(temporal, state, cut_grace=30.0)
+    # machine took over the default 5 s grace (1 run in 6), so this test gives it 30 s. A model call
+    # that never started is rightly not charged: CI's loaded machine once took the whole 2 s budget
+    # before the worker started it, so the worker is warmed first and the budget is 4 s
+    there, worker_agent = on_temporal(temporal, state, warm=True, cut_grace=30.0)
+    assert worker_agent.model.requests, "the worker's model was never called: the budget ran out first"  # type: ignore[attr-defined]
     same_run(here, there)
 
 
