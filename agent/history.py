@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent._valid import is_number, is_whole
+from agent.content import cut_text, text_chars, text_of
 from agent.errors import ConfigError
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
 
@@ -163,10 +164,14 @@ class HistoryPolicy:
             return []
         if not isinstance(entry, Result) or not self.enabled:
             return [entry]
-        if clear:
+        if clear:  # content blocks too: an image cleared is no longer sent
             return [Result(entry.call_id, CLEARED.format(chars=len(entry.text)), entry.is_error, entry.ran)]
         cap = self.max_result_chars
-        if cap is not None and len(entry.text) > cap:
+        if cap is None:
+            return [entry]
+        if entry.blocks:
+            return [_capped_blocks(entry, cap)]
+        if len(entry.text) > cap:
             text = entry.text[:cap] + CUT.format(chars=len(entry.text), kept=cap)
             return [Result(entry.call_id, text, entry.is_error, entry.ran)]
         return [entry]
@@ -203,6 +208,16 @@ class HistoryPolicy:
             return Compaction(upto, tuple(self.view(journal[:upto])), account(older), self.summarize)
         summary = (self.summarize or account)(older)
         return Shrunk(upto=upto, summary=summary)
+
+
+def _capped_blocks(entry: Result, cap: int) -> Result:
+    """A result of content blocks with its text cut to `cap` characters; images and PDFs are kept whole
+    (the cap counts characters of text, and a cut image is no image)."""
+    chars = text_chars(entry.blocks)
+    if chars <= cap:
+        return entry
+    blocks = (*cut_text(entry.blocks, cap), CUT.format(chars=chars, kept=cap).lstrip("\n"))
+    return Result(entry.call_id, text_of(blocks), entry.is_error, entry.ran, blocks=blocks)
 
 
 def account(entries: Sequence[Entry]) -> str:
