@@ -72,8 +72,9 @@ def model(api: MessagesAPI) -> AnthropicModel:
     return AnthropicModel(MODEL, api_key="sk-test", base_url=api.url)
 
 
-def agent(api: MessagesAPI, *tools: Any) -> Agent:
-    return Agent("pages", model(api), tools=list(tools), budget=Budget(max_turns=6, max_seconds=None))
+def agent(api: MessagesAPI, *tools: Any, **options: Any) -> Agent:
+    budget = Budget(max_turns=6, max_seconds=None)
+    return Agent("pages", model(api), tools=list(tools), budget=budget, **options)
 
 
 def results_sent(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -147,9 +148,11 @@ def test_a_run_suspended_after_an_image_is_stored_resumed_and_sends_the_same_blo
         message(DONE),
     )
     with MessagesAPI(*replies) as api:
-        first = agent(api, screenshot, publish)
+        saved = agent(
+            api, screenshot, publish, checkpoint=lambda cp: store.checkpoint("r1", cp, lease, store.now())
+        )
         store.create(NewRun("r1", "pages", "Publish the home page.", "default", {}), lease, store.now())
-        waiting = first.run("Publish the home page.", run_id="r1")
+        waiting = saved.run("Publish the home page.", run_id="r1")
         assert waiting.reason is StopReason.NEED_HELP, waiting.note
         store.record("r1", Outcome.of(waiting), lease, store.now())
         kept = store.snapshot("r1")
