@@ -112,7 +112,7 @@ class Document:
             raise ContentError(
                 "document: data is no PDF (it does not start with %PDF-); for text, pass text="
             )
-        for name in ("title", "context"):
+        for name in ("text", "title", "context"):
             if not isinstance(getattr(self, name), str):
                 raise ContentError(f"document: {name} must be text")
         if not isinstance(self.citations, bool):
@@ -309,9 +309,9 @@ def _source(d: dict[str, Any], kinds: tuple[str, ...]) -> dict[str, Any]:
     source = d["source"]
     kind = source.get("type") if isinstance(source, dict) else None
     if kind not in kinds:
+        why = " (a file needs the Files API beta, which Endstate does not send)" if kind == "file" else ""
         raise ContentError(
-            f"{d['type']} block: source type {kind!r} is not taken here: use {' or '.join(kinds)} (a file_id "
-            "needs the Files API beta, which Endstate does not send)"
+            f"{d['type']} block: source type {kind!r} is not taken: use {' or '.join(kinds)}{why}"
         )
     return source
 

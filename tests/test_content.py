@@ -54,7 +54,10 @@ def image_dict(media_type: str = "image/png", data: str = PNG64) -> dict[str, An
         (image_dict(media_type="image/bmp"), "media_type 'image/bmp' is not one the API takes"),
         (image_dict(media_type="image/jpeg"), "data holds image/png, but media_type says image/jpeg"),
         (image_dict(data="A" * (MAX_IMAGE_BASE64 + 4)), "over the 5,242,880 the API takes"),
-        ({"type": "image", "source": {"type": "file", "file_id": "f1"}}, "source type 'file' is not taken"),
+        (
+            {"type": "image", "source": {"type": "file", "file_id": "f1"}},
+            "source type 'file' is not taken: use base64 or url (a file needs",
+        ),
         ({"type": "image", "source": {"type": "url", "url": "ftp://x"}}, "url must be an http(s) URL"),
         ({"type": "text", "text": 5}, "the field 'text' must be text"),
         ({"type": "text", "text": "x", "cache_control": {}}, "fields ['cache_control'] are not taken"),
