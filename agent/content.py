@@ -36,6 +36,7 @@ from agent.errors import EndstateError
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # the media types the API takes
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024  # the API refuses an image whose base64 is longer
 MAX_PDF_BASE64 = 32 * 1024 * 1024  # a request may not be larger, so neither may one PDF in it
+MAX_IMAGE_SIDE = 8000  # pixels: the API refuses an image wider or taller
 _MAGIC = {
     b"\x89PNG\r\n\x1a\n": "image/png",
     b"\xff\xd8\xff": "image/jpeg",
@@ -70,6 +71,12 @@ class Image:
         if found != self.media_type:
             what = f"holds {found}" if found else "is no JPEG, PNG, GIF or WebP image"
             raise ContentError(f"image: data {what}, but media_type says {self.media_type}")
+        size = _dimensions(raw)
+        if size is not None and max(size) > MAX_IMAGE_SIDE:
+            raise ContentError(
+                f"image: {size[0]}x{size[1]} pixels, over the {MAX_IMAGE_SIDE} a side the API takes: "
+                "downscale it (or cut a tall screenshot into parts)"
+            )
 
     @classmethod
     def from_bytes(cls, raw: bytes, media_type: str | None = None) -> Image:
@@ -440,6 +447,46 @@ def _sniffed(raw: bytes) -> str | None:
     if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
         return "image/webp"
     return next((media for magic, media in _MAGIC.items() if raw.startswith(magic)), None)
+
+
+def _dimensions(raw: bytes) -> tuple[int, int] | None:
+    """(width, height) read from an image's header; None when the header is not where it is looked for."""
+    if raw.startswith(b"\x89PNG") and raw[12:16] == b"IHDR" and len(raw) >= 24:
+        return _be(raw[16:20]), _be(raw[20:24])
+    if raw.startswith(b"GIF") and len(raw) >= 10:
+        return _le(raw[6:8]), _le(raw[8:10])
+    if raw.startswith(b"RIFF") and len(raw) >= 30:
+        return _webp_dimensions(raw)
+    return _jpeg_dimensions(raw) if raw.startswith(b"\xff\xd8") else None
+
+
+def _webp_dimensions(raw: bytes) -> tuple[int, int] | None:
+    kind = raw[12:16]
+    if kind == b"VP8X":
+        return 1 + _le(raw[24:27]), 1 + _le(raw[27:30])
+    if kind == b"VP8L":
+        bits = _le(raw[21:25])
+        return 1 + (bits & 0x3FFF), 1 + ((bits >> 14) & 0x3FFF)
+    return (_le(raw[26:28]) & 0x3FFF, _le(raw[28:30]) & 0x3FFF) if kind == b"VP8 " else None
+
+
+def _jpeg_dimensions(raw: bytes) -> tuple[int, int] | None:
+    """The size in a JPEG's frame header (SOF0 to SOF15, but DHT, JPG and DAC), found marker by marker."""
+    at = 2
+    while at + 9 <= len(raw) and raw[at] == 0xFF:
+        marker = raw[at + 1]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return _be(raw[at + 7 : at + 9]), _be(raw[at + 5 : at + 7])
+        at += 2 + _be(raw[at + 2 : at + 4])
+    return None
+
+
+def _be(data: bytes) -> int:
+    return int.from_bytes(data, "big")
+
+
+def _le(data: bytes) -> int:
+    return int.from_bytes(data, "little")
 
 
 def _need_url(url: Any, what: str, data: str) -> None:

@@ -2,10 +2,12 @@
 
 The journal keeps everything; the policy shapes the view sent to the model:
 - a tool result longer than `max_result_chars` is cut, and the model is told
-  what was cut and how to get the rest;
+  what was cut and how to get the rest (a result of content blocks has its
+  text cut, its images and PDFs sent whole);
 - once the context in use (the last reply's input plus output tokens) passes
   `clear_at` of the window, the tool results so far but the last `keep_last`
-  are cleared (the model is told it can call the tool again);
+  are cleared (the model is told it can call the tool again; an image in a
+  cleared result is no longer sent);
 - past `compact_at`, or when the API refuses a prompt as too long, older turns
   are compacted into a summary: written by a model (`summarize=ModelSummary()`,
   the agent's own model unless you give one; its call is charged to the run

@@ -7,6 +7,7 @@ import asyncio
 import base64
 import json
 import re
+import struct
 from typing import Any
 
 import pytest
@@ -225,3 +226,36 @@ def test_a_request_made_from_messages_reads_a_tool_results_blocks() -> None:
     assert request.messages == messages
     (result,) = [e for e in request.journal if isinstance(e, Result)]
     assert (result.blocks, result.ran) == ((Image.from_bytes(PNG),), "shot")
+
+
+def _png_of(width: int, height: int) -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", width, height) + bytes(9)
+
+
+def _jpeg_of(width: int, height: int) -> bytes:
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + bytes(14)  # a segment before the frame header
+    return b"\xff\xd8" + app0 + b"\xff\xc2" + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(15)
+
+
+def _webp_of(width: int, height: int) -> bytes:
+    sizes = (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    return b"RIFF" + bytes(4) + b"WEBPVP8X" + bytes(8) + sizes + bytes(4)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _png_of(1280, 15_000),  # a full-page screenshot
+        _jpeg_of(9_000, 600),
+        b"GIF89a" + struct.pack("<HH", 8_001, 10) + bytes(8),
+        _webp_of(4_000, 8_192),
+    ],
+)
+def test_an_image_over_8000_pixels_a_side_is_refused_naming_its_size(raw: bytes) -> None:
+    with pytest.raises(ContentError, match=r"\d+x\d+ pixels, over the 8000 a side the API takes: downscale"):
+        Image.from_bytes(raw)
+
+
+@pytest.mark.parametrize("raw", [_png_of(8_000, 8_000), _jpeg_of(1_920, 1_080), _webp_of(1, 1)])
+def test_an_image_up_to_8000_pixels_a_side_is_taken(raw: bytes) -> None:
+    assert Image.from_bytes(raw).data == base64.b64encode(raw).decode()
