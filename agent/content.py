@@ -37,6 +37,7 @@ IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # the medi
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024  # the API refuses an image whose base64 is longer
 MAX_PDF_BASE64 = 32 * 1024 * 1024  # a request may not be larger, so neither may one PDF in it
 MAX_IMAGE_SIDE = 8000  # pixels: the API refuses an image wider or taller
+MEDIA_TOKENS = 1_600  # about the most an image costs the model (the API scales a larger one down)
 _MAGIC = {
     b"\x89PNG\r\n\x1a\n": "image/png",
     b"\xff\xd8\xff": "image/jpeg",
@@ -395,6 +396,11 @@ def _texts(block: Block) -> tuple[str, ...]:
     if isinstance(block, SearchResult):
         return block.content
     return (block.text,) if isinstance(block, Document) and block.text else ()
+
+
+def media_count(blocks: Iterable[Block]) -> int:
+    """How many images and PDFs the blocks hold (what they cost the model is not in their text)."""
+    return sum(1 for b in blocks if isinstance(b, Image) or (isinstance(b, Document) and not b.text))
 
 
 def cut_text(blocks: Sequence[Block], cap: int) -> tuple[Block, ...]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent._valid import is_number, is_whole
-from agent.content import cut_text, text_chars, text_of
+from agent.content import MEDIA_TOKENS, cut_text, media_count, text_chars, text_of
 from agent.errors import ConfigError
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
 
@@ -272,8 +272,16 @@ def _newly_cleared(journal: Sequence[Entry], keep: int) -> set[int]:
 
 def _clearable_chars(journal: Sequence[Entry], keep: int, cap: int | None) -> int:
     """About how many characters of the view a clear now would free (results as they are sent)."""
-    texts = [e.text for i in _newly_cleared(journal, keep) if isinstance(e := journal[i], Result)]
-    return sum(max(0, min(len(t), cap or len(t)) - len(CLEARED)) for t in texts)
+    results = [e for i in _newly_cleared(journal, keep) if isinstance(e := journal[i], Result)]
+    return sum(max(0, _sent_chars(r, cap) - len(CLEARED)) for r in results)
+
+
+def _sent_chars(result: Result, cap: int | None) -> int:
+    """About the characters a result takes in the view: its text as capped, and for each image or PDF
+    the characters of as many tokens as an image costs at most (a cleared one frees them)."""
+    chars = text_chars(result.blocks) if result.blocks else len(result.text)
+    media = media_count(result.blocks) * MEDIA_TOKENS * CHARS_PER_TOKEN if result.blocks else 0
+    return min(chars, cap or chars) + media
 
 
 def _compact_point(journal: Sequence[Entry], keep: int) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import re
 import struct
@@ -32,7 +33,7 @@ from agent._codec import decode_entry, encode_entry
 from agent.content import MAX_IMAGE_BASE64, api_block, parse_block, text_of
 from agent.context import RunContext
 from agent.history import CLEARED
-from agent.journal import Result
+from agent.journal import Call, Reply, Result, Shrunk, Task
 from agent.models import ModelRequest, ScriptedModel, call, finish
 from agent.tools import execute
 from telemetry import TracingHooks
@@ -259,3 +260,14 @@ def test_an_image_over_8000_pixels_a_side_is_refused_naming_its_size(raw: bytes)
 @pytest.mark.parametrize("raw", [_png_of(8_000, 8_000), _jpeg_of(1_920, 1_080), _webp_of(1, 1)])
 def test_an_image_up_to_8000_pixels_a_side_is_taken(raw: bytes) -> None:
     assert Image.from_bytes(raw).data == base64.b64encode(raw).decode()
+
+
+def test_past_compact_at_clearing_old_screenshots_is_enough_when_they_free_the_room() -> None:
+    """Clearing a result frees the tokens of its image, not only of its short text: 48 old screenshots
+    cleared free some 77,000 tokens, enough to get 180,000 under 60% of a 200,000 window."""
+    journal: list[Any] = [Task("t")]
+    for i in range(50):
+        journal += [Reply((Call(f"c{i}", "shot", {"kind": "png"}),), input_tokens=180_000), image_result()]
+        journal[-1] = dataclasses.replace(journal[-1], call_id=f"c{i}")
+    step = HistoryPolicy(keep_last=2).due(journal, 200_000)
+    assert step == Shrunk(upto=len(journal))  # a clear, not a compaction
