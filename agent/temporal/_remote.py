@@ -24,6 +24,7 @@ from temporalio.workflow import ActivityCancellationType
 
 from agent import tools as tools_module
 from agent.agent import Agent
+from agent.content import ToolOutput
 from agent.context import CallRecord, RunContext
 from agent.errors import ModelError, TransientModelError
 from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
@@ -91,7 +92,9 @@ class RunRef:
             if isinstance(inline, Once):
                 inline.discard(digest)
             return item
-        return {**item, key: None, "digest": digest} | ({"json": True} if isinstance(value, dict) else {})
+        return {**item, key: None, "digest": digest} | (
+            {"json": True} if isinstance(value, dict | list) else {}
+        )
 
     def calls_wire(self, calls: list[CallRecord], inline: set[str] | None) -> list[dict[str, Any]]:
         """The run's calls for a tool's input, each long result by its digest (see `digested`)."""
@@ -503,7 +506,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         )
         return out
 
-    async def call(**kwargs: Any) -> str:
+    async def call(**kwargs: Any) -> str | ToolOutput:
         ctx: RunContext = kwargs.pop("ctx")
         build = functools.partial(built, ctx, kwargs)
         try:
@@ -516,7 +519,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         ref.fingerprint = out.get("fingerprint")
         if out["is_error"]:
             raise _tool_error(out)
-        return str(out["text"])
+        return ToolOutput(*out["blocks"]) if out.get("blocks") else str(out["text"])
 
     call.__signature__ = _signature(spec)  # type: ignore[attr-defined]
     return Tool(
