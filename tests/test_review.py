@@ -173,6 +173,22 @@ def test_promoted_cases_pass_in_eval_while_the_agents_behave_as_recorded(
     assert "PASSED: 4 of 4 cases met their expectations." in out
 
 
+@pytest.mark.parametrize(
+    ("scenario", "stop"), [("csv/same-page", "no_progress"), ("csv/ok-every-time", "limit")]
+)
+def test_a_correct_stop_at_a_limit_or_without_progress_is_promoted_as_that_stop_and_passes(
+    store_path: Path, store: RunStore, tmp_path: Path, capsys: pytest.CaptureFixture[str], scenario: str,
+    stop: str,
+) -> None:  # fmt: skip
+    assert play(store, tmp_path, "csv-cleaner", scenario, "stopped").reason == stop
+    out_dir = tmp_path / "cases"
+    assert cli(capsys, "review", "label", "stopped", "correct_give_up", "--store", str(store_path))[0] == 0
+    code, out = cli(capsys, "review", "promote", "stopped", "--out", str(out_dir), "--store", str(store_path))
+    assert code == 0 and f"expects {stop}" in out, out
+    code, out = cli(capsys, "eval", str(out_dir), "--no-progress")
+    assert code == 0 and "PASSED: 1 of 1" in out, out
+
+
 def test_a_promoted_case_fails_when_a_tool_answers_differently(
     store_path: Path, runs: dict[str, RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,

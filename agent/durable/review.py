@@ -51,7 +51,7 @@ class Label(StrEnum):
     FINE = "fine"  # nothing to act on
 
 
-EXPECT_OF = {  # the exit a promoted case expects, by label (`fine`: the exit the run had)
+EXPECT_OF = {  # the exit a promoted case expects, by label (`fine`: the exit the run had; see expected_exit)
     Label.CORRECT_GIVE_UP: StopReason.GAVE_UP,
     Label.SHOULD_HAVE_SUCCEEDED: StopReason.SUCCESS,
     Label.LIMIT_TOO_LOW: StopReason.SUCCESS,
@@ -285,7 +285,19 @@ def _expected(store: RunStore, record: RunRecord, expect: str | None) -> StopRea
             f"run {record.run_id} has no label yet: label it (`endstate review label {record.run_id} LABEL`) "
             "or say the exit the case expects with --expect REASON"
         )
-    return EXPECT_OF.get(Label(review.label), record.stop_reason or StopReason.ERROR)
+    return expected_exit(Label(review.label), record.stop_reason)
+
+
+def expected_exit(chosen: Label, stop: StopReason | None) -> StopReason:
+    """The exit a case promoted from a run that stopped as `stop` expects once labelled `chosen`.
+
+    A correct give-up of a run that stopped as limit, no_progress or error expects that stop:
+    the person found it right to stop there, so the same agent must pass the case (expecting
+    gave_up, it failed from the day it was written).
+    """
+    if chosen is Label.CORRECT_GIVE_UP and stop in QUEUE_REASONS:
+        return stop
+    return EXPECT_OF.get(chosen, stop or StopReason.ERROR)
 
 
 def _expectations(record: RunRecord, journal: Sequence[Entry], expect: StopReason) -> dict[str, Any]:

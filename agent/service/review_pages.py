@@ -57,7 +57,10 @@ REVIEWER_COOKIE = "endstate_reviewer"  # the name last given with a label, to fi
 MAX_NAME = 200
 MAX_NOTE = 2000
 LABEL_TEXT = {  # what each label says and what it does
-    Label.CORRECT_GIVE_UP: ("Correct give-up", "it was right to stop; a promoted case expects gave_up"),
+    Label.CORRECT_GIVE_UP: (
+        "Correct give-up",
+        "it was right to stop; a promoted case expects the stop it had",
+    ),
     Label.SHOULD_HAVE_SUCCEEDED: (
         "Should have succeeded",
         "the task was possible: a regression to fix; a promoted case expects success",
