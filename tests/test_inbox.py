@@ -641,6 +641,25 @@ def test_a_notice_in_a_link_someone_else_wrote_is_not_shown(server: Server, path
     assert 'class="notice" role="status">Your session expired.' in shown.text  # the service's own: shown
 
 
+def test_a_next_step_link_someone_else_wrote_is_not_shown(server: Server) -> None:
+    """The link to a labelled run's page shows only under the service's signed notice of that
+    label: `?done=...` alone put the sender's words in the queue's notice box."""
+    from urllib.parse import urlencode
+
+    from agent.service.auth import Token
+
+    page = httpx.get(f"{server.url}/inbox/review?{urlencode({'done': SPOOF})}", timeout=30)
+    assert "endstate-login.example" not in page.text and 'class="notice next"' not in page.text
+    other = Token(TOKEN).notice_sig(said := "Labelled run r1 fine (by ana); it left the queue.")
+    query = urlencode({"done": SPOOF, "message": said, "sig": other})
+    page = httpx.get(f"{server.url}/inbox/review?{query}", timeout=30)
+    assert "endstate-login.example" not in page.text and 'class="notice next"' not in page.text
+    page = httpx.get(
+        f"{server.url}/inbox/review?{query.replace(urlencode({'done': SPOOF}), 'done=r1')}", timeout=30
+    )
+    assert '<a href="/inbox/review/runs/r1">Open run r1</a>' in page.text
+
+
 def test_the_services_own_notices_still_show_after_its_redirects(server: Server) -> None:
     with httpx.Client(base_url=server.url, timeout=30, headers={"Origin": server.url}) as browser:
         signed_in = browser.post("/inbox/login", data={"token": TOKEN}, follow_redirects=True)

@@ -134,7 +134,7 @@ class ReviewPages:
             title=f"Endstate review queue ({total} to review)",
             heading="Runs to review:",
             count=total,
-            notice=notice(message, "notice") + _done_link(request) + notice(error, "error"),
+            notice=notice(message, "notice") + _done_link(request, message) + notice(error, "error"),
             session=session(is_in),
             refresh_note=_QUEUE_INTRO,
             filters=filters(counts, view),
@@ -432,10 +432,12 @@ def _reviewer(request: Request) -> str:
     return unquote(request.cookies.get(REVIEWER_COOKIE, ""))[:MAX_NAME]
 
 
-def _done_link(request: Request) -> str:
-    """After a label: the way to the run's page, where its case is promoted."""
+def _done_link(request: Request, message: str) -> str:
+    """After a label: the way to the run's page, where its case is promoted. Only under the
+    service's signed notice of that label (`message`): a link someone else wrote
+    (`?done=Your session expired...`) shows nothing."""
     done = request.query_params.get("done")
-    if not done:
+    if not done or not message.startswith(f"Labelled run {done} "):
         return ""
     url = html.escape(run_url(done))
     opened = f'<a href="{url}">Open run {html.escape(done)}</a>'
