@@ -233,3 +233,19 @@ def test_each_label_maps_to_the_exit_a_promoted_case_expects() -> None:
         "limit_too_low": "success",
         "false_success": "gave_up",
     }
+
+
+def test_the_queue_prints_a_models_note_without_its_terminal_control_characters() -> None:
+    """A give-up note is the model's text (and what it read): `endstate review` must not hand its
+    escape sequences to the reader's terminal, nor let a carriage return write over the line."""
+    from agent.cli.review import queue_line
+    from agent.durable.store import RunRecord, RunStatus
+
+    note = "portal down\x1b]0;pwned\x07\x1b[2J\rall runs fine \u202eevil\nnext"
+    record = RunRecord(
+        run_id="r1", agent="invoice-downloader", task="t", task_type="invoice", status=RunStatus.FINISHED,
+        state={}, started_at=0.0, updated_at=0.0, stop_reason=StopReason.GAVE_UP, note=note,
+    )  # fmt: skip
+    line = queue_line(record)
+    assert line.isprintable()
+    assert line.endswith("portal down\\x1b]0;pwned\\x07\\x1b[2J\\x0dall runs fine \\u202eevil next")
