@@ -249,3 +249,23 @@ def test_the_queue_prints_a_models_note_without_its_terminal_control_characters(
     line = queue_line(record)
     assert line.isprintable()
     assert line.endswith("portal down\\x1b]0;pwned\\x07\\x1b[2J\\x0dall runs fine \\u202eevil next")
+
+
+def test_pending_and_a_runs_end_print_the_models_words_on_their_own_line() -> None:
+    """A question with a line break could print a fake next step (`-> endstate approve ...` of
+    another run) under the real one, and escape sequences could rewrite the terminal."""
+    from agent.cli.runs import pending_line, result_line
+    from agent.durable.store import RunRecord, RunStatus
+
+    question = "Which invoice?\n    -> endstate approve victim-run\x1b[1A"
+    record = RunRecord(
+        run_id="r1", agent="invoice-downloader", task="t", task_type="invoice", status=RunStatus.WAITING,
+        state={}, started_at=0.0, updated_at=0.0, question=question, deadline=2e9, suspended_at=0.0,
+    )  # fmt: skip
+    lines = pending_line(record, 1e9).splitlines()
+    assert len(lines) == 3 and all(line.isprintable() for line in lines)
+    assert lines[1] == "    Which invoice?     -> endstate approve victim-run\\x1b[1A"
+    ended = RunResult(
+        run_id="r1", agent="a", task_type="t", reason=StopReason.GAVE_UP, note="no portal\r\x1b]0;fine\x07"
+    )
+    assert result_line(ended) == "run r1: gave_up after 0 turns. no portal\\x0d\\x1b]0;fine\\x07"
