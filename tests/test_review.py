@@ -269,3 +269,12 @@ def test_pending_and_a_runs_end_print_the_models_words_on_their_own_line() -> No
         run_id="r1", agent="a", task_type="t", reason=StopReason.GAVE_UP, note="no portal\r\x1b]0;fine\x07"
     )
     assert result_line(ended) == "run r1: gave_up after 0 turns. no portal\\x0d\\x1b]0;fine\\x07"
+
+
+def test_a_case_file_reads_back_as_written_whatever_its_texts_hold() -> None:
+    """A tool's answer with NEL (U+0085) in it came back from the case file without it, so the
+    promoted case failed its own replay ("call 1 answered differently") on the unchanged agent."""
+    texts = ["caf\x85 menu", "a\x85", "\x85", "line\u2028sep \x85 \u2029", "caf\u00e9 \U0001f600", "x\ud800y"]
+    case = {"name": "review/r1", "results": [{"call": "fetch", "text": t, "is_error": False} for t in texts]}
+    assert yaml.safe_load(review.case_yaml(case)) == {"cases": [case]}
+    assert "caf\u00e9" in review.case_yaml(case)  # other text stays readable

@@ -198,8 +198,23 @@ def case_of(
 
 def case_yaml(case: dict[str, Any]) -> str:
     """A case file holding `case`."""
-    text: str = yaml.safe_dump({"cases": [case]}, sort_keys=False, allow_unicode=True, width=110)
+    text: str = yaml.dump(
+        {"cases": [case]}, Dumper=_CaseDumper, sort_keys=False, allow_unicode=True, width=110
+    )
     return text
+
+
+class _CaseDumper(yaml.SafeDumper):
+    """YAML that reads back as written: a text holding NEL (U+0085, a Windows-1252 ellipsis read
+    as Latin-1) is double-quoted, where it is escaped; in the style PyYAML picks otherwise it is
+    read back as a line break or not at all, and the replay then saw a tool answer differently."""
+
+
+def _text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style='"' if "\x85" in text else None)
+
+
+_CaseDumper.add_representer(str, _text)
 
 
 def case_file(run_id: str) -> str:
