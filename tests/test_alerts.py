@@ -101,6 +101,16 @@ def test_alert_keeps_the_contract(name: str) -> None:
     assert re.search(r"\b(and|unless)\b", rule["expr"]) or ">=" in rule["expr"], f"{name}: no traffic guard"
 
 
+@pytest.mark.parametrize("readme", ["README.md", "alerts/README.md"])
+def test_every_alert_is_in_the_readmes_table_of_what_each_means(readme: str) -> None:
+    """The on-call person reads what an alert means in the README before its runbook."""
+    table = (ROOT / readme).read_text().split("\n| alert |", 1)[1].split("\n\n", 1)[0]
+    listed = {
+        name for row in table.splitlines() for name in re.findall(r"`(Endstate\w+)`", row.split("|")[1])
+    }
+    assert sorted(set(ALERTS) - listed) == []
+
+
 # The alerts that compare a share with its own 7-day baseline, and the stop reason each reads.
 RISING_ALERTS = {
     "EndstateLimitStopShareRising": "limit",
