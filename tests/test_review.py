@@ -278,3 +278,37 @@ def test_a_case_file_reads_back_as_written_whatever_its_texts_hold() -> None:
     case = {"name": "review/r1", "results": [{"call": "fetch", "text": t, "is_error": False} for t in texts]}
     assert yaml.safe_load(review.case_yaml(case)) == {"cases": [case]}
     assert "caf\u00e9" in review.case_yaml(case)  # other text stays readable
+
+
+def test_a_run_given_more_turns_after_its_limit_is_promoted_with_them_and_passes(
+    store_path: Path, store: RunStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The replay plays every reply of the run; without the turns a person added at the limit stop
+    (`endstate resume --more-turns`) it stopped at that limit and the case failed, agent unchanged."""
+    from test_runner_agents import catalog, counter_state
+
+    from agent.budget import Extension
+
+    runner = Runner(store, catalog())
+    state = counter_state(tmp_path / "count", "plain", max_turns=2)
+    assert asyncio.run(runner.start("counter", "count", state=state, run_id="more")).reason == "limit"
+    assert asyncio.run(runner.resume("more", more=Extension(turns=3))).reason == "success"
+    out_dir, spec = tmp_path / "cases", "test_runner_agents:catalog"
+    cli(capsys, "review", "label", "more", "fine", "--store", str(store_path))
+    code, out = cli(
+        capsys,
+        "review",
+        "promote",
+        "more",
+        "--catalog",
+        spec,
+        "--out",
+        str(out_dir),
+        "--store",
+        str(store_path),
+    )
+    assert code == 0, out
+    [case] = yaml.safe_load((out_dir / "more.yaml").read_text())["cases"]
+    assert case["extend"] == {"turns": 3} and case["expect"] == "success"
+    code, out = cli(capsys, "eval", str(out_dir), "--no-progress")
+    assert code == 0 and "PASSED: 1 of 1" in out, out

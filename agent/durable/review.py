@@ -28,7 +28,7 @@ from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
 from agent.durable.store.base import Review
 from agent.errors import ConfigError
-from agent.journal import Answer, Answered, Approval, Denial, Entry, Stopped, Suspended
+from agent.journal import Answer, Answered, Approval, Denial, Entry, Extended, Stopped, Suspended
 from agent.result import StopReason
 from agent.summary import plural
 
@@ -250,8 +250,22 @@ def case_for(
         "task": record.task,
         "task_type": record.task_type,
     }
-    case |= _expectations(record, journal, expect)
+    case |= _expectations(record, journal, expect) | _extension(journal)
     return case | {"replay": list(replay.replies), "results": [r.to_dict() for r in replay.results]}
+
+
+def _extension(journal: Sequence[Entry]) -> dict[str, Any]:
+    """`extend:`, the budget people added after limit stops (without it the replay stopped at the
+    first of those limits, and the case failed on the unchanged agent)."""
+    more = [e for e in journal if isinstance(e, Extended)]
+    added = {
+        "turns": sum(e.turns for e in more),
+        "seconds": sum(e.seconds for e in more),
+        "tokens": sum(e.tokens for e in more),
+        "cost": sum(e.cost_usd for e in more),
+    }
+    found = {key: value for key, value in added.items() if value}
+    return {"extend": found} if found else {}
 
 
 def _check_catalog(spec: str, agent: str) -> None:
