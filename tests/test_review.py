@@ -312,3 +312,11 @@ def test_a_run_given_more_turns_after_its_limit_is_promoted_with_them_and_passes
     assert case["extend"] == {"turns": 3} and case["expect"] == "success"
     code, out = cli(capsys, "eval", str(out_dir), "--no-progress")
     assert code == 0 and "PASSED: 1 of 1" in out, out
+
+
+def test_the_queue_says_how_many_runs_it_holds_when_it_shows_fewer(
+    store_path: Path, runs: dict[str, RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = cli(capsys, "review", "--store", str(store_path), "--success-share", "0", "--limit", "1")
+    assert code == 0 and len([line for line in out.splitlines() if line.startswith("offline")]) == 1
+    assert "\n1 of 2 runs (--limit 1) to review, oldest first." in out, out

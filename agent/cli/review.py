@@ -121,6 +121,7 @@ def run_queue(args: argparse.Namespace) -> int:
     reasons = [StopReason(r) for r in args.reason] if args.reason else list(review.QUEUE_REASONS)
     with _store(args) as store:
         runs = review.queue(store, reasons, args.success_share, args.limit)
+        total = sum(n for _, _, n in review.queue_counts(store, reasons, args.success_share))
         where = store.shown
     if args.json:
         for r in runs:
@@ -131,8 +132,11 @@ def run_queue(args: argparse.Namespace) -> int:
         return 0
     for r in runs:
         print(queue_line(r))
+    shown = (
+        plural(total, "run") if total <= len(runs) else f"{len(runs)} of {total} runs (--limit {args.limit})"
+    )
     print(
-        f"\n{plural(len(runs), 'run')} to review, oldest first. "
+        f"\n{shown} to review, oldest first. "
         f"Label one: endstate review label RUN_ID {{{','.join(review.Label)}}}{_store_flag(args)}"
     )
     return 0
