@@ -155,19 +155,23 @@ def _hanging_catalog(preview_: Callable[[dict[str, Any]], str]) -> Catalog:
 def test_a_hanging_preview_holds_one_daemon_thread_however_often_the_page_is_loaded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    release, entered = threading.Event(), []
+    release, started, entered = threading.Event(), threading.Event(), []
 
     def hangs(arguments: dict[str, Any]) -> str:
         entered.append(threading.current_thread().daemon)
+        started.set()
         release.wait()
         return "never shown"
 
     monkeypatch.setattr(briefing, "PREVIEW_SECONDS", 0.05)
-    catalog, record = _hanging_catalog(hangs), _waiting("git", "push", {"branch": "main"})
+    catalog = _hanging_catalog(hangs)
+    record = replace(_waiting("git", "push", {"branch": "main"}), run_id="hangs")
 
     async def loads() -> list[Preview]:  # the inbox refreshing itself, in the service's one loop
         try:
-            return [await preview(record, catalog) for _ in range(10)]
+            first = await preview(record, catalog)
+            started.wait(30)  # the hung preview runs before the next loads
+            return [first] + [await preview(record, catalog) for _ in range(9)]
         finally:
             release.set()  # before the loop closes (it would wait for an executor's threads)
 
