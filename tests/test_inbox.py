@@ -443,6 +443,13 @@ def test_the_review_queue_pages_oldest_first(tmp_path: Path, page: object) -> No
         assert [*first, page.locator(".run").get_attribute("data-run-id")] == started
 
 
+def test_a_review_page_past_the_last_says_so_not_that_nothing_is_left(server: Server) -> None:
+    _finish(server, "invoice-downloader", "invoice/portal-offline")
+    shown = httpx.get(f"{server.url}/inbox/review?page=5", timeout=30).text
+    assert "Nothing to review" not in shown
+    assert 'No run on page 5: the queue holds 1; go to <a href="/inbox/review">the first page</a>.' in shown
+
+
 def test_an_empty_review_queue_says_so(server: Server, page: object, shots: Path) -> None:
     from playwright.sync_api import Page, expect
 

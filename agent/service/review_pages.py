@@ -142,7 +142,7 @@ class ReviewPages:
                 f'<article class="run review" {_ids(r)}>{i}</article>'
                 for r, i in zip(records, items, strict=True)
             )
-            or _EMPTY_QUEUE,
+            or _empty(view, total),
             pages=pages(view, size, total),
         )
         return HTMLResponse(body, status_code=status, headers=HEADERS)
@@ -442,6 +442,16 @@ def _done_link(request: Request, message: str) -> str:
     url = html.escape(run_url(done))
     opened = f'<a href="{url}">Open run {html.escape(done)}</a>'
     return f'<p class="notice next" role="status">{opened} to see or promote its eval case.</p>'
+
+
+def _empty(view: View, total: int) -> str:
+    """An empty page: the queue is empty, or this page is past its last."""
+    if not total:
+        return _EMPTY_QUEUE
+    first = link(view.url(page=None), "the first page", False)
+    return (
+        f'<p class="empty past-last">No run on page {view.page}: the queue holds {total}; go to {first}.</p>'
+    )
 
 
 def _filtered_note(view: View) -> str:
