@@ -448,6 +448,9 @@ def test_a_review_page_past_the_last_says_so_not_that_nothing_is_left(server: Se
     shown = httpx.get(f"{server.url}/inbox/review?page=5", timeout=30).text
     assert "Nothing to review" not in shown
     assert 'No run on page 5: the queue holds 1; go to <a href="/inbox/review">the first page</a>.' in shown
+    labelled = httpx.get(f"{server.url}/inbox/review/labelled?page=3", timeout=30).text
+    assert "No run is labelled yet" not in labelled
+    assert 'No labels on page 3; go to <a href="/inbox/review/labelled">the first page</a>.' in labelled
 
 
 def test_an_empty_review_queue_says_so(server: Server, page: object, shots: Path) -> None:

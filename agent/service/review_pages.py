@@ -166,7 +166,7 @@ class ReviewPages:
             notice=notice(notice_of(request, self.service.token), "notice") + notice(error, "error"),
             session=session(signed_in(self.service, request)),
             refresh_note=_filtered_note(view),
-            items=self._labelled_table(found[:size], view) if found else _NONE_LABELLED,
+            items=self._labelled_table(found[:size], view) if found else _none_labelled(view),
             pages=_later_earlier(view, more=len(found) > size),
         )
         return HTMLResponse(body, headers=HEADERS)
@@ -452,6 +452,13 @@ def _empty(view: View, total: int) -> str:
     return (
         f'<p class="empty past-last">No run on page {view.page}: the queue holds {total}; go to {first}.</p>'
     )
+
+
+def _none_labelled(view: View) -> str:
+    if view.page == 1:
+        return _NONE_LABELLED
+    first = link(view.url(page=None), "the first page", False)
+    return f'<p class="empty past-last">No labels on page {view.page}; go to {first}.</p>'
 
 
 def _filtered_note(view: View) -> str:
