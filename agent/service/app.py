@@ -276,13 +276,18 @@ class Api:
         limit = int_param(request.query_params.get("limit", str(PAGE_SIZE)), 1, MAX_PAGE, "limit")
         offset = int_param(request.query_params.get("offset", "0"), 0, 10**9, "offset")
         only = {k: v for k in ("agent", "task_type") if (v := request.query_params.get(k))}
-        records, total = await waiting_page(self.runner.store, offset, limit, **only)
-        after = offset + len(records)
-        more = f"/pending?{urlencode({**only, 'offset': after, 'limit': limit})}" if after < total else None
-        items = [pending_item(r, time.time()) for r in records]
-        return StandardJSON(
-            {"pending": items, "total": total, "offset": offset, "limit": limit, "next": more}
-        )
+        page = await waiting_page(self.runner.store, offset, limit, **only)
+        after = offset + page.rows
+        more = urlencode({**only, "offset": after, "limit": limit}) if after < page.total else None
+        now = time.time()
+        body: dict[str, Any] = {
+            "pending": [pending_item(r, now) for r in page.records],
+            **{"total": page.total, "offset": offset, "limit": limit},
+            "next": f"/pending?{more}" if more else None,
+        }
+        if page.damaged:  # rows of this page it could not read: logged, and named (as in /runs)
+            body["damaged"] = page.damaged
+        return StandardJSON(body)
 
     async def answer(self, request: Request) -> Response:
         self._authorize(request)

@@ -267,6 +267,18 @@ class RunStore(Protocol):
         """The newest runs first; a row it cannot read is left out (and logged), its id in `damaged`."""
         ...
 
+    def waiting(
+        self, limit: int, offset: int = 0, agent: str | None = None, task_type: str | None = None
+    ) -> Listing:
+        """Runs waiting for a person, the longest waiting first (`suspended_at`, then the run id):
+        `limit` from `offset`, of `agent` and `task_type` when given; a row it cannot read is left
+        out (and logged), its id in `damaged`."""
+        ...
+
+    def waiting_counts(self) -> list[tuple[str, str, int]]:
+        """How many runs wait for a person, by (agent, task type)."""
+        ...
+
     def expired(self, now: float) -> list[RunRecord]: ...
 
     def interrupted(self) -> list[RunRecord]: ...

@@ -44,6 +44,7 @@ class PostgresStore(SqlStore):
 
     dialect = "postgres"
     clock = CLOCK
+    waiting_order = "suspended_at NULLS FIRST, run_id"  # as the index of schema 10 keeps them
 
     def __init__(self, url: str, connect_timeout: float = 10.0) -> None:
         try:
