@@ -336,7 +336,11 @@ class Api:
         if not self.service.ready:
             return PlainTextResponse("starting or stopping", status_code=503)
         try:
-            await run_in_threadpool(self.runner.store.schema_version)
+            await self.service.store_answers()
+        except TimeoutError:
+            waited = self.service.ready_timeout
+            why = f"store not answering: no reply within {waited:g} s (a database that hangs, or a network"
+            return PlainTextResponse(f"{why} that drops packets)", status_code=503)
         except StoreError as exc:
             return PlainTextResponse(self.shown(f"store unreachable: {exc}"), status_code=503)
         return PlainTextResponse("ready")

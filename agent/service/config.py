@@ -30,6 +30,8 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # no run data: any 
 
 READ_AUTH_MODES = ("auto", "token", "open")
 
+READY_TIMEOUT = 3.0  # seconds /readyz waits for the store before it says "not ready"
+
 T = TypeVar("T")
 
 
@@ -57,10 +59,12 @@ class Service:
     scraped: Callable[[], bool] | None = None
     first_scrape_wait: float = 0.0
     max_running: int | None = None  # runs in flight past which a start is a 503 (--max-running); None: no cap
+    ready_timeout: float = READY_TIMEOUT  # seconds /readyz waits for the store (--ready-timeout)
     ready: bool = False
     starting: int = 0  # starts admitted and not yet spawned (see `Api.start`)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _calls: ThreadPoolExecutor | None = None  # see `off_loop`
+    _probe: asyncio.Future[Any] | None = None  # see `store_answers`
 
     def __post_init__(self) -> None:
         if isinstance(self.runner, Runner):  # its checkpoints, too, wait for the store off the loop
@@ -75,6 +79,15 @@ class Service:
             self._calls = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-service-calls")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._calls, functools.partial(call, *args, **kwargs))
+
+    async def store_answers(self) -> None:
+        """Return once the store answered a trivial read; raise `TimeoutError` when it has not within
+        `ready_timeout` s, or its `StoreError`. One read at a time: while one waits on a store that
+        hangs, each later check waits for that one (no pile of threads stuck on it)."""
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.ensure_future(run_in_threadpool(self.runner.store.schema_version))
+            self._probe.add_done_callback(_retrieved)
+        await asyncio.wait_for(asyncio.shield(self._probe), self.ready_timeout)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -137,6 +150,12 @@ class Service:
                 self.runner.spawn(job)
         except EndstateError:
             log.exception("recovering runs failed; trying again later")
+
+
+def _retrieved(probe: asyncio.Future[Any]) -> None:
+    """Read a probe's outcome, so one that failed after its caller stopped waiting logs nothing."""
+    if not probe.cancelled():
+        probe.exception()
 
 
 async def first_scrape(scraped: Callable[[], bool], wait: float, then: str) -> None:

@@ -23,6 +23,14 @@ class StoreError(EndstateError):
     """The store cannot be opened, read or written; the message says which and why."""
 
 
+class StoreTimeout(StoreError):
+    """The store did not answer within its timeout (a server that hangs, a network that drops
+    packets): the call was given up, and the message says after how long."""
+
+
+DEFAULT_TIMEOUT = 10.0  # seconds a store call may wait for a database server (see `open_store`)
+
+
 class RunExists(StoreError):
     """A run with this id is already stored."""
 

@@ -1,0 +1,182 @@
+"""A PostgreSQL server that hangs without closing never stalls the store, the runner or the service:
+each call fails within its timeout, /readyz says "not ready", a start is a 503, and nothing is lost.
+
+Against a real fake: a TCP server that accepts and never answers (`hang.SilentServer`), and a
+proxy in front of the real PostgreSQL 15 that a test freezes mid-session (`hang.FreezableProxy`).
+A call that hangs would fail the test through `in_time`'s guard (a minute: far past any timeout
+here), never by timing how fast anything is.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pg
+import pytest
+from hang import FreezableProxy, SilentServer
+from test_service_support import Server, run_status, wait_status
+from test_store import checkpoint_of, lease, suspended
+
+from agent.durable.store import NewRun, Outcome, RunStatus, StoreError, StoreTimeout, open_store
+from agent.errors import ConfigError
+
+NOW = 1_800_000_000.0
+GUARD = 60.0  # seconds before a call is called hung: far past every timeout these tests set
+T = TypeVar("T")
+
+
+def in_time(call: Callable[[], T]) -> T:
+    """`call()`, failing the test if it has not returned (or raised) within `GUARD` seconds."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(call).result(timeout=GUARD)
+    except concurrent.futures.TimeoutError:
+        raise AssertionError(f"the call hung past {GUARD:g} s") from None
+    finally:
+        pool.shutdown(wait=False)
+
+
+def raises(kind: type[Exception], call: Callable[[], Any]) -> Exception:
+    """The `kind` exception `call()` raised in time."""
+    with pytest.raises(kind) as caught:
+        in_time(call)
+    return caught.value
+
+
+@pytest.fixture
+def proxied() -> Iterator[tuple[FreezableProxy, str]]:
+    """A freezable proxy in front of a fresh database on the real PostgreSQL, and the URL through it."""
+    url = pg.shared_server().new_database()
+    head, _, name = url.rpartition("/")
+    with FreezableProxy(int(head.rpartition(":")[2])) as proxy:
+        yield proxy, f"{head.rpartition(':')[0]}:{proxy.port}/{name}"
+
+
+def test_opening_a_store_on_a_server_that_never_answers_fails_in_time() -> None:
+    with SilentServer() as silent:
+        url = f"postgresql://endstate:secret-pw@127.0.0.1:{silent.port}/runs"
+        error = raises(StoreTimeout, lambda: open_store(url, timeout=1))
+    assert "did not answer within 1 s" in str(error) and "nothing was changed" in str(error)
+    assert "secret-pw" not in str(error)
+
+
+def test_a_connect_timeout_in_the_url_is_kept() -> None:
+    with SilentServer() as silent:
+        url = f"postgresql://endstate@127.0.0.1:{silent.port}/runs?connect_timeout=2"
+        error = raises(StoreTimeout, lambda: open_store(url, timeout=30))
+    assert "within the URL's connect_timeout" in str(error)
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "nan", "inf", "soon", True])
+def test_a_store_timeout_that_cannot_work_is_a_clear_error(bad: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match=r"--store-timeout must be a number of seconds above 0"):
+        open_store("postgresql://endstate@127.0.0.1:1/runs", timeout=bad)
+    monkeypatch.setenv("ENDSTATE_STORE_TIMEOUT", str(bad))
+    with pytest.raises(ConfigError, match=r"\$ENDSTATE_STORE_TIMEOUT must be a number of seconds above 0"):
+        open_store("postgresql://endstate@127.0.0.1:1/runs")
+
+
+def test_a_server_that_stops_answering_fails_each_call_in_time_and_loses_nothing(
+    proxied: tuple[FreezableProxy, str], make_agent: Any
+) -> None:
+    proxy, url = proxied
+    store = open_store(url, timeout=1)
+    try:
+        asked = suspended(make_agent, "asks")
+        store.create(NewRun("asks", "test-agent", "pay the invoice", "default", {}), lease(), NOW)
+        store.record("asks", Outcome.of(asked), lease(), NOW)
+        store.create(NewRun("works", "test-agent", "pay the invoice", "default", {}), lease(), NOW)
+        proxy.freeze()
+        error = raises(StoreTimeout, lambda: store.get("asks"))
+        assert "did not answer within 2 s" in str(error) and "--store-timeout" in str(error)
+        raises(StoreTimeout, lambda: store.create(NewRun("new", "a", "t", "default", {}), lease(), NOW))
+        raises(StoreTimeout, lambda: store.waiting(50))  # a new connection, which the proxy holds too
+        proxy.thaw()
+        waiting = in_time(lambda: store.get("asks"))  # the next call connects again
+        assert waiting is not None and waiting.status is RunStatus.WAITING
+        assert asked.suspension is not None and waiting.question == asked.suspension.question
+        running = store.get("works")
+        assert running is not None and (running.status, running.owner) == (RunStatus.RUNNING, "w1")
+        assert store.get("new") is None  # refused, not half made
+        assert [r.run_id for r in store.waiting(50)] == ["asks"]
+    finally:
+        proxy.thaw()
+        store.close()
+
+
+def test_a_checkpoint_sent_to_a_server_that_stops_answering_fails_in_time_and_is_written_after(
+    proxied: tuple[FreezableProxy, str], make_agent: Any
+) -> None:
+    proxy, url = proxied
+    store: Any = open_store(url, timeout=1)
+    try:
+        snap = suspended(make_agent, "r1").snapshot
+        assert snap is not None
+        store.create(NewRun("r1", "test-agent", "pay the invoice", "default", {}), lease(), NOW)
+        checkpoint = checkpoint_of(snap)
+        proxy.freeze()
+        sent = in_time(lambda: store.send_checkpoint("r1", checkpoint, lease(), NOW))
+        raises(StoreTimeout, sent.result)
+        proxy.thaw()
+        in_time(lambda: store.checkpoint("r1", checkpoint, lease(), NOW + 1))  # written again: once
+        written = store.snapshot("r1")
+        assert written is not None and len(written.journal) == len(snap.journal)
+        again = store.send_checkpoint("r1", dataclasses.replace(checkpoint, entries=[]), lease(), NOW + 2)
+        in_time(again.result)  # the sender's own connection came back too
+    finally:
+        proxy.thaw()
+        store.close()
+
+
+def test_a_statement_the_server_runs_too_long_is_ended_by_the_server_saying_so(
+    proxied: tuple[FreezableProxy, str],
+) -> None:
+    """A server that answers gets the store's timeout as its statement_timeout: it ends a statement
+    itself (and the connection stays), before the client would cut it."""
+    _, url = proxied
+    store: Any = open_store(url, timeout=1)
+    try:
+        error = raises(StoreError, lambda: store._rows("SELECT pg_sleep(5)"))
+        assert not isinstance(error, StoreTimeout)
+        assert "statement timeout" in str(error) and "raise --store-timeout" in str(error)
+        assert store.schema_version() > 0
+    finally:
+        store.close()
+
+
+# -- the real `endstate serve` in front of a database that hangs ---------------------------------
+
+
+def test_serve_answers_not_ready_and_refuses_starts_while_the_store_hangs_and_loses_no_run(
+    proxied: tuple[FreezableProxy, str], tmp_path: Path
+) -> None:
+    proxy, url = proxied
+    with (
+        Server(url, tmp_path, "--store-timeout", "1", "--ready-timeout", "1") as server,
+        server.client() as api,
+    ):
+        started = api.post("/runs", json={"agent": "invoice-downloader", "task": "Get the invoice",
+                                          "state": {"scenario": "invoice/which-one"}})  # fmt: skip
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        asked = wait_status(api, run_id, "waiting")
+        proxy.freeze()
+        ready = in_time(lambda: httpx.get(f"{server.url}/readyz", timeout=GUARD))
+        assert ready.status_code == 503 and "store not answering" in ready.text, ready.text
+        assert in_time(lambda: httpx.get(f"{server.url}/healthz", timeout=GUARD)).status_code == 200
+        start = in_time(lambda: api.post("/runs", json={"agent": "invoice-downloader", "task": "t"}))
+        assert start.status_code == 503 and "did not answer within" in start.json()["error"], start.text
+        proxy.thaw()
+        wait_ready = lambda: httpx.get(f"{server.url}/readyz", timeout=GUARD).status_code == 200  # noqa: E731
+        assert in_time(lambda: any(wait_ready() for _ in range(200))), "ready again once the store answers"
+        again = run_status(api, run_id)
+        assert (again["status"], again["segments"], again["question"]) == ("waiting", asked["segments"],
+                                                                            asked["question"])  # fmt: skip
+        answered = api.post(f"/runs/{run_id}/answer", json={"answer": "the March one"})
+        assert answered.status_code == 202, answered.text
+        assert wait_status(api, run_id, "finished")["stop_reason"] == "success"
