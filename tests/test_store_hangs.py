@@ -180,3 +180,20 @@ def test_serve_answers_not_ready_and_refuses_starts_while_the_store_hangs_and_lo
         answered = api.post(f"/runs/{run_id}/answer", json={"answer": "the March one"})
         assert answered.status_code == 202, answered.text
         assert wait_status(api, run_id, "finished")["stop_reason"] == "success"
+
+
+def test_opening_a_store_already_up_to_date_waits_for_no_migration_lock() -> None:
+    """Only a store behind the schema takes the migration lock (and its calls may wait long for
+    it): one up to date is known from one read within the timeout, and opens while another session
+    holds the lock (a migration elsewhere, or a session stuck holding it)."""
+    import psycopg
+
+    from agent.durable.store.postgres import MIGRATION_LOCK
+
+    url = pg.shared_server().new_database()
+    open_store(url, timeout=1).close()
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        store = in_time(lambda: open_store(url, timeout=1))
+        assert store.schema_version() > 0
+        store.close()

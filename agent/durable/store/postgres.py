@@ -14,12 +14,15 @@ from typing import Any
 from agent.durable.store._deadline import Watch, Watchdog
 from agent.durable.store._sql import (
     ENTRIES,
+    JOURNAL_VERSION,
     SCHEMA_TABLE,
     Row,
     SqlStore,
     checkpoint_rows,
     checkpoint_update,
+    latest_version,
     lease_lost,
+    migrations,
 )
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
@@ -85,7 +88,7 @@ class PostgresStore(SqlStore):
         self.timeout = timeout
         self._options = connect_options(url, self.shown, timeout)
         self._watchdog = Watchdog(timeout + CUT_AFTER)
-        self._allowance = MIGRATION_SECONDS  # per call while the store is opened (see `_prepare`)
+        self._allowance = timeout + CUT_AFTER  # per call (longer while migrating: see `_prepare`)
         self._lock = threading.RLock()
         self._in_tx = False
         self._conn: Any = self._connect()
@@ -96,7 +99,6 @@ class PostgresStore(SqlStore):
             self._conn.close()
             self._watchdog.close()
             raise
-        self._allowance = timeout + CUT_AFTER
 
     def _connect(self) -> Any:
         import psycopg
@@ -111,6 +113,27 @@ class PostgresStore(SqlStore):
                 raise failure(exc, watch, self.shown, self.url) from exc
 
     def _prepare(self) -> None:
+        """Migrate the schema if it is behind, one process at a time. Its statements get
+        `MIGRATION_SECONDS` each (they may wait for another process's migration, or build an index
+        over every run); a store already up to date is known from one read within the timeout."""
+        if self._up_to_date():
+            return
+        allowance, self._allowance = self._allowance, MIGRATION_SECONDS
+        try:
+            self._migrate()
+        finally:
+            self._allowance = allowance
+
+    def _up_to_date(self) -> bool:
+        """True when every migration is applied (a newer schema is not: `_migrate` refuses it)."""
+        exists = self._rows("SELECT to_regclass(?) IS NOT NULL AS e", (SCHEMA_TABLE,))[0]["e"]
+        if not exists:
+            return False
+        applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
+        needed = {v for v, _ in migrations(self.dialect) if v > JOURNAL_VERSION}
+        return max(applied, default=0) == latest_version(self.dialect) and needed <= applied
+
+    def _migrate(self) -> None:
         with self._tx():
             self._rows("SET LOCAL lock_timeout = 0")  # another process's migration may take a while
             self._rows("SET LOCAL statement_timeout = 0")  # and so may an index over every run
