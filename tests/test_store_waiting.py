@@ -20,7 +20,7 @@ from test_store import edit_row, lease, suspended
 
 from agent.durable.runner import Runner
 from agent.durable.store import NewRun, Outcome, RunStore, open_store
-from agent.durable.store._sql import LIST_COLUMNS, TABLE, WAITING, latest_version
+from agent.durable.store._sql import latest_version
 from agent.examples.scenarios import example_catalog
 from agent.result import RunResult
 from agent.service.app import Service, create_app
@@ -129,37 +129,49 @@ def test_a_waiting_row_whose_time_is_text_is_named_on_the_last_page(tmp_path: Pa
         store.close()
 
 
-PLANS = [
-    ("", ()),
-    (" AND agent = ?", (AGENTS[0],)),
-    (" AND agent = ? AND task_type = ?", (AGENTS[0], TYPES[0])),
-]
+READS = {  # each read of the waiting runs, and the index it must be served from
+    "page": (lambda s: s.waiting(50), "endstate_runs_waiting"),
+    "page of an agent": (lambda s: s.waiting(50, agent=AGENTS[0]), "endstate_runs_waiting"),
+    "page of an agent's type": (lambda s: s.waiting(50, 50, AGENTS[0], TYPES[0]), "endstate_runs_waiting_by"),
+    "counts": (lambda s: s.waiting_counts(), "endstate_runs_waiting_by"),
+    "the help gauges": (lambda s: s.pending_summary(), "endstate_runs_waiting_by"),
+}
 
 
-@pytest.mark.parametrize(("only", "params"), PLANS)
-def test_a_page_is_read_from_the_waiting_runs_index_without_a_sort_of_every_run(
-    store_url: str, store: RunStore, only: str, params: tuple[str, ...]
+@pytest.mark.parametrize("read", list(READS))
+def test_each_read_of_the_waiting_runs_walks_their_index_and_sorts_nothing(
+    store_url: str, store: RunStore, read: str
 ) -> None:
     """What makes a page cost what it shows: the store walks the waiting runs' index in order and
-    stops after the page, rather than reading every run and sorting them."""
-    order = (
-        "suspended_at NULLS FIRST, run_id" if store_url.startswith("postgresql") else "suspended_at, run_id"
-    )
-    sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} WHERE {WAITING}{only} ORDER BY {order} LIMIT 50 OFFSET 0"
+    stops after the page, rather than reading every run and sorting them; the counts and the help
+    gauges read that index alone, never the runs' rows."""
+    call, index = READS[read]
+    [(sql, params)] = sent(store, call)
     plan = explain(store_url, sql, params)
-    assert "endstate_runs_waiting" in plan, plan
+    assert index in plan, plan
     assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
+    if read in ("counts", "the help gauges"):
+        assert "COVERING INDEX" in plan or "Index Only Scan" in plan, plan
 
 
-def test_the_counts_are_read_from_the_index_alone(store_url: str, store: RunStore) -> None:
-    sql = f"SELECT agent, task_type, COUNT(*) AS n FROM {TABLE} WHERE {WAITING} GROUP BY agent, task_type"
-    plan = explain(store_url, sql, ())
-    assert "endstate_runs_waiting_by" in plan and ("COVERING INDEX" in plan or "Index Only Scan" in plan), (
-        plan
-    )
+def sent(store: Any, call: Any) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements (and their parameters) `call(store)` sent."""
+    seen: list[tuple[str, tuple[Any, ...]]] = []
+    send = store._rows
+
+    def spy(sql: str, params: Any = (), retry: bool = False) -> Any:
+        seen.append((sql, tuple(params)))
+        return send(sql, params, retry)
+
+    store._rows = spy
+    try:
+        call(store)
+    finally:
+        del store._rows
+    return seen
 
 
-def explain(store_url: str, sql: str, params: tuple[str, ...]) -> str:
+def explain(store_url: str, sql: str, params: tuple[Any, ...]) -> str:
     """The query plan of `sql` (PostgreSQL's with sequential scans priced out: its tables in a test
     are small enough that any plan would do)."""
     if store_url.startswith("postgresql://"):

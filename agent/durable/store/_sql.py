@@ -56,7 +56,7 @@ LIST_COLUMNS = (
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
 # The runs waiting for a person, with the status written out: the partial indexes of schema 10 hold
-# these rows only, and SQLite uses such an index only for a query that names its condition as is.
+# these rows only, and a planner can match a literal condition to them without knowing a parameter.
 WAITING = f"status = '{RunStatus.WAITING}'"
 Row = dict[str, Any]
 log = logging.getLogger("endstate.store")
@@ -446,12 +446,9 @@ class SqlStore:
         return [(r["agent"], r["task_type"], int(r["n"])) for r in self._rows(sql, retry=True)]
 
     def pending_summary(self) -> list[tuple[str, str, float]]:
-        """(agent, task_type, suspended_at) of every run waiting for a person."""
-        rows = self._rows(
-            f"SELECT agent, task_type, suspended_at FROM {TABLE} WHERE status = ?",
-            (RunStatus.WAITING,),
-            retry=True,
-        )
+        """(agent, task_type, suspended_at) of every run waiting for a person (read from the waiting
+        runs' index alone, at every scrape of the help gauges)."""
+        rows = self._rows(f"SELECT agent, task_type, suspended_at FROM {TABLE} WHERE {WAITING}", retry=True)
         return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
 
     # -- reviews and retention ---------------------------------------------
