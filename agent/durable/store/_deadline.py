@@ -44,10 +44,10 @@ class Watchdog:
         self._closed = False
 
     @contextmanager
-    def call(self, fd: int, seconds: float | None) -> Iterator[Watch]:
-        """Watch the call made inside the block on socket `fd` for `seconds` (None: not watched)."""
-        watch = Watch(fd, time.monotonic() + (seconds or 0.0), seconds or 0.0)
-        if seconds is None or self._closed:
+    def call(self, fd: int, seconds: float) -> Iterator[Watch]:
+        """Watch the call made inside the block on socket `fd` for `seconds`."""
+        watch = Watch(fd, time.monotonic() + seconds, seconds)
+        if self._closed:  # the store is closed: its connections too
             yield watch
             return
         with self._wake:
