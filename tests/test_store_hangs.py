@@ -9,8 +9,10 @@ here), never by timing how fast anything is.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,11 +21,15 @@ import httpx
 import pg
 import pytest
 from hang import FreezableProxy, SilentServer
-from test_service_support import Server, run_status, wait_status
+from test_service_support import TOKEN, Server, run_status, wait_status
 from test_store import checkpoint_of, lease, suspended
 
+from agent.durable.catalog import Catalog
+from agent.durable.runner import Runner
 from agent.durable.store import NewRun, Outcome, RunStatus, StoreError, StoreTimeout, open_store
 from agent.errors import ConfigError
+from agent.service.app import Problem, Service
+from agent.service.auth import Token
 
 NOW = 1_800_000_000.0
 GUARD = 60.0  # seconds before a call is called hung: far past every timeout these tests set
@@ -169,14 +175,19 @@ def test_serve_answers_not_ready_and_refuses_starts_while_the_store_hangs_and_lo
         ready = in_time(lambda: httpx.get(f"{server.url}/readyz", timeout=GUARD))
         assert ready.status_code == 503 and "store not answering" in ready.text, ready.text
         assert in_time(lambda: httpx.get(f"{server.url}/healthz", timeout=GUARD)).status_code == 200
-        start = in_time(lambda: api.post("/runs", json={"agent": "invoice-downloader", "task": "t"}))
-        assert start.status_code == 503 and "did not answer within" in start.json()["error"], start.text
+        starts = in_time(lambda: starts_at_once(api, 4))  # queued behind the sweep, or each other
+        assert [r.status_code for r in starts] == [503] * 4, [r.text for r in starts]
+        for response in starts:  # each ran and the store did not answer, or was dropped before it ran
+            said = response.json()["error"]
+            assert "did not answer within" in said or "queued behind" in said, said
+            assert "queued behind" not in said or response.headers["retry-after"] == "5"
         proxy.thaw()
         wait_ready = lambda: httpx.get(f"{server.url}/readyz", timeout=GUARD).status_code == 200  # noqa: E731
         assert in_time(lambda: any(wait_ready() for _ in range(200))), "ready again once the store answers"
         again = run_status(api, run_id)
         assert (again["status"], again["segments"], again["question"]) == ("waiting", asked["segments"],
                                                                             asked["question"])  # fmt: skip
+        assert [r["run_id"] for r in api.get("/runs").json()["runs"]] == [run_id]  # none of them started
         answered = api.post(f"/runs/{run_id}/answer", json={"answer": "the March one"})
         assert answered.status_code == 202, answered.text
         assert wait_status(api, run_id, "finished")["stop_reason"] == "success"
@@ -197,3 +208,39 @@ def test_opening_a_store_already_up_to_date_waits_for_no_migration_lock() -> Non
         store = in_time(lambda: open_store(url, timeout=1))
         assert store.schema_version() > 0
         store.close()
+
+
+def starts_at_once(api: httpx.Client, n: int) -> list[httpx.Response]:
+    """`n` starts sent at the same time; their responses."""
+    body = {"agent": "invoice-downloader", "task": "t", "state": {"scenario": "invoice/which-one"}}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(lambda _: api.post("/runs", json=body), range(n)))
+
+
+# -- the service's one thread for store calls ------------------------------------------------------
+
+
+def test_a_request_queued_behind_a_call_stuck_on_the_store_is_dropped_before_it_runs(tmp_path: Path) -> None:
+    """Requests queue for the service's one thread of store calls; while the call on it has waited
+    `ready_timeout` (a store that stopped answering), each queued request is a 503 at once that
+    changed nothing, rather than waiting its turn behind every call before it."""
+    store = open_store(str(tmp_path / "runs.db"))
+    service = Service(Runner(store, Catalog()), Token(TOKEN), ready_timeout=0.2)
+    release, ran = threading.Event(), list[str]()
+
+    async def main() -> Problem:
+        stuck = asyncio.ensure_future(service.off_loop(release.wait))  # a call the store holds
+        with pytest.raises(Problem) as refused:
+            await service.for_request(ran.append, "queued")
+        release.set()
+        await stuck
+        await service.for_request(ran.append, "after")  # the thread is free again
+        return refused.value
+
+    try:
+        problem = asyncio.run(main())
+    finally:
+        store.close()
+    assert problem.status == 503 and "queued behind" in str(problem)
+    assert problem.headers == {"Retry-After": "5"}
+    assert ran == ["after"]  # the dropped call never ran

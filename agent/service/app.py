@@ -217,7 +217,7 @@ class Api:
         self._admit()
         self.service.starting += 1
         try:
-            job = await self.service.off_loop(self.runner.begin, agent, task, **options)
+            job = await self.service.for_request(self.runner.begin, agent, task, **options)
         except RunExists:
             return await self._started_before(agent, task, options)
         finally:
@@ -312,7 +312,7 @@ class Api:
         body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), *MORE)
         more = extension(body)
         return self._accepted(
-            await self.service.off_loop(self.runner.claim, request.path_params["run_id"], more=more)
+            await self.service.for_request(self.runner.claim, request.path_params["run_id"], more=more)
         )
 
     async def _claimed(
@@ -320,7 +320,7 @@ class Api:
     ) -> Response:
         """Claim the run named in the path with this answer (as read, when `segments` is given)."""
         run_id, segments = request.path_params["run_id"], read_at(body)
-        job = await self.service.off_loop(claim, self.runner, run_id, answer, approved, segments=segments)
+        job = await self.service.for_request(claim, self.runner, run_id, answer, approved, segments=segments)
         return self._accepted(job)
 
     async def metrics(self, request: Request) -> Response:

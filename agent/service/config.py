@@ -7,6 +7,8 @@ import contextlib
 import functools
 import ipaddress
 import logging
+import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ from agent.durable.review import UPKEEP_EVERY, Upkeep
 from agent.durable.runner import Runner
 from agent.errors import ConfigError, EndstateError
 from agent.service.auth import Token
-from agent.service.http import BODY_TIMEOUT, PAGE_SIZE
+from agent.service.http import BODY_TIMEOUT, PAGE_SIZE, Problem
 
 log = logging.getLogger("endstate.service")
 
@@ -31,6 +33,7 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # no run data: any 
 READ_AUTH_MODES = ("auto", "token", "open")
 
 READY_TIMEOUT = 3.0  # seconds /readyz waits for the store before it says "not ready"
+BUSY_RETRY_AFTER = 5  # seconds a request dropped from the queue to the store is told to wait
 
 T = TypeVar("T")
 
@@ -65,6 +68,7 @@ class Service:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _calls: ThreadPoolExecutor | None = None  # see `off_loop`
     _probe: asyncio.Future[Any] | None = None  # see `store_answers`
+    _running_since: float | None = None  # when the call on the thread of `off_loop` began (see `_timed`)
 
     def __post_init__(self) -> None:
         if isinstance(self.runner, Runner):  # its checkpoints, too, wait for the store off the loop
@@ -78,7 +82,42 @@ class Service:
         if self._calls is None:
             self._calls = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-service-calls")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._calls, functools.partial(call, *args, **kwargs))
+        return await loop.run_in_executor(self._calls, functools.partial(self._timed, call, *args, **kwargs))
+
+    def _timed(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`call`, noting since when it runs (on the one thread of `off_loop`)."""
+        self._running_since = time.monotonic()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self._running_since = None
+
+    async def for_request(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`off_loop` for a request (a start, an answer, a resume). While the call ahead of it has
+        run for `ready_timeout` s (waiting for a store that stopped answering, most likely), a call
+        still queued is dropped before it starts: a 503 with Retry-After that changed nothing, not
+        a wait as long as every call queued before it. A long queue that moves is waited for, and
+        so is a call that started (its store calls end within the store's timeout)."""
+        gate = _Gate()
+        done = asyncio.ensure_future(self.off_loop(gate.run, call, *args, **kwargs))
+        done.add_done_callback(_retrieved)
+        while True:
+            try:
+                return await asyncio.wait_for(asyncio.shield(done), self.ready_timeout)
+            except TimeoutError:
+                if self._stuck() and gate.abandon():
+                    break
+        raise Problem(
+            503,
+            f"this service's calls to its store are queued behind one the store has not answered for "
+            f"{self.ready_timeout:g} s (see /readyz); nothing was changed. Send it again in a few seconds",
+            headers={"Retry-After": str(BUSY_RETRY_AFTER)},
+        )
+
+    def _stuck(self) -> bool:
+        """True when the call on the thread of `off_loop` has run for `ready_timeout` s or more."""
+        since = self._running_since
+        return since is not None and time.monotonic() - since >= self.ready_timeout
 
     async def store_answers(self) -> None:
         """Return once the store answered a trivial read; raise `TimeoutError` when it has not within
@@ -150,6 +189,27 @@ class Service:
                 self.runner.spawn(job)
         except EndstateError:
             log.exception("recovering runs failed; trying again later")
+
+
+class _Gate:
+    """Runs a queued call unless it was abandoned first (`abandon` is True only then)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "queued"
+
+    def run(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        with self._lock:
+            if self._state == "abandoned":  # its request was answered 503 already: nobody reads this
+                raise RuntimeError("a call dropped from the queue was not run")
+            self._state = "started"
+        return call(*args, **kwargs)
+
+    def abandon(self) -> bool:
+        with self._lock:
+            if self._state == "queued":
+                self._state = "abandoned"
+        return self._state == "abandoned"
 
 
 def _retrieved(probe: asyncio.Future[Any]) -> None:

@@ -159,7 +159,7 @@ class Inbox:
                 request, error="Write an answer first: a blank one is not sent.", status=400
             )
         try:
-            job = await self.service.off_loop(self._claim, run_id, action, form)
+            job = await self.service.for_request(self._claim, run_id, action, form)
         except EndstateError as exc:
             return await self.render(request, error=str(exc), status=status_of(exc))
         self.service.runner.spawn(job)
