@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -220,26 +219,31 @@ def starts_at_once(api: httpx.Client, n: int) -> list[httpx.Response]:
 # -- the service's one thread for store calls ------------------------------------------------------
 
 
-def test_a_request_queued_behind_a_call_stuck_on_the_store_is_dropped_before_it_runs(tmp_path: Path) -> None:
-    """Requests queue for the service's one thread of store calls; while the call on it has waited
-    `ready_timeout` (a store that stopped answering), each queued request is a 503 at once that
-    changed nothing, rather than waiting its turn behind every call before it."""
-    store = open_store(str(tmp_path / "runs.db"))
+def test_a_request_queued_behind_a_call_the_store_does_not_answer_is_dropped_before_it_runs(
+    proxied: tuple[FreezableProxy, str],
+) -> None:
+    """Requests queue for the service's one thread of store calls; while a call to the store has
+    waited `ready_timeout` for a server that stopped answering, each queued request is a 503 at
+    once that changed nothing, rather than waiting its turn behind every call before it."""
+    proxy, url = proxied
+    store = open_store(url, timeout=30)
     service = Service(Runner(store, Catalog()), Token(TOKEN), ready_timeout=0.2)
-    release, ran = threading.Event(), list[str]()
+    ran = list[str]()
 
     async def main() -> Problem:
-        stuck = asyncio.ensure_future(service.off_loop(release.wait))  # a call the store holds
+        proxy.freeze()
+        held = asyncio.ensure_future(service.off_loop(store.get, "r1"))  # a call the server holds
         with pytest.raises(Problem) as refused:
             await service.for_request(ran.append, "queued")
-        release.set()
-        await stuck
+        proxy.thaw()
+        assert await held is None  # answered once the server answers again
         await service.for_request(ran.append, "after")  # the thread is free again
         return refused.value
 
     try:
-        problem = asyncio.run(main())
+        problem = in_time(lambda: asyncio.run(main()))
     finally:
+        proxy.thaw()
         store.close()
     assert problem.status == 503 and "queued behind" in str(problem)
     assert problem.headers == {"Retry-After": "5"}

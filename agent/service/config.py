@@ -8,7 +8,6 @@ import functools
 import ipaddress
 import logging
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -68,7 +67,6 @@ class Service:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _calls: ThreadPoolExecutor | None = None  # see `off_loop`
     _probe: asyncio.Future[Any] | None = None  # see `store_answers`
-    _running_since: float | None = None  # when the call on the thread of `off_loop` began (see `_timed`)
 
     def __post_init__(self) -> None:
         if isinstance(self.runner, Runner):  # its checkpoints, too, wait for the store off the loop
@@ -82,22 +80,15 @@ class Service:
         if self._calls is None:
             self._calls = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-service-calls")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._calls, functools.partial(self._timed, call, *args, **kwargs))
-
-    def _timed(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """`call`, noting since when it runs (on the one thread of `off_loop`)."""
-        self._running_since = time.monotonic()
-        try:
-            return call(*args, **kwargs)
-        finally:
-            self._running_since = None
+        return await loop.run_in_executor(self._calls, functools.partial(call, *args, **kwargs))
 
     async def for_request(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """`off_loop` for a request (a start, an answer, a resume). While the call ahead of it has
-        run for `ready_timeout` s (waiting for a store that stopped answering, most likely), a call
-        still queued is dropped before it starts: a 503 with Retry-After that changed nothing, not
-        a wait as long as every call queued before it. A long queue that moves is waited for, and
-        so is a call that started (its store calls end within the store's timeout)."""
+        """`off_loop` for a request (a start, an answer, a resume). While a call to the store has
+        waited `ready_timeout` s for its server (one that stopped answering: the store says, see
+        `PostgresStore.waited`), a call still queued is dropped before it starts: a 503 with
+        Retry-After that changed nothing, not a wait as long as every call queued before it. A long
+        queue that moves is waited for, and so is a call that started (its store calls end within
+        the store's timeout)."""
         gate = _Gate()
         done = asyncio.ensure_future(self.off_loop(gate.run, call, *args, **kwargs))
         done.add_done_callback(_retrieved)
@@ -115,9 +106,9 @@ class Service:
         )
 
     def _stuck(self) -> bool:
-        """True when the call on the thread of `off_loop` has run for `ready_timeout` s or more."""
-        since = self._running_since
-        return since is not None and time.monotonic() - since >= self.ready_timeout
+        """True when a call to the store has waited `ready_timeout` s or more for its server."""
+        waited = getattr(self.runner.store, "waited", None)
+        return waited is not None and waited() >= self.ready_timeout
 
     async def store_answers(self) -> None:
         """Return once the store answered a trivial read; raise `TimeoutError` when it has not within

@@ -63,6 +63,12 @@ class Watchdog:
             with self._wake:  # after this, the thread never touches `fd` for this call
                 self._armed.discard(watch)
 
+    def waited(self) -> float:
+        """How long the oldest call under watch has waited so far, in seconds (0 when none is)."""
+        with self._wake:
+            began = min((w.deadline - w.seconds for w in self._armed), default=None)
+        return 0.0 if began is None else time.monotonic() - began
+
     def _run(self) -> None:
         with self._wake:
             while not self._closed:

@@ -230,6 +230,11 @@ class PostgresStore(SqlStore):
                 finally:
                     self._in_tx = False
 
+    def waited(self) -> float:
+        """How long the oldest call now in flight has waited for the server (0 when none is): the
+        service refuses requests queued behind a store that stopped answering."""
+        return self._watchdog.waited()
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
