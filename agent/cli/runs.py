@@ -21,7 +21,15 @@ from agent.budget import Extension
 from agent.cli._help import above_zero
 from agent.durable.catalog import SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, runner_with_telemetry
-from agent.durable.store import RunRecord, RunStatus, RunStore, default_url, open_store
+from agent.durable.store import (
+    DEFAULT_TIMEOUT,
+    ENV_STORE_TIMEOUT,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    default_url,
+    open_store,
+)
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
@@ -72,6 +80,15 @@ def add_store_args(parser: argparse.ArgumentParser) -> None:
     add_catalog_arg(parser)
     parser.add_argument(
         "--lease", type=above_zero(float), default=30.0, help="seconds a worker holds a run unrenewed"
+    )
+    parser.add_argument(
+        "--store-timeout",
+        type=above_zero(float),
+        default=None,
+        metavar="SECONDS",
+        help="seconds a call to a PostgreSQL store may wait for the server (connecting, each statement) "
+        f"before it fails: a server that hangs never stalls a command (default: ${ENV_STORE_TIMEOUT}, "
+        f"else {DEFAULT_TIMEOUT:g})",
     )
 
 
@@ -256,7 +273,7 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
 
 @contextmanager
 def _store(args: argparse.Namespace, create: bool = True) -> Iterator[RunStore]:
-    store = open_store(args.store, create=create)
+    store = open_store(args.store, create=create, timeout=args.store_timeout)
     try:
         yield store
     finally:
