@@ -453,6 +453,15 @@ def test_a_review_page_past_the_last_says_so_not_that_nothing_is_left(server: Se
     assert 'No labels on page 3; go to <a href="/inbox/review/labelled">the first page</a>.' in labelled
 
 
+def test_an_inbox_page_past_the_last_says_so_not_that_nobody_waits(server: Server) -> None:
+    _start(server, "invoice-downloader", "invoice/which-one")
+    shown = httpx.get(f"{server.url}/inbox?page=4", timeout=30).text
+    assert "No run is waiting for a person." not in shown
+    assert 'No run on page 4: 1 waiting; go to <a href="/inbox">the first page</a>.' in shown
+    first = httpx.get(f"{server.url}/inbox", timeout=30).text
+    assert "past-last" not in first and 'data-run-id="' in first
+
+
 def test_an_empty_review_queue_says_so(server: Server, page: object, shots: Path) -> None:
     from playwright.sync_api import Page, expect
 

@@ -119,7 +119,7 @@ class Inbox:
             notice=notice(message, "notice") + notice(error, "error"),
             session=session(signed_in),
             filters=filters(waiting.counts, view),
-            items="\n".join(item(b, now, signed_in, view) for b in briefs) or _EMPTY,
+            items="\n".join(item(b, now, signed_in, view) for b in briefs) or _empty(view, waiting.total),
             pages=pages(view, size, waiting.total),
         )
         return HTMLResponse(body, status_code=status, headers=HEADERS)
@@ -371,6 +371,17 @@ def filters(found: list[tuple[str, str, int]], view: View) -> str:
 def link(url: str, text: str, current: bool) -> str:
     mark = ' aria-current="page" class="on"' if current else ""
     return f'<a href="{html.escape(url)}"{mark}>{html.escape(text)}</a>'
+
+
+def _empty(view: View, total: int) -> str:
+    """An empty page: nobody waits (of this filter), or this page is past the last (an old link)."""
+    return past_last(view, f"{total} waiting") if total else _EMPTY
+
+
+def past_last(view: View, holds: str, what: str = "run") -> str:
+    """An empty page past the last (an old link): it says so and links the first page."""
+    first = link(view.url(page=None), "the first page", False)
+    return f'<p class="empty past-last">No {what} on page {view.page}: {holds}; go to {first}.</p>'
 
 
 def pages(view: View, size: int, total: int) -> str:

@@ -44,6 +44,7 @@ from agent.service.inbox import (
     notice,
     page_html,
     pages,
+    past_last,
     same_origin,
     session,
     signed_in,
@@ -446,12 +447,7 @@ def _done_link(request: Request, message: str) -> str:
 
 def _empty(view: View, total: int) -> str:
     """An empty page: the queue is empty, or this page is past its last."""
-    if not total:
-        return _EMPTY_QUEUE
-    first = link(view.url(page=None), "the first page", False)
-    return (
-        f'<p class="empty past-last">No run on page {view.page}: the queue holds {total}; go to {first}.</p>'
-    )
+    return past_last(view, f"the queue holds {total}") if total else _EMPTY_QUEUE
 
 
 def _none_labelled(view: View) -> str:
