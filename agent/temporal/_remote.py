@@ -52,6 +52,9 @@ IN_PARTS = "endstate-missing-texts-in-parts"
 # A reply's `finish` is judged after its other calls (`Agent.finish_last`); runs started before take a
 # reply's calls in the model's order, as they did.
 FINISH_LAST = "endstate-finish-after-other-calls"
+# A tool with no timeout of its own (`timeout=None`) runs until the run's time budget cuts it; Temporal
+# needs some bound on its activity all the same.
+UNBOUNDED_TOOL = timedelta(days=365)
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -475,9 +478,12 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     """A tool with the planned name, schema and approval, whose body is an activity.
 
     The activity applies the tool's own timeout; the workflow waits a little
-    longer, so the result (or the timeout) is the worker's.
+    longer, so the result (or the timeout) is the worker's. A tool with no
+    timeout of its own (None) is bounded, as locally, by the run's time budget
+    only; its activity by `UNBOUNDED_TOOL` (heartbeats still find a dead worker).
     """
-    timeout = float(spec["timeout"])
+    timeout = None if spec["timeout"] is None else float(spec["timeout"])
+    waited = UNBOUNDED_TOOL if timeout is None else timedelta(seconds=timeout + 2 * setup.tool_grace)
     # Only a tool that takes the context can read the run's earlier calls: another one's input leaves
     # them out, or each call's input would hold every result before it (a history quadratic in turns).
     reads_calls = spec.get("wants_ctx", True)
@@ -496,7 +502,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         out: dict[str, Any] = await _activity(
             w.TOOL,
             payload,
-            start_to_close_timeout=timedelta(seconds=timeout + 2 * setup.tool_grace),
+            start_to_close_timeout=waited,
             heartbeat_timeout=timedelta(seconds=setup.heartbeat_seconds),
             retry_policy=temporal_retry(retry),
             **pinned(queue, setup),
@@ -524,7 +530,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         fn=call,
         description=spec["description"],
         parameters=spec["parameters"],
-        timeout=timeout + setup.tool_grace,
+        timeout=None if timeout is None else timeout + setup.tool_grace,
         needs_approval=spec["needs_approval"],
         wants_ctx=True,  # the wrapper always takes the context: the call id, the state
     )

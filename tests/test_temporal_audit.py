@@ -1,0 +1,143 @@
+"""A user moving runs from the in-process loop to Temporal: the same agent, the same script, the same
+run, against a real Temporal Server (the `temporal` dev server)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from temporal_server import TemporalServer
+
+from agent import Agent, Budget, RetryPolicy, Tool, tool
+from agent.durable.runner import Catalog
+from agent.models.scripted import ScriptedModel, Step, call, finish
+from agent.result import RunResult
+from agent.temporal import TemporalRuns, build_worker
+
+pytestmark = pytest.mark.slow
+
+FAST_RETRY = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=False)
+BUILT: list[Agent] = []
+
+
+@pytest.fixture(scope="module")
+def temporal() -> Iterator[TemporalServer]:
+    server = TemporalServer()
+    yield server
+    server.stop()
+
+
+@tool(timeout=None)
+def unbounded(n: int) -> str:
+    """Look n up, with no timeout of its own (the run's time budget still bounds it)."""
+    return f"found {n}"
+
+
+@tool(timeout=1)
+def sluggish(n: int) -> str:
+    """Look n up slowly: 3 s, past its own timeout of 1 s."""
+    time.sleep(3)
+    return f"found {n} late"
+
+
+def _look_up_by_id(id: int) -> str:
+    return f"found {id}"
+
+
+# Its schema says `n`, its function takes `id`: the worker refuses the model's call of it.
+renamed = Tool(
+    name="renamed",
+    fn=_look_up_by_id,
+    description="Look n up.",
+    parameters={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+)
+
+
+SCRIPTS: dict[str, list[Step]] = {
+    "unbounded": [[call("unbounded", n=1)], [finish("done", "found")]],
+    "sluggish": [[call("sluggish", n=1)], [finish("done", "gave it a try")]],
+    "bad-arguments": [[call("renamed", n=1)], [finish("done", "gave it a try")]],
+}
+
+
+def build(state: dict[str, Any]) -> Agent:
+    agent = Agent(
+        name="looker",
+        model=ScriptedModel(SCRIPTS[state["script"]]),
+        instructions="Look things up.",
+        tools=[unbounded] if state["script"] == "unbounded" else [sluggish, renamed],
+        budget=Budget(max_turns=6, max_seconds=120),
+        retry=FAST_RETRY,
+    )
+    BUILT.append(agent)
+    return agent
+
+
+def catalog() -> Catalog:
+    c = Catalog()
+    c.register("looker", build)
+    return c
+
+
+@contextlib.asynccontextmanager
+async def worker(server: TemporalServer) -> AsyncIterator[TemporalRuns]:
+    queue = f"audit-{uuid.uuid4().hex[:8]}"
+    runs = await TemporalRuns.connect(server.address, task_queue=queue)
+    async with await build_worker(runs.client, catalog(), task_queue=queue, heartbeat_seconds=2.0):
+        yield runs
+
+
+Played = tuple[RunResult, Agent]  # a run's result, and the agent whose model played it
+
+
+def both(server: TemporalServer, state: dict[str, Any]) -> tuple[Played, Played]:
+    """`state`'s run in this process, then on Temporal (the workflow's own result): each with the agent
+    whose model played it."""
+    BUILT.clear()
+    local = build(state)
+    here = local.run("Look it up.", state=state)
+
+    async def go() -> RunResult:
+        async with worker(server) as runs:
+            started = await asyncio.wait_for(runs.start("looker", "Look it up.", state=state, wait=False), 30)
+            assert isinstance(started, str)
+            return await asyncio.wait_for(runs.result(started), 60)
+
+    there = asyncio.run(go())
+    return (here, local), (there, BUILT[-1])
+
+
+def same_run(a: RunResult, b: RunResult) -> None:
+    fields = ("reason", "limit", "cause", "verified", "turns", "output", "note", "error_type", "last_text")
+    assert {f: getattr(a, f) for f in fields} == {f: getattr(b, f) for f in fields}
+    assert (a.input_tokens, a.output_tokens, a.cost_usd) == (b.input_tokens, b.output_tokens, b.cost_usd)
+
+
+def sent_results(agent: Agent) -> list[Any]:
+    """The tool results the agent's model was sent, in order."""
+    model = agent.model
+    assert isinstance(model, ScriptedModel)
+    last = model.requests[-1]
+    return [
+        (b["content"], b.get("is_error", False))
+        for m in last.messages
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+
+
+def test_an_agent_with_a_tool_of_no_timeout_runs_on_temporal_as_it_runs_locally(
+    temporal: TemporalServer,
+) -> None:
+    # The workflow read every planned tool's timeout as a number: `timeout=None` failed each workflow
+    # task, which Temporal retried for ever, and no run of that agent ever ended.
+    (here, local), (there, remote) = both(temporal, {"script": "unbounded"})
+    assert here.reason == "success"
+    same_run(here, there)
+    assert sent_results(remote) == sent_results(local) == [("found 1", False)]
