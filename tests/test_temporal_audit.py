@@ -141,3 +141,17 @@ def test_an_agent_with_a_tool_of_no_timeout_runs_on_temporal_as_it_runs_locally(
     assert here.reason == "success"
     same_run(here, there)
     assert sent_results(remote) == sent_results(local) == [("found 1", False)]
+
+
+@pytest.mark.parametrize("script", ["sluggish", "bad-arguments"])
+def test_a_tool_that_times_out_or_is_called_wrongly_reads_to_the_model_as_it_does_locally(
+    temporal: TemporalServer, script: str
+) -> None:
+    # The worker's error result came back with its kind put in front once more:
+    # "Error: timeout: tool 'sluggish' timed out after 1 s." where the loop says
+    # "Error: tool 'sluggish' timed out after 1 s.".
+    (here, local), (there, remote) = both(temporal, {"script": script})
+    same_run(here, there)
+    said = sent_results(local)
+    assert len(said) == 1 and said[0][1] is True
+    assert sent_results(remote) == said

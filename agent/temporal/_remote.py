@@ -55,6 +55,9 @@ FINISH_LAST = "endstate-finish-after-other-calls"
 # A tool with no timeout of its own (`timeout=None`) runs until the run's time budget cuts it; Temporal
 # needs some bound on its activity all the same.
 UNBOUNDED_TOOL = timedelta(days=365)
+# A tool's error result on the worker reaches the model verbatim (see `Verbatim`); runs started before
+# took it as an exception, its kind written in front again, as they did.
+VERBATIM_ERRORS = "endstate-tool-errors-verbatim"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -509,7 +512,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         )
         return out
 
-    async def call(**kwargs: Any) -> str:
+    async def call(**kwargs: Any) -> str | Verbatim:
         ctx: RunContext = kwargs.pop("ctx")
         build = functools.partial(built, ctx, kwargs)
         try:
@@ -520,9 +523,11 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         ctx.state.clear()
         ctx.state.update(out["state"])
         ref.fingerprint = out.get("fingerprint")
-        if out["is_error"]:
+        if not out["is_error"]:
+            return str(out["text"])
+        if not workflow.patched(VERBATIM_ERRORS):  # a run started before replays its errors as they were
             raise _tool_error(out)
-        return str(out["text"])
+        return Verbatim(ToolOutcome(str(out["text"]), True, out.get("error_type")))
 
     call.__signature__ = _signature(spec)  # type: ignore[attr-defined]
     return Tool(
@@ -536,8 +541,17 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Verbatim:
+    """A tool's outcome on the worker, which the loop takes as it is (see `install_outcome_seam`): an
+    error result reads to the model as it reads locally ("Error: tool 'x' timed out after 5 s.")."""
+
+    outcome: ToolOutcome
+
+
 def _tool_error(out: dict[str, Any]) -> Exception:
-    """The worker's error result, raised so the loop records it as the same error."""
+    """The worker's error result as runs started before `VERBATIM_ERRORS` took it: raised, so the loop
+    wrote it again as `Error: {kind}: ...` (a timeout read "Error: timeout: tool 'x' timed out ...")."""
     kind = out.get("error_type") or "ToolError"
     prefix = f"Error: {kind}: "
     text = str(out["text"])
@@ -651,6 +665,25 @@ def install_verifier_seam() -> None:
 
     in_daemon_thread.endstate_temporal = True  # type: ignore[attr-defined]
     tools_module._in_daemon_thread = in_daemon_thread  # type: ignore[assignment]
+
+
+def install_outcome_seam() -> None:
+    """Let the loop take a tool's `Verbatim` outcome as it is, not as a value the tool returned.
+
+    A tool's body on a workflow is an activity; the worker's `execute` already made its outcome (an
+    error result's text, its kind). The loop would write an error again from an exception, and turn any
+    other value into text (`agent.tools._outcome`); a `Verbatim` one (only the workflow's tools return
+    one) is taken as the worker made it. Idempotent.
+    """
+    original = tools_module._outcome
+    if getattr(original, "endstate_temporal", False):
+        return
+
+    def outcome(value: Any) -> ToolOutcome:
+        return value.outcome if isinstance(value, Verbatim) else original(value)
+
+    outcome.endstate_temporal = True  # type: ignore[attr-defined]
+    tools_module._outcome = outcome
 
 
 # -- telemetry that replay does not repeat ------------------------------------------------------------

@@ -30,7 +30,7 @@ from agent.temporal import _registry
 from agent.temporal import _wire as w
 from agent.temporal._activities import EndstateActivities
 from agent.temporal._registry import WorkerSetup
-from agent.temporal._remote import install_verifier_seam
+from agent.temporal._remote import install_outcome_seam, install_verifier_seam
 from agent.temporal.workflow import EndstateRun
 
 log = logging.getLogger("endstate.temporal")
@@ -65,6 +65,7 @@ async def ensure_search_attributes(client: Client, namespace: str = w.NAMESPACE)
 def workflow_runner() -> SandboxedWorkflowRunner:
     """Temporal's sandbox, taking Endstate's modules (and what they import) as they are."""
     install_verifier_seam()
+    install_outcome_seam()
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
     )
