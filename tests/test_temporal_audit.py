@@ -15,6 +15,7 @@ from temporal_server import TemporalServer
 
 from agent import Agent, Budget, RetryPolicy, Tool, tool
 from agent.durable.runner import Catalog
+from agent.errors import ConfigError
 from agent.models.scripted import ScriptedModel, Step, call, finish
 from agent.result import RunResult
 from agent.temporal import TemporalRuns, build_worker
@@ -155,3 +156,37 @@ def test_a_tool_that_times_out_or_is_called_wrongly_reads_to_the_model_as_it_doe
     said = sent_results(local)
     assert len(said) == 1 and said[0][1] is True
     assert sent_results(remote) == said
+
+
+@pytest.mark.parametrize(
+    ("agent", "options", "says"),
+    [
+        (
+            "looker",
+            {"state": {"script": "unbounded", "raw": b"\x00"}},
+            "state cannot be stored: Object of type bytes",
+        ),
+        ("looker", {"state": {"script": "unbounded", "seen": {1, 2}}}, "Object of type set"),
+        ("looker", {"state": ["unbounded"]}, "state must be a dict"),
+        ("looker", {"state": {"script": "unbounded", 1: "one"}}, "state cannot be stored: '<' not supported"),
+        (5, {}, "agent must be a non-empty string"),
+        ("l" * 3000, {}, "search attribute"),
+        ("looker", {"task_type": "t" * 3000}, "search attribute"),
+        ("looker", {"task": "Look " * 400_000}, "pass a shorter task"),
+    ],
+)
+def test_a_start_temporal_cannot_take_is_refused_saying_what_to_fix_and_starts_nothing(
+    temporal: TemporalServer, agent: Any, options: dict[str, Any], says: str
+) -> None:
+    # Each went to Temporal as it was: bytes and sets in the state were taken (the store's runner
+    # refuses them), and the rest failed as a TypeError, a ValueError or a gRPC error, not a ConfigError.
+    async def scenario() -> None:
+        runs = await TemporalRuns.connect(temporal.address, task_queue=f"audit-{uuid.uuid4().hex[:8]}")
+        run_id = f"refused-{uuid.uuid4().hex[:8]}"
+        task = options.pop("task", "Look it up.")
+        options.setdefault("state", {"script": "unbounded"})
+        with pytest.raises(ConfigError, match=says):
+            await asyncio.wait_for(runs.start(agent, task, run_id=run_id, wait=False, **options), 30)
+        assert await runs.record(run_id) is None
+
+    asyncio.run(scenario())
