@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 from temporal_server import TemporalServer
+from temporalio.client import WorkflowUpdateFailedError
 
 from agent import Agent, Budget, RetryPolicy, Tool, tool
-from agent.durable.runner import Catalog
+from agent.durable.runner import AnswerError, Catalog
 from agent.errors import ConfigError
 from agent.models.scripted import ScriptedModel, Step, call, finish
 from agent.result import RunResult
@@ -46,6 +47,12 @@ def sluggish(n: int) -> str:
     return f"found {n} late"
 
 
+@tool(needs_approval=True)
+def publish(n: int) -> str:
+    """Publish n (needs a person's approval)."""
+    return f"published {n}"
+
+
 def _look_up_by_id(id: int) -> str:
     return f"found {id}"
 
@@ -63,6 +70,8 @@ SCRIPTS: dict[str, list[Step]] = {
     "unbounded": [[call("unbounded", n=1)], [finish("done", "found")]],
     "sluggish": [[call("sluggish", n=1)], [finish("done", "gave it a try")]],
     "bad-arguments": [[call("renamed", n=1)], [finish("done", "gave it a try")]],
+    "publish": [[call("publish", n=1)], [finish("done", "published, or not")]],
+    "ask": [[finish("need_help", "Which one?")], [finish("done", "looked it up")]],
 }
 
 
@@ -71,7 +80,7 @@ def build(state: dict[str, Any]) -> Agent:
         name="looker",
         model=ScriptedModel(SCRIPTS[state["script"]]),
         instructions="Look things up.",
-        tools=[unbounded] if state["script"] == "unbounded" else [sluggish, renamed],
+        tools=[unbounded] if state["script"] == "unbounded" else [sluggish, renamed, publish],
         budget=Budget(max_turns=6, max_seconds=120),
         retry=FAST_RETRY,
     )
@@ -188,5 +197,37 @@ def test_a_start_temporal_cannot_take_is_refused_saying_what_to_fix_and_starts_n
         with pytest.raises(ConfigError, match=says):
             await asyncio.wait_for(runs.start(agent, task, run_id=run_id, wait=False, **options), 30)
         assert await runs.record(run_id) is None
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("script", "update", "reply"),
+    [
+        ("publish", "deny", 123),
+        ("publish", "deny", ["no"]),
+        ("ask", "answer", 123),
+        ("ask", "answer", {"a": 1}),
+    ],
+)
+def test_a_reply_that_is_not_text_is_refused_and_the_run_still_takes_a_real_one(
+    temporal: TemporalServer, script: str, update: str, reply: Any
+) -> None:
+    # A denial's reason that was not text was taken: the loop refused it inside the workflow, every
+    # workflow task after failed, and the run waited for ever with no stop reason (not even queryable).
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            asked = await asyncio.wait_for(runs.start("looker", "Look it up.", state={"script": script}), 30)
+            assert isinstance(asked, RunResult) and asked.reason == "need_help"
+            with pytest.raises(AnswerError, match="must be text"):
+                await asyncio.wait_for(getattr(runs, update)(asked.run_id, reply), 30)
+            handle = runs.client.get_workflow_handle(asked.run_id)
+            with pytest.raises(WorkflowUpdateFailedError):  # as sent by any client, past `TemporalRuns`
+                await asyncio.wait_for(handle.execute_update(update, args=[reply]), 30)
+            real = (
+                runs.deny(asked.run_id, "not now") if update == "deny" else runs.answer(asked.run_id, "That.")
+            )
+            done = await asyncio.wait_for(real, 30)
+            assert done.reason == "success" and done.turns == 2
 
     asyncio.run(scenario())

@@ -196,6 +196,7 @@ class EndstateRun:
 
     @answer.validator
     def _answer_ok(self, text: str, wait: bool = True) -> None:
+        _check_text("an answer", text)
         pending = self._expecting()
         if pending:
             raise ApplicationError(
@@ -220,6 +221,7 @@ class EndstateRun:
 
     @deny.validator
     def _deny_ok(self, reason: str = "", wait: bool = True) -> None:
+        _check_text("a denial's reason", reason)
         self._check_approval()
 
     @workflow.update(name=w.SEGMENT)
@@ -268,6 +270,15 @@ class EndstateRun:
             raise ApplicationError(
                 "the run waits for an answer to a question, not for an approval", type="AnswerError"
             )
+
+
+def _check_text(what: str, value: Any) -> None:
+    """Refuse a reply that is not text: taken, it would fail every workflow task after it (the loop
+    refuses it), and the run would wait, unreadable, for ever."""
+    if not isinstance(value, str):
+        raise ApplicationError(
+            f"{what} must be text, not {type(value).__name__}: pass a string", type="AnswerError"
+        )
 
 
 def _waiting(snap: Snapshot) -> RunResult:
