@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from temporal_server import TemporalServer
 from temporalio.client import WorkflowUpdateFailedError
 
-from agent import Agent, Budget, RetryPolicy, Tool, tool
+from agent import Agent, Budget, RetryPolicy, RunContext, Tool, tool
+from agent._loop import CUT_SHORT
 from agent.durable.runner import AnswerError, Catalog
 from agent.errors import ConfigError
+from agent.journal import Result
 from agent.models.scripted import ScriptedModel, Step, call, finish
 from agent.result import RunResult
 from agent.temporal import TemporalRuns, build_worker
@@ -53,6 +57,22 @@ def publish(n: int) -> str:
     return f"published {n}"
 
 
+CANCEL = threading.Event()  # the local run's cancel signal: set when `write` starts
+
+
+@tool(timeout=30)
+def write(ctx: RunContext, n: int) -> str:
+    """Write entry n: a line when it starts and one when it is done, `state["sleep"]` seconds apart."""
+    log = Path(ctx.state["dir"]) / f"{ctx.run_id}.log"
+    with log.open("a") as f:
+        f.write(f"start {n}\n")
+    CANCEL.set()
+    time.sleep(float(ctx.state.get("sleep", 0)))
+    with log.open("a") as f:
+        f.write(f"end {n}\n")
+    return f"wrote {n}"
+
+
 def _look_up_by_id(id: int) -> str:
     return f"found {id}"
 
@@ -72,6 +92,7 @@ SCRIPTS: dict[str, list[Step]] = {
     "bad-arguments": [[call("renamed", n=1)], [finish("done", "gave it a try")]],
     "publish": [[call("publish", n=1)], [finish("done", "published, or not")]],
     "ask": [[finish("need_help", "Which one?")], [finish("done", "looked it up")]],
+    "write": [[call("write", n=1)], [call("write", n=2)], [finish("done", "wrote them")]],
 }
 
 
@@ -80,7 +101,7 @@ def build(state: dict[str, Any]) -> Agent:
         name="looker",
         model=ScriptedModel(SCRIPTS[state["script"]]),
         instructions="Look things up.",
-        tools=[unbounded] if state["script"] == "unbounded" else [sluggish, renamed, publish],
+        tools=[unbounded] if state["script"] == "unbounded" else [sluggish, renamed, publish, write],
         budget=Budget(max_turns=6, max_seconds=120),
         retry=FAST_RETRY,
     )
@@ -95,10 +116,11 @@ def catalog() -> Catalog:
 
 
 @contextlib.asynccontextmanager
-async def worker(server: TemporalServer) -> AsyncIterator[TemporalRuns]:
+async def worker(server: TemporalServer, **options: Any) -> AsyncIterator[TemporalRuns]:
     queue = f"audit-{uuid.uuid4().hex[:8]}"
     runs = await TemporalRuns.connect(server.address, task_queue=queue)
-    async with await build_worker(runs.client, catalog(), task_queue=queue, heartbeat_seconds=2.0):
+    options.setdefault("heartbeat_seconds", 2.0)
+    async with await build_worker(runs.client, catalog(), task_queue=queue, **options):
         yield runs
 
 
@@ -231,3 +253,73 @@ def test_a_reply_that_is_not_text_is_refused_and_the_run_still_takes_a_real_one(
             assert done.reason == "success" and done.turns == 2
 
     asyncio.run(scenario())
+
+
+def results(result: RunResult) -> list[str]:
+    """The tool results the run's journal holds."""
+    assert result.snapshot is not None
+    return [e.text for e in result.snapshot.journal if isinstance(e, Result)]
+
+
+def lines(folder: Path, run_id: str) -> list[str]:
+    path = folder / f"{run_id}.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_a_run_cancelled_during_a_tool_keeps_its_result_and_resumes_as_a_local_run_does(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    # A cancel cut the workflow at once: the tool went on to the end on its worker, but the run recorded
+    # its outcome as unknown ("Check before you call it again"), so a model would call it again. A
+    # cancelled local run (a caller's cancel, a runner's shutdown within its grace) ends the turn first.
+    state = {"script": "write", "dir": str(tmp_path), "sleep": 1.5}
+    CANCEL.clear()
+    local = build(state)
+    here = local.run("Write them.", state=state, run_id="local", cancel=CANCEL)
+    here_resumed = build(state).resume(here.snapshot)
+
+    async def go() -> tuple[RunResult, RunResult]:
+        async with worker(temporal) as runs:
+            run_id = await asyncio.wait_for(runs.start("looker", "Write them.", state=state, wait=False), 30)
+            assert isinstance(run_id, str)
+            for _ in range(300):
+                if lines(tmp_path, run_id):
+                    break
+                await asyncio.sleep(0.02)
+            await runs.cancel(run_id)
+            cancelled = await asyncio.wait_for(runs.result(run_id), 30)
+            return cancelled, await asyncio.wait_for(runs.resume(run_id), 30)
+
+    there, there_resumed = asyncio.run(go())
+    assert (here.reason, here.turns, results(here)) == ("cancelled", 1, ["wrote 1"])
+    same_run(here, there)
+    assert results(there) == results(here)
+    assert here_resumed.reason == "success"
+    same_run(here_resumed, there_resumed)
+    assert (
+        lines(tmp_path, there.run_id) == lines(tmp_path, "local") == ["start 1", "end 1", "start 2", "end 2"]
+    )
+
+
+def test_a_cancelled_runs_tool_that_outlasts_the_grace_is_cut_with_its_outcome_unknown(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    # A runner's shutdown waits `grace` seconds for the turn in flight, then cuts it there; the worker's
+    # `cancel_grace` is that grace on Temporal.
+    state = {"script": "write", "dir": str(tmp_path), "sleep": 6}
+
+    async def go() -> RunResult:
+        async with worker(temporal, cancel_grace=1.0) as runs:
+            run_id = await asyncio.wait_for(runs.start("looker", "Write them.", state=state, wait=False), 30)
+            assert isinstance(run_id, str)
+            for _ in range(300):
+                if lines(tmp_path, run_id):
+                    break
+                await asyncio.sleep(0.02)
+            await runs.cancel(run_id)
+            return await asyncio.wait_for(runs.result(run_id), 30)
+
+    there = asyncio.run(go())
+    assert (there.reason, there.turns, there.note) == ("cancelled", 1, "The run was cancelled.")
+    assert results(there) == [CUT_SHORT]
+    assert lines(tmp_path, there.run_id) == ["start 1"]  # the run did not wait for the tool's end

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any
 
@@ -26,14 +27,20 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
+    from agent.clock import CancelSignal
     from agent.result import RunResult, StopReason
     from agent.snapshot import Snapshot
     from agent.temporal import _wire as w
     from agent.temporal._registry import lookup
     from agent.temporal._remote import RunRef, now, workflow_agent
 
+# A cancel lets the turn in flight end (a tool's result is kept) and stops the run before its next turn, as
+# a runner's cancel does; past the worker's `cancel_grace` it cuts the turn there. Runs started before were
+# cut at once, the call in flight recorded as of unknown outcome, as they were.
+GRACEFUL_CANCEL = "endstate-cancel-at-the-next-turn"
 PREPARE_TIMEOUT = timedelta(minutes=5)
 BEFORE = "The run was cancelled before it began."
+WAIT_CANCELLED = "The run was cancelled while it waited for a person; resume it to wait again."
 MEMO_TEXT = 2000  # characters of note and summary kept in the memo
 
 
@@ -46,6 +53,19 @@ class Reply:
     at: float
 
 
+class CancelRequested:
+    """The loop's cancel signal on a workflow: set once the workflow is cancelled."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def is_set(self) -> bool:
+        return self.requested
+
+
+Segment = Callable[[CancelSignal | None], Coroutine[Any, Any, RunResult]]
+
+
 @workflow.defn(name=w.WORKFLOW)
 class EndstateRun:
     """One Endstate run, from its task (or a cancelled execution's snapshot) to its end."""
@@ -56,6 +76,7 @@ class EndstateRun:
         self._waiting: RunResult | None = None
         self._reply: Reply | None = None
         self._done = False  # the run's last segment has ended: nobody waits for another
+        self._cancel = CancelRequested()
 
     @workflow.run
     async def run(self, start: dict[str, Any]) -> dict[str, Any]:
@@ -102,16 +123,37 @@ class EndstateRun:
 
     async def _first_segment(self, agent: Agent, run: dict[str, Any]) -> RunResult:
         if not run.get("snapshot"):
-            return await agent.arun(run["task"], run_id=workflow.info().workflow_id, state=run["state"])
+            run_id = workflow.info().workflow_id
+            return await self._segment(
+                lambda cancel: agent.arun(run["task"], run_id=run_id, state=run["state"], cancel=cancel)
+            )
         snap = Snapshot.from_json(run["snapshot"])
         if snap.suspension is not None:  # cancelled while it waited: it waits again, for the same deadline
             return _waiting(snap)
-        return await agent.aresume(snap, now=now())
+        return await self._segment(lambda cancel: agent.aresume(snap, now=now(), cancel=cancel))
+
+    async def _segment(self, drive: Segment) -> RunResult:
+        """Drive one segment of the loop. A cancel lets it end at its next turn, as a runner's cancel
+        does (the tool in flight ends and its result is kept); past `cancel_grace` it is cut there."""
+        if not workflow.patched(GRACEFUL_CANCEL):  # a run started before is cut at once, as it was
+            return await drive(None)
+        task = asyncio.create_task(drive(self._cancel))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            self._cancel.requested = True  # the loop stops before its next turn
+        try:
+            await workflow.wait_condition(task.done, timeout=lookup(workflow.info().task_queue).cancel_grace)
+        except TimeoutError:
+            task.cancel()  # cut where it is: a call in flight is recorded as of unknown outcome
+        return await task
 
     async def _after_wait(self, agent: Agent, waiting: RunResult) -> RunResult:
         """Wait for a person until the deadline; continue with the reply, or under the help policy."""
         s, snap = waiting.suspension, waiting.snapshot
         assert s is not None and snap is not None
+        if self._cancel.requested:  # cancelled while the segment that asked ran: it waits no more
+            return dataclasses.replace(waiting, reason=StopReason.CANCELLED, note=WAIT_CANCELLED)
         self._waiting = waiting
         try:
             if s.deadline > now():
@@ -119,14 +161,19 @@ class EndstateRun:
         except TimeoutError:
             pass
         except asyncio.CancelledError:
-            note = "The run was cancelled while it waited for a person; resume it to wait again."
-            return dataclasses.replace(waiting, reason=StopReason.CANCELLED, note=note)
+            return dataclasses.replace(waiting, reason=StopReason.CANCELLED, note=WAIT_CANCELLED)
         finally:
             self._waiting = None
         reply, self._reply = self._reply, None
         if reply is None:
-            return await agent.aexpire(snap, now=max(now(), s.deadline))
-        return await agent.aresume(snap, reply.answer, approved=reply.approved, now=reply.at)
+            return await self._segment(
+                lambda cancel: agent.aexpire(snap, now=max(now(), s.deadline), cancel=cancel)
+            )
+        return await self._segment(
+            lambda cancel: agent.aresume(
+                snap, reply.answer, approved=reply.approved, now=reply.at, cancel=cancel
+            )
+        )
 
     async def _cleanup(self, run: dict[str, Any]) -> None:
         args = {"run_id": workflow.info().workflow_id, "agent": run["agent"], "state": run["state"]}
