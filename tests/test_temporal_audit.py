@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -27,6 +31,7 @@ from agent.temporal import TemporalRuns, build_worker
 
 pytestmark = pytest.mark.slow
 
+TESTS = Path(__file__).parent
 FAST_RETRY = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=False)
 BUILT: list[Agent] = []
 
@@ -323,3 +328,74 @@ def test_a_cancelled_runs_tool_that_outlasts_the_grace_is_cut_with_its_outcome_u
     assert (there.reason, there.turns, there.note) == ("cancelled", 1, "The run was cancelled.")
     assert results(there) == [CUT_SHORT]
     assert lines(tmp_path, there.run_id) == ["start 1"]  # the run did not wait for the tool's end
+
+
+class WorkerProcess:
+    """`endstate worker` over `temporal_audit_agents:catalog` in a process of its own, once it polls."""
+
+    def __init__(self, server: TemporalServer, queue: str, log: Path) -> None:
+        argv = [
+            sys.executable,
+            "-m",
+            "agent.cli",
+            "worker",
+            "--temporal",
+            server.address,
+            "--task-queue",
+            queue,
+        ]
+        argv += ["--catalog", "temporal_audit_agents:catalog", "--heartbeat", "1"]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+        with log.open("w") as out:
+            self.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+        for _ in range(1200):
+            if "polling task queue" in log.read_text() or self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert self.proc.poll() is None, log.read_text()
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+
+
+def test_an_approved_call_whose_worker_dies_mid_call_is_never_run_again_unasked(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    # Temporal retried the approved call's activity on the next worker: the deploy ran twice, with the
+    # same idempotency key, and nobody was asked. Locally the call is marked started before it runs, and
+    # a run recovered after a crash never repeats it unasked (issue 11, item 8).
+    queue = f"audit-{uuid.uuid4().hex[:8]}"
+    first = WorkerProcess(temporal, queue, tmp_path / "first.log")
+    second: WorkerProcess | None = None
+
+    async def scenario() -> RunResult:
+        nonlocal second
+        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+        state = {"dir": str(tmp_path), "sleep": 5}
+        asked = await asyncio.wait_for(runs.start("deployer", "Deploy release 1.", state=state), 60)
+        assert isinstance(asked, RunResult) and asked.reason == "need_help"
+        await runs.submit(asked.run_id, approved=True)
+        for _ in range(600):
+            if lines(tmp_path, asked.run_id):
+                break
+            await asyncio.sleep(0.05)
+        first.kill()  # mid-call: it started, and never reports
+        second = WorkerProcess(temporal, queue, tmp_path / "second.log")
+        return await asyncio.wait_for(runs.result(asked.run_id), 90)
+
+    try:
+        done = asyncio.run(scenario())
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.stop()
+    assert lines(tmp_path, done.run_id) == ["start 1"]  # never run again
+    assert (done.reason, done.turns) == ("limit", 1)
+    unknown = results(done)
+    assert len(unknown) == 1 and unknown[0].startswith("Outcome unknown") and "approved" in unknown[0]

@@ -58,6 +58,14 @@ UNBOUNDED_TOOL = timedelta(days=365)
 # A tool's error result on the worker reaches the model verbatim (see `Verbatim`); runs started before
 # took it as an exception, its kind written in front again, as they did.
 VERBATIM_ERRORS = "endstate-tool-errors-verbatim"
+# An approved call's activity runs once (Temporal would start it again on another worker when its worker
+# dies mid-call: the side effect twice, nobody asked); a lost call reads as `UNSURE`, and calling the tool
+# again needs a new approval. Runs started before retry it, as they did.
+APPROVED_ONCE = "endstate-approved-call-runs-once"
+UNSURE = (
+    "Outcome unknown: the approved call was started, but its worker stopped before it reported back, so it "
+    "may or may not have taken effect. Check before you call it again (a new call needs a new approval)."
+)
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -501,13 +509,13 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             "cap": ref.cap,
         }
 
-    async def send(payload: dict[str, Any], queue: str | None) -> dict[str, Any]:
+    async def send(payload: dict[str, Any], queue: str | None, once: bool) -> dict[str, Any]:
         out: dict[str, Any] = await _activity(
             w.TOOL,
             payload,
             start_to_close_timeout=waited,
             heartbeat_timeout=timedelta(seconds=setup.heartbeat_seconds),
-            retry_policy=temporal_retry(retry),
+            retry_policy=TemporalRetry(maximum_attempts=1) if once else temporal_retry(retry),
             **pinned(queue, setup),
         )
         return out
@@ -515,10 +523,18 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     async def call(**kwargs: Any) -> str | Verbatim:
         ctx: RunContext = kwargs.pop("ctx")
         build = functools.partial(built, ctx, kwargs)
+        # an approved call runs at most once: Temporal does not start it again on another worker
+        once = spec["needs_approval"] and workflow.patched(APPROVED_ONCE)
         try:
-            out = await by_digest(ref, build, send, f"the input of the call of {spec['name']!r}")
+            out = await by_digest(
+                ref, build, functools.partial(send, once=once), f"the input of the call of {spec['name']!r}"
+            )
         except PayloadTooLarge as cannot:
             ref.too_large = ref.too_large or cannot  # not run; the next model call stops the run
+            raise
+        except ActivityError as exc:
+            if once and _worker_lost(exc):
+                return Verbatim(ToolOutcome(UNSURE, True, "worker_lost"))
             raise
         ctx.state.clear()
         ctx.state.update(out["state"])
@@ -538,6 +554,15 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         timeout=None if timeout is None else timeout + setup.tool_grace,
         needs_approval=spec["needs_approval"],
         wants_ctx=True,  # the wrapper always takes the context: the call id, the state
+    )
+
+
+def _worker_lost(exc: ActivityError) -> bool:
+    """The activity's worker stopped reporting (its heartbeats, or its result, never came)."""
+    cause = exc.cause
+    return isinstance(cause, ActivityTimeout) and cause.type in (
+        TimeoutType.HEARTBEAT,
+        TimeoutType.START_TO_CLOSE,
     )
 
 
