@@ -333,18 +333,17 @@ def test_a_cancelled_runs_tool_that_outlasts_the_grace_is_cut_with_its_outcome_u
 class WorkerProcess:
     """`endstate worker` over `temporal_audit_agents:catalog` in a process of its own, once it polls."""
 
-    def __init__(self, server: TemporalServer, queue: str, log: Path) -> None:
-        argv = [
-            sys.executable,
-            "-m",
-            "agent.cli",
-            "worker",
-            "--temporal",
-            server.address,
+    def __init__(self, server: TemporalServer, queue: str, log: Path, *more: str) -> None:
+        argv = [sys.executable, "-m", "agent.cli", "worker", "--temporal", server.address]
+        argv += [
             "--task-queue",
             queue,
+            "--catalog",
+            "temporal_audit_agents:catalog",
+            "--heartbeat",
+            "1",
+            *more,
         ]
-        argv += ["--catalog", "temporal_audit_agents:catalog", "--heartbeat", "1"]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
         with log.open("w") as out:
             self.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -354,9 +353,9 @@ class WorkerProcess:
             time.sleep(0.05)
         assert self.proc.poll() is None, log.read_text()
 
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
+    def kill(self, how: signal.Signals = signal.SIGKILL) -> None:
+        self.proc.send_signal(how)
+        self.proc.wait(timeout=60)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -399,3 +398,38 @@ def test_an_approved_call_whose_worker_dies_mid_call_is_never_run_again_unasked(
     assert (done.reason, done.turns) == ("limit", 1)
     unknown = results(done)
     assert len(unknown) == 1 and unknown[0].startswith("Outcome unknown") and "approved" in unknown[0]
+
+
+def test_a_worker_stopped_by_sigterm_finishes_the_call_in_hand_within_its_grace(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    # `endstate worker --grace` (README: "finishes the activities in hand on SIGTERM") was read and never
+    # used: the worker cancelled the call at once, and the next worker ran it again.
+    queue = f"audit-{uuid.uuid4().hex[:8]}"
+    first = WorkerProcess(temporal, queue, tmp_path / "first.log", "--grace", "20")
+    second: WorkerProcess | None = None
+
+    async def scenario() -> RunResult:
+        nonlocal second
+        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+        state = {"dir": str(tmp_path), "sleep": 3}
+        run_id = await asyncio.wait_for(
+            runs.start("builder", "Build release 1.", state=state, wait=False), 60
+        )
+        assert isinstance(run_id, str)
+        for _ in range(600):
+            if lines(tmp_path, run_id):
+                break
+            await asyncio.sleep(0.05)
+        first.kill(signal.SIGTERM)  # returns once the worker has exited
+        second = WorkerProcess(temporal, queue, tmp_path / "second.log")
+        return await asyncio.wait_for(runs.result(run_id), 90)
+
+    try:
+        done = asyncio.run(scenario())
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.stop()
+    assert (done.reason, done.turns) == ("success", 2)
+    assert lines(tmp_path, done.run_id) == ["start 1", "end 1"]
