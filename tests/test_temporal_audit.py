@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from temporal_server import TemporalServer
 from temporalio.client import WorkflowUpdateFailedError
+from test_temporal import replay_failure
 
 from agent import Agent, Budget, RetryPolicy, RunContext, Tool, tool
 from agent._loop import CUT_SHORT
@@ -27,7 +28,8 @@ from agent.errors import ConfigError
 from agent.journal import Result
 from agent.models.scripted import ScriptedModel, Step, call, finish
 from agent.result import RunResult
-from agent.temporal import TemporalRuns, build_worker
+from agent.temporal import TemporalRuns, _remote, build_worker
+from agent.temporal import workflow as run_workflow
 
 pytestmark = pytest.mark.slow
 
@@ -433,3 +435,19 @@ def test_a_worker_stopped_by_sigterm_finishes_the_call_in_hand_within_its_grace(
                 proc.stop()
     assert (done.reason, done.turns) == ("success", 2)
     assert lines(tmp_path, done.run_id) == ["start 1", "end 1"]
+
+
+def test_a_history_recorded_before_these_changes_still_replays_and_would_not_without_the_gate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run started by the code before `GRACEFUL_CANCEL`, `VERBATIM_ERRORS` and `APPROVED_ONCE` (a
+    looker whose tool timed out, whose approved call ran, and which was cancelled mid-call; recorded with
+    e70a792: `fetch_history().to_json()`) replays under this code; with the cancel's gate gone (the
+    activity not cancelled at once) it would not."""
+    fixture = "temporal_v4_cancel_mid_tool_history.json"
+    assert replay_failure(fixture) is None
+    patched = _remote.workflow.patched
+    monkeypatch.setattr(
+        _remote.workflow, "patched", lambda patch: patch == run_workflow.GRACEFUL_CANCEL or patched(patch)
+    )
+    assert "Nondeterminism" in str(replay_failure(fixture))
