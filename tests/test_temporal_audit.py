@@ -99,6 +99,10 @@ SCRIPTS: dict[str, list[Step]] = {
     "bad-arguments": [[call("renamed", n=1)], [finish("done", "gave it a try")]],
     "publish": [[call("publish", n=1)], [finish("done", "published, or not")]],
     "ask": [[finish("need_help", "Which one?")], [finish("done", "looked it up")]],
+    "ask-at-length": [
+        [finish("need_help", "Which one? " + "?" * 1_200_000)],
+        [finish("done", "looked it up")],
+    ],
     "write": [[call("write", n=1)], [call("write", n=2)], [finish("done", "wrote them")]],
 }
 
@@ -451,3 +455,28 @@ def test_a_history_recorded_before_these_changes_still_replays_and_would_not_wit
         _remote.workflow, "patched", lambda patch: patch == run_workflow.GRACEFUL_CANCEL or patched(patch)
     )
     assert "Nondeterminism" in str(replay_failure(fixture))
+
+
+def test_a_question_longer_than_a_temporal_payload_is_asked_cut_and_the_run_takes_its_answer(
+    temporal: TemporalServer,
+) -> None:
+    # A question of 1.2 MB went out twice in the segment's result (its note and its suspension): the
+    # update's answer passed Temporal's 2 MiB payload limit, the worker could never complete that
+    # workflow task, and the run waited for ever with no stop reason; nobody could answer it.
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            asking = runs.start("looker", "Look it up.", state={"script": "ask-at-length"})
+            asked = await asyncio.wait_for(asking, 30)
+            assert isinstance(asked, RunResult) and asked.reason == "need_help" and asked.suspension
+            assert asked.suspension.question.startswith("Which one? ???")
+            assert asked.suspension.question.endswith("characters to fit a Temporal payload]")
+            listed = await runs.record(asked.run_id)
+            assert listed is not None and listed.question and listed.question.startswith("Which one?")
+            done = await asyncio.wait_for(runs.answer(asked.run_id, "That one."), 30)
+            assert (done.reason, done.turns) == ("success", 2)
+            model = BUILT[-1].model
+            assert isinstance(model, ScriptedModel)
+            assert len(model.requests[-1].messages[1]["content"][0]["input"]["note"]) > 1_200_000
+
+    BUILT.clear()
+    asyncio.run(scenario())

@@ -42,6 +42,7 @@ PREPARE_TIMEOUT = timedelta(minutes=5)
 BEFORE = "The run was cancelled before it began."
 WAIT_CANCELLED = "The run was cancelled while it waited for a person; resume it to wait again."
 MEMO_TEXT = 2000  # characters of note and summary kept in the memo
+CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
 
 @dataclasses.dataclass
@@ -203,7 +204,7 @@ class EndstateRun:
                 w.SA_SUSPENDED_AT.value_set(w.utc(s.suspended_at)) if s else w.SA_SUSPENDED_AT.value_unset(),
             ]
         )
-        workflow.upsert_memo({"result": _memo(result)})
+        workflow.upsert_memo({"result": fitted(_memo(result))})
 
     async def _closing(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
         """Let the updates that wait for a segment answer, then end with the result."""
@@ -277,7 +278,7 @@ class EndstateRun:
         value and checked by the validator: a refusal, never a workflow task that fails."""
         await workflow.wait_condition(lambda: self._segments >= n or self._done)
         assert self._last is not None
-        return self._last.to_dict()
+        return fitted(self._last.to_dict())
 
     @segment.validator
     def _segment_ok(self, n: Any) -> None:
@@ -289,7 +290,7 @@ class EndstateRun:
         return {
             "segments": self._segments,
             "waiting": self._waiting is not None and self._reply is None,
-            "result": self._last.to_dict() if self._last else None,
+            "result": fitted(self._last.to_dict()) if self._last else None,
         }
 
     async def _take(self, reply: Reply, wait: bool) -> dict[str, Any]:
@@ -299,7 +300,7 @@ class EndstateRun:
             return {}
         await workflow.wait_condition(lambda: self._segments > seen or self._done)
         assert self._last is not None
-        return self._last.to_dict()
+        return fitted(self._last.to_dict())
 
     def _expecting(self) -> str | None:
         """The pending tool's name, or None for a question; refuses when nothing waits."""
@@ -348,17 +349,46 @@ def _waiting(snap: Snapshot) -> RunResult:
 
 def _carried(result: RunResult) -> dict[str, Any]:
     """The result as the workflow's result: without its snapshot when no Temporal payload can hold
-    it (the workflow could never complete), and the note says so."""
+    it (the workflow could never complete), and the note says so. Its other long texts are cut to fit
+    first (`fitted`): the snapshot keeps them whole."""
     data = w.result_json(result)
-    if data["snapshot"] is None or w.payload_size(data) <= w.MAX_PAYLOAD_BYTES:
+    snapshot = data["snapshot"]
+    data = {**fitted({**data, "snapshot": None}), "snapshot": snapshot}
+    if snapshot is None or w.payload_size(data) <= w.MAX_PAYLOAD_BYTES:
         return data
-    size = w.payload_size(data["snapshot"])
+    size = w.payload_size(snapshot)
     workflow.logger.warning("run %s: its snapshot (%d bytes) is left out of the result", result.run_id, size)
     note = (
-        f"{result.note}\n[Endstate: the run's snapshot ({size:,} bytes) is too large for a Temporal "
+        f"{data['note'] or ''}\n[Endstate: the run's snapshot ({size:,} bytes) is too large for a Temporal "
         "payload and was not kept: this run cannot be resumed or extended.]"
     )
     return {**data, "snapshot": None, "note": note.strip()}
+
+
+def fitted(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (a result as JSON, without its snapshot's weight) as it fits in one Temporal payload: each
+    long text in it (a question, a note, a pending call's argument, a verifier's failure) cut, and saying
+    so, until it does. Past the limit, the worker could never complete the workflow task that carries it
+    (an update's answer, the memo, the result): the run would wait for ever, with no stop reason."""
+    if w.payload_size(data) <= w.MAX_PAYLOAD_BYTES:
+        return data
+    for keep in CUT_TO:
+        cut: dict[str, Any] = _cut(data, keep)
+        if w.payload_size(cut) <= w.MAX_PAYLOAD_BYTES:
+            break
+    workflow.logger.warning("a result of %d bytes was cut to fit a Temporal payload", w.payload_size(data))
+    return cut
+
+
+def _cut(value: Any, keep: int) -> Any:
+    """`value` with each text longer than `keep` characters cut there, saying how long it was."""
+    if isinstance(value, str) and len(value) > keep:
+        return value[:keep] + f"... [Endstate: cut from {len(value):,} characters to fit a Temporal payload]"
+    if isinstance(value, dict):
+        return {k: _cut(v, keep) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v, keep) for v in value]
+    return value
 
 
 def _memo(result: RunResult) -> dict[str, Any]:
