@@ -113,7 +113,7 @@ def build(state: dict[str, Any]) -> Agent:
         model=ScriptedModel(SCRIPTS[state["script"]]),
         instructions="Look things up.",
         tools=[unbounded] if state["script"] == "unbounded" else [sluggish, renamed, publish, write],
-        budget=Budget(max_turns=6, max_seconds=120),
+        budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=120),
         retry=FAST_RETRY,
     )
     BUILT.append(agent)
@@ -480,3 +480,26 @@ def test_a_question_longer_than_a_temporal_payload_is_asked_cut_and_the_run_take
 
     BUILT.clear()
     asyncio.run(scenario())
+
+
+def test_a_run_whose_result_and_long_task_pass_a_payload_together_still_ends(
+    temporal: TemporalServer,
+) -> None:
+    # The workflow's result holds the run's task (to start it over) beside the result's snapshot, whose
+    # journal holds the task again: a task of 1 MB made 2.1 MB, past Temporal's 2 MiB payload limit, and
+    # the worker could never complete the workflow; it ran on with no stop reason. The result now fits
+    # beside the run: here without its snapshot, which the note says.
+    task = "Look it up: " + "x" * 1_050_000
+    state = {"script": "unbounded", "max_turns": 1}
+    here = build(state).run(task, state=state)
+    assert (here.reason, here.limit, here.snapshot is not None) == ("limit", "turns", True)
+
+    async def go() -> RunResult:
+        async with worker(temporal) as runs:
+            run_id = await asyncio.wait_for(runs.start("looker", task, state=state, wait=False), 30)
+            assert isinstance(run_id, str)
+            return await asyncio.wait_for(runs.result(run_id), 30)
+
+    there = asyncio.run(go())
+    assert (there.reason, there.limit, there.turns) == (here.reason, here.limit, here.turns)
+    assert there.snapshot is None and "too large for a Temporal payload" in there.note

@@ -219,7 +219,7 @@ class EndstateRun:
         if self._last is not result:
             self._ended(result)
         keep = {k: run[k] for k in ("agent", "task", "task_type", "state", "plan") if k in run}
-        return {"result": _carried(result), "run": keep}
+        return {"result": _carried(result, w.MAX_PAYLOAD_BYTES - w.payload_size(keep)), "run": keep}
 
     def _bare(
         self, run: dict[str, Any], reason: StopReason, note: str, error_type: str | None = None
@@ -347,14 +347,15 @@ def _waiting(snap: Snapshot) -> RunResult:
     )
 
 
-def _carried(result: RunResult) -> dict[str, Any]:
-    """The result as the workflow's result: without its snapshot when no Temporal payload can hold
-    it (the workflow could never complete), and the note says so. Its other long texts are cut to fit
-    first (`fitted`): the snapshot keeps them whole."""
+def _carried(result: RunResult, room: int) -> dict[str, Any]:
+    """The result as the workflow's result, in `room` bytes (a payload, less what the result goes with:
+    the run's task, state and plan): without its snapshot when it does not fit (the workflow could never
+    complete), and the note says so. Its other long texts are cut to fit first (`fitted`): the snapshot
+    keeps them whole."""
     data = w.result_json(result)
     snapshot = data["snapshot"]
-    data = {**fitted({**data, "snapshot": None}), "snapshot": snapshot}
-    if snapshot is None or w.payload_size(data) <= w.MAX_PAYLOAD_BYTES:
+    data = {**fitted({**data, "snapshot": None}, room), "snapshot": snapshot}
+    if snapshot is None or w.payload_size(data) <= room:
         return data
     size = w.payload_size(snapshot)
     workflow.logger.warning("run %s: its snapshot (%d bytes) is left out of the result", result.run_id, size)
@@ -365,16 +366,16 @@ def _carried(result: RunResult) -> dict[str, Any]:
     return {**data, "snapshot": None, "note": note.strip()}
 
 
-def fitted(data: dict[str, Any]) -> dict[str, Any]:
-    """`data` (a result as JSON, without its snapshot's weight) as it fits in one Temporal payload: each
+def fitted(data: dict[str, Any], room: int = w.MAX_PAYLOAD_BYTES) -> dict[str, Any]:
+    """`data` (a result as JSON, without its snapshot's weight) as it fits in `room` bytes: each
     long text in it (a question, a note, a pending call's argument, a verifier's failure) cut, and saying
     so, until it does. Past the limit, the worker could never complete the workflow task that carries it
     (an update's answer, the memo, the result): the run would wait for ever, with no stop reason."""
-    if w.payload_size(data) <= w.MAX_PAYLOAD_BYTES:
+    if w.payload_size(data) <= room:
         return data
     for keep in CUT_TO:
         cut: dict[str, Any] = _cut(data, keep)
-        if w.payload_size(cut) <= w.MAX_PAYLOAD_BYTES:
+        if w.payload_size(cut) <= room:
             break
     workflow.logger.warning("a result of %d bytes was cut to fit a Temporal payload", w.payload_size(data))
     return cut
