@@ -4,6 +4,7 @@ from agent.agent import Agent
 from agent.budget import Budget, Extension, Price, PriceTable, Spent
 from agent.checks import TurnCheck, TurnVerdict, goal, invariant
 from agent.clock import CancelSignal, Clock, SystemClock
+from agent.content import ContentError, Document, Image, SearchResult, ToolOutput, ToolReference
 from agent.context import CallRecord, RunContext
 from agent.durable.catalog import Catalog
 from agent.errors import ConfigError, EndstateError, ModelError, SnapshotError, TransientModelError
@@ -20,6 +21,12 @@ from agent.usage import Usage
 from agent.verify import Verifier, all_of, command, predicate
 
 __all__ = [
+    "ToolReference",
+    "ToolOutput",
+    "SearchResult",
+    "Image",
+    "Document",
+    "ContentError",
     "Agent",
     "Answer",
     "Approval",

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import orjson
 
+from agent.content import Block, ContentError, api_block, parse_block, text_of
 from agent.errors import SnapshotError
 from agent.journal import (
     NO_DATA,
@@ -97,7 +98,17 @@ def encode_entry(entry: Entry) -> dict[str, Any]:
     if isinstance(entry, Stopped):
         stopped = {"type": "stopped", "reason": str(entry.reason)}
         return stopped | _present(limit=entry.limit, note=entry.note, turn_cut=entry.turn_cut or None)
+    if type(entry) is Result and entry.blocks:
+        return _encode_blocks(entry)
     return {"type": _TYPE_OF[type(entry)], **_plain(entry)}
+
+
+def _encode_blocks(result: Result) -> dict[str, Any]:
+    """A result of content blocks: the blocks in the Messages API's shape, and not its text (their
+    `text_of`, made again when read)."""
+    plain = _plain(result)
+    del plain["text"]
+    return {"type": "result", **plain, "blocks": [api_block(b) for b in result.blocks]}
 
 
 def _plain(entry: Any) -> dict[str, Any]:
@@ -388,6 +399,26 @@ def _provider_data(d: dict[str, Any]) -> Mapping[str, Any]:
     return data if data else NO_DATA
 
 
+def _result(d: dict[str, Any]) -> Result:
+    blocks = _blocks(need(d, "blocks", list, []))
+    return Result(
+        need(d, "call_id", str),
+        text_of(blocks) if blocks else need(d, "text", str),
+        need(d, "is_error", bool, False),
+        need(d, "ran", str | None, None),
+        need(d, "seen", str, ""),
+        blocks,
+    )
+
+
+def _blocks(data: list[Any]) -> tuple[Block, ...]:
+    """A result's content blocks (absent in journals written before results held them)."""
+    try:
+        return tuple(parse_block(b) for b in data)
+    except ContentError as exc:
+        raise SnapshotError(f"a result's content block cannot be read: {exc}") from exc
+
+
 def _suspension(d: dict[str, Any]) -> Suspension:
     pending = need(d, "pending", dict | None, None)
     if pending is not None:
@@ -437,13 +468,7 @@ _DECODERS: dict[str, Any] = {
     "task": lambda d: Task(need(d, "text", str)),
     "reply": _reply,
     "note": lambda d: Note(need(d, "text", str)),
-    "result": lambda d: Result(
-        need(d, "call_id", str),
-        need(d, "text", str),
-        need(d, "is_error", bool, False),
-        need(d, "ran", str | None, None),
-        need(d, "seen", str, ""),
-    ),
+    "result": lambda d: _result(d),
     "started": lambda d: Started(need(d, "call_id", str)),
     "shrunk": lambda d: Shrunk(need(d, "upto", int), need(d, "summary", str | None, None)),
     "extended": lambda d: Extended(

@@ -666,7 +666,7 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
     run.note_call(call.name, call.arguments, outcome.text, outcome.is_error)
     seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text)
     run.progress.observe(call_signature(call.name, call.arguments), seen)
-    result = Result(call.id, outcome.text, outcome.is_error, ran=tool.name, seen=seen)
+    result = Result(call.id, outcome.text, outcome.is_error, tool.name, seen, outcome.blocks)
     if outcome.budget_cut:  # the time budget ran out during the call: its result is kept, the run stops
         run.record(result)
         return Stop(

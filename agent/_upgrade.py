@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from agent._codec import _suspension, need
+from agent._codec import _blocks, _suspension, need
+from agent.content import text_of
 from agent.errors import SnapshotError
 from agent.journal import Call, Entry, Note, Opaque, Part, Reply, Result, Suspended, Task, Text
 
@@ -69,10 +70,11 @@ def _part(block: Any, index: int) -> Part:
 def _result(block: dict[str, Any], calls: dict[str, Call]) -> Result:
     call_id = str(block.get("tool_use_id", ""))
     content = block.get("content", "")
-    text = content if isinstance(content, str) else str(content)
+    blocks = _blocks(content) if isinstance(content, list) else ()
+    text = content if isinstance(content, str) else text_of(blocks) if blocks else str(content)
     call = calls.get(call_id)
     ran = call.name if call and call.name != "finish" and not text.startswith(_NOT_RUN) else None
-    return Result(call_id, text, bool(block.get("is_error", False)), ran)
+    return Result(call_id, text, bool(block.get("is_error", False)), ran, blocks=blocks)
 
 
 def _open_results(data: dict[str, Any], calls: dict[str, Call], journal: list[Entry]) -> list[Entry]:

@@ -2,10 +2,12 @@
 
 The journal keeps everything; the policy shapes the view sent to the model:
 - a tool result longer than `max_result_chars` is cut, and the model is told
-  what was cut and how to get the rest;
+  what was cut and how to get the rest (a result of content blocks has its
+  text cut, its images and PDFs sent whole);
 - once the context in use (the last reply's input plus output tokens) passes
   `clear_at` of the window, the tool results so far but the last `keep_last`
-  are cleared (the model is told it can call the tool again);
+  are cleared (the model is told it can call the tool again; an image in a
+  cleared result is no longer sent);
 - past `compact_at`, or when the API refuses a prompt as too long, older turns
   are compacted into a summary: written by a model (`summarize=ModelSummary()`,
   the agent's own model unless you give one; its call is charged to the run
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent._valid import is_number, is_whole
+from agent.content import MEDIA_TOKENS, cut_text, media_count, text_chars, text_of
 from agent.errors import ConfigError
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
 
@@ -163,10 +166,14 @@ class HistoryPolicy:
             return []
         if not isinstance(entry, Result) or not self.enabled:
             return [entry]
-        if clear:
+        if clear:  # content blocks too: an image cleared is no longer sent
             return [Result(entry.call_id, CLEARED.format(chars=len(entry.text)), entry.is_error, entry.ran)]
         cap = self.max_result_chars
-        if cap is not None and len(entry.text) > cap:
+        if cap is None:
+            return [entry]
+        if entry.blocks:
+            return [_capped_blocks(entry, cap)]
+        if len(entry.text) > cap:
             text = entry.text[:cap] + CUT.format(chars=len(entry.text), kept=cap)
             return [Result(entry.call_id, text, entry.is_error, entry.ran)]
         return [entry]
@@ -203,6 +210,16 @@ class HistoryPolicy:
             return Compaction(upto, tuple(self.view(journal[:upto])), account(older), self.summarize)
         summary = (self.summarize or account)(older)
         return Shrunk(upto=upto, summary=summary)
+
+
+def _capped_blocks(entry: Result, cap: int) -> Result:
+    """A result of content blocks with its text cut to `cap` characters; images and PDFs are kept whole
+    (the cap counts characters of text, and a cut image is no image)."""
+    chars = text_chars(entry.blocks)
+    if chars <= cap:
+        return entry
+    blocks = (*cut_text(entry.blocks, cap), CUT.format(chars=chars, kept=cap).lstrip("\n"))
+    return Result(entry.call_id, text_of(blocks), entry.is_error, entry.ran, blocks=blocks)
 
 
 def account(entries: Sequence[Entry]) -> str:
@@ -255,8 +272,16 @@ def _newly_cleared(journal: Sequence[Entry], keep: int) -> set[int]:
 
 def _clearable_chars(journal: Sequence[Entry], keep: int, cap: int | None) -> int:
     """About how many characters of the view a clear now would free (results as they are sent)."""
-    texts = [e.text for i in _newly_cleared(journal, keep) if isinstance(e := journal[i], Result)]
-    return sum(max(0, min(len(t), cap or len(t)) - len(CLEARED)) for t in texts)
+    results = [e for i in _newly_cleared(journal, keep) if isinstance(e := journal[i], Result)]
+    return sum(max(0, _sent_chars(r, cap) - len(CLEARED)) for r in results)
+
+
+def _sent_chars(result: Result, cap: int | None) -> int:
+    """About the characters a result takes in the view: its text as capped, and for each image or PDF
+    the characters of as many tokens as an image costs at most (a cleared one frees them)."""
+    chars = text_chars(result.blocks) if result.blocks else len(result.text)
+    media = media_count(result.blocks) * MEDIA_TOKENS * CHARS_PER_TOKEN if result.blocks else 0
+    return min(chars, cap or chars) + media
 
 
 def _compact_point(journal: Sequence[Entry], keep: int) -> int | None:

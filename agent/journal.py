@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent._frozen import fast_init
+from agent.content import Block
 from agent.stops import LimitKind, StopReason, Suspension
 
 # -- what a reply holds -------------------------------------------------------------------------
@@ -155,13 +156,17 @@ class Note:
 @dataclass(frozen=True)
 class Result:
     """The result of one call; `ran` names the tool when a tool really ran (not finish, not a refusal),
-    and `seen` is a digest of the state it observed, from which progress is rebuilt on resume."""
+    and `seen` is a digest of the state it observed, from which progress is rebuilt on resume.
+
+    A tool that returned content blocks (agent.content) has them in `blocks`, sent as they are, and
+    their `text_of` in `text`, which is what reads results as text (progress, verifiers, telemetry)."""
 
     call_id: str
     text: str
     is_error: bool = False
     ran: str | None = None
     seen: str = ""
+    blocks: tuple[Block, ...] = ()
 
 
 @fast_init

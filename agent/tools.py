@@ -20,6 +20,7 @@ from typing import Any
 
 from agent._frozen import fast_init
 from agent._valid import is_number, is_text
+from agent.content import Block, ContentError, blocks_of, text_of
 from agent.context import RunContext
 from agent.errors import ConfigError
 
@@ -105,12 +106,14 @@ class Tool:
 @fast_init
 @dataclass(frozen=True)
 class ToolOutcome:
-    """What a tool call gave back to the model."""
+    """What a tool call gave back to the model: its text, and the content blocks it returned, if any
+    (then `text` is their `text_of`)."""
 
     text: str
     is_error: bool = False
     error_type: str | None = None
     budget_cut: bool = False  # the run's time limit, not the tool's own timeout, stopped the call
+    blocks: tuple[Block, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,12 @@ async def execute(
         return _budget_cut(tool_, started=False)
     try:
         return _outcome(await _run(tool_, kwargs, seconds))
+    except ContentError as exc:  # a bad block, made in the tool or found in what it returned
+        return ToolOutcome(
+            f"Error: tool {tool_.name!r} returned a content block the API would refuse: {exc}",
+            True,
+            "bad_content",
+        )
     except _Expired:
         if cut_by_limit:
             return _budget_cut(tool_, started=True)
@@ -297,10 +306,13 @@ async def _bounded(work: Awaitable[Any], seconds: float | None) -> Any:
 
 
 def _outcome(value: Any) -> ToolOutcome:
-    """What a tool returned, as text: a string as it is, any other value as JSON when it can be
-    (its own `repr` when not: a tuple key, a cycle). The tool ran: its value is never an error."""
+    """What a tool returned: a string as it is; content blocks (agent.content) as they are, with their
+    text; any other value as JSON when it can be (its own `repr` when not: a tuple key, a cycle).
+    The tool ran: its value is never an error (but a content block the API would refuse)."""
     if isinstance(value, str):
         return ToolOutcome(value)
+    if (blocks := blocks_of(value)) is not None:
+        return ToolOutcome(text_of(blocks), blocks=blocks)
     try:
         return ToolOutcome(json.dumps(value, default=str))
     except (TypeError, ValueError, RecursionError):

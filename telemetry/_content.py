@@ -2,7 +2,8 @@
 
 Messages API blocks (`text`, `tool_use`, `tool_result`) become parts (`text`,
 `tool_call`, `tool_call_response`). Every string goes through the redactor
-before it is serialised, so a secret never reaches a span attribute.
+before it is serialised, so a secret never reaches a span attribute; an image
+or a PDF a tool returned is a placeholder (media type and size), never its data.
 """
 
 from __future__ import annotations
@@ -45,6 +46,27 @@ def value_json(value: Any, redact: Redact) -> str:
     return redact(text)
 
 
+def _without_data(content: Any) -> Any:
+    """A tool result's content with each base64 image or PDF as a placeholder (its media type and
+    size): the data would fill the span, and no reader of a trace can see it anyway."""
+    if not isinstance(content, list):
+        return content
+    return [_placeholder(b) if _has_data(b) else b for b in content]
+
+
+def _has_data(block: Any) -> bool:
+    source = block.get("source") if isinstance(block, dict) else None
+    return isinstance(source, dict) and source.get("type") == "base64"
+
+
+def _placeholder(block: dict[str, Any]) -> dict[str, Any]:
+    source = block["source"]
+    data = source.get("data")
+    size = len(data) * 3 // 4 if isinstance(data, str) else 0
+    shown = {**source, "data": f"[{source.get('media_type')}, about {size:,} bytes, not captured]"}
+    return {**block, "source": shown}
+
+
 def _message(role: str, content: Any, redact: Redact) -> dict[str, Any]:
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
     return {"role": role, "parts": [_part(b, redact) for b in blocks if isinstance(b, dict)]}
@@ -56,7 +78,7 @@ def _part(block: dict[str, Any], redact: Redact) -> dict[str, Any]:
         args = value_json(block.get("input") or {}, redact)
         return {"type": "tool_call", "id": block.get("id"), "name": block.get("name"), "arguments": args}
     if kind == "tool_result":
-        response = value_json(block.get("content", ""), redact)
+        response = value_json(_without_data(block.get("content", "")), redact)
         return {"type": "tool_call_response", "id": block.get("tool_use_id"), "response": response}
     if kind == "text":
         return {"type": "text", "content": redact(str(block.get("text", "")))}

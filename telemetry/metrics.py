@@ -25,6 +25,7 @@ counts what each segment spent, so its sum over reasons is what runs cost.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -38,6 +39,7 @@ from prometheus_client.registry import Collector
 
 from agent.errors import ConfigError
 from agent.hooks import HumanWait, RunInfo, RunObserver
+from agent.models.base import BILLED_APART, BILLED_BY_MODEL
 from agent.result import LimitKind, StopCause, StopReason
 from telemetry import names as n
 from telemetry.tracing import bounded_name, error_type_of, person_wait_seconds
@@ -64,6 +66,7 @@ _TOOL_OUTCOMES = (n.TOOL_OK, n.TOOL_ERROR, n.TOOL_TIMEOUT)
 _RESUMABLE = (str(StopReason.NEED_HELP), str(StopReason.CANCELLED), str(StopReason.LIMIT))
 _AUDIT_OUTCOMES = (n.AUDIT_CONFIRMED, n.AUDIT_FALSE_SUCCESS, n.AUDIT_ERROR)
 _RUN_LABELS = (n.LABEL_AGENT, n.LABEL_TASK_TYPE)
+_DATED = re.compile(r"-\d{8}")  # the date a model id may end with
 _GEN_AI_LABELS = (n.LABEL_GEN_AI_OPERATION_NAME, n.LABEL_GEN_AI_PROVIDER_NAME, n.LABEL_GEN_AI_REQUEST_MODEL)
 
 
@@ -169,7 +172,7 @@ class MetricsHooks:
             ("agent", "task type"),
             "Task types must be a fixed set of names, not one per task",
         )
-        self._model_labels = _LabelPairs(
+        self.model_labels = _LabelPairs(
             MAX_MODELS, ("provider", "model"), "Models must be the configured names, not one per request"
         )
         self._models: dict[tuple[str, str], _ModelSeries] = {}
@@ -196,8 +199,8 @@ class MetricsHooks:
         if (info.agent, info.task_type) not in self.run_labels:
             agent_label, task_type_label = self.run_labels(info.agent, info.task_type)
             info = replace(info, agent=agent_label, task_type=task_type_label)
-        if (info.provider, info.model) not in self._model_labels:
-            provider_label, model_label = self._model_labels(info.provider, info.model)
+        if (info.provider, info.model) not in self.model_labels:
+            provider_label, model_label = self.model_labels(info.provider, info.model)
             info = replace(info, provider=provider_label, model=model_label)
         series = self._runs.get((info.agent, info.task_type, info.provider, info.model, info.tools))
         if series is None:
@@ -609,18 +612,47 @@ class _RunMetrics(RunObserver):
             return
         model = self._model
         model.duration_ok.observe(seconds)
-        model.tokens_in.observe(reply.input_tokens)
-        model.tokens_out.observe(reply.output_tokens)
-        if reply.cache_read_input_tokens:
-            self._cache_tokens(n.TOKEN_CACHE_READ, reply.cache_read_input_tokens)
-        if reply.cache_creation_input_tokens:
-            self._cache_tokens(n.TOKEN_CACHE_CREATION, reply.cache_creation_input_tokens)
+        if (extra := reply.extra) and (BILLED_APART in extra or BILLED_BY_MODEL in extra):
+            self._billed_tokens(reply)  # a few replies: calls billed apart, or parts of other models
+        else:
+            model.tokens_in.observe(reply.input_tokens)
+            model.tokens_out.observe(reply.output_tokens)
+            if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:
+                self._cache_tokens(reply, self._info.model)
         if reply.time_to_first_token is not None:
             model.first_chunk.observe(reply.time_to_first_token)
 
-    def _cache_tokens(self, token_type: str, tokens: int) -> None:
+    def _billed_tokens(self, reply: ModelReply) -> None:
+        """The tokens of a reply whose usage models billed part by part: each part one observation,
+        under the model that served it (the requested model for parts that name none or name it),
+        so the token metric sums to what the run's usage counts and prices. The parts are a
+        server-side fallback's (the top-level usage split by model: `billed_by_model`) and the calls
+        billed apart from the top-level usage (a server-side compaction, an advisor model's answer)."""
         info, hooks = self._info, self._hooks
-        hooks.child(hooks.m.token_usage, n.OP_CHAT, info.provider, info.model, token_type).observe(tokens)
+        for part in [*(reply.billed_by_model or (reply,)), *reply.billed_apart]:
+            model = info.model if part is reply else self._model_label(part.model)
+            gen_ai = (n.OP_CHAT, info.provider, model)
+            hooks.child(hooks.m.token_usage, *gen_ai, n.TOKEN_INPUT).observe(part.input_tokens)
+            hooks.child(hooks.m.token_usage, *gen_ai, n.TOKEN_OUTPUT).observe(part.output_tokens)
+            self._cache_tokens(part, model)
+
+    def _model_label(self, model: str) -> str:
+        """The `gen_ai_request_model` of a part of a reply that names `model`: the run's own when it
+        names none or the run's model (dated or not), else that model, bounded as a run's is."""
+        run_model = self._info.model
+        if not model or _same_model(model, run_model):
+            return run_model
+        return self._hooks.model_labels(self._info.provider, model)[1]
+
+    def _cache_tokens(self, reply: ModelReply, model: str) -> None:
+        """The cache reads and writes of `reply`, each of its own token type, when it has any."""
+        info, hooks = self._info, self._hooks
+        for token_type, tokens in (
+            (n.TOKEN_CACHE_READ, reply.cache_read_input_tokens),
+            (n.TOKEN_CACHE_CREATION, reply.cache_creation_input_tokens),
+        ):
+            if tokens:
+                hooks.child(hooks.m.token_usage, n.OP_CHAT, info.provider, model, token_type).observe(tokens)
 
     def tool_started(self, call: ToolCall) -> None:
         self._tool_t0[call.id] = time.perf_counter()
@@ -768,6 +800,11 @@ def _observed_late(info: RunInfo) -> float:
     """Seconds of a replayed segment (see `RunInfo.replayed`) that passed before it was observed
     here: its duration runs from its start. Wall clocks of two hosts: close, not exact."""
     return max(0.0, time.time() - info.started_at) if info.replayed and info.started_at > 0 else 0.0
+
+
+def _same_model(a: str, b: str) -> bool:
+    """Whether two model ids name one model: equal, or one the other with its date ("-20250929")."""
+    return a == b or bool(_DATED.fullmatch(a.removeprefix(b)) or _DATED.fullmatch(b.removeprefix(a)))
 
 
 def _tool_outcome(outcome: ToolOutcome) -> str:

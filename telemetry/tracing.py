@@ -34,6 +34,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink
+from agent.models.base import BILLED_APART
 from agent.result import StopReason
 from telemetry import _content
 from telemetry import names as n
@@ -476,6 +477,8 @@ def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None
         attributes[n.GEN_AI_RESPONSE_ID] = reply.response_id
     attributes[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = reply.cache_read_input_tokens
     attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
+    if (extra := reply.extra) and BILLED_APART in extra:  # a few replies: calls billed apart within
+        _add_billed_apart(attributes, reply.billed_apart)
     if reply.time_to_first_token is not None:
         attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = reply.time_to_first_token
     if reply.server_tool_use:  # web search, web fetch, code execution
@@ -485,6 +488,23 @@ def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None
         for header, value in rate_limit.items():
             name = header.removeprefix("anthropic-ratelimit-").removeprefix("anthropic-")
             attributes[f"{n.RATE_LIMIT_PREFIX}{name}"] = str(value)
+
+
+def _add_billed_apart(attributes: dict[str, Any], parts: list[ModelReply]) -> None:
+    """The calls the provider made within this one and billed apart from its top-level usage (a
+    server-side compaction, an advisor model's answer), added to its usage attributes: the span says
+    what the API billed for the call, as the run's totals count it (the token metric gives each part
+    under its own model). A server-side fallback's parts are in the top-level usage already."""
+    for key, field in _USAGE_FIELDS:
+        attributes[key] += sum(getattr(part, field) for part in parts)
+
+
+_USAGE_FIELDS = (
+    (n.GEN_AI_USAGE_INPUT_TOKENS, "input_tokens"),
+    (n.GEN_AI_USAGE_OUTPUT_TOKENS, "output_tokens"),
+    (n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, "cache_read_input_tokens"),
+    (n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, "cache_creation_input_tokens"),
+)
 
 
 def _links(continues: SegmentLink | None) -> Sequence[Link]:

@@ -655,11 +655,51 @@ def _blocks_problem(blocks: list[Any], i: int) -> str | None:
                 )
             if missing := [f for f in _CITATION_FIELDS[kind] if f not in citation]:
                 return f"{where}.citations.{k}.{kind}.{missing[0]}: Field required"
+        if block.get("type") == "tool_result" and (problem := _result_content_problem(block, where)):
+            return problem
         caller = block.get("caller") if block.get("type") in ("tool_use", "server_tool_use") else None
         if caller is not None and not _valid_caller(caller):
             return (
                 f"{where}.caller: Input should be a direct caller or a code execution caller with a tool_id"
             )
+    return None
+
+
+# What a tool_result's content list takes: each block's type and the fields it requires (the SDK's
+# `ToolResultBlockParam` content: text, image, search_result, document, tool_reference).
+_RESULT_BLOCK_FIELDS = {
+    "text": ("text",),
+    "image": ("source",),
+    "document": ("source",),
+    "search_result": ("source", "title", "content"),
+    "tool_reference": ("tool_name",),
+}
+_IMAGE_MEDIA = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _result_content_problem(block: dict[str, Any], where: str) -> str | None:
+    """The API's refusal of a tool_result whose content blocks are not as it documents them."""
+    content = block.get("content")
+    if content is None or isinstance(content, str):
+        return None
+    for k, item in enumerate(content):
+        kind = item.get("type") if isinstance(item, dict) else None
+        at = f"{where}.content.{k}"
+        if kind not in _RESULT_BLOCK_FIELDS:
+            return f"{at}.type: Input tag {kind!r} does not match any of the expected tags"
+        if missing := [f for f in _RESULT_BLOCK_FIELDS[kind] if f not in item]:
+            return f"{at}.{kind}.{missing[0]}: Field required"
+        source = item.get("source") if kind in ("image", "document") else None
+        if isinstance(source, dict) and source.get("type") == "base64":
+            media = source.get("media_type")
+            if kind == "image" and media not in _IMAGE_MEDIA:
+                return f"{at}.image.source.base64.media_type: Input should be one of {_IMAGE_MEDIA}"
+            if not isinstance(source.get("data"), str):
+                return f"{at}.{kind}.source.base64.data: Field required"
+        if kind == "search_result" and not all(
+            isinstance(p, dict) and p.get("type") == "text" and p.get("text") for p in item["content"]
+        ):
+            return f"{at}.search_result.content: Input should be a list of text blocks"
     return None
 
 

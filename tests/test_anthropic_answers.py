@@ -18,11 +18,18 @@ from messages_api import (
     text,
     tool_use,
 )
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
-from agent import Agent, Budget, ConfigError, PriceTable, RetryPolicy, StopReason, tool
+from agent import Agent, Budget, CompositeHooks, ConfigError, PriceTable, RetryPolicy, StopReason, tool
 from agent.models.anthropic import AnthropicModel
 from agent.models.catalog import ModelTable
 from agent.models.price import Price
+from telemetry import MetricsHooks, TracingHooks
+from telemetry import names as n
 
 MODEL = "claude-haiku-4-5"  # $1 input, $5 output per million tokens
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02, jitter=False)
@@ -404,6 +411,79 @@ def test_the_parts_of_a_reply_billed_by_model_price_their_one_hour_cache_writes_
     opus = 1_000 * 5 + 10_000 * 5 * 2 + 50 * 25
     haiku = 2_000 * 1 + 10_000 * 1 * 2 + 100 * 5
     assert result.cost_usd == pytest.approx((opus + haiku) / 1e6)
+
+
+# A first turn of plain usage (7 in, 3 out), then a reply that the API billed part by part: what the
+# second chat span says, and the tokens the token metric gives by model, both turns together.
+HAIKU, OPUS = MODEL, "claude-opus-4-6"
+BILLED = {  # the iterations, the top-level usage, the chat span's (in, out, read, write), by model
+    "compaction": (
+        [iteration("compaction", 150_000, 3_000), iteration("message", 10, 5)],
+        {},
+        (150_010, 3_005, 0, 0),
+        {HAIKU: (150_017, 3_008, 0, 0)},
+    ),
+    "advisor": (
+        [iteration("advisor_message", 40_000, 1_500, cache_read_input_tokens=20_000, model=OPUS)],
+        {},
+        (60_010, 1_505, 20_000, 0),
+        {HAIKU: (17, 8, 0, 0), OPUS: (60_000, 1_500, 20_000, 0)},
+    ),
+    "fallback": (
+        [
+            iteration("message", 1_000, 50, model=f"{HAIKU}-20251001"),  # the requested model, dated
+            iteration("fallback_message", 2_000, 100, model=OPUS, cache_creation_input_tokens=300),
+        ],
+        {"input_tokens": 3_000, "output_tokens": 150, "cache_creation_input_tokens": 300},
+        (3_300, 150, 0, 300),
+        {HAIKU: (1_007, 53, 0, 0), OPUS: (2_300, 100, 0, 300)},
+    ),
+}
+TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
+USAGE_ATTRIBUTES = (
+    n.GEN_AI_USAGE_INPUT_TOKENS,
+    n.GEN_AI_USAGE_OUTPUT_TOKENS,
+    n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+    n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+)
+
+
+def tokens_by_model(metrics: str) -> dict[str, tuple[float, ...]]:
+    """`gen_ai_client_token_usage_sum` from a /metrics text: by requested model, each token type's."""
+    found: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(metrics):
+        for sample in family.samples:
+            if sample.name == "gen_ai_client_token_usage_sum" and sample.value:
+                model, kind = sample.labels["gen_ai_request_model"], sample.labels["gen_ai_token_type"]
+                found.setdefault(model, {})[kind] = sample.value
+    return {model: tuple(kinds.get(k, 0.0) for k in TOKEN_TYPES) for model, kinds in found.items()}
+
+
+@pytest.mark.parametrize("case", BILLED)
+def test_chat_spans_and_the_token_metric_count_what_the_api_billed_apart_and_by_model(case: str) -> None:
+    # Tokens billed apart from a reply's top-level usage (a server-side compaction, an advisor model)
+    # were in the run's totals and its cost but not in the chat span or the token metric, so token
+    # panels read lower than the runs; a fallback's parts were all under the requested model.
+    iterations, top, span_usage, by_model = BILLED[case]
+    exporter, provider, registry = InMemorySpanExporter(), TracerProvider(), CollectorRegistry()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    hooks = CompositeHooks((TracingHooks(provider), MetricsHooks(registry)))
+    first = message(tool_use("write", {"path": "a.txt", "body": "x"}), input_tokens=7, output_tokens=3)
+    billed = message(DONE, **top, usage={"iterations": iterations})
+    result, _ = run(first, billed, hooks=hooks)
+    provider.shutdown()
+    assert result.reason is StopReason.SUCCESS, result.note
+    chats = [s for s in exporter.get_finished_spans() if s.name == f"chat {MODEL}"]
+    chats.sort(key=lambda s: s.start_time or 0)
+    assert [tuple((s.attributes or {})[k] for k in USAGE_ATTRIBUTES) for s in chats] == [
+        (7, 3, 0, 0),
+        span_usage,
+    ]
+    found = tokens_by_model(generate_latest(registry).decode())  # the /metrics text
+    assert found == by_model
+    u = result.usage  # the token metric sums to the run's usage
+    totals = (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
+    assert tuple(sum(counts) for counts in zip(*found.values(), strict=True)) == totals
 
 
 # -- thinking cut off --------------------------------------------------------------------------

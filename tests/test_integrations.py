@@ -67,7 +67,10 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import RequestUsage, UsageLimits
 
-from agent import CompositeHooks, LimitKind, StopReason, observe_run, predicate
+from agent import Agent as OwnAgent
+from agent import Budget, CompositeHooks, LimitKind, StopReason, observe_run, predicate
+from agent import models as own
+from agent import tool as own_tool
 from agent.errors import ConfigError
 from agent.hooks import RunInfo, RunObserver
 from agent.integrations import ForeignAgent
@@ -1489,6 +1492,96 @@ def test_a_home_grown_loop_left_after_a_refusal_is_gave_up_refusal_not_success(r
     assert (res.reason, res.cause, res.turns) == (StopReason.GAVE_UP, "refusal", 2)
     assert rig.stops("triage", "ticket", "gave_up", cause="refusal") == 1
     assert rig.stops("triage", "ticket", "success") == 0
+
+
+def turn_signals(rig: Rig) -> list[str]:
+    """`agent.turn.signal` of each turn of the rig's one run, in order."""
+    (run,) = rig.run_spans()
+    return [str((t.attributes or {})[n.AGENT_TURN_SIGNAL]) for t in rig.children(run, n.SPAN_TURN)]
+
+
+@own_tool
+def search(q: str) -> str:
+    """Search the tickets."""
+    return f"found {q}"
+
+
+def own_signals(steps: list[Any], **options: Any) -> list[str]:
+    """The turn signals Endstate's own loop records for a model replying `steps`."""
+    with rigged() as rig:
+        model = own.ScriptedModel(steps)
+        OwnAgent("own", model, tools=[search, own_look], hooks=rig.hooks, **options).run("find refunds")
+        return turn_signals(rig)
+
+
+@own_tool
+def own_look(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+def searching(i: int) -> Any:
+    return message(api_tool_use("search", {"q": f"refunds {i}"}, id=f"tu{i}"))
+
+
+@pytest.mark.parametrize(
+    ("last", "reason", "signals"),
+    [
+        (message(text("done")), StopReason.SUCCESS, ["tool_use", "success"]),
+        (message(stop_reason="refusal"), StopReason.GAVE_UP, ["tool_use", "gave_up"]),
+    ],
+)
+def test_the_readme_loops_last_turn_says_how_the_run_ended(
+    rig: Rig, last: Any, reason: StopReason, signals: list[str]
+) -> None:
+    """The turn whose reply ended the run was recorded `tool_use`; Endstate's own loop records the
+    stop reason of the turn that ends the run (its `finish` turn: `success`; a refusal: `gave_up`)."""
+    assert readme_loop(rig, searching(1), last).result.reason is reason
+    assert turn_signals(rig) == signals
+    assert own_signals([[own.call("search", q="refunds")], [own.finish("done", "done")]]) == [
+        "tool_use",
+        "success",
+    ]
+
+
+def test_the_readme_loop_stopped_by_its_turns_keeps_each_turns_signal_as_endstates_own_loop(
+    rig: Rig,
+) -> None:
+    """A turns limit is checked between turns, in Endstate's own loop as in the README's: no turn
+    ends with it, and the last turn stays what it did (`tool_use`)."""
+    res = readme_loop(rig, *(searching(i) for i in range(10))).result
+    assert (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TURNS, 10)
+    steps = [[own.call("search", q=f"refunds {i}")] for i in range(11)]
+    assert turn_signals(rig) == own_signals(steps, budget=Budget(max_turns=10)) == ["tool_use"] * 10
+
+
+def test_a_home_grown_turn_that_called_no_tool_or_that_an_error_left_says_so(rig: Rig) -> None:
+    """As Endstate's own loop: a turn that called no tool and went on is `no_tool_call`; a tool call
+    reported after its turn's block is still that turn's (its span holds it); an error that leaves a
+    turn ends it `error`."""
+    with observe_run(rig.hooks, agent="raw_loop", task_type=TASK, tools=["own_look"]) as run:
+        with run.turn(), run.model_call() as reply:
+            reply.reply(input_tokens=5, output_tokens=2, text="thinking")  # no tool: the loop nudges
+        with run.turn(), run.model_call() as reply:
+            reply.reply(input_tokens=5, output_tokens=2, stop_reason="tool_use")
+        with run.tool("own_look", {"path": "a"}) as t:
+            t.result("contents of a")
+        with run.turn(), run.model_call() as reply:
+            reply.reply(input_tokens=5, output_tokens=2, text="done")
+        run.succeed()
+    steps = [[own.say("thinking")], [own.call("own_look", path="a")], [own.finish("done", "done")]]
+    assert turn_signals(rig) == own_signals(steps) == ["no_tool_call", "tool_use", "success"]
+    (run_span,) = rig.run_spans()
+    second = rig.children(run_span, n.SPAN_TURN)[1]
+    assert [s.name for s in rig.children(second, n.SPAN_EXECUTE_TOOL)] == ["execute_tool own_look"]
+    with rigged() as broken_rig:
+        with (
+            pytest.raises(ZeroDivisionError),
+            observe_run(broken_rig.hooks, agent="raw_loop", task_type=TASK) as broken,
+            broken.turn(),
+        ):
+            _ = 1 / 0
+        assert turn_signals(broken_rig) == ["error"]
 
 
 def test_cached_input_counts_as_input_for_home_grown_and_claude_runs(rig: Rig) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import anthropic
 import pytest
 from agents import Agent as OAAgent
-from agents import ToolGuardrailFunctionOutput, function_tool, tool_input_guardrail
+from agents import ToolGuardrailFunctionOutput, function_tool, tool_input_guardrail, tool_output_guardrail
 from agents import Usage as OAUsage
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import InputTokensDetails, OutputTokensDetails
@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from messages_api import MessagesAPI, message, text
+from opentelemetry.trace import StatusCode
 from pydantic_ai import Agent as PAIAgent
 from pydantic_ai import RunContext as PAIRunContext
 from pydantic_ai.capabilities import AbstractCapability
@@ -337,6 +338,83 @@ def test_openai_agents_a_call_a_tool_input_guardrail_rejected_is_a_failed_tool_c
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="delete", outcome=n.TOOL_ERROR) == 1
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="delete", outcome=n.TOOL_OK) == 0
     assert rig.value("agent_tool_calls_total", **tool_calls, tool="look", outcome=n.TOOL_OK) == 1
+
+
+@tool_output_guardrail
+def no_secrets_out(data: Any) -> ToolGuardrailFunctionOutput:
+    if "secret" in str(data.output):
+        return ToolGuardrailFunctionOutput.reject_content("The output held a secret: withheld.")
+    return ToolGuardrailFunctionOutput.allow()
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_openai_agents_a_call_whose_output_a_tool_output_guardrail_rejected_is_a_failed_tool_call(
+    rig: Rig, streamed: bool
+) -> None:
+    """A tool output guardrail's `reject_content` gives the model its message in the tool's output's
+    place: the SDK ends the call with its tool hooks as any other, and it counted `ok`. It is a call
+    that failed (`guardrail_rejected`, as one a tool input guardrail rejected), in its turn, its span
+    failed; a call of the same tool the guardrail let through stays `ok`."""
+
+    @function_tool(tool_output_guardrails=[no_secrets_out])
+    def read(path: str) -> str:
+        """Read a file."""
+        return "the secret is 42" if path == "s" else f"contents of {path}"
+
+    steps = [
+        ModelStep(
+            output=[
+                function_call("read", {"path": "a"}, call_id="r1"),
+                function_call("read", {"path": "s"}, call_id="r2"),
+            ]
+        ),
+        ModelStep(output=[assistant_message("read a; s was withheld")]),
+    ]
+    agent = OAAgent(name="reader", model=ScriptedModel(steps), tools=[read])
+    if streamed:
+        stream = oa.run_streamed(agent, "read a and s", hooks=rig.hooks, task_type=TASK)
+
+        async def drain() -> None:
+            async for _ in stream.stream_events():
+                pass
+
+        asyncio.run(drain())
+        res = stream.result
+    else:
+        res = oa.run(agent, "read a and s", hooks=rig.hooks, task_type=TASK)
+    assert res is not None and (res.reason, res.turns) == (StopReason.SUCCESS, 2)
+    assert tool_spans_by_turn(rig) == [[("read", "r1", ""), ("read", "r2", oa.GUARDRAIL_REJECTED)], []]
+    (rejected,) = [s for s in rig.spans() if (s.attributes or {}).get(n.GEN_AI_TOOL_CALL_ID) == "r2"]
+    assert rejected.status.status_code is StatusCode.ERROR
+    tool_calls = {"agent": "reader", "task_type": TASK, "tool": "read"}
+    assert rig.value("agent_tool_calls_total", **tool_calls, outcome=n.TOOL_ERROR) == 1
+    assert rig.value("agent_tool_calls_total", **tool_calls, outcome=n.TOOL_OK) == 1
+
+
+def test_an_openai_agents_tool_output_tripwire_is_gave_up_guardrail_and_its_call_failed(rig: Rig) -> None:
+    """A tool output guardrail's tripwire ends the run `gave_up`, cause `guardrail`, as an input one
+    does; the call whose output it stopped is a failed call (`guardrail_rejected`), not one cut off."""
+
+    @tool_output_guardrail
+    def stop_on_secrets(data: Any) -> ToolGuardrailFunctionOutput:
+        return ToolGuardrailFunctionOutput.raise_exception(output_info="a secret")
+
+    @function_tool(tool_output_guardrails=[stop_on_secrets])
+    def read(path: str) -> str:
+        """Read a file."""
+        return "the secret is 42"
+
+    steps = [
+        ModelStep(output=[function_call("read", {"path": "s"}, call_id="r1")]),
+        ModelStep(output=[assistant_message("done")]),
+    ]
+    agent = OAAgent(name="reader", model=ScriptedModel(steps), tools=[read])
+    res = oa.run(agent, "read s", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.cause) == (StopReason.GAVE_UP, "guardrail")
+    assert res.note.startswith("Guardrail stop_on_secrets tripped")
+    assert tool_spans_by_turn(rig) == [[("read", "r1", oa.GUARDRAIL_REJECTED)]]
+    tool_calls = {"agent": "reader", "task_type": TASK, "tool": "read"}
+    assert rig.value("agent_tool_calls_total", **tool_calls, outcome=n.TOOL_ERROR) == 1
 
 
 def suspended(framework: str, rig: Rig) -> tuple[Any, RunResult, Callable[[str], RunResult]]:

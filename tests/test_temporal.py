@@ -21,10 +21,13 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
+from agent import HistoryPolicy, Image, SearchResult
+from agent.content import text_of
 from agent.durable.runner import AnswerError, Catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus
+from agent.journal import Result
 from agent.result import LimitKind, StopReason
-from agent.temporal import TemporalRuns, _remote, build_worker, ensure_search_attributes
+from agent.temporal import TemporalRuns, _activities, _remote, build_worker, ensure_search_attributes
 from agent.temporal._activities import KeptResults
 from agent.temporal._wire import SEARCH_ATTRIBUTES, result_digest
 from agent.temporal.pending import TemporalPending
@@ -481,6 +484,20 @@ def test_the_texts_a_worker_lacks_go_in_parts_that_fit_each_once_per_input() -> 
     once = _remote.Once({da})
     twice = [ref.digested({"type": "result", "text": a}, "text", once) for _ in range(2)]
     assert [item.get("digest") for item in twice] == [None, da]  # in full at its first place only
+
+
+def test_a_worker_keeps_a_result_of_blocks_as_the_workflow_names_it_whole_and_cut() -> None:
+    """The blocks go by the digest of their JSON in the encoded journal: the worker that made them keeps
+    that JSON, and the JSON of the blocks as the history policy cuts them, so no model call asks."""
+    passages = SearchResult("https://kb/1", "Refunds", ("r" * 500,))
+    blocks = ("a photo", Image.from_bytes(b"\x89PNG\r\n\x1a\n" + bytes(300)), passages)
+    result = Result("toolu_1", text_of(blocks), blocks=blocks)
+    ref = _remote.RunRef("run-1", "counter", "count", "counting", {})
+    for cap in (None, 300):
+        policy = HistoryPolicy(max_result_chars=cap)
+        (shown,) = ref.journal_wire(policy.view([result]), set())
+        assert shown["blocks"] is None and shown["json"] is True  # by digest
+        assert shown["digest"] in {result_digest(t) for t in _activities._as_sent(result, 300)}
 
 
 def test_a_long_result_with_a_lone_surrogate_is_kept_and_named_like_any_other() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from temporal_server import TemporalServer, completed_activities
 
-from agent import Agent, Budget, HistoryPolicy, RetryPolicy, RunContext, tool
+from agent import Agent, Budget, HistoryPolicy, Image, RetryPolicy, RunContext, ToolOutput, tool
 from agent.durable.runner import Catalog
 from agent.durable.store import NotClaimable
 from agent.errors import TransientModelError
@@ -83,6 +83,18 @@ def tally(ctx: RunContext) -> str:
     return json.dumps([[c.name, c.arguments, len(c.result), c.result[:12], c.is_error] for c in ctx.calls])
 
 
+# A PNG whose base64 repeats `PIXELS` (its 9-byte head is a whole number of base64 quanta).
+PNG_HEAD, PIXELS = b"\x89PNG\r\n\x1a\n\x00", b"/+7d" * 250
+
+
+@tool
+def photo(kilobytes: int) -> ToolOutput:
+    """Take a photo of so many kilobytes."""
+    return ToolOutput(
+        f"a photo of {kilobytes} kB", Image.from_bytes(PNG_HEAD + b"\xff\xee\xdd" * (kilobytes * 341))
+    )
+
+
 def broken_stream(request: Any) -> Any:
     """A call whose stream broke after the API had counted 500 input tokens: recorded, then raised."""
     record_cut_call(ModelReply([], input_tokens=500, output_tokens=20, stop_reason="cut_off"))
@@ -137,6 +149,13 @@ SCRIPTS: dict[str, list[Step]] = {
         [finish("done", "fetched and checked")],
     ],
     "ask-then-huge": [[call("huge")], [finish("need_help", "Go on?")], [finish("done", "got it")]],
+    "ask-then-photo": [
+        [call("photo", kilobytes=200)],
+        [finish("need_help", "Go on?")],
+        [call("fetch", page=1)],
+        [finish("done", "seen")],
+    ],
+    "huge-photo": [[call("photo", kilobytes=1_000)], [finish("done", "seen")]],
     "ask-then-check-archives": [
         *([call("dump", page=i)] for i in range(7)),  # 2.1 MB of results
         [finish("need_help", "Go on?")],
@@ -229,7 +248,7 @@ def build(state: dict[str, Any]) -> Agent:
         model=MODELS[script]() if script in MODELS else model(SCRIPTS[script]),
         prices=PRICES,
         instructions="Fetch pages.",
-        tools=[fetch, dump, blob, open_gate, tally, save, huge],
+        tools=[fetch, dump, blob, open_gate, tally, save, huge, photo],
         budget=Budget(max_turns=int(state.get("max_turns", 6)), max_seconds=float(state.get("seconds", 120))),
         retry=FAST_RETRY,
         history=history,
@@ -774,6 +793,45 @@ def test_a_replys_long_provider_blocks_and_arguments_go_by_digest_and_come_back_
     # turn 2 on the worker that got the reply: digests; turn 3 on a new one: missing, then in full
     assert [n for _, n in signed] == [0, 0, 0, 1, 0]
     assert [n for _, n in saved] == [0, 0, 0, 1, 0]
+
+
+def test_an_image_result_goes_by_digest_and_a_restarted_worker_sends_the_model_the_same_blocks(
+    temporal: TemporalServer,
+) -> None:
+    """A tool's image is in the history once, as the tool activity's result: each model input names it
+    by digest, and the new worker, which lacks it, is sent it once; the model is sent what it is locally."""
+    _, there, history = across_a_restart(temporal, {"script": "ask-then-photo"})
+    assert there.reason == "success"
+    inputs = activity_inputs(history, w.MODEL_BY_DIGEST, PIXELS)
+    # turn 2 on the worker that made it: a digest; turn 3 on a new one: missing, then in full; turn 4: digest
+    assert [n > 0 for _, n in inputs] == [False, False, False, True, False]
+    assert all(size < 5_000 for size, n in inputs if n == 0)
+    (_, messages, _, _) = requests_of(BUILT)[-1]
+    sent = [
+        b
+        for m in messages
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_result"
+    ]
+    assert sent[0]["content"][1]["source"]["media_type"] == "image/png"
+
+
+def test_an_image_no_temporal_payload_can_carry_is_the_tools_error_naming_it_and_the_run_goes_on(
+    temporal: TemporalServer,
+) -> None:
+    there, agent = on_temporal(temporal, {"script": "huge-photo"})
+    assert there.reason == "success"
+    (_, messages, _, _) = requests_of([agent])[-1]
+    (sent,) = [
+        b
+        for m in messages
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_result"
+    ]
+    assert sent["is_error"] is True and "tool 'photo' returned content blocks of 1,36" in sent["content"]
+    assert "over the 1,000,000 a Temporal run carries in one payload" in sent["content"]
 
 
 def test_two_workers_on_one_queue_send_the_model_what_it_is_sent_locally(temporal: TemporalServer) -> None:

@@ -26,7 +26,7 @@ from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.summary import plural
-from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, strict_json
+from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, one_line, strict_json
 
 
 def register(sub: Any) -> None:
@@ -313,7 +313,10 @@ def pending_line(r: RunRecord, now: float, store: str | None = None) -> str:
     left = (r.deadline or now) - now
     due = f"deadline in {_span(left)}" if left > 0 else f"deadline passed {_span(-left)} ago"
     due += f" ({local_time(r.deadline or now)})"
-    lines = [f"{r.run_id}  {r.agent} ({r.task_type}), waiting {waited}; {due}", f"    {r.question}"]
+    lines = [
+        f"{r.run_id}  {r.agent} ({r.task_type}), waiting {waited}; {due}",
+        f"    {one_line(r.question or '')}",
+    ]
     if left <= 0:
         lines.append(f"    -> too late to answer: `endstate recover{on}` ends it under its help policy")
     elif r.pending:  # the question names the call and its arguments
@@ -332,7 +335,7 @@ def result_line(r: RunResult) -> str:
     """How a segment ended, and the command that continues the run when it can go on."""
     limit = f" ({r.limit})" if r.limit else ""
     verified = " verified" if r.verified else ""
-    text = (r.note or r.output).replace("\n", " ")
+    text = one_line(r.note or r.output)
     line = (
         f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text[:200]}".rstrip()
     )

@@ -52,14 +52,22 @@ class ObservedRun:
 
     @contextlib.contextmanager
     def turn(self) -> Iterator[int]:
-        """One turn: its model call and the tool calls that follow it."""
+        """One turn: its model call and the tool calls that follow it.
+
+        Its span ends when the loop's next step begins (the next turn or call, or the stop), so its
+        signal says what came of it as Endstate's own loop's does: the stop reason when the run stops
+        after it (a final answer ends `success`), else `tool_use`, or `no_tool_call` when the turn
+        called no tool. A limit or a cancellation reported between turns leaves the turn as it was
+        (Endstate's loop checks those before a turn)."""
         self._going("turn")
         index = self._rec.begin_turn()
         self._rec.explicit_turns = True
         try:
             yield index
-        finally:
-            self._rec.end_turn()
+        except BaseException:
+            self._rec.hold_turn(stopping=True)
+            raise
+        self._rec.hold_turn()
 
     @contextlib.contextmanager
     def model_call(self, max_tokens: int = 0) -> Iterator[ModelCall]:

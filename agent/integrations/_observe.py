@@ -64,6 +64,8 @@ class Recorder:
     active_before: float = 0.0  # active seconds of the run's earlier segments
     _turn_open: bool = False
     _turn_asked: bool = False  # the open turn has had its model call
+    _turn_tools: bool = False  # the open (or held) turn has had a tool call
+    _held: str | None = None  # a turn `hold_turn` closed and no step has ended yet: _GOING or _STOPPING
     _model_open: bool = False
     _calls: dict[str, ToolCall] = field(default_factory=dict)  # started tool calls, by id
     _started: float = field(default_factory=time.perf_counter)
@@ -141,8 +143,9 @@ class Recorder:
         """Start the next turn (ending the open one); returns its index, from 1."""
         if self._turn_open:
             self.end_turn()
+        self._release_turn()
         self.turns += 1
-        self._turn_open, self._turn_asked = True, False
+        self._turn_open, self._turn_asked, self._turn_tools = True, False, False
         if self.watched:  # nobody watching: the observer is a no-op, not even called
             self.observer.turn_started(self.turns)
         return self.turns
@@ -158,6 +161,30 @@ class Recorder:
             self._turn_open = False
             if self.watched:
                 self.observer.turn_ended(self.turns, signal)
+
+    def hold_turn(self, stopping: bool = False) -> None:
+        """Close the caller's turn (a home-grown loop's `with run.turn()`), its end told once the loop's
+        next step shows what came of it, so its signal is the one Endstate's own loop gives the same
+        turn: the stop reason when the run stops now (a final answer's `success`, a refusal's
+        `gave_up`), else what the turn did (`tool_use`, or `no_tool_call` when it called no tool).
+        `stopping`: an exception left the turn, so the stop it ends in is the turn's."""
+        if self._turn_open:
+            self._turn_open = False
+            self._held = _STOPPING if stopping else _GOING
+
+    def _going_on(self) -> str:
+        """The signal of the open turn if the run goes on after it (Endstate's loop's `TurnSignal`)."""
+        asked_tools = self._turn_asked and self.last_stop_reason == "tool_use"
+        return "tool_use" if self._turn_tools or asked_tools else "no_tool_call"
+
+    def _release_turn(self, stop: StopReason | None = None) -> None:
+        """End the held turn (see `hold_turn`): with `stop` when the run stops now, unless the turn is
+        one Endstate's loop ends before the stop (a budget or a cancellation checked between turns)."""
+        held, self._held = self._held, None
+        if held is None or not self.watched:
+            return
+        stops = stop is not None and (held == _STOPPING or stop not in _BETWEEN_TURNS)
+        self.observer.turn_ended(self.turns, str(stop) if stops else self._going_on())
 
     def model_started(self, max_tokens: int = 0, attempt: int = 1) -> None:
         """A model call begins; it opens the next turn unless the open one has had none yet. Once
@@ -213,6 +240,7 @@ class Recorder:
         self.observer.model_ended(reply, error)
 
     def tool_started(self, call_id: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
+        self._turn_tools = True
         if self.watched and self.result is None:
             call = self._calls[call_id] = ToolCall(call_id, name, dict(arguments or {}))
             self.observer.tool_started(call)
@@ -325,6 +353,7 @@ class Recorder:
             return self.result
         self._close_open_calls(reason)
         self.end_turn(str(reason))
+        self._release_turn(reason)
         limit = limit if reason is StopReason.LIMIT else None
         u, active = self.usage, self.active_before + time.perf_counter() - self._started
         summary = foreign_summary(reason, limit, self.turns, u.tokens, u.cost_usd, self.last_text)
@@ -430,6 +459,8 @@ def resumed_run(snapshot: Snapshot) -> RunResult:
     )
 
 
+_GOING, _STOPPING = "going", "stopping"  # a held turn left as usual; one an exception left (see `hold_turn`)
+_BETWEEN_TURNS = (StopReason.LIMIT, StopReason.CANCELLED)  # Endstate's loop checks these before a turn
 _NO_REQUEST = ModelRequest("", (), [], 0)  # frozen: shared by every foreign model call
 _ACTIVE: ContextVar[Recorder | None] = ContextVar("endstate_foreign_run", default=None)
 

@@ -20,7 +20,10 @@ LangGraph's); a custom `failure_error_function`'s text cannot be told apart
 from a result. A handoff is a tool call (`transfer_to_<agent>`, labelled by name), recorded at
 the SDK's `on_handoff`; a call a tool input guardrail answered with `reject_content` is a failed
 call (`guardrail_rejected`), recorded once the SDK sends its answer to the model (the SDK runs no
-tool hooks for either, so neither is timed: their spans last no time). An agent run as a tool
+tool hooks for either, so neither is timed: their spans last no time). So is a call whose output a
+tool output guardrail rejected (`reject_content`, or a tripwire): the SDK tells its hooks nothing of
+it, so the integration wraps `ToolOutputGuardrail.run` (once per process) to note the verdicts given
+in the runs it observes (others see no change). An agent run as a tool
 (`Agent.as_tool`) runs without these hooks: its calls' tokens, which the SDK adds to the run's
 usage, count in the run's totals (no spans of their own). How runs end:
 
@@ -38,9 +41,12 @@ usage, count in the run's totals (no spans of their own). How runs end:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import inspect
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from agents import Agent as OAAgent
@@ -57,6 +63,7 @@ from agents.exceptions import (
 from agents.handoffs import Handoff
 from agents.lifecycle import RunHooksBase
 from agents.run_state import RunState
+from agents.tool_guardrails import ToolOutputGuardrail
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
@@ -77,7 +84,7 @@ from agent.verify import Verifier
 
 PROVIDER = "openai"
 TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default error text instead
-GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool input guardrail answered in its place
+GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool guardrail answered in its place
 GUARDRAIL_TRIPS = (
     InputGuardrailTripwireTriggered,
     OutputGuardrailTripwireTriggered,
@@ -95,6 +102,7 @@ class EndstateRunHooks(OARunHooks[Any]):
         self.totals: Any = before  # the SDK's running totals (live: the SDK adds to them as it goes)
         self.asked: dict[str, tuple[str, dict[str, Any]]] = {}  # the last reply's calls no hook reported yet
         self.asker: Any = None  # the agent whose reply asked for them
+        self.rejected: dict[str, str] = {}  # the calls whose output a tool output guardrail rejected: names
 
     def count_unseen(self) -> None:
         """The calls the SDK counted in the run and no hook of it saw: an agent run as a tool
@@ -135,9 +143,18 @@ class EndstateRunHooks(OARunHooks[Any]):
             call_id, name, args = _tool_call(context, tool)
             text = str(result)
             error = TOOL_ERROR if text == default_tool_error_function(context, Exception()) else None
+            if self.rejected.pop(call_id, None) is not None:
+                error = GUARDRAIL_REJECTED
             self.recorder.tool_ended(call_id, name, text, error, args)
         if self.inner is not None:
             await self.inner.on_tool_end(context, agent, tool, result)
+
+    def tripped(self, exc: Exception) -> None:
+        """A tool output guardrail's tripwire stopped the run: the call whose output it stopped (the
+        SDK ends it with no hook) failed, as one whose output a guardrail rejected."""
+        rejected, self.rejected = self.rejected, {}
+        for call_id, name in rejected.items():
+            self.recorder.tool_ended(call_id, name, _guardrail_note(exc), GUARDRAIL_REJECTED)
 
     def answered_unseen(self, context: Any, items: Any) -> None:
         """The asked calls the SDK answered (an output in `items`) with no tool hook: one a tool input
@@ -216,7 +233,7 @@ async def arun(
     _not_sdk_hooks(hooks)
     run = _Observed.start(agent, input, "openai_agents.run", {**options, **runner_kwargs})
     try:
-        with run.recorder.running():
+        with run.running():
             result = await Runner.run(agent, input, hooks=run.hooks, **run.runner_kwargs)
     except (Exception, asyncio.CancelledError) as exc:
         return run.stopped(exc)
@@ -257,7 +274,7 @@ class StreamedRun:
             raise ConfigError("this stream was read already: start another with openai_agents.run_streamed")
         run = _Observed.start(self._agent, self._input, "openai_agents.run_streamed", dict(self._kwargs))
         try:
-            with run.recorder.running():  # the SDK's run task takes the context as it is now
+            with run.running():  # the SDK's run task takes the context as it is now
                 self.raw = Runner.run_streamed(self._agent, self._input, hooks=run.hooks, **run.runner_kwargs)
             async for event in self.raw.stream_events():
                 yield event
@@ -285,9 +302,21 @@ class _Observed:
         if isinstance(handlers, Mapping):  # anything else: the SDK says what is wrong
             runner_kwargs["error_handlers"] = _noting(handlers, self.handled)
 
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Around the SDK's run: the recorder's (see `Recorder.running`), and the tool output
+        guardrails' verdicts noted for these hooks."""
+        token = _REJECTED.set(self.hooks.rejected if self.recorder.watched else None)
+        try:
+            with self.recorder.running():
+                yield
+        finally:
+            _REJECTED.reset(token)
+
     @classmethod
     def start(cls, agent: OAAgent[Any], input: Any, entry: str, kwargs: dict[str, Any]) -> _Observed:
         need(agent, isinstance(agent, OAAgent), entry, "an agents.Agent")
+        _note_output_guardrails()
         options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
         recorder = Recorder.start(
             options.get("hooks"),
@@ -308,6 +337,8 @@ class _Observed:
 
     def stopped(self, exc: BaseException) -> RunResult:
         self.hooks.count_unseen()
+        if isinstance(exc, ToolOutputGuardrailTripwireTriggered):
+            self.hooks.tripped(exc)
         details = getattr(exc, "run_data", None)  # a limit after the tools ran: no model call came next
         if self.hooks.asked and details is not None:
             self.hooks.answered_unseen(details.context_wrapper, details.new_items)
@@ -458,9 +489,47 @@ def _suspend(recorder: Recorder, result: Any) -> RunResult:
 
 
 def _tool_call(context: Any, tool: Any) -> tuple[str, str, dict[str, Any]]:
-    call_id = str(getattr(context, "tool_call_id", "") or id(context))
     name = str(getattr(context, "tool_name", None) or getattr(tool, "name", "tool"))
-    return call_id, name, _arguments(getattr(context, "tool_arguments", None))
+    return _call_id(context), name, _arguments(getattr(context, "tool_arguments", None))
+
+
+def _call_id(context: Any) -> str:
+    """The id of the tool call a `ToolContext` is for."""
+    return str(getattr(context, "tool_call_id", "") or id(context))
+
+
+# The observed run's `EndstateRunHooks.rejected`, where the tool output guardrails it runs note their
+# verdicts (None: the run is not observed, or no run is).
+_REJECTED: ContextVar[dict[str, str] | None] = ContextVar("endstate_openai_rejected", default=None)
+_FAILING = ("reject_content", "raise_exception")  # the verdicts of a tool output guardrail that fail a call
+
+
+def _note_output_guardrails() -> None:
+    """Wrap `ToolOutputGuardrail.run` (once) to note, for the observed run it runs in, each call whose
+    output it rejected or tripped on: the SDK then gives `on_tool_end` the guardrail's message in
+    the output's place (or ends the call with no hook), with nothing to tell it from an output. The
+    wrapper changes nothing the guardrail returns or raises, and notes nothing outside observed runs."""
+    run = ToolOutputGuardrail.run
+    if getattr(run, "endstate_notes", False):
+        return
+
+    @functools.wraps(run)
+    async def noted(self: ToolOutputGuardrail[Any], data: Any) -> Any:
+        verdict = await run(self, data)
+        notes = _REJECTED.get()
+        if notes is not None and _verdict(verdict) in _FAILING:
+            context = getattr(data, "context", None)
+            notes[_call_id(context)] = str(getattr(context, "tool_name", "") or "tool")
+        return verdict
+
+    noted.endstate_notes = True  # type: ignore[attr-defined]
+    ToolOutputGuardrail.run = noted  # type: ignore[method-assign]
+
+
+def _verdict(output: Any) -> str:
+    """A tool guardrail's verdict: its behavior's type (allow, reject_content, raise_exception)."""
+    behavior = getattr(output, "behavior", None)
+    return str(behavior.get("type")) if isinstance(behavior, Mapping) else ""
 
 
 def _arguments(raw: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agent.content import api_block
 from agent.journal import NO_DATA, Call, Entry, Note, Opaque, Reply, Result, Task, Text
 
 Message = dict[str, Any]
@@ -64,7 +65,9 @@ def block_of(part: Text | Call | Opaque) -> dict[str, Any]:
 
 
 def result_block(result: Result) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id, "content": result.text}
+    """A result as a tool_result block: its text, or its content blocks (agent.content) as they are."""
+    content = [api_block(b) for b in result.blocks] if result.blocks else result.text
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id, "content": content}
     return block | {"is_error": True} if result.is_error else block
 
 

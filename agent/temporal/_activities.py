@@ -22,6 +22,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
+from agent._codec import encode_entry
 from agent.agent import Agent
 from agent.context import CallRecord, RunContext
 from agent.durable.catalog import Catalog
@@ -134,10 +135,14 @@ class EndstateActivities:
         ctx = _context(run, calls, call_id=call.get("call_id", ""))
         async with _heartbeats():
             outcome = await execute(found, call["arguments"], ctx)
-        for text in _as_sent(outcome.text, call.get("cap")):  # a later model or tool call holds it
+        out = w.outcome_json(outcome, found.name)
+        blocks = outcome.blocks if "blocks" in out else ()  # not when refused as too large
+        for text in _as_sent(
+            Result("", out["text"], blocks=blocks), call.get("cap")
+        ):  # a later call holds it
             self._results.keep(run["run_id"], text)
         fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
-        return {**dataclasses.asdict(outcome), "state": ctx.state, "fingerprint": fingerprint}
+        return {**out, "state": ctx.state, "fingerprint": fingerprint}
 
     @activity.defn(name=w.VERIFY)
     async def verify(self, check: dict[str, Any]) -> list[str]:
@@ -322,12 +327,15 @@ class KeptResults:
         self._chars -= sum(len(t) for t in texts.values())
 
 
-def _as_sent(text: str, cap: int | None) -> set[str]:
-    """A tool result as a later call holds it: whole (`ctx.calls`), and cut as the model is sent it."""
-    if cap is None:
-        return {text}
-    shown = HistoryPolicy(max_result_chars=cap).shown(Result("", text))
-    return {text, *(e.text for e in shown if isinstance(e, Result))}
+def _as_sent(result: Result, cap: int | None) -> set[str]:
+    """A tool result as a later call holds it: whole (`ctx.calls`), and cut as the model is sent it;
+    content blocks as their JSON (`_wire.kept_text`), whole and cut, beside their text."""
+    shown = HistoryPolicy(max_result_chars=cap).shown(result) if cap is not None else []
+    sent = [result, *(e for e in shown if isinstance(e, Result))]
+    if not result.blocks:
+        return {e.text for e in sent}
+    blocks = [encode_entry(e).get("blocks") for e in sent]
+    return {result.text} | {t for b in blocks if (t := w.kept_text(b)) is not None}
 
 
 def _dicts(replies: list[ModelReply]) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from temporalio.workflow import ActivityCancellationType
 
 from agent import tools as tools_module
 from agent.agent import Agent
+from agent.content import ToolOutput
 from agent.context import CallRecord, RunContext
 from agent.errors import ModelError, TransientModelError
 from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
@@ -105,7 +106,9 @@ class RunRef:
             if isinstance(inline, Once):
                 inline.discard(digest)
             return item
-        return {**item, key: None, "digest": digest} | ({"json": True} if isinstance(value, dict) else {})
+        return {**item, key: None, "digest": digest} | (
+            {"json": True} if isinstance(value, dict | list) else {}
+        )
 
     def calls_wire(self, calls: list[CallRecord], inline: set[str] | None) -> list[dict[str, Any]]:
         """The run's calls for a tool's input, each long result by its digest (see `digested`)."""
@@ -520,7 +523,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         )
         return out
 
-    async def call(**kwargs: Any) -> str | Verbatim:
+    async def call(**kwargs: Any) -> str | ToolOutput | Verbatim:
         ctx: RunContext = kwargs.pop("ctx")
         build = functools.partial(built, ctx, kwargs)
         # an approved call runs at most once: Temporal does not start it again on another worker
@@ -540,7 +543,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         ctx.state.update(out["state"])
         ref.fingerprint = out.get("fingerprint")
         if not out["is_error"]:
-            return str(out["text"])
+            return ToolOutput(*out["blocks"]) if out.get("blocks") else str(out["text"])
         if not workflow.patched(VERBATIM_ERRORS):  # a run started before replays its errors as they were
             raise _tool_error(out)
         return Verbatim(ToolOutcome(str(out["text"]), True, out.get("error_type")))

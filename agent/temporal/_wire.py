@@ -23,6 +23,7 @@ from temporalio.common import SearchAttributeKey
 from agent._codec import decode_entry, encode_entry
 from agent.agent import Agent
 from agent.budget import Budget
+from agent.content import api_block
 from agent.history import HistoryPolicy
 from agent.journal import Entry, Reply
 from agent.models._messages import part_of
@@ -32,6 +33,7 @@ from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot
+from agent.tools import ToolOutcome
 from agent.usage import Usage
 
 TASK_QUEUE = "endstate"
@@ -57,6 +59,7 @@ STATUS = "status"
 # result: a run stops, named, before it would ask for either (see `_remote.too_large`).
 MAX_PAYLOAD_BYTES = 1_500_000
 MAX_HISTORY_BYTES = 40_000_000
+MAX_BLOCK_BYTES = 1_000_000  # a tool result's content blocks: room left in its payload for the run's state
 
 # A model call, a verification, and a tool call that reads the run's calls, name each text longer than this
 # (a tool result, the task, a reply's text, a call's arguments, a provider block) by its digest only: the
@@ -64,7 +67,8 @@ MAX_HISTORY_BYTES = 40_000_000
 # the workflow then sends, in parts that each fit in a payload (see `_remote.by_digest`).
 INLINE_RESULT = 256
 
-# What of a journal entry, and of a reply's part, the model's input may send by digest (see `kept_text`).
+# What of a journal entry, and of a reply's part, the model's input may send by digest (see `kept_text`);
+# a result of content blocks (an image...) sends its `blocks` so, as their JSON (it has no `text`).
 DIGESTED = {"task": "text", "note": "text", "result": "text"}
 PART_DIGESTED = {"text": "text", "call": "arguments", "opaque": "data"}
 
@@ -248,20 +252,38 @@ def texts_mapped(journal: list[dict[str, Any]], change: Callable[[dict[str, Any]
         if entry["type"] == "reply":
             entry = {**entry, "parts": [change(p, PART_DIGESTED[p["type"]]) for p in entry["parts"]]}
         elif entry["type"] in DIGESTED:
-            entry = change(entry, DIGESTED[entry["type"]])
+            entry = change(entry, "blocks" if "blocks" in entry else DIGESTED[entry["type"]])
         out.append(entry)
     return out
 
 
 def kept_text(value: Any) -> str | None:
-    """What a value travels by digest as: a text itself, a provider's block (a dict) its JSON with sorted
-    keys (as Temporal's converter sends it: a block that crossed the wire has them so); None for anything
-    else (sent as it is)."""
+    """What a value travels by digest as: a text itself, a provider's block (a dict) or a result's content
+    blocks (a list) its JSON with sorted keys (as Temporal's converter sends it: a block that crossed the
+    wire has them so); None for anything else (sent as it is)."""
     if isinstance(value, str):
         return value
-    if not isinstance(value, dict):
+    if not isinstance(value, dict | list):
         return None
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def outcome_json(outcome: ToolOutcome, tool: str) -> dict[str, Any]:
+    """A tool call's outcome as the tool activity returns it: its content blocks in the Messages API's
+    shape. Blocks too large for one Temporal payload are refused as the tool's error, naming the size:
+    the activity's result would be refused (and retried for ever), and it lives in the history."""
+    out = {k: v for k, v in vars(outcome).items() if k != "blocks"}
+    if not outcome.blocks:
+        return out
+    blocks = [api_block(b) for b in outcome.blocks]
+    if (size := payload_size(blocks)) > MAX_BLOCK_BYTES:
+        text = (
+            f"Error: tool {tool!r} returned content blocks of {size:,} bytes, over the {MAX_BLOCK_BYTES:,} a "
+            "Temporal run carries in one payload: return a smaller image (downscale it, or send it as JPEG) "
+            "or a URL"
+        )
+        return out | {"text": text, "is_error": True, "error_type": "payload_too_large"}
+    return out | {"blocks": blocks}
 
 
 def payload_size(value: Any) -> int:

@@ -1,0 +1,166 @@
+"""Tool results of content blocks (images, documents, search results) through the real `anthropic`
+SDK against the local Messages API server: what the API receives, across a suspension kept in both
+stores, and a bad block refused as the tool's error, not a 400."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pg
+import pytest
+from messages_api import MessagesAPI, message, tool_use
+
+from agent import Agent, Approval, Budget, Image, SearchResult, StopReason, ToolOutput, tool
+from agent.durable.store import Lease, NewRun, Outcome, RunStore, open_store
+from agent.journal import Result
+from agent.models.anthropic import AnthropicModel
+
+MODEL = "claude-haiku-4-5"
+
+
+def png(width: int = 1, height: int = 1) -> bytes:
+    """A real PNG of grey pixels."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+SHOT = png(4, 3)
+
+
+@tool
+def screenshot(page: str) -> ToolOutput:
+    """A screenshot of a page."""
+    return ToolOutput(f"the page {page}", Image.from_bytes(SHOT))
+
+
+@tool
+def search(query: str) -> list[object]:
+    """Search the knowledge base."""
+    return [SearchResult("https://kb.example/refunds", "Refunds", ["Refunds take 5 days.", "Ask support."])]
+
+
+@tool
+def bad_shot(page: str) -> ToolOutput:
+    """A screenshot with the wrong media type."""
+    return ToolOutput(
+        {"type": "image", "source": {"type": "base64", "media_type": "image/bmp", "data": "Qk0="}}
+    )
+
+
+@tool(needs_approval=True)
+def publish(page: str) -> str:
+    """Publish a page."""
+    return f"published {page}"
+
+
+def model(api: MessagesAPI) -> AnthropicModel:
+    return AnthropicModel(MODEL, api_key="sk-test", base_url=api.url)
+
+
+def agent(api: MessagesAPI, *tools: Any, **options: Any) -> Agent:
+    budget = Budget(max_turns=6, max_seconds=None)
+    return Agent("pages", model(api), tools=list(tools), budget=budget, **options)
+
+
+def results_sent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool_result blocks of a request body."""
+    return [
+        b
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_result"
+    ]
+
+
+DONE = tool_use("finish", {"kind": "done", "note": "ok"})
+EXPECTED_IMAGE = {
+    "type": "image",
+    "source": {"type": "base64", "media_type": "image/png", "data": base64.b64encode(SHOT).decode()},
+}
+
+
+def test_an_image_result_reaches_the_api_as_the_tool_results_content_blocks() -> None:
+    with MessagesAPI(message(tool_use("screenshot", {"page": "home"}, id="toolu_a")), message(DONE)) as api:
+        result = agent(api, screenshot).run("Look at the home page.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    (sent,) = results_sent(api.bodies[1])
+    assert sent["tool_use_id"] == "toolu_a"
+    assert sent["content"] == [{"type": "text", "text": "the page home"}, EXPECTED_IMAGE]
+
+
+def test_a_search_result_is_sent_as_the_api_documents_it_with_citations_on() -> None:
+    with MessagesAPI(message(tool_use("search", {"query": "refunds"})), message(DONE)) as api:
+        result = agent(api, search).run("How long do refunds take?")
+    assert result.reason is StopReason.SUCCESS, result.note
+    (sent,) = results_sent(api.bodies[1])
+    assert sent["content"] == [
+        {
+            "type": "search_result",
+            "source": "https://kb.example/refunds",
+            "title": "Refunds",
+            "content": [
+                {"type": "text", "text": "Refunds take 5 days."},
+                {"type": "text", "text": "Ask support."},
+            ],
+            "citations": {"enabled": True},
+        }
+    ]
+
+
+def test_a_bad_block_is_the_tools_error_result_and_the_run_goes_on_without_a_400() -> None:
+    with MessagesAPI(message(tool_use("bad_shot", {"page": "home"})), message(DONE)) as api:
+        result = agent(api, bad_shot).run("Look at the home page.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    (sent,) = results_sent(api.bodies[1])
+    assert sent["is_error"] is True
+    assert "tool 'bad_shot'" in sent["content"] and "image/bmp" in sent["content"]
+    assert "image/png" in sent["content"]  # what it may be instead
+
+
+@pytest.fixture(params=pg.BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
+    s = open_store(pg.url_for(request.param, tmp_path))
+    yield s
+    s.close()
+
+
+def test_a_run_suspended_after_an_image_is_stored_resumed_and_sends_the_same_blocks(store: RunStore) -> None:
+    lease = Lease("w1", 30)
+    replies = (
+        message(tool_use("screenshot", {"page": "home"})),
+        message(tool_use("publish", {"page": "home"})),
+        message(DONE),
+    )
+    with MessagesAPI(*replies) as api:
+        saved = agent(
+            api, screenshot, publish, checkpoint=lambda cp: store.checkpoint("r1", cp, lease, store.now())
+        )
+        store.create(NewRun("r1", "pages", "Publish the home page.", "default", {}), lease, store.now())
+        waiting = saved.run("Publish the home page.", run_id="r1")
+        assert waiting.reason is StopReason.NEED_HELP, waiting.note
+        store.record("r1", Outcome.of(waiting), lease, store.now())
+        kept = store.snapshot("r1")
+        assert kept is not None
+        (image_result,) = [e for e in kept.journal if isinstance(e, Result) and e.blocks]
+        assert image_result.blocks == ("the page home", Image.from_bytes(SHOT))
+        done = agent(api, screenshot, publish).resume(kept, Approval())
+    assert done.reason is StopReason.SUCCESS, done.note
+    before, after = api.bodies[1], api.bodies[2]
+    assert results_sent(after)[0] == results_sent(before)[0]  # the image, as sent before the suspension
+    assert results_sent(after)[0]["content"][1] == EXPECTED_IMAGE

@@ -1,0 +1,273 @@
+"""Content blocks in tool results: checked when made, kept by the journal and the snapshot, cut by
+the history policy as text only, seen by the scripted model, and never captured as base64."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import json
+import re
+import struct
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from agent import (
+    Agent,
+    ContentError,
+    Document,
+    HistoryPolicy,
+    Image,
+    SearchResult,
+    SnapshotError,
+    StopReason,
+    ToolOutput,
+    ToolReference,
+    tool,
+)
+from agent._codec import decode_entry, encode_entry
+from agent.content import MAX_IMAGE_BASE64, api_block, parse_block, text_of
+from agent.context import RunContext
+from agent.history import CLEARED
+from agent.journal import Call, Reply, Result, Shrunk, Task
+from agent.models import ModelRequest, ScriptedModel, call, finish
+from agent.tools import execute
+from telemetry import TracingHooks
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+JPEG = b"\xff\xd8\xff\xe0" + bytes(64)
+PNG64 = base64.b64encode(PNG).decode()
+
+
+def image_dict(media_type: str = "image/png", data: str = PNG64) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+
+
+@pytest.mark.parametrize(
+    ("block", "says"),
+    [
+        ({"type": "video", "source": {}}, "type 'video' is not a tool result block"),
+        ({"type": "image"}, "the field 'source' is missing"),
+        (image_dict(data="not base64!"), "data is not base64"),
+        (image_dict(media_type="image/bmp"), "media_type 'image/bmp' is not one the API takes"),
+        (image_dict(media_type="image/jpeg"), "data holds image/png, but media_type says image/jpeg"),
+        (image_dict(data="A" * (MAX_IMAGE_BASE64 + 4)), "over the 5,242,880 the API takes"),
+        (
+            {"type": "image", "source": {"type": "file", "file_id": "f1"}},
+            "source type 'file' is not taken: use base64 or url (a file needs",
+        ),
+        ({"type": "image", "source": {"type": "url", "url": "ftp://x"}}, "url must be an http(s) URL"),
+        ({"type": "text", "text": 5}, "the field 'text' must be text"),
+        ({"type": "text", "text": "x", "cache_control": {}}, "fields ['cache_control'] are not taken"),
+        ({"type": "search_result", "source": "s", "title": "t", "content": "x"}, "a list of text blocks"),
+        (
+            {
+                "type": "document",
+                "source": {"type": "base64", "media_type": "application/pdf", "data": PNG64},
+            },
+            "no PDF",
+        ),
+    ],
+)
+def test_a_block_the_api_would_refuse_is_refused_saying_what_is_wrong(
+    block: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ContentError, match=".*".join(map(_escaped, says.split("'")))):
+        parse_block(block)
+
+
+def _escaped(text: str) -> str:
+    return re.escape(text)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "plain text",
+        Image.from_bytes(PNG),
+        Image.from_bytes(JPEG),
+        Image(url="https://example.com/a.png"),
+        Document.from_pdf(b"%PDF-1.7 ...", title="Report", citations=True),
+        Document(text="a plain document", title="Notes", context="from the wiki"),
+        Document(url="https://example.com/a.pdf"),
+        SearchResult("https://kb/1", "Refunds", ("Five days.", "Ask support."), citations=False),
+        ToolReference("weather"),
+    ],
+)
+def test_every_block_goes_to_the_apis_shape_and_back_unchanged(block: Any) -> None:
+    assert parse_block(json.loads(json.dumps(api_block(block)))) == block
+
+
+@tool
+def shot(kind: str) -> Any:
+    """Take a picture."""
+    if kind == "bad":
+        return ToolOutput(image_dict(media_type="image/tiff"))
+    if kind == "made-bad":
+        return Image(PNG64, "image/gif")  # raises in the tool's own body
+    if kind == "list":
+        return ["a caption", Image.from_bytes(PNG), ""]  # blank text is left out
+    if kind == "strings":
+        return ["a", "b"]
+    return Image.from_bytes(PNG if kind == "png" else JPEG)
+
+
+def outcome(kind: str) -> Any:
+    return asyncio.run(execute(shot, {"kind": kind}, RunContext("r", "a", "t", "default")))
+
+
+def test_text_returns_are_unchanged_and_a_list_of_blocks_keeps_its_captions() -> None:
+    strings = outcome("strings")
+    assert (strings.text, strings.blocks) == ('["a", "b"]', ())  # JSON, as before
+    listed = outcome("list")
+    assert listed.blocks == ("a caption", Image.from_bytes(PNG)) and not listed.is_error
+    assert listed.text.startswith("a caption\n[image image/png, 72 bytes, crc32 ")
+
+
+@pytest.mark.parametrize("kind", ["bad", "made-bad"])
+def test_a_bad_block_returned_or_made_in_the_tool_is_its_error_result_naming_it(kind: str) -> None:
+    got = outcome(kind)
+    assert (got.is_error, got.error_type, got.blocks) == (True, "bad_content", ())
+    assert got.text.startswith("Error: tool 'shot' returned a content block the API would refuse: ")
+
+
+def test_two_different_images_read_differently_as_text() -> None:
+    assert (outcome("png")).text != (outcome("jpeg")).text  # progress tells them apart
+    assert PNG64 not in (outcome("png")).text
+
+
+def image_result(*extra: Any) -> Result:
+    blocks = ("look:", Image.from_bytes(PNG), *extra)
+    return Result("toolu_1", text_of(blocks), False, "shot", "seen", blocks)
+
+
+def test_a_result_of_blocks_round_trips_through_the_codec_written_in_the_apis_shape() -> None:
+    result = image_result(SearchResult("s", "t", ("p",)))
+    encoded = encode_entry(result)
+    assert "text" not in encoded  # it is the blocks' text, made again when read
+    assert encoded["blocks"][1] == image_dict()
+    back = decode_entry(json.loads(json.dumps(encoded)), 0)
+    assert back == result and hash(back) == hash(result)
+
+
+def test_a_stored_block_that_cannot_be_read_is_a_snapshot_error_naming_it() -> None:
+    encoded = encode_entry(image_result()) | {"blocks": [image_dict(media_type="image/bmp")]}
+    with pytest.raises(SnapshotError, match=r"journal\[3\] \(result\): a result's content block .*image/bmp"):
+        decode_entry(encoded, 3)
+
+
+def test_a_text_result_is_written_as_before() -> None:
+    assert encode_entry(Result("c", "x")) == {"type": "result", "call_id": "c", "text": "x"}
+
+
+def test_the_cap_cuts_the_text_of_blocks_and_keeps_the_image_whole() -> None:
+    long = SearchResult("s", "t", ("x" * 300, "y" * 300))
+    (shown,) = HistoryPolicy(max_result_chars=400).shown(image_result(long))
+    image = Image.from_bytes(PNG)
+    assert shown.blocks[:2] == ("look:", image)
+    cut = shown.blocks[2]
+    assert isinstance(cut, SearchResult) and cut.content == ("x" * 300, "y" * 95)
+    assert "was cut from 605 to 400 characters" in str(shown.blocks[3])
+    assert shown.text == text_of(shown.blocks)
+
+
+def test_a_short_result_of_blocks_is_sent_as_it_is_and_a_cleared_one_drops_them() -> None:
+    policy = HistoryPolicy(max_result_chars=400)
+    result = image_result()
+    assert policy.shown(result) == [result]
+    (cleared,) = policy.shown(result, clear=True)
+    assert cleared.blocks == () and cleared.text == CLEARED.format(chars=len(result.text))
+
+
+def run_with_image(**options: Any) -> tuple[ScriptedModel, Any]:
+    model = ScriptedModel([[call("shot", kind="list")], [finish("done", "seen")]])
+    agent = Agent("eyes", model, tools=[shot], **options)
+    return model, agent.run("Look.")
+
+
+def test_the_scripted_model_sees_the_blocks_as_sent_and_in_the_journal() -> None:
+    model, result = run_with_image()
+    assert result.reason is StopReason.SUCCESS
+    messages = model.requests[1].messages
+    (sent,) = [
+        b for m in messages if m["role"] == "user" and isinstance(m["content"], list) for b in m["content"]
+    ]
+    assert sent["content"] == [{"type": "text", "text": "a caption"}, image_dict()]
+    blocks = [e.blocks for e in model.requests[1].journal if isinstance(e, Result)]
+    assert blocks == [("a caption", Image.from_bytes(PNG))]  # typed, in the request's journal too
+
+
+def test_content_capture_shows_a_placeholder_with_media_type_and_size_never_the_data() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _, result = run_with_image(hooks=TracingHooks(provider, capture_content=True))
+    assert result.reason is StopReason.SUCCESS
+    provider.shutdown()
+    values = [str(v) for s in exporter.get_finished_spans() for v in (s.attributes or {}).values()]
+    assert not any(PNG64[:40] in v for v in values)
+    assert any("image/png, about 72 bytes, not captured" in v for v in values)  # the model's input
+    assert any("[image image/png, 72 bytes" in v for v in values)  # the tool's span
+
+
+def test_a_request_made_from_messages_reads_a_tool_results_blocks() -> None:
+    messages = [
+        {"role": "user", "content": "Look."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [image_dict()]}],
+        },
+    ]
+    request = ModelRequest.of_messages("", messages, [], 100)
+    assert request.messages == messages
+    (result,) = [e for e in request.journal if isinstance(e, Result)]
+    assert (result.blocks, result.ran) == ((Image.from_bytes(PNG),), "shot")
+
+
+def _png_of(width: int, height: int) -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", width, height) + bytes(9)
+
+
+def _jpeg_of(width: int, height: int) -> bytes:
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + bytes(14)  # a segment before the frame header
+    return b"\xff\xd8" + app0 + b"\xff\xc2" + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(15)
+
+
+def _webp_of(width: int, height: int) -> bytes:
+    sizes = (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    return b"RIFF" + bytes(4) + b"WEBPVP8X" + bytes(8) + sizes + bytes(4)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _png_of(1280, 15_000),  # a full-page screenshot
+        _jpeg_of(9_000, 600),
+        b"GIF89a" + struct.pack("<HH", 8_001, 10) + bytes(8),
+        _webp_of(4_000, 8_192),
+    ],
+)
+def test_an_image_over_8000_pixels_a_side_is_refused_naming_its_size(raw: bytes) -> None:
+    with pytest.raises(ContentError, match=r"\d+x\d+ pixels, over the 8000 a side the API takes: downscale"):
+        Image.from_bytes(raw)
+
+
+@pytest.mark.parametrize("raw", [_png_of(8_000, 8_000), _jpeg_of(1_920, 1_080), _webp_of(1, 1)])
+def test_an_image_up_to_8000_pixels_a_side_is_taken(raw: bytes) -> None:
+    assert Image.from_bytes(raw).data == base64.b64encode(raw).decode()
+
+
+def test_past_compact_at_clearing_old_screenshots_is_enough_when_they_free_the_room() -> None:
+    """Clearing a result frees the tokens of its image, not only of its short text: 48 old screenshots
+    cleared free some 77,000 tokens, enough to get 180,000 under 60% of a 200,000 window."""
+    journal: list[Any] = [Task("t")]
+    for i in range(50):
+        journal += [Reply((Call(f"c{i}", "shot", {"kind": "png"}),), input_tokens=180_000), image_result()]
+        journal[-1] = dataclasses.replace(journal[-1], call_id=f"c{i}")
+    step = HistoryPolicy(keep_last=2).due(journal, 200_000)
+    assert step == Shrunk(upto=len(journal))  # a clear, not a compaction
