@@ -258,7 +258,9 @@ async def execute(
     if cut_by_limit and not seconds:
         return _budget_cut(tool_, started=False)
     try:
-        return _outcome(await _run(tool_, kwargs, seconds))
+        if not tool_.is_async:
+            return _outcome(await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds))
+        return _outcome(await _unless_done(tool_.fn(**kwargs), seconds))
     except _Expired:
         if cut_by_limit:
             return _budget_cut(tool_, started=True)
@@ -313,19 +315,30 @@ def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
     return ToolOutcome(text, True, "budget_cut", budget_cut=True)
 
 
-async def _run(tool_: Tool, kwargs: dict[str, Any], seconds: float | None) -> Any:
-    """Call the tool: a sync one on a worker thread, an async one in this task. An async tool
-    that returns before it first waits on anything needs no timer (nothing could cut it short)."""
-    if not tool_.is_async:
-        return await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds)
-    coro = tool_.fn(**kwargs)
+def _unless_done(coro: Coroutine[Any, Any, Any], seconds: float | None) -> Any:
+    """An async tool's coroutine to await, bounded by `seconds`; one that returns before it first
+    waits on anything needs no timer (nothing could cut it short), nor another coroutine frame: its
+    value comes back wrapped in `_Done`."""
     if seconds is None:
-        return await coro
+        return coro
     try:
         waiting = coro.send(None)
     except StopIteration as done:
-        return done.value
-    return await _bounded(_Rest(coro, waiting), seconds)
+        return _Done(done.value)
+    return _bounded(_Rest(coro, waiting), seconds)
+
+
+class _Done:
+    """A value already there, awaitable (awaiting it waits on nothing)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self.value
+        yield  # a generator, never reached
 
 
 class _Rest:
