@@ -54,10 +54,11 @@ class RunState:
     def record(self, entry: Entry) -> None:
         """Append one entry to the journal, and keep what the model is sent in step with it."""
         self.ctx.journal.append(entry)
-        if isinstance(entry, Shrunk):
-            self.sent = self.history.view(self.journal.entries)
-        elif isinstance(entry, Result):  # a result may be sent capped
+        kind = type(entry)  # exact types, as the codec reads them (`_codec._TYPE_OF`)
+        if kind is Result:  # a result may be sent capped
             self.sent.extend(self.history.shown(entry))
+        elif kind is Shrunk:
+            self.sent = self.history.view(self.journal.entries)
         else:
             self.sent.append(entry)
 
