@@ -138,7 +138,7 @@ class RunState:
                 raise ConfigError(self.state_problem() or "")
             return {}
         state = dict(self.ctx.state)
-        if unwritable(state) is None:
+        if not state or unwritable(state) is None:  # an empty state (many agents keep none) is JSON
             return state
         if strict:
             raise ConfigError(self.state_problem() or "")
