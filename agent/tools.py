@@ -260,7 +260,8 @@ async def execute(
     try:
         if not tool_.is_async:
             return _outcome(await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds))
-        return _outcome(await _unless_done(tool_.fn(**kwargs), seconds))
+        done, value = _first_step(tool_.fn(**kwargs), seconds)
+        return _outcome(value if done else await value)
     except _Expired:
         if cut_by_limit:
             return _budget_cut(tool_, started=True)
@@ -315,30 +316,17 @@ def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
     return ToolOutcome(text, True, "budget_cut", budget_cut=True)
 
 
-def _unless_done(coro: Coroutine[Any, Any, Any], seconds: float | None) -> Any:
-    """An async tool's coroutine to await, bounded by `seconds`; one that returns before it first
-    waits on anything needs no timer (nothing could cut it short), nor another coroutine frame: its
-    value comes back wrapped in `_Done`."""
+def _first_step(coro: Coroutine[Any, Any, Any], seconds: float | None) -> tuple[bool, Any]:
+    """An async tool's coroutine run up to its first wait when it has a deadline: (True, its value)
+    when it returned before it waited on anything (no timer needed: nothing could cut it short),
+    else (False, what to await for its value, bounded by `seconds`)."""
     if seconds is None:
-        return coro
+        return False, coro
     try:
         waiting = coro.send(None)
     except StopIteration as done:
-        return _Done(done.value)
-    return _bounded(_Rest(coro, waiting), seconds)
-
-
-class _Done:
-    """A value already there, awaitable (awaiting it waits on nothing)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        return self.value
-        yield  # a generator, never reached
+        return True, done.value
+    return False, _bounded(_Rest(coro, waiting), seconds)
 
 
 class _Rest:
