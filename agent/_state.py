@@ -53,7 +53,7 @@ class RunState:
 
     def record(self, entry: Entry) -> None:
         """Append one entry to the journal, and keep what the model is sent in step with it."""
-        self.ctx.journal.append(entry)
+        self.ctx.journal.entries.append(entry)  # (`Journal.append`, without its call: once an entry)
         kind = type(entry)  # exact types, as the codec reads them (`_codec._TYPE_OF`)
         if kind is Result:  # a result may be sent capped
             self.sent.extend(self.history.shown(entry))
