@@ -34,12 +34,14 @@ from agent.journal import (
     Call,
     Denial,
     Note,
+    Part,
     Reply,
     Result,
     Started,
     Stopped,
     Suspended,
 )
+from agent.models._messages import part_of
 from agent.models.base import PROVIDER_DATA, ModelReply, ModelRequest, recording_cut_calls
 from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
@@ -365,20 +367,23 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
 def received(agent: Agent, run: RunState, obs: RunObserver, reply: ModelReply) -> Reply | Stop:
     """A reply came: the observer sees it, then the journal takes it. A reply the loop cannot read
     (an adapter's bug) ends the run as `invalid_reply`, saying what is wrong, not with a TypeError."""
-    if (problem := misshapen(reply)) is not None:
-        obs.model_ended(None, ModelError(problem, error_type="invalid_reply"))
-        return invalid_reply(problem)
+    parts = parts_of(reply)
+    if isinstance(parts, str):
+        obs.model_ended(None, ModelError(parts, error_type="invalid_reply"))
+        return invalid_reply(parts)
     obs.model_ended(reply, None)
-    return taken(agent, run, reply)
+    return taken(agent, run, reply, parts)
 
 
-def misshapen(reply: object) -> str | None:
-    """What makes `reply` no `ModelReply` the loop can read (content a list of block dicts, a tool
-    call with an id, a name and an object of arguments), None when it is one."""
+def parts_of(reply: object) -> tuple[Part, ...] | str:
+    """The content of `reply` as journal parts, read and checked in one pass; or what makes `reply`
+    no `ModelReply` the loop can read (content a list of block dicts, a tool call with an id, a name
+    and an object of arguments)."""
     if not isinstance(reply, ModelReply):
         return f"complete() returned {type(reply).__name__}, not a ModelReply"
     if not isinstance(reply.content, list):
         return f"its content is {type(reply.content).__name__}, not a list of content blocks"
+    parts: list[Part] = []
     for block in reply.content:
         if not isinstance(block, dict):
             return f"a content block is {type(block).__name__}, not a dict"
@@ -388,16 +393,18 @@ def misshapen(reply: object) -> str | None:
             if not isinstance(block.get("input") or {}, dict):
                 given = type(block["input"]).__name__
                 return f"tool call {block['name']!r}: its input is {given}, not an object"
-    return None
+        parts.append(part_of(block))
+    return tuple(parts)
 
 
-def taken(agent: Agent, run: RunState, reply: ModelReply) -> Reply | Stop:
-    """The reply as a journal entry, its usage charged; or an error stop when the journal cannot
-    keep it (see `invalid_reply`; token counts that are no counts are not charged either)."""
+def taken(agent: Agent, run: RunState, reply: ModelReply, parts: tuple[Part, ...]) -> Reply | Stop:
+    """The reply (its content read as `parts`) as a journal entry, its usage charged; or an error
+    stop when the journal cannot keep it (see `invalid_reply`; token counts that are no counts are
+    not charged either)."""
     if (problem := uncounted(reply)) is not None:
         return invalid_reply(problem)
     run.add_usage(agent.prices.usage_of(agent.model.name, reply))  # `charge`, its counts checked above
-    entry = reply_entry(reply)
+    entry = reply_entry(reply, parts)
     return entry if (problem := unkept(entry)) is None else invalid_reply(problem)
 
 
@@ -417,7 +424,7 @@ def uncounted(reply: ModelReply) -> str | None:
     a, b = reply.input_tokens, reply.output_tokens
     c, d = reply.cache_read_input_tokens, reply.cache_creation_input_tokens
     usual = not extra and type(a) is type(b) is type(c) is type(d) is int  # no extra counts
-    if usual and min(a, b, c, d) >= 0 and max(a, b, c, d) <= MOST:
+    if usual and 0 <= a <= MOST and 0 <= b <= MOST and 0 <= c <= MOST and 0 <= d <= MOST:
         return None  # the usual reply: every count a count
     for name, value in (
         ("input_tokens", reply.input_tokens),
@@ -539,8 +546,8 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
     return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
 
 
-def reply_entry(reply: ModelReply) -> Reply:
-    """The journal entry for a model reply."""
+def reply_entry(reply: ModelReply, parts: tuple[Part, ...]) -> Reply:
+    """The journal entry for a model reply whose content reads as `parts` (`parts_of`)."""
     extra = reply.extra  # mostly empty: no cache counts to read from it
     read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
     write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0
@@ -548,7 +555,7 @@ def reply_entry(reply: ModelReply) -> Reply:
     r = reply
     kept = (extra.get(PROVIDER_DATA) or NO_DATA) if extra else NO_DATA  # the reply's own: see `ModelReply`
     return Reply(
-        r.parts, r.input_tokens, r.output_tokens, read, write, r.stop_reason, r.model, r.response_id, kept
+        parts, r.input_tokens, r.output_tokens, read, write, r.stop_reason, r.model, r.response_id, kept
     )
 
 

@@ -53,11 +53,12 @@ class RunState:
 
     def record(self, entry: Entry) -> None:
         """Append one entry to the journal, and keep what the model is sent in step with it."""
-        self.ctx.journal.append(entry)
-        if isinstance(entry, Shrunk):
-            self.sent = self.history.view(self.journal.entries)
-        elif isinstance(entry, Result):  # a result may be sent capped
+        self.ctx.journal.entries.append(entry)  # (`Journal.append`, without its call: once an entry)
+        kind = type(entry)  # exact types, as the codec reads them (`_codec._TYPE_OF`)
+        if kind is Result:  # a result may be sent capped
             self.sent.extend(self.history.shown(entry))
+        elif kind is Shrunk:
+            self.sent = self.history.view(self.journal.entries)
         else:
             self.sent.append(entry)
 
@@ -137,7 +138,7 @@ class RunState:
                 raise ConfigError(self.state_problem() or "")
             return {}
         state = dict(self.ctx.state)
-        if unwritable(state) is None:
+        if not state or unwritable(state) is None:  # an empty state (many agents keep none) is JSON
             return state
         if strict:
             raise ConfigError(self.state_problem() or "")

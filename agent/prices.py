@@ -125,7 +125,7 @@ class PriceTable:
         if answered and answered != model and not self._given(model) and self.price(answered) is not None:
             model = answered
         price = self.price(model)
-        if price is not None and (price.fast is not None or not is_fast(reply)):
+        if price is not None and (price.fast is not None or not reply.extra or not is_fast(reply)):
             return price.cost_of(reply)
         self._report_unknown(model, fast=price is not None)
         return None
@@ -133,8 +133,10 @@ class PriceTable:
     def usage_of(self, model: str, reply: ModelReply) -> Usage:
         """One call's usage: its tokens of each kind (those of the calls billed apart within it too),
         and its cost (None when a price is unknown)."""
+        if not reply.extra:  # most replies: nothing billed apart nor by model, no fast mode
+            return _tokens_of(reply, self._own_cost(model, reply))
         usage = _tokens_of(reply, self.cost_of(model, reply))
-        for part in reply.billed_apart:  # most replies: none (priced by `cost_of`, counted here)
+        for part in reply.billed_apart:  # priced by `cost_of`, counted here
             usage += _tokens_of(part)
         return usage
 

@@ -261,7 +261,10 @@ async def execute(
     if cut_by_limit and not seconds:
         return _budget_cut(tool_, started=False)
     try:
-        return _outcome(await _run(tool_, kwargs, seconds))
+        if not tool_.is_async:
+            return _outcome(await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds))
+        done, value = _first_step(tool_.fn(**kwargs), seconds)
+        return _outcome(value if done else await value)
     except ContentError as exc:  # a bad block, made in the tool or found in what it returned
         return ToolOutcome(
             f"Error: tool {tool_.name!r} returned a content block the API would refuse: {exc}",
@@ -325,19 +328,17 @@ def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
     return ToolOutcome(text, True, "budget_cut", budget_cut=True)
 
 
-async def _run(tool_: Tool, kwargs: dict[str, Any], seconds: float | None) -> Any:
-    """Call the tool: a sync one on a worker thread, an async one in this task. An async tool
-    that returns before it first waits on anything needs no timer (nothing could cut it short)."""
-    if not tool_.is_async:
-        return await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds)
-    coro = tool_.fn(**kwargs)
+def _first_step(coro: Coroutine[Any, Any, Any], seconds: float | None) -> tuple[bool, Any]:
+    """An async tool's coroutine run up to its first wait when it has a deadline: (True, its value)
+    when it returned before it waited on anything (no timer needed: nothing could cut it short),
+    else (False, what to await for its value, bounded by `seconds`)."""
     if seconds is None:
-        return await coro
+        return False, coro
     try:
         waiting = coro.send(None)
     except StopIteration as done:
-        return done.value
-    return await _bounded(_Rest(coro, waiting), seconds)
+        return True, done.value
+    return False, _bounded(_Rest(coro, waiting), seconds)
 
 
 class _Rest:

@@ -477,14 +477,15 @@ def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None
         attributes[n.GEN_AI_RESPONSE_ID] = reply.response_id
     attributes[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = reply.cache_read_input_tokens
     attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
-    if (extra := reply.extra) and BILLED_APART in extra:  # a few replies: calls billed apart within
+    extra = reply.extra  # most replies: empty
+    if extra and BILLED_APART in extra:  # a few replies: calls billed apart within
         _add_billed_apart(attributes, reply.billed_apart)
     if reply.time_to_first_token is not None:
         attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = reply.time_to_first_token
     if reply.server_tool_use:  # web search, web fetch, code execution
         for tool, uses in reply.server_tool_use.items():
             attributes[f"{n.SERVER_TOOL_USE_PREFIX}{tool}"] = uses
-    if rate_limit := reply.extra.get("rate_limit"):  # what is left of the quota (fast mode's: fast-*)
+    if extra and (rate_limit := extra.get("rate_limit")):  # what is left of the quota (fast mode's: fast-*)
         for header, value in rate_limit.items():
             name = header.removeprefix("anthropic-ratelimit-").removeprefix("anthropic-")
             attributes[f"{n.RATE_LIMIT_PREFIX}{name}"] = str(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import typing
@@ -121,6 +122,24 @@ def test_a_long_prompt_is_priced_at_the_long_prompt_rate_output_included() -> No
     long = reply(100_001, 1_000, read=100_001)
     assert prices.cost_of("claude-haiku-5-5", short) == pytest.approx((100_000 * 0.10 + 1_000 * 0.50) / MTOK)
     assert prices.cost_of("claude-haiku-5-5", long) == pytest.approx((100_001 * 0.05 + 1_000 * 2.50) / MTOK)
+
+
+def test_a_plain_reply_is_priced_by_the_same_rules_as_one_with_extra_fields() -> None:
+    # a reply with no `extra` takes a short path: a long prompt, web searches, a fallback's model and
+    # an unknown price are priced there as they are with an `extra` that changes nothing
+    prices = PriceTable({"m": Price(1.0, 5.0, long_prompt_above=10, long_prompt=Price(2.0, 7.0))})
+    for plain in (
+        ModelReply([], 11, 3, server_tool_use={"web_search": 2}),
+        ModelReply([], 10, 3),
+        ModelReply([], 11, 3, model="claude-haiku-5-5"),
+        ModelReply([], 11, 3, model="nobody"),
+    ):
+        with_extra = dataclasses.replace(plain, extra={"other": 1})
+        assert prices.usage_of("m", plain) == prices.usage_of("m", with_extra)
+    assert prices.usage_of("m", ModelReply([], 11, 3, server_tool_use={"web_search": 2})).cost_usd == (
+        pytest.approx((11 * 2.0 + 3 * 7.0) / MTOK + 0.02)
+    )
+    assert prices.usage_of("nobody", ModelReply([], 11, 3)).cost_usd is None
 
 
 def test_overrides_in_code_win_over_the_table() -> None:

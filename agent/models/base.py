@@ -160,17 +160,7 @@ class Model(Protocol):
 # -- the usage of a call cut off before its reply ------------------------------
 
 
-class _Cut(list[ModelReply]):
-    """The calls cut off inside one `recording_cut_calls` block, and the seconds it was given."""
-
-    __slots__ = ("seconds",)
-
-    def __init__(self, seconds: float | None) -> None:
-        super().__init__()
-        self.seconds = seconds
-
-
-_cut_calls: ContextVar[_Cut | None] = ContextVar("endstate_cut_calls", default=None)
+_cut_calls: ContextVar[_CutCalls | None] = ContextVar("endstate_cut_calls", default=None)
 
 
 def recording_cut_calls(seconds: float | None = None) -> _CutCalls:
@@ -192,18 +182,18 @@ def recording_cut_calls(seconds: float | None = None) -> _CutCalls:
     return _CutCalls(seconds)
 
 
-class _CutCalls:
-    """The block of `recording_cut_calls` (a class: entered once a model call, kept cheap)."""
+class _CutCalls(list[ModelReply]):
+    """The block of `recording_cut_calls`, and the calls cut off inside it (a list: entered once a
+    model call, kept cheap), with the seconds the block was given."""
 
-    __slots__ = ("_seconds", "_token")
+    __slots__ = ("_token", "seconds")
 
-    def __init__(self, seconds: float | None) -> None:
-        self._seconds = seconds
+    def __init__(self, seconds: float | None) -> None:  # empty, as `list.__new__` made it
+        self.seconds = seconds
 
     def __enter__(self) -> list[ModelReply]:
-        calls = _Cut(self._seconds)
-        self._token = _cut_calls.set(calls)
-        return calls
+        self._token = _cut_calls.set(self)
+        return self
 
     def __exit__(self, *exc: object) -> None:
         try:  # (not contextlib.suppress: this runs once a model call)

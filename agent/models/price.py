@@ -100,6 +100,8 @@ class Price:
         `reply.input_tokens` counts every input token (uncached, cache reads
         and cache writes); the uncached part is what the cache parts leave.
         """
+        if not reply.extra and not reply.server_tool_use:  # most calls: no fast mode, region or search
+            return self._tokens_cost(reply)
         if self.fast is not None and is_fast(reply):
             return self.fast.cost_of(reply)
         searches = (reply.server_tool_use or {}).get("web_search", 0) * self.web_search
@@ -113,7 +115,8 @@ class Price:
         )
 
     def _tokens_cost(self, reply: ModelReply) -> float:
-        price = self._for_prompt(reply.input_tokens)
+        above = self.long_prompt_above
+        price = self if above is None or reply.input_tokens <= above else self._for_prompt(reply.input_tokens)
         if not (reply.cache_read_input_tokens or reply.cache_creation_input_tokens):  # no cache: the same sum
             return (
                 max(0, reply.input_tokens) * price.input_per_mtok
