@@ -29,9 +29,10 @@ from agent import (
     ToolReference,
     tool,
 )
-from agent._codec import decode_entry, encode_entry
+from agent._codec import decode_entry, encode_entry, need
 from agent.content import MAX_IMAGE_BASE64, api_block, parse_block, text_of
 from agent.context import RunContext
+from agent.durable.store._sql import entry_json
 from agent.history import CLEARED
 from agent.journal import Call, Reply, Result, Shrunk, Task
 from agent.models import ModelRequest, ScriptedModel, call, finish
@@ -148,10 +149,24 @@ def image_result(*extra: Any) -> Result:
 def test_a_result_of_blocks_round_trips_through_the_codec_written_in_the_apis_shape() -> None:
     result = image_result(SearchResult("s", "t", ("p",)))
     encoded = encode_entry(result)
-    assert "text" not in encoded  # it is the blocks' text, made again when read
     assert encoded["blocks"][1] == image_dict()
     back = decode_entry(json.loads(json.dumps(encoded)), 0)
     assert back == result and hash(back) == hash(result)
+    assert decode_entry(encoded | {"text": "stale"}, 0) == result  # the text is made from the blocks
+
+
+def test_a_release_before_blocks_reads_a_stored_result_of_blocks_as_its_text() -> None:
+    """A rolling deploy: an older service over the same store reads new rows. Its result decoder
+    (as of e70a792) needs `text` and passes other fields by."""
+    stored = json.loads(entry_json(image_result()))  # a journal row as the SQL stores write it
+    older = Result(
+        need(stored, "call_id", str),
+        need(stored, "text", str),
+        need(stored, "is_error", bool, False),
+        need(stored, "ran", str | None, None),
+        need(stored, "seen", str, ""),
+    )
+    assert older == dataclasses.replace(image_result(), blocks=())
 
 
 def test_a_stored_block_that_cannot_be_read_is_a_snapshot_error_naming_it() -> None:
