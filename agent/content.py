@@ -310,7 +310,7 @@ def _search_result(d: dict[str, Any]) -> SearchResult:
     ):
         raise ContentError("search_result block: content must be a list of text blocks")
     texts = tuple(_text(p) for p in passages)
-    return SearchResult(_str(d["source"], "source"), _str(d["title"], "title"), texts, _enabled(d, True))
+    return SearchResult(_str(d["source"], "source"), _str(d["title"], "title"), texts, _enabled(d))
 
 
 def _source(d: dict[str, Any], kinds: tuple[str, ...]) -> dict[str, Any]:
@@ -324,10 +324,11 @@ def _source(d: dict[str, Any], kinds: tuple[str, ...]) -> dict[str, Any]:
     return source
 
 
-def _enabled(d: dict[str, Any], default: bool = False) -> bool:
+def _enabled(d: dict[str, Any]) -> bool:
+    """A block's citations setting: off when not given, as the API reads it."""
     citations = d.get("citations")
     if citations is None:
-        return default
+        return False
     if not (isinstance(citations, dict) and isinstance(citations.get("enabled", False), bool)):
         raise ContentError(f"{d['type']} block: citations must be {{'enabled': true or false}}")
     return bool(citations.get("enabled", False))

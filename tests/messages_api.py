@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -527,7 +527,7 @@ def _body_problem(body: Any) -> str | None:
     if "system" in body and not isinstance(body["system"], str | list):
         return "system: Input should be a string or a list of text blocks"
     problem = _tools_problem(body.get("tools", [])) or _messages_problem(body.get("messages"))
-    return problem or _container_problem(body)
+    return problem or _container_problem(body) or _citations_problem(body["messages"])
 
 
 # The API's words for a request that leaves out the container while code in it waits for tool results.
@@ -701,6 +701,32 @@ def _result_content_problem(block: dict[str, Any], where: str) -> str | None:
         ):
             return f"{at}.search_result.content: Input should be a list of text blocks"
     return None
+
+
+def _citations_problem(messages: list[dict[str, Any]]) -> str | None:
+    """The API's refusal of a request whose search results, or whose documents, do not all have
+    citations enabled or all disabled ("Citations are all-or-nothing"; off when not given)."""
+    for kind in ("search_result", "document"):
+        settings = {_citations_on(b) for b in _all_blocks(messages) if b.get("type") == kind}
+        if len(settings) > 1:
+            return f"citations must be enabled on all or none of the {kind} blocks in a request"
+    return None
+
+
+def _citations_on(block: dict[str, Any]) -> bool:
+    citations = block.get("citations")
+    return isinstance(citations, dict) and citations.get("enabled") is True
+
+
+def _all_blocks(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every content block of the messages, and those in their tool results."""
+    for msg in messages:
+        content = msg.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict):
+                yield block
+                inner = block.get("content") if block.get("type") == "tool_result" else None
+                yield from (b for b in inner if isinstance(b, dict)) if isinstance(inner, list) else ()
 
 
 def _valid_caller(caller: Any) -> bool:

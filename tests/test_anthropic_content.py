@@ -133,6 +133,23 @@ def test_a_bad_block_is_the_tools_error_result_and_the_run_goes_on_without_a_400
     assert "image/png" in sent["content"]  # what it may be instead
 
 
+@tool
+def lookup(query: str) -> SearchResult:
+    """Look a page up in the wiki."""
+    return SearchResult("wiki/7", "Receipts", "Refunds need a receipt.", citations=False)
+
+
+def test_search_results_with_citations_on_and_off_are_all_sent_as_the_first_so_the_api_takes_them() -> None:
+    """The API refuses a request whose search results mix citations on and off ("all-or-nothing")."""
+    replies = (message(tool_use("search", {"query": "refunds"})), message(tool_use("lookup", {"query": "r"})))
+    with MessagesAPI(*replies, message(DONE)) as api:
+        result = agent(api, search, lookup).run("How do refunds work?")
+    assert result.reason is StopReason.SUCCESS, result.note
+    found = [b for r in results_sent(api.bodies[2]) for b in r["content"] if b["type"] == "search_result"]
+    assert [b["title"] for b in found] == ["Refunds", "Receipts"]
+    assert [b["citations"] for b in found] == [{"enabled": True}] * 2  # the first one's setting
+
+
 @pytest.fixture(params=pg.BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
     s = open_store(pg.url_for(request.param, tmp_path))

@@ -85,6 +85,12 @@ def _escaped(text: str) -> str:
     return re.escape(text)
 
 
+def test_a_block_dict_without_citations_has_them_off_as_the_api_reads_it() -> None:
+    passages = [{"type": "text", "text": "p"}]
+    found = parse_block({"type": "search_result", "source": "s", "title": "t", "content": passages})
+    assert found == SearchResult("s", "t", ("p",), citations=False)
+
+
 @pytest.mark.parametrize(
     "block",
     [

@@ -23,26 +23,27 @@ def messages_of(journal: Iterable[Entry]) -> list[Message]:
     out: list[Message] = []
     results: list[Result] = []
     order: dict[str, int] = {}
+    cited: dict[str, bool] = {}
     for entry in journal:
         if isinstance(entry, Result):
             results.append(entry)
             continue
         if isinstance(entry, Task | Note | Reply):
-            _flush(out, results, order)
+            _flush(out, results, order, cited)
         if isinstance(entry, Task | Note):
             out.append({"role": "user", "content": entry.text})
         elif isinstance(entry, Reply):
             order = {c.id: i for i, c in enumerate(entry.calls)}
             if blocks := [block_of(p) for p in entry.parts if not _blank(p)]:
                 out.append({"role": "assistant", "content": blocks})
-    _flush(out, results, order)
+    _flush(out, results, order, cited)
     return out
 
 
-def _flush(out: list[Message], results: list[Result], order: dict[str, int]) -> None:
+def _flush(out: list[Message], results: list[Result], order: dict[str, int], cited: dict[str, bool]) -> None:
     if results:
         ordered = sorted(results, key=lambda r: order.get(r.call_id, len(order)))
-        out.append({"role": "user", "content": [result_block(r) for r in ordered]})
+        out.append({"role": "user", "content": [result_block(r, cited) for r in ordered]})
         results.clear()
 
 
@@ -64,9 +65,13 @@ def block_of(part: Text | Call | Opaque) -> dict[str, Any]:
     return block if data is NO_DATA or not data else {**data, **block}  # `is`: most parts, and quick
 
 
-def result_block(result: Result) -> dict[str, Any]:
-    """A result as a tool_result block: its text, or its content blocks (agent.content) as they are."""
-    content = [api_block(b) for b in result.blocks] if result.blocks else result.text
+def result_block(result: Result, cited: dict[str, bool] | None = None) -> dict[str, Any]:
+    """A result as a tool_result block: its text, or its content blocks (agent.content) as they are,
+    but citations (see `_cited_alike`: `cited` holds the request's setting of each kind so far)."""
+    if not result.blocks:
+        content: str | list[dict[str, Any]] = result.text
+    else:
+        content = [_cited_alike(api_block(b), {} if cited is None else cited) for b in result.blocks]
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id, "content": content}
     return block | {"is_error": True} if result.is_error else block
 
@@ -74,6 +79,18 @@ def result_block(result: Result) -> dict[str, Any]:
 # The fields of a text and of a tool_use block the journal types; a block's others are provider data.
 TEXT_FIELDS = frozenset({"type", "text"})
 CALL_FIELDS = frozenset({"type", "id", "name", "input"})
+
+
+def _cited_alike(block: dict[str, Any], cited: dict[str, bool]) -> dict[str, Any]:
+    """The API refuses a request whose search results, or whose documents, do not all have citations
+    on or all off: each is sent with the setting of the first of its kind in the request (the first
+    stays as it was sent before, so a cached prefix holds)."""
+    kind = block["type"]
+    if kind not in ("search_result", "document"):
+        return block
+    on = bool(block.get("citations", {}).get("enabled", False))
+    first = cited.setdefault(kind, on)
+    return block if first == on else block | {"citations": {"enabled": first}}
 
 
 def part_of(block: dict[str, Any]) -> Text | Call | Opaque:
