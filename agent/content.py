@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from agent._frozen import fast_init
 from agent.errors import EndstateError
@@ -73,7 +74,12 @@ class Image:
             what = f"holds {found}" if found else "is no JPEG, PNG, GIF or WebP image"
             raise ContentError(f"image: data {what}, but media_type says {self.media_type}")
         size = _dimensions(raw)
-        if size is not None and max(size) > MAX_IMAGE_SIDE:
+        if size is None or min(size) < 1:
+            raise ContentError(
+                f"image: the {self.media_type} header gives no size (a truncated or damaged file?), "
+                "which the API would refuse: send the whole image file"
+            )
+        if max(size) > MAX_IMAGE_SIDE:
             raise ContentError(
                 f"image: {size[0]}x{size[1]} pixels, over the {MAX_IMAGE_SIDE} a side the API takes: "
                 "downscale it (or cut a tall screenshot into parts)"
@@ -147,6 +153,11 @@ class SearchResult:
         if isinstance(self.content, str | list):  # one passage, or a list of them: kept as a tuple
             object.__setattr__(
                 self, "content", (self.content,) if isinstance(self.content, str) else tuple(self.content)
+            )
+        if not isinstance(self.content, tuple):
+            raise ContentError(
+                "search result: content must be a passage or a list of them, "
+                f"not {type(self.content).__name__}"
             )
         for name in ("source", "title"):
             if not (isinstance(getattr(self, name), str) and getattr(self, name).strip()):
@@ -478,13 +489,21 @@ def _webp_dimensions(raw: bytes) -> tuple[int, int] | None:
 
 
 def _jpeg_dimensions(raw: bytes) -> tuple[int, int] | None:
-    """The size in a JPEG's frame header (SOF0 to SOF15, but DHT, JPG and DAC), found marker by marker."""
+    """The size in a JPEG's frame header (SOF0 to SOF15, but DHT, JPG and DAC), found marker by marker
+    (fill bytes before a marker skipped, markers that stand alone stepped over)."""
     at = 2
     while at + 9 <= len(raw) and raw[at] == 0xFF:
         marker = raw[at + 1]
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+        if marker == 0xFF:  # a fill byte
+            at += 1
+        elif 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
             return _be(raw[at + 7 : at + 9]), _be(raw[at + 5 : at + 7])
-        at += 2 + _be(raw[at + 2 : at + 4])
+        elif marker == 0x01 or 0xD0 <= marker <= 0xD7:  # TEM, RSTn: no length
+            at += 2
+        elif (length := _be(raw[at + 2 : at + 4])) >= 2:
+            at += 2 + length
+        else:
+            return None
     return None
 
 
@@ -499,5 +518,16 @@ def _le(data: bytes) -> int:
 def _need_url(url: Any, what: str, data: str) -> None:
     if data:
         raise ContentError(f"{what}: give data or a url, not both")
-    if not (isinstance(url, str) and url.startswith(("https://", "http://"))):
+    if not (isinstance(url, str) and _web_url(url)):
         raise ContentError(f"{what}: url must be an http(s) URL, not {url!r:.80}")
+
+
+def _web_url(url: str) -> bool:
+    """An http(s) URL with a host and no whitespace or control character (the API fetches it)."""
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return False
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a bad IPv6 host, a port that is no number
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)

@@ -39,8 +39,8 @@ from agent.models import ModelRequest, ScriptedModel, call, finish
 from agent.tools import execute
 from telemetry import TracingHooks
 
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
-JPEG = b"\xff\xd8\xff\xe0" + bytes(64)
+PNG = b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", 64, 48) + bytes(range(48))  # 72 bytes
+JPEG = b"\xff\xd8\xff\xc0" + struct.pack(">HBHHB", 17, 8, 48, 64, 3) + bytes(15)
 PNG64 = base64.b64encode(PNG).decode()
 
 
@@ -254,9 +254,10 @@ def _png_of(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", width, height) + bytes(9)
 
 
-def _jpeg_of(width: int, height: int) -> bytes:
+def _jpeg_of(width: int, height: int, fill: bytes = b"") -> bytes:
     app0 = b"\xff\xe0" + struct.pack(">H", 16) + bytes(14)  # a segment before the frame header
-    return b"\xff\xd8" + app0 + b"\xff\xc2" + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(15)
+    frame = b"\xff\xc2" + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(15)
+    return b"\xff\xd8" + app0 + fill + frame  # fill: 0xFF bytes a marker may follow
 
 
 def _webp_of(width: int, height: int) -> bytes:
@@ -278,9 +279,51 @@ def test_an_image_over_8000_pixels_a_side_is_refused_naming_its_size(raw: bytes)
         Image.from_bytes(raw)
 
 
-@pytest.mark.parametrize("raw", [_png_of(8_000, 8_000), _jpeg_of(1_920, 1_080), _webp_of(1, 1)])
+@pytest.mark.parametrize(
+    "raw",
+    [_png_of(8_000, 8_000), _jpeg_of(1_920, 1_080), _webp_of(1, 1), _jpeg_of(64, 48, fill=b"\xff\xff")],
+)
 def test_an_image_up_to_8000_pixels_a_side_is_taken(raw: bytes) -> None:
     assert Image.from_bytes(raw).data == base64.b64encode(raw).decode()
+
+
+def test_fill_bytes_before_a_jpeg_frame_header_do_not_hide_its_size() -> None:
+    with pytest.raises(ContentError, match="9000x600 pixels"):
+        Image.from_bytes(_jpeg_of(9_000, 600, fill=b"\xff\xff\xff"))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"\x89PNG\r\n\x1a\n",  # the signature alone: a cut download
+        PNG[:20],
+        b"\x89PNG\r\n\x1a\n" + struct.pack(">I4s", 13, b"IDAT") + bytes(30),  # no IHDR first
+        _png_of(0, 0),
+        b"\xff\xd8\xff",
+        b"\xff\xd8\xff\xe0\x00\x00" + b"\xff" * 20,  # a segment length of 0
+        b"\xff\xd8\xff\xe0\x00\x10" + bytes(14) + b"\x00" * 20,  # no marker after the segment
+        b"GIF89a\x00\x00\x00\x00" + bytes(8),
+        b"RIFF" + bytes(4) + b"WEBPVP8Z" + bytes(20),
+    ],
+)
+def test_an_image_whose_header_gives_no_size_is_refused_as_the_api_would_refuse_it(raw: bytes) -> None:
+    with pytest.raises(ContentError, match=r"header gives no size \(a truncated or damaged file\?\)"):
+        Image.from_bytes(raw)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://", "http:///a.png", "https://a.example/x y.png", "https://a.example/\n", "https://[::1/"]
+)
+def test_an_image_or_document_url_the_api_cannot_fetch_is_refused(url: str) -> None:
+    for make in (lambda: Image(url=url), lambda: Document(url=url)):
+        with pytest.raises(ContentError, match=r"url must be an http\(s\) URL"):
+            make()
+
+
+@pytest.mark.parametrize("content", [5, b"bytes", {"passage": "p"}])
+def test_search_result_content_of_another_type_is_refused_naming_it(content: Any) -> None:
+    with pytest.raises(ContentError, match=f"not {type(content).__name__}"):
+        SearchResult("s", "t", content)
 
 
 def test_past_compact_at_clearing_old_screenshots_is_enough_when_they_free_the_room() -> None:

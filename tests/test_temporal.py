@@ -490,7 +490,8 @@ def test_a_worker_keeps_a_result_of_blocks_as_the_workflow_names_it_whole_and_cu
     """The blocks go by the digest of their JSON in the encoded journal: the worker that made them keeps
     that JSON, and the JSON of the blocks as the history policy cuts them, so no model call asks."""
     passages = SearchResult("https://kb/1", "Refunds", ("r" * 500,))
-    blocks = ("a photo", Image.from_bytes(b"\x89PNG\r\n\x1a\n" + bytes(300)), passages)
+    photo = Image.from_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR" + bytes((0, 0, 1, 0)) * 2 + bytes(300))
+    blocks = ("a photo", photo, passages)
     result = Result("toolu_1", text_of(blocks), blocks=blocks)
     ref = _remote.RunRef("run-1", "counter", "count", "counting", {})
     for cap in (None, 300):
