@@ -38,6 +38,9 @@ IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # the medi
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024  # the API refuses an image whose base64 is longer
 MAX_PDF_BASE64 = 32 * 1024 * 1024  # a request may not be larger, so neither may one PDF in it
 MAX_IMAGE_SIDE = 8000  # pixels: the API refuses an image wider or taller
+MANY_IMAGES = 20  # a request with more images than this takes none over MANY_IMAGES_SIDE pixels a side
+MANY_IMAGES_SIDE = 2000
+MOST_IMAGES = 100  # the images a request may hold (models with a 200k-token window; others take 600)
 MEDIA_TOKENS = 1_600  # about the most an image costs the model (the API scales a larger one down)
 _MAGIC = {
     b"\x89PNG\r\n\x1a\n": "image/png",
@@ -84,6 +87,13 @@ class Image:
                 f"image: {size[0]}x{size[1]} pixels, over the {MAX_IMAGE_SIDE} a side the API takes: "
                 "downscale it (or cut a tall screenshot into parts)"
             )
+        object.__setattr__(self, "_pixels", size)  # not a field: no part of equality, made again when read
+
+    @property
+    def pixels(self) -> tuple[int, int] | None:
+        """(width, height) as its header gives them; None for an image at a URL."""
+        size: tuple[int, int] | None = self.__dict__.get("_pixels")
+        return size
 
     @classmethod
     def from_bytes(cls, raw: bytes, media_type: str | None = None) -> Image:

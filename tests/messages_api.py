@@ -27,6 +27,7 @@ refused (`container_expired`); a compaction block streams its summary as
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import itertools
@@ -527,7 +528,8 @@ def _body_problem(body: Any) -> str | None:
     if "system" in body and not isinstance(body["system"], str | list):
         return "system: Input should be a string or a list of text blocks"
     problem = _tools_problem(body.get("tools", [])) or _messages_problem(body.get("messages"))
-    return problem or _container_problem(body) or _citations_problem(body["messages"])
+    messages = body["messages"]
+    return problem or _container_problem(body) or _citations_problem(messages) or _images_problem(messages)
 
 
 # The API's words for a request that leaves out the container while code in it waits for tool results.
@@ -711,6 +713,35 @@ def _citations_problem(messages: list[dict[str, Any]]) -> str | None:
         if len(settings) > 1:
             return f"citations must be enabled on all or none of the {kind} blocks in a request"
     return None
+
+
+# The API's limits on a request's images: how many (models with a 200k-token window), and past how
+# many the sides shrink from 8000 to 2000 pixels (the vision guide's "Basics and limits").
+MOST_IMAGES, MANY_IMAGES, MANY_IMAGES_SIDE = 100, 20, 2000
+
+
+def _images_problem(messages: list[dict[str, Any]]) -> str | None:
+    """The API's refusal of a request with too many images, or with an image too large for many."""
+    images = [b for b in _all_blocks(messages) if b.get("type") == "image"]
+    if len(images) > MOST_IMAGES:
+        return f"messages: too many images in the request ({len(images)}): at most {MOST_IMAGES} are taken"
+    sides = [_png_size(b) for b in images] if len(images) > MANY_IMAGES else []
+    if any(max(size) > MANY_IMAGES_SIDE for size in sides if size):
+        return (
+            "messages: An image in the conversation exceeds the dimension limit for many-image requests "
+            f"({MANY_IMAGES_SIDE}px). Start a new session with fewer images."
+        )
+    return None
+
+
+def _png_size(block: dict[str, Any]) -> tuple[int, int] | None:
+    """A base64 PNG's width and height, from its IHDR chunk (the tests send PNGs)."""
+    source = block.get("source") or {}
+    data = source.get("data") if source.get("type") == "base64" else None
+    head = base64.b64decode(data[:32]) if isinstance(data, str) else b""
+    if not head.startswith(b"\x89PNG") or head[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
 def _citations_on(block: dict[str, Any]) -> bool:

@@ -150,6 +150,26 @@ def test_search_results_with_citations_on_and_off_are_all_sent_as_the_first_so_t
     assert [b["citations"] for b in found] == [{"enabled": True}] * 2  # the first one's setting
 
 
+@tool
+def snap(n: int) -> Image:
+    """Screenshot number n: the first a wide banner of 2100 pixels, the others small."""
+    return Image.from_bytes(png(2100, 1) if n == 0 else png(4 + n, 3))
+
+
+def test_past_20_images_one_over_2000_pixels_is_sent_as_a_note_and_the_api_takes_the_request() -> None:
+    """The API takes at most 2000 px a side in a request of more than 20 images: a run of screenshots
+    was refused at its 21st, and at every request after."""
+    shots = [message(tool_use("snap", {"n": n}, id=f"toolu_{n}")) for n in range(22)]
+    with MessagesAPI(*shots, message(DONE)) as api:
+        budget = Budget(max_turns=30, max_seconds=None)
+        result = Agent("pages", model(api), tools=[snap], budget=budget).run("Look at 22 screens.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    first, *others = results_sent(api.bodies[-1])
+    assert first["content"][0]["text"].startswith("[an image of 2100x1 pixels not sent: a request of more")
+    assert [r["content"][0]["type"] for r in others] == ["image"] * 21
+    assert results_sent(api.bodies[20])[0]["content"][0]["type"] == "image"  # 20 images: sent as it is
+
+
 @pytest.fixture(params=pg.BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
     s = open_store(pg.url_for(request.param, tmp_path))

@@ -36,6 +36,7 @@ from agent.durable.store._sql import entry_json
 from agent.history import CLEARED
 from agent.journal import Call, Reply, Result, Shrunk, Task
 from agent.models import ModelRequest, ScriptedModel, call, finish
+from agent.models._messages import messages_of
 from agent.tools import execute
 from telemetry import TracingHooks
 
@@ -335,3 +336,19 @@ def test_past_compact_at_clearing_old_screenshots_is_enough_when_they_free_the_r
         journal[-1] = dataclasses.replace(journal[-1], call_id=f"c{i}")
     step = HistoryPolicy(keep_last=2).due(journal, 200_000)
     assert step == Shrunk(upto=len(journal))  # a clear, not a compaction
+
+
+def test_past_100_images_the_oldest_are_sent_as_notes_and_the_request_holds_100() -> None:
+    journal: list[Any] = [Task("Watch the screen.")]
+    for k in range(103):
+        journal.append(Reply((call_part(f"c{k}"),)))
+        shot = Image.from_bytes(_png_of(10 + k, 10))
+        journal.append(Result(f"c{k}", text_of((shot,)), blocks=(shot,)))
+    sent = [b for m in messages_of(journal) if isinstance(m["content"], list) for b in m["content"]]
+    kinds = [r["content"][0]["type"] for r in sent if r["type"] == "tool_result"]
+    assert kinds == ["text"] * 3 + ["image"] * 100
+    assert sent[1]["content"][0]["text"].startswith("[an image not sent: a request takes at most 100 images")
+
+
+def call_part(call_id: str) -> Call:
+    return Call(call_id, "shot", {"kind": call_id})

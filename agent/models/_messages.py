@@ -8,10 +8,11 @@ not sent (an answer reaches the model as the result of the call it answers).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from agent.content import api_block
+from agent.content import MANY_IMAGES, MANY_IMAGES_SIDE, MOST_IMAGES, Block, Image, api_block
 from agent.journal import NO_DATA, Call, Entry, Note, Opaque, Reply, Result, Task, Text
 
 Message = dict[str, Any]
@@ -23,28 +24,71 @@ def messages_of(journal: Iterable[Entry]) -> list[Message]:
     out: list[Message] = []
     results: list[Result] = []
     order: dict[str, int] = {}
-    cited: dict[str, bool] = {}
-    for entry in journal:
+    entries = journal if isinstance(journal, list | tuple) else list(journal)
+    rules = _Rules(unsent=_unsent_images(entries))
+    for entry in entries:
         if isinstance(entry, Result):
             results.append(entry)
             continue
         if isinstance(entry, Task | Note | Reply):
-            _flush(out, results, order, cited)
+            _flush(out, results, order, rules)
         if isinstance(entry, Task | Note):
             out.append({"role": "user", "content": entry.text})
         elif isinstance(entry, Reply):
             order = {c.id: i for i, c in enumerate(entry.calls)}
             if blocks := [block_of(p) for p in entry.parts if not _blank(p)]:
                 out.append({"role": "assistant", "content": blocks})
-    _flush(out, results, order, cited)
+    _flush(out, results, order, rules)
     return out
 
 
-def _flush(out: list[Message], results: list[Result], order: dict[str, int], cited: dict[str, bool]) -> None:
+@dataclass
+class _Rules:
+    """What one request must hold to the API's rules across its tool results: the citations setting
+    of each kind so far (see `_cited_alike`), and the images not sent, each with the note sent instead
+    (see `_unsent_images`), by (id of the result, index of the block)."""
+
+    cited: dict[str, bool] = field(default_factory=dict)
+    unsent: dict[tuple[int, int], str] = field(default_factory=dict)
+
+
+def _flush(out: list[Message], results: list[Result], order: dict[str, int], rules: _Rules) -> None:
     if results:
         ordered = sorted(results, key=lambda r: order.get(r.call_id, len(order)))
-        out.append({"role": "user", "content": [result_block(r, cited) for r in ordered]})
+        out.append({"role": "user", "content": [result_block(r, rules) for r in ordered]})
         results.clear()
+
+
+OLD_IMAGE = (
+    "[an image not sent: a request takes at most {most} images, and this is one of the oldest; "
+    "call the tool again to see it]"
+)
+BIG_IMAGE = (
+    "[an image of {w}x{h} pixels not sent: a request of more than {many} images takes none over "
+    "{side} pixels a side; call the tool again for a smaller one to see it]"
+)
+
+
+def _unsent_images(entries: Sequence[Entry]) -> dict[tuple[int, int], str]:
+    """The images of tool results the API would refuse in this request, each with the note sent in its
+    place: past `MOST_IMAGES` the oldest, and past `MANY_IMAGES` those over `MANY_IMAGES_SIDE` a side.
+    A run of screenshots would otherwise end in an error, every later request refused the same way."""
+    images = [
+        ((id(e), i), b)
+        for e in entries
+        if isinstance(e, Result) and e.blocks
+        for i, b in enumerate(e.blocks)
+        if isinstance(b, Image)
+    ]
+    if len(images) <= MANY_IMAGES:
+        return {}
+    oldest = max(0, len(images) - MOST_IMAGES)
+    unsent = {key: OLD_IMAGE.format(most=MOST_IMAGES) for key, _ in images[:oldest]}
+    for key, image in images[oldest:]:
+        if image.pixels and max(image.pixels) > MANY_IMAGES_SIDE:
+            w, h = image.pixels
+            unsent[key] = BIG_IMAGE.format(w=w, h=h, many=MANY_IMAGES, side=MANY_IMAGES_SIDE)
+    return unsent
 
 
 def _blank(part: Text | Call | Opaque) -> bool:
@@ -65,13 +109,14 @@ def block_of(part: Text | Call | Opaque) -> dict[str, Any]:
     return block if data is NO_DATA or not data else {**data, **block}  # `is`: most parts, and quick
 
 
-def result_block(result: Result, cited: dict[str, bool] | None = None) -> dict[str, Any]:
+def result_block(result: Result, rules: _Rules | None = None) -> dict[str, Any]:
     """A result as a tool_result block: its text, or its content blocks (agent.content) as they are,
-    but citations (see `_cited_alike`: `cited` holds the request's setting of each kind so far)."""
+    but as the request's `rules` say (citations alike, images the API would refuse left out)."""
     if not result.blocks:
         content: str | list[dict[str, Any]] = result.text
     else:
-        content = [_cited_alike(api_block(b), {} if cited is None else cited) for b in result.blocks]
+        rules = rules or _Rules()
+        content = [_sent(result, i, b, rules) for i, b in enumerate(result.blocks)]
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id, "content": content}
     return block | {"is_error": True} if result.is_error else block
 
@@ -79,6 +124,12 @@ def result_block(result: Result, cited: dict[str, bool] | None = None) -> dict[s
 # The fields of a text and of a tool_use block the journal types; a block's others are provider data.
 TEXT_FIELDS = frozenset({"type", "text"})
 CALL_FIELDS = frozenset({"type", "id", "name", "input"})
+
+
+def _sent(result: Result, index: int, block: Block, rules: _Rules) -> dict[str, Any]:
+    if (note := rules.unsent.get((id(result), index))) is not None:
+        return {"type": "text", "text": note}
+    return _cited_alike(api_block(block), rules.cited)
 
 
 def _cited_alike(block: dict[str, Any], cited: dict[str, bool]) -> dict[str, Any]:
