@@ -529,7 +529,20 @@ def _body_problem(body: Any) -> str | None:
         return "system: Input should be a string or a list of text blocks"
     problem = _tools_problem(body.get("tools", [])) or _messages_problem(body.get("messages"))
     messages = body["messages"]
-    return problem or _container_problem(body) or _citations_problem(messages) or _images_problem(messages)
+    problem = problem or _container_problem(body) or _citations_problem(messages) or _images_problem(messages)
+    return problem or _references_problem(body)
+
+
+def _references_problem(body: dict[str, Any]) -> str | None:
+    """The API's refusal (`tool_reference_unresolved`) of a tool_reference to a tool the request does
+    not define."""
+    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    for block in _all_blocks(body["messages"]):
+        if block.get("type") == "tool_reference" and block.get("tool_name") not in names:
+            return (
+                f"tool_reference: no tool named {block.get('tool_name')!r} is defined in the request's tools"
+            )
+    return None
 
 
 # The API's words for a request that leaves out the container while code in it waits for tool results.

@@ -15,7 +15,7 @@ import pg
 import pytest
 from messages_api import MessagesAPI, message, tool_use
 
-from agent import Agent, Approval, Budget, Image, SearchResult, StopReason, ToolOutput, tool
+from agent import Agent, Approval, Budget, Image, SearchResult, StopReason, ToolOutput, ToolReference, tool
 from agent.durable.store import Lease, NewRun, Outcome, RunStore, open_store
 from agent.journal import Result
 from agent.models.anthropic import AnthropicModel
@@ -168,6 +168,26 @@ def test_past_20_images_one_over_2000_pixels_is_sent_as_a_note_and_the_api_takes
     assert first["content"][0]["text"].startswith("[an image of 2100x1 pixels not sent: a request of more")
     assert [r["content"][0]["type"] for r in others] == ["image"] * 21
     assert results_sent(api.bodies[20])[0]["content"][0]["type"] == "image"  # 20 images: sent as it is
+
+
+@tool
+def find_tools(need: str) -> ToolOutput:
+    """Find the tools for a need (tool search): one that exists here, one that does not."""
+    return ToolOutput(f"tools for {need}:", ToolReference("snap"), ToolReference("weather"))
+
+
+def test_a_reference_to_a_tool_the_request_does_not_define_is_sent_as_a_note_not_refused() -> None:
+    with MessagesAPI(message(tool_use("find_tools", {"need": "screens"})), message(DONE)) as api:
+        result = agent(api, find_tools, snap).run("Find a tool for screens.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    (sent,) = results_sent(api.bodies[1])
+    assert sent["content"][1:] == [
+        {"type": "tool_reference", "tool_name": "snap"},
+        {
+            "type": "text",
+            "text": "[a reference to the tool 'weather' not sent: this request defines no tool of that name]",
+        },
+    ]
 
 
 @pytest.fixture(params=pg.BACKENDS)

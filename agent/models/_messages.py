@@ -126,6 +126,41 @@ TEXT_FIELDS = frozenset({"type", "text"})
 CALL_FIELDS = frozenset({"type", "id", "name", "input"})
 
 
+UNKNOWN_TOOL = "[a reference to the tool {name!r} not sent: this request defines no tool of that name]"
+
+
+def with_known_references(messages: list[Message], tools: Iterable[str]) -> list[Message]:
+    """The messages with each tool_reference to a tool the request does not define sent as a note
+    instead: the API refuses a whole request for one (a tool may name any tool, and an agent's tools
+    may change between a suspension and its resume)."""
+    names = set(tools)
+    return [_known_references(m, names) if _references(m) else m for m in messages]
+
+
+def _references(message: Message) -> bool:
+    content = message["content"]
+    return message["role"] == "user" and isinstance(content, list) and any(_refers(b) for b in content)
+
+
+def _refers(block: dict[str, Any]) -> bool:
+    inner = block.get("content") if block.get("type") == "tool_result" else None
+    return isinstance(inner, list) and any(b.get("type") == "tool_reference" for b in inner)
+
+
+def _known_references(message: Message, names: set[str]) -> Message:
+    content = [_known_in(b, names) if _refers(b) else b for b in message["content"]]
+    return {**message, "content": content}
+
+
+def _known_in(result: dict[str, Any], names: set[str]) -> dict[str, Any]:
+    def known(b: dict[str, Any]) -> dict[str, Any]:
+        if b.get("type") != "tool_reference" or b.get("tool_name") in names:
+            return b
+        return {"type": "text", "text": UNKNOWN_TOOL.format(name=b.get("tool_name"))}
+
+    return {**result, "content": [known(b) for b in result["content"]]}
+
+
 def _sent(result: Result, index: int, block: Block, rules: _Rules) -> dict[str, Any]:
     if (note := rules.unsent.get((id(result), index))) is not None:
         return {"type": "text", "text": note}
