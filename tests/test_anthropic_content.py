@@ -5,6 +5,8 @@ stores, and a bad block refused as the tool's error, not a 400."""
 from __future__ import annotations
 
 import base64
+import json
+import sqlite3
 import struct
 import zlib
 from collections.abc import Iterator
@@ -221,3 +223,46 @@ def test_a_run_suspended_after_an_image_is_stored_resumed_and_sends_the_same_blo
     before, after = api.bodies[1], api.bodies[2]
     assert results_sent(after)[0] == results_sent(before)[0]  # the image, as sent before the suspension
     assert results_sent(after)[0]["content"][1] == EXPECTED_IMAGE
+
+
+@tool
+def photo(n: int) -> ToolOutput:
+    """A photo of 100,000 pixels that do not compress (stored as they are)."""
+    rows = bytes((n * 7 + i * 13) % 251 for i in range(100_000))
+    return ToolOutput(f"photo {n}", Image.from_bytes(png_stored(rows)))
+
+
+def png_stored(pixels: bytes) -> bytes:
+    """A 1000x100 grey PNG whose pixels are stored uncompressed."""
+    rows = b"".join(b"\x00" + pixels[r * 1000 : (r + 1) * 1000] for r in range(100))
+    head = struct.pack(">IIBBBBB", 1000, 100, 8, 0, 0, 0, 0)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", head)
+        + chunk(b"IDAT", zlib.compress(rows, 0))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_each_checkpoint_stores_an_image_once_and_the_runs_row_and_listing_stay_small(tmp_path: Path) -> None:
+    store, lease = open_store(f"sqlite:///{tmp_path / 'runs.db'}"), Lease("w1", 30)
+    replies = [message(tool_use("photo", {"n": n}, id=f"toolu_{n}")) for n in range(3)]
+    with MessagesAPI(*replies, message(DONE)) as api:
+        looking = agent(api, photo, checkpoint=lambda cp: store.checkpoint("r1", cp, lease, store.now()))
+        store.create(NewRun("r1", "pages", "Look.", "default", {}), lease, store.now())
+        result = looking.run("Look.", run_id="r1")
+        store.record("r1", Outcome.of(result), lease, store.now())
+    assert result.reason is StopReason.SUCCESS, result.note
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        (entries,) = db.execute("select sum(length(entry)) from endstate_entries").fetchone()
+        (row,) = db.execute("select sum(length(snapshot)) from endstate_runs").fetchone()
+    images = 3 * len(base64.b64encode(png_stored(bytes(100_000))))
+    assert images < entries < images + 5_000  # each image once, however many checkpoints
+    assert (row or 0) < 5_000
+    listed = json.dumps([r.to_dict() for r in store.list_runs(None, 10)])
+    assert len(listed) < 3_000 and "[image image/png, 100," in listed  # a placeholder in the summary
+    store.close()
