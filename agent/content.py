@@ -41,6 +41,7 @@ MAX_IMAGE_SIDE = 8000  # pixels: the API refuses an image wider or taller
 MANY_IMAGES = 20  # a request with more images than this takes none over MANY_IMAGES_SIDE pixels a side
 MANY_IMAGES_SIDE = 2000
 MOST_IMAGES = 100  # the images a request may hold (models with a 200k-token window; others take 600)
+MOST_IMAGE_BASE64 = 24 * 1024 * 1024  # a request's room for images' base64, in the API's 32 MB
 MEDIA_TOKENS = 1_600  # about the most an image costs the model (the API scales a larger one down)
 _MAGIC = {
     b"\x89PNG\r\n\x1a\n": "image/png",
@@ -221,7 +222,24 @@ def blocks_of(value: Any) -> tuple[Block, ...] | None:
         items = value
     else:
         return None
-    return tuple(b for i, item in enumerate(items) if not _blank(b := _block(item, f"block {i}")))
+    blocks = tuple(b for i, item in enumerate(items) if not _blank(b := _block(item, f"block {i}")))
+    _check_sendable(blocks)
+    return blocks
+
+
+def _check_sendable(blocks: Sequence[Block]) -> None:
+    """Refuse blocks no request could carry: more images than a request takes, or more base64 than
+    a request's room for images."""
+    images = [b for b in blocks if isinstance(b, Image)]
+    if len(images) > MOST_IMAGES:
+        raise ContentError(
+            f"{len(images):,} images in one result, over the {MOST_IMAGES} a request takes: return fewer"
+        )
+    if (size := sum(len(b.data) for b in images)) > MOST_IMAGE_BASE64:
+        raise ContentError(
+            f"images of {size:,} characters of base64 in one result, over the {MOST_IMAGE_BASE64:,} a "
+            "request has room for (the API takes 32 MB): return fewer or smaller images"
+        )
 
 
 def _block(item: Any, where: str) -> Block:

@@ -30,7 +30,7 @@ from agent import (
     tool,
 )
 from agent._codec import decode_entry, encode_entry, need
-from agent.content import MAX_IMAGE_BASE64, api_block, parse_block, text_of
+from agent.content import MAX_IMAGE_BASE64, api_block, blocks_of, parse_block, text_of
 from agent.context import RunContext
 from agent.durable.store._sql import entry_json
 from agent.history import CLEARED
@@ -352,3 +352,28 @@ def test_past_100_images_the_oldest_are_sent_as_notes_and_the_request_holds_100(
 
 def call_part(call_id: str) -> Call:
     return Call(call_id, "shot", {"kind": call_id})
+
+
+LARGE = Image.from_bytes(_png_of(1_000, 1_000) + bytes(3_800_000))  # 5,066,712 characters of base64
+
+
+def test_past_24_mb_of_images_in_a_request_the_oldest_are_sent_as_notes() -> None:
+    journal: list[Any] = [Task("Watch the screen.")]
+    for k in range(6):
+        journal += [Reply((call_part(f"c{k}"),)), Result(f"c{k}", "shot", blocks=(f"shot {k}", LARGE))]
+    sent = [b for m in messages_of(journal)[1:] for b in m["content"] if b["type"] == "tool_result"]
+    kinds = [r["content"][1]["type"] for r in sent]
+    assert kinds == ["text"] * 2 + ["image"] * 4  # 4 x 5.07 MB fit in 24 MB, a fifth would not
+    assert sent[0]["content"][1]["text"].startswith("[an image not sent: with it the request's images")
+
+
+@pytest.mark.parametrize(
+    ("blocks", "says"),
+    [
+        ((Image.from_bytes(PNG),) * 101, "101 images in one result, over the 100 a request takes"),
+        ((LARGE,) * 5, "images of 25,333,560 characters of base64 in one result, over the 25,165,824"),
+    ],
+)
+def test_a_result_no_request_could_carry_is_refused_naming_why(blocks: tuple[Any, ...], says: str) -> None:
+    with pytest.raises(ContentError, match=re.escape(says)):
+        blocks_of(ToolOutput(*blocks))

@@ -12,7 +12,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.content import MANY_IMAGES, MANY_IMAGES_SIDE, MOST_IMAGES, Block, Image, api_block
+from agent.content import (
+    MANY_IMAGES,
+    MANY_IMAGES_SIDE,
+    MOST_IMAGE_BASE64,
+    MOST_IMAGES,
+    Block,
+    Image,
+    api_block,
+)
 from agent.journal import NO_DATA, Call, Entry, Note, Opaque, Reply, Result, Task, Text
 
 Message = dict[str, Any]
@@ -63,6 +71,10 @@ OLD_IMAGE = (
     "[an image not sent: a request takes at most {most} images, and this is one of the oldest; "
     "call the tool again to see it]"
 )
+LARGE_IMAGES = (
+    "[an image not sent: with it the request's images would pass {mb} MB, and the API takes 32 MB "
+    "a request; call the tool again to see it]"
+)
 BIG_IMAGE = (
     "[an image of {w}x{h} pixels not sent: a request of more than {many} images takes none over "
     "{side} pixels a side; call the tool again for a smaller one to see it]"
@@ -71,7 +83,8 @@ BIG_IMAGE = (
 
 def _unsent_images(entries: Sequence[Entry]) -> dict[tuple[int, int], str]:
     """The images of tool results the API would refuse in this request, each with the note sent in its
-    place: past `MOST_IMAGES` the oldest, and past `MANY_IMAGES` those over `MANY_IMAGES_SIDE` a side.
+    place: the oldest past `MOST_IMAGE_BASE64` of base64 or past `MOST_IMAGES`, and past `MANY_IMAGES`
+    those over `MANY_IMAGES_SIDE` a side.
     A run of screenshots would otherwise end in an error, every later request refused the same way."""
     images = [
         ((id(e), i), b)
@@ -80,14 +93,26 @@ def _unsent_images(entries: Sequence[Entry]) -> dict[tuple[int, int], str]:
         for i, b in enumerate(e.blocks)
         if isinstance(b, Image)
     ]
+    unsent = _past_room(images)
     if len(images) <= MANY_IMAGES:
-        return {}
+        return unsent
     oldest = max(0, len(images) - MOST_IMAGES)
-    unsent = {key: OLD_IMAGE.format(most=MOST_IMAGES) for key, _ in images[:oldest]}
+    unsent |= {key: OLD_IMAGE.format(most=MOST_IMAGES) for key, _ in images[:oldest]}
     for key, image in images[oldest:]:
-        if image.pixels and max(image.pixels) > MANY_IMAGES_SIDE:
+        if key not in unsent and image.pixels and max(image.pixels) > MANY_IMAGES_SIDE:
             w, h = image.pixels
             unsent[key] = BIG_IMAGE.format(w=w, h=h, many=MANY_IMAGES, side=MANY_IMAGES_SIDE)
+    return unsent
+
+
+def _past_room(images: list[tuple[tuple[int, int], Image]]) -> dict[tuple[int, int], str]:
+    """The older images past `MOST_IMAGE_BASE64` of base64 in all, counted from the newest (the API
+    refuses a request over 32 MB: a run of large screenshots would pass it in a few turns)."""
+    room, unsent = MOST_IMAGE_BASE64, {}
+    for key, image in reversed(images):
+        room -= len(image.data)
+        if room < 0:
+            unsent[key] = LARGE_IMAGES.format(mb=MOST_IMAGE_BASE64 // 2**20)
     return unsent
 
 
