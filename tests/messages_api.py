@@ -690,6 +690,29 @@ _RESULT_BLOCK_FIELDS = {
     "tool_reference": ("tool_name",),
 }
 _IMAGE_MEDIA = ("image/jpeg", "image/png", "image/gif", "image/webp")
+_OPTIONAL = {  # the fields each also takes (besides `cache_control`)
+    "text": ("citations",),
+    "image": ("transformations",),
+    "document": ("title", "context", "citations"),
+    "search_result": ("citations",),
+    "tool_reference": (),
+}
+_MAGIC = {
+    "image/png": b"\x89PNG",
+    "image/jpeg": b"\xff\xd8",
+    "image/gif": b"GIF8",
+    "application/pdf": b"%PDF",
+}
+
+
+def _data_problem(data: str, media: str) -> str | None:
+    """Why the API cannot read base64 data of this media type: no base64, or bytes of another type."""
+    try:
+        head = base64.b64decode(data[:64], validate=True)
+    except ValueError:
+        return "invalid base64 data"
+    magic = _MAGIC.get(media, b"RIFF")
+    return None if head.startswith(magic) else f"the data does not match the media type {media}"
 
 
 def _result_content_problem(block: dict[str, Any], where: str) -> str | None:
@@ -698,24 +721,41 @@ def _result_content_problem(block: dict[str, Any], where: str) -> str | None:
     if content is None or isinstance(content, str):
         return None
     for k, item in enumerate(content):
-        kind = item.get("type") if isinstance(item, dict) else None
-        at = f"{where}.content.{k}"
-        if kind not in _RESULT_BLOCK_FIELDS:
-            return f"{at}.type: Input tag {kind!r} does not match any of the expected tags"
-        if missing := [f for f in _RESULT_BLOCK_FIELDS[kind] if f not in item]:
-            return f"{at}.{kind}.{missing[0]}: Field required"
-        source = item.get("source") if kind in ("image", "document") else None
-        if isinstance(source, dict) and source.get("type") == "base64":
-            media = source.get("media_type")
-            if kind == "image" and media not in _IMAGE_MEDIA:
-                return f"{at}.image.source.base64.media_type: Input should be one of {_IMAGE_MEDIA}"
-            if not isinstance(source.get("data"), str):
-                return f"{at}.{kind}.source.base64.data: Field required"
-        if kind == "search_result" and not all(
-            isinstance(p, dict) and p.get("type") == "text" and p.get("text") for p in item["content"]
-        ):
-            return f"{at}.search_result.content: Input should be a list of text blocks"
+        if problem := _result_item_problem(item, f"{where}.content.{k}"):
+            return problem
     return None
+
+
+def _result_item_problem(item: Any, at: str) -> str | None:
+    kind = item.get("type") if isinstance(item, dict) else None
+    if kind not in _RESULT_BLOCK_FIELDS:
+        return f"{at}.type: Input tag {kind!r} does not match any of the expected tags"
+    if missing := [f for f in _RESULT_BLOCK_FIELDS[kind] if f not in item]:
+        return f"{at}.{kind}.{missing[0]}: Field required"
+    if extra := sorted(set(item) - {"type", "cache_control", *_RESULT_BLOCK_FIELDS[kind], *_OPTIONAL[kind]}):
+        return f"{at}.{kind}.{extra[0]}: Extra inputs are not permitted"
+    if kind == "text" and not (isinstance(item["text"], str) and item["text"].strip()):
+        return f"{at}: text content blocks must be non-empty"
+    if kind == "search_result" and not all(
+        isinstance(p, dict) and p.get("type") == "text" and p.get("text") for p in item["content"]
+    ):
+        return f"{at}.search_result.content: Input should be a list of text blocks"
+    source = item.get("source") if kind in ("image", "document") else None
+    if isinstance(source, dict) and source.get("type") == "base64":
+        return _base64_problem(source, f"{at}.{kind}.source.base64", kind)
+    return None
+
+
+def _base64_problem(source: dict[str, Any], at: str, kind: str) -> str | None:
+    media = source.get("media_type")
+    if kind == "image" and media not in _IMAGE_MEDIA:
+        return f"{at}.media_type: Input should be one of {_IMAGE_MEDIA}"
+    if kind == "document" and media != "application/pdf":
+        return f"{at}.media_type: Input should be 'application/pdf'"
+    if not isinstance(source.get("data"), str):
+        return f"{at}.data: Field required"
+    problem = _data_problem(source["data"], str(media))
+    return f"{at}: {problem}" if problem else None
 
 
 def _citations_problem(messages: list[dict[str, Any]]) -> str | None:

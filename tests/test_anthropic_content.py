@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sqlite3
 import struct
 import zlib
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import pg
 import pytest
 from messages_api import MessagesAPI, message, tool_use
@@ -266,3 +268,40 @@ def test_each_checkpoint_stores_an_image_once_and_the_runs_row_and_listing_stay_
     listed = json.dumps([r.to_dict() for r in store.list_runs(None, 10)])
     assert len(listed) < 3_000 and "[image image/png, 100," in listed  # a placeholder in the summary
     store.close()
+
+
+GIF64 = base64.b64encode(b"GIF89a" + bytes(20)).decode()
+
+
+@pytest.mark.parametrize(
+    ("block", "says"),
+    [
+        (
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": GIF64}},
+            "does not match the media type image/png",
+        ),
+        (
+            {"type": "image", "source": {"type": "url", "url": "https://a.example/p.png"}, "alt": "x"},
+            "alt: Extra",
+        ),
+        ({"type": "text", "text": " "}, "text content blocks must be non-empty"),
+        (
+            {"type": "document", "source": {"type": "base64", "media_type": "text/plain", "data": GIF64}},
+            "Input should be 'application/pdf'",
+        ),
+    ],
+)
+def test_the_test_api_refuses_result_content_the_api_refuses(block: dict[str, Any], says: str) -> None:
+    """The local Messages API's own checks, independent of Endstate's: what the adapter is tested against."""
+    messages = [
+        {"role": "user", "content": "Look."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "snap", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [block]}]},
+    ]
+    with MessagesAPI(message(DONE)) as api:
+        client = anthropic.Anthropic(api_key="sk-test", base_url=api.url, max_retries=0)
+        with pytest.raises(anthropic.BadRequestError, match=re.escape(says)):
+            client.messages.create(model=MODEL, max_tokens=10, messages=messages)  # type: ignore[arg-type]
