@@ -202,7 +202,7 @@ def test_a_short_result_of_blocks_is_sent_as_it_is_and_a_cleared_one_drops_them(
     result = image_result()
     assert policy.shown(result) == [result]
     (cleared,) = policy.shown(result, clear=True)
-    assert cleared.blocks == () and cleared.text == CLEARED.format(chars=len(result.text))
+    assert cleared.blocks == () and cleared.text == CLEARED.format(held="5 characters, 1 image")
 
 
 def run_with_image(**options: Any) -> tuple[ScriptedModel, Any]:
