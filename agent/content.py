@@ -306,7 +306,10 @@ def parse_block(d: Any) -> Block:
     if parse is None or not isinstance(kind, str):
         raise ContentError(f"type {kind!r} is not a tool result block: use one of {', '.join(_PARSERS)}")
     if unknown := sorted(set(d) - _FIELDS[kind]):
-        raise ContentError(f"{kind} block: fields {unknown} are not taken (taken: {sorted(_FIELDS[kind])})")
+        why = _CACHE_CONTROL if "cache_control" in unknown else ""
+        raise ContentError(
+            f"{kind} block: fields {unknown} are not taken (taken: {sorted(_FIELDS[kind])}){why}"
+        )
     try:
         return parse(d)
     except KeyError as exc:
@@ -379,6 +382,10 @@ def _str(value: Any, field: str) -> str:
     return value
 
 
+_CACHE_CONTROL = (
+    "; cache_control: the Claude adapter places the request's cache breakpoints itself (cache=...), as "
+    "many as the API takes, so one more in a result would have the request refused"
+)
 _PARSERS: dict[str, Any] = {
     "text": _text,
     "image": _image,

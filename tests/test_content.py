@@ -64,7 +64,11 @@ def image_dict(media_type: str = "image/png", data: str = PNG64) -> dict[str, An
         ),
         ({"type": "image", "source": {"type": "url", "url": "ftp://x"}}, "url must be an http(s) URL"),
         ({"type": "text", "text": 5}, "the field 'text' must be text"),
-        ({"type": "text", "text": "x", "cache_control": {}}, "fields ['cache_control'] are not taken"),
+        (
+            {"type": "text", "text": "x", "cache_control": {}},
+            "fields ['cache_control'] are not taken (taken: ['text', 'type']); cache_control: the Claude "
+            "adapter places the request's cache breakpoints itself",
+        ),
         ({"type": "search_result", "source": "s", "title": "t", "content": "x"}, "a list of text blocks"),
         (
             {
