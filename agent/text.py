@@ -17,6 +17,24 @@ def without_lone_surrogates(text: str) -> str:
     return LONE_SURROGATE.sub("\ufffd", text)
 
 
+# What a terminal acts on rather than shows: C0 and C1 controls (escape sequences, carriage
+# returns, bells), DEL, and the bidirectional overrides and isolates that reorder a line.
+_NOT_SHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    """`text` to print on one terminal line: line breaks and tabs as spaces, every other control
+    character as a visible escape (`\\x1b`). A model's note or question is text from outside:
+    printed as is, its escape sequences could retitle, clear or rewrite the reader's terminal, or
+    a carriage return put other words over it."""
+    return _NOT_SHOWN.sub(_escaped, text.replace("\r\n", " ").replace("\n", " ").replace("\t", " "))
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
 SHOWN_DEPTH = 255  # levels of nesting a response shows (what a run may keep: `_codec.MAX_DEPTH`)
 TOO_DEEP = f"(nested deeper than {SHOWN_DEPTH} levels: not shown)"
 

@@ -101,6 +101,32 @@ def test_alert_keeps_the_contract(name: str) -> None:
     assert re.search(r"\b(and|unless)\b", rule["expr"]) or ">=" in rule["expr"], f"{name}: no traffic guard"
 
 
+@pytest.mark.parametrize("readme", ["README.md", "alerts/README.md"])
+def test_every_alert_is_in_the_readmes_table_of_what_each_means(readme: str) -> None:
+    """The on-call person reads what an alert means in the README before its runbook."""
+    table = (ROOT / readme).read_text().split("\n| alert |", 1)[1].split("\n\n", 1)[0]
+    listed = {
+        name for row in table.splitlines() for name in re.findall(r"`(Endstate\w+)`", row.split("|")[1])
+    }
+    assert sorted(set(ALERTS) - listed) == []
+
+
+# The alerts about stops the review queue holds (gave_up, limit, no_progress, error).
+QUEUED_STOP_ALERTS = (
+    "EndstateLimitStopShareHigh", "EndstateLimitStopShareRising", "EndstateErrorStopShareHigh",
+    "EndstateErrorStopShareRising", "EndstateNoProgressSurge", "EndstateGiveUpSurge",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", QUEUED_STOP_ALERTS)
+def test_a_stop_alerts_runbook_says_how_to_review_and_promote_its_runs(name: str) -> None:
+    """Seed 000's loop: the stops behind a page are reviewed and turned into eval cases."""
+    text = (ROOT / "docs" / "runbooks" / f"{name}.md").read_text()
+    reason = RISING_ALERTS.get(name) or ("limit" if "Limit" in name else "error")
+    assert f"endstate review --reason {reason}" in text
+    assert "endstate review label" in text and "endstate review promote" in text
+
+
 # The alerts that compare a share with its own 7-day baseline, and the stop reason each reads.
 RISING_ALERTS = {
     "EndstateLimitStopShareRising": "limit",

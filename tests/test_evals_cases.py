@@ -80,6 +80,8 @@ MALFORMED = [
     ({"budget": {"turns": -3}}, "budget", "turns must be a whole number above 0, got -3"),
     ({"budget": {"turns": 2.5}}, "budget", "turns must be a whole number above 0, got 2.5"),
     ({"budget": {"steps": 3}}, "budget", "unknown ceiling 'steps'"),
+    ({"extend": {"turns": 0}}, "extend", "turns must be a whole number above 0, got 0"),
+    ({"extend": "3 turns"}, "extend", "must be a mapping of turns, seconds, tokens, cost"),
     ({"task": ""}, "task", "must be a non-empty string"),
     ({"script": None}, "task", "required"),
     ({"expected": "gave_up"}, "expected", "unknown field; the fields are: name, agent"),

@@ -443,6 +443,25 @@ def test_the_review_queue_pages_oldest_first(tmp_path: Path, page: object) -> No
         assert [*first, page.locator(".run").get_attribute("data-run-id")] == started
 
 
+def test_a_review_page_past_the_last_says_so_not_that_nothing_is_left(server: Server) -> None:
+    _finish(server, "invoice-downloader", "invoice/portal-offline")
+    shown = httpx.get(f"{server.url}/inbox/review?page=5", timeout=30).text
+    assert "Nothing to review" not in shown
+    assert 'No run on page 5: the queue holds 1; go to <a href="/inbox/review">the first page</a>.' in shown
+    labelled = httpx.get(f"{server.url}/inbox/review/labelled?page=3", timeout=30).text
+    assert "No run is labelled yet" not in labelled
+    assert 'No labels on page 3; go to <a href="/inbox/review/labelled">the first page</a>.' in labelled
+
+
+def test_an_inbox_page_past_the_last_says_so_not_that_nobody_waits(server: Server) -> None:
+    _start(server, "invoice-downloader", "invoice/which-one")
+    shown = httpx.get(f"{server.url}/inbox?page=4", timeout=30).text
+    assert "No run is waiting for a person." not in shown
+    assert 'No run on page 4: 1 waiting; go to <a href="/inbox">the first page</a>.' in shown
+    first = httpx.get(f"{server.url}/inbox", timeout=30).text
+    assert "past-last" not in first and 'data-run-id="' in first
+
+
 def test_an_empty_review_queue_says_so(server: Server, page: object, shots: Path) -> None:
     from playwright.sync_api import Page, expect
 
@@ -639,6 +658,25 @@ def test_a_notice_in_a_link_someone_else_wrote_is_not_shown(server: Server, path
         assert 'class="notice"' not in page.text, query
     shown = httpx.get(f"{server.url}{path}?{urlencode({'message': SPOOF, 'sig': signed})}", timeout=30)
     assert 'class="notice" role="status">Your session expired.' in shown.text  # the service's own: shown
+
+
+def test_a_next_step_link_someone_else_wrote_is_not_shown(server: Server) -> None:
+    """The link to a labelled run's page shows only under the service's signed notice of that
+    label: `?done=...` alone put the sender's words in the queue's notice box."""
+    from urllib.parse import urlencode
+
+    from agent.service.auth import Token
+
+    page = httpx.get(f"{server.url}/inbox/review?{urlencode({'done': SPOOF})}", timeout=30)
+    assert "endstate-login.example" not in page.text and 'class="notice next"' not in page.text
+    other = Token(TOKEN).notice_sig(said := "Labelled run r1 fine (by ana); it left the queue.")
+    query = urlencode({"done": SPOOF, "message": said, "sig": other})
+    page = httpx.get(f"{server.url}/inbox/review?{query}", timeout=30)
+    assert "endstate-login.example" not in page.text and 'class="notice next"' not in page.text
+    page = httpx.get(
+        f"{server.url}/inbox/review?{query.replace(urlencode({'done': SPOOF}), 'done=r1')}", timeout=30
+    )
+    assert '<a href="/inbox/review/runs/r1">Open run r1</a>' in page.text
 
 
 def test_the_services_own_notices_still_show_after_its_redirects(server: Server) -> None:

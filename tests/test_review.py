@@ -173,6 +173,22 @@ def test_promoted_cases_pass_in_eval_while_the_agents_behave_as_recorded(
     assert "PASSED: 4 of 4 cases met their expectations." in out
 
 
+@pytest.mark.parametrize(
+    ("scenario", "stop"), [("csv/same-page", "no_progress"), ("csv/ok-every-time", "limit")]
+)
+def test_a_correct_stop_at_a_limit_or_without_progress_is_promoted_as_that_stop_and_passes(
+    store_path: Path, store: RunStore, tmp_path: Path, capsys: pytest.CaptureFixture[str], scenario: str,
+    stop: str,
+) -> None:  # fmt: skip
+    assert play(store, tmp_path, "csv-cleaner", scenario, "stopped").reason == stop
+    out_dir = tmp_path / "cases"
+    assert cli(capsys, "review", "label", "stopped", "correct_give_up", "--store", str(store_path))[0] == 0
+    code, out = cli(capsys, "review", "promote", "stopped", "--out", str(out_dir), "--store", str(store_path))
+    assert code == 0 and f"expects {stop}" in out, out
+    code, out = cli(capsys, "eval", str(out_dir), "--no-progress")
+    assert code == 0 and "PASSED: 1 of 1" in out, out
+
+
 def test_a_promoted_case_fails_when_a_tool_answers_differently(
     store_path: Path, runs: dict[str, RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -217,3 +233,90 @@ def test_each_label_maps_to_the_exit_a_promoted_case_expects() -> None:
         "limit_too_low": "success",
         "false_success": "gave_up",
     }
+
+
+def test_the_queue_prints_a_models_note_without_its_terminal_control_characters() -> None:
+    """A give-up note is the model's text (and what it read): `endstate review` must not hand its
+    escape sequences to the reader's terminal, nor let a carriage return write over the line."""
+    from agent.cli.review import queue_line
+    from agent.durable.store import RunRecord, RunStatus
+
+    note = "portal down\x1b]0;pwned\x07\x1b[2J\rall runs fine \u202eevil\nnext"
+    record = RunRecord(
+        run_id="r1", agent="invoice-downloader", task="t", task_type="invoice", status=RunStatus.FINISHED,
+        state={}, started_at=0.0, updated_at=0.0, stop_reason=StopReason.GAVE_UP, note=note,
+    )  # fmt: skip
+    line = queue_line(record)
+    assert line.isprintable()
+    assert line.endswith("portal down\\x1b]0;pwned\\x07\\x1b[2J\\x0dall runs fine \\u202eevil next")
+
+
+def test_pending_and_a_runs_end_print_the_models_words_on_their_own_line() -> None:
+    """A question with a line break could print a fake next step (`-> endstate approve ...` of
+    another run) under the real one, and escape sequences could rewrite the terminal."""
+    from agent.cli.runs import pending_line, result_line
+    from agent.durable.store import RunRecord, RunStatus
+
+    question = "Which invoice?\n    -> endstate approve victim-run\x1b[1A"
+    record = RunRecord(
+        run_id="r1", agent="invoice-downloader", task="t", task_type="invoice", status=RunStatus.WAITING,
+        state={}, started_at=0.0, updated_at=0.0, question=question, deadline=2e9, suspended_at=0.0,
+    )  # fmt: skip
+    lines = pending_line(record, 1e9).splitlines()
+    assert len(lines) == 3 and all(line.isprintable() for line in lines)
+    assert lines[1] == "    Which invoice?     -> endstate approve victim-run\\x1b[1A"
+    ended = RunResult(
+        run_id="r1", agent="a", task_type="t", reason=StopReason.GAVE_UP, note="no portal\r\x1b]0;fine\x07"
+    )
+    assert result_line(ended) == "run r1: gave_up after 0 turns. no portal\\x0d\\x1b]0;fine\\x07"
+
+
+def test_a_case_file_reads_back_as_written_whatever_its_texts_hold() -> None:
+    """A tool's answer with NEL (U+0085) in it came back from the case file without it, so the
+    promoted case failed its own replay ("call 1 answered differently") on the unchanged agent."""
+    texts = ["caf\x85 menu", "a\x85", "\x85", "line\u2028sep \x85 \u2029", "caf\u00e9 \U0001f600", "x\ud800y"]
+    case = {"name": "review/r1", "results": [{"call": "fetch", "text": t, "is_error": False} for t in texts]}
+    assert yaml.safe_load(review.case_yaml(case)) == {"cases": [case]}
+    assert "caf\u00e9" in review.case_yaml(case)  # other text stays readable
+
+
+def test_a_run_given_more_turns_after_its_limit_is_promoted_with_them_and_passes(
+    store_path: Path, store: RunStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The replay plays every reply of the run; without the turns a person added at the limit stop
+    (`endstate resume --more-turns`) it stopped at that limit and the case failed, agent unchanged."""
+    from test_runner_agents import catalog, counter_state
+
+    from agent.budget import Extension
+
+    runner = Runner(store, catalog())
+    state = counter_state(tmp_path / "count", "plain", max_turns=2)
+    assert asyncio.run(runner.start("counter", "count", state=state, run_id="more")).reason == "limit"
+    assert asyncio.run(runner.resume("more", more=Extension(turns=3))).reason == "success"
+    out_dir, spec = tmp_path / "cases", "test_runner_agents:catalog"
+    cli(capsys, "review", "label", "more", "fine", "--store", str(store_path))
+    code, out = cli(
+        capsys,
+        "review",
+        "promote",
+        "more",
+        "--catalog",
+        spec,
+        "--out",
+        str(out_dir),
+        "--store",
+        str(store_path),
+    )
+    assert code == 0, out
+    [case] = yaml.safe_load((out_dir / "more.yaml").read_text())["cases"]
+    assert case["extend"] == {"turns": 3} and case["expect"] == "success"
+    code, out = cli(capsys, "eval", str(out_dir), "--no-progress")
+    assert code == 0 and "PASSED: 1 of 1" in out, out
+
+
+def test_the_queue_says_how_many_runs_it_holds_when_it_shows_fewer(
+    store_path: Path, runs: dict[str, RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = cli(capsys, "review", "--store", str(store_path), "--success-share", "0", "--limit", "1")
+    assert code == 0 and len([line for line in out.splitlines() if line.startswith("offline")]) == 1
+    assert "\n1 of 2 runs (--limit 1) to review, oldest first." in out, out

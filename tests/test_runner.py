@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -792,6 +793,36 @@ def test_the_heartbeat_keeps_the_lease_through_one_call_longer_than_it(
             while not task.done():
                 seen += other.recoverable()
                 await asyncio.sleep(0.05)
+            result = await task
+            assert result is not None
+            return seen, result
+
+        seen, result = asyncio.run(scenario())
+        assert seen == [] and (result.reason, result.turns) == (StopReason.SUCCESS, 3)
+    finally:
+        workers.close()
+
+
+def test_the_heartbeat_keeps_the_lease_while_the_default_thread_pool_is_busy(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """Hung work on asyncio's default thread pool (an audit, a cleanup, a preview) does not hold up
+    the lease's renewal: the heartbeat has a thread of its own."""
+    workers = Workers(counters.url, catalog(), lease_seconds=0.6)
+    try:
+        runner, other = workers.new(), workers.new()
+
+        async def scenario() -> tuple[list[RunRecord], RunResult]:
+            loop, hung = asyncio.get_running_loop(), threading.Event()
+            loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+            stuck = loop.run_in_executor(None, hung.wait, 30)  # the default pool's one thread
+            task = runner.spawn(runner.begin("counter", "long", state=counter_state(tmp_path / "l", "long")))
+            seen: list[RunRecord] = []
+            while not task.done():
+                seen += other.recoverable()
+                await asyncio.sleep(0.05)
+            hung.set()
+            await stuck
             result = await task
             assert result is not None
             return seen, result

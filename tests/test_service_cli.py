@@ -341,6 +341,12 @@ def test_the_token_is_never_shown_in_a_repr() -> None:
         (["serve", "--grace", "-1"], "argument --grace: '-1' is not a number of seconds from 0"),
         (["serve", "--lease", "0"], "argument --lease: '0' is not a number above 0"),
         (["answer", "r1", "yes", "--lease", "inf"], "argument --lease: 'inf' is not a number above 0"),
+        (["serve", "--store-timeout", "0"], "argument --store-timeout: '0' is not a number above 0"),
+        (["pending", "--store-timeout", "nan"], "argument --store-timeout: 'nan' is not a number above 0"),
+        (
+            ["serve", "--ready-timeout", "-2"],
+            "argument --ready-timeout: '-2' is not a number of seconds above 0",
+        ),
     ],
 )
 def test_a_period_or_lease_that_cannot_work_is_a_usage_error(

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +21,10 @@ from agent.examples.scenarios import example_catalog
 from agent.journal import Call, Entry, Reply, Result, Task
 from agent.models.scripted import ScriptedModel
 from agent.result import PendingAction
+from agent.service import briefing
 from agent.service.app import Service
 from agent.service.auth import Token
-from agent.service.briefing import Briefing, Preview, last_steps, preview
+from agent.service.briefing import Briefing, Preview, brief, last_steps, preview
 from agent.service.inbox import View, item
 from agent.service.workload import DemoWorkload
 from agent.snapshot import Snapshot, SnapshotKind
@@ -135,6 +139,63 @@ def test_an_approval_is_previewed_by_its_tool_and_a_preview_that_fails_is_said_s
     assert none.missing.startswith("This tool gives no preview")
     unknown = asyncio.run(preview(_waiting("gone", "deploy", {"version": "1"}), catalog))
     assert "could not be built here" in unknown.missing and "'gone'" in unknown.missing
+
+
+def _hanging_catalog(preview_: Callable[[dict[str, Any]], str]) -> Catalog:
+    @tool(needs_approval=True, preview=preview_)
+    def push(branch: str) -> str:
+        """Push."""
+        return "pushed"
+
+    catalog = Catalog()
+    catalog.register("git", lambda state: Agent(name="git", model=ScriptedModel([]), tools=[push]))
+    return catalog
+
+
+def test_a_hanging_preview_holds_one_daemon_thread_however_often_the_page_is_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    release, started, entered = threading.Event(), threading.Event(), []
+
+    def hangs(arguments: dict[str, Any]) -> str:
+        entered.append(threading.current_thread().daemon)
+        started.set()
+        release.wait()
+        return "never shown"
+
+    monkeypatch.setattr(briefing, "PREVIEW_SECONDS", 0.05)
+    catalog = _hanging_catalog(hangs)
+    record = replace(_waiting("git", "push", {"branch": "main"}), run_id="hangs")
+
+    async def loads() -> list[Preview]:  # the inbox refreshing itself, in the service's one loop
+        try:
+            first = await preview(record, catalog)
+            started.wait(30)  # the hung preview runs before the next loads
+            return [first] + [await preview(record, catalog) for _ in range(9)]
+        finally:
+            release.set()  # before the loop closes (it would wait for an executor's threads)
+
+    shown = asyncio.run(loads())
+    assert entered == [True]  # one thread, a daemon: the default executor's would block exit
+    assert "took longer than 0.05 s" in shown[0].missing
+    assert all("started earlier, still runs" in s.missing for s in shown[1:])
+
+
+def test_the_previews_of_a_page_run_at_once(tmp_path: Path) -> None:
+    together = threading.Barrier(3, timeout=5)
+
+    def meets(arguments: dict[str, Any]) -> str:
+        together.wait()  # one preview at a time never gets past this
+        return f"push {arguments['branch']}"
+
+    catalog = _hanging_catalog(meets)
+    records = [replace(_waiting("git", "push", {"branch": b}), run_id=b) for b in ("a", "b", "c")]
+    store = open_store(str(tmp_path / "runs.db"))  # holds none of them: no steps to show
+    try:
+        found = asyncio.run(brief(records, store, catalog, 0.0))
+    finally:
+        store.close()
+    assert [b.preview for b in found] == [Preview(text=f"push {b}") for b in ("a", "b", "c")]
 
 
 def test_an_expired_request_has_no_buttons_even_signed_in() -> None:

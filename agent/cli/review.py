@@ -18,7 +18,7 @@ from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
 from agent.result import StopReason
 from agent.summary import plural
-from agent.text import json_text
+from agent.text import json_text, one_line
 
 
 def register(sub: Any) -> None:
@@ -121,6 +121,7 @@ def run_queue(args: argparse.Namespace) -> int:
     reasons = [StopReason(r) for r in args.reason] if args.reason else list(review.QUEUE_REASONS)
     with _store(args) as store:
         runs = review.queue(store, reasons, args.success_share, args.limit)
+        total = sum(n for _, _, n in review.queue_counts(store, reasons, args.success_share))
         where = store.shown
     if args.json:
         for r in runs:
@@ -131,8 +132,11 @@ def run_queue(args: argparse.Namespace) -> int:
         return 0
     for r in runs:
         print(queue_line(r))
+    shown = (
+        plural(total, "run") if total <= len(runs) else f"{len(runs)} of {total} runs (--limit {args.limit})"
+    )
     print(
-        f"\n{plural(len(runs), 'run')} to review, oldest first. "
+        f"\n{shown} to review, oldest first. "
         f"Label one: endstate review label RUN_ID {{{','.join(review.Label)}}}{_store_flag(args)}"
     )
     return 0
@@ -168,7 +172,7 @@ def queue_line(r: Any) -> str:
     """One run to review: id, agent, how it stopped, and its note."""
     reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "")
     ended = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ended_at or r.updated_at))
-    note = (r.note or r.output or r.summary).replace("\n", " ")
+    note = one_line(r.note or r.output or r.summary)
     note = note if len(note) <= 80 else note[:77] + "..."
     return f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {reason:16} {r.turns:>3} turns  {ended}  {note}"
 

@@ -21,12 +21,20 @@ from agent.budget import Extension
 from agent.cli._help import above_zero
 from agent.durable.catalog import SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, runner_with_telemetry
-from agent.durable.store import RunRecord, RunStatus, RunStore, default_url, open_store
+from agent.durable.store import (
+    DEFAULT_TIMEOUT,
+    ENV_STORE_TIMEOUT,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    default_url,
+    open_store,
+)
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.summary import plural
-from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, strict_json
+from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, one_line, strict_json
 
 
 def register(sub: Any) -> None:
@@ -72,6 +80,15 @@ def add_store_args(parser: argparse.ArgumentParser) -> None:
     add_catalog_arg(parser)
     parser.add_argument(
         "--lease", type=above_zero(float), default=30.0, help="seconds a worker holds a run unrenewed"
+    )
+    parser.add_argument(
+        "--store-timeout",
+        type=above_zero(float),
+        default=None,
+        metavar="SECONDS",
+        help="seconds a call to a PostgreSQL store may wait for the server (connecting, each statement) "
+        f"before it fails: a server that hangs never stalls a command (default: ${ENV_STORE_TIMEOUT}, "
+        f"else {DEFAULT_TIMEOUT:g})",
     )
 
 
@@ -256,7 +273,7 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
 
 @contextmanager
 def _store(args: argparse.Namespace, create: bool = True) -> Iterator[RunStore]:
-    store = open_store(args.store, create=create)
+    store = open_store(args.store, create=create, timeout=args.store_timeout)
     try:
         yield store
     finally:
@@ -313,7 +330,10 @@ def pending_line(r: RunRecord, now: float, store: str | None = None) -> str:
     left = (r.deadline or now) - now
     due = f"deadline in {_span(left)}" if left > 0 else f"deadline passed {_span(-left)} ago"
     due += f" ({local_time(r.deadline or now)})"
-    lines = [f"{r.run_id}  {r.agent} ({r.task_type}), waiting {waited}; {due}", f"    {r.question}"]
+    lines = [
+        f"{r.run_id}  {r.agent} ({r.task_type}), waiting {waited}; {due}",
+        f"    {one_line(r.question or '')}",
+    ]
     if left <= 0:
         lines.append(f"    -> too late to answer: `endstate recover{on}` ends it under its help policy")
     elif r.pending:  # the question names the call and its arguments
@@ -332,7 +352,7 @@ def result_line(r: RunResult) -> str:
     """How a segment ended, and the command that continues the run when it can go on."""
     limit = f" ({r.limit})" if r.limit else ""
     verified = " verified" if r.verified else ""
-    text = (r.note or r.output).replace("\n", " ")
+    text = one_line(r.note or r.output)
     line = (
         f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text[:200]}".rstrip()
     )

@@ -18,11 +18,12 @@ import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 from agent.cli.runs import add_catalog_arg, start_state
 from agent.errors import ConfigError
-from agent.service.server import first_scrape_arg
+from agent.service.server import first_scrape_arg, seconds_from_zero
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "serve")
@@ -41,7 +42,7 @@ def register(sub: Any) -> None:
         "--heartbeat", type=float, default=30.0, help="seconds before a silent activity is retried"
     )
     worker.add_argument(
-        "--grace", type=float, default=10.0, help="seconds to finish activities in hand on stop"
+        "--grace", type=seconds_from_zero, default=10.0, help="seconds to finish activities in hand on stop"
     )
     worker.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
     worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
@@ -214,6 +215,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
         task_queue=args.task_queue,
         hooks=telemetry.hooks,
         heartbeat_seconds=args.heartbeat,
+        graceful_shutdown_timeout=timedelta(seconds=args.grace),  # the activities in hand end first
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -43,7 +43,7 @@ from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
-from agent.durable.store import Lease, StoreError
+from agent.durable.store import Lease, StoreError, StoreTimeout
 from agent.journal import Result, Started
 from agent.snapshot import Checkpoint, SnapshotKind
 
@@ -272,9 +272,10 @@ class Behind:
 
 
 def retryable(exc: BaseException) -> bool:
-    """A store that failed as such (a connection refused, a lock held past its timeout, a full disk):
-    not a lease another worker took, nor a write the database refused, which no retry mends."""
-    return type(exc) is StoreError
+    """A store that failed as such (a connection refused, a lock held past its timeout, a full disk,
+    a server that did not answer in time): not a lease another worker took, nor a write the database
+    refused, which no retry mends."""
+    return type(exc) in (StoreError, StoreTimeout)
 
 
 def _on_writer(written: Written) -> None:

@@ -28,7 +28,7 @@ from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
 from agent.durable.store.base import Review
 from agent.errors import ConfigError
-from agent.journal import Answer, Answered, Approval, Denial, Entry, Stopped, Suspended
+from agent.journal import Answer, Answered, Approval, Denial, Entry, Extended, Stopped, Suspended
 from agent.result import StopReason
 from agent.summary import plural
 
@@ -51,7 +51,7 @@ class Label(StrEnum):
     FINE = "fine"  # nothing to act on
 
 
-EXPECT_OF = {  # the exit a promoted case expects, by label (`fine`: the exit the run had)
+EXPECT_OF = {  # the exit a promoted case expects, by label (`fine`: the exit the run had; see expected_exit)
     Label.CORRECT_GIVE_UP: StopReason.GAVE_UP,
     Label.SHOULD_HAVE_SUCCEEDED: StopReason.SUCCESS,
     Label.LIMIT_TOO_LOW: StopReason.SUCCESS,
@@ -198,8 +198,23 @@ def case_of(
 
 def case_yaml(case: dict[str, Any]) -> str:
     """A case file holding `case`."""
-    text: str = yaml.safe_dump({"cases": [case]}, sort_keys=False, allow_unicode=True, width=110)
+    text: str = yaml.dump(
+        {"cases": [case]}, Dumper=_CaseDumper, sort_keys=False, allow_unicode=True, width=110
+    )
     return text
+
+
+class _CaseDumper(yaml.SafeDumper):
+    """YAML that reads back as written: a text holding NEL (U+0085, a Windows-1252 ellipsis read
+    as Latin-1) is double-quoted, where it is escaped; in the style PyYAML picks otherwise it is
+    read back as a line break or not at all, and the replay then saw a tool answer differently."""
+
+
+def _text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style='"' if "\x85" in text else None)
+
+
+_CaseDumper.add_representer(str, _text)
 
 
 def case_file(run_id: str) -> str:
@@ -235,8 +250,22 @@ def case_for(
         "task": record.task,
         "task_type": record.task_type,
     }
-    case |= _expectations(record, journal, expect)
+    case |= _expectations(record, journal, expect) | _extension(journal)
     return case | {"replay": list(replay.replies), "results": [r.to_dict() for r in replay.results]}
+
+
+def _extension(journal: Sequence[Entry]) -> dict[str, Any]:
+    """`extend:`, the budget people added after limit stops (without it the replay stopped at the
+    first of those limits, and the case failed on the unchanged agent)."""
+    more = [e for e in journal if isinstance(e, Extended)]
+    added = {
+        "turns": sum(e.turns for e in more),
+        "seconds": sum(e.seconds for e in more),
+        "tokens": sum(e.tokens for e in more),
+        "cost": sum(e.cost_usd for e in more),
+    }
+    found = {key: value for key, value in added.items() if value}
+    return {"extend": found} if found else {}
 
 
 def _check_catalog(spec: str, agent: str) -> None:
@@ -285,7 +314,19 @@ def _expected(store: RunStore, record: RunRecord, expect: str | None) -> StopRea
             f"run {record.run_id} has no label yet: label it (`endstate review label {record.run_id} LABEL`) "
             "or say the exit the case expects with --expect REASON"
         )
-    return EXPECT_OF.get(Label(review.label), record.stop_reason or StopReason.ERROR)
+    return expected_exit(Label(review.label), record.stop_reason)
+
+
+def expected_exit(chosen: Label, stop: StopReason | None) -> StopReason:
+    """The exit a case promoted from a run that stopped as `stop` expects once labelled `chosen`.
+
+    A correct give-up of a run that stopped as limit, no_progress or error expects that stop:
+    the person found it right to stop there, so the same agent must pass the case (expecting
+    gave_up, it failed from the day it was written).
+    """
+    if chosen is Label.CORRECT_GIVE_UP and stop in QUEUE_REASONS:
+        return stop
+    return EXPECT_OF.get(chosen, stop or StopReason.ERROR)
 
 
 def _expectations(record: RunRecord, journal: Sequence[Entry], expect: StopReason) -> dict[str, Any]:

@@ -143,6 +143,7 @@ class Runner:
         self._beat_loop: asyncio.AbstractEventLoop | None = None
         self._renewals: set[asyncio.Task[None]] = set()  # heartbeats being written (kept referenced)
         self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints and records
+        self._beats: ThreadPoolExecutor | None = None  # the thread that renews leases (see `_renew`)
 
     def lease(self) -> Lease:
         return Lease(self.owner, self.lease_seconds)
@@ -694,9 +695,14 @@ class Runner:
         renewal.add_done_callback(self._renewals.discard)
 
     async def _renew(self) -> None:
+        """Renew the held leases on a thread of their own: hung work on the loop's default pool (an
+        audit, a cleanup) or a backlog of checkpoints never holds a renewal up until leases run out."""
+        if self._beats is None:
+            self._beats = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-leases")
+        renew = functools.partial(self.store.heartbeat, self.lease(), sorted(self.held()))
         try:
             with contextlib.suppress(StoreError):
-                await asyncio.to_thread(self.store.heartbeat, self.lease(), sorted(self.held()))
+                await asyncio.get_running_loop().run_in_executor(self._beats, renew)
         finally:
             self._beat = asyncio.get_running_loop().call_later(self.lease_seconds / 3, self._beat_due)
 

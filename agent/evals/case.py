@@ -26,7 +26,9 @@ The eval builds the agent as the catalog would for a new run (`prepare`, then
 and optionally `expect_limit` (which budget, with `expect: limit`),
 `expect_rejected` (a "done" was rejected by the verifiers on the way),
 `then: {action, text, expect}` (what a person does after a suspension),
-`budget: {turns, seconds, tokens, cost}`, `offline_only`, `break_verifiers`
+`budget: {turns, seconds, tokens, cost}`, `extend` (the same keys: budget a
+person added after a limit stop, `endstate resume --more-*`, added to the
+agent's ceilings as the resume did), `offline_only`, `break_verifiers`
 and `description`. Every error names the file, the case and the field.
 """
 
@@ -66,6 +68,7 @@ FIELDS = (
     "judge",
     "then",
     "budget",
+    "extend",
     "offline_only",
     "break_verifiers",
     "description",
@@ -115,6 +118,7 @@ class Case:
     judges: tuple[JudgeRef, ...] = ()
     then: FollowUpSpec | None = None
     budget: Mapping[str, float] = field(default_factory=dict)
+    extend: Mapping[str, float] = field(default_factory=dict)  # added to the ceilings, as a resume's
     offline_only: bool = False
     break_verifiers: bool = False
     description: str = ""
@@ -262,6 +266,7 @@ def _parse(f: _Fields, default_catalog: str | None = None) -> Case:
         judges=_judges(f),
         then=then,
         budget=_budget(f),
+        extend=_budget(f, "extend"),
         offline_only=f.flag("offline_only"),
         break_verifiers=f.flag("break_verifiers"),
         description=f.optional_text("description") or "",
@@ -420,17 +425,17 @@ def _judge(f: _Fields, item: Any) -> JudgeRef:
     return JudgeRef(name, params)
 
 
-def _budget(f: _Fields) -> dict[str, float]:
-    raw = f.raw.get("budget", {})
+def _budget(f: _Fields, name: str = "budget") -> dict[str, float]:
+    raw = f.raw.get(name, {})
     if not isinstance(raw, dict):
-        raise f.error("budget", f"must be a mapping of {', '.join(BUDGET_KEYS)}")
+        raise f.error(name, f"must be a mapping of {', '.join(BUDGET_KEYS)}")
     for key, value in raw.items():
         if key not in BUDGET_KEYS:
-            raise f.error("budget", f"unknown ceiling {key!r}; use {', '.join(BUDGET_KEYS)}")
+            raise f.error(name, f"unknown ceiling {key!r}; use {', '.join(BUDGET_KEYS)}")
         if key in ("turns", "tokens") and not (is_whole(value) and value > 0):
-            raise f.error("budget", f"{key} must be a whole number above 0, got {value!r}")
+            raise f.error(name, f"{key} must be a whole number above 0, got {value!r}")
         if not (is_finite_from_zero(value) and value > 0):
-            raise f.error("budget", f"{key} must be a finite number above 0, got {value!r}")
+            raise f.error(name, f"{key} must be a finite number above 0, got {value!r}")
     return dict(raw)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.agent import Agent
-from agent.budget import Budget
+from agent.budget import Budget, Extension
 from agent.durable.catalog import Catalog, load_catalog
 from agent.errors import ConfigError
 from agent.evals.case import Case
@@ -249,6 +249,10 @@ def _adjust(case: Case, agent: Agent, model: Model, break_verifiers: bool) -> No
     agent.task_type = case.task_type
     if case.budget:
         agent.budget = _budget(agent.budget, case.budget)
+    if case.extend:
+        get = case.extend.get
+        more = Extension(int(get("turns", 0)), get("seconds", 0.0), int(get("tokens", 0)), get("cost", 0.0))
+        agent.budget = agent.budget.plus(more)
     if break_verifiers or case.break_verifiers:
         agent.verifiers = ()
 

@@ -217,7 +217,7 @@ class Api:
         self._admit()
         self.service.starting += 1
         try:
-            job = await self.service.off_loop(self.runner.begin, agent, task, **options)
+            job = await self.service.for_request(self.runner.begin, agent, task, **options)
         except RunExists:
             return await self._started_before(agent, task, options)
         finally:
@@ -276,13 +276,18 @@ class Api:
         limit = int_param(request.query_params.get("limit", str(PAGE_SIZE)), 1, MAX_PAGE, "limit")
         offset = int_param(request.query_params.get("offset", "0"), 0, 10**9, "offset")
         only = {k: v for k in ("agent", "task_type") if (v := request.query_params.get(k))}
-        records, total = await waiting_page(self.runner.store, offset, limit, **only)
-        after = offset + len(records)
-        more = f"/pending?{urlencode({**only, 'offset': after, 'limit': limit})}" if after < total else None
-        items = [pending_item(r, time.time()) for r in records]
-        return StandardJSON(
-            {"pending": items, "total": total, "offset": offset, "limit": limit, "next": more}
-        )
+        page = await waiting_page(self.runner.store, offset, limit, **only)
+        after = offset + page.rows
+        more = urlencode({**only, "offset": after, "limit": limit}) if after < page.total else None
+        now = time.time()
+        body: dict[str, Any] = {
+            "pending": [pending_item(r, now) for r in page.records],
+            **{"total": page.total, "offset": offset, "limit": limit},
+            "next": f"/pending?{more}" if more else None,
+        }
+        if page.damaged:  # rows of this page it could not read: logged, and named (as in /runs)
+            body["damaged"] = page.damaged
+        return StandardJSON(body)
 
     async def answer(self, request: Request) -> Response:
         self._authorize(request)
@@ -307,7 +312,7 @@ class Api:
         body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), *MORE)
         more = extension(body)
         return self._accepted(
-            await self.service.off_loop(self.runner.claim, request.path_params["run_id"], more=more)
+            await self.service.for_request(self.runner.claim, request.path_params["run_id"], more=more)
         )
 
     async def _claimed(
@@ -315,7 +320,7 @@ class Api:
     ) -> Response:
         """Claim the run named in the path with this answer (as read, when `segments` is given)."""
         run_id, segments = request.path_params["run_id"], read_at(body)
-        job = await self.service.off_loop(claim, self.runner, run_id, answer, approved, segments=segments)
+        job = await self.service.for_request(claim, self.runner, run_id, answer, approved, segments=segments)
         return self._accepted(job)
 
     async def metrics(self, request: Request) -> Response:
@@ -331,7 +336,11 @@ class Api:
         if not self.service.ready:
             return PlainTextResponse("starting or stopping", status_code=503)
         try:
-            await run_in_threadpool(self.runner.store.schema_version)
+            await self.service.store_answers()
+        except TimeoutError:
+            waited = self.service.ready_timeout
+            why = f"store not answering: no reply within {waited:g} s (a database that hangs, or a network"
+            return PlainTextResponse(f"{why} that drops packets)", status_code=503)
         except StoreError as exc:
             return PlainTextResponse(self.shown(f"store unreachable: {exc}"), status_code=503)
         return PlainTextResponse("ready")

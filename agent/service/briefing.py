@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from agent.durable.store import RunRecord
 from agent.errors import EndstateError
 from agent.journal import Journal
 from agent.snapshot import Snapshot
+from agent.tools import _in_daemon_thread  # the tools' daemon pool: a hung preview never blocks exit
 
 log = logging.getLogger("endstate.service")
 
@@ -63,12 +65,18 @@ class Briefing:
 
 
 async def brief(records: list[RunRecord], store: Any, catalog: Catalog, now: float) -> list[Briefing]:
-    """A briefing per record: journals read off the event loop, previews built per approval."""
+    """A briefing per record: journals read off the event loop, the approvals' previews at once
+    (a page of slow previews takes PREVIEW_SECONDS, not that for each)."""
     read = await run_in_threadpool(lambda: [steps_of(store, r) for r in records])
+    shown = await asyncio.gather(*(_preview_if_pending(r, catalog) for r in records))
     return [
-        Briefing(r, steps, await preview(r, catalog) if r.pending else None, _expired(r, now), why)
-        for r, (steps, why) in zip(records, read, strict=True)
+        Briefing(r, steps, shown_, _expired(r, now), why)
+        for r, (steps, why), shown_ in zip(records, read, shown, strict=True)
     ]
+
+
+async def _preview_if_pending(record: RunRecord, catalog: Catalog) -> Preview | None:
+    return await preview(record, catalog) if record.pending else None
 
 
 def steps_of(store: Any, record: RunRecord) -> tuple[list[Step], str]:
@@ -105,15 +113,41 @@ async def preview(record: RunRecord, catalog: Catalog) -> Preview:
     found = agent.tool_named(record.pending.name)
     if found is None or found.preview is None:
         return Preview(missing="This tool gives no preview: the arguments above are all the call gets.")
+    key = (record.run_id, record.pending.tool_use_id)
+    if key in _RUNNING:  # a refresh while the last one still runs: no second thread for it
+        return Preview(missing="No preview: the tool's preview of this call, started earlier, still runs.")
     try:
         text = await asyncio.wait_for(
-            asyncio.to_thread(found.preview, dict(record.pending.arguments)), PREVIEW_SECONDS
+            _in_thread(key, found.preview, dict(record.pending.arguments)), PREVIEW_SECONDS
         )
     except TimeoutError:
         return Preview(missing=f"No preview: the tool's preview took longer than {PREVIEW_SECONDS:g} s.")
     except Exception as exc:  # the tool's own code: its failure is shown, not raised
         return Preview(missing=f"No preview: the tool's preview failed ({_why(exc)}).")
     return Preview(text=clip(str(text), PREVIEW_CHARS, flat=False))
+
+
+_RUNNING: set[tuple[str, str]] = set()  # (run id, call id) of the previews running now
+
+
+async def _in_thread(
+    key: tuple[str, str], make: Callable[[dict[str, Any]], object], arguments: dict[str, Any]
+) -> Any:
+    """`make(arguments)` on the tools' daemon threads, marked running under `key` until it returns.
+
+    Not the default executor: a preview that hangs would hold one of its few threads for good
+    (each inbox refresh another), and with them the service's own work there (lease heartbeats,
+    audits), and keep the process from exiting.
+    """
+
+    def job() -> object:
+        try:
+            return make(arguments)
+        finally:
+            _RUNNING.discard(key)
+
+    _RUNNING.add(key)  # and the job submitted before any await: the mark always comes off
+    return await _in_daemon_thread(job, {})
 
 
 def clip(text: str, limit: int, flat: bool = True) -> str:

@@ -7,6 +7,7 @@ import contextlib
 import functools
 import ipaddress
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from agent.durable.review import UPKEEP_EVERY, Upkeep
 from agent.durable.runner import Runner
 from agent.errors import ConfigError, EndstateError
 from agent.service.auth import Token
-from agent.service.http import BODY_TIMEOUT, PAGE_SIZE
+from agent.service.http import BODY_TIMEOUT, PAGE_SIZE, Problem
 
 log = logging.getLogger("endstate.service")
 
@@ -29,6 +30,9 @@ LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # no run data: any host, no token
 
 READ_AUTH_MODES = ("auto", "token", "open")
+
+READY_TIMEOUT = 3.0  # seconds /readyz waits for the store before it says "not ready"
+BUSY_RETRY_AFTER = 5  # seconds a request dropped from the queue to the store is told to wait
 
 T = TypeVar("T")
 
@@ -57,10 +61,12 @@ class Service:
     scraped: Callable[[], bool] | None = None
     first_scrape_wait: float = 0.0
     max_running: int | None = None  # runs in flight past which a start is a 503 (--max-running); None: no cap
+    ready_timeout: float = READY_TIMEOUT  # seconds /readyz waits for the store (--ready-timeout)
     ready: bool = False
     starting: int = 0  # starts admitted and not yet spawned (see `Api.start`)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _calls: ThreadPoolExecutor | None = None  # see `off_loop`
+    _probe: asyncio.Future[Any] | None = None  # see `store_answers`
 
     def __post_init__(self) -> None:
         if isinstance(self.runner, Runner):  # its checkpoints, too, wait for the store off the loop
@@ -75,6 +81,43 @@ class Service:
             self._calls = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-service-calls")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._calls, functools.partial(call, *args, **kwargs))
+
+    async def for_request(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`off_loop` for a request (a start, an answer, a resume). While a call to the store has
+        waited `ready_timeout` s for its server (one that stopped answering: the store says, see
+        `PostgresStore.waited`), a call still queued is dropped before it starts: a 503 with
+        Retry-After that changed nothing, not a wait as long as every call queued before it. A long
+        queue that moves is waited for, and so is a call that started (its store calls end within
+        the store's timeout)."""
+        gate = _Gate()
+        done = asyncio.ensure_future(self.off_loop(gate.run, call, *args, **kwargs))
+        done.add_done_callback(_retrieved)
+        while True:
+            try:
+                return await asyncio.wait_for(asyncio.shield(done), self.ready_timeout)
+            except TimeoutError:
+                if self._stuck() and gate.abandon():
+                    break
+        raise Problem(
+            503,
+            f"this service's calls to its store are queued behind one the store has not answered for "
+            f"{self.ready_timeout:g} s (see /readyz); nothing was changed. Send it again in a few seconds",
+            headers={"Retry-After": str(BUSY_RETRY_AFTER)},
+        )
+
+    def _stuck(self) -> bool:
+        """True when a call to the store has waited `ready_timeout` s or more for its server."""
+        waited = getattr(self.runner.store, "waited", None)
+        return waited is not None and waited() >= self.ready_timeout
+
+    async def store_answers(self) -> None:
+        """Return once the store answered a trivial read; raise `TimeoutError` when it has not within
+        `ready_timeout` s, or its `StoreError`. One read at a time: while one waits on a store that
+        hangs, each later check waits for that one (no pile of threads stuck on it)."""
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.ensure_future(run_in_threadpool(self.runner.store.schema_version))
+            self._probe.add_done_callback(_retrieved)
+        await asyncio.wait_for(asyncio.shield(self._probe), self.ready_timeout)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -137,6 +180,33 @@ class Service:
                 self.runner.spawn(job)
         except EndstateError:
             log.exception("recovering runs failed; trying again later")
+
+
+class _Gate:
+    """Runs a queued call unless it was abandoned first (`abandon` is True only then)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "queued"
+
+    def run(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        with self._lock:
+            if self._state == "abandoned":  # its request was answered 503 already: nobody reads this
+                raise RuntimeError("a call dropped from the queue was not run")
+            self._state = "started"
+        return call(*args, **kwargs)
+
+    def abandon(self) -> bool:
+        with self._lock:
+            if self._state == "queued":
+                self._state = "abandoned"
+        return self._state == "abandoned"
+
+
+def _retrieved(probe: asyncio.Future[Any]) -> None:
+    """Read a probe's outcome, so one that failed after its caller stopped waiting logs nothing."""
+    if not probe.cancelled():
+        probe.exception()
 
 
 async def first_scrape(scraped: Callable[[], bool], wait: float, then: str) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -194,23 +196,50 @@ def int_param(text: str, low: int, high: int, name: str) -> int:
     return int(text)
 
 
+@dataclass(frozen=True)
+class WaitingPage:
+    """One page of the runs waiting for a person, and what the whole list holds."""
+
+    records: list[RunRecord]
+    damaged: list[str]  # the ids of this page's rows that could not be read (logged, left out)
+    counts: list[tuple[str, str, int]]  # how many wait by (agent, task type): all of them, unfiltered
+    total: int  # how many wait of the agent and task type asked for
+
+    @property
+    def rows(self) -> int:
+        """The rows this page took from the list (the next page starts after them)."""
+        return len(self.records) + len(self.damaged)
+
+
+NO_PAGE = WaitingPage([], [], [], 0)
+
+
 async def waiting_page(
     store: Any, offset: int, limit: int, agent: str | None = None, task_type: str | None = None
-) -> tuple[list[RunRecord], int]:
-    """One page of the runs waiting for a person, oldest first, and how many wait in all
-    (of `agent` and `task_type`, when given)."""
-    records = matching(await waiting_runs(store), agent, task_type)
-    return records[offset : offset + limit], len(records)
+) -> WaitingPage:
+    """One page of the runs waiting for a person, oldest request first, `limit` from `offset` (of
+    `agent` and `task_type`, when given), and the counts (read on a worker thread, never on the
+    event loop). A store that pages in SQL reads only the page and the counts; another (Temporal's
+    visibility) is read whole and cut here."""
+    read = _paged if hasattr(store, "waiting") else _cut
+    return await run_in_threadpool(read, store, offset, limit, agent, task_type)
 
 
-async def waiting_runs(store: Any) -> list[RunRecord]:
-    """Every run waiting for a person, oldest request first (read on a worker thread, never on
-    the event loop)."""
-    records = await run_in_threadpool(store.list_runs, RunStatus.WAITING, None)
-    records.sort(key=lambda r: (r.suspended_at or 0.0, r.run_id))
-    return records
+def _paged(store: Any, offset: int, limit: int, agent: str | None, task_type: str | None) -> WaitingPage:
+    counts = store.waiting_counts()
+    listing = store.waiting(limit, offset, agent, task_type)
+    return WaitingPage(list(listing), listing.damaged, counts, _total(counts, agent, task_type))
 
 
-def matching(records: list[RunRecord], agent: str | None, task_type: str | None) -> list[RunRecord]:
-    """The records of `agent` and `task_type` (either None: any)."""
-    return [r for r in records if agent in (None, r.agent) and task_type in (None, r.task_type)]
+def _cut(store: Any, offset: int, limit: int, agent: str | None, task_type: str | None) -> WaitingPage:
+    records = sorted(
+        store.list_runs(RunStatus.WAITING, None), key=lambda r: (r.suspended_at or 0.0, r.run_id)
+    )
+    counts = sorted(Counter((r.agent, r.task_type) for r in records).items())
+    chosen = [r for r in records if agent in (None, r.agent) and task_type in (None, r.task_type)]
+    return WaitingPage(chosen[offset : offset + limit], [], [(a, t, n) for (a, t), n in counts], len(chosen))
+
+
+def _total(counts: list[tuple[str, str, int]], agent: str | None, task_type: str | None) -> int:
+    """How many of `counts` are of `agent` and `task_type` (either None: any)."""
+    return sum(n for a, t, n in counts if agent in (None, a) and task_type in (None, t))

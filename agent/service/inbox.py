@@ -44,16 +44,16 @@ from agent.service.auth import COOKIE, ENV_TOKEN, ENV_TOKEN_FILE
 from agent.service.briefing import Briefing, Preview, Step, brief
 from agent.service.config import Service
 from agent.service.http import (
+    NO_PAGE,
     Problem,
     check_strings,
     claim,
     int_param,
-    matching,
     notice_of,
     notice_params,
     read_body,
     status_of,
-    waiting_runs,
+    waiting_page,
 )
 
 REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
@@ -100,28 +100,27 @@ class Inbox:
         signed_in = self._signed_in(request)
         view = View.of(request)
         size = self.service.page_size
-        every: list[RunRecord] = []
+        waiting = NO_PAGE
         if self.service.reads_need_token and not signed_in:
             error = error or "Sign in with the service token to see the runs waiting for a person."
         else:
-            every = await waiting_runs(self.service.runner.store)
-        chosen = matching(every, view.agent, view.task_type)
-        shown = chosen[(view.page - 1) * size : view.page * size]
+            store = self.service.runner.store
+            waiting = await waiting_page(store, (view.page - 1) * size, size, view.agent, view.task_type)
         now = time.time()
-        briefs = await brief(shown, self.service.runner.store, self.service.runner.catalog, now)
+        briefs = await brief(waiting.records, self.service.runner.store, self.service.runner.catalog, now)
         refresh, refresh_note = _refresh(view)
         body = page_html(
             "waiting",
-            title=f"Endstate help inbox ({len(chosen)} waiting)",
+            title=f"Endstate help inbox ({waiting.total} waiting)",
             heading="Runs waiting for a person:",
-            count=len(chosen),
+            count=waiting.total,
             refresh=refresh,
             refresh_note=refresh_note,
             notice=notice(message, "notice") + notice(error, "error"),
             session=session(signed_in),
-            filters=filters(counts_of(every), view),
-            items="\n".join(item(b, now, signed_in, view) for b in briefs) or _EMPTY,
-            pages=pages(view, size, len(chosen)),
+            filters=filters(waiting.counts, view),
+            items="\n".join(item(b, now, signed_in, view) for b in briefs) or _empty(view, waiting.total),
+            pages=pages(view, size, waiting.total),
         )
         return HTMLResponse(body, status_code=status, headers=HEADERS)
 
@@ -160,7 +159,7 @@ class Inbox:
                 request, error="Write an answer first: a blank one is not sent.", status=400
             )
         try:
-            job = await self.service.off_loop(self._claim, run_id, action, form)
+            job = await self.service.for_request(self._claim, run_id, action, form)
         except EndstateError as exc:
             return await self.render(request, error=str(exc), status=status_of(exc))
         self.service.runner.spawn(job)
@@ -350,11 +349,6 @@ def _forms(r: RunRecord, view: View) -> str:
   </form></div>"""
 
 
-def counts_of(records: list[RunRecord]) -> list[tuple[str, str, int]]:
-    """How many of `records` there are by (agent, task type)."""
-    return [(a, t, n) for (a, t), n in sorted(Counter((r.agent, r.task_type) for r in records).items())]
-
-
 def filters(found: list[tuple[str, str, int]], view: View) -> str:
     """Links to the runs of one agent or task type, with how many there are; the current one marked."""
     if not found:
@@ -377,6 +371,17 @@ def filters(found: list[tuple[str, str, int]], view: View) -> str:
 def link(url: str, text: str, current: bool) -> str:
     mark = ' aria-current="page" class="on"' if current else ""
     return f'<a href="{html.escape(url)}"{mark}>{html.escape(text)}</a>'
+
+
+def _empty(view: View, total: int) -> str:
+    """An empty page: nobody waits (of this filter), or this page is past the last (an old link)."""
+    return past_last(view, f"{total} waiting") if total else _EMPTY
+
+
+def past_last(view: View, holds: str, what: str = "run") -> str:
+    """An empty page past the last (an old link): it says so and links the first page."""
+    first = link(view.url(page=None), "the first page", False)
+    return f'<p class="empty past-last">No {what} on page {view.page}: {holds}; go to {first}.</p>'
 
 
 def pages(view: View, size: int, total: int) -> str:

@@ -44,6 +44,7 @@ from agent.service.inbox import (
     notice,
     page_html,
     pages,
+    past_last,
     same_origin,
     session,
     signed_in,
@@ -57,7 +58,10 @@ REVIEWER_COOKIE = "endstate_reviewer"  # the name last given with a label, to fi
 MAX_NAME = 200
 MAX_NOTE = 2000
 LABEL_TEXT = {  # what each label says and what it does
-    Label.CORRECT_GIVE_UP: ("Correct give-up", "it was right to stop; a promoted case expects gave_up"),
+    Label.CORRECT_GIVE_UP: (
+        "Correct give-up",
+        "it was right to stop; a promoted case expects the stop it had",
+    ),
     Label.SHOULD_HAVE_SUCCEEDED: (
         "Should have succeeded",
         "the task was possible: a regression to fix; a promoted case expects success",
@@ -131,7 +135,7 @@ class ReviewPages:
             title=f"Endstate review queue ({total} to review)",
             heading="Runs to review:",
             count=total,
-            notice=notice(message, "notice") + _done_link(request) + notice(error, "error"),
+            notice=notice(message, "notice") + _done_link(request, message) + notice(error, "error"),
             session=session(is_in),
             refresh_note=_QUEUE_INTRO,
             filters=filters(counts, view),
@@ -139,7 +143,7 @@ class ReviewPages:
                 f'<article class="run review" {_ids(r)}>{i}</article>'
                 for r, i in zip(records, items, strict=True)
             )
-            or _EMPTY_QUEUE,
+            or _empty(view, total),
             pages=pages(view, size, total),
         )
         return HTMLResponse(body, status_code=status, headers=HEADERS)
@@ -163,7 +167,7 @@ class ReviewPages:
             notice=notice(notice_of(request, self.service.token), "notice") + notice(error, "error"),
             session=session(signed_in(self.service, request)),
             refresh_note=_filtered_note(view),
-            items=self._labelled_table(found[:size], view) if found else _NONE_LABELLED,
+            items=self._labelled_table(found[:size], view) if found else _none_labelled(view),
             pages=_later_earlier(view, more=len(found) > size),
         )
         return HTMLResponse(body, headers=HEADERS)
@@ -429,14 +433,28 @@ def _reviewer(request: Request) -> str:
     return unquote(request.cookies.get(REVIEWER_COOKIE, ""))[:MAX_NAME]
 
 
-def _done_link(request: Request) -> str:
-    """After a label: the way to the run's page, where its case is promoted."""
+def _done_link(request: Request, message: str) -> str:
+    """After a label: the way to the run's page, where its case is promoted. Only under the
+    service's signed notice of that label (`message`): a link someone else wrote
+    (`?done=Your session expired...`) shows nothing."""
     done = request.query_params.get("done")
-    if not done:
+    if not done or not message.startswith(f"Labelled run {done} "):
         return ""
     url = html.escape(run_url(done))
     opened = f'<a href="{url}">Open run {html.escape(done)}</a>'
     return f'<p class="notice next" role="status">{opened} to see or promote its eval case.</p>'
+
+
+def _empty(view: View, total: int) -> str:
+    """An empty page: the queue is empty, or this page is past its last."""
+    return past_last(view, f"the queue holds {total}") if total else _EMPTY_QUEUE
+
+
+def _none_labelled(view: View) -> str:
+    if view.page == 1:
+        return _NONE_LABELLED
+    first = link(view.url(page=None), "the first page", False)
+    return f'<p class="empty past-last">No labels on page {view.page}; go to {first}.</p>'
 
 
 def _filtered_note(view: View) -> str:

@@ -16,6 +16,7 @@ from agent.durable.store import default_url, open_store
 from agent.durable.store.urls import sqlite_path
 from agent.errors import ConfigError
 from agent.service.auth import load_token
+from agent.service.config import READY_TIMEOUT
 
 ENV_HOST = "ENDSTATE_HOST"
 ENV_PORT = "ENDSTATE_PORT"
@@ -24,6 +25,7 @@ ENV_READ_AUTH = "ENDSTATE_READ_AUTH"
 ENV_CASES_DIR = "ENDSTATE_CASES_DIR"
 ENV_FIRST_SCRAPE_WAIT = "ENDSTATE_FIRST_SCRAPE_WAIT"
 ENV_MAX_RUNNING = "ENDSTATE_MAX_RUNNING"
+ENV_READY_TIMEOUT = "ENDSTATE_READY_TIMEOUT"
 
 READ_AUTH_HELP = (
     "who may read runs, the pending list and the inbox: 'token' (the token is needed), 'open' "
@@ -110,6 +112,14 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--page-size", type=page_size, default=50, help="runs per inbox page (1-500)")
     p.add_argument(
+        "--ready-timeout",
+        type=seconds,
+        default=os.environ.get(ENV_READY_TIMEOUT) or str(READY_TIMEOUT),
+        metavar="SECONDS",
+        help="seconds /readyz waits for the store before it answers 503 'not ready' "
+        f"(default: ${ENV_READY_TIMEOUT}, else {READY_TIMEOUT:g})",
+    )
+    p.add_argument(
         "--max-running",
         type=positive_int,
         default=os.environ.get(ENV_MAX_RUNNING) or "500",
@@ -171,7 +181,7 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(  # in place of the command line's one-line handler: an operator's log
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
-    store = open_store(args.store)
+    store = open_store(args.store, timeout=args.store_timeout)
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     telemetry = Telemetry.from_env(pending=store.pending_summary).for_service()  # a fresh registry
     try:
@@ -200,6 +210,7 @@ def serve(args: argparse.Namespace) -> int:
             scraped=telemetry.metrics.scraped,
             first_scrape_wait=args.first_scrape_wait,
             max_running=args.max_running,
+            ready_timeout=args.ready_timeout,
         )
         reads = "reads need the token" if service.reads_need_token else "reads are open (loopback)"
         print(

@@ -20,6 +20,7 @@ class WorkerSetup:
     model_timeout: float = 600.0
     tool_grace: float = 5.0  # the activity outlives the tool's own timeout by this much
     cut_grace: float = 5.0  # how long a cut model call may take to report what it used
+    cancel_grace: float = 10.0  # how long a cancelled run's turn in flight may take to end (see `workflow`)
 
 
 _SETUPS: dict[str, WorkerSetup] = {}

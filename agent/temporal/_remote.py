@@ -53,6 +53,20 @@ IN_PARTS = "endstate-missing-texts-in-parts"
 # A reply's `finish` is judged after its other calls (`Agent.finish_last`); runs started before take a
 # reply's calls in the model's order, as they did.
 FINISH_LAST = "endstate-finish-after-other-calls"
+# A tool with no timeout of its own (`timeout=None`) runs until the run's time budget cuts it; Temporal
+# needs some bound on its activity all the same.
+UNBOUNDED_TOOL = timedelta(days=365)
+# A tool's error result on the worker reaches the model verbatim (see `Verbatim`); runs started before
+# took it as an exception, its kind written in front again, as they did.
+VERBATIM_ERRORS = "endstate-tool-errors-verbatim"
+# An approved call's activity runs once (Temporal would start it again on another worker when its worker
+# dies mid-call: the side effect twice, nobody asked); a lost call reads as `UNSURE`, and calling the tool
+# again needs a new approval. Runs started before retry it, as they did.
+APPROVED_ONCE = "endstate-approved-call-runs-once"
+UNSURE = (
+    "Outcome unknown: the approved call was started, but its worker stopped before it reported back, so it "
+    "may or may not have taken effect. Check before you call it again (a new call needs a new approval)."
+)
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -478,9 +492,12 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     """A tool with the planned name, schema and approval, whose body is an activity.
 
     The activity applies the tool's own timeout; the workflow waits a little
-    longer, so the result (or the timeout) is the worker's.
+    longer, so the result (or the timeout) is the worker's. A tool with no
+    timeout of its own (None) is bounded, as locally, by the run's time budget
+    only; its activity by `UNBOUNDED_TOOL` (heartbeats still find a dead worker).
     """
-    timeout = float(spec["timeout"])
+    timeout = None if spec["timeout"] is None else float(spec["timeout"])
+    waited = UNBOUNDED_TOOL if timeout is None else timedelta(seconds=timeout + 2 * setup.tool_grace)
     # Only a tool that takes the context can read the run's earlier calls: another one's input leaves
     # them out, or each call's input would hold every result before it (a history quadratic in turns).
     reads_calls = spec.get("wants_ctx", True)
@@ -495,31 +512,41 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             "cap": ref.cap,
         }
 
-    async def send(payload: dict[str, Any], queue: str | None) -> dict[str, Any]:
+    async def send(payload: dict[str, Any], queue: str | None, once: bool) -> dict[str, Any]:
         out: dict[str, Any] = await _activity(
             w.TOOL,
             payload,
-            start_to_close_timeout=timedelta(seconds=timeout + 2 * setup.tool_grace),
+            start_to_close_timeout=waited,
             heartbeat_timeout=timedelta(seconds=setup.heartbeat_seconds),
-            retry_policy=temporal_retry(retry),
+            retry_policy=TemporalRetry(maximum_attempts=1) if once else temporal_retry(retry),
             **pinned(queue, setup),
         )
         return out
 
-    async def call(**kwargs: Any) -> str | ToolOutput:
+    async def call(**kwargs: Any) -> str | ToolOutput | Verbatim:
         ctx: RunContext = kwargs.pop("ctx")
         build = functools.partial(built, ctx, kwargs)
+        # an approved call runs at most once: Temporal does not start it again on another worker
+        once = spec["needs_approval"] and workflow.patched(APPROVED_ONCE)
         try:
-            out = await by_digest(ref, build, send, f"the input of the call of {spec['name']!r}")
+            out = await by_digest(
+                ref, build, functools.partial(send, once=once), f"the input of the call of {spec['name']!r}"
+            )
         except PayloadTooLarge as cannot:
             ref.too_large = ref.too_large or cannot  # not run; the next model call stops the run
+            raise
+        except ActivityError as exc:
+            if once and _worker_lost(exc):
+                return Verbatim(ToolOutcome(UNSURE, True, "worker_lost"))
             raise
         ctx.state.clear()
         ctx.state.update(out["state"])
         ref.fingerprint = out.get("fingerprint")
-        if out["is_error"]:
+        if not out["is_error"]:
+            return ToolOutput(*out["blocks"]) if out.get("blocks") else str(out["text"])
+        if not workflow.patched(VERBATIM_ERRORS):  # a run started before replays its errors as they were
             raise _tool_error(out)
-        return ToolOutput(*out["blocks"]) if out.get("blocks") else str(out["text"])
+        return Verbatim(ToolOutcome(str(out["text"]), True, out.get("error_type")))
 
     call.__signature__ = _signature(spec)  # type: ignore[attr-defined]
     return Tool(
@@ -527,14 +554,32 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         fn=call,
         description=spec["description"],
         parameters=spec["parameters"],
-        timeout=timeout + setup.tool_grace,
+        timeout=None if timeout is None else timeout + setup.tool_grace,
         needs_approval=spec["needs_approval"],
         wants_ctx=True,  # the wrapper always takes the context: the call id, the state
     )
 
 
+def _worker_lost(exc: ActivityError) -> bool:
+    """The activity's worker stopped reporting (its heartbeats, or its result, never came)."""
+    cause = exc.cause
+    return isinstance(cause, ActivityTimeout) and cause.type in (
+        TimeoutType.HEARTBEAT,
+        TimeoutType.START_TO_CLOSE,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Verbatim:
+    """A tool's outcome on the worker, which the loop takes as it is (see `install_outcome_seam`): an
+    error result reads to the model as it reads locally ("Error: tool 'x' timed out after 5 s.")."""
+
+    outcome: ToolOutcome
+
+
 def _tool_error(out: dict[str, Any]) -> Exception:
-    """The worker's error result, raised so the loop records it as the same error."""
+    """The worker's error result as runs started before `VERBATIM_ERRORS` took it: raised, so the loop
+    wrote it again as `Error: {kind}: ...` (a timeout read "Error: timeout: tool 'x' timed out ...")."""
     kind = out.get("error_type") or "ToolError"
     prefix = f"Error: {kind}: "
     text = str(out["text"])
@@ -648,6 +693,25 @@ def install_verifier_seam() -> None:
 
     in_daemon_thread.endstate_temporal = True  # type: ignore[attr-defined]
     tools_module._in_daemon_thread = in_daemon_thread  # type: ignore[assignment]
+
+
+def install_outcome_seam() -> None:
+    """Let the loop take a tool's `Verbatim` outcome as it is, not as a value the tool returned.
+
+    A tool's body on a workflow is an activity; the worker's `execute` already made its outcome (an
+    error result's text, its kind). The loop would write an error again from an exception, and turn any
+    other value into text (`agent.tools._outcome`); a `Verbatim` one (only the workflow's tools return
+    one) is taken as the worker made it. Idempotent.
+    """
+    original = tools_module._outcome
+    if getattr(original, "endstate_temporal", False):
+        return
+
+    def outcome(value: Any) -> ToolOutcome:
+        return value.outcome if isinstance(value, Verbatim) else original(value)
+
+    outcome.endstate_temporal = True  # type: ignore[attr-defined]
+    tools_module._outcome = outcome
 
 
 # -- telemetry that replay does not repeat ------------------------------------------------------------

@@ -33,7 +33,7 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent._valid import is_text
-from agent.durable.runner import RUN_ID, AnswerError
+from agent.durable.runner import RUN_ID, AnswerError, check_state
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, UnknownRun
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
@@ -46,6 +46,7 @@ _TEMPORAL_ENDED = {
     WorkflowExecutionStatus.TIMED_OUT: "the workflow timed out",
     WorkflowExecutionStatus.CANCELED: "the workflow was cancelled",
 }
+MAX_KEYWORD_BYTES = 2048  # of a keyword search attribute's value (agent, task type): Temporal's default
 
 
 class TemporalRuns:
@@ -95,10 +96,20 @@ class TemporalRuns:
             raise ConfigError(
                 f"run id {run_id!r} must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'"
             )
+        _check_label("agent", agent)
+        if task_type:
+            _check_label("task type", task_type)
+        check_state(state or {})
+        start = {"agent": agent, "task": task, "task_type": task_type, "state": dict(state or {})}
+        if (size := w.payload_size(start)) > w.MAX_PAYLOAD_BYTES:
+            raise ConfigError(
+                f"the run's task and state are {size:,} bytes, over the {w.MAX_PAYLOAD_BYTES:,} an Endstate "
+                "run sends in one Temporal payload: pass a shorter task (a reference to the document, not "
+                "the document), keep the state small, or run this agent on the PostgreSQL store"
+            )
         attributes = [SearchAttributePair(w.SA_AGENT, agent)]
         if task_type:
             attributes.append(SearchAttributePair(w.SA_TASK_TYPE, task_type))
-        start = {"agent": agent, "task": task, "task_type": task_type, "state": dict(state or {})}
         try:
             handle = await self.client.start_workflow(
                 w.WORKFLOW,
@@ -288,6 +299,17 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         deadline=suspension.deadline if suspension else None,
         suspended_at=suspension.suspended_at if suspension else None,
     )
+
+
+def _check_label(what: str, value: object) -> None:
+    """An agent's name or a task type: text, short enough to be a Temporal search attribute."""
+    if not is_text(value):
+        raise ConfigError(f"{what} must be a non-empty string, not {value!r:.60}")
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_KEYWORD_BYTES:
+        raise ConfigError(
+            f"{what} {value[:40]!r}... is over {MAX_KEYWORD_BYTES:,} bytes, which Temporal refuses in a "
+            "search attribute: use a short name"
+        )
 
 
 def _update_of(answer: str | None, approved: bool | None) -> tuple[str, list[Any]]:

@@ -30,7 +30,7 @@ from agent.temporal import _registry
 from agent.temporal import _wire as w
 from agent.temporal._activities import EndstateActivities
 from agent.temporal._registry import WorkerSetup
-from agent.temporal._remote import install_verifier_seam
+from agent.temporal._remote import install_outcome_seam, install_verifier_seam
 from agent.temporal.workflow import EndstateRun
 
 log = logging.getLogger("endstate.temporal")
@@ -65,6 +65,7 @@ async def ensure_search_attributes(client: Client, namespace: str = w.NAMESPACE)
 def workflow_runner() -> SandboxedWorkflowRunner:
     """Temporal's sandbox, taking Endstate's modules (and what they import) as they are."""
     install_verifier_seam()
+    install_outcome_seam()
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
     )
@@ -79,15 +80,19 @@ async def build_worker(
     heartbeat_seconds: float = 30.0,
     model_timeout: float = 600.0,
     cut_grace: float = 5.0,
+    cancel_grace: float = 10.0,
     **options: Any,
 ) -> EndstateWorker:
     """A worker running Endstate workflows and the catalog's activities on `task_queue`.
 
     `cut_grace`: how long past a run's time budget its workflow waits for a cut model call to
-    report what it used (see `_remote.ActivityModel`).
+    report what it used (see `_remote.ActivityModel`). `cancel_grace`: how long a cancelled run's
+    turn in flight may take to end before it is cut (as a runner's shutdown grace).
     """
     await ensure_search_attributes(client, client.namespace)
-    setup = WorkerSetup(hooks or NoHooks(), heartbeat_seconds, model_timeout, cut_grace=cut_grace)
+    setup = WorkerSetup(
+        hooks or NoHooks(), heartbeat_seconds, model_timeout, cut_grace=cut_grace, cancel_grace=cancel_grace
+    )
     _registry.register(task_queue, setup)
     own = f"{task_queue}@{uuid.uuid4().hex}"
     activities = EndstateActivities(catalog, own)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any
 
@@ -26,15 +27,22 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
+    from agent.clock import CancelSignal
     from agent.result import RunResult, StopReason
     from agent.snapshot import Snapshot
     from agent.temporal import _wire as w
     from agent.temporal._registry import lookup
     from agent.temporal._remote import RunRef, now, workflow_agent
 
+# A cancel lets the turn in flight end (a tool's result is kept) and stops the run before its next turn, as
+# a runner's cancel does; past the worker's `cancel_grace` it cuts the turn there. Runs started before were
+# cut at once, the call in flight recorded as of unknown outcome, as they were.
+GRACEFUL_CANCEL = "endstate-cancel-at-the-next-turn"
 PREPARE_TIMEOUT = timedelta(minutes=5)
 BEFORE = "The run was cancelled before it began."
+WAIT_CANCELLED = "The run was cancelled while it waited for a person; resume it to wait again."
 MEMO_TEXT = 2000  # characters of note and summary kept in the memo
+CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
 
 @dataclasses.dataclass
@@ -44,6 +52,19 @@ class Reply:
     answer: str | None
     approved: bool | None
     at: float
+
+
+class CancelRequested:
+    """The loop's cancel signal on a workflow: set once the workflow is cancelled."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def is_set(self) -> bool:
+        return self.requested
+
+
+Segment = Callable[[CancelSignal | None], Coroutine[Any, Any, RunResult]]
 
 
 @workflow.defn(name=w.WORKFLOW)
@@ -56,6 +77,7 @@ class EndstateRun:
         self._waiting: RunResult | None = None
         self._reply: Reply | None = None
         self._done = False  # the run's last segment has ended: nobody waits for another
+        self._cancel = CancelRequested()
 
     @workflow.run
     async def run(self, start: dict[str, Any]) -> dict[str, Any]:
@@ -102,16 +124,37 @@ class EndstateRun:
 
     async def _first_segment(self, agent: Agent, run: dict[str, Any]) -> RunResult:
         if not run.get("snapshot"):
-            return await agent.arun(run["task"], run_id=workflow.info().workflow_id, state=run["state"])
+            run_id = workflow.info().workflow_id
+            return await self._segment(
+                lambda cancel: agent.arun(run["task"], run_id=run_id, state=run["state"], cancel=cancel)
+            )
         snap = Snapshot.from_json(run["snapshot"])
         if snap.suspension is not None:  # cancelled while it waited: it waits again, for the same deadline
             return _waiting(snap)
-        return await agent.aresume(snap, now=now())
+        return await self._segment(lambda cancel: agent.aresume(snap, now=now(), cancel=cancel))
+
+    async def _segment(self, drive: Segment) -> RunResult:
+        """Drive one segment of the loop. A cancel lets it end at its next turn, as a runner's cancel
+        does (the tool in flight ends and its result is kept); past `cancel_grace` it is cut there."""
+        if not workflow.patched(GRACEFUL_CANCEL):  # a run started before is cut at once, as it was
+            return await drive(None)
+        task = asyncio.create_task(drive(self._cancel))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            self._cancel.requested = True  # the loop stops before its next turn
+        try:
+            await workflow.wait_condition(task.done, timeout=lookup(workflow.info().task_queue).cancel_grace)
+        except TimeoutError:
+            task.cancel()  # cut where it is: a call in flight is recorded as of unknown outcome
+        return await task
 
     async def _after_wait(self, agent: Agent, waiting: RunResult) -> RunResult:
         """Wait for a person until the deadline; continue with the reply, or under the help policy."""
         s, snap = waiting.suspension, waiting.snapshot
         assert s is not None and snap is not None
+        if self._cancel.requested:  # cancelled while the segment that asked ran: it waits no more
+            return dataclasses.replace(waiting, reason=StopReason.CANCELLED, note=WAIT_CANCELLED)
         self._waiting = waiting
         try:
             if s.deadline > now():
@@ -119,14 +162,19 @@ class EndstateRun:
         except TimeoutError:
             pass
         except asyncio.CancelledError:
-            note = "The run was cancelled while it waited for a person; resume it to wait again."
-            return dataclasses.replace(waiting, reason=StopReason.CANCELLED, note=note)
+            return dataclasses.replace(waiting, reason=StopReason.CANCELLED, note=WAIT_CANCELLED)
         finally:
             self._waiting = None
         reply, self._reply = self._reply, None
         if reply is None:
-            return await agent.aexpire(snap, now=max(now(), s.deadline))
-        return await agent.aresume(snap, reply.answer, approved=reply.approved, now=reply.at)
+            return await self._segment(
+                lambda cancel: agent.aexpire(snap, now=max(now(), s.deadline), cancel=cancel)
+            )
+        return await self._segment(
+            lambda cancel: agent.aresume(
+                snap, reply.answer, approved=reply.approved, now=reply.at, cancel=cancel
+            )
+        )
 
     async def _cleanup(self, run: dict[str, Any]) -> None:
         args = {"run_id": workflow.info().workflow_id, "agent": run["agent"], "state": run["state"]}
@@ -156,7 +204,7 @@ class EndstateRun:
                 w.SA_SUSPENDED_AT.value_set(w.utc(s.suspended_at)) if s else w.SA_SUSPENDED_AT.value_unset(),
             ]
         )
-        workflow.upsert_memo({"result": _memo(result)})
+        workflow.upsert_memo({"result": fitted(_memo(result))})
 
     async def _closing(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
         """Let the updates that wait for a segment answer, then end with the result."""
@@ -171,7 +219,7 @@ class EndstateRun:
         if self._last is not result:
             self._ended(result)
         keep = {k: run[k] for k in ("agent", "task", "task_type", "state", "plan") if k in run}
-        return {"result": _carried(result), "run": keep}
+        return {"result": _carried(result, w.MAX_PAYLOAD_BYTES - w.payload_size(keep)), "run": keep}
 
     def _bare(
         self, run: dict[str, Any], reason: StopReason, note: str, error_type: str | None = None
@@ -196,6 +244,7 @@ class EndstateRun:
 
     @answer.validator
     def _answer_ok(self, text: str, wait: bool = True) -> None:
+        _check_text("an answer", text)
         pending = self._expecting()
         if pending:
             raise ApplicationError(
@@ -220,6 +269,7 @@ class EndstateRun:
 
     @deny.validator
     def _deny_ok(self, reason: str = "", wait: bool = True) -> None:
+        _check_text("a denial's reason", reason)
         self._check_approval()
 
     @workflow.update(name=w.SEGMENT)
@@ -228,7 +278,7 @@ class EndstateRun:
         value and checked by the validator: a refusal, never a workflow task that fails."""
         await workflow.wait_condition(lambda: self._segments >= n or self._done)
         assert self._last is not None
-        return self._last.to_dict()
+        return fitted(self._last.to_dict())
 
     @segment.validator
     def _segment_ok(self, n: Any) -> None:
@@ -240,7 +290,7 @@ class EndstateRun:
         return {
             "segments": self._segments,
             "waiting": self._waiting is not None and self._reply is None,
-            "result": self._last.to_dict() if self._last else None,
+            "result": fitted(self._last.to_dict()) if self._last else None,
         }
 
     async def _take(self, reply: Reply, wait: bool) -> dict[str, Any]:
@@ -250,7 +300,7 @@ class EndstateRun:
             return {}
         await workflow.wait_condition(lambda: self._segments > seen or self._done)
         assert self._last is not None
-        return self._last.to_dict()
+        return fitted(self._last.to_dict())
 
     def _expecting(self) -> str | None:
         """The pending tool's name, or None for a question; refuses when nothing waits."""
@@ -268,6 +318,15 @@ class EndstateRun:
             raise ApplicationError(
                 "the run waits for an answer to a question, not for an approval", type="AnswerError"
             )
+
+
+def _check_text(what: str, value: Any) -> None:
+    """Refuse a reply that is not text: taken, it would fail every workflow task after it (the loop
+    refuses it), and the run would wait, unreadable, for ever."""
+    if not isinstance(value, str):
+        raise ApplicationError(
+            f"{what} must be text, not {type(value).__name__}: pass a string", type="AnswerError"
+        )
 
 
 def _waiting(snap: Snapshot) -> RunResult:
@@ -288,19 +347,49 @@ def _waiting(snap: Snapshot) -> RunResult:
     )
 
 
-def _carried(result: RunResult) -> dict[str, Any]:
-    """The result as the workflow's result: without its snapshot when no Temporal payload can hold
-    it (the workflow could never complete), and the note says so."""
+def _carried(result: RunResult, room: int) -> dict[str, Any]:
+    """The result as the workflow's result, in `room` bytes (a payload, less what the result goes with:
+    the run's task, state and plan): without its snapshot when it does not fit (the workflow could never
+    complete), and the note says so. Its other long texts are cut to fit first (`fitted`): the snapshot
+    keeps them whole."""
     data = w.result_json(result)
-    if data["snapshot"] is None or w.payload_size(data) <= w.MAX_PAYLOAD_BYTES:
+    snapshot = data["snapshot"]
+    data = {**fitted({**data, "snapshot": None}, room), "snapshot": snapshot}
+    if snapshot is None or w.payload_size(data) <= room:
         return data
-    size = w.payload_size(data["snapshot"])
+    size = w.payload_size(snapshot)
     workflow.logger.warning("run %s: its snapshot (%d bytes) is left out of the result", result.run_id, size)
     note = (
-        f"{result.note}\n[Endstate: the run's snapshot ({size:,} bytes) is too large for a Temporal "
+        f"{data['note'] or ''}\n[Endstate: the run's snapshot ({size:,} bytes) is too large for a Temporal "
         "payload and was not kept: this run cannot be resumed or extended.]"
     )
     return {**data, "snapshot": None, "note": note.strip()}
+
+
+def fitted(data: dict[str, Any], room: int = w.MAX_PAYLOAD_BYTES) -> dict[str, Any]:
+    """`data` (a result as JSON, without its snapshot's weight) as it fits in `room` bytes: each
+    long text in it (a question, a note, a pending call's argument, a verifier's failure) cut, and saying
+    so, until it does. Past the limit, the worker could never complete the workflow task that carries it
+    (an update's answer, the memo, the result): the run would wait for ever, with no stop reason."""
+    if w.payload_size(data) <= room:
+        return data
+    for keep in CUT_TO:
+        cut: dict[str, Any] = _cut(data, keep)
+        if w.payload_size(cut) <= room:
+            break
+    workflow.logger.warning("a result of %d bytes was cut to fit a Temporal payload", w.payload_size(data))
+    return cut
+
+
+def _cut(value: Any, keep: int) -> Any:
+    """`value` with each text longer than `keep` characters cut there, saying how long it was."""
+    if isinstance(value, str) and len(value) > keep:
+        return value[:keep] + f"... [Endstate: cut from {len(value):,} characters to fit a Temporal payload]"
+    if isinstance(value, dict):
+        return {k: _cut(v, keep) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v, keep) for v in value]
+    return value
 
 
 def _memo(result: RunResult) -> dict[str, Any]:

@@ -8,10 +8,12 @@ directory) or `sqlite:////absolute/runs.db` (four); a plain path works too.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
 from agent.durable.store.base import (
+    DEFAULT_TIMEOUT,
     Lease,
     LeaseLost,
     NewRun,
@@ -22,16 +24,21 @@ from agent.durable.store.base import (
     RunStatus,
     RunStore,
     StoreError,
+    StoreTimeout,
     UnknownRun,
 )
 from agent.durable.store.urls import shown_url, sqlite_path
+from agent.errors import ConfigError
 
 DEFAULT_PATH = Path(".endstate") / "runs.db"
 ENV_STORE = "ENDSTATE_STORE"
+ENV_STORE_TIMEOUT = "ENDSTATE_STORE_TIMEOUT"
 
 __all__ = [
     "DEFAULT_PATH",
+    "DEFAULT_TIMEOUT",
     "ENV_STORE",
+    "ENV_STORE_TIMEOUT",
     "Lease",
     "LeaseLost",
     "NewRun",
@@ -42,9 +49,11 @@ __all__ = [
     "RunStatus",
     "RunStore",
     "StoreError",
+    "StoreTimeout",
     "UnknownRun",
     "default_url",
     "open_store",
+    "store_timeout",
 ]
 
 
@@ -53,13 +62,39 @@ def default_url() -> str:
     return os.environ.get(ENV_STORE) or str(DEFAULT_PATH)
 
 
-def open_store(url: str | os.PathLike[str] | None = None, *, create: bool = True) -> RunStore:
+def store_timeout(value: float | str | None = None, name: str = "--store-timeout") -> float:
+    """The seconds a store call may wait for its database server: `value` (given as `name`), else
+    `$ENDSTATE_STORE_TIMEOUT`, else `DEFAULT_TIMEOUT`; a finite number above 0, or a `ConfigError`
+    naming where the bad value came from."""
+    if value is None:
+        value, name = os.environ.get(ENV_STORE_TIMEOUT) or DEFAULT_TIMEOUT, f"${ENV_STORE_TIMEOUT}"
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not 0 < seconds < math.inf:
+        raise ConfigError(
+            f"{name} must be a number of seconds above 0 (how long a store call may wait for the "
+            f"database server before it fails), not {str(value)[:40]!r}"
+        )
+    return seconds
+
+
+def open_store(
+    url: str | os.PathLike[str] | None = None, *, create: bool = True, timeout: float | str | None = None
+) -> RunStore:
     """Open (and migrate) the store at `url`: `postgresql://...`, `sqlite:///path`, or a file path.
 
     A new SQLite store is made owner-only (its folder 0700, its file 0600). With
     `create=False` (commands that only read) a SQLite file that does not exist
     is a `StoreError` and nothing is created.
+
+    `timeout` (see `store_timeout`) bounds each call to a PostgreSQL server: connecting (unless
+    the URL sets `connect_timeout`) and each statement; a server that does not answer in time
+    fails the call with `StoreTimeout`. (A SQLite file waits for other processes' locks up to its
+    busy timeout instead.)
     """
+    seconds = store_timeout(timeout)  # checked for every store: a bad value is said at once
     url = url or default_url()
     if not isinstance(url, str | os.PathLike):
         raise StoreError(
@@ -69,7 +104,7 @@ def open_store(url: str | os.PathLike[str] | None = None, *, create: bool = True
     if url.startswith(("postgresql://", "postgres://")):
         from agent.durable.store.postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, seconds)
     path = sqlite_path(url)
     if path is None:
         raise StoreError(

@@ -55,6 +55,9 @@ LIST_COLUMNS = (
     "interrupted, owner, lease_until, answer, approved, answered_at"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
+# The runs waiting for a person, with the status written out: the partial indexes of schema 10 hold
+# these rows only, and a planner can match a literal condition to them without knowing a parameter.
+WAITING = f"status = '{RunStatus.WAITING}'"
 Row = dict[str, Any]
 log = logging.getLogger("endstate.store")
 
@@ -94,6 +97,7 @@ class SqlStore:
     shown: str
     dialect: str
     clock: str
+    waiting_order = "suspended_at, run_id"  # SQLite sorts a missing time (NULL) first, as the index does
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         raise NotImplementedError
@@ -419,13 +423,32 @@ class SqlStore:
         )
         return records_of(rows)
 
-    def pending_summary(self) -> list[tuple[str, str, float]]:
-        """(agent, task_type, suspended_at) of every run waiting for a person."""
-        rows = self._rows(
-            f"SELECT agent, task_type, suspended_at FROM {TABLE} WHERE status = ?",
-            (RunStatus.WAITING,),
-            retry=True,
+    def waiting(
+        self, limit: int, offset: int = 0, agent: str | None = None, task_type: str | None = None
+    ) -> Listing:
+        """Runs waiting for a person, the longest waiting first (`suspended_at`, then the run id),
+        `limit` of them from `offset`, of `agent` and `task_type` when given: ordered, filtered and
+        cut in SQL, over the waiting runs' own index (schema 10). A row it cannot read is left out
+        (and logged), its id in `damaged`: the page holds `len(listing) + len(listing.damaged)` rows."""
+        where, params = _waiting_where(agent, task_type)
+        sql = (
+            f"SELECT {LIST_COLUMNS} FROM {TABLE} WHERE {where} ORDER BY {self.waiting_order} "
+            f"LIMIT {int(limit)} OFFSET {int(offset)}"
         )
+        return records_of(self._rows(sql, params, retry=True))
+
+    def waiting_counts(self) -> list[tuple[str, str, int]]:
+        """How many runs wait for a person, by (agent, task type): counted in SQL, from the index."""
+        sql = (
+            f"SELECT agent, task_type, COUNT(*) AS n FROM {TABLE} WHERE {WAITING} "
+            "GROUP BY agent, task_type ORDER BY agent, task_type"
+        )
+        return [(r["agent"], r["task_type"], int(r["n"])) for r in self._rows(sql, retry=True)]
+
+    def pending_summary(self) -> list[tuple[str, str, float]]:
+        """(agent, task_type, suspended_at) of every run waiting for a person (read from the waiting
+        runs' index alone, at every scrape of the help gauges)."""
+        rows = self._rows(f"SELECT agent, task_type, suspended_at FROM {TABLE} WHERE {WAITING}", retry=True)
         return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
 
     # -- reviews and retention ---------------------------------------------
@@ -518,6 +541,15 @@ class SqlStore:
             pruned += len(ids)
             if len(ids) < batch:
                 return pruned
+
+
+def _waiting_where(agent: str | None, task_type: str | None) -> tuple[str, list[Any]]:
+    """The waiting runs' condition (of `agent` and `task_type`, when given) and its parameters."""
+    where, params = WAITING, list[Any]()
+    for column, value in (("agent", agent), ("task_type", task_type)):
+        if value is not None:
+            where, params = f"{where} AND {column} = ?", [*params, value]
+    return where, params
 
 
 def review_of(row: Row) -> Review:

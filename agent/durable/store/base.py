@@ -23,6 +23,14 @@ class StoreError(EndstateError):
     """The store cannot be opened, read or written; the message says which and why."""
 
 
+class StoreTimeout(StoreError):
+    """The store did not answer within its timeout (a server that hangs, a network that drops
+    packets): the call was given up, and the message says after how long."""
+
+
+DEFAULT_TIMEOUT = 10.0  # seconds a store call may wait for a database server (see `open_store`)
+
+
 class RunExists(StoreError):
     """A run with this id is already stored."""
 
@@ -265,6 +273,18 @@ class RunStore(Protocol):
 
     def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> Listing:
         """The newest runs first; a row it cannot read is left out (and logged), its id in `damaged`."""
+        ...
+
+    def waiting(
+        self, limit: int, offset: int = 0, agent: str | None = None, task_type: str | None = None
+    ) -> Listing:
+        """Runs waiting for a person, the longest waiting first (`suspended_at`, then the run id):
+        `limit` from `offset`, of `agent` and `task_type` when given; a row it cannot read is left
+        out (and logged), its id in `damaged`."""
+        ...
+
+    def waiting_counts(self) -> list[tuple[str, str, int]]:
+        """How many runs wait for a person, by (agent, task type)."""
         ...
 
     def expired(self, now: float) -> list[RunRecord]: ...

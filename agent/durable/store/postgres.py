@@ -3,22 +3,36 @@
 from __future__ import annotations
 
 import functools
+import math
 import select
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from agent.durable.store._deadline import Watch, Watchdog
 from agent.durable.store._sql import (
     ENTRIES,
+    JOURNAL_VERSION,
     SCHEMA_TABLE,
     Row,
     SqlStore,
     checkpoint_rows,
     checkpoint_update,
+    latest_version,
     lease_lost,
+    migrations,
 )
-from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused, column_text
+from agent.durable.store.base import (
+    DEFAULT_TIMEOUT,
+    Lease,
+    RunStatus,
+    StoreError,
+    StoreTimeout,
+    WriteRefused,
+    column_text,
+)
 from agent.durable.store.urls import scrub, shown_url
 from agent.snapshot import Checkpoint
 
@@ -28,6 +42,19 @@ MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
 # (a claim waited on the service's event loop, and the whole service with it).
 LOCK_TIMEOUT = "5s"
 LOCK_NOT_AVAILABLE = "55P03"
+STATEMENT_TIMED_OUT = "57014"  # query_canceled: statement_timeout, or a cancel request
+# A call waits `timeout` seconds for the server (the store's timeout); the server is also asked to
+# end a statement at that point (statement_timeout, unless set already), and the client cuts the
+# connection this much later: a server that answers says why itself, one that does not is cut off.
+CUT_AFTER = 1.0
+# Opening a store migrates it, which may wait for another process's migration or build an index
+# over every run: its calls get this long.
+MIGRATION_SECONDS = 600.0
+# TCP keepalives and the user timeout, unless the URL sets them: an idle connection to a peer that
+# vanished (no RST) is found dead within about a minute, and one whose sent data is not acknowledged
+# within `TCP_USER_TIMEOUT_MS` is closed by the kernel.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
+TCP_USER_TIMEOUT_MS = 30_000
 # The server's clock, which every worker's lease is set and judged by (not the worker's own clock):
 # the time at the statement, not the transaction's start (`now()`).
 CLOCK = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
@@ -40,46 +67,76 @@ class PostgresStore(SqlStore):
     connection (a restarted server, a dropped socket) is replaced: a statement
     that is safe to repeat (reads, checkpoints, heartbeats) is sent again on the
     new one; any other fails with `StoreError`, and the next call reconnects.
+
+    Every call waits at most `timeout` seconds (plus `CUT_AFTER`): connecting, and each statement
+    or transaction. A server that stops answering without closing the connection has it cut, and
+    the call fails with `StoreTimeout` (not sent again: the same server would keep it waiting as
+    long); the next call connects anew. See `connect_options` for the keepalives.
     """
 
     dialect = "postgres"
     clock = CLOCK
+    waiting_order = "suspended_at NULLS FIRST, run_id"  # as the index of schema 10 keeps them
 
-    def __init__(self, url: str, connect_timeout: float = 10.0) -> None:
+    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         try:
             import psycopg  # noqa: F401  (optional dependency, checked here)
         except ImportError as exc:
             raise StoreError("a postgresql:// store needs psycopg: pip install 'psycopg[binary]'") from exc
         self.url = url
         self.shown = shown_url(url)
-        self._timeout = connect_timeout
+        self.timeout = timeout
+        self._options = connect_options(url, self.shown, timeout)
+        self._watchdog = Watchdog(timeout + CUT_AFTER)
+        self._allowance = timeout + CUT_AFTER  # per call (longer while migrating: see `_prepare`)
         self._lock = threading.RLock()
         self._in_tx = False
         self._conn: Any = self._connect()
-        self._sender = _Sender(url, self.shown, connect_timeout)
+        self._sender = _Sender(url, self.shown, self._options, self._watchdog)
         try:
             self._prepare()
         except BaseException:
             self._conn.close()
+            self._watchdog.close()
             raise
 
     def _connect(self) -> Any:
         import psycopg
         from psycopg.rows import dict_row
 
-        try:
-            conn = psycopg.connect(
-                self.url, autocommit=True, row_factory=dict_row, connect_timeout=int(self._timeout)
-            )
-            return bounded(conn)
-        except psycopg.Error as exc:
-            raise StoreError(
-                f"cannot connect to the PostgreSQL run store {self.shown}: {scrub(str(exc), self.url)}"
-            ) from exc
+        conn = connect(self.url, self.shown, self._options, row_factory=dict_row)
+        with self._watchdog.call(conn.pgconn.socket, self.timeout + CUT_AFTER) as watch:
+            try:
+                return bounded(conn, self.timeout)
+            except psycopg.Error as exc:
+                conn.close()
+                raise failure(exc, watch, self.shown, self.url) from exc
 
     def _prepare(self) -> None:
+        """Migrate the schema if it is behind, one process at a time. Its statements get
+        `MIGRATION_SECONDS` each (they may wait for another process's migration, or build an index
+        over every run); a store already up to date is known from one read within the timeout."""
+        if self._up_to_date():
+            return
+        allowance, self._allowance = self._allowance, MIGRATION_SECONDS
+        try:
+            self._migrate()
+        finally:
+            self._allowance = allowance
+
+    def _up_to_date(self) -> bool:
+        """True when every migration is applied (a newer schema is not: `_migrate` refuses it)."""
+        exists = self._rows("SELECT to_regclass(?) IS NOT NULL AS e", (SCHEMA_TABLE,))[0]["e"]
+        if not exists:
+            return False
+        applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
+        needed = {v for v, _ in migrations(self.dialect) if v > JOURNAL_VERSION}
+        return max(applied, default=0) == latest_version(self.dialect) and needed <= applied
+
+    def _migrate(self) -> None:
         with self._tx():
             self._rows("SET LOCAL lock_timeout = 0")  # another process's migration may take a while
+            self._rows("SET LOCAL statement_timeout = 0")  # and so may an index over every run
             self._rows("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             self._rows(
                 f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} "
@@ -121,6 +178,8 @@ class PostgresStore(SqlStore):
         with self._lock:
             try:
                 return self._send(sql, params)
+            except StoreTimeout:  # the server did not answer: it would keep a second try waiting too
+                raise
             except StoreError:
                 if not (retry and self._conn.broken and not self._in_tx):
                     raise
@@ -131,20 +190,18 @@ class PostgresStore(SqlStore):
 
         if self._conn.closed or self._conn.broken:
             self._conn = self._connect()
-        try:
+        with self._watchdog.call(self._conn.pgconn.socket, self._allowance) as watch:
             try:
-                return self._conn.execute(
-                    sql.replace("?", "%s"), tuple(map(storable, params)) if params else None
-                )
-            except UnicodeEncodeError:  # a lone surrogate (no UTF-8), refused before it was sent
-                return self._conn.execute(sql.replace("?", "%s"), tuple(map(column_text, params)))
-        except psycopg.errors.IntegrityError as exc:
-            raise WriteRefused(f"the run store refused a write: {exc}") from exc
-        except psycopg.Error as exc:
-            raise StoreError(
-                f"the PostgreSQL run store {self.shown} failed: {scrub(str(exc), self.url)}"
-                f"{lock_hint(exc.sqlstate)}"
-            ) from exc
+                try:
+                    return self._conn.execute(
+                        sql.replace("?", "%s"), tuple(map(storable, params)) if params else None
+                    )
+                except UnicodeEncodeError:  # a lone surrogate (no UTF-8), refused before it was sent
+                    return self._conn.execute(sql.replace("?", "%s"), tuple(map(column_text, params)))
+            except psycopg.errors.IntegrityError as exc:
+                raise WriteRefused(f"the run store refused a write: {exc}") from exc
+            except psycopg.Error as exc:
+                raise failure(exc, watch, self.shown, self.url) from exc
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         with self._lock:
@@ -162,28 +219,98 @@ class PostgresStore(SqlStore):
         with self._lock:
             if self._conn.closed or self._conn.broken:
                 self._conn = self._connect()
-            try:
-                with self._conn.transaction():
-                    self._in_tx = True
-                    yield
-            except psycopg.Error as exc:  # BEGIN or COMMIT on a connection that broke
-                raise StoreError(
-                    f"the PostgreSQL run store {self.shown} failed: {scrub(str(exc), self.url)}"
-                ) from exc
-            finally:
-                self._in_tx = False
+            # the whole transaction within the allowance: BEGIN and COMMIT are calls too
+            with self._watchdog.call(self._conn.pgconn.socket, self._allowance) as watch:
+                try:
+                    with self._conn.transaction():
+                        self._in_tx = True
+                        yield
+                except psycopg.Error as exc:  # BEGIN or COMMIT on a connection that broke
+                    raise failure(exc, watch, self.shown, self.url) from exc
+                finally:
+                    self._in_tx = False
+
+    def waited(self) -> float:
+        """How long the oldest call now in flight has waited for the server (0 when none is): the
+        service refuses requests queued behind a store that stopped answering."""
+        return self._watchdog.waited()
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
         self._sender.close()
+        self._watchdog.close()
 
 
-def bounded(conn: Any) -> Any:
-    """`conn`, its lock waits bounded by `LOCK_TIMEOUT` unless lock_timeout is set already."""
+def connect_options(url: str, shown: str, timeout: float) -> dict[str, Any]:
+    """What each connection is opened with besides the URL: a connect timeout of `timeout` and TCP
+    keepalives (`KEEPALIVES`, `TCP_USER_TIMEOUT_MS`), each only where the URL does not set it."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(url)
+    except Exception as exc:  # psycopg.ProgrammingError: a URL libpq cannot parse
+        raise StoreError(f"the PostgreSQL store URL {shown} cannot be read: {scrub(str(exc), url)}") from exc
+    wanted = {"connect_timeout": max(1, math.ceil(timeout)), **KEEPALIVES}
+    wanted["tcp_user_timeout"] = TCP_USER_TIMEOUT_MS
+    return {k: v for k, v in wanted.items() if k not in given}
+
+
+def connect(url: str, shown: str, options: dict[str, Any], **more: Any) -> Any:
+    """A new autocommit connection (within the connect timeout), or a `StoreError` saying why not."""
+    import psycopg
+
+    try:
+        return psycopg.connect(url, autocommit=True, **options, **more)
+    except psycopg.errors.ConnectionTimeout as exc:
+        waited = options.get("connect_timeout")
+        within = f" within {waited} s" if waited else " within the URL's connect_timeout"
+        raise StoreTimeout(
+            f"cannot connect to the PostgreSQL run store {shown}: it did not answer{within} (a server "
+            "that accepts connections but hangs, or a network that drops packets); nothing was changed"
+        ) from exc
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"cannot connect to the PostgreSQL run store {shown}: {scrub(str(exc), url)}"
+        ) from exc
+
+
+def failure(exc: Exception, watch: Watch, shown: str, url: str) -> StoreError:
+    """The `StoreError` for a call that failed: a `StoreTimeout` when the deadline cut it off."""
+    if watch.cut:
+        return StoreTimeout(
+            f"the PostgreSQL run store {shown} did not answer within {watch.seconds:g} s, so its "
+            "connection was cut (a server that hangs without closing, or a network that drops packets); "
+            "the next call connects again. If the server is only slow, raise --store-timeout "
+            "(or $ENDSTATE_STORE_TIMEOUT)"
+        )
+    sqlstate = getattr(exc, "sqlstate", None)
+    return StoreError(
+        f"the PostgreSQL run store {shown} failed: {scrub(str(exc), url)}{lock_hint(sqlstate)}"
+        f"{timeout_hint(sqlstate)}"
+    )
+
+
+def timeout_hint(sqlstate: str | bytes | None) -> str:
+    """What to do when the server ended a statement at its statement_timeout; '' otherwise."""
+    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != STATEMENT_TIMED_OUT:
+        return ""
+    return (
+        "; the statement ran past the store's timeout (its statement_timeout): if the server is only "
+        "slow, raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT), or set statement_timeout in the URL"
+    )
+
+
+def bounded(conn: Any, timeout: float) -> Any:
+    """`conn`, its lock waits bounded by `LOCK_TIMEOUT` and its statements by `timeout` seconds,
+    each unless the server, the role or the URL set it already."""
     conn.execute(
         "SELECT set_config('lock_timeout', %s, false) WHERE current_setting('lock_timeout') = '0'",
         (LOCK_TIMEOUT,),
+    )
+    conn.execute(
+        "SELECT set_config('statement_timeout', %s, false) WHERE current_setting('statement_timeout') = '0'",
+        (f"{max(1, round(timeout * 1000))}ms",),
     )
     return conn
 
@@ -256,8 +383,9 @@ class _Sender:
     statement shape (a checkpoint of n entries) is prepared once per connection, the first time it
     is sent: a round trip waited for then, and the server does not plan it again."""
 
-    def __init__(self, url: str, shown: str, timeout: float) -> None:
-        self._url, self._shown, self._timeout = url, shown, timeout
+    def __init__(self, url: str, shown: str, options: dict[str, Any], watchdog: Watchdog) -> None:
+        self._url, self._shown, self._options = url, shown, options
+        self._watchdog, self._wait = watchdog, watchdog.period  # a call's allowance: see `PostgresStore`
         self._lock = threading.Lock()
         self._conn: Any = None
         self._in_flight: Sent | None = None
@@ -292,6 +420,8 @@ class _Sender:
             return exc, False
         try:
             pgconn.send_query_prepared(self._prepare(pgconn, sent.sql), [_text(p) for p in sent.params])
+        except StoreTimeout as exc:  # the server hangs: it would keep a second try waiting too
+            return exc, False
         except StoreError as exc:
             return exc, self._lost()
         except Exception as exc:
@@ -322,8 +452,11 @@ class _Sender:
         try:
             pgconn = self._conn.pgconn
             pgconn.consume_input()
+            give_up = time.monotonic() + self._wait
             while pgconn.is_busy():
-                select.select([pgconn.socket], [], [], self._timeout)
+                if (left := give_up - time.monotonic()) <= 0:
+                    return self._timed_out(), False  # not sent again: the server hangs
+                select.select([pgconn.socket], [], [], left)
                 pgconn.consume_input()
             results = []
             while (res := pgconn.get_result()) is not None:
@@ -365,14 +498,13 @@ class _Sender:
             if self._conn is not None:
                 self._conn.close()
             self._prepared.clear()
-            try:
-                self._conn = bounded(
-                    psycopg.connect(self._url, autocommit=True, connect_timeout=int(self._timeout))
-                )
-            except psycopg.Error as exc:
-                raise StoreError(
-                    f"cannot connect to the PostgreSQL run store {self._shown}: {scrub(str(exc), self._url)}"
-                ) from exc
+            self._conn = connect(self._url, self._shown, self._options)
+            with self._watchdog.call(self._conn.pgconn.socket, self._wait) as watch:
+                try:
+                    bounded(self._conn, self._wait - CUT_AFTER)
+                except psycopg.Error as exc:
+                    self._conn.close()
+                    raise failure(exc, watch, self._shown, self._url) from exc
         return self._conn.pgconn
 
     def _prepare(self, pgconn: Any, sql: str) -> bytes:
@@ -381,12 +513,25 @@ class _Sender:
         name = self._prepared.get(sql)
         if name is None:
             name = f"endstate_checkpoint_{len(self._prepared)}".encode()
-            res = pgconn.prepare(name, _numbered(sql).encode())
+            with self._watchdog.call(pgconn.socket, self._wait) as watch:  # a blocking round trip
+                res = pgconn.prepare(name, _numbered(sql).encode())
             if res.status != pq.ExecStatus.COMMAND_OK:
                 message = scrub((res.error_message or b"").decode(errors="replace"), self._url)
-                raise StoreError(f"the PostgreSQL run store {self._shown} failed: {message}")
+                raise failure(StoreError(message), watch, self._shown, self._url)
             self._prepared[sql] = name
         return name
+
+    def _timed_out(self) -> StoreTimeout:
+        """The checkpoint in flight got no answer in time: its connection is dropped (its state is
+        unknown; the next checkpoint connects anew) and the checkpoint fails."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        return StoreTimeout(
+            f"the PostgreSQL run store {self._shown} did not answer a checkpoint within {self._wait:g} s, "
+            "so its connection was dropped (a server that hangs without closing, or a network that drops "
+            "packets). If the server is only slow, raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT)"
+        )
 
     def _failed(self, exc: Exception) -> StoreError:
         if self._conn is not None:  # its state is unknown now: a new connection next time
