@@ -104,11 +104,11 @@ def encode_entry(entry: Entry) -> dict[str, Any]:
 
 
 def _encode_blocks(result: Result) -> dict[str, Any]:
-    """A result of content blocks: the blocks in the Messages API's shape, and not its text (their
-    `text_of`, made again when read)."""
-    plain = _plain(result)
-    del plain["text"]
-    return {"type": "result", **plain, "blocks": [api_block(b) for b in result.blocks]}
+    """A result of content blocks: the blocks in the Messages API's shape, beside their text (their
+    `text_of`: a placeholder for each image or PDF). A release before blocks reads the text and
+    passes the blocks by, so a rolling deploy over one store does not fail on a new row; this
+    release makes the text again from the blocks."""
+    return {"type": "result", **_plain(result), "blocks": [api_block(b) for b in result.blocks]}
 
 
 def _plain(entry: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from agent._frozen import fast_init
 from agent.errors import EndstateError
@@ -37,6 +38,10 @@ IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # the medi
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024  # the API refuses an image whose base64 is longer
 MAX_PDF_BASE64 = 32 * 1024 * 1024  # a request may not be larger, so neither may one PDF in it
 MAX_IMAGE_SIDE = 8000  # pixels: the API refuses an image wider or taller
+MANY_IMAGES = 20  # a request with more images than this takes none over MANY_IMAGES_SIDE pixels a side
+MANY_IMAGES_SIDE = 2000
+MOST_IMAGES = 100  # the images a request may hold (models with a 200k-token window; others take 600)
+MOST_IMAGE_BASE64 = 24 * 1024 * 1024  # a request's room for images' base64, in the API's 32 MB
 MEDIA_TOKENS = 1_600  # about the most an image costs the model (the API scales a larger one down)
 _MAGIC = {
     b"\x89PNG\r\n\x1a\n": "image/png",
@@ -73,11 +78,23 @@ class Image:
             what = f"holds {found}" if found else "is no JPEG, PNG, GIF or WebP image"
             raise ContentError(f"image: data {what}, but media_type says {self.media_type}")
         size = _dimensions(raw)
-        if size is not None and max(size) > MAX_IMAGE_SIDE:
+        if size is None or min(size) < 1:
+            raise ContentError(
+                f"image: the {self.media_type} header gives no size (a truncated or damaged file?), "
+                "which the API would refuse: send the whole image file"
+            )
+        if max(size) > MAX_IMAGE_SIDE:
             raise ContentError(
                 f"image: {size[0]}x{size[1]} pixels, over the {MAX_IMAGE_SIDE} a side the API takes: "
                 "downscale it (or cut a tall screenshot into parts)"
             )
+        object.__setattr__(self, "_pixels", size)  # not a field: no part of equality, made again when read
+
+    @property
+    def pixels(self) -> tuple[int, int] | None:
+        """(width, height) as its header gives them; None for an image at a URL."""
+        size: tuple[int, int] | None = self.__dict__.get("_pixels")
+        return size
 
     @classmethod
     def from_bytes(cls, raw: bytes, media_type: str | None = None) -> Image:
@@ -148,6 +165,11 @@ class SearchResult:
             object.__setattr__(
                 self, "content", (self.content,) if isinstance(self.content, str) else tuple(self.content)
             )
+        if not isinstance(self.content, tuple):
+            raise ContentError(
+                "search result: content must be a passage or a list of them, "
+                f"not {type(self.content).__name__}"
+            )
         for name in ("source", "title"):
             if not (isinstance(getattr(self, name), str) and getattr(self, name).strip()):
                 raise ContentError(f"search result: {name} must be text that is not blank")
@@ -200,7 +222,24 @@ def blocks_of(value: Any) -> tuple[Block, ...] | None:
         items = value
     else:
         return None
-    return tuple(b for i, item in enumerate(items) if not _blank(b := _block(item, f"block {i}")))
+    blocks = tuple(b for i, item in enumerate(items) if not _blank(b := _block(item, f"block {i}")))
+    _check_sendable(blocks)
+    return blocks
+
+
+def _check_sendable(blocks: Sequence[Block]) -> None:
+    """Refuse blocks no request could carry: more images than a request takes, or more base64 than
+    a request's room for images."""
+    images = [b for b in blocks if isinstance(b, Image)]
+    if len(images) > MOST_IMAGES:
+        raise ContentError(
+            f"{len(images):,} images in one result, over the {MOST_IMAGES} a request takes: return fewer"
+        )
+    if (size := sum(len(b.data) for b in images)) > MOST_IMAGE_BASE64:
+        raise ContentError(
+            f"images of {size:,} characters of base64 in one result, over the {MOST_IMAGE_BASE64:,} a "
+            "request has room for (the API takes 32 MB): return fewer or smaller images"
+        )
 
 
 def _block(item: Any, where: str) -> Block:
@@ -267,7 +306,10 @@ def parse_block(d: Any) -> Block:
     if parse is None or not isinstance(kind, str):
         raise ContentError(f"type {kind!r} is not a tool result block: use one of {', '.join(_PARSERS)}")
     if unknown := sorted(set(d) - _FIELDS[kind]):
-        raise ContentError(f"{kind} block: fields {unknown} are not taken (taken: {sorted(_FIELDS[kind])})")
+        why = _CACHE_CONTROL if "cache_control" in unknown else ""
+        raise ContentError(
+            f"{kind} block: fields {unknown} are not taken (taken: {sorted(_FIELDS[kind])}){why}"
+        )
     try:
         return parse(d)
     except KeyError as exc:
@@ -310,7 +352,7 @@ def _search_result(d: dict[str, Any]) -> SearchResult:
     ):
         raise ContentError("search_result block: content must be a list of text blocks")
     texts = tuple(_text(p) for p in passages)
-    return SearchResult(_str(d["source"], "source"), _str(d["title"], "title"), texts, _enabled(d, True))
+    return SearchResult(_str(d["source"], "source"), _str(d["title"], "title"), texts, _enabled(d))
 
 
 def _source(d: dict[str, Any], kinds: tuple[str, ...]) -> dict[str, Any]:
@@ -324,10 +366,11 @@ def _source(d: dict[str, Any], kinds: tuple[str, ...]) -> dict[str, Any]:
     return source
 
 
-def _enabled(d: dict[str, Any], default: bool = False) -> bool:
+def _enabled(d: dict[str, Any]) -> bool:
+    """A block's citations setting: off when not given, as the API reads it."""
     citations = d.get("citations")
     if citations is None:
-        return default
+        return False
     if not (isinstance(citations, dict) and isinstance(citations.get("enabled", False), bool)):
         raise ContentError(f"{d['type']} block: citations must be {{'enabled': true or false}}")
     return bool(citations.get("enabled", False))
@@ -339,6 +382,10 @@ def _str(value: Any, field: str) -> str:
     return value
 
 
+_CACHE_CONTROL = (
+    "; cache_control: the Claude adapter places the request's cache breakpoints itself (cache=...), as "
+    "many as the API takes, so one more in a result would have the request refused"
+)
 _PARSERS: dict[str, Any] = {
     "text": _text,
     "image": _image,
@@ -477,13 +524,21 @@ def _webp_dimensions(raw: bytes) -> tuple[int, int] | None:
 
 
 def _jpeg_dimensions(raw: bytes) -> tuple[int, int] | None:
-    """The size in a JPEG's frame header (SOF0 to SOF15, but DHT, JPG and DAC), found marker by marker."""
+    """The size in a JPEG's frame header (SOF0 to SOF15, but DHT, JPG and DAC), found marker by marker
+    (fill bytes before a marker skipped, markers that stand alone stepped over)."""
     at = 2
     while at + 9 <= len(raw) and raw[at] == 0xFF:
         marker = raw[at + 1]
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+        if marker == 0xFF:  # a fill byte
+            at += 1
+        elif 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
             return _be(raw[at + 7 : at + 9]), _be(raw[at + 5 : at + 7])
-        at += 2 + _be(raw[at + 2 : at + 4])
+        elif marker == 0x01 or 0xD0 <= marker <= 0xD7:  # TEM, RSTn: no length
+            at += 2
+        elif (length := _be(raw[at + 2 : at + 4])) >= 2:
+            at += 2 + length
+        else:
+            return None
     return None
 
 
@@ -498,5 +553,16 @@ def _le(data: bytes) -> int:
 def _need_url(url: Any, what: str, data: str) -> None:
     if data:
         raise ContentError(f"{what}: give data or a url, not both")
-    if not (isinstance(url, str) and url.startswith(("https://", "http://"))):
+    if not (isinstance(url, str) and _web_url(url)):
         raise ContentError(f"{what}: url must be an http(s) URL, not {url!r:.80}")
+
+
+def _web_url(url: str) -> bool:
+    """An http(s) URL with a host and no whitespace or control character (the API fetches it)."""
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return False
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a bad IPv6 host, a port that is no number
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)

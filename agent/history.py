@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent._valid import is_number, is_whole
-from agent.content import MEDIA_TOKENS, cut_text, media_count, text_chars, text_of
+from agent.content import MEDIA_TOKENS, Image, cut_text, media_count, text_chars, text_of
 from agent.errors import ConfigError
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
 
@@ -37,7 +37,7 @@ DEFAULT_WINDOW = 200_000
 CHARS_PER_TOKEN = 4  # a rough count, enough to tell whether clearing frees room
 CONTEXT_FULL = "context_window_exceeded"  # the `error_type` of a `ModelError` for a prompt that is too long
 CLEARED = (
-    "[Endstate: this older tool result ({chars} characters) was cleared to save context. "
+    "[Endstate: this older tool result ({held}) was cleared to save context. "
     "Call the tool again if you need it.]"
 )
 CUT = (
@@ -167,7 +167,7 @@ class HistoryPolicy:
         if not isinstance(entry, Result) or not self.enabled:
             return [entry]
         if clear:  # content blocks too: an image cleared is no longer sent
-            return [Result(entry.call_id, CLEARED.format(chars=len(entry.text)), entry.is_error, entry.ran)]
+            return [Result(entry.call_id, _cleared(entry), entry.is_error, entry.ran)]
         cap = self.max_result_chars
         if cap is None:
             return [entry]
@@ -210,6 +210,23 @@ class HistoryPolicy:
             return Compaction(upto, tuple(self.view(journal[:upto])), account(older), self.summarize)
         summary = (self.summarize or account)(older)
         return Shrunk(upto=upto, summary=summary)
+
+
+def _cleared(entry: Result) -> str:
+    """The note a cleared result is sent as: how much text it held, and its images and PDFs (the model
+    saw them, not their placeholder text)."""
+    chars = text_chars(entry.blocks) if entry.blocks else len(entry.text)
+    images = sum(1 for b in entry.blocks if isinstance(b, Image))
+    held = [
+        f"{chars} characters",
+        _counted(images, "image"),
+        _counted(media_count(entry.blocks) - images, "PDF"),
+    ]
+    return CLEARED.format(held=", ".join(h for h in held if h))
+
+
+def _counted(n: int, what: str) -> str:
+    return "" if n == 0 else f"{n} {what}{'s' if n > 1 else ''}"
 
 
 def _capped_blocks(entry: Result, cap: int) -> Result:

@@ -27,6 +27,7 @@ refused (`container_expired`); a compaction block streams its summary as
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import itertools
@@ -36,7 +37,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -527,7 +528,21 @@ def _body_problem(body: Any) -> str | None:
     if "system" in body and not isinstance(body["system"], str | list):
         return "system: Input should be a string or a list of text blocks"
     problem = _tools_problem(body.get("tools", [])) or _messages_problem(body.get("messages"))
-    return problem or _container_problem(body)
+    messages = body["messages"]
+    problem = problem or _container_problem(body) or _citations_problem(messages) or _images_problem(messages)
+    return problem or _references_problem(body)
+
+
+def _references_problem(body: dict[str, Any]) -> str | None:
+    """The API's refusal (`tool_reference_unresolved`) of a tool_reference to a tool the request does
+    not define."""
+    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    for block in _all_blocks(body["messages"]):
+        if block.get("type") == "tool_reference" and block.get("tool_name") not in names:
+            return (
+                f"tool_reference: no tool named {block.get('tool_name')!r} is defined in the request's tools"
+            )
+    return None
 
 
 # The API's words for a request that leaves out the container while code in it waits for tool results.
@@ -675,6 +690,29 @@ _RESULT_BLOCK_FIELDS = {
     "tool_reference": ("tool_name",),
 }
 _IMAGE_MEDIA = ("image/jpeg", "image/png", "image/gif", "image/webp")
+_OPTIONAL = {  # the fields each also takes (besides `cache_control`)
+    "text": ("citations",),
+    "image": ("transformations",),
+    "document": ("title", "context", "citations"),
+    "search_result": ("citations",),
+    "tool_reference": (),
+}
+_MAGIC = {
+    "image/png": b"\x89PNG",
+    "image/jpeg": b"\xff\xd8",
+    "image/gif": b"GIF8",
+    "application/pdf": b"%PDF",
+}
+
+
+def _data_problem(data: str, media: str) -> str | None:
+    """Why the API cannot read base64 data of this media type: no base64, or bytes of another type."""
+    try:
+        head = base64.b64decode(data[:64], validate=True)
+    except ValueError:
+        return "invalid base64 data"
+    magic = _MAGIC.get(media, b"RIFF")
+    return None if head.startswith(magic) else f"the data does not match the media type {media}"
 
 
 def _result_content_problem(block: dict[str, Any], where: str) -> str | None:
@@ -683,24 +721,96 @@ def _result_content_problem(block: dict[str, Any], where: str) -> str | None:
     if content is None or isinstance(content, str):
         return None
     for k, item in enumerate(content):
-        kind = item.get("type") if isinstance(item, dict) else None
-        at = f"{where}.content.{k}"
-        if kind not in _RESULT_BLOCK_FIELDS:
-            return f"{at}.type: Input tag {kind!r} does not match any of the expected tags"
-        if missing := [f for f in _RESULT_BLOCK_FIELDS[kind] if f not in item]:
-            return f"{at}.{kind}.{missing[0]}: Field required"
-        source = item.get("source") if kind in ("image", "document") else None
-        if isinstance(source, dict) and source.get("type") == "base64":
-            media = source.get("media_type")
-            if kind == "image" and media not in _IMAGE_MEDIA:
-                return f"{at}.image.source.base64.media_type: Input should be one of {_IMAGE_MEDIA}"
-            if not isinstance(source.get("data"), str):
-                return f"{at}.{kind}.source.base64.data: Field required"
-        if kind == "search_result" and not all(
-            isinstance(p, dict) and p.get("type") == "text" and p.get("text") for p in item["content"]
-        ):
-            return f"{at}.search_result.content: Input should be a list of text blocks"
+        if problem := _result_item_problem(item, f"{where}.content.{k}"):
+            return problem
     return None
+
+
+def _result_item_problem(item: Any, at: str) -> str | None:
+    kind = item.get("type") if isinstance(item, dict) else None
+    if kind not in _RESULT_BLOCK_FIELDS:
+        return f"{at}.type: Input tag {kind!r} does not match any of the expected tags"
+    if missing := [f for f in _RESULT_BLOCK_FIELDS[kind] if f not in item]:
+        return f"{at}.{kind}.{missing[0]}: Field required"
+    if extra := sorted(set(item) - {"type", "cache_control", *_RESULT_BLOCK_FIELDS[kind], *_OPTIONAL[kind]}):
+        return f"{at}.{kind}.{extra[0]}: Extra inputs are not permitted"
+    if kind == "text" and not (isinstance(item["text"], str) and item["text"].strip()):
+        return f"{at}: text content blocks must be non-empty"
+    if kind == "search_result" and not all(
+        isinstance(p, dict) and p.get("type") == "text" and p.get("text") for p in item["content"]
+    ):
+        return f"{at}.search_result.content: Input should be a list of text blocks"
+    source = item.get("source") if kind in ("image", "document") else None
+    if isinstance(source, dict) and source.get("type") == "base64":
+        return _base64_problem(source, f"{at}.{kind}.source.base64", kind)
+    return None
+
+
+def _base64_problem(source: dict[str, Any], at: str, kind: str) -> str | None:
+    media = source.get("media_type")
+    if kind == "image" and media not in _IMAGE_MEDIA:
+        return f"{at}.media_type: Input should be one of {_IMAGE_MEDIA}"
+    if kind == "document" and media != "application/pdf":
+        return f"{at}.media_type: Input should be 'application/pdf'"
+    if not isinstance(source.get("data"), str):
+        return f"{at}.data: Field required"
+    problem = _data_problem(source["data"], str(media))
+    return f"{at}: {problem}" if problem else None
+
+
+def _citations_problem(messages: list[dict[str, Any]]) -> str | None:
+    """The API's refusal of a request whose search results, or whose documents, do not all have
+    citations enabled or all disabled ("Citations are all-or-nothing"; off when not given)."""
+    for kind in ("search_result", "document"):
+        settings = {_citations_on(b) for b in _all_blocks(messages) if b.get("type") == kind}
+        if len(settings) > 1:
+            return f"citations must be enabled on all or none of the {kind} blocks in a request"
+    return None
+
+
+# The API's limits on a request's images: how many (models with a 200k-token window), and past how
+# many the sides shrink from 8000 to 2000 pixels (the vision guide's "Basics and limits").
+MOST_IMAGES, MANY_IMAGES, MANY_IMAGES_SIDE = 100, 20, 2000
+
+
+def _images_problem(messages: list[dict[str, Any]]) -> str | None:
+    """The API's refusal of a request with too many images, or with an image too large for many."""
+    images = [b for b in _all_blocks(messages) if b.get("type") == "image"]
+    if len(images) > MOST_IMAGES:
+        return f"messages: too many images in the request ({len(images)}): at most {MOST_IMAGES} are taken"
+    sides = [_png_size(b) for b in images] if len(images) > MANY_IMAGES else []
+    if any(max(size) > MANY_IMAGES_SIDE for size in sides if size):
+        return (
+            "messages: An image in the conversation exceeds the dimension limit for many-image requests "
+            f"({MANY_IMAGES_SIDE}px). Start a new session with fewer images."
+        )
+    return None
+
+
+def _png_size(block: dict[str, Any]) -> tuple[int, int] | None:
+    """A base64 PNG's width and height, from its IHDR chunk (the tests send PNGs)."""
+    source = block.get("source") or {}
+    data = source.get("data") if source.get("type") == "base64" else None
+    head = base64.b64decode(data[:32]) if isinstance(data, str) else b""
+    if not head.startswith(b"\x89PNG") or head[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def _citations_on(block: dict[str, Any]) -> bool:
+    citations = block.get("citations")
+    return isinstance(citations, dict) and citations.get("enabled") is True
+
+
+def _all_blocks(messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every content block of the messages, and those in their tool results."""
+    for msg in messages:
+        content = msg.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict):
+                yield block
+                inner = block.get("content") if block.get("type") == "tool_result" else None
+                yield from (b for b in inner if isinstance(b, dict)) if isinstance(inner, list) else ()
 
 
 def _valid_caller(caller: Any) -> bool:

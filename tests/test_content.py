@@ -29,17 +29,19 @@ from agent import (
     ToolReference,
     tool,
 )
-from agent._codec import decode_entry, encode_entry
-from agent.content import MAX_IMAGE_BASE64, api_block, parse_block, text_of
+from agent._codec import decode_entry, encode_entry, need
+from agent.content import MAX_IMAGE_BASE64, api_block, blocks_of, parse_block, text_of
 from agent.context import RunContext
+from agent.durable.store._sql import entry_json
 from agent.history import CLEARED
 from agent.journal import Call, Reply, Result, Shrunk, Task
 from agent.models import ModelRequest, ScriptedModel, call, finish
+from agent.models._messages import messages_of
 from agent.tools import execute
 from telemetry import TracingHooks
 
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
-JPEG = b"\xff\xd8\xff\xe0" + bytes(64)
+PNG = b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", 64, 48) + bytes(range(48))  # 72 bytes
+JPEG = b"\xff\xd8\xff\xc0" + struct.pack(">HBHHB", 17, 8, 48, 64, 3) + bytes(15)
 PNG64 = base64.b64encode(PNG).decode()
 
 
@@ -62,7 +64,11 @@ def image_dict(media_type: str = "image/png", data: str = PNG64) -> dict[str, An
         ),
         ({"type": "image", "source": {"type": "url", "url": "ftp://x"}}, "url must be an http(s) URL"),
         ({"type": "text", "text": 5}, "the field 'text' must be text"),
-        ({"type": "text", "text": "x", "cache_control": {}}, "fields ['cache_control'] are not taken"),
+        (
+            {"type": "text", "text": "x", "cache_control": {}},
+            "fields ['cache_control'] are not taken (taken: ['text', 'type']); cache_control: the Claude "
+            "adapter places the request's cache breakpoints itself",
+        ),
         ({"type": "search_result", "source": "s", "title": "t", "content": "x"}, "a list of text blocks"),
         (
             {
@@ -82,6 +88,12 @@ def test_a_block_the_api_would_refuse_is_refused_saying_what_is_wrong(
 
 def _escaped(text: str) -> str:
     return re.escape(text)
+
+
+def test_a_block_dict_without_citations_has_them_off_as_the_api_reads_it() -> None:
+    passages = [{"type": "text", "text": "p"}]
+    found = parse_block({"type": "search_result", "source": "s", "title": "t", "content": passages})
+    assert found == SearchResult("s", "t", ("p",), citations=False)
 
 
 @pytest.mark.parametrize(
@@ -148,10 +160,24 @@ def image_result(*extra: Any) -> Result:
 def test_a_result_of_blocks_round_trips_through_the_codec_written_in_the_apis_shape() -> None:
     result = image_result(SearchResult("s", "t", ("p",)))
     encoded = encode_entry(result)
-    assert "text" not in encoded  # it is the blocks' text, made again when read
     assert encoded["blocks"][1] == image_dict()
     back = decode_entry(json.loads(json.dumps(encoded)), 0)
     assert back == result and hash(back) == hash(result)
+    assert decode_entry(encoded | {"text": "stale"}, 0) == result  # the text is made from the blocks
+
+
+def test_a_release_before_blocks_reads_a_stored_result_of_blocks_as_its_text() -> None:
+    """A rolling deploy: an older service over the same store reads new rows. Its result decoder
+    (as of e70a792) needs `text` and passes other fields by."""
+    stored = json.loads(entry_json(image_result()))  # a journal row as the SQL stores write it
+    older = Result(
+        need(stored, "call_id", str),
+        need(stored, "text", str),
+        need(stored, "is_error", bool, False),
+        need(stored, "ran", str | None, None),
+        need(stored, "seen", str, ""),
+    )
+    assert older == dataclasses.replace(image_result(), blocks=())
 
 
 def test_a_stored_block_that_cannot_be_read_is_a_snapshot_error_naming_it() -> None:
@@ -180,7 +206,7 @@ def test_a_short_result_of_blocks_is_sent_as_it_is_and_a_cleared_one_drops_them(
     result = image_result()
     assert policy.shown(result) == [result]
     (cleared,) = policy.shown(result, clear=True)
-    assert cleared.blocks == () and cleared.text == CLEARED.format(chars=len(result.text))
+    assert cleared.blocks == () and cleared.text == CLEARED.format(held="5 characters, 1 image")
 
 
 def run_with_image(**options: Any) -> tuple[ScriptedModel, Any]:
@@ -233,9 +259,10 @@ def _png_of(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", width, height) + bytes(9)
 
 
-def _jpeg_of(width: int, height: int) -> bytes:
+def _jpeg_of(width: int, height: int, fill: bytes = b"") -> bytes:
     app0 = b"\xff\xe0" + struct.pack(">H", 16) + bytes(14)  # a segment before the frame header
-    return b"\xff\xd8" + app0 + b"\xff\xc2" + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(15)
+    frame = b"\xff\xc2" + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(15)
+    return b"\xff\xd8" + app0 + fill + frame  # fill: 0xFF bytes a marker may follow
 
 
 def _webp_of(width: int, height: int) -> bytes:
@@ -257,9 +284,51 @@ def test_an_image_over_8000_pixels_a_side_is_refused_naming_its_size(raw: bytes)
         Image.from_bytes(raw)
 
 
-@pytest.mark.parametrize("raw", [_png_of(8_000, 8_000), _jpeg_of(1_920, 1_080), _webp_of(1, 1)])
+@pytest.mark.parametrize(
+    "raw",
+    [_png_of(8_000, 8_000), _jpeg_of(1_920, 1_080), _webp_of(1, 1), _jpeg_of(64, 48, fill=b"\xff\xff")],
+)
 def test_an_image_up_to_8000_pixels_a_side_is_taken(raw: bytes) -> None:
     assert Image.from_bytes(raw).data == base64.b64encode(raw).decode()
+
+
+def test_fill_bytes_before_a_jpeg_frame_header_do_not_hide_its_size() -> None:
+    with pytest.raises(ContentError, match="9000x600 pixels"):
+        Image.from_bytes(_jpeg_of(9_000, 600, fill=b"\xff\xff\xff"))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"\x89PNG\r\n\x1a\n",  # the signature alone: a cut download
+        PNG[:20],
+        b"\x89PNG\r\n\x1a\n" + struct.pack(">I4s", 13, b"IDAT") + bytes(30),  # no IHDR first
+        _png_of(0, 0),
+        b"\xff\xd8\xff",
+        b"\xff\xd8\xff\xe0\x00\x00" + b"\xff" * 20,  # a segment length of 0
+        b"\xff\xd8\xff\xe0\x00\x10" + bytes(14) + b"\x00" * 20,  # no marker after the segment
+        b"GIF89a\x00\x00\x00\x00" + bytes(8),
+        b"RIFF" + bytes(4) + b"WEBPVP8Z" + bytes(20),
+    ],
+)
+def test_an_image_whose_header_gives_no_size_is_refused_as_the_api_would_refuse_it(raw: bytes) -> None:
+    with pytest.raises(ContentError, match=r"header gives no size \(a truncated or damaged file\?\)"):
+        Image.from_bytes(raw)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://", "http:///a.png", "https://a.example/x y.png", "https://a.example/\n", "https://[::1/"]
+)
+def test_an_image_or_document_url_the_api_cannot_fetch_is_refused(url: str) -> None:
+    for make in (lambda: Image(url=url), lambda: Document(url=url)):
+        with pytest.raises(ContentError, match=r"url must be an http\(s\) URL"):
+            make()
+
+
+@pytest.mark.parametrize("content", [5, b"bytes", {"passage": "p"}])
+def test_search_result_content_of_another_type_is_refused_naming_it(content: Any) -> None:
+    with pytest.raises(ContentError, match=f"not {type(content).__name__}"):
+        SearchResult("s", "t", content)
 
 
 def test_past_compact_at_clearing_old_screenshots_is_enough_when_they_free_the_room() -> None:
@@ -271,3 +340,44 @@ def test_past_compact_at_clearing_old_screenshots_is_enough_when_they_free_the_r
         journal[-1] = dataclasses.replace(journal[-1], call_id=f"c{i}")
     step = HistoryPolicy(keep_last=2).due(journal, 200_000)
     assert step == Shrunk(upto=len(journal))  # a clear, not a compaction
+
+
+def test_past_100_images_the_oldest_are_sent_as_notes_and_the_request_holds_100() -> None:
+    journal: list[Any] = [Task("Watch the screen.")]
+    for k in range(103):
+        journal.append(Reply((call_part(f"c{k}"),)))
+        shot = Image.from_bytes(_png_of(10 + k, 10))
+        journal.append(Result(f"c{k}", text_of((shot,)), blocks=(shot,)))
+    sent = [b for m in messages_of(journal) if isinstance(m["content"], list) for b in m["content"]]
+    kinds = [r["content"][0]["type"] for r in sent if r["type"] == "tool_result"]
+    assert kinds == ["text"] * 3 + ["image"] * 100
+    assert sent[1]["content"][0]["text"].startswith("[an image not sent: a request takes at most 100 images")
+
+
+def call_part(call_id: str) -> Call:
+    return Call(call_id, "shot", {"kind": call_id})
+
+
+LARGE = Image.from_bytes(_png_of(1_000, 1_000) + bytes(3_800_000))  # 5,066,712 characters of base64
+
+
+def test_past_24_mb_of_images_in_a_request_the_oldest_are_sent_as_notes() -> None:
+    journal: list[Any] = [Task("Watch the screen.")]
+    for k in range(6):
+        journal += [Reply((call_part(f"c{k}"),)), Result(f"c{k}", "shot", blocks=(f"shot {k}", LARGE))]
+    sent = [b for m in messages_of(journal)[1:] for b in m["content"] if b["type"] == "tool_result"]
+    kinds = [r["content"][1]["type"] for r in sent]
+    assert kinds == ["text"] * 2 + ["image"] * 4  # 4 x 5.07 MB fit in 24 MB, a fifth would not
+    assert sent[0]["content"][1]["text"].startswith("[an image not sent: with it the request's images")
+
+
+@pytest.mark.parametrize(
+    ("blocks", "says"),
+    [
+        ((Image.from_bytes(PNG),) * 101, "101 images in one result, over the 100 a request takes"),
+        ((LARGE,) * 5, "images of 25,333,560 characters of base64 in one result, over the 25,165,824"),
+    ],
+)
+def test_a_result_no_request_could_carry_is_refused_naming_why(blocks: tuple[Any, ...], says: str) -> None:
+    with pytest.raises(ContentError, match=re.escape(says)):
+        blocks_of(ToolOutput(*blocks))

@@ -112,7 +112,7 @@ def test_clearing_keeps_the_last_results_and_says_what_was_cleared():
     journal.append(Shrunk(upto=len(journal)))
     shown = [e.text for e in HistoryPolicy(keep_last=2).view(journal) if isinstance(e, Result)]
     assert shown[-2:] == ["page 4", "page 5"]
-    assert all(t == CLEARED.format(chars=6) for t in shown[:4])
+    assert all(t == CLEARED.format(held="6 characters") for t in shown[:4])
 
 
 def test_compaction_replaces_older_turns_with_a_summary_and_keeps_whole_turns():

@@ -29,7 +29,7 @@ from agent.journal import Result
 from agent.result import LimitKind, StopReason
 from agent.temporal import TemporalRuns, _activities, _remote, build_worker, ensure_search_attributes
 from agent.temporal._activities import KeptResults
-from agent.temporal._wire import SEARCH_ATTRIBUTES, result_digest
+from agent.temporal._wire import SEARCH_ATTRIBUTES, journal_from_json, journal_json, result_digest
 from agent.temporal.pending import TemporalPending
 from agent.temporal.worker import workflow_runner
 from agent.temporal.workflow import EndstateRun
@@ -490,7 +490,8 @@ def test_a_worker_keeps_a_result_of_blocks_as_the_workflow_names_it_whole_and_cu
     """The blocks go by the digest of their JSON in the encoded journal: the worker that made them keeps
     that JSON, and the JSON of the blocks as the history policy cuts them, so no model call asks."""
     passages = SearchResult("https://kb/1", "Refunds", ("r" * 500,))
-    blocks = ("a photo", Image.from_bytes(b"\x89PNG\r\n\x1a\n" + bytes(300)), passages)
+    photo = Image.from_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR" + bytes((0, 0, 1, 0)) * 2 + bytes(300))
+    blocks = ("a photo", photo, passages)
     result = Result("toolu_1", text_of(blocks), blocks=blocks)
     ref = _remote.RunRef("run-1", "counter", "count", "counting", {})
     for cap in (None, 300):
@@ -498,6 +499,15 @@ def test_a_worker_keeps_a_result_of_blocks_as_the_workflow_names_it_whole_and_cu
         (shown,) = ref.journal_wire(policy.view([result]), set())
         assert shown["blocks"] is None and shown["json"] is True  # by digest
         assert shown["digest"] in {result_digest(t) for t in _activities._as_sent(result, 300)}
+
+
+def test_a_result_of_blocks_crosses_without_its_text_which_the_blocks_make_again() -> None:
+    """The stores write a result's text beside its blocks (for older readers); on the wire the blocks
+    go by digest and the text, as long as a document's, would go whole."""
+    blocks = ("a caption", SearchResult("https://kb/1", "Refunds", ("r" * 5_000,)))
+    result = Result("toolu_1", text_of(blocks), blocks=blocks)
+    crossed = journal_json([result])[0]
+    assert "text" not in crossed and journal_from_json([crossed]) == [result]
 
 
 def test_a_long_result_with_a_lone_surrogate_is_kept_and_named_like_any_other() -> None:

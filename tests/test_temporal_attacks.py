@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import struct
 import subprocess
 import sys
 import threading
@@ -83,8 +84,10 @@ def tally(ctx: RunContext) -> str:
     return json.dumps([[c.name, c.arguments, len(c.result), c.result[:12], c.is_error] for c in ctx.calls])
 
 
-# A PNG whose base64 repeats `PIXELS` (its 9-byte head is a whole number of base64 quanta).
-PNG_HEAD, PIXELS = b"\x89PNG\r\n\x1a\n\x00", b"/+7d" * 250
+# A PNG whose base64 repeats `PIXELS` (its 33-byte head, signature and IHDR, is a whole number of base64
+# quanta).
+PNG_HEAD = b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sIIBBBBB", 13, b"IHDR", 640, 480, 8, 2, 0, 0, 0) + bytes(4)
+PIXELS = b"/+7d" * 250
 
 
 @tool

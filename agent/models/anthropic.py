@@ -92,7 +92,7 @@ from anthropic import types
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
 from agent.journal import Entry, Reply
-from agent.models._messages import CALL_FIELDS, TEXT_FIELDS
+from agent.models._messages import CALL_FIELDS, TEXT_FIELDS, with_known_references
 from agent.models.base import (
     BILLED_APART,
     BILLED_BY_MODEL,
@@ -347,8 +347,10 @@ class AnthropicModel:
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
-        messages = outgoing_messages(request.messages)
         tools = self._with_tool_options(request.tools) + [dict(spec) for spec in self._server_tools]
+        messages = with_known_references(
+            outgoing_messages(request.messages), (str(t.get("name")) for t in tools)
+        )
         params: dict[str, Any] = {"model": self._model, "max_tokens": request.max_tokens}
         if self._cache is None:
             params["messages"] = messages

@@ -210,7 +210,13 @@ def suspension_from_json(data: dict[str, Any] | None) -> Suspension | None:
 
 
 def journal_json(entries: Sequence[Entry]) -> list[dict[str, Any]]:
-    return [encode_entry(e) for e in entries]
+    """The entries as they cross: a result of content blocks without its text (made again from the
+    blocks when read; the blocks go by digest, the text would go whole)."""
+    return [_without_text(encode_entry(e)) for e in entries]
+
+
+def _without_text(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != "text"} if "blocks" in entry else entry
 
 
 def journal_from_json(data: list[dict[str, Any]]) -> list[Entry]:
