@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from temporal_server import TemporalServer, completed_activities
+from temporalio.service import RPCError
 
 from agent import Agent, Budget, HistoryPolicy, Image, RetryPolicy, RunContext, ToolOutput, tool
 from agent.durable.runner import Catalog
@@ -325,18 +326,9 @@ async def worker(
         yield runs
 
 
-def on_temporal(
-    server: TemporalServer, state: dict[str, Any], warm: bool = False, **options: Any
-) -> tuple[RunResult, Agent]:
-    """`state`'s run on a new worker; `warm`: after a first short run, so that the worker polls and
-    its model activity starts at once (a run whose time budget is short)."""
-
+def on_temporal(server: TemporalServer, state: dict[str, Any], **options: Any) -> tuple[RunResult, Agent]:
     async def go() -> RunResult:
         async with worker(server, **options) as runs:
-            if warm:
-                warming = runs.start("fetcher", "Warm up.", state={"script": "pause"})
-                first = await asyncio.wait_for(warming, 60)
-                assert isinstance(first, RunResult) and first.reason == "success", first
             result = await asyncio.wait_for(runs.start("fetcher", "Fetch the pages.", state=state), 60)
             assert isinstance(result, RunResult)
             ended = await asyncio.wait_for(runs.result(result.run_id), 60)  # the workflow's own result
@@ -638,18 +630,77 @@ def test_the_time_budget_cuts_a_model_call_on_temporal_as_it_does_locally(tempor
 def test_a_model_call_the_time_budget_cuts_is_charged_on_temporal_as_it_is_locally(
     temporal: TemporalServer,
 ) -> None:
-    state = {"script": "streaming", "seconds": 4}
+    state = {"script": "streaming", "seconds": 2}
     here, _ = locally(state)
     assert (here.reason, here.limit, here.input_tokens, here.output_tokens) == ("limit", "seconds", 1234, 56)
     assert here.cost_usd is not None and here.cost_usd > 0
     # the cut call's usage comes back once the worker hears of the cancel (at a heartbeat): a loaded
-    # machine took over the default 5 s grace (1 run in 6), so this test gives it 30 s. With four
-    # sessions' tests running the called model's usage was lost in about 1 run in 5; the likeliest
-    # cause is the 2 s heartbeat timeout passing in a starved process (an attempt that timed out
-    # cannot report what it used), so the heartbeat allows 10 s here. The worker is warmed first and
-    # the budget is 4 s, so that the call surely starts before the budget runs out
-    there, worker_agent = on_temporal(temporal, state, warm=True, cut_grace=30.0, heartbeat_seconds=10.0)
+    # machine took over the default 5 s grace (1 run in 6), so this test gives it 30 s
+    there, worker_agent = on_temporal(temporal, state, cut_grace=30.0)
     assert worker_agent.model.requests, "the worker's model was never called: the budget ran out first"  # type: ignore[attr-defined]
+    same_run(here, there)
+
+
+def scheduled_model_call(event: Any) -> bool:
+    return str(event.activity_task_scheduled_event_attributes.activity_type.name).startswith(w.MODEL)
+
+
+async def in_history(runs: TemporalRuns, run_id: str, wanted: Any, count: int = 1) -> None:
+    """Wait (at most 60 s) until `count` events of the run's history are `wanted`."""
+    handle = runs.client.get_workflow_handle(run_id)
+    for _ in range(600):
+        with contextlib.suppress(RPCError):  # not started yet
+            if sum(1 for e in (await handle.fetch_history()).events if wanted(e)) >= count:
+                return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"run {run_id}: the events waited for never came")
+
+
+def test_a_cut_calls_usage_is_charged_when_its_failure_and_the_budget_come_in_one_workflow_task(
+    temporal: TemporalServer,
+) -> None:
+    """The run's time budget and the worker's own cut of the model call (with what it used) reach the
+    workflow together, as on a loaded machine: no workflow worker polls while both happen. The
+    activity's failure settles before the cut cancels it (cancelled, its usage was lost)."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.worker import Worker
+
+    from agent.temporal import _registry
+    from agent.temporal._activities import EndstateActivities
+    from agent.temporal._registry import WorkerSetup
+    from agent.temporal.worker import ensure_search_attributes, workflow_runner
+    from agent.temporal.workflow import EndstateRun
+
+    state = {"script": "streaming", "seconds": 3}
+
+    async def scenario() -> RunResult:
+        queue = f"red-{uuid.uuid4().hex[:8]}"
+        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+        await ensure_search_attributes(runs.client, runs.client.namespace)
+        _registry.register(queue, WorkerSetup(heartbeat_seconds=10.0, cut_grace=30.0))
+        acts = EndstateActivities(catalog(), f"{queue}@own").all()
+        tasks = [Worker(runs.client, task_queue=q, activities=acts) for q in (queue, f"{queue}@own")]
+
+        def workflows() -> Worker:
+            return Worker(
+                runs.client, task_queue=queue, workflows=[EndstateRun], workflow_runner=workflow_runner()
+            )
+
+        async with tasks[0], tasks[1]:
+            run_id = uuid.uuid4().hex
+            async with workflows():
+                start = runs.start("fetcher", "Fetch the pages.", state=state, run_id=run_id)
+                started = asyncio.create_task(start)
+                await in_history(runs, run_id, scheduled_model_call)
+            both = {EventType.EVENT_TYPE_TIMER_FIRED, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED}
+            await in_history(runs, run_id, lambda e: e.event_type in both, count=2)
+            async with workflows():  # the budget's timer fired and the worker cut the call: both at once
+                await asyncio.wait_for(started, 60)
+                return await asyncio.wait_for(runs.result(started.result().run_id), 60)
+
+    here, _ = locally(state)
+    BUILT.clear()
+    there = asyncio.run(scenario())
     same_run(here, there)
 
 

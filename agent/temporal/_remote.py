@@ -53,6 +53,11 @@ IN_PARTS = "endstate-missing-texts-in-parts"
 # A reply's `finish` is judged after its other calls (`Agent.finish_last`); runs started before take a
 # reply's calls in the model's order, as they did.
 FINISH_LAST = "endstate-finish-after-other-calls"
+# The activity's own end (the worker cut the call, with what it used) may come in the workflow task that
+# the time budget's timer fires in: the handle settles before the cut cancels it, or it ends as cancelled
+# and the usage it reported is lost (Temporal's SDK cancels a handle whose result came, unread). Runs
+# started before lost it, as they did.
+CUT_SETTLES = "endstate-cut-call-settles-first"
 # A tool with no timeout of its own (`timeout=None`) runs until the run's time budget cuts it; Temporal
 # needs some bound on its activity all the same.
 UNBOUNDED_TOOL = timedelta(days=365)
@@ -424,6 +429,8 @@ class ActivityModel:
     async def _cut(self, handle: workflow.ActivityHandle[Any]) -> None:
         """The call was cut (the time budget, or the workflow cancelled): cancel the activity and
         wait, at most `cut_grace` seconds, for the usage it reports, recorded for the loop to charge."""
+        if not handle.done() and workflow.patched(CUT_SETTLES):
+            await workflow.wait_condition(lambda: True)  # see `CUT_SETTLES`: no timer, no command
         if not handle.done():
             handle.cancel()
             try:
