@@ -277,6 +277,18 @@ def lines(folder: Path, run_id: str) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+async def cancelled_mid_tool(runs: TemporalRuns, state: dict[str, Any], tmp_path: Path) -> str:
+    """Start a `write` run, cancel it once its first tool call has begun writing; its run id."""
+    run_id = await asyncio.wait_for(runs.start("looker", "Write them.", state=state, wait=False), 30)
+    assert isinstance(run_id, str)
+    for _ in range(300):
+        if lines(tmp_path, run_id):
+            break
+        await asyncio.sleep(0.02)
+    await runs.cancel(run_id)
+    return run_id
+
+
 def test_a_run_cancelled_during_a_tool_keeps_its_result_and_resumes_as_a_local_run_does(
     temporal: TemporalServer, tmp_path: Path
 ) -> None:
@@ -291,13 +303,7 @@ def test_a_run_cancelled_during_a_tool_keeps_its_result_and_resumes_as_a_local_r
 
     async def go() -> tuple[RunResult, RunResult]:
         async with worker(temporal) as runs:
-            run_id = await asyncio.wait_for(runs.start("looker", "Write them.", state=state, wait=False), 30)
-            assert isinstance(run_id, str)
-            for _ in range(300):
-                if lines(tmp_path, run_id):
-                    break
-                await asyncio.sleep(0.02)
-            await runs.cancel(run_id)
+            run_id = await cancelled_mid_tool(runs, state, tmp_path)
             cancelled = await asyncio.wait_for(runs.result(run_id), 30)
             return cancelled, await asyncio.wait_for(runs.resume(run_id), 30)
 
@@ -321,13 +327,7 @@ def test_a_cancelled_runs_tool_that_outlasts_the_grace_is_cut_with_its_outcome_u
 
     async def go() -> RunResult:
         async with worker(temporal, cancel_grace=1.0) as runs:
-            run_id = await asyncio.wait_for(runs.start("looker", "Write them.", state=state, wait=False), 30)
-            assert isinstance(run_id, str)
-            for _ in range(300):
-                if lines(tmp_path, run_id):
-                    break
-                await asyncio.sleep(0.02)
-            await runs.cancel(run_id)
+            run_id = await cancelled_mid_tool(runs, state, tmp_path)
             return await asyncio.wait_for(runs.result(run_id), 30)
 
     there = asyncio.run(go())
