@@ -23,17 +23,17 @@ would, so every span lost is counted: queue full, or still queued (or ended)
 after shutdown. `CountedLogProcessor` does the same for content events (log
 records) in the SDK's batch log record processor.
 
-It costs a span about what the SDK's own processor does: no lock per span
-(a ticket from an `itertools.count`, atomic under the GIL, orders the ends;
-only exports and drops take the lock), and one sampled check, not two (the
-SDK's `on_end` checks again; its queue's `emit` is called when it is there).
+It costs a span about what the SDK's own processor does: one uncontended
+lock, under which a span is admitted and queued (so threads ending spans at
+once never overfill the queue between the count and the append: the SDK
+would then drop its oldest span itself), and one sampled check, not two
+(the SDK's `on_end` checks again; its queue's `emit` is called when it is
+there).
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -239,27 +239,27 @@ class _CountedQueue:
         self._on_dropped = on_dropped
         self._max = max_queue_size
         self._yield_from = max(max_export_batch_size, max_queue_size // 2)
-        self._lock = threading.Lock()  # for exports, drops and the close, never for an item admitted
-        self._tickets = itertools.count()  # one per item offered: how many came before it
+        self._lock = threading.Lock()  # for every count below, and each item's admission with it
+        self._offered = 0  # items offered: admitted to the SDK's queue or written off
         self._handed = 0  # items the export thread has handed to the exporter
         self._written_off = 0  # items dropped, or counted as lost at shutdown
         self._closed = False
 
     def _offer(self, item: Any) -> None:
-        # Items offered before this one and still queued: never fewer than the queue holds, since
-        # `_handed` and `_written_off` only grow, so reading them late only overstates it.
-        pending = next(self._tickets) - self._handed - self._written_off
-        if pending < self._yield_from:  # the common case; never after shutdown
-            self._emit(item)
-        elif pending < self._max and not self._closed:
+        # Admitted items not yet handed: never fewer than the SDK's queue holds (an item popped is
+        # counted as handed just after), so an item admitted here never makes the SDK drop one.
+        if self._offered - self._handed - self._written_off >= self._yield_from:  # a hint, read unlocked
             time.sleep(0)  # let the export thread take the GIL; never waits for the network
-            self._emit(item)
-        else:
-            self._drop()
+        with self._lock:
+            self._offered += 1
+            if self._offered - 1 - self._handed - self._written_off < self._max and not self._closed:
+                self._emit(item)
+                return
+            self._written_off += 1
+        self._on_dropped(1, DROP_SHUTDOWN if self._closed else DROP_QUEUE_FULL)
 
     def shutdown(self) -> None:
-        self._closed = True
-        self._yield_from = -sys.maxsize  # every item offered from now on is dropped, and counted
+        self._closed = True  # every item offered from now on is dropped, and counted
         self.batch.shutdown()
         self.count_unsent()
 
@@ -269,16 +269,11 @@ class _CountedQueue:
     def count_unsent(self) -> int:
         """Count as dropped every item still queued (shutdown ended or gave up); how many that was."""
         with self._lock:
-            lost = next(self._tickets) - self._handed - self._written_off
-            self._written_off += lost + 1  # and the ticket taken to count
+            lost = self._offered - self._handed - self._written_off
+            self._written_off += max(0, lost)
         if lost > 0:
             self._on_dropped(lost, DROP_SHUTDOWN)
         return max(0, lost)
-
-    def _drop(self) -> None:
-        with self._lock:
-            self._written_off += 1
-        self._on_dropped(1, DROP_SHUTDOWN if self._closed else DROP_QUEUE_FULL)
 
     def _count_handed(self, count: int) -> None:
         with self._lock:
