@@ -11,9 +11,8 @@ from typing import Any
 
 import anthropic
 import pytest
+from media_files import pdf, png
 from messages_api import MessagesAPI, message, tool_use
-from pdf_files import pdf
-from test_anthropic_content import png
 
 from agent import Agent, Budget, Document, Image, StopReason, ToolOutput, tool
 from agent.models.anthropic import AnthropicModel

@@ -12,10 +12,10 @@ import struct
 from typing import Any
 
 import pytest
+from media_files import pdf, pdf_with_object_stream
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from pdf_files import pdf, pdf_with_object_stream
 
 from agent import (
     Agent,

@@ -1,9 +1,26 @@
-"""Small PDFs made for tests: a page tree of `pages` pages, padded to a size, or kept in a compressed
-object stream (as PDF 1.5 writers keep it)."""
+"""Small media files made for tests: PDFs (a page tree of `pages` pages, padded to a size, or kept in a
+compressed object stream, as PDF 1.5 writers keep it) and PNGs."""
 
 from __future__ import annotations
 
+import struct
 import zlib
+
+
+def png(width: int = 1, height: int = 1) -> bytes:
+    """A real PNG of grey pixels."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 def pdf(pages: int, pad: int = 0) -> bytes:
