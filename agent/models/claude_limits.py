@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from agent.content import MOST_PDF_PAGES, Document, pdf_pages
+from agent.content import MOST_PDF_PAGES, Block, Document, pdf_pages
 from agent.journal import Entry, Result
 
 Message = dict[str, Any]
@@ -116,7 +116,8 @@ def within_limits(messages: list[Message], journal: Sequence[Entry], limits: Med
     """`messages` with each image and PDF of a tool result that the request cannot carry under `limits`
     sent as a note (see the module's docstring). `journal` is what the messages were made of: a PDF's
     pages are read from its `Document` there, not counted again."""
-    media = list(_media(messages, journal))
+    held = {e.call_id: e.blocks for e in journal if isinstance(e, Result) and e.blocks}
+    media = list(_media(messages, held)) if held else []  # no result of blocks: no image or PDF
     notes = _unsent(media, limits) if media else {}
     if not notes:
         return messages
@@ -156,9 +157,9 @@ def _too_big(m: _Media, limits: MediaLimits) -> str:
     return ""
 
 
-def _media(messages: list[Message], journal: Sequence[Entry]) -> Iterator[_Media]:
-    """The base64 images and PDFs of the messages' tool results, oldest first."""
-    blocks = {e.call_id: e.blocks for e in journal if isinstance(e, Result) and e.blocks}
+def _media(messages: list[Message], held: dict[str, tuple[Block, ...]]) -> Iterator[_Media]:
+    """The base64 images and PDFs of the messages' tool results, oldest first (`held`: the blocks of
+    the journal's results, by call id)."""
     for i, message in enumerate(messages):
         content = message["content"]
         if message["role"] != "user" or not isinstance(content, list):
@@ -167,7 +168,7 @@ def _media(messages: list[Message], journal: Sequence[Entry]) -> Iterator[_Media
             inner = result.get("content") if result.get("type") == "tool_result" else None
             if not isinstance(inner, list):
                 continue
-            kept = blocks.get(result.get("tool_use_id"), ())
+            kept = held.get(result.get("tool_use_id"), ())
             for k, block in enumerate(inner):
                 source = block.get("source")
                 if not (isinstance(source, dict) and source.get("type") == "base64"):
