@@ -105,6 +105,26 @@ def test_pdfs_past_the_requests_32_mb_the_oldest_goes_as_a_note_never_a_413() ->
     assert newer[1]["type"] == "document"
 
 
+def test_a_pdf_shares_the_requests_room_with_the_images_the_older_images_go_as_notes() -> None:
+    """Two 9 MB screenshots (18 MB: within the images' 24 MB) and then a 15 MB PDF: 33 MB in one request,
+    which the API answers with a 413."""
+    calls = [
+        tool_use("photo", {"mb": 9}),
+        tool_use("photo", {"mb": 9}),
+        tool_use("report", {"pages": 3, "mb": 15}),
+    ]
+    with MessagesAPI() as api:
+        result = run(api, calls)
+    assert result.reason is StopReason.SUCCESS, result.note
+    (first,), (second,), (_, document) = results(api.bodies[-1])
+    note = (
+        "[an image not sent: with it the request's images and PDFs would pass 24 MB, and the API takes "
+        "32 MB a request; call the tool again to see it]"
+    )
+    assert first["text"] == second["text"] == note
+    assert document["type"] == "document"
+
+
 def test_an_image_of_up_to_10_mb_goes_to_the_claude_api_as_it_is() -> None:
     """The Claude API takes 10 MB of base64 an image (it was refused over 5 MB, as Bedrock refuses)."""
     with MessagesAPI() as api:
