@@ -99,7 +99,7 @@ def test_pdfs_past_the_requests_32_mb_the_oldest_goes_as_a_note_never_a_413() ->
     assert result.reason is StopReason.SUCCESS, result.note
     older, newer = results(api.bodies[-1])
     assert older[1]["text"] == (
-        "[a PDF 'Report 1' of 1 pages not sent: with it the request's images and PDFs would pass 24 MB, "
+        "[a PDF 'Report 1' of 1 page not sent: with it the request's images and PDFs would pass 24 MB, "
         "and the API takes 32 MB a request; call the tool again to read it]"
     )
     assert newer[1]["type"] == "document"

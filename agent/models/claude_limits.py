@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from agent.content import MOST_PDF_PAGES, Block, Document, pdf_pages
 from agent.journal import Entry, Result
+from agent.summary import plural
 
 Message = dict[str, Any]
 MB = 1024 * 1024
@@ -81,11 +82,11 @@ BIG_IMAGE = (
     "call the tool again for a smaller one to see it]"
 )
 MANY_PAGES = (
-    "[a PDF{title} of {pages} pages not sent: over the {most} pages a request takes on this model; "
+    "[a PDF{title} of {pages} not sent: over the {most} pages a request takes on this model; "
     "call the tool again for fewer pages to read it]"
 )
 OLD_PAGES = (
-    "[a PDF{title} of {pages} pages not sent: with it the request's PDFs would pass the {most} pages a "
+    "[a PDF{title} of {pages} not sent: with it the request's PDFs would pass the {most} pages a "
     "request takes, and this is one of the oldest; call the tool again to read it]"
 )
 OLD_MEDIA = (
@@ -108,8 +109,12 @@ class _Media:
     def pdf(self) -> bool:
         return self.pages > 0
 
+    @property
+    def length(self) -> str:
+        return plural(self.pages, "page")
+
     def named(self) -> str:
-        return f"a PDF{self.title} of {self.pages} pages" if self.pdf else "an image"
+        return f"a PDF{self.title} of {self.length}" if self.pdf else "an image"
 
 
 def within_limits(messages: list[Message], journal: Sequence[Entry], limits: MediaLimits) -> list[Message]:
@@ -144,14 +149,14 @@ def _unsent(media: list[_Media], limits: MediaLimits) -> dict[tuple[int, int, in
             see = "read" if m.pdf else "see"
             notes[m.at] = OLD_MEDIA.format(what=m.named(), mb=mb, request=request, see=see)
         elif pages < 0:
-            notes[m.at] = OLD_PAGES.format(title=m.title, pages=m.pages, most=limits.pdf_pages)
+            notes[m.at] = OLD_PAGES.format(title=m.title, pages=m.length, most=limits.pdf_pages)
             room += m.size  # not sent: its base64 takes no room
     return notes
 
 
 def _too_big(m: _Media, limits: MediaLimits) -> str:
     if m.pdf and m.pages > limits.pdf_pages:
-        return MANY_PAGES.format(title=m.title, pages=m.pages, most=limits.pdf_pages)
+        return MANY_PAGES.format(title=m.title, pages=m.length, most=limits.pdf_pages)
     if not m.pdf and m.size > limits.image_base64:
         return BIG_IMAGE.format(mb=m.size / MB, most=limits.image_base64 // MB)
     return ""
