@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -34,14 +35,19 @@ from urllib.parse import urlsplit
 from agent._frozen import fast_init
 from agent.errors import EndstateError
 
+# The API's limits, from Anthropic's docs (platform.claude.com/docs/en/build-with-claude/vision, "General
+# limits", and .../pdf-support, "PDF requirements", read 2026-12-02). An image's base64 may be 10 MB on the
+# Claude API itself and 5 MB on Amazon Bedrock and Vertex AI: a block takes up to the larger, and the Claude
+# adapter sends one over its platform's limit as a note (agent.models.claude_limits).
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # the media types the API takes
-MAX_IMAGE_BASE64 = 5 * 1024 * 1024  # the API refuses an image whose base64 is longer
-MAX_PDF_BASE64 = 32 * 1024 * 1024  # a request may not be larger, so neither may one PDF in it
+MAX_IMAGE_BASE64 = 10 * 1024 * 1024  # no platform takes an image whose base64 is longer
 MAX_IMAGE_SIDE = 8000  # pixels: the API refuses an image wider or taller
 MANY_IMAGES = 20  # a request with more images than this takes none over MANY_IMAGES_SIDE pixels a side
 MANY_IMAGES_SIDE = 2000
 MOST_IMAGES = 100  # the images a request may hold (models with a 200k-token window; others take 600)
-MOST_IMAGE_BASE64 = 24 * 1024 * 1024  # a request's room for images' base64, in the API's 32 MB
+MOST_IMAGE_BASE64 = 24 * 1024 * 1024  # a request's room for images' and PDFs' base64, in the API's 32 MB
+MAX_PDF_BASE64 = MOST_IMAGE_BASE64  # a longer PDF fits no request (the 32 MB hold the rest too)
+MOST_PDF_PAGES = 600  # the PDF pages a request may hold (100 on models with a 200k-token window)
 MEDIA_TOKENS = 1_600  # about the most an image costs the model (the API scales a larger one down)
 _MAGIC = {
     b"\x89PNG\r\n\x1a\n": "image/png",
@@ -133,15 +139,20 @@ class Document:
             )
         if self.url:
             _need_url(self.url, "document", "")
-        elif self.data and not _decoded(self.data, "document", MAX_PDF_BASE64).startswith(b"%PDF-"):
-            raise ContentError(
-                "document: data is no PDF (it does not start with %PDF-); for text, pass text="
-            )
+        elif self.data:
+            object.__setattr__(self, "_pages", _checked_pdf(self.data))
         for name in ("text", "title", "context"):
             if not isinstance(getattr(self, name), str):
                 raise ContentError(f"document: {name} must be text")
         if not isinstance(self.citations, bool):
             raise ContentError(f"document: citations must be True or False, not {self.citations!r}")
+
+    @property
+    def pages(self) -> int | None:
+        """A PDF's pages, as its page tree counts them; None for text, a URL, or a PDF whose count
+        is not found (a damaged file)."""
+        pages: int | None = self.__dict__.get("_pages")
+        return pages
 
     @classmethod
     def from_pdf(cls, raw: bytes, title: str = "", citations: bool = False) -> Document:
@@ -228,17 +239,23 @@ def blocks_of(value: Any) -> tuple[Block, ...] | None:
 
 
 def _check_sendable(blocks: Sequence[Block]) -> None:
-    """Refuse blocks no request could carry: more images than a request takes, or more base64 than
-    a request's room for images."""
+    """Refuse blocks no request could carry: more images or PDF pages than a request takes, or more
+    base64 than a request's room for images and PDFs."""
     images = [b for b in blocks if isinstance(b, Image)]
     if len(images) > MOST_IMAGES:
         raise ContentError(
             f"{len(images):,} images in one result, over the {MOST_IMAGES} a request takes: return fewer"
         )
-    if (size := sum(len(b.data) for b in images)) > MOST_IMAGE_BASE64:
+    pdfs = [b for b in blocks if isinstance(b, Document) and b.data]
+    if (pages := sum(b.pages or 1 for b in pdfs)) > MOST_PDF_PAGES:
         raise ContentError(
-            f"images of {size:,} characters of base64 in one result, over the {MOST_IMAGE_BASE64:,} a "
-            "request has room for (the API takes 32 MB): return fewer or smaller images"
+            f"PDFs of {pages:,} pages in one result, over the {MOST_PDF_PAGES} a request takes: return fewer"
+        )
+    if (size := sum(len(b.data) for b in images) + sum(len(b.data) for b in pdfs)) > MOST_IMAGE_BASE64:
+        kinds = " and ".join(k for k, found in (("images", bool(images)), ("PDFs", bool(pdfs))) if found)
+        raise ContentError(
+            f"{kinds} of {size:,} characters of base64 in one result, over the {MOST_IMAGE_BASE64:,} a "
+            "request has room for (the API takes 32 MB): return fewer or smaller ones"
         )
 
 
@@ -493,6 +510,62 @@ def _decoded(data: Any, what: str, most: int) -> bytes:
         return binascii.a2b_base64(data, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise ContentError(f"{what}: data is not base64 ({exc}): encode the bytes with from_bytes") from None
+
+
+def _checked_pdf(data: str) -> int | None:
+    """The pages of base64 PDF `data`, checked: a PDF, of no more pages than a request takes."""
+    raw = _decoded(data, "document", MAX_PDF_BASE64)
+    if not raw.startswith(b"%PDF-"):
+        raise ContentError("document: data is no PDF (it does not start with %PDF-); for text, pass text=")
+    pages = pdf_pages(raw)
+    if pages is not None and pages > MOST_PDF_PAGES:
+        raise ContentError(
+            f"document: a PDF of {pages:,} pages, over the {MOST_PDF_PAGES} a request takes: split it into "
+            "parts (or return the pages asked for)"
+        )
+    return pages
+
+
+_PAGE_TREE = re.compile(rb"/Type\s*/Pages\b")
+_COUNT = re.compile(rb"/Count\s+(\d+)")
+_PAGE = re.compile(rb"/Type\s*/Page\b(?!s)")
+_OBJECT_STREAM = re.compile(rb"/Type\s*/ObjStm\b.*?stream\r?\n", re.S)
+MOST_INFLATED = 16 * 1024 * 1024  # bytes an object stream is inflated to, at most, to find the page tree
+
+
+def pdf_pages(raw: bytes) -> int | None:
+    """How many pages a PDF has: the largest `/Count` of a page tree node (the root's counts them all),
+    in the file or in its compressed object streams; else the page objects found; None when neither is
+    there. Read without a PDF library: a damaged file gives None, never an error."""
+    parts = [raw, *_object_streams(raw)]
+    counts = [int(c) for part in parts for c in _tree_counts(part)]
+    if counts:
+        return max(counts)
+    pages = sum(len(_PAGE.findall(part)) for part in parts)
+    return pages or None
+
+
+def _tree_counts(part: bytes) -> list[bytes]:
+    """The `/Count` values of the page tree nodes in `part` (each dictionary's own, before its `>>`)."""
+    found = []
+    for node in _PAGE_TREE.finditer(part):
+        start = part.rfind(b"<<", 0, node.start())
+        end = part.find(b">>", node.end())
+        if start >= 0 and end >= 0 and (count := _COUNT.search(part, start, end)):
+            found.append(count.group(1))
+    return found
+
+
+def _object_streams(raw: bytes) -> list[bytes]:
+    """The inflated object streams of a PDF (where a PDF 1.5 file may keep its page tree)."""
+    found = []
+    for head in _OBJECT_STREAM.finditer(raw):
+        end = raw.find(b"endstream", head.end())
+        try:
+            found.append(zlib.decompressobj().decompress(raw[head.end() : end], MOST_INFLATED))
+        except zlib.error:
+            continue
+    return found
 
 
 def _sniffed(raw: bytes) -> str | None:

@@ -17,8 +17,11 @@ a token), and prompt-cache reads and writes computed from the cache
 breakpoints and the prefixes this server has seen. The server counts the TCP
 connections it accepts (`connections`), and serves `GET /v1/models/{id}` for
 the ids in `models`. A request naming a container in `expired_containers` is
-refused (`container_expired`); a compaction block streams its summary as
-`compaction_delta` events, and the usage's `iterations` come at the end.
+refused (`container_expired`); so is a body over 32 MB (413), an image of
+more than 10 MB of base64, or more than 100 PDF pages in a request
+(`max_request_bytes`, `max_image_base64`, `pdf_pages`). A compaction block
+streams its summary as `compaction_delta` events, and the usage's
+`iterations` come at the end.
 
     with MessagesAPI() as api:
         api.enqueue(message(tool_use("search", {"q": "x"})), error(529))
@@ -32,6 +35,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import re
 import socket
 import sys
 import threading
@@ -87,6 +91,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    size: int = 0  # bytes of the body as sent
 
 
 def text(value: str) -> Block:
@@ -245,6 +250,9 @@ class MessagesAPI:
         self.models = dict(models or {})
         self.keys: set[str] | None = None  # when set, only these API keys are accepted
         self.expired_containers: set[str] = set()  # a request naming one is refused (`container_expired`)
+        self.max_request_bytes = MAX_REQUEST_BYTES  # a larger body is refused (413), as the API refuses it
+        self.max_image_base64 = MAX_IMAGE_BASE64  # a longer image is refused (Bedrock and Vertex: 5 MB)
+        self.pdf_pages = PDF_PAGES  # more PDF pages in a request are refused (600 on larger windows)
         self.requests: list[Received] = []
         self.usages: list[dict[str, Any]] = []  # the usage reported for each reply, in order
         self.connections = 0  # TCP connections accepted since start
@@ -326,6 +334,7 @@ class MessagesAPI:
             self.requests.append(received)
             problem = _problem(received) if self.validate else None
             problem = problem or self._key_problem(received) or self._too_long(received)
+            problem = problem or self._media_problem(received)
             problem = problem or self._container_gone(received)
             if problem is not None:
                 return problem
@@ -344,6 +353,25 @@ class MessagesAPI:
         if prompt <= self.context_window:
             return None
         return error(400, f"prompt is too long: {prompt} tokens > {self.context_window} maximum")
+
+    def _media_problem(self, req: Received) -> Response | None:
+        """The API's refusal of a request over its size, of an image over its size, or of more PDF
+        pages than a request takes."""
+        if req.size > self.max_request_bytes:
+            return error(413, "Request exceeds the maximum allowed number of bytes.")
+        messages = req.body.get("messages") if isinstance(req.body, dict) else None
+        if not (isinstance(messages, list) and all(isinstance(m, dict) for m in messages)):
+            return None
+        blocks = list(_all_blocks(messages))
+        for block in blocks:
+            size = len(_base64_data(block))
+            if block.get("type") == "image" and size > self.max_image_base64:
+                most = self.max_image_base64
+                return error(400, f"image exceeds {most // 2**20} MB maximum: {size} bytes > {most} bytes")
+        pages = sum(_pdf_page_objects(b) for b in blocks if b.get("type") == "document")
+        if pages > self.pdf_pages:
+            return error(400, f"A maximum of {self.pdf_pages} PDF pages may be provided.")
+        return None
 
     def _container_gone(self, req: Received) -> Response | None:
         """The refusal of a request naming a container that has expired (Anthropic's docs: "A container
@@ -412,7 +440,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         headers = {k.lower(): v for k, v in self.headers.items()}
-        response = api._answer(Received(self.path.split("?")[0], headers, body))
+        response = api._answer(Received(self.path.split("?")[0], headers, body, len(raw)))
         if response.delay and api._stopping.wait(response.delay):
             self.close_connection = True
             return  # stopped while waiting: never answer
@@ -785,6 +813,24 @@ def _images_problem(messages: list[dict[str, Any]]) -> str | None:
             f"({MANY_IMAGES_SIDE}px). Start a new session with fewer images."
         )
     return None
+
+
+# The API's limits on a request's bytes, an image's base64 and a request's PDF pages (Anthropic's
+# docs: API overview "Request size limits", vision "General limits", PDF support "PDF requirements").
+MAX_REQUEST_BYTES, MAX_IMAGE_BASE64, PDF_PAGES = 32 * 2**20, 10 * 2**20, 100
+
+
+def _base64_data(block: dict[str, Any]) -> str:
+    source = block.get("source")
+    data = source.get("data") if isinstance(source, dict) and source.get("type") == "base64" else ""
+    return data if isinstance(data, str) else ""
+
+
+def _pdf_page_objects(block: dict[str, Any]) -> int:
+    """A base64 PDF's pages, counted as its page objects (`/Type /Page`; the tests' PDFs keep them
+    uncompressed): another way than Endstate's, which reads the page tree's count."""
+    data = _base64_data(block)
+    return len(re.findall(rb"/Type\s*/Page\b(?!s)", base64.b64decode(data))) if data else 0
 
 
 def _png_size(block: dict[str, Any]) -> tuple[int, int] | None:

@@ -10,13 +10,16 @@ Subprocesses load it with `--catalog review_agents:catalog` and `tests/` on PYTH
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from agent import Agent, Budget, tool
+from media_files import pdf, png
+
+from agent import Agent, Budget, Document, Image, ToolOutput, tool
 from agent.durable.catalog import Catalog
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.verify import predicate
@@ -76,7 +79,26 @@ def build(state: dict[str, Any]) -> Agent:
     )
 
 
+def inspect_page(state: dict[str, Any]) -> Agent:
+    """The inspector: looks at a page twice (a screenshot and its PDF, the same each time), then is done.
+    `$INSPECTOR_CONTEXT` is the PDF's context, which its text does not show: a change only its blocks
+    tell apart."""
+
+    @tool
+    def screenshot(page: str) -> ToolOutput:
+        """A screenshot of a page and its print as a PDF."""
+        context = os.environ.get("INSPECTOR_CONTEXT", "printed by the browser")
+        printed = Document(data=base64.b64encode(pdf(2)).decode(), title=f"Page {page}", context=context)
+        return ToolOutput(f"the page {page}", Image.from_bytes(png(4, 3)), printed)
+
+    model = ScriptedModel(
+        [[call("screenshot", page="home")], [call("screenshot", page="home")], [finish("done", "Looked.")]]
+    )
+    return Agent(name="inspector", model=model, tools=[screenshot], task_type="inspect")
+
+
 def catalog() -> Catalog:
     c = Catalog()
     c.register("refunder", build, prepare=prepare)
+    c.register("inspector", inspect_page)
     return c

@@ -12,6 +12,7 @@ import struct
 from typing import Any
 
 import pytest
+from media_files import pdf, pdf_with_object_stream
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -30,7 +31,7 @@ from agent import (
     tool,
 )
 from agent._codec import decode_entry, encode_entry, need
-from agent.content import MAX_IMAGE_BASE64, api_block, blocks_of, parse_block, text_of
+from agent.content import MAX_IMAGE_BASE64, api_block, blocks_of, parse_block, pdf_pages, text_of
 from agent.context import RunContext
 from agent.durable.store._sql import entry_json
 from agent.history import CLEARED
@@ -57,7 +58,7 @@ def image_dict(media_type: str = "image/png", data: str = PNG64) -> dict[str, An
         (image_dict(data="not base64!"), "data is not base64"),
         (image_dict(media_type="image/bmp"), "media_type 'image/bmp' is not one the API takes"),
         (image_dict(media_type="image/jpeg"), "data holds image/png, but media_type says image/jpeg"),
-        (image_dict(data="A" * (MAX_IMAGE_BASE64 + 4)), "over the 5,242,880 the API takes"),
+        (image_dict(data="A" * (MAX_IMAGE_BASE64 + 4)), "over the 10,485,760 the API takes"),
         (
             {"type": "image", "source": {"type": "file", "file_id": "f1"}},
             "source type 'file' is not taken: use base64 or url (a file needs",
@@ -381,3 +382,28 @@ def test_past_24_mb_of_images_in_a_request_the_oldest_are_sent_as_notes() -> Non
 def test_a_result_no_request_could_carry_is_refused_naming_why(blocks: tuple[Any, ...], says: str) -> None:
     with pytest.raises(ContentError, match=re.escape(says)):
         blocks_of(ToolOutput(*blocks))
+
+
+@pytest.mark.parametrize(
+    ("raw", "pages"),
+    [
+        (pdf(3), 3),
+        (pdf_with_object_stream(7), 7),  # the page tree compressed, as PDF 1.5 writers keep it
+        (pdf(2).replace(b"/Count 2", b""), 2),  # no count: its page objects
+        (b"%PDF-1.7 ...", None),  # no page tree to read
+        (pdf_with_object_stream(7).replace(b"stream\n", b"stream\nbroken"), None),  # not inflated
+    ],
+)
+def test_a_pdfs_pages_are_read_from_its_page_tree(raw: bytes, pages: int | None) -> None:
+    assert pdf_pages(raw) == pages
+    assert Document.from_pdf(raw).pages == pages
+
+
+def test_a_pdf_of_more_pages_than_any_request_takes_is_refused_naming_them() -> None:
+    with pytest.raises(ContentError, match=r"a PDF of 601 pages, over the 600 a request takes: split it"):
+        Document.from_pdf(pdf(601))
+
+
+def test_a_result_of_more_pdf_pages_than_a_request_takes_is_refused() -> None:
+    with pytest.raises(ContentError, match=r"PDFs of 900 pages in one result, over the 600 a request takes"):
+        blocks_of(ToolOutput(Document.from_pdf(pdf(450)), Document.from_pdf(pdf(450))))

@@ -158,12 +158,14 @@ def promote(
     catalog: str | None = None,
     overwrite: bool = True,
 ) -> Promoted:
-    """Write an eval case that replays the run's recorded replies and expects the chosen exit.
+    """Write an eval case that replays the run's recorded replies and expects the chosen exit; the
+    bytes of the images and PDFs its tools returned go beside it, in `blobs/` (agent.evals.replay).
 
     `catalog` (module:attr) is where the run's agent comes from, for an agent other than the
     seed ones; without `overwrite`, an existing case file is refused (`CaseExists`).
     """
-    case = case_of(store, run_id, expect, catalog)
+    record, journal = _reviewable(store, run_id)
+    case = case_for(record, journal, _expected(store, record, expect), catalog)
     if case.get("catalog"):
         _check_catalog(case["catalog"], case["agent"])
     path = out / case_file(run_id)
@@ -173,6 +175,7 @@ def promote(
             "file to promote the run again"
         )
     out.mkdir(parents=True, exist_ok=True)
+    _write_blobs(out, journal)
     try:
         with path.open("w" if overwrite else "x") as stream:
             stream.write(case_yaml(case))
@@ -186,6 +189,24 @@ def promote(
 
 class CaseExists(ReviewError):
     """The case file a promote would write is there already."""
+
+
+def _write_blobs(out: Path, journal: Sequence[Entry]) -> None:
+    """The bytes of the run's images and PDFs, each once, in `out/blobs/` (named by their digest: one
+    there already holds the same bytes). Written before the case, so no case lacks them."""
+    from agent.evals.replay import blob_path, blobs_of
+
+    for digest, (media_type, raw) in blobs_of(journal).items():
+        path = blob_path(out, digest, media_type)
+        if path.exists():
+            continue
+        try:
+            path.parent.mkdir(exist_ok=True)
+            part = path.with_name(f".{path.name}.part")
+            part.write_bytes(raw)
+            part.replace(path)
+        except OSError as exc:
+            raise ReviewError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def case_of(

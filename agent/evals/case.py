@@ -14,7 +14,9 @@ A case file holds `cases:`, a list of cases (or is that list itself). A case:
 
 A promoted case (`endstate review promote`) plays `replay:`, a run's recorded
 replies, instead of a script, and checks `results:`, what its calls got back
-(agent.evals.replay); its reviewer's label stands in for a judge.
+(their text, and their content blocks: an image's or PDF's bytes in `blobs/`
+beside the case file; agent.evals.replay); its reviewer's label stands in for
+a judge.
 
 A team's own agent comes from its catalog, as `endstate serve --catalog` and
 `endstate start --catalog` name it: the case says `catalog: mypkg.agents:catalog`
@@ -44,10 +46,11 @@ from typing import Any
 import yaml
 
 from agent._valid import is_finite_from_zero, is_text, is_whole
+from agent.content import Block, ContentError
 from agent.errors import ConfigError
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import JUDGES
-from agent.evals.replay import RecordedResult, Replay
+from agent.evals.replay import RecordedResult, Replay, block_of_case
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
 from agent.result import LimitKind, StopReason
@@ -345,9 +348,29 @@ def _replay(f: _Fields) -> Replay | None:
         raise f.error("replay", "must be a non-empty list of replies, each {content: [blocks], ...}")
     results = f.raw.get("results", [])
     if not isinstance(results, list) or not all(_is_result(r) for r in results):
-        raise f.error("results", "must be a list of {call, text, is_error?}")
-    recorded = tuple(RecordedResult(r["call"], r["text"], r.get("is_error", False)) for r in results)
+        raise f.error("results", "must be a list of {call, text, is_error?, blocks?}")
+    recorded = tuple(
+        RecordedResult(r["call"], r["text"], r.get("is_error", False), _blocks(f, i, r))
+        for i, r in enumerate(results)
+    )
     return Replay(tuple(replies), recorded)
+
+
+def _blocks(f: _Fields, index: int, result: dict[str, Any]) -> tuple[Block, ...] | None:
+    """A recorded result's content blocks, an image's or PDF's bytes read from beside the case file."""
+    if "blocks" not in result:
+        return None
+    raw = result["blocks"]
+    if not isinstance(raw, list) or not raw:
+        raise f.error(f"results[{index}].blocks", "must be a non-empty list of content blocks")
+    folder = Path(f.source).parent
+    blocks = []
+    for k, shape in enumerate(raw):
+        try:
+            blocks.append(block_of_case(shape, folder))
+        except ContentError as exc:
+            raise f.error(f"results[{index}].blocks[{k}]", str(exc)) from None
+    return tuple(blocks)
 
 
 def _is_reply(raw: Any) -> bool:

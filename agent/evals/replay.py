@@ -9,15 +9,29 @@ that now rejects). Against a real model (`--model`) only the task is used.
 
 Values that differ from world to world are written as placeholders: `{workdir}`
 for the run's folder and `{corpus}` for the research corpus's base URL.
+
+A result of content blocks (agent.content) is recorded with its blocks, in the
+Messages API's shape, and the replay checks the blocks the call gets now
+against them, not only its text (whose image placeholder says little of the
+image). An image's or a PDF's bytes are not written in the YAML: its source
+names their SHA-256 (`sha256:`), and the bytes are a file beside the case,
+`blobs/<sha256>.<ext>`, written once however many results or cases hold them.
+Inline, base64 adds a third to the bytes, and PyYAML took 4 to 6 seconds to
+write or read one 5 MB screenshot's (a case of a run of screenshots would take
+minutes to load), and a case would no longer be a file to read.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from agent.content import Block, ContentError, api_block, parse_block
 from agent.examples.scenarios import World
 from agent.journal import Call, Entry, Opaque, Reply, Result, Text
 from agent.models.scripted import Step, reply
@@ -28,19 +42,30 @@ DURATION = "{duration}"
 LOOPBACK_URL = re.compile(r"http://127\.0\.0\.1:\d+")
 DURATIONS = re.compile(r"\b\d+\.\d+s\b")  # "3 passed in 0.04s": differs from run to run
 SHOWN = 120  # characters of a differing result shown in a problem
+BLOBS = "blobs"  # the folder beside a case file that holds its results' images and PDFs
 
 
 @dataclass(frozen=True)
 class RecordedResult:
-    """What one call got back: the tool (or `finish`), its text, and whether it was an error."""
+    """What one call got back: the tool (or `finish`), its text, whether it was an error, and its
+    content blocks (None: a text result, or a case recorded before blocks were: its text is checked)."""
 
     call: str
     text: str
     is_error: bool = False
+    blocks: tuple[Block, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as a case file holds it (an image's or PDF's bytes by digest: see `blobs_of`)."""
         data: dict[str, Any] = {"call": self.call, "text": self.text}
-        return data | ({"is_error": True} if self.is_error else {})
+        data |= {"is_error": True} if self.is_error else {}
+        return data | ({"blocks": [case_block(b) for b in self.blocks]} if self.blocks else {})
+
+    def answers_like(self, now: RecordedResult) -> bool:
+        """`now` is what this recorded result says: the same call, text and error, and the same blocks
+        when they were recorded."""
+        same = (self.call, self.text, self.is_error) == (now.call, now.text, now.is_error)
+        return same and (self.blocks is None or self.blocks == (now.blocks or ()))
 
 
 @dataclass(frozen=True)
@@ -63,7 +88,8 @@ class Replay:
         ]
 
     def differences(self, journal: Sequence[Entry], world: World) -> list[str]:
-        """How the calls' results in `journal` differ from the recorded ones, in words."""
+        """How the calls' results in `journal` differ from the recorded ones (their blocks too), in
+        words."""
         now = results_of(journal, lambda text: placeholders(text, str(world.workdir), _base(world)))
         pairs = enumerate(zip(self.results, now, strict=False), 1)
         problems = [_differs(i, was, got) for i, (was, got) in pairs]
@@ -91,10 +117,85 @@ def results_of(journal: Sequence[Entry], clean: Any) -> list[RecordedResult]:
     """Each call's result in order, named by the call it answers."""
     names = {c.id: c.name for e in journal if isinstance(e, Reply) for c in e.calls}
     return [
-        RecordedResult(names.get(e.call_id, "?"), clean(e.text), e.is_error)
+        RecordedResult(names.get(e.call_id, "?"), clean(e.text), e.is_error, _cleaned(e.blocks, clean))
         for e in journal
         if isinstance(e, Result)
     ]
+
+
+def _cleaned(blocks: tuple[Block, ...], clean: Any) -> tuple[Block, ...] | None:
+    """The blocks with placeholders in their text (an image's or PDF's data kept as it is)."""
+    return tuple(_clean_block(b, clean) for b in blocks) if blocks else None
+
+
+def _clean_block(block: Block, clean: Any) -> Block:
+    shape = api_block(block)
+    if _data(shape):
+        return block
+    try:
+        return parse_block(_map(shape, clean))
+    except ContentError:  # a URL that a placeholder makes no URL: kept as it is
+        return block
+
+
+# -- an image's or PDF's bytes beside the case ----------------------------------------------------
+
+
+def case_block(block: Block) -> dict[str, Any]:
+    """A block as a case file holds it: the API's shape, an image's or PDF's data given by the SHA-256
+    of its bytes (the bytes go in a file beside the case: `blobs_of`, `blob_path`)."""
+    shape = api_block(block)
+    if not (data := _data(shape)):
+        return shape
+    source = {k: v for k, v in shape["source"].items() if k != "data"}
+    return shape | {"source": source | {"sha256": hashlib.sha256(base64.b64decode(data)).hexdigest()}}
+
+
+def blobs_of(journal: Iterable[Entry]) -> dict[str, tuple[str, bytes]]:
+    """The bytes of the images and PDFs in a journal's results, by SHA-256, with their media type."""
+    found = {}
+    for entry in journal:
+        for block in entry.blocks if isinstance(entry, Result) else ():
+            shape = api_block(block)
+            if data := _data(shape):
+                raw = base64.b64decode(data)
+                found[hashlib.sha256(raw).hexdigest()] = (shape["source"]["media_type"], raw)
+    return found
+
+
+def blob_path(folder: Path, digest: str, media_type: str) -> Path:
+    """Where the bytes of digest `digest` are, beside the case files in `folder`."""
+    return folder / BLOBS / f"{digest}.{media_type.rpartition('/')[2]}"
+
+
+def block_of_case(shape: Any, folder: Path) -> Block:
+    """A block from a case file, its image's or PDF's bytes read from beside it (`folder`) and checked
+    against their digest. Raises `ContentError` naming what is missing or wrong."""
+    source = shape.get("source") if isinstance(shape, dict) else None
+    digest = source.get("sha256") if isinstance(source, dict) else None
+    if digest is None:
+        return parse_block(shape)
+    assert isinstance(shape, dict) and isinstance(source, dict)
+    if not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+        raise ContentError(f"source.sha256 must be 64 hexadecimal digits, not {digest!r:.80}")
+    path = blob_path(folder, digest, str(source.get("media_type")))
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ContentError(
+            f"the bytes of its {source.get('media_type')} are not at {path} ({exc.strerror or exc}): "
+            f"a promoted case keeps them in {BLOBS}/ beside it; copy that folder along with the case"
+        ) from None
+    if hashlib.sha256(raw).hexdigest() != digest:
+        raise ContentError(f"{path} does not hold the bytes of sha256 {digest} (changed since written?)")
+    data = {k: v for k, v in source.items() if k != "sha256"} | {"data": base64.b64encode(raw).decode()}
+    return parse_block(shape | {"source": data})
+
+
+def _data(shape: dict[str, Any]) -> str:
+    """The base64 data of a block in the API's shape (an image's or PDF's); '' for any other."""
+    source = shape.get("source")
+    return str(source["data"]) if isinstance(source, dict) and source.get("type") == "base64" else ""
 
 
 def placeholders(text: str, workdir: str, base: str | None) -> str:
@@ -161,10 +262,18 @@ def _map(value: Any, fn: Any) -> Any:
 
 
 def _differs(index: int, was: RecordedResult, got: RecordedResult) -> str:
-    if was == got:
+    if was.answers_like(got):
         return ""
     if was.call != got.call:
         return f"call {index}: {got.call} now, {was.call} when recorded"
+    if (was.text, was.is_error) == (got.text, got.is_error):
+        pairs = zip(was.blocks or (), got.blocks or (), strict=False)
+        changed = [i for i, (a, b) in enumerate(pairs, 1) if a != b]
+        which = f"block {changed[0]} differs" if changed else f"{len(got.blocks or ())} blocks now"
+        return (
+            f"call {index} ({was.call}) answered with other content blocks: {which} "
+            f"({len(was.blocks or ())} recorded), though its text reads the same"
+        )
     error = {True: " (an error)", False: ""}
     recorded = f"{_short(was.text)!r}{error[was.is_error]}"
     now = f"{_short(got.text)!r}{error[got.is_error]}"

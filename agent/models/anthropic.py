@@ -103,6 +103,7 @@ from agent.models.base import (
     record_cut_call,
 )
 from agent.models.catalog import ModelTable, Thinking, default_model
+from agent.models.claude_limits import MediaLimits, limits_for, within_limits
 
 PROVIDER = "anthropic"
 CacheTTL = Literal["5m", "1h"]
@@ -220,6 +221,10 @@ class AnthropicModel:
     `defer_loading` (found by a tool search tool), `strict`, `input_examples`;
     a `type` makes the tool one the API defines, run by the agent's tool of
     that name (`{"memory": {"type": "memory_20250818"}}`: the memory tool).
+    `media_limits` is what one request may carry of images and PDFs
+    (`agent.models.claude_limits`); by default the Claude API's, or Amazon
+    Bedrock's and Vertex AI's for their clients or base URLs (5 MB an image,
+    20 MB a request), with the PDF pages of the model's context window.
     """
 
     def __init__(
@@ -240,6 +245,7 @@ class AnthropicModel:
         container: str | Mapping[str, Any] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         tool_options: Mapping[str, Mapping[str, Any]] | None = None,
+        media_limits: MediaLimits | None = None,
     ) -> None:
         model = default_model() if model is None else model
         if not model:
@@ -265,6 +271,8 @@ class AnthropicModel:
             self._injected: anthropic.AsyncAnthropic | None = None
         else:
             self._clients, self._injected = None, _without_retries(client)
+        platform = media_limits or limits_for(self.client)
+        self._media_limits = platform.for_window(self._context_window)
 
     @property
     def name(self) -> str:
@@ -351,6 +359,7 @@ class AnthropicModel:
         messages = with_known_references(
             outgoing_messages(request.messages), (str(t.get("name")) for t in tools)
         )
+        messages = within_limits(messages, request.journal, self._media_limits)
         params: dict[str, Any] = {"model": self._model, "max_tokens": request.max_tokens}
         if self._cache is None:
             params["messages"] = messages
