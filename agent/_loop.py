@@ -41,8 +41,7 @@ from agent.journal import (
     Stopped,
     Suspended,
 )
-from agent.models._messages import part_of
-from agent.models.base import PROVIDER_DATA, ModelReply, ModelRequest, recording_cut_calls
+from agent.models.base import PROVIDER_DATA, ModelReply, ModelRequest, UnreadableReply, recording_cut_calls
 from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
@@ -364,37 +363,24 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
         return received(agent, run, obs, reply)
 
 
-def received(agent: Agent, run: RunState, obs: RunObserver, reply: ModelReply) -> Reply | Stop:
+def received(agent: Agent, run: RunState, obs: RunObserver, reply: object) -> Reply | Stop:
     """A reply came: the observer sees it, then the journal takes it. A reply the loop cannot read
     (an adapter's bug) ends the run as `invalid_reply`, saying what is wrong, not with a TypeError."""
-    parts = parts_of(reply)
-    if isinstance(parts, str):
-        obs.model_ended(None, ModelError(parts, error_type="invalid_reply"))
-        return invalid_reply(parts)
+    if not isinstance(reply, ModelReply):
+        problem = f"complete() returned {type(reply).__name__}, not a ModelReply"
+        return unreadable(obs, UnreadableReply(problem))
+    try:
+        parts = reply.parts  # read and checked in one pass
+    except UnreadableReply as exc:
+        return unreadable(obs, exc)
     obs.model_ended(reply, None)
     return taken(agent, run, reply, parts)
 
 
-def parts_of(reply: object) -> tuple[Part, ...] | str:
-    """The content of `reply` as journal parts, read and checked in one pass; or what makes `reply`
-    no `ModelReply` the loop can read (content a list of block dicts, a tool call with an id, a name
-    and an object of arguments)."""
-    if not isinstance(reply, ModelReply):
-        return f"complete() returned {type(reply).__name__}, not a ModelReply"
-    if not isinstance(reply.content, list):
-        return f"its content is {type(reply.content).__name__}, not a list of content blocks"
-    parts: list[Part] = []
-    for block in reply.content:
-        if not isinstance(block, dict):
-            return f"a content block is {type(block).__name__}, not a dict"
-        if block.get("type") == "tool_use":
-            if "id" not in block or "name" not in block:
-                return f"a tool_use block has no {'id' if 'id' not in block else 'name'}"
-            if not isinstance(block.get("input") or {}, dict):
-                given = type(block["input"]).__name__
-                return f"tool call {block['name']!r}: its input is {given}, not an object"
-        parts.append(part_of(block))
-    return tuple(parts)
+def unreadable(obs: RunObserver, error: UnreadableReply) -> Stop:
+    """The model call gave a reply the loop cannot read: the observer sees why, and the run ends."""
+    obs.model_ended(None, error)
+    return invalid_reply(str(error))
 
 
 def taken(agent: Agent, run: RunState, reply: ModelReply, parts: tuple[Part, ...]) -> Reply | Stop:
@@ -547,7 +533,7 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
 
 
 def reply_entry(reply: ModelReply, parts: tuple[Part, ...]) -> Reply:
-    """The journal entry for a model reply whose content reads as `parts` (`parts_of`)."""
+    """The journal entry for a model reply whose content reads as `parts` (`ModelReply.parts`)."""
     extra = reply.extra  # mostly empty: no cache counts to read from it
     read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
     write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0

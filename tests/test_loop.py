@@ -39,9 +39,9 @@ from agent import (
     predicate,
     tool,
 )
-from agent.journal import Answer, Approval, Journal, Reply, Result, Suspended
+from agent.journal import Answer, Approval, Call, Journal, Opaque, Reply, Result, Suspended, Text
 from agent.models._messages import messages_of
-from agent.models.base import ModelReply, ModelRequest
+from agent.models.base import ModelReply, ModelRequest, UnreadableReply
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 from agent.policies import MAX_RETRY_AFTER
 from agent.snapshot import Checkpoint, SnapshotKind
@@ -1739,6 +1739,36 @@ def test_a_reply_the_loop_cannot_read_ends_the_run_saying_what_is_wrong(returned
     result = Agent("a", _Returns(returned), tools=[search]).run("task")
     assert (result.reason, result.error_type) == (StopReason.ERROR, "invalid_reply")
     assert says in result.note
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("done", "its content is str, not a list of content blocks"),
+        (["done"], "a content block is str, not a dict"),
+        ([{"type": "tool_use", "name": "search", "input": {}}], "a tool_use block has no id"),
+        ([{"type": "tool_use", "id": "t1", "input": {}}], "a tool_use block has no name"),
+        ([{"type": "tool_use", "id": "t1", "name": "search", "input": "x"}], "its input is str"),
+    ],
+)
+def test_a_replys_parts_refuse_content_the_journal_cannot_read(content, says):
+    """The seam between an adapter and the loop: `ModelReply.parts` reads the provider's blocks into
+    journal parts, or raises naming what is wrong (the loop ends the run as `invalid_reply` with it)."""
+    with pytest.raises(UnreadableReply, match=re.escape(says)) as raised:
+        ModelReply(content=content).parts  # noqa: B018
+    assert raised.value.error_type == "invalid_reply"
+
+
+def test_a_replys_parts_are_typed_with_the_providers_own_fields_kept():
+    cited = {"type": "text", "text": "Paris.", "citations": [{"url": "u"}], "cache_control": {"type": "x"}}
+    thinking = {"type": "thinking", "thinking": "hm", "signature": "s"}
+    used = {"type": "tool_use", "id": "t1", "name": "search", "input": None}
+    parts = ModelReply(content=[thinking, cited, used]).parts
+    assert parts == (
+        Opaque(thinking),
+        Text("Paris.", {"citations": [{"url": "u"}]}),  # a request's cache breakpoint is not the model's
+        Call("t1", "search", {}),
+    )
 
 
 def test_a_reply_with_two_tool_calls_of_one_id_ends_the_run_before_either_runs(make_agent):

@@ -3,7 +3,8 @@
 A request carries the run's journal; each adapter turns it into its own
 format at the edge (`messages` gives the Messages API's layout, which the
 Anthropic adapter and the scripted model read). A reply's `content` uses the
-same block layout as plain JSON-ready dicts; `parts` gives the journal's parts.
+same block layout as plain JSON-ready dicts; `parts` reads them into the journal's
+parts, and refuses content it cannot read (`UnreadableReply`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 from agent._frozen import fast_init
+from agent.errors import ModelError
 from agent.journal import Call as ToolCall  # one tool call: the journal's own type
 from agent.journal import Entry, Part, Reply
 from agent.models._messages import messages_of, part_of
@@ -128,8 +130,25 @@ class ModelReply:
 
     @property
     def parts(self) -> tuple[Part, ...]:
-        """The content as journal parts."""
-        return tuple(map(part_of, self.content))
+        """The content as journal parts, read and checked in one pass (a turn reads it once).
+
+        Raises `UnreadableReply`, saying what is wrong, for content the journal cannot keep: not a
+        list of block dicts, or a tool call without an id or a name, or whose input is no object."""
+        content = self.content
+        if not isinstance(content, list):
+            raise UnreadableReply(f"its content is {type(content).__name__}, not a list of content blocks")
+        parts: list[Part] = []
+        for block in content:
+            if not isinstance(block, dict):
+                raise UnreadableReply(f"a content block is {type(block).__name__}, not a dict")
+            if block.get("type") == "tool_use":  # checked in line: no call a block
+                if "id" not in block or "name" not in block:
+                    raise UnreadableReply(f"a tool_use block has no {'id' if 'id' not in block else 'name'}")
+                if not isinstance(block.get("input") or {}, dict):
+                    given = type(block["input"]).__name__
+                    raise UnreadableReply(f"tool call {block['name']!r}: its input is {given}, not an object")
+            parts.append(part_of(block))
+        return tuple(parts)
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -138,6 +157,14 @@ class ModelReply:
             for b in self.content
             if b.get("type") == "tool_use"
         ]
+
+
+class UnreadableReply(ModelError):
+    """A model adapter's reply the loop cannot read (an adapter's bug); the message says what is
+    wrong. The run ends as error (`invalid_reply`)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem, error_type="invalid_reply")
 
 
 @runtime_checkable
