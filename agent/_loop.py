@@ -150,7 +150,17 @@ class Suspend:
     suspension: Suspension
 
 
+@fast_init
+@dataclass(frozen=True)
+class Rejected:
+    """A call's step: a `done` the verifiers rejected. Its result (why) goes back to the model, and
+    its turn's signal is `done_rejected`: a fact of the step, never read from the result's words."""
+
+    result: Result
+
+
 Decision = Continue | Stop | Suspend
+Step = Result | Rejected | Stop | Suspend  # what answering one call did
 _GO_ON = {s: Continue(s) for s in TurnSignal}  # a decision is a value: one of each, made once
 
 
@@ -578,26 +588,31 @@ async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: 
     signal = TurnSignal.TOOL_USE
     for i, call in enumerate(calls):
         step = await handle_call(agent, run, call, obs)
-        if isinstance(step, Suspend):
-            for later in calls[i + 1 :]:
-                run.record(Result(later.id, NOT_RUN, is_error=True))
-            run.record(Suspended(step.suspension))
-            return step
-        if isinstance(step, Stop):
-            return step
-        if call.name == FINISH_TOOL and step.text.startswith(REJECTED):  # not an answer, nor a bad finish
-            signal = TurnSignal.DONE_REJECTED
+        if not isinstance(step, Result):  # most steps are a result: one check
+            if isinstance(step, (Stop, Suspend)):
+                return ends_turn(run, step, calls[i + 1 :])
+            signal = TurnSignal.DONE_REJECTED  # a `done` the verifiers rejected: the model is told why
+            step = step.result
         run.record(step)
         if i < len(calls) - 1:
             checkpoint(agent, run)
     return _GO_ON[signal]
 
 
+def ends_turn(run: RunState, step: Stop | Suspend, later: Sequence[Call]) -> Stop | Suspend:
+    """A stop ends the turn as it is; a suspension records the calls after it as not run, then itself."""
+    if isinstance(step, Suspend):
+        for call in later:
+            run.record(Result(call.id, NOT_RUN, is_error=True))
+        run.record(Suspended(step.suspension))
+    return step
+
+
 def _is_finish(call: Call) -> bool:
     return call.name == FINISH_TOOL
 
 
-async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:
+async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Step:
     """One call: an answered one, `finish`, an unknown tool, a tool needing approval, or a tool to run."""
     if (answered := run.journal.answer_for(call.id)) is not None:
         return await apply_answer(agent, run, call, answered, obs)
@@ -668,7 +683,7 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
     return result
 
 
-async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:
+async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Step:
     """The model's signal: done is verified, give_up stops, need_help suspends."""
     signal = parse_finish(call.arguments)
     if isinstance(signal, str):
@@ -681,7 +696,9 @@ async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -
     return await verify(agent, run, signal, call, obs)
 
 
-async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: RunObserver) -> Result | Stop:
+async def verify(
+    agent: Agent, run: RunState, signal: Signal, call: Call, obs: RunObserver
+) -> Rejected | Stop:
     """Run every verifier; a failure goes back to the model as the finish result."""
     try:
         verdict = await run_verifiers(agent.verifiers, run.ctx, run.seconds_left())
@@ -700,7 +717,7 @@ async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: R
     if not failures:
         return Stop(StopReason.SUCCESS, output=signal.note, verified=bool(agent.verifiers))
     run.failures.extend(failures)
-    return Result(call.id, REJECTED + "; ".join(failures), is_error=True)
+    return Rejected(Result(call.id, REJECTED + "; ".join(failures), is_error=True))
 
 
 # -- the end ---------------------------------------------------------------------------------------

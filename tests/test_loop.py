@@ -34,6 +34,7 @@ from agent import (
     StopReason,
     TransientModelError,
     TurnVerdict,
+    _loop,
     goal,
     invariant,
     predicate,
@@ -1313,9 +1314,13 @@ def test_finish_last_off_takes_the_calls_in_the_models_order(make_agent):
     assert files.files == {}  # the finish was accepted first: the later call never ran
 
 
-def test_only_a_done_the_verifiers_rejected_marks_its_turn_done_rejected(make_agent):
+@pytest.mark.parametrize("worded", [_loop.REJECTED, "Answer from a person: ", "Error: finish"])
+def test_only_a_done_the_verifiers_rejected_marks_its_turn_done_rejected(make_agent, monkeypatch, worded):
     """A person's answer to need_help and a malformed finish are results of `finish` too, but no
-    `done` was rejected: their turns are tool_use."""
+    `done` was rejected: their turns are tool_use. The signal is a fact of the step, not read from
+    the result's words: were a rejection worded as an answer or a malformed finish begins, those
+    turns would still be tool_use (they were done_rejected when the loop read the text)."""
+    monkeypatch.setattr(_loop, "REJECTED", worded)
     hooks = RecordingHooks()
     agent = make_agent(
         [finish("need_help", "Which region?")],
@@ -1333,6 +1338,7 @@ def test_only_a_done_the_verifiers_rejected_marks_its_turn_done_rejected(make_ag
     assert signals[1] == (1, "tool_use")  # the answered turn, continued
     assert signals[2] == (2, "tool_use")  # the malformed finish
     assert signals[3] == (3, "done_rejected")  # nothing was looked up
+    assert results_seen(agent)[-1]["content"].startswith(worded)  # the rejection, as worded
 
 
 # -- transient model errors and retries ------------------------------------------------------
