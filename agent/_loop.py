@@ -18,7 +18,7 @@ from enum import StrEnum
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent._codec import MOST, unkept
+from agent._codec import unkept
 from agent._frozen import fast_init
 from agent._state import RunState
 from agent.checks import TurnVerdict
@@ -28,7 +28,6 @@ from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
 from agent.journal import (
-    NO_DATA,
     Answer,
     Answered,
     Call,
@@ -41,7 +40,7 @@ from agent.journal import (
     Stopped,
     Suspended,
 )
-from agent.models.base import PROVIDER_DATA, ModelReply, ModelRequest, UnreadableReply, recording_cut_calls
+from agent.models.base import ModelReply, ModelRequest, UnreadableReply, recording_cut_calls
 from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
@@ -397,10 +396,10 @@ def taken(agent: Agent, run: RunState, reply: ModelReply, parts: tuple[Part, ...
     """The reply (its content read as `parts`) as a journal entry, its usage charged; or an error
     stop when the journal cannot keep it (see `invalid_reply`; token counts that are no counts are
     not charged either)."""
-    if (problem := uncounted(reply)) is not None:
+    if (problem := reply.uncounted()) is not None:
         return invalid_reply(problem)
     run.add_usage(agent.prices.usage_of(agent.model.name, reply))  # `charge`, its counts checked above
-    entry = reply_entry(reply, parts)
+    entry = reply.entry(parts)
     return entry if (problem := unkept(entry)) is None else invalid_reply(problem)
 
 
@@ -412,27 +411,6 @@ def invalid_reply(problem: str) -> Stop:
         "must be JSON, and token counts whole numbers from 0 to 2**63 - 1."
     )
     return Stop(StopReason.ERROR, note=note, error_type="invalid_reply")
-
-
-def uncounted(reply: ModelReply) -> str | None:
-    """The first token count of `reply` that is no count (negative, a fraction, past 64 bits)."""
-    extra = reply.extra
-    a, b = reply.input_tokens, reply.output_tokens
-    c, d = reply.cache_read_input_tokens, reply.cache_creation_input_tokens
-    usual = not extra and type(a) is type(b) is type(c) is type(d) is int  # no extra counts
-    if usual and 0 <= a <= MOST and 0 <= b <= MOST and 0 <= c <= MOST and 0 <= d <= MOST:
-        return None  # the usual reply: every count a count
-    for name, value in (
-        ("input_tokens", reply.input_tokens),
-        ("output_tokens", reply.output_tokens),
-        ("cache_read_input_tokens", reply.cache_read_input_tokens),
-        ("cache_creation_input_tokens", reply.cache_creation_input_tokens),
-        ("extra cache_read_input_tokens", extra.get("cache_read_input_tokens") or 0),
-        ("extra cache_creation_input_tokens", extra.get("cache_creation_input_tokens") or 0),
-    ):
-        if type(value) is not int or not 0 <= value <= MOST:
-            return f"{name} is {value!r:.40}"
-    return None
 
 
 class _BudgetCut(Exception):
@@ -502,7 +480,7 @@ async def summarize(agent: Agent, run: RunState, obs: RunObserver, compaction: C
 def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
     """Count a model call's tokens and cost (cache reads and writes at their own prices); a call
     whose token counts are no counts is not counted (a warning says so: no store could hold them)."""
-    if (problem := uncounted(reply)) is not None:
+    if (problem := reply.uncounted()) is not None:
         log.warning("run %s: a model call's usage was not counted: %s", run.ctx.run_id, problem)
         return
     run.add_usage(agent.prices.usage_of(model, reply))
@@ -540,19 +518,6 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
             f"time budget ({left:.1f} s left): {exc}"
         )
     return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
-
-
-def reply_entry(reply: ModelReply, parts: tuple[Part, ...]) -> Reply:
-    """The journal entry for a model reply whose content reads as `parts` (`ModelReply.parts`)."""
-    extra = reply.extra  # mostly empty: no cache counts to read from it
-    read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
-    write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0
-    # by position (fields in order: parts, the four token counts, stop reason, model, response id, data)
-    r = reply
-    kept = (extra.get(PROVIDER_DATA) or NO_DATA) if extra else NO_DATA  # the reply's own: see `ModelReply`
-    return Reply(
-        parts, r.input_tokens, r.output_tokens, read, write, r.stop_reason, r.model, r.response_id, kept
-    )
 
 
 # -- 3, 4. the calls -------------------------------------------------------------------------------

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
+from agent._codec import MOST
 from agent._frozen import fast_init
 from agent.errors import ModelError
+from agent.journal import NO_DATA, Entry, Part, Reply
 from agent.journal import Call as ToolCall  # one tool call: the journal's own type
-from agent.journal import Entry, Part, Reply
 from agent.models._messages import messages_of, part_of
 
 Message = dict[str, Any]
@@ -149,6 +150,47 @@ class ModelReply:
                     raise UnreadableReply(f"tool call {block['name']!r}: its input is {given}, not an object")
             parts.append(part_of(block))
         return tuple(parts)
+
+    def uncounted(self) -> str | None:
+        """The first token count of this reply that is no count (negative, a fraction, past 64 bits:
+        no store could keep it), None when every count is one."""
+        extra = self.extra
+        a, b = self.input_tokens, self.output_tokens
+        c, d = self.cache_read_input_tokens, self.cache_creation_input_tokens
+        usual = not extra and type(a) is type(b) is type(c) is type(d) is int  # no extra counts
+        if usual and 0 <= a <= MOST and 0 <= b <= MOST and 0 <= c <= MOST and 0 <= d <= MOST:
+            return None  # the usual reply: every count a count
+        for name, value in (
+            ("input_tokens", a),
+            ("output_tokens", b),
+            ("cache_read_input_tokens", c),
+            ("cache_creation_input_tokens", d),
+            ("extra cache_read_input_tokens", extra.get("cache_read_input_tokens") or 0),
+            ("extra cache_creation_input_tokens", extra.get("cache_creation_input_tokens") or 0),
+        ):
+            if type(value) is not int or not 0 <= value <= MOST:
+                return f"{name} is {value!r:.40}"
+        return None
+
+    def entry(self, parts: tuple[Part, ...]) -> Reply:
+        """The journal entry for this reply, its content read as `parts` (`parts`, read once a turn);
+        its counts checked first (`uncounted`)."""
+        extra = self.extra  # mostly empty: no cache counts to read from it
+        read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
+        write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0
+        kept = (extra.get(PROVIDER_DATA) or NO_DATA) if extra else NO_DATA  # the reply's own (see above)
+        # by position (fields in order: parts, the four token counts, stop reason, model, response id, data)
+        return Reply(
+            parts,
+            self.input_tokens,
+            self.output_tokens,
+            read,
+            write,
+            self.stop_reason,
+            self.model,
+            self.response_id,
+            kept,
+        )
 
     @property
     def tool_calls(self) -> list[ToolCall]:
