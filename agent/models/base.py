@@ -173,8 +173,8 @@ class ModelReply:
         return None
 
     def entry(self, parts: tuple[Part, ...]) -> Reply:
-        """The journal entry for this reply, its content read as `parts` (`parts`, read once a turn);
-        its counts checked first (`uncounted`)."""
+        """The journal entry for this reply, its content read as `parts` (`parts`, read once a turn).
+        Check its counts first (`uncounted`): a cache count in `extra` that is no count fails here."""
         extra = self.extra  # mostly empty: no cache counts to read from it
         read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
         write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0
