@@ -18,7 +18,7 @@ from enum import StrEnum
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent._codec import MOST, unkept
+from agent._codec import unkept
 from agent._frozen import fast_init
 from agent._state import RunState
 from agent.checks import TurnVerdict
@@ -28,7 +28,6 @@ from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
 from agent.journal import (
-    NO_DATA,
     Answer,
     Answered,
     Call,
@@ -41,8 +40,7 @@ from agent.journal import (
     Stopped,
     Suspended,
 )
-from agent.models._messages import part_of
-from agent.models.base import PROVIDER_DATA, ModelReply, ModelRequest, recording_cut_calls
+from agent.models.base import ModelReply, ModelRequest, UnreadableReply, recording_cut_calls
 from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
@@ -151,7 +149,17 @@ class Suspend:
     suspension: Suspension
 
 
+@fast_init
+@dataclass(frozen=True)
+class Rejected:
+    """A call's step: a `done` the verifiers rejected. Its result (why) goes back to the model, and
+    its turn's signal is `done_rejected`: a fact of the step, never read from the result's words."""
+
+    result: Result
+
+
 Decision = Continue | Stop | Suspend
+Step = Result | Rejected | Stop | Suspend  # what answering one call did
 _GO_ON = {s: Continue(s) for s in TurnSignal}  # a decision is a value: one of each, made once
 
 
@@ -364,47 +372,34 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
         return received(agent, run, obs, reply)
 
 
-def received(agent: Agent, run: RunState, obs: RunObserver, reply: ModelReply) -> Reply | Stop:
+def received(agent: Agent, run: RunState, obs: RunObserver, reply: object) -> Reply | Stop:
     """A reply came: the observer sees it, then the journal takes it. A reply the loop cannot read
     (an adapter's bug) ends the run as `invalid_reply`, saying what is wrong, not with a TypeError."""
-    parts = parts_of(reply)
-    if isinstance(parts, str):
-        obs.model_ended(None, ModelError(parts, error_type="invalid_reply"))
-        return invalid_reply(parts)
+    if not isinstance(reply, ModelReply):
+        problem = f"complete() returned {type(reply).__name__}, not a ModelReply"
+        return unreadable(obs, UnreadableReply(problem))
+    try:
+        parts = reply.parts  # read and checked in one pass
+    except UnreadableReply as exc:
+        return unreadable(obs, exc)
     obs.model_ended(reply, None)
     return taken(agent, run, reply, parts)
 
 
-def parts_of(reply: object) -> tuple[Part, ...] | str:
-    """The content of `reply` as journal parts, read and checked in one pass; or what makes `reply`
-    no `ModelReply` the loop can read (content a list of block dicts, a tool call with an id, a name
-    and an object of arguments)."""
-    if not isinstance(reply, ModelReply):
-        return f"complete() returned {type(reply).__name__}, not a ModelReply"
-    if not isinstance(reply.content, list):
-        return f"its content is {type(reply.content).__name__}, not a list of content blocks"
-    parts: list[Part] = []
-    for block in reply.content:
-        if not isinstance(block, dict):
-            return f"a content block is {type(block).__name__}, not a dict"
-        if block.get("type") == "tool_use":
-            if "id" not in block or "name" not in block:
-                return f"a tool_use block has no {'id' if 'id' not in block else 'name'}"
-            if not isinstance(block.get("input") or {}, dict):
-                given = type(block["input"]).__name__
-                return f"tool call {block['name']!r}: its input is {given}, not an object"
-        parts.append(part_of(block))
-    return tuple(parts)
+def unreadable(obs: RunObserver, error: UnreadableReply) -> Stop:
+    """The model call gave a reply the loop cannot read: the observer sees why, and the run ends."""
+    obs.model_ended(None, error)
+    return invalid_reply(str(error))
 
 
 def taken(agent: Agent, run: RunState, reply: ModelReply, parts: tuple[Part, ...]) -> Reply | Stop:
     """The reply (its content read as `parts`) as a journal entry, its usage charged; or an error
     stop when the journal cannot keep it (see `invalid_reply`; token counts that are no counts are
     not charged either)."""
-    if (problem := uncounted(reply)) is not None:
+    if (problem := reply.uncounted()) is not None:
         return invalid_reply(problem)
     run.add_usage(agent.prices.usage_of(agent.model.name, reply))  # `charge`, its counts checked above
-    entry = reply_entry(reply, parts)
+    entry = reply.entry(parts)
     return entry if (problem := unkept(entry)) is None else invalid_reply(problem)
 
 
@@ -416,27 +411,6 @@ def invalid_reply(problem: str) -> Stop:
         "must be JSON, and token counts whole numbers from 0 to 2**63 - 1."
     )
     return Stop(StopReason.ERROR, note=note, error_type="invalid_reply")
-
-
-def uncounted(reply: ModelReply) -> str | None:
-    """The first token count of `reply` that is no count (negative, a fraction, past 64 bits)."""
-    extra = reply.extra
-    a, b = reply.input_tokens, reply.output_tokens
-    c, d = reply.cache_read_input_tokens, reply.cache_creation_input_tokens
-    usual = not extra and type(a) is type(b) is type(c) is type(d) is int  # no extra counts
-    if usual and 0 <= a <= MOST and 0 <= b <= MOST and 0 <= c <= MOST and 0 <= d <= MOST:
-        return None  # the usual reply: every count a count
-    for name, value in (
-        ("input_tokens", reply.input_tokens),
-        ("output_tokens", reply.output_tokens),
-        ("cache_read_input_tokens", reply.cache_read_input_tokens),
-        ("cache_creation_input_tokens", reply.cache_creation_input_tokens),
-        ("extra cache_read_input_tokens", extra.get("cache_read_input_tokens") or 0),
-        ("extra cache_creation_input_tokens", extra.get("cache_creation_input_tokens") or 0),
-    ):
-        if type(value) is not int or not 0 <= value <= MOST:
-            return f"{name} is {value!r:.40}"
-    return None
 
 
 class _BudgetCut(Exception):
@@ -506,7 +480,7 @@ async def summarize(agent: Agent, run: RunState, obs: RunObserver, compaction: C
 def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
     """Count a model call's tokens and cost (cache reads and writes at their own prices); a call
     whose token counts are no counts is not counted (a warning says so: no store could hold them)."""
-    if (problem := uncounted(reply)) is not None:
+    if (problem := reply.uncounted()) is not None:
         log.warning("run %s: a model call's usage was not counted: %s", run.ctx.run_id, problem)
         return
     run.add_usage(agent.prices.usage_of(model, reply))
@@ -546,19 +520,6 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
     return Stop(StopReason.ERROR, note=note, error_type=exc.error_type)
 
 
-def reply_entry(reply: ModelReply, parts: tuple[Part, ...]) -> Reply:
-    """The journal entry for a model reply whose content reads as `parts` (`parts_of`)."""
-    extra = reply.extra  # mostly empty: no cache counts to read from it
-    read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
-    write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0
-    # by position (fields in order: parts, the four token counts, stop reason, model, response id, data)
-    r = reply
-    kept = (extra.get(PROVIDER_DATA) or NO_DATA) if extra else NO_DATA  # the reply's own: see `ModelReply`
-    return Reply(
-        parts, r.input_tokens, r.output_tokens, read, write, r.stop_reason, r.model, r.response_id, kept
-    )
-
-
 # -- 3, 4. the calls -------------------------------------------------------------------------------
 
 
@@ -592,26 +553,31 @@ async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: 
     signal = TurnSignal.TOOL_USE
     for i, call in enumerate(calls):
         step = await handle_call(agent, run, call, obs)
-        if isinstance(step, Suspend):
-            for later in calls[i + 1 :]:
-                run.record(Result(later.id, NOT_RUN, is_error=True))
-            run.record(Suspended(step.suspension))
-            return step
-        if isinstance(step, Stop):
-            return step
-        if call.name == FINISH_TOOL and step.text.startswith(REJECTED):  # not an answer, nor a bad finish
-            signal = TurnSignal.DONE_REJECTED
+        if not isinstance(step, Result):  # most steps are a result: one check
+            if isinstance(step, (Stop, Suspend)):
+                return ends_turn(run, step, calls[i + 1 :])
+            signal = TurnSignal.DONE_REJECTED  # a `done` the verifiers rejected: the model is told why
+            step = step.result
         run.record(step)
         if i < len(calls) - 1:
             checkpoint(agent, run)
     return _GO_ON[signal]
 
 
+def ends_turn(run: RunState, step: Stop | Suspend, later: Sequence[Call]) -> Stop | Suspend:
+    """A stop ends the turn as it is; a suspension records the calls after it as not run, then itself."""
+    if isinstance(step, Suspend):
+        for call in later:
+            run.record(Result(call.id, NOT_RUN, is_error=True))
+        run.record(Suspended(step.suspension))
+    return step
+
+
 def _is_finish(call: Call) -> bool:
     return call.name == FINISH_TOOL
 
 
-async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:
+async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Step:
     """One call: an answered one, `finish`, an unknown tool, a tool needing approval, or a tool to run."""
     if (answered := run.journal.answer_for(call.id)) is not None:
         return await apply_answer(agent, run, call, answered, obs)
@@ -682,7 +648,7 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
     return result
 
 
-async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Result | Stop | Suspend:
+async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Step:
     """The model's signal: done is verified, give_up stops, need_help suspends."""
     signal = parse_finish(call.arguments)
     if isinstance(signal, str):
@@ -695,7 +661,9 @@ async def on_finish(agent: Agent, run: RunState, call: Call, obs: RunObserver) -
     return await verify(agent, run, signal, call, obs)
 
 
-async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: RunObserver) -> Result | Stop:
+async def verify(
+    agent: Agent, run: RunState, signal: Signal, call: Call, obs: RunObserver
+) -> Rejected | Stop:
     """Run every verifier; a failure goes back to the model as the finish result."""
     try:
         verdict = await run_verifiers(agent.verifiers, run.ctx, run.seconds_left())
@@ -714,7 +682,7 @@ async def verify(agent: Agent, run: RunState, signal: Signal, call: Call, obs: R
     if not failures:
         return Stop(StopReason.SUCCESS, output=signal.note, verified=bool(agent.verifiers))
     run.failures.extend(failures)
-    return Result(call.id, REJECTED + "; ".join(failures), is_error=True)
+    return Rejected(Result(call.id, REJECTED + "; ".join(failures), is_error=True))
 
 
 # -- the end ---------------------------------------------------------------------------------------

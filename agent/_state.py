@@ -97,6 +97,10 @@ class RunState:
     # -- saving -----------------------------------------------------------------------------
 
     def snapshot(self, kind: SnapshotKind) -> Snapshot:
+        """The whole run as it stands: its journal, usage and state."""
+        return self._head(kind, list(self.ctx.journal.entries), self.saveable_state())
+
+    def _head(self, kind: SnapshotKind, journal: list[Entry], state: dict[str, Any]) -> Snapshot:
         ctx = self.ctx
         return Snapshot(
             run_id=ctx.run_id,
@@ -104,9 +108,9 @@ class RunState:
             task_type=ctx.task_type,
             kind=kind,
             segment=self.segment,
-            journal=list(ctx.journal.entries),
+            journal=journal,
             usage=self.tick().copy(),
-            state=self.saveable_state(),
+            state=state,
             verifier_failures=list(self.failures),
             trace_id=self.trace_id,
             span_id=self.span_id,
@@ -153,22 +157,8 @@ class RunState:
         """The entries not yet saved and the head beside them; they count as saved from now on.
         `strict`: a state JSON cannot hold is a `ConfigError`, raised before anything counts as saved."""
         state = self.saveable_state(strict)
-        ctx, first = self.ctx, self.saved
-        self.saved = len(ctx.journal)
-        head = Snapshot(
-            run_id=ctx.run_id,
-            agent=ctx.agent,
-            task_type=ctx.task_type,
-            kind=kind,
-            segment=self.segment,
-            journal=[],
-            usage=self.tick().copy(),
-            state=state,
-            verifier_failures=list(self.failures),
-            trace_id=self.trace_id,
-            span_id=self.span_id,
-        )
-        return Checkpoint(head, first, list(ctx.journal.since(first)))
+        first, self.saved = self.saved, len(self.ctx.journal)
+        return Checkpoint(self._head(kind, [], state), first, list(self.ctx.journal.since(first)))
 
     def result(
         self,

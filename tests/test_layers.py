@@ -78,6 +78,23 @@ def test_the_core_imports_nothing_built_on_it() -> None:
     assert {k: v for k, v in reaching.items() if v} == {}
 
 
+PROVIDER_FORMATS = ("agent.models._messages", "agent.models.anthropic", "agent.models.scripted", "anthropic")
+
+
+def test_the_core_speaks_no_provider_format() -> None:
+    """Provider formats live at the edge: the loop and its small objects read a model's reply through
+    `agent.models.base` (`ModelReply.parts`), never a provider's layout, adapter or SDK."""
+    reaching = {
+        name: sorted(i for i in imports_of(path) if i.startswith(PROVIDER_FORMATS))
+        for name, path in modules().items()
+        if name.count(".") == 1
+        and name.startswith("agent.")
+        and not name.startswith(ABOVE_THE_CORE)
+        and name != "agent.models"  # the adapters' package, which re-exports the scripted model
+    }
+    assert {k: v for k, v in reaching.items() if v} == {}
+
+
 def test_no_import_cycles() -> None:
     """No chain of module-level imports leads back to where it started (package `__init__`s aside)."""
     mods = modules()

@@ -34,14 +34,15 @@ from agent import (
     StopReason,
     TransientModelError,
     TurnVerdict,
+    _loop,
     goal,
     invariant,
     predicate,
     tool,
 )
-from agent.journal import Answer, Approval, Journal, Reply, Result, Suspended
+from agent.journal import Answer, Approval, Call, Journal, Opaque, Reply, Result, Suspended, Text
 from agent.models._messages import messages_of
-from agent.models.base import ModelReply, ModelRequest
+from agent.models.base import ModelReply, ModelRequest, UnreadableReply
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 from agent.policies import MAX_RETRY_AFTER
 from agent.snapshot import Checkpoint, SnapshotKind
@@ -1313,9 +1314,13 @@ def test_finish_last_off_takes_the_calls_in_the_models_order(make_agent):
     assert files.files == {}  # the finish was accepted first: the later call never ran
 
 
-def test_only_a_done_the_verifiers_rejected_marks_its_turn_done_rejected(make_agent):
+@pytest.mark.parametrize("worded", [_loop.REJECTED, "Answer from a person: ", "Error: finish"])
+def test_only_a_done_the_verifiers_rejected_marks_its_turn_done_rejected(make_agent, monkeypatch, worded):
     """A person's answer to need_help and a malformed finish are results of `finish` too, but no
-    `done` was rejected: their turns are tool_use."""
+    `done` was rejected: their turns are tool_use. The signal is a fact of the step, not read from
+    the result's words: were a rejection worded as an answer or a malformed finish begins, those
+    turns would still be tool_use (they were done_rejected when the loop read the text)."""
+    monkeypatch.setattr(_loop, "REJECTED", worded)
     hooks = RecordingHooks()
     agent = make_agent(
         [finish("need_help", "Which region?")],
@@ -1333,6 +1338,7 @@ def test_only_a_done_the_verifiers_rejected_marks_its_turn_done_rejected(make_ag
     assert signals[1] == (1, "tool_use")  # the answered turn, continued
     assert signals[2] == (2, "tool_use")  # the malformed finish
     assert signals[3] == (3, "done_rejected")  # nothing was looked up
+    assert results_seen(agent)[-1]["content"].startswith(worded)  # the rejection, as worded
 
 
 # -- transient model errors and retries ------------------------------------------------------
@@ -1739,6 +1745,36 @@ def test_a_reply_the_loop_cannot_read_ends_the_run_saying_what_is_wrong(returned
     result = Agent("a", _Returns(returned), tools=[search]).run("task")
     assert (result.reason, result.error_type) == (StopReason.ERROR, "invalid_reply")
     assert says in result.note
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("done", "its content is str, not a list of content blocks"),
+        (["done"], "a content block is str, not a dict"),
+        ([{"type": "tool_use", "name": "search", "input": {}}], "a tool_use block has no id"),
+        ([{"type": "tool_use", "id": "t1", "input": {}}], "a tool_use block has no name"),
+        ([{"type": "tool_use", "id": "t1", "name": "search", "input": "x"}], "its input is str"),
+    ],
+)
+def test_a_replys_parts_refuse_content_the_journal_cannot_read(content, says):
+    """The seam between an adapter and the loop: `ModelReply.parts` reads the provider's blocks into
+    journal parts, or raises naming what is wrong (the loop ends the run as `invalid_reply` with it)."""
+    with pytest.raises(UnreadableReply, match=re.escape(says)) as raised:
+        ModelReply(content=content).parts  # noqa: B018
+    assert raised.value.error_type == "invalid_reply"
+
+
+def test_a_replys_parts_are_typed_with_the_providers_own_fields_kept():
+    cited = {"type": "text", "text": "Paris.", "citations": [{"url": "u"}], "cache_control": {"type": "x"}}
+    thinking = {"type": "thinking", "thinking": "hm", "signature": "s"}
+    used = {"type": "tool_use", "id": "t1", "name": "search", "input": None}
+    parts = ModelReply(content=[thinking, cited, used]).parts
+    assert parts == (
+        Opaque(thinking),
+        Text("Paris.", {"citations": [{"url": "u"}]}),  # a request's cache breakpoint is not the model's
+        Call("t1", "search", {}),
+    )
 
 
 def test_a_reply_with_two_tool_calls_of_one_id_ends_the_run_before_either_runs(make_agent):

@@ -3,7 +3,8 @@
 A request carries the run's journal; each adapter turns it into its own
 format at the edge (`messages` gives the Messages API's layout, which the
 Anthropic adapter and the scripted model read). A reply's `content` uses the
-same block layout as plain JSON-ready dicts; `parts` gives the journal's parts.
+same block layout as plain JSON-ready dicts; `parts` reads them into the journal's
+parts, and refuses content it cannot read (`UnreadableReply`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
+from agent._codec import MOST
 from agent._frozen import fast_init
+from agent.errors import ModelError
+from agent.journal import NO_DATA, Entry, Part, Reply
 from agent.journal import Call as ToolCall  # one tool call: the journal's own type
-from agent.journal import Entry, Part, Reply
 from agent.models._messages import messages_of, part_of
 
 Message = dict[str, Any]
@@ -128,8 +131,66 @@ class ModelReply:
 
     @property
     def parts(self) -> tuple[Part, ...]:
-        """The content as journal parts."""
-        return tuple(map(part_of, self.content))
+        """The content as journal parts, read and checked in one pass (a turn reads it once).
+
+        Raises `UnreadableReply`, saying what is wrong, for content the journal cannot keep: not a
+        list of block dicts, or a tool call without an id or a name, or whose input is no object."""
+        content = self.content
+        if not isinstance(content, list):
+            raise UnreadableReply(f"its content is {type(content).__name__}, not a list of content blocks")
+        parts: list[Part] = []
+        for block in content:
+            if not isinstance(block, dict):
+                raise UnreadableReply(f"a content block is {type(block).__name__}, not a dict")
+            if block.get("type") == "tool_use":  # checked in line: no call a block
+                if "id" not in block or "name" not in block:
+                    raise UnreadableReply(f"a tool_use block has no {'id' if 'id' not in block else 'name'}")
+                if not isinstance(block.get("input") or {}, dict):
+                    given = type(block["input"]).__name__
+                    raise UnreadableReply(f"tool call {block['name']!r}: its input is {given}, not an object")
+            parts.append(part_of(block))
+        return tuple(parts)
+
+    def uncounted(self) -> str | None:
+        """The first token count of this reply that is no count (negative, a fraction, past 64 bits:
+        no store could keep it), None when every count is one."""
+        extra = self.extra
+        a, b = self.input_tokens, self.output_tokens
+        c, d = self.cache_read_input_tokens, self.cache_creation_input_tokens
+        usual = not extra and type(a) is type(b) is type(c) is type(d) is int  # no extra counts
+        if usual and 0 <= a <= MOST and 0 <= b <= MOST and 0 <= c <= MOST and 0 <= d <= MOST:
+            return None  # the usual reply: every count a count
+        for name, value in (
+            ("input_tokens", a),
+            ("output_tokens", b),
+            ("cache_read_input_tokens", c),
+            ("cache_creation_input_tokens", d),
+            ("extra cache_read_input_tokens", extra.get("cache_read_input_tokens") or 0),
+            ("extra cache_creation_input_tokens", extra.get("cache_creation_input_tokens") or 0),
+        ):
+            if type(value) is not int or not 0 <= value <= MOST:
+                return f"{name} is {value!r:.40}"
+        return None
+
+    def entry(self, parts: tuple[Part, ...]) -> Reply:
+        """The journal entry for this reply, its content read as `parts` (`parts`, read once a turn).
+        Check its counts first (`uncounted`): a cache count in `extra` that is no count fails here."""
+        extra = self.extra  # mostly empty: no cache counts to read from it
+        read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
+        write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0
+        kept = (extra.get(PROVIDER_DATA) or NO_DATA) if extra else NO_DATA  # the reply's own (see above)
+        # by position (fields in order: parts, the four token counts, stop reason, model, response id, data)
+        return Reply(
+            parts,
+            self.input_tokens,
+            self.output_tokens,
+            read,
+            write,
+            self.stop_reason,
+            self.model,
+            self.response_id,
+            kept,
+        )
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -138,6 +199,14 @@ class ModelReply:
             for b in self.content
             if b.get("type") == "tool_use"
         ]
+
+
+class UnreadableReply(ModelError):
+    """A model adapter's reply the loop cannot read (an adapter's bug); the message says what is
+    wrong. The run ends as error (`invalid_reply`)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem, error_type="invalid_reply")
 
 
 @runtime_checkable
