@@ -57,6 +57,7 @@ class EndstateActivities:
             self.verify,
             self.verify_by_digest,
             self.cleanup,
+            self.ready,
         ]
 
     @activity.defn(name=w.PREPARE)
@@ -69,7 +70,7 @@ class EndstateActivities:
                 state = await asyncio.to_thread(entry.prepare, state, run["run_id"])
             agent = self._build({**run, "state": state})
         except ConfigError as exc:
-            raise ApplicationError(str(exc), type="ConfigError", non_retryable=True, category=BENIGN) from exc
+            raise _refused(str(exc)) from exc
         return {"state": state, "plan": w.plan_of(agent)}
 
     @activity.defn(name=w.MODEL)
@@ -188,6 +189,28 @@ class EndstateActivities:
             except Exception:
                 log.warning("cleanup of run %s failed", run["run_id"], exc_info=True)
 
+    @activity.defn(name=w.READY)
+    async def ready(self, check: dict[str, Any]) -> None:
+        """Refuse (a `ConfigError` failure) a reply to a waiting run that this worker could not go on
+        with: it has no agent of the run's name (a redeploy dropped or renamed it), or the approved call's
+        tool (`check["tool"]`) is gone. The reply is then not taken and the run waits still, as the store's
+        runner gives such a run back."""
+        run = check["run"]
+        waits = f"run {run['run_id']} still waits and the reply was not taken"
+        try:
+            agent = self._agents.get(run["run_id"]) or self._build(run)
+        except ConfigError as exc:
+            raise _refused(
+                f"this worker cannot go on with the run: {exc}. {waits}: deploy a worker whose catalog has "
+                f"agent {run['agent']!r} on this task queue, then reply again"
+            ) from exc
+        tool = check.get("tool")
+        if tool is not None and agent.tool_named(tool) is None:
+            raise _refused(
+                f"agent {run['agent']!r} has no tool {tool!r} any more, so the approved call cannot run; "
+                f"{waits}. Deploy a worker whose agent has that tool, then approve again, or deny the call"
+            )
+
     # -- the run's calls -----------------------------------------------
 
     def _lacking(self, missing: list[str]) -> dict[str, Any]:
@@ -219,7 +242,7 @@ class EndstateActivities:
         try:
             return self._build(run)
         except ConfigError as exc:
-            raise ApplicationError(str(exc), type="ConfigError", non_retryable=True, category=BENIGN) from exc
+            raise _refused(str(exc)) from exc
 
     def _build(self, run: dict[str, Any]) -> Agent:
         entry = self.catalog.entry(run["agent"])
@@ -268,6 +291,10 @@ async def _complete(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
 def _cancel_requested() -> bool:
     details = activity.cancellation_details()
     return details is not None and details.cancel_requested
+
+
+def _refused(message: str) -> ApplicationError:
+    return ApplicationError(message, type="ConfigError", non_retryable=True, category=BENIGN)
 
 
 def _failure(message: str, kind: str, details: dict[str, Any] | None = None) -> ApplicationError:

@@ -49,6 +49,9 @@ TOOL = "endstate.tool"
 VERIFY = "endstate.verify"
 VERIFY_BY_DIGEST = "endstate.verify.by-digest"  # its input names long texts by digest, as the model's
 CLEANUP = "endstate.cleanup"
+READY = (
+    "endstate.ready"  # a worker can go on with a waiting run: it has the run's agent (and the approved tool)
+)
 
 # update and query names
 ANSWER, APPROVE, DENY, SEGMENT = "answer", "approve", "deny", "segment"

@@ -328,8 +328,10 @@ def _status(status: WorkflowExecutionStatus | None, last: dict[str, Any], waitin
 
 def _refused(run_id: str, exc: WorkflowUpdateFailedError) -> Exception:
     cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
-    message = f"run {run_id}: {cause.message if cause else exc}; nothing was changed"
-    return AnswerError(message) if cause and cause.type == "AnswerError" else NotClaimable(message)
+    message = f"run {run_id}: {cause.message if cause else exc}"
+    message = message if message.endswith("nothing was changed") else f"{message}; nothing was changed"
+    kind = cause.type if cause else None
+    return {"AnswerError": AnswerError, "ConfigError": ConfigError}.get(kind or "", NotClaimable)(message)
 
 
 def _rpc_error(run_id: str, exc: RPCError) -> Exception:

@@ -39,6 +39,11 @@ with workflow.unsafe.imports_passed_through():
 # cut at once, the call in flight recorded as of unknown outcome, as they were.
 GRACEFUL_CANCEL = "endstate-cancel-at-the-next-turn"
 PREPARE_TIMEOUT = timedelta(minutes=5)
+# A reply to a waiting run is taken only once a worker has checked that it can go on with the run (it has
+# the run's agent, and the approved call's tool): else the reply is refused and the run waits still, as
+# the store's runner gives such a run back. Runs started before took every reply, as they did.
+REPLY_CHECKED = "endstate-reply-checked-by-a-worker"
+READY_TIMEOUT = timedelta(minutes=1)
 BEFORE = "The run was cancelled before it began."
 WAIT_CANCELLED = "The run was cancelled while it waited for a person; resume it to wait again."
 MEMO_TEXT = 2000  # characters of note and summary kept in the memo
@@ -78,6 +83,8 @@ class EndstateRun:
         self._reply: Reply | None = None
         self._done = False  # the run's last segment has ended: nobody waits for another
         self._cancel = CancelRequested()
+        self._ref: RunRef | None = None
+        self._checking = False  # a reply is being checked (see `REPLY_CHECKED`): another is refused
 
     @workflow.run
     async def run(self, start: dict[str, Any]) -> dict[str, Any]:
@@ -98,6 +105,7 @@ class EndstateRun:
         ref = RunRef(
             workflow.info().workflow_id, run["agent"], run["task"], run["plan"]["task_type"], run["state"]
         )
+        self._ref = ref
         agent = workflow_agent(run["plan"], ref, lookup(workflow.info().task_queue))
         result = await self._first_segment(agent, run)
         while True:
@@ -295,6 +303,8 @@ class EndstateRun:
 
     async def _take(self, reply: Reply, wait: bool) -> dict[str, Any]:
         seen = self._segments
+        if workflow.patched(REPLY_CHECKED):
+            await self._ready_for(reply)
         self._reply = reply
         if not wait:
             return {}
@@ -302,8 +312,40 @@ class EndstateRun:
         assert self._last is not None
         return fitted(self._last.to_dict())
 
+    async def _ready_for(self, reply: Reply) -> None:
+        """Refuse `reply` (a `ConfigError`, the run waiting still) unless a worker can go on with the run:
+        one that lacks the run's agent, or the approved call's tool, would end it as error, the reply
+        spent (a redeploy dropped or renamed them while the run waited)."""
+        waiting = self._waiting
+        assert waiting is not None and waiting.suspension is not None and waiting.snapshot is not None
+        assert self._ref is not None
+        pending = waiting.suspension.pending
+        check = {
+            "run": self._ref.wire(dict(waiting.snapshot.state)),
+            "tool": pending.name if pending is not None and reply.approved else None,
+        }
+        self._checking = True
+        try:
+            await workflow.execute_activity(
+                w.READY,
+                check,
+                start_to_close_timeout=READY_TIMEOUT,
+                retry_policy=TemporalRetry(maximum_attempts=3),
+            )
+        except ActivityError as exc:
+            cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
+            message = cause.message if cause else f"no worker could check the reply ({exc.cause or exc})"
+            raise ApplicationError(f"{message}; nothing was changed", type="ConfigError") from None
+        finally:
+            self._checking = False
+        if self._waiting is not waiting:  # its deadline passed, or it was cancelled, meanwhile
+            reason = self._last.reason if self._last else "running"
+            raise ApplicationError(f"the run stopped waiting meanwhile (it is {reason})", type="NotWaiting")
+
     def _expecting(self) -> str | None:
         """The pending tool's name, or None for a question; refuses when nothing waits."""
+        if self._checking:
+            raise ApplicationError("another reply to the run is being taken", type="NotWaiting")
         if self._waiting is None or self._reply is not None:
             reason = self._last.reason if self._last else "running"
             raise ApplicationError(f"the run is not waiting for a person (it is {reason})", type="NotWaiting")

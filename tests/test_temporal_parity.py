@@ -1,0 +1,108 @@
+"""A run on Temporal behaves as the same run does on the store's runner, where audit11 found they
+differ: a redeploy that dropped the run's agent, listing by task queue, a catalog entry's `cancel`,
+more budget for a limit stop. Against a real Temporal Server (the `temporal` dev server)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from temporal_server import TemporalServer
+from test_temporal_audit import BUILT, build, sent_results
+
+from agent import Agent
+from agent.durable.runner import Catalog
+from agent.durable.store import RunStatus
+from agent.errors import ConfigError
+from agent.result import RunResult
+from agent.temporal import TemporalRuns, build_worker
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def temporal() -> Iterator[TemporalServer]:
+    server = TemporalServer()
+    yield server
+    server.stop()
+
+
+def catalog(*names: str, **hooks: Any) -> Catalog:
+    """The audit tests' looker under each of `names`."""
+    c = Catalog()
+    for name in names:
+        c.register(name, build, **hooks)
+    return c
+
+
+def build_without_publish(state: dict[str, Any]) -> Agent:
+    """The looker as a redeploy left it: without its tool `publish`."""
+    agent = build(state)
+    return dataclasses.replace(agent, tools=[t for t in agent.tools if t.name != "publish"])
+
+
+@contextlib.asynccontextmanager
+async def worker(runs: TemporalRuns, agents: Catalog, **options: Any) -> AsyncIterator[TemporalRuns]:
+    options.setdefault("heartbeat_seconds", 2.0)
+    async with await build_worker(runs.client, agents, task_queue=runs.task_queue, **options):
+        yield runs
+
+
+async def connected(server: TemporalServer) -> TemporalRuns:
+    return await TemporalRuns.connect(server.address, task_queue=f"parity-{uuid.uuid4().hex[:8]}")
+
+
+def test_an_answer_to_a_run_whose_workers_lack_its_agent_is_refused_and_the_run_still_waits(
+    temporal: TemporalServer,
+) -> None:
+    # A redeploy dropped (or renamed) the agent while its run waited for a person. The answer was taken,
+    # the model's activity found no such agent, and the run ended as error: the answer spent, the run
+    # lost. The store's runner refuses the answer (ConfigError) and gives the run back, still waiting.
+    async def scenario() -> None:
+        runs = await connected(temporal)
+        async with worker(runs, catalog("looker")):
+            asked = await asyncio.wait_for(runs.start("looker", "Look it up.", state={"script": "ask"}), 30)
+        assert isinstance(asked, RunResult) and asked.reason == "need_help"
+        async with worker(runs, catalog("looker-v2")):  # the redeploy renamed it
+            with pytest.raises(ConfigError, match="'looker'.*deploy a worker"):
+                await asyncio.wait_for(runs.answer(asked.run_id, "That one."), 60)
+            with pytest.raises(ConfigError, match="'looker'"):
+                await asyncio.wait_for(runs.submit(asked.run_id, "That one."), 60)
+            record = await runs.record(asked.run_id)
+            assert record is not None and record.status is RunStatus.WAITING
+        async with worker(runs, catalog("looker")):  # deployed again: the same answer is taken
+            done = await asyncio.wait_for(runs.answer(asked.run_id, "That one."), 60)
+        assert (done.reason, done.turns) == ("success", 2)
+
+    asyncio.run(scenario())
+
+
+def test_an_approval_of_a_call_whose_tool_a_redeploy_dropped_is_refused_and_a_denial_is_taken(
+    temporal: TemporalServer,
+) -> None:
+    # The approval was taken and spent: the tool's activity said "this worker's agent has no tool", as a
+    # result for the model. The store's runner refuses it (`check_approved_tool`), the run still waiting
+    # for a redeploy or a denial.
+    async def scenario() -> None:
+        runs = await connected(temporal)
+        async with worker(runs, catalog("looker")):
+            asked = await asyncio.wait_for(runs.start("looker", "Publish.", state={"script": "publish"}), 30)
+        assert isinstance(asked, RunResult) and asked.reason == "need_help" and asked.suspension
+        assert asked.suspension.pending is not None and asked.suspension.pending.name == "publish"
+        dropped = Catalog()
+        dropped.register("looker", build_without_publish)
+        async with worker(runs, dropped):
+            with pytest.raises(ConfigError, match="no tool 'publish' any more.*or deny the call"):
+                await asyncio.wait_for(runs.approve(asked.run_id), 60)
+            record = await runs.record(asked.run_id)
+            assert record is not None and record.status is RunStatus.WAITING
+            done = await asyncio.wait_for(runs.deny(asked.run_id, "not now"), 60)
+        assert (done.reason, done.turns) == ("success", 2)
+        assert sent_results(BUILT[-1]) == [("Denied by a person: not now. Do not retry this call.", False)]
+
+    asyncio.run(scenario())
