@@ -53,8 +53,8 @@ async def worker(runs: TemporalRuns, agents: Catalog, **options: Any) -> AsyncIt
         yield runs
 
 
-async def connected(server: TemporalServer) -> TemporalRuns:
-    return await TemporalRuns.connect(server.address, task_queue=f"parity-{uuid.uuid4().hex[:8]}")
+async def connected(server: TemporalServer, suffix: str = "") -> TemporalRuns:
+    return await TemporalRuns.connect(server.address, task_queue=f"parity-{uuid.uuid4().hex[:8]}{suffix}")
 
 
 def test_an_answer_to_a_run_whose_workers_lack_its_agent_is_refused_and_the_run_still_waits(
@@ -69,7 +69,7 @@ def test_an_answer_to_a_run_whose_workers_lack_its_agent_is_refused_and_the_run_
             asked = await asyncio.wait_for(runs.start("looker", "Look it up.", state={"script": "ask"}), 30)
         assert isinstance(asked, RunResult) and asked.reason == "need_help"
         async with worker(runs, catalog("looker-v2")):  # the redeploy renamed it
-            with pytest.raises(ConfigError, match="'looker'.*deploy a worker"):
+            with pytest.raises(ConfigError, match=r"'looker'.*deploy a worker"):
                 await asyncio.wait_for(runs.answer(asked.run_id, "That one."), 60)
             with pytest.raises(ConfigError, match="'looker'"):
                 await asyncio.wait_for(runs.submit(asked.run_id, "That one."), 60)
@@ -97,12 +97,39 @@ def test_an_approval_of_a_call_whose_tool_a_redeploy_dropped_is_refused_and_a_de
         dropped = Catalog()
         dropped.register("looker", build_without_publish)
         async with worker(runs, dropped):
-            with pytest.raises(ConfigError, match="no tool 'publish' any more.*or deny the call"):
+            with pytest.raises(ConfigError, match=r"no tool 'publish' any more.*or deny the call"):
                 await asyncio.wait_for(runs.approve(asked.run_id), 60)
             record = await runs.record(asked.run_id)
             assert record is not None and record.status is RunStatus.WAITING
             done = await asyncio.wait_for(runs.deny(asked.run_id, "not now"), 60)
         assert (done.reason, done.turns) == ("success", 2)
         assert sent_results(BUILT[-1]) == [("Denied by a person: not now. Do not retry this call.", False)]
+
+    asyncio.run(scenario())
+
+
+async def listed(runs: TemporalRuns, run_id: str, status: RunStatus | None = None) -> bool:
+    return any(r.run_id == run_id for r in await runs.runs(status, limit=None))
+
+
+@pytest.mark.parametrize("suffix", ["", ' it\'s "odd" \\'])  # quotes the server's filter does not match
+def test_the_runs_listed_and_pending_are_those_of_the_clients_task_queue_only(
+    temporal: TemporalServer, suffix: str
+) -> None:
+    # `runs` and `pending` listed every Endstate workflow of the namespace: a client (the CLI's
+    # `--task-queue`, a service) showed, and offered to answer, the runs of other queues' workers.
+    async def scenario() -> None:
+        ours, theirs = await connected(temporal, suffix), await connected(temporal, suffix)
+        async with worker(theirs, catalog("looker")):
+            asked = await asyncio.wait_for(theirs.start("looker", "Look it up.", state={"script": "ask"}), 30)
+            assert isinstance(asked, RunResult) and asked.reason == "need_help"
+            for _ in range(600):  # visibility is eventually consistent: until the other queue lists it
+                if await listed(theirs, asked.run_id, RunStatus.WAITING):
+                    break
+                await asyncio.sleep(0.05)
+            assert [r.run_id for r in await theirs.pending()] == [asked.run_id]
+            assert not await listed(ours, asked.run_id)
+            assert not await listed(ours, asked.run_id, RunStatus.WAITING)
+            assert await ours.pending() == []
 
     asyncio.run(scenario())

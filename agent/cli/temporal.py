@@ -200,7 +200,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
 
     runs = await TemporalRuns.connect(args.temporal, args.namespace, args.task_queue)
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
-    pending = TemporalPending(args.temporal, args.namespace)
+    pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
     telemetry = Telemetry.from_env(pending=pending)
     telemetry.metrics.prepare_runs(declared_pairs(catalog) | await _waiting_pairs(pending))
     if args.metrics_port:

@@ -90,6 +90,21 @@ SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
 )
 
 
+def runs_query(task_queue: str | None) -> str:
+    """Temporal's list filter for Endstate's runs on `task_queue` (None: on every task queue). A name
+    with a quote or a backslash, which the server's filter does not match even escaped, is left out of
+    the filter: the caller keeps only that queue's executions (`on_queue`)."""
+    query = f"WorkflowType = '{WORKFLOW}'"
+    if task_queue is None or any(c in task_queue for c in "'\"\\"):
+        return query
+    return f"{query} AND TaskQueue = '{task_queue}'"
+
+
+def on_queue(execution_queue: str, task_queue: str | None) -> bool:
+    """An execution listed by `runs_query(task_queue)` is on that queue (None: any)."""
+    return task_queue is None or execution_queue == task_queue
+
+
 def plan_of(agent: Agent) -> dict[str, Any]:
     """The decision-relevant part of `agent`, JSON-ready."""
     detector = agent.progress()

@@ -242,15 +242,15 @@ class TemporalRuns:
     # -- listing -----------------------------------------------------------
 
     async def runs(self, status: RunStatus | None = None, limit: int | None = 50) -> list[RunRecord]:
-        """The latest execution of each run, newest first."""
-        query = f"WorkflowType = '{w.WORKFLOW}'"
+        """The latest execution of each run on this client's task queue, newest first."""
+        query = w.runs_query(self.task_queue)
         if status is RunStatus.WAITING:
             query += f" AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
         records: dict[str, RunRecord] = {}
         try:
             async for execution in self.client.list_workflows(query):
-                if execution.id in records:
-                    continue  # an older execution of a resumed run
+                if execution.id in records or not w.on_queue(execution.task_queue, self.task_queue):
+                    continue  # an older execution of a resumed run, or another queue's run
                 record = await _record(execution)
                 if status is None or record.status is status:
                     records[execution.id] = record

@@ -137,7 +137,7 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     bridge = Bridge()
     runs = bridge.call(TemporalRuns.connect(args.temporal, args.namespace, args.task_queue))
-    pending = TemporalPending(args.temporal, args.namespace)
+    pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
     telemetry = Telemetry.from_env(pending=pending)
     try:
         token, source = load_token(args.token_file, Path(".endstate"))
