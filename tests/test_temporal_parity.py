@@ -9,11 +9,12 @@ import contextlib
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from temporal_server import TemporalServer
-from test_temporal_audit import BUILT, build, sent_results
+from test_temporal_audit import BUILT, CANCEL, build, lines, same_run, sent_results
 
 from agent import Agent
 from agent.durable.runner import Catalog
@@ -133,3 +134,26 @@ def test_the_runs_listed_and_pending_are_those_of_the_clients_task_queue_only(
             assert await ours.pending() == []
 
     asyncio.run(scenario())
+
+
+def test_a_catalog_entrys_cancel_stops_the_run_before_its_next_turn_as_the_runner_does(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    # The entry's `cancel` (a run-specific cancel signal: the store's runner stops the run before its
+    # next turn once it is set) was never read on Temporal: the run went on to its end.
+    state = {"script": "write", "dir": str(tmp_path), "sleep": 0}
+    CANCEL.clear()  # set by `write` as it starts: the entry's signal below
+    here = build(state).run("Write them.", state=state, run_id="local", cancel=CANCEL)
+    CANCEL.clear()
+
+    async def go() -> RunResult:
+        runs = await connected(temporal)
+        async with worker(runs, catalog("looker", cancel=lambda state: CANCEL)):
+            run_id = await asyncio.wait_for(runs.start("looker", "Write them.", state=state, wait=False), 30)
+            assert isinstance(run_id, str)
+            return await asyncio.wait_for(runs.result(run_id), 60)
+
+    there = asyncio.run(go())
+    assert (here.reason, here.turns, here.note) == ("cancelled", 1, "The caller cancelled the run.")
+    same_run(here, there)
+    assert lines(tmp_path, there.run_id) == lines(tmp_path, "local") == ["start 1", "end 1"]

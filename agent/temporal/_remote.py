@@ -58,6 +58,9 @@ FINISH_LAST = "endstate-finish-after-other-calls"
 # and the usage it reported is lost (Temporal's SDK cancels a handle whose result came, unread). Runs
 # started before lost it, as they did.
 CUT_SETTLES = "endstate-cut-call-settles-first"
+# Each activity says whether the run's catalog entry's `cancel` signal is set on its worker, and the loop
+# stops before its next turn when it is, as the store's runner stops it. Runs started before ignored it.
+CATALOG_CANCEL = "endstate-catalog-cancel"
 # A tool with no timeout of its own (`timeout=None`) runs until the run's time budget cuts it; Temporal
 # needs some bound on its activity all the same.
 UNBOUNDED_TOOL = timedelta(days=365)
@@ -91,10 +94,19 @@ class RunRef:
     digests: dict[str, str] = dataclasses.field(default_factory=dict)  # of each long text sent, by text
     sizes: dict[str, int] = dataclasses.field(default_factory=dict)  # of each long text in full, by digest
     cap: int | None = None  # the history policy's `max_result_chars`: the worker keeps results so cut too
+    check_cancel: bool = False  # each activity says whether the catalog's cancel is set (`CATALOG_CANCEL`)
+    cancelled: bool = False  # it was, at the last activity that said: the loop stops before its next turn
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         fields = {"run_id", "agent", "task", "task_type"}
-        return {k: v for k, v in vars(self).items() if k in fields} | {"state": state or self.state}
+        asks = {"check_cancel": True} if self.check_cancel else {}
+        return {k: v for k, v in vars(self).items() if k in fields} | {"state": state or self.state} | asks
+
+    def told(self, out: dict[str, Any]) -> dict[str, Any]:
+        """An activity's answer without its `cancel` (see `CATALOG_CANCEL`), which it keeps."""
+        if "cancel" in out:
+            self.cancelled = bool(out.pop("cancel"))
+        return out
 
     def digested(self, item: dict[str, Any], key: str, inline: set[str] | None) -> dict[str, Any]:
         """`item` with its value at `key` (a text, or a provider's block as JSON), if long, sent by its
@@ -413,7 +425,7 @@ class ActivityModel:
             **pinned(queue, self._setup),
         )
         try:
-            answer: dict[str, Any] = await asyncio.shield(handle)
+            answer: dict[str, Any] = self._ref.told(await asyncio.shield(handle))
         except asyncio.CancelledError:
             await self._cut(handle)
             raise
@@ -546,6 +558,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             if once and _worker_lost(exc):
                 return Verbatim(ToolOutcome(UNSURE, True, "worker_lost"))
             raise
+        ref.told(out)
         ctx.state.clear()
         ctx.state.update(out["state"])
         ref.fingerprint = out.get("fingerprint")
@@ -647,7 +660,7 @@ class RemoteVerifier:
             return {"run": ref.wire(ctx.state), "calls": calls, "journal": journal, "note": ctx.note}
 
         out = await by_digest(ref, build, functools.partial(self._verified, w.VERIFY_BY_DIGEST), WHAT_VERIFY)
-        return list(out["failures"])
+        return list(ref.told(out)["failures"])
 
     async def _in_full(self, ctx: RunContext) -> list[str]:
         """The check as runs started before `VERIFY_BY_DIGEST` made it: the whole journal and calls."""

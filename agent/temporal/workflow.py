@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from agent.snapshot import Snapshot
     from agent.temporal import _wire as w
     from agent.temporal._registry import lookup
-    from agent.temporal._remote import RunRef, now, workflow_agent
+    from agent.temporal._remote import CATALOG_CANCEL, RunRef, now, workflow_agent
 
 # A cancel lets the turn in flight end (a tool's result is kept) and stops the run before its next turn, as
 # a runner's cancel does; past the worker's `cancel_grace` it cuts the turn there. Runs started before were
@@ -60,13 +60,15 @@ class Reply:
 
 
 class CancelRequested:
-    """The loop's cancel signal on a workflow: set once the workflow is cancelled."""
+    """The loop's cancel signal on a workflow: set once the workflow is cancelled, or once an activity
+    said the run's catalog entry's `cancel` signal is set (`ref.cancelled`)."""
 
     def __init__(self) -> None:
         self.requested = False
+        self.ref: RunRef | None = None
 
     def is_set(self) -> bool:
-        return self.requested
+        return self.requested or (self.ref is not None and self.ref.cancelled)
 
 
 Segment = Callable[[CancelSignal | None], Coroutine[Any, Any, RunResult]]
@@ -89,9 +91,10 @@ class EndstateRun:
     @workflow.run
     async def run(self, start: dict[str, Any]) -> dict[str, Any]:
         run = dict(start)
+        check_cancel = workflow.patched(CATALOG_CANCEL)
         try:
             if "plan" not in run:
-                run.update(await self._prepare(run))
+                run.update(await self._prepare({**run, "check_cancel": True} if check_cancel else run))
         except ActivityError as exc:
             if not is_cancelled_exception(exc):
                 return await self._closing(run, self._unprepared(run, exc))
@@ -105,7 +108,8 @@ class EndstateRun:
         ref = RunRef(
             workflow.info().workflow_id, run["agent"], run["task"], run["plan"]["task_type"], run["state"]
         )
-        self._ref = ref
+        ref.check_cancel, ref.cancelled = check_cancel, bool(run.pop("cancel", False))
+        self._ref = self._cancel.ref = ref
         agent = workflow_agent(run["plan"], ref, lookup(workflow.info().task_queue))
         result = await self._first_segment(agent, run)
         while True:
