@@ -16,9 +16,9 @@ import pytest
 from temporal_server import TemporalServer
 from test_temporal_audit import BUILT, CANCEL, build, lines, same_run, sent_results
 
-from agent import Agent
+from agent import Agent, Extension
 from agent.durable.runner import Catalog
-from agent.durable.store import RunStatus
+from agent.durable.store import NotClaimable, RunStatus
 from agent.errors import ConfigError
 from agent.result import RunResult
 from agent.temporal import TemporalRuns, build_worker
@@ -157,3 +157,55 @@ def test_a_catalog_entrys_cancel_stops_the_run_before_its_next_turn_as_the_runne
     assert (here.reason, here.turns, here.note) == ("cancelled", 1, "The caller cancelled the run.")
     same_run(here, there)
     assert lines(tmp_path, there.run_id) == lines(tmp_path, "local") == ["start 1", "end 1"]
+
+
+def test_a_run_that_stopped_at_a_limit_goes_on_with_more_budget_as_it_does_locally(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    # `resume` took cancelled runs only ("ended as limit, not cancelled"), its `more` was no argument,
+    # `endstate resume --temporal --more-turns` dropped the budget given, and the Temporal service's
+    # `POST /runs/{id}/resume` failed as a TypeError (its runner's claim took no `more`).
+    from agent.temporal.service import Bridge, TemporalRunner
+
+    state = {"script": "write", "dir": str(tmp_path), "sleep": 0, "max_turns": 1}
+    local = build(state)
+    stopped = local.run("Write them.", state=state, run_id="local")
+    assert stopped.snapshot is not None
+    here = build(state).resume(stopped.snapshot, more=Extension(turns=5))
+    bridge = Bridge()
+
+    def from_the_service(run_id: str, queue: str) -> None:
+        runs = bridge.call(TemporalRuns.connect(temporal.address, task_queue=queue))
+        TemporalRunner(runs, bridge).claim(run_id, more=Extension(turns=5))
+
+    async def limited(runs: TemporalRuns) -> str:
+        run_id = await asyncio.wait_for(runs.start("looker", "Write them.", state=state, wait=False), 30)
+        assert isinstance(run_id, str)
+        result = await asyncio.wait_for(runs.result(run_id), 60)
+        assert (result.reason, result.limit, result.turns) == ("limit", "turns", 1)
+        return run_id
+
+    async def go() -> tuple[RunResult, RunResult]:
+        runs = await connected(temporal)
+        async with worker(runs, catalog("looker")):
+            run_id = await limited(runs)
+            with pytest.raises(NotClaimable, match=r"not cancelled \(give it more budget"):
+                await runs.resume(run_id)
+            with pytest.raises(ConfigError, match="still be out of turns budget"):
+                await runs.resume(run_id, more=Extension(seconds=60))
+            there = await asyncio.wait_for(runs.resume(run_id, more=Extension(turns=5)), 60)
+            await asyncio.wait_for(runs.result(run_id), 60)  # its cleanup done
+            with pytest.raises(NotClaimable, match="ended as success, not stopped at a limit"):
+                await runs.resume(run_id, more=Extension(turns=5))
+            served = await limited(runs)
+            await asyncio.to_thread(from_the_service, served, runs.task_queue)
+            return there, await asyncio.wait_for(runs.result(served), 60)
+
+    try:
+        there, by_service = asyncio.run(go())
+    finally:
+        bridge.close()
+        bridge.loop.close()
+    assert (here.reason, here.turns) == ("success", 3)
+    same_run(here, there)
+    same_run(here, by_service)

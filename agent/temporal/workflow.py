@@ -27,6 +27,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
+    from agent.budget import Extension
     from agent.clock import CancelSignal
     from agent.result import RunResult, StopReason
     from agent.snapshot import Snapshot
@@ -143,7 +144,8 @@ class EndstateRun:
         snap = Snapshot.from_json(run["snapshot"])
         if snap.suspension is not None:  # cancelled while it waited: it waits again, for the same deadline
             return _waiting(snap)
-        return await self._segment(lambda cancel: agent.aresume(snap, now=now(), cancel=cancel))
+        more = Extension(**run["more"]) if run.get("more") else None  # a limit stop given more budget
+        return await self._segment(lambda cancel: agent.aresume(snap, more=more, now=now(), cancel=cancel))
 
     async def _segment(self, drive: Segment) -> RunResult:
         """Drive one segment of the loop. A cancel lets it end at its next turn, as a runner's cancel
