@@ -16,7 +16,8 @@ import pytest
 from temporal_server import TemporalServer
 from test_temporal_audit import BUILT, CANCEL, build, lines, same_run, sent_results
 
-from agent import Agent, Extension
+from agent import Agent, Extension, RunContext, tool
+from agent import tools as agent_tools
 from agent.durable.runner import Catalog
 from agent.durable.store import NotClaimable, RunStatus
 from agent.errors import ConfigError
@@ -209,3 +210,61 @@ def test_a_run_that_stopped_at_a_limit_goes_on_with_more_budget_as_it_does_local
     assert (here.reason, here.turns) == ("success", 3)
     same_run(here, there)
     same_run(here, by_service)
+
+
+@tool
+def made(n: int) -> Any:
+    """Return what the host stands for n."""
+    return HostedOutcome(n)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostedOutcome:
+    n: int
+
+
+class Host:
+    """A `ToolHost` that takes `HostedOutcome` values and awaits `made` itself, saying what it did."""
+
+    def __init__(self) -> None:
+        self.offloaded: list[str] = []
+
+    def outcome(self, value: Any) -> agent_tools.ToolOutcome | None:
+        if isinstance(value, HostedOutcome):
+            return agent_tools.ToolOutcome(f"hosted {value.n}", True, "hosted")
+        return None
+
+    def offload(self, fn: Any, kwargs: dict[str, Any]) -> Any:
+        self.offloaded.append(getattr(fn, "__name__", "?"))
+        return asyncio.sleep(0, fn(**kwargs)) if fn is made.fn else None
+
+
+def test_agent_tools_internals_stay_in_place_and_a_worker_sets_its_documented_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The worker swapped `agent.tools._outcome` and `_in_daemon_thread` for wrappers of its own at
+    # import time (monkey-patching private functions); it sets a `ToolHost` now.
+    from agent.temporal import _remote
+    from agent.temporal.worker import workflow_runner
+
+    before = (agent_tools._outcome, agent_tools._in_daemon_thread)
+    monkeypatch.setattr(agent_tools, "_host", None)
+    workflow_runner()
+    assert (agent_tools._outcome, agent_tools._in_daemon_thread) == before
+    assert agent_tools._outcome.__qualname__ == "_outcome"
+    assert agent_tools._in_daemon_thread.__qualname__ == "_in_daemon_thread"
+    assert agent_tools._host is _remote.WORKFLOW_TOOLS
+
+    host = Host()
+    agent_tools.set_host(host)
+    ctx = RunContext(run_id="r", agent="a", task="t", task_type="t")
+    hosted = asyncio.run(agent_tools.execute(made, {"n": 2}, ctx))
+    assert (hosted.text, hosted.is_error, hosted.error_type, host.offloaded) == (
+        "hosted 2",
+        True,
+        "hosted",
+        ["made"],
+    )
+    agent_tools.set_host(None)
+    plain = asyncio.run(agent_tools.execute(made, {"n": 2}, ctx))
+    assert (plain.text, plain.is_error) == ('"HostedOutcome(n=2)"', False)

@@ -22,7 +22,6 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType, 
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
-from agent import tools as tools_module
 from agent.agent import Agent
 from agent.content import ToolOutput
 from agent.context import CallRecord, RunContext
@@ -591,7 +590,7 @@ def _worker_lost(exc: ActivityError) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Verbatim:
-    """A tool's outcome on the worker, which the loop takes as it is (see `install_outcome_seam`): an
+    """A tool's outcome on the worker, which the loop takes as it is (see `WorkflowTools`): an
     error result reads to the model as it reads locally ("Error: tool 'x' timed out after 5 s.")."""
 
     outcome: ToolOutcome
@@ -634,7 +633,7 @@ WHAT_VERIFY = "the verifiers' input (the journal and the calls)"
 class RemoteVerifier:
     """Stands for all of the agent's verifiers; the workflow runs them as one activity.
 
-    The loop calls verifiers on a daemon thread; `install_verifier_seam`
+    The loop calls verifiers on a daemon thread; `WorkflowTools.offload`
     routes that call to the activity.
     """
 
@@ -690,48 +689,30 @@ class RemoteVerifier:
             raise _named_error(cause.type or "Exception", cause.message) if cause else exc from exc
 
 
-def install_verifier_seam() -> None:
-    """Route the loop's verifier call for a `RemoteVerifier` to the verify activity.
+class WorkflowTools:
+    """`agent.tools`' host (`ToolHost`) on a Temporal worker, set by `worker.workflow_runner`.
 
-    The loop runs verifiers on a daemon thread (`agent.tools._in_daemon_thread`);
-    a workflow has no threads. Inside a workflow, a `RemoteVerifier` is awaited
-    as its activity instead; every other call (and every call outside a
-    workflow) goes to the daemon thread as before. Idempotent.
+    Inside a workflow, a `RemoteVerifier` (the loop calls verifiers on a daemon
+    thread; a workflow has none) is awaited as its activity, and a tool's
+    `Verbatim` outcome (made by the worker's `execute` already) is taken as it
+    is: the loop would write an error again from an exception, and turn any
+    other value into text. Every other call goes as in a plain process.
     """
-    original = tools_module._in_daemon_thread
-    if getattr(original, "endstate_temporal", False):
-        return
 
-    async def in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    def outcome(self, value: Any) -> ToolOutcome | None:
+        return value.outcome if isinstance(value, Verbatim) else None
+
+    def offload(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Awaitable[Any] | None:
         if (
             workflow.in_workflow()
             and isinstance(fn, functools.partial)
             and isinstance(fn.func, RemoteVerifier)
         ):
-            return await fn.func.check(*fn.args)
-        return await original(fn, kwargs)
-
-    in_daemon_thread.endstate_temporal = True  # type: ignore[attr-defined]
-    tools_module._in_daemon_thread = in_daemon_thread  # type: ignore[assignment]
+            return fn.func.check(*fn.args)
+        return None
 
 
-def install_outcome_seam() -> None:
-    """Let the loop take a tool's `Verbatim` outcome as it is, not as a value the tool returned.
-
-    A tool's body on a workflow is an activity; the worker's `execute` already made its outcome (an
-    error result's text, its kind). The loop would write an error again from an exception, and turn any
-    other value into text (`agent.tools._outcome`); a `Verbatim` one (only the workflow's tools return
-    one) is taken as the worker made it. Idempotent.
-    """
-    original = tools_module._outcome
-    if getattr(original, "endstate_temporal", False):
-        return
-
-    def outcome(value: Any) -> ToolOutcome:
-        return value.outcome if isinstance(value, Verbatim) else original(value)
-
-    outcome.endstate_temporal = True  # type: ignore[attr-defined]
-    tools_module._outcome = outcome
+WORKFLOW_TOOLS = WorkflowTools()
 
 
 # -- telemetry that replay does not repeat ------------------------------------------------------------
