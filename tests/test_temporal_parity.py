@@ -71,7 +71,7 @@ def test_an_answer_to_a_run_whose_workers_lack_its_agent_is_refused_and_the_run_
             asked = await asyncio.wait_for(runs.start("looker", "Look it up.", state={"script": "ask"}), 30)
         assert isinstance(asked, RunResult) and asked.reason == "need_help"
         async with worker(runs, catalog("looker-v2")):  # the redeploy renamed it
-            with pytest.raises(ConfigError, match=r"'looker'.*deploy a worker"):
+            with pytest.raises(ConfigError, match=r"'looker'.*Deploy a worker.*reply again.*still waits"):
                 await asyncio.wait_for(runs.answer(asked.run_id, "That one."), 60)
             with pytest.raises(ConfigError, match="'looker'"):
                 await asyncio.wait_for(runs.submit(asked.run_id, "That one."), 60)
@@ -80,6 +80,42 @@ def test_an_answer_to_a_run_whose_workers_lack_its_agent_is_refused_and_the_run_
         async with worker(runs, catalog("looker")):  # deployed again: the same answer is taken
             done = await asyncio.wait_for(runs.answer(asked.run_id, "That one."), 60)
         assert (done.reason, done.turns) == ("success", 2)
+
+    asyncio.run(scenario())
+
+
+def test_a_resume_on_workers_that_lack_the_runs_agent_is_refused_and_the_run_stays_resumable(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    # A cancelled run (or a limit stop given more budget) resumed on workers whose catalog no longer has
+    # its agent ended as error in the new execution: no longer cancelled, it could not be resumed again.
+    # The store's runner refuses the resume and leaves the run as it was.
+    async def scenario() -> None:
+        runs = await connected(temporal)
+        limited = {"script": "write", "dir": str(tmp_path), "sleep": 0, "max_turns": 1}
+        async with worker(runs, catalog("looker")):
+            stopped = await asyncio.wait_for(runs.start("looker", "Write them.", state=limited), 30)
+            asked = await asyncio.wait_for(runs.start("looker", "Look it up.", state={"script": "ask"}), 30)
+            assert isinstance(stopped, RunResult) and isinstance(asked, RunResult)
+            await runs.cancel(asked.run_id)
+            assert (await asyncio.wait_for(runs.result(asked.run_id), 30)).reason == "cancelled"
+            await asyncio.wait_for(runs.result(stopped.run_id), 30)  # its cleanup done
+        async with worker(runs, catalog("looker-v2")):
+            with pytest.raises(ConfigError, match=r"'looker'.*Deploy a worker.*resume it again"):
+                await asyncio.wait_for(runs.resume(stopped.run_id, more=Extension(turns=5)), 60)
+            with pytest.raises(ConfigError, match=r"'looker'.*Deploy a worker.*resume it again"):
+                await asyncio.wait_for(runs.resume(asked.run_id), 60)
+            left = await asyncio.wait_for(runs.result(stopped.run_id), 30)
+            assert (left.reason, left.limit, left.turns) == ("limit", "turns", 1)
+            record = await runs.record(asked.run_id)
+            assert record is not None and record.status is RunStatus.CANCELLED
+        async with worker(runs, catalog("looker")):  # deployed again: both go on
+            extended = await asyncio.wait_for(runs.resume(stopped.run_id, more=Extension(turns=5)), 60)
+            assert (extended.reason, extended.turns) == ("success", 3)
+            waits = await asyncio.wait_for(runs.resume(asked.run_id), 60)
+            assert waits.reason == "need_help"
+            done = await asyncio.wait_for(runs.answer(asked.run_id, "That one."), 60)
+            assert (done.reason, done.turns) == ("success", 2)
 
     asyncio.run(scenario())
 
@@ -99,7 +135,9 @@ def test_an_approval_of_a_call_whose_tool_a_redeploy_dropped_is_refused_and_a_de
         dropped = Catalog()
         dropped.register("looker", build_without_publish)
         async with worker(runs, dropped):
-            with pytest.raises(ConfigError, match=r"no tool 'publish' any more.*or deny the call"):
+            with pytest.raises(
+                ConfigError, match=r"no tool 'publish' any more.*or deny the call.*still waits"
+            ):
                 await asyncio.wait_for(runs.approve(asked.run_id), 60)
             record = await runs.record(asked.run_id)
             assert record is not None and record.status is RunStatus.WAITING

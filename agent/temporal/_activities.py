@@ -194,24 +194,23 @@ class EndstateActivities:
 
     @activity.defn(name=w.READY)
     async def ready(self, check: dict[str, Any]) -> None:
-        """Refuse (a `ConfigError` failure) a reply to a waiting run that this worker could not go on
-        with: it has no agent of the run's name (a redeploy dropped or renamed it), or the approved call's
-        tool (`check["tool"]`) is gone. The reply is then not taken and the run waits still, as the store's
-        runner gives such a run back."""
+        """Refuse (a `ConfigError` failure) to go on with a run that this worker could not carry on: it
+        has no agent of the run's name (a redeploy dropped or renamed it), or the approved call's tool
+        (`check["tool"]`) is gone. The workflow then leaves the run as it was (see `workflow.REPLY_CHECKED`),
+        as the store's runner gives such a run back."""
         run = check["run"]
-        waits = f"run {run['run_id']} still waits and the reply was not taken"
         try:
             agent = self._agents.get(run["run_id"]) or self._build(run)
         except ConfigError as exc:
             raise _refused(
-                f"this worker cannot go on with the run: {exc}. {waits}: deploy a worker whose catalog has "
-                f"agent {run['agent']!r} on this task queue, then reply again"
+                f"this worker cannot go on with run {run['run_id']}: {exc}. Deploy a worker whose catalog "
+                f"has agent {run['agent']!r} on this task queue"
             ) from exc
         tool = check.get("tool")
         if tool is not None and agent.tool_named(tool) is None:
             raise _refused(
-                f"agent {run['agent']!r} has no tool {tool!r} any more, so the approved call cannot run; "
-                f"{waits}. Deploy a worker whose agent has that tool, then approve again, or deny the call"
+                f"agent {run['agent']!r} has no tool {tool!r} any more, so the approved call cannot run. "
+                "Deploy a worker whose agent has that tool, or deny the call"
             )
 
     # -- the run's calls -----------------------------------------------

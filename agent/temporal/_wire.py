@@ -53,6 +53,10 @@ READY = (
     "endstate.ready"  # a worker can go on with a waiting run: it has the run's agent (and the approved tool)
 )
 
+# the error type of a resumed execution that a worker refused to carry on (`workflow.RESUME_CHECKED`): its
+# result is the run's stop as it was, resumable, and the note says why
+NOT_RESUMED = "not_resumed"
+
 # update and query names
 ANSWER, APPROVE, DENY, SEGMENT = "answer", "approve", "deny", "segment"
 STATUS = "status"

@@ -163,7 +163,10 @@ class TemporalRuns:
         """Continue a cancelled run from its snapshot, or, with `more`, a run that stopped at a limit with
         that much more budget added to its ceilings (as the store's runner does), in a new execution of
         its workflow; the result of that execution's first segment."""
-        return await self._segment(await self._resumed(run_id, more), 1)
+        result = await self._segment(await self._resumed(run_id, more), 1)
+        if result.error_type == w.NOT_RESUMED:  # a worker refused: the run is left as it was
+            raise ConfigError(f"run {run_id}: {result.note}; nothing was changed")
+        return result
 
     async def submit_resume(self, run_id: str, more: Extension | None = None) -> None:
         """`resume`, returning once the new execution has started (not when its segment has ended)."""

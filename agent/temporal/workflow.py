@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
     from agent.budget import Extension
     from agent.clock import CancelSignal
+    from agent.journal import Stopped
     from agent.result import RunResult, StopReason
     from agent.snapshot import Snapshot
     from agent.temporal import _wire as w
@@ -44,6 +45,9 @@ PREPARE_TIMEOUT = timedelta(minutes=5)
 # the run's agent, and the approved call's tool): else the reply is refused and the run waits still, as
 # the store's runner gives such a run back. Runs started before took every reply, as they did.
 REPLY_CHECKED = "endstate-reply-checked-by-a-worker"
+# Likewise a resumed execution (a cancelled run, a limit stop given more budget) goes on only once a worker
+# has checked it can: else it ends at once with the run's stop as it was (`_wire.NOT_RESUMED`), resumable.
+RESUME_CHECKED = "endstate-resume-checked-by-a-worker"
 READY_TIMEOUT = timedelta(minutes=1)
 BEFORE = "The run was cancelled before it began."
 WAIT_CANCELLED = "The run was cancelled while it waited for a person; resume it to wait again."
@@ -112,6 +116,9 @@ class EndstateRun:
         ref.check_cancel, ref.cancelled = check_cancel, bool(run.pop("cancel", False))
         self._ref = self._cancel.ref = ref
         agent = workflow_agent(run["plan"], ref, lookup(workflow.info().task_queue))
+        resumed = "plan" in start and workflow.patched(RESUME_CHECKED)  # see `RESUME_CHECKED`
+        if resumed and (problem := await self._unready(_resumed_state(run))):
+            return await self._closing(run, self._not_resumed(run, problem))
         result = await self._first_segment(agent, run)
         while True:
             self._ended(result)
@@ -243,6 +250,27 @@ class EndstateRun:
             workflow.info().workflow_id, run["agent"], task_type, reason, note=note, error_type=error_type
         )
 
+    def _not_resumed(self, run: dict[str, Any], problem: str) -> RunResult:
+        """The run's stop as it was before this execution (cancelled, or at a limit), saying why it did
+        not go on: it stays resumable."""
+        note = f"Not resumed: {problem}, then resume it again. The run is left as it was."
+        if not run.get("snapshot"):
+            return self._bare(run, StopReason.CANCELLED, note, w.NOT_RESUMED)
+        snap = Snapshot.from_json(run["snapshot"])
+        stop = next((e for e in reversed(snap.journal) if isinstance(e, Stopped)), None)
+        return RunResult(
+            snap.run_id,
+            snap.agent,
+            snap.task_type,
+            stop.reason if stop else StopReason.CANCELLED,
+            limit=stop.limit if stop else None,
+            note=note,
+            turns=snap.usage.turns,
+            usage=snap.usage.usage,
+            error_type=w.NOT_RESUMED,
+            snapshot=snap,
+        )
+
     def _unprepared(self, run: dict[str, Any], exc: ActivityError) -> RunResult:
         cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
         note = cause.message if cause else f"the run could not be prepared: {exc.cause or exc}"
@@ -324,13 +352,26 @@ class EndstateRun:
         spent (a redeploy dropped or renamed them while the run waited)."""
         waiting = self._waiting
         assert waiting is not None and waiting.suspension is not None and waiting.snapshot is not None
-        assert self._ref is not None
         pending = waiting.suspension.pending
-        check = {
-            "run": self._ref.wire(dict(waiting.snapshot.state)),
-            "tool": pending.name if pending is not None and reply.approved else None,
-        }
         self._checking = True
+        try:
+            tool = pending.name if pending is not None and reply.approved else None
+            if problem := await self._unready(waiting.snapshot.state, tool):
+                raise ApplicationError(
+                    f"{problem}, then reply again. The reply was not taken: the run still waits; nothing "
+                    "was changed",
+                    type="ConfigError",
+                )
+        finally:
+            self._checking = False
+        if self._waiting is not waiting:  # its deadline passed, or it was cancelled, meanwhile
+            reason = self._last.reason if self._last else "running"
+            raise ApplicationError(f"the run stopped waiting meanwhile (it is {reason})", type="NotWaiting")
+
+    async def _unready(self, state: dict[str, Any], tool: str | None = None) -> str | None:
+        """Why no worker can go on with the run (the `READY` activity's refusal), or None when one can."""
+        assert self._ref is not None
+        check = {"run": self._ref.wire(dict(state)), "tool": tool}
         try:
             await workflow.execute_activity(
                 w.READY,
@@ -340,13 +381,8 @@ class EndstateRun:
             )
         except ActivityError as exc:
             cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
-            message = cause.message if cause else f"no worker could check the reply ({exc.cause or exc})"
-            raise ApplicationError(f"{message}; nothing was changed", type="ConfigError") from None
-        finally:
-            self._checking = False
-        if self._waiting is not waiting:  # its deadline passed, or it was cancelled, meanwhile
-            reason = self._last.reason if self._last else "running"
-            raise ApplicationError(f"the run stopped waiting meanwhile (it is {reason})", type="NotWaiting")
+            return cause.message if cause else f"no worker could check the run ({exc.cause or exc})"
+        return None
 
     def _expecting(self) -> str | None:
         """The pending tool's name, or None for a question; refuses when nothing waits."""
@@ -375,6 +411,14 @@ def _check_text(what: str, value: Any) -> None:
         raise ApplicationError(
             f"{what} must be text, not {type(value).__name__}: pass a string", type="AnswerError"
         )
+
+
+def _resumed_state(run: dict[str, Any]) -> dict[str, Any]:
+    """A resumed run's state: its snapshot's, or the state it started with (cancelled before its first
+    checkpoint)."""
+    if run.get("snapshot"):
+        return dict(Snapshot.from_json(run["snapshot"]).state)
+    return dict(run["state"])
 
 
 def _waiting(snap: Snapshot) -> RunResult:
