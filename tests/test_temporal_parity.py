@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from temporal_server import TemporalServer
+from test_temporal import replay_failure
 from test_temporal_audit import BUILT, CANCEL, build, lines, same_run, sent_results
 
 from agent import Agent, Extension, RunContext, tool
@@ -306,3 +307,22 @@ def test_agent_tools_internals_stay_in_place_and_a_worker_sets_its_documented_ho
     agent_tools.set_host(None)
     plain = asyncio.run(agent_tools.execute(made, {"n": 2}, ctx))
     assert (plain.text, plain.is_error) == ('"HostedOutcome(n=2)"', False)
+
+
+def test_a_history_recorded_before_these_changes_still_replays_and_would_not_without_the_gates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run started by the code before `REPLY_CHECKED` and `CATALOG_CANCEL` (a looker that asked for
+    approval of `publish`, was approved and finished; recorded with ad46164: `fetch_history().to_json()`)
+    replays under this code; with the reply's gate gone (the approval checked by an activity first) it
+    would not."""
+    from agent.temporal import _remote
+    from agent.temporal import workflow as run_workflow
+
+    fixture = "temporal_v5_approved_history.json"
+    assert replay_failure(fixture) is None
+    patched = _remote.workflow.patched
+    monkeypatch.setattr(
+        _remote.workflow, "patched", lambda patch: patch == run_workflow.REPLY_CHECKED or patched(patch)
+    )
+    assert "Nondeterminism" in str(replay_failure(fixture))

@@ -48,7 +48,7 @@ REPLY_CHECKED = "endstate-reply-checked-by-a-worker"
 # Likewise a resumed execution (a cancelled run, a limit stop given more budget) goes on only once a worker
 # has checked it can: else it ends at once with the run's stop as it was (`_wire.NOT_RESUMED`), resumable.
 RESUME_CHECKED = "endstate-resume-checked-by-a-worker"
-READY_TIMEOUT = timedelta(minutes=1)
+READY_TIMEOUT = timedelta(seconds=20)  # in all, retries too: within the service's 30 s for a call
 BEFORE = "The run was cancelled before it began."
 WAIT_CANCELLED = "The run was cancelled while it waited for a person; resume it to wait again."
 MEMO_TEXT = 2000  # characters of note and summary kept in the memo
@@ -376,7 +376,7 @@ class EndstateRun:
             await workflow.execute_activity(
                 w.READY,
                 check,
-                start_to_close_timeout=READY_TIMEOUT,
+                schedule_to_close_timeout=READY_TIMEOUT,  # no worker takes it: refused, not waited for
                 retry_policy=TemporalRetry(maximum_attempts=3),
             )
         except ActivityError as exc:
