@@ -454,7 +454,7 @@ class ActivityModel:
         # a reply that came as the budget ran out is dropped, as the loop drops it; its usage is kept
         if (exc := handle.exception()) is None:
             if "missing" not in handle.result():  # a worker lacking texts made no call
-                record_cut_call(ModelReply(**handle.result()))
+                record_cut_call(ModelReply(**self._ref.told(dict(handle.result()))))
         elif isinstance(exc, ActivityError) and (cause := _cause(exc)) is not None:
             _record_cut(cause)
 

@@ -351,7 +351,8 @@ class EndstateRun:
         one that lacks the run's agent, or the approved call's tool, would end it as error, the reply
         spent (a redeploy dropped or renamed them while the run waited)."""
         waiting = self._waiting
-        assert waiting is not None and waiting.suspension is not None and waiting.snapshot is not None
+        if waiting is None or waiting.suspension is None or waiting.snapshot is None:  # as validated: never
+            raise ApplicationError("the run is not waiting for a person", type="NotWaiting")
         pending = waiting.suspension.pending
         self._checking = True
         try:
