@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
 import pytest
@@ -239,16 +242,33 @@ def test_a_run_that_stopped_at_a_limit_goes_on_with_more_budget_as_it_does_local
                 await runs.resume(run_id, more=Extension(turns=5))
             served = await limited(runs)
             await asyncio.to_thread(from_the_service, served, runs.task_queue)
-            return there, await asyncio.wait_for(runs.result(served), 60)
+            by_cli = await limited(runs)
+            said = await cli("resume", by_cli, "--more-turns", "5", "--json", *on(temporal, runs))
+            assert json.loads(said)["reason"] == "success"
+            return there, await asyncio.wait_for(runs.result(served), 60), await runs.result(by_cli)
 
     try:
-        there, by_service = asyncio.run(go())
+        there, by_service, by_cli = asyncio.run(go())
     finally:
         bridge.close()
         bridge.loop.close()
     assert (here.reason, here.turns) == ("success", 3)
-    same_run(here, there)
-    same_run(here, by_service)
+    for other in (there, by_service, by_cli):
+        same_run(here, other)
+
+
+def on(server: TemporalServer, runs: TemporalRuns) -> tuple[str, ...]:
+    return ("--temporal", server.address, "--task-queue", runs.task_queue)
+
+
+async def cli(*argv: str) -> str:
+    """`endstate ARGV` in a process of its own (this one's loop runs the worker meanwhile): its output."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent.cli", *argv, stdout=PIPE, stderr=PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
 
 
 @tool
