@@ -40,7 +40,7 @@ from agent.durable.runner import RUN_ID, AnswerError, check_state
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, UnknownRun
 from agent.errors import ConfigError
 from agent.journal import Journal
-from agent.result import RunResult, StopReason
+from agent.result import LimitKind, RunResult, StopReason
 from agent.temporal import _wire as w
 from agent.usage import Usage
 
@@ -210,17 +210,11 @@ class TemporalRuns:
             raise NotClaimable(
                 f"run {run_id} kept no snapshot to resume from (see its note); nothing was changed"
             )
-        if more is not None and result.snapshot is not None:
-            snap = result.snapshot
-            if (
-                still := extended(w.budget_of(run["plan"]), Journal(snap.journal))
-                .plus(more)
-                .exceeded(snap.usage)
-            ):
-                raise ConfigError(
-                    f"run {run_id} would still be out of {still} budget with that much more: add {still} "
-                    "too; nothing was changed"
-                )
+        if more is not None and result.snapshot is not None and (still := _still_out(run, result, more)):
+            raise ConfigError(
+                f"run {run_id} would still be out of {still} budget with that much more: add {still} too; "
+                "nothing was changed"
+            )
         return result, run
 
     async def cancel(self, run_id: str) -> None:
@@ -336,6 +330,13 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         deadline=suspension.deadline if suspension else None,
         suspended_at=suspension.suspended_at if suspension else None,
     )
+
+
+def _still_out(run: dict[str, Any], stopped: RunResult, more: Extension) -> LimitKind | None:
+    """The budget a limit stop would still be out of with `more` added (as `Agent.aresume` checks it)."""
+    assert stopped.snapshot is not None
+    snap = stopped.snapshot
+    return extended(w.budget_of(run["plan"]), Journal(snap.journal)).plus(more).exceeded(snap.usage)
 
 
 def _check_label(what: str, value: object) -> None:
