@@ -16,7 +16,7 @@ import typing
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from agent._frozen import fast_init
 from agent._valid import is_number, is_text
@@ -243,6 +243,31 @@ def _json_schema(fn: Callable[..., Any], param: str, hint: Any) -> dict[str, Any
     return {"type": _JSON_TYPES[origin]}
 
 
+class ToolHost(Protocol):
+    """Where a run's tool and verifier calls are carried out, for a host that runs the loop somewhere
+    other than a plain process. Temporal's worker sets one (`set_host`): its workflows have no threads,
+    their tools are activities whose outcome the worker made already, and their verifiers an activity.
+    Each method returns None to leave the call as it is in a plain process."""
+
+    def outcome(self, value: Any) -> ToolOutcome | None:
+        """The outcome a tool's returned `value` stands for, taken as it is; None to read `value` as any
+        tool's (text, content blocks, JSON)."""
+
+    def offload(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Awaitable[Any] | None:
+        """What to await for `fn(**kwargs)` (a sync tool, a verifier) instead of running it on a daemon
+        thread; None to run it there."""
+
+
+_host: ToolHost | None = None
+
+
+def set_host(host: ToolHost | None) -> None:
+    """Carry out this process's tool and verifier calls with `host` (None: as a plain process does).
+    One host per process: Temporal's worker sets its own when it builds its workflow runner."""
+    global _host
+    _host = host
+
+
 async def execute(
     tool_: Tool, arguments: dict[str, Any], ctx: RunContext, *, limit: float | None = None
 ) -> ToolOutcome:
@@ -311,7 +336,10 @@ async def _bounded(work: Awaitable[Any], seconds: float | None) -> Any:
 def _outcome(value: Any) -> ToolOutcome:
     """What a tool returned: a string as it is; content blocks (agent.content) as they are, with their
     text; any other value as JSON when it can be (its own `repr` when not: a tuple key, a cycle).
-    The tool ran: its value is never an error (but a content block the API would refuse)."""
+    The tool ran: its value is never an error (but a content block the API would refuse). A host's
+    outcome (`ToolHost.outcome`) is taken as it is."""
+    if _host is not None and (hosted := _host.outcome(value)) is not None:
+        return hosted
     if isinstance(value, str):
         return ToolOutcome(value)
     if (blocks := blocks_of(value)) is not None:
@@ -369,8 +397,11 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
     context variables (as `asyncio.to_thread`: the run's span, a request id).
 
     Daemon threads, not the default executor: a tool that hangs forever must
-    not keep the process from exiting once its run has moved on.
+    not keep the process from exiting once its run has moved on. A host may
+    carry the call out itself (`ToolHost.offload`).
     """
+    if _host is not None and (hosted := _host.offload(fn, kwargs)) is not None:
+        return await hosted
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
     future: asyncio.Future[Any] = loop.create_future()

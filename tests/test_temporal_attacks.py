@@ -785,6 +785,27 @@ def test_a_cut_model_call_that_never_reports_does_not_hold_the_run_past_the_grac
     assert (result.reason, result.limit, result.input_tokens) == ("limit", "seconds", 0)
 
 
+def test_a_cut_call_whose_late_reply_comes_within_the_grace_is_charged_what_it_used(
+    temporal: TemporalServer,
+) -> None:
+    """The worker's model ignores the cut and replies 4 s past the budget, within `cut_grace`: the reply
+    is dropped, as the loop drops it, and its usage charged. (The reply's activity answer carries whether
+    the catalog's cancel is set, which the charge must leave out.)"""
+
+    async def scenario() -> RunResult:
+        async with worker(temporal, cut_grace=30.0) as runs:
+            started = runs.start("fetcher", "Fetch the pages.", state={"script": "stubborn", "seconds": 2})
+            return await asyncio.wait_for(started, 60)
+
+    result = asyncio.run(scenario())
+    assert (result.reason, result.limit, result.input_tokens, result.output_tokens) == (
+        "limit",
+        "seconds",
+        777,
+        7,
+    )
+
+
 def activity_inputs(history: Any, name: str, long: bytes) -> list[tuple[int, int]]:
     """Each `name` activity's (input bytes, times `long` is in it) in `history`."""
     inputs = [

@@ -136,7 +136,11 @@ async def _deny(args: argparse.Namespace) -> int:
 
 
 async def _resume(args: argparse.Namespace) -> int:
-    return _print_result(args, await (await _runs_client(args)).resume(args.run_id))
+    from agent.budget import Extension
+
+    given = (args.more_turns, args.more_seconds, args.more_tokens, args.more_cost)
+    more = Extension(*given) if any(given) else None
+    return _print_result(args, await (await _runs_client(args)).resume(args.run_id, more))
 
 
 async def _runs(args: argparse.Namespace) -> int:
@@ -200,7 +204,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
 
     runs = await TemporalRuns.connect(args.temporal, args.namespace, args.task_queue)
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
-    pending = TemporalPending(args.temporal, args.namespace)
+    pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
     telemetry = Telemetry.from_env(pending=pending)
     telemetry.metrics.prepare_runs(declared_pairs(catalog) | await _waiting_pairs(pending))
     if args.metrics_port:

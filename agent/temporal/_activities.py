@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent._codec import encode_entry
 from agent.agent import Agent
+from agent.clock import CancelSignal
 from agent.context import CallRecord, RunContext
 from agent.durable.catalog import Catalog
 from agent.errors import ConfigError, ModelError, TransientModelError
@@ -46,6 +47,7 @@ class EndstateActivities:
         self.catalog = catalog
         self.queue = queue  # this worker's own task queue: a run sends there the texts it lacks
         self._agents: OrderedDict[str, Agent] = OrderedDict()
+        self._cancels: OrderedDict[str, CancelSignal | None] = OrderedDict()  # each run's catalog `cancel`
         self._results = KeptResults(MAX_KEPT_CHARS)
 
     def all(self) -> list[Any]:
@@ -57,6 +59,7 @@ class EndstateActivities:
             self.verify,
             self.verify_by_digest,
             self.cleanup,
+            self.ready,
         ]
 
     @activity.defn(name=w.PREPARE)
@@ -69,8 +72,8 @@ class EndstateActivities:
                 state = await asyncio.to_thread(entry.prepare, state, run["run_id"])
             agent = self._build({**run, "state": state})
         except ConfigError as exc:
-            raise ApplicationError(str(exc), type="ConfigError", non_retryable=True, category=BENIGN) from exc
-        return {"state": state, "plan": w.plan_of(agent)}
+            raise _refused(str(exc)) from exc
+        return self._told(run, {"state": state, "plan": w.plan_of(agent)}, state)
 
     @activity.defn(name=w.MODEL)
     async def model(self, call: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +86,7 @@ class EndstateActivities:
         async with _heartbeats():
             with recording_cut_calls() as cut:  # a call that broke off mid-way, with what it used
                 try:
-                    return await _complete(agent, call)
+                    return self._told(call["run"], await _complete(agent, call))
                 except _CutOff as exc:
                     raise _failure(str(exc), "CutOff", {"cut": _dicts(cut)}) from None
                 except asyncio.CancelledError:
@@ -142,7 +145,7 @@ class EndstateActivities:
         ):  # a later call holds it
             self._results.keep(run["run_id"], text)
         fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
-        return {**out, "state": ctx.state, "fingerprint": fingerprint}
+        return self._told(run, {**out, "state": ctx.state, "fingerprint": fingerprint})
 
     @activity.defn(name=w.VERIFY)
     async def verify(self, check: dict[str, Any]) -> list[str]:
@@ -161,7 +164,7 @@ class EndstateActivities:
         journal = self._journal(run["run_id"], check["journal"], missing)
         if missing:
             return self._lacking(missing)
-        return {"failures": await self._verified(run, calls, journal, check.get("note", ""))}
+        return self._told(run, {"failures": await self._verified(run, calls, journal, check.get("note", ""))})
 
     async def _verified(
         self, run: dict[str, Any], calls: list[CallRecord], journal: list[dict[str, Any]], note: str
@@ -180,6 +183,7 @@ class EndstateActivities:
     async def cleanup(self, run: dict[str, Any]) -> None:
         """The run ended for good: let its world go."""
         self._agents.pop(run["run_id"], None)
+        self._cancels.pop(run["run_id"], None)
         self._results.drop(run["run_id"])
         entry = self.catalog.entries.get(run["agent"])
         if entry is not None and entry.cleanup is not None:
@@ -187,6 +191,27 @@ class EndstateActivities:
                 await asyncio.to_thread(entry.cleanup, run["state"])  # in a thread: it may block
             except Exception:
                 log.warning("cleanup of run %s failed", run["run_id"], exc_info=True)
+
+    @activity.defn(name=w.READY)
+    async def ready(self, check: dict[str, Any]) -> None:
+        """Refuse (a `ConfigError` failure) to go on with a run that this worker could not carry on: it
+        has no agent of the run's name (a redeploy dropped or renamed it), or the approved call's tool
+        (`check["tool"]`) is gone. The workflow then leaves the run as it was (see `workflow.REPLY_CHECKED`),
+        as the store's runner gives such a run back."""
+        run = check["run"]
+        try:
+            agent = self._agents.get(run["run_id"]) or self._build(run)
+        except ConfigError as exc:
+            raise _refused(
+                f"this worker cannot go on with run {run['run_id']}: {exc}. Deploy a worker whose catalog "
+                f"has agent {run['agent']!r} on this task queue"
+            ) from exc
+        tool = check.get("tool")
+        if tool is not None and agent.tool_named(tool) is None:
+            raise _refused(
+                f"agent {run['agent']!r} has no tool {tool!r} any more, so the approved call cannot run. "
+                "Deploy a worker whose agent has that tool, or deny the call"
+            )
 
     # -- the run's calls -----------------------------------------------
 
@@ -208,6 +233,23 @@ class EndstateActivities:
         (see `KeptResults.resolved`); the digests it does not keep go to `missing`."""
         return w.texts_mapped(sent, lambda item, key: self._results.resolved(run_id, item, key, missing))
 
+    # -- the catalog's cancel ------------------------------------------
+
+    def _told(
+        self, run: dict[str, Any], out: dict[str, Any], state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`out`, with `cancel`: whether the run's catalog entry's `cancel` signal is set, when the
+        workflow asks (`check_cancel`): the loop then stops before its next turn, as the store's runner
+        stops it. The signal is made once per run on this worker, from its state (`state`, if given)."""
+        if not run.get("check_cancel"):
+            return out
+        run_id = run["run_id"]
+        if run_id not in self._cancels:
+            self._cancels[run_id] = _cancel_signal(self.catalog, run["agent"], state or run["state"], run_id)
+            while len(self._cancels) > MAX_CACHED_AGENTS:
+                self._cancels.popitem(last=False)
+        return {**out, "cancel": _is_set(self._cancels[run_id], run_id)}
+
     # -- agents --------------------------------------------------------
 
     def _agent(self, run: dict[str, Any]) -> Agent:
@@ -219,7 +261,7 @@ class EndstateActivities:
         try:
             return self._build(run)
         except ConfigError as exc:
-            raise ApplicationError(str(exc), type="ConfigError", non_retryable=True, category=BENIGN) from exc
+            raise _refused(str(exc)) from exc
 
     def _build(self, run: dict[str, Any]) -> Agent:
         entry = self.catalog.entry(run["agent"])
@@ -241,6 +283,29 @@ class EndstateActivities:
         while len(self._agents) > MAX_CACHED_AGENTS:
             self._agents.popitem(last=False)
         return agent
+
+
+def _cancel_signal(catalog: Catalog, agent: str, state: dict[str, Any], run_id: str) -> CancelSignal | None:
+    """The catalog entry's cancel signal for a run (None when it has none, or failed to make one: logged)."""
+    entry = catalog.entries.get(agent)
+    if entry is None or entry.cancel is None:
+        return None
+    try:
+        signal: CancelSignal = entry.cancel(dict(state))
+    except Exception:
+        log.warning(
+            "run %s: the catalog's cancel for agent %r failed; the run goes on", run_id, agent, exc_info=True
+        )
+        return None
+    return signal
+
+
+def _is_set(signal: CancelSignal | None, run_id: str) -> bool:
+    try:
+        return signal is not None and bool(signal.is_set())
+    except Exception:
+        log.warning("run %s: its cancel signal failed; the run goes on", run_id, exc_info=True)
+        return False
 
 
 class _CutOff(Exception):
@@ -268,6 +333,10 @@ async def _complete(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
 def _cancel_requested() -> bool:
     details = activity.cancellation_details()
     return details is not None and details.cancel_requested
+
+
+def _refused(message: str) -> ApplicationError:
+    return ApplicationError(message, type="ConfigError", non_retryable=True, category=BENIGN)
 
 
 def _failure(message: str, kind: str, details: dict[str, Any] | None = None) -> ApplicationError:

@@ -22,7 +22,6 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType, 
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
-from agent import tools as tools_module
 from agent.agent import Agent
 from agent.content import ToolOutput
 from agent.context import CallRecord, RunContext
@@ -58,6 +57,9 @@ FINISH_LAST = "endstate-finish-after-other-calls"
 # and the usage it reported is lost (Temporal's SDK cancels a handle whose result came, unread). Runs
 # started before lost it, as they did.
 CUT_SETTLES = "endstate-cut-call-settles-first"
+# Each activity says whether the run's catalog entry's `cancel` signal is set on its worker, and the loop
+# stops before its next turn when it is, as the store's runner stops it. Runs started before ignored it.
+CATALOG_CANCEL = "endstate-catalog-cancel"
 # A tool with no timeout of its own (`timeout=None`) runs until the run's time budget cuts it; Temporal
 # needs some bound on its activity all the same.
 UNBOUNDED_TOOL = timedelta(days=365)
@@ -91,10 +93,19 @@ class RunRef:
     digests: dict[str, str] = dataclasses.field(default_factory=dict)  # of each long text sent, by text
     sizes: dict[str, int] = dataclasses.field(default_factory=dict)  # of each long text in full, by digest
     cap: int | None = None  # the history policy's `max_result_chars`: the worker keeps results so cut too
+    check_cancel: bool = False  # each activity says whether the catalog's cancel is set (`CATALOG_CANCEL`)
+    cancelled: bool = False  # it was, at the last activity that said: the loop stops before its next turn
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         fields = {"run_id", "agent", "task", "task_type"}
-        return {k: v for k, v in vars(self).items() if k in fields} | {"state": state or self.state}
+        asks = {"check_cancel": True} if self.check_cancel else {}
+        return {k: v for k, v in vars(self).items() if k in fields} | {"state": state or self.state} | asks
+
+    def told(self, out: dict[str, Any]) -> dict[str, Any]:
+        """An activity's answer without its `cancel` (see `CATALOG_CANCEL`), which it keeps."""
+        if "cancel" in out:
+            self.cancelled = bool(out.pop("cancel"))
+        return out
 
     def digested(self, item: dict[str, Any], key: str, inline: set[str] | None) -> dict[str, Any]:
         """`item` with its value at `key` (a text, or a provider's block as JSON), if long, sent by its
@@ -413,7 +424,7 @@ class ActivityModel:
             **pinned(queue, self._setup),
         )
         try:
-            answer: dict[str, Any] = await asyncio.shield(handle)
+            answer: dict[str, Any] = self._ref.told(await asyncio.shield(handle))
         except asyncio.CancelledError:
             await self._cut(handle)
             raise
@@ -443,7 +454,7 @@ class ActivityModel:
         # a reply that came as the budget ran out is dropped, as the loop drops it; its usage is kept
         if (exc := handle.exception()) is None:
             if "missing" not in handle.result():  # a worker lacking texts made no call
-                record_cut_call(ModelReply(**handle.result()))
+                record_cut_call(ModelReply(**self._ref.told(dict(handle.result()))))
         elif isinstance(exc, ActivityError) and (cause := _cause(exc)) is not None:
             _record_cut(cause)
 
@@ -546,6 +557,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             if once and _worker_lost(exc):
                 return Verbatim(ToolOutcome(UNSURE, True, "worker_lost"))
             raise
+        ref.told(out)
         ctx.state.clear()
         ctx.state.update(out["state"])
         ref.fingerprint = out.get("fingerprint")
@@ -578,7 +590,7 @@ def _worker_lost(exc: ActivityError) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Verbatim:
-    """A tool's outcome on the worker, which the loop takes as it is (see `install_outcome_seam`): an
+    """A tool's outcome on the worker, which the loop takes as it is (see `WorkflowTools`): an
     error result reads to the model as it reads locally ("Error: tool 'x' timed out after 5 s.")."""
 
     outcome: ToolOutcome
@@ -621,7 +633,7 @@ WHAT_VERIFY = "the verifiers' input (the journal and the calls)"
 class RemoteVerifier:
     """Stands for all of the agent's verifiers; the workflow runs them as one activity.
 
-    The loop calls verifiers on a daemon thread; `install_verifier_seam`
+    The loop calls verifiers on a daemon thread; `WorkflowTools.offload`
     routes that call to the activity.
     """
 
@@ -647,7 +659,7 @@ class RemoteVerifier:
             return {"run": ref.wire(ctx.state), "calls": calls, "journal": journal, "note": ctx.note}
 
         out = await by_digest(ref, build, functools.partial(self._verified, w.VERIFY_BY_DIGEST), WHAT_VERIFY)
-        return list(out["failures"])
+        return list(ref.told(out)["failures"])
 
     async def _in_full(self, ctx: RunContext) -> list[str]:
         """The check as runs started before `VERIFY_BY_DIGEST` made it: the whole journal and calls."""
@@ -677,48 +689,30 @@ class RemoteVerifier:
             raise _named_error(cause.type or "Exception", cause.message) if cause else exc from exc
 
 
-def install_verifier_seam() -> None:
-    """Route the loop's verifier call for a `RemoteVerifier` to the verify activity.
+class WorkflowTools:
+    """`agent.tools`' host (`ToolHost`) on a Temporal worker, set by `worker.workflow_runner`.
 
-    The loop runs verifiers on a daemon thread (`agent.tools._in_daemon_thread`);
-    a workflow has no threads. Inside a workflow, a `RemoteVerifier` is awaited
-    as its activity instead; every other call (and every call outside a
-    workflow) goes to the daemon thread as before. Idempotent.
+    Inside a workflow, a `RemoteVerifier` (the loop calls verifiers on a daemon
+    thread; a workflow has none) is awaited as its activity, and a tool's
+    `Verbatim` outcome (made by the worker's `execute` already) is taken as it
+    is: the loop would write an error again from an exception, and turn any
+    other value into text. Every other call goes as in a plain process.
     """
-    original = tools_module._in_daemon_thread
-    if getattr(original, "endstate_temporal", False):
-        return
 
-    async def in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    def outcome(self, value: Any) -> ToolOutcome | None:
+        return value.outcome if isinstance(value, Verbatim) else None
+
+    def offload(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Awaitable[Any] | None:
         if (
             workflow.in_workflow()
             and isinstance(fn, functools.partial)
             and isinstance(fn.func, RemoteVerifier)
         ):
-            return await fn.func.check(*fn.args)
-        return await original(fn, kwargs)
-
-    in_daemon_thread.endstate_temporal = True  # type: ignore[attr-defined]
-    tools_module._in_daemon_thread = in_daemon_thread  # type: ignore[assignment]
+            return fn.func.check(*fn.args)
+        return None
 
 
-def install_outcome_seam() -> None:
-    """Let the loop take a tool's `Verbatim` outcome as it is, not as a value the tool returned.
-
-    A tool's body on a workflow is an activity; the worker's `execute` already made its outcome (an
-    error result's text, its kind). The loop would write an error again from an exception, and turn any
-    other value into text (`agent.tools._outcome`); a `Verbatim` one (only the workflow's tools return
-    one) is taken as the worker made it. Idempotent.
-    """
-    original = tools_module._outcome
-    if getattr(original, "endstate_temporal", False):
-        return
-
-    def outcome(value: Any) -> ToolOutcome:
-        return value.outcome if isinstance(value, Verbatim) else original(value)
-
-    outcome.endstate_temporal = True  # type: ignore[attr-defined]
-    tools_module._outcome = outcome
+WORKFLOW_TOOLS = WorkflowTools()
 
 
 # -- telemetry that replay does not repeat ------------------------------------------------------------

@@ -49,6 +49,13 @@ TOOL = "endstate.tool"
 VERIFY = "endstate.verify"
 VERIFY_BY_DIGEST = "endstate.verify.by-digest"  # its input names long texts by digest, as the model's
 CLEANUP = "endstate.cleanup"
+READY = (
+    "endstate.ready"  # a worker can go on with a waiting run: it has the run's agent (and the approved tool)
+)
+
+# the error type of a resumed execution that a worker refused to carry on (`workflow.RESUME_CHECKED`): its
+# result is the run's stop as it was, resumable, and the note says why
+NOT_RESUMED = "not_resumed"
 
 # update and query names
 ANSWER, APPROVE, DENY, SEGMENT = "answer", "approve", "deny", "segment"
@@ -85,6 +92,21 @@ SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
     SA_WAITING,
     SA_SUSPENDED_AT,
 )
+
+
+def runs_query(task_queue: str | None) -> str:
+    """Temporal's list filter for Endstate's runs on `task_queue` (None: on every task queue). A name
+    with a quote or a backslash, which the server's filter does not match even escaped, is left out of
+    the filter: the caller keeps only that queue's executions (`on_queue`)."""
+    query = f"WorkflowType = '{WORKFLOW}'"
+    if task_queue is None or any(c in task_queue for c in "'\"\\"):
+        return query
+    return f"{query} AND TaskQueue = '{task_queue}'"
+
+
+def on_queue(execution_queue: str, task_queue: str | None) -> bool:
+    """An execution listed by `runs_query(task_queue)` is on that queue (None: any)."""
+    return task_queue is None or execution_queue == task_queue
 
 
 def plan_of(agent: Agent) -> dict[str, Any]:

@@ -10,6 +10,7 @@ do, and refuses what the run does not wait for with an `EndstateError`.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import uuid
 from datetime import UTC, datetime
@@ -32,11 +33,14 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from agent._state import extended
 from agent._valid import is_text
+from agent.budget import Extension
 from agent.durable.runner import RUN_ID, AnswerError, check_state
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, UnknownRun
 from agent.errors import ConfigError
-from agent.result import RunResult, StopReason
+from agent.journal import Journal
+from agent.result import LimitKind, RunResult, StopReason
 from agent.temporal import _wire as w
 from agent.usage import Usage
 
@@ -155,20 +159,26 @@ class TemporalRuns:
                 return None
             raise _rpc_error(run_id, exc) from exc
 
-    async def resume(self, run_id: str) -> RunResult:
-        """Continue a cancelled run from its snapshot, in a new execution of its workflow."""
-        ended = await self.ended(run_id)
-        if ended is None or ended[0].reason is not StopReason.CANCELLED:
-            where = "running" if ended is None else f"ended as {ended[0].reason}"
-            raise NotClaimable(f"run {run_id} is {where}, not cancelled; nothing was changed")
-        result, run = ended
-        if result.snapshot is None and result.turns:  # too large for a payload: starting over would repeat
-            raise NotClaimable(
-                f"run {run_id} kept no snapshot to resume from (see its note); nothing was changed"
-            )
+    async def resume(self, run_id: str, more: Extension | None = None) -> RunResult:
+        """Continue a cancelled run from its snapshot, or, with `more`, a run that stopped at a limit with
+        that much more budget added to its ceilings (as the store's runner does), in a new execution of
+        its workflow; the result of that execution's first segment."""
+        result = await self._segment(await self._resumed(run_id, more), 1)
+        if result.error_type == w.NOT_RESUMED:  # a worker refused: the run is left as it was
+            raise ConfigError(f"run {run_id}: {result.note}; nothing was changed")
+        return result
+
+    async def submit_resume(self, run_id: str, more: Extension | None = None) -> None:
+        """`resume`, returning once the new execution has started (not when its segment has ended)."""
+        await self._resumed(run_id, more)
+
+    async def _resumed(self, run_id: str, more: Extension | None) -> WorkflowHandle[Any, Any]:
+        result, run = await self._resumable(run_id, more)
         start = {**run, "snapshot": result.snapshot.to_json() if result.snapshot else None}
+        if more is not None:
+            start["more"] = dataclasses.asdict(more)
         try:
-            handle = await self.client.start_workflow(
+            return await self.client.start_workflow(
                 w.WORKFLOW,
                 start,
                 id=run_id,
@@ -184,7 +194,28 @@ class TemporalRuns:
             )
         except WorkflowAlreadyStartedError as exc:
             raise NotClaimable(f"run {run_id} was resumed by someone else meanwhile") from exc
-        return await self._segment(handle, 1)
+
+    async def _resumable(self, run_id: str, more: Extension | None) -> tuple[RunResult, dict[str, Any]]:
+        """The run's last execution's result and run, when it can go on (cancelled; with `more`, stopped
+        at a limit that much more budget lifts); else `NotClaimable` or `ConfigError`, saying why."""
+        ended = await self.ended(run_id)
+        wanted = StopReason.CANCELLED if more is None else StopReason.LIMIT
+        if ended is None or ended[0].reason is not wanted:
+            where = "running" if ended is None else f"ended as {ended[0].reason}"
+            wants = "cancelled" if more is None else "stopped at a limit"
+            hint = " (give it more budget to go on)" if more is None and ended and ended[0].limit else ""
+            raise NotClaimable(f"run {run_id} is {where}, not {wants}{hint}; nothing was changed")
+        result, run = ended
+        if result.snapshot is None and (result.turns or more is not None):  # too large for a payload
+            raise NotClaimable(
+                f"run {run_id} kept no snapshot to resume from (see its note); nothing was changed"
+            )
+        if more is not None and result.snapshot is not None and (still := _still_out(run, result, more)):
+            raise ConfigError(
+                f"run {run_id} would still be out of {still} budget with that much more: add {still} too; "
+                "nothing was changed"
+            )
+        return result, run
 
     async def cancel(self, run_id: str) -> None:
         """Cancel a run: its segment ends as `cancelled` at once, resumable."""
@@ -242,15 +273,15 @@ class TemporalRuns:
     # -- listing -----------------------------------------------------------
 
     async def runs(self, status: RunStatus | None = None, limit: int | None = 50) -> list[RunRecord]:
-        """The latest execution of each run, newest first."""
-        query = f"WorkflowType = '{w.WORKFLOW}'"
+        """The latest execution of each run on this client's task queue, newest first."""
+        query = w.runs_query(self.task_queue)
         if status is RunStatus.WAITING:
             query += f" AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
         records: dict[str, RunRecord] = {}
         try:
             async for execution in self.client.list_workflows(query):
-                if execution.id in records:
-                    continue  # an older execution of a resumed run
+                if execution.id in records or not w.on_queue(execution.task_queue, self.task_queue):
+                    continue  # an older execution of a resumed run, or another queue's run
                 record = await _record(execution)
                 if status is None or record.status is status:
                     records[execution.id] = record
@@ -301,6 +332,13 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
     )
 
 
+def _still_out(run: dict[str, Any], stopped: RunResult, more: Extension) -> LimitKind | None:
+    """The budget a limit stop would still be out of with `more` added (as `Agent.aresume` checks it)."""
+    assert stopped.snapshot is not None
+    snap = stopped.snapshot
+    return extended(w.budget_of(run["plan"]), Journal(snap.journal)).plus(more).exceeded(snap.usage)
+
+
 def _check_label(what: str, value: object) -> None:
     """An agent's name or a task type: text, short enough to be a Temporal search attribute."""
     if not is_text(value):
@@ -328,8 +366,10 @@ def _status(status: WorkflowExecutionStatus | None, last: dict[str, Any], waitin
 
 def _refused(run_id: str, exc: WorkflowUpdateFailedError) -> Exception:
     cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
-    message = f"run {run_id}: {cause.message if cause else exc}; nothing was changed"
-    return AnswerError(message) if cause and cause.type == "AnswerError" else NotClaimable(message)
+    message = f"run {run_id}: {cause.message if cause else exc}"
+    message = message if message.endswith("nothing was changed") else f"{message}; nothing was changed"
+    kind = cause.type if cause else None
+    return {"AnswerError": AnswerError, "ConfigError": ConfigError}.get(kind or "", NotClaimable)(message)
 
 
 def _rpc_error(run_id: str, exc: RPCError) -> Exception:

@@ -25,8 +25,8 @@ class TemporalPending:
     Calls come from the scrape thread; the client lives on a loop of its own.
     """
 
-    def __init__(self, address: str, namespace: str = w.NAMESPACE) -> None:
-        self.address, self.namespace = address, namespace
+    def __init__(self, address: str, namespace: str = w.NAMESPACE, task_queue: str | None = None) -> None:
+        self.address, self.namespace, self.task_queue = address, namespace, task_queue  # None: every queue
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="endstate-pending", daemon=True)
         self._thread.start()
@@ -47,10 +47,12 @@ class TemporalPending:
         if self._client is None:
             self._client = await Client.connect(self.address, namespace=self.namespace)
         query = (
-            f"WorkflowType = '{w.WORKFLOW}' AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
+            f"{w.runs_query(self.task_queue)} AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
         )
         rows = []
         async for execution in self._client.list_workflows(query):
+            if not w.on_queue(execution.task_queue, self.task_queue):
+                continue
             attrs = execution.typed_search_attributes
             since = attrs.get(w.SA_SUSPENDED_AT)
             rows.append(

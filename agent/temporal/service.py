@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from agent.budget import Extension
 from agent.durable.catalog import SEED_CATALOG, Catalog, load_catalog
 from agent.durable.store import RunRecord, RunStatus
 from agent.errors import ConfigError
@@ -94,8 +95,18 @@ class TemporalRunner:
         run_id = self.bridge.call(self.runs.start(agent, task, wait=False, **options))
         return TemporalJob(str(run_id))
 
-    def claim(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> TemporalJob:
-        self.bridge.call(self.runs.submit(run_id, answer, approved))
+    def claim(
+        self,
+        run_id: str,
+        answer: str | None = None,
+        approved: bool | None = None,
+        more: Extension | None = None,
+    ) -> TemporalJob:
+        """Hand a waiting run its reply; with neither, resume a cancelled run (with `more`: a limit stop)."""
+        if answer is None and approved is None:
+            self.bridge.call(self.runs.submit_resume(run_id, more))
+        else:
+            self.bridge.call(self.runs.submit(run_id, answer, approved))
         return TemporalJob(run_id)
 
     def spawn(self, job: TemporalJob) -> None:
@@ -137,7 +148,7 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     bridge = Bridge()
     runs = bridge.call(TemporalRuns.connect(args.temporal, args.namespace, args.task_queue))
-    pending = TemporalPending(args.temporal, args.namespace)
+    pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
     telemetry = Telemetry.from_env(pending=pending)
     try:
         token, source = load_token(args.token_file, Path(".endstate"))

@@ -30,8 +30,9 @@ from agent.temporal import _registry
 from agent.temporal import _wire as w
 from agent.temporal._activities import EndstateActivities
 from agent.temporal._registry import WorkerSetup
-from agent.temporal._remote import install_outcome_seam, install_verifier_seam
+from agent.temporal._remote import WORKFLOW_TOOLS
 from agent.temporal.workflow import EndstateRun
+from agent.tools import set_host
 
 log = logging.getLogger("endstate.temporal")
 
@@ -64,8 +65,7 @@ async def ensure_search_attributes(client: Client, namespace: str = w.NAMESPACE)
 
 def workflow_runner() -> SandboxedWorkflowRunner:
     """Temporal's sandbox, taking Endstate's modules (and what they import) as they are."""
-    install_verifier_seam()
-    install_outcome_seam()
+    set_host(WORKFLOW_TOOLS)  # verifiers as an activity, tools' outcomes as the worker made them
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
     )

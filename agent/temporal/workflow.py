@@ -27,18 +27,28 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
+    from agent.budget import Extension
     from agent.clock import CancelSignal
+    from agent.journal import Stopped
     from agent.result import RunResult, StopReason
     from agent.snapshot import Snapshot
     from agent.temporal import _wire as w
     from agent.temporal._registry import lookup
-    from agent.temporal._remote import RunRef, now, workflow_agent
+    from agent.temporal._remote import CATALOG_CANCEL, RunRef, now, workflow_agent
 
 # A cancel lets the turn in flight end (a tool's result is kept) and stops the run before its next turn, as
 # a runner's cancel does; past the worker's `cancel_grace` it cuts the turn there. Runs started before were
 # cut at once, the call in flight recorded as of unknown outcome, as they were.
 GRACEFUL_CANCEL = "endstate-cancel-at-the-next-turn"
 PREPARE_TIMEOUT = timedelta(minutes=5)
+# A reply to a waiting run is taken only once a worker has checked that it can go on with the run (it has
+# the run's agent, and the approved call's tool): else the reply is refused and the run waits still, as
+# the store's runner gives such a run back. Runs started before took every reply, as they did.
+REPLY_CHECKED = "endstate-reply-checked-by-a-worker"
+# Likewise a resumed execution (a cancelled run, a limit stop given more budget) goes on only once a worker
+# has checked it can: else it ends at once with the run's stop as it was (`_wire.NOT_RESUMED`), resumable.
+RESUME_CHECKED = "endstate-resume-checked-by-a-worker"
+READY_TIMEOUT = timedelta(seconds=20)  # in all, retries too: within the service's 30 s for a call
 BEFORE = "The run was cancelled before it began."
 WAIT_CANCELLED = "The run was cancelled while it waited for a person; resume it to wait again."
 MEMO_TEXT = 2000  # characters of note and summary kept in the memo
@@ -55,13 +65,15 @@ class Reply:
 
 
 class CancelRequested:
-    """The loop's cancel signal on a workflow: set once the workflow is cancelled."""
+    """The loop's cancel signal on a workflow: set once the workflow is cancelled, or once an activity
+    said the run's catalog entry's `cancel` signal is set (`ref.cancelled`)."""
 
     def __init__(self) -> None:
         self.requested = False
+        self.ref: RunRef | None = None
 
     def is_set(self) -> bool:
-        return self.requested
+        return self.requested or (self.ref is not None and self.ref.cancelled)
 
 
 Segment = Callable[[CancelSignal | None], Coroutine[Any, Any, RunResult]]
@@ -78,13 +90,16 @@ class EndstateRun:
         self._reply: Reply | None = None
         self._done = False  # the run's last segment has ended: nobody waits for another
         self._cancel = CancelRequested()
+        self._ref: RunRef | None = None
+        self._checking = False  # a reply is being checked (see `REPLY_CHECKED`): another is refused
 
     @workflow.run
     async def run(self, start: dict[str, Any]) -> dict[str, Any]:
         run = dict(start)
+        check_cancel = workflow.patched(CATALOG_CANCEL)
         try:
             if "plan" not in run:
-                run.update(await self._prepare(run))
+                run.update(await self._prepare({**run, "check_cancel": True} if check_cancel else run))
         except ActivityError as exc:
             if not is_cancelled_exception(exc):
                 return await self._closing(run, self._unprepared(run, exc))
@@ -98,7 +113,12 @@ class EndstateRun:
         ref = RunRef(
             workflow.info().workflow_id, run["agent"], run["task"], run["plan"]["task_type"], run["state"]
         )
+        ref.check_cancel, ref.cancelled = check_cancel, bool(run.pop("cancel", False))
+        self._ref = self._cancel.ref = ref
         agent = workflow_agent(run["plan"], ref, lookup(workflow.info().task_queue))
+        resumed = "plan" in start and workflow.patched(RESUME_CHECKED)  # see `RESUME_CHECKED`
+        if resumed and (problem := await self._unready(_resumed_state(run))):
+            return await self._closing(run, self._not_resumed(run, problem))
         result = await self._first_segment(agent, run)
         while True:
             self._ended(result)
@@ -131,7 +151,8 @@ class EndstateRun:
         snap = Snapshot.from_json(run["snapshot"])
         if snap.suspension is not None:  # cancelled while it waited: it waits again, for the same deadline
             return _waiting(snap)
-        return await self._segment(lambda cancel: agent.aresume(snap, now=now(), cancel=cancel))
+        more = Extension(**run["more"]) if run.get("more") else None  # a limit stop given more budget
+        return await self._segment(lambda cancel: agent.aresume(snap, more=more, now=now(), cancel=cancel))
 
     async def _segment(self, drive: Segment) -> RunResult:
         """Drive one segment of the loop. A cancel lets it end at its next turn, as a runner's cancel
@@ -229,6 +250,27 @@ class EndstateRun:
             workflow.info().workflow_id, run["agent"], task_type, reason, note=note, error_type=error_type
         )
 
+    def _not_resumed(self, run: dict[str, Any], problem: str) -> RunResult:
+        """The run's stop as it was before this execution (cancelled, or at a limit), saying why it did
+        not go on: it stays resumable."""
+        note = f"Not resumed: {problem}, then resume it again. The run is left as it was."
+        if not run.get("snapshot"):
+            return self._bare(run, StopReason.CANCELLED, note, w.NOT_RESUMED)
+        snap = Snapshot.from_json(run["snapshot"])
+        stop = next((e for e in reversed(snap.journal) if isinstance(e, Stopped)), None)
+        return RunResult(
+            snap.run_id,
+            snap.agent,
+            snap.task_type,
+            stop.reason if stop else StopReason.CANCELLED,
+            limit=stop.limit if stop else None,
+            note=note,
+            turns=snap.usage.turns,
+            usage=snap.usage.usage,
+            error_type=w.NOT_RESUMED,
+            snapshot=snap,
+        )
+
     def _unprepared(self, run: dict[str, Any], exc: ActivityError) -> RunResult:
         cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
         note = cause.message if cause else f"the run could not be prepared: {exc.cause or exc}"
@@ -295,6 +337,8 @@ class EndstateRun:
 
     async def _take(self, reply: Reply, wait: bool) -> dict[str, Any]:
         seen = self._segments
+        if workflow.patched(REPLY_CHECKED):
+            await self._ready_for(reply)
         self._reply = reply
         if not wait:
             return {}
@@ -302,8 +346,49 @@ class EndstateRun:
         assert self._last is not None
         return fitted(self._last.to_dict())
 
+    async def _ready_for(self, reply: Reply) -> None:
+        """Refuse `reply` (a `ConfigError`, the run waiting still) unless a worker can go on with the run:
+        one that lacks the run's agent, or the approved call's tool, would end it as error, the reply
+        spent (a redeploy dropped or renamed them while the run waited)."""
+        waiting = self._waiting
+        if waiting is None or waiting.suspension is None or waiting.snapshot is None:  # as validated: never
+            raise ApplicationError("the run is not waiting for a person", type="NotWaiting")
+        pending = waiting.suspension.pending
+        self._checking = True
+        try:
+            tool = pending.name if pending is not None and reply.approved else None
+            if problem := await self._unready(waiting.snapshot.state, tool):
+                raise ApplicationError(
+                    f"{problem}, then reply again. The reply was not taken: the run still waits; nothing "
+                    "was changed",
+                    type="ConfigError",
+                )
+        finally:
+            self._checking = False
+        if self._waiting is not waiting:  # its deadline passed, or it was cancelled, meanwhile
+            reason = self._last.reason if self._last else "running"
+            raise ApplicationError(f"the run stopped waiting meanwhile (it is {reason})", type="NotWaiting")
+
+    async def _unready(self, state: dict[str, Any], tool: str | None = None) -> str | None:
+        """Why no worker can go on with the run (the `READY` activity's refusal), or None when one can."""
+        assert self._ref is not None
+        check = {"run": self._ref.wire(dict(state)), "tool": tool}
+        try:
+            await workflow.execute_activity(
+                w.READY,
+                check,
+                schedule_to_close_timeout=READY_TIMEOUT,  # no worker takes it: refused, not waited for
+                retry_policy=TemporalRetry(maximum_attempts=3),
+            )
+        except ActivityError as exc:
+            cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
+            return cause.message if cause else f"no worker could check the run ({exc.cause or exc})"
+        return None
+
     def _expecting(self) -> str | None:
         """The pending tool's name, or None for a question; refuses when nothing waits."""
+        if self._checking:
+            raise ApplicationError("another reply to the run is being taken", type="NotWaiting")
         if self._waiting is None or self._reply is not None:
             reason = self._last.reason if self._last else "running"
             raise ApplicationError(f"the run is not waiting for a person (it is {reason})", type="NotWaiting")
@@ -327,6 +412,14 @@ def _check_text(what: str, value: Any) -> None:
         raise ApplicationError(
             f"{what} must be text, not {type(value).__name__}: pass a string", type="AnswerError"
         )
+
+
+def _resumed_state(run: dict[str, Any]) -> dict[str, Any]:
+    """A resumed run's state: its snapshot's, or the state it started with (cancelled before its first
+    checkpoint)."""
+    if run.get("snapshot"):
+        return dict(Snapshot.from_json(run["snapshot"]).state)
+    return dict(run["state"])
 
 
 def _waiting(snap: Snapshot) -> RunResult:
