@@ -72,7 +72,9 @@ def add_promote(sub: Any) -> None:
         description="Write an eval case that replays the run's recorded model replies through the scripted "
         "model and expects the exit you chose (by default from its label: "
         + ", ".join(f"{k} -> {v}" for k, v in review.EXPECT_OF.items())
-        + ", fine -> the exit it had). `endstate eval DIR` runs it.",
+        + ", "
+        + " and ".join(review.KEEPS_ITS_EXIT)
+        + " -> the exit it had). `endstate eval DIR` runs it.",
     )
     _store_arg(p, argparse.SUPPRESS)
     p.add_argument("run_id")
