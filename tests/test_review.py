@@ -266,6 +266,13 @@ def test_a_success_cannot_be_labelled_a_give_up_nor_promoted_as_one(
     assert cli(capsys, "review", "label", "report", "false_success", *on)[0] == 0
     code, out = cli(capsys, "review", "promote", "report", "--out", str(tmp_path / "cases"), *on)
     assert code == 0 and "gave_up" in out
+    with pytest.raises(SystemExit):
+        main(["review", "label", "--help"])
+    told = " ".join(capsys.readouterr().out.split())
+    assert (
+        "correct_give_up (runs that did not succeed)" in told
+        and "false_success (runs that stopped as success)" in told
+    )
 
 
 def test_the_queue_prints_a_models_note_without_its_terminal_control_characters() -> None:

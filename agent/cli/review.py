@@ -109,9 +109,12 @@ def _store_arg(p: argparse.ArgumentParser, default: Any = None) -> None:
 
 
 def _label_help() -> str:
+    def runs(label: review.Label) -> str:
+        return f" (runs that {review.FOR_STOPS[label][1]})" if label in review.FOR_STOPS else " (any run)"
+
     return (
         "Label a finished run with what you found: "
-        + "; ".join(f"{label}" for label in review.Label)
+        + "; ".join(f"{label}{runs(label)}" for label in review.Label)
         + ". A later label of the same run replaces the earlier one."
     )
 
