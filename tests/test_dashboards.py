@@ -545,8 +545,9 @@ def test_every_panel_query_returns_data(tmp_path: Path) -> None:
         # A round of the demo takes 10 s of CPU: on a loaded machine (load 16 on 2 cores) over a minute.
         wait_until(lambda: prom.query("sum(agent_stops_total) >= 40"), 300, "two rounds of demo stops")
         wait_until(lambda: prom.query("count_over_time(up[1m]) >= 10"), 60, "ten scrapes")
-        # Rule groups that fall behind skip evaluations: on a loaded machine the 24 hours take longer.
-        wait_until(lambda: prom.query(BASELINE), 240, "a 7-day baseline (24 one-second hours)")
+        # The baseline needs an agent with 20 runs in the hour, then 24 evaluations; rule groups that
+        # fall behind skip evaluations. At load 16-24 on 2 cores this took over 4 minutes.
+        wait_until(lambda: prom.query(BASELINE), 600, "a 7-day baseline (24 one-second hours)")
         empty = settled_empty_panels(prom)
         linked = exemplar_traces(prom.exemplars("agent_run_active_seconds_bucket"))
         wait_until(lambda: invoke_agent_spans(traces).keys() >= linked.keys(), 30, "the exemplars' spans")
