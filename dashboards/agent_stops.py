@@ -100,23 +100,40 @@ def runs_started_and_stopped() -> timeseries.Panel:
     )
 
 
+# The recorded counts of runs that ended (alerts/rules/recording.yml): each run counted once, at its
+# real end. need_help suspensions and resumed segments are no ends; agent_stops_total counts segments.
+ENDED_1H = "agent_task_type_stop_reason:agent_stops_final:increase1h"
+ENDED_6H = "agent_task_type_stop_reason:agent_stops_final:increase6h"
+RUNS_1H = "agent_task_type:agent_stops_final:increase1h"
+RUNS_6H = "agent_task_type:agent_stops_final:increase6h"
+
+
+def run_shares(ended: str, runs: str, by: str = "") -> str:
+    """Shares of runs by stop reason (within each `by` group, agents summed), from recorded counts."""
+    if by:
+        total, match, keep = f"sum by ({by}) ({runs}{sel()})", f"on ({by})", f"{by}, stop_reason"
+    else:
+        total, match, keep = f"sum({runs}{sel()})", "ignoring (stop_reason)", "stop_reason"
+    return f"sum by ({keep}) ({ended}{sel()}) / {match} group_left () ({total} > 0)"
+
+
 def stop_share_table() -> table.Panel:
-    by_reason = f"sum by (task_type, stop_reason) (increase(agent_stops_total{sel()}[$__range]))"
-    total = f"sum by (task_type) (increase(agent_stops_total{sel()}[$__range]))"
     matrix = model.DataTransformerConfig(
         id_val="groupingToMatrix",
         options={"columnField": "stop_reason", "rowField": "task_type", "valueField": "Value"},
     )
     return (
         table.Panel()
-        .title("Stop distribution per task type")
+        .title("How runs ended per task type (6h)")
         .description(
-            "Share of each stop reason per task type over the dashboard's time range "
-            "(need_help included: it is how often runs ask for help)."
+            "Share of the runs of each task type that ended with each stop reason over the 6 hours up to "
+            "the end of the time range: each run counted once, at its real end (the counts the alerts "
+            "read). A suspension for a person is no end: a run that asked for help and then succeeded "
+            "is one success. How often runs ask for help: Requests for a person, under Human help."
         )
         .unit("percentunit")
         .datasource(PROMETHEUS)
-        .targets([instant(f"{by_reason} / on (task_type) group_left () {total}", "", "A")])
+        .targets([instant(run_shares(ENDED_6H, RUNS_6H, "task_type"), "", "A")])
         .with_transformation(matrix)
         .height(8)
         .span(12)
@@ -124,15 +141,14 @@ def stop_share_table() -> table.Panel:
 
 
 def stop_share_per_task_type() -> timeseries.Panel:
-    share = (
-        f"sum by (stop_reason) (rate(agent_stops_total{sel()}[{RI}])) / ignoring (stop_reason) "
-        f"group_left () sum(rate(agent_stops_total{sel()}[{RI}]))"
-    )
     panel = series_panel(
-        "Stop shares: $task_type",
-        "How runs of this task type end, as shares of all stops (one panel per selected task type).",
+        "How runs ended: $task_type (1h)",
+        "Share of the runs of this task type (all selected agents) that ended with each stop reason, "
+        "over the last hour at each point: each run counted once, at its real end, as the share alerts "
+        "count them (need_help suspensions and cancelled-then-resumed segments are no ends). One panel "
+        "per selected task type.",
         "percentunit",
-        [query(share, "{{stop_reason}}", "A")],
+        [query(run_shares(ENDED_1H, RUNS_1H), "{{stop_reason}}", "A")],
     )
     link = traces_link(
         "Traces that stopped with ${__field.labels.stop_reason}",
@@ -350,6 +366,16 @@ def oldest_pending() -> timeseries.Panel:
     return threshold_line(panel, HELP_PENDING_SECONDS).data_links([link])
 
 
+def help_requests() -> timeseries.Panel:
+    return reason_per_minute(
+        "Requests for a person",
+        "Runs per minute that suspended to ask a person (a question, or a tool call to approve), by task "
+        "type. A suspension is no end: the run goes on once answered, or ends as help_timeout at its "
+        "deadline, and only that end counts in the shares of runs.",
+        "need_help",
+    )
+
+
 # -- Quality ---------------------------------------------------------------------
 
 
@@ -504,6 +530,34 @@ def audits_by_outcome() -> timeseries.Panel:
     )
 
 
+def review_labels() -> table.Panel:
+    # Every replica counts the labels of the run store it reads: de-duplicate before summing.
+    given = f"increase(agent_review_labels_total{sel()}[$__range])"
+    matrix = model.DataTransformerConfig(
+        id_val="groupingToMatrix",
+        options={"columnField": "label", "rowField": "task_type", "valueField": "Value"},
+    )
+    return (
+        table.Panel()
+        .title("Review labels given")
+        .description(
+            "Labels people gave runs in the review queue (the inbox's Review page, or endstate review "
+            "label) over the time range, by task type: correct_give_up (it was right to stop), "
+            "should_have_succeeded (a regression to fix), limit_too_low (limits suggest raises that "
+            "ceiling), false_success (a success that was not: the audits' false-success share is beside "
+            "this), fine. A run labelled again counts each label given. Promote a labelled run to an "
+            "eval case with endstate review promote RUN_ID."
+        )
+        .unit("short")
+        .decimals(0)
+        .datasource(PROMETHEUS)
+        .targets([instant(f"sum by (task_type, label) (max without (instance, job) ({given}))", "", "A")])
+        .with_transformation(matrix)
+        .height(8)
+        .span(12)
+    )
+
+
 # -- Tokens and cost -----------------------------------------------------------
 
 
@@ -644,7 +698,7 @@ ROWS = (
     ("Stops", (stops_by_reason, runs_started_and_stopped, stop_share_table)),
     ("Stops per task type", (stop_share_per_task_type,)),
     ("Limits", (limit_share, budget_ran_out, turns_vs_ceiling, active_time)),
-    ("Human help", (human_wait, oldest_pending, help_pending)),
+    ("Human help", (human_wait, oldest_pending, help_pending, help_requests)),
     (
         "Quality",
         (
@@ -657,7 +711,7 @@ ROWS = (
             tool_error_share,
         ),
     ),
-    ("Success audits", (false_success_share, audits_by_outcome)),
+    ("Success audits and review", (false_success_share, audits_by_outcome, review_labels)),
     ("Tokens and cost", (tokens_per_run, cost_per_run, spend)),
     (
         "Model calls and telemetry",

@@ -229,6 +229,9 @@ AUDIT_ERROR: Final = "error"
 METRIC_REVIEW_LABELS: Final = "agent_review_labels"  # counter -> agent_review_labels_total
 LABEL_REVIEW_LABEL: Final = "label"
 REVIEW_OTHER: Final = "other"
+# Exposed once first counted, not at zero from a process's first run (the review labels a service
+# counts from its run store): dashboards may read them beside EXPOSED_METRICS.
+EXPOSED_WHEN_COUNTED: Final = frozenset({"agent_review_labels_total"})
 
 # GenAI semantic conventions (semantic-conventions-genai, development status): agent and tool
 # durations, histograms in seconds. Prometheus names as the OTLP-to-Prometheus mapping gives them.

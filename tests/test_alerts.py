@@ -127,6 +127,43 @@ def test_a_stop_alerts_runbook_says_how_to_review_and_promote_its_runs(name: str
     assert "endstate review label" in text and "endstate review promote" in text
 
 
+# What a runbook may set in italics besides the dashboard's panels, its title and its annotations:
+# the pages of Prometheus's own UI it sends people to.
+PROMETHEUS_UI = {"Status > Targets", "Last error"}
+
+
+def runbook_italics(name: str) -> set[str]:
+    """The italic phrases of an alert's runbook (panel names and the like), line breaks joined."""
+    text = re.sub(r"\s*\n\s*", " ", (ROOT / "docs" / "runbooks" / f"{name}.md").read_text())
+    return {found.strip() for found in re.findall(r"(?<!\*)\*([^*]+?)\*(?!\*)", text)}
+
+
+@pytest.mark.parametrize("name", sorted(ALERTS))
+def test_a_runbook_says_what_to_check_and_do_and_names_panels_that_exist(name: str) -> None:
+    """Read at night beside the dashboard: a runbook says what to check first, a page's what to do,
+    it names the panel whose corner links back to it, and every panel it names is there (the
+    stale-help, vanishing-stops, export and false-success runbooks named none; vanishing stops
+    paged with nothing to do)."""
+    from test_dashboards import PLACEHOLDER_BASE, load, panels, runbook_links
+
+    text = (ROOT / "docs" / "runbooks" / f"{name}.md").read_text()
+    assert "\n## Check first\n" in text
+    if ALERTS[name]["labels"]["severity"] == "page":
+        assert "\n## Mitigate\n" in text
+    dashboard = load(ROOT / "dashboards" / "json" / "agent-stops.json")
+    titles = [panel["title"] for panel in panels(dashboard)]
+    others = {
+        dashboard["title"],
+        *(note["name"] for note in dashboard["annotations"]["list"]),
+    } | PROMETHEUS_UI
+    named = runbook_italics(name)
+    assert not [n for n in named - others if not any(t.startswith(n) for t in titles)]
+    linking = [
+        title for title, urls in runbook_links(dashboard).items() if f"{PLACEHOLDER_BASE}{name}.md" in urls
+    ]
+    assert linking and any(t.startswith(n) for t in linking for n in named), (linking, named)
+
+
 # The alerts that compare a share with its own 7-day baseline, and the stop reason each reads.
 RISING_ALERTS = {
     "EndstateLimitStopShareRising": "limit",

@@ -618,6 +618,39 @@ def test_label_and_promote_are_refused_without_the_token_and_change_nothing(
     assert not cases.exists()
 
 
+def test_a_success_is_offered_the_labels_for_a_success_and_refused_the_others(
+    server: Server, tmp_path: Path
+) -> None:
+    """A success did not stop early: "correct give-up" (whose case expected gave_up) and "should
+    have succeeded" are no labels for it. The form does not offer them; posted anyway, they are
+    refused with 422 naming the labels that fit, and nothing is stored; false_success is taken."""
+    import re
+
+    from agent.durable.store import open_store
+
+    done = _finish(server, "csv-cleaner", "csv/clean")
+    with contextlib.closing(_signed_in(server)) as browser:
+        page = browser.get(f"/inbox/review/runs/{done}").text
+        assert re.findall(r'name="label" value="(\w+)"', page) == ["false_success", "fine"]
+        for label in ("correct_give_up", "should_have_succeeded"):
+            refused = browser.post(f"/inbox/review/runs/{done}/label", data={"label": label, "by": "ana"})
+            assert refused.status_code == 422, refused.text
+            assert (
+                f"{label} is a label for runs that did not succeed; for a run that stopped as success: "
+                "false_success, fine; if it should have given up, its success is false" in refused.text
+            )
+        store = open_store(str(tmp_path / "runs.db"))
+        try:
+            assert store.reviews() == []
+            given = browser.post(
+                f"/inbox/review/runs/{done}/label", data={"label": "false_success", "by": "ana"}
+            )
+            assert given.status_code == 303
+            assert [r.label for r in store.reviews()] == ["false_success"]
+        finally:
+            store.close()
+
+
 def test_with_reads_behind_the_token_the_review_pages_show_nothing_signed_out(tmp_path: Path) -> None:
     with Server(str(tmp_path / "runs.db"), tmp_path, "--read-auth", "token") as server:
         offline = _finish(server, "invoice-downloader", "invoice/portal-offline")

@@ -228,11 +228,51 @@ def test_promote_needs_a_label_or_an_expectation(
 
 def test_each_label_maps_to_the_exit_a_promoted_case_expects() -> None:
     assert {str(k): str(v) for k, v in review.EXPECT_OF.items()} == {
-        "correct_give_up": "gave_up",
         "should_have_succeeded": "success",
         "limit_too_low": "success",
         "false_success": "gave_up",
     }
+    failed = [r for r in StopReason if r not in (StopReason.SUCCESS, StopReason.NEED_HELP)]
+    for stop in failed:  # it was right to stop there: the case expects that stop
+        assert review.expected_exit(review.Label.CORRECT_GIVE_UP, stop) is stop
+        assert review.expected_exit(review.Label.FINE, stop) is stop
+    assert review.labels_for(StopReason.SUCCESS) == ["false_success", "fine"]
+    assert review.labels_for(StopReason.LIMIT) == [
+        "correct_give_up",
+        "should_have_succeeded",
+        "limit_too_low",
+        "fine",
+    ]
+    assert review.labels_for(StopReason.HELP_TIMEOUT) == ["correct_give_up", "should_have_succeeded", "fine"]
+
+
+def test_a_success_cannot_be_labelled_a_give_up_nor_promoted_as_one(
+    store_path: Path, store: RunStore, runs: dict[str, RunResult], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """A correct give-up of a success once wrote a case expecting gave_up, which the unchanged agent
+    fails. A success that should have given up is a false success: the label is refused, naming the
+    labels for a success; one given before that is refused at promote, which writes nothing."""
+    on = ("--store", str(store_path))
+    for label in ("correct_give_up", "should_have_succeeded"):
+        code, out = cli(capsys, "review", "label", "report", label, *on)
+        assert code == 2 and f"{label} is a label for runs that did not succeed" in out
+        assert "for a run that stopped as success: false_success, fine; if it should have given up" in out
+    assert store.reviews() == []
+    store.add_review("report", "correct_give_up", "", 1.0)  # as a store written before the refusal holds it
+    code, out = cli(capsys, "review", "promote", "report", "--out", str(tmp_path / "cases"), *on)
+    assert code == 2 and "run report stopped as success and is labelled correct_give_up" in out
+    assert "--expect REASON" in out and not (tmp_path / "cases").exists()
+    assert cli(capsys, "review", "label", "report", "false_success", *on)[0] == 0
+    code, out = cli(capsys, "review", "promote", "report", "--out", str(tmp_path / "cases"), *on)
+    assert code == 0 and "gave_up" in out
+    with pytest.raises(SystemExit):
+        main(["review", "label", "--help"])
+    told = " ".join(capsys.readouterr().out.split())
+    assert (
+        "correct_give_up (runs that did not succeed)" in told
+        and "false_success (runs that stopped as success)" in told
+    )
 
 
 def test_the_queue_prints_a_models_note_without_its_terminal_control_characters() -> None:

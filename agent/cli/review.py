@@ -72,7 +72,9 @@ def add_promote(sub: Any) -> None:
         description="Write an eval case that replays the run's recorded model replies through the scripted "
         "model and expects the exit you chose (by default from its label: "
         + ", ".join(f"{k} -> {v}" for k, v in review.EXPECT_OF.items())
-        + ", fine -> the exit it had). `endstate eval DIR` runs it.",
+        + ", "
+        + " and ".join(review.KEEPS_ITS_EXIT)
+        + " -> the exit it had). `endstate eval DIR` runs it.",
     )
     _store_arg(p, argparse.SUPPRESS)
     p.add_argument("run_id")
@@ -107,9 +109,12 @@ def _store_arg(p: argparse.ArgumentParser, default: Any = None) -> None:
 
 
 def _label_help() -> str:
+    def runs(label: review.Label) -> str:
+        return f" (runs that {review.FOR_STOPS[label][1]})" if label in review.FOR_STOPS else " (any run)"
+
     return (
         "Label a finished run with what you found: "
-        + "; ".join(f"{label}" for label in review.Label)
+        + "; ".join(f"{label}{runs(label)}" for label in review.Label)
         + ". A later label of the same run replaces the earlier one."
     )
 

@@ -51,22 +51,48 @@ class Label(StrEnum):
     FINE = "fine"  # nothing to act on
 
 
-EXPECT_OF = {  # the exit a promoted case expects, by label (`fine`: the exit the run had; see expected_exit)
-    Label.CORRECT_GIVE_UP: StopReason.GAVE_UP,
+EXPECT_OF = {  # the exit a promoted case expects, by label; the others expect the exit the run had
     Label.SHOULD_HAVE_SUCCEEDED: StopReason.SUCCESS,
     Label.LIMIT_TOO_LOW: StopReason.SUCCESS,
     Label.FALSE_SUCCESS: StopReason.GAVE_UP,
 }
+KEEPS_ITS_EXIT = (Label.CORRECT_GIVE_UP, Label.FINE)
 
-
-ONLY_FOR = {  # labels that only make sense for one exit
-    Label.LIMIT_TOO_LOW: StopReason.LIMIT,
-    Label.FALSE_SUCCESS: StopReason.SUCCESS,
+_FAILED = frozenset(StopReason) - {StopReason.SUCCESS, StopReason.NEED_HELP}
+# The runs a label is for, by how they stopped, and what to call them (a label not here: any run).
+# A success that should have given up is a false success; a success did not fail.
+FOR_STOPS: dict[Label, tuple[frozenset[StopReason], str]] = {
+    Label.CORRECT_GIVE_UP: (_FAILED, "did not succeed"),
+    Label.SHOULD_HAVE_SUCCEEDED: (_FAILED, "did not succeed"),
+    Label.LIMIT_TOO_LOW: (frozenset({StopReason.LIMIT}), "stopped as limit"),
+    Label.FALSE_SUCCESS: (frozenset({StopReason.SUCCESS}), "stopped as success"),
 }
+
+
+def labels_for(stop: StopReason | None) -> list[Label]:
+    """The labels for a run that stopped as `stop`."""
+    return [lab for lab in Label if lab not in FOR_STOPS or stop in FOR_STOPS[lab][0]]
 
 
 class ReviewError(ConfigError):
     """A review command that cannot be done; the message says why and what to do instead."""
+
+
+class LabelMismatch(ReviewError):
+    """A label that is not for a run that stopped as this one did (the service answers 422)."""
+
+
+def misfit(record: RunRecord, chosen: Label) -> str:
+    """Why `chosen` is no label for `record` (how it stopped), with the labels that are; "" if it is."""
+    stop = record.stop_reason
+    if chosen not in FOR_STOPS or stop in FOR_STOPS[chosen][0]:
+        return ""
+    fitting = ", ".join(labels_for(stop))
+    runs = FOR_STOPS[chosen][1]
+    why = f"{chosen} is a label for runs that {runs}; for a run that stopped as {stop}: {fitting}"
+    if stop is StopReason.SUCCESS:
+        why += "; if it should have given up, its success is false: false_success"
+    return why
 
 
 def duration(flag: str, text: str) -> float:
@@ -118,17 +144,8 @@ def label(
     except ValueError:
         raise ReviewError(f"{value!r} is not a label; use one of: {', '.join(Label)}") from None
     record = store.get(run_id)
-    needs = ONLY_FOR.get(chosen)
-    if (
-        record is not None
-        and record.status is RunStatus.FINISHED
-        and needs
-        and record.stop_reason is not needs
-    ):
-        raise ReviewError(
-            f"run {run_id} stopped as {record.stop_reason}: {chosen} is a label for runs that stopped as "
-            f"{needs}; pick another ({', '.join(Label)})"
-        )
+    if record is not None and record.status is RunStatus.FINISHED and (why := misfit(record, chosen)):
+        raise LabelMismatch(f"run {run_id} stopped as {record.stop_reason}: {why}")
     return store.add_review(run_id, chosen, note, time.time() if now is None else now, by.strip())
 
 
@@ -335,19 +352,25 @@ def _expected(store: RunStore, record: RunRecord, expect: str | None) -> StopRea
             f"run {record.run_id} has no label yet: label it (`endstate review label {record.run_id} LABEL`) "
             "or say the exit the case expects with --expect REASON"
         )
-    return expected_exit(Label(review.label), record.stop_reason)
+    chosen = Label(review.label)
+    if why := misfit(record, chosen):  # a label given before such labels were refused
+        raise LabelMismatch(
+            f"run {record.run_id} stopped as {record.stop_reason} and is labelled {chosen}, which a case "
+            f"cannot expect: {why}. Label it again (`endstate review label {record.run_id} LABEL`) or say "
+            "the exit the case expects with --expect REASON"
+        )
+    return expected_exit(chosen, record.stop_reason)
 
 
 def expected_exit(chosen: Label, stop: StopReason | None) -> StopReason:
     """The exit a case promoted from a run that stopped as `stop` expects once labelled `chosen`.
 
-    A correct give-up of a run that stopped as limit, no_progress or error expects that stop:
-    the person found it right to stop there, so the same agent must pass the case (expecting
-    gave_up, it failed from the day it was written).
+    A correct give-up expects the stop the run had (gave_up, limit, no_progress, error,
+    help_timeout): the person found it right to stop there, so the same agent passes the case.
     """
-    if chosen is Label.CORRECT_GIVE_UP and stop in QUEUE_REASONS:
-        return stop
-    return EXPECT_OF.get(chosen, stop or StopReason.ERROR)
+    if chosen in KEEPS_ITS_EXIT:
+        return stop or StopReason.ERROR
+    return EXPECT_OF[chosen]
 
 
 def _expectations(record: RunRecord, journal: Sequence[Entry], expect: StopReason) -> dict[str, Any]:

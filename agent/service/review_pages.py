@@ -315,6 +315,8 @@ class ReviewPages:
             given = await run_in_threadpool(
                 review.label, self.store, run_id, form.get("label", ""), note, None, by
             )
+        except review.LabelMismatch as exc:  # understood, but not a label for how this run stopped
+            return await self.render_queue(request, error=str(exc), status=422)
         except EndstateError as exc:
             return await self.render_queue(request, error=str(exc), status=status_of(exc))
         said = f"Labelled run {given.run_id} {given.label} (by {given.by}); it left the queue."
@@ -382,7 +384,7 @@ def label_form(r: RunRecord, view: View, reviewer: str, again: bool = False) -> 
     (`again`: the run has a label; a new one replaces it)."""
     e = html.escape
     legend = "Label it again (the new label replaces the last)" if again else "What did you find?"
-    fits = [lab for lab in Label if review.ONLY_FOR.get(lab) in (None, r.stop_reason)]
+    fits = review.labels_for(r.stop_reason)
     choices = "\n".join(
         f"""<label><input type="radio" name="label" value="{lab}" required>
       <span class="label-name">{LABEL_TEXT[lab][0]}</span>
