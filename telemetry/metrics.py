@@ -525,6 +525,8 @@ class _Instruments:
             self.runs_resumed.labels(a, t, reason)
         for outcome in _AUDIT_OUTCOMES:
             self.success_audits.labels(a, t, outcome)
+        for label in n.REVIEW_LABELS:
+            self.review_labels.labels(a, t, label)
         return _AgentSeries(
             runs_started=self.runs_started.labels(a, t),
             cost_unknown=self.cost_unknown.labels(a, t),

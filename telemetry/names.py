@@ -106,6 +106,7 @@ EXPOSED_METRICS: Final = frozenset(
     {
         "agent_stops_total",
         "agent_runs_started_total",
+        "agent_review_labels_total",
         "agent_run_turns_bucket",
         "agent_run_turns_sum",
         "agent_run_turns_count",
@@ -229,9 +230,9 @@ AUDIT_ERROR: Final = "error"
 METRIC_REVIEW_LABELS: Final = "agent_review_labels"  # counter -> agent_review_labels_total
 LABEL_REVIEW_LABEL: Final = "label"
 REVIEW_OTHER: Final = "other"
-# Exposed once first counted, not at zero from a process's first run (the review labels a service
-# counts from its run store): dashboards may read them beside EXPOSED_METRICS.
-EXPOSED_WHEN_COUNTED: Final = frozenset({"agent_review_labels_total"})
+# The labels a person can give (the values of agent.durable.review.Label; a test checks they
+# agree), each counted from zero for every agent and task type, so a first label is an increase.
+REVIEW_LABELS: Final = ("correct_give_up", "should_have_succeeded", "limit_too_low", "false_success", "fine")
 
 # GenAI semantic conventions (semantic-conventions-genai, development status): agent and tool
 # durations, histograms in seconds. Prometheus names as the OTLP-to-Prometheus mapping gives them.

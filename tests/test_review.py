@@ -360,3 +360,10 @@ def test_the_queue_says_how_many_runs_it_holds_when_it_shows_fewer(
     code, out = cli(capsys, "review", "--store", str(store_path), "--success-share", "0", "--limit", "1")
     assert code == 0 and len([line for line in out.splitlines() if line.startswith("offline")]) == 1
     assert "\n1 of 2 runs (--limit 1) to review, oldest first." in out, out
+
+
+def test_the_metrics_count_every_review_label_from_zero() -> None:
+    """telemetry.names.REVIEW_LABELS (the series made at zero for each agent) are the labels."""
+    from telemetry import names
+
+    assert tuple(review.Label) == names.REVIEW_LABELS
