@@ -329,6 +329,14 @@ class MessagesAPI:
             time.sleep(0.01)
         return len(self._connections)
 
+    def received(self, count: int, within: float = 60.0) -> int:
+        """How many requests the server has read once it has read `count` (or `within` seconds passed):
+        a handler reads a request on its own thread, maybe after the client that sent it gave up."""
+        deadline = time.monotonic() + within
+        while len(self.requests) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return len(self.requests)
+
     def _answer(self, received: Received) -> Response:
         with self._lock:
             self.requests.append(received)

@@ -782,8 +782,8 @@ def test_a_long_tool_keeps_its_lease_and_no_other_worker_takes_the_run(
 def test_the_heartbeat_keeps_the_lease_through_one_call_longer_than_it(
     counters: Workers, tmp_path: Path
 ) -> None:
-    """No checkpoint renews the lease during a single 1.6 s call: only the heartbeat does."""
-    workers = Workers(counters.url, catalog(), lease_seconds=0.6)
+    """No checkpoint renews the lease during a single 5 s call: only the heartbeat does."""
+    workers = Workers(counters.url, catalog(), lease_seconds=2.0)  # renewed every 0.67 s
     try:
         runner, other = workers.new(), workers.new()
 
@@ -808,7 +808,7 @@ def test_the_heartbeat_keeps_the_lease_while_the_default_thread_pool_is_busy(
 ) -> None:
     """Hung work on asyncio's default thread pool (an audit, a cleanup, a preview) does not hold up
     the lease's renewal: the heartbeat has a thread of its own."""
-    workers = Workers(counters.url, catalog(), lease_seconds=0.6)
+    workers = Workers(counters.url, catalog(), lease_seconds=2.0)  # a 5 s call: see the test above
     try:
         runner, other = workers.new(), workers.new()
 

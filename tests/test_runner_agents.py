@@ -47,7 +47,7 @@ SCRIPTS: dict[str, list[Any]] = {
     "hang-first": [[call("hang")], [call("count", n=1)], [finish("done", "counted")]],
     "slow": [[call("count", n=i), call("slow", seconds=0.3 + i / 1000)] for i in range(1, 9)]
     + [[finish("done", "slow")]],
-    "long": [[call("count", n=1)], [call("slow", seconds=1.6)], [finish("done", "one long call")]],
+    "long": [[call("count", n=1)], [call("slow", seconds=5.0)], [finish("done", "one long call")]],
     "ask": [
         [call("count", n=1)],
         [finish("need_help", "Which number next?")],

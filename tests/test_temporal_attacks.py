@@ -474,10 +474,12 @@ def test_a_cancelled_run_whose_snapshot_was_too_large_is_not_started_over(
             state = {"script": "blobs", "history": "off", "max_turns": 5}
             run_id = await runs.start("fetcher", "Fetch the blobs.", state=state, wait=False)
             assert isinstance(run_id, str)
-            for _ in range(200):  # the second blob is being fetched: the second reply is recorded
+            for _ in range(1200):  # the second blob is being fetched: the second reply is recorded
                 if await completed_activities(runs.client, run_id, w.MODEL_BY_DIGEST) >= 2:
                     break
                 await asyncio.sleep(0.05)
+            else:
+                raise AssertionError(f"run {run_id}'s second reply was not recorded within a minute")
             await runs.cancel(run_id)
             cancelled = await asyncio.wait_for(runs.result(run_id), 60)
             assert cancelled.reason == "cancelled" and cancelled.turns == 2

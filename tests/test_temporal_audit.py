@@ -65,6 +65,7 @@ def publish(n: int) -> str:
 
 
 CANCEL = threading.Event()  # the local run's cancel signal: set when `write` starts
+CANCEL_SENT = threading.Event()  # a Temporal run's cancel was requested (see `cancelled_mid_tool`)
 
 
 @tool(timeout=30)
@@ -74,6 +75,8 @@ def write(ctx: RunContext, n: int) -> str:
     with log.open("a") as f:
         f.write(f"start {n}\n")
     CANCEL.set()
+    if ctx.state.get("gated"):  # on Temporal: the sleep starts once the run's cancel is in its history
+        CANCEL_SENT.wait(20)
     time.sleep(float(ctx.state.get("sleep", 0)))
     with log.open("a") as f:
         f.write(f"end {n}\n")
@@ -278,14 +281,18 @@ def lines(folder: Path, run_id: str) -> list[str]:
 
 
 async def cancelled_mid_tool(runs: TemporalRuns, state: dict[str, Any], tmp_path: Path) -> str:
-    """Start a `write` run, cancel it once its first tool call has begun writing; its run id."""
-    run_id = await asyncio.wait_for(runs.start("looker", "Write them.", state=state, wait=False), 30)
+    """Start a `write` run, cancel it once its first tool call has begun writing; its run id.
+    The call goes on only once the cancel was requested, as a local run's cancel is set in the call."""
+    CANCEL_SENT.clear()
+    gated = {**state, "gated": True}
+    run_id = await asyncio.wait_for(runs.start("looker", "Write them.", state=gated, wait=False), 30)
     assert isinstance(run_id, str)
-    for _ in range(300):
-        if lines(tmp_path, run_id):
-            break
+    deadline = time.monotonic() + 60
+    while not lines(tmp_path, run_id):
+        assert time.monotonic() < deadline, f"run {run_id}'s first call did not start within 60 s"
         await asyncio.sleep(0.02)
     await runs.cancel(run_id)
+    CANCEL_SENT.set()
     return run_id
 
 
