@@ -114,6 +114,12 @@ class SqlStore:
         rows = self._rows(f"SELECT MAX(version) AS v FROM {SCHEMA_TABLE}", retry=True)
         return int(rows[0]["v"] or 0)
 
+    def _up_to_date(self) -> bool:
+        """True when every migration is applied (a newer schema is not: `_apply_migrations` refuses it)."""
+        applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
+        needed = {v for v, _ in migrations(self.dialect) if v > JOURNAL_VERSION}
+        return max(applied, default=0) == latest_version(self.dialect) and needed <= applied
+
     def _apply_migrations(self) -> None:
         """Bring the schema to the latest version; refuse a newer one."""
         current = self.schema_version()
