@@ -86,9 +86,9 @@ def add_store_args(parser: argparse.ArgumentParser) -> None:
         type=above_zero(float),
         default=None,
         metavar="SECONDS",
-        help="seconds a call to a PostgreSQL store may wait for the server (connecting, each statement) "
-        f"before it fails: a server that hangs never stalls a command (default: ${ENV_STORE_TIMEOUT}, "
-        f"else {DEFAULT_TIMEOUT:g})",
+        help="seconds a store call may wait (a PostgreSQL server: connecting, each statement; a SQLite "
+        "file: another process's lock, a file system that hangs) before it fails: a store that hangs "
+        f"never stalls a command (default: ${ENV_STORE_TIMEOUT}, else {DEFAULT_TIMEOUT:g})",
     )
 
 
