@@ -43,18 +43,6 @@ from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 NOW = 1_800_000_000.0
 
 
-@pytest.fixture(params=pg.BACKENDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return pg.url_for(request.param, tmp_path)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[RunStore]:
-    s = open_store(store_url)
-    yield s
-    s.close()
-
-
 def lease(owner: str = "w1", seconds: float = 30) -> Lease:
     return Lease(owner, seconds)
 
@@ -122,7 +110,7 @@ def test_a_suspended_run_keeps_its_question_pending_action_deadline_and_snapshot
     full = store.snapshot("r1")
     assert full is not None
     assert full.to_json() == result.snapshot.to_json()  # type: ignore[union-attr]
-    assert store.pending_summary() == [("test-agent", "default", pytest.approx(rec.suspended_at))]
+    assert store.pending_groups() == [("test-agent", "default", 1, pytest.approx(rec.suspended_at))]
 
 
 def test_a_finished_run_keeps_its_result_and_its_whole_journal(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
