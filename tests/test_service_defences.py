@@ -270,6 +270,7 @@ def test_a_write_lock_held_on_the_sqlite_store_stalls_only_the_start_that_waits_
     off the event loop; `/healthz` and the reads answer meanwhile (a reader never waits for a writer in
     WAL mode), `/readyz` says "not ready" (the store cannot be written), and the start goes through
     once the lock is released."""
+    monkeypatch.setenv("ENDSTATE_STORE_TIMEOUT", "60")  # the start waits out every check below
     api = build(runs=1)
     store = api.app.state.service.runner.store  # type: ignore[attr-defined]
     create = _Watched(store.create)

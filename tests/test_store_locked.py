@@ -134,7 +134,7 @@ def test_calls_queued_behind_one_stuck_in_the_file_system_fail_in_time_and_the_s
         )
         assert "a call to it from this process has not returned for over 1.5 s" in str(error)
         assert "nothing was changed" in str(error)
-        assert store.waited() >= 1.5
+        assert store.waited() >= 1.0  # it waits still (since before the call that gave up after 1.5 s)
         assert in_time(lambda: store.get("r1")) is not None  # reads go on
     finally:
         release.set()
@@ -170,8 +170,10 @@ def test_serve_answers_not_ready_and_refuses_starts_while_another_process_keeps_
             assert in_time(lambda: httpx.get(f"{server.url}/healthz", timeout=GUARD)).status_code == 200
             refused = in_time(lambda: api.post("/runs", json={"agent": "invoice-downloader", "task": "t"}))
             assert refused.status_code == 503, refused.text
-            said = refused.json()["error"]
-            assert "write transaction open" in said or "queued behind" in said, said
+            said = refused.json()["error"]  # the lock's holder named, or the call it queued behind
+            assert "nothing was changed" in said, said
+            reasons = ("write transaction open", "queued behind", "not returned")
+            assert any(why in said for why in reasons), said
             assert run_status(api, run_id)["status"] == "waiting"  # reads answer meanwhile
         wait_ready = lambda: httpx.get(f"{server.url}/readyz", timeout=GUARD).status_code == 200  # noqa: E731
         assert in_time(lambda: any(wait_ready() for _ in range(200))), "ready again once the lock is gone"
