@@ -1,5 +1,6 @@
 """What one page of the runs waiting for a person costs: GET /pending and the inbox at 1,000 and
-20,000 waiting runs, paged in SQL (schema 10) against reading every waiting run (as before).
+20,000 waiting runs, paged in SQL (schema 10) against reading every waiting run (as before); and
+what a scrape of the help gauges costs: GET /metrics, counted in SQL against one row per waiting run.
 
     python benchmarks/pending_pages.py [--sizes 1000,20000] [--rounds 15] [--finished 5000] [--no-pg]
 
@@ -10,9 +11,12 @@ asking times, beside `--finished` finished runs. Two services answer over the sa
 starlette's test client in this process: one as shipped, one whose store cannot page (only
 `list_runs`, as Temporal's visibility), which takes the path every store took before: read every
 waiting run, sort, filter, slice and count in Python. Each round asks each service, interleaved, for
-`/healthz` (the trivial request), `/pending` (its default page of 50) and `/inbox` (page 1, 50
-runs with their journals). It prints the median time per request and the ratio to `/healthz` in
-the same round (the median of the rounds' ratios), and the speed-up of paging.
+`/healthz` (the trivial request), `/pending` (its default page of 50), `/inbox` (page 1, 50
+runs with their journals) and `/metrics` (the help gauges, beside the metrics hooks' other
+series, all at zero: a fresh registry whose pending source is the store's counts by agent and
+task type, or for the second service one row per waiting run, as the gauges read before). It
+prints the median time per request and the ratio to `/healthz` in the same round (the median of
+the rounds' ratios), and the speed-up.
 
 A benchmark, not a test: numbers vary with the machine and its load; nothing asserts them.
 """
@@ -28,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.testclient import TestClient
 
 from agent.durable.runner import Runner
@@ -36,10 +41,11 @@ from agent.durable.store._sql import ENTRIES, TABLE
 from agent.examples.scenarios import example_catalog
 from agent.service.app import Service, create_app
 from agent.service.auth import Token
+from telemetry import MetricsHooks
 
 AGENTS = ("ci-fixer", "invoice-downloader", "report-writer", "triage")
 TYPES = ("fix_ci", "invoice", "report")
-PATHS = ("/healthz", "/pending", "/inbox")
+PATHS = ("/healthz", "/pending", "/inbox", "/metrics")
 DAY = 86_400.0
 QUESTION = "invoice/which-one"  # the example scenario whose run asks a person
 
@@ -54,6 +60,18 @@ class WholeReads:
         if name in ("waiting", "waiting_counts"):
             raise AttributeError(name)
         return getattr(self._store, name)
+
+    def pending_rows(self) -> list[tuple[str, str, float]]:
+        """What the help gauges read before: (agent, task type, suspended_at) of every waiting run."""
+        rows = self._store._rows(  # type: ignore[attr-defined]
+            f"SELECT agent, task_type, suspended_at FROM {TABLE} WHERE status = 'waiting'", retry=True
+        )
+        return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
+
+
+def exposition(registry: CollectorRegistry) -> Any:
+    """A service's /metrics page over `registry`."""
+    return lambda accept: (generate_latest(registry), CONTENT_TYPE_LATEST)
 
 
 def seed(url: str, folder: Path) -> RunStore:
@@ -103,9 +121,11 @@ def insert(store: Any, table: str, rows: list[dict[str, Any]]) -> None:
 def measure(store: RunStore, folder: Path, rounds: int) -> dict[str, dict[str, tuple[float, float]]]:
     """{service: {path: (median ms per request, median ratio to /healthz in the same round)}}."""
     clients = {}
-    for name, seen in (("paged", store), ("whole", WholeReads(store))):
+    whole = WholeReads(store)
+    for name, seen, pending in (("paged", store, store.pending_groups), ("whole", whole, whole.pending_rows)):
         runner = Runner(seen, example_catalog(folder / f"worlds-{name}"))  # type: ignore[arg-type]
-        service = Service(runner, Token("bench-token-0123456789abcdef"), sweep_interval=3600)
+        metrics = exposition(MetricsHooks(pending=pending).registry)
+        service = Service(runner, Token("bench-token-0123456789abcdef"), sweep_interval=3600, metrics=metrics)
         clients[name] = TestClient(create_app(service), base_url="http://127.0.0.1:8000").__enter__()
     times: dict[str, dict[str, list[float]]] = {n: {p: [] for p in PATHS} for n in clients}
     for _ in range(rounds + 1):

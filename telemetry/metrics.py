@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("endstate.telemetry")
 
 PendingRequest = tuple[str, str, float]  # (agent, task_type, suspended_at as epoch seconds)
+PendingGroup = tuple[str, str, int, float]  # (agent, task_type, how many, the oldest's suspended_at or 0)
 
 MAX_AGENT_TASK_TYPES = 100  # (agent, task_type) label pairs; runs of further pairs count as "other"
 MAX_MODELS = 64  # (provider, model) label pairs; runs of further pairs count as "other"
@@ -71,9 +72,10 @@ _GEN_AI_LABELS = (n.LABEL_GEN_AI_OPERATION_NAME, n.LABEL_GEN_AI_PROVIDER_NAME, n
 
 
 class PendingSource(Protocol):
-    """The help requests waiting for a person right now, wherever they are stored."""
+    """The help requests waiting for a person right now, wherever they are stored: a row per request,
+    or a row per group that the source counted itself (a store counts in SQL)."""
 
-    def __call__(self) -> Iterable[PendingRequest]: ...
+    def __call__(self) -> Iterable[PendingRequest | PendingGroup]: ...
 
 
 class InProcessPending:
@@ -753,14 +755,18 @@ class _HelpCollector(Collector):
             self._on_error(n.SIGNAL_METRICS)
             return
         now = time.time()
-        groups: dict[tuple[str, str], list[float]] = {key: [] for key in self._known()}
-        for agent, task_type, suspended_at in rows:
-            groups.setdefault(self._labels(agent, task_type), []).append(float(suspended_at))
+        counts = dict.fromkeys(self._known(), 0)
+        began: dict[tuple[str, str], float] = {}  # the oldest known start of each group's requests
+        for row in rows:
+            key, since = self._labels(row[0], row[1]), float(row[-1])
+            many = int(row[2]) if len(row) == 4 else 1  # a group, or one request
+            counts[key] = counts.get(key, 0) + many
+            if since > 0:  # a store may not know when a request began
+                began[key] = min(began.get(key, since), since)
         pending, oldest = _help_families()
-        for (agent, task_type), times in sorted(groups.items()):
-            pending.add_metric([agent, task_type], len(times))
-            known = [t for t in times if t > 0]  # a store may not know when a request began
-            oldest.add_metric([agent, task_type], max(0.0, now - min(known)) if known else 0.0)
+        for key, count in sorted(counts.items()):
+            pending.add_metric(list(key), count)
+            oldest.add_metric(list(key), max(0.0, now - began[key]) if key in began else 0.0)
         yield pending
         yield oldest
 

@@ -1,15 +1,19 @@
-"""Shared fixtures: no real model call ever leaves a test, and agents are quick to build."""
+"""Shared fixtures: no real model call ever leaves a test, agents are quick to build, and a store
+test runs on each backend (a SQLite file, and a database on the real PostgreSQL 15)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
+import pg
 import pytest
 from opentelemetry import context as otel_context
 
 from agent import Agent, Budget
+from agent.durable.store import RunStore, open_store
 from agent.models.scripted import ScriptedModel, Step
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -100,3 +104,17 @@ def rig() -> Iterator[Any]:
     with rigged() as rig:
         yield rig
     set_tracing_disabled(False)
+
+
+@pytest.fixture(params=pg.BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store's URL, once per backend."""
+    return pg.url_for(request.param, tmp_path)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[RunStore]:
+    """The store at `store_url`, open (closed after the test)."""
+    opened = open_store(store_url)
+    yield opened
+    opened.close()

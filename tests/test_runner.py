@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import pg
 import pytest
 from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
 
@@ -104,11 +103,6 @@ def spy_checkpoints(store: RunStore) -> list[Checkpoint]:
 
     store.record = spy_record  # type: ignore[method-assign]
     return seen
-
-
-@pytest.fixture(params=pg.BACKENDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return pg.url_for(request.param, tmp_path)
 
 
 @pytest.fixture

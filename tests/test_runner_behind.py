@@ -31,13 +31,6 @@ from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 WAIT = 30.0  # seconds a gate waits at most: a hung test fails instead of hanging
 
 
-@pytest.fixture(params=pg.BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    s = open_store(pg.url_for(request.param, tmp_path))
-    yield s
-    s.close()
-
-
 class Watched:
     """A real store whose checkpoint writes (the `hold_from`-th on) wait at a gate until it opens;
     it logs what lands and when."""

@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pg
 import pytest
 from test_runner_agents import catalog, counted, counter_state, env_with_tests
 from test_service_support import endstate, spawn
@@ -24,11 +23,6 @@ from agent.result import StopReason
 
 pytestmark = pytest.mark.slow
 CATALOG = "test_runner_agents:catalog"
-
-
-@pytest.fixture(params=pg.BACKENDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return pg.url_for(request.param, tmp_path)
 
 
 def test_suspend_in_one_process_answer_from_another_and_the_run_completes(

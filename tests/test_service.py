@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pg
 import pytest
 from test_service_support import TOKEN, Server, metric, run_status, wait_status
 from test_store import edit_row
@@ -14,11 +13,6 @@ from test_store import edit_row
 from agent.durable.store import open_store
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(params=pg.BACKENDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return pg.url_for(request.param, tmp_path)
 
 
 @pytest.fixture

@@ -268,7 +268,9 @@ def test_a_write_lock_held_on_the_sqlite_store_stalls_only_the_start_that_waits_
 ) -> None:
     """Another process in `BEGIN IMMEDIATE` (a sqlite3 shell, say): the start waits for the lock
     off the event loop; `/healthz` and the reads answer meanwhile (a reader never waits for a writer in
-    WAL mode), and the start goes through once the lock is released."""
+    WAL mode), `/readyz` says "not ready" (the store cannot be written), and the start goes through
+    once the lock is released."""
+    monkeypatch.setenv("ENDSTATE_STORE_TIMEOUT", "60")  # the start waits out every check below
     api = build(runs=1)
     store = api.app.state.service.runner.store  # type: ignore[attr-defined]
     create = _Watched(store.create)
@@ -282,7 +284,9 @@ def test_a_write_lock_held_on_the_sqlite_store_stalls_only_the_start_that_waits_
         assert create.reached.wait(30)
         assert api.get("/healthz").text == "ok"
         assert [r["status"] for r in api.get("/runs").json()["runs"]] == ["waiting"]
-        assert api.get("/pending").json()["total"] == 1 and api.get("/readyz").text == "ready"
+        assert api.get("/pending").json()["total"] == 1
+        ready = api.get("/readyz")  # the store cannot be written: a load balancer sends starts elsewhere
+        assert ready.status_code == 503 and "another process keeps locked" in ready.text, ready.text
         assert not create.returned.is_set()  # they answered while the start still waited
     finally:
         other.execute("ROLLBACK")
@@ -296,9 +300,7 @@ def test_a_write_lock_held_on_the_sqlite_store_stalls_only_the_start_that_waits_
 def test_a_write_lock_held_past_the_busy_timeout_is_a_clear_503_and_stores_nothing(
     build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agent.durable.store.sqlite
-
-    monkeypatch.setattr(agent.durable.store.sqlite, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setenv("ENDSTATE_STORE_TIMEOUT", "0.2")  # how long the store waits for the lock
     api = build()
     other = sqlite3.connect(tmp_path / "runs.db", isolation_level=None)
     try:
@@ -397,7 +399,7 @@ def test_store_errors_never_show_a_password(build: Build) -> None:
     def down(*args: Any, **kwargs: Any) -> Any:
         raise StoreError(f"cannot reach {url}: password=hunter2xyz failed")
 
-    store.schema_version = down
+    store.schema_version = store.answers = down  # the ready probe: a write on SQLite
     store.list_runs = store.waiting = store.waiting_counts = down
     for path in ("/readyz", "/runs", "/pending"):
         text = api.get(path).text

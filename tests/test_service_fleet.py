@@ -13,7 +13,6 @@ import threading
 from pathlib import Path
 
 import httpx
-import pg
 import pytest
 from test_runner_agents import a_run_whose_worker_died, counted, counter_state
 from test_service_support import Server, run_status, wait_for, wait_status
@@ -22,11 +21,6 @@ from agent.durable.store import open_store
 
 pytestmark = pytest.mark.slow
 CATALOG = "test_runner_agents:catalog"
-
-
-@pytest.fixture(params=pg.BACKENDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return pg.url_for(request.param, tmp_path)
 
 
 def _at_once(clients: list[httpx.Client], path: str, body: dict[str, object]) -> list[httpx.Response]:

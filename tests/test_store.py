@@ -43,18 +43,6 @@ from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 NOW = 1_800_000_000.0
 
 
-@pytest.fixture(params=pg.BACKENDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return pg.url_for(request.param, tmp_path)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[RunStore]:
-    s = open_store(store_url)
-    yield s
-    s.close()
-
-
 def lease(owner: str = "w1", seconds: float = 30) -> Lease:
     return Lease(owner, seconds)
 
@@ -122,7 +110,7 @@ def test_a_suspended_run_keeps_its_question_pending_action_deadline_and_snapshot
     full = store.snapshot("r1")
     assert full is not None
     assert full.to_json() == result.snapshot.to_json()  # type: ignore[union-attr]
-    assert store.pending_summary() == [("test-agent", "default", pytest.approx(rec.suspended_at))]
+    assert store.pending_groups() == [("test-agent", "default", 1, pytest.approx(rec.suspended_at))]
 
 
 def test_a_finished_run_keeps_its_result_and_its_whole_journal(store: RunStore, make_agent) -> None:  # type: ignore[no-untyped-def]
@@ -756,14 +744,11 @@ def test_a_run_goes_on_through_a_restart_of_its_postgresql_server(tmp_path: Path
 
 
 def test_a_run_goes_on_when_another_process_holds_the_sqlite_file_past_the_busy_timeout(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """Another process holds a write transaction on the file longer than the store waits for a lock
-    (here 0.2 s; 30 s in production): the checkpoint fails as "database is locked" and is written
-    again once the lock is gone, and the run succeeds, each tool run once."""
-    import agent.durable.store.sqlite
-
-    monkeypatch.setattr(agent.durable.store.sqlite, "BUSY_TIMEOUT_MS", 200)
+    (its timeout: here 0.2 s; 10 s by default): the checkpoint fails as "database is locked" and is
+    written again once the lock is gone, and the run succeeds, each tool run once."""
     path = tmp_path / "runs.db"
     ran: list[int] = []
     holders: list[threading.Thread] = []
@@ -787,7 +772,7 @@ def test_a_run_goes_on_when_another_process_holds_the_sqlite_file_past_the_busy_
             assert locked.wait(10)
         return f"did {n}"
 
-    store = open_store(str(path))
+    store = open_store(str(path), timeout=0.2)
     try:
         three_steps_each_once(store, step, ran)
     finally:
@@ -846,18 +831,13 @@ def test_a_row_another_session_keeps_locked_fails_a_claim_saying_so_not_a_wait_w
 
 
 def test_a_sqlite_write_that_waited_out_another_process_lock_says_what_to_end(
-    tmp_path: Path,
-    make_agent,
-    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
-) -> None:
+    tmp_path: Path, make_agent
+) -> None:  # type: ignore[no-untyped-def]
     """Another process keeps a write transaction open on the file (a sqlite3 shell left in BEGIN):
     an answer's claim that waited out the busy timeout says so and what to end, not only
     "database is locked"; nothing was changed, and the claim goes through once it is ended."""
-    import agent.durable.store.sqlite
-
-    monkeypatch.setattr(agent.durable.store.sqlite, "BUSY_TIMEOUT_MS", 200)
     path = tmp_path / "runs.db"
-    store = open_store(str(path))
+    store = open_store(str(path), timeout=0.2)
     shell = sqlite3.connect(path, isolation_level=None)
     try:
         started(store)

@@ -7,7 +7,6 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import pg
 import pytest
 from old_stores import write_old_store
 
@@ -23,18 +22,6 @@ NOW = 1_800_000_000.0
 LEASE = Lease("w1", NOW + 60)
 PRICED = PriceTable({"house-model": Price(input_per_mtok=3.0, output_per_mtok=15.0)})
 UNPRICED = PriceTable()  # "house-model" is in no model table: its price is unknown
-
-
-@pytest.fixture(params=pg.BACKENDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return pg.url_for(request.param, tmp_path)
-
-
-@pytest.fixture
-def store(store_url: str) -> Any:
-    s = open_store(store_url)
-    yield s
-    s.close()
 
 
 @tool

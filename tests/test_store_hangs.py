@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import os
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,12 +22,13 @@ import httpx
 import pg
 import pytest
 from hang import FreezableProxy, SilentServer
-from test_service_support import TOKEN, Server, run_status, wait_status
+from test_service_support import TOKEN, Server, run_status, wait_for, wait_status
 from test_store import checkpoint_of, lease, suspended
 
 from agent.durable.catalog import Catalog
 from agent.durable.runner import Runner
 from agent.durable.store import NewRun, Outcome, RunStatus, StoreError, StoreTimeout, open_store
+from agent.durable.store._deadline import Watchdog
 from agent.errors import ConfigError
 from agent.service.app import Problem, Service
 from agent.service.auth import Token
@@ -248,3 +251,27 @@ def test_a_request_queued_behind_a_call_the_store_does_not_answer_is_dropped_bef
     assert problem.status == 503 and "queued behind" in str(problem)
     assert problem.headers == {"Retry-After": "5"}
     assert ran == ["after"]  # the dropped call never ran
+
+
+# -- the watchdog cuts off the call it watches, and nothing else --------------------------------------
+
+
+def test_the_deadline_cuts_off_the_calls_own_socket_even_once_its_number_names_another() -> None:
+    """The connection closes its socket during the call (libpq does when it sees the connection end)
+    and another socket gets that number before the call's watch is off: the deadline shuts down the
+    call's own socket, never the one now behind the number (another store's connection, say)."""
+    watchdog = Watchdog(period=60.0)
+    call_side, call_peer = socket.socketpair()
+    other, other_peer = socket.socketpair()
+    try:
+        with watchdog.socket_call(call_side.fileno(), 0.05) as watch:
+            os.dup2(other.fileno(), call_side.fileno())  # the number reused, deterministically
+            wait_for(lambda: watch.cut, timeout=GUARD, what="the deadline")
+            assert call_peer.recv(1) == b""  # the call's connection ended (its socket is still open)
+        other.sendall(b"out")
+        other_peer.sendall(b"in")
+        assert (other_peer.recv(3), other.recv(2)) == (b"out", b"in")  # the other socket still works
+    finally:
+        watchdog.close()
+        for sock in (call_side, call_peer, other, other_peer):
+            sock.close()

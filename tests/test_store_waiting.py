@@ -6,42 +6,34 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import json
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pg
 import pytest
 from starlette.testclient import TestClient
 from test_service_defences import INVOICE
 from test_store import edit_row, lease, suspended
 
+from agent.cli import runs
+from agent.cli.main import main
 from agent.durable.runner import Runner
-from agent.durable.store import NewRun, Outcome, RunStore, open_store
-from agent.durable.store._sql import latest_version
+from agent.durable.store import NewRun, Outcome, RunStatus, RunStore, open_store
+from agent.durable.store._sql import SqlStore, latest_version
 from agent.examples.scenarios import example_catalog
 from agent.result import RunResult
 from agent.service.app import Service, create_app
 from agent.service.auth import Token
 from agent.service.http import waiting_page
+from telemetry import MetricsHooks
 
 NOW = 1_800_000_000.0
 AGENTS = ("ci-fixer", "invoice-downloader")
 TYPES = ("fix_ci", "invoice")
-
-
-@pytest.fixture(params=pg.BACKENDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return pg.url_for(request.param, tmp_path)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[RunStore]:
-    s = open_store(store_url)
-    yield s
-    s.close()
 
 
 @pytest.fixture
@@ -134,7 +126,7 @@ READS = {  # each read of the waiting runs, and the index it must be served from
     "page of an agent": (lambda s: s.waiting(50, agent=AGENTS[0]), "endstate_runs_waiting"),
     "page of an agent's type": (lambda s: s.waiting(50, 50, AGENTS[0], TYPES[0]), "endstate_runs_waiting_by"),
     "counts": (lambda s: s.waiting_counts(), "endstate_runs_waiting_by"),
-    "the help gauges": (lambda s: s.pending_summary(), "endstate_runs_waiting_by"),
+    "the help gauges": (lambda s: s.pending_groups(), "endstate_runs_waiting_by"),
 }
 
 
@@ -272,3 +264,66 @@ def test_pending_names_a_damaged_row_of_its_page_and_pages_on_past_it(
     rest = api.get(first["next"]).json()
     assert [p["run_id"] for p in rest["pending"]] == every[2:] and "damaged" not in rest
     assert f'data-run-id="{every[2]}"' in api.get("/inbox", params={"page": 2}).text
+
+
+# -- the help gauges and `endstate pending` read what they show ------------------------------------
+
+
+def test_the_help_gauges_from_counts_in_the_store_equal_those_from_every_waiting_run(
+    store: RunStore, asked: RunResult
+) -> None:
+    """The gauges read one row per (agent, task type), counted in SQL, and show what they showed
+    when they read one row per waiting run: how many wait, and how long the oldest has (a run with
+    no asking time counted, never the oldest)."""
+    now = time.time()
+    for i, (agent, task_type) in enumerate(
+        itertools.islice(itertools.cycle(itertools.product(AGENTS, TYPES)), 11)
+    ):
+        wait(store, asked, f"r{i:02d}", agent, task_type, now - 3600 * (i * 7 % 11) - 60)
+    wait(store, asked, "untimed", AGENTS[1], TYPES[0], 0.0)  # a store may not know when it asked
+    every_run = [
+        (r.agent, r.task_type, r.suspended_at or 0.0) for r in store.list_runs(RunStatus.WAITING, None)
+    ]
+    assert len(store.pending_groups()) == 4 and sum(g[2] for g in store.pending_groups()) == 12
+    counted, listed = gauges(store.pending_groups), gauges(lambda: every_run)
+    assert set(counted) == set(listed) and len(counted) == 8
+    for key, value in listed.items():
+        assert counted[key] == pytest.approx(value, abs=60), key  # ages read a moment apart
+
+
+def gauges(source: Any) -> dict[tuple[str, str, str], float]:
+    """{(metric, agent, task type): value} of the help gauges, scraped once from `source`."""
+    registry = MetricsHooks(pending=source).registry
+    return {
+        (sample.name, sample.labels["agent"], sample.labels["task_type"]): sample.value
+        for family in registry.collect()
+        if family.name in ("agent_help_pending", "agent_help_oldest_pending_seconds")
+        for sample in family.samples
+    }
+
+
+def test_endstate_pending_lists_every_waiting_run_oldest_first_a_page_at_a_time(
+    store_url: str, store: RunStore, asked: RunResult, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    for i in range(5):
+        wait(store, asked, f"r{i}", AGENTS[i % 2], TYPES[0], NOW - 100 * ((i * 3) % 5))
+    edit_row(store_url, "UPDATE endstate_runs SET pending = ? WHERE run_id = 'r2'", '{"x": 1}')
+    pages: list[tuple[int, int]] = []
+    real = SqlStore.waiting
+
+    def paged(self: Any, limit: int, offset: int = 0, *rest: Any) -> Any:
+        pages.append((limit, offset))
+        return real(self, limit, offset, *rest)
+
+    monkeypatch.setattr(SqlStore, "waiting", paged)
+    monkeypatch.setattr(SqlStore, "list_runs", lambda *_: pytest.fail("read every run"))
+    monkeypatch.setattr(runs, "PENDING_PAGE", 2)
+    assert main(["pending", "--store", store_url, "--json"]) == 0
+    listed = [json.loads(line)["run_id"] for line in capsys.readouterr().out.splitlines()]
+    assert listed == ["r3", "r1", "r4", "r0"]  # asked 400, 300, 200 and 0 s before NOW (r2: damaged)
+    assert pages == [(2, 0), (2, 2), (2, 4)]
+    assert main(["pending", "--store", store_url]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines() if line.startswith("r")] == listed
+    assert "1 run in" in out and "left out" in out and "r2" in out

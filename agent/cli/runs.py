@@ -30,11 +30,14 @@ from agent.durable.store import (
     default_url,
     open_store,
 )
+from agent.durable.store.base import Listing
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.summary import plural
 from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, one_line, strict_json
+
+PENDING_PAGE = 500  # waiting runs `endstate pending` reads at a time
 
 
 def register(sub: Any) -> None:
@@ -86,9 +89,9 @@ def add_store_args(parser: argparse.ArgumentParser) -> None:
         type=above_zero(float),
         default=None,
         metavar="SECONDS",
-        help="seconds a call to a PostgreSQL store may wait for the server (connecting, each statement) "
-        f"before it fails: a server that hangs never stalls a command (default: ${ENV_STORE_TIMEOUT}, "
-        f"else {DEFAULT_TIMEOUT:g})",
+        help="seconds a store call may wait (a PostgreSQL server: connecting, each statement; a SQLite "
+        "file: another process's lock, a file system that hangs) before it fails: a store that hangs "
+        f"never stalls a command (default: ${ENV_STORE_TIMEOUT}, else {DEFAULT_TIMEOUT:g})",
     )
 
 
@@ -177,18 +180,32 @@ def left_out(damaged: list[str], where: str) -> str:
 
 
 def _pending(args: argparse.Namespace) -> int:
+    """Every run waiting for a person, the longest waiting first: read and printed a page at a time
+    (ordered and cut in SQL), never every waiting run at once."""
+    now, shown, damaged = time.time(), 0, list[str]()
     with _store(args, create=False) as store:
-        records = store.list_runs(RunStatus.WAITING, limit=None)
         where = store.shown
-    now = time.time()
-    for r in sorted(records, key=lambda r: r.suspended_at or 0):
-        print(json_text(r.to_dict()) if args.json else pending_line(r, now, args.store))
-    damaged = getattr(records, "damaged", [])
+        for page in waiting_pages(store, PENDING_PAGE):
+            for r in page:
+                print(json_text(r.to_dict()) if args.json else pending_line(r, now, args.store))
+            shown, damaged = shown + len(page), damaged + page.damaged
     if damaged and not args.json:
         print(left_out(damaged, where))
-    elif not records and not args.json:
+    elif not shown and not args.json:
         print(f"no runs are waiting for a person in {where}")
     return 0
+
+
+def waiting_pages(store: RunStore, size: int) -> Iterator[Listing]:
+    """The runs waiting for a person, `size` at a time, the longest waiting first."""
+    offset = 0
+    while True:
+        page = store.waiting(size, offset)
+        yield page
+        taken = len(page) + len(page.damaged)
+        if taken < size:
+            return
+        offset += taken
 
 
 def _answer(args: argparse.Namespace) -> int:
@@ -287,7 +304,7 @@ def _runner(args: argparse.Namespace) -> Iterator[Runner]:
 
     with _store(args) as store:
         catalog = load_catalog(args.catalog, default=SEED_CATALOG)
-        telemetry = Telemetry.from_env(pending=store.pending_summary)
+        telemetry = Telemetry.from_env(pending=store.pending_groups)
         runner = runner_with_telemetry(store, catalog, telemetry, args.lease)
         grace = float(os.environ.get(ENV_GRACE) or DEFAULT_GRACE)
         previous = signal.signal(signal.SIGTERM, lambda *_: runner.stop_soon(grace))

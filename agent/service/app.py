@@ -339,8 +339,10 @@ class Api:
             await self.service.store_answers()
         except TimeoutError:
             waited = self.service.ready_timeout
-            why = f"store not answering: no reply within {waited:g} s (a database that hangs, or a network"
-            return PlainTextResponse(f"{why} that drops packets)", status_code=503)
+            why = f"store not answering: no reply within {waited:g} s (a database that hangs or that another"
+            return PlainTextResponse(
+                f"{why} process keeps locked, or a network that drops packets)", status_code=503
+            )
         except StoreError as exc:
             return PlainTextResponse(self.shown(f"store unreachable: {exc}"), status_code=503)
         return PlainTextResponse("ready")

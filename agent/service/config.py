@@ -111,11 +111,14 @@ class Service:
         return waited is not None and waited() >= self.ready_timeout
 
     async def store_answers(self) -> None:
-        """Return once the store answered a trivial read; raise `TimeoutError` when it has not within
-        `ready_timeout` s, or its `StoreError`. One read at a time: while one waits on a store that
-        hangs, each later check waits for that one (no pile of threads stuck on it)."""
+        """Return once the store answered a trivial call (its `answers`, else a read: a SQLite file
+        another process keeps locked answers reads, not writes); raise `TimeoutError` when it has not
+        within `ready_timeout` s, or its `StoreError`. One call at a time: while one waits on a store
+        that hangs, each later check waits for that one (no pile of threads stuck on it)."""
         if self._probe is None or self._probe.done():
-            self._probe = asyncio.ensure_future(run_in_threadpool(self.runner.store.schema_version))
+            store = self.runner.store
+            probe = getattr(store, "answers", store.schema_version)
+            self._probe = asyncio.ensure_future(run_in_threadpool(probe))
             self._probe.add_done_callback(_retrieved)
         await asyncio.wait_for(asyncio.shield(self._probe), self.ready_timeout)
 

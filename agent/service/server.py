@@ -166,7 +166,7 @@ def runs_known_at_start(runner: Runner) -> set[tuple[str, str]]:
     """(agent, task type) of the runs a process may resume or recover first: the catalog's declared
     task types, the runs recovery takes over, the runs waiting for a person."""
     pairs = declared_pairs(runner.catalog) | {(r.agent, r.task_type) for r in runner.recoverable()}
-    return pairs | {(agent, task_type) for agent, task_type, _ in runner.store.pending_summary()}
+    return pairs | {(agent, task_type) for agent, task_type, *_ in runner.store.pending_groups()}
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -183,7 +183,7 @@ def serve(args: argparse.Namespace) -> int:
     )
     store = open_store(args.store, timeout=args.store_timeout)
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
-    telemetry = Telemetry.from_env(pending=store.pending_summary).for_service()  # a fresh registry
+    telemetry = Telemetry.from_env(pending=store.pending_groups).for_service()  # a fresh registry
     try:
         runner = runner_with_telemetry(store, catalog, telemetry, args.lease)
         telemetry.metrics.prepare_runs(runs_known_at_start(runner))  # at zero before any recovery

@@ -89,10 +89,10 @@ def open_store(
     `create=False` (commands that only read) a SQLite file that does not exist
     is a `StoreError` and nothing is created.
 
-    `timeout` (see `store_timeout`) bounds each call to a PostgreSQL server: connecting (unless
-    the URL sets `connect_timeout`) and each statement; a server that does not answer in time
-    fails the call with `StoreTimeout`. (A SQLite file waits for other processes' locks up to its
-    busy timeout instead.)
+    `timeout` (see `store_timeout`) bounds each call: to a PostgreSQL server, connecting (unless
+    the URL sets `connect_timeout`) and each statement; on a SQLite file, the wait for another
+    process's lock and each statement. A store that does not answer in time fails the call with
+    `StoreTimeout`.
     """
     seconds = store_timeout(timeout)  # checked for every store: a bad value is said at once
     url = url or default_url()
@@ -120,7 +120,7 @@ def open_store(
         _new_sqlite_file(path, create)
     from agent.durable.store.sqlite import SqliteStore
 
-    return SqliteStore(str(path))
+    return SqliteStore(str(path), seconds)
 
 
 def _new_sqlite_file(path: Path, create: bool) -> None:

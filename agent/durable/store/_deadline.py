@@ -1,35 +1,44 @@
-"""A deadline for each call to a database server: a call still waiting past it has its connection cut.
+"""A deadline for each call to a store: a call still waiting past it is cut off.
 
 A server that accepts a connection and then says nothing (a frozen process, a network that drops
 packets without a reset) leaves a call waiting on its socket for ever: TCP keepalives only probe
 an idle connection, and a server-side `statement_timeout` needs a server that answers. The
-`Watchdog` shuts such a socket down from its own thread, so the call returns with an error the
-store turns into a `StoreError` saying how long it waited.
+`Watchdog` shuts such a socket down from its own thread (or interrupts a SQLite statement), so the
+call returns with an error the store turns into a `StoreTimeout` saying how long it waited.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+
+# A call waits the store's timeout; past it, the database is asked to end it (PostgreSQL's
+# statement_timeout, SQLite's busy timeout for a lock), so a database that answers says why itself,
+# and the watchdog cuts the call off this much later.
+CUT_AFTER = 1.0
+# Opening a store migrates it, which may wait for another process's migration or build an index
+# over every run: its calls get this long.
+MIGRATION_SECONDS = 600.0
 
 
 @dataclass(eq=False)
 class Watch:
-    """One call under watch: its socket, until when it may wait, and whether it was cut off."""
+    """One call under watch: how to cut it off, until when it may wait, and whether it was cut off."""
 
-    fd: int
+    cut_off: Callable[[], object]
     deadline: float
     seconds: float
     cut: bool = field(default=False)
 
 
 class Watchdog:
-    """Cuts the connection of any call that outlasts its deadline (one thread, started on first use).
+    """Cuts off any call that outlasts its deadline (one thread, started on first use).
 
     Arming a call costs a lock and a set insertion: the thread is never woken for it. It sleeps at
     most `period` seconds when idle, and until the nearest deadline otherwise, so a call armed while
@@ -43,10 +52,26 @@ class Watchdog:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    @contextmanager
-    def call(self, fd: int, seconds: float) -> Iterator[Watch]:
-        """Watch the call made inside the block on socket `fd` for `seconds`."""
-        watch = Watch(fd, time.monotonic() + seconds, seconds)
+    @contextlib.contextmanager
+    def socket_call(self, fd: int, seconds: float) -> Iterator[Watch]:
+        """Watch the call made inside the block on socket `fd` for `seconds`, cut off by shutting the
+        socket down through a duplicate of `fd` taken now (while `fd` is surely the call's socket).
+
+        Not through `fd` itself: the connection may close it during the call (libpq does when it
+        sees the connection end) and the number be reused by another socket before the block ends;
+        the duplicate still names the call's socket. It is closed once the watch is off."""
+        duplicate = socket.socket(fileno=os.dup(fd))
+        try:
+            with self.call(functools.partial(shut_down, duplicate), seconds) as watch:
+                yield watch
+        finally:
+            duplicate.close()
+
+    @contextlib.contextmanager
+    def call(self, cut_off: Callable[[], object], seconds: float) -> Iterator[Watch]:
+        """Watch the call made inside the block for `seconds`; past them, `cut_off()` is called once
+        (from the watchdog's thread, never after the block ended)."""
+        watch = Watch(cut_off, time.monotonic() + seconds, seconds)
         if self._closed:  # the store is closed: its connections too
             yield watch
             return
@@ -60,7 +85,7 @@ class Watchdog:
         try:
             yield watch
         finally:
-            with self._wake:  # after this, the thread never touches `fd` for this call
+            with self._wake:  # after this, the thread never cuts this call off
                 self._armed.discard(watch)
 
     def waited(self) -> float:
@@ -75,7 +100,7 @@ class Watchdog:
                 now = time.monotonic()
                 for watch in [w for w in self._armed if w.deadline <= now and not w.cut]:
                     watch.cut = True
-                    cut_off(watch.fd)
+                    watch.cut_off()
                 waiting = [w.deadline for w in self._armed if not w.cut]
                 self._wake.wait(min([self.period, *(d - now for d in waiting)]))
 
@@ -85,11 +110,8 @@ class Watchdog:
             self._wake.notify()
 
 
-def cut_off(fd: int) -> None:
-    """Shut down the socket `fd` (through a duplicate: the connection still owns and closes `fd`):
-    a call waiting on it sees the connection end at once."""
-    try:
-        with socket.socket(fileno=os.dup(fd)) as duplicate:
-            duplicate.shutdown(socket.SHUT_RDWR)
-    except OSError:  # already closed: nothing is waiting on it
-        pass
+def shut_down(sock: socket.socket) -> None:
+    """Shut `sock` down: a call waiting on it (or on any duplicate of it) sees the connection end at
+    once; the descriptors stay open, each closed by its owner."""
+    with contextlib.suppress(OSError):  # the connection ended already: nothing waits on it
+        sock.shutdown(socket.SHUT_RDWR)

@@ -114,6 +114,12 @@ class SqlStore:
         rows = self._rows(f"SELECT MAX(version) AS v FROM {SCHEMA_TABLE}", retry=True)
         return int(rows[0]["v"] or 0)
 
+    def _up_to_date(self) -> bool:
+        """True when every migration is applied (a newer schema is not: `_apply_migrations` refuses it)."""
+        applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
+        needed = {v for v, _ in migrations(self.dialect) if v > JOURNAL_VERSION}
+        return max(applied, default=0) == latest_version(self.dialect) and needed <= applied
+
     def _apply_migrations(self) -> None:
         """Bring the schema to the latest version; refuse a newer one."""
         current = self.schema_version()
@@ -445,11 +451,16 @@ class SqlStore:
         )
         return [(r["agent"], r["task_type"], int(r["n"])) for r in self._rows(sql, retry=True)]
 
-    def pending_summary(self) -> list[tuple[str, str, float]]:
-        """(agent, task_type, suspended_at) of every run waiting for a person (read from the waiting
-        runs' index alone, at every scrape of the help gauges)."""
-        rows = self._rows(f"SELECT agent, task_type, suspended_at FROM {TABLE} WHERE {WAITING}", retry=True)
-        return [(r["agent"], r["task_type"], float(r["suspended_at"] or 0.0)) for r in rows]
+    def pending_groups(self) -> list[tuple[str, str, int, float]]:
+        """(agent, task type, how many runs wait for a person, when the oldest of them asked: 0 when
+        none of them says), for the help gauges at every scrape: counted in SQL, from the waiting
+        runs' index alone."""
+        sql = (
+            f"SELECT agent, task_type, COUNT(*) AS n, MIN(CASE WHEN suspended_at > 0 THEN suspended_at END) "
+            f"AS oldest FROM {TABLE} WHERE {WAITING} GROUP BY agent, task_type ORDER BY agent, task_type"
+        )
+        rows = self._rows(sql, retry=True)
+        return [(r["agent"], r["task_type"], int(r["n"]), float(r["oldest"] or 0.0)) for r in rows]
 
     # -- reviews and retention ---------------------------------------------
 

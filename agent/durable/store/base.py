@@ -291,7 +291,10 @@ class RunStore(Protocol):
 
     def interrupted(self) -> list[RunRecord]: ...
 
-    def pending_summary(self) -> list[tuple[str, str, float]]: ...
+    def pending_groups(self) -> list[tuple[str, str, int, float]]:
+        """(agent, task type, how many wait for a person, the oldest one's `suspended_at`: 0 when
+        unknown): a `telemetry.PendingSource` of groups."""
+        ...
 
     def add_review(self, run_id: str, label: str, note: str, now: float, by: str = "") -> Review:
         """Label a finished run, saying who did (`UnknownRun`, or `NotClaimable` for a run that has

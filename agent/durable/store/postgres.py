@@ -11,18 +11,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from agent.durable.store._deadline import Watch, Watchdog
+from agent.durable.store._deadline import CUT_AFTER, MIGRATION_SECONDS, Watch, Watchdog
 from agent.durable.store._sql import (
     ENTRIES,
-    JOURNAL_VERSION,
     SCHEMA_TABLE,
     Row,
     SqlStore,
     checkpoint_rows,
     checkpoint_update,
-    latest_version,
     lease_lost,
-    migrations,
 )
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
@@ -43,13 +40,6 @@ MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
 LOCK_TIMEOUT = "5s"
 LOCK_NOT_AVAILABLE = "55P03"
 STATEMENT_TIMED_OUT = "57014"  # query_canceled: statement_timeout, or a cancel request
-# A call waits `timeout` seconds for the server (the store's timeout); the server is also asked to
-# end a statement at that point (statement_timeout, unless set already), and the client cuts the
-# connection this much later: a server that answers says why itself, one that does not is cut off.
-CUT_AFTER = 1.0
-# Opening a store migrates it, which may wait for another process's migration or build an index
-# over every run: its calls get this long.
-MIGRATION_SECONDS = 600.0
 # TCP keepalives and the user timeout, unless the URL sets them: an idle connection to a peer that
 # vanished (no RST) is found dead within about a minute, and one whose sent data is not acknowledged
 # within `TCP_USER_TIMEOUT_MS` is closed by the kernel.
@@ -105,7 +95,7 @@ class PostgresStore(SqlStore):
         from psycopg.rows import dict_row
 
         conn = connect(self.url, self.shown, self._options, row_factory=dict_row)
-        with self._watchdog.call(conn.pgconn.socket, self.timeout + CUT_AFTER) as watch:
+        with self._watchdog.socket_call(conn.pgconn.socket, self.timeout + CUT_AFTER) as watch:
             try:
                 return bounded(conn, self.timeout)
             except psycopg.Error as exc:
@@ -127,11 +117,7 @@ class PostgresStore(SqlStore):
     def _up_to_date(self) -> bool:
         """True when every migration is applied (a newer schema is not: `_migrate` refuses it)."""
         exists = self._rows("SELECT to_regclass(?) IS NOT NULL AS e", (SCHEMA_TABLE,))[0]["e"]
-        if not exists:
-            return False
-        applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
-        needed = {v for v, _ in migrations(self.dialect) if v > JOURNAL_VERSION}
-        return max(applied, default=0) == latest_version(self.dialect) and needed <= applied
+        return bool(exists) and super()._up_to_date()
 
     def _migrate(self) -> None:
         with self._tx():
@@ -190,7 +176,7 @@ class PostgresStore(SqlStore):
 
         if self._conn.closed or self._conn.broken:
             self._conn = self._connect()
-        with self._watchdog.call(self._conn.pgconn.socket, self._allowance) as watch:
+        with self._watchdog.socket_call(self._conn.pgconn.socket, self._allowance) as watch:
             try:
                 try:
                     return self._conn.execute(
@@ -220,7 +206,7 @@ class PostgresStore(SqlStore):
             if self._conn.closed or self._conn.broken:
                 self._conn = self._connect()
             # the whole transaction within the allowance: BEGIN and COMMIT are calls too
-            with self._watchdog.call(self._conn.pgconn.socket, self._allowance) as watch:
+            with self._watchdog.socket_call(self._conn.pgconn.socket, self._allowance) as watch:
                 try:
                     with self._conn.transaction():
                         self._in_tx = True
@@ -499,7 +485,7 @@ class _Sender:
                 self._conn.close()
             self._prepared.clear()
             self._conn = connect(self._url, self._shown, self._options)
-            with self._watchdog.call(self._conn.pgconn.socket, self._wait) as watch:
+            with self._watchdog.socket_call(self._conn.pgconn.socket, self._wait) as watch:
                 try:
                     bounded(self._conn, self._wait - CUT_AFTER)
                 except psycopg.Error as exc:
@@ -513,7 +499,7 @@ class _Sender:
         name = self._prepared.get(sql)
         if name is None:
             name = f"endstate_checkpoint_{len(self._prepared)}".encode()
-            with self._watchdog.call(pgconn.socket, self._wait) as watch:  # a blocking round trip
+            with self._watchdog.socket_call(pgconn.socket, self._wait) as watch:  # a blocking round trip
                 res = pgconn.prepare(name, _numbered(sql).encode())
             if res.status != pq.ExecStatus.COMMAND_OK:
                 message = scrub((res.error_message or b"").decode(errors="replace"), self._url)

@@ -11,10 +11,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agent.durable.store._deadline import CUT_AFTER, MIGRATION_SECONDS, Watchdog
 from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, Row, SqlStore, checkpoint_update
-from agent.durable.store.base import Lease, RunStatus, StoreError, WriteRefused, column_text
+from agent.durable.store.base import (
+    DEFAULT_TIMEOUT,
+    Lease,
+    RunStatus,
+    StoreError,
+    StoreTimeout,
+    WriteRefused,
+    column_text,
+)
 
-BUSY_TIMEOUT_MS = 30_000
 # The database's clock, in the statement (this machine's: one SQLite file is one machine's), to the
 # millisecond. `unixepoch('subsec')` would say it shorter but needs SQLite 3.42; Debian 12 has 3.40.
 CLOCK = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -27,14 +35,22 @@ class SqliteStore(SqlStore):
     Two connections per store object, each guarded by a lock so threads may share it: one
     writes (and reads inside its transactions), the other only reads. A reader never waits
     for a writer in WAL mode, so reads go on while a write waits for another process's lock.
+
+    Every call waits at most `timeout` seconds (plus `CUT_AFTER`), as on PostgreSQL: for another
+    process's write lock (SQLite's busy timeout is `timeout`), for a call of this process before it,
+    and for its statement, which the watchdog interrupts past that (a file system that hangs, a
+    statement over a huge store); past it the call fails with `StoreTimeout` and changed nothing.
     """
 
     dialect = "sqlite"
     clock = CLOCK
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.path = Path(path)
         self.url = self.shown = f"sqlite:///{self.path}"
+        self.timeout = timeout
+        self._allowance = timeout + CUT_AFTER  # per call (longer while migrating: see `_prepare`)
+        self._watchdog = Watchdog(self._allowance)
         self._lock = threading.RLock()
         self._in_tx: int | None = None  # the thread inside `_tx`, whose reads see its own writes
         self._reader: sqlite3.Connection | None = None  # none for ":memory:" (another database)
@@ -47,6 +63,7 @@ class SqliteStore(SqlStore):
                 self._reader.execute("PRAGMA query_only = 1")
         except BaseException:
             self._conn.close()
+            self._watchdog.close()
             raise
 
     def _connect(self) -> sqlite3.Connection:
@@ -56,8 +73,8 @@ class SqliteStore(SqlStore):
             except OSError as exc:
                 raise StoreError(f"cannot create the folder for the run store {self.path}: {exc}") from exc
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            conn = sqlite3.connect(  # its busy timeout: how long a statement waits for a lock
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
@@ -67,7 +84,6 @@ class SqliteStore(SqlStore):
     def _prepare(self) -> None:
         """Check that the file is an Endstate store (or empty), then migrate it."""
         try:
-            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.OperationalError as exc:
             raise StoreError(
@@ -93,18 +109,29 @@ class SqliteStore(SqlStore):
             raise StoreError(
                 f"cannot open the run store {self.path}: {exc}{read_only_hint(self.path)}"
             ) from exc
-        with self._tx():
-            self._rows(
-                f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL, applied_at REAL)"
-            )
-            self._apply_migrations()
+        if SCHEMA_TABLE in tables and self._up_to_date():
+            return  # known from one read, which waits for no other process's write lock
+        self._set_busy_timeout(MIGRATION_SECONDS)  # another process's migration may take a while
+        allowance, self._allowance = self._allowance, MIGRATION_SECONDS
+        try:
+            with self._tx():
+                self._rows(
+                    f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL, applied_at REAL)"
+                )
+                self._apply_migrations()
+        finally:
+            self._allowance = allowance
+            self._set_busy_timeout(self.timeout)
+
+    def _set_busy_timeout(self, seconds: float) -> None:
+        self._conn.execute(f"PRAGMA busy_timeout = {max(1, round(seconds * 1000))}")
 
     def _use_wal(self) -> None:
         """Switch the file to WAL; SQLite does not wait on a lock for this, so wait here.
 
         (Two processes opening a new store at once would otherwise fail with "database is locked".)
         """
-        give_up = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        give_up = time.monotonic() + self.timeout
         while True:
             try:
                 self._conn.execute("PRAGMA journal_mode = WAL")
@@ -116,13 +143,29 @@ class SqliteStore(SqlStore):
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         conn, lock = self._connection_for(sql)
-        with lock:
+        with self._call(conn, lock):
             try:
                 return [dict(r) for r in self._execute(sql, params, conn).fetchall()]
             except sqlite3.IntegrityError as exc:
                 raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except sqlite3.Error as exc:
                 raise self._failed(exc) from exc
+
+    @contextmanager
+    def _call(self, conn: sqlite3.Connection, lock: Any) -> Iterator[None]:
+        """Hold `lock` for a call on `conn`, watched: it is interrupted past the allowance. A call of
+        this process before it that does not return within the allowance fails this one."""
+        if not lock.acquire(timeout=self._allowance):
+            raise StoreTimeout(
+                f"the run store {self.path} did not answer: a call to it from this process has not "
+                f"returned for over {self._allowance:g} s (a file system that hangs, such as a network "
+                "mount that lost its server?); nothing was changed"
+            )
+        try:
+            with self._watchdog.call(conn.interrupt, self._allowance):
+                yield
+        finally:
+            lock.release()
 
     def _connection_for(self, sql: str) -> tuple[sqlite3.Connection, Any]:
         """The reader for a read outside this thread's transaction, else the writer; with its lock."""
@@ -140,7 +183,7 @@ class SqliteStore(SqlStore):
             return conn.execute(sql, tuple(map(column_text, params)))
 
     def _count(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> int:
-        with self._lock:
+        with self._call(self._conn, self._lock):
             try:
                 return self._execute(sql, params).rowcount
             except sqlite3.Error as exc:
@@ -152,7 +195,7 @@ class SqliteStore(SqlStore):
         """One transaction straight on the connection (a checkpoint a turn: kept lean): update the
         row if `lease` holds it, then add the entries; False when it does not hold it."""
         update = checkpoint_update(tuple(values), CLOCK)
-        with self._lock:
+        with self._call(self._conn, self._lock):
             conn = self._conn
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -171,18 +214,36 @@ class SqliteStore(SqlStore):
         return held.rowcount == 1
 
     def _failed(self, exc: sqlite3.Error) -> StoreError:
-        """The error for a statement that failed; one that waited out the busy timeout says for what."""
-        hint, waited = "", BUSY_TIMEOUT_MS / 1000
-        if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY"):
-            hint = (
-                f"; another process kept a write transaction open on it for over {waited:g} s "
-                "(a sqlite3 shell left in BEGIN, a stuck process?): end that transaction"
+        """The error for a statement that failed: a `StoreTimeout` when it waited out the busy timeout
+        (saying for what) or the watchdog interrupted it (nothing else interrupts a call)."""
+        name = getattr(exc, "sqlite_errorname", "")
+        if name.startswith("SQLITE_BUSY"):
+            return StoreTimeout(
+                f"the run store {self.path} failed: {exc}; another process kept a write transaction "
+                f"open on it for over {self.timeout:g} s (a sqlite3 shell left in BEGIN, a stuck "
+                "process?): end that transaction; nothing was changed"
             )
-        return StoreError(f"the run store {self.path} failed: {exc}{hint}")
+        if name == "SQLITE_INTERRUPT":
+            return StoreTimeout(
+                f"the run store {self.path} did not answer within {self._allowance:g} s, so the call was "
+                "interrupted (a file system that hangs or is very slow?); nothing was changed. If the "
+                "disk is only slow, raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT)"
+            )
+        return StoreError(f"the run store {self.path} failed: {exc}")
+
+    def waited(self) -> float:
+        """How long the oldest call now in flight has waited (0 when none is): see `PostgresStore`."""
+        return self._watchdog.waited()
+
+    def answers(self) -> None:
+        """Return once the store could be written (its write lock taken and given back at once): reads
+        never wait in WAL mode, so a store another process keeps locked is found by a write."""
+        with self._tx():
+            pass
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
-        with self._lock:
+        with self._call(self._conn, self._lock):
             self._rows("BEGIN IMMEDIATE")
             self._in_tx = threading.get_ident()
             try:
@@ -200,6 +261,7 @@ class SqliteStore(SqlStore):
         with self._read_lock:
             if self._reader is not None:
                 self._reader.close()
+        self._watchdog.close()
 
 
 def read_only_hint(path: Path) -> str:
