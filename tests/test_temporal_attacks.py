@@ -1097,3 +1097,86 @@ def test_parts_a_gone_worker_does_not_take_go_to_the_runs_queue(
     # the first part is sent to the gone worker, then again to the run's queue, then the second part
     assert [queue for queue, _ in parts] == ["nobody-polls-this", shared, shared]
     assert sum(n for _, n in parts[1:]) == 7
+
+
+def scheduled_tool_call(event: Any) -> bool:
+    return str(event.activity_task_scheduled_event_attributes.activity_type.name) == w.TOOL
+
+
+def tool_done_and_its_timers_fired(events: list[Any]) -> bool:
+    """The tool's activity completed, and each short timer (not the run's time budget's) has fired."""
+    from temporalio.api.enums.v1 import EventType
+
+    done = {
+        e.activity_task_completed_event_attributes.scheduled_event_id
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+    }
+    tool = [e.event_id for e in events if scheduled_tool_call(e)]
+    if not tool or tool[0] not in done:
+        return False
+    fired = {e.timer_fired_event_attributes.started_event_id for e in events}
+    short = [
+        e.event_id
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED
+        and e.timer_started_event_attributes.start_to_fire_timeout.ToSeconds() < 60
+    ]
+    return all(t in fired for t in short)
+
+
+async def until_history(runs: TemporalRuns, run_id: str, check: Any) -> None:
+    """Wait (at most 60 s) until the run's history meets `check`."""
+    handle = runs.client.get_workflow_handle(run_id)
+    for _ in range(600):
+        with contextlib.suppress(RPCError):  # not started yet
+            if check(list((await handle.fetch_history()).events)):
+                return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"run {run_id}: its history never came to the state waited for")
+
+
+def test_a_tools_result_is_kept_when_it_and_the_tools_timer_come_in_one_workflow_task(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    """The tool's activity completes in time, but no workflow worker polls (a workflow task timed out on
+    a loaded machine) until the workflow's own timer for the call has fired too: both come at once. The
+    worker's result settles first: the call counted, and its change to the run's state is kept (it was
+    read as timed out, and the verifier then rejected the finish for a state without the change)."""
+    import temporal_agents
+    from temporalio.worker import Worker
+
+    from agent.temporal import _registry
+    from agent.temporal._activities import EndstateActivities
+    from agent.temporal._registry import WorkerSetup
+    from agent.temporal.worker import ensure_search_attributes, workflow_runner
+    from agent.temporal.workflow import EndstateRun
+
+    async def scenario() -> RunResult:
+        queue = f"red-{uuid.uuid4().hex[:8]}"
+        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+        await ensure_search_attributes(runs.client, runs.client.namespace)
+        _registry.register(queue, WorkerSetup(heartbeat_seconds=10.0, tool_grace=0.5))  # a 5.5 s timer
+        acts = EndstateActivities(temporal_agents.catalog(), f"{queue}@own").all()
+        tasks = [Worker(runs.client, task_queue=q, activities=acts) for q in (queue, f"{queue}@own")]
+
+        def workflows() -> Worker:
+            return Worker(
+                runs.client, task_queue=queue, workflows=[EndstateRun], workflow_runner=workflow_runner()
+            )
+
+        async with tasks[0], tasks[1]:
+            run_id = uuid.uuid4().hex
+            state = {"script": "many", "dir": str(tmp_path), "sleep": 2}  # the worker stops meanwhile
+            async with workflows():
+                start = runs.start("counter", "count", state=state, run_id=run_id)
+                started = asyncio.create_task(start)
+                await in_history(runs, run_id, scheduled_tool_call)
+            await until_history(runs, run_id, tool_done_and_its_timers_fired)
+            async with workflows():  # the tool's result and its timer (old code), in one workflow task
+                await asyncio.wait_for(started, 60)
+                return await asyncio.wait_for(runs.result(run_id), 60)
+
+    result = asyncio.run(scenario())
+    assert (result.reason, result.verified) == ("success", True), result.note
+    assert (tmp_path / f"{result.run_id}.log").read_text().splitlines() == ["start 1", "end 1"]

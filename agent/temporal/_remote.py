@@ -74,6 +74,12 @@ UNSURE = (
     "Outcome unknown: the approved call was started, but its worker stopped before it reported back, so it "
     "may or may not have taken effect. Check before you call it again (a new call needs a new approval)."
 )
+# A tool's timeout is the worker's: the workflow sets no timer of its own for it (only the run's time budget
+# bounds the call there). Its timer could fire in the workflow task that brings the call's result (a loaded
+# machine, a workflow task timed out), and Temporal's SDK then cancels the handle whose result came, unread:
+# the call read as timed out and its change to the run's state was lost. It also counted the time the
+# activity waited for a worker. Runs started before set it (the tool's timeout and `tool_grace`), as they did.
+TOOL_TIMEOUT_ON_WORKER = "endstate-tool-timeout-on-the-worker"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -509,13 +515,18 @@ def _named_error(name: str, message: str) -> Exception:
 def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPolicy) -> Tool:
     """A tool with the planned name, schema and approval, whose body is an activity.
 
-    The activity applies the tool's own timeout; the workflow waits a little
-    longer, so the result (or the timeout) is the worker's. A tool with no
-    timeout of its own (None) is bounded, as locally, by the run's time budget
-    only; its activity by `UNBOUNDED_TOOL` (heartbeats still find a dead worker).
+    The activity applies the tool's own timeout, so the result (or the timeout)
+    is the worker's: the workflow sets no timer for it (see
+    `TOOL_TIMEOUT_ON_WORKER`), and bounds the call by the run's time budget
+    only, as it bounds a tool with no timeout of its own (None). The activity
+    outlives the tool's timeout by `2 * tool_grace` (`UNBOUNDED_TOOL` for None;
+    heartbeats still find a dead worker).
     """
     timeout = None if spec["timeout"] is None else float(spec["timeout"])
     waited = UNBOUNDED_TOOL if timeout is None else timedelta(seconds=timeout + 2 * setup.tool_grace)
+    timer = None  # the worker's timeout only (see `TOOL_TIMEOUT_ON_WORKER`), or as runs started before:
+    if timeout is not None and not workflow.patched(TOOL_TIMEOUT_ON_WORKER):
+        timer = timeout + setup.tool_grace
     # Only a tool that takes the context can read the run's earlier calls: another one's input leaves
     # them out, or each call's input would hold every result before it (a history quadratic in turns).
     reads_calls = spec.get("wants_ctx", True)
@@ -573,7 +584,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         fn=call,
         description=spec["description"],
         parameters=spec["parameters"],
-        timeout=None if timeout is None else timeout + setup.tool_grace,
+        timeout=timer,  # None: the worker applies the tool's own (see `TOOL_TIMEOUT_ON_WORKER`)
         needs_approval=spec["needs_approval"],
         wants_ctx=True,  # the wrapper always takes the context: the call id, the state
     )
