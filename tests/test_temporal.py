@@ -486,6 +486,14 @@ def test_the_texts_a_worker_lacks_go_in_parts_that_fit_each_once_per_input() -> 
     assert [item.get("digest") for item in twice] == [None, da]  # in full at its first place only
 
 
+def test_a_state_a_tool_emptied_is_sent_empty_not_as_the_run_began() -> None:
+    """The next tool and the verifiers see what the last tool left, as they do locally."""
+    ref = _remote.RunRef("run-1", "counter", "count", "counting", {"todo": ["a"]})
+    assert ref.wire({})["state"] == {}
+    assert ref.wire({"todo": []})["state"] == {"todo": []}
+    assert ref.wire()["state"] == {"todo": ["a"]}  # a call that carries no state: the run's first
+
+
 def test_a_worker_keeps_a_result_of_blocks_as_the_workflow_names_it_whole_and_cut() -> None:
     """The blocks go by the digest of their JSON in the encoded journal: the worker that made them keeps
     that JSON, and the JSON of the blocks as the history policy cuts them, so no model call asks."""

@@ -105,7 +105,8 @@ class RunRef:
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         fields = {"run_id", "agent", "task", "task_type"}
         asks = {"check_cancel": True} if self.check_cancel else {}
-        return {k: v for k, v in vars(self).items() if k in fields} | {"state": state or self.state} | asks
+        sent = self.state if state is None else state  # a state a tool emptied goes empty, not as it began
+        return {k: v for k, v in vars(self).items() if k in fields} | {"state": sent} | asks
 
     def told(self, out: dict[str, Any]) -> dict[str, Any]:
         """An activity's answer without its `cancel` (see `CATALOG_CANCEL`), which it keeps."""
