@@ -1620,6 +1620,24 @@ def test_a_reply_that_crossed_a_json_wire_keeps_its_stop_kind():
     assert (result.reason, result.turns, len(model.requests)) == (StopReason.SUCCESS, 1, 2)
 
 
+def test_the_journal_keeps_cache_counts_an_adapter_sets_only_as_fields():
+    cached = ModelReply(
+        [say("...")], 1000, 5, "end_turn", cache_read_input_tokens=600, cache_creation_input_tokens=300
+    )
+    result, _, saved = other_run(cached)
+    first = next(e for e in saved if isinstance(e, Reply))
+    assert (first.cache_read_tokens, first.cache_write_tokens) == (600, 300)
+    assert (result.usage.cache_read_tokens, result.usage.cache_write_tokens) == (600, 300)
+
+
+def test_the_journal_keeps_cache_counts_a_reply_gives_only_in_extra():
+    """A reply made before the fields existed (an older worker's) gave its cache counts in `extra`."""
+    extra = {"cache_read_input_tokens": 600, "cache_creation_input_tokens": 300}
+    _, _, saved = other_run(ModelReply([say("...")], 1000, 5, "end_turn", extra=extra))
+    first = next(e for e in saved if isinstance(e, Reply))
+    assert (first.cache_read_tokens, first.cache_write_tokens) == (600, 300)
+
+
 def test_each_call_has_a_stable_idempotency_key_for_its_tool(make_agent):
     """The key names the run and the call: the same when a recovered or resumed run runs it."""
     keys: list[str] = []

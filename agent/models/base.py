@@ -219,8 +219,10 @@ class ModelReply:
         Its cache counts are the reply's own fields, else those in `extra` (a reply made before the
         fields existed). Check its counts first (`uncounted`): one in `extra` that is no count fails here."""
         extra = self.extra  # mostly empty: no cache counts to read from it
-        read = int(extra.get("cache_read_input_tokens", 0) or 0) if extra else 0
-        write = int(extra.get("cache_creation_input_tokens", 0) or 0) if extra else 0
+        read, write = self.cache_read_input_tokens, self.cache_creation_input_tokens
+        if extra and not (read or write):
+            read = int(extra.get("cache_read_input_tokens", 0) or 0)
+            write = int(extra.get("cache_creation_input_tokens", 0) or 0)
         kept = (extra.get(PROVIDER_DATA) or NO_DATA) if extra else NO_DATA  # the reply's own (see above)
         # by position (fields in order: parts, the four token counts, stop reason, model, response id, data)
         return Reply(
