@@ -1864,6 +1864,18 @@ def test_a_replys_parts_refuse_content_the_journal_cannot_read(content, says):
     assert raised.value.error_type == "invalid_reply"
 
 
+def test_the_model_errors_and_the_stop_kind_are_exported_where_the_other_model_types_are():
+    import agent
+    import agent.models
+
+    assert agent.UnreadableReply is agent.models.UnreadableReply is UnreadableReply
+    assert issubclass(agent.UnreadableReply, agent.ModelError)
+    assert agent.models.StopKind is StopKind
+    assert {"UnreadableReply"} <= set(agent.__all__) and {"StopKind", "UnreadableReply"} <= set(
+        agent.models.__all__
+    )
+
+
 def test_a_replys_parts_are_typed_with_the_providers_own_fields_kept():
     cited = {"type": "text", "text": "Paris.", "citations": [{"url": "u"}], "cache_control": {"type": "x"}}
     thinking = {"type": "thinking", "thinking": "hm", "signature": "s"}
