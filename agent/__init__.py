@@ -12,6 +12,7 @@ from agent.history import HistoryPolicy, ModelSummary
 from agent.hooks import CompositeHooks, HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
 from agent.integrations._homegrown import observe_run
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal
+from agent.models.base import UnreadableReply
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
@@ -72,6 +73,7 @@ __all__ = [
     "TransientModelError",
     "TurnCheck",
     "TurnVerdict",
+    "UnreadableReply",
     "Usage",
     "Verifier",
     "all_of",

@@ -14,7 +14,6 @@ import json
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from enum import StrEnum
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,11 +39,19 @@ from agent.journal import (
     Stopped,
     Suspended,
 )
-from agent.models.base import ModelReply, ModelRequest, UnreadableReply, recording_cut_calls
+from agent.models.base import (
+    MESSAGES_API_STOPS,
+    ModelReply,
+    ModelRequest,
+    StopKind,
+    UnreadableReply,
+    recording_cut_calls,
+)
 from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
+from agent.stops import TurnSignal
 from agent.summary import summarize as default_summary
 from agent.tools import Tool, execute
 from agent.verify import run_verifiers
@@ -106,17 +113,8 @@ CUT_SHORT = (
     "Outcome unknown: the run was stopped while this call ran, so it may or may not have taken "
     "effect. Check before you call it again."
 )
-CONTEXT_STOP = "model_context_window_exceeded"
-CUT_STOPS = ("max_tokens", CONTEXT_STOP)
+CUT_STOPS = (StopKind.MAX_TOKENS, StopKind.CONTEXT_FULL)
 MAX_PAUSES = 20  # pause_turn continuations in one turn before the run ends as error
-
-
-class TurnSignal(StrEnum):
-    """What a turn did, as its span and the progress of a run show it."""
-
-    TOOL_USE = "tool_use"
-    NO_TOOL_CALL = "no_tool_call"
-    DONE_REJECTED = "done_rejected"
 
 
 @fast_init
@@ -159,6 +157,7 @@ class Rejected:
 
 
 Decision = Continue | Stop | Suspend
+Replied = tuple[Reply, StopKind]  # a reply as the journal keeps it, and why it ended
 Step = Result | Rejected | Stop | Suspend  # what answering one call did
 _GO_ON = {s: Continue(s) for s in TurnSignal}  # a decision is a value: one of each, made once
 
@@ -188,10 +187,10 @@ async def drive(
 
 async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
     """One turn: ask the model, act on its reply, check progress."""
-    reply = await ask_model(agent, run, obs)  # 2
-    if isinstance(reply, Stop):
-        return reply
-    return end_turn(agent, run, await act(agent, run, reply, obs))  # 3, 4, then 5
+    replied = await ask_model(agent, run, obs)  # 2
+    if isinstance(replied, Stop):
+        return replied
+    return end_turn(agent, run, await act(agent, run, *replied, obs))  # 3, 4, then 5
 
 
 async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
@@ -322,20 +321,20 @@ async def settle(run: RunState) -> None:
 # -- 2. the model ----------------------------------------------------------------------------------
 
 
-async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | Stop:
-    """The turn's reply; a paused reply (`pause_turn`) is sent back within the same turn."""
+async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> Replied | Stop:
+    """The turn's reply; a paused reply (Anthropic's `pause_turn`) is sent back within the same turn."""
     for _ in range(MAX_PAUSES):
-        reply = await call_model(agent, run, obs)
-        if isinstance(reply, Stop) or reply.stop_reason != "pause_turn":
-            return reply
-        run.record(reply)
+        replied = await call_model(agent, run, obs)
+        if isinstance(replied, Stop) or replied[1] != StopKind.PAUSED:
+            return replied
+        run.record(replied[0])
         if limit := run.budget.exceeded(run.tick(), within_turn=True):
             return Stop(StopReason.LIMIT, limit=limit)
     note = f"The model API paused the same turn {MAX_PAUSES} times."
     return Stop(StopReason.ERROR, note=note, error_type="pause_turn")
 
 
-async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | Stop:
+async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Replied | Stop:
     """Call the model; retry transient failures with backoff while time is left, and shrink
     the history (per the agent's policy) before the context window is full, or when it is."""
     if (due := agent.history.due(run.journal.entries, agent.context_window)) and (
@@ -372,7 +371,7 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
         return received(agent, run, obs, reply)
 
 
-def received(agent: Agent, run: RunState, obs: RunObserver, reply: object) -> Reply | Stop:
+def received(agent: Agent, run: RunState, obs: RunObserver, reply: object) -> Replied | Stop:
     """A reply came: the observer sees it, then the journal takes it. A reply the loop cannot read
     (an adapter's bug) ends the run as `invalid_reply`, saying what is wrong, not with a TypeError."""
     if not isinstance(reply, ModelReply):
@@ -392,15 +391,18 @@ def unreadable(obs: RunObserver, error: UnreadableReply) -> Stop:
     return invalid_reply(str(error))
 
 
-def taken(agent: Agent, run: RunState, reply: ModelReply, parts: tuple[Part, ...]) -> Reply | Stop:
-    """The reply (its content read as `parts`) as a journal entry, its usage charged; or an error
-    stop when the journal cannot keep it (see `invalid_reply`; token counts that are no counts are
-    not charged either)."""
+def taken(agent: Agent, run: RunState, reply: ModelReply, parts: tuple[Part, ...]) -> Replied | Stop:
+    """The reply (its content read as `parts`) as a journal entry, with why it ended, its usage
+    charged; or an error stop when the journal cannot keep it (see `invalid_reply`; token counts
+    that are no counts are not charged either). An adapter that set no `stop` has its stop reason
+    read in the words `ModelReply.stop_reason` has always used (the Messages API's)."""
     if (problem := reply.uncounted()) is not None:
         return invalid_reply(problem)
     run.add_usage(agent.prices.usage_of(agent.model.name, reply))  # `charge`, its counts checked above
     entry = reply.entry(parts)
-    return entry if (problem := unkept(entry)) is None else invalid_reply(problem)
+    if (problem := unkept(entry)) is not None:
+        return invalid_reply(problem)
+    return entry, reply.stop or MESSAGES_API_STOPS[entry.stop_reason]
 
 
 def invalid_reply(problem: str) -> Stop:
@@ -523,18 +525,20 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
 # -- 3, 4. the calls -------------------------------------------------------------------------------
 
 
-async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> Decision:
-    """Record the reply and act on it; a refusal ends the run, a reply with no tool call is nudged."""
+async def act(agent: Agent, run: RunState, reply: Reply, stop: StopKind, obs: RunObserver) -> Decision:
+    """Record the reply and act on it (`stop`: why it ended); a refusal ends the run, a reply with no
+    tool call is nudged."""
     run.record(reply)
-    if reply.stop_reason == "refusal":
-        note = "The model API refused to go on with this task (stop_reason: refusal)."
+    if stop == StopKind.REFUSED:
+        note = f"The model API refused to go on with this task (stop_reason: {reply.stop_reason})."
         return Stop(StopReason.GAVE_UP, note=note, cause=StopCause.REFUSAL)
-    full = "the reply stopped at model_context_window_exceeded"
-    if reply.stop_reason == CONTEXT_STOP and (stop := await shrink_more(agent, run, obs, full)):
-        return stop  # the reply filled the window: shrink before going on, or stop
+    if stop == StopKind.CONTEXT_FULL and (
+        cut := await shrink_more(agent, run, obs, f"the reply stopped at {reply.stop_reason}")
+    ):
+        return cut  # the reply filled the window: shrink before going on, or stop
     calls = reply.calls
     if not calls:
-        run.record(Note(CUT_OFF if reply.stop_reason in CUT_STOPS else NUDGE))
+        run.record(Note(CUT_OFF if stop in CUT_STOPS else NUDGE))
         return _GO_ON[TurnSignal.NO_TOOL_CALL]
     return await act_on_calls(agent, run, calls, obs)
 

@@ -7,6 +7,15 @@ from enum import StrEnum
 from typing import Any
 
 
+class TurnSignal(StrEnum):
+    """What a turn that did not end the run did, as its span (`agent.turn.signal`) and the progress
+    of a run show it; a turn that ends the run signals its `StopReason` instead."""
+
+    TOOL_USE = "tool_use"
+    NO_TOOL_CALL = "no_tool_call"
+    DONE_REJECTED = "done_rejected"
+
+
 class StopReason(StrEnum):
     """Every way a run segment can end (DESIGN.md, "Stop reasons")."""
 

@@ -17,7 +17,7 @@ from agent import Agent, Budget, ModelError, RetryPolicy, RunObserver, Transient
 from agent.finish import FINISH_SPEC
 from agent.hooks import RunInfo
 from agent.models.anthropic import AnthropicModel, retry_after
-from agent.models.base import Model, ModelReply, ModelRequest
+from agent.models.base import Model, ModelReply, ModelRequest, StopKind
 
 MODEL = "claude-haiku-4-5"  # a current model id: the SDK warns about deprecated ones
 KEY = "sk-ant-test-key"
@@ -188,6 +188,31 @@ def test_truncated_tool_call_is_never_returned(api: MessagesAPI) -> None:
     assert reply.extra["truncated_tool_use"] == "add"
     assert reply.content[0] == {"type": "text", "text": "Writing it."}
     assert "max_tokens" in reply.content[1]["text"] and "not run" in reply.content[1]["text"]
+
+
+# Every stop reason the Messages API documents (and `compaction`, the server-side compaction beta's
+# pause), each with the kind the loop decides on; the provider's word is kept as it came.
+DOCUMENTED_STOPS = [
+    ("end_turn", "end_turn", StopKind.END),
+    ("stop_sequence", "stop_sequence", StopKind.END),
+    ("tool_use", "tool_use", StopKind.TOOL_USE),
+    ("max_tokens", "max_tokens", StopKind.MAX_TOKENS),
+    ("model_context_window_exceeded", "model_context_window_exceeded", StopKind.CONTEXT_FULL),
+    ("pause_turn", "pause_turn", StopKind.PAUSED),
+    ("compaction", "pause_turn", StopKind.PAUSED),
+    ("refusal", "refusal", StopKind.REFUSED),
+    ("a_reason_of_tomorrow", "a_reason_of_tomorrow", StopKind.OTHER),
+]
+
+
+@pytest.mark.parametrize(("api_stop", "kept", "kind"), DOCUMENTED_STOPS)
+def test_each_stop_reason_the_api_documents_has_its_stop_kind(
+    api: MessagesAPI, api_stop: str, kept: str, kind: StopKind
+) -> None:
+    api.enqueue(message(text("An answer."), stop_reason=api_stop))
+    reply = complete(model_for(api), ask("hi"))
+    assert (reply.stop_reason, reply.stop) == (kept, kind)
+    assert type(reply.stop) is StopKind
 
 
 @pytest.mark.parametrize(

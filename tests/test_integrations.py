@@ -78,6 +78,7 @@ from agent.integrations import claude_agent_sdk as claude
 from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
 from agent.integrations import pydantic_ai as pai
+from agent.models.base import StopKind
 from telemetry import TracingHooks
 from telemetry import names as n
 
@@ -170,6 +171,48 @@ def test_a_tool_calls_end_carries_the_arguments_of_its_start() -> None:
     hooks = ToolEnds()
     pai.run(pai_agent([("look", {"path": "a"}, "c1"), "all read"]), "read a", hooks=hooks)
     assert hooks.ended == [("look", {"path": "a"})]
+
+
+class Replies:
+    """Hooks that keep each model reply an observer sees."""
+
+    def __init__(self) -> None:
+        self.replies: list[Any] = []
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        replies = self.replies
+
+        class Observer(RunObserver):
+            def model_ended(self, reply: Any, error: BaseException | None) -> None:
+                replies.append(reply)
+
+        return Observer()
+
+
+def test_pydantic_ais_finish_reasons_are_kept_and_given_their_stop_kinds() -> None:
+    answers = iter(
+        [
+            ModelResponse([ToolCallPart("look", {"path": "a"}, "c1")], finish_reason="tool_call"),
+            ModelResponse([TextPart("cut")], finish_reason="length"),
+        ]
+    )
+
+    async def play(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return next(answers)
+
+    agent: PAIAgent[None, str] = PAIAgent(FunctionModel(play), name="finishing")
+
+    @agent.tool_plain
+    def look(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    hooks = Replies()
+    pai.run(agent, "read a", hooks=hooks)
+    assert [(r.stop_reason, r.stop) for r in hooks.replies] == [
+        ("tool_call", StopKind.TOOL_USE),
+        ("length", StopKind.MAX_TOKENS),
+    ]
 
 
 def test_pydantic_ai_output_is_success_with_turns_tools_spans_and_metrics(rig: Rig) -> None:

@@ -42,7 +42,7 @@ from agent import (
 )
 from agent.journal import Answer, Approval, Call, Journal, Opaque, Reply, Result, Suspended, Text
 from agent.models._messages import messages_of
-from agent.models.base import ModelReply, ModelRequest, UnreadableReply
+from agent.models.base import ModelReply, ModelRequest, StopKind, UnreadableReply
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 from agent.policies import MAX_RETRY_AFTER
 from agent.snapshot import Checkpoint, SnapshotKind
@@ -1539,6 +1539,105 @@ def test_max_tokens_without_a_call_asks_the_model_to_go_on(make_agent):
     assert agent.model.requests[1].messages[-1]["content"].startswith("Your reply was cut off at max_tokens")
 
 
+class OtherProvider:
+    """An adapter of a provider with words of its own: plays its replies as they are."""
+
+    name = "other-model"
+    provider = "other"
+
+    def __init__(self, *replies: ModelReply) -> None:
+        self.replies = list(replies)
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        return self.replies.pop(0)
+
+
+def finished(stop: Any = StopKind.TOOL_USE) -> ModelReply:
+    done = {"type": "tool_use", "id": "call_9", "name": "finish", "input": {"kind": "done", "note": "ok"}}
+    return ModelReply([done], 10, 5, "tool_calls", stop=stop)
+
+
+def other_run(first: ModelReply, **options: Any) -> tuple[RunResult, OtherProvider, list[Any]]:
+    """A run of `first`, then a `done`; with every journal entry its checkpoints saved."""
+    model = OtherProvider(first, finished())
+    saved: list[Any] = []
+    agent = Agent("other", model, checkpoint=lambda c: saved.extend(c.entries), **options)
+    return agent.run("task"), model, saved
+
+
+def test_the_loop_decides_on_the_stop_kind_and_the_journal_keeps_the_providers_words():
+    refused = ModelReply([say("No.")], 10, 5, "content_filter", stop=StopKind.REFUSED)
+    result, model, _ = other_run(refused)
+    assert (result.reason, result.cause) == (StopReason.GAVE_UP, StopCause.REFUSAL)
+    assert "content_filter" in result.note and len(model.requests) == 1
+
+    cut = ModelReply([say("The report begins")], 10, 5, "length", stop=StopKind.MAX_TOKENS)
+    result, model, saved = other_run(cut)
+    assert result.reason is StopReason.SUCCESS
+    assert model.requests[1].messages[-1]["content"] == _loop.CUT_OFF
+    assert [e.stop_reason for e in saved if isinstance(e, Reply)] == ["length", "tool_calls"]
+
+    paused = ModelReply([say("Searching.")], 10, 5, "paused_here", stop=StopKind.PAUSED)
+    result, model, _ = other_run(paused)
+    assert (result.reason, result.turns, len(model.requests)) == (StopReason.SUCCESS, 1, 2)
+
+    full = ModelReply([say("Lots")], 10, 5, "window_full", stop=StopKind.CONTEXT_FULL)
+    result, model, _ = other_run(full)
+    assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.CONTEXT)
+    assert "the reply stopped at window_full" in result.note
+
+
+def test_the_providers_words_alone_decide_nothing():
+    """A reply whose adapter says it ended (END) is nudged, whatever its provider called the stop."""
+    ended = ModelReply([say("Thinking it over.")], 10, 5, "refusal", stop=StopKind.END)
+    result, model, _ = other_run(ended)
+    assert result.reason is StopReason.SUCCESS
+    assert model.requests[1].messages[-1]["content"] == _loop.NUDGE
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "reason", "requests"),
+    [
+        ("refusal", StopReason.GAVE_UP, 1),
+        ("pause_turn", StopReason.SUCCESS, 2),
+        ("end_turn", StopReason.SUCCESS, 2),
+    ],
+)
+def test_an_adapter_that_sets_no_stop_kind_has_its_stop_reason_read_in_the_messages_apis_words(
+    stop_reason: str, reason: StopReason, requests: int
+):
+    result, model, _ = other_run(ModelReply([say("...")], 10, 5, stop_reason))
+    assert (result.reason, len(model.requests)) == (reason, requests)
+
+
+def test_a_reply_that_crossed_a_json_wire_keeps_its_stop_kind():
+    """A Temporal activity's reply comes back as JSON: its kind is the enum's value, a plain string."""
+    assert StopKind.PAUSED == "paused"
+    wired = ModelReply([say("Searching.")], 10, 5, "pause_turn", stop="paused")  # type: ignore[arg-type]
+    result, model, _ = other_run(wired)
+    assert (result.reason, result.turns, len(model.requests)) == (StopReason.SUCCESS, 1, 2)
+
+
+def test_the_journal_keeps_cache_counts_an_adapter_sets_only_as_fields():
+    cached = ModelReply(
+        [say("...")], 1000, 5, "end_turn", cache_read_input_tokens=600, cache_creation_input_tokens=300
+    )
+    result, _, saved = other_run(cached)
+    first = next(e for e in saved if isinstance(e, Reply))
+    assert (first.cache_read_tokens, first.cache_write_tokens) == (600, 300)
+    assert (result.usage.cache_read_tokens, result.usage.cache_write_tokens) == (600, 300)
+
+
+def test_the_journal_keeps_cache_counts_a_reply_gives_only_in_extra():
+    """A reply made before the fields existed (an older worker's) gave its cache counts in `extra`."""
+    extra = {"cache_read_input_tokens": 600, "cache_creation_input_tokens": 300}
+    _, _, saved = other_run(ModelReply([say("...")], 1000, 5, "end_turn", extra=extra))
+    first = next(e for e in saved if isinstance(e, Reply))
+    assert (first.cache_read_tokens, first.cache_write_tokens) == (600, 300)
+
+
 def test_each_call_has_a_stable_idempotency_key_for_its_tool(make_agent):
     """The key names the run and the call: the same when a recovered or resumed run runs it."""
     keys: list[str] = []
@@ -1763,6 +1862,18 @@ def test_a_replys_parts_refuse_content_the_journal_cannot_read(content, says):
     with pytest.raises(UnreadableReply, match=re.escape(says)) as raised:
         ModelReply(content=content).parts  # noqa: B018
     assert raised.value.error_type == "invalid_reply"
+
+
+def test_the_model_errors_and_the_stop_kind_are_exported_where_the_other_model_types_are():
+    import agent
+    import agent.models
+
+    assert agent.UnreadableReply is agent.models.UnreadableReply is UnreadableReply
+    assert issubclass(agent.UnreadableReply, agent.ModelError)
+    assert agent.models.StopKind is StopKind
+    assert {"UnreadableReply"} <= set(agent.__all__) and {"StopKind", "UnreadableReply"} <= set(
+        agent.models.__all__
+    )
 
 
 def test_a_replys_parts_are_typed_with_the_providers_own_fields_kept():

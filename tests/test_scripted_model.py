@@ -8,7 +8,7 @@ import pytest
 
 from agent import ModelError, TransientModelError
 from agent.errors import ScriptExhausted
-from agent.models.base import Model, ModelReply, ModelRequest
+from agent.models.base import Model, ModelReply, ModelRequest, StopKind
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 
 
@@ -173,3 +173,32 @@ def test_a_real_anthropic_call_is_refused(no_real_model_calls):
     assert "a test tried to call" in str(async_error.value.__cause__)
     assert no_real_model_calls == ["https://api.anthropic.com/v1/messages"] * 2
     no_real_model_calls.clear()  # expected here; anywhere else the fixture fails the test
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "kind"),
+    [
+        ("end_turn", StopKind.END),
+        ("stop_sequence", StopKind.END),
+        ("tool_use", StopKind.TOOL_USE),
+        ("max_tokens", StopKind.MAX_TOKENS),
+        ("model_context_window_exceeded", StopKind.CONTEXT_FULL),
+        ("pause_turn", StopKind.PAUSED),
+        ("refusal", StopKind.REFUSED),
+        ("a_reason_of_tomorrow", StopKind.OTHER),
+    ],
+)
+def test_a_scripted_stop_reason_has_the_kind_the_messages_api_gives_it(stop_reason: str, kind: StopKind):
+    played = play(ScriptedModel([reply(say("hi"), stop_reason=stop_reason)]), request())
+    assert (played.stop_reason, played.stop) == (stop_reason, kind)
+
+
+def test_a_scripted_reply_without_a_stop_reason_ends_or_uses_tools():
+    model = ScriptedModel([[say("hi")], [call("search", q="x")]])
+    assert play(model, request()).stop is StopKind.END
+    assert play(model, request(1)).stop is StopKind.TOOL_USE
+
+
+def test_a_scripted_reply_keeps_the_stop_kind_it_was_given():
+    played = play(ScriptedModel([ModelReply([say("hm")], stop=StopKind.REFUSED)]), request())
+    assert played.stop is StopKind.REFUSED

@@ -13,6 +13,7 @@ from agent._valid import is_whole
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._observe import Recorder, Usage
+from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
 
@@ -257,7 +258,7 @@ def observe_run(
         recorder.fail(exc)
         raise
     if recorder.result is None:  # left without a stop: the last reply's says how
-        if recorder.last_stop_reason == "refusal":  # the model API refused, as Endstate's own runs end it
+        if recorder.last_stop == StopKind.REFUSED:  # the model API refused, as Endstate's own runs end it
             recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note="The model API refused.")
         else:
             recorder.succeed(recorder.last_text)

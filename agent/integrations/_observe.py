@@ -27,9 +27,10 @@ from agent.context import RunContext
 from agent.errors import ConfigError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answered, Suspended
-from agent.models.base import ModelReply, ModelRequest, ToolCall
+from agent.models.base import MESSAGES_API_STOPS, ModelReply, ModelRequest, StopKind, ToolCall
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
+from agent.stops import TurnSignal
 from agent.summary import foreign_summary
 from agent.tools import ToolOutcome
 from agent.usage import Usage
@@ -56,7 +57,8 @@ class Recorder:
     turns: int = 0
     usage: Usage = field(default_factory=Usage)  # the run's; its cost None once a call had no price
     last_text: str = ""
-    last_stop_reason: str = ""  # the model API's stop reason of the last reply
+    last_stop_reason: str = ""  # the model API's stop reason of the last reply, in its words
+    last_stop: StopKind | None = None  # why the last reply ended, in no provider's words (None: none yet)
     result: RunResult | None = None
     explicit_turns: bool = False  # the caller opens turns itself; model calls never do
     help_seconds: float | None = None  # how long a pending approval waits (None: DEFAULT_HELP_SECONDS)
@@ -174,8 +176,8 @@ class Recorder:
 
     def _going_on(self) -> str:
         """The signal of the open turn if the run goes on after it (Endstate's loop's `TurnSignal`)."""
-        asked_tools = self._turn_asked and self.last_stop_reason == "tool_use"
-        return "tool_use" if self._turn_tools or asked_tools else "no_tool_call"
+        asked_tools = self._turn_asked and self.last_stop == StopKind.TOOL_USE
+        return str(TurnSignal.TOOL_USE if self._turn_tools or asked_tools else TurnSignal.NO_TOOL_CALL)
 
     def _release_turn(self, stop: StopReason | None = None) -> None:
         """End the held turn (see `hold_turn`): with `stop` when the run stops now, unless the turn is
@@ -207,9 +209,12 @@ class Recorder:
         model: str = "",
         response_id: str = "",
         error: BaseException | None = None,
+        stop: StopKind | None = None,
     ) -> None:
         """A model call ended: its usage counts towards the run (a reply the framework did not
-        price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen."""
+        price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen. `stop` is
+        why it ended (`StopKind`), given by a framework whose `stop_reason` is not in the Messages
+        API's words; else it is read from `stop_reason` in those words."""
         if self.result is not None:
             return
         self._model_open = False
@@ -220,8 +225,9 @@ class Recorder:
             outer = outer._parent
         if text:
             self.last_text = text
+        kind = stop or MESSAGES_API_STOPS[stop_reason]
         if error is None:
-            self.last_stop_reason = stop_reason
+            self.last_stop_reason, self.last_stop = stop_reason, kind
         if not self.watched:
             return
         reply = None
@@ -236,6 +242,7 @@ class Recorder:
                 response_id,
                 cache_read_input_tokens=usage.cache_read_tokens,
                 cache_creation_input_tokens=usage.cache_write_tokens,
+                stop=kind,
             )
         self.observer.model_ended(reply, error)
 

@@ -73,6 +73,7 @@ from agent.integrations._observe import (
     saved_with_run,
 )
 from agent.integrations._sync import run_sync
+from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
 
@@ -564,7 +565,17 @@ def _replied(recorder: Recorder, response: ModelResponse) -> None:
         stop_reason=response.finish_reason or "end_turn",
         model=response.model_name or "",
         response_id=response.provider_response_id or "",
+        stop=_FINISHES.get(response.finish_reason, StopKind.OTHER) if response.finish_reason else None,
     )
+
+
+_FINISHES = {  # Pydantic AI's finish reasons (`FinishReason`) as stop kinds
+    "stop": StopKind.END,
+    "tool_call": StopKind.TOOL_USE,
+    "length": StopKind.MAX_TOKENS,
+    "content_filter": StopKind.REFUSED,
+    "error": StopKind.OTHER,
+}
 
 
 def state_of(result: RunResult) -> str:

@@ -1,6 +1,6 @@
 """Model adapters: the scripted model for tests and offline runs, Anthropic for real ones."""
 
-from agent.models.base import Model, ModelReply, ModelRequest, ToolCall
+from agent.models.base import Model, ModelReply, ModelRequest, StopKind, ToolCall, UnreadableReply
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 
 __all__ = [
@@ -8,7 +8,9 @@ __all__ = [
     "ModelReply",
     "ModelRequest",
     "ScriptedModel",
+    "StopKind",
     "ToolCall",
+    "UnreadableReply",
     "call",
     "finish",
     "reply",

@@ -96,6 +96,7 @@ from agent.models._messages import CALL_FIELDS, TEXT_FIELDS, with_known_referenc
 from agent.models.base import (
     BILLED_APART,
     BILLED_BY_MODEL,
+    MESSAGES_API_STOPS,
     PROVIDER_DATA,
     Message,
     ModelReply,
@@ -970,6 +971,7 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
         input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
         output_tokens=usage.output_tokens or 0,
         stop_reason=stop,
+        stop=MESSAGES_API_STOPS[stop],
         model=model,
         response_id=msg_id,
         cache_read_input_tokens=cache_read,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.errors import ScriptExhausted
-from agent.models.base import ModelReply, ModelRequest
+from agent.models.base import MESSAGES_API_STOPS, ModelReply, ModelRequest
 
 Block = dict[str, Any]
 Step = ModelReply | Sequence[Block] | BaseException | Callable[[ModelRequest], Any]
@@ -117,7 +117,9 @@ class ScriptedModel:
         input_tokens = base.extra.get("input_tokens", 100 + 20 * len(request.messages))
         output_tokens = base.extra.get("output_tokens", 30 + 10 * len(content))
         stop = base.extra.get("stop_reason") or _stop(content)
-        return ModelReply(content, input_tokens, output_tokens, stop, self._name, f"msg_{turn:03d}")
+        kind = base.stop or MESSAGES_API_STOPS[stop]  # a script speaks the Messages API's stop reasons
+        name, msg_id = self._name, f"msg_{turn:03d}"
+        return ModelReply(content, input_tokens, output_tokens, stop, name, msg_id, stop=kind)
 
 
 def _stop(content: list[Block]) -> str:
