@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -26,8 +27,10 @@ from agent.content import text_of
 from agent.durable.runner import AnswerError, Catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus
 from agent.journal import Result
+from agent.models.base import ModelReply, StopKind
 from agent.result import LimitKind, StopReason
 from agent.temporal import TemporalRuns, _activities, _remote, build_worker, ensure_search_attributes
+from agent.temporal import _wire as w
 from agent.temporal._activities import KeptResults
 from agent.temporal._wire import SEARCH_ATTRIBUTES, journal_from_json, journal_json, result_digest
 from agent.temporal.pending import TemporalPending
@@ -484,6 +487,19 @@ def test_the_texts_a_worker_lacks_go_in_parts_that_fit_each_once_per_input() -> 
     once = _remote.Once({da})
     twice = [ref.digested({"type": "result", "text": a}, "text", once) for _ in range(2)]
     assert [item.get("digest") for item in twice] == [None, da]  # in full at its first place only
+
+
+def test_a_reply_crosses_so_that_the_release_before_and_after_can_build_it() -> None:
+    """A rolling deploy: a reply whose kind its word gives goes without `stop` (the release before it
+    builds `ModelReply(**reply)`), a kind the word would not give goes, and a field a newer worker
+    adds is left out rather than ending the run."""
+    said = ModelReply([{"type": "text", "text": "Hi"}], stop_reason="pause_turn", stop=StopKind.PAUSED)
+    sent = w.reply_json(said)
+    assert "stop" not in sent and w.reply_from_json(sent).stop_reason == "pause_turn"
+    other = ModelReply([{"type": "text", "text": "Hi"}], stop_reason="content_filter", stop=StopKind.REFUSED)
+    assert w.reply_from_json(json.loads(json.dumps(w.reply_json(other)))).stop == StopKind.REFUSED
+    newer = {**w.reply_json(said), "a_field_of_a_later_release": 1}
+    assert w.reply_from_json(newer) == ModelReply(**sent)
 
 
 def test_a_state_a_tool_emptied_is_sent_empty_not_as_the_run_began() -> None:

@@ -323,7 +323,7 @@ async def _complete(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
     budget = asyncio.timeout(call.get("seconds"))
     try:
         async with budget:
-            return dataclasses.asdict(await agent.model.complete(request))
+            return w.reply_json(await agent.model.complete(request))
     except TimeoutError:
         if budget.expired():
             raise _CutOff("the model call was cut off when the run's time budget ran out") from None
@@ -408,7 +408,7 @@ def _as_sent(result: Result, cap: int | None) -> set[str]:
 
 
 def _dicts(replies: list[ModelReply]) -> list[dict[str, Any]]:
-    return [dataclasses.asdict(r) for r in replies]
+    return [w.reply_json(r) for r in replies]
 
 
 def _context(

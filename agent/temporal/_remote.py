@@ -403,7 +403,7 @@ class ActivityModel:
             return await self._started(w.MODEL_BY_DIGEST, call, queue)
 
         try:
-            return ModelReply(**await by_digest(self._ref, build, send, "the model call's input"))
+            return w.reply_from_json(await by_digest(self._ref, build, send, "the model call's input"))
         except PayloadTooLarge as cannot:
             raise ModelError(str(cannot), error_type=cannot.error_type) from None
 
@@ -416,7 +416,7 @@ class ActivityModel:
             return await self._unpatched(call)
         if (seconds := call_seconds()) is not None:
             call["seconds"] = seconds  # the worker cuts the call there too, and reports what it used
-        return ModelReply(**await self._started(w.MODEL, call))
+        return w.reply_from_json(await self._started(w.MODEL, call))
 
     async def _started(self, name: str, call: dict[str, Any], queue: str | None = None) -> dict[str, Any]:
         """The model activity's answer (on `queue`: see `pinned`); a cut (the time budget) leaves it
@@ -461,7 +461,7 @@ class ActivityModel:
         # a reply that came as the budget ran out is dropped, as the loop drops it; its usage is kept
         if (exc := handle.exception()) is None:
             if "missing" not in handle.result():  # a worker lacking texts made no call
-                record_cut_call(ModelReply(**self._ref.told(dict(handle.result()))))
+                record_cut_call(w.reply_from_json(self._ref.told(dict(handle.result()))))
         elif isinstance(exc, ActivityError) and (cause := _cause(exc)) is not None:
             _record_cut(cause)
 
@@ -477,14 +477,14 @@ class ActivityModel:
             )
         except ActivityError as exc:
             raise _model_error(exc) from exc
-        return ModelReply(**reply)
+        return w.reply_from_json(reply)
 
 
 def _record_cut(cause: ApplicationError) -> None:
     """Record the usage of the calls that broke off mid-way, for the loop to charge."""
     details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
     for partial in details.get("cut") or ():
-        record_cut_call(ModelReply(**partial))
+        record_cut_call(w.reply_from_json(partial))
 
 
 def _model_error(exc: ActivityError) -> Exception:

@@ -27,7 +27,7 @@ from agent.content import api_block
 from agent.history import HistoryPolicy
 from agent.journal import Entry, Reply
 from agent.models._messages import part_of
-from agent.models.base import ModelRequest
+from agent.models.base import MESSAGES_API_STOPS, ModelReply, ModelRequest
 from agent.models.price import Price
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
@@ -321,3 +321,22 @@ def payload_size(value: Any) -> int:
 
 def utc(timestamp: float) -> datetime:
     return datetime.fromtimestamp(timestamp, UTC)
+
+
+_REPLY_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelReply))
+
+
+def reply_json(reply: ModelReply) -> dict[str, Any]:
+    """A model reply as an activity returns it. Its `stop` goes only when its `stop_reason`, read in
+    the Messages API's words, would not give it: a workflow worker of a release before `stop` (a
+    rolling deploy) builds the reply from the rest, and reads the same kind from the word."""
+    out = dataclasses.asdict(reply)
+    if reply.stop is None or MESSAGES_API_STOPS[reply.stop_reason] == reply.stop:
+        out.pop("stop", None)
+    return out
+
+
+def reply_from_json(data: dict[str, Any]) -> ModelReply:
+    """A reply an activity returned; the fields a newer release's worker added are left out, so a
+    rolling deploy never ends a run on a reply this release cannot build."""
+    return ModelReply(**{k: v for k, v in data.items() if k in _REPLY_FIELDS})
