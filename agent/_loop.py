@@ -627,8 +627,11 @@ def _unsure(call: Call) -> str:
     )
 
 
-async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: RunObserver) -> Result | Stop:
-    """Execute a tool, record the call, and tell the progress detector what it saw."""
+async def run_tool(
+    agent: Agent, run: RunState, tool: Tool, call: Call, obs: RunObserver
+) -> Result | Stop | Suspend:
+    """Execute a tool, record the call, and tell the progress detector what it saw; a call lost on its
+    way (`ToolOutcome.lost`) suspends the run: a person says whether it took effect."""
     if run.pending is not None:  # no side effect before every earlier checkpoint is durable
         await durable(run)
     obs.tool_started(call)
@@ -640,6 +643,8 @@ async def run_tool(agent: Agent, run: RunState, tool: Tool, call: Call, obs: Run
             run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
         raise
     obs.tool_ended(call, outcome)
+    if outcome.lost:
+        return Suspend(agent.suspension(_unsure(call), None, call.id))
     run.note_call(call.name, call.arguments, outcome.text, outcome.is_error)
     seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text)
     run.progress.observe(call_signature(call.name, call.arguments), seen)

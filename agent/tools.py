@@ -114,6 +114,9 @@ class ToolOutcome:
     error_type: str | None = None
     budget_cut: bool = False  # the run's time limit, not the tool's own timeout, stopped the call
     blocks: tuple[Block, ...] = ()
+    # the call started and never reported back (its worker died): it may or may not have taken effect,
+    # so the loop suspends the run for a person to say, as it does for an approved call found in flight
+    lost: bool = False
 
 
 @dataclass(frozen=True)

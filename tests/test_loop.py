@@ -40,12 +40,14 @@ from agent import (
     predicate,
     tool,
 )
+from agent import tools as agent_tools
 from agent.journal import Answer, Approval, Call, Journal, Opaque, Reply, Result, Suspended, Text
 from agent.models._messages import messages_of
 from agent.models.base import ModelReply, ModelRequest, StopKind, UnreadableReply
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 from agent.policies import MAX_RETRY_AFTER
 from agent.snapshot import Checkpoint, SnapshotKind
+from agent.tools import ToolOutcome
 
 # -- helpers -----------------------------------------------------------------
 
@@ -525,6 +527,55 @@ def test_cancelled_while_an_approved_tool_runs_is_a_resumable_cancelled_result(m
     final = make_agent(*steps, tools=[send_invoice]).resume(unsure.snapshot, Answer("it was not sent"))
     assert final.reason is StopReason.SUCCESS
     assert sent == ["ACME"]
+
+
+class LostCalls:
+    """A `ToolHost` (as Temporal's worker sets one) for which a tool returning `LOST` was lost on its
+    way: started, and never reported back (its worker died mid-call)."""
+
+    def outcome(self, value: Any) -> ToolOutcome | None:
+        return ToolOutcome("Outcome unknown.", True, "worker_lost", lost=True) if value is LOST else None
+
+    def offload(self, fn: Any, kwargs: dict[str, Any]) -> None:
+        return None
+
+
+LOST = object()
+
+
+def test_a_lost_tool_outcome_suspends_the_run_for_a_person_as_an_approved_call_in_flight_does(
+    make_agent, monkeypatch: pytest.MonkeyPatch
+):
+    """A host's `ToolOutcome.lost` (Temporal: the approved call's worker died mid-call) never reaches
+    the model: the run suspends with the question the store's runner asks of an approved call it finds
+    in flight, within the help policy's deadline, and takes an answer as any suspension does."""
+    monkeypatch.setattr(agent_tools, "_host", LostCalls())
+    sent: list[str] = []
+
+    @tool(needs_approval=True)
+    def send_invoice(customer: str) -> object:
+        """Send an invoice."""
+        sent.append(customer)
+        return LOST
+
+    steps = [[call("send_invoice", customer="ACME"), call("send_invoice", customer="Initech")]]
+    steps += [[finish("done", "checked")]]
+    help = HelpPolicy(wait_seconds=600)
+    first = make_agent(*steps, tools=[send_invoice], help=help).run("Bill ACME")
+    agent = make_agent(*steps, tools=[send_invoice], help=help)
+    unsure = agent.resume(first.snapshot, approved=True)
+
+    assert unsure.reason is StopReason.NEED_HELP and sent == ["ACME"]
+    asked = unsure.suspension
+    assert asked.question.startswith('The approved call send_invoice({"customer": "ACME"}) was started')
+    assert "may or may not have happened" in asked.question
+    assert asked.pending is None and asked.deadline - asked.suspended_at == 600
+    assert len(agent.model.requests) == 0  # the model was told nothing: a person is asked first
+    answered = make_agent(*steps, tools=[send_invoice])
+    final = answered.resume(unsure.snapshot, Answer("it was not sent"))
+    assert final.reason is StopReason.SUCCESS and sent == ["ACME"]  # never run a second time unasked
+    told = [b["content"] for b in results_seen(answered)]
+    assert told == ["Answer from a person: it was not sent", _loop.NOT_RUN]
 
 
 # -- help_timeout ----------------------------------------------------------------------

@@ -27,6 +27,7 @@ from agent.durable.runner import AnswerError, Catalog
 from agent.errors import ConfigError
 from agent.journal import Result
 from agent.models.scripted import ScriptedModel, Step, call, finish
+from agent.policies import HelpPolicy
 from agent.result import RunResult
 from agent.temporal import TemporalRuns, _remote, build_worker
 from agent.temporal import workflow as run_workflow
@@ -376,41 +377,53 @@ class WorkerProcess:
             self.proc.wait(timeout=30)
 
 
-def test_an_approved_call_whose_worker_dies_mid_call_is_never_run_again_unasked(
+def test_an_approved_call_whose_worker_dies_mid_call_asks_a_person_and_never_runs_again_unasked(
     temporal: TemporalServer, tmp_path: Path
 ) -> None:
     # Temporal retried the approved call's activity on the next worker: the deploy ran twice, with the
     # same idempotency key, and nobody was asked. Locally the call is marked started before it runs, and
-    # a run recovered after a crash never repeats it unasked (issue 11, item 8).
+    # a run recovered after a crash never repeats it unasked (issue 11, item 8): it suspends for a person
+    # to say whether the call took effect. On Temporal the lost call then read to the model as "Outcome
+    # unknown", and nobody was asked; now the run suspends with the same question, within the help
+    # policy's deadline, and takes the answer as any suspension.
     queue = f"audit-{uuid.uuid4().hex[:8]}"
     first = WorkerProcess(temporal, queue, tmp_path / "first.log")
     second: WorkerProcess | None = None
 
-    async def scenario() -> RunResult:
+    async def scenario() -> tuple[RunResult, RunResult]:
         nonlocal second
         runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
         state = {"dir": str(tmp_path), "sleep": 5}
         asked = await asyncio.wait_for(runs.start("deployer", "Deploy release 1.", state=state), 60)
         assert isinstance(asked, RunResult) and asked.reason == "need_help"
-        await runs.submit(asked.run_id, approved=True)
+        approving = asyncio.ensure_future(runs.approve(asked.run_id))  # the segment that follows
         for _ in range(600):
             if lines(tmp_path, asked.run_id):
                 break
             await asyncio.sleep(0.05)
         first.kill()  # mid-call: it started, and never reports
         second = WorkerProcess(temporal, queue, tmp_path / "second.log")
-        return await asyncio.wait_for(runs.result(asked.run_id), 90)
+        unsure = await asyncio.wait_for(approving, 90)
+        assert unsure.reason == "need_help", unsure.note
+        await asyncio.wait_for(runs.submit(asked.run_id, answer="It did not deploy."), 60)
+        return unsure, await asyncio.wait_for(runs.result(asked.run_id), 60)
 
     try:
-        done = asyncio.run(scenario())
+        unsure, done = asyncio.run(scenario())
     finally:
         for proc in (first, second):
             if proc is not None:
                 proc.stop()
+    assert unsure.suspension is not None and unsure.suspension.pending is None
+    question = unsure.suspension.question
+    assert (
+        question.startswith('The approved call deploy({"n": 1}) was started') and "may or may not" in question
+    )
+    waits = unsure.suspension.deadline - unsure.suspension.suspended_at
+    assert waits == pytest.approx(HelpPolicy().wait_seconds)  # the help policy's deadline, as any question
     assert lines(tmp_path, done.run_id) == ["start 1"]  # never run again
     assert (done.reason, done.turns) == ("limit", 1)
-    unknown = results(done)
-    assert len(unknown) == 1 and unknown[0].startswith("Outcome unknown") and "approved" in unknown[0]
+    assert results(done) == ["Answer from a person: It did not deploy."]
 
 
 def test_a_worker_stopped_by_sigterm_finishes_the_call_in_hand_within_its_grace(
@@ -460,6 +473,22 @@ def test_a_history_recorded_before_these_changes_still_replays_and_would_not_wit
     patched = _remote.workflow.patched
     monkeypatch.setattr(
         _remote.workflow, "patched", lambda patch: patch == run_workflow.GRACEFUL_CANCEL or patched(patch)
+    )
+    assert "Nondeterminism" in str(replay_failure(fixture))
+
+
+def test_a_lost_approved_call_recorded_before_it_asked_a_person_still_replays_as_unsure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run started by the code before `LOST_CALL_ASKS` (a deployer whose approved call's worker was
+    killed mid-call; the call read `UNSURE` and the run ended `limit`; recorded with 3dd7120:
+    `fetch_history().to_json()`) replays under this code; with the gate taken as set (the run suspended
+    for a person instead) it would not."""
+    fixture = "temporal_v6_lost_approved_call_history.json"
+    assert replay_failure(fixture) is None
+    patched = _remote.workflow.patched
+    monkeypatch.setattr(
+        _remote.workflow, "patched", lambda patch: patch == _remote.LOST_CALL_ASKS or patched(patch)
     )
     assert "Nondeterminism" in str(replay_failure(fixture))
 

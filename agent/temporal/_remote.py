@@ -74,6 +74,9 @@ UNSURE = (
     "Outcome unknown: the approved call was started, but its worker stopped before it reported back, so it "
     "may or may not have taken effect. Check before you call it again (a new call needs a new approval)."
 )
+# A lost approved call suspends the run (`ToolOutcome.lost`): a person says whether it took effect, as the
+# store's runner asks when it finds one in flight. Runs started before read `UNSURE`, as they did.
+LOST_CALL_ASKS = "endstate-lost-approved-call-asks-a-person"
 # A tool's timeout is the worker's: the workflow sets no timer of its own for it (only the run's time budget
 # bounds the call there). Its timer could fire in the workflow task that brings the call's result (a loaded
 # machine, a workflow task timed out), and Temporal's SDK then cancels the handle whose result came, unread:
@@ -567,7 +570,8 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
             raise
         except ActivityError as exc:
             if once and _worker_lost(exc):
-                return Verbatim(ToolOutcome(UNSURE, True, "worker_lost"))
+                asks = workflow.patched(LOST_CALL_ASKS)
+                return Verbatim(ToolOutcome(UNSURE, True, "worker_lost", lost=asks))
             raise
         ref.told(out)
         ctx.state.clear()
