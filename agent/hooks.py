@@ -56,6 +56,9 @@ class RunInfo:
     # workflow left that worker's cache): observed again from its first live event, its start (and
     # resume) counted already where it started, so hooks do not count it again
     replayed: bool = False
+    # the ids the segment's span takes, planned by a Temporal workflow so that every replay of it knows
+    # them without a span of its own; hooks with `plans_spans` honour them (see `_remote.ReplaySafeHooks`)
+    planned: SegmentLink | None = None
 
 
 @fast_init

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.hooks import HumanWait, RunInfo, RunObserver, hook_failed
+from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink, hook_failed
 from telemetry.metrics import MetricsHooks
 from telemetry.tracing import TracingHooks
 
@@ -41,6 +41,15 @@ class TelemetryHooks:
             hook_failed("run_started (spans)")
             spans = _NOTHING
         return _RunTelemetry(metrics, spans)
+
+    @property
+    def plans_spans(self) -> bool:
+        """Whether a segment's span takes its `RunInfo.planned` ids (no spans: nothing to plan)."""
+        return self.tracing is None or self.tracing.plans_spans
+
+    def planned_ids(self, info: RunInfo) -> SegmentLink | None:
+        """The ids the segment's observer will report, known before it is made (see `TracingHooks`)."""
+        return self.tracing.planned_ids(info) if self.tracing is not None else None
 
 
 class _RunTelemetry(RunObserver):

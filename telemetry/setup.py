@@ -63,7 +63,7 @@ from telemetry.export import (
 from telemetry.metrics import MetricsHooks, PendingSource
 from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor
-from telemetry.tracing import TracingHooks
+from telemetry.tracing import PlannedIds, TracingHooks
 
 log = logging.getLogger("endstate.telemetry")
 
@@ -133,7 +133,9 @@ class Telemetry:
             mend_first=capture.spans,  # captured content: text from tools and models, any text
         )
         spans = CountedBatchProcessor(counting, metrics.record_spans_dropped, *_queue_sizes(environ))
-        provider = TracerProvider(resource=resource_from_env(), shutdown_on_exit=False)
+        provider = TracerProvider(
+            resource=resource_from_env(), shutdown_on_exit=False, id_generator=PlannedIds()
+        )
         provider.add_span_processor(spans)
         logs, events = _logger_provider(environ, capture, log_exporter, metrics)
         tracing = TracingHooks(provider, capture, Redactor.from_env(environ), logs)

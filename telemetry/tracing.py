@@ -10,6 +10,13 @@ lands in the run's trace, under its span. The observer's
 `trace_id`/`span_id` are set only for a sampled run span, so a result never
 points at a trace that was not recorded.
 
+A Temporal workflow plans its segments' span ids (`RunInfo.planned`, honoured
+when the provider's id generator is `PlannedIds`): the run span is then made
+when the segment ends, a root with those ids and its real start, and a
+stand-in with the same ids parents the segment's other spans meanwhile. A
+workflow that leaves a worker mid-segment so leaves no span begun and never
+ended, and its replays know the trace without making a span.
+
 A turn's spans are made when the turn ends, each with its real start time and
 every attribute at once (one pass of the SDK's attribute checks, none set
 late): the turn, then its model and tool calls under it, then the turn's end.
@@ -24,6 +31,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +39,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import Logger, LoggerProvider
 from opentelemetry.context import Context
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink
@@ -92,6 +101,22 @@ MAX_SHAPES = 1024  # (agent, task type, provider, model) whose span names and at
 _NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")  # what an error type may look like
 
 
+_PLANNED: ContextVar[SegmentLink | None] = ContextVar("endstate_planned_span", default=None)
+
+
+class PlannedIds(RandomIdGenerator):
+    """Random ids, but for a run span whose ids a Temporal workflow planned (`RunInfo.planned`):
+    those, so each replay of the workflow knows its segment's trace without a span of its own."""
+
+    def generate_span_id(self) -> int:
+        planned = _PLANNED.get()
+        return int(planned.span_id, 16) if planned else super().generate_span_id()
+
+    def generate_trace_id(self) -> int:
+        planned = _PLANNED.get()
+        return int(planned.trace_id, 16) if planned else super().generate_trace_id()
+
+
 class TracingHooks:
     """`RunHooks` that record each run segment as a tree of spans.
 
@@ -134,7 +159,32 @@ class TracingHooks:
             shape = _Shape.of(info)
             if len(self._shapes) < MAX_SHAPES:
                 self._shapes[key] = shape
-        return _RunTrace(self._tracer, info, shape, self._redact, self.capture_content, self._events)
+        planned = (
+            (info.planned, self.planned_ids(info) is not None) if info.planned and self.plans_spans else None
+        )
+        return _RunTrace(self._tracer, info, shape, self._redact, self.capture_content, self._events, planned)
+
+    @property
+    def plans_spans(self) -> bool:
+        """Whether a segment's span takes the ids its `RunInfo.planned` gives (`PlannedIds`)."""
+        return isinstance(getattr(self._tracer, "id_generator", None), PlannedIds)
+
+    def planned_ids(self, info: RunInfo) -> SegmentLink | None:
+        """The ids `info.planned` when this tracer records that span (sampled), else None: what the
+        segment's observer will report, known before it is made (see `plans_spans`)."""
+        sampler = getattr(self._tracer, "sampler", None)
+        if info.planned is None or not self.plans_spans or sampler is None:
+            return None
+        shape = _Shape.of(info)
+        decided = sampler.should_sample(
+            Context(),
+            int(info.planned.trace_id, 16),
+            shape.run_name,
+            SpanKind.INTERNAL,
+            _run_attributes(info, shape),
+            _links(info.continues),
+        )
+        return info.planned if decided.decision.is_sampled() else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,16 +227,13 @@ class _RunTrace(RunObserver):
         redact: Redact,
         capture: bool,
         events: Logger | None,
+        planned: tuple[SegmentLink, bool] | None = None,  # planned ids, and whether the span is sampled
     ) -> None:
         self._tracer, self._info, self._redact, self._capture = tracer, info, redact, capture
         self._events = events
-        self._span = tracer.start_span(
-            shape.run_name,
-            kind=SpanKind.INTERNAL,
-            attributes=_run_attributes(info, shape),
-            links=_links(info.continues),
-            start_time=_ns(info.started_at) if info.started_at > 0 else None,
-        )
+        self._shape, self._planned = shape, planned
+        self._run_events: list[tuple[str, dict[str, Any], int]] = []  # a planned span's, until it is made
+        self._span = self._planned_span() if planned else self._run_span(otel_context.get_current())
         self._ctx = trace.set_span_in_context(self._span)
         self._caller = otel_context.get_current()
         otel_context.attach(self._ctx)  # the run's span is current until it ends
@@ -201,6 +248,39 @@ class _RunTrace(RunObserver):
         if sc.is_valid and sc.trace_flags.sampled:
             self.trace_id = trace.format_trace_id(sc.trace_id)
             self.span_id = trace.format_span_id(sc.span_id)
+
+    def _run_span(self, parent: Context) -> trace.Span:
+        info = self._info
+        return self._tracer.start_span(
+            self._shape.run_name,
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=_run_attributes(info, self._shape),
+            links=_links(info.continues),
+            start_time=_ns(info.started_at) if info.started_at > 0 else None,
+        )
+
+    def _planned_span(self) -> trace.Span:
+        """A stand-in with the planned ids, parent of the segment's spans: the run span itself is made
+        (with those ids, a root) when the segment ends, so a workflow that leaves a worker's cache
+        mid-segment leaves no span begun and never ended (its replay elsewhere makes the span)."""
+        assert self._planned is not None
+        planned, sampled = self._planned
+        flags = TraceFlags(TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
+        ids = (int(planned.trace_id, 16), int(planned.span_id, 16))
+        return trace.NonRecordingSpan(SpanContext(*ids, is_remote=False, trace_flags=flags))
+
+    def _made_planned_span(self) -> None:
+        """The planned run span, made now with its planned ids and start (see `_planned_span`)."""
+        assert self._planned is not None
+        token = _PLANNED.set(self._planned[0])
+        try:
+            span = self._run_span(Context())
+        finally:
+            _PLANNED.reset(token)
+        for name, attributes, at in self._run_events:
+            span.add_event(name, attributes, at)
+        self._span, self._run_events = span, []
 
     # -- turns -------------------------------------------------------------
 
@@ -301,6 +381,8 @@ class _RunTrace(RunObserver):
             attributes[n.AGENT_VERIFY_FAILURES] = [self._short(f) for f in failures]
         if self._turn is not None:
             self._turn.events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
+        elif self._planned is not None:  # the run span is made at the end (see `_planned_span`)
+            self._run_events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
         else:
             self._span.add_event(n.EVENT_VERIFY, attributes)
 
@@ -325,6 +407,8 @@ class _RunTrace(RunObserver):
         for call in self._held:  # the segment ended before a turn took them
             self._span_of(call, self._ctx)
         self._held = []
+        if self._planned is not None:
+            self._made_planned_span()
         attributes = _result_attributes(result)
         if self._capture and result.note:
             attributes[n.AGENT_STOP_NOTE] = self._redact(result.note)

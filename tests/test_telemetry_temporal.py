@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pg import free_port
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
-from test_temporal import queue, state, temporal, wait_for_line, worker  # noqa: F401  (temporal: the server fixture)
+from test_temporal import OpenSpans, queue, state, temporal, wait_for_line, worker  # noqa: F401  (temporal: the server fixture)
 from test_temporal_fleet import CATALOG, endstate, env
 
 from agent.result import StopReason
@@ -45,16 +45,21 @@ def test_a_run_replayed_at_every_workflow_task_is_counted_as_started_once(
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize("cached", [True, False])
 def test_a_run_that_moves_to_another_worker_is_started_once_in_one_span_from_its_real_start(
     temporal: TemporalServer,  # noqa: F811
     tmp_path: Path,
+    cached: bool,
 ) -> None:
     """The first worker stops mid-segment; the second replays the run's history and finishes it.
-    The fleet counts one start, and the span that ends the segment (the first worker's never
-    ends) and `gen_ai.invoke_agent.duration` run from the segment's start, not from the move."""
+    The fleet counts one start, and the segment's one span and `gen_ai.invoke_agent.duration` run
+    from the segment's start, not from the move. Without a cache on the second worker the result
+    was built again in the replay of the last workflow task, with no observer live: it carried no
+    trace id, and each workflow task before began a span (a new trace) that never ended."""
 
     async def scenario() -> None:
         first, second = (_telemetry() for _ in range(2))
+        opened = [OpenSpans.on(t) for t, _ in (first, second)]
         name = queue()
         try:
             # The first worker keeps no workflow cached (each task evicts it): a worker stopped with a
@@ -68,7 +73,8 @@ def test_a_run_that_moves_to_another_worker_is_started_once_in_one_span_from_its
                 )
                 await wait_for_line(tmp_path, run_id, "end 2")  # two turns done on the first worker
             moved = time.time()
-            async with worker(temporal, name, hooks=second[0].hooks) as runs:
+            options = {} if cached else {"max_cached_workflows": 0}
+            async with worker(temporal, name, hooks=second[0].hooks, **options) as runs:
                 result = await runs.result(run_id)
             assert result.reason is StopReason.SUCCESS
             for telemetry, _ in (first, second):
@@ -91,6 +97,7 @@ def test_a_run_that_moves_to_another_worker_is_started_once_in_one_span_from_its
             )
             duration = second[0].registry.get_sample_value(DURATION + "_sum", INVOKE)
             assert duration == pytest.approx((span.end_time - span.start_time) / 1e9, abs=0.5)
+            assert [o.names() for o in opened] == [[], []], "no span begun and never ended"
         finally:
             for telemetry, _ in (first, second):
                 telemetry.shutdown()

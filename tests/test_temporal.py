@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import json
 import logging
+import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,6 +15,8 @@ from typing import Any
 
 import pytest
 import temporal_agents
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
@@ -308,11 +311,14 @@ def test_replay_never_repeats_a_span_or_a_count(
     temporal: TemporalServer, tmp_path: Path, cached: bool
 ) -> None:
     """With the workflow cache the segment is traced whole; with none, every workflow task
-    replays the run from its start, and what was replayed is not traced or counted again."""
+    replays the run from its start, and what was replayed is not traced or counted again: one
+    run span, which the result points at, and none begun that never ended (each workflow task
+    began one, at its first live event)."""
 
     async def scenario() -> None:
         spans = InMemorySpanExporter()
         telemetry = Telemetry.from_env({}, registry=CollectorRegistry(), span_exporter=spans)
+        opened = OpenSpans.on(telemetry)
         options = {} if cached else {"max_cached_workflows": 0}
         async with worker(temporal, queue(), hooks=telemetry.hooks, **options) as runs:
             result = await runs.start("counter", "count", state=state(tmp_path, "success"))
@@ -325,6 +331,9 @@ def test_replay_never_repeats_a_span_or_a_count(
             names.count("execute_tool count"),
         )
         assert counts == (1, 3, 2) if cached else counts[0] == 1 and counts[1] <= 3 and counts[2] <= 2
+        (run_span,) = [s for s in spans.get_finished_spans() if s.name == "invoke_agent counter"]
+        assert result.trace_id == f"{run_span.context.trace_id:032x}"
+        assert opened.names() == []
         labels = {
             "agent": "counter",
             "task_type": "counting",
@@ -606,3 +615,37 @@ def test_a_plans_fast_mode_price_is_read_back_with_its_long_prompt_tier() -> Non
     price = agent.prices.price("claude-opus-4-6")
     assert price is not None and price.fast is not None and price.fast.long_prompt is not None
     assert _wire.planned_price(_wire.plan_of(agent)) == price
+
+
+class OpenSpans(SpanProcessor):
+    """The spans a tracer provider began and has not ended (a processor: it sees every span begun)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[tuple[int, int], str] = {}
+
+    @classmethod
+    def on(cls, telemetry: Telemetry) -> OpenSpans:
+        opened = cls()
+        provider = telemetry.tracer_provider
+        assert isinstance(provider, TracerProvider)
+        provider.add_span_processor(opened)
+        return opened
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        with self._lock:
+            self._open[_key(span)] = span.name
+
+    def on_end(self, span: ReadableSpan) -> None:
+        with self._lock:
+            self._open.pop(_key(span), None)
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._open.values())
+
+
+def _key(span: ReadableSpan) -> tuple[int, int]:
+    context = span.get_span_context()
+    assert context is not None
+    return context.trace_id, context.span_id

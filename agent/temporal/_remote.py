@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import hashlib
 import inspect
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,7 +27,7 @@ from agent.agent import Agent
 from agent.content import ToolOutput
 from agent.context import CallRecord, RunContext
 from agent.errors import ModelError, TransientModelError
-from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
+from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, SegmentLink, guard, hook_failed
 from agent.journal import Entry
 from agent.models.base import ModelReply, ModelRequest, ToolCall, call_seconds, record_cut_call
 from agent.policies import RetryPolicy
@@ -83,6 +84,12 @@ LOST_CALL_ASKS = "endstate-lost-approved-call-asks-a-person"
 # the call read as timed out and its change to the run's state was lost. It also counted the time the
 # activity waited for a worker. Runs started before set it (the tool's timeout and `tool_grace`), as they did.
 TOOL_TIMEOUT_ON_WORKER = "endstate-tool-timeout-on-the-worker"
+# A segment's span ids are planned by the workflow (from its execution's id and the segment's place in
+# it), for hooks that can give a span planned ids (`plans_spans`): a replay that builds the run's result,
+# with no observer live, knows the run's trace, and the span is made when the segment ends, so a workflow
+# that leaves a worker's cache mid-segment leaves no span begun and never ended. Runs started before take
+# their span at the first live event, as they did.
+PLANNED_TRACE = "endstate-trace-planned-by-the-workflow"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -743,13 +750,26 @@ class ReplaySafeHooks:
     whichever worker, so it is not counted as started again, and its span and
     duration run from the segment's start (`RunInfo.started_at`, the
     workflow's time), not from that event.
+
+    Its span's ids are planned (see `PLANNED_TRACE`) when the hooks can take
+    them: the observer reports them from the start, replayed or live.
     """
 
     def __init__(self, inner: RunHooks) -> None:
         self._inner = inner
+        self._segments = 0  # observed in this execution, in the workflow's (deterministic) order
 
     def run_started(self, info: RunInfo) -> RunObserver:
+        self._segments += 1
+        if workflow.patched(PLANNED_TRACE) and getattr(self._inner, "plans_spans", False) is True:
+            info = dataclasses.replace(info, planned=_planned(self._segments))
         return _ReplaySafeObserver(self._inner, info)
+
+
+def _planned(segment: int) -> SegmentLink:
+    """The span ids of the execution's `segment`-th observed segment: the same in every replay."""
+    digest = hashlib.sha256(f"{workflow.info().run_id}/{segment}".encode()).digest()
+    return SegmentLink(digest[:16].hex(), digest[16:24].hex())
 
 
 class _ReplaySafeObserver(RunObserver):
@@ -761,6 +781,8 @@ class _ReplaySafeObserver(RunObserver):
         self._hooks, self._info = hooks, info
         self._inner: RunObserver | None = None
         self._tell: Callable[[str, str | None], None] | None = None
+        if info.planned is not None:
+            self._report_planned(info)
         if workflow.unsafe.is_replaying():
             self._info = dataclasses.replace(info, replayed=True)
         else:
@@ -772,10 +794,21 @@ class _ReplaySafeObserver(RunObserver):
             return None
         if self._inner is None:
             self._inner = guard(self._hooks, self._info)
-            self.trace_id, self.span_id = self._inner.trace_id, self._inner.span_id
-            if self._tell is not None and self.trace_id:
-                self._tell(self.trace_id, self.span_id)
+            if self._info.planned is None:  # else its ids were reported from the start
+                self.trace_id, self.span_id = self._inner.trace_id, self._inner.span_id
+                if self._tell is not None and self.trace_id:
+                    self._tell(self.trace_id, self.span_id)
         return self._inner
+
+    def _report_planned(self, info: RunInfo) -> None:
+        """The planned span's ids, as the hooks will record it (None: not sampled)."""
+        try:
+            ids = self._hooks.planned_ids(info)  # type: ignore[attr-defined]  # with `plans_spans`
+        except Exception:
+            hook_failed("planned_ids")
+            return
+        if isinstance(ids, SegmentLink):
+            self.trace_id, self.span_id = ids.trace_id, ids.span_id
 
     def ids_later(self, tell: Callable[[str, str | None], None]) -> None:
         self._tell = tell  # a replayed segment's span begins at its first live event
