@@ -17,6 +17,7 @@ from typing import Any
 import anthropic
 import pg
 import pytest
+from media_files import png
 from messages_api import MessagesAPI, message, tool_use
 
 from agent import Agent, Approval, Budget, Image, SearchResult, StopReason, ToolOutput, ToolReference, tool
@@ -25,22 +26,6 @@ from agent.journal import Result
 from agent.models.anthropic import AnthropicModel
 
 MODEL = "claude-haiku-4-5"
-
-
-def png(width: int = 1, height: int = 1) -> bytes:
-    """A real PNG of grey pixels."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
 
 
 SHOT = png(4, 3)
