@@ -6,20 +6,29 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
+import re
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import review_agents
 import yaml
 from media_files import pdf, png
+from test_service_support import TOKEN, Server
 
 from agent.cli.main import main
+from agent.content import ContentError
+from agent.durable.review import CaseFiles
 from agent.durable.runner import Runner
 from agent.durable.store import open_store
 from agent.evals import load_cases
+from agent.evals.replay import block_of_case
 from agent.journal import Result
 from agent.result import StopReason
+from agent.service import review_pages
 from agent.snapshot import Snapshot
 
 CATALOG = "review_agents:catalog"
@@ -113,3 +122,85 @@ def test_a_case_whose_bytes_are_missing_or_changed_is_refused_naming_the_file(
     blob.unlink()
     code, text = cli(capsys, "eval", str(cases), "--no-progress")
     assert code == 2 and "field 'results[0].blocks[1]'" in text and "copy that folder along" in text, text
+
+
+def test_the_inbox_download_of_a_case_with_blocks_is_a_zip_that_evals_as_the_promoted_case(
+    cases: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run's page offers a zip (the case and its blobs), says so, and the zip unpacked into an
+    empty folder is a case that `endstate eval` passes as it passes the promoted one."""
+    with (
+        Server(str(cases.parent / "runs.db"), tmp_path, catalog=CATALOG) as server,
+        httpx.Client(base_url=server.url, timeout=30) as browser,
+    ):
+        assert browser.post("/inbox/login", data={"token": TOKEN}).status_code == 303
+        page = browser.get("/inbox/review/runs/r-shot")
+        download = browser.get("/inbox/review/runs/r-shot/case.zip")
+        yaml_only = browser.get("/inbox/review/runs/r-shot/case.yaml")
+    assert page.status_code == 200
+    link = 'href="/inbox/review/runs/r-shot/case.zip" download="r-shot.zip">Download r-shot.zip</a>'
+    assert link in page.text
+    assert "r-shot.yaml and, in <code>blobs/</code>, the 1 image and 1 PDF its tools returned" in page.text
+    assert download.status_code == 200 and download.headers["content-type"] == "application/zip"
+    assert download.headers["content-disposition"] == 'attachment; filename="r-shot.zip"'
+    folder = tmp_path / "unpacked"
+    with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
+        names = sorted(archive.namelist())
+        archive.extractall(folder)
+    assert names == sorted(["r-shot.yaml", f"blobs/{digest(png(4, 3))}.png", f"blobs/{digest(pdf(2))}.pdf"])
+    assert (folder / "r-shot.yaml").read_text() == (cases / "r-shot.yaml").read_text() == yaml_only.text
+    verdicts = [cli(capsys, "eval", str(where), "--no-progress") for where in (cases, folder)]
+    assert [code for code, _ in verdicts] == [0, 0], verdicts
+    assert all("PASSED: 1 of 1" in text for _, text in verdicts), verdicts
+    (folder / f"blobs/{digest(pdf(2))}.pdf").unlink()  # the zip's blobs are what made it pass
+    code, text = cli(capsys, "eval", str(folder), "--no-progress")
+    assert code == 2 and "copy that folder along" in text, text
+
+
+def test_a_case_without_blocks_downloads_as_its_yaml_and_says_so() -> None:
+    files = CaseFiles("r-1", {"name": "review/r-1"})
+    link = review_pages._download_link(files)
+    assert 'href="/inbox/review/runs/r-1/case.yaml" download="r-1.yaml">Download r-1.yaml</a>' in link
+    assert "zip" not in link and files.held() == ""
+
+
+def test_promote_writes_each_blob_whole_under_blobs_and_mends_one_that_does_not_hold_its_digest(
+    cases: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file in blobs/ whose bytes are not those its name says (damaged, cut short) is written
+    again on the next promote, through a new file renamed into place (never through a link
+    there); one that holds its bytes is left as it is, and no part file stays behind."""
+    blobs = cases / "blobs"
+    shot, printed = blobs / f"{digest(png(4, 3))}.png", blobs / f"{digest(pdf(2))}.pdf"
+    elsewhere = tmp_path / "elsewhere.png"
+    elsewhere.write_bytes(b"not to be overwritten")
+    shot.unlink()
+    shot.symlink_to(elsewhere)
+    printed_inode = printed.stat().st_ino
+    code, text = cli(
+        capsys, "review", "promote", "r-shot", "--out", str(cases), "--catalog", CATALOG,
+        "--store", str(cases.parent / "runs.db"),
+    )  # fmt: skip
+    assert code == 0, text
+    assert not shot.is_symlink() and shot.read_bytes() == png(4, 3)
+    assert elsewhere.read_bytes() == b"not to be overwritten"
+    assert printed.stat().st_ino == printed_inode  # it held its bytes: not written again
+    assert sorted(p.name for p in blobs.iterdir()) == sorted([shot.name, printed.name])
+    assert cli(capsys, "eval", str(cases), "--no-progress")[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ({"media_type": "image/png", "sha256": "../" * 21 + "a"}, "must be 64 hexadecimal digits"),
+        ({"media_type": "image/../../../etc/passwd", "sha256": "a" * 64}, "is not one of an image or a PDF"),
+        ({"media_type": "image/png\x00", "sha256": "a" * 64}, "is not one of an image or a PDF"),
+        ({"media_type": "text/plain", "sha256": "a" * 64}, "is not one of an image or a PDF"),
+    ],
+)
+def test_a_case_block_naming_a_blob_outside_blobs_is_refused(
+    tmp_path: Path, source: dict[str, str], problem: str
+) -> None:
+    shape = {"type": "image", "source": {"type": "base64", **source}}
+    with pytest.raises(ContentError, match=re.escape(problem)):
+        block_of_case(shape, tmp_path)

@@ -14,13 +14,16 @@ too: the service runs both on a schedule.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import tempfile
 import time
+import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 import yaml
 
@@ -209,21 +212,94 @@ class CaseExists(ReviewError):
 
 
 def _write_blobs(out: Path, journal: Sequence[Entry]) -> None:
-    """The bytes of the run's images and PDFs, each once, in `out/blobs/` (named by their digest: one
-    there already holds the same bytes). Written before the case, so no case lacks them."""
-    from agent.evals.replay import blob_path, blobs_of
+    """The bytes of the run's images and PDFs, each once, in `out/blobs/`, named by their digest.
+    Written before the case, so no case lacks them. A file there already is kept when it holds the
+    bytes its name says, and replaced when it does not (changed or cut short since: a case that reads
+    it would be refused); each is written to a file of its own first, then renamed into place, so
+    two promotes at once never leave one half written."""
+    from agent.evals.replay import blob_path, blobs_of, holds
 
     for digest, (media_type, raw) in blobs_of(journal).items():
         path = blob_path(out, digest, media_type)
-        if path.exists():
+        if holds(path, digest):
             continue
+        if path.exists() or path.is_symlink():
+            log.warning("%s does not hold the bytes its name says: written again", path)
         try:
             path.parent.mkdir(exist_ok=True)
-            part = path.with_name(f".{path.name}.part")
-            part.write_bytes(raw)
-            part.replace(path)
+            _write_new(path, raw)
         except OSError as exc:
             raise ReviewError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _write_new(path: Path, raw: bytes) -> None:
+    """`raw` at `path`, whole or not at all: written to a new file beside it (never one there, nor
+    through a link), then renamed over `path`."""
+    handle, part = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(raw)
+        os.chmod(part, 0o644)
+        os.replace(part, path)
+    except BaseException:
+        Path(part).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class CaseFiles:
+    """An eval case as the files that make it: the case (its YAML mapping), named after its run, and
+    the bytes of the images and PDFs its results hold, by SHA-256 with their media type, which go in
+    `blobs/` beside it (agent.evals.replay)."""
+
+    run_id: str
+    case: dict[str, Any]
+    blobs: dict[str, tuple[str, bytes]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The case file's name."""
+        return case_file(self.run_id)
+
+    @property
+    def archive(self) -> str:
+        """The name of the zip that carries the case and its blobs."""
+        return f"{self.name.removesuffix('.yaml')}.zip"
+
+    def held(self) -> str:
+        """What the blobs are, in words ("2 images and 1 PDF"); "" when there are none."""
+        pdfs = sum(1 for media, _ in self.blobs.values() if media == "application/pdf")
+        counts = [(len(self.blobs) - pdfs, "image"), (pdfs, "PDF")]
+        return " and ".join(plural(n, what) for n, what in counts if n)
+
+    def write_zip(self, stream: IO[bytes]) -> None:
+        """The case file and `blobs/` as a zip: unzipped into a folder, `endstate eval FOLDER` runs it.
+        The same case gives the same bytes (entries in a fixed order, with a fixed date)."""
+        from agent.evals.replay import blob_path
+
+        with zipfile.ZipFile(stream, "w") as archive:
+            archive.writestr(_entry(self.name, zipfile.ZIP_DEFLATED), case_yaml(self.case))
+            for digest, (media_type, raw) in sorted(self.blobs.items()):
+                where = blob_path(Path(), digest, media_type).as_posix()
+                archive.writestr(_entry(where, zipfile.ZIP_STORED), raw)  # PNG, JPEG, PDF: compressed
+
+
+def _entry(name: str, compression: int) -> zipfile.ZipInfo:
+    entry = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    entry.compress_type = compression
+    entry.external_attr = 0o644 << 16  # a file anyone may read, as the promote writes it
+    return entry
+
+
+def case_files(
+    store: RunStore, run_id: str, expect: str | None = None, catalog: str | None = None
+) -> CaseFiles:
+    """The eval case for a stored run (the exit from `expect` or its label) with its blobs."""
+    from agent.evals.replay import blobs_of
+
+    record, journal = _reviewable(store, run_id)
+    case = case_for(record, journal, _expected(store, record, expect), catalog)
+    return CaseFiles(run_id, case, blobs_of(journal))
 
 
 def case_of(

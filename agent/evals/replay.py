@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.content import Block, ContentError, api_block, parse_block
+from agent.content import IMAGE_TYPES, Block, ContentError, api_block, parse_block
 from agent.examples.scenarios import World
 from agent.journal import Call, Entry, Opaque, Reply, Result, Text
 from agent.models.scripted import Step, reply
@@ -43,6 +43,8 @@ LOOPBACK_URL = re.compile(r"http://127\.0\.0\.1:\d+")
 DURATIONS = re.compile(r"\b\d+\.\d+s\b")  # "3 passed in 0.04s": differs from run to run
 SHOWN = 120  # characters of a differing result shown in a problem
 BLOBS = "blobs"  # the folder beside a case file that holds its results' images and PDFs
+BLOB_TYPES = {t: t.partition("/")[2] for t in (*IMAGE_TYPES, "application/pdf")}  # media type: extension
+DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -163,9 +165,26 @@ def blobs_of(journal: Iterable[Entry]) -> dict[str, tuple[str, bytes]]:
     return found
 
 
-def blob_path(folder: Path, digest: str, media_type: str) -> Path:
-    """Where the bytes of digest `digest` are, beside the case files in `folder`."""
-    return folder / BLOBS / f"{digest}.{media_type.rpartition('/')[2]}"
+def blob_path(folder: Path, digest: object, media_type: object) -> Path:
+    """Where the bytes of digest `digest` are, beside the case files in `folder`: always a file of
+    `folder/blobs/` (a digest that is no SHA-256, or a media type no image or PDF has, is refused:
+    a case file names both, and no name it gives may point elsewhere). Raises `ContentError`."""
+    if not (isinstance(digest, str) and DIGEST.fullmatch(digest)):
+        raise ContentError(f"source.sha256 must be 64 hexadecimal digits, not {digest!r:.80}")
+    extension = BLOB_TYPES.get(media_type) if isinstance(media_type, str) else None
+    if extension is None:
+        raise ContentError(
+            f"source.media_type {media_type!r:.80} is not one of an image or a PDF: {', '.join(BLOB_TYPES)}"
+        )
+    return folder / BLOBS / f"{digest}.{extension}"
+
+
+def holds(path: Path, digest: str) -> bool:
+    """Whether the file at `path` holds the bytes of SHA-256 `digest` (False when it cannot be read)."""
+    try:
+        return path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    except OSError:
+        return False
 
 
 def block_of_case(shape: Any, folder: Path) -> Block:
@@ -176,9 +195,7 @@ def block_of_case(shape: Any, folder: Path) -> Block:
     if digest is None:
         return parse_block(shape)
     assert isinstance(shape, dict) and isinstance(source, dict)
-    if not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
-        raise ContentError(f"source.sha256 must be 64 hexadecimal digits, not {digest!r:.80}")
-    path = blob_path(folder, digest, str(source.get("media_type")))
+    path = blob_path(folder, digest, source.get("media_type"))
     try:
         raw = path.read_bytes()
     except OSError as exc:

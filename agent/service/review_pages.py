@@ -8,8 +8,10 @@ summary and its last tool calls) and, to a signed-in person, a form with the lab
 its stop; a label is stored with the name the person gives and takes the run out of the queue.
 `/inbox/review/labelled` lists the latest labels, latest first. A run's own page
 (`/inbox/review/runs/RUN_ID`) shows its labels and the eval case a promote writes: shown on the
-page, downloadable as `case.yaml`, and written into the service's cases folder
-(`serve --cases-dir`) by the promote button, never over an existing file.
+page, downloadable, and written into the service's cases folder (`serve --cases-dir`) by the
+promote button, never over an existing file. The download is the case file (`case.yaml`), or,
+when the run's tools returned images or PDFs, a zip of it and its `blobs/` (`case.zip`): the
+case names those by digest, and without their bytes it cannot be replayed.
 
 Forms post with the inbox's defences: the cookie made from the service token, and refused when
 posted from another origin.
@@ -18,17 +20,19 @@ posted from another origin.
 from __future__ import annotations
 
 import html
+import tempfile
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import IO, Any
 from urllib.parse import quote, unquote, urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agent.durable import review
-from agent.durable.review import Label
+from agent.durable.review import CaseFiles, Label
 from agent.durable.store import RunRecord
 from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
@@ -85,6 +89,7 @@ def routes(service: Service) -> list[Route]:
         Route(LABELLED, pages_.labelled, methods=["GET"]),
         Route("/inbox/review/runs/{run_id}", pages_.run, methods=["GET"]),
         Route("/inbox/review/runs/{run_id}/case.yaml", pages_.case_file, methods=["GET"]),
+        Route("/inbox/review/runs/{run_id}/case.zip", pages_.case_archive, methods=["GET"]),
         Route("/inbox/review/runs/{run_id}/label", pages_.label, methods=["POST"]),
         Route("/inbox/review/runs/{run_id}/promote", pages_.promote, methods=["POST"]),
     ]
@@ -229,20 +234,17 @@ class ReviewPages:
             return _case('<p class="case-note">Label the run first: its eval case expects the exit '
                          "its label chooses.</p>")  # fmt: skip
         try:
-            case = await run_in_threadpool(
-                review.case_of, self.store, record.run_id, None, self.service.catalog_spec
+            files = await run_in_threadpool(
+                review.case_files, self.store, record.run_id, None, self.service.catalog_spec
             )
         except EndstateError as exc:
             return _case(f'<p class="case-error error">No eval case can be made: {e(str(exc))}</p>')
-        name = review.case_file(record.run_id)
-        href = e(run_url(record.run_id, "case.yaml"))
-        download = f'<a class="download" href="{href}" download="{e(name)}">Download {e(name)}</a>'
-        expects = e(" -> ".join(_expected(case)))
+        expects = e(" -> ".join(_expected(files.case)))
         return _case(f"""<p class="case-note">The case replays the run's recorded model replies and
   expects <code>{expects}</code>; <code>endstate eval</code> fails it when the agent now behaves otherwise.
-  {download}</p>
+  {_download_link(files)}</p>
   {self._promote_part(record.run_id, is_in)}
-  <pre class="case-yaml">{e(review.case_yaml(case))}</pre>""")
+  <pre class="case-yaml">{e(review.case_yaml(files.case))}</pre>""")
 
     def _promote_part(self, run_id: str, is_in: bool) -> str:
         e, folder = html.escape, self.service.cases_dir
@@ -285,18 +287,35 @@ class ReviewPages:
     # -- downloads and forms ----------------------------------------------------------------------
 
     async def case_file(self, request: Request) -> Response:
+        """The case file alone (a run with images or PDFs needs its blobs too: `case_archive`)."""
+        files = await self._case_files(request)
+        if isinstance(files, Response):
+            return files
+        headers = HEADERS | {"Content-Disposition": f'attachment; filename="{files.name}"'}
+        return Response(review.case_yaml(files.case), media_type="application/yaml", headers=headers)
+
+    async def case_archive(self, request: Request) -> Response:
+        """The case file and its `blobs/` as a zip, written to a spooled file (a run of screenshots
+        can hold many megabytes) and streamed from it."""
+        files = await self._case_files(request)
+        if isinstance(files, Response):
+            return files
+        spool = await run_in_threadpool(_zipped, files)
+        headers = HEADERS | {"Content-Disposition": f'attachment; filename="{files.archive}"'}
+        return StreamingResponse(_chunks(spool), media_type="application/zip", headers=headers)
+
+    async def _case_files(self, request: Request) -> CaseFiles | Response:
+        """The run's case files, or the run's page saying why there are none to download."""
         run_id = request.path_params["run_id"]
         if self._reads_refused(request):
             return await self.render_run(request, error="Sign in with the service token first.", status=401)
         try:
-            case = await run_in_threadpool(
-                review.case_of, self.store, run_id, None, self.service.catalog_spec
+            files: CaseFiles = await run_in_threadpool(
+                review.case_files, self.store, run_id, None, self.service.catalog_spec
             )
         except EndstateError as exc:
             return await self.render_run(request, error=str(exc), status=status_of(exc))
-        disposition = f'attachment; filename="{review.case_file(run_id)}"'
-        headers = HEADERS | {"Content-Disposition": disposition}
-        return Response(review.case_yaml(case), media_type="application/yaml", headers=headers)
+        return files
 
     async def label(self, request: Request) -> Response:
         same_origin(request)
@@ -415,6 +434,44 @@ def _history(labels: list[Review]) -> str:
         for r in reversed(labels)
     )
     return f'<section class="labels-given"><h3>Labels (the latest counts)</h3><ol>{rows}</ol></section>'
+
+
+def _download_link(files: CaseFiles) -> str:
+    """The download: the case file, or, when the run's results hold images or PDFs, a zip of it and
+    of `blobs/` with their bytes, the link saying which."""
+    e = html.escape
+    if not files.blobs:
+        href = e(run_url(files.run_id, "case.yaml"))
+        return f'<a class="download" href="{href}" download="{e(files.name)}">Download {e(files.name)}</a>'
+    href = e(run_url(files.run_id, "case.zip"))
+    link_ = f'<a class="download" href="{href}" download="{e(files.archive)}">Download {e(files.archive)}</a>'
+    return (
+        f'{link_}: <span class="download-holds">{e(files.name)} and, in <code>blobs/</code>, the '
+        f"{e(files.held())} its tools returned, which the replay checks; unzip it into your eval "
+        "folder (keep <code>blobs/</code> beside the case).</span>"
+    )
+
+
+SPOOLED = 16 * 1024 * 1024  # bytes of a zip kept in memory; a larger one goes to a temporary file
+CHUNK = 1024 * 1024
+
+
+def _zipped(files: CaseFiles) -> IO[bytes]:
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOLED)  # noqa: SIM115  # closed by _chunks
+    try:
+        files.write_zip(spool)
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool
+
+
+def _chunks(spool: IO[bytes]) -> Iterator[bytes]:
+    """The spooled zip, a chunk at a time, closed when read (or when the client left)."""
+    with spool:
+        while chunk := spool.read(CHUNK):
+            yield chunk
 
 
 def _case(inner: str) -> str:
