@@ -49,6 +49,13 @@ MOST_IMAGE_BASE64 = 24 * 1024 * 1024  # a request's room for images' and PDFs' b
 MAX_PDF_BASE64 = MOST_IMAGE_BASE64  # a longer PDF fits no request (the 32 MB hold the rest too)
 MOST_PDF_PAGES = 600  # the PDF pages a request may hold (100 on models with a 200k-token window)
 MEDIA_TOKENS = 1_600  # about the most an image costs the model (the API scales a larger one down)
+# What a PDF costs the model, from Anthropic's docs (PDF support, "Estimate your costs", read 2026-12-02:
+# platform.claude.com/docs/en/build-with-claude/pdf-support): its text, "typically 1,500-3,000 tokens
+# per page depending on content density", and, since "each page is converted into an image", an image a
+# page, priced as images are (vision, "Calculate image costs": about width x height / 750 tokens,
+# MEDIA_TOKENS at most). The least text a page is taken: the history policy trims when a PDF would fill
+# the window, and not long before.
+PDF_PAGE_TOKENS = 1_500 + MEDIA_TOKENS
 _MAGIC = {
     b"\x89PNG\r\n\x1a\n": "image/png",
     b"\xff\xd8\xff": "image/jpeg",
@@ -465,6 +472,21 @@ def _texts(block: Block) -> tuple[str, ...]:
 def media_count(blocks: Iterable[Block]) -> int:
     """How many images and PDFs the blocks hold (what they cost the model is not in their text)."""
     return sum(1 for b in blocks if isinstance(b, Image) or (isinstance(b, Document) and not b.text))
+
+
+def media_tokens(blocks: Iterable[Block]) -> int:
+    """About the tokens the images and PDFs of the blocks cost the model: `MEDIA_TOKENS` an image (the
+    most one costs), `PDF_PAGE_TOKENS` a page of a PDF (a PDF at a URL, whose pages are not known
+    until the API fetches it, as one page; the reply's usage counts it then)."""
+    return sum(_media_tokens(b) for b in blocks)
+
+
+def _media_tokens(block: Block) -> int:
+    if isinstance(block, Image):
+        return MEDIA_TOKENS
+    if isinstance(block, Document) and not block.text:
+        return PDF_PAGE_TOKENS * (block.pages or 1)
+    return 0
 
 
 def cut_text(blocks: Sequence[Block], cap: int) -> tuple[Block, ...]:

@@ -4,7 +4,9 @@ The journal keeps everything; the policy shapes the view sent to the model:
 - a tool result longer than `max_result_chars` is cut, and the model is told
   what was cut and how to get the rest (a result of content blocks has its
   text cut, its images and PDFs sent whole);
-- once the context in use (the last reply's input plus output tokens) passes
+- once the context in use (the last reply's input plus output tokens, and the
+  images and PDFs of the results since, which may cost far more than their
+  text: an image about 1,600 tokens, a PDF 3,100 a page) passes
   `clear_at` of the window, the tool results so far but the last `keep_last`
   are cleared (the model is told it can call the tool again; an image in a
   cleared result is no longer sent);
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent._valid import is_number, is_whole
-from agent.content import MEDIA_TOKENS, Image, cut_text, media_count, text_chars, text_of
+from agent.content import Image, cut_text, media_count, media_tokens, text_chars, text_of
 from agent.errors import ConfigError
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
 
@@ -252,12 +254,18 @@ def account(entries: Sequence[Entry]) -> str:
 
 
 def _context_in_use(journal: Sequence[Entry]) -> int:
-    """Input plus output tokens of the last reply: what the next call starts from."""
+    """Input plus output tokens of the last reply, what the next call starts from, and about what the
+    images and PDFs of the results since then add (a tool that read a 90-page PDF adds some 280,000
+    tokens: judged from the last reply alone, the request went out and the API refused it as too
+    long). Their text is left to the next reply's count: capped, it adds little."""
+    added = 0
     for entry in reversed(journal):
         if isinstance(entry, Reply):
-            return entry.input_tokens + entry.output_tokens
+            return entry.input_tokens + entry.output_tokens + added
         if isinstance(entry, Shrunk):
             return 0  # shrunk since the last reply: judge again after the next one
+        if isinstance(entry, Result) and entry.blocks:
+            added += media_tokens(entry.blocks)
     return 0
 
 
@@ -294,10 +302,11 @@ def _clearable_chars(journal: Sequence[Entry], keep: int, cap: int | None) -> in
 
 
 def _sent_chars(result: Result, cap: int | None) -> int:
-    """About the characters a result takes in the view: its text as capped, and for each image or PDF
-    the characters of as many tokens as an image costs at most (a cleared one frees them)."""
+    """About the characters a result takes in the view: its text as capped, and the characters of as
+    many tokens as its images and PDFs cost (`media_tokens`: a PDF by its pages; a cleared one frees
+    them)."""
     chars = text_chars(result.blocks) if result.blocks else len(result.text)
-    media = media_count(result.blocks) * MEDIA_TOKENS * CHARS_PER_TOKEN if result.blocks else 0
+    media = media_tokens(result.blocks) * CHARS_PER_TOKEN if result.blocks else 0
     return min(chars, cap or chars) + media
 
 

@@ -13,7 +13,7 @@ consume a scripted response for it.
 A request with `"stream": true` is answered with server-sent events, as the
 API streams. A reply built with `input_tokens=None` gets the usage the real
 API would report: input tokens counted from the request (about 4 characters
-a token), and prompt-cache reads and writes computed from the cache
+a token, a base64 PDF by its pages as the API counts it), and prompt-cache reads and writes computed from the cache
 breakpoints and the prefixes this server has seen. The server counts the TCP
 connections it accepts (`connections`), and serves `GET /v1/models/{id}` for
 the ids in `models`. A request naming a container in `expired_containers` is
@@ -826,6 +826,10 @@ def _images_problem(messages: list[dict[str, Any]]) -> str | None:
 # The API's limits on a request's bytes, an image's base64 and a request's PDF pages (Anthropic's
 # docs: API overview "Request size limits", vision "General limits", PDF support "PDF requirements").
 MAX_REQUEST_BYTES, MAX_IMAGE_BASE64, PDF_PAGES = 32 * 2**20, 10 * 2**20, 100
+# What a PDF page costs (PDF support, "Estimate your costs": 1,500 to 3,000 tokens of text a page, and
+# an image of each page): the middle of that range and the most an image costs. Not Endstate's own
+# estimate, which takes the least text a page.
+PDF_PAGE_TOKENS = 2_250 + 1_600
 
 
 def _base64_data(block: dict[str, Any]) -> str:
@@ -1020,8 +1024,24 @@ LOOKBACK_BLOCKS = 20  # the API looks this many blocks back from a breakpoint fo
 
 
 def count_tokens(value: Any) -> int:
-    """About 4 characters a token, as the API's tokenizer roughly counts English and JSON."""
-    return max(1, -(-len(json.dumps(value, sort_keys=True)) // 4))
+    """About 4 characters a token, as the API's tokenizer roughly counts English and JSON; a base64 PDF
+    by its pages, not its bytes: `PDF_PAGE_TOKENS` a page (a PDF at a URL, which this server cannot
+    fetch, by its JSON only)."""
+    pages: list[int] = []
+    plain = _without_pdf_data(value, pages)
+    return max(1, -(-len(json.dumps(plain, sort_keys=True)) // 4)) + sum(pages) * PDF_PAGE_TOKENS
+
+
+def _without_pdf_data(value: Any, pages: list[int]) -> Any:
+    """`value` with each base64 PDF's data left out, its pages added to `pages`."""
+    if isinstance(value, list):
+        return [_without_pdf_data(v, pages) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if value.get("type") == "document" and _base64_data(value):
+        pages.append(_pdf_page_objects(value))
+        return {**value, "source": {k: v for k, v in value["source"].items() if k != "data"}}
+    return {k: _without_pdf_data(v, pages) for k, v in value.items()}
 
 
 class PromptCache:

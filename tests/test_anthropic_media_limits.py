@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import re
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -200,3 +201,43 @@ def test_the_test_api_refuses_pages_images_and_requests_the_api_refuses(
         with pytest.raises(anthropic.APIStatusError, match=re.escape(says)) as raised:
             client.messages.create(model=MODEL, max_tokens=10, messages=messages)  # type: ignore[arg-type]
     assert raised.value.status_code == status
+
+
+NOTE = "lorem ipsum " * 3_400  # 40,800 characters: cut to the policy's 40,000, some 10,000 tokens
+
+
+@tool
+def notes(part: int) -> str:
+    """A long part of the notes."""
+    return f"part {part}: {NOTE}"
+
+
+@tool
+def manual(pages: int) -> Document:
+    """The manual, as a PDF of so many pages."""
+    return Document.from_pdf(pdf(pages), title="Manual")
+
+
+def test_a_90_page_pdf_trims_the_history_before_the_request_not_after_the_api_refuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """8 long results (some 85,000 tokens), then a 90-page PDF (some 350,000 tokens as the API counts
+    PDFs, some 9,000 as its base64 would count): on a 400,000-token window the request with all of it
+    is too long. The PDF is priced by its pages (it was priced as one image), so the older results are
+    shrunk before the request goes, and the API takes every request."""
+    table = tmp_path / "models.toml"
+    row = "context_window = 400000\nmax_output = 8192\ninput = 1\noutput = 5\n"
+    table.write_text(f'[models."claude-reader-400k"]\n{row}')
+    monkeypatch.setenv("ENDSTATE_MODELS", str(table))
+    calls = [tool_use("notes", {"part": i}) for i in range(8)] + [tool_use("manual", {"pages": 90})]
+    with MessagesAPI(context_window=400_000) as api:
+        api.pdf_pages = 600
+        api.enqueue(*[message(c) for c in calls], message(DONE))
+        model = AnthropicModel("claude-reader-400k", api_key="sk-test", base_url=api.url)
+        budget = Budget(max_turns=len(calls) + 2, max_seconds=None)
+        agent = Agent("reader", model, tools=[notes, manual], budget=budget)
+        result = agent.run("Read the notes and the manual.")
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == len(api.usages) == len(calls) + 1  # each request answered, none refused
+    assert results(api.bodies[-1])[-1][0]["type"] == "document"  # the manual went, whole
+    assert len(pdf(90)) * 4 // 3 // 4 < 10_000  # its base64 alone would not have told
