@@ -13,15 +13,17 @@ consume a scripted response for it.
 A request with `"stream": true` is answered with server-sent events, as the
 API streams. A reply built with `input_tokens=None` gets the usage the real
 API would report: input tokens counted from the request (about 4 characters
-a token, a base64 PDF by its pages as the API counts it), and prompt-cache reads and writes computed from the cache
-breakpoints and the prefixes this server has seen. The server counts the TCP
-connections it accepts (`connections`), and serves `GET /v1/models/{id}` for
-the ids in `models`. A request naming a container in `expired_containers` is
-refused (`container_expired`); so is a body over 32 MB (413), an image of
-more than 10 MB of base64, or more than 100 PDF pages in a request
-(`max_request_bytes`, `max_image_base64`, `pdf_pages`). A compaction block
-streams its summary as `compaction_delta` events, and the usage's
-`iterations` come at the end.
+a token, a base64 PDF by its pages as the API counts it), and prompt-cache
+reads and writes computed from the cache breakpoints and the prefixes this
+server has seen. The server counts the TCP connections it accepts
+(`connections`), and serves `GET /v1/models/{id}` for the ids in `models`.
+A request naming a container in `expired_containers` is refused
+(`container_expired`); so is a body over 32 MB (413), an image of more than
+10 MB of base64, or more than 100 PDF pages in a request
+(`max_request_bytes`, `max_image_base64`, `pdf_pages`; the pages of a PDF at
+a URL, which the API fetches and this server cannot, are the test's to give
+in `url_pdf_pages`, else one). A compaction block streams its summary as
+`compaction_delta` events, and the usage's `iterations` come at the end.
 
     with MessagesAPI() as api:
         api.enqueue(message(tool_use("search", {"q": "x"})), error(529))
@@ -253,6 +255,9 @@ class MessagesAPI:
         self.max_request_bytes = MAX_REQUEST_BYTES  # a larger body is refused (413), as the API refuses it
         self.max_image_base64 = MAX_IMAGE_BASE64  # a longer image is refused (Bedrock and Vertex: 5 MB)
         self.pdf_pages = PDF_PAGES  # more PDF pages in a request are refused (600 on larger windows)
+        # The pages of the PDFs at these URLs, which the API would fetch and this server cannot (a PDF
+        # at another URL counts as one page; a URL's PDF is not priced in tokens, only its JSON is).
+        self.url_pdf_pages: dict[str, int] = {}
         self.requests: list[Received] = []
         self.usages: list[dict[str, Any]] = []  # the usage reported for each reply, in order
         self.connections = 0  # TCP connections accepted since start
@@ -376,10 +381,17 @@ class MessagesAPI:
             if block.get("type") == "image" and size > self.max_image_base64:
                 most = self.max_image_base64
                 return error(400, f"image exceeds {most // 2**20} MB maximum: {size} bytes > {most} bytes")
-        pages = sum(_pdf_page_objects(b) for b in blocks if b.get("type") == "document")
+        pages = sum(self._pages(b) for b in blocks if b.get("type") == "document")
         if pages > self.pdf_pages:
             return error(400, f"A maximum of {self.pdf_pages} PDF pages may be provided.")
         return None
+
+    def _pages(self, document: dict[str, Any]) -> int:
+        """A PDF document's pages: a base64 one's counted, a URL's from `url_pdf_pages`."""
+        source = document.get("source")
+        if isinstance(source, dict) and source.get("type") == "url":
+            return self.url_pdf_pages.get(str(source.get("url")), 1)
+        return _pdf_page_objects(document)
 
     def _container_gone(self, req: Received) -> Response | None:
         """The refusal of a request naming a container that has expired (Anthropic's docs: "A container

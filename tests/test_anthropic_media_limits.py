@@ -15,7 +15,8 @@ import pytest
 from media_files import pdf, png
 from messages_api import MessagesAPI, message, tool_use
 
-from agent import Agent, Budget, Document, Image, StopReason, ToolOutput, tool
+from agent import Agent, Budget, Document, HistoryPolicy, Image, LimitKind, StopReason, ToolOutput, tool
+from agent.history import CLEARED
 from agent.models.anthropic import AnthropicModel
 from agent.models.claude_limits import CLAUDE_API, PARTNER_PLATFORM, MediaLimits, limits_for
 
@@ -241,3 +242,74 @@ def test_a_90_page_pdf_trims_the_history_before_the_request_not_after_the_api_re
     assert len(api.requests) == len(api.usages) == len(calls) + 1  # each request answered, none refused
     assert results(api.bodies[-1])[-1][0]["type"] == "document"  # the manual went, whole
     assert len(pdf(90)) * 4 // 3 // 4 < 10_000  # its base64 alone would not have told
+
+
+SPEC = "https://docs.example/spec.pdf"
+ANNEX = "https://docs.example/annex.pdf"
+
+
+@tool
+def linked(url: str) -> Document:
+    """A PDF the API fetches from its URL."""
+    return Document(url=url, title=url.rpartition("/")[2])
+
+
+def url_run(api: MessagesAPI, calls: list[dict[str, Any]], **options: Any) -> Any:
+    api.enqueue(*[message(c) for c in calls], message(DONE))
+    model = AnthropicModel(MODEL, api_key="sk-test", base_url=api.url)
+    budget = Budget(max_turns=len(calls) + 2, max_seconds=None)
+    return Agent("reader", model, tools=[report, linked], budget=budget, **options).run("Read them.")
+
+
+def test_a_pdf_by_url_counts_as_a_page_so_an_older_pdf_of_100_pages_goes_as_a_note() -> None:
+    """100 pages of base64 PDF, then a PDF by URL (5 pages, as the API finds when it fetches it): the
+    URL's PDF was counted as no page, and the API refused the request of 105."""
+    with MessagesAPI() as api:
+        api.url_pdf_pages[SPEC] = 5
+        result = url_run(api, [tool_use("report", {"pages": 100}), tool_use("linked", {"url": SPEC})])
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 3  # none refused
+    older, newer = results(api.bodies[-1])
+    assert older[1]["text"].startswith(
+        "[a PDF 'Report 100' of 100 pages not sent: with it the request's PDFs"
+    )
+    assert newer == [{"type": "document", "source": {"type": "url", "url": SPEC}, "title": "spec.pdf"}]
+
+
+def test_a_pdf_by_url_is_a_note_when_the_newer_pdfs_take_the_requests_pages() -> None:
+    with MessagesAPI() as api:
+        result = url_run(api, [tool_use("linked", {"url": SPEC}), tool_use("report", {"pages": 100})])
+    assert result.reason is StopReason.SUCCESS, result.note
+    older, newer = results(api.bodies[-1])
+    assert older == [
+        {
+            "type": "text",
+            "text": f"[a PDF 'spec.pdf' at {SPEC} not sent: the newer PDFs of the request take the 100 pages "
+            "a request takes, and this is one of the oldest; call the tool again to read it]",
+        }
+    ]
+    assert newer[1]["type"] == "document"
+
+
+def test_when_the_api_finds_a_url_pdf_too_long_the_history_clears_the_older_one_and_the_run_goes_on() -> None:
+    """Two PDFs by URL of 80 and 30 pages: counted as a page each, sent; the API refuses the request
+    of 110 pages. The refusal is met as a full context (it ended the run as error): the older result
+    is cleared and the request asked again, which the API takes."""
+    with MessagesAPI() as api:
+        api.url_pdf_pages |= {SPEC: 80, ANNEX: 30}
+        calls = [tool_use("linked", {"url": SPEC}), tool_use("linked", {"url": ANNEX})]
+        result = url_run(api, calls, history=HistoryPolicy(keep_last=1))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 4 and len(api.usages) == 3  # one refused, asked again
+    older, newer = results(api.bodies[-1])
+    assert older == CLEARED.format(held="0 characters, 1 PDF")
+    assert newer[0]["source"] == {"type": "url", "url": ANNEX}
+
+
+def test_a_url_pdf_over_the_models_pages_stops_the_run_as_a_full_context_saying_what_to_do() -> None:
+    with MessagesAPI() as api:
+        api.url_pdf_pages[SPEC] = 300
+        result = url_run(api, [tool_use("linked", {"url": SPEC})])
+    assert result.reason is StopReason.LIMIT and result.limit is LimitKind.CONTEXT, result.note
+    assert "A maximum of 100 PDF pages may be provided." in result.note
+    assert "a PDF given by URL is counted by the API only, when it fetches it" in result.note

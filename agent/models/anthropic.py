@@ -104,7 +104,13 @@ from agent.models.base import (
     record_cut_call,
 )
 from agent.models.catalog import ModelTable, Thinking, default_model
-from agent.models.claude_limits import MediaLimits, limits_for, within_limits
+from agent.models.claude_limits import (
+    PAGES_REFUSED,
+    PAGES_REFUSED_HINT,
+    MediaLimits,
+    limits_for,
+    within_limits,
+)
 
 PROVIDER = "anthropic"
 CacheTTL = Literal["5m", "1h"]
@@ -1146,6 +1152,8 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
             return TransientModelError(text, error_type=_STREAM_ERRORS.get(exc.type or "", "server_error"))
     if status == 400 and any(words in detail.lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
+    if status == 400 and PAGES_REFUSED in detail.lower():  # a PDF by URL longer than counted: shrink too
+        return ModelError(text + PAGES_REFUSED_HINT, error_type=CONTEXT_FULL)
     error_type = _TRANSIENT.get(status) or _PERMANENT.get(status)
     error_type = error_type or ("server_error" if status >= 500 else "api_error")
     if _should_retry(status, exc.response.headers):

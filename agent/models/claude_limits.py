@@ -19,6 +19,15 @@ The images of a request past 100, or past 20 and over 2000 px a side, are left o
 (agent.models._messages); here the rest: an image over its platform's size, a PDF of more pages than
 the model takes, and, counted from the newest, the older images and PDFs past the request's room for
 their base64 or past its pages. Each goes as a note naming what was left out.
+
+A PDF given by URL is fetched by the API, so its pages are known only there ("PDF support": a
+document's source may be a URL; the token-counting endpoint refuses one, so not even a count can be
+asked before). It is sent, counted as one page (its least) against the request's pages: the older
+PDFs past those go as notes, and it goes as a note itself when the newer ones take them all. When the
+API finds the request's PDFs over its pages all the same (a long PDF at a URL), it refuses the request
+with a 400 ("A maximum of 100 PDF pages may be provided"), which the adapter hands the loop as a full
+context (`PAGES_REFUSED`): the history policy clears older results (an older PDF with them) and asks
+again, and the run stops `limit`/`context` with the API's words when nothing more can go.
 """
 
 from __future__ import annotations
@@ -38,6 +47,12 @@ Message = dict[str, Any]
 MB = 1024 * 1024
 REST = 8 * MB  # of a request's bytes, kept for what is not images or PDFs (text, tools, the JSON)
 WINDOW_OF_100_PAGES = 200_000  # models with a context window this large or smaller take 100 PDF pages
+PAGES_REFUSED = "pdf pages may be provided"  # the API's 400 for a request of more PDF pages than it takes
+PAGES_REFUSED_HINT = (
+    " (Endstate counts the pages of a base64 PDF and sends the older ones past a request's pages as notes; "
+    "a PDF given by URL is counted by the API only, when it fetches it: return it as base64, "
+    "Document.from_pdf, to have its pages counted)"
+)
 
 
 @dataclass(frozen=True)
@@ -89,6 +104,10 @@ OLD_PAGES = (
     "[a PDF{title} of {pages} not sent: with it the request's PDFs would pass the {most} pages a "
     "request takes, and this is one of the oldest; call the tool again to read it]"
 )
+OLD_URL_PDF = (
+    "[a PDF{title} at {url} not sent: the newer PDFs of the request take the {most} pages a request takes, "
+    "and this is one of the oldest; call the tool again to read it]"
+)
 OLD_MEDIA = (
     "[{what} not sent: with it the request's images and PDFs would pass {mb} MB, and the API takes "
     "{request} MB a request; call the tool again to {see} it]"
@@ -104,6 +123,7 @@ class _Media:
     size: int
     pages: int = 0
     title: str = ""
+    url: str = ""  # a PDF the API fetches: its pages unknown here, counted as 1, and no base64
 
     @property
     def pdf(self) -> bool:
@@ -149,12 +169,20 @@ def _unsent(media: list[_Media], limits: MediaLimits) -> dict[tuple[int, int, in
             see = "read" if m.pdf else "see"
             notes[m.at] = OLD_MEDIA.format(what=m.named(), mb=mb, request=request, see=see)
         elif pages < 0:
-            notes[m.at] = OLD_PAGES.format(title=m.title, pages=m.length, most=limits.pdf_pages)
+            notes[m.at] = _old_pages(m, limits.pdf_pages)
             room += m.size  # not sent: its base64 takes no room
     return notes
 
 
+def _old_pages(m: _Media, most: int) -> str:
+    if m.url:
+        return OLD_URL_PDF.format(title=m.title, url=m.url, most=most)
+    return OLD_PAGES.format(title=m.title, pages=m.length, most=most)
+
+
 def _too_big(m: _Media, limits: MediaLimits) -> str:
+    if m.url:  # its pages and size are the API's to find
+        return ""
     if m.pdf and m.pages > limits.pdf_pages:
         return MANY_PAGES.format(title=m.title, pages=m.length, most=limits.pdf_pages)
     if not m.pdf and m.size > limits.image_base64:
@@ -176,6 +204,9 @@ def _media(messages: list[Message], held: dict[str, tuple[Block, ...]]) -> Itera
             kept = held.get(result.get("tool_use_id"), ())
             for k, block in enumerate(inner):
                 source = block.get("source")
+                if _url_pdf(block, source):
+                    title = f" {block['title']!r}" if block.get("title") else ""
+                    yield _Media((i, j, k), 0, 1, title, url=str(source["url"]))
                 if not (isinstance(source, dict) and source.get("type") == "base64"):
                     continue
                 size = len(source.get("data", ""))
@@ -186,6 +217,11 @@ def _media(messages: list[Message], held: dict[str, tuple[Block, ...]]) -> Itera
                     yield _Media((i, j, k), size, pages, title)
                 elif block.get("type") == "image":
                     yield _Media((i, j, k), size)
+
+
+def _url_pdf(block: dict[str, Any], source: Any) -> bool:
+    """A document block whose source is a URL: a PDF the API fetches (a URL source is for PDFs only)."""
+    return block.get("type") == "document" and isinstance(source, dict) and source.get("type") == "url"
 
 
 def _pages(known: Document | None, data: str) -> int:
