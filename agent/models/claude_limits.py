@@ -20,14 +20,16 @@ The images of a request past 100, or past 20 and over 2000 px a side, are left o
 the model takes, and, counted from the newest, the older images and PDFs past the request's room for
 their base64 or past its pages. Each goes as a note naming what was left out.
 
-A PDF given by URL is fetched by the API, so its pages are known only there ("PDF support": a
-document's source may be a URL; the token-counting endpoint refuses one, so not even a count can be
-asked before). It is sent, counted as one page (its least) against the request's pages: the older
-PDFs past those go as notes, and it goes as a note itself when the newer ones take them all. When the
-API finds the request's PDFs over its pages all the same (a long PDF at a URL), it refuses the request
-with a 400 ("A maximum of 100 PDF pages may be provided"), which the adapter hands the loop as a full
-context (`PAGES_REFUSED`): the history policy clears older results (an older PDF with them) and asks
-again, and the run stops `limit`/`context` with the API's words when nothing more can go.
+A PDF given by URL is fetched by the API, so its pages are known only there (PDF support: a
+document's source may be a URL; Token counting, platform.claude.com/docs/build-with-claude/
+token-counting: the endpoint refuses "image or document blocks with a url or file source", so no
+count can be asked before either). It is sent, counted as one page (its least) against the
+request's pages: the older PDFs past those go as notes, and it goes as a note itself when the newer
+ones take them all. When the API finds the request's PDFs over its pages all the same (a long PDF at
+a URL), it refuses the request with a 400 ("A maximum of 100 PDF pages may be provided"), which the
+adapter hands the loop as a full context (`PAGES_REFUSED`): the history policy clears older results
+(an older PDF with them) and asks again, and the run stops `limit`/`context` with the API's words
+when nothing more can go.
 """
 
 from __future__ import annotations
