@@ -302,14 +302,6 @@ def case_files(
     return CaseFiles(run_id, case, blobs_of(journal))
 
 
-def case_of(
-    store: RunStore, run_id: str, expect: str | None = None, catalog: str | None = None
-) -> dict[str, Any]:
-    """The eval case (as its YAML mapping) for a stored run: the exit from `expect` or its label."""
-    record, journal = _reviewable(store, run_id)
-    return case_for(record, journal, _expected(store, record, expect), catalog)
-
-
 def case_yaml(case: dict[str, Any]) -> str:
     """A case file holding `case`."""
     text: str = yaml.dump(
