@@ -169,13 +169,16 @@ def test_promote_writes_each_blob_whole_under_blobs_and_mends_one_that_does_not_
 ) -> None:
     """A file in blobs/ whose bytes are not those its name says (damaged, cut short) is written
     again on the next promote, through a new file renamed into place (never through a link
-    there); one that holds its bytes is left as it is, and no part file stays behind."""
+    there, nor is the case file it overwrites); one that holds its bytes is left as it is, and no
+    part file stays behind."""
     blobs = cases / "blobs"
     shot, printed = blobs / f"{digest(png(4, 3))}.png", blobs / f"{digest(pdf(2))}.pdf"
     elsewhere = tmp_path / "elsewhere.png"
     elsewhere.write_bytes(b"not to be overwritten")
     shot.unlink()
     shot.symlink_to(elsewhere)
+    (cases / "r-shot.yaml").unlink()
+    (cases / "r-shot.yaml").symlink_to(elsewhere)  # the case file too: promote overwrites by default
     printed_inode = printed.stat().st_ino
     code, text = cli(
         capsys, "review", "promote", "r-shot", "--out", str(cases), "--catalog", CATALOG,
@@ -184,6 +187,7 @@ def test_promote_writes_each_blob_whole_under_blobs_and_mends_one_that_does_not_
     assert code == 0, text
     assert not shot.is_symlink() and shot.read_bytes() == png(4, 3)
     assert elsewhere.read_bytes() == b"not to be overwritten"
+    assert not (cases / "r-shot.yaml").is_symlink() and "review/r-shot" in (cases / "r-shot.yaml").read_text()
     assert printed.stat().st_ino == printed_inode  # it held its bytes: not written again
     assert sorted(p.name for p in blobs.iterdir()) == sorted([shot.name, printed.name])
     assert cli(capsys, "eval", str(cases), "--no-progress")[0] == 0

@@ -197,8 +197,11 @@ def promote(
     out.mkdir(parents=True, exist_ok=True)
     _write_blobs(out, journal)
     try:
-        with path.open("w" if overwrite else "x") as stream:
-            stream.write(case_yaml(case))
+        if overwrite:  # a new file renamed over the old: never half written, nor written through a link
+            _write_new(path, case_yaml(case).encode())
+        else:
+            with path.open("x") as stream:
+                stream.write(case_yaml(case))
     except FileExistsError:
         raise CaseExists(f"{path} exists already (written just now by someone else)") from None
     except OSError as exc:
