@@ -343,6 +343,19 @@ def test_past_compact_at_clearing_old_screenshots_is_enough_when_they_free_the_r
     assert step == Shrunk(upto=len(journal))  # a clear, not a compaction
 
 
+def test_past_compact_at_clearing_old_pdfs_is_enough_when_their_pages_free_the_room() -> None:
+    """A PDF is priced by its pages (text and an image a page), not as one image: 4 old 30-page PDFs
+    cleared free some 370,000 tokens, enough to get 450,000 under 60% of a 400,000 window (priced as an
+    image each, they freed 6,400, and the older turns were compacted)."""
+    manual = Document.from_pdf(pdf(30), title="Manual")
+    journal: list[Any] = [Task("t")]
+    for i in range(6):
+        journal += [Reply((Call(f"c{i}", "read", {"part": i}),), input_tokens=360_000)]
+        journal += [Result(f"c{i}", text_of((manual,)), blocks=(manual,))]
+    step = HistoryPolicy(keep_last=2).due(journal, 400_000)
+    assert step == Shrunk(upto=len(journal))  # a clear, not a compaction
+
+
 def test_past_100_images_the_oldest_are_sent_as_notes_and_the_request_holds_100() -> None:
     journal: list[Any] = [Task("Watch the screen.")]
     for k in range(103):
