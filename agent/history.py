@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent._valid import is_number, is_whole
-from agent.content import Image, cut_text, media_count, media_tokens, text_chars, text_of
+from agent.content import MEDIA_TOKENS, Image, cut_text, media_count, media_tokens, text_chars, text_of
 from agent.errors import ConfigError
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
 
@@ -118,6 +118,11 @@ class HistoryPolicy:
     compact_at: float = 0.85
     summarize: Callable[[Sequence[Entry]], str] | ModelSummary | None = None
     enabled: bool = True
+    # False judges as releases before 2026-12-02 did: the context in use is the last reply's tokens alone
+    # (the images and PDFs of the results since are not added), and clearing a PDF frees one image's
+    # tokens, whatever its pages. Only for runs started before then: Temporal's workflow sets it for them
+    # (`MEDIA_IN_CONTEXT`), so they shrink at the turns they did when they replay.
+    media_in_context: bool = True
 
     def __post_init__(self) -> None:
         numbers = (self.clear_at, self.compact_at, self.keep_last, self.max_result_chars or 200)
@@ -186,10 +191,10 @@ class HistoryPolicy:
         """The shrink to make before the next call, judged from the last reply's usage, or None."""
         if not self.enabled:
             return None
-        used = _context_in_use(journal)
+        used = _context_in_use(journal, self.media_in_context)
         limit = window or DEFAULT_WINDOW
         if used >= self.compact_at * limit:  # clear when that gets under clear_at, else compact
-            freed = _clearable_chars(journal, self.keep_last, self.max_result_chars) // CHARS_PER_TOKEN
+            freed = _clearable_chars(journal, self) // CHARS_PER_TOKEN
             enough = used - freed < self.clear_at * limit
             return self.stronger(journal, clear_first=enough) or self.stronger(journal)  # a clear at least
         if used >= self.clear_at * limit and not _cleared_lately(journal):
@@ -253,18 +258,19 @@ def account(entries: Sequence[Entry]) -> str:
     return head + ("\n" + "\n".join(lines) if lines else "") + tail
 
 
-def _context_in_use(journal: Sequence[Entry]) -> int:
+def _context_in_use(journal: Sequence[Entry], media: bool = True) -> int:
     """Input plus output tokens of the last reply, what the next call starts from, and about what the
     images and PDFs of the results since then add (a tool that read a 90-page PDF adds some 280,000
     tokens: judged from the last reply alone, the request went out and the API refused it as too
-    long). Their text is left to the next reply's count: capped, it adds little."""
+    long). Their text is left to the next reply's count: capped, it adds little. `media=False`: the
+    last reply's tokens alone, as before (`HistoryPolicy.media_in_context`)."""
     added = 0
     for entry in reversed(journal):
         if isinstance(entry, Reply):
             return entry.input_tokens + entry.output_tokens + added
         if isinstance(entry, Shrunk):
             return 0  # shrunk since the last reply: judge again after the next one
-        if isinstance(entry, Result) and entry.blocks:
+        if media and isinstance(entry, Result) and entry.blocks:
             added += media_tokens(entry.blocks)
     return 0
 
@@ -295,18 +301,20 @@ def _newly_cleared(journal: Sequence[Entry], keep: int) -> set[int]:
     return _cleared_by(journal, len(journal), keep) - cleared
 
 
-def _clearable_chars(journal: Sequence[Entry], keep: int, cap: int | None) -> int:
+def _clearable_chars(journal: Sequence[Entry], policy: HistoryPolicy) -> int:
     """About how many characters of the view a clear now would free (results as they are sent)."""
-    results = [e for i in _newly_cleared(journal, keep) if isinstance(e := journal[i], Result)]
-    return sum(max(0, _sent_chars(r, cap) - len(CLEARED)) for r in results)
+    results = [e for i in _newly_cleared(journal, policy.keep_last) if isinstance(e := journal[i], Result)]
+    cap, by_pages = policy.max_result_chars, policy.media_in_context
+    return sum(max(0, _sent_chars(r, cap, by_pages) - len(CLEARED)) for r in results)
 
 
-def _sent_chars(result: Result, cap: int | None) -> int:
+def _sent_chars(result: Result, cap: int | None, by_pages: bool = True) -> int:
     """About the characters a result takes in the view: its text as capped, and the characters of as
     many tokens as its images and PDFs cost (`media_tokens`: a PDF by its pages; a cleared one frees
-    them)."""
+    them). `by_pages=False`: each image or PDF as one image, as before (`media_in_context`)."""
     chars = text_chars(result.blocks) if result.blocks else len(result.text)
-    media = media_tokens(result.blocks) * CHARS_PER_TOKEN if result.blocks else 0
+    tokens = media_tokens if by_pages else lambda blocks: media_count(blocks) * MEDIA_TOKENS
+    media = tokens(result.blocks) * CHARS_PER_TOKEN if result.blocks else 0
     return min(chars, cap or chars) + media
 
 

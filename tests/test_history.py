@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
+from media_files import pdf, png
 
 from agent import (
     Agent,
     Budget,
     ConfigError,
+    Document,
     HistoryPolicy,
+    Image,
     LimitKind,
     ModelError,
     ModelSummary,
@@ -20,6 +24,7 @@ from agent import (
     StopReason,
     tool,
 )  # fmt: skip
+from agent.content import text_of
 from agent.history import CLEARED, SUMMARIZE, Compaction, account, summary_in
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task, Text
 from agent.models.base import ModelReply, ModelRequest
@@ -274,3 +279,38 @@ def test_a_cost_budget_needs_the_summary_models_price_too():
 def test_a_summary_model_needs_room_to_write():
     with pytest.raises(ConfigError, match="max_tokens"):
         ModelSummary(max_tokens=10)
+
+
+# -- the pricing of images and PDFs before 2026-12-02 (`media_in_context=False`) --------------------
+
+
+def _media_turns(n: int, last: tuple[Any, ...], reply_tokens: int) -> list[Entry]:
+    """`n` turns of a short text result each, then one whose result is the blocks `last`."""
+    journal = _turns(n, reply_tokens=reply_tokens)
+    journal += [Reply((Call("cn", "look", {}),), input_tokens=reply_tokens)]
+    return [*journal, Result("cn", text_of(last), blocks=last, ran="look")]
+
+
+def test_runs_started_before_judge_the_context_by_the_last_reply_alone() -> None:
+    """11 screenshots since the last reply (some 17,600 tokens) pass compact_at of a 20,000-token window
+    with the reply's 1,000: compacted now (clearing the short older results frees too little). Judged
+    as before, by the reply's 1,000 tokens alone, nothing is shrunk until the next reply counts them."""
+    shots = tuple(Image.from_bytes(png()) for _ in range(11))
+    journal = _media_turns(4, shots, reply_tokens=1_000)
+    now = HistoryPolicy().due(journal, 20_000)
+    assert isinstance(now, Shrunk) and now.summary is not None  # a compaction
+    assert HistoryPolicy(media_in_context=False).due(journal, 20_000) is None
+
+
+def test_runs_started_before_price_a_pdf_as_one_image() -> None:
+    """Past compact_at, 4 old 30-page PDFs cleared free some 370,000 tokens (priced by their pages):
+    a clear is enough. Priced as before, an image each, they free 6,400, and the older turns are
+    compacted."""
+    manual = Document.from_pdf(pdf(30), title="Manual")
+    journal: list[Entry] = [Task("t")]
+    for i in range(6):
+        journal += [Reply((Call(f"c{i}", "read", {"part": i}),), input_tokens=360_000)]
+        journal += [Result(f"c{i}", text_of((manual,)), blocks=(manual,))]
+    assert HistoryPolicy(keep_last=2).due(journal, 400_000) == Shrunk(upto=len(journal))  # a clear
+    before = HistoryPolicy(keep_last=2, media_in_context=False).due(journal, 400_000)
+    assert isinstance(before, Shrunk) and before.summary is not None  # a compaction

@@ -90,6 +90,11 @@ TOOL_TIMEOUT_ON_WORKER = "endstate-tool-timeout-on-the-worker"
 # that leaves a worker's cache mid-segment leaves no span begun and never ended. Runs started before take
 # their span at the first live event, as they did.
 PLANNED_TRACE = "endstate-trace-planned-by-the-workflow"
+# The history policy counts the images and PDFs of the results since the last reply toward the context in
+# use, and prices a PDF by its pages (`HistoryPolicy.media_in_context`): a run may shrink a turn earlier,
+# and with a `ModelSummary` that is one more model call. Runs started before judge by the last reply's
+# tokens and price a PDF as an image, as they did.
+MEDIA_IN_CONTEXT = "endstate-media-counted-in-context"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -272,6 +277,7 @@ def _lost(what: str, count: int, size: int) -> PayloadTooLarge:
 def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Agent:
     """The run's agent inside the workflow, from the plan it started with."""
     retry, history = w.retry_of(plan), w.history_of(plan)
+    history = dataclasses.replace(history, media_in_context=workflow.patched(MEDIA_IN_CONTEXT))
     ref.cap = history.max_result_chars if history.enabled else None
     model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry, plan.get("context_window"))
     price = w.planned_price(plan)

@@ -151,8 +151,10 @@ def plan_of(agent: Agent) -> dict[str, Any]:
 
 
 def history_plan(policy: HistoryPolicy) -> dict[str, Any]:
-    """The history policy's settings (a custom `summarize` stays on the worker: see the README)."""
-    return {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if f.name != "summarize"}
+    """The history policy's settings (a custom `summarize` stays on the worker: see the README; the
+    workflow sets `media_in_context`, and a worker from before it would refuse the keyword)."""
+    left_out = ("summarize", "media_in_context")
+    return {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if f.name not in left_out}
 
 
 def history_of(plan: dict[str, Any]) -> HistoryPolicy:
