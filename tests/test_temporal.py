@@ -649,3 +649,29 @@ def _key(span: ReadableSpan) -> tuple[int, int]:
     context = span.get_span_context()
     assert context is not None
     return context.trace_id, context.span_id
+
+
+def test_a_history_recorded_before_media_counted_in_context_still_replays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run started by the code before `MEDIA_IN_CONTEXT` (a 20,000-token window, keep_last=2; look
+    returned 1, 1 and 11 screenshots, then finish; the test model counts 1,600 tokens an image and
+    refuses a prompt past the window): judged by the last reply alone, the fourth request went out with
+    13 images, was refused, a clear let it through. It replays under this code; with the gate gone the
+    11 screenshots count at once, the older turns are compacted before that request, and the refusal
+    then leaves nothing to shrink: the run stops where it went on (no replay)."""
+    fixture = "temporal_v7_media_priced_history.json"
+    assert replay_failure(fixture) is None
+    patched = _remote.workflow.patched
+    monkeypatch.setattr(
+        _remote.workflow, "patched", lambda patch: patch == _remote.MEDIA_IN_CONTEXT or patched(patch)
+    )
+    assert "Nondeterminism" in str(replay_failure(fixture))
+
+
+def test_a_plan_leaves_out_media_in_context_so_a_worker_from_before_it_reads_it() -> None:
+    """A rolling deploy: the workflow sets `media_in_context` (`MEDIA_IN_CONTEXT`); planned, a worker
+    whose `HistoryPolicy` lacks it would refuse the plan."""
+    planned = w.history_plan(HistoryPolicy(keep_last=1, media_in_context=False))
+    assert "media_in_context" not in planned and planned["keep_last"] == 1
+    assert w.history_of({"history": planned}).media_in_context  # the workflow then asks `patched`
