@@ -92,8 +92,9 @@ TOOL_TIMEOUT_ON_WORKER = "endstate-tool-timeout-on-the-worker"
 PLANNED_TRACE = "endstate-trace-planned-by-the-workflow"
 # The history policy counts the images and PDFs of the results since the last reply toward the context in
 # use, and prices a PDF by its pages (`HistoryPolicy.media_in_context`): a run may shrink a turn earlier,
-# and with a `ModelSummary` that is one more model call. Runs started before judge by the last reply's
-# tokens and price a PDF as an image, as they did.
+# and a prompt the API then refused as too long (recorded) may find nothing left to shrink, ending the run
+# where it went on. Runs started before judge by the last reply's tokens and price a PDF as an image, as
+# they did.
 MEDIA_IN_CONTEXT = "endstate-media-counted-in-context"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
