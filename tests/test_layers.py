@@ -212,3 +212,17 @@ def test_nothing_but_a_face_imports_a_face() -> None:
         if not name.startswith("agent.cli")
     }
     assert {k: v for k, v in reaching.items() if v} == {}
+
+
+def test_no_cancel_parameter_says_any() -> None:
+    """A cancel signal is typed by its protocol (`agent.clock.CancelSignal`), never `Any`."""
+    untyped = sorted(
+        f"{name}:{node.lineno}"
+        for name, path in modules().items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.arg)
+        and node.arg.endswith("cancel")
+        and node.annotation is not None
+        and ast.unparse(node.annotation) in ("Any", "object")
+    )
+    assert untyped == []
