@@ -218,3 +218,30 @@ def test_a_version_1_store_opened_by_four_processes_at_once_is_upgraded_once(sto
     answered = drive(store_url, lambda r: r.resume("v1-question", "EU"))
     assert answered.reason is StopReason.SUCCESS and answered.output == "EU share: 40%"
     assert v1_agents.COUNTS == {}  # the recorded lookup is not run again
+
+
+def test_runs_a_version_1_worker_claimed_with_an_answer_and_died_with_are_finished_with_that_answer(
+    tmp_path: Path,
+) -> None:
+    """Version 1 stored the answer a run was claimed with (schema 2), so that whoever took the run
+    over gave it again: a run claimed with "EU", and one claimed with an approval, whose worker died
+    before its first checkpoint, are recovered after the upgrade with those answers."""
+    rows = {r["run_id"]: dict(r) for r in json.loads(json.dumps(FIXTURE["rows"]))}
+    dead = {"status": "running", "owner": "gone-host:1:dead", "lease_until": 1.0}  # its lease long over
+    question = (
+        rows["v1-question"] | dead | {"answer": "EU", "answered_at": rows["v1-question"]["suspended_at"] + 10}
+    )
+    approval = (
+        rows["v1-approval"] | dead | {"approved": 1, "answered_at": rows["v1-approval"]["suspended_at"] + 10}
+    )
+    for backend in pg.BACKENDS:
+        (tmp_path / backend).mkdir()
+        url = pg.url_for(backend, tmp_path / backend)
+        write_old_store(url, FIXTURE["schema_version"], [question, approval])
+        v1_agents.COUNTS.clear()
+        results = drive(url, lambda r: r.recover())
+        assert sorted((r.run_id, r.reason, r.output) for r in results) == [
+            ("v1-approval", StopReason.SUCCESS, "billed"),
+            ("v1-question", StopReason.SUCCESS, "EU share: 40%"),
+        ], backend
+        assert v1_agents.COUNTS == {"send_invoice": 1}, backend  # the recorded lookups never ran again
