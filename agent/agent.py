@@ -17,7 +17,7 @@ from agent._valid import is_number, is_text, is_whole
 from agent.audit import SuccessAudit
 from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
-from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
+from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
 from agent.context import RunContext
 from agent.errors import ConfigError, SnapshotError
 from agent.finish import FINISH_SPEC, FINISH_TOOL
@@ -145,7 +145,7 @@ class Agent:
             raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
         if state is not None and not isinstance(state, dict):
             raise ConfigError(f"state must be a dict of JSON values, not {type(state).__name__}")
-        _check_cancel(cancel)
+        check_cancel(cancel)
         journal = Journal([Task(task)])
         ctx = RunContext(
             run_id or new_run_id(), self.name, task, self.task_type, journal, state=dict(state or {})
@@ -177,7 +177,7 @@ class Agent:
         tokens, cost), added to the agent's ceilings for this run.
         """
         self._check_snapshot(snapshot)
-        _check_cancel(cancel)
+        check_cancel(cancel)
         now = self.clock.time() if now is None else _check_now(now)
         if snapshot.kind is SnapshotKind.LIMITED or more is not None:
             return await self._extend(snapshot, more, now, cancel)
@@ -198,7 +198,7 @@ class Agent:
     ) -> RunResult:
         """A suspended run whose deadline passed: end it, or go on with the default answer."""
         self._check_snapshot(snapshot)
-        _check_cancel(cancel)
+        check_cancel(cancel)
         now = self.clock.time() if now is None else _check_now(now)
         s = snapshot.suspension
         if s is None or now < s.deadline:
@@ -375,13 +375,6 @@ def _check_now(now: object) -> float:
     if not (is_number(now) and math.isfinite(now)):
         raise ConfigError(f"now must be a finite number of seconds since the epoch (or None), not {now!r}")
     return float(now)
-
-
-def _check_cancel(cancel: object) -> None:
-    if cancel is not None and not callable(getattr(cancel, "is_set", None)):
-        raise ConfigError(
-            f"cancel must have is_set() (an asyncio.Event or a threading.Event), not {type(cancel).__name__}"
-        )
 
 
 def _sync(coro: Any) -> RunResult:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Protocol, runtime_checkable
 
+from agent.errors import ConfigError
+
 
 @runtime_checkable
 class Clock(Protocol):
@@ -33,3 +35,12 @@ class CancelSignal(Protocol):
     """Anything with `is_set()`: an `asyncio.Event`, a `threading.Event`, or your own."""
 
     def is_set(self) -> bool: ...
+
+
+def check_cancel(given: object, what: str = "cancel") -> CancelSignal | None:
+    """`given` when it is None or a cancel signal; else a `ConfigError` that says what `what` must be."""
+    if given is not None and not callable(getattr(given, "is_set", None)):
+        raise ConfigError(
+            f"{what} must have is_set() (an asyncio.Event or a threading.Event), not {type(given).__name__}"
+        )
+    return given  # type: ignore[return-value]

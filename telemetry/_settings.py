@@ -61,7 +61,13 @@ def check_sdk_settings(environ: Mapping[str, str]) -> None:
 def check_sampler(environ: Mapping[str, str]) -> None:
     """OTEL_TRACES_SAMPLER one the SDK knows, and a ratio its sampler takes: the SDK samples every
     trace instead, saying so only in a log line."""
-    sampler = environ.get(ev.OTEL_TRACES_SAMPLER, "").strip().lower()
+    given = environ.get(ev.OTEL_TRACES_SAMPLER, "")
+    sampler = given.strip().lower()
+    if sampler and given.strip() != given:  # the SDK does not strip it: it would sample every trace
+        raise ConfigError(
+            f"{ev.OTEL_TRACES_SAMPLER}={given!r} has spaces around the name, which the SDK does not "
+            f"ignore (it would sample every trace): set it to {sampler!r}"
+        )
     if sampler and sampler not in SAMPLERS:
         raise ConfigError(
             f"{ev.OTEL_TRACES_SAMPLER}={sampler!r} is not a sampler: use one of {', '.join(SAMPLERS)}"

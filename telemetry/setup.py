@@ -288,7 +288,7 @@ def resource_from_env() -> Resource:
     """The SDK's resource from the environment, named `endstate` when the environment names no service."""
     resource = Resource.create()
     name = str(resource.attributes.get(service_attributes.SERVICE_NAME, ""))
-    if name.startswith("unknown_service"):
+    if name.startswith("unknown_service") or not name.strip():  # OTEL_SERVICE_NAME set blank too
         resource = resource.merge(Resource({service_attributes.SERVICE_NAME: DEFAULT_SERVICE_NAME}))
     return resource
 

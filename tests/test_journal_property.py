@@ -1,10 +1,12 @@
 """Property: any run, suspended and answered through a store any number of times, ends as the
 same run carried through in one process without a store.
 
-Hypothesis draws the model's turns (tool calls, calls that need approval, questions) and the
-answers a person gives (answers, approvals, denials). The reference resumes each suspension in
-memory; the durable run goes through a `Runner` whose store is closed and reopened between
-segments, so every answer is read back from the saved journal.
+Hypothesis draws the model's turns (tool calls, some failing, calls that need approval,
+questions) and the answers a person gives (answers, approvals, denials). The reference resumes
+each suspension in memory; the durable run goes through a `Runner` whose store is closed and
+reopened between segments, so every answer is read back from the saved journal. Both must make
+the same model requests and run the same tool calls: a recorded call run again (its result lost
+by the store) gives the same text, so only the calls made show it.
 """
 
 from __future__ import annotations
@@ -29,15 +31,22 @@ pytestmark = pytest.mark.slow
 Turn = list[tuple[str, int]]  # ("echo" | "approve" | "ask", n)
 
 
+RAN: list[str] = []  # every tool call made, in order (one run at a time)
+
+
 @tool
 def echo(n: int) -> str:
-    """Say a number back."""
+    """Say a number back; 3 fails (an error result)."""
+    RAN.append(f"echo {n}")
+    if n == 3:
+        raise ValueError("three is not echoed")
     return f"echo {n}"
 
 
 @tool(needs_approval=True)
 def approve(n: int) -> str:
     """Do something a person must approve."""
+    RAN.append(f"approve {n}")
     return f"approved action {n}"
 
 
@@ -120,8 +129,12 @@ def test_a_run_through_the_store_ends_as_the_same_run_in_memory(backend: str, tm
     @given(turns=turns, answers=answers)
     def check(turns: list[Turn], answers: list[str]) -> None:
         url = pg.url_for(backend, Path(tmp_path_factory.mktemp("prop")))
+        RAN.clear()
         expected, reference = in_memory(turns, list(answers))
+        ran_in_memory = list(RAN)
+        RAN.clear()
         actual, durable = through_store(url, turns, list(answers))
+        assert ran_in_memory == RAN  # no recorded call ran again, none was lost
         assert (actual.reason, actual.output, actual.turns) == (
             expected.reason,
             expected.output,

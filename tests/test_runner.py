@@ -1378,3 +1378,32 @@ def test_a_verifiers_model_call_with_token_counts_that_are_no_counts_is_not_char
         assert "was not counted: input_tokens is 9223372036854775808" in caplog.text
     finally:
         w.close()
+
+
+def test_a_cancel_signal_that_is_no_signal_is_refused_naming_what_returned_it(store_url: str) -> None:
+    """A catalog whose `cancel(state)` returns no cancel signal (here `True`) is a ConfigError saying
+    so, not a run ended by an AttributeError; the run is kept, and recovery ends it as a resumable
+    error once its worker is gone. A caller's own `cancel` that is no signal is refused the same way."""
+    bad = Catalog()
+    bad.register(
+        "quick", lambda state: Agent("quick", ScriptedModel([[finish("done", "ok")]])), cancel=lambda s: True
+    )
+    store = open_store(store_url)
+    try:
+        here = Runner(store, bad).owner.split(":")[0]
+        gone = Runner(store, bad, owner=f"{here}:{_dead_pid()}:gone")  # a worker about to be gone
+        with pytest.raises(ConfigError, match=r"catalog's cancel\(state\) of agent 'quick'.*not bool"):
+            asyncio.run(gone.start("quick", "go", run_id="bad-cancel"))
+        kept = store.get("bad-cancel")
+        assert kept is not None and kept.status is RunStatus.RUNNING  # nothing lost
+        [ended] = asyncio.run(Runner(store, bad).recover()) or [None]
+        record = store.get("bad-cancel")
+        assert ended is None and record is not None and record.stop_reason == "error"
+        assert "cancel(state) of agent 'quick'" in record.note and "is_set()" in record.note
+        good = Catalog()
+        good.register("quick", lambda state: Agent("quick", ScriptedModel([[finish("done", "ok")]])))
+        runner = Runner(store, good)
+        with pytest.raises(ConfigError, match="cancel must have is_set"):
+            asyncio.run(runner.drive(runner.begin("quick", "go", run_id="caller-cancel"), cancel="yes"))  # type: ignore[arg-type]
+    finally:
+        store.close()

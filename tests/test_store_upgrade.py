@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -165,3 +168,80 @@ def _spelled(entry: dict[str, Any]) -> dict[str, Any]:
         "stopped": {"limit": None, "note": ""},
     }
     return defaults.get(entry["type"], {}) | entry
+
+
+OPENER = textwrap.dedent(
+    """
+    import json, sys
+    from agent.durable.store import open_store
+    print("ready", flush=True)
+    sys.stdin.readline()  # all of them open the store at once
+    store = open_store(sys.argv[1])
+    runs = {r.run_id: len(store.snapshot(r.run_id).journal) for r in store.list_runs(limit=None)}
+    print(json.dumps([store.schema_version(), runs]), flush=True)
+    store.close()
+    """
+)
+
+
+def test_a_version_1_store_opened_by_four_processes_at_once_is_upgraded_once(store_url: str) -> None:
+    """Each process finds the store at version 3 and sets out to upgrade it: one does, the others
+    wait for it and find the upgrade done; no journal entry is written twice, no run is lost."""
+    openers = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPENER, store_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    try:
+        for opener in openers:
+            assert opener.stdout is not None and opener.stdout.readline().strip() == "ready"
+        for opener in openers:
+            assert opener.stdin is not None
+            opener.stdin.write("go\n")
+            opener.stdin.flush()
+        seen = [opener.communicate(timeout=120) for opener in openers]
+    finally:
+        for opener in openers:
+            opener.kill() if opener.poll() is None else None
+    assert [(o.returncode, err) for o, (_, err) in zip(openers, seen, strict=True)] == [(0, "")] * 4
+    views = [json.loads(out) for out, _ in seen]
+    version, journals = views[0]
+    assert all(view == views[0] for view in views)  # every process read the same upgraded store
+    assert version == latest_version("postgres" if store_url.startswith("postgresql") else "sqlite")
+    assert journals == {"v1-question": 5, "v1-approval": 4, "v1-crashed": 3, "v1-cancelled": 6}
+    v1_agents.COUNTS.clear()
+    answered = drive(store_url, lambda r: r.resume("v1-question", "EU"))
+    assert answered.reason is StopReason.SUCCESS and answered.output == "EU share: 40%"
+    assert v1_agents.COUNTS == {}  # the recorded lookup is not run again
+
+
+def test_runs_a_version_1_worker_claimed_with_an_answer_and_died_with_are_finished_with_that_answer(
+    tmp_path: Path,
+) -> None:
+    """Version 1 stored the answer a run was claimed with (schema 2), so that whoever took the run
+    over gave it again: a run claimed with "EU", and one claimed with an approval, whose worker died
+    before its first checkpoint, are recovered after the upgrade with those answers."""
+    rows = {r["run_id"]: dict(r) for r in json.loads(json.dumps(FIXTURE["rows"]))}
+    dead = {"status": "running", "owner": "gone-host:1:dead", "lease_until": 1.0}  # its lease long over
+    question = (
+        rows["v1-question"] | dead | {"answer": "EU", "answered_at": rows["v1-question"]["suspended_at"] + 10}
+    )
+    approval = (
+        rows["v1-approval"] | dead | {"approved": 1, "answered_at": rows["v1-approval"]["suspended_at"] + 10}
+    )
+    for backend in pg.BACKENDS:
+        (tmp_path / backend).mkdir()
+        url = pg.url_for(backend, tmp_path / backend)
+        write_old_store(url, FIXTURE["schema_version"], [question, approval])
+        v1_agents.COUNTS.clear()
+        results = drive(url, lambda r: r.recover())
+        assert sorted((r.run_id, r.reason, r.output) for r in results) == [
+            ("v1-approval", StopReason.SUCCESS, "billed"),
+            ("v1-question", StopReason.SUCCESS, "EU share: 40%"),
+        ], backend
+        assert v1_agents.COUNTS == {"send_invoice": 1}, backend  # the recorded lookups never ran again

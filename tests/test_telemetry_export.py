@@ -26,6 +26,7 @@ from agent.models import ScriptedModel, call, finish
 from telemetry import Telemetry
 from telemetry import names as n
 from telemetry.export import JsonLinesExporter
+from telemetry.setup import resource_from_env
 
 FAST_TIMEOUT = {"OTEL_EXPORTER_OTLP_TIMEOUT": "0.3"}  # seconds, as the Python SDK reads it
 TO_FILE = {n.ENV_TRACES_FILE: os.devnull}
@@ -103,6 +104,13 @@ def test_spans_reach_an_otlp_http_collector(setenv: Setenv) -> None:
     assert {t.parent_span_id for t in turns} == {run.span_id}
     assert by_name["chat scripted"].parent_span_id in {t.span_id for t in turns}
     assert failures(telemetry) == 0
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_blank_service_name_is_named_endstate(blank: str, setenv: Setenv) -> None:
+    """OTEL_SERVICE_NAME set but blank names no service (the SDK would send the spaces as its name)."""
+    setenv({"OTEL_SERVICE_NAME": blank})
+    assert resource_from_env().attributes["service.name"] == "endstate"
 
 
 def test_the_traces_endpoint_is_used_as_given(setenv: Setenv) -> None:
@@ -265,6 +273,7 @@ def test_sampled_out_runs_carry_no_trace_id(setenv: Setenv) -> None:
         ({**TO_FILE, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "0"}, "positive"),
         ({"OTEL_TRACES_EXPORTER": "zipkin"}, "otlp"),
         ({**TO_FILE, "OTEL_TRACES_SAMPLER": "ratio"}, r"OTEL_TRACES_SAMPLER='ratio' is not a sampler"),
+        ({**TO_FILE, "OTEL_TRACES_SAMPLER": " always_off"}, r"OTEL_TRACES_SAMPLER=' always_off' has spaces"),
         (
             {**TO_FILE, "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "10%"},
             r"OTEL_TRACES_SAMPLER_ARG='10%' must be a ratio from 0 to 1",

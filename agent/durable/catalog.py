@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent._valid import is_text
 from agent.agent import Agent
+from agent.clock import CancelSignal
 from agent.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class AgentEntry:
 
     build: Callable[[State], Agent | ForeignAgent]
     prepare: Callable[[State, str], State] | None = None
-    cancel: Callable[[State], Any] | None = None
+    cancel: Callable[[State], CancelSignal] | None = None
     cleanup: Callable[[State], None] | None = None
     task_types: tuple[str, ...] = ()
 

@@ -41,7 +41,7 @@ from agent._valid import is_text
 from agent.agent import Agent
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
-from agent.clock import SYSTEM_CLOCK, Clock
+from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
 from agent.context import RunContext
 from agent.durable._behind import Behind, writer_pool
 from agent.durable.catalog import AgentEntry, Catalog, State, load_catalog
@@ -92,7 +92,7 @@ class Job:
     run_id: str
     agent: Agent | ForeignAgent  # a foreign agent: another framework's run (agent.integrations)
     record: RunRecord
-    segment: Callable[[Any], Coroutine[Any, Any, RunResult]]
+    segment: Callable[[CancelSignal], Coroutine[Any, Any, RunResult]]
     release_to: RunStatus | None = None  # where a failed start gives the run back
     recovering: bool = False  # nobody asked for it: a run that cannot go on ends as error instead
 
@@ -184,7 +184,7 @@ class Runner:
                 entry.cleanup(state)
             raise
 
-        def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
+        def segment(cancel: CancelSignal) -> Coroutine[Any, Any, RunResult]:
             return built.arun(task, run_id=run_id, state=state, cancel=cancel)
 
         return Job(run_id, built, record, segment)
@@ -303,14 +303,14 @@ class Runner:
         if snapshot is None:  # died before its first checkpoint: start the task again
             agent = _started_before(agent, record)
 
-            def again(cancel: Any) -> Coroutine[Any, Any, RunResult]:
+            def again(cancel: CancelSignal) -> Coroutine[Any, Any, RunResult]:
                 return agent.arun(record.task, run_id=record.run_id, state=record.state, cancel=cancel)
 
             return Job(record.run_id, agent, record, again, release_to, recovering)
         snap: Snapshot = snapshot
         answered = record.answered_at if snap.suspension is not None else None  # the wait ended then
 
-        def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
+        def segment(cancel: CancelSignal) -> Coroutine[Any, Any, RunResult]:
             return agent.aresume(
                 snap, record.answer, approved=record.approved, more=more, cancel=cancel, now=answered
             )
@@ -361,7 +361,7 @@ class Runner:
             raise StoreError(f"run {record.run_id} waits but has no snapshot")
         snap: Snapshot = snapshot
 
-        def segment(cancel: Any) -> Coroutine[Any, Any, RunResult]:
+        def segment(cancel: CancelSignal) -> Coroutine[Any, Any, RunResult]:
             return agent.aexpire(snap, now=now, cancel=cancel)  # a policy that resumes may run on
 
         return Job(record.run_id, agent, record, segment, RunStatus.WAITING)
@@ -436,8 +436,9 @@ class Runner:
 
     # -- driving ------------------------------------------------------
 
-    async def drive(self, job: Job, cancel: Any = None) -> RunResult:
+    async def drive(self, job: Job, cancel: CancelSignal | None = None) -> RunResult:
         """Run a job's segment here and record how it ended."""
+        check_cancel(cancel)
         self._active.add(job.run_id)
         self._ensure_heartbeat()
         self._loop = asyncio.get_running_loop()
@@ -478,7 +479,7 @@ class Runner:
         """How many runs this runner drives now (spawned and not yet ended or suspended)."""
         return len(self._spawned)
 
-    def spawn(self, job: Job, cancel: Any = None) -> asyncio.Task[RunResult | None]:
+    def spawn(self, job: Job, cancel: CancelSignal | None = None) -> asyncio.Task[RunResult | None]:
         """Drive a job as a task of the running loop; `shutdown` waits for it."""
 
         async def guarded() -> RunResult | None:
@@ -623,9 +624,13 @@ class Runner:
             except Exception:
                 log.warning("cleanup of run %s failed", job.run_id, exc_info=True)
 
-    def _own_cancel(self, job: Job) -> Any:
+    def _own_cancel(self, job: Job) -> CancelSignal | None:
+        """The run's own cancel signal, from its catalog entry's `cancel(state)`."""
         entry = self.catalog.entries.get(job.record.agent)
-        return entry.cancel(job.record.state) if entry is not None and entry.cancel else None
+        if entry is None or entry.cancel is None:
+            return None
+        what = f"the cancel signal that the catalog's cancel(state) of agent {job.record.agent!r} returned"
+        return check_cancel(entry.cancel(job.record.state), what)
 
     def _agent(
         self, name: str, state: State, run_id: str, task_type: str | None = None, saved: bool = False
@@ -888,7 +893,7 @@ def _alive(pid: int) -> bool:
 class _Either:
     """Set when any of the given cancel signals is set."""
 
-    def __init__(self, *signals: Any) -> None:
+    def __init__(self, *signals: CancelSignal | None) -> None:
         self._signals = [s for s in signals if s is not None]
 
     def is_set(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from agent.agent import Agent
 from agent.budget import Budget, Extension
+from agent.clock import CancelSignal
 from agent.durable.catalog import Catalog, load_catalog
 from agent.errors import ConfigError
 from agent.evals.case import Case
@@ -150,7 +151,12 @@ async def _play(case: Case, model: ModelFactory | None, break_verifiers: bool, c
 
 
 async def _segments(
-    case: Case, agent: Agent, world: World, real: Model | None, state: dict[str, Any], cancel: Any
+    case: Case,
+    agent: Agent,
+    world: World,
+    real: Model | None,
+    state: dict[str, Any],
+    cancel: CancelSignal | None,
 ) -> Outcome:
     """Run the case's first segment and its follow-up; judge both; compare a replay's results."""
     journal = _recorder(agent) if case.replay and real is None else None
