@@ -26,9 +26,10 @@ from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
 from agent import HistoryPolicy, Image, SearchResult
+from agent.budget import Extension
 from agent.content import text_of
 from agent.durable.runner import AnswerError, Catalog
-from agent.durable.store import NotClaimable, RunRecord, RunStatus
+from agent.durable.store import NotClaimable, RunRecord, RunStatus, UnknownRun
 from agent.journal import Result
 from agent.models.base import ModelReply, StopKind
 from agent.result import LimitKind, StopReason
@@ -266,6 +267,44 @@ def test_a_run_cancelled_while_waiting_resumes_into_the_same_wait(
             assert again.reason is StopReason.NEED_HELP and again.suspension == asked.suspension
             done = await runs.answer(asked.run_id, "3")
             assert done.reason is StopReason.SUCCESS
+
+    asyncio.run(scenario())
+
+
+def test_a_run_on_another_task_queue_is_not_found_naming_its_queue_and_left_as_it_was(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    """Two deployments share a namespace: a client acts on its own queue's runs only, as it lists only
+    those. Every call by run id refuses the other queue's run, saying which queue it is on."""
+
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as theirs:
+            asked = await theirs.start("counter", "count", state=state(tmp_path, "question"))
+            mine = await TemporalRuns.connect(temporal.address, task_queue=queue())
+            run_id, more = asked.run_id, Extension(turns=5)
+            calls = {
+                "answer": lambda: mine.answer(run_id, "3"),
+                "approve": lambda: mine.approve(run_id),
+                "deny": lambda: mine.deny(run_id, "no"),
+                "submit": lambda: mine.submit(run_id, "3"),
+                "cancel": lambda: mine.cancel(run_id),
+                "resume": lambda: mine.resume(run_id),
+                "resume with more": lambda: mine.resume(run_id, more),
+                "submit_resume": lambda: mine.submit_resume(run_id),
+                "record": lambda: mine.record(run_id),
+                "result": lambda: mine.result(run_id),
+                "ended": lambda: mine.ended(run_id),
+            }
+            for name, call in calls.items():
+                with pytest.raises(UnknownRun, match=f"it is on task queue '{theirs.task_queue}'") as refused:
+                    await call()
+                assert f"on task queue '{mine.task_queue}'" in str(refused.value), name
+            assert await mine.record("no-such-run") is None  # a run of no queue: none, as before
+            record = await theirs.record(run_id)
+            assert record is not None and record.status is RunStatus.WAITING
+            done = await theirs.answer(run_id, "3")  # its own queue's client (named explicitly) acts on it
+            assert done.reason is StopReason.SUCCESS
+        assert calls_log(tmp_path, run_id) == ["start 1", "end 1", "start 3", "end 3"]
 
     asyncio.run(scenario())
 
