@@ -25,7 +25,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
-from agent import HistoryPolicy, Image, SearchResult
+from agent import CompositeHooks, HistoryPolicy, Image, RunInfo, RunObserver, SearchResult
 from agent.budget import Extension
 from agent.content import text_of
 from agent.durable.runner import AnswerError, Catalog
@@ -345,21 +345,42 @@ def test_pending_help_comes_from_temporal_visibility(temporal: TemporalServer, t
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("cached", [True, False])
+class SeenRuns:
+    """A user's own hooks: the `RunInfo` of every segment observer they were asked for."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._infos: list[RunInfo] = []
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        with self._lock:
+            self._infos.append(info)
+        return RunObserver()
+
+    def infos(self) -> list[RunInfo]:
+        with self._lock:
+            return list(self._infos)
+
+
+@pytest.mark.parametrize(("cached", "composite"), [(True, False), (False, False), (False, True)])
 def test_replay_never_repeats_a_span_or_a_count(
-    temporal: TemporalServer, tmp_path: Path, cached: bool
+    temporal: TemporalServer, tmp_path: Path, cached: bool, composite: bool
 ) -> None:
     """With the workflow cache the segment is traced whole; with none, every workflow task
     replays the run from its start, and what was replayed is not traced or counted again: one
     run span, which the result points at, and none begun that never ended (each workflow task
-    began one, at its first live event)."""
+    began one, at its first live event). The same with the tracing hooks inside a user's
+    `CompositeHooks`, whose other hooks are given the planned ids too."""
 
     async def scenario() -> None:
         spans = InMemorySpanExporter()
         telemetry = Telemetry.from_env({}, registry=CollectorRegistry(), span_exporter=spans)
         opened = OpenSpans.on(telemetry)
         options = {} if cached else {"max_cached_workflows": 0}
-        async with worker(temporal, queue(), hooks=telemetry.hooks, **options) as runs:
+        seen, tracing = SeenRuns(), telemetry.tracing
+        assert tracing is not None
+        hooks = CompositeHooks((seen, telemetry.metrics, tracing)) if composite else telemetry.hooks
+        async with worker(temporal, queue(), hooks=hooks, **options) as runs:
             result = await runs.start("counter", "count", state=state(tmp_path, "success"))
         assert result.reason is StopReason.SUCCESS and result.turns == 3
         telemetry.force_flush()
@@ -381,9 +402,33 @@ def test_replay_never_repeats_a_span_or_a_count(
             n.LABEL_STOP_CAUSE: "",
         }
         assert telemetry.registry.get_sample_value(n.METRIC_STOPS + "_total", labels) == 1
+        if composite:  # every workflow task's live part observed, each knowing the planned trace
+            infos = seen.infos()
+            assert infos and {i.planned.trace_id if i.planned else None for i in infos} == {result.trace_id}
         telemetry.shutdown()
 
     asyncio.run(scenario())
+
+
+def test_a_composite_plans_spans_when_one_of_its_hooks_does_and_reports_that_ones_ids() -> None:
+    """The lookup `ReplaySafeHooks` makes on a worker's hooks: planning hooks inside a composite are
+    found past others, one whose `planned_ids` raises is passed over, and a composite of hooks that
+    cannot take planned ids does not plan."""
+    from agent.hooks import SegmentLink
+    from telemetry.tracing import PlannedIds, TracingHooks
+
+    class Raising(SeenRuns):
+        plans_spans = True
+
+        def planned_ids(self, info: RunInfo) -> SegmentLink | None:
+            raise RuntimeError("a user's hooks failing")
+
+    planned = SegmentLink("ab" * 16, "cd" * 8)
+    info = RunInfo("run-1", "counter", "counting", "m", "p", "count", planned=planned)
+    tracing = TracingHooks(TracerProvider(id_generator=PlannedIds()))
+    composite = CompositeHooks((SeenRuns(), Raising(), tracing))
+    assert composite.plans_spans and composite.planned_ids(info) == planned
+    assert not CompositeHooks((SeenRuns(), TracingHooks(TracerProvider()))).plans_spans  # random ids
 
 
 def test_a_worker_restarted_with_a_changed_agent_finishes_the_runs_in_flight(
