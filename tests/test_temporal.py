@@ -32,7 +32,7 @@ from agent.durable.runner import AnswerError, Catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus, UnknownRun
 from agent.journal import Result
 from agent.models.base import ModelReply, StopKind
-from agent.result import LimitKind, StopReason
+from agent.result import LimitKind, RunResult, StopReason
 from agent.temporal import TemporalRuns, _activities, _remote, build_worker, ensure_search_attributes
 from agent.temporal import _wire as w
 from agent.temporal._activities import KeptResults
@@ -307,6 +307,55 @@ def test_a_run_on_another_task_queue_is_not_found_naming_its_queue_and_left_as_i
         assert calls_log(tmp_path, run_id) == ["start 1", "end 1", "start 3", "end 3"]
 
     asyncio.run(scenario())
+
+
+async def ready_attempts(runs: TemporalRuns, run_id: str, at_least: int, unless: asyncio.Task[Any]) -> None:
+    """Until the run's `endstate.ready` check is on its `at_least`-th attempt (a minute at least), or
+    `unless` ends first (then its outcome is raised, or a failure saying so)."""
+    handle = runs.client.get_workflow_handle(run_id)
+    for _ in range(600):
+        if unless.done():
+            raise AssertionError(f"taken or refused at once: {unless.result()!r}")
+        pending = (await handle.describe()).raw_description.pending_activities
+        if any(a.activity_type.name == w.READY and a.attempt >= at_least for a in pending):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the check never reached attempt {at_least}")
+
+
+def test_a_reply_sent_while_only_old_workers_poll_waits_for_a_new_one_to_check_it(
+    temporal: TemporalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rolling deploy: a person answers while only workers from before `endstate.ready` poll the run's
+    queue (they fail the check as an unregistered activity). The check is tried again, about a second
+    apart, for as long as `READY_TIMEOUT` allows: a new worker arriving meanwhile checks it and the
+    answer is taken, rather than refused after three quick attempts (here the window is two minutes, so
+    that a loaded machine starting the new worker late does not decide the outcome)."""
+    from datetime import timedelta
+
+    from agent.temporal import workflow as run_workflow
+
+    monkeypatch.setattr(run_workflow, "READY_TIMEOUT", timedelta(minutes=2))
+    every = _activities.EndstateActivities.all
+
+    def before_ready(self: _activities.EndstateActivities) -> list[Any]:
+        return [a for a in every(self) if a != self.ready]
+
+    async def scenario() -> RunResult:
+        q = queue()
+        async with worker(temporal, q) as runs:
+            asked = await runs.start("counter", "count", state=state(tmp_path, "question"))
+        with monkeypatch.context() as old_release:
+            old_release.setattr(_activities.EndstateActivities, "all", before_ready)
+            old = await build_worker(runs.client, temporal_agents.catalog(), task_queue=q)
+        async with old:
+            answering = asyncio.create_task(runs.answer(asked.run_id, "3"))
+            await ready_attempts(runs, asked.run_id, at_least=4, unless=answering)
+            async with worker(temporal, q):  # the new release arrives
+                return await asyncio.wait_for(answering, 120)
+
+    done = asyncio.run(scenario())
+    assert (done.reason, done.turns) == (StopReason.SUCCESS, 4)
 
 
 def test_pending_help_comes_from_temporal_visibility(temporal: TemporalServer, tmp_path: Path) -> None:
