@@ -129,12 +129,44 @@ class NoHooks:
 
 @dataclass
 class CompositeHooks:
-    """Several hooks at once: each observer guarded alone, so one failing spares the others."""
+    """Several hooks at once: each observer guarded alone, so one failing spares the others.
+
+    On Temporal it plans span ids when one of its hooks can take them (`plans_spans`, as Endstate's
+    `TelemetryHooks` and `TracingHooks` with `PlannedIds`): each of its hooks is then given
+    `RunInfo.planned`, the planning ones make their span with those ids, and the others observe as
+    they would without (from each workflow task's first live event, `RunInfo.replayed`)."""
 
     hooks: Sequence[RunHooks] = field(default_factory=tuple)
 
     def run_started(self, info: RunInfo) -> RunObserver:
         return _Fanout([guard(h, info) for h in self.hooks])
+
+    @property
+    def plans_spans(self) -> bool:
+        """Whether one of the hooks makes its segment's span with `RunInfo.planned`'s ids."""
+        return any(_plans_spans(h) for h in self.hooks)
+
+    def planned_ids(self, info: RunInfo) -> SegmentLink | None:
+        """The ids the segment reports: those of the first planning hooks' span that is recorded."""
+        for h in self.hooks:
+            if _plans_spans(h):
+                try:
+                    ids = h.planned_ids(info)  # type: ignore[attr-defined]  # with `plans_spans`
+                except Exception:
+                    hook_failed("planned_ids")
+                    continue
+                if isinstance(ids, SegmentLink):
+                    return ids
+        return None
+
+
+def _plans_spans(hooks: RunHooks) -> bool:
+    """Hooks that take planned span ids: `plans_spans` true and a `planned_ids` to report them."""
+    try:
+        return getattr(hooks, "plans_spans", False) is True and callable(getattr(hooks, "planned_ids", None))
+    except Exception:
+        hook_failed("plans_spans")
+        return False
 
 
 @dataclass(frozen=True)

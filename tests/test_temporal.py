@@ -25,13 +25,14 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
 
-from agent import HistoryPolicy, Image, SearchResult
+from agent import CompositeHooks, HistoryPolicy, Image, RunInfo, RunObserver, SearchResult
+from agent.budget import Extension
 from agent.content import text_of
 from agent.durable.runner import AnswerError, Catalog
-from agent.durable.store import NotClaimable, RunRecord, RunStatus
+from agent.durable.store import NotClaimable, RunRecord, RunStatus, UnknownRun
 from agent.journal import Result
 from agent.models.base import ModelReply, StopKind
-from agent.result import LimitKind, StopReason
+from agent.result import LimitKind, RunResult, StopReason
 from agent.temporal import TemporalRuns, _activities, _remote, build_worker, ensure_search_attributes
 from agent.temporal import _wire as w
 from agent.temporal._activities import KeptResults
@@ -270,6 +271,93 @@ def test_a_run_cancelled_while_waiting_resumes_into_the_same_wait(
     asyncio.run(scenario())
 
 
+def test_a_run_on_another_task_queue_is_not_found_naming_its_queue_and_left_as_it_was(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    """Two deployments share a namespace: a client acts on its own queue's runs only, as it lists only
+    those. Every call by run id refuses the other queue's run, saying which queue it is on."""
+
+    async def scenario() -> None:
+        async with worker(temporal, queue()) as theirs:
+            asked = await theirs.start("counter", "count", state=state(tmp_path, "question"))
+            mine = await TemporalRuns.connect(temporal.address, task_queue=queue())
+            run_id, more = asked.run_id, Extension(turns=5)
+            calls = {
+                "answer": lambda: mine.answer(run_id, "3"),
+                "approve": lambda: mine.approve(run_id),
+                "deny": lambda: mine.deny(run_id, "no"),
+                "submit": lambda: mine.submit(run_id, "3"),
+                "cancel": lambda: mine.cancel(run_id),
+                "resume": lambda: mine.resume(run_id),
+                "resume with more": lambda: mine.resume(run_id, more),
+                "submit_resume": lambda: mine.submit_resume(run_id),
+                "record": lambda: mine.record(run_id),
+                "result": lambda: mine.result(run_id),
+                "ended": lambda: mine.ended(run_id),
+            }
+            for name, call in calls.items():
+                with pytest.raises(UnknownRun, match=f"it is on task queue '{theirs.task_queue}'") as refused:
+                    await call()
+                assert f"on task queue '{mine.task_queue}'" in str(refused.value), name
+            assert await mine.record("no-such-run") is None  # a run of no queue: none, as before
+            record = await theirs.record(run_id)
+            assert record is not None and record.status is RunStatus.WAITING
+            done = await theirs.answer(run_id, "3")  # its own queue's client (named explicitly) acts on it
+            assert done.reason is StopReason.SUCCESS
+        assert calls_log(tmp_path, run_id) == ["start 1", "end 1", "start 3", "end 3"]
+
+    asyncio.run(scenario())
+
+
+async def ready_attempts(runs: TemporalRuns, run_id: str, at_least: int, unless: asyncio.Task[Any]) -> None:
+    """Until the run's `endstate.ready` check is on its `at_least`-th attempt (a minute at least), or
+    `unless` ends first (then its outcome is raised, or a failure saying so)."""
+    handle = runs.client.get_workflow_handle(run_id)
+    for _ in range(600):
+        if unless.done():
+            raise AssertionError(f"taken or refused at once: {unless.result()!r}")
+        pending = (await handle.describe()).raw_description.pending_activities
+        if any(a.activity_type.name == w.READY and a.attempt >= at_least for a in pending):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the check never reached attempt {at_least}")
+
+
+def test_a_reply_sent_while_only_old_workers_poll_waits_for_a_new_one_to_check_it(
+    temporal: TemporalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rolling deploy: a person answers while only workers from before `endstate.ready` poll the run's
+    queue (they fail the check as an unregistered activity). The check is tried again, about a second
+    apart, for as long as `READY_TIMEOUT` allows: a new worker arriving meanwhile checks it and the
+    answer is taken, rather than refused after three quick attempts (here the window is two minutes, so
+    that a loaded machine starting the new worker late does not decide the outcome)."""
+    from datetime import timedelta
+
+    from agent.temporal import workflow as run_workflow
+
+    monkeypatch.setattr(run_workflow, "READY_TIMEOUT", timedelta(minutes=2))
+    every = _activities.EndstateActivities.all
+
+    def before_ready(self: _activities.EndstateActivities) -> list[Any]:
+        return [a for a in every(self) if a != self.ready]
+
+    async def scenario() -> RunResult:
+        q = queue()
+        async with worker(temporal, q) as runs:
+            asked = await runs.start("counter", "count", state=state(tmp_path, "question"))
+        with monkeypatch.context() as old_release:
+            old_release.setattr(_activities.EndstateActivities, "all", before_ready)
+            old = await build_worker(runs.client, temporal_agents.catalog(), task_queue=q)
+        async with old:
+            answering = asyncio.create_task(runs.answer(asked.run_id, "3"))
+            await ready_attempts(runs, asked.run_id, at_least=4, unless=answering)
+            async with worker(temporal, q):  # the new release arrives
+                return await asyncio.wait_for(answering, 120)
+
+    done = asyncio.run(scenario())
+    assert (done.reason, done.turns) == (StopReason.SUCCESS, 4)
+
+
 def test_pending_help_comes_from_temporal_visibility(temporal: TemporalServer, tmp_path: Path) -> None:
     async def scenario() -> None:
         q = queue()
@@ -306,21 +394,42 @@ def test_pending_help_comes_from_temporal_visibility(temporal: TemporalServer, t
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("cached", [True, False])
+class SeenRuns:
+    """A user's own hooks: the `RunInfo` of every segment observer they were asked for."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._infos: list[RunInfo] = []
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        with self._lock:
+            self._infos.append(info)
+        return RunObserver()
+
+    def infos(self) -> list[RunInfo]:
+        with self._lock:
+            return list(self._infos)
+
+
+@pytest.mark.parametrize(("cached", "composite"), [(True, False), (False, False), (False, True)])
 def test_replay_never_repeats_a_span_or_a_count(
-    temporal: TemporalServer, tmp_path: Path, cached: bool
+    temporal: TemporalServer, tmp_path: Path, cached: bool, composite: bool
 ) -> None:
     """With the workflow cache the segment is traced whole; with none, every workflow task
     replays the run from its start, and what was replayed is not traced or counted again: one
     run span, which the result points at, and none begun that never ended (each workflow task
-    began one, at its first live event)."""
+    began one, at its first live event). The same with the tracing hooks inside a user's
+    `CompositeHooks`, whose other hooks are given the planned ids too."""
 
     async def scenario() -> None:
         spans = InMemorySpanExporter()
         telemetry = Telemetry.from_env({}, registry=CollectorRegistry(), span_exporter=spans)
         opened = OpenSpans.on(telemetry)
         options = {} if cached else {"max_cached_workflows": 0}
-        async with worker(temporal, queue(), hooks=telemetry.hooks, **options) as runs:
+        seen, tracing = SeenRuns(), telemetry.tracing
+        assert tracing is not None
+        hooks = CompositeHooks((seen, telemetry.metrics, tracing)) if composite else telemetry.hooks
+        async with worker(temporal, queue(), hooks=hooks, **options) as runs:
             result = await runs.start("counter", "count", state=state(tmp_path, "success"))
         assert result.reason is StopReason.SUCCESS and result.turns == 3
         telemetry.force_flush()
@@ -342,9 +451,33 @@ def test_replay_never_repeats_a_span_or_a_count(
             n.LABEL_STOP_CAUSE: "",
         }
         assert telemetry.registry.get_sample_value(n.METRIC_STOPS + "_total", labels) == 1
+        if composite:  # every workflow task's live part observed, each knowing the planned trace
+            infos = seen.infos()
+            assert infos and {i.planned.trace_id if i.planned else None for i in infos} == {result.trace_id}
         telemetry.shutdown()
 
     asyncio.run(scenario())
+
+
+def test_a_composite_plans_spans_when_one_of_its_hooks_does_and_reports_that_ones_ids() -> None:
+    """The lookup `ReplaySafeHooks` makes on a worker's hooks: planning hooks inside a composite are
+    found past others, one whose `planned_ids` raises is passed over, and a composite of hooks that
+    cannot take planned ids does not plan."""
+    from agent.hooks import SegmentLink
+    from telemetry.tracing import PlannedIds, TracingHooks
+
+    class Raising(SeenRuns):
+        plans_spans = True
+
+        def planned_ids(self, info: RunInfo) -> SegmentLink | None:
+            raise RuntimeError("a user's hooks failing")
+
+    planned = SegmentLink("ab" * 16, "cd" * 8)
+    info = RunInfo("run-1", "counter", "counting", "m", "p", "count", planned=planned)
+    tracing = TracingHooks(TracerProvider(id_generator=PlannedIds()))
+    composite = CompositeHooks((SeenRuns(), Raising(), tracing))
+    assert composite.plans_spans and composite.planned_ids(info) == planned
+    assert not CompositeHooks((SeenRuns(), TracingHooks(TracerProvider()))).plans_spans  # random ids
 
 
 def test_a_worker_restarted_with_a_changed_agent_finishes_the_runs_in_flight(

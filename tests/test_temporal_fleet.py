@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from temporal_server import TemporalServer, completed_activities
 
+from agent.durable.store import RunStatus
 from agent.result import StopReason
 from agent.temporal import TemporalRuns
 from agent.temporal import _wire as w
@@ -252,6 +253,58 @@ def test_the_http_api_and_inbox_work_over_temporal(temporal: TemporalServer, tmp
         if server.stderr:
             server.stderr.close()
         worker.stop()
+
+
+def test_the_api_and_cli_refuse_another_task_queues_run_naming_its_queue(temporal: TemporalServer) -> None:
+    """Two deployments share a namespace: the service and the CLI of one do not act on the other's
+    runs (404 / exit 2, as for an unknown run), and say which queue the run is on."""
+    import httpx
+    from pg import free_port
+
+    from agent.temporal import ensure_search_attributes
+
+    ours, theirs = f"ours-{uuid.uuid4().hex[:8]}", f"theirs-{uuid.uuid4().hex[:8]}"
+
+    async def started() -> str:  # on their queue, which no worker polls: it stays as it is
+        runs = await TemporalRuns.connect(temporal.address, task_queue=theirs)
+        await ensure_search_attributes(runs.client)
+        run_id = await runs.start("counter", "count", wait=False)
+        assert isinstance(run_id, str)
+        return run_id
+
+    run_id = asyncio.run(started())
+    port, token = free_port(), "t" * 24
+    argv = endstate("serve", "--temporal", temporal.address, "--task-queue", ours, "--port", str(port))
+    server = subprocess.Popen(
+        argv, env={**env(), "ENDSTATE_TOKEN": token}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
+    said = f"it is on task queue '{theirs}'"
+    try:
+        _wait_ready(base)
+        read = httpx.get(f"{base}/runs/{run_id}", timeout=30)
+        assert read.status_code == 404 and said in read.text, read.text
+        for action, body in [("answer", {"answer": "3"}), ("approve", {}), ("deny", {}), ("resume", {})]:
+            refused = httpx.post(f"{base}/runs/{run_id}/{action}", json=body, headers=auth, timeout=30)
+            assert refused.status_code == 404 and said in refused.text, (action, refused.text)
+        again = {"agent": "counter", "task": "count", "run_id": run_id}
+        taken = httpx.post(f"{base}/runs", json=again, headers=auth, timeout=30)
+        assert taken.status_code == 409 and said in taken.text, taken.text
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    where = ["--temporal", temporal.address, "--task-queue", ours]
+    for argv in (["answer", run_id, "3"], ["approve", run_id], ["deny", run_id], ["resume", run_id]):
+        done = subprocess.run(endstate(*argv, *where), env=env(), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and said in done.stderr, (argv, done.stderr)
+
+    async def left() -> None:  # its own queue's client sees it as it was: running, nothing asked of it
+        runs = await TemporalRuns.connect(temporal.address, task_queue=theirs)
+        record = await runs.record(run_id)
+        assert record is not None and record.status is RunStatus.RUNNING
+        await runs.cancel(run_id)  # named explicitly (its queue): acted on
+
+    asyncio.run(left())
 
 
 def _wait_ready(base: str) -> None:

@@ -6,6 +6,11 @@
 
 Every call returns `RunResult`s or `RunRecord`s as the store-backed commands
 do, and refuses what the run does not wait for with an `EndstateError`.
+
+A client acts on the runs of its own task queue only, as it lists only those:
+a run another deployment started on another queue of the namespace is not
+found (`UnknownRun`, naming the queue it is on). To act on it, name its queue
+(`TemporalRuns.connect(..., task_queue=...)`, the CLI's `--task-queue`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import (
     Client,
     WorkflowExecution,
+    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowUpdateFailedError,
@@ -51,6 +57,10 @@ _TEMPORAL_ENDED = {
     WorkflowExecutionStatus.CANCELED: "the workflow was cancelled",
 }
 MAX_KEYWORD_BYTES = 2048  # of a keyword search attribute's value (agent, task type): Temporal's default
+
+
+class ElsewhereRun(UnknownRun):
+    """A run on another task queue of the namespace than the client's: not found here (404, exit 2)."""
 
 
 class TemporalRuns:
@@ -142,7 +152,7 @@ class TemporalRuns:
     async def submit(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> None:
         """Hand a waiting run its reply and return once the run has taken it (not when it has run on)."""
         update, args = _update_of(answer, approved)
-        handle = self.client.get_workflow_handle(run_id)
+        handle = await self._handle(run_id)
         try:
             await handle.execute_update(update, args=[*args, False])  # returns once taken
         except WorkflowUpdateFailedError as exc:
@@ -151,13 +161,14 @@ class TemporalRuns:
             raise await self._not_waiting(run_id, exc) from exc
 
     async def record(self, run_id: str) -> RunRecord | None:
-        """One run as the store-backed commands show it, or None when there is no such run."""
+        """One run as the store-backed commands show it, or None when there is no such run (one on
+        another task queue is `UnknownRun`, naming its queue)."""
         try:
-            return await _record(await self.client.get_workflow_handle(run_id).describe())
-        except RPCError as exc:
-            if exc.status is RPCStatusCode.NOT_FOUND:
-                return None
-            raise _rpc_error(run_id, exc) from exc
+            return await _record(await self._described(run_id))
+        except ElsewhereRun:
+            raise
+        except UnknownRun:
+            return None
 
     async def resume(self, run_id: str, more: Extension | None = None) -> RunResult:
         """Continue a cancelled run from its snapshot, or, with `more`, a run that stopped at a limit with
@@ -219,8 +230,9 @@ class TemporalRuns:
 
     async def cancel(self, run_id: str) -> None:
         """Cancel a run: its segment ends as `cancelled` at once, resumable."""
+        handle = await self._handle(run_id)
         try:
-            await self.client.get_workflow_handle(run_id).cancel()
+            await handle.cancel()
         except RPCError as exc:
             raise _rpc_error(run_id, exc) from exc
 
@@ -232,17 +244,17 @@ class TemporalRuns:
 
     async def ended(self, run_id: str, wait: bool = False) -> tuple[RunResult, dict[str, Any]] | None:
         """The latest execution's result and run, or None while it runs (unless `wait`)."""
-        handle = self.client.get_workflow_handle(run_id)
+        execution = await self._described(run_id)
+        if not wait and execution.status is WorkflowExecutionStatus.RUNNING:
+            return None
         try:
-            if not wait and (await handle.describe()).status is WorkflowExecutionStatus.RUNNING:
-                return None
-            out: dict[str, Any] = await handle.result()
+            out: dict[str, Any] = await self._pinned(execution).result()
         except RPCError as exc:
             raise _rpc_error(run_id, exc) from exc
         return w.result_from_json(out["result"]), out["run"]
 
     async def _reply(self, run_id: str, update: str, *args: Any) -> RunResult:
-        handle = self.client.get_workflow_handle(run_id)
+        handle = await self._handle(run_id)
         try:
             data = await handle.execute_update(update, args=list(args))
         except WorkflowUpdateFailedError as exc:
@@ -250,6 +262,29 @@ class TemporalRuns:
         except RPCError as exc:
             raise await self._not_waiting(run_id, exc) from exc
         return w.result_from_json(data)
+
+    async def _described(self, run_id: str) -> WorkflowExecutionDescription:
+        """The run's latest execution, when it is on this client's task queue; else `UnknownRun` (for
+        one on another queue, `ElsewhereRun` naming it: another deployment's run is not acted on)."""
+        try:
+            execution = await self.client.get_workflow_handle(run_id).describe()
+        except RPCError as exc:
+            raise _rpc_error(run_id, exc) from exc
+        if not w.on_queue(execution.task_queue, self.task_queue):
+            raise ElsewhereRun(
+                f"no run with id {run_id!r} on task queue {self.task_queue!r}: it is on task queue "
+                f"{execution.task_queue!r} (another deployment's); nothing was changed. To act on it, name "
+                "its queue (--task-queue, or TemporalRuns' task_queue)"
+            )
+        return execution
+
+    async def _handle(self, run_id: str) -> WorkflowHandle[Any, Any]:
+        """A handle on the run's latest execution, checked to be on this client's task queue."""
+        return self._pinned(await self._described(run_id))
+
+    def _pinned(self, execution: WorkflowExecution) -> WorkflowHandle[Any, Any]:
+        """A handle on that very execution: a resume on another queue meanwhile is not acted on."""
+        return self.client.get_workflow_handle(execution.id, run_id=execution.run_id)
 
     async def _segment(self, handle: WorkflowHandle[Any, Any], n: int) -> RunResult:
         """Segment `n`'s result, or the run's end when it ended before we asked."""

@@ -22,9 +22,10 @@ from typing import Any, TypeVar, cast
 
 from agent.budget import Extension
 from agent.durable.catalog import SEED_CATALOG, Catalog, load_catalog
-from agent.durable.store import RunRecord, RunStatus
+from agent.durable.store import RunExists, RunRecord, RunStatus
 from agent.errors import ConfigError
-from agent.temporal.client import TemporalRuns
+from agent.service.http import Problem
+from agent.temporal.client import ElsewhereRun, TemporalRuns
 
 T = TypeVar("T")
 CALL_TIMEOUT_S = 30.0
@@ -92,8 +93,19 @@ class TemporalRunner:
         self.catalog = catalog or Catalog()  # for the inbox's previews of pending calls
 
     def begin(self, agent: str, task: str, **options: Any) -> TemporalJob:
-        run_id = self.bridge.call(self.runs.start(agent, task, wait=False, **options))
+        try:
+            run_id = self.bridge.call(self.runs.start(agent, task, wait=False, **options))
+        except RunExists:
+            self._taken_here(options["run_id"])
+            raise  # the service answers a retry of the same start with that run
         return TemporalJob(str(run_id))
+
+    def _taken_here(self, run_id: str) -> None:
+        """A 409 when the taken id is another task queue's run: never the same start sent again."""
+        try:
+            self.bridge.call(self.runs.record(run_id))
+        except ElsewhereRun as exc:
+            raise Problem(409, f"run id {run_id!r} is taken: {exc}; use a new id") from exc
 
     def claim(
         self,

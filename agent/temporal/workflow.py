@@ -49,6 +49,10 @@ REPLY_CHECKED = "endstate-reply-checked-by-a-worker"
 # has checked it can: else it ends at once with the run's stop as it was (`_wire.NOT_RESUMED`), resumable.
 RESUME_CHECKED = "endstate-resume-checked-by-a-worker"
 READY_TIMEOUT = timedelta(seconds=20)  # in all, retries too: within the service's 30 s for a call
+# The check is tried again about a second apart until READY_TIMEOUT: mid-deploy, workers from before
+# `endstate.ready` fail it as unregistered, and any new worker polling within the window takes it (three
+# attempts refused a reply whenever three old workers were asked first). A worker's refusal is final.
+READY_RETRY = TemporalRetry(initial_interval=timedelta(seconds=0.5), maximum_interval=timedelta(seconds=1))
 BEFORE = "The run was cancelled before it began."
 WAIT_CANCELLED = "The run was cancelled while it waited for a person; resume it to wait again."
 MEMO_TEXT = 2000  # characters of note and summary kept in the memo
@@ -378,7 +382,7 @@ class EndstateRun:
                 w.READY,
                 check,
                 schedule_to_close_timeout=READY_TIMEOUT,  # no worker takes it: refused, not waited for
-                retry_policy=TemporalRetry(maximum_attempts=3),
+                retry_policy=READY_RETRY,
             )
         except ActivityError as exc:
             cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
