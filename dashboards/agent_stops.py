@@ -677,11 +677,12 @@ def agent_scrapes() -> timeseries.Panel:
 def dropped_before_export() -> timeseries.Panel:
     return series_panel(
         "Spans and content events dropped before export",
-        "Spans (and content events, when message content goes out as events) that ended but never "
-        "reached the exporter, per minute, by process and reason: queue_full (the batch queue "
-        "overflowed) or shutdown (still queued when the process stopped). Each is a hole in a run's "
-        f"trace. EndstateTelemetrySpansDropped opens a ticket at {SPANS_DROPPED_30M} spans in 30 "
-        "minutes; content events do not alert.",
+        "Spans (and content events, when message content goes out as events) that ended but were "
+        "never exported, per minute, by process and reason: queue_full (the batch queue "
+        "overflowed), shutdown (still queued when the process stopped) or export_failed (in a batch "
+        "the exporter failed: see the export failures panel). Each is a hole in a run's trace. "
+        f"EndstateTelemetrySpansDropped opens a ticket at {SPANS_DROPPED_30M} spans in 30 minutes "
+        "lost to a full queue or a shutdown; content events do not alert.",
         PER_MIN,
         [
             query(per_minute("agent_telemetry_spans_dropped_total", "instance, reason", sel(False)),

@@ -19,8 +19,9 @@ yields the GIL (`time.sleep(0)`) as each span ends, so the export thread
 keeps up. That never waits for the collector: an export blocked on the
 network holds no GIL, the yield returns at once, and once the queue is full
 spans are dropped, each one counted. It drops a span itself before the SDK
-would, so every span lost is counted: queue full, or still queued (or ended)
-after shutdown. `CountedLogProcessor` does the same for content events (log
+would, so every span lost is counted: queue full, still queued (or ended)
+after shutdown, or in a batch the exporter failed (a collector down past the
+exporter's own retries). `CountedLogProcessor` does the same for content events (log
 records) in the SDK's batch log record processor.
 
 It costs a span about what the SDK's own processor does: one uncontended
@@ -47,7 +48,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from agent.text import LONE_SURROGATE, without_lone_surrogates
-from telemetry.names import DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_LOGS, SIGNAL_TRACES
+from telemetry.names import DROP_EXPORT_FAILED, DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_LOGS, SIGNAL_TRACES
 
 log = logging.getLogger("endstate.telemetry")
 
@@ -224,6 +225,7 @@ class JsonLinesExporter(SpanExporter):
 
 
 OnDropped = Callable[[int, str], None]  # (count, reason)
+_EXPORTED = (SpanExportResult.SUCCESS, LogRecordExportResult.SUCCESS)
 
 
 class _CountedQueue:
@@ -279,6 +281,9 @@ class _CountedQueue:
         with self._lock:
             self._handed += count
 
+    def _count_failed(self, count: int) -> None:
+        self._on_dropped(count, DROP_EXPORT_FAILED)  # handed, so no longer queued: the counts hold
+
 
 class CountedBatchProcessor(_CountedQueue, SpanProcessor):
     """The SDK's batch span processor, with no span lost uncounted (see the module's docstring)."""
@@ -288,7 +293,7 @@ class CountedBatchProcessor(_CountedQueue, SpanProcessor):
     ) -> None:
         super().__init__(on_dropped, max_queue_size, max_export_batch_size)
         self.batch = BatchSpanProcessor(
-            cast(SpanExporter, _Handing(exporter, self._count_handed)),
+            cast(SpanExporter, _Handing(exporter, self._count_handed, self._count_failed)),
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
         )
@@ -315,7 +320,7 @@ class CountedLogProcessor(_CountedQueue, LogRecordProcessor):
     ) -> None:
         super().__init__(on_dropped, max_queue_size, max_export_batch_size)
         self.batch = BatchLogRecordProcessor(
-            cast(LogRecordExporter, _Handing(exporter, self._count_handed)),
+            cast(LogRecordExporter, _Handing(exporter, self._count_handed, self._count_failed)),
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
         )
@@ -336,16 +341,28 @@ def _queue_of(batch: BatchSpanProcessor) -> Callable[[ReadableSpan], None]:
 
 
 class _Handing:
-    """Tells the processor how many items (spans or events) each export takes off its queue, then
-    exports them."""
+    """Tells the processor how many items (spans or events) each export takes off its queue, exports
+    them, and how many an export that did not succeed lost."""
 
-    def __init__(self, inner: SpanExporter | LogRecordExporter, on_handed: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        inner: SpanExporter | LogRecordExporter,
+        on_handed: Callable[[int], None],
+        on_failed: Callable[[int], None],
+    ) -> None:
         self.inner = inner
         self._on_handed = on_handed
+        self._on_failed = on_failed
 
     def export(self, items: Sequence[Any]) -> Any:
         self._on_handed(len(items))
-        return self.inner.export(items)
+        result: Any = None
+        try:
+            result = self.inner.export(items)
+        finally:
+            if result not in _EXPORTED:
+                self._on_failed(len(items))
+        return result
 
     def shutdown(self) -> None:
         self.inner.shutdown()

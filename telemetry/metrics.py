@@ -185,7 +185,7 @@ class MetricsHooks:
         self.m = _instruments(self.registry)
         for signal in (n.SIGNAL_TRACES, n.SIGNAL_METRICS):
             self.count_exports_of(signal)
-        for reason in (n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN):
+        for reason in (n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN, n.DROP_EXPORT_FAILED):
             self.m.spans_dropped.labels(reason)
             self.m.events_dropped.labels(reason)
         help_collector = _HelpCollector(
@@ -481,13 +481,13 @@ class _Instruments:
         )
         self.spans_dropped = Counter(
             n.METRIC_TELEMETRY_SPANS_DROPPED,
-            "Spans ended but never handed to the exporter (queue full, or still queued at shutdown).",
+            "Spans ended but never exported (queue full, still queued at shutdown, or in a failed export).",
             (n.LABEL_REASON,),
             registry=registry,
         )
         self.events_dropped = Counter(
             n.METRIC_TELEMETRY_EVENTS_DROPPED,
-            "Content events emitted but never handed to the exporter (queue full, or queued at shutdown).",
+            "Content events emitted but never exported (queue full, queued at shutdown, or a failed export).",
             (n.LABEL_REASON,),
             registry=registry,
         )

@@ -213,14 +213,15 @@ ERROR_OTHER: Final = "_OTHER"  # error_type label past the per-model cap (the co
 METRIC_RUNS_RESUMED: Final = "agent_runs_resumed"  # counter -> agent_runs_resumed_total
 # Run segments whose cost is unknown (a model without a known price): never counted as $0.
 METRIC_COST_UNKNOWN: Final = "agent_cost_unknown"  # counter -> agent_cost_unknown_total
-# Spans ended but never handed to the exporter: the batch queue was full, or the span export
-# was shut down (or gave up at exit) with spans still queued.
+# Spans ended but never exported: the batch queue was full, the span export was shut down (or
+# gave up at exit) with spans still queued, or the exporter failed the batch that held them.
 METRIC_TELEMETRY_SPANS_DROPPED: Final = "agent_telemetry_spans_dropped"  # counter -> _total
 # Content events (log records, when a capture mode asks for events) lost the same ways.
 METRIC_TELEMETRY_EVENTS_DROPPED: Final = "agent_telemetry_events_dropped"  # counter -> _total
-LABEL_REASON: Final = "reason"  # agent_telemetry_{spans,events}_dropped: queue_full|shutdown
+LABEL_REASON: Final = "reason"  # agent_telemetry_{spans,events}_dropped: queue_full|shutdown|export_failed
 DROP_QUEUE_FULL: Final = "queue_full"
 DROP_SHUTDOWN: Final = "shutdown"
+DROP_EXPORT_FAILED: Final = "export_failed"  # each span (event) of a batch its exporter failed
 # Audits of runs that ended `success`: confirmed, a false success, or the audit itself failed.
 METRIC_SUCCESS_AUDITS: Final = "agent_success_audits"  # counter -> agent_success_audits_total
 AUDIT_CONFIRMED: Final = "confirmed"

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
@@ -112,6 +113,30 @@ def test_every_span_lost_is_counted_when_the_collector_never_answers(clean_env: 
     full, at_close = dropped(telemetry, n.DROP_QUEUE_FULL), dropped(telemetry, n.DROP_SHUTDOWN)
     assert full > 0 and at_close > 0
     assert handed is not None and full + at_close == ended - 4 * handed  # every span: sent, or counted
+
+
+def test_every_span_of_a_failed_export_is_counted_when_the_collector_is_down(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    clean_env.setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+    telemetry = Telemetry.from_env(registry=CollectorRegistry())
+    agent = Agent(
+        "unheard",
+        Looker(),
+        tools=[look],
+        budget=Budget(max_turns=30, max_seconds=None),
+        progress=lambda: ProgressDetector(max_idle_turns=None),
+        hooks=telemetry.hooks,
+    )
+    assert agent.run("look").turns == 30
+    telemetry.shutdown(timeout_s=1)
+    ended, reasons = 3 * 30 + 1, (n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN, n.DROP_EXPORT_FAILED)
+    deadline = time.monotonic() + 60  # an export given up at the close still ends, and counts its spans
+    while sum(dropped(telemetry, r) for r in reasons) < ended and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sum(dropped(telemetry, r) for r in reasons) == ended  # none sent, every one counted once
+    assert dropped(telemetry, n.DROP_EXPORT_FAILED) > 0
 
 
 CLOSE_SCRIPT = """
