@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from ports import PortTaken, held_by, on_free_port, port_clash
 from temporal_server import TemporalServer, completed_activities
 
 from agent.result import StopReason
@@ -200,20 +201,29 @@ def test_two_workers_share_200_runs_and_each_ends_once_with_a_reason(
 
 def test_the_http_api_and_inbox_work_over_temporal(temporal: TemporalServer, tmp_path: Path) -> None:
     import httpx
-    from pg import free_port
 
     queue = f"http-{uuid.uuid4().hex[:8]}"
     worker = WorkerProcess(temporal, queue)
-    port = free_port()
     token = "t" * 24
-    argv = endstate("serve", "--temporal", temporal.address, "--task-queue", queue, "--port", str(port))
-    server = subprocess.Popen(
-        argv,
-        env={**env(), "ENDSTATE_TOKEN": token},
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+
+    def serve(port: int) -> tuple[subprocess.Popen[bytes], int]:
+        argv = endstate("serve", "--temporal", temporal.address, "--task-queue", queue, "--port", str(port))
+        env_ = {**env(), "ENDSTATE_TOKEN": token}
+        proc = subprocess.Popen(
+            argv, env=env_, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            _wait_ready(proc, port)
+        except BaseException:
+            _stop(proc)
+            raise
+        return proc, port
+
+    try:
+        server, port = on_free_port(serve, "endstate serve --temporal")
+    except BaseException:
+        worker.stop()
+        raise
     base = f"http://127.0.0.1:{port}"
     auth = {"Authorization": f"Bearer {token}"}
 
@@ -226,7 +236,6 @@ def test_the_http_api_and_inbox_work_over_temporal(temporal: TemporalServer, tmp
         raise AssertionError(f"{path} never met the check: {response.text}")
 
     try:
-        _wait_ready(base)
         body = {"agent": "counter", "task": "count", "state": {"script": "question", "dir": str(tmp_path)}}
         assert httpx.post(base + "/runs", json=body, timeout=10).status_code == 401
         started = httpx.post(base + "/runs", json=body, headers=auth, timeout=10)
@@ -247,24 +256,36 @@ def test_the_http_api_and_inbox_work_over_temporal(temporal: TemporalServer, tmp
         assert again.status_code == 409, again.text
         assert httpx.get(f"{base}/runs/nope", timeout=10).status_code == 404
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-        if server.stderr:
-            server.stderr.close()
+        _stop(server)
         worker.stop()
 
 
-def _wait_ready(base: str) -> None:
+def _wait_ready(proc: subprocess.Popen[bytes], port: int) -> None:
+    """Until `endstate serve` on `port` is ready; `PortTaken` when it exited saying the port was taken."""
     import httpx
 
     for _ in range(600):
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            if port_clash(err):
+                raise PortTaken(err[-500:])
+            raise AssertionError(f"endstate serve --temporal exited with {proc.returncode}: {err}")
         try:
-            if httpx.get(base + "/readyz", timeout=2).text == "ready":
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).text == "ready" and held_by(
+                proc.pid, port
+            ):
                 return
         except httpx.TransportError:
             pass
         time.sleep(0.1)
     raise AssertionError("endstate serve --temporal never became ready")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
+    if proc.stderr:
+        proc.stderr.close()
 
 
 def test_a_command_that_loaded_temporals_client_exits_with_its_code_output_and_exit_handlers() -> None:
