@@ -3,6 +3,7 @@ test runs on each backend (a SQLite file, and a database on the real PostgreSQL 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,12 @@ from agent.durable.store import RunStore, open_store
 from agent.models.scripted import ScriptedModel, Step
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+# The `ci-fixer` example runs pytest on its small repository (its `run_tests` tool and its verifier),
+# in every run of it the tests make. With the plugins installed here (Playwright, Temporal, the agent
+# frameworks') that pytest took 3 s, tens of seconds on a loaded machine, near the example's 110 s and
+# 120 s limits; without them, 0.2 s. Subprocesses inherit it (the tests' own pytest read it at start).
+os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
 
 class RealModelCall(AssertionError):

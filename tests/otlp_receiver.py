@@ -1,14 +1,14 @@
 """A local OTLP/HTTP trace receiver that decodes what the real exporter sends.
 
 `mode="ok"` answers 200 with an `ExportTraceServiceResponse`; `mode="hang"`
-reads the request and never answers until closed. `closed_port()` gives a
-port where nothing listens (connections refused).
+reads the request and never answers until closed; `mode="hold"` answers nothing
+until `release()`, then 400 (an export refused for good: not retried).
+`closed_port()` gives a port where nothing listens (connections refused).
 """
 
 from __future__ import annotations
 
 import gzip
-import socket
 import threading
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from ports import free_port
 
 
 class OtlpReceiver:
@@ -40,6 +41,10 @@ class OtlpReceiver:
     def __enter__(self) -> OtlpReceiver:
         self._thread.start()
         return self
+
+    def release(self) -> None:
+        """Let the requests held (`hang`, `hold`) go; `hold` answers them, and all after, 400."""
+        self.released.set()
 
     def __exit__(self, *exc: object) -> None:
         self.released.set()
@@ -69,9 +74,8 @@ def value(v: AnyValue) -> Any:
 
 
 def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port nothing listens on: a connection to it is refused."""
+    return free_port()
 
 
 def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
@@ -80,6 +84,10 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             if receiver.mode == "hang":
                 receiver.released.wait(60)
+                return
+            if receiver.mode == "hold":
+                receiver.released.wait()
+                self.send_error(400, "held, then refused")
                 return
             encoding = self.headers.get("Content-Encoding", "")
             body = gzip.decompress(body) if encoding == "gzip" else body

@@ -15,12 +15,12 @@ import atexit
 import itertools
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
+from ports import PortTaken, on_free_port, port_clash
 
 SKIP_ENV = "ENDSTATE_SKIP_PG"
 BIN_DIRS = [os.environ.get("ENDSTATE_PG_BIN", ""), *sorted(Path("/usr/lib/postgresql").glob("*/bin"))]
@@ -44,17 +44,11 @@ def pg_bin(name: str) -> str:
     pytest.fail(message, pytrace=False)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class PostgresServer:
     """One throwaway PostgreSQL cluster."""
 
     def __init__(self) -> None:
-        self.port = free_port()
+        self.port = 0  # chosen by the first start
         self.dir = Path(tempfile.mkdtemp(prefix="endstate-pg-"))
         self.data = self.dir / "data"
         self._as_postgres = os.geteuid() == 0
@@ -63,7 +57,7 @@ class PostgresServer:
             shutil.chown(self.dir, "postgres", "postgres")
         try:
             self._run(pg_bin("initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
-            self.resume()
+            on_free_port(self._start_on, "PostgreSQL")
         except BaseException:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
@@ -85,7 +79,21 @@ class PostgresServer:
         """Stop the server (a fast shutdown: clients are disconnected); `resume` starts it again."""
         self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
+    def _start_on(self, port: int) -> None:
+        """The first start, on `port`: `PortTaken` when PostgreSQL could not bind it."""
+        self.port = port
+        log = self.dir / "log"
+        seen = log.stat().st_size if log.exists() else 0
+        try:
+            self.resume()
+        except RuntimeError as exc:
+            said = log.read_bytes()[seen:].decode(errors="replace") if log.exists() else ""
+            if port_clash(said):
+                raise PortTaken(said.strip()[-500:]) from exc
+            raise
+
     def resume(self) -> None:
+        """Start the server on its port (the same one after a `pause`: the URLs given out name it)."""
         self._run(
             pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-t", "60",
             "-o", f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off -c max_connections=200",

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -31,6 +30,7 @@ from typing import Any
 
 import pytest
 import yaml
+from ports import PortTaken, held_by, on_free_port, port_clash
 
 from telemetry import names
 
@@ -50,12 +50,6 @@ def require_binary(name: str) -> str:
     if path is None:
         pytest.fail(f"{name} is not on PATH: {INSTALL_HINT.get(name, 'install it')}", pytrace=False)
     return path
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
@@ -81,29 +75,47 @@ def wait_until(check: Callable[[], Any], timeout: float, what: str, interval: fl
 
 @contextlib.contextmanager
 def running(
-    argv: list[str],
+    argv_for: Callable[[int], list[str]],
     log: Path,
-    ready_url: str,
+    ready_url_for: Callable[[int], str],
     what: str,
     timeout: float = 30.0,
     env: dict[str, str] | None = None,
-) -> Iterator[None]:
-    """Start `argv`, wait until `ready_url` answers 200, and always stop it."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+) -> Iterator[int]:
+    """Start `argv_for(port)` on a free port, wait until `ready_url_for(port)` answers 200, and
+    always stop it; yields the port. A start that finds its port taken is made again on another."""
+
+    def start(port: int) -> tuple[subprocess.Popen[bytes], int]:
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                argv_for(port), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+            )
+        try:
+            _wait_ready(proc, port, ready_url_for(port), log, what, timeout)
+        except BaseException:
+            stop(proc)
+            raise
+        return proc, port
+
+    proc, port = on_free_port(start, what)
     try:
-        _wait_ready(proc, ready_url, log, what, timeout)
-        yield
+        yield port
     finally:
         stop(proc)
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], url: str, log: Path, what: str, timeout: float) -> None:
+def _wait_ready(
+    proc: subprocess.Popen[bytes], port: int, url: str, log: Path, what: str, timeout: float
+) -> None:
+    """Until `url` answers 200 from `proc` (not from another process that took `port` first):
+    `PortTaken` when it exited saying its port was taken."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            if port_clash(tail(log)):
+                raise PortTaken(f"{what}: {tail(log, 3)}")
             pytest.fail(f"{what} exited with {proc.returncode}:\n{tail(log)}", pytrace=False)
-        if http_get(url, timeout=1.0)[0] == 200:
+        if http_get(url, timeout=1.0)[0] == 200 and held_by(proc.pid, port):
             return
         time.sleep(0.1)
     pytest.fail(f"{what} not ready at {url} after {timeout:.0f}s:\n{tail(log)}", pytrace=False)
@@ -189,18 +201,20 @@ def prometheus(config_text: str, workdir: Path) -> Iterator[Prometheus]:
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
     config.write_text(config_text)
-    port = free_port()
     argv = [
         binary,
         f"--config.file={config}",
         f"--storage.tsdb.path={workdir / 'data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
         "--enable-feature=exemplar-storage",
         "--web.enable-lifecycle",
     ]
-    url = f"http://127.0.0.1:{port}"
-    with running(argv, workdir / "prometheus.log", f"{url}/-/ready", "prometheus"):
-        yield Prometheus(url=url, workdir=workdir)
+    with running(
+        lambda port: [*argv, f"--web.listen-address=127.0.0.1:{port}"],
+        workdir / "prometheus.log",
+        lambda port: f"http://127.0.0.1:{port}/-/ready",
+        "prometheus",
+    ) as port:
+        yield Prometheus(url=f"http://127.0.0.1:{port}", workdir=workdir)
 
 
 def fast_rules(
@@ -279,17 +293,19 @@ def alertmanager(config_text: str, workdir: Path) -> Iterator[Alertmanager]:
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "alertmanager.yml"
     config.write_text(config_text)
-    port = free_port()
     argv = [
         binary,
         f"--config.file={config}",
         f"--storage.path={workdir / 'data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
         "--cluster.listen-address=",
     ]
-    url = f"http://127.0.0.1:{port}"
-    with running(argv, workdir / "alertmanager.log", f"{url}/-/ready", "alertmanager"):
-        yield Alertmanager(url=url, address=f"127.0.0.1:{port}")
+    with running(
+        lambda port: [*argv, f"--web.listen-address=127.0.0.1:{port}"],
+        workdir / "alertmanager.log",
+        lambda port: f"http://127.0.0.1:{port}/-/ready",
+        "alertmanager",
+    ) as port:
+        yield Alertmanager(url=f"http://127.0.0.1:{port}", address=f"127.0.0.1:{port}")
 
 
 # -- A webhook receiver ------------------------------------------------------------
@@ -371,19 +387,37 @@ def require_demo_flags(*flags: str) -> None:
         pytest.fail(f"endstate demo lacks {', '.join(missing)}, which the live tests drive it with")
 
 
+@dataclass
+class Demo:
+    """A running `endstate demo`: the port of its /metrics, the JSON-lines file its spans go to."""
+
+    port: int
+    traces: Path
+
+    @property
+    def target(self) -> str:
+        """Its /metrics as a Prometheus scrape target (host:port)."""
+        return f"127.0.0.1:{self.port}"
+
+
 @contextlib.contextmanager
-def agent_demo(port: int, args: Sequence[str], workdir: Path, timeout: float = 60.0) -> Iterator[Path]:
-    """`endstate demo --metrics-port PORT --hold ARGS...`, ready once /metrics answers.
+def agent_demo(args: Sequence[str], workdir: Path, timeout: float = 60.0) -> Iterator[Demo]:
+    """`endstate demo --metrics-port PORT --hold ARGS...` on a free port, ready once /metrics answers.
 
     Spans go to a JSON-lines file (no collector needed), so runs have trace ids
-    and their exemplars point at traces that exist; yields that file's path.
+    and their exemplars point at traces that exist.
     """
     binary = require_binary("endstate")
     workdir.mkdir(parents=True, exist_ok=True)
-    argv = [binary, "demo", "--metrics-port", str(port), "--hold", *args]
     traces = workdir / "traces.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
     env[names.ENV_TRACES_FILE] = str(traces)
-    url = f"http://127.0.0.1:{port}/metrics"
-    with running(argv, workdir / "agent.log", url, "endstate demo", timeout, env):
-        yield traces
+    with running(
+        lambda port: [binary, "demo", "--metrics-port", str(port), "--hold", *args],
+        workdir / "agent.log",
+        lambda port: f"http://127.0.0.1:{port}/metrics",
+        "endstate demo",
+        timeout,
+        env,
+    ) as port:
+        yield Demo(port=port, traces=traces)

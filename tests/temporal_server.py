@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pg import free_port
+from ports import PortTaken, on_free_ports, port_clash
 
 
 def temporal_cli() -> str:
@@ -32,15 +32,21 @@ class TemporalServer:
     """`temporal server start-dev --headless` on 127.0.0.1; `address` is HOST:PORT."""
 
     def __init__(self) -> None:
-        self.port = free_port()
+        self.port, self.address = 0, ""
+        self.proc: subprocess.Popen[bytes] = on_free_ports(3, self._start_on, "temporal server")
+
+    def _start_on(self, ports: list[int]) -> subprocess.Popen[bytes]:
+        """Start on `ports` (frontend, HTTP, metrics): `PortTaken` when one was taken."""
+        self.port, http, metrics = ports
         self.address = f"127.0.0.1:{self.port}"
         argv = [
             temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
-            "--port", str(self.port), "--http-port", str(free_port()), "--metrics-port", str(free_port()),
+            "--port", str(self.port), "--http-port", str(http), "--metrics-port", str(metrics),
             "--log-level", "error",
         ]  # fmt: skip
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
         self._wait_ready()
+        return self.proc
 
     def _wait_ready(self, timeout: float = 120.0) -> None:
         """Until the frontend says it serves (a listening port is not yet a healthy server)."""
@@ -48,8 +54,11 @@ class TemporalServer:
         while time.monotonic() < until:
             if self.proc.poll() is not None:
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                self.stop()
+                if port_clash(err):
+                    raise PortTaken(err.strip()[-500:])
                 raise RuntimeError(f"temporal server exited with {self.proc.returncode}: {err}")
-            if self._healthy():
+            if self._healthy() and self.proc.poll() is None:
                 return
             time.sleep(0.2)
         self.stop()

@@ -18,7 +18,6 @@ from prom_stack import (
     alertmanager,
     alertmanager_config,
     fast_rules,
-    free_port,
     prometheus,
     prometheus_config,
     require_demo_flags,
@@ -48,17 +47,15 @@ def deployed_rules(out: Path) -> list[Path]:
 @pytest.mark.slow
 def test_limit_share_alert_reaches_the_webhook(tmp_path: Path) -> None:
     require_demo_flags("--metrics-port", "--hold", "--repeat")
-    port = free_port()
     rules = fast_rules(deployed_rules(tmp_path / "deployed"), tmp_path / "rules", WINDOWS, hold="2s")
     with webhook_receiver() as hook:
         am_config = alertmanager_config(ALERTMANAGER, hook.url)
-        with alertmanager(am_config, tmp_path / "alertmanager") as am:
-            config = prometheus_config([f"127.0.0.1:{port}"], rules, am.address, interval="1s")
-            with (
-                prometheus(config, tmp_path / "prometheus"),
-                agent_demo(port, ["--repeat", "200", *LIMIT_SCENARIOS], tmp_path / "agent"),
-            ):
-                received = wait_until(lambda: hook.alerts(alertname=ALERT), 120, f"{ALERT} at the webhook")
+        with (
+            alertmanager(am_config, tmp_path / "alertmanager") as am,
+            agent_demo(["--repeat", "200", *LIMIT_SCENARIOS], tmp_path / "agent") as demo,
+            prometheus(prometheus_config([demo.target], rules, am.address, interval="1s"), tmp_path / "prom"),
+        ):
+            received = wait_until(lambda: hook.alerts(alertname=ALERT), 120, f"{ALERT} at the webhook")
     path, alert = received[0]
     assert path == "/page"
     assert alert["status"] == "firing"

@@ -21,7 +21,6 @@ from prom_stack import (
     Prometheus,
     agent_demo,
     fast_rules,
-    free_port,
     prometheus,
     prometheus_config,
     require_binary,
@@ -534,14 +533,13 @@ def test_every_panel_query_returns_data(tmp_path: Path) -> None:
     """Every panel target, run against a real Prometheus that scraped a real `endstate demo`;
     and the exemplars of run durations lead to traces whose attributes the trace links query."""
     require_demo_flags("--metrics-port", "--hold", "--repeat")
-    port = free_port()
     # The baseline needs 24 hours that each had the alerts' minimum traffic: 24 seconds here.
     rules = fast_rules(RULE_FILES, tmp_path / "rules", steps={"1h": "1s"})
-    config = prometheus_config([f"127.0.0.1:{port}"], rules, interval="1s")
     with (
-        prometheus(config, tmp_path / "prom") as prom,
-        agent_demo(port, ["--repeat", "40"], tmp_path) as traces,
+        agent_demo(["--repeat", "40"], tmp_path) as demo,
+        prometheus(prometheus_config([demo.target], rules, interval="1s"), tmp_path / "prom") as prom,
     ):
+        traces = demo.traces
         # A round of the demo takes 10 s of CPU: on a loaded machine (load 16 on 2 cores) over a minute.
         wait_until(lambda: prom.query("sum(agent_stops_total) >= 40"), 300, "two rounds of demo stops")
         wait_until(lambda: prom.query("count_over_time(up[1m]) >= 10"), 60, "ten scrapes")

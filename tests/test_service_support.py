@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pg import free_port
+from ports import PortTaken, held_by, on_free_port, port_clash
 from test_runner_agents import env_with_tests
 
 TOKEN = "test-token-0123456789abcdef"
@@ -56,27 +56,37 @@ class Server:
     """`endstate serve` on a free loopback port, stopped with SIGTERM (killed if it hangs)."""
 
     def __init__(self, store: str, tmp: Path, *extra: str, catalog: str | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tmp / f"serve-{self.port}.log"
-        env = {**env_with_tests(), "ENDSTATE_TOKEN": TOKEN, "ENDSTATE_WORLDS": str(tmp / "worlds")}
-        args = ["serve", "--port", str(self.port), "--sweep-interval", "0.2", "--grace", "5", *extra]
-        if catalog:
-            args += ["--catalog", catalog]
-        self.proc = spawn(*args, store=store, env=env, log=self.log)
+        self.store, self.tmp, self.extra, self.catalog = store, tmp, extra, catalog
+        self.proc = on_free_port(self._start_on, "endstate serve")
+
+    def _start_on(self, port: int) -> Any:
+        """`endstate serve` on `port`, ready; `PortTaken` when it could not bind it."""
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = self.tmp / f"serve-{port}.log"
+        env = {**env_with_tests(), "ENDSTATE_TOKEN": TOKEN, "ENDSTATE_WORLDS": str(self.tmp / "worlds")}
+        args = ["serve", "--port", str(port), "--sweep-interval", "0.2", "--grace", "5", *self.extra]
+        if self.catalog:
+            args += ["--catalog", self.catalog]
+        self.proc = spawn(*args, store=self.store, env=env, log=self.log)
         try:
             wait_for(self._ready, what=f"the service to be ready (log: {self.log})")
         except BaseException:
             self.kill()
             raise
+        return self.proc
 
     def _ready(self) -> bool:
         if self.proc.poll() is not None:
-            raise AssertionError(f"endstate serve exited {self.proc.returncode}:\n{self.log.read_text()}")
+            said = self.log.read_text()
+            if port_clash(said):
+                raise PortTaken(said[-500:])
+            raise AssertionError(f"endstate serve exited {self.proc.returncode}:\n{said}")
         try:
-            return httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200
+            ready = httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200
         except httpx.TransportError:
             return False
+        return ready and held_by(self.proc.pid, self.port)  # not another process that took the port
 
     def client(self, token: str | None = TOKEN) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pg
+import ports
 import pytest
 
 from agent import Agent, HelpPolicy, StopReason, tool
@@ -416,7 +417,7 @@ def test_an_unreachable_postgres_is_a_clear_error() -> None:
     with pytest.raises(
         StoreError, match=r"cannot connect to the PostgreSQL run store postgresql://u:\*\*\*@"
     ):
-        open_store(f"postgresql://u:secret@127.0.0.1:{pg.free_port()}/db")
+        open_store(f"postgresql://u:secret@127.0.0.1:{ports.free_port()}/db")
 
 
 def _make_v1_store(url: str) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 import subprocess
 import time
 import urllib.request
@@ -13,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from pg import free_port
+from ports import PortTaken, held_by, on_free_port, port_clash
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
 from test_temporal import OpenSpans, queue, state, temporal, wait_for_line, worker  # noqa: F401  (temporal: the server fixture)
@@ -111,14 +109,21 @@ def test_a_worker_serves_the_series_of_its_runs_at_zero_and_polls_once_they_were
 ) -> None:
     """`endstate worker --first-scrape-wait`: its catalog's runs' series are at zero on /metrics before
     it takes any workflow task, and it polls once Prometheus (here: this test) has read them."""
-    port = free_port()
-    argv = ["worker", "--temporal", temporal.address, "--task-queue", queue(), "--catalog", CATALOG]
-    argv += ["--metrics-port", str(port), "--first-scrape-wait", "120"]
     log = tmp_path / "worker.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(endstate(*argv), env=env(), stdout=out, stderr=subprocess.STDOUT)
+    task_queue = queue()
+
+    def start(port: int) -> tuple[subprocess.Popen[bytes], int]:
+        argv = ["worker", "--temporal", temporal.address, "--task-queue", task_queue, "--catalog", CATALOG]
+        argv += ["--metrics-port", str(port), "--first-scrape-wait", "120"]
+        with log.open("w") as out:
+            proc = subprocess.Popen(endstate(*argv), env=env(), stdout=out, stderr=subprocess.STDOUT)
+        _until(lambda: held_by(proc.pid, port) or proc.poll() is not None, "the worker's /metrics")
+        if proc.poll() is not None and port_clash(log.read_text()):
+            raise PortTaken(log.read_text()[-500:])
+        return proc, port
+
+    proc, port = on_free_port(start, "endstate worker --metrics-port")
     try:
-        _until(lambda: _listening(port) or proc.poll() is not None, "the worker's /metrics")
         assert proc.poll() is None, log.read_text()
         assert "polling task queue" not in log.read_text()  # it waits for the first read
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
@@ -129,12 +134,6 @@ def test_a_worker_serves_the_series_of_its_runs_at_zero_and_polls_once_they_were
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-
-
-def _listening(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-        return True
-    return False
 
 
 def _until(check: Callable[[], object], what: str) -> None:

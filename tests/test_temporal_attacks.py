@@ -54,10 +54,17 @@ def dump(page: int) -> str:
     return f"archive {page}: " + "y" * 300_000
 
 
+# Page 2 of `blob` waits until this is set (it is, but while a test holds it shut): a cancel lands
+# while the page is fetched however slow the machine, with no window of time to land in.
+BLOB_PAGE_2 = threading.Event()
+BLOB_PAGE_2.set()
+
+
 @tool
 def blob(page: int) -> str:
-    """Fetch a blob: 1,400,000 characters (a Temporal payload may hold 2 MiB), slowly on page 2."""
-    time.sleep(3 if page == 2 else 0)
+    """Fetch a blob: 1,400,000 characters (a Temporal payload may hold 2 MiB)."""
+    if page == 2:
+        BLOB_PAGE_2.wait(timeout=600)  # set once the test's cancel is in (or at its end)
     return f"blob {page}: " + "z" * 1_400_000
 
 
@@ -481,6 +488,7 @@ def test_a_cancelled_run_whose_snapshot_was_too_large_is_not_started_over(
             else:
                 raise AssertionError(f"run {run_id}'s second reply was not recorded within a minute")
             await runs.cancel(run_id)
+            BLOB_PAGE_2.set()  # the cancel is in: the fetch may end
             cancelled = await asyncio.wait_for(runs.result(run_id), 60)
             assert cancelled.reason == "cancelled" and cancelled.turns == 2
             assert cancelled.snapshot is None and "cannot be resumed" in cancelled.note
@@ -488,7 +496,11 @@ def test_a_cancelled_run_whose_snapshot_was_too_large_is_not_started_over(
                 await runs.resume(run_id)
 
     BUILT.clear()
-    asyncio.run(scenario())
+    BLOB_PAGE_2.clear()
+    try:
+        asyncio.run(scenario())
+    finally:
+        BLOB_PAGE_2.set()
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from ports import PortTaken, held_by, on_free_port, port_clash
 from temporal_server import TemporalServer, completed_activities
 
 from agent.durable.store import RunStatus
@@ -201,20 +202,16 @@ def test_two_workers_share_200_runs_and_each_ends_once_with_a_reason(
 
 def test_the_http_api_and_inbox_work_over_temporal(temporal: TemporalServer, tmp_path: Path) -> None:
     import httpx
-    from pg import free_port
 
     queue = f"http-{uuid.uuid4().hex[:8]}"
     worker = WorkerProcess(temporal, queue)
-    port = free_port()
     token = "t" * 24
-    argv = endstate("serve", "--temporal", temporal.address, "--task-queue", queue, "--port", str(port))
-    server = subprocess.Popen(
-        argv,
-        env={**env(), "ENDSTATE_TOKEN": token},
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+
+    try:
+        server, port = _served(temporal, queue, token, tmp_path)
+    except BaseException:
+        worker.stop()
+        raise
     base = f"http://127.0.0.1:{port}"
     auth = {"Authorization": f"Bearer {token}"}
 
@@ -227,7 +224,6 @@ def test_the_http_api_and_inbox_work_over_temporal(temporal: TemporalServer, tmp
         raise AssertionError(f"{path} never met the check: {response.text}")
 
     try:
-        _wait_ready(base)
         body = {"agent": "counter", "task": "count", "state": {"script": "question", "dir": str(tmp_path)}}
         assert httpx.post(base + "/runs", json=body, timeout=10).status_code == 401
         started = httpx.post(base + "/runs", json=body, headers=auth, timeout=10)
@@ -248,10 +244,7 @@ def test_the_http_api_and_inbox_work_over_temporal(temporal: TemporalServer, tmp
         assert again.status_code == 409, again.text
         assert httpx.get(f"{base}/runs/nope", timeout=10).status_code == 404
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-        if server.stderr:
-            server.stderr.close()
+        _stop(server)
         worker.stop()
 
 
@@ -259,7 +252,6 @@ def test_the_api_and_cli_refuse_another_task_queues_run_naming_its_queue(tempora
     """Two deployments share a namespace: the service and the CLI of one do not act on the other's
     runs (404 / exit 2, as for an unknown run), and say which queue the run is on."""
     import httpx
-    from pg import free_port
 
     from agent.temporal import ensure_search_attributes
 
@@ -273,15 +265,11 @@ def test_the_api_and_cli_refuse_another_task_queues_run_naming_its_queue(tempora
         return run_id
 
     run_id = asyncio.run(started())
-    port, token = free_port(), "t" * 24
-    argv = endstate("serve", "--temporal", temporal.address, "--task-queue", ours, "--port", str(port))
-    server = subprocess.Popen(
-        argv, env={**env(), "ENDSTATE_TOKEN": token}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    token = "t" * 24
+    server, port = _served(temporal, ours, token)
     base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
     said = f"it is on task queue '{theirs}'"
     try:
-        _wait_ready(base)
         read = httpx.get(f"{base}/runs/{run_id}", timeout=30)
         assert read.status_code == 404 and said in read.text, read.text
         for action, body in [("answer", {"answer": "3"}), ("approve", {}), ("deny", {}), ("resume", {})]:
@@ -291,8 +279,7 @@ def test_the_api_and_cli_refuse_another_task_queues_run_naming_its_queue(tempora
         taken = httpx.post(f"{base}/runs", json=again, headers=auth, timeout=30)
         assert taken.status_code == 409 and said in taken.text, taken.text
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        _stop(server)
     where = ["--temporal", temporal.address, "--task-queue", ours]
     for argv in (["answer", run_id, "3"], ["approve", run_id], ["deny", run_id], ["resume", run_id]):
         done = subprocess.run(endstate(*argv, *where), env=env(), capture_output=True, text=True, timeout=120)
@@ -307,17 +294,51 @@ def test_the_api_and_cli_refuse_another_task_queues_run_naming_its_queue(tempora
     asyncio.run(left())
 
 
-def _wait_ready(base: str) -> None:
+def _served(
+    temporal: TemporalServer, queue: str, token: str, cwd: Path | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """`endstate serve --temporal` for `queue`, ready, on a port of its own (another, if it was taken)."""
+
+    def serve(port: int) -> tuple[subprocess.Popen[bytes], int]:
+        argv = endstate("serve", "--temporal", temporal.address, "--task-queue", queue, "--port", str(port))
+        env_ = {**env(), "ENDSTATE_TOKEN": token}
+        proc = subprocess.Popen(argv, env=env_, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _wait_ready(proc, port)
+        except BaseException:
+            _stop(proc)
+            raise
+        return proc, port
+
+    return on_free_port(serve, "endstate serve --temporal")
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], port: int) -> None:
+    """Until `endstate serve` on `port` is ready; `PortTaken` when it exited saying the port was taken."""
     import httpx
 
     for _ in range(600):
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            if port_clash(err):
+                raise PortTaken(err[-500:])
+            raise AssertionError(f"endstate serve --temporal exited with {proc.returncode}: {err}")
         try:
-            if httpx.get(base + "/readyz", timeout=2).text == "ready":
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).text == "ready" and held_by(
+                proc.pid, port
+            ):
                 return
         except httpx.TransportError:
             pass
         time.sleep(0.1)
     raise AssertionError("endstate serve --temporal never became ready")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
+    if proc.stderr:
+        proc.stderr.close()
 
 
 def test_a_command_that_loaded_temporals_client_exits_with_its_code_output_and_exit_handlers() -> None:
