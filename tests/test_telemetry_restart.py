@@ -41,6 +41,10 @@ def test_runs_a_new_instance_recovers_at_start_are_counted_by_increase(tmp_path:
                 assert [d["stop_reason"] for d in done] == ["success"] * RUNS
                 assert _resumed(page) == RUNS  # the replacement resumed them all
                 wait_until(lambda: _read_at(prom, second.port) == RUNS, 30, "a scrape of the resumes")
+                # `increase()` extrapolates to the window's end by up to about one scrape interval: over
+                # n intervals read, up to 1.1/n too many. Read enough of them for that to stay in bounds
+                # (3 read under load once counted 4.06 of 3).
+                wait_until(lambda: _samples_at(prom, second.port) >= SAMPLES, 120, f"{SAMPLES} scrapes")
                 counted = _increase(prom)
     assert counted == pytest.approx(RUNS, rel=0.25), f"increase() counted {counted} of {RUNS} resumes"
 
@@ -66,6 +70,17 @@ def _read_at(prom: Prometheus, port: int) -> float | None:
     """The replacement's resumes of cancelled runs as Prometheus last read them."""
     found = prom.query(f'sum({RESUMED}{{stop_reason="cancelled",instance="127.0.0.1:{port}"}})')
     return float(found[0]["value"][1]) if found else None
+
+
+SAMPLES = 12  # scrapes of the replacement read before `increase()` is asked: 1.1/11 = 10% at most
+
+
+def _samples_at(prom: Prometheus, port: int) -> float:
+    """How many scrapes of the replacement's resumes Prometheus holds in the 5 minutes `_increase` reads."""
+    found = prom.query(
+        f'max(count_over_time({RESUMED}{{stop_reason="cancelled",instance="127.0.0.1:{port}"}}[5m]))'
+    )
+    return float(found[0]["value"][1]) if found else 0.0
 
 
 def _increase(prom: Prometheus) -> float:
