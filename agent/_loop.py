@@ -747,12 +747,10 @@ def _saves_state(agent: Agent, decision: Stop | Suspend) -> bool:
     )
 
 
-_SIGNALS = {s: str(s) for s in TurnSignal}  # the plain text of each (`str` of an enum is slow)
-
-
-def _signal_of(decision: Decision) -> str:
+def _signal_of(decision: Decision) -> TurnSignal | StopReason:
+    """What the turn did, as `turn_ended` gets it: a turn that ends the segment signals its reason."""
     if isinstance(decision, Continue):
-        return _SIGNALS.get(decision.signal) or str(decision.signal)
+        return decision.signal
     if isinstance(decision, Suspend):
-        return "need_help"
-    return str(decision.reason)
+        return StopReason.NEED_HELP
+    return decision.reason

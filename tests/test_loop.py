@@ -47,6 +47,7 @@ from agent.models.base import ModelReply, ModelRequest, StopKind, UnreadableRepl
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 from agent.policies import MAX_RETRY_AFTER
 from agent.snapshot import Checkpoint, SnapshotKind
+from agent.stops import TurnSignal
 from agent.tools import ToolOutcome
 
 # -- helpers -----------------------------------------------------------------
@@ -1230,6 +1231,30 @@ def test_a_reply_without_a_tool_call_is_nudged_and_counts_as_a_turn(make_agent):
     assert result.turns == 2
     assert agent.model.requests[1].messages[-1] == {"role": "user", "content": "Use a tool or call finish."}
     assert hooks.observers[0].signals[0] == (1, "no_tool_call")
+
+
+def test_turn_ended_gets_the_signal_as_its_enum_member_and_a_str_hook_reads_the_same_text(make_agent):
+    """The signal is typed end to end: each turn's `TurnSignal`, or the `StopReason` of the turn that
+    ends the segment, passed as it is. A hook written for a `str` (as `Recorder` is) gets a `str` whose
+    text is the word it always was."""
+    hooks = RecordingHooks()
+    steps = [call("search", query="a")], [say("hm")], [finish("give_up", "nothing found")]
+    make_agent(*steps, tools=[search], hooks=hooks).run("task")
+    signals = [signal for _, signal in hooks.observers[0].signals]
+
+    assert [type(s) for s in signals] == [TurnSignal, TurnSignal, StopReason]
+    assert signals == [TurnSignal.TOOL_USE, TurnSignal.NO_TOOL_CALL, StopReason.GAVE_UP]
+    assert all(isinstance(s, str) for s in signals)
+    assert [f"{s}" for s in signals] == ["tool_use", "no_tool_call", "gave_up"]
+    assert json.dumps(signals) == '["tool_use", "no_tool_call", "gave_up"]'
+
+
+def test_a_suspended_turn_signals_need_help_as_its_stop_reason(make_agent):
+    hooks = RecordingHooks()
+    make_agent([finish("need_help", "Which month?")], hooks=hooks).run("task")
+    [(index, signal)] = hooks.observers[0].signals
+    assert (index, signal) == (1, "need_help")
+    assert signal is StopReason.NEED_HELP
 
 
 def test_an_unknown_tool_gets_an_error_result(make_agent):
