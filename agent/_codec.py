@@ -34,7 +34,7 @@ from agent.journal import (
     Task,
     Text,
 )
-from agent.stops import LimitKind, PendingAction, StopReason, Suspension
+from agent.stops import MESSAGES_API_STOPS, LimitKind, PendingAction, StopKind, StopReason, Suspension
 
 _MISSING = object()
 
@@ -90,7 +90,7 @@ _AS_IS: dict[Any, frozenset[type]] = {}
 def encode_entry(entry: Entry) -> dict[str, Any]:
     if isinstance(entry, Reply):
         parts = [_encode_part(p) for p in entry.parts]
-        return {"type": "reply", **_plain(entry), "parts": parts}
+        return {"type": "reply", **_plain(entry), "parts": parts} | _stop_of(entry)
     if isinstance(entry, Suspended):
         return {"type": "suspended", "suspension": _suspension_dict(entry.suspension)}
     if isinstance(entry, Answered):
@@ -101,6 +101,14 @@ def encode_entry(entry: Entry) -> dict[str, Any]:
     if type(entry) is Result and entry.blocks:
         return _encode_blocks(entry)
     return {"type": _TYPE_OF[type(entry)], **_plain(entry)}
+
+
+def _stop_of(reply: Reply) -> dict[str, Any]:
+    """A reply's `stop`, written only when its stop reason, read in the Messages API's words, would
+    not give it (a provider with words of its own): the usual entry keeps the bytes it always had,
+    and a release before `stop` (a rolling deploy, a store written before) reads the same kind."""
+    stop = reply.stop
+    return {} if stop is None or stop == MESSAGES_API_STOPS[reply.stop_reason] else {"stop": str(stop)}
 
 
 def _encode_blocks(result: Result) -> dict[str, Any]:
@@ -125,16 +133,18 @@ def _plain(entry: Any) -> dict[str, Any]:
 
 
 def _fields_of(kind: type) -> tuple[tuple[str, Any], ...]:
-    """(name, default) of each field of an entry type but its parts; `_MISSING` for no default."""
+    """(name, default) of each field of an entry type but those written apart; `_MISSING` for no
+    default."""
     found = _FIELDS[kind] = tuple(
         (f.name, _MISSING if f.default is dataclasses.MISSING else f.default)
         for f in dataclasses.fields(kind)
-        if f.name != "parts"
+        if f.name not in _APART
     )
     return found
 
 
 _FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
+_APART = ("parts", "stop")  # a reply's fields written apart (`_encode_part`, `_stop_of`)
 
 
 def _encode_part(part: Part) -> dict[str, Any]:
@@ -363,7 +373,18 @@ def _reply(d: dict[str, Any]) -> Reply:
         model=need(d, "model", str, ""),
         response_id=need(d, "response_id", str, ""),
         provider_data=_provider_data(d),
+        stop=_kind(d),
     )
+
+
+def _kind(d: dict[str, Any]) -> StopKind | None:
+    """A reply's `stop`; None (the kind its stop reason gives) when the entry has none (written
+    before entries kept it, or by the Messages API's words) or one this release does not know."""
+    kind = need(d, "stop", str, None)
+    return None if kind is None else _KINDS.get(kind)
+
+
+_KINDS = {str(k): k for k in StopKind}
 
 
 MOST = 2**63 - 1  # the largest count a store's integer column holds

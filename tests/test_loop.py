@@ -46,6 +46,7 @@ from agent.models._messages import messages_of
 from agent.models.base import ModelReply, ModelRequest, StopKind, UnreadableReply
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 from agent.policies import MAX_RETRY_AFTER
+from agent.progress import ProgressDetector
 from agent.snapshot import Checkpoint, SnapshotKind
 from agent.stops import TurnSignal
 from agent.tools import ToolOutcome
@@ -1663,6 +1664,33 @@ def test_the_loop_decides_on_the_stop_kind_and_the_journal_keeps_the_providers_w
     result, model, _ = other_run(full)
     assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.CONTEXT)
     assert "the reply stopped at window_full" in result.note
+
+
+def other_call(call_id: str, name: str, **arguments: Any) -> ModelReply:
+    """A reply of one tool call, in the other provider's words."""
+    block = {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+    return ModelReply([block], 10, 5, "tool_calls", stop=StopKind.TOOL_USE)
+
+
+def test_a_reply_paused_in_a_providers_own_words_is_no_turn_when_a_resume_rebuilds_progress():
+    """Progress is rebuilt from the journal on resume, on each reply's kind (kept in the journal),
+    not on the Anthropic word `pause_turn`: the resumed run counts the turns the live one counted.
+    Turn 2 (a paused reply, then a question) brings nothing new; counted as two turns, the answered
+    turn would be the third idle one in a row and stop the run at max_idle_turns=2."""
+    paused = ModelReply([say("Searching.")], 10, 5, "paused_here", stop=StopKind.PAUSED)
+    first = OtherProvider(
+        other_call("c1", "search", query="a"),
+        paused,
+        other_call("c2", "finish", kind="need_help", note="Which?"),
+    )
+    options: dict[str, Any] = {"tools": [search], "progress": lambda: ProgressDetector(max_idle_turns=2)}
+    asked = Agent("other", first, **options).run("task")
+    assert (asked.reason, asked.turns) == (StopReason.NEED_HELP, 2)
+
+    snapshot = Snapshot.from_json(asked.snapshot.to_json())
+    assert [e.stop for e in snapshot.journal if isinstance(e, Reply)][1] is StopKind.PAUSED
+    done = Agent("other", OtherProvider(finished()), **options).resume(snapshot, "Europe")
+    assert (done.reason, done.turns) == (StopReason.SUCCESS, 3)
 
 
 def test_the_providers_words_alone_decide_nothing():

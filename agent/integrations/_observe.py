@@ -27,10 +27,10 @@ from agent.context import RunContext
 from agent.errors import ConfigError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answered, Suspended
-from agent.models.base import MESSAGES_API_STOPS, ModelReply, ModelRequest, StopKind, ToolCall
+from agent.models.base import ModelReply, ModelRequest, StopKind, ToolCall
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
-from agent.stops import TurnSignal
+from agent.stops import MESSAGES_API_STOPS, TurnSignal
 from agent.summary import foreign_summary
 from agent.tools import ToolOutcome
 from agent.usage import Usage

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.errors import ScriptExhausted
-from agent.models.base import MESSAGES_API_STOPS, ModelReply, ModelRequest
+from agent.models.base import ModelReply, ModelRequest
+from agent.stops import MESSAGES_API_STOPS
 
 Block = dict[str, Any]
 Step = ModelReply | Sequence[Block] | BaseException | Callable[[ModelRequest], Any]

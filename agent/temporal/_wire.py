@@ -27,12 +27,13 @@ from agent.content import api_block
 from agent.history import HistoryPolicy
 from agent.journal import Entry, Reply
 from agent.models._messages import part_of
-from agent.models.base import MESSAGES_API_STOPS, ModelReply, ModelRequest
+from agent.models.base import ModelReply, ModelRequest
 from agent.models.price import Price
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot
+from agent.stops import MESSAGES_API_STOPS
 from agent.tools import ToolOutcome
 from agent.usage import Usage
 
