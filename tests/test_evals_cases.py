@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from agent._loop import CUT_OFF
 from agent.evals import CaseError, load_cases, load_file
 from agent.evals.judges import CLEAN_ORDERS, JUDGES, Judged, run_judge
+from agent.evals.testing import check_case
 from agent.examples.scenarios import World
+from agent.journal import Note, Reply
 from agent.result import RunResult, StopReason
+from agent.stops import StopKind
 
 GOOD = """\
   - name: {name}
@@ -85,6 +89,11 @@ MALFORMED = [
     ({"task": ""}, "task", "must be a non-empty string"),
     ({"script": None}, "task", "required"),
     ({"expected": "gave_up"}, "expected", "unknown field; the fields are: name, agent"),
+    (
+        {"script": None, "task": "t", "replay": [{"content": [], "stop_reason": 3}]},
+        "replay[0].stop_reason",
+        "must be the Messages API's word, such as end_turn, tool_use, max_tokens",
+    ),
 ]
 
 
@@ -279,3 +288,37 @@ def test_report_is_sourced_reads_the_cited_pages(tmp_path: Path) -> None:
         "report_is_sourced: cites 1 independent publishers, needs 3",
         "report_is_sourced: the report says 45%, which no cited source says",
     ]
+
+
+CUT_AND_PAUSED = """\
+cases:
+  - name: invoice/cut-then-paused
+    agent: invoice-downloader
+    fixture: portal_offline
+    task: Download the September invoice from the supplier portal into invoices/.
+    expect: need_help
+    replay:
+      - content: [{type: text, text: "The supplier portal"}]
+        stop_reason: max_tokens
+      - content: [{type: server_tool_use, id: srv_1, name: web_search, input: {query: portal status}}]
+        stop_reason: pause_turn
+      - content: [{type: tool_use, id: toolu_9, name: finish, input: {kind: need_help, note: "Down?"}}]
+"""
+
+
+def test_a_replayed_case_plays_a_reply_cut_at_max_tokens_and_a_paused_one(tmp_path: Path) -> None:
+    """A case's replay gives each reply's stop reason (the Messages API's words), and the run goes as
+    DESIGN.md says: the cut reply is a turn of its own, told to go on; the paused one goes back within
+    the next turn, which the question ends."""
+    (case,) = load_file(write(tmp_path, CUT_AND_PAUSED))
+    [segment] = check_case(case).segments
+    assert (segment.result.reason, segment.result.turns) == (StopReason.NEED_HELP, 2)
+    journal = segment.result.snapshot.journal
+    replies = [e for e in journal if isinstance(e, Reply)]
+    assert [(r.stop_reason, r.stop) for r in replies] == [
+        ("max_tokens", StopKind.MAX_TOKENS),
+        ("pause_turn", StopKind.PAUSED),
+        ("tool_use", StopKind.TOOL_USE),
+    ]
+    assert journal[journal.index(replies[0]) + 1] == Note(CUT_OFF)
+    assert journal[journal.index(replies[1]) + 1] is replies[2]  # sent back as it came, nothing between

@@ -1616,6 +1616,21 @@ def test_max_tokens_without_a_call_asks_the_model_to_go_on(make_agent):
     assert agent.model.requests[1].messages[-1]["content"].startswith("Your reply was cut off at max_tokens")
 
 
+def test_a_script_of_model_reply_steps_plays_max_tokens_and_pause_turn_as_the_api_would(make_agent):
+    """Steps written as `ModelReply`s give their own stop reasons: a reply cut at max_tokens is told
+    to go on (its turn counts); a paused reply goes back within the next turn, which its finish ends."""
+    searching = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}}
+    agent = make_agent(
+        ModelReply([say("The report begins")], stop_reason="max_tokens"),
+        ModelReply([searching], stop_reason="pause_turn"),
+        [finish("done", "found it")],
+    )
+    result = agent.run("task")
+    assert (result.reason, result.turns, len(agent.model.requests)) == (StopReason.SUCCESS, 2, 3)
+    assert agent.model.requests[1].messages[-1]["content"] == _loop.CUT_OFF
+    assert agent.model.requests[2].messages[-1] == {"role": "assistant", "content": [searching]}
+
+
 class OtherProvider:
     """An adapter of a provider with words of its own: plays its replies as they are."""
 
