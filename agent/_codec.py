@@ -34,7 +34,7 @@ from agent.journal import (
     Task,
     Text,
 )
-from agent.stops import MESSAGES_API_STOPS, LimitKind, PendingAction, StopKind, StopReason, Suspension
+from agent.stops import LimitKind, PendingAction, StopKind, StopReason, Suspension, kind_named, kind_to_keep
 
 _MISSING = object()
 
@@ -104,11 +104,10 @@ def encode_entry(entry: Entry) -> dict[str, Any]:
 
 
 def _stop_of(reply: Reply) -> dict[str, Any]:
-    """A reply's `stop`, written only when its stop reason, read in the Messages API's words, would
-    not give it (a provider with words of its own): the usual entry keeps the bytes it always had,
-    and a release before `stop` (a rolling deploy, a store written before) reads the same kind."""
-    stop = reply.stop
-    return {} if stop is None or stop == MESSAGES_API_STOPS[reply.stop_reason] else {"stop": str(stop)}
+    """A reply's `stop` when its stop reason would not give it (`kind_to_keep`): the usual entry keeps
+    the bytes it always had."""
+    kept = kind_to_keep(reply.stop_reason, reply.stop)
+    return {} if kept is None else {"stop": str(kept)}
 
 
 def _encode_blocks(result: Result) -> dict[str, Any]:
@@ -380,11 +379,7 @@ def _reply(d: dict[str, Any]) -> Reply:
 def _kind(d: dict[str, Any]) -> StopKind | None:
     """A reply's `stop`; None (the kind its stop reason gives) when the entry has none (written
     before entries kept it, or by the Messages API's words) or one this release does not know."""
-    kind = need(d, "stop", str, None)
-    return None if kind is None else _KINDS.get(kind)
-
-
-_KINDS = {str(k): k for k in StopKind}
+    return kind_named(need(d, "stop", str, None))
 
 
 MOST = 2**63 - 1  # the largest count a store's integer column holds

@@ -53,6 +53,21 @@ MESSAGES_API_STOPS = _MessagesApiStops(
 reply or journal entry that names none (a reply of an adapter that set no `stop`, a journal entry
 written before entries kept it): `stop_reason` has always used the Messages API's words."""
 
+_KINDS = {str(k): k for k in StopKind}
+
+
+def kind_named(value: object) -> StopKind | None:
+    """The `StopKind` whose value is `value` (a kind that crossed JSON as its text); None for any
+    other value, a kind of a later release too: its reader takes the kind of the stop reason."""
+    return _KINDS.get(value) if isinstance(value, str) else None
+
+
+def kind_to_keep(stop_reason: str, stop: StopKind | None) -> StopKind | None:
+    """`stop` when `stop_reason`, read in the Messages API's words, would not give it, else None: what a
+    journal entry or a wire keeps beside the word, so the usual reply crosses as it always did and a
+    reader of a release before `stop` (a rolling deploy, an older store) takes the same kind from it."""
+    return None if stop is None or stop == MESSAGES_API_STOPS[stop_reason] else stop
+
 
 class StopReason(StrEnum):
     """Every way a run segment can end (DESIGN.md, "Stop reasons")."""
