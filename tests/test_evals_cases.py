@@ -3,6 +3,7 @@ the judges catch what the agents' verifiers might let through."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import textwrap
@@ -13,9 +14,12 @@ import pytest
 from agent._loop import CUT_OFF
 from agent.evals import CaseError, load_cases, load_file
 from agent.evals.judges import CLEAN_ORDERS, JUDGES, Judged, run_judge
+from agent.evals.replay import record
 from agent.evals.testing import check_case
 from agent.examples.scenarios import World
-from agent.journal import Note, Reply
+from agent.journal import Note, Reply, Task, Text
+from agent.models.base import ModelRequest
+from agent.models.scripted import ScriptedModel
 from agent.result import RunResult, StopReason
 from agent.stops import StopKind
 
@@ -93,6 +97,11 @@ MALFORMED = [
         {"script": None, "task": "t", "replay": [{"content": [], "stop_reason": 3}]},
         "replay[0].stop_reason",
         "must be the Messages API's word, such as end_turn, tool_use, max_tokens",
+    ),
+    (
+        {"script": None, "task": "t", "replay": [{"content": [], "stop": "halted"}]},
+        "replay[0].stop",
+        "must be one of: end, tool_use, max_tokens, context_full, paused, refused, other",
     ),
 ]
 
@@ -322,3 +331,20 @@ def test_a_replayed_case_plays_a_reply_cut_at_max_tokens_and_a_paused_one(tmp_pa
     ]
     assert journal[journal.index(replies[0]) + 1] == Note(CUT_OFF)
     assert journal[journal.index(replies[1]) + 1] is replies[2]  # sent back as it came, nothing between
+
+
+def test_a_promoted_replay_keeps_the_kind_of_a_reply_in_a_providers_own_words(tmp_path: Path) -> None:
+    """A run of a provider with words of its own, promoted to a case, plays each reply's kind again:
+    the word alone would read as `other`. The usual reply is recorded as before, without it."""
+    paused = Reply((Text("Searching."),), stop_reason="paused_here", stop=StopKind.PAUSED)
+    cut = Reply((Text("The report"),), stop_reason="max_tokens")
+    replay = record([Task("t"), paused, cut])
+    assert [r.get("stop") for r in replay.replies] == ["paused", None]
+    model = ScriptedModel(replay.steps(World(tmp_path)))
+    played = [
+        asyncio.run(model.complete(ModelRequest("", [Task("t")] + [paused] * i, [], 100))) for i in range(2)
+    ]
+    assert [(p.stop_reason, p.stop) for p in played] == [
+        ("paused_here", StopKind.PAUSED),
+        ("max_tokens", StopKind.MAX_TOKENS),
+    ]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.errors import ConfigError, ScriptExhausted
-from agent.models.base import ModelReply, ModelRequest
+from agent.models.base import ModelReply, ModelRequest, StopKind
 from agent.stops import MESSAGES_API_STOPS
 
 Block = dict[str, Any]
@@ -46,11 +46,15 @@ def reply(
     input_tokens: int | None = None,
     output_tokens: int | None = None,
     stop_reason: str | None = None,
+    stop: StopKind | None = None,
 ) -> ModelReply:
     """A reply of the given blocks; token counts default to the model's estimate, and the stop
-    reason to the API's own (`tool_use` or `end_turn`); pass e.g. `refusal` or `pause_turn`."""
+    reason to the API's own (`tool_use` or `end_turn`); pass e.g. `refusal` or `pause_turn`. Its kind
+    is that word's in the Messages API, unless `stop` gives it (a provider's own word, replayed)."""
     extra = {"input_tokens": input_tokens, "output_tokens": output_tokens, "stop_reason": stop_reason}
-    return ModelReply(content=list(blocks), extra={k: v for k, v in extra.items() if v is not None})
+    return ModelReply(
+        content=list(blocks), extra={k: v for k, v in extra.items() if v is not None}, stop=stop
+    )
 
 
 class ScriptedModel:
