@@ -89,8 +89,10 @@ _AS_IS: dict[Any, frozenset[type]] = {}
 
 def encode_entry(entry: Entry) -> dict[str, Any]:
     if isinstance(entry, Reply):
-        parts = [_encode_part(p) for p in entry.parts]
-        return {"type": "reply", **_plain(entry), "parts": parts} | _stop_of(entry)
+        encoded = {"type": "reply", **_plain(entry), "parts": [_encode_part(p) for p in entry.parts]}
+        if (kept := kind_to_keep(entry.stop_reason, entry.stop)) is not None:
+            encoded["stop"] = str(kept)  # only when its stop reason would not give it: see `kind_to_keep`
+        return encoded
     if isinstance(entry, Suspended):
         return {"type": "suspended", "suspension": _suspension_dict(entry.suspension)}
     if isinstance(entry, Answered):
@@ -101,13 +103,6 @@ def encode_entry(entry: Entry) -> dict[str, Any]:
     if type(entry) is Result and entry.blocks:
         return _encode_blocks(entry)
     return {"type": _TYPE_OF[type(entry)], **_plain(entry)}
-
-
-def _stop_of(reply: Reply) -> dict[str, Any]:
-    """A reply's `stop` when its stop reason would not give it (`kind_to_keep`): the usual entry keeps
-    the bytes it always had."""
-    kept = kind_to_keep(reply.stop_reason, reply.stop)
-    return {} if kept is None else {"stop": str(kept)}
 
 
 def _encode_blocks(result: Result) -> dict[str, Any]:
@@ -143,7 +138,7 @@ def _fields_of(kind: type) -> tuple[tuple[str, Any], ...]:
 
 
 _FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
-_APART = ("parts", "stop")  # a reply's fields written apart (`_encode_part`, `_stop_of`)
+_APART = ("parts", "stop")  # a reply's fields written apart (see `encode_entry`)
 
 
 def _encode_part(part: Part) -> dict[str, Any]:
