@@ -98,7 +98,9 @@ class RunObserver:
     def turn_started(self, index: int, continued: bool = False) -> None:
         """A turn begins; `continued` when it is a turn a suspension split, finished in this segment."""
 
-    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None: ...
+    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
+        """A turn ends: `signal` is what it did, or the reason of the stop it ends in. Either is a
+        `StrEnum` member, so a hook that takes it as a `str` reads the same word (`tool_use`)."""
 
     def model_started(self, request: ModelRequest, attempt: int) -> None: ...
 
