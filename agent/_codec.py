@@ -34,7 +34,7 @@ from agent.journal import (
     Task,
     Text,
 )
-from agent.stops import LimitKind, PendingAction, StopReason, Suspension
+from agent.stops import LimitKind, PendingAction, StopKind, StopReason, Suspension, kind_named, kind_to_keep
 
 _MISSING = object()
 
@@ -89,8 +89,10 @@ _AS_IS: dict[Any, frozenset[type]] = {}
 
 def encode_entry(entry: Entry) -> dict[str, Any]:
     if isinstance(entry, Reply):
-        parts = [_encode_part(p) for p in entry.parts]
-        return {"type": "reply", **_plain(entry), "parts": parts}
+        encoded = {"type": "reply", **_plain(entry), "parts": [_encode_part(p) for p in entry.parts]}
+        if (kept := kind_to_keep(entry.stop_reason, entry.stop)) is not None:
+            encoded["stop"] = str(kept)  # only when its stop reason would not give it: see `kind_to_keep`
+        return encoded
     if isinstance(entry, Suspended):
         return {"type": "suspended", "suspension": _suspension_dict(entry.suspension)}
     if isinstance(entry, Answered):
@@ -125,16 +127,18 @@ def _plain(entry: Any) -> dict[str, Any]:
 
 
 def _fields_of(kind: type) -> tuple[tuple[str, Any], ...]:
-    """(name, default) of each field of an entry type but its parts; `_MISSING` for no default."""
+    """(name, default) of each field of an entry type but those written apart; `_MISSING` for no
+    default."""
     found = _FIELDS[kind] = tuple(
         (f.name, _MISSING if f.default is dataclasses.MISSING else f.default)
         for f in dataclasses.fields(kind)
-        if f.name != "parts"
+        if f.name not in _APART
     )
     return found
 
 
 _FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
+_APART = ("parts", "stop")  # a reply's fields written apart (see `encode_entry`)
 
 
 def _encode_part(part: Part) -> dict[str, Any]:
@@ -363,7 +367,14 @@ def _reply(d: dict[str, Any]) -> Reply:
         model=need(d, "model", str, ""),
         response_id=need(d, "response_id", str, ""),
         provider_data=_provider_data(d),
+        stop=_kind(d),
     )
+
+
+def _kind(d: dict[str, Any]) -> StopKind | None:
+    """A reply's `stop`; None (the kind its stop reason gives) when the entry has none (written
+    before entries kept it, or by the Messages API's words) or one this release does not know."""
+    return kind_named(need(d, "stop", str, None))
 
 
 MOST = 2**63 - 1  # the largest count a store's integer column holds

@@ -40,7 +40,6 @@ from agent.journal import (
     Suspended,
 )
 from agent.models.base import (
-    MESSAGES_API_STOPS,
     ModelReply,
     ModelRequest,
     StopKind,
@@ -157,7 +156,6 @@ class Rejected:
 
 
 Decision = Continue | Stop | Suspend
-Replied = tuple[Reply, StopKind]  # a reply as the journal keeps it, and why it ended
 Step = Result | Rejected | Stop | Suspend  # what answering one call did
 _GO_ON = {s: Continue(s) for s in TurnSignal}  # a decision is a value: one of each, made once
 
@@ -190,7 +188,7 @@ async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
     replied = await ask_model(agent, run, obs)  # 2
     if isinstance(replied, Stop):
         return replied
-    return end_turn(agent, run, await act(agent, run, *replied, obs))  # 3, 4, then 5
+    return end_turn(agent, run, await act(agent, run, replied, obs))  # 3, 4, then 5
 
 
 async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
@@ -321,20 +319,20 @@ async def settle(run: RunState) -> None:
 # -- 2. the model ----------------------------------------------------------------------------------
 
 
-async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> Replied | Stop:
+async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | Stop:
     """The turn's reply; a paused reply (Anthropic's `pause_turn`) is sent back within the same turn."""
     for _ in range(MAX_PAUSES):
         replied = await call_model(agent, run, obs)
-        if isinstance(replied, Stop) or replied[1] != StopKind.PAUSED:
+        if isinstance(replied, Stop) or replied.stop != StopKind.PAUSED:
             return replied
-        run.record(replied[0])
+        run.record(replied)
         if limit := run.budget.exceeded(run.tick(), within_turn=True):
             return Stop(StopReason.LIMIT, limit=limit)
     note = f"The model API paused the same turn {MAX_PAUSES} times."
     return Stop(StopReason.ERROR, note=note, error_type="pause_turn")
 
 
-async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Replied | Stop:
+async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | Stop:
     """Call the model; retry transient failures with backoff while time is left, and shrink
     the history (per the agent's policy) before the context window is full, or when it is."""
     if (due := agent.history.due(run.journal.entries, agent.context_window)) and (
@@ -371,7 +369,7 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Replied |
         return received(agent, run, obs, reply)
 
 
-def received(agent: Agent, run: RunState, obs: RunObserver, reply: object) -> Replied | Stop:
+def received(agent: Agent, run: RunState, obs: RunObserver, reply: object) -> Reply | Stop:
     """A reply came: the observer sees it, then the journal takes it. A reply the loop cannot read
     (an adapter's bug) ends the run as `invalid_reply`, saying what is wrong, not with a TypeError."""
     if not isinstance(reply, ModelReply):
@@ -391,9 +389,9 @@ def unreadable(obs: RunObserver, error: UnreadableReply) -> Stop:
     return invalid_reply(str(error))
 
 
-def taken(agent: Agent, run: RunState, reply: ModelReply, parts: tuple[Part, ...]) -> Replied | Stop:
-    """The reply (its content read as `parts`) as a journal entry, with why it ended, its usage
-    charged; or an error stop when the journal cannot keep it (see `invalid_reply`; token counts
+def taken(agent: Agent, run: RunState, reply: ModelReply, parts: tuple[Part, ...]) -> Reply | Stop:
+    """The reply (its content read as `parts`) as a journal entry, with why it ended (`stop`), its
+    usage charged; or an error stop when the journal cannot keep it (see `invalid_reply`; token counts
     that are no counts are not charged either). An adapter that set no `stop` has its stop reason
     read in the words `ModelReply.stop_reason` has always used (the Messages API's)."""
     if (problem := reply.uncounted()) is not None:
@@ -402,7 +400,7 @@ def taken(agent: Agent, run: RunState, reply: ModelReply, parts: tuple[Part, ...
     entry = reply.entry(parts)
     if (problem := unkept(entry)) is not None:
         return invalid_reply(problem)
-    return entry, reply.stop or MESSAGES_API_STOPS[entry.stop_reason]
+    return entry
 
 
 def invalid_reply(problem: str) -> Stop:
@@ -525,10 +523,11 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
 # -- 3, 4. the calls -------------------------------------------------------------------------------
 
 
-async def act(agent: Agent, run: RunState, reply: Reply, stop: StopKind, obs: RunObserver) -> Decision:
-    """Record the reply and act on it (`stop`: why it ended); a refusal ends the run, a reply with no
+async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> Decision:
+    """Record the reply and act on why it ended (`stop`): a refusal ends the run, a reply with no
     tool call is nudged."""
     run.record(reply)
+    stop = reply.stop
     if stop == StopKind.REFUSED:
         note = f"The model API refused to go on with this task (stop_reason: {reply.stop_reason})."
         return Stop(StopReason.GAVE_UP, note=note, cause=StopCause.REFUSAL)
@@ -747,12 +746,10 @@ def _saves_state(agent: Agent, decision: Stop | Suspend) -> bool:
     )
 
 
-_SIGNALS = {s: str(s) for s in TurnSignal}  # the plain text of each (`str` of an enum is slow)
-
-
-def _signal_of(decision: Decision) -> str:
+def _signal_of(decision: Decision) -> TurnSignal | StopReason:
+    """What the turn did, as `turn_ended` gets it: a turn that ends the segment signals its reason."""
     if isinstance(decision, Continue):
-        return _SIGNALS.get(decision.signal) or str(decision.signal)
+        return decision.signal
     if isinstance(decision, Suspend):
-        return "need_help"
-    return str(decision.reason)
+        return StopReason.NEED_HELP
+    return decision.reason

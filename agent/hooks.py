@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agent.budget import Spent
     from agent.models.base import ModelReply, ModelRequest, ToolCall
     from agent.result import RunResult
+    from agent.stops import StopReason, TurnSignal
     from agent.tools import ToolOutcome
 
 log = logging.getLogger("endstate.hooks")
@@ -97,7 +98,9 @@ class RunObserver:
     def turn_started(self, index: int, continued: bool = False) -> None:
         """A turn begins; `continued` when it is a turn a suspension split, finished in this segment."""
 
-    def turn_ended(self, index: int, signal: str) -> None: ...
+    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
+        """A turn ends: `signal` is what it did, or the reason of the stop it ends in. Either is a
+        `StrEnum` member, so a hook that takes it as a `str` reads the same word (`tool_use`)."""
 
     def model_started(self, request: ModelRequest, attempt: int) -> None: ...
 
@@ -250,7 +253,7 @@ class _Guarded(RunObserver):
         except Exception:
             hook_failed("turn_started")
 
-    def turn_ended(self, index: int, signal: str) -> None:
+    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
         try:
             self._inner.turn_ended(index, signal)
         except Exception:
@@ -318,7 +321,7 @@ class _Fanout(RunObserver):
         for o in self._observers:
             o.turn_started(index, continued)
 
-    def turn_ended(self, index: int, signal: str) -> None:
+    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
         for o in self._observers:
             o.turn_ended(index, signal)
 

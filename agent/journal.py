@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from agent._frozen import fast_init
 from agent.content import Block
-from agent.stops import LimitKind, StopReason, Suspension
+from agent.stops import MESSAGES_API_STOPS, LimitKind, StopKind, StopReason, Suspension
 
 # -- what a reply holds -------------------------------------------------------------------------
 
@@ -120,10 +120,13 @@ class Task:
 @fast_init
 @dataclass(frozen=True)
 class Reply:
-    """One model reply: its parts in order, its usage and the provider's own stop reason.
+    """One model reply: its parts in order, its usage, the provider's own stop reason and why it
+    ended in no provider's words (`stop`, what the loop and a resume decide on).
 
     `provider_data` holds reply-level provider data that a later request needs, kept verbatim
-    (Anthropic: the code execution `container` the reply ran in, which the next request names)."""
+    (Anthropic: the code execution `container` the reply ran in, which the next request names).
+    A reply made without a `stop` (by hand, or read from a journal written before entries kept it)
+    has the kind of its `stop_reason` in the Messages API's words (`MESSAGES_API_STOPS`)."""
 
     parts: tuple[Part, ...]
     input_tokens: int = 0
@@ -134,6 +137,12 @@ class Reply:
     model: str = ""
     response_id: str = ""
     provider_data: Mapping[str, Any] = field(default=NO_DATA, hash=False)
+    stop: StopKind | None = None  # never None once made: see the class
+
+    def __post_init__(self) -> None:
+        if self.stop is None:  # (a stop reason that is no text is refused as the journal takes it)
+            word = self.stop_reason
+            self.__dict__["stop"] = MESSAGES_API_STOPS[word] if isinstance(word, str) else StopKind.OTHER
 
     @property
     def calls(self) -> list[Call]:

@@ -11,6 +11,7 @@ from agent._codec import canonical_json
 from agent._valid import is_whole
 from agent.errors import ConfigError
 from agent.journal import Entry, Reply, Result
+from agent.stops import StopKind
 
 
 def digest(state: str) -> str:
@@ -29,7 +30,7 @@ def replay(detector: ProgressDetector, journal: Iterable[Entry]) -> None:
         if isinstance(entry, Reply):
             if turn_open:
                 detector.end_turn()
-            turn_open = entry.stop_reason != "pause_turn"
+            turn_open = entry.stop != StopKind.PAUSED
             calls = {c.id: call_signature(c.name, c.arguments) for c in entry.calls}
         elif isinstance(entry, Result) and entry.ran and entry.call_id in calls:
             detector.observe(calls[entry.call_id], entry.seen or digest(entry.text))

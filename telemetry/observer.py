@@ -17,6 +17,7 @@ from telemetry.tracing import TracingHooks
 if TYPE_CHECKING:
     from agent.models.base import ModelReply, ModelRequest, ToolCall
     from agent.result import RunResult
+    from agent.stops import StopReason, TurnSignal
     from agent.tools import ToolOutcome
 
 _NOTHING = RunObserver()  # the span part when no spans are recorded
@@ -68,7 +69,7 @@ class _RunTelemetry(RunObserver):
         except Exception:
             hook_failed("turn_started")
 
-    def turn_ended(self, index: int, signal: str) -> None:
+    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
         try:
             self._spans.turn_ended(index, signal)
         except Exception:

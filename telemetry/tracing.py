@@ -53,6 +53,7 @@ from telemetry.redact import Redactor
 if TYPE_CHECKING:
     from agent.models.base import ModelReply, ModelRequest, ToolCall
     from agent.result import RunResult
+    from agent.stops import StopReason, TurnSignal
     from agent.tools import ToolOutcome
 
 Redact = Callable[[str], str]
@@ -294,7 +295,7 @@ class _RunTrace(RunObserver):
             turn.calls, self._held = self._held, []
             turn.start_ns = min(turn.start_ns, *(call.start_ns for call in turn.calls))
 
-    def turn_ended(self, index: int, signal: str) -> None:
+    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
         self._end_turn(signal)
 
     # -- model and tool calls ------------------------------------------------

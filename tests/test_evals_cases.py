@@ -3,6 +3,7 @@ the judges catch what the agents' verifiers might let through."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import textwrap
@@ -10,10 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from agent._loop import CUT_OFF
 from agent.evals import CaseError, load_cases, load_file
 from agent.evals.judges import CLEAN_ORDERS, JUDGES, Judged, run_judge
+from agent.evals.replay import record
+from agent.evals.testing import check_case
 from agent.examples.scenarios import World
+from agent.journal import Note, Reply, Task, Text
+from agent.models.base import ModelRequest
+from agent.models.scripted import ScriptedModel
 from agent.result import RunResult, StopReason
+from agent.stops import StopKind
 
 GOOD = """\
   - name: {name}
@@ -85,6 +93,16 @@ MALFORMED = [
     ({"task": ""}, "task", "must be a non-empty string"),
     ({"script": None}, "task", "required"),
     ({"expected": "gave_up"}, "expected", "unknown field; the fields are: name, agent"),
+    (
+        {"script": None, "task": "t", "replay": [{"content": [], "stop_reason": 3}]},
+        "replay[0].stop_reason",
+        "must be the Messages API's word, such as end_turn, tool_use, max_tokens",
+    ),
+    (
+        {"script": None, "task": "t", "replay": [{"content": [], "stop": "halted"}]},
+        "replay[0].stop",
+        "must be one of: end, tool_use, max_tokens, context_full, paused, refused, other",
+    ),
 ]
 
 
@@ -278,4 +296,55 @@ def test_report_is_sourced_reads_the_cited_pages(tmp_path: Path) -> None:
         f"report_is_sourced: cites a page that does not exist: {base}/no-such/page",
         "report_is_sourced: cites 1 independent publishers, needs 3",
         "report_is_sourced: the report says 45%, which no cited source says",
+    ]
+
+
+CUT_AND_PAUSED = """\
+cases:
+  - name: invoice/cut-then-paused
+    agent: invoice-downloader
+    fixture: portal_offline
+    task: Download the September invoice from the supplier portal into invoices/.
+    expect: need_help
+    replay:
+      - content: [{type: text, text: "The supplier portal"}]
+        stop_reason: max_tokens
+      - content: [{type: server_tool_use, id: srv_1, name: web_search, input: {query: portal status}}]
+        stop_reason: pause_turn
+      - content: [{type: tool_use, id: toolu_9, name: finish, input: {kind: need_help, note: "Down?"}}]
+"""
+
+
+def test_a_replayed_case_plays_a_reply_cut_at_max_tokens_and_a_paused_one(tmp_path: Path) -> None:
+    """A case's replay gives each reply's stop reason (the Messages API's words), and the run goes as
+    DESIGN.md says: the cut reply is a turn of its own, told to go on; the paused one goes back within
+    the next turn, which the question ends."""
+    (case,) = load_file(write(tmp_path, CUT_AND_PAUSED))
+    [segment] = check_case(case).segments
+    assert (segment.result.reason, segment.result.turns) == (StopReason.NEED_HELP, 2)
+    journal = segment.result.snapshot.journal
+    replies = [e for e in journal if isinstance(e, Reply)]
+    assert [(r.stop_reason, r.stop) for r in replies] == [
+        ("max_tokens", StopKind.MAX_TOKENS),
+        ("pause_turn", StopKind.PAUSED),
+        ("tool_use", StopKind.TOOL_USE),
+    ]
+    assert journal[journal.index(replies[0]) + 1] == Note(CUT_OFF)
+    assert journal[journal.index(replies[1]) + 1] is replies[2]  # sent back as it came, nothing between
+
+
+def test_a_promoted_replay_keeps_the_kind_of_a_reply_in_a_providers_own_words(tmp_path: Path) -> None:
+    """A run of a provider with words of its own, promoted to a case, plays each reply's kind again:
+    the word alone would read as `other`. The usual reply is recorded as before, without it."""
+    paused = Reply((Text("Searching."),), stop_reason="paused_here", stop=StopKind.PAUSED)
+    cut = Reply((Text("The report"),), stop_reason="max_tokens")
+    replay = record([Task("t"), paused, cut])
+    assert [r.get("stop") for r in replay.replies] == ["paused", None]
+    model = ScriptedModel(replay.steps(World(tmp_path)))
+    played = [
+        asyncio.run(model.complete(ModelRequest("", [Task("t")] + [paused] * i, [], 100))) for i in range(2)
+    ]
+    assert [(p.stop_reason, p.stop) for p in played] == [
+        ("paused_here", StopKind.PAUSED),
+        ("max_tokens", StopKind.MAX_TOKENS),
     ]

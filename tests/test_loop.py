@@ -46,7 +46,9 @@ from agent.models._messages import messages_of
 from agent.models.base import ModelReply, ModelRequest, StopKind, UnreadableReply
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 from agent.policies import MAX_RETRY_AFTER
+from agent.progress import ProgressDetector
 from agent.snapshot import Checkpoint, SnapshotKind
+from agent.stops import TurnSignal
 from agent.tools import ToolOutcome
 
 # -- helpers -----------------------------------------------------------------
@@ -1232,6 +1234,30 @@ def test_a_reply_without_a_tool_call_is_nudged_and_counts_as_a_turn(make_agent):
     assert hooks.observers[0].signals[0] == (1, "no_tool_call")
 
 
+def test_turn_ended_gets_the_signal_as_its_enum_member_and_a_str_hook_reads_the_same_text(make_agent):
+    """The signal is typed end to end: each turn's `TurnSignal`, or the `StopReason` of the turn that
+    ends the segment, passed as it is. A hook written for a `str` (as `Recorder` is) gets a `str` whose
+    text is the word it always was."""
+    hooks = RecordingHooks()
+    steps = [call("search", query="a")], [say("hm")], [finish("give_up", "nothing found")]
+    make_agent(*steps, tools=[search], hooks=hooks).run("task")
+    signals = [signal for _, signal in hooks.observers[0].signals]
+
+    assert [type(s) for s in signals] == [TurnSignal, TurnSignal, StopReason]
+    assert signals == [TurnSignal.TOOL_USE, TurnSignal.NO_TOOL_CALL, StopReason.GAVE_UP]
+    assert all(isinstance(s, str) for s in signals)
+    assert [f"{s}" for s in signals] == ["tool_use", "no_tool_call", "gave_up"]
+    assert json.dumps(signals) == '["tool_use", "no_tool_call", "gave_up"]'
+
+
+def test_a_suspended_turn_signals_need_help_as_its_stop_reason(make_agent):
+    hooks = RecordingHooks()
+    make_agent([finish("need_help", "Which month?")], hooks=hooks).run("task")
+    [(index, signal)] = hooks.observers[0].signals
+    assert (index, signal) == (1, "need_help")
+    assert signal is StopReason.NEED_HELP
+
+
 def test_an_unknown_tool_gets_an_error_result(make_agent):
     agent = make_agent([call("delete_everything", confirm=True)], [finish("done", "ok")], tools=[search])
     result = agent.run("task")
@@ -1590,6 +1616,21 @@ def test_max_tokens_without_a_call_asks_the_model_to_go_on(make_agent):
     assert agent.model.requests[1].messages[-1]["content"].startswith("Your reply was cut off at max_tokens")
 
 
+def test_a_script_of_model_reply_steps_plays_max_tokens_and_pause_turn_as_the_api_would(make_agent):
+    """Steps written as `ModelReply`s give their own stop reasons: a reply cut at max_tokens is told
+    to go on (its turn counts); a paused reply goes back within the next turn, which its finish ends."""
+    searching = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}}
+    agent = make_agent(
+        ModelReply([say("The report begins")], stop_reason="max_tokens"),
+        ModelReply([searching], stop_reason="pause_turn"),
+        [finish("done", "found it")],
+    )
+    result = agent.run("task")
+    assert (result.reason, result.turns, len(agent.model.requests)) == (StopReason.SUCCESS, 2, 3)
+    assert agent.model.requests[1].messages[-1]["content"] == _loop.CUT_OFF
+    assert agent.model.requests[2].messages[-1] == {"role": "assistant", "content": [searching]}
+
+
 class OtherProvider:
     """An adapter of a provider with words of its own: plays its replies as they are."""
 
@@ -1638,6 +1679,33 @@ def test_the_loop_decides_on_the_stop_kind_and_the_journal_keeps_the_providers_w
     result, model, _ = other_run(full)
     assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.CONTEXT)
     assert "the reply stopped at window_full" in result.note
+
+
+def other_call(call_id: str, name: str, **arguments: Any) -> ModelReply:
+    """A reply of one tool call, in the other provider's words."""
+    block = {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+    return ModelReply([block], 10, 5, "tool_calls", stop=StopKind.TOOL_USE)
+
+
+def test_a_reply_paused_in_a_providers_own_words_is_no_turn_when_a_resume_rebuilds_progress():
+    """Progress is rebuilt from the journal on resume, on each reply's kind (kept in the journal),
+    not on the Anthropic word `pause_turn`: the resumed run counts the turns the live one counted.
+    Turn 2 (a paused reply, then a question) brings nothing new; counted as two turns, the answered
+    turn would be the third idle one in a row and stop the run at max_idle_turns=2."""
+    paused = ModelReply([say("Searching.")], 10, 5, "paused_here", stop=StopKind.PAUSED)
+    first = OtherProvider(
+        other_call("c1", "search", query="a"),
+        paused,
+        other_call("c2", "finish", kind="need_help", note="Which?"),
+    )
+    options: dict[str, Any] = {"tools": [search], "progress": lambda: ProgressDetector(max_idle_turns=2)}
+    asked = Agent("other", first, **options).run("task")
+    assert (asked.reason, asked.turns) == (StopReason.NEED_HELP, 2)
+
+    snapshot = Snapshot.from_json(asked.snapshot.to_json())
+    assert [e.stop for e in snapshot.journal if isinstance(e, Reply)][1] is StopKind.PAUSED
+    done = Agent("other", OtherProvider(finished()), **options).resume(snapshot, "Europe")
+    assert (done.reason, done.turns) == (StopReason.SUCCESS, 3)
 
 
 def test_the_providers_words_alone_decide_nothing():

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agent import Budget, ConfigError, LimitKind, ProgressDetector, StopReason, tool
+from agent._codec import decode_entry
 from agent.models.scripted import call, finish, say
-from agent.progress import call_signature
+from agent.progress import call_signature, replay
 
 A = call_signature("read_rows", {"path": "a.csv"})
 B = call_signature("read_rows", {"path": "b.csv"})
@@ -340,3 +341,22 @@ def test_short_and_hashed_signatures_keep_argument_sets_apart(size):
     assert left != call_signature("read", {"s": text + "a", "t": 1})
     assert left != call_signature("read", {"s": text[:-1], "t": 1})
     assert left.split(":", 1)[0] == "read"
+
+
+@pytest.mark.parametrize(
+    ("paused", "idle"),
+    [
+        ({"stop_reason": "pause_turn"}, 1),  # a journal written before entries kept the kind
+        ({"stop_reason": "compaction"}, 1),  # paused after a server-side compaction: no turn either
+        ({"stop_reason": "paused_here", "stop": "paused"}, 1),  # a provider's own word, its kind kept
+        ({"stop_reason": "end_turn"}, 2),  # a reply that ended its turn is one
+    ],
+)
+def test_progress_rebuilt_from_a_journal_counts_no_paused_reply_as_a_turn(paused: dict, idle: int):
+    """Resume rebuilds the detector from the journal, deciding on each reply's kind: a reply the
+    loop sent back within its turn (paused) is not a turn there either."""
+    talk = {"type": "reply", "parts": [{"type": "text", "text": "thinking"}]}
+    entries = [{"type": "task", "text": "t"}, {**talk, **paused}, talk, talk]
+    detector = ProgressDetector()
+    replay(detector, [decode_entry(e, i) for i, e in enumerate(entries)])
+    assert detector.to_json()["idle_turns"] == idle

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from agent import ModelError, TransientModelError
+from agent import ConfigError, ModelError, TransientModelError
 from agent.errors import ScriptExhausted
 from agent.models.base import Model, ModelReply, ModelRequest, StopKind
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
@@ -191,6 +191,29 @@ def test_a_real_anthropic_call_is_refused(no_real_model_calls):
 def test_a_scripted_stop_reason_has_the_kind_the_messages_api_gives_it(stop_reason: str, kind: StopKind):
     played = play(ScriptedModel([reply(say("hi"), stop_reason=stop_reason)]), request())
     assert (played.stop_reason, played.stop) == (stop_reason, kind)
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "kind"),
+    [
+        ("max_tokens", StopKind.MAX_TOKENS),
+        ("pause_turn", StopKind.PAUSED),
+        ("refusal", StopKind.REFUSED),
+        ("model_context_window_exceeded", StopKind.CONTEXT_FULL),
+    ],
+)
+def test_a_model_reply_step_plays_its_own_stop_reason(stop_reason: str, kind: StopKind):
+    """A step written as a `ModelReply` gives its stop reason as the reply's own field, as a test of
+    an adapter would write it; it is played, and its kind is the Messages API's."""
+    played = play(ScriptedModel([ModelReply([call("search", q="x")], stop_reason=stop_reason)]), request())
+    assert (played.stop_reason, played.stop) == (stop_reason, kind)
+
+
+@pytest.mark.parametrize("stop_reason", [3, ["max_tokens"]])
+def test_a_stop_reason_that_is_no_text_is_refused_naming_it(stop_reason: object):
+    model = ScriptedModel([reply(say("hi"), stop_reason=stop_reason)])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"a script step's stop_reason must be a Messages API stop reason"):
+        play(model, request())
 
 
 def test_a_scripted_reply_without_a_stop_reason_ends_or_uses_tools():

@@ -36,6 +36,7 @@ from agent.journal import (
 from agent.models.scripted import ScriptedModel, finish
 from agent.result import LimitKind, Suspension
 from agent.snapshot import SNAPSHOT_VERSION, SnapshotKind
+from agent.stops import StopKind
 
 WORKER = Path(__file__).with_name("resume_worker.py")
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -412,3 +413,70 @@ def test_a_reply_whose_provider_data_is_not_json_is_not_kept() -> None:
     assert "which JSON cannot hold" in str(unkept(Reply((Text("x", {"citations": {1, 2}}),))))
     assert "tool call 'lookup'" in str(unkept(Reply((Call("c", "lookup", {}, {"caller": object()}),))))
     assert "the reply's provider data" in str(unkept(Reply((), provider_data={"container": b"id"})))
+
+
+# -- a reply's kind (`Reply.stop`) ----------------------------------------------------------------
+
+
+def test_a_replys_kind_is_written_only_when_its_stop_reason_does_not_give_it() -> None:
+    """The usual reply (the Messages API's words) is written as it always was, byte for byte; a reply
+    in a provider's own words keeps its kind, and both read back the same."""
+    own_words = Reply((Text("Searching."),), stop_reason="paused_here", stop=StopKind.PAUSED)
+    journal: list[Entry] = [
+        Task("t"),
+        Reply((Text("The report begins"),), stop_reason="max_tokens"),
+        own_words,
+    ]
+    snap = Snapshot("r", "a", "default", SnapshotKind.FINISHED, 1, journal, Spent())
+    written = json.loads(snap.to_json())["journal"]
+    assert written[1] == {"type": "reply", "stop_reason": "max_tokens", "parts": [PART]}
+    assert written[2] == {
+        "type": "reply",
+        "stop_reason": "paused_here",
+        "parts": [SEARCHING],
+        "stop": "paused",
+    }
+    again = Snapshot.from_json(snap.to_json())
+    assert again == snap
+    assert [e.stop for e in again.journal if isinstance(e, Reply)] == [StopKind.MAX_TOKENS, StopKind.PAUSED]
+
+
+PART = {"type": "text", "text": "The report begins"}
+SEARCHING = {"type": "text", "text": "Searching."}
+
+
+@pytest.mark.parametrize(
+    ("word", "kind"),
+    [
+        (None, StopKind.END),  # a reply written at its default stop reason
+        ("end_turn", StopKind.END),
+        ("tool_use", StopKind.TOOL_USE),
+        ("max_tokens", StopKind.MAX_TOKENS),
+        ("model_context_window_exceeded", StopKind.CONTEXT_FULL),
+        ("pause_turn", StopKind.PAUSED),
+        ("compaction", StopKind.PAUSED),
+        ("refusal", StopKind.REFUSED),
+        ("tool_calls", StopKind.OTHER),  # a provider's own word, written before entries kept the kind
+    ],
+)
+def test_a_reply_written_before_entries_kept_their_kind_reads_the_kind_of_its_stop_reason(
+    word: str | None, kind: StopKind
+) -> None:
+    entry = {"type": "reply", "parts": [PART]} | ({"stop_reason": word} if word else {})
+    reply = Snapshot.from_parts(suspended()[1].head(), [{"type": "task", "text": "t"}, entry]).journal[1]
+    assert isinstance(reply, Reply) and reply.stop is kind
+
+
+def test_a_kind_of_a_later_release_reads_as_the_kind_of_its_stop_reason() -> None:
+    """A rolling deploy: a newer worker may write a kind this release does not know."""
+    entry = {"type": "reply", "parts": [], "stop_reason": "pause_turn", "stop": "a_kind_of_tomorrow"}
+    reply = Snapshot.from_parts(suspended()[1].head(), [{"type": "task", "text": "t"}, entry]).journal[1]
+    assert isinstance(reply, Reply) and reply.stop is StopKind.PAUSED
+
+
+def test_a_kind_that_is_no_text_is_refused() -> None:
+    entry = {"type": "reply", "parts": [], "stop": 3}
+    with pytest.raises(
+        SnapshotError, match=r"journal\[1\] \(reply\): snapshot field 'stop' must be str, not 3"
+    ):
+        Snapshot.from_parts(suspended()[1].head(), [{"type": "task", "text": "t"}, entry])

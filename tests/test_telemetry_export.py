@@ -113,6 +113,11 @@ def test_spans_reach_an_otlp_http_collector(setenv: Setenv) -> None:
     assert run.trace_id.hex() == result.trace_id
     turns = [span for _, span in received if span.name == n.SPAN_TURN]
     assert {t.parent_span_id for t in turns} == {run.span_id}
+    signals = {
+        attributes(t.attributes)[n.AGENT_TURN_INDEX]: attributes(t.attributes)[n.AGENT_TURN_SIGNAL]
+        for t in turns
+    }
+    assert signals == {1: "tool_use", 2: "success"}  # the hooks' enum members, sent as their words
     assert by_name["chat scripted"].parent_span_id in {t.span_id for t in turns}
     assert failures(telemetry) == 0
 

@@ -30,7 +30,7 @@ from agent.budget import Extension
 from agent.content import text_of
 from agent.durable.runner import AnswerError, Catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus, UnknownRun
-from agent.journal import Result
+from agent.journal import Reply, Result, Text
 from agent.models.base import ModelReply, StopKind
 from agent.result import LimitKind, RunResult, StopReason
 from agent.temporal import TemporalRuns, _activities, _remote, build_worker, ensure_search_attributes
@@ -642,6 +642,29 @@ def test_a_reply_crosses_so_that_the_release_before_and_after_can_build_it() -> 
     assert w.reply_from_json(json.loads(json.dumps(w.reply_json(other)))).stop == StopKind.REFUSED
     newer = {**w.reply_json(said), "a_field_of_a_later_release": 1}
     assert w.reply_from_json(newer) == ModelReply(**sent)
+
+
+def test_a_reply_crosses_back_with_its_kind_typed_and_a_later_releases_kind_as_its_words() -> None:
+    other = ModelReply([{"type": "text", "text": "Hi"}], stop_reason="content_filter", stop=StopKind.REFUSED)
+    assert w.reply_from_json(json.loads(json.dumps(w.reply_json(other)))).stop is StopKind.REFUSED
+    later = {**w.reply_json(other), "stop_reason": "pause_turn", "stop": "a_kind_of_tomorrow"}
+    assert w.reply_from_json(later).stop is None  # the loop reads the kind of `pause_turn`
+
+
+def test_a_journal_reply_with_its_kind_crosses_a_rolling_deploy_both_ways() -> None:
+    """A reply in a provider's own words crosses with its kind; the usual reply crosses without it,
+    as the release before wrote it, and reads the same kind; what a release before reads is the rest
+    (an entry's fields it does not know are passed by, as this release passes a later one's)."""
+    own = Reply((Text("Searching."),), stop_reason="paused_here", stop=StopKind.PAUSED)
+    usual = Reply((Text("Searching."),), stop_reason="pause_turn")
+    crossed = json.loads(json.dumps(journal_json([own, usual])))
+    assert crossed[0]["stop"] == "paused" and "stop" not in crossed[1]
+    assert journal_from_json(crossed) == [own, usual]
+    assert [e.stop for e in journal_from_json(crossed)] == [StopKind.PAUSED, StopKind.PAUSED]
+    newer = [{**crossed[0], "a_field_of_a_later_release": 1}]
+    assert journal_from_json(newer) == [own]
+    before = [{k: v for k, v in crossed[0].items() if k != "stop"}]  # what a release before keeps of it
+    assert journal_from_json(before) == [Reply((Text("Searching."),), stop_reason="paused_here")]
 
 
 def test_a_state_a_tool_emptied_is_sent_empty_not_as_the_run_began() -> None:

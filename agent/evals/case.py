@@ -54,6 +54,7 @@ from agent.evals.replay import RecordedResult, Replay, block_of_case
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
 from agent.result import LimitKind, StopReason
+from agent.stops import StopKind, kind_named
 
 ACTIONS = ("answer", "approve", "deny", "expire", "resume")
 BUDGET_KEYS = ("turns", "seconds", "tokens", "cost")
@@ -346,6 +347,11 @@ def _replay(f: _Fields) -> Replay | None:
     replies = f.raw["replay"]
     if not isinstance(replies, list) or not replies or not all(_is_reply(r) for r in replies):
         raise f.error("replay", "must be a non-empty list of replies, each {content: [blocks], ...}")
+    for i, r in enumerate(replies):
+        if r.get("stop_reason") is not None and not isinstance(r["stop_reason"], str):
+            raise f.error(f"replay[{i}].stop_reason", f"must be the Messages API's word, {STOP_WORDS}")
+        if r.get("stop") is not None and kind_named(r["stop"]) is None:
+            raise f.error(f"replay[{i}].stop", f"must be one of: {', '.join(StopKind)}")
     results = f.raw.get("results", [])
     if not isinstance(results, list) or not all(_is_result(r) for r in results):
         raise f.error("results", "must be a list of {call, text, is_error?, blocks?}")
@@ -371,6 +377,9 @@ def _blocks(f: _Fields, index: int, result: dict[str, Any]) -> tuple[Block, ...]
         except ContentError as exc:
             raise f.error(f"results[{index}].blocks[{k}]", str(exc)) from None
     return tuple(blocks)
+
+
+STOP_WORDS = "such as end_turn, tool_use, max_tokens, pause_turn or refusal"
 
 
 def _is_reply(raw: Any) -> bool:

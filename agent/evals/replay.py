@@ -1,7 +1,8 @@
 """Replays: a run's recorded model replies, played again through the scripted model.
 
 `endstate review promote` turns a stored run into an eval case with a
-`replay:` (each model reply: its blocks, tokens and the API's stop reason) and
+`replay:` (each model reply: its blocks, tokens and the API's stop reason, with
+its `stop` kind when that word does not give it) and
 the `results:` its tools and checks gave (one per call, in order). Offline, the
 case plays the replies and fails when the agent now behaves otherwise: a
 different stop, or a call answered differently (a tool changed, a verifier
@@ -35,6 +36,7 @@ from agent.content import IMAGE_TYPES, Block, ContentError, api_block, parse_blo
 from agent.examples.scenarios import World
 from agent.journal import Call, Entry, Opaque, Reply, Result, Text
 from agent.models.scripted import Step, reply
+from agent.stops import kind_named, kind_to_keep
 
 WORKDIR = "{workdir}"
 CORPUS = "{corpus}"
@@ -85,6 +87,7 @@ class Replay:
                 input_tokens=r.get("input_tokens"),
                 output_tokens=r.get("output_tokens"),
                 stop_reason=r.get("stop_reason"),
+                stop=kind_named(r.get("stop")),
             )
             for r in self.replies
         ]
@@ -229,7 +232,7 @@ def _reply(entry: Reply, clean: Any) -> dict[str, Any]:
         "input_tokens": entry.input_tokens,
         "output_tokens": entry.output_tokens,
         "stop_reason": entry.stop_reason,
-    }
+    } | ({"stop": str(kind)} if (kind := kind_to_keep(entry.stop_reason, entry.stop)) else {})
 
 
 def _block(part: Text | Call | Opaque, clean: Any) -> dict[str, Any]:

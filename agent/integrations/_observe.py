@@ -27,10 +27,10 @@ from agent.context import RunContext
 from agent.errors import ConfigError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answered, Suspended
-from agent.models.base import MESSAGES_API_STOPS, ModelReply, ModelRequest, StopKind, ToolCall
+from agent.models.base import ModelReply, ModelRequest, StopKind, ToolCall
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
-from agent.stops import TurnSignal
+from agent.stops import MESSAGES_API_STOPS, TurnSignal
 from agent.summary import foreign_summary
 from agent.tools import ToolOutcome
 from agent.usage import Usage
@@ -158,7 +158,7 @@ class Recorder:
             self._turn_open = self._turn_asked = True
             self.observer.turn_started(self.turns, True)
 
-    def end_turn(self, signal: str = "tool_use") -> None:
+    def end_turn(self, signal: TurnSignal | StopReason = TurnSignal.TOOL_USE) -> None:
         if self._turn_open:
             self._turn_open = False
             if self.watched:
@@ -174,10 +174,10 @@ class Recorder:
             self._turn_open = False
             self._held = _STOPPING if stopping else _GOING
 
-    def _going_on(self) -> str:
+    def _going_on(self) -> TurnSignal:
         """The signal of the open turn if the run goes on after it (Endstate's loop's `TurnSignal`)."""
         asked_tools = self._turn_asked and self.last_stop == StopKind.TOOL_USE
-        return str(TurnSignal.TOOL_USE if self._turn_tools or asked_tools else TurnSignal.NO_TOOL_CALL)
+        return TurnSignal.TOOL_USE if self._turn_tools or asked_tools else TurnSignal.NO_TOOL_CALL
 
     def _release_turn(self, stop: StopReason | None = None) -> None:
         """End the held turn (see `hold_turn`): with `stop` when the run stops now, unless the turn is
@@ -185,8 +185,8 @@ class Recorder:
         held, self._held = self._held, None
         if held is None or not self.watched:
             return
-        stops = stop is not None and (held == _STOPPING or stop not in _BETWEEN_TURNS)
-        self.observer.turn_ended(self.turns, str(stop) if stops else self._going_on())
+        ends = stop if stop is not None and (held == _STOPPING or stop not in _BETWEEN_TURNS) else None
+        self.observer.turn_ended(self.turns, ends or self._going_on())
 
     def model_started(self, max_tokens: int = 0, attempt: int = 1) -> None:
         """A model call begins; it opens the next turn unless the open one has had none yet. Once
@@ -359,7 +359,7 @@ class Recorder:
         if self.result is not None:
             return self.result
         self._close_open_calls(reason)
-        self.end_turn(str(reason))
+        self.end_turn(reason)
         self._release_turn(reason)
         limit = limit if reason is StopReason.LIMIT else None
         u, active = self.usage, self.active_before + time.perf_counter() - self._started

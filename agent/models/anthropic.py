@@ -96,7 +96,6 @@ from agent.models._messages import CALL_FIELDS, TEXT_FIELDS, with_known_referenc
 from agent.models.base import (
     BILLED_APART,
     BILLED_BY_MODEL,
-    MESSAGES_API_STOPS,
     PROVIDER_DATA,
     Message,
     ModelReply,
@@ -111,6 +110,7 @@ from agent.models.claude_limits import (
     limits_for,
     within_limits,
 )
+from agent.stops import MESSAGES_API_STOPS
 
 PROVIDER = "anthropic"
 CacheTTL = Literal["5m", "1h"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,48 +21,13 @@ from agent.errors import ModelError
 from agent.journal import NO_DATA, Entry, Part, Reply
 from agent.journal import Call as ToolCall  # one tool call: the journal's own type
 from agent.models._messages import messages_of, part_of
+from agent.stops import StopKind
 
 Message = dict[str, Any]
 ToolSpec = dict[str, Any]
 PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the journal keeps of a reply
 BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
 BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
-
-
-class StopKind(StrEnum):
-    """Why a model reply ended, in no provider's words: what the loop decides on. Each adapter sets
-    it (`ModelReply.stop`) from its provider's own stop reason, which stays in `stop_reason` for the
-    journal and telemetry. A reply that crossed a JSON wire (a Temporal activity's) carries its value,
-    so compare with `==`."""
-
-    END = "end"  # the model ended its reply (Anthropic: `end_turn`, `stop_sequence`)
-    TOOL_USE = "tool_use"  # it asks for tool calls
-    MAX_TOKENS = "max_tokens"  # cut off at the request's output limit
-    CONTEXT_FULL = "context_full"  # cut off when it filled the model's context window
-    PAUSED = "paused"  # the provider paused the turn: send the reply back to go on
-    REFUSED = "refused"  # the provider refused to go on with the task
-    OTHER = "other"  # a stop reason the adapter does not know
-
-
-class _MessagesApiStops(dict[str, StopKind]):
-    """`StopKind` by the Messages API's stop reason; OTHER for one it does not name."""
-
-    def __missing__(self, key: str) -> StopKind:
-        return StopKind.OTHER
-
-
-MESSAGES_API_STOPS = _MessagesApiStops(
-    end_turn=StopKind.END,
-    stop_sequence=StopKind.END,
-    tool_use=StopKind.TOOL_USE,
-    max_tokens=StopKind.MAX_TOKENS,
-    model_context_window_exceeded=StopKind.CONTEXT_FULL,
-    pause_turn=StopKind.PAUSED,
-    compaction=StopKind.PAUSED,  # paused after a server-side compaction
-    refusal=StopKind.REFUSED,
-)
-"""The kinds of the Messages API's stop reasons (Anthropic's adapter, the scripted model), and of a
-reply whose adapter set no `stop`: `stop_reason` has always used the Messages API's words."""
 
 
 @fast_init
@@ -117,9 +81,9 @@ class ModelReply:
     from its usage (see `billed_apart`): priced and counted, never in the
     context this reply's own `input_tokens` measure. `stop` is why the reply
     ended in no provider's words (`StopKind`), what the loop decides on; the
-    provider's own `stop_reason` is what the journal and telemetry record. An
-    adapter that sets no `stop` has its `stop_reason` read in the Messages
-    API's words (`MESSAGES_API_STOPS`).
+    journal keeps it beside the provider's own `stop_reason`, which telemetry
+    records. An adapter that sets no `stop` has its `stop_reason` read in the
+    Messages API's words (`agent.stops.MESSAGES_API_STOPS`).
     """
 
     content: list[dict[str, Any]]
@@ -224,7 +188,8 @@ class ModelReply:
             read = int(extra.get("cache_read_input_tokens", 0) or 0)
             write = int(extra.get("cache_creation_input_tokens", 0) or 0)
         kept = (extra.get(PROVIDER_DATA) or NO_DATA) if extra else NO_DATA  # the reply's own (see above)
-        # by position (fields in order: parts, the four token counts, stop reason, model, response id, data)
+        # by position (fields in order: parts, the four token counts, stop reason, model, response id, data,
+        # kind: None gives the kind of the stop reason in the Messages API's words)
         return Reply(
             parts,
             self.input_tokens,
@@ -235,6 +200,7 @@ class ModelReply:
             self.model,
             self.response_id,
             kept,
+            self.stop,
         )
 
     @property

@@ -4,6 +4,12 @@ A script is a list of steps. Each step is a `ModelReply`, a list of blocks
 (made with `say`, `call` and `finish`), an exception to raise, or a function
 of the request. The model finds its place from the history it is sent, so a
 run suspended in one process resumes in another with a fresh model.
+
+A step may give its stop reason in the Messages API's words (`reply(...,
+stop_reason="max_tokens")`, or a `ModelReply`'s own), so a script plays a
+reply cut at `max_tokens`, a `pause_turn`, a `refusal` or a full context
+window; its kind (`StopKind`) is the one Anthropic's adapter gives the same
+word (`agent.stops.MESSAGES_API_STOPS`), unless the step sets `stop` itself.
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent.errors import ScriptExhausted
-from agent.models.base import MESSAGES_API_STOPS, ModelReply, ModelRequest
+from agent.errors import ConfigError, ScriptExhausted
+from agent.models.base import ModelReply, ModelRequest, StopKind
+from agent.stops import MESSAGES_API_STOPS
 
 Block = dict[str, Any]
 Step = ModelReply | Sequence[Block] | BaseException | Callable[[ModelRequest], Any]
@@ -39,11 +46,15 @@ def reply(
     input_tokens: int | None = None,
     output_tokens: int | None = None,
     stop_reason: str | None = None,
+    stop: StopKind | None = None,
 ) -> ModelReply:
     """A reply of the given blocks; token counts default to the model's estimate, and the stop
-    reason to the API's own (`tool_use` or `end_turn`); pass e.g. `refusal` or `pause_turn`."""
+    reason to the API's own (`tool_use` or `end_turn`); pass e.g. `refusal` or `pause_turn`. Its kind
+    is that word's in the Messages API, unless `stop` gives it (a provider's own word, replayed)."""
     extra = {"input_tokens": input_tokens, "output_tokens": output_tokens, "stop_reason": stop_reason}
-    return ModelReply(content=list(blocks), extra={k: v for k, v in extra.items() if v is not None})
+    return ModelReply(
+        content=list(blocks), extra={k: v for k, v in extra.items() if v is not None}, stop=stop
+    )
 
 
 class ScriptedModel:
@@ -116,11 +127,21 @@ class ScriptedModel:
         ]
         input_tokens = base.extra.get("input_tokens", 100 + 20 * len(request.messages))
         output_tokens = base.extra.get("output_tokens", 30 + 10 * len(content))
-        stop = base.extra.get("stop_reason") or _stop(content)
+        stop = _stop_reason(base, content)
         kind = base.stop or MESSAGES_API_STOPS[stop]  # a script speaks the Messages API's stop reasons
         name, msg_id = self._name, f"msg_{turn:03d}"
         return ModelReply(content, input_tokens, output_tokens, stop, name, msg_id, stop=kind)
 
 
-def _stop(content: list[Block]) -> str:
+def _stop_reason(step: ModelReply, content: list[Block]) -> str:
+    """The stop reason a step gives: `reply(stop_reason=...)`'s, or a `ModelReply`'s own unless it is
+    the default `end_turn`; else the API's for its content (`tool_use` when it calls a tool)."""
+    given = step.extra.get("stop_reason") or (step.stop_reason if step.stop_reason != "end_turn" else None)
+    if given is not None and not isinstance(given, str):
+        raise ConfigError(
+            f"a script step's stop_reason must be a Messages API stop reason such as 'max_tokens' or "
+            f"'pause_turn', not {given!r:.60}"
+        )
+    if given:
+        return given
     return "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"

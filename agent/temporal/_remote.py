@@ -34,6 +34,7 @@ from agent.policies import RetryPolicy
 from agent.prices import PriceTable
 from agent.progress import ProgressDetector
 from agent.result import RunResult
+from agent.stops import StopReason, TurnSignal
 from agent.temporal import _wire as w
 from agent.temporal._registry import WorkerSetup
 from agent.tools import Tool, ToolOutcome
@@ -824,7 +825,7 @@ class _ReplaySafeObserver(RunObserver):
         if live := self._live():
             live.turn_started(index, continued)
 
-    def turn_ended(self, index: int, signal: str) -> None:
+    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
         if live := self._live():
             live.turn_ended(index, signal)
 

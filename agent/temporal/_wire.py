@@ -27,12 +27,13 @@ from agent.content import api_block
 from agent.history import HistoryPolicy
 from agent.journal import Entry, Reply
 from agent.models._messages import part_of
-from agent.models.base import MESSAGES_API_STOPS, ModelReply, ModelRequest
+from agent.models.base import ModelReply, ModelRequest
 from agent.models.price import Price
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot
+from agent.stops import kind_named, kind_to_keep
 from agent.tools import ToolOutcome
 from agent.usage import Usage
 
@@ -329,16 +330,21 @@ _REPLY_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelReply))
 
 
 def reply_json(reply: ModelReply) -> dict[str, Any]:
-    """A model reply as an activity returns it. Its `stop` goes only when its `stop_reason`, read in
-    the Messages API's words, would not give it: a workflow worker of a release before `stop` (a
-    rolling deploy) builds the reply from the rest, and reads the same kind from the word."""
+    """A model reply as an activity returns it. Its `stop` goes only when its `stop_reason` would not
+    give it (`kind_to_keep`): a workflow worker of a release before `stop` (a rolling deploy) builds
+    the reply from the rest, and reads the same kind from the word. A journal's `Reply` crosses the
+    same way (`journal_json`: `encode_entry`)."""
     out = dataclasses.asdict(reply)
-    if reply.stop is None or MESSAGES_API_STOPS[reply.stop_reason] == reply.stop:
+    if kind_to_keep(reply.stop_reason, reply.stop) is None:
         out.pop("stop", None)
     return out
 
 
 def reply_from_json(data: dict[str, Any]) -> ModelReply:
-    """A reply an activity returned; the fields a newer release's worker added are left out, so a
-    rolling deploy never ends a run on a reply this release cannot build."""
-    return ModelReply(**{k: v for k, v in data.items() if k in _REPLY_FIELDS})
+    """A reply an activity returned, its `stop` a `StopKind` again; the fields a newer release's worker
+    added are left out, and a kind this release does not know, so a rolling deploy never ends a run on
+    a reply this release cannot build (the kind is then its stop reason's)."""
+    fields = {k: v for k, v in data.items() if k in _REPLY_FIELDS}
+    if "stop" in fields:
+        fields["stop"] = kind_named(fields["stop"])
+    return ModelReply(**fields)
