@@ -831,3 +831,24 @@ def test_a_plan_leaves_out_media_in_context_so_a_worker_from_before_it_reads_it(
     planned = w.history_plan(HistoryPolicy(keep_last=1, media_in_context=False))
     assert "media_in_context" not in planned and planned["keep_last"] == 1
     assert w.history_of({"history": planned}).media_in_context  # the workflow then asks `patched`
+
+
+def test_a_catalog_cancel_that_returns_no_signal_is_named_on_the_worker_and_the_run_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As the store's runner names it (a `ConfigError`), a worker logs what is wrong, once, in words, and
+    runs the run without a cancel signal (no traceback, no `AttributeError` at every activity after)."""
+    from agent.durable.catalog import AgentEntry
+
+    event = threading.Event()
+    catalog = Catalog(
+        {
+            "flag": AgentEntry(build=lambda state: None, cancel=lambda state: True),  # type: ignore[arg-type,return-value]
+            "event": AgentEntry(build=lambda state: None, cancel=lambda state: event),  # type: ignore[arg-type,return-value]
+        }
+    )
+    with caplog.at_level(logging.WARNING, logger=_activities.log.name):
+        assert _activities._cancel_signal(catalog, "flag", {}, "r-1") is None
+    assert "must have is_set()" in caplog.text and "'flag'" in caplog.text and "not bool" in caplog.text
+    assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)
+    assert _activities._cancel_signal(catalog, "event", {}, "r-2") is event

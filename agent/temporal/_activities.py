@@ -24,7 +24,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent._codec import encode_entry
 from agent.agent import Agent
-from agent.clock import CancelSignal
+from agent.clock import CancelSignal, check_cancel
 from agent.context import CallRecord, RunContext
 from agent.durable.catalog import Catalog
 from agent.errors import ConfigError, ModelError, TransientModelError
@@ -290,14 +290,16 @@ def _cancel_signal(catalog: Catalog, agent: str, state: dict[str, Any], run_id: 
     entry = catalog.entries.get(agent)
     if entry is None or entry.cancel is None:
         return None
+    what = f"the cancel signal that the catalog's cancel(state) of agent {agent!r} returned"
     try:
-        signal: CancelSignal = entry.cancel(dict(state))
+        return check_cancel(entry.cancel(dict(state)), what)
+    except ConfigError as exc:  # as the store's runner says it; here the run goes on uncancellable
+        log.warning("run %s: %s; the run goes on", run_id, exc)
     except Exception:
         log.warning(
             "run %s: the catalog's cancel for agent %r failed; the run goes on", run_id, agent, exc_info=True
         )
-        return None
-    return signal
+    return None
 
 
 def _is_set(signal: CancelSignal | None, run_id: str) -> bool:
