@@ -17,6 +17,7 @@ from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
+from agent.stops import StopKind, TurnSignal
 from agent.tools import Tool, tool
 from agent.usage import Usage
 from agent.verify import Verifier, all_of, command, predicate
@@ -66,11 +67,13 @@ __all__ = [
     "SnapshotKind",
     "Spent",
     "StopCause",
+    "StopKind",
     "StopReason",
     "Suspension",
     "SystemClock",
     "Tool",
     "TransientModelError",
+    "TurnSignal",
     "TurnCheck",
     "TurnVerdict",
     "UnreadableReply",

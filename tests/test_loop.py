@@ -33,6 +33,7 @@ from agent import (
     StopCause,
     StopReason,
     TransientModelError,
+    TurnSignal,  # public, for typed hooks (agent.stops holds it)
     TurnVerdict,
     _loop,
     goal,
@@ -48,7 +49,6 @@ from agent.models.scripted import ScriptedModel, call, finish, reply, say
 from agent.policies import MAX_RETRY_AFTER
 from agent.progress import ProgressDetector
 from agent.snapshot import Checkpoint, SnapshotKind
-from agent.stops import TurnSignal
 from agent.tools import ToolOutcome
 
 # -- helpers -----------------------------------------------------------------
@@ -1989,10 +1989,9 @@ def test_the_model_errors_and_the_stop_kind_are_exported_where_the_other_model_t
 
     assert agent.UnreadableReply is agent.models.UnreadableReply is UnreadableReply
     assert issubclass(agent.UnreadableReply, agent.ModelError)
-    assert agent.models.StopKind is StopKind
-    assert {"UnreadableReply"} <= set(agent.__all__) and {"StopKind", "UnreadableReply"} <= set(
-        agent.models.__all__
-    )
+    assert agent.models.StopKind is StopKind is agent.StopKind
+    assert {"UnreadableReply", "StopKind", "TurnSignal"} <= set(agent.__all__)
+    assert {"StopKind", "UnreadableReply"} <= set(agent.models.__all__)
 
 
 def test_a_replys_parts_are_typed_with_the_providers_own_fields_kept():
