@@ -1405,5 +1405,6 @@ def test_a_cancel_signal_that_is_no_signal_is_refused_naming_what_returned_it(st
         runner = Runner(store, good)
         with pytest.raises(ConfigError, match="cancel must have is_set"):
             asyncio.run(runner.drive(runner.begin("quick", "go", run_id="caller-cancel"), cancel="yes"))  # type: ignore[arg-type]
+        assert runner.held() == set()  # let go: its lease lapses and recovery takes it, not renewed forever
     finally:
         store.close()

@@ -59,6 +59,18 @@ async def look(path: str) -> str:
     return path
 
 
+def looking(name: str, turns: int, telemetry: Telemetry) -> Agent:
+    """An agent that calls `look` every turn for `turns` turns, never idle, with `telemetry`'s hooks."""
+    return Agent(
+        name,
+        Looker(),
+        tools=[look],
+        budget=Budget(max_turns=turns, max_seconds=None),
+        progress=lambda: ProgressDetector(max_idle_turns=None),
+        hooks=telemetry.hooks,
+    )
+
+
 def dropped(telemetry: Telemetry, reason: str) -> float:
     value = telemetry.registry.get_sample_value("agent_telemetry_spans_dropped_total", {"reason": reason})
     assert value is not None
@@ -71,14 +83,7 @@ def test_a_10000_turn_tight_loop_loses_no_span_at_the_default_settings(clean_env
     with OtlpReceiver() as receiver:
         clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
         telemetry = Telemetry.from_env(registry=CollectorRegistry())
-        agent = Agent(
-            "tight",
-            Looker(),
-            tools=[look],
-            budget=Budget(max_turns=turns, max_seconds=None),
-            progress=lambda: ProgressDetector(max_idle_turns=None),
-            hooks=telemetry.hooks,
-        )
+        agent = looking("tight", turns, telemetry)
         result = agent.run("look at everything")
         assert telemetry.shutdown(timeout_s=60)
         received = receiver.spans()
@@ -97,14 +102,7 @@ def test_every_span_lost_is_counted_when_the_collector_never_answers(clean_env: 
         clean_env.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "8")
         clean_env.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4")
         telemetry = Telemetry.from_env(registry=CollectorRegistry())
-        agent = Agent(
-            "stuck",
-            Looker(),
-            tools=[look],
-            budget=Budget(max_turns=50, max_seconds=None),
-            progress=lambda: ProgressDetector(max_idle_turns=None),
-            hooks=telemetry.hooks,
-        )
+        agent = looking("stuck", 50, telemetry)
         assert agent.run("look").turns == 50
         assert not telemetry.shutdown(timeout_s=0.5)  # the export in flight never ends
         ended = 3 * 50 + 1
@@ -120,14 +118,7 @@ def test_every_span_of_a_failed_export_is_counted_when_the_collector_is_down(
     clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
     clean_env.setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
     telemetry = Telemetry.from_env(registry=CollectorRegistry())
-    agent = Agent(
-        "unheard",
-        Looker(),
-        tools=[look],
-        budget=Budget(max_turns=30, max_seconds=None),
-        progress=lambda: ProgressDetector(max_idle_turns=None),
-        hooks=telemetry.hooks,
-    )
+    agent = looking("unheard", 30, telemetry)
     assert agent.run("look").turns == 30
     telemetry.shutdown(timeout_s=1)
     ended, reasons = 3 * 30 + 1, (n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN, n.DROP_EXPORT_FAILED)
@@ -295,14 +286,7 @@ def test_every_content_event_lost_is_counted_when_the_collector_never_answers(
         assert telemetry.logger_provider is not None
         counter = EventCounter()
         telemetry.logger_provider.add_log_record_processor(counter)
-        agent = Agent(
-            "chatty",
-            Looker(),
-            tools=[look],
-            budget=Budget(max_turns=30, max_seconds=None),
-            progress=lambda: ProgressDetector(max_idle_turns=None),
-            hooks=telemetry.hooks,
-        )
+        agent = looking("chatty", 30, telemetry)
         assert agent.run("look").turns == 30
         assert not telemetry.shutdown(timeout_s=0.5)  # the export in flight never ends
         batches = telemetry.registry.get_sample_value("agent_telemetry_exports_total", {"signal": "logs"})

@@ -438,15 +438,16 @@ class Runner:
 
     async def drive(self, job: Job, cancel: CancelSignal | None = None) -> RunResult:
         """Run a job's segment here and record how it ended."""
-        check_cancel(cancel)
         self._active.add(job.run_id)
         self._ensure_heartbeat()
         self._loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         if task is not None:
             self._segments[job.run_id] = task  # what a shutdown past its grace cancels
-        try:
-            result = await job.segment(_Either(self.shutting_down, cancel, self._own_cancel(job)))
+        try:  # a cancel that is no signal is refused here, so the run is let go as any refused start
+            result = await job.segment(
+                _Either(self.shutting_down, check_cancel(cancel), self._own_cancel(job))
+            )
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
             if job.recovering:
                 await self._on_writer(self._end_unresumable, job.record, exc)
