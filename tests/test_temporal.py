@@ -852,3 +852,35 @@ def test_a_catalog_cancel_that_returns_no_signal_is_named_on_the_worker_and_the_
     assert "must have is_set()" in caplog.text and "'flag'" in caplog.text and "not bool" in caplog.text
     assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)
     assert _activities._cancel_signal(catalog, "event", {}, "r-2") is event
+
+
+def test_a_start_whose_id_is_taken_stays_run_exists_when_its_queue_cannot_be_looked_up() -> None:
+    """The service answers a retried start (`RunExists`) with the run it started: a failed look-up of
+    the taken id's task queue (Temporal unavailable a moment) must not turn that into a 500, and a
+    start without a `run_id` of its own is no `KeyError`."""
+    from agent.durable.store import RunExists
+    from agent.temporal.service import Bridge, TemporalRunner
+
+    looked_up: list[str] = []
+
+    class Runs:
+        shown = None  # what the inbox shows of a run's state: not read here
+
+        async def start(self, agent: str, task: str, **options: object) -> str:
+            raise RunExists("taken")
+
+        async def record(self, run_id: str) -> None:
+            looked_up.append(run_id)
+            raise RuntimeError("Temporal is unavailable")
+
+    bridge = Bridge()
+    try:
+        runner = TemporalRunner(Runs(), bridge)  # type: ignore[arg-type]
+        with pytest.raises(RunExists):
+            runner.begin("counter", "count", run_id="r-1")
+        with pytest.raises(RunExists):
+            runner.begin("counter", "count")
+        assert looked_up == ["r-1"]
+    finally:
+        bridge.close()
+        bridge.loop.close()

@@ -96,16 +96,20 @@ class TemporalRunner:
         try:
             run_id = self.bridge.call(self.runs.start(agent, task, wait=False, **options))
         except RunExists:
-            self._taken_here(options["run_id"])
+            if options.get("run_id"):
+                self._taken_here(str(options["run_id"]))
             raise  # the service answers a retry of the same start with that run
         return TemporalJob(str(run_id))
 
     def _taken_here(self, run_id: str) -> None:
-        """A 409 when the taken id is another task queue's run: never the same start sent again."""
+        """A 409 when the taken id is another task queue's run: never the same start sent again. Any
+        other failure to look it up leaves the `RunExists` as it is (the service's answer to a retry)."""
         try:
             self.bridge.call(self.runs.record(run_id))
         except ElsewhereRun as exc:
             raise Problem(409, f"run id {run_id!r} is taken: {exc}; use a new id") from exc
+        except Exception:
+            log.warning("run id %r is taken; looking up its task queue failed", run_id, exc_info=True)
 
     def claim(
         self,
