@@ -117,11 +117,16 @@ def run_shares(ended: str, runs: str, by: str = "") -> str:
     return f"sum by ({keep}) ({ended}{sel()}) / {match} group_left () ({total} > 0)"
 
 
-def stop_share_table() -> table.Panel:
-    matrix = model.DataTransformerConfig(
+def by_task_type(column: str) -> model.DataTransformerConfig:
+    """A table's transformation into one row per task type and one column per `column` value."""
+    return model.DataTransformerConfig(
         id_val="groupingToMatrix",
-        options={"columnField": "stop_reason", "rowField": "task_type", "valueField": "Value"},
+        options={"columnField": column, "rowField": "task_type", "valueField": "Value"},
     )
+
+
+def stop_share_table() -> table.Panel:
+    matrix = by_task_type("stop_reason")
     return (
         table.Panel()
         .title("How runs ended per task type (6h)")
@@ -533,10 +538,7 @@ def audits_by_outcome() -> timeseries.Panel:
 def review_labels() -> table.Panel:
     # Every replica counts the labels of the run store it reads: de-duplicate before summing.
     given = f"increase(agent_review_labels_total{sel()}[$__range])"
-    matrix = model.DataTransformerConfig(
-        id_val="groupingToMatrix",
-        options={"columnField": "label", "rowField": "task_type", "valueField": "Value"},
-    )
+    matrix = by_task_type("label")
     return (
         table.Panel()
         .title("Review labels given")
