@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -670,6 +670,36 @@ async def in_history(runs: TemporalRuns, run_id: str, wanted: Any, count: int = 
     raise AssertionError(f"run {run_id}: the events waited for never came")
 
 
+@contextlib.asynccontextmanager
+async def split_workers(
+    temporal: TemporalServer, agents: Catalog, setup: Any
+) -> AsyncIterator[tuple[TemporalRuns, Callable[[], Any]]]:
+    """A client on a new task queue, with its activity workers running (the queue's and its `@own`
+    queue's) and a maker of its workflow worker: a test runs that one alone and stops it, as a workflow
+    task that timed out on a loaded machine, so that what happens meanwhile reaches the workflow at once."""
+    from temporalio.worker import Worker
+
+    from agent.temporal import _registry
+    from agent.temporal._activities import EndstateActivities
+    from agent.temporal.worker import ensure_search_attributes, workflow_runner
+    from agent.temporal.workflow import EndstateRun
+
+    queue = f"red-{uuid.uuid4().hex[:8]}"
+    runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+    await ensure_search_attributes(runs.client, runs.client.namespace)
+    _registry.register(queue, setup)
+    acts = EndstateActivities(agents, f"{queue}@own").all()
+    tasks = [Worker(runs.client, task_queue=q, activities=acts) for q in (queue, f"{queue}@own")]
+
+    def workflows() -> Worker:
+        return Worker(
+            runs.client, task_queue=queue, workflows=[EndstateRun], workflow_runner=workflow_runner()
+        )
+
+    async with tasks[0], tasks[1]:
+        yield runs, workflows
+
+
 def test_a_cut_calls_usage_is_charged_when_its_failure_and_the_budget_come_in_one_workflow_task(
     temporal: TemporalServer,
 ) -> None:
@@ -677,30 +707,14 @@ def test_a_cut_calls_usage_is_charged_when_its_failure_and_the_budget_come_in_on
     workflow together, as on a loaded machine: no workflow worker polls while both happen. The
     activity's failure settles before the cut cancels it (cancelled, its usage was lost)."""
     from temporalio.api.enums.v1 import EventType
-    from temporalio.worker import Worker
 
-    from agent.temporal import _registry
-    from agent.temporal._activities import EndstateActivities
     from agent.temporal._registry import WorkerSetup
-    from agent.temporal.worker import ensure_search_attributes, workflow_runner
-    from agent.temporal.workflow import EndstateRun
 
     state = {"script": "streaming", "seconds": 3}
 
     async def scenario() -> RunResult:
-        queue = f"red-{uuid.uuid4().hex[:8]}"
-        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
-        await ensure_search_attributes(runs.client, runs.client.namespace)
-        _registry.register(queue, WorkerSetup(heartbeat_seconds=10.0, cut_grace=30.0))
-        acts = EndstateActivities(catalog(), f"{queue}@own").all()
-        tasks = [Worker(runs.client, task_queue=q, activities=acts) for q in (queue, f"{queue}@own")]
-
-        def workflows() -> Worker:
-            return Worker(
-                runs.client, task_queue=queue, workflows=[EndstateRun], workflow_runner=workflow_runner()
-            )
-
-        async with tasks[0], tasks[1]:
+        setup = WorkerSetup(heartbeat_seconds=10.0, cut_grace=30.0)
+        async with split_workers(temporal, catalog(), setup) as (runs, workflows):
             run_id = uuid.uuid4().hex
             async with workflows():
                 start = runs.start("fetcher", "Fetch the pages.", state=state, run_id=run_id)
@@ -1156,28 +1170,12 @@ def test_a_tools_result_is_kept_when_it_and_the_tools_timer_come_in_one_workflow
     worker's result settles first: the call counted, and its change to the run's state is kept (it was
     read as timed out, and the verifier then rejected the finish for a state without the change)."""
     import temporal_agents
-    from temporalio.worker import Worker
 
-    from agent.temporal import _registry
-    from agent.temporal._activities import EndstateActivities
     from agent.temporal._registry import WorkerSetup
-    from agent.temporal.worker import ensure_search_attributes, workflow_runner
-    from agent.temporal.workflow import EndstateRun
 
     async def scenario() -> RunResult:
-        queue = f"red-{uuid.uuid4().hex[:8]}"
-        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
-        await ensure_search_attributes(runs.client, runs.client.namespace)
-        _registry.register(queue, WorkerSetup(heartbeat_seconds=10.0, tool_grace=0.5))  # a 5.5 s timer
-        acts = EndstateActivities(temporal_agents.catalog(), f"{queue}@own").all()
-        tasks = [Worker(runs.client, task_queue=q, activities=acts) for q in (queue, f"{queue}@own")]
-
-        def workflows() -> Worker:
-            return Worker(
-                runs.client, task_queue=queue, workflows=[EndstateRun], workflow_runner=workflow_runner()
-            )
-
-        async with tasks[0], tasks[1]:
+        setup = WorkerSetup(heartbeat_seconds=10.0, tool_grace=0.5)  # a 5.5 s timer
+        async with split_workers(temporal, temporal_agents.catalog(), setup) as (runs, workflows):
             run_id = uuid.uuid4().hex
             state = {"script": "many", "dir": str(tmp_path), "sleep": 2}  # the worker stops meanwhile
             async with workflows():
