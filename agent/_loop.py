@@ -39,18 +39,12 @@ from agent.journal import (
     Stopped,
     Suspended,
 )
-from agent.models.base import (
-    ModelReply,
-    ModelRequest,
-    StopKind,
-    UnreadableReply,
-    recording_cut_calls,
-)
+from agent.models.base import ModelReply, ModelRequest, UnreadableReply, recording_cut_calls
 from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
-from agent.stops import TurnSignal
+from agent.stops import StopKind, TurnSignal
 from agent.summary import summarize as default_summary
 from agent.tools import Tool, execute
 from agent.verify import run_verifiers
