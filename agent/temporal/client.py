@@ -152,13 +152,7 @@ class TemporalRuns:
     async def submit(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> None:
         """Hand a waiting run its reply and return once the run has taken it (not when it has run on)."""
         update, args = _update_of(answer, approved)
-        handle = await self._handle(run_id)
-        try:
-            await handle.execute_update(update, args=[*args, False])  # returns once taken
-        except WorkflowUpdateFailedError as exc:
-            raise _refused(run_id, exc) from exc
-        except RPCError as exc:
-            raise await self._not_waiting(run_id, exc) from exc
+        await self._update(run_id, update, [*args, False])  # returns once taken
 
     async def record(self, run_id: str) -> RunRecord | None:
         """One run as the store-backed commands show it, or None when there is no such run (one on
@@ -254,14 +248,17 @@ class TemporalRuns:
         return w.result_from_json(out["result"]), out["run"]
 
     async def _reply(self, run_id: str, update: str, *args: Any) -> RunResult:
+        return w.result_from_json(await self._update(run_id, update, list(args)))
+
+    async def _update(self, run_id: str, update: str, args: list[Any]) -> Any:
+        """A reply's update of the waiting run (refused, or no waiting run: said why)."""
         handle = await self._handle(run_id)
         try:
-            data = await handle.execute_update(update, args=list(args))
+            return await handle.execute_update(update, args=args)
         except WorkflowUpdateFailedError as exc:
             raise _refused(run_id, exc) from exc
         except RPCError as exc:
             raise await self._not_waiting(run_id, exc) from exc
-        return w.result_from_json(data)
 
     async def _described(self, run_id: str) -> WorkflowExecutionDescription:
         """The run's latest execution, when it is on this client's task queue; else `UnknownRun` (for
