@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import queue
 import socket
 import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
+from test_runner_agents import (
+    Crash,
+    catalog,
+    counted,
+    counter_state,
+    deployed,
+    make_counter,
+    outlive_leases,
+)
 
 from agent import Agent, Extension, StopReason, tool
 from agent.audit import SuccessAudit
@@ -51,11 +60,20 @@ class Workers:
     ) -> None:
         self.url, self.catalog, self.lease, self.clock = url, catalog_, lease_seconds, clock
         self.stores: list[RunStore] = []
+        self.owners: list[str] = []
 
     def new(self) -> Runner:
         store = open_store(self.url)
         self.stores.append(store)
-        return Runner(store, self.catalog, lease_seconds=self.lease, clock=self.clock)
+        runner = Runner(store, self.catalog, lease_seconds=self.lease, clock=self.clock)
+        self.owners.append(runner.owner)
+        return runner
+
+    def outlive_leases(self) -> None:
+        """These (dead) workers' leases run out: their length and one second more pass for them by the
+        store's clock (`outlive_leases`), no more: a worker whose clock is minutes behind would not
+        see them run out if it judged them."""
+        assert outlive_leases(self.url, self.lease + 1, *self.owners) > 0, "these workers hold no lease"
 
     def close(self) -> None:
         for s in self.stores:
@@ -63,12 +81,10 @@ class Workers:
         self.catalog.close()
 
 
-DYING_LEASE = 0.2  # the lease of a worker that is about to die, in seconds
-
-
-def outlive_its_lease() -> None:
-    """Wait until a dead worker's lease (`DYING_LEASE`) has run out by the store's clock."""
-    time.sleep(DYING_LEASE + 0.1)
+# The lease of a worker that is about to die, in seconds: long, so that it has not run out by the
+# store's clock until a test says time passed for it (`Workers.outlive_leases`), and no heartbeat of
+# the worker comes after the test's "it died".
+DYING_LEASE = 600.0
 
 
 class Later(SystemClock):
@@ -269,12 +285,13 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
     with pytest.raises(Crash):
         asyncio.run(dying.new().start("counter", "count", state=counter_state(folder, "crash")))
     assert counted(folder) == [1, 2, 3]
-    outlive_its_lease()
     survivor = Workers(store_url, catalog())
     try:
         runner = survivor.new()
         stuck = runner.store.list_runs(RunStatus.RUNNING)
         assert len(stuck) == 1 and stuck[0].turns == 3
+        assert asyncio.run(runner.recover()) == []  # not before its lease ran out
+        dying.outlive_leases()
         results = asyncio.run(runner.recover())
         assert [r.reason for r in results] == [StopReason.SUCCESS]
         assert counted(folder) == [1, 2, 3, 4]  # count(3) was recorded before the crash: not run again
@@ -373,8 +390,10 @@ def test_a_worker_whose_clock_is_minutes_behind_takes_over_a_run_whose_lease_ran
     try:
         with pytest.raises(Crash):
             asyncio.run(dying.new().start("counter", "count", state=counter_state(folder, "crash")))
-        outlive_its_lease()
-        assert [r.reason for r in asyncio.run(survivor.new().recover())] == [StopReason.SUCCESS]
+        runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []  # not before its lease ran out
+        dying.outlive_leases()
+        assert [r.reason for r in asyncio.run(runner.recover())] == [StopReason.SUCCESS]
         assert counted(folder) == [1, 2, 3, 4]
     finally:
         survivor.close()
@@ -392,10 +411,11 @@ def test_recovery_goes_on_past_a_run_that_cannot_be_rebuilt_and_ends_it_as_a_res
         with pytest.raises(Crash):
             asyncio.run(dying.new().start("configured-counter", "count", state=state, run_id=name))
     (tmp_path / "broken.toml").unlink()  # its agent's config file is gone
-    outlive_its_lease()
     survivor = Workers(store_url, catalog())
     try:
         runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []  # not before their leases ran out
+        dying.outlive_leases()
         results = asyncio.run(runner.recover())
         assert [(r.run_id, r.reason) for r in results] == [("fine", StopReason.SUCCESS)]
         broken = runner.store.get("broken")
@@ -575,8 +595,10 @@ def test_an_answer_taken_before_the_deadline_survives_its_worker_dying_after_the
         first = asyncio.run(asking.new().start("counter", "ask", state=state))
         assert first.reason is StopReason.NEED_HELP
         dying.new().claim(first.run_id, "2")  # claimed in time; the worker dies before driving it
-        outlive_its_lease()
-        results = asyncio.run(survivor.new().recover())
+        runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []  # not before its lease ran out
+        dying.outlive_leases()
+        results = asyncio.run(runner.recover())
         assert [r.reason for r in results] == [StopReason.SUCCESS]
         assert counted(folder) == [1, 2]
         assert 0 < results[0].waiting_seconds < 1.0  # the wait ended when the person answered
@@ -721,34 +743,50 @@ def test_a_new_run_with_the_id_of_a_stored_run_leaves_that_run_alone(examples: W
 def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While other runs keep this worker's heartbeat going, a run whose result it failed to
-    record must not stay leased to it: its lease lapses and recovery continues it."""
+    """While another run keeps this worker's heartbeat going, a run whose result it failed to
+    record must not stay leased to it: time passes for both leases, the next heartbeat renews the
+    other run's only, and recovery finds this run."""
     import agent.durable.runner
 
     monkeypatch.setattr(agent.durable.runner, "RECORD_RETRIES", (0.01,))
-    workers = Workers(store_url, catalog(), lease_seconds=1.0)
+    workers = Workers(store_url, catalog(), lease_seconds=6.0)  # renewed every 2 s
+    held, lost = tmp_path / "h", "lost-run"
     try:
         runner, other = workers.new(), workers.new()
-        record = runner.store.record
-        lost = "lost-run"
+        record, heartbeat = runner.store.record, runner.store.heartbeat
+        aged, beats = threading.Event(), queue.Queue[list[str]]()
 
         def failing(run_id: str, *args: object) -> object:
             if run_id == lost:
                 raise StoreError("the store is down")
             return record(run_id, *args)  # type: ignore[arg-type]
 
-        runner.store.record = failing  # type: ignore[method-assign,assignment]
+        def watched(lease: Lease, run_ids: Sequence[str] | None = None) -> int:
+            after = aged.is_set()  # a beat that began once time had passed
+            renewed = heartbeat(lease, run_ids)
+            if after:
+                beats.put(list(run_ids or ()))
+            return renewed
 
-        async def scenario() -> list[str]:
-            slow = runner.spawn(runner.begin("counter", "slow", state=counter_state(tmp_path / "s", "slow")))
+        runner.store.record = failing  # type: ignore[method-assign,assignment]
+        runner.store.heartbeat = watched  # type: ignore[method-assign]
+
+        async def scenario() -> tuple[list[str], list[str]]:
+            (held / "hang.flag").parent.mkdir()
+            (held / "hang.flag").write_text("block")  # the run holds its lease until the flag goes
+            job = runner.begin("counter", "held", state=counter_state(held, "hang-first"), run_id="held")
+            holding = runner.spawn(job)
             plain = counter_state(tmp_path / "p", "plain")
             await runner.spawn(runner.begin("counter", "plain", state=plain, run_id=lost))
-            await asyncio.sleep(1.4)  # past the lost run's lease; the slow run (~2.5 s) still beats
+            workers.outlive_leases()
+            aged.set()
+            renewed = await asyncio.to_thread(beats.get, timeout=60)
             found = [r.run_id for r in other.recoverable()]
-            await slow
-            return found
+            (held / "hang.flag").unlink()
+            assert await holding is not None
+            return renewed, found
 
-        assert asyncio.run(scenario()) == [lost]
+        assert asyncio.run(scenario()) == (["held"], [lost])
     finally:
         workers.close()
 
@@ -830,21 +868,25 @@ def test_the_heartbeat_keeps_the_lease_while_the_default_thread_pool_is_busy(
 def test_a_shutdown_waits_for_runs_spawned_while_it_waits(counters: Workers, tmp_path: Path) -> None:
     folder = tmp_path / "d"
     waiting = asyncio.run(counters.new().start("counter", "deploy", state=counter_state(folder, "deploy")))
-    (folder / "deploy.flag").write_text("block")
-    threading.Timer(1.0, (folder / "deploy.flag").unlink).start()
+    (folder / "deploy.flag").write_text("block")  # the late run deploys only once the first is done
     runner = counters.new()
 
     async def scenario() -> tuple[bool, bool]:
         first = runner.spawn(runner.begin("counter", "slow", state=counter_state(tmp_path / "s", "slow")))
         stopping = asyncio.create_task(runner.shutdown(grace=10))
-        await asyncio.sleep(0.05)
+        while not runner.shutting_down.is_set():  # noqa: ASYNC110  (then the shutdown waits for `first`)
+            await asyncio.sleep(0)
         late = runner.spawn(runner.claim(waiting.run_id, approved=True))  # e.g. an answer posted just then
+        await asyncio.wait([first])
+        (folder / "deploy.flag").unlink()
         await stopping
         return first.done(), late.done()
 
     assert asyncio.run(scenario()) == (True, True)
-    rec = runner.store.get(waiting.run_id)
+    rec, snap = runner.store.get(waiting.run_id), runner.store.snapshot(waiting.run_id)
     assert rec is not None and rec.status is RunStatus.CANCELLED and deployed(folder) == ["v2"]
+    assert snap is not None  # the late run's deploy was waited for, not cut off:
+    assert [e.text for e in snap.journal if isinstance(e, Result) and e.ran == "deploy"] == ["deployed v2"]
 
 
 def test_who_holds_a_run_is_judged_by_host_pid_namespace_and_process(counters: Workers) -> None:
@@ -930,8 +972,10 @@ def test_a_worker_dying_between_the_question_and_its_record_loses_no_question(
         runner.store.record = die  # type: ignore[method-assign,assignment]
         with pytest.raises(Crash):
             asyncio.run(runner.start("counter", "ask", state=counter_state(folder, "ask")))
-        outlive_its_lease()
-        [again] = asyncio.run(survivor.new().recover())
+        runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []  # not before its lease ran out
+        dying.outlive_leases()
+        [again] = asyncio.run(runner.recover())
         assert again.reason is StopReason.NEED_HELP and again.note == "Which number next?"
         rec = survivor.new().store.get(again.run_id)
         assert rec is not None and (rec.status, rec.question) == (RunStatus.WAITING, "Which number next?")
@@ -1006,8 +1050,10 @@ def test_recovery_of_a_run_whose_task_type_left_the_catalog_ends_it_as_a_resumab
         state = counter_state(folder, "crash")
         with pytest.raises(Crash):
             asyncio.run(dying.new().start("counter", "count", task_type="bulk-counting", state=state))
-        outlive_its_lease()
         runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []  # not before its lease ran out: it still runs
+        assert [r.status for r in runner.store.list_runs(limit=None)] == [RunStatus.RUNNING]
+        dying.outlive_leases()
         assert asyncio.run(runner.recover()) == []
         [rec] = runner.store.list_runs(limit=None)
         assert (rec.status, rec.error_type) == (RunStatus.FINISHED, "agent_build_failed")

@@ -22,6 +22,7 @@ from typing import Any
 from agent import Agent, Budget, HelpPolicy, tool
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import open_store
+from agent.durable.store._sql import TABLE, SqlStore
 from agent.hooks import RunInfo, RunObserver
 from agent.models.base import ToolCall
 from agent.models.scripted import ScriptedModel, call, finish
@@ -272,6 +273,20 @@ def env_with_tests() -> dict[str, str]:
     tests = str(Path(__file__).parent)
     path = os.environ.get("PYTHONPATH", "")
     return {**os.environ, "PYTHONPATH": f"{tests}{os.pathsep}{path}" if path else tests}
+
+
+def outlive_leases(store_url: str, seconds: float, *owners: str) -> int:
+    """`seconds` pass for the leases of `owners` (workers that died): each moves that far back on the
+    store's own table, as the store's clock, which judges leases, would have moved on; no test waits
+    for it. The number of leases moved."""
+    store = open_store(store_url)
+    try:
+        assert isinstance(store, SqlStore)
+        marks = ", ".join("?" for _ in owners)
+        sql = f"UPDATE {TABLE} SET lease_until = lease_until - ? WHERE owner IN ({marks})"
+        return store._count(sql, (seconds, *owners))
+    finally:
+        store.close()
 
 
 def a_run_whose_worker_died(store_url: str, folder: Path) -> Any:
