@@ -289,12 +289,23 @@ def outlive_leases(store_url: str, seconds: float, *owners: str) -> int:
         store.close()
 
 
+ELSEWHERE_LEASE = 600.0  # seconds: the lease of `a_run_whose_worker_died`, run out by `lease_ran_out`
+
+
 def a_run_whose_worker_died(store_url: str, folder: Path) -> Any:
     """The job of a `plain` counter run begun on the store by a worker of another host, which then
-    died: its 3-second lease runs out unrenewed, and a live runner may take the run over."""
+    died: its lease stays good until `lease_ran_out`, and then a live runner may take the run over."""
     store = open_store(store_url)
     try:
-        elsewhere = Runner(store, catalog(), lease_seconds=3, owner="another-host:4242:0badc0de")
+        elsewhere = Runner(
+            store, catalog(), lease_seconds=ELSEWHERE_LEASE, owner="another-host:4242:0badc0de"
+        )
         return elsewhere.begin("counter", "count", state=counter_state(folder, "plain"))
     finally:
         store.close()
+
+
+def lease_ran_out(store_url: str, job: Any) -> None:
+    """The lease of `a_run_whose_worker_died`'s dead worker runs out, unrenewed: its length and a
+    second pass for it by the store's clock (`outlive_leases`)."""
+    assert outlive_leases(store_url, ELSEWHERE_LEASE + 1, job.record.owner) == 1
