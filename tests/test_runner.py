@@ -589,9 +589,9 @@ def test_an_answer_taken_before_the_deadline_survives_its_worker_dying_after_the
     folder = tmp_path / "r"
     asking = Workers(store_url, catalog())
     dying = Workers(store_url, catalog(), lease_seconds=DYING_LEASE)
-    survivor = Workers(store_url, catalog(), clock=Later(1.2))  # past the deadline, for this runner
+    survivor = Workers(store_url, catalog(), clock=Later(60))  # past the deadline, for this runner
     try:
-        state = counter_state(folder, "ask", wait=1.0)
+        state = counter_state(folder, "ask", wait=30.0)
         first = asyncio.run(asking.new().start("counter", "ask", state=state))
         assert first.reason is StopReason.NEED_HELP
         dying.new().claim(first.run_id, "2")  # claimed in time; the worker dies before driving it
@@ -601,7 +601,7 @@ def test_an_answer_taken_before_the_deadline_survives_its_worker_dying_after_the
         results = asyncio.run(runner.recover())
         assert [r.reason for r in results] == [StopReason.SUCCESS]
         assert counted(folder) == [1, 2]
-        assert 0 < results[0].waiting_seconds < 1.0  # the wait ended when the person answered
+        assert 0 < results[0].waiting_seconds < 30  # the wait ended when the person answered
     finally:
         for workers in (asking, dying, survivor):
             workers.close()
