@@ -10,7 +10,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,37 @@ class Later(SystemClock):
 
     def time(self) -> float:
         return super().time() + self.seconds
+
+
+class Heartbeats:
+    """The heartbeats of a runner's store, watched: `after_now()` gives the run ids that the first
+    beat to begin after it renewed (polled: a busy default thread pool holds nothing up)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self._since, self._renewed = threading.Event(), queue.Queue[list[str]]()
+        beat = store.heartbeat
+
+        def watched(lease: Lease, run_ids: Sequence[str] | None = None) -> int:
+            after = self._since.is_set()
+            renewed = beat(lease, run_ids)
+            if after:
+                self._renewed.put(list(run_ids or ()))
+            return renewed
+
+        store.heartbeat = watched  # type: ignore[method-assign]
+
+    async def after_now(self) -> list[str]:
+        self._since.set()
+        await polled(lambda: not self._renewed.empty(), "a heartbeat")
+        return self._renewed.get_nowait()
+
+
+async def polled(check: Callable[[], bool], what: str) -> None:
+    """Until `check()` is true; a failure after a minute."""
+    deadline = time.monotonic() + 60
+    while not check():
+        assert time.monotonic() < deadline, f"waited a minute for {what}"
+        await asyncio.sleep(0.02)
 
 
 def spy_checkpoints(store: RunStore) -> list[Checkpoint]:
@@ -753,23 +784,14 @@ def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
     held, lost = tmp_path / "h", "lost-run"
     try:
         runner, other = workers.new(), workers.new()
-        record, heartbeat = runner.store.record, runner.store.heartbeat
-        aged, beats = threading.Event(), queue.Queue[list[str]]()
+        record, beats = runner.store.record, Heartbeats(runner.store)
 
         def failing(run_id: str, *args: object) -> object:
             if run_id == lost:
                 raise StoreError("the store is down")
             return record(run_id, *args)  # type: ignore[arg-type]
 
-        def watched(lease: Lease, run_ids: Sequence[str] | None = None) -> int:
-            after = aged.is_set()  # a beat that began once time had passed
-            renewed = heartbeat(lease, run_ids)
-            if after:
-                beats.put(list(run_ids or ()))
-            return renewed
-
         runner.store.record = failing  # type: ignore[method-assign,assignment]
-        runner.store.heartbeat = watched  # type: ignore[method-assign]
 
         async def scenario() -> tuple[list[str], list[str]]:
             (held / "hang.flag").parent.mkdir()
@@ -779,8 +801,7 @@ def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
             plain = counter_state(tmp_path / "p", "plain")
             await runner.spawn(runner.begin("counter", "plain", state=plain, run_id=lost))
             workers.outlive_leases()
-            aged.set()
-            renewed = await asyncio.to_thread(beats.get, timeout=60)
+            renewed = await beats.after_now()
             found = [r.run_id for r in other.recoverable()]
             (held / "hang.flag").unlink()
             assert await holding is not None
@@ -814,23 +835,11 @@ def test_a_long_tool_keeps_its_lease_and_no_other_worker_takes_the_run(
 def test_the_heartbeat_keeps_the_lease_through_one_call_longer_than_it(
     counters: Workers, tmp_path: Path
 ) -> None:
-    """No checkpoint renews the lease during a single 5 s call: only the heartbeat does."""
-    workers = Workers(counters.url, catalog(), lease_seconds=2.0)  # renewed every 0.67 s
+    """No checkpoint renews the lease during a single call that outlasts it: only the heartbeat does."""
+    workers = Workers(counters.url, catalog(), lease_seconds=6.0)  # renewed every 2 s
     try:
-        runner, other = workers.new(), workers.new()
-
-        async def scenario() -> tuple[list[RunRecord], RunResult]:
-            task = runner.spawn(runner.begin("counter", "long", state=counter_state(tmp_path / "l", "long")))
-            seen: list[RunRecord] = []
-            while not task.done():
-                seen += other.recoverable()
-                await asyncio.sleep(0.05)
-            result = await task
-            assert result is not None
-            return seen, result
-
-        seen, result = asyncio.run(scenario())
-        assert seen == [] and (result.reason, result.turns) == (StopReason.SUCCESS, 3)
+        runner = workers.new()
+        assert asyncio.run(through_one_long_call(runner, workers, tmp_path / "l")) == []
     finally:
         workers.close()
 
@@ -840,29 +849,40 @@ def test_the_heartbeat_keeps_the_lease_while_the_default_thread_pool_is_busy(
 ) -> None:
     """Hung work on asyncio's default thread pool (an audit, a cleanup, a preview) does not hold up
     the lease's renewal: the heartbeat has a thread of its own."""
-    workers = Workers(counters.url, catalog(), lease_seconds=2.0)  # a 5 s call: see the test above
+    workers = Workers(counters.url, catalog(), lease_seconds=6.0)  # renewed every 2 s
     try:
-        runner, other = workers.new(), workers.new()
+        runner = workers.new()
 
-        async def scenario() -> tuple[list[RunRecord], RunResult]:
+        async def scenario() -> list[RunRecord]:
             loop, hung = asyncio.get_running_loop(), threading.Event()
             loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
-            stuck = loop.run_in_executor(None, hung.wait, 30)  # the default pool's one thread
-            task = runner.spawn(runner.begin("counter", "long", state=counter_state(tmp_path / "l", "long")))
-            seen: list[RunRecord] = []
-            while not task.done():
-                seen += other.recoverable()
-                await asyncio.sleep(0.05)
-            hung.set()
-            await stuck
-            result = await task
-            assert result is not None
-            return seen, result
+            stuck = loop.run_in_executor(None, hung.wait, 120)  # its one thread, past a beat's wait
+            try:
+                return await through_one_long_call(runner, workers, tmp_path / "l")
+            finally:
+                hung.set()
+                await stuck
 
-        seen, result = asyncio.run(scenario())
-        assert seen == [] and (result.reason, result.turns) == (StopReason.SUCCESS, 3)
+        assert asyncio.run(scenario()) == []
     finally:
         workers.close()
+
+
+async def through_one_long_call(runner: Runner, workers: Workers, folder: Path) -> list[RunRecord]:
+    """A run's one call outlasts its lease (time passes for the lease while the call blocks): the
+    runs another worker then finds to recover, once the next heartbeat renewed the run's lease."""
+    beats, state = Heartbeats(runner.store), counter_state(folder, "long")
+    (folder / "hang.flag").write_text("block")
+    job = runner.begin("counter", "long", state=state)
+    task = runner.spawn(job)
+    await polled(lambda: (folder / "hanging").exists(), "the call to hang()")
+    workers.outlive_leases()
+    assert await beats.after_now() == [job.run_id]
+    found = workers.new().recoverable()
+    (folder / "hang.flag").unlink()
+    result = await task
+    assert result is not None and (result.reason, result.turns) == (StopReason.SUCCESS, 3)
+    return found
 
 
 def test_a_shutdown_waits_for_runs_spawned_while_it_waits(counters: Workers, tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 
 `catalog()` holds the `counter` agent: each `count(n)` call appends `n` to
 `calls.txt` in the run's folder, so a test can see that no call ran twice.
-`hang()` blocks while `hang.flag` exists in the folder (a process is killed
-there); `crash()` makes the worker "die" (`Crash` raised from the loop, not the
+`hang()` leaves a `hanging` file and blocks while `hang.flag` exists in the folder
+(a process is killed there); `crash()` makes the worker "die" (`Crash` raised from the loop, not the
 tool) right after its first call; `slow(seconds)` sleeps; `deploy(version)`
 needs approval, appends `version` to `deploys.txt` and then blocks while `deploy.flag` exists.
 Subprocesses load the catalog with `--catalog test_runner_agents:catalog` and `tests/` on PYTHONPATH.
@@ -48,7 +48,7 @@ SCRIPTS: dict[str, list[Any]] = {
     "hang-first": [[call("hang")], [call("count", n=1)], [finish("done", "counted")]],
     "slow": [[call("count", n=i), call("slow", seconds=0.3 + i / 1000)] for i in range(1, 9)]
     + [[finish("done", "slow")]],
-    "long": [[call("count", n=1)], [call("slow", seconds=5.0)], [finish("done", "one long call")]],
+    "long": [[call("count", n=1)], [call("hang")], [finish("done", "one long call")]],
     "ask": [
         [call("count", n=1)],
         [finish("need_help", "Which number next?")],
@@ -131,6 +131,7 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
     @tool(timeout=600)
     def hang() -> str:
         """Block while hang.flag exists."""
+        (folder / "hanging").touch()
         while (folder / "hang.flag").exists():
             time.sleep(0.05)
         return "released"
