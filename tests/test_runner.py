@@ -794,10 +794,9 @@ def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
         runner.store.record = failing  # type: ignore[method-assign,assignment]
 
         async def scenario() -> tuple[list[str], list[str]]:
-            (held / "hang.flag").parent.mkdir()
+            state = counter_state(held, "hang-first")
             (held / "hang.flag").write_text("block")  # the run holds its lease until the flag goes
-            job = runner.begin("counter", "held", state=counter_state(held, "hang-first"), run_id="held")
-            holding = runner.spawn(job)
+            holding = runner.spawn(runner.begin("counter", "held", state=state, run_id="held"))
             plain = counter_state(tmp_path / "p", "plain")
             await runner.spawn(runner.begin("counter", "plain", state=plain, run_id=lost))
             workers.outlive_leases()
@@ -992,10 +991,10 @@ def test_a_worker_dying_between_the_question_and_its_record_loses_no_question(
         runner.store.record = die  # type: ignore[method-assign,assignment]
         with pytest.raises(Crash):
             asyncio.run(runner.start("counter", "ask", state=counter_state(folder, "ask")))
-        runner = survivor.new()
-        assert asyncio.run(runner.recover()) == []  # not before its lease ran out
+        recovering = survivor.new()
+        assert asyncio.run(recovering.recover()) == []  # not before its lease ran out
         dying.outlive_leases()
-        [again] = asyncio.run(runner.recover())
+        [again] = asyncio.run(recovering.recover())
         assert again.reason is StopReason.NEED_HELP and again.note == "Which number next?"
         rec = survivor.new().store.get(again.run_id)
         assert rec is not None and (rec.status, rec.question) == (RunStatus.WAITING, "Which number next?")
