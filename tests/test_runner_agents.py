@@ -2,10 +2,11 @@
 
 `catalog()` holds the `counter` agent: each `count(n)` call appends `n` to
 `calls.txt` in the run's folder, so a test can see that no call ran twice.
-`hang()` leaves a `hanging` file and blocks while `hang.flag` exists in the folder
-(a process is killed there); `crash()` makes the worker "die" (`Crash` raised from the loop, not the
-tool) right after its first call; `slow(seconds)` sleeps; `deploy(version)`
-needs approval, appends `version` to `deploys.txt` and then blocks while `deploy.flag` exists.
+`hang()` leaves a `hanging` file, then blocks while `hang.flag` exists in the
+folder (a process is killed there); `crash()` makes the worker "die" (`Crash`
+raised from the loop, not the tool) right after its first call; `slow(seconds)`
+sleeps; `deploy(version)` needs approval, appends `version` to `deploys.txt` and
+then blocks while `deploy.flag` exists.
 Subprocesses load the catalog with `--catalog test_runner_agents:catalog` and `tests/` on PYTHONPATH.
 """
 
