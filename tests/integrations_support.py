@@ -152,6 +152,7 @@ class FakeCLI(Transport):
         self.lines, self.hang, self.unprompted = lines, hang, unprompted
         self.inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self.prompts: list[Any] = []
+        self.prompted = asyncio.Event()  # set once the SDK wrote the prompt
 
     async def connect(self) -> None:
         pass
@@ -165,6 +166,7 @@ class FakeCLI(Transport):
                 await self._play()
         elif message.get("type") == "user":
             self.prompts.append(message["message"]["content"])
+            self.prompted.set()
             await self._play()
 
     async def _play(self) -> None:

@@ -30,6 +30,7 @@ class OtlpReceiver:
         self.requests: list[ExportTraceServiceRequest] = []
         self.paths: list[str] = []
         self.released = threading.Event()
+        self.arrived = threading.Event()  # set when the first request comes in, whatever the mode
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -82,6 +83,7 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            receiver.arrived.set()
             if receiver.mode == "hang":
                 receiver.released.wait(60)
                 return

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -18,12 +17,14 @@ from prom_stack import (
     alertmanager,
     alertmanager_config,
     fast_rules,
+    http_get,
     prometheus,
     prometheus_config,
     require_demo_flags,
     wait_until,
     webhook_receiver,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[1]
 ALERTMANAGER = ROOT / "alerts" / "alertmanager.yml"
@@ -75,6 +76,16 @@ def post_alerts(am_url: str, alerts: list[dict[str, dict[str, str]]]) -> None:
         assert response.status == 200
 
 
+def alert_states(am_url: str) -> dict[str, float]:
+    """Alertmanager's alerts by state (its `alertmanager_alerts` gauge). An alert is `unprocessed`
+    until its group is flushed, then `suppressed` when the flush held it back (an inhibition), else
+    `active`. (A GET of /api/v2/alerts would judge the alerts too; these tests make none.)"""
+    status, body = http_get(f"{am_url}/metrics")
+    assert status == 200, f"Alertmanager's /metrics answered {status}"
+    [family] = [f for f in text_string_to_metric_families(body.decode()) if f.name == "alertmanager_alerts"]
+    return {sample.labels["state"]: sample.value for sample in family.samples}
+
+
 def share_alert(name: str, severity: str, reason: str, task_type: str) -> dict[str, dict[str, str]]:
     labels = {"alertname": name, "severity": severity, "agent": "researcher", "task_type": task_type,
               "stop_reason": reason}  # fmt: skip
@@ -99,8 +110,8 @@ def test_a_page_holds_back_the_rising_ticket_of_the_same_share(
                              share_alert(ticket, "ticket", reason, "summarize")])  # fmt: skip
         wait_until(lambda: hook.alerts(alertname=page), 60, f"{page} at the webhook")
         wait_until(lambda: hook.alerts(alertname=ticket, task_type="summarize"), 60, "the other ticket")
-        # Both ticket groups were flushed together (group_wait 1s); give a straggler 3 more intervals.
-        time.sleep(3)
-        tickets = hook.alerts(alertname=ticket)
+        wait_until(lambda: alert_states(am.url)["unprocessed"] == 0, 60, "the fix_test ticket's group flush")
+        states, tickets = alert_states(am.url), hook.alerts(alertname=ticket)
+    assert states == {"active": 2, "suppressed": 1, "unprocessed": 0}  # the page held its ticket back
     assert [(path, alert["labels"]["task_type"]) for path, alert in tickets] == [("/ticket", "summarize")]
     assert {path for path, _ in hook.alerts(alertname=page)} == {"/page"}

@@ -20,10 +20,15 @@ from telemetry import MetricsHooks, TelemetryHooks, TracingHooks
 
 
 class Hanging(ScriptedModel):
-    """Answers its first call, then waits for ever."""
+    """Answers its first call, then waits for ever (`waiting` is set then)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.waiting = asyncio.Event()
 
     async def complete(self, request: Any) -> Any:
         if self.requests:
+            self.waiting.set()
             await asyncio.Event().wait()
         return await super().complete(request)
 
@@ -36,10 +41,11 @@ def test_a_run_whose_event_loop_is_dropped_unfinished_is_closed_quietly(
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: raised.append(unraisable.exc_value))
     hooks = TelemetryHooks(MetricsHooks(CollectorRegistry()), TracingHooks(TracerProvider()))
     budget = Budget(max_seconds=60 if budgeted else None)
-    agent = Agent("a", Hanging([[call("look")], [finish("done", "ok")]]), hooks=hooks, budget=budget)
+    model = Hanging([[call("look")], [finish("done", "ok")]])
+    agent = Agent("a", model, hooks=hooks, budget=budget)
     loop = asyncio.new_event_loop()
     task = loop.create_task(agent.arun("go"))
-    loop.run_until_complete(asyncio.sleep(0.05))  # the run now waits on its model
+    loop.run_until_complete(model.waiting.wait())  # the run now waits on its model
     assert not task.done()
     loop.close()  # dropped with the run's task pending
     del task

@@ -130,8 +130,9 @@ def pai_agent(replies: list[Any], **kwargs: Any) -> PAIAgent[None, Any]:
         step = next(script)
         if isinstance(step, BaseException):
             raise step
-        if isinstance(step, asyncio.Event):
-            await step.wait()
+        if isinstance(step, asyncio.Event):  # the call stalls for good, and sets the event to say so
+            step.set()
+            await asyncio.Event().wait()
         parts = [ToolCallPart(*step) if isinstance(step, tuple) else TextPart(step)]
         return ModelResponse(parts, usage=RequestUsage(input_tokens=10, output_tokens=4))
 
@@ -459,9 +460,9 @@ def test_pydantic_ai_refusal_cancel_and_crash() -> None:
     assert (crashed.reason, crashed.error_type) == (StopReason.ERROR, "KeyError")
 
     async def cancel() -> Any:
-        never = asyncio.Event()
-        task = asyncio.create_task(pai.arun(pai_agent([never]), "x"))
-        await asyncio.sleep(0.05)
+        stalled = asyncio.Event()
+        task = asyncio.create_task(pai.arun(pai_agent([stalled]), "x"))
+        await stalled.wait()
         task.cancel()
         return await task
 
@@ -840,13 +841,14 @@ def test_openai_agents_rejection_refusal_crash_and_cancel() -> None:
     assert (crashed.reason, crashed.error_type) == (StopReason.ERROR, "ValueError")
 
     async def cancel() -> Any:
-        never = asyncio.Event()
+        started, never = asyncio.Event(), asyncio.Event()
 
         async def hang(call: Any) -> Any:
+            started.set()
             await never.wait()
 
         task = asyncio.create_task(oa.arun(oa_agent([ModelStep.respond(hang)]), "x"))
-        await asyncio.sleep(0.05)
+        await started.wait()
         task.cancel()
         return await task
 
@@ -1165,13 +1167,14 @@ def test_langgraph_crash_and_cancel() -> None:
     assert (crashed.reason, crashed.error_type) == (StopReason.ERROR, "LookupError")
 
     async def cancel() -> Any:
-        never = asyncio.Event()
+        started, never = asyncio.Event(), asyncio.Event()
 
         async def hang(state: Any) -> Any:
+            started.set()
             await never.wait()
 
         task = asyncio.create_task(lg.arun(graph_of([], model_node=hang), {"messages": [("user", "x")]}))
-        await asyncio.sleep(0.05)
+        await started.wait()
         task.cancel()
         return await task
 
@@ -1443,8 +1446,9 @@ def test_claude_stream_without_result_and_cancel_are_error_and_cancelled() -> No
     assert (empty.reason, empty.error_type) == (StopReason.ERROR, "no_result")
 
     async def cancel() -> Any:
-        task = asyncio.create_task(claude.arun("x", transport=FakeCLI([], hang=True)))
-        await asyncio.sleep(0.05)
+        cli = FakeCLI([], hang=True)
+        task = asyncio.create_task(claude.arun("x", transport=cli))
+        await cli.prompted.wait()
         task.cancel()
         return await task
 

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import queue
 import socket
 import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_runner_agents import Crash, catalog, counted, counter_state, deployed, make_counter
+from test_runner_agents import (
+    Crash,
+    catalog,
+    counted,
+    counter_state,
+    deployed,
+    make_counter,
+    outlive_leases,
+)
 
 from agent import Agent, Extension, StopReason, tool
 from agent.audit import SuccessAudit
@@ -51,11 +60,20 @@ class Workers:
     ) -> None:
         self.url, self.catalog, self.lease, self.clock = url, catalog_, lease_seconds, clock
         self.stores: list[RunStore] = []
+        self.owners: list[str] = []
 
     def new(self) -> Runner:
         store = open_store(self.url)
         self.stores.append(store)
-        return Runner(store, self.catalog, lease_seconds=self.lease, clock=self.clock)
+        runner = Runner(store, self.catalog, lease_seconds=self.lease, clock=self.clock)
+        self.owners.append(runner.owner)
+        return runner
+
+    def outlive_leases(self) -> None:
+        """These (dead) workers' leases run out: their length and one second more pass for them by the
+        store's clock (`outlive_leases`), no more: a worker whose clock is minutes behind would not
+        see them run out if it judged them."""
+        assert outlive_leases(self.url, self.lease + 1, *self.owners) > 0, "these workers hold no lease"
 
     def close(self) -> None:
         for s in self.stores:
@@ -63,12 +81,10 @@ class Workers:
         self.catalog.close()
 
 
-DYING_LEASE = 0.2  # the lease of a worker that is about to die, in seconds
-
-
-def outlive_its_lease() -> None:
-    """Wait until a dead worker's lease (`DYING_LEASE`) has run out by the store's clock."""
-    time.sleep(DYING_LEASE + 0.1)
+# The lease of a worker that is about to die, in seconds: long, so that it has not run out by the
+# store's clock until a test says time passed for it (`Workers.outlive_leases`), and no heartbeat of
+# the worker comes after the test's "it died".
+DYING_LEASE = 600.0
 
 
 class Later(SystemClock):
@@ -80,6 +96,37 @@ class Later(SystemClock):
 
     def time(self) -> float:
         return super().time() + self.seconds
+
+
+class Heartbeats:
+    """The heartbeats of a runner's store, watched: `after_now()` gives the run ids that the first
+    beat to begin after it renewed (polled: a busy default thread pool holds nothing up)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self._since, self._renewed = threading.Event(), queue.Queue[list[str]]()
+        beat = store.heartbeat
+
+        def watched(lease: Lease, run_ids: Sequence[str] | None = None) -> int:
+            after = self._since.is_set()
+            renewed = beat(lease, run_ids)
+            if after:
+                self._renewed.put(list(run_ids or ()))
+            return renewed
+
+        store.heartbeat = watched  # type: ignore[method-assign]
+
+    async def after_now(self) -> list[str]:
+        self._since.set()
+        await polled(lambda: not self._renewed.empty(), "a heartbeat")
+        return self._renewed.get_nowait()
+
+
+async def polled(check: Callable[[], bool], what: str) -> None:
+    """Until `check()` is true; a failure after a minute."""
+    deadline = time.monotonic() + 60
+    while not check():
+        assert time.monotonic() < deadline, f"waited a minute for {what}"
+        await asyncio.sleep(0.02)
 
 
 def spy_checkpoints(store: RunStore) -> list[Checkpoint]:
@@ -269,12 +316,13 @@ def test_a_worker_that_died_mid_turn_is_recovered_without_repeating_recorded_cal
     with pytest.raises(Crash):
         asyncio.run(dying.new().start("counter", "count", state=counter_state(folder, "crash")))
     assert counted(folder) == [1, 2, 3]
-    outlive_its_lease()
     survivor = Workers(store_url, catalog())
     try:
         runner = survivor.new()
         stuck = runner.store.list_runs(RunStatus.RUNNING)
         assert len(stuck) == 1 and stuck[0].turns == 3
+        assert asyncio.run(runner.recover()) == []  # not before its lease ran out
+        dying.outlive_leases()
         results = asyncio.run(runner.recover())
         assert [r.reason for r in results] == [StopReason.SUCCESS]
         assert counted(folder) == [1, 2, 3, 4]  # count(3) was recorded before the crash: not run again
@@ -373,8 +421,10 @@ def test_a_worker_whose_clock_is_minutes_behind_takes_over_a_run_whose_lease_ran
     try:
         with pytest.raises(Crash):
             asyncio.run(dying.new().start("counter", "count", state=counter_state(folder, "crash")))
-        outlive_its_lease()
-        assert [r.reason for r in asyncio.run(survivor.new().recover())] == [StopReason.SUCCESS]
+        runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []  # not before its lease ran out
+        dying.outlive_leases()
+        assert [r.reason for r in asyncio.run(runner.recover())] == [StopReason.SUCCESS]
         assert counted(folder) == [1, 2, 3, 4]
     finally:
         survivor.close()
@@ -392,10 +442,11 @@ def test_recovery_goes_on_past_a_run_that_cannot_be_rebuilt_and_ends_it_as_a_res
         with pytest.raises(Crash):
             asyncio.run(dying.new().start("configured-counter", "count", state=state, run_id=name))
     (tmp_path / "broken.toml").unlink()  # its agent's config file is gone
-    outlive_its_lease()
     survivor = Workers(store_url, catalog())
     try:
         runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []  # not before their leases ran out
+        dying.outlive_leases()
         results = asyncio.run(runner.recover())
         assert [(r.run_id, r.reason) for r in results] == [("fine", StopReason.SUCCESS)]
         broken = runner.store.get("broken")
@@ -569,17 +620,19 @@ def test_an_answer_taken_before_the_deadline_survives_its_worker_dying_after_the
     folder = tmp_path / "r"
     asking = Workers(store_url, catalog())
     dying = Workers(store_url, catalog(), lease_seconds=DYING_LEASE)
-    survivor = Workers(store_url, catalog(), clock=Later(1.2))  # past the deadline, for this runner
+    survivor = Workers(store_url, catalog(), clock=Later(60))  # past the deadline, for this runner
     try:
-        state = counter_state(folder, "ask", wait=1.0)
+        state = counter_state(folder, "ask", wait=30.0)
         first = asyncio.run(asking.new().start("counter", "ask", state=state))
         assert first.reason is StopReason.NEED_HELP
         dying.new().claim(first.run_id, "2")  # claimed in time; the worker dies before driving it
-        outlive_its_lease()
-        results = asyncio.run(survivor.new().recover())
+        runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []  # not before its lease ran out
+        dying.outlive_leases()
+        results = asyncio.run(runner.recover())
         assert [r.reason for r in results] == [StopReason.SUCCESS]
         assert counted(folder) == [1, 2]
-        assert 0 < results[0].waiting_seconds < 1.0  # the wait ended when the person answered
+        assert 0 < results[0].waiting_seconds < 30  # the wait ended when the person answered
     finally:
         for workers in (asking, dying, survivor):
             workers.close()
@@ -721,16 +774,17 @@ def test_a_new_run_with_the_id_of_a_stored_run_leaves_that_run_alone(examples: W
 def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While other runs keep this worker's heartbeat going, a run whose result it failed to
-    record must not stay leased to it: its lease lapses and recovery continues it."""
+    """While another run keeps this worker's heartbeat going, a run whose result it failed to
+    record must not stay leased to it: time passes for both leases, the next heartbeat renews the
+    other run's only, and recovery finds this run."""
     import agent.durable.runner
 
     monkeypatch.setattr(agent.durable.runner, "RECORD_RETRIES", (0.01,))
-    workers = Workers(store_url, catalog(), lease_seconds=1.0)
+    workers = Workers(store_url, catalog(), lease_seconds=6.0)  # renewed every 2 s
+    held, lost = tmp_path / "h", "lost-run"
     try:
         runner, other = workers.new(), workers.new()
-        record = runner.store.record
-        lost = "lost-run"
+        record, beats = runner.store.record, Heartbeats(runner.store)
 
         def failing(run_id: str, *args: object) -> object:
             if run_id == lost:
@@ -739,16 +793,20 @@ def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
 
         runner.store.record = failing  # type: ignore[method-assign,assignment]
 
-        async def scenario() -> list[str]:
-            slow = runner.spawn(runner.begin("counter", "slow", state=counter_state(tmp_path / "s", "slow")))
+        async def scenario() -> tuple[list[str], list[str]]:
+            state = counter_state(held, "hang-first")
+            (held / "hang.flag").write_text("block")  # the run holds its lease until the flag goes
+            holding = runner.spawn(runner.begin("counter", "held", state=state, run_id="held"))
             plain = counter_state(tmp_path / "p", "plain")
             await runner.spawn(runner.begin("counter", "plain", state=plain, run_id=lost))
-            await asyncio.sleep(1.4)  # past the lost run's lease; the slow run (~2.5 s) still beats
+            workers.outlive_leases()
+            renewed = await beats.after_now()
             found = [r.run_id for r in other.recoverable()]
-            await slow
-            return found
+            (held / "hang.flag").unlink()
+            assert await holding is not None
+            return renewed, found
 
-        assert asyncio.run(scenario()) == [lost]
+        assert asyncio.run(scenario()) == (["held"], [lost])
     finally:
         workers.close()
 
@@ -776,23 +834,11 @@ def test_a_long_tool_keeps_its_lease_and_no_other_worker_takes_the_run(
 def test_the_heartbeat_keeps_the_lease_through_one_call_longer_than_it(
     counters: Workers, tmp_path: Path
 ) -> None:
-    """No checkpoint renews the lease during a single 5 s call: only the heartbeat does."""
-    workers = Workers(counters.url, catalog(), lease_seconds=2.0)  # renewed every 0.67 s
+    """No checkpoint renews the lease during a single call that outlasts it: only the heartbeat does."""
+    workers = Workers(counters.url, catalog(), lease_seconds=6.0)  # renewed every 2 s
     try:
-        runner, other = workers.new(), workers.new()
-
-        async def scenario() -> tuple[list[RunRecord], RunResult]:
-            task = runner.spawn(runner.begin("counter", "long", state=counter_state(tmp_path / "l", "long")))
-            seen: list[RunRecord] = []
-            while not task.done():
-                seen += other.recoverable()
-                await asyncio.sleep(0.05)
-            result = await task
-            assert result is not None
-            return seen, result
-
-        seen, result = asyncio.run(scenario())
-        assert seen == [] and (result.reason, result.turns) == (StopReason.SUCCESS, 3)
+        runner = workers.new()
+        assert asyncio.run(through_one_long_call(runner, workers, tmp_path / "l")) == []
     finally:
         workers.close()
 
@@ -802,49 +848,64 @@ def test_the_heartbeat_keeps_the_lease_while_the_default_thread_pool_is_busy(
 ) -> None:
     """Hung work on asyncio's default thread pool (an audit, a cleanup, a preview) does not hold up
     the lease's renewal: the heartbeat has a thread of its own."""
-    workers = Workers(counters.url, catalog(), lease_seconds=2.0)  # a 5 s call: see the test above
+    workers = Workers(counters.url, catalog(), lease_seconds=6.0)  # renewed every 2 s
     try:
-        runner, other = workers.new(), workers.new()
+        runner = workers.new()
 
-        async def scenario() -> tuple[list[RunRecord], RunResult]:
+        async def scenario() -> list[RunRecord]:
             loop, hung = asyncio.get_running_loop(), threading.Event()
             loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
-            stuck = loop.run_in_executor(None, hung.wait, 30)  # the default pool's one thread
-            task = runner.spawn(runner.begin("counter", "long", state=counter_state(tmp_path / "l", "long")))
-            seen: list[RunRecord] = []
-            while not task.done():
-                seen += other.recoverable()
-                await asyncio.sleep(0.05)
-            hung.set()
-            await stuck
-            result = await task
-            assert result is not None
-            return seen, result
+            stuck = loop.run_in_executor(None, hung.wait, 120)  # its one thread, past a beat's wait
+            try:
+                return await through_one_long_call(runner, workers, tmp_path / "l")
+            finally:
+                hung.set()
+                await stuck
 
-        seen, result = asyncio.run(scenario())
-        assert seen == [] and (result.reason, result.turns) == (StopReason.SUCCESS, 3)
+        assert asyncio.run(scenario()) == []
     finally:
         workers.close()
+
+
+async def through_one_long_call(runner: Runner, workers: Workers, folder: Path) -> list[RunRecord]:
+    """A run's one call outlasts its lease (time passes for the lease while the call blocks): the
+    runs another worker then finds to recover, once the next heartbeat renewed the run's lease."""
+    beats, state = Heartbeats(runner.store), counter_state(folder, "long")
+    (folder / "hang.flag").write_text("block")
+    job = runner.begin("counter", "long", state=state)
+    task = runner.spawn(job)
+    await polled(lambda: (folder / "hanging").exists(), "the call to hang()")
+    workers.outlive_leases()
+    assert await beats.after_now() == [job.run_id]
+    found = workers.new().recoverable()
+    (folder / "hang.flag").unlink()
+    result = await task
+    assert result is not None and (result.reason, result.turns) == (StopReason.SUCCESS, 3)
+    return found
 
 
 def test_a_shutdown_waits_for_runs_spawned_while_it_waits(counters: Workers, tmp_path: Path) -> None:
     folder = tmp_path / "d"
     waiting = asyncio.run(counters.new().start("counter", "deploy", state=counter_state(folder, "deploy")))
-    (folder / "deploy.flag").write_text("block")
-    threading.Timer(1.0, (folder / "deploy.flag").unlink).start()
+    (folder / "deploy.flag").write_text("block")  # the late run deploys only once the first is done
     runner = counters.new()
 
     async def scenario() -> tuple[bool, bool]:
         first = runner.spawn(runner.begin("counter", "slow", state=counter_state(tmp_path / "s", "slow")))
         stopping = asyncio.create_task(runner.shutdown(grace=10))
-        await asyncio.sleep(0.05)
+        while not runner.shutting_down.is_set():  # noqa: ASYNC110  (then the shutdown waits for `first`)
+            await asyncio.sleep(0)
         late = runner.spawn(runner.claim(waiting.run_id, approved=True))  # e.g. an answer posted just then
+        await asyncio.wait([first])
+        (folder / "deploy.flag").unlink()
         await stopping
         return first.done(), late.done()
 
     assert asyncio.run(scenario()) == (True, True)
-    rec = runner.store.get(waiting.run_id)
+    rec, snap = runner.store.get(waiting.run_id), runner.store.snapshot(waiting.run_id)
     assert rec is not None and rec.status is RunStatus.CANCELLED and deployed(folder) == ["v2"]
+    assert snap is not None  # the late run's deploy was waited for, not cut off:
+    assert [e.text for e in snap.journal if isinstance(e, Result) and e.ran == "deploy"] == ["deployed v2"]
 
 
 def test_who_holds_a_run_is_judged_by_host_pid_namespace_and_process(counters: Workers) -> None:
@@ -930,8 +991,10 @@ def test_a_worker_dying_between_the_question_and_its_record_loses_no_question(
         runner.store.record = die  # type: ignore[method-assign,assignment]
         with pytest.raises(Crash):
             asyncio.run(runner.start("counter", "ask", state=counter_state(folder, "ask")))
-        outlive_its_lease()
-        [again] = asyncio.run(survivor.new().recover())
+        recovering = survivor.new()
+        assert asyncio.run(recovering.recover()) == []  # not before its lease ran out
+        dying.outlive_leases()
+        [again] = asyncio.run(recovering.recover())
         assert again.reason is StopReason.NEED_HELP and again.note == "Which number next?"
         rec = survivor.new().store.get(again.run_id)
         assert rec is not None and (rec.status, rec.question) == (RunStatus.WAITING, "Which number next?")
@@ -1006,8 +1069,10 @@ def test_recovery_of_a_run_whose_task_type_left_the_catalog_ends_it_as_a_resumab
         state = counter_state(folder, "crash")
         with pytest.raises(Crash):
             asyncio.run(dying.new().start("counter", "count", task_type="bulk-counting", state=state))
-        outlive_its_lease()
         runner = survivor.new()
+        assert asyncio.run(runner.recover()) == []  # not before its lease ran out: it still runs
+        assert [r.status for r in runner.store.list_runs(limit=None)] == [RunStatus.RUNNING]
+        dying.outlive_leases()
         assert asyncio.run(runner.recover()) == []
         [rec] = runner.store.list_runs(limit=None)
         assert (rec.status, rec.error_type) == (RunStatus.FINISHED, "agent_build_failed")

@@ -2,10 +2,11 @@
 
 `catalog()` holds the `counter` agent: each `count(n)` call appends `n` to
 `calls.txt` in the run's folder, so a test can see that no call ran twice.
-`hang()` blocks while `hang.flag` exists in the folder (a process is killed
-there); `crash()` makes the worker "die" (`Crash` raised from the loop, not the
-tool) right after its first call; `slow(seconds)` sleeps; `deploy(version)`
-needs approval, appends `version` to `deploys.txt` and then blocks while `deploy.flag` exists.
+`hang()` leaves a `hanging` file, then blocks while `hang.flag` exists in the
+folder (a process is killed there); `crash()` makes the worker "die" (`Crash`
+raised from the loop, not the tool) right after its first call; `slow(seconds)`
+sleeps; `deploy(version)` needs approval, appends `version` to `deploys.txt` and
+then blocks while `deploy.flag` exists.
 Subprocesses load the catalog with `--catalog test_runner_agents:catalog` and `tests/` on PYTHONPATH.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 from agent import Agent, Budget, HelpPolicy, tool
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import open_store
+from agent.durable.store._sql import TABLE, SqlStore
 from agent.hooks import RunInfo, RunObserver
 from agent.models.base import ToolCall
 from agent.models.scripted import ScriptedModel, call, finish
@@ -47,7 +49,7 @@ SCRIPTS: dict[str, list[Any]] = {
     "hang-first": [[call("hang")], [call("count", n=1)], [finish("done", "counted")]],
     "slow": [[call("count", n=i), call("slow", seconds=0.3 + i / 1000)] for i in range(1, 9)]
     + [[finish("done", "slow")]],
-    "long": [[call("count", n=1)], [call("slow", seconds=5.0)], [finish("done", "one long call")]],
+    "long": [[call("count", n=1)], [call("hang")], [finish("done", "one long call")]],
     "ask": [
         [call("count", n=1)],
         [finish("need_help", "Which number next?")],
@@ -130,6 +132,7 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
     @tool(timeout=600)
     def hang() -> str:
         """Block while hang.flag exists."""
+        (folder / "hanging").touch()
         while (folder / "hang.flag").exists():
             time.sleep(0.05)
         return "released"
@@ -274,12 +277,37 @@ def env_with_tests() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{tests}{os.pathsep}{path}" if path else tests}
 
 
-def a_run_whose_worker_died(store_url: str, folder: Path) -> Any:
-    """The job of a `plain` counter run begun on the store by a worker of another host, which then
-    died: its 3-second lease runs out unrenewed, and a live runner may take the run over."""
+def outlive_leases(store_url: str, seconds: float, *owners: str) -> int:
+    """`seconds` pass for the leases of `owners` (workers that died): each moves that far back on the
+    store's own table, as the store's clock, which judges leases, would have moved on; no test waits
+    for it. The number of leases moved."""
     store = open_store(store_url)
     try:
-        elsewhere = Runner(store, catalog(), lease_seconds=3, owner="another-host:4242:0badc0de")
+        assert isinstance(store, SqlStore)
+        marks = ", ".join("?" for _ in owners)
+        sql = f"UPDATE {TABLE} SET lease_until = lease_until - ? WHERE owner IN ({marks})"
+        return store._count(sql, (seconds, *owners))
+    finally:
+        store.close()
+
+
+ELSEWHERE_LEASE = 600.0  # seconds: the lease of `a_run_whose_worker_died`, run out by `lease_ran_out`
+
+
+def a_run_whose_worker_died(store_url: str, folder: Path) -> Any:
+    """The job of a `plain` counter run begun on the store by a worker of another host, which then
+    died: its lease stays good until `lease_ran_out`, and then a live runner may take the run over."""
+    store = open_store(store_url)
+    try:
+        elsewhere = Runner(
+            store, catalog(), lease_seconds=ELSEWHERE_LEASE, owner="another-host:4242:0badc0de"
+        )
         return elsewhere.begin("counter", "count", state=counter_state(folder, "plain"))
     finally:
         store.close()
+
+
+def lease_ran_out(store_url: str, job: Any) -> None:
+    """The lease of `a_run_whose_worker_died`'s dead worker runs out, unrenewed: its length and a
+    second pass for it by the store's clock (`outlive_leases`)."""
+    assert outlive_leases(store_url, ELSEWHERE_LEASE + 1, job.record.owner) == 1

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_runner_agents import a_run_whose_worker_died, counted, counter_state
+from test_runner_agents import a_run_whose_worker_died, counted, counter_state, lease_ran_out
 from test_service_support import Server, run_status, wait_for, wait_status
 
 from agent.durable.store import open_store
@@ -70,9 +70,12 @@ def test_a_run_whose_worker_died_is_recovered_by_one_of_two_replicas(store_url: 
         Server(store_url, tmp_path, catalog=CATALOG) as two,
         one.client() as api,
     ):
+        held = run_status(api, job.run_id)  # the recoveries at start (before ready) left it alone
+        assert (held["status"], held["segments"]) == ("running", 1)
+        lease_ran_out(store_url, job)
         done = wait_for(
             lambda: (rec := run_status(api, job.run_id))["status"] == "finished" and rec,
-            timeout=30,
+            timeout=60,
             what="a replica to recover the run once its lease ran out",
         )
         logs = [one.log.read_text(), two.log.read_text()]

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import datetime
 import json
+import logging
 import os
 import sqlite3
 import subprocess
@@ -709,10 +710,28 @@ def test_a_run_whose_connections_drop_between_its_checkpoints_sent_ahead_still_s
         store.close()
 
 
-def test_a_run_goes_on_through_a_restart_of_its_postgresql_server(tmp_path: Path) -> None:
-    """The server is stopped during a tool and started again a moment later (a restart, a failover):
-    the checkpoint that could not be written then is written again once the server is back, and
-    the run succeeds, each tool run once (it ended as error, the restart its reason)."""
+@pytest.fixture
+def unwritten() -> Iterator[threading.Event]:
+    """An event set once the runner says a checkpoint was not written (and that it tries again)."""
+    said = threading.Event()
+
+    class Listener(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("a checkpoint was not written"):
+                said.set()
+
+    listener, runner_log = Listener(logging.WARNING), logging.getLogger("endstate.runner")
+    runner_log.addHandler(listener)
+    try:
+        yield said
+    finally:
+        runner_log.removeHandler(listener)
+
+
+def test_a_run_goes_on_through_a_restart_of_its_postgresql_server(unwritten: threading.Event) -> None:
+    """The server is stopped during a tool and started again once a checkpoint failed (a restart, a
+    failover): the checkpoint that could not be written then is written again once the server is
+    back, and the run succeeds, each tool run once (it ended as error, the restart its reason)."""
 
     server = pg.PostgresServer()
     ran: list[int] = []
@@ -724,7 +743,7 @@ def test_a_run_goes_on_through_a_restart_of_its_postgresql_server(tmp_path: Path
         ran.append(n)
         if n == 2:
             server.pause()
-            restarted.append(threading.Thread(target=lambda: (time.sleep(1.0), server.resume())))
+            restarted.append(threading.Thread(target=lambda: (unwritten.wait(60), server.resume())))
             restarted[0].start()
         return f"did {n}"
 
@@ -736,6 +755,7 @@ def test_a_run_goes_on_through_a_restart_of_its_postgresql_server(tmp_path: Path
         store = open_store(f"postgresql://postgres@127.0.0.1:{server.port}/runs")
         try:
             three_steps_each_once(store, step, ran)
+            assert unwritten.is_set()
         finally:
             store.close()
     finally:
@@ -745,7 +765,7 @@ def test_a_run_goes_on_through_a_restart_of_its_postgresql_server(tmp_path: Path
 
 
 def test_a_run_goes_on_when_another_process_holds_the_sqlite_file_past_the_busy_timeout(
-    tmp_path: Path,
+    tmp_path: Path, unwritten: threading.Event
 ) -> None:
     """Another process holds a write transaction on the file longer than the store waits for a lock
     (its timeout: here 0.2 s; 10 s by default): the checkpoint fails as "database is locked" and is
@@ -758,7 +778,7 @@ def test_a_run_goes_on_when_another_process_holds_the_sqlite_file_past_the_busy_
         other = sqlite3.connect(path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")
         locked.set()
-        time.sleep(1.0)
+        unwritten.wait(60)  # until a checkpoint failed on the lock
         other.execute("ROLLBACK")
         other.close()
 
@@ -776,6 +796,7 @@ def test_a_run_goes_on_when_another_process_holds_the_sqlite_file_past_the_busy_
     store = open_store(str(path), timeout=0.2)
     try:
         three_steps_each_once(store, step, ran)
+        assert unwritten.is_set()
     finally:
         for thread in holders:
             thread.join()

@@ -596,7 +596,6 @@ def test_each_call_span_ends_when_its_call_ends_not_with_its_turn(rig: Rig) -> N
     assert chat.name.startswith(n.SPAN_CHAT) and first.name.startswith(n.SPAN_EXECUTE_TOOL)
     ends = [s.end_time or 0 for s in (chat, first, second)]
     starts = [s.start_time or 0 for s in (chat, first, second)]
-    assert ends[0] <= starts[1] and ends[1] <= starts[2]  # one after another, as they ran
+    assert ends[0] <= starts[1] and ends[1] <= starts[2]  # one after another: no tool time in the chat
     assert (second.end_time or 0) - (second.start_time or 0) >= 50_000_000  # its own 50 ms
-    assert (chat.end_time or 0) - (chat.start_time or 0) < 50_000_000  # not the tools' time too
     assert (turn.start_time or 0) <= starts[0] and ends[2] <= (turn.end_time or 0)

@@ -184,7 +184,7 @@ def test_a_raising_exporter_is_counted() -> None:
 
 
 HANG_SCRIPT = """
-import sys, time
+import sys
 from agent import Agent
 from agent.models import ScriptedModel, finish
 from telemetry import Telemetry
@@ -192,7 +192,7 @@ telemetry = Telemetry.from_env()
 for i in range(3):
     agent = Agent("exiter", ScriptedModel([[finish("done", "ok")]]), hooks=telemetry.hooks)
     assert agent.run("go").reason == "success"
-time.sleep(1.5)  # let the batch processor start an export that will never be answered
+sys.stdin.readline()  # until the batch processor's export, never answered, is under way
 print("closing", flush=True)
 if sys.argv[1] == "shutdown":
     telemetry.shutdown()
@@ -212,11 +212,17 @@ def test_a_process_exits_promptly_when_the_collector_never_answers(ending: str, 
             **os.environ,
             "OTEL_EXPORTER_OTLP_ENDPOINT": hanging.endpoint,
             "OTEL_EXPORTER_OTLP_TIMEOUT": "120",
+            "OTEL_BSP_SCHEDULE_DELAY": "50",  # the export starts before the close
         }
         argv = [sys.executable, "-c", textwrap.dedent(HANG_SCRIPT), ending]
-        with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True) as proc:
-            assert proc.stdout is not None
-            first = proc.stdout.readline()  # the runs are done: the close starts
+        with subprocess.Popen(
+            argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True
+        ) as proc:
+            assert proc.stdin is not None and proc.stdout is not None
+            assert hanging.arrived.wait(60), "no export began within 60 s"
+            proc.stdin.write("close now\n")
+            proc.stdin.flush()
+            first = proc.stdout.readline()  # the close starts
             closing = time.monotonic()
             try:
                 proc.wait(timeout=2 * EXIT_BOUND_S)

@@ -11,7 +11,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -290,12 +289,13 @@ def timeless(item: dict[str, Any]) -> dict[str, Any]:
     return {k: None if k in TIMES else v for k, v in item.items()}
 
 
-CLEANED: list[str] = []
+CLEANING, CLEANUP_GATE = threading.Event(), threading.Event()
 
 
 def slow_cleanup(state: dict[str, Any]) -> None:
-    time.sleep(1.5)
-    CLEANED.append(state["script"])
+    """Say it began, then block (as a real cleanup may) until the test opens its gate, at most 30 s."""
+    CLEANING.set()
+    CLEANUP_GATE.wait(30)
 
 
 GATE = threading.Event()
@@ -567,11 +567,16 @@ def test_provider_blocks_go_back_verbatim_through_activities_and_a_wait(temporal
 
 
 def test_a_run_cancelled_while_its_world_is_cleaned_up_keeps_its_result(temporal: TemporalServer) -> None:
+    CLEANING.clear()
+    CLEANUP_GATE.clear()
+
     async def scenario() -> None:
         async with worker(temporal) as runs:
             done = await runs.start("tidy", "Fetch the pages.", state={"script": "long-results"})
             assert isinstance(done, RunResult) and done.reason == "success"
+            assert await asyncio.to_thread(CLEANING.wait, 30), "the cleanup did not begin within 30 s"
             await runs.cancel(done.run_id)  # while the cleanup activity runs
+            CLEANUP_GATE.set()
             ended = await asyncio.wait_for(runs.result(done.run_id), 30)
             assert (ended.reason, ended.turns) == ("success", 3)
 
