@@ -178,11 +178,25 @@ async def drive(
 
 
 async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
-    """One turn: ask the model, act on its reply, check progress."""
-    replied = await ask_model(agent, run, obs)  # 2
-    if isinstance(replied, Stop):
-        return replied
-    return end_turn(agent, run, await act(agent, run, replied, obs))  # 3, 4, then 5
+    """One turn: ask the model, record its reply and act on why it ended (`stop`), answer its calls,
+    check progress. A refusal ends the run, a reply that filled the window shrinks the history, and a
+    reply with no tool call is nudged."""
+    reply = await ask_model(agent, run, obs)  # 2
+    if isinstance(reply, Stop):
+        return reply
+    run.record(reply)
+    stop = reply.stop
+    if stop == StopKind.REFUSED:
+        note = f"The model API refused to go on with this task (stop_reason: {reply.stop_reason})."
+        return Stop(StopReason.GAVE_UP, note=note, cause=StopCause.REFUSAL)
+    if stop == StopKind.CONTEXT_FULL and (
+        cut := await shrink_more(agent, run, obs, f"the reply stopped at {reply.stop_reason}")
+    ):
+        return cut  # the reply filled the window: shrink before going on, or stop
+    if not (calls := reply.calls):
+        run.record(Note(CUT_OFF if stop in CUT_STOPS else NUDGE))
+        return end_turn(agent, run, _GO_ON[TurnSignal.NO_TOOL_CALL])
+    return end_turn(agent, run, await act_on_calls(agent, run, calls, obs))  # 3, 4, then 5
 
 
 async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
@@ -515,25 +529,6 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
 
 
 # -- 3, 4. the calls -------------------------------------------------------------------------------
-
-
-async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> Decision:
-    """Record the reply and act on why it ended (`stop`): a refusal ends the run, a reply with no
-    tool call is nudged."""
-    run.record(reply)
-    stop = reply.stop
-    if stop == StopKind.REFUSED:
-        note = f"The model API refused to go on with this task (stop_reason: {reply.stop_reason})."
-        return Stop(StopReason.GAVE_UP, note=note, cause=StopCause.REFUSAL)
-    if stop == StopKind.CONTEXT_FULL and (
-        cut := await shrink_more(agent, run, obs, f"the reply stopped at {reply.stop_reason}")
-    ):
-        return cut  # the reply filled the window: shrink before going on, or stop
-    calls = reply.calls
-    if not calls:
-        run.record(Note(CUT_OFF if stop in CUT_STOPS else NUDGE))
-        return _GO_ON[TurnSignal.NO_TOOL_CALL]
-    return await act_on_calls(agent, run, calls, obs)
 
 
 async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: RunObserver) -> Decision:
