@@ -190,6 +190,32 @@ def unkept(reply: Reply) -> str | None:
     orjson checks the usual reply at C speed; what it refuses (an integer past 64 bits, a lone
     surrogate: JSON all the same) and what it writes as null (NaN, None: the store writes those with
     the standard library, which refuses an enum or a UUID that orjson takes) are checked in full."""
+    return None if _usual(reply) else _reply_problem(reply)
+
+
+def _usual(reply: Reply) -> bool:
+    """Whether `reply` is one the journal keeps as it is, judged in one quick pass: text and tool calls
+    with no provider data, names that are strings, distinct call ids, and arguments orjson writes with
+    no null. Nearly every reply is; any other gets the full check (`_reply_problem`)."""
+    if reply.provider_data is not NO_DATA or not (
+        type(reply.stop_reason) is str and type(reply.model) is str and type(reply.response_id) is str
+    ):
+        return False
+    ids: set[str] = set()
+    arguments = []
+    for part in reply.parts:
+        if type(part) is Call and type(part.id) is type(part.name) is str and part.provider_data is NO_DATA:
+            if part.id in ids:
+                return False
+            ids.add(part.id)
+            arguments.append(part.arguments)
+        elif not (type(part) is Text and type(part.text) is str and part.provider_data is NO_DATA):
+            return False
+    return not arguments or _plain_json(arguments)
+
+
+def _reply_problem(reply: Reply) -> str | None:
+    """`unkept`, every field checked."""
     if problem := _head_problem(reply):
         return problem
     plain, ids = True, set()

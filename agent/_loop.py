@@ -178,11 +178,25 @@ async def drive(
 
 
 async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
-    """One turn: ask the model, act on its reply, check progress."""
-    replied = await ask_model(agent, run, obs)  # 2
-    if isinstance(replied, Stop):
-        return replied
-    return end_turn(agent, run, await act(agent, run, replied, obs))  # 3, 4, then 5
+    """One turn: ask the model, record its reply and act on why it ended (`stop`), answer its calls,
+    check progress. A refusal ends the run, a reply that filled the window shrinks the history, and a
+    reply with no tool call is nudged."""
+    reply = await ask_model(agent, run, obs)  # 2
+    if isinstance(reply, Stop):
+        return reply
+    run.record(reply)
+    stop = reply.stop
+    if stop == StopKind.REFUSED:
+        note = f"The model API refused to go on with this task (stop_reason: {reply.stop_reason})."
+        return Stop(StopReason.GAVE_UP, note=note, cause=StopCause.REFUSAL)
+    if stop == StopKind.CONTEXT_FULL and (
+        cut := await shrink_more(agent, run, obs, f"the reply stopped at {reply.stop_reason}")
+    ):
+        return cut  # the reply filled the window: shrink before going on, or stop
+    if not (calls := reply.calls):
+        run.record(Note(CUT_OFF if stop in CUT_STOPS else NUDGE))
+        return end_turn(agent, run, _GO_ON[TurnSignal.NO_TOOL_CALL])
+    return end_turn(agent, run, await act_on_calls(agent, run, calls, obs))  # 3, 4, then 5
 
 
 async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
@@ -313,22 +327,11 @@ async def settle(run: RunState) -> None:
 # -- 2. the model ----------------------------------------------------------------------------------
 
 
-async def ask_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | Stop:
-    """The turn's reply; a paused reply (Anthropic's `pause_turn`) is sent back within the same turn."""
-    for _ in range(MAX_PAUSES):
-        replied = await call_model(agent, run, obs)
-        if isinstance(replied, Stop) or replied.stop != StopKind.PAUSED:
-            return replied
-        run.record(replied)
-        if limit := run.budget.exceeded(run.tick(), within_turn=True):
-            return Stop(StopReason.LIMIT, limit=limit)
-    note = f"The model API paused the same turn {MAX_PAUSES} times."
-    return Stop(StopReason.ERROR, note=note, error_type="pause_turn")
-
-
-async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | Stop:
-    """Call the model; retry transient failures with backoff while time is left, and shrink
-    the history (per the agent's policy) before the context window is full, or when it is."""
+async def ask_model(agent: Agent, run: RunState, obs: RunObserver, pauses: int = 0) -> Reply | Stop:
+    """The turn's reply. Call the model; retry transient failures with backoff while time is left,
+    and shrink the history (per the agent's policy) before the context window is full, or when it is.
+    A paused reply (Anthropic's `pause_turn`) is sent back within the same turn (`send_back`);
+    `pauses` counts the turn's paused replies so far."""
     if (due := agent.history.due(run.journal.entries, agent.context_window)) and (
         stop := await shrink(agent, run, obs, due)
     ):
@@ -343,24 +346,46 @@ async def call_model(agent: Agent, run: RunState, obs: RunObserver) -> Reply | S
         except _BudgetCut:
             note = "The model call was cut off when the time budget ran out."
             return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
-        except TransientModelError as exc:
-            obs.model_ended(None, exc)
-            wait = retry_wait(agent, run, exc, attempt)
-            if isinstance(wait, Stop):
-                return wait
-            await asyncio.sleep(wait)
-            continue
         except ModelError as exc:
             obs.model_ended(None, exc)
-            if exc.error_type != CONTEXT_FULL:
-                return Stop(StopReason.ERROR, note=f"The model call failed: {exc}", error_type=exc.error_type)
-            if stop := await shrink_more(agent, run, obs, exc):  # the prompt was too long: shrink it
-                return stop  # and ask again, in the same turn; or stop when nothing more can go
-            continue
+            if stop := await recover(agent, run, obs, exc, attempt):
+                return stop
+            continue  # ask again, in the same turn
         except Exception as exc:  # an adapter bug: the run ends as error, and the call says why
             obs.model_ended(None, exc)
             raise
-        return received(agent, run, obs, reply)
+        replied = received(agent, run, obs, reply)
+        if isinstance(replied, Stop) or replied.stop != StopKind.PAUSED:
+            return replied
+        return await send_back(agent, run, obs, replied, pauses + 1)
+
+
+async def recover(
+    agent: Agent, run: RunState, obs: RunObserver, exc: ModelError, attempt: int
+) -> Stop | None:
+    """After a failed model call: None to ask again, once a transient failure has waited its turn (see
+    `retry_wait`) or a prompt too long has had the history shrunk; else the stop."""
+    if isinstance(exc, TransientModelError):
+        wait = retry_wait(agent, run, exc, attempt)
+        if isinstance(wait, Stop):
+            return wait
+        await asyncio.sleep(wait)
+        return None
+    if exc.error_type != CONTEXT_FULL:
+        return Stop(StopReason.ERROR, note=f"The model call failed: {exc}", error_type=exc.error_type)
+    return await shrink_more(agent, run, obs, exc)  # or the stop, when nothing more can go
+
+
+async def send_back(agent: Agent, run: RunState, obs: RunObserver, reply: Reply, pauses: int) -> Reply | Stop:
+    """A paused reply, the turn's `pauses`-th: recorded and sent back within the same turn (the model
+    is asked again), unless the budget ran out with it or the turn has paused `MAX_PAUSES` times."""
+    run.record(reply)
+    if limit := run.budget.exceeded(run.tick(), within_turn=True):
+        return Stop(StopReason.LIMIT, limit=limit)
+    if pauses < MAX_PAUSES:
+        return await ask_model(agent, run, obs, pauses)
+    note = f"The model API paused the same turn {MAX_PAUSES} times."
+    return Stop(StopReason.ERROR, note=note, error_type="pause_turn")
 
 
 def received(agent: Agent, run: RunState, obs: RunObserver, reply: object) -> Reply | Stop:
@@ -515,25 +540,6 @@ def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: i
 
 
 # -- 3, 4. the calls -------------------------------------------------------------------------------
-
-
-async def act(agent: Agent, run: RunState, reply: Reply, obs: RunObserver) -> Decision:
-    """Record the reply and act on why it ended (`stop`): a refusal ends the run, a reply with no
-    tool call is nudged."""
-    run.record(reply)
-    stop = reply.stop
-    if stop == StopKind.REFUSED:
-        note = f"The model API refused to go on with this task (stop_reason: {reply.stop_reason})."
-        return Stop(StopReason.GAVE_UP, note=note, cause=StopCause.REFUSAL)
-    if stop == StopKind.CONTEXT_FULL and (
-        cut := await shrink_more(agent, run, obs, f"the reply stopped at {reply.stop_reason}")
-    ):
-        return cut  # the reply filled the window: shrink before going on, or stop
-    calls = reply.calls
-    if not calls:
-        run.record(Note(CUT_OFF if stop in CUT_STOPS else NUDGE))
-        return _GO_ON[TurnSignal.NO_TOOL_CALL]
-    return await act_on_calls(agent, run, calls, obs)
 
 
 async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: RunObserver) -> Decision:

@@ -273,6 +273,8 @@ class Agent:
         return result
 
     def _observe(self, run: RunState, snap: Snapshot | None, extended: bool = False) -> RunObserver:
+        if isinstance(self.hooks, NoHooks):  # nothing observes the run: no RunInfo to make (see `guard`)
+            return RunObserver()
         link = SegmentLink(snap.trace_id, snap.span_id) if snap and snap.trace_id and snap.span_id else None
         info = RunInfo(
             run_id=run.ctx.run_id,

@@ -1609,6 +1609,28 @@ def test_pause_turn_sends_the_paused_reply_back_in_the_same_turn(make_agent):
     assert second[-1]["content"][0]["type"] == "server_tool_use"
 
 
+def test_a_turn_paused_too_often_ends_the_run_as_error_with_every_paused_reply_recorded():
+    """A model API that pauses a turn for good: each paused reply is recorded and sent back, up to
+    `MAX_PAUSES` calls in the turn; then the run ends as error (`pause_turn`), in its first turn."""
+    from agent._loop import MAX_PAUSES
+
+    class AlwaysPauses:
+        name, provider = "m", "test"
+        calls = 0
+
+        async def complete(self, request: ModelRequest) -> ModelReply:
+            self.calls += 1
+            return ModelReply([{"type": "text", "text": f"pause {self.calls}"}], 1, 1, "pause_turn")
+
+    model, saved = AlwaysPauses(), []
+    result = Agent("a", model, checkpoint=lambda c: saved.extend(c.entries)).run("task")
+    assert (result.reason, result.error_type, result.turns) == (StopReason.ERROR, "pause_turn", 1)
+    assert result.note == f"The model API paused the same turn {MAX_PAUSES} times."
+    assert model.calls == MAX_PAUSES and result.usage.input_tokens == MAX_PAUSES  # each call counted
+    replies = [e.parts[0].text for e in saved if isinstance(e, Reply)]
+    assert replies == [f"pause {i}" for i in range(1, MAX_PAUSES + 1)]
+
+
 def test_max_tokens_without_a_call_asks_the_model_to_go_on(make_agent):
     agent = make_agent(reply(say("The report begins"), stop_reason="max_tokens"), [finish("done", "ok")])
     result = agent.run("task")

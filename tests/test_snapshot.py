@@ -415,6 +415,31 @@ def test_a_reply_whose_provider_data_is_not_json_is_not_kept() -> None:
     assert "the reply's provider data" in str(unkept(Reply((), provider_data={"container": b"id"})))
 
 
+@pytest.mark.parametrize(
+    ("reply", "kept"),
+    [
+        (Reply((Text("x"), Call("c", "f", {"a": "null", "n": [1, 2.5, True]}))), True),  # "null" in text
+        (Reply((Call("c", "f", {"big": 2**70}),)), True),  # JSON, past what orjson writes
+        (Reply((Opaque({"type": "thinking"}), Call("c", "f", {}))), True),
+        (Reply((Text("x"),), provider_data={}), True),
+        (Reply((Call("c", "f", {}), Call("c", "f", {}))), False),  # two calls of one id
+        (Reply((Call(1, "f", {}),)), False),  # type: ignore[arg-type]
+        (Reply((Call("c", "f", {"x": float("nan")}),)), True),  # orjson writes null; the store, NaN
+        (Reply((Call("c", "f", {"x": {1, 2}}),)), False),
+        (Reply((Text(5),)), False),  # type: ignore[arg-type]
+        (Reply((Text("x"),), stop_reason=None), False),  # type: ignore[arg-type]
+    ],
+)
+def test_the_quick_check_of_a_usual_reply_says_what_the_full_check_says(reply: Reply, kept: bool) -> None:
+    """`unkept` passes the usual reply in one quick pass and checks any other in full: replies that look
+    usual but are not (a null, a big integer, a shared id, names that are no text) get the full
+    check's verdict, whichever path they take."""
+    from agent._codec import _reply_problem, unkept
+
+    assert unkept(reply) == _reply_problem(reply)
+    assert (unkept(reply) is None) is kept
+
+
 # -- a reply's kind (`Reply.stop`) ----------------------------------------------------------------
 
 
