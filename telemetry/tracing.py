@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from random import getrandbits
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -111,7 +112,12 @@ class PlannedIds(RandomIdGenerator):
 
     def generate_span_id(self) -> int:
         planned = _PLANNED.get()
-        return int(planned.span_id, 16) if planned else super().generate_span_id()
+        if planned:
+            return int(planned.span_id, 16)
+        span_id = getrandbits(64)  # `RandomIdGenerator`'s, inline: every span takes one
+        while span_id == trace.INVALID_SPAN_ID:
+            span_id = getrandbits(64)
+        return span_id
 
     def generate_trace_id(self) -> int:
         planned = _PLANNED.get()
