@@ -30,10 +30,10 @@ from __future__ import annotations
 import os
 import re
 import time
-from random import getrandbits
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
