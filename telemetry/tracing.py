@@ -299,7 +299,7 @@ class _RunTrace(RunObserver):
             if self._ended:
                 return
             if self._turn is not None or self._chat is not None or self._tools:
-                self._end_turn()
+                self.turn_ended()
             turn = self._turn = _Turn(index, time.time_ns(), continued)
             if self._held:  # an approved tool run on resume, before the turn it completes
                 turn.calls, self._held = self._held, []
@@ -307,9 +307,30 @@ class _RunTrace(RunObserver):
         except Exception:
             hook_failed("turn_started (spans)")
 
-    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
+    def turn_ended(self, index: int = 0, signal: TurnSignal | StopReason | None = None) -> None:
+        """End the open turn (its spans are made now) and whatever it still holds (a call cut off
+        by cancellation, say); also when a turn starts, or the segment ends, with one still open."""
         try:
-            self._end_turn(signal)
+            if self._chat is not None or self._tools:
+                self._interrupt_calls()
+            turn, self._turn = self._turn, None
+            if turn is None:
+                return
+            attributes: dict[str, Any] = {n.AGENT_TURN_INDEX: turn.index}
+            if turn.continued:
+                attributes[n.AGENT_TURN_CONTINUED] = True
+            if signal is not None:
+                attributes[n.AGENT_TURN_SIGNAL] = signal
+            span = self._tracer.start_span(
+                n.SPAN_TURN, context=self._ctx, attributes=attributes, start_time=turn.start_ns
+            )
+            if turn.calls:
+                context = trace.set_span_in_context(span)
+                for call in turn.calls:
+                    self._span_of(call, context)
+            for name, event, at in turn.events:
+                span.add_event(name, event, at)
+            span.end()
         except Exception:
             hook_failed("turn_ended (spans)")
 
@@ -438,7 +459,7 @@ class _RunTrace(RunObserver):
             if self._ended:
                 return
             self._ended = True
-            self._end_turn()
+            self.turn_ended()
             for call in self._held:  # the segment ended before a turn took them
                 self._span_of(call, self._ctx)
             self._held = []
@@ -465,32 +486,12 @@ class _RunTrace(RunObserver):
 
     # -- helpers -------------------------------------------------------------
 
-    def _end_turn(self, signal: str | None = None) -> None:
-        """End the open turn (its spans are made now) and whatever it still holds (a call cut off
-        by cancellation, say)."""
-        if self._chat is not None or self._tools:
-            for call in [self._chat, *self._tools.values()]:
-                if call is not None:
-                    self._emit(call, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
-            self._chat, self._tools = None, {}
-        turn, self._turn = self._turn, None
-        if turn is None:
-            return
-        attributes: dict[str, Any] = {n.AGENT_TURN_INDEX: turn.index}
-        if turn.continued:
-            attributes[n.AGENT_TURN_CONTINUED] = True
-        if signal is not None:
-            attributes[n.AGENT_TURN_SIGNAL] = signal
-        span = self._tracer.start_span(
-            n.SPAN_TURN, context=self._ctx, attributes=attributes, start_time=turn.start_ns
-        )
-        if turn.calls:
-            context = trace.set_span_in_context(span)
-            for call in turn.calls:
-                self._span_of(call, context)
-        for name, event, at in turn.events:
-            span.add_event(name, event, at)
-        span.end()
+    def _interrupt_calls(self) -> None:
+        """The calls still open (cut off by cancellation, say) ended as interrupted."""
+        for call in [self._chat, *self._tools.values()]:
+            if call is not None:
+                self._emit(call, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
+        self._chat, self._tools = None, {}
 
     def _emit(self, call: _Call, ended: dict[str, Any] | None = None) -> None:
         """A call ended (with `ended` added to its attributes): the open turn takes it, or the
