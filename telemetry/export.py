@@ -24,12 +24,12 @@ after shutdown, or in a batch the exporter failed (a collector down past the
 exporter's own retries). `CountedLogProcessor` does the same for content events (log
 records) in the SDK's batch log record processor.
 
-It costs a span about what the SDK's own processor does: one uncontended
-lock, under which a span is admitted and queued (so threads ending spans at
-once never overfill the queue between the count and the append: the SDK
-would then drop its oldest span itself), and one sampled check, not two
-(the SDK's `on_end` checks again; its queue's `emit` is called when it is
-there).
+It costs a span about what the SDK's own processor does: one call (`on_end`
+is the admission itself), one uncontended lock, under which a span is
+admitted and queued (so threads ending spans at once never overfill the
+queue between the count and the append: the SDK would then drop its oldest
+span itself), and one sampled check, not two (the SDK's `on_end` checks
+again; its queue's `emit` is called when it is there).
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from opentelemetry.context import Context
-from opentelemetry.sdk._logs import LogRecordProcessor, ReadableLogRecord, ReadWriteLogRecord
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadableLogRecord
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -237,6 +237,8 @@ class _CountedQueue:
     batch: BatchSpanProcessor | BatchLogRecordProcessor  # the SDK's processor, exporting from its thread
     _emit: Callable[[Any], None]  # its own way into its queue
 
+    sampled_only: ClassVar[bool] = False  # spans: only sampled ones are queued, as in the SDK's processor
+
     def __init__(self, on_dropped: OnDropped, max_queue_size: int, max_export_batch_size: int) -> None:
         self._on_dropped = on_dropped
         self._max = max_queue_size
@@ -248,6 +250,8 @@ class _CountedQueue:
         self._closed = False
 
     def _offer(self, item: Any) -> None:
+        if self.sampled_only and not item.context.trace_flags.sampled:
+            return
         # Admitted items not yet handed: never fewer than the SDK's queue holds (an item popped is
         # counted as handed just after), so an item admitted here never makes the SDK drop one.
         if self._offered - self._handed - self._written_off >= self._yield_from:  # a hint, read unlocked
@@ -299,13 +303,12 @@ class CountedBatchProcessor(_CountedQueue, SpanProcessor):
         )
         self._emit = _queue_of(self.batch)
 
+    sampled_only = True
+    # the SDK calls it as each span ends: one call, no wrapper (its `span` is `_offer`'s `item`)
+    on_end = _CountedQueue._offer  # type: ignore[assignment]
+
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return None
-
-    def on_end(self, span: ReadableSpan) -> None:
-        context = span.context
-        if context is not None and context.trace_flags.sampled:
-            self._offer(span)
 
 
 class CountedLogProcessor(_CountedQueue, LogRecordProcessor):
@@ -326,8 +329,7 @@ class CountedLogProcessor(_CountedQueue, LogRecordProcessor):
         )
         self._emit = self.batch.on_emit
 
-    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
-        self._offer(log_record)
+    on_emit = _CountedQueue._offer  # type: ignore[assignment]  # as `on_end`
 
 
 def _queue_of(batch: BatchSpanProcessor) -> Callable[[ReadableSpan], None]:

@@ -1,23 +1,23 @@
 """One observer per run segment for spans and metrics together, guarded in itself.
 
 `TelemetryHooks` is what `Telemetry.from_env` hands an `Agent`. Its observer
-calls the metrics part first (the alerts read it), then the span part, each in
-its own `try`: the loop pays for one call, not for a fan-out of wrappers, and a
-failure in either part is logged, never raised, and spares the other part.
+calls the metrics part first (the alerts read it), in a `try`, then the span
+part, which guards itself: the loop pays for one call, not for a fan-out of
+wrappers, and a failure in either part is logged, never raised, and spares the
+other part.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink, hook_failed
+from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink, guard, hook_failed
 from telemetry.metrics import MetricsHooks
 from telemetry.tracing import TracingHooks
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply, ModelRequest, ToolCall
     from agent.result import RunResult
-    from agent.stops import StopReason, TurnSignal
     from agent.tools import ToolOutcome
 
 _NOTHING = RunObserver()  # the span part when no spans are recorded
@@ -36,11 +36,7 @@ class TelemetryHooks:
         except Exception:
             hook_failed("run_started (metrics)")
             metrics = _NOTHING
-        try:
-            spans = self.tracing.run_started(info) if self.tracing is not None else _NOTHING
-        except Exception:
-            hook_failed("run_started (spans)")
-            spans = _NOTHING
+        spans = guard(self.tracing, info) if self.tracing is not None else _NOTHING  # guarded, as it is
         return _RunTelemetry(metrics, spans)
 
     @property
@@ -55,92 +51,63 @@ class TelemetryHooks:
 
 class _RunTelemetry(RunObserver):
     """Metrics, then spans, for every hook of one segment; never raises, and one part failing
-    spares the other (a chat span still ends with its reply when the metrics raised)."""
+    spares the other (a chat span still ends with its reply when the metrics raised). The span
+    part guards itself (`guarded`), so it is called as it is; the turn hooks, which only spans
+    take, are its own methods, handed to the loop with no call in between."""
 
     guarded = True
 
     def __init__(self, metrics: RunObserver, spans: RunObserver) -> None:
         self._metrics, self._spans = metrics, spans
         self.trace_id, self.span_id = spans.trace_id, spans.span_id
-
-    def turn_started(self, index: int, continued: bool = False) -> None:
-        try:
-            self._spans.turn_started(index, continued)  # metrics count no turn until the segment ends
-        except Exception:
-            hook_failed("turn_started")
-
-    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
-        try:
-            self._spans.turn_ended(index, signal)
-        except Exception:
-            hook_failed("turn_ended")
+        self.turn_started = spans.turn_started  # type: ignore[method-assign]  # metrics count no turn
+        self.turn_ended = spans.turn_ended  # type: ignore[method-assign]
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
         try:
             self._metrics.model_started(request, attempt)
         except Exception:
             hook_failed("model_started (metrics)")
-        try:
-            self._spans.model_started(request, attempt)
-        except Exception:
-            hook_failed("model_started (spans)")
+        self._spans.model_started(request, attempt)
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
         try:
             self._metrics.model_ended(reply, error)
         except Exception:
             hook_failed("model_ended (metrics)")
-        try:
-            self._spans.model_ended(reply, error)
-        except Exception:
-            hook_failed("model_ended (spans)")
+        self._spans.model_ended(reply, error)
 
     def tool_started(self, call: ToolCall) -> None:
         try:
             self._metrics.tool_started(call)
         except Exception:
             hook_failed("tool_started (metrics)")
-        try:
-            self._spans.tool_started(call)
-        except Exception:
-            hook_failed("tool_started (spans)")
+        self._spans.tool_started(call)
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
         try:
             self._metrics.tool_ended(call, outcome)
         except Exception:
             hook_failed("tool_ended (metrics)")
-        try:
-            self._spans.tool_ended(call, outcome)
-        except Exception:
-            hook_failed("tool_ended (spans)")
+        self._spans.tool_ended(call, outcome)
 
     def verified(self, failures: list[str]) -> None:
         try:
             self._metrics.verified(failures)
         except Exception:
             hook_failed("verified (metrics)")
-        try:
-            self._spans.verified(failures)
-        except Exception:
-            hook_failed("verified (spans)")
+        self._spans.verified(failures)
 
     def human_waited(self, wait: HumanWait) -> None:
         try:
             self._metrics.human_waited(wait)
         except Exception:
             hook_failed("human_waited (metrics)")
-        try:
-            self._spans.human_waited(wait)
-        except Exception:
-            hook_failed("human_waited (spans)")
+        self._spans.human_waited(wait)
 
     def run_ended(self, result: RunResult) -> None:
         try:
             self._metrics.run_ended(result)
         except Exception:
             hook_failed("run_ended (metrics)")
-        try:
-            self._spans.run_ended(result)
-        except Exception:
-            hook_failed("run_ended (spans)")
+        self._spans.run_ended(result)

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -42,7 +43,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink
+from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink, hook_failed
 from agent.models.base import BILLED_APART
 from agent.result import StopReason
 from telemetry import _content
@@ -111,7 +112,12 @@ class PlannedIds(RandomIdGenerator):
 
     def generate_span_id(self) -> int:
         planned = _PLANNED.get()
-        return int(planned.span_id, 16) if planned else super().generate_span_id()
+        if planned:
+            return int(planned.span_id, 16)
+        span_id = getrandbits(64)  # `RandomIdGenerator`'s, inline: every span takes one
+        while span_id == trace.INVALID_SPAN_ID:
+            span_id = getrandbits(64)
+        return span_id
 
     def generate_trace_id(self) -> int:
         planned = _PLANNED.get()
@@ -218,7 +224,10 @@ class _Shape:
 
 
 class _RunTrace(RunObserver):
-    """The spans of one segment: run, then turns holding chats and tools."""
+    """The spans of one segment: run, then turns holding chats and tools. Each hook catches and logs
+    its own failures (`guarded`): the loop calls it as it is, or through the telemetry observer."""
+
+    guarded = True
 
     def __init__(
         self,
@@ -286,52 +295,85 @@ class _RunTrace(RunObserver):
     # -- turns -------------------------------------------------------------
 
     def turn_started(self, index: int, continued: bool = False) -> None:
-        if self._ended:
-            return
-        if self._turn is not None or self._chat is not None or self._tools:
-            self._end_turn()
-        turn = self._turn = _Turn(index, time.time_ns(), continued)
-        if self._held:  # an approved tool run on resume, before the turn it completes
-            turn.calls, self._held = self._held, []
-            turn.start_ns = min(turn.start_ns, *(call.start_ns for call in turn.calls))
+        try:
+            if self._ended:
+                return
+            if self._turn is not None or self._chat is not None or self._tools:
+                self.turn_ended()
+            turn = self._turn = _Turn(index, time.time_ns(), continued)
+            if self._held:  # an approved tool run on resume, before the turn it completes
+                turn.calls, self._held = self._held, []
+                turn.start_ns = min(turn.start_ns, *(call.start_ns for call in turn.calls))
+        except Exception:
+            hook_failed("turn_started (spans)")
 
-    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
-        self._end_turn(signal)
+    def turn_ended(self, index: int = 0, signal: TurnSignal | StopReason | None = None) -> None:
+        """End the open turn (its spans are made now) and whatever it still holds (a call cut off
+        by cancellation, say); also when a turn starts, or the segment ends, with one still open."""
+        try:
+            if self._chat is not None or self._tools:
+                self._interrupt_calls()
+            turn, self._turn = self._turn, None
+            if turn is None:
+                return
+            attributes: dict[str, Any] = {n.AGENT_TURN_INDEX: turn.index}
+            if turn.continued:
+                attributes[n.AGENT_TURN_CONTINUED] = True
+            if signal is not None:
+                attributes[n.AGENT_TURN_SIGNAL] = signal
+            span = self._tracer.start_span(
+                n.SPAN_TURN, context=self._ctx, attributes=attributes, start_time=turn.start_ns
+            )
+            if turn.calls:
+                context = trace.set_span_in_context(span)
+                for call in turn.calls:
+                    self._span_of(call, context)
+            for name, event, at in turn.events:
+                span.add_event(name, event, at)
+            span.end()
+        except Exception:
+            hook_failed("turn_ended (spans)")
 
     # -- model and tool calls ------------------------------------------------
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
-        if self._ended:
-            return
-        if self._chat is not None:
-            self._emit(self._chat, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
-        attributes = self._chat_attributes.copy()
-        attributes[n.GEN_AI_REQUEST_MAX_TOKENS] = request.max_tokens
-        attributes[n.AGENT_ATTEMPT] = attempt
-        content = None
-        if self._capture or self._events is not None:
-            content = {n.GEN_AI_INPUT_MESSAGES: _content.messages_json(request.messages, self._redact)}
-            if request.system:
-                content[n.GEN_AI_SYSTEM_INSTRUCTIONS] = _content.system_json(request.system, self._redact)
-            if self._capture:
-                attributes.update(content)
-        self._chat = _Call(self._chat_name, time.time_ns(), attributes, SpanKind.CLIENT, content)
+        try:
+            if self._ended:
+                return
+            if self._chat is not None:
+                self._emit(self._chat, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
+            attributes = self._chat_attributes.copy()
+            attributes[n.GEN_AI_REQUEST_MAX_TOKENS] = request.max_tokens
+            attributes[n.AGENT_ATTEMPT] = attempt
+            content = None
+            if self._capture or self._events is not None:
+                content = {n.GEN_AI_INPUT_MESSAGES: _content.messages_json(request.messages, self._redact)}
+                if request.system:
+                    content[n.GEN_AI_SYSTEM_INSTRUCTIONS] = _content.system_json(request.system, self._redact)
+                if self._capture:
+                    attributes.update(content)
+            self._chat = _Call(self._chat_name, time.time_ns(), attributes, SpanKind.CLIENT, content)
+        except Exception:
+            hook_failed("model_started (spans)")
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
-        chat, self._chat = self._chat, None
-        if chat is None:
-            return
-        if reply is None:
-            self._emit(chat, {n.ERROR_TYPE: error_type_of(error)})
-            return
-        _add_reply_attributes(chat.attributes, reply)
-        if chat.content is not None:  # content is captured, on the span or as an event
-            output = _content.output_json(reply.content, reply.stop_reason, self._redact)
-            chat.content[n.GEN_AI_OUTPUT_MESSAGES] = output
-            if self._capture:
-                chat.attributes[n.GEN_AI_OUTPUT_MESSAGES] = output
-        chat.event = self._events is not None  # the content event is emitted with the span
-        self._emit(chat)
+        try:
+            chat, self._chat = self._chat, None
+            if chat is None:
+                return
+            if reply is None:
+                self._emit(chat, {n.ERROR_TYPE: error_type_of(error)})
+                return
+            _add_reply_attributes(chat.attributes, reply)
+            if chat.content is not None:  # content is captured, on the span or as an event
+                output = _content.output_json(reply.content, reply.stop_reason, self._redact)
+                chat.content[n.GEN_AI_OUTPUT_MESSAGES] = output
+                if self._capture:
+                    chat.attributes[n.GEN_AI_OUTPUT_MESSAGES] = output
+            chat.event = self._events is not None  # the content event is emitted with the span
+            self._emit(chat)
+        except Exception:
+            hook_failed("model_ended (spans)")
 
     def _event(self, events: Logger, chat: _Call, span: trace.Span) -> None:
         """The model call's content as a `gen_ai.client.inference.operation.details` event."""
@@ -346,79 +388,94 @@ class _RunTrace(RunObserver):
         )
 
     def tool_started(self, call: ToolCall) -> None:
-        if self._ended:
-            return
-        if (stale := self._tools.pop(call.id, None)) is not None:
-            self._emit(stale, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
-        attributes: dict[str, Any] = {
-            n.GEN_AI_OPERATION_NAME: n.OP_EXECUTE_TOOL,
-            n.GEN_AI_TOOL_NAME: call.name,
-            n.GEN_AI_TOOL_CALL_ID: call.id,
-        }
-        if self._capture:
-            attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] = _content.value_json(call.arguments, self._redact)
-        self._tools[call.id] = _Call(f"{n.SPAN_EXECUTE_TOOL} {call.name}", time.time_ns(), attributes)
+        try:
+            if self._ended:
+                return
+            if (stale := self._tools.pop(call.id, None)) is not None:
+                self._emit(stale, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
+            attributes: dict[str, Any] = {
+                n.GEN_AI_OPERATION_NAME: n.OP_EXECUTE_TOOL,
+                n.GEN_AI_TOOL_NAME: call.name,
+                n.GEN_AI_TOOL_CALL_ID: call.id,
+            }
+            if self._capture:
+                attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] = _content.value_json(call.arguments, self._redact)
+            self._tools[call.id] = _Call(f"{n.SPAN_EXECUTE_TOOL} {call.name}", time.time_ns(), attributes)
+        except Exception:
+            hook_failed("tool_started (spans)")
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
-        pending = self._tools.pop(call.id, None)
-        if pending is None:
-            return
-        if self._capture:
-            pending.attributes[n.GEN_AI_TOOL_CALL_RESULT] = self._redact(outcome.text)
-        if outcome.is_error:
-            pending.attributes[n.ERROR_TYPE] = bounded_name(outcome.error_type, n.ERROR_TOOL)
-        self._emit(pending)
+        try:
+            pending = self._tools.pop(call.id, None)
+            if pending is None:
+                return
+            if self._capture:
+                pending.attributes[n.GEN_AI_TOOL_CALL_RESULT] = self._redact(outcome.text)
+            if outcome.is_error:
+                pending.attributes[n.ERROR_TYPE] = bounded_name(outcome.error_type, n.ERROR_TOOL)
+            self._emit(pending)
+        except Exception:
+            hook_failed("tool_ended (spans)")
 
     # -- verification, people, the end -------------------------------------
 
     def verified(self, failures: list[str]) -> None:
-        if self._ended:
-            return
-        attributes: dict[str, Any] = {
-            n.AGENT_VERIFY_PASSED: not failures,
-            n.AGENT_VERIFY_FAILURE_COUNT: len(failures),
-        }
-        if failures:
-            attributes[n.AGENT_VERIFY_FAILURES] = [self._short(f) for f in failures]
-        if self._turn is not None:
-            self._turn.events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
-        elif self._planned is not None:  # the run span is made at the end (see `_planned_span`)
-            self._run_events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
-        else:
-            self._span.add_event(n.EVENT_VERIFY, attributes)
+        try:
+            if self._ended:
+                return
+            attributes: dict[str, Any] = {
+                n.AGENT_VERIFY_PASSED: not failures,
+                n.AGENT_VERIFY_FAILURE_COUNT: len(failures),
+            }
+            if failures:
+                attributes[n.AGENT_VERIFY_FAILURES] = [self._short(f) for f in failures]
+            if self._turn is not None:
+                self._turn.events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
+            elif self._planned is not None:  # the run span is made at the end (see `_planned_span`)
+                self._run_events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
+            else:
+                self._span.add_event(n.EVENT_VERIFY, attributes)
+        except Exception:
+            hook_failed("verified (spans)")
 
     def human_waited(self, wait: HumanWait) -> None:
-        if self._ended:
-            return
-        attributes: dict[str, Any] = {n.AGENT_HUMAN_WAIT_OUTCOME: wait.outcome}
-        if wait.pending_tool:
-            attributes[n.AGENT_HUMAN_WAIT_PENDING_TOOL] = wait.pending_tool
-        if self._capture and wait.question:
-            attributes[n.AGENT_HUMAN_WAIT_QUESTION] = self._redact(wait.question)
-        span = self._tracer.start_span(
-            n.SPAN_HUMAN_WAIT, context=self._ctx, attributes=attributes, start_time=_ns(wait.suspended_at)
-        )
-        span.end(end_time=_ns(wait.suspended_at + person_wait_seconds(wait)))
+        try:
+            if self._ended:
+                return
+            attributes: dict[str, Any] = {n.AGENT_HUMAN_WAIT_OUTCOME: wait.outcome}
+            if wait.pending_tool:
+                attributes[n.AGENT_HUMAN_WAIT_PENDING_TOOL] = wait.pending_tool
+            if self._capture and wait.question:
+                attributes[n.AGENT_HUMAN_WAIT_QUESTION] = self._redact(wait.question)
+            span = self._tracer.start_span(
+                n.SPAN_HUMAN_WAIT, context=self._ctx, attributes=attributes, start_time=_ns(wait.suspended_at)
+            )
+            span.end(end_time=_ns(wait.suspended_at + person_wait_seconds(wait)))
+        except Exception:
+            hook_failed("human_waited (spans)")
 
     def run_ended(self, result: RunResult) -> None:
-        if self._ended:
-            return
-        self._ended = True
-        self._end_turn()
-        for call in self._held:  # the segment ended before a turn took them
-            self._span_of(call, self._ctx)
-        self._held = []
-        if self._planned is not None:
-            self._made_planned_span()
-        attributes = _result_attributes(result)
-        if self._capture and result.note:
-            attributes[n.AGENT_STOP_NOTE] = self._redact(result.note)
-        if result.reason is StopReason.ERROR:
-            error_type = attributes[n.ERROR_TYPE] = bounded_name(result.error_type, str(StopReason.ERROR))
-            self._span.set_status(Status(StatusCode.ERROR, error_type))
-        self._span.set_attributes(attributes)
-        self._span.end()
-        self._restore_callers_context()
+        try:
+            if self._ended:
+                return
+            self._ended = True
+            self.turn_ended()
+            for call in self._held:  # the segment ended before a turn took them
+                self._span_of(call, self._ctx)
+            self._held = []
+            if self._planned is not None:
+                self._made_planned_span()
+            attributes = _result_attributes(result)
+            if self._capture and result.note:
+                attributes[n.AGENT_STOP_NOTE] = self._redact(result.note)
+            if result.reason is StopReason.ERROR:
+                error_type = attributes[n.ERROR_TYPE] = bounded_name(result.error_type, str(StopReason.ERROR))
+                self._span.set_status(Status(StatusCode.ERROR, error_type))
+            self._span.set_attributes(attributes)
+            self._span.end()
+            self._restore_callers_context()
+        except Exception:
+            hook_failed("run_ended (spans)")
 
     def _restore_callers_context(self) -> None:
         """The caller's context current again, where the run's is current: in the task that
@@ -429,32 +486,12 @@ class _RunTrace(RunObserver):
 
     # -- helpers -------------------------------------------------------------
 
-    def _end_turn(self, signal: str | None = None) -> None:
-        """End the open turn (its spans are made now) and whatever it still holds (a call cut off
-        by cancellation, say)."""
-        if self._chat is not None or self._tools:
-            for call in [self._chat, *self._tools.values()]:
-                if call is not None:
-                    self._emit(call, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
-            self._chat, self._tools = None, {}
-        turn, self._turn = self._turn, None
-        if turn is None:
-            return
-        attributes: dict[str, Any] = {n.AGENT_TURN_INDEX: turn.index}
-        if turn.continued:
-            attributes[n.AGENT_TURN_CONTINUED] = True
-        if signal is not None:
-            attributes[n.AGENT_TURN_SIGNAL] = signal
-        span = self._tracer.start_span(
-            n.SPAN_TURN, context=self._ctx, attributes=attributes, start_time=turn.start_ns
-        )
-        if turn.calls:
-            context = trace.set_span_in_context(span)
-            for call in turn.calls:
-                self._span_of(call, context)
-        for name, event, at in turn.events:
-            span.add_event(name, event, at)
-        span.end()
+    def _interrupt_calls(self) -> None:
+        """The calls still open (cut off by cancellation, say) ended as interrupted."""
+        for call in [self._chat, *self._tools.values()]:
+            if call is not None:
+                self._emit(call, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
+        self._chat, self._tools = None, {}
 
     def _emit(self, call: _Call, ended: dict[str, Any] | None = None) -> None:
         """A call ended (with `ended` added to its attributes): the open turn takes it, or the

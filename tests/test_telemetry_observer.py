@@ -51,6 +51,37 @@ def test_the_telemetry_observer_reaches_the_loop_unwrapped() -> None:
     assert observer.trace_id  # the span part's ids, for the result
 
 
+def test_the_span_observer_guards_itself_so_the_loop_calls_it_unwrapped() -> None:
+    """Spans alone (`TracingHooks` as an agent's hooks) reach the loop as they are, with no wrapper
+    of guards around them, and so do the turn hooks of the telemetry observer: no call between."""
+    hooks, _, _ = rig()
+    assert hooks.tracing is not None
+    spans = guard(hooks.tracing, INFO)
+    assert type(spans).__name__ == "_RunTrace" and spans.guarded
+    observer = guard(hooks, INFO)
+    assert observer.turn_started.__self__ is observer._spans  # type: ignore[attr-defined]
+
+
+def test_a_failing_span_part_is_logged_and_the_run_and_its_metrics_go_on(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each hook of the span part guards itself: one raising at every turn's end is logged, and the
+    run, its span and its metrics go on."""
+    hooks, exporter, registry = rig()
+
+    def fail(*args: Any) -> None:
+        raise RuntimeError("span bug")
+
+    monkeypatch.setattr("telemetry.tracing._RunTrace._span_of", fail)  # a turn's chat and tool spans
+    steps = [[call("look", path="a")], [finish("done", "ok")]]
+    result = Agent("probe", ScriptedModel(steps), tools=[look], hooks=hooks).run("t")
+    assert result.reason is StopReason.SUCCESS
+    assert "telemetry hook turn_ended (spans) failed" in caplog.text
+    assert [s.name for s in exporter.get_finished_spans() if s.name.startswith(n.SPAN_INVOKE_AGENT)]
+    labels = {"agent": "probe", "task_type": "default", "tool": "look", "outcome": n.TOOL_OK}
+    assert value(registry, "agent_tool_calls_total", **labels) == 1
+
+
 def test_a_failing_metrics_part_is_logged_and_the_run_and_its_spans_go_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
