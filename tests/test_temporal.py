@@ -17,6 +17,7 @@ import pytest
 import temporal_agents
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer
@@ -40,7 +41,7 @@ from agent.temporal._wire import SEARCH_ATTRIBUTES, journal_from_json, journal_j
 from agent.temporal.pending import TemporalPending
 from agent.temporal.worker import workflow_runner
 from agent.temporal.workflow import EndstateRun
-from telemetry import Telemetry
+from telemetry import MetricsHooks, Telemetry, TelemetryHooks, TracingHooks
 from telemetry import names as n
 
 pytestmark = pytest.mark.slow
@@ -459,12 +460,35 @@ def test_replay_never_repeats_a_span_or_a_count(
     asyncio.run(scenario())
 
 
+def test_metrics_only_telemetry_beside_a_users_tracing_points_the_result_at_the_users_span(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    """Metrics-only Endstate telemetry plans span ids (it has no span to plan) but reports none; a
+    user's own tracing beside it in a composite makes the run's span with random ids, and the result
+    points at that span, not at nothing."""
+
+    async def scenario() -> None:
+        spans = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(spans))
+        metrics_only = TelemetryHooks(MetricsHooks(CollectorRegistry()))
+        hooks = CompositeHooks((metrics_only, TracingHooks(provider)))
+        assert hooks.plans_spans and metrics_only.planned_ids(RunInfo("r", "a", "t", "m", "p", "x")) is None
+        async with worker(temporal, queue(), hooks=hooks) as runs:
+            result = await runs.start("counter", "count", state=state(tmp_path, "success"))
+        assert result.reason is StopReason.SUCCESS
+        (run_span,) = [s for s in spans.get_finished_spans() if s.name == "invoke_agent counter"]
+        assert result.trace_id == f"{run_span.context.trace_id:032x}"
+
+    asyncio.run(scenario())
+
+
 def test_a_composite_plans_spans_when_one_of_its_hooks_does_and_reports_that_ones_ids() -> None:
     """The lookup `ReplaySafeHooks` makes on a worker's hooks: planning hooks inside a composite are
     found past others, one whose `planned_ids` raises is passed over, and a composite of hooks that
     cannot take planned ids does not plan."""
     from agent.hooks import SegmentLink
-    from telemetry.tracing import PlannedIds, TracingHooks
+    from telemetry.tracing import PlannedIds
 
     class Raising(SeenRuns):
         plans_spans = True

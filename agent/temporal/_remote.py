@@ -802,7 +802,8 @@ class _ReplaySafeObserver(RunObserver):
             return None
         if self._inner is None:
             self._inner = guard(self._hooks, self._info)
-            if self._info.planned is None:  # else its ids were reported from the start
+            if self._info.planned is None or self.trace_id is None:  # else reported from the start
+                # (planned, but no hook reported planned ids: a user's span, if any, is the run's)
                 self.trace_id, self.span_id = self._inner.trace_id, self._inner.span_id
                 if self._tell is not None and self.trace_id:
                     self._tell(self.trace_id, self.span_id)
