@@ -17,6 +17,13 @@ those updates on label children looked up once, inside the least loop that
 plays the same turns. When Endstate's spans change, the floor changes with
 them. Variants run interleaved, one run of each per repeat.
 
+With `--instructions` (needs valgrind) it counts instructions instead of
+time: each variant and turn count in processes of its own under cachegrind,
+the difference between two numbers of runs, per turn. A count does not move
+with the machine's load, and it leaves out what time also holds: the caches
+and branch predictors, which a loop that does more kinds of work a turn uses
+worse. Both are reported; the target is read on time.
+
 Full telemetry is what `Telemetry.from_env` wires. With pydantic-ai-slim
 installed, an instrumented Pydantic AI agent (spans and metrics, content off)
 plays the same turns; like Endstate's, its agent is built once per run length,
@@ -28,7 +35,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
+import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -343,7 +353,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=30, help="timed runs per variant and turn count")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="process CPU time or wall")
     parser.add_argument("--no-peer", action="store_true", help="leave out Pydantic AI (the slow part)")
+    parser.add_argument("--instructions", action="store_true", help="count instructions (valgrind), not time")
+    parser.add_argument("--play", nargs=3, metavar=("VARIANT", "TURNS", "RUNS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.play:
+        play(args.play[0], int(args.play[1]), int(args.play[2]))
+        return 0
+    if args.instructions:
+        report(count_instructions(), "instructions", unit="k instructions/turn")
+        return 0
     run_full, telemetry = full_telemetry()
     variants: dict[str, RunOnce] = {
         FLOOR: raw_floor({turns: record(turns) for turns in TURN_COUNTS}),
@@ -358,8 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def report(table: Table, clock: str = "cpu") -> None:
-    print(f"{f'us/turn, median ({clock})':<30}" + "".join(f"{f'@{t}':>10}" for t in TURN_COUNTS))
+def report(table: Table, clock: str = "cpu", unit: str = "us/turn") -> None:
+    print(f"{f'{unit}, median ({clock})':<30}" + "".join(f"{f'@{t}':>10}" for t in TURN_COUNTS))
     for name, row in table.items():
         print(f"{name:<30}" + "".join(f"{row[t]:>10.1f}" for t in TURN_COUNTS))
     ratios = {t: table[FULL][t] / table[FLOOR][t] for t in TURN_COUNTS}
@@ -377,6 +395,52 @@ def report(table: Table, clock: str = "cpu") -> None:
             "Pydantic AI / Endstate full telemetry: "
             + ", ".join(f"{pydantic[t] / table[FULL][t]:.1f}x @{t}" for t in TURN_COUNTS)
         )
+
+
+# -- counting instructions -----------------------------------------------------
+
+
+PLAYED = {"floor": FLOOR, "full": FULL, "off": OFF}
+
+
+def play(variant: str, turns: int, runs: int) -> None:
+    """Build one variant (a key of `PLAYED`) and play `runs` runs of `turns` turns: what
+    `count_instructions` runs under cachegrind."""
+    if variant == "floor":
+        run = raw_floor({turns: record(turns)})
+    else:
+        run = full_telemetry()[0] if variant == "full" else endstate()
+
+    async def runs_of() -> None:
+        for _ in range(runs):
+            await run(turns)
+
+    asyncio.run(runs_of())
+
+
+def count_instructions() -> Table:
+    """Thousands of instructions a turn for each variant and turn count: the instructions of a
+    process playing `more` runs minus those of one playing `few` (so building, imports and the
+    first runs' warm-up cancel out), over the turns between. Hash seed fixed, the collector on."""
+    table: Table = {name: {} for name in PLAYED.values()}
+    for turns in TURN_COUNTS:
+        few, more = 2, 2 + max(10, 1000 // turns)
+        for key, name in PLAYED.items():
+            spent = _instructions(key, turns, more) - _instructions(key, turns, few)
+            table[name][turns] = spent / ((more - few) * turns) / 1000
+    return table
+
+
+def _instructions(variant: str, turns: int, runs: int) -> int:
+    """Instructions (cachegrind's `I refs`, every thread) of one process that plays `runs` runs."""
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    command += [sys.executable, __file__, "--play", variant, str(turns), str(runs)]
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
 
 
 if __name__ == "__main__":
