@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import socket
 import threading
@@ -40,9 +41,11 @@ class Watch:
 class Watchdog:
     """Cuts off any call that outlasts its deadline (one thread, started on first use).
 
-    Arming a call costs a lock and a set insertion: the thread is never woken for it. It sleeps at
-    most `period` seconds when idle, and until the nearest deadline otherwise, so a call armed while
-    it sleeps (its deadline at least `period` away) is still cut on time.
+    Arming a call costs a lock and a set insertion. The thread sleeps at most `period` seconds, and
+    until the nearest deadline when sooner; it is woken for a call only when that call's deadline
+    comes before the thread looks again (`_looks_at`). A store's calls all get the same allowance,
+    so a call's deadline is after those of the calls before it: the thread is not woken for it
+    (waking it at every call cost a thread hand-over, GIL and all, at every checkpoint).
     """
 
     def __init__(self, period: float) -> None:
@@ -50,6 +53,7 @@ class Watchdog:
         self._wake = threading.Condition(threading.Lock())
         self._armed: set[Watch] = set()
         self._thread: threading.Thread | None = None
+        self._looks_at = -math.inf  # when the waiting thread looks at the armed calls again
         self._closed = False
 
     @contextlib.contextmanager
@@ -80,7 +84,7 @@ class Watchdog:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="endstate-store-deadline", daemon=True)
                 self._thread.start()
-            elif watch.deadline < time.monotonic() + self.period:  # sooner than the thread would look
+            elif watch.deadline < self._looks_at:  # sooner than the thread would look
                 self._wake.notify()
         try:
             yield watch
@@ -102,7 +106,9 @@ class Watchdog:
                     watch.cut = True
                     watch.cut_off()
                 waiting = [w.deadline for w in self._armed if not w.cut]
-                self._wake.wait(min([self.period, *(d - now for d in waiting)]))
+                pause = min([self.period, *(d - now for d in waiting)])
+                self._looks_at = now + pause
+                self._wake.wait(pause)
 
     def close(self) -> None:
         with self._wake:
