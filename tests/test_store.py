@@ -20,6 +20,7 @@ from typing import Any
 import pg
 import ports
 import pytest
+from test_service_support import wait_for
 
 from agent import Agent, HelpPolicy, StopReason, tool
 from agent.durable.store import (
@@ -36,6 +37,7 @@ from agent.durable.store import (
     open_store,
 )
 from agent.durable.store._sql import latest_version, migrations, split_statements
+from agent.durable.store.sqlite import FOLD_EVERY
 from agent.errors import SnapshotError
 from agent.journal import Result, Stopped
 from agent.models.scripted import call, finish
@@ -1023,3 +1025,33 @@ def test_a_journal_with_an_entry_missing_is_a_clear_error_not_a_shorter_run(
     edit_row(store_url, "DELETE FROM endstate_entries WHERE run_id = 'r1' AND seq = 1")
     with pytest.raises(SnapshotError, match=r"run r1.*entry 1 is missing"):
         store.snapshot("r1")
+
+
+def test_sqlite_folds_its_log_into_the_store_file_behind_the_writer(tmp_path: Path) -> None:
+    """Every `FOLD_EVERY` commits the store's own thread folds the write-ahead log into the store
+    file (SQLite's own folding, at 1,000 pages, ran on the committing thread: the loop's, for a
+    checkpoint). Fewer pages than that here, so only the store's thread can have folded them."""
+    path = tmp_path / "runs.db"
+    store = open_store(f"sqlite:///{path}")
+    try:
+        for i in range(FOLD_EVERY):
+            store.create(NewRun(f"r{i}", "test-agent", "pay the invoice", "default"), lease(), NOW)
+        wait_for(lambda: runs_in_file(path, tmp_path / "copy.db") == FOLD_EVERY, what="the log folded")
+        folder = store._folder  # type: ignore[attr-defined]
+    finally:
+        store.close()
+    assert not folder._thread.is_alive()  # closing the store stopped its thread
+
+
+def runs_in_file(path: Path, copy: Path) -> int | None:
+    """The runs in the store file alone (a copy without its write-ahead log); None if the copy
+    caught a folding half done."""
+    copy.write_bytes(path.read_bytes())
+    try:
+        with contextlib.closing(sqlite3.connect(copy)) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM endstate_runs").fetchone()[0])
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        for leftover in (copy, copy.with_name(copy.name + "-wal"), copy.with_name(copy.name + "-shm")):
+            leftover.unlink(missing_ok=True)

@@ -14,6 +14,7 @@ import concurrent.futures
 import dataclasses
 import os
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -275,3 +276,24 @@ def test_the_deadline_cuts_off_the_calls_own_socket_even_once_its_number_names_a
         watchdog.close()
         for sock in (call_side, call_peer, other, other_peer):
             sock.close()
+
+
+def test_a_call_armed_is_cut_on_time_but_wakes_the_watchdog_only_when_due_before_it_looks() -> None:
+    """A store's calls all get the same allowance, so each one's deadline comes after the watchdog's
+    next look: arming it wakes no thread (it did at every call: a thread hand-over per checkpoint).
+    A call due sooner than that look still wakes it, and is cut off on time."""
+    watchdog = Watchdog(period=60.0)
+    wakes: list[int] = []
+    notify = watchdog._wake.notify
+    watchdog._wake.notify = lambda n=1: (wakes.append(n), notify(n))  # type: ignore[method-assign]
+    cut = threading.Event()
+    try:
+        with watchdog.call(lambda: None, 60.0):  # starts the thread, which then sleeps up to 60 s
+            for _ in range(20):
+                with watchdog.call(lambda: None, 60.0):
+                    pass
+            assert wakes == []
+            with watchdog.call(cut.set, 0.05) as soon:  # woken (unless it has not looked yet)
+                assert cut.wait(GUARD) and soon.cut
+    finally:
+        watchdog.close()

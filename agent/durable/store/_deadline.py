@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 
 # A call waits the store's timeout; past it, the database is asked to end it (PostgreSQL's
 # statement_timeout, SQLite's busy timeout for a lock), so a database that answers says why itself,
@@ -27,29 +27,44 @@ CUT_AFTER = 1.0
 MIGRATION_SECONDS = 600.0
 
 
-@dataclass(eq=False)
 class Watch:
-    """One call under watch: how to cut it off, until when it may wait, and whether it was cut off."""
+    """One call under watch (a context manager: watched inside the block): how to cut it off, until
+    when it may wait, and whether it was cut off. A class of its own rather than a generator's
+    context manager: one is armed at every call to a store (every checkpoint)."""
 
-    cut_off: Callable[[], object]
-    deadline: float
-    seconds: float
-    cut: bool = field(default=False)
+    __slots__ = ("_dog", "cut", "cut_off", "deadline", "seconds")
+
+    def __init__(self, dog: Watchdog, cut_off: Callable[[], object], seconds: float) -> None:
+        self._dog, self.cut_off, self.seconds = dog, cut_off, seconds
+        self.deadline = time.monotonic() + seconds
+        self.cut = False
+
+    def __enter__(self) -> Watch:
+        self._dog._arm(self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        with self._dog._lock:  # after this, the thread never cuts this call off
+            self._dog._armed.discard(self)
 
 
 class Watchdog:
     """Cuts off any call that outlasts its deadline (one thread, started on first use).
 
-    Arming a call costs a lock and a set insertion: the thread is never woken for it. It sleeps at
-    most `period` seconds when idle, and until the nearest deadline otherwise, so a call armed while
-    it sleeps (its deadline at least `period` away) is still cut on time.
+    Arming a call costs a lock and a set insertion. The thread sleeps at most `period` seconds, and
+    until the nearest deadline when sooner; it is woken for a call only when that call's deadline
+    comes before the thread looks again (`_looks_at`). A store's calls all get the same allowance,
+    so a call's deadline is after those of the calls before it: the thread is not woken for it
+    (waking it at every call cost a thread hand-over, GIL and all, at every checkpoint).
     """
 
     def __init__(self, period: float) -> None:
         self.period = period
-        self._wake = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
         self._armed: set[Watch] = set()
         self._thread: threading.Thread | None = None
+        self._looks_at = -math.inf  # when the waiting thread looks at the armed calls again
         self._closed = False
 
     @contextlib.contextmanager
@@ -67,26 +82,21 @@ class Watchdog:
         finally:
             duplicate.close()
 
-    @contextlib.contextmanager
-    def call(self, cut_off: Callable[[], object], seconds: float) -> Iterator[Watch]:
-        """Watch the call made inside the block for `seconds`; past them, `cut_off()` is called once
-        (from the watchdog's thread, never after the block ended)."""
-        watch = Watch(cut_off, time.monotonic() + seconds, seconds)
+    def call(self, cut_off: Callable[[], object], seconds: float) -> Watch:
+        """Watch the call made inside the block (`with watchdog.call(...)`) for `seconds`; past them,
+        `cut_off()` is called once (from the watchdog's thread, never after the block ended)."""
+        return Watch(self, cut_off, seconds)
+
+    def _arm(self, watch: Watch) -> None:
         if self._closed:  # the store is closed: its connections too
-            yield watch
             return
-        with self._wake:
+        with self._lock:
             self._armed.add(watch)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="endstate-store-deadline", daemon=True)
                 self._thread.start()
-            elif watch.deadline < time.monotonic() + self.period:  # sooner than the thread would look
+            elif watch.deadline < self._looks_at:  # sooner than the thread would look
                 self._wake.notify()
-        try:
-            yield watch
-        finally:
-            with self._wake:  # after this, the thread never cuts this call off
-                self._armed.discard(watch)
 
     def waited(self) -> float:
         """How long the oldest call under watch has waited so far, in seconds (0 when none is)."""
@@ -102,7 +112,9 @@ class Watchdog:
                     watch.cut = True
                     watch.cut_off()
                 waiting = [w.deadline for w in self._armed if not w.cut]
-                self._wake.wait(min([self.period, *(d - now for d in waiting)]))
+                pause = min([self.period, *(d - now for d in waiting)])
+                self._looks_at = now + pause
+                self._wake.wait(pause)
 
     def close(self) -> None:
         with self._wake:

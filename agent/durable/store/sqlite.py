@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,16 @@ from agent.durable.store.base import (
     column_text,
 )
 
+log = logging.getLogger("endstate.store")
 # The database's clock, in the statement (this machine's: one SQLite file is one machine's), to the
 # millisecond. `unixepoch('subsec')` would say it shorter but needs SQLite 3.42; Debian 12 has 3.40.
 CLOCK = "((julianday('now') - 2440587.5) * 86400.0)"
 _INSERT_ENTRY = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+# Commits between two foldings of the write-ahead log into the store, on a thread of the store's own
+# (`Folder`). Well under SQLite's own 1,000 pages a commit of a few pages (a checkpoint writes two
+# or three) would take: the log is folded (and synced) more often than before, and the writer's
+# own folding (still on, as before) is then rare.
+FOLD_EVERY = 100
 
 
 class SqliteStore(SqlStore):
@@ -56,11 +63,13 @@ class SqliteStore(SqlStore):
         self._reader: sqlite3.Connection | None = None  # none for ":memory:" (another database)
         self._read_lock = threading.Lock()
         self._conn = self._connect()
+        self._folder: Folder | None = None  # none for ":memory:" (no write-ahead log)
         try:
             self._prepare()
             if str(self.path) != ":memory:":
                 self._reader = self._connect()
                 self._reader.execute("PRAGMA query_only = 1")
+                self._folder = Folder(self._connect, self._allowance)
         except BaseException:
             self._conn.close()
             self._watchdog.close()
@@ -145,11 +154,13 @@ class SqliteStore(SqlStore):
         conn, lock = self._connection_for(sql)
         with self._call(conn, lock):
             try:
-                return [dict(r) for r in self._execute(sql, params, conn).fetchall()]
+                rows = [dict(r) for r in self._execute(sql, params, conn).fetchall()]
             except sqlite3.IntegrityError as exc:
                 raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except sqlite3.Error as exc:
                 raise self._failed(exc) from exc
+            self._committed(conn)
+            return rows
 
     @contextmanager
     def _call(self, conn: sqlite3.Connection, lock: Any) -> Iterator[None]:
@@ -185,9 +196,17 @@ class SqliteStore(SqlStore):
     def _count(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> int:
         with self._call(self._conn, self._lock):
             try:
-                return self._execute(sql, params).rowcount
+                count = self._execute(sql, params).rowcount
             except sqlite3.Error as exc:
                 raise self._failed(exc) from exc
+            self._committed(self._conn)
+            return count
+
+    def _committed(self, conn: sqlite3.Connection) -> None:
+        """A call on the writer that ended outside a transaction has committed (or only read): one
+        commit more for the folder (see `Folder`)."""
+        if self._folder is not None and conn is self._conn and not conn.in_transaction:
+            self._folder.committed()
 
     def _append(
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
@@ -204,6 +223,7 @@ class SqliteStore(SqlStore):
                     if held.rowcount == 1 and entries:
                         conn.executemany(_INSERT_ENTRY, [(run_id, seq, text) for seq, text in entries])
                     conn.execute("COMMIT")
+                    self._committed(conn)
                 except BaseException:
                     conn.rollback()
                     raise
@@ -256,12 +276,63 @@ class SqliteStore(SqlStore):
             self._rows("COMMIT")
 
     def close(self) -> None:
+        if self._folder is not None:
+            self._folder.close()
         with self._lock:
             self._conn.close()
         with self._read_lock:
             if self._reader is not None:
                 self._reader.close()
         self._watchdog.close()
+
+
+class Folder:
+    """Folds the write-ahead log into the store every `FOLD_EVERY` commits, on a thread and a
+    connection of its own: a checkpoint's commit no longer does it now and then on the loop's thread
+    (SQLite's automatic folding at 1,000 pages copies the pages back and syncs the log and the store:
+    tens of milliseconds, on the loop's clock, every few hundred checkpoints).
+
+    Every commit is as durable as before, and at the same moment (`synchronous=NORMAL`: a commit
+    is in the log when it returns; the log is synced when folded, now more often). A passive
+    folding waits for no lock and blocks no writer; the writer's own folding stays on behind it."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], allowance: float) -> None:
+        self._connect, self._allowance = connect, allowance
+        self._commits = 0  # counted under the store's write lock
+        self._due = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def committed(self) -> None:
+        """One commit more (called under the store's write lock): every `FOLD_EVERY`, a folding."""
+        self._commits += 1
+        if self._commits % FOLD_EVERY == 0:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="endstate-store-fold", daemon=True)
+                self._thread.start()
+            self._due.set()
+
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        while self._due.wait() and not self._closed:
+            self._due.clear()
+            try:
+                conn = conn or self._connect()
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except Exception as exc:  # the writer's own folding still runs; a new connection next time
+                log.warning("could not fold the run store's write-ahead log (the writer will): %s", exc)
+                if conn is not None:
+                    conn.close()
+                conn = None
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        """Stop the thread, after the folding it is doing (at most the store's allowance)."""
+        self._closed = True
+        self._due.set()
+        if self._thread is not None:
+            self._thread.join(self._allowance)
 
 
 def read_only_hint(path: Path) -> str:
