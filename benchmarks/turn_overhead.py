@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         play(args.play[0], int(args.play[1]), int(args.play[2]))
         return 0
     if args.instructions:
-        report(count_instructions(), "instructions", unit="k instructions/turn")
+        report(count_instructions(), "k instructions a turn")
         return 0
     run_full, telemetry = full_telemetry()
     variants: dict[str, RunOnce] = {
@@ -372,12 +372,12 @@ def main(argv: list[str] | None = None) -> int:
         variants["Pydantic AI, instrumented"] = pydantic
     table = measure(variants, args.repeats, args.clock)
     telemetry.shutdown()
-    report(table, args.clock)
+    report(table, f"us/turn, median ({args.clock})")
     return 0
 
 
-def report(table: Table, clock: str = "cpu", unit: str = "us/turn") -> None:
-    print(f"{f'{unit}, median ({clock})':<30}" + "".join(f"{f'@{t}':>10}" for t in TURN_COUNTS))
+def report(table: Table, heading: str = "us/turn, median (cpu)") -> None:
+    print(f"{heading:<30}" + "".join(f"{f'@{t}':>10}" for t in TURN_COUNTS))
     for name, row in table.items():
         print(f"{name:<30}" + "".join(f"{row[t]:>10.1f}" for t in TURN_COUNTS))
     ratios = {t: table[FULL][t] / table[FLOOR][t] for t in TURN_COUNTS}
