@@ -273,11 +273,15 @@ def _first_problem(parts: tuple[Part, ...]) -> str | None:
 
 
 def _plain_json(value: Any) -> bool:
-    """True when orjson writes `value` and writes no null (the common case: nothing more to check)."""
+    """True when orjson writes `value`, writes no null, and what it writes reads back as `value` (the
+    common case: nothing more to check). Not an enum or a UUID, which orjson writes as text but the
+    standard library refuses: a snapshot's `to_json` writes with it, and so does the store an entry
+    with a null anywhere in it (a text that says "null"). A tuple reads back as a list: checked in full."""
     try:
-        return b"null" not in orjson.dumps(value, option=_REFUSE_DATACLASS_AND_DATETIME)
+        text = orjson.dumps(value, option=_REFUSE_DATACLASS_AND_DATETIME)
     except TypeError:  # orjson.JSONEncodeError is one
         return False
+    return b"null" not in text and orjson.loads(text) == value
 
 
 _REFUSE_DATACLASS_AND_DATETIME = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -288,7 +292,9 @@ def unwritable(value: Any) -> str | None:
     encoders in the same order (`canonical_json`), so that what passes here is written there; and
     no deeper than `MAX_DEPTH` levels, which the standard library's encoder writes (past orjson's
     limit) but every reader of the store's JSON, the service's responses included, chokes on."""
-    if _orjson_canonical(value) is not None:  # orjson writes no more than MAX_DEPTH levels
+    # orjson writes no more than MAX_DEPTH levels; what it writes but does not read back as it was (an
+    # enum, a UUID: the standard library, `Snapshot.to_json`'s, refuses them) is checked by the latter
+    if (written := _orjson_canonical(value)) is not None and orjson.loads(written) == value:
         return None
     try:
         text = _stdlib_canonical(value)

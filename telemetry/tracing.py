@@ -285,12 +285,12 @@ class _RunTrace(RunObserver):
         assert self._planned is not None
         token = _PLANNED.set(self._planned[0])
         try:
-            span = self._run_span(Context())
+            self._span = self._run_span(Context())  # begun: `run_ended` ends it, whatever fails next
         finally:
             _PLANNED.reset(token)
         for name, attributes, at in self._run_events:
-            span.add_event(name, attributes, at)
-        self._span, self._run_events = span, []
+            self._span.add_event(name, attributes, at)
+        self._run_events = []
 
     # -- turns -------------------------------------------------------------
 
@@ -324,13 +324,15 @@ class _RunTrace(RunObserver):
             span = self._tracer.start_span(
                 n.SPAN_TURN, context=self._ctx, attributes=attributes, start_time=turn.start_ns
             )
-            if turn.calls:
-                context = trace.set_span_in_context(span)
-                for call in turn.calls:
-                    self._span_of(call, context)
-            for name, event, at in turn.events:
-                span.add_event(name, event, at)
-            span.end()
+            try:
+                for name, event, at in turn.events:
+                    span.add_event(name, event, at)
+                if turn.calls:
+                    context = trace.set_span_in_context(span)
+                    for call in turn.calls:
+                        self._span_of(call, context)
+            finally:  # begun, so ended: a call's span failing leaves no turn span open
+                span.end()
         except Exception:
             hook_failed("turn_ended (spans)")
 
@@ -460,22 +462,35 @@ class _RunTrace(RunObserver):
                 return
             self._ended = True
             self.turn_ended()
-            for call in self._held:  # the segment ended before a turn took them
-                self._span_of(call, self._ctx)
-            self._held = []
-            if self._planned is not None:
-                self._made_planned_span()
-            attributes = _result_attributes(result)
-            if self._capture and result.note:
-                attributes[n.AGENT_STOP_NOTE] = self._redact(result.note)
-            if result.reason is StopReason.ERROR:
-                error_type = attributes[n.ERROR_TYPE] = bounded_name(result.error_type, str(StopReason.ERROR))
-                self._span.set_status(Status(StatusCode.ERROR, error_type))
-            self._span.set_attributes(attributes)
-            self._span.end()
-            self._restore_callers_context()
+            try:
+                if self._planned is not None:
+                    self._made_planned_span()
+                self._end_segment(result)
+            finally:  # whatever failed (a redactor that raises, say)
+                self._close()
         except Exception:
             hook_failed("run_ended (spans)")
+
+    def _end_segment(self, result: RunResult) -> None:
+        """The run span's last attributes, and the spans of calls no turn took."""
+        for call in self._held:  # the segment ended before a turn took them
+            self._span_of(call, self._ctx)
+        self._held = []
+        attributes = _result_attributes(result)
+        if self._capture and result.note:
+            attributes[n.AGENT_STOP_NOTE] = self._redact(result.note)
+        if result.reason is StopReason.ERROR:
+            error_type = attributes[n.ERROR_TYPE] = bounded_name(result.error_type, str(StopReason.ERROR))
+            self._span.set_status(Status(StatusCode.ERROR, error_type))
+        self._span.set_attributes(attributes)
+
+    def _close(self) -> None:
+        """End the run span and make the caller's context current again, even when ending it raises:
+        no run span left open, and no later run in the caller's task made a child of this one."""
+        try:
+            self._span.end()
+        finally:
+            self._restore_callers_context()
 
     def _restore_callers_context(self) -> None:
         """The caller's context current again, where the run's is current: in the task that

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import subprocess
 import sys
 import typing
+import uuid
 from pathlib import Path
 
 import pytest
@@ -438,6 +440,42 @@ def test_the_quick_check_of_a_usual_reply_says_what_the_full_check_says(reply: R
 
     assert unkept(reply) == _reply_problem(reply)
     assert (unkept(reply) is None) is kept
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+@pytest.mark.parametrize("value", [Color.RED, uuid.UUID(int=7)], ids=["enum", "uuid"])
+def test_a_reply_that_no_writer_could_keep_is_refused_whatever_its_text_says(value: object) -> None:
+    """orjson writes an enum or a UUID, so a reply with one in its arguments was kept; but a
+    snapshot's `to_json` (the standard library's encoder) refuses it, and so does the store when
+    anything in the entry is written as null (a text that says "null"): a run that kept it failed
+    later, at a checkpoint or a suspension. Both paths of `unkept` now refuse it, saying what it is."""
+    from agent._codec import _reply_problem, unkept
+
+    for reply in (
+        Reply((Text("the field is null"), Call("c", "f", {"p": value}))),
+        Reply((Call("c", "f", {"p": value}),)),
+    ):
+        assert unkept(reply) == _reply_problem(reply)
+        assert type(value).__name__ in str(unkept(reply))
+    kept = Reply((Text("the field is null"), Call("c", "f", {"p": "red", "t": (1, 2)})))
+    assert unkept(kept) is None  # a tuple, read back as a list, is JSON all the same
+    snap = Snapshot("r", "a", "default", SnapshotKind.FINISHED, 1, [Task("t"), kept], Spent())
+    assert json.loads(snap.to_json())["journal"][1]["parts"][1]["arguments"] == {"p": "red", "t": [1, 2]}
+
+
+@pytest.mark.parametrize("value", [Color.RED, uuid.UUID(int=7)], ids=["enum", "uuid"])
+def test_a_state_that_to_json_cannot_write_is_not_called_writable(value: object) -> None:
+    """The same for the run's state: orjson wrote it, so it passed as writable, and a suspended run's
+    `to_json` (Temporal's and the integrations' way of handing a snapshot on) raised TypeError."""
+    from agent._codec import unwritable
+
+    assert type(value).__name__ in str(unwritable({"colour": value}))
+    assert unwritable({"colour": "red", "pair": (1, 2)}) is None
+    with pytest.raises(TypeError):  # what the check now says beforehand
+        Snapshot("r", "a", "default", SnapshotKind.FINISHED, 1, [Task("t")], Spent(), {"c": value}).to_json()
 
 
 # -- a reply's kind (`Reply.stop`) ----------------------------------------------------------------

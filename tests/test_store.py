@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime
+import gc
 import json
 import logging
 import os
@@ -13,6 +14,7 @@ import sqlite3
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -1041,6 +1043,23 @@ def test_sqlite_folds_its_log_into_the_store_file_behind_the_writer(tmp_path: Pa
     finally:
         store.close()
     assert not folder._thread.is_alive()  # closing the store stopped its thread
+
+
+def test_a_sqlite_store_never_closed_is_not_kept_alive_by_its_folding_thread(tmp_path: Path) -> None:
+    """The folding thread held the store (its connect method) for ever: a store dropped without
+    `close` kept its connections open and its thread waiting. Now the store is collected, and its
+    thread stops and closes its own connection."""
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    for i in range(FOLD_EVERY):  # the folding thread started
+        store.create(NewRun(f"r{i}", "test-agent", "pay the invoice", "default"), lease(), NOW)
+    folder = store._folder  # type: ignore[attr-defined]
+    assert folder._thread is not None
+    gone = weakref.ref(store)
+    del store
+    gc.collect()
+    assert gone() is None
+    folder._thread.join(60)
+    assert not folder._thread.is_alive()
 
 
 def runs_in_file(path: Path, copy: Path) -> int | None:

@@ -16,6 +16,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import NoOpTracerProvider
 from otlp_receiver import OtlpReceiver, attributes, closed_port
 from prometheus_client import CollectorRegistry
@@ -25,7 +26,7 @@ from agent.errors import ConfigError
 from agent.models import ScriptedModel, call, finish
 from telemetry import Telemetry
 from telemetry import names as n
-from telemetry.export import JsonLinesExporter
+from telemetry.export import CountedBatchProcessor, JsonLinesExporter
 from telemetry.setup import resource_from_env
 
 FAST_TIMEOUT = {"OTEL_EXPORTER_OTLP_TIMEOUT": "0.3"}  # seconds, as the Python SDK reads it
@@ -494,3 +495,32 @@ def test_a_limit_the_sdk_reads_at_import_is_a_clear_error_from_the_command_line(
         "endstate: OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT='lots' must be a whole number from 0, such as 128 "
         "(empty: no limit)"
     ]
+
+
+class _RecordOnly(Sampler):
+    """Records every span but samples none (a span processor sees them end; no exporter should)."""
+
+    def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+        return SamplingResult(Decision.RECORD_ONLY)
+
+    def get_description(self) -> str:
+        return "record only"
+
+
+def test_a_span_recorded_but_not_sampled_never_takes_a_place_in_the_queue_nor_counts_as_dropped() -> None:
+    """`on_end` is the admission itself now (`sampled_only`): a span ended unsampled is passed by
+    before it is counted, so a queue of one still takes the sampled span after a hundred of them."""
+    dropped: list[tuple[int, str]] = []
+    exporter = InMemorySpanExporter()
+    processor = CountedBatchProcessor(exporter, lambda k, why: dropped.append((k, why)), 1, 1)
+    unsampled = TracerProvider(sampler=_RecordOnly())
+    unsampled.add_span_processor(processor)
+    for i in range(100):
+        unsampled.get_tracer("t").start_span(f"unsampled {i}").end()
+    sampled = TracerProvider()
+    sampled.add_span_processor(processor)
+    sampled.get_tracer("t").start_span("sampled").end()
+    processor.force_flush()
+    processor.shutdown()
+    assert [s.name for s in exporter.get_finished_spans()] == ["sampled"]
+    assert dropped == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -188,3 +189,42 @@ def test_agent_and_tool_durations_follow_the_genai_conventions() -> None:
         )
         == 1
     )  # the run that ended `error`, under its error type
+
+
+def test_a_span_part_failing_at_the_end_leaves_no_span_open_and_the_callers_context_current() -> None:
+    """A redactor that raises on the stop note failed `run_ended` before the run span ended: the span
+    was never exported, and the run's context stayed current in the caller's thread, so the next run
+    there became a child of the first. Calls' spans failing left their turn span open the same way."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    def redact(text: str) -> str:
+        if "model call failed" in text:  # the stop note
+            raise RuntimeError("redactor bug")
+        return text
+
+    hooks = TelemetryHooks(MetricsHooks(CollectorRegistry()), TracingHooks(provider, True, redact))
+    before = otel_trace.get_current_span()
+    steps = [[call("look", path="a")], ModelError("bad request", error_type="invalid_request")]
+    result = Agent("probe", ScriptedModel(steps), tools=[look], hooks=hooks).run("t")
+    assert result.reason is StopReason.ERROR and "model call failed" in result.note
+    assert otel_trace.get_current_span() is before  # the caller's context, current again
+    runs = [s for s in exporter.get_finished_spans() if s.name.startswith(n.SPAN_INVOKE_AGENT)]
+    assert len(runs) == 1 and runs[0].parent is None
+    Agent("probe", ScriptedModel([[finish("done", "ok")]]), hooks=hooks).run("t")
+    runs = [s for s in exporter.get_finished_spans() if s.name.startswith(n.SPAN_INVOKE_AGENT)]
+    assert len(runs) == 2 and runs[1].parent is None  # a root of its own, not a child of the first
+
+
+def test_a_call_span_failing_still_ends_its_turn_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    hooks, exporter, _ = rig()
+
+    def fail(*args: Any) -> None:
+        raise RuntimeError("span bug")
+
+    monkeypatch.setattr("telemetry.tracing._RunTrace._span_of", fail)
+    steps = [[call("look", path="a")], [finish("done", "ok")]]
+    Agent("probe", ScriptedModel(steps), tools=[look], hooks=hooks).run("t")
+    turns = [s for s in exporter.get_finished_spans() if s.name == n.SPAN_TURN]
+    assert len(turns) == 2

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -69,7 +71,10 @@ class SqliteStore(SqlStore):
             if str(self.path) != ":memory:":
                 self._reader = self._connect()
                 self._reader.execute("PRAGMA query_only = 1")
-                self._folder = Folder(self._connect, self._allowance)
+                # not `self._connect`: the folder's thread would keep a store never closed alive (its
+                # connections open) for ever; once the store is collected, the thread stops too
+                self._folder = Folder(functools.partial(connect, self.path, self.timeout), self._allowance)
+                weakref.finalize(self, self._folder.stop)
         except BaseException:
             self._conn.close()
             self._watchdog.close()
@@ -81,14 +86,7 @@ class SqliteStore(SqlStore):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the folder for the run store {self.path}: {exc}") from exc
-        try:
-            conn = sqlite3.connect(  # its busy timeout: how long a statement waits for a lock
-                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
-        conn.row_factory = sqlite3.Row
-        return conn
+        return connect(self.path, self.timeout)
 
     def _prepare(self) -> None:
         """Check that the file is an Endstate store (or empty), then migrate it."""
@@ -286,6 +284,18 @@ class SqliteStore(SqlStore):
         self._watchdog.close()
 
 
+def connect(path: Path, timeout: float) -> sqlite3.Connection:
+    """A connection to the store file at `path` (its folder made already)."""
+    try:
+        conn = sqlite3.connect(  # its busy timeout: how long a statement waits for a lock
+            path, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the run store {path}: {exc}") from exc
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
 class Folder:
     """Folds the write-ahead log into the store every `FOLD_EVERY` commits, on a thread and a
     connection of its own: a checkpoint's commit no longer does it now and then on the loop's thread
@@ -327,10 +337,14 @@ class Folder:
         if conn is not None:
             conn.close()
 
-    def close(self) -> None:
-        """Stop the thread, after the folding it is doing (at most the store's allowance)."""
+    def stop(self) -> None:
+        """Tell the thread to stop (it closes its connection), without waiting for it."""
         self._closed = True
         self._due.set()
+
+    def close(self) -> None:
+        """Stop the thread, after the folding it is doing (at most the store's allowance)."""
+        self.stop()
         if self._thread is not None:
             self._thread.join(self._allowance)
 
