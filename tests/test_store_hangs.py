@@ -297,3 +297,24 @@ def test_a_call_armed_is_cut_on_time_but_wakes_the_watchdog_only_when_due_before
                 assert cut.wait(GUARD) and soon.cut
     finally:
         watchdog.close()
+
+
+def test_a_cut_off_that_fails_is_logged_and_later_calls_are_still_cut_off(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A call's cut-off raising (a connection's interrupt failing, say) ended the watchdog's thread,
+    and every later call went unwatched: it is logged, and the next call past its time is cut off."""
+
+    def failing() -> None:
+        raise OSError("the connection cannot be interrupted")
+
+    watchdog = Watchdog(period=60.0)
+    cut = threading.Event()
+    try:
+        with watchdog.call(failing, 0.01) as broken:
+            assert wait_for(lambda: broken.cut, GUARD)
+        with watchdog.call(cut.set, 0.01) as later:
+            assert cut.wait(GUARD) and later.cut
+    finally:
+        watchdog.close()
+    assert "could not cut off a store call" in caplog.text

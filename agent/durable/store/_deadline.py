@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import os
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+
+log = logging.getLogger("endstate.store")
 
 # A call waits the store's timeout; past it, the database is asked to end it (PostgreSQL's
 # statement_timeout, SQLite's busy timeout for a lock), so a database that answers says why itself,
@@ -110,7 +113,7 @@ class Watchdog:
                 now = time.monotonic()
                 for watch in [w for w in self._armed if w.deadline <= now and not w.cut]:
                     watch.cut = True
-                    watch.cut_off()
+                    _cut(watch)
                 waiting = [w.deadline for w in self._armed if not w.cut]
                 pause = min([self.period, *(d - now for d in waiting)])
                 self._looks_at = now + pause
@@ -120,6 +123,16 @@ class Watchdog:
         with self._wake:
             self._closed = True
             self._wake.notify()
+
+
+def _cut(watch: Watch) -> None:
+    """Cut one call off; a cut-off that fails is logged, and the watchdog goes on watching the others
+    (its thread ending would leave every later call unwatched)."""
+    try:
+        watch.cut_off()
+    except Exception:
+        log.warning("could not cut off a store call past its %.1f s; the watchdog goes on", watch.seconds,
+                    exc_info=True)  # fmt: skip
 
 
 def shut_down(sock: socket.socket) -> None:
