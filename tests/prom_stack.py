@@ -195,6 +195,19 @@ def prometheus_config(
 
 
 @contextlib.contextmanager
+def serving(argv: list[str], workdir: Path, what: str) -> Iterator[int]:
+    """Prometheus's or Alertmanager's `argv` listening on a free loopback port (`running`), ready when
+    its `/-/ready` answers, logging to `workdir/{what}.log`; yields the port."""
+    with running(
+        lambda port: [*argv, f"--web.listen-address=127.0.0.1:{port}"],
+        workdir / f"{what}.log",
+        lambda port: f"http://127.0.0.1:{port}/-/ready",
+        what,
+    ) as port:
+        yield port
+
+
+@contextlib.contextmanager
 def prometheus(config_text: str, workdir: Path) -> Iterator[Prometheus]:
     """A real Prometheus with exemplar storage, on a free loopback port."""
     binary = require_binary("prometheus")
@@ -208,12 +221,7 @@ def prometheus(config_text: str, workdir: Path) -> Iterator[Prometheus]:
         "--enable-feature=exemplar-storage",
         "--web.enable-lifecycle",
     ]
-    with running(
-        lambda port: [*argv, f"--web.listen-address=127.0.0.1:{port}"],
-        workdir / "prometheus.log",
-        lambda port: f"http://127.0.0.1:{port}/-/ready",
-        "prometheus",
-    ) as port:
+    with serving(argv, workdir, "prometheus") as port:
         yield Prometheus(url=f"http://127.0.0.1:{port}", workdir=workdir)
 
 
@@ -299,12 +307,7 @@ def alertmanager(config_text: str, workdir: Path) -> Iterator[Alertmanager]:
         f"--storage.path={workdir / 'data'}",
         "--cluster.listen-address=",
     ]
-    with running(
-        lambda port: [*argv, f"--web.listen-address=127.0.0.1:{port}"],
-        workdir / "alertmanager.log",
-        lambda port: f"http://127.0.0.1:{port}/-/ready",
-        "alertmanager",
-    ) as port:
+    with serving(argv, workdir, "alertmanager") as port:
         yield Alertmanager(url=f"http://127.0.0.1:{port}", address=f"127.0.0.1:{port}")
 
 
