@@ -6,6 +6,7 @@ Prometheus that evaluates the project's rules, and every such panel query read b
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,28 @@ def by_label(prom: Prometheus, expr: str, *labels: str) -> dict[tuple[str, ...],
     return {tuple(s["metric"].get(name, "") for name in labels): float(s["value"][1]) for s in found}
 
 
+def shares_of_runs(prom: Prometheus, expr: str) -> dict[str, float]:
+    """A share panel's values for the shared task type, by stop reason."""
+    found = by_label(prom, expr, "task_type", "stop_reason")
+    return {reason: share for (task, reason), share in found.items() if task in ("", TASK_TYPE)}
+
+
+def halves(shares: dict[str, float]) -> bool:
+    """Half the runs stopped at a limit, half succeeded, and no other reason has a share."""
+    rest = {reason: share for reason, share in shares.items() if reason not in ("limit", "success")}
+    return shares.get("limit") == shares.get("success") == 0.5 and set(rest.values()) <= {0.0}
+
+
+def settled(prom: Prometheus, expr: str) -> dict[str, float]:
+    """The panel's shares once they are halves, or the last reading after 10 s. A panel divides two
+    recorded series that one rule group writes one after the other, each extrapolated to its
+    evaluation time: a query between the two reads them from different evaluations."""
+    deadline = time.monotonic() + 10
+    while not halves(found := shares_of_runs(prom, expr)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
 @pytest.mark.slow
 def test_a_run_that_asks_a_person_and_succeeds_is_one_run_in_the_shares(tmp_path: Path) -> None:
     """One run stops at a limit; one suspends for a person, is approved and succeeds. Half the runs
@@ -95,11 +118,14 @@ def test_a_run_that_asks_a_person_and_succeeds_is_one_run_in_the_shares(tmp_path
             play(Runner(store, catalog, hooks=hooks))
             wait_until(lambda: value(prom, f"sum(agent_stops_total{scoped})") == 3, 60, "the three stops")
             for runs in ("increase1h", "increase6h"):  # both rule groups evaluated after the last scrape
-                recorded = f"sum(agent_task_type:agent_stops_final:{runs}{scoped})"
-                wait_until(lambda q=recorded: value(prom, q) >= 1.5, 90, f"both runs ended, in {runs}")
+                ended = f"agent_task_type_stop_reason:agent_stops_final:{runs}{scoped} > 0"
+                wait_until(
+                    lambda q=ended: {("limit",), ("success",)} <= by_label(prom, q, "stop_reason").keys(),
+                    90,
+                    f"both runs ended, in {runs}",
+                )
             for title, expr in share_panel_exprs().items():
-                found = by_label(prom, substitute(expr), "task_type", "stop_reason")
-                shares = {reason: share for (task, reason), share in found.items() if task in ("", TASK_TYPE)}
+                shares = settled(prom, substitute(expr))
                 assert "need_help" not in shares, (title, shares)
                 assert (shares.pop("limit"), shares.pop("success")) == pytest.approx((0.5, 0.5)), title
                 assert set(shares.values()) == {0.0}, (title, shares)
