@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import queue
 import socket
 import subprocess
 import threading
@@ -99,26 +98,34 @@ class Later(SystemClock):
 
 
 class Heartbeats:
-    """The heartbeats of a runner's store, watched: `after_now()` gives the run ids that the first
-    beat to begin after it renewed (polled: a busy default thread pool holds nothing up)."""
+    """The heartbeats of a runner's store, watched: each `after_now()` gives the run ids that the
+    first beat to begin after it renewed (polled: a busy default thread pool holds nothing up). A
+    beat that began before the call, and ends after it, is not that beat."""
 
     def __init__(self, store: RunStore) -> None:
-        self._since, self._renewed = threading.Event(), queue.Queue[list[str]]()
+        self._lock, self._asked, self._renewed = threading.Lock(), 0, dict[int, list[str]]()
         beat = store.heartbeat
 
         def watched(lease: Lease, run_ids: Sequence[str] | None = None) -> int:
-            after = self._since.is_set()
+            with self._lock:
+                asked = self._asked  # the latest call this beat begins after (0: none)
             renewed = beat(lease, run_ids)
-            if after:
-                self._renewed.put(list(run_ids or ()))
+            with self._lock:
+                self._renewed.setdefault(asked, list(run_ids or ()))
             return renewed
 
         store.heartbeat = watched  # type: ignore[method-assign]
 
     async def after_now(self) -> list[str]:
-        self._since.set()
-        await polled(lambda: not self._renewed.empty(), "a heartbeat")
-        return self._renewed.get_nowait()
+        with self._lock:
+            self._asked += 1
+            asked = self._asked
+        await polled(lambda: self._renewed_after(asked) is not None, "a heartbeat")
+        return self._renewed_after(asked) or []
+
+    def _renewed_after(self, asked: int) -> list[str] | None:
+        with self._lock:
+            return self._renewed.get(asked)
 
 
 async def polled(check: Callable[[], bool], what: str) -> None:
@@ -814,19 +821,12 @@ def test_a_run_whose_result_cannot_be_recorded_is_let_go_for_recovery(
 def test_a_long_tool_keeps_its_lease_and_no_other_worker_takes_the_run(
     counters: Workers, tmp_path: Path
 ) -> None:
-    workers = Workers(counters.url, catalog(), lease_seconds=1.0)  # the run takes ~2.5 s
+    """A call that outlasts the lease three times over: each time the lease runs out by the store's
+    clock, the next heartbeat renews it, and no other worker finds the run or takes it over."""
+    workers = Workers(counters.url, catalog(), lease_seconds=6.0)  # renewed every 2 s
     try:
-        runner, other = workers.new(), workers.new()
-
-        async def scenario() -> list[RunRecord]:
-            task = runner.spawn(runner.begin("counter", "slow", state=counter_state(tmp_path / "s", "slow")))
-            seen: list[RunRecord] = []
-            while not task.done():
-                seen += other.recoverable()
-                await asyncio.sleep(0.05)
-            return seen
-
-        assert asyncio.run(scenario()) == []
+        runner = workers.new()
+        assert asyncio.run(through_one_long_call(runner, workers, tmp_path / "l", lapses=3)) == []
     finally:
         workers.close()
 
@@ -852,7 +852,7 @@ def test_the_heartbeat_keeps_the_lease_while_the_default_thread_pool_is_busy(
     try:
         runner = workers.new()
 
-        async def scenario() -> list[RunRecord]:
+        async def scenario() -> list[str]:
             loop, hung = asyncio.get_running_loop(), threading.Event()
             loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
             stuck = loop.run_in_executor(None, hung.wait, 120)  # its one thread, past a beat's wait
@@ -867,17 +867,21 @@ def test_the_heartbeat_keeps_the_lease_while_the_default_thread_pool_is_busy(
         workers.close()
 
 
-async def through_one_long_call(runner: Runner, workers: Workers, folder: Path) -> list[RunRecord]:
-    """A run's one call outlasts its lease (time passes for the lease while the call blocks): the
-    runs another worker then finds to recover, once the next heartbeat renewed the run's lease."""
+async def through_one_long_call(runner: Runner, workers: Workers, folder: Path, lapses: int = 1) -> list[str]:
+    """A run's one call outlasts its lease `lapses` times (time passes for the lease while the call
+    blocks): the runs another worker found to recover, or took over, once the next heartbeat after
+    each lapse renewed the run's lease."""
     beats, state = Heartbeats(runner.store), counter_state(folder, "long")
     (folder / "hang.flag").write_text("block")
     job = runner.begin("counter", "long", state=state)
     task = runner.spawn(job)
     await polled(lambda: (folder / "hanging").exists(), "the call to hang()")
-    workers.outlive_leases()
-    assert await beats.after_now() == [job.run_id]
-    found = workers.new().recoverable()
+    found: list[str] = []
+    for _ in range(lapses):
+        workers.outlive_leases()
+        assert await beats.after_now() == [job.run_id]
+        other = workers.new()
+        found += [r.run_id for r in other.recoverable()] + [j.run_id for j in other.recovery_jobs()]
     (folder / "hang.flag").unlink()
     result = await task
     assert result is not None and (result.reason, result.turns) == (StopReason.SUCCESS, 3)
