@@ -18,6 +18,7 @@ from typing import Any
 import pg
 import psycopg
 import pytest
+from load_bounds import FLUSH_S
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 from test_runner_agents import a_run_whose_worker_died, catalog, counted, counter_state, lease_ran_out
@@ -309,7 +310,7 @@ def test_a_run_recovered_after_its_worker_died_is_not_counted_as_started_again(
     try:
         [stuck] = store.list_runs(limit=None)
         [done] = asyncio.run(Runner(store, catalog(), hooks=telemetry.hooks).recover())
-        telemetry.force_flush()
+        assert telemetry.force_flush(FLUSH_S), "the spans were not exported"
     finally:
         store.close()
         telemetry.shutdown()

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from load_bounds import FLUSH_S
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
@@ -36,7 +37,7 @@ def run(env: dict[str, str]) -> tuple[Telemetry, list[Any], list[Any]]:
         "writer", ScriptedModel(steps), instructions="Be brief.", tools=[ledger], hooks=telemetry.hooks
     )
     assert agent.run(TASK).reason is StopReason.SUCCESS
-    assert telemetry.shutdown()
+    assert telemetry.shutdown(FLUSH_S)
     return telemetry, list(spans.get_finished_spans()), [r.log_record for r in events.get_finished_logs()]
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from load_bounds import FLUSH_S
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -98,7 +99,7 @@ def test_spans_reach_an_otlp_http_collector(setenv: Setenv) -> None:
         }
         telemetry = Telemetry.from_env(setenv(env), registry=CollectorRegistry())
         (result,) = run_some(telemetry.hooks, runs=1)
-        assert telemetry.force_flush(5)
+        assert telemetry.force_flush(FLUSH_S)
         telemetry.shutdown()
     assert set(receiver.paths) == {"/v1/traces"}
     received = receiver.spans()
@@ -135,7 +136,7 @@ def test_the_traces_endpoint_is_used_as_given(setenv: Setenv) -> None:
         env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.endpoint + "/custom/traces"}
         telemetry = Telemetry.from_env(setenv(env), registry=CollectorRegistry())
         run_some(telemetry.hooks, runs=1)
-        assert telemetry.force_flush(5)
+        assert telemetry.force_flush(FLUSH_S)
         telemetry.shutdown()
     assert set(receiver.paths) == {"/custom/traces"}
 
@@ -178,8 +179,8 @@ class Raising(SpanExporter):
 def test_a_raising_exporter_is_counted() -> None:
     telemetry = Telemetry.from_env({}, registry=CollectorRegistry(), span_exporter=Raising())
     results = run_some(telemetry.hooks)
-    assert telemetry.force_flush(2)
-    assert telemetry.shutdown(2)
+    assert telemetry.force_flush(FLUSH_S)
+    assert telemetry.shutdown(FLUSH_S)
     assert outcome(results) == outcome(run_some())
     assert failures(telemetry) >= 1
 
@@ -241,7 +242,7 @@ def test_no_endpoint_but_a_file_writes_json_lines(tmp_path: Path) -> None:
     path = tmp_path / "spans.jsonl"
     telemetry = Telemetry.from_env({n.ENV_TRACES_FILE: str(path)}, registry=CollectorRegistry())
     (result,) = run_some(telemetry.hooks, runs=1)
-    assert telemetry.shutdown()
+    assert telemetry.shutdown(FLUSH_S)
     spans = [json.loads(line) for line in path.read_text().splitlines()]
     names = {s["name"] for s in spans}
     assert {"invoke_agent shipper", "agent.turn", "chat scripted", "execute_tool look"} <= names
@@ -276,7 +277,7 @@ def test_no_export_means_no_tracing_but_metrics(env: Mapping[str, str], setenv: 
 def test_the_console_exporter_writes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     telemetry = Telemetry.from_env({"OTEL_TRACES_EXPORTER": "console"}, registry=CollectorRegistry())
     (result,) = run_some(telemetry.hooks, runs=1)
-    assert telemetry.shutdown()
+    assert telemetry.shutdown(FLUSH_S)
     out, err = capsys.readouterr()
     assert out == "" and '"name": "invoke_agent shipper"' in err
     assert result.trace_id and f'"trace_id": "0x{result.trace_id}"' in err
@@ -354,10 +355,10 @@ def test_every_span_batch_counts_as_an_attempt_and_a_delivered_one_not_as_a_fail
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
         telemetry = Telemetry.from_env(setenv(env), registry=CollectorRegistry())
         run_some(telemetry.hooks, runs=1)
-        assert telemetry.force_flush(5)
+        assert telemetry.force_flush(FLUSH_S)
         first = attempts(telemetry)
         run_some(telemetry.hooks, runs=1)
-        assert telemetry.force_flush(5)
+        assert telemetry.force_flush(FLUSH_S)
         telemetry.shutdown()
     assert first >= 1
     assert attempts(telemetry) == len(receiver.requests) >= first + 1  # one request per batch
@@ -380,7 +381,7 @@ def test_text_utf8_cannot_hold_reaches_the_collector_as_a_replacement_character(
         steps = [[call("listing")], [finish("done", "listed")]]
         result = Agent("lister", ScriptedModel(steps), tools=[listing], hooks=telemetry.hooks).run("list")
         run_some(telemetry.hooks, runs=1)  # another run's spans, in the same batch
-        assert telemetry.force_flush(5)
+        assert telemetry.force_flush(FLUSH_S)
         telemetry.shutdown()
     assert result.reason is StopReason.SUCCESS
     by_name = {span.name: span for _, span in receiver.spans()}
@@ -401,7 +402,7 @@ def test_an_agent_name_utf8_cannot_hold_fails_no_batch(setenv: Setenv) -> None:
         steps = [[finish("done", "ok")]]
         assert Agent(odd, ScriptedModel(steps), hooks=telemetry.hooks).run("x").reason is StopReason.SUCCESS
         run_some(telemetry.hooks, runs=1)  # another run's spans, in the same batch
-        assert telemetry.force_flush(5)
+        assert telemetry.force_flush(FLUSH_S)
         telemetry.shutdown()
     names = {span.name for _, span in receiver.spans()}
     assert {"invoke_agent ops-\ufffd", "invoke_agent shipper"} <= names
@@ -420,7 +421,7 @@ def test_against_a_refusing_collector_every_attempt_is_a_failure(setenv: Setenv)
     telemetry = Telemetry.from_env(setenv(env), registry=CollectorRegistry())
     for _ in range(2):
         run_some(telemetry.hooks, runs=1)
-        assert telemetry.force_flush(5)
+        assert telemetry.force_flush(FLUSH_S)
     telemetry.shutdown(timeout_s=1)
     assert attempts(telemetry) >= 2
     assert failures(telemetry) == attempts(telemetry)
@@ -471,7 +472,7 @@ def test_a_small_queue_set_alone_takes_a_batch_that_fits_it(setenv: Setenv) -> N
     env = setenv({"OTEL_BSP_MAX_QUEUE_SIZE": "100"})
     telemetry = Telemetry.from_env(env, registry=CollectorRegistry(), span_exporter=exporter)
     (result,) = run_some(telemetry.hooks, runs=1)
-    telemetry.shutdown()
+    assert telemetry.shutdown(FLUSH_S)
     assert result.reason is StopReason.SUCCESS and exporter.get_finished_spans()
 
 

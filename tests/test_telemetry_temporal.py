@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from load_bounds import FLUSH_S
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ports import PortTaken, held_by, on_free_port, port_clash
 from prometheus_client import CollectorRegistry
@@ -76,7 +77,7 @@ def test_a_run_that_moves_to_another_worker_is_started_once_in_one_span_from_its
                 result = await runs.result(run_id)
             assert result.reason is StopReason.SUCCESS
             for telemetry, _ in (first, second):
-                telemetry.force_flush()
+                assert telemetry.force_flush(FLUSH_S), "the spans were not exported"
             started = [
                 t.registry.get_sample_value("agent_runs_started_total", LABELS) for t, _ in (first, second)
             ]

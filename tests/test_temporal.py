@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import temporal_agents
+from load_bounds import FLUSH_S
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -433,7 +434,7 @@ def test_replay_never_repeats_a_span_or_a_count(
         async with worker(temporal, queue(), hooks=hooks, **options) as runs:
             result = await runs.start("counter", "count", state=state(tmp_path, "success"))
         assert result.reason is StopReason.SUCCESS and result.turns == 3
-        telemetry.force_flush()
+        assert telemetry.force_flush(FLUSH_S), "the spans were not exported"
         names = [s.name for s in spans.get_finished_spans()]
         counts = (
             names.count("invoke_agent counter"),
