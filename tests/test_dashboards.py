@@ -483,9 +483,12 @@ def has_data(result: list[dict[str, Any]]) -> bool:
 
 
 def invoke_agent_spans(traces: Path) -> dict[str, dict[str, Any]]:
-    """The `invoke_agent` spans the demo wrote, by trace id (32 hex digits): their attributes."""
-    lines = traces.read_text().splitlines() if traces.exists() else []
-    spans = [json.loads(line) for line in lines if line.strip()]
+    """The `invoke_agent` spans the demo wrote, by trace id (32 hex digits): their attributes. The
+    demo goes on writing while the test reads: a last line not yet ended is not read; and spans
+    rotated to `PATH.1` (past the file's cap) are read too."""
+    files = [traces.with_name(traces.name + ".1"), traces]
+    written = "".join(path.read_text() for path in files if path.exists())
+    spans = [json.loads(line) for line in written.split("\n")[:-1] if line.strip()]
     return {
         span["context"]["trace_id"].removeprefix("0x"): span["attributes"]
         for span in spans

@@ -89,10 +89,10 @@ def halves(shares: dict[str, float]) -> bool:
 
 
 def settled(prom: Prometheus, expr: str) -> dict[str, float]:
-    """The panel's shares once they are halves, or the last reading after 10 s. A panel divides two
+    """The panel's shares once they are halves, or the last reading after 60 s. A panel divides two
     recorded series that one rule group writes one after the other, each extrapolated to its
     evaluation time: a query between the two reads them from different evaluations."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while not halves(found := shares_of_runs(prom, expr)) and time.monotonic() < deadline:
         time.sleep(0.2)
     return found
