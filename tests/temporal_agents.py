@@ -26,10 +26,20 @@ def _log(ctx: RunContext, line: str) -> None:
         f.write(line + "\n")
 
 
+def _held(ctx: RunContext, n: int) -> None:
+    """From `count(state["hold_at"])` on, a call waits while the file `state["hold"]` exists: a test
+    acts on the run while a call is in flight, then lets it go, with no race against the clock."""
+    flag = ctx.state.get("hold")
+    if flag and n >= int(ctx.state.get("hold_at", 1)):
+        while Path(flag).exists():
+            time.sleep(0.05)
+
+
 @tool(timeout=5)
 def count(ctx: RunContext, n: int) -> str:
     """Count to n (writes when it starts and when it is done)."""
     _log(ctx, f"start {n}")
+    _held(ctx, n)
     time.sleep(float(ctx.state.get("sleep", 0)))
     _log(ctx, f"end {n}")
     ctx.state["counted"] = int(ctx.state.get("counted", 0)) + 1

@@ -230,15 +230,18 @@ async def wait_for_line(folder: Path, run_id: str, line: str) -> None:
 def test_a_cancelled_run_ends_cancelled_and_resumes_to_success(
     temporal: TemporalServer, tmp_path: Path
 ) -> None:
+    hold = tmp_path / "hold.flag"  # count(3) waits until the cancel was asked for (the run cannot end first)
+    hold.write_text("hold")
+
     async def scenario() -> None:
         async with worker(temporal, queue()) as runs:
-            run_id = await runs.start(
-                "counter", "count", state=state(tmp_path, "slow", sleep=0.3, max_turns=10), wait=False
-            )
+            slow = state(tmp_path, "slow", sleep=0.3, max_turns=10, hold=str(hold), hold_at=3)
+            run_id = await runs.start("counter", "count", state=slow, wait=False)
             assert isinstance(run_id, str)
-            await wait_for_line(tmp_path, run_id, "end 2")
+            await wait_for_line(tmp_path, run_id, "start 3")
             finished = {line for line in calls_log(tmp_path, run_id) if line.startswith("end")}
             await runs.cancel(run_id)
+            hold.unlink()
             cancelled = await runs.result(run_id)
             assert cancelled.reason is StopReason.CANCELLED and cancelled.snapshot is not None
             assert [r.status for r in await listed_as(runs, run_id, RunStatus.CANCELLED)] == [
