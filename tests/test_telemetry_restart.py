@@ -33,7 +33,7 @@ def test_runs_a_new_instance_recovers_at_start_are_counted_by_increase(tmp_path:
         config = lambda *servers: prometheus_config([f"127.0.0.1:{s.port}" for s in servers])  # noqa: E731
         with prometheus(config(first), tmp_path / "prom") as prom:
             run_ids = _cancelled_by_a_stop(first, tmp_path / "work")
-            with Server(store, tmp_path, "--first-scrape-wait", "30", catalog=CATALOG) as second:
+            with Server(store, tmp_path, "--first-scrape-wait", "120", catalog=CATALOG) as second:
                 prom.reload(config(first, second))
                 with second.client() as api:
                     done = [wait_status(api, run_id, "finished") for run_id in run_ids]
