@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
-from ports import free_port
+from ports import refused_port
 
 
 class OtlpReceiver:
@@ -75,8 +75,8 @@ def value(v: AnyValue) -> Any:
 
 
 def closed_port() -> int:
-    """A loopback port nothing listens on: a connection to it is refused."""
-    return free_port()
+    """A loopback port nothing listens on: a connection to it is refused (`refused_port`)."""
+    return refused_port()
 
 
 def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:

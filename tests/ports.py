@@ -49,6 +49,19 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
+_REFUSING: list[socket.socket] = []  # bound, never listening, open until the test process ends
+
+
+def refused_port() -> int:
+    """A loopback TCP port where every connection is refused for as long as the test process lives:
+    a socket of this process holds it bound and never listens (a port merely free now may be taken
+    meanwhile by a server that another test, or another test run on this machine, starts)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    _REFUSING.append(sock)
+    return int(sock.getsockname()[1])
+
+
 def held_by(pid: int, port: int) -> bool:
     """Whether process `pid` listens on TCP `port` (Linux's /proc): an answer on the port may come
     from another process that took it first, while `pid` is about to exit for want of it."""

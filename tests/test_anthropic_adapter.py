@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import anthropic
 import pytest
 from messages_api import MessagesAPI, error, hang, message, text, tool_use
+from ports import refused_port
 
 from agent import Agent, Budget, ModelError, RetryPolicy, RunObserver, TransientModelError, tool
 from agent.finish import FINISH_SPEC
@@ -282,9 +282,7 @@ def test_timeout_is_transient(api: MessagesAPI) -> None:
 
 
 def test_connection_refused_is_transient() -> None:
-    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = refused_port()  # nothing listens there, and nothing can start to
     model = AnthropicModel(MODEL, api_key=KEY, base_url=f"http://127.0.0.1:{port}")
     exc = failure(model)
     assert isinstance(exc, TransientModelError) and exc.error_type == "connection"

@@ -10,12 +10,15 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
-from otlp_receiver import OtlpReceiver, closed_port
+from otlp_receiver import OtlpReceiver
+from ports import PortTaken, on_free_port, port_clash
 
 from telemetry import names
 
@@ -71,25 +74,13 @@ EXEMPLAR = re.compile(r'^agent_run_active_seconds_bucket\{[^}]*\} \S+ # \{trace_
 
 
 @pytest.mark.slow
-def test_demo_serves_exemplars_in_openmetrics_that_point_at_exported_traces() -> None:
-    port = closed_port()
+def test_demo_serves_exemplars_in_openmetrics_that_point_at_exported_traces(tmp_path: Path) -> None:
     with OtlpReceiver() as receiver:
         env = os.environ | {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
         env.pop("ENDSTATE_TRACES_FILE", None)
-        argv = [
-            sys.executable,
-            "-m",
-            "agent.cli",
-            "demo",
-            "--json",
-            "--metrics-port",
-            str(port),
-            "--hold",
-            "csv",
-        ]
-        with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True) as demo:
+        demo, port, lines = on_free_port(lambda port: _serving_demo(port, env, tmp_path), "endstate demo")
+        with demo:
             try:
-                lines = _lines_until(demo, "serving ", timeout=60)
                 kind, body = _scrape(f"http://127.0.0.1:{port}/metrics", OPENMETRICS)
             finally:
                 demo.send_signal(signal.SIGTERM)
@@ -102,6 +93,25 @@ def test_demo_serves_exemplars_in_openmetrics_that_point_at_exported_traces() ->
     assert exemplars <= exported  # every exemplar opens a trace the collector received
 
 
+def _serving_demo(
+    port: int, env: dict[str, str], folder: Path
+) -> tuple[subprocess.Popen[str], int, list[str]]:
+    """`endstate demo --metrics-port PORT --hold csv`, once it serves: the process, the port, its
+    output so far. `PortTaken` when another process took the port (picked free, taken meanwhile)."""
+    argv = [sys.executable, "-m", "agent.cli", "demo", "--json", "--metrics-port", str(port), "--hold", "csv"]
+    log = folder / f"demo-{port}.err"
+    with log.open("w") as errors:  # the child keeps its own copy of the descriptor
+        demo = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
+    try:
+        return demo, port, _lines_until(demo, "serving ", timeout=60)
+    except AssertionError:
+        demo.kill()
+        demo.wait(timeout=30)
+        if port_clash(log.read_text()):
+            raise PortTaken(log.read_text()[-300:]) from None
+        raise
+
+
 def _scrape(url: str, accept: str) -> tuple[str, str]:
     request = urllib.request.Request(url, headers={"Accept": accept})
     with urllib.request.urlopen(request, timeout=5) as response:
@@ -109,9 +119,10 @@ def _scrape(url: str, accept: str) -> tuple[str, str]:
 
 
 def _lines_until(process: subprocess.Popen[str], marker: str, timeout: float) -> list[str]:
-    """Lines of the process's output up to the one starting with `marker`."""
+    """Lines of the process's output up to the one starting with `marker` (an AssertionError when
+    the output ends, or `timeout` passes, without it)."""
     lines: list[str] = []
-    seen = threading.Event()
+    seen, ended = threading.Event(), threading.Event()
 
     def read() -> None:
         assert process.stdout is not None
@@ -120,9 +131,13 @@ def _lines_until(process: subprocess.Popen[str], marker: str, timeout: float) ->
                 lines.append(line)
                 if line.startswith(marker):
                     seen.set()
+        ended.set()
 
     threading.Thread(target=read, daemon=True).start()
-    assert seen.wait(timeout), f"no {marker!r} line: {lines}"
+    deadline = time.monotonic() + timeout
+    while not seen.is_set() and not ended.is_set() and time.monotonic() < deadline:
+        seen.wait(0.1)
+    assert seen.is_set(), f"no {marker!r} line: {lines}"
     return lines
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import pytest
 from messages_api import MessagesAPI, error, message, text
+from ports import refused_port
 
 from agent.cli.main import main
 
@@ -81,9 +81,7 @@ def test_a_rejected_key_fails(api: MessagesAPI, capsys: Capture) -> None:
 
 
 def test_offline_it_says_what_it_could_not_check(monkeypatch: pytest.MonkeyPatch, capsys: Capture) -> None:
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = refused_port()  # nothing listens there, and nothing can start to
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
     code, lines = doctor(capsys, "--model", MODEL)

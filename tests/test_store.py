@@ -422,7 +422,7 @@ def test_an_unreachable_postgres_is_a_clear_error() -> None:
     with pytest.raises(
         StoreError, match=r"cannot connect to the PostgreSQL run store postgresql://u:\*\*\*@"
     ):
-        open_store(f"postgresql://u:secret@127.0.0.1:{ports.free_port()}/db")
+        open_store(f"postgresql://u:secret@127.0.0.1:{ports.refused_port()}/db")
 
 
 def _make_v1_store(url: str) -> None:
