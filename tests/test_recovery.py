@@ -231,13 +231,15 @@ def test_sigterm_checkpoints_in_flight_runs_as_cancelled_and_a_restart_finishes_
     store_url: str, tmp_path: Path
 ) -> None:
     folder = tmp_path / "run"
-    body = {"agent": "counter", "task": "count slowly", "state": counter_state(folder, "slow")}
+    state = counter_state(folder, "slow", hold_at=2)
+    (folder / "slow.flag").write_text("hold")  # the second turn ends only once the shutdown has begun
+    body = {"agent": "counter", "task": "count slowly", "state": state}
     server = Server(store_url, tmp_path, catalog=CATALOG)
     try:
         with server.client() as api:
             run_id = api.post("/runs", json=body).json()["run_id"]
             wait_for(lambda: len(counted(folder)) >= 2, what="two counts")
-        assert server.stop(signal.SIGTERM) == 0
+        assert server.stop_then((folder / "slow.flag").unlink) == 0
     finally:
         server.kill()
     store = open_store(store_url)

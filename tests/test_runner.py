@@ -511,14 +511,20 @@ def test_a_shutdown_cancels_runs_resumably_and_recovery_finishes_them(
     counters: Workers, tmp_path: Path
 ) -> None:
     folder = tmp_path / "r"
+    state = counter_state(folder, "slow", hold_at=2)
+    (folder / "slow.flag").write_text("hold")  # the second turn ends only once the shutdown has begun
     runner = counters.new()
 
     async def run_then_stop() -> None:
-        job = runner.begin("counter", "count slowly", state=counter_state(folder, "slow"))
+        job = runner.begin("counter", "count slowly", state=state)
         task = runner.spawn(job)
         while len(counted(folder)) < 2:  # noqa: ASYNC110  (polls a file another thread writes)
             await asyncio.sleep(0.02)
-        await runner.shutdown(grace=10)
+        stopping = asyncio.create_task(runner.shutdown(grace=10))
+        while not runner.shutting_down.is_set():  # noqa: ASYNC110  (set by the shutdown's first step)
+            await asyncio.sleep(0)
+        (folder / "slow.flag").unlink()
+        await stopping
         assert task.done()
 
     asyncio.run(run_then_stop())

@@ -5,7 +5,8 @@
 `hang()` leaves a `hanging` file, then blocks while `hang.flag` exists in the
 folder (a process is killed there); `crash()` makes the worker "die" (`Crash`
 raised from the loop, not the tool) right after its first call; `slow(seconds)`
-sleeps; `deploy(version)` needs approval, appends `version` to `deploys.txt` and
+sleeps, then blocks while `slow.flag` exists (once `state["hold_at"]` numbers were
+counted); `deploy(version)` needs approval, appends `version` to `deploys.txt` and
 then blocks while `deploy.flag` exists.
 Subprocesses load the catalog with `--catalog test_runner_agents:catalog` and `tests/` on PYTHONPATH.
 """
@@ -148,8 +149,10 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
 
     @tool
     def slow(seconds: float) -> str:
-        """Sleep."""
+        """Sleep; then, once `state["hold_at"]` numbers were counted (1 if unset), wait while
+        slow.flag exists (a test holds the run inside a turn until its shutdown has begun)."""
         time.sleep(seconds)
+        _hold(state, folder)
         return "slept"
 
     @tool(needs_approval=True)
@@ -181,6 +184,12 @@ def make_counter(state: dict[str, Any], help: HelpPolicy | None = None) -> Agent
 
 def _timeout_resumes(state: dict[str, Any]) -> Agent:
     return make_counter(state, HelpPolicy(wait_seconds=0.0, on_timeout="resume"))
+
+
+def _hold(state: dict[str, Any], folder: Path) -> None:
+    """Once `state["hold_at"]` numbers were counted (1 if unset), block while slow.flag exists."""
+    if len(counted(folder)) >= int(state.get("hold_at", 1)):
+        _block_while(folder / "slow.flag")
 
 
 def _block_while(flag: Path) -> None:

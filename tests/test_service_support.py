@@ -103,6 +103,21 @@ class Server:
                 raise
         return int(self.proc.returncode)
 
+    def stop_then(self, release: Callable[[], None]) -> int:
+        """SIGTERM; once the service has begun its shutdown (uvicorn logs that it waits for the
+        application's), `release()` (a test lets go of runs it held inside a turn: the shutdown ends
+        them at that turn, cancelled, instead of their ending first); the exit's return code."""
+        os.kill(self.proc.pid, signal.SIGTERM)
+        began = "Waiting for application shutdown"
+        wait_for(lambda: began in self.log.read_text() or self.proc.poll() is not None, what=began)
+        release()
+        try:
+            self.proc.wait(timeout=30)  # not signalled again: a second SIGTERM makes uvicorn quit at once
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+        return int(self.proc.returncode)
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()

@@ -51,12 +51,14 @@ def test_runs_a_new_instance_recovers_at_start_are_counted_by_increase(tmp_path:
 
 def _cancelled_by_a_stop(server: Server, folder: Path) -> list[str]:
     """`RUNS` slow runs started, then the service stopped while they run: each ends `cancelled`."""
+    state = counter_state(folder, "slow")
+    (folder / "slow.flag").write_text("hold")  # no run ends before the stop has begun
     with server.client() as api:
-        body = {"agent": "counter", "task": "count", "state": counter_state(folder, "slow")}
+        body = {"agent": "counter", "task": "count", "state": state}
         run_ids = [api.post("/runs", json=body).json()["run_id"] for _ in range(RUNS)]
         for run_id in run_ids:
             wait_status(api, run_id, "running")
-    assert server.stop() == 0
+    assert server.stop_then((folder / "slow.flag").unlink) == 0
     return run_ids
 
 
