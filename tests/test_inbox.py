@@ -23,6 +23,9 @@ ARGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
+# How long a page action or an `expect` waits for its condition (Playwright's defaults, 30 s and
+# 5 s, are not what Chromium takes to render a page on a loaded machine of 2 cores).
+PATIENCE_MS = 60_000
 
 
 @pytest.fixture
@@ -35,13 +38,17 @@ def server(tmp_path: Path) -> Iterator[Server]:
 def page() -> Iterator[object]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium", pytrace=False)
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         try:
-            yield browser.new_page()
+            page = browser.new_page()
+            page.set_default_timeout(PATIENCE_MS)
+            expect.set_options(timeout=PATIENCE_MS)
+            yield page
         finally:
+            expect.set_options(timeout=5_000)  # Playwright's own default, for whatever runs next
             browser.close()
 
 
