@@ -261,8 +261,10 @@ class SqliteStore(SqlStore):
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
+        """A write transaction, watched as one call: its BEGIN and COMMIT are sent within the call's
+        own watch and lock (as `_append` does), not each armed and held again as a call of its own."""
         with self._call(self._conn, self._lock):
-            self._rows("BEGIN IMMEDIATE")
+            self._bare("BEGIN IMMEDIATE")
             self._in_tx = threading.get_ident()
             try:
                 yield
@@ -271,7 +273,15 @@ class SqliteStore(SqlStore):
                 raise
             finally:
                 self._in_tx = None
-            self._rows("COMMIT")
+            self._bare("COMMIT")
+            self._committed(self._conn)
+
+    def _bare(self, sql: str) -> None:
+        """A statement of no parameters and no rows on the writer (BEGIN, COMMIT), inside a call."""
+        try:
+            self._conn.execute(sql)
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
 
     def close(self) -> None:
         if self._folder is not None:
