@@ -36,6 +36,7 @@ _INSERT_ENTRY = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON
 # or three) would take: the log is folded (and synced) more often than before, and the writer's
 # own folding (still on, as before) is then rare.
 FOLD_EVERY = 100
+_RUNNING = str(RunStatus.RUNNING)  # as plain text: sqlite3 binds an enum's text after an adapter lookup
 
 
 class SqliteStore(SqlStore):
@@ -206,7 +207,7 @@ class SqliteStore(SqlStore):
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    held = conn.execute(update, (*values.values(), run_id, lease.owner, RunStatus.RUNNING))
+                    held = conn.execute(update, (*values.values(), run_id, lease.owner, _RUNNING))
                     if held.rowcount == 1 and entries:
                         conn.executemany(_INSERT_ENTRY, [(run_id, seq, text) for seq, text in entries])
                     conn.execute("COMMIT")
