@@ -370,6 +370,69 @@ def test_a_driven_run_records_its_end_and_its_audit_off_the_event_loop(store_url
         workers.close()
 
 
+def test_a_success_that_is_not_audited_plans_no_audit_and_one_that_is_plans_one(store_url: str) -> None:
+    """Only a sampled success of an agent with an audit is planned (the writer thread is asked only
+    then); an agent whose audit does not sample the run, and one with no audit, leave no audit due."""
+    audits = Catalog()
+    for name, share in (("never", 1e-9), ("always", 1.0)):  # (the least share samples no run id here)
+        audit = SuccessAudit(check=lambda ctx: [], share=share, after=0)
+        audits.register(name, lambda state, a=audit, n=name: done_agent(n, a))
+    audits.register("plain", lambda state: done_agent("plain"))
+    store = open_store(store_url)
+    try:
+        runner = Runner(store, audits)
+        ran = {
+            n: asyncio.run(runner.start(n, "ship it", run_id=f"{n}-1")) for n in ("never", "plain", "always")
+        }
+        assert all(r.reason is StopReason.SUCCESS for r in ran.values())
+        assert [a.run_id for a in store.due_audits(time.time() + 60)] == [ran["always"].run_id]
+    finally:
+        store.close()
+
+
+def test_a_run_ends_cancelled_by_any_of_its_signals_and_runs_on_when_none_is_set(store_url: str) -> None:
+    """The caller's cancel signal, the catalog's `cancel(state)` and the runner's shutdown each cancel
+    a run before its first turn; with none of them set it runs to its end."""
+    own = threading.Event()
+    signals = Catalog()
+    signals.register(
+        "quick", lambda state: Agent("quick", ScriptedModel([[finish("done", "ok")]])), cancel=lambda s: own
+    )
+    store = open_store(store_url)
+    try:
+        runner = Runner(store, signals)
+        caller = threading.Event()
+        unset = asyncio.run(runner.drive(runner.begin("quick", "go"), cancel=caller))
+        assert unset.reason is StopReason.SUCCESS
+        caller.set()
+        cut = asyncio.run(runner.drive(runner.begin("quick", "go"), cancel=caller))
+        own.set()
+        cut_by_own = asyncio.run(runner.drive(runner.begin("quick", "go")))
+        own.clear()
+        runner.shutting_down.set()
+        cut_by_shutdown = asyncio.run(runner.drive(runner.begin("quick", "go")))
+        assert [r.reason for r in (cut, cut_by_own, cut_by_shutdown)] == [StopReason.CANCELLED] * 3
+    finally:
+        store.close()
+
+
+def done_agent(name: str, audit: SuccessAudit | None = None) -> Agent:
+    return Agent(name, ScriptedModel([[finish("done", "ok")]]), audit=audit)
+
+
+def test_a_runners_lease_follows_its_owner_and_seconds(tmp_path: Path) -> None:
+    """The lease a runner writes with (kept as one value) changes as soon as its seconds or owner do."""
+    runner = Runner(open_store(str(tmp_path / "runs.db")), Catalog(), lease_seconds=30.0, owner="w1")
+    try:
+        assert runner.lease() == Lease("w1", 30.0) and runner.lease() is runner.lease()
+        runner.lease_seconds = 5.0
+        assert runner.lease() == Lease("w1", 5.0)
+        runner.owner = "w2"
+        assert runner.lease() == Lease("w2", 5.0)
+    finally:
+        runner.store.close()
+
+
 def test_a_runner_in_a_server_writes_every_checkpoint_off_the_event_loop(
     store_url: str, tmp_path: Path
 ) -> None:

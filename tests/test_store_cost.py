@@ -11,11 +11,14 @@ import pytest
 from old_stores import write_old_store
 
 from agent import Agent, Approval, Budget, HelpPolicy, LimitKind, Price, PriceTable, StopReason, tool
+from agent.budget import Spent
 from agent.cli.main import main
 from agent.durable.review import queue
 from agent.durable.store import Lease, NewRun, Outcome, RunStatus, RunStore, open_store
 from agent.evals.limits import history_from_store, render, suggest
+from agent.journal import Task
 from agent.models.scripted import ScriptedModel, call, finish
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.usage import Usage
 
 NOW = 1_800_000_000.0
@@ -121,6 +124,20 @@ def test_the_cache_tokens_are_kept(store: RunStore) -> None:
     rec = store.record("r1", Outcome.of(result), LEASE, NOW + 1)
     assert rec.usage == usage == store.get("r1").usage  # type: ignore[union-attr]
     assert rec.to_dict() | usage.flat() == rec.to_dict()  # flat in the JSON, beside the rest
+
+
+@pytest.mark.parametrize("unpriced", [0, 2])
+def test_a_checkpoint_writes_the_runs_tally_as_its_usage(store: RunStore, unpriced: int) -> None:
+    """A checkpoint's usage columns are the running tally's usage (its cost to six places, or unknown
+    once a call had no price), its turns and its times: what a record of the same tally writes."""
+    started(store)
+    spent = Spent(3, 1200, 340, 0.123456789, 1.5, 0.25, unpriced, 700, 90)
+    head = Snapshot("r1", "payer", "invoice", SnapshotKind.CHECKPOINT, 0, [], spent)
+    store.checkpoint("r1", Checkpoint(head, 0, [Task("pay the invoice")]), LEASE, NOW)
+    running = store.get("r1")
+    assert running is not None and running.usage == spent.usage
+    assert spent.usage.cost_usd == (None if unpriced else 0.123457)
+    assert (running.turns, running.active_seconds, running.waiting_seconds) == (3, 1.5, 0.25)
 
 
 # -- what shows a run's cost -----------------------------------------------------------------------

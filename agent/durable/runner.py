@@ -144,9 +144,15 @@ class Runner:
         self._renewals: set[asyncio.Task[None]] = set()  # heartbeats being written (kept referenced)
         self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints and records
         self._beats: ThreadPoolExecutor | None = None  # the thread that renews leases (see `_renew`)
+        self._lease: Lease | None = None  # see `lease`
 
     def lease(self) -> Lease:
-        return Lease(self.owner, self.lease_seconds)
+        """This runner's lease (one value, made again only when `owner` or `lease_seconds` change: the
+        writer asks for it at every checkpoint)."""
+        lease = self._lease
+        if lease is None or lease.owner != self.owner or lease.seconds != self.lease_seconds:
+            lease = self._lease = Lease(self.owner, self.lease_seconds)
+        return lease
 
     # -- starting ------------------------------------------------------
 
@@ -445,9 +451,8 @@ class Runner:
         if task is not None:
             self._segments[job.run_id] = task  # what a shutdown past its grace cancels
         try:  # a cancel that is no signal is refused here, so the run is let go as any refused start
-            result = await job.segment(
-                _Either(self.shutting_down, check_cancel(cancel), self._own_cancel(job))
-            )
+            signal = either(self.shutting_down, check_cancel(cancel), self._own_cancel(job))
+            result = await job.segment(signal)
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
             if job.recovering:
                 await self._on_writer(self._end_unresumable, job.record, exc)
@@ -525,19 +530,21 @@ class Runner:
             self._let_go(job.run_id, None)
         if written and outcome.status is RunStatus.FINISHED:
             self._cleanup(job)
-            await self._on_writer(self._plan_audit, job, result)
+            if audited(job, result):  # (on the writer thread: a run with no audit to plan needs no hop)
+                await self._on_writer(self._plan_audit, job, result)
 
     # -- success audits ----------------------------------------------------------------------
 
     def _plan_audit(self, job: Job, result: RunResult) -> None:
-        """Plan the success's audit; a store failing here is logged (the run's result is recorded)."""
+        """Plan the success's audit (`audited`); a store failing here is logged (the run's result is
+        recorded)."""
         audit = job.agent.audit
-        if result.reason is StopReason.SUCCESS and audit is not None and audit.samples(job.run_id):
-            due = self.clock.time() + audit.after
-            try:
-                self.store.schedule_audit(Audit(job.run_id, job.record.agent, result.task_type, due))
-            except StoreError as exc:
-                log.error("run %s: its success audit was not planned: %s", job.run_id, exc)
+        assert audit is not None
+        due = self.clock.time() + audit.after
+        try:
+            self.store.schedule_audit(Audit(job.run_id, job.record.agent, result.task_type, due))
+        except StoreError as exc:
+            log.error("run %s: its success audit was not planned: %s", job.run_id, exc)
 
     async def audit_due(self, now: float | None = None) -> list[Audit]:
         """Make every audit that is due: the agent's independent check over the finished run."""
@@ -891,11 +898,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def audited(job: Job, result: RunResult) -> bool:
+    """True when the run's success is to be audited (its agent audits, and samples this run)."""
+    audit = job.agent.audit
+    return result.reason is StopReason.SUCCESS and audit is not None and audit.samples(job.run_id)
+
+
+def either(*signals: CancelSignal | None) -> CancelSignal:
+    """A signal set when any of the given ones is set: the one given itself when there is one (the
+    loop asks at every turn), else `_Either`."""
+    given = tuple(s for s in signals if s is not None)
+    return given[0] if len(given) == 1 else _Either(given)
+
+
 class _Either:
     """Set when any of the given cancel signals is set."""
 
-    def __init__(self, *signals: CancelSignal | None) -> None:
-        self._signals = [s for s in signals if s is not None]
+    def __init__(self, signals: tuple[CancelSignal, ...]) -> None:
+        self._signals = signals
 
     def is_set(self) -> bool:
-        return any(s.is_set() for s in self._signals)
+        return any(signal.is_set() for signal in self._signals)

@@ -591,7 +591,7 @@ def checkpoint_rows(
     """What a checkpoint writes: the run row's new values, and the entries as (seq, JSON)."""
     head = checkpoint.head
     values = _usage_values(head)
-    values["snapshot"], values["state"] = dumps(head.head()), dumps(head.state)
+    values["snapshot"], values["state"] = dumps(head.head()), dumps(head.state) if head.state else "{}"
     values["lease_until"], values["updated_at"] = float(lease.seconds), now
     return values, entry_rows(checkpoint)
 
@@ -610,12 +610,21 @@ def entry_json(entry: Entry) -> str:
 
 
 def _usage_values(snap: Snapshot) -> dict[str, Any]:
+    """The run row's usage columns at a checkpoint: `usage_columns(snap.usage.usage)` and the turns and
+    times, read from the running tally itself (no `Usage` value made at every checkpoint)."""
     u = snap.usage
-    values = usage_columns(u.usage)
-    values["turns"] = u.turns
-    values["active_seconds"] = u.active_seconds
-    values["waiting_seconds"] = u.waiting_seconds
-    return values
+    known = not u.unpriced  # a call of unknown price makes the run's cost unknown (see `Spent.usage`)
+    return {
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cache_read_tokens": u.cache_read_tokens,
+        "cache_write_tokens": u.cache_write_tokens,
+        "cost_usd": (round(u.cost_usd, 6) or 0.0) if known else 0.0,
+        "cost_known": int(known),
+        "turns": u.turns,
+        "active_seconds": u.active_seconds,
+        "waiting_seconds": u.waiting_seconds,
+    }
 
 
 def usage_columns(usage: Usage) -> dict[str, Any]:

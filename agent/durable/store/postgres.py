@@ -540,7 +540,13 @@ def _numbered(sql: str) -> str:
 
 
 def _text(value: Any) -> bytes | None:
-    """A parameter in PostgreSQL's text format."""
+    """A parameter in PostgreSQL's text format. A checkpoint sends some twenty, most of them plain
+    integers and floats: told by their exact type first."""
+    kind = type(value)
+    if kind is int:
+        return b"%d" % value
+    if kind is float:
+        return repr(value).encode()
     if value is None:
         return None
     if isinstance(value, str):  # NUL is rare: checked inline, `storable` only when there is one

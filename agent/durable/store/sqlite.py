@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent.durable.store._deadline import CUT_AFTER, MIGRATION_SECONDS, Watchdog
+from agent.durable.store._deadline import CUT_AFTER, MIGRATION_SECONDS, Watch, Watchdog
 from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, Row, SqlStore, checkpoint_update
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
@@ -36,6 +36,7 @@ _INSERT_ENTRY = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON
 # or three) would take: the log is folded (and synced) more often than before, and the writer's
 # own folding (still on, as before) is then rare.
 FOLD_EVERY = 100
+_RUNNING = str(RunStatus.RUNNING)  # as plain text: sqlite3 binds an enum's text after an adapter lookup
 
 
 class SqliteStore(SqlStore):
@@ -160,21 +161,10 @@ class SqliteStore(SqlStore):
             self._committed(conn)
             return rows
 
-    @contextmanager
-    def _call(self, conn: sqlite3.Connection, lock: Any) -> Iterator[None]:
+    def _call(self, conn: sqlite3.Connection, lock: Any) -> _Call:
         """Hold `lock` for a call on `conn`, watched: it is interrupted past the allowance. A call of
         this process before it that does not return within the allowance fails this one."""
-        if not lock.acquire(timeout=self._allowance):
-            raise StoreTimeout(
-                f"the run store {self.path} did not answer: a call to it from this process has not "
-                f"returned for over {self._allowance:g} s (a file system that hangs, such as a network "
-                "mount that lost its server?); nothing was changed"
-            )
-        try:
-            with self._watchdog.call(conn.interrupt, self._allowance):
-                yield
-        finally:
-            lock.release()
+        return _Call(self, conn, lock)
 
     def _connection_for(self, sql: str) -> tuple[sqlite3.Connection, Any]:
         """The reader for a read outside this thread's transaction, else the writer; with its lock."""
@@ -217,7 +207,7 @@ class SqliteStore(SqlStore):
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    held = conn.execute(update, (*values.values(), run_id, lease.owner, RunStatus.RUNNING))
+                    held = conn.execute(update, (*values.values(), run_id, lease.owner, _RUNNING))
                     if held.rowcount == 1 and entries:
                         conn.executemany(_INSERT_ENTRY, [(run_id, seq, text) for seq, text in entries])
                     conn.execute("COMMIT")
@@ -261,8 +251,10 @@ class SqliteStore(SqlStore):
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
+        """A write transaction, watched as one call: its BEGIN and COMMIT are sent within the call's
+        own watch and lock (as `_append` does), not each armed and held again as a call of its own."""
         with self._call(self._conn, self._lock):
-            self._rows("BEGIN IMMEDIATE")
+            self._bare("BEGIN IMMEDIATE")
             self._in_tx = threading.get_ident()
             try:
                 yield
@@ -271,7 +263,15 @@ class SqliteStore(SqlStore):
                 raise
             finally:
                 self._in_tx = None
-            self._rows("COMMIT")
+            self._bare("COMMIT")
+            self._committed(self._conn)
+
+    def _bare(self, sql: str) -> None:
+        """A statement of no parameters and no rows on the writer (BEGIN, COMMIT), inside a call."""
+        try:
+            self._conn.execute(sql)
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
 
     def close(self) -> None:
         if self._folder is not None:
@@ -282,6 +282,39 @@ class SqliteStore(SqlStore):
             if self._reader is not None:
                 self._reader.close()
         self._watchdog.close()
+
+
+class _Call:
+    """`SqliteStore._call`: a context manager of its own (slots) rather than a generator's, since one
+    is made at every call to the store (every checkpoint)."""
+
+    __slots__ = ("_conn", "_lock", "_store", "_watch")
+
+    def __init__(self, store: SqliteStore, conn: sqlite3.Connection, lock: Any) -> None:
+        self._store, self._conn, self._lock = store, conn, lock
+        self._watch: Watch | None = None
+
+    def __enter__(self) -> None:
+        store = self._store
+        if not self._lock.acquire(timeout=store._allowance):
+            raise StoreTimeout(
+                f"the run store {store.path} did not answer: a call to it from this process has not "
+                f"returned for over {store._allowance:g} s (a file system that hangs, such as a network "
+                "mount that lost its server?); nothing was changed"
+            )
+        try:  # watched from the moment it holds the lock, as the call's own allowance
+            self._watch = watch = store._watchdog.call(self._conn.interrupt, store._allowance)
+            watch.__enter__()
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def __exit__(self, *_: object) -> None:
+        try:
+            if (watch := self._watch) is not None:
+                watch.__exit__()
+        finally:
+            self._lock.release()
 
 
 def connect(path: Path, timeout: float) -> sqlite3.Connection:
