@@ -214,9 +214,10 @@ class MetricsHooks:
             if info.resumed_from:
                 reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
                 self.child(self.m.runs_resumed, info.agent, info.task_type, reason).inc()
-        for limit, value in info.limits.items():
-            if limit in _LIMIT_KINDS:  # a caller's own keys are no label values
-                self._set_limit(agent, info, limit, value)
+        if info.limits != agent.limits:  # most runs have the ceilings set last: nothing to set
+            for limit, value in info.limits.items():
+                if limit in _LIMIT_KINDS:  # a caller's own keys are no label values
+                    self._set_limit(agent, info, limit, value)
         return _RunMetrics(self, info, *series)
 
     def _run_series(self, info: RunInfo) -> _RunSeries:

@@ -243,9 +243,9 @@ class _RunTrace(RunObserver):
         self._events = events
         self._shape, self._planned = shape, planned
         self._run_events: list[tuple[str, dict[str, Any], int]] = []  # a planned span's, until it is made
-        self._span = self._planned_span() if planned else self._run_span(otel_context.get_current())
+        self._caller = otel_context.get_current()  # the run span's parent, current again at its end
+        self._span = self._planned_span() if planned else self._run_span(self._caller)
         self._ctx = trace.set_span_in_context(self._span)
-        self._caller = otel_context.get_current()
         otel_context.attach(self._ctx)  # the run's span is current until it ends
         self._turn: _Turn | None = None
         self._chat: _Call | None = None
