@@ -718,9 +718,10 @@ class _RunMetrics(RunObserver):
         active.observe(
             result.active_seconds, {n.EXEMPLAR_TRACE_ID: result.trace_id} if result.trace_id else None
         )
-        tokens.observe(result.input_tokens + result.output_tokens)
-        if result.cost_usd is not None:  # an unknown cost is not counted as $0
-            cost.inc(max(0.0, result.cost_usd - self._spent_before))  # what this segment spent
+        usage = result.usage  # its fields read once, not through the result's properties
+        tokens.observe(usage.input_tokens + usage.output_tokens)
+        if (spent := usage.cost_usd) is not None:  # an unknown cost is not counted as $0
+            cost.inc(max(0.0, spent - self._spent_before))  # what this segment spent
         else:
             self._agent.cost_unknown.inc()
         self._agent_duration(reason, result.error_type)

@@ -587,19 +587,20 @@ def _run_attributes(info: RunInfo, shape: _Shape) -> dict[str, Any]:
 
 def _result_attributes(result: RunResult) -> dict[str, Any]:
     """Run totals so far (all segments), as the result reports them."""
+    usage = result.usage  # its fields read once, not through the result's properties
     attributes: dict[str, Any] = {
         n.STOP_REASON: str(result.reason),
         n.STOP_VERIFIED: result.verified,
         n.AGENT_TURNS: result.turns,
-        n.GEN_AI_USAGE_INPUT_TOKENS: result.input_tokens,
-        n.GEN_AI_USAGE_OUTPUT_TOKENS: result.output_tokens,
+        n.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+        n.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
     }
     if result.limit is not None:
         attributes[n.STOP_LIMIT] = str(result.limit)
     if result.cause is not None:
         attributes[n.STOP_CAUSE] = str(result.cause)
-    if result.cost_usd is not None:  # left out when a model's price is unknown
-        attributes[n.AGENT_COST_USD] = result.cost_usd
+    if usage.cost_usd is not None:  # left out when a model's price is unknown
+        attributes[n.AGENT_COST_USD] = usage.cost_usd
     return attributes
 
 
