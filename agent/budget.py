@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from agent._valid import is_number, is_whole
 from agent.errors import ConfigError
@@ -115,7 +116,11 @@ class Budget:
         )
 
     def ceilings(self) -> dict[str, float]:
-        """The configured ceilings by `LimitKind` value, for dashboards."""
+        """The configured ceilings by `LimitKind` value, for dashboards (a copy of its own each call)."""
+        return self._ceilings.copy()
+
+    @cached_property
+    def _ceilings(self) -> dict[str, float]:  # a budget never changes: worked out once, not once a run
         values = (self.max_turns, self.max_seconds, self.max_tokens, self.max_cost_usd)
         return {k: float(v) for k, v in zip(_CEILING_KINDS, values, strict=True) if v is not None}
 

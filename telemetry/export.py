@@ -231,7 +231,7 @@ _EXPORTED = (SpanExportResult.SUCCESS, LogRecordExportResult.SUCCESS)
 class _CountedQueue:
     """Admission to a batch processor's queue, with every item lost counted (see the module's docstring).
 
-    Items offered minus items handed to the exporter minus items written off is how many are queued.
+    `_queued` counts the items admitted and not yet handed to the exporter nor written off.
     """
 
     batch: BatchSpanProcessor | BatchLogRecordProcessor  # the SDK's processor, exporting from its thread
@@ -244,24 +244,21 @@ class _CountedQueue:
         self._max = max_queue_size
         self._yield_from = max(max_export_batch_size, max_queue_size // 2)
         self._lock = threading.Lock()  # for every count below, and each item's admission with it
-        self._offered = 0  # items offered: admitted to the SDK's queue or written off
-        self._handed = 0  # items the export thread has handed to the exporter
-        self._written_off = 0  # items dropped, or counted as lost at shutdown
+        # Admitted items not yet handed: never fewer than the SDK's queue holds (an item popped is
+        # counted as handed just after), so an item admitted here never makes the SDK drop one.
+        self._queued = 0
         self._closed = False
 
     def _offer(self, item: Any) -> None:
         if self.sampled_only and not item.context.trace_flags.sampled:
             return
-        # Admitted items not yet handed: never fewer than the SDK's queue holds (an item popped is
-        # counted as handed just after), so an item admitted here never makes the SDK drop one.
-        if self._offered - self._handed - self._written_off >= self._yield_from:  # a hint, read unlocked
+        if self._queued >= self._yield_from:  # a hint, read unlocked
             time.sleep(0)  # let the export thread take the GIL; never waits for the network
         with self._lock:
-            self._offered += 1
-            if self._offered - 1 - self._handed - self._written_off < self._max and not self._closed:
+            if self._queued < self._max and not self._closed:
+                self._queued += 1
                 self._emit(item)
                 return
-            self._written_off += 1
         self._on_dropped(1, DROP_SHUTDOWN if self._closed else DROP_QUEUE_FULL)
 
     def shutdown(self) -> None:
@@ -275,15 +272,14 @@ class _CountedQueue:
     def count_unsent(self) -> int:
         """Count as dropped every item still queued (shutdown ended or gave up); how many that was."""
         with self._lock:
-            lost = self._offered - self._handed - self._written_off
-            self._written_off += max(0, lost)
+            lost, self._queued = self._queued, min(0, self._queued)
         if lost > 0:
             self._on_dropped(lost, DROP_SHUTDOWN)
         return max(0, lost)
 
     def _count_handed(self, count: int) -> None:
         with self._lock:
-            self._handed += count
+            self._queued -= count
 
     def _count_failed(self, count: int) -> None:
         self._on_dropped(count, DROP_EXPORT_FAILED)  # handed, so no longer queued: the counts hold

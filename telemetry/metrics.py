@@ -198,15 +198,11 @@ class MetricsHooks:
         self.registry.register(help_collector)
 
     def run_started(self, info: RunInfo) -> RunObserver:
-        if (info.agent, info.task_type) not in self.run_labels:
-            agent_label, task_type_label = self.run_labels(info.agent, info.task_type)
-            info = replace(info, agent=agent_label, task_type=task_type_label)
-        if (info.provider, info.model) not in self.model_labels:
-            provider_label, model_label = self.model_labels(info.provider, info.model)
-            info = replace(info, provider=provider_label, model=model_label)
         series = self._runs.get((info.agent, info.task_type, info.provider, info.model, info.tools))
-        if series is None:
-            series = self._run_series(info)
+        if series is None:  # labels not seen as they are: bounded (see `_bounded`), then looked up
+            info = self._bounded(info)
+            series = self._runs.get((info.agent, info.task_type, info.provider, info.model, info.tools))
+            series = series or self._run_series(info)
         agent = series[0]
         if not info.replayed:  # a segment observed again was counted where it started
             if info.segment <= 1:
@@ -214,10 +210,22 @@ class MetricsHooks:
             if info.resumed_from:
                 reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
                 self.child(self.m.runs_resumed, info.agent, info.task_type, reason).inc()
-        for limit, value in info.limits.items():
-            if limit in _LIMIT_KINDS:  # a caller's own keys are no label values
-                self._set_limit(agent, info, limit, value)
+        if info.limits != agent.limits:  # most runs have the ceilings set last: nothing to set
+            for limit, value in info.limits.items():
+                if limit in _LIMIT_KINDS:  # a caller's own keys are no label values
+                    self._set_limit(agent, info, limit, value)
         return _RunMetrics(self, info, *series)
+
+    def _bounded(self, info: RunInfo) -> RunInfo:
+        """`info` with its label pairs as admitted: "other" for a pair past the caps. (Labels a run's
+        series was kept under are admitted, or what a pair past the caps becomes: kept as they are.)"""
+        if (info.agent, info.task_type) not in self.run_labels:
+            agent_label, task_type_label = self.run_labels(info.agent, info.task_type)
+            info = replace(info, agent=agent_label, task_type=task_type_label)
+        if (info.provider, info.model) not in self.model_labels:
+            provider_label, model_label = self.model_labels(info.provider, info.model)
+            info = replace(info, provider=provider_label, model=model_label)
+        return info
 
     def _run_series(self, info: RunInfo) -> _RunSeries:
         """The label children a run of this agent, model and tool set writes, made and kept once."""
@@ -710,9 +718,10 @@ class _RunMetrics(RunObserver):
         active.observe(
             result.active_seconds, {n.EXEMPLAR_TRACE_ID: result.trace_id} if result.trace_id else None
         )
-        tokens.observe(result.input_tokens + result.output_tokens)
-        if result.cost_usd is not None:  # an unknown cost is not counted as $0
-            cost.inc(max(0.0, result.cost_usd - self._spent_before))  # what this segment spent
+        usage = result.usage  # its fields read once, not through the result's properties
+        tokens.observe(usage.input_tokens + usage.output_tokens)
+        if (spent := usage.cost_usd) is not None:  # an unknown cost is not counted as $0
+            cost.inc(max(0.0, spent - self._spent_before))  # what this segment spent
         else:
             self._agent.cost_unknown.inc()
         self._agent_duration(reason, result.error_type)

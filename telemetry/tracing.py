@@ -243,9 +243,9 @@ class _RunTrace(RunObserver):
         self._events = events
         self._shape, self._planned = shape, planned
         self._run_events: list[tuple[str, dict[str, Any], int]] = []  # a planned span's, until it is made
-        self._span = self._planned_span() if planned else self._run_span(otel_context.get_current())
+        self._caller = otel_context.get_current()  # the run span's parent, current again at its end
+        self._span = self._planned_span() if planned else self._run_span(self._caller)
         self._ctx = trace.set_span_in_context(self._span)
-        self._caller = otel_context.get_current()
         otel_context.attach(self._ctx)  # the run's span is current until it ends
         self._turn: _Turn | None = None
         self._chat: _Call | None = None
@@ -587,19 +587,20 @@ def _run_attributes(info: RunInfo, shape: _Shape) -> dict[str, Any]:
 
 def _result_attributes(result: RunResult) -> dict[str, Any]:
     """Run totals so far (all segments), as the result reports them."""
+    usage = result.usage  # its fields read once, not through the result's properties
     attributes: dict[str, Any] = {
         n.STOP_REASON: str(result.reason),
         n.STOP_VERIFIED: result.verified,
         n.AGENT_TURNS: result.turns,
-        n.GEN_AI_USAGE_INPUT_TOKENS: result.input_tokens,
-        n.GEN_AI_USAGE_OUTPUT_TOKENS: result.output_tokens,
+        n.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+        n.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
     }
     if result.limit is not None:
         attributes[n.STOP_LIMIT] = str(result.limit)
     if result.cause is not None:
         attributes[n.STOP_CAUSE] = str(result.cause)
-    if result.cost_usd is not None:  # left out when a model's price is unknown
-        attributes[n.AGENT_COST_USD] = result.cost_usd
+    if usage.cost_usd is not None:  # left out when a model's price is unknown
+        attributes[n.AGENT_COST_USD] = usage.cost_usd
     return attributes
 
 

@@ -177,6 +177,33 @@ def test_a_task_type_per_task_makes_no_series_past_the_cap(caplog: pytest.LogCap
     assert sum("task types must be a fixed set" in r.getMessage().lower() for r in caplog.records) == 1
 
 
+def test_a_pair_kept_before_the_cap_keeps_its_labels_and_a_ceiling_set_back_is_set() -> None:
+    """Past the cap, an agent and task type admitted earlier still count under their own labels (the
+    run's kept series), a new one under "other"; a budget ceiling that changes and changes back is
+    read as set last each time."""
+    hooks = MetricsHooks(CollectorRegistry())
+    limits = [10.0] * metrics.MAX_AGENT_TASK_TYPES + [20.0, 10.0, 10.0]
+    runs = [("ci", f"fix-{i}") for i in range(metrics.MAX_AGENT_TASK_TYPES)]
+    runs += [("ci", "fix-0"), ("ci", "fix-0"), ("ci", "new")]
+    for i, ((agent, task_type), turns) in enumerate(zip(runs, limits, strict=True)):
+        info = RunInfo(f"r{i}", agent, task_type, "m", "p", "task", tools=("look",), limits={"turns": turns})
+        hooks.run_started(info).run_ended(RunResult(f"r{i}", agent, task_type, StopReason.SUCCESS, turns=1))
+        if (agent, task_type) == ("ci", "fix-0"):
+            gauge = hooks.registry.get_sample_value(
+                n.METRIC_BUDGET_LIMIT, {"agent": "ci", "task_type": "fix-0", "limit": "turns"}
+            )
+            assert gauge == turns
+
+    def started(task_type: str) -> float | None:
+        return hooks.registry.get_sample_value(
+            f"{n.METRIC_RUNS_STARTED}_total", {"agent": "ci", "task_type": task_type}
+        )
+
+    assert (started("fix-0"), started(n.RUN_LABEL_OTHER), started("new")) == (3.0, 1.0, None)
+    other = {"agent": "ci", "task_type": n.RUN_LABEL_OTHER, "limit": "turns"}
+    assert hooks.registry.get_sample_value(n.METRIC_BUDGET_LIMIT, other) == 10.0
+
+
 RUNBOOKS = Path(__file__).resolve().parents[1] / "docs" / "runbooks"
 
 
