@@ -244,6 +244,30 @@ def test_a_bad_window_says_how_to_write_one() -> None:
         parse_window("7 days")
 
 
+@pytest.mark.parametrize("source", ["--store", "--prometheus"])
+def test_an_empty_window_is_refused_not_read_as_no_window(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str
+) -> None:
+    """`--window 0d` once suggested ceilings from every run in the store, as if no window was given
+    (and sent Prometheus a range it refuses): a window with no time in it is an error."""
+    url = str(tmp_path / "runs.db")
+    open_store(url).close()
+    where = url if source == "--store" else "http://127.0.0.1:1"
+    assert main(["limits", "suggest", source, where, "--window", "0d"]) == 2
+    assert "window '0d' is empty: give a length above 0" in capsys.readouterr().err
+
+
+def test_a_json_lines_file_that_is_not_utf8_is_named_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(b'{"task_type": "t", "reason": "success", "turns": 3}\n\xff\xfe{"reason"\n')
+    assert main(["limits", "suggest", "--jsonl", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}, line 2: not a run record: 'utf-8' codec can't decode byte 0xff" in err
+    assert "Traceback" not in err
+
+
 # -- the command ------------------------------------------------------------------------------
 
 

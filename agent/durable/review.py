@@ -100,10 +100,10 @@ def misfit(record: RunRecord, chosen: Label) -> str:
 
 def duration(flag: str, text: str) -> float:
     """Seconds in an age such as `30d`; the error names the flag."""
-    from agent.evals.limits import LimitsError, parse_window
+    from agent.evals.limits import LimitsError, parse_duration
 
     try:
-        return parse_window(text)
+        return parse_duration(text)
     except LimitsError:
         raise ReviewError(f"{flag} {text!r}: use a number and a unit: s, m, h, d or w (e.g. 30d)") from None
 

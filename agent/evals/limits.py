@@ -435,15 +435,16 @@ def history_from_results(results: Iterable[RunResult]) -> RecordHistory:
     return RecordHistory([PastRun.from_result(r) for r in results])
 
 
-def history_from_jsonl(lines: Iterable[str], source: str = "<input>") -> RecordHistory:
-    """Runs from JSON Lines: `endstate demo --json` rows or `endstate eval --json` case lines."""
+def history_from_jsonl(lines: Iterable[str | bytes], source: str = "<input>") -> RecordHistory:
+    """Runs from JSON Lines: `endstate demo --json` rows or `endstate eval --json` case lines.
+    Lines read as bytes are decoded one by one, so a line that is not UTF-8 is named."""
     runs: list[PastRun] = []
     for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
         try:
-            runs += [PastRun.from_dict(row) for row in _rows(json.loads(line))]
-        except (ValueError, KeyError, TypeError) as exc:
+            text = line.decode() if isinstance(line, bytes) else line
+            if text.strip():
+                runs += [PastRun.from_dict(row) for row in _rows(json.loads(text))]
+        except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
             raise LimitsError(f"{source}, line {number}: not a run record: {exc}") from exc
     return RecordHistory(runs)
 
@@ -475,13 +476,22 @@ def history_from_store(url: str | None = None, window_seconds: float | None = No
     return RecordHistory([PastRun.from_dict(r.to_dict() | {"label": labels.get(r.run_id)}) for r in recent])
 
 
-def parse_window(text: str) -> float:
-    """Seconds in a Prometheus-style duration such as `30m`, `12h`, `7d`, `2w`."""
+def parse_duration(text: str) -> float:
+    """Seconds in a Prometheus-style duration such as `30m`, `12h`, `7d`, `2w` (`0s` included)."""
     match = re.fullmatch(r"(\d+)([smhdwy])", text.strip())
     if not match:
         raise LimitsError(f"window {text!r}: use a number and a unit: s, m, h, d, w or y (e.g. 7d)")
     unit = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}[match.group(2)]
     return int(match.group(1)) * unit
+
+
+def parse_window(text: str) -> float:
+    """Seconds in a window of past runs (`parse_duration`), above 0: no run ends within no time,
+    and Prometheus refuses a 0 range (a 0 window once read as "no window": every run)."""
+    seconds = parse_duration(text)
+    if seconds == 0:
+        raise LimitsError(f"window {text!r} is empty: give a length above 0 (e.g. 7d)")
+    return seconds
 
 
 # -- Prometheus -------------------------------------------------------------------------
