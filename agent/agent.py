@@ -353,6 +353,11 @@ def as_reply(reply: HumanReply | str | None, approved: bool | None) -> HumanRepl
             f"not {type(text).__name__}"
         )
     if isinstance(reply, Answer | Approval | Denial):
+        if approved is not None and not isinstance(reply, Approval if approved else Denial):  # which?
+            raise ConfigError(
+                f"resume got {type(reply).__name__}(...) and approved={approved}, which say different "
+                "things; pass one of them: Approval() or Denial('why') (or approved=True/False)"
+            )
         return reply
     if approved is True:
         return Approval()
