@@ -578,6 +578,24 @@ def test_a_run_stopped_at_a_limit_is_given_more_turns_over_http(build: Build) ->
     assert refused.status_code == 409 and "did not stop at a limit" in refused.json()["error"]
 
 
+def test_more_of_a_budget_that_did_not_run_out_is_refused_at_once_and_the_run_stays_resumable(
+    build: Build,
+) -> None:
+    """A turn-limited run given only more tokens was answered 202 "running"; the runner then failed
+    in the background (a traceback in the log) and the client never heard why nothing happened."""
+    api = build()
+    limited = {"agent": "csv-cleaner", "task": "Clean it", "state": {"scenario": "csv/ok-every-time"}}
+    run_id = api.post("/runs", json=limited, headers=AUTH).json()["run_id"]
+    before = _finished(api, run_id, 0)
+    refused = api.post(f"/runs/{run_id}/resume", json={"more_tokens": 10_000}, headers=AUTH)
+    assert refused.status_code == 400, refused.text
+    assert "would still be out of turns budget: extend turns" in refused.json()["error"]
+    now = api.get(f"/runs/{run_id}").json()
+    assert (now["status"], now["segments"], now["stop_limit"]) == ("finished", before["segments"], "turns")
+    assert api.post(f"/runs/{run_id}/resume", json={"more_turns": 2}, headers=AUTH).status_code == 202
+    assert _finished(api, run_id, before["segments"])["turns"] == before["turns"] + 2
+
+
 def _finished(api: TestClient, run_id: str, segments: int) -> dict[str, Any]:
     for _ in range(6000):  # a minute at least
         run = api.get(f"/runs/{run_id}").json()

@@ -291,6 +291,8 @@ class Runner:
             agent = self._agent(record.agent, record.state, record.run_id, record.task_type, saved=True)
             check_approved_tool(agent, record)
             snapshot = known if known is not None else self.store.snapshot(record.run_id)
+            if more is not None and isinstance(agent, Agent) and snapshot is not None:
+                agent.extended(snapshot, more)  # too little: refused now, not in the background
         except Exception as exc:
             if recovering:
                 self._end_unresumable(record, exc)
