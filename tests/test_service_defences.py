@@ -550,6 +550,24 @@ def test_a_start_sent_again_with_its_run_id_gets_that_run_and_a_different_one_is
     assert [r["run_id"] for r in api.get("/runs").json()["runs"]] == ["order-42"]
 
 
+# -- a catalog entry whose own code fails: the deployment's fault, said in one line ---------------
+
+
+def test_a_start_whose_catalog_prepare_fails_is_a_503_naming_it_and_stores_nothing(
+    build: Build, tmp_path: Path
+) -> None:
+    """The example agents' worlds folder is a file (ENDSTATE_WORLDS mistyped): `prepare` raised
+    NotADirectoryError, the service answered a bare "Internal Server Error" (500) and logged a traceback."""
+    (tmp_path / "worlds").write_text("not a folder")
+    api = build()
+    answer = api.post("/runs", json={**INVOICE, "run_id": "r1"}, headers=AUTH)
+    assert answer.status_code == 503, answer.text
+    said = answer.json()["error"]
+    assert "agent 'invoice-downloader' could not be set up: its catalog entry's prepare raised" in said
+    assert "NotADirectoryError" in said and "nothing was changed" in said
+    assert api.get("/runs").json()["runs"] == []
+
+
 # -- more budget over HTTP, as `endstate resume --more-turns` ------------------------------------
 
 
