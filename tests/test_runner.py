@@ -480,6 +480,7 @@ def test_a_catalog_entry_whose_build_or_prepare_raises_is_named_and_nothing_is_s
     broken = Catalog()
     broken.register("no-build", broken_build)
     broken.register("no-prepare", lambda state: fine, prepare=broken_prepare)
+    broken.register("no-return", lambda state: None)  # a build that forgot its `return`
     store = open_store(store_url)
     try:
         runner = Runner(store, broken)
@@ -489,7 +490,9 @@ def test_a_catalog_entry_whose_build_or_prepare_raises_is_named_and_nothing_is_s
             runner.begin("no-build", "task", run_id="a")
         with pytest.raises(AgentUnavailable, match=r"prepare raised PermissionError: .*Permission denied"):
             runner.begin("no-prepare", "task", run_id="b")
-        assert store.get("a") is None and store.get("b") is None
+        with pytest.raises(AgentUnavailable, match=r"'no-return' .* build returned NoneType, not an Agent"):
+            runner.begin("no-return", "task", run_id="c")
+        assert store.get("a") is None and store.get("b") is None and store.get("c") is None
     finally:
         store.close()
 

@@ -664,6 +664,13 @@ class Runner:
         not run is refused, since task types are metric labels that the catalog names."""
         entry = self.catalog.entry(name)
         built = from_catalog(name, "build", lambda: entry.build(state))
+        from agent.integrations._durable import ForeignAgent  # the integrations import the runner
+
+        if not isinstance(built, Agent | ForeignAgent):  # a build that forgot its `return`
+            raise AgentUnavailable(
+                f"agent {name!r} could not be set up: its catalog entry's build returned "
+                f"{type(built).__name__}, not an Agent; nothing was changed"
+            )
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
         if self.hooks is not None:  # added to the agent's own hooks, which still see its runs
             own: RunHooks | None = getattr(built, "hooks", None)
