@@ -231,11 +231,17 @@ class Agent:
                 f"run {snap.run_id} stopped at a limit: pass more=Extension(turns=..., seconds=..., "
                 "tokens=..., cost_usd=...) to continue it"
             )
+        run = self.extended(snap, more)
+        run.extend(Extended(more.turns, more.seconds, more.tokens, more.cost_usd, now))
+        return await self._segment(run, cancel, self._observe(run, snap, extended=True))
+
+    def extended(self, snap: Snapshot, more: Extension) -> RunState:
+        """The run of a limit stop as `more` would leave it; a `SnapshotError` when it would still
+        be out of budget (the runner asks before it takes the run, so an HTTP resume hears of it)."""
         run = RunState.from_snapshot(snap, self.progress(), self.clock, self.history, self.budget)
         if (still := run.budget.plus(more).exceeded(run.tick())) is not None:
             raise SnapshotError(f"run {snap.run_id} would still be out of {still} budget: extend {still}")
-        run.extend(Extended(more.turns, more.seconds, more.tokens, more.cost_usd, now))
-        return await self._segment(run, cancel, self._observe(run, snap, extended=True))
+        return run
 
     async def _continue(
         self,
@@ -353,6 +359,11 @@ def as_reply(reply: HumanReply | str | None, approved: bool | None) -> HumanRepl
             f"not {type(text).__name__}"
         )
     if isinstance(reply, Answer | Approval | Denial):
+        if approved is not None and not isinstance(reply, Approval if approved else Denial):  # which?
+            raise ConfigError(
+                f"resume got {type(reply).__name__}(...) and approved={approved}, which say different "
+                "things; pass one of them: Approval() or Denial('why') (or approved=True/False)"
+            )
         return reply
     if approved is True:
         return Approval()

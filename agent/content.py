@@ -112,7 +112,10 @@ class Image:
     @classmethod
     def from_bytes(cls, raw: bytes, media_type: str | None = None) -> Image:
         """An image of these bytes; its media type is read from them when not given."""
-        found = media_type or _sniffed(raw[:16])
+        if not isinstance(raw, bytes | bytearray | memoryview):  # a path or base64 text, say
+            hint = ": for a file, use Image.from_file(path)" if isinstance(raw, str) else ""
+            raise ContentError(f"image: from_bytes takes the image's bytes, not {type(raw).__name__}{hint}")
+        found = media_type or _sniffed(bytes(raw[:16]))
         if found is None:
             raise ContentError(
                 "image: the bytes are no JPEG, PNG, GIF or WebP image (the types the API takes)"
@@ -164,6 +167,8 @@ class Document:
     @classmethod
     def from_pdf(cls, raw: bytes, title: str = "", citations: bool = False) -> Document:
         """A PDF document of these bytes."""
+        if not isinstance(raw, bytes | bytearray | memoryview):
+            raise ContentError(f"document: from_pdf takes the PDF's bytes, not {type(raw).__name__}")
         return cls(base64.b64encode(raw).decode("ascii"), title=title, citations=citations)
 
 

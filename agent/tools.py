@@ -308,7 +308,15 @@ async def execute(
     except KeyboardInterrupt as exc:
         raise asyncio.CancelledError("a tool was interrupted (KeyboardInterrupt)") from exc
     except BaseException as exc:  # a tool's failure, even SystemExit, is data for the model
-        return ToolOutcome(f"Error: {type(exc).__name__}: {exc}", True, type(exc).__name__)
+        return ToolOutcome(f"Error: {type(exc).__name__}: {_said(exc)}", True, type(exc).__name__)
+
+
+def _said(exc: BaseException) -> str:
+    """What an exception says; one whose `__str__` itself raises is still a result, not the run's end."""
+    try:
+        return str(exc)
+    except Exception as failure:
+        return f"(its message could not be read: {type(failure).__name__})"
 
 
 def _deadline(timeout: float | None, limit: float | None) -> tuple[float | None, bool]:

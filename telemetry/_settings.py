@@ -9,6 +9,7 @@ when `telemetry` is imported (before the SDK is) and again at setup.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 
@@ -35,6 +36,11 @@ BATCH_MILLIS = {  # positive whole numbers of milliseconds; the SDK's defaults f
     ev.OTEL_BLRP_EXPORT_TIMEOUT: 30000,
 }
 LOG_QUEUE = {ev.OTEL_BLRP_MAX_QUEUE_SIZE: 2048, ev.OTEL_BLRP_MAX_EXPORT_BATCH_SIZE: 512}
+EXPORT_TIMEOUTS = (  # seconds, as the OTLP exporters read them: the gRPC one with a bare float()
+    ev.OTEL_EXPORTER_OTLP_TIMEOUT,
+    ev.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
+    ev.OTEL_EXPORTER_OTLP_LOGS_TIMEOUT,
+)
 
 
 SAMPLERS = (
@@ -56,6 +62,20 @@ def check_sdk_settings(environ: Mapping[str, str]) -> None:
             raise ConfigError(f"{name}={raw!r} must be a whole number from 0, such as 128 (empty: no limit)")
     for name, default in (BATCH_MILLIS | LOG_QUEUE).items():
         int_env(environ, name, default)
+    for name in EXPORT_TIMEOUTS:
+        check_seconds(environ, name)
+
+
+def check_seconds(environ: Mapping[str, str], name: str) -> None:
+    """An export timeout in seconds above 0: the gRPC exporter raised a bare `ValueError` for one
+    that is no number, and with 0, a negative one or NaN every export failed."""
+    raw = environ.get(name, "").strip()
+    try:
+        seconds = float(raw) if raw else 10.0
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise ConfigError(f"{name}={raw!r} must be a number of seconds above 0, such as 10")
 
 
 def check_sampler(environ: Mapping[str, str]) -> None:

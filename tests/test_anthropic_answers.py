@@ -165,6 +165,23 @@ def test_a_call_whose_input_is_no_json_object_is_retried_and_charged(arguments: 
     assert result.input_tokens == 20 and result.output_tokens == 10  # the unusable reply was paid for
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        message(text("hi"), input_tokens=-5),
+        message(text("hi"), output_tokens=2**64),
+        message(text("hi"), cache_read_input_tokens=-1),
+        message(text("hi"), stop_reason=5),  # type: ignore[arg-type]
+    ],
+)
+def test_a_200_whose_usage_or_stop_reason_no_run_could_keep_is_retried_as_malformed(bad: Response) -> None:
+    """Such a reply ended the run at once as `invalid_reply`, in words meant for an adapter's bug;
+    the API never sends it, so it is a malformed reply: retried, as the other unreadable 200s."""
+    result, api = run(bad, message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2
+
+
 @pytest.mark.parametrize("field", ["id", "name"])
 @pytest.mark.parametrize("value", [None, ""])
 def test_a_call_without_an_id_or_a_name_is_retried_never_run(field: str, value: Any) -> None:

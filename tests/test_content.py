@@ -91,6 +91,15 @@ def _escaped(text: str) -> str:
     return re.escape(text)
 
 
+def test_bytes_that_are_no_bytes_are_a_content_error_saying_what_to_pass() -> None:
+    """`Image.from_bytes("shot.png")` raised a bare TypeError from inside the media type sniffing."""
+    with pytest.raises(ContentError, match=r"from_bytes takes the image's bytes, not str: .*Image.from_file"):
+        Image.from_bytes("shot.png")  # type: ignore[arg-type]
+    with pytest.raises(ContentError, match=r"from_pdf takes the PDF's bytes, not str"):
+        Document.from_pdf("report.pdf")  # type: ignore[arg-type]
+    assert Image.from_bytes(bytearray(PNG)) == Image.from_bytes(PNG)
+
+
 def test_a_block_dict_without_citations_has_them_off_as_the_api_reads_it() -> None:
     passages = [{"type": "text", "text": "p"}]
     found = parse_block({"type": "search_result", "source": "s", "title": "t", "content": passages})

@@ -616,6 +616,26 @@ def test_a_home_grown_run_that_waited_goes_on_as_the_same_run(rig: Rig) -> None:
         pass
 
 
+@pytest.mark.parametrize("other", [{"agent": "another_loop"}, {"task_type": "another_task"}])
+def test_a_home_grown_run_goes_on_only_under_its_own_agent_and_task_type(
+    rig: Rig, other: dict[str, str]
+) -> None:
+    """Resumed under another agent, the run was counted started for one and ended for the other: a
+    start that never ends in one share, an end that never started in the other."""
+    with observe_run(rig.hooks, agent="raw_loop", task_type=TASK) as first:
+        first.need_help("May I delete it?")
+    named = {"agent": "raw_loop", "task_type": TASK} | other
+    with (
+        pytest.raises(ConfigError, match=rf"pass agent='raw_loop', task_type='{TASK}'"),
+        observe_run(rig.hooks, **named, resumed=first.result),
+    ):
+        pass
+    assert rig.stops(named["agent"], named["task_type"], "success") == 0
+    with observe_run(rig.hooks, agent="raw_loop", task_type=TASK, resumed=first.result):
+        pass
+    assert rig.stops("raw_loop", TASK, "success") == 1
+
+
 def test_a_home_grown_run_resumed_again_and_again_counts_its_segments_on(rig: Rig) -> None:
     """Each resume from a `need_help` result (no store, no snapshot of the caller's) is the next
     segment, linked to the one it resumes, as Endstate's own runs are: not segment 2 every time."""

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import random
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +20,7 @@ from agent.evals.limits import (
     LimitsError,
     Observed,
     PastRun,
+    PrometheusHistory,
     RecordHistory,
     history_from_jsonl,
     history_from_results,
@@ -244,6 +250,30 @@ def test_a_bad_window_says_how_to_write_one() -> None:
         parse_window("7 days")
 
 
+@pytest.mark.parametrize("source", ["--store", "--prometheus"])
+def test_an_empty_window_is_refused_not_read_as_no_window(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str
+) -> None:
+    """`--window 0d` once suggested ceilings from every run in the store, as if no window was given
+    (and sent Prometheus a range it refuses): a window with no time in it is an error."""
+    url = str(tmp_path / "runs.db")
+    open_store(url).close()
+    where = url if source == "--store" else "http://127.0.0.1:1"
+    assert main(["limits", "suggest", source, where, "--window", "0d"]) == 2
+    assert "window '0d' is empty: give a length above 0" in capsys.readouterr().err
+
+
+def test_a_json_lines_file_that_is_not_utf8_is_named_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(b'{"task_type": "t", "reason": "success", "turns": 3}\n\xff\xfe{"reason"\n')
+    assert main(["limits", "suggest", "--jsonl", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}, line 2: not a run record: 'utf-8' codec can't decode byte 0xff" in err
+    assert "Traceback" not in err
+
+
 # -- the command ------------------------------------------------------------------------------
 
 
@@ -346,3 +376,61 @@ def test_the_prometheus_names_limits_reads_are_the_names_contracts() -> None:
     }
     assert limits.STOPS_TOTAL == names.METRIC_STOPS + "_total"
     assert limits.STOPS_TOTAL in names.EXPOSED_METRICS
+
+
+# -- what a Prometheus (or something else at its URL) may answer ---------------------------------
+
+
+@contextlib.contextmanager
+def answering(status: int, body: bytes) -> Iterator[str]:
+    """A loopback HTTP server at whose URL every query gets `body`: a stand-in for what sits there."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def vector(*samples: tuple[dict[str, str], Any]) -> bytes:
+    result = [{"metric": m, "value": [1.9e9, v]} for m, v in samples]
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "says"),
+    [
+        (200, b"<html>a login page</html>", "with no JSON"),
+        (200, b"[1, 2]", r"refused .*\[1, 2\]"),
+        (200, vector(({"task_type": "t", "stop_reason": "success"}, "many")), "no instant vector of numbers"),
+        (200, vector(({"task_type": "t", "stop_reason": "success"}, 3)), "no instant vector of numbers"),
+        (200, json.dumps({"status": "success", "data": {"result": 5}}).encode(), "no instant vector"),
+    ],
+)
+def test_an_answer_that_is_no_prometheus_vector_is_named_not_a_traceback(
+    status: int, body: bytes, says: str
+) -> None:
+    """A JSON list, or a sample whose value is no number, was an AttributeError or ValueError."""
+    with answering(status, body) as url, pytest.raises(LimitsError, match=rf"Prometheus at {url} .*{says}"):
+        PrometheusHistory(url, "7d")
+
+
+def test_nan_counts_from_prometheus_are_no_runs_not_a_traceback() -> None:
+    """`increase()` over a series with no samples in the window can be NaN: round(NaN) raised."""
+    nan = vector(({"task_type": "t", "stop_reason": "success", "le": "+Inf"}, "NaN"))
+    with answering(200, nan) as url:
+        history = PrometheusHistory(url, "7d")
+    assert history.task_types() == [] and suggest(history) == []

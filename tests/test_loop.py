@@ -42,7 +42,7 @@ from agent import (
     tool,
 )
 from agent import tools as agent_tools
-from agent.journal import Answer, Approval, Call, Journal, Opaque, Reply, Result, Suspended, Text
+from agent.journal import Answer, Approval, Call, Denial, Journal, Opaque, Reply, Result, Suspended, Text
 from agent.models._messages import messages_of
 from agent.models.base import ModelReply, ModelRequest, StopKind, UnreadableReply
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
@@ -468,6 +468,21 @@ def test_resume_needs_approved_for_a_pending_tool(make_agent):
     ):
         invoice_agent(make_agent, invoices).resume(first.snapshot, "yes")
     assert invoices.sent == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "approved"),
+    [(Approval(), False), (Denial("wrong amount"), True), (Answer("yes"), True), (Answer("no"), False)],
+)
+def test_a_typed_reply_that_contradicts_approved_is_refused_and_nothing_runs(make_agent, reply, approved):
+    """`resume(s, Approval(), approved=False)` ran the call the caller may have meant to deny."""
+    invoices = Invoices()
+    first = invoice_agent(make_agent, invoices).run("Bill ACME")
+    agent = invoice_agent(make_agent, invoices, [finish("done", "billed")])
+    with pytest.raises(ConfigError, match=r"say different things; pass one of them"):
+        agent.resume(first.snapshot, reply, approved=approved)
+    assert invoices.sent == []
+    assert agent.resume(first.snapshot, Approval(), approved=True).reason is StopReason.SUCCESS
 
 
 def test_a_failure_after_approval_is_an_error_result_not_an_exception(make_agent):

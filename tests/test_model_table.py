@@ -263,12 +263,30 @@ def test_rows_added_in_code() -> None:
         ),
         ("models = 3\n", "expected a \\[models"),
         ("[models\n", "not valid TOML"),
+        # NaN and infinity were let through to Price, whose error named neither the file nor the row
+        ('[models."m"]\ninput = nan\noutput = 1.0\n', "bad.toml: models.'m': input must be a number >= 0"),
+        ('[models."m"]\ninput = 1.0\noutput = inf\n', "bad.toml: models.'m': output must be a number >= 0"),
+        (  # `above` was read with int(): a ValueError traceback
+            '[models."m"]\ninput = 1.0\noutput = 1.0\nlong_prompt = { above = "lots", input = 2.0 }\n',
+            "long_prompt must be a table with above = <tokens>",
+        ),
+        (
+            '[models."m"]\ninput = 1.0\noutput = 1.0\nlong_prompt = { above = -5, input = 2.0 }\n',
+            "long_prompt must be a table with above = <tokens>",
+        ),
     ],
 )
 def test_a_bad_models_file_says_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
+        ModelTable.load({"ENDSTATE_MODELS": str(path)})
+
+
+def test_a_models_file_that_is_not_utf8_is_named_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "models.toml"
+    path.write_bytes(b'[models."m"]\nnote = "caf\xe9"\n')  # Latin-1, as an old editor saves it
+    with pytest.raises(ConfigError, match=r"models.toml' \(ENDSTATE_MODELS\) is not UTF-8 text"):
         ModelTable.load({"ENDSTATE_MODELS": str(path)})
 
 

@@ -226,6 +226,18 @@ def test_promote_needs_a_label_or_an_expectation(
     assert code == 2 and "'gaveup' is not a stop reason" in out
 
 
+def test_promote_into_a_file_is_a_clear_error_not_a_traceback(
+    store_path: Path, runs: dict[str, RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out` naming a file raised FileExistsError out of `endstate review promote`."""
+    taken = tmp_path / "cases.yaml"
+    taken.write_text("cases: []\n")
+    args = ("review", "promote", "margin", "--expect", "gave_up", "--store", str(store_path))
+    code, out = cli(capsys, *args, "--out", str(taken))
+    assert code == 2 and f"cannot write eval cases into {taken}: a file, not a folder" in out, out
+    assert taken.read_text() == "cases: []\n"
+
+
 def test_each_label_maps_to_the_exit_a_promoted_case_expects() -> None:
     assert {str(k): str(v) for k, v in review.EXPECT_OF.items()} == {
         "should_have_succeeded": "success",

@@ -28,7 +28,7 @@ from test_runner_agents import (
 from agent import Agent, Extension, StopReason, tool
 from agent.audit import SuccessAudit
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
-from agent.durable.runner import AnswerError, Catalog, Job, Runner
+from agent.durable.runner import AgentUnavailable, AnswerError, Catalog, Job, Runner
 from agent.durable.store import (
     Lease,
     NewRun,
@@ -533,6 +533,38 @@ def test_recovery_goes_on_past_a_run_that_cannot_be_rebuilt_and_ends_it_as_a_res
     finally:
         survivor.close()
         dying.close()
+
+
+def test_a_catalog_entry_whose_build_or_prepare_raises_is_named_and_nothing_is_stored(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A catalog's own code failing raised its exception raw: a traceback out of `endstate start`."""
+
+    def broken_build(state: dict[str, Any]) -> Agent:
+        raise KeyError("model")
+
+    def broken_prepare(state: dict[str, Any], run_id: str) -> dict[str, Any]:
+        raise PermissionError(13, "Permission denied", "/srv/worlds")
+
+    fine = Agent("fine", ScriptedModel([finish("done", "ok")]))
+    broken = Catalog()
+    broken.register("no-build", broken_build)
+    broken.register("no-prepare", lambda state: fine, prepare=broken_prepare)
+    broken.register("no-return", lambda state: None)  # a build that forgot its `return`
+    store = open_store(store_url)
+    try:
+        runner = Runner(store, broken)
+        with pytest.raises(
+            AgentUnavailable, match=r"'no-build' could not be set up: .* build raised KeyError"
+        ):
+            runner.begin("no-build", "task", run_id="a")
+        with pytest.raises(AgentUnavailable, match=r"prepare raised PermissionError: .*Permission denied"):
+            runner.begin("no-prepare", "task", run_id="b")
+        with pytest.raises(AgentUnavailable, match=r"'no-return' .* build returned NoneType, not an Agent"):
+            runner.begin("no-return", "task", run_id="c")
+        assert store.get("a") is None and store.get("b") is None and store.get("c") is None
+    finally:
+        store.close()
 
 
 def test_a_shutdown_cuts_a_long_tool_off_after_its_grace_and_records_the_run_cancelled(

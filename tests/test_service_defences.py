@@ -550,6 +550,24 @@ def test_a_start_sent_again_with_its_run_id_gets_that_run_and_a_different_one_is
     assert [r["run_id"] for r in api.get("/runs").json()["runs"]] == ["order-42"]
 
 
+# -- a catalog entry whose own code fails: the deployment's fault, said in one line ---------------
+
+
+def test_a_start_whose_catalog_prepare_fails_is_a_503_naming_it_and_stores_nothing(
+    build: Build, tmp_path: Path
+) -> None:
+    """The example agents' worlds folder is a file (ENDSTATE_WORLDS mistyped): `prepare` raised
+    NotADirectoryError, the service answered a bare "Internal Server Error" (500) and logged a traceback."""
+    (tmp_path / "worlds").write_text("not a folder")
+    api = build()
+    answer = api.post("/runs", json={**INVOICE, "run_id": "r1"}, headers=AUTH)
+    assert answer.status_code == 503, answer.text
+    said = answer.json()["error"]
+    assert "agent 'invoice-downloader' could not be set up: its catalog entry's prepare raised" in said
+    assert "NotADirectoryError" in said and "nothing was changed" in said
+    assert api.get("/runs").json()["runs"] == []
+
+
 # -- more budget over HTTP, as `endstate resume --more-turns` ------------------------------------
 
 
@@ -576,6 +594,24 @@ def test_a_run_stopped_at_a_limit_is_given_more_turns_over_http(build: Build) ->
     _finished(api, done["run_id"], 0)
     refused = api.post(f"/runs/{done['run_id']}/resume", json={"more_turns": 2}, headers=AUTH)
     assert refused.status_code == 409 and "did not stop at a limit" in refused.json()["error"]
+
+
+def test_more_of_a_budget_that_did_not_run_out_is_refused_at_once_and_the_run_stays_resumable(
+    build: Build,
+) -> None:
+    """A turn-limited run given only more tokens was answered 202 "running"; the runner then failed
+    in the background (a traceback in the log) and the client never heard why nothing happened."""
+    api = build()
+    limited = {"agent": "csv-cleaner", "task": "Clean it", "state": {"scenario": "csv/ok-every-time"}}
+    run_id = api.post("/runs", json=limited, headers=AUTH).json()["run_id"]
+    before = _finished(api, run_id, 0)
+    refused = api.post(f"/runs/{run_id}/resume", json={"more_tokens": 10_000}, headers=AUTH)
+    assert refused.status_code == 400, refused.text
+    assert "would still be out of turns budget: extend turns" in refused.json()["error"]
+    now = api.get(f"/runs/{run_id}").json()
+    assert (now["status"], now["segments"], now["stop_limit"]) == ("finished", before["segments"], "turns")
+    assert api.post(f"/runs/{run_id}/resume", json={"more_turns": 2}, headers=AUTH).status_code == 202
+    assert _finished(api, run_id, before["segments"])["turns"] == before["turns"] + 2
 
 
 def _finished(api: TestClient, run_id: str, segments: int) -> dict[str, Any]:

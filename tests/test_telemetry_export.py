@@ -319,6 +319,20 @@ def test_sampled_out_runs_carry_no_trace_id(setenv: Setenv) -> None:
         ({**TO_FILE, "OTEL_BLRP_SCHEDULE_DELAY": "1s"}, r"OTEL_BLRP_SCHEDULE_DELAY='1s' must be a whole"),
         ({"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, r"OTEL_EXPORTER_OTLP_ENDPOINT=.* must be a URL"),
         ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "not a url"}, r"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=.* URL"),
+        (  # the gRPC exporter raised a bare ValueError; with 0, -1 or NaN every export failed
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+            | {"OTEL_EXPORTER_OTLP_TIMEOUT": "ten"},
+            r"OTEL_EXPORTER_OTLP_TIMEOUT='ten' must be a number of seconds above 0",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:4318", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "0"},
+            r"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT='0' must be a number of seconds above 0",
+        ),
+        ({**TO_FILE, "OTEL_EXPORTER_OTLP_TIMEOUT": "nan"}, r"OTEL_EXPORTER_OTLP_TIMEOUT='nan' must be"),
+        (
+            {**TO_FILE, "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT": "-1"},
+            r"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT='-1' must be",
+        ),
         (
             {**TO_FILE, "OTEL_BSP_MAX_QUEUE_SIZE": "10", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "100"},
             r"OTEL_BSP_MAX_EXPORT_BATCH_SIZE=100 is larger than OTEL_BSP_MAX_QUEUE_SIZE=10",

@@ -353,6 +353,24 @@ def test_a_tool_that_raises_gives_the_model_an_error_result(make_agent):
     assert "1 returned errors" in result.summary
 
 
+def test_a_tool_whose_exception_cannot_say_its_message_still_gives_an_error_result(make_agent):
+    """The exception's own `__str__` raised while the result was written: the run ended `error`."""
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no message")
+
+    @tool
+    def explode(x: str) -> str:
+        """Fail, badly."""
+        raise Unprintable
+
+    result, seen = run_with(make_agent, explode)
+    assert result.reason is StopReason.SUCCESS
+    assert seen["is_error"] is True
+    assert seen["content"] == "Error: Unprintable: (its message could not be read: RuntimeError)"
+
+
 def test_an_async_tool_that_hangs_times_out(make_agent):
     @tool(timeout=0.05)
     async def hang(x: str) -> str:

@@ -194,9 +194,9 @@ def load_history(args: argparse.Namespace) -> tuple[History, str]:
 
 def _jsonl(path: str) -> History:
     if path == "-":
-        return history_from_jsonl(sys.stdin, "<stdin>")
+        return history_from_jsonl(getattr(sys.stdin, "buffer", sys.stdin), "<stdin>")
     try:
-        with open(path) as f:
+        with open(path, "rb") as f:
             return history_from_jsonl(f, path)
     except OSError as exc:
         raise LimitsError(f"{path}: cannot read: {exc.strerror or exc}") from exc

@@ -100,10 +100,10 @@ def misfit(record: RunRecord, chosen: Label) -> str:
 
 def duration(flag: str, text: str) -> float:
     """Seconds in an age such as `30d`; the error names the flag."""
-    from agent.evals.limits import LimitsError, parse_window
+    from agent.evals.limits import LimitsError, parse_duration
 
     try:
-        return parse_window(text)
+        return parse_duration(text)
     except LimitsError:
         raise ReviewError(f"{flag} {text!r}: use a number and a unit: s, m, h, d or w (e.g. 30d)") from None
 
@@ -194,8 +194,12 @@ def promote(
             f"{path} exists already: a case was promoted from run {run_id} before. Delete or move that "
             "file to promote the run again"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    _write_blobs(out, journal)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        _write_blobs(out, journal)
+    except OSError as exc:  # a file where the folder goes, a read-only file system
+        what = "a file, not a folder" if out.is_file() else str(exc.strerror or exc)
+        raise ReviewError(f"cannot write eval cases into {out}: {what}; name a folder with --out") from exc
     try:
         if overwrite:  # a new file renamed over the old: never half written, nor written through a link
             _write_new(path, case_yaml(case).encode())

@@ -82,6 +82,25 @@ class AnswerError(EndstateError):
     """The answer does not fit what the run waits for (an answer for an approval, or none)."""
 
 
+class AgentUnavailable(EndstateError):
+    """A catalog entry's own code (`prepare`, `build`) failed: the deployment's fault, not the
+    request's; the message names the entry, the step and the exception."""
+
+
+def from_catalog(name: str, step: str, call: Callable[[], T]) -> T:
+    """`call()`, a step of catalog entry `name`; what it raises (but Endstate's own errors, which
+    say what is wrong already) becomes `AgentUnavailable`, not a traceback or an HTTP 500."""
+    try:
+        return call()
+    except EndstateError:
+        raise
+    except Exception as exc:
+        raise AgentUnavailable(
+            f"agent {name!r} could not be set up: its catalog entry's {step} raised "
+            f"{type(exc).__name__}: {exc}; nothing was changed"
+        ) from exc
+
+
 # -- the runner -----------------------------------------------------------------------------------
 
 
@@ -177,7 +196,9 @@ class Runner:
         if given and self.store.get(run_id) is not None:  # before `prepare`, which may build the run's world
             raise RunExists(f"a run with id {run_id!r} already exists; pick another id")
         check_state(state or {})
-        state = entry.prepare(dict(state or {}), run_id) if entry.prepare else dict(state or {})
+        state = dict(state or {})
+        if entry.prepare is not None:
+            state = from_catalog(agent, "prepare", functools.partial(entry.prepare, state, run_id))
         try:
             check_state(state)  # with what `prepare` added
             built = self._agent(agent, state, run_id, task_type)
@@ -297,6 +318,8 @@ class Runner:
             agent = self._agent(record.agent, record.state, record.run_id, record.task_type, saved=True)
             check_approved_tool(agent, record)
             snapshot = known if known is not None else self.store.snapshot(record.run_id)
+            if more is not None and isinstance(agent, Agent) and snapshot is not None:
+                agent.extended(snapshot, more)  # too little: refused now, not in the background
         except Exception as exc:
             if recovering:
                 self._end_unresumable(record, exc)
@@ -647,7 +670,14 @@ class Runner:
         `task_type` (asked for by a start, or `saved` with a stored run): one the catalog entry does
         not run is refused, since task types are metric labels that the catalog names."""
         entry = self.catalog.entry(name)
-        built = entry.build(state)
+        built = from_catalog(name, "build", lambda: entry.build(state))
+        from agent.integrations._durable import ForeignAgent  # the integrations import the runner
+
+        if not isinstance(built, Agent | ForeignAgent):  # a build that forgot its `return`
+            raise AgentUnavailable(
+                f"agent {name!r} could not be set up: its catalog entry's build returned "
+                f"{type(built).__name__}, not an Agent; nothing was changed"
+            )
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
         if self.hooks is not None:  # added to the agent's own hooks, which still see its runs
             own: RunHooks | None = getattr(built, "hooks", None)

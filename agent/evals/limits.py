@@ -435,15 +435,16 @@ def history_from_results(results: Iterable[RunResult]) -> RecordHistory:
     return RecordHistory([PastRun.from_result(r) for r in results])
 
 
-def history_from_jsonl(lines: Iterable[str], source: str = "<input>") -> RecordHistory:
-    """Runs from JSON Lines: `endstate demo --json` rows or `endstate eval --json` case lines."""
+def history_from_jsonl(lines: Iterable[str | bytes], source: str = "<input>") -> RecordHistory:
+    """Runs from JSON Lines: `endstate demo --json` rows or `endstate eval --json` case lines.
+    Lines read as bytes are decoded one by one, so a line that is not UTF-8 is named."""
     runs: list[PastRun] = []
     for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
         try:
-            runs += [PastRun.from_dict(row) for row in _rows(json.loads(line))]
-        except (ValueError, KeyError, TypeError) as exc:
+            text = line.decode() if isinstance(line, bytes) else line
+            if text.strip():
+                runs += [PastRun.from_dict(row) for row in _rows(json.loads(text))]
+        except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
             raise LimitsError(f"{source}, line {number}: not a run record: {exc}") from exc
     return RecordHistory(runs)
 
@@ -475,13 +476,22 @@ def history_from_store(url: str | None = None, window_seconds: float | None = No
     return RecordHistory([PastRun.from_dict(r.to_dict() | {"label": labels.get(r.run_id)}) for r in recent])
 
 
-def parse_window(text: str) -> float:
-    """Seconds in a Prometheus-style duration such as `30m`, `12h`, `7d`, `2w`."""
+def parse_duration(text: str) -> float:
+    """Seconds in a Prometheus-style duration such as `30m`, `12h`, `7d`, `2w` (`0s` included)."""
     match = re.fullmatch(r"(\d+)([smhdwy])", text.strip())
     if not match:
         raise LimitsError(f"window {text!r}: use a number and a unit: s, m, h, d, w or y (e.g. 7d)")
     unit = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}[match.group(2)]
     return int(match.group(1)) * unit
+
+
+def parse_window(text: str) -> float:
+    """Seconds in a window of past runs (`parse_duration`), above 0: no run ends within no time,
+    and Prometheus refuses a 0 range (a 0 window once read as "no window": every run)."""
+    seconds = parse_duration(text)
+    if seconds == 0:
+        raise LimitsError(f"window {text!r} is empty: give a length above 0 (e.g. 7d)")
+    return seconds
 
 
 # -- Prometheus -------------------------------------------------------------------------
@@ -560,7 +570,9 @@ class PrometheusHistory:
         stops: dict[str, dict[str, int]] = {}
         for row in rows:
             labels, value = row["metric"], _value(row)
-            stops.setdefault(labels.get("task_type", ""), {})[labels.get("stop_reason", "")] = round(value)
+            if math.isfinite(value):  # NaN: no count to read
+                by_reason = stops.setdefault(labels.get("task_type", ""), {})
+                by_reason[labels.get("stop_reason", "")] = round(value)
         return stops
 
     def _load_buckets(self, metric: str) -> dict[tuple[str, str], Buckets]:
@@ -568,6 +580,8 @@ class PrometheusHistory:
         series: dict[tuple[str, str], Buckets] = {}
         for row in self._fetch(q):
             m = row["metric"]
+            if not math.isfinite(_value(row)) or "le" not in m:  # NaN: no count to read
+                continue
             series.setdefault((m.get("task_type", ""), m.get("stop_reason", "")), []).append(
                 (float(m["le"]), _value(row))
             )
@@ -624,14 +638,44 @@ def query(url: str, promql: str, at: float | None = None) -> list[dict[str, Any]
     full = f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode(params)}"
     try:
         with urllib.request.urlopen(full, timeout=30) as response:
-            body = json.loads(response.read())
+            raw = response.read()
     except urllib.error.HTTPError as exc:
+        raw = None
         body = _error_body(exc)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise LimitsError(f"cannot query Prometheus at {url}: {exc}") from exc
-    if body.get("status") != "success":
-        raise LimitsError(f"Prometheus at {url} refused {promql!r}: {body.get('error', body)}")
-    return list(body["data"]["result"])
+    if raw is not None:
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:  # a web page, a proxy's error: not Prometheus's HTTP API
+            raise LimitsError(
+                f"Prometheus at {url} answered {promql!r} with no JSON ({exc}); "
+                "is it Prometheus's HTTP API (the URL without /api/v1)?"
+            ) from exc
+    if not isinstance(body, dict) or body.get("status") != "success":
+        said = body.get("error", body) if isinstance(body, dict) else body
+        raise LimitsError(f"Prometheus at {url} refused {promql!r}: {str(said)[:200]}")
+    rows = body.get("data", {}).get("result") if isinstance(body.get("data"), dict) else None
+    if not (isinstance(rows, list) and all(_is_sample(r) for r in rows)):
+        raise LimitsError(
+            f"Prometheus at {url} answered {promql!r} with no instant vector of numbers; "
+            "is it Prometheus's HTTP API (the URL without /api/v1)?"
+        )
+    return rows
+
+
+def _is_sample(row: Any) -> bool:
+    """A vector's sample as Prometheus sends it: `{"metric": {...}, "value": [time, "number"]}`."""
+    if not (isinstance(row, dict) and isinstance(row.get("metric"), dict)):
+        return False
+    value = row.get("value")
+    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[1], str)):
+        return False
+    try:
+        float(value[1])  # "NaN" and "+Inf" are numbers Prometheus sends
+    except ValueError:
+        return False
+    return True
 
 
 def _error_body(exc: urllib.error.HTTPError) -> dict[str, Any]:

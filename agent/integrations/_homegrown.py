@@ -194,12 +194,20 @@ class ToolRun:
         self.text, self.error_type = text, error_type
 
 
-def _waiting(resumed: Any) -> RunResult | None:
-    """`resumed` when it is a run that waits for a person, else a clear `ConfigError`."""
-    if resumed is None or (isinstance(resumed, RunResult) and resumed.reason is StopReason.NEED_HELP):
-        return resumed
-    shown = resumed.reason if isinstance(resumed, RunResult) else type(resumed).__name__
-    raise ConfigError(f"observe_run(resumed=...) takes a need_help RunResult to go on from, not {shown}")
+def _waiting(resumed: Any, agent: str, task_type: str) -> RunResult | None:
+    """`resumed` when it is a run of this agent and task type that waits for a person, else a clear
+    `ConfigError` (a run begun under one agent and ended under another counts in neither's shares)."""
+    if resumed is None:
+        return None
+    if not (isinstance(resumed, RunResult) and resumed.reason is StopReason.NEED_HELP):
+        shown = resumed.reason if isinstance(resumed, RunResult) else type(resumed).__name__
+        raise ConfigError(f"observe_run(resumed=...) takes a need_help RunResult to go on from, not {shown}")
+    if (resumed.agent, resumed.task_type) != (agent, task_type):
+        raise ConfigError(
+            f"observe_run(resumed=...) goes on with run {resumed.run_id} of agent {resumed.agent!r}, task "
+            f"type {resumed.task_type!r}: pass agent={resumed.agent!r}, task_type={resumed.task_type!r}"
+        )
+    return resumed
 
 
 def _named(kind: type[E], value: Any, what: str) -> E:
@@ -248,7 +256,7 @@ def observe_run(
         tools=tools,
         limits=limits,
         verifiers=verifiers,
-        resumed=_waiting(resumed),
+        resumed=_waiting(resumed, agent, task_type),
         help_seconds=help_seconds,
     )
     run = ObservedRun(recorder)

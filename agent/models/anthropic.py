@@ -89,6 +89,7 @@ import httpx2
 import pydantic
 from anthropic import types
 
+from agent._valid import is_whole
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
 from agent.journal import Entry, Reply
@@ -772,7 +773,7 @@ def to_reply(
     for index, fields in (streamed or {}).items():
         content[index] = {**content[index], **fields}
     _check_calls(content)
-    stop_reason = message.stop_reason or "end_turn"
+    stop_reason = _checked_stop(message)
     extra: dict[str, Any] = {}
     if stop_reason == "compaction":  # paused after a server-side compaction: sent back to go on
         stop_reason, extra["api_stop_reason"] = "pause_turn", "compaction"
@@ -964,6 +965,23 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
         if block.get("id") in seen:
             raise ValueError(f"two tool calls share the id {block.get('id')!r}")
         seen.add(block["id"])
+
+
+_USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _checked_stop(message: types.Message) -> str:
+    """The reply's stop reason (`end_turn` when it gives none); `ValueError` for a stop reason or
+    token counts no run could keep (negative, fractional, too large): the reply is then malformed,
+    retried, as the API never sends them."""
+    for field in _USAGE_COUNTS:
+        value = getattr(message.usage, field, None)
+        if value is not None and not (is_whole(value) and 0 <= value < 2**63):
+            raise ValueError(f"its usage's {field} is {value!r}, not a count of tokens")
+    stop_reason = message.stop_reason or "end_turn"
+    if not isinstance(stop_reason, str):
+        raise ValueError(f"its stop_reason {stop_reason!r} is not a string")
+    return stop_reason
 
 
 def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: str, msg_id: str) -> ModelReply:

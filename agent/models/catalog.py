@@ -11,6 +11,7 @@ the same format named by `ENDSTATE_MODELS`, or in code with `with_rows`.
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import re
 import tomllib
@@ -20,6 +21,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from agent._valid import is_number, is_whole
 from agent.errors import ConfigError
 from agent.models.price import Price
 
@@ -104,6 +106,11 @@ class ModelTable:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigError(f"cannot read the model table {str(path)!r} ({ENV_MODELS}): {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"the model table {str(path)!r} ({ENV_MODELS}) is not UTF-8 text (byte {exc.start}): "
+                "save it as UTF-8 TOML"
+            ) from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"the model table {str(path)!r} is not valid TOML: {exc}") from exc
         return cls.from_dict(data, where=str(path))
@@ -225,19 +232,20 @@ def _with_long_prompt(price: Price, long: Any, at: str) -> Price:
     """`price` with its `long_prompt` tier, when the row has one."""
     if long is None:
         return price
-    if not isinstance(long, dict) or "above" not in long:
+    above = long.get("above") if isinstance(long, dict) else None
+    if not (is_whole(above) and above > 0):
         raise ConfigError(f"{at}: long_prompt must be a table with above = <tokens> and its prices")
     tier = _price(
         {"input": price.input_per_mtok, "output": price.output_per_mtok, **long}, at + ".long_prompt"
     )
-    return replace(price, long_prompt_above=int(long["above"]), long_prompt=tier)
+    return replace(price, long_prompt_above=above, long_prompt=tier)
 
 
 def _price(row: Mapping[str, Any], at: str) -> Price:
     values: dict[str, float | None] = {}
     for key in _PRICE_KEYS:
         value = row.get(key)
-        if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value < 0):
+        if value is not None and not (is_number(value) and 0 <= value < math.inf):  # nan and inf too
             unit = "USD per 1,000 searches" if key == "web_search_per_1k" else "USD per million tokens"
             raise ConfigError(f"{at}: {key} must be a number >= 0 ({unit}), got {value!r}")
         values[key] = None if value is None else float(value)

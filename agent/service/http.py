@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from agent._valid import is_text
-from agent.durable.runner import AnswerError, Runner
+from agent.durable.runner import AgentUnavailable, AnswerError, Runner
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
 from agent.service.auth import Token
@@ -50,6 +50,7 @@ STATUS_OF: list[tuple[type[Exception], int]] = [
     (NotClaimable, 409),
     (RunExists, 409),
     (AnswerError, 422),
+    (AgentUnavailable, 503),  # the deployment's catalog failed, not the request
     (ConfigError, 400),
     (StoreError, 503),
     (EndstateError, 400),
