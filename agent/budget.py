@@ -43,9 +43,12 @@ class Spent:
     @property
     def usage(self) -> Usage:
         """The run's model usage as one value; its cost is None when any call had no price."""
-        cost = None if self.unpriced else round(self.cost_usd, 6)
         tokens = self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens
-        return Usage(*tokens, cost)
+        return Usage(*tokens, self.known_cost())
+
+    def known_cost(self) -> float | None:
+        """The run's cost in USD to the micro-dollar; None when any call had no price."""
+        return None if self.unpriced else round(self.cost_usd, 6)
 
     def add(self, usage: Usage) -> None:
         """Count a model call's usage (a call of unknown cost makes the run's cost unknown)."""

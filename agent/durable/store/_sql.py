@@ -14,6 +14,7 @@ from typing import Any
 
 from agent._codec import encode_entry
 from agent.audit import Audit, AuditOutcome
+from agent.budget import Spent
 from agent.durable.store.base import (
     Lease,
     LeaseLost,
@@ -610,31 +611,27 @@ def entry_json(entry: Entry) -> str:
 
 
 def _usage_values(snap: Snapshot) -> dict[str, Any]:
-    """The run row's usage columns at a checkpoint: `usage_columns(snap.usage.usage)` and the turns and
-    times, read from the running tally itself (no `Usage` value made at every checkpoint)."""
+    """The run row's usage columns at a checkpoint, and its turns and times, read from the running
+    tally itself (no `Usage` value made at every checkpoint)."""
     u = snap.usage
-    known = not u.unpriced  # a call of unknown price makes the run's cost unknown (see `Spent.usage`)
-    return {
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "cache_read_tokens": u.cache_read_tokens,
-        "cache_write_tokens": u.cache_write_tokens,
-        "cost_usd": (round(u.cost_usd, 6) or 0.0) if known else 0.0,
-        "cost_known": int(known),
-        "turns": u.turns,
-        "active_seconds": u.active_seconds,
-        "waiting_seconds": u.waiting_seconds,
-    }
+    values = _columns(u, u.known_cost())
+    values["turns"] = u.turns
+    values["active_seconds"] = u.active_seconds
+    values["waiting_seconds"] = u.waiting_seconds
+    return values
 
 
 def usage_columns(usage: Usage) -> dict[str, Any]:
     """The run row's usage columns; an unknown cost is `cost_known = 0` (and no cost in `cost_usd`)."""
-    cost = usage.cost_usd
+    return _columns(usage, usage.cost_usd)
+
+
+def _columns(tokens: Usage | Spent, cost: float | None) -> dict[str, Any]:
     return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
+        "input_tokens": tokens.input_tokens,
+        "output_tokens": tokens.output_tokens,
+        "cache_read_tokens": tokens.cache_read_tokens,
+        "cache_write_tokens": tokens.cache_write_tokens,
         "cost_usd": cost or 0.0,
         "cost_known": int(cost is not None),
     }
