@@ -11,6 +11,7 @@ times and durations' values are left out: they differ from run to run.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -57,7 +58,8 @@ def shape(turns: int) -> list[str]:
     return lines
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)  # --help, no options
     real = turn_overhead.TracingHooks
     for turns, capture in ((1, False), (3, False), (10, False), (2, True)):
         turn_overhead.TracingHooks = (lambda p: real(p, capture_content=True)) if capture else real  # type: ignore[misc]
