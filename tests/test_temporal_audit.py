@@ -52,10 +52,13 @@ def unbounded(n: int) -> str:
     return f"found {n}"
 
 
+SLUGGISH_LET_GO = threading.Event()  # set by the test once its runs ended: `sluggish` never beats its timeout
+
+
 @tool(timeout=1)
 def sluggish(n: int) -> str:
-    """Look n up slowly: 3 s, past its own timeout of 1 s."""
-    time.sleep(3)
+    """Look n up slowly: past its own timeout of 1 s."""
+    SLUGGISH_LET_GO.wait(120)
     return f"found {n} late"
 
 
@@ -197,7 +200,11 @@ def test_a_tool_that_times_out_or_is_called_wrongly_reads_to_the_model_as_it_doe
     # The worker's error result came back with its kind put in front once more:
     # "Error: timeout: tool 'sluggish' timed out after 1 s." where the loop says
     # "Error: tool 'sluggish' timed out after 1 s.".
-    (here, local), (there, remote) = both(temporal, {"script": script})
+    SLUGGISH_LET_GO.clear()
+    try:
+        (here, local), (there, remote) = both(temporal, {"script": script})
+    finally:
+        SLUGGISH_LET_GO.set()
     same_run(here, there)
     said = sent_results(local)
     assert len(said) == 1 and said[0][1] is True
