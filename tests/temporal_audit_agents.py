@@ -1,7 +1,7 @@
 """A catalog for the Temporal audit tests' worker processes (`temporal_audit_agents:catalog`, with
 `tests/` on the path): an agent whose one tool needs a person's approval, and one whose tool does not.
-Each tool takes `state["sleep"]` seconds, writing a line to `state["dir"]` when it starts and one
-when it is done."""
+Each tool takes `state["sleep"]` seconds (and first waits while the file `state["hold"]` exists),
+writing a line to `state["dir"]` when it starts and one when it is done."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ def _slowly(ctx: RunContext, n: int) -> None:
     log = Path(ctx.state["dir"]) / f"{ctx.run_id}.log"
     with log.open("a") as f:
         f.write(f"start {n}\n")
+    hold = ctx.state.get("hold")
+    while hold and Path(hold).exists():  # a test acts on the call in flight, then lets it go
+        time.sleep(0.05)
     time.sleep(float(ctx.state.get("sleep", 0)))
     with log.open("a") as f:
         f.write(f"end {n}\n")
