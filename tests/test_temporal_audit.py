@@ -458,7 +458,7 @@ def test_a_worker_stopped_by_sigterm_finishes_the_call_in_hand_within_its_grace(
     async def scenario() -> RunResult:
         nonlocal second
         runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
-        state = {"dir": str(tmp_path), "sleep": 3}
+        state = {"dir": str(tmp_path), "until_stop": True, "sleep": 1}  # the call ends 1 s into the stop
         run_id = await asyncio.wait_for(
             runs.start("builder", "Build release 1.", state=state, wait=False), 60
         )
