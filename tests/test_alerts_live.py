@@ -115,7 +115,7 @@ def test_a_page_holds_back_the_rising_ticket_of_the_same_share(
     tmp_path: Path, reason: str, page: str, ticket: str
 ) -> None:
     """A share past its page threshold is rising too: on-call gets the page, not a ticket as well.
-    The ticket of another task type, sent at the same moment, still arrives.
+    The ticket of another task type, sent with the held one, still arrives.
 
     Alertmanager's inhibitor reads each posted alert on a goroutine of its own, and the ticket's group
     is flushed (its inhibition judged) 1 s after it came: the page goes first, and the tickets once a
