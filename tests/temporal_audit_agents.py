@@ -1,13 +1,16 @@
 """A catalog for the Temporal audit tests' worker processes (`temporal_audit_agents:catalog`, with
 `tests/` on the path): an agent whose one tool needs a person's approval, and one whose tool does not.
-Each tool takes `state["sleep"]` seconds, writing a line to `state["dir"]` when it starts and one
-when it is done."""
+Each tool takes `state["sleep"]` seconds (first waiting while the file `state["hold"]` exists, or,
+with `state["until_stop"]`, until its worker begins to stop), writing a line to `state["dir"]` when it
+starts and one when it is done."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 from typing import Any
+
+from temporalio import activity
 
 from agent import Agent, Budget, RetryPolicy, RunContext, tool
 from agent.durable.runner import Catalog
@@ -18,6 +21,11 @@ def _slowly(ctx: RunContext, n: int) -> None:
     log = Path(ctx.state["dir"]) / f"{ctx.run_id}.log"
     with log.open("a") as f:
         f.write(f"start {n}\n")
+    hold = ctx.state.get("hold")
+    while hold and Path(hold).exists():  # a test acts on the call in flight, then lets it go
+        time.sleep(0.05)
+    if ctx.state.get("until_stop"):  # still in hand when the worker's stop begins
+        activity.wait_for_worker_shutdown_sync(60)
     time.sleep(float(ctx.state.get("sleep", 0)))
     with log.open("a") as f:
         f.write(f"end {n}\n")

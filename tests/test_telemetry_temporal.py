@@ -60,18 +60,19 @@ def test_a_run_that_moves_to_another_worker_is_started_once_in_one_span_from_its
         first, second = (_telemetry() for _ in range(2))
         opened = [OpenSpans.on(t) for t, _ in (first, second)]
         name = queue()
+        hold = tmp_path / "hold.flag"  # count(3) waits for it on the first worker: the run cannot end there
+        hold.write_text("hold")
+        slow = state(tmp_path, "slow", sleep=0.1, max_turns=10, hold=str(hold), hold_at=3)
         try:
             # The first worker keeps no workflow cached (each task evicts it): a worker stopped with a
             # workflow in its cache drops it, and the garbage collector later closes its coroutine
             # outside any workflow, which the test run reports as an error (an SDK matter).
             async with worker(temporal, name, hooks=first[0].hooks, max_cached_workflows=0) as runs:
-                run_id = str(
-                    await runs.start(
-                        "counter", "count", state=state(tmp_path, "slow", sleep=0.5, max_turns=10), wait=False
-                    )
-                )
-                await wait_for_line(tmp_path, run_id, "end 2")  # two turns done on the first worker
+                run_id = str(await runs.start("counter", "count", state=slow, wait=False))
+                await wait_for_line(tmp_path, run_id, "start 3")  # two turns done, the third's call held
+            # the stop cancelled the held call (its thread spins on, and does not hold the stop up)
             moved = time.time()
+            hold.unlink()  # the second worker runs count(3) again, not held
             options = {} if cached else {"max_cached_workflows": 0}
             async with worker(temporal, name, hooks=second[0].hooks, **options) as runs:
                 result = await runs.result(run_id)

@@ -237,6 +237,21 @@ class Stubborn(SmallWindow):
         return ModelReply([say("Late.")], input_tokens=777, output_tokens=7, stop_reason="end_turn")
 
 
+MUTE_LET_GO = threading.Event()  # set by the test once the run ended: `Mute` replies only then
+
+
+class Mute(SmallWindow):
+    """Ignores being cut off and replies, with what it used, only once the test lets it go (at most 120 s)."""
+
+    async def complete(self, request: Any) -> Any:
+        self.requests.append(request)
+        until = asyncio.get_running_loop().time() + 120
+        while not MUTE_LET_GO.is_set() and asyncio.get_running_loop().time() < until:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0.05)
+        return ModelReply([say("Late.")], input_tokens=777, output_tokens=7, stop_reason="end_turn")
+
+
 class ByTurn(SmallWindow):
     """Plays the step of the request's turn, whichever steps this instance played before: the workers
     of one run each build its agent, and each plays some of its turns."""
@@ -246,7 +261,12 @@ class ByTurn(SmallWindow):
         return await super().complete(request)
 
 
-MODELS: dict[str, type[SmallWindow]] = {"slow": Slow, "streaming": Streaming, "stubborn": Stubborn}
+MODELS: dict[str, type[SmallWindow]] = {
+    "slow": Slow,
+    "streaming": Streaming,
+    "stubborn": Stubborn,
+    "mute": Mute,
+}
 PRICES = PriceTable({"scripted": Price(input_per_mtok=3.0, output_per_mtok=15.0)})
 
 
@@ -806,13 +826,18 @@ def test_a_tool_that_reads_the_calls_is_sent_long_results_once_and_a_new_worker_
 def test_a_cut_model_call_that_never_reports_does_not_hold_the_run_past_the_grace(
     temporal: TemporalServer,
 ) -> None:
-    """The worker's model ignores the cut and replies 4 s past the budget: the workflow waited only
-    `cut_grace` (1 s) for its report, so the run has stopped, at the seconds limit, without it."""
+    """The worker's model ignores the cut and replies only once the run has ended: the workflow waited
+    only `cut_grace` (1 s) for its report, so the run has stopped, at the seconds limit, without it.
+    (It replied 4 s past the budget: a workflow task late by 3 s on a loaded machine would see it.)"""
 
     async def scenario() -> RunResult:
+        MUTE_LET_GO.clear()
         async with worker(temporal, cut_grace=1.0) as runs:
-            started = runs.start("fetcher", "Fetch the pages.", state={"script": "stubborn", "seconds": 2})
-            return await asyncio.wait_for(started, 60)
+            try:
+                started = runs.start("fetcher", "Fetch the pages.", state={"script": "mute", "seconds": 2})
+                return await asyncio.wait_for(started, 60)
+            finally:
+                MUTE_LET_GO.set()  # the worker's stop waits for the call, which ignores being cancelled
 
     result = asyncio.run(scenario())
     assert (result.reason, result.limit, result.input_tokens) == ("limit", "seconds", 0)

@@ -52,10 +52,13 @@ def unbounded(n: int) -> str:
     return f"found {n}"
 
 
+SLUGGISH_LET_GO = threading.Event()  # set by the test once its runs ended: `sluggish` never beats its timeout
+
+
 @tool(timeout=1)
 def sluggish(n: int) -> str:
-    """Look n up slowly: 3 s, past its own timeout of 1 s."""
-    time.sleep(3)
+    """Look n up slowly: past its own timeout of 1 s."""
+    SLUGGISH_LET_GO.wait(120)
     return f"found {n} late"
 
 
@@ -67,17 +70,21 @@ def publish(n: int) -> str:
 
 CANCEL = threading.Event()  # the local run's cancel signal: set when `write` starts
 CANCEL_SENT = threading.Event()  # a Temporal run's cancel was requested (see `cancelled_mid_tool`)
+WRITE_LET_GO = threading.Event()  # a `held` write ends only once the test sets it
 
 
 @tool(timeout=30)
 def write(ctx: RunContext, n: int) -> str:
-    """Write entry n: a line when it starts and one when it is done, `state["sleep"]` seconds apart."""
+    """Write entry n: a line when it starts and one when it is done, `state["sleep"]` seconds apart
+    (or, when `state["held"]`, once the test lets it go)."""
     log = Path(ctx.state["dir"]) / f"{ctx.run_id}.log"
     with log.open("a") as f:
         f.write(f"start {n}\n")
     CANCEL.set()
     if ctx.state.get("gated"):  # on Temporal: the sleep starts once the run's cancel is in its history
         CANCEL_SENT.wait(20)
+    if ctx.state.get("held"):
+        WRITE_LET_GO.wait(120)
     time.sleep(float(ctx.state.get("sleep", 0)))
     with log.open("a") as f:
         f.write(f"end {n}\n")
@@ -197,7 +204,11 @@ def test_a_tool_that_times_out_or_is_called_wrongly_reads_to_the_model_as_it_doe
     # The worker's error result came back with its kind put in front once more:
     # "Error: timeout: tool 'sluggish' timed out after 1 s." where the loop says
     # "Error: tool 'sluggish' timed out after 1 s.".
-    (here, local), (there, remote) = both(temporal, {"script": script})
+    SLUGGISH_LET_GO.clear()
+    try:
+        (here, local), (there, remote) = both(temporal, {"script": script})
+    finally:
+        SLUGGISH_LET_GO.set()
     same_run(here, there)
     said = sent_results(local)
     assert len(said) == 1 and said[0][1] is True
@@ -331,17 +342,23 @@ def test_a_cancelled_runs_tool_that_outlasts_the_grace_is_cut_with_its_outcome_u
 ) -> None:
     # A runner's shutdown waits `grace` seconds for the turn in flight, then cuts it there; the worker's
     # `cancel_grace` is that grace on Temporal.
-    state = {"script": "write", "dir": str(tmp_path), "sleep": 6}
+    # The tool ends only once the test has read the result (it slept 6 s: a workflow task 5 s late on a
+    # loaded machine saw its result within the grace).
+    state = {"script": "write", "dir": str(tmp_path), "held": True}
 
     async def go() -> RunResult:
         async with worker(temporal, cancel_grace=1.0) as runs:
             run_id = await cancelled_mid_tool(runs, state, tmp_path)
             return await asyncio.wait_for(runs.result(run_id), 30)
 
-    there = asyncio.run(go())
-    assert (there.reason, there.turns, there.note) == ("cancelled", 1, "The run was cancelled.")
-    assert results(there) == [CUT_SHORT]
-    assert lines(tmp_path, there.run_id) == ["start 1"]  # the run did not wait for the tool's end
+    WRITE_LET_GO.clear()
+    try:
+        there = asyncio.run(go())
+        assert (there.reason, there.turns, there.note) == ("cancelled", 1, "The run was cancelled.")
+        assert results(there) == [CUT_SHORT]
+        assert lines(tmp_path, there.run_id) == ["start 1"]  # the run did not wait for the tool's end
+    finally:
+        WRITE_LET_GO.set()
 
 
 class WorkerProcess:
@@ -393,7 +410,9 @@ def test_an_approved_call_whose_worker_dies_mid_call_asks_a_person_and_never_run
     async def scenario() -> tuple[RunResult, RunResult]:
         nonlocal second
         runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
-        state = {"dir": str(tmp_path), "sleep": 5}
+        hold = tmp_path / "hold.flag"  # the call cannot end before the kill (it slept 5 s)
+        hold.write_text("hold")
+        state = {"dir": str(tmp_path), "hold": str(hold)}
         asked = await asyncio.wait_for(runs.start("deployer", "Deploy release 1.", state=state), 60)
         assert isinstance(asked, RunResult) and asked.reason == "need_help"
         approving = asyncio.ensure_future(runs.approve(asked.run_id))  # the segment that follows
@@ -402,6 +421,7 @@ def test_an_approved_call_whose_worker_dies_mid_call_asks_a_person_and_never_run
                 break
             await asyncio.sleep(0.05)
         first.kill()  # mid-call: it started, and never reports
+        hold.unlink()  # a worker that ran the call again would now end it
         second = WorkerProcess(temporal, queue, tmp_path / "second.log")
         unsure = await asyncio.wait_for(approving, 90)
         assert unsure.reason == "need_help", unsure.note
@@ -438,7 +458,7 @@ def test_a_worker_stopped_by_sigterm_finishes_the_call_in_hand_within_its_grace(
     async def scenario() -> RunResult:
         nonlocal second
         runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
-        state = {"dir": str(tmp_path), "sleep": 3}
+        state = {"dir": str(tmp_path), "until_stop": True, "sleep": 1}  # the call ends 1 s into the stop
         run_id = await asyncio.wait_for(
             runs.start("builder", "Build release 1.", state=state, wait=False), 60
         )
