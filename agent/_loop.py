@@ -46,7 +46,7 @@ from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCa
 from agent.snapshot import SnapshotKind
 from agent.stops import StopKind, TurnSignal
 from agent.summary import summarize as default_summary
-from agent.tools import Tool, execute
+from agent.tools import Tool, arguments_problem, execute
 from agent.verify import run_verifiers
 
 if TYPE_CHECKING:
@@ -604,7 +604,7 @@ async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver)
     if tool is None:
         known = ", ".join(sorted(t.name for t in agent.tools)) or "none"
         return Result(call.id, f"Error: there is no tool {call.name!r}. Tools: {known}, finish.", True)
-    if tool.needs_approval:
+    if tool.needs_approval and arguments_problem(tool, call.arguments) is None:  # else: run_tool says why
         args = json.dumps(call.arguments, sort_keys=True)
         question = f"Approve the call {call.name}({args})?"
         return Suspend(agent.suspension(question, PendingAction(call.id, call.name, call.arguments), call.id))

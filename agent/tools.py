@@ -271,6 +271,12 @@ def set_host(host: ToolHost | None) -> None:
     _host = host
 
 
+def arguments_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
+    """What is wrong with calling `tool_` with `arguments` (a name missing or unknown), or None: the
+    check `execute` makes before a call, for a call a person is to approve first."""
+    return tool_.shape.problem({**arguments, "ctx": None} if tool_.wants_ctx else arguments)
+
+
 async def execute(
     tool_: Tool, arguments: dict[str, Any], ctx: RunContext, *, limit: float | None = None
 ) -> ToolOutcome:
