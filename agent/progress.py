@@ -78,7 +78,7 @@ def _plain(value: Any) -> Any:
             return value
         plain = dict(items)
         return plain if len(plain) == len(value) else {k: b for (_, b), k in zip(items, value, strict=True)}
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         seq = [_plain(v) for v in value]
         return value if all(a is b for a, b in zip(seq, value, strict=True)) else seq
     return value

@@ -24,6 +24,7 @@ DECOMPOSED = unicodedata.normalize("NFD", "café")
         ({"q": COMPOSED}, {"q": DECOMPOSED}, True),  # one text, composed or decomposed
         ({DECOMPOSED: 1}, {COMPOSED: 1}, True),
         ({"q": [DECOMPOSED]}, {"q": [COMPOSED]}, True),
+        ({"n": (1.0, DECOMPOSED)}, {"n": [1, COMPOSED]}, True),  # a tuple, as Python code may pass
         # what differs stays apart
         ({"page": 1.5}, {"page": 1}, False),
         ({"page": True}, {"page": 1}, False),
