@@ -46,7 +46,7 @@ from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCa
 from agent.snapshot import SnapshotKind
 from agent.stops import StopKind, TurnSignal
 from agent.summary import summarize as default_summary
-from agent.tools import Tool, execute
+from agent.tools import Tool, arguments_problem, execute
 from agent.verify import run_verifiers
 
 if TYPE_CHECKING:
@@ -105,6 +105,13 @@ NOT_RUN = "Not run: the run paused for a person before this call. Call it again 
 CUT_SHORT = (
     "Outcome unknown: the run was stopped while this call ran, so it may or may not have taken "
     "effect. Check before you call it again."
+)
+# A reply's later `finish(done)` calls, once the verifiers rejected one of it: each would run them
+# again (an evaluator's paid call, the test suite) within one turn, past the budget the loop checks
+# before each turn.
+ONCE_A_REPLY = (
+    "Not checked: the verifiers already rejected a finish in this reply. Fix what they said, then "
+    "call finish again."
 )
 CUT_STOPS = (StopKind.MAX_TOKENS, StopKind.CONTEXT_FULL)
 MAX_PAUSES = 20  # pause_turn continuations in one turn before the run ends as error
@@ -555,7 +562,10 @@ async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: 
         calls = sorted(calls, key=_is_finish)  # stable: the model's order otherwise
     signal = TurnSignal.TOOL_USE
     for i, call in enumerate(calls):
-        step = await handle_call(agent, run, call, obs)
+        if signal is TurnSignal.DONE_REJECTED and _is_done(call):  # the verifiers run once a reply
+            step: Step = Result(call.id, ONCE_A_REPLY, is_error=True)
+        else:
+            step = await handle_call(agent, run, call, obs)
         if not isinstance(step, Result):  # most steps are a result: one check
             if isinstance(step, (Stop, Suspend)):
                 return ends_turn(run, step, calls[i + 1 :])
@@ -580,6 +590,10 @@ def _is_finish(call: Call) -> bool:
     return call.name == FINISH_TOOL
 
 
+def _is_done(call: Call) -> bool:
+    return call.name == FINISH_TOOL and call.arguments.get("kind") == FinishKind.DONE
+
+
 async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver) -> Step:
     """One call: an answered one, `finish`, an unknown tool, a tool needing approval, or a tool to run."""
     if (answered := run.journal.answer_for(call.id)) is not None:
@@ -590,7 +604,7 @@ async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver)
     if tool is None:
         known = ", ".join(sorted(t.name for t in agent.tools)) or "none"
         return Result(call.id, f"Error: there is no tool {call.name!r}. Tools: {known}, finish.", True)
-    if tool.needs_approval:
+    if tool.needs_approval and arguments_problem(tool, call.arguments) is None:  # else: run_tool says why
         args = json.dumps(call.arguments, sort_keys=True)
         question = f"Approve the call {call.name}({args})?"
         return Suspend(agent.suspension(question, PendingAction(call.id, call.name, call.arguments), call.id))

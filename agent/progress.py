@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import re
+import unicodedata
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,19 +40,48 @@ def replay(detector: ProgressDetector, journal: Iterable[Entry]) -> None:
 
 
 def call_signature(name: str, arguments: dict[str, Any]) -> str:
-    """Tool name plus canonical arguments: key order and spacing do not matter.
+    """Tool name plus canonical arguments: key order and spacing do not matter, and neither do
+    what JSON holds to be the same value written two ways (`1` and `1.0`, `-0.0` and `0`) or the
+    same text in two Unicode forms (`é` composed or as `e` and an accent): see `_plain`.
 
     A signature is only compared with others made by this function (progress is rebuilt from
     the journal on resume, never stored), so its digest may change between versions. Arguments
     whose canonical text is short are their own signature (no hash to pay for; they cannot pass
     for a digest: they start with `{`, or NUL when tagged)."""
     canonical = _canonical(arguments)
+    if not canonical.isascii() or b"e+" in canonical or _WHOLE.search(canonical):  # see `_WHOLE`
+        with suppress(RecursionError):  # a cycle, or nesting no model writes: taken as it was
+            canonical = _canonical(_plain(arguments))
     if len(canonical) <= _SHORT:
         return f"{name}:{canonical.decode()}"  # UTF-8 (`_canonical` writes no lone surrogate)
     return f"{name}:{hashlib.blake2b(canonical, digest_size=8).hexdigest()}"
 
 
+# A whole float in canonical JSON (`1.0`, `-0.0`; `1e+20` is found apart, as `e+`), maybe: a match
+# in a string (`"v1.0]"`) only costs the walk of `_plain`, which finds nothing to change. Non-ASCII
+# text is walked too, to be written in one Unicode form.
+_WHOLE = re.compile(rb"\.0[,\]}]")
 _SHORT = 48  # bytes of canonical arguments kept as they are in a signature; longer ones are hashed
+
+
+def _plain(value: Any) -> Any:
+    """`value` with each whole float as the integer it equals and each text in Unicode's NFC form
+    (dict keys too, unless two keys would become one); `value` itself when nothing changes, so the
+    usual arguments (ASCII text, integers) cost one walk and no copy."""
+    if isinstance(value, str):
+        return value if value.isascii() else unicodedata.normalize("NFC", value)
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value  # NaN and the infinities are not whole
+    if isinstance(value, dict):
+        items = [(_plain(k), _plain(v)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
+            return value
+        plain = dict(items)
+        return plain if len(plain) == len(value) else {k: b for (_, b), k in zip(items, value, strict=True)}
+    if isinstance(value, list | tuple):
+        seq = [_plain(v) for v in value]
+        return value if all(a is b for a, b in zip(seq, value, strict=True)) else seq
+    return value
 
 
 def _canonical(arguments: dict[str, Any]) -> bytes:

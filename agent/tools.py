@@ -271,6 +271,12 @@ def set_host(host: ToolHost | None) -> None:
     _host = host
 
 
+def arguments_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
+    """What is wrong with calling `tool_` with `arguments` (a name missing or unknown), or None: the
+    check `execute` makes before a call, for a call a person is to approve first."""
+    return tool_.shape.problem({**arguments, "ctx": None} if tool_.wants_ctx else arguments)
+
+
 async def execute(
     tool_: Tool, arguments: dict[str, Any], ctx: RunContext, *, limit: float | None = None
 ) -> ToolOutcome:
@@ -303,12 +309,30 @@ async def execute(
         if cut_by_limit:
             return _budget_cut(tool_, started=True)
         return ToolOutcome(f"Error: tool {tool_.name!r} timed out after {seconds:g} s.", True, "timeout")
-    except asyncio.CancelledError:
-        raise  # the run itself is cancelled
-    except KeyboardInterrupt as exc:
-        raise asyncio.CancelledError("a tool was interrupted (KeyboardInterrupt)") from exc
     except BaseException as exc:  # a tool's failure, even SystemExit, is data for the model
-        return ToolOutcome(f"Error: {type(exc).__name__}: {_said(exc)}", True, type(exc).__name__)
+        return _failed(exc)
+
+
+def _failed(exc: BaseException) -> ToolOutcome:
+    """A tool's failure as its error result; raises `asyncio.CancelledError` when the run itself is
+    cancelled (`run_cancelled`) or the tool was interrupted (`KeyboardInterrupt`)."""
+    if isinstance(exc, asyncio.CancelledError):
+        if run_cancelled():
+            raise exc
+        said = _said(exc) or "no message"
+        return ToolOutcome(f"Error: CancelledError raised inside the tool ({said})", True, "CancelledError")
+    if isinstance(exc, KeyboardInterrupt):
+        raise asyncio.CancelledError("a tool was interrupted (KeyboardInterrupt)") from exc
+    return ToolOutcome(f"Error: {type(exc).__name__}: {_said(exc)}", True, type(exc).__name__)
+
+
+def run_cancelled() -> bool:
+    """Whether the task at work is being cancelled (the caller's cancel, a shutdown, a timeout around
+    the run): then a `CancelledError` is the run's. One raised while it is not is a tool's (or a
+    verifier's) own failure, such as a library's cancelled future: data for the model, not the
+    caller's signal."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def _said(exc: BaseException) -> str:

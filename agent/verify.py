@@ -188,7 +188,7 @@ async def run_verifiers(
 
 
 async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
-    from agent.tools import _in_daemon_thread  # the tools' daemon pool: a hung check never blocks exit
+    from agent.tools import _in_daemon_thread, run_cancelled  # the tools' pool: no hung check blocks exit
 
     check = functools.partial(_bounded(verifier, left) if left is not None else verifier, ctx)
     try:  # the coroutine made where it is awaited: none left unawaited if entering the timeout fails
@@ -196,7 +196,11 @@ async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> l
             return reasons_of(verifier, await _settled(_in_daemon_thread(check, {})))
         async with asyncio.timeout(left):
             return reasons_of(verifier, await _settled(_in_daemon_thread(check, {})))
-    except (asyncio.CancelledError, Exception):
+    except asyncio.CancelledError as exc:
+        if run_cancelled():
+            raise  # the run itself is cancelled
+        raise VerifierError(f"CancelledError raised inside the verifier ({exc or 'no message'})") from exc
+    except Exception:
         raise
     except KeyboardInterrupt as exc:
         raise asyncio.CancelledError("a verifier was interrupted (KeyboardInterrupt)") from exc

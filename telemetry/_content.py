@@ -17,6 +17,7 @@ from telemetry.redact import redact_fields
 Redact = Callable[[str], str]
 
 MAX_JSON_CHARS = 64_000  # the oldest messages are left out past this
+_MAX_DEPTH = 64  # as `redact_fields`
 
 
 def messages_json(messages: Sequence[dict[str, Any]], redact: Redact) -> str:
@@ -41,9 +42,28 @@ def system_json(system: str, redact: Redact) -> str:
 
 
 def value_json(value: Any, redact: Redact) -> str:
-    """A tool's arguments or result as redacted text (fields named like secrets out first)."""
-    text = value if isinstance(value, str) else json.dumps(redact_fields(value), default=str, sort_keys=True)
-    return redact(text)
+    """A tool's arguments or result as redacted text (fields named like secrets out first). Each
+    string is redacted before the JSON is written, as JSON escapes a secret that holds a quote, a
+    backslash or a non-ASCII letter (`p\\u00e4ss`): the text written would no longer hold it."""
+    if isinstance(value, str):
+        return redact(value)
+    return redact(json.dumps(_redacted_strings(redact_fields(value), redact), default=str, sort_keys=True))
+
+
+def _redacted_strings(value: Any, redact: Redact, depth: int = 0) -> Any:
+    """`value` (JSON-like) with every string in it, dict keys too, redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if depth > _MAX_DEPTH:  # deeper still: the redaction of the JSON text is all it gets
+        return value
+    if isinstance(value, dict):
+        return {
+            redact(k) if isinstance(k, str) else k: _redacted_strings(v, redact, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redacted_strings(v, redact, depth + 1) for v in value]
+    return value
 
 
 def _without_data(content: Any) -> Any:

@@ -265,7 +265,7 @@ def with_offline_default(environ: Mapping[str, str], traces_file: str) -> dict[s
 
 def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
     """The span exporter the variables name, or None for no export; the SDK configures it."""
-    kind = environ.get(OTEL_TRACES_EXPORTER, "otlp").strip().lower()
+    kind = _exporter_kind(environ, OTEL_TRACES_EXPORTER)
     if kind == "none":
         return None
     if kind == "console":
@@ -282,6 +282,12 @@ def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return OTLPSpanExporter()
+
+
+def _exporter_kind(environ: Mapping[str, str], variable: str) -> str:
+    """The exporter `variable` names, `otlp` when it is unset or empty (the OpenTelemetry spec: an
+    empty variable is read as an unset one, as `OTEL_TRACES_EXPORTER=${X:-}` in a compose file sets)."""
+    return environ.get(variable, "").strip().lower() or "otlp"
 
 
 def resource_from_env() -> Resource:
@@ -324,7 +330,7 @@ def _logger_provider(
 
 
 def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | None:
-    if environ.get(OTEL_LOGS_EXPORTER, "otlp").strip().lower() != "otlp" or not _otlp_endpoint(environ):
+    if _exporter_kind(environ, OTEL_LOGS_EXPORTER) != "otlp" or not _otlp_endpoint(environ):
         return None
     if _protocol(environ, ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL) == "grpc":
         raise ConfigError(
