@@ -149,10 +149,19 @@ class TemporalRuns:
     async def deny(self, run_id: str, reason: str = "") -> RunResult:
         return await self._reply(run_id, w.DENY, reason)
 
-    async def submit(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> None:
-        """Hand a waiting run its reply and return once the run has taken it (not when it has run on)."""
+    async def submit(
+        self,
+        run_id: str,
+        answer: str | None = None,
+        approved: bool | None = None,
+        segments: int | None = None,
+    ) -> None:
+        """Hand a waiting run its reply and return once the run has taken it (not when it has run on).
+        With `segments` (the run's count as read: `RunRecord.segments`), only while the run is still
+        there: once it has moved on, `NotClaimable` and nothing changed."""
         update, args = _update_of(answer, approved)
-        await self._update(run_id, update, [*args, False])  # returns once taken
+        read = [] if segments is None else [segments]
+        await self._update(run_id, update, [*args, False, *read])  # returns once taken
 
     async def record(self, run_id: str) -> RunRecord | None:
         """One run as the store-backed commands show it, or None when there is no such run (one on
@@ -361,6 +370,7 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         pending=suspension.pending if suspension else None,
         deadline=suspension.deadline if suspension else None,
         suspended_at=suspension.suspended_at if suspension else None,
+        segments=_whole(memo.get("segments")),
     )
 
 
@@ -369,6 +379,11 @@ def _still_out(run: dict[str, Any], stopped: RunResult, more: Extension) -> Limi
     assert stopped.snapshot is not None
     snap = stopped.snapshot
     return extended(w.budget_of(run["plan"]), Journal(snap.journal)).plus(more).exceeded(snap.usage)
+
+
+def _whole(value: object) -> int:
+    """A count from the memo (0 when a run started before published none)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _check_label(what: str, value: object) -> None:

@@ -117,12 +117,15 @@ class TemporalRunner:
         answer: str | None = None,
         approved: bool | None = None,
         more: Extension | None = None,
+        segments: int | None = None,
     ) -> TemporalJob:
-        """Hand a waiting run its reply; with neither, resume a cancelled run (with `more`: a limit stop)."""
+        """Hand a waiting run its reply (with `segments`, only while the run is still at the count read:
+        checked by the workflow as it takes the reply); with neither, resume a cancelled run (with
+        `more`: a limit stop)."""
         if answer is None and approved is None:
             self.bridge.call(self.runs.submit_resume(run_id, more))
         else:
-            self.bridge.call(self.runs.submit(run_id, answer, approved))
+            self.bridge.call(self.runs.submit(run_id, answer, approved, segments))
         return TemporalJob(run_id)
 
     def spawn(self, job: TemporalJob) -> None:
