@@ -205,6 +205,7 @@ class TemporalRuns:
                         SearchAttributePair(w.SA_TASK_TYPE, result.task_type),
                     ]
                 ),
+                memo={"task": run.get("task", "")},  # what `runs`, `/runs/{id}` and the inbox show
             )
         except WorkflowAlreadyStartedError as exc:
             raise NotClaimable(f"run {run_id} was resumed by someone else meanwhile") from exc
