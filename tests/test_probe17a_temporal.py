@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -63,6 +63,21 @@ async def worker(server: TemporalServer) -> AsyncIterator[TemporalRuns]:
         yield runs
 
 
+def served(runs: TemporalRuns, use: Callable[[TestClient], None]) -> None:
+    """`use` the HTTP API of `endstate serve --temporal` over the runs of `runs`' task queue."""
+    bridge = Bridge()
+    here = bridge.call(
+        TemporalRuns.connect(runs.client.service_client.config.target_host, task_queue=runs.task_queue)
+    )
+    service = Service(TemporalRunner(here, bridge), Token(TOKEN), sweep_interval=3600)  # type: ignore[arg-type]
+    try:
+        with TestClient(create_app(service), base_url=LOCAL) as api:
+            use(api)
+    finally:
+        bridge.close()
+        bridge.loop.close()
+
+
 def waiting_for(api: TestClient, run_id: str, amount: int) -> dict[str, Any]:
     """The run as `/runs/{id}` shows it once it waits for approval of paying `amount`."""
     run: dict[str, Any] = {}
@@ -83,19 +98,6 @@ def test_a_stale_approval_over_temporal_never_approves_the_call_that_came_next(
     # had done, so the check passed for any page: a client's retry of an approval, or an inbox page left
     # open while someone else approved, approved the next payment (700) that nobody had read.
     PAID.clear()
-
-    def through_the_service(runs: TemporalRuns, run_id: str) -> None:
-        bridge = Bridge()
-        runner = TemporalRunner(
-            bridge.call(TemporalRuns.connect(temporal.address, task_queue=runs.task_queue)), bridge
-        )
-        try:
-            with TestClient(
-                create_app(Service(runner, Token(TOKEN), sweep_interval=3600)), base_url=LOCAL
-            ) as api:
-                stale_pages(api, run_id)
-        finally:
-            bridge.close()
 
     def stale_pages(api: TestClient, run_id: str) -> None:
         [read] = api.get("/pending").json()["pending"]
@@ -118,7 +120,7 @@ def test_a_stale_approval_over_temporal_never_approves_the_call_that_came_next(
         async with worker(temporal) as runs:
             asked = await asyncio.wait_for(runs.start("payer", "Pay the invoice."), 30)
             assert isinstance(asked, RunResult) and asked.reason == "need_help"
-            await asyncio.to_thread(through_the_service, runs, asked.run_id)
+            await asyncio.to_thread(served, runs, lambda api: stale_pages(api, asked.run_id))
             return await asyncio.wait_for(runs.result(asked.run_id), 60)
 
     done = asyncio.run(scenario())
@@ -168,3 +170,31 @@ def test_a_stale_reply_to_a_resumed_run_on_temporal_is_refused_across_its_execut
 
     done = asyncio.run(scenario())
     assert (done.reason, PAID) == ("success", [7])
+
+
+def test_a_start_sent_again_over_temporal_with_its_run_id_and_state_gets_that_run(
+    temporal: TemporalServer,
+) -> None:
+    # The README: "A `POST /runs` sent again with the same `run_id` gets that run back, not a second." Over
+    # Temporal a run's record held no state (visibility has none), so a start that gave a state, sent
+    # again after a lost reply, was a 409 "taken by a different run", as if another client held the id.
+    def starts(api: TestClient) -> None:
+        start = {
+            "agent": "payer",
+            "task": "Pay the invoice.",
+            "run_id": "p17a-retry",
+            "state": {"po": "PO-7"},
+        }
+        first = api.post("/runs", json=start, headers=AUTH)
+        assert first.status_code == 202, first.text
+        again = api.post("/runs", json=start, headers=AUTH)
+        assert again.status_code == 200, again.text
+        assert again.json()["run_id"] == "p17a-retry" and again.json()["started_before"] is True
+        other = api.post("/runs", json={**start, "state": {"po": "PO-8"}}, headers=AUTH)
+        assert other.status_code == 409 and "taken by a different run" in other.json()["error"]
+
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            await asyncio.to_thread(served, runs, starts)
+
+    asyncio.run(scenario())

@@ -173,6 +173,19 @@ class TemporalRuns:
         except UnknownRun:
             return None
 
+    async def started(self, run_id: str) -> RunRecord | None:
+        """`record`, with the state the run's latest execution started with (read from its history, as
+        visibility holds no state): what a start sent again is compared with."""
+        record = await self.record(run_id)
+        if record is None:
+            return None
+        execution = await self._described(run_id)
+        async for event in self._pinned(execution).fetch_history_events():
+            given = event.workflow_execution_started_event_attributes.input.payloads
+            [start] = await self.client.data_converter.decode(given) if given else [{}]
+            return dataclasses.replace(record, state=dict(start.get("state") or {}))
+        return record
+
     async def resume(self, run_id: str, more: Extension | None = None) -> RunResult:
         """Continue a cancelled run from its snapshot, or, with `more`, a run that stopped at a limit with
         that much more budget added to its ceilings (as the store's runner does), in a new execution of

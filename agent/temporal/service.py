@@ -73,6 +73,11 @@ class TemporalStore:
     def get(self, run_id: str) -> RunRecord | None:
         return self.bridge.call(self.runs.record(run_id))
 
+    def started(self, run_id: str) -> RunRecord | None:
+        """`get`, with the state the run started with (one more call: what a start sent again with
+        its run id is compared with)."""
+        return self.bridge.call(self.runs.started(run_id))
+
     def snapshot(self, run_id: str) -> None:
         """A run's journal lives in its workflow's history, not in visibility: the inbox shows
         no tool history for runs on Temporal (yet)."""
