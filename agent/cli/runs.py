@@ -250,9 +250,17 @@ def start_state(args: argparse.Namespace) -> dict[str, Any]:
     return state
 
 
+def start_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What `start` gives a new run besides its agent and task: task type, state and run id. An empty
+    `--run-id` (`--run-id "$KEY"` with KEY unset) is refused, as `POST /runs` refuses one: taken as
+    no id, each retry of a script would start another run."""
+    if args.run_id == "":
+        raise ConfigError("--run-id must not be empty: give an id, or leave the option out for a new one")
+    return {"task_type": args.task_type, "state": start_state(args), "run_id": args.run_id}
+
+
 def _start(args: argparse.Namespace) -> int:
-    state = start_state(args)
-    options = {"task_type": args.task_type, "state": state, "run_id": args.run_id}
+    options = start_options(args)
     return _continue(args, lambda runner: runner.begin(args.agent, args.task, **options))
 
 

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from agent.cli.runs import add_catalog_arg, start_state
+from agent.cli.runs import add_catalog_arg, start_options
 from agent.errors import ConfigError
 from agent.service.server import first_scrape_arg, seconds_from_zero
 
@@ -113,9 +113,8 @@ def _print_result(args: argparse.Namespace, result: Any) -> int:
 
 
 async def _start(args: argparse.Namespace) -> int:
-    state = start_state(args)
+    options = start_options(args)
     runs = await _runs_client(args)
-    options = {"task_type": args.task_type, "state": state, "run_id": args.run_id}
     started = await runs.start(args.agent, args.task, wait=not args.no_wait, **options)
     if isinstance(started, str):
         print(json.dumps({"run_id": started}) if args.json else started)
