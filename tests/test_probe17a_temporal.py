@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shlex
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from subprocess import PIPE
 from typing import Any
 
 import pytest
@@ -198,3 +202,40 @@ def test_a_start_sent_again_over_temporal_with_its_run_id_and_state_gets_that_ru
             await asyncio.to_thread(served, runs, starts)
 
     asyncio.run(scenario())
+
+
+async def cli(*argv: str) -> tuple[int, str, str]:
+    """`endstate ARGV` in a process of its own, without `$ENDSTATE_TEMPORAL`: exit code, stdout, stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "ENDSTATE_TEMPORAL"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent.cli", *argv, stdout=PIPE, stderr=PIPE, env=env
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+def test_the_commands_pending_and_runs_print_over_temporal_reach_the_same_runs(
+    temporal: TemporalServer,
+) -> None:
+    # `endstate pending --store URL` prints `-> endstate approve ID --store URL`; over Temporal it printed
+    # `-> endstate approve ID`, which, pasted, looked for the run in the local store ("no run with id") or,
+    # with $ENDSTATE_TEMPORAL, on the default task queue. `runs` left out its line on the waiting runs.
+    PAID.clear()
+
+    async def scenario() -> str:
+        async with worker(temporal) as runs:
+            asked = await asyncio.wait_for(runs.start("payer", "Pay the invoice."), 30)
+            assert isinstance(asked, RunResult)
+            on = ("--temporal", temporal.address, "--task-queue", runs.task_queue)
+            code, listed, _ = await cli("runs", *on)
+            assert code == 0 and f"`endstate pending {' '.join(on)}` shows what they ask" in listed
+            code, shown, _ = await cli("pending", *on)
+            hint = next(line for line in shown.splitlines() if "->" in line)
+            command = shlex.split(hint.split("->", 1)[1].split("   or   ")[0])
+            assert command == ["endstate", "approve", asked.run_id, *on]
+            code, said, err = await cli(*command[1:])
+            assert code == 0, err
+            return said
+
+    said = asyncio.run(scenario())
+    assert "need_help" in said and PAID == [7]  # the pasted command approved the call it was shown for

@@ -142,12 +142,20 @@ def _runs(args: argparse.Namespace) -> int:
     with _store(args, create=False) as store:
         records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
         where = store.shown
-    if not print_runs(records, args, where, "endstate start AGENT TASK"):
-        return 0
-    if waiting := sum(r.status is RunStatus.WAITING for r in records):
-        on = f" --store {shlex.quote(args.store)}" if args.store else ""
-        print(f"\n{waiting} of these wait for a person: `endstate pending{on}` shows what they ask")
+    if print_runs(records, args, where, "endstate start AGENT TASK"):
+        print_waiting(records, store_on(args))
     return 0
+
+
+def store_on(args: argparse.Namespace) -> str:
+    """The options a printed command needs to reach the same runs (` --store URL` when one was given)."""
+    return f" --store {shlex.quote(args.store)}" if args.store else ""
+
+
+def print_waiting(records: list[RunRecord], on: str) -> None:
+    """After a table of runs: how many of them wait for a person, and the command that shows them."""
+    if waiting := sum(r.status is RunStatus.WAITING for r in records):
+        print(f"\n{waiting} of these wait for a person: `endstate pending{on}` shows what they ask")
 
 
 def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, start: str) -> bool:
@@ -187,7 +195,7 @@ def _pending(args: argparse.Namespace) -> int:
         where = store.shown
         for page in waiting_pages(store, PENDING_PAGE):
             for r in page:
-                print(json_text(r.to_dict()) if args.json else pending_line(r, now, args.store))
+                print(json_text(r.to_dict()) if args.json else pending_line(r, now, store_on(args)))
             shown, damaged = shown + len(page), damaged + page.damaged
     if damaged and not args.json:
         print(left_out(damaged, where))
@@ -348,9 +356,9 @@ def dollars(cost: float | None) -> str:
     return "unknown" if cost is None else f"${cost:.4f}"
 
 
-def pending_line(r: RunRecord, now: float, store: str | None = None) -> str:
-    """A waiting run: who asks what, for how long, and the command that answers it (on `store`)."""
-    on = f" --store {shlex.quote(store)}" if store else ""
+def pending_line(r: RunRecord, now: float, on: str = "") -> str:
+    """A waiting run: who asks what, for how long, and the command that answers it (with the options
+    `on` that reach the same runs: `store_on`, `temporal_on`)."""
     waited = _span(now - (r.suspended_at or now))
     left = (r.deadline or now) - now
     due = f"deadline in {_span(left)}" if left > 0 else f"deadline passed {_span(-left)} ago"

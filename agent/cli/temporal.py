@@ -15,6 +15,7 @@ import contextlib
 import gc
 import json
 import os
+import shlex
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -143,13 +144,25 @@ async def _resume(args: argparse.Namespace) -> int:
 
 
 async def _runs(args: argparse.Namespace) -> int:
-    from agent.cli.runs import print_runs
+    from agent.cli.runs import print_runs, print_waiting
     from agent.durable.store import RunStatus
 
     runs = await _runs_client(args)
     records = await runs.runs(RunStatus(args.status) if args.status else None, args.limit)
-    print_runs(records, args, runs.shown, "endstate start AGENT TASK --temporal ...")
+    if print_runs(records, args, runs.shown, "endstate start AGENT TASK --temporal ..."):
+        print_waiting(records, temporal_on(args))
     return 0
+
+
+def temporal_on(args: argparse.Namespace) -> str:
+    """The options a printed command needs to reach the same runs: the server (unless it is
+    `$ENDSTATE_TEMPORAL`, which that command reads too), and a namespace or task queue not the default."""
+    given = [
+        ("--temporal", args.temporal, os.environ.get(ENV_TEMPORAL) or None),
+        ("--namespace", args.namespace, "default"),
+        ("--task-queue", args.task_queue, "endstate"),
+    ]
+    return "".join(f" {flag} {shlex.quote(value)}" for flag, value, default in given if value != default)
 
 
 async def _pending(args: argparse.Namespace) -> int:
@@ -159,7 +172,7 @@ async def _pending(args: argparse.Namespace) -> int:
     records = await runs.pending()
     now = time.time()
     for r in records:
-        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now))
+        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, temporal_on(args)))
     if not records and not args.json:
         print(f"no runs are waiting for a person in {runs.shown}")
     return 0
