@@ -21,3 +21,27 @@ def test_an_empty_run_id_is_refused_not_taken_as_none(
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "--run-id must not be empty" in err
     assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        (["start", "csv-cleaner", "clean \udcff"], "the task"),
+        (["start", "csv-cleaner", "clean", "--task-type", "\udcff"], "--task-type"),
+        (["answer", "some-run", "INV-\udcff"], "the answer"),
+        (["deny", "some-run", "no \udcff"], "the reason"),
+    ],
+)
+@pytest.mark.parametrize("where", [[], ["--temporal", "127.0.0.1:1"]])
+def test_text_that_is_not_utf8_is_refused_in_one_line(
+    argv: list[str], what: str, where: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A task or an answer typed in a terminal whose bytes are not UTF-8 reaches Python as lone
+    # surrogates: the store took it as it was (the run stored, the answer given; a model API cannot be
+    # sent it), while `POST /runs` and the answers refuse it (400), as `--state` did already.
+    store = tmp_path / "runs.db"
+    code = main([*argv, "--store", str(store), *where])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"{what} holds bytes that are not UTF-8" in err
+    assert not store.exists()

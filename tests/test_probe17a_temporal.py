@@ -239,3 +239,15 @@ def test_the_commands_pending_and_runs_print_over_temporal_reach_the_same_runs(
 
     said = asyncio.run(scenario())
     assert "need_help" in said and PAID == [7]  # the pasted command approved the call it was shown for
+
+
+@pytest.mark.parametrize("run_id", ["\udcff", ""])
+def test_a_run_id_temporal_cannot_be_sent_is_no_such_run_in_one_line(
+    temporal: TemporalServer, run_id: str
+) -> None:
+    # `endstate answer $'\xff' x --temporal ...` ended in a traceback (UnicodeEncodeError building the
+    # request), and an empty id in "Temporal refused the call for run : WorkflowId is not set on request";
+    # over the store both are "no run with id ...", exit 2.
+    code, out, err = asyncio.run(cli("answer", run_id, "x", "--temporal", temporal.address))
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith("endstate: no run with id ")

@@ -258,6 +258,25 @@ def start_state(args: argparse.Namespace) -> dict[str, Any]:
     return state
 
 
+TEXT_ARGS = {  # what a command gives a run as text, as its error names it
+    "agent": "the agent",
+    "task": "the task",
+    "task_type": "--task-type",
+    "scenario": "--scenario",
+    "text": "the answer",
+    "reason": "the reason",
+}
+
+
+def refuse_undecodable(args: argparse.Namespace) -> None:
+    """Refuse text given to a run (a task, an answer, a reason) that holds bytes the terminal's
+    encoding could not decode (Python keeps them as lone surrogates): `POST /runs` and the answers
+    refuse such text (400), and a model API could never be sent it."""
+    for key, what in TEXT_ARGS.items():
+        if isinstance(value := getattr(args, key, None), str) and LONE_SURROGATE.search(value):
+            raise ConfigError(f"{what} holds bytes that are not UTF-8 (a lone surrogate); pass UTF-8 text")
+
+
 def start_options(args: argparse.Namespace) -> dict[str, Any]:
     """What `start` gives a new run besides its agent and task: task type, state and run id. An empty
     `--run-id` (`--run-id "$KEY"` with KEY unset) is refused, as `POST /runs` refuses one: taken as

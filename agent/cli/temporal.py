@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from agent.cli.runs import add_catalog_arg, start_options
+from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.errors import ConfigError
 from agent.service.server import first_scrape_arg, seconds_from_zero
 
@@ -76,6 +76,7 @@ def _either(
     store_handler: Callable[[argparse.Namespace], int], name: str
 ) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
+        refuse_undecodable(args)
         if args.temporal and name == "serve":
             from agent.temporal.service import serve
 

@@ -48,6 +48,7 @@ from agent.errors import ConfigError
 from agent.journal import Journal
 from agent.result import LimitKind, RunResult, StopReason
 from agent.temporal import _wire as w
+from agent.text import LONE_SURROGATE
 from agent.usage import Usage
 
 _TEMPORAL_ENDED = {
@@ -286,6 +287,8 @@ class TemporalRuns:
     async def _described(self, run_id: str) -> WorkflowExecutionDescription:
         """The run's latest execution, when it is on this client's task queue; else `UnknownRun` (for
         one on another queue, `ElsewhereRun` naming it: another deployment's run is not acted on)."""
+        if not run_id or LONE_SURROGATE.search(run_id):  # no run has it, and Temporal cannot be sent it
+            raise UnknownRun(f"no run with id {run_id!r}")
         try:
             execution = await self.client.get_workflow_handle(run_id).describe()
         except RPCError as exc:
