@@ -45,3 +45,17 @@ def test_text_that_is_not_utf8_is_refused_in_one_line(
     assert code == 2 and err.count("\n") == 1
     assert f"{what} holds bytes that are not UTF-8" in err
     assert not store.exists()
+
+
+def test_serve_over_temporal_keeps_the_settings_that_apply_to_it() -> None:
+    # `endstate serve --temporal ... --page-size 10 --ready-timeout 7` took both options and served
+    # inbox pages of 50 and a /readyz that gave Temporal 3 s: the service was built without them.
+    from agent.cli.main import build_parser
+    from agent.service.auth import Token
+    from agent.temporal.service import served
+
+    argv = ["serve", "--temporal", "127.0.0.1:7233", "--page-size", "10", "--ready-timeout", "7"]
+    args = build_parser().parse_args([*argv, "--body-timeout", "4", "--allowed-host", "inbox.example"])
+    service = served(args, object(), Token("test-token-0123456789abcdef"), None)  # type: ignore[arg-type]
+    assert (service.page_size, service.ready_timeout, service.body_timeout) == (10, 7.0, 4.0)
+    assert "inbox.example" in service.allowed_hosts and service.sweep_interval == 3600.0
