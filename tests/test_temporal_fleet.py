@@ -113,7 +113,7 @@ def test_a_run_started_on_one_host_is_answered_from_another_and_finished_by_a_th
         assert started["reason"] == "need_help" and started["note"] == "Count to 2 or 3?"
         run_id = started["run_id"]
         pending = run_cli("pending", *where)
-        assert run_id in pending and f'endstate answer {run_id} "your answer"' in pending
+        assert run_id in pending and f'endstate answer {run_id} {" ".join(where)} "your answer"' in pending
         answered = run_cli("answer", run_id, "3", *where)
         assert answered.startswith(f"run {run_id}: success verified after 4 turns.")
         listed = run_cli("runs", "--json", *where)

@@ -142,12 +142,20 @@ def _runs(args: argparse.Namespace) -> int:
     with _store(args, create=False) as store:
         records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
         where = store.shown
-    if not print_runs(records, args, where, "endstate start AGENT TASK"):
-        return 0
-    if waiting := sum(r.status is RunStatus.WAITING for r in records):
-        on = f" --store {shlex.quote(args.store)}" if args.store else ""
-        print(f"\n{waiting} of these wait for a person: `endstate pending{on}` shows what they ask")
+    if print_runs(records, args, where, "endstate start AGENT TASK"):
+        print_waiting(records, store_on(args))
     return 0
+
+
+def store_on(args: argparse.Namespace) -> str:
+    """The options a printed command needs to reach the same runs (` --store URL` when one was given)."""
+    return f" --store {shlex.quote(args.store)}" if args.store else ""
+
+
+def print_waiting(records: list[RunRecord], on: str) -> None:
+    """After a table of runs: how many of them wait for a person, and the command that shows them."""
+    if waiting := sum(r.status is RunStatus.WAITING for r in records):
+        print(f"\n{waiting} of these wait for a person: `endstate pending{on}` shows what they ask")
 
 
 def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, start: str) -> bool:
@@ -187,7 +195,7 @@ def _pending(args: argparse.Namespace) -> int:
         where = store.shown
         for page in waiting_pages(store, PENDING_PAGE):
             for r in page:
-                print(json_text(r.to_dict()) if args.json else pending_line(r, now, args.store))
+                print(json_text(r.to_dict()) if args.json else pending_line(r, now, store_on(args)))
             shown, damaged = shown + len(page), damaged + page.damaged
     if damaged and not args.json:
         print(left_out(damaged, where))
@@ -250,9 +258,36 @@ def start_state(args: argparse.Namespace) -> dict[str, Any]:
     return state
 
 
+TEXT_ARGS = {  # what a command gives a run as text, as its error names it
+    "agent": "the agent",
+    "task": "the task",
+    "task_type": "--task-type",
+    "scenario": "--scenario",
+    "text": "the answer",
+    "reason": "the reason",
+}
+
+
+def refuse_undecodable(args: argparse.Namespace) -> None:
+    """Refuse text given to a run (a task, an answer, a reason) that holds bytes the terminal's
+    encoding could not decode (Python keeps them as lone surrogates): `POST /runs` and the answers
+    refuse such text (400), and a model API could never be sent it."""
+    for key, what in TEXT_ARGS.items():
+        if isinstance(value := getattr(args, key, None), str) and LONE_SURROGATE.search(value):
+            raise ConfigError(f"{what} holds bytes that are not UTF-8 (a lone surrogate); pass UTF-8 text")
+
+
+def start_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What `start` gives a new run besides its agent and task: task type, state and run id. An empty
+    `--run-id` (`--run-id "$KEY"` with KEY unset) is refused, as `POST /runs` refuses one: taken as
+    no id, each retry of a script would start another run."""
+    if args.run_id == "":
+        raise ConfigError("--run-id must not be empty: give an id, or leave the option out for a new one")
+    return {"task_type": args.task_type, "state": start_state(args), "run_id": args.run_id}
+
+
 def _start(args: argparse.Namespace) -> int:
-    state = start_state(args)
-    options = {"task_type": args.task_type, "state": state, "run_id": args.run_id}
+    options = start_options(args)
     return _continue(args, lambda runner: runner.begin(args.agent, args.task, **options))
 
 
@@ -340,9 +375,9 @@ def dollars(cost: float | None) -> str:
     return "unknown" if cost is None else f"${cost:.4f}"
 
 
-def pending_line(r: RunRecord, now: float, store: str | None = None) -> str:
-    """A waiting run: who asks what, for how long, and the command that answers it (on `store`)."""
-    on = f" --store {shlex.quote(store)}" if store else ""
+def pending_line(r: RunRecord, now: float, on: str = "") -> str:
+    """A waiting run: who asks what, for how long, and the command that answers it (with the options
+    `on` that reach the same runs: `store_on`, `temporal_on`)."""
     waited = _span(now - (r.suspended_at or now))
     left = (r.deadline or now) - now
     due = f"deadline in {_span(left)}" if left > 0 else f"deadline passed {_span(-left)} ago"

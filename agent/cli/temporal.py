@@ -15,13 +15,14 @@ import contextlib
 import gc
 import json
 import os
+import shlex
 import signal
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from agent.cli.runs import add_catalog_arg, start_state
+from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.errors import ConfigError
 from agent.service.server import first_scrape_arg, seconds_from_zero
 
@@ -75,6 +76,7 @@ def _either(
     store_handler: Callable[[argparse.Namespace], int], name: str
 ) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
+        refuse_undecodable(args)
         if args.temporal and name == "serve":
             from agent.temporal.service import serve
 
@@ -113,9 +115,8 @@ def _print_result(args: argparse.Namespace, result: Any) -> int:
 
 
 async def _start(args: argparse.Namespace) -> int:
-    state = start_state(args)
+    options = start_options(args)
     runs = await _runs_client(args)
-    options = {"task_type": args.task_type, "state": state, "run_id": args.run_id}
     started = await runs.start(args.agent, args.task, wait=not args.no_wait, **options)
     if isinstance(started, str):
         print(json.dumps({"run_id": started}) if args.json else started)
@@ -144,13 +145,25 @@ async def _resume(args: argparse.Namespace) -> int:
 
 
 async def _runs(args: argparse.Namespace) -> int:
-    from agent.cli.runs import print_runs
+    from agent.cli.runs import print_runs, print_waiting
     from agent.durable.store import RunStatus
 
     runs = await _runs_client(args)
     records = await runs.runs(RunStatus(args.status) if args.status else None, args.limit)
-    print_runs(records, args, runs.shown, "endstate start AGENT TASK --temporal ...")
+    if print_runs(records, args, runs.shown, "endstate start AGENT TASK --temporal ..."):
+        print_waiting(records, temporal_on(args))
     return 0
+
+
+def temporal_on(args: argparse.Namespace) -> str:
+    """The options a printed command needs to reach the same runs: the server (unless it is
+    `$ENDSTATE_TEMPORAL`, which that command reads too), and a namespace or task queue not the default."""
+    given = [
+        ("--temporal", args.temporal, os.environ.get(ENV_TEMPORAL) or None),
+        ("--namespace", args.namespace, "default"),
+        ("--task-queue", args.task_queue, "endstate"),
+    ]
+    return "".join(f" {flag} {shlex.quote(value)}" for flag, value, default in given if value != default)
 
 
 async def _pending(args: argparse.Namespace) -> int:
@@ -160,7 +173,7 @@ async def _pending(args: argparse.Namespace) -> int:
     records = await runs.pending()
     now = time.time()
     for r in records:
-        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now))
+        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, temporal_on(args)))
     if not records and not args.json:
         print(f"no runs are waiting for a person in {runs.shown}")
     return 0

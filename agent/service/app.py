@@ -240,7 +240,8 @@ class Api:
     async def _started_before(self, agent: str, task: str, options: dict[str, Any]) -> Response:
         """A run id that is taken: the same request sent again (a retry after a lost reply) gets the
         run it started (200), never a second one; a different request with that id is a 409."""
-        record = await run_in_threadpool(self.runner.store.get, options["run_id"])
+        store = self.runner.store  # one whose records hold no state (Temporal's) reads it apart
+        record = await run_in_threadpool(getattr(store, "started", store.get), options["run_id"])
         if record is None or not same_start(record, agent, task, options):
             raise RunExists(
                 f"run id {options['run_id']!r} is taken by a different run (its agent, task, task type or "

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from agent._valid import is_text
-from agent.durable.runner import AgentUnavailable, AnswerError, Runner
+from agent.durable.runner import AgentUnavailable, AnswerError
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
 from agent.service.auth import Token
@@ -177,18 +177,11 @@ def claim(
 ) -> Any:
     """The runner's claim of a waiting run; with `segments` (the count the person read), only while
     the run still waits at that count: a stale page or a retried request never answers the next
-    question. The store's runner checks it in the claim itself; another (Temporal) here, first."""
+    question. The runner checks it as it takes the reply (the store's in the claim itself, Temporal's
+    workflow in the update's validator), so no reply can land between a check and the claim."""
     if segments is None:
         return runner.claim(run_id, answer, approved=approved)
-    if isinstance(runner, Runner):
-        return runner.claim(run_id, answer, approved=approved, segments=segments)
-    current = runner.store.get(run_id)
-    if current is not None and current.segments != segments:
-        raise NotClaimable(
-            f"run {run_id} moved on (segment {current.segments}, not {segments}) since it was read; "
-            "nothing was changed: read the run again and answer its current question"
-        )
-    return runner.claim(run_id, answer, approved=approved)
+    return runner.claim(run_id, answer, approved=approved, segments=segments)
 
 
 def int_param(text: str, low: int, high: int, name: str) -> int:

@@ -220,10 +220,11 @@ def session(is_signed_in: bool) -> str:
 
 
 async def form_of(request: Request) -> dict[str, str]:
-    """An urlencoded form (no multipart dependency): the first value of each field."""
+    """An urlencoded form (no multipart dependency): the first value of each field, read within the
+    service's `--body-timeout` (408), as the JSON API reads its bodies."""
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
         raise Problem(415, "post the form as application/x-www-form-urlencoded")
-    raw = await read_body(request)
+    raw = await read_body(request, request.app.state.service.body_timeout)
     try:
         fields = parse_qs(raw.decode(), keep_blank_values=True, errors="strict")
     except UnicodeDecodeError as exc:

@@ -48,6 +48,7 @@ from agent.errors import ConfigError
 from agent.journal import Journal
 from agent.result import LimitKind, RunResult, StopReason
 from agent.temporal import _wire as w
+from agent.text import LONE_SURROGATE
 from agent.usage import Usage
 
 _TEMPORAL_ENDED = {
@@ -149,10 +150,19 @@ class TemporalRuns:
     async def deny(self, run_id: str, reason: str = "") -> RunResult:
         return await self._reply(run_id, w.DENY, reason)
 
-    async def submit(self, run_id: str, answer: str | None = None, approved: bool | None = None) -> None:
-        """Hand a waiting run its reply and return once the run has taken it (not when it has run on)."""
+    async def submit(
+        self,
+        run_id: str,
+        answer: str | None = None,
+        approved: bool | None = None,
+        segments: int | None = None,
+    ) -> None:
+        """Hand a waiting run its reply and return once the run has taken it (not when it has run on).
+        With `segments` (the run's count as read: `RunRecord.segments`), only while the run is still
+        there: once it has moved on, `NotClaimable` and nothing changed."""
         update, args = _update_of(answer, approved)
-        await self._update(run_id, update, [*args, False])  # returns once taken
+        read = [] if segments is None else [segments]
+        await self._update(run_id, update, [*args, False, *read])  # returns once taken
 
     async def record(self, run_id: str) -> RunRecord | None:
         """One run as the store-backed commands show it, or None when there is no such run (one on
@@ -163,6 +173,19 @@ class TemporalRuns:
             raise
         except UnknownRun:
             return None
+
+    async def started(self, run_id: str) -> RunRecord | None:
+        """`record`, with the state the run's latest execution started with (read from its history, as
+        visibility holds no state): what a start sent again is compared with."""
+        record = await self.record(run_id)
+        if record is None:
+            return None
+        execution = await self._described(run_id)
+        async for event in self._pinned(execution).fetch_history_events():
+            given = event.workflow_execution_started_event_attributes.input.payloads
+            [start] = await self.client.data_converter.decode(given) if given else [{}]
+            return dataclasses.replace(record, state=dict(start.get("state") or {}))
+        return record
 
     async def resume(self, run_id: str, more: Extension | None = None) -> RunResult:
         """Continue a cancelled run from its snapshot, or, with `more`, a run that stopped at a limit with
@@ -196,6 +219,7 @@ class TemporalRuns:
                         SearchAttributePair(w.SA_TASK_TYPE, result.task_type),
                     ]
                 ),
+                memo={"task": run.get("task", "")},  # what `runs`, `/runs/{id}` and the inbox show
             )
         except WorkflowAlreadyStartedError as exc:
             raise NotClaimable(f"run {run_id} was resumed by someone else meanwhile") from exc
@@ -263,6 +287,8 @@ class TemporalRuns:
     async def _described(self, run_id: str) -> WorkflowExecutionDescription:
         """The run's latest execution, when it is on this client's task queue; else `UnknownRun` (for
         one on another queue, `ElsewhereRun` naming it: another deployment's run is not acted on)."""
+        if not run_id or LONE_SURROGATE.search(run_id):  # no run has it, and Temporal cannot be sent it
+            raise UnknownRun(f"no run with id {run_id!r}")
         try:
             execution = await self.client.get_workflow_handle(run_id).describe()
         except RPCError as exc:
@@ -361,6 +387,7 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         pending=suspension.pending if suspension else None,
         deadline=suspension.deadline if suspension else None,
         suspended_at=suspension.suspended_at if suspension else None,
+        segments=_whole(memo.get("segments")),
     )
 
 
@@ -369,6 +396,11 @@ def _still_out(run: dict[str, Any], stopped: RunResult, more: Extension) -> Limi
     assert stopped.snapshot is not None
     snap = stopped.snapshot
     return extended(w.budget_of(run["plan"]), Journal(snap.journal)).plus(more).exceeded(snap.usage)
+
+
+def _whole(value: object) -> int:
+    """A count from the memo (0 when a run started before published none)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _check_label(what: str, value: object) -> None:

@@ -24,6 +24,8 @@ from agent.budget import Extension
 from agent.durable.catalog import SEED_CATALOG, Catalog, load_catalog
 from agent.durable.store import RunExists, RunRecord, RunStatus
 from agent.errors import ConfigError
+from agent.service.auth import Token
+from agent.service.config import Service
 from agent.service.http import Problem
 from agent.temporal.client import ElsewhereRun, TemporalRuns
 
@@ -73,6 +75,11 @@ class TemporalStore:
     def get(self, run_id: str) -> RunRecord | None:
         return self.bridge.call(self.runs.record(run_id))
 
+    def started(self, run_id: str) -> RunRecord | None:
+        """`get`, with the state the run started with (one more call: what a start sent again with
+        its run id is compared with)."""
+        return self.bridge.call(self.runs.started(run_id))
+
     def snapshot(self, run_id: str) -> None:
         """A run's journal lives in its workflow's history, not in visibility: the inbox shows
         no tool history for runs on Temporal (yet)."""
@@ -117,12 +124,15 @@ class TemporalRunner:
         answer: str | None = None,
         approved: bool | None = None,
         more: Extension | None = None,
+        segments: int | None = None,
     ) -> TemporalJob:
-        """Hand a waiting run its reply; with neither, resume a cancelled run (with `more`: a limit stop)."""
+        """Hand a waiting run its reply (with `segments`, only while the run is still at the count read:
+        checked by the workflow as it takes the reply); with neither, resume a cancelled run (with
+        `more`: a limit stop)."""
         if answer is None and approved is None:
             self.bridge.call(self.runs.submit_resume(run_id, more))
         else:
-            self.bridge.call(self.runs.submit(run_id, answer, approved))
+            self.bridge.call(self.runs.submit(run_id, answer, approved, segments))
         return TemporalJob(run_id)
 
     def spawn(self, job: TemporalJob) -> None:
@@ -150,14 +160,32 @@ def _catalog(args: argparse.Namespace) -> Catalog:
         return Catalog()
 
 
+def served(args: argparse.Namespace, runner: TemporalRunner, token: Token, metrics: Any) -> Service:
+    """The service `serve --temporal` runs, with the settings of `serve` that apply to it (the
+    others, such as --max-running or --retention, are the workers' and Temporal's own)."""
+    from agent.service.app import allowed_hosts, reads_need_token
+    from agent.service.server import _extra_hosts
+
+    return Service(
+        cast(Any, runner),  # duck-typed: the service's runner seam
+        token,
+        metrics=metrics,
+        sweep_interval=3600.0,  # nothing to sweep: deadlines are the workflows' timers
+        allowed_hosts=allowed_hosts(args.host, _extra_hosts(args)),
+        reads_need_token=reads_need_token(args.host, args.read_auth),
+        body_timeout=args.body_timeout,
+        page_size=args.page_size,
+        ready_timeout=args.ready_timeout,
+    )
+
+
 def serve(args: argparse.Namespace) -> int:
     """Serve the API and the inbox over the runs on `args.temporal` until SIGTERM or Ctrl-C."""
     import uvicorn
 
-    from agent.service.app import Service, allowed_hosts, create_app, reads_need_token
+    from agent.service.app import create_app
     from agent.service.auth import load_token
     from agent.service.guard import guarded_h11
-    from agent.service.server import _extra_hosts
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
 
@@ -169,15 +197,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         token, source = load_token(args.token_file, Path(".endstate"))
         print(f"endstate serve: {runs.shown} at {args.temporal}; token from {source}", flush=True)
-        service = Service(
-            cast(Any, TemporalRunner(runs, bridge, _catalog(args))),  # duck-typed: the service's runner seam
-            token,
-            metrics=telemetry.exposition,
-            sweep_interval=3600.0,  # nothing to sweep: deadlines are the workflows' timers
-            allowed_hosts=allowed_hosts(args.host, _extra_hosts(args)),
-            reads_need_token=reads_need_token(args.host, args.read_auth),
-            body_timeout=args.body_timeout,
-        )
+        service = served(args, TemporalRunner(runs, bridge, _catalog(args)), token, telemetry.exposition)
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             http=guarded_h11(args.header_timeout),

@@ -48,6 +48,12 @@ REPLY_CHECKED = "endstate-reply-checked-by-a-worker"
 # Likewise a resumed execution (a cancelled run, a limit stop given more budget) goes on only once a worker
 # has checked it can: else it ends at once with the run's stop as it was (`_wire.NOT_RESUMED`), resumable.
 RESUME_CHECKED = "endstate-resume-checked-by-a-worker"
+# A reply sent with the run's segment count as read (`segments`: from `/pending`, `/runs/{id}`, the inbox's
+# form) is taken only while the run is still at that count, checked in the update's validator: a retried
+# request or a stale page never answers the question, or approves the call, that came next. The count is the
+# run's over all its executions (a resume carries it on), published in the memo. Runs started before publish
+# none and take any count, as they did.
+SEGMENTS_PUBLISHED = "endstate-segments-published"
 READY_TIMEOUT = timedelta(seconds=20)  # in all, retries too: within the service's 30 s for a call
 # The check is tried again about a second apart until READY_TIMEOUT: mid-deploy, workers from before
 # `endstate.ready` fail it as unregistered, and any new worker polling within the window takes it (three
@@ -88,7 +94,9 @@ class EndstateRun:
     """One Endstate run, from its task (or a cancelled execution's snapshot) to its end."""
 
     def __init__(self) -> None:
-        self._segments = 0
+        self._segments = 0  # ended in this execution
+        self._before = 0  # ended in the run's earlier executions (a resumed run)
+        self._published = False  # the run's count is in its memo (`SEGMENTS_PUBLISHED`)
         self._last: RunResult | None = None
         self._waiting: RunResult | None = None
         self._reply: Reply | None = None
@@ -100,6 +108,7 @@ class EndstateRun:
     @workflow.run
     async def run(self, start: dict[str, Any]) -> dict[str, Any]:
         run = dict(start)
+        self._before = _count_of(run.pop("segments", 0))
         check_cancel = workflow.patched(CATALOG_CANCEL)
         try:
             if "plan" not in run:
@@ -220,6 +229,7 @@ class EndstateRun:
     def _ended(self, result: RunResult) -> None:
         """A segment ended: publish it (search attributes, memo) and wake whoever waits for it."""
         self._segments += 1
+        self._published = workflow.patched(SEGMENTS_PUBLISHED)
         self._last = result
         s = result.suspension if result.reason is StopReason.NEED_HELP else None
         workflow.upsert_search_attributes(
@@ -229,7 +239,8 @@ class EndstateRun:
                 w.SA_SUSPENDED_AT.value_set(w.utc(s.suspended_at)) if s else w.SA_SUSPENDED_AT.value_unset(),
             ]
         )
-        workflow.upsert_memo({"result": fitted(_memo(result))})
+        read = {"segments": self._before + self._segments} if self._published else {}
+        workflow.upsert_memo({"result": fitted(_memo(result)), **read})
 
     async def _closing(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
         """Let the updates that wait for a segment answer, then end with the result."""
@@ -243,7 +254,10 @@ class EndstateRun:
     def _finish(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
         if self._last is not result:
             self._ended(result)
-        keep = {k: run[k] for k in ("agent", "task", "task_type", "state", "plan") if k in run}
+        carried = ("agent", "task", "task_type", "state", "plan")
+        keep: dict[str, Any] = {k: run[k] for k in carried if k in run}
+        if self._published:  # a resumed execution counts on from here
+            keep["segments"] = self._before + self._segments
         return {"result": _carried(result, w.MAX_PAYLOAD_BYTES - w.payload_size(keep)), "run": keep}
 
     def _bare(
@@ -284,14 +298,15 @@ class EndstateRun:
     # -- people ----------------------------------------------------------
 
     @workflow.update(name=w.ANSWER)
-    async def answer(self, text: str, wait: bool = True) -> dict[str, Any]:
+    async def answer(self, text: str, wait: bool = True, segments: Any = None) -> dict[str, Any]:
         """Answer the question; with `wait`, the result of the segment that follows."""
         return await self._take(Reply(text, None, now()), wait)
 
     @answer.validator
-    def _answer_ok(self, text: str, wait: bool = True) -> None:
+    def _answer_ok(self, text: str, wait: bool = True, segments: Any = None) -> None:
         _check_text("an answer", text)
         pending = self._expecting()
+        self._check_read(segments)
         if pending:
             raise ApplicationError(
                 f"the run waits for approval of {pending!r}: approve or deny it", type="AnswerError"
@@ -302,21 +317,21 @@ class EndstateRun:
             )
 
     @workflow.update(name=w.APPROVE)
-    async def approve(self, wait: bool = True) -> dict[str, Any]:
+    async def approve(self, wait: bool = True, segments: Any = None) -> dict[str, Any]:
         return await self._take(Reply(None, True, now()), wait)
 
     @approve.validator
-    def _approve_ok(self, wait: bool = True) -> None:
-        self._check_approval()
+    def _approve_ok(self, wait: bool = True, segments: Any = None) -> None:
+        self._check_approval(segments)
 
     @workflow.update(name=w.DENY)
-    async def deny(self, reason: str = "", wait: bool = True) -> dict[str, Any]:
+    async def deny(self, reason: str = "", wait: bool = True, segments: Any = None) -> dict[str, Any]:
         return await self._take(Reply(reason or None, False, now()), wait)
 
     @deny.validator
-    def _deny_ok(self, reason: str = "", wait: bool = True) -> None:
+    def _deny_ok(self, reason: str = "", wait: bool = True, segments: Any = None) -> None:
         _check_text("a denial's reason", reason)
-        self._check_approval()
+        self._check_approval(segments)
 
     @workflow.update(name=w.SEGMENT)
     async def segment(self, n: Any) -> dict[str, Any]:
@@ -402,8 +417,26 @@ class EndstateRun:
             raise ApplicationError("too late: the run's deadline has passed", type="NotWaiting")
         return s.pending.name if s.pending else None
 
-    def _check_approval(self) -> None:
-        if self._expecting() is None:
+    def _check_read(self, segments: Any) -> None:
+        """Refuse a reply sent with the count it read (`segments`) once the run has moved past it."""
+        if segments is None or not self._published:
+            return
+        if not isinstance(segments, int) or isinstance(segments, bool) or segments < 0:
+            raise ApplicationError(
+                f"segments must be the run's segments count as read (a whole number), not {segments!r:.40}",
+                type="AnswerError",
+            )
+        if segments != (now_at := self._before + self._segments):
+            raise ApplicationError(
+                f"the run moved on (segment {now_at}, not {segments}) since it was read: read the run again "
+                "and answer its current question; nothing was changed",
+                type="NotClaimable",
+            )
+
+    def _check_approval(self, segments: Any = None) -> None:
+        pending = self._expecting()
+        self._check_read(segments)
+        if pending is None:
             raise ApplicationError(
                 "the run waits for an answer to a question, not for an approval", type="AnswerError"
             )
@@ -416,6 +449,11 @@ def _check_text(what: str, value: Any) -> None:
         raise ApplicationError(
             f"{what} must be text, not {type(value).__name__}: pass a string", type="AnswerError"
         )
+
+
+def _count_of(value: Any) -> int:
+    """A segment count carried from an earlier execution (0 when there is none)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _resumed_state(run: dict[str, Any]) -> dict[str, Any]:
