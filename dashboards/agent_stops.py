@@ -570,8 +570,10 @@ def tokens_per_run() -> timeseries.Panel:
     )
     return series_panel(
         "Tokens per run by stop reason",
-        "Mean tokens (input plus output) per run segment, by how it ended. Runs that stop at a limit "
-        "should not cost more than successful ones by much; if they do, the ceilings are too generous.",
+        "Mean tokens (input plus output) per run, by how its segment ended: the run's tokens up to that "
+        "end, so a run that asked a person and then succeeded counts under need_help with its tokens so "
+        "far and under success with all of them. Runs that stop at a limit should not cost more than "
+        "successful ones by much; if they do, the ceilings are too generous.",
         "suffix: tokens",
         [query(mean, "{{stop_reason}}", "A")],
     )
@@ -583,8 +585,12 @@ def cost_per_run() -> timeseries.Panel:
         f"sum by (stop_reason) (rate(agent_stops_total{sel()}[{RI}]))"
     )
     return series_panel(
-        "Cost per run by stop reason",
-        "Mean model cost in US dollars per run segment, by how it ended.",
+        "Cost per run segment by stop reason",
+        "Mean model cost in US dollars of the run segments that ended with each reason: what each "
+        "segment spent, so a run that asked a person and then succeeded shows its cost before the "
+        "question under need_help and only the rest under success (Tokens per run by stop reason "
+        "counts whole runs). A segment whose cost is unknown (a model without a price) counts as $0 "
+        "here. The total spend: Spend per hour by stop reason.",
         "currencyUSD",
         [query(mean, "{{stop_reason}}", "A")],
     )
