@@ -675,7 +675,8 @@ def agent_scrapes() -> timeseries.Panel:
         "label) that succeeded, for Endstate processes scraped in the last day. Dashed line: "
         f"EndstateAgentDown pages at or below {SCRAPED_SHARE:.0%} (for 5 min, with at least 10 runs "
         "started in the day before). While a process is not scraped, every other panel and alert is "
-        "blind to its runs.",
+        "blind to its runs. A process that is gone from service discovery (a replica stopped) leaves "
+        "no series: when every replica of a job is gone, EndstateAgentDown pages for the job alone.",
         "percentunit",
         [query(scraped, "{{instance}} ({{job}})", "A")],
     )
