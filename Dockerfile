@@ -7,7 +7,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY agent ./agent
 COPY telemetry ./telemetry
 # EXTRAS="[temporal]" builds the Temporal worker image (docker-compose.yml, profile "temporal").

@@ -570,8 +570,10 @@ def tokens_per_run() -> timeseries.Panel:
     )
     return series_panel(
         "Tokens per run by stop reason",
-        "Mean tokens (input plus output) per run segment, by how it ended. Runs that stop at a limit "
-        "should not cost more than successful ones by much; if they do, the ceilings are too generous.",
+        "Mean tokens (input plus output) per run, by how its segment ended: the run's tokens up to that "
+        "end, so a run that asked a person and then succeeded counts under need_help with its tokens so "
+        "far and under success with all of them. Runs that stop at a limit should not cost more than "
+        "successful ones by much; if they do, the ceilings are too generous.",
         "suffix: tokens",
         [query(mean, "{{stop_reason}}", "A")],
     )
@@ -583,8 +585,12 @@ def cost_per_run() -> timeseries.Panel:
         f"sum by (stop_reason) (rate(agent_stops_total{sel()}[{RI}]))"
     )
     return series_panel(
-        "Cost per run by stop reason",
-        "Mean model cost in US dollars per run segment, by how it ended.",
+        "Cost per run segment by stop reason",
+        "Mean model cost in US dollars of the run segments that ended with each reason: what each "
+        "segment spent, so a run that asked a person and then succeeded shows its cost before the "
+        "question under need_help and only the rest under success (Tokens per run by stop reason "
+        "counts whole runs). A segment whose cost is unknown (a model without a price) counts as $0 "
+        "here. The total spend: Spend per hour by stop reason.",
         "currencyUSD",
         [query(mean, "{{stop_reason}}", "A")],
     )
@@ -669,7 +675,8 @@ def agent_scrapes() -> timeseries.Panel:
         "label) that succeeded, for Endstate processes scraped in the last day. Dashed line: "
         f"EndstateAgentDown pages at or below {SCRAPED_SHARE:.0%} (for 5 min, with at least 10 runs "
         "started in the day before). While a process is not scraped, every other panel and alert is "
-        "blind to its runs.",
+        "blind to its runs. A process that is gone from service discovery (a replica stopped) leaves "
+        "no series: when every replica of a job is gone, EndstateAgentDown pages for the job alone.",
         "percentunit",
         [query(scraped, "{{instance}} ({{job}})", "A")],
     )

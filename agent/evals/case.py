@@ -159,8 +159,14 @@ def load_cases(paths: Iterable[str | Path] = (), catalog: str | None = None) -> 
 def load_file(path: Path, catalog: str | None = None) -> list[Case]:
     """The cases of one file (`catalog`: as for `load_cases`)."""
     try:
-        with path.open() as stream:
-            data = yaml.safe_load(stream)
+        text = path.read_text()
+        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader
+    except _Duplicate as dup:
+        first, second = dup.lines
+        raise CaseError(
+            f"{path}: {_case_holding(text, dup.mapping_at)}field {dup.key!r}: given twice (lines {first} "
+            f"and {second}); YAML would keep only the last one: keep one"
+        ) from None
     except OSError as exc:
         raise CaseError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
@@ -173,6 +179,54 @@ def load_file(path: Path, catalog: str | None = None) -> list[Case]:
     if not isinstance(raw, list) or not raw:
         raise CaseError(f"{path}: expected a non-empty list of cases, or a mapping with 'cases:' holding one")
     return [_parse(_Fields(item, str(path), i), catalog) for i, item in enumerate(raw, 1)]
+
+
+class _Duplicate(Exception):
+    """A key given twice in one mapping of a case file."""
+
+    def __init__(self, key: str, lines: tuple[int, int], mapping_at: tuple[int, int]) -> None:
+        super().__init__(key)
+        self.key, self.lines, self.mapping_at = key, lines, mapping_at
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """The safe loader, refusing a key given twice in one mapping: YAML would silently keep the last
+    (a second `judge:` dropped the first judge). Keys merged from an anchor (`<<: *base`) may be
+    overridden: they are not the mapping's own."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[str, int] = {}
+        for key, _ in node.value:
+            if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                continue
+            line = key.start_mark.line + 1
+            if key.value in seen:
+                raise _Duplicate(key.value, (seen[key.value], line), _at(node))
+            seen[key.value] = line
+        return super().construct_mapping(node, deep)
+
+
+def _at(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line, node.start_mark.column
+
+
+def _case_holding(text: str, at: tuple[int, int]) -> str:
+    """ "case 'NAME': " (or "case #N: ") for the case of the mapping that starts `at` (line, column),
+    '' for the file's own top level."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    items = root
+    if isinstance(root, yaml.MappingNode):
+        if _at(root) == at:
+            return ""
+        items = next((v for k, v in reversed(root.value) if getattr(k, "value", None) == "cases"), None)
+    if not isinstance(items, yaml.SequenceNode):
+        return ""
+    found = [(i, item) for i, item in enumerate(items.value, 1) if _at(item) <= at]
+    if not found:
+        return ""
+    i, item = found[-1]
+    names = [v.value for k, v in getattr(item, "value", ()) if getattr(k, "value", None) == "name"]
+    return f"case {names[0]!r}: " if names and isinstance(names[0], str) else f"case #{i}: "
 
 
 def _case_files(path: Path) -> list[Path]:
