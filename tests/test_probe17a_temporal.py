@@ -251,3 +251,33 @@ def test_a_run_id_temporal_cannot_be_sent_is_no_such_run_in_one_line(
     code, out, err = asyncio.run(cli("answer", run_id, "x", "--temporal", temporal.address))
     assert (code, out) == (2, "") and err.count("\n") == 1, err
     assert err.startswith("endstate: no run with id ")
+
+
+def test_a_reply_with_segments_is_taken_by_a_worker_from_before_segments(
+    temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Mid-deploy, a run may be served by a worker whose `approve`/`answer`/`deny` take no `segments`:
+    # the inbox's form (which always sends the count it read) must still land there, as it did before
+    # that release, not fail on the handler's arguments until the deploy ends.
+    from temporal_before_segments import BeforeSegments
+
+    from agent.temporal import worker as worker_module
+
+    PAID.clear()
+    monkeypatch.setattr(worker_module, "EndstateRun", BeforeSegments)
+
+    async def scenario() -> RunResult:
+        async with worker(temporal) as runs:
+            asked = await asyncio.wait_for(runs.start("payer", "Pay the invoice."), 30)
+            assert isinstance(asked, RunResult) and asked.reason == "need_help"
+            read = await runs.record(asked.run_id)
+            assert read is not None
+            await asyncio.wait_for(runs.submit(asked.run_id, approved=True, segments=read.segments), 30)
+            await asked_to_pay(runs, asked.run_id, 700)
+            later = await runs.record(asked.run_id)
+            assert later is not None
+            await asyncio.wait_for(runs.submit(asked.run_id, approved=False, segments=later.segments), 30)
+            return await asyncio.wait_for(runs.result(asked.run_id), 60)
+
+    done = asyncio.run(scenario())
+    assert (done.reason, PAID) == ("success", [7])

@@ -161,8 +161,13 @@ class TemporalRuns:
         With `segments` (the run's count as read: `RunRecord.segments`), only while the run is still
         there: once it has moved on, `NotClaimable` and nothing changed."""
         update, args = _update_of(answer, approved)
-        read = [] if segments is None else [segments]
-        await self._update(run_id, update, [*args, False, *read])  # returns once taken
+        args = [*args, False]
+        if segments is None:
+            await self._update(run_id, update, args)  # returns once taken
+            return
+        # A worker from before the check takes no `segments` (mid-deploy): the reply is sent again
+        # without it, as such a worker always took it (its runs publish no count to check against).
+        await self._update(run_id, update, [*args, segments], older=args)
 
     async def record(self, run_id: str) -> RunRecord | None:
         """One run as the store-backed commands show it, or None when there is no such run (one on
@@ -274,12 +279,15 @@ class TemporalRuns:
     async def _reply(self, run_id: str, update: str, *args: Any) -> RunResult:
         return w.result_from_json(await self._update(run_id, update, list(args)))
 
-    async def _update(self, run_id: str, update: str, args: list[Any]) -> Any:
-        """A reply's update of the waiting run (refused, or no waiting run: said why)."""
+    async def _update(self, run_id: str, update: str, args: list[Any], older: list[Any] | None = None) -> Any:
+        """A reply's update of the waiting run (refused, or no waiting run: said why); with `older`, the
+        arguments to send instead to a worker whose handler does not take `args` (an older release)."""
         handle = await self._handle(run_id)
         try:
             return await handle.execute_update(update, args=args)
         except WorkflowUpdateFailedError as exc:
+            if older is not None and _arguments_refused(exc):
+                return await self._update(run_id, update, older)
             raise _refused(run_id, exc) from exc
         except RPCError as exc:
             raise await self._not_waiting(run_id, exc) from exc
@@ -434,6 +442,12 @@ def _refused(run_id: str, exc: WorkflowUpdateFailedError) -> Exception:
     message = message if message.endswith("nothing was changed") else f"{message}; nothing was changed"
     kind = cause.type if cause else None
     return {"AnswerError": AnswerError, "ConfigError": ConfigError}.get(kind or "", NotClaimable)(message)
+
+
+def _arguments_refused(exc: WorkflowUpdateFailedError) -> bool:
+    """Whether the update's handler could not take its arguments (a `TypeError` in the worker: one from
+    an older release, whose handlers take fewer); Endstate's own refusals have types of their own."""
+    return isinstance(exc.cause, ApplicationError) and exc.cause.type == "TypeError"
 
 
 def _rpc_error(run_id: str, exc: RPCError) -> Exception:
