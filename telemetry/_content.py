@@ -17,7 +17,6 @@ from telemetry.redact import redact_fields
 Redact = Callable[[str], str]
 
 MAX_JSON_CHARS = 64_000  # the oldest messages are left out past this
-_MAX_DEPTH = 64  # as `redact_fields`
 
 
 def messages_json(messages: Sequence[dict[str, Any]], redact: Redact) -> str:
@@ -47,23 +46,7 @@ def value_json(value: Any, redact: Redact) -> str:
     backslash or a non-ASCII letter (`p\\u00e4ss`): the text written would no longer hold it."""
     if isinstance(value, str):
         return redact(value)
-    return redact(json.dumps(_redacted_strings(redact_fields(value), redact), default=str, sort_keys=True))
-
-
-def _redacted_strings(value: Any, redact: Redact, depth: int = 0) -> Any:
-    """`value` (JSON-like) with every string in it, dict keys too, redacted."""
-    if isinstance(value, str):
-        return redact(value)
-    if depth > _MAX_DEPTH:  # deeper still: the redaction of the JSON text is all it gets
-        return value
-    if isinstance(value, dict):
-        return {
-            redact(k) if isinstance(k, str) else k: _redacted_strings(v, redact, depth + 1)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [_redacted_strings(v, redact, depth + 1) for v in value]
-    return value
+    return redact(json.dumps(redact_fields(value, text=redact), default=str, sort_keys=True))
 
 
 def _without_data(content: Any) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,18 +125,23 @@ class Redactor:
         return f"{text[: self.max_chars]}...[truncated {len(text) - self.max_chars} chars]"
 
 
-def redact_fields(value: Any, depth: int = 0) -> Any:
+def redact_fields(value: Any, depth: int = 0, text: Callable[[str], str] | None = None) -> Any:
     """`value` (JSON-like) with the value of every field named like a secret (`password`,
-    `api_key`, `db_password`, `Authorization`...) replaced by `[REDACTED]`, at any depth."""
+    `api_key`, `db_password`, `Authorization`...) replaced by `[REDACTED]`, at any depth; with
+    `text`, every string in it (dict keys too) redacted by `text` as well."""
+    if text is not None and isinstance(value, str):
+        return text(value)
     if depth > _MAX_DEPTH:
         return value
     if isinstance(value, dict):
         return {
-            k: REDACTED if isinstance(k, str) and _SECRET_FIELD.fullmatch(k) else redact_fields(v, depth + 1)
+            (text(k) if text is not None and isinstance(k, str) else k): REDACTED
+            if isinstance(k, str) and _SECRET_FIELD.fullmatch(k)
+            else redact_fields(v, depth + 1, text)
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return [redact_fields(v, depth + 1) for v in value]
+        return [redact_fields(v, depth + 1, text) for v in value]
     return value
 
 
