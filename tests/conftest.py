@@ -12,6 +12,7 @@ import httpx2
 import pg
 import pytest
 from opentelemetry import context as otel_context
+from rule_tests import BACKGROUND_NICENESS, UNIT_TESTS
 
 from agent import Agent, Budget
 from agent.durable.store import RunStore, open_store
@@ -24,6 +25,29 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # frameworks') that pytest took 3 s, tens of seconds on a loaded machine, near the example's 110 s and
 # 120 s limits; without them, 0.2 s. Subprocesses inherit it (the tests' own pytest read it at start).
 os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+
+
+# The alert rules' promtool unit tests run beside the suite (see tests/rule_tests.py); their test
+# goes last, to wait for them.
+_RULE_TESTS = "tests/test_alerts.py::test_promtool_unit_tests_pass"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the rules' promtool test to the end of the run."""
+    rule_tests = [item for item in items if item.nodeid == _RULE_TESTS]
+    for item in rule_tests:
+        items.remove(item)
+    items.extend(rule_tests)
+
+
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Start the rules' promtool tests in the background when their test is to run."""
+    if not session.config.option.collectonly and any(item.nodeid == _RULE_TESTS for item in session.items):
+        UNIT_TESTS.start(1, niceness=BACKGROUND_NICENESS)
+
+
+def pytest_sessionfinish() -> None:
+    UNIT_TESTS.stop()
 
 
 class RealModelCall(AssertionError):
