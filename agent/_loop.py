@@ -253,9 +253,7 @@ def check_turn(agent: Agent, run: RunState) -> Stop | None:
     for check in agent.checks:
         try:
             verdict = check(run.ctx)
-        except KeyboardInterrupt:  # the run ends `cancelled`, as when a tool is interrupted
-            raise
-        except BaseException as exc:  # `SystemExit` too: the check's failure, not the caller's
+        except (Exception, SystemExit) as exc:  # a KeyboardInterrupt goes up: the run ends `cancelled`
             note = f"A per-turn check raised {type(exc).__name__}: {exc}"
             return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
         if verdict is not None and not isinstance(verdict, TurnVerdict):
@@ -319,7 +317,7 @@ def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
             write := _hand_over(agent, run, run.checkpoint(kind))
         ):
             run.pending = write  # the segment's caller awaits it (`settle`)
-    except BaseException:  # `SystemExit`, `KeyboardInterrupt` too: the run has its reason already
+    except (Exception, SystemExit, KeyboardInterrupt):  # the run has its reason already
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 
 
@@ -332,9 +330,7 @@ async def settle(run: RunState) -> None:
         await durable(run)
     except asyncio.CancelledError:
         log.warning("run %s: cancelled while its last journal entries were being saved", run.ctx.run_id)
-    except GeneratorExit:  # the coroutine itself is closed
-        raise
-    except BaseException:  # `SystemExit`, `KeyboardInterrupt` from the checkpointer's write too
+    except (Exception, SystemExit, KeyboardInterrupt):  # the checkpointer's write's
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 
 
@@ -745,13 +741,13 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
 
 
 def summary_of(agent: Agent, run: RunState, reason: StopReason, limit: LimitKind | None) -> str:
-    """The agent's summary of the run; the default one (logged) when the agent's raises (anything,
-    `SystemExit` and `KeyboardInterrupt` too: the run's end is decided already) or gives no text: a
-    summary never keeps a run from its result."""
+    """The agent's summary of the run; the default one (logged) when the agent's raises (`SystemExit`
+    and `KeyboardInterrupt` too: the run's end is decided already) or gives no text: a summary never
+    keeps a run from its result."""
     text: object
     try:
         text = agent.summarize(run.ctx, run.tick(), reason, limit)
-    except BaseException as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
         text = exc
     if isinstance(text, str):
         return text

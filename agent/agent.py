@@ -273,9 +273,7 @@ class Agent:
             run.drop_unanswered_turn()
             why = "The run was cancelled." if isinstance(exc, asyncio.CancelledError) else _INTERRUPTED
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=why))
-        except GeneratorExit:  # the coroutine itself is closed
-            raise
-        except BaseException as exc:  # a bug, a failing store, a callback's SystemExit: never a raise
+        except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
             note = f"{type(exc).__name__}: {exc}"
             result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=type(exc).__name__))
         if run.pending is not None:  # the segment returns when all it handed the checkpointer is durable

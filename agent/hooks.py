@@ -2,9 +2,9 @@
 
 The loop never touches spans or metrics: it calls a `RunObserver`, which
 `telemetry/` implements. Every call is guarded, so a failing observer is
-logged and the run goes on (telemetry never fails a run), whatever it raises,
-`SystemExit` too. A `KeyboardInterrupt` from a hook within a turn cancels the
-run, as one from a tool does (see `hook_failed`).
+logged and the run goes on (telemetry never fails a run), `SystemExit` too. A
+`KeyboardInterrupt` from a hook within a turn cancels the run, as one from a
+tool does (see `hook_failed`).
 """
 
 from __future__ import annotations
@@ -233,17 +233,25 @@ _EDGES = (
 
 def hook_failed(name: str) -> None:
     """Log, once per failure, that an observer's `name` raised: the run goes on. Called in the
-    `except BaseException` around a hook's call: whatever a hook raises is its own failure
-    (`SystemExit` too), but within a turn a `KeyboardInterrupt` goes on up, and the run ends
-    `cancelled` (checkpointed, resumable), as with a tool's; so does a real cancel's
-    `CancelledError`. At a segment's edges (`_EDGES`) those are logged too: a run not yet begun
-    or already ended has nothing to cancel, and its answer or its result is kept."""
-    exc = sys.exc_info()[1]
-    if not name.startswith(_EDGES) and (
-        isinstance(exc, KeyboardInterrupt) or (isinstance(exc, asyncio.CancelledError) and _cancelling())
-    ):
-        raise  # the hook's exception, being handled by our caller
+    `except BaseException` around a hook's call, it re-raises what is not the hook's own failure
+    (see `_own_failure`)."""
+    if not _own_failure(sys.exc_info()[1], edge=name.startswith(_EDGES)):
+        raise  # being handled by our caller
     log.warning("telemetry hook %s failed; the run goes on", name, exc_info=True)
+
+
+def _own_failure(exc: BaseException | None, edge: bool) -> bool:
+    """Whether a hook's exception is its own failure, logged: an `Exception`, a `SystemExit`, a
+    `CancelledError` that is not the run's cancel; at a segment's edge (`_EDGES`: the run not begun,
+    or its result made, nothing to cancel) any cancel too. Within a turn a `KeyboardInterrupt` goes
+    on up and the run ends `cancelled` (resumable), as with a tool's. Any other `BaseException`
+    (`GeneratorExit`, a framework's control flow: Temporal's eviction of a workflow, `pytest.fail`)
+    goes on up untouched: it was made to pass `except Exception`."""
+    if isinstance(exc, Exception | SystemExit):
+        return True
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+        return edge or (isinstance(exc, asyncio.CancelledError) and not _cancelling())
+    return False
 
 
 def _cancelling() -> bool:

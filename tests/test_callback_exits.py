@@ -83,7 +83,7 @@ def agent(**options: Any) -> Agent:
 
 
 @pytest.mark.parametrize("where", HOOKS)
-@pytest.mark.parametrize("exc", [SystemExit(3), GeneratorExit(), asyncio.CancelledError("its own")])
+@pytest.mark.parametrize("exc", [SystemExit(3), asyncio.CancelledError("its own")])
 def test_a_hook_raising_a_base_exception_is_logged_and_the_run_goes_on(
     where: str, exc: BaseException
 ) -> None:
@@ -106,6 +106,18 @@ def test_a_hook_interrupted_at_a_segments_edge_keeps_the_run_and_its_result(wher
     """Before the turns there is nothing to cancel; after, the result is made: it is returned."""
     result = agent(hooks=RaisingHooks(where, KeyboardInterrupt())).run("task")
     assert result.reason is StopReason.SUCCESS
+
+
+class ControlFlow(BaseException):
+    """A framework's control flow made to pass `except Exception` (Temporal evicting a workflow, a
+    test's stand-in for a worker that died, `pytest.fail`): never a hook's failure to log."""
+
+
+@pytest.mark.parametrize("exc", [ControlFlow(), GeneratorExit()])
+@pytest.mark.parametrize("where", ["turn_started", "tool_ended", "run_ended"])
+def test_a_frameworks_control_flow_from_a_hook_goes_on_up_untouched(where: str, exc: BaseException) -> None:
+    with pytest.raises(type(exc)):
+        agent(hooks=RaisingHooks(where, exc)).run("task")
 
 
 class Exiting(SpanProcessor):
