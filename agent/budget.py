@@ -6,6 +6,7 @@ import logging
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from agent._valid import is_number, is_whole
 from agent.errors import ConfigError
@@ -186,6 +187,20 @@ def check_most(field: str, kind: str, value: float | None) -> None:
         unit = "a year of active time" if kind == "seconds" else "what a signed 64-bit integer holds"
         exact = " (2**63 - 1)" if most == MAX_COUNT else ""
         raise ConfigError(f"{field} must be at most {shown_most(most)}{exact}, {unit}; got {value!r}")
+
+
+def bounded(ceilings: dict[str, Any]) -> Budget:
+    """A Budget from `ceilings` saved before ceilings had bounds (a Temporal run's plan): a ceiling
+    past its bound is read as the bound, an infinite cost as none, so that such a run is never
+    stranded by a ConfigError where it is read back."""
+    kept = dict(ceilings)
+    for name, value in ceilings.items():
+        most = _MOST.get(name.removeprefix("max_"))
+        if is_number(value) and most is not None and value > most:
+            kept[name] = most
+        elif name == "max_cost_usd" and value == math.inf:
+            kept[name] = None
+    return Budget(**kept)
 
 
 def shown_most(most: float) -> str:

@@ -262,3 +262,22 @@ def test_the_largest_ceilings_are_taken_and_extensions_past_them_stop_there():
     more = most.plus(Extension(turns=MAX_COUNT, seconds=MAX_SECONDS, tokens=MAX_COUNT, cost_usd=1.7e308))
     assert (more.max_turns, more.max_seconds, more.max_tokens) == (MAX_COUNT, MAX_SECONDS, MAX_COUNT)
     assert more.max_cost_usd is not None and more.max_cost_usd < float("inf")
+
+
+def test_a_temporal_plan_made_before_the_bounds_is_read_at_them_never_stranded():
+    """A running workflow's plan holds the budget it was started with; read back on every replay, a
+    ceiling now past its bound must not fail the workflow task (the run would be stuck)."""
+    from agent.budget import MAX_COUNT, MAX_SECONDS
+    from agent.temporal._wire import budget_of
+
+    old = {
+        "max_turns": 10**25,
+        "max_seconds": float("inf"),
+        "max_tokens": 2**63,
+        "max_cost_usd": float("inf"),
+    }
+    assert budget_of({"budget": old}) == Budget(
+        max_turns=MAX_COUNT, max_seconds=MAX_SECONDS, max_tokens=MAX_COUNT, max_cost_usd=None
+    )
+    fine = {"max_turns": 5, "max_seconds": 60.0, "max_tokens": None, "max_cost_usd": 2.0}
+    assert budget_of({"budget": fine}) == Budget(**fine)
