@@ -80,7 +80,11 @@ class HumanWait:
 
     @property
     def seconds(self) -> float:
-        return max(0.0, self.ended_at - self.suspended_at)
+        """From suspension to the answer or the deadline, whichever came first: an expiry is often
+        processed after the deadline (by a periodic sweep, a recovery, a timer), and that lag is no
+        time spent waiting for a person (the result's `waiting_seconds`, the span and the metric agree)."""
+        ended = self.ended_at if self.deadline is None else min(self.ended_at, self.deadline)
+        return max(0.0, ended - self.suspended_at)
 
 
 class RunObserver:

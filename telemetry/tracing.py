@@ -549,13 +549,8 @@ class _RunTrace(RunObserver):
 
 
 def person_wait_seconds(wait: HumanWait) -> float:
-    """From suspension to the answer or the deadline, whichever came first.
-
-    An expiry is often processed after the deadline (by a periodic sweep):
-    that lag is no time spent waiting for a person.
-    """
-    ended = wait.ended_at if wait.deadline is None else min(wait.ended_at, wait.deadline)
-    return max(0.0, ended - wait.suspended_at)
+    """From suspension to the answer or the deadline, whichever came first (`HumanWait.seconds`)."""
+    return wait.seconds
 
 
 def error_type_of(error: BaseException | None) -> str:

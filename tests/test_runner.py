@@ -324,6 +324,22 @@ def test_the_deadline_sweep_ends_a_run_as_help_timeout(examples: Workers) -> Non
     assert asyncio.run(examples.new().sweep()) == []  # swept once
 
 
+def test_a_wait_swept_long_after_its_deadline_counts_only_to_the_deadline(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """decide18: a sweep an hour late made the result's `waiting_seconds` run to the sweep, while the
+    span and `agent_human_wait_seconds` stopped at the deadline. The sweep's time is injected."""
+    runner = counters.new()
+    first = asyncio.run(runner.start("counter", "ask", state=counter_state(tmp_path / "r", "ask", wait=60)))
+    rec = runner.store.get(first.run_id)
+    assert rec is not None and rec.deadline is not None and rec.suspended_at is not None
+    [swept] = asyncio.run(counters.new().sweep(now=rec.deadline + 3600))
+    assert swept.reason is StopReason.HELP_TIMEOUT
+    assert swept.waiting_seconds == pytest.approx(rec.deadline - rec.suspended_at) == pytest.approx(60)
+    done = runner.store.get(first.run_id)
+    assert done is not None and done.waiting_seconds == pytest.approx(60)
+
+
 def test_a_timeout_policy_of_resume_goes_on_with_the_default_answer(
     counters: Workers, tmp_path: Path
 ) -> None:
