@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -217,17 +217,20 @@ _INCOMPLETE = Stop(StopReason.ERROR, note="the turn did not complete")
 async def observed(
     obs: RunObserver, index: int, steps: Awaitable[Decision], continued: bool = False
 ) -> Decision:
-    """Run a turn's steps between `turn_started` and `turn_ended`, whatever happens."""
-    if continued:  # a turn that an earlier segment began: its span says so, and it is not counted twice
-        obs.turn_started(index, True)
-    else:
-        obs.turn_started(index)
+    """Run a turn's steps between `turn_started` and `turn_ended`, whatever happens (a hook
+    interrupted in `turn_started` cancels the run: the steps are closed, never begun)."""
     decision: Decision = _INCOMPLETE
     try:
+        if continued:  # a turn that an earlier segment began: its span says so, and it is not counted twice
+            obs.turn_started(index, True)
+        else:
+            obs.turn_started(index)
         decision = await steps
         return decision
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, KeyboardInterrupt):
         decision = Stop(StopReason.CANCELLED)  # so the turn's signal says what happened
+        if isinstance(steps, Coroutine):
+            steps.close()  # not begun when `turn_started` raised; else done already, and this does nothing
         raise
     finally:
         obs.turn_ended(index, _signal_of(decision))
@@ -250,7 +253,7 @@ def check_turn(agent: Agent, run: RunState) -> Stop | None:
     for check in agent.checks:
         try:
             verdict = check(run.ctx)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a KeyboardInterrupt goes up: the run ends `cancelled`
             note = f"A per-turn check raised {type(exc).__name__}: {exc}"
             return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
         if verdict is not None and not isinstance(verdict, TurnVerdict):
@@ -314,7 +317,7 @@ def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
             write := _hand_over(agent, run, run.checkpoint(kind))
         ):
             run.pending = write  # the segment's caller awaits it (`settle`)
-    except Exception:
+    except (Exception, SystemExit, KeyboardInterrupt):  # the run has its reason already
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 
 
@@ -327,7 +330,7 @@ async def settle(run: RunState) -> None:
         await durable(run)
     except asyncio.CancelledError:
         log.warning("run %s: cancelled while its last journal entries were being saved", run.ctx.run_id)
-    except Exception:
+    except (Exception, SystemExit, KeyboardInterrupt):  # the checkpointer's write's
         log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
 
 
@@ -738,16 +741,19 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
 
 
 def summary_of(agent: Agent, run: RunState, reason: StopReason, limit: LimitKind | None) -> str:
-    """The agent's summary of the run; the default one (logged) when the agent's raises or gives no
-    text: a summary never keeps a run from its result."""
+    """The agent's summary of the run; the default one (logged) when the agent's raises (`SystemExit`
+    and `KeyboardInterrupt` too: the run's end is decided already) or gives no text: a summary never
+    keeps a run from its result."""
     text: object
     try:
         text = agent.summarize(run.ctx, run.tick(), reason, limit)
-    except Exception as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
         text = exc
     if isinstance(text, str):
         return text
-    why = f"raised {text!r}" if isinstance(text, Exception) else f"returned {type(text).__name__}, not text"
+    why = (
+        f"raised {text!r}" if isinstance(text, BaseException) else f"returned {type(text).__name__}, not text"
+    )
     log.warning("run %s: the agent's summarize %s; the default summary stands in", run.ctx.run_id, why)
     return default_summary(run.ctx, run.tick(), reason, limit)
 

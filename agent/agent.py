@@ -34,6 +34,8 @@ from agent.tools import Tool
 from agent.verify import EvaluatorVerifier, Verifier
 
 Summarizer = Callable[[RunContext, Spent, StopReason, LimitKind | None], str]
+# a `KeyboardInterrupt` from a callback of the run (a hook, a check, the fingerprint, the checkpointer)
+_INTERRUPTED = "The run was interrupted (KeyboardInterrupt in one of its callbacks)."
 
 
 @dataclass
@@ -267,10 +269,11 @@ class Agent:
         obs = obs or self._observe(run, None)
         try:
             result = await drive(self, run, obs, cancel)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, KeyboardInterrupt) as exc:  # Ctrl-C in a callback: as in a tool
             run.drop_unanswered_turn()
-            result = conclude(self, run, Stop(StopReason.CANCELLED, note="The run was cancelled."))
-        except Exception as exc:  # a bug or a failing store: still a result, never a raise
+            why = "The run was cancelled." if isinstance(exc, asyncio.CancelledError) else _INTERRUPTED
+            result = conclude(self, run, Stop(StopReason.CANCELLED, note=why))
+        except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
             note = f"{type(exc).__name__}: {exc}"
             result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=type(exc).__name__))
         if run.pending is not None:  # the segment returns when all it handed the checkpointer is durable

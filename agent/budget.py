@@ -6,6 +6,7 @@ import logging
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from agent._valid import is_number, is_whole
 from agent.errors import ConfigError
@@ -66,6 +67,13 @@ class Spent:
 
 
 _WHOLE_CEILINGS = ("max_turns", "max_tokens")  # counted in whole units: a journal keeps them as ints
+# The most a ceiling (or an Extension's amount, or their sum) may be. Turns and tokens: what a signed
+# 64-bit integer holds, as the journal and the stores keep counts (a run extended past it was saved
+# but could never be read back). Seconds: a year of active time; a timer much longer cannot be made
+# everywhere (Temporal's durable timers take a `timedelta`, which stops at 10**14 s).
+MAX_COUNT = 2**63 - 1
+MAX_SECONDS = 365 * 24 * 3600.0
+_MOST = {"turns": MAX_COUNT, "tokens": MAX_COUNT, "seconds": MAX_SECONDS}
 _CEILING_KINDS = tuple(str(k) for k in (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST))
 
 
@@ -85,10 +93,13 @@ class Budget:
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_seconds", "max_tokens", "max_cost_usd"):
             value = getattr(self, name)
-            if value is not None and not (is_number(value) and not math.isnan(value)):
-                raise ConfigError(f"Budget.{name} must be a number or None, not {value!r}")
+            if value is not None and not (is_number(value) and math.isfinite(value)):
+                raise ConfigError(
+                    f"Budget.{name} must be a finite number, or None for no ceiling, not {value!r}"
+                )
             if value is not None and value <= 0:
                 raise ConfigError(f"Budget.{name} must be positive or None, got {value!r}")
+            check_most(f"Budget.{name}", name.removeprefix("max_"), value)
         for name in _WHOLE_CEILINGS:
             if not isinstance(value := getattr(self, name), int | None):
                 what = name.removeprefix("max_")
@@ -110,12 +121,17 @@ class Budget:
         return None
 
     def plus(self, more: Extension) -> Budget:
-        """This budget with `more` added to every ceiling it sets (no ceiling stays none)."""
+        """This budget with `more` added to every ceiling it sets (no ceiling stays none); a sum past
+        a ceiling's most (`MAX_COUNT`, `MAX_SECONDS`; a cost past what a float holds) is that most."""
         return Budget(
-            max_turns=None if self.max_turns is None else self.max_turns + more.turns,
-            max_seconds=None if self.max_seconds is None else self.max_seconds + more.seconds,
-            max_tokens=None if self.max_tokens is None else self.max_tokens + more.tokens,
-            max_cost_usd=None if self.max_cost_usd is None else self.max_cost_usd + more.cost_usd,
+            max_turns=None if self.max_turns is None else min(self.max_turns + more.turns, MAX_COUNT),
+            max_seconds=None
+            if self.max_seconds is None
+            else min(self.max_seconds + more.seconds, MAX_SECONDS),
+            max_tokens=None if self.max_tokens is None else min(self.max_tokens + more.tokens, MAX_COUNT),
+            max_cost_usd=None
+            if self.max_cost_usd is None
+            else min(self.max_cost_usd + more.cost_usd, _MAX_FLOAT),
         )
 
     def ceilings(self) -> dict[str, float]:
@@ -156,6 +172,40 @@ class Extension:
             raise ConfigError(
                 "an Extension adds something >= 0 to at least one of turns, seconds, tokens, cost_usd"
             )
+        for name in ("turns", "seconds", "tokens"):
+            check_most(f"Extension.{name}", name, getattr(self, name))
 
 
-__all__ = ["Budget", "Extension", "Price", "PriceTable", "Spent"]
+_MAX_FLOAT = 1.7976931348623157e308  # sys.float_info.max: a cost ceiling summed past it stays finite
+
+
+def check_most(field: str, kind: str, value: float | None) -> None:
+    """A `ConfigError` naming `field` and its range when `value` is past the most a `kind` of ceiling
+    may be (`_MOST`: turns, tokens, seconds; cost has no bound but a finite float)."""
+    most = _MOST.get(kind)
+    if value is not None and most is not None and value > most:
+        unit = "a year of active time" if kind == "seconds" else "what a signed 64-bit integer holds"
+        exact = " (2**63 - 1)" if most == MAX_COUNT else ""
+        raise ConfigError(f"{field} must be at most {shown_most(most)}{exact}, {unit}; got {value!r}")
+
+
+def bounded(ceilings: dict[str, Any]) -> Budget:
+    """A Budget from `ceilings` saved before ceilings had bounds (a Temporal run's plan): a ceiling
+    past its bound is read as the bound, an infinite cost as none, so that such a run is never
+    stranded by a ConfigError where it is read back."""
+    kept = dict(ceilings)
+    for name, value in ceilings.items():
+        most = _MOST.get(name.removeprefix("max_"))
+        if is_number(value) and most is not None and value > most:
+            kept[name] = most
+        elif name == "max_cost_usd" and value == math.inf:
+            kept[name] = None
+    return Budget(**kept)
+
+
+def shown_most(most: float) -> str:
+    """A bound as a person reads it: whole, never rounded through a float."""
+    return f"{most:.0f}" if isinstance(most, float) else str(most)
+
+
+__all__ = ["MAX_COUNT", "MAX_SECONDS", "Budget", "Extension", "Price", "PriceTable", "Spent"]

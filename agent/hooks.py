@@ -2,12 +2,16 @@
 
 The loop never touches spans or metrics: it calls a `RunObserver`, which
 `telemetry/` implements. Every call is guarded, so a failing observer is
-logged and the run goes on (telemetry never fails a run).
+logged and the run goes on (telemetry never fails a run), `SystemExit` too. A
+`KeyboardInterrupt` from a hook within a turn cancels the run, as one from a
+tool does (see `hook_failed`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar, Protocol
@@ -76,7 +80,11 @@ class HumanWait:
 
     @property
     def seconds(self) -> float:
-        return max(0.0, self.ended_at - self.suspended_at)
+        """From suspension to the answer or the deadline, whichever came first: an expiry is often
+        processed after the deadline (by a periodic sweep, a recovery, a timer), and that lag is no
+        time spent waiting for a person (the result's `waiting_seconds`, the span and the metric agree)."""
+        ended = self.ended_at if self.deadline is None else min(self.ended_at, self.deadline)
+        return max(0.0, ended - self.suspended_at)
 
 
 class RunObserver:
@@ -155,7 +163,7 @@ class CompositeHooks:
             if _plans_spans(h):
                 try:
                     ids = h.planned_ids(info)  # type: ignore[attr-defined]  # with `plans_spans`
-                except Exception:
+                except BaseException:
                     hook_failed("planned_ids")
                     continue
                 if isinstance(ids, SegmentLink):
@@ -167,7 +175,7 @@ def _plans_spans(hooks: RunHooks) -> bool:
     """Hooks that take planned span ids: `plans_spans` true and a `planned_ids` to report them."""
     try:
         return getattr(hooks, "plans_spans", False) is True and callable(getattr(hooks, "planned_ids", None))
-    except Exception:
+    except BaseException:
         hook_failed("plans_spans")
         return False
 
@@ -205,8 +213,8 @@ def guard(hooks: RunHooks, info: RunInfo) -> RunObserver:
         return RunObserver()
     try:
         observer = hooks.run_started(info)
-    except Exception:
-        log.warning("telemetry hook run_started failed; the run goes on", exc_info=True)
+    except BaseException:
+        hook_failed("run_started")
         return RunObserver()
     if observer is None:
         log.warning("telemetry hook run_started returned no observer; the run goes on unobserved by it")
@@ -214,16 +222,56 @@ def guard(hooks: RunHooks, info: RunInfo) -> RunObserver:
     return observer if getattr(type(observer), "guarded", False) is True else _Guarded(observer)
 
 
+# the hooks at a segment's edges: the run has not begun its turns, or has its result already
+_EDGES = (
+    "run_started",
+    "human_waited",
+    "run_ended",
+    "ids_later",
+    "planned_ids",
+    "plans_spans",
+    "trace_id",
+    "span_id",
+)
+
+
 def hook_failed(name: str) -> None:
-    """Log, once per failure, that an observer's `name` raised: the run goes on."""
+    """Log, once per failure, that an observer's `name` raised: the run goes on. Called in the
+    `except BaseException` around a hook's call, it re-raises what is not the hook's own failure
+    (see `_own_failure`)."""
+    if not _own_failure(sys.exc_info()[1], edge=name.startswith(_EDGES)):
+        raise  # being handled by our caller
     log.warning("telemetry hook %s failed; the run goes on", name, exc_info=True)
+
+
+def _own_failure(exc: BaseException | None, edge: bool) -> bool:
+    """Whether a hook's exception is its own failure, logged: an `Exception`, a `SystemExit`, a
+    `CancelledError` that is not the run's cancel; at a segment's edge (`_EDGES`: the run not begun,
+    or its result made, nothing to cancel) any cancel too. Within a turn a `KeyboardInterrupt` goes
+    on up and the run ends `cancelled` (resumable), as with a tool's. Any other `BaseException`
+    (`GeneratorExit`, a framework's control flow: Temporal's eviction of a workflow, `pytest.fail`)
+    goes on up untouched: it was made to pass `except Exception`."""
+    if isinstance(exc, Exception | SystemExit):
+        return True
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+        return edge or (isinstance(exc, asyncio.CancelledError) and not _cancelling())
+    return False
+
+
+def _cancelling() -> bool:
+    """Whether the task at work is being cancelled (a `CancelledError` then is the run's, not the hook's)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop: a foreign framework's sync run
+        return False
+    return task is not None and task.cancelling() > 0
 
 
 def _id_of(observer: RunObserver, name: str) -> str | None:
     """The observer's `trace_id` or `span_id` if a string; None if not, or if reading it raises."""
     try:
         value = getattr(observer, name, None)
-    except Exception:
+    except BaseException:
         hook_failed(name)
         return None
     return value if isinstance(value, str) else None
@@ -244,61 +292,61 @@ class _Guarded(RunObserver):
         try:
             if callable(later):
                 later(tell)
-        except Exception:
+        except BaseException:
             hook_failed("ids_later")
 
     def turn_started(self, index: int, continued: bool = False) -> None:
         try:
             self._inner.turn_started(index, continued)
-        except Exception:
+        except BaseException:
             hook_failed("turn_started")
 
     def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
         try:
             self._inner.turn_ended(index, signal)
-        except Exception:
+        except BaseException:
             hook_failed("turn_ended")
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
         try:
             self._inner.model_started(request, attempt)
-        except Exception:
+        except BaseException:
             hook_failed("model_started")
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
         try:
             self._inner.model_ended(reply, error)
-        except Exception:
+        except BaseException:
             hook_failed("model_ended")
 
     def tool_started(self, call: ToolCall) -> None:
         try:
             self._inner.tool_started(call)
-        except Exception:
+        except BaseException:
             hook_failed("tool_started")
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
         try:
             self._inner.tool_ended(call, outcome)
-        except Exception:
+        except BaseException:
             hook_failed("tool_ended")
 
     def verified(self, failures: list[str]) -> None:
         try:
             self._inner.verified(failures)
-        except Exception:
+        except BaseException:
             hook_failed("verified")
 
     def human_waited(self, wait: HumanWait) -> None:
         try:
             self._inner.human_waited(wait)
-        except Exception:
+        except BaseException:
             hook_failed("human_waited")
 
     def run_ended(self, result: RunResult) -> None:
         try:
             self._inner.run_ended(result)
-        except Exception:
+        except BaseException:
             hook_failed("run_ended")
 
 

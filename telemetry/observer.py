@@ -33,7 +33,7 @@ class TelemetryHooks:
     def run_started(self, info: RunInfo) -> RunObserver:
         try:
             metrics = self.metrics.run_started(info)
-        except Exception:
+        except BaseException:
             hook_failed("run_started (metrics)")
             metrics = _NOTHING
         spans = guard(self.tracing, info) if self.tracing is not None else _NOTHING  # guarded, as it is
@@ -66,48 +66,48 @@ class _RunTelemetry(RunObserver):
     def model_started(self, request: ModelRequest, attempt: int) -> None:
         try:
             self._metrics.model_started(request, attempt)
-        except Exception:
+        except BaseException:
             hook_failed("model_started (metrics)")
         self._spans.model_started(request, attempt)
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
         try:
             self._metrics.model_ended(reply, error)
-        except Exception:
+        except BaseException:
             hook_failed("model_ended (metrics)")
         self._spans.model_ended(reply, error)
 
     def tool_started(self, call: ToolCall) -> None:
         try:
             self._metrics.tool_started(call)
-        except Exception:
+        except BaseException:
             hook_failed("tool_started (metrics)")
         self._spans.tool_started(call)
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
         try:
             self._metrics.tool_ended(call, outcome)
-        except Exception:
+        except BaseException:
             hook_failed("tool_ended (metrics)")
         self._spans.tool_ended(call, outcome)
 
     def verified(self, failures: list[str]) -> None:
         try:
             self._metrics.verified(failures)
-        except Exception:
+        except BaseException:
             hook_failed("verified (metrics)")
         self._spans.verified(failures)
 
     def human_waited(self, wait: HumanWait) -> None:
         try:
             self._metrics.human_waited(wait)
-        except Exception:
+        except BaseException:
             hook_failed("human_waited (metrics)")
         self._spans.human_waited(wait)
 
     def run_ended(self, result: RunResult) -> None:
         try:
             self._metrics.run_ended(result)
-        except Exception:
+        except BaseException:
             hook_failed("run_ended (metrics)")
         self._spans.run_ended(result)

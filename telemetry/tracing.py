@@ -304,7 +304,7 @@ class _RunTrace(RunObserver):
             if self._held:  # an approved tool run on resume, before the turn it completes
                 turn.calls, self._held = self._held, []
                 turn.start_ns = min(turn.start_ns, *(call.start_ns for call in turn.calls))
-        except Exception:
+        except BaseException:
             hook_failed("turn_started (spans)")
 
     def turn_ended(self, index: int = 0, signal: TurnSignal | StopReason | None = None) -> None:
@@ -333,7 +333,7 @@ class _RunTrace(RunObserver):
                         self._span_of(call, context)
             finally:  # begun, so ended: a call's span failing leaves no turn span open
                 span.end()
-        except Exception:
+        except BaseException:
             hook_failed("turn_ended (spans)")
 
     # -- model and tool calls ------------------------------------------------
@@ -355,7 +355,7 @@ class _RunTrace(RunObserver):
                 if self._capture:
                     attributes.update(content)
             self._chat = _Call(self._chat_name, time.time_ns(), attributes, SpanKind.CLIENT, content)
-        except Exception:
+        except BaseException:
             hook_failed("model_started (spans)")
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
@@ -374,7 +374,7 @@ class _RunTrace(RunObserver):
                     chat.attributes[n.GEN_AI_OUTPUT_MESSAGES] = output
             chat.event = self._events is not None  # the content event is emitted with the span
             self._emit(chat)
-        except Exception:
+        except BaseException:
             hook_failed("model_ended (spans)")
 
     def _event(self, events: Logger, chat: _Call, span: trace.Span) -> None:
@@ -403,7 +403,7 @@ class _RunTrace(RunObserver):
             if self._capture:
                 attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] = _content.value_json(call.arguments, self._redact)
             self._tools[call.id] = _Call(f"{n.SPAN_EXECUTE_TOOL} {call.name}", time.time_ns(), attributes)
-        except Exception:
+        except BaseException:
             hook_failed("tool_started (spans)")
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
@@ -416,7 +416,7 @@ class _RunTrace(RunObserver):
             if outcome.is_error:
                 pending.attributes[n.ERROR_TYPE] = bounded_name(outcome.error_type, n.ERROR_TOOL)
             self._emit(pending)
-        except Exception:
+        except BaseException:
             hook_failed("tool_ended (spans)")
 
     # -- verification, people, the end -------------------------------------
@@ -437,7 +437,7 @@ class _RunTrace(RunObserver):
                 self._run_events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
             else:
                 self._span.add_event(n.EVENT_VERIFY, attributes)
-        except Exception:
+        except BaseException:
             hook_failed("verified (spans)")
 
     def human_waited(self, wait: HumanWait) -> None:
@@ -453,7 +453,7 @@ class _RunTrace(RunObserver):
                 n.SPAN_HUMAN_WAIT, context=self._ctx, attributes=attributes, start_time=_ns(wait.suspended_at)
             )
             span.end(end_time=_ns(wait.suspended_at + person_wait_seconds(wait)))
-        except Exception:
+        except BaseException:
             hook_failed("human_waited (spans)")
 
     def run_ended(self, result: RunResult) -> None:
@@ -468,7 +468,7 @@ class _RunTrace(RunObserver):
                 self._end_segment(result)
             finally:  # whatever failed (a redactor that raises, say)
                 self._close()
-        except Exception:
+        except BaseException:
             hook_failed("run_ended (spans)")
 
     def _end_segment(self, result: RunResult) -> None:
@@ -549,13 +549,8 @@ class _RunTrace(RunObserver):
 
 
 def person_wait_seconds(wait: HumanWait) -> float:
-    """From suspension to the answer or the deadline, whichever came first.
-
-    An expiry is often processed after the deadline (by a periodic sweep):
-    that lag is no time spent waiting for a person.
-    """
-    ended = wait.ended_at if wait.deadline is None else min(wait.ended_at, wait.deadline)
-    return max(0.0, ended - wait.suspended_at)
+    """From suspension to the answer or the deadline, whichever came first (`HumanWait.seconds`)."""
+    return wait.seconds
 
 
 def error_type_of(error: BaseException | None) -> str:

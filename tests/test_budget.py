@@ -219,3 +219,65 @@ def test_a_call_is_priced_as_the_model_that_answered_it(
     result = Agent("a", AnsweredBy(answered_by), prices=prices).run("go")
     expected = (result.input_tokens * per_mtok[0] + result.output_tokens * per_mtok[1]) / 1e6
     assert result.cost_usd == pytest.approx(expected)
+
+
+# -- decide18: ceilings have an upper bound ------------------------------------------------------
+
+HUGE = [
+    ("max_turns", 10**25, "at most 9223372036854775807 (2**63 - 1)"),
+    ("max_tokens", 2**63, "at most 9223372036854775807 (2**63 - 1)"),
+    ("max_seconds", 1e300, "at most 31536000, a year of active time"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "says"), HUGE)
+def test_a_ceiling_past_its_most_is_refused_naming_the_field_and_range(field, value, says):
+    with pytest.raises(ConfigError, match=rf"Budget\.{field} must be {re.escape(says)}"):
+        Budget(**{field: value})
+
+
+@pytest.mark.parametrize("field", ["max_seconds", "max_cost_usd"])
+def test_an_infinite_ceiling_is_refused_none_is_no_ceiling(field):
+    with pytest.raises(
+        ConfigError, match=rf"Budget\.{field} must be a finite number, or None for no ceiling"
+    ):
+        Budget(**{field: float("inf")})
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [("turns", 10**25, "(2**63 - 1)"), ("tokens", 2**63, "(2**63 - 1)"), ("seconds", 4e7, "a year")],
+)
+def test_an_extension_past_its_most_is_refused(field, value, says):
+    """An extension of 10**25 turns was taken and saved, and the run's snapshot could never be read
+    back (the journal keeps counts that fit 64 bits): the run was stranded in the store."""
+    with pytest.raises(ConfigError, match=rf"Extension\.{field} must be at most .*{re.escape(says)}"):
+        Extension(**{field: value})
+
+
+def test_the_largest_ceilings_are_taken_and_extensions_past_them_stop_there():
+    from agent.budget import MAX_COUNT, MAX_SECONDS
+
+    most = Budget(max_turns=MAX_COUNT, max_seconds=MAX_SECONDS, max_tokens=MAX_COUNT, max_cost_usd=1e300)
+    more = most.plus(Extension(turns=MAX_COUNT, seconds=MAX_SECONDS, tokens=MAX_COUNT, cost_usd=1.7e308))
+    assert (more.max_turns, more.max_seconds, more.max_tokens) == (MAX_COUNT, MAX_SECONDS, MAX_COUNT)
+    assert more.max_cost_usd is not None and more.max_cost_usd < float("inf")
+
+
+def test_a_temporal_plan_made_before_the_bounds_is_read_at_them_never_stranded():
+    """A running workflow's plan holds the budget it was started with; read back on every replay, a
+    ceiling now past its bound must not fail the workflow task (the run would be stuck)."""
+    from agent.budget import MAX_COUNT, MAX_SECONDS
+    from agent.temporal._wire import budget_of
+
+    old = {
+        "max_turns": 10**25,
+        "max_seconds": float("inf"),
+        "max_tokens": 2**63,
+        "max_cost_usd": float("inf"),
+    }
+    assert budget_of({"budget": old}) == Budget(
+        max_turns=MAX_COUNT, max_seconds=MAX_SECONDS, max_tokens=MAX_COUNT, max_cost_usd=None
+    )
+    fine = {"max_turns": 5, "max_seconds": 60.0, "max_tokens": None, "max_cost_usd": 2.0}
+    assert budget_of({"budget": fine}) == Budget(**fine)

@@ -132,7 +132,51 @@ def test_offline_only_cases_are_skipped_against_a_model() -> None:
     outcome = asyncio.run(run_case(case, model=lambda: pytest.fail("no model should be built")))
     assert outcome.skipped and outcome.met
     summary = summarize([outcome])
-    assert summary.skipped == 1 and summary.passed
+    # decide18: this pinned a pass for an eval in which no case ran ("PASSED: 0 of 0"): now it fails
+    assert summary.skipped == 1 and summary.ran == 0 and not summary.passed
+
+
+def test_an_eval_in_which_no_case_ran_fails_saying_why_and_how(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CI gate that ran nothing must not pass (it printed "PASSED: 0 of 0" and exited 0)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # never called: the case is skipped
+    assert main(["eval", "ci/api-down", "--model", "claude-haiku-4-5"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "PASSED" not in "\n".join(out)
+    assert out[-1] == (
+        "NO CASE RAN: all 1 case was skipped (1 offline only: its fixture needs the scripted model). "
+        "To run them, run them offline, without --model."
+    )
+    assert main(["eval", "ci/api-down", "--model", "claude-haiku-4-5", "--json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out.splitlines()[-1])["summary"]["passed"] is False
+    assert captured.err.strip().startswith("endstate eval: NO CASE RAN: all 1 case was skipped")
+
+
+def test_no_case_ran_names_each_reason_and_its_way_to_run() -> None:
+    from agent.evals.report import not_run
+    from agent.evals.runner import NO_SCRIPT, OFFLINE_ONLY
+
+    a, b = SHIPPED[:2]
+    line = not_run(summarize([Outcome(a, skipped=NO_SCRIPT), Outcome(b, skipped=OFFLINE_ONLY)]))
+    assert line.startswith("NO CASE RAN: all 2 cases were skipped (1 no script: run it against a model")
+    assert "ANTHROPIC_API_KEY=... endstate eval --model MODEL or run them offline, without --model." in line
+    assert not_run(summarize([])).startswith("NO CASE RAN: no case was given")
+
+
+def test_a_partial_skip_stays_a_pass_with_the_skipped_count_shown() -> None:
+    from agent.evals.report import render
+
+    skipped = next(c for c in SHIPPED if c.name == "ci/api-down")
+    ran = asyncio.run(run_case(next(c for c in SHIPPED if c.name == "csv/clean")))
+    outcomes = [Outcome(skipped, skipped="offline only: its fixture needs the scripted model"), ran]
+    summary = summarize(outcomes)
+    assert summary.passed
+    assert render(outcomes, summary, "m").splitlines()[-1] == (
+        "PASSED: 1 of 1 cases met their expectations, 1 skipped."
+    )
 
 
 def test_eval_against_a_model_through_the_messages_api(

@@ -123,7 +123,9 @@ def test_malformed_case_names_file_case_and_field(
 @pytest.mark.parametrize(
     ("ceiling", "problem"),
     [("seconds: .nan", "seconds must be a finite number above 0, got nan"),
-     ("cost: .inf", "cost must be a finite number above 0, got inf")],
+     ("cost: .inf", "cost must be a finite number above 0, got inf"),
+     ("seconds: 1.0e+300", "seconds must be at most 31536000, a year of active time; got 1e+300"),
+     ("turns: 10000000000000000000000000", "turns must be at most 9223372036854775807 (2**63 - 1)")],
 )  # fmt: skip
 def test_a_budget_of_nan_or_infinity_is_refused_when_the_case_loads(
     tmp_path: Path, ceiling: str, problem: str

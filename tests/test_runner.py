@@ -294,6 +294,26 @@ def test_a_run_given_more_turns_checkpoints_each_turn_after_the_extension(
     assert kept is not None and isinstance(kept.journal[-1], Stopped)
 
 
+def test_a_run_extended_by_the_most_turns_and_tokens_is_saved_and_read_back(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """decide18: an extension past 2**63 - 1 turns was taken and saved, and the run's snapshot could
+    never be read back (stranded); now `Extension` refuses it, and the most it takes reads back."""
+    from agent.budget import MAX_COUNT
+    from agent.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="at most 9223372036854775807"):
+        Extension(turns=10**25)
+    runner = counters.new()
+    first = asyncio.run(
+        runner.start("counter", "count", state=counter_state(tmp_path / "r", "plain", max_turns=1))
+    )
+    job = runner.claim(first.run_id, more=Extension(turns=MAX_COUNT, tokens=MAX_COUNT, seconds=3600.0))
+    assert asyncio.run(runner.drive(job)).reason is StopReason.SUCCESS
+    kept = runner.store.snapshot(first.run_id)
+    assert kept is not None and isinstance(kept.journal[-1], Stopped)
+
+
 def test_the_deadline_sweep_ends_a_run_as_help_timeout(examples: Workers) -> None:
     first = asyncio.run(examples.new().start("ci-fixer", "Fix CI", state={"scenario": "ci/unanswered-push"}))
     assert first.reason is StopReason.NEED_HELP
@@ -302,6 +322,22 @@ def test_the_deadline_sweep_ends_a_run_as_help_timeout(examples: Workers) -> Non
     rec = examples.new().store.get(first.run_id)
     assert rec is not None and (rec.status, rec.stop_reason) == (RunStatus.FINISHED, StopReason.HELP_TIMEOUT)
     assert asyncio.run(examples.new().sweep()) == []  # swept once
+
+
+def test_a_wait_swept_long_after_its_deadline_counts_only_to_the_deadline(
+    counters: Workers, tmp_path: Path
+) -> None:
+    """decide18: a sweep an hour late made the result's `waiting_seconds` run to the sweep, while the
+    span and `agent_human_wait_seconds` stopped at the deadline. The sweep's time is injected."""
+    runner = counters.new()
+    first = asyncio.run(runner.start("counter", "ask", state=counter_state(tmp_path / "r", "ask", wait=60)))
+    rec = runner.store.get(first.run_id)
+    assert rec is not None and rec.deadline is not None and rec.suspended_at is not None
+    [swept] = asyncio.run(counters.new().sweep(now=rec.deadline + 3600))
+    assert swept.reason is StopReason.HELP_TIMEOUT
+    assert swept.waiting_seconds == pytest.approx(rec.deadline - rec.suspended_at) == pytest.approx(60)
+    done = runner.store.get(first.run_id)
+    assert done is not None and done.waiting_seconds == pytest.approx(60)
 
 
 def test_a_timeout_policy_of_resume_goes_on_with_the_default_answer(

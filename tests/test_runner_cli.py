@@ -319,6 +319,14 @@ def test_json_lines_stay_standard_json_whatever_a_state_set_in_python_holds(
         (["resume", "r1", "--more-cost", "nan"], "argument --more-cost: 'nan' is not a number above 0"),
         (["resume", "r1", "--more-seconds", "inf"], "'inf' is not a number above 0"),
         (["resume", "r1", "--more-turns", "0"], "'0' is not a whole number above 0"),
+        (
+            ["resume", "r1", "--more-turns", "1" + "0" * 25],
+            "argument --more-turns: '1"
+            + "0" * 25
+            + "' is not a whole number above 0 and at most 9223372036854775807",
+        ),
+        (["resume", "r1", "--more-seconds", "1e300"], "'1e300' is not a number above 0 and at most 31536000"),
+        (["resume", "r1", "--more-tokens", str(2**63)], "is not a whole number above 0 and at most"),
         (["runs", "--limit", "-1"], "argument --limit: '-1' is not a whole number above 0"),
         (["review", "--limit", "0"], "argument --limit: '0' is not a whole number above 0"),
     ],

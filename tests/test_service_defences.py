@@ -581,6 +581,15 @@ def test_a_run_stopped_at_a_limit_is_given_more_turns_over_http(build: Build) ->
         ({"more_turns": 0}, "'more_turns' must be a whole number above 0"),
         ({"more_turns": 1.5}, "'more_turns' must be a whole number above 0"),
         ({"more_turns": True}, "'more_turns' must be a whole number above 0"),
+        (
+            {"more_turns": 10**25},
+            "'more_turns' must be a whole number above 0 and at most 9223372036854775807",
+        ),
+        ({"more_seconds": 1e300}, "'more_seconds' must be a number above 0 and at most 31536000"),
+        (
+            {"more_tokens": 2**63},
+            "'more_tokens' must be a whole number above 0 and at most 9223372036854775807",
+        ),
         ({"more_cost": "1"}, "'more_cost' must be a number above 0"),
         ({"more_turn": 2}, "unknown field(s) 'more_turn'"),
     ]:

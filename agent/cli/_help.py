@@ -6,6 +6,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from agent.budget import shown_most
+
 OTEL = (
     "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME and the other "
     "OTEL_* variables"
@@ -78,17 +80,26 @@ class HelpParser(argparse.ArgumentParser):
         return action
 
 
-def above_zero(kind: type, zero: bool = False) -> Callable[[str], Any]:
-    """An argparse type: a finite number above 0 (from 0 with `zero`) of `kind` (int or float), or a
-    usage error saying so (a lease of 0 or a sweep every -1 s would be taken as given)."""
+def above_zero(kind: type, zero: bool = False, most: float | None = None) -> Callable[[str], Any]:
+    """An argparse type: a finite number above 0 (from 0 with `zero`), at most `most` when given, of
+    `kind` (int or float), or a usage error saying so (a lease of 0 or a sweep every -1 s would be
+    taken as given)."""
     what = ("whole number" if kind is int else "number") + (" from 0" if zero else " above 0")
+    if most is not None:
+        what += f" and at most {shown_most(most)}"
 
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or not (value >= 0 if zero else value > 0) or not value < float("inf"):
+        top = float("inf") if most is None else most
+        if (
+            value is None
+            or not (value >= 0 if zero else value > 0)
+            or not value < float("inf")
+            or value > top
+        ):
             raise argparse.ArgumentTypeError(f"{text!r} is not a {what}")
         return value
 

@@ -23,7 +23,7 @@ from agent.evals.limits import (
     suggest,
 )
 from agent.evals.limits import render as render_limits
-from agent.evals.report import case_json, render, summarize
+from agent.evals.report import case_json, not_run, render, summarize
 from agent.evals.runner import ModelFactory, Outcome, run_cases
 
 
@@ -39,7 +39,8 @@ def register(sub: Any) -> None:
 def add_eval(sub: Any) -> None:
     p = sub.add_parser(
         "eval",
-        help="run eval cases for every exit, judged independently; exits 1 when any expectation fails",
+        help="run eval cases for every exit, judged independently; exits 1 when any expectation fails "
+        "or no case ran",
         description="Run eval cases (offline with scripted models unless --model) and report the stop "
         "distribution, true success, correct give-up and false successes.",
     )
@@ -81,6 +82,8 @@ def run_eval(args: argparse.Namespace) -> int:
     summary = summarize(outcomes)
     if args.json:
         _print_json(outcomes, summary.to_dict())
+        if not summary.ran:
+            print(f"endstate eval: {not_run(summary)}", file=sys.stderr)
     else:
         print(render(outcomes, summary, f"model {args.model}" if args.model else "scripted models (offline)"))
     return 0 if summary.passed else 1

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agent.budget import Extension
+from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
 from agent.cli._help import above_zero
 from agent.durable.catalog import SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, runner_with_telemetry
@@ -231,9 +231,12 @@ def _deny(args: argparse.Namespace) -> int:
 def _resume_args(parser: argparse.ArgumentParser) -> None:
     _run_id_arg(parser)
     more = parser.add_argument_group("more budget for a run that stopped at a limit")
-    more.add_argument("--more-turns", type=above_zero(int), default=0, help="turns to add to its ceiling")
-    more.add_argument("--more-seconds", type=above_zero(float), default=0.0, help="active seconds to add")
-    more.add_argument("--more-tokens", type=above_zero(int), default=0, help="tokens to add")
+    count, seconds = above_zero(int, most=MAX_COUNT), above_zero(float, most=MAX_SECONDS)
+    more.add_argument("--more-turns", type=count, default=0, help="turns to add to its ceiling")
+    more.add_argument(
+        "--more-seconds", type=seconds, default=0.0, help="active seconds to add (a year at most)"
+    )
+    more.add_argument("--more-tokens", type=count, default=0, help="tokens to add")
     more.add_argument("--more-cost", type=above_zero(float), default=0.0, help="US dollars to add")
 
 

@@ -46,6 +46,7 @@ from typing import Any
 import yaml
 
 from agent._valid import is_finite_from_zero, is_text, is_whole
+from agent.budget import check_most
 from agent.content import Block, ContentError
 from agent.errors import ConfigError
 from agent.evals.fixtures import FIXTURES
@@ -522,6 +523,10 @@ def _budget(f: _Fields, name: str = "budget") -> dict[str, float]:
             raise f.error(name, f"{key} must be a whole number above 0, got {value!r}")
         if not (is_finite_from_zero(value) and value > 0):
             raise f.error(name, f"{key} must be a finite number above 0, got {value!r}")
+        try:
+            check_most(key, key, value)
+        except ConfigError as exc:
+            raise f.error(name, str(exc)) from None
     return dict(raw)
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.evals.runner import Outcome
+from agent.evals.runner import HOW_TO_RUN, Outcome
 from agent.result import StopReason
 
 
@@ -26,10 +26,17 @@ class Summary:
     impossible: int  # cases impossible on purpose that ran
     correct_give_ups: int  # ... that ended in gave_up and passed their judges
     false_successes: tuple[str, ...]  # case names
+    skipped_why: dict[str, int] = field(default_factory=dict)  # why cases were skipped -> how many
+
+    @property
+    def ran(self) -> int:
+        return self.cases - self.skipped
 
     @property
     def passed(self) -> bool:
-        return self.met + self.skipped == self.cases and not self.false_successes
+        """Every case that ran met its expectations, none is a false success, and one ran at least:
+        an eval that ran nothing (every case skipped) is no pass."""
+        return self.ran > 0 and self.met + self.skipped == self.cases and not self.false_successes
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "false_successes": list(self.false_successes), "passed": self.passed}
@@ -52,6 +59,7 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
         impossible=len(impossible),
         correct_give_ups=sum(o.actual == [StopReason.GAVE_UP] and o.met for o in impossible),
         false_successes=tuple(o.case.name for o in outcomes if o.false_success),
+        skipped_why=dict(Counter(o.skipped for o in outcomes if o.skipped)),
     )
 
 
@@ -198,7 +206,21 @@ def _false_successes(outcomes: Sequence[Outcome]) -> list[str]:
 
 def _verdict(summary: Summary) -> str:
     skipped = f", {summary.skipped} skipped" if summary.skipped else ""
-    ran = summary.cases - summary.skipped
+    ran = summary.ran
+    if not ran:
+        return not_run(summary)
     if summary.passed:
         return f"PASSED: {summary.met} of {ran} cases met their expectations{skipped}."
     return f"FAILED: {ran - summary.met} of {ran} cases did not meet their expectations{skipped}."
+
+
+def not_run(summary: Summary) -> str:
+    """The one line of an eval in which no case ran: how many were skipped, why, and how to run them."""
+    if not summary.cases:
+        return "NO CASE RAN: no case was given. Name case files, folders or case names."
+    why = "; ".join(f"{n} {reason}" for reason, n in summary.skipped_why.items())
+    how = sorted({HOW_TO_RUN[r] for r in summary.skipped_why if r in HOW_TO_RUN})
+    return (
+        f"NO CASE RAN: all {summary.cases} {'case was' if summary.cases == 1 else 'cases were'} skipped "
+        f"({why}). To run them, {' or '.join(how) or 'see the reasons'}."
+    )

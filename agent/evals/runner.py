@@ -109,6 +109,15 @@ def _extra_problems(outcome: Outcome) -> list[str]:
 # -- running --------------------------------------------------------------------------
 
 
+NO_SCRIPT = "no script: run it against a model with --model"
+OFFLINE_ONLY = "offline only: its fixture needs the scripted model"
+# how to run the cases skipped for each reason, as the eval's last line says when none ran
+HOW_TO_RUN = {
+    NO_SCRIPT: "run them against Claude: ANTHROPIC_API_KEY=... endstate eval --model MODEL",
+    OFFLINE_ONLY: "run them offline, without --model",
+}
+
+
 async def run_case(
     case: Case,
     model: ModelFactory | None = None,
@@ -119,9 +128,9 @@ async def run_case(
     """Play one case offline (its script or replay) or against `model`; never raises for a failing
     run. A catalog agent's catalog comes from `catalogs` (loaded here and closed after, when None)."""
     if model is None and case.script is None and case.replay is None:
-        return Outcome(case, skipped="no script: run it against a model with --model")
+        return Outcome(case, skipped=NO_SCRIPT)
     if model is not None and case.offline_only:
-        return Outcome(case, skipped="offline only: its fixture needs the scripted model")
+        return Outcome(case, skipped=OFFLINE_ONLY)
     own = catalogs is None
     catalogs = catalogs or Catalogs()
     try:

@@ -51,7 +51,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent._valid import is_whole
-from agent.budget import Extension
+from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
+from agent.budget import shown_most as shown
 from agent.durable.runner import Job
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.durable.store.urls import scrub
@@ -378,6 +379,7 @@ def read_at(body: dict[str, Any]) -> int | None:
 
 
 MORE = {"more_turns": int, "more_seconds": float, "more_tokens": int, "more_cost": float}  # POST .../resume
+MOST = {"more_turns": MAX_COUNT, "more_seconds": MAX_SECONDS, "more_tokens": MAX_COUNT}  # see agent.budget
 
 
 def extension(body: dict[str, Any]) -> Extension | None:
@@ -393,9 +395,11 @@ def _amount(body: dict[str, Any], key: str, kind: type) -> float:
     if key not in body:
         return 0
     fits = isinstance(value, kind | int) and not isinstance(value, bool)
-    if not fits or not 0 < value < math.inf:
+    most = MOST.get(key)
+    if not fits or not 0 < value < math.inf or (most is not None and value > most):
         what = "whole number" if kind is int else "number"
-        raise Problem(400, f"{key!r} must be a {what} above 0, not {str(value)[:40]}")
+        bound = "" if most is None else f" and at most {shown(most)}"
+        raise Problem(400, f"{key!r} must be a {what} above 0{bound}, not {str(value)[:40]}")
     return float(value) if kind is float else int(value)
 
 

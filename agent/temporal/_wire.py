@@ -22,7 +22,7 @@ from temporalio.common import SearchAttributeKey
 
 from agent._codec import decode_entry, encode_entry
 from agent.agent import Agent
-from agent.budget import Budget
+from agent.budget import Budget, bounded
 from agent.content import api_block
 from agent.history import HistoryPolicy
 from agent.journal import Entry, Reply
@@ -190,7 +190,8 @@ def planned_price(plan: dict[str, Any]) -> Price | None:
 
 
 def budget_of(plan: dict[str, Any]) -> Budget:
-    return Budget(**plan["budget"])
+    """The plan's budget; one planned before ceilings had bounds is read at the bounds (`bounded`)."""
+    return bounded(plan["budget"])
 
 
 def help_of(plan: dict[str, Any]) -> HelpPolicy:
