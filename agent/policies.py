@@ -9,6 +9,10 @@ from typing import Literal
 from agent._valid import is_finite_from_zero, is_whole
 from agent.errors import ConfigError
 
+# The longest wait for a person: a deadline past it cannot be waited for everywhere (a Temporal
+# timer takes a `timedelta`, which stops at about 10**14 s; a date stops at the year 9999).
+MAX_WAIT_SECONDS = 100 * 365 * 86400.0
+
 MAX_RETRY_AFTER = 600.0  # seconds: a longer retry-after (a broken proxy, a bad header) ends the run as error
 
 
@@ -64,10 +68,11 @@ class HelpPolicy:
 
     def __post_init__(self) -> None:
         wait = self.wait_seconds
-        if not is_finite_from_zero(wait):
+        if not is_finite_from_zero(wait) or wait > MAX_WAIT_SECONDS:
             raise ConfigError(
-                f"HelpPolicy.wait_seconds must be a finite number >= 0, got {wait!r} (a deadline is "
-                "saved with the run: for a very long wait, give a large number such as 10 * 365 * 86400)"
+                f"HelpPolicy.wait_seconds must be a finite number from 0 to {MAX_WAIT_SECONDS:.0f} (100 "
+                f"years), got {wait!r} (a deadline is saved with the run: for a very long wait, give a "
+                "large number such as 10 * 365 * 86400)"
             )
         if self.on_timeout not in ("end", "resume"):
             raise ConfigError(f"HelpPolicy.on_timeout must be 'end' or 'resume', got {self.on_timeout!r}")

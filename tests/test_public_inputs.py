@@ -84,11 +84,16 @@ def test_an_extension_of_the_wrong_type_is_refused_when_made() -> None:
         Extension(turns="5")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("seconds", [math.inf, math.nan, "3600"])
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, "3600", 1e300, 100 * 365 * 86400 + 1])
 def test_a_help_wait_that_is_no_finite_number_is_refused_when_made(seconds: Any) -> None:
-    """`inf` reads as "wait forever", but a journal cannot hold it: the run could never be answered."""
+    """`inf` reads as "wait forever", but a journal cannot hold it: the run could never be answered.
+    Past 100 years no deadline can be waited for everywhere (a Temporal timer overflows)."""
     with pytest.raises(ConfigError, match=r"HelpPolicy\.wait_seconds must be a finite number"):
         HelpPolicy(wait_seconds=seconds)
+
+
+def test_a_help_wait_of_a_hundred_years_is_taken() -> None:
+    assert HelpPolicy(wait_seconds=100 * 365 * 86400).wait_seconds == 100 * 365 * 86400
 
 
 @pytest.mark.parametrize(

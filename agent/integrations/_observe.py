@@ -28,6 +28,7 @@ from agent.errors import ConfigError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answered, Suspended
 from agent.models.base import ModelReply, ModelRequest, StopKind, ToolCall
+from agent.policies import MAX_WAIT_SECONDS
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
 from agent.stops import MESSAGES_API_STOPS, TurnSignal
@@ -562,10 +563,12 @@ def _check_options(hooks: Any, task_type: Any, run_id: Any, help_seconds: Any = 
         raise ConfigError(f"task_type must be a non-empty string (a metric label), not {task_type!r}")
     if run_id is not None and not (isinstance(run_id, str) and run_id):
         raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
-    if help_seconds is not None and not is_finite_from_zero(help_seconds):
+    if help_seconds is not None and not (
+        is_finite_from_zero(help_seconds) and help_seconds <= MAX_WAIT_SECONDS
+    ):
         raise ConfigError(
-            f"help_seconds must be a finite number >= 0 (seconds), not {help_seconds!r}: how long a "
-            "pending approval waits (None: a day)"
+            f"help_seconds must be a finite number >= 0 (seconds), at most {MAX_WAIT_SECONDS:.0f} (100 "
+            f"years), not {help_seconds!r}: how long a pending approval waits (None: a day)"
         )
 
 
