@@ -10,7 +10,7 @@ from agent._valid import is_finite_from_zero, is_whole
 from agent.errors import ConfigError
 
 # The longest wait for a person: a deadline past it cannot be waited for everywhere (a Temporal
-# timer takes a `timedelta`, which stops at about 10**14 s; a date stops at the year 9999).
+# timer is a protobuf Duration of at most 10,000 years; a date stops at the year 9999).
 MAX_WAIT_SECONDS = 100 * 365 * 86400.0
 
 MAX_RETRY_AFTER = 600.0  # seconds: a longer retry-after (a broken proxy, a bad header) ends the run as error
