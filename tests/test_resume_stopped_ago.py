@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integrations_support import Rig
+from integrations_support import FakeCLI, Rig, assistant, result, tool_result, tool_use
 from test_integrations_counts import TASK, suspended
 
 from agent import Agent, Budget, Extension, StopReason, observe_run, tool
@@ -20,6 +20,7 @@ from agent.clock import SystemClock
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import open_store
 from agent.hooks import RunInfo
+from agent.integrations import claude_agent_sdk as claude
 from agent.journal import Stopped
 from agent.models import ScriptedModel, call, finish
 from agent.snapshot import Snapshot, SnapshotKind
@@ -245,6 +246,21 @@ def test_a_home_grown_run_answered_hours_later_is_counted_by_when_it_asked(rig: 
         then.succeed("deleted")
     labels = {"agent": "raw_loop", "task_type": TASK, "stop_reason": "need_help"}
     assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **labels, stopped_ago="6h") == 1
+
+
+def test_a_claude_agent_sdk_deferred_call_approved_hours_later_is_counted_by_when_it_asked(rig: Rig) -> None:
+    deferred = {"id": "t9", "name": "Bash", "input": {"command": "rm a"}}
+    lines = [assistant("m1", tool_use("t9", "Bash", {"command": "rm a"})), result(deferred_tool_use=deferred)]
+    asked = claude.run("clean up", transport=FakeCLI(lines), hooks=rig.hooks, task_type=TASK)
+    assert asked.reason is StopReason.NEED_HELP and asked.suspension is not None
+    old = dataclasses.replace(asked.suspension, suspended_at=asked.suspension.suspended_at - 7 * HOUR)
+    cli = FakeCLI([tool_result("t9", "removed a"), result(result="ok")], unprompted=True)
+    options = {"transport": cli, "hooks": rig.hooks, "task_type": TASK}
+    done = claude.resume(dataclasses.replace(asked, suspension=old), True, **options)
+    assert done.reason is StopReason.SUCCESS
+    labels = {"task_type": TASK, "stop_reason": "need_help"}
+    values = {ago: _sum(rig, labels | {"stopped_ago": ago}) for ago in n.STOPPED_AGO_VALUES}
+    assert values == {"1h": 0, "6h": 0, "older": 1, "unknown": 0}
 
 
 def _sum(rig: Rig, labels: dict[str, str]) -> float:
