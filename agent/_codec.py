@@ -99,7 +99,8 @@ def encode_entry(entry: Entry) -> dict[str, Any]:
         return {"type": "answered", "at": entry.at, "by": entry.by, "reply": _encode_reply(entry.reply)}
     if isinstance(entry, Stopped):
         stopped = {"type": "stopped", "reason": str(entry.reason)}
-        return stopped | _present(limit=entry.limit, note=entry.note, turn_cut=entry.turn_cut or None)
+        cut, at = entry.turn_cut or None, entry.at or None
+        return stopped | _present(limit=entry.limit, note=entry.note, turn_cut=cut, at=at)
     if type(entry) is Result and entry.blocks:
         return _encode_blocks(entry)
     return {"type": _TYPE_OF[type(entry)], **_plain(entry)}
@@ -502,7 +503,7 @@ def _stopped(d: dict[str, Any]) -> Stopped:
         reason = StopReason(need(d, "reason", str))
         limit = need(d, "limit", str | None, None)
         note, cut = need(d, "note", str, ""), need(d, "turn_cut", bool, False)
-        return Stopped(reason, LimitKind(limit) if limit else None, note, cut)
+        return Stopped(reason, LimitKind(limit) if limit else None, note, cut, need(d, "at", float, 0.0))
     except ValueError as exc:
         raise SnapshotError(f"bad stop: {exc}") from exc
 

@@ -723,7 +723,7 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
         snap = run.snapshot(SnapshotKind.SUSPENDED)
         summary = summary_of(agent, run, StopReason.NEED_HELP, None)
         return run.result(StopReason.NEED_HELP, note=s.question, summary=summary, suspension=s, snapshot=snap)
-    run.record(Stopped(decision.reason, decision.limit, decision.note, run.turn_cut))
+    run.record(Stopped(decision.reason, decision.limit, decision.note, run.turn_cut, run.clock.time()))
     kind = _KIND_OF.get(decision.reason, SnapshotKind.FINISHED)
     if kind is not SnapshotKind.CANCELLED:
         last_checkpoint(agent, run, kind)

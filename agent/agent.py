@@ -299,6 +299,7 @@ class Agent:
             tools=self._tool_names,
             spent=run.usage.copy(),
             resumed_from=_resumed_from(snap),
+            resumed_stopped_at=snap.stopped_at if snap is not None else None,
             extended=extended,
         )
         obs = guard(self.hooks, info)

@@ -56,6 +56,8 @@ class RunInfo:
     tools: tuple[str, ...] = ()  # the agent's tool names: bounded label values
     spent: Spent | None = None  # what earlier segments of the run spent
     resumed_from: str | None = None  # the stop reason of the segment this one resumes: need_help, cancelled
+    # when that segment stopped (suspended, for need_help), by the clock of `started_at`; None: not known
+    resumed_stopped_at: float | None = None
     extended: bool = False  # a run that stopped at a limit, continued with more budget
     # the segment started earlier, as a Temporal workflow's history says (its worker stopped, or the
     # workflow left that worker's cache): observed again from its first live event, its start (and

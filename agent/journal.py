@@ -230,12 +230,14 @@ class Shrunk:
 @dataclass(frozen=True)
 class Stopped:
     """How a segment ended; `turn_cut` when it cut a turn before its model replied (a cancellation):
-    the next segment's first turn is that turn again, not counted twice."""
+    the next segment's first turn is that turn again, not counted twice. `at`: when, by the agent's
+    clock (0: not known, a snapshot saved before stops kept their time)."""
 
     reason: StopReason
     limit: LimitKind | None = None
     note: str = ""
     turn_cut: bool = False
+    at: float = 0.0
 
 
 Entry = Task | Reply | Note | Result | Started | Suspended | Answered | Extended | Shrunk | Stopped

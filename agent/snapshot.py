@@ -94,6 +94,17 @@ class Snapshot:
         return StopReason.CANCELLED
 
     @property
+    def stopped_at(self) -> float | None:
+        """When the segment that saved this snapshot stopped (a suspension: when it suspended), by
+        the agent's clock; None when the snapshot does not say (a checkpoint: the segment never
+        stopped; a snapshot saved before stops kept their time)."""
+        if self.kind is SnapshotKind.SUSPENDED:
+            s = self.suspension
+            return s.suspended_at if s is not None and s.suspended_at > 0 else None
+        last = self.journal[-1] if self.journal and self.kind is not SnapshotKind.CHECKPOINT else None
+        return last.at if isinstance(last, Stopped) and last.at > 0 else None
+
+    @property
     def last_text(self) -> str:
         return Journal(self.journal).last_text()
 

@@ -25,6 +25,7 @@ counts what each segment spent, so its sum over reasons is what runs cost.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 import time
@@ -157,6 +158,16 @@ class _LabelPairs:
         return (first if known else n.RUN_LABEL_OTHER), n.RUN_LABEL_OTHER
 
 
+def stopped_ago(info: RunInfo) -> str:
+    """The `stopped_ago` bucket of a resume: how long before `info.started_at` its segment stopped,
+    at most (a clock behind the one that stopped it reads as just now); "unknown" when not known."""
+    stopped = info.resumed_stopped_at
+    age = info.started_at - stopped if stopped is not None and stopped > 0 else math.nan
+    if not math.isfinite(age) or info.started_at <= 0:
+        return n.STOPPED_AGO_UNKNOWN
+    return next((label for bound, label in n.STOPPED_AGO_BOUNDS if age <= bound), n.STOPPED_AGO_OLDER)
+
+
 class MetricsHooks:
     """`RunHooks` that count stops and measure runs, tools, waits and model calls."""
 
@@ -209,7 +220,8 @@ class MetricsHooks:
                 agent.runs_started.inc()
             if info.resumed_from:
                 reason = info.resumed_from if info.resumed_from in _RESUMABLE else str(StopReason.CANCELLED)
-                self.child(self.m.runs_resumed, info.agent, info.task_type, reason).inc()
+                ago = stopped_ago(info)
+                self.child(self.m.runs_resumed, info.agent, info.task_type, reason, ago).inc()
         if info.limits != agent.limits:  # most runs have the ceilings set last: nothing to set
             for limit, value in info.limits.items():
                 if limit in _LIMIT_KINDS:  # a caller's own keys are no label values
@@ -483,8 +495,9 @@ class _Instruments:
 
         self.runs_resumed = Counter(
             n.METRIC_RUNS_RESUMED,
-            "Run segments that resume one that ended need_help or cancelled, by that segment's reason.",
-            (*_RUN_LABELS, n.LABEL_STOP_REASON),
+            "Run segments that resume one that ended need_help, cancelled or limit, by that segment's "
+            "reason and how long before it stopped (at most 1h, 6h, older, or unknown).",
+            (*_RUN_LABELS, n.LABEL_STOP_REASON, n.LABEL_STOPPED_AGO),
             registry=registry,
         )
         self.spans_dropped = Counter(
@@ -532,7 +545,8 @@ class _Instruments:
         for outcome in _WAIT_OUTCOMES:
             self.human_wait.labels(a, t, outcome)
         for reason in _RESUMABLE:
-            self.runs_resumed.labels(a, t, reason)
+            for ago in n.STOPPED_AGO_VALUES:
+                self.runs_resumed.labels(a, t, reason, ago)
         for outcome in _AUDIT_OUTCOMES:
             self.success_audits.labels(a, t, outcome)
         for label in n.REVIEW_LABELS:

@@ -246,6 +246,15 @@ def test_run_ends_are_stops_minus_resumes_of_that_reason() -> None:
         )
         assert "agent_runs_resumed_total" in by_name[resumes]
         assert 'stop_reason!~"need_help|cancelled"' in by_name[stops]
+    # Each window subtracts only the resumes of stops it may hold (`stopped_ago` at most its
+    # length); `!~`/`!=` keep `unknown` and a series without the label subtracted, as before.
+    for window, matcher in (("1h", 'stopped_ago!~"6h|older"'), ("6h", 'stopped_ago!="older"')):
+        resumed = re.findall(r"agent_runs_resumed_total\{([^}]*)\}", by_name[resumes_of(window)])
+        assert len(resumed) == 2 and all(matcher in labels for labels in resumed), resumed
+
+
+def resumes_of(window: str) -> str:
+    return f"agent_task_type_stop_reason:agent_runs_resumed:increase{window}"
 
 
 # -- runbook links from a base you set ------------------------------------------------

@@ -956,7 +956,7 @@ def test_langgraph_own_command_resume_goes_on_as_the_same_run_the_thread_names(r
     assert done.raw["messages"][-2].content == "deleted"
     run = {"agent": "lg_agent", "task_type": TASK}
     assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", **run) == 1
-    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help") == 1
+    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help", stopped_ago="1h") == 1
     assert rig.value(f"{n.METRIC_HUMAN_WAIT_SECONDS}_count", **run, outcome="answered") == 1
     first, second = sorted(rig.run_spans(), key=lambda s: s.start_time or 0)
     assert [(s.attributes or {}).get(n.AGENT_SEGMENT) for s in (first, second)] == [1, 2]

@@ -450,7 +450,7 @@ def test_a_resume_from_the_saved_json_alone_goes_on_as_the_same_run_counted_once
     assert done.input_tokens > asked.input_tokens and done.waiting_seconds > 0
     run = {"agent": agent, "task_type": TASK}
     assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", **run) == 1
-    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help") == 1
+    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help", stopped_ago="1h") == 1
     assert rig.value(f"{n.METRIC_HUMAN_WAIT_SECONDS}_count", **run, outcome="answered") == 1
     first, second = sorted(rig.run_spans(), key=lambda s: s.start_time or 0)
     assert [(s.attributes or {}).get(n.AGENT_SEGMENT) for s in (first, second)] == [1, 2]
@@ -607,7 +607,7 @@ def test_a_home_grown_run_that_waited_goes_on_as_the_same_run(rig: Rig) -> None:
     )
     run = {"agent": "raw_loop", "task_type": TASK}
     assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", **run) == 1
-    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help") == 1
+    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run, stop_reason="need_help", stopped_ago="1h") == 1
     assert rig.value(f"{n.METRIC_HUMAN_WAIT_SECONDS}_count", **run, outcome="answered") == 1
     with (
         pytest.raises(ConfigError, match=r"takes a need_help RunResult to go on from, not success"),
@@ -656,7 +656,10 @@ def test_a_home_grown_run_resumed_again_and_again_counts_its_segments_on(rig: Ri
     ]
     run_labels = {"agent": "raw_loop", "task_type": TASK}
     assert rig.value(f"{n.METRIC_RUNS_STARTED}_total", **run_labels) == 1
-    assert rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run_labels, stop_reason="need_help") == 2
+    assert (
+        rig.value(f"{n.METRIC_RUNS_RESUMED}_total", **run_labels, stop_reason="need_help", stopped_ago="1h")
+        == 2
+    )
 
 
 def test_runs_at_once_each_with_an_observed_delegate_count_their_own_calls(rig: Rig) -> None:

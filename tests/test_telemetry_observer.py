@@ -130,15 +130,18 @@ def test_a_resumed_segment_is_counted_by_the_reason_it_resumes() -> None:
     metrics = MetricsHooks(registry)
     metrics.run_started(INFO)
     labels = {"agent": "probe", "task_type": "triage"}
-    assert value(registry, "agent_runs_resumed_total", **labels, stop_reason="need_help") == 0
+    assert (
+        value(registry, "agent_runs_resumed_total", **labels, stop_reason="need_help", stopped_ago="1h") == 0
+    )
     metrics.run_started(
         RunInfo("run-1", "probe", "triage", "m", "p", "t", segment=2, resumed_from="cancelled")
     )
     metrics.run_started(
         RunInfo("run-2", "probe", "triage", "m", "p", "t", segment=2, resumed_from="need_help")
     )
-    assert value(registry, "agent_runs_resumed_total", **labels, stop_reason="cancelled") == 1
-    assert value(registry, "agent_runs_resumed_total", **labels, stop_reason="need_help") == 1
+    unknown = {**labels, "stopped_ago": "unknown"}  # these RunInfos say nothing of when it stopped
+    assert value(registry, "agent_runs_resumed_total", **unknown, stop_reason="cancelled") == 1
+    assert value(registry, "agent_runs_resumed_total", **unknown, stop_reason="need_help") == 1
     assert value(registry, "agent_runs_started_total", **labels) == 1  # a resumed run starts no new run
 
 

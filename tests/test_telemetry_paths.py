@@ -290,14 +290,14 @@ def test_a_segment_observed_again_is_counted_as_started_once(rig: Rig) -> None:
         for hooks in (rig.metrics, elsewhere):
             hooks.run_started(replace(info, replayed=True))
     assert rig.value("agent_runs_started_total") == 1
-    assert rig.value("agent_runs_resumed_total", stop_reason="cancelled") == 1
+    assert rig.value("agent_runs_resumed_total", stop_reason="cancelled", stopped_ago="unknown") == 1
     labels = {"agent": AGENT, "task_type": TASK_TYPE}
     assert elsewhere.registry.get_sample_value("agent_runs_started_total", labels) == 0
-    resumed_labels = labels | {"stop_reason": "cancelled"}
+    resumed_labels = labels | {"stop_reason": "cancelled", "stopped_ago": "unknown"}
     assert elsewhere.registry.get_sample_value("agent_runs_resumed_total", resumed_labels) == 0
     # An observed run resumed again without a snapshot numbers its segment 2 again: a later start.
     rig.metrics.run_started(replace(resumed, started_at=5.0))
-    assert rig.value("agent_runs_resumed_total", stop_reason="cancelled") == 2
+    assert rig.value("agent_runs_resumed_total", stop_reason="cancelled", stopped_ago="unknown") == 2
 
 
 def test_prepared_runs_have_every_series_at_zero_before_a_run_and_a_scrape_is_known() -> None:
@@ -306,9 +306,9 @@ def test_prepared_runs_have_every_series_at_zero_before_a_run_and_a_scrape_is_kn
     hooks.prepare_runs([(AGENT, TASK_TYPE)])
     labels = {"agent": AGENT, "task_type": TASK_TYPE}
     for reason in ("need_help", "cancelled", "limit"):
-        assert (
-            hooks.registry.get_sample_value("agent_runs_resumed_total", labels | {"stop_reason": reason}) == 0
-        )
+        for ago in ("1h", "6h", "older", "unknown"):  # a first resume of any age is an increase
+            resumed = labels | {"stop_reason": reason, "stopped_ago": ago}
+            assert hooks.registry.get_sample_value("agent_runs_resumed_total", resumed) == 0
     assert hooks.registry.get_sample_value("agent_runs_started_total", labels) == 0
     assert hooks.known_agents() == [(AGENT, TASK_TYPE)] and not hooks.scraped()
     generate_latest(hooks.registry)

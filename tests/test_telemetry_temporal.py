@@ -44,6 +44,35 @@ def test_a_run_replayed_at_every_workflow_task_is_counted_as_started_once(
     asyncio.run(scenario())
 
 
+def test_a_question_answered_on_temporal_is_counted_by_how_long_ago_the_run_asked(
+    temporal: TemporalServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The workflow's resumed segment knows when it suspended (by the workflow's clock): a resume
+    minutes later is `stopped_ago="1h"`, never `unknown`, so the share rules weigh it as one."""
+
+    async def scenario() -> None:
+        telemetry = Telemetry.from_env({}, registry=CollectorRegistry())
+        try:
+            async with worker(temporal, queue(), hooks=telemetry.hooks) as runs:
+                asked = await runs.start("counter", "count", state=state(tmp_path, "question"))
+                assert asked.reason is StopReason.NEED_HELP
+                done = await runs.answer(asked.run_id, "3")
+            assert done.reason is StopReason.SUCCESS
+            resumed = {**LABELS, "stop_reason": "need_help"}
+            counts = {
+                ago: telemetry.registry.get_sample_value(
+                    f"{n.METRIC_RUNS_RESUMED}_total", resumed | {n.LABEL_STOPPED_AGO: ago}
+                )
+                for ago in n.STOPPED_AGO_VALUES
+            }
+            assert counts == {"1h": 1, "6h": 0, "older": 0, "unknown": 0}
+        finally:
+            telemetry.shutdown()
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.parametrize("cached", [True, False])
 def test_a_run_that_moves_to_another_worker_is_started_once_in_one_span_from_its_real_start(
     temporal: TemporalServer,  # noqa: F811
@@ -130,7 +159,8 @@ def test_a_worker_serves_the_series_of_its_runs_at_zero_and_polls_once_they_were
         assert "polling task queue" not in log.read_text()  # it waits for the first read
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
             text = page.read().decode()
-        declared = 'agent="counter",stop_reason="cancelled",task_type="batch"'  # temporal_agents.catalog
+        # temporal_agents.catalog's agent, each resumed series at zero before the first read
+        declared = 'agent="counter",stop_reason="cancelled",stopped_ago="1h",task_type="batch"'
         assert f"{n.METRIC_RUNS_RESUMED}_total{{{declared}}} 0.0" in text
         _until(lambda: "polling task queue" in log.read_text(), "the worker to poll after the scrape")
     finally:

@@ -120,6 +120,7 @@ class Recorder:
             tools=tuple(tools),
             spent=_spent(resumed),
             resumed_from=str(resumed.reason) if resumed else None,
+            resumed_stopped_at=_stopped_at(resumed),
         )
         watched = hooks is not None and not isinstance(hooks, NoHooks)
         recorder = cls(info, _verifier_list(verifiers), guard(hooks or NoHooks(), info), watched)
@@ -525,6 +526,15 @@ def _spent(resumed: RunResult | None) -> Spent | None:
     spent = Spent(turns=resumed.turns)
     spent.add(resumed.usage)
     return spent
+
+
+def _stopped_at(resumed: RunResult | None) -> float | None:
+    """When the segment `resumed` ended stopped: its suspension's time, else as its snapshot says."""
+    if resumed is None:
+        return None
+    if resumed.suspension is not None:
+        return resumed.suspension.suspended_at if resumed.suspension.suspended_at > 0 else None
+    return resumed.snapshot.stopped_at if resumed.snapshot is not None else None
 
 
 def _wait_of(resumed: RunResult) -> HumanWait | None:
