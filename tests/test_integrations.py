@@ -273,7 +273,10 @@ def test_a_verifier_that_returns_no_list_of_reasons_ends_the_foreign_run_as_erro
         ({"task_type": ""}, r"task_type must be a non-empty string"),
         ({"verifiers": "check the answer"}, r"verifiers must be a verifier or a list of them, not str"),
         ({"verifiers": ["check the answer"]}, r"verifiers must be functions of the run's context, not str"),
-        ({"help_seconds": "3600"}, r"help_seconds must be a finite number >= 0 \(seconds\), at most .*, not '3600'"),
+        (
+            {"help_seconds": "3600"},
+            r"help_seconds must be a finite number >= 0 \(seconds\), at most .*, not '3600'",
+        ),
         ({"help_seconds": -5}, r"help_seconds must be a finite number >= 0"),
         ({"help_seconds": float("nan")}, r"help_seconds must be a finite number >= 0"),
         ({"help_seconds": True}, r"help_seconds must be a finite number >= 0"),
