@@ -203,6 +203,18 @@ def bounded(ceilings: dict[str, Any]) -> Budget:
     return Budget(**kept)
 
 
+def bounded_extension(**amounts: Any) -> Extension:
+    """An Extension from `amounts` saved before amounts had bounds (a journal's `Extended` entry, a
+    Temporal run's `more`): an amount past its bound is read as the bound, which adds just as much
+    (`Budget.plus` stops a ceiling at its bound), so that such a run is never stranded by a
+    ConfigError where it is read back (its resume, its recovery, a workflow's replay)."""
+    for name, value in amounts.items():
+        most = _MOST.get(name)
+        if is_number(value) and most is not None and value > most:
+            amounts[name] = most
+    return Extension(**amounts)
+
+
 def shown_most(most: float) -> str:
     """A bound as a person reads it: whole, never rounded through a float."""
     return f"{most:.0f}" if isinstance(most, float) else str(most)
