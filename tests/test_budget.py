@@ -255,6 +255,21 @@ def test_an_extension_past_its_most_is_refused(field, value, says):
         Extension(**{field: value})
 
 
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda: Budget(max_turns=10**400), r"Budget\.max_turns must be at most 9223372036854775807 "),
+        (lambda: Budget(max_cost_usd=10**400), r"Budget\.max_cost_usd must be at most 1\.8e\+308, "),
+        (lambda: Extension(tokens=10**400), r"Extension\.tokens must be at most 9223372036854775807 "),
+        (lambda: Extension(cost_usd=10**400), r"Extension\.cost_usd must be at most 1\.8e\+308, "),
+    ],
+)
+def test_an_int_past_what_a_float_holds_is_refused_naming_its_range_never_an_overflow(make, says):
+    """`math.isfinite(10**400)` raised OverflowError: a traceback, not the ConfigError with the range."""
+    with pytest.raises(ConfigError, match=says):
+        make()
+
+
 def test_the_largest_ceilings_are_taken_and_extensions_past_them_stop_there():
     from agent.budget import MAX_COUNT, MAX_SECONDS
 
