@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent._codec import unwritable
-from agent.budget import Budget, Extension, Spent
+from agent.budget import Budget, Extension, Spent, bounded_extension
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError
@@ -237,7 +237,8 @@ def extended(budget: Budget, journal: Journal) -> Budget:
     """`budget` with every extension the journal records added."""
     for e in journal:
         if isinstance(e, Extended):
-            budget = budget.plus(Extension(e.turns, e.seconds, e.tokens, e.cost_usd))
+            more = bounded_extension(turns=e.turns, seconds=e.seconds, tokens=e.tokens, cost_usd=e.cost_usd)
+            budget = budget.plus(more)  # an amount saved before amounts had bounds: read at its bound
     return budget
 
 

@@ -93,7 +93,7 @@ class Budget:
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_seconds", "max_tokens", "max_cost_usd"):
             value = getattr(self, name)
-            if value is not None and not (is_number(value) and math.isfinite(value)):
+            if value is not None and not _finite(value):
                 raise ConfigError(
                     f"Budget.{name} must be a finite number, or None for no ceiling, not {value!r}"
                 )
@@ -131,7 +131,7 @@ class Budget:
             max_tokens=None if self.max_tokens is None else min(self.max_tokens + more.tokens, MAX_COUNT),
             max_cost_usd=None
             if self.max_cost_usd is None
-            else min(self.max_cost_usd + more.cost_usd, _MAX_FLOAT),
+            else min(self.max_cost_usd + more.cost_usd, MAX_FLOAT),
         )
 
     def ceilings(self) -> dict[str, float]:
@@ -161,7 +161,7 @@ class Extension:
 
     def __post_init__(self) -> None:
         values = (self.turns, self.seconds, self.tokens, self.cost_usd)
-        if not all(is_number(v) and math.isfinite(v) for v in values):
+        if not all(_finite(v) for v in values):
             raise ConfigError(
                 f"an Extension's turns, seconds, tokens and cost_usd are finite numbers, not {values!r}"
             )
@@ -172,21 +172,32 @@ class Extension:
             raise ConfigError(
                 "an Extension adds something >= 0 to at least one of turns, seconds, tokens, cost_usd"
             )
-        for name in ("turns", "seconds", "tokens"):
+        for name in ("turns", "seconds", "tokens", "cost_usd"):
             check_most(f"Extension.{name}", name, getattr(self, name))
 
 
-_MAX_FLOAT = 1.7976931348623157e308  # sys.float_info.max: a cost ceiling summed past it stays finite
+def _finite(value: object) -> bool:
+    """A number (not a bool), neither infinite nor NaN; an int of any size is compared as it is
+    (`math.isfinite` raised OverflowError for one past what a float holds, such as 10**400)."""
+    return is_number(value) and -math.inf < value < math.inf
+
+
+# sys.float_info.max: the most a cost may be (an int past it could not be saved as a JSON float), and
+# where a cost ceiling summed past it stops
+MAX_FLOAT = 1.7976931348623157e308
 
 
 def check_most(field: str, kind: str, value: float | None) -> None:
     """A `ConfigError` naming `field` and its range when `value` is past the most a `kind` of ceiling
-    may be (`_MOST`: turns, tokens, seconds; cost has no bound but a finite float)."""
-    most = _MOST.get(kind)
-    if value is not None and most is not None and value > most:
-        unit = "a year of active time" if kind == "seconds" else "what a signed 64-bit integer holds"
-        exact = " (2**63 - 1)" if most == MAX_COUNT else ""
-        raise ConfigError(f"{field} must be at most {shown_most(most)}{exact}, {unit}; got {value!r}")
+    may be (`_MOST`: turns, tokens, seconds; a cost, what a float holds: an int past it, such as
+    10**400, could be neither saved in a journal nor read back)."""
+    most = _MOST.get(kind, MAX_FLOAT)
+    if value is None or value <= most:
+        return
+    unit = "a year of active time" if kind == "seconds" else "what a signed 64-bit integer holds"
+    unit = "what a float holds" if most == MAX_FLOAT else unit
+    exact = " (2**63 - 1)" if most == MAX_COUNT else ""
+    raise ConfigError(f"{field} must be at most {shown_most(most)}{exact}, {unit}; got {value!r:.60}")
 
 
 def bounded(ceilings: dict[str, Any]) -> Budget:
@@ -203,8 +214,23 @@ def bounded(ceilings: dict[str, Any]) -> Budget:
     return Budget(**kept)
 
 
+def bounded_extension(**amounts: Any) -> Extension:
+    """An Extension from `amounts` saved before amounts had bounds (a journal's `Extended` entry, a
+    Temporal run's `more`): an amount past its bound is read as the bound, which adds just as much
+    (`Budget.plus` stops a ceiling at its bound), so that such a run is never stranded by a
+    ConfigError where it is read back (its resume, its recovery, a workflow's replay)."""
+    for name, value in amounts.items():
+        most = _MOST.get(name)
+        if is_number(value) and most is not None and value > most:
+            amounts[name] = most
+    return Extension(**amounts)
+
+
 def shown_most(most: float) -> str:
-    """A bound as a person reads it: whole, never rounded through a float."""
+    """A bound as a person reads it: whole, never rounded through a float (what a float holds, as
+    1.8e+308)."""
+    if most == MAX_FLOAT:
+        return f"{most:.2g}"
     return f"{most:.0f}" if isinstance(most, float) else str(most)
 
 

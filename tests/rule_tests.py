@@ -73,6 +73,8 @@ class RuleTests:
         except OSError as exc:
             return subprocess.CompletedProcess(argv, 127, "", f"could not start promtool: {exc}")
         with self._lock:
+            if self._stopped:  # the session ended as it started: `stop` saw it not, so it goes here
+                proc.kill()
             self._running.add(proc)
         try:
             out, err = proc.communicate(timeout=TIMEOUT)

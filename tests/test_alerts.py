@@ -6,13 +6,14 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from prom_stack import require_binary
-from rule_tests import UNIT_TESTS
+from rule_tests import UNIT_TESTS, RuleTests
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = sorted((ROOT / "alerts" / "rules").glob("*.yml"))
@@ -55,6 +56,25 @@ def test_promtool_check_rules() -> None:
     done = run(["promtool", "check", "rules", *map(str, RULES)])
     assert done.returncode == 0, done.stdout + done.stderr
     assert "WARNING" not in done.stdout + done.stderr
+
+
+def test_a_rules_file_begun_as_the_session_stops_is_killed_not_left_running(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A worker that took a file just before `stop` (pytest interrupted, the session over) starts its
+    promtool after `stop` killed the running ones: it was left running, orphaned, for up to its
+    TIMEOUT. A stand-in for promtool that would sleep 20 s shows it killed at once."""
+    tests = RuleTests([tmp_path / "a.yml"])
+    popen = subprocess.Popen
+
+    def late(argv: list[str], **options: Any) -> subprocess.Popen[str]:
+        tests.stop()  # the session ends between taking the file and starting its promtool
+        return popen(["sleep", "20"], **options)
+
+    monkeypatch.setattr(subprocess, "Popen", late)
+    began = time.monotonic()
+    done = tests._run(tmp_path / "a.yml", 0)
+    assert time.monotonic() - began < 10 and done.returncode != 0, done
 
 
 def test_promtool_unit_tests_pass() -> None:

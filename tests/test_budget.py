@@ -255,6 +255,21 @@ def test_an_extension_past_its_most_is_refused(field, value, says):
         Extension(**{field: value})
 
 
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda: Budget(max_turns=10**400), r"Budget\.max_turns must be at most 9223372036854775807 "),
+        (lambda: Budget(max_cost_usd=10**400), r"Budget\.max_cost_usd must be at most 1\.8e\+308, "),
+        (lambda: Extension(tokens=10**400), r"Extension\.tokens must be at most 9223372036854775807 "),
+        (lambda: Extension(cost_usd=10**400), r"Extension\.cost_usd must be at most 1\.8e\+308, "),
+    ],
+)
+def test_an_int_past_what_a_float_holds_is_refused_naming_its_range_never_an_overflow(make, says):
+    """`math.isfinite(10**400)` raised OverflowError: a traceback, not the ConfigError with the range."""
+    with pytest.raises(ConfigError, match=says):
+        make()
+
+
 def test_the_largest_ceilings_are_taken_and_extensions_past_them_stop_there():
     from agent.budget import MAX_COUNT, MAX_SECONDS
 
@@ -281,3 +296,62 @@ def test_a_temporal_plan_made_before_the_bounds_is_read_at_them_never_stranded()
     )
     fine = {"max_turns": 5, "max_seconds": 60.0, "max_tokens": None, "max_cost_usd": 2.0}
     assert budget_of({"budget": fine}) == Budget(**fine)
+
+
+def test_a_temporal_plan_whose_wait_was_made_before_its_bound_is_read_at_it_never_stranded():
+    """A plan holds the help policy it was started with, read on every replay: a wait of 200 years
+    (taken before waits had a bound, and a timer Temporal can make) must not fail the workflow task."""
+    from agent.policies import MAX_WAIT_SECONDS, HelpPolicy
+    from agent.temporal._wire import help_of
+
+    old = dataclasses.asdict(HelpPolicy(on_timeout="resume")) | {"wait_seconds": 200 * 365 * 86400.0}
+    assert help_of({"help": old}) == HelpPolicy(wait_seconds=MAX_WAIT_SECONDS, on_timeout="resume")
+    fine = dataclasses.asdict(HelpPolicy(wait_seconds=60.0))
+    assert help_of({"help": fine}) == HelpPolicy(wait_seconds=60.0)
+
+
+def _limited_then_extended_before_the_bounds() -> tuple[Agent, Any]:
+    """An agent and its run's snapshot, stopped at a limit after an extension of 10**9 seconds that
+    `endstate resume --more-seconds 1e9` took before extensions had bounds (saved, read back)."""
+    from agent.journal import Extended
+    from agent.models.scripted import call
+    from agent.snapshot import Snapshot
+    from agent.tools import tool
+
+    @tool
+    def look() -> str:
+        """Look."""
+        return "seen"
+
+    model = ScriptedModel([[call("look")], [call("look")], [finish("done", "ok")]])
+    a = Agent("a", model, tools=[look], budget=Budget(max_turns=1, max_seconds=60))
+    first = a.run("go")
+    assert (first.reason.value, first.limit) == ("limit", TURNS), first
+    snap = first.snapshot
+    assert snap is not None
+    old = Extended(seconds=1e9, at=1.0)  # before the bounds: Extension(seconds=1e9) was taken
+    saved = dataclasses.replace(snap, journal=[*snap.journal[:-1], old, snap.journal[-1]])
+    return a, Snapshot.from_json(saved.to_json())
+
+
+def test_a_run_extended_past_the_bounds_before_they_were_set_still_resumes():
+    """Its journal's extension is read at the bound (adding as much: a ceiling stops there), never a
+    ConfigError where the run is read back (its store's resume, its recovery, a workflow's replay)."""
+    from agent._state import RunState
+    from agent.budget import MAX_SECONDS
+
+    a, snap = _limited_then_extended_before_the_bounds()
+    result = a.resume(snap, more=Extension(turns=5))
+    assert result.reason.value == "success", result
+    run = RunState.from_snapshot(snap, a.progress(), budget=a.budget)
+    assert (run.budget.max_turns, run.budget.max_seconds) == (1, MAX_SECONDS)
+
+
+def test_an_extension_saved_before_the_bounds_is_read_at_them():
+    """What a journal's `Extended` or an older Temporal client's `more` holds past the bounds is read
+    at them (tests/test_temporal_parity.py runs the workflow's case); amounts within stay as given."""
+    from agent.budget import MAX_COUNT, MAX_SECONDS, bounded_extension
+
+    more = bounded_extension(turns=10**25, seconds=1e9, tokens=0, cost_usd=1e300)
+    assert more == Extension(turns=MAX_COUNT, seconds=MAX_SECONDS, tokens=0, cost_usd=1e300)
+    assert bounded_extension(turns=3, seconds=0.0, tokens=0, cost_usd=0.0) == Extension(turns=3)

@@ -366,6 +366,33 @@ def test_a_run_given_more_turns_after_its_limit_is_promoted_with_them_and_passes
     assert code == 0 and "PASSED: 1 of 1" in out, out
 
 
+def test_a_run_extended_past_a_bound_in_all_is_promoted_at_the_bound_and_its_case_loads(
+    store_path: Path, store: RunStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two extensions of 200 days of active time each (each within its bound) summed to 400 days in
+    the case's `extend:`, which the case loader refuses (at most a year): the promoted case could
+    not load. The sum is read at the bound, as the run's own ceiling stopped there."""
+    from test_runner_agents import catalog, counter_state
+
+    from agent.budget import MAX_SECONDS, Extension
+
+    runner = Runner(store, catalog())
+    state = counter_state(tmp_path / "count", "plain", max_turns=1)
+    more = Extension(turns=1, seconds=200 * 86400.0)
+    assert asyncio.run(runner.start("counter", "count", state=state, run_id="long")).reason == "limit"
+    assert asyncio.run(runner.resume("long", more=more)).reason == "limit"
+    assert asyncio.run(runner.resume("long", more=more)).reason == "success"
+    out_dir, spec = tmp_path / "cases", "test_runner_agents:catalog"
+    cli(capsys, "review", "label", "long", "fine", "--store", str(store_path))
+    argv = ["review", "promote", "long", "--catalog", spec, "--out", str(out_dir), "--store", str(store_path)]
+    code, out = cli(capsys, *argv)
+    assert code == 0, out
+    [case] = yaml.safe_load((out_dir / "long.yaml").read_text())["cases"]
+    assert case["extend"] == {"turns": 2, "seconds": MAX_SECONDS}
+    code, out = cli(capsys, "eval", str(out_dir), "--no-progress")
+    assert code == 0 and "PASSED: 1 of 1" in out, out
+
+
 def test_the_queue_says_how_many_runs_it_holds_when_it_shows_fewer(
     store_path: Path, runs: dict[str, RunResult], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -591,6 +591,7 @@ def test_a_run_stopped_at_a_limit_is_given_more_turns_over_http(build: Build) ->
             "'more_tokens' must be a whole number above 0 and at most 9223372036854775807",
         ),
         ({"more_cost": "1"}, "'more_cost' must be a number above 0"),
+        ({"more_cost": 10**400}, "'more_cost' must be a number above 0 and at most 1.8e+308"),  # was a 500
         ({"more_turn": 2}, "unknown field(s) 'more_turn'"),
     ]:
         refused = api.post(f"/runs/{run_id}/resume", json=bad, headers=AUTH)

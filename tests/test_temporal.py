@@ -487,6 +487,34 @@ def test_metrics_only_telemetry_beside_a_users_tracing_points_the_result_at_the_
     asyncio.run(scenario())
 
 
+def test_a_workers_hooks_whose_planned_ids_exits_still_observe_the_run(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    """A worker's hooks whose `planned_ids` raises `SystemExit` (no `Exception`): the replay-safe
+    observer let it by, the segment's whole observer was dropped, and the run went uncounted. It is
+    logged as a hook's failure, as everywhere else, and the run is observed without planned ids."""
+
+    class ExitingPlan(TelemetryHooks):
+        def planned_ids(self, info: RunInfo) -> Any:
+            raise SystemExit("a user's planner")
+
+    async def scenario() -> None:
+        registry = CollectorRegistry()
+        async with worker(temporal, queue(), hooks=ExitingPlan(MetricsHooks(registry))) as runs:
+            result = await runs.start("counter", "count", state=state(tmp_path, "success"))
+        assert result.reason is StopReason.SUCCESS
+        labels = {
+            "agent": "counter",
+            "task_type": "counting",
+            "stop_reason": "success",
+            "stop_limit": n.NO_LIMIT,
+            n.LABEL_STOP_CAUSE: "",
+        }
+        assert registry.get_sample_value(n.METRIC_STOPS + "_total", labels) == 1
+
+    asyncio.run(scenario())
+
+
 def test_a_composite_plans_spans_when_one_of_its_hooks_does_and_reports_that_ones_ids() -> None:
     """The lookup `ReplaySafeHooks` makes on a worker's hooks: planning hooks inside a composite are
     found past others, one whose `planned_ids` raises is passed over, and a composite of hooks that

@@ -124,6 +124,28 @@ def test_a_resume_on_workers_that_lack_the_runs_agent_is_refused_and_the_run_sta
     asyncio.run(scenario())
 
 
+def test_a_resume_an_older_client_started_with_more_past_the_bounds_goes_on(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    # A client from before budgets had bounds took `--more-seconds 1e9` and started the resume with it
+    # in `more`; the workflow read it as `Extension(**more)`, which now refuses it: the workflow task
+    # failed on every attempt and the run hung. It is read at the bounds (`bounded_extension`).
+    async def scenario() -> None:
+        runs = await connected(temporal)
+        limited = {"script": "write", "dir": str(tmp_path), "sleep": 0, "max_turns": 1}
+        async with worker(runs, catalog("looker")):
+            stopped = await asyncio.wait_for(runs.start("looker", "Write them.", state=limited), 30)
+            assert isinstance(stopped, RunResult) and stopped.reason == "limit"
+            await asyncio.wait_for(runs.result(stopped.run_id), 30)  # its cleanup done
+            older = object.__new__(Extension)  # as an older client made it: unchecked
+            for name, value in {"turns": 5, "seconds": 1e9, "tokens": 0, "cost_usd": 0.0}.items():
+                object.__setattr__(older, name, value)
+            extended = await asyncio.wait_for(runs.resume(stopped.run_id, more=older), 30)
+            assert (extended.reason, extended.turns) == ("success", 3)
+
+    asyncio.run(scenario())
+
+
 def test_an_approval_of_a_call_whose_tool_a_redeploy_dropped_is_refused_and_a_denial_is_taken(
     temporal: TemporalServer,
 ) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 import tempfile
 import time
 import zipfile
@@ -27,6 +28,7 @@ from typing import IO, Any, Protocol
 
 import yaml
 
+from agent.budget import MAX_COUNT, MAX_SECONDS
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
 from agent.durable.store.base import Review
@@ -369,13 +371,14 @@ def case_for(
 
 def _extension(journal: Sequence[Entry]) -> dict[str, Any]:
     """`extend:`, the budget people added after limit stops (without it the replay stopped at the
-    first of those limits, and the case failed on the unchanged agent)."""
+    first of those limits, and the case failed on the unchanged agent). A sum past a bound is the
+    bound, as a ceiling extended past it stops there (`Budget.plus`): a case past it cannot load."""
     more = [e for e in journal if isinstance(e, Extended)]
     added = {
-        "turns": sum(e.turns for e in more),
-        "seconds": sum(e.seconds for e in more),
-        "tokens": sum(e.tokens for e in more),
-        "cost": sum(e.cost_usd for e in more),
+        "turns": min(sum(e.turns for e in more), MAX_COUNT),
+        "seconds": min(sum(e.seconds for e in more), MAX_SECONDS),
+        "tokens": min(sum(e.tokens for e in more), MAX_COUNT),
+        "cost": min(sum(e.cost_usd for e in more), sys.float_info.max),
     }
     found = {key: value for key, value in added.items() if value}
     return {"extend": found} if found else {}

@@ -51,7 +51,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent._valid import is_whole
-from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
+from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS, Extension
 from agent.budget import shown_most as shown
 from agent.durable.runner import Job
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
@@ -379,7 +379,13 @@ def read_at(body: dict[str, Any]) -> int | None:
 
 
 MORE = {"more_turns": int, "more_seconds": float, "more_tokens": int, "more_cost": float}  # POST .../resume
-MOST = {"more_turns": MAX_COUNT, "more_seconds": MAX_SECONDS, "more_tokens": MAX_COUNT}  # see agent.budget
+# see agent.budget; a cost past what a float holds (an int of 400 digits) raised OverflowError: a bare 500
+MOST = {
+    "more_turns": MAX_COUNT,
+    "more_seconds": MAX_SECONDS,
+    "more_tokens": MAX_COUNT,
+    "more_cost": MAX_FLOAT,
+}
 
 
 def extension(body: dict[str, Any]) -> Extension | None:

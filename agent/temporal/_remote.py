@@ -813,7 +813,7 @@ class _ReplaySafeObserver(RunObserver):
         """The planned span's ids, as the hooks will record it (None: not sampled)."""
         try:
             ids = self._hooks.planned_ids(info)  # type: ignore[attr-defined]  # with `plans_spans`
-        except Exception:
+        except BaseException:  # a `SystemExit` too (`hook_failed` lets a framework's control flow by)
             hook_failed("planned_ids")
             return
         if isinstance(ids, SegmentLink):

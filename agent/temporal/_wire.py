@@ -21,6 +21,7 @@ from typing import Any
 from temporalio.common import SearchAttributeKey
 
 from agent._codec import decode_entry, encode_entry
+from agent._valid import is_number
 from agent.agent import Agent
 from agent.budget import Budget, bounded
 from agent.content import api_block
@@ -29,7 +30,7 @@ from agent.journal import Entry, Reply
 from agent.models._messages import part_of
 from agent.models.base import ModelReply, ModelRequest
 from agent.models.price import Price
-from agent.policies import HelpPolicy, RetryPolicy
+from agent.policies import MAX_WAIT_SECONDS, HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot
@@ -195,7 +196,13 @@ def budget_of(plan: dict[str, Any]) -> Budget:
 
 
 def help_of(plan: dict[str, Any]) -> HelpPolicy:
-    return HelpPolicy(**plan["help"])
+    """The plan's help policy; a wait planned before waits had a bound (`MAX_WAIT_SECONDS`) is read
+    at the bound, so that such a run is never stranded by a ConfigError on replay."""
+    planned = dict(plan["help"])
+    wait = planned.get("wait_seconds")
+    if is_number(wait) and wait > MAX_WAIT_SECONDS:
+        planned["wait_seconds"] = MAX_WAIT_SECONDS
+    return HelpPolicy(**planned)
 
 
 def retry_of(plan: dict[str, Any]) -> RetryPolicy:

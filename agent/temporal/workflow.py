@@ -27,7 +27,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
-    from agent.budget import Extension
+    from agent.budget import bounded_extension
     from agent.clock import CancelSignal
     from agent.journal import Stopped
     from agent.result import RunResult, StopReason
@@ -164,7 +164,8 @@ class EndstateRun:
         snap = Snapshot.from_json(run["snapshot"])
         if snap.suspension is not None:  # cancelled while it waited: it waits again, for the same deadline
             return _waiting(snap)
-        more = Extension(**run["more"]) if run.get("more") else None  # a limit stop given more budget
+        # a limit stop given more budget (read at the bounds: an older client's `more` may be past them)
+        more = bounded_extension(**run["more"]) if run.get("more") else None
         return await self._segment(lambda cancel: agent.aresume(snap, more=more, now=now(), cancel=cancel))
 
     async def _segment(self, drive: Segment) -> RunResult:
