@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import sys
 import tempfile
 import time
 import zipfile
@@ -28,7 +27,7 @@ from typing import IO, Any, Protocol
 
 import yaml
 
-from agent.budget import MAX_COUNT, MAX_SECONDS
+from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
 from agent.durable.store.base import Review
@@ -378,7 +377,7 @@ def _extension(journal: Sequence[Entry]) -> dict[str, Any]:
         "turns": min(sum(e.turns for e in more), MAX_COUNT),
         "seconds": min(sum(e.seconds for e in more), MAX_SECONDS),
         "tokens": min(sum(e.tokens for e in more), MAX_COUNT),
-        "cost": min(sum(e.cost_usd for e in more), sys.float_info.max),
+        "cost": min(sum(e.cost_usd for e in more), MAX_FLOAT),
     }
     found = {key: value for key, value in added.items() if value}
     return {"extend": found} if found else {}
