@@ -204,13 +204,9 @@ def bounded(ceilings: dict[str, Any]) -> Budget:
     """A Budget from `ceilings` saved before ceilings had bounds (a Temporal run's plan): a ceiling
     past its bound is read as the bound, an infinite cost as none, so that such a run is never
     stranded by a ConfigError where it is read back."""
-    kept = dict(ceilings)
-    for name, value in ceilings.items():
-        most = _MOST.get(name.removeprefix("max_"))
-        if is_number(value) and most is not None and value > most:
-            kept[name] = most
-        elif name == "max_cost_usd" and value == math.inf:
-            kept[name] = None
+    kept = at_bounds(ceilings, prefix="max_")
+    if kept.get("max_cost_usd") == math.inf:
+        kept["max_cost_usd"] = None
     return Budget(**kept)
 
 
@@ -219,11 +215,18 @@ def bounded_extension(**amounts: Any) -> Extension:
     Temporal run's `more`): an amount past its bound is read as the bound, which adds just as much
     (`Budget.plus` stops a ceiling at its bound), so that such a run is never stranded by a
     ConfigError where it is read back (its resume, its recovery, a workflow's replay)."""
+    return Extension(**at_bounds(amounts))
+
+
+def at_bounds(amounts: dict[str, Any], prefix: str = "", most: dict[str, float] = _MOST) -> dict[str, Any]:
+    """`amounts` with each number past its kind's bound (`most`, keyed by name without `prefix`)
+    read as that bound; anything else as it is."""
+    kept = dict(amounts)
     for name, value in amounts.items():
-        most = _MOST.get(name)
-        if is_number(value) and most is not None and value > most:
-            amounts[name] = most
-    return Extension(**amounts)
+        bound = most.get(name.removeprefix(prefix))
+        if is_number(value) and bound is not None and value > bound:
+            kept[name] = bound
+    return kept
 
 
 def shown_most(most: float) -> str:

@@ -21,9 +21,8 @@ from typing import Any
 from temporalio.common import SearchAttributeKey
 
 from agent._codec import decode_entry, encode_entry
-from agent._valid import is_number
 from agent.agent import Agent
-from agent.budget import Budget, bounded
+from agent.budget import Budget, at_bounds, bounded
 from agent.content import api_block
 from agent.history import HistoryPolicy
 from agent.journal import Entry, Reply
@@ -198,11 +197,7 @@ def budget_of(plan: dict[str, Any]) -> Budget:
 def help_of(plan: dict[str, Any]) -> HelpPolicy:
     """The plan's help policy; a wait planned before waits had a bound (`MAX_WAIT_SECONDS`) is read
     at the bound, so that such a run is never stranded by a ConfigError on replay."""
-    planned = dict(plan["help"])
-    wait = planned.get("wait_seconds")
-    if is_number(wait) and wait > MAX_WAIT_SECONDS:
-        planned["wait_seconds"] = MAX_WAIT_SECONDS
-    return HelpPolicy(**planned)
+    return HelpPolicy(**at_bounds(plan["help"], most={"wait_seconds": MAX_WAIT_SECONDS}))
 
 
 def retry_of(plan: dict[str, Any]) -> RetryPolicy:
