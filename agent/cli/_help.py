@@ -93,13 +93,8 @@ def above_zero(kind: type, zero: bool = False, most: float | None = None) -> Cal
             value = kind(text)
         except ValueError:
             value = None
-        top = float("inf") if most is None else most
-        if (
-            value is None
-            or not (value >= 0 if zero else value > 0)
-            or not value < float("inf")
-            or value > top
-        ):
+        in_range = value is not None and (value >= 0 if zero else value > 0) and value < float("inf")
+        if not in_range or (most is not None and value > most):
             raise argparse.ArgumentTypeError(f"{text!r} is not a {what}")
         return value
 
