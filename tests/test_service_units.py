@@ -22,7 +22,7 @@ from agent.journal import Call, Entry, Reply, Result, Task
 from agent.models.scripted import ScriptedModel
 from agent.result import PendingAction
 from agent.service import briefing
-from agent.service.app import Service
+from agent.service.app import Service, pending_item
 from agent.service.auth import Token
 from agent.service.briefing import Briefing, Preview, brief, last_steps, preview
 from agent.service.inbox import View, item
@@ -206,6 +206,20 @@ def test_an_expired_request_has_no_buttons_even_signed_in() -> None:
     shown = item(Briefing(record, [], Preview(text="x"), expired=True), 160.0, True, View())
     assert "<form" not in shown and "<button" not in shown
     assert "Expired</strong> 60 s ago" in shown
+
+
+def test_a_wait_past_its_deadline_is_shown_as_long_as_the_wait_was_not_longer() -> None:
+    """The pending list and the inbox stop counting a wait at its deadline, as the run's
+    `waiting_seconds` does once the sweep expires it: before that, both said the wait went on."""
+    record = replace(_waiting("tidy", "delete", {"path": "a.txt"}, deadline=110.0), suspended_at=10.0)
+    assert pending_item(record, 50.0)["waiting_seconds"] == 40.0
+    late = pending_item(record, 3_700.0)
+    assert late["expired"] is True and late["waiting_seconds"] == 100.0
+    shown = item(Briefing(record, [], Preview(text="x"), expired=True), 3_700.0, True, View())
+    assert 'Waiting <span class="waited">100 s</span>' in shown
+    assert "Expired</strong> 60 min ago" in shown  # 3,590 s
+    no_deadline = replace(record, deadline=None)
+    assert pending_item(no_deadline, 3_700.0)["waiting_seconds"] == 3_690.0
 
 
 def test_the_last_tool_calls_are_read_from_the_journal_shortened_and_oldest_first() -> None:

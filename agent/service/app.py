@@ -58,6 +58,7 @@ from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, Unk
 from agent.durable.store.urls import scrub
 from agent.errors import EndstateError
 from agent.service import inbox, review_pages
+from agent.service.briefing import waited_seconds
 from agent.service.config import (
     LOOPBACK_HOSTS,
     OPEN_PATHS,
@@ -433,5 +434,5 @@ def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
         "suspended_at": r.suspended_at,
         "deadline": r.deadline,
         "expired": r.deadline is not None and r.deadline <= now,  # no answer is taken any more
-        "waiting_seconds": round(max(0.0, now - (r.suspended_at or now)), 3),
+        "waiting_seconds": round(waited_seconds(r, now), 3),
     }

@@ -35,6 +35,13 @@ PREVIEW_CHARS = 20_000
 PREVIEW_SECONDS = 5.0
 
 
+def waited_seconds(record: RunRecord, now: float) -> float:
+    """How long the run has waited for a person: to now, or to its deadline once that has passed
+    (the wait ended there, as the run's `waiting_seconds` will say once the sweep expires it)."""
+    end = now if record.deadline is None else min(now, record.deadline)
+    return 0.0 if record.suspended_at is None else max(0.0, end - record.suspended_at)
+
+
 @dataclass(frozen=True)
 class Step:
     """One tool call that ran: its name, its arguments as JSON and its result, both shortened."""

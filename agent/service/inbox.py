@@ -41,7 +41,7 @@ from agent.durable.store import RunRecord
 from agent.durable.store.base import when
 from agent.errors import EndstateError
 from agent.service.auth import COOKIE, ENV_TOKEN, ENV_TOKEN_FILE
-from agent.service.briefing import Briefing, Preview, Step, brief
+from agent.service.briefing import Briefing, Preview, Step, brief, waited_seconds
 from agent.service.config import Service
 from agent.service.http import (
     NO_PAGE,
@@ -269,7 +269,7 @@ def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
     """One waiting run: what it asks, what it did before, what the call would do, and its forms."""
     e, r = html.escape, b.record
     deadline = when(r.deadline or now)
-    times = f"""Waiting <span class="waited">{span(now - (r.suspended_at or now))}</span>;
+    times = f"""Waiting <span class="waited">{span(waited_seconds(r, now))}</span>;
   deadline {e(deadline)} (<span class="left">{span((r.deadline or now) - now)}</span> left)"""
     kind = "run expired" if b.expired else "run"
     return f"""<article class="{kind}" id="run-{e(r.run_id)}" data-run-id="{e(r.run_id)}">
