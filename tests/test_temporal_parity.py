@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from temporal_server import TemporalServer
+from test_probe17a_temporal import cli as endstate
 from test_temporal import replay_failure
 from test_temporal_audit import BUILT, CANCEL, build, lines, same_run, sent_results
 
@@ -86,6 +87,25 @@ def test_an_answer_to_a_run_whose_workers_lack_its_agent_is_refused_and_the_run_
         assert (done.reason, done.turns) == ("success", 2)
 
     asyncio.run(scenario())
+
+
+def test_start_of_an_agent_the_workers_lack_exits_2_as_over_the_store(temporal: TemporalServer) -> None:
+    # `endstate start nosuch t` over a store is refused before any run is made: exit 2. Over Temporal the
+    # client cannot know the workers' catalog, so the run is made and ends as error at once; the command
+    # printed that run's line and exited 0, so a script took the refused start for a run that ended.
+    async def scenario() -> tuple[tuple[int, str, str], tuple[int, str, str]]:
+        runs = await connected(temporal)
+        on = ("--temporal", temporal.address, "--task-queue", runs.task_queue)
+        async with worker(runs, catalog("looker")):
+            refused = await endstate("start", "nosuch", "Look it up.", *on)
+            taken = await endstate("start", "looker", "Look it up.", "--state", '{"script": "ask"}', *on)
+        return refused, taken
+
+    (code, out, err), (ok, asked, _) = asyncio.run(scenario())
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("endstate: the workers could not begin run ") and "no agent named 'nosuch'" in err
+    assert "error" in out  # the run that exists is shown, as any ended run is
+    assert ok == 0 and "need_help" in asked
 
 
 def test_a_resume_on_workers_that_lack_the_runs_agent_is_refused_and_the_run_stays_resumable(

@@ -4,7 +4,8 @@ With `--temporal` (or `$ENDSTATE_TEMPORAL`), `start`, `runs`, `pending`,
 `answer`, `approve`, `deny` and `resume` do what they do over a store, with
 the same output, against runs that are Temporal workflows; `endstate worker`
 runs them. `start` waits for the first segment's end (`--no-wait` prints the
-run id at once); `answer`, `approve` and `deny` wait for the next segment's end.
+run id at once); `answer`, `approve` and `deny` wait for the next segment's end. A start the
+workers refuse (no such agent) ends as an `error` run: printed, with exit 2 as over a store.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import shlex
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -24,6 +26,7 @@ from typing import Any
 
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.errors import ConfigError
+from agent.result import RunResult, StopReason
 from agent.service.server import first_scrape_arg, seconds_from_zero
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
@@ -121,7 +124,18 @@ async def _start(args: argparse.Namespace) -> int:
     if isinstance(started, str):
         print(json.dumps({"run_id": started}) if args.json else started)
         return 0
-    return _print_result(args, started)
+    _print_result(args, started)
+    return 2 if _refused(started) else 0
+
+
+def _refused(result: RunResult) -> bool:
+    """A run the workers could not begin (no agent of its name, a task type it does not run): over a
+    store `start` refuses it before any run is made, with exit 2; here the run exists and has ended
+    as error, so its line is printed and the same exit code and reason go to stderr."""
+    if (result.reason, result.error_type, result.turns) != (StopReason.ERROR, "ConfigError", 0):
+        return False
+    print(f"endstate: the workers could not begin run {result.run_id}: {result.note}", file=sys.stderr)
+    return True
 
 
 async def _answer(args: argparse.Namespace) -> int:
