@@ -36,7 +36,8 @@ How runs end (either way):
 | ------------------------------------------------- | ------------------------------------- |
 | the graph's final state                           | `success` (checked by the verifiers)  |
 | `interrupt()` (needs a checkpointer)              | `need_help`, resumable with `resume`  |
-| `interrupt()` in a graph with no checkpointer     | `error` (nothing can resume it)       |
+| `interrupt()`, or a stop at a breakpoint, in a    | `error` (nothing can resume it)       |
+| graph with no checkpointer                        |                                       |
 | a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
 | `GraphRecursionError` (`recursion_limit`)         | `limit`/`turns`                       |
 | a final reply the model API refused               | `gave_up`, cause `refusal`            |
@@ -323,8 +324,9 @@ async def arun(
     )
     try:
         drive_graph = drive if exact_counts else _drive
-        output = await drive_graph(graph, input, config, recorder, invoke_kwargs, prices)
-        paused = await _paused_at(graph, config, invoke_kwargs)
+        watch = _unkept_breakpoints(graph, config, invoke_kwargs)
+        output, halted = await drive_graph(graph, input, config, recorder, invoke_kwargs, prices, watch)
+        paused = await _paused_at(graph, config, invoke_kwargs, halted)
     except (Exception, asyncio.CancelledError) as exc:
         return _stopped(recorder, exc)
     return _ended(recorder, graph, output, config, paused)
@@ -390,14 +392,15 @@ class GraphStream:
             options["resumed"] = await _waited_in_thread(self._graph, self._input, config, options)
         recorder = _recorder(self._graph, self._input, config, **options)
         reading = _Stream(self._graph, recorder, self._prices)
+        watch = ["updates"] if _unkept_breakpoints(self._graph, config, self._kwargs) else []
         try:
-            chunks = reading.chunks(self._input, config, self._kwargs, self._modes)
+            chunks = reading.chunks(self._input, config, self._kwargs, [*self._modes, *watch])
             async with contextlib.aclosing(chunks):  # closed with this one: the graph's stream too
                 async for namespace, mode, payload in chunks:
                     if mode in self._modes and not namespace:
                         payload = _without_ours(payload) if mode == "messages" else payload
                         yield payload if self._single else (mode, payload)
-            paused = await _paused_at(self._graph, config, self._kwargs)
+            paused = await _paused_at(self._graph, config, self._kwargs, reading.halted)
         except (Exception, asyncio.CancelledError) as exc:
             self.result = _stopped(recorder, exc)
             if isinstance(exc, asyncio.CancelledError):
@@ -513,6 +516,8 @@ def _ended(
             return _unresumable(recorder, output)
         return _suspend(recorder, output, config)
     if paused:
+        if not _has_checkpointer(graph, config):
+            return _unresumable(recorder, output, paused)
         return _suspend_at_breakpoint(recorder, output, config, paused)
     if _refused(output):
         note = "The model API refused: the graph ended on its refusal."
@@ -528,15 +533,18 @@ def _has_checkpointer(graph: Any, config: Mapping[str, Any]) -> bool:
     return getattr(graph, "checkpointer", None) not in (None, False)
 
 
-def _unresumable(recorder: Recorder, output: Mapping[str, Any]) -> RunResult:
-    """An interrupt() of a graph with no checkpointer: nothing can ever answer it, so no wait (in the
-    inbox and the help gauges until its deadline) but an error saying how to make it resumable."""
-    question, _ = _asking(output[INTERRUPT_KEY][0])
+def _unresumable(recorder: Recorder, output: Any, breakpoints: Sequence[str] = ()) -> RunResult:
+    """An interrupt() (or a stop at a static breakpoint) of a graph with no checkpointer: nothing can
+    ever answer it, so no wait (in the inbox and the help gauges until its deadline) but an error
+    saying how to make it resumable."""
+    if breakpoints:
+        what = f"stopped at a breakpoint (interrupt_before/interrupt_after: {', '.join(breakpoints)})"
+    else:
+        what = f"called interrupt() (asking: {_asking(output[INTERRUPT_KEY][0])[0]})"
     note = (
-        f"The graph called interrupt() (asking: {question}), but it has no checkpointer, and LangGraph "
-        "resumes an interrupt() from one: compile the graph with graph.compile(checkpointer=...) "
-        "(InMemorySaver(), or a persistent one such as SqliteSaver to resume in another process) and "
-        "run it with a thread_id in its config."
+        f"The graph {what}, but it has no checkpointer, and LangGraph resumes a graph from one: "
+        "compile the graph with graph.compile(checkpointer=...) (InMemorySaver(), or a persistent one "
+        "such as SqliteSaver to resume in another process) and run it with a thread_id in its config."
     )
     return recorder.finish(StopReason.ERROR, note=note, error_type=NO_CHECKPOINTER, raw=output)
 
@@ -553,15 +561,32 @@ def _refused(output: Any) -> bool:
 
 
 async def _paused_at(
-    graph: Any, config: Mapping[str, Any], invoke_kwargs: Mapping[str, Any]
+    graph: Any, config: Mapping[str, Any], invoke_kwargs: Mapping[str, Any], halted: bool = False
 ) -> Sequence[str]:
     """The nodes a graph with static breakpoints (`interrupt_before`/`interrupt_after`) stopped in
-    front of: the stream ends there as if the graph had finished. Asked only of such graphs."""
-    breakpoints = (invoke_kwargs.get(k) for k in ("interrupt_before", "interrupt_after"))
-    nodes = (getattr(graph, k, None) for k in ("interrupt_before_nodes", "interrupt_after_nodes"))
-    if not any((*breakpoints, *nodes)):
+    front of: the stream ends there as if the graph had finished. Asked only of such graphs, of
+    their checkpointer; with none, `halted` says whether the `updates` stream showed the stop (and
+    the breakpoints configured stand for the nodes)."""
+    breakpoints = _breakpoints(graph, invoke_kwargs)
+    if not breakpoints:
         return ()
+    if not _has_checkpointer(graph, config):
+        return breakpoints if halted else ()
     return tuple((await graph.aget_state(config)).next)
+
+
+def _breakpoints(graph: Any, invoke_kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The static breakpoints of a run: the nodes given to it or compiled in ("*" for all)."""
+    found = [invoke_kwargs.get(k) for k in ("interrupt_before", "interrupt_after")]
+    found += [getattr(graph, k, None) for k in ("interrupt_before_nodes", "interrupt_after_nodes")]
+    names = (n for nodes in found if nodes for n in ([nodes] if isinstance(nodes, str) else nodes))
+    return tuple(dict.fromkeys(str(n) for n in names))
+
+
+def _unkept_breakpoints(graph: Any, config: Mapping[str, Any], invoke_kwargs: Mapping[str, Any]) -> bool:
+    """Breakpoints in a graph with no checkpointer: LangGraph stops at them, with no state to ask
+    where, and only its `updates` stream says that it stopped (read then, for such runs alone)."""
+    return bool(_breakpoints(graph, invoke_kwargs)) and not _has_checkpointer(graph, config)
 
 
 async def _drive(
@@ -571,12 +596,14 @@ async def _drive(
     recorder: Recorder,
     invoke_kwargs: dict[str, Any],
     prices: PriceTable | None = None,
-) -> Any:
-    """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would."""
+    watch: bool = False,
+) -> tuple[Any, bool]:
+    """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would, and (`watch`: its
+    `updates` read too) whether the graph stopped at a breakpoint."""
     reading = _Stream(graph, recorder, prices)
-    async for _ in reading.chunks(input, config, invoke_kwargs):
+    async for _ in reading.chunks(input, config, invoke_kwargs, ["updates"] if watch else []):
         pass
-    return reading.output()
+    return reading.output(), reading.halted
 
 
 class _Stream:
@@ -585,6 +612,7 @@ class _Stream:
     def __init__(self, graph: Any, recorder: Recorder, prices: PriceTable | None) -> None:
         self.graph, self.reader = graph, _Reader(recorder, graph, prices)
         self.latest: Any = None
+        self.halted = False  # an `updates` chunk (read only when asked for) showed the graph stop
         self._seeded: set[tuple[str, ...]] = set()  # graphs (by namespace) whose state before it ran is read
         self._inner = _has_subgraphs(graph)  # their streams cost about a tenth of a scripted turn
 
@@ -612,6 +640,8 @@ class _Stream:
                 self.reader.read(payload, inner=bool(namespace))
             except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
                 hook_failed("langgraph tasks stream")
+        elif mode == "updates" and not namespace and isinstance(payload, Mapping):
+            self.halted = self.halted or INTERRUPT_KEY in payload
 
     def output(self) -> Any:
         """What `ainvoke` returns: the last state, with the interrupts at `__interrupt__` when the
