@@ -131,3 +131,38 @@ def test_saved_messages_that_no_longer_validate_are_a_clear_error(store: RunStor
     agent = catalog().entry("pai").build({})
     with pytest.raises(ConfigError, match=r"cannot be resumed from the store.*ValidationError"):
         asyncio.run(agent.aresume(damaged, approved=True))
+
+
+# -- the same through each integration's own resume ------------------------------------------------
+
+
+def _unreadable_states() -> list[tuple[str, Any]]:
+    from foreign_agents import lg_graph
+    from foreign_agents import oa_agent as oa_remover
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from agent.integrations import claude_agent_sdk, langgraph, openai_agents, pydantic_ai
+
+    return [
+        ("openai_agents", lambda: openai_agents.resume(oa_remover(), "not json", True)),
+        ("openai_agents", lambda: openai_agents.resume(oa_remover(), "{}", True)),
+        ("pydantic_ai", lambda: pydantic_ai.resume(pai_agent(), "not json", True)),
+        ("pydantic_ai", lambda: pydantic_ai.resume(pai_agent(), '{"messages": []}', True)),
+        ("pydantic_ai", lambda: pydantic_ai.resume(pai_agent(), '[{"kind": 1}]', True)),
+        ("langgraph", lambda: langgraph.resume(lg_graph(InMemorySaver()), "not json", True)),
+        ("claude_agent_sdk", lambda: claude_agent_sdk.resume("not json", True)),
+        ("claude_agent_sdk", lambda: claude_agent_sdk.resume("[]", True)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_a_state_no_framework_can_read_given_to_resume_is_a_config_error_saying_what_to_pass(
+    case: int,
+) -> None:
+    """They raised the parser's own JSONDecodeError, KeyError, AttributeError or ValidationError."""
+    framework, resume = _unreadable_states()[case]
+    with pytest.raises(
+        ConfigError, match=rf"^{framework}\.resume\(\) cannot read the state .*: pass "
+    ) as err:
+        resume()
+    assert "\n" not in str(err.value) and len(str(err.value)) < 500

@@ -31,7 +31,7 @@ from agent.budget import Spent
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
-from agent.integrations._observe import Recorder, resumed_run
+from agent.integrations._observe import Recorder, UnreadableState, resumed_run
 from agent.journal import (
     Answer,
     Answered,
@@ -202,6 +202,8 @@ class ForeignAgent:
         async with self._target() as target:
             try:
                 result = await self._resume(target, foreign.state, answered.reply, resumed, hooks)
+            except UnreadableState as exc:
+                raise self._unloadable(snapshot.run_id, exc.__cause__ or exc) from exc
             except EndstateError:
                 raise
             except Exception as exc:  # the integrations end every run they begin: this is before it
@@ -212,7 +214,7 @@ class ForeignAgent:
             )
         return self._saved(result, journal, snapshot.state, _span_of(hooks), snapshot.segment + 1)
 
-    def _unloadable(self, run_id: str, exc: Exception) -> ConfigError:
+    def _unloadable(self, run_id: str, exc: BaseException) -> ConfigError:
         """The framework refused the saved state (the agent renamed since, its messages' format
         changed): a clear error, the run left waiting as it was (its deadline still ends it)."""
         return ConfigError(

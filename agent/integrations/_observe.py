@@ -24,7 +24,7 @@ from typing import Any
 from agent._valid import is_finite_from_zero, is_text
 from agent.budget import Spent
 from agent.context import RunContext
-from agent.errors import ConfigError
+from agent.errors import ConfigError, EndstateError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answered, Suspended
 from agent.models.base import ModelReply, ModelRequest, StopKind, ToolCall
@@ -418,6 +418,26 @@ class Recorder:
             self._model_open = False
             error: BaseException = asyncio.CancelledError() if reason is StopReason.CANCELLED else _Cut()
             self.observer.model_ended(None, error)
+
+
+class UnreadableState(ConfigError):
+    """A saved state given to an integration's `resume` that its framework (or Endstate) cannot read."""
+
+
+@contextlib.contextmanager
+def reading_state(entry: str, expected: str) -> Iterator[None]:
+    """Around reading a saved state in `entry` (say `openai_agents.resume`), before any run begins:
+    what cannot be read (not JSON, another shape, the agent changed since) is an `UnreadableState`
+    naming what was wrong and what to pass (`expected`), never the parser's own exception."""
+    try:
+        yield
+    except EndstateError:
+        raise
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        raise UnreadableState(
+            f"{entry}() cannot read the state it was given ({why[:300]}): pass {expected}"
+        ) from exc
 
 
 SAVED_RUN = "endstate"  # the key of a saved state (`state_of`) that holds the suspended segment

@@ -84,6 +84,7 @@ from agent.integrations._observe import (
     Usage,
     _check_options,
     need,
+    reading_state,
     resumed_run,
     run_of_saved,
     saved_with_run,
@@ -716,8 +717,9 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw.get("config") if isinstance(state.raw, Mapping) else None
-    state = run_of_saved(state, kwargs)
-    config = json.loads(state) if isinstance(state, str | bytes) else state
+    with reading_state("langgraph.resume", "a need_help result, state_of() or the run's config"):
+        state = run_of_saved(state, kwargs)
+        config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
         if getattr(graph, "checkpointer", None) is None:  # it ran with no thread: nothing holds its state
             raise ConfigError(

@@ -75,6 +75,7 @@ from agent.integrations._observe import (
     _text_of,
     check_keywords,
     need,
+    reading_state,
     run_of_saved,
     saved_with_run,
 )
@@ -456,8 +457,9 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    run_state = await _run_state(agent, run_of_saved(state, kwargs))
-    pending = run_state.get_interruptions()
+    with reading_state("openai_agents.resume", _STATE):
+        run_state = await _run_state(agent, run_of_saved(state, kwargs))
+        pending = run_state.get_interruptions()
     if not pending:
         raise ConfigError("this state has no pending approval: pass a need_help result or its state_of()")
     asked = pending[0]  # as `_suspend` asked it
@@ -475,7 +477,10 @@ async def _run_state(agent: OAAgent[Any], state: Any) -> RunState[Any]:
         return state
     if hasattr(state, "to_state"):
         return state.to_state()
-    raise ConfigError("state must be a need_help RunResult, its raw, or the JSON from state_of()")
+    raise ConfigError(f"state must be {_STATE}")
+
+
+_STATE = "a need_help RunResult, its raw, or the JSON from state_of() (with the agent it suspended in)"
 
 
 def _suspend(recorder: Recorder, result: Any) -> RunResult:

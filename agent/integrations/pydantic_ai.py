@@ -69,6 +69,7 @@ from agent.integrations._observe import (
     Usage,
     check_keywords,
     need,
+    reading_state,
     run_of_saved,
     saved_with_run,
 )
@@ -615,7 +616,8 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    messages, pending = _saved(run_of_saved(state, kwargs))
+    with reading_state("pydantic_ai.resume", _STATE):
+        messages, pending = _saved(run_of_saved(state, kwargs))
     if not pending:
         raise ConfigError("this state has no pending tool call to answer: pass the raw of a need_help result")
     results = DeferredToolResults()
@@ -688,6 +690,9 @@ def _suspend(recorder: Recorder, requests: DeferredToolRequests, result: Any) ->
     question = f"{verb} {shown}?"
     pending = PendingAction(first.tool_call_id, first.tool_name, arguments) if requests.approvals else None
     return recorder.suspend(question, pending, raw=result)
+
+
+_STATE = "a need_help result, its raw, state_of() or all_messages_json()"
 
 
 def _saved(state: Any) -> tuple[list[ModelMessage], dict[str, str]]:
