@@ -327,7 +327,7 @@ class _Observed:
             provider=PROVIDER,
             task=input if isinstance(input, str) else "",
             tools=_tool_names(agent),
-            limits=_limits(kwargs.get("max_turns")),
+            limits=_limits(kwargs["max_turns"] if "max_turns" in kwargs else _max_turns_of(input)),
             verifiers=options.get("verifiers"),
             run_id=options.get("run_id"),
             resumed=options.get("resumed"),
@@ -629,6 +629,16 @@ def _model_name(agent: OAAgent[Any], run_config: Any) -> str:
     if model is None or isinstance(model, str):
         return model or "default"
     return str(getattr(model, "model", None) or type(model).__name__)
+
+
+def _max_turns_of(input: Any) -> Any:
+    """The SDK's turn limit for a run given none: a resumed `RunState`'s own, else the SDK's default."""
+    if isinstance(input, RunState):
+        return getattr(input, "_max_turns", None)
+    return _DEFAULT_MAX_TURNS
+
+
+_DEFAULT_MAX_TURNS = inspect.signature(Runner.run).parameters["max_turns"].default  # the SDK's (10)
 
 
 def _limits(max_turns: Any) -> dict[str, float]:

@@ -60,6 +60,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.run import AgentRun, AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai.usage import UsageLimits
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
@@ -742,7 +743,7 @@ def _recorder(
         provider=str(getattr(model, "system", "") or PROVIDER),
         task=user_prompt if isinstance(user_prompt, str) else "",
         tools=_tool_names(agent),
-        limits=_limits(run_kwargs.get("usage_limits")),
+        limits=_limits(run_kwargs.get("usage_limits") or UsageLimits()),  # Pydantic AI's default when none
         **options,
     )
 
