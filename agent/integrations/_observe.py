@@ -16,7 +16,7 @@ import inspect
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -438,6 +438,35 @@ def reading_state(entry: str, expected: str) -> Iterator[None]:
         raise UnreadableState(
             f"{entry}() cannot read the state it was given ({why[:300]}): pass {expected}"
         ) from exc
+
+
+class Reading:
+    """A stream's items, from `items` (an async generator that ends the run as the stream ends),
+    with the run ended at once when the caller drops the stream unfinished: a caller that breaks out
+    of `async for` reads its `result` on the next line, not once the event loop gets round to closing
+    the generator (`abandoned`, called then, ends the run `cancelled`; closing `items` later finds
+    it ended). Iterate it, or `aclose()` it."""
+
+    def __init__(self, items: AsyncGenerator[Any], abandoned: Callable[[], None]) -> None:
+        self._items, self._abandoned, self._done = items, abandoned, False
+
+    def __aiter__(self) -> Reading:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._items.__anext__()
+        except BaseException:  # its end, or the run's own stop raised on: no longer the caller's to drop
+            self._done = True
+            raise
+
+    async def aclose(self) -> None:
+        self._done = True
+        await self._items.aclose()
+
+    def __del__(self) -> None:
+        if not self._done:
+            self._abandoned()
 
 
 SAVED_RUN = "endstate"  # the key of a saved state (`state_of`) that holds the suspended segment

@@ -80,6 +80,7 @@ from agent.integrations._lg_saver import sync_capable
 from agent.integrations._observe import (
     DEFAULT_HELP_SECONDS,
     OPTIONS,
+    Reading,
     Recorder,
     Usage,
     _check_options,
@@ -382,18 +383,30 @@ class GraphStream:
         self._graph, self._input, self._config, self._options = graph, input, config, options
         self._modes, self._single, self._prices, self._kwargs = modes, single, prices, invoke_kwargs
         self._read = False
+        self._recorder: Recorder | None = None
         self.result: RunResult | None = None
 
-    async def __aiter__(self) -> AsyncIterator[Any]:
-        """The run starts when the stream is first read: one never read starts nothing."""
+    def __aiter__(self) -> AsyncIterator[Any]:
+        """The run starts when the stream is first read: one never read starts nothing. A caller that
+        breaks out has `result`, `cancelled`, at once."""
+        return Reading(self._chunks(), self._abandoned)
+
+    def _abandoned(self) -> None:
+        """The caller dropped the stream half read: the run ends `cancelled` (the graph's stream is
+        closed with ours, once the event loop closes it)."""
+        if self.result is None and self._recorder is not None:
+            self.result = self._recorder.fail(GeneratorExit("the caller stopped reading the stream"))
+
+    async def _chunks(self) -> AsyncGenerator[Any]:
         if self._read:
             raise ConfigError("this stream was read already: start another with langgraph.astream")
         self._read, config, options = True, self._config, self._options
         if not options.get("resumed"):
             options["resumed"] = await _waited_in_thread(self._graph, self._input, config, options)
-        recorder = _recorder(self._graph, self._input, config, **options)
+        recorder = self._recorder = _recorder(self._graph, self._input, config, **options)
         reading = _Stream(self._graph, recorder, self._prices)
-        watch = ["updates"] if _unkept_breakpoints(self._graph, config, self._kwargs) else []
+        unkept = _unkept_breakpoints(self._graph, config, self._kwargs) and "updates" not in self._modes
+        watch = ["updates"] if unkept else []
         try:
             chunks = reading.chunks(self._input, config, self._kwargs, [*self._modes, *watch])
             async with contextlib.aclosing(chunks):  # closed with this one: the graph's stream too

@@ -45,7 +45,7 @@ import contextlib
 import functools
 import inspect
 import json
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -69,6 +69,7 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._observe import (
     OPTIONS,
+    Reading,
     Recorder,
     Usage,
     _check_options,
@@ -268,12 +269,26 @@ class StreamedRun:
         self._agent, self._input, self._kwargs = agent, input, kwargs
         self.raw: Any = None  # the SDK's RunResultStreaming, once the run has started
         self.result: RunResult | None = None
+        self._run: _Observed | None = None
 
-    async def stream_events(self) -> AsyncIterator[Any]:
-        """The SDK's stream events, as `RunResultStreaming.stream_events()` gives them."""
-        if self.raw is not None:
+    def stream_events(self) -> AsyncIterator[Any]:
+        """The SDK's stream events, as `RunResultStreaming.stream_events()` gives them (a caller that
+        breaks out has `result`, `cancelled`, at once)."""
+        return Reading(self._events(), self._abandoned)
+
+    def _abandoned(self) -> None:
+        """The caller dropped the stream half read: the SDK's run goes no further, and ends `cancelled`."""
+        if self.result is None and self._run is not None:
+            if self.raw is not None:
+                self.raw.cancel()
+            self.result = self._run.stopped(asyncio.CancelledError("the caller stopped reading the stream"))
+
+    async def _events(self) -> AsyncGenerator[Any]:
+        if self.raw is not None or self._run is not None:
             raise ConfigError("this stream was read already: start another with openai_agents.run_streamed")
-        run = _Observed.start(self._agent, self._input, "openai_agents.run_streamed", dict(self._kwargs))
+        run = self._run = _Observed.start(
+            self._agent, self._input, "openai_agents.run_streamed", dict(self._kwargs)
+        )
         try:
             with run.running():  # the SDK's run task takes the context as it is now
                 self.raw = Runner.run_streamed(self._agent, self._input, hooks=run.hooks, **run.runner_kwargs)
