@@ -103,6 +103,11 @@ class Recorder:
         ends the run (an expired wait): no turn is reopened.
         """
         _check_options(hooks, task_type, run_id, help_seconds)
+        if not is_text(agent):
+            raise ConfigError(
+                f"the run's agent name must be a non-empty string (a metric label), not {agent!r}: "
+                "name it with agent_name= (observe_run: agent=)"
+            )
         snap = resumed.snapshot if resumed is not None else None
         info = RunInfo(
             run_id=resumed.run_id if resumed else run_id or uuid.uuid4().hex,
@@ -614,12 +619,19 @@ def _checked_now(verifier: Verifier, ctx: RunContext) -> Any:
     return value
 
 
-def _check_options(hooks: Any, task_type: Any, run_id: Any, help_seconds: Any = None) -> None:
+def _check_options(
+    hooks: Any, task_type: Any, run_id: Any, help_seconds: Any = None, agent_name: Any = None
+) -> None:
     """A clear `ConfigError` for Endstate's own options of the wrong kind, before the framework runs."""
     if hooks is not None:
         check_hooks(hooks)
     if not is_text(task_type):
         raise ConfigError(f"task_type must be a non-empty string (a metric label), not {task_type!r}")
+    if agent_name not in (None, "") and not is_text(agent_name):  # None or '': the framework's own name
+        raise ConfigError(
+            f"agent_name must be a non-empty string (a metric label), not {agent_name!r} "
+            "(None or '': the framework agent's own name)"
+        )
     if run_id is not None and not (isinstance(run_id, str) and run_id):
         raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
     if help_seconds is not None and not (

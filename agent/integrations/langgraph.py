@@ -361,6 +361,7 @@ def astream(
         options.get("task_type", "default"),
         options.get("run_id"),
         options.get("help_seconds"),
+        options.get("agent_name"),
     )
     config = dict(config or {})
     return GraphStream(graph, input, config, options, modes, isinstance(stream_mode, str), prices, kwargs)

@@ -257,6 +257,7 @@ def run_streamed(agent: OAAgent[Any], input: Any, **kwargs: Any) -> StreamedRun:
         kwargs.get("task_type", "default"),
         kwargs.get("run_id"),
         kwargs.get("help_seconds"),
+        kwargs.get("agent_name"),
     )
     check_keywords("openai_agents.run_streamed()", Runner.run_streamed, _theirs(kwargs), _OPTIONS, _FILLED)
     return StreamedRun(agent, input, kwargs)
