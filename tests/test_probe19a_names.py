@@ -95,3 +95,43 @@ def test_a_stream_given_a_good_name_still_runs() -> None:
         return stream.result
 
     assert asyncio.run(read()).agent == "triage"
+
+
+# -- the tool names a run's calls are labelled by ------------------------------------------------
+
+
+def tool_series(rig: Rig) -> set[str]:
+    return {
+        s.labels["tool"] for m in rig.registry.collect() if m.name == "agent_tool_calls" for s in m.samples
+    }
+
+
+def test_tools_given_as_one_string_is_refused_saying_put_it_in_a_list() -> None:
+    """`tools="search"` was read letter by letter: a series for each of s, e, a, r, c, h (18 in all,
+    at zero) and the run's own calls of `search` counted as "other"."""
+    with rigged() as rig:
+        with (
+            pytest.raises(ConfigError, match=r"tools=\['search'\]"),
+            observe_run(rig.hooks, agent="a", task_type="t", tools="search"),
+        ):
+            pass
+        with pytest.raises(ConfigError, match=r"tools=\['look'\]"):
+            lg.run(graph_of([says("hi")]), {"messages": []}, hooks=rig.hooks, tools="look")
+        with (
+            pytest.raises(ConfigError, match="non-empty strings, not 5"),
+            observe_run(rig.hooks, agent="a", task_type="t", tools=["search", 5]),
+        ):
+            pass
+        assert tool_series(rig) == set()
+
+
+def test_tools_as_a_list_label_their_calls_and_none_is_no_tools() -> None:
+    for tools, label in ((["search"], "search"), (None, "other")):
+        with rigged() as rig:
+            with (
+                observe_run(rig.hooks, agent="a", task_type="t", tools=tools) as run,
+                run.turn(),
+                run.tool("search", {"q": "x"}) as call,
+            ):
+                call.result("found")
+            assert tool_series(rig) == {label}

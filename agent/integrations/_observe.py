@@ -85,7 +85,7 @@ class Recorder:
         model: str = "",
         provider: str = "",
         task: str = "",
-        tools: Sequence[str] = (),
+        tools: Sequence[str] | None = (),
         limits: Mapping[str, float] | None = None,
         verifiers: Sequence[Verifier] | Verifier | None = None,
         run_id: str | None = None,
@@ -122,7 +122,7 @@ class Recorder:
             task=task,
             started_at=time.time(),
             limits=dict(limits or {}),
-            tools=tuple(tools),
+            tools=_tool_list(tools),
             spent=_spent(resumed),
             resumed_from=str(resumed.reason) if resumed else None,
             resumed_stopped_at=_stopped_at(resumed),
@@ -641,6 +641,19 @@ def _check_options(
             f"help_seconds must be a finite number >= 0 (seconds), at most {MAX_WAIT_SECONDS:.0f} (100 "
             f"years), not {help_seconds!r}: how long a pending approval waits (None: a day)"
         )
+
+
+def _tool_list(tools: Sequence[str] | None) -> tuple[str, ...]:
+    """The tool names the run's calls are labelled by (the rest are "other"): a list of names."""
+    if tools is None:
+        return ()
+    if isinstance(tools, str) or not isinstance(tools, Iterable):
+        shown = f"[{tools!r}]" if isinstance(tools, str) else "['search', ...]"
+        raise ConfigError(f"tools is a list of tool names (say tools={shown}), not {type(tools).__name__}")
+    listed = tuple(tools)
+    if wrong := [t for t in listed if not is_text(t)]:
+        raise ConfigError(f"tools are the names of the run's tools, non-empty strings, not {wrong[0]!r}")
+    return listed
 
 
 def _verifier_list(verifiers: Sequence[Verifier] | Verifier | None) -> tuple[Verifier, ...]:
