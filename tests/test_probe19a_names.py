@@ -135,3 +135,37 @@ def test_tools_as_a_list_label_their_calls_and_none_is_no_tools() -> None:
             ):
                 call.result("found")
             assert tool_series(rig) == {label}
+
+
+# -- a home-grown loop's own ceilings -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("limits", "said"),
+    [
+        ({"turns": "ten"}, r"limits\['turns'\] is a ceiling, a finite number >= 0, not 'ten'"),
+        ({"turns": float("nan")}, "not nan"),
+        ({"turns": -1}, "not -1"),
+        ({"money": 5}, "'money' is no limit kind: use one of turns, seconds, tokens, cost"),
+        (["turns"], r"limits is a dict of ceilings by limit kind \(say \{'turns': 10\}\)"),
+    ],
+)
+def test_a_home_grown_ceiling_that_is_none_is_refused_before_the_run(limits: Any, said: str) -> None:
+    """`{"turns": "ten"}` made the metrics part fail on every hook: the run's stop went uncounted.
+    `{"money": 5}` was dropped, NaN and -1 drawn as ceilings, a list a bare ValueError."""
+    with rigged() as rig:
+        with (
+            pytest.raises(ConfigError, match=said),
+            observe_run(rig.hooks, agent="a", task_type="t", limits=limits),
+        ):
+            pass
+        assert counted(rig) == 0
+
+
+def test_a_home_grown_ceiling_is_reported_and_the_run_counted() -> None:
+    with rigged() as rig:
+        with observe_run(rig.hooks, agent="a", task_type="t", limits={"turns": 8, "cost": 0.5}):
+            pass
+        assert rig.value("agent_budget_limit", agent="a", task_type="t", limit="turns") == 8
+        assert rig.value("agent_budget_limit", agent="a", task_type="t", limit="cost") == 0.5
+        assert rig.stops("a", "t", "success") == 1
