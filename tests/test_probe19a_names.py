@@ -169,3 +169,20 @@ def test_a_home_grown_ceiling_is_reported_and_the_run_counted() -> None:
         assert rig.value("agent_budget_limit", agent="a", task_type="t", limit="turns") == 8
         assert rig.value("agent_budget_limit", agent="a", task_type="t", limit="cost") == 0.5
         assert rig.stops("a", "t", "success") == 1
+
+
+@pytest.mark.parametrize("cost", [float("inf"), float("nan"), -1.0, "0.1", True])
+def test_a_home_grown_reply_of_a_cost_that_is_no_amount_gets_a_clear_error(cost: Any) -> None:
+    """inf set `agent_cost_usd_total` to inf for good (every rate over it broken until a restart),
+    NaN and -1 were the run's cost, True a dollar, and a string a bare TypeError. As impossible token
+    counts: a `ConfigError` out of the block, the run ended `error`."""
+    with rigged() as rig:
+        with (
+            pytest.raises(ConfigError, match=r"cost_usd=\.\.\.\) takes a finite number of dollars >= 0"),
+            observe_run(rig.hooks, agent="a", task_type="t") as run,
+            run.turn(),
+            run.model_call() as call,
+        ):
+            call.reply(input_tokens=3, output_tokens=2, cost_usd=cost)
+        assert run.result is not None and run.result.reason is StopReason.ERROR
+        assert rig.value("agent_cost_usd_total", agent="a", task_type="t", stop_reason="error") == 0

@@ -173,6 +173,11 @@ class ModelCall:
         for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
             if not (is_whole(count) and count >= 0):
                 raise ConfigError(f"call.reply({name}=...) takes a whole number >= 0, not {count!r}")
+        if cost_usd is not None and not is_finite_from_zero(cost_usd):  # inf: a counter at inf for good
+            raise ConfigError(
+                "call.reply(cost_usd=...) takes a finite number of dollars >= 0 (None: unpriced), "
+                f"not {cost_usd!r}"
+            )
         self.answered = True
         self._rec.model_ended(
             Usage(input_tokens, output_tokens, cache_read, cache_write, cost_usd),
