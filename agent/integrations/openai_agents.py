@@ -280,9 +280,10 @@ class StreamedRun:
     def _abandoned(self) -> None:
         """The caller dropped the stream half read: the SDK's run goes no further, and ends `cancelled`."""
         if self.result is None and self._run is not None:
-            if self.raw is not None:
-                self.raw.cancel()
             self.result = self._run.stopped(asyncio.CancelledError("the caller stopped reading the stream"))
+            if self.raw is not None:
+                with contextlib.suppress(RuntimeError):  # dropped after its event loop closed: nothing runs
+                    self.raw.cancel()
 
     async def _events(self) -> AsyncGenerator[Any]:
         if self.raw is not None or self._run is not None:
