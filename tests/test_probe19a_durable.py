@@ -166,3 +166,35 @@ def test_a_state_no_framework_can_read_given_to_resume_is_a_config_error_saying_
     ) as err:
         resume()
     assert "\n" not in str(err.value) and len(str(err.value)) < 500
+
+
+# -- a LangGraph entry's options that no run can take ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"task_type": "x"}, r"got \['task_type'\], which the runner fills for each run"),
+        ({"hooks": None, "run_id": "r"}, r"got \['hooks', 'run_id'\], which the runner fills"),
+        ({"help_seconds": 5}, r"help=HelpPolicy\(\.\.\.\)"),
+        ({"verifiers": []}, "verifiers="),
+        ({"agent_name": "z"}, "the entry's name"),
+        ({"stream_mode": "values"}, r"drives the graph's stream itself: leave out \['stream_mode'\]"),
+    ],
+)
+def test_a_langgraph_entrys_options_that_no_run_can_take_are_refused_when_registered(
+    options: dict[str, Any], said: str
+) -> None:
+    """LangGraph's stream takes any keyword, so these were taken: every start then raised a bare
+    TypeError ("multiple values for keyword argument 'hooks'") and left the run `running`."""
+    from foreign_agents import lg_checkpointer, lg_graph
+
+    with pytest.raises(ConfigError, match=said):
+        Catalog().register_foreign("lg", "langgraph", lg_graph, checkpointer=lg_checkpointer, options=options)
+    Catalog().register_foreign(  # the graph's own options, and the integration's, are as before
+        "lg",
+        "langgraph",
+        lg_graph,
+        checkpointer=lg_checkpointer,
+        options={"exact_counts": True, "tools": ["look"]},
+    )

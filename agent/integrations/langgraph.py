@@ -302,11 +302,7 @@ async def arun(
     run's cost is unknown. Never raises for an expected stop.
     """
     need(graph, callable(getattr(graph, "ainvoke", None)), "langgraph.run", "a compiled graph")
-    _refuse(
-        invoke_kwargs,
-        {"stream_mode", "version", "subgraphs"},
-        "langgraph.run drives the graph's stream itself",
-    )
+    _refuse(invoke_kwargs, _STREAMED, "langgraph.run drives the graph's stream itself")
     config = dict(config or {})
     if resumed is None:
         named = {"agent_name": agent_name, "task_type": task_type, "help_seconds": help_seconds}
@@ -428,6 +424,20 @@ class GraphStream:
 
 
 _OPTIONS = (*OPTIONS, "tools")
+_STREAMED = {"stream_mode", "version", "subgraphs"}  # the integration drives the graph's stream itself
+
+
+def check_options(entry: str, options: Mapping[str, Any]) -> None:
+    """A clear `ConfigError` for an option of a catalog entry (`entry`) that no run can take: one
+    the runner fills for each run itself (Endstate's), or one of the graph's stream. LangGraph's own
+    take any keyword, so these failed only at each start (a bare TypeError, the run left running)."""
+    if ours := sorted(k for k in options if k in OPTIONS):
+        raise ConfigError(
+            f"{entry} got {ours}, which the runner fills for each run: give register_foreign its own "
+            "task_type=, help=HelpPolicy(...), verifiers= (the run id, the entry's name and the runner's "
+            "hooks are given), not as options"
+        )
+    _refuse(options, _STREAMED, f"{entry}: langgraph.run drives the graph's stream itself")
 
 
 def _refuse(kwargs: Mapping[str, Any], taken: set[str], why: str) -> None:
