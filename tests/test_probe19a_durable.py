@@ -12,10 +12,11 @@ ends it as `error` saying why; the deadline ends it `help_timeout`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,43 @@ def test_a_langgraph_entrys_options_that_no_run_can_take_are_refused_when_regist
         checkpointer=lg_checkpointer,
         options={"exact_counts": True, "tools": ["look"]},
     )
+
+
+# -- a foreign run whose segment cannot begin ------------------------------------------------------
+
+
+def _no_input(task: str) -> Any:
+    return {"messages": [("user", task)]}["prompt"]  # a make_input with a slip: KeyError
+
+
+@contextlib.asynccontextmanager
+async def _unreachable_saver() -> AsyncIterator[Any]:
+    raise OSError("connection refused: the checkpoint database is down")
+    yield  # pragma: no cover
+
+
+def broken_catalog() -> Catalog:
+    from foreign_agents import lg_checkpointer, lg_graph
+
+    c = Catalog()
+    c.register_foreign("lg-slip", "langgraph", lg_graph, checkpointer=lg_checkpointer, make_input=_no_input)
+    c.register_foreign("lg-down", "langgraph", lg_graph, checkpointer=_unreachable_saver)
+    return c
+
+
+@pytest.mark.parametrize(
+    ("agent", "why"), [("lg-slip", "KeyError: 'prompt'"), ("lg-down", "OSError: connection")]
+)
+def test_a_foreign_run_that_cannot_begin_is_a_clear_error_and_recovery_ends_it(
+    store: RunStore, agent: str, why: str
+) -> None:
+    """make_input raising, or a checkpointer that cannot open, raised out of the runner as they were:
+    the run was left `running`, and each recovery raised again (and stopped recovering the rest)."""
+    with pytest.raises(ConfigError, match=rf"could not begin: {why}"):
+        asyncio.run(Runner(store, broken_catalog(), lease_seconds=0.2).start(agent, "clean up a"))
+    (left,) = store.list_runs(RunStatus.RUNNING)
+    time.sleep(0.3)  # its lease lapses
+    assert asyncio.run(Runner(store, broken_catalog()).recover()) == []  # logged, not raised
+    record = store.get(left.run_id)
+    assert record is not None and (record.status, record.stop_reason) == (RunStatus.FINISHED, "error")
+    assert why in record.note

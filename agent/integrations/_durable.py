@@ -127,8 +127,15 @@ class ForeignAgent:
     ) -> RunResult:
         """Run `task` through the framework; a suspension comes back with its snapshot to store."""
         run_id, hooks = run_id or uuid.uuid4().hex, _SpanOf.around(self.hooks)
-        async with self._target() as target:
-            result = await self._start(target, task, run_id, hooks)
+        try:
+            async with self._target() as target:
+                result = await self._start(target, task, run_id, hooks)
+        except EndstateError:
+            raise
+        except Exception as exc:  # the integrations end every run they begin: this is before it
+            raise ConfigError(
+                f"run {run_id} of the {self.framework} agent {self.name!r} could not begin: {_why(exc)}"
+            ) from exc
         return self._saved(result, [Task(task)], dict(state or {}), _span_of(hooks))
 
     async def aresume(
@@ -199,15 +206,15 @@ class ForeignAgent:
         journal = [*snapshot.journal, answered]
         resumed = _resumed(dataclasses.replace(snapshot, journal=journal), snapshot.suspension)
         hooks = _SpanOf.around(self.hooks)
-        async with self._target() as target:
-            try:
+        try:
+            async with self._target() as target:
                 result = await self._resume(target, foreign.state, answered.reply, resumed, hooks)
-            except UnreadableState as exc:
-                raise self._unloadable(snapshot.run_id, exc.__cause__ or exc) from exc
-            except EndstateError:
-                raise
-            except Exception as exc:  # the integrations end every run they begin: this is before it
-                raise self._unloadable(snapshot.run_id, exc) from exc
+        except UnreadableState as exc:
+            raise self._unloadable(snapshot.run_id, exc.__cause__ or exc) from exc
+        except EndstateError:
+            raise
+        except Exception as exc:  # the integrations end every run they begin: this is before it
+            raise self._unloadable(snapshot.run_id, exc) from exc
         if result.reason is StopReason.CANCELLED:  # cut off: the answer is kept, recovery gives it again
             return dataclasses.replace(
                 result, snapshot=dataclasses.replace(snapshot, kind=SnapshotKind.CANCELLED)
