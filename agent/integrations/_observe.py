@@ -651,8 +651,8 @@ def _tool_list(tools: Sequence[str] | None) -> tuple[str, ...]:
         shown = f"[{tools!r}]" if isinstance(tools, str) else "['search', ...]"
         raise ConfigError(f"tools is a list of tool names (say tools={shown}), not {type(tools).__name__}")
     listed = tuple(tools)
-    if wrong := [t for t in listed if not is_text(t)]:
-        raise ConfigError(f"tools are the names of the run's tools, non-empty strings, not {wrong[0]!r}")
+    if wrong := [t for t in listed if not isinstance(t, str)]:  # a framework's own names are strings
+        raise ConfigError(f"tools are the names of the run's tools, strings, not {wrong[0]!r}")
     return listed
 
 
