@@ -79,6 +79,8 @@ def test_no_agent_name_or_an_empty_one_is_the_framework_agents_own() -> None:
         for name in (None, ""):
             assert oa.run(oa_agent(), "hi", hooks=rig.hooks, agent_name=name).agent == "oa_named"
         assert rig.stops("oa_named", "default", "success") == 2
+        for name in (None, ""):  # the Claude Agent SDK's runs have no agent of their own: its default
+            assert claude.run("hi", transport=FakeCLI([result()]), agent_name=name).agent == "claude_agent"
 
 
 def test_a_framework_agent_whose_own_name_is_blank_says_to_name_it() -> None:

@@ -126,7 +126,7 @@ async def arun(
     task_type: str = "default",
     verifiers: Sequence[Verifier] | Verifier | None = None,
     run_id: str | None = None,
-    agent_name: str = "claude_agent",
+    agent_name: str | None = "claude_agent",
     resumed: RunResult | None = None,
     help_seconds: float | None = None,
     **query_kwargs: Any,
@@ -140,7 +140,7 @@ async def arun(
     options = options or ClaudeAgentOptions()
     recorder = Recorder.start(
         hooks,
-        agent=agent_name,
+        agent=agent_name or "claude_agent",  # None or "": the default name
         task_type=task_type,
         model=options.model or "claude",
         provider=PROVIDER,
