@@ -31,7 +31,7 @@ from agent.budget import Spent
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
-from agent.integrations._observe import Recorder, resumed_run
+from agent.integrations._observe import Recorder, UnreadableState, resumed_run
 from agent.journal import (
     Answer,
     Answered,
@@ -127,8 +127,15 @@ class ForeignAgent:
     ) -> RunResult:
         """Run `task` through the framework; a suspension comes back with its snapshot to store."""
         run_id, hooks = run_id or uuid.uuid4().hex, _SpanOf.around(self.hooks)
-        async with self._target() as target:
-            result = await self._start(target, task, run_id, hooks)
+        try:
+            async with self._target() as target:
+                result = await self._start(target, task, run_id, hooks)
+        except EndstateError:
+            raise
+        except Exception as exc:  # the integrations end every run they begin: this is before it
+            raise ConfigError(
+                f"run {run_id} of the {self.framework} agent {self.name!r} could not begin: {_why(exc)}"
+            ) from exc
         return self._saved(result, [Task(task)], dict(state or {}), _span_of(hooks))
 
     async def aresume(
@@ -199,13 +206,30 @@ class ForeignAgent:
         journal = [*snapshot.journal, answered]
         resumed = _resumed(dataclasses.replace(snapshot, journal=journal), snapshot.suspension)
         hooks = _SpanOf.around(self.hooks)
-        async with self._target() as target:
-            result = await self._resume(target, foreign.state, answered.reply, resumed, hooks)
+        try:
+            async with self._target() as target:
+                result = await self._resume(target, foreign.state, answered.reply, resumed, hooks)
+        except UnreadableState as exc:
+            raise self._unloadable(snapshot.run_id, exc.__cause__ or exc) from exc
+        except EndstateError:
+            raise
+        except Exception as exc:  # the integrations end every run they begin: this is before it
+            raise self._unloadable(snapshot.run_id, exc) from exc
         if result.reason is StopReason.CANCELLED:  # cut off: the answer is kept, recovery gives it again
             return dataclasses.replace(
                 result, snapshot=dataclasses.replace(snapshot, kind=SnapshotKind.CANCELLED)
             )
         return self._saved(result, journal, snapshot.state, _span_of(hooks), snapshot.segment + 1)
+
+    def _unloadable(self, run_id: str, exc: BaseException) -> ConfigError:
+        """The framework refused the saved state (the agent renamed since, its messages' format
+        changed): a clear error, the run left waiting as it was (its deadline still ends it)."""
+        return ConfigError(
+            f"run {run_id} cannot be resumed from the store: {self.framework} could not load its saved "
+            f"state into the agent built now ({_why(exc)}); was the agent, or its tools, changed since it "
+            "suspended? Nothing was changed: it ends at its deadline under its help policy, or build the "
+            "agent as it was and answer again"
+        )
 
     async def _start(self, target: Any, task: str, run_id: str, hooks: RunHooks) -> RunResult:
         common = self._common(run_id, hooks)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
-from agent._valid import is_whole
+from agent._valid import is_finite_from_zero, is_whole
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._observe import Recorder, Usage
@@ -173,6 +173,11 @@ class ModelCall:
         for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
             if not (is_whole(count) and count >= 0):
                 raise ConfigError(f"call.reply({name}=...) takes a whole number >= 0, not {count!r}")
+        if cost_usd is not None and not is_finite_from_zero(cost_usd):  # inf: a counter at inf for good
+            raise ConfigError(
+                "call.reply(cost_usd=...) takes a finite number of dollars >= 0 (None: unpriced), "
+                f"not {cost_usd!r}"
+            )
         self.answered = True
         self._rec.model_ended(
             Usage(input_tokens, output_tokens, cache_read, cache_write, cost_usd),
@@ -208,6 +213,23 @@ def _waiting(resumed: Any, agent: str, task_type: str) -> RunResult | None:
             f"type {resumed.task_type!r}: pass agent={resumed.agent!r}, task_type={resumed.task_type!r}"
         )
     return resumed
+
+
+def _ceilings(limits: Any) -> dict[str, float]:
+    """The loop's own budgets (`agent_budget_limit`), by limit kind: a clear `ConfigError` for a kind
+    that is none (its series would never show) or a ceiling that is no number >= 0 (the metrics part
+    failed on it, and the run's stop went uncounted)."""
+    if limits is None:
+        return {}
+    if not isinstance(limits, Mapping):
+        raise ConfigError(f"limits is a dict of ceilings by limit kind (say {{'turns': 10}}), not {limits!r}")
+    ceilings = {}
+    for kind, ceiling in limits.items():
+        named = _named(LimitKind, kind, "limit kind")
+        if not is_finite_from_zero(ceiling):
+            raise ConfigError(f"limits[{kind!r}] is a ceiling, a finite number >= 0, not {ceiling!r}")
+        ceilings[str(named)] = float(ceiling)
+    return ceilings
 
 
 def _named(kind: type[E], value: Any, what: str) -> E:
@@ -254,7 +276,7 @@ def observe_run(
         provider=provider,
         task=task,
         tools=tools,
-        limits=limits,
+        limits=_ceilings(limits),
         verifiers=verifiers,
         resumed=_waiting(resumed, agent, task_type),
         help_seconds=help_seconds,

@@ -16,7 +16,7 @@ import inspect
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 from agent._valid import is_finite_from_zero, is_text
 from agent.budget import Spent
 from agent.context import RunContext
-from agent.errors import ConfigError
+from agent.errors import ConfigError, EndstateError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answered, Suspended
 from agent.models.base import ModelReply, ModelRequest, StopKind, ToolCall
@@ -85,7 +85,7 @@ class Recorder:
         model: str = "",
         provider: str = "",
         task: str = "",
-        tools: Sequence[str] = (),
+        tools: Sequence[str] | None = (),
         limits: Mapping[str, float] | None = None,
         verifiers: Sequence[Verifier] | Verifier | None = None,
         run_id: str | None = None,
@@ -103,6 +103,11 @@ class Recorder:
         ends the run (an expired wait): no turn is reopened.
         """
         _check_options(hooks, task_type, run_id, help_seconds)
+        if not is_text(agent):
+            raise ConfigError(
+                f"the run's agent name must be a non-empty string (a metric label), not {agent!r}: "
+                "name it with agent_name= (observe_run: agent=)"
+            )
         snap = resumed.snapshot if resumed is not None else None
         info = RunInfo(
             run_id=resumed.run_id if resumed else run_id or uuid.uuid4().hex,
@@ -117,7 +122,7 @@ class Recorder:
             task=task,
             started_at=time.time(),
             limits=dict(limits or {}),
-            tools=tuple(tools),
+            tools=_tool_list(tools),
             spent=_spent(resumed),
             resumed_from=str(resumed.reason) if resumed else None,
             resumed_stopped_at=_stopped_at(resumed),
@@ -420,6 +425,55 @@ class Recorder:
             self.observer.model_ended(None, error)
 
 
+class UnreadableState(ConfigError):
+    """A saved state given to an integration's `resume` that its framework (or Endstate) cannot read."""
+
+
+@contextlib.contextmanager
+def reading_state(entry: str, expected: str) -> Iterator[None]:
+    """Around reading a saved state in `entry` (say `openai_agents.resume`), before any run begins:
+    what cannot be read (not JSON, another shape, the agent changed since) is an `UnreadableState`
+    naming what was wrong and what to pass (`expected`), never the parser's own exception."""
+    try:
+        yield
+    except EndstateError:
+        raise
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        raise UnreadableState(
+            f"{entry}() cannot read the state it was given ({why[:300]}): pass {expected}"
+        ) from exc
+
+
+class Reading:
+    """A stream's items, from `items` (an async generator that ends the run as the stream ends),
+    with the run ended at once when the caller drops the stream unfinished: a caller that breaks out
+    of `async for` reads its `result` on the next line, not once the event loop gets round to closing
+    the generator (`abandoned`, called then, ends the run `cancelled`; closing `items` later finds
+    it ended). Iterate it, or `aclose()` it."""
+
+    def __init__(self, items: AsyncGenerator[Any], abandoned: Callable[[], None]) -> None:
+        self._items, self._abandoned, self._done = items, abandoned, False
+
+    def __aiter__(self) -> Reading:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._items.__anext__()
+        except BaseException:  # its end, or the run's own stop raised on: no longer the caller's to drop
+            self._done = True
+            raise
+
+    async def aclose(self) -> None:
+        self._done = True
+        await self._items.aclose()
+
+    def __del__(self) -> None:
+        if not self._done:
+            self._abandoned()
+
+
 SAVED_RUN = "endstate"  # the key of a saved state (`state_of`) that holds the suspended segment
 
 
@@ -565,12 +619,19 @@ def _checked_now(verifier: Verifier, ctx: RunContext) -> Any:
     return value
 
 
-def _check_options(hooks: Any, task_type: Any, run_id: Any, help_seconds: Any = None) -> None:
+def _check_options(
+    hooks: Any, task_type: Any, run_id: Any, help_seconds: Any = None, agent_name: Any = None
+) -> None:
     """A clear `ConfigError` for Endstate's own options of the wrong kind, before the framework runs."""
     if hooks is not None:
         check_hooks(hooks)
     if not is_text(task_type):
         raise ConfigError(f"task_type must be a non-empty string (a metric label), not {task_type!r}")
+    if agent_name not in (None, "") and not is_text(agent_name):  # None or '': the framework's own name
+        raise ConfigError(
+            f"agent_name must be a non-empty string (a metric label), not {agent_name!r} "
+            "(None or '': the framework agent's own name)"
+        )
     if run_id is not None and not (isinstance(run_id, str) and run_id):
         raise ConfigError(f"run_id must be a non-empty string (or None for a new id), not {run_id!r}")
     if help_seconds is not None and not (
@@ -580,6 +641,19 @@ def _check_options(hooks: Any, task_type: Any, run_id: Any, help_seconds: Any = 
             f"help_seconds must be a finite number >= 0 (seconds), at most {MAX_WAIT_SECONDS:.0f} (100 "
             f"years), not {help_seconds!r}: how long a pending approval waits (None: a day)"
         )
+
+
+def _tool_list(tools: Sequence[str] | None) -> tuple[str, ...]:
+    """The tool names the run's calls are labelled by (the rest are "other"): a list of names."""
+    if tools is None:
+        return ()
+    if isinstance(tools, str) or not isinstance(tools, Iterable):
+        shown = f"[{tools!r}]" if isinstance(tools, str) else "['search', ...]"
+        raise ConfigError(f"tools is a list of tool names (say tools={shown}), not {type(tools).__name__}")
+    listed = tuple(tools)
+    if wrong := [t for t in listed if not isinstance(t, str)]:  # a framework's own names are strings
+        raise ConfigError(f"tools are the names of the run's tools, strings, not {wrong[0]!r}")
+    return listed
 
 
 def _verifier_list(verifiers: Sequence[Verifier] | Verifier | None) -> tuple[Verifier, ...]:

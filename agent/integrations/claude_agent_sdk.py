@@ -43,7 +43,15 @@ from claude_agent_sdk import (
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import OPTIONS, Recorder, Usage, check_keywords, run_of_saved, saved_with_run
+from agent.integrations._observe import (
+    OPTIONS,
+    Recorder,
+    Usage,
+    check_keywords,
+    reading_state,
+    run_of_saved,
+    saved_with_run,
+)
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.verify import Verifier
@@ -118,7 +126,7 @@ async def arun(
     task_type: str = "default",
     verifiers: Sequence[Verifier] | Verifier | None = None,
     run_id: str | None = None,
-    agent_name: str = "claude_agent",
+    agent_name: str | None = "claude_agent",
     resumed: RunResult | None = None,
     help_seconds: float | None = None,
     **query_kwargs: Any,
@@ -132,7 +140,7 @@ async def arun(
     options = options or ClaudeAgentOptions()
     recorder = Recorder.start(
         hooks,
-        agent=agent_name,
+        agent=agent_name or "claude_agent",  # None or "": the default name
         task_type=task_type,
         model=options.model or "claude",
         provider=PROVIDER,
@@ -193,7 +201,8 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    session_id, call_id, tool = _session(run_of_saved(state, kwargs))
+    with reading_state("claude_agent_sdk.resume", "a need_help result, its raw ResultMessage or state_of()"):
+        session_id, call_id, tool = _session(run_of_saved(state, kwargs))
     options = options or ClaudeAgentOptions()
     hooks = _deciding(options.hooks or {}, call_id, tool, approved, answer)
     options = dataclasses.replace(options, resume=session_id, hooks=hooks)

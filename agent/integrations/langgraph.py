@@ -36,7 +36,8 @@ How runs end (either way):
 | ------------------------------------------------- | ------------------------------------- |
 | the graph's final state                           | `success` (checked by the verifiers)  |
 | `interrupt()` (needs a checkpointer)              | `need_help`, resumable with `resume`  |
-| `interrupt()` in a graph with no checkpointer     | `error` (nothing can resume it)       |
+| `interrupt()`, or a stop at a breakpoint, in a    | `error` (nothing can resume it)       |
+| graph with no checkpointer                        |                                       |
 | a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
 | `GraphRecursionError` (`recursion_limit`)         | `limit`/`turns`                       |
 | a final reply the model API refused               | `gave_up`, cause `refusal`            |
@@ -79,10 +80,12 @@ from agent.integrations._lg_saver import sync_capable
 from agent.integrations._observe import (
     DEFAULT_HELP_SECONDS,
     OPTIONS,
+    Reading,
     Recorder,
     Usage,
     _check_options,
     need,
+    reading_state,
     resumed_run,
     run_of_saved,
     saved_with_run,
@@ -299,11 +302,7 @@ async def arun(
     run's cost is unknown. Never raises for an expected stop.
     """
     need(graph, callable(getattr(graph, "ainvoke", None)), "langgraph.run", "a compiled graph")
-    _refuse(
-        invoke_kwargs,
-        {"stream_mode", "version", "subgraphs"},
-        "langgraph.run drives the graph's stream itself",
-    )
+    _refuse(invoke_kwargs, _STREAMED, "langgraph.run drives the graph's stream itself")
     config = dict(config or {})
     if resumed is None:
         named = {"agent_name": agent_name, "task_type": task_type, "help_seconds": help_seconds}
@@ -323,8 +322,9 @@ async def arun(
     )
     try:
         drive_graph = drive if exact_counts else _drive
-        output = await drive_graph(graph, input, config, recorder, invoke_kwargs, prices)
-        paused = await _paused_at(graph, config, invoke_kwargs)
+        watch = _unkept_breakpoints(graph, config, invoke_kwargs)
+        output, halted = await drive_graph(graph, input, config, recorder, invoke_kwargs, prices, watch)
+        paused = await _paused_at(graph, config, invoke_kwargs, halted)
     except (Exception, asyncio.CancelledError) as exc:
         return _stopped(recorder, exc)
     return _ended(recorder, graph, output, config, paused)
@@ -357,6 +357,7 @@ def astream(
         options.get("task_type", "default"),
         options.get("run_id"),
         options.get("help_seconds"),
+        options.get("agent_name"),
     )
     config = dict(config or {})
     return GraphStream(graph, input, config, options, modes, isinstance(stream_mode, str), prices, kwargs)
@@ -379,25 +380,38 @@ class GraphStream:
         self._graph, self._input, self._config, self._options = graph, input, config, options
         self._modes, self._single, self._prices, self._kwargs = modes, single, prices, invoke_kwargs
         self._read = False
+        self._recorder: Recorder | None = None
         self.result: RunResult | None = None
 
-    async def __aiter__(self) -> AsyncIterator[Any]:
-        """The run starts when the stream is first read: one never read starts nothing."""
+    def __aiter__(self) -> AsyncIterator[Any]:
+        """The run starts when the stream is first read: one never read starts nothing. A caller that
+        breaks out has `result`, `cancelled`, at once."""
+        return Reading(self._chunks(), self._abandoned)
+
+    def _abandoned(self) -> None:
+        """The caller dropped the stream half read: the run ends `cancelled` (the graph's stream is
+        closed with ours, once the event loop closes it)."""
+        if self.result is None and self._recorder is not None:
+            self.result = self._recorder.fail(GeneratorExit("the caller stopped reading the stream"))
+
+    async def _chunks(self) -> AsyncGenerator[Any]:
         if self._read:
             raise ConfigError("this stream was read already: start another with langgraph.astream")
         self._read, config, options = True, self._config, self._options
         if not options.get("resumed"):
             options["resumed"] = await _waited_in_thread(self._graph, self._input, config, options)
-        recorder = _recorder(self._graph, self._input, config, **options)
+        recorder = self._recorder = _recorder(self._graph, self._input, config, **options)
         reading = _Stream(self._graph, recorder, self._prices)
+        unkept = _unkept_breakpoints(self._graph, config, self._kwargs) and "updates" not in self._modes
+        watch = ["updates"] if unkept else []
         try:
-            chunks = reading.chunks(self._input, config, self._kwargs, self._modes)
+            chunks = reading.chunks(self._input, config, self._kwargs, [*self._modes, *watch])
             async with contextlib.aclosing(chunks):  # closed with this one: the graph's stream too
                 async for namespace, mode, payload in chunks:
                     if mode in self._modes and not namespace:
                         payload = _without_ours(payload) if mode == "messages" else payload
                         yield payload if self._single else (mode, payload)
-            paused = await _paused_at(self._graph, config, self._kwargs)
+            paused = await _paused_at(self._graph, config, self._kwargs, reading.halted)
         except (Exception, asyncio.CancelledError) as exc:
             self.result = _stopped(recorder, exc)
             if isinstance(exc, asyncio.CancelledError):
@@ -410,6 +424,20 @@ class GraphStream:
 
 
 _OPTIONS = (*OPTIONS, "tools")
+_STREAMED = {"stream_mode", "version", "subgraphs"}  # the integration drives the graph's stream itself
+
+
+def check_options(entry: str, options: Mapping[str, Any]) -> None:
+    """A clear `ConfigError` for an option of a catalog entry (`entry`) that no run can take: one
+    the runner fills for each run itself (Endstate's), or one of the graph's stream. LangGraph's own
+    take any keyword, so these failed only at each start (a bare TypeError, the run left running)."""
+    if ours := sorted(k for k in options if k in OPTIONS):
+        raise ConfigError(
+            f"{entry} got {ours}, which the runner fills for each run: give register_foreign its own "
+            "task_type=, help=HelpPolicy(...), verifiers= (the run id, the entry's name and the runner's "
+            "hooks are given), not as options"
+        )
+    _refuse(options, _STREAMED, f"{entry}: langgraph.run drives the graph's stream itself")
 
 
 def _refuse(kwargs: Mapping[str, Any], taken: set[str], why: str) -> None:
@@ -513,6 +541,8 @@ def _ended(
             return _unresumable(recorder, output)
         return _suspend(recorder, output, config)
     if paused:
+        if not _has_checkpointer(graph, config):
+            return _unresumable(recorder, output, paused)
         return _suspend_at_breakpoint(recorder, output, config, paused)
     if _refused(output):
         note = "The model API refused: the graph ended on its refusal."
@@ -528,15 +558,18 @@ def _has_checkpointer(graph: Any, config: Mapping[str, Any]) -> bool:
     return getattr(graph, "checkpointer", None) not in (None, False)
 
 
-def _unresumable(recorder: Recorder, output: Mapping[str, Any]) -> RunResult:
-    """An interrupt() of a graph with no checkpointer: nothing can ever answer it, so no wait (in the
-    inbox and the help gauges until its deadline) but an error saying how to make it resumable."""
-    question, _ = _asking(output[INTERRUPT_KEY][0])
+def _unresumable(recorder: Recorder, output: Any, breakpoints: Sequence[str] = ()) -> RunResult:
+    """An interrupt() (or a stop at a static breakpoint) of a graph with no checkpointer: nothing can
+    ever answer it, so no wait (in the inbox and the help gauges until its deadline) but an error
+    saying how to make it resumable."""
+    if breakpoints:
+        what = f"stopped at a breakpoint (interrupt_before/interrupt_after: {', '.join(breakpoints)})"
+    else:
+        what = f"called interrupt() (asking: {_asking(output[INTERRUPT_KEY][0])[0]})"
     note = (
-        f"The graph called interrupt() (asking: {question}), but it has no checkpointer, and LangGraph "
-        "resumes an interrupt() from one: compile the graph with graph.compile(checkpointer=...) "
-        "(InMemorySaver(), or a persistent one such as SqliteSaver to resume in another process) and "
-        "run it with a thread_id in its config."
+        f"The graph {what}, but it has no checkpointer, and LangGraph resumes a graph from one: "
+        "compile the graph with graph.compile(checkpointer=...) (InMemorySaver(), or a persistent one "
+        "such as SqliteSaver to resume in another process) and run it with a thread_id in its config."
     )
     return recorder.finish(StopReason.ERROR, note=note, error_type=NO_CHECKPOINTER, raw=output)
 
@@ -553,15 +586,32 @@ def _refused(output: Any) -> bool:
 
 
 async def _paused_at(
-    graph: Any, config: Mapping[str, Any], invoke_kwargs: Mapping[str, Any]
+    graph: Any, config: Mapping[str, Any], invoke_kwargs: Mapping[str, Any], halted: bool = False
 ) -> Sequence[str]:
     """The nodes a graph with static breakpoints (`interrupt_before`/`interrupt_after`) stopped in
-    front of: the stream ends there as if the graph had finished. Asked only of such graphs."""
-    breakpoints = (invoke_kwargs.get(k) for k in ("interrupt_before", "interrupt_after"))
-    nodes = (getattr(graph, k, None) for k in ("interrupt_before_nodes", "interrupt_after_nodes"))
-    if not any((*breakpoints, *nodes)):
+    front of: the stream ends there as if the graph had finished. Asked only of such graphs, of
+    their checkpointer; with none, `halted` says whether the `updates` stream showed the stop (and
+    the breakpoints configured stand for the nodes)."""
+    breakpoints = _breakpoints(graph, invoke_kwargs)
+    if not breakpoints:
         return ()
+    if not _has_checkpointer(graph, config):
+        return breakpoints if halted else ()
     return tuple((await graph.aget_state(config)).next)
+
+
+def _breakpoints(graph: Any, invoke_kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The static breakpoints of a run: the nodes given to it or compiled in ("*" for all)."""
+    found = [invoke_kwargs.get(k) for k in ("interrupt_before", "interrupt_after")]
+    found += [getattr(graph, k, None) for k in ("interrupt_before_nodes", "interrupt_after_nodes")]
+    names = (n for nodes in found if nodes for n in ([nodes] if isinstance(nodes, str) else nodes))
+    return tuple(dict.fromkeys(str(n) for n in names))
+
+
+def _unkept_breakpoints(graph: Any, config: Mapping[str, Any], invoke_kwargs: Mapping[str, Any]) -> bool:
+    """Breakpoints in a graph with no checkpointer: LangGraph stops at them, with no state to ask
+    where, and only its `updates` stream says that it stopped (read then, for such runs alone)."""
+    return bool(_breakpoints(graph, invoke_kwargs)) and not _has_checkpointer(graph, config)
 
 
 async def _drive(
@@ -571,12 +621,14 @@ async def _drive(
     recorder: Recorder,
     invoke_kwargs: dict[str, Any],
     prices: PriceTable | None = None,
-) -> Any:
-    """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would."""
+    watch: bool = False,
+) -> tuple[Any, bool]:
+    """`graph.astream` read as it goes (`MODES`); returns what `ainvoke` would, and (`watch`: its
+    `updates` read too) whether the graph stopped at a breakpoint."""
     reading = _Stream(graph, recorder, prices)
-    async for _ in reading.chunks(input, config, invoke_kwargs):
+    async for _ in reading.chunks(input, config, invoke_kwargs, ["updates"] if watch else []):
         pass
-    return reading.output()
+    return reading.output(), reading.halted
 
 
 class _Stream:
@@ -585,6 +637,7 @@ class _Stream:
     def __init__(self, graph: Any, recorder: Recorder, prices: PriceTable | None) -> None:
         self.graph, self.reader = graph, _Reader(recorder, graph, prices)
         self.latest: Any = None
+        self.halted = False  # an `updates` chunk (read only when asked for) showed the graph stop
         self._seeded: set[tuple[str, ...]] = set()  # graphs (by namespace) whose state before it ran is read
         self._inner = _has_subgraphs(graph)  # their streams cost about a tenth of a scripted turn
 
@@ -612,6 +665,8 @@ class _Stream:
                 self.reader.read(payload, inner=bool(namespace))
             except Exception:  # a chunk of an unforeseen shape: the run goes on, unobserved there
                 hook_failed("langgraph tasks stream")
+        elif mode == "updates" and not namespace and isinstance(payload, Mapping):
+            self.halted = self.halted or INTERRUPT_KEY in payload
 
     def output(self) -> Any:
         """What `ainvoke` returns: the last state, with the interrupts at `__interrupt__` when the
@@ -686,8 +741,9 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw.get("config") if isinstance(state.raw, Mapping) else None
-    state = run_of_saved(state, kwargs)
-    config = json.loads(state) if isinstance(state, str | bytes) else state
+    with reading_state("langgraph.resume", "a need_help result, state_of() or the run's config"):
+        state = run_of_saved(state, kwargs)
+        config = json.loads(state) if isinstance(state, str | bytes) else state
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
         if getattr(graph, "checkpointer", None) is None:  # it ran with no thread: nothing holds its state
             raise ConfigError(

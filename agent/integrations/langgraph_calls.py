@@ -250,15 +250,22 @@ async def drive(
     recorder: Recorder,
     invoke_kwargs: dict[str, Any],
     prices: PriceTable | None = None,
-) -> Any:
-    """Run the graph with `Calls` reporting its calls; returns what `ainvoke` would: the last
-    state, with the interrupts at `__interrupt__` when the graph waits for a person."""
+    watch: bool = False,
+) -> tuple[Any, bool]:
+    """Run the graph with `Calls` reporting its calls; returns what `ainvoke` would (the last
+    state, with the interrupts at `__interrupt__` when the graph waits for a person) and (`watch`:
+    its `updates` read too, for a graph with breakpoints and no checkpointer) whether it stopped at one."""
     calls = Calls(recorder, prices)
     latest: Any = None
     interrupts: list[Interrupt] = []
+    halted = False
     token = _CALLS.set(calls)
+    modes = ["values", "updates"] if watch else "values"
     try:
-        async for part in graph.astream(input, config, stream_mode="values", version="v2", **invoke_kwargs):
+        async for part in graph.astream(input, config, stream_mode=modes, version="v2", **invoke_kwargs):
+            if part["type"] != "values":
+                halted = halted or (not part["ns"] and INTERRUPT_KEY in (part["data"] or {}))
+                continue
             latest = part["data"]
             interrupts += part["interrupts"]
             try:
@@ -269,8 +276,9 @@ async def drive(
         _CALLS.reset(token)
         calls.flush()
     if not interrupts:
-        return latest
-    return {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
+        return latest, halted
+    found = {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
+    return found, halted
 
 
 def _message_of(response: LLMResult) -> Any:

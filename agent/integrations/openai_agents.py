@@ -45,7 +45,7 @@ import contextlib
 import functools
 import inspect
 import json
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -69,12 +69,14 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._observe import (
     OPTIONS,
+    Reading,
     Recorder,
     Usage,
     _check_options,
     _text_of,
     check_keywords,
     need,
+    reading_state,
     run_of_saved,
     saved_with_run,
 )
@@ -255,6 +257,7 @@ def run_streamed(agent: OAAgent[Any], input: Any, **kwargs: Any) -> StreamedRun:
         kwargs.get("task_type", "default"),
         kwargs.get("run_id"),
         kwargs.get("help_seconds"),
+        kwargs.get("agent_name"),
     )
     check_keywords("openai_agents.run_streamed()", Runner.run_streamed, _theirs(kwargs), _OPTIONS, _FILLED)
     return StreamedRun(agent, input, kwargs)
@@ -267,12 +270,27 @@ class StreamedRun:
         self._agent, self._input, self._kwargs = agent, input, kwargs
         self.raw: Any = None  # the SDK's RunResultStreaming, once the run has started
         self.result: RunResult | None = None
+        self._run: _Observed | None = None
 
-    async def stream_events(self) -> AsyncIterator[Any]:
-        """The SDK's stream events, as `RunResultStreaming.stream_events()` gives them."""
-        if self.raw is not None:
+    def stream_events(self) -> AsyncIterator[Any]:
+        """The SDK's stream events, as `RunResultStreaming.stream_events()` gives them (a caller that
+        breaks out has `result`, `cancelled`, at once)."""
+        return Reading(self._events(), self._abandoned)
+
+    def _abandoned(self) -> None:
+        """The caller dropped the stream half read: the SDK's run goes no further, and ends `cancelled`."""
+        if self.result is None and self._run is not None:
+            self.result = self._run.stopped(asyncio.CancelledError("the caller stopped reading the stream"))
+            if self.raw is not None:
+                with contextlib.suppress(RuntimeError):  # dropped after its event loop closed: nothing runs
+                    self.raw.cancel()
+
+    async def _events(self) -> AsyncGenerator[Any]:
+        if self.raw is not None or self._run is not None:
             raise ConfigError("this stream was read already: start another with openai_agents.run_streamed")
-        run = _Observed.start(self._agent, self._input, "openai_agents.run_streamed", dict(self._kwargs))
+        run = self._run = _Observed.start(
+            self._agent, self._input, "openai_agents.run_streamed", dict(self._kwargs)
+        )
         try:
             with run.running():  # the SDK's run task takes the context as it is now
                 self.raw = Runner.run_streamed(self._agent, self._input, hooks=run.hooks, **run.runner_kwargs)
@@ -326,7 +344,7 @@ class _Observed:
             provider=PROVIDER,
             task=input if isinstance(input, str) else "",
             tools=_tool_names(agent),
-            limits=_limits(kwargs.get("max_turns")),
+            limits=_limits(kwargs["max_turns"] if "max_turns" in kwargs else _max_turns_of(input)),
             verifiers=options.get("verifiers"),
             run_id=options.get("run_id"),
             resumed=options.get("resumed"),
@@ -456,8 +474,9 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    run_state = await _run_state(agent, run_of_saved(state, kwargs))
-    pending = run_state.get_interruptions()
+    with reading_state("openai_agents.resume", _STATE):
+        run_state = await _run_state(agent, run_of_saved(state, kwargs))
+        pending = run_state.get_interruptions()
     if not pending:
         raise ConfigError("this state has no pending approval: pass a need_help result or its state_of()")
     asked = pending[0]  # as `_suspend` asked it
@@ -475,7 +494,10 @@ async def _run_state(agent: OAAgent[Any], state: Any) -> RunState[Any]:
         return state
     if hasattr(state, "to_state"):
         return state.to_state()
-    raise ConfigError("state must be a need_help RunResult, its raw, or the JSON from state_of()")
+    raise ConfigError(f"state must be {_STATE}")
+
+
+_STATE = "a need_help RunResult, its raw, or the JSON from state_of() (with the agent it suspended in)"
 
 
 def _suspend(recorder: Recorder, result: Any) -> RunResult:
@@ -624,6 +646,16 @@ def _model_name(agent: OAAgent[Any], run_config: Any) -> str:
     if model is None or isinstance(model, str):
         return model or "default"
     return str(getattr(model, "model", None) or type(model).__name__)
+
+
+def _max_turns_of(input: Any) -> Any:
+    """The SDK's turn limit for a run given none: a resumed `RunState`'s own, else the SDK's default."""
+    if isinstance(input, RunState):
+        return getattr(input, "_max_turns", None)
+    return _DEFAULT_MAX_TURNS
+
+
+_DEFAULT_MAX_TURNS = inspect.signature(Runner.run).parameters["max_turns"].default  # the SDK's (10)
 
 
 def _limits(max_turns: Any) -> dict[str, float]:

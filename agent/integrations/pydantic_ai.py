@@ -60,6 +60,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.run import AgentRun, AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai.usage import UsageLimits
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
@@ -69,6 +70,7 @@ from agent.integrations._observe import (
     Usage,
     check_keywords,
     need,
+    reading_state,
     run_of_saved,
     saved_with_run,
 )
@@ -615,7 +617,8 @@ async def aresume(
     if isinstance(state, RunResult):
         kwargs.setdefault("resumed", state)
         state = state.raw
-    messages, pending = _saved(run_of_saved(state, kwargs))
+    with reading_state("pydantic_ai.resume", _STATE):
+        messages, pending = _saved(run_of_saved(state, kwargs))
     if not pending:
         raise ConfigError("this state has no pending tool call to answer: pass the raw of a need_help result")
     results = DeferredToolResults()
@@ -690,6 +693,9 @@ def _suspend(recorder: Recorder, requests: DeferredToolRequests, result: Any) ->
     return recorder.suspend(question, pending, raw=result)
 
 
+_STATE = "a need_help result, its raw, state_of() or all_messages_json()"
+
+
 def _saved(state: Any) -> tuple[list[ModelMessage], dict[str, str]]:
     """The messages of a suspended run and its pending calls by id ("approval" or "external")."""
     if isinstance(state, str | bytes):
@@ -737,7 +743,7 @@ def _recorder(
         provider=str(getattr(model, "system", "") or PROVIDER),
         task=user_prompt if isinstance(user_prompt, str) else "",
         tools=_tool_names(agent),
-        limits=_limits(run_kwargs.get("usage_limits")),
+        limits=_limits(run_kwargs.get("usage_limits") or UsageLimits()),  # Pydantic AI's default when none
         **options,
     )
 
