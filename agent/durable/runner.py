@@ -447,7 +447,9 @@ class Runner:
             active_seconds=record.active_seconds,
             waiting_seconds=record.waiting_seconds,
         )
-        outcome = Outcome(RunStatus.FINISHED, result, None)  # a finished run keeps its stored snapshot
+        # a finished run keeps its stored snapshot, and the answer it was claimed with (a person's
+        # answer that its journal does not hold yet: nobody could give it again to a finished run)
+        outcome = Outcome(RunStatus.FINISHED, result, None, keep_answer=True)
         try:
             self.store.record(record.run_id, outcome, self.lease(), self.clock.time())
         finally:

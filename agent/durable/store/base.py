@@ -150,6 +150,7 @@ class Outcome:
     snapshot: Snapshot | None
     interrupted: bool = False
     rest: Checkpoint | None = None  # what the segment's last checkpoint failed to write: recorded with it
+    keep_answer: bool = False  # the run keeps the answer it was claimed with (see `keeps_answer`)
 
     @classmethod
     def of(cls, result: RunResult, *, interrupted: bool = False, rest: Checkpoint | None = None) -> Outcome:
@@ -166,8 +167,9 @@ class Outcome:
     @property
     def keeps_answer(self) -> bool:
         """True when the segment was cancelled before the answer it was claimed with landed
-        (say, a shutdown cut the approved call short): the run keeps that answer for its resume."""
-        return (
+        (say, a shutdown cut the approved call short), or the run ended before it could be rebuilt
+        to take it (`keep_answer`): the run keeps that answer for its resume."""
+        return self.keep_answer or (
             self.status is RunStatus.CANCELLED
             and self.snapshot is not None
             and self.snapshot.suspension is not None
