@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
-from test_runner_agents import catalog, counted, counter_state, outlive_leases
+from test_runner_agents import Crash, catalog, counted, counter_state, make_counter, outlive_leases
 
-from agent import StopReason
+from agent import Agent, Extension, StopReason
 from agent.durable.runner import Catalog, Runner
-from agent.durable.store import RunStatus, open_store
+from agent.durable.store import Outcome, RunStatus, open_store
+from agent.models.scripted import ScriptedModel, call, finish
 
 DYING_LEASE = 600.0  # seconds: a dead worker's lease, run out only when a test says so
 
@@ -53,3 +55,81 @@ def test_an_answer_whose_worker_died_and_whose_run_could_not_be_rebuilt_is_kept_
     finally:
         for runner in (asking, dying, survivor, fixed):
             runner.store.close()
+
+
+def test_a_run_given_more_budget_whose_worker_died_before_it_went_on_is_a_limit_stop_again(
+    store_url: str, tmp_path: Path
+) -> None:
+    """`resume --more-turns` (or POST /resume) claimed a run that stopped at its turn limit; its worker
+    died before the run's first checkpoint (the extension is journaled there). Recovery records the
+    limit stop its journal ends with again, so more budget can be asked for again: it is not ended as
+    a `bad_snapshot` error that neither a plain resume nor one with more budget could continue."""
+    folder = tmp_path / "r"
+    state = counter_state(folder, "plain", max_turns=1)
+    first_, dying = _runner(store_url, catalog()), _runner(store_url, catalog(), DYING_LEASE)
+    survivor = _runner(store_url, catalog())
+    try:
+        first = asyncio.run(first_.start("counter", "count", state=state))
+        assert (first.reason, first.limit) == (StopReason.LIMIT, "turns")
+        dying.claim(first.run_id, more=Extension(turns=5))  # claimed; it dies before driving it
+        assert outlive_leases(store_url, DYING_LEASE + 1, dying.owner) == 1
+        [again] = asyncio.run(survivor.recover())
+        assert (again.reason, again.limit, again.turns) == (StopReason.LIMIT, "turns", 1)
+        back = survivor.store.get(first.run_id)
+        assert back is not None
+        assert (back.status, back.stop_reason, back.stop_limit, back.owner) == (
+            RunStatus.FINISHED,
+            StopReason.LIMIT,
+            "turns",
+            None,
+        )
+        done = asyncio.run(survivor.resume(first.run_id, more=Extension(turns=5)))
+        assert done.reason is StopReason.SUCCESS, done.note
+        assert counted(folder) == [1, 2]
+    finally:
+        for runner in (first_, dying, survivor):
+            runner.store.close()
+
+
+def _repeating(state: dict[str, object]) -> Agent:
+    """The counter, counting 1 again and again: the third time, the run stops as `no_progress`."""
+    steps = [[call("count", n=1)]] * 5 + [[finish("done", "counted")]]
+    return dataclasses.replace(make_counter(state), model=ScriptedModel(steps))
+
+
+def test_a_worker_killed_after_its_segments_last_checkpoint_and_before_its_record_keeps_the_stop(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A segment ended (`no_progress`: its last checkpoint, which holds the last tool's result, is
+    durable) and its worker died before the record. Recovery records the stop the journal holds,
+    runs nothing again, and does not turn the run into a `bad_snapshot` error."""
+    folder = tmp_path / "r"
+    repeating = Catalog()
+    repeating.register("repeater", _repeating)
+    dying, survivor = _runner(store_url, repeating, DYING_LEASE), _runner(store_url, repeating)
+
+    def dies(run_id: str, outcome: Outcome, *_: object) -> None:
+        raise Crash("killed before the record")
+
+    dying.store.record = dies  # type: ignore[method-assign]
+    try:
+        with pytest.raises(Crash):
+            asyncio.run(dying.start("repeater", "count", state=counter_state(folder, "plain")))
+        assert counted(folder) == [1, 1, 1]
+        stuck = survivor.store.list_runs(limit=None)
+        assert [(r.status, r.stop_reason) for r in stuck] == [(RunStatus.RUNNING, None)]
+        assert outlive_leases(store_url, DYING_LEASE + 1, dying.owner) == 1
+        asyncio.run(survivor.recover())
+        [rec] = survivor.store.list_runs(limit=None)
+        assert (rec.status, rec.stop_reason, rec.turns, rec.owner) == (
+            RunStatus.FINISHED,
+            StopReason.NO_PROGRESS,
+            3,
+            None,
+        )
+        assert "count" in rec.note and rec.error_type is None
+        assert counted(folder) == [1, 1, 1]  # nothing ran again
+        assert asyncio.run(survivor.recover()) == []
+    finally:
+        dying.store.close()
+        survivor.store.close()

@@ -61,9 +61,10 @@ from agent.durable.store import (
 from agent.durable.store.base import column_text
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, StartedBefore
-from agent.journal import Journal
+from agent.journal import Journal, Stopped
 from agent.result import RunResult, StopReason, Suspension
-from agent.snapshot import Checkpoint, Snapshot
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
+from agent.summary import summarize
 
 if TYPE_CHECKING:
     from agent.integrations._durable import ForeignAgent
@@ -337,6 +338,18 @@ class Runner:
 
             return Job(record.run_id, agent, record, again, release_to, recovering)
         snap: Snapshot = snapshot
+        if more is None and (ended := ended_result(record, snap)) is not None:
+            log.warning(
+                "run %s: its journal ends with its %s stop, which its worker did not record (it died "
+                "first, or before going on with more budget): that stop is recorded, and nothing runs again",
+                record.run_id,
+                ended.reason,
+            )
+
+            async def recorded(cancel: CancelSignal) -> RunResult:
+                return ended
+
+            return Job(record.run_id, agent, record, recorded, release_to, recovering)
         answered = record.answered_at if snap.suspension is not None else None  # the wait ended then
 
         def segment(cancel: CancelSignal) -> Coroutine[Any, Any, RunResult]:
@@ -750,6 +763,37 @@ class Runner:
                 await asyncio.get_running_loop().run_in_executor(self._beats, renew)
         finally:
             self._beat = asyncio.get_running_loop().call_later(self.lease_seconds / 3, self._beat_due)
+
+
+def ended_result(record: RunRecord, snap: Snapshot) -> RunResult | None:
+    """The result of a segment whose end its journal holds (a finished or limit stop's last
+    checkpoint, durable) but whose record its worker never wrote (it died in between; or it was
+    claimed for more budget and died before the extension was saved): None for any other snapshot.
+
+    Rebuilt from the journal's stop and the saved usage; what only the result held (a success's
+    output, a give-up's cause, `verified`) is not in the journal, so it is left at its default."""
+    if snap.kind not in (SnapshotKind.FINISHED, SnapshotKind.LIMITED):
+        return None
+    stopped = next((e for e in reversed(snap.journal) if isinstance(e, Stopped)), None)
+    if stopped is None:
+        return None
+    usage = snap.usage
+    return RunResult(
+        run_id=record.run_id,
+        agent=record.agent,
+        task_type=record.task_type,
+        reason=stopped.reason,
+        limit=stopped.limit,
+        note=stopped.note,
+        summary=summarize(context_of(snap, record), usage, stopped.reason, stopped.limit),
+        turns=usage.turns,
+        usage=usage.usage,
+        active_seconds=round(usage.active_seconds, 6),
+        waiting_seconds=round(usage.waiting_seconds, 6),
+        verifier_failures=tuple(snap.verifier_failures),
+        last_text=snap.last_text,
+        trace_id=snap.trace_id,
+    )
 
 
 def _started_before(agent: Agent | ForeignAgent, record: RunRecord) -> Agent | ForeignAgent:
