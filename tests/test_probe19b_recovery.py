@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
-from test_runner_agents import Crash, catalog, counted, counter_state, make_counter, outlive_leases
+from test_runner_agents import (
+    Crash,
+    EndingHooks,
+    catalog,
+    counted,
+    counter_state,
+    make_counter,
+    outlive_leases,
+)
+from test_service_support import endstate, spawn, wait_for
 
 from agent import Agent, Extension, StopReason
 from agent.durable.runner import Catalog, Runner
@@ -95,6 +105,55 @@ def _repeating(state: dict[str, object]) -> Agent:
     """The counter, counting 1 again and again: the third time, the run stops as `no_progress`."""
     steps = [[call("count", n=1)]] * 5 + [[finish("done", "counted")]]
     return dataclasses.replace(make_counter(state), model=ScriptedModel(steps))
+
+
+def _repeating_then_killed(state: dict[str, object]) -> Agent:
+    """`_repeating`, which stops dead after its segment ended, before the record (`EndingHooks`)."""
+    hooks = EndingHooks(Path(str(state["dir"])) / "ended.flag")
+    return dataclasses.replace(_repeating(state), hooks=hooks)
+
+
+def probe_catalog() -> Catalog:
+    """For `endstate --catalog test_probe19b_recovery:probe_catalog`."""
+    c = Catalog()
+    c.register("repeat-killed", _repeating_then_killed)
+    return c
+
+
+def test_kill_9_after_the_segments_last_checkpoint_and_before_its_record_keeps_the_stop(
+    store_url: str, tmp_path: Path
+) -> None:
+    """The same, with a real `kill -9` of `endstate start` where the segment ended (its last
+    checkpoint durable) and its record is not written; then `endstate recover` from another process."""
+    folder = tmp_path / "run"
+    state = counter_state(folder, "plain")
+    (folder / "ended.flag").write_text("block")
+    catalog_ = "test_probe19b_recovery:probe_catalog"
+    proc = spawn(
+        "start", "repeat-killed", "count", "--state", json.dumps(state), "--catalog", catalog_,
+        "--lease", "60", store=store_url, log=tmp_path / "start.log",
+    )  # fmt: skip
+    try:
+        wait_for(lambda: (folder / "ended.txt").exists(), what="the segment's end")
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    (folder / "ended.flag").unlink()
+    assert (folder / "ended.txt").read_text() == "no_progress"
+    done = endstate("recover", "--catalog", catalog_, store=store_url)
+    assert done.returncode == 0, done.stderr
+    store = open_store(store_url)
+    try:
+        [rec] = store.list_runs(limit=None)
+    finally:
+        store.close()
+    assert (rec.status, rec.stop_reason, rec.error_type, rec.turns) == (
+        RunStatus.FINISHED,
+        StopReason.NO_PROGRESS,
+        None,
+        3,
+    )
+    assert counted(folder) == [1, 1, 1]
 
 
 def test_a_worker_killed_after_its_segments_last_checkpoint_and_before_its_record_keeps_the_stop(
