@@ -20,6 +20,7 @@ from test_runner_agents import (
 from test_service_support import endstate, spawn, wait_for
 
 from agent import Agent, Extension, StopReason
+from agent.clock import SystemClock
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import Outcome, RunStatus, open_store
 from agent.models.scripted import ScriptedModel, call, finish
@@ -192,3 +193,39 @@ def test_a_worker_killed_after_its_segments_last_checkpoint_and_before_its_recor
     finally:
         dying.store.close()
         survivor.store.close()
+
+
+class _Skewed(SystemClock):
+    """The system's clocks, `seconds` ahead (behind, when negative), as another host's may be."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def time(self) -> float:
+        return super().time() + self.seconds
+
+
+def test_a_run_the_sweep_claimed_and_whose_sweeper_died_ends_at_its_deadline_on_any_workers_clock(
+    store_url: str, tmp_path: Path
+) -> None:
+    """The sweep claimed a run past its deadline and its worker died before driving the expiry. The
+    worker that recovers it has a clock minutes behind (leases do not care: the store's clock judges
+    them): the run still ends `help_timeout` under its help policy, not as a `bad_snapshot` error
+    ("the run waits for an answer"), and no answer was given."""
+    folder = tmp_path / "r"
+    asking = _runner(store_url, catalog())
+    sweeper = Runner(open_store(store_url), catalog(), lease_seconds=DYING_LEASE, clock=_Skewed(60))
+    behind = Runner(open_store(store_url), catalog(), clock=_Skewed(-180))
+    try:
+        first = asyncio.run(asking.start("counter", "ask", state=counter_state(folder, "ask", wait=30.0)))
+        assert first.reason is StopReason.NEED_HELP
+        [job] = sweeper.expiry_jobs()  # claimed past the deadline; the sweeper dies before driving it
+        assert job.run_id == first.run_id
+        assert outlive_leases(store_url, DYING_LEASE + 1, sweeper.owner) == 1
+        [ended] = asyncio.run(behind.recover())
+        assert (ended.reason, ended.error_type) == (StopReason.HELP_TIMEOUT, None), ended.note
+        assert counted(folder) == [1]
+        assert 29 < ended.waiting_seconds < 31  # the wait ran to the deadline
+    finally:
+        for runner in (asking, sweeper, behind):
+            runner.store.close()

@@ -337,7 +337,16 @@ class Runner:
                 return agent.arun(record.task, run_id=record.run_id, state=record.state, cancel=cancel)
 
             return Job(record.run_id, agent, record, again, release_to, recovering)
-        snap: Snapshot = snapshot
+        segment = self._segment_of(agent, record, snapshot, more)
+        return Job(record.run_id, agent, record, segment, release_to, recovering)
+
+    def _segment_of(
+        self, agent: Agent | ForeignAgent, record: RunRecord, snap: Snapshot, more: Extension | None
+    ) -> Callable[[CancelSignal], Coroutine[Any, Any, RunResult]]:
+        """How a held run goes on from its snapshot: with the answer it was claimed with (the wait
+        ended when that came); expired, when a sweep claimed it past its deadline and its worker died
+        (no answer came: only a sweep takes a waiting run without one), on any worker's clock; or,
+        when its journal ends with its stop already, by recording that stop (`ended_result`)."""
         if more is None and (ended := ended_result(record, snap)) is not None:
             log.warning(
                 "run %s: its journal ends with its %s stop, which its worker did not record (it died "
@@ -349,15 +358,15 @@ class Runner:
             async def recorded(cancel: CancelSignal) -> RunResult:
                 return ended
 
-            return Job(record.run_id, agent, record, recorded, release_to, recovering)
-        answered = record.answered_at if snap.suspension is not None else None  # the wait ended then
-
-        def segment(cancel: CancelSignal) -> Coroutine[Any, Any, RunResult]:
-            return agent.aresume(
-                snap, record.answer, approved=record.approved, more=more, cancel=cancel, now=answered
-            )
-
-        return Job(record.run_id, agent, record, segment, release_to, recovering)
+            return recorded
+        waits = snap.suspension
+        if waits is not None and record.answer is None and record.approved is None and more is None:
+            swept = max(self.clock.time(), waits.deadline)  # this worker's clock may be behind the sweeper's
+            return lambda cancel: agent.aexpire(snap, now=swept, cancel=cancel)
+        answered = record.answered_at if waits is not None else None  # the wait ended then
+        return lambda cancel: agent.aresume(
+            snap, record.answer, approved=record.approved, more=more, cancel=cancel, now=answered
+        )
 
     # -- deadlines and recovery -------------------------------------------
 
