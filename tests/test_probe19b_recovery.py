@@ -20,7 +20,9 @@ from test_runner_agents import (
 from test_service_support import endstate, spawn, wait_for
 
 from agent import Agent, Extension, StopReason
+from agent.checks import TurnVerdict
 from agent.clock import SystemClock
+from agent.context import RunContext
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import Outcome, RunStatus, open_store
 from agent.models.scripted import ScriptedModel, call, finish
@@ -229,3 +231,47 @@ def test_a_run_the_sweep_claimed_and_whose_sweeper_died_ends_at_its_deadline_on_
     finally:
         for runner in (asking, sweeper, behind):
             runner.store.close()
+
+
+def _goal_after_two(state: dict[str, object]) -> Agent:
+    """The counter with a per-turn check: once 2 was counted, the goal is reached (success)."""
+
+    def reached(ctx: RunContext) -> TurnVerdict | None:
+        counts = [c.arguments.get("n") for c in ctx.calls]
+        return TurnVerdict(StopReason.SUCCESS, f"counted {counts}") if 2 in counts else None
+
+    return dataclasses.replace(make_counter({**state, "script": "plain"}), checks=[reached])
+
+
+def test_a_goal_reached_by_a_check_whose_worker_died_before_its_record_keeps_its_output(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A per-turn check ended the run as success (its last checkpoint, with count(2)'s result, is
+    durable); the worker died before the record. The recorded success has the check's output and
+    is verified, as the lost result was: the check is asked again of the journal, no tool runs."""
+    folder = tmp_path / "r"
+    goals = Catalog()
+    goals.register("goal", _goal_after_two)
+    dying, survivor = _runner(store_url, goals, DYING_LEASE), _runner(store_url, goals)
+
+    def dies(run_id: str, outcome: Outcome, *_: object) -> None:
+        raise Crash("killed before the record")
+
+    dying.store.record = dies  # type: ignore[method-assign]
+    try:
+        with pytest.raises(Crash):
+            asyncio.run(dying.start("goal", "count", state=counter_state(folder, "plain")))
+        assert outlive_leases(store_url, DYING_LEASE + 1, dying.owner) == 1
+        [done] = asyncio.run(survivor.recover())
+        assert (done.reason, done.output, done.verified, done.turns) == (
+            StopReason.SUCCESS,
+            "counted [1, 2]",
+            True,
+            2,
+        )
+        rec = survivor.store.get(done.run_id)
+        assert rec is not None and (rec.output, rec.verified) == ("counted [1, 2]", True)
+        assert counted(folder) == [1, 2]
+    finally:
+        dying.store.close()
+        survivor.store.close()

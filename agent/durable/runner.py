@@ -41,6 +41,7 @@ from agent._valid import is_text
 from agent.agent import Agent
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
+from agent.checks import TurnVerdict
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
 from agent.context import RunContext
 from agent.durable._behind import Behind, writer_pool
@@ -347,7 +348,7 @@ class Runner:
         ended when that came); expired, when a sweep claimed it past its deadline and its worker died
         (no answer came: only a sweep takes a waiting run without one), on any worker's clock; or,
         when its journal ends with its stop already, by recording that stop (`ended_result`)."""
-        if more is None and (ended := ended_result(record, snap)) is not None:
+        if more is None and (ended := ended_result(record, snap, agent)) is not None:
             log.warning(
                 "run %s: its journal ends with its %s stop, which its worker did not record (it died "
                 "first, or before going on with more budget): that stop is recorded, and nothing runs again",
@@ -774,27 +775,35 @@ class Runner:
             self._beat = asyncio.get_running_loop().call_later(self.lease_seconds / 3, self._beat_due)
 
 
-def ended_result(record: RunRecord, snap: Snapshot) -> RunResult | None:
+def ended_result(
+    record: RunRecord, snap: Snapshot, agent: Agent | ForeignAgent | None = None
+) -> RunResult | None:
     """The result of a segment whose end its journal holds (a finished or limit stop's last
     checkpoint, durable) but whose record its worker never wrote (it died in between; or it was
     claimed for more budget and died before the extension was saved): None for any other snapshot.
 
-    Rebuilt from the journal's stop and the saved usage; what only the result held (a success's
-    output, a give-up's cause, `verified`) is not in the journal, so it is left at its default."""
+    Rebuilt from the journal's stop and the saved usage. A per-turn check's verdict (the stops whose
+    last checkpoint is written on its own, with no_progress) is asked again of `agent`'s checks, for
+    the output, `verified` and error type that only the result held; a give-up's cause is not kept."""
     if snap.kind not in (SnapshotKind.FINISHED, SnapshotKind.LIMITED):
         return None
     stopped = next((e for e in reversed(snap.journal) if isinstance(e, Stopped)), None)
     if stopped is None:
         return None
-    usage = snap.usage
+    usage, ctx = snap.usage, context_of(snap, record)
+    verdict = _verdict_again(agent, ctx, stopped.reason)
+    done = verdict is not None and verdict.reason is StopReason.SUCCESS
     return RunResult(
         run_id=record.run_id,
         agent=record.agent,
         task_type=record.task_type,
         reason=stopped.reason,
         limit=stopped.limit,
+        output=verdict.note if verdict is not None and done else "",
         note=stopped.note,
-        summary=summarize(context_of(snap, record), usage, stopped.reason, stopped.limit),
+        verified=done,
+        error_type=verdict.error_type if verdict is not None else None,
+        summary=summarize(ctx, usage, stopped.reason, stopped.limit),
         turns=usage.turns,
         usage=usage.usage,
         active_seconds=round(usage.active_seconds, 6),
@@ -803,6 +812,23 @@ def ended_result(record: RunRecord, snap: Snapshot) -> RunResult | None:
         last_text=snap.last_text,
         trace_id=snap.trace_id,
     )
+
+
+def _verdict_again(
+    agent: Agent | ForeignAgent | None, ctx: RunContext, reason: StopReason
+) -> TurnVerdict | None:
+    """The verdict of `agent`'s per-turn checks on the run as it ended, when it ends it for `reason`
+    (success or error) as it did; None otherwise, or when a check raises."""
+    if reason not in (StopReason.SUCCESS, StopReason.ERROR) or not isinstance(agent, Agent):
+        return None
+    for check in agent.checks:
+        try:
+            verdict = check(ctx)
+        except Exception:
+            return None
+        if verdict is not None:
+            return verdict if isinstance(verdict, TurnVerdict) and verdict.reason is reason else None
+    return None
 
 
 def _started_before(agent: Agent | ForeignAgent, record: RunRecord) -> Agent | ForeignAgent:
