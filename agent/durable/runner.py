@@ -59,7 +59,7 @@ from agent.durable.store import (
     StoreError,
     UnknownRun,
 )
-from agent.durable.store.base import column_text
+from agent.durable.store.base import PrunedRunId, column_text
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, StartedBefore
 from agent.journal import Journal, Stopped
@@ -206,8 +206,10 @@ class Runner:
             built = self._agent(agent, state, run_id, task_type)
             new = NewRun(run_id, agent, task, built.task_type, state)
             record = self._hold(self.store.create(new, self.lease(), self.clock.time()))
-        except RunExists:
-            raise  # stored by another worker meanwhile: its world is not this call's to remove
+        except RunExists as exc:  # stored by another worker meanwhile: its world is not this call's
+            if isinstance(exc, PrunedRunId) and entry.cleanup is not None:  # (nothing is stored: it goes)
+                entry.cleanup(state)
+            raise
         except BaseException:
             if entry.cleanup is not None:
                 entry.cleanup(state)

@@ -35,6 +35,10 @@ class RunExists(StoreError):
     """A run with this id is already stored."""
 
 
+class PrunedRunId(RunExists):
+    """The id of a pruned run whose review label or audit the store keeps: nothing was stored."""
+
+
 class WriteRefused(StoreError):
     """The database refused a write that breaks one of its constraints (say, a duplicate id)."""
 
