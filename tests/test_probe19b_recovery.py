@@ -275,3 +275,31 @@ def test_a_goal_reached_by_a_check_whose_worker_died_before_its_record_keeps_its
     finally:
         dying.store.close()
         survivor.store.close()
+
+
+def test_a_run_that_died_before_its_first_checkpoint_and_could_not_be_rebuilt_resumes_once_fixed(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Its worker died in the first model call (no checkpoint yet); recovery could not rebuild the
+    agent (its config gone) and ended the run `error`, saying `endstate resume` continues it once
+    fixed. Fixed, it does: the task starts again (nothing of it was recorded)."""
+    folder, config = tmp_path / "r", tmp_path / "agent.toml"
+    config.write_text("ok")
+    state = counter_state(folder, "plain", config=str(config))
+    dying, survivor = _runner(store_url, catalog(), DYING_LEASE), _runner(store_url, catalog())
+    try:
+        job = dying.begin("configured-counter", "count", state=state)  # it dies before its first checkpoint
+        config.unlink()
+        assert outlive_leases(store_url, DYING_LEASE + 1, dying.owner) == 1
+        assert asyncio.run(survivor.recover()) == []
+        ended = survivor.store.get(job.run_id)
+        assert ended is not None
+        assert (ended.status, ended.error_type) == (RunStatus.FINISHED, "agent_build_failed")
+        assert f"endstate resume {job.run_id}" in ended.note
+        config.write_text("ok")
+        done = asyncio.run(survivor.resume(job.run_id))
+        assert done.reason is StopReason.SUCCESS, done.note
+        assert counted(folder) == [1, 2]
+    finally:
+        dying.store.close()
+        survivor.store.close()

@@ -456,8 +456,9 @@ class Runner:
     def _end_unresumable(self, record: RunRecord, exc: Exception) -> None:
         """End a held run that cannot be rebuilt as `error`, saying why; its snapshot stays."""
         error_type = "bad_snapshot" if isinstance(exc, SnapshotError) else "agent_build_failed"
+        kept = "Its last checkpoint is kept" if record.snapshot_json else "It had no checkpoint yet"
         note = (
-            f"The run could not be continued: {_why(exc)}. Its last checkpoint is kept: fix the cause, "
+            f"The run could not be continued: {_why(exc)}. {kept}: fix the cause, "
             f"then `endstate resume {record.run_id}` continues it."
         )
         result = RunResult(
@@ -902,12 +903,9 @@ def _agrees(waiting: Suspension | None, record: RunRecord) -> bool:
 
 
 def unresumable(record: RunRecord) -> bool:
-    """True for a run that ended as error because it could not be rebuilt (its snapshot is kept)."""
-    return (
-        record.status is RunStatus.FINISHED
-        and record.error_type in ("bad_snapshot", "agent_build_failed")
-        and record.snapshot_json is not None
-    )
+    """True for a run that ended as error because it could not be rebuilt (its snapshot is kept; one
+    that died before its first checkpoint has none, and its task starts again)."""
+    return record.status is RunStatus.FINISHED and record.error_type in ("bad_snapshot", "agent_build_failed")
 
 
 def _why(exc: BaseException) -> str:
