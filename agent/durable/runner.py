@@ -41,6 +41,7 @@ from agent._valid import is_text
 from agent.agent import Agent
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
+from agent.checks import TurnVerdict
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
 from agent.context import RunContext
 from agent.durable._behind import Behind, writer_pool
@@ -58,12 +59,13 @@ from agent.durable.store import (
     StoreError,
     UnknownRun,
 )
-from agent.durable.store.base import column_text
+from agent.durable.store.base import PrunedRunId, column_text
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, StartedBefore
-from agent.journal import Journal
+from agent.journal import Journal, Stopped
 from agent.result import RunResult, StopReason, Suspension
-from agent.snapshot import Checkpoint, Snapshot
+from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
+from agent.summary import summarize
 
 if TYPE_CHECKING:
     from agent.integrations._durable import ForeignAgent
@@ -204,8 +206,10 @@ class Runner:
             built = self._agent(agent, state, run_id, task_type)
             new = NewRun(run_id, agent, task, built.task_type, state)
             record = self._hold(self.store.create(new, self.lease(), self.clock.time()))
-        except RunExists:
-            raise  # stored by another worker meanwhile: its world is not this call's to remove
+        except RunExists as exc:  # stored by another worker meanwhile: its world is not this call's
+            if isinstance(exc, PrunedRunId) and entry.cleanup is not None:  # (nothing is stored: it goes)
+                entry.cleanup(state)
+            raise
         except BaseException:
             if entry.cleanup is not None:
                 entry.cleanup(state)
@@ -336,15 +340,36 @@ class Runner:
                 return agent.arun(record.task, run_id=record.run_id, state=record.state, cancel=cancel)
 
             return Job(record.run_id, agent, record, again, release_to, recovering)
-        snap: Snapshot = snapshot
-        answered = record.answered_at if snap.suspension is not None else None  # the wait ended then
+        segment = self._segment_of(agent, record, snapshot, more)
+        return Job(record.run_id, agent, record, segment, release_to, recovering)
 
-        def segment(cancel: CancelSignal) -> Coroutine[Any, Any, RunResult]:
-            return agent.aresume(
-                snap, record.answer, approved=record.approved, more=more, cancel=cancel, now=answered
+    def _segment_of(
+        self, agent: Agent | ForeignAgent, record: RunRecord, snap: Snapshot, more: Extension | None
+    ) -> Callable[[CancelSignal], Coroutine[Any, Any, RunResult]]:
+        """How a held run goes on from its snapshot: with the answer it was claimed with (the wait
+        ended when that came); expired, when a sweep claimed it past its deadline and its worker died
+        (no answer came: only a sweep takes a waiting run without one), on any worker's clock; or,
+        when its journal ends with its stop already, by recording that stop (`ended_result`)."""
+        if more is None and (ended := ended_result(record, snap, agent)) is not None:
+            log.warning(
+                "run %s: its journal ends with its %s stop, which its worker did not record (it died "
+                "first, or before going on with more budget): that stop is recorded, and nothing runs again",
+                record.run_id,
+                ended.reason,
             )
 
-        return Job(record.run_id, agent, record, segment, release_to, recovering)
+            async def recorded(cancel: CancelSignal) -> RunResult:
+                return ended
+
+            return recorded
+        waits = snap.suspension
+        if waits is not None and record.answer is None and record.approved is None and more is None:
+            swept = max(self.clock.time(), waits.deadline)  # this worker's clock may be behind the sweeper's
+            return lambda cancel: agent.aexpire(snap, now=swept, cancel=cancel)
+        answered = record.answered_at if waits is not None else None  # the wait ended then
+        return lambda cancel: agent.aresume(
+            snap, record.answer, approved=record.approved, more=more, cancel=cancel, now=answered
+        )
 
     # -- deadlines and recovery -------------------------------------------
 
@@ -431,8 +456,9 @@ class Runner:
     def _end_unresumable(self, record: RunRecord, exc: Exception) -> None:
         """End a held run that cannot be rebuilt as `error`, saying why; its snapshot stays."""
         error_type = "bad_snapshot" if isinstance(exc, SnapshotError) else "agent_build_failed"
+        kept = "Its last checkpoint is kept" if record.snapshot_json else "It had no checkpoint yet"
         note = (
-            f"The run could not be continued: {_why(exc)}. Its last checkpoint is kept: fix the cause, "
+            f"The run could not be continued: {_why(exc)}. {kept}: fix the cause, "
             f"then `endstate resume {record.run_id}` continues it."
         )
         result = RunResult(
@@ -447,7 +473,9 @@ class Runner:
             active_seconds=record.active_seconds,
             waiting_seconds=record.waiting_seconds,
         )
-        outcome = Outcome(RunStatus.FINISHED, result, None)  # a finished run keeps its stored snapshot
+        # a finished run keeps its stored snapshot, and the answer it was claimed with (a person's
+        # answer that its journal does not hold yet: nobody could give it again to a finished run)
+        outcome = Outcome(RunStatus.FINISHED, result, None, keep_answer=True)
         try:
             self.store.record(record.run_id, outcome, self.lease(), self.clock.time())
         finally:
@@ -750,6 +778,62 @@ class Runner:
             self._beat = asyncio.get_running_loop().call_later(self.lease_seconds / 3, self._beat_due)
 
 
+def ended_result(
+    record: RunRecord, snap: Snapshot, agent: Agent | ForeignAgent | None = None
+) -> RunResult | None:
+    """The result of a segment whose end its journal holds (a finished or limit stop's last
+    checkpoint, durable) but whose record its worker never wrote (it died in between; or it was
+    claimed for more budget and died before the extension was saved): None for any other snapshot.
+
+    Rebuilt from the journal's stop and the saved usage. A per-turn check's verdict (the stops whose
+    last checkpoint is written on its own, with no_progress) is asked again of `agent`'s checks, for
+    the output, `verified` and error type that only the result held; a give-up's cause is not kept."""
+    if snap.kind not in (SnapshotKind.FINISHED, SnapshotKind.LIMITED):
+        return None
+    stopped = next((e for e in reversed(snap.journal) if isinstance(e, Stopped)), None)
+    if stopped is None:
+        return None
+    usage, ctx = snap.usage, context_of(snap, record)
+    verdict = _verdict_again(agent, ctx, stopped.reason)
+    done = verdict is not None and verdict.reason is StopReason.SUCCESS
+    return RunResult(
+        run_id=record.run_id,
+        agent=record.agent,
+        task_type=record.task_type,
+        reason=stopped.reason,
+        limit=stopped.limit,
+        output=verdict.note if verdict is not None and done else "",
+        note=stopped.note,
+        verified=done,
+        error_type=verdict.error_type if verdict is not None else None,
+        summary=summarize(ctx, usage, stopped.reason, stopped.limit),
+        turns=usage.turns,
+        usage=usage.usage,
+        active_seconds=round(usage.active_seconds, 6),
+        waiting_seconds=round(usage.waiting_seconds, 6),
+        verifier_failures=tuple(snap.verifier_failures),
+        last_text=snap.last_text,
+        trace_id=snap.trace_id,
+    )
+
+
+def _verdict_again(
+    agent: Agent | ForeignAgent | None, ctx: RunContext, reason: StopReason
+) -> TurnVerdict | None:
+    """The verdict of `agent`'s per-turn checks on the run as it ended, when it ends it for `reason`
+    (success or error) as it did; None otherwise, or when a check raises."""
+    if reason not in (StopReason.SUCCESS, StopReason.ERROR) or not isinstance(agent, Agent):
+        return None
+    for check in agent.checks:
+        try:
+            verdict = check(ctx)
+        except Exception:
+            return None
+        if verdict is not None:
+            return verdict if isinstance(verdict, TurnVerdict) and verdict.reason is reason else None
+    return None
+
+
 def _started_before(agent: Agent | ForeignAgent, record: RunRecord) -> Agent | ForeignAgent:
     """The agent whose hooks see the run's first segment, run again from its task, as the one
     that began when the run did (its start was counted there): see `StartedBefore`."""
@@ -819,12 +903,9 @@ def _agrees(waiting: Suspension | None, record: RunRecord) -> bool:
 
 
 def unresumable(record: RunRecord) -> bool:
-    """True for a run that ended as error because it could not be rebuilt (its snapshot is kept)."""
-    return (
-        record.status is RunStatus.FINISHED
-        and record.error_type in ("bad_snapshot", "agent_build_failed")
-        and record.snapshot_json is not None
-    )
+    """True for a run that ended as error because it could not be rebuilt (its snapshot is kept; one
+    that died before its first checkpoint has none, and its task starts again)."""
+    return record.status is RunStatus.FINISHED and record.error_type in ("bad_snapshot", "agent_build_failed")
 
 
 def _why(exc: BaseException) -> str:

@@ -22,6 +22,7 @@ from agent.durable.store.base import (
     NewRun,
     NotClaimable,
     Outcome,
+    PrunedRunId,
     Review,
     RunExists,
     RunRecord,
@@ -167,13 +168,21 @@ class SqlStore:
             **{"segments": 1, "owner": lease.owner, "lease_until": float(lease.seconds)},
         }
         marks = ", ".join(f"{self.clock} + ?" if c == "lease_until" else "?" for c in values)
+        # not the id of a pruned run whose label or audit is kept: this run would take them over
+        kept = " AND ".join(f"NOT EXISTS (SELECT 1 FROM {t} WHERE run_id = ?)" for t in (REVIEWS, AUDITS))
         try:
             rows = self._rows(
-                f"INSERT INTO {TABLE} ({', '.join(values)}) VALUES ({marks}) RETURNING {LIST_COLUMNS}",
-                list(values.values()),
+                f"INSERT INTO {TABLE} ({', '.join(values)}) SELECT {marks} WHERE {kept} "
+                f"RETURNING {LIST_COLUMNS}",
+                [*values.values(), run.run_id, run.run_id],
             )
         except WriteRefused as exc:  # the primary key: another worker stored this id first
             raise RunExists(f"a run with id {run.run_id!r} already exists; pick another id") from exc
+        if not rows:
+            raise PrunedRunId(
+                f"run id {run.run_id!r} belonged to a run that was pruned, whose review label or audit is "
+                "kept under that id (a new run would take them over); pick another id"
+            )
         return record_of(rows[0])
 
     def checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> None:

@@ -35,6 +35,10 @@ class RunExists(StoreError):
     """A run with this id is already stored."""
 
 
+class PrunedRunId(RunExists):
+    """The id of a pruned run whose review label or audit the store keeps: nothing was stored."""
+
+
 class WriteRefused(StoreError):
     """The database refused a write that breaks one of its constraints (say, a duplicate id)."""
 
@@ -150,6 +154,7 @@ class Outcome:
     snapshot: Snapshot | None
     interrupted: bool = False
     rest: Checkpoint | None = None  # what the segment's last checkpoint failed to write: recorded with it
+    keep_answer: bool = False  # the run keeps the answer it was claimed with (see `keeps_answer`)
 
     @classmethod
     def of(cls, result: RunResult, *, interrupted: bool = False, rest: Checkpoint | None = None) -> Outcome:
@@ -166,8 +171,9 @@ class Outcome:
     @property
     def keeps_answer(self) -> bool:
         """True when the segment was cancelled before the answer it was claimed with landed
-        (say, a shutdown cut the approved call short): the run keeps that answer for its resume."""
-        return (
+        (say, a shutdown cut the approved call short), or the run ended before it could be rebuilt
+        to take it (`keep_answer`): the run keeps that answer for its resume."""
+        return self.keep_answer or (
             self.status is RunStatus.CANCELLED
             and self.snapshot is not None
             and self.snapshot.suspension is not None

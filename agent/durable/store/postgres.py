@@ -236,7 +236,7 @@ def connect_options(url: str, shown: str, timeout: float) -> dict[str, Any]:
     try:
         given = conninfo_to_dict(url)
     except Exception as exc:  # psycopg.ProgrammingError: a URL libpq cannot parse
-        raise StoreError(f"the PostgreSQL store URL {shown} cannot be read: {scrub(str(exc), url)}") from exc
+        raise StoreError(f"the PostgreSQL store URL {shown} cannot be read: {said(str(exc), url)}") from exc
     wanted = {"connect_timeout": max(1, math.ceil(timeout)), **KEEPALIVES}
     wanted["tcp_user_timeout"] = TCP_USER_TIMEOUT_MS
     return {k: v for k, v in wanted.items() if k not in given}
@@ -257,7 +257,7 @@ def connect(url: str, shown: str, options: dict[str, Any], **more: Any) -> Any:
         ) from exc
     except psycopg.Error as exc:
         raise StoreError(
-            f"cannot connect to the PostgreSQL run store {shown}: {scrub(str(exc), url)}"
+            f"cannot connect to the PostgreSQL run store {shown}: {said(str(exc), url)}"
         ) from exc
 
 
@@ -272,7 +272,7 @@ def failure(exc: Exception, watch: Watch, shown: str, url: str) -> StoreError:
         )
     sqlstate = getattr(exc, "sqlstate", None)
     return StoreError(
-        f"the PostgreSQL run store {shown} failed: {scrub(str(exc), url)}{lock_hint(sqlstate)}"
+        f"the PostgreSQL run store {shown} failed: {said(str(exc), url)}{lock_hint(sqlstate)}"
         f"{timeout_hint(sqlstate)}"
     )
 
@@ -285,6 +285,13 @@ def timeout_hint(sqlstate: str | bytes | None) -> str:
         "; the statement ran past the store's timeout (its statement_timeout): if the server is only "
         "slow, raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT), or set statement_timeout in the URL"
     )
+
+
+def said(text: str, url: str) -> str:
+    """A libpq or server message as one line, without the URL's password: libpq spreads its own over
+    lines ("Connection refused", then a tab and "Is the server running on that host ..."), and a
+    command line says each error in one."""
+    return " ".join(scrub(text, url).split())
 
 
 def bounded(conn: Any, timeout: float) -> Any:
@@ -466,7 +473,7 @@ class _Sender:
             if res.status == pq.ExecStatus.TUPLES_OK:
                 return None if res.get_value(0, 0) == b"1" else lease_lost(sent.run_id, sent.lease)
             if res.status == pq.ExecStatus.FATAL_ERROR:
-                message = scrub((res.error_message or b"").decode(errors="replace"), self._url).strip()
+                message = said((res.error_message or b"").decode(errors="replace"), self._url)
                 sqlstate = res.error_field(pq.DiagnosticField.SQLSTATE) or b""
                 if sqlstate.startswith(b"23"):
                     return WriteRefused(f"the run store refused a write: {message}")
@@ -502,7 +509,7 @@ class _Sender:
             with self._watchdog.socket_call(pgconn.socket, self._wait) as watch:  # a blocking round trip
                 res = pgconn.prepare(name, _numbered(sql).encode())
             if res.status != pq.ExecStatus.COMMAND_OK:
-                message = scrub((res.error_message or b"").decode(errors="replace"), self._url)
+                message = said((res.error_message or b"").decode(errors="replace"), self._url)
                 raise failure(StoreError(message), watch, self._shown, self._url)
             self._prepared[sql] = name
         return name
@@ -523,7 +530,7 @@ class _Sender:
         if self._conn is not None:  # its state is unknown now: a new connection next time
             self._conn.close()
             self._conn = None
-        return StoreError(f"the PostgreSQL run store {self._shown} failed: {scrub(str(exc), self._url)}")
+        return StoreError(f"the PostgreSQL run store {self._shown} failed: {said(str(exc), self._url)}")
 
     def close(self) -> None:
         with self._lock:
