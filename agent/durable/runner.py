@@ -453,9 +453,10 @@ class Runner:
                 log.error("run %s cannot be recovered: %s", record.run_id, _why(exc))
         return jobs
 
-    def _end_unresumable(self, record: RunRecord, exc: Exception) -> None:
-        """End a held run that cannot be rebuilt as `error`, saying why; its snapshot stays."""
-        error_type = "bad_snapshot" if isinstance(exc, SnapshotError) else "agent_build_failed"
+    def _end_unresumable(self, record: RunRecord, exc: Exception, failed: str | None = None) -> RunResult:
+        """End a held run that cannot be rebuilt (or whose segment `failed`: the exception's type) as
+        `error`, saying why; its snapshot stays."""
+        error_type = failed or ("bad_snapshot" if isinstance(exc, SnapshotError) else "agent_build_failed")
         kept = "Its last checkpoint is kept" if record.snapshot_json else "It had no checkpoint yet"
         note = (
             f"The run could not be continued: {_why(exc)}. {kept}: fix the cause, "
@@ -473,13 +474,16 @@ class Runner:
             active_seconds=record.active_seconds,
             waiting_seconds=record.waiting_seconds,
         )
-        # a finished run keeps its stored snapshot, and the answer it was claimed with (a person's
-        # answer that its journal does not hold yet: nobody could give it again to a finished run)
-        outcome = Outcome(RunStatus.FINISHED, result, None, keep_answer=True)
+        # a finished run keeps its stored snapshot, and, when it could not be rebuilt, the answer it
+        # was claimed with (a person's answer that its journal does not hold yet: nobody could give it
+        # again to a finished run); not when its segment failed, which had the answer in hand (its
+        # journal may hold it: given again on resume, it could be applied twice)
+        outcome = Outcome(RunStatus.FINISHED, result, None, keep_answer=failed is None)
         try:
             self.store.record(record.run_id, outcome, self.lease(), self.clock.time())
         finally:
             self._let_go(record.run_id, None)
+        return result
 
     async def _drive_each(self, jobs: list[Job], what: str) -> list[RunResult]:
         """Drive jobs one after another; one that cannot be driven is logged and the rest go on."""
@@ -487,8 +491,8 @@ class Runner:
         for job in jobs:
             try:
                 results.append(await self.drive(job))
-            except EndstateError as exc:  # it says what is wrong: no traceback
-                log.error("run %s cannot be %s: %s", job.run_id, what, exc)
+            except Exception as exc:  # an EndstateError says what is wrong: no traceback
+                log.error("run %s cannot be %s: %s", job.run_id, what, _why(exc))
         return results
 
     # -- driving ------------------------------------------------------
@@ -510,7 +514,12 @@ class Runner:
             else:
                 await self._on_writer(self._let_go, job.run_id, job.release_to)
             raise
-        except BaseException:  # not a result: the run's lease lapses and recovery continues it
+        except Exception as exc:  # the segment itself failed, past every catch of the loop or a
+            # framework's observer (a bug): it ends as error, saying why, and resumable once fixed.
+            # Left to recovery, it would fail the same way on every worker, for ever
+            log.error("run %s: its segment raised %s", job.run_id, _why(exc), exc_info=True)
+            return await self._on_writer(self._end_unresumable, job.record, exc, type(exc).__name__)
+        except BaseException:  # cut off (a shutdown, Ctrl-C): its lease lapses and recovery continues it
             self._let_go(job.run_id, None)
             raise
         finally:  # before any await: from here on a cut-off could only hit the recording
