@@ -55,6 +55,7 @@ from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS, Extension
 from agent.budget import shown_most as shown
 from agent.durable.runner import Job
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
+from agent.durable.store.base import PrunedRunId
 from agent.durable.store.urls import scrub
 from agent.errors import EndstateError
 from agent.service import inbox, review_pages
@@ -220,6 +221,8 @@ class Api:
         self.service.starting += 1
         try:
             job = await self.service.for_request(self.runner.begin, agent, task, **options)
+        except PrunedRunId:
+            raise  # no run has the id: a pruned one's review label or audit is kept under it (409)
         except RunExists:
             return await self._started_before(agent, task, options)
         finally:
