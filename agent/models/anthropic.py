@@ -52,7 +52,10 @@ Choices worth knowing:
   another loop, where they would be re-sent or leaked. An injected client
   is used as given: inject one only for use in a single event loop.
 - A 200 reply whose body cannot be read (not a stream, bad JSON, a stream
-  that stops early) is a transient `malformed_reply`: retried, then `error`.
+  that stops early or with no `message_delta`, a call whose streamed input
+  stops before its JSON ends: the SDK would keep what it could parse, and the
+  call run with the arguments it had so far) is a transient `malformed_reply`:
+  retried, then `error`.
 - What a later request needs is kept: a text's `citations`, a call's `caller`
   and `toolset_name` (sent back as the API gave them), and the code execution
   `container` of the last reply (`extra["provider_data"]`, kept by the
@@ -80,7 +83,7 @@ import json
 import math
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -341,7 +344,8 @@ class AnthropicModel:
             ) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
-            reply = to_reply(message, stream.first_token, stream.headers, stream.fields(), stream.late)
+            streamed, unfinished = stream.fields(), stream.unfinished()
+            reply = to_reply(message, stream.first_token, stream.headers, streamed, stream.late, unfinished)
             return with_container(reply, container)
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
@@ -658,7 +662,8 @@ class _StreamWatch:
         self.stopped = False
         self.counted = False
         self.late: dict[str, Any] = {}  # usage fields the SDK's stream drops (see `_LATE`)
-        self._json: dict[int, str] = {}  # the input of blocks the SDK does not gather, by index
+        self._json: dict[int, str] = {}  # the input JSON streamed to each block, by index
+        self._gathered: set[int] = set()  # the blocks whose input the SDK gathers itself
         self._compacted: dict[int, dict[str, str]] = {}  # a compaction block's streamed fields, by index
 
     async def follow(self, events: Any) -> types.Message:
@@ -667,6 +672,8 @@ class _StreamWatch:
             self._see(event, events)
         if not self.stopped:
             raise ValueError("the stream ended before message_stop")
+        if not self.counted:  # the API always says why the reply ended, and its output, before it stops
+            raise ValueError("the stream stopped with no message_delta: no stop reason nor output count")
         message: types.Message = await events.get_final_message()
         return message
 
@@ -705,7 +712,7 @@ class _StreamWatch:
         if kind != "input_json_delta" or self.snapshot is None:
             return
         if index < len(self.snapshot.content) and isinstance(self.snapshot.content[index], _GATHERED):
-            return
+            self._gathered.add(index)  # the SDK keeps what it can parse of it: checked in `unfinished`
         self._json[index] = self._json.get(index, "") + delta.partial_json
 
     def _compaction(self, index: int, delta: Any) -> None:
@@ -720,9 +727,22 @@ class _StreamWatch:
         """The fields of blocks that `_gather` kept, by index: inputs parsed (a `ValueError` when one
         is not JSON), a compaction's summary."""
         fields: dict[int, dict[str, Any]] = {index: dict(kept) for index, kept in self._compacted.items()}
+        unfinished = self.unfinished()
         for index, text in self._json.items():
-            fields.setdefault(index, {})["input"] = json.loads(text) if text.strip() else {}
+            if index not in self._gathered and index not in unfinished:
+                fields.setdefault(index, {})["input"] = json.loads(text) if text.strip() else {}
         return fields
+
+    def unfinished(self) -> set[int]:
+        """The blocks whose streamed input is no whole JSON value: cut off (the SDK reads what it
+        can of it, so a call would run with the arguments it had so far) or broken."""
+        cut = set()
+        for index, text in self._json.items():
+            try:
+                json.loads(text) if text.strip() else None
+            except ValueError:
+                cut.add(index)
+        return cut
 
     def partial(self) -> ModelReply | None:
         """The usage of a call cut off mid-stream (or read whole but unusable), or None before the
@@ -761,19 +781,24 @@ def to_reply(
     headers: Mapping[str, str] | None = None,
     streamed: Mapping[int, Mapping[str, Any]] | None = None,
     late: Mapping[str, Any] | None = None,
+    unfinished: Collection[int] = (),
 ) -> ModelReply:
     """A `ModelReply` from an SDK `Message`; `streamed` are fields of blocks streamed that the SDK did
     not gather (inputs, a compaction's summary), `late` usage fields streamed that it did not keep
-    (`iterations`, the usage's breakdown: see `ModelReply.billed_apart`; `speed`, `inference_geo`).
+    (`iterations`, the usage's breakdown: see `ModelReply.billed_apart`; `speed`, `inference_geo`),
+    `unfinished` the indexes of blocks whose streamed input is no whole JSON value.
 
-    A reply no run could keep (a call with no id or name, or whose input is no JSON object, two
-    calls with one id) raises `ValueError`: `complete` makes it a transient `malformed_reply`.
+    A reply no run could keep (a call with no id or name, or whose input is no JSON object or was
+    cut off before its JSON ended, two calls with one id) raises `ValueError`: `complete` makes it a
+    transient `malformed_reply`. The last call of a reply cut off where it was (`max_tokens`) is
+    replaced by a note instead.
     """
     content = [content_block(b) for b in message.content]
     for index, fields in (streamed or {}).items():
         content[index] = {**content[index], **fields}
-    _check_calls(content)
     stop_reason = _checked_stop(message)
+    _check_finished(content, unfinished, stop_reason in _CUT_STOPS)
+    _check_calls(content)
     extra: dict[str, Any] = {}
     if stop_reason == "compaction":  # paused after a server-side compaction: sent back to go on
         stop_reason, extra["api_stop_reason"] = "pause_turn", "compaction"
@@ -948,6 +973,18 @@ def _is_call(block: dict[str, Any]) -> bool:
     """A call block: `tool_use`, or one the API runs itself (`server_tool_use`, `mcp_tool_use`), whose
     result block the API wants right after it; a reply cut off after one has no result for it."""
     return str(block.get("type", "")).endswith("tool_use")
+
+
+def _check_finished(content: list[dict[str, Any]], unfinished: Collection[int], cut_off: bool) -> None:
+    """Raise `ValueError` for a block whose streamed input never became whole JSON, but the last call
+    of a reply `cut_off` where it was (it is replaced by a note): a proxy or a broken stream that
+    stopped it short would have the call run with the arguments it had so far."""
+    last = len(content) - 1
+    for index in sorted(unfinished):
+        if cut_off and index == last and _is_call(content[index]):
+            continue
+        name = content[index].get("name", content[index].get("type")) if index < len(content) else index
+        raise ValueError(f"the input of the call of {name!r} stopped before its JSON ended")
 
 
 def _check_calls(content: list[dict[str, Any]]) -> None:
