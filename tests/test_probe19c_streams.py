@@ -66,3 +66,16 @@ def test_a_call_cut_by_max_tokens_still_becomes_a_note_not_a_retry() -> None:
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(api.requests) == 2
     assert "was cut off and was not run" in str(api.bodies[1]["messages"][1])
+
+
+def test_a_call_of_a_block_type_the_sdk_does_not_know_cut_by_max_tokens_becomes_a_note() -> None:
+    # An MCP connector call streams its input like tool_use; the SDK leaves its input to the adapter.
+    mcp = {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "lookup", "server_name": "wiki", "input": {}}
+    events = events_of(message(mcp, stop_reason="max_tokens"))
+    start = next(i for i, (kind, _) in enumerate(events) if kind == "content_block_start")
+    piece = {"type": "input_json_delta", "partial_json": '{"query": "caf'}
+    cut = ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": piece})
+    result, api = run(streamed(*events[: start + 1], cut, *events[start + 1 :]), message(DONE))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2  # not retried as unreadable: the API would cut it off again
+    assert "was cut off and was not run" in str(api.bodies[1]["messages"][1])
