@@ -79,3 +79,24 @@ def test_a_call_of_a_block_type_the_sdk_does_not_know_cut_by_max_tokens_becomes_
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(api.requests) == 2  # not retried as unreadable: the API would cut it off again
     assert "was cut off and was not run" in str(api.bodies[1]["messages"][1])
+
+
+def test_a_call_cut_by_the_time_budget_is_charged_no_more_output_than_its_max_tokens() -> None:
+    # A proxy (or a broken endpoint) streams far more text than the request's max_tokens allows; the
+    # API bills at most max_tokens of output, so a cut call's estimate stops there.
+    start = events_of(message(DONE))[0]
+    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x" * 4000}}
+    stall = [("ping", {"type": "ping"})] * 400
+    flood = Response(
+        200,
+        None,
+        events=(start, ("content_block_start", block), *[("content_block_delta", delta)] * 10, *stall),
+        stream_delay=0.01,
+    )
+    with MessagesAPI(flood) as api:
+        model = AnthropicModel("claude-haiku-4-5", api_key="sk-test", base_url=api.url)
+        budget = Budget(max_turns=5, max_seconds=1.5)
+        result = Agent("writer", model, tools=[pay], budget=budget, max_tokens=100).run("Write.")
+    assert result.reason is StopReason.LIMIT and result.limit == "seconds", result.note
+    assert result.output_tokens == 100  # 10,000 tokens streamed, at 4 characters a token

@@ -10,8 +10,9 @@ Choices worth knowing:
   and a time budget can cut a call mid-stream. A call cut off that way
   records what it had used (`agent.models.base.record_cut_call`): the input
   and cache tokens from the stream's start, and the output so far, counted
-  from the text streamed (about 4 characters a token) when the API has not
-  said. So does a call whose stream broke off (the loop retries it).
+  from the text streamed (about 4 characters a token, at most the request's
+  `max_tokens`: the API bills no more) when the API has not said. So does a
+  call whose stream broke off (the loop retries it).
 - Prompt caching is on by default (`cache="5m"`; `"1h"` or None): cache
   breakpoints sit on the last tool, the system prompt, the last message and
   the user message before the last reply, so each turn reads the prefix the
@@ -337,7 +338,7 @@ class AnthropicModel:
         self, client: anthropic.AsyncAnthropic, params: dict[str, Any], container: dict[str, Any] | None
     ) -> ModelReply:
         """One streamed call with `params`; the reply carries on `container`, the one they name."""
-        stream = _StreamWatch(time.monotonic())
+        stream = _StreamWatch(time.monotonic(), params.get("max_tokens"))
         try:
             async with client.messages.stream(
                 **params, extra_headers=self._headers, extra_body=self._extra_body
@@ -653,8 +654,9 @@ def _marked(message: Message, marker: dict[str, str]) -> Message:
 class _StreamWatch:
     """What a stream has shown so far: first-token time, usage, and text length for a cut call."""
 
-    def __init__(self, started: float) -> None:
+    def __init__(self, started: float, max_tokens: int | None = None) -> None:
         self.started = started
+        self.max_tokens = max_tokens  # the most output the API bills for the call
         self.first_token: float | None = None
         self.headers: Mapping[str, str] = {}
         self.snapshot: types.Message | None = None
@@ -751,8 +753,9 @@ class _StreamWatch:
             return None
         usage = self.snapshot.usage
         output = usage.output_tokens or 0
-        if not self.counted:
+        if not self.counted:  # estimated from the text streamed, but never past what the API bills
             output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
+            output = min(output, self.max_tokens) if self.max_tokens else output
         reply = _usage_reply(usage, [], "cut_off", self.snapshot.model, self.snapshot.id)
         extra: dict[str, Any] = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
         extra |= _geo(usage) | _geo(self.late)
