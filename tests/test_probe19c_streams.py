@@ -100,3 +100,12 @@ def test_a_call_cut_by_the_time_budget_is_charged_no_more_output_than_its_max_to
         result = Agent("writer", model, tools=[pay], budget=budget, max_tokens=100).run("Write.")
     assert result.reason is StopReason.LIMIT and result.limit == "seconds", result.note
     assert result.output_tokens == 100  # 10,000 tokens streamed, at 4 characters a token
+
+
+def test_a_refusal_that_cuts_a_call_short_still_ends_the_run_at_once_as_gave_up() -> None:
+    # A streaming refusal stops the reply where it was, a call's input half written maybe.
+    refused = message(PAY, stop_reason="refusal", stop_details={"type": "refusal", "category": "cyber"})
+    short = _input_cut_at(events_of(refused), '{"to": "acme", "cents": 12')
+    result, api = run(streamed(*short), message(DONE))
+    assert result.reason is StopReason.GAVE_UP and result.cause == "refusal", result.note
+    assert PAID == [] and len(api.requests) == 1  # no further paid call

@@ -180,6 +180,8 @@ _GATHERED = (types.ToolUseBlock, types.ServerToolUseBlock)
 _NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
 # Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
 _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
+# ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
+_SHORT_STOPS = (*_CUT_STOPS, "refusal")
 _CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API counted it
 
 
@@ -794,13 +796,13 @@ def to_reply(
     A reply no run could keep (a call with no id or name, or whose input is no JSON object or was
     cut off before its JSON ended, two calls with one id) raises `ValueError`: `complete` makes it a
     transient `malformed_reply`. The last call of a reply cut off where it was (`max_tokens`) is
-    replaced by a note instead.
+    replaced by a note instead; that of a refusal, which ends the run, is never run.
     """
     content = [content_block(b) for b in message.content]
     for index, fields in (streamed or {}).items():
         content[index] = {**content[index], **fields}
     stop_reason = _checked_stop(message)
-    _check_finished(content, unfinished, stop_reason in _CUT_STOPS)
+    _check_finished(content, unfinished, stop_reason in _SHORT_STOPS)
     _check_calls(content)
     extra: dict[str, Any] = {}
     if stop_reason == "compaction":  # paused after a server-side compaction: sent back to go on
