@@ -71,7 +71,8 @@ Choices worth knowing:
   (`error_type` `container_expired`).
 - `extra["rate_limit"]` holds the reply's rate-limit headers (`anthropic-ratelimit-*`,
   fast mode's `anthropic-fast-*`, the priority tier's `anthropic-priority-*`),
-  `extra["stop_details"]` the API's details of a refusal, `extra["inference_geo"]`
+  `extra["stop_details"]` the API's details of a refusal (kept in the journal too, and said in the
+  run's note: its category and explanation), `extra["inference_geo"]`
   where the call ran (the usage's `inference_geo`; "us" costs 1.1x), `extra["speed"]` its speed
   (`"fast"`: fast mode, priced from the model table row's `fast` prices).
 """
@@ -823,8 +824,8 @@ def to_reply(
         extra["rate_limit"] = limits
     late = late or {}
     extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"))
-    if message.container is not None:
-        extra[PROVIDER_DATA] = {"container": message.container.model_dump(mode="json", exclude_none=True)}
+    if kept := _kept(message, stop_reason, extra):
+        extra[PROVIDER_DATA] = kept
     reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
     if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:  # as before the fields existed
         extra["cache_read_input_tokens"] = reply.cache_read_input_tokens
@@ -835,6 +836,17 @@ def to_reply(
         time_to_first_token=time_to_first_token,
         server_tool_use=server_tool_uses(message),
     )
+
+
+def _kept(message: types.Message, stop_reason: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """What the journal keeps of a reply (`Reply.provider_data`): the code execution container it ran
+    in, and a refusal's `stop_details` (why: the run's note says it)."""
+    kept: dict[str, Any] = {}
+    if message.container is not None:
+        kept["container"] = message.container.model_dump(mode="json", exclude_none=True)
+    if stop_reason == "refusal" and "stop_details" in extra:
+        kept["stop_details"] = extra["stop_details"]
+    return kept
 
 
 def container_of(journal: Sequence[Entry]) -> dict[str, Any] | None:
@@ -969,9 +981,10 @@ def with_container(reply: ModelReply, sent: dict[str, Any] | None) -> ModelReply
     """`reply`, carrying on the container its request named when it did not use one itself (the API
     names a container only when a container tool ran): the last reply always holds the container, so
     one reply is all a later request reads, and compacting older turns away does not lose it."""
-    if sent is None or PROVIDER_DATA in reply.extra:
+    kept = reply.extra.get(PROVIDER_DATA) or {}
+    if sent is None or "container" in kept:
         return reply
-    return _replace_reply(reply, extra={**reply.extra, PROVIDER_DATA: {"container": sent}})
+    return _replace_reply(reply, extra={**reply.extra, PROVIDER_DATA: {**kept, "container": sent}})
 
 
 def _is_call(block: dict[str, Any]) -> bool:
