@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Coroutine, Mapping
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,7 +39,7 @@ from agent.journal import (
     Stopped,
     Suspended,
 )
-from agent.models.base import ModelReply, ModelRequest, UnreadableReply, recording_cut_calls
+from agent.models.base import ModelReply, ModelRequest, UnreadableReply, recording_cut_calls, refusal_note
 from agent.policies import MAX_RETRY_AFTER
 from agent.progress import call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
@@ -203,19 +203,6 @@ async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
         run.record(Note(CUT_OFF if stop in CUT_STOPS else NUDGE))
         return end_turn(agent, run, _GO_ON[TurnSignal.NO_TOOL_CALL])
     return end_turn(agent, run, await act_on_calls(agent, run, calls, obs))  # 3, 4, then 5
-
-
-def refusal_note(reply: Reply) -> str:
-    """Why the model API refused: its stop reason, and the category and explanation it gave (the
-    Messages API's `stop_details`, which its adapter keeps in the reply's `provider_data`)."""
-    details = reply.provider_data.get("stop_details")
-    said = details if isinstance(details, Mapping) else {}
-    category, explanation = (
-        said.get(k) if isinstance(said.get(k), str) else "" for k in ("category", "explanation")
-    )
-    kind = f", category: {category[:100]}" if category else ""
-    why = f" The API said: {explanation[:1000]}" if explanation else ""
-    return f"The model API refused to go on with this task (stop_reason: {reply.stop_reason}{kind}).{why}"
 
 
 async def finish_turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:

@@ -9,7 +9,7 @@ parts, and refuses content it cannot read (`UnreadableReply`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -235,6 +235,23 @@ class Model(Protocol):
     def provider(self) -> str: ...
 
     async def complete(self, request: ModelRequest) -> ModelReply: ...
+
+
+# -- a refusal, said ---------------------------------------------------------------
+
+
+def refusal_note(reply: Reply) -> str:
+    """The note of a run the model API refused: its stop reason, and the category and explanation it
+    gave (the Messages API's `stop_details`, which its adapter keeps in the reply's `provider_data`:
+    read here, at the models' edge, so that the loop sees no provider field)."""
+    details = reply.provider_data.get("stop_details")
+    said = details if isinstance(details, Mapping) else {}
+    category, explanation = (
+        said.get(k) if isinstance(said.get(k), str) else "" for k in ("category", "explanation")
+    )
+    kind = f", category: {category[:100]}" if category else ""
+    why = f" The API said: {explanation[:1000]}" if explanation else ""
+    return f"The model API refused to go on with this task (stop_reason: {reply.stop_reason}{kind}).{why}"
 
 
 # -- the usage of a call cut off before its reply ------------------------------
