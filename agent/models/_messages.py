@@ -50,6 +50,19 @@ def messages_of(journal: Iterable[Entry]) -> list[Message]:
     return out
 
 
+def message_count(journal: Sequence[Entry]) -> int:
+    """`len(messages_of(journal))`, counted without building a message: each task and note, each
+    reply with something to send, and each run of tool results between them."""
+    count, results = 0, False
+    for entry in journal:
+        if isinstance(entry, Result):
+            results = True
+        elif isinstance(entry, Task | Note | Reply):
+            sent = not isinstance(entry, Reply) or any(not _blank(p) for p in entry.parts)
+            count, results = count + results + sent, False
+    return count + results
+
+
 @dataclass
 class _Rules:
     """What one request must hold to the API's rules across its tool results: the citations setting

@@ -20,7 +20,7 @@ from agent._frozen import fast_init
 from agent.errors import ModelError
 from agent.journal import NO_DATA, Entry, Part, Reply
 from agent.journal import Call as ToolCall  # one tool call: the journal's own type
-from agent.models._messages import messages_of, part_of
+from agent.models._messages import message_count, messages_of, part_of
 from agent.stops import StopKind
 
 Message = dict[str, Any]
@@ -53,6 +53,11 @@ class ModelRequest:
     def messages(self) -> list[Message]:
         """The journal in the Messages API's layout."""
         return messages_of(self.journal)
+
+    @property
+    def message_count(self) -> int:
+        """`len(self.messages)`, counted without building them (a long run's request is not made twice)."""
+        return message_count(self.journal)
 
     @property
     def replies(self) -> int:

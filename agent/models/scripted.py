@@ -125,7 +125,7 @@ class ScriptedModel:
             {**b, "id": b.get("id") or f"toolu_{turn:03d}_{i}"} if b.get("type") == "tool_use" else b
             for i, b in enumerate(base.content)
         ]
-        input_tokens = base.extra.get("input_tokens", 100 + 20 * len(request.messages))
+        input_tokens = base.extra.get("input_tokens", 100 + 20 * request.message_count)
         output_tokens = base.extra.get("output_tokens", 30 + 10 * len(content))
         stop = _stop_reason(base, content)
         kind = base.stop or MESSAGES_API_STOPS[stop]  # a script speaks the Messages API's stop reasons
