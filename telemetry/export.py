@@ -49,6 +49,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from agent.text import LONE_SURROGATE, without_lone_surrogates
 from telemetry.names import DROP_EXPORT_FAILED, DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_LOGS, SIGNAL_TRACES
+from telemetry.rejected import Rejections
 
 log = logging.getLogger("endstate.telemetry")
 
@@ -76,7 +77,9 @@ class _Guarded:
 
 class CountingExporter(_Guarded, SpanExporter):
     """Wraps an exporter: every export is counted as an attempt, and a failed or
-    raising one as a failure too, never raised.
+    raising one as a failure too, never raised. An export the collector answered
+    with rejected spans (`rejections`: an OTLP partial success) is a failure too,
+    and those spans are given to `on_rejected` (counted as dropped).
 
     Text UTF-8 cannot hold (a lone surrogate, as in a file name decoded with
     `surrogateescape`) goes out as U+FFFD: in a span's name it fails the whole
@@ -91,11 +94,15 @@ class CountingExporter(_Guarded, SpanExporter):
         on_failure: Callable[[str], None],
         on_attempt: Callable[[str], None] | None = None,
         mend_first: bool = False,
+        rejections: Rejections | None = None,
+        on_rejected: Callable[[int], None] | None = None,
     ) -> None:
         self.inner, self.what = inner, "span"
         self._on_failure = on_failure
         self._on_attempt = on_attempt
         self._mend_first = mend_first
+        self._rejections = rejections  # spans the collector answered it rejected (partial success)
+        self._on_rejected = on_rejected
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._on_attempt is not None:
@@ -105,7 +112,10 @@ class CountingExporter(_Guarded, SpanExporter):
         result = self._export(spans)
         if result is not SpanExportResult.SUCCESS and not self._mend_first and (mended := _mended(spans)):
             result = self._export(mended)  # a text UTF-8 cannot hold failed the whole batch
-        if result is not SpanExportResult.SUCCESS:
+        rejected = self._rejections.take() if self._rejections is not None else 0
+        if rejected and result is SpanExportResult.SUCCESS and self._on_rejected is not None:
+            self._on_rejected(rejected)  # lost, though the export succeeded: dropped, and a failure
+        if result is not SpanExportResult.SUCCESS or rejected:
             self._on_failure(SIGNAL_TRACES)
         return result
 

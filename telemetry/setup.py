@@ -63,6 +63,7 @@ from telemetry.export import (
 from telemetry.metrics import MetricsHooks, PendingSource
 from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor
+from telemetry.rejected import Rejections
 from telemetry.tracing import PlannedIds, TracingHooks
 
 log = logging.getLogger("endstate.telemetry")
@@ -72,6 +73,11 @@ CLOSE_TIMEOUT_S = 2.0  # flush and shutdown together never take longer than this
 CLOSE_MARGIN_S = 0.05  # of it, kept for counting what was lost and saying so
 DEFAULT_MAX_QUEUE_SIZE = 2048  # the SDK's defaults, when OTEL_BSP_* say nothing
 DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
+REJECTIONS = "endstate_rejections"  # the attribute of an exporter whose answers are read (`Rejections`)
+_CREDENTIAL_PROVIDERS = (  # the OTLP/HTTP exporter then builds its session from a provider's entry point
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
+)
 _OTLP_LOGGERS = (  # the OTLP exporters log each failed or retried export: said once instead
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.http._log_exporter",
@@ -131,6 +137,8 @@ class Telemetry:
             delivery.failed(metrics.record_export_failure),
             metrics.record_export_attempt,
             mend_first=capture.spans,  # captured content: text from tools and models, any text
+            rejections=getattr(exporter, REJECTIONS, None),
+            on_rejected=lambda count: metrics.record_spans_dropped(count, n.DROP_EXPORT_FAILED),
         )
         spans = CountedBatchProcessor(counting, metrics.record_spans_dropped, *_queue_sizes(environ))
         provider = TracerProvider(
@@ -279,9 +287,21 @@ def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
     if protocol == "grpc":
         return _grpc_exporter()
     _check_endpoint(environ)
+    return _http_exporter(environ)
+
+
+def _http_exporter(environ: Mapping[str, str]) -> SpanExporter:
+    """The OTLP/HTTP span exporter, whose answers are read for spans the collector rejected (a
+    partial success, which the exporter itself reports as a success), unless a credential provider
+    named in the environment gives the exporter a session of its own."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter()
+    if any(os.environ.get(name, "").strip() for name in _CREDENTIAL_PROVIDERS):
+        return OTLPSpanExporter()
+    rejections = Rejections()
+    exporter = OTLPSpanExporter(session=rejections.session())
+    setattr(exporter, REJECTIONS, rejections)
+    return exporter
 
 
 def _exporter_kind(environ: Mapping[str, str], variable: str) -> str:

@@ -1,0 +1,101 @@
+"""A collector that answers an export 200 with `partial_success` (OTLP: some spans rejected) lost
+those spans: they are counted as dropped and the export as a failure, as DESIGN.md asks ("failures
+counted"). The SDK's OTLP/HTTP exporter reads no answer and called it a success: nothing counted."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from load_bounds import FLUSH_S
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceResponse,
+)
+from prometheus_client import CollectorRegistry
+
+from agent import Agent, StopReason
+from agent.models import ScriptedModel, finish
+from telemetry import Telemetry
+from telemetry import names as n
+
+
+def collector(rejected: int) -> Callable[[], Iterator[str]]:
+    """A collector answering every export 200, with `rejected` spans rejected (0: a plain success)."""
+    answer = ExportTraceServiceResponse(
+        partial_success=ExportTracePartialSuccess(rejected_spans=rejected, error_message="span too old")
+        if rejected
+        else None
+    ).SerializeToString()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "application/x-protobuf")
+            self.send_header("content-length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    def serve() -> Iterator[str]:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            server.server_close()
+
+    return serve
+
+
+@pytest.fixture
+def otel_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], dict[str, str]]:
+    for name in list(os.environ):
+        if name.startswith("OTEL_"):
+            monkeypatch.delenv(name)
+
+    def at(endpoint: str) -> dict[str, str]:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        return dict(os.environ)
+
+    return at
+
+
+def export_one_run(environ: dict[str, str]) -> Telemetry:
+    telemetry = Telemetry.from_env(environ, registry=CollectorRegistry())
+    result = Agent("shipper", ScriptedModel([[finish("done", "ok")]]), hooks=telemetry.hooks).run("go")
+    assert result.reason is StopReason.SUCCESS
+    assert telemetry.force_flush(FLUSH_S)
+    telemetry.shutdown()
+    return telemetry
+
+
+def sample(telemetry: Telemetry, name: str, **labels: str) -> float:
+    return telemetry.registry.get_sample_value(name, labels) or 0.0
+
+
+def test_spans_a_collector_rejects_are_counted_as_dropped_and_the_export_as_failed(
+    otel_env: Callable[[str], dict[str, str]],
+) -> None:
+    for endpoint in collector(rejected=2)():
+        telemetry = export_one_run(otel_env(endpoint))
+    dropped = sample(telemetry, "agent_telemetry_spans_dropped_total", reason=n.DROP_EXPORT_FAILED)
+    assert dropped == 2
+    assert sample(telemetry, "agent_telemetry_export_failures_total", signal=n.SIGNAL_TRACES) >= 1
+
+
+def test_a_plain_success_counts_nothing_lost(otel_env: Callable[[str], dict[str, str]]) -> None:
+    for endpoint in collector(rejected=0)():
+        telemetry = export_one_run(otel_env(endpoint))
+    assert sample(telemetry, "agent_telemetry_exports_total", signal=n.SIGNAL_TRACES) >= 1
+    assert sample(telemetry, "agent_telemetry_export_failures_total", signal=n.SIGNAL_TRACES) == 0
+    for reason in (n.DROP_EXPORT_FAILED, n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN):
+        assert sample(telemetry, "agent_telemetry_spans_dropped_total", reason=reason) == 0
