@@ -377,15 +377,15 @@ def _grpc_exporter() -> SpanExporter:
 
 
 def _protocol(environ: Mapping[str, str], signal_variable: str) -> str:
-    protocol = (
-        environ.get(signal_variable, "").strip()
-        or environ.get(ev.OTEL_EXPORTER_OTLP_PROTOCOL, "").strip()
-        or "http/protobuf"
+    """The OTLP protocol the signal's variable or the general one names; a bad one is refused naming
+    the variable that holds it (the signal's own wins, so the general one may be fine)."""
+    variable = next(
+        (name for name in (signal_variable, ev.OTEL_EXPORTER_OTLP_PROTOCOL) if environ.get(name, "").strip()),
+        None,
     )
+    protocol = environ.get(variable, "").strip() if variable else "http/protobuf"
     if protocol not in {"http/protobuf", "grpc"}:
-        raise ConfigError(
-            f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported: use 'http/protobuf' or 'grpc'"
-        )
+        raise ConfigError(f"{variable}={protocol!r} is not supported: use 'http/protobuf' or 'grpc'")
     return protocol
 
 
