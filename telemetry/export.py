@@ -132,11 +132,18 @@ class CountingLogExporter(_Guarded, LogRecordExporter):
     counted as an attempt of `logs`, a failed or raising one as a failure too, never raised."""
 
     def __init__(
-        self, inner: LogRecordExporter, on_failure: Callable[[str], None], on_attempt: Callable[[str], None]
+        self,
+        inner: LogRecordExporter,
+        on_failure: Callable[[str], None],
+        on_attempt: Callable[[str], None],
+        rejections: Rejections | None = None,
+        on_rejected: Callable[[int], None] | None = None,
     ) -> None:
         self.inner, self.what = inner, "event"
         self._on_failure = on_failure
         self._on_attempt = on_attempt
+        self._rejections = rejections  # events the collector answered it rejected (partial success)
+        self._on_rejected = on_rejected
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         self._on_attempt(SIGNAL_LOGS)
@@ -145,7 +152,10 @@ class CountingLogExporter(_Guarded, LogRecordExporter):
         except Exception:
             log.warning("event export raised; %d events dropped", len(batch), exc_info=True)
             result = LogRecordExportResult.FAILURE
-        if result is not LogRecordExportResult.SUCCESS:
+        rejected = self._rejections.take() if self._rejections is not None else 0
+        if rejected and result is LogRecordExportResult.SUCCESS and self._on_rejected is not None:
+            self._on_rejected(rejected)
+        if result is not LogRecordExportResult.SUCCESS or rejected:
             self._on_failure(SIGNAL_LOGS)
         return result
 

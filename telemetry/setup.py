@@ -74,10 +74,6 @@ CLOSE_MARGIN_S = 0.05  # of it, kept for counting what was lost and saying so
 DEFAULT_MAX_QUEUE_SIZE = 2048  # the SDK's defaults, when OTEL_BSP_* say nothing
 DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
 REJECTIONS = "endstate_rejections"  # the attribute of an exporter whose answers are read (`Rejections`)
-_CREDENTIAL_PROVIDERS = (  # the OTLP/HTTP exporter then builds its session from a provider's entry point
-    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
-    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
-)
 _OTLP_LOGGERS = (  # the OTLP exporters log each failed or retried export: said once instead
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.http._log_exporter",
@@ -287,16 +283,26 @@ def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
     if protocol == "grpc":
         return _grpc_exporter()
     _check_endpoint(environ)
-    return _http_exporter(environ)
+    return _http_exporter()
 
 
-def _http_exporter(environ: Mapping[str, str]) -> SpanExporter:
+def _credential_provider(signal: str) -> bool:
+    """Whether the process environment names a credential provider for the OTLP/HTTP exporter of
+    `signal` (TRACES, LOGS): the exporter then makes its session from it, and its answers go unread."""
+    names = (
+        "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+        f"OTEL_PYTHON_EXPORTER_OTLP_HTTP_{signal}_CREDENTIAL_PROVIDER",
+    )
+    return any(os.environ.get(name, "").strip() for name in names)
+
+
+def _http_exporter() -> SpanExporter:
     """The OTLP/HTTP span exporter, whose answers are read for spans the collector rejected (a
     partial success, which the exporter itself reports as a success), unless a credential provider
     named in the environment gives the exporter a session of its own."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    if any(os.environ.get(name, "").strip() for name in _CREDENTIAL_PROVIDERS):
+    if _credential_provider("TRACES"):
         return OTLPSpanExporter()
     rejections = Rejections()
     exporter = OTLPSpanExporter(session=rejections.session())
@@ -341,7 +347,11 @@ def _logger_provider(
     metrics.count_exports_of(n.SIGNAL_LOGS)
     delivery = Delivery(_otlp_endpoint(environ, _LOGS) or type(exporter).__name__)
     counting = CountingLogExporter(
-        exporter, delivery.failed(metrics.record_export_failure), metrics.record_export_attempt
+        exporter,
+        delivery.failed(metrics.record_export_failure),
+        metrics.record_export_attempt,
+        getattr(exporter, REJECTIONS, None),
+        lambda count: metrics.record_events_dropped(count, n.DROP_EXPORT_FAILED),
     )
     events = CountedLogProcessor(counting, metrics.record_events_dropped, *_queue_sizes(environ, _LOG_QUEUE))
     provider = LoggerProvider(resource=resource_from_env(), shutdown_on_exit=False)
@@ -358,7 +368,12 @@ def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | No
         )
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 
-    return OTLPLogExporter()
+    if _credential_provider("LOGS"):
+        return OTLPLogExporter()
+    rejections = Rejections(events=True)
+    exporter = OTLPLogExporter(session=rejections.session())
+    setattr(exporter, REJECTIONS, rejections)
+    return exporter
 
 
 def _grpc_exporter() -> SpanExporter:

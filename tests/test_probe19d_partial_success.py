@@ -1,6 +1,7 @@
-"""A collector that answers an export 200 with `partial_success` (OTLP: some spans rejected) lost
-those spans: they are counted as dropped and the export as a failure, as DESIGN.md asks ("failures
-counted"). The SDK's OTLP/HTTP exporter reads no answer and called it a success: nothing counted."""
+"""A collector that answers an export 200 with `partial_success` (OTLP: some spans, or content
+events, rejected) lost them: they are counted as dropped and the export as a failure, as DESIGN.md
+asks ("failures counted"). The SDK's OTLP/HTTP exporters read no answer and called it a success:
+nothing was counted."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from load_bounds import FLUSH_S
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsPartialSuccess,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
@@ -24,9 +29,16 @@ from telemetry import names as n
 
 
 def collector(rejected: int) -> Callable[[], Iterator[str]]:
-    """A collector answering every export 200, with `rejected` spans rejected (0: a plain success)."""
-    answer = ExportTraceServiceResponse(
-        partial_success=ExportTracePartialSuccess(rejected_spans=rejected, error_message="span too old")
+    """A collector answering every export 200, with `rejected` spans (or events) rejected (0: a plain
+    success)."""
+    why = "span too old"
+    spans = ExportTraceServiceResponse(
+        partial_success=ExportTracePartialSuccess(rejected_spans=rejected, error_message=why)
+        if rejected
+        else None
+    ).SerializeToString()
+    events = ExportLogsServiceResponse(
+        partial_success=ExportLogsPartialSuccess(rejected_log_records=rejected, error_message=why)
         if rejected
         else None
     ).SerializeToString()
@@ -34,6 +46,7 @@ def collector(rejected: int) -> Callable[[], Iterator[str]]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("content-length") or 0))
+            answer = events if self.path.endswith("/v1/logs") else spans
             self.send_response(200)
             self.send_header("content-type", "application/x-protobuf")
             self.send_header("content-length", str(len(answer)))
@@ -64,6 +77,8 @@ def otel_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], dict[str, str]]
 
     def at(endpoint: str) -> dict[str, str]:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "EVENT_ONLY")
         return dict(os.environ)
 
     return at
@@ -90,12 +105,17 @@ def test_spans_a_collector_rejects_are_counted_as_dropped_and_the_export_as_fail
     dropped = sample(telemetry, "agent_telemetry_spans_dropped_total", reason=n.DROP_EXPORT_FAILED)
     assert dropped == 2
     assert sample(telemetry, "agent_telemetry_export_failures_total", signal=n.SIGNAL_TRACES) >= 1
+    events = sample(telemetry, "agent_telemetry_events_dropped_total", reason=n.DROP_EXPORT_FAILED)
+    assert events == 2
+    assert sample(telemetry, "agent_telemetry_export_failures_total", signal=n.SIGNAL_LOGS) >= 1
 
 
 def test_a_plain_success_counts_nothing_lost(otel_env: Callable[[str], dict[str, str]]) -> None:
     for endpoint in collector(rejected=0)():
         telemetry = export_one_run(otel_env(endpoint))
-    assert sample(telemetry, "agent_telemetry_exports_total", signal=n.SIGNAL_TRACES) >= 1
-    assert sample(telemetry, "agent_telemetry_export_failures_total", signal=n.SIGNAL_TRACES) == 0
+    for signal in (n.SIGNAL_TRACES, n.SIGNAL_LOGS):
+        assert sample(telemetry, "agent_telemetry_exports_total", signal=signal) >= 1
+        assert sample(telemetry, "agent_telemetry_export_failures_total", signal=signal) == 0
     for reason in (n.DROP_EXPORT_FAILED, n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN):
         assert sample(telemetry, "agent_telemetry_spans_dropped_total", reason=reason) == 0
+        assert sample(telemetry, "agent_telemetry_events_dropped_total", reason=reason) == 0
