@@ -339,9 +339,10 @@ def _logger_provider(
     exporter = exporter or _log_exporter_from_env(environ)
     if exporter is None:
         log.warning(
-            "%s=%s asks for events, but no OTLP endpoint is set to send them to: no events recorded",
+            "%s=%s asks for events, but %s: no events recorded",
             n.ENV_CAPTURE_CONTENT,
             capture.mode,
+            _why_no_events(environ),
         )
         return None, None
     metrics.count_exports_of(n.SIGNAL_LOGS)
@@ -359,8 +360,20 @@ def _logger_provider(
     return provider, events
 
 
+def _why_no_events(environ: Mapping[str, str]) -> str:
+    kind = _exporter_kind(environ, OTEL_LOGS_EXPORTER)
+    if kind != "otlp":
+        return f"{OTEL_LOGS_EXPORTER}={kind!r} sends them nowhere (content events go only over OTLP)"
+    return (
+        f"no OTLP endpoint is set to send them to ({ev.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT} or "
+        f"{ev.OTEL_EXPORTER_OTLP_ENDPOINT})"
+    )
+
+
 def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | None:
-    if _exporter_kind(environ, OTEL_LOGS_EXPORTER) != "otlp" or not _otlp_endpoint(environ):
+    """The OTLP/HTTP exporter of content events, when the variables give their endpoint (the logs
+    endpoint, or the general one: a traces endpoint alone is no place for logs)."""
+    if _exporter_kind(environ, OTEL_LOGS_EXPORTER) != "otlp" or not _otlp_endpoint(environ, _LOGS):
         return None
     if _protocol(environ, ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL) == "grpc":
         raise ConfigError(
