@@ -377,7 +377,9 @@ def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | No
         return None
     if _protocol(environ, ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL) == "grpc":
         raise ConfigError(
-            "content events over gRPC are not supported: use OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"
+            "content events over gRPC are not supported: set OTEL_EXPORTER_OTLP_LOGS_PROTOCOL=http/protobuf "
+            "and OTEL_EXPORTER_OTLP_LOGS_ENDPOINT to the collector's HTTP logs endpoint, such as "
+            "http://collector:4318/v1/logs (spans may stay on gRPC)"
         )
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 

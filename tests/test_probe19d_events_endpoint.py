@@ -65,3 +65,25 @@ def test_a_logs_exporter_that_is_not_otlp_is_named_as_the_reason(
         assert "no OTLP endpoint" not in caplog.text
     finally:
         telemetry.shutdown(timeout_s=0.5)
+
+
+def test_events_beside_grpc_spans_are_told_how_to_go_over_http(setenv: pytest.MonkeyPatch) -> None:
+    """With spans on gRPC, the fix offered was OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, which moves
+    the spans too (to a gRPC port); the logs' own protocol and endpoint are what events need."""
+    from agent.errors import ConfigError
+
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    with pytest.raises(ConfigError) as raised:
+        telemetry_with(setenv, env)
+    said = str(raised.value)
+    assert (
+        "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL=http/protobuf" in said
+        and "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT" in said
+    )
+    setenv.setenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "http/protobuf")
+    setenv.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "http://127.0.0.1:4318/v1/logs")
+    telemetry = Telemetry.from_env(dict(os.environ), registry=CollectorRegistry())
+    try:
+        assert telemetry.logger_provider is not None  # spans on gRPC, events over HTTP
+    finally:
+        telemetry.shutdown(timeout_s=0.5)
