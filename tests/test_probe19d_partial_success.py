@@ -98,10 +98,11 @@ def sample(telemetry: Telemetry, name: str, **labels: str) -> float:
 
 
 def test_spans_a_collector_rejects_are_counted_as_dropped_and_the_export_as_failed(
-    otel_env: Callable[[str], dict[str, str]],
+    otel_env: Callable[[str], dict[str, str]], caplog: pytest.LogCaptureFixture
 ) -> None:
     for endpoint in collector(rejected=2)():
         telemetry = export_one_run(otel_env(endpoint))
+    assert "could not be delivered" in caplog.text and "rejected 2 spans: span too old" in caplog.text
     dropped = sample(telemetry, "agent_telemetry_spans_dropped_total", reason=n.DROP_EXPORT_FAILED)
     assert dropped == 2
     assert sample(telemetry, "agent_telemetry_export_failures_total", signal=n.SIGNAL_TRACES) >= 1
