@@ -5,13 +5,15 @@ A collector or backend may answer an export 200 with `partial_success`
 lost although the export succeeded, and the SDK's OTLP/HTTP exporters read no
 response body, so they report success. `Rejections` reads the body of each
 answer the exporter's `requests` session gets (a response hook, run in the
-exporting thread), and `CountingExporter` (`CountingLogExporter`) takes the
+exporting thread; for the OTLP/gRPC span exporter, each answer its stub
+returns), and `CountingExporter` (`CountingLogExporter`) takes the
 count after each export: they are counted as dropped (`export_failed`) and the
 export as a failure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from typing import Any
@@ -43,15 +45,34 @@ class Rejections:
         session.hooks["response"].append(self.on_response)
         return session
 
+    def watch_grpc(self, exporter: Any) -> bool:
+        """Read the answers of an OTLP/gRPC exporter's stub (which it drops): False when this SDK's
+        exporter is not built as expected (a stub class in `_stub`, its instance in `_client`,
+        remade on reconnection), and its answers go unread."""
+        stub, channel = getattr(exporter, "_stub", None), getattr(exporter, "_channel", None)
+        if not callable(stub) or channel is None or getattr(exporter, "_client", None) is None:
+            return False
+
+        def watched(chan: Any) -> _Watched:
+            return _Watched(stub(chan), self)
+
+        exporter._stub = watched
+        exporter._client = watched(channel)
+        self._log = logging.getLogger("opentelemetry.exporter.otlp.proto.grpc.exporter")
+        return True
+
     def on_response(self, response: Any, *args: Any, **kwargs: Any) -> None:
-        """Note the spans a 200 answer says were rejected; never raises."""
+        """Note what a 200 answer says was rejected; never raises."""
         try:
             if response.status_code != 200 or not response.content:
                 return
-            answer: Any = self._answer.FromString(response.content)
-            rejected = int(getattr(answer.partial_success, self._field))
+            self.on_answer(self._answer.FromString(response.content))
         except Exception:  # not a protobuf answer: nothing to read
             return
+
+    def on_answer(self, answer: Any) -> None:
+        """Note what an answer (an `Export...ServiceResponse`) says was rejected."""
+        rejected = int(getattr(answer.partial_success, self._field))
         if rejected > 0:
             self._local.count = getattr(self._local, "count", 0) + rejected
             said = " ".join(answer.partial_success.error_message.split())[:200] or "no reason given"
@@ -62,3 +83,16 @@ class Rejections:
         count = getattr(self._local, "count", 0)
         self._local.count = 0
         return int(count)
+
+
+class _Watched:
+    """A gRPC stub whose `Export` answers are read by `Rejections` before they are handed back."""
+
+    def __init__(self, stub: Any, rejections: Rejections) -> None:
+        self._stub, self._rejections = stub, rejections
+
+    def Export(self, *args: Any, **kwargs: Any) -> Any:  # the stub's own name
+        answer = self._stub.Export(*args, **kwargs)
+        with contextlib.suppress(Exception):  # an answer without partial_success: nothing to read
+            self._rejections.on_answer(answer)
+        return answer

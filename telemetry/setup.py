@@ -403,6 +403,9 @@ def _grpc_exporter() -> SpanExporter:
             "with the collector's HTTP endpoint (port 4318)"
         ) from None
     exporter: SpanExporter = OTLPSpanExporter()
+    rejections = Rejections()
+    if rejections.watch_grpc(exporter):
+        setattr(exporter, REJECTIONS, rejections)
     return exporter
 
 

@@ -70,15 +70,19 @@ def collector(rejected: int) -> Callable[[], Iterator[str]]:
 
 
 @pytest.fixture
-def otel_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], dict[str, str]]:
+def otel_env(monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, str]]:
     for name in list(os.environ):
         if name.startswith("OTEL_"):
             monkeypatch.delenv(name)
 
-    def at(endpoint: str) -> dict[str, str]:
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-        monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
-        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "EVENT_ONLY")
+    def at(endpoint: str, **more: str) -> dict[str, str]:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY",
+        }
+        for name, value in {**env, **more}.items():
+            monkeypatch.setenv(name, value)
         return dict(os.environ)
 
     return at
@@ -98,7 +102,7 @@ def sample(telemetry: Telemetry, name: str, **labels: str) -> float:
 
 
 def test_spans_a_collector_rejects_are_counted_as_dropped_and_the_export_as_failed(
-    otel_env: Callable[[str], dict[str, str]], caplog: pytest.LogCaptureFixture
+    otel_env: Callable[..., dict[str, str]], caplog: pytest.LogCaptureFixture
 ) -> None:
     for endpoint in collector(rejected=2)():
         telemetry = export_one_run(otel_env(endpoint))
@@ -111,7 +115,7 @@ def test_spans_a_collector_rejects_are_counted_as_dropped_and_the_export_as_fail
     assert sample(telemetry, "agent_telemetry_export_failures_total", signal=n.SIGNAL_LOGS) >= 1
 
 
-def test_a_plain_success_counts_nothing_lost(otel_env: Callable[[str], dict[str, str]]) -> None:
+def test_a_plain_success_counts_nothing_lost(otel_env: Callable[..., dict[str, str]]) -> None:
     for endpoint in collector(rejected=0)():
         telemetry = export_one_run(otel_env(endpoint))
     for signal in (n.SIGNAL_TRACES, n.SIGNAL_LOGS):
@@ -120,3 +124,33 @@ def test_a_plain_success_counts_nothing_lost(otel_env: Callable[[str], dict[str,
     for reason in (n.DROP_EXPORT_FAILED, n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN):
         assert sample(telemetry, "agent_telemetry_spans_dropped_total", reason=reason) == 0
         assert sample(telemetry, "agent_telemetry_events_dropped_total", reason=reason) == 0
+
+
+def test_spans_a_grpc_collector_rejects_are_counted_too(otel_env: Callable[..., dict[str, str]]) -> None:
+    """The OTLP/gRPC exporter drops the collector's answer as the HTTP one does: read from its stub."""
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+    class Rejecting(trace_service_pb2_grpc.TraceServiceServicer):
+        def Export(self, request: object, context: object) -> ExportTraceServiceResponse:
+            partial = ExportTracePartialSuccess(rejected_spans=2, error_message="span too old")
+            return ExportTraceServiceResponse(partial_success=partial)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Rejecting(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        grpc_only = {  # content events go over HTTP only: none here
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "NO_CONTENT",
+        }
+        environ = otel_env(f"http://127.0.0.1:{port}", **grpc_only)
+        telemetry = export_one_run(environ)
+    finally:
+        server.stop(grace=None)
+    dropped = sample(telemetry, "agent_telemetry_spans_dropped_total", reason=n.DROP_EXPORT_FAILED)
+    assert dropped == 2
+    assert sample(telemetry, "agent_telemetry_export_failures_total", signal=n.SIGNAL_TRACES) >= 1
