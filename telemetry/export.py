@@ -52,6 +52,7 @@ from telemetry.names import DROP_EXPORT_FAILED, DROP_QUEUE_FULL, DROP_SHUTDOWN, 
 from telemetry.rejected import Rejections
 
 log = logging.getLogger("endstate.telemetry")
+FILE_LOG = logging.getLogger("endstate.telemetry.file")  # the span file's failures, one line a batch
 
 
 class _Guarded:
@@ -227,8 +228,8 @@ class JsonLinesExporter(SpanExporter):
                 self._rotate_if_full()
                 with self.path.open("a", encoding="utf-8") as f:
                     f.write(lines)
-        except OSError:
-            log.warning("cannot append spans to %s", self.path, exc_info=True)
+        except OSError as exc:  # held back and said once, with the reason (`telemetry.setup.Delivery`)
+            FILE_LOG.warning("cannot append spans to %s: %s", self.path, exc.strerror or exc)
             return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
 

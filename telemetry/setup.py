@@ -54,6 +54,7 @@ from telemetry import names as n
 from telemetry._settings import check_sdk_settings, int_env
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import (
+    FILE_LOG,
     CountedBatchProcessor,
     CountedLogProcessor,
     CountingExporter,
@@ -78,6 +79,7 @@ _OTLP_LOGGERS = (  # the OTLP exporters log each failed or retried export: said 
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.http._log_exporter",
     "opentelemetry.exporter.otlp.proto.grpc.exporter",
+    FILE_LOG.name,  # the offline span file's
 )
 
 
@@ -446,6 +448,9 @@ def _check_endpoint(environ: Mapping[str, str]) -> None:
 
 
 def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
+    """Where spans go, as the one line about failed deliveries names it."""
+    if isinstance(exporter, JsonLinesExporter):
+        return str(exporter.path)
     return _otlp_endpoint(environ) or type(exporter).__name__
 
 
