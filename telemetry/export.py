@@ -49,8 +49,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from agent.text import LONE_SURROGATE, without_lone_surrogates
 from telemetry.names import DROP_EXPORT_FAILED, DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_LOGS, SIGNAL_TRACES
+from telemetry.rejected import Rejections
 
 log = logging.getLogger("endstate.telemetry")
+FILE_LOG = logging.getLogger("endstate.telemetry.file")  # the span file's failures, one line a batch
 
 
 class _Guarded:
@@ -76,7 +78,9 @@ class _Guarded:
 
 class CountingExporter(_Guarded, SpanExporter):
     """Wraps an exporter: every export is counted as an attempt, and a failed or
-    raising one as a failure too, never raised.
+    raising one as a failure too, never raised. An export the collector answered
+    with rejected spans (`rejections`: an OTLP partial success) is a failure too,
+    and those spans are given to `on_rejected` (counted as dropped).
 
     Text UTF-8 cannot hold (a lone surrogate, as in a file name decoded with
     `surrogateescape`) goes out as U+FFFD: in a span's name it fails the whole
@@ -91,11 +95,15 @@ class CountingExporter(_Guarded, SpanExporter):
         on_failure: Callable[[str], None],
         on_attempt: Callable[[str], None] | None = None,
         mend_first: bool = False,
+        rejections: Rejections | None = None,
+        on_rejected: Callable[[int], None] | None = None,
     ) -> None:
         self.inner, self.what = inner, "span"
         self._on_failure = on_failure
         self._on_attempt = on_attempt
         self._mend_first = mend_first
+        self._rejections = rejections  # spans the collector answered it rejected (partial success)
+        self._on_rejected = on_rejected
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._on_attempt is not None:
@@ -105,7 +113,10 @@ class CountingExporter(_Guarded, SpanExporter):
         result = self._export(spans)
         if result is not SpanExportResult.SUCCESS and not self._mend_first and (mended := _mended(spans)):
             result = self._export(mended)  # a text UTF-8 cannot hold failed the whole batch
-        if result is not SpanExportResult.SUCCESS:
+        rejected = self._rejections.take() if self._rejections is not None else 0
+        if rejected and result is SpanExportResult.SUCCESS and self._on_rejected is not None:
+            self._on_rejected(rejected)  # lost, though the export succeeded: dropped, and a failure
+        if result is not SpanExportResult.SUCCESS or rejected:
             self._on_failure(SIGNAL_TRACES)
         return result
 
@@ -122,11 +133,18 @@ class CountingLogExporter(_Guarded, LogRecordExporter):
     counted as an attempt of `logs`, a failed or raising one as a failure too, never raised."""
 
     def __init__(
-        self, inner: LogRecordExporter, on_failure: Callable[[str], None], on_attempt: Callable[[str], None]
+        self,
+        inner: LogRecordExporter,
+        on_failure: Callable[[str], None],
+        on_attempt: Callable[[str], None],
+        rejections: Rejections | None = None,
+        on_rejected: Callable[[int], None] | None = None,
     ) -> None:
         self.inner, self.what = inner, "event"
         self._on_failure = on_failure
         self._on_attempt = on_attempt
+        self._rejections = rejections  # events the collector answered it rejected (partial success)
+        self._on_rejected = on_rejected
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         self._on_attempt(SIGNAL_LOGS)
@@ -135,7 +153,10 @@ class CountingLogExporter(_Guarded, LogRecordExporter):
         except Exception:
             log.warning("event export raised; %d events dropped", len(batch), exc_info=True)
             result = LogRecordExportResult.FAILURE
-        if result is not LogRecordExportResult.SUCCESS:
+        rejected = self._rejections.take() if self._rejections is not None else 0
+        if rejected and result is LogRecordExportResult.SUCCESS and self._on_rejected is not None:
+            self._on_rejected(rejected)
+        if result is not LogRecordExportResult.SUCCESS or rejected:
             self._on_failure(SIGNAL_LOGS)
         return result
 
@@ -207,8 +228,8 @@ class JsonLinesExporter(SpanExporter):
                 self._rotate_if_full()
                 with self.path.open("a", encoding="utf-8") as f:
                     f.write(lines)
-        except OSError:
-            log.warning("cannot append spans to %s", self.path, exc_info=True)
+        except OSError as exc:  # held back and said once, with the reason (`telemetry.setup.Delivery`)
+            FILE_LOG.warning("cannot append spans to %s: %s", self.path, exc.strerror or exc)
             return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
 

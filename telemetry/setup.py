@@ -54,6 +54,7 @@ from telemetry import names as n
 from telemetry._settings import check_sdk_settings, int_env
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import (
+    FILE_LOG,
     CountedBatchProcessor,
     CountedLogProcessor,
     CountingExporter,
@@ -63,6 +64,7 @@ from telemetry.export import (
 from telemetry.metrics import MetricsHooks, PendingSource
 from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor
+from telemetry.rejected import Rejections
 from telemetry.tracing import PlannedIds, TracingHooks
 
 log = logging.getLogger("endstate.telemetry")
@@ -72,10 +74,12 @@ CLOSE_TIMEOUT_S = 2.0  # flush and shutdown together never take longer than this
 CLOSE_MARGIN_S = 0.05  # of it, kept for counting what was lost and saying so
 DEFAULT_MAX_QUEUE_SIZE = 2048  # the SDK's defaults, when OTEL_BSP_* say nothing
 DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
+REJECTIONS = "endstate_rejections"  # the attribute of an exporter whose answers are read (`Rejections`)
 _OTLP_LOGGERS = (  # the OTLP exporters log each failed or retried export: said once instead
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.http._log_exporter",
     "opentelemetry.exporter.otlp.proto.grpc.exporter",
+    FILE_LOG.name,  # the offline span file's
 )
 
 
@@ -131,6 +135,8 @@ class Telemetry:
             delivery.failed(metrics.record_export_failure),
             metrics.record_export_attempt,
             mend_first=capture.spans,  # captured content: text from tools and models, any text
+            rejections=getattr(exporter, REJECTIONS, None),
+            on_rejected=lambda count: metrics.record_spans_dropped(count, n.DROP_EXPORT_FAILED),
         )
         spans = CountedBatchProcessor(counting, metrics.record_spans_dropped, *_queue_sizes(environ))
         provider = TracerProvider(
@@ -279,9 +285,31 @@ def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
     if protocol == "grpc":
         return _grpc_exporter()
     _check_endpoint(environ)
+    return _http_exporter()
+
+
+def _credential_provider(signal: str) -> bool:
+    """Whether the process environment names a credential provider for the OTLP/HTTP exporter of
+    `signal` (TRACES, LOGS): the exporter then makes its session from it, and its answers go unread."""
+    names = (
+        "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+        f"OTEL_PYTHON_EXPORTER_OTLP_HTTP_{signal}_CREDENTIAL_PROVIDER",
+    )
+    return any(os.environ.get(name, "").strip() for name in names)
+
+
+def _http_exporter() -> SpanExporter:
+    """The OTLP/HTTP span exporter, whose answers are read for spans the collector rejected (a
+    partial success, which the exporter itself reports as a success), unless a credential provider
+    named in the environment gives the exporter a session of its own."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter()
+    if _credential_provider("TRACES"):
+        return OTLPSpanExporter()
+    rejections = Rejections()
+    exporter = OTLPSpanExporter(session=rejections.session())
+    setattr(exporter, REJECTIONS, rejections)
+    return exporter
 
 
 def _exporter_kind(environ: Mapping[str, str], variable: str) -> str:
@@ -313,15 +341,20 @@ def _logger_provider(
     exporter = exporter or _log_exporter_from_env(environ)
     if exporter is None:
         log.warning(
-            "%s=%s asks for events, but no OTLP endpoint is set to send them to: no events recorded",
+            "%s=%s asks for events, but %s: no events recorded",
             n.ENV_CAPTURE_CONTENT,
             capture.mode,
+            _why_no_events(environ),
         )
         return None, None
     metrics.count_exports_of(n.SIGNAL_LOGS)
     delivery = Delivery(_otlp_endpoint(environ, _LOGS) or type(exporter).__name__)
     counting = CountingLogExporter(
-        exporter, delivery.failed(metrics.record_export_failure), metrics.record_export_attempt
+        exporter,
+        delivery.failed(metrics.record_export_failure),
+        metrics.record_export_attempt,
+        getattr(exporter, REJECTIONS, None),
+        lambda count: metrics.record_events_dropped(count, n.DROP_EXPORT_FAILED),
     )
     events = CountedLogProcessor(counting, metrics.record_events_dropped, *_queue_sizes(environ, _LOG_QUEUE))
     provider = LoggerProvider(resource=resource_from_env(), shutdown_on_exit=False)
@@ -329,16 +362,35 @@ def _logger_provider(
     return provider, events
 
 
+def _why_no_events(environ: Mapping[str, str]) -> str:
+    kind = _exporter_kind(environ, OTEL_LOGS_EXPORTER)
+    if kind != "otlp":
+        return f"{OTEL_LOGS_EXPORTER}={kind!r} sends them nowhere (content events go only over OTLP)"
+    return (
+        f"no OTLP endpoint is set to send them to ({ev.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT} or "
+        f"{ev.OTEL_EXPORTER_OTLP_ENDPOINT})"
+    )
+
+
 def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | None:
-    if _exporter_kind(environ, OTEL_LOGS_EXPORTER) != "otlp" or not _otlp_endpoint(environ):
+    """The OTLP/HTTP exporter of content events, when the variables give their endpoint (the logs
+    endpoint, or the general one: a traces endpoint alone is no place for logs)."""
+    if _exporter_kind(environ, OTEL_LOGS_EXPORTER) != "otlp" or not _otlp_endpoint(environ, _LOGS):
         return None
     if _protocol(environ, ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL) == "grpc":
         raise ConfigError(
-            "content events over gRPC are not supported: use OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"
+            "content events over gRPC are not supported: set OTEL_EXPORTER_OTLP_LOGS_PROTOCOL=http/protobuf "
+            "and OTEL_EXPORTER_OTLP_LOGS_ENDPOINT to the collector's HTTP logs endpoint, such as "
+            "http://collector:4318/v1/logs (spans may stay on gRPC)"
         )
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 
-    return OTLPLogExporter()
+    if _credential_provider("LOGS"):
+        return OTLPLogExporter()
+    rejections = Rejections(events=True)
+    exporter = OTLPLogExporter(session=rejections.session())
+    setattr(exporter, REJECTIONS, rejections)
+    return exporter
 
 
 def _grpc_exporter() -> SpanExporter:
@@ -353,19 +405,22 @@ def _grpc_exporter() -> SpanExporter:
             "with the collector's HTTP endpoint (port 4318)"
         ) from None
     exporter: SpanExporter = OTLPSpanExporter()
+    rejections = Rejections()
+    if rejections.watch_grpc(exporter):
+        setattr(exporter, REJECTIONS, rejections)
     return exporter
 
 
 def _protocol(environ: Mapping[str, str], signal_variable: str) -> str:
-    protocol = (
-        environ.get(signal_variable, "").strip()
-        or environ.get(ev.OTEL_EXPORTER_OTLP_PROTOCOL, "").strip()
-        or "http/protobuf"
+    """The OTLP protocol the signal's variable or the general one names; a bad one is refused naming
+    the variable that holds it (the signal's own wins, so the general one may be fine)."""
+    variable = next(
+        (name for name in (signal_variable, ev.OTEL_EXPORTER_OTLP_PROTOCOL) if environ.get(name, "").strip()),
+        None,
     )
+    protocol = environ.get(variable, "").strip() if variable else "http/protobuf"
     if protocol not in {"http/protobuf", "grpc"}:
-        raise ConfigError(
-            f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported: use 'http/protobuf' or 'grpc'"
-        )
+        raise ConfigError(f"{variable}={protocol!r} is not supported: use 'http/protobuf' or 'grpc'")
     return protocol
 
 
@@ -393,6 +448,9 @@ def _check_endpoint(environ: Mapping[str, str]) -> None:
 
 
 def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
+    """Where spans go, as the one line about failed deliveries names it."""
+    if isinstance(exporter, JsonLinesExporter):
+        return str(exporter.path)
     return _otlp_endpoint(environ) or type(exporter).__name__
 
 

@@ -45,7 +45,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink, hook_failed
 from agent.models.base import BILLED_APART
-from agent.result import StopReason
+from agent.result import StopCause, StopReason
 from telemetry import _content
 from telemetry import names as n
 from telemetry.capture import Capture
@@ -592,8 +592,8 @@ def _result_attributes(result: RunResult) -> dict[str, Any]:
     }
     if result.limit is not None:
         attributes[n.STOP_LIMIT] = str(result.limit)
-    if result.cause is not None:
-        attributes[n.STOP_CAUSE] = str(result.cause)
+    if result.reason == StopReason.GAVE_UP:  # as the stop_cause label says: an agent's own give-up
+        attributes[n.STOP_CAUSE] = str(result.cause or StopCause.AGENT)  # unless said otherwise
     if usage.cost_usd is not None:  # left out when a model's price is unknown
         attributes[n.AGENT_COST_USD] = usage.cost_usd
     return attributes
