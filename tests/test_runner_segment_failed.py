@@ -8,11 +8,16 @@ import asyncio
 import dataclasses
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+from test_runner import _dead_pid
+
 from agent import Agent
 from agent.durable.runner import Catalog, Job, Runner
 from agent.durable.store import RunStatus, RunStore
 from agent.models.scripted import ScriptedModel, finish
 from agent.result import RunResult, StopReason
+from telemetry import MetricsHooks
+from telemetry import names as n
 
 
 def quick(state: dict[str, Any]) -> Agent:
@@ -51,3 +56,50 @@ def test_recovery_goes_on_past_a_run_whose_segment_raises(store: RunStore) -> No
     jobs = [runner.begin("quick", "go", run_id=run_id) for run_id in ("first", "second")]
     results = asyncio.run(runner._drive_each([failing(jobs[0]), jobs[1]], "recovered"))
     assert [(r.run_id, r.reason) for r in results] == [("first", "error"), ("second", "success")]
+
+
+# -- the error the runner decides is counted like any stop ------------------------------------------
+
+
+def counted(metrics: MetricsHooks, metric: str, **labels: str) -> float:
+    return sum(
+        s.value
+        for f in metrics.registry.collect()
+        for s in f.samples
+        if s.name == metric and all(s.labels.get(k) == v for k, v in labels.items())
+    )
+
+
+def test_a_segment_that_raises_is_counted_as_an_error_stop(store: RunStore) -> None:
+    metrics = MetricsHooks(CollectorRegistry())
+    runner = Runner(store, catalog(), hooks=metrics)
+    asyncio.run(runner.drive(failing(runner.begin("quick", "go", run_id="broken"))))
+    assert counted(metrics, n.METRIC_STOPS + "_total", stop_reason="error") == 1
+    assert counted(metrics, n.METRIC_RUNS_STARTED + "_total") == 0  # its segment counted its start
+    assert counted(metrics, n.METRIC_RUNS_RESUMED + "_total") == 0
+
+
+def test_runs_recovery_cannot_rebuild_are_counted_as_error_stops_and_a_waiting_ones_resume(
+    store: RunStore,
+) -> None:
+    # Recovery ended them as error in the store only: agent_stops_total never saw the error, so
+    # EndstateErrorStopShareHigh was blind to a deploy that broke the agent's builder.
+    asking = Catalog()
+    asking.register("quick", lambda state: Agent("quick", ScriptedModel([[finish("need_help", "Which?")]])))
+    asked = asyncio.run(Runner(store, asking).start("quick", "go", run_id="asked"))
+    assert asked.reason is StopReason.NEED_HELP
+    here = Runner(store, catalog()).owner.split(":")[0]
+    gone = Runner(store, catalog(), owner=f"{here}:{_dead_pid()}:gone")
+    gone.begin("quick", "go", run_id="crashed")  # claimed, never driven: its worker died
+    gone.claim("asked", answer="That one.")  # answered, then its worker died too
+    metrics = MetricsHooks(CollectorRegistry())
+    assert asyncio.run(Runner(store, Catalog(), hooks=metrics).recover()) == []  # no agent "quick" here
+    for run_id in ("crashed", "asked"):
+        record = store.get(run_id)
+        assert record is not None and record.stop_reason == "error", run_id
+    assert counted(metrics, n.METRIC_STOPS + "_total", stop_reason="error") == 2
+    assert counted(metrics, n.METRIC_RUNS_STARTED + "_total") == 0
+    assert (
+        counted(metrics, n.METRIC_RUNS_RESUMED + "_total", stop_reason="need_help") == 1
+    )  # its need_help stop
+    assert counted(metrics, n.METRIC_RUNS_RESUMED + "_total") == 1  # the crashed one never ended before

@@ -61,7 +61,7 @@ from agent.durable.store import (
 )
 from agent.durable.store.base import PrunedRunId, column_text
 from agent.errors import ConfigError, EndstateError, SnapshotError
-from agent.hooks import CompositeHooks, NoHooks, RunHooks, StartedBefore
+from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
 from agent.journal import Journal, Stopped
 from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
@@ -479,11 +479,47 @@ class Runner:
         # again to a finished run); not when its segment failed, which had the answer in hand (its
         # journal may hold it: given again on resume, it could be applied twice)
         outcome = Outcome(RunStatus.FINISHED, result, None, keep_answer=failed is None)
+        ended_from = self._ended_from(record)
         try:
             self.store.record(record.run_id, outcome, self.lease(), self.clock.time())
         finally:
             self._let_go(record.run_id, None)
+        self._observe_end(record, result, ended_from, segment_ran=failed is not None)
         return result
+
+    def _ended_from(self, record: RunRecord) -> Snapshot | None:
+        """The saved head a run that cannot go on ends from; None when there is none or it is unreadable."""
+        try:
+            return self.store.snapshot(record.run_id) if record.snapshot_json else None
+        except Exception:  # a bad snapshot: the reason the run ends
+            return None
+
+    def _observe_end(
+        self, record: RunRecord, result: RunResult, snap: Snapshot | None, segment_ran: bool
+    ) -> None:
+        """Show the runner's hooks (its telemetry) a run it ended as error where no loop's observer did
+        (no agent to rebuild, or a segment that raised past it): a segment of no turns, so that the stop
+        is counted and has a span like any other. A segment that ran was observed from its start (its
+        resume counted there); else the resume of a suspended, cancelled or limit stop is counted here,
+        and a crashed segment's start was counted where it began."""
+        if self.hooks is None:
+            return
+        info = RunInfo(
+            run_id=record.run_id,
+            agent=record.agent,
+            task_type=record.task_type,
+            model="",
+            provider="",
+            task=record.task,
+            segment=max(2, record.segments + 1),  # never a run's first: its start was counted
+            started_at=self.clock.time(),
+            resumed_from=None
+            if segment_ran or snap is None or snap.kind is SnapshotKind.CHECKPOINT
+            else str(snap.reason),
+            resumed_stopped_at=snap.stopped_at if snap is not None else None,
+            replayed=segment_ran,
+        )
+        guard(self.hooks, info).run_ended(result)
 
     async def _drive_each(self, jobs: list[Job], what: str) -> list[RunResult]:
         """Drive jobs one after another; one that cannot be driven is logged and the rest go on."""
