@@ -504,6 +504,7 @@ class Runner:
         and a crashed segment's start was counted where it began."""
         if self.hooks is None:
             return
+        stopped = not segment_ran and snap is not None and snap.kind is not SnapshotKind.CHECKPOINT
         info = RunInfo(
             run_id=record.run_id,
             agent=record.agent,
@@ -513,9 +514,7 @@ class Runner:
             task=record.task,
             segment=max(2, record.segments + 1),  # never a run's first: its start was counted
             started_at=self.clock.time(),
-            resumed_from=None
-            if segment_ran or snap is None or snap.kind is SnapshotKind.CHECKPOINT
-            else str(snap.reason),
+            resumed_from=str(snap.reason) if stopped and snap is not None else None,
             resumed_stopped_at=snap.stopped_at if snap is not None else None,
             replayed=segment_ran,
         )
