@@ -468,9 +468,10 @@ def tool_errors() -> timeseries.Panel:
             )
         ],
     )
-    link = traces_link(
+    runs = '{span.gen_ai.agent.name=~"${agent:pipe}" && span.agent.task.type=~"${task_type:pipe}"}'
+    link = traces_link(  # a tool's span holds no agent: the failed calls within the selected runs
         "Failed calls of ${__field.labels.tool}",
-        '{span.gen_ai.tool.name="${__field.labels.tool}" && status=error}',
+        runs + ' >> {span.gen_ai.tool.name="${__field.labels.tool}" && status=error}',
     )
     return panel.data_links([link])
 

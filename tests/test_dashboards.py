@@ -363,6 +363,19 @@ def test_trace_links_open_valid_traceql_whatever_is_selected(selected: dict[str,
             assert all(re.fullmatch(found.group(1), value) for value in values), (found.group(1), values)
 
 
+def test_every_trace_link_keeps_to_the_selected_agents_and_task_types() -> None:
+    """A panel drawn for the selected agents and task types links to their traces only: each link's
+    TraceQL matches the agent and the task type, by the dashboard variable or the series' own label
+    (a tool's span holds neither: its link selects the runs, then their failed calls)."""
+    for p in panels(load(ROOT / "dashboards" / "json" / "agent-stops.json")):
+        for link in p["fieldConfig"]["defaults"].get("links", []):
+            traceql = traceql_of(link["url"])
+            for attribute, variable in (("gen_ai.agent.name", "agent"), ("agent.task.type", "task_type")):
+                matcher = re.search(rf'span\.{re.escape(attribute)}=~"([^"]*)"', traceql)
+                assert matcher, (p["title"], traceql)
+                assert matcher.group(1) in (f"${{{variable}:pipe}}", f"${{__field.labels.{variable}}}")
+
+
 def test_exemplars_are_asked_for_and_lead_to_tempo() -> None:
     targets = [
         t for p in panels(load(ROOT / "dashboards" / "json" / "agent-stops.json")) for t in p["targets"]
