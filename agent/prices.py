@@ -13,7 +13,7 @@ from agent.errors import ConfigError
 if TYPE_CHECKING:
     from agent.models.base import ModelReply
 
-from agent.models.catalog import ModelTable
+from agent.models.catalog import ModelTable, partner_id
 from agent.models.price import Price, is_fast
 from agent.usage import Usage
 
@@ -122,13 +122,22 @@ class PriceTable:
 
     def _own_cost(self, model: str, reply: ModelReply) -> float | None:
         answered = reply.model
-        if answered and answered != model and not self._given(model) and self.price(answered) is not None:
+        if answered and answered != model and self._fell_back(model, answered):
             model = answered
         price = self.price(model)
         if price is not None and (price.fast is not None or not reply.extra or not is_fast(reply)):
             return price.cost_of(reply)
         self._report_unknown(model, fast=price is not None)
         return None
+
+    def _fell_back(self, model: str, answered: str) -> bool:
+        """Whether a call of `model` was answered by another model with a known price (the API's
+        fallback), not by `model` itself under its Claude API id (a Bedrock or Vertex AI reply
+        names the model so: its price is the platform's, see `partner_row`)."""
+        if self._given(model) or self.price(answered) is None:
+            return False
+        partner = partner_id(model)
+        return partner is None or _family(partner.claude_id) != _family(answered)
 
     def usage_of(self, model: str, reply: ModelReply) -> Usage:
         """One call's usage: its tokens of each kind (those of the calls billed apart within it too),

@@ -147,7 +147,17 @@ class ModelTable:
         return ModelTable({**self._rows, **parsed}, self._aliases)
 
     def get(self, model: str) -> ModelInfo | None:
-        """The row for `model`: its own, its alias target's, or its family's for a dated id."""
+        """The row for `model`: its own, its alias target's, or its family's for a dated id; for an
+        Amazon Bedrock or Vertex AI id of a Claude model with no row of its own, the Claude API
+        id's row, priced as `partner_price` says."""
+        if (row := self._own(model)) is not None:
+            return row
+        partner = partner_id(model)
+        if partner is None or (row := self._own(partner.claude_id)) is None:
+            return None
+        return partner_row(row, model, partner)
+
+    def _own(self, model: str) -> ModelInfo | None:
         for candidate in (model, _undated(model)):
             candidate = self._aliases.get(candidate, candidate)
             if candidate in self._rows:
@@ -273,6 +283,58 @@ def _date(row: Mapping[str, Any], key: str, at: str) -> datetime.date | None:
     if value is None or isinstance(value, datetime.date):
         return value
     raise ConfigError(f"{at}: {key} must be a TOML date such as 2026-11-30, got {value!r}")
+
+
+@dataclass(frozen=True)
+class PartnerId:
+    """A Claude model's id on a partner platform: which platform, the Claude API's id of the same
+    model, and whether it names a global endpoint (priced as the Claude API)."""
+
+    platform: Literal["Amazon Bedrock", "Vertex AI"]
+    claude_id: str
+    global_endpoint: bool = False
+
+
+# Bedrock: [arn:aws:bedrock:<region>:<account>:(foundation-model|inference-profile)/]
+#          [<geo>.]anthropic.<id>[-v<n>[:<m>]]
+_BEDROCK = re.compile(
+    r"(?:arn:aws[\w-]*:bedrock:[\w-]*:\d*:(?:foundation-model|inference-profile)/)?"
+    r"(?:(?P<geo>[a-z]{2,6}(?:-[a-z]+)?)\.)?anthropic\.(?P<id>claude-[a-z0-9.-]+?)(?:-v\d+(?::\d+)?)?"
+)
+# Vertex AI: [[projects/<p>/locations/<l>/]publishers/anthropic/models/]<id>[@<date>] (a path or a date)
+_VERTEX = re.compile(
+    r"(?P<path>(?:projects/[^/]+/locations/(?P<location>[^/]+)/)?publishers/anthropic/models/)?"
+    r"(?P<id>claude-[a-z0-9.-]+?)(?:@(?P<date>\d{8}|latest))?"
+)
+
+
+@lru_cache(maxsize=1024)
+def partner_id(model: str) -> PartnerId | None:
+    """`model` read as an Amazon Bedrock id (`us.anthropic.claude-sonnet-4-5-20250929-v1:0`, or an
+    inference profile's ARN) or a Vertex AI id (`claude-sonnet-4-5@20250929`), else None."""
+    if found := _BEDROCK.fullmatch(model):
+        return PartnerId("Amazon Bedrock", found["id"], found["geo"] == "global")
+    if (found := _VERTEX.fullmatch(model)) and (found["path"] or found["date"]):
+        date = found["date"]
+        claude_id = found["id"] if date in (None, "latest") else f"{found['id']}-{date}"
+        return PartnerId("Vertex AI", claude_id, found["location"] == "global")
+    return None
+
+
+def partner_row(row: ModelInfo, model: str, partner: PartnerId) -> ModelInfo:
+    """The Claude API row `row` for the partner id `model`: the same model, so the same context
+    window, output, thinking and lifecycle. Its price is the Claude API's list price on a global
+    endpoint only (Bedrock's `global.` profile, a Vertex AI path in `locations/global`): the
+    platforms price regional endpoints apart (10% over the global price for Claude Sonnet 4.5 and
+    later), and most ids do not say which endpoint is called (a Vertex AI client's region does).
+    That price is unknown until one is given, never guessed."""
+    if row.price is None or partner.global_endpoint:
+        return replace(row, id=model)
+    reason = (
+        f"{partner.platform} prices {partner.claude_id!r} by endpoint (regional endpoints above the "
+        "Claude API's list price), and the id does not say which price applies"
+    )
+    return replace(row, id=model, price=None, unknown_price_reason=reason)
 
 
 @lru_cache(maxsize=1024)  # asked once a model call: the same few names every time
