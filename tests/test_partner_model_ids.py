@@ -3,9 +3,13 @@ same context window, output and thinking rules), priced as the Claude API only o
 
 from __future__ import annotations
 
-import pytest
+import asyncio
 
-from agent import Agent, Budget, ConfigError, Price, PriceTable
+import anthropic
+import pytest
+from messages_api import MessagesAPI, message, tool_use
+
+from agent import Agent, Budget, ConfigError, Price, PriceTable, RunResult
 from agent.models import ModelReply, ScriptedModel
 from agent.models.anthropic import AnthropicModel
 from agent.models.catalog import ModelTable
@@ -112,3 +116,27 @@ def test_a_fallback_to_another_model_is_still_priced_as_the_model_that_answered(
     # A partner id answered by a different model (the API's fallback) keeps the old rule.
     cost = PriceTable().cost_of("us.anthropic.claude-sonnet-4-5-20250929-v1:0", reply("claude-haiku-4-5"))
     assert cost == pytest.approx((10_000 * 1 + 1_000 * 5) / MTOK)
+
+
+def test_a_run_on_vertex_ai_through_the_real_sdk_counts_its_tokens_and_says_its_cost_is_unknown() -> None:
+    # The SDK's Vertex AI client puts the model id in the URL and no key header; the reply names the
+    # Claude API id, as Vertex AI's does. Tokens are counted, the cost is unknown (not the list price).
+    vertex_id = "claude-sonnet-4-5@20250929"
+    reply = message(tool_use("finish", {"kind": "done", "note": "ok"}), model="claude-sonnet-4-5-20250929")
+
+    async def run(url: str) -> tuple[AnthropicModel, RunResult]:
+        async with anthropic.AsyncAnthropicVertex(
+            region="us-east5", project_id="acme", access_token="t", base_url=url
+        ) as client:
+            model = AnthropicModel(vertex_id, client=client)
+            return model, await Agent("v", model, budget=Budget(max_turns=3, max_seconds=30)).arun("go")
+
+    with MessagesAPI(reply, validate=False) as api:
+        model, result = asyncio.run(run(api.url))
+        (sent,) = api.requests
+    assert sent.path.endswith(
+        f"/publishers/anthropic/models/{vertex_id}:streamRawPredict"
+    ) or sent.path.endswith(f"/publishers/anthropic/models/{vertex_id}:rawPredict"), sent.path
+    assert result.reason == "success" and result.input_tokens == 10 and result.output_tokens == 5
+    assert result.cost_usd is None
+    assert model.context_window == TABLE.get("claude-sonnet-4-5").context_window  # type: ignore[union-attr]
