@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import pytest
 from agents import Agent as OAAgent
 from agents.testing.model import ModelStep, ScriptedModel
 from foreign_agents import oa_reply, pai_agent, remove
+from test_runner_agents import outlive_leases
 
 from agent.cli.main import main
 from agent.durable.catalog import Catalog
@@ -103,7 +103,7 @@ def test_a_crashed_resume_that_the_framework_cannot_load_is_recovered_as_an_erro
     dying = Runner(store, catalog(), lease_seconds=0.2)
     job = dying.claim(run_id, approved=True)  # approved, then its worker died before the segment ran
     dying._let_go(run_id, None)
-    time.sleep(0.3)  # its lease lapses
+    assert outlive_leases(store_url, 1.0, dying.owner) == 1  # its lease lapses, by the store's clock
     assert job.run_id == run_id
     assert asyncio.run(Runner(store, catalog()).recover()) == []  # logged, not raised: the others go on
     record = store.get(run_id)
@@ -227,14 +227,15 @@ def broken_catalog() -> Catalog:
     ("agent", "why"), [("lg-slip", "KeyError: 'prompt'"), ("lg-down", "OSError: connection")]
 )
 def test_a_foreign_run_that_cannot_begin_is_a_clear_error_and_recovery_ends_it(
-    store: RunStore, agent: str, why: str
+    store: RunStore, store_url: str, agent: str, why: str
 ) -> None:
     """make_input raising, or a checkpointer that cannot open, raised out of the runner as they were:
     the run was left `running`, and each recovery raised again (and stopped recovering the rest)."""
+    dying = Runner(store, broken_catalog(), lease_seconds=0.2)
     with pytest.raises(ConfigError, match=rf"could not begin: {why}"):
-        asyncio.run(Runner(store, broken_catalog(), lease_seconds=0.2).start(agent, "clean up a"))
+        asyncio.run(dying.start(agent, "clean up a"))
     (left,) = store.list_runs(RunStatus.RUNNING)
-    time.sleep(0.3)  # its lease lapses
+    assert outlive_leases(store_url, 1.0, dying.owner) == 1  # its lease lapses, by the store's clock
     assert asyncio.run(Runner(store, broken_catalog()).recover()) == []  # logged, not raised
     record = store.get(left.run_id)
     assert record is not None and (record.status, record.stop_reason) == (RunStatus.FINISHED, "error")
