@@ -212,6 +212,11 @@ def _schema_of(fn: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
                 f"{_STARS[param.kind]}{param.name} cannot be given: name each parameter (or build a Tool "
                 "with a schema)"
             )
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:  # every call would be refused
+            raise ConfigError(
+                f"tool {fn.__name__!r}: a model passes named arguments only, so {param.name} (before the "
+                "'/') cannot be given: drop the '/' (or build a Tool with a schema)"
+            )
         if param.name == "ctx":
             wants_ctx = True
             continue
@@ -406,7 +411,12 @@ def _first_step(coro: Coroutine[Any, Any, Any], seconds: float | None) -> tuple[
 
 class _Rest:
     """The rest of a coroutine that ran up to its first wait: awaiting it hands the task what
-    the coroutine waits on, then drives it on from there, as `await` would have."""
+    the coroutine waits on, then drives it on from there, as `await` would have.
+
+    A coroutine that goes on after a cancellation (the deadline's, or the run's) is given
+    `CLEANUP_GRACE` seconds to end; past them it is closed and left, and the cancellation goes on
+    up: a tool that swallows it (a bare `except:` in a retry loop) never holds the run past its
+    timeout or the time budget, as a hung sync tool's thread is left behind."""
 
     __slots__ = ("coro", "waiting")
 
@@ -415,16 +425,68 @@ class _Rest:
 
     def __await__(self) -> Generator[Any, None, Any]:
         coro, waiting = self.coro, self.waiting
+        grace: _Grace | None = None
         while True:
             thrown = None
             try:
                 yield waiting
             except BaseException as exc:  # a cancellation (the deadline's, or the run's) goes in
                 thrown = exc
+            if grace is not None and grace.over(thrown):
+                raise grace.abandon(coro)
             try:
                 waiting = coro.send(None) if thrown is None else coro.throw(thrown)
             except StopIteration as done:
+                if grace is not None:
+                    grace.end()
                 return done.value
+            except BaseException:  # it ended with its exception (the cancellation, say)
+                if grace is not None:
+                    grace.end()
+                raise
+            if grace is None and isinstance(thrown, asyncio.CancelledError):  # it goes on: cleanup, or not
+                grace = _Grace(thrown)
+
+
+CLEANUP_GRACE = 2.0  # seconds a cancelled async tool may go on (its cleanup) before it is left behind
+
+
+class _Grace:
+    """The time a cancelled coroutine has to end: a timer that cancels the task again when it runs
+    out, told apart from any other cancellation (and taken back: the task's count stays the run's)."""
+
+    def __init__(self, cause: asyncio.CancelledError) -> None:
+        self.cause, self.fired = cause, False
+        self.task = asyncio.current_task()
+        self.timer = asyncio.get_running_loop().call_later(CLEANUP_GRACE, self._fire)
+
+    def _fire(self) -> None:
+        self.fired = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def over(self, thrown: BaseException | None) -> bool:
+        """Whether `thrown` is this timer's cancellation: the grace ran out."""
+        return self.fired and isinstance(thrown, asyncio.CancelledError)
+
+    def end(self) -> None:
+        self.timer.cancel()
+
+    def abandon(self, coro: Coroutine[Any, Any, Any]) -> asyncio.CancelledError:
+        """Leave the coroutine (closed, whatever it does about it) and give the first cancellation
+        to raise: the deadline's becomes the tool's timeout, the run's cancels the run."""
+        if self.task is not None:
+            self.task.uncancel()
+        try:
+            coro.close()
+        except RuntimeError:  # it ignored GeneratorExit too: kept, or its finalizer complains at exit
+            _LEFT_BEHIND.append(coro)
+        except Exception:  # its own cleanup failed: it is closed all the same
+            pass
+        return self.cause
+
+
+_LEFT_BEHIND: list[Coroutine[Any, Any, Any]] = []  # tools that ignored every way to stop them
 
 
 async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
