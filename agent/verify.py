@@ -341,7 +341,9 @@ def verdict(reply: ModelReply) -> list[str]:
         return [f"The evaluator gave no verdict (it said: {said}); call finish again to be judged."]
     if found["passed"]:
         return []
-    reasons = [str(r) for r in found.get("reasons") or [] if str(r).strip()]
+    given = found.get("reasons")  # a list by the schema; a model may send one reason as text, or worse
+    items = given if isinstance(given, list) else [] if given is None else [given]
+    reasons = [str(r) for r in items if str(r).strip()]
     return reasons or ["The evaluator rejected the result without a reason."]
 
 
