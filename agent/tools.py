@@ -409,6 +409,16 @@ def _first_step(coro: Coroutine[Any, Any, Any], seconds: float | None) -> tuple[
     return False, _bounded(_Rest(coro, waiting), seconds)
 
 
+async def driven(coro: Coroutine[Any, Any, Any]) -> Any:
+    """`await coro`, but a coroutine that goes on after its cancellation is left behind (see `_Rest`):
+    an `async def` verifier's, which its deadline must cut as it cuts a tool."""
+    try:
+        waiting = coro.send(None)
+    except StopIteration as done:
+        return done.value
+    return await _Rest(coro, waiting)
+
+
 class _Rest:
     """The rest of a coroutine that ran up to its first wait: awaiting it hands the task what
     the coroutine waits on, then drives it on from there, as `await` would have.

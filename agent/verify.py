@@ -209,8 +209,13 @@ async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> l
 
 
 async def _settled(work: Any) -> Any:
-    """A verifier's return value; an `async def` verifier's coroutine is awaited on the loop."""
+    """A verifier's return value; an `async def` verifier's coroutine is awaited on the loop (and left
+    behind when it goes on after the deadline cancels it: see `agent.tools.driven`)."""
+    from agent.tools import driven
+
     value = await work
+    if inspect.iscoroutine(value):
+        return await driven(value)
     return await value if inspect.isawaitable(value) else value
 
 

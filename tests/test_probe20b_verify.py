@@ -1,0 +1,46 @@
+"""An `async def` verifier that swallows its cancellation (a bare `except:` in a retry loop) is cut at
+the time budget all the same: the run stops `limit`/`seconds`, and its late verdict is not taken."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from agent import Agent, Budget, LimitKind, RunContext, StopReason
+from agent.models.scripted import ScriptedModel, finish
+
+
+async def polls_until_green(ctx: RunContext) -> list[str]:
+    """Polls a CI status, retrying on any failure: gives up after 16 half-second waits (8 s), so the
+    old code ends the test late rather than hanging it."""
+    for _ in range(16):
+        try:
+            await asyncio.sleep(0.5)
+        except:  # noqa: E722  # the mistake under test: it catches CancelledError too
+            continue
+    return []  # "green": a verdict that came after the budget ran out
+
+
+def test_an_async_verifier_that_swallows_its_cancellation_is_cut_at_the_time_budget() -> None:
+    model = ScriptedModel([[finish("done", "the build is green")]])
+    agent = Agent("ci", model, verifiers=[polls_until_green], budget=Budget(max_seconds=0.5))
+    start = time.monotonic()
+    result = agent.run("Make the build green.")
+    took = time.monotonic() - start
+    assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS), result.note
+    assert not result.verified
+    assert took < 4, f"the verifier held the run {took:.1f} s with a 0.5 s budget"
+
+
+def test_an_async_verifier_still_gives_its_verdict() -> None:
+    async def rejects_once(ctx: RunContext) -> list[str]:
+        await asyncio.sleep(0.01)
+        return [] if "again" in ctx.note else ["no tests ran"]
+
+    model = ScriptedModel([[finish("done", "green")], [finish("done", "green again")]])
+    result = Agent("ci", model, verifiers=[rejects_once], budget=Budget(max_seconds=30)).run("Make it green.")
+    assert (result.reason, result.verified, result.verifier_failures) == (
+        StopReason.SUCCESS,
+        True,
+        ("no tests ran",),
+    )
