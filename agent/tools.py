@@ -399,9 +399,10 @@ def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
 def _first_step(coro: Coroutine[Any, Any, Any], seconds: float | None) -> tuple[bool, Any]:
     """An async tool's coroutine run up to its first wait when it has a deadline: (True, its value)
     when it returned before it waited on anything (no timer needed: nothing could cut it short),
-    else (False, what to await for its value, bounded by `seconds`)."""
+    else (False, what to await for its value, bounded by `seconds`). With no deadline, what to await
+    is the coroutine driven so that the run's own cancellation still ends it (`driven`)."""
     if seconds is None:
-        return False, coro
+        return False, driven(coro)
     try:
         waiting = coro.send(None)
     except StopIteration as done:

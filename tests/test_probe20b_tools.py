@@ -88,3 +88,19 @@ def test_a_positional_only_parameter_is_refused_when_the_tool_is_made() -> None:
 
     with pytest.raises(ConfigError, match=r"tool 'read': a model passes named arguments only, so path"):
         tool(read)
+
+
+def test_the_callers_cancel_ends_a_run_whose_tool_swallows_it() -> None:
+    model = ScriptedModel([[call("fetch")], [finish("done", "fetched")]])
+    agent = Agent("fetcher", model, tools=[retrying(None)], budget=Budget(max_seconds=None))  # type: ignore[list-item]
+
+    async def main() -> object:
+        task = asyncio.ensure_future(agent.arun("Fetch the page."))
+        await asyncio.sleep(0.3)
+        task.cancel()  # as Ctrl-C under asyncio.run, or a shutdown, does
+        return await task
+
+    start = time.monotonic()
+    result = asyncio.run(main())
+    assert result.reason is StopReason.CANCELLED  # type: ignore[attr-defined]
+    assert time.monotonic() - start < 4
