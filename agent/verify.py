@@ -61,8 +61,13 @@ class CommandVerifier:
 
     def __call__(self, ctx: RunContext) -> list[str]:
         try:
-            done = subprocess.run(
-                list(self.argv), cwd=self.cwd, capture_output=True, text=True, timeout=self.timeout
+            done = subprocess.run(  # output that is no UTF-8 (a latin-1 name, binary) is still a failure's
+                list(self.argv),
+                cwd=self.cwd,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=self.timeout,
             )
         except subprocess.TimeoutExpired:
             if self.cut_by_limit:

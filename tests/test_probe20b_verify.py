@@ -1,12 +1,14 @@
-"""An `async def` verifier that swallows its cancellation (a bare `except:` in a retry loop) is cut at
-the time budget all the same: the run stops `limit`/`seconds`, and its late verdict is not taken."""
+"""Verifiers a user writes: an `async def` one that swallows its cancellation (a bare `except:` in a
+retry loop) is cut at the time budget all the same (the run stops `limit`/`seconds`, its late verdict
+not taken); a command whose output is no UTF-8 is a failure for the model, not the run's error."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 
-from agent import Agent, Budget, LimitKind, RunContext, StopReason
+from agent import Agent, Budget, LimitKind, RunContext, StopReason, command
 from agent.models.scripted import ScriptedModel, finish
 
 
@@ -44,3 +46,13 @@ def test_an_async_verifier_still_gives_its_verdict() -> None:
         True,
         ("no tests ran",),
     )
+
+
+def test_a_command_whose_output_is_no_utf8_fails_back_to_the_model_not_the_run() -> None:
+    failing = "import sys; sys.stdout.buffer.write(b'FAILED test_caf\\xe9.py'); sys.exit(1)"
+    model = ScriptedModel([[finish("done", "fixed")], [finish("give_up", "the test still fails")]])
+    agent = Agent("ci", model, verifiers=[command(sys.executable, "-c", failing)], budget=Budget(max_turns=5))
+    result = agent.run("Fix the test.")
+    assert (result.reason, result.error_type) == (StopReason.GAVE_UP, None), result.note
+    (failure,) = result.verifier_failures
+    assert "exited 1" in failure and "FAILED test_caf\ufffd.py" in failure
