@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import json
 import os
@@ -91,7 +92,9 @@ class Tool:
 
     @cached_property
     def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.fn)
+        """An `async def`, a partial of one, or an object whose `__call__` is one."""
+        fn = self.fn
+        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
     @cached_property
     def shape(self) -> ArgumentShape:
@@ -179,12 +182,13 @@ def tool(
 
     def wrap(f: Callable[..., Any]) -> Tool:
         _need_function(f)
-        doc = inspect.getdoc(f) or ""
+        label = name or _name_of(f)
+        doc = _doc_of(f)
         if not (description or doc):
-            raise ConfigError(f"tool {f.__name__!r} needs a description: add a docstring")
-        params, wants_ctx = _schema_of(f)
+            raise ConfigError(f"tool {label!r} needs a description: add a docstring")
+        params, wants_ctx = _schema_of(f, label)
         return Tool(
-            name=name or f.__name__,
+            name=label,
             fn=f,
             description=description or doc,
             parameters=params,
@@ -197,30 +201,54 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
-def _schema_of(fn: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
+def _described(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The function whose type hints and docstring describe `f`: a `functools.partial`'s function, a
+    callable object's `__call__`; `f` itself when it is a function or a method."""
+    while isinstance(f, functools.partial):
+        f = f.func
+    return f if inspect.isroutine(f) else type(f).__call__
+
+
+def _name_of(f: Callable[..., Any]) -> str:
+    """A tool's default name: its function's (a partial's too), or a callable object's class's."""
+    while isinstance(f, functools.partial):
+        f = f.func
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def _doc_of(f: Callable[..., Any]) -> str:
+    """A tool's default description: its function's docstring (a partial's function's: the partial's
+    own is functools' "partial(func, *args, **keywords) - new function with..."), else its class's."""
+    if isinstance(f, functools.partial) or inspect.isroutine(f):
+        return inspect.getdoc(_described(f)) or ""
+    own = getattr(type(f).__call__, "__doc__", None)  # its own words, not `object`'s "Call self as..."
+    return inspect.cleandoc(own) if isinstance(own, str) else inspect.getdoc(type(f)) or ""
+
+
+def _schema_of(fn: Callable[..., Any], name: str) -> tuple[dict[str, Any], bool]:
     try:
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(_described(fn))
     except Exception as exc:  # a hint naming what does not exist (a typo, an import under TYPE_CHECKING)
-        raise ConfigError(f"tool {fn.__name__!r}: its type hints cannot be read ({exc})") from exc
+        raise ConfigError(f"tool {name!r}: its type hints cannot be read ({exc})") from exc
     properties: dict[str, Any] = {}
     required: list[str] = []
     wants_ctx = False
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise ConfigError(
-                f"tool {fn.__name__!r}: a model passes named arguments only, so "
+                f"tool {name!r}: a model passes named arguments only, so "
                 f"{_STARS[param.kind]}{param.name} cannot be given: name each parameter (or build a Tool "
                 "with a schema)"
             )
         if param.kind is inspect.Parameter.POSITIONAL_ONLY:  # every call would be refused
             raise ConfigError(
-                f"tool {fn.__name__!r}: a model passes named arguments only, so {param.name} (before the "
+                f"tool {name!r}: a model passes named arguments only, so {param.name} (before the "
                 "'/') cannot be given: drop the '/' (or build a Tool with a schema)"
             )
         if param.name == "ctx":
             wants_ctx = True
             continue
-        properties[param.name] = _json_schema(fn, param.name, hints.get(param.name, str))
+        properties[param.name] = _json_schema(name, param.name, hints.get(param.name, str))
         if param.default is inspect.Parameter.empty:
             required.append(param.name)
     schema = {"type": "object", "properties": properties, "required": required}
@@ -230,7 +258,7 @@ def _schema_of(fn: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
 _STARS = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
 
 
-def _json_schema(fn: Callable[..., Any], param: str, hint: Any) -> dict[str, Any]:
+def _json_schema(fn: str, param: str, hint: Any) -> dict[str, Any]:
     """The JSON schema of one parameter: a JSON type, `Literal` choices as an enum, list items typed."""
     origin = typing.get_origin(hint) or hint
     if origin in (typing.Union, types.UnionType):
@@ -245,7 +273,7 @@ def _json_schema(fn: Callable[..., Any], param: str, hint: Any) -> dict[str, Any
         return {"type": "array", "items": _json_schema(fn, param, items[0])}
     if origin not in _JSON_TYPES:
         raise ConfigError(
-            f"tool {fn.__name__!r}: parameter {param!r} has type {hint!r}; use one of str, int, float, "
+            f"tool {fn!r}: parameter {param!r} has type {hint!r}; use one of str, int, float, "
             "bool, list, dict, a Literal of one of them, or build a Tool with a schema"
         )
     return {"type": _JSON_TYPES[origin]}

@@ -1,14 +1,16 @@
-"""Tools a user writes with common mistakes: an async tool that swallows its cancellation (a bare
-`except:` in a retry loop) and a parameter the model cannot pass by name (positional-only)."""
+"""Tools a user writes: an async tool that swallows its cancellation (a bare `except:` in a retry
+loop), a parameter the model cannot pass by name (positional-only), a `functools.partial` and a
+callable object."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 
 import pytest
 
-from agent import Agent, Budget, ConfigError, LimitKind, RunContext, StopReason, tool
+from agent import Agent, Budget, ConfigError, LimitKind, RunContext, StopReason, Tool, tool
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.tools import execute
 
@@ -104,3 +106,50 @@ def test_the_callers_cancel_ends_a_run_whose_tool_swallows_it() -> None:
     result = asyncio.run(main())
     assert result.reason is StopReason.CANCELLED  # type: ignore[attr-defined]
     assert time.monotonic() - start < 4
+
+
+# -- what @tool takes besides a def --------------------------------------------------------------
+
+
+def read_file(path: str, limit: int = 10) -> str:
+    """Read the first lines of a file."""
+    return f"{path}: {limit} lines"
+
+
+class Lookup:
+    """Look a customer up by id."""
+
+    def __init__(self, table: dict[str, str]) -> None:
+        self.table = table
+
+    def __call__(self, customer: str) -> str:
+        return self.table.get(customer, "no such customer")
+
+
+class AsyncLookup(Lookup):
+    async def __call__(self, customer: str) -> str:  # type: ignore[override]
+        await asyncio.sleep(0)
+        return self.table.get(customer, "no such customer")
+
+
+def test_a_partial_is_a_tool_named_and_described_by_its_function() -> None:
+    short = tool(functools.partial(read_file, limit=3))
+    assert (short.name, short.description) == ("read_file", "Read the first lines of a file.")
+    assert short.parameters["required"] == ["path"]
+    assert asyncio.run(execute(short, {"path": "a.txt"}, ctx())).text == "a.txt: 3 lines"
+
+
+@pytest.mark.parametrize("kind", [Lookup, AsyncLookup])
+def test_a_callable_object_is_a_tool_named_by_its_class_and_run_as_it_is(kind: type[Lookup]) -> None:
+    found = tool(kind({"c1": "Ada"}), name="lookup")
+    assert (found.name, found.description) == ("lookup", "Look a customer up by id.")
+    assert found.parameters["properties"] == {"customer": {"type": "string"}}
+    assert asyncio.run(execute(found, {"customer": "c1"}, ctx())).text == "Ada"  # awaited, not "<coroutine"
+    assert tool(kind({})).name == kind.__name__
+
+
+def test_a_tool_built_by_hand_on_an_async_callable_object_is_awaited() -> None:
+    schema = {"type": "object", "properties": {"customer": {"type": "string"}}}
+    by_hand = Tool("lookup", AsyncLookup({"c1": "Ada"}), "Look a customer up.", schema)
+    outcome = asyncio.run(execute(by_hand, {"customer": "c1"}, ctx()))
+    assert (outcome.text, outcome.is_error) == ("Ada", False)
