@@ -57,6 +57,9 @@ class Goal:
     reached: Callable[[RunContext], bool]
     output: str
 
+    def __post_init__(self) -> None:
+        _check_made("goal", self.reached, self.output, "the output the run ends with")
+
     def __call__(self, ctx: RunContext) -> TurnVerdict | None:
         return TurnVerdict(StopReason.SUCCESS, self.output) if self.reached(ctx) else None
 
@@ -68,10 +71,22 @@ class Invariant:
     holds: Callable[[RunContext], bool]
     reason: str
 
+    def __post_init__(self) -> None:
+        _check_made("invariant", self.holds, self.reason, "the reason to give when it breaks")
+
     def __call__(self, ctx: RunContext) -> TurnVerdict | None:
         if self.holds(ctx):
             return None
         return TurnVerdict(StopReason.ERROR, f"Invariant broken: {self.reason}", "invariant_broken")
+
+
+def _check_made(what: str, test: object, text: object, says: str) -> None:
+    """A clear `ConfigError` when a check is made wrong, not a run that ends as `error` the turn the
+    check first fires (a goal's output of None failed at the moment of success)."""
+    if not callable(test):
+        raise ConfigError(f"{what}() takes a function of the RunContext, not {type(test).__name__}")
+    if not isinstance(text, str):
+        raise ConfigError(f"{what}() needs {says}, as text; got {text!r:.60}")
 
 
 def goal(reached: Callable[[RunContext], bool], output: str) -> Goal:
