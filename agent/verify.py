@@ -291,6 +291,14 @@ class EvaluatorVerifier:
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=3))
 
     def __post_init__(self) -> None:
+        if not (
+            callable(getattr(self.model, "complete", None))
+            and isinstance(getattr(self.model, "name", None), str)
+        ):
+            raise ConfigError(
+                f"EvaluatorVerifier needs a model to judge with, such as AnthropicModel('claude-haiku-4-5'), "
+                f"not {self.model!r:.60} ({type(self.model).__name__})"
+            )
         if isinstance(self.criteria, str) or not self.criteria:
             raise ConfigError("EvaluatorVerifier needs criteria: a list of one or more strings")
 
@@ -334,6 +342,18 @@ class EvaluatorVerifier:
             f"<final_report>\n{ctx.note}\n</final_report>\n"
             f"<tool_calls>\n{chr(10).join(calls) or '(none)'}\n</tool_calls>"
         )
+
+
+def evaluators(verifiers: Sequence[Verifier]) -> list[EvaluatorVerifier]:
+    """The evaluator verifiers among `verifiers`, those inside `all_of` too (their models need a price
+    under a cost budget, wherever they sit)."""
+    found: list[EvaluatorVerifier] = []
+    for v in verifiers:
+        if isinstance(v, EvaluatorVerifier):
+            found.append(v)
+        elif isinstance(v, AllOf):
+            found.extend(evaluators(v.verifiers))
+    return found
 
 
 def evaluator(model: Model, *criteria: str, **options: Any) -> EvaluatorVerifier:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from messages_api import MessagesAPI, message, tool_use
 
-from agent import Agent, Budget, RetryPolicy, StopReason
+from agent import Agent, Budget, ConfigError, Price, PriceTable, RetryPolicy, StopReason, all_of, predicate
 from agent.models.anthropic import AnthropicModel
-from agent.models.scripted import ScriptedModel, finish
+from agent.models.scripted import ScriptedModel, call, finish
 from agent.verify import VERDICT_TOOL, evaluator
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, jitter=False)
@@ -47,3 +47,34 @@ def test_reasons_that_are_no_list_are_a_rejection_not_the_runs_error(api: Messag
     result = judged(api, reasons)
     assert (result.reason, result.turns) == (StopReason.SUCCESS, 2), result.note
     assert len(result.verifier_failures) == 1
+
+
+# -- a judge made wrong, or hidden in all_of ---------------------------------------------------------
+
+
+def test_a_judge_given_a_model_name_instead_of_a_model_is_refused_when_made() -> None:
+    with pytest.raises(
+        ConfigError, match=r"EvaluatorVerifier needs a model to judge with, .* not 'claude-haiku-4-5'"
+    ):
+        evaluator("claude-haiku-4-5", "Cites a source")  # type: ignore[arg-type]
+
+
+def unpriced_judge() -> ScriptedModel:
+    return ScriptedModel([[call(VERDICT_TOOL, passed=True, reasons=[])]], name="in-house-judge")
+
+
+def test_a_judge_inside_all_of_needs_a_price_under_a_cost_budget_as_one_outside_does() -> None:
+    checks = all_of(evaluator(unpriced_judge(), "Cites a source"), predicate(lambda ctx: True, "never"))
+    model = ScriptedModel([[finish("done", "12%")]], name="claude-haiku-4-5")
+    with pytest.raises(ConfigError, match="cost budget but no price for model 'in-house-judge'"):
+        Agent("researcher", model, verifiers=[checks], budget=Budget(max_cost_usd=1.0))
+
+
+def test_a_priced_judge_inside_all_of_is_charged_to_the_run() -> None:
+    checks = all_of(evaluator(unpriced_judge(), "Cites a source"), predicate(lambda ctx: True, "never"))
+    model = ScriptedModel([[finish("done", "12%")]], name="claude-haiku-4-5")
+    prices = PriceTable({"in-house-judge": Price(1.0, 5.0)})
+    agent = Agent("researcher", model, verifiers=[checks], budget=Budget(max_cost_usd=1.0), prices=prices)
+    result = agent.run("Find the margin.")
+    assert result.reason is StopReason.SUCCESS
+    assert result.usage.cost_usd is not None and result.usage.cost_usd > 0
