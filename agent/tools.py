@@ -56,6 +56,9 @@ class Tool:
     needs_approval: bool = False
     wants_ctx: bool = field(default=False, repr=False)
     preview: Callable[[dict[str, Any]], str] | None = field(default=None, repr=False)
+    # (name, may be null) of each parameter whose schema `@tool` wrote from its type hint: a call's value
+    # for it is checked against that schema before the tool runs (a hand-built Tool's go as they are)
+    typed: tuple[tuple[str, bool], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.name, str) and TOOL_NAME.fullmatch(self.name)):
@@ -186,7 +189,7 @@ def tool(
         doc = _doc_of(f)
         if not (description or doc):
             raise ConfigError(f"tool {label!r} needs a description: add a docstring")
-        params, wants_ctx = _schema_of(f, label)
+        params, wants_ctx, typed = _schema_of(f, label)
         return Tool(
             name=label,
             fn=f,
@@ -196,6 +199,7 @@ def tool(
             needs_approval=needs_approval,
             wants_ctx=wants_ctx,
             preview=preview,
+            typed=typed,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -225,13 +229,16 @@ def _doc_of(f: Callable[..., Any]) -> str:
     return inspect.cleandoc(own) if isinstance(own, str) else inspect.getdoc(type(f)) or ""
 
 
-def _schema_of(fn: Callable[..., Any], name: str) -> tuple[dict[str, Any], bool]:
+def _schema_of(
+    fn: Callable[..., Any], name: str
+) -> tuple[dict[str, Any], bool, tuple[tuple[str, bool], ...]]:
     try:
         hints = typing.get_type_hints(_described(fn))
     except Exception as exc:  # a hint naming what does not exist (a typo, an import under TYPE_CHECKING)
         raise ConfigError(f"tool {name!r}: its type hints cannot be read ({exc})") from exc
     properties: dict[str, Any] = {}
     required: list[str] = []
+    typed: list[tuple[str, bool]] = []
     wants_ctx = False
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
@@ -251,8 +258,14 @@ def _schema_of(fn: Callable[..., Any], name: str) -> tuple[dict[str, Any], bool]
         properties[param.name] = _json_schema(name, param.name, hints.get(param.name, str))
         if param.default is inspect.Parameter.empty:
             required.append(param.name)
+        if param.name in hints:  # an unannotated parameter is sent as a string, but takes anything
+            typed.append((param.name, param.default is None or _admits_none(hints[param.name])))
     schema = {"type": "object", "properties": properties, "required": required}
-    return schema | {"additionalProperties": False}, wants_ctx
+    return schema | {"additionalProperties": False}, wants_ctx, tuple(typed)
+
+
+def _admits_none(hint: Any) -> bool:
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
 
 
 _STARS = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
@@ -307,7 +320,64 @@ def set_host(host: ToolHost | None) -> None:
 def arguments_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
     """What is wrong with calling `tool_` with `arguments` (a name missing or unknown), or None: the
     check `execute` makes before a call, for a call a person is to approve first."""
-    return tool_.shape.problem({**arguments, "ctx": None} if tool_.wants_ctx else arguments)
+    kwargs = {**arguments, "ctx": None} if tool_.wants_ctx else arguments
+    return tool_.shape.problem(kwargs) or _typed_problem(tool_, arguments)
+
+
+def _typed_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
+    """A value the tool's type hints do not take (`@tool`'s schema: its JSON type, a `Literal`'s
+    choices, a list's items), or None: a model's arguments are not held to the schema it was sent
+    (`"5"` for an int, `"delete"` for a `Literal["read", "write"]`), and the tool would get them."""
+    properties = tool_.parameters["properties"]
+    for name, nullable in tool_.typed:
+        value, schema = arguments.get(name, _ABSENT), properties.get(name)
+        if value is _ABSENT or (nullable and value is None) or not isinstance(schema, dict):
+            continue
+        if (problem := _value_problem(schema, value)) is not None:
+            return f"{name!r} {problem}"
+    return None
+
+
+_ABSENT = object()
+_JSON_NAMES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
+
+
+def _json_name(value: Any) -> str:
+    return "null" if value is None else _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def _value_problem(schema: dict[str, Any], value: Any) -> str | None:
+    """What keeps `value` from fitting one of `@tool`'s parameter schemas, or None."""
+    if (choices := schema.get("enum")) is not None:
+        if any(_same(value, c) for c in choices):
+            return None
+        return f"must be one of {', '.join(json.dumps(c) for c in choices)}; got {_shown(value)}"
+    kind = schema.get("type")
+    if not isinstance(kind, str):  # a schema `@tool` did not write (a Tool replaced by hand): no check
+        return None
+    fits = _json_name(value) == kind or (kind == "number" and _json_name(value) == "integer")
+    if kind == "integer" and isinstance(value, float) and value.is_integer():  # JSON's 1.0 is an integer
+        fits = True
+    if not fits:
+        return f"must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}; got {_shown(value)}"
+    if kind == "array" and "items" in schema:
+        for i, item in enumerate(value):
+            if (problem := _value_problem(schema["items"], item)) is not None:
+                return f"item {i} {problem}"
+    return None
+
+
+def _same(value: Any, choice: Any) -> bool:
+    """One JSON value: `1.0` is the choice `1`, but `true` is not `1` (as Python's `==` holds)."""
+    if isinstance(value, bool) or isinstance(choice, bool):
+        return value is choice
+    if isinstance(value, int | float) and isinstance(choice, int | float):
+        return value == choice
+    return type(value) is type(choice) and value == choice
+
+
+def _shown(value: Any) -> str:
+    return f"{json.dumps(value, default=repr)[:60]} ({_json_name(value)})"
 
 
 async def execute(
@@ -322,7 +392,7 @@ async def execute(
     re-raised as `asyncio.CancelledError`, which the loop turns into `cancelled`.
     """
     kwargs = {**arguments, "ctx": ctx} if tool_.wants_ctx else arguments  # `fn(**kwargs)` copies it
-    if problem := tool_.shape.problem(kwargs):
+    if problem := tool_.shape.problem(kwargs) or (tool_.typed and _typed_problem(tool_, arguments)):
         return ToolOutcome(f"Error: bad arguments for {tool_.name!r}: {problem}", True, "bad_arguments")
     seconds, cut_by_limit = _deadline(tool_.timeout, limit)
     if cut_by_limit and not seconds:
