@@ -176,7 +176,8 @@ def tool(
     needs_approval: bool = False,
     preview: Callable[[dict[str, Any]], str] | None = None,
 ) -> Any:
-    """Make a `Tool` from a function; its type hints give the JSON schema.
+    """Make a `Tool` from a function (a `functools.partial` of one, or an object with `__call__`);
+    its type hints give the JSON schema, which each call's arguments are then checked against.
 
     Use bare (`@tool`) or with options (`@tool(timeout=5, needs_approval=True)`);
     `timeout=None` sets no timeout of its own (the run's time budget still bounds it).
