@@ -36,6 +36,9 @@ _JSON_TYPES: dict[Any, str] = {
 
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what the Anthropic and OpenAI APIs accept
+# a parameter's name (a key of the schema's properties): the Messages API refuses a whole request that
+# holds a tool with any other ("Property keys should match pattern '^[a-zA-Z0-9_.-]{1,64}$'")
+PARAMETER_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,12 @@ class Tool:
                 f"tool {self.name!r}: parameters must be a JSON schema of an object, as model APIs take it: "
                 f"{{'type': 'object', 'properties': {{...}}}}; got {self.parameters!r:.80}"
             )
+        if bad := _bad_parameter_names(self.parameters):
+            names = ", ".join(map(repr, bad))[:120]
+            raise ConfigError(
+                f"tool {self.name!r}: parameter names {names} are not ones a model API takes (1 to 64 "
+                "ASCII letters, digits, _, . or -): the API would refuse each request of the run; rename them"
+            )
         t = self.timeout
         if t is not None and not (is_number(t) and t > 0):
             raise ConfigError(
@@ -107,6 +116,12 @@ class Tool:
     def spec(self) -> dict[str, Any]:
         """The tool as the model is told of it."""
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+
+def _bad_parameter_names(schema: dict[str, Any]) -> list[Any]:
+    properties = schema.get("properties")
+    names = properties if isinstance(properties, dict) else {}
+    return [n for n in names if not (isinstance(n, str) and PARAMETER_NAME.fullmatch(n))]
 
 
 @fast_init

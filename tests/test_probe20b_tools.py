@@ -153,3 +153,32 @@ def test_a_tool_built_by_hand_on_an_async_callable_object_is_awaited() -> None:
     by_hand = Tool("lookup", AsyncLookup({"c1": "Ada"}), "Look a customer up.", schema)
     outcome = asyncio.run(execute(by_hand, {"customer": "c1"}, ctx()))
     assert (outcome.text, outcome.is_error) == ("Ada", False)
+
+
+# -- parameter names the API refuses -------------------------------------------------------------
+
+
+def test_a_parameter_name_the_api_refuses_is_refused_when_the_tool_is_made() -> None:
+    def measure(größe: int, stadt: str) -> str:  # a Python name, not an API one
+        """Measure."""
+        return ""
+
+    with pytest.raises(
+        ConfigError, match=r"tool 'measure': parameter names 'größe' are not ones a model API"
+    ):
+        tool(measure)
+    long_name = "x" * 65
+    schema = {
+        "type": "object",
+        "properties": {long_name: {"type": "string"}, "filter[id]": {"type": "string"}},
+    }
+    with pytest.raises(ConfigError, match=r"parameter names 'x{65}', 'filter\[id\]' are not"):
+        Tool("search", lambda **kw: "", "Search.", schema)
+
+
+def test_names_the_api_takes_are_kept() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"filter.id": {"type": "string"}, "page-size": {"type": "integer"}},
+    }
+    assert Tool("search", lambda **kw: "", "Search.", schema).parameters == schema
