@@ -71,14 +71,17 @@ class CommandVerifier:
             )
         except subprocess.TimeoutExpired:
             if self.cut_by_limit:
-                raise BudgetCut(
-                    f"`{' '.join(self.argv)}` was stopped: the run's time budget ran out"
-                ) from None
-            return [f"`{' '.join(self.argv)}` did not finish within {self.timeout:g} s"]
+                raise BudgetCut(f"`{self.shown}` was stopped: the run's time budget ran out") from None
+            return [f"`{self.shown}` did not finish within {self.timeout:g} s"]
         if done.returncode == 0:
             return []
         tail = (done.stdout + done.stderr)[-self.tail_chars :].strip()
-        return [f"`{' '.join(self.argv)}` exited {done.returncode}:\n{tail}"]
+        return [f"`{self.shown}` exited {done.returncode}:\n{tail}"]
+
+    @property
+    def shown(self) -> str:
+        """The command as its failures name it (a path among its words as the path)."""
+        return " ".join(str(os.fspath(a)) for a in self.argv)
 
     def bounded(self, seconds: float) -> CommandVerifier:
         """This command, killed after at most `seconds` (the time left in the run)."""

@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from pathlib import Path
 
 from agent import Agent, Budget, LimitKind, RunContext, StopReason, command
 from agent.models.scripted import ScriptedModel, finish
+from agent.verify import CommandVerifier
 
 
 async def polls_until_green(ctx: RunContext) -> list[str]:
@@ -56,3 +58,13 @@ def test_a_command_whose_output_is_no_utf8_fails_back_to_the_model_not_the_run()
     assert (result.reason, result.error_type) == (StopReason.GAVE_UP, None), result.note
     (failure,) = result.verifier_failures
     assert "exited 1" in failure and "FAILED test_caf\ufffd.py" in failure
+
+
+def test_a_command_given_as_paths_names_its_failure_back_to_the_model() -> None:
+    script = Path(sys.executable)  # a path among the words, which the verifier takes
+    check = CommandVerifier((script, "-c", "import sys; print('2 failed'); sys.exit(1)"))
+    model = ScriptedModel([[finish("done", "fixed")], [finish("give_up", "still failing")]])
+    result = Agent("ci", model, verifiers=[check], budget=Budget(max_turns=5)).run("Fix it.")
+    assert (result.reason, result.error_type) == (StopReason.GAVE_UP, None), result.note
+    (failure,) = result.verifier_failures
+    assert failure.startswith(f"`{script} -c ") and "exited 1:\n2 failed" in failure
