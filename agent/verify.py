@@ -135,7 +135,13 @@ class AllOf:
             )
 
     def __call__(self, ctx: RunContext) -> list[str]:
-        return [reason for verifier in self.verifiers for reason in verifier(ctx)]
+        failures: list[str] = []
+        for verifier in self.verifiers:
+            value = verifier(ctx)
+            if inspect.isawaitable(value):  # an `async def` one: run to its end on this thread's own loop
+                value = _in_new_loop(_awaited(value))
+            failures.extend(reasons_of(verifier, value))  # a part's wrong answer named as at the top
+        return failures
 
     def bounded(self, seconds: float) -> AllOf:
         """Each part bounded by `seconds` (`run_verifiers` bounds the whole)."""
@@ -306,7 +312,7 @@ class EvaluatorVerifier:
             raise ConfigError("EvaluatorVerifier needs criteria: a list of one or more strings")
 
     def __call__(self, ctx: RunContext) -> list[str]:
-        reply = _in_new_loop(self._judged(ctx))
+        reply: ModelReply = _in_new_loop(self._judged(ctx))
         return verdict(reply)
 
     async def _judged(self, ctx: RunContext) -> ModelReply:
@@ -391,14 +397,19 @@ def _json_verdict(text: str) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _in_new_loop(coro: Any) -> ModelReply:
-    """Run the judge's call: verifiers run in a worker thread, which has no event loop of its own."""
+def _in_new_loop(coro: Any) -> Any:
+    """Run a coroutine of a verifier (the judge's call, an `async def` part of `all_of`): verifiers run
+    in a worker thread, which has no event loop of its own."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        result: ModelReply = asyncio.run(coro)
-        return result
+        return asyncio.run(coro)
     coro.close()
     raise ConfigError(
-        "EvaluatorVerifier was called inside a running event loop; the loop calls it in a thread"
+        "a verifier that awaits (an EvaluatorVerifier, or all_of with an async def part) was called inside "
+        "a running event loop; the loop calls it in a thread"
     )
+
+
+async def _awaited(value: Any) -> Any:
+    return await value

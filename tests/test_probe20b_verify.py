@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent import Agent, Budget, LimitKind, RunContext, StopReason, command
+from agent import Agent, Budget, LimitKind, RunContext, StopReason, all_of, command, predicate
 from agent.models.scripted import ScriptedModel, finish
 from agent.verify import CommandVerifier
 
@@ -68,3 +68,26 @@ def test_a_command_given_as_paths_names_its_failure_back_to_the_model() -> None:
     assert (result.reason, result.error_type) == (StopReason.GAVE_UP, None), result.note
     (failure,) = result.verifier_failures
     assert failure.startswith(f"`{script} -c ") and "exited 1:\n2 failed" in failure
+
+
+def test_an_async_def_verifier_inside_all_of_gives_its_reasons() -> None:
+    async def links_open(ctx: RunContext) -> list[str]:
+        await asyncio.sleep(0.01)
+        return [] if "v2" in ctx.note else ["a cited link does not open"]
+
+    checks = all_of(links_open, predicate(lambda ctx: True, "never"))
+    model = ScriptedModel([[finish("done", "report v1")], [finish("done", "report v2")]])
+    result = Agent("researcher", model, verifiers=[checks], budget=Budget(max_turns=5)).run("Write it.")
+    assert (result.reason, result.verified) == (StopReason.SUCCESS, True), result.note
+    assert result.verifier_failures == ("a cited link does not open",)
+
+
+def test_a_part_of_all_of_that_returns_no_list_is_named_as_a_verifier_at_the_top_is() -> None:
+    def forgot_return(ctx: RunContext) -> list[str]:
+        ctx.state["checked"] = True  # and no return: None
+        return None  # type: ignore[return-value]
+
+    model = ScriptedModel([[finish("done", "done")]])
+    result = Agent("a", model, verifiers=[all_of(forgot_return)]).run("Do it.")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "verifier_error")
+    assert "verifier 'forgot_return' returned None (NoneType): a verifier returns a list" in result.note
