@@ -108,7 +108,10 @@ class PredicateVerifier:
             )
 
     def __call__(self, ctx: RunContext) -> list[str]:
-        return [] if self.predicate(ctx) else [self.reason]
+        held = self.predicate(ctx)
+        if inspect.isawaitable(held):  # an `async def` check: its answer, not the coroutine (always true)
+            held = _in_new_loop(_awaited(held))
+        return [] if held else [self.reason]
 
 
 def command(*argv: str, cwd: str | Path | None = None, timeout: float = 300.0) -> CommandVerifier:

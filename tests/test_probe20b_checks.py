@@ -44,3 +44,34 @@ def test_a_goal_made_right_still_ends_the_run_as_success() -> None:
     reached = goal(lambda ctx: any(c.name == "clean" for c in ctx.calls), "the rows are clean")
     result = Agent("cleaner", model, tools=[clean], checks=[reached]).run("Clean the rows.")
     assert (result.reason, result.output, result.verified) == (StopReason.SUCCESS, "the rows are clean", True)
+
+
+async def never(ctx: Any) -> bool:
+    return False
+
+
+class AsyncReached:
+    async def __call__(self, ctx: Any) -> bool:
+        return False
+
+
+def test_an_async_def_check_is_refused_when_made() -> None:
+    with pytest.raises(ConfigError, match=r"goal\(\) takes a plain def, not an async def"):
+        goal(never, "reached")
+    with pytest.raises(ConfigError, match=r"invariant\(\) takes a plain def, not an async def"):
+        invariant(never, "holds")
+
+
+def test_a_check_that_returns_a_coroutine_ends_the_run_as_error_not_as_a_goal_reached() -> None:
+    @tool
+    def step() -> str:
+        """Take a step."""
+        return "ok"
+
+    model = ScriptedModel([[call("step")], [finish("give_up", "stuck")]])
+    result = Agent("a", model, tools=[step], checks=[goal(AsyncReached(), "reached")]).run("Go.")
+    assert (result.reason, result.error_type) == (
+        StopReason.ERROR,
+        "verifier_error",
+    )  # was: success, verified
+    assert "checks are plain defs, called unawaited" in result.note

@@ -91,3 +91,15 @@ def test_a_part_of_all_of_that_returns_no_list_is_named_as_a_verifier_at_the_top
     result = Agent("a", model, verifiers=[all_of(forgot_return)]).run("Do it.")
     assert (result.reason, result.error_type) == (StopReason.ERROR, "verifier_error")
     assert "verifier 'forgot_return' returned None (NoneType): a verifier returns a list" in result.note
+
+
+def test_an_async_def_predicate_that_says_no_is_a_failure_not_a_success() -> None:
+    async def deployed(ctx: RunContext) -> bool:
+        await asyncio.sleep(0)
+        return False  # the coroutine itself is true: the done was taken, verified
+
+    model = ScriptedModel([[finish("done", "deployed it")], [finish("give_up", "cannot deploy")]])
+    agent = Agent("deployer", model, verifiers=[predicate(deployed, "the service is not deployed")])
+    result = agent.run("Deploy the service.")
+    assert (result.reason, result.verified) == (StopReason.GAVE_UP, False)
+    assert result.verifier_failures == ("the service is not deployed",)
