@@ -77,6 +77,14 @@ class ModelSummary:
     prompt: str = SUMMARIZE
 
     def __post_init__(self) -> None:
+        model = self.model
+        if model is not None and not (
+            callable(getattr(model, "complete", None)) and isinstance(getattr(model, "name", None), str)
+        ):
+            raise ConfigError(
+                "ModelSummary takes the model to write summaries (AnthropicModel('claude-haiku-4-5')), or "
+                f"None for the agent's own; not {model!r:.60} ({type(model).__name__})"
+            )
         if self.max_tokens is not None and self.max_tokens < 256:
             raise ConfigError("ModelSummary.max_tokens must be >= 256: a summary needs room")
 
@@ -143,6 +151,12 @@ class HistoryPolicy:
             raise ConfigError("HistoryPolicy needs 0 < clear_at <= compact_at <= 1")
         if self.keep_last < 0 or (self.max_result_chars is not None and self.max_result_chars < 200):
             raise ConfigError("HistoryPolicy: keep_last must be >= 0 and max_result_chars >= 200 (or None)")
+        how = self.summarize
+        if not (how is None or isinstance(how, ModelSummary) or callable(how)):
+            raise ConfigError(
+                "HistoryPolicy.summarize is ModelSummary() (a model writes it), a function of the older "
+                f"entries that returns text, or None (an account written by code); not {how!r:.60}"
+            )
 
     @classmethod
     def off(cls) -> HistoryPolicy:

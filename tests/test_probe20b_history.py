@@ -1,6 +1,6 @@
 """A history policy's own `summarize` function that fails: the account written by code stands in,
 saying why, as when a model's summary fails; the run goes on (it ended as error, or compacted the
-older turns into an empty summary or a number)."""
+older turns into an empty summary or a number). A summarizer made wrong is refused when made."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, Budget, HistoryPolicy, StopReason, tool
+from agent import Agent, Budget, ConfigError, HistoryPolicy, StopReason, tool
+from agent.history import ModelSummary
 from agent.journal import Entry
 from agent.models.scripted import ScriptedModel, call, finish, reply
 
@@ -66,3 +67,27 @@ def test_a_summarize_function_that_works_is_used_as_before() -> None:
     assert result.reason is StopReason.SUCCESS
     sent = summaries(model)
     assert sent and "entries: pages 0 and 1 read" in sent[0] and "could not write" not in sent[0]
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (
+            lambda: ModelSummary("claude-haiku-4-5"),
+            r"ModelSummary takes the model to write summaries .* not 'claude",
+        ),
+        (
+            lambda: HistoryPolicy(summarize="summary"),
+            r"HistoryPolicy.summarize is ModelSummary\(\) .* not 'summary'",
+        ),
+        (lambda: HistoryPolicy(summarize=5), r"HistoryPolicy.summarize is ModelSummary\(\) .* not 5"),
+    ],
+)
+def test_a_summarizer_made_wrong_is_refused_when_made(make: Any, said: str) -> None:
+    with pytest.raises(ConfigError, match=said):
+        make()
+
+
+def test_the_ways_to_summarize_are_still_taken() -> None:
+    for how in (None, ModelSummary(), ModelSummary(ScriptedModel([])), boom):
+        assert HistoryPolicy(summarize=how).summarize is how  # type: ignore[arg-type]
