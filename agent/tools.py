@@ -415,7 +415,10 @@ async def execute(
         return _budget_cut(tool_, started=False)
     try:
         if not tool_.is_async:
-            return _outcome(await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds))
+            value = await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds)
+            if inspect.iscoroutine(value):  # an async def behind a plain def (a decorator): run it too
+                value = await _bounded(driven(value), seconds)
+            return _outcome(value)
         done, value = _first_step(tool_.fn(**kwargs), seconds)
         return _outcome(value if done else await value)
     except ContentError as exc:  # a bad block, made in the tool or found in what it returned

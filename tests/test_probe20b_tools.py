@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from typing import Any
 
 import pytest
 
@@ -182,3 +183,31 @@ def test_names_the_api_takes_are_kept() -> None:
         "properties": {"filter.id": {"type": "string"}, "page-size": {"type": "integer"}},
     }
     assert Tool("search", lambda **kw: "", "Search.", schema).parameters == schema
+
+
+def test_an_async_def_behind_a_plain_decorator_runs_and_its_value_is_the_result() -> None:
+    def logged(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:  # a plain def: the tool looks sync
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    @tool(timeout=0.5)
+    @logged
+    async def fetch(url: str) -> str:
+        """Fetch a page."""
+        await asyncio.sleep(0)
+        return f"the page at {url}"
+
+    assert asyncio.run(execute(fetch, {"url": "a"}, ctx())).text == "the page at a"  # not "<coroutine ...>"
+
+    @tool(timeout=0.2)
+    @logged
+    async def hangs(url: str) -> str:
+        """Hang."""
+        await asyncio.sleep(3600)
+        return "never"
+
+    outcome = asyncio.run(execute(hangs, {"url": "a"}, ctx()))
+    assert (outcome.is_error, outcome.error_type) == (True, "timeout")
