@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agent._valid import is_number, is_text
+from agent._valid import is_number, is_text, is_whole
 from agent.errors import ConfigError, EndstateError, TransientModelError
 from agent.models.base import Model, ModelReply, ModelRequest
 from agent.policies import MAX_RETRY_AFTER, RetryPolicy
@@ -313,6 +313,11 @@ class EvaluatorVerifier:
             )
         if isinstance(self.criteria, str) or not self.criteria:
             raise ConfigError("EvaluatorVerifier needs criteria: a list of one or more strings")
+        for name, least in (("max_tokens", 1), ("recent_calls", 0), ("result_chars", 0)):
+            if not (is_whole(value := getattr(self, name)) and value >= least):
+                raise ConfigError(
+                    f"EvaluatorVerifier.{name} must be a whole number >= {least}, not {value!r}"
+                )
 
     def __call__(self, ctx: RunContext) -> list[str]:
         reply: ModelReply = _in_new_loop(self._judged(ctx))
@@ -347,7 +352,7 @@ class EvaluatorVerifier:
         calls = [
             f"- {c.name}({json.dumps(c.arguments, sort_keys=True)}) -> "
             f"{'ERROR ' if c.is_error else ''}{c.result[: self.result_chars]}"
-            for c in ctx.calls[-self.recent_calls :]
+            for c in (ctx.calls[-self.recent_calls :] if self.recent_calls else [])  # [-0:] is every call
         ]
         return (
             f"<task>\n{ctx.task}\n</task>\n<criteria>\n{criteria}\n</criteria>\n"

@@ -9,7 +9,19 @@ from typing import Any
 import pytest
 from messages_api import MessagesAPI, message, tool_use
 
-from agent import Agent, Budget, ConfigError, Price, PriceTable, RetryPolicy, StopReason, all_of, predicate
+from agent import (
+    Agent,
+    Budget,
+    ConfigError,
+    Price,
+    PriceTable,
+    RetryPolicy,
+    RunContext,
+    StopReason,
+    all_of,
+    predicate,
+)
+from agent.context import CallRecord
 from agent.models.anthropic import AnthropicModel
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.verify import VERDICT_TOOL, evaluator
@@ -78,3 +90,19 @@ def test_a_priced_judge_inside_all_of_is_charged_to_the_run() -> None:
     result = agent.run("Find the margin.")
     assert result.reason is StopReason.SUCCESS
     assert result.usage.cost_usd is not None and result.usage.cost_usd > 0
+
+
+def test_a_judge_shown_no_calls_is_shown_none() -> None:
+    judge = evaluator(unpriced_judge(), "Cites a source", recent_calls=0)
+    ctx = RunContext("r", "researcher", "Find the margin.", "research", note="12%")
+    ctx.calls.append(CallRecord("read_page", {"url": "http://secret.internal/"}, "salary table"))
+    brief = judge.brief(ctx)
+    assert (
+        "<tool_calls>\n(none)\n</tool_calls>" in brief and "salary table" not in brief
+    )  # [-0:] was every call
+
+
+@pytest.mark.parametrize("options", [{"recent_calls": -1}, {"max_tokens": 0}, {"result_chars": 1.5}])
+def test_judge_options_out_of_range_are_refused_when_made(options: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="EvaluatorVerifier"):
+        evaluator(unpriced_judge(), "Cites a source", **options)
