@@ -58,6 +58,10 @@ class CommandVerifier:
         t = self.timeout
         if not (is_number(t) and 0 < t < math.inf):
             raise ConfigError(f"a command verifier's timeout is a number of seconds > 0, not {t!r}")
+        if not (is_whole(self.tail_chars) and self.tail_chars >= 0):
+            raise ConfigError(
+                f"a command verifier's tail_chars is a whole number >= 0, not {self.tail_chars!r}"
+            )
 
     def __call__(self, ctx: RunContext) -> list[str]:
         try:
@@ -75,8 +79,10 @@ class CommandVerifier:
             return [f"`{self.shown}` did not finish within {self.timeout:g} s"]
         if done.returncode == 0:
             return []
-        tail = (done.stdout + done.stderr)[-self.tail_chars :].strip()
-        return [f"`{self.shown}` exited {done.returncode}:\n{tail}"]
+        tail = (
+            (done.stdout + done.stderr)[-self.tail_chars :].strip() if self.tail_chars else ""
+        )  # [-0:]: all
+        return [f"`{self.shown}` exited {done.returncode}" + (f":\n{tail}" if tail else "")]
 
     @property
     def shown(self) -> str:

@@ -9,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from agent import Agent, Budget, LimitKind, RunContext, StopReason, all_of, command, predicate
+import pytest
+
+from agent import Agent, Budget, ConfigError, LimitKind, RunContext, StopReason, all_of, command, predicate
 from agent.models.scripted import ScriptedModel, finish
 from agent.verify import CommandVerifier
 
@@ -103,3 +105,14 @@ def test_an_async_def_predicate_that_says_no_is_a_failure_not_a_success() -> Non
     result = agent.run("Deploy the service.")
     assert (result.reason, result.verified) == (StopReason.GAVE_UP, False)
     assert result.verifier_failures == ("the service is not deployed",)
+
+
+def test_a_command_told_to_show_no_output_shows_none() -> None:
+    loud = CommandVerifier((sys.executable, "-c", "print('x' * 5000); raise SystemExit(1)"), tail_chars=0)
+    (failure,) = loud(RunContext("r", "a", "t", "x"))
+    assert failure.endswith("exited 1") and "xxx" not in failure  # [-0:] was the whole output
+
+
+def test_a_negative_tail_is_refused_when_made() -> None:
+    with pytest.raises(ConfigError, match="tail_chars is a whole number >= 0, not -5"):
+        CommandVerifier(("true",), tail_chars=-5)
