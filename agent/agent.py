@@ -31,7 +31,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspen
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize as default_summary
 from agent.tools import Tool
-from agent.verify import EvaluatorVerifier, Verifier
+from agent.verify import Verifier, evaluators
 
 Summarizer = Callable[[RunContext, Spent, StopReason, LimitKind | None], str]
 # a `KeyboardInterrupt` from a callback of the run (a hook, a check, the fingerprint, the checkpointer)
@@ -81,7 +81,7 @@ class Agent:
         if dupes := sorted({n for n in names if names.count(n) > 1}):
             raise ConfigError(f"agent {self.name!r}: tool names must be unique; repeated: {dupes}")
         if self.budget.max_cost_usd is not None:  # a cost budget needs every model's price
-            models = [self.model, *(v.model for v in self.verifiers if isinstance(v, EvaluatorVerifier))]
+            models = [self.model, *(v.model for v in evaluators(self.verifiers))]  # in all_of too
             for name in {*(m.name for m in models), *self.history.models()}:
                 self.prices.require(name, self.name)
             for model in models:  # and a model asked for fast mode its fast-mode price

@@ -8,6 +8,7 @@ tools do (`RunContext`) and should be cheap: they run after every turn.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -57,8 +58,11 @@ class Goal:
     reached: Callable[[RunContext], bool]
     output: str
 
+    def __post_init__(self) -> None:
+        _check_made("goal", self.reached, self.output, "the output the run ends with")
+
     def __call__(self, ctx: RunContext) -> TurnVerdict | None:
-        return TurnVerdict(StopReason.SUCCESS, self.output) if self.reached(ctx) else None
+        return TurnVerdict(StopReason.SUCCESS, self.output) if _held(self.reached(ctx)) else None
 
 
 @dataclass(frozen=True)
@@ -68,10 +72,37 @@ class Invariant:
     holds: Callable[[RunContext], bool]
     reason: str
 
+    def __post_init__(self) -> None:
+        _check_made("invariant", self.holds, self.reason, "the reason to give when it breaks")
+
     def __call__(self, ctx: RunContext) -> TurnVerdict | None:
-        if self.holds(ctx):
+        if _held(self.holds(ctx)):
             return None
         return TurnVerdict(StopReason.ERROR, f"Invariant broken: {self.reason}", "invariant_broken")
+
+
+def _check_made(what: str, test: object, text: object, says: str) -> None:
+    """A clear `ConfigError` when a check is made wrong, not a run that ends as `error` the turn the
+    check first fires (a goal's output of None failed at the moment of success). An `async def` test
+    is refused: checks run on the loop after every turn, unawaited, and its coroutine is always true."""
+    if not callable(test):
+        raise ConfigError(f"{what}() takes a function of the RunContext, not {type(test).__name__}")
+    if inspect.iscoroutinefunction(test):
+        raise ConfigError(
+            f"{what}() takes a plain def, not an async def: checks run after every turn, unawaited"
+        )
+    if not isinstance(text, str):
+        raise ConfigError(f"{what}() needs {says}, as text; got {text!r:.60}")
+
+
+def _held(answer: object) -> object:
+    """A check's answer; one that must be awaited (a coroutine: always true) raises, and the run ends as
+    `error` saying so, rather than a goal reached at once or an invariant that never breaks."""
+    if inspect.isawaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()
+        raise ConfigError("a per-turn check returned an awaitable: checks are plain defs, called unawaited")
+    return answer
 
 
 def goal(reached: Callable[[RunContext], bool], output: str) -> Goal:

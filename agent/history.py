@@ -22,6 +22,7 @@ keeps working). When nothing more can be shrunk the run stops `limit`/`context`.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
 
 if TYPE_CHECKING:
     from agent.models.base import Model, ModelReply, ModelRequest
+
+log = logging.getLogger("endstate.history")
 
 DEFAULT_WINDOW = 200_000
 CHARS_PER_TOKEN = 4  # a rough count, enough to tell whether clearing frees room
@@ -54,6 +57,9 @@ SUMMARIZE = (
     "did not, and what is left to do. Answer with the summary only, inside <summary></summary>.]"
 )
 UNSUMMARIZED = "[Endstate: the model could not write this summary ({why}); code wrote this account.]\n"
+UNSUMMARIZED_BY_FUNCTION = (
+    "[Endstate: the summarize function could not write this summary ({why}); code wrote this account.]\n"
+)
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,14 @@ class ModelSummary:
     prompt: str = SUMMARIZE
 
     def __post_init__(self) -> None:
+        model = self.model
+        if model is not None and not (
+            callable(getattr(model, "complete", None)) and isinstance(getattr(model, "name", None), str)
+        ):
+            raise ConfigError(
+                "ModelSummary takes the model to write summaries (AnthropicModel('claude-haiku-4-5')), or "
+                f"None for the agent's own; not {model!r:.60} ({type(model).__name__})"
+            )
         if self.max_tokens is not None and self.max_tokens < 256:
             raise ConfigError("ModelSummary.max_tokens must be >= 256: a summary needs room")
 
@@ -137,6 +151,12 @@ class HistoryPolicy:
             raise ConfigError("HistoryPolicy needs 0 < clear_at <= compact_at <= 1")
         if self.keep_last < 0 or (self.max_result_chars is not None and self.max_result_chars < 200):
             raise ConfigError("HistoryPolicy: keep_last must be >= 0 and max_result_chars >= 200 (or None)")
+        how = self.summarize
+        if not (how is None or isinstance(how, ModelSummary) or callable(how)):
+            raise ConfigError(
+                "HistoryPolicy.summarize is ModelSummary() (a model writes it), a function of the older "
+                f"entries that returns text, or None (an account written by code); not {how!r:.60}"
+            )
 
     @classmethod
     def off(cls) -> HistoryPolicy:
@@ -215,8 +235,25 @@ class HistoryPolicy:
         older = [e for e in journal[:upto] if not isinstance(e, Shrunk)]
         if isinstance(self.summarize, ModelSummary):
             return Compaction(upto, tuple(self.view(journal[:upto])), account(older), self.summarize)
-        summary = (self.summarize or account)(older)
-        return Shrunk(upto=upto, summary=summary)
+        return Shrunk(upto=upto, summary=written(self.summarize, older))
+
+
+def written(summarize: Callable[[Sequence[Entry]], str] | None, older: Sequence[Entry]) -> str:
+    """The summary of `older` by the policy's own function (the account by code when none); when it
+    raises or writes no text, the account stands in, saying why, as when a model's summary fails:
+    a compaction never ends the run (nor leaves the model an empty summary, or a number)."""
+    if summarize is None:
+        return account(older)
+    try:
+        summary = summarize(older)
+    except (Exception, SystemExit) as exc:  # a KeyboardInterrupt goes up: the run ends `cancelled`
+        why = f"it raised {type(exc).__name__}: {exc}"
+    else:
+        if isinstance(summary, str) and summary.strip():
+            return summary
+        why = f"it returned {summary!r:.40}, not text"
+    log.warning("the history policy's summarize failed (%s); the account written by code stands in", why)
+    return UNSUMMARIZED_BY_FUNCTION.format(why=why[:300]) + account(older)
 
 
 def _cleared(entry: Result) -> str:

@@ -10,6 +10,7 @@ tool does (see `hook_failed`).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -218,10 +219,47 @@ def guard(hooks: RunHooks, info: RunInfo) -> RunObserver:
     except BaseException:
         hook_failed("run_started")
         return RunObserver()
-    if observer is None:
+    if observer is None or inspect.iscoroutine(observer):
+        if inspect.iscoroutine(observer):  # an `async def run_started`: never awaited, so no observer
+            observer.close()
+            log.warning(
+                "telemetry hook run_started is async def: hooks are called, not awaited; make it a def"
+            )
         log.warning("telemetry hook run_started returned no observer; the run goes on unobserved by it")
         return RunObserver()
-    return observer if getattr(type(observer), "guarded", False) is True else _Guarded(observer)
+    if getattr(type(observer), "guarded", False) is True:
+        return observer
+    _warn_async(type(observer))
+    return _Guarded(observer)
+
+
+_OBSERVED = (
+    "turn_started",
+    "turn_ended",
+    "model_started",
+    "model_ended",
+    "tool_started",
+    "tool_ended",
+    "verified",
+    "human_waited",
+    "run_ended",
+)
+_WARNED: set[type] = set()
+
+
+def _warn_async(kind: type) -> None:
+    """Say once per observer class which of its methods are `async def`: the loop calls hooks without
+    awaiting them, so such a method never runs (its coroutine is dropped, with no failure to log)."""
+    if kind in _WARNED:
+        return
+    _WARNED.add(kind)
+    if found := [n for n in _OBSERVED if inspect.iscoroutinefunction(getattr(kind, n, None))]:
+        log.warning(
+            "telemetry hook %s has async methods (%s): hooks are called, not awaited, so they never run; "
+            "make them plain defs (hand slow work to a queue or a thread)",
+            kind.__name__,
+            ", ".join(found),
+        )
 
 
 # the hooks at a segment's edges: the run has not begun its turns, or has its result already

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import json
 import os
@@ -35,6 +36,9 @@ _JSON_TYPES: dict[Any, str] = {
 
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what the Anthropic and OpenAI APIs accept
+# a parameter's name (a key of the schema's properties): the Messages API refuses a whole request that
+# holds a tool with any other ("Property keys should match pattern '^[a-zA-Z0-9_.-]{1,64}$'")
+PARAMETER_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,9 @@ class Tool:
     needs_approval: bool = False
     wants_ctx: bool = field(default=False, repr=False)
     preview: Callable[[dict[str, Any]], str] | None = field(default=None, repr=False)
+    # (name, may be null) of each parameter whose schema `@tool` wrote from its type hint: a call's value
+    # for it is checked against that schema before the tool runs (a hand-built Tool's go as they are)
+    typed: tuple[tuple[str, bool], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.name, str) and TOOL_NAME.fullmatch(self.name)):
@@ -74,6 +81,12 @@ class Tool:
                 f"tool {self.name!r}: parameters must be a JSON schema of an object, as model APIs take it: "
                 f"{{'type': 'object', 'properties': {{...}}}}; got {self.parameters!r:.80}"
             )
+        if bad := _bad_parameter_names(self.parameters):
+            names = ", ".join(map(repr, bad))[:120]
+            raise ConfigError(
+                f"tool {self.name!r}: parameter names {names} are not ones a model API takes (1 to 64 "
+                "ASCII letters, digits, _, . or -): the API would refuse each request of the run; rename them"
+            )
         t = self.timeout
         if t is not None and not (is_number(t) and t > 0):
             raise ConfigError(
@@ -91,7 +104,9 @@ class Tool:
 
     @cached_property
     def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.fn)
+        """An `async def`, a partial of one, or an object whose `__call__` is one."""
+        fn = self.fn
+        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
     @cached_property
     def shape(self) -> ArgumentShape:
@@ -101,6 +116,12 @@ class Tool:
     def spec(self) -> dict[str, Any]:
         """The tool as the model is told of it."""
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+
+def _bad_parameter_names(schema: dict[str, Any]) -> list[Any]:
+    properties = schema.get("properties")
+    names = properties if isinstance(properties, dict) else {}
+    return [n for n in names if not (isinstance(n, str) and PARAMETER_NAME.fullmatch(n))]
 
 
 @fast_init
@@ -170,7 +191,8 @@ def tool(
     needs_approval: bool = False,
     preview: Callable[[dict[str, Any]], str] | None = None,
 ) -> Any:
-    """Make a `Tool` from a function; its type hints give the JSON schema.
+    """Make a `Tool` from a function (a `functools.partial` of one, or an object with `__call__`);
+    its type hints give the JSON schema, which each call's arguments are then checked against.
 
     Use bare (`@tool`) or with options (`@tool(timeout=5, needs_approval=True)`);
     `timeout=None` sets no timeout of its own (the run's time budget still bounds it).
@@ -179,12 +201,13 @@ def tool(
 
     def wrap(f: Callable[..., Any]) -> Tool:
         _need_function(f)
-        doc = inspect.getdoc(f) or ""
+        label = name or _name_of(f)
+        doc = _doc_of(f)
         if not (description or doc):
-            raise ConfigError(f"tool {f.__name__!r} needs a description: add a docstring")
-        params, wants_ctx = _schema_of(f)
+            raise ConfigError(f"tool {label!r} needs a description: add a docstring")
+        params, wants_ctx, typed = _schema_of(f, label)
         return Tool(
-            name=name or f.__name__,
+            name=label,
             fn=f,
             description=description or doc,
             parameters=params,
@@ -192,40 +215,79 @@ def tool(
             needs_approval=needs_approval,
             wants_ctx=wants_ctx,
             preview=preview,
+            typed=typed,
         )
 
     return wrap(fn) if fn is not None else wrap
 
 
-def _schema_of(fn: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
+def _described(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The function whose type hints and docstring describe `f`: a `functools.partial`'s function, a
+    callable object's `__call__`; `f` itself when it is a function or a method."""
+    while isinstance(f, functools.partial):
+        f = f.func
+    return f if inspect.isroutine(f) else type(f).__call__
+
+
+def _name_of(f: Callable[..., Any]) -> str:
+    """A tool's default name: its function's (a partial's too), or a callable object's class's."""
+    while isinstance(f, functools.partial):
+        f = f.func
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def _doc_of(f: Callable[..., Any]) -> str:
+    """A tool's default description: its function's docstring (a partial's function's: the partial's
+    own is functools' "partial(func, *args, **keywords) - new function with..."), else its class's."""
+    if isinstance(f, functools.partial) or inspect.isroutine(f):
+        return inspect.getdoc(_described(f)) or ""
+    own = getattr(type(f).__call__, "__doc__", None)  # its own words, not `object`'s "Call self as..."
+    return inspect.cleandoc(own) if isinstance(own, str) else inspect.getdoc(type(f)) or ""
+
+
+def _schema_of(
+    fn: Callable[..., Any], name: str
+) -> tuple[dict[str, Any], bool, tuple[tuple[str, bool], ...]]:
     try:
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(_described(fn))
     except Exception as exc:  # a hint naming what does not exist (a typo, an import under TYPE_CHECKING)
-        raise ConfigError(f"tool {fn.__name__!r}: its type hints cannot be read ({exc})") from exc
+        raise ConfigError(f"tool {name!r}: its type hints cannot be read ({exc})") from exc
     properties: dict[str, Any] = {}
     required: list[str] = []
+    typed: list[tuple[str, bool]] = []
     wants_ctx = False
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise ConfigError(
-                f"tool {fn.__name__!r}: a model passes named arguments only, so "
+                f"tool {name!r}: a model passes named arguments only, so "
                 f"{_STARS[param.kind]}{param.name} cannot be given: name each parameter (or build a Tool "
                 "with a schema)"
+            )
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:  # every call would be refused
+            raise ConfigError(
+                f"tool {name!r}: a model passes named arguments only, so {param.name} (before the "
+                "'/') cannot be given: drop the '/' (or build a Tool with a schema)"
             )
         if param.name == "ctx":
             wants_ctx = True
             continue
-        properties[param.name] = _json_schema(fn, param.name, hints.get(param.name, str))
+        properties[param.name] = _json_schema(name, param.name, hints.get(param.name, str))
         if param.default is inspect.Parameter.empty:
             required.append(param.name)
+        if param.name in hints:  # an unannotated parameter is sent as a string, but takes anything
+            typed.append((param.name, param.default is None or _admits_none(hints[param.name])))
     schema = {"type": "object", "properties": properties, "required": required}
-    return schema | {"additionalProperties": False}, wants_ctx
+    return schema | {"additionalProperties": False}, wants_ctx, tuple(typed)
+
+
+def _admits_none(hint: Any) -> bool:
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
 
 
 _STARS = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
 
 
-def _json_schema(fn: Callable[..., Any], param: str, hint: Any) -> dict[str, Any]:
+def _json_schema(fn: str, param: str, hint: Any) -> dict[str, Any]:
     """The JSON schema of one parameter: a JSON type, `Literal` choices as an enum, list items typed."""
     origin = typing.get_origin(hint) or hint
     if origin in (typing.Union, types.UnionType):
@@ -240,7 +302,7 @@ def _json_schema(fn: Callable[..., Any], param: str, hint: Any) -> dict[str, Any
         return {"type": "array", "items": _json_schema(fn, param, items[0])}
     if origin not in _JSON_TYPES:
         raise ConfigError(
-            f"tool {fn.__name__!r}: parameter {param!r} has type {hint!r}; use one of str, int, float, "
+            f"tool {fn!r}: parameter {param!r} has type {hint!r}; use one of str, int, float, "
             "bool, list, dict, a Literal of one of them, or build a Tool with a schema"
         )
     return {"type": _JSON_TYPES[origin]}
@@ -274,7 +336,64 @@ def set_host(host: ToolHost | None) -> None:
 def arguments_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
     """What is wrong with calling `tool_` with `arguments` (a name missing or unknown), or None: the
     check `execute` makes before a call, for a call a person is to approve first."""
-    return tool_.shape.problem({**arguments, "ctx": None} if tool_.wants_ctx else arguments)
+    kwargs = {**arguments, "ctx": None} if tool_.wants_ctx else arguments
+    return tool_.shape.problem(kwargs) or _typed_problem(tool_, arguments)
+
+
+def _typed_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
+    """A value the tool's type hints do not take (`@tool`'s schema: its JSON type, a `Literal`'s
+    choices, a list's items), or None: a model's arguments are not held to the schema it was sent
+    (`"5"` for an int, `"delete"` for a `Literal["read", "write"]`), and the tool would get them."""
+    properties = tool_.parameters["properties"]
+    for name, nullable in tool_.typed:
+        value, schema = arguments.get(name, _ABSENT), properties.get(name)
+        if value is _ABSENT or (nullable and value is None) or not isinstance(schema, dict):
+            continue
+        if (problem := _value_problem(schema, value)) is not None:
+            return f"{name!r} {problem}"
+    return None
+
+
+_ABSENT = object()
+_JSON_NAMES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
+
+
+def _json_name(value: Any) -> str:
+    return "null" if value is None else _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def _value_problem(schema: dict[str, Any], value: Any) -> str | None:
+    """What keeps `value` from fitting one of `@tool`'s parameter schemas, or None."""
+    if (choices := schema.get("enum")) is not None:
+        if any(_same(value, c) for c in choices):
+            return None
+        return f"must be one of {', '.join(json.dumps(c) for c in choices)}; got {_shown(value)}"
+    kind = schema.get("type")
+    if not isinstance(kind, str):  # a schema `@tool` did not write (a Tool replaced by hand): no check
+        return None
+    fits = _json_name(value) == kind or (kind == "number" and _json_name(value) == "integer")
+    if kind == "integer" and isinstance(value, float) and value.is_integer():  # JSON's 1.0 is an integer
+        fits = True
+    if not fits:
+        return f"must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}; got {_shown(value)}"
+    if kind == "array" and "items" in schema:
+        for i, item in enumerate(value):
+            if (problem := _value_problem(schema["items"], item)) is not None:
+                return f"item {i} {problem}"
+    return None
+
+
+def _same(value: Any, choice: Any) -> bool:
+    """One JSON value: `1.0` is the choice `1`, but `true` is not `1` (as Python's `==` holds)."""
+    if isinstance(value, bool) or isinstance(choice, bool):
+        return value is choice
+    if isinstance(value, int | float) and isinstance(choice, int | float):
+        return value == choice
+    return type(value) is type(choice) and value == choice
+
+
+def _shown(value: Any) -> str:
+    return f"{json.dumps(value, default=repr)[:60]} ({_json_name(value)})"
 
 
 async def execute(
@@ -289,14 +408,17 @@ async def execute(
     re-raised as `asyncio.CancelledError`, which the loop turns into `cancelled`.
     """
     kwargs = {**arguments, "ctx": ctx} if tool_.wants_ctx else arguments  # `fn(**kwargs)` copies it
-    if problem := tool_.shape.problem(kwargs):
+    if problem := tool_.shape.problem(kwargs) or (tool_.typed and _typed_problem(tool_, arguments)):
         return ToolOutcome(f"Error: bad arguments for {tool_.name!r}: {problem}", True, "bad_arguments")
     seconds, cut_by_limit = _deadline(tool_.timeout, limit)
     if cut_by_limit and not seconds:
         return _budget_cut(tool_, started=False)
     try:
         if not tool_.is_async:
-            return _outcome(await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds))
+            value = await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds)
+            if inspect.iscoroutine(value):  # an async def behind a plain def (a decorator): run it too
+                value = await _bounded(driven(value), seconds)
+            return _outcome(value)
         done, value = _first_step(tool_.fn(**kwargs), seconds)
         return _outcome(value if done else await value)
     except ContentError as exc:  # a bad block, made in the tool or found in what it returned
@@ -394,9 +516,10 @@ def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
 def _first_step(coro: Coroutine[Any, Any, Any], seconds: float | None) -> tuple[bool, Any]:
     """An async tool's coroutine run up to its first wait when it has a deadline: (True, its value)
     when it returned before it waited on anything (no timer needed: nothing could cut it short),
-    else (False, what to await for its value, bounded by `seconds`)."""
+    else (False, what to await for its value, bounded by `seconds`). With no deadline, what to await
+    is the coroutine driven so that the run's own cancellation still ends it (`driven`)."""
     if seconds is None:
-        return False, coro
+        return False, driven(coro)
     try:
         waiting = coro.send(None)
     except StopIteration as done:
@@ -404,9 +527,24 @@ def _first_step(coro: Coroutine[Any, Any, Any], seconds: float | None) -> tuple[
     return False, _bounded(_Rest(coro, waiting), seconds)
 
 
+async def driven(coro: Coroutine[Any, Any, Any]) -> Any:
+    """`await coro`, but a coroutine that goes on after its cancellation is left behind (see `_Rest`):
+    an `async def` verifier's, which its deadline must cut as it cuts a tool."""
+    try:
+        waiting = coro.send(None)
+    except StopIteration as done:
+        return done.value
+    return await _Rest(coro, waiting)
+
+
 class _Rest:
     """The rest of a coroutine that ran up to its first wait: awaiting it hands the task what
-    the coroutine waits on, then drives it on from there, as `await` would have."""
+    the coroutine waits on, then drives it on from there, as `await` would have.
+
+    A coroutine that goes on after a cancellation (the deadline's, or the run's) is given
+    `CLEANUP_GRACE` seconds to end; past them it is closed and left, and the cancellation goes on
+    up: a tool that swallows it (a bare `except:` in a retry loop) never holds the run past its
+    timeout or the time budget, as a hung sync tool's thread is left behind."""
 
     __slots__ = ("coro", "waiting")
 
@@ -415,16 +553,68 @@ class _Rest:
 
     def __await__(self) -> Generator[Any, None, Any]:
         coro, waiting = self.coro, self.waiting
+        grace: _Grace | None = None
         while True:
             thrown = None
             try:
                 yield waiting
             except BaseException as exc:  # a cancellation (the deadline's, or the run's) goes in
                 thrown = exc
+            if grace is not None and grace.over(thrown):
+                raise grace.abandon(coro)
             try:
                 waiting = coro.send(None) if thrown is None else coro.throw(thrown)
             except StopIteration as done:
+                if grace is not None:
+                    grace.end()
                 return done.value
+            except BaseException:  # it ended with its exception (the cancellation, say)
+                if grace is not None:
+                    grace.end()
+                raise
+            if grace is None and isinstance(thrown, asyncio.CancelledError):  # it goes on: cleanup, or not
+                grace = _Grace(thrown)
+
+
+CLEANUP_GRACE = 2.0  # seconds a cancelled async tool may go on (its cleanup) before it is left behind
+
+
+class _Grace:
+    """The time a cancelled coroutine has to end: a timer that cancels the task again when it runs
+    out, told apart from any other cancellation (and taken back: the task's count stays the run's)."""
+
+    def __init__(self, cause: asyncio.CancelledError) -> None:
+        self.cause, self.fired = cause, False
+        self.task = asyncio.current_task()
+        self.timer = asyncio.get_running_loop().call_later(CLEANUP_GRACE, self._fire)
+
+    def _fire(self) -> None:
+        self.fired = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def over(self, thrown: BaseException | None) -> bool:
+        """Whether `thrown` is this timer's cancellation: the grace ran out."""
+        return self.fired and isinstance(thrown, asyncio.CancelledError)
+
+    def end(self) -> None:
+        self.timer.cancel()
+
+    def abandon(self, coro: Coroutine[Any, Any, Any]) -> asyncio.CancelledError:
+        """Leave the coroutine (closed, whatever it does about it) and give the first cancellation
+        to raise: the deadline's becomes the tool's timeout, the run's cancels the run."""
+        if self.task is not None:
+            self.task.uncancel()
+        try:
+            coro.close()
+        except RuntimeError:  # it ignored GeneratorExit too: kept, or its finalizer complains at exit
+            _LEFT_BEHIND.append(coro)
+        except Exception:  # its own cleanup failed: it is closed all the same
+            pass
+        return self.cause
+
+
+_LEFT_BEHIND: list[Coroutine[Any, Any, Any]] = []  # tools that ignored every way to stop them
 
 
 async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agent._valid import is_number, is_text
+from agent._valid import is_number, is_text, is_whole
 from agent.errors import ConfigError, EndstateError, TransientModelError
 from agent.models.base import Model, ModelReply, ModelRequest
 from agent.policies import MAX_RETRY_AFTER, RetryPolicy
@@ -58,22 +58,36 @@ class CommandVerifier:
         t = self.timeout
         if not (is_number(t) and 0 < t < math.inf):
             raise ConfigError(f"a command verifier's timeout is a number of seconds > 0, not {t!r}")
+        if not (is_whole(self.tail_chars) and self.tail_chars >= 0):
+            raise ConfigError(
+                f"a command verifier's tail_chars is a whole number >= 0, not {self.tail_chars!r}"
+            )
 
     def __call__(self, ctx: RunContext) -> list[str]:
         try:
-            done = subprocess.run(
-                list(self.argv), cwd=self.cwd, capture_output=True, text=True, timeout=self.timeout
+            done = subprocess.run(  # output that is no UTF-8 (a latin-1 name, binary) is still a failure's
+                list(self.argv),
+                cwd=self.cwd,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=self.timeout,
             )
         except subprocess.TimeoutExpired:
             if self.cut_by_limit:
-                raise BudgetCut(
-                    f"`{' '.join(self.argv)}` was stopped: the run's time budget ran out"
-                ) from None
-            return [f"`{' '.join(self.argv)}` did not finish within {self.timeout:g} s"]
+                raise BudgetCut(f"`{self.shown}` was stopped: the run's time budget ran out") from None
+            return [f"`{self.shown}` did not finish within {self.timeout:g} s"]
         if done.returncode == 0:
             return []
-        tail = (done.stdout + done.stderr)[-self.tail_chars :].strip()
-        return [f"`{' '.join(self.argv)}` exited {done.returncode}:\n{tail}"]
+        tail = (
+            (done.stdout + done.stderr)[-self.tail_chars :].strip() if self.tail_chars else ""
+        )  # [-0:]: all
+        return [f"`{self.shown}` exited {done.returncode}" + (f":\n{tail}" if tail else "")]
+
+    @property
+    def shown(self) -> str:
+        """The command as its failures name it (a path among its words as the path)."""
+        return " ".join(str(os.fspath(a)) for a in self.argv)
 
     def bounded(self, seconds: float) -> CommandVerifier:
         """This command, killed after at most `seconds` (the time left in the run)."""
@@ -100,7 +114,10 @@ class PredicateVerifier:
             )
 
     def __call__(self, ctx: RunContext) -> list[str]:
-        return [] if self.predicate(ctx) else [self.reason]
+        held = self.predicate(ctx)
+        if inspect.isawaitable(held):  # an `async def` check: its answer, not the coroutine (always true)
+            held = _in_new_loop(_awaited(held))
+        return [] if held else [self.reason]
 
 
 def command(*argv: str, cwd: str | Path | None = None, timeout: float = 300.0) -> CommandVerifier:
@@ -127,7 +144,13 @@ class AllOf:
             )
 
     def __call__(self, ctx: RunContext) -> list[str]:
-        return [reason for verifier in self.verifiers for reason in verifier(ctx)]
+        failures: list[str] = []
+        for verifier in self.verifiers:
+            value = verifier(ctx)
+            if inspect.isawaitable(value):  # an `async def` one: run to its end on this thread's own loop
+                value = _in_new_loop(_awaited(value))
+            failures.extend(reasons_of(verifier, value))  # a part's wrong answer named as at the top
+        return failures
 
     def bounded(self, seconds: float) -> AllOf:
         """Each part bounded by `seconds` (`run_verifiers` bounds the whole)."""
@@ -209,8 +232,13 @@ async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> l
 
 
 async def _settled(work: Any) -> Any:
-    """A verifier's return value; an `async def` verifier's coroutine is awaited on the loop."""
+    """A verifier's return value; an `async def` verifier's coroutine is awaited on the loop (and left
+    behind when it goes on after the deadline cancels it: see `agent.tools.driven`)."""
+    from agent.tools import driven
+
     value = await work
+    if inspect.iscoroutine(value):
+        return await driven(value)
     return await value if inspect.isawaitable(value) else value
 
 
@@ -281,11 +309,24 @@ class EvaluatorVerifier:
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=3))
 
     def __post_init__(self) -> None:
+        if not (
+            callable(getattr(self.model, "complete", None))
+            and isinstance(getattr(self.model, "name", None), str)
+        ):
+            raise ConfigError(
+                f"EvaluatorVerifier needs a model to judge with, such as AnthropicModel('claude-haiku-4-5'), "
+                f"not {self.model!r:.60} ({type(self.model).__name__})"
+            )
         if isinstance(self.criteria, str) or not self.criteria:
             raise ConfigError("EvaluatorVerifier needs criteria: a list of one or more strings")
+        for name, least in (("max_tokens", 1), ("recent_calls", 0), ("result_chars", 0)):
+            if not (is_whole(value := getattr(self, name)) and value >= least):
+                raise ConfigError(
+                    f"EvaluatorVerifier.{name} must be a whole number >= {least}, not {value!r}"
+                )
 
     def __call__(self, ctx: RunContext) -> list[str]:
-        reply = _in_new_loop(self._judged(ctx))
+        reply: ModelReply = _in_new_loop(self._judged(ctx))
         return verdict(reply)
 
     async def _judged(self, ctx: RunContext) -> ModelReply:
@@ -317,13 +358,25 @@ class EvaluatorVerifier:
         calls = [
             f"- {c.name}({json.dumps(c.arguments, sort_keys=True)}) -> "
             f"{'ERROR ' if c.is_error else ''}{c.result[: self.result_chars]}"
-            for c in ctx.calls[-self.recent_calls :]
+            for c in (ctx.calls[-self.recent_calls :] if self.recent_calls else [])  # [-0:] is every call
         ]
         return (
             f"<task>\n{ctx.task}\n</task>\n<criteria>\n{criteria}\n</criteria>\n"
             f"<final_report>\n{ctx.note}\n</final_report>\n"
             f"<tool_calls>\n{chr(10).join(calls) or '(none)'}\n</tool_calls>"
         )
+
+
+def evaluators(verifiers: Sequence[Verifier]) -> list[EvaluatorVerifier]:
+    """The evaluator verifiers among `verifiers`, those inside `all_of` too (their models need a price
+    under a cost budget, wherever they sit)."""
+    found: list[EvaluatorVerifier] = []
+    for v in verifiers:
+        if isinstance(v, EvaluatorVerifier):
+            found.append(v)
+        elif isinstance(v, AllOf):
+            found.extend(evaluators(v.verifiers))
+    return found
 
 
 def evaluator(model: Model, *criteria: str, **options: Any) -> EvaluatorVerifier:
@@ -341,7 +394,9 @@ def verdict(reply: ModelReply) -> list[str]:
         return [f"The evaluator gave no verdict (it said: {said}); call finish again to be judged."]
     if found["passed"]:
         return []
-    reasons = [str(r) for r in found.get("reasons") or [] if str(r).strip()]
+    given = found.get("reasons")  # a list by the schema; a model may send one reason as text, or worse
+    items = given if isinstance(given, list) else [] if given is None else [given]
+    reasons = [str(r) for r in items if str(r).strip()]
     return reasons or ["The evaluator rejected the result without a reason."]
 
 
@@ -356,14 +411,19 @@ def _json_verdict(text: str) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _in_new_loop(coro: Any) -> ModelReply:
-    """Run the judge's call: verifiers run in a worker thread, which has no event loop of its own."""
+def _in_new_loop(coro: Any) -> Any:
+    """Run a coroutine of a verifier (the judge's call, an `async def` part of `all_of`): verifiers run
+    in a worker thread, which has no event loop of its own."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        result: ModelReply = asyncio.run(coro)
-        return result
+        return asyncio.run(coro)
     coro.close()
     raise ConfigError(
-        "EvaluatorVerifier was called inside a running event loop; the loop calls it in a thread"
+        "a verifier that awaits (an EvaluatorVerifier, or all_of with an async def part) was called inside "
+        "a running event loop; the loop calls it in a thread"
     )
+
+
+async def _awaited(value: Any) -> Any:
+    return await value

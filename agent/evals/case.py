@@ -37,6 +37,8 @@ and `description`. Every error names the file, the case and the field.
 from __future__ import annotations
 
 import inspect
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -509,7 +511,40 @@ def _judge(f: _Fields, item: Any) -> JudgeRef:
         inspect.signature(JUDGES[name]).bind(None, **params)
     except TypeError as exc:
         raise f.error("judge", f"{name}: {exc}") from exc
+    if (problem := _argument_problem(JUDGES[name], params)) is not None:
+        raise f.error("judge", f"{name}: {problem}")
     return JudgeRef(name, params)
+
+
+def _argument_problem(fn: Any, params: Mapping[str, Any]) -> str | None:
+    """An argument of a type its judge's hints do not take, or None: `words: portal` for a list of
+    words was read a letter at a time, a check far weaker than the one written, and it passed."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # hints it cannot read (a user's judge): its arguments go as they are
+        return None
+    for name, value in params.items():
+        if name in hints and not _fits(hints[name], value):
+            shown = getattr(hints[name], "__name__", None) or str(hints[name]).replace("typing.", "")
+            return f"argument {name!r} must be {shown}, got {value!r:.60} ({type(value).__name__})"
+    return None
+
+
+def _fits(hint: Any, value: Any) -> bool:
+    """Whether a YAML value is of the type `hint` names (str, int, float, bool, list[X], dict, unions);
+    a hint of any other kind takes anything."""
+    origin, args = typing.get_origin(hint) or hint, typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(a, value) for a in args)
+    if hint is type(None):
+        return value is None
+    if origin is list:
+        return isinstance(value, list) and (not args or all(_fits(args[0], v) for v in value))
+    if origin in (int, float):  # YAML's true is no number; a whole number is a float's value too
+        return isinstance(value, int | float if origin is float else int) and not isinstance(value, bool)
+    if origin in (str, bool, dict):
+        return isinstance(value, origin)
+    return True
 
 
 def _budget(f: _Fields, name: str = "budget") -> dict[str, float]:

@@ -57,10 +57,15 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
         successes=len(succeeded),
         true_successes=sum(not o.false_success for o in succeeded),
         impossible=len(impossible),
-        correct_give_ups=sum(o.actual == [StopReason.GAVE_UP] and o.met for o in impossible),
+        correct_give_ups=sum(_gave_up(o) and o.met for o in impossible),
         false_successes=tuple(o.case.name for o in outcomes if o.false_success),
         skipped_why=dict(Counter(o.skipped for o in outcomes if o.skipped)),
     )
+
+
+def _gave_up(o: Outcome) -> bool:
+    """The run ended in gave_up: at once, or after a person answered or denied (a suspension first)."""
+    return o.final is not None and o.final.reason is StopReason.GAVE_UP
 
 
 # -- JSON -----------------------------------------------------------------------------

@@ -100,6 +100,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+def _web(url: str) -> bool:
+    """An http(s) URL with a host: what a web page's address is."""
+    parsed = urlparse(url)
+    return parsed.scheme in ("http", "https") and bool(parsed.hostname)
+
+
 def link_opens(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
@@ -167,7 +173,9 @@ def tools_for(corpus: Corpus) -> list[Tool]:
 
     @tool(timeout=10)
     def read_page(url: str) -> str:
-        """Read a web page as text."""
+        """Read a web page (an http or https URL) as text."""
+        if not _web(url):  # urlopen reads file:// too: a model led astray would read this machine's files
+            raise ValueError(f"only web pages (http or https) can be read, not {url!r:.80}")
         with urllib.request.urlopen(url, timeout=5) as response:
             return str(response.read().decode())
 
