@@ -113,6 +113,23 @@ class Tool:
         """The names the function takes, worked out once rather than bound on every call."""
         return ArgumentShape.of(self.signature)
 
+    @cached_property
+    def plain_types(self) -> dict[str, type]:
+        """The Python type that fits each typed parameter's schema as it is (a JSON type, no choices
+        nor items to check), worked out once: the usual value is checked by one lookup."""
+        properties = self.parameters.get("properties")
+        if not isinstance(properties, dict):
+            return {}
+        kinds = {name: properties.get(name) for name, _ in self.typed}
+        return {
+            name: _PLAIN_TYPES[schema["type"]]
+            for name, schema in kinds.items()
+            if isinstance(schema, dict)
+            and schema.get("type") in _PLAIN_TYPES
+            and "enum" not in schema
+            and "items" not in schema
+        }
+
     def spec(self) -> dict[str, Any]:
         """The tool as the model is told of it."""
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
@@ -344,10 +361,12 @@ def _typed_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
     """A value the tool's type hints do not take (`@tool`'s schema: its JSON type, a `Literal`'s
     choices, a list's items), or None: a model's arguments are not held to the schema it was sent
     (`"5"` for an int, `"delete"` for a `Literal["read", "write"]`), and the tool would get them."""
-    properties = tool_.parameters["properties"]
+    properties, plain = tool_.parameters["properties"], tool_.plain_types
     for name, nullable in tool_.typed:
-        value, schema = arguments.get(name, _ABSENT), properties.get(name)
-        if value is _ABSENT or (nullable and value is None) or not isinstance(schema, dict):
+        value = arguments.get(name, _ABSENT)
+        if type(value) is plain.get(name) or value is _ABSENT or (nullable and value is None):
+            continue  # the usual value: the one type its schema takes as it is
+        if not isinstance(schema := properties.get(name), dict):
             continue
         if (problem := _value_problem(schema, value)) is not None:
             return f"{name!r} {problem}"
@@ -356,6 +375,14 @@ def _typed_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
 
 _ABSENT = object()
 _JSON_NAMES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
+_PLAIN_TYPES = {  # a JSON type's one Python type (a whole float for an integer goes the long way)
+    "string": str,
+    "boolean": bool,
+    "integer": int,
+    "number": float,
+    "array": list,
+    "object": dict,
+}
 
 
 def _json_name(value: Any) -> str:
