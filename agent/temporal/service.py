@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from temporalio.service import RPCError
+
 from agent.budget import Extension
 from agent.durable.catalog import SEED_CATALOG, Catalog, load_catalog
 from agent.durable.store import RunExists, RunRecord, RunStatus
@@ -27,7 +29,7 @@ from agent.errors import ConfigError
 from agent.service.auth import Token
 from agent.service.config import Service
 from agent.service.http import Problem
-from agent.temporal.client import ElsewhereRun, TemporalRuns
+from agent.temporal.client import ElsewhereRun, TemporalRuns, TemporalUnavailable
 
 T = TypeVar("T")
 CALL_TIMEOUT_S = 30.0
@@ -42,11 +44,23 @@ class Bridge:
         self._thread.start()
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=CALL_TIMEOUT_S)
+        """The coroutine's result; `TemporalUnavailable` when Temporal has not answered within
+        `CALL_TIMEOUT_S` (the call is cancelled: a 503, never a bare 500)."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout=CALL_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            raise TemporalUnavailable(
+                f"Temporal did not answer within {CALL_TIMEOUT_S:g} s: it is down, restarting or out of "
+                "reach. Waiting runs keep waiting; send it again once it is back"
+            ) from None
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
+        if not self._thread.is_alive():  # stopped: its sockets are let go (none left to the collector)
+            self.loop.close()
 
 
 log = logging.getLogger("endstate.temporal")
@@ -86,8 +100,11 @@ class TemporalStore:
         return None
 
     def schema_version(self) -> int:
-        """Readiness: Temporal answers."""
-        self.bridge.call(self.runs.client.service_client.check_health())
+        """Readiness: Temporal answers (`TemporalUnavailable` when it does not: /readyz's 503)."""
+        try:
+            self.bridge.call(self.runs.client.service_client.check_health())
+        except RPCError as exc:
+            raise TemporalUnavailable(f"Temporal is not answering: {exc.message}") from exc
         return 0
 
 

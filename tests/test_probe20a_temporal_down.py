@@ -1,0 +1,147 @@
+"""Runs on Temporal on an operator's bad day: a start before any worker ran, Temporal down under `serve`.
+
+A fresh Temporal namespace has none of Endstate's search attributes until a worker registers them, so
+a start sent before the workers came up (`endstate start --temporal`, `POST /runs` on `serve
+--temporal`) was a traceback and a bare 500. A Temporal server that stops under `serve --temporal`
+made every call a 400 ("Temporal refused the call": the client's fault?), and `/readyz` and `POST
+/runs` bare 500s. Temporal not answering is the service's outage: a 503 with a JSON error and
+`Retry-After`, one line and exit 2 from the CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import temporal_agents
+from starlette.testclient import TestClient
+from temporal_server import TemporalServer
+
+from agent.result import StopReason
+from agent.service.app import create_app
+from agent.service.auth import Token
+from agent.service.config import Service
+from agent.temporal import TemporalRuns, build_worker
+from agent.temporal import service as temporal_service
+from agent.temporal.client import TemporalUnavailable
+from agent.temporal.service import Bridge, TemporalRunner
+
+pytestmark = pytest.mark.slow
+TESTS = Path(__file__).parent
+SECRET = "probe20a-token-0123456789"
+AUTH = {"Authorization": f"Bearer {SECRET}"}
+
+
+@pytest.fixture
+def fresh() -> Iterator[TemporalServer]:
+    """A Temporal server of its own: its `default` namespace as an operator first gets it (no
+    worker ran on it yet), or one this test stops."""
+    server = TemporalServer()
+    yield server
+    server.stop()
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path, "OTEL_SDK_DISABLED": "true"}
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli", *argv], env=env, capture_output=True, text=True, timeout=180
+    )
+
+
+class Served:
+    """`serve --temporal`'s app in this process (the runner and store that speak to Temporal)."""
+
+    def __init__(self, address: str, queue: str) -> None:
+        self.bridge = Bridge()
+        self.runs = self.bridge.call(TemporalRuns.connect(address, task_queue=queue))
+        service = Service(TemporalRunner(self.runs, self.bridge), Token(SECRET), sweep_interval=3600.0)
+        self.client = TestClient(
+            create_app(service), base_url="http://127.0.0.1", raise_server_exceptions=False
+        )
+
+    def __enter__(self) -> TestClient:
+        return self.client.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.__exit__(*exc)
+        self.bridge.close()
+
+
+def state(tmp_path: Path, script: str = "success") -> dict[str, Any]:
+    return {"script": script, "dir": str(tmp_path)}
+
+
+def test_a_start_sent_before_any_worker_ran_waits_on_the_queue_for_one(
+    fresh: TemporalServer, tmp_path: Path
+) -> None:
+    queue = f"first-{uuid.uuid4().hex[:8]}"
+    where = ["--temporal", fresh.address, "--task-queue", queue]
+    started = cli("start", "counter", "count", "--state", json.dumps(state(tmp_path)), "--no-wait", *where)
+    assert started.returncode == 0, started.stderr  # was a traceback (RPCError: no mapping defined ...)
+    assert "Traceback" not in started.stderr
+    by_cli = started.stdout.strip()
+
+    with Served(fresh.address, queue) as http:
+        answered = http.post(
+            "/runs", json={"agent": "counter", "task": "count", "state": state(tmp_path)}, headers=AUTH
+        )
+        assert answered.status_code == 202, answered.text  # was a bare 500
+        by_http = answered.json()["run_id"]
+
+    async def finished() -> list[Any]:
+        runs = await TemporalRuns.connect(fresh.address, task_queue=queue)
+        worker = await build_worker(runs.client, temporal_agents.catalog(), task_queue=queue)
+        async with worker:  # the workers come up after the starts: the runs were waiting for them
+            return [await asyncio.wait_for(runs.result(r), 60) for r in (by_cli, by_http)]
+
+    results = asyncio.run(finished())
+    assert [(r.reason, r.verified) for r in results] == [(StopReason.SUCCESS, True)] * 2
+
+
+def test_temporal_stopping_under_serve_is_a_503_saying_so_and_the_cli_says_it_in_one_line(
+    fresh: TemporalServer, tmp_path: Path
+) -> None:
+    queue = f"down-{uuid.uuid4().hex[:8]}"
+    with Served(fresh.address, queue) as http:
+        assert http.get("/readyz").text == "ready"
+        fresh.stop()
+        ready = http.get("/readyz")
+        assert ready.status_code == 503 and "Temporal" in ready.text, ready.text  # was a bare 500
+        asked = [
+            ("GET", "/runs", None),
+            ("GET", "/runs/some-run", None),
+            ("POST", "/runs", {"agent": "counter", "task": "count", "state": state(tmp_path)}),
+            ("POST", "/runs/some-run/answer", {"answer": "3"}),
+            ("POST", "/runs/some-run/resume", {}),
+        ]
+        for method, path, body in asked:
+            got = http.request(method, path, json=body, headers=AUTH)
+            assert got.status_code == 503, (method, path, got.status_code, got.text)  # were 400s and a 500
+            assert "Temporal did not answer" in got.json()["error"], got.text
+            assert got.headers["retry-after"] == "5"
+
+    said = cli("answer", "some-run", "3", "--temporal", fresh.address)  # a server that went away
+    assert said.returncode == 2 and "Traceback" not in said.stderr, said.stderr
+    assert said.stderr.startswith("endstate: ") and len(said.stderr.strip().splitlines()) == 1, said.stderr
+
+
+def test_a_call_temporal_never_answers_is_a_503_not_a_bare_500(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(temporal_service, "CALL_TIMEOUT_S", 0.2)
+    bridge = Bridge()
+    try:
+        started = time.monotonic()
+        with pytest.raises(TemporalUnavailable, match=r"did not answer within 0\.2 s"):
+            bridge.call(asyncio.sleep(30))  # a network that drops packets: no answer, no error
+        assert time.monotonic() - started < 5
+    finally:
+        bridge.close()
