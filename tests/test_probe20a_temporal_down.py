@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -145,3 +146,23 @@ def test_a_call_temporal_never_answers_is_a_503_not_a_bare_500(monkeypatch: pyte
         assert time.monotonic() - started < 5
     finally:
         bridge.close()
+
+
+def test_a_worker_whose_metrics_port_is_taken_says_so_in_one_line(fresh: TemporalServer) -> None:
+    with socket.socket() as held:  # another process serves that port already
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        said = cli(
+            "worker",
+            "--temporal",
+            fresh.address,
+            "--catalog",
+            "temporal_agents:catalog",
+            "--metrics-port",
+            str(port),
+        )
+    assert said.returncode == 2 and "Traceback" not in said.stderr, said.stderr  # was a traceback, exit 1
+    lines = said.stderr.strip().splitlines()
+    assert lines[-1].startswith(f"endstate: cannot serve /metrics on 127.0.0.1:{port}: "), said.stderr
+    assert "--metrics-port" in lines[-1]

@@ -24,10 +24,11 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+from agent.budget import MAX_SECONDS
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
-from agent.service.server import first_scrape_arg, seconds_from_zero
+from agent.service.server import first_scrape_arg, port_number, seconds, seconds_from_zero
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "serve")
@@ -43,12 +44,15 @@ def register(sub: Any) -> None:
     _temporal_args(worker, required=True)
     add_catalog_arg(worker)
     worker.add_argument(
-        "--heartbeat", type=float, default=30.0, help="seconds before a silent activity is retried"
+        "--heartbeat",
+        type=heartbeat,
+        default=30.0,
+        help="seconds before a silent activity is retried (its worker taken for dead; 0.001 to a year)",
     )
     worker.add_argument(
-        "--grace", type=seconds_from_zero, default=10.0, help="seconds to finish activities in hand on stop"
+        "--grace", type=grace, default=10.0, help="seconds to finish activities in hand on stop (to a year)"
     )
-    worker.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
+    worker.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
     worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
     first_scrape_arg(worker, "polls the task queue (with --metrics-port)")
     worker.set_defaults(handler=_worker)
@@ -62,6 +66,30 @@ def register(sub: Any) -> None:
         parser.set_defaults(handler=_either(parser.get_default("handler"), name))
 
 
+def heartbeat(text: str) -> float:
+    """An argparse type: a worker's heartbeat timeout, above 0 and at most a year (NaN, 0 or a negative
+    one failed or never ended the runs whose activities it took; `build_worker` refuses under 1 ms)."""
+    value = seconds(text)
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 and at most a year")
+    return value
+
+
+def grace(text: str) -> float:
+    """An argparse type: seconds from 0 to a year (a longer one is no time Temporal can wait)."""
+    value = seconds_from_zero(text)
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to a year")
+    return value
+
+
+def name(text: str) -> str:
+    """An argparse type: a namespace or task queue, never empty (Temporal refuses a start on one)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> None:
     default = os.environ.get(ENV_TEMPORAL) or None
     parser.add_argument(
@@ -71,8 +99,12 @@ def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> N
         metavar="HOST:PORT",
         help=f"run on this Temporal server (default: ${ENV_TEMPORAL})",
     )
-    parser.add_argument("--namespace", default="default", help="Temporal namespace (default: default)")
-    parser.add_argument("--task-queue", default="endstate", help="Temporal task queue (default: endstate)")
+    parser.add_argument(
+        "--namespace", type=name, default="default", help="Temporal namespace (default: default)"
+    )
+    parser.add_argument(
+        "--task-queue", type=name, default="endstate", help="Temporal task queue (default: endstate)"
+    )
 
 
 def _either(
@@ -225,7 +257,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
     """Poll the task queue until SIGTERM or SIGINT; then finish the activities in hand and stop."""
     from agent.durable.catalog import SEED_CATALOG, load_catalog
     from agent.service.server import declared_pairs
-    from agent.temporal import TemporalRuns, build_worker
+    from agent.temporal import TemporalRuns
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
 
@@ -233,13 +265,37 @@ async def _run_worker(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
     telemetry = Telemetry.from_env(pending=pending)
-    telemetry.metrics.prepare_runs(declared_pairs(catalog) | await _waiting_pairs(pending))
-    if args.metrics_port:
-        from agent.service.config import first_scrape
-        from telemetry.metrics import serve_metrics
+    try:
+        telemetry.metrics.prepare_runs(declared_pairs(catalog) | await _waiting_pairs(pending))
+        if args.metrics_port:
+            await _serve_metrics(args, telemetry)
+        await _poll(args, runs, catalog, telemetry)
+    finally:
+        with contextlib.suppress(Exception):
+            pending.close()
+        catalog.close()
+        telemetry.shutdown()
+    return 0
 
+
+async def _serve_metrics(args: argparse.Namespace, telemetry: Any) -> None:
+    """/metrics on --metrics-addr:--metrics-port, once read (see --first-scrape-wait)."""
+    from agent.service.config import first_scrape
+    from telemetry.metrics import serve_metrics
+
+    try:
         serve_metrics(args.metrics_port, telemetry.registry, addr=args.metrics_addr)
-        await first_scrape(telemetry.metrics.scraped, args.first_scrape_wait, "polling the task queue")
+    except OSError as exc:  # the port taken, an address not of this host: one line, exit 2
+        raise ConfigError(
+            f"cannot serve /metrics on {args.metrics_addr}:{args.metrics_port}: {exc.strerror or exc}; "
+            "pick another --metrics-port or --metrics-addr"
+        ) from exc
+    await first_scrape(telemetry.metrics.scraped, args.first_scrape_wait, "polling the task queue")
+
+
+async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: Any) -> None:
+    from agent.temporal import build_worker
+
     worker = await build_worker(
         runs.client,
         catalog,
@@ -257,12 +313,5 @@ async def _run_worker(args: argparse.Namespace) -> int:
         f"at {args.temporal} for agents {', '.join(catalog.names())}",
         flush=True,
     )
-    try:
-        async with worker:
-            await stop.wait()
-    finally:
-        with contextlib.suppress(Exception):
-            pending.close()
-        catalog.close()
-        telemetry.shutdown()
-    return 0
+    async with worker:
+        await stop.wait()
