@@ -166,3 +166,70 @@ def test_a_worker_whose_metrics_port_is_taken_says_so_in_one_line(fresh: Tempora
     lines = said.stderr.strip().splitlines()
     assert lines[-1].startswith(f"endstate: cannot serve /metrics on 127.0.0.1:{port}: "), said.stderr
     assert "--metrics-port" in lines[-1]
+
+
+def _worker_on(served: Served, queue: str) -> Any:
+    """A worker for `queue` on the served app's Temporal loop; call the result to stop it."""
+    loop = served.bridge.loop
+    stop = asyncio.run_coroutine_threadsafe(_event(), loop).result(timeout=10)
+
+    async def work() -> None:
+        worker = await build_worker(served.runs.client, temporal_agents.catalog(), task_queue=queue)
+        async with worker:
+            await stop.wait()
+
+    working = asyncio.run_coroutine_threadsafe(work(), loop)
+
+    def stopped() -> None:
+        loop.call_soon_threadsafe(stop.set)
+        working.result(timeout=60)
+
+    return stopped
+
+
+async def _event() -> asyncio.Event:
+    return asyncio.Event()
+
+
+def _status(http: TestClient, run_id: str, wanted: str) -> dict[str, Any]:
+    for _ in range(300):
+        got = http.get(f"/runs/{run_id}", headers=AUTH)
+        if got.status_code == 200 and got.json()["status"] == wanted:
+            return dict(got.json())
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} never {wanted}: {got.text}")
+
+
+def test_a_reply_no_worker_takes_in_time_says_it_may_still_be_taken_not_send_it_again(
+    fresh: TemporalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With every worker gone (a deploy, a crash), an answer over `serve --temporal` waited 30 s for
+    # a worker to take the workflow update and was a bare 500 (then "send it again"); Temporal keeps
+    # the update, so the answer was taken once a worker came back: a resend, blind, could have
+    # answered the run's next question.
+    monkeypatch.setattr(temporal_service, "CALL_TIMEOUT_S", 3.0)
+    queue = f"gone-{uuid.uuid4().hex[:8]}"
+    served = Served(fresh.address, queue)
+    with served as http:
+        stop = _worker_on(served, queue)
+        start = {"agent": "counter", "task": "count", "state": state(tmp_path, "question"), "run_id": "asks"}
+        assert http.post("/runs", json=start, headers=AUTH).status_code == 202
+        read = _status(http, "asks", "waiting")
+        stop()  # no worker polls now
+
+        reply = {"answer": "3", "segments": read["segments"]}
+        answered = http.post("/runs/asks/answer", json=reply, headers=AUTH)
+        assert answered.status_code == 503, answered.text  # was a bare 500
+        said = answered.json()["error"]
+        assert "no worker took the reply to run asks within 3 s" in said and "may still take it" in said
+        assert "retry-after" not in answered.headers  # a retry is not what it needs
+        assert _status(http, "asks", "waiting")["segments"] == read["segments"]
+
+        stop = _worker_on(served, queue)  # a worker comes back: it takes the reply Temporal kept
+        try:
+            done = _status(http, "asks", "finished")
+            assert (done["stop_reason"], done["turns"]) == ("success", 4)
+            again = http.post("/runs/asks/answer", json=reply, headers=AUTH)
+            assert again.status_code == 409, again.text  # read first, as told: it was taken
+        finally:
+            stop()

@@ -24,7 +24,7 @@ from temporalio.service import RPCError
 
 from agent.budget import Extension
 from agent.durable.catalog import SEED_CATALOG, Catalog, load_catalog
-from agent.durable.store import RunExists, RunRecord, RunStatus
+from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError
 from agent.errors import ConfigError
 from agent.service.auth import Token
 from agent.service.config import Service
@@ -43,15 +43,15 @@ class Bridge:
         self._thread = threading.Thread(target=self.loop.run_forever, name="endstate-temporal", daemon=True)
         self._thread.start()
 
-    def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """The coroutine's result; `TemporalUnavailable` when Temporal has not answered within
-        `CALL_TIMEOUT_S` (the call is cancelled: a 503, never a bare 500)."""
+    def call(self, coro: Coroutine[Any, Any, T], unanswered: StoreError | None = None) -> T:
+        """The coroutine's result; when it has not come within `CALL_TIMEOUT_S`, the call is cancelled
+        and `unanswered` raised (by default `TemporalUnavailable`: a 503, never a bare 500)."""
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result(timeout=CALL_TIMEOUT_S)
         except TimeoutError:
             future.cancel()
-            raise TemporalUnavailable(
+            raise unanswered or TemporalUnavailable(
                 f"Temporal did not answer within {CALL_TIMEOUT_S:g} s: it is down, restarting or out of "
                 "reach. Waiting runs keep waiting; send it again once it is back"
             ) from None
@@ -64,6 +64,11 @@ class Bridge:
 
 
 log = logging.getLogger("endstate.temporal")
+
+
+class ReplyNotTaken(StoreError):
+    """A reply handed to Temporal that no worker took in time: it may still be taken (a 503 with no
+    `Retry-After`: a blind retry could answer the run's next question)."""
 
 
 @dataclass(frozen=True)
@@ -149,8 +154,19 @@ class TemporalRunner:
         if answer is None and approved is None:
             self.bridge.call(self.runs.submit_resume(run_id, more))
         else:
-            self.bridge.call(self.runs.submit(run_id, answer, approved, segments))
+            self.bridge.call(self.runs.submit(run_id, answer, approved, segments), self._not_taken(run_id))
         return TemporalJob(run_id)
+
+    def _not_taken(self, run_id: str) -> ReplyNotTaken:
+        """What a reply no worker took in time is told: Temporal keeps it (an update cannot be taken
+        back), so a worker that polls later may still take it; resending it blind could answer a
+        later question."""
+        return ReplyNotTaken(
+            f"no worker took the reply to run {run_id} within {CALL_TIMEOUT_S:g} s (is one polling task "
+            f"queue {self.runs.task_queue!r}?). Temporal holds it, and a worker that polls may still take "
+            f"it: read the run (GET /runs/{run_id}) before you send it again, with the `segments` read, "
+            "so it never lands on a later question"
+        )
 
     def spawn(self, job: TemporalJob) -> None:
         """Nothing to do here: the workflow goes on in the workers."""
