@@ -233,3 +233,24 @@ def test_a_reply_no_worker_takes_in_time_says_it_may_still_be_taken_not_send_it_
             assert again.status_code == 409, again.text  # read first, as told: it was taken
         finally:
             stop()
+
+
+def test_the_review_queue_over_temporal_says_it_is_not_served_there_not_a_bare_500(
+    fresh: TemporalServer,
+) -> None:
+    # The inbox links "To review" and "Labelled" on every page; over `serve --temporal` they were
+    # bare 500s (AttributeError: 'TemporalStore' object has no attribute 'review_counts').
+    with Served(fresh.address, f"review-{uuid.uuid4().hex[:8]}") as http:
+        assert http.get("/inbox", headers=AUTH).status_code == 200
+        asked = [
+            ("GET", "/inbox/review"),
+            ("GET", "/inbox/review?page=2&agent=counter"),
+            ("GET", "/inbox/review/labelled"),
+            ("GET", "/inbox/review/runs/some-run"),
+            ("POST", "/inbox/review/runs/some-run/label"),
+        ]
+        for method, path in asked:
+            got = http.request(method, path, headers=AUTH)
+            assert got.status_code == 501, (method, path, got.status_code, got.text[:200])
+            assert got.headers["content-type"].startswith("text/html")
+            assert "The review queue is not served over Temporal" in got.text
