@@ -51,12 +51,17 @@ def fresh() -> Iterator[TemporalServer]:
     server.stop()
 
 
-def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+def cli_env() -> dict[str, str]:
     path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": path, "OTEL_SDK_DISABLED": "true"}
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *argv], env=env, capture_output=True, text=True, timeout=180
-    )
+    return {**os.environ, "PYTHONPATH": path, "OTEL_SDK_DISABLED": "true"}
+
+
+def endstate(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "agent.cli", *argv]
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(endstate(*argv), env=cli_env(), capture_output=True, text=True, timeout=180)
 
 
 class Served:
@@ -254,3 +259,76 @@ def test_the_review_queue_over_temporal_says_it_is_not_served_there_not_a_bare_5
             assert got.status_code == 501, (method, path, got.status_code, got.text[:200])
             assert got.headers["content-type"].startswith("text/html")
             assert "The review queue is not served over Temporal" in got.text
+
+
+class WorkerProcess:
+    """`endstate worker` for the test catalog in a process of its own, once it polls."""
+
+    def __init__(self, server: TemporalServer, queue: str, log: Path) -> None:
+        argv = [
+            "worker",
+            "--temporal",
+            server.address,
+            "--task-queue",
+            queue,
+            "--catalog",
+            "temporal_agents:catalog",
+        ]
+        with log.open("w") as out:
+            self.proc = subprocess.Popen(endstate(*argv), env=cli_env(), stdout=out, stderr=subprocess.STDOUT)
+        for _ in range(1200):
+            if "polling task queue" in log.read_text() or self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert self.proc.poll() is None, log.read_text()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+def test_a_reply_from_the_cli_with_no_worker_polling_says_what_it_waits_for_and_lands_once_one_does(
+    fresh: TemporalServer, tmp_path: Path
+) -> None:
+    # `endstate answer --temporal` waits for the run's next segment; with every worker gone it waited
+    # in silence for ever. It now says, after 10 s, what it waits for and what to do.
+    queue = f"cli-{uuid.uuid4().hex[:8]}"
+    where = ["--temporal", fresh.address, "--task-queue", queue]
+    worker = WorkerProcess(fresh, queue, tmp_path / "worker.log")
+    try:
+        asked = cli(
+            "start", "counter", "count", "--state", json.dumps(state(tmp_path, "question")), "--json", *where
+        )
+    finally:
+        worker.stop()
+    run_id = json.loads(asked.stdout)["run_id"]
+
+    err = tmp_path / "answer.err"
+    with err.open("w") as to:
+        answering = subprocess.Popen(
+            endstate("answer", run_id, "3", *where),
+            env=cli_env(),
+            stdout=subprocess.PIPE,
+            stderr=to,
+            text=True,
+        )
+    try:
+        for _ in range(300):
+            if "still waiting" in err.read_text() or answering.poll() is not None:
+                break
+            time.sleep(0.1)
+        said = err.read_text()
+        assert answering.poll() is None, said
+        assert said.startswith("endstate: still waiting after 10 s for the run's segment to end"), said
+        assert f"no `endstate worker` polls task queue {queue!r}" in said and said.count("\n") == 1
+
+        worker = WorkerProcess(fresh, queue, tmp_path / "worker.log")  # one comes back: the reply lands
+        try:
+            out, _ = answering.communicate(timeout=120)
+        finally:
+            worker.stop()
+    finally:
+        if answering.poll() is None:
+            answering.kill()
+            answering.wait()
+    assert answering.returncode == 0 and out.startswith(f"run {run_id}: success verified after 4 turns."), out

@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from agent.budget import MAX_SECONDS
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
@@ -31,6 +31,8 @@ from agent.result import RunResult, StopReason
 from agent.service.server import first_scrape_arg, port_number, seconds, seconds_from_zero
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
+NOTE_AFTER_S = 10.0  # seconds a command waits for a segment before it says what it waits for
+T = TypeVar("T")
 WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "serve")
 
 
@@ -149,10 +151,28 @@ def _print_result(args: argparse.Namespace, result: Any) -> int:
     return 0
 
 
+async def _noted(args: argparse.Namespace, call: Awaitable[T]) -> T:
+    """`call`'s result (a segment's end). When it has not come within `NOTE_AFTER_S`, one line on
+    stderr says what is waited for: with no worker polling (a deploy, a crash) the command waited
+    in silence for ever."""
+    task = asyncio.ensure_future(call)
+    try:
+        return await asyncio.wait_for(asyncio.shield(task), NOTE_AFTER_S)
+    except TimeoutError:
+        print(
+            f"endstate: still waiting after {NOTE_AFTER_S:g} s for the run's segment to end: a long one, or "
+            f"no `endstate worker` polls task queue {args.task_queue!r} of namespace {args.namespace!r} "
+            "(start one). Ctrl-C stops waiting here; what was sent stays with Temporal",
+            file=sys.stderr,
+            flush=True,
+        )
+        return await task
+
+
 async def _start(args: argparse.Namespace) -> int:
     options = start_options(args)
     runs = await _runs_client(args)
-    started = await runs.start(args.agent, args.task, wait=not args.no_wait, **options)
+    started = await _noted(args, runs.start(args.agent, args.task, wait=not args.no_wait, **options))
     if isinstance(started, str):
         print(json.dumps({"run_id": started}) if args.json else started)
         return 0
@@ -171,15 +191,15 @@ def _refused(result: RunResult) -> bool:
 
 
 async def _answer(args: argparse.Namespace) -> int:
-    return _print_result(args, await (await _runs_client(args)).answer(args.run_id, args.text))
+    return _print_result(args, await _noted(args, (await _runs_client(args)).answer(args.run_id, args.text)))
 
 
 async def _approve(args: argparse.Namespace) -> int:
-    return _print_result(args, await (await _runs_client(args)).approve(args.run_id))
+    return _print_result(args, await _noted(args, (await _runs_client(args)).approve(args.run_id)))
 
 
 async def _deny(args: argparse.Namespace) -> int:
-    return _print_result(args, await (await _runs_client(args)).deny(args.run_id, args.reason))
+    return _print_result(args, await _noted(args, (await _runs_client(args)).deny(args.run_id, args.reason)))
 
 
 async def _resume(args: argparse.Namespace) -> int:
@@ -187,7 +207,7 @@ async def _resume(args: argparse.Namespace) -> int:
 
     given = (args.more_turns, args.more_seconds, args.more_tokens, args.more_cost)
     more = Extension(*given) if any(given) else None
-    return _print_result(args, await (await _runs_client(args)).resume(args.run_id, more))
+    return _print_result(args, await _noted(args, (await _runs_client(args)).resume(args.run_id, more)))
 
 
 async def _runs(args: argparse.Namespace) -> int:
