@@ -332,3 +332,36 @@ def test_a_reply_from_the_cli_with_no_worker_polling_says_what_it_waits_for_and_
             answering.kill()
             answering.wait()
     assert answering.returncode == 0 and out.startswith(f"run {run_id}: success verified after 4 turns."), out
+
+
+def test_pending_over_temporal_past_a_deadline_names_what_ends_the_run_not_a_command_it_lacks(
+    fresh: TemporalServer, tmp_path: Path
+) -> None:
+    # A run past its deadline that no worker has ended yet (none polls) was listed with "too late to
+    # answer: `endstate recover --temporal ...` ends it": `recover` takes no --temporal (a usage error),
+    # and with $ENDSTATE_TEMPORAL it would have swept a local SQLite store instead.
+    queue = f"late-{uuid.uuid4().hex[:8]}"
+    where = ["--temporal", fresh.address, "--task-queue", queue]
+    worker = WorkerProcess(fresh, queue, tmp_path / "worker.log")
+    try:
+        asked = cli(
+            "start",
+            "counter",
+            "count",
+            "--state",
+            json.dumps({**state(tmp_path, "question"), "wait": 2}),
+            *where,
+        )
+    finally:
+        worker.stop()
+    assert asked.returncode == 0 and "need_help" in asked.stdout, asked.stdout + asked.stderr
+    time.sleep(3)  # past the deadline; no worker runs the timer's workflow task
+    listed = cli("pending", *where)
+    assert listed.returncode == 0, listed.stderr
+    assert "too late to answer: its deadline's timer ends it under its help policy" in listed.stdout, (
+        listed.stdout
+    )
+    assert f"once an `endstate worker` polls task queue {queue!r}" in listed.stdout
+    assert "endstate recover" not in listed.stdout
+    recover = cli("recover", *where)  # what the old line said to run
+    assert recover.returncode == 2 and "unrecognized arguments: --temporal" in recover.stderr

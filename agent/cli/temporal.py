@@ -238,8 +238,12 @@ async def _pending(args: argparse.Namespace) -> int:
     runs = await _runs_client(args)
     records = await runs.pending()
     now = time.time()
+    late = (  # no `recover` on Temporal: the run's own timer ends it, once a worker runs its workflow
+        "too late to answer: its deadline's timer ends it under its help policy once an `endstate "
+        f"worker` polls task queue {args.task_queue!r}"
+    )
     for r in records:
-        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, temporal_on(args)))
+        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, temporal_on(args), late))
     if not records and not args.json:
         print(f"no runs are waiting for a person in {runs.shown}")
     return 0
