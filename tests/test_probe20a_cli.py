@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -67,3 +68,24 @@ def test_build_worker_refuses_a_timeout_no_run_could_live_with(given: dict[str, 
         asyncio.run(build_worker(nothing_asked, Catalog(), **given))  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="task queue"):
         asyncio.run(build_worker(nothing_asked, Catalog(), task_queue=" "))
+
+
+@pytest.mark.parametrize("command", ["recover", "audit"])
+def test_a_store_only_command_with_endstate_temporal_set_says_so_and_makes_no_store(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # With $ENDSTATE_TEMPORAL exported (the documented way to point the commands at Temporal),
+    # `endstate recover` made ./.endstate/runs.db and said "0 runs recovered or swept": an operator
+    # on Temporal read that nothing needed recovering. Named stores are acted on as before.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ENDSTATE_TEMPORAL", "127.0.0.1:1")
+    monkeypatch.delenv("ENDSTATE_STORE", raising=False)
+    assert main([command]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"`endstate {command}` works on a run store" in err, err
+    assert "pass --store (or set $ENDSTATE_STORE)" in err
+    assert not (tmp_path / ".endstate").exists()
+
+    assert main([command, "--store", str(tmp_path / "runs.db")]) == 0  # a store named: acted on
+    monkeypatch.setenv("ENDSTATE_STORE", str(tmp_path / "other.db"))
+    assert main([command]) == 0

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from agent.budget import MAX_SECONDS
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
+from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.service.server import first_scrape_arg, port_number, seconds, seconds_from_zero
@@ -33,6 +34,10 @@ from agent.service.server import first_scrape_arg, port_number, seconds, seconds
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 NOTE_AFTER_S = 10.0  # seconds a command waits for a segment before it says what it waits for
 T = TypeVar("T")
+STORE_ONLY = {  # commands with no Temporal form: what does their work there
+    "recover": "each run's timers and Temporal's retries recover it, with nothing to run",
+    "audit": "success audits are not made (yet)",
+}
 WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "serve")
 
 
@@ -58,6 +63,9 @@ def register(sub: Any) -> None:
     worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
     first_scrape_arg(worker, "polls the task queue (with --metrics-port)")
     worker.set_defaults(handler=_worker)
+    for name in STORE_ONLY:
+        parser = sub.choices[name]
+        parser.set_defaults(handler=_store_only(parser.get_default("handler"), name))
     for name in WRAPPED:
         parser = sub.choices[name]
         _temporal_args(parser)
@@ -107,6 +115,23 @@ def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> N
     parser.add_argument(
         "--task-queue", type=name, default="endstate", help="Temporal task queue (default: endstate)"
     )
+
+
+def _store_only(
+    store_handler: Callable[[argparse.Namespace], int], name: str
+) -> Callable[[argparse.Namespace], int]:
+    """`name` acts on a run store only. With `$ENDSTATE_TEMPORAL` set and no store named, it made (or
+    swept) a local SQLite store and said "0 runs recovered": on Temporal, Temporal does this itself."""
+
+    def handler(args: argparse.Namespace) -> int:
+        if os.environ.get(ENV_TEMPORAL) and args.store is None and not os.environ.get(ENV_STORE):
+            raise ConfigError(
+                f"`endstate {name}` works on a run store, and ${ENV_TEMPORAL} is set with no store named: on "
+                f"Temporal {STORE_ONLY[name]}. To act on a store, pass --store (or set ${ENV_STORE})"
+            )
+        return store_handler(args)
+
+    return handler
 
 
 def _either(
