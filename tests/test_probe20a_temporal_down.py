@@ -134,6 +134,8 @@ def test_temporal_stopping_under_serve_is_a_503_saying_so_and_the_cli_says_it_in
             got = http.request(method, path, json=body, headers=AUTH)
             assert got.status_code == 503, (method, path, got.status_code, got.text)  # were 400s and a 500
             assert "Temporal did not answer" in got.json()["error"], got.text
+            if path == "/runs" and method == "GET":  # not "the call for run list"
+                assert "Temporal did not answer the call listing the runs" in got.json()["error"]
             assert got.headers["retry-after"] == "5"
 
     said = cli("answer", "some-run", "3", "--temporal", fresh.address)  # a server that went away

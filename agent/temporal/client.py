@@ -406,7 +406,7 @@ class TemporalRuns:
                     records[execution.id] = record
         except RPCError as exc:
             if "invalid search attribute" not in exc.message:
-                raise _rpc_error("list", exc) from exc
+                raise _rpc_error(None, exc) from exc
             return []  # no Endstate worker has run on this namespace yet: no runs
         found = sorted(records.values(), key=lambda r: r.started_at, reverse=True)
         return found if limit is None else found[:limit]
@@ -503,15 +503,17 @@ def _arguments_refused(exc: WorkflowUpdateFailedError) -> bool:
     return isinstance(exc.cause, ApplicationError) and exc.cause.type == "TypeError"
 
 
-def _rpc_error(run_id: str, exc: RPCError) -> Exception:
-    if exc.status is RPCStatusCode.NOT_FOUND:
+def _rpc_error(run_id: str | None, exc: RPCError) -> Exception:
+    """What a failed Temporal call means for the caller (`run_id` None: listing the runs)."""
+    if exc.status is RPCStatusCode.NOT_FOUND and run_id is not None:
         return UnknownRun(f"no run with id {run_id!r}")
+    call = "the call listing the runs" if run_id is None else f"the call for run {run_id}"
     if exc.status in _NOT_ANSWERING:
         return TemporalUnavailable(
-            f"Temporal did not answer the call for run {run_id} ({exc.message}): it is down, restarting or "
-            "out of reach. Nothing is lost (waiting runs keep waiting); send it again once it is back"
+            f"Temporal did not answer {call} ({exc.message}): it is down, restarting or out of reach. "
+            "Nothing is lost (waiting runs keep waiting); send it again once it is back"
         )
-    return ConfigError(f"Temporal refused the call for run {run_id}: {exc.message}")
+    return ConfigError(f"Temporal refused {call}: {exc.message}")
 
 
 def _new_id() -> str:
