@@ -15,6 +15,7 @@ found (`UnknownRun`, naming the queue it is on). To act on it, name its queue
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import gc
 import uuid
@@ -79,6 +80,7 @@ _NOT_ANSWERING = {
     RPCStatusCode.CANCELLED,
 }
 NO_SEARCH_ATTRIBUTE = "no mapping defined for search attribute"  # Temporal's words, before any worker ran
+MAPPING_TRIES = 20  # starts tried, about 0.5 s apart, while attributes just registered are not yet mapped
 
 
 class TemporalRuns:
@@ -161,7 +163,7 @@ class TemporalRuns:
         lacks Endstate's search attributes: they are registered here, as a worker would, and the run
         waits on the queue for one (a start before the workers is not refused). Temporal not
         answering is `TemporalUnavailable`; any other refusal a `ConfigError` saying why."""
-        for attempt in range(2):
+        for attempt in range(MAPPING_TRIES):  # a server may take seconds to map attributes just added
             try:
                 return await self.client.start_workflow(
                     w.WORKFLOW,
@@ -172,9 +174,12 @@ class TemporalRuns:
                     **options,
                 )
             except RPCError as exc:
-                if attempt or NO_SEARCH_ATTRIBUTE not in exc.message:
+                if NO_SEARCH_ATTRIBUTE not in exc.message or attempt == MAPPING_TRIES - 1:
                     raise _rpc_error(run_id, exc) from exc
-                await self._register_search_attributes(exc)
+                if attempt == 0:
+                    await self._register_search_attributes(exc)
+                else:
+                    await asyncio.sleep(0.5)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _register_search_attributes(self, missing: RPCError) -> None:
