@@ -337,6 +337,9 @@ class TemporalRuns:
     async def _update(self, run_id: str, update: str, args: list[Any], older: list[Any] | None = None) -> Any:
         """A reply's update of the waiting run (refused, or no waiting run: said why); with `older`, the
         arguments to send instead to a worker whose handler does not take `args` (an older release)."""
+        for text in (a for a in args if isinstance(a, str)):
+            if problem := w.reply_too_large("the reply", text):
+                raise AnswerError(f"run {run_id}: {problem}; nothing was changed")
         handle = await self._handle(run_id)
         try:
             return await handle.execute_update(update, args=args)
