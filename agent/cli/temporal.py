@@ -197,7 +197,8 @@ async def _noted(args: argparse.Namespace, call: Awaitable[T]) -> T:
 async def _start(args: argparse.Namespace) -> int:
     options = start_options(args)
     runs = await _runs_client(args)
-    started = await _noted(args, runs.start(args.agent, args.task, wait=not args.no_wait, **options))
+    starting = runs.start(args.agent, args.task, wait=not args.no_wait, **options)
+    started = await (starting if args.no_wait else _noted(args, starting))  # --no-wait waits for no segment
     if isinstance(started, str):
         print(json.dumps({"run_id": started}) if args.json else started)
         return 0
