@@ -378,9 +378,9 @@ def dollars(cost: float | None) -> str:
     return "unknown" if cost is None else f"${cost:.4f}"
 
 
-def pending_line(r: RunRecord, now: float, on: str = "") -> str:
+def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None) -> str:
     """A waiting run: who asks what, for how long, and the command that answers it (with the options
-    `on` that reach the same runs: `store_on`, `temporal_on`)."""
+    `on` that reach the same runs: `store_on`, `temporal_on`); past its deadline, `late` (what ends it)."""
     waited = _span(now - (r.suspended_at or now))
     left = (r.deadline or now) - now
     due = f"deadline in {_span(left)}" if left > 0 else f"deadline passed {_span(-left)} ago"
@@ -390,7 +390,8 @@ def pending_line(r: RunRecord, now: float, on: str = "") -> str:
         f"    {one_line(r.question or '')}",
     ]
     if left <= 0:
-        lines.append(f"    -> too late to answer: `endstate recover{on}` ends it under its help policy")
+        late = late or f"too late to answer: `endstate recover{on}` ends it under its help policy"
+        lines.append(f"    -> {late}")
     elif r.pending:  # the question names the call and its arguments
         lines.append(f'    -> endstate approve {r.run_id}{on}   or   endstate deny {r.run_id}{on} "why"')
     else:

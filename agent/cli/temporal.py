@@ -22,14 +22,22 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from agent.budget import MAX_SECONDS
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
+from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
-from agent.service.server import first_scrape_arg, seconds_from_zero
+from agent.service.server import first_scrape_arg, port_number, seconds, seconds_from_zero
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
+NOTE_AFTER_S = 10.0  # seconds a command waits for a segment before it says what it waits for
+T = TypeVar("T")
+STORE_ONLY = {  # commands with no Temporal form: what does their work there
+    "recover": "each run's timers and Temporal's retries recover it, with nothing to run",
+    "audit": "success audits are not made (yet)",
+}
 WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "serve")
 
 
@@ -43,15 +51,21 @@ def register(sub: Any) -> None:
     _temporal_args(worker, required=True)
     add_catalog_arg(worker)
     worker.add_argument(
-        "--heartbeat", type=float, default=30.0, help="seconds before a silent activity is retried"
+        "--heartbeat",
+        type=heartbeat,
+        default=30.0,
+        help="seconds before a silent activity is retried (its worker taken for dead; 0.001 to a year)",
     )
     worker.add_argument(
-        "--grace", type=seconds_from_zero, default=10.0, help="seconds to finish activities in hand on stop"
+        "--grace", type=grace, default=10.0, help="seconds to finish activities in hand on stop (to a year)"
     )
-    worker.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
+    worker.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
     worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
     first_scrape_arg(worker, "polls the task queue (with --metrics-port)")
     worker.set_defaults(handler=_worker)
+    for name in STORE_ONLY:
+        parser = sub.choices[name]
+        parser.set_defaults(handler=_store_only(parser.get_default("handler"), name))
     for name in WRAPPED:
         parser = sub.choices[name]
         _temporal_args(parser)
@@ -60,6 +74,30 @@ def register(sub: Any) -> None:
                 "--no-wait", action="store_true", help="with --temporal: print the run id at once"
             )
         parser.set_defaults(handler=_either(parser.get_default("handler"), name))
+
+
+def heartbeat(text: str) -> float:
+    """An argparse type: a worker's heartbeat timeout, above 0 and at most a year (NaN, 0 or a negative
+    one failed or never ended the runs whose activities it took; `build_worker` refuses under 1 ms)."""
+    value = seconds(text)
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 and at most a year")
+    return value
+
+
+def grace(text: str) -> float:
+    """An argparse type: seconds from 0 to a year (a longer one is no time Temporal can wait)."""
+    value = seconds_from_zero(text)
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to a year")
+    return value
+
+
+def name(text: str) -> str:
+    """An argparse type: a namespace or task queue, never empty (Temporal refuses a start on one)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
 
 
 def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> None:
@@ -71,8 +109,29 @@ def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> N
         metavar="HOST:PORT",
         help=f"run on this Temporal server (default: ${ENV_TEMPORAL})",
     )
-    parser.add_argument("--namespace", default="default", help="Temporal namespace (default: default)")
-    parser.add_argument("--task-queue", default="endstate", help="Temporal task queue (default: endstate)")
+    parser.add_argument(
+        "--namespace", type=name, default="default", help="Temporal namespace (default: default)"
+    )
+    parser.add_argument(
+        "--task-queue", type=name, default="endstate", help="Temporal task queue (default: endstate)"
+    )
+
+
+def _store_only(
+    store_handler: Callable[[argparse.Namespace], int], name: str
+) -> Callable[[argparse.Namespace], int]:
+    """`name` acts on a run store only. With `$ENDSTATE_TEMPORAL` set and no store named, it made (or
+    swept) a local SQLite store and said "0 runs recovered": on Temporal, Temporal does this itself."""
+
+    def handler(args: argparse.Namespace) -> int:
+        if os.environ.get(ENV_TEMPORAL) and args.store is None and not os.environ.get(ENV_STORE):
+            raise ConfigError(
+                f"`endstate {name}` works on a run store, and ${ENV_TEMPORAL} is set with no store named: on "
+                f"Temporal {STORE_ONLY[name]}. To act on a store, pass --store (or set ${ENV_STORE})"
+            )
+        return store_handler(args)
+
+    return handler
 
 
 def _either(
@@ -117,10 +176,29 @@ def _print_result(args: argparse.Namespace, result: Any) -> int:
     return 0
 
 
+async def _noted(args: argparse.Namespace, call: Awaitable[T]) -> T:
+    """`call`'s result (a segment's end). When it has not come within `NOTE_AFTER_S`, one line on
+    stderr says what is waited for: with no worker polling (a deploy, a crash) the command waited
+    in silence for ever."""
+    task = asyncio.ensure_future(call)
+    try:
+        return await asyncio.wait_for(asyncio.shield(task), NOTE_AFTER_S)
+    except TimeoutError:
+        print(
+            f"endstate: still waiting after {NOTE_AFTER_S:g} s for the run's segment to end: a long one, or "
+            f"no `endstate worker` polls task queue {args.task_queue!r} of namespace {args.namespace!r} "
+            "(start one). Ctrl-C stops waiting here; what was sent stays with Temporal",
+            file=sys.stderr,
+            flush=True,
+        )
+        return await task
+
+
 async def _start(args: argparse.Namespace) -> int:
     options = start_options(args)
     runs = await _runs_client(args)
-    started = await runs.start(args.agent, args.task, wait=not args.no_wait, **options)
+    starting = runs.start(args.agent, args.task, wait=not args.no_wait, **options)
+    started = await (starting if args.no_wait else _noted(args, starting))  # --no-wait waits for no segment
     if isinstance(started, str):
         print(json.dumps({"run_id": started}) if args.json else started)
         return 0
@@ -139,15 +217,15 @@ def _refused(result: RunResult) -> bool:
 
 
 async def _answer(args: argparse.Namespace) -> int:
-    return _print_result(args, await (await _runs_client(args)).answer(args.run_id, args.text))
+    return _print_result(args, await _noted(args, (await _runs_client(args)).answer(args.run_id, args.text)))
 
 
 async def _approve(args: argparse.Namespace) -> int:
-    return _print_result(args, await (await _runs_client(args)).approve(args.run_id))
+    return _print_result(args, await _noted(args, (await _runs_client(args)).approve(args.run_id)))
 
 
 async def _deny(args: argparse.Namespace) -> int:
-    return _print_result(args, await (await _runs_client(args)).deny(args.run_id, args.reason))
+    return _print_result(args, await _noted(args, (await _runs_client(args)).deny(args.run_id, args.reason)))
 
 
 async def _resume(args: argparse.Namespace) -> int:
@@ -155,7 +233,7 @@ async def _resume(args: argparse.Namespace) -> int:
 
     given = (args.more_turns, args.more_seconds, args.more_tokens, args.more_cost)
     more = Extension(*given) if any(given) else None
-    return _print_result(args, await (await _runs_client(args)).resume(args.run_id, more))
+    return _print_result(args, await _noted(args, (await _runs_client(args)).resume(args.run_id, more)))
 
 
 async def _runs(args: argparse.Namespace) -> int:
@@ -186,8 +264,12 @@ async def _pending(args: argparse.Namespace) -> int:
     runs = await _runs_client(args)
     records = await runs.pending()
     now = time.time()
+    late = (  # no `recover` on Temporal: the run's own timer ends it, once a worker runs its workflow
+        "too late to answer: its deadline's timer ends it under its help policy once an `endstate "
+        f"worker` polls task queue {args.task_queue!r}"
+    )
     for r in records:
-        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, temporal_on(args)))
+        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, temporal_on(args), late))
     if not records and not args.json:
         print(f"no runs are waiting for a person in {runs.shown}")
     return 0
@@ -225,7 +307,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
     """Poll the task queue until SIGTERM or SIGINT; then finish the activities in hand and stop."""
     from agent.durable.catalog import SEED_CATALOG, load_catalog
     from agent.service.server import declared_pairs
-    from agent.temporal import TemporalRuns, build_worker
+    from agent.temporal import TemporalRuns
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
 
@@ -233,13 +315,37 @@ async def _run_worker(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
     telemetry = Telemetry.from_env(pending=pending)
-    telemetry.metrics.prepare_runs(declared_pairs(catalog) | await _waiting_pairs(pending))
-    if args.metrics_port:
-        from agent.service.config import first_scrape
-        from telemetry.metrics import serve_metrics
+    try:
+        telemetry.metrics.prepare_runs(declared_pairs(catalog) | await _waiting_pairs(pending))
+        if args.metrics_port:
+            await _serve_metrics(args, telemetry)
+        await _poll(args, runs, catalog, telemetry)
+    finally:
+        with contextlib.suppress(Exception):
+            pending.close()
+        catalog.close()
+        telemetry.shutdown()
+    return 0
 
+
+async def _serve_metrics(args: argparse.Namespace, telemetry: Any) -> None:
+    """/metrics on --metrics-addr:--metrics-port, once read (see --first-scrape-wait)."""
+    from agent.service.config import first_scrape
+    from telemetry.metrics import serve_metrics
+
+    try:
         serve_metrics(args.metrics_port, telemetry.registry, addr=args.metrics_addr)
-        await first_scrape(telemetry.metrics.scraped, args.first_scrape_wait, "polling the task queue")
+    except OSError as exc:  # the port taken, an address not of this host: one line, exit 2
+        raise ConfigError(
+            f"cannot serve /metrics on {args.metrics_addr}:{args.metrics_port}: {exc.strerror or exc}; "
+            "pick another --metrics-port or --metrics-addr"
+        ) from exc
+    await first_scrape(telemetry.metrics.scraped, args.first_scrape_wait, "polling the task queue")
+
+
+async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: Any) -> None:
+    from agent.temporal import build_worker
+
     worker = await build_worker(
         runs.client,
         catalog,
@@ -257,12 +363,5 @@ async def _run_worker(args: argparse.Namespace) -> int:
         f"at {args.temporal} for agents {', '.join(catalog.names())}",
         flush=True,
     )
-    try:
-        async with worker:
-            await stop.wait()
-    finally:
-        with contextlib.suppress(Exception):
-            pending.close()
-        catalog.close()
-        telemetry.shutdown()
-    return 0
+    async with worker:
+        await stop.wait()

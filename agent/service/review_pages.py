@@ -82,17 +82,43 @@ LABEL_TEXT = {  # what each label says and what it does
 }
 
 
+PATHS = (  # the review pages: (path, ReviewPages' handler, method)
+    (QUEUE, "queue", "GET"),
+    (LABELLED, "labelled", "GET"),
+    ("/inbox/review/runs/{run_id}", "run", "GET"),
+    ("/inbox/review/runs/{run_id}/case.yaml", "case_file", "GET"),
+    ("/inbox/review/runs/{run_id}/case.zip", "case_archive", "GET"),
+    ("/inbox/review/runs/{run_id}/label", "label", "POST"),
+    ("/inbox/review/runs/{run_id}/promote", "promote", "POST"),
+)
+
+
 def routes(service: Service) -> list[Route]:
+    """The review pages; over a store that keeps no labels (`serve --temporal`), each a page saying so."""
+    if not hasattr(service.runner.store, "review_counts"):
+        return [Route(path, _no_review, methods=[method]) for path, _, method in PATHS]
     pages_ = ReviewPages(service)
-    return [
-        Route(QUEUE, pages_.queue, methods=["GET"]),
-        Route(LABELLED, pages_.labelled, methods=["GET"]),
-        Route("/inbox/review/runs/{run_id}", pages_.run, methods=["GET"]),
-        Route("/inbox/review/runs/{run_id}/case.yaml", pages_.case_file, methods=["GET"]),
-        Route("/inbox/review/runs/{run_id}/case.zip", pages_.case_archive, methods=["GET"]),
-        Route("/inbox/review/runs/{run_id}/label", pages_.label, methods=["POST"]),
-        Route("/inbox/review/runs/{run_id}/promote", pages_.promote, methods=["POST"]),
-    ]
+    return [Route(path, getattr(pages_, name), methods=[method]) for path, name, method in PATHS]
+
+
+async def _no_review(request: Request) -> Response:
+    """The review queue over Temporal (a 501, not a bare 500): labels and cases live in a run store."""
+    body = page_html(
+        "review",
+        title="Endstate review queue: not on Temporal",
+        heading="Runs to review:",
+        notice=notice(_NO_REVIEW, "error"),
+        session="",
+        items="",
+    )
+    return HTMLResponse(body, status_code=501, headers=HEADERS)
+
+
+_NO_REVIEW = (
+    "The review queue is not served over Temporal (yet): labels and eval cases are kept in a run store "
+    "(SQLite or PostgreSQL, `endstate serve --store ...`), and this service reads Temporal's runs, which "
+    "keep neither. Answers to waiting runs are served here as usual."
+)
 
 
 def run_url(run_id: str, action: str = "") -> str:

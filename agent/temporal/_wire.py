@@ -325,6 +325,19 @@ def payload_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), default=str).encode())
 
 
+def reply_too_large(what: str, text: str) -> str | None:
+    """Why a person's reply is too large for a run on Temporal (None when it is not): one over
+    `MAX_PAYLOAD_BYTES` could never reach the model (`payload_too_large`), and one over Temporal's
+    blob size limit failed every workflow task once taken, every later reply refused."""
+    size = payload_size(text)
+    if size <= MAX_PAYLOAD_BYTES:
+        return None
+    return (
+        f"{what} is {size:,} bytes, over the {MAX_PAYLOAD_BYTES:,} a run on Temporal takes in one text: "
+        "send a shorter one (a reference to the document, not the document)"
+    )
+
+
 def utc(timestamp: float) -> datetime:
     return datetime.fromtimestamp(timestamp, UTC)
 

@@ -15,11 +15,12 @@ found (`UnknownRun`, naming the queue it is on). To act on it, name its queue
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import gc
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import (
@@ -43,7 +44,7 @@ from agent._state import extended
 from agent._valid import is_text
 from agent.budget import Extension
 from agent.durable.runner import RUN_ID, AnswerError, check_state
-from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, UnknownRun
+from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError
 from agent.journal import Journal
 from agent.result import LimitKind, RunResult, StopReason
@@ -62,6 +63,24 @@ MAX_KEYWORD_BYTES = 2048  # of a keyword search attribute's value (agent, task t
 
 class ElsewhereRun(UnknownRun):
     """A run on another task queue of the namespace than the client's: not found here (404, exit 2)."""
+
+
+class TemporalUnavailable(StoreError):
+    """Temporal did not answer (down, restarting, unreachable): the service's fault, not the request's
+    (HTTP 503 with `Retry-After`, exit 2 with one line)."""
+
+    headers: ClassVar[dict[str, str]] = {"Retry-After": "5"}
+
+
+# what Temporal's client says when the server is down, restarting or out of reach (after its own retries)
+_NOT_ANSWERING = {
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+    RPCStatusCode.CANCELLED,
+}
+NO_SEARCH_ATTRIBUTE = "no mapping defined for search attribute"  # Temporal's words, before any worker ran
+MAPPING_TRIES = 20  # starts tried, about 0.5 s apart, while attributes just registered are not yet mapped
 
 
 class TemporalRuns:
@@ -126,19 +145,55 @@ class TemporalRuns:
         if task_type:
             attributes.append(SearchAttributePair(w.SA_TASK_TYPE, task_type))
         try:
-            handle = await self.client.start_workflow(
-                w.WORKFLOW,
+            handle = await self._start_workflow(
+                run_id,
                 start,
-                id=run_id,
-                task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 search_attributes=TypedSearchAttributes(attributes),
                 memo={"task": task},
             )
         except WorkflowAlreadyStartedError as exc:
             raise RunExists(f"a run with id {run_id!r} already exists; pick another id") from exc
         return await self._segment(handle, 1) if wait else run_id
+
+    async def _start_workflow(
+        self, run_id: str, start: dict[str, Any], **options: Any
+    ) -> WorkflowHandle[Any, Any]:
+        """Start the run's workflow on this client's task queue. A namespace no worker has run on yet
+        lacks Endstate's search attributes: they are registered here, as a worker would, and the run
+        waits on the queue for one (a start before the workers is not refused). Temporal not
+        answering is `TemporalUnavailable`; any other refusal a `ConfigError` saying why."""
+        for attempt in range(MAPPING_TRIES):  # a server may take seconds to map attributes just added
+            try:
+                return await self.client.start_workflow(
+                    w.WORKFLOW,
+                    start,
+                    id=run_id,
+                    task_queue=self.task_queue,
+                    id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                    **options,
+                )
+            except RPCError as exc:
+                if NO_SEARCH_ATTRIBUTE not in exc.message or attempt == MAPPING_TRIES - 1:
+                    raise _rpc_error(run_id, exc) from exc
+                if attempt == 0:
+                    await self._register_search_attributes(exc)
+                else:
+                    await asyncio.sleep(0.5)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _register_search_attributes(self, missing: RPCError) -> None:
+        from agent.temporal.worker import ensure_search_attributes
+
+        namespace = self.client.namespace
+        try:
+            await ensure_search_attributes(self.client, namespace)
+        except RPCError as exc:
+            raise ConfigError(
+                f"Temporal namespace {namespace!r} lacks Endstate's search attributes ({missing.message}) "
+                f"and this client could not register them ({exc.message}): start an `endstate worker` on "
+                "it first (it registers them), or have its operator add them; nothing was started"
+            ) from exc
 
     async def answer(self, run_id: str, text: str) -> RunResult:
         """Answer a waiting run's question; the result of the segment that follows."""
@@ -186,10 +241,13 @@ class TemporalRuns:
         if record is None:
             return None
         execution = await self._described(run_id)
-        async for event in self._pinned(execution).fetch_history_events():
-            given = event.workflow_execution_started_event_attributes.input.payloads
-            [start] = await self.client.data_converter.decode(given) if given else [{}]
-            return dataclasses.replace(record, state=dict(start.get("state") or {}))
+        try:
+            async for event in self._pinned(execution).fetch_history_events():
+                given = event.workflow_execution_started_event_attributes.input.payloads
+                [start] = await self.client.data_converter.decode(given) if given else [{}]
+                return dataclasses.replace(record, state=dict(start.get("state") or {}))
+        except RPCError as exc:
+            raise _rpc_error(run_id, exc) from exc
         return record
 
     async def resume(self, run_id: str, more: Extension | None = None) -> RunResult:
@@ -211,13 +269,10 @@ class TemporalRuns:
         if more is not None:
             start["more"] = dataclasses.asdict(more)
         try:
-            return await self.client.start_workflow(
-                w.WORKFLOW,
+            return await self._start_workflow(
+                run_id,
                 start,
-                id=run_id,
-                task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 search_attributes=TypedSearchAttributes(
                     [
                         SearchAttributePair(w.SA_AGENT, run["agent"]),
@@ -282,6 +337,9 @@ class TemporalRuns:
     async def _update(self, run_id: str, update: str, args: list[Any], older: list[Any] | None = None) -> Any:
         """A reply's update of the waiting run (refused, or no waiting run: said why); with `older`, the
         arguments to send instead to a worker whose handler does not take `args` (an older release)."""
+        for text in (a for a in args if isinstance(a, str)):
+            if problem := w.reply_too_large("the reply", text):
+                raise AnswerError(f"run {run_id}: {problem}; nothing was changed")
         handle = await self._handle(run_id)
         try:
             return await handle.execute_update(update, args=args)
@@ -322,7 +380,10 @@ class TemporalRuns:
         try:
             data = await handle.execute_update(w.SEGMENT, n)
         except (WorkflowUpdateFailedError, RPCError):
-            out = await handle.result()
+            try:
+                out = await handle.result()
+            except RPCError as exc:
+                raise _rpc_error(handle.id, exc) from exc
             data = out["result"]
         return w.result_from_json(data)
 
@@ -353,7 +414,7 @@ class TemporalRuns:
                     records[execution.id] = record
         except RPCError as exc:
             if "invalid search attribute" not in exc.message:
-                raise _rpc_error("list", exc) from exc
+                raise _rpc_error(None, exc) from exc
             return []  # no Endstate worker has run on this namespace yet: no runs
         found = sorted(records.values(), key=lambda r: r.started_at, reverse=True)
         return found if limit is None else found[:limit]
@@ -450,10 +511,17 @@ def _arguments_refused(exc: WorkflowUpdateFailedError) -> bool:
     return isinstance(exc.cause, ApplicationError) and exc.cause.type == "TypeError"
 
 
-def _rpc_error(run_id: str, exc: RPCError) -> Exception:
-    if exc.status is RPCStatusCode.NOT_FOUND:
+def _rpc_error(run_id: str | None, exc: RPCError) -> Exception:
+    """What a failed Temporal call means for the caller (`run_id` None: listing the runs)."""
+    if exc.status is RPCStatusCode.NOT_FOUND and run_id is not None:
         return UnknownRun(f"no run with id {run_id!r}")
-    return ConfigError(f"Temporal refused the call for run {run_id}: {exc.message}")
+    call = "the call listing the runs" if run_id is None else f"the call for run {run_id}"
+    if exc.status in _NOT_ANSWERING:
+        return TemporalUnavailable(
+            f"Temporal did not answer {call} ({exc.message}): it is down, restarting or out of reach. "
+            "Nothing is lost (waiting runs keep waiting); send it again once it is back"
+        )
+    return ConfigError(f"Temporal refused {call}: {exc.message}")
 
 
 def _new_id() -> str:

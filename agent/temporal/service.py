@@ -20,14 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from temporalio.service import RPCError
+
 from agent.budget import Extension
 from agent.durable.catalog import SEED_CATALOG, Catalog, load_catalog
-from agent.durable.store import RunExists, RunRecord, RunStatus
+from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError
 from agent.errors import ConfigError
 from agent.service.auth import Token
 from agent.service.config import Service
 from agent.service.http import Problem
-from agent.temporal.client import ElsewhereRun, TemporalRuns
+from agent.temporal.client import ElsewhereRun, TemporalRuns, TemporalUnavailable
 
 T = TypeVar("T")
 CALL_TIMEOUT_S = 30.0
@@ -41,15 +43,32 @@ class Bridge:
         self._thread = threading.Thread(target=self.loop.run_forever, name="endstate-temporal", daemon=True)
         self._thread.start()
 
-    def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=CALL_TIMEOUT_S)
+    def call(self, coro: Coroutine[Any, Any, T], unanswered: StoreError | None = None) -> T:
+        """The coroutine's result; when it has not come within `CALL_TIMEOUT_S`, the call is cancelled
+        and `unanswered` raised (by default `TemporalUnavailable`: a 503, never a bare 500)."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout=CALL_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            raise unanswered or TemporalUnavailable(
+                f"Temporal did not answer within {CALL_TIMEOUT_S:g} s: it is down, restarting or out of "
+                "reach. Waiting runs keep waiting; send it again once it is back"
+            ) from None
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
+        if not self._thread.is_alive():  # stopped: its sockets are let go (none left to the collector)
+            self.loop.close()
 
 
 log = logging.getLogger("endstate.temporal")
+
+
+class ReplyNotTaken(StoreError):
+    """A reply handed to Temporal that no worker took in time: it may still be taken (a 503 with no
+    `Retry-After`: a blind retry could answer the run's next question)."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +105,11 @@ class TemporalStore:
         return None
 
     def schema_version(self) -> int:
-        """Readiness: Temporal answers."""
-        self.bridge.call(self.runs.client.service_client.check_health())
+        """Readiness: Temporal answers (`TemporalUnavailable` when it does not: /readyz's 503)."""
+        try:
+            self.bridge.call(self.runs.client.service_client.check_health())
+        except RPCError as exc:
+            raise TemporalUnavailable(f"Temporal is not answering: {exc.message}") from exc
         return 0
 
 
@@ -132,8 +154,19 @@ class TemporalRunner:
         if answer is None and approved is None:
             self.bridge.call(self.runs.submit_resume(run_id, more))
         else:
-            self.bridge.call(self.runs.submit(run_id, answer, approved, segments))
+            self.bridge.call(self.runs.submit(run_id, answer, approved, segments), self._not_taken(run_id))
         return TemporalJob(run_id)
+
+    def _not_taken(self, run_id: str) -> ReplyNotTaken:
+        """What a reply no worker took in time is told: Temporal keeps it (an update cannot be taken
+        back), so a worker that polls later may still take it; resending it blind could answer a
+        later question."""
+        return ReplyNotTaken(
+            f"no worker took the reply to run {run_id} within {CALL_TIMEOUT_S:g} s (is one polling task "
+            f"queue {self.runs.task_queue!r}?). Temporal holds it, and a worker that polls may still take "
+            f"it: read the run (GET /runs/{run_id}) before you send it again, with the `segments` read, "
+            "so it never lands on a later question"
+        )
 
     def spawn(self, job: TemporalJob) -> None:
         """Nothing to do here: the workflow goes on in the workers."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import uuid
 from typing import Any
 
@@ -24,7 +25,9 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from agent.budget import MAX_SECONDS
 from agent.durable.catalog import Catalog
+from agent.errors import ConfigError
 from agent.hooks import NoHooks, RunHooks
 from agent.temporal import _registry
 from agent.temporal import _wire as w
@@ -35,6 +38,8 @@ from agent.temporal.workflow import EndstateRun
 from agent.tools import set_host
 
 log = logging.getLogger("endstate.temporal")
+
+MIN_TIMEOUT = 0.001  # seconds: a shorter heartbeat or model timeout is read as none (Temporal's durations)
 
 # modules the workflow sandbox takes as they are: Endstate's own (its loop is the workflow code,
 # kept deterministic by its plan and clock), and what they import
@@ -89,6 +94,8 @@ async def build_worker(
     report what it used (see `_remote.ActivityModel`). `cancel_grace`: how long a cancelled run's
     turn in flight may take to end before it is cut (as a runner's shutdown grace).
     """
+    _check_setup(task_queue, heartbeat_seconds=heartbeat_seconds, model_timeout=model_timeout)
+    _check_setup(task_queue, least=0.0, cut_grace=cut_grace, cancel_grace=cancel_grace)
     await ensure_search_attributes(client, client.namespace)
     setup = WorkerSetup(
         hooks or NoHooks(), heartbeat_seconds, model_timeout, cut_grace=cut_grace, cancel_grace=cancel_grace
@@ -105,6 +112,21 @@ async def build_worker(
         **options,
     )
     return EndstateWorker(shared, Worker(client, task_queue=own, activities=activities.all(), **options))
+
+
+def _check_setup(task_queue: str, least: float = MIN_TIMEOUT, **given: float) -> None:
+    """Refuse a worker whose timeouts no run could live with (`ConfigError`): each a finite number of
+    seconds from `least` (above 0 by default: a heartbeat of 0 or under a microsecond is no timeout,
+    and a dead worker is never noticed) to a year; NaN and negatives failed every run's activities."""
+    if not task_queue or not task_queue.strip():
+        raise ConfigError("the task queue must be a non-empty name")
+    for name, value in given.items():
+        fits = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if not (fits and least <= value <= MAX_SECONDS):
+            low = f"at least {least:g}" if least else "from 0"
+            raise ConfigError(
+                f"{name} must be a number of seconds {low} and at most {MAX_SECONDS:g}, not {value!r:.40}"
+            )
 
 
 class EndstateWorker:

@@ -450,6 +450,8 @@ def _check_text(what: str, value: Any) -> None:
         raise ApplicationError(
             f"{what} must be text, not {type(value).__name__}: pass a string", type="AnswerError"
         )
+    if problem := w.reply_too_large(what, value):  # taken, its update's event failed every workflow task
+        raise ApplicationError(problem, type="AnswerError")
 
 
 def _count_of(value: Any) -> int:
