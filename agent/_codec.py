@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 from collections.abc import Mapping
 from typing import Any, NoReturn
@@ -471,11 +472,21 @@ def _suspension(d: dict[str, Any]) -> Suspension:
         )
     return Suspension(
         question=need(d, "question", str),
-        deadline=need(d, "deadline", float),
-        suspended_at=need(d, "suspended_at", float),
+        deadline=_moment(d, "deadline", never=True),  # never: an endless wait stays readable
+        suspended_at=_moment(d, "suspended_at"),
         pending=pending,
         call_id=need(d, "call_id", str, ""),
     )
+
+
+def _moment(d: dict[str, Any], key: str, never: bool = False) -> float:
+    """A time (seconds since the epoch) at `key`, finite (`never`: or +inf, no end). A NaN deadline
+    is neither passed nor not (an answer goes in, and the sweep expires the run, alike), and a wait
+    from a NaN or infinite moment has no length."""
+    value: float = need(d, key, float)
+    if not (-math.inf < value < math.inf or (never and value == math.inf)):
+        fail(key, "a finite time in seconds" + (" (or Infinity)" if never else ""), value)
+    return value
 
 
 def _human(d: Any) -> HumanReply:

@@ -13,6 +13,7 @@ framework's own state beside its journal (`foreign`, written only when set).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -253,10 +254,9 @@ def _usage(data: dict[str, Any]) -> Spent:
     for key in data:
         if not hasattr(usage, key):
             fail("usage", f"an object of {', '.join(vars(usage))}", {key: data[key]})
-        kind: Any = int if key in ints else float | None if key == "cost_usd" else float
-        value = need(data, key, kind)
-        if isinstance(value, int | float) and value < 0:
-            fail(f"usage.{key}", "a number >= 0", value)
+        value = need(data, key, int if key in ints else float)
+        if not 0 <= value < math.inf:  # NaN too: a budget compared with it would never run out
+            fail(f"usage.{key}", "a number >= 0 (and finite)", value)
         if key in ints:
             counted(f"usage.{key}", value)
         setattr(usage, key, value)
