@@ -618,6 +618,7 @@ async def apply_answer(
 ) -> Result | Stop | Suspend:
     """What a person (or the help policy) said becomes the result of the call the run waited on."""
     who = "a person" if answered.by == "person" else "the help policy, as nobody answered in time"
+    run.progress.heard()  # news: idle turns before the question never end the run before the model reads it
     reply = answered.reply
     if isinstance(reply, Answer):
         return Result(call.id, f"Answer from {who}: {reply.text}")

@@ -13,7 +13,7 @@ from typing import Any
 from agent._codec import canonical_json
 from agent._valid import is_whole
 from agent.errors import ConfigError
-from agent.journal import Entry, Reply, Result
+from agent.journal import Answered, Entry, Reply, Result
 from agent.stops import StopKind
 
 
@@ -37,6 +37,8 @@ def replay(detector: ProgressDetector, journal: Iterable[Entry]) -> None:
             calls = {c.id: call_signature(c.name, c.arguments) for c in entry.calls}
         elif isinstance(entry, Result) and entry.ran and entry.call_id in calls:
             detector.observe(calls[entry.call_id], entry.seen or digest(entry.text))
+        elif isinstance(entry, Answered):
+            detector.heard()
 
 
 def call_signature(name: str, arguments: dict[str, Any]) -> str:
@@ -175,6 +177,11 @@ class ProgressDetector:
         if observation not in self._seen:
             self._seen.add(observation)
             self._turn_had_news = True
+
+    def heard(self) -> None:
+        """Count this turn as one that brought something new: a reply from a person (or the help
+        policy's default) to the run's question or pending call, which the model has not read yet."""
+        self._turn_had_news = True
 
     def end_turn(self) -> str | None:
         """Close a turn; the reason the run is stuck, or None."""
