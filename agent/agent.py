@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import math
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -189,6 +190,8 @@ class Agent:
         human = as_reply(reply, approved)
         if s is not None:
             check_reply(s, human)
+            if isinstance(human, Approval):
+                check_pending(snapshot, s)
         return await self._continue(snapshot, human if s is not None else None, "person", now, cancel)
 
     def expire(self, snapshot: Snapshot, **kwargs: Any) -> RunResult:
@@ -385,6 +388,26 @@ def check_reply(s: Suspension, reply: HumanReply | None) -> None:
         )
     if s.pending is None and not (isinstance(reply, Answer) and reply.text.strip()):
         raise SnapshotError(f"the run waits for an answer to {s.question!r}: pass Answer('...')")
+
+
+def check_pending(snap: Snapshot, s: Suspension) -> None:
+    """Refuse to approve a pending call that is not the call the run would run: one of the last
+    reply's unanswered calls, with the same tool and arguments (an edited snapshot could show a
+    person one call and run another)."""
+    p = s.pending
+    if p is None:
+        return
+    call = next((c for c in Journal(snap.journal).open_calls() if c.id == p.tool_use_id), None)
+    if call is None or (call.name, call.arguments) != (p.name, p.arguments):
+        held = "no such call" if call is None else _call_text(call.name, call.arguments)
+        raise SnapshotError(
+            f"run {snap.run_id} waits for approval of {_call_text(p.name, p.arguments)}, but its "
+            f"journal holds {held} to run: the snapshot was edited; nothing was run"
+        )
+
+
+def _call_text(name: str, arguments: dict[str, Any]) -> str:
+    return f"{name}({json.dumps(arguments, sort_keys=True)})"
 
 
 def _check_now(now: object) -> float:
