@@ -102,6 +102,10 @@ NUDGE = "Use a tool or call finish."
 REJECTED = "Criterion not met: "  # how a `done` the verifiers rejected begins its result
 CUT_OFF = "Your reply was cut off at max_tokens. Go on from where it stopped."
 NOT_RUN = "Not run: the run paused for a person before this call. Call it again if you still need it."
+NOT_RUN_AFTER_CUT = (
+    "Not run: the run was stopped while an earlier call of this reply ran, and that call's outcome is "
+    "unknown. Call it again if you still need it."
+)
 CUT_SHORT = (
     "Outcome unknown: the run was stopped while this call ran, so it may or may not have taken "
     "effect. Check before you call it again."
@@ -567,7 +571,11 @@ async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: 
         if signal is TurnSignal.DONE_REJECTED and _is_done(call):  # the verifiers run once a reply
             step: Step = Result(call.id, ONCE_A_REPLY, is_error=True)
         else:
-            step = await handle_call(agent, run, call, obs)
+            try:
+                step = await handle_call(agent, run, call, obs)
+            except asyncio.CancelledError:
+                cut_after(run, call, calls[i + 1 :])
+                raise
         if not isinstance(step, Result):  # most steps are a result: one check
             if isinstance(step, (Stop, Suspend)):
                 return ends_turn(run, step, calls[i + 1 :])
@@ -577,6 +585,16 @@ async def act_on_calls(agent: Agent, run: RunState, calls: Sequence[Call], obs: 
         if i < len(calls) - 1:
             checkpoint(agent, run)
     return _GO_ON[signal]
+
+
+def cut_after(run: RunState, call: Call, later: Sequence[Call]) -> None:
+    """A call cut short (its outcome unknown, `CUT_SHORT`): the reply's later calls were planned on
+    it, so they are recorded as not run, and a resumed run asks the model again instead of running
+    them (as after a suspension)."""
+    last = run.journal.entries[-1]
+    if isinstance(last, Result) and last.call_id == call.id:
+        for c in later:
+            run.record(Result(c.id, NOT_RUN_AFTER_CUT, is_error=True))
 
 
 def ends_turn(run: RunState, step: Stop | Suspend, later: Sequence[Call]) -> Stop | Suspend:
