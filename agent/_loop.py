@@ -377,8 +377,11 @@ async def recover(
     agent: Agent, run: RunState, obs: RunObserver, exc: ModelError, attempt: int
 ) -> Stop | None:
     """After a failed model call: None to ask again, once a transient failure has waited its turn (see
-    `retry_wait`) or a prompt too long has had the history shrunk; else the stop."""
+    `retry_wait`) or a prompt too long has had the history shrunk; else the stop (a budget that the
+    failed calls used up, as a call cut off mid-stream still used tokens, stops the run: `limit`)."""
     if isinstance(exc, TransientModelError):
+        if spent := _spent_on_failures(run, exc):  # a retry is a model call: the budget first
+            return spent
         wait = retry_wait(agent, run, exc, attempt)
         if isinstance(wait, Stop):
             return wait
@@ -521,6 +524,16 @@ def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
 def context_full(cause: object) -> Stop:
     note = f"The model's context window is full and the history policy cannot shrink it further: {cause}"
     return Stop(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note)
+
+
+def _spent_on_failures(run: RunState, exc: ModelError) -> Stop | None:
+    """`limit` when the calls that failed (a stream broken or cut mid-way still used tokens) used up
+    the tokens or cost budget; time is `retry_wait`'s to weigh."""
+    limit = run.budget.exceeded(run.tick(), within_turn=True)
+    if limit is None or limit is LimitKind.SECONDS:
+        return None
+    note = f"The {limit} budget ran out with the model calls that failed (what they used counts): {exc}"
+    return Stop(StopReason.LIMIT, limit=limit, note=note)
 
 
 def retry_wait(agent: Agent, run: RunState, exc: TransientModelError, attempt: int) -> float | Stop:
