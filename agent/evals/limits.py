@@ -16,8 +16,10 @@ A run whose cost is unknown (a model without a known price) is left out of the
 cost ceiling, never counted as $0; the suggestion says how many were.
 
 Reviews (`endstate review label`) are evidence too: a success labelled
-`false_success` is left out of the successful runs, and a limit stop labelled
-`limit_too_low` puts that budget's ceiling above what the run had used.
+`false_success` is left out of the successful runs (so is a success that
+`endstate eval --json` calls a false success: the eval's independent check
+disagreed), and a limit stop labelled `limit_too_low` puts that budget's
+ceiling above what the run had used.
 
 The history comes from run results, a JSON Lines file (`endstate demo --json`,
 `endstate eval --json`), the run store, or Prometheus (`PrometheusHistory`,
@@ -454,7 +456,10 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
         segments = obj["segments"]
         if not isinstance(segments, list) or not all(isinstance(s, dict) for s in segments):
             raise ValueError("segments must be a list of JSON objects")
-        return [{"task_type": obj["task_type"], **s} for s in segments]
+        rows = [{"task_type": obj["task_type"], **s} for s in segments]
+        if obj.get("false_success") is True and rows:  # the eval's own check says the success is false
+            rows[-1]["label"] = FALSE_SUCCESS
+        return rows
     if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
         return [obj]
     return []  # a summary line or anything else that is not a run
