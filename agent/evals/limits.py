@@ -761,7 +761,8 @@ def _fmt(kind: LimitKind, value: float) -> str:
         return "?"
     if kind in _WHOLE:
         return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
-    return f"{value:.3g}"
+    short = f"{value:.3g}"  # 3 significant digits: 0.00615, 12.5, 600
+    return f"{value:,.0f}" if "e+" in short else short  # 1,160 seconds, not 1.16e+03
 
 
 def _as_budget(s: Suggestion) -> str:
