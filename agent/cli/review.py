@@ -196,7 +196,8 @@ def _store_flag(args: argparse.Namespace) -> str:
 
 @contextmanager
 def _store(args: argparse.Namespace) -> Iterator[RunStore]:
-    store = open_store(args.store)
+    """The store these commands read or change: one that exists (a mistyped path makes none)."""
+    store = open_store(args.store, create=False)
     try:
         yield store
     finally:

@@ -16,8 +16,10 @@ A run whose cost is unknown (a model without a known price) is left out of the
 cost ceiling, never counted as $0; the suggestion says how many were.
 
 Reviews (`endstate review label`) are evidence too: a success labelled
-`false_success` is left out of the successful runs, and a limit stop labelled
-`limit_too_low` puts that budget's ceiling above what the run had used.
+`false_success` is left out of the successful runs (so is a success that
+`endstate eval --json` calls a false success: the eval's independent check
+disagreed), and a limit stop labelled `limit_too_low` puts that budget's
+ceiling above what the run had used.
 
 The history comes from run results, a JSON Lines file (`endstate demo --json`,
 `endstate eval --json`), the run store, or Prometheus (`PrometheusHistory`,
@@ -68,11 +70,16 @@ class Headroom:
 
 @dataclass(frozen=True)
 class Observed:
-    """One budget's use over a task type's successful runs."""
+    """One budget's use over a task type's successful runs.
+
+    `past_top`: runs past a histogram's largest bucket (Prometheus), whose size is unknown: then
+    `longest` is that bucket's bound, a floor, and no ceiling can be read above the runs.
+    """
 
     count: int
     quantile: float
     longest: float
+    past_top: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,7 @@ def round_up(value: float) -> float:
 
 def suggest_ceiling(kind: LimitKind, observed: Observed, headroom: Headroom = Headroom()) -> Ceiling | None:
     """The ceiling for one budget; None when the successful runs used none of it."""
-    if observed.count == 0 or observed.longest <= 0:
+    if observed.count == 0 or observed.longest <= 0 or observed.past_top:
         return None
     raw = max(observed.quantile * headroom.over_quantile, observed.longest * headroom.over_longest)
     value = max(round_up(raw), FLOORS.get(kind, 0.0))
@@ -416,7 +423,15 @@ def _notes(
             "revisit these ceilings with more history"
         )
     suggested = {c.kind for c in ceilings}
-    missing = [str(k) for k, _ in found if k not in suggested and not (k is LimitKind.COST and unknown_cost)]
+    past = [(k, o) for k, o in found if o is not None and o.past_top]
+    notes += [
+        f"{k}: {o.past_top} successful run(s) went past the histogram's largest bucket ({o.longest:g}) by "
+        "an amount Prometheus cannot tell: no ceiling can be read above them here. Read it from the run "
+        "store (--store), or widen that histogram's buckets"
+        for k, o in past
+    ]
+    skip = {k for k, _ in past} | ({LimitKind.COST} if unknown_cost else set())
+    missing = [str(k) for k, _ in found if k not in suggested and k not in skip]
     if missing:
         notes.append(f"no suggestion for {', '.join(missing)}: not recorded in this history")
     if unknown_cost:
@@ -454,7 +469,10 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
         segments = obj["segments"]
         if not isinstance(segments, list) or not all(isinstance(s, dict) for s in segments):
             raise ValueError("segments must be a list of JSON objects")
-        return [{"task_type": obj["task_type"], **s} for s in segments]
+        rows = [{"task_type": obj["task_type"], **s} for s in segments]
+        if obj.get("false_success") is True and rows:  # the eval's own check says the success is false
+            rows[-1]["label"] = FALSE_SUCCESS
+        return rows
     if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
         return [obj]
     return []  # a summary line or anything else that is not a run
@@ -513,7 +531,9 @@ class PrometheusHistory:
     - the 95th percentile is `histogram_quantile(0.95, ...)` over the
       successful runs' buckets (linear interpolation inside a bucket);
     - the longest run is the upper bound of the highest non-empty bucket
-      (it may overstate the real longest by up to one bucket);
+      (it may overstate the real longest by up to one bucket); when successful
+      runs went past the largest finite bucket, their size is unknown, so that
+      budget gets no ceiling, only a note (a ceiling at the bound cut them);
     - counts come from `increase(...[window])`, which Prometheus extrapolates,
       so they are rounded and may be off by a little;
     - "would have changed" is counted at bucket resolution (a run in the
@@ -542,7 +562,9 @@ class PrometheusHistory:
         if not buckets or round(buckets[-1][1]) == 0:
             return None
         p = self._quantile(kind, q).get(task_type)
-        return Observed(round(buckets[-1][1]), p if p is not None else math.nan, _longest(buckets))
+        return Observed(
+            round(buckets[-1][1]), p if p is not None else math.nan, _longest(buckets), _past_top(buckets)
+        )
 
     def changes(self, task_type: str, ceilings: Mapping[LimitKind, float]) -> Changes:
         def past(reason: str) -> int:
@@ -622,6 +644,12 @@ def _longest(buckets: Buckets) -> float:
     finite = [le for le, _ in buckets if math.isfinite(le)] or [math.nan]
     top = next(le for le, count in buckets if count >= total - 0.5)
     return top if math.isfinite(top) else finite[-1]
+
+
+def _past_top(buckets: Buckets) -> int:
+    """Runs in the +Inf bucket: past the largest finite bound, by how much no one can tell."""
+    finite = [count for le, count in buckets if math.isfinite(le)]
+    return max(0, round(buckets[-1][1] - finite[-1])) if finite else 0
 
 
 def _above(buckets: Buckets, ceiling: float) -> int:
@@ -733,7 +761,8 @@ def _fmt(kind: LimitKind, value: float) -> str:
         return "?"
     if kind in _WHOLE:
         return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
-    return f"{value:.3g}"
+    short = f"{value:.3g}"  # 3 significant digits: 0.00615, 12.5, 600
+    return f"{value:,.0f}" if "e+" in short else short  # 1,160 seconds, not 1.16e+03
 
 
 def _as_budget(s: Suggestion) -> str:

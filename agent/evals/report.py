@@ -123,12 +123,15 @@ def render(outcomes: Sequence[Outcome], summary: Summary, mode: str) -> str:
 
 
 def _case_table(outcomes: Sequence[Outcome]) -> str:
-    rows = [f"{'case':30} {'task type':17} {'expected':27} {'actual':27} {'turns':>5}  result"]
+    """One row per case; the columns as wide as their longest value (a promoted case's name is 39)."""
+    name = max([30, *(len(o.case.name) for o in outcomes)])
+    kind = max([17, *(len(o.case.task_type) for o in outcomes)])
+    rows = [f"{'case':{name}} {'task type':{kind}} {'expected':27} {'actual':27} {'turns':>5}  result"]
     for o in outcomes:
         actual = " -> ".join(o.actual) or "-"
         turns = str(o.final.turns) if o.final else "-"
         rows.append(
-            f"{o.case.name:30} {o.case.task_type:17} {' -> '.join(o.case.expected):27} "
+            f"{o.case.name:{name}} {o.case.task_type:{kind}} {' -> '.join(o.case.expected):27} "
             f"{actual:27} {turns:>5}  {_result(o)}"
         )
     return "\n".join(rows)
@@ -160,12 +163,13 @@ def _where(source: str) -> str:
 def _stop_table(summary: Summary) -> str:
     seen = {r for counts in summary.stops.values() for r in counts}
     columns = [r for r in _REASONS if r in seen]
-    head = f"{'task type':17} {'segments':>8}  " + "  ".join(f"{r:>{max(len(r), 5)}}" for r in columns)
+    kind = max([17, *map(len, summary.stops)])
+    head = f"{'task type':{kind}} {'segments':>8}  " + "  ".join(f"{r:>{max(len(r), 5)}}" for r in columns)
     rows = [head]
     for task_type, counts in summary.stops.items():
         total = sum(counts.values())
         cells = "  ".join(f"{counts.get(r, 0):>{max(len(r), 5)}}" for r in columns)
-        rows.append(f"{task_type:17} {total:>8}  {cells}")
+        rows.append(f"{task_type:{kind}} {total:>8}  {cells}")
     return "\n".join(rows) if summary.stops else "(no case ran)"
 
 
