@@ -223,7 +223,10 @@ def test_one_run_is_one_run_not_one_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = str(tmp_path / "runs.db")
+    from agent.durable.store import open_store
+
     monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    open_store(store).close()
     assert main(["recover", "--store", store]) == 0
     assert "0 runs recovered or swept" in capsys.readouterr().out
     assert (
@@ -231,8 +234,6 @@ def test_one_run_is_one_run_not_one_runs(
         == 0
     )
     assert "cancelled after 2 turns" in capsys.readouterr().out
-    from agent.durable.store import open_store
-
     s = open_store(store)  # a shutdown-cancelled run is recovered; mark this one as one
     s._rows("UPDATE endstate_runs SET interrupted = 1")  # type: ignore[attr-defined]
     s.close()

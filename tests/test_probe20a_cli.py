@@ -19,6 +19,7 @@ import pytest
 
 from agent.cli.main import main
 from agent.durable.catalog import Catalog
+from agent.durable.store import open_store
 from agent.errors import ConfigError
 from agent.temporal import build_worker
 
@@ -86,6 +87,8 @@ def test_a_store_only_command_with_endstate_temporal_set_says_so_and_makes_no_st
     assert "pass --store (or set $ENDSTATE_STORE)" in err
     assert not (tmp_path / ".endstate").exists()
 
+    for name in ("runs.db", "other.db"):  # a missing store is refused too (test_probe21b_review_store)
+        open_store(str(tmp_path / name)).close()
     assert main([command, "--store", str(tmp_path / "runs.db")]) == 0  # a store named: acted on
     monkeypatch.setenv("ENDSTATE_STORE", str(tmp_path / "other.db"))
     assert main([command]) == 0

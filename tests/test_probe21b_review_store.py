@@ -1,9 +1,11 @@
-"""`endstate review` (and `label`, `promote`, `prune`) with a store path that does not exist.
+"""`endstate review`, `label`, `promote`, `prune`, `recover` and `audit` with a missing store.
 
 The runbooks send the on-call person to `endstate review --reason limit --store URL`. A mistyped
 URL made a new, empty store there and answered "nothing to review ... every run there that needs a
 look is labelled", exit 0: the queue looked done. `runs`, `pending` and `limits suggest` already
 refuse a missing store and create nothing; these commands only read or change runs that exist.
+`recover` (which the StopsVanishing runbook sends on-call to) and `audit` said "0 runs recovered or
+swept" / "0 success audits made" over the new empty file.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from agent.cli.main import main
         ["review", "label", "RUN", "fine", "--store", "{store}"],
         ["review", "promote", "RUN", "--store", "{store}", "--out", "{out}"],
         ["prune", "--older-than", "30d", "--store", "{store}"],
+        ["recover", "--store", "{store}"],
+        ["audit", "--store", "{store}"],
     ],
-    ids=["queue", "queue-json", "label", "promote", "prune"],
+    ids=["queue", "queue-json", "label", "promote", "prune", "recover", "audit"],
 )
 def test_a_mistyped_store_is_an_error_and_nothing_is_created(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]

@@ -295,7 +295,7 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    with _runner(args) as runner:  # a run that cannot go on is logged; the others still do
+    with _runner(args, create=False) as runner:  # a run that cannot go on is logged; the others still do
         results = asyncio.run(runner.recover())
         results += asyncio.run(runner.sweep())
     for result in results:
@@ -305,7 +305,7 @@ def _recover(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    with _runner(args) as runner:
+    with _runner(args, create=False) as runner:
         done = asyncio.run(runner.audit_due())
     for audit in done:
         note = f" ({audit.note})" if audit.note else ""
@@ -336,11 +336,15 @@ def _store(args: argparse.Namespace, create: bool = True) -> Iterator[RunStore]:
 
 
 @contextmanager
-def _runner(args: argparse.Namespace) -> Iterator[Runner]:
-    """A runner over the store and catalog; SIGTERM cancels its runs resumably."""
+def _runner(args: argparse.Namespace, create: bool = True) -> Iterator[Runner]:
+    """A runner over the store and catalog; SIGTERM cancels its runs resumably.
+
+    `create=False` for commands that only continue runs that exist (`recover`, `audit`): a
+    mistyped store is an error then, not a new empty store that reports nothing to do.
+    """
     from telemetry import Telemetry  # loaded only by commands that run agents
 
-    with _store(args) as store:
+    with _store(args, create) as store:
         catalog = load_catalog(args.catalog, default=SEED_CATALOG)
         telemetry = Telemetry.from_env(pending=store.pending_groups)
         runner = runner_with_telemetry(store, catalog, telemetry, args.lease)
