@@ -606,17 +606,21 @@ def cut_after(run: RunState, call: Call, later: Sequence[Call]) -> None:
     them (as after a suspension)."""
     last = run.journal.entries[-1]
     if isinstance(last, Result) and last.call_id == call.id:
-        for c in later:
-            run.record(Result(c.id, NOT_RUN_AFTER_CUT, is_error=True))
+        not_run(run, later, NOT_RUN_AFTER_CUT)
 
 
 def ends_turn(run: RunState, step: Stop | Suspend, later: Sequence[Call]) -> Stop | Suspend:
     """A stop ends the turn as it is; a suspension records the calls after it as not run, then itself."""
     if isinstance(step, Suspend):
-        for call in later:
-            run.record(Result(call.id, NOT_RUN, is_error=True))
+        not_run(run, later, NOT_RUN)
         run.record(Suspended(step.suspension))
     return step
+
+
+def not_run(run: RunState, calls: Sequence[Call], why: str) -> None:
+    """Record each of `calls` as not run, `why` being what the model is told."""
+    for call in calls:
+        run.record(Result(call.id, why, is_error=True))
 
 
 def _is_finish(call: Call) -> bool:
