@@ -188,11 +188,13 @@ class Agent:
         if s is not None and now >= s.deadline:
             return await self.aexpire(snapshot, now=now, cancel=cancel)
         human = as_reply(reply, approved)
-        if s is not None:
+        if s is None:
+            refuse_unasked(snapshot, human)
+        else:
             check_reply(s, human)
             if isinstance(human, Approval):
                 check_pending(snapshot, s)
-        return await self._continue(snapshot, human if s is not None else None, "person", now, cancel)
+        return await self._continue(snapshot, human, "person", now, cancel)
 
     def expire(self, snapshot: Snapshot, **kwargs: Any) -> RunResult:
         """Sync entry point; see `aexpire`."""
@@ -388,6 +390,16 @@ def check_reply(s: Suspension, reply: HumanReply | None) -> None:
         )
     if s.pending is None and not (isinstance(reply, Answer) and reply.text.strip()):
         raise SnapshotError(f"the run waits for an answer to {s.question!r}: pass Answer('...')")
+
+
+def refuse_unasked(snap: Snapshot, reply: HumanReply | None) -> None:
+    """Refuse a reply to a run that waits for none: it would be dropped unread, and the person
+    who gave it told nothing."""
+    if reply is not None:
+        raise SnapshotError(
+            f"run {snap.run_id} waits for no answer or approval (its snapshot is {snap.kind.value}, "
+            f"with no question open): resume it without {type(reply).__name__}(...); nothing was run"
+        )
 
 
 def check_pending(snap: Snapshot, s: Suspension) -> None:

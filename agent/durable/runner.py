@@ -366,9 +366,10 @@ class Runner:
         if waits is not None and record.answer is None and record.approved is None and more is None:
             swept = max(self.clock.time(), waits.deadline)  # this worker's clock may be behind the sweeper's
             return lambda cancel: agent.aexpire(snap, now=swept, cancel=cancel)
-        answered = record.answered_at if waits is not None else None  # the wait ended then
+        if waits is None:  # a reply the record kept is in the journal already, or was never asked for
+            return lambda cancel: agent.aresume(snap, more=more, cancel=cancel)
         return lambda cancel: agent.aresume(
-            snap, record.answer, approved=record.approved, more=more, cancel=cancel, now=answered
+            snap, record.answer, approved=record.approved, more=more, cancel=cancel, now=record.answered_at
         )
 
     # -- deadlines and recovery -------------------------------------------
