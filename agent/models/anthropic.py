@@ -528,10 +528,17 @@ def _options(
 def _check_thinking(
     thinking: Mapping[str, Any] | None, choice: Mapping[str, Any] | None, model: str, by_row: Thinking | None
 ) -> None:
-    """Refuse what the API refuses: a `tool_choice` forcing a call while the model thinks, and thinking
-    disabled on a model that always thinks. `by_row` is the model table's `thinking`: when the model
-    thinks with no `thinking` asked for ("always", "default")."""
+    """Refuse what the API refuses: a `tool_choice` forcing a call while the model thinks, thinking
+    disabled on a model that always thinks, and a thinking budget on one that thinks adaptively by
+    default (every such model: the 5.x models' migration guides). `by_row` is the model table's
+    `thinking`: when the model thinks with no `thinking` asked for ("always", "default")."""
     kind = thinking.get("type") if thinking is not None else None
+    if by_row is not None and kind == "enabled":
+        raise ConfigError(
+            f"AnthropicModel: {model} thinks adaptively (the API refuses thinking 'enabled' with a "
+            "budget_tokens): use thinking={'type': 'adaptive'} or leave thinking out, and steer how much it "
+            "thinks with output_config's effort in extra_body"
+        )
     if by_row == "always" and kind == "disabled":
         raise ConfigError(
             f"AnthropicModel: {model} always thinks (the API refuses thinking 'disabled'): drop thinking=, "
