@@ -68,3 +68,23 @@ def test_a_thinking_budget_is_refused_on_a_model_that_thinks_adaptively(model: s
 @pytest.mark.parametrize("model", ["claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus-4-5"])
 def test_a_thinking_budget_is_still_sent_to_a_model_that_takes_one(model: str) -> None:
     assert AnthropicModel(model, api_key=KEY, thinking=BUDGET).params  # built: no ConfigError
+
+
+@pytest.mark.parametrize("model", ["claude-fable-5-2", "claude-mythos-5-2"])
+def test_fable_and_mythos_5_2_know_their_window_output_and_thinking_though_not_their_price(
+    model: str,
+) -> None:
+    # What's new in Claude Fable 5.2: "a 1M token context window (default and maximum) and 128k max
+    # output tokens", adaptive thinking always on. Without them the history policy judged a 1M-token
+    # run against a 200k default and the API's refusals of thinking settings went unchecked.
+    row = ModelTable.load().get(model)
+    assert row is not None and (row.context_window, row.max_output, row.thinking) == (
+        1_000_000,
+        128_000,
+        "always",
+    )
+    assert row.price is None and row.unknown_price_reason
+    built = AnthropicModel(model, api_key=KEY)
+    assert built.context_window == 1_000_000
+    with pytest.raises(ConfigError, match=f"drop tool_choice \\({model} always thinks\\)"):
+        AnthropicModel(model, api_key=KEY, tool_choice=FORCED)
