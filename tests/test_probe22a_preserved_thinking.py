@@ -11,10 +11,11 @@ https://platform.claude.com/docs/en/build-with-claude/preserved-thinking/fix-bou
 from __future__ import annotations
 
 import itertools
+import json
 
 from messages_api import BINDING_BETA, MessagesAPI, error, message, tool_use
 
-from agent import Agent, Budget, HistoryPolicy, StopReason, tool
+from agent import Agent, Answer, Budget, HistoryPolicy, Snapshot, StopReason, tool
 from agent.models.anthropic import AnthropicModel
 
 MODEL = "claude-sonnet-5-5"  # the default model: thinks always, and binds its thinking blocks
@@ -97,3 +98,24 @@ def test_another_400_is_not_sent_again() -> None:
         result = reader(api, CLEARING).run("Read.")
         assert result.reason is StopReason.ERROR
         assert len(api.requests) == 1
+
+
+def test_a_resumed_run_asks_to_drop_unbound_blocks_from_its_first_request() -> None:
+    ask = tool_use("finish", {"kind": "need_help", "note": "Which page next?"})
+    first = [*script(6)[:-1], message(thought(), ask, input_tokens=None)]
+    with MessagesAPI(*first) as api:  # type: ignore[arg-type]
+        api.bind_thinking = True
+        paused = reader(api, CLEARING).run("Read the document, one page a turn.")
+        assert paused.reason is StopReason.NEED_HELP, paused.note
+        assert paused.snapshot is not None
+        refused_before = len(api.requests) - paused.turns
+        snap = Snapshot.from_json(json.loads(json.dumps(paused.snapshot.to_json())))
+        api.enqueue(
+            message(thought(), tool_use("finish", {"kind": "done", "note": "read"}), input_tokens=None)
+        )
+        resumed = reader(api, CLEARING).resume(snap, Answer("That was all."))
+        assert resumed.reason is StopReason.SUCCESS, resumed.note
+        assert refused_before == 1  # the one refusal of the run, before the suspension
+        last = api.requests[-1]
+        assert last.body["thinking"]["block_binding"] == {"prefix_mismatch_behavior": "drop_block"}
+        assert len(api.requests) == paused.turns + 1 + 1  # no refusal after the resume
