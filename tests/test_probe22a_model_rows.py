@@ -88,3 +88,22 @@ def test_fable_and_mythos_5_2_know_their_window_output_and_thinking_though_not_t
     assert built.context_window == 1_000_000
     with pytest.raises(ConfigError, match=f"drop tool_choice \\({model} always thinks\\)"):
         AnthropicModel(model, api_key=KEY, tool_choice=FORCED)
+
+
+@pytest.mark.parametrize("field", [{"temperature": 0.2}, {"top_p": 0.9}, {"top_k": 40}])
+@pytest.mark.parametrize(
+    "model", ["claude-sonnet-5-5", "claude-haiku-5-5", "claude-fable-5", "claude-sonnet-5"]
+)
+def test_sampling_parameters_are_refused_on_a_model_that_thinks_adaptively(
+    model: str, field: dict[str, float]
+) -> None:
+    # Sonnet 5 overview: "setting sampling parameters (temperature, top_p, top_k) to non-default values
+    # returns a 400 error"; Sonnet 5.5 and Haiku 5.5 migration guides: remove them.
+    name = next(iter(field))
+    with pytest.raises(ConfigError, match=f"{model} refuses {name} set to other than its default"):
+        AnthropicModel(model, api_key=KEY, extra_body=field)
+    AnthropicModel(model, api_key=KEY, extra_body={"temperature": 1, "stop_sequences": ["END"]})
+
+
+def test_sampling_parameters_still_reach_a_model_that_takes_them() -> None:
+    AnthropicModel("claude-haiku-4-5", api_key=KEY, extra_body={"temperature": 0.2, "top_k": 40})

@@ -279,6 +279,7 @@ class AnthropicModel:
         self._server_tools = [dict(spec) for spec in server_tools]
         self._container = _container_option(container, self._server_tools)
         self._extra_body = _extra_body(extra_body)
+        _check_sampling(self._extra_body, model, by_row)
         self._tool_options = _tool_options(tool_options)
         self._headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         if client is None:
@@ -500,6 +501,24 @@ def _extra_body(fields: Mapping[str, Any] | None) -> dict[str, Any] | None:
                 f"AnthropicModel: extra_body may not set {field!r}: it comes from {_OWN_FIELDS[field]}"
             )
     return dict(fields) or None
+
+
+# The sampling parameters the models that think adaptively by default refuse set to other than their
+# defaults (a 400: the 5.x models' migration guides say to remove them); temperature's default is 1.
+_SAMPLING = {"temperature": 1, "top_p": None, "top_k": None}
+
+
+def _check_sampling(extra_body: Mapping[str, Any] | None, model: str, by_row: Thinking | None) -> None:
+    """Refuse what the API refuses: sampling parameters on a model that thinks adaptively by default."""
+    if by_row is None or not extra_body:
+        return
+    for field, default in _SAMPLING.items():
+        if field in extra_body and extra_body[field] != default:
+            raise ConfigError(
+                f"AnthropicModel: {model} refuses {field} set to other than its default (the API answers "
+                f"400 for temperature, top_p or top_k on a model that thinks adaptively): drop {field} from "
+                "extra_body, and steer the model with output_config's effort instead"
+            )
 
 
 def _options(
