@@ -107,3 +107,17 @@ def test_sampling_parameters_are_refused_on_a_model_that_thinks_adaptively(
 
 def test_sampling_parameters_still_reach_a_model_that_takes_them() -> None:
     AnthropicModel("claude-haiku-4-5", api_key=KEY, extra_body={"temperature": 0.2, "top_k": 40})
+
+
+@pytest.mark.parametrize("model", ["claude-opus-4-8", "claude-opus-4-7", "us.anthropic.claude-opus-4-7"])
+def test_opus_4_7_and_4_8_think_only_adaptively_and_only_when_asked(model: str) -> None:
+    # Migrating to Claude Opus 4.7 (and 4.8, which follows it): budget_tokens answers 400 ('"thinking.type.
+    # enabled" is not supported for this model'), so do non-default sampling parameters; thinking is
+    # opt-in, so a forced tool call without thinking is taken.
+    with pytest.raises(ConfigError, match="thinks adaptively"):
+        AnthropicModel(model, api_key=KEY, thinking=BUDGET)
+    with pytest.raises(ConfigError, match="refuses temperature"):
+        AnthropicModel(model, api_key=KEY, extra_body={"temperature": 0.0})
+    AnthropicModel(model, api_key=KEY, tool_choice=FORCED)  # no thinking asked for: any choice
+    with pytest.raises(ConfigError, match="thinking allows tool_choice 'auto' or 'none' only"):
+        AnthropicModel(model, api_key=KEY, thinking={"type": "adaptive"}, tool_choice=FORCED)

@@ -550,7 +550,8 @@ def _check_thinking(
     """Refuse what the API refuses: a `tool_choice` forcing a call while the model thinks, thinking
     disabled on a model that always thinks, and a thinking budget on one that thinks adaptively by
     default (every such model: the 5.x models' migration guides). `by_row` is the model table's
-    `thinking`: when the model thinks with no `thinking` asked for ("always", "default")."""
+    `thinking`: when the model thinks with no `thinking` asked for ("always", "default"; "adaptive":
+    only when asked, and only adaptively)."""
     kind = thinking.get("type") if thinking is not None else None
     if by_row is not None and kind == "enabled":
         raise ConfigError(
