@@ -262,6 +262,12 @@ class MessagesAPI:
         self.usages: list[dict[str, Any]] = []  # the usage reported for each reply, in order
         self.connections = 0  # TCP connections accepted since start
         self.cache = PromptCache()
+        # As Claude Fable 5.1 and the later models check (preserved thinking): a thinking block is
+        # bound to the system prompt, tools and messages it was written after, and a request that
+        # sends it back after any of them changed is refused, unless it asks the API to drop such
+        # blocks (`thinking.block_binding`, with its beta header); `dropped_thinking` counts them.
+        self.bind_thinking = False
+        self.dropped_thinking = 0
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -349,6 +355,7 @@ class MessagesAPI:
             problem = problem or self._key_problem(received) or self._too_long(received)
             problem = problem or self._media_problem(received)
             problem = problem or self._container_gone(received)
+            problem = problem or self._binding_problem(received)
             if problem is not None:
                 return problem
             if self.intercept is not None and (answer := self.intercept(received.body)) is not None:
@@ -402,6 +409,25 @@ class MessagesAPI:
             return None
         return container_expired(named)
 
+    def _binding_problem(self, req: Received) -> Response | None:
+        """The API's refusal of a thinking block sent back after what came before it changed (or of a
+        `block_binding` without its beta header); with `drop_block` asked for, such blocks are dropped."""
+        if not self.bind_thinking or not isinstance(req.body, dict):
+            return None
+        thinking = req.body.get("thinking")
+        binding = thinking.get("block_binding") if isinstance(thinking, dict) else None
+        drop = isinstance(binding, dict) and binding.get("prefix_mismatch_behavior") == "drop_block"
+        if binding is not None and BINDING_BETA not in req.headers.get("anthropic-beta", ""):
+            return error(
+                400,
+                f"thinking.block_binding: requires the `{BINDING_BETA}` value in the `anthropic-beta` header",
+            )
+        mismatched = _mismatched_thinking(req.body)
+        if mismatched and not drop:
+            return error(400, f"{mismatched[0]}: {BOUND_ELSEWHERE}")
+        self.dropped_thinking += len(mismatched)
+        return None
+
     def _key_problem(self, req: Received) -> Response | None:
         key = req.headers.get("x-api-key") or req.headers.get("authorization", "").removeprefix("Bearer ")
         if self.keys is not None and key not in self.keys:
@@ -416,6 +442,8 @@ class MessagesAPI:
         body["id"] = body.get("id") or f"msg_test_{next(self._ids):04d}"
         if body.get("model") is None and isinstance(request_body, dict):
             body["model"] = request_body.get("model", "unknown")
+        if self.bind_thinking and isinstance(request_body, dict):
+            body["content"] = _bound(body["content"], request_body)
         if response.usage_from_request and isinstance(request_body, dict):
             with self._lock:
                 body["usage"] = {**body["usage"], **self.cache.usage(request_body)}
@@ -912,6 +940,60 @@ def _server_calls_without_results(blocks: list[Any]) -> str:
             ):
                 return str(block.get("id"))
     return ""
+
+
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+BOUND_ELSEWHERE = (
+    "Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the "
+    'block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block".'
+)
+
+
+def _prefix_signature(body: dict[str, Any], messages: list[Any], before: list[Any]) -> str:
+    """A thinking block's signature, bound to what came before it (cache breakpoints aside: moving them
+    is no change; nor is a string content sent as its one text block)."""
+    system = body.get("system")
+    as_blocks = [
+        {**m, "content": [{"type": "text", "text": m["content"]}]} if isinstance(m.get("content"), str) else m
+        for m in messages
+        if isinstance(m, dict)
+    ]
+    system = [{"type": "text", "text": system}] if isinstance(system, str) else system
+    prefix = {"system": system, "tools": body.get("tools"), "messages": as_blocks, "before": before}
+    digest = hashlib.sha256(json.dumps(_without_breakpoints(prefix), sort_keys=True).encode()).hexdigest()
+    return f"bound:{digest[:24]}"
+
+
+def _without_breakpoints(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_breakpoints(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_breakpoints(v) for v in value]
+    return value
+
+
+def _bound(content: list[Any], request: dict[str, Any]) -> list[Any]:
+    """A reply's blocks with each thinking block signed for the request's prefix."""
+    messages = request.get("messages") if isinstance(request.get("messages"), list) else []
+    return [
+        {**b, "signature": _prefix_signature(request, messages, content[:j])}
+        if isinstance(b, dict) and b.get("type") == "thinking"
+        else b
+        for j, b in enumerate(content)
+    ]
+
+
+def _mismatched_thinking(body: dict[str, Any]) -> list[str]:
+    """Where the thinking blocks sent back no longer follow the prefix they were written after."""
+    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+    found = []
+    for i, msg in enumerate(messages):
+        blocks = msg.get("content") if isinstance(msg, dict) and msg.get("role") == "assistant" else None
+        for j, block in enumerate(blocks if isinstance(blocks, list) else []):
+            thinking = isinstance(block, dict) and block.get("type") == "thinking"
+            if thinking and block.get("signature") != _prefix_signature(body, messages[:i], blocks[:j]):
+                found.append(f"messages.{i}.content.{j}")
+    return found
 
 
 def _typed(blocks: list[Any], kind: str) -> list[dict[str, Any]]:

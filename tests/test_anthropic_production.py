@@ -326,11 +326,12 @@ def test_thinking_blocks_go_back_unchanged_through_a_run(api: MessagesAPI) -> No
     thinking = {"type": "thinking", "thinking": "I should read f1 first. " * 20, "signature": "EqQBCgIYAh=="}
     redacted = {"type": "redacted_thinking", "data": "opaque-bytes"}
     api.enqueue(message(thinking, redacted, reading(1)), message(done()))
-    result = reader(model_for(api, thinking={"type": "enabled", "budget_tokens": 2048})).run("Read.")
+    # Claude Sonnet 5.5 refuses a thinking budget (its migration guide): adaptive, its display asked for
+    result = reader(model_for(api, thinking={"type": "adaptive", "display": "summarized"})).run("Read.")
     assert result.reason == "success"
     sent_back = api.bodies[1]["messages"][1]["content"]
     assert sent_back[:2] == [thinking, redacted]
-    assert api.bodies[1]["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert api.bodies[1]["thinking"] == {"type": "adaptive", "display": "summarized"}
 
 
 def test_server_tool_uses_are_counted_on_the_reply(api: MessagesAPI) -> None:

@@ -279,6 +279,7 @@ class AnthropicModel:
         self._server_tools = [dict(spec) for spec in server_tools]
         self._container = _container_option(container, self._server_tools)
         self._extra_body = _extra_body(extra_body)
+        _check_sampling(self._extra_body, model, by_row)
         self._tool_options = _tool_options(tool_options)
         self._headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         if client is None:
@@ -320,10 +321,23 @@ class AnthropicModel:
 
         A request refused because the container it names has expired is sent again at once in a new
         container (the API's advice), with a note telling the model its files are gone; unless code
-        in the old container waits for tool results, which then cannot reach it: a `ModelError`."""
+        in the old container waits for tool results, which then cannot reach it: a `ModelError`.
+        A request refused because a thinking block in it no longer follows what it was written after
+        (preserved thinking: the history policy changed the history) is sent again at once asking the
+        API to drop such blocks, and so is every later request of the run (`with_drop_block`)."""
         self._check_max_tokens(request.max_tokens)
         client = self._injected or await self._loop_client()
         params = self.params(request)
+        try:
+            return await self._complete(client, params, request)
+        except ModelError as exc:
+            if not _bound_elsewhere(exc) or dropping(params) or _thinking_off(params):
+                raise
+        return await self._complete(client, with_drop_block(params), request)
+
+    async def _complete(
+        self, client: anthropic.AsyncAnthropic, params: dict[str, Any], request: ModelRequest
+    ) -> ModelReply:
         named = named_container(params)
         try:
             return await self._stream(client, params, container_of(request.journal))
@@ -344,13 +358,13 @@ class AnthropicModel:
         stream = _StreamWatch(time.monotonic(), params.get("max_tokens"))
         try:
             async with client.messages.stream(
-                **params, extra_headers=self._headers, extra_body=self._extra_body
+                **params, extra_headers=_headers_for(self._headers, params), extra_body=self._extra_body
             ) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
             reply = to_reply(message, stream.first_token, stream.headers, streamed, stream.late, unfinished)
-            return with_container(reply, container)
+            return with_binding(with_container(reply, container), params)
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
                 record_cut_call(partial)
@@ -393,7 +407,8 @@ class AnthropicModel:
         run_container = container_of(request.journal)  # the code execution container the run works in
         if (container := self._container.named(run_container["id"] if run_container else None)) is not None:
             params["container"] = container
-        return params | self._options
+        params |= self._options
+        return with_drop_block(params) if drops_blocks(request.journal) else params
 
     def _with_tool_options(self, specs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The request's tool definitions with their `tool_options` (a request of other tools, such as
@@ -488,6 +503,24 @@ def _extra_body(fields: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(fields) or None
 
 
+# The sampling parameters the models that think adaptively by default refuse set to other than their
+# defaults (a 400: the 5.x models' migration guides say to remove them); temperature's default is 1.
+_SAMPLING = {"temperature": 1, "top_p": None, "top_k": None}
+
+
+def _check_sampling(extra_body: Mapping[str, Any] | None, model: str, by_row: Thinking | None) -> None:
+    """Refuse what the API refuses: sampling parameters on a model that thinks adaptively by default."""
+    if by_row is None or not extra_body:
+        return
+    for field, default in _SAMPLING.items():
+        if field in extra_body and extra_body[field] != default:
+            raise ConfigError(
+                f"AnthropicModel: {model} refuses {field} set to other than its default (the API answers "
+                f"400 for temperature, top_p or top_k on a model that thinks adaptively): drop {field} from "
+                "extra_body, and steer the model with output_config's effort instead"
+            )
+
+
 def _options(
     thinking: Mapping[str, Any] | None,
     tool_choice: Mapping[str, Any] | None,
@@ -514,10 +547,18 @@ def _options(
 def _check_thinking(
     thinking: Mapping[str, Any] | None, choice: Mapping[str, Any] | None, model: str, by_row: Thinking | None
 ) -> None:
-    """Refuse what the API refuses: a `tool_choice` forcing a call while the model thinks, and thinking
-    disabled on a model that always thinks. `by_row` is the model table's `thinking`: when the model
-    thinks with no `thinking` asked for ("always", "default")."""
+    """Refuse what the API refuses: a `tool_choice` forcing a call while the model thinks, thinking
+    disabled on a model that always thinks, and a thinking budget on one that thinks adaptively by
+    default (every such model: the 5.x models' migration guides). `by_row` is the model table's
+    `thinking`: when the model thinks with no `thinking` asked for ("always", "default"; "adaptive":
+    only when asked, and only adaptively)."""
     kind = thinking.get("type") if thinking is not None else None
+    if by_row is not None and kind == "enabled":
+        raise ConfigError(
+            f"AnthropicModel: {model} thinks adaptively (the API refuses thinking 'enabled' with a "
+            "budget_tokens): use thinking={'type': 'adaptive'} or leave thinking out, and steer how much it "
+            "thinks with output_config's effort in extra_body"
+        )
     if by_row == "always" and kind == "disabled":
         raise ConfigError(
             f"AnthropicModel: {model} always thinks (the API refuses thinking 'disabled'): drop thinking=, "
@@ -985,6 +1026,73 @@ def with_container(reply: ModelReply, sent: dict[str, Any] | None) -> ModelReply
     if sent is None or "container" in kept:
         return reply
     return _replace_reply(reply, extra={**reply.extra, PROVIDER_DATA: {**kept, "container": sent}})
+
+
+# Preserved thinking (Claude Fable 5.1 and later models): a thinking block sent back is bound to the
+# system prompt, tools and messages before it. A history policy that clears, caps or compacts earlier
+# turns changes them, and the API then refuses the request ("The block is bound to a different
+# conversation"), unless it is asked to drop such blocks, under a beta header:
+# https://platform.claude.com/docs/en/build-with-claude/preserved-thinking/fix-bound-to-a-different-conversation
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+DROP_BLOCK = "drop_block"
+_BINDING = "thinking_binding"  # the key in a reply's provider_data: the run's requests drop such blocks
+_BOUND_ELSEWHERE = "bound to a different conversation"
+
+
+def _bound_elsewhere(exc: ModelError) -> bool:
+    """Whether `exc` is the API refusing a thinking block whose history changed (a 400)."""
+    cause = exc.__cause__
+    return (
+        isinstance(cause, anthropic.APIStatusError)
+        and cause.status_code == 400
+        and _BOUND_ELSEWHERE in str(cause.api_message or cause.message).lower()
+    )
+
+
+def dropping(params: Mapping[str, Any]) -> bool:
+    """Whether a request's `params` ask the API to drop the thinking blocks whose history changed."""
+    thinking = params.get("thinking")
+    binding = thinking.get("block_binding") if isinstance(thinking, Mapping) else None
+    return isinstance(binding, Mapping) and binding.get("prefix_mismatch_behavior") == DROP_BLOCK
+
+
+def _thinking_off(params: Mapping[str, Any]) -> bool:
+    thinking = params.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type") == "disabled"
+
+
+def with_drop_block(params: dict[str, Any]) -> dict[str, Any]:
+    """`params` asking the API to drop the thinking blocks whose history changed, not to refuse the
+    request: the thinking asked for (adaptive when none was: these models think by default) with a
+    `block_binding`; the beta header comes with it (`_headers_for`)."""
+    thinking = dict(params.get("thinking") or {"type": "adaptive"})
+    thinking["block_binding"] = {"prefix_mismatch_behavior": DROP_BLOCK}
+    return {**params, "thinking": thinking}
+
+
+def _headers_for(headers: Mapping[str, str], params: Mapping[str, Any]) -> dict[str, str]:
+    """The request's headers: the `betas` given, and the one a `block_binding` needs."""
+    if not dropping(params):
+        return dict(headers)
+    betas = [b for b in headers.get("anthropic-beta", "").split(",") if b]
+    return {**headers, "anthropic-beta": ",".join(betas if BINDING_BETA in betas else [*betas, BINDING_BETA])}
+
+
+def drops_blocks(journal: Sequence[Entry]) -> bool:
+    """Whether the run's requests ask the API to drop unbound thinking blocks: its last reply says so
+    (once the API refused one, the history stays changed)."""
+    for entry in reversed(journal):
+        if isinstance(entry, Reply):
+            return entry.provider_data.get(_BINDING) == DROP_BLOCK
+    return False
+
+
+def with_binding(reply: ModelReply, params: Mapping[str, Any]) -> ModelReply:
+    """`reply`, saying (for the next request) that its request asked to drop unbound thinking blocks."""
+    if not dropping(params):
+        return reply
+    kept = reply.extra.get(PROVIDER_DATA) or {}
+    return _replace_reply(reply, extra={**reply.extra, PROVIDER_DATA: {**kept, _BINDING: DROP_BLOCK}})
 
 
 def _is_call(block: dict[str, Any]) -> bool:

@@ -31,7 +31,7 @@ DEFAULT_MODEL = "claude-sonnet-5-5"  # current on 2026-11-30; ENDSTATE_MODEL ove
 BUILTIN = Path(__file__).with_name("models.toml")
 
 Status = Literal["active", "deprecated", "retired"]
-Thinking = Literal["always", "default"]
+Thinking = Literal["always", "default", "adaptive"]
 _STATUSES: tuple[str, ...] = ("active", "deprecated", "retired")
 _PRICE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h", "web_search_per_1k")
 _ROW_KEYS = frozenset(
@@ -63,8 +63,10 @@ class ModelInfo:
     date) or `retired` (the API refuses it; a deprecated row reads as retired
     from its `retires` date on). `thinking` says when a model thinks with no
     `thinking` asked for: "always" (its thinking cannot be turned off: the API
-    refuses thinking disabled, and a `tool_choice` that forces a call) or
-    "default" (it thinks unless thinking is disabled).
+    refuses thinking disabled, and a `tool_choice` that forces a call),
+    "default" (it thinks unless thinking is disabled) or "adaptive" (it thinks
+    only when asked to, adaptively). Each of these models refuses a thinking
+    budget and sampling parameters.
     """
 
     id: str
@@ -194,10 +196,10 @@ def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table")
     price, reason = _price_and_reason(row, at)
     retires = _date(row, "retires", at)
     thinking = row.get("thinking")
-    if thinking not in (None, "always", "default"):
+    if thinking not in (None, "always", "default", "adaptive"):
         raise ConfigError(
-            f'{at}: thinking must be "always" (it cannot be turned off) or "default" (on unless '
-            f"disabled), got {thinking!r}"
+            f'{at}: thinking must be "always" (it cannot be turned off), "adaptive" (only when asked, '
+            f'adaptively) or "default" (on unless disabled), got {thinking!r}'
         )
     if status == "deprecated" and retires is not None and retires <= datetime.date.today():
         status = "retired"  # its retirement date has come: calls naming it fail
