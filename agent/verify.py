@@ -20,6 +20,7 @@ from agent._valid import is_number, is_text, is_whole
 from agent.errors import ConfigError, EndstateError, TransientModelError
 from agent.models.base import Model, ModelReply, ModelRequest
 from agent.policies import MAX_RETRY_AFTER, RetryPolicy
+from agent.stops import MESSAGES_API_STOPS, StopKind
 
 if TYPE_CHECKING:
     from agent.context import RunContext
@@ -302,7 +303,7 @@ class EvaluatorVerifier:
 
     model: Model
     criteria: Sequence[str]
-    max_tokens: int = 1024
+    max_tokens: int = 4096  # a judge that thinks spends some first; only the tokens used are billed
     instructions: str = JUDGE_INSTRUCTIONS
     recent_calls: int = 20
     result_chars: int = 800
@@ -327,7 +328,14 @@ class EvaluatorVerifier:
 
     def __call__(self, ctx: RunContext) -> list[str]:
         reply: ModelReply = _in_new_loop(self._judged(ctx))
-        return verdict(reply)
+        reasons = verdict(reply)
+        if reasons is NO_VERDICT_CUT_OFF:  # the agent cannot fix this: another `finish` is cut off too
+            raise VerifierError(
+                f"the judge's reply ({self.model.name}) was cut off at max_tokens={self.max_tokens} before "
+                "its verdict (a model that thinks spends tokens on it first): raise EvaluatorVerifier's "
+                "max_tokens"
+            )
+        return reasons
 
     async def _judged(self, ctx: RunContext) -> ModelReply:
         request = ModelRequest.of_messages(
@@ -385,10 +393,13 @@ def evaluator(model: Model, *criteria: str, **options: Any) -> EvaluatorVerifier
 
 
 def verdict(reply: ModelReply) -> list[str]:
-    """The reasons a judge's reply rejects the work (empty when it passes)."""
+    """The reasons a judge's reply rejects the work (empty when it passes); `NO_VERDICT_CUT_OFF` when
+    the reply was cut off at its output limit before any verdict."""
     found = next((c.arguments for c in reply.tool_calls if c.name == VERDICT_TOOL), None)
     if found is None:
         found = _json_verdict(reply.text)
+    if found is None and (reply.stop or MESSAGES_API_STOPS[reply.stop_reason]) is StopKind.MAX_TOKENS:
+        return NO_VERDICT_CUT_OFF
     if found is None or not isinstance(found.get("passed"), bool):
         said = reply.text[:200] or "nothing"
         return [f"The evaluator gave no verdict (it said: {said}); call finish again to be judged."]
@@ -398,6 +409,9 @@ def verdict(reply: ModelReply) -> list[str]:
     items = given if isinstance(given, list) else [] if given is None else [given]
     reasons = [str(r) for r in items if str(r).strip()]
     return reasons or ["The evaluator rejected the result without a reason."]
+
+
+NO_VERDICT_CUT_OFF: list[str] = ["The evaluator's reply was cut off before its verdict."]
 
 
 def _json_verdict(text: str) -> dict[str, Any] | None:

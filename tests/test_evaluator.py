@@ -144,3 +144,25 @@ def test_an_evaluator_needs_criteria() -> None:
         evaluator(ScriptedModel())
     with pytest.raises(ConfigError, match="needs criteria"):
         EvaluatorVerifier(ScriptedModel(), "one string")  # type: ignore[arg-type]
+
+
+def test_a_judge_cut_off_before_its_verdict_ends_the_run_error_saying_the_fix(api: MessagesAPI) -> None:
+    """A judge that thinks spent its output on thinking and stopped at max_tokens with no verdict: the
+    agent cannot fix that (each `finish` is cut off the same way and billed), so the run ends `error`
+    naming the setting to raise, instead of telling the agent "no verdict, finish again" until a limit."""
+    cut = {"type": "thinking", "thinking": "Let me weigh each criterion in turn", "signature": "sig"}
+    api.enqueue(message(cut, stop_reason="max_tokens", output_tokens=64), says(True))
+    agent_model = ScriptedModel([[finish("done", "fixed")], [finish("done", "fixed")]])
+    agent = Agent("fixer", agent_model, verifiers=[judge(api, max_tokens=64)], budget=Budget(max_turns=5))
+    result = agent.run("Fix the failing test.")
+
+    assert result.reason == "error"
+    assert "cut off at max_tokens=64 before its verdict" in result.note
+    assert "raise EvaluatorVerifier's max_tokens" in result.note
+    assert len(api.bodies) == 1 and api.bodies[0]["max_tokens"] == 64
+
+
+def test_a_judge_has_room_to_think_by_default(api: MessagesAPI) -> None:
+    api.enqueue(says(True))
+    assert judge(api)(ctx()) == []
+    assert api.bodies[0]["max_tokens"] == 4096
