@@ -40,6 +40,9 @@ TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what the Anthropic and OpenAI 
 # holds a tool with any other ("Property keys should match pattern '^[a-zA-Z0-9_.-]{1,64}$'")
 PARAMETER_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
 
+CLEANUP_GRACE = 2.0  # seconds a cancelled async tool may go on (its cleanup) before it is left behind
+MAX_CLEANUP = 3600.0  # a tool's cleanup_seconds at most: a cut tool never holds its run past an hour
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -49,6 +52,9 @@ class Tool:
     model. `needs_approval` tools never run before a person approves them;
     `preview`, when given, tells that person what a call would do (say, the
     diff a push would publish): it takes the call's arguments and returns text.
+    An async tool cut short (its timeout, the run's time budget, a cancellation)
+    has `cleanup_seconds` to end after the cut (its `finally`, a rollback) before
+    it is left behind.
     """
 
     name: str
@@ -62,6 +68,7 @@ class Tool:
     # (name, may be null) of each parameter whose schema `@tool` wrote from its type hint: a call's value
     # for it is checked against that schema before the tool runs (a hand-built Tool's go as they are)
     typed: tuple[tuple[str, bool], ...] = field(default=(), repr=False, compare=False)
+    cleanup_seconds: float = field(default=CLEANUP_GRACE, repr=False)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.name, str) and TOOL_NAME.fullmatch(self.name)):
@@ -91,6 +98,12 @@ class Tool:
         if t is not None and not (is_number(t) and t > 0):
             raise ConfigError(
                 f"tool {self.name!r}: timeout must be a positive number of seconds (or None); got {t!r}"
+            )
+        c = self.cleanup_seconds
+        if not (is_number(c) and 0 <= c <= MAX_CLEANUP):
+            raise ConfigError(
+                f"tool {self.name!r}: cleanup_seconds must be a number of seconds from 0 to {MAX_CLEANUP:g}; "
+                f"got {c!r}"
             )
         if not isinstance(self.needs_approval, bool):
             shown = repr(self.needs_approval)
@@ -207,6 +220,7 @@ def tool(
     timeout: float | None = 30.0,
     needs_approval: bool = False,
     preview: Callable[[dict[str, Any]], str] | None = None,
+    cleanup_seconds: float = CLEANUP_GRACE,
 ) -> Any:
     """Make a `Tool` from a function (a `functools.partial` of one, or an object with `__call__`);
     its type hints give the JSON schema, which each call's arguments are then checked against.
@@ -214,6 +228,7 @@ def tool(
     Use bare (`@tool`) or with options (`@tool(timeout=5, needs_approval=True)`);
     `timeout=None` sets no timeout of its own (the run's time budget still bounds it).
     `preview(arguments)` says in text what a call would do, for the person who approves it.
+    `cleanup_seconds` is how long an async tool cut short may go on cleaning up (default 2).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -233,6 +248,7 @@ def tool(
             wants_ctx=wants_ctx,
             preview=preview,
             typed=typed,
+            cleanup_seconds=cleanup_seconds,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -444,9 +460,9 @@ async def execute(
         if not tool_.is_async:
             value = await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds)
             if inspect.iscoroutine(value):  # an async def behind a plain def (a decorator): run it too
-                value = await _bounded(driven(value), seconds)
+                value = await _bounded(driven(value, tool_.cleanup_seconds), seconds)
             return _outcome(value)
-        done, value = _first_step(tool_.fn(**kwargs), seconds)
+        done, value = _first_step(tool_.fn(**kwargs), seconds, tool_.cleanup_seconds)
         return _outcome(value if done else await value)
     except ContentError as exc:  # a bad block, made in the tool or found in what it returned
         return ToolOutcome(
@@ -540,43 +556,45 @@ def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
     return ToolOutcome(text, True, "budget_cut", budget_cut=True)
 
 
-def _first_step(coro: Coroutine[Any, Any, Any], seconds: float | None) -> tuple[bool, Any]:
+def _first_step(
+    coro: Coroutine[Any, Any, Any], seconds: float | None, grace: float = CLEANUP_GRACE
+) -> tuple[bool, Any]:
     """An async tool's coroutine run up to its first wait when it has a deadline: (True, its value)
     when it returned before it waited on anything (no timer needed: nothing could cut it short),
     else (False, what to await for its value, bounded by `seconds`). With no deadline, what to await
     is the coroutine driven so that the run's own cancellation still ends it (`driven`)."""
     if seconds is None:
-        return False, driven(coro)
+        return False, driven(coro, grace)
     try:
         waiting = coro.send(None)
     except StopIteration as done:
         return True, done.value
-    return False, _bounded(_Rest(coro, waiting), seconds)
+    return False, _bounded(_Rest(coro, waiting, grace), seconds)
 
 
-async def driven(coro: Coroutine[Any, Any, Any]) -> Any:
+async def driven(coro: Coroutine[Any, Any, Any], grace: float = CLEANUP_GRACE) -> Any:
     """`await coro`, but a coroutine that goes on after its cancellation is left behind (see `_Rest`):
     an `async def` verifier's, which its deadline must cut as it cuts a tool."""
     try:
         waiting = coro.send(None)
     except StopIteration as done:
         return done.value
-    return await _Rest(coro, waiting)
+    return await _Rest(coro, waiting, grace)
 
 
 class _Rest:
     """The rest of a coroutine that ran up to its first wait: awaiting it hands the task what
     the coroutine waits on, then drives it on from there, as `await` would have.
 
-    A coroutine that goes on after a cancellation (the deadline's, or the run's) is given
-    `CLEANUP_GRACE` seconds to end; past them it is closed and left, and the cancellation goes on
-    up: a tool that swallows it (a bare `except:` in a retry loop) never holds the run past its
+    A coroutine that goes on after a cancellation (the deadline's, or the run's) is given `grace`
+    seconds (a tool's `cleanup_seconds`) to end; past them it is closed and left, and the cancellation
+    goes on up: a tool that swallows it (a bare `except:` in a retry loop) never holds the run past its
     timeout or the time budget, as a hung sync tool's thread is left behind."""
 
-    __slots__ = ("coro", "waiting")
+    __slots__ = ("coro", "grace", "waiting")
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], waiting: Any) -> None:
-        self.coro, self.waiting = coro, waiting
+    def __init__(self, coro: Coroutine[Any, Any, Any], waiting: Any, grace: float = CLEANUP_GRACE) -> None:
+        self.coro, self.waiting, self.grace = coro, waiting, grace
 
     def __await__(self) -> Generator[Any, None, Any]:
         coro, waiting = self.coro, self.waiting
@@ -600,20 +618,17 @@ class _Rest:
                     grace.end()
                 raise
             if grace is None and isinstance(thrown, asyncio.CancelledError):  # it goes on: cleanup, or not
-                grace = _Grace(thrown)
-
-
-CLEANUP_GRACE = 2.0  # seconds a cancelled async tool may go on (its cleanup) before it is left behind
+                grace = _Grace(thrown, self.grace)
 
 
 class _Grace:
     """The time a cancelled coroutine has to end: a timer that cancels the task again when it runs
     out, told apart from any other cancellation (and taken back: the task's count stays the run's)."""
 
-    def __init__(self, cause: asyncio.CancelledError) -> None:
+    def __init__(self, cause: asyncio.CancelledError, seconds: float) -> None:
         self.cause, self.fired = cause, False
         self.task = asyncio.current_task()
-        self.timer = asyncio.get_running_loop().call_later(CLEANUP_GRACE, self._fire)
+        self.timer = asyncio.get_running_loop().call_later(seconds, self._fire)
 
     def _fire(self) -> None:
         self.fired = True
