@@ -438,4 +438,5 @@ def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
         "deadline": r.deadline,
         "expired": r.deadline is not None and r.deadline <= now,  # no answer is taken any more
         "waiting_seconds": round(waited_seconds(r, now), 3),
+        "refused": r.refused,  # why the last answer given was not taken (the run waits for another)
     }

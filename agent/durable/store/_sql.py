@@ -54,7 +54,7 @@ LIST_COLUMNS = (
     "stop_limit, turns, input_tokens, output_tokens, cost_usd, cost_known, cache_read_tokens, "
     "cache_write_tokens, active_seconds, waiting_seconds, trace_id, "
     "note, summary, output, verified, error_type, segments, question, pending, deadline, suspended_at, "
-    "interrupted, owner, lease_until, answer, approved, answered_at"
+    "interrupted, owner, lease_until, answer, approved, answered_at, refused"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
 # The runs waiting for a person, with the status written out: the partial indexes of schema 10 hold
@@ -330,13 +330,16 @@ class SqlStore:
             )
         return record_of(rows[0])
 
-    def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None:
-        """Give a claimed run back as `status`; one that waits again forgets what it was claimed with."""
+    def release(
+        self, run_id: str, status: RunStatus, lease: Lease, now: float, refused: str | None = None
+    ) -> None:
+        """Give a claimed run back as `status`; one that waits again forgets what it was claimed with.
+        `refused` (why that answer was not taken) is kept on the run until it moves on."""
         forget = ", answer = NULL, approved = NULL, answered_at = NULL" if status is RunStatus.WAITING else ""
         self._count(
             f"UPDATE {TABLE} SET status = ?, owner = NULL, lease_until = NULL, updated_at = ?, "
-            f"segments = segments - 1{forget} WHERE run_id = ? AND owner = ?",
-            (status, now, run_id, lease.owner),
+            f"segments = segments - 1, refused = ?{forget} WHERE run_id = ? AND owner = ?",
+            (status, now, refused, run_id, lease.owner),
         )
 
     def heartbeat(self, lease: Lease, run_ids: Sequence[str] | None = None) -> int:
@@ -689,7 +692,7 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
         **{"error_type": r.error_type, "question": w.question if w else None},
         **{"pending": dumps(w.pending.__dict__) if w and w.pending else None},
         **{"deadline": w.deadline if w else None, "suspended_at": w.suspended_at if w else None},
-        **{"interrupted": int(outcome.interrupted)},
+        **{"interrupted": int(outcome.interrupted), "refused": None},  # it moved on: a refusal is old news
         # a finished run keeps its last head and its journal (for review, replay and `--more-turns`)
         **({} if outcome.status is RunStatus.FINISHED else {"snapshot": outcome.head_json}),
     }
@@ -764,5 +767,5 @@ _PLAIN = [
     *("run_id", "agent", "task", "task_type", "started_at", "updated_at", "ended_at", "stop_limit", "turns"),
     *("active_seconds", "waiting_seconds", "trace_id", "note"),
     *("summary", "output", "error_type", "segments", "question", "deadline", "suspended_at", "owner"),
-    *("lease_until", "answer", "answered_at"),
+    *("lease_until", "answer", "answered_at", "refused"),
 ]

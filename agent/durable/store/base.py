@@ -120,6 +120,7 @@ class RunRecord(WithUsage):
     answer: str | None = None  # what the run was claimed with, for a worker that takes over
     approved: bool | None = None
     answered_at: float | None = None  # when that answer came
+    refused: str | None = None  # why the last answer given was not taken (None: none was, since it moved on)
     snapshot_json: str | None = field(default=None, repr=False)  # the head: the snapshot without its journal
 
     def to_dict(self) -> dict[str, Any]:
@@ -253,7 +254,12 @@ class RunStore(Protocol):
         unless `only_lapsed` is False (its worker's process is known to be gone); else `NotClaimable`."""
         ...
 
-    def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None: ...
+    def release(
+        self, run_id: str, status: RunStatus, lease: Lease, now: float, refused: str | None = None
+    ) -> None:
+        """Give a claimed run back as `status`; `refused` says why the answer it was claimed with
+        was not taken (kept on the run until it moves on)."""
+        ...
 
     def heartbeat(self, lease: Lease, run_ids: Sequence[str] | None = None) -> int:
         """Extend the lease of the running runs `lease.owner` holds (only `run_ids`, when given)."""
