@@ -465,15 +465,32 @@ class SqlStore:
         return [(r["agent"], r["task_type"], int(r["n"])) for r in self._rows(sql, retry=True)]
 
     def pending_groups(self) -> list[tuple[str, str, int, float]]:
-        """(agent, task type, how many runs wait for a person, when the oldest of them asked: 0 when
-        none of them says), for the help gauges at every scrape: counted in SQL, from the waiting
-        runs' index alone."""
+        """(agent, task type, how many runs wait for a person, when the oldest of them asked), for the
+        help gauges at every scrape: counted in SQL, from the waiting runs' index alone. A run whose
+        asking time is unknown (a suspension that does not say) is taken to have asked when its row
+        last changed (stored waiting, or an answer given back): an age of at least that, never 0, so
+        its wait can still page. Only such runs' rows are read for it, and only when there are some."""
+        known = "CASE WHEN suspended_at > 0 THEN suspended_at END"
         sql = (
-            f"SELECT agent, task_type, COUNT(*) AS n, MIN(CASE WHEN suspended_at > 0 THEN suspended_at END) "
-            f"AS oldest FROM {TABLE} WHERE {WAITING} GROUP BY agent, task_type ORDER BY agent, task_type"
+            f"SELECT agent, task_type, COUNT(*) AS n, MIN({known}) AS oldest, COUNT(*) - COUNT({known}) "
+            f"AS untimed FROM {TABLE} WHERE {WAITING} GROUP BY agent, task_type ORDER BY agent, task_type"
         )
         rows = self._rows(sql, retry=True)
-        return [(r["agent"], r["task_type"], int(r["n"]), float(r["oldest"] or 0.0)) for r in rows]
+        since = self._untimed_since() if any(r["untimed"] for r in rows) else {}
+        groups = []
+        for r in rows:
+            times = [float(t) for t in (r["oldest"], since.get((r["agent"], r["task_type"]))) if t]
+            groups.append((r["agent"], r["task_type"], int(r["n"]), min(times, default=0.0)))
+        return groups
+
+    def _untimed_since(self) -> dict[tuple[str, str], float]:
+        """For each (agent, task type), when the oldest waiting run that does not say when it asked
+        was last changed."""
+        sql = (
+            f"SELECT agent, task_type, MIN(updated_at) AS since FROM {TABLE} WHERE {WAITING} "
+            "AND (suspended_at IS NULL OR suspended_at <= 0) GROUP BY agent, task_type"
+        )
+        return {(r["agent"], r["task_type"]): r["since"] for r in self._rows(sql, retry=True)}
 
     # -- reviews and retention ---------------------------------------------
 

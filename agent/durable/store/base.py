@@ -304,8 +304,8 @@ class RunStore(Protocol):
     def interrupted(self) -> list[RunRecord]: ...
 
     def pending_groups(self) -> list[tuple[str, str, int, float]]:
-        """(agent, task type, how many wait for a person, the oldest one's `suspended_at`: 0 when
-        unknown): a `telemetry.PendingSource` of groups."""
+        """(agent, task type, how many wait for a person, the oldest one's `suspended_at`, or for a
+        run that does not say, when its row last changed): a `telemetry.PendingSource` of groups."""
         ...
 
     def add_review(self, run_id: str, label: str, note: str, now: float, by: str = "") -> Review:
