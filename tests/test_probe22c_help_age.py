@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
+from starlette.testclient import TestClient
+from test_service_defences import LOCAL, TOKEN
 from test_store import lease, suspended
 from test_store_waiting import gauges
 
-from agent.durable.store import NewRun, Outcome, RunStore
+from agent.durable.runner import Runner
+from agent.durable.store import NewRun, Outcome, RunStore, open_store
+from agent.examples.scenarios import example_catalog
+from agent.service.app import Service, create_app
+from agent.service.auth import Token
 
 OLDEST = "agent_help_oldest_pending_seconds"
 
@@ -40,3 +47,21 @@ def test_a_waiting_run_with_no_asking_time_has_the_age_of_its_row_not_zero(
     assert ages[("agent_help_pending", "ci-fixer", "alone")] == 1
     assert 7190 <= ages[(OLDEST, "ci-fixer", "alone")] <= 7300
     assert 590 <= ages[(OLDEST, "ci-fixer", "both")] <= 700  # a known asking time stays the oldest
+
+
+def test_pending_and_the_inbox_give_such_a_run_the_age_of_its_row_not_the_epochs(
+    tmp_path: Path, make_agent: Any
+) -> None:
+    """Before, a suspension time of 0 (unknown) was taken as the epoch: `/pending` said the run had
+    waited 56 years and the inbox "494000 h"."""
+    store = open_store(str(tmp_path / "runs.db"))
+    now = time.time()
+    stored_waiting(store, suspended(make_agent), "untimed", "alone", 0.0, now - 7200)
+    service = Service(Runner(store, example_catalog(tmp_path / "worlds")), Token(TOKEN), sweep_interval=3600)
+    try:
+        with TestClient(create_app(service), base_url=LOCAL) as api:
+            (item,) = api.get("/pending").json()["pending"]
+            assert 7190 <= item["waiting_seconds"] <= 7300
+            assert 'class="waited">2.0 h<' in api.get("/inbox").text
+    finally:
+        store.close()

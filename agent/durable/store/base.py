@@ -123,6 +123,16 @@ class RunRecord(WithUsage):
     refused: str | None = None  # why the last answer given was not taken (None: none was, since it moved on)
     snapshot_json: str | None = field(default=None, repr=False)  # the head: the snapshot without its journal
 
+    @property
+    def asked_at(self) -> float | None:
+        """When a waiting run asked its person: its suspension's time, or when a suspension does not
+        say (0 or none: unknown), when its row last changed (stored waiting, or an answer given back),
+        so a wait is at least that long, never counted from the epoch (as `pending_groups` counts it).
+        None when it does not wait and never said."""
+        if self.suspended_at is not None and self.suspended_at > 0:
+            return self.suspended_at
+        return self.updated_at if self.status is RunStatus.WAITING else None
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and flat (the usage's fields beside the rest; `cost_usd` null when unknown),
         without the snapshot."""
