@@ -11,6 +11,7 @@ moves on.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,3 +109,25 @@ def test_a_refusal_is_forgotten_once_the_run_moves_on(store: RunStore, api: Test
     asyncio.run(Runner(store, catalog()).sweep(now=deadline + 1))
     ended = store.get(run_id)
     assert ended is not None and ended.status is RunStatus.FINISHED and ended.refused is None
+
+
+def test_more_budget_for_a_foreign_runs_limit_stop_is_refused_in_the_answer_not_after_a_202(
+    store: RunStore, api: TestClient, tmp_path: Path
+) -> None:
+    """A foreign run that asked once, was approved, then stopped at its framework's turn limit keeps
+    the head it suspended with: the claim for more budget took it, the request got a 202, and the
+    framework's refusal came in the background."""
+    run_id = started(store, "oa-remover")
+    with sqlite3.connect(tmp_path / "runs.db") as db:  # approved, then stopped by MaxTurnsExceeded
+        db.execute(
+            "UPDATE endstate_runs SET status = 'finished', stop_reason = 'limit', stop_limit = 'turns', "
+            "question = NULL, pending = NULL, deadline = NULL, ended_at = updated_at WHERE run_id = ?",
+            (run_id,),
+        )
+    before = store.get(run_id)
+    response = api.post(f"/runs/{run_id}/resume", headers=AUTH, json={"more_turns": 3})
+    assert response.status_code == 400, response.text
+    assert "cannot be given more budget" in response.json()["error"]
+    after = store.get(run_id)
+    assert before is not None and after is not None
+    assert (after.status, after.segments, after.refused) == (before.status, before.segments, None)

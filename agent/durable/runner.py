@@ -323,8 +323,8 @@ class Runner:
             agent = self._agent(record.agent, record.state, record.run_id, record.task_type, saved=True)
             check_approved_tool(agent, record)
             snapshot = known if known is not None else self.store.snapshot(record.run_id)
-            if more is not None and isinstance(agent, Agent) and snapshot is not None:
-                agent.extended(snapshot, more)  # too little: refused now, not in the background
+            if more is not None and snapshot is not None:  # refused now, not in the background
+                check_extensible(agent, snapshot, more)
         except Exception as exc:
             if recovering:
                 self._end_unresumable(record, exc)
@@ -989,6 +989,17 @@ def task_type_refused(agent: str, task_type: str, allowed: str, saved_run: str |
         f"entry's task types: {allowed}); the run keeps its place and its task type. Add {task_type!r} to "
         "the entry's task_types again and deploy, then answer or resume the run"
     )
+
+
+def check_extensible(agent: Agent | ForeignAgent, snapshot: Snapshot, more: Extension) -> None:
+    """More budget fits: too little is refused, and so is any for another framework's run."""
+    if isinstance(agent, Agent):
+        agent.extended(snapshot, more)
+    else:
+        raise ConfigError(
+            f"run {snapshot.run_id} is a {agent.framework} run: it cannot be given more budget "
+            "(foreign runs take no --more-* budget); nothing was changed"
+        )
 
 
 def refusal(job: Job, exc: Exception) -> str:
