@@ -1002,9 +1002,12 @@ def check_extensible(agent: Agent | ForeignAgent, snapshot: Snapshot, more: Exte
         )
 
 
-def refusal(job: Job, exc: Exception) -> str:
-    """Why what a run was claimed with was not taken, as the run keeps it for the person who gave it."""
+def refusal(job: Job, exc: Exception) -> str | None:
+    """Why what a run was claimed with was not taken, as the run keeps it for the person who gave it
+    (None for a sweep's expiry, which no person asked for: the next sweep tries again)."""
     record = job.record
+    if record.answer is None and record.approved is None and job.release_to is RunStatus.WAITING:
+        return None
     what = "the answer" if record.answer is not None else "the resume"
     if record.approved is not None:
         what = "the approval" if record.approved else "the denial"
