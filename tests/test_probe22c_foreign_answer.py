@@ -11,15 +11,16 @@ moves on.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pg
 import pytest
 from foreign_agents import ENV_CHECKPOINTS, catalog
 from starlette.testclient import TestClient
+from test_store import edit_row
 
 from agent.durable.runner import Runner
 from agent.durable.store import RunStatus, RunStore, open_store
@@ -31,10 +32,17 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 LOCAL = "http://127.0.0.1:8000"
 
 
+@pytest.fixture(params=pg.BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh store; LangGraph's checkpoints beside it (the same PostgreSQL database, or a SQLite file)."""
+    url = pg.url_for(request.param, tmp_path)
+    monkeypatch.setenv(ENV_CHECKPOINTS, url if url.startswith("postgresql://") else str(tmp_path / "lg.db"))
+    return url
+
+
 @pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunStore]:
-    monkeypatch.setenv(ENV_CHECKPOINTS, str(tmp_path / "lg.db"))
-    opened = open_store(str(tmp_path / "runs.db"))
+def store(store_url: str) -> Iterator[RunStore]:
+    opened = open_store(store_url)
     yield opened
     opened.close()
 
@@ -112,18 +120,18 @@ def test_a_refusal_is_forgotten_once_the_run_moves_on(store: RunStore, api: Test
 
 
 def test_more_budget_for_a_foreign_runs_limit_stop_is_refused_in_the_answer_not_after_a_202(
-    store: RunStore, api: TestClient, tmp_path: Path
+    store: RunStore, api: TestClient, store_url: str
 ) -> None:
     """A foreign run that asked once, was approved, then stopped at its framework's turn limit keeps
     the head it suspended with: the claim for more budget took it, the request got a 202, and the
     framework's refusal came in the background."""
     run_id = started(store, "oa-remover")
-    with sqlite3.connect(tmp_path / "runs.db") as db:  # approved, then stopped by MaxTurnsExceeded
-        db.execute(
-            "UPDATE endstate_runs SET status = 'finished', stop_reason = 'limit', stop_limit = 'turns', "
-            "question = NULL, pending = NULL, deadline = NULL, ended_at = updated_at WHERE run_id = ?",
-            (run_id,),
-        )
+    edit_row(  # approved, then stopped by MaxTurnsExceeded
+        store_url,
+        "UPDATE endstate_runs SET status = 'finished', stop_reason = 'limit', stop_limit = 'turns', "
+        "question = NULL, pending = NULL, deadline = NULL, ended_at = updated_at WHERE run_id = ?",
+        run_id,
+    )
     before = store.get(run_id)
     response = api.post(f"/runs/{run_id}/resume", headers=AUTH, json={"more_turns": 3})
     assert response.status_code == 400, response.text
