@@ -18,7 +18,10 @@ service listens beyond loopback, see `reads_need_token`):
 
 `segments` is the run's count as read (from `/pending` or `/runs/{id}`): given, the
 answer lands only on the question or call that was read, and is a 409 once the run
-has moved on (a retried request, a stale page), never an answer to the next one.
+has moved on (a retried request, a stale page), never an answer to the next one. An answer
+taken (202) that the run's agent then cannot resume with (another framework's saved state it
+cannot load) is given back: the run waits again and says why in `refused` (`/runs/{id}`,
+`/pending`, the inbox) until it moves on.
     GET  /metrics /healthz /readyz, the help inbox at /inbox and its review queue at /inbox/review
 
 Only requests whose `Host` is allowed are served (loopback names and the
