@@ -59,7 +59,7 @@ from agent.durable.store import (
     StoreError,
     UnknownRun,
 )
-from agent.durable.store.base import PrunedRunId, column_text
+from agent.durable.store.base import PrunedRunId, column_text, when
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
 from agent.journal import Journal, Stopped
@@ -260,6 +260,7 @@ class Runner:
         if current.status is RunStatus.WAITING:  # the question read, answered before its deadline
             check_answer(current, answer, approved)
             read = self._check_pending(current)
+            check_foreign_saved(read)
             waiting, segment = (RunStatus.WAITING,), current.segments
             record = self.store.claim(run_id, waiting, lease, now, answer, approved, segment, expired=False)
             if answer is not None:  # as written: the answer's text column keeps NUL and lone surrogates
@@ -322,8 +323,8 @@ class Runner:
             agent = self._agent(record.agent, record.state, record.run_id, record.task_type, saved=True)
             check_approved_tool(agent, record)
             snapshot = known if known is not None else self.store.snapshot(record.run_id)
-            if more is not None and isinstance(agent, Agent) and snapshot is not None:
-                agent.extended(snapshot, more)  # too little: refused now, not in the background
+            if more is not None and snapshot is not None:  # refused now, not in the background
+                check_extensible(agent, snapshot, more)
         except Exception as exc:
             if recovering:
                 self._end_unresumable(record, exc)
@@ -548,7 +549,7 @@ class Runner:
             if job.recovering:
                 await self._on_writer(self._end_unresumable, job.record, exc)
             else:
-                await self._on_writer(self._let_go, job.run_id, job.release_to)
+                await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
             raise
         except Exception as exc:  # the segment itself failed, past every catch of the loop or a
             # framework's observer (a bug): it ends as error, saying why, and resumable once fixed.
@@ -587,6 +588,9 @@ class Runner:
         async def guarded() -> RunResult | None:
             try:
                 return await self.drive(job, cancel)
+            except EndstateError as exc:  # refused as it began: given back, and the run says why
+                log.error("run %s: %s", job.run_id, exc)
+                return None
             except Exception:
                 log.exception("run %s failed in the runner", job.run_id)
                 return None
@@ -713,12 +717,13 @@ class Runner:
             self._held.add(record.run_id)
         return record
 
-    def _let_go(self, run_id: str, release_to: RunStatus | None) -> None:
-        """Stop holding a run: give it back as `release_to`, or let its lease lapse for recovery."""
+    def _let_go(self, run_id: str, release_to: RunStatus | None, refused: str | None = None) -> None:
+        """Stop holding a run: give it back as `release_to` (`refused`: why what it was claimed with
+        was not taken, kept on the run for the person who gave it), or let its lease lapse for recovery."""
         with self._held_lock:
             self._held.discard(run_id)
         if release_to is not None:
-            self.store.release(run_id, release_to, self.lease(), self.clock.time())
+            self.store.release(run_id, release_to, self.lease(), self.clock.time(), refused)
 
     def _cleanup(self, job: Job) -> None:
         entry = self.catalog.entries.get(job.record.agent)
@@ -983,6 +988,44 @@ def task_type_refused(agent: str, task_type: str, allowed: str, saved_run: str |
         f"run {saved_run} has task type {task_type!r}, which agent {agent!r} no longer runs (its catalog "
         f"entry's task types: {allowed}); the run keeps its place and its task type. Add {task_type!r} to "
         "the entry's task_types again and deploy, then answer or resume the run"
+    )
+
+
+def check_extensible(agent: Agent | ForeignAgent, snapshot: Snapshot, more: Extension) -> None:
+    """More budget fits: too little is refused, and so is any for another framework's run."""
+    if isinstance(agent, Agent):
+        agent.extended(snapshot, more)
+    else:
+        raise ConfigError(
+            f"run {snapshot.run_id} is a {agent.framework} run: it cannot be given more budget "
+            "(foreign runs take no --more-* budget); nothing was changed"
+        )
+
+
+def refusal(job: Job, exc: Exception) -> str | None:
+    """Why what a run was claimed with was not taken, as the run keeps it for the person who gave it
+    (None for a sweep's expiry, which no person asked for: the next sweep tries again)."""
+    record = job.record
+    if record.answer is None and record.approved is None and job.release_to is RunStatus.WAITING:
+        return None
+    what = "the answer" if record.answer is not None else "the resume"
+    if record.approved is not None:
+        what = "the approval" if record.approved else "the denial"
+    return f"{what} given at {when(record.answered_at or record.updated_at)} was not taken: {exc}"
+
+
+def check_foreign_saved(snap: Snapshot | None) -> None:
+    """Refuse, before any claim, an answer to another framework's run whose state could not be
+    saved when it suspended: no answer can resume it, and the person answering is told so now, not
+    after a 202 (the run still waits, and ends at its deadline under its help policy)."""
+    foreign = snap.foreign if snap is not None else None
+    if foreign is None or foreign.state is not None:
+        return
+    assert snap is not None
+    raise NotClaimable(
+        f"run {snap.run_id} cannot be resumed from the store: its {foreign.framework} state could not "
+        f"be saved when it suspended ({foreign.error}). Nothing was changed: no answer is taken, and it "
+        "ends at its deadline under its help policy. Make that state serializable for later runs"
     )
 
 

@@ -18,7 +18,10 @@ service listens beyond loopback, see `reads_need_token`):
 
 `segments` is the run's count as read (from `/pending` or `/runs/{id}`): given, the
 answer lands only on the question or call that was read, and is a 409 once the run
-has moved on (a retried request, a stale page), never an answer to the next one.
+has moved on (a retried request, a stale page), never an answer to the next one. An answer
+taken (202) that the run's agent then cannot resume with (another framework's saved state it
+cannot load) is given back: the run waits again and says why in `refused` (`/runs/{id}`,
+`/pending`, the inbox) until it moves on.
     GET  /metrics /healthz /readyz, the help inbox at /inbox and its review queue at /inbox/review
 
 Only requests whose `Host` is allowed are served (loopback names and the
@@ -438,4 +441,5 @@ def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
         "deadline": r.deadline,
         "expired": r.deadline is not None and r.deadline <= now,  # no answer is taken any more
         "waiting_seconds": round(waited_seconds(r, now), 3),
+        "refused": r.refused,  # why the last answer given was not taken (the run waits for another)
     }

@@ -38,8 +38,8 @@ PREVIEW_SECONDS = 5.0
 def waited_seconds(record: RunRecord, now: float) -> float:
     """How long the run has waited for a person: to now, or to its deadline once that has passed
     (the wait ended there, as the run's `waiting_seconds` will say once the sweep expires it)."""
-    end = now if record.deadline is None else min(now, record.deadline)
-    return 0.0 if record.suspended_at is None else max(0.0, end - record.suspended_at)
+    end, asked = now if record.deadline is None else min(now, record.deadline), record.asked_at
+    return 0.0 if asked is None else max(0.0, end - asked)
 
 
 @dataclass(frozen=True)

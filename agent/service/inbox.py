@@ -278,11 +278,18 @@ def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
   <span class="id">{e(r.run_id)}</span></header>
   <p class="task">{e(r.task)}</p>
   <p class="question">{e(r.question or "")}</p>
-  {_call(r, b.preview)}
+  {_refused(r)}{_call(r, b.preview)}
   {_before(r, b.steps)}{notice(b.unreadable, "journal-error")}
   <p class="times">{times}</p>
   {_expired(r, now) if b.expired else _forms(r, view) if signed_in else _SIGN_IN_TO_ANSWER}
 </article>"""
+
+
+def _refused(r: RunRecord) -> str:
+    """Why the last answer given was not taken, for the person who gave it (the run waits again)."""
+    if not r.refused:
+        return ""
+    return f'<p class="refused"><strong>Not taken:</strong> {html.escape(r.refused)}</p>\n  '
 
 
 def _call(r: RunRecord, preview: Preview | None) -> str:

@@ -54,7 +54,7 @@ LIST_COLUMNS = (
     "stop_limit, turns, input_tokens, output_tokens, cost_usd, cost_known, cache_read_tokens, "
     "cache_write_tokens, active_seconds, waiting_seconds, trace_id, "
     "note, summary, output, verified, error_type, segments, question, pending, deadline, suspended_at, "
-    "interrupted, owner, lease_until, answer, approved, answered_at"
+    "interrupted, owner, lease_until, answer, approved, answered_at, refused"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
 # The runs waiting for a person, with the status written out: the partial indexes of schema 10 hold
@@ -330,13 +330,16 @@ class SqlStore:
             )
         return record_of(rows[0])
 
-    def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None:
-        """Give a claimed run back as `status`; one that waits again forgets what it was claimed with."""
+    def release(
+        self, run_id: str, status: RunStatus, lease: Lease, now: float, refused: str | None = None
+    ) -> None:
+        """Give a claimed run back as `status`; one that waits again forgets what it was claimed with.
+        `refused` (why that answer was not taken) is kept on the run until it moves on."""
         forget = ", answer = NULL, approved = NULL, answered_at = NULL" if status is RunStatus.WAITING else ""
         self._count(
             f"UPDATE {TABLE} SET status = ?, owner = NULL, lease_until = NULL, updated_at = ?, "
-            f"segments = segments - 1{forget} WHERE run_id = ? AND owner = ?",
-            (status, now, run_id, lease.owner),
+            f"segments = segments - 1, refused = ?{forget} WHERE run_id = ? AND owner = ?",
+            (status, now, refused, run_id, lease.owner),
         )
 
     def heartbeat(self, lease: Lease, run_ids: Sequence[str] | None = None) -> int:
@@ -462,15 +465,32 @@ class SqlStore:
         return [(r["agent"], r["task_type"], int(r["n"])) for r in self._rows(sql, retry=True)]
 
     def pending_groups(self) -> list[tuple[str, str, int, float]]:
-        """(agent, task type, how many runs wait for a person, when the oldest of them asked: 0 when
-        none of them says), for the help gauges at every scrape: counted in SQL, from the waiting
-        runs' index alone."""
+        """(agent, task type, how many runs wait for a person, when the oldest of them asked), for the
+        help gauges at every scrape: counted in SQL, from the waiting runs' index alone. A run whose
+        asking time is unknown (a suspension that does not say) is taken to have asked when its row
+        last changed (stored waiting, or an answer given back): an age of at least that, never 0, so
+        its wait can still page. Only such runs' rows are read for it, and only when there are some."""
+        known = "CASE WHEN suspended_at > 0 THEN suspended_at END"
         sql = (
-            f"SELECT agent, task_type, COUNT(*) AS n, MIN(CASE WHEN suspended_at > 0 THEN suspended_at END) "
-            f"AS oldest FROM {TABLE} WHERE {WAITING} GROUP BY agent, task_type ORDER BY agent, task_type"
+            f"SELECT agent, task_type, COUNT(*) AS n, MIN({known}) AS oldest, COUNT(*) - COUNT({known}) "
+            f"AS untimed FROM {TABLE} WHERE {WAITING} GROUP BY agent, task_type ORDER BY agent, task_type"
         )
         rows = self._rows(sql, retry=True)
-        return [(r["agent"], r["task_type"], int(r["n"]), float(r["oldest"] or 0.0)) for r in rows]
+        since = self._untimed_since() if any(r["untimed"] for r in rows) else {}
+        groups = []
+        for r in rows:
+            times = [float(t) for t in (r["oldest"], since.get((r["agent"], r["task_type"]))) if t]
+            groups.append((r["agent"], r["task_type"], int(r["n"]), min(times, default=0.0)))
+        return groups
+
+    def _untimed_since(self) -> dict[tuple[str, str], float]:
+        """For each (agent, task type), when the oldest waiting run that does not say when it asked
+        was last changed."""
+        sql = (
+            f"SELECT agent, task_type, MIN(updated_at) AS since FROM {TABLE} WHERE {WAITING} "
+            "AND (suspended_at IS NULL OR suspended_at <= 0) GROUP BY agent, task_type"
+        )
+        return {(r["agent"], r["task_type"]): r["since"] for r in self._rows(sql, retry=True)}
 
     # -- reviews and retention ---------------------------------------------
 
@@ -689,7 +709,7 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
         **{"error_type": r.error_type, "question": w.question if w else None},
         **{"pending": dumps(w.pending.__dict__) if w and w.pending else None},
         **{"deadline": w.deadline if w else None, "suspended_at": w.suspended_at if w else None},
-        **{"interrupted": int(outcome.interrupted)},
+        **{"interrupted": int(outcome.interrupted), "refused": None},  # it moved on: a refusal is old news
         # a finished run keeps its last head and its journal (for review, replay and `--more-turns`)
         **({} if outcome.status is RunStatus.FINISHED else {"snapshot": outcome.head_json}),
     }
@@ -764,5 +784,5 @@ _PLAIN = [
     *("run_id", "agent", "task", "task_type", "started_at", "updated_at", "ended_at", "stop_limit", "turns"),
     *("active_seconds", "waiting_seconds", "trace_id", "note"),
     *("summary", "output", "error_type", "segments", "question", "deadline", "suspended_at", "owner"),
-    *("lease_until", "answer", "answered_at"),
+    *("lease_until", "answer", "answered_at", "refused"),
 ]

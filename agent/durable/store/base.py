@@ -120,7 +120,18 @@ class RunRecord(WithUsage):
     answer: str | None = None  # what the run was claimed with, for a worker that takes over
     approved: bool | None = None
     answered_at: float | None = None  # when that answer came
+    refused: str | None = None  # why the last answer given was not taken (None: none was, since it moved on)
     snapshot_json: str | None = field(default=None, repr=False)  # the head: the snapshot without its journal
+
+    @property
+    def asked_at(self) -> float | None:
+        """When a waiting run asked its person: its suspension's time, or when a suspension does not
+        say (0 or none: unknown), when its row last changed (stored waiting, or an answer given back),
+        so a wait is at least that long, never counted from the epoch (as `pending_groups` counts it).
+        None when it does not wait and never said."""
+        if self.suspended_at is not None and self.suspended_at > 0:
+            return self.suspended_at
+        return self.updated_at if self.status is RunStatus.WAITING else None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and flat (the usage's fields beside the rest; `cost_usd` null when unknown),
@@ -253,7 +264,12 @@ class RunStore(Protocol):
         unless `only_lapsed` is False (its worker's process is known to be gone); else `NotClaimable`."""
         ...
 
-    def release(self, run_id: str, status: RunStatus, lease: Lease, now: float) -> None: ...
+    def release(
+        self, run_id: str, status: RunStatus, lease: Lease, now: float, refused: str | None = None
+    ) -> None:
+        """Give a claimed run back as `status`; `refused` says why the answer it was claimed with
+        was not taken (kept on the run until it moves on)."""
+        ...
 
     def heartbeat(self, lease: Lease, run_ids: Sequence[str] | None = None) -> int:
         """Extend the lease of the running runs `lease.owner` holds (only `run_ids`, when given)."""
@@ -298,8 +314,8 @@ class RunStore(Protocol):
     def interrupted(self) -> list[RunRecord]: ...
 
     def pending_groups(self) -> list[tuple[str, str, int, float]]:
-        """(agent, task type, how many wait for a person, the oldest one's `suspended_at`: 0 when
-        unknown): a `telemetry.PendingSource` of groups."""
+        """(agent, task type, how many wait for a person, the oldest one's `suspended_at`, or for a
+        run that does not say, when its row last changed): a `telemetry.PendingSource` of groups."""
         ...
 
     def add_review(self, run_id: str, label: str, note: str, now: float, by: str = "") -> Review:
