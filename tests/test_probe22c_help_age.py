@@ -65,3 +65,25 @@ def test_pending_and_the_inbox_give_such_a_run_the_age_of_its_row_not_the_epochs
             assert 'class="waited">2.0 h<' in api.get("/inbox").text
     finally:
         store.close()
+
+
+def test_endstate_pending_gives_such_a_run_the_age_of_its_row_and_says_a_refused_answer(
+    tmp_path: Path, make_agent: Any, capsys: Any
+) -> None:
+    """`endstate pending` said "waiting 0s" for it (its asking time taken as now), and did not show
+    why the last answer given was not taken, which the service and the inbox show."""
+    from agent.cli.main import main
+    from agent.durable.store import RunStatus
+
+    path = str(tmp_path / "runs.db")
+    store = open_store(path)
+    now = time.time()
+    stored_waiting(store, suspended(make_agent), "untimed", "alone", 0.0, now - 7200)
+    claimed = store.claim("untimed", (RunStatus.WAITING,), lease(), now, "a.py", None, 1, expired=False)
+    store.release(claimed.run_id, RunStatus.WAITING, lease(), now - 7200, "the answer was not taken: X")
+    store.close()
+
+    assert main(["pending", "--store", path]) == 0
+    out = capsys.readouterr().out
+    assert "waiting 2.0h;" in out, out
+    assert "! the answer was not taken: X" in out

@@ -385,7 +385,7 @@ def dollars(cost: float | None) -> str:
 def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None) -> str:
     """A waiting run: who asks what, for how long, and the command that answers it (with the options
     `on` that reach the same runs: `store_on`, `temporal_on`); past its deadline, `late` (what ends it)."""
-    waited = _span(now - (r.suspended_at or now))
+    waited = _span(now - (r.asked_at or now))
     left = (r.deadline or now) - now
     due = f"deadline in {_span(left)}" if left > 0 else f"deadline passed {_span(-left)} ago"
     due += f" ({local_time(r.deadline or now)})"
@@ -393,6 +393,8 @@ def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None
         f"{r.run_id}  {r.agent} ({r.task_type}), waiting {waited}; {due}",
         f"    {one_line(r.question or '')}",
     ]
+    if r.refused:  # the last answer given was not taken: its giver reads why here
+        lines.append(f"    ! {one_line(r.refused)}")
     if left <= 0:
         late = late or f"too late to answer: `endstate recover{on}` ends it under its help policy"
         lines.append(f"    -> {late}")
