@@ -39,7 +39,8 @@ How runs end (either way):
 | `interrupt()`, or a stop at a breakpoint, in a    | `error` (nothing can resume it)       |
 | graph with no checkpointer                        |                                       |
 | a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
-| `GraphRecursionError` (`recursion_limit`)         | `limit`/`turns`                       |
+| `GraphRecursionError` (`recursion_limit`), or the | `limit`/`turns`                       |
+| prebuilt agent's "Sorry, need more steps" end     |                                       |
 | a final reply the model API refused               | `gave_up`, cause `refusal`            |
 | the task cancelled                                | `cancelled`                           |
 | any other exception                               | `error`, with its type                |
@@ -547,7 +548,32 @@ def _ended(
     if _refused(output):
         note = "The model API refused: the graph ended on its refusal."
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=output)
+    if _out_of_steps(output):
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=OUT_OF_STEPS_NOTE, raw=output)
     return recorder.succeed(output, text=_final_text(output), raw=output)
+
+
+# What LangGraph's prebuilt agent (`create_react_agent`) writes in place of the model's reply when
+# its `remaining_steps` are too few to run the tools the reply asks for: it ends the graph without
+# the `GraphRecursionError` the same recursion limit raises in any other graph.
+OUT_OF_STEPS = "Sorry, need more steps to process this request."
+OUT_OF_STEPS_NOTE = (
+    "The graph ran out of steps (its recursion_limit): LangGraph's prebuilt agent ended it with "
+    f"{OUT_OF_STEPS!r} in place of the reply's tool calls"
+)
+
+
+def _out_of_steps(output: Any) -> bool:
+    """Whether the graph ended on the prebuilt agent's out-of-steps message: that text, written by
+    LangGraph (no tool calls, no usage: no model wrote it), as the last message."""
+    messages = output.get("messages") if isinstance(output, Mapping) else None
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    return (
+        isinstance(last, AIMessage)
+        and last.content == OUT_OF_STEPS
+        and not last.tool_calls
+        and not last.usage_metadata
+    )
 
 
 def _has_checkpointer(graph: Any, config: Mapping[str, Any]) -> bool:
