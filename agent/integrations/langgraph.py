@@ -85,6 +85,7 @@ from agent.integrations._observe import (
     Recorder,
     Usage,
     _check_options,
+    _Cut,
     need,
     reading_state,
     resumed_run,
@@ -125,7 +126,9 @@ class _Reader:
     tool nodes are known from the graph (`ToolNode`) or from their first
     writes; a node is known to call the model once it has written a reply, so
     the first reply of each model node in a process is timed at its task's end,
-    as are the calls of a node that does both (a subgraph) or replies only sometimes.
+    as are the calls of a node that does both (a subgraph) or replies only sometimes. A model
+    node's task that starts while another's call is open (parallel branches, `Send`) is timed at
+    its end, reported once no call is open: an Endstate turn holds one model call at a time.
     """
 
     def __init__(self, recorder: Recorder, graph: Any, prices: PriceTable | None = None) -> None:
@@ -133,6 +136,7 @@ class _Reader:
         self.nodes: Mapping[str, Any] = getattr(graph, "nodes", None) or {}
         self._kinds: dict[str, str] = {}  # node name -> TOOLS, MODEL or OTHER, for this run
         self._model_task: str | None = None  # the task whose model call is open
+        self._waiting: list[tuple[str, AIMessage]] = []  # replies of tasks that ran beside the open call
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}  # open tool calls by id
         self._task_tools: dict[str, list[str]] = {}  # a tool task's open call ids
         self.interrupts: list[Interrupt] = []  # what the run's tasks wait for, as `ainvoke` gives them
@@ -158,7 +162,7 @@ class _Reader:
 
     def task_started(self, task: Mapping[str, Any]) -> None:
         kind = self._kind(task["name"])
-        if kind == MODEL:
+        if kind == MODEL and self._model_task is None:  # one open at a time: others timed at their end
             self.recorder.model_started()
             self._model_task = task["id"]
         elif kind == TOOLS:
@@ -179,7 +183,7 @@ class _Reader:
             if not isinstance(message, AIMessage | ToolMessage) or not self._new(message):
                 continue
             if isinstance(message, AIMessage):
-                self._replied(task["name"], message)
+                self._replied(task["name"], message, task_id)
             elif self.recorder.watched:
                 self._tool_result(task["name"], message)
         if task["interrupts"] and not inner:
@@ -191,13 +195,17 @@ class _Reader:
             else:  # a node that calls the model only sometimes: its start no longer opens a call
                 self._learn(task["name"], MIXED)
                 self.recorder.model_ended(Usage(), stop_reason="no_reply")
+        self._release()
         for call_id in self._task_tools.pop(task_id, ()):
             if call_id in self._tools and error is not None:  # the node raised (an interrupt() is no error)
                 name, arguments = self._tools.pop(call_id)
                 self.recorder.tool_ended(call_id, name, str(error), type(error).__name__, arguments)
 
-    def _replied(self, node: str, message: AIMessage) -> None:
+    def _replied(self, node: str, message: AIMessage, task_id: str = "") -> None:
         recorder = self.recorder
+        if self._model_task not in (None, task_id):  # another task's call is open: this one waits
+            self._waiting.append((node, message))
+            return
         if self._model_task is None:  # no call open: the node's first reply in this process
             recorder.model_started()
             if recorder.watched:
@@ -214,6 +222,19 @@ class _Reader:
             model=str(message.response_metadata.get("model_name") or ""),
             response_id=message.id or "",
         )
+
+    def _release(self) -> None:
+        """The replies that waited for the open call, each timed at its end, once none is open."""
+        while self._waiting and self._model_task is None:
+            self._replied(*self._waiting.pop(0))
+
+    def flush(self) -> None:
+        """The run stopped: a call still open is cut (as the recorder cuts it), and the replies that
+        waited for it are counted."""
+        if self._waiting and self._model_task is not None:
+            self._model_task = None
+            self.recorder.model_ended(Usage(), error=_Cut())
+        self._release()
 
     def _tool_result(self, node: str, message: ToolMessage) -> None:
         call_id = str(message.tool_call_id)
@@ -674,10 +695,13 @@ class _Stream:
         modes = [*MODES, *(m for m in extra if m not in MODES)]
         stream = self.graph.astream(input, config, stream_mode=modes, subgraphs=self._inner, **invoke_kwargs)
         async with contextlib.aclosing(stream):
-            async for chunk in stream:
-                namespace, mode, payload = chunk if self._inner else ((), *chunk)
-                self._read(namespace, mode, payload)
-                yield namespace, mode, payload
+            try:
+                async for chunk in stream:
+                    namespace, mode, payload = chunk if self._inner else ((), *chunk)
+                    self._read(namespace, mode, payload)
+                    yield namespace, mode, payload
+            finally:  # the replies still waiting for an open call count, however the run ends
+                self.reader.flush()
 
     def _read(self, namespace: tuple[str, ...], mode: str, payload: Any) -> None:
         if mode == "values":
