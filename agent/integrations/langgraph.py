@@ -95,10 +95,13 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
+    NO_MODEL,
+    call_model,
     content_text,
     drive,
     first_seen,
     messages_in,
+    reply_model,
     reply_usage,
 )
 from agent.journal import Suspended
@@ -215,12 +218,14 @@ class _Reader:
         if not recorder.watched:  # only the run's totals and last text are wanted
             recorder.model_ended(tokens, text=content_text(message.content))
             return
+        model = reply_model(message)
         recorder.model_ended(
             tokens,
             text=content_text(message.content),
             stop_reason="tool_use" if message.tool_calls else "end_turn",
-            model=str(message.response_metadata.get("model_name") or ""),
+            model=model,
             response_id=message.id or "",
+            call_model=call_model(recorder, model),
         )
 
     def _release(self) -> None:
@@ -474,7 +479,7 @@ def _recorder(graph: Any, input: Any, config: dict[str, Any], **options: Any) ->
         options.get("hooks"),
         agent=options.get("agent_name") or str(getattr(graph, "name", None) or "langgraph"),
         task_type=options.get("task_type", "default"),
-        model=str(config.get("metadata", {}).get("ls_model_name", "") or "langgraph"),
+        model=str(config.get("metadata", {}).get("ls_model_name", "") or NO_MODEL),
         provider=PROVIDER,
         task=_task(input),
         tools=options.get("tools") or _graph_tools(graph),

@@ -1,0 +1,150 @@
+"""Foreign runs' tokens under the model that made them, as the dashboards' model panels read them
+(probe22b).
+
+The token metric (`gen_ai_client_token_usage{gen_ai_request_model}`, the "tokens by model" panel,
+the only view of spend for frameworks Endstate cannot price) took every call of a foreign run under
+the run's model: an OpenAI Agents SDK triage agent on a small model that hands off to a specialist
+on a large one had the specialist's tokens shown as the small model's; every LangGraph run's tokens
+were under "langgraph", whatever models its nodes called; an SDK agent given no model was labelled
+"default", not the model the SDK calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from agents import Agent as OAAgent
+from agents import ModelProvider, RunConfig, set_tracing_disabled
+from agents.models import get_default_model
+from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
+from agents.usage import Usage as OAUsage
+from integrations_support import Rig, rigged, usage
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from agent.integrations import langgraph as endstate_lg
+from agent.integrations import openai_agents as endstate_oa
+from agent.result import RunResult, StopReason
+from telemetry import names as n
+
+set_tracing_disabled(True)  # the SDK would export its own traces to OpenAI
+
+
+def tokens(rig: Rig, provider: str, model: str, kind: str = "input") -> float:
+    labels = {"gen_ai_operation_name": "chat", "gen_ai_provider_name": provider}
+    labels |= {"gen_ai_request_model": model, "gen_ai_token_type": kind}
+    return rig.value("gen_ai_client_token_usage_sum", **labels)
+
+
+def response_models(rig: Rig) -> list[Any]:
+    spans = sorted((s for s in rig.spans() if s.name.startswith("chat ")), key=lambda s: s.start_time or 0)
+    return [(s.attributes or {}).get(n.GEN_AI_RESPONSE_MODEL) for s in spans]
+
+
+# -- OpenAI Agents SDK: a handoff to an agent on another model ----------------------------------
+
+
+class Named(ModelProvider):
+    """The models the agents name, as the SDK's provider resolves them: here scripted."""
+
+    def __init__(self) -> None:
+        handoff = function_call("transfer_to_specialist", {}, call_id="h1")
+        big = OAUsage(requests=1, input_tokens=1000, output_tokens=400, total_tokens=1400)
+        self.models = {
+            "gpt-4.1-mini": ScriptedModel([ModelStep(output=[handoff], usage=oa_usage())]),
+            "gpt-4.1": ScriptedModel([ModelStep(output=[assistant_message("refunded")], usage=big)]),
+        }
+
+    def get_model(self, model_name: str | None) -> Any:
+        return self.models[str(model_name)]
+
+
+def oa_usage() -> OAUsage:
+    return OAUsage(requests=1, input_tokens=10, output_tokens=4, total_tokens=14)
+
+
+def triage() -> OAAgent[Any]:
+    specialist = OAAgent(name="specialist", model="gpt-4.1")
+    return OAAgent(name="triage", model="gpt-4.1-mini", handoffs=[specialist])
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_an_agent_handed_off_to_has_its_tokens_under_its_own_model(streamed: bool) -> None:
+    async def read(rig: Rig) -> RunResult:
+        stream = endstate_oa.run_streamed(triage(), "refund", hooks=rig.hooks, run_config=config)
+        assert [event async for event in stream.stream_events()]
+        assert stream.result is not None
+        return stream.result
+
+    config = RunConfig(model_provider=Named())
+    with rigged() as rig:
+        if streamed:
+            result = asyncio.run(read(rig))
+        else:
+            result = endstate_oa.run(triage(), "refund", hooks=rig.hooks, run_config=config)
+        assert (result.reason, result.turns, result.input_tokens) == (StopReason.SUCCESS, 2, 1010)
+        assert (tokens(rig, "openai", "gpt-4.1-mini"), tokens(rig, "openai", "gpt-4.1")) == (10, 1000)
+        assert tokens(rig, "openai", "gpt-4.1", "output") == 400
+        assert response_models(rig) == [None, "gpt-4.1"]  # the run's own model's call: as before
+
+
+def test_an_agent_given_no_model_is_labelled_by_the_model_the_sdk_calls(monkeypatch: Any) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the SDK's client fails before any request
+    with rigged() as rig:
+        result = endstate_oa.run(OAAgent(name="plain"), "hi", hooks=rig.hooks)
+        assert result.reason is StopReason.ERROR
+        (span,) = rig.run_spans()
+        assert (span.attributes or {})[n.GEN_AI_REQUEST_MODEL] == get_default_model() != "default"
+
+
+# -- LangGraph: the models a graph's nodes call -------------------------------------------------
+
+
+def two_models() -> Any:
+    """A cheap model drafts, a large one reviews: each reply names its model, as LangChain's do."""
+
+    def reply(text: str, model: str, input_tokens: int) -> AIMessage:
+        meta = {"model_name": model}
+        return AIMessage(text, usage_metadata=usage(input_tokens, 2), response_metadata=meta)
+
+    draft = GenericFakeChatModel(messages=iter([reply("draft", "claude-haiku-4-5-20251001", 100)]))
+    review = GenericFakeChatModel(messages=iter([reply("reviewed", "claude-opus-4-1", 2000)]))
+
+    async def drafter(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await draft.ainvoke(state["messages"])]}
+
+    async def reviewer(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await review.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("drafter", drafter)
+    graph.add_node("reviewer", reviewer)
+    graph.add_edge(START, "drafter")
+    graph.add_edge("drafter", "reviewer")
+    graph.add_edge("reviewer", END)
+    return graph.compile(name="writer")
+
+
+INPUT = {"messages": [("user", "write it")]}
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_graphs_calls_have_their_tokens_under_the_models_their_replies_name(exact: bool) -> None:
+    with rigged() as rig:
+        result = endstate_lg.run(two_models(), INPUT, hooks=rig.hooks, exact_counts=exact)
+        assert (result.reason, result.turns, result.input_tokens) == (StopReason.SUCCESS, 2, 2100)
+        assert tokens(rig, "langchain", "claude-haiku-4-5-20251001") == 100
+        assert tokens(rig, "langchain", "claude-opus-4-1") == 2000
+        assert tokens(rig, "langchain", "langgraph") == 0
+
+
+def test_a_graph_run_naming_its_model_keeps_its_calls_under_that_model() -> None:
+    """`ls_model_name` in the config's metadata names the run's model: its calls stay under it (a
+    dated reply of that model is no model of its own)."""
+    config = {"metadata": {"ls_model_name": "claude-haiku-4-5"}}
+    with rigged() as rig:
+        endstate_lg.run(two_models(), INPUT, config, hooks=rig.hooks)
+        assert tokens(rig, "langchain", "claude-haiku-4-5") == 2100
