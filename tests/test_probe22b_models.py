@@ -5,8 +5,9 @@ The token metric (`gen_ai_client_token_usage{gen_ai_request_model}`, the "tokens
 the only view of spend for frameworks Endstate cannot price) took every call of a foreign run under
 the run's model: an OpenAI Agents SDK triage agent on a small model that hands off to a specialist
 on a large one had the specialist's tokens shown as the small model's; every LangGraph run's tokens
-were under "langgraph", whatever models its nodes called; an SDK agent given no model was labelled
-"default", not the model the SDK calls.
+were under "langgraph", whatever models its nodes called, and a Claude Agent SDK run on the CLI's
+default model under "claude"; an SDK agent given no model was labelled "default", not the model the
+SDK calls.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from agents import ModelProvider, RunConfig, set_tracing_disabled
 from agents.models import get_default_model
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import Usage as OAUsage
-from integrations_support import Rig, rigged, usage
+from claude_agent_sdk import ClaudeAgentOptions
+from integrations_support import FakeCLI, Rig, assistant, result, rigged, usage
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
+from agent.integrations import claude_agent_sdk as endstate_claude
 from agent.integrations import langgraph as endstate_lg
 from agent.integrations import openai_agents as endstate_oa
 from agent.result import RunResult, StopReason
@@ -148,3 +151,19 @@ def test_a_graph_run_naming_its_model_keeps_its_calls_under_that_model() -> None
     with rigged() as rig:
         endstate_lg.run(two_models(), INPUT, config, hooks=rig.hooks)
         assert tokens(rig, "langchain", "claude-haiku-4-5") == 2100
+
+
+# -- Claude Agent SDK: the CLI's default model ----------------------------------------------------
+
+
+def test_a_claude_run_on_the_clis_default_model_has_its_calls_under_the_model_each_names() -> None:
+    lines = [assistant("m1", {"type": "text", "text": "done"}), result(result="done")]
+    with rigged() as rig:
+        res = endstate_claude.run("hi", transport=FakeCLI(lines), hooks=rig.hooks)
+        assert res.reason is StopReason.SUCCESS
+        assert tokens(rig, "anthropic", "claude-test") == 10  # the model the CLI's message names
+        assert tokens(rig, "anthropic", "claude") == 0
+    with rigged() as rig:  # a run given its model keeps its calls under it
+        options = ClaudeAgentOptions(model="claude-sonnet-4-5")
+        endstate_claude.run("hi", options=options, transport=FakeCLI(lines), hooks=rig.hooks)
+        assert tokens(rig, "anthropic", "claude-sonnet-4-5") == 10
