@@ -167,3 +167,17 @@ def test_a_claude_run_on_the_clis_default_model_has_its_calls_under_the_model_ea
         options = ClaudeAgentOptions(model="claude-sonnet-4-5")
         endstate_claude.run("hi", options=options, transport=FakeCLI(lines), hooks=rig.hooks)
         assert tokens(rig, "anthropic", "claude-sonnet-4-5") == 10
+
+
+def test_a_run_config_given_as_a_dict_names_the_runs_model_as_a_run_config_does() -> None:
+    """The SDK takes `run_config` as a dict too: its `model` is every agent's, as a `RunConfig`'s is."""
+    provider = Named()
+    with rigged() as rig:
+        config = {"model": "gpt-4.1", "model_provider": provider}
+        result = endstate_oa.run(
+            OAAgent(name="solo", model="gpt-4.1-mini"), "hi", hooks=rig.hooks, run_config=config
+        )
+        assert (result.reason, result.output) == (StopReason.SUCCESS, "refunded")  # gpt-4.1 answered
+        (span,) = rig.run_spans()
+        assert (span.attributes or {})[n.GEN_AI_REQUEST_MODEL] == "gpt-4.1"
+        assert (tokens(rig, "openai", "gpt-4.1"), tokens(rig, "openai", "gpt-4.1-mini")) == (1000, 0)

@@ -655,15 +655,20 @@ def _model_name(agent: OAAgent[Any], run_config: Any) -> str:
     """The model `agent` calls in a run of `run_config`: the run's, else the agent's, else the SDK's
     default (`get_default_model()`, as its own provider resolves an agent given none; "default"
     under a provider of the caller's, which resolves it as it likes)."""
-    model = getattr(run_config, "model", None) or agent.model
+    model = _configured(run_config, "model") or agent.model
     if model is None or isinstance(model, str):
         return model or _default_model(run_config)
     return str(getattr(model, "model", None) or type(model).__name__)
 
 
 def _default_model(run_config: Any) -> str:
-    provider = getattr(run_config, "model_provider", None)
+    provider = _configured(run_config, "model_provider")
     return get_default_model() if provider is None or isinstance(provider, MultiProvider) else "default"
+
+
+def _configured(run_config: Any, name: str) -> Any:
+    """A setting of the run's `RunConfig`, or of the dict the SDK takes in its place."""
+    return run_config.get(name) if isinstance(run_config, Mapping) else getattr(run_config, name, None)
 
 
 def _max_turns_of(input: Any) -> Any:
