@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from agents import Agent as OAAgent
-from agents import ModelProvider, RunConfig, set_tracing_disabled
+from agents import ModelProvider, RunConfig, function_tool, handoff, set_tracing_disabled
 from agents.models import get_default_model
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import Usage as OAUsage
@@ -181,3 +181,36 @@ def test_a_run_config_given_as_a_dict_names_the_runs_model_as_a_run_config_does(
         (span,) = rig.run_spans()
         assert (span.attributes or {})[n.GEN_AI_REQUEST_MODEL] == "gpt-4.1"
         assert (tokens(rig, "openai", "gpt-4.1"), tokens(rig, "openai", "gpt-4.1-mini")) == (1000, 0)
+
+
+# -- OpenAI Agents SDK: the tools of an agent handed off to through `handoff(...)` --------------
+
+
+@function_tool
+def refund(order: str) -> str:
+    """Refund an order."""
+    return f"refunded {order}"
+
+
+def test_the_tools_of_an_agent_handed_off_to_through_handoff_are_labelled_by_name() -> None:
+    """README: calls are labelled by name for "its handoff targets'" tools; a target given as a
+    `Handoff` (`handoff(agent, tool_name_override=...)`, for a custom name or input filter) had its
+    tools' calls counted as `other`, out of the failed-calls-by-tool panel's reach."""
+    steps = [[function_call("refund", {"order": "1"}, call_id="r1")], [assistant_message("done")]]
+    billing = OAAgent(
+        name="billing",
+        tools=[refund],
+        model=ScriptedModel([ModelStep(output=s, usage=oa_usage()) for s in steps]),
+    )
+    to_billing = [ModelStep(output=[function_call("to_billing", {}, call_id="h1")], usage=oa_usage())]
+    front = OAAgent(
+        name="front",
+        handoffs=[handoff(billing, tool_name_override="to_billing")],
+        model=ScriptedModel(to_billing),
+    )
+    with rigged() as rig:
+        assert endstate_oa.run(front, "refund order 1", hooks=rig.hooks).reason is StopReason.SUCCESS
+        calls = {"agent": "front", "task_type": "default", "outcome": "ok"}
+        assert rig.value("agent_tool_calls_total", tool="refund", **calls) == 1
+        assert rig.value("agent_tool_calls_total", tool="to_billing", **calls) == 1
+        assert rig.value("agent_tool_calls_total", tool="other", **calls) == 0

@@ -594,8 +594,17 @@ def _tool_names(agent: OAAgent[Any]) -> list[str]:
             continue
         seen.add(id(current))
         names += [t for t in (*(t.name for t in current.tools), *_handoff_names(current)) if t not in names]
-        waiting += [h for h in current.handoffs if isinstance(h, OAAgent)]
+        waiting += [a for a in map(_handoff_target, current.handoffs) if isinstance(a, OAAgent)]
     return names
+
+
+def _handoff_target(handoff: Any) -> Any:
+    """The agent a handoff goes to: given as an agent, or in a `Handoff` (`handoff(agent, ...)`),
+    which keeps it by weak reference (None: the SDK keeps it no longer, or elsewhere)."""
+    if isinstance(handoff, OAAgent):
+        return handoff
+    ref = getattr(handoff, "_agent_ref", None)
+    return ref() if callable(ref) else None
 
 
 def _handoff_names(agent: Any) -> list[str]:
