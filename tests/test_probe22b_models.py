@@ -13,6 +13,7 @@ SDK calls.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,7 +34,13 @@ from agent.integrations import openai_agents as endstate_oa
 from agent.result import RunResult, StopReason
 from telemetry import names as n
 
-set_tracing_disabled(True)  # the SDK would export its own traces to OpenAI
+
+@pytest.fixture(autouse=True)
+def no_openai_trace_export() -> Iterator[None]:
+    """The Agents SDK would export its own traces to OpenAI: nothing leaves this machine."""
+    set_tracing_disabled(True)
+    yield
+    set_tracing_disabled(False)
 
 
 def tokens(rig: Rig, provider: str, model: str, kind: str = "input") -> float:
