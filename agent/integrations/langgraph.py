@@ -905,11 +905,37 @@ def _calls_in(task_input: Any) -> list[Mapping[str, Any]]:
     return list(getattr(last, "tool_calls", None) or []) if isinstance(last, AIMessage) else []
 
 
-def _graph_tools(graph: Any) -> list[str]:
-    """The tools of the graph's `ToolNode`s: their calls are labelled by name in the metrics."""
-    nodes: Mapping[str, Any] = getattr(graph, "nodes", None) or {}
-    found = (getattr(node, "bound", None) for node in nodes.values())
-    return [name for bound in found if isinstance(bound, ToolNode) for name in bound.tools_by_name]
+def _graph_tools(graph: Any) -> tuple[str, ...]:
+    """The tools of the `ToolNode`s of the graph and of its subgraphs (an agent of its own as a
+    node, say), as LangGraph finds them: their calls are labelled by name in the metrics. Read once
+    per graph (a graph is compiled once and run many times)."""
+    try:
+        return _TOOLS[graph]
+    except (KeyError, TypeError):
+        pass
+    names: dict[str, None] = {}
+    for each in (graph, *_subgraphs(graph)):
+        nodes: Mapping[str, Any] = getattr(each, "nodes", None) or {}
+        found = (getattr(node, "bound", None) for node in nodes.values())
+        names.update(
+            (name, None) for bound in found if isinstance(bound, ToolNode) for name in bound.tools_by_name
+        )
+    tools = tuple(names)
+    with contextlib.suppress(TypeError):  # a graph that cannot be weakly referenced is read each run
+        _TOOLS[graph] = tools
+    return tools
+
+
+def _subgraphs(graph: Any) -> list[Any]:
+    """The graph's subgraphs at any depth, as LangGraph finds them (none when it cannot look in)."""
+    found = getattr(graph, "get_subgraphs", None)
+    try:
+        return [sub for _, sub in found(recurse=True)] if callable(found) else []
+    except Exception:
+        return []
+
+
+_TOOLS: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
 
 def _final_text(output: Any) -> str:
