@@ -132,7 +132,7 @@ def ctrl_c_as_python_has_it() -> Iterator[None]:
 @pytest.mark.usefixtures("ctrl_c_as_python_has_it")
 @pytest.mark.parametrize("framework", [pydantic_ai, openai_agents, langgraph])
 def test_ctrl_c_during_a_sync_run_ends_it_cancelled(rig: Rig, framework: Callable[..., Any]) -> None:
-    """The sync entry points run the framework in `asyncio.run`, which turns Ctrl-C (SIGINT) into
+    """The sync entry points run the framework in an `asyncio.Runner`, which turns Ctrl-C (SIGINT) into
     the cancellation of the run: `cancelled`, as the table says, the tool cut off."""
 
     async def slow(path: str) -> str:

@@ -27,7 +27,7 @@ from agent.context import RunContext
 from agent.errors import ConfigError, EndstateError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answered, Suspended
-from agent.models.base import ModelReply, ModelRequest, StopKind, ToolCall
+from agent.models.base import BILLED_BY_MODEL, ModelReply, ModelRequest, StopKind, ToolCall
 from agent.policies import MAX_WAIT_SECONDS
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
@@ -217,11 +217,15 @@ class Recorder:
         response_id: str = "",
         error: BaseException | None = None,
         stop: StopKind | None = None,
+        call_model: str = "",
     ) -> None:
         """A model call ended: its usage counts towards the run (a reply the framework did not
         price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen. `stop` is
         why it ended (`StopKind`), given by a framework whose `stop_reason` is not in the Messages
-        API's words; else it is read from `stop_reason` in those words."""
+        API's words; else it is read from `stop_reason` in those words. `call_model` is the model
+        of this call where the run's own does not name it (an agent handed off to, a graph's
+        models): its tokens are counted under that model, as a reply's parts served by another
+        model are (`billed_by_model`)."""
         if self.result is not None:
             return
         self._model_open = False
@@ -240,18 +244,33 @@ class Recorder:
         reply = None
         if error is None:
             content = [{"type": "text", "text": text}] if text else []
+            served = self._served_by(call_model, usage)
             reply = ModelReply(
                 content,
                 usage.input_tokens,
                 usage.output_tokens,
                 stop_reason,
-                model,
+                model or (call_model if served else ""),  # the span says which model it was
                 response_id,
                 cache_read_input_tokens=usage.cache_read_tokens,
                 cache_creation_input_tokens=usage.cache_write_tokens,
                 stop=kind,
+                extra=served,
             )
         self.observer.model_ended(reply, error)
+
+    def _served_by(self, call_model: str, usage: Usage) -> dict[str, Any]:
+        """A reply's `extra` counting its tokens under `call_model` when that is not the run's model."""
+        if not call_model or call_model == self.info.model:
+            return {}
+        part = {
+            "model": call_model,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_input_tokens": usage.cache_read_tokens,
+            "cache_creation_input_tokens": usage.cache_write_tokens,
+        }
+        return {BILLED_BY_MODEL: [part]}
 
     def tool_started(self, call_id: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
         self._turn_tools = True

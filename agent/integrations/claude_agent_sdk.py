@@ -59,6 +59,7 @@ from agent.verify import Verifier
 PROVIDER = "anthropic"
 RESUME: Any = object()  # the prompt of a resumed session: none, the deferred call goes first
 LIMITS = {"error_max_turns": LimitKind.TURNS, "error_max_budget_usd": LimitKind.COST}
+DEFAULT_MODEL = "claude"  # the run's model label with no `options.model`: its calls count under their own
 
 
 class MessageReader:
@@ -97,6 +98,7 @@ class MessageReader:
                 stop_reason=message.stop_reason or "end_turn",
                 model=message.model,
                 response_id=message.message_id or "",
+                call_model=message.model if self.recorder.info.model == DEFAULT_MODEL else "",
             )
         for block in message.content:
             if isinstance(block, ToolUseBlock):
@@ -142,7 +144,7 @@ async def arun(
         hooks,
         agent=agent_name or "claude_agent",  # None or "": the default name
         task_type=task_type,
-        model=options.model or "claude",
+        model=options.model or DEFAULT_MODEL,
         provider=PROVIDER,
         task=prompt if isinstance(prompt, str) else "",
         tools=list(options.allowed_tools or ()),

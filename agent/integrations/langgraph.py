@@ -39,7 +39,8 @@ How runs end (either way):
 | `interrupt()`, or a stop at a breakpoint, in a    | `error` (nothing can resume it)       |
 | graph with no checkpointer                        |                                       |
 | a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
-| `GraphRecursionError` (`recursion_limit`)         | `limit`/`turns`                       |
+| `GraphRecursionError` (`recursion_limit`), or the | `limit`/`turns`                       |
+| prebuilt agent's "Sorry, need more steps" end     |                                       |
 | a final reply the model API refused               | `gave_up`, cause `refusal`            |
 | the task cancelled                                | `cancelled`                           |
 | any other exception                               | `error`, with its type                |
@@ -84,6 +85,7 @@ from agent.integrations._observe import (
     Recorder,
     Usage,
     _check_options,
+    _Cut,
     need,
     reading_state,
     resumed_run,
@@ -93,10 +95,13 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
+    NO_MODEL,
+    call_model,
     content_text,
     drive,
     first_seen,
     messages_in,
+    reply_model,
     reply_usage,
 )
 from agent.journal import Suspended
@@ -124,7 +129,9 @@ class _Reader:
     tool nodes are known from the graph (`ToolNode`) or from their first
     writes; a node is known to call the model once it has written a reply, so
     the first reply of each model node in a process is timed at its task's end,
-    as are the calls of a node that does both (a subgraph) or replies only sometimes.
+    as are the calls of a node that does both (a subgraph) or replies only sometimes. A model
+    node's task that starts while another's call is open (parallel branches, `Send`) is timed at
+    its end, reported once no call is open: an Endstate turn holds one model call at a time.
     """
 
     def __init__(self, recorder: Recorder, graph: Any, prices: PriceTable | None = None) -> None:
@@ -132,6 +139,7 @@ class _Reader:
         self.nodes: Mapping[str, Any] = getattr(graph, "nodes", None) or {}
         self._kinds: dict[str, str] = {}  # node name -> TOOLS, MODEL or OTHER, for this run
         self._model_task: str | None = None  # the task whose model call is open
+        self._waiting: list[tuple[str, AIMessage]] = []  # replies of tasks that ran beside the open call
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}  # open tool calls by id
         self._task_tools: dict[str, list[str]] = {}  # a tool task's open call ids
         self.interrupts: list[Interrupt] = []  # what the run's tasks wait for, as `ainvoke` gives them
@@ -157,7 +165,7 @@ class _Reader:
 
     def task_started(self, task: Mapping[str, Any]) -> None:
         kind = self._kind(task["name"])
-        if kind == MODEL:
+        if kind == MODEL and self._model_task is None:  # one open at a time: others timed at their end
             self.recorder.model_started()
             self._model_task = task["id"]
         elif kind == TOOLS:
@@ -178,7 +186,7 @@ class _Reader:
             if not isinstance(message, AIMessage | ToolMessage) or not self._new(message):
                 continue
             if isinstance(message, AIMessage):
-                self._replied(task["name"], message)
+                self._replied(task["name"], message, task_id)
             elif self.recorder.watched:
                 self._tool_result(task["name"], message)
         if task["interrupts"] and not inner:
@@ -190,13 +198,17 @@ class _Reader:
             else:  # a node that calls the model only sometimes: its start no longer opens a call
                 self._learn(task["name"], MIXED)
                 self.recorder.model_ended(Usage(), stop_reason="no_reply")
+        self._release()
         for call_id in self._task_tools.pop(task_id, ()):
             if call_id in self._tools and error is not None:  # the node raised (an interrupt() is no error)
                 name, arguments = self._tools.pop(call_id)
                 self.recorder.tool_ended(call_id, name, str(error), type(error).__name__, arguments)
 
-    def _replied(self, node: str, message: AIMessage) -> None:
+    def _replied(self, node: str, message: AIMessage, task_id: str = "") -> None:
         recorder = self.recorder
+        if self._model_task not in (None, task_id):  # another task's call is open: this one waits
+            self._waiting.append((node, message))
+            return
         if self._model_task is None:  # no call open: the node's first reply in this process
             recorder.model_started()
             if recorder.watched:
@@ -206,13 +218,28 @@ class _Reader:
         if not recorder.watched:  # only the run's totals and last text are wanted
             recorder.model_ended(tokens, text=content_text(message.content))
             return
+        model = reply_model(message)
         recorder.model_ended(
             tokens,
             text=content_text(message.content),
             stop_reason="tool_use" if message.tool_calls else "end_turn",
-            model=str(message.response_metadata.get("model_name") or ""),
+            model=model,
             response_id=message.id or "",
+            call_model=call_model(recorder, model),
         )
+
+    def _release(self) -> None:
+        """The replies that waited for the open call, each timed at its end, once none is open."""
+        while self._waiting and self._model_task is None:
+            self._replied(*self._waiting.pop(0))
+
+    def flush(self) -> None:
+        """The run stopped: a call still open is cut (as the recorder cuts it), and the replies that
+        waited for it are counted."""
+        if self._waiting and self._model_task is not None:
+            self._model_task = None
+            self.recorder.model_ended(Usage(), error=_Cut())
+        self._release()
 
     def _tool_result(self, node: str, message: ToolMessage) -> None:
         call_id = str(message.tool_call_id)
@@ -452,7 +479,7 @@ def _recorder(graph: Any, input: Any, config: dict[str, Any], **options: Any) ->
         options.get("hooks"),
         agent=options.get("agent_name") or str(getattr(graph, "name", None) or "langgraph"),
         task_type=options.get("task_type", "default"),
-        model=str(config.get("metadata", {}).get("ls_model_name", "") or "langgraph"),
+        model=str(config.get("metadata", {}).get("ls_model_name", "") or NO_MODEL),
         provider=PROVIDER,
         task=_task(input),
         tools=options.get("tools") or _graph_tools(graph),
@@ -547,7 +574,32 @@ def _ended(
     if _refused(output):
         note = "The model API refused: the graph ended on its refusal."
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=output)
+    if _out_of_steps(output):
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=OUT_OF_STEPS_NOTE, raw=output)
     return recorder.succeed(output, text=_final_text(output), raw=output)
+
+
+# What LangGraph's prebuilt agent (`create_react_agent`) writes in place of the model's reply when
+# its `remaining_steps` are too few to run the tools the reply asks for: it ends the graph without
+# the `GraphRecursionError` the same recursion limit raises in any other graph.
+OUT_OF_STEPS = "Sorry, need more steps to process this request."
+OUT_OF_STEPS_NOTE = (
+    "The graph ran out of steps (its recursion_limit): LangGraph's prebuilt agent ended it with "
+    f"{OUT_OF_STEPS!r} in place of the reply's tool calls"
+)
+
+
+def _out_of_steps(output: Any) -> bool:
+    """Whether the graph ended on the prebuilt agent's out-of-steps message: that text, written by
+    LangGraph (no tool calls, no usage: no model wrote it), as the last message."""
+    messages = output.get("messages") if isinstance(output, Mapping) else None
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    return (
+        isinstance(last, AIMessage)
+        and last.content == OUT_OF_STEPS
+        and not last.tool_calls
+        and not last.usage_metadata
+    )
 
 
 def _has_checkpointer(graph: Any, config: Mapping[str, Any]) -> bool:
@@ -648,10 +700,13 @@ class _Stream:
         modes = [*MODES, *(m for m in extra if m not in MODES)]
         stream = self.graph.astream(input, config, stream_mode=modes, subgraphs=self._inner, **invoke_kwargs)
         async with contextlib.aclosing(stream):
-            async for chunk in stream:
-                namespace, mode, payload = chunk if self._inner else ((), *chunk)
-                self._read(namespace, mode, payload)
-                yield namespace, mode, payload
+            try:
+                async for chunk in stream:
+                    namespace, mode, payload = chunk if self._inner else ((), *chunk)
+                    self._read(namespace, mode, payload)
+                    yield namespace, mode, payload
+            finally:  # the replies still waiting for an open call count, however the run ends
+                self.reader.flush()
 
     def _read(self, namespace: tuple[str, ...], mode: str, payload: Any) -> None:
         if mode == "values":
@@ -850,11 +905,37 @@ def _calls_in(task_input: Any) -> list[Mapping[str, Any]]:
     return list(getattr(last, "tool_calls", None) or []) if isinstance(last, AIMessage) else []
 
 
-def _graph_tools(graph: Any) -> list[str]:
-    """The tools of the graph's `ToolNode`s: their calls are labelled by name in the metrics."""
-    nodes: Mapping[str, Any] = getattr(graph, "nodes", None) or {}
-    found = (getattr(node, "bound", None) for node in nodes.values())
-    return [name for bound in found if isinstance(bound, ToolNode) for name in bound.tools_by_name]
+def _graph_tools(graph: Any) -> tuple[str, ...]:
+    """The tools of the `ToolNode`s of the graph and of its subgraphs (an agent of its own as a
+    node, say), as LangGraph finds them: their calls are labelled by name in the metrics. Read once
+    per graph (a graph is compiled once and run many times)."""
+    try:
+        return _TOOLS[graph]
+    except (KeyError, TypeError):
+        pass
+    names: dict[str, None] = {}
+    for each in (graph, *_subgraphs(graph)):
+        nodes: Mapping[str, Any] = getattr(each, "nodes", None) or {}
+        found = (getattr(node, "bound", None) for node in nodes.values())
+        names.update(
+            (name, None) for bound in found if isinstance(bound, ToolNode) for name in bound.tools_by_name
+        )
+    tools = tuple(names)
+    with contextlib.suppress(TypeError):  # a graph that cannot be weakly referenced is read each run
+        _TOOLS[graph] = tools
+    return tools
+
+
+def _subgraphs(graph: Any) -> list[Any]:
+    """The graph's subgraphs at any depth, as LangGraph finds them (none when it cannot look in)."""
+    found = getattr(graph, "get_subgraphs", None)
+    try:
+        return [sub for _, sub in found(recurse=True)] if callable(found) else []
+    except Exception:
+        return []
+
+
+_TOOLS: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
 
 def _final_text(output: Any) -> str:

@@ -124,13 +124,14 @@ class Calls(BaseCallbackHandler):
         if not self.recorder.watched:  # only the run's totals and last text are wanted
             self.recorder.model_ended(tokens, text=text)
             return
-        metadata = getattr(message, "response_metadata", None) or {}
+        model = reply_model(message)
         self.recorder.model_ended(
             tokens,
             text=text,
             stop_reason="tool_use" if getattr(message, "tool_calls", None) else "end_turn",
-            model=str(metadata.get("model_name") or ""),
+            model=model,
             response_id=str(getattr(message, "id", "") or ""),
+            call_model=call_model(self.recorder, model),
         )
 
     # -- tool calls (only when watched) -----------------------------------------
@@ -289,6 +290,22 @@ def _message_of(response: LLMResult) -> Any:
     return getattr(first[0], "message", None) or AIMessage(content=first[0].text)
 
 
+NO_MODEL = "langgraph"  # the run's model label when the config's metadata names none (`ls_model_name`)
+
+
+def reply_model(message: Any) -> str:
+    """The model a reply names (LangChain's `response_metadata`: `model_name`, or `model`), else ""."""
+    metadata = getattr(message, "response_metadata", None) or {}
+    return str(metadata.get("model_name") or metadata.get("model") or "")
+
+
+def call_model(recorder: Recorder, model: str) -> str:
+    """The model a call's tokens are counted under: the one its reply names, when the run names
+    none (a graph calls what models its nodes hold); else the run's (""), so a dated reply of the
+    named model (`gpt-4o-2024-08-06`) is no model of its own."""
+    return model if recorder.info.model == NO_MODEL else ""
+
+
 def reply_usage(message: Any, prices: PriceTable | None) -> Usage:
     """A reply's tokens (input counting its cache reads and writes, as LangChain and Endstate count)
     and, with `prices`, its cost by the model its reply names; else, or for a model `prices` does
@@ -301,8 +318,7 @@ def reply_usage(message: Any, prices: PriceTable | None) -> Usage:
     tokens = Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0), read, written, None)
     if prices is None:
         return tokens
-    metadata = getattr(message, "response_metadata", None) or {}
-    model = str(metadata.get("model_name") or metadata.get("model") or "")
+    model = reply_model(message)
     if not model:
         return tokens
     reply = ModelReply(

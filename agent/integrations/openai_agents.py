@@ -62,6 +62,8 @@ from agents.exceptions import (
 )
 from agents.handoffs import Handoff
 from agents.lifecycle import RunHooksBase
+from agents.models import get_default_model
+from agents.models.multi_provider import MultiProvider
 from agents.run_state import RunState
 from agents.tool_guardrails import ToolOutputGuardrail
 
@@ -98,8 +100,14 @@ GUARDRAIL_TRIPS = (
 class EndstateRunHooks(OARunHooks[Any]):
     """The SDK's lifecycle hooks reporting to a `Recorder`, then to the caller's own hooks."""
 
-    def __init__(self, recorder: Recorder, inner: OARunHooks[Any] | None = None, before: Any = None) -> None:
-        self.recorder, self.inner = recorder, inner
+    def __init__(
+        self,
+        recorder: Recorder,
+        inner: OARunHooks[Any] | None = None,
+        before: Any = None,
+        run_config: Any = None,
+    ) -> None:
+        self.recorder, self.inner, self.run_config = recorder, inner, run_config
         self.before = _usage_of(before) if before is not None else Usage()  # a resumed RunState's totals
         self.totals: Any = before  # the SDK's running totals (live: the SDK adds to them as it goes)
         self.asked: dict[str, tuple[str, dict[str, Any]]] = {}  # the last reply's calls no hook reported yet
@@ -126,6 +134,7 @@ class EndstateRunHooks(OARunHooks[Any]):
             text=_text(response.output),
             stop_reason="tool_use" if _calls(response.output) else "end_turn",
             response_id=response.response_id or "",
+            call_model=_model_name(agent, self.run_config) if self.recorder.watched else "",
         )
         if self.recorder.watched:
             self.asked, self.asker = _asked(response.output), agent
@@ -350,7 +359,8 @@ class _Observed:
             resumed=options.get("resumed"),
             help_seconds=options.get("help_seconds"),
         )
-        hooks = EndstateRunHooks(recorder, options.get("run_hooks"), _usage_before(input))
+        before, run_config = _usage_before(input), kwargs.get("run_config")
+        hooks = EndstateRunHooks(recorder, options.get("run_hooks"), before, run_config)
         return cls(recorder, hooks, kwargs)
 
     def stopped(self, exc: BaseException) -> RunResult:
@@ -584,8 +594,17 @@ def _tool_names(agent: OAAgent[Any]) -> list[str]:
             continue
         seen.add(id(current))
         names += [t for t in (*(t.name for t in current.tools), *_handoff_names(current)) if t not in names]
-        waiting += [h for h in current.handoffs if isinstance(h, OAAgent)]
+        waiting += [a for a in map(_handoff_target, current.handoffs) if isinstance(a, OAAgent)]
     return names
+
+
+def _handoff_target(handoff: Any) -> Any:
+    """The agent a handoff goes to: given as an agent, or in a `Handoff` (`handoff(agent, ...)`),
+    which keeps it by weak reference (None: the SDK keeps it no longer, or elsewhere)."""
+    if isinstance(handoff, OAAgent):
+        return handoff
+    ref = getattr(handoff, "_agent_ref", None)
+    return ref() if callable(ref) else None
 
 
 def _handoff_names(agent: Any) -> list[str]:
@@ -642,10 +661,23 @@ def _guardrail_note(exc: Exception) -> str:
 
 
 def _model_name(agent: OAAgent[Any], run_config: Any) -> str:
-    model = getattr(run_config, "model", None) or agent.model
+    """The model `agent` calls in a run of `run_config`: the run's, else the agent's, else the SDK's
+    default (`get_default_model()`, as its own provider resolves an agent given none; "default"
+    under a provider of the caller's, which resolves it as it likes)."""
+    model = _configured(run_config, "model") or agent.model
     if model is None or isinstance(model, str):
-        return model or "default"
+        return model or _default_model(run_config)
     return str(getattr(model, "model", None) or type(model).__name__)
+
+
+def _default_model(run_config: Any) -> str:
+    provider = _configured(run_config, "model_provider")
+    return get_default_model() if provider is None or isinstance(provider, MultiProvider) else "default"
+
+
+def _configured(run_config: Any, name: str) -> Any:
+    """A setting of the run's `RunConfig`, or of the dict the SDK takes in its place."""
+    return run_config.get(name) if isinstance(run_config, Mapping) else getattr(run_config, name, None)
 
 
 def _max_turns_of(input: Any) -> Any:
