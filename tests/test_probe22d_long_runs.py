@@ -78,6 +78,8 @@ def test_a_run_whose_history_nears_temporals_event_count_limit_stops_named(
             assert (result.reason, result.error_type) == ("error", "history_too_large"), result.note
             assert "events" in result.note and "max_turns" in result.note
             assert 10 < result.turns < 200
+            ended = await runs.result(result.run_id)  # the workflow ended itself
+            assert (ended.reason, ended.error_type) == ("error", "history_too_large")
             history = await runs.client.get_workflow_handle(result.run_id).fetch_history()
             assert len(history.events) < EVENT_LIMIT
             described = await runs.client.get_workflow_handle(result.run_id).describe()
