@@ -68,6 +68,7 @@ STATUS = "status"
 # whose history passes 51,200 events too (each turn takes about a dozen: a run of thousands of turns, or
 # of many calls a turn, reaches it): the run stops before that as well.
 MAX_PAYLOAD_BYTES = 1_500_000
+MAX_KEYWORD_BYTES = 2048  # of a keyword search attribute's value (agent, task type): Temporal's default
 MAX_HISTORY_BYTES = 40_000_000
 MAX_HISTORY_EVENTS = 40_000
 MAX_BLOCK_BYTES = 1_000_000  # a tool result's content blocks: room left in its payload for the run's state

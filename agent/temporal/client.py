@@ -66,7 +66,7 @@ _NO_RESULT = {
     WorkflowExecutionStatus.TERMINATED: "workflow_terminated",
     WorkflowExecutionStatus.TIMED_OUT: "workflow_timed_out",
 }
-MAX_KEYWORD_BYTES = 2048  # of a keyword search attribute's value (agent, task type): Temporal's default
+MAX_KEYWORD_BYTES = w.MAX_KEYWORD_BYTES
 
 
 class ElsewhereRun(UnknownRun):
