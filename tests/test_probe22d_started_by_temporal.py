@@ -38,14 +38,21 @@ async def start_by_hand(server: TemporalServer, runs: TemporalRuns, run_id: str,
     assert await proc.wait() == 0
 
 
+@pytest.mark.parametrize(
+    "given",
+    [
+        '{"agent": "payer", "task": "Pay the invoice"}',
+        '{"agent": "payer", "task": "Pay the invoice", "task_type": "", "state": {}}',  # as a client sends it
+    ],
+)
 def test_a_run_started_by_temporals_own_tools_shows_by_its_agent_and_task_and_goes_on(
-    temporal: TemporalServer,
+    temporal: TemporalServer, given: str
 ) -> None:
     async def scenario() -> None:
         async with worker(temporal) as runs:
             run_id = f"by-hand-{uuid.uuid4().hex[:8]}"
             # was: the prepare activity failed on the state it lacked (KeyError), and with it the run
-            await start_by_hand(temporal, runs, run_id, '{"agent": "payer", "task": "Pay the invoice"}')
+            await start_by_hand(temporal, runs, run_id, given)
             record = None
             for _ in range(300):
                 record = await runs.record(run_id)

@@ -480,7 +480,7 @@ def _start_problem(start: Any) -> str | None:
         for key, ok in (
             ("agent", _label(start.get("agent"))),
             ("task", isinstance(start.get("task"), str) and ("plan" in start or is_text(start["task"]))),
-            ("task_type", start.get("task_type") is None or _label(start["task_type"])),
+            ("task_type", start.get("task_type") in (None, "") or _label(start["task_type"])),
             ("state", isinstance(start.get("state", {}), dict)),
         )
         if not ok
