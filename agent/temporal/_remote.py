@@ -97,6 +97,9 @@ PLANNED_TRACE = "endstate-trace-planned-by-the-workflow"
 # where it went on. Runs started before judge by the last reply's tokens and price a PDF as an image, as
 # they did.
 MEDIA_IN_CONTEXT = "endstate-media-counted-in-context"
+# A run stops, named, before its history passes Temporal's event count limit (`_wire.MAX_HISTORY_EVENTS`),
+# as it stops before the size limit; runs started before went on until Temporal ended them, as they did.
+HISTORY_EVENTS = "endstate-history-event-count-checked"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -363,12 +366,26 @@ def too_large(value: Any, what: str) -> PayloadTooLarge | None:
             "state small, or run this agent on the PostgreSQL store",
             "payload_too_large",
         )
+    return _history_too_large()
+
+
+def _history_too_large() -> PayloadTooLarge | None:
+    """Why the workflow's history cannot grow on (near Temporal's size or event count limit), or None."""
     history = workflow.info().get_current_history_size()
     if history > w.MAX_HISTORY_BYTES:
         return PayloadTooLarge(
             f"the workflow's history is {history:,} bytes, over the {w.MAX_HISTORY_BYTES:,} an Endstate "
             "run lets it reach (Temporal ends a workflow past its history size limit, 50 MB by "
             "default, with no result): cap what the model is sent and what tools return, lower "
+            "max_turns, or run this agent on the PostgreSQL store",
+            "history_too_large",
+        )
+    events = workflow.info().get_current_history_length()
+    if events > w.MAX_HISTORY_EVENTS and workflow.patched(HISTORY_EVENTS):
+        return PayloadTooLarge(
+            f"the workflow's history has {events:,} events, over the {w.MAX_HISTORY_EVENTS:,} an Endstate "
+            "run lets it reach (Temporal ends a workflow past its history count limit, 51,200 events by "
+            "default, with no result; each turn takes about a dozen, more with more calls): lower "
             "max_turns, or run this agent on the PostgreSQL store",
             "history_too_large",
         )

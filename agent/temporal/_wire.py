@@ -64,9 +64,13 @@ STATUS = "status"
 
 # Temporal refuses a payload over its blob size limit (2 MiB by default), retrying the workflow task
 # for ever, and ends a workflow whose history passes its size limit (50 MB by default) with no
-# result: a run stops, named, before it would ask for either (see `_remote.too_large`).
+# result: a run stops, named, before it would ask for either (see `_remote.too_large`). It ends one
+# whose history passes 51,200 events too (each turn takes about a dozen: a run of thousands of turns, or
+# of many calls a turn, reaches it): the run stops before that as well.
 MAX_PAYLOAD_BYTES = 1_500_000
+MAX_KEYWORD_BYTES = 2048  # of a keyword search attribute's value (agent, task type): Temporal's default
 MAX_HISTORY_BYTES = 40_000_000
+MAX_HISTORY_EVENTS = 40_000
 MAX_BLOCK_BYTES = 1_000_000  # a tool result's content blocks: room left in its payload for the run's state
 
 # A model call, a verification, and a tool call that reads the run's calls, name each text longer than this

@@ -28,6 +28,7 @@ from temporalio.client import (
     WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
@@ -58,7 +59,14 @@ _TEMPORAL_ENDED = {
     WorkflowExecutionStatus.TIMED_OUT: "the workflow timed out",
     WorkflowExecutionStatus.CANCELED: "the workflow was cancelled",
 }
-MAX_KEYWORD_BYTES = 2048  # of a keyword search attribute's value (agent, task type): Temporal's default
+# how an execution that Temporal ended with no result (an operator's `temporal workflow terminate`, a
+# workflow timeout, a failed workflow) ends as a run: `error`, with this `error_type`
+_NO_RESULT = {
+    WorkflowExecutionStatus.FAILED: "workflow_failed",
+    WorkflowExecutionStatus.TERMINATED: "workflow_terminated",
+    WorkflowExecutionStatus.TIMED_OUT: "workflow_timed_out",
+}
+MAX_KEYWORD_BYTES = w.MAX_KEYWORD_BYTES
 
 
 class ElsewhereRun(UnknownRun):
@@ -325,11 +333,40 @@ class TemporalRuns:
         execution = await self._described(run_id)
         if not wait and execution.status is WorkflowExecutionStatus.RUNNING:
             return None
-        try:
-            out: dict[str, Any] = await self._pinned(execution).result()
-        except RPCError as exc:
-            raise _rpc_error(run_id, exc) from exc
+        out = await self._outcome(self._pinned(execution))
         return w.result_from_json(out["result"]), out["run"]
+
+    async def _outcome(self, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+        """The execution's result (`{"result": ..., "run": ...}`), waiting for it. One Temporal ended
+        with none (terminated, failed, timed out) reads as an `error` stop saying so, never raises."""
+        try:
+            out: dict[str, Any] = await handle.result()
+        except WorkflowFailureError as exc:
+            return {"result": await self._without_result(handle, exc), "run": {}}
+        except RPCError as exc:
+            raise _rpc_error(handle.id, exc) from exc
+        return out
+
+    async def _without_result(
+        self, handle: WorkflowHandle[Any, Any], exc: WorkflowFailureError
+    ) -> dict[str, Any]:
+        """An `error` stop for an execution Temporal ended with no result, with what it had done."""
+        try:
+            execution = await handle.describe()
+        except RPCError as rpc:
+            raise _rpc_error(handle.id, rpc) from rpc
+        record = await _record(execution)
+        status = execution.status or WorkflowExecutionStatus.FAILED
+        return {
+            "run_id": record.run_id,
+            "agent": record.agent,
+            "task_type": record.task_type,
+            "reason": str(StopReason.ERROR),
+            "error_type": _NO_RESULT.get(status, "workflow_failed"),
+            "note": _no_result_note(status, exc),
+            "turns": record.turns,
+            **record.usage.flat(),
+        }
 
     async def _reply(self, run_id: str, update: str, *args: Any) -> RunResult:
         return w.result_from_json(await self._update(run_id, update, list(args)))
@@ -380,11 +417,7 @@ class TemporalRuns:
         try:
             data = await handle.execute_update(w.SEGMENT, n)
         except (WorkflowUpdateFailedError, RPCError):
-            try:
-                out = await handle.result()
-            except RPCError as exc:
-                raise _rpc_error(handle.id, exc) from exc
-            data = out["result"]
+            data = (await self._outcome(handle))["result"]
         return w.result_from_json(data)
 
     async def _not_waiting(self, run_id: str, exc: RPCError) -> Exception:
@@ -434,8 +467,10 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
     suspension = w.suspension_from_json(last.get("suspension")) if status is RunStatus.WAITING else None
     reason = last.get("reason") or None
     note = last.get("note", "")
-    if execution.status in _TEMPORAL_ENDED and not last.get("reason"):
+    if execution.status in _NO_RESULT or (execution.status in _TEMPORAL_ENDED and not reason):
+        # the memo holds the last segment's end (a suspension, say), not this end, which Temporal made
         reason, note = str(StopReason.ERROR), _TEMPORAL_ENDED[execution.status]
+        last = {k: v for k, v in last.items() if k not in ("limit", "verified")}
     started = execution.start_time.timestamp()
     return RunRecord(
         run_id=execution.id,
@@ -457,6 +492,17 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         deadline=suspension.deadline if suspension else None,
         suspended_at=suspension.suspended_at if suspension else None,
         segments=_whole(memo.get("segments")),
+    )
+
+
+def _no_result_note(status: WorkflowExecutionStatus, exc: WorkflowFailureError) -> str:
+    """What ended an execution with no result, and what that means for the run."""
+    said = str(exc.cause) if exc.cause is not None else ""
+    why = f" ({said})" if said and said != str(exc) else ""
+    return (
+        f"{_TEMPORAL_ENDED.get(status, 'the workflow failed')}{why}: Temporal ended it with no result, so "
+        "it kept no snapshot and cannot be resumed; start it again to redo it (to stop a run so that it "
+        "can go on later, cancel it: `temporal workflow cancel -w RUN_ID`, or `TemporalRuns.cancel`)"
     )
 
 

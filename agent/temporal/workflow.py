@@ -26,6 +26,7 @@ from temporalio.common import RetryPolicy as TemporalRetry
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from agent._valid import is_text
     from agent.agent import Agent
     from agent.budget import bounded_extension
     from agent.clock import CancelSignal
@@ -54,6 +55,12 @@ RESUME_CHECKED = "endstate-resume-checked-by-a-worker"
 # run's over all its executions (a resume carries it on), published in the memo. Runs started before publish
 # none and take any count, as they did.
 SEGMENTS_PUBLISHED = "endstate-segments-published"
+# A run started by Temporal's own tools (a Schedule, a parent workflow, `temporal workflow start`) rather than
+# Endstate's client carries no search attribute or memo of its own: once prepared, the workflow sets its agent
+# and task, so `runs`, `pending` and the pending-help gauges show it by its agent as any other run. Runs
+# started before set the task type only, as they did.
+STARTED_ANYWHERE = "endstate-agent-and-task-set-by-the-workflow"
+START_SHAPE = '{"agent": NAME, "task": TEXT, "task_type": NAME or null, "state": OBJECT}'
 READY_TIMEOUT = timedelta(seconds=20)  # in all, retries too: within the service's 30 s for a call
 # The check is tried again about a second apart until READY_TIMEOUT: mid-deploy, workers from before
 # `endstate.ready` fail it as unregistered, and any new worker polling within the window takes it (three
@@ -106,8 +113,12 @@ class EndstateRun:
         self._checking = False  # a reply is being checked (see `REPLY_CHECKED`): another is refused
 
     @workflow.run
-    async def run(self, start: dict[str, Any]) -> dict[str, Any]:
-        run = dict(start)
+    async def run(self, start: Any) -> dict[str, Any]:
+        if problem := _start_problem(start):  # by hand, not by Endstate's client: no run, said why
+            bare = {"agent": start.get("agent") if isinstance(start, dict) else None}
+            bare["agent"] = bare["agent"] if is_text(bare["agent"]) else ""
+            return await self._closing(bare, self._bare(bare, StopReason.ERROR, problem, "bad_start"))
+        run = {"state": {}, "task_type": None, **start}  # a start by hand may leave these out
         self._before = _count_of(run.pop("segments", 0))
         check_cancel = workflow.patched(CATALOG_CANCEL)
         try:
@@ -152,7 +163,12 @@ class EndstateRun:
             start_to_close_timeout=PREPARE_TIMEOUT,
             retry_policy=TemporalRetry(maximum_attempts=3),
         )
-        workflow.upsert_search_attributes([w.SA_TASK_TYPE.value_set(out["plan"]["task_type"])])
+        attributes = [w.SA_TASK_TYPE.value_set(out["plan"]["task_type"])]
+        if workflow.patched(STARTED_ANYWHERE):
+            attributes.append(w.SA_AGENT.value_set(run["agent"]))
+            if workflow.memo_value("task", None) is None:
+                workflow.upsert_memo({"task": run["task"]})
+        workflow.upsert_search_attributes(attributes)
         return {**out, "prepared": True}
 
     async def _first_segment(self, agent: Agent, run: dict[str, Any]) -> RunResult:
@@ -452,6 +468,35 @@ def _check_text(what: str, value: Any) -> None:
         )
     if problem := w.reply_too_large(what, value):  # taken, its update's event failed every workflow task
         raise ApplicationError(problem, type="AnswerError")
+
+
+def _start_problem(start: Any) -> str | None:
+    """What makes a workflow's input no run (a start from Temporal's own tools, not Endstate's client), or
+    None. Taken as it is, it would fail every workflow task, the run running for ever with no reason."""
+    if not isinstance(start, dict):
+        return f"the workflow's input must be a JSON object {START_SHAPE}, not {type(start).__name__}"
+    wrong = [
+        key
+        for key, ok in (
+            ("agent", _label(start.get("agent"))),
+            ("task", isinstance(start.get("task"), str) and ("plan" in start or is_text(start["task"]))),
+            ("task_type", start.get("task_type") in (None, "") or _label(start["task_type"])),
+            ("state", isinstance(start.get("state", {}), dict)),
+        )
+        if not ok
+    ]
+    if wrong:
+        return (
+            f"the workflow's input must be {START_SHAPE}: {', '.join(wrong)} "
+            f"{'is' if len(wrong) == 1 else 'are'} not (a name is text of at most "
+            f"{w.MAX_KEYWORD_BYTES:,} bytes)"
+        )
+    return None
+
+
+def _label(value: Any) -> bool:
+    """A name Temporal takes as a keyword search attribute (an agent, a task type)."""
+    return is_text(value) and len(value.encode("utf-8", "surrogatepass")) <= w.MAX_KEYWORD_BYTES
 
 
 def _count_of(value: Any) -> int:
