@@ -330,10 +330,10 @@ class Suggestion:
             "stops": self.stops,
             "ceilings": {
                 str(c.kind): {
-                    "suggested": c.suggested,
+                    "suggested": _number(c.kind, c.suggested),
                     "successes": c.observed.count,
-                    "p95": c.observed.quantile,
-                    "longest": c.observed.longest,
+                    "p95": _number(c.kind, c.observed.quantile),
+                    "longest": _number(c.kind, c.observed.longest),
                 }
                 for c in self.ceilings
             },
@@ -341,6 +341,12 @@ class Suggestion:
             "notes": list(self.notes),
             "unknown_cost": self.unknown_cost,
         }
+
+
+def _number(kind: LimitKind, value: float) -> float | int:
+    """A whole count of turns or tokens as a JSON integer (`25`, not `25.0`: `Budget` takes no
+    float for them); anything else as it is."""
+    return int(value) if kind in _WHOLE and math.isfinite(value) and value == int(value) else value
 
 
 def suggest(history: History, headroom: Headroom = Headroom()) -> list[Suggestion]:
