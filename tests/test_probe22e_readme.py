@@ -2,6 +2,7 @@
 
 - The CI fixer's tools, as the README lists them, are the tools the seed agent has (`run_lint`
   was left out, and done needs the linter quiet too).
+- `endstate review` says "1 turn", as `endstate runs` does, not "1 turns".
 - "Success audits": the README showed `audit=SuccessAudit(...)` with no import, and
   `from agent import SuccessAudit` fails; the line now says where it comes from and where it goes.
 """
@@ -11,7 +12,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from agent import Agent
+from agent.cli.main import main
 from agent.examples import fix_ci
 from agent.models.scripted import ScriptedModel
 
@@ -44,3 +48,16 @@ def test_success_audit_line_runs_as_written() -> None:
     agent = Agent(name="audited", model=ScriptedModel([]), audit=audit)
     assert agent.audit is not None
     assert (agent.audit.share, agent.audit.after) == (0.1, 3600)
+
+
+def test_the_review_queue_says_1_turn_not_1_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`endstate review` listed the seed's API-down run as "1 turns" (`endstate runs` says "1 turn")."""
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    store = str(tmp_path / "runs.db")
+    assert main(["start", "ci-fixer", "Fix CI", "--store", store, "--scenario", "ci/api-down"]) == 0
+    capsys.readouterr()
+    assert main(["review", "--store", store]) == 0
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "ci-fixer" in x]
+    assert " 1 turn  " in line and "1 turns" not in line
