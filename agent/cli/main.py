@@ -80,6 +80,7 @@ def run() -> NoReturn:
     call into Python while it finalizes, which aborts the process (SIGABRT, exit -6) after the
     command did its work (temporalio/sdk-python#300).
     """
+    modules_from_here()
     code = main()
     if "temporalio.bridge" not in sys.modules:
         sys.exit(code)
@@ -88,6 +89,15 @@ def run() -> NoReturn:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
+
+
+def modules_from_here() -> None:
+    """Find a catalog module in the working directory (`--catalog mypkg.agents:catalog` run
+    beside `mypkg/`), as `python -m agent.cli` and uvicorn do; the console script alone would not.
+    It goes last on the path: an installed package is never shadowed by a file here."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
 
 
 def build_parser() -> argparse.ArgumentParser:
