@@ -8,11 +8,13 @@ command's, so the text cannot drift again. A shown line ending in "..." is a pre
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from agent.cli.main import main
+from agent.evals.case import load_cases
 
 README = Path(__file__).resolve().parents[1] / "agent" / "evals" / "README.md"
 
@@ -69,3 +71,19 @@ def test_break_verifiers_prints_what_the_readme_shows(capsys: pytest.CaptureFixt
     code, printed = eval_output(capsys, "--break-verifiers")
     assert code == 1  # "exits 1", as the README says
     assert shown_lines_in(shown_block("False successes:"), printed) == []
+
+
+def test_the_model_verdict_shown_counts_the_shipped_offline_only_cases() -> None:
+    """ "PASSED: 12 of 12 ..., 5 skipped." was written when five shipped cases were offline only;
+    two are (csv/shutdown, ci/api-down), so `--model` runs 15 and skips 2."""
+    shown = re.search(
+        r"PASSED: (\d+) of (\d+) cases met their expectations, (\d+) skipped\.", README.read_text()
+    )
+    assert shown, "the README shows the verdict of an eval with --model"
+    cases = load_cases()
+    skipped = sum(c.offline_only for c in cases)
+    assert (int(shown[1]), int(shown[2]), int(shown[3])) == (
+        len(cases) - skipped,
+        len(cases) - skipped,
+        skipped,
+    )
