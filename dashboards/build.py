@@ -19,12 +19,24 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from grafana_foundation_sdk.builders.dashboard import Dashboard
-from grafana_foundation_sdk.cog.encoder import JSONEncoder
-
 from alerts.runbooks import PLACEHOLDER, RunbookBaseError, check_base
-from dashboards import agent_stops
-from dashboards._kit import TEMPO_UID, retarget_traces
+
+NO_SDK = (
+    "python -m dashboards.build: the Grafana Foundation SDK is not installed; "
+    "install it with: pip install -e '.[dashboards]'"
+)
+
+try:
+    from grafana_foundation_sdk.builders.dashboard import Dashboard
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+
+    from dashboards import agent_stops
+    from dashboards._kit import TEMPO_UID, retarget_traces
+except ModuleNotFoundError as missing:  # `pip install -e .` has no SDK: say how to get it, no traceback
+    if __name__ != "__main__" or not (missing.name or "").startswith("grafana_foundation_sdk"):
+        raise
+    print(NO_SDK, file=sys.stderr)
+    raise SystemExit(2) from None
 
 OUT = Path(__file__).resolve().parent / "json"
 

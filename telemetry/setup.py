@@ -198,7 +198,7 @@ class Delivery:
     """
 
     def __init__(self, destination: str) -> None:
-        self.destination = destination
+        self.destination = _without_password(destination)
         self.said = False
         self._lock = threading.Lock()
         _hold_back_exporter_lines()
@@ -231,6 +231,15 @@ class Delivery:
             what,
             n.METRIC_TELEMETRY_EXPORT_FAILURES,
         )
+
+
+def _without_password(url: str) -> str:
+    """`url` with the password of a `user:password@` masked: the line goes to logs and terminals."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    return parts._replace(netloc=f"{user.split(':', 1)[0]}:***@{host}").geturl()
 
 
 class _HoldBack(logging.Filter):

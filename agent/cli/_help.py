@@ -18,7 +18,8 @@ CATALOG = (
     "ENDSTATE_WORLDS (the example agents' folders)"
 )
 MODELS = "ANTHROPIC_API_KEY, ENDSTATE_MODEL (the default model), ENDSTATE_MODELS (a model table file)"
-RUNS = f"{STORE}; {CATALOG}; ENDSTATE_SHUTDOWN_GRACE (seconds a run gets after SIGTERM); {OTEL}"
+GRACE = "ENDSTATE_SHUTDOWN_GRACE (seconds a run gets after SIGTERM)"
+RUNS = f"{STORE}; {CATALOG}; {GRACE}; {OTEL}"
 ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "": f"{STORE}; {CATALOG}; {MODELS}; {OTEL}; and per command, in its --help",
     "demo": f"{MODELS} (with --model); {OTEL}",
@@ -35,7 +36,7 @@ ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "recover": RUNS,
     "audit": RUNS,
     "doctor": MODELS,
-    "serve": f"{RUNS}; ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
+    "serve": f"{STORE}; {CATALOG}; {OTEL}; ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
     "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH; "
     "ENDSTATE_CASES_DIR (where the inbox promotes eval cases)",
     "review": STORE,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agent.durable.catalog import ENV_CATALOG
+from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.evals.case import Case, CaseError, load_cases
 from agent.evals.limits import (
@@ -187,7 +188,8 @@ def load_history(args: argparse.Namespace) -> tuple[History, str]:
     """The history the arguments name, and a few words saying where it came from."""
     if args.prometheus:
         window = args.window or "7d"
-        return PrometheusHistory(args.prometheus, window), f"Prometheus at {args.prometheus}, last {window}"
+        shown = shown_url(args.prometheus)  # never a password
+        return PrometheusHistory(args.prometheus, window), f"Prometheus at {shown}, last {window}"
     if args.jsonl:
         if args.window:
             raise LimitsError("--window applies to --store and --prometheus; JSON lines carry no end times")

@@ -21,6 +21,7 @@ from agent.cli._help import HelpParser
 from agent.cli.demo import Played, play, select
 from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
+from agent.service.server import port_number, positive_int
 
 # modules with `register(subparsers)` adding more commands
 OFFLINE_TRACES = ".endstate/traces.jsonl"  # where demo spans go when no OTLP endpoint is set
@@ -79,6 +80,7 @@ def run() -> NoReturn:
     call into Python while it finalizes, which aborts the process (SIGABRT, exit -6) after the
     command did its work (temporalio/sdk-python#300).
     """
+    modules_from_here()
     code = main()
     if "temporalio.bridge" not in sys.modules:
         sys.exit(code)
@@ -87,6 +89,15 @@ def run() -> NoReturn:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
+
+
+def modules_from_here() -> None:
+    """Find a catalog module in the working directory (`--catalog mypkg.agents:catalog` run
+    beside `mypkg/`), as `python -m agent.cli` and uvicorn do; the console script alone would not.
+    It goes last on the path: an installed package is never shadowed by a file here."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,13 +122,15 @@ def add_demo(sub: Any) -> None:
     demo = sub.add_parser("demo", help="run the seed agents' scenarios offline; every stop reason")
     demo.add_argument("scenarios", nargs="*", help="scenario names or prefixes (default: all)")
     demo.add_argument("--json", action="store_true", help="print one JSON object per run segment")
-    demo.add_argument("--repeat", type=int, default=1, help="play the scenarios this many times")
+    demo.add_argument("--repeat", type=positive_int, default=1, help="play the scenarios this many times")
     demo.add_argument("--model", help="run the tasks against this Claude model (needs ANTHROPIC_API_KEY)")
-    demo.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
+    demo.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
     demo.add_argument(
         "--metrics-addr", default="127.0.0.1", help="address to serve /metrics on (0.0.0.0 in a container)"
     )
-    demo.add_argument("--hold", action="store_true", help="keep serving /metrics until interrupted")
+    demo.add_argument(
+        "--hold", action="store_true", help="keep serving /metrics until interrupted (with --metrics-port)"
+    )
     demo.add_argument("--list", action="store_true", help="list the scenarios and exit")
     demo.set_defaults(handler=run_demo)
 
@@ -125,8 +138,8 @@ def add_demo(sub: Any) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     if args.list:
         return _list_scenarios()
-    if args.repeat < 1:
-        raise SystemExit("endstate demo: --repeat must be at least 1")
+    if args.hold and not args.metrics_port:
+        raise ConfigError("--hold keeps /metrics served: give it --metrics-port PORT")
     try:
         scenarios = select(args.scenarios)
     except ValueError as exc:
@@ -135,8 +148,8 @@ def run_demo(args: argparse.Namespace) -> int:
     telemetry = _telemetry(args)
     try:
         played = _play_all(scenarios, args, telemetry.hooks, model)
-        if args.hold and args.metrics_port:
-            _hold(args.metrics_port)
+        if args.hold:
+            _hold(args.metrics_addr, args.metrics_port)
     finally:
         telemetry.shutdown()
     return 0 if all(p.met for p in played) else 1
@@ -173,7 +186,15 @@ def _telemetry(args: argparse.Namespace) -> Any:
     if args.metrics_port:
         from telemetry.metrics import serve_metrics
 
-        serve_metrics(args.metrics_port, telemetry.registry, addr=args.metrics_addr)
+        try:
+            serve_metrics(args.metrics_port, telemetry.registry, addr=args.metrics_addr)
+        except (OSError, OverflowError) as exc:  # the port is taken, the address is not this host's
+            telemetry.shutdown()
+            where = f"{args.metrics_addr}:{args.metrics_port}"
+            raise ConfigError(
+                f"cannot serve /metrics on {where}: {exc}: "
+                "choose a free --metrics-port and an address of this host (--metrics-addr)"
+            ) from exc
     return telemetry
 
 
@@ -208,8 +229,8 @@ def _footer(played: list[Played]) -> str:
     return f"\n{len(played)} run segments; stop reasons reached: {', '.join(reached)}; {status}."
 
 
-def _hold(port: int) -> None:
-    print(f"serving http://127.0.0.1:{port}/metrics until interrupted (Ctrl-C)", flush=True)
+def _hold(addr: str, port: int) -> None:
+    print(f"serving http://{addr}:{port}/metrics until interrupted (Ctrl-C)", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.suppress(KeyboardInterrupt):

@@ -179,7 +179,8 @@ def queue_line(r: Any) -> str:
     ended = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ended_at or r.updated_at))
     note = one_line(r.note or r.output or r.summary)
     note = note if len(note) <= 80 else note[:77] + "..."
-    return f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {reason:16} {r.turns:>3} turns  {ended}  {note}"
+    turns = "turn " if r.turns == 1 else "turns"  # aligned with "turns"
+    return f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {reason:16} {r.turns:>3} {turns}  {ended}  {note}"
 
 
 def _user() -> str:

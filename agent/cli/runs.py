@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import shlex
 import signal
@@ -344,11 +345,11 @@ def _runner(args: argparse.Namespace, create: bool = True) -> Iterator[Runner]:
     """
     from telemetry import Telemetry  # loaded only by commands that run agents
 
+    grace = shutdown_grace()  # a bad value is said before anything is opened or made
     with _store(args, create) as store:
         catalog = load_catalog(args.catalog, default=SEED_CATALOG)
         telemetry = Telemetry.from_env(pending=store.pending_groups)
         runner = runner_with_telemetry(store, catalog, telemetry, args.lease)
-        grace = float(os.environ.get(ENV_GRACE) or DEFAULT_GRACE)
         previous = signal.signal(signal.SIGTERM, lambda *_: runner.stop_soon(grace))
         try:
             yield runner
@@ -360,6 +361,25 @@ def _runner(args: argparse.Namespace, create: bool = True) -> Iterator[Runner]:
 
 ENV_GRACE = "ENDSTATE_SHUTDOWN_GRACE"
 DEFAULT_GRACE = 10.0  # seconds a run still inside a turn gets after SIGTERM before it is cut off
+
+
+def shutdown_grace() -> float:
+    """`$ENDSTATE_SHUTDOWN_GRACE` in seconds (unset or empty: 10), or a `ConfigError` saying what
+    it must be: a typo there was a traceback before any run started."""
+    text = os.environ.get(ENV_GRACE, "").strip()
+    if not text:
+        return DEFAULT_GRACE
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= MAX_SECONDS):
+        raise ConfigError(
+            f"${ENV_GRACE} must be a number of seconds from 0 to {MAX_SECONDS:g} (unset: "
+            f"{DEFAULT_GRACE:g}), not {text[:50]!r}"
+        )
+    return value
+
 
 RUNS_HEADER = (
     f"{'RUN ID':32}  {'AGENT':20} {'TASK TYPE':16} {'STATUS':9} {'STOPPED BY':14} "

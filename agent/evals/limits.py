@@ -28,6 +28,7 @@ whose numbers are approximations at bucket resolution; see its docstring).
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agent._valid import is_finite_from_zero
+from agent.durable.store.urls import secrets_in, shown_url
 from agent.errors import EndstateError
 from agent.result import LimitKind, RunResult, StopReason
 
@@ -328,10 +330,10 @@ class Suggestion:
             "stops": self.stops,
             "ceilings": {
                 str(c.kind): {
-                    "suggested": c.suggested,
+                    "suggested": _number(c.kind, c.suggested),
                     "successes": c.observed.count,
-                    "p95": c.observed.quantile,
-                    "longest": c.observed.longest,
+                    "p95": _number(c.kind, c.observed.quantile),
+                    "longest": _number(c.kind, c.observed.longest),
                 }
                 for c in self.ceilings
             },
@@ -339,6 +341,12 @@ class Suggestion:
             "notes": list(self.notes),
             "unknown_cost": self.unknown_cost,
         }
+
+
+def _number(kind: LimitKind, value: float) -> float | int:
+    """A whole count of turns or tokens as a JSON integer (`25`, not `25.0`: `Budget` takes no
+    float for them); anything else as it is."""
+    return int(value) if kind in _WHOLE and math.isfinite(value) and value == int(value) else value
 
 
 def suggest(history: History, headroom: Headroom = Headroom()) -> list[Suggestion]:
@@ -661,17 +669,25 @@ def _above(buckets: Buckets, ceiling: float) -> int:
 
 
 def query(url: str, promql: str, at: float | None = None) -> list[dict[str, Any]]:
-    """One instant query over Prometheus's HTTP API; its result vector."""
+    """One instant query over Prometheus's HTTP API; its result vector.
+
+    A `user:password@` in `url` is sent as HTTP basic auth (urllib would take it for the host),
+    and every message shows the URL with the password masked."""
     params = {"query": promql} | ({"time": f"{at:.3f}"} if at is not None else {})
-    full = f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode(params)}"
+    given, (bare, auth) = url, _without_credentials(url.rstrip("/"))
+    request = urllib.request.Request(f"{bare}/api/v1/query?{urllib.parse.urlencode(params)}")
+    if auth:
+        request.add_header("Authorization", auth)
+    url = shown_url(url)
     try:
-        with urllib.request.urlopen(full, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=30) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
         raw = None
         body = _error_body(exc)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise LimitsError(f"cannot query Prometheus at {url}: {exc}") from exc
+        hint = "" if "://" in url else " (give the URL with its scheme: http://HOST:9090)"
+        raise LimitsError(f"cannot query Prometheus at {url}{hint}: {scrub(str(exc), given)}") from exc
     if raw is not None:
         try:
             body = json.loads(raw)
@@ -690,6 +706,24 @@ def query(url: str, promql: str, at: float | None = None) -> list[dict[str, Any]
             "is it Prometheus's HTTP API (the URL without /api/v1)?"
         )
     return rows
+
+
+def _without_credentials(url: str) -> tuple[str, str | None]:
+    """`url` without its `user:password@`, and the basic auth header they make (None without)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None:
+        return url, None
+    host = parts.netloc.rpartition("@")[2]
+    user, password = (urllib.parse.unquote(p or "") for p in (parts.username, parts.password))
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), f"Basic {token}"
+
+
+def scrub(text: str, url: str) -> str:
+    """`text` with any password that `url` holds masked."""
+    for secret in secrets_in(url):
+        text = text.replace(secret, "***")
+    return text
 
 
 def _is_sample(row: Any) -> bool:
