@@ -14,9 +14,9 @@ from load_bounds import FLUSH_S
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ports import PortTaken, held_by, on_free_port, port_clash
 from prometheus_client import CollectorRegistry
-from temporal_server import TemporalServer
+from temporal_server import TemporalServer, cli_env, endstate
 from test_temporal import OpenSpans, queue, state, temporal, wait_for_line, worker  # noqa: F401  (temporal: the server fixture)
-from test_temporal_fleet import CATALOG, endstate, env
+from test_temporal_fleet import CATALOG
 
 from agent.result import StopReason
 from telemetry import Telemetry
@@ -147,7 +147,7 @@ def test_a_worker_serves_the_series_of_its_runs_at_zero_and_polls_once_they_were
         argv = ["worker", "--temporal", temporal.address, "--task-queue", task_queue, "--catalog", CATALOG]
         argv += ["--metrics-port", str(port), "--first-scrape-wait", "120"]
         with log.open("w") as out:
-            proc = subprocess.Popen(endstate(*argv), env=env(), stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(endstate(*argv), env=cli_env(), stdout=out, stderr=subprocess.STDOUT)
         _until(lambda: held_by(proc.pid, port) or proc.poll() is not None, "the worker's /metrics")
         if proc.poll() is not None and port_clash(log.read_text()):
             raise PortTaken(log.read_text()[-500:])
