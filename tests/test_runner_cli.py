@@ -253,7 +253,9 @@ def test_a_run_stopped_at_its_turn_limit_is_continued_with_more_turns(store_url:
     assert (stopped["reason"], stopped["limit"], stopped["turns"]) == ("limit", "turns", 2)
     run_id = stopped["run_id"]
     refused = endstate("resume", run_id, "--catalog", CATALOG, store=store_url)
-    assert refused.returncode == 2 and "is finished, not waiting or cancelled" in refused.stderr
+    # it says what would resume it (it said "is finished, not waiting or cancelled")
+    assert refused.returncode == 2 and "stopped at its turns limit: give it more budget" in refused.stderr
+    assert "--more-turns 10" in refused.stderr and refused.stderr.count("\n") == 1
     done = endstate("resume", run_id, "--more-turns", "3", "--catalog", CATALOG, "--json", store=store_url)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

@@ -274,9 +274,7 @@ class Runner:
         if current.status is RunStatus.CANCELLED or unresumable(current):
             record = self.store.claim(run_id, (current.status,), lease, now)
         else:
-            raise NotClaimable(
-                f"run {run_id} is {current.status}, not waiting or cancelled; nothing was changed"
-            )
+            raise NotClaimable(not_resumable(current))
         return self._resume_job(self._hold(record), release_to=current.status)
 
     def _check_pending(self, record: RunRecord) -> Snapshot | None:
@@ -950,6 +948,17 @@ def _agrees(waiting: Suspension | None, record: RunRecord) -> bool:
     if waiting is None or waiting.pending != record.pending:
         return False
     return bool(column_text(waiting.question) == column_text(record.question))
+
+
+def not_resumable(record: RunRecord) -> str:
+    """Why a resume with no answer and no budget cannot take `record`, and what would."""
+    if record.stop_reason is StopReason.LIMIT and record.snapshot_json:
+        return (
+            f"run {record.run_id} stopped at its {record.stop_limit or 'budget'} limit: give it more budget "
+            "to go on (`endstate resume ID --more-turns 10`, or --more-seconds/--more-tokens/--more-cost; "
+            'over HTTP {"more_turns": 10}); nothing was changed'
+        )
+    return f"run {record.run_id} is {record.status}, not waiting or cancelled; nothing was changed"
 
 
 def unresumable(record: RunRecord) -> bool:
