@@ -7,6 +7,7 @@ import logging
 import math
 import os
 import signal
+import socket
 from pathlib import Path
 
 from agent.durable import review
@@ -178,6 +179,8 @@ def serve(args: argparse.Namespace) -> int:
     from agent.service.workload import DemoWorkload
     from telemetry import Telemetry
 
+    read_token = reads_need_token(args.host, args.read_auth)  # bad settings said before anything is made
+    check_port_free(args.host, args.port)
     logging.basicConfig(  # in place of the command line's one-line handler: an operator's log
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
@@ -202,7 +205,7 @@ def serve(args: argparse.Namespace) -> int:
             retention=review.duration("--retention", args.retention) if args.retention else None,
             label_counter=telemetry.metrics,
             allowed_hosts=allowed_hosts(args.host, _extra_hosts(args)),
-            reads_need_token=reads_need_token(args.host, args.read_auth),
+            reads_need_token=read_token,
             body_timeout=args.body_timeout,
             page_size=args.page_size,
             cases_dir=cases_dir(args.cases_dir),
@@ -235,6 +238,21 @@ def serve(args: argparse.Namespace) -> int:
         telemetry.shutdown()
         store.close()
     return 0
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse an address this service cannot listen on (a port another process holds, a host not
+    of this machine) in one line, before a store or a token is made: uvicorn would log its own lines
+    and exit 3. The port is bound as uvicorn binds it (IPv6 for a host with a colon), then let go."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:  # socket.gaierror too: a host name that does not resolve
+            raise ConfigError(
+                f"cannot listen on {host}:{port} ({exc.strerror or exc}): another process holds the port, "
+                "or the address is not this machine's; choose another --port or --host"
+            ) from None
 
 
 def cases_dir(given: Path | str | None) -> Path | None:
