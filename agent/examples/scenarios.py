@@ -198,6 +198,12 @@ def _fix_ci_approved(world: World) -> list[Step]:
     return [*_fix_ci_until_push(world), [finish("done", "add_cents adds again; tests pass; pushed.")]]
 
 
+def _fix_ci_after_a_denial(world: World, turn: int) -> Step:
+    """Past the approved path's end: the push was denied (`endstate deny`), and its `done` rejected."""
+    note = "The push to fix/add-cents was denied, so the fix is not pushed; CI stays red."
+    return [finish("give_up", note)]
+
+
 def _fix_ci_api_down(world: World) -> list[Step]:
     return [TransientModelError("HTTP 529 overloaded", error_type="overloaded") for _ in range(4)]
 
@@ -268,6 +274,7 @@ SCENARIOS: list[Scenario] = [
         fix_ci.TASK,
         StopReason.NEED_HELP,
         _fix_ci_approved,
+        then=_fix_ci_after_a_denial,  # a person may deny the push instead: the run gives up, saying why
         follow_up=FollowUp("approve"),
         expect_after=StopReason.SUCCESS,
     ),
