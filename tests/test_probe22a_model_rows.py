@@ -20,6 +20,7 @@ import pytest
 
 from agent.errors import ConfigError
 from agent.models.anthropic import AnthropicModel
+from agent.models.base import ModelRequest
 from agent.models.catalog import ModelTable
 
 KEY = "sk-test"
@@ -67,7 +68,9 @@ def test_a_thinking_budget_is_refused_on_a_model_that_thinks_adaptively(model: s
 
 @pytest.mark.parametrize("model", ["claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus-4-5"])
 def test_a_thinking_budget_is_still_sent_to_a_model_that_takes_one(model: str) -> None:
-    assert AnthropicModel(model, api_key=KEY, thinking=BUDGET).params  # built: no ConfigError
+    built = AnthropicModel(model, api_key=KEY, thinking=BUDGET)  # no ConfigError
+    request = ModelRequest.of_messages("", [{"role": "user", "content": "hi"}], [], 8192)
+    assert built.params(request)["thinking"] == BUDGET  # was `assert built.params`: a method, always true
 
 
 @pytest.mark.parametrize("model", ["claude-fable-5-2", "claude-mythos-5-2"])

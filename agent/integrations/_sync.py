@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
+import selectors
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -35,26 +37,54 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 class _Kept:
-    """A thread's `asyncio.Runner`, closed with its loop once the thread has ended."""
+    """A thread's `asyncio.Runner`, closed with its loop once the thread has ended.
+
+    A forked child's copy is its parent's loop, whose epoll instance and self-pipe the two processes
+    share: run or closed as it is, the child's loop unregisters the parent's descriptors from that
+    instance (the parent's loop then never wakes for a thread's call again) and runs the parent's
+    tasks. The child lets go of it (`forked`) and runs on a loop of its own."""
 
     def __init__(self) -> None:
         self.runner = asyncio.Runner()
+        self.pid = os.getpid()
+        self.let_go = False
+
+    def forked(self) -> bool:
+        """Whether this is a copy a forked child inherited; if so, it is let go here (once): its own
+        file descriptors closed, nothing of the parent's unregistered or run."""
+        if self.pid == os.getpid() or self.let_go:
+            return self.let_go
+        self.let_go = True
+        loop: Any = self.runner.get_loop()
+        shared = getattr(loop, "_selector", None)
+        if not isinstance(shared, selectors.BaseSelector):  # another kind of loop: kept, never closed
+            _INHERITED.append(self)
+            return True
+        loop._selector = selectors.DefaultSelector()  # the child's own, empty: closing it unregisters nothing
+        with contextlib.suppress(Exception):
+            shared.close()  # the child's descriptor of the shared instance: no registration changes
+            loop.close()  # its self-pipe's descriptors in the child; no callback runs
+        return True
 
     def __del__(self) -> None:
+        if self.forked():
+            return
         with contextlib.suppress(Exception):  # at the interpreter's exit, say: nothing to tell
             self.runner.close()
 
 
 class _Runners(threading.local):
-    """One kept runner per thread (a loop runs in one thread only)."""
+    """One kept runner per thread (a loop runs in one thread only), and per process."""
 
     kept: _Kept | None = None
 
     def runner(self) -> asyncio.Runner:
-        """This thread's runner; a new one if its loop was closed (by code that took it as its own)."""
-        if self.kept is None or self.kept.runner.get_loop().is_closed():
+        """This thread's runner; a new one if its loop was closed (by code that took it as its own),
+        or if it was inherited through `os.fork`."""
+        if self.kept is None or self.kept.forked() or self.kept.runner.get_loop().is_closed():
             self.kept = _Kept()
         return self.kept.runner
 
 
 _RUNNERS = _Runners()
+_INHERITED: list[_Kept] = []  # loops a forked child let go that it cannot close safely: never closed

@@ -37,7 +37,7 @@ from agent.result import RunResult
 from agent.stops import StopReason, TurnSignal
 from agent.temporal import _wire as w
 from agent.temporal._registry import WorkerSetup
-from agent.tools import Tool, ToolOutcome
+from agent.tools import CLEANUP_GRACE, Tool, ToolOutcome
 
 # The workflow charges a model call cut off mid-way (the time budget, a cancel) with what the worker
 # reports it used; runs started before replay their model calls as they were made (see `patched`).
@@ -555,11 +555,13 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     is the worker's: the workflow sets no timer for it (see
     `TOOL_TIMEOUT_ON_WORKER`), and bounds the call by the run's time budget
     only, as it bounds a tool with no timeout of its own (None). The activity
-    outlives the tool's timeout by `2 * tool_grace` (`UNBOUNDED_TOOL` for None;
+    outlives the tool's timeout by `2 * tool_grace`, and by the tool's
+    `cleanup_seconds` past the default grace they hold: Temporal ending the
+    activity mid-cleanup would start the tool again (`UNBOUNDED_TOOL` for None;
     heartbeats still find a dead worker).
     """
     timeout = None if spec["timeout"] is None else float(spec["timeout"])
-    waited = UNBOUNDED_TOOL if timeout is None else timedelta(seconds=timeout + 2 * setup.tool_grace)
+    waited = UNBOUNDED_TOOL if timeout is None else _tool_window(timeout, spec, setup)
     timer = None  # the worker's timeout only (see `TOOL_TIMEOUT_ON_WORKER`), or as runs started before:
     if timeout is not None and not workflow.patched(TOOL_TIMEOUT_ON_WORKER):
         timer = timeout + setup.tool_grace
@@ -625,6 +627,13 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         needs_approval=spec["needs_approval"],
         wants_ctx=True,  # the wrapper always takes the context: the call id, the state
     )
+
+
+def _tool_window(timeout: float, spec: dict[str, Any], setup: WorkerSetup) -> timedelta:
+    """How long a tool call's activity may take: its timeout, its cleanup past the default grace (a
+    plan from a worker before `cleanup_seconds` has none), and `2 * tool_grace` for the rest."""
+    cleanup = max(0.0, float(spec.get("cleanup_seconds", CLEANUP_GRACE)) - CLEANUP_GRACE)
+    return timedelta(seconds=timeout + cleanup + 2 * setup.tool_grace)
 
 
 def _worker_lost(exc: ActivityError) -> bool:

@@ -147,6 +147,7 @@ def plan_of(agent: Agent) -> dict[str, Any]:
                 "description": t.description,
                 "parameters": t.parameters,
                 "timeout": t.timeout,
+                "cleanup_seconds": t.cleanup_seconds,  # the tool's activity lasts long enough for it
                 "needs_approval": t.needs_approval,
                 "wants_ctx": t.wants_ctx,
             }

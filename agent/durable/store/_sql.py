@@ -334,11 +334,12 @@ class SqlStore:
         self, run_id: str, status: RunStatus, lease: Lease, now: float, refused: str | None = None
     ) -> None:
         """Give a claimed run back as `status`; one that waits again forgets what it was claimed with.
-        `refused` (why that answer was not taken) is kept on the run until it moves on."""
+        `refused` (why that answer was not taken) is kept on the run until it moves on: a release with
+        none (a sweep's failed expiry) keeps the one a person was given before."""
         forget = ", answer = NULL, approved = NULL, answered_at = NULL" if status is RunStatus.WAITING else ""
         self._count(
             f"UPDATE {TABLE} SET status = ?, owner = NULL, lease_until = NULL, updated_at = ?, "
-            f"segments = segments - 1, refused = ?{forget} WHERE run_id = ? AND owner = ?",
+            f"segments = segments - 1, refused = COALESCE(?, refused){forget} WHERE run_id = ? AND owner = ?",
             (status, now, refused, run_id, lease.owner),
         )
 
