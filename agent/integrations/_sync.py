@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import os
 import selectors
+import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -67,9 +68,11 @@ class _Kept:
         return True
 
     def __del__(self) -> None:
-        if self.forked():
+        # At the interpreter's exit no thread can start, and `Runner.close` waits for one to shut the
+        # loop's default executor down: the process would never exit. The OS reclaims it all then.
+        if self.forked() or sys.is_finalizing():
             return
-        with contextlib.suppress(Exception):  # at the interpreter's exit, say: nothing to tell
+        with contextlib.suppress(Exception):  # a thread's end: its loop closed, nothing to tell
             self.runner.close()
 
 
