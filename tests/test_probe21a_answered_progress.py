@@ -10,6 +10,7 @@ import pytest
 from agent import Agent, Answer, Approval, Denial, HelpPolicy, ProgressDetector, tool
 from agent.models.base import ModelRequest
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
+from tests.signals import SetOnCheck
 
 
 @tool
@@ -69,17 +70,6 @@ def test_the_help_policys_default_answer_reaches_the_model_too() -> None:
     assert _read_by_model(model.requests[-1], "go on alone")
 
 
-class _SetOnCheck:
-    """A cancel signal that is set at its `n`-th check (the loop checks it before each turn)."""
-
-    def __init__(self, n: int) -> None:
-        self.checks, self.n = 0, n
-
-    def is_set(self) -> bool:
-        self.checks += 1
-        return self.checks >= self.n
-
-
 def test_a_run_resumed_again_counts_the_answer_as_news_as_the_first_segment_did() -> None:
     """The detector rebuilt from the journal (a later resume, a recovery) agrees with the live one:
     after the answer, one idle turn and then a cancellation, one more idle turn is the 2nd of 3."""
@@ -91,7 +81,7 @@ def test_a_run_resumed_again_counts_the_answer_as_news_as_the_first_segment_did(
     )
     first = agent.run("fix it")
     assert first.snapshot is not None
-    cut = agent.resume(first.snapshot, Answer("a.py"), cancel=_SetOnCheck(2))
+    cut = agent.resume(first.snapshot, Answer("a.py"), cancel=SetOnCheck(2))
     assert (cut.reason, cut.turns) == ("cancelled", 4)
     assert cut.snapshot is not None
     result = agent.resume(cut.snapshot)

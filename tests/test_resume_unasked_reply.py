@@ -12,6 +12,7 @@ import pytest
 from agent import Agent, Answer, Approval, Denial, SnapshotError, tool
 from agent.models.scripted import ScriptedModel, call, finish, reply
 from agent.snapshot import SnapshotKind
+from tests.signals import SetOnCheck
 
 
 @tool
@@ -20,21 +21,10 @@ def look(x: int) -> str:
     return f"saw {x}"
 
 
-class _SetOnCheck:
-    """A cancel signal set at its `n`-th check (the loop checks it before each turn)."""
-
-    def __init__(self, n: int) -> None:
-        self.checks, self.n = 0, n
-
-    def is_set(self) -> bool:
-        self.checks += 1
-        return self.checks >= self.n
-
-
 def _cancelled() -> tuple[Agent, ScriptedModel, object]:
     model = ScriptedModel([reply(call("look", x=1)), reply(call("look", x=2)), reply(finish("done", "ok"))])
     agent = Agent(name="looker", model=model, tools=[look])
-    cut = agent.run("look twice", cancel=_SetOnCheck(2))
+    cut = agent.run("look twice", cancel=SetOnCheck(2))
     assert cut.reason == "cancelled" and cut.snapshot is not None
     assert cut.snapshot.kind is SnapshotKind.CANCELLED
     return agent, model, cut.snapshot
