@@ -81,8 +81,10 @@ class Agent:
             raise ConfigError(f"agent {self.name!r}: the tool name 'finish' is reserved for the loop")
         if dupes := sorted({n for n in names if names.count(n) > 1}):
             raise ConfigError(f"agent {self.name!r}: tool names must be unique; repeated: {dupes}")
+        models = [self.model, *(v.model for v in evaluators(self.verifiers))]  # in all_of too
+        if aliases := _priced_as(models):
+            self.prices = self.prices.pricing_as(aliases)
         if self.budget.max_cost_usd is not None:  # a cost budget needs every model's price
-            models = [self.model, *(v.model for v in evaluators(self.verifiers))]  # in all_of too
             for name in {*(m.name for m in models), *self.history.models()}:
                 self.prices.require(name, self.name)
             for model in models:  # and a model asked for fast mode its fast-mode price
@@ -336,6 +338,12 @@ class Agent:
                 f"run {snap.run_id} ended as {snap.reason}; only need_help, cancelled and limit "
                 "(with more budget) resume"
             )
+
+
+def _priced_as(models: Sequence[Model]) -> dict[str, str]:
+    """The models priced by another id than their name (an adapter's `priced_as`), name -> id."""
+    found = ((m.name, getattr(m, "priced_as", None)) for m in models)
+    return {name: as_id for name, as_id in found if isinstance(as_id, str) and as_id != name}
 
 
 def new_run_id() -> str:

@@ -41,6 +41,15 @@ class PriceTable:
         self.on_unknown = on_unknown
         self._warned: set[tuple[str, bool]] = set()
         self._found: dict[str, Price | None] = {}  # asked once a model call: the same few names
+        self._priced_as: dict[str, str] = {}  # a model's name -> the id the table prices it by
+
+    def pricing_as(self, ids: Mapping[str, str]) -> PriceTable:
+        """This table, but each model named in `ids` priced by the table's row for the id it maps
+        to (an adapter's `priced_as`: a Vertex AI client's `global` region); a price given for the
+        name itself still wins."""
+        table = PriceTable(self._overrides, models=self.models, on_unknown=self.on_unknown)
+        table._priced_as = {**self._priced_as, **ids}
+        return table
 
     def price(self, model: str) -> Price | None:
         """The price of `model` (an override first, then the model table), or None."""
@@ -56,7 +65,7 @@ class PriceTable:
         family = _family(model)
         if family in self._overrides:
             return self._overrides[family]
-        info = self.models.get(model)
+        info = self.models.get(self._priced_as.get(model, model))
         return info.price if info is not None else None
 
     def _given(self, model: str) -> bool:
@@ -68,7 +77,7 @@ class PriceTable:
 
     def unknown_reason(self, model: str) -> str:
         """Why `model` has no price: the table's reason, or that it is not in the table."""
-        info = self.models.get(model)
+        info = self.models.get(self._priced_as.get(model, model))
         if info is not None and info.unknown_price_reason:
             return info.unknown_price_reason
         return "it is not in the model table"

@@ -140,3 +140,46 @@ def test_a_run_on_vertex_ai_through_the_real_sdk_counts_its_tokens_and_says_its_
     assert result.reason == "success" and result.input_tokens == 10 and result.output_tokens == 5
     assert result.cost_usd is None
     assert model.context_window == TABLE.get("claude-sonnet-4-5").context_window  # type: ignore[union-attr]
+
+
+def _vertex_run(region: str, url: str, **agent: object) -> tuple[AnthropicModel, RunResult]:
+    async def run() -> tuple[AnthropicModel, RunResult]:
+        async with anthropic.AsyncAnthropicVertex(
+            region=region, project_id="acme", access_token="t", base_url=url
+        ) as client:
+            model = AnthropicModel("claude-sonnet-4-5@20250929", client=client)
+            return model, await Agent("v", model, **agent).arun("go")  # type: ignore[arg-type]
+
+    return asyncio.run(run())
+
+
+def test_a_vertex_client_in_the_global_region_is_priced_as_the_claude_api() -> None:
+    # The id names no endpoint, but the client does: `global` is Vertex AI's global endpoint, which
+    # the Claude API's list price applies to (a regional one costs more: unknown, as above).
+    reply = message(tool_use("finish", {"kind": "done", "note": "ok"}), model="claude-sonnet-4-5-20250929")
+    budget = Budget(max_turns=3, max_seconds=30, max_cost_usd=1.0)  # a cost budget is now allowed
+    with MessagesAPI(reply, validate=False) as api:
+        model, result = _vertex_run("global", api.url, budget=budget)
+        (sent,) = api.requests
+    assert "/locations/global/publishers/anthropic/models/claude-sonnet-4-5@20250929:" in sent.path
+    assert model.name == "claude-sonnet-4-5@20250929"  # the labels keep the name the user gave
+    assert result.reason == "success"
+    assert result.cost_usd == pytest.approx((10 * 3 + 5 * 15) / MTOK)
+
+
+def test_a_vertex_client_in_a_region_still_refuses_a_cost_budget_and_a_given_price_wins() -> None:
+    model = AnthropicModel(
+        "claude-sonnet-4-5@20250929",
+        client=anthropic.AsyncAnthropicVertex(region="us-east5", project_id="acme", access_token="t"),
+    )
+    with pytest.raises(ConfigError, match="Vertex AI prices"):
+        Agent("a", model, budget=Budget(max_cost_usd=1.0))
+    global_model = AnthropicModel(
+        "claude-sonnet-4-5@20250929",
+        client=anthropic.AsyncAnthropicVertex(region="global", project_id="acme", access_token="t"),
+    )
+    given = PriceTable({"claude-sonnet-4-5@20250929": Price(9, 9)})
+    agent = Agent("a", global_model, prices=given, budget=Budget(max_cost_usd=1.0))
+    assert agent.prices.price("claude-sonnet-4-5@20250929") == Price(9, 9)
+    assert given.price("claude-sonnet-4-5@20250929") == Price(9, 9)
+    assert PriceTable().price("claude-sonnet-4-5@20250929") is None  # the user's table is not changed

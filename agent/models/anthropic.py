@@ -108,7 +108,7 @@ from agent.models.base import (
     ModelRequest,
     record_cut_call,
 )
-from agent.models.catalog import ModelTable, Thinking, default_model
+from agent.models.catalog import ModelTable, Thinking, default_model, partner_id
 from agent.models.claude_limits import (
     PAGES_REFUSED,
     PAGES_REFUSED_HINT,
@@ -289,6 +289,7 @@ class AnthropicModel:
             self._clients, self._injected = None, _without_retries(client)
         platform = media_limits or limits_for(self.client)
         self._media_limits = platform.for_window(self._context_window)
+        self._priced_as = priced_as(model, self.client)
 
     @property
     def name(self) -> str:
@@ -302,6 +303,12 @@ class AnthropicModel:
     def context_window(self) -> int | None:
         """The model's context window in tokens, from the model table (None when unknown)."""
         return self._context_window
+
+    @property
+    def priced_as(self) -> str:
+        """The id its calls are priced by: its name, or for a Vertex AI client in the `global` region
+        the model's path on the global endpoint (priced as the Claude API; a regional one is not)."""
+        return self._priced_as
 
     @property
     def speed(self) -> str | None:
@@ -632,6 +639,19 @@ async def _closer(client: anthropic.AsyncAnthropic) -> AsyncIterator[None]:
         yield
     finally:
         await client.close()
+
+
+def priced_as(model: str, client: Any) -> str:
+    """The id `model`'s calls through `client` are priced by: a Vertex AI id called through the SDK's
+    Vertex AI client in the `global` region (its URL names no region) is the model on Vertex AI's
+    global endpoint, which the Claude API's list price applies to; any other, `model` itself."""
+    partner = partner_id(model)
+    if partner is None or partner.platform != "Vertex AI" or "/" in model:
+        return model
+    if getattr(client, "region", None) != "global" or "Vertex" not in type(client).__name__:
+        return model
+    project = getattr(client, "project_id", None) or "-"
+    return f"projects/{project}/locations/global/publishers/anthropic/models/{model}"
 
 
 def _new_client(api_key: str | None, base_url: str | None, timeout: float | None) -> anthropic.AsyncAnthropic:
