@@ -66,6 +66,7 @@ from agent.journal import Journal, Stopped
 from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
+from agent.text import one_line
 
 if TYPE_CHECKING:
     from agent.integrations._durable import ForeignAgent
@@ -87,6 +88,11 @@ class AnswerError(EndstateError):
 class AgentUnavailable(EndstateError):
     """A catalog entry's own code (`prepare`, `build`) failed: the deployment's fault, not the
     request's; the message names the entry, the step and the exception."""
+
+
+class NotInCatalog(AgentUnavailable):
+    """A stored run's agent is not in this runner's catalog: another deployment (a service of the same
+    fleet with other agents, or an older or newer version) runs it. Nothing was changed."""
 
 
 def from_catalog(name: str, step: str, call: Callable[[], T]) -> T:
@@ -166,6 +172,7 @@ class Runner:
         self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints and records
         self._beats: ThreadPoolExecutor | None = None  # the thread that renews leases (see `_renew`)
         self._lease: Lease | None = None  # see `lease`
+        self._left: set[str] = set()  # agents whose runs this runner left for others (and said so)
 
     def lease(self) -> Lease:
         """This runner's lease (one value, made again only when `owner` or `lease_seconds` change: the
@@ -246,6 +253,7 @@ class Runner:
         current = self.store.get(run_id)
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
+        self._check_known(current)
         if segments is not None and segments != current.segments:
             raise NotClaimable(
                 f"run {run_id} moved on (segment {current.segments}, not {segments}) since it was read; "
@@ -276,6 +284,17 @@ class Runner:
         else:
             raise NotClaimable(not_resumable(current))
         return self._resume_job(self._hold(record), release_to=current.status)
+
+    def _check_known(self, record: RunRecord) -> None:
+        """Refuse, before any claim, a run whose agent this catalog lacks: the run stays as it is for
+        a process whose catalog has the agent (its deadline, if any, still holds)."""
+        if not self.knows(record.agent):
+            raise NotInCatalog(
+                f"run {record.run_id} is a run of agent {record.agent!r}, which this catalog does not have "
+                f"(it has: {', '.join(self.catalog.names()) or 'none'}); nothing was changed. Answer or "
+                "resume it where that agent is deployed (a service, or --catalog, that has it); if no "
+                f"deployment has it any more, `endstate end {record.run_id}` ends it"
+            )
 
     def _check_pending(self, record: RunRecord) -> Snapshot | None:
         """The call a person approves is exactly the call that runs: the store must agree with itself.
@@ -381,7 +400,7 @@ class Runner:
         """Claim every waiting run whose deadline passed; the jobs apply the help policy."""
         now = self.clock.time() if now is None else now
         jobs = []
-        for stale in self.store.expired(now):
+        for stale in self.ours(self.store.expired(now)):
             try:  # one run the store fails on never drops the jobs of those claimed before it
                 if (job := self._claim_expired(stale, now)) is not None:
                     jobs.append(job)
@@ -425,7 +444,30 @@ class Runner:
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
         held, now = self.held(), self.store.now()  # leases run out by the store's clock
         gone = [r for r in running if r.run_id not in held and worker_gone(r, now)]
-        return gone + self.store.interrupted()
+        return self.ours(gone + self.store.interrupted())
+
+    def knows(self, agent: str) -> bool:
+        """True when this runner's catalog has the agent `agent`."""
+        return agent in self.catalog.entries
+
+    def ours(self, records: list[RunRecord]) -> list[RunRecord]:
+        """The runs of `records` whose agent this runner's catalog has. The others are left, untouched,
+        for a runner whose catalog has their agent (services of one fleet may share a store and run
+        different agents): a runner never ends a run it cannot continue while another could. Said once
+        per agent (a warning), not at every sweep."""
+        known = [r for r in records if self.knows(r.agent)]
+        for record in records:
+            if not self.knows(record.agent) and record.agent not in self._left:
+                self._left.add(record.agent)
+                log.warning(
+                    "runs of agent %r (run %s, and any others) are left for a runner whose catalog has "
+                    "that agent: this one's has %s. If no runner has it any more, `endstate end RUN_ID` "
+                    "ends such a run",
+                    record.agent,
+                    record.run_id,
+                    ", ".join(self.catalog.names()) or "none",
+                )
+        return known
 
     async def recover(self) -> list[RunResult]:
         """Continue every recoverable run from its last checkpoint, one after another."""
@@ -462,6 +504,13 @@ class Runner:
             f"The run could not be continued: {_why(exc)}. {kept}: fix the cause, "
             f"then `endstate resume {record.run_id}` continues it."
         )
+        ran = failed is not None
+        return self._end_as_error(record, error_type, note, keep_answer=not ran, ran=ran)
+
+    def _end_as_error(
+        self, record: RunRecord, error_type: str, note: str, *, keep_answer: bool, ran: bool
+    ) -> RunResult:
+        """Record a held run's end as `error` (`ran`: a segment ran and was observed from its start)."""
         result = RunResult(
             run_id=record.run_id,
             agent=record.agent,
@@ -478,13 +527,44 @@ class Runner:
         # was claimed with (a person's answer that its journal does not hold yet: nobody could give it
         # again to a finished run); not when its segment failed, which had the answer in hand (its
         # journal may hold it: given again on resume, it could be applied twice)
-        outcome = Outcome(RunStatus.FINISHED, result, None, keep_answer=failed is None)
+        outcome = Outcome(RunStatus.FINISHED, result, None, keep_answer=keep_answer)
         ended_from = self._ended_from(record)
         try:
             self.store.record(record.run_id, outcome, self.lease(), self.clock.time())
         finally:
             self._let_go(record.run_id, None)
-        self._observe_end(record, result, ended_from, segment_ran=failed is not None)
+        self._observe_end(record, result, ended_from, segment_ran=ran)
+        return result
+
+    def end(self, run_id: str, note: str = "") -> RunResult:
+        """End, as an operator, a run that is not finished and that no worker holds (waiting, cancelled,
+        or running with its worker gone), whatever its agent: one whose agent no deployment has any
+        more, say, which no runner would ever claim. It ends `error` (error type `ended_by_operator`,
+        counted and traced as any stop), its journal kept for review; it is not resumed. Nothing runs."""
+        current = self.store.get(run_id)
+        if current is None:
+            raise UnknownRun(f"no run with id {run_id!r}")
+        lease, now = self.lease(), self.clock.time()
+        if current.status is RunStatus.FINISHED:
+            raise NotClaimable(f"run {run_id} has ended already ({current.stop_reason}); nothing was changed")
+        if current.status is RunStatus.RUNNING:
+            if current.run_id in self.held() or not worker_gone(current, self.store.now()):
+                raise NotClaimable(
+                    f"run {run_id} is running, held by a live worker ({current.owner}); nothing was "
+                    "changed. Stop that worker (its run is then cancelled, or its lease runs out), then "
+                    "end it"
+                )
+            lapsed = not process_gone(current)  # (a worker of this host that is gone: at once)
+            record = self.store.take_over(run_id, current.owner or "", lease, now, only_lapsed=lapsed)
+        else:
+            record = self.store.claim(run_id, (current.status,), lease, now)
+        said = f": {one_line(note)}" if note and note.strip() else ""
+        text = f"Ended by an operator{said}. Its journal is kept for review; it is not resumed."
+        held = self._hold(record)
+        result = self._end_as_error(held, "ended_by_operator", text, keep_answer=False, ran=False)
+        if (entry := self.catalog.entries.get(record.agent)) is not None and entry.cleanup is not None:
+            with contextlib.suppress(Exception):
+                entry.cleanup(record.state)
         return result
 
     def _ended_from(self, record: RunRecord) -> Snapshot | None:
@@ -647,7 +727,8 @@ class Runner:
     async def audit_due(self, now: float | None = None) -> list[Audit]:
         """Make every audit that is due: the agent's independent check over the finished run."""
         done = []
-        for due in self.store.due_audits(self.clock.time() if now is None else now):
+        now = self.clock.time() if now is None else now
+        for due in self.store.due_audits(now, agents=self.catalog.names()):  # others' are theirs
             outcome, note = await self._audit(due)
             if await self._on_writer(self.store.record_audit, due.run_id, outcome, note, self.clock.time()):
                 done.append(dataclasses.replace(due, outcome=outcome, note=note))

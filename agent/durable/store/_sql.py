@@ -363,11 +363,14 @@ class SqlStore:
             (audit.run_id, audit.agent, audit.task_type, audit.due_at),
         )
 
-    def due_audits(self, now: float, limit: int = 100) -> list[Audit]:
+    def due_audits(self, now: float, limit: int = 100, agents: Sequence[str] | None = None) -> list[Audit]:
+        if agents is not None and not agents:
+            return []
+        only = "" if agents is None else f" AND agent IN ({', '.join('?' for _ in agents)})"
         rows = self._rows(
-            f"SELECT run_id, agent, task_type, due_at FROM {AUDITS} WHERE outcome IS NULL AND due_at <= ? "
-            f"ORDER BY due_at LIMIT {int(limit)}",
-            (now,),
+            f"SELECT run_id, agent, task_type, due_at FROM {AUDITS} WHERE outcome IS NULL AND due_at <= ?"
+            f"{only} ORDER BY due_at LIMIT {int(limit)}",
+            (now, *(agents or ())),
             retry=True,
         )
         return [Audit(r["run_id"], r["agent"], r["task_type"], float(r["due_at"])) for r in rows]
