@@ -1146,13 +1146,21 @@ def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -
         raise AnswerError(f"run {record.run_id} waits for an answer to {record.question!r}: give one")
 
 
+@functools.cache
 def machine() -> str:
-    """This host and, on Linux, its pid namespace: containers may share a host name, not pids."""
+    """This host and, on Linux, its pid namespace and boot: containers may share a host name, not pids;
+    and hosts may share a name (cloned VMs, `localhost`) and a pid namespace's number (the first one's
+    is the same on every Linux host), not a boot (its random id, shared by the host's containers)."""
     try:
         namespace = os.readlink("/proc/self/ns/pid").removeprefix("pid:").strip("[]")
     except OSError:
         return socket.gethostname()
-    return f"{socket.gethostname()}/{namespace}"
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip().replace("-", "")[:12]
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{namespace}" + (f"/{boot}" if boot else "")
 
 
 def worker_gone(record: RunRecord, now: float) -> bool:
