@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import json
 import logging
 import os
 import re
@@ -64,7 +65,7 @@ from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
 from agent.journal import Journal, Stopped
 from agent.result import RunResult, StopReason, Suspension
-from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
+from agent.snapshot import SNAPSHOT_VERSION, Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
 from agent.text import one_line
 
@@ -173,6 +174,7 @@ class Runner:
         self._beats: ThreadPoolExecutor | None = None  # the thread that renews leases (see `_renew`)
         self._lease: Lease | None = None  # see `lease`
         self._left: set[str] = set()  # agents whose runs this runner left for others (and said so)
+        self._newer_said: set[int] = set()  # snapshot versions too new for it, whose runs it left
 
     def lease(self) -> Lease:
         """This runner's lease (one value, made again only when `owner` or `lease_seconds` change: the
@@ -455,7 +457,7 @@ class Runner:
         for a runner whose catalog has their agent (services of one fleet may share a store and run
         different agents): a runner never ends a run it cannot continue while another could. Said once
         per agent (a warning), not at every sweep."""
-        known = [r for r in records if self.knows(r.agent)]
+        known = [r for r in records if self.knows(r.agent) and not self._written_by_newer(r)]
         for record in records:
             if not self.knows(record.agent) and record.agent not in self._left:
                 self._left.add(record.agent)
@@ -468,6 +470,25 @@ class Runner:
                     ", ".join(self.catalog.names()) or "none",
                 )
         return known
+
+    def _written_by_newer(self, record: RunRecord) -> bool:
+        """True when the run's saved head is of a snapshot version newer than this Endstate reads: a
+        newer version of the code checkpointed it (a rolling deploy). It is left for a runner of that
+        version, never ended here as unreadable; said once per version."""
+        stored = self.store.get(record.run_id)  # (a listing's record holds no head)
+        version = head_version(stored.snapshot_json if stored is not None else None)
+        if version is None or version <= SNAPSHOT_VERSION:
+            return False
+        if version not in self._newer_said:
+            self._newer_said.add(version)
+            log.warning(
+                "run %s (and any others like it) was saved by a newer Endstate (snapshot version %d; this "
+                "one reads up to %d): it is left for a runner of that version. Finish the deploy",
+                record.run_id,
+                version,
+                SNAPSHOT_VERSION,
+            )
+        return True
 
     async def recover(self) -> list[RunResult]:
         """Continue every recoverable run from its last checkpoint, one after another."""
@@ -1144,6 +1165,17 @@ def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -
         raise AnswerError(f"run {record.run_id} waits for an answer to a question, not for an approval")
     if record.pending is None and not (answer and answer.strip()):
         raise AnswerError(f"run {record.run_id} waits for an answer to {record.question!r}: give one")
+
+
+def head_version(head_json: str | None) -> int | None:
+    """The snapshot version a stored head says it is; None when there is none, or it does not say."""
+    if not head_json:
+        return None
+    try:
+        version = json.loads(head_json).get("version")
+    except (ValueError, AttributeError):
+        return None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
 @functools.cache
