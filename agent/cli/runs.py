@@ -311,13 +311,13 @@ def _recover(args: argparse.Namespace) -> int:
 
 def _end_args(p: argparse.ArgumentParser) -> None:
     _run_id_arg(p)
-    p.add_argument("--note", default="", help="why it is ended (kept in the run's note)")
+    p.add_argument("--note", default=None, help="why it is ended (kept in the run's note)")
 
 
 def _end(args: argparse.Namespace) -> int:
     refuse_undecodable(args)
     with _runner(args, create=False) as runner:
-        result = runner.end(args.run_id, args.note)
+        result = runner.end(args.run_id, args.note or "")
     print(json_text(result.to_dict()) if args.json else result_line(result))
     return 0
 
