@@ -78,6 +78,7 @@ __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "lo
 
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
+AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it this long (due again if it died)
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 T = TypeVar("T")
 
@@ -750,6 +751,9 @@ class Runner:
         done = []
         now = self.clock.time() if now is None else now
         for due in self.store.due_audits(now, agents=self.catalog.names()):  # others' are theirs
+            until = max(now, self.clock.time()) + AUDIT_HOLD_SECONDS
+            if not await self._on_writer(self.store.claim_audit, due, until):
+                continue  # another worker of the fleet makes it: its check runs once, not once a worker
             outcome, note = await self._audit(due)
             if await self._on_writer(self.store.record_audit, due.run_id, outcome, note, self.clock.time()):
                 done.append(dataclasses.replace(due, outcome=outcome, note=note))

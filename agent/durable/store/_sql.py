@@ -375,6 +375,15 @@ class SqlStore:
         )
         return [Audit(r["run_id"], r["agent"], r["task_type"], float(r["due_at"])) for r in rows]
 
+    def claim_audit(self, audit: Audit, until: float) -> bool:
+        """Take a due audit to make it: its due time moves to `until` (when it is due again, should its
+        maker die first), if no other worker took it or recorded it since it was listed. False then."""
+        n = self._count(
+            f"UPDATE {AUDITS} SET due_at = ? WHERE run_id = ? AND outcome IS NULL AND due_at = ?",
+            (until, audit.run_id, audit.due_at),
+        )
+        return n == 1
+
     def record_audit(self, run_id: str, outcome: AuditOutcome, note: str, now: float) -> bool:
         """Keep an audit's outcome; False when another worker recorded it first."""
         n = self._count(
