@@ -13,9 +13,10 @@ its process is gone on this host) and runs that a shutdown cancelled.
 A runner renews the lease of the runs it holds while it holds them, and
 only those: a run it could not record is let go, so that recovery (here or
 in another worker) continues it from its last checkpoint. Leases run out by
-the store's clock, never by a worker's own (`clock` decides run time only:
-budgets, help deadlines, audits), so workers whose clocks disagree never take
-a held run from each other.
+the store's clock, never by a worker's own (`clock` decides run time: budgets,
+when a help deadline is set, audits), so workers whose clocks disagree never take
+a held run from each other; on the system clock, whether a deadline passed is
+judged by the store's clock too (`sweep_time`).
 """
 
 from __future__ import annotations
@@ -272,7 +273,7 @@ class Runner:
             check_answer(current, answer, approved)
             read = self._check_pending(current)
             check_foreign_saved(read)
-            waiting, segment = (RunStatus.WAITING,), current.segments
+            waiting, segment, now = (RunStatus.WAITING,), current.segments, self.sweep_time()  # in time?
             record = self.store.claim(run_id, waiting, lease, now, answer, approved, segment, expired=False)
             if answer is not None:  # as written: the answer's text column keeps NUL and lone surrogates
                 record = dataclasses.replace(record, answer=answer)  # as U+FFFD (recovery reads that)
@@ -401,7 +402,7 @@ class Runner:
 
     def expiry_jobs(self, now: float | None = None) -> list[Job]:
         """Claim every waiting run whose deadline passed; the jobs apply the help policy."""
-        now = self.clock.time() if now is None else now
+        now = self.sweep_time() if now is None else now
         jobs = []
         for stale in self.ours(self.store.expired(now)):
             try:  # one run the store fails on never drops the jobs of those claimed before it
@@ -412,6 +413,12 @@ class Runner:
                     "run %s cannot be expired now; the next sweep tries again: %s", stale.run_id, _why(exc)
                 )
         return jobs
+
+    def sweep_time(self) -> float:
+        """The time deadlines are judged by: on the system clock, the store's (every service of a fleet
+        sweeps, so one whose clock ran ahead would cut every person's wait short, and refuse their
+        answers as late); a clock given to the runner (a test's, a simulation's) is its own."""
+        return self.store.now() if self.clock is SYSTEM_CLOCK else self.clock.time()
 
     def _claim_expired(self, stale: RunRecord, now: float) -> Job | None:
         """Claim one run past its deadline: its job, or None when someone else got it first."""
