@@ -450,7 +450,8 @@ class Runner:
         return Job(record.run_id, agent, record, segment, RunStatus.WAITING)
 
     def recoverable(self) -> list[RunRecord]:
-        """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled."""
+        """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled: of the
+        agents this catalog has, saved by a version of Endstate that this one reads (`ours`)."""
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
         held, now = self.held(), self.store.now()  # leases run out by the store's clock
         gone = [r for r in running if r.run_id not in held and worker_gone(r, now)]
@@ -461,10 +462,11 @@ class Runner:
         return agent in self.catalog.entries
 
     def ours(self, records: list[RunRecord]) -> list[RunRecord]:
-        """The runs of `records` whose agent this runner's catalog has. The others are left, untouched,
-        for a runner whose catalog has their agent (services of one fleet may share a store and run
-        different agents): a runner never ends a run it cannot continue while another could. Said once
-        per agent (a warning), not at every sweep."""
+        """The runs of `records` whose agent this runner's catalog has (and that a version of Endstate
+        this one reads saved). The others are left, untouched, for a runner whose catalog has their
+        agent (services of one fleet may share a store and run different agents): a runner never ends
+        a run it cannot continue while another could. Said once per agent (a warning), not at every
+        sweep."""
         known = [r for r in records if self.knows(r.agent) and not self._written_by_newer(r)]
         for record in records:
             if not self.knows(record.agent) and record.agent not in self._left:
