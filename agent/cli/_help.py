@@ -34,6 +34,7 @@ ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "start": RUNS,
     "resume": RUNS,
     "recover": RUNS,
+    "end": RUNS,
     "audit": RUNS,
     "doctor": MODELS,
     "serve": f"{STORE}; {CATALOG}; {OTEL}; ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "

@@ -1,4 +1,5 @@
-"""`endstate` commands for durable runs: runs, pending, answer, approve, deny, start, resume, recover, serve.
+"""`endstate` commands for durable runs: runs, pending, answer, approve, deny, start, resume, recover, end,
+serve.
 
 Every command takes `--store URL` (default `$ENDSTATE_STORE`, then the SQLite
 file `./.endstate/runs.db`) and `--catalog module:attr` (default the seed
@@ -54,6 +55,8 @@ def register(sub: Any) -> None:
     _add(sub, "audit", "re-check the successes due for an audit with each agent's independent check", _audit)
     recover_help = "continue crashed or shutdown-cancelled runs; end runs past their deadline"
     _add(sub, "recover", recover_help, _recover)
+    end_help = "end a run no worker holds as error (ended_by_operator): one whose agent no deployment has"
+    _add(sub, "end", end_help, _end, _end_args)
     from agent.service.server import add_serve_args, serve
 
     _add(sub, "serve", "run agents as an HTTP service with the help inbox", serve, add_serve_args)
@@ -269,6 +272,7 @@ TEXT_ARGS = {  # what a command gives a run as text, as its error names it
     "scenario": "--scenario",
     "text": "the answer",
     "reason": "the reason",
+    "note": "the note",
 }
 
 
@@ -302,6 +306,19 @@ def _recover(args: argparse.Namespace) -> int:
     for result in results:
         print(result_line(result))
     print(f"{plural(len(results), 'run')} recovered or swept")
+    return 0
+
+
+def _end_args(p: argparse.ArgumentParser) -> None:
+    _run_id_arg(p)
+    p.add_argument("--note", default=None, help="why it is ended (kept in the run's note)")
+
+
+def _end(args: argparse.Namespace) -> int:
+    refuse_undecodable(args)
+    with _runner(args, create=False) as runner:
+        result = runner.end(args.run_id, args.note or "")
+    print(json_text(result.to_dict()) if args.json else result_line(result))
     return 0
 
 

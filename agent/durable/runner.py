@@ -13,9 +13,10 @@ its process is gone on this host) and runs that a shutdown cancelled.
 A runner renews the lease of the runs it holds while it holds them, and
 only those: a run it could not record is let go, so that recovery (here or
 in another worker) continues it from its last checkpoint. Leases run out by
-the store's clock, never by a worker's own (`clock` decides run time only:
-budgets, help deadlines, audits), so workers whose clocks disagree never take
-a held run from each other.
+the store's clock, never by a worker's own (`clock` decides run time: budgets,
+when a help deadline is set, audits), so workers whose clocks disagree never take
+a held run from each other; on the system clock, whether a deadline passed is
+judged by the store's clock too (`sweep_time`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import json
 import logging
 import os
 import re
@@ -64,8 +66,9 @@ from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
 from agent.journal import Journal, Stopped
 from agent.result import RunResult, StopReason, Suspension
-from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
+from agent.snapshot import SNAPSHOT_VERSION, Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
+from agent.text import one_line
 
 if TYPE_CHECKING:
     from agent.integrations._durable import ForeignAgent
@@ -76,6 +79,7 @@ __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "lo
 
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
+AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it this long (due again if it died)
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 T = TypeVar("T")
 
@@ -87,6 +91,11 @@ class AnswerError(EndstateError):
 class AgentUnavailable(EndstateError):
     """A catalog entry's own code (`prepare`, `build`) failed: the deployment's fault, not the
     request's; the message names the entry, the step and the exception."""
+
+
+class NotInCatalog(AgentUnavailable):
+    """A stored run's agent is not in this runner's catalog: another deployment (a service of the same
+    fleet with other agents, or an older or newer version) runs it. Nothing was changed."""
 
 
 def from_catalog(name: str, step: str, call: Callable[[], T]) -> T:
@@ -166,6 +175,8 @@ class Runner:
         self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints and records
         self._beats: ThreadPoolExecutor | None = None  # the thread that renews leases (see `_renew`)
         self._lease: Lease | None = None  # see `lease`
+        self._left: set[str] = set()  # agents whose runs this runner left for others (and said so)
+        self._newer_said: set[int] = set()  # snapshot versions too new for it, whose runs it left
 
     def lease(self) -> Lease:
         """This runner's lease (one value, made again only when `owner` or `lease_seconds` change: the
@@ -246,6 +257,7 @@ class Runner:
         current = self.store.get(run_id)
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
+        self._check_known(current)
         if segments is not None and segments != current.segments:
             raise NotClaimable(
                 f"run {run_id} moved on (segment {current.segments}, not {segments}) since it was read; "
@@ -261,7 +273,7 @@ class Runner:
             check_answer(current, answer, approved)
             read = self._check_pending(current)
             check_foreign_saved(read)
-            waiting, segment = (RunStatus.WAITING,), current.segments
+            waiting, segment, now = (RunStatus.WAITING,), current.segments, self.sweep_time()  # in time?
             record = self.store.claim(run_id, waiting, lease, now, answer, approved, segment, expired=False)
             if answer is not None:  # as written: the answer's text column keeps NUL and lone surrogates
                 record = dataclasses.replace(record, answer=answer)  # as U+FFFD (recovery reads that)
@@ -276,6 +288,17 @@ class Runner:
         else:
             raise NotClaimable(not_resumable(current))
         return self._resume_job(self._hold(record), release_to=current.status)
+
+    def _check_known(self, record: RunRecord) -> None:
+        """Refuse, before any claim, a run whose agent this catalog lacks: the run stays as it is for
+        a process whose catalog has the agent (its deadline, if any, still holds)."""
+        if not self.knows(record.agent):
+            raise NotInCatalog(
+                f"run {record.run_id} is a run of agent {record.agent!r}, which this catalog does not have "
+                f"(it has: {', '.join(self.catalog.names()) or 'none'}); nothing was changed. Answer or "
+                "resume it where that agent is deployed (a service, or --catalog, that has it); if no "
+                f"deployment has it any more, `endstate end {record.run_id}` ends it"
+            )
 
     def _check_pending(self, record: RunRecord) -> Snapshot | None:
         """The call a person approves is exactly the call that runs: the store must agree with itself.
@@ -379,9 +402,9 @@ class Runner:
 
     def expiry_jobs(self, now: float | None = None) -> list[Job]:
         """Claim every waiting run whose deadline passed; the jobs apply the help policy."""
-        now = self.clock.time() if now is None else now
+        now = self.sweep_time() if now is None else now
         jobs = []
-        for stale in self.store.expired(now):
+        for stale in self.ours(self.store.expired(now)):
             try:  # one run the store fails on never drops the jobs of those claimed before it
                 if (job := self._claim_expired(stale, now)) is not None:
                     jobs.append(job)
@@ -390,6 +413,12 @@ class Runner:
                     "run %s cannot be expired now; the next sweep tries again: %s", stale.run_id, _why(exc)
                 )
         return jobs
+
+    def sweep_time(self) -> float:
+        """The time deadlines are judged by: on the system clock, the store's (every service of a fleet
+        sweeps, so one whose clock ran ahead would cut every person's wait short, and refuse their
+        answers as late); a clock given to the runner (a test's, a simulation's) is its own."""
+        return self.store.now() if self.clock is SYSTEM_CLOCK else self.clock.time()
 
     def _claim_expired(self, stale: RunRecord, now: float) -> Job | None:
         """Claim one run past its deadline: its job, or None when someone else got it first."""
@@ -421,11 +450,55 @@ class Runner:
         return Job(record.run_id, agent, record, segment, RunStatus.WAITING)
 
     def recoverable(self) -> list[RunRecord]:
-        """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled."""
+        """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled: of the
+        agents this catalog has, saved by a version of Endstate that this one reads (`ours`)."""
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
         held, now = self.held(), self.store.now()  # leases run out by the store's clock
         gone = [r for r in running if r.run_id not in held and worker_gone(r, now)]
-        return gone + self.store.interrupted()
+        return self.ours(gone + self.store.interrupted())
+
+    def knows(self, agent: str) -> bool:
+        """True when this runner's catalog has the agent `agent`."""
+        return agent in self.catalog.entries
+
+    def ours(self, records: list[RunRecord]) -> list[RunRecord]:
+        """The runs of `records` whose agent this runner's catalog has (and that a version of Endstate
+        this one reads saved). The others are left, untouched, for a runner whose catalog has their
+        agent (services of one fleet may share a store and run different agents): a runner never ends
+        a run it cannot continue while another could. Said once per agent (a warning), not at every
+        sweep."""
+        known = [r for r in records if self.knows(r.agent) and not self._written_by_newer(r)]
+        for record in records:
+            if not self.knows(record.agent) and record.agent not in self._left:
+                self._left.add(record.agent)
+                log.warning(
+                    "runs of agent %r (run %s, and any others) are left for a runner whose catalog has "
+                    "that agent: this one's has %s. If no runner has it any more, `endstate end RUN_ID` "
+                    "ends such a run",
+                    record.agent,
+                    record.run_id,
+                    ", ".join(self.catalog.names()) or "none",
+                )
+        return known
+
+    def _written_by_newer(self, record: RunRecord) -> bool:
+        """True when the run's saved head is of a snapshot version newer than this Endstate reads: a
+        newer version of the code checkpointed it (a rolling deploy). It is left for a runner of that
+        version, never ended here as unreadable; said once per version."""
+        stored = self.store.get(record.run_id)  # (a listing's record holds no head)
+        version = head_version(stored.snapshot_json if stored is not None else None)
+        if version is None or version <= SNAPSHOT_VERSION:
+            return False
+        if version not in self._newer_said:
+            self._newer_said.add(version)
+            log.warning(
+                "run %s (and any others like it) was saved by a newer Endstate (snapshot version %d; this "
+                "one reads up to %d): it is left for a runner of that version. Finish the deploy",
+                record.run_id,
+                version,
+                SNAPSHOT_VERSION,
+            )
+        return True
 
     async def recover(self) -> list[RunResult]:
         """Continue every recoverable run from its last checkpoint, one after another."""
@@ -462,6 +535,13 @@ class Runner:
             f"The run could not be continued: {_why(exc)}. {kept}: fix the cause, "
             f"then `endstate resume {record.run_id}` continues it."
         )
+        ran = failed is not None
+        return self._end_as_error(record, error_type, note, keep_answer=not ran, ran=ran)
+
+    def _end_as_error(
+        self, record: RunRecord, error_type: str, note: str, *, keep_answer: bool, ran: bool
+    ) -> RunResult:
+        """Record a held run's end as `error` (`ran`: a segment ran and was observed from its start)."""
         result = RunResult(
             run_id=record.run_id,
             agent=record.agent,
@@ -478,13 +558,44 @@ class Runner:
         # was claimed with (a person's answer that its journal does not hold yet: nobody could give it
         # again to a finished run); not when its segment failed, which had the answer in hand (its
         # journal may hold it: given again on resume, it could be applied twice)
-        outcome = Outcome(RunStatus.FINISHED, result, None, keep_answer=failed is None)
+        outcome = Outcome(RunStatus.FINISHED, result, None, keep_answer=keep_answer)
         ended_from = self._ended_from(record)
         try:
             self.store.record(record.run_id, outcome, self.lease(), self.clock.time())
         finally:
             self._let_go(record.run_id, None)
-        self._observe_end(record, result, ended_from, segment_ran=failed is not None)
+        self._observe_end(record, result, ended_from, segment_ran=ran)
+        return result
+
+    def end(self, run_id: str, note: str = "") -> RunResult:
+        """End, as an operator, a run that is not finished and that no worker holds (waiting, cancelled,
+        or running with its worker gone), whatever its agent: one whose agent no deployment has any
+        more, say, which no runner would ever claim. It ends `error` (error type `ended_by_operator`,
+        counted and traced as any stop), its journal kept for review; it is not resumed. Nothing runs."""
+        current = self.store.get(run_id)
+        if current is None:
+            raise UnknownRun(f"no run with id {run_id!r}")
+        lease, now = self.lease(), self.clock.time()
+        if current.status is RunStatus.FINISHED:
+            raise NotClaimable(f"run {run_id} has ended already ({current.stop_reason}); nothing was changed")
+        if current.status is RunStatus.RUNNING:
+            if current.run_id in self.held() or not worker_gone(current, self.store.now()):
+                raise NotClaimable(
+                    f"run {run_id} is running, held by a live worker ({current.owner}); nothing was "
+                    "changed. Stop that worker (its run is then cancelled, or its lease runs out), then "
+                    "end it"
+                )
+            lapsed = not process_gone(current)  # (a worker of this host that is gone: at once)
+            record = self.store.take_over(run_id, current.owner or "", lease, now, only_lapsed=lapsed)
+        else:
+            record = self.store.claim(run_id, (current.status,), lease, now)
+        said = f": {one_line(note)}" if note and note.strip() else ""
+        text = f"Ended by an operator{said}. Its journal is kept for review; it is not resumed."
+        held = self._hold(record)
+        result = self._end_as_error(held, "ended_by_operator", text, keep_answer=False, ran=False)
+        if (entry := self.catalog.entries.get(record.agent)) is not None and entry.cleanup is not None:
+            with contextlib.suppress(Exception):
+                entry.cleanup(record.state)
         return result
 
     def _ended_from(self, record: RunRecord) -> Snapshot | None:
@@ -647,7 +758,11 @@ class Runner:
     async def audit_due(self, now: float | None = None) -> list[Audit]:
         """Make every audit that is due: the agent's independent check over the finished run."""
         done = []
-        for due in self.store.due_audits(self.clock.time() if now is None else now):
+        now = self.clock.time() if now is None else now
+        for due in self.store.due_audits(now, agents=self.catalog.names()):  # others' are theirs
+            until = max(now, self.clock.time()) + AUDIT_HOLD_SECONDS
+            if not await self._on_writer(self.store.claim_audit, due, until):
+                continue  # another worker of the fleet makes it: its check runs once, not once a worker
             outcome, note = await self._audit(due)
             if await self._on_writer(self.store.record_audit, due.run_id, outcome, note, self.clock.time()):
                 done.append(dataclasses.replace(due, outcome=outcome, note=note))
@@ -1065,13 +1180,32 @@ def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -
         raise AnswerError(f"run {record.run_id} waits for an answer to {record.question!r}: give one")
 
 
+def head_version(head_json: str | None) -> int | None:
+    """The snapshot version a stored head says it is; None when there is none, or it does not say."""
+    if not head_json:
+        return None
+    try:
+        version = json.loads(head_json).get("version")
+    except (ValueError, AttributeError):
+        return None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+@functools.cache
 def machine() -> str:
-    """This host and, on Linux, its pid namespace: containers may share a host name, not pids."""
+    """This host and, on Linux, its pid namespace and boot: containers may share a host name, not pids;
+    and hosts may share a name (cloned VMs, `localhost`) and a pid namespace's number (the first one's
+    is the same on every Linux host), not a boot (its random id, shared by the host's containers)."""
     try:
         namespace = os.readlink("/proc/self/ns/pid").removeprefix("pid:").strip("[]")
     except OSError:
         return socket.gethostname()
-    return f"{socket.gethostname()}/{namespace}"
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip().replace("-", "")[:12]
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{namespace}" + (f"/{boot}" if boot else "")
 
 
 def worker_gone(record: RunRecord, now: float) -> bool:

@@ -363,14 +363,26 @@ class SqlStore:
             (audit.run_id, audit.agent, audit.task_type, audit.due_at),
         )
 
-    def due_audits(self, now: float, limit: int = 100) -> list[Audit]:
+    def due_audits(self, now: float, limit: int = 100, agents: Sequence[str] | None = None) -> list[Audit]:
+        if agents is not None and not agents:
+            return []
+        only = "" if agents is None else f" AND agent IN ({', '.join('?' for _ in agents)})"
         rows = self._rows(
-            f"SELECT run_id, agent, task_type, due_at FROM {AUDITS} WHERE outcome IS NULL AND due_at <= ? "
-            f"ORDER BY due_at LIMIT {int(limit)}",
-            (now,),
+            f"SELECT run_id, agent, task_type, due_at FROM {AUDITS} WHERE outcome IS NULL AND due_at <= ?"
+            f"{only} ORDER BY due_at LIMIT {int(limit)}",
+            (now, *(agents or ())),
             retry=True,
         )
         return [Audit(r["run_id"], r["agent"], r["task_type"], float(r["due_at"])) for r in rows]
+
+    def claim_audit(self, audit: Audit, until: float) -> bool:
+        """Take a due audit to make it: its due time moves to `until` (when it is due again, should its
+        maker die first), if no other worker took it or recorded it since it was listed. False then."""
+        n = self._count(
+            f"UPDATE {AUDITS} SET due_at = ? WHERE run_id = ? AND outcome IS NULL AND due_at = ?",
+            (until, audit.run_id, audit.due_at),
+        )
+        return n == 1
 
     def record_audit(self, run_id: str, outcome: AuditOutcome, note: str, now: float) -> bool:
         """Keep an audit's outcome; False when another worker recorded it first."""
