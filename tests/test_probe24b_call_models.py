@@ -33,6 +33,8 @@ from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
+from agent import observe_run
+from agent.errors import ConfigError
 from agent.integrations import claude_agent_sdk as endstate_claude
 from agent.integrations import langgraph as endstate_lg
 from agent.integrations import openai_agents as endstate_oa
@@ -309,3 +311,35 @@ def test_a_claude_run_that_fell_back_shows_the_fallback_models_calls_as_its_own(
         ]
         assert calls(rig, "anthropic", "claude-sonnet-4-5") == 1
         assert calls(rig, "anthropic", "claude-haiku-4-5-20251001") == 1
+
+
+# -- a home-grown loop: a step on a cheaper model -------------------------------------------------
+
+
+def test_a_home_grown_loops_call_to_another_model_is_shown_as_that_model() -> None:
+    with rigged() as rig:
+        with observe_run(rig.hooks, agent="triage", task_type="ticket", model="claude-sonnet-4-5") as run:
+            with run.turn(), run.model_call(1024, model="claude-haiku-4-5") as call:
+                call.reply(input_tokens=30, output_tokens=2, text="routed")
+            with run.turn(), run.model_call(1024) as call:
+                call.reply(input_tokens=300, output_tokens=20, text="answered")
+        assert [(name, asked) for name, asked, _ in chats(rig)] == [
+            ("chat claude-haiku-4-5", "claude-haiku-4-5"),
+            ("chat claude-sonnet-4-5", "claude-sonnet-4-5"),
+        ]
+        assert (
+            calls(rig, "anthropic", "claude-haiku-4-5"),
+            calls(rig, "anthropic", "claude-sonnet-4-5"),
+        ) == (1, 1)
+        assert (
+            tokens(rig, "anthropic", "claude-haiku-4-5"),
+            tokens(rig, "anthropic", "claude-sonnet-4-5"),
+        ) == (
+            30,
+            300,
+        )
+    with (
+        pytest.raises(ConfigError, match="takes the model's name"),
+        observe_run(None, agent="a", task_type="t") as run,
+    ):
+        run.model_call(model=5).__enter__()  # type: ignore[arg-type]
