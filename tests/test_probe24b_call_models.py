@@ -29,6 +29,7 @@ from pydantic_ai import Agent as PAIAgent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.concurrency import ConcurrencyLimitedModel
 from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.usage import RequestUsage
@@ -264,13 +265,17 @@ def test_a_pydantic_ai_model_selectors_steps_are_each_shown_as_the_model_selecte
             assert (tokens(rig, provider, "small-1"), tokens(rig, provider, "large-1")) == (20, 700)
 
 
-def test_a_fallback_models_call_is_shown_as_the_model_that_answered() -> None:
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_fallback_models_call_is_shown_as_the_model_that_answered(wrapped: bool) -> None:
     def overloaded(messages: Any, info: AgentInfo) -> ModelResponse:
         raise ModelHTTPError(529, "primary-1", "overloaded")
 
     primary = FunctionModel(overloaded, model_name="primary-1")
     backup = FunctionModel(lambda messages, info: answer("from backup", 50), model_name="backup-1")
-    agent = PAIAgent(FallbackModel(primary, backup), name="resilient")
+    model: Any = FallbackModel(primary, backup)
+    if wrapped:  # a wrapper model around it (here Pydantic AI's concurrency limit)
+        model = ConcurrencyLimitedModel(model, 2)
+    agent = PAIAgent(model, name="resilient")
     with rigged() as rig:
         res = endstate_pai.run(agent, "hi", hooks=rig.hooks)
         assert (res.reason, res.output) == (StopReason.SUCCESS, "from backup")

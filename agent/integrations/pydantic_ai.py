@@ -59,6 +59,7 @@ from pydantic_ai.messages import (
     ModelResponse,
 )
 from pydantic_ai.models.fallback import FallbackModel
+from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.run import AgentRun, AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.usage import UsageLimits
@@ -577,7 +578,10 @@ def _replied(recorder: Recorder, response: ModelResponse, model: Any) -> None:
 
 def _served_by(model: Any, response: ModelResponse) -> str:
     """The model that served a request: the step's model (a model selector picks one per step), or
-    of a `FallbackModel` the one that answered, as Pydantic AI's own spans name it."""
+    of a `FallbackModel` the one that answered, as Pydantic AI's own spans name it (also inside a
+    wrapper: a `ConcurrencyLimitedModel`, Pydantic AI's instrumentation)."""
+    while isinstance(model, WrapperModel):
+        model = model.wrapped
     if isinstance(model, FallbackModel):
         named = response.model_name or ""
         return next((m.model_name for m in model.models if same_model(named, m.model_name)), named)
