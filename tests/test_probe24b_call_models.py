@@ -300,13 +300,14 @@ def claude_message(message_id: str, model: str, text: str) -> dict[str, Any]:
     return line
 
 
-def test_a_claude_run_that_fell_back_shows_the_fallback_models_calls_as_its_own() -> None:
+@pytest.mark.parametrize("fallback", ["claude-haiku-4-5", "haiku"])  # an id, or the CLI's alias
+def test_a_claude_run_that_fell_back_shows_the_fallback_models_calls_as_its_own(fallback: str) -> None:
     lines = [
         claude_message("m1", "claude-sonnet-4-5-20250929", "looking"),  # the run's model, dated
         claude_message("m2", "claude-haiku-4-5-20251001", "done"),  # the fallback, once sonnet was overloaded
         result(result="done"),
     ]
-    options = ClaudeAgentOptions(model="claude-sonnet-4-5", fallback_model="claude-haiku-4-5")
+    options = ClaudeAgentOptions(model="claude-sonnet-4-5", fallback_model=fallback)
     with rigged() as rig:
         res = endstate_claude.run("hi", options=options, transport=FakeCLI(lines), hooks=rig.hooks)
         assert res.reason is StopReason.SUCCESS

@@ -63,6 +63,11 @@ LIMITS = {"error_max_turns": LimitKind.TURNS, "error_max_budget_usd": LimitKind.
 DEFAULT_MODEL = "claude"  # the run's model label with no `options.model`: its calls count under their own
 
 
+def _names(given: str, model: str) -> bool:
+    """Whether a model the options give (an id, or the CLI's alias: `haiku`) names `model`, an id."""
+    return same_model(model, given) or ("-" not in given and f"-{given}-" in f"-{model}-")
+
+
 class MessageReader:
     """Feeds a `Recorder` from the SDK's messages, in the order the CLI sends them."""
 
@@ -109,7 +114,7 @@ class MessageReader:
     def _served_by(self, model: str) -> str:
         """The model a message's call is labelled by, when not the run's: the one it names when the
         run named none, or when it is the run's fallback model (the CLI fell back to it)."""
-        if self.recorder.info.model == DEFAULT_MODEL or (self.fallback and same_model(model, self.fallback)):
+        if self.recorder.info.model == DEFAULT_MODEL or (self.fallback and _names(self.fallback, model)):
             return model
         return ""
 
