@@ -25,6 +25,7 @@ from integrations_support import FakeCLI, Rig, assistant, result, rigged, usage
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
+from messages_api import MessagesAPI, message, text
 from pydantic_ai import Agent as PAIAgent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelHTTPError
@@ -349,3 +350,28 @@ def test_a_home_grown_loops_call_to_another_model_is_shown_as_that_model() -> No
         observe_run(None, agent="a", task_type="t") as run,
     ):
         run.model_call(model=5).__enter__()  # type: ignore[arg-type]
+
+
+def test_a_pydantic_ai_run_given_its_model_as_a_string_is_labelled_as_its_calls_are(monkeypatch: Any) -> None:
+    """`run(agent, ..., model="anthropic:claude-sonnet-4-5")`: the run span and series were labelled
+    "anthropic:claude-sonnet-4-5" (provider "pydantic_ai"), its calls "claude-sonnet-4-5", as an
+    agent built with that string is. Here through the real `anthropic` SDK and the local server."""
+    with MessagesAPI() as api:
+        api.enqueue(message(text("done")))
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+        with rigged() as rig:
+            agent = PAIAgent(FunctionModel(lambda messages, info: answer("unused", 1)), name="named")
+            res = endstate_pai.run(agent, "hi", hooks=rig.hooks, model="anthropic:claude-sonnet-4-5")
+            assert (res.reason, res.output) == (StopReason.SUCCESS, "done")
+            (run,) = rig.run_spans()
+            attributes = run.attributes or {}
+            assert (attributes[n.GEN_AI_PROVIDER_NAME], attributes[n.GEN_AI_REQUEST_MODEL]) == (
+                "anthropic",
+                "claude-sonnet-4-5",
+            )
+            assert [(name, asked) for name, asked, _ in chats(rig)] == [
+                ("chat claude-sonnet-4-5", "claude-sonnet-4-5")
+            ]
+            assert calls(rig, "anthropic", "claude-sonnet-4-5") == 1
+            assert rig.value("agent_runs_started_total", agent="named", task_type="default") == 1

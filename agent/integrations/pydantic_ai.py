@@ -58,6 +58,7 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelResponse,
 )
+from pydantic_ai.models import parse_model_id
 from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.run import AgentRun, AgentRunResult
@@ -752,17 +753,28 @@ def _recorder(
     check_keywords(f"pydantic_ai.{entry}()", getattr(type(agent), entry), run_kwargs, OPTIONS, _FILLED)
     _name_by_caller(agent, run_kwargs)
     run_kwargs["infer_name"] = False  # Pydantic AI would look in this module's frames: named `agent`
-    model = run_kwargs.get("model") or agent.model
+    model, provider = _model_of(run_kwargs.get("model") or agent.model)
     return Recorder.start(
         hooks,
         agent=agent_name or agent.name or "pydantic_ai_agent",
-        model=str(getattr(model, "model_name", model) or ""),
-        provider=str(getattr(model, "system", "") or PROVIDER),
+        model=model,
+        provider=provider,
         task=user_prompt if isinstance(user_prompt, str) else "",
         tools=_tool_names(agent),
         limits=_limits(run_kwargs.get("usage_limits") or UsageLimits()),  # Pydantic AI's default when none
         **options,
     )
+
+
+def _model_of(model: Any) -> tuple[str, str]:
+    """The run's model and provider labels: a model's own (`model_name`, `system`), or of a model
+    named by a string (`"anthropic:claude-sonnet-4-5"`) the parts Pydantic AI reads it as, so the
+    run is labelled as its calls are (their model names the name alone)."""
+    if isinstance(model, str):
+        with contextlib.suppress(Exception):
+            provider, name = parse_model_id(model)
+            return name, provider or PROVIDER
+    return str(getattr(model, "model_name", model) or ""), str(getattr(model, "system", "") or PROVIDER)
 
 
 def _name_by_caller(agent: Any, run_kwargs: Mapping[str, Any]) -> None:
