@@ -375,3 +375,41 @@ def test_a_pydantic_ai_run_given_its_model_as_a_string_is_labelled_as_its_calls_
             ]
             assert calls(rig, "anthropic", "claude-sonnet-4-5") == 1
             assert rig.value("agent_runs_started_total", agent="named", task_type="default") == 1
+
+
+def test_exact_counts_show_a_call_as_the_model_it_asked_for_unless_its_reply_names_another() -> None:
+    """With `exact_counts=True` a call starts as the model LangChain's callback metadata names
+    (`ls_model_name`); a reply naming none keeps it, a reply naming another model (here the run's,
+    dated) is that model's."""
+
+    def reply(text: str, model: str = "") -> AIMessage:
+        meta = {"model_name": model} if model else {}
+        return AIMessage(text, usage_metadata=usage(10, 2), response_metadata=meta)
+
+    asked = {"ls_model_name": "claude-opus-4-1"}
+    silent = GenericFakeChatModel(messages=iter([reply("draft")]), metadata=asked)
+    named = GenericFakeChatModel(messages=iter([reply("final", "claude-haiku-4-5-20251001")]), metadata=asked)
+
+    async def first(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await silent.ainvoke(state["messages"])]}
+
+    async def second(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await named.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("first", first)
+    graph.add_node("second", second)
+    graph.add_edge(START, "first")
+    graph.add_edge("first", "second")
+    graph.add_edge("second", END)
+    config = {"metadata": {"ls_model_name": "claude-haiku-4-5"}}
+    with rigged() as rig:
+        endstate_lg.run(graph.compile(), INPUT, config, hooks=rig.hooks, exact_counts=True)
+        assert [(name, model) for name, model, _ in chats(rig)] == [
+            ("chat claude-opus-4-1", "claude-opus-4-1"),
+            ("chat claude-haiku-4-5", "claude-haiku-4-5"),
+        ]
+        assert (calls(rig, "langchain", "claude-opus-4-1"), calls(rig, "langchain", "claude-haiku-4-5")) == (
+            1,
+            1,
+        )

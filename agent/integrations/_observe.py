@@ -253,14 +253,15 @@ class Recorder:
         asked, self._asked = self._asked, ""
         if error is None:
             content = [{"type": "text", "text": text}] if text else []
-            served = self._other_model(call_model) if call_model else ""
-            told = served if served and not same_model(served, asked) else ""
+            told = ""  # the model that served it, when not the one the call was shown as so far
+            if call_model and not same_model(call_model, asked or self.info.model):
+                told = self._other_model(call_model) or self.info.model
             reply = ModelReply(
                 content,
                 usage.input_tokens,
                 usage.output_tokens,
                 stop_reason,
-                model or served or asked,  # the span says which model it was
+                model or told or asked,  # the span says which model it was
                 response_id,
                 cache_read_input_tokens=usage.cache_read_tokens,
                 cache_creation_input_tokens=usage.cache_write_tokens,
