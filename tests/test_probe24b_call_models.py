@@ -413,3 +413,65 @@ def test_exact_counts_show_a_call_as_the_model_it_asked_for_unless_its_reply_nam
             1,
             1,
         )
+
+
+# -- a failed call tried again: the same turn, its next attempt -------------------------------------
+
+
+class Overloaded(GenericFakeChatModel):
+    """A chat model whose API answers 529 every time."""
+
+    async def _agenerate(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("overloaded")
+
+
+class Flaky(GenericFakeChatModel):
+    """A chat model whose API answers 529 the first time only."""
+
+    failed: bool = False
+
+    async def _agenerate(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.failed:
+            self.failed = True
+            raise ConnectionError("overloaded")
+        return await super()._agenerate(*args, **kwargs)
+
+
+def answering(text: str, model: str) -> GenericFakeChatModel:
+    reply = AIMessage(text, usage_metadata=usage(10, 2), response_metadata={"model_name": model})
+    return GenericFakeChatModel(messages=iter([reply]), metadata={"ls_model_name": model})
+
+
+def one_node(chain: Any) -> Any:
+    async def node(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await chain.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("answer", node)
+    graph.add_edge(START, "answer")
+    graph.add_edge("answer", END)
+    return graph.compile(name="resilient")
+
+
+@pytest.mark.parametrize("how", ["with_fallbacks", "with_retry"])
+def test_exact_counts_count_a_failed_call_and_its_retry_or_fallback_as_one_turn(how: str) -> None:
+    """LangChain's `with_fallbacks`/`with_retry` around a model: each attempt is a chat-model call
+    LangChain's callbacks report; a failed one and the one after it were two turns (a 429 retried
+    was a turn of its own). Endstate's loop retries a call within its turn: one turn, two attempts."""
+    if how == "with_fallbacks":
+        primary = Overloaded(messages=iter([]), metadata={"ls_model_name": "big-1"})
+        chain, first = primary.with_fallbacks([answering("ok", "small-1")]), "big-1"
+    else:
+        chain, first = (
+            Flaky(messages=answering("ok", "small-1").messages, metadata={"ls_model_name": "small-1"}),
+            "small-1",
+        )
+        chain = chain.with_retry(stop_after_attempt=2, wait_exponential_jitter=False)
+    with rigged() as rig:
+        res = endstate_lg.run(one_node(chain), INPUT, hooks=rig.hooks, exact_counts=True)
+        assert (res.reason, res.turns) == (StopReason.SUCCESS, 1)  # before: 2
+        (turn,) = [s for s in rig.spans() if s.name == n.SPAN_TURN]
+        attempts = [((s.attributes or {}).get(n.AGENT_ATTEMPT), s.name) for s in rig.children(turn, "chat ")]
+        assert attempts == [(1, f"chat {first}"), (2, "chat small-1")]
+        assert calls(rig, "langchain", first, "ConnectionError") == 1
+        assert calls(rig, "langchain", "small-1") == 1

@@ -69,6 +69,7 @@ class Recorder:
     _turn_open: bool = False
     _turn_asked: bool = False  # the open turn has had its model call
     _turn_tools: bool = False  # the open (or held) turn has had a tool call
+    _attempt: int = 0  # the open turn's model calls since its last reply: failed ones, then the one open
     _held: str | None = None  # a turn `hold_turn` closed and no step has ended yet: _GOING or _STOPPING
     _model_open: bool = False
     _asked: str = ""  # the model the open call asked for, when not the run's
@@ -156,7 +157,7 @@ class Recorder:
             self.end_turn()
         self._release_turn()
         self.turns += 1
-        self._turn_open, self._turn_asked, self._turn_tools = True, False, False
+        self._turn_open, self._turn_asked, self._turn_tools, self._attempt = True, False, False, 0
         if self.watched:  # nobody watching: the observer is a no-op, not even called
             self.observer.turn_started(self.turns)
         return self.turns
@@ -198,22 +199,26 @@ class Recorder:
         self.observer.turn_ended(self.turns, ends or self._going_on())
 
     def model_started(self, max_tokens: int = 0, attempt: int = 1, model: str = "") -> None:
-        """A model call begins; it opens the next turn unless the open one has had none yet. Once
-        the segment has ended (a framework still running after a stop), calls are not recorded.
+        """A model call begins; it opens the next turn unless the open one has had none yet, or its
+        last call failed with no tool run since (a retry, a fallback model: the turn's next attempt,
+        as Endstate's loop retries a call). Once the segment has ended (a framework still running
+        after a stop), calls are not recorded.
         `model`: the model this call asks for, when the framework says (an agent handed off to on
         another model than the run's): its span and series are that model's."""
         if self.result is not None:
             return
-        if not self._turn_open or (self._turn_asked and not self.explicit_turns):
+        retry = self._attempt > 0 and not (self._turn_tools or self._model_open)  # its last call failed
+        if not self._turn_open or (self._turn_asked and not self.explicit_turns and not retry):
             self.begin_turn()
         self._model_open = self._turn_asked = True
+        self._attempt += 1
         if self.watched:  # a foreign request's content is the framework's: one shape serves them all
             self._asked = self._other_model(model) if model else ""
             if max_tokens == 0 and not self._asked:
                 request = _NO_REQUEST
             else:
                 request = ModelRequest("", (), [], max_tokens, self._asked)
-            self.observer.model_started(request, attempt)
+            self.observer.model_started(request, max(attempt, self._attempt))
 
     def model_ended(
         self,
@@ -237,6 +242,9 @@ class Recorder:
         if self.result is not None:
             return
         self._model_open = False
+        if error is None or isinstance(error, _Cut | asyncio.CancelledError):
+            self._attempt = 0  # a reply, or a call cut off: the next call is the next turn's
+        # else the call failed: the next call with no tool run between tries it again
         self.usage += usage
         outer: Recorder | None = self
         while outer is not None:  # the runs it is nested in see it too: none counts it as unseen
