@@ -40,7 +40,7 @@ from prometheus_client.registry import Collector
 
 from agent.errors import ConfigError
 from agent.hooks import HumanWait, RunInfo, RunObserver
-from agent.models.base import BILLED_APART, BILLED_BY_MODEL
+from agent.models.base import BILLED_APART, BILLED_BY_MODEL, CALL_MODEL
 from agent.result import LimitKind, StopCause, StopReason
 from telemetry import names as n
 from telemetry.tracing import bounded_name, error_type_of, person_wait_seconds
@@ -351,14 +351,19 @@ class MetricsHooks:
     def _series(self, info: RunInfo) -> tuple[_AgentSeries, _ModelSeries]:
         """The run's label children; the first run of an agent or model creates them all at zero."""
         agent = self._agent_series((info.agent, info.task_type))
-        model_key = (info.provider, info.model)
-        model = self._models.get(model_key)
-        if model is None:
-            model = self.m.prepare_model(*model_key)
-            with self._lock:
-                self._models[model_key] = model
+        model = self.model_series(info.provider, info.model)
         self._admit_tools(info)
         return agent, model
+
+    def model_series(self, provider: str, model: str) -> _ModelSeries:
+        """The model-call series of a (bounded) provider and model; the first call makes them at zero."""
+        model_key = (provider, model)
+        series = self._models.get(model_key)
+        if series is None:
+            series = self.m.prepare_model(*model_key)
+            with self._lock:
+                self._models[model_key] = series
+        return series
 
     def _admit_tools(self, info: RunInfo) -> None:
         """The agent's tool names become label values (up to the cap), each outcome at zero."""
@@ -622,33 +627,43 @@ class _RunMetrics(RunObserver):
         self._tool_t0: dict[str, float] = {}
         self._spent_before = info.spent.cost_usd if info.spent is not None else 0.0
         self._model_t0 = 0.0
+        self._call: tuple[str, _ModelSeries] | None = None  # the open call's model, when not the run's
         self._t0 = time.perf_counter() - _observed_late(info)
         self._ended = False
 
     def model_started(self, request: ModelRequest, attempt: int) -> None:
         self._model_t0 = time.perf_counter()
+        self._call = self._called(request.model) if request.model else None
+
+    def _called(self, model: str) -> tuple[str, _ModelSeries]:
+        """The label and series of a call to `model` (a foreign run's call to another model)."""
+        label = self._model_label(model)
+        return label, self._hooks.model_series(self._info.provider, label)
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
         seconds = time.perf_counter() - self._model_t0 if self._model_t0 else 0.0
-        self._model_t0 = 0.0
+        self._model_t0, call, self._call = 0.0, self._call, None
+        extra = reply.extra if reply is not None else None
+        if extra and (told := extra.get(CALL_MODEL)):  # the call's model, told only by its reply
+            call = self._called(told)
+        label, model = call or (self._info.model, self._model)
         if reply is None:
             info, hooks = self._info, self._hooks
-            error_type = hooks.error_label(info.provider, info.model, error_type_of(error))
-            hooks.child(hooks.m.duration, n.OP_CHAT, info.provider, info.model, error_type).observe(seconds)
+            error_type = hooks.error_label(info.provider, label, error_type_of(error))
+            hooks.child(hooks.m.duration, n.OP_CHAT, info.provider, label, error_type).observe(seconds)
             return
-        model = self._model
         model.duration_ok.observe(seconds)
-        if (extra := reply.extra) and (BILLED_APART in extra or BILLED_BY_MODEL in extra):
-            self._billed_tokens(reply)  # a few replies: calls billed apart, or parts of other models
+        if extra and (BILLED_APART in extra or BILLED_BY_MODEL in extra):
+            self._billed_tokens(reply, label)  # a few replies: calls billed apart, or parts of other models
         else:
             model.tokens_in.observe(reply.input_tokens)
             model.tokens_out.observe(reply.output_tokens)
             if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:
-                self._cache_tokens(reply, self._info.model)
+                self._cache_tokens(reply, label)
         if reply.time_to_first_token is not None:
             model.first_chunk.observe(reply.time_to_first_token)
 
-    def _billed_tokens(self, reply: ModelReply) -> None:
+    def _billed_tokens(self, reply: ModelReply, label: str) -> None:
         """The tokens of a reply whose usage models billed part by part: each part one observation,
         under the model that served it (the requested model for parts that name none or name it),
         so the token metric sums to what the run's usage counts and prices. The parts are a
@@ -656,7 +671,7 @@ class _RunMetrics(RunObserver):
         billed apart from the top-level usage (a server-side compaction, an advisor model's answer)."""
         info, hooks = self._info, self._hooks
         for part in [*(reply.billed_by_model or (reply,)), *reply.billed_apart]:
-            model = info.model if part is reply else self._model_label(part.model)
+            model = label if part is reply else self._model_label(part.model)
             gen_ai = (n.OP_CHAT, info.provider, model)
             hooks.child(hooks.m.token_usage, *gen_ai, n.TOKEN_INPUT).observe(part.input_tokens)
             hooks.child(hooks.m.token_usage, *gen_ai, n.TOKEN_OUTPUT).observe(part.output_tokens)

@@ -44,7 +44,7 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink, hook_failed
-from agent.models.base import BILLED_APART
+from agent.models.base import BILLED_APART, CALL_MODEL
 from agent.result import StopCause, StopReason
 from telemetry import _content
 from telemetry import names as n
@@ -345,6 +345,9 @@ class _RunTrace(RunObserver):
             if self._chat is not None:
                 self._emit(self._chat, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
             attributes = self._chat_attributes.copy()
+            name = self._chat_name
+            if request.model:  # a foreign run's call to a model other than the run's
+                name = _called(attributes, request.model)
             attributes[n.GEN_AI_REQUEST_MAX_TOKENS] = request.max_tokens
             attributes[n.AGENT_ATTEMPT] = attempt
             content = None
@@ -354,7 +357,7 @@ class _RunTrace(RunObserver):
                     content[n.GEN_AI_SYSTEM_INSTRUCTIONS] = _content.system_json(request.system, self._redact)
                 if self._capture:
                     attributes.update(content)
-            self._chat = _Call(self._chat_name, time.time_ns(), attributes, SpanKind.CLIENT, content)
+            self._chat = _Call(name, time.time_ns(), attributes, SpanKind.CLIENT, content)
         except BaseException:
             hook_failed("model_started (spans)")
 
@@ -366,6 +369,8 @@ class _RunTrace(RunObserver):
             if reply is None:
                 self._emit(chat, {n.ERROR_TYPE: error_type_of(error)})
                 return
+            if reply.extra and (model := reply.extra.get(CALL_MODEL)):  # its model, told only now
+                chat.name = _called(chat.attributes, model)
             _add_reply_attributes(chat.attributes, reply)
             if chat.content is not None:  # content is captured, on the span or as an event
                 output = _content.output_json(reply.content, reply.stop_reason, self._redact)
@@ -597,6 +602,12 @@ def _result_attributes(result: RunResult) -> dict[str, Any]:
     if usage.cost_usd is not None:  # left out when a model's price is unknown
         attributes[n.AGENT_COST_USD] = usage.cost_usd
     return attributes
+
+
+def _called(attributes: dict[str, Any], model: str) -> str:
+    """A chat span's name for a call to `model`, which its `attributes` now name as requested."""
+    attributes[n.GEN_AI_REQUEST_MODEL] = model
+    return f"{n.SPAN_CHAT} {model}"
 
 
 def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None:

@@ -153,11 +153,13 @@ def test_a_graphs_calls_have_their_tokens_under_the_models_their_replies_name(ex
 
 def test_a_graph_run_naming_its_model_keeps_its_calls_under_that_model() -> None:
     """`ls_model_name` in the config's metadata names the run's model: its calls stay under it (a
-    dated reply of that model is no model of its own)."""
+    dated reply of that model is no model of its own); a reply another model served is that
+    model's (probe24b: it was counted under the run's model too)."""
     config = {"metadata": {"ls_model_name": "claude-haiku-4-5"}}
     with rigged() as rig:
         endstate_lg.run(two_models(), INPUT, config, hooks=rig.hooks)
-        assert tokens(rig, "langchain", "claude-haiku-4-5") == 2100
+        assert tokens(rig, "langchain", "claude-haiku-4-5") == 100
+        assert tokens(rig, "langchain", "claude-opus-4-1") == 2000
 
 
 # -- Claude Agent SDK: the CLI's default model ----------------------------------------------------

@@ -71,10 +71,14 @@ class ObservedRun:
         self._rec.hold_turn()
 
     @contextlib.contextmanager
-    def model_call(self, max_tokens: int = 0) -> Iterator[ModelCall]:
-        """Time a model call; give its reply to `call.reply(...)` inside the block."""
+    def model_call(self, max_tokens: int = 0, model: str = "") -> Iterator[ModelCall]:
+        """Time a model call; give its reply to `call.reply(...)` inside the block. `model`: the
+        model this call asks for when not the run's (a cheap model for one step, say): its span
+        and series are that model's."""
+        if not isinstance(model, str):
+            raise ConfigError(f"run.model_call(model=...) takes the model's name, a string, not {model!r}")
         self._going("model_call")
-        self._rec.model_started(max_tokens)
+        self._rec.model_started(max_tokens, model=model)
         call = ModelCall(self._rec)
         try:
             yield call

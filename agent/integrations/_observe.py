@@ -14,6 +14,7 @@ import contextlib
 import functools
 import inspect
 import json
+import re
 import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -27,7 +28,7 @@ from agent.context import RunContext
 from agent.errors import ConfigError, EndstateError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answered, Suspended
-from agent.models.base import BILLED_BY_MODEL, ModelReply, ModelRequest, StopKind, ToolCall
+from agent.models.base import CALL_MODEL, ModelReply, ModelRequest, StopKind, ToolCall
 from agent.policies import MAX_WAIT_SECONDS
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
@@ -68,8 +69,10 @@ class Recorder:
     _turn_open: bool = False
     _turn_asked: bool = False  # the open turn has had its model call
     _turn_tools: bool = False  # the open (or held) turn has had a tool call
+    _attempt: int = 0  # the open turn's model calls since its last reply: failed ones, then the one open
     _held: str | None = None  # a turn `hold_turn` closed and no step has ended yet: _GOING or _STOPPING
     _model_open: bool = False
+    _asked: str = ""  # the model the open call asked for, when not the run's
     _calls: dict[str, ToolCall] = field(default_factory=dict)  # started tool calls, by id
     _started: float = field(default_factory=time.perf_counter)
     _seen: Usage = field(default_factory=Usage)  # the calls of this segment and of its nested runs
@@ -154,7 +157,7 @@ class Recorder:
             self.end_turn()
         self._release_turn()
         self.turns += 1
-        self._turn_open, self._turn_asked, self._turn_tools = True, False, False
+        self._turn_open, self._turn_asked, self._turn_tools, self._attempt = True, False, False, 0
         if self.watched:  # nobody watching: the observer is a no-op, not even called
             self.observer.turn_started(self.turns)
         return self.turns
@@ -195,17 +198,27 @@ class Recorder:
         ends = stop if stop is not None and (held == _STOPPING or stop not in _BETWEEN_TURNS) else None
         self.observer.turn_ended(self.turns, ends or self._going_on())
 
-    def model_started(self, max_tokens: int = 0, attempt: int = 1) -> None:
-        """A model call begins; it opens the next turn unless the open one has had none yet. Once
-        the segment has ended (a framework still running after a stop), calls are not recorded."""
+    def model_started(self, max_tokens: int = 0, attempt: int = 1, model: str = "") -> None:
+        """A model call begins; it opens the next turn unless the open one has had none yet, or its
+        last call failed with no tool run since (a retry, a fallback model: the turn's next attempt,
+        as Endstate's loop retries a call). Once the segment has ended (a framework still running
+        after a stop), calls are not recorded.
+        `model`: the model this call asks for, when the framework says (an agent handed off to on
+        another model than the run's): its span and series are that model's."""
         if self.result is not None:
             return
-        if not self._turn_open or (self._turn_asked and not self.explicit_turns):
+        retry = self._attempt > 0 and not (self._turn_tools or self._model_open)  # its last call failed
+        if not self._turn_open or (self._turn_asked and not self.explicit_turns and not retry):
             self.begin_turn()
         self._model_open = self._turn_asked = True
+        self._attempt += 1
         if self.watched:  # a foreign request's content is the framework's: one shape serves them all
-            request = _NO_REQUEST if max_tokens == 0 else ModelRequest("", [], [], max_tokens)
-            self.observer.model_started(request, attempt)
+            self._asked = self._other_model(model) if model else ""
+            if max_tokens == 0 and not self._asked:
+                request = _NO_REQUEST
+            else:
+                request = ModelRequest("", (), [], max_tokens, self._asked)
+            self.observer.model_started(request, max(attempt, self._attempt))
 
     def model_ended(
         self,
@@ -223,12 +236,15 @@ class Recorder:
         price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen. `stop` is
         why it ended (`StopKind`), given by a framework whose `stop_reason` is not in the Messages
         API's words; else it is read from `stop_reason` in those words. `call_model` is the model
-        of this call where the run's own does not name it (an agent handed off to, a graph's
-        models): its tokens are counted under that model, as a reply's parts served by another
-        model are (`billed_by_model`)."""
+        that served this call, where only its reply tells it (a graph's nodes, a fallback): unless
+        it is the run's model or the one the call asked for (dated or not), the call's span,
+        duration and tokens are that model's, as a call started with its `model` has them."""
         if self.result is not None:
             return
         self._model_open = False
+        if error is None or isinstance(error, _Cut | asyncio.CancelledError):
+            self._attempt = 0  # a reply, or a call cut off: the next call is the next turn's
+        # else the call failed: the next call with no tool run between tries it again
         self.usage += usage
         outer: Recorder | None = self
         while outer is not None:  # the runs it is nested in see it too: none counts it as unseen
@@ -242,35 +258,29 @@ class Recorder:
         if not self.watched:
             return
         reply = None
+        asked, self._asked = self._asked, ""
         if error is None:
             content = [{"type": "text", "text": text}] if text else []
-            served = self._served_by(call_model, usage)
+            told = ""  # the model that served it, when not the one the call was shown as so far
+            if call_model and not same_model(call_model, asked or self.info.model):
+                told = self._other_model(call_model) or self.info.model
             reply = ModelReply(
                 content,
                 usage.input_tokens,
                 usage.output_tokens,
                 stop_reason,
-                model or (call_model if served else ""),  # the span says which model it was
+                model or told or asked,  # the span says which model it was
                 response_id,
                 cache_read_input_tokens=usage.cache_read_tokens,
                 cache_creation_input_tokens=usage.cache_write_tokens,
                 stop=kind,
-                extra=served,
+                extra={CALL_MODEL: told} if told else {},
             )
         self.observer.model_ended(reply, error)
 
-    def _served_by(self, call_model: str, usage: Usage) -> dict[str, Any]:
-        """A reply's `extra` counting its tokens under `call_model` when that is not the run's model."""
-        if not call_model or call_model == self.info.model:
-            return {}
-        part = {
-            "model": call_model,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_read_input_tokens": usage.cache_read_tokens,
-            "cache_creation_input_tokens": usage.cache_write_tokens,
-        }
-        return {BILLED_BY_MODEL: [part]}
+    def _other_model(self, model: str) -> str:
+        """`model` when it is not the run's own model (dated or not), else ""."""
+        return "" if same_model(model, self.info.model) else model
 
     def tool_started(self, call_id: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
         self._turn_tools = True
@@ -545,6 +555,15 @@ _GOING, _STOPPING = "going", "stopping"  # a held turn left as usual; one an exc
 _BETWEEN_TURNS = (StopReason.LIMIT, StopReason.CANCELLED)  # Endstate's loop checks these before a turn
 _NO_REQUEST = ModelRequest("", (), [], 0)  # frozen: shared by every foreign model call
 _ACTIVE: ContextVar[Recorder | None] = ContextVar("endstate_foreign_run", default=None)
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model ids name one model: equal, or one is the other with its date
+    (`claude-sonnet-4-5-20250929`, `gpt-4o-2024-08-06`)."""
+    return a == b or bool(_DATED.fullmatch(a.removeprefix(b)) or _DATED.fullmatch(b.removeprefix(a)))
+
+
+_DATED = re.compile(r"-\d{8}|-\d{4}-\d{2}-\d{2}")  # the date a model id may end with
 
 
 def _four(usage: Usage) -> tuple[int, int, int, int]:

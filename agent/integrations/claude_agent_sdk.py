@@ -50,6 +50,7 @@ from agent.integrations._observe import (
     check_keywords,
     reading_state,
     run_of_saved,
+    same_model,
     saved_with_run,
 )
 from agent.integrations._sync import run_sync
@@ -62,11 +63,16 @@ LIMITS = {"error_max_turns": LimitKind.TURNS, "error_max_budget_usd": LimitKind.
 DEFAULT_MODEL = "claude"  # the run's model label with no `options.model`: its calls count under their own
 
 
+def _names(given: str, model: str) -> bool:
+    """Whether a model the options give (an id, or the CLI's alias: `haiku`) names `model`, an id."""
+    return same_model(model, given) or ("-" not in given and f"-{given}-" in f"-{model}-")
+
+
 class MessageReader:
     """Feeds a `Recorder` from the SDK's messages, in the order the CLI sends them."""
 
-    def __init__(self, recorder: Recorder) -> None:
-        self.recorder = recorder
+    def __init__(self, recorder: Recorder, fallback: str | None = None) -> None:
+        self.recorder, self.fallback = recorder, fallback or ""  # the options' `fallback_model`
         self.result: ResultMessage | None = None
         self.ended = asyncio.Event()
         self._message_id: str | None = None
@@ -98,12 +104,19 @@ class MessageReader:
                 stop_reason=message.stop_reason or "end_turn",
                 model=message.model,
                 response_id=message.message_id or "",
-                call_model=message.model if self.recorder.info.model == DEFAULT_MODEL else "",
+                call_model=self._served_by(message.model),
             )
         for block in message.content:
             if isinstance(block, ToolUseBlock):
                 self._tools[block.id] = block.name
                 self.recorder.tool_started(block.id, block.name, block.input)
+
+    def _served_by(self, model: str) -> str:
+        """The model a message's call is labelled by, when not the run's: the one it names when the
+        run named none, or when it is the run's fallback model (the CLI fell back to it)."""
+        if self.recorder.info.model == DEFAULT_MODEL or (self.fallback and _names(self.fallback, model)):
+            return model
+        return ""
 
     def _tool_results(self, message: UserMessage) -> None:
         if isinstance(message.content, str) or message.parent_tool_use_id:
@@ -154,7 +167,7 @@ async def arun(
         resumed=resumed,
         help_seconds=help_seconds,
     )
-    reader = MessageReader(recorder)
+    reader = MessageReader(recorder, options.fallback_model)
     if prompt is RESUME:
         prompt = _no_prompt(reader.ended)
         if resumed is not None and resumed.suspension and resumed.suspension.pending:

@@ -96,7 +96,6 @@ from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
     NO_MODEL,
-    call_model,
     content_text,
     drive,
     first_seen,
@@ -225,7 +224,7 @@ class _Reader:
             stop_reason="tool_use" if message.tool_calls else "end_turn",
             model=model,
             response_id=message.id or "",
-            call_model=call_model(recorder, model),
+            call_model=model,
         )
 
     def _release(self) -> None:

@@ -78,12 +78,12 @@ class Calls(BaseCallbackHandler):
         self.models += 1
         if self._open is None and not self._tools:
             self._open = run_id
-            self.recorder.model_started()
+            self.recorder.model_started(model=asked_model(kwargs) if self.recorder.watched else "")
         else:
             self._later.add(run_id)
 
     def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self.on_chat_model_start(serialized, prompts, run_id=run_id)  # a completion model: the same
+        self.on_chat_model_start(serialized, prompts, run_id=run_id, **kwargs)  # a completion model: the same
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         message = _message_of(response)
@@ -131,7 +131,7 @@ class Calls(BaseCallbackHandler):
             stop_reason="tool_use" if getattr(message, "tool_calls", None) else "end_turn",
             model=model,
             response_id=str(getattr(message, "id", "") or ""),
-            call_model=call_model(self.recorder, model),
+            call_model=model,
         )
 
     # -- tool calls (only when watched) -----------------------------------------
@@ -299,11 +299,10 @@ def reply_model(message: Any) -> str:
     return str(metadata.get("model_name") or metadata.get("model") or "")
 
 
-def call_model(recorder: Recorder, model: str) -> str:
-    """The model a call's tokens are counted under: the one its reply names, when the run names
-    none (a graph calls what models its nodes hold); else the run's (""), so a dated reply of the
-    named model (`gpt-4o-2024-08-06`) is no model of its own."""
-    return model if recorder.info.model == NO_MODEL else ""
+def asked_model(callback: Mapping[str, Any]) -> str:
+    """The model a chat-model call asks for, as LangChain's callback metadata names it (`ls_model_name`)."""
+    metadata = callback.get("metadata") or {}
+    return str(metadata.get("ls_model_name") or "")
 
 
 def reply_usage(message: Any, prices: PriceTable | None) -> Usage:

@@ -124,7 +124,8 @@ class EndstateRunHooks(OARunHooks[Any]):
         self.totals = getattr(context, "usage", None) or self.totals
         if self.asked:  # the calls of the last reply the SDK answered without running a tool hook
             self.answered_unseen(context, input_items)
-        self.recorder.model_started()
+        recorder = self.recorder  # each call as the model its agent calls (a handoff's may be another)
+        recorder.model_started(model=_model_name(agent, self.run_config) if recorder.watched else "")
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
@@ -134,7 +135,6 @@ class EndstateRunHooks(OARunHooks[Any]):
             text=_text(response.output),
             stop_reason="tool_use" if _calls(response.output) else "end_turn",
             response_id=response.response_id or "",
-            call_model=_model_name(agent, self.run_config) if self.recorder.watched else "",
         )
         if self.recorder.watched:
             self.asked, self.asker = _asked(response.output), agent

@@ -58,6 +58,9 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelResponse,
 )
+from pydantic_ai.models import parse_model_id
+from pydantic_ai.models.fallback import FallbackModel
+from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.run import AgentRun, AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.usage import UsageLimits
@@ -72,6 +75,7 @@ from agent.integrations._observe import (
     need,
     reading_state,
     run_of_saved,
+    same_model,
     saved_with_run,
 )
 from agent.integrations._sync import run_sync
@@ -100,7 +104,7 @@ class EndstateCapability(AbstractCapability[Any]):
         except BaseException as exc:
             self.recorder.model_ended(Usage(), error=exc)
             raise
-        _replied(self.recorder, response)
+        _replied(self.recorder, response, ctx.model)
         return response
 
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
@@ -490,13 +494,13 @@ async def _model_request(run: AgentRun[Any, Any], node: Any, recorder: Recorder)
         if response is None:
             recorder.model_ended(Usage(), error=exc)
         else:  # the response came, then a token or cost limit stopped the run
-            _replied(recorder, response)
+            _replied(recorder, response, run.ctx.deps.model)
         raise
     response = after.model_response if PAIAgent.is_call_tools_node(after) else _new_response(run, last)
     if response is None:  # a capability skipped the request without a response
         recorder.model_ended(Usage())
     else:
-        _replied(recorder, response)
+        _replied(recorder, response, run.ctx.deps.model)
     return after
 
 
@@ -560,7 +564,8 @@ def _runs(run: AgentRun[Any, Any], event: FunctionToolCallEvent, resumed: bool) 
     return tool is None or tool.kind not in _WAITS
 
 
-def _replied(recorder: Recorder, response: ModelResponse) -> None:
+def _replied(recorder: Recorder, response: ModelResponse, model: Any) -> None:
+    """A response of `model` (the run's model for this step) ends its model call."""
     recorder.model_ended(
         _usage_of(response),
         text=response.text or "",
@@ -568,7 +573,20 @@ def _replied(recorder: Recorder, response: ModelResponse) -> None:
         model=response.model_name or "",
         response_id=response.provider_response_id or "",
         stop=_FINISHES.get(response.finish_reason, StopKind.OTHER) if response.finish_reason else None,
+        call_model=_served_by(model, response) if recorder.watched else "",
     )
+
+
+def _served_by(model: Any, response: ModelResponse) -> str:
+    """The model that served a request: the step's model (a model selector picks one per step), or
+    of a `FallbackModel` the one that answered, as Pydantic AI's own spans name it (also inside a
+    wrapper: a `ConcurrencyLimitedModel`, Pydantic AI's instrumentation)."""
+    while isinstance(model, WrapperModel):
+        model = model.wrapped
+    if isinstance(model, FallbackModel):
+        named = response.model_name or ""
+        return next((m.model_name for m in model.models if same_model(named, m.model_name)), named)
+    return str(getattr(model, "model_name", "") or "")
 
 
 _FINISHES = {  # Pydantic AI's finish reasons (`FinishReason`) as stop kinds
@@ -735,17 +753,28 @@ def _recorder(
     check_keywords(f"pydantic_ai.{entry}()", getattr(type(agent), entry), run_kwargs, OPTIONS, _FILLED)
     _name_by_caller(agent, run_kwargs)
     run_kwargs["infer_name"] = False  # Pydantic AI would look in this module's frames: named `agent`
-    model = run_kwargs.get("model") or agent.model
+    model, provider = _model_of(run_kwargs.get("model") or agent.model)
     return Recorder.start(
         hooks,
         agent=agent_name or agent.name or "pydantic_ai_agent",
-        model=str(getattr(model, "model_name", model) or ""),
-        provider=str(getattr(model, "system", "") or PROVIDER),
+        model=model,
+        provider=provider,
         task=user_prompt if isinstance(user_prompt, str) else "",
         tools=_tool_names(agent),
         limits=_limits(run_kwargs.get("usage_limits") or UsageLimits()),  # Pydantic AI's default when none
         **options,
     )
+
+
+def _model_of(model: Any) -> tuple[str, str]:
+    """The run's model and provider labels: a model's own (`model_name`, `system`), or of a model
+    named by a string (`"anthropic:claude-sonnet-4-5"`) the parts Pydantic AI reads it as, so the
+    run is labelled as its calls are (their model names the name alone)."""
+    if isinstance(model, str):
+        with contextlib.suppress(Exception):
+            provider, name = parse_model_id(model)
+            return name, provider or PROVIDER
+    return str(getattr(model, "model_name", model) or ""), str(getattr(model, "system", "") or PROVIDER)
 
 
 def _name_by_caller(agent: Any, run_kwargs: Mapping[str, Any]) -> None:

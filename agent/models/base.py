@@ -28,17 +28,25 @@ ToolSpec = dict[str, Any]
 PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the journal keeps of a reply
 BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
 BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
+CALL_MODEL = (
+    "call_model"  # ... of the model a call asked for, told only by its reply (see `ModelRequest.model`)
+)
 
 
 @fast_init
 @dataclass(frozen=True)
 class ModelRequest:
-    """What the loop asks of a model for one turn: the journal so far, the tools, the limits."""
+    """What the loop asks of a model for one turn: the journal so far, the tools, the limits.
+
+    `model` is the model this call asks for when it is not the run's: another framework's run calls
+    several (an agent handed off to, a graph's nodes, a fallback). "": the run's. A call whose model
+    only its reply tells has it in the reply's `extra[CALL_MODEL]`."""
 
     system: str
     journal: Sequence[Entry]
     tools: list[ToolSpec]
     max_tokens: int
+    model: str = ""
 
     @classmethod
     def of_messages(
