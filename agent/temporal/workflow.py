@@ -197,6 +197,8 @@ class EndstateRun:
         try:
             await workflow.wait_condition(task.done, timeout=lookup(workflow.info().task_queue).cancel_grace)
         except TimeoutError:
+            if self._ref is not None:
+                self._ref.cut = True  # a call's answer that comes now is not taken
             task.cancel()  # cut where it is: a call in flight is recorded as of unknown outcome
         return await task
 
@@ -322,6 +324,7 @@ class EndstateRun:
     @answer.validator
     def _answer_ok(self, text: str, wait: bool = True, segments: Any = None) -> None:
         _check_text("an answer", text)
+        _check_body(w.ANSWER, wait, segments)
         pending = self._expecting()
         self._check_read(segments)
         if pending:
@@ -339,6 +342,7 @@ class EndstateRun:
 
     @approve.validator
     def _approve_ok(self, wait: bool = True, segments: Any = None) -> None:
+        _check_body(w.APPROVE, wait, segments)
         self._check_approval(segments)
 
     @workflow.update(name=w.DENY)
@@ -348,6 +352,7 @@ class EndstateRun:
     @deny.validator
     def _deny_ok(self, reason: str = "", wait: bool = True, segments: Any = None) -> None:
         _check_text("a denial's reason", reason)
+        _check_body(w.DENY, wait, segments)
         self._check_approval(segments)
 
     @workflow.update(name=w.SEGMENT)
@@ -468,6 +473,34 @@ def _check_text(what: str, value: Any) -> None:
         )
     if problem := w.reply_too_large(what, value):  # taken, its update's event failed every workflow task
         raise ApplicationError(problem, type="AnswerError")
+
+
+# what Endstate's client sends as each reply's update input (WAIT and SEGMENTS may be left out)
+BODIES = {
+    w.ANSWER: "[TEXT, WAIT, SEGMENTS]",
+    w.APPROVE: "[WAIT, SEGMENTS] or none",
+    w.DENY: "[REASON, WAIT, SEGMENTS]",
+}
+
+
+def _check_body(update: str, wait: Any, segments: Any) -> None:
+    """Refuse a reply whose body is not what Endstate's client sends (a `temporal workflow update` by
+    hand, with a made-up input): `wait` true or false, `segments` the run's count as read, or none.
+    Taken, `approve {"approved": false}` was an approval."""
+    wrong = [
+        f"{name} must be {want}, not {value!r:.60}"
+        for name, value, ok, want in (
+            ("WAIT", wait, isinstance(wait, bool), "true or false"),
+            ("SEGMENTS", segments, segments is None or _count_of(segments) == segments, "a whole number"),
+        )
+        if not ok
+    ]
+    if wrong:
+        raise ApplicationError(
+            f"the {update} update's input is {BODIES[update]}, as Endstate's client sends it: "
+            f"{'; '.join(wrong)}. Nothing was changed: use `endstate {update} RUN_ID`, or send that input",
+            type="AnswerError",
+        )
 
 
 def _start_problem(start: Any) -> str | None:
