@@ -7,16 +7,23 @@ the test session.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ports import PortTaken, on_free_ports, port_clash
+
+from agent.durable.catalog import Catalog
+from agent.temporal import TemporalRuns, build_worker
 
 
 def cli_env() -> dict[str, str]:
@@ -94,6 +101,32 @@ class TemporalServer:
                 self.proc.wait()
         if self.proc.stderr:
             self.proc.stderr.close()
+
+
+def temporal_fixture(scope: str = "module", make: Callable[[], TemporalServer] | None = None) -> Any:
+    """The `temporal` fixture of a test module (`temporal = temporal_fixture()`): a server made by `make`
+    (`TemporalServer` by default) for the module's tests (or the session's), stopped after them."""
+
+    @pytest.fixture(scope=scope, name="temporal")
+    def temporal() -> Iterator[TemporalServer]:
+        server = (make or TemporalServer)()
+        yield server
+        server.stop()
+
+    return temporal
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    server: TemporalServer, catalog: Catalog, queue: str | None = None, **options: Any
+) -> AsyncIterator[TemporalRuns]:
+    """A worker for `catalog` on `queue` (a new one by default) in this process, heartbeating every 2 s
+    unless `options` say otherwise, and a client for its runs."""
+    queue = queue or f"test-{uuid.uuid4().hex[:8]}"
+    runs = await TemporalRuns.connect(server.address, task_queue=queue)
+    options.setdefault("heartbeat_seconds", 2.0)
+    async with await build_worker(runs.client, catalog, task_queue=queue, **options):
+        yield runs
 
 
 async def completed_activities(client: Any, run_id: str, activity: str) -> int:

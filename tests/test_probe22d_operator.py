@@ -9,12 +9,12 @@ import contextlib
 import subprocess
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from temporal_server import TemporalServer, cli_env, endstate, temporal_cli
+from temporal_server import TemporalServer, cli_env, endstate, serving, temporal_cli, temporal_fixture
 
 from agent import Agent, Budget, tool
 from agent.durable.runner import Catalog
@@ -23,7 +23,7 @@ from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import StopReason
 from agent.service.app import Service, create_app
 from agent.service.auth import Token
-from agent.temporal import TemporalRuns, build_worker
+from agent.temporal import TemporalRuns
 from agent.temporal.service import Bridge, TemporalRunner
 
 pytestmark = pytest.mark.slow
@@ -59,20 +59,15 @@ def worker_agent(state: dict[str, Any]) -> Agent:
     return Agent(name="worker", model=ScriptedModel(script), tools=[slow], budget=Budget(max_turns=6))
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 @contextlib.asynccontextmanager
 async def worker(server: TemporalServer) -> AsyncIterator[TemporalRuns]:
-    runs = await TemporalRuns.connect(server.address, task_queue=f"probe22d-{uuid.uuid4().hex[:8]}")
     catalog = Catalog()
     catalog.register("payer", payer)
     catalog.register("worker", worker_agent)
-    async with await build_worker(runs.client, catalog, task_queue=runs.task_queue, heartbeat_seconds=2.0):
+    async with serving(server, catalog) as runs:
         yield runs
 
 

@@ -8,12 +8,11 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from temporal_server import TemporalServer
+from temporal_server import TemporalServer, serving, temporal_fixture
 from temporalio.worker import Replayer
 
 from agent import Agent, Budget, tool
@@ -63,11 +62,7 @@ def catalog() -> Catalog:
     return found
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 def test_a_run_whose_worker_is_away_between_two_turns_longer_than_its_budget_goes_on(
@@ -108,8 +103,7 @@ def test_a_run_that_spends_its_time_on_its_calls_still_stops_at_its_time_limit(
     temporal: TemporalServer,
 ) -> None:
     async def scenario() -> None:
-        runs = await TemporalRuns.connect(temporal.address, task_queue=f"probe24a-{uuid.uuid4().hex[:8]}")
-        async with await build_worker(runs.client, catalog(), task_queue=runs.task_queue):
+        async with serving(temporal, catalog()) as runs:
             result = await runs.start("worker", "Work")
         assert not isinstance(result, str)
         assert (result.reason, result.limit) == ("limit", "seconds"), result.note
