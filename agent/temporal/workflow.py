@@ -324,7 +324,7 @@ class EndstateRun:
     @answer.validator
     def _answer_ok(self, text: str, wait: bool = True, segments: Any = None) -> None:
         _check_text("an answer", text)
-        _check_body(w.ANSWER, wait, segments)
+        _check_body(w.ANSWER, wait)
         pending = self._expecting()
         self._check_read(segments)
         if pending:
@@ -342,7 +342,7 @@ class EndstateRun:
 
     @approve.validator
     def _approve_ok(self, wait: bool = True, segments: Any = None) -> None:
-        _check_body(w.APPROVE, wait, segments)
+        _check_body(w.APPROVE, wait)
         self._check_approval(segments)
 
     @workflow.update(name=w.DENY)
@@ -352,7 +352,7 @@ class EndstateRun:
     @deny.validator
     def _deny_ok(self, reason: str = "", wait: bool = True, segments: Any = None) -> None:
         _check_text("a denial's reason", reason)
-        _check_body(w.DENY, wait, segments)
+        _check_body(w.DENY, wait)
         self._check_approval(segments)
 
     @workflow.update(name=w.SEGMENT)
@@ -441,13 +441,15 @@ class EndstateRun:
 
     def _check_read(self, segments: Any) -> None:
         """Refuse a reply sent with the count it read (`segments`) once the run has moved past it."""
-        if segments is None or not self._published:
+        if segments is None:
             return
-        if not isinstance(segments, int) or isinstance(segments, bool) or segments < 0:
+        if not isinstance(segments, int) or isinstance(segments, bool) or segments < 0:  # published or not
             raise ApplicationError(
                 f"segments must be the run's segments count as read (a whole number), not {segments!r:.40}",
                 type="AnswerError",
             )
+        if not self._published:
+            return
         if segments != (now_at := self._before + self._segments):
             raise ApplicationError(
                 f"the run moved on (segment {now_at}, not {segments}) since it was read: read the run again "
@@ -483,22 +485,14 @@ BODIES = {
 }
 
 
-def _check_body(update: str, wait: Any, segments: Any) -> None:
-    """Refuse a reply whose body is not what Endstate's client sends (a `temporal workflow update` by
-    hand, with a made-up input): `wait` true or false, `segments` the run's count as read, or none.
-    Taken, `approve {"approved": false}` was an approval."""
-    wrong = [
-        f"{name} must be {want}, not {value!r:.60}"
-        for name, value, ok, want in (
-            ("WAIT", wait, isinstance(wait, bool), "true or false"),
-            ("SEGMENTS", segments, segments is None or _count_of(segments) == segments, "a whole number"),
-        )
-        if not ok
-    ]
-    if wrong:
+def _check_body(update: str, wait: Any) -> None:
+    """Refuse a reply whose input is not what Endstate's client sends (a `temporal workflow update` by
+    hand, with a made-up input): taken, `approve` with `{"approved": false}` was an approval. Its
+    `segments` is checked by `_check_read`."""
+    if not isinstance(wait, bool):
         raise ApplicationError(
-            f"the {update} update's input is {BODIES[update]}, as Endstate's client sends it: "
-            f"{'; '.join(wrong)}. Nothing was changed: use `endstate {update} RUN_ID`, or send that input",
+            f"the {update} update's input is {BODIES[update]}, as Endstate's client sends it: WAIT must be "
+            f"true or false, not {wait!r:.60}. Use `endstate {update} RUN_ID`, or send that input",
             type="AnswerError",
         )
 
