@@ -866,17 +866,36 @@ class ReplaySafeHooks:
 
     Its span's ids are planned (see `PLANNED_TRACE`) when the hooks can take
     them: the observer reports them from the start, replayed or live.
+
+    A workflow task that re-does one a reset dropped (`temporal workflow reset`
+    to the run's last workflow task: the worker that ran it first observed it,
+    its stop counted) is taken as replayed too: Temporal gives the workflow a
+    new random seed there (only a reset does), and the task whose event comes
+    first after it is the re-done one.
     """
 
     def __init__(self, inner: RunHooks) -> None:
         self._inner = inner
         self._segments = 0  # observed in this execution, in the workflow's (deterministic) order
+        self._reset = False  # a reset's new seed came, and no event since
+        self._reset_at: int | None = None  # the history length of the task that re-does a reset one
+        workflow.register_random_seed_callback(self._reseeded)
+
+    def _reseeded(self, seed: int) -> None:
+        self._reset = True  # (called outside the workflow's event loop: the task is told at its next event)
+
+    def replaying(self) -> bool:
+        """Whether what happens now happened before: replayed, or re-done after a reset."""
+        length = workflow.info().get_current_history_length()
+        if self._reset:  # the first event after the new seed: this task re-does the reset one
+            self._reset, self._reset_at = False, length
+        return workflow.unsafe.is_replaying() or length == self._reset_at
 
     def run_started(self, info: RunInfo) -> RunObserver:
         self._segments += 1
         if workflow.patched(PLANNED_TRACE) and getattr(self._inner, "plans_spans", False) is True:
             info = dataclasses.replace(info, planned=_planned(self._segments))
-        return _ReplaySafeObserver(self._inner, info)
+        return _ReplaySafeObserver(self._inner, info, self.replaying)
 
 
 def _planned(segment: int) -> SegmentLink:
@@ -890,20 +909,20 @@ class _ReplaySafeObserver(RunObserver):
 
     guarded = True
 
-    def __init__(self, hooks: RunHooks, info: RunInfo) -> None:
-        self._hooks, self._info = hooks, info
+    def __init__(self, hooks: RunHooks, info: RunInfo, replaying: Callable[[], bool]) -> None:
+        self._hooks, self._info, self._replaying = hooks, info, replaying
         self._inner: RunObserver | None = None
         self._tell: Callable[[str, str | None], None] | None = None
         if info.planned is not None:
             self._report_planned(info)
-        if workflow.unsafe.is_replaying():
+        if replaying():
             self._info = dataclasses.replace(info, replayed=True)
         else:
             self._live()
 
     def _live(self) -> RunObserver | None:
         # outside the workflow: a stopped worker's dropped workflow, its coroutine closed by the collector
-        if not workflow.in_workflow() or workflow.unsafe.is_replaying():
+        if not workflow.in_workflow() or self._replaying():
             return None
         if self._inner is None:
             self._inner = guard(self._hooks, self._info)
