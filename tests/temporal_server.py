@@ -7,6 +7,7 @@ the test session.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -23,6 +24,7 @@ import pytest
 from ports import PortTaken, on_free_ports, port_clash
 
 from agent.durable.catalog import Catalog
+from agent.durable.store import RunStatus
 from agent.temporal import TemporalRuns, build_worker
 
 
@@ -127,6 +129,16 @@ async def serving(
     options.setdefault("heartbeat_seconds", 2.0)
     async with await build_worker(runs.client, catalog, task_queue=queue, **options):
         yield runs
+
+
+async def waiting(runs: TemporalRuns, run_id: str) -> None:
+    """Until the run waits for a person (30 s at most)."""
+    for _ in range(300):
+        record = await runs.record(run_id)
+        if record is not None and record.status is RunStatus.WAITING:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"run {run_id} never waited")
 
 
 async def completed_activities(client: Any, run_id: str, activity: str) -> int:

@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from temporal_server import TemporalServer, cli_env, endstate, serving, temporal_cli, temporal_fixture
+from temporal_server import (
+    TemporalServer,
+    cli_env,
+    endstate,
+    serving,
+    temporal_cli,
+    temporal_fixture,
+    waiting,
+)
 
 from agent import Agent, Budget, tool
 from agent.durable.runner import Catalog
@@ -75,15 +83,6 @@ def terminate(server: TemporalServer, run_id: str, reason: str) -> None:
     """What an operator types: `temporal workflow terminate -w RUN_ID --reason ...`."""
     argv = [temporal_cli(), "workflow", "terminate", "-w", run_id, "--reason", reason]
     subprocess.run([*argv, "--address", server.address], check=True, capture_output=True, timeout=60)
-
-
-async def waiting(runs: TemporalRuns, run_id: str) -> None:
-    for _ in range(300):
-        record = await runs.record(run_id)
-        if record is not None and record.status is RunStatus.WAITING:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"run {run_id} never waited")
 
 
 def cli(server: TemporalServer, runs: TemporalRuns, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from temporal_server import TemporalServer, serving, temporal_cli, temporal_fixture
+from temporal_server import TemporalServer, serving, temporal_cli, temporal_fixture, waiting
 from temporalio.api.enums.v1 import EventType
+from test_probe22d_operator import payer
 
-from agent import Agent, Budget, tool
 from agent.durable.runner import Catalog
-from agent.durable.store import RunStatus
-from agent.models.scripted import ScriptedModel, call, finish
 from agent.temporal import TemporalRuns
 from telemetry import Telemetry
 from telemetry import names as n
@@ -24,17 +21,6 @@ from telemetry import names as n
 pytestmark = pytest.mark.slow
 
 temporal = temporal_fixture()
-
-
-@tool(needs_approval=True)
-def pay(amount: int) -> str:
-    """Pay `amount` (a person approves each payment)."""
-    return f"paid {amount}"
-
-
-def payer(state: dict[str, Any]) -> Agent:
-    script = [[call("pay", amount=7)], [finish("done", "paid")]]
-    return Agent(name="payer", model=ScriptedModel(script), tools=[pay], budget=Budget(max_turns=6))
 
 
 def stops(telemetry: Telemetry, reason: str) -> float:
@@ -46,15 +32,6 @@ def stops(telemetry: Telemetry, reason: str) -> float:
         n.LABEL_STOP_CAUSE: "",
     }
     return telemetry.registry.get_sample_value(n.METRIC_STOPS + "_total", labels) or 0.0
-
-
-async def waiting(runs: TemporalRuns, run_id: str) -> None:
-    for _ in range(300):
-        record = await runs.record(run_id)
-        if record is not None and record.status is RunStatus.WAITING:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"run {run_id} never waited")
 
 
 async def redone(runs: TemporalRuns, run_id: str, before: str) -> None:

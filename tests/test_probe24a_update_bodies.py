@@ -9,28 +9,17 @@ import subprocess
 from typing import Any
 
 import pytest
-from temporal_server import TemporalServer, serving, temporal_cli, temporal_fixture
+from temporal_server import TemporalServer, serving, temporal_cli, temporal_fixture, waiting
+from test_probe22d_operator import payer
 
-from agent import Agent, Budget, tool
+from agent import Agent, Budget
 from agent.durable.runner import Catalog
 from agent.durable.store import RunStatus
-from agent.models.scripted import ScriptedModel, call, finish
-from agent.temporal import TemporalRuns
+from agent.models.scripted import ScriptedModel, finish
 
 pytestmark = pytest.mark.slow
 
 temporal = temporal_fixture()
-
-
-@tool(needs_approval=True)
-def pay(amount: int) -> str:
-    """Pay `amount` (a person approves each payment)."""
-    return f"paid {amount}"
-
-
-def payer(state: dict[str, Any]) -> Agent:
-    script = [[call("pay", amount=7)], [finish("done", "paid")]]
-    return Agent(name="payer", model=ScriptedModel(script), tools=[pay], budget=Budget(max_turns=6))
 
 
 def asker(state: dict[str, Any]) -> Agent:
@@ -43,15 +32,6 @@ def catalog() -> Catalog:
     found.register("payer", payer)
     found.register("asker", asker)
     return found
-
-
-async def waiting(runs: TemporalRuns, run_id: str) -> None:
-    for _ in range(300):
-        record = await runs.record(run_id)
-        if record is not None and record.status is RunStatus.WAITING:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"run {run_id} never waited")
 
 
 async def update_by_hand(server: TemporalServer, run_id: str, name: str, *inputs: str) -> tuple[int, str]:
