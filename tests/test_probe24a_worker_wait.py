@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from temporal_server import TemporalServer, serving, temporal_fixture
 from temporalio.worker import Replayer
+from test_temporal import replay_failure
 
 from agent import Agent, Budget, tool
 from agent.durable.runner import Catalog
@@ -135,3 +136,10 @@ async def _replay_failure(runs: TemporalRuns, run_id: str) -> Exception | None:
     history = await runs.client.get_workflow_handle(run_id).fetch_history()
     replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
     return (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
+
+
+def test_a_run_started_before_active_time_left_out_worker_waits_replays_as_it_ran() -> None:
+    """A history recorded by the code before `WORKER_TIME` (the scenario above: the worker away 8 s between
+    the two turns of a 6 s run, which stopped `limit`/`seconds`; `fetch_history().to_json()`) replays under
+    this code without nondeterminism (it keeps the workflow's clock: `workflow.patched`)."""
+    assert replay_failure("temporal_v8_worker_away_history.json") is None
