@@ -7,16 +7,25 @@ the test session.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ports import PortTaken, on_free_ports, port_clash
+
+from agent.durable.catalog import Catalog
+from agent.durable.store import RunStatus
+from agent.temporal import TemporalRuns, build_worker
 
 
 def cli_env() -> dict[str, str]:
@@ -94,6 +103,42 @@ class TemporalServer:
                 self.proc.wait()
         if self.proc.stderr:
             self.proc.stderr.close()
+
+
+def temporal_fixture(scope: str = "module", make: Callable[[], TemporalServer] | None = None) -> Any:
+    """The `temporal` fixture of a test module (`temporal = temporal_fixture()`): a server made by `make`
+    (`TemporalServer` by default) for the module's tests (or the session's), stopped after them."""
+
+    @pytest.fixture(scope=scope, name="temporal")
+    def temporal() -> Iterator[TemporalServer]:
+        server = (make or TemporalServer)()
+        yield server
+        server.stop()
+
+    return temporal
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    server: TemporalServer, catalog: Catalog, queue: str | None = None, **options: Any
+) -> AsyncIterator[TemporalRuns]:
+    """A worker for `catalog` on `queue` (a new one by default) in this process, heartbeating every 2 s
+    unless `options` say otherwise, and a client for its runs."""
+    queue = queue or f"test-{uuid.uuid4().hex[:8]}"
+    runs = await TemporalRuns.connect(server.address, task_queue=queue)
+    options.setdefault("heartbeat_seconds", 2.0)
+    async with await build_worker(runs.client, catalog, task_queue=queue, **options):
+        yield runs
+
+
+async def waiting(runs: TemporalRuns, run_id: str) -> None:
+    """Until the run waits for a person (30 s at most)."""
+    for _ in range(300):
+        record = await runs.record(run_id)
+        if record is not None and record.status is RunStatus.WAITING:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"run {run_id} never waited")
 
 
 async def completed_activities(client: Any, run_id: str, activity: str) -> int:

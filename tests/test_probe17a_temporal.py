@@ -9,14 +9,13 @@ import os
 import shlex
 import sys
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from subprocess import PIPE
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from temporal_server import TemporalServer
+from temporal_server import TemporalServer, serving, temporal_fixture
 
 from agent import Agent, Budget, tool
 from agent.durable.runner import AnswerError, Catalog
@@ -25,7 +24,7 @@ from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import RunResult
 from agent.service.app import Service, create_app
 from agent.service.auth import Token
-from agent.temporal import TemporalRuns, build_worker
+from agent.temporal import TemporalRuns
 from agent.temporal.service import Bridge, TemporalRunner
 
 pytestmark = pytest.mark.slow
@@ -51,19 +50,14 @@ def build(state: dict[str, Any]) -> Agent:
     return Agent(name="payer", model=ScriptedModel(script), tools=[pay], budget=Budget(max_turns=6))
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 @contextlib.asynccontextmanager
 async def worker(server: TemporalServer) -> AsyncIterator[TemporalRuns]:
-    runs = await TemporalRuns.connect(server.address, task_queue=f"probe17a-{uuid.uuid4().hex[:8]}")
     catalog = Catalog()
     catalog.register("payer", build)
-    async with await build_worker(runs.client, catalog, task_queue=runs.task_queue, heartbeat_seconds=2.0):
+    async with serving(server, catalog) as runs:
         yield runs
 
 

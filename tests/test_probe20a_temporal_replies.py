@@ -12,17 +12,15 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import temporal_agents
-from temporal_server import TemporalServer
+from temporal_server import TemporalServer, serving, temporal_fixture
 from temporalio.client import WorkflowUpdateFailedError
 
 from agent.durable.runner import AnswerError
 from agent.result import StopReason
-from agent.temporal import TemporalRuns, build_worker
 from agent.temporal import _wire as w
 
 pytestmark = pytest.mark.slow
@@ -30,11 +28,7 @@ HUGE = "3" + "x" * 2_500_000  # over Temporal's 2 MiB blob size limit
 LARGE = "3" + "x" * 1_800_000  # under it, but over what one text of a run may be (1.5 MB)
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 def test_an_answer_too_large_for_temporal_is_refused_and_the_run_still_takes_a_real_one(
@@ -43,11 +37,7 @@ def test_an_answer_too_large_for_temporal_is_refused_and_the_run_still_takes_a_r
     queue = f"big-{uuid.uuid4().hex[:8]}"
 
     async def scenario() -> None:
-        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
-        worker = await build_worker(
-            runs.client, temporal_agents.catalog(), task_queue=queue, heartbeat_seconds=2.0
-        )
-        async with worker:
+        async with serving(temporal, temporal_agents.catalog(), queue) as runs:
             state = {"script": "question", "dir": str(tmp_path)}
             asked = await runs.start("counter", "count", state=state)
             assert asked.reason is StopReason.NEED_HELP

@@ -7,17 +7,14 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from temporal_server import TemporalServer, temporal_cli
+from temporal_server import TemporalServer, serving, temporal_cli, temporal_fixture
 
 from agent import Agent, Budget, tool
 from agent.durable.runner import Catalog
 from agent.models.scripted import ScriptedModel, call, finish
-from agent.temporal import TemporalRuns, build_worker
 from agent.temporal import _wire as w
 
 pytestmark = pytest.mark.slow
@@ -54,11 +51,7 @@ def long_job(state: dict[str, Any]) -> Agent:
     return Agent(name="ticker", model=ScriptedModel(script), tools=[tick], budget=Budget(max_turns=250))
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = CountLimitedServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture(make=CountLimitedServer)
 
 
 def test_a_run_whose_history_nears_temporals_event_count_limit_stops_named(
@@ -69,10 +62,9 @@ def test_a_run_whose_history_nears_temporals_event_count_limit_stops_named(
     monkeypatch.setattr(w, "MAX_HISTORY_EVENTS", 400)
 
     async def scenario() -> None:
-        runs = await TemporalRuns.connect(temporal.address, task_queue=f"probe22d-{uuid.uuid4().hex[:8]}")
         catalog = Catalog()
         catalog.register("ticker", long_job)
-        async with await build_worker(runs.client, catalog, task_queue=runs.task_queue):
+        async with serving(temporal, catalog) as runs:
             result = await runs.start("ticker", "Tick 200 times")
             assert not isinstance(result, str)
             assert (result.reason, result.error_type) == ("error", "history_too_large"), result.note

@@ -9,12 +9,20 @@ import contextlib
 import subprocess
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from temporal_server import TemporalServer, cli_env, endstate, temporal_cli
+from temporal_server import (
+    TemporalServer,
+    cli_env,
+    endstate,
+    serving,
+    temporal_cli,
+    temporal_fixture,
+    waiting,
+)
 
 from agent import Agent, Budget, tool
 from agent.durable.runner import Catalog
@@ -23,7 +31,7 @@ from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import StopReason
 from agent.service.app import Service, create_app
 from agent.service.auth import Token
-from agent.temporal import TemporalRuns, build_worker
+from agent.temporal import TemporalRuns
 from agent.temporal.service import Bridge, TemporalRunner
 
 pytestmark = pytest.mark.slow
@@ -59,20 +67,15 @@ def worker_agent(state: dict[str, Any]) -> Agent:
     return Agent(name="worker", model=ScriptedModel(script), tools=[slow], budget=Budget(max_turns=6))
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 @contextlib.asynccontextmanager
 async def worker(server: TemporalServer) -> AsyncIterator[TemporalRuns]:
-    runs = await TemporalRuns.connect(server.address, task_queue=f"probe22d-{uuid.uuid4().hex[:8]}")
     catalog = Catalog()
     catalog.register("payer", payer)
     catalog.register("worker", worker_agent)
-    async with await build_worker(runs.client, catalog, task_queue=runs.task_queue, heartbeat_seconds=2.0):
+    async with serving(server, catalog) as runs:
         yield runs
 
 
@@ -80,15 +83,6 @@ def terminate(server: TemporalServer, run_id: str, reason: str) -> None:
     """What an operator types: `temporal workflow terminate -w RUN_ID --reason ...`."""
     argv = [temporal_cli(), "workflow", "terminate", "-w", run_id, "--reason", reason]
     subprocess.run([*argv, "--address", server.address], check=True, capture_output=True, timeout=60)
-
-
-async def waiting(runs: TemporalRuns, run_id: str) -> None:
-    for _ in range(300):
-        record = await runs.record(run_id)
-        if record is not None and record.status is RunStatus.WAITING:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"run {run_id} never waited")
 
 
 def cli(server: TemporalServer, runs: TemporalRuns, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -8,10 +8,9 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import uuid
-from collections.abc import Iterator
 
 import pytest
-from temporal_server import TemporalServer, temporal_cli
+from temporal_server import TemporalServer, temporal_cli, temporal_fixture
 from test_probe22d_operator import worker
 
 from agent.durable.store import RunStatus
@@ -21,11 +20,7 @@ from agent.temporal.pending import TemporalPending
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 async def start_by_hand(server: TemporalServer, runs: TemporalRuns, run_id: str, given: str) -> None:

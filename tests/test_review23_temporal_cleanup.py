@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from temporal_server import TemporalServer
+from temporal_server import TemporalServer, serving, temporal_fixture
 
 from agent import Agent, Budget, tool
 from agent.durable.runner import Catalog
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import StopReason
-from agent.temporal import TemporalRuns, _registry, build_worker
+from agent.temporal import _registry
 
 pytestmark = pytest.mark.slow
 
@@ -47,22 +45,17 @@ def writer(state: dict[str, Any]) -> Agent:
     return Agent(name="writer", model=ScriptedModel(script), tools=[write], budget=Budget(max_turns=4))
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 def test_a_tools_cleanup_past_the_activitys_grace_runs_to_its_end_and_the_tool_runs_once(
     temporal: TemporalServer,
 ) -> None:
     async def scenario() -> Any:
-        runs = await TemporalRuns.connect(temporal.address, task_queue=f"review23-{uuid.uuid4().hex[:8]}")
         catalog = Catalog()
         catalog.register("writer", writer)
-        queue = runs.task_queue
-        async with await build_worker(runs.client, catalog, task_queue=queue, heartbeat_seconds=2.0):
+        async with serving(temporal, catalog) as runs:
+            queue = runs.task_queue
             # the activity's margin past the tool's timeout: 2 * 0.5 s, shorter than the 2.5 s rollback
             _registry.register(queue, dataclasses.replace(_registry.lookup(queue), tool_grace=0.5))
             return await asyncio.wait_for(runs.start("writer", "Write it"), 60)

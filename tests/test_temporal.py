@@ -9,7 +9,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
-from temporal_server import TemporalServer
+from temporal_server import TemporalServer, serving, temporal_fixture
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
@@ -48,11 +48,7 @@ from telemetry import names as n
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="session")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture("session")
 
 
 @contextlib.asynccontextmanager
@@ -60,10 +56,7 @@ async def worker(
     server: TemporalServer, queue: str, catalog: Catalog | None = None, **options: Any
 ) -> AsyncIterator[TemporalRuns]:
     """A worker on `queue` in this process, and a client for it."""
-    runs = await TemporalRuns.connect(server.address, task_queue=queue)
-    options.setdefault("heartbeat_seconds", 2.0)
-    built = await build_worker(runs.client, catalog or temporal_agents.catalog(), task_queue=queue, **options)
-    async with built:
+    async with serving(server, catalog or temporal_agents.catalog(), queue, **options) as runs:
         yield runs
 
 

@@ -12,12 +12,12 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from temporal_server import TemporalServer, completed_activities
+from temporal_server import TemporalServer, completed_activities, serving, temporal_fixture
 from temporalio.service import RPCError
 
 from agent import Agent, Budget, HistoryPolicy, Image, RetryPolicy, RunContext, ToolOutput, tool
@@ -30,7 +30,7 @@ from agent.models.price import Price
 from agent.models.scripted import ScriptedModel, Step, call, finish, reply, say
 from agent.prices import PriceTable
 from agent.result import RunResult
-from agent.temporal import TemporalRuns, build_worker
+from agent.temporal import TemporalRuns
 from agent.temporal import _activities as activities
 from agent.temporal import _wire as w
 
@@ -40,11 +40,7 @@ FAST_RETRY = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter
 BUILT: list[Agent] = []
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 @tool
@@ -346,10 +342,7 @@ def catalog() -> Catalog:
 async def worker(
     server: TemporalServer, queue: str | None = None, **options: Any
 ) -> AsyncIterator[TemporalRuns]:
-    queue = queue or f"red-{uuid.uuid4().hex[:8]}"
-    runs = await TemporalRuns.connect(server.address, task_queue=queue)
-    options.setdefault("heartbeat_seconds", 2.0)
-    async with await build_worker(runs.client, catalog(), task_queue=queue, **options):
+    async with serving(server, catalog(), queue, **options) as runs:
         yield runs
 
 

@@ -12,12 +12,12 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from temporal_server import TemporalServer
+from temporal_server import TemporalServer, serving, temporal_fixture
 from temporalio.client import WorkflowUpdateFailedError
 from test_temporal import replay_failure
 
@@ -29,7 +29,7 @@ from agent.journal import Result
 from agent.models.scripted import ScriptedModel, Step, call, finish
 from agent.policies import HelpPolicy
 from agent.result import RunResult
-from agent.temporal import TemporalRuns, _remote, build_worker
+from agent.temporal import TemporalRuns, _remote
 from agent.temporal import workflow as run_workflow
 
 pytestmark = pytest.mark.slow
@@ -39,11 +39,7 @@ FAST_RETRY = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter
 BUILT: list[Agent] = []
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 @tool(timeout=None)
@@ -139,10 +135,7 @@ def catalog() -> Catalog:
 
 @contextlib.asynccontextmanager
 async def worker(server: TemporalServer, **options: Any) -> AsyncIterator[TemporalRuns]:
-    queue = f"audit-{uuid.uuid4().hex[:8]}"
-    runs = await TemporalRuns.connect(server.address, task_queue=queue)
-    options.setdefault("heartbeat_seconds", 2.0)
-    async with await build_worker(runs.client, catalog(), task_queue=queue, **options):
+    async with serving(server, catalog(), **options) as runs:
         yield runs
 
 

@@ -11,12 +11,12 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from ports import PortTaken, held_by, on_free_port, port_clash
-from temporal_server import TemporalServer, cli_env, completed_activities, endstate
+from temporal_server import TemporalServer, cli_env, completed_activities, endstate, temporal_fixture
 
 from agent.durable.store import RunStatus
 from agent.result import StopReason
@@ -28,11 +28,7 @@ TESTS = Path(__file__).parent
 CATALOG = "temporal_agents:catalog"
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 class WorkerProcess:

@@ -10,13 +10,13 @@ import dataclasses
 import json
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from subprocess import PIPE
 from typing import Any
 
 import pytest
-from temporal_server import TemporalServer
+from temporal_server import TemporalServer, temporal_fixture
 from test_probe17a_temporal import cli as endstate
 from test_temporal import replay_failure
 from test_temporal_audit import BUILT, CANCEL, build, lines, same_run, sent_results
@@ -32,11 +32,7 @@ from agent.temporal import TemporalRuns, build_worker
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer()
-    yield server
-    server.stop()
+temporal = temporal_fixture()
 
 
 def catalog(*names: str, **hooks: Any) -> Catalog:

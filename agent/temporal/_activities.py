@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
+import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
@@ -35,9 +37,24 @@ from agent.temporal import _wire as w
 from agent.tools import execute
 
 log = logging.getLogger("endstate.temporal")
+Call = TypeVar("Call", bound=Callable[..., Awaitable[dict[str, Any]]])
 BENIGN = ApplicationErrorCategory.BENIGN  # failures the loop handles: no worker traceback in the log
 MAX_CACHED_AGENTS = 1024
 MAX_KEPT_CHARS = 64_000_000  # of long texts kept for calls that name them by digest
+
+
+def _timed(fn: Call) -> Call:
+    """An activity whose answer says how long it ran on this worker (`ran`, seconds): the workflow counts
+    that as the run's active time, not the time the call or its result waited for a worker (see
+    `_remote.WORKER_TIME`)."""
+
+    @functools.wraps(fn)
+    async def timed(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        began = time.monotonic()
+        out = await fn(*args, **kwargs)
+        return {**out, w.RAN: time.monotonic() - began}
+
+    return timed  # type: ignore[return-value]
 
 
 class EndstateActivities:
@@ -76,6 +93,7 @@ class EndstateActivities:
         return self._told(run, {"state": state, "plan": w.plan_of(agent)}, state)
 
     @activity.defn(name=w.MODEL)
+    @_timed
     async def model(self, call: dict[str, Any]) -> dict[str, Any]:
         """One model call; the loop retries transient failures with its own policy.
 
@@ -107,6 +125,7 @@ class EndstateActivities:
                     raise _failure(f"{exc}", type(exc).__name__) from exc
 
     @activity.defn(name=w.MODEL_BY_DIGEST)
+    @_timed
     async def model_by_digest(self, call: dict[str, Any]) -> dict[str, Any]:
         """`model`, its input naming long texts by digest: `{"missing": [...]}` (no call made) when
         this worker does not keep some of them; the workflow then sends those in full."""
@@ -123,6 +142,7 @@ class EndstateActivities:
         return reply
 
     @activity.defn(name=w.TOOL)
+    @_timed
     async def tool(self, call: dict[str, Any]) -> dict[str, Any]:
         """One tool call with its own timeout; a failure is a result for the model, never raised."""
         run = call["run"]
@@ -154,6 +174,7 @@ class EndstateActivities:
         return await self._verified(check["run"], calls, check.get("journal", []), check.get("note", ""))
 
     @activity.defn(name=w.VERIFY_BY_DIGEST)
+    @_timed
     async def verify_by_digest(self, check: dict[str, Any]) -> dict[str, Any]:
         """`verify`, its input naming long texts by digest: `{"missing": [...]}` (no verifier run) when
         this worker does not keep some of them; else `{"failures": [...]}`."""

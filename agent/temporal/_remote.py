@@ -100,6 +100,13 @@ MEDIA_IN_CONTEXT = "endstate-media-counted-in-context"
 # A run stops, named, before its history passes Temporal's event count limit (`_wire.MAX_HISTORY_EVENTS`),
 # as it stops before the size limit; runs started before went on until Temporal ended them, as they did.
 HISTORY_EVENTS = "endstate-history-event-count-checked"
+# A run's active time is the time its calls ran on a worker (each activity says how long: `_wire.RAN`) and the
+# workflow's own time between them, not the time a call or the workflow task after it waited for a worker
+# (every worker down or redeploying, a backlog on the task queue), which the store's runner does not count
+# either. Runs started before count the workflow's time, as they did.
+# The same runs take a call's answer that came in the workflow task in which the loop's budget timer fired
+# (the answer waited for a worker longer than the time left): it came before the budget ran out on a worker.
+WORKER_TIME = "endstate-active-time-ran-on-workers"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -121,12 +128,30 @@ class RunRef:
     cap: int | None = None  # the history policy's `max_result_chars`: the worker keeps results so cut too
     check_cancel: bool = False  # each activity says whether the catalog's cancel is set (`CATALOG_CANCEL`)
     cancelled: bool = False  # it was, at the last activity that said: the loop stops before its next turn
+    worker_time: bool = False  # active time leaves out the time calls waited for a worker (`WORKER_TIME`)
+    waited: float = 0.0  # seconds of the workflow's time the run's calls waited for a worker
+    cut: bool = False  # the segment is being cut (a cancel's grace ran out): a call's answer is not taken
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         fields = {"run_id", "agent", "task", "task_type"}
         asks = {"check_cancel": True} if self.check_cancel else {}
         sent = self.state if state is None else state  # a state a tool emptied goes empty, not as it began
         return {k: v for k, v in vars(self).items() if k in fields} | {"state": sent} | asks
+
+    def active(self) -> float:
+        """The run's clock for its active time: the workflow's, less the time its calls waited."""
+        return workflow.time() - self.waited
+
+    def timed(self, began: float, out: Any) -> Any:
+        """An activity's answer (scheduled at `began`, the workflow's time) without `ran`; the time from
+        `began` to now that it did not run on its worker is left out of active time (`WORKER_TIME`)."""
+        if not isinstance(out, dict) or w.RAN not in out:
+            return out
+        out = dict(out)
+        ran = out.pop(w.RAN)
+        if self.worker_time and isinstance(ran, int | float) and not isinstance(ran, bool) and ran >= 0:
+            self.waited += max(0.0, workflow.time() - began - ran)
+        return out
 
     def told(self, out: dict[str, Any]) -> dict[str, Any]:
         """An activity's answer without its `cancel` (see `CATALOG_CANCEL`), which it keeps."""
@@ -282,6 +307,7 @@ def _lost(what: str, count: int, size: int) -> PayloadTooLarge:
 def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Agent:
     """The run's agent inside the workflow, from the plan it started with."""
     retry, history = w.retry_of(plan), w.history_of(plan)
+    ref.worker_time = workflow.patched(WORKER_TIME)
     history = dataclasses.replace(history, media_in_context=workflow.patched(MEDIA_IN_CONTEXT))
     ref.cap = history.max_result_chars if history.enabled else None
     model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry, plan.get("context_window"))
@@ -307,17 +333,21 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         options["progress"] = functools.partial(ProgressDetector, **plan["progress"])
     if plan["fingerprint"]:
         options["fingerprint"] = lambda ctx: ref.fingerprint or ""
-    return Agent(**options, clock=WorkflowClock())
+    return Agent(**options, clock=WorkflowClock(ref))
 
 
 class WorkflowClock:
-    """Time as the workflow knows it: the same on every replay."""
+    """Time as the workflow knows it: the same on every replay. Its monotonic time, the run's active
+    time, leaves out the time the run's calls waited for a worker (`WORKER_TIME`)."""
+
+    def __init__(self, ref: RunRef | None = None) -> None:
+        self._ref = ref
 
     def time(self) -> float:
         return workflow.now().timestamp()
 
     def monotonic(self) -> float:
-        return workflow.time()
+        return workflow.time() if self._ref is None else self._ref.active()
 
 
 def now() -> float:
@@ -334,6 +364,42 @@ def temporal_retry(retry: RetryPolicy) -> TemporalRetry:
         maximum_interval=timedelta(seconds=max(retry.max_delay, retry.base_delay, 0.001)),
         maximum_attempts=retry.max_attempts,
     )
+
+
+async def settled(ref: RunRef, handle: workflow.ActivityHandle[Any]) -> Any:
+    """The activity's answer. Cut by the loop's time budget (`WORKER_TIME`), it is taken all the same
+    when it came in the workflow task the budget's timer fired in: the time the run waited for a worker
+    is not the run's, and the call ran within its time (its worker measured it: `_wire.RAN`). Else the
+    activity is cancelled, and the cut goes on up."""
+    try:
+        return await asyncio.shield(handle)
+    except asyncio.CancelledError:
+        if (came := await answer_came(ref, handle)) is not None:
+            return came
+        handle.cancel()
+        handle.add_done_callback(_read)  # its failure is the cut's: read, so none is logged as lost
+        raise
+    except ActivityError as exc:
+        if (failure := _loop_error(exc)) is not None:
+            raise failure from exc
+        raise
+
+
+def _read(handle: workflow.ActivityHandle[Any]) -> None:
+    if not handle.cancelled():
+        handle.exception()
+
+
+async def answer_came(ref: RunRef, handle: workflow.ActivityHandle[Any]) -> Any:
+    """The answer of a call the loop's budget cut, when it came in the workflow task the cut came in
+    (see `WORKER_TIME`); None when it did not, or the segment itself is being cut."""
+    if ref.cut:
+        return None
+    if not handle.done():
+        await workflow.wait_condition(lambda: True)  # the answer in this task settles: no timer, no command
+    if handle.done() and not handle.cancelled() and handle.exception() is None:
+        return handle.result()
+    return None
 
 
 async def _activity(name: str, arg: Any, **options: Any) -> Any:
@@ -427,14 +493,14 @@ class ActivityModel:
             raise ModelError(str(self._ref.too_large), error_type=self._ref.too_large.error_type)
         if not workflow.patched(BY_DIGEST):  # a run started before replays its model calls as they were
             return await self._in_full(request)
-        seconds, began = call_seconds(), workflow.time()
+        seconds, began = call_seconds(), self._ref.active()
 
         def build(inline: set[str] | None) -> dict[str, Any]:
             return {"run": self._ref.wire(), "request": self._ref.request_wire(request, inline)}
 
         async def send(call: dict[str, Any], queue: str | None) -> dict[str, Any]:
             if seconds is not None:  # the worker cuts the call there too, and reports what it used
-                call = {**call, "seconds": max(seconds - (workflow.time() - began), 0.001)}
+                call = {**call, "seconds": max(seconds - (self._ref.active() - began), 0.001)}
             return await self._started(w.MODEL_BY_DIGEST, call, queue)
 
         try:
@@ -456,6 +522,7 @@ class ActivityModel:
     async def _started(self, name: str, call: dict[str, Any], queue: str | None = None) -> dict[str, Any]:
         """The model activity's answer (on `queue`: see `pinned`); a cut (the time budget) leaves it
         running, to report its usage."""
+        began = workflow.time()
         handle = workflow.start_activity(
             name,
             call,
@@ -466,8 +533,10 @@ class ActivityModel:
             **pinned(queue, self._setup),
         )
         try:
-            answer: dict[str, Any] = self._ref.told(await asyncio.shield(handle))
+            answer: dict[str, Any] = self._ref.told(self._ref.timed(began, await asyncio.shield(handle)))
         except asyncio.CancelledError:
+            if self._ref.worker_time and (came := await answer_came(self._ref, handle)) is not None:
+                return self._ref.told(self._ref.timed(began, dict(came)))
             await self._cut(handle)
             raise
         except ActivityError as exc:
@@ -580,15 +649,13 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         }
 
     async def send(payload: dict[str, Any], queue: str | None, once: bool) -> dict[str, Any]:
-        out: dict[str, Any] = await _activity(
-            w.TOOL,
-            payload,
-            start_to_close_timeout=waited,
-            heartbeat_timeout=timedelta(seconds=setup.heartbeat_seconds),
-            retry_policy=TemporalRetry(maximum_attempts=1) if once else temporal_retry(retry),
+        options: dict[str, Any] = {
+            "start_to_close_timeout": waited,
+            "heartbeat_timeout": timedelta(seconds=setup.heartbeat_seconds),
+            "retry_policy": TemporalRetry(maximum_attempts=1) if once else temporal_retry(retry),
             **pinned(queue, setup),
-        )
-        return out
+        }
+        return await _tool_call(ref, payload, options)
 
     async def call(**kwargs: Any) -> str | ToolOutput | Verbatim:
         ctx: RunContext = kwargs.pop("ctx")
@@ -627,6 +694,16 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         needs_approval=spec["needs_approval"],
         wants_ctx=True,  # the wrapper always takes the context: the call id, the state
     )
+
+
+async def _tool_call(ref: RunRef, payload: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """The tool activity's answer; its time waiting for a worker is not the run's (`WORKER_TIME`)."""
+    began = workflow.time()
+    if not ref.worker_time:  # a run started before: as it ran
+        out = await _activity(w.TOOL, payload, **options)
+    else:
+        out = await settled(ref, workflow.start_activity(w.TOOL, payload, **options))
+    return ref.timed(began, out)  # type: ignore[no-any-return]
 
 
 def _tool_window(timeout: float, spec: dict[str, Any], setup: WorkerSetup) -> timedelta:
@@ -732,8 +809,9 @@ class RemoteVerifier:
     async def _verified(self, name: str, payload: dict[str, Any], queue: str | None = None) -> Any:
         """The verify activity's answer (on `queue`: see `pinned`); the verifier's own error comes back
         as it was raised."""
+        began = workflow.time()
         try:
-            return await _activity(
+            out = await _activity(
                 name,
                 payload,
                 start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
@@ -744,6 +822,7 @@ class RemoteVerifier:
         except ActivityError as exc:
             cause = _cause(exc)
             raise _named_error(cause.type or "Exception", cause.message) if cause else exc from exc
+        return self._ref.timed(began, out)
 
 
 class WorkflowTools:
@@ -787,17 +866,36 @@ class ReplaySafeHooks:
 
     Its span's ids are planned (see `PLANNED_TRACE`) when the hooks can take
     them: the observer reports them from the start, replayed or live.
+
+    A workflow task that re-does one a reset dropped (`temporal workflow reset`
+    to the run's last workflow task: the worker that ran it first observed it,
+    its stop counted) is taken as replayed too: Temporal gives the workflow a
+    new random seed there (only a reset does), and the task whose event comes
+    first after it is the re-done one.
     """
 
     def __init__(self, inner: RunHooks) -> None:
         self._inner = inner
         self._segments = 0  # observed in this execution, in the workflow's (deterministic) order
+        self._reset = False  # a reset's new seed came, and no event since
+        self._reset_at: int | None = None  # the history length of the task that re-does a reset one
+        workflow.register_random_seed_callback(self._reseeded)
+
+    def _reseeded(self, seed: int) -> None:
+        self._reset = True  # (called outside the workflow's event loop: the task is told at its next event)
+
+    def replaying(self) -> bool:
+        """Whether what happens now happened before: replayed, or re-done after a reset."""
+        length = workflow.info().get_current_history_length()
+        if self._reset:  # the first event after the new seed: this task re-does the reset one
+            self._reset, self._reset_at = False, length
+        return workflow.unsafe.is_replaying() or length == self._reset_at
 
     def run_started(self, info: RunInfo) -> RunObserver:
         self._segments += 1
         if workflow.patched(PLANNED_TRACE) and getattr(self._inner, "plans_spans", False) is True:
             info = dataclasses.replace(info, planned=_planned(self._segments))
-        return _ReplaySafeObserver(self._inner, info)
+        return _ReplaySafeObserver(self._inner, info, self.replaying)
 
 
 def _planned(segment: int) -> SegmentLink:
@@ -811,20 +909,20 @@ class _ReplaySafeObserver(RunObserver):
 
     guarded = True
 
-    def __init__(self, hooks: RunHooks, info: RunInfo) -> None:
-        self._hooks, self._info = hooks, info
+    def __init__(self, hooks: RunHooks, info: RunInfo, replaying: Callable[[], bool]) -> None:
+        self._hooks, self._info, self._replaying = hooks, info, replaying
         self._inner: RunObserver | None = None
         self._tell: Callable[[str, str | None], None] | None = None
         if info.planned is not None:
             self._report_planned(info)
-        if workflow.unsafe.is_replaying():
+        if replaying():
             self._info = dataclasses.replace(info, replayed=True)
         else:
             self._live()
 
     def _live(self) -> RunObserver | None:
         # outside the workflow: a stopped worker's dropped workflow, its coroutine closed by the collector
-        if not workflow.in_workflow() or workflow.unsafe.is_replaying():
+        if not workflow.in_workflow() or self._replaying():
             return None
         if self._inner is None:
             self._inner = guard(self._hooks, self._info)

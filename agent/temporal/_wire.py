@@ -54,6 +54,10 @@ READY = (
     "endstate.ready"  # a worker can go on with a waiting run: it has the run's agent (and the approved tool)
 )
 
+# the key under which the model, tool and verify activities say how long they ran on their worker, in seconds
+# (`_remote.WORKER_TIME`)
+RAN = "ran"
+
 # the error type of a resumed execution that a worker refused to carry on (`workflow.RESUME_CHECKED`): its
 # result is the run's stop as it was, resumable, and the note says why
 NOT_RESUMED = "not_resumed"

@@ -197,6 +197,8 @@ class EndstateRun:
         try:
             await workflow.wait_condition(task.done, timeout=lookup(workflow.info().task_queue).cancel_grace)
         except TimeoutError:
+            if self._ref is not None:
+                self._ref.cut = True  # a call's answer that comes now is not taken
             task.cancel()  # cut where it is: a call in flight is recorded as of unknown outcome
         return await task
 
@@ -322,6 +324,7 @@ class EndstateRun:
     @answer.validator
     def _answer_ok(self, text: str, wait: bool = True, segments: Any = None) -> None:
         _check_text("an answer", text)
+        _check_body(w.ANSWER, wait)
         pending = self._expecting()
         self._check_read(segments)
         if pending:
@@ -339,6 +342,7 @@ class EndstateRun:
 
     @approve.validator
     def _approve_ok(self, wait: bool = True, segments: Any = None) -> None:
+        _check_body(w.APPROVE, wait)
         self._check_approval(segments)
 
     @workflow.update(name=w.DENY)
@@ -348,6 +352,7 @@ class EndstateRun:
     @deny.validator
     def _deny_ok(self, reason: str = "", wait: bool = True, segments: Any = None) -> None:
         _check_text("a denial's reason", reason)
+        _check_body(w.DENY, wait)
         self._check_approval(segments)
 
     @workflow.update(name=w.SEGMENT)
@@ -436,13 +441,15 @@ class EndstateRun:
 
     def _check_read(self, segments: Any) -> None:
         """Refuse a reply sent with the count it read (`segments`) once the run has moved past it."""
-        if segments is None or not self._published:
+        if segments is None:
             return
-        if not isinstance(segments, int) or isinstance(segments, bool) or segments < 0:
+        if not isinstance(segments, int) or isinstance(segments, bool) or segments < 0:  # published or not
             raise ApplicationError(
                 f"segments must be the run's segments count as read (a whole number), not {segments!r:.40}",
                 type="AnswerError",
             )
+        if not self._published:
+            return
         if segments != (now_at := self._before + self._segments):
             raise ApplicationError(
                 f"the run moved on (segment {now_at}, not {segments}) since it was read: read the run again "
@@ -468,6 +475,26 @@ def _check_text(what: str, value: Any) -> None:
         )
     if problem := w.reply_too_large(what, value):  # taken, its update's event failed every workflow task
         raise ApplicationError(problem, type="AnswerError")
+
+
+# what Endstate's client sends as each reply's update input (WAIT and SEGMENTS may be left out)
+BODIES = {
+    w.ANSWER: "[TEXT, WAIT, SEGMENTS]",
+    w.APPROVE: "[WAIT, SEGMENTS] or none",
+    w.DENY: "[REASON, WAIT, SEGMENTS]",
+}
+
+
+def _check_body(update: str, wait: Any) -> None:
+    """Refuse a reply whose input is not what Endstate's client sends (a `temporal workflow update` by
+    hand, with a made-up input): taken, `approve` with `{"approved": false}` was an approval. Its
+    `segments` is checked by `_check_read`."""
+    if not isinstance(wait, bool):
+        raise ApplicationError(
+            f"the {update} update's input is {BODIES[update]}, as Endstate's client sends it: WAIT must be "
+            f"true or false, not {wait!r:.60}. Use `endstate {update} RUN_ID`, or send that input",
+            type="AnswerError",
+        )
 
 
 def _start_problem(start: Any) -> str | None:
