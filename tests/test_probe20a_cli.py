@@ -71,6 +71,18 @@ def test_build_worker_refuses_a_timeout_no_run_could_live_with(given: dict[str, 
         asyncio.run(build_worker(nothing_asked, Catalog(), task_queue=" "))
 
 
+def test_end_with_endstate_temporal_set_says_how_temporal_ends_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ENDSTATE_TEMPORAL", "127.0.0.1:1")
+    monkeypatch.delenv("ENDSTATE_STORE", raising=False)
+    assert main(["end", "run-1", "--note", "agent retired"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "`endstate end` works on a run store" in err, err
+    assert "temporal workflow terminate" in err and not (tmp_path / ".endstate").exists()
+
+
 @pytest.mark.parametrize("command", ["recover", "audit"])
 def test_a_store_only_command_with_endstate_temporal_set_says_so_and_makes_no_store(
     command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -37,6 +37,7 @@ T = TypeVar("T")
 STORE_ONLY = {  # commands with no Temporal form: what does their work there
     "recover": "each run's timers and Temporal's retries recover it, with nothing to run",
     "audit": "success audits are not made (yet)",
+    "end": "`temporal workflow terminate --workflow-id RUN_ID --reason WHY` ends a run (it reads as `error`)",
 }
 WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "serve")
 
