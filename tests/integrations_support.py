@@ -24,7 +24,7 @@ from claude_agent_sdk._internal.transport import Transport
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.tools import tool as lc_tool
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
@@ -309,3 +309,32 @@ def read(path: str) -> str:
 def remove(path: str) -> str:
     """Remove a file."""
     return f"removed {path}"
+
+
+def two_models() -> Any:
+    """A LangGraph graph whose nodes hold different models: a cheap model drafts, a large one reviews;
+    each reply names its model, as LangChain's do."""
+
+    def reply(text: str, model: str, input_tokens: int) -> AIMessage:
+        meta = {"model_name": model}
+        return AIMessage(text, usage_metadata=usage(input_tokens, 2), response_metadata=meta)
+
+    draft = GenericFakeChatModel(messages=iter([reply("draft", "claude-haiku-4-5-20251001", 100)]))
+    review = GenericFakeChatModel(messages=iter([reply("reviewed", "claude-opus-4-1", 2000)]))
+
+    async def drafter(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await draft.ainvoke(state["messages"])]}
+
+    async def reviewer(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await review.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("drafter", drafter)
+    graph.add_node("reviewer", reviewer)
+    graph.add_edge(START, "drafter")
+    graph.add_edge("drafter", "reviewer")
+    graph.add_edge("reviewer", END)
+    return graph.compile(name="writer")
+
+
+INPUT = {"messages": [("user", "write it")]}

@@ -21,7 +21,7 @@ from agents import ModelProvider, RunConfig, set_tracing_disabled
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import Usage as OAUsage
 from claude_agent_sdk import ClaudeAgentOptions
-from integrations_support import FakeCLI, Rig, assistant, result, rigged, usage
+from integrations_support import INPUT, FakeCLI, Rig, assistant, result, rigged, two_models, usage
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -132,34 +132,6 @@ def test_a_failed_call_of_an_agent_handed_off_to_is_timed_as_its_own_model() -> 
 
 
 # -- LangGraph: a graph whose nodes hold different models --------------------------------------
-
-
-def two_models() -> Any:
-    """A cheap model drafts, a large one reviews: each reply names its model, as LangChain's do."""
-
-    def reply(text: str, model: str, input_tokens: int) -> AIMessage:
-        meta = {"model_name": model}
-        return AIMessage(text, usage_metadata=usage(input_tokens, 2), response_metadata=meta)
-
-    draft = GenericFakeChatModel(messages=iter([reply("draft", "claude-haiku-4-5-20251001", 100)]))
-    review = GenericFakeChatModel(messages=iter([reply("reviewed", "claude-opus-4-1", 2000)]))
-
-    async def drafter(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [await draft.ainvoke(state["messages"])]}
-
-    async def reviewer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [await review.ainvoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("drafter", drafter)
-    graph.add_node("reviewer", reviewer)
-    graph.add_edge(START, "drafter")
-    graph.add_edge("drafter", "reviewer")
-    graph.add_edge("reviewer", END)
-    return graph.compile(name="writer")
-
-
-INPUT = {"messages": [("user", "write it")]}
 
 
 @pytest.mark.parametrize("exact", [False, True])
