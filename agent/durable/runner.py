@@ -504,10 +504,14 @@ class Runner:
         """Continue every recoverable run from its last checkpoint, one after another."""
         return await self._drive_each(self.recovery_jobs(), "recovered")
 
-    def recovery_jobs(self) -> list[Job]:
-        """Claim every recoverable run; the jobs are ready to drive (here or as tasks)."""
-        jobs = []
+    def recovery_jobs(self, limit: int | None = None) -> list[Job]:
+        """Claim every recoverable run, or at most `limit` of them (a service's room under its
+        `--max-running`: the others stay recoverable, for its next sweep or another worker's); the
+        jobs are ready to drive (here or as tasks)."""
+        jobs: list[Job] = []
         for record in self.recoverable():
+            if limit is not None and len(jobs) >= limit:
+                break
             try:
                 if record.status is RunStatus.RUNNING:  # its lease ran out, unless its process is gone
                     held = self.store.take_over(

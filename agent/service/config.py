@@ -163,6 +163,12 @@ class Service:
                 log.exception("the deadline sweep failed; trying again later")
             await self._recover()
 
+    def room(self) -> int | None:
+        """How many more runs `max_running` lets this service hold; None: no cap."""
+        if self.max_running is None:
+            return None
+        return max(0, self.max_running - getattr(self.runner, "in_flight", 0) - self.starting)
+
     def _waits_for_scrape(self) -> bool:
         return self.scraped is not None and self.first_scrape_wait > 0
 
@@ -177,9 +183,14 @@ class Service:
             await asyncio.sleep(self.upkeep_interval)
 
     async def _recover(self) -> None:
-        """Take over runs of dead workers (on the thread of `off_loop`)."""
+        """Take over runs of dead workers (on the thread of `off_loop`), as many as `max_running` has
+        room for: the first service to sweep after a replica died would otherwise take all its runs at
+        once. The others wait for the next sweep, here or in a replica with room."""
+        room = self.room()
+        if room == 0:
+            return
         try:
-            for job in await self.off_loop(self.runner.recovery_jobs):
+            for job in await self.off_loop(self.runner.recovery_jobs, room):
                 self.runner.spawn(job)
         except EndstateError:
             log.exception("recovering runs failed; trying again later")

@@ -171,7 +171,7 @@ class TemporalRunner:
     def spawn(self, job: TemporalJob) -> None:
         """Nothing to do here: the workflow goes on in the workers."""
 
-    def recovery_jobs(self) -> list[TemporalJob]:
+    def recovery_jobs(self, limit: int | None = None) -> list[TemporalJob]:
         return []  # Temporal retries and moves runs whose worker died
 
     def expiry_jobs(self) -> list[TemporalJob]:
