@@ -1,0 +1,110 @@
+"""Label values from outside (a catalog's agent and tool names, a task type a client or a Temporal start
+chose, the model a provider's reply names) must not break /metrics for every later scrape, nor the
+PromQL a scrape is read with.
+
+A lone surrogate (JSON's `"\\ud800"`, or argv bytes Python could not decode) in one label value made
+`prometheus_client` fail every exposition of the process: every scrape failed, every alert went blind.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from prom_stack import prometheus, prometheus_config, wait_until
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from agent import RunInfo, RunResult, StopReason
+from agent.models import ToolCall
+from agent.models.base import BILLED_BY_MODEL, ModelReply
+from agent.tools import ToolOutcome
+from telemetry import MetricsHooks, metrics
+from telemetry.metrics import serve_metrics
+
+SURROGATE = "\ud800"
+HOSTILE_AGENT = 'a"b{c}=\\,x'  # quotes, braces, a backslash: escaped by the exposition, kept as they are
+HOSTILE_TASK = "ünï\u2028code ✓"
+
+
+def hostile_run(
+    hooks: MetricsHooks, run_id: str, agent: str, task_type: str, model: str, tool: str, fallback: str = ""
+) -> None:
+    info = RunInfo(run_id, agent, task_type, model, "anthropic", "task", tools=(tool,))
+    run = hooks.run_started(info)
+    run.model_started(None, 1)  # type: ignore[arg-type]
+    part = {"model": fallback or f"fallback-{SURROGATE}", "input_tokens": 3, "output_tokens": 1}
+    run.model_ended(ModelReply([], 3, 1, model=model, extra={BILLED_BY_MODEL: [part]}), None)
+    call = ToolCall(id="c1", name=tool, arguments={})
+    run.tool_started(call)
+    run.tool_ended(call, ToolOutcome("ok"))
+    run.run_ended(RunResult(run_id, agent, task_type, StopReason.SUCCESS, turns=1))
+
+
+def label_values(text: str) -> set[str]:
+    return {
+        v
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        for v in s.labels.values()
+    }
+
+
+def test_a_lone_surrogate_in_any_outside_name_leaves_every_scrape_served() -> None:
+    hooks = MetricsHooks(CollectorRegistry())
+    hostile_run(
+        hooks, "r1", f"agent-{SURROGATE}", f"task-{SURROGATE}", f"model-{SURROGATE}", f"tool-{SURROGATE}"
+    )
+    text = generate_latest(hooks.registry).decode("utf-8")  # raised UnicodeEncodeError: every scrape failed
+    openmetrics_latest(hooks.registry)
+    values = label_values(text)
+    for name in ("agent", "task", "model", "tool", "fallback"):
+        assert f"{name}-\\ud800" in values, name  # written out, still one series per name
+
+
+def test_huge_names_are_cut_to_a_bounded_label_that_keeps_them_apart() -> None:
+    hooks = MetricsHooks(CollectorRegistry())
+    long = "x" * 100_000
+    hostile_run(hooks, "r1", long + "1", long + "a", long + "m", "t", fallback="fb")
+    hostile_run(hooks, "r2", long + "2", long + "a", long + "m", "t", fallback="fb")
+    text = generate_latest(hooks.registry).decode("utf-8")
+    assert len(text) < 2_000_000  # 100 kB names on ~500 series each: over 200 MB a scrape before
+    values = label_values(text)
+    assert max(map(len, values)) <= metrics.MAX_LABEL_CHARS
+    agents = {
+        s.labels["agent"]
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if "agent" in s.labels
+    }
+    assert len(agents) == 2, "two agents whose names differ only past the cut keep two label values"
+
+
+def go_quoted(value: str) -> str:
+    """A PromQL string literal for `value`, as the alert templates' `printf "%q"` writes it."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def test_hostile_names_survive_a_real_scrape_and_the_promql_that_selects_them(tmp_path: Path) -> None:
+    hooks = MetricsHooks(CollectorRegistry())
+    hostile_run(hooks, "r1", HOSTILE_AGENT, HOSTILE_TASK, f"model-{SURROGATE}", "look")
+    server = serve_metrics(0, hooks.registry)
+    try:
+        with prometheus(prometheus_config([f"127.0.0.1:{server.port}"]), tmp_path / "prom") as prom:
+            selector = f"agent={go_quoted(HOSTILE_AGENT)},task_type={go_quoted(HOSTILE_TASK)}"
+            found = wait_until(
+                lambda: prom.query(f'agent_stops_total{{{selector},stop_reason="success"}} == 1'),
+                30,
+                "the hostile run's stop in Prometheus",
+            )
+            assert found[0]["metric"]["agent"] == HOSTILE_AGENT
+            assert found[0]["metric"]["task_type"] == HOSTILE_TASK
+            assert prom.query('up{job="endstate-agent"} == 1')  # every scrape of the process succeeds
+            models = prom.query("count by (gen_ai_request_model) (gen_ai_client_token_usage_count)")
+            assert {m["metric"]["gen_ai_request_model"] for m in models} >= {
+                "model-\\ud800",
+                "fallback-\\ud800",
+            }
+    finally:
+        server.close()
