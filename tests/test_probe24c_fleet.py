@@ -1,0 +1,223 @@
+"""The rules and alerts under a fleet: several processes, each scraped as its own `instance`, sharing one
+run store, replaced by deploys, restarted, scaled down. promtool runs the real rules over series shaped
+as such a fleet serves them, for 1 and for 3 instances.
+
+What each process serves, as found (telemetry/metrics.py, agent/durable/review.py):
+- per process (its own events; a fleet's figure is the `sum` across instances): every counter and
+  histogram of runs, tools, model calls, waits, audits, telemetry exports and drops, and
+  `agent_budget_limit` (its own configured ceilings: read with `max`);
+- store-wide (every replica reads the shared store; a fleet's figure is the `max` across instances):
+  `agent_help_pending` and `agent_help_oldest_pending_seconds` when a store or Temporal's visibility is
+  the source (`endstate serve`, `runs`, `worker`), and `agent_review_labels_total` (every replica
+  counts the store's labels from its first one).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prom_stack import require_binary
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES = [str(ROOT / "alerts" / "rules" / "recording.yml"), str(ROOT / "alerts" / "rules" / "alerts.yml")]
+RUN = 'agent="a",task_type="t"'
+STOP_LABELS = {
+    "success": 'stop_reason="success",stop_limit="none",stop_cause=""',
+    "limit": 'stop_reason="limit",stop_limit="turns",stop_cause=""',
+    "cancelled": 'stop_reason="cancelled",stop_limit="none",stop_cause=""',
+    "need_help": 'stop_reason="need_help",stop_limit="none",stop_cause=""',
+}
+
+
+def series(metric: str, instance: str, values: str, **labels: str) -> dict[str, str]:
+    extra = "".join(f',{k}="{v}"' for k, v in labels.items())
+    return {"series": f'{metric}{{job="endstate",instance="{instance}"{extra}}}', "values": values}
+
+
+def stops(instance: str, reason: str, values: str) -> dict[str, str]:
+    return {
+        "series": f'agent_stops_total{{job="endstate",instance="{instance}",{RUN},{STOP_LABELS[reason]}}}',
+        "values": values,
+    }
+
+
+def firing(alert: str, at: str, count: int) -> dict[str, Any]:
+    expr = f'count(ALERTS{{alertname="{alert}",alertstate="firing"}}) or vector(0)'
+    return {"expr": expr, "eval_time": at, "exp_samples": [{"labels": "{}", "value": count}]}
+
+
+def value(expr: str, at: str, expected: float, labels: str = "{}") -> dict[str, Any]:
+    return {"expr": expr, "eval_time": at, "exp_samples": [{"labels": labels, "value": expected}]}
+
+
+def promtool(tmp_path: Path, tests: list[dict[str, Any]]) -> None:
+    require_binary("promtool")
+    path = tmp_path / "fleet.yml"
+    path.write_text(yaml.safe_dump({"rule_files": RULES, "evaluation_interval": "1m", "tests": tests}))
+    done = subprocess.run(
+        ["promtool", "test", "rules", str(path)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- counters across a deploy, a restart and a scale-down -------------------------------------------
+
+
+def deployed(n: int, limit_per_min: int) -> list[dict[str, str]]:
+    """`n` replicas a1.. end 2 successes and `limit_per_min` limit stops a minute and start 3 runs a
+    minute; at 90m a deploy cancels 3 runs in flight on each and replaces it (gone at 91m) by b1..,
+    whose series start at zero at 91m (first-scrape wait), which resume those 3 (at 92m, as resumes
+    of cancelled stops less than an hour old) and end them as successes, and go on as before."""
+    out = []
+    for i in range(1, n + 1):
+        a, b = f"a{i}", f"b{i}"
+        out += [
+            stops(a, "success", "0+2x90 stale"),
+            stops(a, "limit", f"0+{limit_per_min}x90 stale"),
+            stops(a, "cancelled", "0x89 3 stale"),
+            series("agent_runs_started_total", a, "0+3x90 stale", agent="a", task_type="t"),
+            stops(b, "success", "_x91 0 0 5+2x60"),
+            stops(b, "limit", f"_x91 0 0+{limit_per_min}x60"),
+            stops(b, "cancelled", "_x91 0x61"),
+            series("agent_runs_started_total", b, "_x91 0 0+3x60", agent="a", task_type="t"),
+            series(
+                "agent_runs_resumed_total",
+                b,
+                "_x91 0 3x60",
+                agent="a",
+                task_type="t",
+                stop_reason="cancelled",
+                stopped_ago="1h",
+            ),
+        ]
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_deploy_that_replaces_every_replica_keeps_the_limit_page_and_counts_each_run_once(
+    tmp_path: Path, n: int
+) -> None:
+    """A third of runs stop at a limit before, during and after the deploy: the page fires before it and
+    never resolves through it; the runs cancelled and resumed on the new replicas are no ends; the
+    hour after it holds each run once; no replica's stops vanish."""
+    checks = [
+        firing("EndstateLimitStopShareHigh", t, 1) for t in ("80m", "91m", "95m", "101m", "120m", "150m")
+    ]
+    checks += [firing("EndstateStopsVanishing", t, 0) for t in ("91m", "100m", "130m")]
+    cancelled = 'agent_task_type_stop_reason:agent_stops_final:increase1h{stop_reason="cancelled"}'
+    checks += [value(f"round(sum({cancelled}))", t, 0) for t in ("95m", "101m", "130m", "150m")]
+    # the hour since 90m on each new replica: 119 successes (the 3 resumed runs' among them) and 58
+    # limit stops, and not one of the runs the deploy cancelled
+    checks += [value(f"round(sum(agent_task_type:agent_stops_final:increase1h) / {n})", "150m", 177)]
+    tests = [{"interval": "1m", "input_series": deployed(n, 1), "promql_expr_test": checks}]
+    quiet = [
+        firing(a, t, 0)
+        for a in ("EndstateLimitStopShareHigh", "EndstateStopsVanishing", "EndstateErrorStopShareHigh")
+        for t in ("95m", "101m", "150m")
+    ]
+    tests.append({"interval": "1m", "input_series": deployed(n, 0), "promql_expr_test": quiet})
+    promtool(tmp_path, tests)
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_replica_restarted_mid_hour_and_a_scale_down_keep_the_share_and_its_page(
+    tmp_path: Path, n: int
+) -> None:
+    """Replica 1 restarts at 60m under the same instance (its counters back to 0); the others are scaled
+    down at 70m (their series end). The share stays a third, the page holds, and the hour counts the
+    runs that ended, the restarted replica's included."""
+    inputs = [stops("r1", "success", "0+2x60 0+2x89"), stops("r1", "limit", "0+1x60 0+1x89")]
+    for i in range(2, n + 1):
+        inputs += [stops(f"r{i}", "success", "0+2x70 stale"), stops(f"r{i}", "limit", "0+1x70 stale")]
+    share = 'sum(agent_task_type_stop_reason:agent_stops_final:ratio_rate1h{stop_reason="limit"})'
+    checks = [value(f"round(100 * {share})", t, 33) for t in ("61m", "75m", "100m", "140m")]
+    checks += [
+        firing("EndstateLimitStopShareHigh", t, 1) for t in ("45m", "61m", "65m", "75m", "100m", "140m")
+    ]
+    ended = "round(sum(agent_task_type:agent_stops_final:increase1h))"
+    checks.append(value(ended, "140m", 180))  # only r1 is left, and its whole hour since 80m is counted
+    promtool(tmp_path, [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}])
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_runs_suspended_on_one_replica_and_finished_on_another_end_once(tmp_path: Path, n: int) -> None:
+    """Every run suspends on replica a<i> (need_help) and is answered and finished on replica b<i>
+    (the next in the ring); a tenth end at a limit. Each run is one end, under the replica that ended it:
+    30 a minute per replica pair counted 30, and the limit share a tenth, not diluted by suspensions."""
+    inputs = []
+    for i in range(1, n + 1):
+        a, b = f"a{i}", f"b{i}"
+        inputs += [
+            stops(a, "need_help", "0+30x90"),
+            series("agent_runs_started_total", a, "0+30x90", agent="a", task_type="t"),
+            series(
+                "agent_runs_resumed_total",
+                b,
+                "0 0+30x89",
+                agent="a",
+                task_type="t",
+                stop_reason="need_help",
+                stopped_ago="1h",
+            ),
+            stops(b, "success", "0 0+27x89"),
+            stops(b, "limit", "0 0+3x89"),
+        ]
+    share = 'sum(agent_task_type_stop_reason:agent_stops_final:ratio_rate1h{stop_reason="limit"})'
+    checks = [value(f"round(100 * {share})", "80m", 10)]
+    checks.append(value("round(sum(agent_task_type:agent_stops_final:increase1h) / 60)", "80m", 30 * n))
+    checks += [firing(alert, "80m", 0) for alert in ("EndstateLimitStopShareHigh", "EndstateStopsVanishing")]
+    promtool(tmp_path, [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}])
+
+
+# -- store-wide gauges ------------------------------------------------------------------------------
+
+
+def stale_alert_guard() -> str:
+    """EndstateHelpRequestStale's count of waiting runs, as alerts.yml has it."""
+    for group in yaml.safe_load((ROOT / "alerts" / "rules" / "alerts.yml").read_text())["groups"]:
+        for rule in group["rules"]:
+            if rule.get("alert") == "EndstateHelpRequestStale":
+                guard: str = rule["expr"].split("and on (agent, task_type)")[1].strip()
+                return guard
+    raise AssertionError("EndstateHelpRequestStale is not in alerts.yml")
+
+
+def pending(instance: str, count: str, oldest: str) -> list[dict[str, str]]:
+    return [
+        series("agent_help_pending", instance, count, agent="a", task_type="t"),
+        series("agent_help_oldest_pending_seconds", instance, oldest, agent="a", task_type="t"),
+    ]
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_stale_help_request_pages_once_whatever_the_replicas_and_holds_through_a_rolling_restart(
+    tmp_path: Path, n: int
+) -> None:
+    """Two requests wait from 0m; every replica reads the store and reports both, the oldest's age. At
+    100m each replica is replaced by a new one (a new instance, a minute with none), one after another;
+    at 140m both are answered. The page fires at the same time for 1 and 3 replicas, holds through the
+    rolling restart, and resolves once answered; the fleet's count of waiting runs is 2, not 2 x n."""
+    inputs = []
+    for i in range(1, n + 1):
+        gone = 99 + i  # replica i is replaced at this minute; its successor reports from a minute later
+        inputs += pending(f"a{i}", f"2x{gone} stale", f"0+60x{gone} stale")
+        inputs += pending(
+            f"b{i}",
+            f"_x{gone + 2} 2x{138 - gone} 0x20",
+            f"_x{gone + 2} {(gone + 2) * 60}+60x{138 - gone} 0x20",
+        )
+    checks = [firing("EndstateHelpRequestStale", t, 0) for t in ("64m", "143m")]
+    checks += [
+        firing("EndstateHelpRequestStale", t, 1) for t in ("66m", "100m", "101m", "103m", "105m", "139m")
+    ]
+    stale = 'ALERTS{alertname="EndstateHelpRequestStale",alertstate="firing"}'
+    checks += [value(f"count({stale})", "66m", 1)]
+    waiting = "sum by (agent, task_type) (max without (instance, job) (agent_help_pending))"  # the panel's
+    checks += [value(f"sum({waiting})", t, 2) for t in ("50m", "120m")]
+    guard = stale_alert_guard()  # the alert's count of waiting runs: 2, not 2 x n (it summed the replicas)
+    checks += [value(guard.replace(" >= 1", ""), t, 2, "{" + RUN + "}") for t in ("50m", "120m")]
+    promtool(tmp_path, [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}])
