@@ -108,3 +108,17 @@ def test_hostile_names_survive_a_real_scrape_and_the_promql_that_selects_them(tm
             }
     finally:
         server.close()
+
+
+def test_a_waiting_run_whose_task_type_is_no_utf8_leaves_every_replicas_scrape_served() -> None:
+    """A Temporal start's task type is checked as text of at most 2,048 bytes counted with
+    `surrogatepass`: `{"task_type": "\\ud800"}` passes. Once that run waits for a person, every replica
+    reads it from the shared store (or Temporal's visibility) into its help gauges: each replica's
+    /metrics failed, the whole fleet's scrapes with it."""
+    waiting = [("triage", f"t-{SURROGATE}", 1, 1_700_000_000.0)]
+    for _replica in range(3):
+        hooks = MetricsHooks(CollectorRegistry(), pending=lambda: waiting)
+        text = generate_latest(hooks.registry).decode("utf-8")
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        [sample] = families["agent_help_pending"].samples
+        assert sample.labels == {"agent": "triage", "task_type": "t-\\ud800"} and sample.value == 1
