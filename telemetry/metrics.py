@@ -44,7 +44,7 @@ from agent.hooks import HumanWait, RunInfo, RunObserver
 from agent.models.base import BILLED_APART, BILLED_BY_MODEL
 from agent.result import LimitKind, StopCause, StopReason
 from telemetry import names as n
-from telemetry.tracing import bounded_name, error_type_of, person_wait_seconds
+from telemetry.tracing import bounded_name, error_type_of, person_wait_seconds, utf8_text
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply, ModelRequest, ToolCall
@@ -128,9 +128,7 @@ def label_value(value: object) -> str:
     serve: text that is not UTF-8 (a lone surrogate, from JSON's `\\ud800` or a byte argv could not
     decode) written with backslash escapes, for it failed every later scrape of the process; past
     MAX_LABEL_CHARS characters, its start and a digest of the whole (names stay apart, series small)."""
-    text = value if isinstance(value, str) else str(value)
-    if not text.isascii():
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = utf8_text(value if isinstance(value, str) else str(value))
     if len(text) > MAX_LABEL_CHARS:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
         text = f"{text[: MAX_LABEL_CHARS - len(digest) - 1]}~{digest}"

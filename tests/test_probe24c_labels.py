@@ -11,16 +11,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prom_stack import prometheus, prometheus_config, wait_until
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent import RunInfo, RunResult, StopReason
-from agent.models import ToolCall
+from agent.models import ModelRequest, ToolCall
 from agent.models.base import BILLED_BY_MODEL, ModelReply
 from agent.tools import ToolOutcome
-from telemetry import MetricsHooks, metrics
+from telemetry import MetricsHooks, TracingHooks, metrics
 from telemetry.metrics import serve_metrics
 
 SURROGATE = "\ud800"
@@ -122,3 +126,36 @@ def test_a_waiting_run_whose_task_type_is_no_utf8_leaves_every_replicas_scrape_s
         families = {f.name: f for f in text_string_to_metric_families(text)}
         [sample] = families["agent_help_pending"].samples
         assert sample.labels == {"agent": "triage", "task_type": "t-\\ud800"} and sample.value == 1
+
+
+def test_a_span_named_with_no_utf8_text_no_longer_fails_the_batch_of_every_run_in_it() -> None:
+    """`invoke_agent {agent}`, `chat {model}` and `execute_tool {tool}` took the names as they came: OTLP
+    could not encode a span named with a lone surrogate, so the batch failed, and with it the spans of
+    every other run exported beside it."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    hooks = TracingHooks(provider)
+    for run_id, name in (("r1", f"agent-{SURROGATE}"), ("r2", "plain")):
+        info = RunInfo(
+            run_id, name, f"task-{SURROGATE}", f"model-{SURROGATE}", "anthropic", "task", tools=("t",)
+        )
+        run = hooks.run_started(info)
+        run.turn_started(1)
+        run.model_started(ModelRequest("", [], [], 100), 1)
+        run.model_ended(ModelReply([], 3, 1, model=f"model-{SURROGATE}"), None)
+        call = ToolCall(id="c1", name=f"tool-{SURROGATE}", arguments={})
+        run.tool_started(call)
+        run.tool_ended(call, ToolOutcome("ok"))
+        run.turn_ended(1, StopReason.SUCCESS)
+        run.run_ended(RunResult(run_id, name, "t", StopReason.SUCCESS, turns=1))
+    provider.shutdown()
+    spans = exporter.get_finished_spans()
+    encode_spans(spans).SerializeToString()  # raised UnicodeEncodeError for the whole batch
+    names = {s.name for s in spans}
+    assert {
+        "invoke_agent agent-\\ud800",
+        "invoke_agent plain",
+        "chat model-\\ud800",
+        "execute_tool tool-\\ud800",
+    } <= names
