@@ -221,3 +221,125 @@ def test_a_stale_help_request_pages_once_whatever_the_replicas_and_holds_through
     guard = stale_alert_guard()  # the alert's count of waiting runs: 2, not 2 x n (it summed the replicas)
     checks += [value(guard.replace(" >= 1", ""), t, 2, "{" + RUN + "}") for t in ("50m", "120m")]
     promtool(tmp_path, [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}])
+
+
+# -- every dashboard panel: one process, or three replicas sharing the work and the store ----------
+
+DASHBOARD = ROOT / "dashboards" / "json" / "agent-stops.json"
+RANGE, RATE = "4h", "5m"  # $__range and $__rate_interval
+MINUTES = 300  # of series; panels are read at the end
+# per-process counters, (metric, labels, increase a minute): a multiple of 3, split over 3 replicas
+PER_PROCESS = [
+    *[("agent_stops_total", STOP_LABELS[r], k) for r, k in (("success", 6), ("limit", 3), ("need_help", 3))],
+    ("agent_stops_total", 'stop_reason="error",stop_limit="none",stop_cause=""', 3),
+    ("agent_stops_total", 'stop_reason="no_progress",stop_limit="none",stop_cause=""', 3),
+    ("agent_stops_total", 'stop_reason="gave_up",stop_limit="none",stop_cause="agent"', 3),
+    ("agent_runs_started_total", "", 18),
+    ("agent_runs_resumed_total", 'stop_reason="need_help",stopped_ago="1h"', 3),
+    ("agent_cost_usd_total", 'stop_reason="success"', 3),
+    ("agent_verify_rejections_total", "", 3),
+    ("agent_tool_calls_total", 'tool="look",outcome="ok"', 6),
+    ("agent_tool_calls_total", 'tool="look",outcome="error"', 3),
+    ("agent_success_audits_total", 'outcome="confirmed"', 3),
+    ("agent_success_audits_total", 'outcome="false_success"', 3),
+    ("agent_run_tokens_sum", 'stop_reason="success"', 3000),
+    ("agent_run_tokens_count", 'stop_reason="success"', 6),
+    ("agent_human_wait_seconds_count", 'outcome="answered"', 6),
+    *[
+        (f"agent_{m}_bucket", f'{extra}le="{le}"', k)
+        for m, extra in (
+            ("run_turns", 'stop_reason="success",'),
+            ("run_active_seconds", 'stop_reason="success",'),
+            ("human_wait_seconds", 'outcome="answered",'),
+        )
+        for le, k in (("1", 0), ("10", 3), ("60", 3), ("600", 6), ("+Inf", 6))
+    ],
+]
+
+
+# read series that need days of history (a 7-day baseline, a day of audits): no data in 5 hours
+NEEDS_DAYS = ("ratio_rate1h_avg7d", "ratio_rate1d")
+
+
+def fleet_series(agent: str, replicas: int) -> list[dict[str, str]]:
+    """`agent`'s series as `replicas` processes serve them: the events split evenly, the store's
+    gauges and label counts the same on each, each replica's own ceilings the same."""
+    out = []
+    for i in range(replicas):
+        instance, run = f"{agent}-{i}", f'agent="{agent}",task_type="t"'
+
+        def one(
+            metric: str, labels: str, values: str, instance: str = instance, run: str = run
+        ) -> dict[str, str]:
+            extra = f",{labels}" if labels else ""
+            return {
+                "series": f'{metric}{{job="endstate",instance="{instance}",{run}{extra}}}',
+                "values": values,
+            }
+
+        out += [one(m, labels, f"0+{k // replicas}x{MINUTES}") for m, labels, k in PER_PROCESS]
+        out += [
+            one("agent_budget_limit", 'limit="turns"', f"20x{MINUTES}"),
+            one("agent_budget_limit", 'limit="seconds"', f"600x{MINUTES}"),
+            one("agent_help_pending", "", f"2x{MINUTES}"),
+            one("agent_help_oldest_pending_seconds", "", f"0+60x{MINUTES}"),
+            one("agent_review_labels_total", 'label="fine"', f"0+3x{MINUTES}"),
+        ]
+    return out
+
+
+def panel_exprs() -> list[tuple[str, str]]:
+    """(panel title, expr) of every target that selects by agent; the others read no agent label."""
+    found: list[tuple[str, str]] = []
+
+    def walk(panel: dict[str, Any]) -> None:
+        found.extend(
+            (panel["title"], t["expr"]) for t in panel.get("targets") or [] if "$agent" in t.get("expr", "")
+        )
+        for inner in panel.get("panels") or []:
+            walk(inner)
+
+    for panel in yaml.safe_load(DASHBOARD.read_text())["panels"]:
+        walk(panel)
+    return found
+
+
+def for_agent(expr: str, agent: str) -> str:
+    expr = expr.replace("$__range", RANGE).replace("$__rate_interval", RATE)
+    return expr.replace('agent=~"$agent"', f'agent="{agent}"').replace("$task_type", ".*")
+
+
+def test_every_panel_reads_three_replicas_as_it_reads_one_process(tmp_path: Path) -> None:
+    """Agent `solo` runs in one process; agent `fleet` does the same work split over 3 replicas that read
+    one store. Every panel query that selects by agent shows each the same, label for label."""
+    exprs = panel_exprs()
+    assert len(exprs) >= 30 and any("agent_help_pending" in e for _, e in exprs)
+    checks = []
+    for _title, expr in exprs:
+        solo, fleet = for_agent(expr, "solo"), for_agent(expr, "fleet")
+        differs = f"abs(({solo}) - ignoring (agent) ({fleet})) > 1e-6"
+        checks.append({"expr": differs, "eval_time": f"{MINUTES}m", "exp_samples": []})
+        if not any(part in expr for part in NEEDS_DAYS):
+            checks.append(value(f"count({solo}) - count({fleet})", f"{MINUTES}m", 0))  # both hold data
+    inputs = fleet_series("solo", 1) + fleet_series("fleet", 3)
+    promtool(tmp_path, [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}])
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_review_labels_given_across_a_deploy_that_replaced_the_replicas(tmp_path: Path, n: int) -> None:
+    """One label a minute is given. At 180m every replica is replaced by a new one (a new instance) that
+    counts the store's labels from the first, as each replica does (agent/durable/review.py). Over the
+    4 hours to 360m the panel shows the 240 labels given; it showed the larger part one side of the
+    deploy saw (179: the max across replicas of each one's increase)."""
+    inputs = []
+    for i in range(n):
+        old = series(
+            "agent_review_labels_total", f"a{i}", "0+1x180 stale", agent="a", task_type="t", label="fine"
+        )
+        new = series(
+            "agent_review_labels_total", f"b{i}", "_x181 181+1x179", agent="a", task_type="t", label="fine"
+        )
+        inputs += [old, new]
+    [(_title, expr)] = [(t, e) for t, e in panel_exprs() if "agent_review_labels_total" in e]
+    checks = [value(for_agent(expr, "a"), "360m", 240, '{label="fine",task_type="t"}')]
+    promtool(tmp_path, [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}])
