@@ -343,3 +343,58 @@ def test_review_labels_given_across_a_deploy_that_replaced_the_replicas(tmp_path
     [(_title, expr)] = [(t, e) for t, e in panel_exprs() if "agent_review_labels_total" in e]
     checks = [value(for_agent(expr, "a"), "360m", 240, '{label="fine",task_type="t"}')]
     promtool(tmp_path, [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}])
+
+
+# -- a process gone while a person's answer is awaited ----------------------------------------------
+
+
+def quiet_process(instance: str, job: str, pending_then: int, up: str, gone: str) -> list[dict[str, str]]:
+    """A quiet agent's process (2 runs started in the day) whose request waits from 1m; `up` and the
+    series it serves end as `up` and `gone` say."""
+    run = {"agent": "a", "task_type": "t"}
+    return [
+        {"series": f'up{{job="{job}",instance="{instance}"}}', "values": up},
+        {**series("agent_runs_started_total", instance, f"0 1 2x78 {gone}", **run)},
+        {**series("agent_help_pending", instance, f"0 {pending_then}x79 {gone}", **run)},
+        {**series("agent_help_oldest_pending_seconds", instance, f"0 0+60x79 {gone}", **run)},
+    ]
+
+
+def relabel_job(items: list[dict[str, str]], job: str) -> list[dict[str, str]]:
+    return [{**i, "series": i["series"].replace('job="endstate"', f'job="{job}"')} for i in items]
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_quiet_agents_processes_gone_with_a_request_waiting_still_page(tmp_path: Path, n: int) -> None:
+    """The request has waited over an hour (EndstateHelpRequestStale fires) when, at 80m, every process
+    goes: a static target that fails its scrapes (`up` 0), or replicas found by DNS that leave no target.
+    The gauges go with them, so the stale page resolves; with 2 runs started in the day, under
+    EndstateAgentDown's 10, nothing paged. Now EndstateAgentDown does, and stays quiet when nothing
+    waited."""
+    static, found = [], []
+    for i in range(n):
+        static += quiet_process(f"agent-{i}:8000", "endstate", 1, "1x80 0x60", "stale")
+        found += relabel_job(
+            quiet_process(f"10.0.0.{i}:8000", "endstate", 1, "1x80 stale", "stale"), "workers"
+        )
+    down = 'ALERTS{alertname="EndstateAgentDown",alertstate="firing"}'
+    checks = [firing("EndstateHelpRequestStale", "78m", 1), value(f"count({down}) or vector(0)", "78m", 0)]
+    checks += [value(f"count({down})", t, n) for t in ("100m", "130m")]
+    job_checks = [
+        value(f"count({down.replace('}', ',job=' + chr(34) + 'workers' + chr(34) + '}')})", "100m", 1)
+    ]
+    nothing_waited = []
+    for i in range(n):
+        nothing_waited += quiet_process(f"agent-{i}:8000", "endstate", 0, "1x80 0x60", "stale")
+    promtool(
+        tmp_path,
+        [
+            {"interval": "1m", "input_series": static, "promql_expr_test": checks},
+            {"interval": "1m", "input_series": found, "promql_expr_test": job_checks},
+            {
+                "interval": "1m",
+                "input_series": nothing_waited,
+                "promql_expr_test": [value(f"count({down}) or vector(0)", "100m", 0)],
+            },
+        ],
+    )
