@@ -9,8 +9,11 @@ A lone surrogate (JSON's `"\\ud800"`, or argv bytes Python could not decode) in 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
 
+import yaml
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -159,3 +162,38 @@ def test_a_span_named_with_no_utf8_text_no_longer_fails_the_batch_of_every_run_i
         "chat model-\\ud800",
         "execute_tool tool-\\ud800",
     } <= names
+
+
+ALERT_RULES = Path(__file__).resolve().parents[1] / "alerts" / "rules"
+WINDOW_CLAUSE = re.compile(
+    r'\{\{ if (printf "agent_task_type:agent_stops_final:increase1h[^|]*\| query) \}\}'
+)
+
+
+def test_the_alert_templates_promql_finds_a_hostile_agent_and_task_type(tmp_path: Path) -> None:
+    """The stop alerts say which window they judged by querying, from their template, the recorded
+    count of the agent's runs with the labels quoted by Go's `%q`: the query must find an agent and
+    task type with quotes, braces, a backslash, a line separator and a lone surrogate's escape, or the
+    description names the wrong window. The clause is taken from alerts.yml as it is."""
+    clause = WINDOW_CLAUSE.search((ALERT_RULES / "alerts.yml").read_text())
+    assert clause, "the stop alerts' window clause is not in alerts.yml"
+    agent, task_type = HOSTILE_AGENT, HOSTILE_TASK + "\\ud800"  # a lone surrogate as the metrics serve it
+    window = f"{{{{ if {clause.group(1)} }}}}hour{{{{ else }}}}6 hours{{{{ end }}}}"
+    alert = {"alert": "WindowClause", "expr": "agent_task_type:agent_stops_final:increase1h >= 20"}
+    rules = {"groups": [{"name": "t", "rules": [{**alert, "annotations": {"window": window}}]}]}
+    (tmp_path / "clause.yml").write_text(yaml.safe_dump(rules))
+    run = f"agent={go_quoted(agent)},task_type={go_quoted(task_type)}"
+    stops = (("success", "none"), ("limit", "turns"))
+    series = [
+        f'agent_stops_total{{{run},stop_reason="{r}",stop_limit="{lim}",stop_cause=""}}' for r, lim in stops
+    ]
+    inputs = [{"series": one, "values": "0+1x90"} for one in series]
+    expected = {"exp_labels": {"agent": agent, "task_type": task_type}, "exp_annotations": {"window": "hour"}}
+    check = {"eval_time": "80m", "alertname": "WindowClause", "exp_alerts": [expected]}
+    test = {"interval": "1m", "input_series": inputs, "alert_rule_test": [check]}
+    files = [str(ALERT_RULES / "recording.yml"), str(tmp_path / "clause.yml")]
+    config = {"rule_files": files, "evaluation_interval": "1m", "tests": [test]}
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(config, allow_unicode=True))
+    argv = ["promtool", "test", "rules", str(tmp_path / "test.yml")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
