@@ -537,8 +537,16 @@ def audits_by_outcome() -> timeseries.Panel:
 
 
 def review_labels() -> table.Panel:
-    # Every replica counts the labels of the run store it reads: de-duplicate before summing.
-    given = f"increase(agent_review_labels_total{sel()}[$__range])"
+    # Every replica counts every label of the run store it reads, from the store's first: each one's
+    # counter is the store's total. Labels given in the range: the fleet's total at its end less the
+    # total at its start (the max across replicas, both), or less the first count seen in the range
+    # when no replica served one at its start. Not `increase()` of each replica: replicas a deploy
+    # replaced each held part of the range, and the max of their parts was one part.
+    labels = f"agent_review_labels_total{sel()}"
+    total = f"max without (instance, job) (max_over_time({labels}[$__range]))"
+    before = f"max without (instance, job) (max_over_time({labels}[5m] offset $__range))"
+    first = f"max without (instance, job) (min_over_time({labels}[$__range]))"
+    given = f"{total} - ({before} or {first})"
     matrix = by_task_type("label")
     return (
         table.Panel()
@@ -554,7 +562,7 @@ def review_labels() -> table.Panel:
         .unit("short")
         .decimals(0)
         .datasource(PROMETHEUS)
-        .targets([instant(f"sum by (task_type, label) (max without (instance, job) ({given}))", "", "A")])
+        .targets([instant(f"sum by (task_type, label) ({given})", "", "A")])
         .with_transformation(matrix)
         .height(8)
         .span(12)

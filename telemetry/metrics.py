@@ -24,6 +24,7 @@ counts what each segment spent, so its sum over reasons is what runs cost.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import re
@@ -43,7 +44,7 @@ from agent.hooks import HumanWait, RunInfo, RunObserver
 from agent.models.base import BILLED_APART, BILLED_BY_MODEL, CALL_MODEL
 from agent.result import LimitKind, StopCause, StopReason
 from telemetry import names as n
-from telemetry.tracing import bounded_name, error_type_of, person_wait_seconds
+from telemetry.tracing import bounded_name, error_type_of, person_wait_seconds, utf8_text
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply, ModelRequest, ToolCall
@@ -62,6 +63,7 @@ MAX_ERROR_TYPES_PER_MODEL = 16  # more distinct error types of a model's calls a
 MAX_PENDING = 10_000  # help requests InProcessPending holds; past this the oldest are forgotten
 MAX_RUN_SERIES = 1024  # (agent, model, tool set) combinations whose label children are kept for reuse
 MAX_TOOL_SERIES = 4 * MAX_TOOLS_PER_AGENT  # (tool, outcome, error type) children kept per combination
+MAX_LABEL_CHARS = 256  # a longer agent, task type, provider, model or tool name is cut, a digest kept
 _WAIT_OUTCOMES = (n.WAIT_ANSWERED, n.WAIT_EXPIRED)
 _LIMIT_KINDS = frozenset(str(k) for k in LimitKind)
 _TOOL_OUTCOMES = (n.TOOL_OK, n.TOOL_ERROR, n.TOOL_TIMEOUT)
@@ -121,6 +123,18 @@ class InProcessPending:
             del self._runs[next(iter(self._runs))]
 
 
+def label_value(value: object) -> str:
+    """A name from outside (agent, task type, provider, model, tool) as a label value every scrape can
+    serve: text that is not UTF-8 (a lone surrogate, from JSON's `\\ud800` or a byte argv could not
+    decode) written with backslash escapes, for it failed every later scrape of the process; past
+    MAX_LABEL_CHARS characters, its start and a digest of the whole (names stay apart, series small)."""
+    text = utf8_text(value if isinstance(value, str) else str(value))
+    if len(text) > MAX_LABEL_CHARS:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        text = f"{text[: MAX_LABEL_CHARS - len(digest) - 1]}~{digest}"
+    return text
+
+
 class _LabelPairs:
     """Label pairs (agent and task type; provider and model) admitted as they come, up to a cap.
 
@@ -140,6 +154,7 @@ class _LabelPairs:
         return pair in self._pairs
 
     def __call__(self, first: str, second: str) -> tuple[str, str]:
+        first, second = label_value(first), label_value(second)
         with self._lock:
             if (first, second) in self._pairs:
                 return first, second
@@ -316,6 +331,7 @@ class MetricsHooks:
         A model may call a tool that does not exist: its made-up name never
         becomes a label value.
         """
+        tool = label_value(tool)
         with self._lock:
             known = tool in self._tools.get((agent, task_type), ())
         return tool if known else n.TOOL_OTHER
@@ -370,7 +386,7 @@ class MetricsHooks:
         with self._lock:
             seen = self._tools.setdefault((info.agent, info.task_type), set())
             room = MAX_TOOLS_PER_AGENT - len(seen)
-            new = [t for t in dict.fromkeys(info.tools) if t not in seen][: max(0, room)]
+            new = [t for t in dict.fromkeys(map(label_value, info.tools)) if t not in seen][: max(0, room)]
             seen.update(new)
         for tool in new:
             self.m.tool_duration.labels(n.OP_EXECUTE_TOOL, tool, n.NO_ERROR)
@@ -681,7 +697,7 @@ class _RunMetrics(RunObserver):
         """The `gen_ai_request_model` of a part of a reply that names `model`: the run's own when it
         names none or the run's model (dated or not), else that model, bounded as a run's is."""
         run_model = self._info.model
-        if not model or _same_model(model, run_model):
+        if not model or not isinstance(model, str) or _same_model(model, run_model):
             return run_model
         return self._hooks.model_labels(self._info.provider, model)[1]
 

@@ -32,7 +32,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
@@ -205,6 +205,7 @@ class _Shape:
 
     @classmethod
     def of(cls, info: RunInfo) -> _Shape:
+        info = _utf8_info(info)
         return cls(
             f"{n.SPAN_INVOKE_AGENT} {info.agent}",
             {
@@ -402,12 +403,13 @@ class _RunTrace(RunObserver):
                 self._emit(stale, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
             attributes: dict[str, Any] = {
                 n.GEN_AI_OPERATION_NAME: n.OP_EXECUTE_TOOL,
-                n.GEN_AI_TOOL_NAME: call.name,
+                n.GEN_AI_TOOL_NAME: utf8_text(call.name),
                 n.GEN_AI_TOOL_CALL_ID: call.id,
             }
             if self._capture:
                 attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] = _content.value_json(call.arguments, self._redact)
-            self._tools[call.id] = _Call(f"{n.SPAN_EXECUTE_TOOL} {call.name}", time.time_ns(), attributes)
+            name = f"{n.SPAN_EXECUTE_TOOL} {attributes[n.GEN_AI_TOOL_NAME]}"
+            self._tools[call.id] = _Call(name, time.time_ns(), attributes)
         except BaseException:
             hook_failed("tool_started (spans)")
 
@@ -563,6 +565,23 @@ def error_type_of(error: BaseException | None) -> str:
     if error is None:
         return n.ERROR_UNKNOWN
     return bounded_name(getattr(error, "error_type", None), type(error).__name__)
+
+
+def utf8_text(text: str) -> str:
+    """`text` as UTF-8 carries it: a lone surrogate (JSON's `\\ud800`, argv bytes Python could not
+    decode) written as a backslash escape. OTLP could not encode a span named with one: the whole
+    batch failed, the spans of every other run in it lost too."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _utf8_info(info: RunInfo) -> RunInfo:
+    """`info` with the names its spans are named and labelled by as UTF-8 carries them."""
+    names = (info.agent, info.task_type, info.provider, info.model)
+    fixed = tuple(utf8_text(v) if isinstance(v, str) else v for v in names)
+    if fixed == names:
+        return info
+    agent, task_type, provider, model = fixed
+    return replace(info, agent=agent, task_type=task_type, provider=provider, model=model)
 
 
 def bounded_name(value: object, fallback: str) -> str:
