@@ -40,7 +40,7 @@ def hostile_run(
 ) -> None:
     info = RunInfo(run_id, agent, task_type, model, "anthropic", "task", tools=(tool,))
     run = hooks.run_started(info)
-    run.model_started(None, 1)  # type: ignore[arg-type]
+    run.model_started(ModelRequest(system="", journal=[], tools=[], max_tokens=16), 1)
     part = {"model": fallback or f"fallback-{SURROGATE}", "input_tokens": 3, "output_tokens": 1}
     run.model_ended(ModelReply([], 3, 1, model=model, extra={BILLED_BY_MODEL: [part]}), None)
     call = ToolCall(id="c1", name=tool, arguments={})
