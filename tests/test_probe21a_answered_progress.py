@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from cancel_signals import SetOnCheck
 
 from agent import Agent, Answer, Approval, Denial, HelpPolicy, ProgressDetector, tool
 from agent.models.base import ModelRequest
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
-from tests.signals import SetOnCheck
 
 
 @tool

@@ -8,11 +8,11 @@ library now does too, and the run stays resumable without one.
 from __future__ import annotations
 
 import pytest
+from cancel_signals import SetOnCheck
 
 from agent import Agent, Answer, Approval, Denial, SnapshotError, tool
 from agent.models.scripted import ScriptedModel, call, finish, reply
 from agent.snapshot import SnapshotKind
-from tests.signals import SetOnCheck
 
 
 @tool
