@@ -276,3 +276,12 @@ def test_the_temporal_profile_runs_a_server_on_postgresql_its_ui_and_workers(sta
     assert worker["command"][:4] == ["endstate", "worker", "--temporal", "temporal:7233"]
     assert worker["build"]["args"]["EXTRAS"] == "[temporal]"
     assert "ARG EXTRAS" in (ROOT / "Dockerfile").read_text()
+
+
+def test_the_agent_waits_for_prometheuss_first_scrape_before_it_recovers_runs(stack: dict[str, Any]) -> None:
+    # Without the wait, a new container resumed the runs a deploy cancelled before Prometheus read
+    # its /metrics once: those resumes went uncounted and diluted the stop shares for an hour.
+    config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    interval = int(config["global"]["scrape_interval"].rstrip("s"))
+    wait = float(stack["services"]["agent"]["environment"]["ENDSTATE_FIRST_SCRAPE_WAIT"])
+    assert wait >= interval
