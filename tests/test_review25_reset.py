@@ -5,19 +5,17 @@ it is counted. Against a real Temporal Server (the `temporal` dev server)."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from temporal_server import TemporalServer, serving, temporal_cli, temporal_fixture, waiting
+from temporal_server import TemporalServer, serving, temporal_fixture, waiting
 from test_probe22d_operator import pay
-from test_probe24a_reset import redone, stops
+from test_probe24a_reset import reset_to_last_task, stops
 
 from agent import Agent, Budget, HelpPolicy
 from agent.durable.runner import Catalog
 from agent.models.scripted import ScriptedModel, call, finish
-from agent.temporal import TemporalRuns
 from agent.temporal import _wire as w
 from telemetry import Telemetry
 
@@ -35,17 +33,6 @@ def payer(state: dict[str, Any]) -> Agent:
     )
 
 
-async def reset(temporal: TemporalServer, runs: TemporalRuns, run_id: str) -> None:
-    """What an operator types: `temporal workflow reset -w RUN_ID --type LastWorkflowTask`; until re-done."""
-    first = (await runs.client.get_workflow_handle(run_id).describe()).run_id
-    argv = ["workflow", "reset", "-w", run_id, "--type", "LastWorkflowTask", "--reason", "review"]
-    proc = await asyncio.create_subprocess_exec(
-        temporal_cli(), *argv, "--address", temporal.address, stdout=subprocess.DEVNULL
-    )
-    assert await asyncio.wait_for(proc.wait(), 60) == 0
-    await redone(runs, run_id, first)
-
-
 def test_a_reset_to_a_task_that_observed_nothing_leaves_the_next_stop_counted(
     temporal: TemporalServer,
 ) -> None:
@@ -61,7 +48,7 @@ def test_a_reset_to_a_task_that_observed_nothing_leaves_the_next_stop_counted(
                 handle = runs.client.get_workflow_handle(run_id)
                 # a client reads the first segment's result: a workflow task in which nothing is observed
                 await handle.execute_update(w.SEGMENT, 1)
-                await reset(temporal, runs, run_id)
+                await reset_to_last_task(temporal, runs, run_id)
                 result = await asyncio.wait_for(handle.result(), WAIT + 30)
                 assert result["result"]["reason"] == "help_timeout"
                 assert (stops(telemetry, "need_help"), stops(telemetry, "help_timeout")) == (
