@@ -392,11 +392,17 @@ def _read(handle: workflow.ActivityHandle[Any]) -> None:
 
 async def answer_came(ref: RunRef, handle: workflow.ActivityHandle[Any]) -> Any:
     """The answer of a call the loop's budget cut, when it came in the workflow task the cut came in
-    (see `WORKER_TIME`); None when it did not, or the segment itself is being cut."""
+    (see `WORKER_TIME`); None when it did not, or the segment itself is being cut (before, or while
+    this waits: that cut is the caller's to carry on, once it has cancelled the call)."""
     if ref.cut:
         return None
     if not handle.done():
-        await workflow.wait_condition(lambda: True)  # the answer in this task settles: no timer, no command
+        try:
+            await workflow.wait_condition(
+                lambda: True
+            )  # the answer in this task settles: no timer, no command
+        except asyncio.CancelledError:  # the segment cut now (a cancel's grace ran out in this task too)
+            return None
     if handle.done() and not handle.cancelled() and handle.exception() is None:
         return handle.result()
     return None
