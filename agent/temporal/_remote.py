@@ -338,7 +338,8 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
 
 class WorkflowClock:
     """Time as the workflow knows it: the same on every replay. Its monotonic time, the run's active
-    time, leaves out the time the run's calls waited for a worker (`WORKER_TIME`)."""
+    time, leaves out the time the run's calls waited for a worker, for a run started with
+    `WORKER_TIME` (for one started before, `ref.waited` stays 0: the workflow's time, as it was)."""
 
     def __init__(self, ref: RunRef | None = None) -> None:
         self._ref = ref
