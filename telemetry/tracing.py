@@ -624,7 +624,9 @@ def _result_attributes(result: RunResult) -> dict[str, Any]:
 
 
 def _called(attributes: dict[str, Any], model: str) -> str:
-    """A chat span's name for a call to `model`, which its `attributes` now name as requested."""
+    """A chat span's name for a call to `model`, which its `attributes` now name as requested (as UTF-8
+    carries it, as the run's model is: see `utf8_text`)."""
+    model = utf8_text(model)
     attributes[n.GEN_AI_REQUEST_MODEL] = model
     return f"{n.SPAN_CHAT} {model}"
 

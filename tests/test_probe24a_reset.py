@@ -48,6 +48,18 @@ async def redone(runs: TemporalRuns, run_id: str, before: str) -> None:
     raise AssertionError(f"run {run_id} was not re-done after its reset")
 
 
+async def reset_to_last_task(temporal: TemporalServer, runs: TemporalRuns, run_id: str) -> None:
+    """What an operator types: `temporal workflow reset -w RUN_ID --type LastWorkflowTask`; until the
+    reset execution has re-done that task."""
+    first = (await runs.client.get_workflow_handle(run_id).describe()).run_id
+    argv = ["workflow", "reset", "-w", run_id, "--type", "LastWorkflowTask", "--reason", "probe"]
+    proc = await asyncio.create_subprocess_exec(
+        temporal_cli(), *argv, "--address", temporal.address, stdout=subprocess.DEVNULL
+    )
+    assert await asyncio.wait_for(proc.wait(), 60) == 0
+    await redone(runs, run_id, first)
+
+
 def test_a_waiting_run_reset_to_its_last_workflow_task_counts_its_need_help_once(
     temporal: TemporalServer,
 ) -> None:
@@ -61,13 +73,7 @@ def test_a_waiting_run_reset_to_its_last_workflow_task_counts_its_need_help_once
                 assert isinstance(run_id, str)
                 await waiting(runs, run_id)
                 assert stops(telemetry, "need_help") == 1
-                first = (await runs.client.get_workflow_handle(run_id).describe()).run_id
-                argv = ["workflow", "reset", "-w", run_id, "--type", "LastWorkflowTask", "--reason", "probe"]
-                proc = await asyncio.create_subprocess_exec(
-                    temporal_cli(), *argv, "--address", temporal.address, stdout=subprocess.DEVNULL
-                )
-                assert await asyncio.wait_for(proc.wait(), 60) == 0
-                await redone(runs, run_id, first)
+                await reset_to_last_task(temporal, runs, run_id)
                 await waiting(runs, run_id)
                 assert stops(telemetry, "need_help") == 1  # was 2: the re-done task counted it again
                 result = await runs.approve(run_id)

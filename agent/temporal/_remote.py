@@ -338,7 +338,8 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
 
 class WorkflowClock:
     """Time as the workflow knows it: the same on every replay. Its monotonic time, the run's active
-    time, leaves out the time the run's calls waited for a worker (`WORKER_TIME`)."""
+    time, leaves out the time the run's calls waited for a worker, for a run started with
+    `WORKER_TIME` (for one started before, `ref.waited` stays 0: the workflow's time, as it was)."""
 
     def __init__(self, ref: RunRef | None = None) -> None:
         self._ref = ref
@@ -392,11 +393,17 @@ def _read(handle: workflow.ActivityHandle[Any]) -> None:
 
 async def answer_came(ref: RunRef, handle: workflow.ActivityHandle[Any]) -> Any:
     """The answer of a call the loop's budget cut, when it came in the workflow task the cut came in
-    (see `WORKER_TIME`); None when it did not, or the segment itself is being cut."""
+    (see `WORKER_TIME`); None when it did not, or the segment itself is being cut (before, or while
+    this waits: that cut is the caller's to carry on, once it has cancelled the call)."""
     if ref.cut:
         return None
     if not handle.done():
-        await workflow.wait_condition(lambda: True)  # the answer in this task settles: no timer, no command
+        try:
+            await workflow.wait_condition(
+                lambda: True
+            )  # the answer in this task settles: no timer, no command
+        except asyncio.CancelledError:  # the segment cut now (a cancel's grace ran out in this task too)
+            return None
     if handle.done() and not handle.cancelled() and handle.exception() is None:
         return handle.result()
     return None
@@ -870,24 +877,30 @@ class ReplaySafeHooks:
     A workflow task that re-does one a reset dropped (`temporal workflow reset`
     to the run's last workflow task: the worker that ran it first observed it,
     its stop counted) is taken as replayed too: Temporal gives the workflow a
-    new random seed there (only a reset does), and the task whose event comes
-    first after it is the re-done one.
+    new random seed there (only a reset does), in the activation of the task
+    that re-does the reset one. That task is marked within its activation,
+    whether or not it observes anything: a later, live task is never taken
+    for it.
     """
 
     def __init__(self, inner: RunHooks) -> None:
         self._inner = inner
         self._segments = 0  # observed in this execution, in the workflow's (deterministic) order
-        self._reset = False  # a reset's new seed came, and no event since
+        self._reset = False  # a reset's new seed came in this activation, and its task is not marked yet
         self._reset_at: int | None = None  # the history length of the task that re-does a reset one
+        self._loop = asyncio.get_running_loop()  # the workflow's own event loop
         workflow.register_random_seed_callback(self._reseeded)
 
     def _reseeded(self, seed: int) -> None:
-        self._reset = True  # (called outside the workflow's event loop: the task is told at its next event)
+        # called as the activation's jobs are applied, outside the workflow's event loop: the task is
+        # marked as the loop runs this activation (before, by `replaying`, if an event comes first)
+        self._reset = True
+        self._loop.call_soon(self.replaying)
 
     def replaying(self) -> bool:
         """Whether what happens now happened before: replayed, or re-done after a reset."""
         length = workflow.info().get_current_history_length()
-        if self._reset:  # the first event after the new seed: this task re-does the reset one
+        if self._reset:  # this activation's task re-does the reset one
             self._reset, self._reset_at = False, length
         return workflow.unsafe.is_replaying() or length == self._reset_at
 
