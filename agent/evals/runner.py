@@ -38,6 +38,7 @@ class Segment:
     expected: StopReason
     judge_failures: tuple[str, ...] = ()
     replay_failures: tuple[str, ...] = ()  # a replayed run whose calls got other results than recorded
+    replay_checked: bool = False  # its calls' results were compared with the recorded ones (offline)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,15 @@ class Outcome:
         if last is None or last.result.reason is not StopReason.SUCCESS:
             return False
         return self.case.impossible or bool(last.judge_failures)
+
+    @property
+    def unjudged(self) -> bool:
+        """The run says success and nothing but the agent's own verifiers looked: the case names no
+        judge, and its replay was not checked (a promoted case run with --model uses only the task)."""
+        last = self.segments[-1] if self.segments else None
+        if last is None or last.result.reason is not StopReason.SUCCESS or self.false_success:
+            return False
+        return not self.case.judges and not last.replay_checked
 
     @property
     def problems(self) -> list[str]:
@@ -178,7 +188,7 @@ async def _segments(
         segments.append(_judged(case, world, after, 2))
     if case.replay and journal is not None:
         found = tuple(case.replay.differences([journal[i] for i in sorted(journal)], world))
-        segments[-1] = replace(segments[-1], replay_failures=found)
+        segments[-1] = replace(segments[-1], replay_failures=found, replay_checked=True)
     return Outcome(case, tuple(segments))
 
 
