@@ -99,8 +99,12 @@ def _repeats(values: list[str]) -> list[tuple[str, int]]:
 
 # -- research --------------------------------------------------------------------
 
-_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|percent)")
-_RANGE_START = re.compile(r"(\d+(?:\.\d+)?)\s*(?:-|to)\s*\d+(?:\.\d+)?\s*%")
+# a percentage as people write it: 18%, 18 (full-width %), 18 percent, 18 per cent, 18 pct
+_PER = r"(?:%|\uff05|per\s?cent(?:age\s+points?)?\b|pct\b)"
+_PERCENT = re.compile(rf"(\d+(?:\.\d+)?)\s*{_PER}", re.IGNORECASE)
+# the start of a range whose end only carries the sign: 18-20%, 18 to 20 per cent, between 17 and 19%
+_TO = r"(?:-|\u2013|\u2014|to|and)"  # a hyphen, an en or em dash, "to", "and"
+_RANGE_START = re.compile(rf"(\d+(?:\.\d+)?)\s*{_TO}\s*\d+(?:\.\d+)?\s*{_PER}", re.IGNORECASE)
 _URL = re.compile(r"https?://[^\s)\]>,;\"']+")
 
 
