@@ -50,11 +50,16 @@ Judge = Callable[..., list[str]]
 JUDGES: dict[str, Judge] = {}
 
 
-def judge(name: str) -> Callable[[Judge], Judge]:
-    """Register a judge under `name`."""
+NOT_FOR_SUCCESS: set[str] = set()  # judges that pass every success: they check other stops only
+
+
+def judge(name: str, *, judges_success: bool = True) -> Callable[[Judge], Judge]:
+    """Register a judge under `name`; `judges_success=False` for one that passes every success
+    unlooked (it checks how other stops ended): it cannot be a success case's only judge."""
 
     def register(fn: Judge) -> Judge:
         JUDGES[name] = fn
+        (NOT_FOR_SUCCESS.discard if judges_success else NOT_FOR_SUCCESS.add)(name)
         return fn
 
     return register
@@ -212,7 +217,7 @@ def code_fixed_not_test(run: Judged) -> list[str]:
 # -- any agent -----------------------------------------------------------------------
 
 
-@judge("note_explains")
+@judge("note_explains", judges_success=False)
 def note_explains(run: Judged, words: list[str] | None = None, reasons: list[str] | None = None) -> list[str]:
     """A stop other than success says why: a note or summary, mentioning each of `words`.
 
