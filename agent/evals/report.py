@@ -61,7 +61,7 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
         skipped=sum(bool(o.skipped) for o in outcomes),
         stops={t: dict(c) for t, c in sorted(stops.items())},
         successes=len(succeeded),
-        true_successes=sum(not o.false_success and not o.unjudged for o in succeeded),
+        true_successes=sum(o.met and not o.false_success and not o.unjudged for o in succeeded),
         impossible=len(impossible),
         correct_give_ups=sum(_gave_up(o) and o.met for o in impossible),
         false_successes=tuple(o.case.name for o in outcomes if o.false_success),
