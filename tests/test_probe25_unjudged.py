@@ -13,6 +13,9 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
+from agent.cli.evals import _print_json
 from agent.evals.case import load_cases
 from agent.evals.report import case_json, render, summarize
 from agent.evals.runner import Outcome, run_cases
@@ -60,3 +63,12 @@ def test_the_same_case_with_a_judge_is_caught_as_a_false_success(tmp_path: Path)
     summary = summarize(outcomes)
     assert outcomes[0].false_success and not outcomes[0].unjudged
     assert summary.unjudged == () and summary.false_successes == ("review/claims-done",)
+
+
+def test_json_output_says_it_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`endstate eval --json` names it on stderr, as it names a false success, beside the JSON."""
+    outcomes = _run(tmp_path)
+    _print_json(outcomes, summarize(outcomes).to_dict())
+    out, err = capsys.readouterr()
+    assert json.loads(out.splitlines()[-1])["summary"]["unjudged"] == ["review/claims-done"]
+    assert "success not checked (no judge, replay not checked): review/claims-done" in err

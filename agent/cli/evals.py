@@ -97,10 +97,15 @@ def select_cases(specs: list[str], catalog: str | None = None) -> list[Case]:
     cases = load_cases(paths, catalog)
     if not names:
         return cases
-    chosen = [c for c in cases if any(c.name == n or c.name.startswith(n.rstrip("/") + "/") for n in names)]
-    if not chosen:
-        raise CaseError(f"no case matches {', '.join(names)}; known: {', '.join(c.name for c in cases)}")
-    return chosen
+    unmatched = [n for n in names if not any(_matches(c, n) for c in cases)]
+    if unmatched:  # a mistyped name would drop its case silently, and the eval would still pass
+        raise CaseError(f"no case matches {', '.join(unmatched)}; known: {', '.join(c.name for c in cases)}")
+    return [c for c in cases if any(_matches(c, n) for n in names)]
+
+
+def _matches(case: Case, name: str) -> bool:
+    """`name` is the case's name, or a prefix of it ending at a `/`."""
+    return case.name == name or case.name.startswith(name.rstrip("/") + "/")
 
 
 def _print_json(outcomes: list[Outcome], summary: dict[str, Any]) -> None:
@@ -109,6 +114,8 @@ def _print_json(outcomes: list[Outcome], summary: dict[str, Any]) -> None:
     print(json.dumps({"summary": summary}))
     for name in summary["false_successes"]:
         print(f"endstate eval: FALSE SUCCESS: {name}", file=sys.stderr)
+    for name in summary["unjudged"]:
+        print(f"endstate eval: success not checked (no judge, replay not checked): {name}", file=sys.stderr)
 
 
 def _model_factory(name: str) -> ModelFactory:
