@@ -26,6 +26,7 @@ from agent.models.base import Model
 from agent.models.scripted import ScriptedModel
 from agent.result import RunResult, StopReason
 from agent.snapshot import Checkpoint
+from agent.stops import StopCause
 
 ModelFactory = Callable[[], Model]
 
@@ -101,11 +102,19 @@ def _stop_problems(outcome: Outcome) -> list[str]:
     return [f"expected {' -> '.join(expected)}, got {' -> '.join(actual)}"]
 
 
+_AGENTS_OWN = (None, StopCause.AGENT)  # a give-up the agent chose (not the API's refusal, a guardrail)
+
+
 def _extra_problems(outcome: Outcome) -> list[str]:
     case, final = outcome.case, outcome.final
     problems = []
     if final and case.expect_limit and final.reason is StopReason.LIMIT and final.limit != case.expect_limit:
         problems.append(f"expected the {case.expect_limit} budget to run out, not {final.limit}")
+    if case.impossible and final and final.reason is StopReason.GAVE_UP and final.cause not in _AGENTS_OWN:
+        problems.append(
+            f"gave up by {final.cause} ({final.note.strip()[:120]}), not by the agent: no sign that it "
+            "found the task impossible"
+        )
     rejected = any(s.result.verifier_failures for s in outcome.segments)
     if case.expect_rejected is not None and rejected != case.expect_rejected:
         problems.append(
