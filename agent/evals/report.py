@@ -28,6 +28,7 @@ class Summary:
     false_successes: tuple[str, ...]  # case names
     skipped_why: dict[str, int] = field(default_factory=dict)  # why cases were skipped -> how many
     unjudged: tuple[str, ...] = ()  # case names: successes no independent check looked at
+    flaky: tuple[str, ...] = ()  # case names: met in some rounds of a repeated eval, not in others
 
     @property
     def ran(self) -> int:
@@ -44,6 +45,7 @@ class Summary:
             **self.__dict__,
             "false_successes": list(self.false_successes),
             "unjudged": list(self.unjudged),
+            "flaky": list(self.flaky),
             "passed": self.passed,
         }
 
@@ -67,6 +69,7 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
         false_successes=tuple(o.case.name for o in outcomes if o.false_success),
         skipped_why=dict(Counter(o.skipped for o in outcomes if o.skipped)),
         unjudged=tuple(o.case.name for o in outcomes if o.unjudged),
+        flaky=tuple(o.case.name for o in outcomes if o.flaky),
     )
 
 
@@ -91,6 +94,8 @@ def case_json(o: Outcome) -> dict[str, Any]:
         "met": o.met if not o.skipped else None,
         "false_success": o.false_success,
         "unjudged": o.unjudged,
+        "flaky": o.flaky,
+        "rounds_met": list(o.rounds) if o.rounds else None,
         "problems": o.problems,
         "skipped": o.skipped or None,
         "segments": [
@@ -150,6 +155,8 @@ def _result(o: Outcome) -> str:
         return f"skipped ({o.skipped})"
     if o.false_success:
         return "FALSE SUCCESS"
+    if o.flaky and o.rounds:
+        return f"FLAKY (met {o.rounds[0]} of {o.rounds[1]} rounds)"
     if not o.met:
         return "FAILED"
     return "ok, unjudged" if o.unjudged else "ok"
@@ -237,7 +244,8 @@ def _verdict(summary: Summary) -> str:
         return not_run(summary)
     if summary.passed:
         return f"PASSED: {summary.met} of {ran} cases met their expectations{skipped}."
-    return f"FAILED: {ran - summary.met} of {ran} cases did not meet their expectations{skipped}."
+    flaky = f" ({len(summary.flaky)} flaky: met in some rounds only)" if summary.flaky else ""
+    return f"FAILED: {ran - summary.met} of {ran} cases did not meet their expectations{flaky}{skipped}."
 
 
 def not_run(summary: Summary) -> str:

@@ -50,6 +50,12 @@ class Outcome:
     segments: tuple[Segment, ...] = ()
     skipped: str = ""
     crashed: str = ""
+    rounds: tuple[int, int] | None = None  # with repeats: (rounds that met the case, rounds run)
+
+    @property
+    def flaky(self) -> bool:
+        """Met in some rounds of a repeated eval and not in others."""
+        return self.rounds is not None and 0 < self.rounds[0] < self.rounds[1]
 
     @property
     def final(self) -> RunResult | None:
@@ -224,6 +230,19 @@ async def run_cases(
         return list(await asyncio.gather(*(one(c) for c in cases)))
     finally:
         catalogs.close()
+
+
+def merge_rounds(rounds: Sequence[Sequence[Outcome]]) -> list[Outcome]:
+    """Per case, from rounds of the same cases: its first false success, else its first unmet
+    round, else its first round, with how many rounds met it (`rounds`): a case met only
+    sometimes is flaky, and fails."""
+    merged = []
+    for runs in zip(*rounds, strict=True):
+        ran = [o for o in runs if not o.skipped]
+        worst = [o for o in ran if o.false_success] + [o for o in ran if not o.met]
+        chosen = worst[0] if worst else runs[0]
+        merged.append(replace(chosen, rounds=(sum(o.met for o in ran), len(ran))) if ran else chosen)
+    return merged
 
 
 # -- agents from a catalog ------------------------------------------------------------------------
