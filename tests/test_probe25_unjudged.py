@@ -19,6 +19,7 @@ from agent.cli.evals import _print_json
 from agent.evals.case import load_cases
 from agent.evals.report import case_json, render, summarize
 from agent.evals.runner import Outcome, run_cases
+from agent.evals.testing import UnjudgedSuccess, check_case
 from agent.models.scripted import ScriptedModel, finish, reply
 
 PROMOTED = """\
@@ -72,3 +73,12 @@ def test_json_output_says_it_on_stderr(tmp_path: Path, capsys: pytest.CaptureFix
     out, err = capsys.readouterr()
     assert json.loads(out.splitlines()[-1])["summary"]["unjudged"] == ["review/claims-done"]
     assert "success not checked (no judge, replay not checked): review/claims-done" in err
+
+
+def test_check_case_warns_of_it_in_a_pytest_suite(tmp_path: Path) -> None:
+    """`check_case` (the pytest entry point) passed it without a word."""
+    path = tmp_path / "case.yaml"
+    path.write_text(PROMOTED.format(judge=""))
+    [case] = load_cases([path])
+    with pytest.warns(UnjudgedSuccess, match="review/claims-done: success not checked"):
+        check_case(case, _claims_done, break_verifiers=True)
