@@ -25,7 +25,7 @@ from agent.evals.limits import (
 )
 from agent.evals.limits import render as render_limits
 from agent.evals.report import case_json, not_run, render, summarize
-from agent.evals.runner import ModelFactory, Outcome, run_cases
+from agent.evals.runner import ModelFactory, Outcome, merge_rounds, run_cases
 
 
 def register(sub: Any) -> None:
@@ -61,6 +61,13 @@ def add_eval(sub: Any) -> None:
     p.add_argument(
         "--break-verifiers", action="store_true", help="remove the agents' verifiers (see what judges catch)"
     )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run every case N times: a case met only in some rounds is said FLAKY and fails",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.set_defaults(handler=run_eval)
@@ -74,12 +81,18 @@ def run_eval(args: argparse.Namespace) -> int:
         return 0
     if args.jobs < 1:
         raise ConfigError("--jobs must be at least 1")
+    if args.repeat < 1:
+        raise ConfigError("--repeat must be at least 1")
     model = _model_factory(args.model) if args.model else None
-    bar = Progress(len(cases), sys.stderr, enabled=not args.no_progress and sys.stderr.isatty())
-    outcomes = asyncio.run(
-        run_cases(cases, model, jobs=args.jobs, break_verifiers=args.break_verifiers, on_done=bar.step)
-    )
+    bar = Progress(len(cases) * args.repeat, sys.stderr, enabled=not args.no_progress and sys.stderr.isatty())
+    rounds = [
+        asyncio.run(
+            run_cases(cases, model, jobs=args.jobs, break_verifiers=args.break_verifiers, on_done=bar.step)
+        )
+        for _ in range(args.repeat)
+    ]
     bar.close()
+    outcomes = merge_rounds(rounds) if args.repeat > 1 else rounds[0]
     summary = summarize(outcomes)
     if args.json:
         _print_json(outcomes, summary.to_dict())
@@ -97,10 +110,15 @@ def select_cases(specs: list[str], catalog: str | None = None) -> list[Case]:
     cases = load_cases(paths, catalog)
     if not names:
         return cases
-    chosen = [c for c in cases if any(c.name == n or c.name.startswith(n.rstrip("/") + "/") for n in names)]
-    if not chosen:
-        raise CaseError(f"no case matches {', '.join(names)}; known: {', '.join(c.name for c in cases)}")
-    return chosen
+    unmatched = [n for n in names if not any(_matches(c, n) for c in cases)]
+    if unmatched:  # a mistyped name would drop its case silently, and the eval would still pass
+        raise CaseError(f"no case matches {', '.join(unmatched)}; known: {', '.join(c.name for c in cases)}")
+    return [c for c in cases if any(_matches(c, n) for n in names)]
+
+
+def _matches(case: Case, name: str) -> bool:
+    """`name` is the case's name, or a prefix of it ending at a `/`."""
+    return case.name == name or case.name.startswith(name.rstrip("/") + "/")
 
 
 def _print_json(outcomes: list[Outcome], summary: dict[str, Any]) -> None:
@@ -109,6 +127,8 @@ def _print_json(outcomes: list[Outcome], summary: dict[str, Any]) -> None:
     print(json.dumps({"summary": summary}))
     for name in summary["false_successes"]:
         print(f"endstate eval: FALSE SUCCESS: {name}", file=sys.stderr)
+    for name in summary["unjudged"]:
+        print(f"endstate eval: success not checked (no judge, replay not checked): {name}", file=sys.stderr)
 
 
 def _model_factory(name: str) -> ModelFactory:

@@ -52,7 +52,7 @@ from agent.budget import check_most
 from agent.content import Block, ContentError
 from agent.errors import ConfigError
 from agent.evals.fixtures import FIXTURES
-from agent.evals.judges import JUDGES
+from agent.evals.judges import JUDGES, NOT_FOR_SUCCESS
 from agent.evals.replay import RecordedResult, Replay, block_of_case
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
@@ -575,3 +575,11 @@ def _check_consistent(f: _Fields, case: Case) -> None:
         raise f.error("impossible", "an impossible task cannot expect success")
     if (case.impossible or StopReason.SUCCESS in case.expected) and not case.judges and not case.replay:
         raise f.error("judge", "a case that expects success or is impossible needs an independent judge")
+    names = {ref.name for ref in case.judges}
+    if StopReason.SUCCESS in case.expected and not case.impossible and names and names <= NOT_FOR_SUCCESS:
+        raise f.error(
+            "judge",
+            f"{', '.join(sorted(names))} passes every success without a look: a case that expects "
+            "success needs a judge that checks what the run did (say csv_matches_hand_cleaned, "
+            "report_is_sourced, invoice_saved, code_fixed_not_test, or your own)",
+        )

@@ -50,11 +50,16 @@ Judge = Callable[..., list[str]]
 JUDGES: dict[str, Judge] = {}
 
 
-def judge(name: str) -> Callable[[Judge], Judge]:
-    """Register a judge under `name`."""
+NOT_FOR_SUCCESS: set[str] = set()  # judges that pass every success: they check other stops only
+
+
+def judge(name: str, *, judges_success: bool = True) -> Callable[[Judge], Judge]:
+    """Register a judge under `name`; `judges_success=False` for one that passes every success
+    unlooked (it checks how other stops ended): it cannot be a success case's only judge."""
 
     def register(fn: Judge) -> Judge:
         JUDGES[name] = fn
+        (NOT_FOR_SUCCESS.discard if judges_success else NOT_FOR_SUCCESS.add)(name)
         return fn
 
     return register
@@ -99,8 +104,12 @@ def _repeats(values: list[str]) -> list[tuple[str, int]]:
 
 # -- research --------------------------------------------------------------------
 
-_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|percent)")
-_RANGE_START = re.compile(r"(\d+(?:\.\d+)?)\s*(?:-|to)\s*\d+(?:\.\d+)?\s*%")
+# a percentage as people write it: 18%, 18 (full-width %), 18 percent, 18 per cent, 18 pct
+_PER = r"(?:%|\uff05|per\s?cent(?:age\s+points?)?\b|pct\b)"
+_PERCENT = re.compile(rf"(\d+(?:\.\d+)?)\s*{_PER}", re.IGNORECASE)
+# the start of a range whose end only carries the sign: 18-20%, 18 to 20 per cent, between 17 and 19%
+_TO = r"(?:-|\u2013|\u2014|to|and)"  # a hyphen, an en or em dash, "to", "and"
+_RANGE_START = re.compile(rf"(\d+(?:\.\d+)?)\s*{_TO}\s*\d+(?:\.\d+)?\s*{_PER}", re.IGNORECASE)
 _URL = re.compile(r"https?://[^\s)\]>,;\"']+")
 
 
@@ -208,7 +217,7 @@ def code_fixed_not_test(run: Judged) -> list[str]:
 # -- any agent -----------------------------------------------------------------------
 
 
-@judge("note_explains")
+@judge("note_explains", judges_success=False)
 def note_explains(run: Judged, words: list[str] | None = None, reasons: list[str] | None = None) -> list[str]:
     """A stop other than success says why: a note or summary, mentioning each of `words`.
 

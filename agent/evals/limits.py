@@ -18,7 +18,7 @@ cost ceiling, never counted as $0; the suggestion says how many were.
 Reviews (`endstate review label`) are evidence too: a success labelled
 `false_success` is left out of the successful runs (so is a success that
 `endstate eval --json` calls a false success: the eval's independent check
-disagreed), and a limit stop labelled `limit_too_low` puts that budget's
+disagreed; or whose case expects another end), and a limit stop labelled `limit_too_low` puts that budget's
 ceiling above what the run had used.
 
 The history comes from run results, a JSON Lines file (`endstate demo --json`,
@@ -478,12 +478,21 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
         if not isinstance(segments, list) or not all(isinstance(s, dict) for s in segments):
             raise ValueError("segments must be a list of JSON objects")
         rows = [{"task_type": obj["task_type"], **s} for s in segments]
-        if obj.get("false_success") is True and rows:  # the eval's own check says the success is false
-            rows[-1]["label"] = FALSE_SUCCESS
+        if rows and (obj.get("false_success") is True or _not_to_succeed(obj)):
+            rows[-1]["label"] = FALSE_SUCCESS  # the eval's own check, or its case, says it is false
         return rows
     if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
         return [obj]
     return []  # a summary line or anything else that is not a run
+
+
+def _not_to_succeed(case: Mapping[str, Any]) -> bool:
+    """An eval case line whose run ended in success where the case expects another end (a promoted
+    `false_success` case still red, say): the case says that success is not one to size budgets by."""
+    expected, actual = case.get("expected"), case.get("actual")
+    if not (isinstance(expected, list) and isinstance(actual, list) and expected and actual):
+        return False
+    return actual[-1] == str(StopReason.SUCCESS) and expected[-1] != str(StopReason.SUCCESS)
 
 
 def history_from_store(url: str | None = None, window_seconds: float | None = None) -> RecordHistory:

@@ -27,6 +27,8 @@ class Summary:
     correct_give_ups: int  # ... that ended in gave_up and passed their judges
     false_successes: tuple[str, ...]  # case names
     skipped_why: dict[str, int] = field(default_factory=dict)  # why cases were skipped -> how many
+    unjudged: tuple[str, ...] = ()  # case names: successes no independent check looked at
+    flaky: tuple[str, ...] = ()  # case names: met in some rounds of a repeated eval, not in others
 
     @property
     def ran(self) -> int:
@@ -39,7 +41,13 @@ class Summary:
         return self.ran > 0 and self.met + self.skipped == self.cases and not self.false_successes
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "false_successes": list(self.false_successes), "passed": self.passed}
+        return {
+            **self.__dict__,
+            "false_successes": list(self.false_successes),
+            "unjudged": list(self.unjudged),
+            "flaky": list(self.flaky),
+            "passed": self.passed,
+        }
 
 
 def summarize(outcomes: Sequence[Outcome]) -> Summary:
@@ -55,11 +63,13 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
         skipped=sum(bool(o.skipped) for o in outcomes),
         stops={t: dict(c) for t, c in sorted(stops.items())},
         successes=len(succeeded),
-        true_successes=sum(not o.false_success for o in succeeded),
+        true_successes=sum(o.met and not o.false_success and not o.unjudged for o in succeeded),
         impossible=len(impossible),
         correct_give_ups=sum(_gave_up(o) and o.met for o in impossible),
         false_successes=tuple(o.case.name for o in outcomes if o.false_success),
         skipped_why=dict(Counter(o.skipped for o in outcomes if o.skipped)),
+        unjudged=tuple(o.case.name for o in outcomes if o.unjudged),
+        flaky=tuple(o.case.name for o in outcomes if o.flaky),
     )
 
 
@@ -83,6 +93,9 @@ def case_json(o: Outcome) -> dict[str, Any]:
         "actual": [str(r) for r in o.actual],
         "met": o.met if not o.skipped else None,
         "false_success": o.false_success,
+        "unjudged": o.unjudged,
+        "flaky": o.flaky,
+        "rounds_met": list(o.rounds) if o.rounds else None,
         "problems": o.problems,
         "skipped": o.skipped or None,
         "segments": [
@@ -142,7 +155,11 @@ def _result(o: Outcome) -> str:
         return f"skipped ({o.skipped})"
     if o.false_success:
         return "FALSE SUCCESS"
-    return "ok" if o.met else "FAILED"
+    if o.flaky and o.rounds:
+        return f"FLAKY (met {o.rounds[0]} of {o.rounds[1]} rounds)"
+    if not o.met:
+        return "FAILED"
+    return "ok, unjudged" if o.unjudged else "ok"
 
 
 def _failures(outcomes: Sequence[Outcome]) -> list[str]:
@@ -193,6 +210,13 @@ def _rates(summary: Summary) -> list[str]:
         "gave up instead of inventing an answer",
         f"False successes:  {len(summary.false_successes)}",
     ]
+    if summary.unjudged:
+        lines.insert(
+            1,
+            f"  not checked:    {len(summary.unjudged)} success(es) only the agent's own verifiers "
+            f"accepted (no judge, replay not checked under --model): {', '.join(summary.unjudged)}; "
+            "give these cases a judge",
+        )
     return lines
 
 
@@ -220,7 +244,8 @@ def _verdict(summary: Summary) -> str:
         return not_run(summary)
     if summary.passed:
         return f"PASSED: {summary.met} of {ran} cases met their expectations{skipped}."
-    return f"FAILED: {ran - summary.met} of {ran} cases did not meet their expectations{skipped}."
+    flaky = f" ({len(summary.flaky)} flaky: met in some rounds only)" if summary.flaky else ""
+    return f"FAILED: {ran - summary.met} of {ran} cases did not meet their expectations{flaky}{skipped}."
 
 
 def not_run(summary: Summary) -> str:

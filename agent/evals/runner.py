@@ -26,6 +26,7 @@ from agent.models.base import Model
 from agent.models.scripted import ScriptedModel
 from agent.result import RunResult, StopReason
 from agent.snapshot import Checkpoint
+from agent.stops import StopCause
 
 ModelFactory = Callable[[], Model]
 
@@ -38,6 +39,7 @@ class Segment:
     expected: StopReason
     judge_failures: tuple[str, ...] = ()
     replay_failures: tuple[str, ...] = ()  # a replayed run whose calls got other results than recorded
+    replay_checked: bool = False  # its calls' results were compared with the recorded ones (offline)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,12 @@ class Outcome:
     segments: tuple[Segment, ...] = ()
     skipped: str = ""
     crashed: str = ""
+    rounds: tuple[int, int] | None = None  # with repeats: (rounds that met the case, rounds run)
+
+    @property
+    def flaky(self) -> bool:
+        """Met in some rounds of a repeated eval and not in others."""
+        return self.rounds is not None and 0 < self.rounds[0] < self.rounds[1]
 
     @property
     def final(self) -> RunResult | None:
@@ -64,6 +72,15 @@ class Outcome:
         if last is None or last.result.reason is not StopReason.SUCCESS:
             return False
         return self.case.impossible or bool(last.judge_failures)
+
+    @property
+    def unjudged(self) -> bool:
+        """The run says success and nothing but the agent's own verifiers looked: the case names no
+        judge, and its replay was not checked (a promoted case run with --model uses only the task)."""
+        last = self.segments[-1] if self.segments else None
+        if last is None or last.result.reason is not StopReason.SUCCESS or self.false_success:
+            return False
+        return not self.case.judges and not last.replay_checked
 
     @property
     def problems(self) -> list[str]:
@@ -91,11 +108,19 @@ def _stop_problems(outcome: Outcome) -> list[str]:
     return [f"expected {' -> '.join(expected)}, got {' -> '.join(actual)}"]
 
 
+_AGENTS_OWN = (None, StopCause.AGENT)  # a give-up the agent chose (not the API's refusal, a guardrail)
+
+
 def _extra_problems(outcome: Outcome) -> list[str]:
     case, final = outcome.case, outcome.final
     problems = []
     if final and case.expect_limit and final.reason is StopReason.LIMIT and final.limit != case.expect_limit:
         problems.append(f"expected the {case.expect_limit} budget to run out, not {final.limit}")
+    if case.impossible and final and final.reason is StopReason.GAVE_UP and final.cause not in _AGENTS_OWN:
+        problems.append(
+            f"gave up by {final.cause} ({final.note.strip()[:120]}), not by the agent: no sign that it "
+            "found the task impossible"
+        )
     rejected = any(s.result.verifier_failures for s in outcome.segments)
     if case.expect_rejected is not None and rejected != case.expect_rejected:
         problems.append(
@@ -178,7 +203,7 @@ async def _segments(
         segments.append(_judged(case, world, after, 2))
     if case.replay and journal is not None:
         found = tuple(case.replay.differences([journal[i] for i in sorted(journal)], world))
-        segments[-1] = replace(segments[-1], replay_failures=found)
+        segments[-1] = replace(segments[-1], replay_failures=found, replay_checked=True)
     return Outcome(case, tuple(segments))
 
 
@@ -205,6 +230,19 @@ async def run_cases(
         return list(await asyncio.gather(*(one(c) for c in cases)))
     finally:
         catalogs.close()
+
+
+def merge_rounds(rounds: Sequence[Sequence[Outcome]]) -> list[Outcome]:
+    """Per case, from rounds of the same cases: its first false success, else its first unmet
+    round, else its first round, with how many rounds met it (`rounds`): a case met only
+    sometimes is flaky, and fails."""
+    merged = []
+    for runs in zip(*rounds, strict=True):
+        ran = [o for o in runs if not o.skipped]
+        worst = [o for o in ran if o.false_success] + [o for o in ran if not o.met]
+        chosen = worst[0] if worst else runs[0]
+        merged.append(replace(chosen, rounds=(sum(o.met for o in ran), len(ran))) if ran else chosen)
+    return merged
 
 
 # -- agents from a catalog ------------------------------------------------------------------------

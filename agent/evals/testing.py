@@ -12,6 +12,7 @@ With no path, the cases shipped for the seed agents.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -36,4 +37,16 @@ def check_case(case: Case, model: ModelFactory | None = None, *, break_verifiers
     if not outcome.met:
         loud = ["FALSE SUCCESS"] if outcome.false_success else []
         raise AssertionError(f"{case.name} ({case.source}): " + "; ".join(loud + outcome.problems))
+    if outcome.unjudged:
+        warnings.warn(UnjudgedSuccess(f"{case.name}: {UNJUDGED}"), stacklevel=2)
     return outcome
+
+
+UNJUDGED = (
+    "success not checked: the case names no judge, and its replay is not checked against a model; "
+    "only the agent's own verifiers accepted it. Give the case a judge"
+)
+
+
+class UnjudgedSuccess(UserWarning):
+    """A case met with a success that nothing but the agent's own verifiers checked."""
