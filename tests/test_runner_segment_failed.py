@@ -24,6 +24,10 @@ def quick(state: dict[str, Any]) -> Agent:
     return Agent("quick", ScriptedModel([[finish("done", "ok")]]))
 
 
+def _broken_build(state: dict[str, Any]) -> Agent:
+    raise RuntimeError("the deploy broke the builder")
+
+
 def catalog() -> Catalog:
     c = Catalog()
     c.register("quick", quick)
@@ -93,7 +97,9 @@ def test_runs_recovery_cannot_rebuild_are_counted_as_error_stops_and_a_waiting_o
     gone.begin("quick", "go", run_id="crashed")  # claimed, never driven: its worker died
     gone.claim("asked", answer="That one.")  # answered, then its worker died too
     metrics = MetricsHooks(CollectorRegistry())
-    assert asyncio.run(Runner(store, Catalog(), hooks=metrics).recover()) == []  # no agent "quick" here
+    broken = Catalog()  # the deploy's catalog has the agent, but its builder fails (a catalog without
+    broken.register("quick", _broken_build)  # the agent leaves its runs for another: test_probe24d_fleet)
+    assert asyncio.run(Runner(store, broken, hooks=metrics).recover()) == []
     for run_id in ("crashed", "asked"):
         record = store.get(run_id)
         assert record is not None and record.stop_reason == "error", run_id
