@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import json
 import logging
 import os
 import re
@@ -482,11 +481,11 @@ class Runner:
         return known
 
     def _written_by_newer(self, record: RunRecord) -> bool:
-        """True when the run's saved head is of a snapshot version newer than this Endstate reads: a
-        newer version of the code checkpointed it (a rolling deploy). It is left for a runner of that
-        version, never ended here as unreadable; said once per version."""
-        stored = self.store.get(record.run_id)  # (a listing's record holds no head)
-        version = head_version(stored.snapshot_json if stored is not None else None)
+        """True when the run's saved head is of a snapshot version newer than this Endstate reads (the
+        listing says which: no read of the run): a newer version of the code checkpointed it (a rolling
+        deploy). It is left for a runner of that version, never ended here as unreadable; said once
+        per version."""
+        version = record.head_version
         if version is None or version <= SNAPSHOT_VERSION:
             return False
         if version not in self._newer_said:
@@ -1182,17 +1181,6 @@ def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -
         raise AnswerError(f"run {record.run_id} waits for an answer to a question, not for an approval")
     if record.pending is None and not (answer and answer.strip()):
         raise AnswerError(f"run {record.run_id} waits for an answer to {record.question!r}: give one")
-
-
-def head_version(head_json: str | None) -> int | None:
-    """The snapshot version a stored head says it is; None when there is none, or it does not say."""
-    if not head_json:
-        return None
-    try:
-        version = json.loads(head_json).get("version")
-    except (ValueError, AttributeError):
-        return None
-    return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
 @functools.cache
