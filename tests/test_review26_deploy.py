@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from test_probe24d_deploy import saved_as
-from test_probe24d_fleet import DYING_LEASE, billing_catalog, runner_of
+from test_probe24d_fleet import DYING_LEASE, billing_catalog, runner_of, untouched
+from test_runner import Workers, task_typed
 from test_runner_agents import Crash, counted, counter_state, outlive_leases
 from test_store import edit_row
 
@@ -86,3 +87,27 @@ def test_a_head_saved_before_the_store_kept_its_version_is_read_as_one_this_vers
     finally:
         dying.store.close()
         old.store.close()
+
+
+def test_a_waiting_run_whose_task_type_the_catalog_lacks_is_not_swept_but_left_for_one_that_runs_it(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A rolling deploy that adds a task type: the old replica's sweep ended the new type's run past
+    its deadline as `error` (a false one, on the dashboards); now the new replica's sweep applies its
+    help policy."""
+    new, old = Workers(store_url, task_typed("bulk-counting")), Workers(store_url, task_typed())
+    try:
+        state = counter_state(tmp_path / "a", "ask", wait=1)
+        first = asyncio.run(new.new().start("counter", "ask", task_type="bulk-counting", state=state))
+        assert first.reason is StopReason.NEED_HELP and first.suspension is not None
+        later = first.suspension.deadline + 60
+        sweeper = old.new()
+        before = sweeper.store.get(first.run_id)
+        assert before is not None
+        assert asyncio.run(sweeper.sweep(now=later)) == []
+        untouched(sweeper.store, before)
+        [swept] = asyncio.run(new.new().sweep(now=later))
+        assert (swept.reason, swept.task_type) == (StopReason.HELP_TIMEOUT, "bulk-counting")
+    finally:
+        old.close()
+        new.close()
