@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import json
 import logging
 import os
 import re
@@ -78,6 +79,7 @@ __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "lo
 
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
+ENDED_BY_OPERATOR = "ended_by_operator"  # the error type of a run `end` ended: never resumed
 AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it this long (due again if it died)
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 T = TypeVar("T")
@@ -577,13 +579,18 @@ class Runner:
 
     def _end_unresumable(self, record: RunRecord, exc: Exception, failed: str | None = None) -> RunResult:
         """End a held run that cannot be rebuilt (or whose segment `failed`: the exception's type) as
-        `error`, saying why; its snapshot stays."""
+        `error`, saying why; its snapshot stays, for `endstate resume` once the cause is fixed (see
+        `unresumable`): not for a failed segment that saved no checkpoint of its own."""
         error_type = failed or ("bad_snapshot" if isinstance(exc, SnapshotError) else "agent_build_failed")
-        kept = "Its last checkpoint is kept" if record.snapshot_json else "It had no checkpoint yet"
-        note = (
-            f"The run could not be continued: {_why(exc)}. {kept}: fix the cause, "
-            f"then `endstate resume {record.run_id}` continues it."
-        )
+        if failed is not None:
+            stored = self.store.get(record.run_id)  # the checkpoints its segment saved, if any
+            record = dataclasses.replace(record, snapshot_json=stored.snapshot_json if stored else None)
+        if failed is not None and head_kind(record.snapshot_json) is not SnapshotKind.CHECKPOINT:
+            then = "It saved no checkpoint to resume from: fix the cause, then start its task again"
+        else:
+            kept = "Its last checkpoint is kept" if record.snapshot_json else "It had no checkpoint yet"
+            then = f"{kept}: fix the cause, then `endstate resume {record.run_id}` continues it"
+        note = f"The run could not be continued: {_why(exc)}. {then}."
         ran = failed is not None
         return self._end_as_error(record, error_type, note, keep_answer=not ran, ran=ran)
 
@@ -641,7 +648,7 @@ class Runner:
         said = f": {one_line(note)}" if note and note.strip() else ""
         text = f"Ended by an operator{said}. Its journal is kept for review; it is not resumed."
         held = self._hold(record)
-        result = self._end_as_error(held, "ended_by_operator", text, keep_answer=False, ran=False)
+        result = self._end_as_error(held, ENDED_BY_OPERATOR, text, keep_answer=False, ran=False)
         if (entry := self.catalog.entries.get(record.agent)) is not None and entry.cleanup is not None:
             with contextlib.suppress(Exception):
                 entry.cleanup(record.state)
@@ -1127,9 +1134,26 @@ def not_resumable(record: RunRecord) -> str:
 
 
 def unresumable(record: RunRecord) -> bool:
-    """True for a run that ended as error because it could not be rebuilt (its snapshot is kept; one
-    that died before its first checkpoint has none, and its task starts again)."""
-    return record.status is RunStatus.FINISHED and record.error_type in ("bad_snapshot", "agent_build_failed")
+    """True for a run that ended as error because the runner could not continue it, which a resume
+    continues once the cause is fixed: it could not be rebuilt (its snapshot is kept; one that died
+    before its first checkpoint has none, and its task starts again), or its segment raised past every
+    catch of the loop (its saved head is that segment's checkpoint, not an end the loop saved). Not
+    one an operator ended (`end`)."""
+    if record.status is not RunStatus.FINISHED or record.stop_reason is not StopReason.ERROR:
+        return False
+    if record.error_type in ("bad_snapshot", "agent_build_failed"):
+        return True
+    return (
+        record.error_type != ENDED_BY_OPERATOR and head_kind(record.snapshot_json) is SnapshotKind.CHECKPOINT
+    )
+
+
+def head_kind(head_json: str | None) -> SnapshotKind | None:
+    """The kind a stored head says it is; None when there is none, or it says none this code knows."""
+    try:
+        return SnapshotKind(json.loads(head_json or "{}").get("kind"))
+    except (ValueError, AttributeError):
+        return None
 
 
 def _why(exc: BaseException) -> str:
