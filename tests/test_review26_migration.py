@@ -28,20 +28,20 @@ from agent.durable.runner import Runner
 from agent.durable.store import RunStatus, open_store
 from agent.durable.store.postgres import MIGRATION_LOCK
 
-HOLD = 6.0  # seconds the migration holds the store past the first wait: twice a checkpoint's tries
+HOLD = 3.0  # seconds the migration holds the store past the first wait: twice a checkpoint's tries
 
 
 @pytest.fixture
 def store_url() -> str:
-    """A new database whose sessions give up a lock wait after 1 s (the default is 5 s)."""
-    return shared_server().new_database() + "?options=-c%20lock_timeout%3D1s"
+    """A new database whose sessions give up a lock wait after 0.5 s (the default is 5 s)."""
+    return shared_server().new_database() + "?options=-c%20lock_timeout%3D500ms"
 
 
 @pytest.fixture
 def short_tries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A checkpoint that failed is tried again twice, 0.1 s apart (the default: 4 times over 7.5 s): with
-    the 1 s lock timeout, it gives up after about 3 s."""
-    monkeypatch.setattr(_behind, "RETRIES", (0.1, 0.1))
+    """A checkpoint that failed is tried again twice, 0.05 s apart (the default: 4 times over 7.5 s):
+    with the 0.5 s lock timeout, it gives up after about 1.5 s."""
+    monkeypatch.setattr(_behind, "RETRIES", (0.05, 0.05))
 
 
 @pytest.fixture
