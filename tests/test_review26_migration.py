@@ -1,5 +1,6 @@
 """review26: a migration of a PostgreSQL store (a newer Endstate opening it, during a rolling deploy)
-holds the tables until it commits; a run that checkpoints meanwhile loses nothing.
+holds the tables until it commits; a run that checkpoints meanwhile loses nothing, and no lease runs
+out for the time it took.
 
 Each statement of another process gave up waiting for the migration's lock after `LOCK_TIMEOUT`, and
 a run's checkpoint after a few tries (about 30 s at the defaults): a migration that took longer (an
@@ -25,9 +26,10 @@ from test_runner_agents import catalog, counted, counter_state
 from agent import StopReason
 from agent.durable import _behind
 from agent.durable.runner import Runner
-from agent.durable.store import RunStatus, open_store
+from agent.durable.store import Lease, NewRun, NotClaimable, RunStatus, _sql, open_store
 from agent.durable.store.postgres import MIGRATION_LOCK
 
+LEASE = 3.0  # seconds of the lease a migration outlasts
 HOLD = 3.0  # seconds the migration holds the store past the first wait: twice a checkpoint's tries
 
 
@@ -108,3 +110,23 @@ def test_a_run_that_checkpoints_during_a_migration_waits_for_it_and_goes_on(
         assert record is not None and (record.status, record.stop_reason) == (RunStatus.FINISHED, "success")
     finally:
         runner.store.close()
+
+
+def test_a_migration_longer_than_a_lease_gives_the_leases_back_the_time_it_took(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No worker can renew a lease while a migration holds the runs table: without the time back, a
+    live worker's run was taken over the moment a migration longer than its lease committed."""
+    url = shared_server().new_database()
+    store = open_store(url)
+    try:
+        store.create(NewRun("l1", "counter", "count", "counting"), Lease("w1", LEASE), time.time())
+        slow = [*_sql.migrations("postgres"), (99, f"SELECT pg_sleep({LEASE + 1})")]
+        monkeypatch.setattr(_sql, "migrations", lambda dialect: slow)
+        open_store(url).close()  # a newer Endstate migrates the store, for longer than the lease
+        with pytest.raises(NotClaimable):  # was taken over: the lease had run out meanwhile
+            store.take_over("l1", "w1", Lease("w2", 30.0), time.time(), only_lapsed=True)
+        record = store.get("l1")
+        assert record is not None and record.owner == "w1"
+    finally:
+        store.close()

@@ -122,8 +122,8 @@ class SqlStore:
         needed = {v for v, _ in migrations(self.dialect) if v > JOURNAL_VERSION}
         return max(applied, default=0) == latest_version(self.dialect) and needed <= applied
 
-    def _apply_migrations(self) -> None:
-        """Bring the schema to the latest version; refuse a newer one."""
+    def _apply_migrations(self) -> int:
+        """Bring the schema to the latest version; refuse a newer one. How many migrations it applied."""
         current = self.schema_version()
         latest = latest_version(self.dialect)
         if current > latest:
@@ -132,16 +132,21 @@ class SqlStore:
                 f"reads ({latest}); upgrade Endstate"
             )
         applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
-        for version, sql in migrations(self.dialect):
+        due = [
+            (version, sql)
+            for version, sql in migrations(self.dialect)
             # a gap after the journal is filled too: branches merged out of order (5 after 6) still apply
-            if version > current or (version > JOURNAL_VERSION and version not in applied):
-                for statement in split_statements(sql):
-                    self._rows(statement)
-                if version == JOURNAL_VERSION:
-                    self._upgrade_v1_snapshots()
-                self._rows(
-                    f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (?, ?)", (version, time.time())
-                )
+            if version > current or (version > JOURNAL_VERSION and version not in applied)
+        ]
+        for version, sql in due:
+            for statement in split_statements(sql):
+                self._rows(statement)
+            if version == JOURNAL_VERSION:
+                self._upgrade_v1_snapshots()
+            self._rows(
+                f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (?, ?)", (version, time.time())
+            )
+        return len(due)
 
     def _upgrade_v1_snapshots(self) -> None:
         """Version-1 snapshots become a head and journal entries, in place (same transaction)."""

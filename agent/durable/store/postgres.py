@@ -15,6 +15,7 @@ from agent.durable.store._deadline import CUT_AFTER, MIGRATION_SECONDS, Watch, W
 from agent.durable.store._sql import (
     ENTRIES,
     SCHEMA_TABLE,
+    TABLE,
     Row,
     SqlStore,
     checkpoint_rows,
@@ -48,6 +49,13 @@ TCP_USER_TIMEOUT_MS = 30_000
 # The server's clock, which every worker's lease is set and judged by (not the worker's own clock):
 # the time at the statement, not the transaction's start (`now()`).
 CLOCK = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
+# At the end of a migration that changed the schema, in its transaction: the leases that were live
+# when it began (it took the migration lock at `?`) get back the time it held the runs table, in which
+# no worker could renew them, so a migration longer than a lease has no run taken over from a live
+# worker the moment it commits.
+GIVE_LEASES_BACK = (
+    f"UPDATE {TABLE} SET lease_until = lease_until + ({CLOCK} - ?) WHERE status = ? AND lease_until > ?"
+)
 
 
 class PostgresStore(SqlStore):
@@ -124,11 +132,13 @@ class PostgresStore(SqlStore):
             self._rows("SET LOCAL lock_timeout = 0")  # another process's migration may take a while
             self._rows("SET LOCAL statement_timeout = 0")  # and so may an index over every run
             self._rows("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            began = self._rows(f"SELECT {CLOCK} AS t")[0]["t"]
             self._rows(
                 f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} "
                 "(version INTEGER NOT NULL, applied_at DOUBLE PRECISION)"
             )
-            self._apply_migrations()
+            if self._apply_migrations():
+                self._rows(GIVE_LEASES_BACK, (began, RunStatus.RUNNING, began))
 
     def _append(
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
