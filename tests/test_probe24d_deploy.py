@@ -28,7 +28,8 @@ from agent.snapshot import SNAPSHOT_VERSION
 
 
 def saved_as(store_url: str, run_id: str, version: int) -> None:
-    """The run's head says it is of snapshot `version` (as that version of Endstate would write it)."""
+    """The run's head says it is of snapshot `version`, and so does the row's `head_version` (as that
+    version of Endstate would write them)."""
     store = open_store_of(store_url)
     try:
         record = store.get(run_id)
@@ -36,7 +37,13 @@ def saved_as(store_url: str, run_id: str, version: int) -> None:
         head = json.loads(record.snapshot_json) | {"version": version}
     finally:
         store.close()
-    edit_row(store_url, f"UPDATE {TABLE} SET snapshot = ? WHERE run_id = ?", json.dumps(head), run_id)
+    edit_row(
+        store_url,
+        f"UPDATE {TABLE} SET snapshot = ?, head_version = ? WHERE run_id = ?",
+        json.dumps(head),
+        version,
+        run_id,
+    )
 
 
 def open_store_of(store_url: str):  # type: ignore[no-untyped-def]

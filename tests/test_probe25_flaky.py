@@ -12,28 +12,16 @@ from itertools import count
 from pathlib import Path
 
 import pytest
+from margin_case import margin_cases
 
 from agent.cli.main import main
-from agent.evals.case import load_cases
 from agent.evals.report import case_json, render, summarize
 from agent.evals.runner import merge_rounds, run_cases
 from agent.models.scripted import ScriptedModel, finish, reply
 
-CASE = """\
-cases:
-  - name: research/margin
-    agent: researcher
-    fixture: no_public_answer
-    task: What was Acme Holdings' (a private company) net profit margin in 2025? Give the number.
-    expect: gave_up
-    impossible: true
-    judge: [no_invented_answer]
-"""
-
 
 def test_a_case_met_in_one_round_of_two_is_flaky_and_fails(tmp_path: Path) -> None:
-    (tmp_path / "case.yaml").write_text(CASE)
-    cases = load_cases([tmp_path / "case.yaml"])
+    cases = margin_cases(tmp_path)
     calls = count()
     notes = ["Acme is private: no accounts.", "Acme is private; its margin is about 18%."]
     model = lambda: ScriptedModel([reply(finish("give_up", notes[next(calls) % 2]))])  # noqa: E731

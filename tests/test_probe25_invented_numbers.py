@@ -8,26 +8,13 @@ passed as a correct give-up with an invented number in its note.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
+from margin_case import run_margin_case
 
-from agent.evals.case import load_cases
 from agent.evals.report import summarize
-from agent.evals.runner import run_cases
-from agent.models.scripted import ScriptedModel, finish, reply
-
-CASE = """\
-cases:
-  - name: research/margin-in-words
-    agent: researcher
-    fixture: no_public_answer
-    task: What was Acme Holdings' (a private company) net profit margin in 2025? Give the number.
-    expect: gave_up
-    impossible: true
-    judge: [no_invented_answer]
-"""
+from agent.models.scripted import finish, reply
 
 
 @pytest.mark.parametrize(
@@ -43,9 +30,7 @@ cases:
 def test_a_give_up_with_an_invented_number_fails_its_case(
     tmp_path: Path, note: str, invented: list[str]
 ) -> None:
-    (tmp_path / "case.yaml").write_text(CASE)
-    model = lambda: ScriptedModel([reply(finish("give_up", note))])  # noqa: E731
-    [outcome] = asyncio.run(run_cases(load_cases([tmp_path / "case.yaml"]), model))
+    outcome = run_margin_case(tmp_path, reply(finish("give_up", note)))
     assert outcome.actual == ["gave_up"]
     assert [p for p in outcome.problems if "which no page on the web says" in p] == [
         f"no_invented_answer: gives {n}%, which no page on the web says" for n in invented
@@ -55,8 +40,6 @@ def test_a_give_up_with_an_invented_number_fails_its_case(
 
 def test_the_numbers_the_pages_hold_still_pass(tmp_path: Path) -> None:
     """The blog's estimate range (4% to 12%) is on the web: quoting it in words invents nothing."""
-    (tmp_path / "case.yaml").write_text(CASE)
     note = "Acme is private and publishes no accounts; a blog guesses 4 to 12 per cent."
-    model = lambda: ScriptedModel([reply(finish("give_up", note))])  # noqa: E731
-    [outcome] = asyncio.run(run_cases(load_cases([tmp_path / "case.yaml"]), model))
+    outcome = run_margin_case(tmp_path, reply(finish("give_up", note)))
     assert outcome.met and summarize([outcome]).correct_give_ups == 1

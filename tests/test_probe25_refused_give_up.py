@@ -8,40 +8,23 @@ so nothing shows it found the task impossible. The expected exit was met by anot
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-from agent.evals.case import load_cases
+from margin_case import run_margin_case
+
 from agent.evals.report import summarize
-from agent.evals.runner import Outcome, run_cases
-from agent.models.scripted import ScriptedModel, finish, reply, say
-
-CASE = """\
-cases:
-  - name: research/margin
-    agent: researcher
-    fixture: no_public_answer
-    task: What was Acme Holdings' (a private company) net profit margin in 2025? Give the number.
-    expect: gave_up
-    impossible: true
-    judge: [no_invented_answer]
-"""
-
-
-def _run(tmp_path: Path, *steps: object) -> Outcome:
-    (tmp_path / "case.yaml").write_text(CASE)
-    model = lambda: ScriptedModel(list(steps))  # noqa: E731
-    [outcome] = asyncio.run(run_cases(load_cases([tmp_path / "case.yaml"]), model))
-    return outcome
+from agent.models.scripted import finish, reply, say
 
 
 def test_a_refusal_is_not_a_correct_give_up(tmp_path: Path) -> None:
-    outcome = _run(tmp_path, reply(say("I can't help with that."), stop_reason="refusal"))
+    outcome = run_margin_case(tmp_path, reply(say("I can't help with that."), stop_reason="refusal"))
     assert outcome.actual == ["gave_up"] and str(outcome.final.cause) == "refusal"  # type: ignore[union-attr]
     assert not outcome.met and "gave up by refusal" in outcome.problems[0]
     assert summarize([outcome]).correct_give_ups == 0
 
 
 def test_the_agents_own_give_up_still_is(tmp_path: Path) -> None:
-    outcome = _run(tmp_path, reply(finish("give_up", "Acme is private: it publishes no accounts.")))
+    outcome = run_margin_case(
+        tmp_path, reply(finish("give_up", "Acme is private: it publishes no accounts."))
+    )
     assert outcome.met and summarize([outcome]).correct_give_ups == 1

@@ -8,16 +8,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
-from temporal_server import TemporalServer, serving, temporal_fixture, waiting
+from reset_scenario import reset_to_last_task, stops, waiting_payer
+from temporal_server import TemporalServer, temporal_fixture
 from test_probe22d_operator import pay
-from test_probe24a_reset import reset_to_last_task, stops
 
 from agent import Agent, Budget, HelpPolicy
-from agent.durable.runner import Catalog
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.temporal import _wire as w
-from telemetry import Telemetry
 
 pytestmark = pytest.mark.slow
 
@@ -37,25 +34,13 @@ def test_a_reset_to_a_task_that_observed_nothing_leaves_the_next_stop_counted(
     temporal: TemporalServer,
 ) -> None:
     async def scenario() -> None:
-        telemetry = Telemetry.from_env({}, registry=CollectorRegistry())
-        catalog = Catalog()
-        catalog.register("payer", payer)
-        try:
-            async with serving(temporal, catalog, hooks=telemetry.hooks) as runs:
-                run_id = await runs.start("payer", "Pay the invoice", wait=False)
-                assert isinstance(run_id, str)
-                await waiting(runs, run_id)
-                handle = runs.client.get_workflow_handle(run_id)
-                # a client reads the first segment's result: a workflow task in which nothing is observed
-                await handle.execute_update(w.SEGMENT, 1)
-                await reset_to_last_task(temporal, runs, run_id)
-                result = await asyncio.wait_for(handle.result(), WAIT + 30)
-                assert result["result"]["reason"] == "help_timeout"
-                assert (stops(telemetry, "need_help"), stops(telemetry, "help_timeout")) == (
-                    1,
-                    1,
-                )  # was (1, 0)
-        finally:
-            telemetry.shutdown()
+        async with waiting_payer(temporal, payer) as (telemetry, runs, run_id):
+            handle = runs.client.get_workflow_handle(run_id)
+            # a client reads the first segment's result: a workflow task in which nothing is observed
+            await handle.execute_update(w.SEGMENT, 1)
+            await reset_to_last_task(temporal, runs, run_id)
+            result = await asyncio.wait_for(handle.result(), WAIT + 30)
+            assert result["result"]["reason"] == "help_timeout"
+            assert (stops(telemetry, "need_help"), stops(telemetry, "help_timeout")) == (1, 1)  # was (1, 0)
 
     asyncio.run(scenario())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import socket
 import subprocess
 import threading
@@ -28,7 +29,7 @@ from test_runner_agents import (
 from agent import Agent, Extension, StopReason, tool
 from agent.audit import SuccessAudit
 from agent.clock import SYSTEM_CLOCK, Clock, SystemClock
-from agent.durable.runner import AgentUnavailable, AnswerError, Catalog, Job, Runner
+from agent.durable.runner import AgentUnavailable, AnswerError, Catalog, Job, NotInCatalog, Runner
 from agent.durable.store import (
     Lease,
     NewRun,
@@ -1177,7 +1178,9 @@ def test_an_answer_to_a_run_whose_task_type_left_the_catalog_is_refused_and_the_
     store_url: str, tmp_path: Path
 ) -> None:
     """Task types are metric labels the catalog names: a run saved under one that a redeploy dropped
-    does not go on under it unannounced; the refusal names it and the fix, and the run still waits."""
+    (or that a newer replica added) does not go on under it unannounced; the refusal comes before any
+    claim (the deployment lacks it, as it would lack an agent: `NotInCatalog`, a 503 over HTTP), names
+    it and the fix, and the run still waits, untouched."""
     folder = tmp_path / "r"
     before, after = Workers(store_url, task_typed("bulk-counting")), Workers(store_url, task_typed())
     try:
@@ -1185,12 +1188,14 @@ def test_an_answer_to_a_run_whose_task_type_left_the_catalog_is_refused_and_the_
         first = asyncio.run(before.new().start("counter", "ask", task_type="bulk-counting", state=state))
         assert first.reason is StopReason.NEED_HELP
         runner = after.new()
+        asked = runner.store.get(first.run_id)
         with pytest.raises(
-            ConfigError, match=r"task type 'bulk-counting'.*Add 'bulk-counting' to .*task_types"
+            NotInCatalog, match=r"task type 'bulk-counting'.*add 'bulk-counting' to .*task_types"
         ):
             runner.claim(first.run_id, "2")
         rec = runner.store.get(first.run_id)
         assert rec is not None and (rec.status, rec.segments, rec.answer) == (RunStatus.WAITING, 1, None)
+        assert asked is not None and rec.updated_at == asked.updated_at  # never claimed, nor given back
         assert runner.held() == set() and counted(folder) == [1]
         again = asyncio.run(before.new().resume(first.run_id, "2"))  # the type is back in the catalog
         assert (again.reason, again.task_type) == (StopReason.SUCCESS, "bulk-counting")
@@ -1200,9 +1205,12 @@ def test_an_answer_to_a_run_whose_task_type_left_the_catalog_is_refused_and_the_
         before.close()
 
 
-def test_recovery_of_a_run_whose_task_type_left_the_catalog_ends_it_as_a_resumable_error(
-    store_url: str, tmp_path: Path
+def test_recovery_leaves_a_run_whose_task_type_left_the_catalog_for_a_runner_that_runs_it(
+    store_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """It ended `error` (agent_build_failed): in a rolling deploy that adds a task type, the old
+    replica's false error, counted on the dashboards, for a run the new one would have continued.
+    Now it is left, as a run of an agent the catalog lacks is, and said once."""
     folder = tmp_path / "r"
     dying = Workers(store_url, task_typed("bulk-counting"), lease_seconds=DYING_LEASE)
     survivor = Workers(store_url, task_typed())
@@ -1212,14 +1220,16 @@ def test_recovery_of_a_run_whose_task_type_left_the_catalog_ends_it_as_a_resumab
             asyncio.run(dying.new().start("counter", "count", task_type="bulk-counting", state=state))
         runner = survivor.new()
         assert asyncio.run(runner.recover()) == []  # not before its lease ran out: it still runs
-        assert [r.status for r in runner.store.list_runs(limit=None)] == [RunStatus.RUNNING]
         dying.outlive_leases()
-        assert asyncio.run(runner.recover()) == []
+        [before] = runner.store.list_runs(limit=None)
+        with caplog.at_level(logging.WARNING, logger="endstate.runner"):
+            assert asyncio.run(runner.recover()) == [] and asyncio.run(runner.recover()) == []
         [rec] = runner.store.list_runs(limit=None)
-        assert (rec.status, rec.error_type) == (RunStatus.FINISHED, "agent_build_failed")
-        assert "'bulk-counting'" in rec.note and f"endstate resume {rec.run_id}" in rec.note
+        assert (rec.status, rec.segments, rec.updated_at) == (RunStatus.RUNNING, 1, before.updated_at)
+        said = [r.getMessage() for r in caplog.records if "'bulk-counting'" in r.getMessage()]
+        assert len(said) == 1 and "left for a runner whose catalog entry runs that task type" in said[0]
         assert counted(folder) == [1, 2, 3]
-        done = asyncio.run(dying.new().resume(rec.run_id))  # the type is back in the catalog
+        [done] = asyncio.run(dying.new().recover())  # a runner whose catalog runs the type
         assert (done.reason, done.task_type) == (StopReason.SUCCESS, "bulk-counting")
         assert counted(folder) == [1, 2, 3, 4]
     finally:

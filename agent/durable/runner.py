@@ -79,6 +79,7 @@ __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "lo
 
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
+ENDED_BY_OPERATOR = "ended_by_operator"  # the error type of a run `end` ended: never resumed
 AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it this long (due again if it died)
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 T = TypeVar("T")
@@ -175,7 +176,9 @@ class Runner:
         self._pool: ThreadPoolExecutor | None = None  # the thread that writes checkpoints and records
         self._beats: ThreadPoolExecutor | None = None  # the thread that renews leases (see `_renew`)
         self._lease: Lease | None = None  # see `lease`
-        self._left: set[str] = set()  # agents whose runs this runner left for others (and said so)
+        # (agent, task type or None) whose runs this runner left for others, and said so
+        self._left: set[tuple[str, str | None]] = set()
+        self._own_types: dict[str, str] = {}  # each agent's own task type, as its last build here gave it
         self._newer_said: set[int] = set()  # snapshot versions too new for it, whose runs it left
 
     def lease(self) -> Lease:
@@ -290,14 +293,23 @@ class Runner:
         return self._resume_job(self._hold(record), release_to=current.status)
 
     def _check_known(self, record: RunRecord) -> None:
-        """Refuse, before any claim, a run whose agent this catalog lacks: the run stays as it is for
-        a process whose catalog has the agent (its deadline, if any, still holds)."""
+        """Refuse, before any claim, a run whose agent this catalog lacks, or whose task type its agent
+        does not run here: the run stays as it is for a process whose catalog runs it (its deadline, if
+        any, still holds)."""
         if not self.knows(record.agent):
             raise NotInCatalog(
                 f"run {record.run_id} is a run of agent {record.agent!r}, which this catalog does not have "
                 f"(it has: {', '.join(self.catalog.names()) or 'none'}); nothing was changed. Answer or "
                 "resume it where that agent is deployed (a service, or --catalog, that has it); if no "
                 f"deployment has it any more, `endstate end {record.run_id}` ends it"
+            )
+        if not self.runs_task_type(record):
+            raise NotInCatalog(
+                f"run {record.run_id} has task type {record.task_type!r}, which agent {record.agent!r} does "
+                f"not run here (its task types: {self._task_types_of(record.agent)}); nothing was changed. "
+                "Answer or resume it where the agent runs that task type (a service, or --catalog, whose "
+                f"entry has it); if none does any more, add {record.task_type!r} to the entry's task_types "
+                f"again and deploy, or `endstate end {record.run_id}` ends it"
             )
 
     def _check_pending(self, record: RunRecord) -> Snapshot | None:
@@ -461,32 +473,67 @@ class Runner:
         """True when this runner's catalog has the agent `agent`."""
         return agent in self.catalog.entries
 
+    def runs_task_type(self, record: RunRecord) -> bool:
+        """True when the run's agent (which this catalog has) runs the run's task type here: the agent's
+        own, or one of its entry's `task_types`. True too when that cannot be told (the agent's build
+        fails: claiming the run says why)."""
+        if record.task_type in self.catalog.entries[record.agent].task_types:
+            return True
+        own = self._own_task_type(record.agent, record.state)
+        return own is None or own == record.task_type
+
+    def _own_task_type(self, agent: str, state: State) -> str | None:
+        """The task type `agent`'s build gives, as its last build here gave it (built once for this
+        when it was not built yet); None when its build fails."""
+        if agent not in self._own_types:
+            try:
+                own = self.catalog.entries[agent].build(state).task_type
+            except Exception:
+                return None
+            self._own_types[agent] = own
+        return self._own_types[agent]
+
+    def _task_types_of(self, agent: str) -> str:
+        """The task types `agent` runs here, for a message."""
+        own = self._own_types.get(agent)
+        return ", ".join(sorted({*self.catalog.entries[agent].task_types, *([own] if own else [])}))
+
     def ours(self, records: list[RunRecord]) -> list[RunRecord]:
-        """The runs of `records` whose agent this runner's catalog has (and that a version of Endstate
-        this one reads saved). The others are left, untouched, for a runner whose catalog has their
-        agent (services of one fleet may share a store and run different agents): a runner never ends
-        a run it cannot continue while another could. Said once per agent (a warning), not at every
-        sweep."""
-        known = [r for r in records if self.knows(r.agent) and not self._written_by_newer(r)]
-        for record in records:
-            if not self.knows(record.agent) and record.agent not in self._left:
-                self._left.add(record.agent)
-                log.warning(
-                    "runs of agent %r (run %s, and any others) are left for a runner whose catalog has "
-                    "that agent: this one's has %s. If no runner has it any more, `endstate end RUN_ID` "
-                    "ends such a run",
-                    record.agent,
-                    record.run_id,
-                    ", ".join(self.catalog.names()) or "none",
-                )
-        return known
+        """The runs of `records` that this runner's catalog runs (their agent, and their task type)
+        and that a version of Endstate this one reads saved. The others are left, untouched, for a
+        runner whose catalog runs them (services of one fleet may share a store and run different
+        agents, and an old and a new version of one agent during a deploy): a runner never ends a run
+        it cannot continue while another could."""
+        return [r for r in records if self._runs(r) and not self._written_by_newer(r)]
+
+    def _runs(self, record: RunRecord) -> bool:
+        """True when this catalog runs the run; else it is left, and that is said once per agent (or
+        per task type of an agent it has), not at every sweep."""
+        agent, task_type, run_id = record.agent, record.task_type, record.run_id
+        if not self.knows(agent):
+            names = ", ".join(self.catalog.names()) or "none"
+            why = "runs of agent %r (run %s, and any others) are left for a runner whose catalog has that "
+            self._say_left((agent, None), why + "agent: this one's has %s", agent, run_id, names)
+            return False
+        if not self.runs_task_type(record):
+            why = "runs of agent %r with task type %r (run %s, and any others) are left for a runner whose "
+            why += "catalog entry runs that task type: this one runs %s"
+            self._say_left((agent, task_type), why, agent, task_type, run_id, self._task_types_of(agent))
+            return False
+        return True
+
+    def _say_left(self, kind: tuple[str, str | None], why: str, *args: str) -> None:
+        """Warn that runs of `kind` (an agent, and a task type or None) are left, the first time only."""
+        if kind not in self._left:
+            self._left.add(kind)
+            log.warning(why + ". If no runner has it any more, `endstate end RUN_ID` ends such a run", *args)
 
     def _written_by_newer(self, record: RunRecord) -> bool:
-        """True when the run's saved head is of a snapshot version newer than this Endstate reads: a
-        newer version of the code checkpointed it (a rolling deploy). It is left for a runner of that
-        version, never ended here as unreadable; said once per version."""
-        stored = self.store.get(record.run_id)  # (a listing's record holds no head)
-        version = head_version(stored.snapshot_json if stored is not None else None)
+        """True when the run's saved head is of a snapshot version newer than this Endstate reads (the
+        listing says which: no read of the run): a newer version of the code checkpointed it (a rolling
+        deploy). It is left for a runner of that version, never ended here as unreadable; said once
+        per version."""
+        version = record.head_version
         if version is None or version <= SNAPSHOT_VERSION:
             return False
         if version not in self._newer_said:
@@ -532,13 +579,18 @@ class Runner:
 
     def _end_unresumable(self, record: RunRecord, exc: Exception, failed: str | None = None) -> RunResult:
         """End a held run that cannot be rebuilt (or whose segment `failed`: the exception's type) as
-        `error`, saying why; its snapshot stays."""
+        `error`, saying why; its snapshot stays, for `endstate resume` once the cause is fixed (see
+        `unresumable`): not for a failed segment that saved no checkpoint of its own."""
         error_type = failed or ("bad_snapshot" if isinstance(exc, SnapshotError) else "agent_build_failed")
-        kept = "Its last checkpoint is kept" if record.snapshot_json else "It had no checkpoint yet"
-        note = (
-            f"The run could not be continued: {_why(exc)}. {kept}: fix the cause, "
-            f"then `endstate resume {record.run_id}` continues it."
-        )
+        if failed is not None:
+            stored = self.store.get(record.run_id)  # the checkpoints its segment saved, if any
+            record = dataclasses.replace(record, snapshot_json=stored.snapshot_json if stored else None)
+        if failed is not None and head_kind(record.snapshot_json) is not SnapshotKind.CHECKPOINT:
+            then = "It saved no checkpoint to resume from: fix the cause, then start its task again"
+        else:
+            kept = "Its last checkpoint is kept" if record.snapshot_json else "It had no checkpoint yet"
+            then = f"{kept}: fix the cause, then `endstate resume {record.run_id}` continues it"
+        note = f"The run could not be continued: {_why(exc)}. {then}."
         ran = failed is not None
         return self._end_as_error(record, error_type, note, keep_answer=not ran, ran=ran)
 
@@ -596,7 +648,7 @@ class Runner:
         said = f": {one_line(note)}" if note and note.strip() else ""
         text = f"Ended by an operator{said}. Its journal is kept for review; it is not resumed."
         held = self._hold(record)
-        result = self._end_as_error(held, "ended_by_operator", text, keep_answer=False, ran=False)
+        result = self._end_as_error(held, ENDED_BY_OPERATOR, text, keep_answer=False, ran=False)
         if (entry := self.catalog.entries.get(record.agent)) is not None and entry.cleanup is not None:
             with contextlib.suppress(Exception):
                 entry.cleanup(record.state)
@@ -873,6 +925,7 @@ class Runner:
                 f"agent {name!r} could not be set up: its catalog entry's build returned "
                 f"{type(built).__name__}, not an Agent; nothing was changed"
             )
+        self._own_types[name] = built.task_type
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
         if self.hooks is not None:  # added to the agent's own hooks, which still see its runs
             own: RunHooks | None = getattr(built, "hooks", None)
@@ -1081,9 +1134,26 @@ def not_resumable(record: RunRecord) -> str:
 
 
 def unresumable(record: RunRecord) -> bool:
-    """True for a run that ended as error because it could not be rebuilt (its snapshot is kept; one
-    that died before its first checkpoint has none, and its task starts again)."""
-    return record.status is RunStatus.FINISHED and record.error_type in ("bad_snapshot", "agent_build_failed")
+    """True for a run that ended as error because the runner could not continue it, which a resume
+    continues once the cause is fixed: it could not be rebuilt (its snapshot is kept; one that died
+    before its first checkpoint has none, and its task starts again), or its segment raised past every
+    catch of the loop (its saved head is that segment's checkpoint, not an end the loop saved). Not
+    one an operator ended (`end`)."""
+    if record.status is not RunStatus.FINISHED or record.stop_reason is not StopReason.ERROR:
+        return False
+    if record.error_type in ("bad_snapshot", "agent_build_failed"):
+        return True
+    return (
+        record.error_type != ENDED_BY_OPERATOR and head_kind(record.snapshot_json) is SnapshotKind.CHECKPOINT
+    )
+
+
+def head_kind(head_json: str | None) -> SnapshotKind | None:
+    """The kind a stored head says it is; None when there is none, or it says none this code knows."""
+    try:
+        return SnapshotKind(json.loads(head_json or "{}").get("kind"))
+    except (ValueError, AttributeError):
+        return None
 
 
 def _why(exc: BaseException) -> str:
@@ -1182,17 +1252,6 @@ def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -
         raise AnswerError(f"run {record.run_id} waits for an answer to a question, not for an approval")
     if record.pending is None and not (answer and answer.strip()):
         raise AnswerError(f"run {record.run_id} waits for an answer to {record.question!r}: give one")
-
-
-def head_version(head_json: str | None) -> int | None:
-    """The snapshot version a stored head says it is; None when there is none, or it does not say."""
-    if not head_json:
-        return None
-    try:
-        version = json.loads(head_json).get("version")
-    except (ValueError, AttributeError):
-        return None
-    return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
 @functools.cache

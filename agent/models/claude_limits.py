@@ -201,24 +201,28 @@ def _media(messages: list[Message], held: dict[str, tuple[Block, ...]]) -> Itera
             continue
         for j, result in enumerate(content):
             inner = result.get("content") if result.get("type") == "tool_result" else None
-            if not isinstance(inner, list):
-                continue
-            kept = held.get(result.get("tool_use_id"), ())
-            for k, block in enumerate(inner):
-                source = block.get("source")
-                if _url_pdf(block, source):
-                    title = f" {block['title']!r}" if block.get("title") else ""
-                    yield _Media((i, j, k), 0, 1, title, url=str(source["url"]))
-                if not (isinstance(source, dict) and source.get("type") == "base64"):
-                    continue
-                size = len(source.get("data", ""))
-                if block.get("type") == "document":
-                    known = kept[k] if k < len(kept) else None
-                    pages = _pages(known if isinstance(known, Document) else None, source.get("data", ""))
-                    title = f" {block['title']!r}" if block.get("title") else ""
-                    yield _Media((i, j, k), size, pages, title)
-                elif block.get("type") == "image":
-                    yield _Media((i, j, k), size)
+            if isinstance(inner, list):
+                yield from _result_media(i, j, inner, held.get(result.get("tool_use_id"), ()))
+
+
+def _result_media(i: int, j: int, blocks: list[Any], kept: tuple[Block, ...]) -> Iterator[_Media]:
+    """The images and PDFs of one tool result's `blocks` (result `j` of message `i`; `kept`: the
+    journal's blocks of that result)."""
+    for k, block in enumerate(blocks):
+        source = block.get("source")
+        if _url_pdf(block, source):
+            title = f" {block['title']!r}" if block.get("title") else ""
+            yield _Media((i, j, k), 0, 1, title, url=str(source["url"]))
+        if not (isinstance(source, dict) and source.get("type") == "base64"):
+            continue
+        size = len(source.get("data", ""))
+        if block.get("type") == "document":
+            known = kept[k] if k < len(kept) else None
+            pages = _pages(known if isinstance(known, Document) else None, source.get("data", ""))
+            title = f" {block['title']!r}" if block.get("title") else ""
+            yield _Media((i, j, k), size, pages, title)
+        elif block.get("type") == "image":
+            yield _Media((i, j, k), size)
 
 
 def _url_pdf(block: dict[str, Any], source: Any) -> bool:

@@ -235,13 +235,12 @@ class Api:
     def _admit(self) -> None:
         """Refuse a new run (503, nothing stored) while `max_running` runs are in flight here: a
         flood of starts would otherwise make every one a run of this process at once."""
-        cap, in_flight = self.service.max_running, getattr(self.runner, "in_flight", 0)
-        if cap is not None and in_flight + self.service.starting >= cap:
+        if self.service.room() == 0:
             raise Problem(
                 503,
-                f"this service has {cap} runs in flight, its --max-running; nothing was started. Send the "
-                "start again in a few seconds (answers to waiting runs are still taken), or raise "
-                "--max-running or add a replica",
+                f"this service has {self.service.max_running} runs in flight, its --max-running; nothing "
+                "was started. Send the start again in a few seconds (answers to waiting runs are still "
+                "taken), or raise --max-running or add a replica",
                 headers={"Retry-After": str(ADMIT_RETRY_AFTER)},
             )
 

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, Catalog, load_catalog
@@ -16,8 +17,11 @@ from agent.durable.runner import Runner, runner_with_telemetry
 from agent.durable.store import default_url, open_store
 from agent.durable.store.urls import sqlite_path
 from agent.errors import ConfigError
-from agent.service.auth import load_token
-from agent.service.config import READY_TIMEOUT
+from agent.service.auth import Token, load_token
+from agent.service.config import READY_TIMEOUT, Service
+
+if TYPE_CHECKING:
+    from telemetry import Telemetry
 
 ENV_HOST = "ENDSTATE_HOST"
 ENV_PORT = "ENDSTATE_PORT"
@@ -174,9 +178,8 @@ def serve(args: argparse.Namespace) -> int:
     """Run the service until SIGTERM or Ctrl-C; in-flight runs are checkpointed as cancelled."""
     import uvicorn
 
-    from agent.service.app import Service, allowed_hosts, create_app, reads_need_token
+    from agent.service.app import create_app, reads_need_token
     from agent.service.guard import guarded_h11
-    from agent.service.workload import DemoWorkload
     from telemetry import Telemetry
 
     read_token = reads_need_token(args.host, args.read_auth)  # bad settings said before anything is made
@@ -192,36 +195,8 @@ def serve(args: argparse.Namespace) -> int:
         telemetry.metrics.prepare_runs(runs_known_at_start(runner))  # at zero before any recovery
         token, source = load_token(args.token_file, _state_dir(args.store))
         print(f"endstate serve: store {store.shown}; token from {source}", flush=True)
-        workload = None
-        if args.demo_workload:
-            workload = DemoWorkload(runner, args.demo_interval, args.demo_answer_after)
-        service = Service(
-            runner,
-            token,
-            metrics=telemetry.exposition,
-            sweep_interval=args.sweep_interval,
-            grace=args.grace,
-            workload=workload,
-            retention=review.duration("--retention", args.retention) if args.retention else None,
-            label_counter=telemetry.metrics,
-            allowed_hosts=allowed_hosts(args.host, _extra_hosts(args)),
-            reads_need_token=read_token,
-            body_timeout=args.body_timeout,
-            page_size=args.page_size,
-            cases_dir=cases_dir(args.cases_dir),
-            catalog_spec=args.catalog or os.environ.get(ENV_CATALOG) or None,
-            scraped=telemetry.metrics.scraped,
-            first_scrape_wait=args.first_scrape_wait,
-            max_running=args.max_running,
-            ready_timeout=args.ready_timeout,
-        )
-        reads = "reads need the token" if service.reads_need_token else "reads are open (loopback)"
-        print(
-            f"endstate serve: {reads}; hosts served: {', '.join(sorted(service.allowed_hosts))}", flush=True
-        )
-        print(f"endstate serve: inbox: {inbox_url(args.host, args.port)}", flush=True)
-        if service.cases_dir is not None:
-            print(f"endstate serve: the inbox promotes eval cases into {service.cases_dir}", flush=True)
+        service = _service(args, runner, token, telemetry, read_token)
+        _say_serving(service, args)
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             timeout_graceful_shutdown=max(1, int(args.grace)), http=guarded_h11(args.header_timeout),
@@ -238,6 +213,47 @@ def serve(args: argparse.Namespace) -> int:
         telemetry.shutdown()
         store.close()
     return 0
+
+
+def _service(
+    args: argparse.Namespace, runner: Runner, token: Token, telemetry: Telemetry, read_token: bool
+) -> Service:
+    """The service `serve`'s arguments ask for, over `runner`."""
+    from agent.service.app import allowed_hosts
+    from agent.service.workload import DemoWorkload
+
+    workload = None
+    if args.demo_workload:
+        workload = DemoWorkload(runner, args.demo_interval, args.demo_answer_after)
+    return Service(
+        runner,
+        token,
+        metrics=telemetry.exposition,
+        sweep_interval=args.sweep_interval,
+        grace=args.grace,
+        workload=workload,
+        retention=review.duration("--retention", args.retention) if args.retention else None,
+        label_counter=telemetry.metrics,
+        allowed_hosts=allowed_hosts(args.host, _extra_hosts(args)),
+        reads_need_token=read_token,
+        body_timeout=args.body_timeout,
+        page_size=args.page_size,
+        cases_dir=cases_dir(args.cases_dir),
+        catalog_spec=args.catalog or os.environ.get(ENV_CATALOG) or None,
+        scraped=telemetry.metrics.scraped,
+        first_scrape_wait=args.first_scrape_wait,
+        max_running=args.max_running,
+        ready_timeout=args.ready_timeout,
+    )
+
+
+def _say_serving(service: Service, args: argparse.Namespace) -> None:
+    """Who may read, the hosts served, the inbox's address and where it promotes cases: one line each."""
+    reads = "reads need the token" if service.reads_need_token else "reads are open (loopback)"
+    print(f"endstate serve: {reads}; hosts served: {', '.join(sorted(service.allowed_hosts))}", flush=True)
+    print(f"endstate serve: inbox: {inbox_url(args.host, args.port)}", flush=True)
+    if service.cases_dir is not None:
+        print(f"endstate serve: the inbox promotes eval cases into {service.cases_dir}", flush=True)
 
 
 def check_port_free(host: str, port: int) -> None:

@@ -681,15 +681,7 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
                 asks = workflow.patched(LOST_CALL_ASKS)
                 return Verbatim(ToolOutcome(UNSURE, True, "worker_lost", lost=asks))
             raise
-        ref.told(out)
-        ctx.state.clear()
-        ctx.state.update(out["state"])
-        ref.fingerprint = out.get("fingerprint")
-        if not out["is_error"]:
-            return ToolOutput(*out["blocks"]) if out.get("blocks") else str(out["text"])
-        if not workflow.patched(VERBATIM_ERRORS):  # a run started before replays its errors as they were
-            raise _tool_error(out)
-        return Verbatim(ToolOutcome(str(out["text"]), True, out.get("error_type")))
+        return _tool_answer(ref, ctx, out)
 
     call.__signature__ = _signature(spec)  # type: ignore[attr-defined]
     return Tool(
@@ -701,6 +693,20 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         needs_approval=spec["needs_approval"],
         wants_ctx=True,  # the wrapper always takes the context: the call id, the state
     )
+
+
+def _tool_answer(ref: RunRef, ctx: RunContext, out: dict[str, Any]) -> str | ToolOutput | Verbatim:
+    """What the loop gets from a tool activity's answer `out`: its result (or error), with the run's
+    state as the tool left it."""
+    ref.told(out)
+    ctx.state.clear()
+    ctx.state.update(out["state"])
+    ref.fingerprint = out.get("fingerprint")
+    if not out["is_error"]:
+        return ToolOutput(*out["blocks"]) if out.get("blocks") else str(out["text"])
+    if not workflow.patched(VERBATIM_ERRORS):  # a run started before replays its errors as they were
+        raise _tool_error(out)
+    return Verbatim(ToolOutcome(str(out["text"]), True, out.get("error_type")))
 
 
 async def _tool_call(ref: RunRef, payload: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:

@@ -54,7 +54,7 @@ LIST_COLUMNS = (
     "stop_limit, turns, input_tokens, output_tokens, cost_usd, cost_known, cache_read_tokens, "
     "cache_write_tokens, active_seconds, waiting_seconds, trace_id, "
     "note, summary, output, verified, error_type, segments, question, pending, deadline, suspended_at, "
-    "interrupted, owner, lease_until, answer, approved, answered_at, refused"
+    "interrupted, owner, lease_until, answer, approved, answered_at, refused, head_version"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
 # The runs waiting for a person, with the status written out: the partial indexes of schema 10 hold
@@ -122,8 +122,8 @@ class SqlStore:
         needed = {v for v, _ in migrations(self.dialect) if v > JOURNAL_VERSION}
         return max(applied, default=0) == latest_version(self.dialect) and needed <= applied
 
-    def _apply_migrations(self) -> None:
-        """Bring the schema to the latest version; refuse a newer one."""
+    def _apply_migrations(self) -> int:
+        """Bring the schema to the latest version; refuse a newer one. How many migrations it applied."""
         current = self.schema_version()
         latest = latest_version(self.dialect)
         if current > latest:
@@ -132,16 +132,21 @@ class SqlStore:
                 f"reads ({latest}); upgrade Endstate"
             )
         applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
-        for version, sql in migrations(self.dialect):
+        due = [
+            (version, sql)
+            for version, sql in migrations(self.dialect)
             # a gap after the journal is filled too: branches merged out of order (5 after 6) still apply
-            if version > current or (version > JOURNAL_VERSION and version not in applied):
-                for statement in split_statements(sql):
-                    self._rows(statement)
-                if version == JOURNAL_VERSION:
-                    self._upgrade_v1_snapshots()
-                self._rows(
-                    f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (?, ?)", (version, time.time())
-                )
+            if version > current or (version > JOURNAL_VERSION and version not in applied)
+        ]
+        for version, sql in due:
+            for statement in split_statements(sql):
+                self._rows(statement)
+            if version == JOURNAL_VERSION:
+                self._upgrade_v1_snapshots()
+            self._rows(
+                f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (?, ?)", (version, time.time())
+            )
+        return len(due)
 
     def _upgrade_v1_snapshots(self) -> None:
         """Version-1 snapshots become a head and journal entries, in place (same transaction)."""
@@ -222,7 +227,7 @@ class SqlStore:
         if not outcome.keeps_answer:
             values |= {"answer": None, "approved": None, "answered_at": None}
         if (rest := outcome.rest) is not None and outcome.snapshot is None:  # its head, as it would have
-            values["snapshot"] = dumps(rest.head.head())
+            values |= head_values(rest.head)
         sql = (
             f"UPDATE {TABLE} SET {assign(values, self.clock)} WHERE run_id = ? AND owner = ? "
             f"RETURNING {LIST_COLUMNS}"
@@ -634,9 +639,15 @@ def checkpoint_rows(
     """What a checkpoint writes: the run row's new values, and the entries as (seq, JSON)."""
     head = checkpoint.head
     values = _usage_values(head)
-    values["snapshot"], values["state"] = dumps(head.head()), dumps(head.state) if head.state else "{}"
+    values |= head_values(head)
+    values["state"] = dumps(head.state) if head.state else "{}"
     values["lease_until"], values["updated_at"] = float(lease.seconds), now
     return values, entry_rows(checkpoint)
+
+
+def head_values(head: Snapshot) -> dict[str, Any]:
+    """The run row's saved head and its snapshot version (which a listing reads without the head)."""
+    return {"snapshot": dumps(head.head()), "head_version": head.version}
 
 
 def entry_rows(checkpoint: Checkpoint) -> list[tuple[int, str]]:
@@ -724,8 +735,12 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
         **{"deadline": w.deadline if w else None, "suspended_at": w.suspended_at if w else None},
         **{"interrupted": int(outcome.interrupted), "refused": None},  # it moved on: a refusal is old news
         # a finished run keeps its last head and its journal (for review, replay and `--more-turns`)
-        **({} if outcome.status is RunStatus.FINISHED else {"snapshot": outcome.head_json}),
+        **({} if outcome.status is RunStatus.FINISHED else _head_or_none(outcome.snapshot)),
     }
+
+
+def _head_or_none(snap: Snapshot | None) -> dict[str, Any]:
+    return head_values(snap) if snap is not None else {"snapshot": None, "head_version": None}
 
 
 def record_of(row: Row) -> RunRecord:
@@ -790,12 +805,12 @@ def _state(text: str | None) -> dict[str, Any]:
 _NUMBERS = (  # the row's number columns (a listing may leave some out)
     *("started_at", "updated_at", "ended_at", "turns", "active_seconds", "waiting_seconds", "segments"),
     *("deadline", "suspended_at", "lease_until", "answered_at", "cost_usd", "input_tokens", "output_tokens"),
-    *("cache_read_tokens", "cache_write_tokens"),
+    *("cache_read_tokens", "cache_write_tokens", "head_version"),
 )
 
 _PLAIN = [
     *("run_id", "agent", "task", "task_type", "started_at", "updated_at", "ended_at", "stop_limit", "turns"),
     *("active_seconds", "waiting_seconds", "trace_id", "note"),
     *("summary", "output", "error_type", "segments", "question", "deadline", "suspended_at", "owner"),
-    *("lease_until", "answer", "answered_at", "refused"),
+    *("lease_until", "answer", "answered_at", "refused", "head_version"),
 ]

@@ -122,6 +122,9 @@ class RunRecord(WithUsage):
     answered_at: float | None = None  # when that answer came
     refused: str | None = None  # why the last answer given was not taken (None: none was, since it moved on)
     snapshot_json: str | None = field(default=None, repr=False)  # the head: the snapshot without its journal
+    # the snapshot version of that head, as the store lists it (None: no head, or one saved before the
+    # store kept its version, by an Endstate no newer than the one that began to)
+    head_version: int | None = None
 
     @property
     def asked_at(self) -> float | None:
@@ -140,7 +143,7 @@ class RunRecord(WithUsage):
         for k, v in self.__dict__.items():
             if k == "usage":
                 data |= self.usage.flat()
-            elif k not in ("snapshot_json", "owner"):
+            elif k not in ("snapshot_json", "head_version", "owner"):
                 data[k] = v
         data["status"] = str(self.status)
         data["stop_reason"] = str(self.stop_reason) if self.stop_reason else None
@@ -174,10 +177,6 @@ class Outcome:
         if result.reason is StopReason.CANCELLED:
             return cls(RunStatus.CANCELLED, result, result.snapshot, interrupted, rest)
         return cls(RunStatus.FINISHED, result, None, rest=rest)
-
-    @property
-    def head_json(self) -> str | None:
-        return dumps(self.snapshot.head()) if self.snapshot is not None else None
 
     @property
     def keeps_answer(self) -> bool:

@@ -15,6 +15,7 @@ from agent.durable.store._deadline import CUT_AFTER, MIGRATION_SECONDS, Watch, W
 from agent.durable.store._sql import (
     ENTRIES,
     SCHEMA_TABLE,
+    TABLE,
     Row,
     SqlStore,
     checkpoint_rows,
@@ -48,6 +49,13 @@ TCP_USER_TIMEOUT_MS = 30_000
 # The server's clock, which every worker's lease is set and judged by (not the worker's own clock):
 # the time at the statement, not the transaction's start (`now()`).
 CLOCK = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
+# At the end of a migration that changed the schema, in its transaction: the leases that were live
+# when it began (it took the migration lock at `?`) get back the time it held the runs table, in which
+# no worker could renew them, so a migration longer than a lease has no run taken over from a live
+# worker the moment it commits.
+GIVE_LEASES_BACK = (
+    f"UPDATE {TABLE} SET lease_until = lease_until + ({CLOCK} - ?) WHERE status = ? AND lease_until > ?"
+)
 
 
 class PostgresStore(SqlStore):
@@ -124,11 +132,13 @@ class PostgresStore(SqlStore):
             self._rows("SET LOCAL lock_timeout = 0")  # another process's migration may take a while
             self._rows("SET LOCAL statement_timeout = 0")  # and so may an index over every run
             self._rows("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            began = self._rows(f"SELECT {CLOCK} AS t")[0]["t"]
             self._rows(
                 f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} "
                 "(version INTEGER NOT NULL, applied_at DOUBLE PRECISION)"
             )
-            self._apply_migrations()
+            if self._apply_migrations():
+                self._rows(GIVE_LEASES_BACK, (began, RunStatus.RUNNING, began))
 
     def _append(
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
@@ -166,10 +176,36 @@ class PostgresStore(SqlStore):
                 return self._send(sql, params)
             except StoreTimeout:  # the server did not answer: it would keep a second try waiting too
                 raise
-            except StoreError:
+            except StoreError as exc:
+                if self._waits_for_migration(exc):
+                    return self._after_migration(sql, params)
                 if not (retry and self._conn.broken and not self._in_tx):
                     raise
             return self._send(sql, params)  # the connection broke: once more, on a new one
+
+    def _waits_for_migration(self, exc: StoreError) -> bool:
+        """True when a statement (not in a transaction) gave up waiting for a lock that a migration
+        of the schema holds: another process opening the store with a newer Endstate, whose
+        transaction holds the tables until it commits (an index built over every run, say)."""
+        if self._in_tx or sqlstate_of(exc.__cause__) != LOCK_NOT_AVAILABLE:
+            return False
+        rows = self._send("SELECT NOT pg_try_advisory_xact_lock_shared(%s) AS m", (MIGRATION_LOCK,))
+        return bool(rows.fetchone()["m"])
+
+    def _after_migration(self, sql: str, params: Sequence[Any]) -> Any:
+        """Send the statement again, waiting for its lock as long as a migration may take
+        (`MIGRATION_SECONDS`): it lands as soon as the migration commits, in its place in the queue,
+        so a checkpoint or a lease's renewal is not lost to a migration (a lock wait gave up after
+        `LOCK_TIMEOUT`, and a run's checkpoint after a few of them). It failed with no change: safe."""
+        allowance, self._allowance = self._allowance, MIGRATION_SECONDS
+        wait = f"{round(MIGRATION_SECONDS * 1000)}ms"
+        try:
+            with self._tx():
+                self._send("SELECT set_config('lock_timeout', %s, true)", (wait,))
+                self._send("SELECT set_config('statement_timeout', %s, true)", (wait,))
+                return self._send(sql, params)
+        finally:
+            self._allowance = allowance
 
     def _send(self, sql: str, params: Sequence[Any]) -> Any:
         import psycopg
@@ -275,6 +311,12 @@ def failure(exc: Exception, watch: Watch, shown: str, url: str) -> StoreError:
         f"the PostgreSQL run store {shown} failed: {said(str(exc), url)}{lock_hint(sqlstate)}"
         f"{timeout_hint(sqlstate)}"
     )
+
+
+def sqlstate_of(exc: BaseException | None) -> str | None:
+    """The SQLSTATE of a psycopg error (None for anything else)."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    return sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate
 
 
 def timeout_hint(sqlstate: str | bytes | None) -> str:
