@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import dis
 import inspect
 import pickle
 from dataclasses import InitVar, dataclass, field
@@ -106,6 +107,33 @@ def test_a_class_it_cannot_speed_up_keeps_the_dataclass_init():
         assert fast_init(cls).__init__ is init
 
 
+HOT = [
+    Text("t"),
+    Call("c", "look", {}),
+    Reply((), 1, 2),
+    Result("c", "t"),
+    ToolOutcome("t"),
+    Usage(1, 2),
+    ModelRequest("", (), [], 1),
+    ModelReply([], 1, 2),
+]
+
+
 def test_the_loops_hot_types_are_sped_up():
-    for cls in (Text, Call, Reply, Result, ToolOutcome, Usage, ModelRequest, ModelReply):
-        assert cls.__init__.__code__.co_names[:1] == ("__dict__",), cls  # fills __dict__ directly
+    for made in HOT:
+        assert "_set" in type(made).__init__.__code__.co_names, type(made)  # fast_init's, not the dataclass's
+
+
+@pytest.mark.parametrize("made", HOT, ids=lambda made: type(made).__name__)
+def test_a_field_read_of_a_hot_type_takes_the_interpreters_fast_path(made: object) -> None:
+    """The adaptive interpreter (CPython 3.11+) specializes a read of a field: an instance whose
+    `__dict__` was filled in place held a split dict, whose reads it never specializes, so each read
+    took the generic attribute lookup."""
+    name = dataclasses.fields(made)[0].name  # type: ignore[arg-type]
+    read = eval(f"lambda made: made.{name}")  # a function of its own: its instruction is this test's
+    many = [dataclasses.replace(made) for _ in range(8)]  # type: ignore[type-var]  # each made by __init__
+    for _ in range(50):
+        for one in many:
+            read(one)
+    loads = [i.opname for i in dis.get_instructions(read, adaptive=True) if i.opname.startswith("LOAD_ATTR")]
+    assert loads and not {"LOAD_ATTR", "LOAD_ATTR_ADAPTIVE"} & set(loads), (type(made).__name__, loads)
