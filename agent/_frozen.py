@@ -24,15 +24,22 @@ are read more). A dict of its own is a combined one, whose reads specialize.
 
 A class it cannot speed up (slots, keyword-only, `InitVar` or `init=False`
 fields) keeps the dataclass's `__init__`.
+
+`cached` is `functools.cached_property` for objects the loop reads every turn
+(an agent, its tools, its budget): `cached_property` stores its value through
+`instance.__dict__`, which gives the instance a split dict for good, and then
+no attribute read of it is specialized either (see above).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, overload
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 _MISSING = dataclasses.MISSING
 
@@ -95,3 +102,31 @@ def _plain(cls: type) -> bool:
 def _reserved(name: str) -> bool:
     """Names the generated `__init__` uses itself."""
     return name in {"self", "_set", "_FACTORY"} or name.startswith(("_default_", "_factory_"))
+
+
+class cached(Generic[V]):  # lower case: a decorator, as `cached_property` is
+    """`functools.cached_property` that stores its value as an attribute of the instance
+    (`object.__setattr__`, so a frozen dataclass takes it too), never through `instance.__dict__`:
+    the instance keeps the layout whose attribute reads the interpreter specializes (see the module).
+    Worked out at the first read of each instance; two threads reading it first may both work it out."""
+
+    def __init__(self, func: Callable[[Any], V]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> cached[V]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> V: ...
+
+    def __get__(self, instance: object, owner: type | None = None) -> V | cached[V]:
+        if instance is None:
+            return self
+        value = self.func(instance)
+        object.__setattr__(instance, self.name, value)  # found before this descriptor from now on
+        return value
