@@ -9,9 +9,9 @@ import math
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Literal
 
+from agent._frozen import cached
 from agent._loop import Stop, conclude, drive, settle
 from agent._state import RunState
 from agent._valid import is_number, is_text, is_whole
@@ -93,7 +93,7 @@ class Agent:
 
     # -- what the loop asks of the agent ---------------------------------
 
-    @cached_property
+    @cached
     def tool_specs(self) -> list[dict[str, Any]]:
         return [t.spec() for t in self.tools] + [FINISH_SPEC]
 
@@ -110,11 +110,11 @@ class Agent:
     def tool_named(self, name: str) -> Tool | None:
         return self._tools_by_name.get(name)
 
-    @cached_property
+    @cached
     def _tool_names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.tools)
 
-    @cached_property
+    @cached
     def _tools_by_name(self) -> dict[str, Tool]:
         named: dict[str, Tool] = {}
         for t in self.tools:

@@ -16,10 +16,9 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Protocol
 
-from agent._frozen import fast_init
+from agent._frozen import cached, fast_init
 from agent._valid import is_number, is_text
 from agent.content import Block, ContentError, blocks_of, text_of
 from agent.context import RunContext
@@ -111,22 +110,22 @@ class Tool:
         if self.preview is not None and not callable(self.preview):
             raise ConfigError(f"tool {self.name!r}: preview must be a function of the arguments, or None")
 
-    @cached_property
+    @cached
     def signature(self) -> inspect.Signature:
         return inspect.signature(self.fn)
 
-    @cached_property
+    @cached
     def is_async(self) -> bool:
         """An `async def`, a partial of one, or an object whose `__call__` is one."""
         fn = self.fn
         return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
-    @cached_property
+    @cached
     def shape(self) -> ArgumentShape:
         """The names the function takes, worked out once rather than bound on every call."""
         return ArgumentShape.of(self.signature)
 
-    @cached_property
+    @cached
     def plain_types(self) -> dict[str, type]:
         """The Python type that fits each typed parameter's schema as it is (a JSON type, no choices
         nor items to check), worked out once: the usual value is checked by one lookup."""
