@@ -7,6 +7,7 @@ import dataclasses
 import dis
 import inspect
 import pickle
+import sys
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
 from typing import Any
@@ -110,6 +111,15 @@ def test_a_class_it_cannot_speed_up_keeps_the_dataclass_init():
         assert fast_init(cls).__init__ is init
 
 
+# The attribute-read specialization these tests pin is CPython 3.11's (the version CI runs and the
+# turn benchmark measures). 3.12 and 3.13 changed instance dicts and how `dis` shows specialized
+# reads (these tests fail there on code before and after `fast_init` and `cached` alike); what
+# either costs on those versions is not measured.
+CPYTHON_311 = pytest.mark.skipif(
+    sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11),
+    reason="pins CPython 3.11's attribute-read specialization",
+)
+
 HOT = [
     Text("t"),
     Call("c", "look", {}),
@@ -127,6 +137,7 @@ def test_the_loops_hot_types_are_sped_up():
         assert "_set" in type(made).__init__.__code__.co_names, type(made)  # fast_init's, not the dataclass's
 
 
+@CPYTHON_311
 @pytest.mark.parametrize("made", HOT, ids=lambda made: type(made).__name__)
 def test_a_field_read_of_a_hot_type_takes_the_interpreters_fast_path(made: object) -> None:
     """The adaptive interpreter (CPython 3.11+) specializes a read of a field: an instance whose
@@ -174,6 +185,7 @@ def test_cached_works_a_value_out_once_per_instance_frozen_or_not():
     assert first == Frozen(1) and copy.deepcopy(first).doubled == 2
 
 
+@CPYTHON_311
 def test_an_instance_with_a_cached_value_stays_fast_to_read():
     """`functools.cached_property` stores through `instance.__dict__`, which gives the instance a split
     dict: then no read of any of its attributes is specialized (CPython 3.11)."""
@@ -192,6 +204,7 @@ def test_an_instance_with_a_cached_value_stays_fast_to_read():
     assert not UNSPECIALIZED & set(_specialized(lambda one: one.name, made))
 
 
+@CPYTHON_311
 def test_the_agents_tools_and_budgets_cached_values_leave_them_fast_to_read():
     tools = [Tool(f"t{i}", lambda: None, "A tool.", {"type": "object", "properties": {}}) for i in range(8)]
     for t in tools:
@@ -203,6 +216,7 @@ def test_the_agents_tools_and_budgets_cached_values_leave_them_fast_to_read():
     assert not UNSPECIALIZED & set(_specialized(lambda b: b.max_turns, budgets))
 
 
+@CPYTHON_311
 def test_a_copy_of_the_spent_tally_leaves_the_tally_fast_to_read():
     tallies = [Spent(turns=i) for i in range(8)]
     copies = [t.copy() for t in tallies]
