@@ -18,14 +18,17 @@ from agent.durable.store import RunStore, open_store
 from agent.models.scripted import ScriptedModel, Step
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+_GOLDEN = (5**0.5 - 1) / 2
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Spread the `cpu_heavy` tests evenly through the run, each between two test files.
+    """Scatter the `cpu_heavy` tests through the run, each between two test files.
 
-    `scripts/test` runs the suite on pytest-xdist workers, each given a stretch of the run in order
-    (`--dist worksteal`); tests of one file kept together would all go to one worker, which would
-    spend minutes of CPU on them alone while the others finish, and end the run last.
+    `scripts/test` runs the suite on pytest-xdist workers, each given an equal stretch of the run in
+    order (`--dist worksteal`). Tests of one file kept together would all go to one worker, which
+    would spend minutes of CPU on them alone and end the run last; spaced evenly, they would come at
+    the same moment in every stretch, and every worker would wait on promtool at once. At the golden
+    ratio's multiples (mod 1) each stretch holds a few, each at another point of it.
     """
     heavy = [item for item in items if item.get_closest_marker("cpu_heavy")]
     rest = [item for item in items if not item.get_closest_marker("cpu_heavy")]
@@ -34,7 +37,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return
     before: dict[int, list[pytest.Item]] = {}
     for k, item in enumerate(heavy):
-        aim = (k + 0.5) * len(rest) / len(heavy)
+        aim = (k + 1) * _GOLDEN % 1 * len(rest)
         before.setdefault(min(starts, key=lambda i: abs(i - aim)), []).append(item)
     items[:] = [moved for i, item in enumerate(rest) for moved in [*before.get(i, []), item]]
 
