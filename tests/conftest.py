@@ -12,42 +12,47 @@ import httpx2
 import pg
 import pytest
 from opentelemetry import context as otel_context
-from rule_tests import BACKGROUND_NICENESS, UNIT_TESTS
 
 from agent import Agent, Budget
 from agent.durable.store import RunStore, open_store
 from agent.models.scripted import ScriptedModel, Step
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
-
-# The `ci-fixer` example runs pytest on its small repository (its `run_tests` tool and its verifier),
-# in every run of it the tests make. With the plugins installed here (Playwright, Temporal, the agent
-# frameworks') that pytest took 3 s, tens of seconds on a loaded machine, near the example's 110 s and
-# 120 s limits; without them, 0.2 s. Subprocesses inherit it (the tests' own pytest read it at start).
-os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-
-
-# The alert rules' promtool unit tests run beside the suite (see tests/rule_tests.py); their test
-# goes last, to wait for them.
-_RULE_TESTS = "tests/test_alerts.py::test_promtool_unit_tests_pass"
+_GOLDEN = (5**0.5 - 1) / 2
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Move the rules' promtool test to the end of the run."""
-    rule_tests = [item for item in items if item.nodeid == _RULE_TESTS]
-    for item in rule_tests:
-        items.remove(item)
-    items.extend(rule_tests)
+    """Scatter the `cpu_heavy` tests through the run, each between two test files.
+
+    `scripts/test` runs the suite on pytest-xdist workers, each given an equal stretch of the run in
+    order (`--dist worksteal`). Tests of one file kept together would all go to one worker, which
+    would spend minutes of CPU on them alone and end the run last; spaced evenly, they would come at
+    the same moment in every stretch, and every worker would wait on promtool at once. At the golden
+    ratio's multiples (mod 1) each stretch holds a few, each at another point of it.
+    """
+    heavy = [item for item in items if item.get_closest_marker("cpu_heavy")]
+    rest = [item for item in items if not item.get_closest_marker("cpu_heavy")]
+    starts = [i for i in range(1, len(rest)) if rest[i].path != rest[i - 1].path]
+    if not heavy or not starts:
+        return
+    before: dict[int, list[pytest.Item]] = {}
+    for k, item in enumerate(heavy):
+        aim = (k + 1) * _GOLDEN % 1 * len(rest)
+        before.setdefault(min(starts, key=lambda i: abs(i - aim)), []).append(item)
+    items[:] = [moved for i, item in enumerate(rest) for moved in [*before.get(i, []), item]]
 
 
-def pytest_runtestloop(session: pytest.Session) -> None:
-    """Start the rules' promtool tests in the background when their test is to run."""
-    if not session.config.option.collectonly and any(item.nodeid == _RULE_TESTS for item in session.items):
-        UNIT_TESTS.start(1, niceness=BACKGROUND_NICENESS)
+@pytest.fixture(scope="session", autouse=True)
+def subprocess_pytest_without_plugins() -> None:
+    """The `ci-fixer` example runs pytest on its small repository (its `run_tests` tool and its
+    verifier), in every run of it the tests make. With the plugins installed here (Playwright,
+    Temporal, the agent frameworks') that pytest took 3 s, tens of seconds on a loaded machine, near
+    the example's 110 s and 120 s limits; without them, 0.2 s. Subprocesses inherit it.
 
-
-def pytest_sessionfinish() -> None:
-    UNIT_TESTS.stop()
+    Set when the first test starts, not when this file is imported: pytest-xdist's workers start
+    after the import, and each must load its plugins (xdist's own, pytest-timeout) to run tests.
+    """
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
 
 class RealModelCall(AssertionError):
