@@ -169,3 +169,29 @@ def _label(store_path: Path, run_id: str) -> None:
 )
 def test_visible_writes_what_a_page_would_not_show_as_escapes(text: str, shown: str) -> None:
     assert visible(text) == shown
+
+
+def test_a_runs_line_says_when_it_cut_the_models_words_and_where_the_rest_is() -> None:
+    """`endstate start`, `approve` and the others printed the first 200 characters of the question
+    and nothing more: an approval's arguments past them (padded by the model) were not there, and
+    nothing said so; an output read as complete."""
+    from agent.cli.runs import result_line
+    from agent.result import RunResult, StopReason
+    from agent.stops import PendingAction, Suspension
+
+    question = 'Approve the call wire({"memo": "' + "x" * 300 + '", "to": "attacker"})?'
+    pending = PendingAction("c1", "wire", {"memo": "x" * 300, "to": "attacker"})
+    asked = RunResult(
+        run_id="r1", agent="a", task_type="t", reason=StopReason.NEED_HELP, note=question,
+        suspension=Suspension(question=question, deadline=2e9, suspended_at=0.0, pending=pending),
+    )  # fmt: skip
+    first, then = result_line(asked).splitlines()
+    assert first == (
+        f"run r1: need_help after 0 turns. {question[:200]}... (cut at 200 of {len(question):,} characters; "
+        "`endstate pending` shows all of it)"
+    )
+    assert then == '    -> endstate approve r1   or   endstate deny r1 "why"'
+    done = RunResult(run_id="r2", agent="a", task_type="t", reason=StopReason.SUCCESS, output="y" * 201)
+    assert result_line(done).endswith("y... (cut at 200 of 201 characters; --json shows all of it)")
+    short = RunResult(run_id="r3", agent="a", task_type="t", reason=StopReason.SUCCESS, output="y" * 200)
+    assert result_line(short).endswith(". " + "y" * 200)

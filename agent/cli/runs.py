@@ -451,11 +451,22 @@ def result_line(r: RunResult) -> str:
     """How a segment ended, and the command that continues the run when it can go on."""
     limit = f" ({r.limit})" if r.limit else ""
     verified = " verified" if r.verified else ""
-    text = one_line(r.note or r.output)
-    line = (
-        f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text[:200]}".rstrip()
-    )
+    text = _cut(one_line(r.note or r.output), r)
+    line = f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text}".rstrip()
     return line + next_step(r)
+
+
+LINE_CHARS = 200  # of a run's note or output that its line shows
+
+
+def _cut(text: str, r: RunResult) -> str:
+    """`text` whole, or its start marked as cut: silently cut, a call to approve read as another (its
+    arguments past the cut), and the run's output as complete. Where the rest is, for a waiting run."""
+    if len(text) <= LINE_CHARS:
+        return text
+    waits = r.reason is StopReason.NEED_HELP
+    rest = "`endstate pending` shows all of it" if waits else "--json shows all of it"
+    return f"{text[:LINE_CHARS]}... (cut at {LINE_CHARS} of {len(text):,} characters; {rest})"
 
 
 def next_step(r: RunResult) -> str:
