@@ -137,6 +137,23 @@ def test_a_preview_cut_short_says_so_outside_the_preview(tmp_path: Path) -> None
     ) in item
 
 
+def test_the_json_api_writes_what_a_terminal_would_act_on_as_json_escapes(tmp_path: Path) -> None:
+    """`curl /runs/ID` printed the model's question with its bidi override, zero-width space and tag
+    character as they are (JSON escapes only C0 controls); the JSON read back is unchanged."""
+    from hostile_agents import QUESTION
+
+    with Server(str(tmp_path / "runs.db"), tmp_path, catalog=CATALOG) as server:
+        run_id = _start(server, tmp_path / "ask", "ask", "waiting")
+        with server.client() as api:
+            raw = api.get(f"/runs/{run_id}").content
+            pending = api.get("/pending").content
+    for body in (raw, pending):
+        text = body.decode()
+        assert text.isprintable() and "\\u202e" in text, text[:300]
+    assert json.loads(raw)["question"] == QUESTION
+    assert "caf\u00e9" in raw.decode()  # what shows as itself stays as it is
+
+
 def _signed_in(server: Server) -> httpx.Client:
     client = httpx.Client(base_url=server.url, timeout=30)
     assert client.post("/inbox/login", data={"token": TOKEN}).status_code == 303

@@ -48,7 +48,13 @@ def visible_json(value: Any, **options: Any) -> str:
     """`value` as JSON (`options` as for `json.dumps`) that reads as it is and shows every character
     `visible` would escape, as a JSON escape (`\\u202e`; a surrogate pair past U+FFFF): still the
     JSON of `value`, so a person can copy it."""
-    text = json.dumps(value, ensure_ascii=False, **options)
+    return shown_json(json.dumps(value, ensure_ascii=False, **options))
+
+
+def shown_json(text: str) -> str:
+    """JSON `text` (written with `ensure_ascii=False`) with what `visible` escapes as JSON escapes:
+    the same JSON to a parser; to a person (a terminal that `curl` prints to, a page), no character
+    that acts or hides (JSON escapes only C0 controls: not DEL, C1's CSI, bidi overrides)."""
     if text.isprintable() and not _PRINTABLE_BUT_HIDDEN.search(text):
         return text
     return "".join(c if _shown(c) else _json_escape(c) for c in text)
