@@ -43,6 +43,10 @@ SCRIPTS: dict[str, list[Any]] = {
         [call(f"read{TERMINAL}", url="https://evil.example/")],
         [finish("give_up", "no")],
     ],
+    "surrogate": [  # lone surrogates, as JSON's \\ud800 escapes give them (a model API's JSON may hold them)
+        [call("send_mail", to="bob@example.com\ud800", body="hi \udfff")],
+        [finish("done", "sent")],
+    ],
     "ask": [[call("read_page", url="https://evil.example/")], [finish("need_help", QUESTION)]],
     "give_up": [[call("read_page", url="https://evil.example/")], [finish("give_up", f"no: {PAGE}")]],
 }

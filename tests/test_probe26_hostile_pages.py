@@ -154,6 +154,22 @@ def test_the_json_api_writes_what_a_terminal_would_act_on_as_json_escapes(tmp_pa
     assert "caf\u00e9" in raw.decode()  # what shows as itself stays as it is
 
 
+def test_an_approval_with_lone_surrogates_in_its_arguments_leaves_the_inbox_up(tmp_path: Path) -> None:
+    """A pending call's argument holding a lone surrogate (JSON's `\\ud800`) made the whole inbox
+    page fail (500: the page could not be encoded as UTF-8), for every run waiting on it."""
+    with Server(str(tmp_path / "runs.db"), tmp_path, catalog=CATALOG) as server:
+        run_id = _start(server, tmp_path / "mail", "surrogate", "waiting")
+        client = _signed_in(server)
+        try:
+            got = client.get("/inbox")
+        finally:
+            client.close()
+    assert got.status_code == 200, got.text[:300]
+    item = got.text[got.text.index(f'id="run-{run_id}"') :]
+    assert "&quot;to&quot;: &quot;bob@example.com\\ud800&quot;" in item
+    assert "To: bob@example.com\\ud800" in item  # the preview
+
+
 def _signed_in(server: Server) -> httpx.Client:
     client = httpx.Client(base_url=server.url, timeout=30)
     assert client.post("/inbox/login", data={"token": TOKEN}).status_code == 303
