@@ -45,3 +45,24 @@ def test_a_failed_replay_of_a_call_the_page_named_prints_the_name_escaped(tmp_pa
     assert "FAILED review/r5" in said
     assert _unprintable(said) == []
     assert "replay: call 1 (read\\x1b]0;owned\\x07\\x1b[2J" in said
+
+
+def test_a_promoted_case_writes_the_pages_hidden_characters_as_escapes_and_passes(tmp_path: Path) -> None:
+    """The page's right-to-left override and zero-width characters went into the case file as they
+    are (YAML calls them printable): in an editor, a terminal or a code review of the case, the
+    line read reordered. They are escapes now, the case reads back the same and passes."""
+    from hostile_agents import PAGE
+
+    store = str(tmp_path / "runs.db")
+    state = f'{{"dir": "{tmp_path}", "script": "give_up"}}'
+    start = ["start", "mailer", "mail alice", "--state", state, "--run-id", "r1"]
+    _endstate(*start, "--catalog", CATALOG, "--store", store, cwd=tmp_path)
+    promote = ["review", "promote", "r1", "--expect", "gave_up", "--catalog", CATALOG, "--out", "cases"]
+    _endstate(*promote, "--store", store, cwd=tmp_path)
+    written = (tmp_path / "cases" / "r1.yaml").read_text()
+    assert "\u202e" not in written and "\\u202etxt.exe\\u202c" in written
+    assert _unprintable(written) == []
+    [case] = yaml.safe_load(written)["cases"]
+    assert case["results"][0]["text"] == PAGE
+    said = _endstate("eval", "cases", cwd=tmp_path)
+    assert "PASSED: 1 of 1 cases" in said
