@@ -66,3 +66,17 @@ def test_a_promoted_case_writes_the_pages_hidden_characters_as_escapes_and_passe
     assert case["results"][0]["text"] == PAGE
     said = _endstate("eval", "cases", cwd=tmp_path)
     assert "PASSED: 1 of 1 cases" in said
+
+
+def test_an_audits_note_is_printed_on_one_line_with_its_escapes_shown() -> None:
+    """`endstate audit` printed the check's failures as they are: a test command's output, from
+    files the model wrote, could clear the screen, retitle the terminal or fake the next line."""
+    from agent.audit import Audit, AuditOutcome
+    from agent.cli.runs import audit_line
+
+    note = "`pytest -q` exited 1:\n\x1b[2J\x1b]0;all good\x07\rrun r9 (ci): confirmed"
+    audit = Audit("r1", "ci-fixer", "fix_ci", 0.0, AuditOutcome.FALSE_SUCCESS, note)
+    assert audit_line(audit) == (
+        "run r1 (ci-fixer): false_success (`pytest -q` exited 1: \\x1b[2J\\x1b]0;all good\\x07\\x0d"
+        "run r9 (ci): confirmed)"
+    )

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from agent.audit import Audit
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
 from agent.cli._help import above_zero
 from agent.durable.catalog import SEED_CATALOG, load_catalog
@@ -326,10 +327,16 @@ def _audit(args: argparse.Namespace) -> int:
     with _runner(args, create=False) as runner:
         done = asyncio.run(runner.audit_due())
     for audit in done:
-        note = f" ({audit.note})" if audit.note else ""
-        print(f"run {audit.run_id} ({audit.agent}): {audit.outcome}{note}")
+        print(audit_line(audit))
     print(f"{len(done)} success audit{'' if len(done) == 1 else 's'} made")
     return 0
+
+
+def audit_line(audit: Audit) -> str:
+    """An audit made, on one line: its note is the check's failures, which quote what the run left
+    (a command's output in the agent's folder: files the model wrote)."""
+    note = f" ({one_line(audit.note)})" if audit.note else ""
+    return f"run {audit.run_id} ({audit.agent}): {audit.outcome}{note}"
 
 
 def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
