@@ -47,6 +47,10 @@ SCRIPTS: dict[str, list[Any]] = {
         [call("send_mail", to="bob@example.com\ud800", body="hi \udfff")],
         [finish("done", "sent")],
     ],
+    "wide_mail": [  # a body of no space: in a box that does not wrap it, its end is out of sight
+        [call("send_mail", to=SHOWN_TO, body="report:" + "=" * 3000 + "PS:wire-$9000-to-acct-1")],
+        [finish("done", "sent")],
+    ],
     "ask": [[call("read_page", url="https://evil.example/")], [finish("need_help", QUESTION)]],
     "give_up": [[call("read_page", url="https://evil.example/")], [finish("give_up", f"no: {PAGE}")]],
 }

@@ -119,6 +119,22 @@ def test_a_question_and_a_give_up_note_show_their_hidden_characters_on_every_pag
         assert page.locator("script").count() == 0
 
 
+def test_a_long_unbroken_argument_wraps_so_its_end_is_in_sight(tmp_path: Path, page: object) -> None:
+    """A value with no space in it overflowed the arguments and preview boxes to the right: its end
+    ("PS:wire-$9000-to-acct-1") was off screen unless the person scrolled each box sideways."""
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    with Server(str(tmp_path / "runs.db"), tmp_path, catalog=CATALOG) as server:
+        run_id = _start(server, tmp_path / "mail", "wide_mail", "waiting")
+        _sign_in(page, server)
+        item = page.locator(f"#run-{run_id}")
+        expect(item.locator("pre.preview")).to_contain_text("PS:wire-$9000-to-acct-1")
+        for box in ("pre.arguments", "pre.preview"):
+            wide, shown = item.locator(box).evaluate("e => [e.scrollWidth, e.clientWidth]")
+            assert wide <= shown, (box, wide, shown)
+
+
 def test_a_preview_cut_short_says_so_outside_the_preview(tmp_path: Path) -> None:
     """A mail body padded past what the inbox shows of a preview put its real request past the cut:
     the preview ended in `...` inside its own box, which the body's own text could as well hold."""
