@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from agent.audit import Audit
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
 from agent.cli._help import above_zero
 from agent.durable.catalog import SEED_CATALOG, load_catalog
@@ -326,10 +327,16 @@ def _audit(args: argparse.Namespace) -> int:
     with _runner(args, create=False) as runner:
         done = asyncio.run(runner.audit_due())
     for audit in done:
-        note = f" ({audit.note})" if audit.note else ""
-        print(f"run {audit.run_id} ({audit.agent}): {audit.outcome}{note}")
+        print(audit_line(audit))
     print(f"{len(done)} success audit{'' if len(done) == 1 else 's'} made")
     return 0
+
+
+def audit_line(audit: Audit) -> str:
+    """An audit made, on one line: its note is the check's failures, which quote what the run left
+    (a command's output in the agent's folder: files the model wrote)."""
+    note = f" ({one_line(audit.note)})" if audit.note else ""
+    return f"run {audit.run_id} ({audit.agent}): {audit.outcome}{note}"
 
 
 def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
@@ -451,11 +458,22 @@ def result_line(r: RunResult) -> str:
     """How a segment ended, and the command that continues the run when it can go on."""
     limit = f" ({r.limit})" if r.limit else ""
     verified = " verified" if r.verified else ""
-    text = one_line(r.note or r.output)
-    line = (
-        f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text[:200]}".rstrip()
-    )
+    text = _cut(one_line(r.note or r.output), r)
+    line = f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text}".rstrip()
     return line + next_step(r)
+
+
+LINE_CHARS = 200  # of a run's note or output that its line shows
+
+
+def _cut(text: str, r: RunResult) -> str:
+    """`text` whole, or its start marked as cut: silently cut, a call to approve read as another (its
+    arguments past the cut), and the run's output as complete. Where the rest is, for a waiting run."""
+    if len(text) <= LINE_CHARS:
+        return text
+    waits = r.reason is StopReason.NEED_HELP
+    rest = "`endstate pending` shows all of it" if waits else "--json shows all of it"
+    return f"{text[:LINE_CHARS]}... (cut at {LINE_CHARS} of {len(text):,} characters; {rest})"
 
 
 def next_step(r: RunResult) -> str:

@@ -311,11 +311,26 @@ def case_files(
 
 
 def case_yaml(case: dict[str, Any]) -> str:
-    """A case file holding `case`."""
+    """A case file holding `case`; a character a reader would not see as itself is an escape in it."""
     text: str = yaml.dump(
         {"cases": [case]}, Dumper=_CaseDumper, sort_keys=False, allow_unicode=True, width=110
     )
-    return text
+    return _HIDDEN.sub(_yaml_escape, text)
+
+
+# What YAML writes as it is but a reader does not see as itself: bidi overrides and isolates, zero-
+# width and other format characters, tag characters, private-use and unassigned code points. A
+# case file is read in editors, terminals and code review, where a model's U+202E reorders a line.
+# Every text holding one is double-quoted (`_text`), where `\uXXXX` is an escape YAML reads back.
+_HIDDEN = re.compile(
+    "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
+    "\ue000-\uf8ff\U000e0000-\U000e0fff]"
+)
+
+
+def _yaml_escape(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 class _CaseDumper(yaml.SafeDumper):
@@ -325,7 +340,8 @@ class _CaseDumper(yaml.SafeDumper):
 
 
 def _text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style='"' if "\x85" in text else None)
+    quoted = "\x85" in text or _HIDDEN.search(text)
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style='"' if quoted else None)
 
 
 _CaseDumper.add_representer(str, _text)

@@ -11,6 +11,7 @@ from typing import Any
 
 from agent.evals.runner import HOW_TO_RUN, Outcome
 from agent.result import StopReason
+from agent.text import one_line
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ def _failures(outcomes: Sequence[Outcome]) -> list[str]:
     for o in outcomes:
         if o.problems:
             lines.append(f"\nFAILED {o.case.name} ({_where(o.case.source)})")
-            lines += [f"  - {p}" for p in o.problems]
+            lines += [f"  - {one_line(p)}" for p in o.problems]  # they quote the run: a model's words
     return lines
 
 

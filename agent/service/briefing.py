@@ -10,7 +10,6 @@ a preview that fails or takes too long is said so, never an error page.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from agent.durable.catalog import Catalog
 from agent.durable.store import RunRecord
 from agent.errors import EndstateError
 from agent.journal import Journal
+from agent.service.visible import visible_json
 from agent.snapshot import Snapshot
 from agent.tools import _in_daemon_thread  # the tools' daemon pool: a hung preview never blocks exit
 
@@ -54,10 +54,12 @@ class Step:
 
 @dataclass(frozen=True)
 class Preview:
-    """What the pending call would do (`text`), or why that cannot be shown (`missing`)."""
+    """What the pending call would do (`text`), or why that cannot be shown (`missing`); `length`,
+    when `text` is only the start of a longer preview, is how long the whole one is."""
 
     text: str = ""
     missing: str = ""
+    length: int = 0
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,9 @@ async def preview(record: RunRecord, catalog: Catalog) -> Preview:
         return Preview(missing=f"No preview: the tool's preview took longer than {PREVIEW_SECONDS:g} s.")
     except Exception as exc:  # the tool's own code: its failure is shown, not raised
         return Preview(missing=f"No preview: the tool's preview failed ({_why(exc)}).")
-    return Preview(text=clip(str(text), PREVIEW_CHARS, flat=False))
+    whole = str(text)
+    cut = len(whole) > PREVIEW_CHARS
+    return Preview(text=whole[:PREVIEW_CHARS] if cut else whole, length=len(whole) if cut else 0)
 
 
 _RUNNING: set[tuple[str, str]] = set()  # (run id, call id) of the previews running now
@@ -165,7 +169,7 @@ def clip(text: str, limit: int, flat: bool = True) -> str:
 
 
 def _json(arguments: object) -> str:
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    return visible_json(arguments, sort_keys=True, default=str)
 
 
 def _why(exc: BaseException) -> str:

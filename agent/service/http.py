@@ -17,6 +17,7 @@ from agent.durable.runner import AgentUnavailable, AnswerError
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError, EndstateError
 from agent.service.auth import Token
+from agent.service.visible import shown_json
 from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, strict_json
 
 MAX_BODY = 64 * 1024
@@ -30,10 +31,12 @@ MAX_PAGE = 500
 
 class StandardJSON(JSONResponse):
     """A JSON response any parser reads, whatever a run holds: NaN and the infinities (a state
-    set in Python) as null, lone surrogates (a path read with `surrogateescape`) as U+FFFD."""
+    set in Python) as null, lone surrogates (a path read with `surrogateescape`) as U+FFFD; and
+    shown as it is to a person who reads it in a terminal (`shown_json`: a model's bidi override or
+    C1 control is a JSON escape)."""
 
     def render(self, content: Any) -> bytes:
-        return json_text(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return shown_json(json_text(content, ensure_ascii=False, separators=(",", ":"))).encode("utf-8")
 
 
 class Problem(Exception):

@@ -23,8 +23,6 @@ form defences; links at the top of both move between them.
 
 from __future__ import annotations
 
-import html
-import json
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -55,6 +53,7 @@ from agent.service.http import (
     status_of,
     waiting_page,
 )
+from agent.service.visible import escape, visible_json
 
 REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
 FILTERS = ("agent", "task_type")
@@ -267,7 +266,7 @@ class View:
 
 def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
     """One waiting run: what it asks, what it did before, what the call would do, and its forms."""
-    e, r = html.escape, b.record
+    e, r = escape, b.record
     deadline = when(r.deadline or now)
     times = f"""Waiting <span class="waited">{span(waited_seconds(r, now))}</span>;
   deadline {e(deadline)} (<span class="left">{span((r.deadline or now) - now)}</span> left)"""
@@ -289,17 +288,17 @@ def _refused(r: RunRecord) -> str:
     """Why the last answer given was not taken, for the person who gave it (the run waits again)."""
     if not r.refused:
         return ""
-    return f'<p class="refused"><strong>Not taken:</strong> {html.escape(r.refused)}</p>\n  '
+    return f'<p class="refused"><strong>Not taken:</strong> {escape(r.refused)}</p>\n  '
 
 
 def _call(r: RunRecord, preview: Preview | None) -> str:
     """The pending call, its arguments and what it would do, for an approval."""
     if not r.pending or preview is None:
         return ""
-    e = html.escape
-    args = json.dumps(r.pending.arguments, indent=2, sort_keys=True, ensure_ascii=False)
+    e = escape
+    args = visible_json(r.pending.arguments, indent=2, sort_keys=True)
     shown = (
-        f'<pre class="preview">{e(preview.text)}</pre>'
+        f'<pre class="preview">{e(preview.text)}</pre>{_cut(preview)}'
         if preview.text
         else f'<p class="no-preview">{e(preview.missing)}</p>'
     )
@@ -309,6 +308,16 @@ def _call(r: RunRecord, preview: Preview | None) -> str:
   {shown}</section>"""
 
 
+def _cut(preview: Preview) -> str:
+    """Under a preview cut short, that it was, outside the preview (whose text could fake the line)."""
+    if not preview.length:
+        return ""
+    return (
+        f'\n  <p class="preview-cut"><strong>Cut:</strong> only the first {len(preview.text):,} of the '
+        f"preview's {preview.length:,} characters are shown; the call does all that the rest says.</p>"
+    )
+
+
 def _before(r: RunRecord, steps: list[Step]) -> str:
     """What the agent did before asking: the run's summary and its last tool calls."""
     return steps_section(r.summary, steps, "Before asking", "before")
@@ -316,7 +325,7 @@ def _before(r: RunRecord, steps: list[Step]) -> str:
 
 def steps_section(summary: str, steps: list[Step], when: str, kind: str) -> str:
     """A run's summary and its last tool calls (arguments and results shortened), under `when`."""
-    e = html.escape
+    e = escape
     rows = "\n".join(
         f"""<li><code class="tool">{e(s.name)}</code> <code class="args">{e(s.arguments)}</code>
     <span class="{"result error" if s.is_error else "result"}">{e(s.result)}</span></li>"""
@@ -337,7 +346,7 @@ def _expired(r: RunRecord, now: float) -> str:
 
 def _forms(r: RunRecord, view: View) -> str:
     """The buttons, each saying what it does."""
-    e = html.escape
+    e = escape
     rid = quote(r.run_id, safe="")
     to = {a: e(view.url(f"/inbox/{rid}/{a}", page=None, refresh=None)) for a in ("answer", "approve", "deny")}
     read = f'<input type="hidden" name="segments" value="{r.segments}">'  # the request as shown
@@ -378,7 +387,7 @@ def filters(found: list[tuple[str, str, int]], view: View) -> str:
 
 def link(url: str, text: str, current: bool) -> str:
     mark = ' aria-current="page" class="on"' if current else ""
-    return f'<a href="{html.escape(url)}"{mark}>{html.escape(text)}</a>'
+    return f'<a href="{escape(url)}"{mark}>{escape(text)}</a>'
 
 
 def _empty(view: View, total: int) -> str:
@@ -396,9 +405,9 @@ def pages(view: View, size: int, total: int) -> str:
     """Links to the older and newer pages, when there are any (page 1 holds the oldest requests)."""
     links = []
     if view.page > 1:
-        links.append(f'<a href="{html.escape(view.url(page=view.page - 1))}" rel="prev">Older</a>')
+        links.append(f'<a href="{escape(view.url(page=view.page - 1))}" rel="prev">Older</a>')
     if view.page * size < total:
-        links.append(f'<a href="{html.escape(view.url(page=view.page + 1))}" rel="next">Newer</a>')
+        links.append(f'<a href="{escape(view.url(page=view.page + 1))}" rel="next">Newer</a>')
     if not links:
         return ""
     first, last = min(total, (view.page - 1) * size + 1), min(total, view.page * size)
@@ -408,10 +417,10 @@ def pages(view: View, size: int, total: int) -> str:
 def _refresh(view: View) -> tuple[str, str]:
     """The meta refresh (to this view, without a one-time message) and the link that pauses it."""
     if not view.refresh:
-        resume = html.escape(view.url(refresh=None))
+        resume = escape(view.url(refresh=None))
         return "", f'<p class="refresh">Refresh paused. <a href="{resume}">Refresh again</a></p>'
-    target = html.escape(view.url())
-    pause = html.escape(view.url(refresh="off"))
+    target = escape(view.url())
+    pause = escape(view.url(refresh="off"))
     return (
         f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}; url={target}">',
         f'<p class="refresh">This page refreshes every {REFRESH_SECONDS} s; '
@@ -430,7 +439,7 @@ def span(seconds: float) -> str:
 
 
 def notice(text: str, kind: str) -> str:
-    return f'<p class="{kind}" role="status">{html.escape(text)}</p>' if text else ""
+    return f'<p class="{kind}" role="status">{escape(text)}</p>' if text else ""
 
 
 _SIGN_IN = """<form method="post" action="/inbox/login" class="login">

@@ -19,7 +19,6 @@ posted from another origin.
 
 from __future__ import annotations
 
-import html
 import tempfile
 import time
 from collections.abc import Iterator
@@ -55,6 +54,7 @@ from agent.service.inbox import (
     span,
     steps_section,
 )
+from agent.service.visible import escape
 
 QUEUE = "/inbox/review"
 LABELLED = "/inbox/review/labelled"
@@ -224,9 +224,9 @@ class ReviewPages:
             content = found or ""
         body = page_html(
             "review",
-            title=f"Endstate review: run {html.escape(run_id)}",
+            title=f"Endstate review: run {escape(run_id)}",
             heading="Review of run",
-            count=html.escape(run_id),
+            count=escape(run_id),
             notice=notice(message, "notice") + notice(error, "error"),
             session=session(is_in),
             items=content,
@@ -252,7 +252,7 @@ class ReviewPages:
 
     async def _case_section(self, record: RunRecord, labels: list[Review], is_in: bool) -> str:
         """The eval case a promote writes for the run: shown, downloadable, and the promote button."""
-        e = html.escape
+        e = escape
         if record.status != "finished":
             return _case(f'<p class="case-note">Run {e(record.run_id)} is {e(record.status)}: only '
                          "finished runs are reviewed and promoted.</p>")  # fmt: skip
@@ -273,7 +273,7 @@ class ReviewPages:
   <pre class="case-yaml">{e(review.case_yaml(files.case))}</pre>""")
 
     def _promote_part(self, run_id: str, is_in: bool) -> str:
-        e, folder = html.escape, self.service.cases_dir
+        e, folder = escape, self.service.cases_dir
         if folder is None:
             return (
                 '<p class="case-note no-cases-dir">To promote from here, start the service with '
@@ -294,7 +294,7 @@ class ReviewPages:
     <code>endstate eval {e(str(folder))}</code> runs it.</span></form>"""
 
     def _labelled_table(self, found: list[Review], view: View) -> str:
-        e, folder = html.escape, self.service.cases_dir
+        e, folder = escape, self.service.cases_dir
         rows = []
         for r in found:
             promoted = folder is not None and (folder / review.case_file(r.run_id)).exists()
@@ -408,7 +408,7 @@ class ReviewPages:
 
 def run_card(r: RunRecord, steps: list[Step], view: View) -> str:
     """A finished run: who, the task, how it stopped and why, what it did."""
-    e = html.escape
+    e = escape
     stop = f"{r.stop_reason}" + (f" ({r.stop_limit})" if r.stop_limit else "")
     ended = r.ended_at or r.updated_at
     ago = span(time.time() - ended)
@@ -427,7 +427,7 @@ def run_card(r: RunRecord, steps: list[Step], view: View) -> str:
 def label_form(r: RunRecord, view: View, reviewer: str, again: bool = False) -> str:
     """The labels that fit the run's stop, a note, who is labelling, and what saving does
     (`again`: the run has a label; a new one replaces it)."""
-    e = html.escape
+    e = escape
     legend = "Label it again (the new label replaces the last)" if again else "What did you find?"
     fits = review.labels_for(r.stop_reason)
     choices = "\n".join(
@@ -452,7 +452,7 @@ def _history(labels: list[Review]) -> str:
     """The labels a run was given, latest first (the latest counts)."""
     if not labels:
         return '<p class="labels-none">Not labelled yet.</p>'
-    e = html.escape
+    e = escape
     rows = "\n".join(
         f"""<li><strong class="label">{e(r.label)}</strong>
     <span class="labelled-by">by {e(r.by or "(not recorded)")}, {e(when(r.labelled_at))}</span>
@@ -465,7 +465,7 @@ def _history(labels: list[Review]) -> str:
 def _download_link(files: CaseFiles) -> str:
     """The download: the case file, or, when the run's results hold images or PDFs, a zip of it and
     of `blobs/` with their bytes, the link saying which."""
-    e = html.escape
+    e = escape
     if not files.blobs:
         href = e(run_url(files.run_id, "case.yaml"))
         return f'<a class="download" href="{href}" download="{e(files.name)}">Download {e(files.name)}</a>'
@@ -510,7 +510,7 @@ def _expected(case: dict[str, Any]) -> list[str]:
 
 
 def _ids(r: RunRecord) -> str:
-    e = html.escape
+    e = escape
     return f'id="run-{e(r.run_id)}" data-run-id="{e(r.run_id)}"'
 
 
@@ -525,8 +525,8 @@ def _done_link(request: Request, message: str) -> str:
     done = request.query_params.get("done")
     if not done or not message.startswith(f"Labelled run {done} "):
         return ""
-    url = html.escape(run_url(done))
-    opened = f'<a href="{url}">Open run {html.escape(done)}</a>'
+    url = escape(run_url(done))
+    opened = f'<a href="{url}">Open run {escape(done)}</a>'
     return f'<p class="notice next" role="status">{opened} to see or promote its eval case.</p>'
 
 
@@ -546,15 +546,15 @@ def _filtered_note(view: View) -> str:
     if not (view.agent or view.task_type):
         return ""
     shown = ", ".join(f"{k} {v}" for k, v in (("agent", view.agent), ("task type", view.task_type)) if v)
-    return f'<p class="intro">Only {html.escape(shown)}. {link(LABELLED, "Show all", False)}</p>'
+    return f'<p class="intro">Only {escape(shown)}. {link(LABELLED, "Show all", False)}</p>'
 
 
 def _later_earlier(view: View, more: bool) -> str:
     links = []
     if view.page > 1:
-        links.append(f'<a href="{html.escape(view.url(page=view.page - 1))}" rel="prev">Later labels</a>')
+        links.append(f'<a href="{escape(view.url(page=view.page - 1))}" rel="prev">Later labels</a>')
     if more:
-        links.append(f'<a href="{html.escape(view.url(page=view.page + 1))}" rel="next">Earlier labels</a>')
+        links.append(f'<a href="{escape(view.url(page=view.page + 1))}" rel="next">Earlier labels</a>')
     return f'<nav class="pages">{" ".join(links)}</nav>' if links else ""
 
 
