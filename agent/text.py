@@ -17,22 +17,48 @@ def without_lone_surrogates(text: str) -> str:
     return LONE_SURROGATE.sub("\ufffd", text)
 
 
-# What a terminal acts on rather than shows: C0 and C1 controls (escape sequences, carriage
-# returns, bells), DEL, and the bidirectional overrides and isolates that reorder a line.
-_NOT_SHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Characters that `str.isprintable` calls printable but that show nothing or hide text: variation
+# selectors (they can carry hidden text after any character) and the combining grapheme joiner.
+_PRINTABLE_BUT_HIDDEN = re.compile("[\u034f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+_KEPT = frozenset("\n\t ")  # line breaks and tabs lay out a preview or a diff
+
+
+def visible(text: str) -> str:
+    """`text` with every character that a page or a terminal would not show as itself (controls
+    and escape sequences, bidi overrides and isolates, zero-width and other format characters,
+    separators other than the space, lone surrogates, private-use and unassigned code points,
+    variation selectors) as `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`; line breaks and tabs are kept, a
+    carriage return is escaped. Text from a model or a tool is text from outside: a right-to-left
+    override shows `evil.example\\u202e` as another address, a zero-width space makes two values
+    look the same, an escape sequence retitles or rewrites the reader's terminal."""
+    if all_shown(text):
+        return text
+    return "".join(c if shown(c) else _escape(c) for c in text)
+
+
+def all_shown(text: str) -> bool:
+    """True when `visible` keeps all of `text` (checked at C speed; a line break or tab says False)."""
+    return text.isprintable() and not _PRINTABLE_BUT_HIDDEN.search(text)
+
+
+def shown(char: str) -> bool:
+    """True when `visible` keeps `char` as it is."""
+    return char in _KEPT or (char.isprintable() and not _PRINTABLE_BUT_HIDDEN.match(char))
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def one_line(text: str) -> str:
-    """`text` to print on one terminal line: line breaks and tabs as spaces, every other control
-    character as a visible escape (`\\x1b`). A model's note or question is text from outside:
-    printed as is, its escape sequences could retitle, clear or rewrite the reader's terminal, or
-    a carriage return put other words over it."""
-    return _NOT_SHOWN.sub(_escaped, text.replace("\r\n", " ").replace("\n", " ").replace("\t", " "))
-
-
-def _escaped(found: re.Match[str]) -> str:
-    code = ord(found.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    """`text` to print on one terminal line: line breaks and tabs as spaces, and what `visible`
+    escapes as escapes. A model's note or question is text from outside: printed as is, its escape
+    sequences could retitle, clear or rewrite the reader's terminal, a carriage return put other
+    words over it, or a zero-width character hide what it says."""
+    return visible(text.replace("\r\n", " ").replace("\n", " ").replace("\t", " "))
 
 
 SHOWN_DEPTH = 255  # levels of nesting a response shows (what a run may keep: `_codec.MAX_DEPTH`)

@@ -80,3 +80,23 @@ def test_an_audits_note_is_printed_on_one_line_with_its_escapes_shown() -> None:
         "run r1 (ci-fixer): false_success (`pytest -q` exited 1: \\x1b[2J\\x1b]0;all good\\x07\\x0d"
         "run r9 (ci): confirmed)"
     )
+
+
+def test_pending_shows_the_zero_width_and_tag_characters_of_a_question_as_escapes(tmp_path: Path) -> None:
+    """`endstate pending` printed a question's zero-width space and Unicode tag character as they
+    are (only controls and bidi overrides were escaped): "May I mail alice@example.com?" read clean
+    in the terminal while the address asked about was another."""
+    store = str(tmp_path / "runs.db")
+    state = f'{{"dir": "{tmp_path}", "script": "ask"}}'
+    start = ["start", "mailer", "mail alice", "--state", state, "--run-id", "r2"]
+    _endstate(*start, "--catalog", CATALOG, "--store", store, cwd=tmp_path)
+    said = _endstate("pending", "--store", store, cwd=tmp_path)
+    assert "alice@example.com\\u200b\\u202e\\U000e0041?" in said
+    assert "\u200b" not in said and "\U000e0041" not in said
+
+
+def test_one_line_writes_every_hidden_character_as_an_escape_that_names_it() -> None:
+    from agent.text import one_line
+
+    assert one_line("a\u200bb\u00adc\ufeff\U000e0041\ufe0f") == "a\\u200bb\\xadc\\ufeff\\U000e0041\\ufe0f"
+    assert one_line("caf\u00e9 \U0001f600\nnext\tcol") == "caf\u00e9 \U0001f600 next col"  # shown as it is

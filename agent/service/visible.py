@@ -14,34 +14,11 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from typing import Any
 
-# Invisible or reordering characters that `str.isprintable` calls printable: variation selectors
-# (they can carry hidden text after any character) and the combining grapheme joiner.
-_PRINTABLE_BUT_HIDDEN = re.compile("[\u034f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
-_KEPT = frozenset("\n\t ")  # line breaks and tabs lay out a preview or a diff
+from agent.text import all_shown, shown, visible
 
-
-def visible(text: str) -> str:
-    """`text` with every character that a page would not show as itself (controls, bidi overrides
-    and isolates, zero-width and other format characters, separators other than the space, lone
-    surrogates, private-use and unassigned code points, variation selectors) as `\\xNN`, `\\uNNNN`
-    or `\\UNNNNNNNN`; line breaks and tabs are kept, a carriage return is escaped."""
-    if text.isprintable() and not _PRINTABLE_BUT_HIDDEN.search(text):
-        return text
-    return "".join(c if _shown(c) else _escape(c) for c in text)
-
-
-def _shown(char: str) -> bool:
-    return char in _KEPT or (char.isprintable() and not _PRINTABLE_BUT_HIDDEN.match(char))
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+__all__ = ["escape", "shown_json", "visible", "visible_json"]
 
 
 def visible_json(value: Any, **options: Any) -> str:
@@ -55,9 +32,9 @@ def shown_json(text: str) -> str:
     """JSON `text` (written with `ensure_ascii=False`) with what `visible` escapes as JSON escapes:
     the same JSON to a parser; to a person (a terminal that `curl` prints to, a page), no character
     that acts or hides (JSON escapes only C0 controls: not DEL, C1's CSI, bidi overrides)."""
-    if text.isprintable() and not _PRINTABLE_BUT_HIDDEN.search(text):
+    if all_shown(text):
         return text
-    return "".join(c if _shown(c) else _json_escape(c) for c in text)
+    return "".join(c if shown(c) else _json_escape(c) for c in text)
 
 
 def _json_escape(char: str) -> str:
