@@ -11,6 +11,7 @@ from typing import Any
 import httpx2
 import pg
 import pytest
+from browser import page  # noqa: F401  (the page tests' headless Chromium: a fixture for every test file)
 from opentelemetry import context as otel_context
 
 from agent import Agent, Budget

@@ -15,41 +15,12 @@ from test_runner_agents import MARKUP, counter_state, env_with_tests
 from test_service_support import TOKEN, Server, wait_status
 
 pytestmark = pytest.mark.slow
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-# How long a page action or an `expect` waits for its condition (Playwright's defaults, 30 s and
-# 5 s, are not what Chromium takes to render a page on a loaded machine of 2 cores).
-PATIENCE_MS = 60_000
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
     with Server(str(tmp_path / "runs.db"), tmp_path) as s:
         yield s
-
-
-@pytest.fixture
-def page() -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium", pytrace=False)
-    from playwright.sync_api import expect, sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(PATIENCE_MS)
-            expect.set_options(timeout=PATIENCE_MS)
-            yield page
-        finally:
-            expect.set_options(timeout=5_000)  # Playwright's own default, for whatever runs next
-            browser.close()
 
 
 def _start(server: Server, agent: str, scenario: str) -> str:

@@ -5,13 +5,11 @@ and preview carry markup, terminal escapes, bidi overrides, zero-width and tag c
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from hostile_agents import HIDDEN_TO, LONG_BODY, SHOWN_TO
-from test_inbox import ARGS, CHROMIUM, PATIENCE_MS
 from test_service_support import TOKEN, Server, wait_status
 
 from agent.service.visible import visible
@@ -21,24 +19,6 @@ CATALOG = "hostile_agents:catalog"
 # What a browser acts on or hides rather than shows: controls, bidi controls, zero-width and other
 # format characters, Unicode tags.
 HIDDEN = ["\x00", "\x07", "\x1b", "\r", "\u200b", "\u202c", "\u202e", "\U000e0041"]
-
-
-@pytest.fixture
-def page() -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium", pytrace=False)
-    from playwright.sync_api import expect, sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(PATIENCE_MS)
-            expect.set_options(timeout=PATIENCE_MS)
-            yield page
-        finally:
-            expect.set_options(timeout=5_000)
-            browser.close()
 
 
 def _start(server: Server, folder: Path, script: str, status: str) -> str:
