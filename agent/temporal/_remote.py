@@ -904,11 +904,22 @@ class ReplaySafeHooks:
         self._loop.call_soon(self.replaying)
 
     def replaying(self) -> bool:
-        """Whether what happens now happened before: replayed, or re-done after a reset."""
+        """Whether what happens now happened before: replayed, or re-done after a reset. True too
+        for a call from outside this workflow's event loop: a dropped workflow's coroutine (evicted
+        from a worker's cache) closed by the collector while another workflow runs, whose history is
+        not this run's (it may not even be set up yet): nothing of it is observed."""
+        if not self._in_own_loop():
+            return True
         length = workflow.info().get_current_history_length()
         if self._reset:  # this activation's task re-does the reset one
             self._reset, self._reset_at = False, length
         return workflow.unsafe.is_replaying() or length == self._reset_at
+
+    def _in_own_loop(self) -> bool:
+        try:
+            return asyncio.get_running_loop() is self._loop
+        except RuntimeError:  # no loop runs
+            return False
 
     def run_started(self, info: RunInfo) -> RunObserver:
         self._segments += 1
