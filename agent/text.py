@@ -33,7 +33,7 @@ def visible(text: str) -> str:
     look the same, an escape sequence retitles or rewrites the reader's terminal."""
     if all_shown(text):
         return text
-    return "".join(c if shown(c) else _escape(c) for c in text)
+    return "".join(c if shown(c) else escaped(c) for c in text)
 
 
 def all_shown(text: str) -> bool:
@@ -46,7 +46,9 @@ def shown(char: str) -> bool:
     return char in _KEPT or (char.isprintable() and not _PRINTABLE_BUT_HIDDEN.match(char))
 
 
-def _escape(char: str) -> str:
+def escaped(char: str) -> str:
+    """`char` as the escape `visible` writes: `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN` (YAML's double-quoted
+    escapes too)."""
     code = ord(char)
     if code <= 0xFF:
         return f"\\x{code:02x}"

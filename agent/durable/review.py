@@ -35,6 +35,7 @@ from agent.errors import ConfigError
 from agent.journal import Answer, Answered, Approval, Denial, Entry, Extended, Stopped, Suspended
 from agent.result import StopReason
 from agent.summary import plural
+from agent.text import escaped
 
 log = logging.getLogger("endstate.review")
 
@@ -315,7 +316,7 @@ def case_yaml(case: dict[str, Any]) -> str:
     text: str = yaml.dump(
         {"cases": [case]}, Dumper=_CaseDumper, sort_keys=False, allow_unicode=True, width=110
     )
-    return _HIDDEN.sub(_yaml_escape, text)
+    return _HIDDEN.sub(lambda found: escaped(found.group()), text)
 
 
 # What YAML writes as it is but a reader does not see as itself: bidi overrides and isolates, zero-
@@ -326,11 +327,6 @@ _HIDDEN = re.compile(
     "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
     "\ue000-\uf8ff\U000e0000-\U000e0fff]"
 )
-
-
-def _yaml_escape(found: re.Match[str]) -> str:
-    code = ord(found.group())
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 class _CaseDumper(yaml.SafeDumper):
