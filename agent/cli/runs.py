@@ -38,7 +38,7 @@ from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.summary import plural
-from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, one_line, strict_json
+from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, lookalikes, one_line, strict_json
 
 PENDING_PAGE = 500  # waiting runs `endstate pending` reads at a time
 
@@ -426,6 +426,12 @@ def dollars(cost: float | None) -> str:
     return "unknown" if cost is None else f"${cost:.4f}"
 
 
+def _lookalikes(r: RunRecord) -> list[str]:
+    """The words of a waiting run's question and pending call whose letters mix scripts."""
+    question = r.question or ""
+    return lookalikes([question, r.pending.name, r.pending.arguments] if r.pending else question)
+
+
 def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None) -> str:
     """A waiting run: who asks what, for how long, and the command that answers it (with the options
     `on` that reach the same runs: `store_on`, `temporal_on`); past its deadline, `late` (what ends it)."""
@@ -439,6 +445,7 @@ def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None
     ]
     if r.refused:  # the last answer given was not taken: its giver reads why here
         lines.append(f"    ! {one_line(r.refused)}")
+    lines.extend(f"    ! look closely: {word}" for word in _lookalikes(r))
     if left <= 0:
         late = late or f"too late to answer: `endstate recover{on}` ends it under its help policy"
         lines.append(f"    -> {late}")

@@ -54,6 +54,7 @@ from agent.service.http import (
     waiting_page,
 )
 from agent.service.visible import escape, visible_json
+from agent.text import lookalikes
 
 REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
 FILTERS = ("agent", "task_type")
@@ -303,9 +304,22 @@ def _call(r: RunRecord, preview: Preview | None) -> str:
         else f'<p class="no-preview">{e(preview.missing)}</p>'
     )
     return f"""<p class="call">Pending tool call <code>{e(r.pending.name)}</code></p>
-  <pre class="arguments">{e(args)}</pre>
+  <pre class="arguments">{e(args)}</pre>{_look_closely([r.pending.name, r.pending.arguments])}
   <section class="will-do"><h3>What the call will do</h3>
   {shown}</section>"""
+
+
+def _look_closely(call: Any) -> str:
+    """Under a call's arguments, the words whose letters mix scripts (a Cyrillic a, U+0430, in an
+    address shows as the Latin one), outside the arguments' box, whose text the model may have written."""
+    words = lookalikes(call)
+    if not words:
+        return ""
+    items = "".join(f"<li>{escape(w)}</li>" for w in words)
+    return (
+        '\n  <div class="lookalikes" role="alert"><strong>Look closely:</strong> letters from different '
+        f"scripts that can look alike, in one word:<ul>{items}</ul></div>"
+    )
 
 
 def _cut(preview: Preview) -> str:
