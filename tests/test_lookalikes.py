@@ -19,6 +19,7 @@ from agent.text import MAX_LOOKALIKES, lookalikes
 
 CATALOG = "hostile_agents:catalog"
 CYRILLIC_A = "\u0430"
+WARNING = f'"{LOOKALIKE_TO}" mixes Cyrillic "{CYRILLIC_A}" (U+0430) with Latin'
 
 
 @pytest.mark.parametrize(
@@ -70,10 +71,13 @@ def test_the_inbox_says_to_look_closely_at_a_call_whose_address_mixes_scripts(
     with Server(str(tmp_path / "runs.db"), tmp_path, catalog=CATALOG) as server:
         odd = _start(server, tmp_path / "odd", "lookalike_mail", "waiting")
         plain = _start(server, tmp_path / "plain", "plain_mail", "waiting")
+        with server.client() as api:
+            listed = {item["run_id"]: item["look_closely"] for item in api.get("/pending").json()["pending"]}
+        assert listed == {odd: [WARNING], plain: []}
         _sign_in(page, server)
         alert = page.locator(f"#run-{odd} .lookalikes")
         expect(alert).to_contain_text("Look closely:")
-        expect(alert).to_contain_text(f'"{LOOKALIKE_TO}" mixes Cyrillic "{CYRILLIC_A}" (U+0430) with Latin')
+        expect(alert).to_contain_text(WARNING)
         assert page.locator(f"#run-{odd} pre.arguments").inner_text().count(LOOKALIKE_TO) == 1
         expect(page.locator(f"#run-{plain} .call code")).to_have_text("send_mail")
         assert page.locator(f"#run-{plain} .lookalikes").count() == 0  # Zurich, Tokyo: nothing to see
@@ -92,8 +96,7 @@ def test_pending_says_to_look_closely_at_a_call_whose_address_mixes_scripts(tmp_
         _endstate("start", "mailer", "mail alice", "--state", state, "--run-id", run_id, "--catalog", CATALOG,
                   "--store", store, cwd=tmp_path)  # fmt: skip
     said = _endstate("pending", "--store", store, cwd=tmp_path)
-    warning = f'! look closely: "{LOOKALIKE_TO}" mixes Cyrillic "{CYRILLIC_A}" (U+0430) with Latin'
-    assert warning in said
+    assert f"! look closely: {WARNING}" in said
     assert said.count("look closely") == 1, said
 
 

@@ -426,12 +426,6 @@ def dollars(cost: float | None) -> str:
     return "unknown" if cost is None else f"${cost:.4f}"
 
 
-def _lookalikes(r: RunRecord) -> list[str]:
-    """The words of a waiting run's question and pending call whose letters mix scripts."""
-    question = r.question or ""
-    return lookalikes([question, r.pending.name, r.pending.arguments] if r.pending else question)
-
-
 def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None) -> str:
     """A waiting run: who asks what, for how long, and the command that answers it (with the options
     `on` that reach the same runs: `store_on`, `temporal_on`); past its deadline, `late` (what ends it)."""
@@ -445,7 +439,7 @@ def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None
     ]
     if r.refused:  # the last answer given was not taken: its giver reads why here
         lines.append(f"    ! {one_line(r.refused)}")
-    lines.extend(f"    ! look closely: {word}" for word in _lookalikes(r))
+    lines.extend(f"    ! look closely: {word}" for word in lookalikes(r.asked))
     if left <= 0:
         late = late or f"too late to answer: `endstate recover{on}` ends it under its help policy"
         lines.append(f"    -> {late}")

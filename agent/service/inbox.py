@@ -278,7 +278,7 @@ def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
   <span class="id">{e(r.run_id)}</span></header>
   <p class="task">{e(r.task)}</p>
   <p class="question">{e(r.question or "")}</p>
-  {_refused(r)}{_call(r, b.preview)}
+  {_refused(r)}{_call(r, b.preview) or _look_closely(r)}
   {_before(r, b.steps)}{notice(b.unreadable, "journal-error")}
   <p class="times">{times}</p>
   {_expired(r, now) if b.expired else _forms(r, view) if signed_in else _SIGN_IN_TO_ANSWER}
@@ -304,15 +304,15 @@ def _call(r: RunRecord, preview: Preview | None) -> str:
         else f'<p class="no-preview">{e(preview.missing)}</p>'
     )
     return f"""<p class="call">Pending tool call <code>{e(r.pending.name)}</code></p>
-  <pre class="arguments">{e(args)}</pre>{_look_closely([r.pending.name, r.pending.arguments])}
+  <pre class="arguments">{e(args)}</pre>{_look_closely(r)}
   <section class="will-do"><h3>What the call will do</h3>
   {shown}</section>"""
 
 
-def _look_closely(call: Any) -> str:
-    """Under a call's arguments, the words whose letters mix scripts (a Cyrillic a, U+0430, in an
-    address shows as the Latin one), outside the arguments' box, whose text the model may have written."""
-    words = lookalikes(call)
+def _look_closely(r: RunRecord) -> str:
+    """The words of a run's question and call whose letters mix scripts (a Cyrillic a, U+0430, in an
+    address shows as the Latin one), outside the boxes whose text the model may have written."""
+    words = lookalikes(r.asked)
     if not words:
         return ""
     items = "".join(f"<li>{escape(w)}</li>" for w in words)
