@@ -45,10 +45,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = [moved for i, item in enumerate(rest) for moved in [*before.get(i, []), item]]
 
 
+_stopping: list[int] = []  # the SIGTERM that stops the session, once it came
+
+
 def _interrupted(signum: int, frame: object) -> None:
     """SIGTERM ends the session as Ctrl-C does: pytest tears the fixtures down, so the servers they
     started are stopped (a `timeout`, CI cut at its limit, ran no teardown and left them running).
     A second SIGTERM kills at once, as without this; `reaper.Reaper` then stops what was left."""
+    _stopping.append(signum)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise KeyboardInterrupt(f"SIGTERM (signal {signum}): the test session is stopped")
 
@@ -60,10 +64,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def sigterm_still_stops_the_session() -> Iterator[None]:
-    """A test whose code set its own SIGTERM handler and left it (a CLI's main run in-process) would
-    take that from every later test: the session's is put back."""
+    """A test whose code set its own SIGTERM handler and left it (a CLI's main run in-process; an
+    event loop's `add_signal_handler`, which leaves SIG_DFL when the loop closes) would take that
+    from every later test: the session's is put back (not once the session is being stopped)."""
     yield
-    if signal.getsignal(signal.SIGTERM) not in (_interrupted, signal.SIG_DFL):
+    if not _stopping and signal.getsignal(signal.SIGTERM) is not _interrupted:
         signal.signal(signal.SIGTERM, _interrupted)
 
 

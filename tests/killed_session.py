@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -14,6 +15,12 @@ from prom_stack import prometheus, prometheus_config
 from temporal_server import TemporalServer, temporal_fixture
 
 temporal = temporal_fixture()
+
+
+def test_leaves_a_sigterm_handler_of_its_own() -> None:
+    """As an event loop's `add_signal_handler` does when the loop closes: the session's handler is
+    put back after the test (else the SIGTERM below would kill the session with no teardown)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def test_holds_its_servers_until_killed(temporal: TemporalServer, tmp_path: Path) -> None:
