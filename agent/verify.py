@@ -199,10 +199,9 @@ class AllOf:
         return failures
 
     @property
-    def timeout(self) -> float | None:
+    def timeout(self) -> float:
         """Its parts' timeouts added up: they run one after another (`run_verifiers` runs each apart)."""
-        each = [timeout_of(v) for v in self.verifiers]
-        return None if None in each else sum(t for t in each if t is not None)
+        return sum(timeout_of(v) or DEFAULT_TIMEOUT for v in self.verifiers)
 
     def bounded(self, seconds: float) -> AllOf:
         """Each part bounded by `seconds` (`run_verifiers` bounds the whole)."""
@@ -271,10 +270,15 @@ def parts(verifiers: Sequence[Verifier]) -> list[Verifier]:
 
 
 def timeout_of(verifier: Verifier) -> float | None:
-    """The seconds `verifier` gets: its own `timeout`, else `DEFAULT_TIMEOUT`; None when it says it is
-    bounded elsewhere (the Temporal workflow's verify activity)."""
-    own = getattr(verifier, "timeout", DEFAULT_TIMEOUT)
-    return own if own is None or (is_number(own) and own > 0) else DEFAULT_TIMEOUT
+    """The seconds `verifier` gets: the timeout it was made with (`command`, `predicate`,
+    `evaluator`, `within`, `all_of`'s parts added up), else `DEFAULT_TIMEOUT` (a `timeout` attribute
+    of a class of yours may mean something else, say its HTTP client's); None when it says it is
+    bounded elsewhere (`bounded_elsewhere`: the Temporal workflow's verify activity)."""
+    if getattr(verifier, "bounded_elsewhere", False) is True:
+        return None
+    if isinstance(verifier, CommandVerifier | PredicateVerifier | EvaluatorVerifier | Within | AllOf):
+        return verifier.timeout
+    return DEFAULT_TIMEOUT
 
 
 def unfinished(verifier: Verifier, seconds: float) -> str:

@@ -214,3 +214,17 @@ def test_a_verifier_returning_no_list_is_named_when_it_is_a_part():
 
     with pytest.raises(VerifierError, match="verifier 'forgot_return' returned None"):
         verdict([all_of(forgot_return)])
+
+
+@pytest.mark.timeout(60)
+def test_a_timeout_attribute_of_a_verifier_class_of_yours_is_not_taken_for_its_bound(release, short_default):
+    """A class's own `timeout` (its HTTP client's, None for none) does not unbound it, nor set its bound."""
+
+    class HealthCheck:
+        timeout = None  # the client's: wait as long as the server takes
+
+        def __call__(self, c: RunContext) -> list[str]:
+            release.wait(120)
+            return []
+
+    assert verdict([HealthCheck()]) == Verdict(["`HealthCheck` did not finish within 0.3 s"])

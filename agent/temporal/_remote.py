@@ -784,7 +784,7 @@ class RemoteVerifier:
     routes that call to the activity.
     """
 
-    timeout = None  # no bound of its own: the activity runs each verifier within its own timeout
+    bounded_elsewhere = True  # no timeout of its own: the activity runs each verifier within its own
 
     def __init__(self, ref: RunRef, setup: WorkerSetup) -> None:
         self._ref, self._setup = ref, setup
