@@ -281,6 +281,11 @@ def timeout_of(verifier: Verifier) -> float | None:
     return DEFAULT_TIMEOUT
 
 
+def seconds_for(verifiers: Sequence[Verifier]) -> float:
+    """How long `verifiers` may take, one after another, each to its own timeout."""
+    return sum(timeout_of(v) or DEFAULT_TIMEOUT for v in parts(verifiers))
+
+
 def unfinished(verifier: Verifier, seconds: float) -> str:
     """The failure the model is told of when `verifier` ran out its own timeout."""
     return f"`{shown(verifier)}` did not finish within {seconds:g} s"

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
+from temporal_server import TemporalServer, serving, temporal_fixture
 from temporalio.testing import ActivityEnvironment
 
 from agent import (
@@ -228,3 +230,30 @@ def test_a_timeout_attribute_of_a_verifier_class_of_yours_is_not_taken_for_its_b
             return []
 
     assert verdict([HealthCheck()]) == Verdict(["`HealthCheck` did not finish within 0.3 s"])
+
+
+temporal = temporal_fixture()
+
+
+@pytest.mark.timeout(300)
+def test_on_temporal_the_verify_activity_lasts_as_long_as_the_verifiers_may(temporal: TemporalServer):
+    """The verify activity was ended at the worker's `model_timeout` whatever the verifiers' own
+    timeouts said: a check within its 30 s that took longer than that ended the run `error`."""
+
+    def slow_tests(c: RunContext) -> list[str]:
+        time.sleep(4)  # longer than the worker's model_timeout below, well within its own 30 s
+        return []
+
+    def build(state: dict) -> Agent:
+        checks = [within(30, slow_tests)]
+        return Agent("slow-check", ScriptedModel([[finish("done", "ok")]]), verifiers=checks)
+
+    catalog = Catalog()
+    catalog.register("slow-check", build)
+
+    async def scenario() -> None:
+        async with serving(temporal, catalog, model_timeout=2.0) as runs:
+            result = await runs.start("slow-check", "check it")
+        assert (result.reason, result.verified) == (StopReason.SUCCESS, True), result.note
+
+    asyncio.run(scenario())
