@@ -224,6 +224,10 @@ class VerifierError(EndstateError):
     """A verifier raised something that is not an `Exception` (such as `SystemExit`)."""
 
 
+class Unfinished(EndstateError):
+    """A verifier did not finish within its own timeout (its thread is left behind)."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the verifiers said: the reasons a criterion is not met, and whether time ran out.
@@ -258,9 +262,17 @@ async def run_verifiers(
             return Verdict(failures, budget_cut=True)
         try:
             failures.extend(await _run_one(verifier, ctx, left))
+        except Unfinished as exc:  # told to the model: its code may be what hangs
+            failures.append(str(exc))
         except BudgetCut:
             return Verdict(failures, budget_cut=True)
     return Verdict(failures)
+
+
+async def check_once(verifier: Verifier, ctx: RunContext) -> list[str]:
+    """One verifier run off the event loop within its own timeout, for a caller that must not take a
+    hung check for a failed one (a success audit): `Unfinished` past the timeout."""
+    return await _run_one(verifier, ctx, None)
 
 
 def parts(verifiers: Sequence[Verifier]) -> list[Verifier]:
@@ -323,7 +335,7 @@ async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> l
 
 
 async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
-    """The verifier's failures; a failure saying so at its own timeout; `BudgetCut` at the limit."""
+    """The verifier's failures; `Unfinished` at its own timeout; `BudgetCut` at the limit."""
     from agent.tools import _in_daemon_thread  # the tools' pool: no hung check blocks exit
 
     own = timeout_of(verifier)
@@ -339,7 +351,7 @@ async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> lis
         if by_limit:
             raise BudgetCut from None
         assert own is not None  # by_limit otherwise
-        return [unfinished(verifier, own)]
+        raise Unfinished(unfinished(verifier, own)) from None
 
 
 def checked_in_thread(verifier: Verifier, check: Callable[[], Any]) -> list[str]:
