@@ -36,7 +36,9 @@ class Verifier(Protocol):
 
     Returns the reasons the criterion is not met; an empty list means it is.
     It may be an `async def`. Raising, or returning anything but a list of
-    strings, is a bug in the verifier and ends the run as `error`.
+    strings, is a bug in the verifier and ends the run as `error`. It runs
+    within a timeout (`DEFAULT_TIMEOUT` unless made with one: `within`); one
+    that does not finish in it is a failure told to the model.
     """
 
     def __call__(self, ctx: RunContext) -> list[str]: ...
