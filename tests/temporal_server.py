@@ -50,7 +50,10 @@ def temporal_cli() -> str:
 
 
 class TemporalServer:
-    """`temporal server start-dev --headless` on 127.0.0.1; `address` is HOST:PORT."""
+    """`temporal server start-dev --headless` on 127.0.0.1; `address` is HOST:PORT. A subclass
+    changes the server's settings through `extra_args` (more `start-dev` options)."""
+
+    extra_args: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self.port, self.address = 0, ""
@@ -63,7 +66,7 @@ class TemporalServer:
         argv = [
             temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
             "--port", str(self.port), "--http-port", str(http), "--metrics-port", str(metrics),
-            "--log-level", "error",
+            "--log-level", "error", *self.extra_args,
         ]  # fmt: skip
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
         self._reaper = Reaper(pids=[self.proc.pid])  # stops it if this process dies without `stop`

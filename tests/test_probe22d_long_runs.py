@@ -5,12 +5,10 @@ size limit. Against a real Temporal dev server whose count limit is lowered so a
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 from typing import Any
 
 import pytest
-from temporal_server import TemporalServer, serving, temporal_cli, temporal_fixture
+from temporal_server import TemporalServer, serving, temporal_fixture
 
 from agent import Agent, Budget, tool
 from agent.durable.runner import Catalog
@@ -25,19 +23,10 @@ EVENT_LIMIT = 600  # the server's `limit.historyCount.error` here (51,200 by def
 class CountLimitedServer(TemporalServer):
     """The dev server with its history event count limit lowered to `EVENT_LIMIT`."""
 
-    def _start_on(self, ports: list[int]) -> subprocess.Popen[bytes]:
-        self.port, http, metrics = ports
-        self.address = f"127.0.0.1:{self.port}"
-        argv = [
-            temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
-            "--port", str(self.port), "--http-port", str(http), "--metrics-port", str(metrics),
-            "--log-level", "error",
-            "--dynamic-config-value", f"limit.historyCount.error={EVENT_LIMIT}",
-            "--dynamic-config-value", f"limit.historyCount.warn={EVENT_LIMIT // 2}",
-        ]  # fmt: skip
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
-        self._wait_ready()
-        return self.proc
+    extra_args = (
+        "--dynamic-config-value", f"limit.historyCount.error={EVENT_LIMIT}",
+        "--dynamic-config-value", f"limit.historyCount.warn={EVENT_LIMIT // 2}",
+    )  # fmt: skip
 
 
 @tool
