@@ -153,8 +153,9 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def store_on(args: argparse.Namespace) -> str:
-    """The options a printed command needs to reach the same runs (` --store URL` when one was given)."""
-    return f" --store {shlex.quote(args.store)}" if args.store else ""
+    """The options a printed command needs to reach the same runs (` --store URL` when one was given),
+    the URL's password masked (`user:***@`): a hint is read on screens and kept in logs."""
+    return f" --store {shlex.quote(shown_url(args.store))}" if args.store else ""
 
 
 def print_waiting(records: list[RunRecord], on: str) -> None:
