@@ -8,16 +8,147 @@
 
 from __future__ import annotations
 
+import argparse
+import re
+from functools import cache
 from pathlib import Path
 
 import pg
 import pytest
+import yaml
 
-from agent.cli.main import main
+from agent.cli.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
-RUNBOOKS = sorted((ROOT / "docs" / "runbooks").glob("*.md"))
+# What a team reads and copies from: the README, the runbooks, and the READMEs the README sends to.
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs" / "runbooks").glob("*.md")),
+    *(ROOT / d / "README.md" for d in ("alerts", "dashboards", "agent/evals", "benchmarks")),
+]
+DOC_IDS = [str(p.relative_to(ROOT)) for p in DOCS]
+
+
+def code_spans(text: str) -> list[str]:
+    """The inline code of a Markdown text (line breaks inside a span joined) and the lines of its
+    fenced blocks."""
+    fenced = re.findall(r"^ *```[^\n]*\n(.*?)^ *```", text, flags=re.S | re.M)
+    inline = re.sub(r"^ *```.*?^ *```", "", text, flags=re.S | re.M)
+    spans = re.findall(r"`([^`]+)`", re.sub(r"\s*\n\s*", " ", inline))
+    return spans + [line for block in fenced for line in block.splitlines()]
+
+
+def commands_in(text: str) -> list[list[str]]:
+    """Each `endstate ...` command a text shows, as words: from inline code and from the lines of
+    code blocks (a comment, the variables before it and a pipe's other side left out). An output
+    line (`endstate eval: 17 cases`) is not a command."""
+    found = []
+    for span in code_spans(text):
+        for part in span.split(" # ")[0].split("|"):
+            words = part.replace("'", "").replace('"', "").split()
+            while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+                words.pop(0)
+            if len(words) > 1 and words[0] == "endstate" and not words[1].endswith(":"):
+                found.append(words)
+    return found
+
+
+@cache
+def cli() -> argparse.ArgumentParser:
+    return build_parser()
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {
+        name: sub
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name, sub in action.choices.items()
+    }
+
+
+def options(parser: argparse.ArgumentParser) -> set[str]:
+    return {flag for action in parser._actions for flag in action.option_strings}
+
+
+def unknown_words(words: list[str]) -> list[str]:
+    """What in `endstate WORDS...` the CLI does not have: a command, or an option of that command.
+    `start/answer/...` names several commands; `--more-*` any option so begun; `[--model M]` an
+    optional one."""
+    first, *rest = words[1:]
+    names = [n for n in first.split("/") if n != "..."]
+    bad = [n for n in names if n not in subcommands(cli())]
+    if bad or len(names) != 1:
+        return bad
+    parser = subcommands(cli())[names[0]]
+    while rest and rest[0] in subcommands(parser):
+        parser = subcommands(parser)[rest.pop(0)]
+    flags = [w.strip("[]").split("=")[0] for w in rest if w.strip("[]").startswith("--")]
+    known = options(parser)
+    return [
+        f for f in flags if f not in known and not any(k.startswith(f[:-1]) for k in known if f[-1] == "*")
+    ]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=DOC_IDS)
+def test_every_endstate_command_shown_exists_with_its_options(doc: Path) -> None:
+    """A command that no longer exists, or an option renamed, is a line a team copies and sees fail
+    (one README line named `endstate run`, which never existed)."""
+    commands = commands_in(doc.read_text())
+    wrong = {" ".join(words): unknown for words in commands if (unknown := unknown_words(words))}
+    assert not wrong, f"{doc.name}: commands or options the CLI does not have: {wrong}"
+
+
+def test_the_command_check_sees_a_wrong_command_and_option() -> None:
+    text = "Run `endstate run TASK`, then:\n\n```sh\nendstate resume ID --more-turn 5  # more\n```\n"
+    assert [unknown_words(words) for words in commands_in(text)] == [["run"], ["--more-turn"]]
+    fine = "`endstate start/answer/...`, `endstate resume --more-*`, `endstate doctor [--model M]`"
+    assert [unknown_words(words) for words in commands_in(fine)] == [[], [], []]
+
+
+# -- names the docs cite ------------------------------------------------------------------------------
+
+
+@cache
+def source_text() -> str:
+    """Every module of the distribution, as one text (names are looked up in it)."""
+    return "\n".join(p.read_text() for d in ("agent", "telemetry") for p in sorted((ROOT / d).rglob("*.py")))
+
+
+@cache
+def alert_names() -> set[str]:
+    rules = yaml.safe_load((ROOT / "alerts" / "rules" / "alerts.yml").read_text())
+    return {r["alert"] for group in rules["groups"] for r in group["rules"] if "alert" in r}
+
+
+def unknown_names(text: str) -> list[str]:
+    """The metrics, alerts and `ENDSTATE_*` variables `text` names that no code, rule or metric has (a
+    metric by its name in telemetry/names.py, a histogram's series and a counter's `_total` too; a
+    recording rule's name, joined by colons, is the rules' own and checked by promtool)."""
+    names = source_text()
+    metrics = set(re.findall(r"(?<![\w:.])((?:agent|gen_ai)_[a-z0-9_]+)(?![\w:.(])", text))
+    bases = {m: re.sub(r"_(total|bucket|count|sum)$", "", m) for m in metrics}
+    unknown = [m for m in metrics if f'"{m}"' not in names and f'"{bases[m]}"' not in names]
+    alerts = set(re.findall(r"\b(Endstate[A-Z]\w+)", text)) - alert_names()
+    unknown += [a for a in alerts if f'"{a}"' not in names]  # or a search attribute, the workflow
+    unknown += [v for v in set(re.findall(r"\b(ENDSTATE_[A-Z_]+)", text)) if f'"{v}"' not in names]
+    return sorted(unknown)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=DOC_IDS)
+def test_every_metric_alert_and_variable_named_exists(doc: Path) -> None:
+    """A runbook read at night names a metric to query, an alert to look at, a variable to set: each
+    is one the code serves, the rules hold, or the code reads."""
+    assert not (unknown := unknown_names(doc.read_text())), f"{doc.name} names what nothing has: {unknown}"
+
+
+def test_the_name_check_sees_names_that_do_not_exist() -> None:
+    text = (
+        "Query `agent_stops_total` and `agent_run_turns_bucket`, not `agent_stop_total`; "
+        "`EndstateHelpRequestStale` and `EndstateWaiting`, not `EndstateHelpStale`; "
+        "set `ENDSTATE_STORE`, not `ENDSTATE_STORE_URL`."
+    )
+    assert unknown_names(text) == ["ENDSTATE_STORE_URL", "EndstateHelpStale", "agent_stop_total"]
 
 
 # -- no password in a printed command -------------------------------------------------------------
