@@ -229,6 +229,9 @@ def test_the_commands_pending_and_runs_print_over_temporal_reach_the_same_runs(
             assert command == ["endstate", "approve", asked.run_id, *on]
             code, said, err = await cli(*command[1:])
             assert code == 0, err
+            code, started, err = await cli("start", "payer", "Pay the invoice.", *on)  # its hint too
+            hint = next(line for line in started.splitlines() if "->" in line)
+            assert code == 0 and shlex.split(hint.split("->", 1)[1].split("   or   ")[0])[3:] == list(on), err
             return said
 
     said = asyncio.run(scenario())

@@ -306,7 +306,7 @@ def _recover(args: argparse.Namespace) -> int:
         results = asyncio.run(runner.recover())
         results += asyncio.run(runner.sweep())
     for result in results:
-        print(result_line(result))
+        print(result_line(result, store_on(args)))
     print(f"{plural(len(results), 'run')} recovered or swept")
     return 0
 
@@ -320,7 +320,7 @@ def _end(args: argparse.Namespace) -> int:
     refuse_undecodable(args)
     with _runner(args, create=False) as runner:
         result = runner.end(args.run_id, args.note or "")
-    print(json_text(result.to_dict()) if args.json else result_line(result))
+    print(json_text(result.to_dict()) if args.json else result_line(result, store_on(args)))
     return 0
 
 
@@ -345,7 +345,7 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
     with _runner(args) as runner:
         job = claim(runner)
         result = asyncio.run(runner.drive(job))
-    print(json_text(result.to_dict()) if args.json else result_line(result))
+    print(json_text(result.to_dict()) if args.json else result_line(result, store_on(args)))
     return 0
 
 
@@ -462,13 +462,14 @@ def local_time(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(timestamp))
 
 
-def result_line(r: RunResult) -> str:
-    """How a segment ended, and the command that continues the run when it can go on."""
+def result_line(r: RunResult, on: str = "") -> str:
+    """How a segment ended, and the command that continues the run when it can go on (with the
+    options `on` that reach the same runs: `store_on`, `temporal_on`)."""
     limit = f" ({r.limit})" if r.limit else ""
     verified = " verified" if r.verified else ""
     text = _cut(one_line(r.note or r.output), r)
     line = f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text}".rstrip()
-    return line + next_step(r)
+    return line + next_step(r, on)
 
 
 LINE_CHARS = 200  # of a run's note or output that its line shows
@@ -484,14 +485,14 @@ def _cut(text: str, r: RunResult) -> str:
     return f"{text[:LINE_CHARS]}... (cut at {LINE_CHARS} of {len(text):,} characters; {rest})"
 
 
-def next_step(r: RunResult) -> str:
+def next_step(r: RunResult, on: str = "") -> str:
     if r.reason is StopReason.CANCELLED:
-        return f"\n    -> endstate resume {r.run_id}"
+        return f"\n    -> endstate resume {r.run_id}{on}"
     if r.reason is not StopReason.NEED_HELP or r.suspension is None:
         return ""
     if r.suspension.pending is not None:
-        return f'\n    -> endstate approve {r.run_id}   or   endstate deny {r.run_id} "why"'
-    return f'\n    -> endstate answer {r.run_id} "your answer"'
+        return f'\n    -> endstate approve {r.run_id}{on}   or   endstate deny {r.run_id}{on} "why"'
+    return f'\n    -> endstate answer {r.run_id}{on} "your answer"'
 
 
 def _span(seconds: float) -> str:

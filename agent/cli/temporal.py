@@ -173,7 +173,7 @@ async def _runs_client(args: argparse.Namespace) -> Any:
 def _print_result(args: argparse.Namespace, result: Any) -> int:
     from agent.cli.runs import result_line
 
-    print(json.dumps(result.to_dict()) if args.json else result_line(result))
+    print(json.dumps(result.to_dict()) if args.json else result_line(result, temporal_on(args)))
     return 0
 
 
