@@ -174,3 +174,14 @@ def test_the_next_commands_printed_hold_no_password(
     said = capsys.readouterr().out
     assert "--store 'postgresql://postgres:***@127.0.0.1" in said
     assert "s3cret-pw" not in said
+
+
+def test_the_demo_counts_one_run_segment_as_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`endstate demo csv/clean` ended "1 run segments; ...", as `endstate review` once said "1 turns"."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    assert main(["demo", "csv/clean"]) == 0
+    assert "\n1 run segment; stop reasons reached: success; all as expected." in capsys.readouterr().out
