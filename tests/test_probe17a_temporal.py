@@ -7,15 +7,17 @@ import asyncio
 import contextlib
 import os
 import shlex
+import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from subprocess import PIPE
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from temporal_server import TemporalServer, serving, temporal_fixture
+from temporal_server import TemporalServer, cli_env, serving, temporal_cli, temporal_fixture
 
 from agent import Agent, Budget, tool
 from agent.durable.runner import AnswerError, Catalog
@@ -278,3 +280,43 @@ def test_a_reply_with_segments_is_taken_by_a_worker_from_before_segments(
 
     done = asyncio.run(scenario())
     assert (done.reason, PAID) == ("success", [7])
+
+
+def test_a_worker_on_a_new_namespace_starts_without_a_listing_error(temporal: TemporalServer) -> None:
+    """The README's first `endstate worker --temporal ...` on a namespace Endstate never used printed
+    "the runs waiting for a person could not be listed (invalid query: invalid search attribute:
+    EndstateWaiting)": it listed them before it registered the search attributes. It registers them
+    first now, and says so once."""
+    namespace = f"fresh-{uuid.uuid4().hex[:8]}"
+    made = [
+        temporal_cli(),
+        "operator",
+        "namespace",
+        "create",
+        "--namespace",
+        namespace,
+        "--address",
+        temporal.address,
+    ]
+    subprocess.run(made, check=True, capture_output=True, timeout=60)
+    argv = [
+        sys.executable,
+        "-m",
+        "agent.cli",
+        "worker",
+        "--temporal",
+        temporal.address,
+        "--namespace",
+        namespace,
+    ]
+    for _ in range(100):  # a new namespace is known to the frontend within a few seconds
+        proc = subprocess.Popen(argv, stdout=PIPE, stderr=PIPE, text=True, env=cli_env())
+        said = proc.stdout.readline() if proc.stdout else ""  # its first line: polling, or why not
+        proc.terminate()  # the worker's own stop: it finishes the activities in hand (none)
+        _, err = proc.communicate(timeout=60)
+        if "not found" not in err:
+            break
+        time.sleep(0.2)
+    assert said.startswith("endstate worker: polling task queue 'endstate' of namespace"), (said, err)
+    assert "could not be listed" not in said + err
+    assert f"registered the search attributes Endstate needs in namespace '{namespace}'" in err

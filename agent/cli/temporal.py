@@ -308,11 +308,12 @@ async def _run_worker(args: argparse.Namespace) -> int:
     """Poll the task queue until SIGTERM or SIGINT; then finish the activities in hand and stop."""
     from agent.durable.catalog import SEED_CATALOG, load_catalog
     from agent.service.server import declared_pairs
-    from agent.temporal import TemporalRuns
+    from agent.temporal import TemporalRuns, ensure_search_attributes
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
 
     runs = await TemporalRuns.connect(args.temporal, args.namespace, args.task_queue)
+    await ensure_search_attributes(runs.client, args.namespace)  # before the waiting runs are listed
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
     telemetry = Telemetry.from_env(pending=pending)
