@@ -20,9 +20,10 @@ import yaml
 from agent.cli.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 # What a team reads and copies from: the README, the runbooks, and the READMEs the README sends to.
 DOCS = [
-    ROOT / "README.md",
+    README,
     *sorted((ROOT / "docs" / "runbooks").glob("*.md")),
     *(ROOT / d / "README.md" for d in ("alerts", "dashboards", "agent/evals", "benchmarks")),
 ]
@@ -104,6 +105,20 @@ def test_the_command_check_sees_a_wrong_command_and_option() -> None:
     assert [unknown_words(words) for words in commands_in(text)] == [["run"], ["--more-turn"]]
     fine = "`endstate start/answer/...`, `endstate resume --more-*`, `endstate doctor [--model M]`"
     assert [unknown_words(words) for words in commands_in(fine)] == [[], [], []]
+
+
+# -- the README's Python ------------------------------------------------------------------------------
+
+PYTHON_BLOCKS = re.findall(r"^```python\n(.*?)^```", README.read_text(), flags=re.S | re.M)
+
+
+@pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[b.splitlines()[0][:40] for b in PYTHON_BLOCKS])
+def test_the_readmes_python_parses_and_imports_what_exists(block: str) -> None:
+    """A sample is pasted and filled in: it parses, and every name it imports is there (each sample
+    was run whole, filled in, on 2026-12-03: against tests/messages_api.py where it calls Claude)."""
+    compile(block, "README.md", "exec")
+    for line in re.findall(r"^from [\w.]+ import [\w, ]+$", block, flags=re.M):
+        exec(line, {})
 
 
 # -- names the docs cite ------------------------------------------------------------------------------
