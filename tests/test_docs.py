@@ -157,6 +157,30 @@ def test_every_metric_alert_and_variable_named_exists(doc: Path) -> None:
     assert not (unknown := unknown_names(doc.read_text())), f"{doc.name} names what nothing has: {unknown}"
 
 
+REPO_DIRS = ("agent", "telemetry", "dashboards", "alerts", "docs", "deploy", "benchmarks", "tests", "scripts")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=DOC_IDS)
+def test_every_file_of_the_repository_named_exists(doc: Path) -> None:
+    """`agent/models/models.toml`, `telemetry/collector.yaml`, `benchmarks/pending_pages.py`: a path
+    into this repository that a doc names is there (a run's own files, `evals/promoted/...` or
+    `.endstate/...`, are not the repository's)."""
+    assert not (missing := missing_paths(doc.read_text())), (
+        f"{doc.name} names files that are not here: {missing}"
+    )
+
+
+def missing_paths(text: str) -> list[str]:
+    words = [w.rstrip(".,:;)") for span in code_spans(text) for w in span.split()]
+    paths = {w for w in words if re.fullmatch(rf"(?:{'|'.join(REPO_DIRS)})/[\w./-]+", w)}
+    return [p for p in sorted(paths) if not (ROOT / p).exists()]
+
+
+def test_the_path_check_sees_a_file_that_is_not_here() -> None:
+    text = "See `agent/models/models.toml`, `agent/models/prices.toml` and `evals/promoted/ID.yaml`."
+    assert missing_paths(text) == ["agent/models/prices.toml"]
+
+
 def test_the_name_check_sees_names_that_do_not_exist() -> None:
     text = (
         "Query `agent_stops_total` and `agent_run_turns_bucket`, not `agent_stop_total`; "
