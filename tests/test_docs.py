@@ -1,7 +1,10 @@
 """The README and the runbooks, held to the code they describe.
 
-- Every `endstate ...` command they show names a command that exists, with options it takes.
-- Every metric, alert and environment variable they name exists.
+- Every `endstate ...` command they show names a command that exists, with options it takes and
+  values those options allow.
+- Every metric, alert and environment variable they name exists; their PromQL parses.
+- Every link into the repository leads to a file and heading there; every alert's `runbook_url` to its
+  runbook, which starts with what to check first.
 - "No password is ever printed": the commands a CLI line tells you to run next (`endstate pending`,
   `runs`, `review`) carried the store URL as it was given, password and all.
 """
@@ -10,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pg
 import pytest
@@ -86,8 +92,21 @@ def unknown_words(words: list[str]) -> list[str]:
         parser = subcommands(parser)[rest.pop(0)]
     flags = [w.strip("[]").split("=")[0] for w in rest if w.strip("[]").startswith("--")]
     known = options(parser)
-    return [
+    unknown = [
         f for f in flags if f not in known and not any(k.startswith(f[:-1]) for k in known if f[-1] == "*")
+    ]
+    return unknown + wrong_choices(parser, [w.strip("[]") for w in rest])
+
+
+def wrong_choices(parser: argparse.ArgumentParser, words: list[str]) -> list[str]:
+    """`--option value` pairs whose value is not one of the option's choices (`--reason eror`); a
+    placeholder in capitals (`--reason REASON`) stands for any."""
+    choices = {f: a.choices for a in parser._actions if a.choices for f in a.option_strings}
+    pairs = [w.split("=", 1) if "=" in w else [w, nxt] for w, nxt in pairwise([*words, ""])]
+    return [
+        f"{flag} {value}"
+        for flag, value in pairs
+        if flag in choices and not re.fullmatch(r"[A-Z_]+", value) and value not in choices[flag]
     ]
 
 
@@ -105,6 +124,10 @@ def test_the_command_check_sees_a_wrong_command_and_option() -> None:
     assert [unknown_words(words) for words in commands_in(text)] == [["run"], ["--more-turn"]]
     fine = "`endstate start/answer/...`, `endstate resume --more-*`, `endstate doctor [--model M]`"
     assert [unknown_words(words) for words in commands_in(fine)] == [[], [], []]
+    values = "`endstate runs --status runing`, `endstate review --reason=limit --reason eror`"
+    assert [unknown_words(words) for words in commands_in(values)] == [["--status runing"], ["--reason eror"]]
+    fine = "`endstate runs --status cancelled`, `endstate review --reason REASON`"
+    assert [unknown_words(words) for words in commands_in(fine)] == [[], []]
 
 
 # -- the README's Python ------------------------------------------------------------------------------
@@ -224,3 +247,74 @@ def test_the_demo_counts_one_run_segment_as_one(
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     assert main(["demo", "csv/clean"]) == 0
     assert "\n1 run segment; stop reasons reached: success; all as expected." in capsys.readouterr().out
+
+
+# -- links and runbooks -------------------------------------------------------------------------------
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown text's headings (`## Check first` is `#check-first`)."""
+    titles = re.findall(r"^#+ +(.+?) *$", re.sub(r"^ *```.*?^ *```", "", text, flags=re.S | re.M), flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", t.lower()).replace(" ", "-") for t in titles}
+
+
+def broken_links(doc: Path) -> list[str]:
+    """The links of `doc` into this repository whose file is not there, or whose `#anchor` is no
+    heading of it."""
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", doc.read_text()):
+        if re.match(r"[a-z]+:", target):
+            continue  # https://..., mailto:
+        path, _, anchor = target.partition("#")
+        linked = (doc.parent / path).resolve() if path else doc
+        if not linked.exists() or (anchor and anchor not in heading_anchors(linked.read_text())):
+            broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=DOC_IDS)
+def test_every_link_into_the_repository_leads_somewhere(doc: Path) -> None:
+    """alerts/README.md sends to `../docs/runbooks/EndstateAgentDown.md`, a runbook to its sibling's
+    `#check-first`: a renamed file or heading leaves the reader at a 404."""
+    assert not (broken := broken_links(doc)), f"{doc.name} links to what is not here: {broken}"
+
+
+def test_the_link_check_sees_a_missing_file_and_heading(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\n## Check first\n\n```sh\n# not a heading\n```\n")
+    doc = tmp_path / "b.md"
+    doc.write_text("[ok](a.md#check-first) [no](a.md#not-a-heading) [gone](c.md) [web](https://x.invalid/)\n")
+    assert broken_links(doc) == ["a.md#not-a-heading", "c.md"]
+
+
+def alert_rules() -> list[dict[str, object]]:
+    """Every alerting rule of every file in alerts/rules/."""
+    files = sorted((ROOT / "alerts" / "rules").glob("*.yml"))
+    groups = [g for f in files for g in yaml.safe_load(f.read_text())["groups"]]
+    return [r for g in groups for r in g["rules"] if "alert" in r]
+
+
+@pytest.mark.parametrize("rule", alert_rules(), ids=lambda r: str(r["alert"]))
+def test_every_alerts_runbook_url_leads_to_its_runbooks_first_steps(rule: dict[str, Any]) -> None:
+    """An alert's `runbook_url` (`<base>/<alert>.md`, the base set at deploy) opens the runbook in
+    docs/runbooks/ that is titled with the alert's name and starts with what to check first."""
+    name = rule["annotations"]["runbook_url"].rsplit("/", 1)[1]
+    runbook = ROOT / "docs" / "runbooks" / name
+    assert runbook.is_file(), f"{rule['alert']}: runbook_url names {name}, not in docs/runbooks/"
+    text = runbook.read_text()
+    assert text.startswith(f"# {rule['alert']}\n"), f"{name} is not titled '# {rule['alert']}'"
+    assert "check-first" in heading_anchors(text), f"{name} has no '## Check first' section"
+
+
+def test_the_runbooks_promql_queries_parse(tmp_path: Path) -> None:
+    """A query a runbook gives to paste into Prometheus (its ```promql blocks) is PromQL that
+    `promtool` reads, each checked as a recording rule's expression."""
+    from prom_stack import require_binary
+
+    queries = [q for doc in DOCS for q in re.findall(r"^```promql\n(.*?)^```", doc.read_text(), re.S | re.M)]
+    assert queries, "no ```promql block found: the check reads nothing"
+    rules = [{"record": f"docs:query_{i}", "expr": q} for i, q in enumerate(queries)]
+    path = tmp_path / "queries.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "docs", "rules": rules}]}))
+    checked = [require_binary("promtool"), "check", "rules", str(path)]
+    done = subprocess.run(checked, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
