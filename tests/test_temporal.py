@@ -244,6 +244,9 @@ def test_a_cancelled_run_ends_cancelled_and_resumes_to_success(
             assert done.reason is StopReason.SUCCESS and done.run_id == run_id
             with pytest.raises(NotClaimable, match="not cancelled"):
                 await runs.resume(run_id)
+            await listed_as(runs, run_id, RunStatus.FINISHED)
+            # `endstate runs --status cancelled` listed it still, by its older (cancelled) execution
+            assert run_id not in [r.run_id for r in await runs.runs(RunStatus.CANCELLED)]
         ended = [line for line in calls_log(tmp_path, run_id) if line.startswith("end")]
         assert finished <= set(ended) and "end 6" in ended
         assert all(
