@@ -16,6 +16,7 @@ from subprocess import PIPE
 from typing import Any
 
 import pytest
+from ports import free_port
 from starlette.testclient import TestClient
 from temporal_server import TemporalServer, cli_env, serving, temporal_cli, temporal_fixture
 
@@ -320,3 +321,38 @@ def test_a_worker_on_a_new_namespace_starts_without_a_listing_error(temporal: Te
     assert said.startswith("endstate worker: polling task queue 'endstate' of namespace"), (said, err)
     assert "could not be listed" not in said + err
     assert f"registered the search attributes Endstate needs in namespace '{namespace}'" in err
+
+
+def test_serve_over_temporal_says_where_its_inbox_is_and_refuses_a_taken_port(
+    temporal: TemporalServer, tmp_path: Any
+) -> None:
+    """`endstate serve --temporal` printed its Temporal and token line and nothing else: not who may
+    read, nor the inbox's URL (README: "`serve` prints the inbox's URL at start"), as `serve` over a
+    store does. On a port another process held, uvicorn logged its own lines and it exited 3."""
+    import socket
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    with held:
+        port = held.getsockname()[1]
+        argv = [sys.executable, "-m", "agent.cli", "serve", "--temporal", temporal.address, "--port"]
+        taken = subprocess.run(
+            [*argv, str(port)], cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120
+        )
+    assert (taken.returncode, taken.stdout) == (2, ""), taken.stderr
+    assert taken.stderr.startswith(f"endstate: cannot listen on 127.0.0.1:{port} (Address already in use)")
+    port = free_port()
+    proc = subprocess.Popen(
+        [*argv, str(port)], cwd=tmp_path, env=cli_env(), stdout=PIPE, stderr=PIPE, text=True
+    )
+    try:
+        said = [proc.stdout.readline() for _ in range(3)] if proc.stdout else []
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert said[1].startswith("endstate serve: reads are open (loopback); hosts served: 127.0.0.1"), (
+        said,
+        err,
+    )
+    assert said[2] == f"endstate serve: inbox: http://127.0.0.1:{port}/inbox\n", (said, err)
