@@ -217,6 +217,25 @@ def test_the_next_command_a_start_or_an_answer_prints_reaches_the_same_store(
         assert f"run {run_id}: success" in capsys.readouterr().out
 
 
+def test_a_run_stopped_at_a_limit_says_how_to_give_it_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`endstate start` printed "run ID: limit (turns) after 15 turns." and nothing after it, as if the
+    run were over; a cancelled or waiting run's line ends with the command that continues it, and a
+    limit stop is continued with more of the budget that ran out (README: `endstate resume RUN_ID
+    --more-turns 10`)."""
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    store = str(tmp_path / "runs.db")
+    started = ["start", "csv-cleaner", "Clean", "--scenario", "csv/ok-every-time", "--run-id", "short"]
+    assert main([*started, "--store", store]) == 0
+    said = capsys.readouterr().out
+    assert "run short: limit (turns) after 15 turns." in said
+    hint = said.splitlines()[-1].split("->", 1)[1].split("   ")[0]
+    assert shlex.split(hint) == ["endstate", "resume", "short", "--store", store, "--more-turns", "N"]
+    assert main([*shlex.split(hint.replace(" N", " 5"))[1:]]) == 0
+    assert "run short: limit (turns) after 20 turns." in capsys.readouterr().out
+
+
 def test_recover_goes_on_past_a_run_it_cannot_resume(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     store = open_store(str(path))

@@ -36,7 +36,7 @@ from agent.durable.store import (
 from agent.durable.store.base import Listing
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
-from agent.result import RunResult, StopReason
+from agent.result import LimitKind, RunResult, StopReason
 from agent.summary import plural
 from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, lookalikes, one_line, strict_json
 
@@ -486,8 +486,12 @@ def _cut(text: str, r: RunResult) -> str:
 
 
 def next_step(r: RunResult, on: str = "") -> str:
+    """The command that continues the run, after a line that says how its segment ended ('' when
+    none can: a context limit is not given more)."""
     if r.reason is StopReason.CANCELLED:
         return f"\n    -> endstate resume {r.run_id}{on}"
+    if r.reason is StopReason.LIMIT and r.limit is not None and r.limit is not LimitKind.CONTEXT:
+        return f"\n    -> endstate resume {r.run_id}{on} --more-{r.limit} N   gives it more budget"
     if r.reason is not StopReason.NEED_HELP or r.suspension is None:
         return ""
     if r.suspension.pending is not None:
