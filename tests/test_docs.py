@@ -130,6 +130,22 @@ def test_the_command_check_sees_a_wrong_command_and_option() -> None:
     assert [unknown_words(words) for words in commands_in(fine)] == [[], []]
 
 
+def test_every_scenario_a_doc_starts_exists() -> None:
+    """`endstate start ... --scenario invoice/which-one`, the README's way to try a suspended run,
+    names a scenario the seed agents play."""
+    from agent.examples.scenarios import SCENARIOS
+
+    named = {
+        words[i + 1]
+        for doc in DOCS
+        for words in commands_in(doc.read_text())
+        for i, word in enumerate(words[:-1])
+        if word == "--scenario"
+    }
+    assert named, "no --scenario found: the check reads nothing"
+    assert not (unknown := named - {s.name for s in SCENARIOS}), f"scenarios that do not exist: {unknown}"
+
+
 # -- the README's Python ------------------------------------------------------------------------------
 
 PYTHON_BLOCKS = re.findall(r"^```python\n(.*?)^```", README.read_text(), flags=re.S | re.M)
