@@ -41,6 +41,7 @@ log = logging.getLogger("endstate.temporal")
 Call = TypeVar("Call", bound=Callable[..., Awaitable[dict[str, Any]]])
 BENIGN = ApplicationErrorCategory.BENIGN  # failures the loop handles: no worker traceback in the log
 MAX_CACHED_AGENTS = 1024
+Execution = tuple[str, str]  # a run id and the id of one execution of its workflow
 MAX_KEPT_CHARS = 64_000_000  # of long texts kept for calls that name them by digest
 
 
@@ -64,8 +65,8 @@ class EndstateActivities:
     def __init__(self, catalog: Catalog, queue: str | None = None) -> None:
         self.catalog = catalog
         self.queue = queue  # this worker's own task queue: a run sends there the texts it lacks
-        self._agents: OrderedDict[str, Agent] = OrderedDict()
-        self._cancels: OrderedDict[str, CancelSignal | None] = OrderedDict()  # each run's catalog `cancel`
+        self._agents: OrderedDict[Execution, Agent] = OrderedDict()
+        self._cancels: OrderedDict[Execution, CancelSignal | None] = OrderedDict()  # the catalog's `cancel`
         self._results = KeptResults(MAX_KEPT_CHARS)
 
     def all(self) -> list[Any]:
@@ -205,7 +206,7 @@ class EndstateActivities:
     async def cleanup(self, run: dict[str, Any]) -> None:
         """The run ended for good: let its world go."""
         for cache in (self._agents, self._cancels):
-            for key in [k for k in cache if k == run["run_id"] or k.startswith(f"{run['run_id']}/")]:
+            for key in [k for k in cache if k[0] == run["run_id"]]:  # of each of its executions
                 del cache[key]
         self._results.drop(run["run_id"])
         entry = self.catalog.entries.get(run["agent"])
@@ -263,7 +264,8 @@ class EndstateActivities:
     ) -> dict[str, Any]:
         """`out`, with `cancel`: whether the run's catalog entry's `cancel` signal is set, when the
         workflow asks (`check_cancel`): the loop then stops before its next turn, as the store's runner
-        stops it. The signal is made once per run on this worker, from its state (`state`, if given)."""
+        stops it. The signal is made once per execution of the run on this worker, from its state
+        (`state`, if given)."""
         if not run.get("check_cancel"):
             return out
         run_id, key = run["run_id"], _execution(run["run_id"])
@@ -276,7 +278,7 @@ class EndstateActivities:
     # -- agents --------------------------------------------------------
 
     def _agent(self, run: dict[str, Any]) -> Agent:
-        """The run's agent on this worker, built once per run."""
+        """The run's agent on this worker, built once per execution of the run."""
         found = self._agents.get(_execution(run["run_id"]))
         if found is not None:
             self._agents.move_to_end(_execution(run["run_id"]))
@@ -308,15 +310,15 @@ class EndstateActivities:
         return agent
 
 
-def _execution(run_id: str) -> str:
+def _execution(run_id: str) -> Execution:
     """The key of a run's agent and cancel signal on this worker: one per execution of its workflow.
     A resume is a new execution, so the resumed run's agent and cancel signal are asked of the catalog
     again, as the store's runner asks for each segment: a signal that cancelled the run before (the
     seed's shutdown scenario sets its world's) does not cancel the resumed run at once."""
     try:
-        return f"{run_id}/{activity.info().workflow_run_id}"
+        return run_id, activity.info().workflow_run_id or ""
     except RuntimeError:  # not in an activity (a worker's calls made by hand, in tests)
-        return run_id
+        return run_id, ""
 
 
 def _cancel_signal(catalog: Catalog, agent: str, state: dict[str, Any], run_id: str) -> CancelSignal | None:
