@@ -356,3 +356,20 @@ def test_serve_over_temporal_says_where_its_inbox_is_and_refuses_a_taken_port(
         err,
     )
     assert said[2] == f"endstate serve: inbox: http://127.0.0.1:{port}/inbox\n", (said, err)
+
+
+def test_runs_on_an_empty_queue_says_how_to_start_one_there(temporal: TemporalServer) -> None:
+    """`endstate runs --temporal HOST:PORT --task-queue Q` with no runs said to start one with
+    `endstate start AGENT TASK --temporal ...`: the server and queue left for the reader to fill in."""
+    queue = f"empty-{uuid.uuid4().hex[:8]}"
+    on = ["--temporal", temporal.address, "--task-queue", queue]
+    argv = [sys.executable, "-m", "agent.cli", "runs", *on]
+    said = subprocess.run(argv, env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.endswith(f"; start one with `endstate start AGENT TASK {shlex.join(on)}`\n"), (
+        said.stdout
+    )
+    cancelled = subprocess.run(
+        [*argv, "--status", "cancelled"], env=cli_env(), capture_output=True, text=True, timeout=120
+    )
+    assert cancelled.stdout.startswith("no cancelled runs in ") and "start one" not in cancelled.stdout

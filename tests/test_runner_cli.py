@@ -135,10 +135,12 @@ def test_runs_prints_a_header_times_with_their_zone_and_what_to_do_next(
     assert f"there is no run store at {path}" in capsys.readouterr().err and not path.exists()
     open_store(str(path)).close()
     assert main(["runs", "--store", str(path)]) == 0
-    assert (
+    assert (  # with the --store given: pasted without it, the run went to the default store
         capsys.readouterr().out
-        == f"no runs in sqlite:///{path}; start one with `endstate start AGENT TASK`\n"
+        == f"no runs in sqlite:///{path}; start one with `endstate start AGENT TASK --store {path}`\n"
     )
+    assert main(["runs", "--store", str(path), "--status", "cancelled"]) == 0
+    assert capsys.readouterr().out == f"no cancelled runs in sqlite:///{path}\n"  # not "start one"
     _waiting_runs(path, tmp_path)
     assert main(["runs", "--store", str(path)]) == 0
     header, *rows, _, hint = capsys.readouterr().out.splitlines()

@@ -147,7 +147,7 @@ def _runs(args: argparse.Namespace) -> int:
     with _store(args, create=False) as store:
         records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
         where = store.shown
-    if print_runs(records, args, where, "endstate start AGENT TASK"):
+    if print_runs(records, args, where, f"endstate start AGENT TASK{store_on(args)}"):
         print_waiting(records, store_on(args))
     return 0
 
@@ -165,15 +165,19 @@ def print_waiting(records: list[RunRecord], on: str) -> None:
 
 
 def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, start: str) -> bool:
-    """Print runs as JSON lines or as a table; True when a table of at least one run was printed."""
+    """Print runs as JSON lines or as a table; True when a table of at least one run was printed.
+    `start` is the command that starts a run where these are (said when there are none)."""
     if args.json:
         for r in records:
             print(json_text(r.to_dict()))
         return False
     damaged = getattr(records, "damaged", [])
-    if not records and not damaged:
-        which = f"{args.status} runs" if args.status else "runs"
-        print(f"no {which} in {where}; start one with `{start}`")
+    if not records and not damaged:  # with --status, there may be runs of another status
+        print(
+            f"no {args.status} runs in {where}"
+            if args.status
+            else f"no runs in {where}; start one with `{start}`"
+        )
         return False
     if records:
         print(RUNS_HEADER)

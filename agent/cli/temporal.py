@@ -243,7 +243,7 @@ async def _runs(args: argparse.Namespace) -> int:
 
     runs = await _runs_client(args)
     records = await runs.runs(RunStatus(args.status) if args.status else None, args.limit)
-    if print_runs(records, args, runs.shown, "endstate start AGENT TASK --temporal ..."):
+    if print_runs(records, args, runs.shown, f"endstate start AGENT TASK{temporal_on(args)}"):
         print_waiting(records, temporal_on(args))
     return 0
 
