@@ -196,6 +196,25 @@ def test_every_metric_alert_and_variable_named_exists(doc: Path) -> None:
     assert not (unknown := unknown_names(doc.read_text())), f"{doc.name} names what nothing has: {unknown}"
 
 
+def unknown_span_attributes(text: str) -> list[str]:
+    """The span attributes the TraceQL queries of `text` ask for (`{span.stop.reason="limit"}`) that
+    no span carries: each must be a name of telemetry/names.py or the code."""
+    queries = [span for span in code_spans(text) if span.lstrip().startswith("{")]  # TraceQL's braces
+    asked = {m for query in queries for m in re.findall(r"\bspan\.([a-z_][\w.]*)", query)}
+    return sorted(a for a in asked if f'"{a}"' not in source_text())
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=DOC_IDS)
+def test_every_span_attribute_a_traceql_query_asks_for_exists(doc: Path) -> None:
+    """A runbook's Tempo query on an attribute no span has finds nothing, and reads as "no such runs"."""
+    assert not (unknown := unknown_span_attributes(doc.read_text())), f"{doc.name} queries {unknown}"
+
+
+def test_the_span_attribute_check_sees_a_wrong_one() -> None:
+    text = '`{span.stop.reason="limit" && span.agent.tasktype="x"}`'
+    assert unknown_span_attributes(text) == ["agent.tasktype"]
+
+
 REPO_DIRS = ("agent", "telemetry", "dashboards", "alerts", "docs", "deploy", "benchmarks", "tests", "scripts")
 
 
