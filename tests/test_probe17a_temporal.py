@@ -7,15 +7,18 @@ import asyncio
 import contextlib
 import os
 import shlex
+import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from subprocess import PIPE
 from typing import Any
 
 import pytest
+from ports import free_port
 from starlette.testclient import TestClient
-from temporal_server import TemporalServer, serving, temporal_fixture
+from temporal_server import TemporalServer, cli_env, serving, temporal_cli, temporal_fixture
 
 from agent import Agent, Budget, tool
 from agent.durable.runner import AnswerError, Catalog
@@ -229,6 +232,9 @@ def test_the_commands_pending_and_runs_print_over_temporal_reach_the_same_runs(
             assert command == ["endstate", "approve", asked.run_id, *on]
             code, said, err = await cli(*command[1:])
             assert code == 0, err
+            code, started, err = await cli("start", "payer", "Pay the invoice.", *on)  # its hint too
+            hint = next(line for line in started.splitlines() if "->" in line)
+            assert code == 0 and shlex.split(hint.split("->", 1)[1].split("   or   ")[0])[3:] == list(on), err
             return said
 
     said = asyncio.run(scenario())
@@ -275,3 +281,95 @@ def test_a_reply_with_segments_is_taken_by_a_worker_from_before_segments(
 
     done = asyncio.run(scenario())
     assert (done.reason, PAID) == ("success", [7])
+
+
+def test_a_worker_on_a_new_namespace_starts_without_a_listing_error(temporal: TemporalServer) -> None:
+    """The README's first `endstate worker --temporal ...` on a namespace Endstate never used printed
+    "the runs waiting for a person could not be listed (invalid query: invalid search attribute:
+    EndstateWaiting)": it listed them before it registered the search attributes. It registers them
+    first now, and says so once."""
+    namespace = f"fresh-{uuid.uuid4().hex[:8]}"
+    made = [
+        temporal_cli(),
+        "operator",
+        "namespace",
+        "create",
+        "--namespace",
+        namespace,
+        "--address",
+        temporal.address,
+    ]
+    subprocess.run(made, check=True, capture_output=True, timeout=60)
+    argv = [
+        sys.executable,
+        "-m",
+        "agent.cli",
+        "worker",
+        "--temporal",
+        temporal.address,
+        "--namespace",
+        namespace,
+    ]
+    for _ in range(100):  # a new namespace is known to the frontend within a few seconds
+        proc = subprocess.Popen(argv, stdout=PIPE, stderr=PIPE, text=True, env=cli_env())
+        said = proc.stdout.readline() if proc.stdout else ""  # its first line: polling, or why not
+        proc.terminate()  # the worker's own stop: it finishes the activities in hand (none)
+        _, err = proc.communicate(timeout=60)
+        if "not found" not in err:
+            break
+        time.sleep(0.2)
+    assert said.startswith("endstate worker: polling task queue 'endstate' of namespace"), (said, err)
+    assert "could not be listed" not in said + err
+    assert f"registered the search attributes Endstate needs in namespace '{namespace}'" in err
+
+
+def test_serve_over_temporal_says_where_its_inbox_is_and_refuses_a_taken_port(
+    temporal: TemporalServer, tmp_path: Any
+) -> None:
+    """`endstate serve --temporal` printed its Temporal and token line and nothing else: not who may
+    read, nor the inbox's URL (README: "`serve` prints the inbox's URL at start"), as `serve` over a
+    store does. On a port another process held, uvicorn logged its own lines and it exited 3."""
+    import socket
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    with held:
+        port = held.getsockname()[1]
+        argv = [sys.executable, "-m", "agent.cli", "serve", "--temporal", temporal.address, "--port"]
+        taken = subprocess.run(
+            [*argv, str(port)], cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120
+        )
+    assert (taken.returncode, taken.stdout) == (2, ""), taken.stderr
+    assert taken.stderr.startswith(f"endstate: cannot listen on 127.0.0.1:{port} (Address already in use)")
+    port = free_port()
+    proc = subprocess.Popen(
+        [*argv, str(port)], cwd=tmp_path, env=cli_env(), stdout=PIPE, stderr=PIPE, text=True
+    )
+    try:
+        said = [proc.stdout.readline() for _ in range(3)] if proc.stdout else []
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert said[1].startswith("endstate serve: reads are open (loopback); hosts served: 127.0.0.1"), (
+        said,
+        err,
+    )
+    assert said[2] == f"endstate serve: inbox: http://127.0.0.1:{port}/inbox\n", (said, err)
+
+
+def test_runs_on_an_empty_queue_says_how_to_start_one_there(temporal: TemporalServer) -> None:
+    """`endstate runs --temporal HOST:PORT --task-queue Q` with no runs said to start one with
+    `endstate start AGENT TASK --temporal ...`: the server and queue left for the reader to fill in."""
+    queue = f"empty-{uuid.uuid4().hex[:8]}"
+    on = ["--temporal", temporal.address, "--task-queue", queue]
+    argv = [sys.executable, "-m", "agent.cli", "runs", *on]
+    said = subprocess.run(argv, env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.endswith(f"; start one with `endstate start AGENT TASK {shlex.join(on)}`\n"), (
+        said.stdout
+    )
+    cancelled = subprocess.run(
+        [*argv, "--status", "cancelled"], env=cli_env(), capture_output=True, text=True, timeout=120
+    )
+    assert cancelled.stdout.startswith("no cancelled runs in ") and "start one" not in cancelled.stdout

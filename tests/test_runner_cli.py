@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 import re
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -134,10 +135,12 @@ def test_runs_prints_a_header_times_with_their_zone_and_what_to_do_next(
     assert f"there is no run store at {path}" in capsys.readouterr().err and not path.exists()
     open_store(str(path)).close()
     assert main(["runs", "--store", str(path)]) == 0
-    assert (
+    assert (  # with the --store given: pasted without it, the run went to the default store
         capsys.readouterr().out
-        == f"no runs in sqlite:///{path}; start one with `endstate start AGENT TASK`\n"
+        == f"no runs in sqlite:///{path}; start one with `endstate start AGENT TASK --store {path}`\n"
     )
+    assert main(["runs", "--store", str(path), "--status", "cancelled"]) == 0
+    assert capsys.readouterr().out == f"no cancelled runs in sqlite:///{path}\n"  # not "start one"
     _waiting_runs(path, tmp_path)
     assert main(["runs", "--store", str(path)]) == 0
     header, *rows, _, hint = capsys.readouterr().out.splitlines()
@@ -189,12 +192,50 @@ def test_a_cancelled_run_says_how_to_resume_it_and_resume_does(store_url: str, t
     first = endstate("start", "csv-cleaner", "Clean", "--scenario", "csv/shutdown", store=store_url, env=env)
     assert first.returncode == 0, first.stderr
     run_id = re.findall(r"^run (\w+): cancelled", first.stdout, re.M)[0]
-    assert first.stdout.rstrip().endswith(f"-> endstate resume {run_id}")
+    assert first.stdout.rstrip().endswith(f"-> endstate resume {run_id} --store {store_url}")
     done = endstate("resume", run_id, "--json", store=store_url, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["reason"] == "success"
     again = endstate("resume", run_id, store=store_url, env=env)
     assert again.returncode == 2 and "is finished, not waiting or cancelled" in again.stderr
+
+
+def test_the_next_command_a_start_or_an_answer_prints_reaches_the_same_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`endstate start ... --store S` printed `-> endstate answer ID "your answer"`, without the store:
+    pasted, it looked in the default store (none there: exit 2). `pending` has always printed the
+    `--store`; `start`, `answer`, `approve`, `deny`, `resume`, `recover` and `end` print it now too."""
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    monkeypatch.chdir(tmp_path)
+    store = str(tmp_path / "elsewhere" / "runs.db")
+    for run_id, scenario in (("asks", "invoice/which-one"), ("pushes", "ci/approved-push")):
+        agent = "invoice-downloader" if run_id == "asks" else "ci-fixer"
+        assert main(["start", agent, "Go", "--scenario", scenario, "--run-id", run_id, "--store", store]) == 0
+        hint = capsys.readouterr().out.splitlines()[-1].split("->", 1)[1].split("   or   ")[0]
+        command = shlex.split(hint.replace("your answer", "INV-0913"))
+        assert command[:3] == ["endstate", "answer" if run_id == "asks" else "approve", run_id]
+        assert main(command[1:]) == 0
+        assert f"run {run_id}: success" in capsys.readouterr().out
+
+
+def test_a_run_stopped_at_a_limit_says_how_to_give_it_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`endstate start` printed "run ID: limit (turns) after 15 turns." and nothing after it, as if the
+    run were over; a cancelled or waiting run's line ends with the command that continues it, and a
+    limit stop is continued with more of the budget that ran out (README: `endstate resume RUN_ID
+    --more-turns 10`)."""
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    store = str(tmp_path / "runs.db")
+    started = ["start", "csv-cleaner", "Clean", "--scenario", "csv/ok-every-time", "--run-id", "short"]
+    assert main([*started, "--store", store]) == 0
+    said = capsys.readouterr().out
+    assert "run short: limit (turns) after 15 turns." in said
+    hint = said.splitlines()[-1].split("->", 1)[1].split("   ")[0]
+    assert shlex.split(hint) == ["endstate", "resume", "short", "--store", store, "--more-turns", "N"]
+    assert main([*shlex.split(hint.replace(" N", " 5"))[1:]]) == 0
+    assert "run short: limit (turns) after 20 turns." in capsys.readouterr().out
 
 
 def test_recover_goes_on_past_a_run_it_cannot_resume(tmp_path: Path) -> None:

@@ -83,3 +83,16 @@ def test_the_newer_schema_error_shows_no_password(tmp_path: Path) -> None:
         open_store(with_password)
     for secret in ("p%40ss", "w0rd", "p@ss"):
         assert secret not in str(raised.value)
+
+
+def test_a_pasted_hint_with_the_masked_password_says_to_put_the_real_one_there() -> None:
+    """`-> endstate answer ID --store 'postgresql://app:***@db/runs' "your answer"` pasted as printed
+    failed with "password authentication failed", no word of the `***` being Endstate's mask."""
+    from agent.durable.store import StoreError, open_store
+
+    with pytest.raises(StoreError) as raised:
+        open_store("postgresql://app:***@127.0.0.1:1/runs")
+    assert "The password in this URL is ***, which Endstate prints in place of" in str(raised.value)
+    with pytest.raises(StoreError) as raised:
+        open_store("postgresql://app:hunter2xyz@127.0.0.1:1/runs")
+    assert "in place of a password" not in str(raised.value)

@@ -244,11 +244,35 @@ def test_a_cancelled_run_ends_cancelled_and_resumes_to_success(
             assert done.reason is StopReason.SUCCESS and done.run_id == run_id
             with pytest.raises(NotClaimable, match="not cancelled"):
                 await runs.resume(run_id)
+            await listed_as(runs, run_id, RunStatus.FINISHED)
+            # `endstate runs --status cancelled` listed it still, by its older (cancelled) execution
+            assert run_id not in [r.run_id for r in await runs.runs(RunStatus.CANCELLED)]
         ended = [line for line in calls_log(tmp_path, run_id) if line.startswith("end")]
         assert finished <= set(ended) and "end 6" in ended
         assert all(
             ended.count(line) == 1 for line in finished
         )  # a call done before the cancel never ran again
+
+    asyncio.run(scenario())
+
+
+def test_a_run_its_catalogs_cancel_stopped_resumes_on_the_same_worker(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    """The seed's `csv/shutdown` (its world's cancel signal set mid-run) resumed over Temporal ended
+    cancelled again at once on the worker that had played it: the worker kept the run's agent and
+    cancel signal from before the cancel. A resume (a new execution) asks the catalog for both again,
+    as the store's runner does for each segment, and `endstate demo --list`'s "cancelled then resume
+    -> success" holds on Temporal too."""
+    from agent.examples.scenarios import example_catalog
+
+    async def scenario() -> None:
+        async with worker(temporal, queue(), example_catalog(tmp_path / "worlds")) as runs:
+            shutdown = {"scenario": "csv/shutdown"}
+            first = await runs.start("csv-cleaner", "Clean the export", state=shutdown)
+            assert isinstance(first, RunResult) and first.reason is StopReason.CANCELLED
+            done = await runs.resume(first.run_id)
+            assert (done.reason, done.output) == (StopReason.SUCCESS, "Cleaned after the restart.")
 
     asyncio.run(scenario())
 

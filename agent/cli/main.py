@@ -22,6 +22,7 @@ from agent.cli.demo import Played, play, select
 from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
 from agent.service.server import port_number, positive_int
+from agent.summary import plural
 
 # modules with `register(subparsers)` adding more commands
 OFFLINE_TRACES = ".endstate/traces.jsonl"  # where demo spans go when no OTLP endpoint is set
@@ -226,7 +227,7 @@ def _footer(played: list[Played]) -> str:
     reached = sorted({str(p.result.reason) for p in played})
     missed = [p for p in played if not p.met]
     status = "all as expected" if not missed else f"{len(missed)} NOT as expected"
-    return f"\n{len(played)} run segments; stop reasons reached: {', '.join(reached)}; {status}."
+    return f"\n{plural(len(played), 'run segment')}; stop reasons reached: {', '.join(reached)}; {status}."
 
 
 def _hold(addr: str, port: int) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
-import shlex
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.cli._help import above_zero
+from agent.cli.runs import store_on
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
@@ -142,7 +142,7 @@ def run_queue(args: argparse.Namespace) -> int:
     )
     print(
         f"\n{shown} to review, oldest first. "
-        f"Label one: endstate review label RUN_ID {{{','.join(review.Label)}}}{_store_flag(args)}"
+        f"Label one: endstate review label RUN_ID {{{','.join(review.Label)}}}{store_on(args)}"
     )
     return 0
 
@@ -151,7 +151,7 @@ def run_label(args: argparse.Namespace) -> int:
     with _store(args) as store:
         given = review.label(store, args.run_id, args.label, args.note, by=args.by or _user())
     print(f"run {given.run_id} ({given.agent}, {given.task_type}): labelled {given.label} by {given.by}")
-    print(f"    -> endstate review promote {given.run_id}{_store_flag(args)}   turns it into an eval case")
+    print(f"    -> endstate review promote {given.run_id}{store_on(args)}   turns it into an eval case")
     return 0
 
 
@@ -189,10 +189,6 @@ def _user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no name for this uid (a bare container)
         return f"uid {os.getuid()}"
-
-
-def _store_flag(args: argparse.Namespace) -> str:
-    return f" --store {shlex.quote(args.store)}" if args.store else ""
 
 
 @contextmanager

@@ -36,7 +36,7 @@ from agent.durable.store import (
 from agent.durable.store.base import Listing
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
-from agent.result import RunResult, StopReason
+from agent.result import LimitKind, RunResult, StopReason
 from agent.summary import plural
 from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, lookalikes, one_line, strict_json
 
@@ -147,14 +147,15 @@ def _runs(args: argparse.Namespace) -> int:
     with _store(args, create=False) as store:
         records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
         where = store.shown
-    if print_runs(records, args, where, "endstate start AGENT TASK"):
+    if print_runs(records, args, where, f"endstate start AGENT TASK{store_on(args)}"):
         print_waiting(records, store_on(args))
     return 0
 
 
 def store_on(args: argparse.Namespace) -> str:
-    """The options a printed command needs to reach the same runs (` --store URL` when one was given)."""
-    return f" --store {shlex.quote(args.store)}" if args.store else ""
+    """The options a printed command needs to reach the same runs (` --store URL` when one was given),
+    the URL's password masked (`user:***@`): a hint is read on screens and kept in logs."""
+    return f" --store {shlex.quote(shown_url(args.store))}" if args.store else ""
 
 
 def print_waiting(records: list[RunRecord], on: str) -> None:
@@ -164,15 +165,19 @@ def print_waiting(records: list[RunRecord], on: str) -> None:
 
 
 def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, start: str) -> bool:
-    """Print runs as JSON lines or as a table; True when a table of at least one run was printed."""
+    """Print runs as JSON lines or as a table; True when a table of at least one run was printed.
+    `start` is the command that starts a run where these are (said when there are none)."""
     if args.json:
         for r in records:
             print(json_text(r.to_dict()))
         return False
     damaged = getattr(records, "damaged", [])
-    if not records and not damaged:
-        which = f"{args.status} runs" if args.status else "runs"
-        print(f"no {which} in {where}; start one with `{start}`")
+    if not records and not damaged:  # with --status, there may be runs of another status
+        print(
+            f"no {args.status} runs in {where}"
+            if args.status
+            else f"no runs in {where}; start one with `{start}`"
+        )
         return False
     if records:
         print(RUNS_HEADER)
@@ -305,7 +310,7 @@ def _recover(args: argparse.Namespace) -> int:
         results = asyncio.run(runner.recover())
         results += asyncio.run(runner.sweep())
     for result in results:
-        print(result_line(result))
+        print(result_line(result, store_on(args)))
     print(f"{plural(len(results), 'run')} recovered or swept")
     return 0
 
@@ -319,7 +324,7 @@ def _end(args: argparse.Namespace) -> int:
     refuse_undecodable(args)
     with _runner(args, create=False) as runner:
         result = runner.end(args.run_id, args.note or "")
-    print(json_text(result.to_dict()) if args.json else result_line(result))
+    print(json_text(result.to_dict()) if args.json else result_line(result, store_on(args)))
     return 0
 
 
@@ -344,7 +349,7 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
     with _runner(args) as runner:
         job = claim(runner)
         result = asyncio.run(runner.drive(job))
-    print(json_text(result.to_dict()) if args.json else result_line(result))
+    print(json_text(result.to_dict()) if args.json else result_line(result, store_on(args)))
     return 0
 
 
@@ -455,13 +460,14 @@ def local_time(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(timestamp))
 
 
-def result_line(r: RunResult) -> str:
-    """How a segment ended, and the command that continues the run when it can go on."""
+def result_line(r: RunResult, on: str = "") -> str:
+    """How a segment ended, and the command that continues the run when it can go on (with the
+    options `on` that reach the same runs: `store_on`, `temporal_on`)."""
     limit = f" ({r.limit})" if r.limit else ""
     verified = " verified" if r.verified else ""
     text = _cut(one_line(r.note or r.output), r)
     line = f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text}".rstrip()
-    return line + next_step(r)
+    return line + next_step(r, on)
 
 
 LINE_CHARS = 200  # of a run's note or output that its line shows
@@ -477,14 +483,18 @@ def _cut(text: str, r: RunResult) -> str:
     return f"{text[:LINE_CHARS]}... (cut at {LINE_CHARS} of {len(text):,} characters; {rest})"
 
 
-def next_step(r: RunResult) -> str:
+def next_step(r: RunResult, on: str = "") -> str:
+    """The command that continues the run, after a line that says how its segment ended ('' when
+    none can: a context limit is not given more)."""
     if r.reason is StopReason.CANCELLED:
-        return f"\n    -> endstate resume {r.run_id}"
+        return f"\n    -> endstate resume {r.run_id}{on}"
+    if r.reason is StopReason.LIMIT and r.limit is not None and r.limit is not LimitKind.CONTEXT:
+        return f"\n    -> endstate resume {r.run_id}{on} --more-{r.limit} N   gives it more budget"
     if r.reason is not StopReason.NEED_HELP or r.suspension is None:
         return ""
     if r.suspension.pending is not None:
-        return f'\n    -> endstate approve {r.run_id}   or   endstate deny {r.run_id} "why"'
-    return f'\n    -> endstate answer {r.run_id} "your answer"'
+        return f'\n    -> endstate approve {r.run_id}{on}   or   endstate deny {r.run_id}{on} "why"'
+    return f'\n    -> endstate answer {r.run_id}{on} "your answer"'
 
 
 def _span(seconds: float) -> str:

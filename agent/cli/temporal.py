@@ -173,7 +173,7 @@ async def _runs_client(args: argparse.Namespace) -> Any:
 def _print_result(args: argparse.Namespace, result: Any) -> int:
     from agent.cli.runs import result_line
 
-    print(json.dumps(result.to_dict()) if args.json else result_line(result))
+    print(json.dumps(result.to_dict()) if args.json else result_line(result, temporal_on(args)))
     return 0
 
 
@@ -243,7 +243,7 @@ async def _runs(args: argparse.Namespace) -> int:
 
     runs = await _runs_client(args)
     records = await runs.runs(RunStatus(args.status) if args.status else None, args.limit)
-    if print_runs(records, args, runs.shown, "endstate start AGENT TASK --temporal ..."):
+    if print_runs(records, args, runs.shown, f"endstate start AGENT TASK{temporal_on(args)}"):
         print_waiting(records, temporal_on(args))
     return 0
 
@@ -308,11 +308,12 @@ async def _run_worker(args: argparse.Namespace) -> int:
     """Poll the task queue until SIGTERM or SIGINT; then finish the activities in hand and stop."""
     from agent.durable.catalog import SEED_CATALOG, load_catalog
     from agent.service.server import declared_pairs
-    from agent.temporal import TemporalRuns
+    from agent.temporal import TemporalRuns, ensure_search_attributes
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
 
     runs = await TemporalRuns.connect(args.temporal, args.namespace, args.task_queue)
+    await ensure_search_attributes(runs.client, args.namespace)  # before the waiting runs are listed
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
     telemetry = Telemetry.from_env(pending=pending)

@@ -1,8 +1,9 @@
 """The activities: everything a run does outside its decisions (model, tools, verifiers, its world).
 
 They run on a worker with the catalog, build the run's agent from its name and
-state (one agent per run and worker, kept while the run is active, so a model
-that keeps state across calls, like the scripted one, stays in place), and
+state (one agent per execution of a run's workflow and worker, kept while it is
+active, so a model that keeps state across calls, like the scripted one, stays
+in place; a resume, a new execution, builds it again), and
 return plain JSON. Failures that the loop handles itself (a model error, a tool
 error) are returned or raised as non-retryable errors: Temporal retries only
 what the loop cannot see, such as a worker that died mid-call.
@@ -41,6 +42,7 @@ log = logging.getLogger("endstate.temporal")
 Call = TypeVar("Call", bound=Callable[..., Awaitable[dict[str, Any]]])
 BENIGN = ApplicationErrorCategory.BENIGN  # failures the loop handles: no worker traceback in the log
 MAX_CACHED_AGENTS = 1024
+Execution = tuple[str, str]  # a run id and the id of one execution of its workflow
 MAX_KEPT_CHARS = 64_000_000  # of long texts kept for calls that name them by digest
 
 
@@ -64,8 +66,8 @@ class EndstateActivities:
     def __init__(self, catalog: Catalog, queue: str | None = None) -> None:
         self.catalog = catalog
         self.queue = queue  # this worker's own task queue: a run sends there the texts it lacks
-        self._agents: OrderedDict[str, Agent] = OrderedDict()
-        self._cancels: OrderedDict[str, CancelSignal | None] = OrderedDict()  # each run's catalog `cancel`
+        self._agents: OrderedDict[Execution, Agent] = OrderedDict()
+        self._cancels: OrderedDict[Execution, CancelSignal | None] = OrderedDict()  # the catalog's `cancel`
         self._results = KeptResults(MAX_KEPT_CHARS)
 
     def all(self) -> list[Any]:
@@ -204,8 +206,9 @@ class EndstateActivities:
     @activity.defn(name=w.CLEANUP)
     async def cleanup(self, run: dict[str, Any]) -> None:
         """The run ended for good: let its world go."""
-        self._agents.pop(run["run_id"], None)
-        self._cancels.pop(run["run_id"], None)
+        for cache in (self._agents, self._cancels):
+            for key in [k for k in cache if k[0] == run["run_id"]]:  # of each of its executions
+                del cache[key]
         self._results.drop(run["run_id"])
         entry = self.catalog.entries.get(run["agent"])
         if entry is not None and entry.cleanup is not None:
@@ -222,7 +225,7 @@ class EndstateActivities:
         as the store's runner gives such a run back."""
         run = check["run"]
         try:
-            agent = self._agents.get(run["run_id"]) or self._build(run)
+            agent = self._agents.get(_execution(run["run_id"])) or self._build(run)
         except ConfigError as exc:
             raise _refused(
                 f"this worker cannot go on with run {run['run_id']}: {exc}. Deploy a worker whose catalog "
@@ -262,23 +265,24 @@ class EndstateActivities:
     ) -> dict[str, Any]:
         """`out`, with `cancel`: whether the run's catalog entry's `cancel` signal is set, when the
         workflow asks (`check_cancel`): the loop then stops before its next turn, as the store's runner
-        stops it. The signal is made once per run on this worker, from its state (`state`, if given)."""
+        stops it. The signal is made once per execution of the run on this worker, from its state
+        (`state`, if given)."""
         if not run.get("check_cancel"):
             return out
-        run_id = run["run_id"]
-        if run_id not in self._cancels:
-            self._cancels[run_id] = _cancel_signal(self.catalog, run["agent"], state or run["state"], run_id)
+        run_id, key = run["run_id"], _execution(run["run_id"])
+        if key not in self._cancels:
+            self._cancels[key] = _cancel_signal(self.catalog, run["agent"], state or run["state"], run_id)
             while len(self._cancels) > MAX_CACHED_AGENTS:
                 self._cancels.popitem(last=False)
-        return {**out, "cancel": _is_set(self._cancels[run_id], run_id)}
+        return {**out, "cancel": _is_set(self._cancels[key], run_id)}
 
     # -- agents --------------------------------------------------------
 
     def _agent(self, run: dict[str, Any]) -> Agent:
-        """The run's agent on this worker, built once per run."""
-        found = self._agents.get(run["run_id"])
+        """The run's agent on this worker, built once per execution of the run."""
+        found = self._agents.get(_execution(run["run_id"]))
         if found is not None:
-            self._agents.move_to_end(run["run_id"])
+            self._agents.move_to_end(_execution(run["run_id"]))
             return found
         try:
             return self._build(run)
@@ -301,10 +305,21 @@ class EndstateActivities:
                     f"agent {run['agent']!r} does not run task type {task_type!r}; use one of: {allowed}"
                 )
             agent = dataclasses.replace(agent, task_type=task_type)
-        self._agents[run["run_id"]] = agent
+        self._agents[_execution(run["run_id"])] = agent
         while len(self._agents) > MAX_CACHED_AGENTS:
             self._agents.popitem(last=False)
         return agent
+
+
+def _execution(run_id: str) -> Execution:
+    """The key of a run's agent and cancel signal on this worker: one per execution of its workflow.
+    A resume is a new execution, so the resumed run's agent and cancel signal are asked of the catalog
+    again, as the store's runner asks for each segment: a signal that cancelled the run before (the
+    seed's shutdown scenario sets its world's) does not cancel the resumed run at once."""
+    try:
+        return run_id, activity.info().workflow_run_id or ""
+    except RuntimeError:  # not in an activity (a worker's calls made by hand, in tests)
+        return run_id, ""
 
 
 def _cancel_signal(catalog: Catalog, agent: str, state: dict[str, Any], run_id: str) -> CancelSignal | None:

@@ -438,10 +438,12 @@ class TemporalRuns:
         if status is RunStatus.WAITING:
             query += f" AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
         records: dict[str, RunRecord] = {}
+        seen: set[str] = set()  # a run's latest execution, listed first, is its status: not an older one's
         try:
             async for execution in self.client.list_workflows(query):
-                if execution.id in records or not w.on_queue(execution.task_queue, self.task_queue):
+                if execution.id in seen or not w.on_queue(execution.task_queue, self.task_queue):
                     continue  # an older execution of a resumed run, or another queue's run
+                seen.add(execution.id)
                 record = await _record(execution)
                 if status is None or record.status is status:
                     records[execution.id] = record

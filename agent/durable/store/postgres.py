@@ -31,7 +31,7 @@ from agent.durable.store.base import (
     WriteRefused,
     column_text,
 )
-from agent.durable.store.urls import scrub, shown_url
+from agent.durable.store.urls import MASK, scrub, secrets_in, shown_url
 from agent.snapshot import Checkpoint
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
@@ -293,8 +293,20 @@ def connect(url: str, shown: str, options: dict[str, Any], **more: Any) -> Any:
         ) from exc
     except psycopg.Error as exc:
         raise StoreError(
-            f"cannot connect to the PostgreSQL run store {shown}: {said(str(exc), url)}"
+            f"cannot connect to the PostgreSQL run store {shown}: {said(str(exc), url)}{masked(url)}"
         ) from exc
+
+
+def masked(url: str) -> str:
+    """What to do when the URL's password is the mask a printed command shows in its place (a
+    `-> endstate answer ID --store 'postgresql://app:***@...'` pasted as it was printed), else ''."""
+    if MASK not in secrets_in(url):
+        return ""
+    return (
+        f". The password in this URL is {MASK}, which Endstate prints in place of a password: put "
+        "the real one there, or leave it out of the URL and set PGPASSWORD, or set the whole URL "
+        "in $ENDSTATE_STORE and leave out --store"
+    )
 
 
 def failure(exc: Exception, watch: Watch, shown: str, url: str) -> StoreError:
