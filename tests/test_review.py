@@ -164,6 +164,7 @@ def test_promoted_cases_pass_in_eval_while_the_agents_behave_as_recorded(
 
     [margin] = yaml.safe_load((out_dir / "margin.yaml").read_text())["cases"]
     assert margin["expect"] == "gave_up" and margin["fixture"] == "web_corpus"
+    assert margin["impossible"] is True  # a person found the give-up right: the report counts it so
     assert "{corpus}/blog-of-estimates/acme-margin" in str(margin["replay"])  # no port of a past server
     [push] = yaml.safe_load((out_dir / "push.yaml").read_text())["cases"]
     assert push["then"] == {"action": "approve", "expect": "success"}
@@ -171,6 +172,7 @@ def test_promoted_cases_pass_in_eval_while_the_agents_behave_as_recorded(
     code, out = cli(capsys, "eval", str(out_dir), "--no-progress")
     assert code == 0, out
     assert "PASSED: 4 of 4 cases met their expectations." in out
+    assert "Correct give-up:  2 of 2 (100%) impossible tasks gave up" in out, out
 
 
 @pytest.mark.parametrize(
@@ -185,6 +187,8 @@ def test_a_correct_stop_at_a_limit_or_without_progress_is_promoted_as_that_stop_
     assert cli(capsys, "review", "label", "stopped", "correct_give_up", "--store", str(store_path))[0] == 0
     code, out = cli(capsys, "review", "promote", "stopped", "--out", str(out_dir), "--store", str(store_path))
     assert code == 0 and f"expects {stop}" in out, out
+    [case] = yaml.safe_load((out_dir / "stopped.yaml").read_text())["cases"]
+    assert "impossible" not in case  # right to stop there is no give-up, which impossible tasks must
     code, out = cli(capsys, "eval", str(out_dir), "--no-progress")
     assert code == 0 and "PASSED: 1 of 1" in out, out
 
@@ -406,3 +410,15 @@ def test_the_metrics_count_every_review_label_from_zero() -> None:
     from telemetry import names
 
     assert tuple(review.Label) == names.REVIEW_LABELS
+
+
+def test_only_a_give_up_the_agent_asked_for_makes_a_promoted_case_impossible() -> None:
+    """An API's refusal or a guardrail also ends `gave_up`; as an impossible task's case, the replay
+    would fail ('no sign that it found the task impossible') although the run was right to stop."""
+    from agent.journal import Call, Reply, Task
+
+    give_up = Call("c1", "finish", {"kind": "give_up", "note": "the portal is down"})
+    assert review._agent_gave_up([Task("t"), Reply(parts=(give_up,), stop_reason="tool_use")])
+    refused = Reply(parts=(), stop_reason="refusal")
+    assert not review._agent_gave_up([Task("t"), Reply(parts=(give_up,), stop_reason="tool_use"), refused])
+    assert not review._agent_gave_up([Task("t")])

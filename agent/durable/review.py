@@ -32,8 +32,10 @@ from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
 from agent.durable.store.base import Review
 from agent.errors import ConfigError
-from agent.journal import Answer, Answered, Approval, Denial, Entry, Extended, Stopped, Suspended
+from agent.finish import FINISH_TOOL
+from agent.journal import Answer, Answered, Approval, Denial, Entry, Extended, Reply, Stopped, Suspended
 from agent.result import StopReason
+from agent.stops import FinishKind
 from agent.summary import plural
 from agent.text import escaped
 
@@ -187,7 +189,7 @@ def promote(
     seed ones; without `overwrite`, an existing case file is refused (`CaseExists`).
     """
     record, journal = _reviewable(store, run_id)
-    case = case_for(record, journal, _expected(store, record, expect), catalog)
+    case = _promoted(store, record, journal, expect, catalog)
     if case.get("catalog"):
         _check_catalog(case["catalog"], case["agent"])
     path = out / case_file(run_id)
@@ -307,7 +309,7 @@ def case_files(
     from agent.evals.replay import blobs_of
 
     record, journal = _reviewable(store, run_id)
-    case = case_for(record, journal, _expected(store, record, expect), catalog)
+    case = _promoted(store, record, journal, expect, catalog)
     return CaseFiles(run_id, case, blobs_of(journal))
 
 
@@ -348,11 +350,37 @@ def case_file(run_id: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', run_id)}.yaml"
 
 
+def _promoted(
+    store: RunStore, record: RunRecord, journal: Sequence[Entry], expect: str | None, catalog: str | None
+) -> dict[str, Any]:
+    """The case for a labelled run: a give-up a person found right is an impossible task's case, so
+    the report counts it under correct give-up and flags a success of it as a false success."""
+    exit_ = _expected(store, record, expect)
+    review = latest_labels(store, [record.run_id]).get(record.run_id)
+    right = review is not None and review.label == Label.CORRECT_GIVE_UP and exit_ is StopReason.GAVE_UP
+    return case_for(record, journal, exit_, catalog, impossible=right and _agent_gave_up(journal))
+
+
+def _agent_gave_up(journal: Sequence[Entry]) -> bool:
+    """The run's last reply asked to give up: the agent found the task impossible (not the API's
+    refusal or a guardrail, which an impossible task's case counts as no sign of it)."""
+    last = next((e for e in reversed(journal) if isinstance(e, Reply)), None)
+    return last is not None and any(
+        c.name == FINISH_TOOL and c.arguments.get("kind") == FinishKind.GIVE_UP for c in last.calls
+    )
+
+
 def case_for(
-    record: RunRecord, journal: Sequence[Entry], expect: StopReason, catalog: str | None = None
+    record: RunRecord,
+    journal: Sequence[Entry],
+    expect: StopReason,
+    catalog: str | None = None,
+    *,
+    impossible: bool = False,
 ) -> dict[str, Any]:
     """The eval case (as its YAML mapping) for a recorded run: of a seed agent in its fixture's
-    world, or, with `catalog`, of that catalog's agent with the run's state."""
+    world, or, with `catalog`, of that catalog's agent with the run's state; `impossible` marks the
+    task as one to give up (`impossible: true`)."""
     from agent.evals.replay import record as replay_of
     from agent.examples.scenarios import AGENTS
 
@@ -375,6 +403,7 @@ def case_for(
         **({"fixture": fixture_for(record)} if seed else {"catalog": catalog, "state": record.state}),
         "task": record.task,
         "task_type": record.task_type,
+        **({"impossible": True} if impossible else {}),
     }
     case |= _expectations(record, journal, expect) | _extension(journal)
     return case | {"replay": list(replay.replies), "results": [r.to_dict() for r in replay.results]}
