@@ -20,7 +20,7 @@ from agent.snapshot import Snapshot, SnapshotKind
 from agent.stops import StopKind, TurnSignal
 from agent.tools import Tool, tool
 from agent.usage import Usage
-from agent.verify import Verifier, all_of, command, predicate
+from agent.verify import Verifier, all_of, command, predicate, within
 
 __all__ = [
     "ToolReference",
@@ -86,4 +86,5 @@ __all__ = [
     "observe_run",
     "predicate",
     "tool",
+    "within",
 ]

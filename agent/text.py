@@ -7,6 +7,8 @@ import functools
 import json
 import math
 import re
+import unicodedata
+from collections.abc import Iterator
 from typing import Any
 
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -134,3 +136,76 @@ def _unique_keys(what: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             )
         seen.add(key)
     return value  # not reached: some key came twice
+
+
+# -- lookalike letters ----------------------------------------------------------------------------
+
+# Scripts that a word may mix without suspicion (Unicode TS #39's "highly restrictive" level):
+# Japanese, Chinese and Korean text mixes Han with kana, Bopomofo or Hangul, and Latin with all of them.
+_MIXABLE = (
+    frozenset({"Latin", "Han", "Hiragana", "Katakana"}),
+    frozenset({"Latin", "Han", "Bopomofo"}),
+    frozenset({"Latin", "Han", "Hangul"}),
+)
+_SCRIPT_OF_WORD = {"CJK": "Han", "IDEOGRAPHIC": "Han", "KATAKANA-HIRAGANA": ""}  # the last: both kanas'
+MAX_LOOKALIKES = 5  # words named; past that, how many more
+
+
+def lookalikes(value: Any) -> list[str]:
+    """What in `value` (a string, or JSON-like data whose keys and strings are read) a person should
+    look at twice: each word (text between spaces) whose letters come from scripts that do not mix,
+    such as an address whose first letter is a Cyrillic a (U+0430), which a page shows as the Latin
+    address. Each as `"<word>" mixes Cyrillic "<letter>" (U+0430) with Latin`; letters in
+    compatibility forms (fullwidth or mathematical letters) count as a script of their own. A word in
+    one script that only looks like another (all Cyrillic) is not found: that needs Unicode's
+    confusables data."""
+    found: list[str] = []
+    for text in _strings(value):
+        if not text.isascii():
+            found.extend(w for w in map(_mixed, text.split()) if w and w not in found)
+    if len(found) > MAX_LOOKALIKES:
+        found[MAX_LOOKALIKES:] = [f"and {len(found) - MAX_LOOKALIKES} more such words"]
+    return found
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif depth < SHOWN_DEPTH and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key, depth + 1)
+            yield from _strings(item, depth + 1)
+    elif depth < SHOWN_DEPTH and isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item, depth + 1)
+
+
+def _mixed(word: str) -> str:
+    """How `word` mixes scripts that do not mix, or "" when it does not."""
+    if word.isascii():
+        return ""
+    letters: dict[str, list[str]] = {}
+    for char in dict.fromkeys(word):
+        script = _script(char)
+        if script:
+            letters.setdefault(script, []).append(char)
+    if len(letters) < 2 or any(letters.keys() <= allowed for allowed in _MIXABLE):
+        return ""
+    main = max(letters, key=lambda s: (s == "Latin", len(letters[s])))
+    others = "; ".join(
+        f"{script} " + ", ".join(f'"{visible(c)}" (U+{ord(c):04X})' for c in chars[:3])
+        for script, chars in letters.items()
+        if script != main
+    )
+    return f'"{visible(word[:80])}" mixes {others} with {main}'
+
+
+def _script(char: str) -> str:
+    """The script of a letter or digit (the first word of its Unicode name, roughly), "" for other
+    characters and ASCII digits; a compatibility form's is "compatibility form"."""
+    if not (char.isalpha() or char.isdigit()) or (char.isascii() and char.isdigit()):
+        return ""
+    if unicodedata.normalize("NFKC", char) != char:
+        return "compatibility form"
+    first = unicodedata.name(char, "UNKNOWN").split(" ", 1)[0]
+    return _SCRIPT_OF_WORD.get(first, first.title())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -10,6 +11,7 @@ import json
 import math
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +24,8 @@ from agent.models.base import Model, ModelReply, ModelRequest
 from agent.policies import MAX_RETRY_AFTER, RetryPolicy
 from agent.stops import MESSAGES_API_STOPS, StopKind
 
+DEFAULT_TIMEOUT = 300.0  # seconds any verifier gets, unless it says (command(timeout=), within())
+
 if TYPE_CHECKING:
     from agent.context import RunContext
 
@@ -32,7 +36,9 @@ class Verifier(Protocol):
 
     Returns the reasons the criterion is not met; an empty list means it is.
     It may be an `async def`. Raising, or returning anything but a list of
-    strings, is a bug in the verifier and ends the run as `error`.
+    strings, is a bug in the verifier and ends the run as `error`. It runs
+    within a timeout (`DEFAULT_TIMEOUT` unless made with one: `within`); one
+    that does not finish in it is a failure told to the model.
     """
 
     def __call__(self, ctx: RunContext) -> list[str]: ...
@@ -103,8 +109,10 @@ class PredicateVerifier:
 
     predicate: Callable[[RunContext], bool]
     reason: str
+    timeout: float = DEFAULT_TIMEOUT
 
     def __post_init__(self) -> None:
+        check_timeout("predicate()", self.timeout)
         if not callable(self.predicate):
             raise ConfigError(
                 f"predicate() takes a function of the RunContext, not {type(self.predicate).__name__}"
@@ -126,9 +134,48 @@ def command(*argv: str, cwd: str | Path | None = None, timeout: float = 300.0) -
     return CommandVerifier(argv, cwd=cwd, timeout=timeout)
 
 
-def predicate(check: Callable[[RunContext], bool], reason: str) -> PredicateVerifier:
-    """A verifier that passes when `check(ctx)` is true."""
-    return PredicateVerifier(check, reason)
+def predicate(
+    check: Callable[[RunContext], bool], reason: str, timeout: float = DEFAULT_TIMEOUT
+) -> PredicateVerifier:
+    """A verifier that passes when `check(ctx)` is true (a failure when it takes over `timeout` s)."""
+    return PredicateVerifier(check, reason, timeout)
+
+
+@dataclass(frozen=True)
+class Within:
+    """Any verifier (a plain function, an `async def`) with its own timeout in seconds."""
+
+    timeout: float
+    verifier: Verifier
+
+    def __post_init__(self) -> None:
+        check_timeout("within()", self.timeout)
+        if not callable(self.verifier):
+            raise ConfigError(
+                "within(seconds, verifier) takes a function of the RunContext, "
+                f"not {type(self.verifier).__name__}"
+            )
+
+    def __call__(self, ctx: RunContext) -> list[str]:
+        return self.verifier(ctx)  # an `async def` one's coroutine is awaited by whoever runs it
+
+    def bounded(self, seconds: float) -> Within:
+        """The verifier bounded by `seconds` (a command inside is killed then)."""
+        return dataclasses.replace(self, verifier=_bounded(self.verifier, seconds))
+
+
+def within(seconds: float, verifier: Verifier) -> Within:
+    """`verifier`, failed when it does not finish within `seconds` (default for any verifier: 300 s)."""
+    return Within(seconds, verifier)
+
+
+def check_timeout(maker: str, seconds: object) -> None:
+    """A `ConfigError` saying what to write, unless `seconds` is a number of seconds > 0."""
+    if not (is_number(seconds) and 0 < seconds < math.inf):
+        raise ConfigError(
+            f"{maker}'s timeout is a number of seconds > 0 that the verifier gets before it counts as "
+            f"failed, say timeout=600; not {seconds!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -153,6 +200,11 @@ class AllOf:
             failures.extend(reasons_of(verifier, value))  # a part's wrong answer named as at the top
         return failures
 
+    @property
+    def timeout(self) -> float:
+        """Its parts' timeouts added up: they run one after another (`run_verifiers` runs each apart)."""
+        return sum(timeout_of(v) or DEFAULT_TIMEOUT for v in self.verifiers)
+
     def bounded(self, seconds: float) -> AllOf:
         """Each part bounded by `seconds` (`run_verifiers` bounds the whole)."""
         return AllOf(tuple(_bounded(v, seconds) for v in self.verifiers))
@@ -174,6 +226,10 @@ class VerifierError(EndstateError):
     """A verifier raised something that is not an `Exception` (such as `SystemExit`)."""
 
 
+class Unfinished(EndstateError):
+    """A verifier did not finish within its own timeout (its thread is left behind)."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the verifiers said: the reasons a criterion is not met, and whether time ran out.
@@ -189,38 +245,86 @@ class Verdict:
 async def run_verifiers(
     verifiers: Sequence[Verifier], ctx: RunContext, limit: float | None = None
 ) -> Verdict:
-    """Run `verifiers` in order off the event loop, within `limit` seconds when given.
+    """Run `verifiers` in order off the event loop, each within its own timeout, all within `limit`
+    seconds when given.
 
-    A command's timeout is cut to the time left, so its process is killed at
-    the limit; any other verifier still running then is abandoned on its
-    daemon thread. With no time left, no further verifier starts. A verifier
-    that raises an `Exception` raises it here (the loop ends the run `error`);
-    `SystemExit` and other non-`Exception`s are raised as `VerifierError`;
-    `KeyboardInterrupt` as `asyncio.CancelledError` (the run ends `cancelled`).
+    A verifier still running at its own timeout (300 s unless it says: `command(timeout=)`,
+    `predicate(timeout=)`, `within()`) is a failure the model is told of, and is abandoned on its
+    daemon thread (a command's process killed); `all_of`'s parts are run as verifiers of their own.
+    At the `limit` a command's process is killed and any other verifier abandoned, and no further
+    verifier starts: the verdict is `budget_cut`. A verifier that raises an `Exception` raises it
+    here (the loop ends the run `error`); `SystemExit` and other non-`Exception`s are raised as
+    `VerifierError`; `KeyboardInterrupt` as `asyncio.CancelledError` (the run ends `cancelled`).
     """
     deadline = None if limit is None else time.monotonic() + limit
     failures: list[str] = []
-    for verifier in verifiers:
+    for verifier in parts(verifiers):
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             return Verdict(failures, budget_cut=True)
         try:
             failures.extend(await _run_one(verifier, ctx, left))
-        except (BudgetCut, TimeoutError):
+        except Unfinished as exc:  # told to the model: its code may be what hangs
+            failures.append(str(exc))
+        except BudgetCut:
             return Verdict(failures, budget_cut=True)
     return Verdict(failures)
 
 
-async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
-    from agent.tools import _in_daemon_thread, run_cancelled  # the tools' pool: no hung check blocks exit
+async def check_once(verifier: Verifier, ctx: RunContext) -> list[str]:
+    """One verifier run off the event loop within its own timeout, for a caller that must not take a
+    hung check for a failed one (a success audit): `Unfinished` past the timeout."""
+    return await _run_one(verifier, ctx, None)
 
-    check = functools.partial(_bounded(verifier, left) if left is not None else verifier, ctx)
-    try:  # the coroutine made where it is awaited: none left unawaited if entering the timeout fails
-        if left is None:
-            return reasons_of(verifier, await _settled(_in_daemon_thread(check, {})))
-        async with asyncio.timeout(left):
-            return reasons_of(verifier, await _settled(_in_daemon_thread(check, {})))
+
+def parts(verifiers: Sequence[Verifier]) -> list[Verifier]:
+    """`verifiers` with each `all_of` replaced by its parts (the same checks, each with its own
+    timeout: one hung part is named, the others still run)."""
+    return [p for v in verifiers for p in (parts(v.verifiers) if isinstance(v, AllOf) else [v])]
+
+
+def timeout_of(verifier: Verifier) -> float | None:
+    """The seconds `verifier` gets: the timeout it was made with (`command`, `predicate`,
+    `evaluator`, `within`, `all_of`'s parts added up), else `DEFAULT_TIMEOUT` (a `timeout` attribute
+    of a class of yours may mean something else, say its HTTP client's); None when it says it is
+    bounded elsewhere (`bounded_elsewhere`: the Temporal workflow's verify activity)."""
+    if getattr(verifier, "bounded_elsewhere", False) is True:
+        return None
+    if isinstance(verifier, CommandVerifier | PredicateVerifier | EvaluatorVerifier | Within | AllOf):
+        return verifier.timeout
+    return DEFAULT_TIMEOUT
+
+
+def seconds_for(verifiers: Sequence[Verifier]) -> float:
+    """How long `verifiers` may take, one after another, each to its own timeout."""
+    return sum(timeout_of(v) or DEFAULT_TIMEOUT for v in parts(verifiers))
+
+
+def unfinished(verifier: Verifier, seconds: float) -> str:
+    """The failure the model is told of when `verifier` ran out its own timeout."""
+    return f"`{shown(verifier)}` did not finish within {seconds:g} s"
+
+
+def shown(verifier: Verifier) -> str:
+    """How a failure names `verifier`: a command's words, a function's name, the judge's model."""
+    if isinstance(verifier, Within):
+        return shown(verifier.verifier)
+    if isinstance(verifier, CommandVerifier):
+        return verifier.shown
+    if isinstance(verifier, EvaluatorVerifier):
+        return f"evaluator({verifier.model.name})"
+    named: Any = verifier.predicate if isinstance(verifier, PredicateVerifier) else verifier
+    while isinstance(named, functools.partial):
+        named = named.func
+    return str(getattr(named, "__name__", None) or type(named).__name__)
+
+
+async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
+    try:
+        return await _timed(verifier, ctx, left)
     except asyncio.CancelledError as exc:
+        from agent.tools import run_cancelled
+
         if run_cancelled():
             raise  # the run itself is cancelled
         raise VerifierError(f"CancelledError raised inside the verifier ({exc or 'no message'})") from exc
@@ -230,6 +334,52 @@ async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> l
         raise asyncio.CancelledError("a verifier was interrupted (KeyboardInterrupt)") from exc
     except BaseException as exc:
         raise VerifierError(f"{type(exc).__name__}: {exc}") from exc
+
+
+async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
+    """The verifier's failures; `Unfinished` at its own timeout; `BudgetCut` at the limit."""
+    from agent.tools import _in_daemon_thread  # the tools' pool: no hung check blocks exit
+
+    own = timeout_of(verifier)
+    by_limit = left is not None and (own is None or left <= own)
+    check = functools.partial(_bounded(verifier, left) if left is not None else verifier, ctx)
+    scope = asyncio.timeout(left if by_limit else own)
+    try:  # the coroutine made where it is awaited: none left unawaited if entering the timeout fails
+        async with scope:
+            return reasons_of(verifier, await _settled(_in_daemon_thread(check, {})))
+    except TimeoutError:
+        if not scope.expired():
+            raise  # the verifier's own TimeoutError: it raised, as any other exception
+        if by_limit:
+            raise BudgetCut from None
+        assert own is not None  # by_limit otherwise
+        raise Unfinished(unfinished(verifier, own)) from None
+
+
+def checked_in_thread(verifier: Verifier, check: Callable[[], Any]) -> list[str]:
+    """For a caller with no event loop to spare (a foreign run's end): `check()`, a call of `verifier`,
+    on a daemon thread within the verifier's own timeout. Its failure reasons; past the timeout a
+    failure saying so (the thread abandoned); what it raised is raised here."""
+    seconds = timeout_of(verifier)
+    outcome: list[tuple[bool, Any]] = []
+    context = contextvars.copy_context()
+
+    def job() -> None:
+        try:
+            outcome.append((True, context.run(check)))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=job, name=f"endstate-verifier-{shown(verifier)}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not outcome:
+        assert seconds is not None  # joined to the end otherwise
+        return [unfinished(verifier, seconds)]
+    [(returned, value)] = outcome
+    if not returned:
+        raise value
+    return reasons_of(verifier, value)
 
 
 async def _settled(work: Any) -> Any:
@@ -247,10 +397,9 @@ def reasons_of(verifier: Verifier, value: Any) -> list[str]:
     """The failure reasons a verifier returned, or a `VerifierError` saying what it should return."""
     if isinstance(value, list | tuple) and all(isinstance(r, str) for r in value):
         return list(value)
-    name = getattr(verifier, "__name__", type(verifier).__name__)
     raise VerifierError(
-        f"verifier {name!r} returned {value!r:.60} ({type(value).__name__}): a verifier returns a list of "
-        "the reasons the check failed, as strings, and [] when it passed"
+        f"verifier {shown(verifier)!r} returned {value!r:.60} ({type(value).__name__}): a verifier returns "
+        "a list of the reasons the check failed, as strings, and [] when it passed"
     )
 
 
@@ -308,8 +457,10 @@ class EvaluatorVerifier:
     recent_calls: int = 20
     result_chars: int = 800
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=3))
+    timeout: float = DEFAULT_TIMEOUT  # the judging, retries too; past it, a failure told to the agent
 
     def __post_init__(self) -> None:
+        check_timeout("evaluator()", self.timeout)
         if not (
             callable(getattr(self.model, "complete", None))
             and isinstance(getattr(self.model, "name", None), str)

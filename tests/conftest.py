@@ -4,6 +4,8 @@ test runs on each backend (a SQLite file, and a database on the real PostgreSQL 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         aim = (k + 1) * _GOLDEN % 1 * len(rest)
         before.setdefault(min(starts, key=lambda i: abs(i - aim)), []).append(item)
     items[:] = [moved for i, item in enumerate(rest) for moved in [*before.get(i, []), item]]
+
+
+_stopping: list[int] = []  # the SIGTERM that stops the session, once it came
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGTERM ends the session as Ctrl-C does: pytest tears the fixtures down, so the servers they
+    started are stopped (a `timeout`, CI cut at its limit, ran no teardown and left them running).
+    A second SIGTERM kills at once, as without this; `reaper.Reaper` then stops what was left."""
+    _stopping.append(signum)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise KeyboardInterrupt(f"SIGTERM (signal {signum}): the test session is stopped")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if threading.current_thread() is threading.main_thread():  # each xdist worker's too
+        signal.signal(signal.SIGTERM, _interrupted)
+
+
+@pytest.fixture(autouse=True)
+def sigterm_still_stops_the_session() -> Iterator[None]:
+    """A test whose code set its own SIGTERM handler and left it (a CLI's main run in-process; an
+    event loop's `add_signal_handler`, which leaves SIG_DFL when the loop closes) would take that
+    from every later test: the session's is put back (not once the session is being stopped)."""
+    yield
+    if not _stopping and signal.getsignal(signal.SIGTERM) is not _interrupted:
+        signal.signal(signal.SIGTERM, _interrupted)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -22,6 +22,8 @@ from agent.models.scripted import ScriptedModel, call, finish
 # zero-width space and a Unicode tag character (invisible in a browser) inside it.
 SHOWN_TO = "alice@example.com"
 HIDDEN_TO = "alice@example.com\u200b\u202e\U000e0041"
+PLAIN_BODY = "Gr\u00fc\u00dfe aus Z\u00fcrich, \u6771\u4eac\u30bf\u30ef\u30fc"  # Latin, Japanese
+LOOKALIKE_TO = "\u0430lice@example.com"  # a Cyrillic a: the same glyph as the Latin one in most fonts
 TERMINAL = (
     "\x1b]0;owned\x07\x1b[2J\x1b]8;;https://evil.example\x07click\x1b]8;;\x07\x1b]52;c;cm0gLXJmIH4=\x07\r"
 )
@@ -49,6 +51,14 @@ SCRIPTS: dict[str, list[Any]] = {
     ],
     "wide_mail": [  # a body of no space: in a box that does not wrap it, its end is out of sight
         [call("send_mail", to=SHOWN_TO, body="report:" + "=" * 3000 + "PS:wire-$9000-to-acct-1")],
+        [finish("done", "sent")],
+    ],
+    "lookalike_mail": [  # the page names an address whose first letter is a Cyrillic a (U+0430)
+        [call("send_mail", to=LOOKALIKE_TO, body="Gr\u00fc\u00dfe aus Z\u00fcrich")],
+        [finish("done", "sent")],
+    ],
+    "plain_mail": [  # letters beyond ASCII that mix as they should
+        [call("send_mail", to=SHOWN_TO, body=PLAIN_BODY)],
         [finish("done", "sent")],
     ],
     "ask": [[call("read_page", url="https://evil.example/")], [finish("need_help", QUESTION)]],

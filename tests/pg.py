@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from ports import PortTaken, on_free_port, port_clash
+from reaper import Reaper
 
 SKIP_ENV = "ENDSTATE_SKIP_PG"
 BIN_DIRS = [os.environ.get("ENDSTATE_PG_BIN", ""), *sorted(Path("/usr/lib/postgresql").glob("*/bin"))]
@@ -48,6 +49,7 @@ class PostgresServer:
     """One throwaway PostgreSQL cluster."""
 
     def __init__(self) -> None:
+        self._pg_ctl = pg_bin("pg_ctl")  # missing: fails here, before any folder is made
         self.port = 0  # chosen by the first start
         self.dir = Path(tempfile.mkdtemp(prefix="endstate-pg-"))
         self.data = self.dir / "data"
@@ -55,11 +57,13 @@ class PostgresServer:
         self._names = itertools.count(1)
         if self._as_postgres:
             shutil.chown(self.dir, "postgres", "postgres")
+        # pg_ctl's postmaster is in a session of its own: stopped by the reaper if this process dies
+        self._reaper = Reaper(run=[self._command(*self._stop_argv())], remove=[str(self.dir)])
         try:
             self._run(pg_bin("initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
             on_free_port(self._start_on, "PostgreSQL")
-        except BaseException:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        except BaseException:  # an interrupted start may have left a postmaster running
+            self.stop()
             raise
 
     @property
@@ -101,13 +105,21 @@ class PostgresServer:
         )  # fmt: skip
 
     def stop(self) -> None:
+        """Stop the server (whether it runs or not) and remove its folder."""
         try:
-            self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            subprocess.run(self._command(*self._stop_argv()), capture_output=True, timeout=120, cwd=self.dir)
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+            self._reaper.done()
+
+    def _stop_argv(self) -> tuple[str, ...]:
+        return (self._pg_ctl, "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def _command(self, *argv: str) -> list[str]:
+        return ["runuser", "-u", "postgres", "--", *argv] if self._as_postgres else list(argv)
 
     def _run(self, *argv: str) -> None:
-        cmd = ["runuser", "-u", "postgres", "--", *argv] if self._as_postgres else list(argv)
+        cmd = self._command(*argv)
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=self.dir)
         if done.returncode != 0:
             log = self.dir / "log"

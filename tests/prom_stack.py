@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 import yaml
 from ports import PortTaken, held_by, on_free_port, port_clash
+from reaper import Reaper
 
 from telemetry import names
 
@@ -85,23 +86,26 @@ def running(
     """Start `argv_for(port)` on a free port, wait until `ready_url_for(port)` answers 200, and
     always stop it; yields the port. A start that finds its port taken is made again on another."""
 
-    def start(port: int) -> tuple[subprocess.Popen[bytes], int]:
+    def start(port: int) -> tuple[subprocess.Popen[bytes], Reaper, int]:
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 argv_for(port), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
             )
+        reaper = Reaper(pids=[proc.pid])  # stops it if this process dies without the `finally` below
         try:
             _wait_ready(proc, port, ready_url_for(port), log, what, timeout)
         except BaseException:
             stop(proc)
+            reaper.done()
             raise
-        return proc, port
+        return proc, reaper, port
 
-    proc, port = on_free_port(start, what)
+    proc, reaper, port = on_free_port(start, what)
     try:
         yield port
     finally:
         stop(proc)
+        reaper.done()
 
 
 def _wait_ready(

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from ports import PortTaken, on_free_ports, port_clash
+from reaper import Reaper
 
 from agent.durable.catalog import Catalog
 from agent.durable.store import RunStatus
@@ -65,6 +66,7 @@ class TemporalServer:
             "--log-level", "error",
         ]  # fmt: skip
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
+        self._reaper = Reaper(pids=[self.proc.pid])  # stops it if this process dies without `stop`
         self._wait_ready()
         return self.proc
 
@@ -103,6 +105,7 @@ class TemporalServer:
                 self.proc.wait()
         if self.proc.stderr:
             self.proc.stderr.close()
+        self._reaper.done()
 
 
 def temporal_fixture(scope: str = "module", make: Callable[[], TemporalServer] | None = None) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pg
 import pytest
 from prometheus_client import CollectorRegistry
 
-from agent import Agent, Budget, ConfigError, RunContext, StopReason
+from agent import Agent, Budget, ConfigError, RunContext, StopReason, within
 from agent.audit import AuditOutcome, SuccessAudit
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import StoreError, open_store
@@ -113,3 +114,55 @@ def test_the_share_audited_is_a_stable_choice_per_run() -> None:
 def test_a_bad_audit_is_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="SuccessAudit"):
         SuccessAudit(**{"check": shipped, **kwargs})
+
+
+HELD = threading.Event()  # set at the end of the test below: its hung check's thread then ends
+
+
+def never_answers(ctx: RunContext) -> list[str]:
+    """An audit check whose outside world never answers."""
+    HELD.wait(120)
+    return []
+
+
+async def shipped_async(ctx: RunContext) -> list[str]:
+    return shipped(ctx)
+
+
+def forgot_return(ctx: RunContext) -> None:
+    """A check that forgot its `return`: None is no verdict, not a pass."""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("check", "outcome", "says"),
+    [
+        (within(0.3, never_answers), AuditOutcome.ERROR, "`never_answers` did not finish within 0.3 s"),
+        (shipped_async, AuditOutcome.FALSE_SUCCESS, "'box-9' was never shipped"),
+        (forgot_return, AuditOutcome.ERROR, "verifier 'forgot_return' returned None"),
+    ],
+    ids=["hung", "async", "no-list"],
+)
+def test_an_audit_check_is_run_as_a_verifier_is(tmp_path: Path, check: Any, outcome: str, says: str) -> None:
+    """Within its own timeout (a hung check held the audits for ever, on a thread that kept the
+    process from exiting; it is an audit that could not be made, not a false success), an `async def`
+    one awaited (its coroutine was taken for a list), and a check that returns no list an error (None
+    was counted `confirmed`)."""
+
+    def build(state: dict[str, Any]) -> Agent:
+        audit = SuccessAudit(check=check, share=1.0)
+        return Agent("shipper", ScriptedModel([[finish("done", "box-9")]]), task_type="ship", audit=audit)
+
+    catalog = Catalog()
+    catalog.register("shipper", build)
+    store = open_store(str(tmp_path / "runs.db"))
+    try:
+        runner = Runner(store, catalog)
+        SHIPPED.clear()
+        ran = asyncio.run(runner.start("shipper", "ship box 9"))
+        [done] = asyncio.run(runner.audit_due(now=10**10))
+        assert (done.run_id, done.outcome) == (ran.run_id, outcome)
+        assert says in done.note
+    finally:
+        HELD.set()
+        store.close()

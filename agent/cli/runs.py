@@ -38,7 +38,7 @@ from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.summary import plural
-from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, one_line, strict_json
+from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, lookalikes, one_line, strict_json
 
 PENDING_PAGE = 500  # waiting runs `endstate pending` reads at a time
 
@@ -439,6 +439,7 @@ def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None
     ]
     if r.refused:  # the last answer given was not taken: its giver reads why here
         lines.append(f"    ! {one_line(r.refused)}")
+    lines.extend(f"    ! look closely: {word}" for word in lookalikes(r.asked))
     if left <= 0:
         late = late or f"too late to answer: `endstate recover{on}` ends it under its help policy"
         lines.append(f"    -> {late}")

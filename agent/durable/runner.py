@@ -69,6 +69,7 @@ from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import SNAPSHOT_VERSION, Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
 from agent.text import one_line
+from agent.verify import check_once
 
 if TYPE_CHECKING:
     from agent.integrations._durable import ForeignAgent
@@ -835,7 +836,7 @@ class Runner:
             agent = self._agent(record.agent, record.state, record.run_id)
             if agent.audit is None:
                 return AuditOutcome.ERROR, f"agent {record.agent!r} has no audit check any more"
-            failures = await asyncio.to_thread(agent.audit.check, context_of(snap, record))
+            failures = await check_once(agent.audit.check, context_of(snap, record))  # hung: error
         except Exception as exc:
             return AuditOutcome.ERROR, _why(exc)
         if failures:

@@ -36,7 +36,7 @@ from agent.stops import MESSAGES_API_STOPS, TurnSignal
 from agent.summary import foreign_summary
 from agent.tools import ToolOutcome
 from agent.usage import Usage
-from agent.verify import Verifier, VerifierError, reasons_of
+from agent.verify import Verifier, VerifierError, checked_in_thread
 
 DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
 # Endstate's own options of every integration's run (each adds its few); the rest go to the framework
@@ -342,7 +342,7 @@ class Recorder:
         ctx = RunContext(self.info.run_id, self.info.agent, self.info.task, self.info.task_type, note=shown)
         ctx.state["output"] = output
         try:
-            failures = [f for v in self.verifiers for f in reasons_of(v, _checked_now(v, ctx))]
+            failures = [f for v in self.verifiers for f in _checked_within(v, ctx)]
         except KeyboardInterrupt:  # as Endstate's own runs end it
             return self.finish(
                 StopReason.CANCELLED, note="A verifier was interrupted (KeyboardInterrupt).", raw=raw
@@ -645,6 +645,11 @@ def _wait(s: Suspension, ended: float, outcome: str = "answered") -> HumanWait:
     """The person's wait that ended at `ended`, with the answer that resumes the run."""
     pending = s.pending.name if s.pending else None
     return HumanWait(s.suspended_at, ended, outcome, s.question, pending, s.deadline)
+
+
+def _checked_within(verifier: Verifier, ctx: RunContext) -> list[str]:
+    """A verifier's failures, within its own timeout (a hung check is a failure, not a held run)."""
+    return checked_in_thread(verifier, functools.partial(_checked_now, verifier, ctx))
 
 
 def _checked_now(verifier: Verifier, ctx: RunContext) -> Any:

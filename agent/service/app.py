@@ -91,6 +91,7 @@ from agent.service.http import (
     status_of,
     waiting_page,
 )
+from agent.text import lookalikes
 
 log = logging.getLogger("endstate.service")
 
@@ -441,4 +442,5 @@ def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
         "expired": r.deadline is not None and r.deadline <= now,  # no answer is taken any more
         "waiting_seconds": round(waited_seconds(r, now), 3),
         "refused": r.refused,  # why the last answer given was not taken (the run waits for another)
+        "look_closely": lookalikes(r.asked),  # words whose letters mix scripts: a Cyrillic a in an address
     }

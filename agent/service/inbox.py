@@ -54,6 +54,7 @@ from agent.service.http import (
     waiting_page,
 )
 from agent.service.visible import escape, visible_json
+from agent.text import lookalikes
 
 REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
 FILTERS = ("agent", "task_type")
@@ -277,7 +278,7 @@ def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
   <span class="id">{e(r.run_id)}</span></header>
   <p class="task">{e(r.task)}</p>
   <p class="question">{e(r.question or "")}</p>
-  {_refused(r)}{_call(r, b.preview)}
+  {_refused(r)}{_call(r, b.preview) or _look_closely(r)}
   {_before(r, b.steps)}{notice(b.unreadable, "journal-error")}
   <p class="times">{times}</p>
   {_expired(r, now) if b.expired else _forms(r, view) if signed_in else _SIGN_IN_TO_ANSWER}
@@ -303,9 +304,22 @@ def _call(r: RunRecord, preview: Preview | None) -> str:
         else f'<p class="no-preview">{e(preview.missing)}</p>'
     )
     return f"""<p class="call">Pending tool call <code>{e(r.pending.name)}</code></p>
-  <pre class="arguments">{e(args)}</pre>
+  <pre class="arguments">{e(args)}</pre>{_look_closely(r)}
   <section class="will-do"><h3>What the call will do</h3>
   {shown}</section>"""
+
+
+def _look_closely(r: RunRecord) -> str:
+    """The words of a run's question and call whose letters mix scripts (a Cyrillic a, U+0430, in an
+    address shows as the Latin one), outside the boxes whose text the model may have written."""
+    words = lookalikes(r.asked)
+    if not words:
+        return ""
+    items = "".join(f"<li>{escape(w)}</li>" for w in words)
+    return (
+        '\n  <div class="lookalikes" role="alert"><strong>Look closely:</strong> letters from different '
+        f"scripts that can look alike, in one word:<ul>{items}</ul></div>"
+    )
 
 
 def _cut(preview: Preview) -> str:

@@ -35,6 +35,7 @@ from agent.journal import Journal, Result
 from agent.models.base import ModelReply, recording_cut_calls
 from agent.temporal import _wire as w
 from agent.tools import execute
+from agent.verify import run_verifiers
 
 log = logging.getLogger("endstate.temporal")
 Call = TypeVar("Call", bound=Callable[..., Awaitable[dict[str, Any]]])
@@ -194,7 +195,7 @@ class EndstateActivities:
         ctx = _context(run, calls, journal, note)
         async with _heartbeats():
             try:
-                return [f for v in agent.verifiers for f in await asyncio.to_thread(v, ctx)]
+                return (await run_verifiers(agent.verifiers, ctx)).failures  # each within its timeout
             except Exception as exc:
                 raise ApplicationError(
                     f"{exc}", type=type(exc).__name__, non_retryable=True, category=BENIGN

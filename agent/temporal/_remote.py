@@ -318,7 +318,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         "model": model,
         "instructions": plan["instructions"],
         "tools": [_tool(spec, ref, setup, retry) for spec in plan["tools"]],
-        "verifiers": [RemoteVerifier(ref, setup)] if plan["verifiers"] else [],
+        "verifiers": [RemoteVerifier(ref, setup, plan.get("verify_seconds"))] if plan["verifiers"] else [],
         "budget": w.budget_of(plan),
         "task_type": plan["task_type"],
         "help": w.help_of(plan),
@@ -784,8 +784,16 @@ class RemoteVerifier:
     routes that call to the activity.
     """
 
-    def __init__(self, ref: RunRef, setup: WorkerSetup) -> None:
+    bounded_elsewhere = True  # no timeout of its own: the activity runs each verifier within its own
+
+    def __init__(self, ref: RunRef, setup: WorkerSetup, seconds: float | None = None) -> None:
         self._ref, self._setup = ref, setup
+        # the activity lasts as long as the verifiers may (each to its own timeout), at least as long
+        # as a model call; a plan made before it said (None) keeps the model call's, as those runs had
+        window = setup.model_timeout
+        if seconds is not None:
+            window = max(window, seconds + setup.tool_grace)
+        self._window = timedelta(seconds=window)
 
     def bounded(self, seconds: float) -> RemoteVerifier:
         """The loop's time budget left: the activity's own timeouts already bound it."""
@@ -827,7 +835,7 @@ class RemoteVerifier:
             out = await _activity(
                 name,
                 payload,
-                start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
+                start_to_close_timeout=self._window,
                 heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
                 retry_policy=TemporalRetry(maximum_attempts=3),
                 **pinned(queue, self._setup),

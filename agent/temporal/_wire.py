@@ -36,6 +36,7 @@ from agent.snapshot import Snapshot
 from agent.stops import kind_named, kind_to_keep
 from agent.tools import ToolOutcome
 from agent.usage import Usage
+from agent.verify import seconds_for
 
 TASK_QUEUE = "endstate"
 NAMESPACE = "default"
@@ -144,6 +145,7 @@ def plan_of(agent: Agent) -> dict[str, Any]:
         "history": history_plan(agent.history),
         "context_window": agent.context_window,
         "verifiers": len(agent.verifiers),
+        "verify_seconds": seconds_for(agent.verifiers),  # the verify activity lasts long enough for them
         "fingerprint": agent.fingerprint is not None,
         "tools": [
             {

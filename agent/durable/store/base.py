@@ -136,6 +136,13 @@ class RunRecord(WithUsage):
             return self.suspended_at
         return self.updated_at if self.status is RunStatus.WAITING else None
 
+    @property
+    def asked(self) -> list[Any]:
+        """What the run asks a person to read before answering: its question, and the pending
+        call's name and arguments (an empty question and no call when it asks nothing)."""
+        call = [self.pending.name, self.pending.arguments] if self.pending else []
+        return [self.question or "", *call]
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and flat (the usage's fields beside the rest; `cost_usd` null when unknown),
         without the snapshot."""

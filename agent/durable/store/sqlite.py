@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import logging
 import os
@@ -12,7 +13,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agent.durable.store._deadline import CUT_AFTER, MIGRATION_SECONDS, Watch, Watchdog
 from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, Row, SqlStore, checkpoint_update
@@ -36,6 +37,7 @@ _INSERT_ENTRY = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON
 # or three) would take: the log is folded (and synced) more often than before, and the writer's
 # own folding (still on, as before) is then rare.
 FOLD_EVERY = 100
+T = TypeVar("T")
 _RUNNING = str(RunStatus.RUNNING)  # as plain text: sqlite3 binds an enum's text after an adapter lookup
 
 
@@ -122,7 +124,7 @@ class SqliteStore(SqlStore):
         self._set_busy_timeout(MIGRATION_SECONDS)  # another process's migration may take a while
         allowance, self._allowance = self._allowance, MIGRATION_SECONDS
         try:
-            with self._tx():
+            with migrating(self.path), self._tx():  # the flag tells other processes' writes to wait
                 self._rows(
                     f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL, applied_at REAL)"
                 )
@@ -150,6 +152,9 @@ class SqliteStore(SqlStore):
             time.sleep(0.02)
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
+        return self._patiently(self._rows_once, sql, params)
+
+    def _rows_once(self, sql: str, params: Sequence[Any]) -> list[Row]:
         conn, lock = self._connection_for(sql)
         with self._call(conn, lock):
             try:
@@ -182,6 +187,9 @@ class SqliteStore(SqlStore):
             return conn.execute(sql, tuple(map(column_text, params)))
 
     def _count(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> int:
+        return self._patiently(self._count_once, sql, params)
+
+    def _count_once(self, sql: str, params: Sequence[Any]) -> int:
         with self._call(self._conn, self._lock):
             try:
                 count = self._execute(sql, params).rowcount
@@ -197,6 +205,11 @@ class SqliteStore(SqlStore):
             self._folder.committed()
 
     def _append(
+        self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
+    ) -> bool:
+        return self._patiently(self._append_once, run_id, values, entries, lease)
+
+    def _append_once(
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
     ) -> bool:
         """One transaction straight on the connection (a checkpoint a turn: kept lean): update the
@@ -253,8 +266,8 @@ class SqliteStore(SqlStore):
     def _tx(self) -> Iterator[None]:
         """A write transaction, watched as one call: its BEGIN and COMMIT are sent within the call's
         own watch and lock (as `_append` does), not each armed and held again as a call of its own."""
-        with self._call(self._conn, self._lock):
-            self._bare("BEGIN IMMEDIATE")
+        call = self._patiently(self._begun)
+        try:
             self._in_tx = threading.get_ident()
             try:
                 yield
@@ -265,6 +278,42 @@ class SqliteStore(SqlStore):
                 self._in_tx = None
             self._bare("COMMIT")
             self._committed(self._conn)
+        finally:
+            call.__exit__()
+
+    def _begun(self) -> _Call:
+        """A call on the writer, entered, its write transaction begun (its lock taken)."""
+        call = self._call(self._conn, self._lock)
+        call.__enter__()
+        try:
+            self._bare("BEGIN IMMEDIATE")
+        except BaseException:
+            call.__exit__()
+            raise
+        return call
+
+    def _patiently(self, call: Callable[..., T], *args: Any) -> T:
+        """`call(*args)`; when it gave up waiting for the write lock while another process migrates
+        the schema (a newer Endstate opening the file, see `migrating`), sent again, waiting for it
+        as long as a migration may take: a checkpoint or a lease's renewal is not lost to it (it
+        failed after `timeout` s, a run's checkpoint after a few tries, and the run ended `error`).
+        It failed before changing anything (the lock is taken first): safe to send again."""
+        try:
+            return call(*args)
+        except StoreTimeout as exc:
+            busy = getattr(exc.__cause__, "sqlite_errorname", "").startswith("SQLITE_BUSY")
+            if not busy or self._in_tx == threading.get_ident() or not migration_under_way(self.path):
+                raise
+        log.warning("the run store %s is being migrated by another process: waiting for it", self.path)
+        with self._lock:
+            allowance, self._allowance = self._allowance, MIGRATION_SECONDS
+            self._set_busy_timeout(MIGRATION_SECONDS)
+        try:
+            return call(*args)
+        finally:
+            with self._lock:
+                self._allowance = allowance
+                self._set_busy_timeout(self.timeout)
 
     def _bare(self, sql: str) -> None:
         """A statement of no parameters and no rows on the writer (BEGIN, COMMIT), inside a call."""
@@ -315,6 +364,62 @@ class _Call:
                 watch.__exit__()
         finally:
             self._lock.release()
+
+
+def flag_of(path: Path) -> Path:
+    """The file beside the store that a process migrating its schema holds locked (`flock`)."""
+    return path.with_name(path.name + "-migrating")
+
+
+@contextmanager
+def migrating(path: Path) -> Iterator[None]:
+    """Hold the store's migration flag (`flag_of`) inside the block: another process whose write
+    gives up waiting for the lock meanwhile waits for the migration (`SqliteStore._patiently`).
+    The flock ends with the process, however it ends. Waits for another migrating process's flag
+    as long as a migration may take; with no flag to be had (a read-only folder), migrates without."""
+    if str(path) == ":memory:":
+        yield
+        return
+    try:
+        fd = os.open(flag_of(path), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        _flock(fd, fcntl.LOCK_EX, MIGRATION_SECONDS)
+        yield
+    finally:
+        os.close(fd)  # gives the flock back
+
+
+def migration_under_way(path: Path) -> bool:
+    """Whether another process holds the store's migration flag now."""
+    try:
+        fd = os.open(flag_of(path), os.O_RDONLY)
+    except OSError:  # no flag: never migrated by an Endstate that sets it
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _flock(fd: int, kind: int, seconds: float) -> None:
+    """Take the `kind` flock on `fd`, waiting at most `seconds`; a `StoreTimeout` past them."""
+    give_up = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > give_up:
+                raise StoreTimeout(
+                    f"another process has been migrating this run store for over {seconds:g} s"
+                ) from None
+        time.sleep(0.05)
 
 
 def connect(path: Path, timeout: float) -> sqlite3.Connection:

@@ -1,0 +1,109 @@
+"""Lookalike letters: a pending call to an address whose first letter is a Cyrillic a (U+0430) read,
+in the inbox and in `endstate pending`, exactly as a call to the Latin address. What the person
+approves now says, outside the text the model wrote, which word mixes which scripts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hostile_agents import LOOKALIKE_TO, SHOWN_TO
+from test_probe26_hostile_pages import _sign_in, _start
+from test_runner_agents import env_with_tests
+from test_service_support import Server, wait_status
+
+from agent.text import MAX_LOOKALIKES, lookalikes
+
+CATALOG = "hostile_agents:catalog"
+CYRILLIC_A = "\u0430"
+WARNING = f'"{LOOKALIKE_TO}" mixes Cyrillic "{CYRILLIC_A}" (U+0430) with Latin'
+
+
+@pytest.mark.parametrize(
+    ("word", "script"),
+    [
+        (LOOKALIKE_TO, "Cyrillic"),
+        ("https://ex\u0430mple.com/login", "Cyrillic"),  # inside an address
+        ("paypa\u0399.com", "Greek"),  # a Greek capital iota for the l
+        ("\uff50aypal", "compatibility form"),  # a fullwidth p
+        ("\U0001d429aypal", "compatibility form"),  # a mathematical bold p
+        ("g\u0585\u0585gle.com", "Armenian"),  # two Armenian oh for the o's
+    ],
+)
+def test_a_word_mixing_scripts_that_do_not_mix_is_named_with_its_odd_letters(word: str, script: str) -> None:
+    [found] = lookalikes({"to": word})
+    assert found.startswith(f'"{word}" mixes {script} ')
+    odd = next(c for c in word if not c.isascii())
+    assert f"(U+{ord(odd):04X})" in found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        SHOWN_TO,
+        "Gr\u00fc\u00dfe aus Z\u00fcrich, na\u00efve caf\u00e9",  # Latin letters beyond ASCII
+        "\u041f\u0440\u0438\u0432\u0435\u0442 world",  # two scripts, two words
+        "\u6771\u4eac\u30bf\u30ef\u30fc iPhone\u7528 \ud55c\uad6d\uc5b4abc",  # Han with kana, Latin, Hangul
+        "\u0633\u0644\u0627\u0645123",  # Arabic letters with ASCII digits
+    ],
+)
+def test_words_whose_scripts_mix_as_writing_does_are_not_named(text: str) -> None:
+    assert lookalikes([text, {"key": text}]) == []
+
+
+def test_keys_and_nested_values_are_read_and_the_list_is_capped() -> None:
+    words = [f"b{CYRILLIC_A}d{i}" for i in range(MAX_LOOKALIKES + 3)]
+    found = lookalikes({f"k{CYRILLIC_A}y": {"deep": [words]}})
+    assert found[0].startswith(f'"k{CYRILLIC_A}y" mixes Cyrillic')
+    assert len(found) == MAX_LOOKALIKES + 1
+    assert found[-1] == "and 4 more such words"
+
+
+def test_the_inbox_says_to_look_closely_at_a_call_whose_address_mixes_scripts(
+    tmp_path: Path, page: object
+) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    with Server(str(tmp_path / "runs.db"), tmp_path, catalog=CATALOG) as server:
+        odd = _start(server, tmp_path / "odd", "lookalike_mail", "waiting")
+        plain = _start(server, tmp_path / "plain", "plain_mail", "waiting")
+        with server.client() as api:
+            listed = {item["run_id"]: item["look_closely"] for item in api.get("/pending").json()["pending"]}
+        assert listed == {odd: [WARNING], plain: []}
+        _sign_in(page, server)
+        alert = page.locator(f"#run-{odd} .lookalikes")
+        expect(alert).to_contain_text("Look closely:")
+        expect(alert).to_contain_text(WARNING)
+        assert page.locator(f"#run-{odd} pre.arguments").inner_text().count(LOOKALIKE_TO) == 1
+        expect(page.locator(f"#run-{plain} .call code")).to_have_text("send_mail")
+        assert page.locator(f"#run-{plain} .lookalikes").count() == 0  # Zurich, Tokyo: nothing to see
+        page.locator(f"#run-{odd} form.approve button").click()
+        with server.client() as api:
+            wait_status(api, odd, "finished")
+    [sent] = (tmp_path / "odd" / "sent.txt").read_text().splitlines()
+    assert json.loads(sent)["to"] == LOOKALIKE_TO  # the call got what was shown
+
+
+def test_pending_says_to_look_closely_at_a_call_whose_address_mixes_scripts(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    for run_id, script in (("odd", "lookalike_mail"), ("plain", "plain_mail")):
+        (tmp_path / run_id).mkdir()
+        state = f'{{"dir": "{tmp_path / run_id}", "script": "{script}"}}'
+        _endstate("start", "mailer", "mail alice", "--state", state, "--run-id", run_id, "--catalog", CATALOG,
+                  "--store", store, cwd=tmp_path)  # fmt: skip
+    said = _endstate("pending", "--store", store, cwd=tmp_path)
+    assert f"! look closely: {WARNING}" in said
+    assert said.count("look closely") == 1, said
+
+
+def _endstate(*args: str, cwd: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", *args],
+        cwd=cwd, env=env_with_tests(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
