@@ -125,7 +125,7 @@ class RunState:
                 f"the run's state cannot be saved: ctx.state must stay a dict of JSON values, not "
                 f"{type(state).__name__}; change its keys rather than replace it"
             )
-        if unwritable(state) is None:
+        if not state or unwritable(state) is None:  # an empty state (many agents keep none) is JSON
             return None
         left_out = [k for k, v in state.items() if not _writable_item(k, v)]
         keys = ", ".join(repr(k) for k in left_out) or "its keys together (of mixed types)"

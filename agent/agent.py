@@ -151,11 +151,13 @@ class Agent:
         if state is not None and not isinstance(state, dict):
             raise ConfigError(f"state must be a dict of JSON values, not {type(state).__name__}")
         check_cancel(cancel)
-        journal = Journal([Task(task)])
+        first = Task(task)
         ctx = RunContext(
-            run_id or new_run_id(), self.name, task, self.task_type, journal, state=dict(state or {})
+            run_id or new_run_id(), self.name, task, self.task_type, Journal([first]), state=dict(state or {})
         )
-        run = RunState(ctx, Spent(), self.progress(), self.clock, history=self.history, budget=self.budget)
+        run = RunState(  # the model is sent the task as it is (no history policy to apply yet)
+            ctx, Spent(), self.progress(), self.clock, history=self.history, budget=self.budget, sent=[first]
+        )
         return await self._segment(run, cancel)
 
     def resume(self, snapshot: Snapshot, reply: HumanReply | str | None = None, **kwargs: Any) -> RunResult:

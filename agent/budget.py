@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from agent._frozen import cached
@@ -63,7 +63,19 @@ class Spent:
             self.cost_usd += usage.cost_usd
 
     def copy(self) -> Spent:
-        return replace(self)  # not `vars(self)`, which leaves `self` slow to read (`agent._frozen`)
+        """A tally of its own with the same counts. Every field by name: `dataclasses.replace` costs
+        ~300 bytecodes a copy (two a run), and `vars(self)` leaves `self` slow to read (`agent._frozen`)."""
+        return Spent(
+            self.turns,
+            self.input_tokens,
+            self.output_tokens,
+            self.cost_usd,
+            self.active_seconds,
+            self.waiting_seconds,
+            self.unpriced,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+        )
 
 
 _WHOLE_CEILINGS = ("max_turns", "max_tokens")  # counted in whole units: a journal keeps them as ints

@@ -219,6 +219,8 @@ def guard(hooks: RunHooks, info: RunInfo) -> RunObserver:
     except BaseException:
         hook_failed("run_started")
         return RunObserver()
+    if getattr(type(observer), "guarded", False) is True:  # Endstate's own: checked first, the usual
+        return observer
     if observer is None or inspect.iscoroutine(observer):
         if inspect.iscoroutine(observer):  # an `async def run_started`: never awaited, so no observer
             observer.close()
@@ -227,8 +229,6 @@ def guard(hooks: RunHooks, info: RunInfo) -> RunObserver:
             )
         log.warning("telemetry hook run_started returned no observer; the run goes on unobserved by it")
         return RunObserver()
-    if getattr(type(observer), "guarded", False) is True:
-        return observer
     _warn_async(type(observer))
     return _Guarded(observer)
 

@@ -321,8 +321,8 @@ class Journal:
 
     def last_text(self) -> str:
         for entry in reversed(self.entries):
-            if isinstance(entry, Reply) and entry.text:
-                return entry.text
+            if isinstance(entry, Reply) and (text := entry.text):  # `text` is joined at each read
+                return text
         return ""
 
 

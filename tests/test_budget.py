@@ -89,6 +89,15 @@ def test_usage_tokens_and_copy():
     assert copy.tokens == 17
 
 
+def test_a_copy_of_the_tally_holds_every_field():
+    """`Spent.copy` names each field: a field added later and left out of it fails here."""
+    fields = dataclasses.fields(Spent)
+    usage = Spent(**{f.name: i + 2 for i, f in enumerate(fields)})
+    copy = usage.copy()
+    assert [getattr(copy, f.name) for f in fields] == [i + 2 for i in range(len(fields))]
+    assert copy == usage and copy is not usage
+
+
 # -- prices ---------------------------------------------------------------------------
 
 MTOK = 1_000_000
