@@ -395,15 +395,13 @@ def test_a_store_in_a_read_only_place_says_why_it_cannot_be_opened_and_what_to_d
 
 def test_a_foreign_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "shop.db"
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("CREATE TABLE customers (id INTEGER)")
-    conn.close()
     with pytest.raises(StoreError, match=r"SQLite database of something else \(tables: customers\)"):
         open_store(f"sqlite:///{path}")
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    conn.close()
     assert tables == {"customers"}
     assert mode == "delete"  # not switched to WAL: nothing in the file was changed
     assert not (tmp_path / "shop.db-wal").exists()
@@ -951,7 +949,7 @@ def edit_row(store_url: str, sql: str, *params: object) -> None:
         with psycopg.connect(store_url, autocommit=True) as conn:
             conn.execute(sql.replace("?", "%s"), params)
     else:
-        with sqlite3.connect(store_url) as conn:
+        with contextlib.closing(sqlite3.connect(store_url)) as conn, conn:
             conn.execute(sql, params)
 
 
