@@ -300,7 +300,9 @@ def unwritable(value: Any) -> str | None:
         return None
     try:
         text = _stdlib_canonical(value)
-    except (TypeError, ValueError, RecursionError) as exc:  # ValueError: a cycle
+    except RecursionError:  # how deep it gets first is the version's (3.13's writes 5,000 levels)
+        return f"values nest deeper than {MAX_DEPTH} levels"
+    except (TypeError, ValueError) as exc:  # ValueError: a cycle
         return str(exc) or type(exc).__name__
     if text.count("[") + text.count("{") > MAX_DEPTH and _nests_too_deep(value):  # counted first: quick
         return f"values nest deeper than {MAX_DEPTH} levels"

@@ -5,6 +5,7 @@ stores, and a bad block refused as the tool's error, not a 400."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import sqlite3
@@ -244,7 +245,7 @@ def test_each_checkpoint_stores_an_image_once_and_the_runs_row_and_listing_stay_
         result = looking.run("Look.", run_id="r1")
         store.record("r1", Outcome.of(result), lease, store.now())
     assert result.reason is StopReason.SUCCESS, result.note
-    with sqlite3.connect(tmp_path / "runs.db") as db:
+    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as db, db:
         (entries,) = db.execute("select sum(length(entry)) from endstate_entries").fetchone()
         (row,) = db.execute("select sum(length(snapshot)) from endstate_runs").fetchone()
     images = 3 * len(base64.b64encode(png_stored(bytes(100_000))))

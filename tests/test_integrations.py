@@ -911,12 +911,14 @@ def test_langgraph_interrupt_is_need_help_and_resumes_with_command(rig: Rig) -> 
 
 @pytest.mark.usefixtures("both_readings")
 def test_langgraph_sync_run_and_resume_keep_a_sync_only_checkpointer_as_graph_invoke_does(
-    rig: Rig, tmp_path: Path
+    rig: Rig, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """LangGraph's `SqliteSaver` (its `PostgresSaver` alike) has sync methods only, as sync code
     (`graph.invoke`) uses it; `lg.run`/`lg.resume` are the sync entries, and ended every run as
     `error` (NotImplementedError: the graph's async stream asked for its async methods)."""
-    saver = SqliteSaver(sqlite3.connect(tmp_path / "checkpoints.db", check_same_thread=False))
+    connection = sqlite3.connect(tmp_path / "checkpoints.db", check_same_thread=False)
+    request.addfinalizer(connection.close)  # the saver does not close it
+    saver = SqliteSaver(connection)
     graph = graph_of([calls("delete", {"path": "a"}, "d1"), says("gone")], checkpointer=saver)
     config = {"configurable": {"thread_id": "sync-1"}}
     res = lg.run(graph, {"messages": [("user", "delete a")]}, config, hooks=rig.hooks, task_type=TASK)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import re
@@ -154,7 +155,7 @@ def test_a_damaged_row_is_named_in_the_listing_never_shown_as_no_runs(
 ) -> None:
     path = tmp_path / "runs.db"
     late, wire = _waiting_runs(path, tmp_path)
-    with sqlite3.connect(path) as conn:  # a bad disk, or a person with a SQL prompt
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:  # a bad disk, or a person with a SQL prompt
         conn.execute("UPDATE endstate_runs SET state = '{oops' WHERE run_id = ?", (late,))
     for command in ("runs", "pending"):
         assert main([command, "--store", str(path)]) == 0
@@ -164,7 +165,7 @@ def test_a_damaged_row_is_named_in_the_listing_never_shown_as_no_runs(
             f"1 run in sqlite:///{path} left out: its row is damaged ({late}); the error logged for "
             "each says which column: fix the row, or delete the run"
         ) in captured.out.splitlines()
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("UPDATE endstate_runs SET state = '{oops'")
     assert main(["runs", "--store", str(path)]) == 0
     out = capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import sqlite3
@@ -448,7 +449,7 @@ def test_a_state_stored_deeper_than_a_run_may_keep_is_still_listed(build: Build,
     api = build(runs=1)
     [run] = api.get("/runs").json()["runs"]
     deep = json.dumps({**INVOICE["state"], "x": json.loads("[" * 600 + "]" * 600)})
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
+    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as conn, conn:
         conn.execute("UPDATE endstate_runs SET state = ? WHERE run_id = ?", (deep, run["run_id"]))
     for path in ("/runs", f"/runs/{run['run_id']}", "/pending"):
         response = api.get(path)
@@ -641,7 +642,8 @@ def test_a_run_with_a_damaged_journal_is_shown_as_such_and_the_others_still_are(
 ) -> None:
     api = build(runs=2)
     damaged, fine = (r["run_id"] for r in api.get("/pending").json()["pending"])
-    with sqlite3.connect(tmp_path / "runs.db") as conn:  # a bad disk, or a person with a SQL prompt
+    # a bad disk, or a person with a SQL prompt
+    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as conn, conn:
         conn.execute("UPDATE endstate_entries SET entry = '{oops' WHERE run_id = ? AND seq = 2", (damaged,))
     page = api.get("/inbox")
     assert page.status_code == 200, page.text
@@ -658,7 +660,7 @@ def test_a_waiting_run_with_a_number_column_edited_into_text_hides_no_other(
     """/pending and the inbox sorted and showed such a row: a 500 for everyone, every refresh."""
     api = build(runs=2)
     damaged, fine = (r["run_id"] for r in api.get("/pending").json()["pending"])
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
+    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as conn, conn:
         conn.execute(f"UPDATE endstate_runs SET {column} = 'soon' WHERE run_id = ?", (damaged,))
     pending = api.get("/pending")
     assert pending.status_code == 200, pending.text
@@ -684,7 +686,7 @@ def test_an_answer_to_a_run_whose_stored_snapshot_cannot_be_read_is_a_503_naming
     api = build(runs=1)
     [waiting] = api.get("/pending").json()["pending"]
     run_id = waiting["run_id"]
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
+    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as conn, conn:
         conn.execute(f"UPDATE endstate_runs SET snapshot = {edit} WHERE run_id = ?", (run_id,))
     response = api.post(f"/runs/{run_id}/answer", json={"answer": "INV-0913"}, headers=AUTH)
     assert response.status_code == 503, response.text

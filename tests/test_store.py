@@ -395,15 +395,13 @@ def test_a_store_in_a_read_only_place_says_why_it_cannot_be_opened_and_what_to_d
 
 def test_a_foreign_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "shop.db"
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("CREATE TABLE customers (id INTEGER)")
-    conn.close()
     with pytest.raises(StoreError, match=r"SQLite database of something else \(tables: customers\)"):
         open_store(f"sqlite:///{path}")
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    conn.close()
     assert tables == {"customers"}
     assert mode == "delete"  # not switched to WAL: nothing in the file was changed
     assert not (tmp_path / "shop.db-wal").exists()
@@ -951,7 +949,7 @@ def edit_row(store_url: str, sql: str, *params: object) -> None:
         with psycopg.connect(store_url, autocommit=True) as conn:
             conn.execute(sql.replace("?", "%s"), params)
     else:
-        with sqlite3.connect(store_url) as conn:
+        with contextlib.closing(sqlite3.connect(store_url)) as conn, conn:
             conn.execute(sql, params)
 
 
@@ -1060,6 +1058,20 @@ def test_a_sqlite_store_never_closed_is_not_kept_alive_by_its_folding_thread(tmp
     assert gone() is None
     folder._thread.join(60)
     assert not folder._thread.is_alive()
+
+
+def test_a_sqlite_store_never_closed_closes_its_connections_when_collected(tmp_path: Path) -> None:
+    """A store dropped without `close` kept its two connections open until they were collected on
+    their own, which Python 3.13 reports as a ResourceWarning (unclosed database) in whatever code
+    runs then. Now the store closes them when it is collected."""
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    store.create(NewRun("r1", "test-agent", "pay the invoice", "default"), lease(), NOW)
+    connections = [store._conn, store._reader]  # type: ignore[attr-defined]
+    del store
+    gc.collect()
+    for conn in connections:
+        with pytest.raises(sqlite3.ProgrammingError, match="closed database"):
+            conn.execute("SELECT 1")
 
 
 def runs_in_file(path: Path, copy: Path) -> int | None:

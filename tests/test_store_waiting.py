@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -173,7 +174,7 @@ def explain(store_url: str, sql: str, params: tuple[Any, ...]) -> str:
             conn.execute("SET enable_seqscan = off")
             rows = conn.execute("EXPLAIN " + sql.replace("?", "%s"), params).fetchall()
         return "\n".join(r[0] for r in rows)
-    with sqlite3.connect(store_url) as conn:
+    with contextlib.closing(sqlite3.connect(store_url)) as conn, conn:
         return "\n".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
 
 

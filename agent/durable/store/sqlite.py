@@ -77,11 +77,13 @@ class SqliteStore(SqlStore):
                 # not `self._connect`: the folder's thread would keep a store never closed alive (its
                 # connections open) for ever; once the store is collected, the thread stops too
                 self._folder = Folder(functools.partial(connect, self.path, self.timeout), self._allowance)
-                weakref.finalize(self, self._folder.stop)
         except BaseException:
             self._conn.close()
             self._watchdog.close()
             raise
+        # a store dropped without `close`: its connections closed and its folding thread stopped when
+        # it is collected (Python 3.13 warns of a connection collected open: ResourceWarning)
+        weakref.finalize(self, _dropped, self._conn, self._reader, self._folder).atexit = False
 
     def _connect(self) -> sqlite3.Connection:
         if str(self.path) != ":memory:":
@@ -420,6 +422,15 @@ def _flock(fd: int, kind: int, seconds: float) -> None:
                     f"another process has been migrating this run store for over {seconds:g} s"
                 ) from None
         time.sleep(0.05)
+
+
+def _dropped(conn: sqlite3.Connection, reader: sqlite3.Connection | None, folder: Folder | None) -> None:
+    """What `SqliteStore.close` closes, for a store collected without it (no thread uses them then)."""
+    if folder is not None:
+        folder.stop()
+    conn.close()
+    if reader is not None:
+        reader.close()
 
 
 def connect(path: Path, timeout: float) -> sqlite3.Connection:
