@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import random
@@ -355,7 +356,7 @@ def suspended(store_path: Path, count: int) -> dict[str, float]:
     rss1 = _rss_kib()
     waiting = len(store.list_runs(limit=None))
     db_bytes = _bytes_on_disk(store_path)
-    with sqlite3.connect(store_path) as folding:  # the write-ahead log written back into the store
+    with contextlib.closing(sqlite3.connect(store_path)) as folding:  # the write-ahead log written back
         folding.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     folded_bytes = _bytes_on_disk(store_path)
     t2 = time.perf_counter()
