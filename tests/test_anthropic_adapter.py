@@ -402,9 +402,11 @@ def test_server_that_never_answers_times_out_then_errors(api: MessagesAPI) -> No
     api.then = hang(120)
     attempts = Attempts()
     started = time.monotonic()
-    result = make_agent(model_for(api, timeout=0.2), hooks=attempts, retry=FAST).run("go")
+    # 1 s, not 0.2: each attempt must reach the server to be counted there, and on a loaded machine
+    # (load 25 on 2 cores) a 0.2 s timeout once passed before an attempt's request was sent
+    result = make_agent(model_for(api, timeout=1.0), hooks=attempts, retry=FAST).run("go")
 
-    assert time.monotonic() - started < SLOW_S  # not a reply's 120 s
+    assert time.monotonic() - started < SLOW_S  # not a reply's 120 s, four times
     assert (result.reason, result.error_type, result.turns) == ("error", "timeout", 1)
     assert (
         api.received(FAST.max_attempts) == FAST.max_attempts
