@@ -50,7 +50,7 @@ class CommandVerifier:
 
     argv: Sequence[str]
     cwd: str | Path | None = None
-    timeout: float = 300.0
+    timeout: float = DEFAULT_TIMEOUT
     tail_chars: int = 1500
     cut_by_limit: bool = field(default=False, repr=False)  # set by `bounded`: a timeout is the run's
 
@@ -129,7 +129,7 @@ class PredicateVerifier:
         return [] if held else [self.reason]
 
 
-def command(*argv: str, cwd: str | Path | None = None, timeout: float = 300.0) -> CommandVerifier:
+def command(*argv: str, cwd: str | Path | None = None, timeout: float = DEFAULT_TIMEOUT) -> CommandVerifier:
     """A verifier that passes when the command exits 0."""
     return CommandVerifier(argv, cwd=cwd, timeout=timeout)
 
@@ -203,7 +203,7 @@ class AllOf:
     @property
     def timeout(self) -> float:
         """Its parts' timeouts added up: they run one after another (`run_verifiers` runs each apart)."""
-        return sum(timeout_of(v) or DEFAULT_TIMEOUT for v in self.verifiers)
+        return seconds_for(self.verifiers)
 
     def bounded(self, seconds: float) -> AllOf:
         """Each part bounded by `seconds` (`run_verifiers` bounds the whole)."""

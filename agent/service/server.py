@@ -196,7 +196,7 @@ def serve(args: argparse.Namespace) -> int:
         token, source = load_token(args.token_file, _state_dir(args.store))
         print(f"endstate serve: store {store.shown}; token from {source}", flush=True)
         service = _service(args, runner, token, telemetry, read_token)
-        _say_serving(service, args)
+        say_serving(service, args)
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             timeout_graceful_shutdown=max(1, int(args.grace)), http=guarded_h11(args.header_timeout),
@@ -247,7 +247,7 @@ def _service(
     )
 
 
-def _say_serving(service: Service, args: argparse.Namespace) -> None:
+def say_serving(service: Service, args: argparse.Namespace) -> None:
     """Who may read, the hosts served, the inbox's address and where it promotes cases: one line each."""
     reads = "reads need the token" if service.reads_need_token else "reads are open (loopback)"
     print(f"endstate serve: {reads}; hosts served: {', '.join(sorted(service.allowed_hosts))}", flush=True)

@@ -280,9 +280,10 @@ class EndstateActivities:
 
     def _agent(self, run: dict[str, Any]) -> Agent:
         """The run's agent on this worker, built once per execution of the run."""
-        found = self._agents.get(_execution(run["run_id"]))
+        key = _execution(run["run_id"])
+        found = self._agents.get(key)
         if found is not None:
-            self._agents.move_to_end(_execution(run["run_id"]))
+            self._agents.move_to_end(key)
             return found
         try:
             return self._build(run)

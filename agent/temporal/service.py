@@ -219,7 +219,7 @@ def serve(args: argparse.Namespace) -> int:
     from agent.service.app import create_app
     from agent.service.auth import load_token
     from agent.service.guard import guarded_h11
-    from agent.service.server import _say_serving, check_port_free
+    from agent.service.server import check_port_free, say_serving
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
 
@@ -233,7 +233,7 @@ def serve(args: argparse.Namespace) -> int:
         token, source = load_token(args.token_file, Path(".endstate"))
         print(f"endstate serve: {runs.shown} at {args.temporal}; token from {source}", flush=True)
         service = served(args, TemporalRunner(runs, bridge, _catalog(args)), token, telemetry.exposition)
-        _say_serving(service, args)  # who may read, the hosts served, the inbox's address
+        say_serving(service, args)  # who may read, the hosts served, the inbox's address
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             http=guarded_h11(args.header_timeout),
