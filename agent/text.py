@@ -156,13 +156,17 @@ def lookalikes(value: Any) -> list[str]:
     look at twice: each word (text between spaces) whose letters come from scripts that do not mix,
     such as an address whose first letter is a Cyrillic a (U+0430), which a page shows as the Latin
     address. Each as `"<word>" mixes Cyrillic "<letter>" (U+0430) with Latin`; letters in
-    compatibility forms (fullwidth or mathematical letters) count as a script of their own. A word in
-    one script that only looks like another (all Cyrillic) is not found: that needs Unicode's
-    confusables data."""
+    compatibility forms (fullwidth or mathematical letters) count as a script of their own. And each
+    word written wholly in Cyrillic, Greek or Armenian letters that look Latin (Cyrillic
+    "\u0440\u0430\u0443\u0440\u0430\u04cf" reads as paypal), unless its string holds a word of that
+    script that cannot pass for Latin: then the string is written in that script, and its words are
+    its own."""
     found: list[str] = []
     for text in _strings(value):
         if not text.isascii():
-            found.extend(w for w in map(_mixed, text.split()) if w and w not in found)
+            words = text.split()
+            found.extend(w for w in map(_mixed, words) if w and w not in found)
+            found.extend(w for w in _reads_latin(words) if w not in found)
     if len(found) > MAX_LOOKALIKES:
         found[MAX_LOOKALIKES:] = [f"and {len(found) - MAX_LOOKALIKES} more such words"]
     return found
@@ -198,6 +202,44 @@ def _mixed(word: str) -> str:
         if script != main
     )
     return f'"{visible(word[:80])}" mixes {others} with {main}'
+
+
+# Letters that a page shows as Latin ones (prototypes in Unicode's confusables.txt): the letters a
+# word in another script needs to pass for a Latin word or address.
+_LOOKS_LATIN = frozenset(
+    "\u0430\u0441\u0435\u04bb\u0456\u0458\u04cf\u043e"  # Cyrillic a c e h i j l o
+    "\u0440\u051b\u0455\u0443\u0445\u0501\u051d\u04af"  # Cyrillic p q s y x d w y
+    "\u0410\u0412\u0415\u041d\u0406\u0408\u041a\u041c\u041e"  # Cyrillic A B E H I J K M O
+    "\u0420\u0421\u0405\u0422\u0425\u04ae\u051a\u051c\u04c0"  # Cyrillic P C S T X Y Q W l
+    "\u03b1\u03b3\u03b9\u03bd\u03bf\u03c1\u03c5"  # Greek a y i v o p u
+    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a"  # Greek A B E Z H I K
+    "\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7"  # Greek M N O P T Y X
+    "\u0585\u057d\u0570\u0578\u0581\u0566\u054d\u0555"  # Armenian o u h n g q U O
+)
+
+
+def _reads_latin(words: list[str]) -> Iterator[str]:
+    """How each of `words` (one string's) that is written wholly in letters of one other script that
+    look Latin reads as Latin; none of a script that some other word shows the string is written in."""
+    scripts = {word: _only_script(word) for word in words if not word.isascii()}
+    written_in = {script for word, script in scripts.items() if script and not _looks_latin(word)}
+    for word, script in scripts.items():
+        if script and script not in written_in and _looks_latin(word):
+            odd = [c for c in dict.fromkeys(word) if c in _LOOKS_LATIN][:4]
+            letters = ", ".join(f'"{c}" (U+{ord(c):04X})' for c in odd)
+            yield f'"{visible(word[:80])}" is all {script} letters that look Latin: {letters}'
+
+
+def _only_script(word: str) -> str:
+    """The one script of `word`'s letters when it is Cyrillic, Greek or Armenian, else ""."""
+    scripts = {_script(char) for char in word} - {""}
+    return scripts.pop() if len(scripts) == 1 and scripts <= {"Cyrillic", "Greek", "Armenian"} else ""
+
+
+def _looks_latin(word: str) -> bool:
+    """Whether every letter of `word` passes for a Latin one, two letters at least."""
+    letters = [char for char in word if char.isalpha()]
+    return len(letters) >= 2 and all(char in _LOOKS_LATIN for char in letters)
 
 
 def _script(char: str) -> str:

@@ -54,6 +54,40 @@ def test_words_whose_scripts_mix_as_writing_does_are_not_named(text: str) -> Non
     assert lookalikes([text, {"key": text}]) == []
 
 
+PAYPAL_CYRILLIC = "\u0440\u0430\u0443\u0440\u0430\u04cf"  # Cyrillic er, a, u, er, a, palochka
+
+
+@pytest.mark.parametrize(
+    ("word", "script"),
+    [
+        (PAYPAL_CYRILLIC, "Cyrillic"),  # an address that is all Cyrillic, no Latin letter to mix with
+        (PAYPAL_CYRILLIC + ".\u0441\u0441", "Cyrillic"),  # dots and all: .cc in Cyrillic
+        ("\u0410\u0420\u0420\u04c0\u0415", "Cyrillic"),  # APPLE in capitals
+        ("\u03a4\u039f\u039a\u03a5\u039f", "Greek"),  # TOKYO
+        ("\u0585\u0578", "Armenian"),  # on
+    ],
+)
+def test_a_word_all_in_letters_of_another_script_that_look_latin_is_named(word: str, script: str) -> None:
+    [found] = lookalikes({"to": word, "memo": "pay the invoice"})
+    assert found.startswith(f'"{word}" is all {script} letters that look Latin: ')
+    assert f"(U+{ord(word[0]):04X})" in found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Russian and Greek text, whose words made of lookalike letters are its own ("wasp", "ABE")
+        "\u041f\u0435\u0440\u0435\u0432\u0435\u0434\u0438 \u043d\u0430 "
+        "\u0441\u0447\u0451\u0442 \u043e\u0441\u0430",
+        "\u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac \u0391\u0392\u0395",
+        "Ok \u0441 5%",  # one letter is no word to read as another
+        "\u043f\u0430\u0440\u043e\u043b\u044c",  # a Cyrillic word with letters no Latin one looks like
+    ],
+)
+def test_words_of_text_written_in_their_own_script_are_not_named(text: str) -> None:
+    assert lookalikes({"text": text}) == []
+
+
 def test_keys_and_nested_values_are_read_and_the_list_is_capped() -> None:
     words = [f"b{CYRILLIC_A}d{i}" for i in range(MAX_LOOKALIKES + 3)]
     found = lookalikes({f"k{CYRILLIC_A}y": {"deep": [words]}})
