@@ -149,6 +149,8 @@ _MIXABLE = (
 )
 _SCRIPT_OF_WORD = {"CJK": "Han", "IDEOGRAPHIC": "Han", "KATAKANA-HIRAGANA": ""}  # the last: both kanas'
 MAX_LOOKALIKES = 5  # words named; past that, how many more
+MAX_CHECKED_CHARS = 100_000  # of one value's words with letters beyond ASCII: a page shows at once
+NOT_ALL_CHECKED = f"not all checked: only the first {MAX_CHECKED_CHARS:,} characters of words beyond ASCII"
 
 
 def lookalikes(value: Any) -> list[str]:
@@ -160,16 +162,33 @@ def lookalikes(value: Any) -> list[str]:
     word written wholly in Cyrillic, Greek or Armenian letters that look Latin (Cyrillic
     "\u0440\u0430\u0443\u0440\u0430\u04cf" reads as paypal), unless its string holds a word of that
     script that cannot pass for Latin: then the string is written in that script, and its words are
-    its own."""
-    found: list[str] = []
+    its own. Words past `MAX_CHECKED_CHARS` characters (of words beyond ASCII) are not read: the
+    list ends saying so (`NOT_ALL_CHECKED`)."""
+    found: dict[str, None] = {}  # in the order found, each once
+    left, cut = MAX_CHECKED_CHARS, False
     for text in _strings(value):
-        if not text.isascii():
-            words = text.split()
-            found.extend(w for w in map(_mixed, words) if w and w not in found)
-            found.extend(w for w in _reads_latin(words) if w not in found)
-    if len(found) > MAX_LOOKALIKES:
-        found[MAX_LOOKALIKES:] = [f"and {len(found) - MAX_LOOKALIKES} more such words"]
-    return found
+        if text.isascii():
+            continue
+        words = [word for word in dict.fromkeys(text.split()) if not word.isascii()]
+        checked = _first(words, left)
+        left -= sum(map(len, checked))
+        found.update(dict.fromkeys(filter(None, map(_mixed, checked))))
+        found.update(dict.fromkeys(_reads_latin(checked)))
+        if cut := len(checked) < len(words):
+            break
+    named = list(found)
+    if len(named) > MAX_LOOKALIKES:
+        named[MAX_LOOKALIKES:] = [f"and {len(named) - MAX_LOOKALIKES} more such words"]
+    return [*named, NOT_ALL_CHECKED] if cut else named
+
+
+def _first(words: list[str], chars: int) -> list[str]:
+    """The first of `words` that together hold at most `chars` characters."""
+    for i, word in enumerate(words):
+        chars -= len(word)
+        if chars < 0:
+            return words[:i]
+    return words
 
 
 def _strings(value: Any, depth: int = 0) -> Iterator[str]:
@@ -242,6 +261,7 @@ def _looks_latin(word: str) -> bool:
     return len(letters) >= 2 and all(char in _LOOKS_LATIN for char in letters)
 
 
+@functools.lru_cache(maxsize=4096)  # a text holds few distinct letters, read once each
 def _script(char: str) -> str:
     """The script of a letter or digit (the first word of its Unicode name, roughly), "" for other
     characters and ASCII digits; a compatibility form's is "compatibility form"."""

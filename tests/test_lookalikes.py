@@ -15,7 +15,8 @@ from test_probe26_hostile_pages import _sign_in, _start
 from test_runner_agents import env_with_tests
 from test_service_support import Server, wait_status
 
-from agent.text import MAX_LOOKALIKES, lookalikes
+import agent.text
+from agent.text import MAX_CHECKED_CHARS, MAX_LOOKALIKES, NOT_ALL_CHECKED, lookalikes
 
 CATALOG = "hostile_agents:catalog"
 CYRILLIC_A = "\u0430"
@@ -94,6 +95,32 @@ def test_keys_and_nested_values_are_read_and_the_list_is_capped() -> None:
     assert found[0].startswith(f'"k{CYRILLIC_A}y" mixes Cyrillic')
     assert len(found) == MAX_LOOKALIKES + 1
     assert found[-1] == "and 4 more such words"
+
+
+def test_a_word_past_the_checked_length_is_not_read_and_the_list_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call with megabytes of words beyond ASCII would take the inbox seconds a page (each word's
+    letters looked up); what is read is bounded, and the person told that the rest was not."""
+    read: list[str] = []
+    mixed = agent.text._mixed
+    monkeypatch.setattr(agent.text, "_mixed", lambda word: read.append(word) or mixed(word))
+    filler = [
+        f"\u0441\u043b\u043e\u0432\u043e{i}" for i in range(MAX_CHECKED_CHARS // 6)
+    ]  # 'word' in Russian
+    assert sum(map(len, filler)) > MAX_CHECKED_CHARS
+    found = lookalikes({"note": " ".join([LOOKALIKE_TO, *filler]), "to": f"b{CYRILLIC_A}d"})
+    assert found == [WARNING, NOT_ALL_CHECKED]  # the second value is past the bound: not read
+    assert sum(map(len, read)) <= MAX_CHECKED_CHARS
+    assert lookalikes(" ".join(filler[:100]) + f" b{CYRILLIC_A}d") == [
+        f'"b{CYRILLIC_A}d" mixes Cyrillic "{CYRILLIC_A}" (U+0430) with Latin'
+    ]
+
+
+def test_a_word_said_many_times_is_read_once_and_named_once() -> None:
+    assert lookalikes([f"b{CYRILLIC_A}d " * 100_000, f"b{CYRILLIC_A}d"]) == [
+        f'"b{CYRILLIC_A}d" mixes Cyrillic "{CYRILLIC_A}" (U+0430) with Latin'
+    ]
 
 
 def test_the_inbox_says_to_look_closely_at_a_call_whose_address_mixes_scripts(

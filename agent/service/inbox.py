@@ -311,14 +311,14 @@ def _call(r: RunRecord, preview: Preview | None) -> str:
 
 def _look_closely(r: RunRecord) -> str:
     """The words of a run's question and call whose letters mix scripts (a Cyrillic a, U+0430, in an
-    address shows as the Latin one), outside the boxes whose text the model may have written."""
+    address shows as the Latin one) or pass for Latin, outside the boxes the model may have written."""
     words = lookalikes(r.asked)
     if not words:
         return ""
     items = "".join(f"<li>{escape(w)}</li>" for w in words)
     return (
-        '\n  <div class="lookalikes" role="alert"><strong>Look closely:</strong> letters from different '
-        f"scripts that can look alike, in one word:<ul>{items}</ul></div>"
+        '\n  <div class="lookalikes" role="alert"><strong>Look closely:</strong> letters of other scripts '
+        f"that a page shows as the ones you expect:<ul>{items}</ul></div>"
     )
 
 
