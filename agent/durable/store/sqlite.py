@@ -104,9 +104,7 @@ class SqliteStore(SqlStore):
         try:
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.OperationalError as exc:
-            raise StoreError(
-                f"cannot open the run store {self.path}: {exc}{read_only_hint(self.path)}"
-            ) from exc
+            raise StoreError(f"cannot open the run store {self.path}: {exc}{open_hint(self.path)}") from exc
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":  # a store cut short, say
                 raise StoreError(
@@ -124,9 +122,7 @@ class SqliteStore(SqlStore):
             self._use_wal()
             self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
-            raise StoreError(
-                f"cannot open the run store {self.path}: {exc}{read_only_hint(self.path)}"
-            ) from exc
+            raise StoreError(f"cannot open the run store {self.path}: {exc}{open_hint(self.path)}") from exc
         if SCHEMA_TABLE in tables and self._up_to_date():
             return  # known from one read, which waits for no other process's write lock
         self._set_busy_timeout(MIGRATION_SECONDS)  # another process's migration may take a while
@@ -273,7 +269,7 @@ class SqliteStore(SqlStore):
             )
         if self._file is not None and file_id(self.path) != self._file:  # ("disk I/O error", say)
             return StoreError(file_gone(self.path, self._file))
-        return StoreError(f"the run store {self.path} failed: {exc}")
+        return StoreError(f"the run store {self.path} failed: {exc}{open_hint(self.path)}")
 
     def waited(self) -> float:
         """How long the oldest call now in flight has waited (0 when none is): see `PostgresStore`."""
@@ -464,7 +460,7 @@ def connect(path: Path, timeout: float) -> sqlite3.Connection:
             path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the run store {path}: {exc}") from exc
+        raise StoreError(f"cannot open the run store {path}: {exc}{open_hint(path)}") from exc
     conn.row_factory = sqlite3.Row
     return conn
 
@@ -563,6 +559,32 @@ def _open_as(opened: tuple[int, int]) -> str | None:
         except OSError:
             continue
     return None
+
+
+def open_hint(path: Path) -> str:
+    """Why SQLite could not open or write the store, when a file beside it or the path itself says
+    (`blocked_hint`), or the file or its folder is read-only (`read_only_hint`); '' otherwise."""
+    return blocked_hint(path) or read_only_hint(path)
+
+
+def blocked_hint(path: Path) -> str:
+    """Why SQLite could not open or write the store when something stands where it needs a file: a
+    folder (or another non-file) named as its write-ahead log or shared memory, or a symbolic link to
+    a folder that does not exist; '' otherwise."""
+    for side in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if (side.exists() or side.is_symlink()) and not side.is_file():
+            kind = "a folder" if side.is_dir() else "not a regular file"
+            return (
+                f". {side} is {kind}, where SQLite keeps the store's "
+                f"{'write-ahead log' if side.name.endswith('-wal') else 'shared memory'}: move it away "
+                "(SQLite makes that file itself)"
+            )
+    if path.is_symlink() and not path.exists():
+        return (
+            f". {path} is a symbolic link to {os.readlink(path)}, which does not exist and cannot be made "
+            "there (its folder is missing?): fix the link, or pass the store's real path with --store"
+        )
+    return ""
 
 
 def read_only_hint(path: Path) -> str:
