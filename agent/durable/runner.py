@@ -286,12 +286,25 @@ class Runner:
         if answer is not None or approved is not None:
             raise NotClaimable(
                 f"run {run_id} is {current.status}, not waiting for an answer; nothing was changed"
+                f"{self._running_hint(current)}"
             )
         if current.status is RunStatus.CANCELLED or unresumable(current):
             record = self.store.claim(run_id, (current.status,), lease, now)
         else:
-            raise NotClaimable(not_resumable(current))
+            raise NotClaimable(not_resumable(current) + self._running_hint(current))
         return self._resume_job(self._hold(record), release_to=current.status)
+
+    def _running_hint(self, record: RunRecord) -> str:
+        """For a running run, what continues it: recovery, when its worker is gone (a crash), else the
+        live worker that drives it; '' for a run that does not run."""
+        if record.status is not RunStatus.RUNNING:
+            return ""
+        if worker_gone(record, self.store.now()):
+            return (
+                ". Its worker is gone (its process ended, or its lease ran out): recovery continues it "
+                "from its last checkpoint (`endstate recover`, or the next sweep of a service on this store)"
+            )
+        return f". A live worker ({record.owner}) drives it: wait until it ends or asks again"
 
     def _check_known(self, record: RunRecord) -> None:
         """Refuse, before any claim, a run whose agent this catalog lacks, or whose task type its agent
