@@ -159,3 +159,22 @@ def test_a_store_file_put_back_where_it_was_is_served_again(tmp_path: Path) -> N
         assert {r.run_id for r in store.list_runs()} == {"kept", "after"}
     finally:
         store.close()
+
+
+def test_a_store_opened_by_a_relative_path_is_not_refused_after_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool that changes the working directory (into a repository, say) moves no store: SQLite keeps
+    the file it opened, and so does the check."""
+    monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 0.0)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path)
+    store = open_store("sqlite:///runs.db")
+    try:
+        monkeypatch.chdir(tmp_path / "work")
+        store.create(NewRun("after-chdir", "test-agent", "t", "default"), LEASE, NOW)
+        store.answers()
+        assert [r.run_id for r in store.list_runs()] == ["after-chdir"]
+    finally:
+        store.close()
+    assert not (tmp_path / "work" / "runs.db").exists()

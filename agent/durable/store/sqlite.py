@@ -73,10 +73,11 @@ class SqliteStore(SqlStore):
         self._conn = self._connect()
         self._folder: Folder | None = None  # none for ":memory:" (no write-ahead log)
         self._file: tuple[int, int] | None = None  # the opened file's (device, inode): see `check_file`
+        self._where = self.path.absolute()  # where it was opened (SQLite's too: a later chdir moves neither)
         self._file_due = 0.0  # when `check_file` looks at the path again (time.monotonic)
         try:
             self._prepare()
-            self._file = file_id(self.path)
+            self._file = file_id(self._where)
             if str(self.path) != ":memory:":
                 self._reader = self._connect()
                 self._reader.execute("PRAGMA query_only = 1")
@@ -183,9 +184,9 @@ class SqliteStore(SqlStore):
         every checkpoint would cost a few percent of it); once gone, every call is refused."""
         if self._file is None or (not now and time.monotonic() < self._file_due):
             return
-        if file_id(self.path) != self._file:
+        if file_id(self._where) != self._file:
             self._file_due = 0.0  # and every call after it looks again (the file may be put back)
-            raise StoreError(file_gone(self.path, self._file))
+            raise StoreError(file_gone(self._where, self._file))
         self._file_due = time.monotonic() + FILE_CHECK_SECONDS
 
     def _connection_for(self, sql: str) -> tuple[sqlite3.Connection, Any]:
@@ -267,8 +268,8 @@ class SqliteStore(SqlStore):
                 "interrupted (a file system that hangs or is very slow?); nothing was changed. If the "
                 "disk is only slow, raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT)"
             )
-        if self._file is not None and file_id(self.path) != self._file:  # ("disk I/O error", say)
-            return StoreError(file_gone(self.path, self._file))
+        if self._file is not None and file_id(self._where) != self._file:  # ("disk I/O error", say)
+            return StoreError(file_gone(self._where, self._file))
         return StoreError(f"the run store {self.path} failed: {exc}{open_hint(self.path)}")
 
     def waited(self) -> float:
