@@ -178,3 +178,21 @@ def test_a_store_opened_by_a_relative_path_is_not_refused_after_a_chdir(
     finally:
         store.close()
     assert not (tmp_path / "work" / "runs.db").exists()
+
+
+def test_the_stores_folding_thread_works_on_the_store_after_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thread that folds the write-ahead log connects at its first folding (after `FOLD_EVERY`
+    commits): by the path the store was opened at, never a new `runs.db` in the working directory
+    a tool moved to."""
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path)
+    store = open_store("sqlite:///runs.db")
+    try:
+        monkeypatch.chdir(tmp_path / "work")
+        for i in range(sqlite.FOLD_EVERY + 1):
+            store.create(NewRun(f"r{i}", "test-agent", "t", "default"), LEASE, NOW)
+    finally:
+        store.close()  # after the folding under way
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == []

@@ -83,7 +83,7 @@ class SqliteStore(SqlStore):
                 self._reader.execute("PRAGMA query_only = 1")
                 # not `self._connect`: the folder's thread would keep a store never closed alive (its
                 # connections open) for ever; once the store is collected, the thread stops too
-                self._folder = Folder(functools.partial(connect, self.path, self.timeout), self._allowance)
+                self._folder = Folder(functools.partial(connect, self._where, self.timeout), self._allowance)
         except BaseException:
             self._conn.close()
             self._watchdog.close()
@@ -324,7 +324,7 @@ class SqliteStore(SqlStore):
             return call(*args)
         except StoreTimeout as exc:
             busy = getattr(exc.__cause__, "sqlite_errorname", "").startswith("SQLITE_BUSY")
-            if not busy or self._in_tx == threading.get_ident() or not migration_under_way(self.path):
+            if not busy or self._in_tx == threading.get_ident() or not migration_under_way(self._where):
                 raise
         log.warning("the run store %s is being migrated by another process: waiting for it", self.path)
         with self._lock:
