@@ -69,3 +69,97 @@ def test_a_segment_whose_run_was_taken_over_is_not_counted_as_an_end(store_url: 
         assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.SUCCESS)
     finally:
         w.close()
+
+
+def test_a_segment_taken_over_in_its_last_turn_is_not_counted_as_an_end(store_url: str, rig: Any) -> None:
+    """Taken over while its verifier ran (its last turn, after its last checkpoint that landed): A's
+    end was decided, but its last checkpoint, and its record, were refused; B goes on from the turn
+    before and ends the run. A's segment was counted as a success too: two ends of one run."""
+    inside, go_on = threading.Event(), threading.Event()
+    checks: list[int] = []
+
+    def slow_check(ctx: Any) -> list[str]:
+        checks.append(1)
+        if len(checks) == 1:
+            inside.set()
+            assert go_on.wait(30), "never released"
+        return []
+
+    @tool
+    def step(n: int) -> str:
+        """Take a step."""
+        return f"did {n}"
+
+    steps = [[call("step", n=1)], [finish("done", "ok")]]
+    checked = Catalog()
+    checked.register(
+        "checked",
+        lambda state: Agent(name="checked", model=ScriptedModel(steps), tools=[step], verifiers=[slow_check]),
+    )
+    w = Workers(store_url, checked)
+    a_store, b_store = (w.new().store for _ in range(2))
+    a = Runner(a_store, checked, hooks=rig.hooks)
+    b = Runner(b_store, checked, hooks=rig.hooks)
+    try:
+
+        async def scenario() -> tuple[RunResult, RunResult]:
+            job = a.begin("checked", "check", run_id="late")
+            first = asyncio.create_task(a.drive(job))
+            assert await asyncio.to_thread(inside.wait, 30)
+            owner = b.store.get("late").owner  # type: ignore[union-attr]
+            held = b.store.take_over("late", owner or "", b.lease(), time.time(), only_lapsed=False)
+            resumed = b._resume_job(b._hold(held), release_to=None, recovering=True)
+            go_on.set()
+            return await first, await b.drive(resumed)
+
+        _, done = asyncio.run(scenario())
+        assert done.reason is StopReason.SUCCESS and len(checks) == 2
+        ends = {r: rig.stops("checked", "default", r) for r in ("success", "error", "cancelled")}
+        assert ends == {"success": 1, "error": 0, "cancelled": 0}, ends  # one run, one end
+        assert len(rig.run_spans()) == 2  # both segments' spans ended
+        record = a.store.get("late")
+        assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.SUCCESS)
+    finally:
+        w.close()
+
+
+def test_a_segment_whose_end_landed_before_its_run_was_taken_over_is_counted_once(
+    store_url: str, rig: Any
+) -> None:
+    """A `no_progress` stop's last checkpoint (its turn's tool result and the stop) lands on its own;
+    B takes the run over before A's record. B finds the stop in the journal and records it without
+    running or counting anything, so A's end is the run's: counted once, by A."""
+
+    @tool
+    def look() -> str:
+        """Look around (nothing changes)."""
+        return "the same"
+
+    steps = [[call("look")]] * 5
+    stuck = Catalog()
+    stuck.register("stuck", lambda state: Agent(name="stuck", model=ScriptedModel(steps), tools=[look]))
+    w = Workers(store_url, stuck)
+    a_store, b_store = (w.new().store for _ in range(2))
+    a = Runner(a_store, stuck, hooks=rig.hooks)
+    b = Runner(b_store, stuck, hooks=rig.hooks)
+    record = a_store.record
+    behind: list[RunResult] = []
+
+    def taken_then_record(run_id: str, *args: Any) -> Any:
+        if not behind:  # B takes the run over between A's last checkpoint and A's record
+            owner = b.store.get(run_id).owner  # type: ignore[union-attr]
+            held = b.store.take_over(run_id, owner or "", b.lease(), time.time(), only_lapsed=False)
+            behind.append(asyncio.run(b.drive(b._resume_job(b._hold(held), None, recovering=True))))
+        return record(run_id, *args)
+
+    a_store.record = taken_then_record  # type: ignore[method-assign]
+    try:
+        lost = asyncio.run(a.start("stuck", "look", run_id="stuck"))
+        assert lost.reason is StopReason.NO_PROGRESS and [r.reason for r in behind] == [
+            StopReason.NO_PROGRESS
+        ]
+        assert rig.stops("stuck", "default", "no_progress") == 1
+        stored = a_store.get("stuck")
+        assert stored is not None and stored.stop_reason is StopReason.NO_PROGRESS
+    finally:
+        w.close()
