@@ -15,13 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agent.hooks import HumanWait, RunHooks, RunInfo, RunObserver, guard
+from agent.hooks import RunHooks, RunInfo, RunObserver, guard
 
 if TYPE_CHECKING:
-    from agent.models.base import ModelReply, ModelRequest, ToolCall
     from agent.result import RunResult
-    from agent.stops import StopReason, TurnSignal
-    from agent.tools import ToolOutcome
 
 
 class HeldEnds:
@@ -66,6 +63,15 @@ class _Held(RunObserver):
     def __init__(self, inner: RunObserver, ends: list[tuple[RunObserver, bool, RunResult]]) -> None:
         self._inner, self._ends = inner, ends
         self.trace_id, self.span_id = inner.trace_id, inner.span_id
+        # the rest is the inner observer's own methods, handed to the loop with no call in between
+        self.turn_started = inner.turn_started  # type: ignore[method-assign]
+        self.turn_ended = inner.turn_ended  # type: ignore[method-assign]
+        self.model_started = inner.model_started  # type: ignore[method-assign]
+        self.model_ended = inner.model_ended  # type: ignore[method-assign]
+        self.tool_started = inner.tool_started  # type: ignore[method-assign]
+        self.tool_ended = inner.tool_ended  # type: ignore[method-assign]
+        self.verified = inner.verified  # type: ignore[method-assign]
+        self.human_waited = inner.human_waited  # type: ignore[method-assign]
 
     def ids_later(self, tell: Callable[[str, str | None], None]) -> None:
         def told(trace_id: str, span_id: str | None) -> None:
@@ -73,30 +79,6 @@ class _Held(RunObserver):
             tell(trace_id, span_id)
 
         self._inner.ids_later(told)
-
-    def turn_started(self, index: int, continued: bool = False) -> None:
-        self._inner.turn_started(index, continued)
-
-    def turn_ended(self, index: int, signal: TurnSignal | StopReason) -> None:
-        self._inner.turn_ended(index, signal)
-
-    def model_started(self, request: ModelRequest, attempt: int) -> None:
-        self._inner.model_started(request, attempt)
-
-    def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
-        self._inner.model_ended(reply, error)
-
-    def tool_started(self, call: ToolCall) -> None:
-        self._inner.tool_started(call)
-
-    def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
-        self._inner.tool_ended(call, outcome)
-
-    def verified(self, failures: list[str]) -> None:
-        self._inner.verified(failures)
-
-    def human_waited(self, wait: HumanWait) -> None:
-        self._inner.human_waited(wait)
 
     def run_ended(self, result: RunResult) -> None:
         self._ends.append((self._inner, False, result))
