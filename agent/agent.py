@@ -20,7 +20,7 @@ from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
 from agent.context import RunContext
-from agent.errors import ConfigError, SnapshotError
+from agent.errors import ConfigError, SnapshotError, TakenOver
 from agent.finish import FINISH_SPEC, FINISH_TOOL
 from agent.history import HistoryPolicy
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
@@ -276,18 +276,25 @@ class Agent:
     ) -> RunResult:
         """Drive one segment; whatever happens, it ends with a result and `run_ended`."""
         obs = obs or self._observe(run, None)
+        taken: TakenOver | None = None
         try:
             result = await drive(self, run, obs, cancel)
         except (asyncio.CancelledError, KeyboardInterrupt) as exc:  # Ctrl-C in a callback: as in a tool
             run.drop_unanswered_turn()
             why = "The run was cancelled." if isinstance(exc, asyncio.CancelledError) else _INTERRUPTED
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=why))
+        except TakenOver as exc:  # no end of the run: it goes on in the worker that holds it now
+            taken, note = exc, f"{exc}. The run goes on there; this segment ended here."
+            result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))
         except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
             note = f"{type(exc).__name__}: {exc}"
             result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=type(exc).__name__))
         if run.pending is not None:  # the segment returns when all it handed the checkpointer is durable
             await settle(run)
-        obs.run_ended(result)
+        if taken is not None:
+            obs.run_taken_over(result)
+        else:
+            obs.run_ended(result)
         return result
 
     def _observe(self, run: RunState, snap: Snapshot | None, extended: bool = False) -> RunObserver:

@@ -13,6 +13,13 @@ class ConfigError(EndstateError):
     """The agent, budget or tool definition is wrong; the message says what to fix."""
 
 
+class TakenOver(EndstateError):
+    """Another worker holds the run now (this one's lease ran out: it stalled, or could not reach the
+    store for longer than its lease), so this worker's segment ends where it learned so. It is no end
+    of the run, which goes on in that worker: the segment ends `cancelled`, and its observer is told
+    `run_taken_over`, not `run_ended`, so no stop is counted for it."""
+
+
 class SnapshotError(EndstateError):
     """A snapshot cannot be read or cannot be resumed in the way asked."""
 

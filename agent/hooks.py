@@ -127,6 +127,12 @@ class RunObserver:
 
     def run_ended(self, result: RunResult) -> None: ...
 
+    def run_taken_over(self, result: RunResult) -> None:
+        """The segment ended because another worker took the run over (`TakenOver`): `result` is
+        this segment's (`cancelled`), but the run goes on there and that worker reports its end, so
+        this is no stop of the run. By default, `run_ended`: override it to count no end."""
+        self.run_ended(result)
+
 
 class RunHooks(Protocol):
     """Makes an observer for each run segment."""
@@ -389,6 +395,12 @@ class _Guarded(RunObserver):
         except BaseException:
             hook_failed("run_ended")
 
+    def run_taken_over(self, result: RunResult) -> None:
+        try:  # an observer need not subclass RunObserver: one without it is told the segment ended
+            getattr(self._inner, "run_taken_over", self._inner.run_ended)(result)
+        except BaseException:
+            hook_failed("run_taken_over")
+
 
 class _Fanout(RunObserver):
     """Calls every observer in turn; each is already guarded."""
@@ -440,3 +452,7 @@ class _Fanout(RunObserver):
     def run_ended(self, result: RunResult) -> None:
         for o in self._observers:
             o.run_ended(result)
+
+    def run_taken_over(self, result: RunResult) -> None:
+        for o in self._observers:
+            o.run_taken_over(result)

@@ -776,6 +776,19 @@ class _RunMetrics(RunObserver):
                 result.run_id, info.agent, info.task_type, s.suspended_at, s.deadline
             )
 
+    def run_taken_over(self, result: RunResult) -> None:
+        """Another worker took the run over: no stop of the run (that worker counts its end), so no
+        stop, and none of the run histograms, which take a run's totals at a stop. What this segment
+        spent was spent: it is counted, under the segment's reason (`cancelled`)."""
+        if self._ended:
+            return
+        self._ended = True
+        reason = result.reason if type(result.reason) is StopReason else StopReason(result.reason)
+        if (spent := result.usage.cost_usd) is not None:
+            self._agent.by_reason[reason][3].inc(max(0.0, spent - self._spent_before))
+        else:
+            self._agent.cost_unknown.inc()
+
     def _agent_duration(self, reason: StopReason, error_type: str | None) -> None:
         """`gen_ai.invoke_agent.duration` of this segment; `error.type` only for an `error` stop."""
         seconds = time.perf_counter() - self._t0

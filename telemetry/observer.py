@@ -111,3 +111,10 @@ class _RunTelemetry(RunObserver):
         except BaseException:
             hook_failed("run_ended (metrics)")
         self._spans.run_ended(result)
+
+    def run_taken_over(self, result: RunResult) -> None:
+        try:
+            self._metrics.run_taken_over(result)
+        except BaseException:
+            hook_failed("run_taken_over (metrics)")
+        self._spans.run_ended(result)  # the segment's span ends, `cancelled`: no error

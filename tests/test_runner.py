@@ -1526,8 +1526,9 @@ def test_a_run_taken_over_mid_turn_is_finished_by_the_new_holder_and_journaled_o
     store_url: str,
 ) -> None:
     """Worker A stalls inside a tool past its lease and B takes the run over: A's next checkpoint is
-    refused (A's segment ends, its result dropped), B continues from the last checkpoint A wrote
-    (the stalled call, unrecorded, runs again) and finishes; the stored journal holds each entry once."""
+    refused (A's segment ends `cancelled`, no end of the run, its result dropped), B continues from
+    the last checkpoint A wrote (the stalled call, unrecorded, runs again) and finishes; the stored
+    journal holds each entry once."""
     inside, go_on = threading.Event(), threading.Event()
     ran: list[int] = []
 
@@ -1558,7 +1559,7 @@ def test_a_run_taken_over_mid_turn_is_finished_by_the_new_holder_and_journaled_o
             return await first, await b.drive(resumed)
 
         lost, done = asyncio.run(scenario())
-        assert lost.reason is StopReason.ERROR and "another worker took it over" in lost.note
+        assert lost.reason is StopReason.CANCELLED and "another worker took it over" in lost.note
         assert done.reason is StopReason.SUCCESS and ran == [1, 2, 2, 3]
         record, saved = w.stores[0].get("taken"), w.stores[0].snapshot("taken")
         assert record is not None and (record.status, record.stop_reason) == ("finished", StopReason.SUCCESS)

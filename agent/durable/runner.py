@@ -47,6 +47,7 @@ from agent.checks import TurnVerdict
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
 from agent.context import RunContext
 from agent.durable._behind import Behind, writer_pool
+from agent.durable._ends import HeldEnds, held_ends
 from agent.durable.catalog import AgentEntry, Catalog, State, load_catalog
 from agent.durable.store import (
     Lease,
@@ -286,12 +287,25 @@ class Runner:
         if answer is not None or approved is not None:
             raise NotClaimable(
                 f"run {run_id} is {current.status}, not waiting for an answer; nothing was changed"
+                f"{self._running_hint(current)}"
             )
         if current.status is RunStatus.CANCELLED or unresumable(current):
             record = self.store.claim(run_id, (current.status,), lease, now)
         else:
-            raise NotClaimable(not_resumable(current))
+            raise NotClaimable(not_resumable(current) + self._running_hint(current))
         return self._resume_job(self._hold(record), release_to=current.status)
+
+    def _running_hint(self, record: RunRecord) -> str:
+        """For a running run, what continues it: recovery, when its worker is gone (a crash), else the
+        live worker that drives it; '' for a run that does not run."""
+        if record.status is not RunStatus.RUNNING:
+            return ""
+        if worker_gone(record, self.store.now()):
+            return (
+                ". Its worker is gone (its process ended, or its lease ran out): recovery continues it "
+                "from its last checkpoint (`endstate recover`, or the next sweep of a service on this store)"
+            )
+        return f". A live worker ({record.owner}) drives it: wait until it ends or asks again"
 
     def _check_known(self, record: RunRecord) -> None:
         """Refuse, before any claim, a run whose agent this catalog lacks, or whose task type its agent
@@ -701,7 +715,18 @@ class Runner:
     # -- driving ------------------------------------------------------
 
     async def drive(self, job: Job, cancel: CancelSignal | None = None) -> RunResult:
-        """Run a job's segment here and record how it ended."""
+        """Run a job's segment here and record how it ended; then its observers are told (`HeldEnds`)."""
+        taken_over = False
+        try:
+            result, taken_over = await self._drive(job, cancel)
+        finally:
+            if (ends := held_ends(getattr(job.agent, "hooks", None))) is not None:
+                ends.release(taken_over)
+        return result
+
+    async def _drive(self, job: Job, cancel: CancelSignal | None) -> tuple[RunResult, bool]:
+        """The segment's result, recorded, and whether another worker took the run over meanwhile
+        and goes on from before its end (see `_record`)."""
         self._active.add(job.run_id)
         self._ensure_heartbeat()
         self._loop = asyncio.get_running_loop()
@@ -721,15 +746,14 @@ class Runner:
             # framework's observer (a bug): it ends as error, saying why, and resumable once fixed.
             # Left to recovery, it would fail the same way on every worker, for ever
             log.error("run %s: its segment raised %s", job.run_id, _why(exc), exc_info=True)
-            return await self._on_writer(self._end_unresumable, job.record, exc, type(exc).__name__)
+            return await self._on_writer(self._end_unresumable, job.record, exc, type(exc).__name__), False
         except BaseException:  # cut off (a shutdown, Ctrl-C): its lease lapses and recovery continues it
             self._let_go(job.run_id, None)
             raise
         finally:  # before any await: from here on a cut-off could only hit the recording
             self._active.discard(job.run_id)
             self._segments.pop(job.run_id, None)
-        await self._record(job, result)
-        return result
+        return result, await self._record(job, result)
 
     def stop_soon(self, grace: float) -> None:
         """From a signal handler or another thread: runs stop at their next turn, and after
@@ -786,8 +810,11 @@ class Runner:
         with self._held_lock:
             return set(self._held)
 
-    async def _record(self, job: Job, result: RunResult) -> None:
-        """Write how the segment ended; the run is let go either way (recovery takes an unwritten one)."""
+    async def _record(self, job: Job, result: RunResult) -> bool:
+        """Write how the segment ended; the run is let go either way (recovery takes an unwritten one).
+        True when another worker took the run over before the segment's last entries landed (they go
+        with the record, or their checkpoint was refused): it goes on from before this end, and ends
+        the run itself. (When they landed, that worker records this end from the journal.)"""
         interrupted = result.reason is StopReason.CANCELLED and self.shutting_down.is_set()
         outcome = Outcome.of(result, interrupted=interrupted, rest=_unsaved(job))
         try:
@@ -798,6 +825,7 @@ class Runner:
             self._cleanup(job)
             if audited(job, result):  # (on the writer thread: a run with no audit to plan needs no hop)
                 await self._on_writer(self._plan_audit, job, result)
+        return not written and outcome.rest is not None
 
     # -- success audits ----------------------------------------------------------------------
 
@@ -929,11 +957,12 @@ class Runner:
         self._own_types[name] = built.task_type
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
         if self.hooks is not None:  # added to the agent's own hooks, which still see its runs
+            held = HeldEnds(self.hooks)  # told a segment's end once it is recorded (see `HeldEnds`)
             own: RunHooks | None = getattr(built, "hooks", None)
             if own is None or isinstance(own, NoHooks) or own is self.hooks:
-                changes["hooks"] = self.hooks
+                changes["hooks"] = held
             else:
-                changes["hooks"] = CompositeHooks((self.hooks, own))
+                changes["hooks"] = CompositeHooks((held, own))
         if task_type and task_type != built.task_type:
             if task_type not in entry.task_types:
                 allowed = ", ".join(sorted({built.task_type, *entry.task_types}))

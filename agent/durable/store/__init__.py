@@ -117,10 +117,24 @@ def open_store(
             f"such as {path / 'runs.db'}"
         )
     if not path.exists():
+        _refuse_options(url, path)
         _new_sqlite_file(path, create)
     from agent.durable.store.sqlite import SqliteStore
 
     return SqliteStore(str(path), seconds)
+
+
+def _refuse_options(url: str, path: Path) -> None:
+    """Refuse a `sqlite:` URL with a query (`?mode=ro`, `?timeout=30`, as SQLAlchemy and SQLite URIs
+    take) naming no store: its options would silently become part of a new file's name, and the
+    runs go to a store no other command with the plain URL reads."""
+    if url.startswith("sqlite:") and "?" in url:
+        name, _, options = url.partition("?")
+        raise StoreError(
+            f"the SQLite store URL {url!r} has options ({options}), which Endstate does not take: with "
+            f"them it names the file {str(path)!r}, and there is none (nothing was created). Give the "
+            f"URL without them ({name}); the wait for a lock is --store-timeout"
+        )
 
 
 def _new_sqlite_file(path: Path, create: bool) -> None:

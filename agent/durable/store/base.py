@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import orjson
 
 from agent.audit import Audit, AuditOutcome
-from agent.errors import EndstateError, SnapshotError
+from agent.errors import EndstateError, SnapshotError, TakenOver
 from agent.result import PendingAction, RunResult, StopReason
 from agent.snapshot import Checkpoint, Snapshot
 from agent.text import without_lone_surrogates
@@ -51,7 +51,7 @@ class NotClaimable(StoreError):
     """The run is not in a state that allows what was asked (e.g. it is not waiting)."""
 
 
-class LeaseLost(StoreError):
+class LeaseLost(StoreError, TakenOver):
     """Another worker took the run over; this worker must stop writing to it."""
 
 

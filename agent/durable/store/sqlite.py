@@ -37,6 +37,9 @@ _INSERT_ENTRY = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON
 # or three) would take: the log is folded (and synced) more often than before, and the writer's
 # own folding (still on, as before) is then rare.
 FOLD_EVERY = 100
+# Seconds between two looks at whether the store's path still names the file this process opened
+# (see `SqliteStore.check_file`): a write in the first of them after it went may still be lost.
+FILE_CHECK_SECONDS = 0.25
 T = TypeVar("T")
 _RUNNING = str(RunStatus.RUNNING)  # as plain text: sqlite3 binds an enum's text after an adapter lookup
 
@@ -69,14 +72,18 @@ class SqliteStore(SqlStore):
         self._read_lock = threading.Lock()
         self._conn = self._connect()
         self._folder: Folder | None = None  # none for ":memory:" (no write-ahead log)
+        self._file: tuple[int, int] | None = None  # the opened file's (device, inode): see `check_file`
+        self._where = self.path.absolute()  # where it was opened (SQLite's too: a later chdir moves neither)
+        self._file_due = 0.0  # when `check_file` looks at the path again (time.monotonic)
         try:
             self._prepare()
+            self._file = file_id(self._where)
             if str(self.path) != ":memory:":
                 self._reader = self._connect()
                 self._reader.execute("PRAGMA query_only = 1")
                 # not `self._connect`: the folder's thread would keep a store never closed alive (its
                 # connections open) for ever; once the store is collected, the thread stops too
-                self._folder = Folder(functools.partial(connect, self.path, self.timeout), self._allowance)
+                self._folder = Folder(functools.partial(connect, self._where, self.timeout), self._allowance)
         except BaseException:
             self._conn.close()
             self._watchdog.close()
@@ -98,9 +105,7 @@ class SqliteStore(SqlStore):
         try:
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.OperationalError as exc:
-            raise StoreError(
-                f"cannot open the run store {self.path}: {exc}{read_only_hint(self.path)}"
-            ) from exc
+            raise StoreError(f"cannot open the run store {self.path}: {exc}{open_hint(self.path)}") from exc
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":  # a store cut short, say
                 raise StoreError(
@@ -118,9 +123,7 @@ class SqliteStore(SqlStore):
             self._use_wal()
             self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
-            raise StoreError(
-                f"cannot open the run store {self.path}: {exc}{read_only_hint(self.path)}"
-            ) from exc
+            raise StoreError(f"cannot open the run store {self.path}: {exc}{open_hint(self.path)}") from exc
         if SCHEMA_TABLE in tables and self._up_to_date():
             return  # known from one read, which waits for no other process's write lock
         self._set_busy_timeout(MIGRATION_SECONDS)  # another process's migration may take a while
@@ -172,6 +175,19 @@ class SqliteStore(SqlStore):
         """Hold `lock` for a call on `conn`, watched: it is interrupted past the allowance. A call of
         this process before it that does not return within the allowance fails this one."""
         return _Call(self, conn, lock)
+
+    def check_file(self, now: bool = False) -> None:
+        """Refuse a call once the store's path no longer names the file this process opened (deleted,
+        moved or replaced under it): SQLite would go on writing to the old file, which no other process
+        reads and which is gone once this one exits, so a run said to be stored would be lost. The
+        path is looked at `now`, or when `FILE_CHECK_SECONDS` passed since it last was (a `stat` at
+        every checkpoint would cost a few percent of it); once gone, every call is refused."""
+        if self._file is None or (not now and time.monotonic() < self._file_due):
+            return
+        if file_id(self._where) != self._file:
+            self._file_due = 0.0  # and every call after it looks again (the file may be put back)
+            raise StoreError(file_gone(self._where, self._file))
+        self._file_due = time.monotonic() + FILE_CHECK_SECONDS
 
     def _connection_for(self, sql: str) -> tuple[sqlite3.Connection, Any]:
         """The reader for a read outside this thread's transaction, else the writer; with its lock."""
@@ -252,7 +268,9 @@ class SqliteStore(SqlStore):
                 "interrupted (a file system that hangs or is very slow?); nothing was changed. If the "
                 "disk is only slow, raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT)"
             )
-        return StoreError(f"the run store {self.path} failed: {exc}")
+        if self._file is not None and file_id(self._where) != self._file:  # ("disk I/O error", say)
+            return StoreError(file_gone(self._where, self._file))
+        return StoreError(f"the run store {self.path} failed: {exc}{open_hint(self.path)}")
 
     def waited(self) -> float:
         """How long the oldest call now in flight has waited (0 when none is): see `PostgresStore`."""
@@ -260,7 +278,9 @@ class SqliteStore(SqlStore):
 
     def answers(self) -> None:
         """Return once the store could be written (its write lock taken and given back at once): reads
-        never wait in WAL mode, so a store another process keeps locked is found by a write."""
+        never wait in WAL mode, so a store another process keeps locked is found by a write. A store
+        whose file left its path does not answer (`check_file`)."""
+        self.check_file(now=True)
         with self._tx():
             pass
 
@@ -304,7 +324,7 @@ class SqliteStore(SqlStore):
             return call(*args)
         except StoreTimeout as exc:
             busy = getattr(exc.__cause__, "sqlite_errorname", "").startswith("SQLITE_BUSY")
-            if not busy or self._in_tx == threading.get_ident() or not migration_under_way(self.path):
+            if not busy or self._in_tx == threading.get_ident() or not migration_under_way(self._where):
                 raise
         log.warning("the run store %s is being migrated by another process: waiting for it", self.path)
         with self._lock:
@@ -347,6 +367,7 @@ class _Call:
 
     def __enter__(self) -> None:
         store = self._store
+        store.check_file()
         if not self._lock.acquire(timeout=store._allowance):
             raise StoreTimeout(
                 f"the run store {store.path} did not answer: a call to it from this process has not "
@@ -440,7 +461,7 @@ def connect(path: Path, timeout: float) -> sqlite3.Connection:
             path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the run store {path}: {exc}") from exc
+        raise StoreError(f"cannot open the run store {path}: {exc}{open_hint(path)}") from exc
     conn.row_factory = sqlite3.Row
     return conn
 
@@ -496,6 +517,75 @@ class Folder:
         self.stop()
         if self._thread is not None:
             self._thread.join(self._allowance)
+
+
+def file_id(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) of the file at `path`; None when there is none (or ":memory:")."""
+    if str(path) == ":memory:":
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def file_gone(path: Path, opened: tuple[int, int]) -> str:
+    """Why a store whose file left its path refuses calls, where that file is now, and what to do."""
+    what = "replaced by another file" if path.exists() else "deleted or moved away"
+    now = _open_as(opened)
+    where = f"; it is now at {now}" if now is not None and not now.endswith(" (deleted)") else ""
+    return (
+        f"the run store file {path} was {what} while this process had it open, so nothing was changed: "
+        "its writes would go to a file no other process reads, lost once this process exits"
+        f"{where}. Put the file back at {path} (with its -wal file), or restart this process to "
+        "use the store now at that path (the runs it was driving are recovered from their last "
+        "checkpoint there)"
+    )
+
+
+def _open_as(opened: tuple[int, int]) -> str | None:
+    """The name this process's open file `opened` (device, inode) has now, by /proc (Linux); None
+    when it cannot be told."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        link = f"/proc/self/fd/{fd}"
+        try:
+            found = os.stat(link)
+            if (found.st_dev, found.st_ino) == opened:
+                return os.readlink(link)
+        except OSError:
+            continue
+    return None
+
+
+def open_hint(path: Path) -> str:
+    """Why SQLite could not open or write the store, when a file beside it or the path itself says
+    (`blocked_hint`), or the file or its folder is read-only (`read_only_hint`); '' otherwise."""
+    return blocked_hint(path) or read_only_hint(path)
+
+
+def blocked_hint(path: Path) -> str:
+    """Why SQLite could not open or write the store when something stands where it needs a file: a
+    folder (or another non-file) named as its write-ahead log or shared memory, or a symbolic link to
+    a folder that does not exist; '' otherwise."""
+    for side in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if (side.exists() or side.is_symlink()) and not side.is_file():
+            kind = "a folder" if side.is_dir() else "not a regular file"
+            return (
+                f". {side} is {kind}, where SQLite keeps the store's "
+                f"{'write-ahead log' if side.name.endswith('-wal') else 'shared memory'}: move it away "
+                "(SQLite makes that file itself)"
+            )
+    if path.is_symlink() and not path.exists():
+        return (
+            f". {path} is a symbolic link to {os.readlink(path)}, which does not exist and cannot be made "
+            "there (its folder is missing?): fix the link, or pass the store's real path with --store"
+        )
+    return ""
 
 
 def read_only_hint(path: Path) -> str:
