@@ -138,6 +138,17 @@ _PERMANENT: dict[int, str] = {
 # How a 400 says the prompt does not fit the context window (older models also count max_tokens).
 _WINDOW_FULL = ("prompt is too long", "exceed context limit")
 
+# Causes (the error's `details.error_code`) that come with a status worth a retry, 429, but that no
+# retry within a run lifts: a spend limit stays reached until someone raises it or the period ends.
+_SPEND_LIMITS: dict[str, str] = {
+    "enforced_spend_limit_reached": "the organization has crossed the monthly spend limit of its API tier",
+    "contract_spend_limit_reached": "the organization has reached the spend limit of its contract",
+}
+_SPEND_FIX = (
+    ": a retry will not lift this spend limit: raise it in the Claude Console (Settings, Limits) "
+    "or wait for the next billing period"
+)
+
 # What to do about a refusal a retry will not fix.
 _KEY = "the API key (AnthropicModel(api_key=...), else ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN)"
 _FIXES: dict[int, str] = {
@@ -1341,13 +1352,12 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
 
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
-    status = exc.status_code
-    api_type = f" {exc.type}" if exc.type else ""
+    status, code = exc.status_code, exc.error_code
     detail = _clipped(str(exc.api_message or exc.message))
-    request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
-    text = f"Anthropic API returned HTTP {status}{api_type}: {detail}{request_id}"
+    text = _status_text(exc, detail)
+    if code in _SPEND_LIMITS:  # a 429 that no retry lifts
+        return ModelError(f"{text}: {_SPEND_LIMITS[code]}{_SPEND_FIX}", error_type="billing")
     if status < 300:  # an error event inside a stream that began well: its type says what it stands for
-        text += " (inside the stream)"
         status = _STATUS_OF_ERROR.get(exc.type or "", 0)
         if not status:  # overloaded, rate limited, a server error: worth a retry
             return TransientModelError(text, error_type=_STREAM_ERRORS.get(exc.type or "", "server_error"))
@@ -1360,6 +1370,14 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     if _should_retry(status, exc.response.headers):
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
     return ModelError(text + _how_to_fix(status), error_type=error_type)
+
+
+def _status_text(exc: anthropic.APIStatusError, detail: str) -> str:
+    """What the API said: the status, the error's type and cause (`details.error_code`), its message."""
+    kind = " ".join(filter(None, [exc.type, f"({exc.error_code})" if exc.error_code else None]))
+    request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
+    text = f"Anthropic API returned HTTP {exc.status_code}{' ' + kind if kind else ''}: {detail}{request_id}"
+    return text + " (inside the stream)" if exc.status_code < 300 else text
 
 
 def _clipped(detail: str, most: int = 500) -> str:
