@@ -1292,8 +1292,9 @@ def content_block(block: types.ContentBlock) -> dict[str, Any]:
     Text and tool calls keep their own fields and the others the API sent
     (`citations`; `caller`, `toolset_name`), which go back with them; thinking
     blocks keep their signature (the API wants them back unchanged); anything
-    else is kept whole as JSON. The block's `type` decides, not its class: the SDK reads a
-    block type it does not know as a text block with no text.
+    else is kept whole as JSON, as the SDK would send it back. The block's `type`
+    decides, not its class: the SDK reads a block type it does not know as a
+    text block with no text.
     """
     kind = getattr(block, "type", None)
     if kind == "text" and isinstance(block, types.TextBlock):
@@ -1308,7 +1309,14 @@ def content_block(block: types.ContentBlock) -> dict[str, Any]:
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if kind == "redacted_thinking" and isinstance(block, types.RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": block.data}
-    dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
+    return _as_sent(block)
+
+
+def _as_sent(block: types.ContentBlock) -> dict[str, Any]:
+    """A block as the SDK sends a reply's content back (`Message.to_param`): every field the API
+    sent, a null too (the API may require one back, as it does a citation's `document_title`)."""
+    exclude = getattr(block, "__api_exclude__", None)
+    dumped: dict[str, Any] = block.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude=exclude)
     return dumped
 
 
