@@ -39,6 +39,10 @@ Choices worth knowing:
   the SDK's stream drops), and sent back; a reply that paused after one
   (`stop_reason: "compaction"`) is a `pause_turn` (`extra["api_stop_reason"]`
   says which), sent back within the same turn to go on.
+- A block of a type the SDK does not know is kept whole (and sent back as the
+  SDK sends a reply's content back), with what it streams in deltas of a type
+  the SDK drops: a string is the next piece of the field of its name, as in
+  every delta the API streams; any other value replaces the field's.
 - A thinking block with no signature (a reply cut off by `max_tokens` while
   thinking) is left out of the reply (`extra["unsigned_thinking_dropped"]`):
   the API refuses it sent back, which ended the run as an error.
@@ -187,6 +191,10 @@ _UNREADABLE = (
     RuntimeError,
 )
 
+# The delta types the SDK merges into its blocks itself; `_StreamWatch` merges any other.
+_SDK_DELTAS = frozenset(
+    {"text_delta", "input_json_delta", "citations_delta", "thinking_delta", "signature_delta"}
+)
 # The blocks whose streamed input the SDK gathers itself.
 _GATHERED = (types.ToolUseBlock, types.ServerToolUseBlock)
 _NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
@@ -741,7 +749,7 @@ class _StreamWatch:
         self.late: dict[str, Any] = {}  # usage fields the SDK's stream drops (see `_LATE`)
         self._json: dict[int, str] = {}  # the input JSON streamed to each block, by index
         self._gathered: set[int] = set()  # the blocks whose input the SDK gathers itself
-        self._compacted: dict[int, dict[str, str]] = {}  # a compaction block's streamed fields, by index
+        self._merged: dict[int, dict[str, Any]] = {}  # fields streamed in deltas the SDK drops, by index
 
     async def follow(self, events: Any) -> types.Message:
         """Read the stream to its end; the final message."""
@@ -782,28 +790,42 @@ class _StreamWatch:
     def _gather(self, index: int, delta: Any) -> None:
         """Keep the input JSON streamed to a block the SDK leaves alone (one of a type it does not
         know, such as `mcp_tool_use`): the SDK gathers it for tool_use and server_tool_use only;
-        and the summary a server-side compaction streams (`compaction_delta`), which it drops."""
+        and the fields streamed in deltas of a type the SDK drops (`_merge`)."""
         kind = getattr(delta, "type", None)
-        if kind == "compaction_delta":
-            self._compaction(index, delta)
+        if kind not in _SDK_DELTAS:
+            self._merge(index, delta)
         if kind != "input_json_delta" or self.snapshot is None:
             return
         if index < len(self.snapshot.content) and isinstance(self.snapshot.content[index], _GATHERED):
             self._gathered.add(index)  # the SDK keeps what it can parse of it: checked in `unfinished`
         self._json[index] = self._json.get(index, "") + delta.partial_json
 
-    def _compaction(self, index: int, delta: Any) -> None:
-        """A compaction's summary (`content`, in pieces) and `encrypted_content`, to send back."""
-        fields = self._compacted.setdefault(index, {})
-        if isinstance(content := getattr(delta, "content", None), str):
-            fields["content"] = fields.get("content", "") + content
-        if isinstance(encrypted := getattr(delta, "encrypted_content", None), str):
-            fields["encrypted_content"] = fields.get("encrypted_content", "") + encrypted
+    def _merge(self, index: int, delta: Any) -> None:
+        """Merge a delta of a type the SDK drops (a compaction's `compaction_delta`, the deltas of a
+        block type a later API adds) into its block's fields, as the API's deltas all stream: a string
+        is the next piece of the field of its name (after what the block began with), any other value
+        replaces it."""
+        sent = (
+            delta.model_dump(mode="json", exclude_unset=True) if isinstance(delta, pydantic.BaseModel) else {}
+        )
+        fields = self._merged.setdefault(index, {})
+        for field, value in sent.items():
+            if field == "type" or value is None:
+                continue
+            if isinstance(value, str):
+                before = fields[field] if field in fields else self._began_with(index, field)
+                value = (before if isinstance(before, str) else "") + value
+            fields[field] = value
+
+    def _began_with(self, index: int, field: str) -> Any:
+        """The value of `field` that block `index` began with (its `content_block_start`)."""
+        content = self.snapshot.content if self.snapshot is not None else []
+        return getattr(content[index], field, None) if index < len(content) else None
 
     def fields(self) -> dict[int, dict[str, Any]]:
         """The fields of blocks that `_gather` kept, by index: inputs parsed (a `ValueError` when one
-        is not JSON), a compaction's summary."""
-        fields: dict[int, dict[str, Any]] = {index: dict(kept) for index, kept in self._compacted.items()}
+        is not JSON), the fields streamed in deltas the SDK drops (a compaction's summary)."""
+        fields: dict[int, dict[str, Any]] = {index: dict(kept) for index, kept in self._merged.items()}
         unfinished = self.unfinished()
         for index, text in self._json.items():
             if index not in self._gathered and index not in unfinished:
