@@ -408,6 +408,10 @@ class AnthropicModel:
             if (partial := stream.partial()) is not None:
                 record_cut_call(partial)  # the API took the input and began the reply: charged
             raise _malformed(exc) from exc
+        except Exception as exc:  # client middleware's own error, maybe raised from one the SDK retries
+            if (cause := _sdk_cause(exc)) is None:
+                raise
+            raise to_model_error(cause) from exc
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
@@ -1365,6 +1369,10 @@ def _truncation_note(tool: str, stop_reason: str) -> str:
 
 def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
     """The Endstate error for an SDK failure: transient ones are worth a retry."""
+    if isinstance(exc, anthropic.RetryableError):  # client middleware asks for another attempt
+        return TransientModelError(
+            f"Anthropic SDK: another attempt was asked for: {exc}", error_type="retryable"
+        )
     if isinstance(exc, anthropic.APITimeoutError):
         return TransientModelError(
             f"Anthropic API: no response within the client timeout ({_where(exc)})", error_type="timeout"
@@ -1379,6 +1387,21 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
     if isinstance(exc, anthropic.APIResponseValidationError):
         return _malformed(exc)
     return ModelError(f"Anthropic SDK: {type(exc).__name__}: {exc}", error_type="api_error")
+
+
+def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
+    """The error in `exc`'s chain of causes that the SDK's retry policy reads, as client middleware
+    may raise it wrapped: a `RetryableError`, an API status or connection error."""
+    seen: set[int] = set()
+    cause = exc.__cause__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(
+            cause, anthropic.RetryableError | anthropic.APIStatusError | anthropic.APIConnectionError
+        ):
+            return cause
+        cause = cause.__cause__
+    return None
 
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
