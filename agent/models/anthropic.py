@@ -203,6 +203,7 @@ _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
 _SHORT_STOPS = (*_CUT_STOPS, "refusal")
 _CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API counted it
+_NO_USAGE = types.Usage(input_tokens=0, output_tokens=0)  # what a stream that gave none said it used
 
 
 # -- server tools -------------------------------------------------------------
@@ -762,7 +763,7 @@ class _StreamWatch:
         if not self.stopped:
             raise ValueError("the stream ended before message_stop")
         if not self.counted:  # the API always says why the reply ended, and its output, before it stops
-            raise ValueError("the stream stopped with no message_delta: no stop reason nor output count")
+            raise ValueError("the stream stopped with no message_delta giving the output count")
         message: types.Message = await events.get_final_message()
         return message
 
@@ -770,6 +771,8 @@ class _StreamWatch:
         kind = getattr(event, "type", "")
         if kind == "message_start":
             self.snapshot = events.current_message_snapshot
+            if getattr(event.message, "usage", None) is None:  # the API always counts the input first
+                raise ValueError("the stream's message_start gives no usage: no count of the input")
             self._late(event.message.usage)
         elif kind == "content_block_delta":
             if self.first_token is None:
@@ -777,7 +780,8 @@ class _StreamWatch:
             self.streamed_chars += _delta_chars(event.delta)
             self._gather(event.index, event.delta)
         elif kind == "message_delta":
-            self.counted = True  # the API's own count of the output, final
+            output = getattr(getattr(event, "usage", None), "output_tokens", None)
+            self.counted = output is not None  # the API's own count of the output, final (else malformed)
             self._late(event.usage)
         elif kind == "message_stop":
             self.stopped = True
@@ -852,7 +856,7 @@ class _StreamWatch:
         API said anything."""
         if self.snapshot is None:
             return None
-        usage = self.snapshot.usage
+        usage = self.snapshot.usage or _NO_USAGE  # a message_start without usage: a malformed reply
         output = usage.output_tokens or 0
         if not self.counted:  # estimated from the text streamed, but never past what the API bills
             output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
