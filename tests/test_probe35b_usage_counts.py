@@ -46,6 +46,11 @@ NO_OUTPUT_COUNT: dict[str, Callable[[Events], object]] = {
 }
 
 
+def no_input_count(events: Events) -> None:
+    event(events, "message_start")["message"]["usage"]["input_tokens"] = None
+    event(events, "message_delta")["usage"].pop("input_tokens")
+
+
 @pytest.mark.parametrize("case", NO_OUTPUT_COUNT)
 def test_a_message_delta_without_its_output_count_is_a_malformed_reply_whose_output_is_estimated(
     case: str,
@@ -65,3 +70,10 @@ def test_a_message_start_without_usage_is_a_malformed_reply_retried_not_an_adapt
     result, _ = run(no_usage, no_usage, no_usage)
     assert result.reason is StopReason.ERROR and result.error_type == "malformed_reply", result.note
     assert "could not be read" in result.note and "NoneType" not in result.note
+
+
+def test_a_reply_whose_usage_never_gives_the_input_count_is_a_malformed_reply_not_free_input() -> None:
+    result, api = run(broken(no_input_count), message(DONE, input_tokens=100, output_tokens=7))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2
+    assert result.output_tokens == 900 + 7  # the broken call's output was counted: it is kept

@@ -1192,14 +1192,20 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
 
 
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_REQUIRED_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+)  # the API always gives them (the cache counts may be left out)
 
 
 def _checked_stop(message: types.Message) -> str:
     """The reply's stop reason (`end_turn` when it gives none); `ValueError` for a stop reason or
-    token counts no run could keep (negative, fractional, too large): the reply is then malformed,
-    retried, as the API never sends them."""
+    token counts no run could keep (missing input or output, negative, fractional, too large): the
+    reply is then malformed, retried, as the API never sends them."""
     for field in _USAGE_COUNTS:
         value = getattr(message.usage, field, None)
+        if value is None and field in _REQUIRED_COUNTS:
+            raise ValueError(f"its usage gives no {field}")
         if value is not None and not (is_whole(value) and 0 <= value < 2**63):
             raise ValueError(f"its usage's {field} is {value!r}, not a count of tokens")
     stop_reason = message.stop_reason or "end_turn"
