@@ -77,3 +77,22 @@ def test_a_reply_whose_usage_never_gives_the_input_count_is_a_malformed_reply_no
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(api.requests) == 2
     assert result.output_tokens == 900 + 7  # the broken call's output was counted: it is kept
+
+
+NOT_COUNTS: dict[str, Callable[[Events], object]] = {
+    "input a string": lambda events: event(events, "message_delta")["usage"].update(input_tokens="x"),
+    "input an object": lambda events: event(events, "message_delta")["usage"].update(input_tokens={}),
+    "1h writes a string": lambda events: event(events, "message_start")["message"]["usage"].update(
+        cache_creation={"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": "x"}
+    ),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")  # the SDK's, reading it
+@pytest.mark.parametrize("case", NOT_COUNTS)
+def test_a_usage_count_that_is_no_count_is_a_malformed_reply_not_a_type_error_ending_the_run(
+    case: str,
+) -> None:
+    result, api = run(broken(NOT_COUNTS[case]), message(DONE, input_tokens=100, output_tokens=7))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2

@@ -1192,6 +1192,7 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
 
 
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_BREAKDOWN_COUNTS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")  # the cache writes by TTL
 _REQUIRED_COUNTS = (
     "input_tokens",
     "output_tokens",
@@ -1200,30 +1201,43 @@ _REQUIRED_COUNTS = (
 
 def _checked_stop(message: types.Message) -> str:
     """The reply's stop reason (`end_turn` when it gives none); `ValueError` for a stop reason or
-    token counts no run could keep (missing input or output, negative, fractional, too large): the
-    reply is then malformed, retried, as the API never sends them."""
-    for field in _USAGE_COUNTS:
-        value = getattr(message.usage, field, None)
-        if value is None and field in _REQUIRED_COUNTS:
-            raise ValueError(f"its usage gives no {field}")
-        if value is not None and not (is_whole(value) and 0 <= value < 2**63):
-            raise ValueError(f"its usage's {field} is {value!r}, not a count of tokens")
+    token counts no run could keep (`_check_usage`): the reply is then malformed, retried, as the
+    API never sends them."""
+    _check_usage(message.usage)
     stop_reason = message.stop_reason or "end_turn"
     if not isinstance(stop_reason, str):
         raise ValueError(f"its stop_reason {stop_reason!r} is not a string")
     return stop_reason
 
 
-def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: str, msg_id: str) -> ModelReply:
-    cache_read = usage.cache_read_input_tokens or 0
+def _check_usage(usage: Any) -> None:
+    """`ValueError` for a usage whose counts no run could keep: input or output missing, a count
+    (the cache writes by TTL too) negative, fractional, too large or no number."""
     breakdown = getattr(usage, "cache_creation", None)
-    write_1h = getattr(breakdown, "ephemeral_1h_input_tokens", None) or 0  # either may be missing
-    write_5m = getattr(breakdown, "ephemeral_5m_input_tokens", None) or 0
-    cache_write = usage.cache_creation_input_tokens or (write_5m + write_1h)  # the total, else its parts
+    counts: list[tuple[Any, str, str]] = [(usage, field, f"usage's {field}") for field in _USAGE_COUNTS]
+    counts += [(breakdown, field, f"usage's cache_creation.{field}") for field in _BREAKDOWN_COUNTS]
+    for where, field, named in counts:
+        value = getattr(where, field, None)
+        if value is None and field in _REQUIRED_COUNTS:
+            raise ValueError(f"its usage gives no {field}")
+        if value is not None and _tokens(where, field) != value:
+            raise ValueError(f"its {named} is {value!r}, not a count of tokens")
+
+
+def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: str, msg_id: str) -> ModelReply:
+    """A reply of `usage`'s counts, each missing or no count read as 0 (`_checked_stop` refuses such a
+    usage in a reply; a call cut off or unreadable records what it can)."""
+    cache_read = _tokens(usage, "cache_read_input_tokens")
+    breakdown = getattr(usage, "cache_creation", None)
+    write_1h = _tokens(breakdown, "ephemeral_1h_input_tokens")  # either may be missing
+    write_5m = _tokens(breakdown, "ephemeral_5m_input_tokens")
+    cache_write = _tokens(usage, "cache_creation_input_tokens") or (
+        write_5m + write_1h
+    )  # the total, else its parts
     return ModelReply(
         content=content,
-        input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
-        output_tokens=usage.output_tokens or 0,
+        input_tokens=_tokens(usage, "input_tokens") + cache_read + cache_write,
+        output_tokens=_tokens(usage, "output_tokens"),
         stop_reason=stop,
         stop=MESSAGES_API_STOPS[stop],
         model=model,
@@ -1232,6 +1246,12 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
         cache_creation_input_tokens=cache_write,
         cache_creation_1h_input_tokens=write_1h,
     )
+
+
+def _tokens(usage: Any, field: str) -> int:
+    """`usage`'s count `field` (an SDK object's attribute), or 0 when it is missing or no count."""
+    value = getattr(usage, field, None)
+    return value if is_whole(value) and 0 <= value < 2**63 else 0
 
 
 # The usage's iterations billed apart from its top-level counts: a server-side compaction (the
