@@ -85,6 +85,9 @@ NOT_COUNTS: dict[str, Callable[[Events], object]] = {
     "1h writes a string": lambda events: event(events, "message_start")["message"]["usage"].update(
         cache_creation={"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": "x"}
     ),
+    "searches a string": lambda events: event(events, "message_delta")["usage"].update(
+        server_tool_use={"web_search_requests": "x", "web_fetch_requests": 0}
+    ),
 }
 
 

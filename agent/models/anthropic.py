@@ -1192,6 +1192,7 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
 
 
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_SERVER_TOOL_COUNTS = ("web_search_requests", "web_fetch_requests")  # uses, billed per use
 _BREAKDOWN_COUNTS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")  # the cache writes by TTL
 _REQUIRED_COUNTS = (
     "input_tokens",
@@ -1212,10 +1213,13 @@ def _checked_stop(message: types.Message) -> str:
 
 def _check_usage(usage: Any) -> None:
     """`ValueError` for a usage whose counts no run could keep: input or output missing, a count
-    (the cache writes by TTL too) negative, fractional, too large or no number."""
+    (the cache writes by TTL and the server tool uses too) negative, fractional, too large or no
+    number."""
     breakdown = getattr(usage, "cache_creation", None)
     counts: list[tuple[Any, str, str]] = [(usage, field, f"usage's {field}") for field in _USAGE_COUNTS]
     counts += [(breakdown, field, f"usage's cache_creation.{field}") for field in _BREAKDOWN_COUNTS]
+    tools = getattr(usage, "server_tool_use", None)
+    counts += [(tools, field, f"usage's server_tool_use.{field}") for field in _SERVER_TOOL_COUNTS]
     for where, field, named in counts:
         value = getattr(where, field, None)
         if value is None and field in _REQUIRED_COUNTS:
