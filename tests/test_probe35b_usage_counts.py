@@ -62,14 +62,24 @@ def test_a_message_delta_without_its_output_count_is_a_malformed_reply_whose_out
     assert result.output_tokens >= 2_000 // 4 + 7  # the broken call's output, estimated from its text
 
 
-def test_a_message_start_without_usage_is_a_malformed_reply_retried_not_an_adapter_crash() -> None:
-    no_usage = broken(lambda events: event(events, "message_start")["message"].pop("usage"))
+UNREADABLE_STARTS: dict[str, Callable[[Events], object]] = {
+    "no usage": lambda events: event(events, "message_start")["message"].pop("usage"),
+    "usage no object": lambda events: event(events, "message_start")["message"].update(usage=True),
+    "model no string": lambda events: event(events, "message_start")["message"].update(model=1.5),
+    "id no string": lambda events: event(events, "message_start")["message"].update(id=["msg"]),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")  # the SDK's, reading it
+@pytest.mark.parametrize("case", UNREADABLE_STARTS)
+def test_an_unreadable_message_start_is_a_malformed_reply_retried_not_an_adapter_crash(case: str) -> None:
+    no_usage = broken(UNREADABLE_STARTS[case])
     result, api = run(no_usage, message(DONE))
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(api.requests) == 2
     result, _ = run(no_usage, no_usage, no_usage)
     assert result.reason is StopReason.ERROR and result.error_type == "malformed_reply", result.note
-    assert "could not be read" in result.note and "NoneType" not in result.note
+    assert "could not be read" in result.note and "message_start" in result.note
 
 
 def test_a_reply_whose_usage_never_gives_the_input_count_is_a_malformed_reply_not_free_input() -> None:

@@ -203,7 +203,6 @@ _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
 _SHORT_STOPS = (*_CUT_STOPS, "refusal")
 _CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API counted it
-_NO_USAGE = types.Usage(input_tokens=0, output_tokens=0)  # what a stream that gave none said it used
 
 
 # -- server tools -------------------------------------------------------------
@@ -770,9 +769,9 @@ class _StreamWatch:
     def _see(self, event: Any, events: Any) -> None:
         kind = getattr(event, "type", "")
         if kind == "message_start":
+            if problem := _start_problem(event.message):  # nothing of it counted: the usage is unknown
+                raise ValueError(problem)
             self.snapshot = events.current_message_snapshot
-            if getattr(event.message, "usage", None) is None:  # the API always counts the input first
-                raise ValueError("the stream's message_start gives no usage: no count of the input")
             self._late(event.message.usage)
         elif kind == "content_block_delta":
             if self.first_token is None:
@@ -856,7 +855,7 @@ class _StreamWatch:
         API said anything."""
         if self.snapshot is None:
             return None
-        usage = self.snapshot.usage or _NO_USAGE  # a message_start without usage: a malformed reply
+        usage = self.snapshot.usage
         output = usage.output_tokens or 0
         if not self.counted:  # estimated from the text streamed, but never past what the API bills
             output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
@@ -865,6 +864,17 @@ class _StreamWatch:
         extra: dict[str, Any] = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
         extra |= _geo(usage) | _geo(self.late)
         return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
+
+
+def _start_problem(message: Any) -> str | None:
+    """What makes a stream's `message_start` unreadable (the API always gives the usage of the input,
+    the message's id and model first), or None."""
+    if not isinstance(getattr(message, "usage", None), pydantic.BaseModel):
+        return "the stream's message_start gives no usage: no count of the input"
+    for field in ("id", "model"):
+        if not isinstance(value := getattr(message, field, None), str):
+            return f"the stream's message_start gives {field} {value!r}, not a string"
+    return None
 
 
 def _delta_chars(delta: Any) -> int:
