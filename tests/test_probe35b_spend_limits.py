@@ -71,3 +71,18 @@ def test_the_chat_span_names_the_spend_limit_as_billing() -> None:
     assert result.reason is StopReason.ERROR
     chats = [s for s in exporter.get_finished_spans() if s.name == f"chat {MODEL}"]
     assert [(s.attributes or {}).get(n.ERROR_TYPE) for s in chats] == ["billing"]
+
+
+@pytest.mark.parametrize("kind", [[1], {"a": 1}, 5, True])
+def test_an_error_whose_type_is_no_string_is_read_by_its_status_not_a_type_error(kind: Any) -> None:
+    body = {"type": "error", "error": {"type": kind, "message": "odd"}}
+    result, api = run(Response(429, body), message(DONE))  # a 429: worth a retry
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2
+    began = events_of(message(text("partial")))[:2]
+    result, api = run(streamed(*began, ("error", body)), message(DONE))  # in a stream: worth a retry
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 2
+    result, api = run(Response(400, body))
+    assert result.reason is StopReason.ERROR and result.error_type == "bad_request", result.note
+    assert "HTTP 400: odd" in result.note

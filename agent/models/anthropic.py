@@ -1449,15 +1449,15 @@ def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
 
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
-    status, code = exc.status_code, exc.error_code
+    status, code, kind = exc.status_code, exc.error_code, _error_kind(exc)
     detail = _clipped(str(exc.api_message or exc.message))
-    text = _status_text(exc, detail)
+    text = _status_text(exc, kind, detail)
     if code in _SPEND_LIMITS:  # a 429 that no retry lifts
         return ModelError(f"{text}: {_SPEND_LIMITS[code]}{_SPEND_FIX}", error_type="billing")
     if status < 300:  # an error event inside a stream that began well: its type says what it stands for
-        status = _STATUS_OF_ERROR.get(exc.type or "", 0)
+        status = _STATUS_OF_ERROR.get(kind, 0)
         if not status:  # overloaded, rate limited, a server error: worth a retry
-            return TransientModelError(text, error_type=_STREAM_ERRORS.get(exc.type or "", "server_error"))
+            return TransientModelError(text, error_type=_STREAM_ERRORS.get(kind, "server_error"))
     if status == 400 and any(words in detail.lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
     if status == 400 and PAGES_REFUSED in detail.lower():  # a PDF by URL longer than counted: shrink too
@@ -1469,11 +1469,16 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     return ModelError(text + _how_to_fix(status), error_type=error_type)
 
 
-def _status_text(exc: anthropic.APIStatusError, detail: str) -> str:
+def _error_kind(exc: anthropic.APIStatusError) -> str:
+    """The error's `type` ("" when it gives none, or one that is no string: a proxy's body)."""
+    return exc.type if isinstance(exc.type, str) else ""
+
+
+def _status_text(exc: anthropic.APIStatusError, kind: str, detail: str) -> str:
     """What the API said: the status, the error's type and cause (`details.error_code`), its message."""
-    kind = " ".join(filter(None, [exc.type, f"({exc.error_code})" if exc.error_code else None]))
+    said = " ".join(filter(None, [kind, f"({exc.error_code})" if exc.error_code else ""]))
     request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
-    text = f"Anthropic API returned HTTP {exc.status_code}{' ' + kind if kind else ''}: {detail}{request_id}"
+    text = f"Anthropic API returned HTTP {exc.status_code}{' ' + said if said else ''}: {detail}{request_id}"
     return text + " (inside the stream)" if exc.status_code < 300 else text
 
 
