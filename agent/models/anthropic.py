@@ -112,7 +112,7 @@ from agent.models.base import (
     ModelRequest,
     record_cut_call,
 )
-from agent.models.catalog import ModelTable, Thinking, default_model, partner_id
+from agent.models.catalog import ModelInfo, ModelTable, Thinking, default_model, partner_id
 from agent.models.claude_limits import (
     PAGES_REFUSED,
     PAGES_REFUSED_HINT,
@@ -292,6 +292,7 @@ class AnthropicModel:
         info = ModelTable.load().get(model)
         self._max_output = info.max_output if info is not None else None
         self._context_window = info.context_window if info is not None else None
+        self._retired = _retired_note(model, info)
         self._cache: CacheTTL | None = cache
         by_row = info.thinking if info is not None else None
         self._options = _options(thinking, tool_choice, parallel_tool_use, metadata, model, by_row)
@@ -357,6 +358,8 @@ class AnthropicModel:
         try:
             return await self._complete(client, params, request)
         except ModelError as exc:
+            if exc.error_type == "not_found" and self._retired:  # the model table says why
+                raise ModelError(f"{exc}; {self._retired}", error_type="not_found") from exc
             if not _bound_elsewhere(exc) or dropping(params) or _thinking_off(params):
                 raise
         return await self._complete(client, with_drop_block(params), request)
@@ -473,6 +476,16 @@ class AnthropicModel:
     async def _loop_client(self) -> anthropic.AsyncAnthropic:
         assert self._clients is not None
         return await self._clients.get()
+
+
+def _retired_note(model: str, info: ModelInfo | None) -> str:
+    """What the model table says of `model` when it is retired on the Claude API, else "" (also for a
+    Bedrock or Vertex AI id: those platforms may serve a model the Claude API has retired)."""
+    if info is None or info.status != "retired" or partner_id(model) is not None:
+        return ""
+    when = f": retired on {info.retires.isoformat()}" if info.retires else ""
+    note = f"; {info.note}" if info.note else ""
+    return f"{model} is retired (model table{when}{note})"
 
 
 # The request fields the adapter writes itself, and the option to use instead of `extra_body`.
