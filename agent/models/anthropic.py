@@ -825,9 +825,8 @@ class _StreamWatch:
         block type a later API adds) into its block's fields, as the API's deltas all stream: a string
         is the next piece of the field of its name (after what the block began with), any other value
         replaces it."""
-        sent = (
-            delta.model_dump(mode="json", exclude_unset=True) if isinstance(delta, pydantic.BaseModel) else {}
-        )
+        is_model = isinstance(delta, pydantic.BaseModel)
+        sent = delta.model_dump(mode="json", exclude_unset=True) if is_model else {}
         fields = self._merged.setdefault(index, {})
         for field, value in sent.items():
             if field == "type" or value is None:
@@ -1217,10 +1216,8 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 _SERVER_TOOL_COUNTS = ("web_search_requests", "web_fetch_requests")  # uses, billed per use
 _BREAKDOWN_COUNTS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")  # the cache writes by TTL
-_REQUIRED_COUNTS = (
-    "input_tokens",
-    "output_tokens",
-)  # the API always gives them (the cache counts may be left out)
+# The counts the API always gives (the cache counts may be left out).
+_REQUIRED_COUNTS = ("input_tokens", "output_tokens")
 
 
 def _checked_stop(message: types.Message) -> str:
@@ -1258,9 +1255,8 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
     breakdown = getattr(usage, "cache_creation", None)
     write_1h = _tokens(breakdown, "ephemeral_1h_input_tokens")  # either may be missing
     write_5m = _tokens(breakdown, "ephemeral_5m_input_tokens")
-    cache_write = _tokens(usage, "cache_creation_input_tokens") or (
-        write_5m + write_1h
-    )  # the total, else its parts
+    # the total, else its parts
+    cache_write = _tokens(usage, "cache_creation_input_tokens") or (write_5m + write_1h)
     return ModelReply(
         content=content,
         input_tokens=_tokens(usage, "input_tokens") + cache_read + cache_write,
