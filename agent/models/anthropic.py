@@ -139,8 +139,9 @@ _PERMANENT: dict[int, str] = {
     422: "unprocessable",
 }
 
-# How a 400 says the prompt does not fit the context window (older models also count max_tokens).
-_WINDOW_FULL = ("prompt is too long", "exceed context limit")
+# How a 400 says the prompt does not fit the context window (older models also count max_tokens;
+# Amazon Bedrock says it in words of its own: "Input is too long for requested model.").
+_WINDOW_FULL = ("prompt is too long", "exceed context limit", "input is too long for requested model")
 
 # Causes (the error's `details.error_code`) that come with a status worth a retry, 429, but that no
 # retry within a run lifts: a spend limit stays reached until someone raises it or the period ends.
@@ -164,8 +165,11 @@ _FIXES: dict[int, str] = {
 }
 
 # An `event: error` inside a 200 stream names its kind in the body, not the status: the status each
-# kind stands for when a retry will not fix it, and the error_type of the kinds worth a retry.
+# kind stands for when a retry will not fix it, and the error_type of the kinds worth a retry. The
+# SDK's Amazon Bedrock client gives an exception of Bedrock's stream such an event, of its code
+# (`validationException`: "Input is too long for requested model."; `throttlingException`).
 _STATUS_OF_ERROR: dict[str, int] = {
+    "validationException": 400,
     "invalid_request_error": 400,
     "authentication_error": 401,
     "billing_error": 402,
@@ -178,6 +182,8 @@ _STREAM_ERRORS: dict[str, str] = {
     "rate_limit_error": "rate_limit",
     "api_error": "server_error",
     "timeout_error": "timeout",
+    "throttlingException": "rate_limit",
+    "modelTimeoutException": "timeout",
 }
 
 # What the SDK raises on a reply it cannot read: bad JSON, missing fields, events out of order.
