@@ -109,3 +109,12 @@ def test_a_usage_count_that_is_no_count_is_a_malformed_reply_not_a_type_error_en
     result, api = run(broken(NOT_COUNTS[case]), message(DONE, input_tokens=100, output_tokens=7))
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(api.requests) == 2
+
+
+@pytest.mark.parametrize("field", ["id", "model"])
+def test_a_gateway_that_leaves_out_the_id_or_model_is_read_as_naming_none(field: str) -> None:
+    left_out = broken(lambda events: event(events, "message_start")["message"].pop(field))
+    result, api = run(left_out)
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert len(api.requests) == 1
+    assert result.cost_usd == pytest.approx((1_000 * 1 + 900 * 5) / 1e6)  # priced as the model asked for

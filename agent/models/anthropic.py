@@ -878,19 +878,20 @@ class _StreamWatch:
         if not self.counted:  # estimated from the text streamed, but never past what the API bills
             output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
             output = min(output, self.max_tokens) if self.max_tokens else output
-        reply = _usage_reply(usage, [], "cut_off", self.snapshot.model, self.snapshot.id)
+        reply = _usage_reply(usage, [], "cut_off", self.snapshot.model or "", self.snapshot.id or "")
         extra: dict[str, Any] = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
         extra |= _geo(usage) | _geo(self.late)
         return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
 
 
 def _start_problem(message: Any) -> str | None:
-    """What makes a stream's `message_start` unreadable (the API always gives the usage of the input,
-    the message's id and model first), or None."""
+    """What makes a stream's `message_start` unreadable (the API always gives the usage of the input
+    first; an id or model it gives is a string: a gateway that leaves them out is read as naming
+    none, the model asked for), or None."""
     if not isinstance(getattr(message, "usage", None), pydantic.BaseModel):
         return "the stream's message_start gives no usage: no count of the input"
     for field in ("id", "model"):
-        if not isinstance(value := getattr(message, field, None), str):
+        if not isinstance(value := getattr(message, field, None), str | None):
             return f"the stream's message_start gives {field} {value!r}, not a string"
     return None
 
@@ -956,7 +957,7 @@ def to_reply(
     extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"))
     if kept := _kept(message, stop_reason, extra):
         extra[PROVIDER_DATA] = kept
-    reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
+    reply = _usage_reply(message.usage, content, stop_reason, message.model or "", message.id or "")
     if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:  # as before the fields existed
         extra["cache_read_input_tokens"] = reply.cache_read_input_tokens
         extra["cache_creation_input_tokens"] = reply.cache_creation_input_tokens
