@@ -39,6 +39,10 @@ Choices worth knowing:
   the SDK's stream drops), and sent back; a reply that paused after one
   (`stop_reason: "compaction"`) is a `pause_turn` (`extra["api_stop_reason"]`
   says which), sent back within the same turn to go on.
+- A block of a type the SDK does not know is kept whole (and sent back as the
+  SDK sends a reply's content back), with what it streams in deltas of a type
+  the SDK drops: a string is the next piece of the field of its name, as in
+  every delta the API streams; any other value replaces the field's.
 - A thinking block with no signature (a reply cut off by `max_tokens` while
   thinking) is left out of the reply (`extra["unsigned_thinking_dropped"]`):
   the API refuses it sent back, which ended the run as an error.
@@ -108,7 +112,7 @@ from agent.models.base import (
     ModelRequest,
     record_cut_call,
 )
-from agent.models.catalog import ModelTable, Thinking, default_model, partner_id
+from agent.models.catalog import ModelInfo, ModelTable, Thinking, default_model, partner_id
 from agent.models.claude_limits import (
     PAGES_REFUSED,
     PAGES_REFUSED_HINT,
@@ -135,8 +139,20 @@ _PERMANENT: dict[int, str] = {
     422: "unprocessable",
 }
 
-# How a 400 says the prompt does not fit the context window (older models also count max_tokens).
-_WINDOW_FULL = ("prompt is too long", "exceed context limit")
+# How a 400 says the prompt does not fit the context window (older models also count max_tokens;
+# Amazon Bedrock says it in words of its own: "Input is too long for requested model.").
+_WINDOW_FULL = ("prompt is too long", "exceed context limit", "input is too long for requested model")
+
+# Causes (the error's `details.error_code`) that come with a status worth a retry, 429, but that no
+# retry within a run lifts: a spend limit stays reached until someone raises it or the period ends.
+_SPEND_LIMITS: dict[str, str] = {
+    "enforced_spend_limit_reached": "the organization has crossed the monthly spend limit of its API tier",
+    "contract_spend_limit_reached": "the organization has reached the spend limit of its contract",
+}
+_SPEND_FIX = (
+    ": a retry will not lift this spend limit: raise it in the Claude Console (Settings, Limits) "
+    "or wait for the next billing period"
+)
 
 # What to do about a refusal a retry will not fix.
 _KEY = "the API key (AnthropicModel(api_key=...), else ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN)"
@@ -149,8 +165,11 @@ _FIXES: dict[int, str] = {
 }
 
 # An `event: error` inside a 200 stream names its kind in the body, not the status: the status each
-# kind stands for when a retry will not fix it, and the error_type of the kinds worth a retry.
+# kind stands for when a retry will not fix it, and the error_type of the kinds worth a retry. The
+# SDK's Amazon Bedrock client gives an exception of Bedrock's stream such an event, of its code
+# (`validationException`: "Input is too long for requested model."; `throttlingException`).
 _STATUS_OF_ERROR: dict[str, int] = {
+    "validationException": 400,
     "invalid_request_error": 400,
     "authentication_error": 401,
     "billing_error": 402,
@@ -163,6 +182,8 @@ _STREAM_ERRORS: dict[str, str] = {
     "rate_limit_error": "rate_limit",
     "api_error": "server_error",
     "timeout_error": "timeout",
+    "throttlingException": "rate_limit",
+    "modelTimeoutException": "timeout",
 }
 
 # What the SDK raises on a reply it cannot read: bad JSON, missing fields, events out of order.
@@ -176,6 +197,10 @@ _UNREADABLE = (
     RuntimeError,
 )
 
+# The delta types the SDK merges into its blocks itself; `_StreamWatch` merges any other.
+_SDK_DELTAS = frozenset(
+    {"text_delta", "input_json_delta", "citations_delta", "thinking_delta", "signature_delta"}
+)
 # The blocks whose streamed input the SDK gathers itself.
 _GATHERED = (types.ToolUseBlock, types.ServerToolUseBlock)
 _NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
@@ -273,6 +298,7 @@ class AnthropicModel:
         info = ModelTable.load().get(model)
         self._max_output = info.max_output if info is not None else None
         self._context_window = info.context_window if info is not None else None
+        self._retired = _retired_note(model, info)
         self._cache: CacheTTL | None = cache
         by_row = info.thinking if info is not None else None
         self._options = _options(thinking, tool_choice, parallel_tool_use, metadata, model, by_row)
@@ -338,6 +364,8 @@ class AnthropicModel:
         try:
             return await self._complete(client, params, request)
         except ModelError as exc:
+            if exc.error_type == "not_found" and self._retired:  # the model table says why
+                raise ModelError(f"{exc}; {self._retired}", error_type="not_found") from exc
             if not _bound_elsewhere(exc) or dropping(params) or _thinking_off(params):
                 raise
         return await self._complete(client, with_drop_block(params), request)
@@ -389,6 +417,10 @@ class AnthropicModel:
             if (partial := stream.partial()) is not None:
                 record_cut_call(partial)  # the API took the input and began the reply: charged
             raise _malformed(exc) from exc
+        except Exception as exc:  # client middleware's own error, maybe raised from one the SDK retries
+            if (cause := _sdk_cause(exc)) is None:
+                raise
+            raise to_model_error(cause) from exc
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
@@ -450,6 +482,16 @@ class AnthropicModel:
     async def _loop_client(self) -> anthropic.AsyncAnthropic:
         assert self._clients is not None
         return await self._clients.get()
+
+
+def _retired_note(model: str, info: ModelInfo | None) -> str:
+    """What the model table says of `model` when it is retired on the Claude API, else "" (also for a
+    Bedrock or Vertex AI id: those platforms may serve a model the Claude API has retired)."""
+    if info is None or info.status != "retired" or partner_id(model) is not None:
+        return ""
+    when = f": retired on {info.retires.isoformat()}" if info.retires else ""
+    note = f"; {info.note}" if info.note else ""
+    return f"{model} is retired (model table{when}{note})"
 
 
 # The request fields the adapter writes itself, and the option to use instead of `extra_body`.
@@ -730,7 +772,7 @@ class _StreamWatch:
         self.late: dict[str, Any] = {}  # usage fields the SDK's stream drops (see `_LATE`)
         self._json: dict[int, str] = {}  # the input JSON streamed to each block, by index
         self._gathered: set[int] = set()  # the blocks whose input the SDK gathers itself
-        self._compacted: dict[int, dict[str, str]] = {}  # a compaction block's streamed fields, by index
+        self._merged: dict[int, dict[str, Any]] = {}  # fields streamed in deltas the SDK drops, by index
 
     async def follow(self, events: Any) -> types.Message:
         """Read the stream to its end; the final message."""
@@ -739,13 +781,15 @@ class _StreamWatch:
         if not self.stopped:
             raise ValueError("the stream ended before message_stop")
         if not self.counted:  # the API always says why the reply ended, and its output, before it stops
-            raise ValueError("the stream stopped with no message_delta: no stop reason nor output count")
+            raise ValueError("the stream stopped with no message_delta giving the output count")
         message: types.Message = await events.get_final_message()
         return message
 
     def _see(self, event: Any, events: Any) -> None:
         kind = getattr(event, "type", "")
         if kind == "message_start":
+            if problem := _start_problem(event.message):  # nothing of it counted: the usage is unknown
+                raise ValueError(problem)
             self.snapshot = events.current_message_snapshot
             self._late(event.message.usage)
         elif kind == "content_block_delta":
@@ -754,7 +798,8 @@ class _StreamWatch:
             self.streamed_chars += _delta_chars(event.delta)
             self._gather(event.index, event.delta)
         elif kind == "message_delta":
-            self.counted = True  # the API's own count of the output, final
+            output = getattr(getattr(event, "usage", None), "output_tokens", None)
+            self.counted = output is not None  # the API's own count of the output, final (else malformed)
             self._late(event.usage)
         elif kind == "message_stop":
             self.stopped = True
@@ -771,28 +816,41 @@ class _StreamWatch:
     def _gather(self, index: int, delta: Any) -> None:
         """Keep the input JSON streamed to a block the SDK leaves alone (one of a type it does not
         know, such as `mcp_tool_use`): the SDK gathers it for tool_use and server_tool_use only;
-        and the summary a server-side compaction streams (`compaction_delta`), which it drops."""
+        and the fields streamed in deltas of a type the SDK drops (`_merge`)."""
         kind = getattr(delta, "type", None)
-        if kind == "compaction_delta":
-            self._compaction(index, delta)
+        if kind not in _SDK_DELTAS:
+            self._merge(index, delta)
         if kind != "input_json_delta" or self.snapshot is None:
             return
         if index < len(self.snapshot.content) and isinstance(self.snapshot.content[index], _GATHERED):
             self._gathered.add(index)  # the SDK keeps what it can parse of it: checked in `unfinished`
         self._json[index] = self._json.get(index, "") + delta.partial_json
 
-    def _compaction(self, index: int, delta: Any) -> None:
-        """A compaction's summary (`content`, in pieces) and `encrypted_content`, to send back."""
-        fields = self._compacted.setdefault(index, {})
-        if isinstance(content := getattr(delta, "content", None), str):
-            fields["content"] = fields.get("content", "") + content
-        if isinstance(encrypted := getattr(delta, "encrypted_content", None), str):
-            fields["encrypted_content"] = fields.get("encrypted_content", "") + encrypted
+    def _merge(self, index: int, delta: Any) -> None:
+        """Merge a delta of a type the SDK drops (a compaction's `compaction_delta`, the deltas of a
+        block type a later API adds) into its block's fields, as the API's deltas all stream: a string
+        is the next piece of the field of its name (after what the block began with), any other value
+        replaces it."""
+        is_model = isinstance(delta, pydantic.BaseModel)
+        sent = delta.model_dump(mode="json", exclude_unset=True) if is_model else {}
+        fields = self._merged.setdefault(index, {})
+        for field, value in sent.items():
+            if field == "type" or value is None:
+                continue
+            if isinstance(value, str):
+                before = fields[field] if field in fields else self._began_with(index, field)
+                value = (before if isinstance(before, str) else "") + value
+            fields[field] = value
+
+    def _began_with(self, index: int, field: str) -> Any:
+        """The value of `field` that block `index` began with (its `content_block_start`)."""
+        content = self.snapshot.content if self.snapshot is not None else []
+        return getattr(content[index], field, None) if index < len(content) else None
 
     def fields(self) -> dict[int, dict[str, Any]]:
         """The fields of blocks that `_gather` kept, by index: inputs parsed (a `ValueError` when one
-        is not JSON), a compaction's summary."""
-        fields: dict[int, dict[str, Any]] = {index: dict(kept) for index, kept in self._compacted.items()}
+        is not JSON), the fields streamed in deltas the SDK drops (a compaction's summary)."""
+        fields: dict[int, dict[str, Any]] = {index: dict(kept) for index, kept in self._merged.items()}
         unfinished = self.unfinished()
         for index, text in self._json.items():
             if index not in self._gathered and index not in unfinished:
@@ -820,10 +878,22 @@ class _StreamWatch:
         if not self.counted:  # estimated from the text streamed, but never past what the API bills
             output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
             output = min(output, self.max_tokens) if self.max_tokens else output
-        reply = _usage_reply(usage, [], "cut_off", self.snapshot.model, self.snapshot.id)
+        reply = _usage_reply(usage, [], "cut_off", self.snapshot.model or "", self.snapshot.id or "")
         extra: dict[str, Any] = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
         extra |= _geo(usage) | _geo(self.late)
         return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
+
+
+def _start_problem(message: Any) -> str | None:
+    """What makes a stream's `message_start` unreadable (the API always gives the usage of the input
+    first; an id or model it gives is a string: a gateway that leaves them out is read as naming
+    none, the model asked for), or None."""
+    if not isinstance(getattr(message, "usage", None), pydantic.BaseModel):
+        return "the stream's message_start gives no usage: no count of the input"
+    for field in ("id", "model"):
+        if not isinstance(value := getattr(message, field, None), str | None):
+            return f"the stream's message_start gives {field} {value!r}, not a string"
+    return None
 
 
 def _delta_chars(delta: Any) -> int:
@@ -887,7 +957,7 @@ def to_reply(
     extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"))
     if kept := _kept(message, stop_reason, extra):
         extra[PROVIDER_DATA] = kept
-    reply = _usage_reply(message.usage, content, stop_reason, message.model, message.id)
+    reply = _usage_reply(message.usage, content, stop_reason, message.model or "", message.id or "")
     if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:  # as before the fields existed
         extra["cache_read_input_tokens"] = reply.cache_read_input_tokens
         extra["cache_creation_input_tokens"] = reply.cache_creation_input_tokens
@@ -1151,32 +1221,53 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
 
 
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_SERVER_TOOL_COUNTS = ("web_search_requests", "web_fetch_requests")  # uses, billed per use
+_BREAKDOWN_COUNTS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")  # the cache writes by TTL
+# The counts the API always gives (the cache counts may be left out).
+_REQUIRED_COUNTS = ("input_tokens", "output_tokens")
 
 
 def _checked_stop(message: types.Message) -> str:
     """The reply's stop reason (`end_turn` when it gives none); `ValueError` for a stop reason or
-    token counts no run could keep (negative, fractional, too large): the reply is then malformed,
-    retried, as the API never sends them."""
-    for field in _USAGE_COUNTS:
-        value = getattr(message.usage, field, None)
-        if value is not None and not (is_whole(value) and 0 <= value < 2**63):
-            raise ValueError(f"its usage's {field} is {value!r}, not a count of tokens")
+    token counts no run could keep (`_check_usage`): the reply is then malformed, retried, as the
+    API never sends them."""
+    _check_usage(message.usage)
     stop_reason = message.stop_reason or "end_turn"
     if not isinstance(stop_reason, str):
         raise ValueError(f"its stop_reason {stop_reason!r} is not a string")
     return stop_reason
 
 
-def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: str, msg_id: str) -> ModelReply:
-    cache_read = usage.cache_read_input_tokens or 0
+def _check_usage(usage: Any) -> None:
+    """`ValueError` for a usage whose counts no run could keep: input or output missing, a count
+    (the cache writes by TTL and the server tool uses too) negative, fractional, too large or no
+    number."""
     breakdown = getattr(usage, "cache_creation", None)
-    write_1h = getattr(breakdown, "ephemeral_1h_input_tokens", None) or 0  # either may be missing
-    write_5m = getattr(breakdown, "ephemeral_5m_input_tokens", None) or 0
-    cache_write = usage.cache_creation_input_tokens or (write_5m + write_1h)  # the total, else its parts
+    counts: list[tuple[Any, str, str]] = [(usage, field, f"usage's {field}") for field in _USAGE_COUNTS]
+    counts += [(breakdown, field, f"usage's cache_creation.{field}") for field in _BREAKDOWN_COUNTS]
+    tools = getattr(usage, "server_tool_use", None)
+    counts += [(tools, field, f"usage's server_tool_use.{field}") for field in _SERVER_TOOL_COUNTS]
+    for where, field, named in counts:
+        value = getattr(where, field, None)
+        if value is None and field in _REQUIRED_COUNTS:
+            raise ValueError(f"its usage gives no {field}")
+        if value is not None and _tokens(where, field) != value:
+            raise ValueError(f"its {named} is {value!r}, not a count of tokens")
+
+
+def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: str, msg_id: str) -> ModelReply:
+    """A reply of `usage`'s counts, each missing or no count read as 0 (`_checked_stop` refuses such a
+    usage in a reply; a call cut off or unreadable records what it can)."""
+    cache_read = _tokens(usage, "cache_read_input_tokens")
+    breakdown = getattr(usage, "cache_creation", None)
+    write_1h = _tokens(breakdown, "ephemeral_1h_input_tokens")  # either may be missing
+    write_5m = _tokens(breakdown, "ephemeral_5m_input_tokens")
+    # the total, else its parts
+    cache_write = _tokens(usage, "cache_creation_input_tokens") or (write_5m + write_1h)
     return ModelReply(
         content=content,
-        input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
-        output_tokens=usage.output_tokens or 0,
+        input_tokens=_tokens(usage, "input_tokens") + cache_read + cache_write,
+        output_tokens=_tokens(usage, "output_tokens"),
         stop_reason=stop,
         stop=MESSAGES_API_STOPS[stop],
         model=model,
@@ -1185,6 +1276,12 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
         cache_creation_input_tokens=cache_write,
         cache_creation_1h_input_tokens=write_1h,
     )
+
+
+def _tokens(usage: Any, field: str) -> int:
+    """`usage`'s count `field` (an SDK object's attribute), or 0 when it is missing or no count."""
+    value = getattr(usage, field, None)
+    return value if is_whole(value) and 0 <= value < 2**63 else 0
 
 
 # The usage's iterations billed apart from its top-level counts: a server-side compaction (the
@@ -1281,8 +1378,9 @@ def content_block(block: types.ContentBlock) -> dict[str, Any]:
     Text and tool calls keep their own fields and the others the API sent
     (`citations`; `caller`, `toolset_name`), which go back with them; thinking
     blocks keep their signature (the API wants them back unchanged); anything
-    else is kept whole as JSON. The block's `type` decides, not its class: the SDK reads a
-    block type it does not know as a text block with no text.
+    else is kept whole as JSON, as the SDK would send it back. The block's `type`
+    decides, not its class: the SDK reads a block type it does not know as a
+    text block with no text.
     """
     kind = getattr(block, "type", None)
     if kind == "text" and isinstance(block, types.TextBlock):
@@ -1297,7 +1395,14 @@ def content_block(block: types.ContentBlock) -> dict[str, Any]:
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if kind == "redacted_thinking" and isinstance(block, types.RedactedThinkingBlock):
         return {"type": "redacted_thinking", "data": block.data}
-    dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
+    return _as_sent(block)
+
+
+def _as_sent(block: types.ContentBlock) -> dict[str, Any]:
+    """A block as the SDK sends a reply's content back (`Message.to_param`): every field the API
+    sent, a null too (the API may require one back, as it does a citation's `document_title`)."""
+    exclude = getattr(block, "__api_exclude__", None)
+    dumped: dict[str, Any] = block.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude=exclude)
     return dumped
 
 
@@ -1324,6 +1429,10 @@ def _truncation_note(tool: str, stop_reason: str) -> str:
 
 def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
     """The Endstate error for an SDK failure: transient ones are worth a retry."""
+    if isinstance(exc, anthropic.RetryableError):  # client middleware asks for another attempt
+        return TransientModelError(
+            f"Anthropic SDK: another attempt was asked for: {exc}", error_type="retryable"
+        )
     if isinstance(exc, anthropic.APITimeoutError):
         return TransientModelError(
             f"Anthropic API: no response within the client timeout ({_where(exc)})", error_type="timeout"
@@ -1340,17 +1449,31 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
     return ModelError(f"Anthropic SDK: {type(exc).__name__}: {exc}", error_type="api_error")
 
 
+def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
+    """The error in `exc`'s chain of causes that the SDK's retry policy reads, as client middleware
+    may raise it wrapped: a `RetryableError`, an API status or connection error."""
+    seen: set[int] = set()
+    cause = exc.__cause__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(
+            cause, anthropic.RetryableError | anthropic.APIStatusError | anthropic.APIConnectionError
+        ):
+            return cause
+        cause = cause.__cause__
+    return None
+
+
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
-    status = exc.status_code
-    api_type = f" {exc.type}" if exc.type else ""
+    status, code, kind = exc.status_code, exc.error_code, _error_kind(exc)
     detail = _clipped(str(exc.api_message or exc.message))
-    request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
-    text = f"Anthropic API returned HTTP {status}{api_type}: {detail}{request_id}"
+    text = _status_text(exc, kind, detail)
+    if code in _SPEND_LIMITS:  # a 429 that no retry lifts
+        return ModelError(f"{text}: {_SPEND_LIMITS[code]}{_SPEND_FIX}", error_type="billing")
     if status < 300:  # an error event inside a stream that began well: its type says what it stands for
-        text += " (inside the stream)"
-        status = _STATUS_OF_ERROR.get(exc.type or "", 0)
+        status = _STATUS_OF_ERROR.get(kind, 0)
         if not status:  # overloaded, rate limited, a server error: worth a retry
-            return TransientModelError(text, error_type=_STREAM_ERRORS.get(exc.type or "", "server_error"))
+            return TransientModelError(text, error_type=_STREAM_ERRORS.get(kind, "server_error"))
     if status == 400 and any(words in detail.lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
     if status == 400 and PAGES_REFUSED in detail.lower():  # a PDF by URL longer than counted: shrink too
@@ -1360,6 +1483,19 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     if _should_retry(status, exc.response.headers):
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
     return ModelError(text + _how_to_fix(status), error_type=error_type)
+
+
+def _error_kind(exc: anthropic.APIStatusError) -> str:
+    """The error's `type` ("" when it gives none, or one that is no string: a proxy's body)."""
+    return exc.type if isinstance(exc.type, str) else ""
+
+
+def _status_text(exc: anthropic.APIStatusError, kind: str, detail: str) -> str:
+    """What the API said: the status, the error's type and cause (`details.error_code`), its message."""
+    said = " ".join(filter(None, [kind, f"({exc.error_code})" if exc.error_code else ""]))
+    request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
+    text = f"Anthropic API returned HTTP {exc.status_code}{' ' + said if said else ''}: {detail}{request_id}"
+    return text + " (inside the stream)" if exc.status_code < 300 else text
 
 
 def _clipped(detail: str, most: int = 500) -> str:

@@ -28,6 +28,9 @@ ToolSpec = dict[str, Any]
 PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the journal keeps of a reply
 BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
 BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
+# What a reply's `extra` says of the whole call, and so of each part `billed_by_model`: where it ran
+# (a US-only call costs more) and how fast (fast mode is priced apart).
+_SAID_OF_EACH_PART = ("inference_geo", "speed")
 CALL_MODEL = (
     "call_model"  # ... of the model a call asked for, told only by its reply (see `ModelRequest.model`)
 )
@@ -128,20 +131,28 @@ class ModelReply:
         return self._parts(BILLED_BY_MODEL)
 
     def _parts(self, key: str) -> list[ModelReply]:
+        """The parts under `key`. Those `billed_by_model` split this reply's own usage, so what it says
+        of the whole call holds for each (its `speed` too), and its server tool uses are billed once,
+        with the last part: the model that answered."""
         if not self.extra or key not in self.extra:  # most replies: asked for every call's cost
             return []
+        by_model = key == BILLED_BY_MODEL
+        said = _SAID_OF_EACH_PART if by_model else ("inference_geo",)
+        extra = {k: v for k, v in self.extra.items() if k in said}
+        listed = list(self.extra.get(key) or ())
         return [
             ModelReply(
                 [],
                 input_tokens=part.get("input_tokens", 0),
                 output_tokens=part.get("output_tokens", 0),
                 model=part.get("model", ""),
-                extra={k: v for k, v in self.extra.items() if k == "inference_geo"},
+                extra=dict(extra),
                 cache_read_input_tokens=part.get("cache_read_input_tokens", 0),
                 cache_creation_input_tokens=part.get("cache_creation_input_tokens", 0),
                 cache_creation_1h_input_tokens=part.get("cache_creation_1h_input_tokens", 0),
+                server_tool_use=dict(self.server_tool_use) if by_model and i == len(listed) - 1 else {},
             )
-            for part in self.extra.get(key) or ()
+            for i, part in enumerate(listed)
         ]
 
     @property
