@@ -26,6 +26,7 @@ the caller streams (`run_stream`) or drives node by node (`iter`) is read by an
 | `UsageLimitExceeded`: request or tool calls   | `limit`/`turns`                       |
 | `UsageLimitExceeded`: tokens                  | `limit`/`tokens`                      |
 | `UsageLimitExceeded`: cost                    | `limit`/`cost`                        |
+| `RunTimedOut` (the run's own `timeout=`)      | `limit`/`seconds`                     |
 | `ContentFilterError` (the provider refused)   | `gave_up`, cause `refusal`            |
 | `RunCancelled`, the task cancelled            | `cancelled`                           |
 | any other exception                           | `error`, with its type                |
@@ -49,6 +50,7 @@ from pydantic_ai.exceptions import (
     CallDeferred,
     ContentFilterError,
     RunCancelled,
+    RunTimedOut,
     UsageLimitExceeded,
 )
 from pydantic_ai.messages import (
@@ -419,6 +421,8 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
         return recorder.finish(StopReason.LIMIT, limit=limit_kind(exc), note=str(exc), raw=exc)
     if isinstance(exc, ContentFilterError):
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
+    if isinstance(exc, RunTimedOut):  # a `RunCancelled`, but the run's budget ran out: no one cancelled it
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.SECONDS, note=str(exc), raw=exc)
     if isinstance(exc, RunCancelled):
         return recorder.finish(StopReason.CANCELLED, note=str(exc), raw=exc)
     return recorder.fail(exc, raw=exc)
@@ -761,7 +765,7 @@ def _recorder(
         provider=provider,
         task=user_prompt if isinstance(user_prompt, str) else "",
         tools=_tool_names(agent),
-        limits=_limits(run_kwargs.get("usage_limits") or UsageLimits()),  # Pydantic AI's default when none
+        limits=_limits(run_kwargs.get("usage_limits") or UsageLimits(), run_kwargs.get("timeout")),
         **options,
     )
 
@@ -801,13 +805,13 @@ def _tool_names(agent: PAIAgent[Any, Any]) -> list[str]:
     return names
 
 
-def _limits(limits: Any) -> dict[str, float]:
-    """The run's configured ceilings, as `agent_budget_limit` shows them."""
-    if limits is None:
-        return {}
+def _limits(limits: Any, timeout: Any = None) -> dict[str, float]:
+    """The run's configured ceilings, as `agent_budget_limit` shows them: its `UsageLimits` (Pydantic
+    AI's default when none is given) and its `timeout=` in seconds."""
     found = {
         LimitKind.TURNS: getattr(limits, "request_limit", None),
         LimitKind.TOKENS: getattr(limits, "total_tokens_limit", None),
         LimitKind.COST: getattr(limits, "cost_limit", None),
+        LimitKind.SECONDS: timeout,
     }
-    return {str(k): float(v) for k, v in found.items() if v is not None}
+    return {str(k): float(v) for k, v in found.items() if isinstance(v, int | float)}
