@@ -15,6 +15,8 @@ Totals (tokens, cost) are the `ResultMessage`'s. How runs end:
 | `success`                                         | `success` (checked by the verifiers)  |
 | `success` with a `deferred_tool_use`              | `need_help`, resumable with `resume`  |
 | `success` with `stop_reason: "refusal"`           | `gave_up`, cause `refusal`            |
+| a hook stopped it: `terminal_reason` `hook_stopped` | `gave_up`, cause `guardrail`          |
+| (`"continue": false`), or a prompt a hook blocked |                                       |
 | `error_max_turns`                                 | `limit`/`turns`                       |
 | `error_max_budget_usd`                            | `limit`/`cost`                        |
 | `terminal_reason` `aborted_*`, the task cancelled | `cancelled`                           |
@@ -34,6 +36,7 @@ from claude_agent_sdk import (
     ClaudeAgentOptions,
     HookMatcher,
     ResultMessage,
+    SystemMessage,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -74,6 +77,7 @@ class MessageReader:
     def __init__(self, recorder: Recorder, fallback: str | None = None) -> None:
         self.recorder, self.fallback = recorder, fallback or ""  # the options' `fallback_model`
         self.result: ResultMessage | None = None
+        self.blocked = ""  # what the CLI said when a hook stopped the run before it went on
         self.ended = asyncio.Event()
         self._message_id: str | None = None
         self._tools: dict[str, str] = {}  # open tool calls: id -> name
@@ -86,6 +90,8 @@ class MessageReader:
         elif isinstance(message, ResultMessage):
             self.result = message
             self.ended.set()
+        elif isinstance(message, SystemMessage) and message.data.get("prevent_continuation") is True:
+            self.blocked = str(message.data.get("content") or "a hook stopped the run")
 
     def reopen(self, call: PendingAction) -> None:
         """A deferred call that the resumed session runs before anything else."""
@@ -298,12 +304,26 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
         return recorder.finish(StopReason.ERROR, note=note, error_type=status, raw=result)
     if result.stop_reason == "refusal":
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=result)
+    if stopped := _hook_stop(result, reader.blocked):
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.GUARDRAIL, note=stopped, raw=result)
     if result.deferred_tool_use is not None:
         d = result.deferred_tool_use
         question = f"Approve {d.name}({json.dumps(d.input, default=str)})?"  # what the call would do
         return recorder.suspend(question, PendingAction(d.id, d.name, dict(d.input)), raw=result)
     output = result.structured_output if result.structured_output is not None else result.result or ""
     return recorder.succeed(output, raw=result)
+
+
+def _hook_stop(result: ResultMessage, blocked: str) -> str:
+    """Why a hook of the team's stopped the run (empty: none did). A tool hook's `"continue": false`
+    ends it `terminal_reason: "hook_stopped"` (the CLI passes on no `stopReason`); a prompt a
+    UserPromptSubmit hook blocked is said in a system message (`prevent_continuation`), the run ending
+    with no model call. A Stop hook's, once Claude has answered (`stop_hook_prevented`), is neither."""
+    if result.terminal_reason == "hook_stopped":
+        return "A hook stopped the run (terminal_reason hook_stopped)."
+    if blocked and result.num_turns == 0:
+        return blocked
+    return ""
 
 
 def _totals(recorder: Recorder, result: ResultMessage) -> None:
