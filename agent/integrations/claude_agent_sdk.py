@@ -19,6 +19,8 @@ Totals (tokens, cost) are the `ResultMessage`'s. How runs end:
 | (`"continue": false`), or a prompt a hook blocked |                                       |
 | `error_max_turns`                                 | `limit`/`turns`                       |
 | `error_max_budget_usd`                            | `limit`/`cost`                        |
+| `terminal_reason` `prompt_too_long` or            | `limit`/`context`                     |
+| `blocking_limit` (compacting could not make room) |                                       |
 | `terminal_reason` `aborted_*`, the task cancelled | `cancelled`                           |
 | `is_error`, other subtypes, any exception         | `error`, with its type                |
 """
@@ -63,6 +65,8 @@ from agent.verify import Verifier
 PROVIDER = "anthropic"
 RESUME: Any = object()  # the prompt of a resumed session: none, the deferred call goes first
 LIMITS = {"error_max_turns": LimitKind.TURNS, "error_max_budget_usd": LimitKind.COST}
+# The CLI's ends for a context window its compaction could not make room in (an `is_error` result).
+CONTEXT_FULL = ("prompt_too_long", "blocking_limit")
 DEFAULT_MODEL = "claude"  # the run's model label with no `options.model`: its calls count under their own
 
 
@@ -299,6 +303,8 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
         return recorder.finish(StopReason.CANCELLED, note=note, raw=result)
     if result.subtype in LIMITS:
         return recorder.finish(StopReason.LIMIT, limit=LIMITS[result.subtype], note=note, raw=result)
+    if result.terminal_reason in CONTEXT_FULL:
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note, raw=result)
     if result.subtype != "success" or result.is_error:
         status = f"http_{result.api_error_status}" if result.api_error_status else result.subtype
         return recorder.finish(StopReason.ERROR, note=note, error_type=status, raw=result)
