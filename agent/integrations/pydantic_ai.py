@@ -27,6 +27,7 @@ the caller streams (`run_stream`) or drives node by node (`iter`) is read by an
 | `UsageLimitExceeded`: tokens                  | `limit`/`tokens`                      |
 | `UsageLimitExceeded`: cost                    | `limit`/`cost`                        |
 | `RunTimedOut` (the run's own `timeout=`)      | `limit`/`seconds`                     |
+| `ModelContextWindowExceededError`             | `limit`/`context`                     |
 | `ContentFilterError` (the provider refused)   | `gave_up`, cause `refusal`            |
 | `RunCancelled`, the task cancelled            | `cancelled`                           |
 | any other exception                           | `error`, with its type                |
@@ -49,6 +50,7 @@ from pydantic_ai.exceptions import (
     ApprovalRequired,
     CallDeferred,
     ContentFilterError,
+    ModelContextWindowExceededError,
     RunCancelled,
     RunTimedOut,
     UsageLimitExceeded,
@@ -359,7 +361,8 @@ class StreamedRun:
             raise
 
 
-_STOPS = (UsageLimitExceeded, ContentFilterError, RunCancelled)  # the stops Pydantic AI raises
+# the stops Pydantic AI raises
+_STOPS = (UsageLimitExceeded, ModelContextWindowExceededError, ContentFilterError, RunCancelled)
 _FILLED = (
     "user_prompt",
     "run_id",
@@ -421,6 +424,8 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
         return recorder.finish(StopReason.LIMIT, limit=limit_kind(exc), note=str(exc), raw=exc)
     if isinstance(exc, ContentFilterError):
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
+    if isinstance(exc, ModelContextWindowExceededError):  # nothing in the run could shrink the request
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=str(exc), raw=exc)
     if isinstance(exc, RunTimedOut):  # a `RunCancelled`, but the run's budget ran out: no one cancelled it
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.SECONDS, note=str(exc), raw=exc)
     if isinstance(exc, RunCancelled):
