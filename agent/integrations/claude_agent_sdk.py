@@ -8,6 +8,8 @@ The SDK streams the CLI's messages; turns come from them: each assistant
 message id is one model call (one turn), its tool uses are tool calls, ended
 by the tool results that follow. The CLI reports messages after the fact, so
 a model call's span covers the time from the previous message to its reply.
+A call the API failed (the CLI's synthetic message in the reply's place, `model="<synthetic>"`)
+is a failed call of the run's model, its `error_type` the CLI's kind (`rate_limit`, ...).
 Totals (tokens, cost) are the `ResultMessage`'s. How runs end:
 
 | Claude Agent SDK `ResultMessage`                  | Endstate                              |
@@ -75,6 +77,15 @@ def _names(given: str, model: str) -> bool:
     return same_model(model, given) or ("-" not in given and f"-{given}-" in f"-{model}-")
 
 
+class ModelCallFailed(Exception):
+    """A model call the CLI reports as failed: the synthetic assistant message it gives in the reply's
+    place (`model="<synthetic>"`, no tokens), `error` its kind (`rate_limit`, `invalid_request`, ...)."""
+
+    def __init__(self, kind: str, text: str) -> None:
+        super().__init__(f"{kind}: {text}" if text else kind)
+        self.error_type = kind  # the failed call's `error.type`, as telemetry names it
+
+
 class MessageReader:
     """Feeds a `Recorder` from the SDK's messages, in the order the CLI sends them."""
 
@@ -104,6 +115,11 @@ class MessageReader:
 
     def _assistant(self, message: AssistantMessage) -> None:
         if message.parent_tool_use_id:  # a subagent's message: part of the tool call that started it
+            return
+        if message.error:  # no reply: the call failed (its text says why), on the run's model
+            text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+            self.recorder.model_started()
+            self.recorder.model_ended(Usage(), error=ModelCallFailed(str(message.error), text))
             return
         if message.message_id is None or message.message_id != self._message_id:
             self._message_id = message.message_id
