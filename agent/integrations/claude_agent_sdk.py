@@ -50,6 +50,7 @@ from claude_agent_sdk import (
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
+from agent.integrations._framework import require
 from agent.integrations._observe import (
     OPTIONS,
     Recorder,
@@ -384,3 +385,28 @@ def _text(content: Any) -> str:
 def _limits(options: ClaudeAgentOptions) -> dict[str, float]:
     found = {LimitKind.TURNS: options.max_turns, LimitKind.COST: getattr(options, "max_budget_usd", None)}
     return {str(k): float(v) for k, v in found.items() if v is not None}
+
+
+require(  # what this module reads of the SDK's messages and options
+    "claude-agent-sdk",
+    "claude-agent-sdk",
+    {
+        ResultMessage: (
+            "subtype",
+            "is_error",
+            "terminal_reason",
+            "stop_reason",
+            "deferred_tool_use",
+            "api_error_status",
+            "structured_output",
+            "errors",
+            "usage",
+            "total_cost_usd",
+            "num_turns",
+        ),
+        AssistantMessage: ("message_id", "error", "model", "stop_reason", "usage", "parent_tool_use_id"),
+        UserMessage: ("parent_tool_use_id",),
+        SystemMessage: ("data",),
+        ClaudeAgentOptions: ("max_turns", "max_budget_usd", "fallback_model", "resume", "hooks"),
+    },
+)

@@ -64,11 +64,14 @@ from agents.handoffs import Handoff
 from agents.lifecycle import RunHooksBase
 from agents.models import get_default_model
 from agents.models.multi_provider import MultiProvider
+from agents.result import RunResultStreaming
 from agents.run_state import RunState
+from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolOutputGuardrail
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
+from agent.integrations._framework import require
 from agent.integrations._observe import (
     OPTIONS,
     Reading,
@@ -692,3 +695,25 @@ _DEFAULT_MAX_TURNS = inspect.signature(Runner.run).parameters["max_turns"].defau
 
 def _limits(max_turns: Any) -> dict[str, float]:
     return {str(LimitKind.TURNS): float(max_turns)} if isinstance(max_turns, int) else {}
+
+
+require(  # what this module reads of the SDK: its hooks, fields and private state
+    "openai-agents",
+    "openai-agents",
+    {
+        RunHooksBase: (
+            "on_llm_start",
+            "on_llm_end",
+            "on_tool_start",
+            "on_tool_end",
+            "on_handoff",
+            "on_agent_start",
+            "on_agent_end",
+        ),
+        ToolOutputGuardrail: ("run",),
+        ToolContext: ("tool_call_id", "tool_name", "tool_arguments"),
+        RunResultStreaming: ("_cancel_mode", "cancel", "stream_events", "interruptions", "final_output"),
+        RunState: ("_context", "_max_turns", "from_string", "approve", "reject", "get_interruptions"),
+        Handoff: ("_agent_ref", "tool_name", "default_tool_name"),
+    },
+)

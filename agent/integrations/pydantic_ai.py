@@ -67,10 +67,11 @@ from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.run import AgentRun, AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
-from pydantic_ai.usage import UsageLimits
+from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
+from agent.integrations._framework import require
 from agent.integrations._observe import (
     OPTIONS,
     Recorder,
@@ -820,3 +821,19 @@ def _limits(limits: Any, timeout: Any = None) -> dict[str, float]:
         LimitKind.SECONDS: timeout,
     }
     return {str(k): float(v) for k, v in found.items() if isinstance(v, int | float)}
+
+
+require(  # what this module reads of Pydantic AI: its capability hooks, its run's nodes and fields
+    "pydantic-ai-slim",
+    "pydantic-ai",
+    {
+        AbstractCapability: ("wrap_model_request", "wrap_tool_execute", "apply", *_NODE_HOOKS),
+        PAIAgent: ("iter", "is_model_request_node", "is_call_tools_node", "is_end_node", "root_capability"),
+        AgentRun: ("next", "next_node", "usage", "result", "all_messages", "ctx"),
+        UsageLimits: ("check_before_request", "request_limit", "total_tokens_limit", "cost_limit"),
+        RunUsage: ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"),
+        FunctionToolCallEvent: ("part", "args_valid"),
+        FunctionToolResultEvent: ("part", "tool_call_id"),
+        ModelResponse: ("finish_reason", "model_name", "provider_response_id", "usage", "cost"),
+    },
+)
