@@ -938,6 +938,10 @@ _TOOLS: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDiction
 
 
 def _final_text(output: Any) -> str:
+    """The output as text: its last message's content, a string as it is (a functional API
+    `@entrypoint`'s answer), anything else as JSON."""
+    if isinstance(output, str):
+        return output
     messages = output.get("messages") if isinstance(output, Mapping) else None
     if isinstance(messages, list) and messages:
         return content_text(getattr(messages[-1], "content", ""))
