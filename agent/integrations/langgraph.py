@@ -41,7 +41,9 @@ How runs end (either way):
 | a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
 | `GraphRecursionError` (`recursion_limit`), or the | `limit`/`turns`                       |
 | prebuilt agent's "Sorry, need more steps" end     |                                       |
-| a final reply the model API refused               | `gave_up`, cause `refusal`            |
+| a final reply the model API refused, LangChain's  | `gave_up`, cause `refusal`            |
+| `ModelRefusalError`                               |                                       |
+| LangChain's `ContextOverflowError`                | `limit`/`context`                     |
 | the task cancelled                                | `cancelled`                           |
 | any other exception                               | `error`, with its type                |
 
@@ -68,6 +70,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from langchain_core.exceptions import ContextOverflowError, ModelRefusalError
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.errors import GraphRecursionError
@@ -553,8 +556,15 @@ def _timestamp(created_at: Any) -> float:
 
 
 def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
+    """The stop an exception out of the graph stands for (see the table above)."""
     if isinstance(exc, GraphRecursionError):
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
+    if isinstance(exc, ContextOverflowError | ModelRefusalError):  # LangChain's, raised by its chat models
+        recorder.call_failed(exc)
+        note = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, ContextOverflowError):  # nothing in the graph shrank the input
+            return recorder.finish(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note, raw=exc)
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=exc)
     return recorder.fail(exc, raw=exc)
 
 
