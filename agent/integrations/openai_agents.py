@@ -32,6 +32,7 @@ usage, count in the run's totals (no spans of their own). How runs end:
 | a final output                                      | `success` (checked by the verifiers)  |
 | interruptions (tools waiting for approval)          | `need_help`, resumable with `resume`  |
 | `MaxTurnsExceeded` (or its `error_handlers` output) | `limit`/`turns` (the output partial)  |
+| the API's `context_length_exceeded` (a 400)         | `limit`/`context`                     |
 | an input, output or tool guardrail tripwire         | `gave_up`, cause `guardrail`          |
 | `ModelRefusalError` (or its handler's output)       | `gave_up`, cause `refusal`            |
 | the task cancelled, a stream's `raw.cancel()`       | `cancelled`                           |
@@ -49,6 +50,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, M
 from contextvars import ContextVar
 from typing import Any
 
+import openai
 from agents import Agent as OAAgent
 from agents import RunHooks as OARunHooks
 from agents import Runner, default_tool_error_function
@@ -92,6 +94,7 @@ from agent.verify import Verifier
 PROVIDER = "openai"
 TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default error text instead
 GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool guardrail answered in its place
+CONTEXT_FULL = "context_length_exceeded"  # the OpenAI API's error code for an input past the context window
 GUARDRAIL_TRIPS = (
     InputGuardrailTripwireTriggered,
     OutputGuardrailTripwireTriggered,
@@ -421,6 +424,10 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
     """The stop an exception out of `Runner.run` stands for (see the table above)."""
     if isinstance(exc, MaxTurnsExceeded):
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=exc.message, raw=exc)
+    if isinstance(exc, openai.BadRequestError) and exc.code == CONTEXT_FULL:  # nothing shrank the input
+        recorder.call_failed(exc)
+        note = f"{type(exc).__name__}: {exc.message}"
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note, raw=exc)
     if isinstance(exc, GUARDRAIL_TRIPS):
         return recorder.finish(
             StopReason.GAVE_UP, cause=StopCause.GUARDRAIL, note=_guardrail_note(exc), raw=exc
