@@ -16,8 +16,10 @@ a model call only when the model implementation makes a span for it. The
 SDK's own traces are left as they are: Endstate adds its spans beside them,
 never a second copy of the same call. A tool that raised, its error handed to
 the model as the SDK's default error text, is a failed call (`tool_error`, as
-LangGraph's); a custom `failure_error_function`'s text cannot be told apart
-from a result. A handoff is a tool call (`transfer_to_<agent>`, labelled by name), recorded at
+LangGraph's), and one that ran past its `timeout` (the SDK's timeout text, or its
+`ToolTimeoutError`) a timed-out call (`timeout`, as Endstate's own); a custom
+`failure_error_function`'s or `timeout_error_function`'s text cannot be told apart from a result.
+A handoff is a tool call (`transfer_to_<agent>`, labelled by name), recorded at
 the SDK's `on_handoff`; a call a tool input guardrail answered with `reject_content` is a failed
 call (`guardrail_rejected`), recorded once the SDK sends its answer to the model (the SDK runs no
 tool hooks for either, so neither is timed: their spans last no time). So is a call whose output a
@@ -61,6 +63,7 @@ from agents.exceptions import (
     OutputGuardrailTripwireTriggered,
     ToolInputGuardrailTripwireTriggered,
     ToolOutputGuardrailTripwireTriggered,
+    ToolTimeoutError,
 )
 from agents.handoffs import Handoff
 from agents.lifecycle import RunHooksBase
@@ -68,6 +71,7 @@ from agents.models import get_default_model
 from agents.models.multi_provider import MultiProvider
 from agents.result import RunResultStreaming
 from agents.run_state import RunState
+from agents.tool import default_tool_timeout_error_message
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolOutputGuardrail
 
@@ -93,6 +97,7 @@ from agent.verify import Verifier
 
 PROVIDER = "openai"
 TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default error text instead
+TOOL_TIMEOUT = "timeout"  # the tool ran past its `timeout` (outcome `timeout`, as Endstate's own tools)
 GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool guardrail answered in its place
 CONTEXT_FULL = "context_length_exceeded"  # the OpenAI API's error code for an input past the context window
 GUARDRAIL_TRIPS = (
@@ -119,6 +124,7 @@ class EndstateRunHooks(OARunHooks[Any]):
         self.asked: dict[str, tuple[str, dict[str, Any]]] = {}  # the last reply's calls no hook reported yet
         self.asker: Any = None  # the agent whose reply asked for them
         self.rejected: dict[str, str] = {}  # the calls whose output a tool output guardrail rejected: names
+        self.running: dict[str, str] = {}  # the calls whose tool runs now: names
 
     def count_unseen(self) -> None:
         """The calls the SDK counted in the run and no hook of it saw: an agent run as a tool
@@ -151,6 +157,7 @@ class EndstateRunHooks(OARunHooks[Any]):
         if self.recorder.watched:  # nobody to tell: the call's arguments are not even parsed
             call = _tool_call(context, tool)
             self.asked.pop(call[0], None)
+            self.running[call[0]] = call[1]
             self.recorder.tool_started(*call)
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
@@ -158,8 +165,9 @@ class EndstateRunHooks(OARunHooks[Any]):
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
         if self.recorder.watched:
             call_id, name, args = _tool_call(context, tool)
+            self.running.pop(call_id, None)
             text = str(result)
-            error = TOOL_ERROR if text == default_tool_error_function(context, Exception()) else None
+            error = _tool_error(context, tool, text)
             if self.rejected.pop(call_id, None) is not None:
                 error = GUARDRAIL_REJECTED
             self.recorder.tool_ended(call_id, name, text, error, args)
@@ -172,6 +180,13 @@ class EndstateRunHooks(OARunHooks[Any]):
         rejected, self.rejected = self.rejected, {}
         for call_id, name in rejected.items():
             self.recorder.tool_ended(call_id, name, _guardrail_note(exc), GUARDRAIL_REJECTED)
+
+    def timed_out(self, exc: ToolTimeoutError) -> None:
+        """A tool's timeout ended the run (`timeout_behavior="raise_exception"`): its call, which no
+        hook ends, timed out (of several calls of that tool running at once, which one is unknown)."""
+        calls = [call_id for call_id, name in self.running.items() if name == exc.tool_name]
+        if len(calls) == 1:
+            self.recorder.tool_ended(calls[0], exc.tool_name, str(exc), TOOL_TIMEOUT)
 
     def answered_unseen(self, context: Any, items: Any) -> None:
         """The asked calls the SDK answered (an output in `items`) with no tool hook: one a tool input
@@ -373,6 +388,8 @@ class _Observed:
         self.hooks.count_unseen()
         if isinstance(exc, ToolOutputGuardrailTripwireTriggered):
             self.hooks.tripped(exc)
+        if isinstance(exc, ToolTimeoutError):
+            self.hooks.timed_out(exc)
         details = getattr(exc, "run_data", None)  # a limit after the tools ran: no model call came next
         if self.hooks.asked and details is not None:
             self.hooks.answered_unseen(details.context_wrapper, details.new_items)
@@ -528,6 +545,19 @@ def _suspend(recorder: Recorder, result: Any) -> RunResult:
     name = item.tool_name or str(getattr(raw_item, "name", "tool"))
     question = f"Approve {name}({json.dumps(arguments, default=str)})?"
     return recorder.suspend(question, PendingAction(call_id, name, arguments), raw=result)
+
+
+def _tool_error(context: Any, tool: Any, text: str) -> str | None:
+    """How a call the SDK answered with `text` failed, told by the SDK's own default texts: the tool
+    raised (`tool_error`), or ran past its `timeout` (`timeout`); None: it returned `text`."""
+    if text == default_tool_error_function(context, Exception()):
+        return TOOL_ERROR
+    seconds = getattr(tool, "timeout_seconds", None)
+    if seconds is not None and text == default_tool_timeout_error_message(
+        tool_name=str(getattr(tool, "name", "")), timeout_seconds=seconds
+    ):
+        return TOOL_TIMEOUT
+    return None
 
 
 def _tool_call(context: Any, tool: Any) -> tuple[str, str, dict[str, Any]]:
