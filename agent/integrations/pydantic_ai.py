@@ -17,7 +17,8 @@ delegate agent run in a tool with `usage=ctx.usage` counts in the run's tokens,
 as Pydantic AI counts it (unpriced; no spans), unless it is observed as a run
 of its own through this integration: then it counts there, not twice. A run
 the caller streams (`run_stream`) or drives node by node (`iter`) is read by an
-`EndstateCapability`. How runs end:
+`EndstateCapability`. A tool call past its timeout (`tool_timeout=`, Pydantic AI's retry
+"Timed out after N seconds.") is a timed-out call (outcome `timeout`), as Endstate's own. How runs end:
 
 | Pydantic AI                                   | Endstate                              |
 | --------------------------------------------- | ------------------------------------- |
@@ -39,6 +40,7 @@ import asyncio
 import contextlib
 import inspect
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +55,7 @@ from pydantic_ai.exceptions import (
     ModelContextWindowExceededError,
     RunCancelled,
     RunTimedOut,
+    ToolRetryError,
     UsageLimitExceeded,
 )
 from pydantic_ai.messages import (
@@ -122,7 +125,7 @@ class EndstateCapability(AbstractCapability[Any]):
         except (ApprovalRequired, CallDeferred):
             raise  # not run: the call waits for a person (its span ends as interrupted)
         except Exception as exc:
-            self.recorder.tool_ended(call_id, name, str(exc), type(exc).__name__)
+            self.recorder.tool_ended(call_id, name, str(exc), _failure(exc))
             raise
         self.recorder.tool_ended(call_id, name, str(result))
         return result
@@ -560,8 +563,30 @@ async def _tool_calls(run: AgentRun[Any, Any], node: Any, recorder: Recorder) ->
 
 
 def _tool_returned(recorder: Recorder, part: Any, name: str) -> None:
-    error_type = _TOOL_ERRORS.get(part.outcome)
+    error_type = TOOL_TIMEOUT if _timed_out(part) else _TOOL_ERRORS.get(part.outcome)
     recorder.tool_ended(part.tool_call_id, name, str(part.content), error_type)
+
+
+def _failure(exc: Exception) -> str:
+    """The error type of a tool call's failure: `timeout` for one past its timeout, else its class."""
+    return (
+        TOOL_TIMEOUT if isinstance(exc, ToolRetryError) and _timed_out(exc.tool_retry) else type(exc).__name__
+    )
+
+
+def _timed_out(part: Any) -> bool:
+    """Whether a tool's return is Pydantic AI's retry for a call past its timeout (`tool_timeout=`, or
+    the tool's `timeout=`): its function toolset's own text, `Timed out after N seconds.`"""
+    content = getattr(part, "content", None)
+    return (
+        getattr(part, "outcome", None) == "retried"
+        and isinstance(content, str)
+        and bool(_TIMED_OUT.fullmatch(content))
+    )
+
+
+TOOL_TIMEOUT = "timeout"  # error.type of a call past its timeout (outcome `timeout`, as Endstate's own tools)
+_TIMED_OUT = re.compile(r"Timed out after [0-9.e+-]+ seconds\.")  # Pydantic AI's text for it
 
 
 def _runs(run: AgentRun[Any, Any], event: FunctionToolCallEvent, resumed: bool) -> bool:
