@@ -1,4 +1,4 @@
-"""Probe 35c: an OpenAI Agents SDK tool that ran past its `timeout` is a timed-out call, not an `ok` one.
+"""Probe 35c: an OpenAI Agents SDK tool past its `timeout`, or raising out of the run, is its call failing.
 
 `function_tool(timeout=...)` gives the model the SDK's timeout message in the output's place (its
 default `timeout_behavior`), which the run hooks see as the tool's output: the call was counted
@@ -66,3 +66,24 @@ def test_a_tool_timeout_raised_out_of_the_run_is_a_timed_out_call_and_an_error_s
     res = oa.run(agent_with_stalling_tool("raise_exception"), "fetch u", hooks=rig.hooks, task_type=TASK)
     assert (res.reason, res.error_type) == (StopReason.ERROR, "ToolTimeoutError")
     check_timed_out_call(rig)
+
+
+def test_a_tool_that_raises_out_of_the_run_is_its_failed_call_and_an_error_stop(rig: Rig) -> None:
+    """With `failure_error_function=None` the SDK raises the tool's failure out of the run (its
+    `UserError`, the tool's exception the cause) and no hook ends the call: it was counted nowhere."""
+
+    @function_tool(failure_error_function=None)
+    def parse(text: str) -> str:
+        """Parse the text."""
+        raise ValueError("unparseable")
+
+    usage = Usage(requests=1, input_tokens=10, output_tokens=4, total_tokens=14)
+    steps = [ModelStep(output=[function_call("parse", {"text": "x"}, call_id="p1")], usage=usage)]
+    agent = Agent(name="oa_timeout", model=ScriptedModel(steps), tools=[parse])
+    res = oa.run(agent, "parse x", hooks=rig.hooks, task_type=TASK)
+    assert (res.reason, res.error_type) == (StopReason.ERROR, "UserError")
+    calls = {"agent": "oa_timeout", "task_type": TASK, "tool": "parse"}
+    assert rig.value("agent_tool_calls_total", **calls, outcome="error") == 1
+    (span,) = [s for s in rig.spans() if s.name == "execute_tool parse"]
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {}).get("error.type") == "ValueError"

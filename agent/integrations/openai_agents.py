@@ -17,7 +17,8 @@ SDK's own traces are left as they are: Endstate adds its spans beside them,
 never a second copy of the same call. A tool that raised, its error handed to
 the model as the SDK's default error text, is a failed call (`tool_error`, as
 LangGraph's), and one that ran past its `timeout` (the SDK's timeout text, or its
-`ToolTimeoutError`) a timed-out call (`timeout`, as Endstate's own); a custom
+`ToolTimeoutError`) a timed-out call (`timeout`, as Endstate's own), one raising out of the
+run (no `failure_error_function`) a failed call of its exception's type; a custom
 `failure_error_function`'s or `timeout_error_function`'s text cannot be told apart from a result.
 A handoff is a tool call (`transfer_to_<agent>`, labelled by name), recorded at
 the SDK's `on_handoff`; a call a tool input guardrail answered with `reject_content` is a failed
@@ -64,6 +65,7 @@ from agents.exceptions import (
     ToolInputGuardrailTripwireTriggered,
     ToolOutputGuardrailTripwireTriggered,
     ToolTimeoutError,
+    UserError,
 )
 from agents.handoffs import Handoff
 from agents.lifecycle import RunHooksBase
@@ -98,6 +100,7 @@ from agent.verify import Verifier
 PROVIDER = "openai"
 TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default error text instead
 TOOL_TIMEOUT = "timeout"  # the tool ran past its `timeout` (outcome `timeout`, as Endstate's own tools)
+_RAISED = "Error running tool "  # how the SDK's UserError names a tool that raised out of the run
 GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool guardrail answered in its place
 CONTEXT_FULL = "context_length_exceeded"  # the OpenAI API's error code for an input past the context window
 GUARDRAIL_TRIPS = (
@@ -181,12 +184,21 @@ class EndstateRunHooks(OARunHooks[Any]):
         for call_id, name in rejected.items():
             self.recorder.tool_ended(call_id, name, _guardrail_note(exc), GUARDRAIL_REJECTED)
 
-    def timed_out(self, exc: ToolTimeoutError) -> None:
-        """A tool's timeout ended the run (`timeout_behavior="raise_exception"`): its call, which no
-        hook ends, timed out (of several calls of that tool running at once, which one is unknown)."""
-        calls = [call_id for call_id, name in self.running.items() if name == exc.tool_name]
+    def raised(self, exc: BaseException) -> None:
+        """A running tool's failure ended the run, and no hook ends its call: one past its timeout
+        (`timeout_behavior="raise_exception"`: `ToolTimeoutError`) timed out; one that raised with no
+        `failure_error_function` (the SDK's `UserError` "Error running tool NAME: ...", the tool's
+        exception its cause) failed with that exception's type. Of several calls of that tool running
+        at once, which one is unknown: none is ended here."""
+        if isinstance(exc, ToolTimeoutError):
+            name, error, text = exc.tool_name, TOOL_TIMEOUT, str(exc)
+        else:
+            name = next((n for n in self.running.values() if str(exc).startswith(f"{_RAISED}{n}: ")), "")
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            error, text = type(cause).__name__, str(cause)
+        calls = [call_id for call_id, running in self.running.items() if running == name]
         if len(calls) == 1:
-            self.recorder.tool_ended(calls[0], exc.tool_name, str(exc), TOOL_TIMEOUT)
+            self.recorder.tool_ended(calls[0], name, text, error)
 
     def answered_unseen(self, context: Any, items: Any) -> None:
         """The asked calls the SDK answered (an output in `items`) with no tool hook: one a tool input
@@ -388,8 +400,8 @@ class _Observed:
         self.hooks.count_unseen()
         if isinstance(exc, ToolOutputGuardrailTripwireTriggered):
             self.hooks.tripped(exc)
-        if isinstance(exc, ToolTimeoutError):
-            self.hooks.timed_out(exc)
+        if self.hooks.running and isinstance(exc, ToolTimeoutError | UserError):
+            self.hooks.raised(exc)
         details = getattr(exc, "run_data", None)  # a limit after the tools ran: no model call came next
         if self.hooks.asked and details is not None:
             self.hooks.answered_unseen(details.context_wrapper, details.new_items)
