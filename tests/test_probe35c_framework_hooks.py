@@ -11,6 +11,7 @@ Each case imports the integration in a fresh interpreter, the framework's hook r
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -32,6 +33,11 @@ CASES = {  # integration: (code removing one thing it relies on, the name the er
         "from agents.lifecycle import RunHooksBase as H\ndel H.on_llm_end",
         "RunHooksBase.on_llm_end",
     ),
+    "langgraph": (
+        "from langgraph.types import StateSnapshot as S\n"
+        "del S.interrupts\nS.__annotations__.pop('interrupts')",
+        "StateSnapshot.interrupts",
+    ),
     "claude_agent_sdk": (  # a dataclass field: gone from the class and from its annotations
         "from claude_agent_sdk import ResultMessage as R\n"
         "del R.terminal_reason\nR.__annotations__.pop('terminal_reason')",
@@ -42,6 +48,7 @@ DISTS = {  # integration: its framework's distribution
     "pydantic_ai": "pydantic-ai-slim",
     "openai_agents": "openai-agents",
     "claude_agent_sdk": "claude-agent-sdk",
+    "langgraph": "langgraph",
 }
 EXTRAS = {module: module.replace("_", "-") for module in DISTS}  # endstate's extra of each
 
@@ -75,7 +82,7 @@ def test_with_the_tested_framework_the_integration_imports(module: str) -> None:
 def pyproject_pin(dist: str, extra: str) -> str:
     """The requirement on `dist` in pyproject.toml's `extra`."""
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    (pin,) = [r for r in extras[extra] if r.startswith(dist)]
+    (pin,) = [r for r in extras[extra] if re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0] == dist]
     return pin
 
 

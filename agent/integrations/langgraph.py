@@ -75,11 +75,13 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Command, Interrupt
+from langgraph.pregel import Pregel
+from langgraph.types import Command, Interrupt, StateSnapshot
 
 from agent.budget import Spent
 from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
+from agent.integrations._framework import require
 from agent.integrations._lg_saver import sync_capable
 from agent.integrations._observe import (
     DEFAULT_HELP_SECONDS,
@@ -969,3 +971,22 @@ def _task(input: Any) -> str:
     if isinstance(first, Mapping):
         return content_text(first.get("content"))
     return content_text(getattr(first, "content", ""))
+
+
+require(  # what this module reads of LangGraph (a stream mode it lacks, `tasks`, LangGraph refuses itself)
+    "langgraph",
+    "langgraph",
+    {
+        Pregel: ("astream", "aget_state", "get_subgraphs", "interrupt_before_nodes", "interrupt_after_nodes"),
+        StateSnapshot: ("metadata", "interrupts", "next", "created_at"),
+        Interrupt: ("value", "id"),
+    },
+)
+require(  # and of the LangChain messages a graph writes
+    "langchain-core",
+    "langgraph",
+    {
+        AIMessage: ("usage_metadata", "tool_calls", "response_metadata"),
+        ToolMessage: ("tool_call_id", "status"),
+    },
+)
