@@ -26,7 +26,7 @@ from agent.integrations import pydantic_ai as pai
 from telemetry import names as n
 
 TASK = "probe35c"
-TIMEOUT = 0.05  # the tool never returns: the run's deadline always passes first
+TIMEOUT = 0.2  # the tool never returns: the deadline always passes first, wherever the run is then
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def stalled_agent() -> PAIAgent[None, str]:
 def check_seconds_limit(rig: Rig, res: Any) -> None:
     assert isinstance(res.raw, RunTimedOut)
     assert (res.reason, res.limit) == (StopReason.LIMIT, LimitKind.SECONDS), res.note
-    assert res.summary.startswith("Stopped: limit (seconds budget used up) after 1 turn")
+    assert res.summary.startswith("Stopped: limit (seconds budget used up) after ")
     assert rig.stops("timed", TASK, "limit", "seconds") == 1
     assert rig.stops("timed", TASK, "cancelled") == 0
     (span,) = rig.run_spans()
