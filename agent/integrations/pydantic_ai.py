@@ -64,6 +64,7 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
+    ToolCallPart,
 )
 from pydantic_ai.models import parse_model_id
 from pydantic_ai.models.fallback import FallbackModel
@@ -555,11 +556,25 @@ async def _tool_calls(run: AgentRun[Any, Any], node: Any, recorder: Recorder) ->
                 elif isinstance(event, FunctionToolResultEvent) and event.tool_call_id in running:
                     _tool_returned(recorder, event.part, running.pop(event.tool_call_id))
     except Exception as exc:
-        if len(running) == 1:  # the call that raised; of several running at once, which one is unknown
-            ((call_id, name),) = running.items()
-            recorder.tool_ended(call_id, name, str(exc), type(exc).__name__)
+        if (call_id := _raised_by(exc, running)) is not None:
+            recorder.tool_ended(call_id, running[call_id], str(exc), type(exc).__name__)
         raise
     return await run.next(node)
+
+
+def _raised_by(exc: BaseException, running: Mapping[str, str]) -> str | None:
+    """Which of the running calls (by id) raised `exc`: the only one running, else the call Pydantic
+    AI's tool execution held (a local `call`) where it raised; None when no frame tells."""
+    if len(running) == 1:
+        ((only, _),) = running.items()
+        return only
+    frames = exc.__traceback__
+    while frames is not None:
+        call = frames.tb_frame.f_locals.get("call")
+        if isinstance(call, ToolCallPart) and call.tool_call_id in running:
+            return call.tool_call_id
+        frames = frames.tb_next
+    return None
 
 
 def _tool_returned(recorder: Recorder, part: Any, name: str) -> None:
