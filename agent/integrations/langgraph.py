@@ -22,8 +22,10 @@ own spans, never a copy of another tracer's. What the stream cannot say: a
 model call whose reply the graph does not write to its state (a router's,
 say: neither counted nor its tokens), the model call's time inside its node
 (its span covers the node's task), each of a node's parallel tool calls' own
-end (they end with the node). A subgraph's tasks are read from its own stream
-(`subgraphs=True`): its calls counted as they happen, also when it is interrupted.
+end (they end with the node; of a `ToolNode` that raised, the call whose tool raised is the
+failed one, told by the `ToolNode` frame it raised in, its siblings cut off). A subgraph's tasks
+are read from its own stream (`subgraphs=True`): its calls counted as they happen, also when it
+is interrupted.
 
 `exact_counts=True` reads every chat-model and tool call from LangChain's
 callbacks instead (`langgraph_calls`): the router's call is counted, and each
@@ -203,10 +205,13 @@ class _Reader:
                 self._learn(task["name"], MIXED)
                 self.recorder.model_ended(Usage(), stop_reason="no_reply")
         self._release()
-        for call_id in self._task_tools.pop(task_id, ()):
-            if call_id in self._tools and error is not None:  # the node raised (an interrupt() is no error)
-                name, arguments = self._tools.pop(call_id)
-                self.recorder.tool_ended(call_id, name, str(error), type(error).__name__, arguments)
+        calls = [c for c in self._task_tools.pop(task_id, ()) if c in self._tools]
+        raised = _raised_by(error, calls) if error is not None else None  # an interrupt() is no error
+        for call_id in calls if error is not None else ():
+            if raised is not None and call_id != raised:
+                continue  # cut off by the call that raised: it ends as the run does, neither ok nor failed
+            name, arguments = self._tools.pop(call_id)
+            self.recorder.tool_ended(call_id, name, str(error), type(error).__name__, arguments)
 
     def _replied(self, node: str, message: AIMessage, task_id: str = "") -> None:
         recorder = self.recorder
@@ -555,6 +560,21 @@ def _timestamp(created_at: Any) -> float:
         return datetime.fromisoformat(str(created_at)).timestamp()
     except ValueError:
         return time.time()
+
+
+def _raised_by(error: BaseException, calls: Sequence[str]) -> str | None:
+    """Which of a failed task's tool calls (by id) raised `error`: the only one, else the call a
+    `ToolNode` was running (its local `call`) where it raised; None when no frame tells (then each
+    call of the task failed with it, as the node did)."""
+    if len(calls) == 1:
+        return calls[0]
+    frames = error.__traceback__
+    while frames is not None:
+        call = frames.tb_frame.f_locals.get("call")
+        if isinstance(call, Mapping) and call.get("id") in calls:
+            return str(call["id"])
+        frames = frames.tb_next
+    return None
 
 
 def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
