@@ -17,7 +17,7 @@ Totals (tokens, cost) are the `ResultMessage`'s. How runs end:
 | `success`                                         | `success` (checked by the verifiers)  |
 | `success` with a `deferred_tool_use`              | `need_help`, resumable with `resume`  |
 | `success` with `stop_reason: "refusal"`           | `gave_up`, cause `refusal`            |
-| a hook stopped it: `terminal_reason` `hook_stopped` | `gave_up`, cause `guardrail`          |
+| a hook's stop: `terminal_reason` `hook_stopped`   | `gave_up`, cause `guardrail`          |
 | (`"continue": false`), or a prompt a hook blocked |                                       |
 | `error_max_turns`                                 | `limit`/`turns`                       |
 | `error_max_budget_usd`                            | `limit`/`cost`                        |
