@@ -372,10 +372,14 @@ class Recorder:
         (a generator the caller closed half-read, `GeneratorExit`, is one too)."""
         if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit):
             return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
-        if self._model_open:  # the model call itself failed
-            self.model_ended(Usage(), error=error)
+        self.call_failed(error)
         note = f"{type(error).__name__}: {error}"
         return self.finish(StopReason.ERROR, note=note, error_type=type(error).__name__, raw=raw)
+
+    def call_failed(self, error: BaseException) -> None:
+        """The open model call, if one is open, failed with `error` (the run stops on it)."""
+        if self._model_open:
+            self.model_ended(Usage(), error=error)
 
     def finish(
         self,

@@ -8,6 +8,8 @@ The SDK streams the CLI's messages; turns come from them: each assistant
 message id is one model call (one turn), its tool uses are tool calls, ended
 by the tool results that follow. The CLI reports messages after the fact, so
 a model call's span covers the time from the previous message to its reply.
+A call the API failed (the CLI's synthetic message in the reply's place, `model="<synthetic>"`)
+is a failed call of the run's model, its `error_type` the CLI's kind (`rate_limit`, ...).
 Totals (tokens, cost) are the `ResultMessage`'s. How runs end:
 
 | Claude Agent SDK `ResultMessage`                  | Endstate                              |
@@ -15,8 +17,12 @@ Totals (tokens, cost) are the `ResultMessage`'s. How runs end:
 | `success`                                         | `success` (checked by the verifiers)  |
 | `success` with a `deferred_tool_use`              | `need_help`, resumable with `resume`  |
 | `success` with `stop_reason: "refusal"`           | `gave_up`, cause `refusal`            |
+| a hook's stop: `terminal_reason` `hook_stopped`   | `gave_up`, cause `guardrail`          |
+| (`"continue": false`), or a prompt a hook blocked |                                       |
 | `error_max_turns`                                 | `limit`/`turns`                       |
 | `error_max_budget_usd`                            | `limit`/`cost`                        |
+| `terminal_reason` `prompt_too_long` or            | `limit`/`context`                     |
+| `blocking_limit` (compacting could not make room) |                                       |
 | `terminal_reason` `aborted_*`, the task cancelled | `cancelled`                           |
 | `is_error`, other subtypes, any exception         | `error`, with its type                |
 """
@@ -34,6 +40,7 @@ from claude_agent_sdk import (
     ClaudeAgentOptions,
     HookMatcher,
     ResultMessage,
+    SystemMessage,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -43,6 +50,7 @@ from claude_agent_sdk import (
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
+from agent.integrations._framework import require
 from agent.integrations._observe import (
     OPTIONS,
     Recorder,
@@ -60,6 +68,8 @@ from agent.verify import Verifier
 PROVIDER = "anthropic"
 RESUME: Any = object()  # the prompt of a resumed session: none, the deferred call goes first
 LIMITS = {"error_max_turns": LimitKind.TURNS, "error_max_budget_usd": LimitKind.COST}
+# The CLI's ends for a context window its compaction could not make room in (an `is_error` result).
+CONTEXT_FULL = ("prompt_too_long", "blocking_limit")
 DEFAULT_MODEL = "claude"  # the run's model label with no `options.model`: its calls count under their own
 
 
@@ -68,12 +78,22 @@ def _names(given: str, model: str) -> bool:
     return same_model(model, given) or ("-" not in given and f"-{given}-" in f"-{model}-")
 
 
+class ModelCallFailed(Exception):
+    """A model call the CLI reports as failed: the synthetic assistant message it gives in the reply's
+    place (`model="<synthetic>"`, no tokens), `error` its kind (`rate_limit`, `invalid_request`, ...)."""
+
+    def __init__(self, kind: str, text: str) -> None:
+        super().__init__(f"{kind}: {text}" if text else kind)
+        self.error_type = kind  # the failed call's `error.type`, as telemetry names it
+
+
 class MessageReader:
     """Feeds a `Recorder` from the SDK's messages, in the order the CLI sends them."""
 
     def __init__(self, recorder: Recorder, fallback: str | None = None) -> None:
         self.recorder, self.fallback = recorder, fallback or ""  # the options' `fallback_model`
         self.result: ResultMessage | None = None
+        self.blocked = ""  # what the CLI said when a hook stopped the run before it went on
         self.ended = asyncio.Event()
         self._message_id: str | None = None
         self._tools: dict[str, str] = {}  # open tool calls: id -> name
@@ -86,6 +106,8 @@ class MessageReader:
         elif isinstance(message, ResultMessage):
             self.result = message
             self.ended.set()
+        elif isinstance(message, SystemMessage) and message.data.get("prevent_continuation") is True:
+            self.blocked = str(message.data.get("content") or "a hook stopped the run")
 
     def reopen(self, call: PendingAction) -> None:
         """A deferred call that the resumed session runs before anything else."""
@@ -94,6 +116,11 @@ class MessageReader:
 
     def _assistant(self, message: AssistantMessage) -> None:
         if message.parent_tool_use_id:  # a subagent's message: part of the tool call that started it
+            return
+        if message.error:  # no reply: the call failed (its text says why), on the run's model
+            text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+            self.recorder.model_started()
+            self.recorder.model_ended(Usage(), error=ModelCallFailed(str(message.error), text))
             return
         if message.message_id is None or message.message_id != self._message_id:
             self._message_id = message.message_id
@@ -293,17 +320,33 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
         return recorder.finish(StopReason.CANCELLED, note=note, raw=result)
     if result.subtype in LIMITS:
         return recorder.finish(StopReason.LIMIT, limit=LIMITS[result.subtype], note=note, raw=result)
+    if result.terminal_reason in CONTEXT_FULL:
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note, raw=result)
     if result.subtype != "success" or result.is_error:
         status = f"http_{result.api_error_status}" if result.api_error_status else result.subtype
         return recorder.finish(StopReason.ERROR, note=note, error_type=status, raw=result)
     if result.stop_reason == "refusal":
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=result)
+    if stopped := _hook_stop(result, reader.blocked):
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.GUARDRAIL, note=stopped, raw=result)
     if result.deferred_tool_use is not None:
         d = result.deferred_tool_use
         question = f"Approve {d.name}({json.dumps(d.input, default=str)})?"  # what the call would do
         return recorder.suspend(question, PendingAction(d.id, d.name, dict(d.input)), raw=result)
     output = result.structured_output if result.structured_output is not None else result.result or ""
     return recorder.succeed(output, raw=result)
+
+
+def _hook_stop(result: ResultMessage, blocked: str) -> str:
+    """Why a hook of the team's stopped the run (empty: none did). A tool hook's `"continue": false`
+    ends it `terminal_reason: "hook_stopped"` (the CLI passes on no `stopReason`); a prompt a
+    UserPromptSubmit hook blocked is said in a system message (`prevent_continuation`), the run ending
+    with no model call. A Stop hook's, once Claude has answered (`stop_hook_prevented`), is neither."""
+    if result.terminal_reason == "hook_stopped":
+        return "A hook stopped the run (terminal_reason hook_stopped)."
+    if blocked and result.num_turns == 0:
+        return blocked
+    return ""
 
 
 def _totals(recorder: Recorder, result: ResultMessage) -> None:
@@ -342,3 +385,28 @@ def _text(content: Any) -> str:
 def _limits(options: ClaudeAgentOptions) -> dict[str, float]:
     found = {LimitKind.TURNS: options.max_turns, LimitKind.COST: getattr(options, "max_budget_usd", None)}
     return {str(k): float(v) for k, v in found.items() if v is not None}
+
+
+require(  # what this module reads of the SDK's messages and options
+    "claude-agent-sdk",
+    "claude-agent-sdk",
+    {
+        ResultMessage: (
+            "subtype",
+            "is_error",
+            "terminal_reason",
+            "stop_reason",
+            "deferred_tool_use",
+            "api_error_status",
+            "structured_output",
+            "errors",
+            "usage",
+            "total_cost_usd",
+            "num_turns",
+        ),
+        AssistantMessage: ("message_id", "error", "model", "stop_reason", "usage", "parent_tool_use_id"),
+        UserMessage: ("parent_tool_use_id",),
+        SystemMessage: ("data",),
+        ClaudeAgentOptions: ("max_turns", "max_budget_usd", "fallback_model", "resume", "hooks"),
+    },
+)

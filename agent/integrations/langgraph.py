@@ -22,8 +22,10 @@ own spans, never a copy of another tracer's. What the stream cannot say: a
 model call whose reply the graph does not write to its state (a router's,
 say: neither counted nor its tokens), the model call's time inside its node
 (its span covers the node's task), each of a node's parallel tool calls' own
-end (they end with the node). A subgraph's tasks are read from its own stream
-(`subgraphs=True`): its calls counted as they happen, also when it is interrupted.
+end (they end with the node; of a `ToolNode` that raised, the call whose tool raised is the
+failed one, told by the `ToolNode` frame it raised in, its siblings cut off). A subgraph's tasks
+are read from its own stream (`subgraphs=True`): its calls counted as they happen, also when it
+is interrupted.
 
 `exact_counts=True` reads every chat-model and tool call from LangChain's
 callbacks instead (`langgraph_calls`): the router's call is counted, and each
@@ -41,7 +43,9 @@ How runs end (either way):
 | a static breakpoint (`interrupt_before`/`_after`) | `need_help`: approve to go on         |
 | `GraphRecursionError` (`recursion_limit`), or the | `limit`/`turns`                       |
 | prebuilt agent's "Sorry, need more steps" end     |                                       |
-| a final reply the model API refused               | `gave_up`, cause `refusal`            |
+| a final reply the model API refused, LangChain's  | `gave_up`, cause `refusal`            |
+| `ModelRefusalError`                               |                                       |
+| LangChain's `ContextOverflowError`                | `limit`/`context`                     |
 | the task cancelled                                | `cancelled`                           |
 | any other exception                               | `error`, with its type                |
 
@@ -68,15 +72,18 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from langchain_core.exceptions import ContextOverflowError, ModelRefusalError
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Command, Interrupt
+from langgraph.pregel import Pregel
+from langgraph.types import Command, Interrupt, StateSnapshot
 
 from agent.budget import Spent
 from agent.errors import ConfigError
 from agent.hooks import RunHooks, hook_failed
+from agent.integrations._framework import require
 from agent.integrations._lg_saver import sync_capable
 from agent.integrations._observe import (
     DEFAULT_HELP_SECONDS,
@@ -198,10 +205,13 @@ class _Reader:
                 self._learn(task["name"], MIXED)
                 self.recorder.model_ended(Usage(), stop_reason="no_reply")
         self._release()
-        for call_id in self._task_tools.pop(task_id, ()):
-            if call_id in self._tools and error is not None:  # the node raised (an interrupt() is no error)
-                name, arguments = self._tools.pop(call_id)
-                self.recorder.tool_ended(call_id, name, str(error), type(error).__name__, arguments)
+        calls = [c for c in self._task_tools.pop(task_id, ()) if c in self._tools]
+        raised = _raised_by(error, calls) if error is not None else None  # an interrupt() is no error
+        for call_id in calls if error is not None else ():
+            if raised is not None and call_id != raised:
+                continue  # cut off by the call that raised: it ends as the run does, neither ok nor failed
+            name, arguments = self._tools.pop(call_id)
+            self.recorder.tool_ended(call_id, name, str(error), type(error).__name__, arguments)
 
     def _replied(self, node: str, message: AIMessage, task_id: str = "") -> None:
         recorder = self.recorder
@@ -552,9 +562,31 @@ def _timestamp(created_at: Any) -> float:
         return time.time()
 
 
+def _raised_by(error: BaseException, calls: Sequence[str]) -> str | None:
+    """Which of a failed task's tool calls (by id) raised `error`: the only one, else the call a
+    `ToolNode` was running (its local `call`) where it raised; None when no frame tells (then each
+    call of the task failed with it, as the node did)."""
+    if len(calls) == 1:
+        return calls[0]
+    frames = error.__traceback__
+    while frames is not None:
+        call = frames.tb_frame.f_locals.get("call")
+        if isinstance(call, Mapping) and call.get("id") in calls:
+            return str(call["id"])
+        frames = frames.tb_next
+    return None
+
+
 def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
+    """The stop an exception out of the graph stands for (see the table above)."""
     if isinstance(exc, GraphRecursionError):
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
+    if isinstance(exc, ContextOverflowError | ModelRefusalError):  # LangChain's, raised by its chat models
+        recorder.call_failed(exc)
+        note = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, ContextOverflowError):  # nothing in the graph shrank the input
+            return recorder.finish(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note, raw=exc)
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=exc)
     return recorder.fail(exc, raw=exc)
 
 
@@ -938,6 +970,10 @@ _TOOLS: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDiction
 
 
 def _final_text(output: Any) -> str:
+    """The output as text: its last message's content, a string as it is (a functional API
+    `@entrypoint`'s answer), anything else as JSON."""
+    if isinstance(output, str):
+        return output
     messages = output.get("messages") if isinstance(output, Mapping) else None
     if isinstance(messages, list) and messages:
         return content_text(getattr(messages[-1], "content", ""))
@@ -955,3 +991,22 @@ def _task(input: Any) -> str:
     if isinstance(first, Mapping):
         return content_text(first.get("content"))
     return content_text(getattr(first, "content", ""))
+
+
+require(  # what this module reads of LangGraph (a stream mode it lacks, `tasks`, LangGraph refuses itself)
+    "langgraph",
+    "langgraph",
+    {
+        Pregel: ("astream", "aget_state", "get_subgraphs", "interrupt_before_nodes", "interrupt_after_nodes"),
+        StateSnapshot: ("metadata", "interrupts", "next", "created_at"),
+        Interrupt: ("value", "id"),
+    },
+)
+require(  # and of the LangChain messages a graph writes
+    "langchain-core",
+    "langgraph",
+    {
+        AIMessage: ("usage_metadata", "tool_calls", "response_metadata"),
+        ToolMessage: ("tool_call_id", "status"),
+    },
+)

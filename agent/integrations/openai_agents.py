@@ -16,8 +16,11 @@ a model call only when the model implementation makes a span for it. The
 SDK's own traces are left as they are: Endstate adds its spans beside them,
 never a second copy of the same call. A tool that raised, its error handed to
 the model as the SDK's default error text, is a failed call (`tool_error`, as
-LangGraph's); a custom `failure_error_function`'s text cannot be told apart
-from a result. A handoff is a tool call (`transfer_to_<agent>`, labelled by name), recorded at
+LangGraph's), and one that ran past its `timeout` (the SDK's timeout text, or its
+`ToolTimeoutError`) a timed-out call (`timeout`, as Endstate's own), one raising out of the
+run (no `failure_error_function`) a failed call of its exception's type; a custom
+`failure_error_function`'s or `timeout_error_function`'s text cannot be told apart from a result.
+A handoff is a tool call (`transfer_to_<agent>`, labelled by name), recorded at
 the SDK's `on_handoff`; a call a tool input guardrail answered with `reject_content` is a failed
 call (`guardrail_rejected`), recorded once the SDK sends its answer to the model (the SDK runs no
 tool hooks for either, so neither is timed: their spans last no time). So is a call whose output a
@@ -32,6 +35,7 @@ usage, count in the run's totals (no spans of their own). How runs end:
 | a final output                                      | `success` (checked by the verifiers)  |
 | interruptions (tools waiting for approval)          | `need_help`, resumable with `resume`  |
 | `MaxTurnsExceeded` (or its `error_handlers` output) | `limit`/`turns` (the output partial)  |
+| the API's `context_length_exceeded` (a 400)         | `limit`/`context`                     |
 | an input, output or tool guardrail tripwire         | `gave_up`, cause `guardrail`          |
 | `ModelRefusalError` (or its handler's output)       | `gave_up`, cause `refusal`            |
 | the task cancelled, a stream's `raw.cancel()`       | `cancelled`                           |
@@ -49,6 +53,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, M
 from contextvars import ContextVar
 from typing import Any
 
+import openai
 from agents import Agent as OAAgent
 from agents import RunHooks as OARunHooks
 from agents import Runner, default_tool_error_function
@@ -59,16 +64,22 @@ from agents.exceptions import (
     OutputGuardrailTripwireTriggered,
     ToolInputGuardrailTripwireTriggered,
     ToolOutputGuardrailTripwireTriggered,
+    ToolTimeoutError,
+    UserError,
 )
 from agents.handoffs import Handoff
 from agents.lifecycle import RunHooksBase
 from agents.models import get_default_model
 from agents.models.multi_provider import MultiProvider
+from agents.result import RunResultStreaming
 from agents.run_state import RunState
+from agents.tool import default_tool_timeout_error_message
+from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolOutputGuardrail
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
+from agent.integrations._framework import require
 from agent.integrations._observe import (
     OPTIONS,
     Reading,
@@ -88,7 +99,10 @@ from agent.verify import Verifier
 
 PROVIDER = "openai"
 TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default error text instead
+TOOL_TIMEOUT = "timeout"  # the tool ran past its `timeout` (outcome `timeout`, as Endstate's own tools)
+_RAISED = "Error running tool "  # how the SDK's UserError names a tool that raised out of the run
 GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool guardrail answered in its place
+CONTEXT_FULL = "context_length_exceeded"  # the OpenAI API's error code for an input past the context window
 GUARDRAIL_TRIPS = (
     InputGuardrailTripwireTriggered,
     OutputGuardrailTripwireTriggered,
@@ -113,6 +127,7 @@ class EndstateRunHooks(OARunHooks[Any]):
         self.asked: dict[str, tuple[str, dict[str, Any]]] = {}  # the last reply's calls no hook reported yet
         self.asker: Any = None  # the agent whose reply asked for them
         self.rejected: dict[str, str] = {}  # the calls whose output a tool output guardrail rejected: names
+        self.running: dict[str, str] = {}  # the calls whose tool runs now: names
 
     def count_unseen(self) -> None:
         """The calls the SDK counted in the run and no hook of it saw: an agent run as a tool
@@ -145,6 +160,7 @@ class EndstateRunHooks(OARunHooks[Any]):
         if self.recorder.watched:  # nobody to tell: the call's arguments are not even parsed
             call = _tool_call(context, tool)
             self.asked.pop(call[0], None)
+            self.running[call[0]] = call[1]
             self.recorder.tool_started(*call)
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
@@ -152,8 +168,9 @@ class EndstateRunHooks(OARunHooks[Any]):
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
         if self.recorder.watched:
             call_id, name, args = _tool_call(context, tool)
+            self.running.pop(call_id, None)
             text = str(result)
-            error = TOOL_ERROR if text == default_tool_error_function(context, Exception()) else None
+            error = _tool_error(context, tool, text)
             if self.rejected.pop(call_id, None) is not None:
                 error = GUARDRAIL_REJECTED
             self.recorder.tool_ended(call_id, name, text, error, args)
@@ -166,6 +183,22 @@ class EndstateRunHooks(OARunHooks[Any]):
         rejected, self.rejected = self.rejected, {}
         for call_id, name in rejected.items():
             self.recorder.tool_ended(call_id, name, _guardrail_note(exc), GUARDRAIL_REJECTED)
+
+    def raised(self, exc: BaseException) -> None:
+        """A running tool's failure ended the run, and no hook ends its call: one past its timeout
+        (`timeout_behavior="raise_exception"`: `ToolTimeoutError`) timed out; one that raised with no
+        `failure_error_function` (the SDK's `UserError` "Error running tool NAME: ...", the tool's
+        exception its cause) failed with that exception's type. Of several calls of that tool running
+        at once, which one is unknown: none is ended here."""
+        if isinstance(exc, ToolTimeoutError):
+            name, error, text = exc.tool_name, TOOL_TIMEOUT, str(exc)
+        else:
+            name = next((n for n in self.running.values() if str(exc).startswith(f"{_RAISED}{n}: ")), "")
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            error, text = type(cause).__name__, str(cause)
+        calls = [call_id for call_id, running in self.running.items() if running == name]
+        if len(calls) == 1:
+            self.recorder.tool_ended(calls[0], name, text, error)
 
     def answered_unseen(self, context: Any, items: Any) -> None:
         """The asked calls the SDK answered (an output in `items`) with no tool hook: one a tool input
@@ -367,6 +400,8 @@ class _Observed:
         self.hooks.count_unseen()
         if isinstance(exc, ToolOutputGuardrailTripwireTriggered):
             self.hooks.tripped(exc)
+        if self.hooks.running and isinstance(exc, ToolTimeoutError | UserError):
+            self.hooks.raised(exc)
         details = getattr(exc, "run_data", None)  # a limit after the tools ran: no model call came next
         if self.hooks.asked and details is not None:
             self.hooks.answered_unseen(details.context_wrapper, details.new_items)
@@ -418,6 +453,10 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
     """The stop an exception out of `Runner.run` stands for (see the table above)."""
     if isinstance(exc, MaxTurnsExceeded):
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=exc.message, raw=exc)
+    if isinstance(exc, openai.BadRequestError) and exc.code == CONTEXT_FULL:  # nothing shrank the input
+        recorder.call_failed(exc)
+        note = f"{type(exc).__name__}: {exc.message}"
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note, raw=exc)
     if isinstance(exc, GUARDRAIL_TRIPS):
         return recorder.finish(
             StopReason.GAVE_UP, cause=StopCause.GUARDRAIL, note=_guardrail_note(exc), raw=exc
@@ -518,6 +557,19 @@ def _suspend(recorder: Recorder, result: Any) -> RunResult:
     name = item.tool_name or str(getattr(raw_item, "name", "tool"))
     question = f"Approve {name}({json.dumps(arguments, default=str)})?"
     return recorder.suspend(question, PendingAction(call_id, name, arguments), raw=result)
+
+
+def _tool_error(context: Any, tool: Any, text: str) -> str | None:
+    """How a call the SDK answered with `text` failed, told by the SDK's own default texts: the tool
+    raised (`tool_error`), or ran past its `timeout` (`timeout`); None: it returned `text`."""
+    if text == default_tool_error_function(context, Exception()):
+        return TOOL_ERROR
+    seconds = getattr(tool, "timeout_seconds", None)
+    if seconds is not None and text == default_tool_timeout_error_message(
+        tool_name=str(getattr(tool, "name", "")), timeout_seconds=seconds
+    ):
+        return TOOL_TIMEOUT
+    return None
 
 
 def _tool_call(context: Any, tool: Any) -> tuple[str, str, dict[str, Any]]:
@@ -692,3 +744,25 @@ _DEFAULT_MAX_TURNS = inspect.signature(Runner.run).parameters["max_turns"].defau
 
 def _limits(max_turns: Any) -> dict[str, float]:
     return {str(LimitKind.TURNS): float(max_turns)} if isinstance(max_turns, int) else {}
+
+
+require(  # what this module reads of the SDK: its hooks, fields and private state
+    "openai-agents",
+    "openai-agents",
+    {
+        RunHooksBase: (
+            "on_llm_start",
+            "on_llm_end",
+            "on_tool_start",
+            "on_tool_end",
+            "on_handoff",
+            "on_agent_start",
+            "on_agent_end",
+        ),
+        ToolOutputGuardrail: ("run",),
+        ToolContext: ("tool_call_id", "tool_name", "tool_arguments"),
+        RunResultStreaming: ("_cancel_mode", "cancel", "stream_events", "interruptions", "final_output"),
+        RunState: ("_context", "_max_turns", "from_string", "approve", "reject", "get_interruptions"),
+        Handoff: ("_agent_ref", "tool_name", "default_tool_name"),
+    },
+)

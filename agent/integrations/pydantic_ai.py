@@ -17,7 +17,8 @@ delegate agent run in a tool with `usage=ctx.usage` counts in the run's tokens,
 as Pydantic AI counts it (unpriced; no spans), unless it is observed as a run
 of its own through this integration: then it counts there, not twice. A run
 the caller streams (`run_stream`) or drives node by node (`iter`) is read by an
-`EndstateCapability`. How runs end:
+`EndstateCapability`. A tool call past its timeout (`tool_timeout=`, Pydantic AI's retry
+"Timed out after N seconds.") is a timed-out call (outcome `timeout`), as Endstate's own. How runs end:
 
 | Pydantic AI                                   | Endstate                              |
 | --------------------------------------------- | ------------------------------------- |
@@ -26,6 +27,8 @@ the caller streams (`run_stream`) or drives node by node (`iter`) is read by an
 | `UsageLimitExceeded`: request or tool calls   | `limit`/`turns`                       |
 | `UsageLimitExceeded`: tokens                  | `limit`/`tokens`                      |
 | `UsageLimitExceeded`: cost                    | `limit`/`cost`                        |
+| `RunTimedOut` (the run's own `timeout=`)      | `limit`/`seconds`                     |
+| `ModelContextWindowExceededError`             | `limit`/`context`                     |
 | `ContentFilterError` (the provider refused)   | `gave_up`, cause `refusal`            |
 | `RunCancelled`, the task cancelled            | `cancelled`                           |
 | any other exception                           | `error`, with its type                |
@@ -37,6 +40,7 @@ import asyncio
 import contextlib
 import inspect
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +52,10 @@ from pydantic_ai.exceptions import (
     ApprovalRequired,
     CallDeferred,
     ContentFilterError,
+    ModelContextWindowExceededError,
     RunCancelled,
+    RunTimedOut,
+    ToolRetryError,
     UsageLimitExceeded,
 )
 from pydantic_ai.messages import (
@@ -57,16 +64,18 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
+    ToolCallPart,
 )
 from pydantic_ai.models import parse_model_id
 from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.run import AgentRun, AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
-from pydantic_ai.usage import UsageLimits
+from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
+from agent.integrations._framework import require
 from agent.integrations._observe import (
     OPTIONS,
     Recorder,
@@ -117,7 +126,7 @@ class EndstateCapability(AbstractCapability[Any]):
         except (ApprovalRequired, CallDeferred):
             raise  # not run: the call waits for a person (its span ends as interrupted)
         except Exception as exc:
-            self.recorder.tool_ended(call_id, name, str(exc), type(exc).__name__)
+            self.recorder.tool_ended(call_id, name, str(exc), _failure(exc))
             raise
         self.recorder.tool_ended(call_id, name, str(result))
         return result
@@ -357,7 +366,8 @@ class StreamedRun:
             raise
 
 
-_STOPS = (UsageLimitExceeded, ContentFilterError, RunCancelled)  # the stops Pydantic AI raises
+# the stops Pydantic AI raises
+_STOPS = (UsageLimitExceeded, ModelContextWindowExceededError, ContentFilterError, RunCancelled)
 _FILLED = (
     "user_prompt",
     "run_id",
@@ -419,6 +429,10 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
         return recorder.finish(StopReason.LIMIT, limit=limit_kind(exc), note=str(exc), raw=exc)
     if isinstance(exc, ContentFilterError):
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
+    if isinstance(exc, ModelContextWindowExceededError):  # nothing in the run could shrink the request
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=str(exc), raw=exc)
+    if isinstance(exc, RunTimedOut):  # a `RunCancelled`, but the run's budget ran out: no one cancelled it
+        return recorder.finish(StopReason.LIMIT, limit=LimitKind.SECONDS, note=str(exc), raw=exc)
     if isinstance(exc, RunCancelled):
         return recorder.finish(StopReason.CANCELLED, note=str(exc), raw=exc)
     return recorder.fail(exc, raw=exc)
@@ -542,16 +556,52 @@ async def _tool_calls(run: AgentRun[Any, Any], node: Any, recorder: Recorder) ->
                 elif isinstance(event, FunctionToolResultEvent) and event.tool_call_id in running:
                     _tool_returned(recorder, event.part, running.pop(event.tool_call_id))
     except Exception as exc:
-        if len(running) == 1:  # the call that raised; of several running at once, which one is unknown
-            ((call_id, name),) = running.items()
-            recorder.tool_ended(call_id, name, str(exc), type(exc).__name__)
+        if (call_id := _raised_by(exc, running)) is not None:
+            recorder.tool_ended(call_id, running[call_id], str(exc), type(exc).__name__)
         raise
     return await run.next(node)
 
 
+def _raised_by(exc: BaseException, running: Mapping[str, str]) -> str | None:
+    """Which of the running calls (by id) raised `exc`: the only one running, else the call Pydantic
+    AI's tool execution held (a local `call`) where it raised; None when no frame tells."""
+    if len(running) == 1:
+        ((only, _),) = running.items()
+        return only
+    frames = exc.__traceback__
+    while frames is not None:
+        call = frames.tb_frame.f_locals.get("call")
+        if isinstance(call, ToolCallPart) and call.tool_call_id in running:
+            return call.tool_call_id
+        frames = frames.tb_next
+    return None
+
+
 def _tool_returned(recorder: Recorder, part: Any, name: str) -> None:
-    error_type = _TOOL_ERRORS.get(part.outcome)
+    error_type = TOOL_TIMEOUT if _timed_out(part) else _TOOL_ERRORS.get(part.outcome)
     recorder.tool_ended(part.tool_call_id, name, str(part.content), error_type)
+
+
+def _failure(exc: Exception) -> str:
+    """The error type of a tool call's failure: `timeout` for one past its timeout, else its class."""
+    return (
+        TOOL_TIMEOUT if isinstance(exc, ToolRetryError) and _timed_out(exc.tool_retry) else type(exc).__name__
+    )
+
+
+def _timed_out(part: Any) -> bool:
+    """Whether a tool's return is Pydantic AI's retry for a call past its timeout (`tool_timeout=`, or
+    the tool's `timeout=`): its function toolset's own text, `Timed out after N seconds.`"""
+    content = getattr(part, "content", None)
+    return (
+        getattr(part, "outcome", None) == "retried"
+        and isinstance(content, str)
+        and bool(_TIMED_OUT.fullmatch(content))
+    )
+
+
+TOOL_TIMEOUT = "timeout"  # error.type of a call past its timeout (outcome `timeout`, as Endstate's own tools)
+_TIMED_OUT = re.compile(r"Timed out after [0-9.e+-]+ seconds\.")  # Pydantic AI's text for it
 
 
 def _runs(run: AgentRun[Any, Any], event: FunctionToolCallEvent, resumed: bool) -> bool:
@@ -761,7 +811,7 @@ def _recorder(
         provider=provider,
         task=user_prompt if isinstance(user_prompt, str) else "",
         tools=_tool_names(agent),
-        limits=_limits(run_kwargs.get("usage_limits") or UsageLimits()),  # Pydantic AI's default when none
+        limits=_limits(run_kwargs.get("usage_limits") or UsageLimits(), run_kwargs.get("timeout")),
         **options,
     )
 
@@ -801,13 +851,29 @@ def _tool_names(agent: PAIAgent[Any, Any]) -> list[str]:
     return names
 
 
-def _limits(limits: Any) -> dict[str, float]:
-    """The run's configured ceilings, as `agent_budget_limit` shows them."""
-    if limits is None:
-        return {}
+def _limits(limits: Any, timeout: Any = None) -> dict[str, float]:
+    """The run's configured ceilings, as `agent_budget_limit` shows them: its `UsageLimits` (Pydantic
+    AI's default when none is given) and its `timeout=` in seconds."""
     found = {
         LimitKind.TURNS: getattr(limits, "request_limit", None),
         LimitKind.TOKENS: getattr(limits, "total_tokens_limit", None),
         LimitKind.COST: getattr(limits, "cost_limit", None),
+        LimitKind.SECONDS: timeout,
     }
-    return {str(k): float(v) for k, v in found.items() if v is not None}
+    return {str(k): float(v) for k, v in found.items() if isinstance(v, int | float)}
+
+
+require(  # what this module reads of Pydantic AI: its capability hooks, its run's nodes and fields
+    "pydantic-ai-slim",
+    "pydantic-ai",
+    {
+        AbstractCapability: ("wrap_model_request", "wrap_tool_execute", "apply", *_NODE_HOOKS),
+        PAIAgent: ("iter", "is_model_request_node", "is_call_tools_node", "is_end_node", "root_capability"),
+        AgentRun: ("next", "next_node", "usage", "result", "all_messages", "ctx"),
+        UsageLimits: ("check_before_request", "request_limit", "total_tokens_limit", "cost_limit"),
+        RunUsage: ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"),
+        FunctionToolCallEvent: ("part", "args_valid"),
+        FunctionToolResultEvent: ("part", "tool_call_id"),
+        ModelResponse: ("finish_reason", "model_name", "provider_response_id", "usage", "cost"),
+    },
+)
