@@ -396,6 +396,11 @@ class TemporalRuns:
             execution = await self.client.get_workflow_handle(run_id).describe()
         except RPCError as exc:
             raise _rpc_error(run_id, exc) from exc
+        if execution.workflow_type != w.WORKFLOW:  # another workflow sharing the queue: never sent our calls
+            raise UnknownRun(
+                f"no run with id {run_id!r}: it is a workflow of type {execution.workflow_type!r:.200}, "
+                f"not an Endstate run ({w.WORKFLOW}); nothing was changed. Check the run id (`endstate runs`)"
+            )
         if not w.on_queue(execution.task_queue, self.task_queue):
             raise ElsewhereRun(
                 f"no run with id {run_id!r} on task queue {self.task_queue!r}: it is on task queue "
