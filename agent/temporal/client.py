@@ -396,6 +396,11 @@ class TemporalRuns:
             execution = await self.client.get_workflow_handle(run_id).describe()
         except RPCError as exc:
             raise _rpc_error(run_id, exc) from exc
+        if execution.workflow_type != w.WORKFLOW:  # another workflow sharing the queue: never sent our calls
+            raise UnknownRun(
+                f"no run with id {run_id!r}: it is a workflow of type {execution.workflow_type!r:.200}, "
+                f"not an Endstate run ({w.WORKFLOW}); nothing was changed. Check the run id (`endstate runs`)"
+            )
         if not w.on_queue(execution.task_queue, self.task_queue):
             raise ElsewhereRun(
                 f"no run with id {run_id!r} on task queue {self.task_queue!r}: it is on task queue "
@@ -468,10 +473,11 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
     status = _status(execution.status, last, bool(attrs.get(w.SA_WAITING)))
     suspension = w.suspension_from_json(last.get("suspension")) if status is RunStatus.WAITING else None
     reason = last.get("reason") or None
-    note = last.get("note", "")
+    note, error_type = last.get("note", ""), last.get("error_type") or None
     if execution.status in _NO_RESULT or (execution.status in _TEMPORAL_ENDED and not reason):
         # the memo holds the last segment's end (a suspension, say), not this end, which Temporal made
         reason, note = str(StopReason.ERROR), _TEMPORAL_ENDED[execution.status]
+        error_type = _NO_RESULT.get(execution.status, "workflow_failed")  # as `_without_result` says
         last = {k: v for k, v in last.items() if k not in ("limit", "verified")}
     started = execution.start_time.timestamp()
     return RunRecord(
@@ -489,6 +495,7 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         usage=Usage.from_flat(last),
         note=note,
         verified=bool(last.get("verified", False)),
+        error_type=error_type if status is not RunStatus.RUNNING else None,
         question=suspension.question if suspension else None,
         pending=suspension.pending if suspension else None,
         deadline=suspension.deadline if suspension else None,

@@ -17,6 +17,7 @@ import asyncio
 import logging
 import math
 import uuid
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from temporalio.api.enums.v1 import IndexedValueType
@@ -39,6 +40,9 @@ from agent.tools import set_host
 
 log = logging.getLogger("endstate.temporal")
 
+# seconds between a worker's checks that its namespace still has Endstate's search attributes (a
+# development server restarted in memory under it has lost them: see `keep_search_attributes`)
+ATTRIBUTES_EVERY = 15.0
 MIN_TIMEOUT = 0.001  # seconds: a shorter heartbeat or model timeout is read as none (Temporal's durations)
 
 # modules the workflow sandbox takes as they are: Endstate's own (its loop is the workflow code,
@@ -66,6 +70,19 @@ async def ensure_search_attributes(client: Client, namespace: str = w.NAMESPACE)
             ", ".join(sorted(missing)),
         )
     return sorted(missing)
+
+
+async def keep_search_attributes(client: Client, namespace: str) -> None:
+    """Every `ATTRIBUTES_EVERY` seconds, register Endstate's search attributes again if the namespace has
+    lost them (a development server restarted in memory, an operator's removal): without them every
+    workflow task of a run started by Temporal's own tools fails, and the run never ends. A check that
+    fails (Temporal down or restarting) is tried again at the next one, as polling is."""
+    while True:
+        await asyncio.sleep(ATTRIBUTES_EVERY)
+        try:
+            await ensure_search_attributes(client, namespace)
+        except Exception as exc:
+            log.debug("the search attributes of namespace %r could not be checked: %s", namespace, exc)
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -111,7 +128,8 @@ async def build_worker(
         workflow_runner=workflow_runner(),
         **options,
     )
-    return EndstateWorker(shared, Worker(client, task_queue=own, activities=activities.all(), **options))
+    own_worker = Worker(client, task_queue=own, activities=activities.all(), **options)
+    return EndstateWorker(shared, own_worker, keep=lambda: keep_search_attributes(client, client.namespace))
 
 
 def _check_setup(task_queue: str, least: float = MIN_TIMEOUT, **given: float) -> None:
@@ -131,10 +149,15 @@ def _check_setup(task_queue: str, least: float = MIN_TIMEOUT, **given: float) ->
 
 class EndstateWorker:
     """A worker on the shared task queue (workflows and activities) and one on its own queue, where runs
-    send the texts it lacks; used as a Temporal `Worker` is: `async with`, or `run()` and `shutdown()`."""
+    send the texts it lacks; used as a Temporal `Worker` is: `async with`, or `run()` and `shutdown()`.
+    While it polls, `keep` (when given) keeps the namespace's search attributes registered."""
 
-    def __init__(self, shared: Worker, own: Worker) -> None:
+    def __init__(
+        self, shared: Worker, own: Worker, keep: Callable[[], Coroutine[Any, Any, None]] | None = None
+    ) -> None:
         self.shared, self.own = shared, own
+        self._keep = keep
+        self._keeping: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> EndstateWorker:
         await self.shared.__aenter__()
@@ -143,16 +166,31 @@ class EndstateWorker:
         except BaseException:
             await self.shared.__aexit__(None, None, None)
             raise
+        self._start_keeping()
         return self
 
     async def __aexit__(self, *exc_info: Any) -> None:
+        self._stop_keeping()
         try:
             await self.own.__aexit__(*exc_info)
         finally:
             await self.shared.__aexit__(*exc_info)
 
     async def run(self) -> None:
-        await asyncio.gather(self.shared.run(), self.own.run())
+        self._start_keeping()
+        try:
+            await asyncio.gather(self.shared.run(), self.own.run())
+        finally:
+            self._stop_keeping()
+
+    def _start_keeping(self) -> None:
+        if self._keep is not None and self._keeping is None:
+            self._keeping = asyncio.create_task(self._keep())
+
+    def _stop_keeping(self) -> None:
+        if self._keeping is not None:
+            self._keeping.cancel()
+            self._keeping = None
 
     async def shutdown(self) -> None:
         await asyncio.gather(self.shared.shutdown(), self.own.shutdown())

@@ -22,6 +22,8 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.common import RawValue
 from temporalio.common import RetryPolicy as TemporalRetry
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
@@ -61,6 +63,7 @@ SEGMENTS_PUBLISHED = "endstate-segments-published"
 # started before set the task type only, as they did.
 STARTED_ANYWHERE = "endstate-agent-and-task-set-by-the-workflow"
 START_SHAPE = '{"agent": NAME, "task": TEXT, "task_type": NAME or null, "state": OBJECT}'
+NO_INPUT = RawValue(Payload())  # what `run` is given for a start with no input (`temporal workflow start`)
 READY_TIMEOUT = timedelta(seconds=20)  # in all, retries too: within the service's 30 s for a call
 # The check is tried again about a second apart until READY_TIMEOUT: mid-deploy, workers from before
 # `endstate.ready` fail it as unregistered, and any new worker polling within the window takes it (three
@@ -113,8 +116,9 @@ class EndstateRun:
         self._checking = False  # a reply is being checked (see `REPLY_CHECKED`): another is refused
 
     @workflow.run
-    async def run(self, start: Any) -> dict[str, Any]:
-        if problem := _start_problem(start):  # by hand, not by Endstate's client: no run, said why
+    async def run(self, given: RawValue = NO_INPUT) -> dict[str, Any]:
+        start, unread = _start_of(given)
+        if problem := unread or _start_problem(start):  # by hand, not by Endstate's client: no run, said why
             bare = {"agent": start.get("agent") if isinstance(start, dict) else None}
             bare["agent"] = bare["agent"] if is_text(bare["agent"]) else ""
             return await self._closing(bare, self._bare(bare, StopReason.ERROR, problem, "bad_start"))
@@ -494,6 +498,21 @@ def _check_body(update: str, wait: Any) -> None:
             f"the {update} update's input is {BODIES[update]}, as Endstate's client sends it: WAIT must be "
             f"true or false, not {wait!r:.60}. Use `endstate {update} RUN_ID`, or send that input",
             type="AnswerError",
+        )
+
+
+def _start_of(given: RawValue) -> tuple[Any, str | None]:
+    """The workflow's input, and why it could not be read, if so. It is read here, not by Temporal's
+    worker, which fails every workflow task of an input it cannot decode: the run never ends."""
+    if given is NO_INPUT:
+        return None, f"the workflow was started with no input: it must be one JSON object {START_SHAPE}"
+    try:
+        return workflow.payload_converter().from_payload(given.payload), None
+    except Exception as exc:  # an encoding no converter reads, JSON nested past the decoder's depth
+        cause = exc.__cause__ or exc
+        return None, (
+            f"the workflow's input could not be read ({type(cause).__name__}: {cause!s:.200}): it must be "
+            f"one JSON object {START_SHAPE}"
         )
 
 
