@@ -163,3 +163,35 @@ def test_a_segment_whose_end_landed_before_its_run_was_taken_over_is_counted_onc
         assert stored is not None and stored.stop_reason is StopReason.NO_PROGRESS
     finally:
         w.close()
+
+
+def test_one_runs_release_tells_only_its_own_ends() -> None:
+    """A runner builds an agent once per task type, so one `HeldEnds` holds the ends of every run of
+    it at once: one run's release (taken over) must not tell another run's end, nor as taken over."""
+    from agent.durable._ends import HeldEnds
+    from agent.hooks import RunInfo, RunObserver
+
+    told: list[tuple[str, str]] = []
+
+    class Recorder(RunObserver):
+        def run_ended(self, result: RunResult) -> None:
+            told.append(("ended", result.run_id))
+
+        def run_taken_over(self, result: RunResult) -> None:
+            told.append(("taken over", result.run_id))
+
+    class Hooks:
+        def run_started(self, info: RunInfo) -> RunObserver:
+            return Recorder()
+
+    held = HeldEnds(Hooks())
+    for run_id in ("a", "b"):
+        observer = held.run_started(
+            RunInfo(run_id=run_id, agent="x", task_type="t", model="m", provider="p", task="go")
+        )
+        observer.run_ended(RunResult(run_id, "x", "t", StopReason.SUCCESS))
+    assert told == []
+    held.release("a", taken_over=True)
+    assert told == [("taken over", "a")]
+    held.release("b")
+    assert told == [("taken over", "a"), ("ended", "b")]

@@ -26,17 +26,17 @@ class HeldEnds:
 
     def __init__(self, hooks: RunHooks) -> None:
         self.hooks = hooks
-        self._ends: list[tuple[RunObserver, bool, RunResult]] = []  # observer, taken over, result
+        # by run id (runs of one agent may run at once): observer, taken over, result
+        self._ends: dict[str, list[tuple[RunObserver, bool, RunResult]]] = {}
 
     def run_started(self, info: RunInfo) -> RunObserver:
         return _Held(guard(self.hooks, info), self._ends)
 
-    def release(self, taken_over: bool = False) -> None:
-        """Tell each held observer how its segment ended: `run_taken_over` when another worker holds
-        the run and goes on from before this segment's end (`taken_over`), or the loop said so; else
-        `run_ended`."""
-        ends, self._ends[:] = list(self._ends), []
-        for observer, taken, result in ends:
+    def release(self, run_id: str, taken_over: bool = False) -> None:
+        """Tell each observer held for `run_id` how its segment ended: `run_taken_over` when another
+        worker holds the run and goes on from before this segment's end (`taken_over`), or the loop
+        said so; else `run_ended`. Other runs' ends stay held for their own release."""
+        for observer, taken, result in self._ends.pop(run_id, []):
             if taken or taken_over:
                 observer.run_taken_over(result)
             else:
@@ -60,7 +60,9 @@ class _Held(RunObserver):
 
     guarded = True
 
-    def __init__(self, inner: RunObserver, ends: list[tuple[RunObserver, bool, RunResult]]) -> None:
+    def __init__(
+        self, inner: RunObserver, ends: dict[str, list[tuple[RunObserver, bool, RunResult]]]
+    ) -> None:
         self._inner, self._ends = inner, ends
         self.trace_id, self.span_id = inner.trace_id, inner.span_id
         # the rest is the inner observer's own methods, handed to the loop with no call in between
@@ -81,7 +83,7 @@ class _Held(RunObserver):
         self._inner.ids_later(told)
 
     def run_ended(self, result: RunResult) -> None:
-        self._ends.append((self._inner, False, result))
+        self._ends.setdefault(result.run_id, []).append((self._inner, False, result))
 
     def run_taken_over(self, result: RunResult) -> None:
-        self._ends.append((self._inner, True, result))
+        self._ends.setdefault(result.run_id, []).append((self._inner, True, result))

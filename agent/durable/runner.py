@@ -721,7 +721,7 @@ class Runner:
             result, taken_over = await self._drive(job, cancel)
         finally:
             if (ends := held_ends(getattr(job.agent, "hooks", None))) is not None:
-                ends.release(taken_over)
+                ends.release(job.run_id, taken_over)
         return result
 
     async def _drive(self, job: Job, cancel: CancelSignal | None) -> tuple[RunResult, bool]:
