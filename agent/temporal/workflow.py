@@ -501,11 +501,13 @@ def _check_body(update: str, wait: Any) -> None:
         )
 
 
-def _start_of(given: RawValue) -> tuple[Any, str | None]:
+def _start_of(given: RawValue | Any) -> tuple[Any, str | None]:
     """The workflow's input, and why it could not be read, if so. It is read here, not by Temporal's
     worker, which fails every workflow task of an input it cannot decode: the run never ends."""
     if given is NO_INPUT:
         return None, f"the workflow was started with no input: it must be one JSON object {START_SHAPE}"
+    if not isinstance(given, RawValue):  # read already (a subclass's `run` that takes the start typed)
+        return given, None
     try:
         return workflow.payload_converter().from_payload(given.payload), None
     except Exception as exc:  # an encoding no converter reads, JSON nested past the decoder's depth
