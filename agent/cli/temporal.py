@@ -16,7 +16,6 @@ import contextlib
 import gc
 import json
 import os
-import re
 import shlex
 import signal
 import sys
@@ -349,7 +348,6 @@ async def _serve_metrics(args: argparse.Namespace, telemetry: Any) -> None:
 async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: Any) -> None:
     from agent.temporal import build_worker
 
-    failures: list[BaseException] = []
     worker = await build_worker(
         runs.client,
         catalog,
@@ -357,7 +355,6 @@ async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: An
         hooks=telemetry.hooks,
         heartbeat_seconds=args.heartbeat,
         graceful_shutdown_timeout=timedelta(seconds=args.grace),  # the activities in hand end first
-        on_fatal_error=_kept_in(failures),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -368,31 +365,5 @@ async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: An
         f"at {args.temporal} for agents {', '.join(catalog.names())}",
         flush=True,
     )
-    try:
-        async with worker:
-            await stop.wait()
-    except BaseException as exc:  # Temporal's worker failed (a poll refused for good) cancels the wait
-        if not failures:
-            raise
-        raise ConfigError(_worker_failed(args, failures[0])) from exc
-
-
-def _kept_in(failures: list[BaseException]) -> Callable[[BaseException], Awaitable[None]]:
-    """A worker's `on_fatal_error`: keeps the failure, said in one line once the worker has stopped."""
-
-    async def failed(exc: BaseException) -> None:
-        failures.append(exc)
-
-    return failed
-
-
-def _worker_failed(args: argparse.Namespace, exc: BaseException) -> str:
-    """One line for a worker that Temporal stopped serving (its namespace gone, its rights revoked)."""
-    chain = f"{exc}: {exc.__cause__}" if exc.__cause__ else str(exc)
-    said = re.search(r'message: "([^"]*)"', chain)
-    return (
-        f"the worker stopped: Temporal refused its polling of namespace {args.namespace!r} at "
-        f"{args.temporal} ({said.group(1) if said else chain[:300]}). If the namespace is gone (a "
-        "development server restarted in memory loses those made on it), create it again (`temporal "
-        f"operator namespace create {args.namespace}`); then start the worker again"
-    )
+    async with worker:
+        await stop.wait()
