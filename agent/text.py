@@ -215,11 +215,7 @@ def _mixed(word: str) -> str:
     if len(letters) < 2 or any(letters.keys() <= allowed for allowed in _MIXABLE):
         return ""
     main = max(letters, key=lambda s: (s == "Latin", len(letters[s])))
-    others = "; ".join(
-        f"{script} " + ", ".join(f'"{visible(c)}" (U+{ord(c):04X})' for c in chars[:3])
-        for script, chars in letters.items()
-        if script != main
-    )
+    others = "; ".join(f"{script} {_named(chars[:3])}" for script, chars in letters.items() if script != main)
     return f'"{visible(word[:80])}" mixes {others} with {main}'
 
 
@@ -245,8 +241,12 @@ def _reads_latin(words: list[str]) -> Iterator[str]:
     for word, script in scripts.items():
         if script and script not in written_in and _looks_latin(word):
             odd = [c for c in dict.fromkeys(word) if c in _LOOKS_LATIN][:4]
-            letters = ", ".join(f'"{c}" (U+{ord(c):04X})' for c in odd)
-            yield f'"{visible(word[:80])}" is all {script} letters that look Latin: {letters}'
+            yield f'"{visible(word[:80])}" is all {script} letters that look Latin: {_named(odd)}'
+
+
+def _named(chars: list[str]) -> str:
+    """Letters as a reader can find them: `"a" (U+0430), "o" (U+043E)`."""
+    return ", ".join(f'"{visible(c)}" (U+{ord(c):04X})' for c in chars)
 
 
 def _only_script(word: str) -> str:
