@@ -111,6 +111,21 @@ class TemporalServer:
         self._reaper.done()
 
 
+class RestartableServer(TemporalServer):
+    """A dev server that can be stopped and started again on the same ports, its memory lost (the
+    namespaces `extra_args` created on it too, when `restart` is given other `extra_args`)."""
+
+    def _start_on(self, ports: list[int]) -> subprocess.Popen[bytes]:
+        self.ports = ports
+        return super()._start_on(ports)
+
+    def restart(self, extra_args: tuple[str, ...] | None = None) -> None:
+        self.stop()
+        if extra_args is not None:
+            self.extra_args = extra_args
+        self._start_on(self.ports)
+
+
 def temporal_fixture(scope: str = "module", make: Callable[[], TemporalServer] | None = None) -> Any:
     """The `temporal` fixture of a test module (`temporal = temporal_fixture()`): a server made by `make`
     (`TemporalServer` by default) for the module's tests (or the session's), stopped after them."""

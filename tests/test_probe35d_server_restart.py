@@ -15,25 +15,12 @@ from pathlib import Path
 
 import pytest
 from temporal_agents import catalog
-from temporal_server import TemporalServer, serving
+from temporal_server import RestartableServer, serving
 
 from agent.result import StopReason
 from agent.temporal import worker as worker_module
 
 pytestmark = pytest.mark.slow
-
-
-class RestartableServer(TemporalServer):
-    """A dev server that can be stopped and started again on the same ports, its memory lost."""
-
-    def restart(self) -> None:
-        self.stop()
-        ports = [self.port, *(int(p) for p in self.extra_ports)]
-        self._start_on(ports)
-
-    def _start_on(self, ports: list[int]) -> object:
-        self.extra_ports = ports[1:]
-        return super()._start_on(ports)
 
 
 @pytest.fixture(name="server")

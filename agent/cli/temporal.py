@@ -16,6 +16,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import shlex
 import signal
 import sys
@@ -32,6 +33,7 @@ from agent.result import RunResult, StopReason
 from agent.service.server import first_scrape_arg, port_number, seconds, seconds_from_zero
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
+STOP_SLACK_S = 5.0  # seconds past --grace a failed worker's shutdown may take before the process exits anyway
 NOTE_AFTER_S = 10.0  # seconds a command waits for a segment before it says what it waits for
 T = TypeVar("T")
 STORE_ONLY = {  # commands with no Temporal form: what does their work there
@@ -300,8 +302,24 @@ async def _waiting_pairs(pending: Callable[[], list[tuple[str, str, float]]]) ->
         return set()
 
 
+class WorkerFailed(ConfigError):
+    """Temporal failed the worker for good: said in one line, exit 2; the SDK's tasks may be left."""
+
+
 def _worker(args: argparse.Namespace) -> int:
-    return asyncio.run(_run_worker(args))
+    """`_run_worker` on an event loop of its own. A failed worker's loop is left as it is: closing it
+    would cancel and wait for the tasks Temporal's SDK left, which may never end (a poll that never
+    returns), and the process ends without them (`main.run` exits without the interpreter's teardown)."""
+    runner = asyncio.Runner()
+    try:
+        code = runner.run(_run_worker(args))
+    except WorkerFailed:
+        raise
+    except BaseException:
+        runner.close()
+        raise
+    runner.close()
+    return code
 
 
 async def _run_worker(args: argparse.Namespace) -> int:
@@ -346,8 +364,12 @@ async def _serve_metrics(args: argparse.Namespace, telemetry: Any) -> None:
 
 
 async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: Any) -> None:
+    """Poll until SIGTERM or SIGINT (the activities in hand end first, within --grace), or until Temporal
+    fails the worker for good (`WorkerFailed`, once its shutdown ended or had `--grace` + `STOP_SLACK_S`)."""
     from agent.temporal import build_worker
 
+    failures: list[BaseException] = []
+    failed = asyncio.Event()
     worker = await build_worker(
         runs.client,
         catalog,
@@ -355,6 +377,7 @@ async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: An
         hooks=telemetry.hooks,
         heartbeat_seconds=args.heartbeat,
         graceful_shutdown_timeout=timedelta(seconds=args.grace),  # the activities in hand end first
+        on_fatal_error=_kept_in(failures, failed),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -365,5 +388,62 @@ async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: An
         f"at {args.temporal} for agents {', '.join(catalog.names())}",
         flush=True,
     )
-    async with worker:
-        await stop.wait()
+    running = asyncio.create_task(worker.run())  # ends once shut down, or early when the worker failed
+    await _first(stop.wait(), failed.wait(), running)
+    stopping = asyncio.create_task(worker.shutdown())
+    if not (failures or running.done()):  # a signal: a graceful stop, unless the worker fails meanwhile
+        await _first(running, failed.wait())
+    if not running.done():  # the SDK may never end a failed worker's shutdown (a poll that never returns)
+        await asyncio.wait({running}, timeout=args.grace + STOP_SLACK_S)
+    ran = _failure_of(running)  # read even when `failures` say more: an exception never read is logged
+    failure = failures[0] if failures else ran
+    if failure is not None:
+        raise WorkerFailed(_worker_failed(args, failure)) from failure
+    await stopping
+
+
+async def _first(*waits: Awaitable[Any]) -> None:
+    """Until the first of `waits` ends (the others cancelled, tasks among them left running)."""
+    tasks = [w if isinstance(w, asyncio.Task) else asyncio.ensure_future(w) for w in waits]
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task, wait in zip(tasks, waits, strict=True):
+        if task is not wait:
+            task.cancel()
+
+
+def _failure_of(running: asyncio.Task[None]) -> BaseException | None:
+    """What the worker's run failed with (none while it runs, or when it ended as told)."""
+    if not running.done():
+        return None
+    return None if running.cancelled() else running.exception()
+
+
+def _kept_in(
+    failures: list[BaseException], failed: asyncio.Event
+) -> Callable[[BaseException], Awaitable[None]]:
+    """A worker's `on_fatal_error`: keeps the failure and sets `failed`, to stop the worker."""
+
+    async def fail(exc: BaseException) -> None:
+        failures.append(exc)
+        failed.set()
+
+    return fail
+
+
+def _worker_failed(args: argparse.Namespace, exc: BaseException) -> str:
+    """One line for a worker that Temporal stopped serving (its namespace gone, its rights revoked)."""
+    chain = f"{exc}: {exc.__cause__}" if exc.__cause__ else str(exc)
+    said = re.search(r'message: "([^"]*)"', chain)
+    reason = said.group(1) if said else chain[:300]
+    if "namespace" in reason.lower() and "not found" in reason.lower():
+        then = (
+            "If the namespace is gone (a development server restarted in memory loses those made on "
+            f"it), create it again (`temporal operator namespace create {args.namespace}`); then start "
+            "the worker again"
+        )
+    else:
+        then = "Start the worker again once Temporal serves it (the lines above say more)"
+    return (
+        f"the worker stopped: Temporal failed its polling of namespace {args.namespace!r} at "
+        f"{args.temporal} ({reason}). {then}"
+    )
