@@ -14,6 +14,7 @@ says so once in its log.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import uuid
@@ -23,7 +24,13 @@ from typing import Any
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import (
+    ExecuteWorkflowInput,
+    Interceptor,
+    Worker,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from agent.budget import MAX_SECONDS
@@ -35,7 +42,7 @@ from agent.temporal import _wire as w
 from agent.temporal._activities import EndstateActivities
 from agent.temporal._registry import WorkerSetup
 from agent.temporal._remote import WORKFLOW_TOOLS
-from agent.temporal.workflow import EndstateRun
+from agent.temporal.workflow import EndstateRun, ManyInputs
 from agent.tools import set_host
 
 log = logging.getLogger("endstate.temporal")
@@ -120,15 +127,19 @@ async def build_worker(
     _registry.register(task_queue, setup)
     own = f"{task_queue}@{uuid.uuid4().hex}"
     activities = EndstateActivities(catalog, own)
+    interceptors = [OneInput(), *options.pop("interceptors", ())]
     shared = Worker(
         client,
         task_queue=task_queue,
         workflows=[EndstateRun],
         activities=activities.all(),
         workflow_runner=workflow_runner(),
+        interceptors=interceptors,
         **options,
     )
-    own_worker = Worker(client, task_queue=own, activities=activities.all(), **options)
+    own_worker = Worker(
+        client, task_queue=own, activities=activities.all(), interceptors=interceptors, **options
+    )
     return EndstateWorker(shared, own_worker, keep=lambda: keep_search_attributes(client, client.namespace))
 
 
@@ -145,6 +156,24 @@ def _check_setup(task_queue: str, least: float = MIN_TIMEOUT, **given: float) ->
             raise ConfigError(
                 f"{name} must be a number of seconds {low} and at most {MAX_SECONDS:g}, not {value!r:.40}"
             )
+
+
+class OneInput(Interceptor):
+    """Hands `EndstateRun.run` a start of two inputs or more (`temporal workflow start --input A --input B`)
+    as one `ManyInputs`, which ends the run as `bad_start`: given them all, `run` failed every workflow
+    task, and the run never ended. A start of one input, or none, is passed on as it is."""
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor] | None:
+        return _OneInputInbound
+
+
+class _OneInputInbound(WorkflowInboundInterceptor):
+    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+        if issubclass(input.type, EndstateRun) and len(input.args) > 1:
+            input = dataclasses.replace(input, args=[ManyInputs(len(input.args))])
+        return await super().execute_workflow(input)
 
 
 class EndstateWorker:

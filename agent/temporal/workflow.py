@@ -75,6 +75,13 @@ MEMO_TEXT = 2000  # characters of note and summary kept in the memo
 CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
 
+@dataclasses.dataclass(frozen=True)
+class ManyInputs:
+    """What `run` is given for a start of two inputs or more (see `worker.OneInput`): how many."""
+
+    count: int
+
+
 @dataclasses.dataclass
 class Reply:
     """A person's reply to a waiting run."""
@@ -506,6 +513,9 @@ def _start_of(given: RawValue | Any) -> tuple[Any, str | None]:
     worker, which fails every workflow task of an input it cannot decode: the run never ends."""
     if given is NO_INPUT:
         return None, f"the workflow was started with no input: it must be one JSON object {START_SHAPE}"
+    if isinstance(given, ManyInputs):
+        said = f"the workflow was started with {given.count} inputs: it must be one JSON object {START_SHAPE}"
+        return None, said
     if not isinstance(given, RawValue):  # read already (a subclass's `run` that takes the start typed)
         return given, None
     try:
