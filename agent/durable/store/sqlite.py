@@ -38,7 +38,8 @@ _INSERT_ENTRY = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON
 # own folding (still on, as before) is then rare.
 FOLD_EVERY = 100
 # Seconds between two looks at whether the store's path still names the file this process opened
-# (see `SqliteStore.check_file`): a write in the first of them after it went may still be lost.
+# (see `SqliteStore.check_file`). A write is looked at as it commits too (`SqliteStore._committed`):
+# one that went to a file deleted or replaced under it fails, however soon after.
 FILE_CHECK_SECONDS = 0.25
 T = TypeVar("T")
 _RUNNING = str(RunStatus.RUNNING)  # as plain text: sqlite3 binds an enum's text after an adapter lookup
@@ -73,6 +74,7 @@ class SqliteStore(SqlStore):
         self._conn = self._connect()
         self._folder: Folder | None = None  # none for ":memory:" (no write-ahead log)
         self._file: tuple[int, int] | None = None  # the opened file's (device, inode): see `check_file`
+        self._held: Held | None = None  # the file as opened, looked at as a write commits
         self._where = self.path.absolute()  # where it was opened (SQLite's too: a later chdir moves neither)
         self._file_due = 0.0  # when `check_file` looks at the path again (time.monotonic)
         try:
@@ -81,6 +83,7 @@ class SqliteStore(SqlStore):
             if str(self.path) != ":memory:":
                 self._reader = self._connect()
                 self._reader.execute("PRAGMA query_only = 1")
+                self._held = Held.of(self._where)
                 # not `self._connect`: the folder's thread would keep a store never closed alive (its
                 # connections open) for ever; once the store is collected, the thread stops too
                 self._folder = Folder(functools.partial(connect, self._where, self.timeout), self._allowance)
@@ -90,7 +93,8 @@ class SqliteStore(SqlStore):
             raise
         # a store dropped without `close`: its connections closed and its folding thread stopped when
         # it is collected (Python 3.13 warns of a connection collected open: ResourceWarning)
-        weakref.finalize(self, _dropped, self._conn, self._reader, self._folder).atexit = False
+        self._dropped = weakref.finalize(self, _dropped, self._conn, self._reader, self._folder, self._held)
+        self._dropped.atexit = False
 
     def _connect(self) -> sqlite3.Connection:
         if str(self.path) != ":memory:":
@@ -176,17 +180,17 @@ class SqliteStore(SqlStore):
         this process before it that does not return within the allowance fails this one."""
         return _Call(self, conn, lock)
 
-    def check_file(self, now: bool = False) -> None:
+    def check_file(self, now: bool = False, written: bool = False) -> None:
         """Refuse a call once the store's path no longer names the file this process opened (deleted,
         moved or replaced under it): SQLite would go on writing to the old file, which no other process
         reads and which is gone once this one exits, so a run said to be stored would be lost. The
-        path is looked at `now`, or when `FILE_CHECK_SECONDS` passed since it last was (a `stat` at
-        every checkpoint would cost a few percent of it); once gone, every call is refused."""
+        path is looked at `now`, or when `FILE_CHECK_SECONDS` passed since it last was (and a write as
+        it commits: `_committed`); once gone, every call is refused."""
         if self._file is None or (not now and time.monotonic() < self._file_due):
             return
         if file_id(self._where) != self._file:
             self._file_due = 0.0  # and every call after it looks again (the file may be put back)
-            raise StoreError(file_gone(self._where, self._file))
+            raise StoreError(file_gone(self._where, self._file, written))
         self._file_due = time.monotonic() + FILE_CHECK_SECONDS
 
     def _connection_for(self, sql: str) -> tuple[sqlite3.Connection, Any]:
@@ -218,9 +222,17 @@ class SqliteStore(SqlStore):
 
     def _committed(self, conn: sqlite3.Connection) -> None:
         """A call on the writer that ended outside a transaction has committed (or only read): one
-        commit more for the folder (see `Folder`)."""
-        if self._folder is not None and conn is self._conn and not conn.in_transaction:
+        commit more for the folder (see `Folder`). A commit to a store file that has no name any more
+        (deleted, or replaced by a rename over it) fails: it is in no file another process reads,
+        whatever the time since `check_file` last looked (which it does now, to say what happened).
+        A file moved away keeps its name there: found at the next look (`FILE_CHECK_SECONDS`), the
+        writes until then are in the moved file."""
+        if conn is not self._conn or conn.in_transaction:
+            return
+        if self._folder is not None:
             self._folder.committed()
+        if (held := self._held) is not None and held.unlinked():
+            self.check_file(now=True, written=True)
 
     def _append(
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
@@ -353,6 +365,9 @@ class SqliteStore(SqlStore):
             if self._reader is not None:
                 self._reader.close()
         self._watchdog.close()
+        self._dropped.detach()  # its descriptor is closed here, once (descriptor numbers are reused)
+        if self._held is not None:
+            self._held.close()
 
 
 class _Call:
@@ -445,13 +460,17 @@ def _flock(fd: int, kind: int, seconds: float) -> None:
         time.sleep(0.05)
 
 
-def _dropped(conn: sqlite3.Connection, reader: sqlite3.Connection | None, folder: Folder | None) -> None:
+def _dropped(
+    conn: sqlite3.Connection, reader: sqlite3.Connection | None, folder: Folder | None, held: Held | None
+) -> None:
     """What `SqliteStore.close` closes, for a store collected without it (no thread uses them then)."""
     if folder is not None:
         folder.stop()
     conn.close()
     if reader is not None:
         reader.close()
+    if held is not None:
+        held.close()
 
 
 def connect(path: Path, timeout: float) -> sqlite3.Connection:
@@ -530,18 +549,50 @@ def file_id(path: Path) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
-def file_gone(path: Path, opened: tuple[int, int]) -> str:
-    """Why a store whose file left its path refuses calls, where that file is now, and what to do."""
+def file_gone(path: Path, opened: tuple[int, int], written: bool = False) -> str:
+    """Why a store whose file left its path refuses calls (`written`: a write found it as it committed),
+    where that file is now, and what to do."""
     what = "replaced by another file" if path.exists() else "deleted or moved away"
     now = _open_as(opened)
     where = f"; it is now at {now}" if now is not None and not now.endswith(" (deleted)") else ""
+    done = "this write was not stored (it went to that file only)" if written else "nothing was changed"
     return (
-        f"the run store file {path} was {what} while this process had it open, so nothing was changed: "
+        f"the run store file {path} was {what} while this process had it open, so {done}: "
         "its writes would go to a file no other process reads, lost once this process exits"
         f"{where}. Put the file back at {path} (with its -wal file), or restart this process to "
         "use the store now at that path (the runs it was driving are recovered from their last "
         "checkpoint there)"
     )
+
+
+class Held:
+    """The store file this process opened, held by an `O_PATH` descriptor (Linux) whose `fstat` says
+    whether the file still has a name: none once deleted, or replaced by a rename over it. About a
+    microsecond, half a `stat` of its path, a quarter of a `readlink` of /proc/self/fd (which would
+    tell a move too: `check_file` finds that). `O_PATH`, because closing any other descriptor of a
+    file would drop the POSIX locks SQLite holds on it in this process."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    @classmethod
+    def of(cls, path: Path) -> Held | None:
+        """The file at `path`, or None where it cannot be held so (no `O_PATH`: not Linux)."""
+        if (o_path := getattr(os, "O_PATH", None)) is None:
+            return None
+        try:
+            return cls(os.open(path, o_path))
+        except OSError:
+            return None
+
+    def unlinked(self) -> bool:
+        """Whether the file has no name left."""
+        return os.fstat(self._fd).st_nlink == 0
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 def _open_as(opened: tuple[int, int]) -> str | None:
