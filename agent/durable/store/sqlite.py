@@ -7,6 +7,7 @@ import functools
 import logging
 import os
 import sqlite3
+import struct
 import threading
 import time
 import weakref
@@ -41,6 +42,7 @@ FOLD_EVERY = 100
 # (see `SqliteStore.check_file`). A write is looked at as it commits too (`SqliteStore._committed`):
 # one that went to a file deleted or replaced under it fails, however soon after.
 FILE_CHECK_SECONDS = 0.25
+SIDES = ("-wal", "-shm")  # the files SQLite keeps beside the store: its write-ahead log, its index
 T = TypeVar("T")
 _RUNNING = str(RunStatus.RUNNING)  # as plain text: sqlite3 binds an enum's text after an adapter lookup
 
@@ -74,7 +76,9 @@ class SqliteStore(SqlStore):
         self._conn = self._connect()
         self._folder: Folder | None = None  # none for ":memory:" (no write-ahead log)
         self._file: tuple[int, int] | None = None  # the opened file's (device, inode): see `check_file`
+        self._sides: tuple[tuple[Path, tuple[int, int]], ...] = ()  # its -wal and -shm as opened
         self._held: Held | None = None  # the file as opened, looked at as a write commits
+        self._lost: str | None = None  # why every call is refused for good (its log or index went)
         self._where = self.path.absolute()  # where it was opened (SQLite's too: a later chdir moves neither)
         self._file_due = 0.0  # when `check_file` looks at the path again (time.monotonic)
         try:
@@ -83,6 +87,7 @@ class SqliteStore(SqlStore):
             if str(self.path) != ":memory:":
                 self._reader = self._connect()
                 self._reader.execute("PRAGMA query_only = 1")
+                self._sides = side_files(self._where)
                 self._held = Held.of(self._where)
                 # not `self._connect`: the folder's thread would keep a store never closed alive (its
                 # connections open) for ever; once the store is collected, the thread stops too
@@ -185,13 +190,52 @@ class SqliteStore(SqlStore):
         moved or replaced under it): SQLite would go on writing to the old file, which no other process
         reads and which is gone once this one exits, so a run said to be stored would be lost. The
         path is looked at `now`, or when `FILE_CHECK_SECONDS` passed since it last was (and a write as
-        it commits: `_committed`); once gone, every call is refused."""
+        it commits: `_committed`); once gone, every call is refused. So is every call once the store's
+        write-ahead log or index left its path (`_lose`): for good, as the message says."""
+        if self._lost is not None:
+            raise StoreError(self._lost)
         if self._file is None or (not now and time.monotonic() < self._file_due):
             return
         if file_id(self._where) != self._file:
             self._file_due = 0.0  # and every call after it looks again (the file may be put back)
             raise StoreError(file_gone(self._where, self._file, written))
+        for side, opened in self._sides:
+            if file_id(side) != opened:
+                raise StoreError(self._lose(side, written))
         self._file_due = time.monotonic() + FILE_CHECK_SECONDS
+
+    def _lose(self, side: Path, written: bool) -> str:
+        """Why the store refuses every call from now on, its write-ahead log or its index (`side`)
+        having left its path (`rm runs.db-wal`): this process's connections still use the old ones,
+        which no other process sees, so its writes and another process's would overwrite each other.
+        What this process wrote to a lost log is folded into the file first (it would be gone when
+        the process exits), and its connections will not fold their log at close (`hold_off_folding`:
+        by an index another process no longer shares, that folding lost that process's writes)."""
+        hold_off_folding(self._where, self._file)
+        if self._folder is not None:
+            self._folder.stop()
+        folded: str | Exception = ""
+        if side.name.endswith("-wal"):
+            if not self._lock.acquire(timeout=self._allowance):
+                return side_gone(self._where, side, written, None)  # a call that hangs: the next one folds
+            try:
+                if self._conn.in_transaction:  # (its own thread's call inside `_tx`): the next call folds
+                    return side_gone(self._where, side, written, None)
+                folded = self._fold_lost_log()
+            finally:
+                self._lock.release()
+        self._lost = side_gone(self._where, side, written, folded)
+        log.error("%s", self._lost)
+        return self._lost
+
+    def _fold_lost_log(self) -> str | Exception:
+        """Fold the write-ahead log this process still has open, which left its path, into the file: ''
+        when all of it was, else what went wrong."""
+        try:
+            busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            return exc
+        return "another connection kept part of it from being folded" if busy else ""
 
     def _connection_for(self, sql: str) -> tuple[sqlite3.Connection, Any]:
         """The reader for a read outside this thread's transaction, else the writer; with its lock."""
@@ -357,6 +401,8 @@ class SqliteStore(SqlStore):
             raise self._failed(exc) from exc
 
     def close(self) -> None:
+        if self._lost is None and any(file_id(side) != opened for side, opened in self._sides):
+            hold_off_folding(self._where, self._file)  # gone since `check_file` last looked: see `_lose`
         if self._folder is not None:
             self._folder.close()
         with self._lock:
@@ -565,6 +611,38 @@ def file_gone(path: Path, opened: tuple[int, int], written: bool = False) -> str
     )
 
 
+def side_gone(path: Path, side: Path, written: bool, folded: str | Exception | None) -> str:
+    """Why a store whose write-ahead log or index (`side`) left its path refuses every call, what
+    became of what this process wrote (`written`: a write found it as it committed; `folded`: '' all
+    of it folded into the file, else why not; None not yet), and what to do."""
+    log_gone = side.name.endswith("-wal")
+    what = "write-ahead log" if log_gone else "shared-memory index"
+    too = ", this call's write too," if written else ""
+    if not log_gone:
+        kept = f"What this process wrote{too} is kept (in {path.name}-wal)"
+    elif folded == "":
+        kept = f"What this process wrote to the lost log{too} was folded into {path}: nothing is lost"
+    elif folded is None:
+        kept = f"What this process wrote to the lost log{too} is folded into {path} at its next call"
+    else:
+        kept = (
+            f"Folding what this process wrote to the lost log{too} into {path} failed ({folded}): what it "
+            "wrote since the log was last folded is lost when this process exits"
+        )
+    return (
+        f"the run store's {what} {side} was deleted or replaced while this process had the store open, "
+        "so it writes no more: its writes and those of any other process that opens the store would "
+        f"overwrite each other. {kept}. Restart this process to use the store again"
+    )
+
+
+def side_files(path: Path) -> tuple[tuple[Path, tuple[int, int]], ...]:
+    """The write-ahead log and the index beside the store file at `path` (those that exist), with their
+    (device, inode): the log first."""
+    found = ((path.with_name(path.name + end), file_id(path.with_name(path.name + end))) for end in SIDES)
+    return tuple((side, opened) for side, opened in found if opened is not None)
+
+
 class Held:
     """The store file this process opened, held by an `O_PATH` descriptor (Linux) whose `fstat` says
     whether the file still has a name: none once deleted, or replaced by a rename over it. About a
@@ -593,6 +671,34 @@ class Held:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+# SQLite's shared lock on a file is a read lock of these bytes (its os_unix.c: SHARED_FIRST, SHARED_SIZE);
+# its exclusive lock, a write lock of them
+_SHARED_FIRST, _SHARED_SIZE = 0x40000000 + 2, 510
+_HELD_OFF: list[int] = []  # descriptors of `hold_off_folding`, open until the process exits
+
+
+def hold_off_folding(path: Path, opened: tuple[int, int] | None) -> None:
+    """Keep this process's connections to the store file at `path` from folding their write-ahead log
+    into it as they close: SQLite does that at its last connection's close, when it gets the file's
+    exclusive lock. An open file description's read lock of the same bytes keeps it from that lock,
+    until the process exits; it is never closed (closing a descriptor of the file would drop SQLite's
+    own locks). Other processes' shared locks are read locks too, so they go on."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    found = os.fstat(fd)
+    if (found.st_dev, found.st_ino) != opened:  # another file now: leave it
+        os.close(fd)
+        return
+    lock = struct.pack("hhqqixxxx", fcntl.F_RDLCK, os.SEEK_SET, _SHARED_FIRST, _SHARED_SIZE, 0)
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, lock)
+    except (OSError, AttributeError) as exc:  # (no F_OFD_SETLK: not Linux)
+        log.warning("could not keep the run store %s from being folded at close: %s", path, exc)
+    _HELD_OFF.append(fd)
 
 
 def _open_as(opened: tuple[int, int]) -> str | None:
