@@ -107,3 +107,30 @@ def test_a_store_whose_files_stay_in_place_writes_on(tmp_path: Path, monkeypatch
     finally:
         store.close()
     assert len(_runs(path)) == sqlite.FOLD_EVERY + 5
+
+
+def test_a_log_found_gone_by_a_failing_call_is_said_and_its_runs_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process that opens the store after the log went fails ("disk I/O error") and leaves a
+    new, empty log at the path; this process's next read failed with "disk I/O error" too, its next
+    write was said to be stored, and at its close every run was gone. A failing call looks at the
+    paths (as at close), so it says what happened, and the runs written so far are folded in."""
+    monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 3600.0)  # only a failing call, or the close, looks
+    path = tmp_path / "runs.db"
+    store = open_store(str(path))
+    try:
+        store.create(NewRun("before", "test-agent", "t", "default"), Lease("a", 30.0), NOW)
+        Path(f"{path}-wal").unlink()
+        opens = f"from agent.durable.store import open_store; open_store({str(path)!r})"
+        assert subprocess.run([sys.executable, "-c", opens], capture_output=True).returncode != 0
+        with pytest.raises(StoreError) as refused:
+            store.get("before")
+        message = str(refused.value)
+        assert f"write-ahead log {path}-wal was deleted or replaced" in message, message
+        assert "nothing is lost" in message, message
+        with pytest.raises(StoreError, match="write-ahead log"):
+            store.create(NewRun("after", "test-agent", "t", "default"), Lease("a", 30.0), NOW)
+    finally:
+        store.close()
+    assert _runs(path) == {"before"}

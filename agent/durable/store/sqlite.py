@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import logging
@@ -324,8 +325,10 @@ class SqliteStore(SqlStore):
                 "interrupted (a file system that hangs or is very slow?); nothing was changed. If the "
                 "disk is only slow, raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT)"
             )
-        if self._file is not None and file_id(self._where) != self._file:  # ("disk I/O error", say)
-            return StoreError(file_gone(self._where, self._file))
+        try:  # a file, log or index gone from its path says so, not "disk I/O error"
+            self.check_file(now=True)
+        except StoreError as gone:
+            return gone
         return StoreError(f"the run store {self.path} failed: {exc}{open_hint(self.path)}")
 
     def waited(self) -> float:
@@ -401,8 +404,8 @@ class SqliteStore(SqlStore):
             raise self._failed(exc) from exc
 
     def close(self) -> None:
-        if self._lost is None and any(file_id(side) != opened for side, opened in self._sides):
-            hold_off_folding(self._where, self._file)  # gone since `check_file` last looked: see `_lose`
+        with contextlib.suppress(StoreError):  # a log or index gone since the last look: see `_lose`
+            self.check_file(now=True)
         if self._folder is not None:
             self._folder.close()
         with self._lock:
