@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import math
 import os
 import shlex
@@ -30,6 +31,7 @@ from agent.durable.store import (
     RunRecord,
     RunStatus,
     RunStore,
+    StoreError,
     default_url,
     open_store,
 )
@@ -349,8 +351,22 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
     with _runner(args) as runner:
         job = claim(runner)
         result = asyncio.run(runner.drive(job))
-    print(json_text(result.to_dict()) if args.json else result_line(result, store_on(args)))
+        record = None if args.json else record_now(runner.store, result.run_id)
+    print(
+        json_text(result.to_dict())
+        if args.json
+        else result_line(result, store_on(args), record, runner.owner)
+    )
     return 0
+
+
+def record_now(store: RunStore, run_id: str) -> RunRecord | None:
+    """The run as the store has it now (None when it cannot say): another worker may have taken it
+    over while this segment ran, and then the store, not the segment, says what continues it."""
+    try:
+        return store.get(run_id)
+    except StoreError:
+        return None
 
 
 # -- plumbing -------------------------------------------------------------------------------------
@@ -448,10 +464,8 @@ def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None
     if left <= 0:
         late = late or f"too late to answer: `endstate recover{on}` ends it under its help policy"
         lines.append(f"    -> {late}")
-    elif r.pending:  # the question names the call and its arguments
-        lines.append(f'    -> endstate approve {r.run_id}{on}   or   endstate deny {r.run_id}{on} "why"')
-    else:
-        lines.append(f'    -> endstate answer {r.run_id}{on} "your answer"')
+    else:  # for an approval, the question names the call and its arguments
+        lines.append(f"    -> {answer_command(r.run_id, r.pending is not None, on)}")
     return "\n".join(lines)
 
 
@@ -460,14 +474,45 @@ def local_time(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(timestamp))
 
 
-def result_line(r: RunResult, on: str = "") -> str:
+def result_line(r: RunResult, on: str = "", record: RunRecord | None = None, owner: str = "") -> str:
     """How a segment ended, and the command that continues the run when it can go on (with the
-    options `on` that reach the same runs: `store_on`, `temporal_on`)."""
+    options `on` that reach the same runs: `store_on`, `temporal_on`). Given the run's `record` as
+    the store has it now, and this process's worker `owner`: what continues the run when the store
+    no longer holds it as the segment left it (`went_on`)."""
     limit = f" ({r.limit})" if r.limit else ""
     verified = " verified" if r.verified else ""
     text = _cut(one_line(r.note or r.output), r)
     line = f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text}".rstrip()
-    return line + next_step(r, on)
+    return line + (went_on(r, record, owner, on) or next_step(r, on))
+
+
+def went_on(r: RunResult, record: RunRecord | None, owner: str, on: str = "") -> str:
+    """What the store says of a run that moved on since this segment ended (another worker took it
+    over: its lease ran out while this one stalled), where the segment's own hint would be refused;
+    '' when the store holds the run as the segment left it, or was not read."""
+    if record is None or _as_left(r, record) or record.owner == owner:
+        return ""
+    if record.owner is not None:
+        return (
+            f"\n    -> another worker ({record.owner}) holds the run now and continues it: "
+            f"`endstate runs{on}` shows how it goes on"
+        )
+    if record.status is RunStatus.WAITING:
+        asks = answer_command(record.run_id, record.pending is not None, on)
+        return f"\n    -> it waits for a person now: {asks}"
+    if record.status is RunStatus.FINISHED:
+        limit = f"/{record.stop_limit}" if record.stop_limit else ""
+        return (
+            f"\n    -> it has ended since: {record.stop_reason}{limit} after {plural(record.turns, 'turn')}"
+        )
+    return next_step(dataclasses.replace(r, reason=StopReason.CANCELLED), on)  # cancelled: resumable
+
+
+def _as_left(r: RunResult, record: RunRecord) -> bool:
+    """Whether the store holds the run as segment `r` left it (released, with its stop)."""
+    status = {StopReason.CANCELLED: RunStatus.CANCELLED, StopReason.NEED_HELP: RunStatus.WAITING}
+    expected = status.get(r.reason, RunStatus.FINISHED)
+    return record.owner is None and (record.status, record.stop_reason) == (expected, r.reason)
 
 
 LINE_CHARS = 200  # of a run's note or output that its line shows
@@ -492,9 +537,14 @@ def next_step(r: RunResult, on: str = "") -> str:
         return f"\n    -> endstate resume {r.run_id}{on} --more-{r.limit} N   gives it more budget"
     if r.reason is not StopReason.NEED_HELP or r.suspension is None:
         return ""
-    if r.suspension.pending is not None:
-        return f'\n    -> endstate approve {r.run_id}{on}   or   endstate deny {r.run_id}{on} "why"'
-    return f'\n    -> endstate answer {r.run_id}{on} "your answer"'
+    return f"\n    -> {answer_command(r.run_id, r.suspension.pending is not None, on)}"
+
+
+def answer_command(run_id: str, approval: bool, on: str = "") -> str:
+    """The command that answers a waiting run: approve or deny its pending call (`approval`), or answer."""
+    if approval:
+        return f'endstate approve {run_id}{on}   or   endstate deny {run_id}{on} "why"'
+    return f'endstate answer {run_id}{on} "your answer"'
 
 
 def _span(seconds: float) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import logging
 import os
 import sqlite3
+import struct
 import threading
 import time
 import weakref
@@ -38,8 +40,10 @@ _INSERT_ENTRY = f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES (?, ?, ?) ON
 # own folding (still on, as before) is then rare.
 FOLD_EVERY = 100
 # Seconds between two looks at whether the store's path still names the file this process opened
-# (see `SqliteStore.check_file`): a write in the first of them after it went may still be lost.
+# (see `SqliteStore.check_file`). A write is looked at as it commits too (`SqliteStore._committed`):
+# one that went to a file deleted or replaced under it fails, however soon after.
 FILE_CHECK_SECONDS = 0.25
+SIDES = ("-wal", "-shm")  # the files SQLite keeps beside the store: its write-ahead log, its index
 T = TypeVar("T")
 _RUNNING = str(RunStatus.RUNNING)  # as plain text: sqlite3 binds an enum's text after an adapter lookup
 
@@ -73,6 +77,9 @@ class SqliteStore(SqlStore):
         self._conn = self._connect()
         self._folder: Folder | None = None  # none for ":memory:" (no write-ahead log)
         self._file: tuple[int, int] | None = None  # the opened file's (device, inode): see `check_file`
+        self._sides: tuple[tuple[Path, tuple[int, int]], ...] = ()  # its -wal and -shm as opened
+        self._held: Held | None = None  # the file as opened, looked at as a write commits
+        self._lost: str | None = None  # why every call is refused for good (its log or index went)
         self._where = self.path.absolute()  # where it was opened (SQLite's too: a later chdir moves neither)
         self._file_due = 0.0  # when `check_file` looks at the path again (time.monotonic)
         try:
@@ -81,6 +88,8 @@ class SqliteStore(SqlStore):
             if str(self.path) != ":memory:":
                 self._reader = self._connect()
                 self._reader.execute("PRAGMA query_only = 1")
+                self._sides = side_files(self._where)
+                self._held = Held.of(self._where)
                 # not `self._connect`: the folder's thread would keep a store never closed alive (its
                 # connections open) for ever; once the store is collected, the thread stops too
                 self._folder = Folder(functools.partial(connect, self._where, self.timeout), self._allowance)
@@ -90,7 +99,8 @@ class SqliteStore(SqlStore):
             raise
         # a store dropped without `close`: its connections closed and its folding thread stopped when
         # it is collected (Python 3.13 warns of a connection collected open: ResourceWarning)
-        weakref.finalize(self, _dropped, self._conn, self._reader, self._folder).atexit = False
+        self._dropped = weakref.finalize(self, _dropped, self._conn, self._reader, self._folder, self._held)
+        self._dropped.atexit = False
 
     def _connect(self) -> sqlite3.Connection:
         if str(self.path) != ":memory:":
@@ -176,18 +186,57 @@ class SqliteStore(SqlStore):
         this process before it that does not return within the allowance fails this one."""
         return _Call(self, conn, lock)
 
-    def check_file(self, now: bool = False) -> None:
+    def check_file(self, now: bool = False, written: bool = False) -> None:
         """Refuse a call once the store's path no longer names the file this process opened (deleted,
         moved or replaced under it): SQLite would go on writing to the old file, which no other process
         reads and which is gone once this one exits, so a run said to be stored would be lost. The
-        path is looked at `now`, or when `FILE_CHECK_SECONDS` passed since it last was (a `stat` at
-        every checkpoint would cost a few percent of it); once gone, every call is refused."""
+        path is looked at `now`, or when `FILE_CHECK_SECONDS` passed since it last was (and a write as
+        it commits: `_committed`); once gone, every call is refused. So is every call once the store's
+        write-ahead log or index left its path (`_lose`): for good, as the message says."""
+        if self._lost is not None:
+            raise StoreError(self._lost)
         if self._file is None or (not now and time.monotonic() < self._file_due):
             return
         if file_id(self._where) != self._file:
             self._file_due = 0.0  # and every call after it looks again (the file may be put back)
-            raise StoreError(file_gone(self._where, self._file))
+            raise StoreError(file_gone(self._where, self._file, written))
+        for side, opened in self._sides:
+            if file_id(side) != opened:
+                raise StoreError(self._lose(side, written))
         self._file_due = time.monotonic() + FILE_CHECK_SECONDS
+
+    def _lose(self, side: Path, written: bool) -> str:
+        """Why the store refuses every call from now on, its write-ahead log or its index (`side`)
+        having left its path (`rm runs.db-wal`): this process's connections still use the old ones,
+        which no other process sees, so its writes and another process's would overwrite each other.
+        What this process wrote to a lost log is folded into the file first (it would be gone when
+        the process exits), and its connections will not fold their log at close (`hold_off_folding`:
+        by an index another process no longer shares, that folding lost that process's writes)."""
+        hold_off_folding(self._where, self._file)
+        if self._folder is not None:
+            self._folder.stop()
+        folded: str | Exception = ""
+        if side.name.endswith("-wal"):
+            if not self._lock.acquire(timeout=self._allowance):
+                return side_gone(self._where, side, written, None)  # a call that hangs: the next one folds
+            try:
+                if self._conn.in_transaction:  # (its own thread's call inside `_tx`): the next call folds
+                    return side_gone(self._where, side, written, None)
+                folded = self._fold_lost_log()
+            finally:
+                self._lock.release()
+        self._lost = side_gone(self._where, side, written, folded)
+        log.error("%s", self._lost)
+        return self._lost
+
+    def _fold_lost_log(self) -> str | Exception:
+        """Fold the write-ahead log this process still has open, which left its path, into the file: ''
+        when all of it was, else what went wrong."""
+        try:
+            busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            return exc
+        return "another connection kept part of it from being folded" if busy else ""
 
     def _connection_for(self, sql: str) -> tuple[sqlite3.Connection, Any]:
         """The reader for a read outside this thread's transaction, else the writer; with its lock."""
@@ -218,9 +267,17 @@ class SqliteStore(SqlStore):
 
     def _committed(self, conn: sqlite3.Connection) -> None:
         """A call on the writer that ended outside a transaction has committed (or only read): one
-        commit more for the folder (see `Folder`)."""
-        if self._folder is not None and conn is self._conn and not conn.in_transaction:
+        commit more for the folder (see `Folder`). A commit to a store file that has no name any more
+        (deleted, or replaced by a rename over it) fails: it is in no file another process reads,
+        whatever the time since `check_file` last looked (which it does now, to say what happened).
+        A file moved away keeps its name there: found at the next look (`FILE_CHECK_SECONDS`), the
+        writes until then are in the moved file."""
+        if conn is not self._conn or conn.in_transaction:
+            return
+        if self._folder is not None:
             self._folder.committed()
+        if (held := self._held) is not None and held.unlinked():
+            self.check_file(now=True, written=True)
 
     def _append(
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
@@ -268,8 +325,10 @@ class SqliteStore(SqlStore):
                 "interrupted (a file system that hangs or is very slow?); nothing was changed. If the "
                 "disk is only slow, raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT)"
             )
-        if self._file is not None and file_id(self._where) != self._file:  # ("disk I/O error", say)
-            return StoreError(file_gone(self._where, self._file))
+        try:  # a file, log or index gone from its path says so, not "disk I/O error"
+            self.check_file(now=True)
+        except StoreError as gone:
+            return gone
         return StoreError(f"the run store {self.path} failed: {exc}{open_hint(self.path)}")
 
     def waited(self) -> float:
@@ -345,6 +404,8 @@ class SqliteStore(SqlStore):
             raise self._failed(exc) from exc
 
     def close(self) -> None:
+        with contextlib.suppress(StoreError):  # a log or index gone since the last look: see `_lose`
+            self.check_file(now=True)
         if self._folder is not None:
             self._folder.close()
         with self._lock:
@@ -353,6 +414,9 @@ class SqliteStore(SqlStore):
             if self._reader is not None:
                 self._reader.close()
         self._watchdog.close()
+        self._dropped.detach()  # its descriptor is closed here, once (descriptor numbers are reused)
+        if self._held is not None:
+            self._held.close()
 
 
 class _Call:
@@ -445,13 +509,17 @@ def _flock(fd: int, kind: int, seconds: float) -> None:
         time.sleep(0.05)
 
 
-def _dropped(conn: sqlite3.Connection, reader: sqlite3.Connection | None, folder: Folder | None) -> None:
+def _dropped(
+    conn: sqlite3.Connection, reader: sqlite3.Connection | None, folder: Folder | None, held: Held | None
+) -> None:
     """What `SqliteStore.close` closes, for a store collected without it (no thread uses them then)."""
     if folder is not None:
         folder.stop()
     conn.close()
     if reader is not None:
         reader.close()
+    if held is not None:
+        held.close()
 
 
 def connect(path: Path, timeout: float) -> sqlite3.Connection:
@@ -530,18 +598,110 @@ def file_id(path: Path) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
-def file_gone(path: Path, opened: tuple[int, int]) -> str:
-    """Why a store whose file left its path refuses calls, where that file is now, and what to do."""
+def file_gone(path: Path, opened: tuple[int, int], written: bool = False) -> str:
+    """Why a store whose file left its path refuses calls (`written`: a write found it as it committed),
+    where that file is now, and what to do."""
     what = "replaced by another file" if path.exists() else "deleted or moved away"
     now = _open_as(opened)
     where = f"; it is now at {now}" if now is not None and not now.endswith(" (deleted)") else ""
+    done = "this write was not stored (it went to that file only)" if written else "nothing was changed"
     return (
-        f"the run store file {path} was {what} while this process had it open, so nothing was changed: "
+        f"the run store file {path} was {what} while this process had it open, so {done}: "
         "its writes would go to a file no other process reads, lost once this process exits"
         f"{where}. Put the file back at {path} (with its -wal file), or restart this process to "
         "use the store now at that path (the runs it was driving are recovered from their last "
         "checkpoint there)"
     )
+
+
+def side_gone(path: Path, side: Path, written: bool, folded: str | Exception | None) -> str:
+    """Why a store whose write-ahead log or index (`side`) left its path refuses every call, what
+    became of what this process wrote (`written`: a write found it as it committed; `folded`: '' all
+    of it folded into the file, else why not; None not yet), and what to do."""
+    log_gone = side.name.endswith("-wal")
+    what = "write-ahead log" if log_gone else "shared-memory index"
+    too = ", this call's write too," if written else ""
+    if not log_gone:
+        kept = f"What this process wrote{too} is kept (in {path.name}-wal)"
+    elif folded == "":
+        kept = f"What this process wrote to the lost log{too} was folded into {path}: nothing is lost"
+    elif folded is None:
+        kept = f"What this process wrote to the lost log{too} is folded into {path} at its next call"
+    else:
+        kept = (
+            f"Folding what this process wrote to the lost log{too} into {path} failed ({folded}): what it "
+            "wrote since the log was last folded is lost when this process exits"
+        )
+    return (
+        f"the run store's {what} {side} was deleted or replaced while this process had the store open, "
+        "so it writes no more: its writes and those of any other process that opens the store would "
+        f"overwrite each other. {kept}. Restart this process to use the store again"
+    )
+
+
+def side_files(path: Path) -> tuple[tuple[Path, tuple[int, int]], ...]:
+    """The write-ahead log and the index beside the store file at `path` (those that exist), with their
+    (device, inode): the log first."""
+    found = ((path.with_name(path.name + end), file_id(path.with_name(path.name + end))) for end in SIDES)
+    return tuple((side, opened) for side, opened in found if opened is not None)
+
+
+class Held:
+    """The store file this process opened, held by an `O_PATH` descriptor (Linux) whose `fstat` says
+    whether the file still has a name: none once deleted, or replaced by a rename over it. About a
+    microsecond, half a `stat` of its path, a quarter of a `readlink` of /proc/self/fd (which would
+    tell a move too: `check_file` finds that). `O_PATH`, because closing any other descriptor of a
+    file would drop the POSIX locks SQLite holds on it in this process."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    @classmethod
+    def of(cls, path: Path) -> Held | None:
+        """The file at `path`, or None where it cannot be held so (no `O_PATH`: not Linux)."""
+        if (o_path := getattr(os, "O_PATH", None)) is None:
+            return None
+        try:
+            return cls(os.open(path, o_path))
+        except OSError:
+            return None
+
+    def unlinked(self) -> bool:
+        """Whether the file has no name left."""
+        return os.fstat(self._fd).st_nlink == 0
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+# SQLite's shared lock on a file is a read lock of these bytes (its os_unix.c: SHARED_FIRST, SHARED_SIZE);
+# its exclusive lock, a write lock of them
+_SHARED_FIRST, _SHARED_SIZE = 0x40000000 + 2, 510
+_HELD_OFF: list[int] = []  # descriptors of `hold_off_folding`, open until the process exits
+
+
+def hold_off_folding(path: Path, opened: tuple[int, int] | None) -> None:
+    """Keep this process's connections to the store file at `path` from folding their write-ahead log
+    into it as they close: SQLite does that at its last connection's close, when it gets the file's
+    exclusive lock. An open file description's read lock of the same bytes keeps it from that lock,
+    until the process exits; it is never closed (closing a descriptor of the file would drop SQLite's
+    own locks). Other processes' shared locks are read locks too, so they go on."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    found = os.fstat(fd)
+    if (found.st_dev, found.st_ino) != opened:  # another file now: leave it
+        os.close(fd)
+        return
+    lock = struct.pack("hhqqixxxx", fcntl.F_RDLCK, os.SEEK_SET, _SHARED_FIRST, _SHARED_SIZE, 0)
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, lock)
+    except (OSError, AttributeError) as exc:  # (no F_OFD_SETLK: not Linux)
+        log.warning("could not keep the run store %s from being folded at close: %s", path, exc)
+    _HELD_OFF.append(fd)
 
 
 def _open_as(opened: tuple[int, int]) -> str | None:
