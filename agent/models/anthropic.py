@@ -43,6 +43,10 @@ Choices worth knowing:
   SDK sends a reply's content back), with what it streams in deltas of a type
   the SDK drops: a string is the next piece of the field of its name, as in
   every delta the API streams; any other value replaces the field's.
+- A reply a server-side fallback model finished holds what the declining model wrote before the
+  last `fallback` block: its thinking, `connector_text` and tool calls there (and a server tool's
+  call without its result) are left out, as the API wants the turn sent back, so a call of the
+  model that declined is never run (`extra["fallback_left_out"]` names what was left out).
 - A thinking block with no signature (a reply cut off by `max_tokens` while
   thinking) is left out of the reply (`extra["unsigned_thinking_dropped"]`):
   the API refuses it sent back, which ended the run as an error.
@@ -934,9 +938,9 @@ def to_reply(
     for index, fields in (streamed or {}).items():
         content[index] = {**content[index], **fields}
     stop_reason = _checked_stop(message)
+    content, unfinished, extra = _served_part(content, unfinished)
     _check_finished(content, unfinished, stop_reason in _SHORT_STOPS)
     _check_calls(content)
-    extra: dict[str, Any] = {}
     if stop_reason == "compaction":  # paused after a server-side compaction: sent back to go on
         stop_reason, extra["api_stop_reason"] = "pause_turn", "compaction"
     if unsigned := [b for b in content if b.get("type") == "thinking" and not b.get("signature")]:
@@ -967,6 +971,48 @@ def to_reply(
         time_to_first_token=time_to_first_token,
         server_tool_use=server_tool_uses(message),
     )
+
+
+# The blocks a turn sent back leaves out when they come before its last `fallback` block (Anthropic's
+# server-side fallback: what the declining model wrote; the refusals-and-fallback guide, "Continuing
+# the conversation"), with a `server_tool_use` whose result is not in the turn.
+_DECLINED = frozenset({"thinking", "redacted_thinking", "connector_text", "tool_use"})
+
+
+def _declined_before_fallback(content: list[dict[str, Any]]) -> set[int]:
+    """The indexes of the blocks of `content` the API wants left out when the turn is sent back: those
+    of `_DECLINED` before its last `fallback` block, and a `server_tool_use` there with no result in
+    the turn. The declining model's calls among them are never run: no `tool_result` goes back for a
+    call left out. None when the reply holds no `fallback` block."""
+    last = max((i for i, block in enumerate(content) if block.get("type") == "fallback"), default=0)
+    answered = {
+        block.get("tool_use_id") for block in content if str(block.get("type", "")).endswith("_result")
+    }
+    return {
+        i
+        for i, block in enumerate(content[:last])
+        if block.get("type") in _DECLINED
+        or (block.get("type") == "server_tool_use" and block.get("id") not in answered)
+    }
+
+
+def _served_part(
+    content: list[dict[str, Any]], unfinished: Collection[int]
+) -> tuple[list[dict[str, Any]], Collection[int], dict[str, Any]]:
+    """`content` without what `_declined_before_fallback` leaves out (never run, nor sent back),
+    `unfinished` reindexed to match, and the reply's `extra` naming the types left out
+    (`fallback_left_out`)."""
+    declined = _declined_before_fallback(content)
+    if not declined:
+        return content, unfinished, {}
+    left_out = [str(content[i].get("type")) for i in sorted(declined)]
+    kept = [block for i, block in enumerate(content) if i not in declined]
+    return kept, _reindexed(unfinished, declined), {"fallback_left_out": left_out}
+
+
+def _reindexed(indexes: Collection[int], removed: Collection[int]) -> set[int]:
+    """`indexes` of a list once the items at `removed` are taken out (those removed are gone)."""
+    return {i - sum(1 for r in removed if r < i) for i in indexes if i not in removed}
 
 
 def _kept(message: types.Message, stop_reason: str, extra: Mapping[str, Any]) -> dict[str, Any]:
