@@ -39,7 +39,7 @@ class PriceTable:
         self._overrides = dict(overrides or {})
         self.models = models if models is not None else ModelTable.load()
         self.on_unknown = on_unknown
-        self._warned: set[tuple[str, bool]] = set()
+        self._warned: set[tuple[str, str]] = set()
         self._found: dict[str, Price | None] = {}  # asked once a model call: the same few names
         self._priced_as: dict[str, str] = {}  # a model's name -> the id the table prices it by
 
@@ -134,9 +134,9 @@ class PriceTable:
         if answered and answered != model and self._fell_back(model, answered):
             model = answered
         price = self.price(model)
-        if price is not None and (price.fast is not None or not reply.extra or not is_fast(reply)):
+        if price is not None and price.covers(reply):
             return price.cost_of(reply)
-        self._report_unknown(model, fast=price is not None)
+        self._report_unknown(model, apart=_apart(price, reply) if price is not None else "")
         return None
 
     def _fell_back(self, model: str, answered: str) -> bool:
@@ -158,15 +158,19 @@ class PriceTable:
             usage += _tokens_of(part)
         return usage
 
-    def _report_unknown(self, model: str, *, fast: bool = False) -> None:
-        """Warn once per model (and once more for its fast mode), and count every call."""
-        if (model, fast) not in self._warned:
-            self._warned.add((model, fast))
-            if fast:
+    def _report_unknown(self, model: str, *, apart: str = "") -> None:
+        """Warn once per model (and once more for each way a call of it is priced `apart`: fast
+        mode, Priority Tier), and count every call."""
+        if (model, apart) not in self._warned:
+            self._warned.add((model, apart))
+            if apart:
                 log.warning(
-                    "no fast-mode price for model %r (a call ran with speed 'fast', priced apart): "
-                    "its cost is reported as unknown; give the row a fast = { input = ..., output = ... }",
+                    "no %s price for model %r (%s, priced apart): its cost is reported as unknown; "
+                    "give the row a %s = { input = ..., output = ... }",
+                    apart,
                     model,
+                    _APART_WHY[apart],
+                    apart,
                 )
             else:
                 log.warning(
@@ -176,6 +180,19 @@ class PriceTable:
                 )
         if self.on_unknown is not None:
             self.on_unknown(model)
+
+
+# Why a call priced apart is: fast mode's prices, and Priority Tier's, which Anthropic sells under
+# contract as a capacity commitment and publishes no price per token for.
+_APART_WHY = {
+    "fast": "a call ran with speed 'fast'",
+    "priority": "Priority Tier served a call: it is priced by your contract, not published",
+}
+
+
+def _apart(price: Price, reply: ModelReply) -> str:
+    """How `reply`'s call is priced apart, which `price` does not price: "fast" or "priority"."""
+    return "fast" if is_fast(reply) and price.fast is None else "priority"
 
 
 @functools.lru_cache(maxsize=1024)  # asked once a model call: the same few names every time

@@ -82,7 +82,9 @@ Choices worth knowing:
   `extra["stop_details"]` the API's details of a refusal (kept in the journal too, and said in the
   run's note: its category and explanation), `extra["inference_geo"]`
   where the call ran (the usage's `inference_geo`; "us" costs 1.1x), `extra["speed"]` its speed
-  (`"fast"`: fast mode, priced from the model table row's `fast` prices).
+  (`"fast"`: fast mode, priced from the model table row's `fast` prices), `extra["service_tier"]`
+  the tier that served it (`"priority"`: priced from the row's `priority` prices, else unknown;
+  `"batch"`: half price).
 """
 
 from __future__ import annotations
@@ -1376,13 +1378,14 @@ def _count(item: Mapping[str, Any], field: str) -> int:
 
 
 # Usage fields the SDK's stream drops when a `message_delta` gives them (or, `iterations`, always).
-_LATE = ("iterations", "speed", "inference_geo")
+_LATE = ("iterations", "speed", "inference_geo", "service_tier")
 
 
 def _geo(usage: Any) -> dict[str, str]:
     """Where and how fast the call ran, when the usage (an SDK object or a mapping) says: a call run
-    US-only (`inference_geo` "us") or in fast mode (`speed` "fast") is priced apart (see `Price`)."""
-    fields = ("inference_geo", "speed")
+    US-only (`inference_geo` "us"), in fast mode (`speed` "fast") or by another service tier than
+    the standard one (`service_tier` "priority" or "batch") is priced apart (see `Price`)."""
+    fields = ("inference_geo", "speed", "service_tier")
     said = {f: usage.get(f) if isinstance(usage, Mapping) else getattr(usage, f, None) for f in fields}
     return {field: value for field, value in said.items() if isinstance(value, str) and value}
 
