@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from agent.models.base import ModelReply
 
 from agent.models.catalog import ModelTable, partner_id
-from agent.models.price import Price, is_fast
+from agent.models.price import Price, is_fast, tier_of
 from agent.usage import Usage
 
 log = logging.getLogger("endstate")
@@ -165,12 +165,15 @@ class PriceTable:
             self._warned.add((model, apart))
             if apart:
                 log.warning(
-                    "no %s price for model %r (%s, priced apart): its cost is reported as unknown; "
-                    "give the row a %s = { input = ..., output = ... }",
+                    "no %s price for model %r (%s, priced apart): its cost is reported as unknown%s",
                     apart,
                     model,
-                    _APART_WHY[apart],
-                    apart,
+                    _APART_WHY.get(
+                        apart, f"the {apart!r} service tier served a call, which has no known rule"
+                    ),
+                    f"; give the row a {apart} = {{ input = ..., output = ... }}"
+                    if apart in _APART_WHY
+                    else "",
                 )
             else:
                 log.warning(
@@ -191,8 +194,9 @@ _APART_WHY = {
 
 
 def _apart(price: Price, reply: ModelReply) -> str:
-    """How `reply`'s call is priced apart, which `price` does not price: "fast" or "priority"."""
-    return "fast" if is_fast(reply) and price.fast is None else "priority"
+    """How `reply`'s call is priced apart, which `price` does not price: "fast", or the service tier
+    that served it ("priority", or one with no known rule)."""
+    return "fast" if is_fast(reply) and price.fast is None else str(tier_of(reply))
 
 
 @functools.lru_cache(maxsize=1024)  # asked once a model call: the same few names every time

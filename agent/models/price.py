@@ -120,12 +120,12 @@ class Price:
 
     def covers(self, reply: ModelReply) -> bool:
         """Whether this price prices `reply`: not a call in fast mode, or that Priority Tier served,
-        when it has no price for such a call."""
+        when it has no price for such a call, nor one a service tier it knows no rule for served."""
         if not reply.extra:
             return True
-        return (self.fast is not None or not is_fast(reply)) and (
-            self.priority is not None or tier_of(reply) != "priority"
-        )
+        tier = tier_of(reply)
+        known_tier = tier in _PRICED_TIERS or (tier == "priority" and self.priority is not None)
+        return known_tier and (self.fast is not None or not is_fast(reply))
 
     def _geo_multiplier(self, reply: ModelReply) -> float:
         if reply.extra.get("inference_geo") != "us":
@@ -160,6 +160,10 @@ class Price:
         if self.long_prompt is not None and above is not None and prompt_tokens > above:
             return self.long_prompt
         return self
+
+
+# The service tiers priced from the standard price (none said: the API left it out).
+_PRICED_TIERS = (None, "standard", "batch")
 
 
 def tier_of(reply: ModelReply) -> str | None:
