@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from agent.errors import ConfigError
+from agent.models.base import NOT_BILLED
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply
@@ -112,6 +113,8 @@ class PriceTable:
         unknown. A reply that names another model with a known price (the API's fallback) is priced
         as that model, the one that answered, unless a price was given for `model` itself (a proxy's
         alias: the price given is what its calls cost)."""
+        if reply.extra.get(NOT_BILLED) is True:  # the provider bills nothing of it (a refusal, say)
+            return 0.0
         parts = reply.billed_by_model  # a server-side fallback: each model's part at its price
         cost = self._parts_cost(model, parts) if parts else self._own_cost(model, reply)
         if not (apart := reply.billed_apart):  # most replies: nothing billed apart

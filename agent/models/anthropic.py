@@ -47,6 +47,8 @@ Choices worth knowing:
   last `fallback` block: its thinking, `connector_text` and tool calls there (and a server tool's
   call without its result) are left out, as the API wants the turn sent back, so a call of the
   model that declined is never run (`extra["fallback_left_out"]` names what was left out).
+- A refusal before any output (no content) is not billed, unless its category is one Anthropic
+  bills (`bio`, `frontier_llm`, `reasoning_extraction`): `extra["not_billed"]`, its cost $0.
 - A thinking block with no signature (a reply cut off by `max_tokens` while
   thinking) is left out of the reply (`extra["unsigned_thinking_dropped"]`):
   the API refuses it sent back, which ended the run as an error.
@@ -112,6 +114,7 @@ from agent.models._messages import CALL_FIELDS, TEXT_FIELDS, with_known_referenc
 from agent.models.base import (
     BILLED_APART,
     BILLED_BY_MODEL,
+    NOT_BILLED,
     PROVIDER_DATA,
     Message,
     ModelReply,
@@ -953,10 +956,7 @@ def to_reply(
         tool = str(cut.get("name", cut["type"]))
         content.append({"type": "text", "text": _truncation_note(tool, stop_reason)})
         extra["truncated_tool_use"] = tool
-    if message.stop_sequence:
-        extra["stop_sequence"] = message.stop_sequence
-    if message.stop_details is not None:
-        extra["stop_details"] = message.stop_details.model_dump(mode="json", exclude_none=True)
+    extra |= _stop_extra(message, stop_reason)
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
     late = late or {}
@@ -1015,6 +1015,30 @@ def _served_part(
 def _reindexed(indexes: Collection[int], removed: Collection[int]) -> set[int]:
     """`indexes` of a list once the items at `removed` are taken out (those removed are gone)."""
     return {i - sum(1 for r in removed if r < i) for i in indexes if i not in removed}
+
+
+# The categories of a refusal before any output that Anthropic bills (the refusals-and-fallback
+# guide, "How refusals are billed", since 2026-09-24: low in false positives); one before any output
+# in another category, or none, is not billed, though its usage gives token counts.
+_BILLED_REFUSALS = frozenset({"bio", "frontier_llm", "reasoning_extraction"})
+
+
+def _stop_extra(message: types.Message, stop_reason: str) -> dict[str, Any]:
+    """What `ModelReply.extra` says of why the reply stopped: its stop sequence, its `stop_details`,
+    and that a refusal before any output is not billed (`NOT_BILLED`), when it is not."""
+    extra: dict[str, Any] = {}
+    if message.stop_sequence:
+        extra["stop_sequence"] = message.stop_sequence
+    if message.stop_details is not None:
+        extra["stop_details"] = message.stop_details.model_dump(mode="json", exclude_none=True)
+    if stop_reason == "refusal" and not message.content and not _billed_refusal(message.stop_details):
+        extra[NOT_BILLED] = True  # declined before any output: its tokens count, its cost is $0
+    return extra
+
+
+def _billed_refusal(details: Any) -> bool:
+    """Whether a refusal before any output, with these `stop_details`, is billed."""
+    return getattr(details, "category", None) in _BILLED_REFUSALS
 
 
 def _kept(message: types.Message, stop_reason: str, extra: Mapping[str, Any]) -> dict[str, Any]:

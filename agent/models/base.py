@@ -28,6 +28,7 @@ ToolSpec = dict[str, Any]
 PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the journal keeps of a reply
 BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
 BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
+NOT_BILLED = "not_billed"  # ... true when the provider bills nothing of the call (its tokens still count)
 # What a reply's `extra` says of the whole call, and so of each part `billed_by_model`: where it ran
 # (a US-only call costs more), how fast (fast mode is priced apart) and the service tier that served
 # it (Priority Tier and the batch tier are priced apart).
