@@ -57,6 +57,9 @@ Choices worth knowing:
   has that call replaced by a text note saying so
   (`extra["truncated_tool_use"]` names the tool): a call with cut-off
   arguments is never run, nor sent back.
+- A stream that sends nothing but `ping` keep-alives (which the SDK drops, and which reset its
+  read timeout) for longer than the client's read timeout (`timeout`, else the SDK's 600 s) is a
+  transient `timeout`, as a silent stall is: without a time budget it was waited on for ever.
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -399,7 +402,7 @@ class AnthropicModel:
         self, client: anthropic.AsyncAnthropic, params: dict[str, Any], container: dict[str, Any] | None
     ) -> ModelReply:
         """One streamed call with `params`; the reply carries on `container`, the one they name."""
-        stream = _StreamWatch(time.monotonic(), params.get("max_tokens"))
+        stream = _StreamWatch(time.monotonic(), params.get("max_tokens"), _read_timeout(client))
         try:
             async with client.messages.stream(
                 **params, extra_headers=_headers_for(self._headers, params), extra_body=self._extra_body
@@ -718,6 +721,13 @@ def _new_client(api_key: str | None, base_url: str | None, timeout: float | None
     return client
 
 
+def _read_timeout(client: anthropic.AsyncAnthropic) -> float | None:
+    """The seconds the client waits for each read of a reply (None: for ever)."""
+    timeout = getattr(client, "timeout", None)
+    read = timeout.read if isinstance(timeout, httpx2.Timeout) else timeout
+    return float(read) if isinstance(read, int | float) and math.isfinite(read) else None
+
+
 def _without_retries(client: anthropic.AsyncAnthropic) -> anthropic.AsyncAnthropic:
     return client if client.max_retries == 0 else client.with_options(max_retries=0)
 
@@ -766,12 +776,56 @@ def _marked(message: Message, marker: dict[str, str]) -> Message:
 # -- the stream ----------------------------------------------------------------
 
 
+class _Watchdog:
+    """Ends the task reading a stream, as a read timeout, when no event has come for `idle` seconds.
+
+    The SDK's timeout bounds each read, and the API's `ping` keep-alives (which the SDK drops) reset
+    it, so a stream stalled behind them would be waited on for ever (but for the run's time budget).
+    One timer, moved on only when it fires: feeding it costs a clock read an event."""
+
+    def __init__(self, idle: float | None) -> None:
+        self.idle = idle
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._last = self._loop.time()
+        self._timer: asyncio.TimerHandle | None = None
+        self._bit = False
+
+    def fed(self) -> None:
+        self._last = self._loop.time()
+
+    def __enter__(self) -> _Watchdog:
+        if self.idle is not None and self._task is not None:
+            self._timer = self._loop.call_at(self._last + self.idle, self._check)
+        return self
+
+    def _check(self) -> None:
+        assert self.idle is not None and self._task is not None
+        if self._loop.time() - self._last < self.idle:
+            self._timer = self._loop.call_at(self._last + self.idle, self._check)
+            return
+        self._bit = True
+        self._task.cancel()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if not (self._bit and kind is asyncio.CancelledError and self._task is not None):
+            return
+        if self._task.uncancel() == 0:  # its own cancel only: the run's budget did not cancel too
+            raise httpx2.ReadTimeout(
+                f"no progress for {self.idle:g} s (the client's read timeout): the stream sent nothing "
+                "but keep-alive pings; raise AnthropicModel(timeout=...) if replies pause longer"
+            ) from exc
+
+
 class _StreamWatch:
     """What a stream has shown so far: first-token time, usage, and text length for a cut call."""
 
-    def __init__(self, started: float, max_tokens: int | None = None) -> None:
+    def __init__(self, started: float, max_tokens: int | None = None, idle: float | None = None) -> None:
         self.started = started
         self.max_tokens = max_tokens  # the most output the API bills for the call
+        self.idle = idle  # the most seconds between two events the SDK gives (None: no bound)
         self.first_token: float | None = None
         self.headers: Mapping[str, str] = {}
         self.snapshot: types.Message | None = None
@@ -785,8 +839,10 @@ class _StreamWatch:
 
     async def follow(self, events: Any) -> types.Message:
         """Read the stream to its end; the final message."""
-        async for event in events:
-            self._see(event, events)
+        with _Watchdog(self.idle) as watchdog:
+            async for event in events:
+                watchdog.fed()
+                self._see(event, events)
         if not self.stopped:
             raise ValueError("the stream ended before message_stop")
         if not self.counted:  # the API always says why the reply ended, and its output, before it stops
