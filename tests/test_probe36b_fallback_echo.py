@@ -157,3 +157,17 @@ def test_a_declined_call_the_refusal_cut_off_mid_input_does_not_spoil_the_reply(
     assert result.reason is StopReason.SUCCESS, result.note
     assert RAN == ["read notes.txt"]
     assert len(api.requests) == 2
+
+
+def test_a_cache_breakpoint_never_lands_on_a_fallback_block() -> None:
+    # The API's fallback block param takes no `cache_control` (it is not rendered into the prompt):
+    # a message ending with one (a reply paused right after a fallback, sent back to go on) has its
+    # breakpoint on the block before.
+    from agent.models.anthropic import cache_control, with_message_breakpoints
+
+    paused = {"role": "assistant", "content": [text("partial"), fallback_block()]}
+    marked = with_message_breakpoints([{"role": "user", "content": "Tidy up."}, paused], cache_control("5m"))
+    assert marked[1]["content"] == [
+        text("partial") | {"cache_control": {"type": "ephemeral"}},
+        fallback_block(),
+    ]

@@ -215,7 +215,8 @@ _SDK_DELTAS = frozenset(
 )
 # The blocks whose streamed input the SDK gathers itself.
 _GATHERED = (types.ToolUseBlock, types.ServerToolUseBlock)
-_NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
+# Blocks no cache breakpoint goes on: the API refuses one on thinking; a fallback block takes none.
+_NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking", "fallback"})
 # Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
 _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
