@@ -9,12 +9,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from agent.errors import ConfigError
+from agent.models.base import NOT_BILLED
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply
 
 from agent.models.catalog import ModelTable, partner_id
-from agent.models.price import Price, is_fast
+from agent.models.price import Price, is_fast, tier_of
 from agent.usage import Usage
 
 log = logging.getLogger("endstate")
@@ -39,7 +40,7 @@ class PriceTable:
         self._overrides = dict(overrides or {})
         self.models = models if models is not None else ModelTable.load()
         self.on_unknown = on_unknown
-        self._warned: set[tuple[str, bool]] = set()
+        self._warned: set[tuple[str, str]] = set()
         self._found: dict[str, Price | None] = {}  # asked once a model call: the same few names
         self._priced_as: dict[str, str] = {}  # a model's name -> the id the table prices it by
 
@@ -112,6 +113,8 @@ class PriceTable:
         unknown. A reply that names another model with a known price (the API's fallback) is priced
         as that model, the one that answered, unless a price was given for `model` itself (a proxy's
         alias: the price given is what its calls cost)."""
+        if reply.extra.get(NOT_BILLED) is True:  # the provider bills nothing of it (a refusal, say)
+            return 0.0
         parts = reply.billed_by_model  # a server-side fallback: each model's part at its price
         cost = self._parts_cost(model, parts) if parts else self._own_cost(model, reply)
         if not (apart := reply.billed_apart):  # most replies: nothing billed apart
@@ -134,9 +137,9 @@ class PriceTable:
         if answered and answered != model and self._fell_back(model, answered):
             model = answered
         price = self.price(model)
-        if price is not None and (price.fast is not None or not reply.extra or not is_fast(reply)):
+        if price is not None and price.covers(reply):
             return price.cost_of(reply)
-        self._report_unknown(model, fast=price is not None)
+        self._report_unknown(model, apart=_apart(price, reply) if price is not None else "")
         return None
 
     def _fell_back(self, model: str, answered: str) -> bool:
@@ -158,15 +161,22 @@ class PriceTable:
             usage += _tokens_of(part)
         return usage
 
-    def _report_unknown(self, model: str, *, fast: bool = False) -> None:
-        """Warn once per model (and once more for its fast mode), and count every call."""
-        if (model, fast) not in self._warned:
-            self._warned.add((model, fast))
-            if fast:
+    def _report_unknown(self, model: str, *, apart: str = "") -> None:
+        """Warn once per model (and once more for each way a call of it is priced `apart`: fast
+        mode, Priority Tier), and count every call."""
+        if (model, apart) not in self._warned:
+            self._warned.add((model, apart))
+            if apart:
                 log.warning(
-                    "no fast-mode price for model %r (a call ran with speed 'fast', priced apart): "
-                    "its cost is reported as unknown; give the row a fast = { input = ..., output = ... }",
+                    "no %s price for model %r (%s, priced apart): its cost is reported as unknown%s",
+                    apart,
                     model,
+                    _APART_WHY.get(
+                        apart, f"the {apart!r} service tier served a call, which has no known rule"
+                    ),
+                    f"; give the row a {apart} = {{ input = ..., output = ... }}"
+                    if apart in _APART_WHY
+                    else "",
                 )
             else:
                 log.warning(
@@ -176,6 +186,20 @@ class PriceTable:
                 )
         if self.on_unknown is not None:
             self.on_unknown(model)
+
+
+# Why a call priced apart is: fast mode's prices, and Priority Tier's, which Anthropic sells under
+# contract as a capacity commitment and publishes no price per token for.
+_APART_WHY = {
+    "fast": "a call ran with speed 'fast'",
+    "priority": "Priority Tier served a call: it is priced by your contract, not published",
+}
+
+
+def _apart(price: Price, reply: ModelReply) -> str:
+    """How `reply`'s call is priced apart, which `price` does not price: "fast", or the service tier
+    that served it ("priority", or one with no known rule)."""
+    return "fast" if is_fast(reply) and price.fast is None else str(tier_of(reply))
 
 
 @functools.lru_cache(maxsize=1024)  # asked once a model call: the same few names every time

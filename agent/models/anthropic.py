@@ -43,6 +43,12 @@ Choices worth knowing:
   SDK sends a reply's content back), with what it streams in deltas of a type
   the SDK drops: a string is the next piece of the field of its name, as in
   every delta the API streams; any other value replaces the field's.
+- A reply a server-side fallback model finished holds what the declining model wrote before the
+  last `fallback` block: its thinking, `connector_text` and tool calls there (and a server tool's
+  call without its result) are left out, as the API wants the turn sent back, so a call of the
+  model that declined is never run (`extra["fallback_left_out"]` names what was left out).
+- A refusal before any output (no content) is not billed, unless its category is one Anthropic
+  bills (`bio`, `frontier_llm`, `reasoning_extraction`): `extra["not_billed"]`, its cost $0.
 - A thinking block with no signature (a reply cut off by `max_tokens` while
   thinking) is left out of the reply (`extra["unsigned_thinking_dropped"]`):
   the API refuses it sent back, which ended the run as an error.
@@ -51,6 +57,9 @@ Choices worth knowing:
   has that call replaced by a text note saying so
   (`extra["truncated_tool_use"]` names the tool): a call with cut-off
   arguments is never run, nor sent back.
+- A stream that sends nothing but `ping` keep-alives (which the SDK drops, and which reset its
+  read timeout) for longer than the client's read timeout (`timeout`, else the SDK's 600 s) is a
+  transient `timeout`, as a silent stall is: without a time budget it was waited on for ever.
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -78,7 +87,9 @@ Choices worth knowing:
   `extra["stop_details"]` the API's details of a refusal (kept in the journal too, and said in the
   run's note: its category and explanation), `extra["inference_geo"]`
   where the call ran (the usage's `inference_geo`; "us" costs 1.1x), `extra["speed"]` its speed
-  (`"fast"`: fast mode, priced from the model table row's `fast` prices).
+  (`"fast"`: fast mode, priced from the model table row's `fast` prices), `extra["service_tier"]`
+  the tier that served it (`"priority"`: priced from the row's `priority` prices, else unknown;
+  `"batch"`: half price).
 """
 
 from __future__ import annotations
@@ -106,6 +117,7 @@ from agent.models._messages import CALL_FIELDS, TEXT_FIELDS, with_known_referenc
 from agent.models.base import (
     BILLED_APART,
     BILLED_BY_MODEL,
+    NOT_BILLED,
     PROVIDER_DATA,
     Message,
     ModelReply,
@@ -203,7 +215,8 @@ _SDK_DELTAS = frozenset(
 )
 # The blocks whose streamed input the SDK gathers itself.
 _GATHERED = (types.ToolUseBlock, types.ServerToolUseBlock)
-_NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
+# Blocks no cache breakpoint goes on: the API refuses one on thinking; a fallback block takes none.
+_NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking", "fallback"})
 # Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
 _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
@@ -390,7 +403,7 @@ class AnthropicModel:
         self, client: anthropic.AsyncAnthropic, params: dict[str, Any], container: dict[str, Any] | None
     ) -> ModelReply:
         """One streamed call with `params`; the reply carries on `container`, the one they name."""
-        stream = _StreamWatch(time.monotonic(), params.get("max_tokens"))
+        stream = _StreamWatch(time.monotonic(), params.get("max_tokens"), _read_timeout(client))
         try:
             async with client.messages.stream(
                 **params, extra_headers=_headers_for(self._headers, params), extra_body=self._extra_body
@@ -709,6 +722,13 @@ def _new_client(api_key: str | None, base_url: str | None, timeout: float | None
     return client
 
 
+def _read_timeout(client: anthropic.AsyncAnthropic) -> float | None:
+    """The seconds the client waits for each read of a reply (None: for ever)."""
+    timeout = getattr(client, "timeout", None)
+    read = timeout.read if isinstance(timeout, httpx2.Timeout) else timeout
+    return float(read) if isinstance(read, int | float) and math.isfinite(read) else None
+
+
 def _without_retries(client: anthropic.AsyncAnthropic) -> anthropic.AsyncAnthropic:
     return client if client.max_retries == 0 else client.with_options(max_retries=0)
 
@@ -757,12 +777,56 @@ def _marked(message: Message, marker: dict[str, str]) -> Message:
 # -- the stream ----------------------------------------------------------------
 
 
+class _Watchdog:
+    """Ends the task reading a stream, as a read timeout, when no event has come for `idle` seconds.
+
+    The SDK's timeout bounds each read, and the API's `ping` keep-alives (which the SDK drops) reset
+    it, so a stream stalled behind them would be waited on for ever (but for the run's time budget).
+    One timer, moved on only when it fires: feeding it costs a clock read an event."""
+
+    def __init__(self, idle: float | None) -> None:
+        self.idle = idle
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._last = self._loop.time()
+        self._timer: asyncio.TimerHandle | None = None
+        self._bit = False
+
+    def fed(self) -> None:
+        self._last = self._loop.time()
+
+    def __enter__(self) -> _Watchdog:
+        if self.idle is not None and self._task is not None:
+            self._timer = self._loop.call_at(self._last + self.idle, self._check)
+        return self
+
+    def _check(self) -> None:
+        assert self.idle is not None and self._task is not None
+        if self._loop.time() - self._last < self.idle:
+            self._timer = self._loop.call_at(self._last + self.idle, self._check)
+            return
+        self._bit = True
+        self._task.cancel()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if not (self._bit and kind is asyncio.CancelledError and self._task is not None):
+            return
+        if self._task.uncancel() == 0:  # its own cancel only: the run's budget did not cancel too
+            raise httpx2.ReadTimeout(
+                f"no progress for {self.idle:g} s (the client's read timeout): the stream sent nothing "
+                "but keep-alive pings; raise AnthropicModel(timeout=...) if replies pause longer"
+            ) from exc
+
+
 class _StreamWatch:
     """What a stream has shown so far: first-token time, usage, and text length for a cut call."""
 
-    def __init__(self, started: float, max_tokens: int | None = None) -> None:
+    def __init__(self, started: float, max_tokens: int | None = None, idle: float | None = None) -> None:
         self.started = started
         self.max_tokens = max_tokens  # the most output the API bills for the call
+        self.idle = idle  # the most seconds between two events the SDK gives (None: no bound)
         self.first_token: float | None = None
         self.headers: Mapping[str, str] = {}
         self.snapshot: types.Message | None = None
@@ -776,8 +840,10 @@ class _StreamWatch:
 
     async def follow(self, events: Any) -> types.Message:
         """Read the stream to its end; the final message."""
-        async for event in events:
-            self._see(event, events)
+        with _Watchdog(self.idle) as watchdog:
+            async for event in events:
+                watchdog.fed()
+                self._see(event, events)
         if not self.stopped:
             raise ValueError("the stream ended before message_stop")
         if not self.counted:  # the API always says why the reply ended, and its output, before it stops
@@ -934,9 +1000,9 @@ def to_reply(
     for index, fields in (streamed or {}).items():
         content[index] = {**content[index], **fields}
     stop_reason = _checked_stop(message)
+    content, unfinished, extra = _served_part(content, unfinished)
     _check_finished(content, unfinished, stop_reason in _SHORT_STOPS)
     _check_calls(content)
-    extra: dict[str, Any] = {}
     if stop_reason == "compaction":  # paused after a server-side compaction: sent back to go on
         stop_reason, extra["api_stop_reason"] = "pause_turn", "compaction"
     if unsigned := [b for b in content if b.get("type") == "thinking" and not b.get("signature")]:
@@ -947,10 +1013,7 @@ def to_reply(
         tool = str(cut.get("name", cut["type"]))
         content.append({"type": "text", "text": _truncation_note(tool, stop_reason)})
         extra["truncated_tool_use"] = tool
-    if message.stop_sequence:
-        extra["stop_sequence"] = message.stop_sequence
-    if message.stop_details is not None:
-        extra["stop_details"] = message.stop_details.model_dump(mode="json", exclude_none=True)
+    extra |= _stop_extra(message, stop_reason)
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
     late = late or {}
@@ -967,6 +1030,72 @@ def to_reply(
         time_to_first_token=time_to_first_token,
         server_tool_use=server_tool_uses(message),
     )
+
+
+# The blocks a turn sent back leaves out when they come before its last `fallback` block (Anthropic's
+# server-side fallback: what the declining model wrote; the refusals-and-fallback guide, "Continuing
+# the conversation"), with a `server_tool_use` whose result is not in the turn.
+_DECLINED = frozenset({"thinking", "redacted_thinking", "connector_text", "tool_use"})
+
+
+def _declined_before_fallback(content: list[dict[str, Any]]) -> set[int]:
+    """The indexes of the blocks of `content` the API wants left out when the turn is sent back: those
+    of `_DECLINED` before its last `fallback` block, and a `server_tool_use` there with no result in
+    the turn. The declining model's calls among them are never run: no `tool_result` goes back for a
+    call left out. None when the reply holds no `fallback` block."""
+    last = max((i for i, block in enumerate(content) if block.get("type") == "fallback"), default=0)
+    answered = {
+        block.get("tool_use_id") for block in content if str(block.get("type", "")).endswith("_result")
+    }
+    return {
+        i
+        for i, block in enumerate(content[:last])
+        if block.get("type") in _DECLINED
+        or (block.get("type") == "server_tool_use" and block.get("id") not in answered)
+    }
+
+
+def _served_part(
+    content: list[dict[str, Any]], unfinished: Collection[int]
+) -> tuple[list[dict[str, Any]], Collection[int], dict[str, Any]]:
+    """`content` without what `_declined_before_fallback` leaves out (never run, nor sent back),
+    `unfinished` reindexed to match, and the reply's `extra` naming the types left out
+    (`fallback_left_out`)."""
+    declined = _declined_before_fallback(content)
+    if not declined:
+        return content, unfinished, {}
+    left_out = [str(content[i].get("type")) for i in sorted(declined)]
+    kept = [block for i, block in enumerate(content) if i not in declined]
+    return kept, _reindexed(unfinished, declined), {"fallback_left_out": left_out}
+
+
+def _reindexed(indexes: Collection[int], removed: Collection[int]) -> set[int]:
+    """`indexes` of a list once the items at `removed` are taken out (those removed are gone)."""
+    return {i - sum(1 for r in removed if r < i) for i in indexes if i not in removed}
+
+
+# The categories of a refusal before any output that Anthropic bills (the refusals-and-fallback
+# guide, "How refusals are billed", since 2026-09-24: low in false positives); one before any output
+# in another category, or none, is not billed, though its usage gives token counts.
+_BILLED_REFUSALS = frozenset({"bio", "frontier_llm", "reasoning_extraction"})
+
+
+def _stop_extra(message: types.Message, stop_reason: str) -> dict[str, Any]:
+    """What `ModelReply.extra` says of why the reply stopped: its stop sequence, its `stop_details`,
+    and that a refusal before any output is not billed (`NOT_BILLED`), when it is not."""
+    extra: dict[str, Any] = {}
+    if message.stop_sequence:
+        extra["stop_sequence"] = message.stop_sequence
+    if message.stop_details is not None:
+        extra["stop_details"] = message.stop_details.model_dump(mode="json", exclude_none=True)
+    if stop_reason == "refusal" and not message.content and not _billed_refusal(message.stop_details):
+        extra[NOT_BILLED] = True  # declined before any output: its tokens count, its cost is $0
+    return extra
+
+
+def _billed_refusal(details: Any) -> bool:
+    """Whether a refusal before any output, with these `stop_details`, is billed."""
+    return getattr(details, "category", None) in _BILLED_REFUSALS
 
 
 def _kept(message: types.Message, stop_reason: str, extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -1330,13 +1459,14 @@ def _count(item: Mapping[str, Any], field: str) -> int:
 
 
 # Usage fields the SDK's stream drops when a `message_delta` gives them (or, `iterations`, always).
-_LATE = ("iterations", "speed", "inference_geo")
+_LATE = ("iterations", "speed", "inference_geo", "service_tier")
 
 
 def _geo(usage: Any) -> dict[str, str]:
     """Where and how fast the call ran, when the usage (an SDK object or a mapping) says: a call run
-    US-only (`inference_geo` "us") or in fast mode (`speed` "fast") is priced apart (see `Price`)."""
-    fields = ("inference_geo", "speed")
+    US-only (`inference_geo` "us"), in fast mode (`speed` "fast") or by another service tier than
+    the standard one (`service_tier` "priority" or "batch") is priced apart (see `Price`)."""
+    fields = ("inference_geo", "speed", "service_tier")
     said = {f: usage.get(f) if isinstance(usage, Mapping) else getattr(usage, f, None) for f in fields}
     return {field: value for field, value in said.items() if isinstance(value, str) and value}
 

@@ -28,9 +28,11 @@ ToolSpec = dict[str, Any]
 PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the journal keeps of a reply
 BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
 BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
+NOT_BILLED = "not_billed"  # ... true when the provider bills nothing of the call (its tokens still count)
 # What a reply's `extra` says of the whole call, and so of each part `billed_by_model`: where it ran
-# (a US-only call costs more) and how fast (fast mode is priced apart).
-_SAID_OF_EACH_PART = ("inference_geo", "speed")
+# (a US-only call costs more), how fast (fast mode is priced apart) and the service tier that served
+# it (Priority Tier and the batch tier are priced apart).
+_SAID_OF_EACH_PART = ("inference_geo", "speed", "service_tier")
 CALL_MODEL = (
     "call_model"  # ... of the model a call asked for, told only by its reply (see `ModelRequest.model`)
 )
@@ -137,7 +139,7 @@ class ModelReply:
         if not self.extra or key not in self.extra:  # most replies: asked for every call's cost
             return []
         by_model = key == BILLED_BY_MODEL
-        said = _SAID_OF_EACH_PART if by_model else ("inference_geo",)
+        said = _SAID_OF_EACH_PART if by_model else ("inference_geo", "service_tier")
         extra = {k: v for k, v in self.extra.items() if k in said}
         listed = list(self.extra.get(key) or ())
         return [

@@ -41,6 +41,7 @@ _ROW_KEYS = frozenset(
         "max_output",
         "long_prompt",
         "fast",
+        "priority",
         "thinking",
         "price",
         "reason",
@@ -229,15 +230,21 @@ def _price_and_reason(row: Mapping[str, Any], at: str) -> tuple[Price | None, st
     if "input" not in row or "output" not in row:
         raise ConfigError(f'{at}: give input = and output = (USD per million tokens), or price = "unknown"')
     price = _with_long_prompt(_price(row, at), row.get("long_prompt"), at)
-    fast = row.get("fast")
-    if fast is None:
-        return price, ""
-    if not isinstance(fast, dict) or "input" not in fast or "output" not in fast:
-        raise ConfigError(f"{at}: fast must be a table with the fast-mode input = and output = prices")
-    if unknown := sorted(set(fast) - {*_PRICE_KEYS, "long_prompt"}):
-        raise ConfigError(f"{at}.fast: unknown keys {unknown}")
-    fast_price = _with_long_prompt(_price(fast, at + ".fast"), fast.get("long_prompt"), at + ".fast")
-    return replace(price, fast=fast_price), ""
+    fast, priority = (_apart_price(row[kind], kind, at) if kind in row else None for kind in _APART)
+    return replace(price, fast=fast, priority=priority), ""
+
+
+# The prices of calls priced apart a row may give: fast mode's, and Priority Tier's (your contract's).
+_APART = {"fast": "fast-mode", "priority": "Priority Tier"}
+
+
+def _apart_price(table: Any, kind: str, at: str) -> Price:
+    """The price of a row's `fast` or `priority` table."""
+    if not isinstance(table, dict) or "input" not in table or "output" not in table:
+        raise ConfigError(f"{at}: {kind} must be a table with the {_APART[kind]} input = and output = prices")
+    if unknown := sorted(set(table) - {*_PRICE_KEYS, "long_prompt"}):
+        raise ConfigError(f"{at}.{kind}: unknown keys {unknown}")
+    return _with_long_prompt(_price(table, f"{at}.{kind}"), table.get("long_prompt"), f"{at}.{kind}")
 
 
 def _with_long_prompt(price: Price, long: Any, at: str) -> Price:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from agent._valid import is_number
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 WEB_SEARCH_PER_1K = 10.0  # USD per 1,000 web searches on the Claude API (the same for every model)
 US_INFERENCE_MULTIPLIER = 1.1  # every token price of a call run US-only (inference_geo "us")
+BATCH_MULTIPLIER = 0.5  # every token price of a call the batch tier served (usage service_tier "batch")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,12 @@ class Price:
     out, Anthropic's 1.1x. `fast` is the price of a call run in fast mode (the
     reply's `extra["speed"]` is "fast"), its cache prices following its own
     input price; left out, such a call's price is unknown (see `PriceTable`).
+    `priority` is the price of a call Priority Tier served (the reply's
+    `extra["service_tier"]` is "priority"): Anthropic sells it as a capacity
+    commitment under contract and publishes no price per token, so left out,
+    such a call's price is unknown, never the standard price. A call the
+    batch tier served (`"batch"`) costs half of every token price, as
+    Anthropic's batch pricing says.
     """
 
     input_per_mtok: float
@@ -44,6 +51,7 @@ class Price:
     web_search_per_1k: float | None = None
     us_inference_multiplier: float | None = None
     fast: Price | None = None
+    priority: Price | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -104,8 +112,20 @@ class Price:
             return self._tokens_cost(reply)
         if self.fast is not None and is_fast(reply):
             return self.fast.cost_of(reply)
+        if self.priority is not None and tier_of(reply) == "priority":
+            return self.priority.cost_of(replace(reply, extra={**reply.extra, "service_tier": "standard"}))
         searches = (reply.server_tool_use or {}).get("web_search", 0) * self.web_search
-        return self._tokens_cost(reply) * self._geo_multiplier(reply) + searches
+        tier = BATCH_MULTIPLIER if tier_of(reply) == "batch" else 1.0
+        return self._tokens_cost(reply) * self._geo_multiplier(reply) * tier + searches
+
+    def covers(self, reply: ModelReply) -> bool:
+        """Whether this price prices `reply`: not a call in fast mode, or that Priority Tier served,
+        when it has no price for such a call, nor one a service tier it knows no rule for served."""
+        if not reply.extra:
+            return True
+        tier = tier_of(reply)
+        known_tier = tier in _PRICED_TIERS or (tier == "priority" and self.priority is not None)
+        return known_tier and (self.fast is not None or not is_fast(reply))
 
     def _geo_multiplier(self, reply: ModelReply) -> float:
         if reply.extra.get("inference_geo") != "us":
@@ -140,6 +160,16 @@ class Price:
         if self.long_prompt is not None and above is not None and prompt_tokens > above:
             return self.long_prompt
         return self
+
+
+# The service tiers priced from the standard price (none said: the API left it out).
+_PRICED_TIERS = (None, "standard", "batch")
+
+
+def tier_of(reply: ModelReply) -> str | None:
+    """The service tier that served the call (usage `service_tier`: "standard", "priority", "batch")."""
+    tier = reply.extra.get("service_tier")
+    return tier if isinstance(tier, str) else None
 
 
 def is_fast(reply: ModelReply) -> bool:
