@@ -30,7 +30,7 @@ from pathlib import Path
 #   agent/tools.py       `Tool.signature` (`cached`) is read-only on a native class
 #   agent/models/base.py refused by mypyc: `_CutCalls(list[ModelReply])` inherits a builtin
 #   telemetry/export.py  `on_end = _CountedQueue._offer` borrows another class's method: every
-#                        span end raises TypeError (logged), and a turn costs 3-6x
+#                        span end raises TypeError (logged), and a turn costs 2-3x
 HOT = (
     "agent/_loop.py",
     "agent/_state.py",
