@@ -182,7 +182,9 @@ def raw_floor(recorded: dict[int, tuple[list[ReadableSpan], list[Any]]]) -> RunO
     provider.add_span_processor(BatchSpanProcessor(DropSpans()))
     tracer = provider.get_tracer("endstate")
     instruments = _Instruments(CollectorRegistry())
-    by_name = {m._name: m for m in vars(instruments).values() if hasattr(m, "_name")}
+    # by `dir`, not `vars`: an instance of a class compiled by mypyc has no `__dict__`
+    found = (getattr(instruments, name) for name in dir(instruments) if not name.startswith("__"))
+    by_name = {m._name: m for m in found if hasattr(m, "_name")}
     plans = {
         turns: (_steps(spans), [_Replayed.of(s) for s in spans], [_child(by_name, u) for u in updates])
         for turns, (spans, updates) in recorded.items()
