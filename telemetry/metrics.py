@@ -755,7 +755,7 @@ class _RunMetrics(RunObserver):
         if self._ended:
             return
         self._ended = True
-        reason = result.reason if type(result.reason) is StopReason else StopReason(result.reason)
+        reason = _reason_of(result)
         limit = str(result.limit) if reason is StopReason.LIMIT and result.limit else n.NO_LIMIT
         self._agent.stops[reason, limit, stop_cause(result)].inc()
         turns, active, tokens, cost = self._agent.by_reason[reason]
@@ -765,10 +765,7 @@ class _RunMetrics(RunObserver):
         )
         usage = result.usage  # its fields read once, not through the result's properties
         tokens.observe(usage.input_tokens + usage.output_tokens)
-        if (spent := usage.cost_usd) is not None:  # an unknown cost is not counted as $0
-            cost.inc(max(0.0, spent - self._spent_before))  # what this segment spent
-        else:
-            self._agent.cost_unknown.inc()
+        self._count_cost(cost, usage.cost_usd)
         self._agent_duration(reason, result.error_type)
         if reason is StopReason.NEED_HELP and result.suspension and self._hooks.local_pending is not None:
             s, info = result.suspension, self._info
@@ -783,9 +780,12 @@ class _RunMetrics(RunObserver):
         if self._ended:
             return
         self._ended = True
-        reason = result.reason if type(result.reason) is StopReason else StopReason(result.reason)
-        if (spent := result.usage.cost_usd) is not None:
-            self._agent.by_reason[reason][3].inc(max(0.0, spent - self._spent_before))
+        self._count_cost(self._agent.by_reason[_reason_of(result)][3], result.usage.cost_usd)
+
+    def _count_cost(self, cost: Any, spent: float | None) -> None:
+        """What this segment spent, on `cost`; an unknown cost is counted as unknown, not as $0."""
+        if spent is not None:
+            cost.inc(max(0.0, spent - self._spent_before))
         else:
             self._agent.cost_unknown.inc()
 
@@ -858,6 +858,11 @@ def _histogram(
 
 def _causes_of(reason: StopReason) -> list[str]:
     return [str(c) for c in StopCause] if reason is StopReason.GAVE_UP else [""]
+
+
+def _reason_of(result: RunResult) -> StopReason:
+    """The result's stop reason as the enum (a result built by hand may hold its text)."""
+    return result.reason if type(result.reason) is StopReason else StopReason(result.reason)
 
 
 def stop_cause(result: RunResult) -> str:
