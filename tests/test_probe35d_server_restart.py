@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from temporal_agents import catalog
 from temporal_server import RestartableServer, serving
+from test_temporal import listed_as
 
+from agent.durable.store import RunStatus
 from agent.result import StopReason
 from agent.temporal import worker as worker_module
 
@@ -49,7 +51,7 @@ def test_a_run_started_by_hand_after_the_server_restarted_under_a_live_worker_en
             await runs.client.start_workflow("EndstateRun", start, id=run_id, task_queue=runs.task_queue)
             result = await asyncio.wait_for(runs.result(run_id), 120)  # was: no end, ever
             assert (result.reason, result.verified) == (StopReason.SUCCESS, True)
-            [record] = await runs.runs()
+            [record] = await listed_as(runs, run_id, RunStatus.FINISHED)  # visibility lags the run's end
             assert (record.run_id, record.agent, record.stop_reason) == (
                 run_id,
                 "counter",
