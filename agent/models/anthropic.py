@@ -46,7 +46,8 @@ Choices worth knowing:
 - A reply a server-side fallback model finished holds what the declining model wrote before the
   last `fallback` block: its thinking, `connector_text` and tool calls there (and a server tool's
   call without its result) are left out, as the API wants the turn sent back, so a call of the
-  model that declined is never run (`extra["fallback_left_out"]` names what was left out).
+  model that declined is never run (`extra["fallback_left_out"]` names what was left out). A journal
+  an older release wrote keeps them: each request leaves them out, with their calls' results.
 - A refusal before any output (no content) is not billed, unless its category is one Anthropic
   bills (`bio`, `frontier_llm`, `reasoning_extraction`): `extra["not_billed"]`, its cost $0.
 - A thinking block with no signature (a reply cut off by `max_tokens` while
@@ -439,7 +440,7 @@ class AnthropicModel:
         """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
         tools = self._with_tool_options(request.tools) + [dict(spec) for spec in self._server_tools]
         messages = with_known_references(
-            outgoing_messages(request.messages), (str(t.get("name")) for t in tools)
+            without_declined(outgoing_messages(request.messages)), (str(t.get("name")) for t in tools)
         )
         messages = within_limits(messages, request.journal, self._media_limits)
         params: dict[str, Any] = {"model": self._model, "max_tokens": request.max_tokens}
@@ -739,6 +740,58 @@ def _without_retries(client: anthropic.AsyncAnthropic) -> anthropic.AsyncAnthrop
 def outgoing_messages(messages: list[Message]) -> list[Message]:
     """The history as the API takes it: messages with empty content are left out."""
     return [m for m in messages if m.get("content")]
+
+
+# What stands in for a user message that held only the results of calls `without_declined` left out:
+# the API wants the roles to alternate, and a message with no content is not sent.
+DECLINED_RESULTS = (
+    "[Endstate: the results of calls made by a model that declined this turn were left out: "
+    "that model's calls are not part of the conversation.]"
+)
+
+
+def without_declined(messages: list[Message]) -> list[Message]:
+    """`messages` without what a declining model wrote before a turn's last `fallback` block
+    (`_declined_before_fallback`) and without the results of its calls left out (the API refuses a
+    `tool_result` whose call is not sent). `to_reply` leaves such blocks out of a reply, but a journal
+    an older release wrote (a run suspended, checkpointed or snapshotted before) keeps them: without
+    this they went back to the API, which wants them left out, and its calls' results with them.
+    A user message left with nothing gets `DECLINED_RESULTS` instead. `messages` itself when there is
+    nothing to leave out (every journal written since)."""
+    out, dropped = messages, set[Any]()
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        if message.get("role") == "assistant":
+            declined = _fallen_back(content)
+            if declined:
+                out = out if out is not messages else list(messages)
+                out[i] = {**message, "content": [b for j, b in enumerate(content) if j not in declined]}
+                dropped |= {content[j].get("id") for j in declined if content[j].get("type") == "tool_use"}
+        elif dropped and (kept := _without_results(content, dropped)) is not content:
+            out = out if out is not messages else list(messages)
+            out[i] = {**message, "content": kept or [{"type": "text", "text": DECLINED_RESULTS}]}
+    return out
+
+
+def _fallen_back(content: list[Any]) -> set[int]:
+    """`_declined_before_fallback` of an assistant message's blocks; none without a `fallback` block."""
+    if not any(isinstance(block, dict) and block.get("type") == "fallback" for block in content):
+        return set()
+    return _declined_before_fallback([block if isinstance(block, dict) else {} for block in content])
+
+
+def _without_results(content: list[Any], calls: set[Any]) -> list[Any]:
+    """A user message's blocks without the `tool_result`s of `calls` (`content` itself when it has none)."""
+    kept = [block for block in content if not _result_of(block, calls)]
+    return content if len(kept) == len(content) else kept
+
+
+def _result_of(block: Any, calls: set[Any]) -> bool:
+    """Whether `block` is the result of one of `calls`."""
+    is_result = isinstance(block, dict) and block.get("type") == "tool_result"
+    return is_result and block.get("tool_use_id") in calls
 
 
 def cache_control(ttl: CacheTTL) -> dict[str, str]:
