@@ -126,6 +126,8 @@ class PriceTable:
         """The cost of calls each at its own model's price (`model` for those that name none)."""
         total = 0.0
         for part in parts:
+            if part.extra.get(NOT_BILLED) is True:  # a fallback's attempt declined before any output
+                continue
             cost = self._own_cost(part.model or model, part)
             if cost is None:
                 return None
@@ -157,6 +159,8 @@ class PriceTable:
         if not reply.extra:  # most replies: nothing billed apart nor by model, no fast mode
             return _tokens_of(reply, self._own_cost(model, reply))
         usage = _tokens_of(reply, self.cost_of(model, reply))
+        if parts := reply.billed_by_model:  # a server-side fallback: every attempt's tokens, the
+            usage = sum((_tokens_of(part) for part in parts), Usage(cost_usd=usage.cost_usd))  # declined too
         for part in reply.billed_apart:  # priced by `cost_of`, counted here
             usage += _tokens_of(part)
         return usage

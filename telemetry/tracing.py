@@ -44,7 +44,7 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink, hook_failed
-from agent.models.base import BILLED_APART, CALL_MODEL
+from agent.models.base import BILLED_APART, BILLED_BY_MODEL, CALL_MODEL
 from agent.result import StopCause, StopReason
 from telemetry import _content
 from telemetry import names as n
@@ -643,8 +643,8 @@ def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None
     attributes[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = reply.cache_read_input_tokens
     attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
     extra = reply.extra  # most replies: empty
-    if extra and BILLED_APART in extra:  # a few replies: calls billed apart within
-        _add_billed_apart(attributes, reply.billed_apart)
+    if extra and (BILLED_BY_MODEL in extra or BILLED_APART in extra):  # a few replies
+        _add_billed(attributes, reply)
     if reply.time_to_first_token is not None:
         attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = reply.time_to_first_token
     if reply.server_tool_use:  # web search, web fetch, code execution
@@ -656,11 +656,22 @@ def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None
             attributes[f"{n.RATE_LIMIT_PREFIX}{name}"] = str(value)
 
 
+def _add_billed(attributes: dict[str, Any], reply: ModelReply) -> None:
+    """The usage attributes of a reply whose usage is in parts: a server-side fallback's attempts (its
+    top-level counts may give the answering attempt's alone: the span counts every attempt, as the
+    run does), and the calls billed apart within it."""
+    if by_model := reply.billed_by_model:
+        for key, field in _USAGE_FIELDS:
+            attributes[key] = sum(getattr(part, field) for part in by_model)
+    if apart := reply.billed_apart:
+        _add_billed_apart(attributes, apart)
+
+
 def _add_billed_apart(attributes: dict[str, Any], parts: list[ModelReply]) -> None:
     """The calls the provider made within this one and billed apart from its top-level usage (a
     server-side compaction, an advisor model's answer), added to its usage attributes: the span says
     what the API billed for the call, as the run's totals count it (the token metric gives each part
-    under its own model). A server-side fallback's parts are in the top-level usage already."""
+    under its own model)."""
     for key, field in _USAGE_FIELDS:
         attributes[key] += sum(getattr(part, field) for part in parts)
 

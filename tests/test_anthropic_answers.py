@@ -455,6 +455,17 @@ BILLED = {  # the iterations, the top-level usage, the chat span's (in, out, rea
         (3_300, 150, 0, 300),
         {HAIKU: (1_007, 53, 0, 0), OPUS: (2_300, 100, 0, 300)},
     ),
+    # The same fallback with top-level counts of the answering attempt alone (the declined one is in
+    # the iterations only): the run, the span and the metric all count both attempts.
+    "fallback, top level the answer's": (
+        [
+            iteration("message", 1_000, 50, model=f"{HAIKU}-20251001"),
+            iteration("fallback_message", 2_000, 100, model=OPUS, cache_creation_input_tokens=300),
+        ],
+        {"input_tokens": 2_000, "output_tokens": 100, "cache_creation_input_tokens": 300},
+        (3_300, 150, 0, 300),
+        {HAIKU: (1_007, 53, 0, 0), OPUS: (2_300, 100, 0, 300)},
+    ),
 }
 TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
 USAGE_ATTRIBUTES = (

@@ -49,7 +49,10 @@ Choices worth knowing:
   model that declined is never run (`extra["fallback_left_out"]` names what was left out). A journal
   an older release wrote keeps them: each request leaves them out, with their calls' results.
 - A refusal before any output (no content) is not billed, unless its category is one Anthropic
-  bills (`bio`, `frontier_llm`, `reasoning_extraction`): `extra["not_billed"]`, its cost $0.
+  bills (`bio`, `frontier_llm`, `reasoning_extraction`): `extra["not_billed"]`, its cost $0. A
+  reply a fallback model finished counts every attempt's tokens from the usage's `iterations` (its
+  top-level counts may give the answer's alone), and an attempt that declined before any output
+  is billed by the same rule, its category the `trigger` of its `fallback` block.
 - A thinking block with no signature (a reply cut off by `max_tokens` while
   thinking) is left out of the reply (`extra["unsigned_thinking_dropped"]`):
   the API refuses it sent back, which ended the run as an error.
@@ -1070,7 +1073,7 @@ def to_reply(
     if limits := rate_limit_headers(headers or {}):
         extra["rate_limit"] = limits
     late = late or {}
-    extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"))
+    extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"), content)
     if kept := _kept(message, stop_reason, extra):
         extra[PROVIDER_DATA] = kept
     reply = _usage_reply(message.usage, content, stop_reason, message.model or "", message.id or "")
@@ -1476,16 +1479,51 @@ _APART = ("compaction", "advisor_message")
 _SAMPLED = ("message", "fallback_message")
 
 
-def _billed(iterations: Any) -> dict[str, list[dict[str, Any]]]:
+def _billed(iterations: Any, content: Sequence[Mapping[str, Any]] = ()) -> dict[str, list[dict[str, Any]]]:
     """What of a reply's usage `ModelReply.extra` holds apart: the iterations its top-level counts
     leave out (`BILLED_APART`) and, when a fallback model served the reply (a `fallback_message`
     iteration: Anthropic's server-side fallback), its sampling iterations, each with the model that
-    ran it, which the top-level counts sum under one model (`BILLED_BY_MODEL`)."""
+    ran it (`BILLED_BY_MODEL`): the declining model's too, which the top-level counts may leave out
+    (they can give the answering attempt's alone). An attempt that declined before any output is
+    billed as a refusal before any output is (`_declined_unbilled`), by its `fallback` block's trigger."""
     listed = [i for i in iterations if isinstance(i, dict)] if isinstance(iterations, list) else []
     billed = {BILLED_APART: [_part(i) for i in listed if i.get("type") in _APART]}
     if any(i.get("type") == "fallback_message" for i in listed):
-        billed[BILLED_BY_MODEL] = [_part(i) for i in listed if i.get("type") in _SAMPLED]
+        hops = [block for block in content if block.get("type") == "fallback"]
+        billed[BILLED_BY_MODEL] = [
+            _part(i) | ({NOT_BILLED: True} if _declined_unbilled(i, hops) else {})
+            for i in listed
+            if i.get("type") in _SAMPLED
+        ]
     return {key: parts for key, parts in billed.items() if parts}
+
+
+def _declined_unbilled(iteration: Mapping[str, Any], hops: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a sampling iteration of a reply a fallback model served is an attempt that declined
+    before any output (a `message` with no output: a model that answered, or ran a server tool, wrote
+    some) in a category Anthropic does not bill (the refusal billing rule, applied to each attempt).
+    Its category is the trigger of the `fallback` block of the model that declined (the only one, or
+    the one `from` that model); unknown, the attempt is billed, so a cost is never understated."""
+    wrote = _count(iteration, "output_tokens") or "output_tokens" not in iteration
+    if iteration.get("type") != "message" or wrote:
+        return False
+    model = iteration.get("model")
+    named = [hop for hop in hops if _same_id(model, _field(hop.get("from"), "model"))]
+    hop = named[0] if named else hops[0] if len(hops) == 1 else None
+    trigger = hop.get("trigger") if hop is not None else None
+    return isinstance(trigger, Mapping) and trigger.get("category") not in _BILLED_REFUSALS
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, Mapping) else None
+
+
+def _same_id(model: Any, named: Any) -> bool:
+    """Whether an iteration's `model` is the one a `fallback` block names (which may be the alias the
+    request gave, where the iteration gives the dated id)."""
+    if not (isinstance(model, str) and isinstance(named, str) and model and named):
+        return False
+    return model == named or model.startswith(named + "-") or named.startswith(model + "-")
 
 
 def _part(item: Mapping[str, Any]) -> dict[str, Any]:

@@ -127,15 +127,17 @@ class ModelReply:
 
     @property
     def billed_by_model(self) -> list[ModelReply]:
-        """The parts of this reply's own usage that different models served, each billed at its
-        model's price (Anthropic's server-side fallback: the model that declined, then the one that
-        answered), as `billed_apart` gives them; empty when one model served it all."""
+        """The attempts of this call that different models made, each billed at its model's price
+        (Anthropic's server-side fallback: the model that declined, then the one that answered), as
+        `billed_apart` gives them; empty when one model served it all. Their tokens are the call's:
+        the reply's own counts may give the answering attempt's alone."""
         return self._parts(BILLED_BY_MODEL)
 
     def _parts(self, key: str) -> list[ModelReply]:
         """The parts under `key`. Those `billed_by_model` split this reply's own usage, so what it says
         of the whole call holds for each (its `speed` too), and its server tool uses are billed once,
-        with the last part: the model that answered."""
+        with the last part: the model that answered. A part the provider does not bill (an attempt
+        that declined before any output) says so (`NOT_BILLED` in its `extra`)."""
         if not self.extra or key not in self.extra:  # most replies: asked for every call's cost
             return []
         by_model = key == BILLED_BY_MODEL
@@ -148,7 +150,7 @@ class ModelReply:
                 input_tokens=part.get("input_tokens", 0),
                 output_tokens=part.get("output_tokens", 0),
                 model=part.get("model", ""),
-                extra=dict(extra),
+                extra=extra | {NOT_BILLED: True} if part.get(NOT_BILLED) is True else dict(extra),
                 cache_read_input_tokens=part.get("cache_read_input_tokens", 0),
                 cache_creation_input_tokens=part.get("cache_creation_input_tokens", 0),
                 cache_creation_1h_input_tokens=part.get("cache_creation_1h_input_tokens", 0),
