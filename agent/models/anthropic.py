@@ -52,7 +52,8 @@ Choices worth knowing:
   bills (`bio`, `frontier_llm`, `reasoning_extraction`): `extra["not_billed"]`, its cost $0. A
   reply a fallback model finished counts every attempt's tokens from the usage's `iterations` (its
   top-level counts may give the answer's alone), and an attempt that declined before any output
-  is billed by the same rule, its category the `trigger` of its `fallback` block.
+  is billed by the same rule, its category the `trigger` of its `fallback` block. The rule is the
+  Claude API's: through Bedrock, Vertex AI or Foundry such a refusal is priced as any call.
 - A thinking block with no signature (a reply cut off by `max_tokens` while
   thinking) is left out of the reply (`extra["unsigned_thinking_dropped"]`):
   the API refuses it sent back, which ended the run as an error.
@@ -333,6 +334,7 @@ class AnthropicModel:
         platform = media_limits or limits_for(self.client)
         self._media_limits = platform.for_window(self._context_window)
         self._priced_as = priced_as(model, self.client)
+        self._refusals_as_claude_api = not bills_by_own_rules(self.client)
 
     @property
     def name(self) -> str:
@@ -416,6 +418,7 @@ class AnthropicModel:
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
             reply = to_reply(message, stream.first_token, stream.headers, streamed, stream.late, unfinished)
+            reply = reply if self._refusals_as_claude_api else billed_as_any_call(reply)
             return with_binding(with_container(reply, container), params)
         except asyncio.CancelledError:
             if (partial := stream.partial()) is not None:
@@ -711,6 +714,30 @@ def priced_as(model: str, client: Any) -> str:
         return model
     project = getattr(client, "project_id", None) or "-"
     return f"projects/{project}/locations/global/publishers/anthropic/models/{model}"
+
+
+# The platforms that bill Claude calls by rules of their own: Amazon Bedrock, Vertex AI, Microsoft
+# Foundry (by the SDK client's class, or the host it sends to). The rule that a refusal before any
+# output is not billed is the Claude API's (its release notes: "On the Claude API, you are no longer
+# billed for a request when it returns stop_reason: "refusal" without Claude having generated any
+# output"); these platforms do not say they follow it, so such a refusal is priced as any call there.
+_OWN_BILLING_CLIENTS = ("Bedrock", "Vertex", "Foundry")
+_OWN_BILLING_HOSTS = ("amazonaws.com", "aiplatform.googleapis.com", "services.ai.azure.com")
+
+
+def bills_by_own_rules(client: Any) -> bool:
+    """Whether `client` sends to a platform that bills by its own rules (`_OWN_BILLING_CLIENTS`)."""
+    if any(name in type(client).__name__ for name in _OWN_BILLING_CLIENTS):
+        return True
+    host = str(getattr(getattr(client, "base_url", None), "host", "") or "")
+    return host.endswith(_OWN_BILLING_HOSTS)
+
+
+def billed_as_any_call(reply: ModelReply) -> ModelReply:
+    """`reply` without the Claude API's refusal rule: priced by its tokens (`NOT_BILLED` dropped)."""
+    if not reply.extra.get(NOT_BILLED):
+        return reply
+    return _replace_reply(reply, extra={k: v for k, v in reply.extra.items() if k != NOT_BILLED})
 
 
 def _new_client(api_key: str | None, base_url: str | None, timeout: float | None) -> anthropic.AsyncAnthropic:
