@@ -65,6 +65,8 @@ Choices worth knowing:
 - A stream that sends nothing but `ping` keep-alives (which the SDK drops, and which reset its
   read timeout) for longer than the client's read timeout (`timeout`, else the SDK's 600 s) is a
   transient `timeout`, as a silent stall is: without a time budget it was waited on for ever.
+  Between the call of a tool the API runs and its result (the API sends pings while the tool works,
+  for minutes maybe) the bound is that timeout or the SDK's default 600 s, whichever is longer.
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -860,8 +862,16 @@ def _marked(message: Message, marker: dict[str, str]) -> Message:
 # -- the stream ----------------------------------------------------------------
 
 
+# The most seconds a step of a tool the API runs (code execution, web fetch, an advisor) may show
+# nothing but `ping`s: the API keeps the stream open with them while the tool works, which can take
+# minutes. At least the SDK's default read timeout: a shorter `timeout` bounds the pauses of the
+# model's own output, not a tool's run.
+_SERVER_STEP = float(anthropic.DEFAULT_TIMEOUT.read or 600)
+
+
 class _Watchdog:
-    """Ends the task reading a stream, as a read timeout, when no event has come for `idle` seconds.
+    """Ends the task reading a stream, as a read timeout, when no event has come for `idle` seconds,
+    or, while a tool the API runs is at work (`working`), for `max(idle, _SERVER_STEP)` seconds.
 
     The SDK's timeout bounds each read, and the API's `ping` keep-alives (which the SDK drops) reset
     it, so a stream stalled behind them would be waited on for ever (but for the run's time budget).
@@ -869,6 +879,7 @@ class _Watchdog:
 
     def __init__(self, idle: float | None) -> None:
         self.idle = idle
+        self.working = False  # a server tool's call has ended and its result not begun
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self._last = self._loop.time()
@@ -883,10 +894,15 @@ class _Watchdog:
             self._timer = self._loop.call_at(self._last + self.idle, self._check)
         return self
 
+    def bound(self) -> float:
+        """The seconds without an event after which the stream is cut, now."""
+        assert self.idle is not None
+        return max(self.idle, _SERVER_STEP) if self.working else self.idle
+
     def _check(self) -> None:
-        assert self.idle is not None and self._task is not None
-        if self._loop.time() - self._last < self.idle:
-            self._timer = self._loop.call_at(self._last + self.idle, self._check)
+        assert self._task is not None
+        if self._loop.time() - self._last < (bound := self.bound()):
+            self._timer = self._loop.call_at(self._last + bound, self._check)
             return
         self._bit = True
         self._task.cancel()
@@ -897,10 +913,18 @@ class _Watchdog:
         if not (self._bit and kind is asyncio.CancelledError and self._task is not None):
             return
         if self._task.uncancel() == 0:  # its own cancel only: the run's budget did not cancel too
-            raise httpx2.ReadTimeout(
-                f"no progress for {self.idle:g} s (the client's read timeout): the stream sent nothing "
-                "but keep-alive pings; raise AnthropicModel(timeout=...) if replies pause longer"
-            ) from exc
+            raise httpx2.ReadTimeout(self._said()) from exc
+
+    def _said(self) -> str:
+        if self.working:
+            return (
+                f"no progress for {self.bound():g} s while a tool the API runs was at work: the stream "
+                "sent nothing but keep-alive pings; raise AnthropicModel(timeout=...) if its tools run longer"
+            )
+        return (
+            f"no progress for {self.bound():g} s (the client's read timeout): the stream sent nothing "
+            "but keep-alive pings; raise AnthropicModel(timeout=...) if replies pause longer"
+        )
 
 
 class _StreamWatch:
@@ -911,6 +935,8 @@ class _StreamWatch:
         self.max_tokens = max_tokens  # the most output the API bills for the call
         self.idle = idle  # the most seconds between two events the SDK gives (None: no bound)
         self.first_token: float | None = None
+        self.working = False  # a server tool's call has ended and its result not begun (`_Watchdog`)
+        self._block = ""  # the type of the block streaming now
         self.headers: Mapping[str, str] = {}
         self.snapshot: types.Message | None = None
         self.streamed_chars = 0
@@ -927,6 +953,7 @@ class _StreamWatch:
             async for event in events:
                 watchdog.fed()
                 self._see(event, events)
+                watchdog.working = self.working
         if not self.stopped:
             raise ValueError("the stream ended before message_stop")
         if not self.counted:  # the API always says why the reply ended, and its output, before it stops
@@ -952,6 +979,10 @@ class _StreamWatch:
             self._late(event.usage)
         elif kind == "message_stop":
             self.stopped = True
+        elif kind == "content_block_start":  # a tool the API ran is done once its result begins
+            self.working, self._block = False, getattr(event.content_block, "type", "")
+        elif kind == "content_block_stop":  # the API runs the call that just ended: it may take minutes
+            self.working = self._block.endswith("tool_use") and self._block != "tool_use"
 
     def _late(self, usage: Any) -> None:
         """Keep the usage fields of `message_start` or `message_delta` that the SDK's stream does
