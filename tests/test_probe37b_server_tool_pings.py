@@ -78,3 +78,16 @@ def test_a_server_tool_step_that_shows_nothing_but_pings_for_too_long_is_cut(
         call(paused_after("server_tool_use", pings=60), timeout=0.5)  # 3 s of pings
     assert caught.value.error_type == "timeout"
     assert "no progress for 1 s while a tool the API runs was at work" in str(caught.value)
+
+
+def test_after_a_long_server_tool_step_a_stall_is_cut_at_the_client_timeout_again() -> None:
+    # The step's longer bound is for the step alone: once the result begins, pings alone for the
+    # client's timeout cut the stream (not 600 s later, when a timer set during the step fires).
+    events = list(paused_after("server_tool_use", pings=30).events or ())
+    stop = max(
+        i for i, (name, data) in enumerate(events) if name == "content_block_stop" and data["index"] == 1
+    )
+    events[stop + 1 : stop + 1] = [PING] * 60  # 3 s of pings after the result
+    with pytest.raises(TransientModelError) as caught:
+        call(Response(200, None, events=tuple(events), stream_delay=0.05), timeout=0.5)
+    assert "the client's read timeout" in str(caught.value)

@@ -889,6 +889,14 @@ class _Watchdog:
     def fed(self) -> None:
         self._last = self._loop.time()
 
+    def step(self, working: bool) -> None:
+        """A step of a tool the API runs began (`working`) or ended: once it ends, the timer set for
+        the step's longer bound is set again for the client's timeout."""
+        self.working = working
+        if not working and self._timer is not None and self.idle is not None:
+            self._timer.cancel()
+            self._timer = self._loop.call_at(self._last + self.idle, self._check)
+
     def __enter__(self) -> _Watchdog:
         if self.idle is not None and self._task is not None:
             self._timer = self._loop.call_at(self._last + self.idle, self._check)
@@ -953,7 +961,8 @@ class _StreamWatch:
             async for event in events:
                 watchdog.fed()
                 self._see(event, events)
-                watchdog.working = self.working
+                if self.working is not watchdog.working:  # a server tool's step began or ended
+                    watchdog.step(self.working)
         if not self.stopped:
             raise ValueError("the stream ended before message_stop")
         if not self.counted:  # the API always says why the reply ended, and its output, before it stops
