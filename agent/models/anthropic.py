@@ -790,6 +790,8 @@ def without_declined(messages: list[Message]) -> list[Message]:
     this they went back to the API, which wants them left out, and its calls' results with them.
     A user message left with nothing gets `DECLINED_RESULTS` instead. `messages` itself when there is
     nothing to leave out (every journal written since)."""
+    if not _any_fallback(messages):  # nearly every request: one look at each block
+        return messages
     out, dropped = messages, set[Any]()
     for i, message in enumerate(messages):
         content = message.get("content")
@@ -805,6 +807,16 @@ def without_declined(messages: list[Message]) -> list[Message]:
             out = out if out is not messages else list(messages)
             out[i] = {**message, "content": kept or [{"type": "text", "text": DECLINED_RESULTS}]}
     return out
+
+
+def _any_fallback(messages: list[Message]) -> bool:
+    """Whether an assistant message of `messages` holds a `fallback` block."""
+    for message in messages:
+        if message.get("role") == "assistant" and isinstance(content := message.get("content"), list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "fallback":
+                    return True
+    return False
 
 
 def _fallen_back(content: list[Any]) -> set[int]:
