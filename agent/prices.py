@@ -36,8 +36,12 @@ class PriceTable:
         *,
         models: ModelTable | None = None,
         on_unknown: Callable[[str], None] | None = None,
+        every_attempt: bool = True,
     ) -> None:
         self._overrides = dict(overrides or {})
+        # a server-side fallback's tokens: every attempt's (False: the reply's own counts, as a
+        # Temporal run started before counted them, so that it replays as it ran)
+        self.every_attempt = every_attempt
         self.models = models if models is not None else ModelTable.load()
         self.on_unknown = on_unknown
         self._warned: set[tuple[str, str]] = set()
@@ -48,7 +52,9 @@ class PriceTable:
         """This table, but each model named in `ids` priced by the table's row for the id it maps
         to (an adapter's `priced_as`: a Vertex AI client's `global` region); a price given for the
         name itself still wins."""
-        table = PriceTable(self._overrides, models=self.models, on_unknown=self.on_unknown)
+        table = PriceTable(
+            self._overrides, models=self.models, on_unknown=self.on_unknown, every_attempt=self.every_attempt
+        )
         table._priced_as = {**self._priced_as, **ids}
         return table
 
@@ -159,8 +165,8 @@ class PriceTable:
         if not reply.extra:  # most replies: nothing billed apart nor by model, no fast mode
             return _tokens_of(reply, self._own_cost(model, reply))
         usage = _tokens_of(reply, self.cost_of(model, reply))
-        if parts := reply.billed_by_model:  # a server-side fallback: every attempt's tokens, the
-            usage = sum((_tokens_of(part) for part in parts), Usage(cost_usd=usage.cost_usd))  # declined too
+        if self.every_attempt and (parts := reply.billed_by_model):  # a server-side fallback: every
+            usage = sum((_tokens_of(part) for part in parts), Usage(cost_usd=usage.cost_usd))  # attempt's
         for part in reply.billed_apart:  # priced by `cost_of`, counted here
             usage += _tokens_of(part)
         return usage

@@ -107,6 +107,10 @@ HISTORY_EVENTS = "endstate-history-event-count-checked"
 # The same runs take a call's answer that came in the workflow task in which the loop's budget timer fired
 # (the answer waited for a worker longer than the time left): it came before the budget ran out on a worker.
 WORKER_TIME = "endstate-active-time-ran-on-workers"
+# A reply a server-side fallback served counts every attempt's tokens (the usage's iterations: its top-level
+# counts may give the answering attempt's alone), so a token budget may stop a run a turn earlier than it
+# did. Runs started before count the reply's own counts, as they did.
+EVERY_ATTEMPT = "endstate-every-fallback-attempt-counted"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -312,7 +316,9 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
     ref.cap = history.max_result_chars if history.enabled else None
     model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry, plan.get("context_window"))
     price = w.planned_price(plan)
-    prices = PriceTable({plan["model"]: price} if price else None)
+    prices = PriceTable(
+        {plan["model"]: price} if price else None, every_attempt=workflow.patched(EVERY_ATTEMPT)
+    )
     options: dict[str, Any] = {
         "name": plan["agent"],
         "model": model,
