@@ -1,10 +1,11 @@
 """While a tool the API runs is at work (code execution, a web fetch, an advisor), the stream shows
-nothing but `ping` keep-alives between the tool's call block and its result block: a step that can
-take minutes. The watchdog that cuts a stream showing only pings for the client's read timeout cut
-such steps too: with `timeout=30` (the most seconds between reads, which the SDK resets on every
-ping), a 45-second code run failed and was retried, run again and cut again. Between a server tool's
-call and its result the watchdog waits at least the SDK's default read timeout (600 s) instead; a
-stall anywhere else is still cut at the client's timeout, and a step is still bounded."""
+nothing but `ping` keep-alives between the tool's call block and its result block, and while the
+model then reads the result before it writes again: a step that can take minutes. The watchdog that
+cuts a stream showing only pings for the client's read timeout cut such steps too: with `timeout=30`
+(the most seconds between reads, which the SDK resets on every ping), a 45-second code run failed
+and was retried, run again and cut again. Through a server tool's step the watchdog waits at least
+the SDK's default read timeout (600 s) instead; a stall anywhere else is still cut at the client's
+timeout, and a step is still bounded."""
 
 from __future__ import annotations
 
@@ -58,14 +59,16 @@ def paused_after(block_type: str, pings: int) -> Response:
     return Response(200, None, events=tuple(events), stream_delay=0.05)
 
 
-def test_a_server_tool_at_work_longer_than_the_client_timeout_is_waited_for() -> None:
-    reply = call(paused_after("server_tool_use", pings=30), timeout=0.5)  # 1.5 s of pings
+@pytest.mark.parametrize("after", ["server_tool_use", "code_execution_tool_result"], ids=["tool", "reading"])
+def test_a_server_tool_step_longer_than_the_client_timeout_is_waited_for(after: str) -> None:
+    # The tool at work (pings after its call), then the model reading its result (pings after it).
+    reply = call(paused_after(after, pings=30), timeout=0.5)  # 1.5 s of pings
     assert [b["type"] for b in reply.content] == ["server_tool_use", "code_execution_tool_result", "text"]
 
 
-def test_pings_alone_after_the_tools_result_are_still_cut_at_the_client_timeout() -> None:
+def test_pings_alone_once_the_model_writes_again_are_still_cut_at_the_client_timeout() -> None:
     with pytest.raises(TransientModelError) as caught:
-        call(paused_after("code_execution_tool_result", pings=60), timeout=0.5)
+        call(paused_after("text", pings=60), timeout=0.5)
     assert caught.value.error_type == "timeout"
     assert "the client's read timeout" in str(caught.value)
 
@@ -81,13 +84,13 @@ def test_a_server_tool_step_that_shows_nothing_but_pings_for_too_long_is_cut(
 
 
 def test_after_a_long_server_tool_step_a_stall_is_cut_at_the_client_timeout_again() -> None:
-    # The step's longer bound is for the step alone: once the result begins, pings alone for the
+    # The step's longer bound is for the step alone: once the model writes again, pings alone for the
     # client's timeout cut the stream (not 600 s later, when a timer set during the step fires).
     events = list(paused_after("server_tool_use", pings=30).events or ())
     stop = max(
-        i for i, (name, data) in enumerate(events) if name == "content_block_stop" and data["index"] == 1
+        i for i, (name, data) in enumerate(events) if name == "content_block_stop" and data["index"] == 2
     )
-    events[stop + 1 : stop + 1] = [PING] * 60  # 3 s of pings after the result
+    events[stop + 1 : stop + 1] = [PING] * 60  # 3 s of pings after the model's text
     with pytest.raises(TransientModelError) as caught:
         call(Response(200, None, events=tuple(events), stream_delay=0.05), timeout=0.5)
     assert "the client's read timeout" in str(caught.value)

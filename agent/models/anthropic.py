@@ -65,8 +65,9 @@ Choices worth knowing:
 - A stream that sends nothing but `ping` keep-alives (which the SDK drops, and which reset its
   read timeout) for longer than the client's read timeout (`timeout`, else the SDK's 600 s) is a
   transient `timeout`, as a silent stall is: without a time budget it was waited on for ever.
-  Between the call of a tool the API runs and its result (the API sends pings while the tool works,
-  for minutes maybe) the bound is that timeout or the SDK's default 600 s, whichever is longer.
+  From the call of a tool the API runs until the model writes again (the API sends pings while the
+  tool works, for minutes maybe, and while the model reads its result) the bound is that timeout or
+  the SDK's default 600 s, whichever is longer.
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -876,7 +877,8 @@ def _marked(message: Message, marker: dict[str, str]) -> Message:
 
 # The most seconds a step of a tool the API runs (code execution, web fetch, an advisor) may show
 # nothing but `ping`s: the API keeps the stream open with them while the tool works, which can take
-# minutes. At least the SDK's default read timeout: a shorter `timeout` bounds the pauses of the
+# minutes, and while the model then reads its result (a fetched page can be long) before it writes the
+# next block. At least the SDK's default read timeout: a shorter `timeout` bounds the pauses of the
 # model's own output, not a tool's run.
 _SERVER_STEP = float(anthropic.DEFAULT_TIMEOUT.read or 600)
 
@@ -891,7 +893,7 @@ class _Watchdog:
 
     def __init__(self, idle: float | None) -> None:
         self.idle = idle
-        self.working = False  # a server tool's call has ended and its result not begun
+        self.working = False  # a server tool's step: the tool runs, then the model reads its result
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self._last = self._loop.time()
@@ -955,7 +957,7 @@ class _StreamWatch:
         self.max_tokens = max_tokens  # the most output the API bills for the call
         self.idle = idle  # the most seconds between two events the SDK gives (None: no bound)
         self.first_token: float | None = None
-        self.working = False  # a server tool's call has ended and its result not begun (`_Watchdog`)
+        self.working = False  # a server tool's step: from its call's end to the next block not its result
         self._block = ""  # the type of the block streaming now
         self.headers: Mapping[str, str] = {}
         self.snapshot: types.Message | None = None
@@ -1000,10 +1002,11 @@ class _StreamWatch:
             self._late(event.usage)
         elif kind == "message_stop":
             self.stopped = True
-        elif kind == "content_block_start":  # a tool the API ran is done once its result begins
-            self.working, self._block = False, getattr(event.content_block, "type", "")
+        elif kind == "content_block_start":  # the API's step goes on through the tool's result
+            self._block = getattr(event.content_block, "type", "")
+            self.working = self.working and self._block.endswith("_tool_result")
         elif kind == "content_block_stop":  # the API runs the call that just ended: it may take minutes
-            self.working = self._block.endswith("tool_use") and self._block != "tool_use"
+            self.working = self.working or (self._block.endswith("tool_use") and self._block != "tool_use")
 
     def _late(self, usage: Any) -> None:
         """Keep the usage fields of `message_start` or `message_delta` that the SDK's stream does
