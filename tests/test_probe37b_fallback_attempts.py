@@ -81,3 +81,10 @@ def test_the_declining_attempt_is_found_by_its_dated_id_among_two_hops() -> None
     # billed. Which hop is whose is read from the model: not knowing would bill it.
     hops = (fallback("cyber"), fallback("bio", declined_from="claude-sonnet-4-5"))
     assert run(0, *hops, declined_model=f"{REQUESTED}-20260205").cost_usd == pytest.approx(ANSWERED)
+
+
+def test_a_model_whose_id_begins_with_another_is_not_taken_for_it() -> None:
+    # "claude-opus-4" (no such hop here) is not "claude-opus-4-6": the requested model's own hop, in a
+    # category not billed, is the one read; a hop of claude-opus-4 in a billed one is not.
+    hops = (fallback("bio", declined_from="claude-opus-4"), fallback("cyber"))
+    assert run(0, *hops).cost_usd == pytest.approx(ANSWERED)

@@ -106,6 +106,7 @@ import asyncio
 import email.utils
 import json
 import math
+import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
@@ -1602,10 +1603,13 @@ def _field(value: Any, name: str) -> Any:
 
 def _same_id(model: Any, named: Any) -> bool:
     """Whether an iteration's `model` is the one a `fallback` block names (which may be the alias the
-    request gave, where the iteration gives the dated id)."""
+    request gave, where the iteration gives the dated id: "claude-opus-4-6", "claude-opus-4-6-20260205")."""
     if not (isinstance(model, str) and isinstance(named, str) and model and named):
         return False
-    return model == named or model.startswith(named + "-") or named.startswith(model + "-")
+    return _DATE.sub("", model) == _DATE.sub("", named)
+
+
+_DATE = re.compile(r"-\d{8}$")  # a model id's date
 
 
 def _part(item: Mapping[str, Any]) -> dict[str, Any]:
