@@ -110,6 +110,22 @@ def tool_use(name: str, input: dict[str, Any] | None = None, id: str | None = No
     return {"type": "tool_use", "id": tool_id, "name": name, "input": input or {}}
 
 
+def fallback_block(declined: str, serving: str, category: str | None = "cyber") -> Block:
+    """The `fallback` block a server-side fallback writes where `serving` took over from `declined`."""
+    return {
+        "type": "fallback",
+        "from": {"model": declined},
+        "to": {"model": serving},
+        "trigger": {"type": "refusal", "category": category},
+    }
+
+
+def iteration(kind: str, input_tokens: int, output_tokens: int, **more: Any) -> dict[str, Any]:
+    """One entry of `usage.iterations` (no cache tokens); `more` adds fields such as `model`."""
+    counts = {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    return {"type": kind, "input_tokens": input_tokens, "output_tokens": output_tokens, **counts, **more}
+
+
 def message(
     *content: Block,
     stop_reason: str | None = None,

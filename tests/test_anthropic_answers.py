@@ -12,6 +12,7 @@ from messages_api import (
     error,
     events_of,
     html_error,
+    iteration,
     message,
     stream_error,
     streamed,
@@ -333,11 +334,6 @@ def test_a_cost_budget_refuses_fast_mode_on_a_model_with_no_fast_mode_price() ->
 
 
 # -- usage billed apart from the top-level counts (usage.iterations) ---------------------------------
-
-
-def iteration(kind: str, input_tokens: int, output_tokens: int, **more: Any) -> dict[str, Any]:
-    counts = {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
-    return {"type": kind, "input_tokens": input_tokens, "output_tokens": output_tokens, **counts, **more}
 
 
 def test_a_server_side_compaction_is_charged_though_the_top_level_usage_leaves_it_out() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from messages_api import MessagesAPI, message, tool_use
+from messages_api import MessagesAPI, iteration, message, tool_use
 
 from agent import Agent, RetryPolicy, StopReason
 from agent.models.anthropic import AnthropicModel, web_search
@@ -18,21 +18,14 @@ DONE = tool_use("finish", {"kind": "done", "note": "ok"})
 SEARCHES = {"server_tool_use": {"web_search_requests": 3, "web_fetch_requests": 0}}
 
 
-def iteration(kind: str, input_tokens: int, output_tokens: int, model: str) -> dict[str, Any]:
-    counts = {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
-    return {
-        "type": kind,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "model": model,
-    } | counts
-
-
 def cost_of_run(requested: str, answered: str, usage: dict[str, Any]) -> float | None:
     """The cost of a run whose one reply `requested` declined after 1,000 input tokens and 50 output,
     and `answered` (the fallback) finished with 2,000 and 100 (one model served it all when they are
     the same); `usage` adds to the reply's usage."""
-    parts = [iteration("message", 1_000, 50, requested), iteration("fallback_message", 2_000, 100, answered)]
+    parts = [
+        iteration("message", 1_000, 50, model=requested),
+        iteration("fallback_message", 2_000, 100, model=answered),
+    ]
     usage = usage if requested == answered else usage | {"iterations": parts}
     reply = message(DONE, input_tokens=3_000, output_tokens=150, model=answered, usage=usage)
     with MessagesAPI(reply) as api:

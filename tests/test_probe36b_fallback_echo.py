@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from messages_api import MessagesAPI, message, text, tool_use
+from messages_api import MessagesAPI, fallback_block, message, text, tool_use
 
 from agent import Agent, Budget, RetryPolicy, StopReason, tool
 
@@ -32,15 +32,6 @@ def read(path: str) -> str:
     """Read a file."""
     RAN.append(f"read {path}")
     return "contents"
-
-
-def fallback_block() -> dict[str, Any]:
-    return {
-        "type": "fallback",
-        "from": {"model": REQUESTED},
-        "to": {"model": SERVING},
-        "trigger": {"type": "refusal", "category": "cyber"},
-    }
 
 
 THINKING = {"type": "thinking", "thinking": "the declined thought", "signature": "sig-declined"}
@@ -76,14 +67,24 @@ def run(*replies: Any) -> tuple[Any, MessagesAPI]:
 
 def test_a_call_the_declining_model_made_before_the_fallback_is_not_run_nor_sent_back() -> None:
     reply = served(
-        THINKING, text("I will delete"), DECLINED_CALL, fallback_block(), text("Reading."), SERVED_CALL
+        THINKING,
+        text("I will delete"),
+        DECLINED_CALL,
+        fallback_block(REQUESTED, SERVING),
+        text("Reading."),
+        SERVED_CALL,
     )
     result, api = run(reply, message(DONE))
     assert result.reason is StopReason.SUCCESS, result.note
     assert RAN == ["read notes.txt"]
     sent = api.bodies[1]["messages"]
     assistant = [{k: v for k, v in b.items() if k != "cache_control"} for b in sent[1]["content"]]
-    assert assistant == [text("I will delete"), fallback_block(), text("Reading."), SERVED_CALL]
+    assert assistant == [
+        text("I will delete"),
+        fallback_block(REQUESTED, SERVING),
+        text("Reading."),
+        SERVED_CALL,
+    ]
     results = [b["tool_use_id"] for b in sent[2]["content"] if b.get("type") == "tool_result"]
     assert results == ["toolu_served"]
 
@@ -99,7 +100,7 @@ def test_only_the_blocks_the_rule_names_are_left_out_before_the_last_fallback() 
         UNPAIRED,
         connector,
         text("partial"),
-        fallback_block(),
+        fallback_block(REQUESTED, SERVING),
         later_thinking,
         text("Reading."),
         SERVED_CALL,
@@ -113,7 +114,7 @@ def test_only_the_blocks_the_rule_names_are_left_out_before_the_last_fallback() 
         SEARCH,
         SEARCH_RESULT,
         text("partial"),
-        fallback_block(),
+        fallback_block(REQUESTED, SERVING),
         later_thinking,
         text("Reading."),
         SERVED_CALL,
@@ -121,8 +122,8 @@ def test_only_the_blocks_the_rule_names_are_left_out_before_the_last_fallback() 
 
 
 def test_a_turn_with_two_fallbacks_keeps_only_what_follows_the_last() -> None:
-    hop = fallback_block() | {"to": {"model": "claude-sonnet-4-5"}}
-    second = fallback_block() | {"from": {"model": "claude-sonnet-4-5"}}
+    hop = fallback_block(REQUESTED, SERVING) | {"to": {"model": "claude-sonnet-4-5"}}
+    second = fallback_block(REQUESTED, SERVING) | {"from": {"model": "claude-sonnet-4-5"}}
     middle_call = tool_use("delete", {"path": "b"}, id="toolu_middle")
     reply = served(DECLINED_CALL, hop, middle_call, second, SERVED_CALL)
     result, api = run(reply, message(DONE))
@@ -149,7 +150,9 @@ def test_a_declined_call_the_refusal_cut_off_mid_input_does_not_spoil_the_reply(
     # runner says so too); the fallback model's answer after the block is whole and is kept.
     from messages_api import events_of, streamed
 
-    events = events_of(served(text("I will delete"), DECLINED_CALL, fallback_block(), SERVED_CALL))
+    events = events_of(
+        served(text("I will delete"), DECLINED_CALL, fallback_block(REQUESTED, SERVING), SERVED_CALL)
+    )
     for _, data in events:
         if data.get("index") == 1 and data.get("type") == "content_block_delta":
             data["delta"]["partial_json"] = '{"path": "/et'  # no more of it came
@@ -165,9 +168,9 @@ def test_a_cache_breakpoint_never_lands_on_a_fallback_block() -> None:
     # breakpoint on the block before.
     from agent.models.anthropic import cache_control, with_message_breakpoints
 
-    paused = {"role": "assistant", "content": [text("partial"), fallback_block()]}
+    paused = {"role": "assistant", "content": [text("partial"), fallback_block(REQUESTED, SERVING)]}
     marked = with_message_breakpoints([{"role": "user", "content": "Tidy up."}, paused], cache_control("5m"))
     assert marked[1]["content"] == [
         text("partial") | {"cache_control": {"type": "ephemeral"}},
-        fallback_block(),
+        fallback_block(REQUESTED, SERVING),
     ]

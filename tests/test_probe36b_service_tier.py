@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from messages_api import MessagesAPI, message, tool_use
+from messages_api import MessagesAPI, iteration, message, tool_use
 
 from agent import Agent, PriceTable, RetryPolicy, StopReason
 from agent.models.anthropic import AnthropicModel
@@ -64,20 +64,16 @@ def test_a_model_table_row_gives_the_priority_tier_price(tmp_path: Any) -> None:
     assert run("standard", prices).cost_usd == pytest.approx((1_000 * 1 + 100 * 5) / 1e6)
 
 
-def iteration(kind: str, model: str) -> dict[str, Any]:
-    return {"type": kind, "input_tokens": 500, "output_tokens": 50, "model": model} | {
-        "cache_read_input_tokens": 0,
-        "cache_creation_input_tokens": 0,
-    }
-
-
 @pytest.mark.parametrize(("tier", "share"), [("priority", None), ("batch", 0.5), ("standard", 1.0)])
 def test_the_tier_holds_for_each_part_of_a_call_billed_by_model_or_apart(
     tier: str, share: float | None
 ) -> None:
     # A server-side fallback (parts by model), and a compaction within the call (billed apart).
-    fell_back = [iteration("message", "claude-opus-4-6"), iteration("fallback_message", MODEL)]
-    compacted = [iteration("compaction", MODEL), iteration("message", MODEL)]
+    fell_back = [
+        iteration("message", 500, 50, model="claude-opus-4-6"),
+        iteration("fallback_message", 500, 50, model=MODEL),
+    ]
+    compacted = [iteration("compaction", 500, 50, model=MODEL), iteration("message", 500, 50, model=MODEL)]
     for parts, full in (
         (fell_back, (500 * 5 + 50 * 25 + 500 * 1 + 50 * 5) / 1e6),
         (compacted, (1_000 * 1 + 100 * 5 + 500 * 1 + 50 * 5) / 1e6),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from messages_api import MessagesAPI, message, text, tool_use
+from messages_api import MessagesAPI, fallback_block, iteration, message, text, tool_use
 
 from agent import Agent, RetryPolicy, StopReason
 from agent.models.anthropic import AnthropicModel
@@ -21,31 +21,12 @@ DONE = tool_use("finish", {"kind": "done", "note": "ok"})
 ANSWERED = (2_000 * 1 + 100 * 5) / 1e6
 
 
-def iteration(kind: str, input_tokens: int, output_tokens: int, model: str) -> dict[str, Any]:
-    counts = {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
-    return {
-        "type": kind,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "model": model,
-    } | counts
-
-
-def fallback(category: str | None, declined_from: str = REQUESTED) -> dict[str, Any]:
-    return {
-        "type": "fallback",
-        "from": {"model": declined_from},
-        "to": {"model": SERVING},
-        "trigger": {"type": "refusal", "category": category},
-    }
-
-
 def run(declined_output: int, *content: dict[str, Any], declined_model: str = REQUESTED) -> Any:
     """A run whose one reply `REQUESTED` declined after 1,000 input tokens and `declined_output`
     output, and `SERVING` answered with 2,000 and 100: the top-level counts are the answer's."""
     parts = [
-        iteration("message", 1_000, declined_output, declined_model),
-        iteration("fallback_message", 2_000, 100, SERVING),
+        iteration("message", 1_000, declined_output, model=declined_model),
+        iteration("fallback_message", 2_000, 100, model=SERVING),
     ]
     reply = message(
         *content, DONE, input_tokens=2_000, output_tokens=100, model=SERVING, usage={"iterations": parts}
@@ -62,16 +43,18 @@ def run(declined_output: int, *content: dict[str, Any], declined_model: str = RE
 def test_an_attempt_declined_before_any_output_in_an_unbilled_category_costs_nothing(
     category: str | None,
 ) -> None:
-    assert run(0, fallback(category)).cost_usd == pytest.approx(ANSWERED)
+    assert run(0, fallback_block(REQUESTED, SERVING, category)).cost_usd == pytest.approx(ANSWERED)
 
 
 @pytest.mark.parametrize("category", ["bio", "frontier_llm", "reasoning_extraction"])
 def test_an_attempt_declined_before_any_output_in_a_billed_category_is_charged(category: str) -> None:
-    assert run(0, fallback(category)).cost_usd == pytest.approx(ANSWERED + 1_000 * 5 / 1e6)
+    assert run(0, fallback_block(REQUESTED, SERVING, category)).cost_usd == pytest.approx(
+        ANSWERED + 1_000 * 5 / 1e6
+    )
 
 
 def test_an_attempt_declined_after_some_output_is_charged() -> None:
-    cost = run(40, text("Here is"), fallback("cyber"), text("Instead:")).cost_usd
+    cost = run(40, text("Here is"), fallback_block(REQUESTED, SERVING, "cyber"), text("Instead:")).cost_usd
     assert cost == pytest.approx(ANSWERED + (1_000 * 5 + 40 * 25) / 1e6)
 
 
@@ -79,12 +62,12 @@ def test_the_declining_attempt_is_found_by_its_dated_id_among_two_hops() -> None
     # Two hops: the requested model (named by the alias the request gave; the iteration gives the
     # dated id) declined in a category not billed; a third model, with no iteration here, in one
     # billed. Which hop is whose is read from the model: not knowing would bill it.
-    hops = (fallback("cyber"), fallback("bio", declined_from="claude-sonnet-4-5"))
+    hops = (fallback_block(REQUESTED, SERVING, "cyber"), fallback_block("claude-sonnet-4-5", SERVING, "bio"))
     assert run(0, *hops, declined_model=f"{REQUESTED}-20260205").cost_usd == pytest.approx(ANSWERED)
 
 
 def test_a_model_whose_id_begins_with_another_is_not_taken_for_it() -> None:
     # "claude-opus-4" (no such hop here) is not "claude-opus-4-6": the requested model's own hop, in a
     # category not billed, is the one read; a hop of claude-opus-4 in a billed one is not.
-    hops = (fallback("bio", declined_from="claude-opus-4"), fallback("cyber"))
+    hops = (fallback_block("claude-opus-4", SERVING, "bio"), fallback_block(REQUESTED, SERVING, "cyber"))
     assert run(0, *hops).cost_usd == pytest.approx(ANSWERED)

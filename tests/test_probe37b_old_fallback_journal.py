@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from messages_api import MessagesAPI, message, text, tool_use
+from messages_api import MessagesAPI, fallback_block, message, text, tool_use
 
 import agent.models.anthropic as adapter
 from agent import Agent, Approval, Budget, RetryPolicy, Snapshot, StopReason, tool
@@ -42,12 +42,7 @@ def deploy(target: str) -> str:
     return f"deployed {target}"
 
 
-FALLBACK = {
-    "type": "fallback",
-    "from": {"model": REQUESTED},
-    "to": {"model": SERVING},
-    "trigger": {"type": "refusal", "category": "cyber"},
-}
+FALLBACK = fallback_block(REQUESTED, SERVING)
 THINKING = {"type": "thinking", "thinking": "the declined thought", "signature": "sig-declined"}
 DECLINED_CALL = tool_use("delete", {"path": "/etc/passwd"}, id="toolu_declined")
 SERVED_CALL = tool_use("deploy", {"target": "prod"}, id="toolu_served")
