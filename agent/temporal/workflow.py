@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -72,6 +72,11 @@ READY_RETRY = TemporalRetry(initial_interval=timedelta(seconds=0.5), maximum_int
 BEFORE = "The run was cancelled before it began."
 WAIT_CANCELLED = "The run was cancelled while it waited for a person; resume it to wait again."
 MEMO_TEXT = 2000  # characters of note and summary kept in the memo
+# Temporal takes at most this many updates in flight on one execution (its default
+# `history.maxInFlightUpdates`) and refuses the next: a read that waits for a segment only a reply can begin
+# (`segment` on a run that waits for a person) is refused while one more would leave the reply no room (ten
+# such reads kept every reply out: the run could not be answered until its deadline).
+MAX_IN_FLIGHT_UPDATES = 10
 CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
 
@@ -121,6 +126,7 @@ class EndstateRun:
         self._cancel = CancelRequested()
         self._ref: RunRef | None = None
         self._checking = False  # a reply is being checked (see `REPLY_CHECKED`): another is refused
+        self._in_flight = 0  # updates whose handlers run (see `MAX_IN_FLIGHT_UPDATES`)
 
     @workflow.run
     async def run(self, given: RawValue = NO_INPUT) -> dict[str, Any]:
@@ -370,7 +376,8 @@ class EndstateRun:
     async def segment(self, n: Any) -> dict[str, Any]:
         """The result of segment `n` of this execution, once it has ended. `n` is taken as any
         value and checked by the validator: a refusal, never a workflow task that fails."""
-        await workflow.wait_condition(lambda: self._segments >= n or self._done)
+        with self._in_hand():
+            await workflow.wait_condition(lambda: self._segments >= n or self._done)
         assert self._last is not None
         return fitted(self._last.to_dict())
 
@@ -378,6 +385,24 @@ class EndstateRun:
     def _segment_ok(self, n: Any) -> None:
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ApplicationError(f"segment must be a whole number from 1, not {n!r}", type="AnswerError")
+        waits_for_reply = self._waiting is not None and self._reply is None and not self._done
+        if n > self._segments and waits_for_reply and self._in_flight + 2 > MAX_IN_FLIGHT_UPDATES:
+            raise ApplicationError(
+                f"segment {n} begins only once the run, which waits for a person, is replied to, and "
+                f"{self._in_flight} calls wait on the run already: Temporal takes at most "
+                f"{MAX_IN_FLIGHT_UPDATES} updates in flight on a run, and the reply needs one. Read the run "
+                "once it is replied to, or wait on it with fewer callers",
+                type="NotClaimable",
+            )
+
+    @contextlib.contextmanager
+    def _in_hand(self) -> Iterator[None]:
+        """Counts an update in flight while its handler runs (begun in the step its validator ran in)."""
+        self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
 
     @workflow.query(name=w.STATUS)
     def status(self) -> dict[str, Any]:
@@ -388,6 +413,10 @@ class EndstateRun:
         }
 
     async def _take(self, reply: Reply, wait: bool) -> dict[str, Any]:
+        with self._in_hand():
+            return await self._taken(reply, wait)
+
+    async def _taken(self, reply: Reply, wait: bool) -> dict[str, Any]:
         seen = self._segments
         if workflow.patched(REPLY_CHECKED):
             await self._ready_for(reply)
