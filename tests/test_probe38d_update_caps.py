@@ -24,12 +24,15 @@ from temporalio.client import (
     WorkflowUpdateStage,
 )
 from temporalio.exceptions import ApplicationError
+from temporalio.worker import Replayer
 from test_probe20a_temporal_down import AUTH, Served, _status, _worker_on
 
 from agent.durable.store import NotClaimable
 from agent.result import StopReason
 from agent.temporal import TemporalRuns
-from agent.temporal.workflow import MAX_IN_FLIGHT_UPDATES
+from agent.temporal import workflow as run_workflow
+from agent.temporal.worker import workflow_runner
+from agent.temporal.workflow import MAX_IN_FLIGHT_UPDATES, READS_MAKE_ROOM, EndstateRun
 
 pytestmark = pytest.mark.slow
 
@@ -84,6 +87,77 @@ def test_reads_waiting_on_a_reply_leave_room_for_the_reply(temporal: TemporalSer
             assert {e["reason"] for e in ended} == {"success"}
 
     asyncio.run(scenario())
+
+
+def test_reads_taken_while_the_run_ran_make_room_for_the_reply_once_it_asks(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    flag = tmp_path / "hold.flag"  # the first count waits while it exists: the run runs, reads are taken
+    flag.write_text("hold")
+
+    async def scenario() -> None:
+        async with serving(temporal, temporal_agents.catalog()) as runs:
+            state = question(tmp_path, hold=str(flag), hold_at=1)
+            run_id = str(await runs.start("counter", "Count", state=state, wait=False))
+            read = await reads(runs, run_id, 2, MAX_IN_FLIGHT_UPDATES)
+            assert not [r for r in read if isinstance(r, str)], read  # all taken: the run was running
+            flag.unlink()  # the run asks: its reads now wait for a reply, and leave it no room
+            await waiting(runs, run_id)
+            result = await asyncio.wait_for(runs.answer(run_id, "3"), 60)  # was: refused, Temporal's cap
+            assert result.reason is StopReason.SUCCESS, result.note
+            ended = await asyncio.gather(
+                *(r.result() for r in read if not isinstance(r, str)), return_exceptions=True
+            )
+            refused = [e for e in ended if isinstance(e, WorkflowUpdateFailedError)]
+            assert len(refused) == 1 and isinstance(refused[0].cause, ApplicationError), ended  # the newest
+            assert (
+                refused[0].cause.type == "NotClaimable" and "the reply needs one" in refused[0].cause.message
+            )
+            assert isinstance(ended[-1], WorkflowUpdateFailedError), ended
+            assert [e["reason"] for e in ended[:-1]] == ["success"] * (MAX_IN_FLIGHT_UPDATES - 1)
+            assert await replay_failure(runs, run_id) is None
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        flag.unlink(missing_ok=True)
+
+
+def test_a_run_whose_reads_kept_its_reply_out_before_they_made_room_replays_as_it_ran(
+    temporal: TemporalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flag = tmp_path / "hold.flag"
+    flag.write_text("hold")
+    patched = run_workflow.workflow.patched
+
+    async def scenario() -> None:
+        async with serving(temporal, temporal_agents.catalog()) as runs:
+            with monkeypatch.context() as before:  # the code before: its reads kept waiting, no marker
+                before.setattr(
+                    run_workflow.workflow, "patched", lambda p: p != READS_MAKE_ROOM and patched(p)
+                )
+                state = question(
+                    tmp_path, hold=str(flag), hold_at=1, wait=2
+                )  # no reply: the deadline ends it
+                run_id = str(await runs.start("counter", "Count", state=state, wait=False))
+                read = await reads(runs, run_id, 2, MAX_IN_FLIGHT_UPDATES)
+                flag.unlink()
+                result = await asyncio.wait_for(runs.result(run_id), 60)
+                assert result.reason is not StopReason.SUCCESS and result.turns == 2, result
+                ended = await asyncio.gather(*(r.result() for r in read if not isinstance(r, str)))
+                assert len(ended) == MAX_IN_FLIGHT_UPDATES  # each waited to the run's end
+            assert await replay_failure(runs, run_id) is None  # by this code: the reads wait as they did
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        flag.unlink(missing_ok=True)
+
+
+async def replay_failure(runs: TemporalRuns, run_id: str) -> Exception | None:
+    history = await runs.client.get_workflow_handle(run_id).fetch_history()
+    replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
+    return (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
 
 
 def test_a_reply_past_the_in_flight_cap_is_a_409_naming_it(temporal: TemporalServer, tmp_path: Path) -> None:
