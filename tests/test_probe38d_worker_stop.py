@@ -62,6 +62,14 @@ class Worker:
             raise AssertionError(f"the worker did not exit:\n{self.log.read_text()}") from None
         return code, time.monotonic()
 
+    async def stopping(self) -> None:
+        """Until the worker says it stops (it has the signal)."""
+        for _ in range(600):
+            if any("endstate worker: stopping on" in line for line in self.said()):
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the worker never said it stops:\n{self.log.read_text()}")
+
     def said(self) -> list[str]:
         return self.log.read_text().splitlines()
 
@@ -111,8 +119,8 @@ def test_a_signal_stops_polling_and_the_call_in_hand_ends_within_the_grace_then_
         run_id = str(await runs.start("counter", "Count", state=state, wait=False))
         await in_flight(tmp_path, run_id)
         worker.signal(sig)
-        await asyncio.sleep(GRACE / 4)  # within the grace: the worker waits for the call in hand
-        assert worker.process.poll() is None, worker.said()
+        await worker.stopping()
+        assert worker.process.poll() is None, worker.said()  # it waits for the call in hand
         flag.unlink()  # the call ends
         code, _ = await asyncio.to_thread(worker.exited, GRACE + ROOM)
         assert code == 0, worker.said()
@@ -167,7 +175,7 @@ def test_a_second_signal_exits_at_once_with_2_saying_so(temporal: TemporalServer
         run_id = str(await runs.start("counter", "Count", state=state, wait=False))
         await in_flight(tmp_path, run_id)
         worker.signal(signal.SIGTERM)
-        await asyncio.sleep(0.5)
+        await worker.stopping()
         sent = worker.signal(signal.SIGINT)
         code, at = await asyncio.to_thread(worker.exited, ROOM)
         assert code == 2 and at - sent < GRACE, (code, at - sent, worker.said())
