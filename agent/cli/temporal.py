@@ -25,12 +25,15 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
+
 from agent.budget import MAX_SECONDS
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.service.server import first_scrape_arg, port_number, seconds, seconds_from_zero
+from agent.summary import plural
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 STOP_SLACK_S = 5.0  # seconds past --grace a failed worker's shutdown may take before the process exits anyway
@@ -60,7 +63,10 @@ def register(sub: Any) -> None:
         help="seconds before a silent activity is retried (its worker taken for dead; 0.001 to a year)",
     )
     worker.add_argument(
-        "--grace", type=grace, default=10.0, help="seconds to finish activities in hand on stop (to a year)"
+        "--grace",
+        type=grace,
+        default=10.0,
+        help="seconds the activities in hand get to end on SIGTERM or SIGINT (to a year; default: 10)",
     )
     worker.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
     worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
@@ -306,6 +312,80 @@ class WorkerFailed(ConfigError):
     """Temporal failed the worker for good: said in one line, exit 2; the SDK's tasks may be left."""
 
 
+class StoppedShort(ConfigError):
+    """A signal stopped the worker with activities in hand past `--grace` (cut: Temporal runs them again on
+    another worker), or its shutdown did not end within `--grace` + `STOP_SLACK_S`: said in one line, exit 2;
+    the SDK's tasks may be left."""
+
+
+class InHand(Interceptor):
+    """Counts the activities the worker has in hand, for what a stop says it waits for, or cut."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _Counted(next, self)
+
+
+class _Counted(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, hand: InHand) -> None:
+        super().__init__(next)
+        self._hand = hand
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        self._hand.count += 1
+        try:
+            return await super().execute_activity(input)
+        finally:
+            self._hand.count -= 1
+
+
+class Stop:
+    """The signals that stop `endstate worker`: the first a graceful stop, said in one line; a second exits
+    at once (exit 2), the activities in hand cut."""
+
+    def __init__(self, args: argparse.Namespace, hand: InHand) -> None:
+        self.args, self.hand = args, hand
+        self.by: str | None = None  # the first signal's name
+        self.asked = asyncio.Event()
+
+    def signalled(self, sig: signal.Signals) -> None:
+        if self.by is None:
+            self.by = sig.name
+            self.asked.set()
+            grace = f"--grace {self.args.grace:g} s"
+            said = (
+                f"calls in hand ({self.hand.count}) get up to {grace} to end (a second signal exits at once)"
+            )
+            print(f"endstate worker: stopping on {sig.name}: polling no more; {said}", flush=True)
+            return
+        said = f"a second signal ({sig.name}): the worker exits at once; {self._cut(self.hand.count)}"
+        print(f"endstate: {said}", file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        os._exit(2)  # at once: the SDK's shutdown, telemetry's flush are not waited for
+
+    def short(self, cut: int, ended: bool) -> StoppedShort:
+        """What a stop that cut `cut` activities, or whose shutdown never `ended`, says."""
+        grace = f"--grace {self.args.grace:g} s"
+        if ended:
+            said = f"the worker stopped on {self.by} past {grace} (a longer one lets calls end)"
+        else:
+            said = (
+                f"the worker did not stop within {grace} + {STOP_SLACK_S:g} s of {self.by}: it exits anyway"
+            )
+        return StoppedShort(f"{said}: {self._cut(cut)}")
+
+    def _cut(self, n: int) -> str:
+        if not n:
+            return "no call was in hand"
+        return (
+            f"{plural(n, 'call')} in hand cut; Temporal runs {'it' if n == 1 else 'them'} again on another "
+            f"worker (at the latest once its heartbeat times out, --heartbeat {self.args.heartbeat:g} s)"
+        )
+
+
 def _worker(args: argparse.Namespace) -> int:
     """`_run_worker` on an event loop of its own. A failed worker's loop is left as it is: closing it
     would cancel and wait for the tasks Temporal's SDK left, which may never end (a poll that never
@@ -313,7 +393,7 @@ def _worker(args: argparse.Namespace) -> int:
     runner = asyncio.Runner()
     try:
         code = runner.run(_run_worker(args))
-    except WorkerFailed:
+    except (WorkerFailed, StoppedShort):
         raise
     except BaseException:
         runner.close()
@@ -364,12 +444,14 @@ async def _serve_metrics(args: argparse.Namespace, telemetry: Any) -> None:
 
 
 async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: Any) -> None:
-    """Poll until SIGTERM or SIGINT (the activities in hand end first, within --grace), or until Temporal
-    fails the worker for good (`WorkerFailed`, once its shutdown ended or had `--grace` + `STOP_SLACK_S`)."""
+    """Poll until SIGTERM or SIGINT (the activities in hand end first, within --grace: `StoppedShort` when
+    they did not), or until Temporal fails the worker for good (`WorkerFailed`); either way the process
+    exits within --grace + `STOP_SLACK_S` of it. A second signal exits at once (`Stop`)."""
     from agent.temporal import build_worker
 
     failures: list[BaseException] = []
     failed = asyncio.Event()
+    hand = InHand()
     worker = await build_worker(
         runs.client,
         catalog,
@@ -378,27 +460,35 @@ async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: An
         heartbeat_seconds=args.heartbeat,
         graceful_shutdown_timeout=timedelta(seconds=args.grace),  # the activities in hand end first
         on_fatal_error=_kept_in(failures, failed),
+        interceptors=[hand],
     )
-    stop = asyncio.Event()
+    stop = Stop(args, hand)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stop.signalled, sig)
     print(
         f"endstate worker: polling task queue {args.task_queue!r} of namespace {args.namespace!r} "
         f"at {args.temporal} for agents {', '.join(catalog.names())}",
         flush=True,
     )
     running = asyncio.create_task(worker.run())  # ends once shut down, or early when the worker failed
-    await _first(stop.wait(), failed.wait(), running)
+    await _first(stop.asked.wait(), failed.wait(), running)
+    limit = (
+        loop.time() + args.grace + STOP_SLACK_S
+    )  # the SDK may never end a shutdown (a poll that never returns)
     stopping = asyncio.create_task(worker.shutdown())
+    cut = 0
     if not (failures or running.done()):  # a signal: a graceful stop, unless the worker fails meanwhile
-        await _first(running, failed.wait())
-    if not running.done():  # the SDK may never end a failed worker's shutdown (a poll that never returns)
-        await asyncio.wait({running}, timeout=args.grace + STOP_SLACK_S)
+        await _first(running, failed.wait(), asyncio.sleep(args.grace))
+        cut = 0 if failures or running.done() else hand.count  # past the grace, the SDK cancels them
+    if not running.done():
+        await asyncio.wait({running}, timeout=max(0.0, limit - loop.time()))
     ran = _failure_of(running)  # read even when `failures` say more: an exception never read is logged
     failure = failures[0] if failures else ran
     if failure is not None:
         raise WorkerFailed(_worker_failed(args, failure)) from failure
+    if cut or not running.done():
+        raise stop.short(cut, running.done())
     await stopping
 
 

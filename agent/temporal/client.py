@@ -426,7 +426,10 @@ class TemporalRuns:
         return w.result_from_json(data)
 
     async def _not_waiting(self, run_id: str, exc: RPCError) -> Exception:
-        """Why an update found no waiting run: it is unknown, or it has ended."""
+        """Why an update found no waiting run: it is unknown, or it has ended; or Temporal's cap on a run's
+        updates refused it (`_update_cap`)."""
+        if said := _update_cap(run_id, exc):
+            return NotClaimable(said)
         if exc.status is not RPCStatusCode.NOT_FOUND:
             return _rpc_error(run_id, exc)
         ended = await self.ended(run_id)  # raises UnknownRun for a run that never existed
@@ -564,6 +567,29 @@ def _arguments_refused(exc: WorkflowUpdateFailedError) -> bool:
     """Whether the update's handler could not take its arguments (a `TypeError` in the worker: one from
     an older release, whose handlers take fewer); Endstate's own refusals have types of their own."""
     return isinstance(exc.cause, ApplicationError) and exc.cause.type == "TypeError"
+
+
+def _update_cap(run_id: str, exc: RPCError) -> str | None:
+    """What a reply that one of Temporal's caps on a run's updates refused is told (None for any other
+    refusal): updates in flight at once (10 by default: other callers wait on the run), or updates in all
+    in one execution (2,000 by default). Said as "Temporal did not answer" (503) or "refused" (400), the
+    caller retried blind, or gave up on a run that a resume can still answer."""
+    said = exc.message.lower()
+    if "limit" not in said or "update" not in said:
+        return None
+    if exc.status is RPCStatusCode.RESOURCE_EXHAUSTED:
+        return (
+            f"run {run_id} takes no reply now: Temporal's cap on updates in flight on one run is reached "
+            f"({exc.message}): other calls wait on the run; nothing was changed. Read the run, then send the "
+            "reply again with the `segments` read once those calls end"
+        )
+    if exc.status is RPCStatusCode.FAILED_PRECONDITION:
+        return (
+            f"run {run_id} takes no more replies in this execution: Temporal's cap on updates in one "
+            f"execution is reached ({exc.message:.100}); nothing was changed. Cancel the run and resume it: "
+            "the resumed execution waits for the same reply, its count of updates anew"
+        )
+    return None
 
 
 def _rpc_error(run_id: str | None, exc: RPCError) -> Exception:

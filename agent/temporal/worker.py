@@ -18,12 +18,15 @@ import dataclasses
 import logging
 import math
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client
+from temporalio.common import RawValue
+from temporalio.converter import PayloadConverter
 from temporalio.worker import (
     ExecuteWorkflowInput,
     Interceptor,
@@ -125,6 +128,7 @@ async def build_worker(
         hooks or NoHooks(), heartbeat_seconds, model_timeout, cut_grace=cut_grace, cancel_grace=cancel_grace
     )
     _registry.register(task_queue, setup)
+    client = _reading_each_input_alone(client)
     own = f"{task_queue}@{uuid.uuid4().hex}"
     activities = EndstateActivities(catalog, own)
     interceptors = [OneInput(), *options.pop("interceptors", ())]
@@ -158,10 +162,55 @@ def _check_setup(task_queue: str, least: float = MIN_TIMEOUT, **given: float) ->
             )
 
 
+class EachInputAlone:
+    """Marks a payload converter class made by `each_input_alone`."""
+
+
+def each_input_alone(base: type[PayloadConverter]) -> type[PayloadConverter]:
+    """`base`, reading each of several inputs that come with no types on its own (a start of two inputs or
+    more: the SDK then drops `run`'s type), one it cannot read kept unread as a `RawValue`. With `base`
+    alone, one unreadable input (an unknown encoding) failed every workflow task of the start, before
+    `OneInput` could end it as `bad_start`: the run never ended. Inputs with types are read as `base` does."""
+    if issubclass(base, EachInputAlone):
+        return base
+
+    class Alone(base, EachInputAlone):  # type: ignore[valid-type,misc]
+        def from_payloads(
+            self, payloads: Sequence[Payload], type_hints: list[type] | None = None
+        ) -> list[Any]:
+            if type_hints is not None or len(payloads) < 2:
+                return super().from_payloads(payloads, type_hints)
+            read = super().from_payloads
+            return [_read_alone(read, payload) for payload in payloads]
+
+    Alone.__name__ = Alone.__qualname__ = f"EachInputAlone{base.__name__}"
+    return Alone
+
+
+def _read_alone(read: Callable[[Sequence[Payload]], list[Any]], payload: Payload) -> Any:
+    """`payload` read, or kept unread (`RawValue`) when it cannot be."""
+    try:
+        return read([payload])[0]
+    except Exception:
+        return RawValue(payload)
+
+
+def _reading_each_input_alone(client: Client) -> Client:
+    """`client` as the worker uses it: its payload converter reading each input alone (`each_input_alone`)."""
+    converter = client.data_converter
+    alone = each_input_alone(converter.payload_converter_class)
+    if alone is converter.payload_converter_class:
+        return client
+    config = client.config()
+    config["data_converter"] = dataclasses.replace(converter, payload_converter_class=alone)
+    return Client(**config)
+
+
 class OneInput(Interceptor):
     """Hands `EndstateRun.run` a start of two inputs or more (`temporal workflow start --input A --input B`)
     as one `ManyInputs`, which ends the run as `bad_start`: given them all, `run` failed every workflow
-    task, and the run never ended. A start of one input, or none, is passed on as it is."""
+    task, and the run never ended (one of them unreadable is read as a `RawValue`: `each_input_alone`). A
+    start of one input, or none, is passed on as it is."""
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -72,6 +72,15 @@ READY_RETRY = TemporalRetry(initial_interval=timedelta(seconds=0.5), maximum_int
 BEFORE = "The run was cancelled before it began."
 WAIT_CANCELLED = "The run was cancelled while it waited for a person; resume it to wait again."
 MEMO_TEXT = 2000  # characters of note and summary kept in the memo
+# Temporal takes at most this many updates in flight on one execution (its default
+# `history.maxInFlightUpdates`) and refuses the next: a read that waits for a segment only a reply can begin
+# (`segment` on a run that waits for a person) is refused while one more would leave the reply no room (ten
+# such reads kept every reply out: the run could not be answered until its deadline).
+MAX_IN_FLIGHT_UPDATES = 10
+# Reads taken while the run ran (each waiting for a segment) may come to wait for a reply once the run asks
+# for one: when they leave the reply no room, the newest of them are refused then, as the validator refuses a
+# new one. Runs started before kept them waiting (the reply refused by Temporal until the run's deadline).
+READS_MAKE_ROOM = "endstate-reads-make-room-for-a-reply"
 CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
 
@@ -121,6 +130,9 @@ class EndstateRun:
         self._cancel = CancelRequested()
         self._ref: RunRef | None = None
         self._checking = False  # a reply is being checked (see `REPLY_CHECKED`): another is refused
+        self._in_flight = 0  # updates whose handlers run (see `MAX_IN_FLIGHT_UPDATES`)
+        self._reads: list[int] = []  # the `segment` reads in flight (their numbers), oldest first
+        self._next_read = 0
 
     @workflow.run
     async def run(self, given: RawValue = NO_INPUT) -> dict[str, Any]:
@@ -370,14 +382,61 @@ class EndstateRun:
     async def segment(self, n: Any) -> dict[str, Any]:
         """The result of segment `n` of this execution, once it has ended. `n` is taken as any
         value and checked by the validator: a refusal, never a workflow task that fails."""
-        await workflow.wait_condition(lambda: self._segments >= n or self._done)
+        with self._in_hand():
+            await self._read(n)
         assert self._last is not None
         return fitted(self._last.to_dict())
+
+    async def _read(self, n: int) -> None:
+        """Until segment `n` has ended; refused (`_no_room`) once the read leaves a reply no room."""
+
+        def ended() -> bool:
+            return self._segments >= n or self._done
+
+        read = self._next_read = self._next_read + 1
+        self._reads.append(read)
+        try:
+            await workflow.wait_condition(lambda: ended() or self._crowded(read, n))
+            if not ended() and workflow.patched(READS_MAKE_ROOM):  # see `READS_MAKE_ROOM`
+                raise self._no_room(n, self._in_flight - 1)
+            await workflow.wait_condition(ended)
+        finally:
+            self._reads.remove(read)
 
     @segment.validator
     def _segment_ok(self, n: Any) -> None:
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ApplicationError(f"segment must be a whole number from 1, not {n!r}", type="AnswerError")
+        if n > self._segments and self._waits_for_reply() and self._in_flight + 2 > MAX_IN_FLIGHT_UPDATES:
+            raise self._no_room(n, self._in_flight)
+
+    def _waits_for_reply(self) -> bool:
+        """The run waits for a person, and no reply is being taken."""
+        return self._waiting is not None and self._reply is None and not (self._done or self._checking)
+
+    def _crowded(self, read: int, n: int) -> bool:
+        """Whether `read` (a wait for segment `n`) is among the newest reads that leave a reply to the run,
+        which waits for a person, no room among the updates in flight (see `READS_MAKE_ROOM`)."""
+        over = self._in_flight - (MAX_IN_FLIGHT_UPDATES - 1)
+        return over > 0 and n > self._segments and self._waits_for_reply() and read in self._reads[-over:]
+
+    def _no_room(self, n: int, others: int) -> ApplicationError:
+        return ApplicationError(
+            f"segment {n} begins only once the run, which waits for a person, is replied to, and {others} "
+            f"calls wait on the run already: Temporal takes at most {MAX_IN_FLIGHT_UPDATES} updates in "
+            "flight on a run, and the reply needs one. Read the run once it is replied to, or wait on it "
+            "with fewer callers",
+            type="NotClaimable",
+        )
+
+    @contextlib.contextmanager
+    def _in_hand(self) -> Iterator[None]:
+        """Counts an update in flight while its handler runs (begun in the step its validator ran in)."""
+        self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
 
     @workflow.query(name=w.STATUS)
     def status(self) -> dict[str, Any]:
@@ -388,6 +447,10 @@ class EndstateRun:
         }
 
     async def _take(self, reply: Reply, wait: bool) -> dict[str, Any]:
+        with self._in_hand():
+            return await self._taken(reply, wait)
+
+    async def _taken(self, reply: Reply, wait: bool) -> dict[str, Any]:
         seen = self._segments
         if workflow.patched(REPLY_CHECKED):
             await self._ready_for(reply)
