@@ -15,8 +15,8 @@ only those: a run it could not record is let go, so that recovery (here or
 in another worker) continues it from its last checkpoint. Leases run out by
 the store's clock, never by a worker's own (`clock` decides run time: budgets,
 when a help deadline is set, audits), so workers whose clocks disagree never take
-a held run from each other; on the system clock, whether a deadline passed is
-judged by the store's clock too (`sweep_time`).
+a held run from each other; on the system clock, `clock` is the store's too
+(`StoreClock`): help deadlines are set and judged by it (`sweep_time`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from agent.context import RunContext
 from agent.durable._behind import Behind, writer_pool
 from agent.durable._ends import HeldEnds, held_ends
 from agent.durable._lapse import LapseWatch
+from agent.durable._storetime import StoreClock
 from agent.durable.catalog import AgentEntry, Catalog, State, load_catalog
 from agent.durable.store import (
     Lease,
@@ -156,7 +157,8 @@ class Runner:
                 f"not {type(catalog).__name__}"
             )
         self.store = store
-        self.clock = clock
+        # on the system clock, the store's time (deadlines are set and judged alike on every host)
+        self.clock: Clock = StoreClock(store) if clock is SYSTEM_CLOCK else clock
         self.on_audit = on_audit  # told (agent, task type, outcome) of each audit made
         self.catalog = catalog
         self.hooks = hooks
@@ -444,10 +446,11 @@ class Runner:
         return jobs
 
     def sweep_time(self) -> float:
-        """The time deadlines are judged by: on the system clock, the store's (every service of a fleet
-        sweeps, so one whose clock ran ahead would cut every person's wait short, and refuse their
-        answers as late); a clock given to the runner (a test's, a simulation's) is its own."""
-        return self.store.now() if self.clock is SYSTEM_CLOCK else self.clock.time()
+        """The time deadlines are judged by: on the system clock, the store's (`StoreClock`: every
+        service of a fleet sweeps, so one whose clock ran ahead would cut every person's wait short,
+        and refuse their answers as late); a clock given to the runner (a test's, a simulation's) is
+        its own."""
+        return self.clock.time()
 
     def _claim_expired(self, stale: RunRecord, now: float) -> Job | None:
         """Claim one run past its deadline: its job, or None when someone else got it first."""
