@@ -14,12 +14,15 @@ from pathlib import Path
 
 import pytest
 from test_probe24d_fleet import DYING_LEASE, billing_catalog, runner_of
+from test_runner import _dead_pid
 from test_runner_agents import Crash, counted, counter_state, outlive_leases
 
 from agent import StopReason
-from agent.durable.runner import Job, Runner
+from agent.durable.runner import Job, Runner, machine
 
 RUNS, RUNNERS = 12, 4
+DEAD = f"{machine()}:{_dead_pid()}:replica"  # a replica of this host whose process is gone: a sweep
+# takes its runs at once (one of another host only once it saw their leases unrenewed for a lease)
 
 
 def at_once(runners: list[Runner], claim: str) -> list[list[Job]]:
@@ -54,7 +57,7 @@ def drive_all(runners: list[Runner], claimed: list[list[Job]]) -> list[StopReaso
 def test_runners_recovering_at_once_each_take_every_crashed_run_exactly_once(
     store_url: str, tmp_path: Path
 ) -> None:
-    dying = runner_of(store_url, billing_catalog(), lease_seconds=DYING_LEASE)
+    dying = runner_of(store_url, billing_catalog(), lease_seconds=DYING_LEASE, owner=DEAD)
     for i in range(RUNS):
         with pytest.raises(Crash):
             asyncio.run(

@@ -13,18 +13,22 @@ from pathlib import Path
 
 import pytest
 from test_probe24d_fleet import DYING_LEASE, billing_catalog, runner_of
+from test_runner import _dead_pid
 from test_runner_agents import Crash, counted, counter_state, outlive_leases
 
 from agent import StopReason
+from agent.durable.runner import machine
 from agent.service.app import Service
 from agent.service.auth import Token
 
 RUNS, ROOM = 5, 2
+DEAD = f"{machine()}:{_dead_pid()}:replica"  # a replica of this host whose process is gone: a sweep
+# takes its runs at once (one of another host only once it saw their leases unrenewed for a lease)
 
 
 def test_a_service_recovers_only_as_many_runs_as_max_running_has_room_for(tmp_path: Path) -> None:
     url = str(tmp_path / "runs.db")
-    dying = runner_of(url, billing_catalog(), lease_seconds=DYING_LEASE)
+    dying = runner_of(url, billing_catalog(), lease_seconds=DYING_LEASE, owner=DEAD)
     for i in range(RUNS):
         with pytest.raises(Crash):
             state = counter_state(tmp_path / str(i), "crash")
@@ -55,7 +59,7 @@ def test_a_service_recovers_only_as_many_runs_as_max_running_has_room_for(tmp_pa
 
 def test_with_no_max_running_a_service_recovers_every_run_at_once(tmp_path: Path) -> None:
     url = str(tmp_path / "runs.db")
-    dying = runner_of(url, billing_catalog(), lease_seconds=DYING_LEASE)
+    dying = runner_of(url, billing_catalog(), lease_seconds=DYING_LEASE, owner=DEAD)
     for i in range(3):
         with pytest.raises(Crash):
             state = counter_state(tmp_path / str(i), "crash")

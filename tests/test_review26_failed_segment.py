@@ -36,7 +36,7 @@ def test_a_run_whose_segment_raised_after_its_checkpoints_is_resumed_from_them(
     crashed_mid_run(store_url, folder, "f1")
     runner = Runner(open_store(store_url), catalog())
     try:
-        [job] = runner.recovery_jobs()
+        [job] = runner.recovery_jobs(watched=False)  # as `endstate recover` takes it
         failed = asyncio.run(runner.drive(failing(job)))  # a bug past every catch of the loop
         assert (failed.reason, failed.error_type) == (StopReason.ERROR, "RuntimeError")
         assert "`endstate resume f1` continues it" in failed.note

@@ -23,6 +23,7 @@ from typing import Any
 from agent.audit import Audit
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
 from agent.cli._help import above_zero
+from agent.durable._storetime import StoreClock, pending_by_store_clock
 from agent.durable.catalog import SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, runner_with_telemetry
 from agent.durable.store import (
@@ -202,8 +203,9 @@ def left_out(damaged: list[str], where: str) -> str:
 def _pending(args: argparse.Namespace) -> int:
     """Every run waiting for a person, the longest waiting first: read and printed a page at a time
     (ordered and cut in SQL), never every waiting run at once."""
-    now, shown, damaged = time.time(), 0, list[str]()
+    shown, damaged = 0, list[str]()
     with _store(args, create=False) as store:
+        now = StoreClock(store).time()  # waits reckoned by the store's clock, as deadlines are judged
         where = store.shown
         for page in waiting_pages(store, PENDING_PAGE):
             for r in page:
@@ -393,7 +395,7 @@ def _runner(args: argparse.Namespace, create: bool = True) -> Iterator[Runner]:
     grace = shutdown_grace()  # a bad value is said before anything is opened or made
     with _store(args, create) as store:
         catalog = load_catalog(args.catalog, default=SEED_CATALOG)
-        telemetry = Telemetry.from_env(pending=store.pending_groups)
+        telemetry = Telemetry.from_env(pending=pending_by_store_clock(store))
         runner = runner_with_telemetry(store, catalog, telemetry, args.lease)
         previous = signal.signal(signal.SIGTERM, lambda *_: runner.stop_soon(grace))
         try:

@@ -15,8 +15,8 @@ only those: a run it could not record is let go, so that recovery (here or
 in another worker) continues it from its last checkpoint. Leases run out by
 the store's clock, never by a worker's own (`clock` decides run time: budgets,
 when a help deadline is set, audits), so workers whose clocks disagree never take
-a held run from each other; on the system clock, whether a deadline passed is
-judged by the store's clock too (`sweep_time`).
+a held run from each other; on the system clock, `clock` is the store's too
+(`StoreClock`): help deadlines are set and judged by it (`sweep_time`).
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
 from agent.context import RunContext
 from agent.durable._behind import Behind, writer_pool
 from agent.durable._ends import HeldEnds, held_ends
+from agent.durable._lapse import LapseWatch
+from agent.durable._storetime import StoreClock
 from agent.durable.catalog import AgentEntry, Catalog, State, load_catalog
 from agent.durable.store import (
     Lease,
@@ -155,7 +157,8 @@ class Runner:
                 f"not {type(catalog).__name__}"
             )
         self.store = store
-        self.clock = clock
+        # on the system clock, the store's time (deadlines are set and judged alike on every host)
+        self.clock: Clock = StoreClock(store) if clock is SYSTEM_CLOCK else clock
         self.on_audit = on_audit  # told (agent, task type, outcome) of each audit made
         self.catalog = catalog
         self.hooks = hooks
@@ -182,6 +185,7 @@ class Runner:
         self._left: set[tuple[str, str | None]] = set()
         self._own_types: dict[str, str] = {}  # each agent's own task type, as its last build here gave it
         self._newer_said: set[int] = set()  # snapshot versions too new for it, whose runs it left
+        self._lapses = LapseWatch(lambda: self.clock.monotonic())  # leases seen run out, since when
 
     def lease(self) -> Lease:
         """This runner's lease (one value, made again only when `owner` or `lease_seconds` change: the
@@ -442,10 +446,11 @@ class Runner:
         return jobs
 
     def sweep_time(self) -> float:
-        """The time deadlines are judged by: on the system clock, the store's (every service of a fleet
-        sweeps, so one whose clock ran ahead would cut every person's wait short, and refuse their
-        answers as late); a clock given to the runner (a test's, a simulation's) is its own."""
-        return self.store.now() if self.clock is SYSTEM_CLOCK else self.clock.time()
+        """The time deadlines are judged by: on the system clock, the store's (`StoreClock`: every
+        service of a fleet sweeps, so one whose clock ran ahead would cut every person's wait short,
+        and refuse their answers as late); a clock given to the runner (a test's, a simulation's) is
+        its own."""
+        return self.clock.time()
 
     def _claim_expired(self, stale: RunRecord, now: float) -> Job | None:
         """Claim one run past its deadline: its job, or None when someone else got it first."""
@@ -476,12 +481,20 @@ class Runner:
 
         return Job(record.run_id, agent, record, segment, RunStatus.WAITING)
 
-    def recoverable(self) -> list[RunRecord]:
+    def recoverable(self, watched: bool = False) -> list[RunRecord]:
         """Runs whose worker died (or that this runner let go), and runs a shutdown cancelled: of the
-        agents this catalog has, saved by a version of Endstate that this one reads (`ours`)."""
+        agents this catalog has, saved by a version of Endstate that this one reads (`ours`).
+
+        `watched` (a service's sweep): a run whose lease ran out by the store's clock counts only
+        once this runner has itself seen that lease unrenewed for one whole lease of its own
+        (`_lapse`), so a clock's step never takes a run from a live worker; a worker of this host
+        whose process is gone counts at once."""
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
         held, now = self.held(), self.store.now()  # leases run out by the store's clock
         gone = [r for r in running if r.run_id not in held and worker_gone(r, now)]
+        if watched:
+            seen = self._lapses.unrenewed(running, self.lease_seconds)
+            gone = [r for r in gone if r.run_id in seen or process_gone(r)]
         return self.ours(gone + self.store.interrupted())
 
     def knows(self, agent: str) -> bool:
@@ -564,14 +577,15 @@ class Runner:
 
     async def recover(self) -> list[RunResult]:
         """Continue every recoverable run from its last checkpoint, one after another."""
-        return await self._drive_each(self.recovery_jobs(), "recovered")
+        return await self._drive_each(self.recovery_jobs(watched=False), "recovered")
 
-    def recovery_jobs(self, limit: int | None = None) -> list[Job]:
+    def recovery_jobs(self, limit: int | None = None, watched: bool = True) -> list[Job]:
         """Claim every recoverable run, or at most `limit` of them (a service's room under its
         `--max-running`: the others stay recoverable, for its next sweep or another worker's); the
-        jobs are ready to drive (here or as tasks)."""
+        jobs are ready to drive (here or as tasks). `watched`: see `recoverable` (False for a
+        person's one-off `recover`, which trusts the store's clock)."""
         jobs: list[Job] = []
-        for record in self.recoverable():
+        for record in self.recoverable(watched):
             if limit is not None and len(jobs) >= limit:
                 break
             try:

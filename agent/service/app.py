@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from typing import Any
 from urllib.parse import urlencode
 
@@ -288,7 +287,7 @@ class Api:
         page = await waiting_page(self.runner.store, offset, limit, **only)
         after = offset + page.rows
         more = urlencode({**only, "offset": after, "limit": limit}) if after < page.total else None
-        now = time.time()
+        now = self.runner.clock.time()  # the store's, as deadlines are set and judged
         body: dict[str, Any] = {
             "pending": [pending_item(r, now) for r in page.records],
             **{"total": page.total, "offset": offset, "limit": limit},

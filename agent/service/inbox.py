@@ -23,7 +23,6 @@ form defences; links at the top of both move between them.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
@@ -106,7 +105,7 @@ class Inbox:
         else:
             store = self.service.runner.store
             waiting = await waiting_page(store, (view.page - 1) * size, size, view.agent, view.task_type)
-        now = time.time()
+        now = self.service.runner.clock.time()  # the store's, as deadlines are set and judged
         briefs = await brief(waiting.records, self.service.runner.store, self.service.runner.catalog, now)
         refresh, refresh_note = _refresh(view)
         body = page_html(

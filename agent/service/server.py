@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.durable import review
+from agent.durable._storetime import pending_by_store_clock
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, Catalog, load_catalog
 from agent.durable.runner import Runner, runner_with_telemetry
 from agent.durable.store import default_url, open_store
@@ -189,7 +190,7 @@ def serve(args: argparse.Namespace) -> int:
     )
     store = open_store(args.store, timeout=args.store_timeout)
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
-    telemetry = Telemetry.from_env(pending=store.pending_groups).for_service()  # a fresh registry
+    telemetry = Telemetry.from_env(pending=pending_by_store_clock(store)).for_service()  # a fresh registry
     try:
         runner = runner_with_telemetry(store, catalog, telemetry, args.lease)
         telemetry.metrics.prepare_runs(runs_known_at_start(runner))  # at zero before any recovery

@@ -23,6 +23,7 @@ from typing import Any, TypeVar, cast
 from temporalio.service import RPCError
 
 from agent.budget import Extension
+from agent.clock import SYSTEM_CLOCK, Clock
 from agent.durable.catalog import SEED_CATALOG, Catalog, load_catalog
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError
 from agent.errors import ConfigError
@@ -115,6 +116,8 @@ class TemporalStore:
 
 class TemporalRunner:
     """What the service asks of a runner, done by Temporal."""
+
+    clock: Clock = SYSTEM_CLOCK  # what /pending and the inbox reckon waits by (as before: this host's)
 
     def __init__(self, runs: TemporalRuns, bridge: Bridge, catalog: Catalog | None = None) -> None:
         self.runs, self.bridge = runs, bridge

@@ -80,6 +80,7 @@ class SqliteStore(SqlStore):
         self._sides: tuple[tuple[Path, tuple[int, int]], ...] = ()  # its -wal and -shm as opened
         self._held: Held | None = None  # the file as opened, looked at as a write commits
         self._lost: str | None = None  # why every call is refused for good (its log or index went)
+        self._rescued: Path | None = None  # the copy of its file made once that file lost its name
         self._where = self.path.absolute()  # where it was opened (SQLite's too: a later chdir moves neither)
         self._file_due = 0.0  # when `check_file` looks at the path again (time.monotonic)
         try:
@@ -199,11 +200,49 @@ class SqliteStore(SqlStore):
             return
         if file_id(self._where) != self._file:
             self._file_due = 0.0  # and every call after it looks again (the file may be put back)
-            raise StoreError(file_gone(self._where, self._file, written))
+            raise StoreError(file_gone(self._where, self._file, written, self._rescue()))
         for side, opened in self._sides:
             if file_id(side) != opened:
                 raise StoreError(self._lose(side, written))
         self._file_due = time.monotonic() + FILE_CHECK_SECONDS
+
+    def _rescue(self) -> Path | None:
+        """Once the file this process opened has no name left (deleted, or replaced by a rename over
+        it), copy it as this process still reads it (its write-ahead log too) beside its path, to
+        `<name>.rescued-<pid>-<time>`, once, saying how to restore it: its runs would be gone when this
+        process exits. None while it has a name (moved: it is still there) or the copy failed."""
+        if self._rescued is not None or self._held is None or not self._held.unlinked():
+            return self._rescued
+        if not self._lock.acquire(timeout=self._allowance):
+            return None  # a call that hangs: the next call copies it
+        try:
+            if self._conn.in_transaction:  # (its own thread's call inside `_tx`): the next call copies it
+                return None
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            copy = self._where.with_name(f"{self._where.name}.rescued-{os.getpid()}-{stamp}")
+            with contextlib.closing(sqlite3.connect(copy)) as to:
+                self._conn.backup(to)
+        except (OSError, sqlite3.Error) as exc:
+            log.error(
+                "the run store file %s is gone and copying what this process holds of it failed: %s",
+                self._where,
+                exc,
+            )
+            return None
+        finally:
+            self._lock.release()
+        self._rescued = copy
+        log.error(
+            "the run store file %s was deleted or replaced while this process had it open: what this "
+            "process held of it is saved in %s. To restore it, stop every process using the store, move "
+            "aside %s (and its -wal and -shm files) if there is one, then `mv %s %s`, and start them again",
+            self._where,
+            copy,
+            self._where,
+            copy,
+            self._where,
+        )
+        return copy
 
     def _lose(self, side: Path, written: bool) -> str:
         """Why the store refuses every call from now on, its write-ahead log or its index (`side`)
@@ -598,19 +637,25 @@ def file_id(path: Path) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
-def file_gone(path: Path, opened: tuple[int, int], written: bool = False) -> str:
+def file_gone(path: Path, opened: tuple[int, int], written: bool = False, rescued: Path | None = None) -> str:
     """Why a store whose file left its path refuses calls (`written`: a write found it as it committed),
-    where that file is now, and what to do."""
+    where that file is now (`rescued`: the copy made of it once it had no name left), and what to do."""
     what = "replaced by another file" if path.exists() else "deleted or moved away"
     now = _open_as(opened)
     where = f"; it is now at {now}" if now is not None and not now.endswith(" (deleted)") else ""
     done = "this write was not stored (it went to that file only)" if written else "nothing was changed"
+    if rescued is not None:
+        where = (
+            f". What this process held of it{', this write too,' if written else ''} is saved in {rescued}"
+        )
+        back = f"Restore it (stop every process using the store, then `mv {rescued} {path}`)"
+    else:
+        back = f"Put the file back at {path} (with its -wal file)"
     return (
         f"the run store file {path} was {what} while this process had it open, so {done}: "
         "its writes would go to a file no other process reads, lost once this process exits"
-        f"{where}. Put the file back at {path} (with its -wal file), or restart this process to "
-        "use the store now at that path (the runs it was driving are recovered from their last "
-        "checkpoint there)"
+        f"{where}. {back}, or restart this process to use the store now at that path (the runs it "
+        "was driving are recovered from their last checkpoint there)"
     )
 
 
