@@ -75,6 +75,7 @@ class EndstateActivities:
             self.prepare,
             self.model,
             self.model_by_digest,
+            self.model_chunked,
             self.tool,
             self.verify,
             self.verify_by_digest,
@@ -138,6 +139,32 @@ class EndstateActivities:
         journal = self._journal(run["run_id"], call["request"]["journal"], missing)
         if missing:
             return self._lacking(missing)
+        return await self._replied(call, journal)
+
+    @activity.defn(name=w.MODEL_CHUNKED)
+    @_timed
+    async def model_chunked(self, call: dict[str, Any]) -> dict[str, Any]:
+        """`model_by_digest`, its input naming the journal's settled prefix by the roots of a tree of
+        chunks (`_wire.CHUNK`): `{"missing": [...]}` names the nodes and texts this worker lacks."""
+        request = call["request"]
+        missing: list[str] = []
+        run_id = call["run"]["run_id"]
+        self._results.keep(run_id, call["run"]["task"])
+        self._keep_nodes(run_id, request.get("nodes") or {}, missing)
+        tail = self._journal(run_id, request["journal"], missing)  # first: it keeps the texts it sends
+        entries: list[dict[str, Any]] = []
+        for root in request["prefix"]:
+            self._expanded(run_id, root, entries, missing)
+        journal = self._journal(run_id, entries, missing) + tail
+        if missing:
+            return self._lacking(missing)
+        bare = {k: v for k, v in request.items() if k not in ("prefix", "nodes")}
+        return await self._replied({**call, "request": bare}, journal)
+
+    async def _replied(self, call: dict[str, Any], journal: list[dict[str, Any]]) -> dict[str, Any]:
+        """The model's answer to `call` with `journal`, keeping its reply's long texts, which the next
+        request holds."""
+        run = call["run"]
         reply = await self.model({**call, "request": {**call["request"], "journal": journal}})
         for part in w.reply_parts_json(reply["content"]):  # the next request holds the reply's parts
             if (text := w.kept_text(part[w.PART_DIGESTED[part["type"]]])) is not None:
@@ -239,6 +266,31 @@ class EndstateActivities:
             )
 
     # -- the run's calls -----------------------------------------------
+
+    def _keep_nodes(self, run_id: str, nodes: dict[str, Any], missing: list[str]) -> None:
+        """Keep the chunk tree's nodes an input defines (see `_wire.CHUNK`), a chunk's entries with their
+        long texts by digest, keeping those sent in full; a chunk that names a text this worker lacks is
+        not kept, and goes to `missing` with the text, to be sent again with it."""
+        for digest, node in nodes.items():
+            lacked: list[str] = []
+            if "entries" in node:
+                self._journal(run_id, node["entries"], lacked)  # it keeps each long text sent in full
+                node = {"entries": w.texts_mapped(node["entries"], w.digest_form)}
+            if lacked:
+                missing.extend([*lacked, digest])
+            else:
+                self._results.keep_as(run_id, digest, json.dumps(node, separators=(",", ":")))
+
+    def _expanded(self, run_id: str, digest: str, out: list[dict[str, Any]], missing: list[str]) -> None:
+        """Add the entries of the chunk tree's node `digest` to `out`; a node not kept goes to `missing`."""
+        kept = self._results.get(run_id, digest)
+        if kept is None:
+            missing.append(digest)
+            return
+        node = json.loads(kept)
+        for child in node.get("chunks", ()):
+            self._expanded(run_id, child, out, missing)
+        out.extend(node.get("entries", ()))
 
     def _lacking(self, missing: list[str]) -> dict[str, Any]:
         """The answer of a call that names texts this worker does not keep: the workflow sends them to
@@ -402,11 +454,13 @@ class KeptResults:
         return self._runs.get(run_id, {}).get(digest)
 
     def keep(self, run_id: str, text: str) -> None:
-        if len(text) <= w.INLINE_RESULT:
-            return
+        if len(text) > w.INLINE_RESULT:
+            self.keep_as(run_id, w.result_digest(text), text)
+
+    def keep_as(self, run_id: str, digest: str, text: str) -> None:
+        """Keep `text` by `digest` (a chunk tree's node by its own: see `_wire.CHUNK`), within the limit."""
         texts = self._runs.setdefault(run_id, {})
         self._runs.move_to_end(run_id)
-        digest = w.result_digest(text)
         if digest not in texts:
             texts[digest] = text
             self._chars += len(text)

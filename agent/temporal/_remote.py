@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import hashlib
 import inspect
+import operator
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
@@ -111,6 +112,10 @@ WORKER_TIME = "endstate-active-time-ran-on-workers"
 # counts may give the answering attempt's alone), so a token budget may stop a run a turn earlier than it
 # did. Runs started before count the reply's own counts, as they did.
 EVERY_ATTEMPT = "endstate-every-fallback-attempt-counted"
+# The model activity's input names the journal's settled prefix by the digests of a tree of chunks
+# (`_wire.CHUNK`, `_wire.MODEL_CHUNKED`), not its entries: a run's history grew with every turn's whole
+# journal. Runs started before replay their model calls with the whole journal, as they were made.
+CHUNKED = "endstate-journal-prefix-in-chunks"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -135,6 +140,8 @@ class RunRef:
     worker_time: bool = False  # active time leaves out the time calls waited for a worker (`WORKER_TIME`)
     waited: float = 0.0  # seconds of the workflow's time the run's calls waited for a worker
     cut: bool = False  # the segment is being cut (a cancel's grace ran out): a call's answer is not taken
+    leaves: dict[int, Leaf] = dataclasses.field(default_factory=dict)  # the journal's chunks, by first entry
+    nodes_sent: set[str] = dataclasses.field(default_factory=set)  # the chunk tree's nodes sent to a worker
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         fields = {"run_id", "agent", "task", "task_type"}
@@ -196,6 +203,47 @@ class RunRef:
         """A model request for the model's input, its journal's long texts by digest."""
         return w.request_json(request, self.journal_wire(request.journal, inline))
 
+    def chunked_request_wire(self, request: ModelRequest, inline: set[str] | None) -> dict[str, Any]:
+        """A model request for the chunked model's input (`_wire.MODEL_CHUNKED`): its journal's whole
+        chunks named by the roots of their tree (`prefix`), the rest as `request_wire` sends it; the
+        definitions of the tree's nodes in `inline` or never sent (`nodes`; see `_sent`), those of chunks
+        with their long texts in `inline` in full."""
+        settled = len(request.journal) // w.CHUNK * w.CHUNK
+        leaves = [self.leaf(request.journal, start) for start in range(0, settled, w.CHUNK)]
+        roots, inner = w.chunk_tree([leaf.digest for leaf in leaves])
+        nodes: dict[str, Any] = {}
+        for digest, children in inner.items():
+            if self._sent(digest, {"chunks": children}, inline):
+                nodes[digest] = {"chunks": children}
+        for leaf in leaves:
+            if self._sent(leaf.digest, {"entries": leaf.named}, inline):
+                mapped = w.texts_mapped(leaf.encoded, lambda item, key: self.digested(item, key, inline))
+                nodes[leaf.digest] = {"entries": mapped}
+        tail = self.journal_wire(request.journal[settled:], inline)
+        return w.request_json(request, tail) | {"prefix": roots, "nodes": nodes}
+
+    def leaf(self, journal: Sequence[Entry], start: int) -> Leaf:
+        """The chunk of `journal` from `start`, kept while its entries are the same objects."""
+        entries, leaf = tuple(journal[start : start + w.CHUNK]), self.leaves.get(start)
+        if leaf is None or not all(map(operator.is_, leaf.entries, entries)):  # a whole chunk: same length
+            encoded = w.journal_json(entries)
+            named = w.texts_mapped(encoded, lambda item, key: self.digested(item, key, set()))
+            leaf = self.leaves[start] = Leaf(entries, encoded, named, w.node_digest({"entries": named}))
+        return leaf
+
+    def _sent(self, digest: str, definition: dict[str, Any], inline: set[str] | None) -> bool:
+        """Whether a node's definition goes in the input: its digest is in `inline`, or it was never sent
+        (a worker keeps it, so the next call that names it needs no round trip). Its size is known."""
+        fresh = digest not in self.nodes_sent
+        if fresh:
+            self.sizes[digest] = w.payload_size(definition)
+            self.nodes_sent.add(digest)
+        if inline is None or digest not in inline:
+            return inline is None or fresh
+        if isinstance(inline, Once):
+            inline.discard(digest)
+        return True
+
     def part(self, lacking: list[str], room: int) -> set[str]:
         """The texts of `lacking` to send in full next: as many as fit in `room` bytes, in order. A text
         that alone does not fit is sent alone: its input is refused, naming its size."""
@@ -208,6 +256,17 @@ class RunRef:
                 part.add(digest)
                 used += cost
         return part
+
+
+@dataclasses.dataclass(frozen=True)
+class Leaf:
+    """A chunk of the journal (`_wire.CHUNK` entries): the entries, encoded, with long texts by digest
+    (`named`, its definition's), and its digest."""
+
+    entries: tuple[Entry, ...]
+    encoded: list[dict[str, Any]]
+    named: list[dict[str, Any]]
+    digest: str
 
 
 class Once(set[str]):
@@ -507,14 +566,16 @@ class ActivityModel:
         if not workflow.patched(BY_DIGEST):  # a run started before replays its model calls as they were
             return await self._in_full(request)
         seconds, began = call_seconds(), self._ref.active()
+        chunked = workflow.patched(CHUNKED)
+        wire = self._ref.chunked_request_wire if chunked else self._ref.request_wire
 
         def build(inline: set[str] | None) -> dict[str, Any]:
-            return {"run": self._ref.wire(), "request": self._ref.request_wire(request, inline)}
+            return {"run": self._ref.wire(), "request": wire(request, inline)}
 
         async def send(call: dict[str, Any], queue: str | None) -> dict[str, Any]:
             if seconds is not None:  # the worker cuts the call there too, and reports what it used
                 call = {**call, "seconds": max(seconds - (self._ref.active() - began), 0.001)}
-            return await self._started(w.MODEL_BY_DIGEST, call, queue)
+            return await self._started(w.MODEL_CHUNKED if chunked else w.MODEL_BY_DIGEST, call, queue)
 
         try:
             return w.reply_from_json(await by_digest(self._ref, build, send, "the model call's input"))
