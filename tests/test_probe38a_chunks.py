@@ -128,8 +128,9 @@ def test_a_long_run_names_its_prefix_by_chunks_across_a_new_worker_and_the_model
 def test_a_history_recorded_before_the_prefix_went_in_chunks_still_replays(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A run of the code before `CHUNKED` (this file's reader: 70 looks, need_help, answered on a new
-    worker, 70 looks, done; `fetch_history().to_json()`) replays; with the gate gone it would not."""
+    """A run of the code before `CHUNKED` (this file's reader: 35 looks, need_help, answered on a new
+    worker, 35 looks, done: 140 entries; `fetch_history().to_json()`) replays; with the gate gone it would
+    not."""
     history = WorkflowHistory.from_json("before-chunks", gzip.decompress(FIXTURE.read_bytes()).decode())
     assert replay_failure(history) is None
     patched = _remote.workflow.patched
