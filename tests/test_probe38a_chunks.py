@@ -16,7 +16,7 @@ from temporal_server import TemporalServer, serving, temporal_fixture
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from agent import Agent, Budget, RetryPolicy, RunResult, StopReason, tool
+from agent import Agent, Budget, RetryPolicy, RunContext, RunResult, StopReason, tool
 from agent.durable.runner import Catalog
 from agent.models.anthropic import AnthropicModel
 from agent.temporal import _remote
@@ -34,9 +34,10 @@ FIXTURE = Path(__file__).parent / "fixtures" / "temporal_v9_whole_journal_histor
 
 
 @tool
-def look(q: str) -> str:
-    """Look something up."""
-    return f"{q}: " + "x" * 400  # long: it goes by digest as well
+def look(ctx: RunContext, q: str) -> str:
+    """Look something up (what it found depends on every call before it: it reads the run's calls)."""
+    seen = sum(len(c.result) + len(c.arguments["q"]) for c in ctx.calls)
+    return f"{q} after {len(ctx.calls)} calls, {seen} characters: " + "x" * 400  # long: by digest as well
 
 
 def catalog(url: str, models: list[AnthropicModel]) -> Catalog:
@@ -79,14 +80,16 @@ async def run_across_workers(server: TemporalServer) -> tuple[RunResult, Any, li
         return result, history, api.bodies
 
 
-def model_calls(history: Any) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
-    """Each chunked model activity's input and its answer (None: none recorded)."""
+def chunked_calls(
+    history: Any, name: str = w.MODEL_CHUNKED
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each `name` activity's input and its answer (None: none recorded)."""
     inputs: dict[int, dict[str, Any]] = {}
     answers: dict[int, dict[str, Any]] = {}
     for event in history.events:
         if event.HasField("activity_task_scheduled_event_attributes"):
             a = event.activity_task_scheduled_event_attributes
-            if a.activity_type.name == w.MODEL_CHUNKED:
+            if a.activity_type.name == name:
                 inputs[event.event_id] = json.loads(a.input.payloads[0].data)
         elif event.HasField("activity_task_completed_event_attributes"):
             a = event.activity_task_completed_event_attributes
@@ -108,12 +111,13 @@ def test_a_long_run_names_its_prefix_by_chunks_across_a_new_worker_and_the_model
     async def both() -> list[tuple[RunResult, Any, list[Any]]]:
         chunked = await run_across_workers(temporal)
         with monkeypatch.context() as before:  # the code before: the whole journal in each input
-            before.setattr(_remote.workflow, "patched", lambda p: p != _remote.CHUNKED and patched(p))
+            gates = (_remote.CHUNKED, _remote.CALLS_CHUNKED)
+            before.setattr(_remote.workflow, "patched", lambda p: p not in gates and patched(p))
             return [chunked, await run_across_workers(temporal)]
 
     (result, history, sent), (before, whole, sent_before) = asyncio.run(both())
     assert (result.reason, result.turns) == (StopReason.SUCCESS, BEFORE + AFTER + 2), result.note
-    calls = model_calls(history)
+    calls = chunked_calls(history)
     last = calls[-1][0]["request"]
     assert len(last["journal"]) < w.CHUNK and 1 <= len(last["prefix"]) <= 3  # the rest by a few digests
     lacked = [answer["missing"] for _, answer in calls if answer and "missing" in answer]
@@ -121,7 +125,10 @@ def test_a_long_run_names_its_prefix_by_chunks_across_a_new_worker_and_the_model
     assert replay_failure(history) is None
     assert (before.reason, before.turns, before.usage) == (result.reason, result.turns, result.usage)
     assert [b["messages"] for b in sent] == [b["messages"] for b in sent_before]  # the model saw the same
-    assert not model_calls(whole)
+    assert not chunked_calls(whole) and not chunked_calls(whole, w.TOOL_CHUNKED)
+    tools = chunked_calls(history, w.TOOL_CHUNKED)
+    assert len(tools[-1][0]["calls"]) < w.CHUNK and 1 <= len(tools[-1][0]["calls_prefix"]) <= 3
+    assert any(answer and "missing" in answer for _, answer in tools[BEFORE:])  # the new worker asked
     assert sum(e.ByteSize() for e in history.events) < sum(e.ByteSize() for e in whole.events) / 2
 
 
@@ -135,6 +142,19 @@ def test_a_history_recorded_before_the_prefix_went_in_chunks_still_replays(
     assert replay_failure(history) is None
     patched = _remote.workflow.patched
     monkeypatch.setattr(_remote.workflow, "patched", lambda patch: patch == _remote.CHUNKED or patched(patch))
+    assert "Nondeterminism" in str(replay_failure(history))
+
+
+def test_a_history_with_a_ctx_tool_recorded_before_the_calls_went_in_chunks_still_replays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run of an older release whose tool takes `ctx` (`temporal_v2_verify_history.json`: count with
+    the run's calls in the tool's input) replays; with `CALLS_CHUNKED` taken it would not."""
+    recorded = (Path(__file__).parent / "fixtures" / "temporal_v2_verify_history.json").read_text()
+    history = WorkflowHistory.from_json("ctx-tool", recorded)
+    assert replay_failure(history) is None
+    patched = _remote.workflow.patched
+    monkeypatch.setattr(_remote.workflow, "patched", lambda p: p == _remote.CALLS_CHUNKED or patched(p))
     assert "Nondeterminism" in str(replay_failure(history))
 
 

@@ -43,6 +43,9 @@ BUILT: list[Agent] = []
 temporal = temporal_fixture()
 
 
+TOOLS = (w.TOOL, w.TOOL_CHUNKED)  # a tool that takes `ctx` is called chunked (`_remote.CALLS_CHUNKED`)
+
+
 @tool
 def dump(page: int) -> str:
     """Fetch a whole archive: 300,000 characters."""
@@ -771,7 +774,7 @@ def test_a_tool_that_takes_no_context_is_not_sent_the_runs_earlier_calls(tempora
         return [
             e.activity_task_scheduled_event_attributes.input.ByteSize()
             for e in history.events
-            if e.activity_task_scheduled_event_attributes.activity_type.name == w.TOOL
+            if e.activity_task_scheduled_event_attributes.activity_type.name in TOOLS
         ]
 
     sizes = asyncio.run(scenario())
@@ -783,7 +786,7 @@ def tool_inputs(history: Any) -> list[tuple[int, int]]:
     inputs = [
         e.activity_task_scheduled_event_attributes.input
         for e in history.events
-        if e.activity_task_scheduled_event_attributes.activity_type.name == w.TOOL
+        if e.activity_task_scheduled_event_attributes.activity_type.name in TOOLS
     ]
     return [(i.ByteSize(), i.SerializeToString().count(b"x" * 41_000)) for i in inputs]
 
@@ -1059,7 +1062,7 @@ def test_a_verifier_on_a_worker_lacking_the_results_sees_the_run_a_local_verifie
     [
         ("ask-then-check-archives", "off", w.MODEL_CHUNKED),
         ("ask-then-check-archives", "capped", w.VERIFY_BY_DIGEST),
-        ("ask-then-tally-archives", "capped", w.TOOL),
+        ("ask-then-tally-archives", "capped", w.TOOL_CHUNKED),
     ],
 )
 def test_a_worker_lacking_more_than_a_payload_of_texts_is_sent_them_in_parts_and_the_run_succeeds(
@@ -1149,7 +1152,7 @@ def test_parts_a_gone_worker_does_not_take_go_to_the_runs_queue(
 
 
 def scheduled_tool_call(event: Any) -> bool:
-    return str(event.activity_task_scheduled_event_attributes.activity_type.name) == w.TOOL
+    return str(event.activity_task_scheduled_event_attributes.activity_type.name) in TOOLS
 
 
 def tool_done_and_its_timers_fired(events: list[Any]) -> bool:

@@ -77,6 +77,7 @@ class EndstateActivities:
             self.model_by_digest,
             self.model_chunked,
             self.tool,
+            self.tool_chunked,
             self.verify,
             self.verify_by_digest,
             self.cleanup,
@@ -152,10 +153,7 @@ class EndstateActivities:
         self._results.keep(run_id, call["run"]["task"])
         self._keep_nodes(run_id, request.get("nodes") or {}, missing)
         tail = self._journal(run_id, request["journal"], missing)  # first: it keeps the texts it sends
-        entries: list[dict[str, Any]] = []
-        for root in request["prefix"]:
-            self._expanded(run_id, root, entries, missing)
-        journal = self._journal(run_id, entries, missing) + tail
+        journal = self._journal(run_id, self._prefix(run_id, request["prefix"], missing), missing) + tail
         if missing:
             return self._lacking(missing)
         bare = {k: v for k, v in request.items() if k not in ("prefix", "nodes")}
@@ -175,6 +173,15 @@ class EndstateActivities:
     @_timed
     async def tool(self, call: dict[str, Any]) -> dict[str, Any]:
         """One tool call with its own timeout; a failure is a result for the model, never raised."""
+        return await self._tool(call)
+
+    @activity.defn(name=w.TOOL_CHUNKED)
+    @_timed
+    async def tool_chunked(self, call: dict[str, Any]) -> dict[str, Any]:
+        """`tool`, its input naming the run's earlier calls as `model_chunked`'s names the journal."""
+        return await self._tool(call)
+
+    async def _tool(self, call: dict[str, Any]) -> dict[str, Any]:
         run = call["run"]
         agent = self._agent(run)
         found = agent.tool_named(call["name"])
@@ -182,7 +189,12 @@ class EndstateActivities:
             text = f"Error: this worker's agent {agent.name!r} has no tool {call['name']!r}."
             return {"text": text, "is_error": True, "error_type": "unknown_tool", "state": run["state"]}
         missing: list[str] = []
-        calls = self._calls(run["run_id"], call.get("calls", []), missing)
+        self._keep_nodes(run["run_id"], call.get("nodes") or {}, missing, calls=True)  # `tool_chunked`'s
+        calls = self._calls(
+            run["run_id"], call.get("calls", []), missing
+        )  # before the prefix: it keeps texts
+        prefix = self._prefix(run["run_id"], call.get("calls_prefix", []), missing)
+        calls = self._calls(run["run_id"], prefix, missing) + calls
         if missing:  # not run: the workflow sends these results and asks again
             return self._lacking(missing)
         ctx = _context(run, calls, call_id=call.get("call_id", ""))
@@ -267,19 +279,32 @@ class EndstateActivities:
 
     # -- the run's calls -----------------------------------------------
 
-    def _keep_nodes(self, run_id: str, nodes: dict[str, Any], missing: list[str]) -> None:
+    def _keep_nodes(
+        self, run_id: str, nodes: dict[str, Any], missing: list[str], calls: bool = False
+    ) -> None:
         """Keep the chunk tree's nodes an input defines (see `_wire.CHUNK`), a chunk's entries with their
         long texts by digest, keeping those sent in full; a chunk that names a text this worker lacks is
         not kept, and goes to `missing` with the text, to be sent again with it."""
         for digest, node in nodes.items():
             lacked: list[str] = []
-            if "entries" in node:
-                self._journal(run_id, node["entries"], lacked)  # it keeps each long text sent in full
+            if "entries" in node and calls:
+                self._calls(run_id, node["entries"], lacked)  # it keeps each long text sent in full
+                node = {"entries": [w.digest_form(record, "result") for record in node["entries"]]}
+            elif "entries" in node:
+                self._journal(run_id, node["entries"], lacked)
                 node = {"entries": w.texts_mapped(node["entries"], w.digest_form)}
             if lacked:
                 missing.extend([*lacked, digest])
             else:
                 self._results.keep_as(run_id, digest, json.dumps(node, separators=(",", ":")))
+
+    def _prefix(self, run_id: str, roots: list[str], missing: list[str]) -> list[dict[str, Any]]:
+        """The items (journal entries, or calls) a chunked input names by `roots`, their long texts by
+        digest; the nodes this worker does not keep go to `missing`."""
+        items: list[dict[str, Any]] = []
+        for root in roots:
+            self._expanded(run_id, root, items, missing)
+        return items
 
     def _expanded(self, run_id: str, digest: str, out: list[dict[str, Any]], missing: list[str]) -> None:
         """Add the entries of the chunk tree's node `digest` to `out`; a node not kept goes to `missing`."""

@@ -116,6 +116,9 @@ EVERY_ATTEMPT = "endstate-every-fallback-attempt-counted"
 # (`_wire.CHUNK`, `_wire.MODEL_CHUNKED`), not its entries: a run's history grew with every turn's whole
 # journal. Runs started before replay their model calls with the whole journal, as they were made.
 CHUNKED = "endstate-journal-prefix-in-chunks"
+# A tool that takes the context names the run's earlier calls the same way (`_wire.TOOL_CHUNKED`); runs
+# started before replay their tool calls with every call in the input, as they were made.
+CALLS_CHUNKED = "endstate-calls-prefix-in-chunks"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -140,7 +143,7 @@ class RunRef:
     worker_time: bool = False  # active time leaves out the time calls waited for a worker (`WORKER_TIME`)
     waited: float = 0.0  # seconds of the workflow's time the run's calls waited for a worker
     cut: bool = False  # the segment is being cut (a cancel's grace ran out): a call's answer is not taken
-    leaves: dict[int, Leaf] = dataclasses.field(default_factory=dict)  # the journal's chunks, by first entry
+    leaves: dict[tuple[str, int], Leaf] = dataclasses.field(default_factory=dict)  # chunks (`chunked`)
     nodes_sent: set[str] = dataclasses.field(default_factory=set)  # the chunk tree's nodes sent to a worker
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -208,8 +211,23 @@ class RunRef:
         chunks named by the roots of their tree (`prefix`), the rest as `request_wire` sends it; the
         definitions of the tree's nodes in `inline` or never sent (`nodes`; see `_sent`), those of chunks
         with their long texts in `inline` in full."""
-        settled = len(request.journal) // w.CHUNK * w.CHUNK
-        leaves = [self.leaf(request.journal, start) for start in range(0, settled, w.CHUNK)]
+        roots, nodes, settled = self.chunked("journal", request.journal, inline)
+        tail = self.journal_wire(request.journal[settled:], inline)
+        return w.request_json(request, tail) | {"prefix": roots, "nodes": nodes}
+
+    def chunked_calls_wire(self, calls: list[CallRecord], inline: set[str] | None) -> dict[str, Any]:
+        """The run's calls for a chunked tool's input (`_wire.TOOL_CHUNKED`), as `chunked_request_wire`
+        sends a journal: `calls_prefix`, `nodes`, and the rest (`calls`) as `calls_wire` sends it."""
+        roots, nodes, settled = self.chunked("calls", calls, inline)
+        return {"calls": self.calls_wire(calls[settled:], inline), "calls_prefix": roots, "nodes": nodes}
+
+    def chunked(
+        self, kind: str, items: Sequence[Any], inline: set[str] | None
+    ) -> tuple[list[str], dict[str, Any], int]:
+        """The roots naming the whole chunks of `items` (journal entries, or calls: `kind`), the nodes'
+        definitions to send (see `_sent`), and how many items the chunks hold."""
+        settled = len(items) // w.CHUNK * w.CHUNK
+        leaves = [self.leaf(kind, items, start) for start in range(0, settled, w.CHUNK)]
         roots, inner = w.chunk_tree([leaf.digest for leaf in leaves])
         nodes: dict[str, Any] = {}
         for digest, children in inner.items():
@@ -217,18 +235,24 @@ class RunRef:
                 nodes[digest] = {"chunks": children}
         for leaf in leaves:
             if self._sent(leaf.digest, {"entries": leaf.named}, inline):
-                mapped = w.texts_mapped(leaf.encoded, lambda item, key: self.digested(item, key, inline))
-                nodes[leaf.digest] = {"entries": mapped}
-        tail = self.journal_wire(request.journal[settled:], inline)
-        return w.request_json(request, tail) | {"prefix": roots, "nodes": nodes}
+                nodes[leaf.digest] = {"entries": self._mapped(kind, leaf.encoded, inline)}
+        return roots, nodes, settled
 
-    def leaf(self, journal: Sequence[Entry], start: int) -> Leaf:
-        """The chunk of `journal` from `start`, kept while its entries are the same objects."""
-        entries, leaf = tuple(journal[start : start + w.CHUNK]), self.leaves.get(start)
-        if leaf is None or not all(map(operator.is_, leaf.entries, entries)):  # a whole chunk: same length
-            encoded = w.journal_json(entries)
-            named = w.texts_mapped(encoded, lambda item, key: self.digested(item, key, set()))
-            leaf = self.leaves[start] = Leaf(entries, encoded, named, w.node_digest({"entries": named}))
+    def _mapped(
+        self, kind: str, encoded: list[dict[str, Any]], inline: set[str] | None
+    ) -> list[dict[str, Any]]:
+        """Encoded journal entries or calls, each long text by digest unless in `inline` (`digested`)."""
+        if kind == "calls":
+            return [self.digested(record, "result", inline) for record in encoded]
+        return w.texts_mapped(encoded, lambda item, key: self.digested(item, key, inline))
+
+    def leaf(self, kind: str, items: Sequence[Any], start: int) -> Leaf:
+        """The chunk of `items` from `start`, kept while its items are the same objects."""
+        chunk, leaf = tuple(items[start : start + w.CHUNK]), self.leaves.get((kind, start))
+        if leaf is None or not all(map(operator.is_, leaf.entries, chunk)):  # a whole chunk: same length
+            encoded = [dict(vars(c)) for c in chunk] if kind == "calls" else w.journal_json(chunk)
+            named = self._mapped(kind, encoded, set())
+            leaf = self.leaves[kind, start] = Leaf(chunk, encoded, named, w.node_digest({"entries": named}))
         return leaf
 
     def _sent(self, digest: str, definition: dict[str, Any], inline: set[str] | None) -> bool:
@@ -260,10 +284,10 @@ class RunRef:
 
 @dataclasses.dataclass(frozen=True)
 class Leaf:
-    """A chunk of the journal (`_wire.CHUNK` entries): the entries, encoded, with long texts by digest
-    (`named`, its definition's), and its digest."""
+    """A chunk of the journal or of the calls (`_wire.CHUNK` of them): the items, encoded, with long texts
+    by digest (`named`, its definition's), and its digest."""
 
-    entries: tuple[Entry, ...]
+    entries: tuple[Any, ...]  # journal entries or calls
     encoded: list[dict[str, Any]]
     named: list[dict[str, Any]]
     digest: str
@@ -712,33 +736,43 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     # them out, or each call's input would hold every result before it (a history quadratic in turns).
     reads_calls = spec.get("wants_ctx", True)
 
-    def built(ctx: RunContext, arguments: dict[str, Any], inline: set[str] | None) -> dict[str, Any]:
+    def built(
+        ctx: RunContext, arguments: dict[str, Any], chunked: bool, inline: set[str] | None
+    ) -> dict[str, Any]:
+        if chunked:  # the calls by chunks (see `CALLS_CHUNKED`)
+            calls = ref.chunked_calls_wire(ctx.calls, inline)
+        else:
+            calls = {"calls": ref.calls_wire(ctx.calls, inline) if reads_calls else []}
         return {
             "run": ref.wire(ctx.state),
             "name": spec["name"],
             "arguments": arguments,
-            "calls": ref.calls_wire(ctx.calls, inline) if reads_calls else [],
+            **calls,
             "call_id": ctx.call_id,
             "cap": ref.cap,
         }
 
-    async def send(payload: dict[str, Any], queue: str | None, once: bool) -> dict[str, Any]:
+    async def send(payload: dict[str, Any], queue: str | None, once: bool, chunked: bool) -> dict[str, Any]:
         options: dict[str, Any] = {
             "start_to_close_timeout": waited,
             "heartbeat_timeout": timedelta(seconds=setup.heartbeat_seconds),
             "retry_policy": TemporalRetry(maximum_attempts=1) if once else temporal_retry(retry),
             **pinned(queue, setup),
         }
-        return await _tool_call(ref, payload, options)
+        return await _tool_call(ref, payload, options, w.TOOL_CHUNKED if chunked else w.TOOL)
 
     async def call(**kwargs: Any) -> str | ToolOutput | Verbatim:
         ctx: RunContext = kwargs.pop("ctx")
-        build = functools.partial(built, ctx, kwargs)
+        chunked = reads_calls and workflow.patched(CALLS_CHUNKED)
+        build = functools.partial(built, ctx, kwargs, chunked)
         # an approved call runs at most once: Temporal does not start it again on another worker
         once = spec["needs_approval"] and workflow.patched(APPROVED_ONCE)
         try:
             out = await by_digest(
-                ref, build, functools.partial(send, once=once), f"the input of the call of {spec['name']!r}"
+                ref,
+                build,
+                functools.partial(send, once=once, chunked=chunked),
+                f"the input of the call of {spec['name']!r}",
             )
         except PayloadTooLarge as cannot:
             ref.too_large = ref.too_large or cannot  # not run; the next model call stops the run
@@ -776,13 +810,15 @@ def _tool_answer(ref: RunRef, ctx: RunContext, out: dict[str, Any]) -> str | Too
     return Verbatim(ToolOutcome(str(out["text"]), True, out.get("error_type")))
 
 
-async def _tool_call(ref: RunRef, payload: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """The tool activity's answer; its time waiting for a worker is not the run's (`WORKER_TIME`)."""
+async def _tool_call(
+    ref: RunRef, payload: dict[str, Any], options: dict[str, Any], name: str = w.TOOL
+) -> dict[str, Any]:
+    """The tool activity's (`name`) answer; its time waiting for a worker is not the run's (`WORKER_TIME`)."""
     began = workflow.time()
     if not ref.worker_time:  # a run started before: as it ran
-        out = await _activity(w.TOOL, payload, **options)
+        out = await _activity(name, payload, **options)
     else:
-        out = await settled(ref, workflow.start_activity(w.TOOL, payload, **options))
+        out = await settled(ref, workflow.start_activity(name, payload, **options))
     return ref.timed(began, out)  # type: ignore[no-any-return]
 
 

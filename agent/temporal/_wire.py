@@ -49,6 +49,7 @@ MODEL = "endstate.model"
 MODEL_BY_DIGEST = "endstate.model.by-digest"  # its input names long texts by digest (see `INLINE_RESULT`)
 MODEL_CHUNKED = "endstate.model.chunked"  # by digest, and the journal's settled prefix by chunks (`CHUNK`)
 TOOL = "endstate.tool"
+TOOL_CHUNKED = "endstate.tool.chunked"  # the run's earlier calls named as the model's journal (`CHUNK`)
 VERIFY = "endstate.verify"
 VERIFY_BY_DIGEST = "endstate.verify.by-digest"  # its input names long texts by digest, as the model's
 CLEANUP = "endstate.cleanup"
