@@ -18,6 +18,7 @@ from temporalio.worker import Replayer
 
 from agent import Agent, Budget, RetryPolicy, RunContext, RunResult, StopReason, tool
 from agent.durable.runner import Catalog
+from agent.journal import Result
 from agent.models.anthropic import AnthropicModel
 from agent.temporal import _remote
 from agent.temporal import _wire as w
@@ -40,6 +41,14 @@ def look(ctx: RunContext, q: str) -> str:
     return f"{q} after {len(ctx.calls)} calls, {seen} characters: " + "x" * 400  # long: by digest as well
 
 
+def read_all(ctx: RunContext) -> list[str]:
+    """Every look made, each seen whole, in the calls and in the journal (on the worker, from chunks)."""
+    results = [e.text for e in ctx.journal if isinstance(e, Result) and e.text.startswith("q")]  # looks'
+    if [c.result for c in ctx.calls] != results or len(results) != BEFORE + AFTER:
+        return [f"saw {len(ctx.calls)} calls and {len(results)} results"]
+    return [] if all(r.endswith("x" * 400) for r in results) else ["a result was cut"]
+
+
 def catalog(url: str, models: list[AnthropicModel]) -> Catalog:
     """The reader's catalog; each model it makes goes to `models`, for the test to close."""
 
@@ -47,7 +56,7 @@ def catalog(url: str, models: list[AnthropicModel]) -> Catalog:
         model = AnthropicModel("claude-opus-4-6", api_key="sk-ant-test", base_url=url)
         models.append(model)
         budget = Budget(max_turns=BEFORE + AFTER + 5, max_seconds=600)
-        return Agent("reader", model, tools=[look], budget=budget, retry=FAST)
+        return Agent("reader", model, tools=[look], verifiers=[read_all], budget=budget, retry=FAST)
 
     found = Catalog()
     found.register("reader", build)
@@ -111,7 +120,7 @@ def test_a_long_run_names_its_prefix_by_chunks_across_a_new_worker_and_the_model
     async def both() -> list[tuple[RunResult, Any, list[Any]]]:
         chunked = await run_across_workers(temporal)
         with monkeypatch.context() as before:  # the code before: the whole journal in each input
-            gates = (_remote.CHUNKED, _remote.CALLS_CHUNKED)
+            gates = (_remote.CHUNKED, _remote.CALLS_CHUNKED, _remote.VERIFY_CHUNKED)
             before.setattr(_remote.workflow, "patched", lambda p: p not in gates and patched(p))
             return [chunked, await run_across_workers(temporal)]
 
@@ -129,6 +138,9 @@ def test_a_long_run_names_its_prefix_by_chunks_across_a_new_worker_and_the_model
     tools = chunked_calls(history, w.TOOL_CHUNKED)
     assert len(tools[-1][0]["calls"]) < w.CHUNK and 1 <= len(tools[-1][0]["calls_prefix"]) <= 3
     assert any(answer and "missing" in answer for _, answer in tools[BEFORE:])  # the new worker asked
+    [(check, answer)] = chunked_calls(history, w.VERIFY_CHUNKED)
+    assert answer and answer["failures"] == [] and check["prefix"] and check["calls_prefix"]
+    assert result.verified
     assert sum(e.ByteSize() for e in history.events) < sum(e.ByteSize() for e in whole.events) / 2
 
 
@@ -145,16 +157,18 @@ def test_a_history_recorded_before_the_prefix_went_in_chunks_still_replays(
     assert "Nondeterminism" in str(replay_failure(history))
 
 
-def test_a_history_with_a_ctx_tool_recorded_before_the_calls_went_in_chunks_still_replays(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("gate", [_remote.CALLS_CHUNKED, _remote.VERIFY_CHUNKED])
+def test_a_history_with_a_ctx_tool_and_a_check_recorded_before_chunks_still_replays(
+    gate: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run of an older release whose tool takes `ctx` (`temporal_v2_verify_history.json`: count with
-    the run's calls in the tool's input) replays; with `CALLS_CHUNKED` taken it would not."""
-    recorded = (Path(__file__).parent / "fixtures" / "temporal_v2_verify_history.json").read_text()
+    """A run of an older release whose tool takes `ctx` and whose finish is checked
+    (`temporal_v3_finish_first_history.json`: count with the run's calls in the tool's input, then
+    `endstate.verify.by-digest`) replays; with either gate taken it would not."""
+    recorded = (Path(__file__).parent / "fixtures" / "temporal_v3_finish_first_history.json").read_text()
     history = WorkflowHistory.from_json("ctx-tool", recorded)
     assert replay_failure(history) is None
     patched = _remote.workflow.patched
-    monkeypatch.setattr(_remote.workflow, "patched", lambda p: p == _remote.CALLS_CHUNKED or patched(p))
+    monkeypatch.setattr(_remote.workflow, "patched", lambda p: p == gate or patched(p))
     assert "Nondeterminism" in str(replay_failure(history))
 
 

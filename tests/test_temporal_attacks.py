@@ -1050,7 +1050,7 @@ def test_a_verifier_on_a_worker_lacking_the_results_sees_the_run_a_local_verifie
     )
     assert (there.reason, there.verified) == ("success", True)
     assert seen[0][2][1]["result"] == "page 2: " + "x" * 41_000  # the whole result, not the cut one
-    inputs = activity_inputs(history, w.VERIFY_BY_DIGEST, b"x" * 41_000)
+    inputs = activity_inputs(history, w.VERIFY_CHUNKED, b"x" * 41_000)
     # the first check on the new worker: by digest (it answers missing), then the two results in full,
     # once each (the calls and the journal name them); the second check: digests only
     assert [n for _, n in inputs] == [0, 2, 0]
@@ -1061,7 +1061,7 @@ def test_a_verifier_on_a_worker_lacking_the_results_sees_the_run_a_local_verifie
     ("script", "history", "lacking"),
     [
         ("ask-then-check-archives", "off", w.MODEL_CHUNKED),
-        ("ask-then-check-archives", "capped", w.VERIFY_BY_DIGEST),
+        ("ask-then-check-archives", "capped", w.VERIFY_CHUNKED),
         ("ask-then-tally-archives", "capped", w.TOOL_CHUNKED),
     ],
 )

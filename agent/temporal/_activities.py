@@ -80,6 +80,7 @@ class EndstateActivities:
             self.tool_chunked,
             self.verify,
             self.verify_by_digest,
+            self.verify_chunked,
             self.cleanup,
             self.ready,
         ]
@@ -225,6 +226,25 @@ class EndstateActivities:
         missing: list[str] = []
         calls = self._calls(run["run_id"], check["calls"], missing)
         journal = self._journal(run["run_id"], check["journal"], missing)
+        if missing:
+            return self._lacking(missing)
+        return self._told(run, {"failures": await self._verified(run, calls, journal, check.get("note", ""))})
+
+    @activity.defn(name=w.VERIFY_CHUNKED)
+    @_timed
+    async def verify_chunked(self, check: dict[str, Any]) -> dict[str, Any]:
+        """`verify_by_digest`, its input naming the calls' and the journal's whole chunks as `tool_chunked`
+        and `model_chunked` do; read in the order the workflow built it (calls, then journal)."""
+        run = check["run"]
+        run_id = run["run_id"]
+        self._results.keep(run_id, run["task"])
+        missing: list[str] = []
+        self._keep_nodes(run_id, check.get("call_nodes") or {}, missing, calls=True)
+        calls = self._calls(run_id, check["calls"], missing)
+        self._keep_nodes(run_id, check.get("nodes") or {}, missing)
+        journal = self._journal(run_id, check["journal"], missing)
+        calls = self._calls(run_id, self._prefix(run_id, check["calls_prefix"], missing), missing) + calls
+        journal = self._journal(run_id, self._prefix(run_id, check["prefix"], missing), missing) + journal
         if missing:
             return self._lacking(missing)
         return self._told(run, {"failures": await self._verified(run, calls, journal, check.get("note", ""))})

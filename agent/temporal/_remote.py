@@ -119,6 +119,9 @@ CHUNKED = "endstate-journal-prefix-in-chunks"
 # A tool that takes the context names the run's earlier calls the same way (`_wire.TOOL_CHUNKED`); runs
 # started before replay their tool calls with every call in the input, as they were made.
 CALLS_CHUNKED = "endstate-calls-prefix-in-chunks"
+# The verifiers' input names both so (`_wire.VERIFY_CHUNKED`): a long run's whole journal passed a payload.
+# Runs started before replay their checks with every entry and call, as they were made.
+VERIFY_CHUNKED = "endstate-verify-input-in-chunks"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -909,14 +912,17 @@ class RemoteVerifier:
         """The verifiers' failures; their input names the journal's and the calls' long texts by digest."""
         if not workflow.patched(VERIFY_BY_DIGEST):  # a run started before replays its checks as they were
             return await self._in_full(ctx)
-        ref = self._ref
+        ref, chunked = self._ref, workflow.patched(VERIFY_CHUNKED)
 
         def build(inline: set[str] | None) -> dict[str, Any]:
+            if chunked:
+                return {"run": ref.wire(ctx.state), **_chunked_check(ref, ctx, inline), "note": ctx.note}
             calls = ref.calls_wire(ctx.calls, inline)  # first: a text sent `Once` goes where the worker
             journal = ref.journal_wire(list(ctx.journal), inline)  # looks first, in the calls
             return {"run": ref.wire(ctx.state), "calls": calls, "journal": journal, "note": ctx.note}
 
-        out = await by_digest(ref, build, functools.partial(self._verified, w.VERIFY_BY_DIGEST), WHAT_VERIFY)
+        name = w.VERIFY_CHUNKED if chunked else w.VERIFY_BY_DIGEST
+        out = await by_digest(ref, build, functools.partial(self._verified, name), WHAT_VERIFY)
         return list(ref.told(out)["failures"])
 
     async def _in_full(self, ctx: RunContext) -> list[str]:
@@ -947,6 +953,16 @@ class RemoteVerifier:
             cause = _cause(exc)
             raise _named_error(cause.type or "Exception", cause.message) if cause else exc from exc
         return self._ref.timed(began, out)
+
+
+def _chunked_check(ref: RunRef, ctx: RunContext, inline: set[str] | None) -> dict[str, Any]:
+    """The calls and the journal for the chunked verifiers' input (`VERIFY_CHUNKED`): the calls first,
+    in the order the worker reads them (a text sent `Once` goes where it looks first)."""
+    calls = ref.chunked_calls_wire(ctx.calls, inline)
+    calls["call_nodes"] = calls.pop("nodes")
+    journal = list(ctx.journal)
+    roots, nodes, settled = ref.chunked("journal", journal, inline)
+    return calls | {"nodes": nodes, "prefix": roots, "journal": ref.journal_wire(journal[settled:], inline)}
 
 
 class WorkflowTools:

@@ -52,6 +52,7 @@ TOOL = "endstate.tool"
 TOOL_CHUNKED = "endstate.tool.chunked"  # the run's earlier calls named as the model's journal (`CHUNK`)
 VERIFY = "endstate.verify"
 VERIFY_BY_DIGEST = "endstate.verify.by-digest"  # its input names long texts by digest, as the model's
+VERIFY_CHUNKED = "endstate.verify.chunked"  # and the journal's and calls' whole chunks, as theirs (`CHUNK`)
 CLEANUP = "endstate.cleanup"
 READY = (
     "endstate.ready"  # a worker can go on with a waiting run: it has the run's agent (and the approved tool)
