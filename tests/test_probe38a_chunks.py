@@ -20,6 +20,7 @@ from agent import Agent, Budget, RetryPolicy, RunContext, RunResult, StopReason,
 from agent.durable.runner import Catalog
 from agent.journal import Result
 from agent.models.anthropic import AnthropicModel
+from agent.models.base import ModelRequest
 from agent.temporal import _remote
 from agent.temporal import _wire as w
 from agent.temporal._activities import KeptResults
@@ -170,6 +171,22 @@ def test_a_history_with_a_ctx_tool_and_a_check_recorded_before_chunks_still_repl
     patched = _remote.workflow.patched
     monkeypatch.setattr(_remote.workflow, "patched", lambda p: p == gate or patched(p))
     assert "Nondeterminism" in str(replay_failure(history))
+
+
+def test_a_prefix_never_sent_goes_a_bounded_part_per_input_as_after_a_resume() -> None:
+    """A run whose chunks no worker was sent (a resumed run's new execution): each input defines at most
+    a quarter payload of them, the rest left for later inputs (or for a worker that asks), so the first
+    input of a long run fits in a payload where the whole prefix (1.7 MB) would not."""
+    ref = _remote.RunRef("run-1", "reader", "Read.", "default", {})
+    journal = [Result(f"c{i}", "y" * 250) for i in range(w.CHUNK * 100)]
+    request = ModelRequest("", journal, [], 100)
+    inputs = [ref.chunked_request_wire(request, set()) for _ in range(8)]
+    sizes = [w.payload_size(i) for i in inputs]
+    assert all(size < w.MAX_PAYLOAD_BYTES // 2 for size in sizes)
+    assert all(i["prefix"] == inputs[0]["prefix"] and len(i["prefix"]) == 3 for i in inputs)  # 64 + 32 + 4
+    defined = [{d for d, node in i["nodes"].items() if "entries" in node} for i in inputs]
+    assert 0 < len(defined[0]) < 100 and not set.intersection(*defined[:2])
+    assert len(set().union(*defined)) == 100 and not defined[-1]  # each once, all in a few inputs
 
 
 def test_the_chunk_tree_names_a_prefix_by_a_root_per_bit_and_keeps_the_older_roots() -> None:

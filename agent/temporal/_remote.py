@@ -233,11 +233,12 @@ class RunRef:
         leaves = [self.leaf(kind, items, start) for start in range(0, settled, w.CHUNK)]
         roots, inner = w.chunk_tree([leaf.digest for leaf in leaves])
         nodes: dict[str, Any] = {}
+        room = [w.MAX_PAYLOAD_BYTES // 4]  # for the nodes never sent (see `_sent`)
         for digest, children in inner.items():
-            if self._sent(digest, {"chunks": children}, inline):
+            if self._sent(digest, {"chunks": children}, inline, room):
                 nodes[digest] = {"chunks": children}
         for leaf in leaves:
-            if self._sent(leaf.digest, {"entries": leaf.named}, inline):
+            if self._sent(leaf.digest, {"entries": leaf.named}, inline, room):
                 nodes[leaf.digest] = {"entries": self._mapped(kind, leaf.encoded, inline)}
         return roots, nodes, settled
 
@@ -258,17 +259,23 @@ class RunRef:
             leaf = self.leaves[kind, start] = Leaf(chunk, encoded, named, w.node_digest({"entries": named}))
         return leaf
 
-    def _sent(self, digest: str, definition: dict[str, Any], inline: set[str] | None) -> bool:
-        """Whether a node's definition goes in the input: its digest is in `inline`, or it was never sent
-        (a worker keeps it, so the next call that names it needs no round trip). Its size is known."""
-        fresh = digest not in self.nodes_sent
-        if fresh:
+    def _sent(
+        self, digest: str, definition: dict[str, Any], inline: set[str] | None, room: list[int]
+    ) -> bool:
+        """Whether a node's definition goes in the input: its digest is in `inline` (None: every one), or
+        it was never sent and fits in what is left of `room` (bytes, a one-item list), so that a worker
+        keeps it and the next call that names it needs no round trip; a run resumed in a new execution
+        sends the rest as a worker asks for them, in parts. Its size is known from then on."""
+        if digest not in self.sizes:
             self.sizes[digest] = w.payload_size(definition)
-            self.nodes_sent.add(digest)
-        if inline is None or digest not in inline:
-            return inline is None or fresh
-        if isinstance(inline, Once):
-            inline.discard(digest)
+        if inline is not None and digest in inline:
+            if isinstance(inline, Once):
+                inline.discard(digest)
+        elif inline is not None and (digest in self.nodes_sent or self.sizes[digest] > room[0]):
+            return False
+        elif inline is not None:
+            room[0] -= self.sizes[digest]
+        self.nodes_sent.add(digest)
         return True
 
     def part(self, lacking: list[str], room: int) -> set[str]:
