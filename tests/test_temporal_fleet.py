@@ -137,12 +137,12 @@ def test_a_killed_worker_is_replaced_and_no_completed_call_runs_again(
         # Two calls whose completion Temporal recorded: a call that logged its end but had not
         # reported it is retried, as Temporal retries any activity whose worker died (at least once).
         for _ in range(600):
-            if await completed_activities(runs.client, run_id, w.TOOL) >= 2:
+            if await completed_activities(runs.client, run_id, w.TOOL_CHUNKED) >= 2:
                 break
             await asyncio.sleep(0.05)
         first.kill()
         hold.unlink()
-        recorded = await completed_activities(runs.client, run_id, w.TOOL)  # a dead worker adds none
+        recorded = await completed_activities(runs.client, run_id, w.TOOL_CHUNKED)  # a dead worker adds none
         assert recorded == 2  # the third was held
         done_before = {f"end {i}" for i in range(1, recorded + 1)}
         second = WorkerProcess(temporal, queue)

@@ -75,9 +75,12 @@ class EndstateActivities:
             self.prepare,
             self.model,
             self.model_by_digest,
+            self.model_chunked,
             self.tool,
+            self.tool_chunked,
             self.verify,
             self.verify_by_digest,
+            self.verify_chunked,
             self.cleanup,
             self.ready,
         ]
@@ -138,6 +141,29 @@ class EndstateActivities:
         journal = self._journal(run["run_id"], call["request"]["journal"], missing)
         if missing:
             return self._lacking(missing)
+        return await self._replied(call, journal)
+
+    @activity.defn(name=w.MODEL_CHUNKED)
+    @_timed
+    async def model_chunked(self, call: dict[str, Any]) -> dict[str, Any]:
+        """`model_by_digest`, its input naming the journal's settled prefix by the roots of a tree of
+        chunks (`_wire.CHUNK`): `{"missing": [...]}` names the nodes and texts this worker lacks."""
+        request = call["request"]
+        missing: list[str] = []
+        run_id = call["run"]["run_id"]
+        self._results.keep(run_id, call["run"]["task"])
+        self._keep_nodes(run_id, request.get("nodes") or {}, missing)
+        tail = self._journal(run_id, request["journal"], missing)  # first: it keeps the texts it sends
+        journal = self._journal(run_id, self._prefix(run_id, request["prefix"], missing), missing) + tail
+        if missing:
+            return self._lacking(missing)
+        bare = {k: v for k, v in request.items() if k not in ("prefix", "nodes")}
+        return await self._replied({**call, "request": bare}, journal)
+
+    async def _replied(self, call: dict[str, Any], journal: list[dict[str, Any]]) -> dict[str, Any]:
+        """The model's answer to `call` with `journal`, keeping its reply's long texts, which the next
+        request holds."""
+        run = call["run"]
         reply = await self.model({**call, "request": {**call["request"], "journal": journal}})
         for part in w.reply_parts_json(reply["content"]):  # the next request holds the reply's parts
             if (text := w.kept_text(part[w.PART_DIGESTED[part["type"]]])) is not None:
@@ -148,6 +174,15 @@ class EndstateActivities:
     @_timed
     async def tool(self, call: dict[str, Any]) -> dict[str, Any]:
         """One tool call with its own timeout; a failure is a result for the model, never raised."""
+        return await self._tool(call)
+
+    @activity.defn(name=w.TOOL_CHUNKED)
+    @_timed
+    async def tool_chunked(self, call: dict[str, Any]) -> dict[str, Any]:
+        """`tool`, its input naming the run's earlier calls as `model_chunked`'s names the journal."""
+        return await self._tool(call)
+
+    async def _tool(self, call: dict[str, Any]) -> dict[str, Any]:
         run = call["run"]
         agent = self._agent(run)
         found = agent.tool_named(call["name"])
@@ -155,7 +190,12 @@ class EndstateActivities:
             text = f"Error: this worker's agent {agent.name!r} has no tool {call['name']!r}."
             return {"text": text, "is_error": True, "error_type": "unknown_tool", "state": run["state"]}
         missing: list[str] = []
-        calls = self._calls(run["run_id"], call.get("calls", []), missing)
+        self._keep_nodes(run["run_id"], call.get("nodes") or {}, missing, calls=True)  # `tool_chunked`'s
+        calls = self._calls(
+            run["run_id"], call.get("calls", []), missing
+        )  # before the prefix: it keeps texts
+        prefix = self._prefix(run["run_id"], call.get("calls_prefix", []), missing)
+        calls = self._calls(run["run_id"], prefix, missing) + calls
         if missing:  # not run: the workflow sends these results and asks again
             return self._lacking(missing)
         ctx = _context(run, calls, call_id=call.get("call_id", ""))
@@ -186,6 +226,25 @@ class EndstateActivities:
         missing: list[str] = []
         calls = self._calls(run["run_id"], check["calls"], missing)
         journal = self._journal(run["run_id"], check["journal"], missing)
+        if missing:
+            return self._lacking(missing)
+        return self._told(run, {"failures": await self._verified(run, calls, journal, check.get("note", ""))})
+
+    @activity.defn(name=w.VERIFY_CHUNKED)
+    @_timed
+    async def verify_chunked(self, check: dict[str, Any]) -> dict[str, Any]:
+        """`verify_by_digest`, its input naming the calls' and the journal's whole chunks as `tool_chunked`
+        and `model_chunked` do; read in the order the workflow built it (calls, then journal)."""
+        run = check["run"]
+        run_id = run["run_id"]
+        self._results.keep(run_id, run["task"])
+        missing: list[str] = []
+        self._keep_nodes(run_id, check.get("call_nodes") or {}, missing, calls=True)
+        calls = self._calls(run_id, check["calls"], missing)
+        self._keep_nodes(run_id, check.get("nodes") or {}, missing)
+        journal = self._journal(run_id, check["journal"], missing)
+        calls = self._calls(run_id, self._prefix(run_id, check["calls_prefix"], missing), missing) + calls
+        journal = self._journal(run_id, self._prefix(run_id, check["prefix"], missing), missing) + journal
         if missing:
             return self._lacking(missing)
         return self._told(run, {"failures": await self._verified(run, calls, journal, check.get("note", ""))})
@@ -239,6 +298,44 @@ class EndstateActivities:
             )
 
     # -- the run's calls -----------------------------------------------
+
+    def _keep_nodes(
+        self, run_id: str, nodes: dict[str, Any], missing: list[str], calls: bool = False
+    ) -> None:
+        """Keep the chunk tree's nodes an input defines (see `_wire.CHUNK`), a chunk's entries with their
+        long texts by digest, keeping those sent in full; a chunk that names a text this worker lacks is
+        not kept, and goes to `missing` with the text, to be sent again with it."""
+        for digest, node in nodes.items():
+            lacked: list[str] = []
+            if "entries" in node and calls:
+                self._calls(run_id, node["entries"], lacked)  # it keeps each long text sent in full
+                node = {"entries": [w.digest_form(record, "result") for record in node["entries"]]}
+            elif "entries" in node:
+                self._journal(run_id, node["entries"], lacked)
+                node = {"entries": w.texts_mapped(node["entries"], w.digest_form)}
+            if lacked:
+                missing.extend([*lacked, digest])
+            else:
+                self._results.keep_as(run_id, digest, json.dumps(node, separators=(",", ":")))
+
+    def _prefix(self, run_id: str, roots: list[str], missing: list[str]) -> list[dict[str, Any]]:
+        """The items (journal entries, or calls) a chunked input names by `roots`, their long texts by
+        digest; the nodes this worker does not keep go to `missing`."""
+        items: list[dict[str, Any]] = []
+        for root in roots:
+            self._expanded(run_id, root, items, missing)
+        return items
+
+    def _expanded(self, run_id: str, digest: str, out: list[dict[str, Any]], missing: list[str]) -> None:
+        """Add the entries of the chunk tree's node `digest` to `out`; a node not kept goes to `missing`."""
+        kept = self._results.get(run_id, digest)
+        if kept is None:
+            missing.append(digest)
+            return
+        node = json.loads(kept)
+        for child in node.get("chunks", ()):
+            self._expanded(run_id, child, out, missing)
+        out.extend(node.get("entries", ()))
 
     def _lacking(self, missing: list[str]) -> dict[str, Any]:
         """The answer of a call that names texts this worker does not keep: the workflow sends them to
@@ -402,11 +499,13 @@ class KeptResults:
         return self._runs.get(run_id, {}).get(digest)
 
     def keep(self, run_id: str, text: str) -> None:
-        if len(text) <= w.INLINE_RESULT:
-            return
+        if len(text) > w.INLINE_RESULT:
+            self.keep_as(run_id, w.result_digest(text), text)
+
+    def keep_as(self, run_id: str, digest: str, text: str) -> None:
+        """Keep `text` by `digest` (a chunk tree's node by its own: see `_wire.CHUNK`), within the limit."""
         texts = self._runs.setdefault(run_id, {})
         self._runs.move_to_end(run_id)
-        digest = w.result_digest(text)
         if digest not in texts:
             texts[digest] = text
             self._chars += len(text)

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import hashlib
 import inspect
+import operator
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
@@ -111,6 +112,16 @@ WORKER_TIME = "endstate-active-time-ran-on-workers"
 # counts may give the answering attempt's alone), so a token budget may stop a run a turn earlier than it
 # did. Runs started before count the reply's own counts, as they did.
 EVERY_ATTEMPT = "endstate-every-fallback-attempt-counted"
+# The model activity's input names the journal's settled prefix by the digests of a tree of chunks
+# (`_wire.CHUNK`, `_wire.MODEL_CHUNKED`), not its entries: a run's history grew with every turn's whole
+# journal. Runs started before replay their model calls with the whole journal, as they were made.
+CHUNKED = "endstate-journal-prefix-in-chunks"
+# A tool that takes the context names the run's earlier calls the same way (`_wire.TOOL_CHUNKED`); runs
+# started before replay their tool calls with every call in the input, as they were made.
+CALLS_CHUNKED = "endstate-calls-prefix-in-chunks"
+# The verifiers' input names both so (`_wire.VERIFY_CHUNKED`): a long run's whole journal passed a payload.
+# Runs started before replay their checks with every entry and call, as they were made.
+VERIFY_CHUNKED = "endstate-verify-input-in-chunks"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -135,6 +146,8 @@ class RunRef:
     worker_time: bool = False  # active time leaves out the time calls waited for a worker (`WORKER_TIME`)
     waited: float = 0.0  # seconds of the workflow's time the run's calls waited for a worker
     cut: bool = False  # the segment is being cut (a cancel's grace ran out): a call's answer is not taken
+    leaves: dict[tuple[str, int], Leaf] = dataclasses.field(default_factory=dict)  # chunks (`chunked`)
+    nodes_sent: set[str] = dataclasses.field(default_factory=set)  # the chunk tree's nodes sent to a worker
 
     def wire(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         fields = {"run_id", "agent", "task", "task_type"}
@@ -196,6 +209,75 @@ class RunRef:
         """A model request for the model's input, its journal's long texts by digest."""
         return w.request_json(request, self.journal_wire(request.journal, inline))
 
+    def chunked_request_wire(self, request: ModelRequest, inline: set[str] | None) -> dict[str, Any]:
+        """A model request for the chunked model's input (`_wire.MODEL_CHUNKED`): its journal's whole
+        chunks named by the roots of their tree (`prefix`), the rest as `request_wire` sends it; the
+        definitions of the tree's nodes in `inline` or never sent (`nodes`; see `_sent`), those of chunks
+        with their long texts in `inline` in full."""
+        roots, nodes, settled = self.chunked("journal", request.journal, inline)
+        tail = self.journal_wire(request.journal[settled:], inline)
+        return w.request_json(request, tail) | {"prefix": roots, "nodes": nodes}
+
+    def chunked_calls_wire(self, calls: list[CallRecord], inline: set[str] | None) -> dict[str, Any]:
+        """The run's calls for a chunked tool's input (`_wire.TOOL_CHUNKED`), as `chunked_request_wire`
+        sends a journal: `calls_prefix`, `nodes`, and the rest (`calls`) as `calls_wire` sends it."""
+        roots, nodes, settled = self.chunked("calls", calls, inline)
+        return {"calls": self.calls_wire(calls[settled:], inline), "calls_prefix": roots, "nodes": nodes}
+
+    def chunked(
+        self, kind: str, items: Sequence[Any], inline: set[str] | None
+    ) -> tuple[list[str], dict[str, Any], int]:
+        """The roots naming the whole chunks of `items` (journal entries, or calls: `kind`), the nodes'
+        definitions to send (see `_sent`), and how many items the chunks hold."""
+        settled = len(items) // w.CHUNK * w.CHUNK
+        leaves = [self.leaf(kind, items, start) for start in range(0, settled, w.CHUNK)]
+        roots, inner = w.chunk_tree([leaf.digest for leaf in leaves])
+        nodes: dict[str, Any] = {}
+        room = [w.MAX_PAYLOAD_BYTES // 4]  # for the nodes never sent (see `_sent`)
+        for digest, children in inner.items():
+            if self._sent(digest, {"chunks": children}, inline, room):
+                nodes[digest] = {"chunks": children}
+        for leaf in leaves:
+            if self._sent(leaf.digest, {"entries": leaf.named}, inline, room):
+                nodes[leaf.digest] = {"entries": self._mapped(kind, leaf.encoded, inline)}
+        return roots, nodes, settled
+
+    def _mapped(
+        self, kind: str, encoded: list[dict[str, Any]], inline: set[str] | None
+    ) -> list[dict[str, Any]]:
+        """Encoded journal entries or calls, each long text by digest unless in `inline` (`digested`)."""
+        if kind == "calls":
+            return [self.digested(record, "result", inline) for record in encoded]
+        return w.texts_mapped(encoded, lambda item, key: self.digested(item, key, inline))
+
+    def leaf(self, kind: str, items: Sequence[Any], start: int) -> Leaf:
+        """The chunk of `items` from `start`, kept while its items are the same objects."""
+        chunk, leaf = tuple(items[start : start + w.CHUNK]), self.leaves.get((kind, start))
+        if leaf is None or not all(map(operator.is_, leaf.entries, chunk)):  # a whole chunk: same length
+            encoded = [dict(vars(c)) for c in chunk] if kind == "calls" else w.journal_json(chunk)
+            named = self._mapped(kind, encoded, set())
+            leaf = self.leaves[kind, start] = Leaf(chunk, encoded, named, w.node_digest({"entries": named}))
+        return leaf
+
+    def _sent(
+        self, digest: str, definition: dict[str, Any], inline: set[str] | None, room: list[int]
+    ) -> bool:
+        """Whether a node's definition goes in the input: its digest is in `inline` (None: every one), or
+        it was never sent and fits in what is left of `room` (bytes, a one-item list), so that a worker
+        keeps it and the next call that names it needs no round trip; a run resumed in a new execution
+        sends the rest as a worker asks for them, in parts. Its size is known from then on."""
+        if digest not in self.sizes:
+            self.sizes[digest] = w.payload_size(definition)
+        if inline is not None and digest in inline:
+            if isinstance(inline, Once):
+                inline.discard(digest)
+        elif inline is not None and (digest in self.nodes_sent or self.sizes[digest] > room[0]):
+            return False
+        elif inline is not None:
+            room[0] -= self.sizes[digest]
+        self.nodes_sent.add(digest)
+        return True
+
     def part(self, lacking: list[str], room: int) -> set[str]:
         """The texts of `lacking` to send in full next: as many as fit in `room` bytes, in order. A text
         that alone does not fit is sent alone: its input is refused, naming its size."""
@@ -208,6 +290,17 @@ class RunRef:
                 part.add(digest)
                 used += cost
         return part
+
+
+@dataclasses.dataclass(frozen=True)
+class Leaf:
+    """A chunk of the journal or of the calls (`_wire.CHUNK` of them): the items, encoded, with long texts
+    by digest (`named`, its definition's), and its digest."""
+
+    entries: tuple[Any, ...]  # journal entries or calls
+    encoded: list[dict[str, Any]]
+    named: list[dict[str, Any]]
+    digest: str
 
 
 class Once(set[str]):
@@ -507,14 +600,16 @@ class ActivityModel:
         if not workflow.patched(BY_DIGEST):  # a run started before replays its model calls as they were
             return await self._in_full(request)
         seconds, began = call_seconds(), self._ref.active()
+        chunked = workflow.patched(CHUNKED)
+        wire = self._ref.chunked_request_wire if chunked else self._ref.request_wire
 
         def build(inline: set[str] | None) -> dict[str, Any]:
-            return {"run": self._ref.wire(), "request": self._ref.request_wire(request, inline)}
+            return {"run": self._ref.wire(), "request": wire(request, inline)}
 
         async def send(call: dict[str, Any], queue: str | None) -> dict[str, Any]:
             if seconds is not None:  # the worker cuts the call there too, and reports what it used
                 call = {**call, "seconds": max(seconds - (self._ref.active() - began), 0.001)}
-            return await self._started(w.MODEL_BY_DIGEST, call, queue)
+            return await self._started(w.MODEL_CHUNKED if chunked else w.MODEL_BY_DIGEST, call, queue)
 
         try:
             return w.reply_from_json(await by_digest(self._ref, build, send, "the model call's input"))
@@ -651,33 +746,43 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
     # them out, or each call's input would hold every result before it (a history quadratic in turns).
     reads_calls = spec.get("wants_ctx", True)
 
-    def built(ctx: RunContext, arguments: dict[str, Any], inline: set[str] | None) -> dict[str, Any]:
+    def built(
+        ctx: RunContext, arguments: dict[str, Any], chunked: bool, inline: set[str] | None
+    ) -> dict[str, Any]:
+        if chunked:  # the calls by chunks (see `CALLS_CHUNKED`)
+            calls = ref.chunked_calls_wire(ctx.calls, inline)
+        else:
+            calls = {"calls": ref.calls_wire(ctx.calls, inline) if reads_calls else []}
         return {
             "run": ref.wire(ctx.state),
             "name": spec["name"],
             "arguments": arguments,
-            "calls": ref.calls_wire(ctx.calls, inline) if reads_calls else [],
+            **calls,
             "call_id": ctx.call_id,
             "cap": ref.cap,
         }
 
-    async def send(payload: dict[str, Any], queue: str | None, once: bool) -> dict[str, Any]:
+    async def send(payload: dict[str, Any], queue: str | None, once: bool, chunked: bool) -> dict[str, Any]:
         options: dict[str, Any] = {
             "start_to_close_timeout": waited,
             "heartbeat_timeout": timedelta(seconds=setup.heartbeat_seconds),
             "retry_policy": TemporalRetry(maximum_attempts=1) if once else temporal_retry(retry),
             **pinned(queue, setup),
         }
-        return await _tool_call(ref, payload, options)
+        return await _tool_call(ref, payload, options, w.TOOL_CHUNKED if chunked else w.TOOL)
 
     async def call(**kwargs: Any) -> str | ToolOutput | Verbatim:
         ctx: RunContext = kwargs.pop("ctx")
-        build = functools.partial(built, ctx, kwargs)
+        chunked = reads_calls and workflow.patched(CALLS_CHUNKED)
+        build = functools.partial(built, ctx, kwargs, chunked)
         # an approved call runs at most once: Temporal does not start it again on another worker
         once = spec["needs_approval"] and workflow.patched(APPROVED_ONCE)
         try:
             out = await by_digest(
-                ref, build, functools.partial(send, once=once), f"the input of the call of {spec['name']!r}"
+                ref,
+                build,
+                functools.partial(send, once=once, chunked=chunked),
+                f"the input of the call of {spec['name']!r}",
             )
         except PayloadTooLarge as cannot:
             ref.too_large = ref.too_large or cannot  # not run; the next model call stops the run
@@ -715,13 +820,15 @@ def _tool_answer(ref: RunRef, ctx: RunContext, out: dict[str, Any]) -> str | Too
     return Verbatim(ToolOutcome(str(out["text"]), True, out.get("error_type")))
 
 
-async def _tool_call(ref: RunRef, payload: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """The tool activity's answer; its time waiting for a worker is not the run's (`WORKER_TIME`)."""
+async def _tool_call(
+    ref: RunRef, payload: dict[str, Any], options: dict[str, Any], name: str = w.TOOL
+) -> dict[str, Any]:
+    """The tool activity's (`name`) answer; its time waiting for a worker is not the run's (`WORKER_TIME`)."""
     began = workflow.time()
     if not ref.worker_time:  # a run started before: as it ran
-        out = await _activity(w.TOOL, payload, **options)
+        out = await _activity(name, payload, **options)
     else:
-        out = await settled(ref, workflow.start_activity(w.TOOL, payload, **options))
+        out = await settled(ref, workflow.start_activity(name, payload, **options))
     return ref.timed(began, out)  # type: ignore[no-any-return]
 
 
@@ -812,14 +919,17 @@ class RemoteVerifier:
         """The verifiers' failures; their input names the journal's and the calls' long texts by digest."""
         if not workflow.patched(VERIFY_BY_DIGEST):  # a run started before replays its checks as they were
             return await self._in_full(ctx)
-        ref = self._ref
+        ref, chunked = self._ref, workflow.patched(VERIFY_CHUNKED)
 
         def build(inline: set[str] | None) -> dict[str, Any]:
+            if chunked:
+                return {"run": ref.wire(ctx.state), **_chunked_check(ref, ctx, inline), "note": ctx.note}
             calls = ref.calls_wire(ctx.calls, inline)  # first: a text sent `Once` goes where the worker
             journal = ref.journal_wire(list(ctx.journal), inline)  # looks first, in the calls
             return {"run": ref.wire(ctx.state), "calls": calls, "journal": journal, "note": ctx.note}
 
-        out = await by_digest(ref, build, functools.partial(self._verified, w.VERIFY_BY_DIGEST), WHAT_VERIFY)
+        name = w.VERIFY_CHUNKED if chunked else w.VERIFY_BY_DIGEST
+        out = await by_digest(ref, build, functools.partial(self._verified, name), WHAT_VERIFY)
         return list(ref.told(out)["failures"])
 
     async def _in_full(self, ctx: RunContext) -> list[str]:
@@ -850,6 +960,16 @@ class RemoteVerifier:
             cause = _cause(exc)
             raise _named_error(cause.type or "Exception", cause.message) if cause else exc from exc
         return self._ref.timed(began, out)
+
+
+def _chunked_check(ref: RunRef, ctx: RunContext, inline: set[str] | None) -> dict[str, Any]:
+    """The calls and the journal for the chunked verifiers' input (`VERIFY_CHUNKED`): the calls first,
+    in the order the worker reads them (a text sent `Once` goes where it looks first)."""
+    calls = ref.chunked_calls_wire(ctx.calls, inline)
+    calls["call_nodes"] = calls.pop("nodes")
+    journal = list(ctx.journal)
+    roots, nodes, settled = ref.chunked("journal", journal, inline)
+    return calls | {"nodes": nodes, "prefix": roots, "journal": ref.journal_wire(journal[settled:], inline)}
 
 
 class WorkflowTools:

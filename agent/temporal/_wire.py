@@ -47,9 +47,12 @@ ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 PREPARE = "endstate.prepare"
 MODEL = "endstate.model"
 MODEL_BY_DIGEST = "endstate.model.by-digest"  # its input names long texts by digest (see `INLINE_RESULT`)
+MODEL_CHUNKED = "endstate.model.chunked"  # by digest, and the journal's settled prefix by chunks (`CHUNK`)
 TOOL = "endstate.tool"
+TOOL_CHUNKED = "endstate.tool.chunked"  # the run's earlier calls named as the model's journal (`CHUNK`)
 VERIFY = "endstate.verify"
 VERIFY_BY_DIGEST = "endstate.verify.by-digest"  # its input names long texts by digest, as the model's
+VERIFY_CHUNKED = "endstate.verify.chunked"  # and the journal's and calls' whole chunks, as theirs (`CHUNK`)
 CLEANUP = "endstate.cleanup"
 READY = (
     "endstate.ready"  # a worker can go on with a waiting run: it has the run's agent (and the approved tool)
@@ -83,6 +86,13 @@ MAX_BLOCK_BYTES = 1_000_000  # a tool result's content blocks: room left in its 
 # worker keeps the texts it made or was sent, and answers `{"missing": [...]}` for those it lacks, which
 # the workflow then sends, in parts that each fit in a payload (see `_remote.by_digest`).
 INLINE_RESULT = 256
+
+# A model call names its journal's settled prefix (whole chunks of `CHUNK` entries, each in the form
+# `texts_mapped` sends by digest) by the digests of a binary tree of chunks (`chunk_tree`): O(log n)
+# digests, not the entries. A worker keeps each node it is sent ({"entries": [...]} or {"chunks": [left,
+# right]}) with the run's long texts, and answers `missing` for those it lacks, as for texts: the
+# workflow then sends their definitions (`nodes`), and the round trip goes on down the tree.
+CHUNK = 64
 
 # What of a journal entry, and of a reply's part, the model's input may send by digest (see `kept_text`);
 # a result of content blocks (an image...) sends its `blocks` so, as their JSON (it has no `text`).
@@ -300,6 +310,45 @@ def texts_mapped(journal: list[dict[str, Any]], change: Callable[[dict[str, Any]
             entry = change(entry, "blocks" if "blocks" in entry else DIGESTED[entry["type"]])
         out.append(entry)
     return out
+
+
+def digest_form(item: dict[str, Any], key: str) -> dict[str, Any]:
+    """`item` with its long value at `key` named by digest (`key` None, `digest` set, `json` for a block or
+    blocks), as an input names a text the worker keeps; a short value, or one already named, as it is."""
+    text = kept_text(item.get(key))
+    if "digest" in item or text is None or len(text) <= INLINE_RESULT:
+        return item
+    json_flag = {"json": True} if isinstance(item.get(key), dict | list) else {}
+    return {**item, key: None, "digest": result_digest(text)} | json_flag
+
+
+def node_digest(definition: dict[str, Any]) -> str:
+    """The digest a node of the chunk tree (see `CHUNK`) is named by: of its definition's JSON."""
+    return result_digest(json.dumps(definition, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
+
+
+def chunk_tree(leaves: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """The roots that name chunks `leaves` (their digests, in order): one perfect binary tree per bit of
+    their count, largest first; and each inner node's children, by its digest."""
+    roots: list[str] = []
+    inner: dict[str, list[str]] = {}
+    start, size = 0, 1 << max(len(leaves).bit_length() - 1, 0)
+    while start < len(leaves):
+        if start + size <= len(leaves):
+            roots.append(_subtree(leaves[start : start + size], inner))
+            start += size
+        size //= 2
+    return roots, inner
+
+
+def _subtree(leaves: Sequence[str], inner: dict[str, list[str]]) -> str:
+    if len(leaves) == 1:
+        return leaves[0]
+    half = len(leaves) // 2
+    children = [_subtree(leaves[:half], inner), _subtree(leaves[half:], inner)]
+    digest = node_digest({"chunks": children})
+    inner[digest] = children
+    return digest
 
 
 def kept_text(value: Any) -> str | None:
