@@ -24,6 +24,7 @@ from test_probe36a_namespace_gone import polling
 
 from agent.result import StopReason
 from agent.temporal import TemporalRuns
+from agent.temporal import _wire as w
 
 pytestmark = pytest.mark.slow
 
@@ -124,7 +125,7 @@ def test_a_signal_stops_polling_and_the_call_in_hand_ends_within_the_grace_then_
         flag.unlink()  # the call ends
         code, _ = await asyncio.to_thread(worker.exited, GRACE + ROOM)
         assert code == 0, worker.said()
-        assert await completed_activities(runs.client, run_id, "endstate.tool") == 1  # its result kept
+        assert await completed_activities(runs.client, run_id, w.TOOL_CHUNKED) == 1  # kept (a ctx tool)
         assert await after_stop(temporal, runs, run_id, worker.queue) is StopReason.SUCCESS
         assert calls(tmp_path, run_id).count("start 1") == 1, calls(tmp_path, run_id)  # never run again
 
