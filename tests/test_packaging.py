@@ -258,3 +258,39 @@ def test_the_pending_hints_carry_the_store_they_were_given(
     assert (
         f"-> endstate approve pushes --store '{store}'   or   endstate deny pushes --store '{store}'" in out
     )
+
+
+def extras_modules() -> set[str]:
+    """The top-level modules that only the optional extras install (not the runtime dependencies)."""
+    own = {re.split(r"[\s<>=!~\[;]", r, maxsplit=1)[0].lower() for r in PYPROJECT["project"]["dependencies"]}
+    extra = (
+        {
+            re.split(r"[\s<>=!~\[;]", r, maxsplit=1)[0].lower()
+            for reqs in PYPROJECT["project"]["optional-dependencies"].values()
+            for r in reqs
+        }
+        - own
+        - {"endstate"}
+    )
+    by_module = md.packages_distributions()
+    return {
+        m for m, dists in by_module.items() if {d.lower() for d in dists} <= extra and not m.startswith("_")
+    }
+
+
+def test_the_readme_first_command_runs_with_no_extra_installed(tmp_path: Path) -> None:
+    # `pip install -e . && endstate eval`: a CLI module importing an extra (temporalio) at import time
+    # broke every command of an install without it. Here each extra's modules cannot be imported.
+    blocked = extras_modules()
+    assert {"temporalio", "langgraph", "pydantic_ai"} <= blocked
+    script = (
+        "import sys\n"
+        f"for m in {sorted(blocked)!r}: sys.modules[m] = None\n"
+        "from agent.cli.main import main\n"
+        "sys.exit(main(['eval']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "PASSED: 17 of 17" in done.stdout, done.stdout[-2000:]

@@ -23,9 +23,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, TypeVar
-
-from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent.budget import MAX_SECONDS
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
@@ -34,6 +32,9 @@ from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.service.server import first_scrape_arg, port_number, seconds, seconds_from_zero
 from agent.summary import plural
+
+if TYPE_CHECKING:  # Temporal is an extra: the CLI starts without it
+    from agent.temporal.worker import InHand
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 STOP_SLACK_S = 5.0  # seconds past --grace a failed worker's shutdown may take before the process exits anyway
@@ -318,29 +319,6 @@ class StoppedShort(ConfigError):
     the SDK's tasks may be left."""
 
 
-class InHand(Interceptor):
-    """Counts the activities the worker has in hand, for what a stop says it waits for, or cut."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _Counted(next, self)
-
-
-class _Counted(ActivityInboundInterceptor):
-    def __init__(self, next: ActivityInboundInterceptor, hand: InHand) -> None:
-        super().__init__(next)
-        self._hand = hand
-
-    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
-        self._hand.count += 1
-        try:
-            return await super().execute_activity(input)
-        finally:
-            self._hand.count -= 1
-
-
 class Stop:
     """The signals that stop `endstate worker`: the first a graceful stop, said in one line; a second exits
     at once (exit 2), the activities in hand cut."""
@@ -448,6 +426,7 @@ async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: An
     they did not), or until Temporal fails the worker for good (`WorkerFailed`); either way the process
     exits within --grace + `STOP_SLACK_S` of it. A second signal exits at once (`Stop`)."""
     from agent.temporal import build_worker
+    from agent.temporal.worker import InHand
 
     failures: list[BaseException] = []
     failed = asyncio.Event()

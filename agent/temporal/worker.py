@@ -28,6 +28,8 @@ from temporalio.client import Client
 from temporalio.common import RawValue
 from temporalio.converter import PayloadConverter
 from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
     ExecuteWorkflowInput,
     Interceptor,
     Worker,
@@ -272,3 +274,26 @@ class EndstateWorker:
 
     async def shutdown(self) -> None:
         await asyncio.gather(self.shared.shutdown(), self.own.shutdown())
+
+
+class InHand(Interceptor):
+    """Counts the activities the worker has in hand, for what a stop says it waits for, or cut."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _Counted(next, self)
+
+
+class _Counted(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, hand: InHand) -> None:
+        super().__init__(next)
+        self._hand = hand
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        self._hand.count += 1
+        try:
+            return await super().execute_activity(input)
+        finally:
+            self._hand.count -= 1
