@@ -191,9 +191,7 @@ class RunRef:
             if isinstance(inline, Once):
                 inline.discard(digest)
             return item
-        return {**item, key: None, "digest": digest} | (
-            {"json": True} if isinstance(value, dict | list) else {}
-        )
+        return w.named_by(item, key, digest)
 
     def calls_wire(self, calls: list[CallRecord], inline: set[str] | None) -> list[dict[str, Any]]:
         """The run's calls for a tool's input, each long result by its digest (see `digested`)."""

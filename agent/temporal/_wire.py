@@ -318,8 +318,15 @@ def digest_form(item: dict[str, Any], key: str) -> dict[str, Any]:
     text = kept_text(item.get(key))
     if "digest" in item or text is None or len(text) <= INLINE_RESULT:
         return item
+    return named_by(item, key, result_digest(text))
+
+
+def named_by(item: dict[str, Any], key: str, digest: str) -> dict[str, Any]:
+    """`item` with its value at `key` named by `digest` (`key` None, `json` for a block or blocks): the one
+    form the workflow (`RunRef.digested`) and a worker (`digest_form`) both write, so a chunk's digest is
+    the same on either side."""
     json_flag = {"json": True} if isinstance(item.get(key), dict | list) else {}
-    return {**item, key: None, "digest": result_digest(text)} | json_flag
+    return {**item, key: None, "digest": digest} | json_flag
 
 
 def node_digest(definition: dict[str, Any]) -> str:
