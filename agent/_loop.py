@@ -22,7 +22,7 @@ from agent._frozen import fast_init
 from agent._state import RunState
 from agent.checks import TurnVerdict
 from agent.clock import CancelSignal
-from agent.errors import ModelError, SnapshotError, TransientModelError
+from agent.errors import HandedOver, ModelError, SnapshotError, TakenOver, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
@@ -180,12 +180,28 @@ async def drive(
             decision = Stop(StopReason.LIMIT, limit=limit)
         elif cancel is not None and cancel.is_set():
             decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
+        elif hands_over(cancel):  # between turns only: the call in flight has ended and is recorded
+            await durable(run)
+            raise HandedOver(f"run {run.ctx.run_id} was handed over at a turn boundary to go on elsewhere")
         else:
             decision = await observed(obs, run.begin_turn(), turn(agent, run, obs), again)  # 2-5
             again = False
         if not isinstance(decision, Continue):
             await durable(run)
             return conclude(agent, run, decision)
+
+
+def hands_over(cancel: CancelSignal | None) -> bool:
+    """Whether the cancel signal asks the segment to pause here for the run to go on elsewhere: a signal
+    may have `hand_over()` (a Temporal run's, past its history bound); a plain event has none."""
+    ask = getattr(cancel, "hand_over", None)
+    return callable(ask) and ask() is True
+
+
+def paused(run: RunState, why: TakenOver) -> RunResult:
+    """The segment's result where it was handed over: `cancelled`, with the run's checkpoint as it stands
+    (no stop written to its journal) for the segment that goes on from it."""
+    return run.result(StopReason.CANCELLED, note=str(why), snapshot=run.snapshot(SnapshotKind.CHECKPOINT))
 
 
 async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:

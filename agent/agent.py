@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent._frozen import cached
-from agent._loop import Stop, conclude, drive, settle
+from agent._loop import Stop, conclude, drive, paused, settle
 from agent._state import RunState
 from agent._valid import is_number, is_text, is_whole
 from agent.audit import SuccessAudit
@@ -20,7 +20,7 @@ from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
 from agent.context import RunContext
-from agent.errors import ConfigError, SnapshotError, TakenOver
+from agent.errors import ConfigError, HandedOver, SnapshotError, TakenOver
 from agent.finish import FINISH_SPEC, FINISH_TOOL
 from agent.history import HistoryPolicy
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
@@ -283,6 +283,8 @@ class Agent:
             run.drop_unanswered_turn()
             why = "The run was cancelled." if isinstance(exc, asyncio.CancelledError) else _INTERRUPTED
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=why))
+        except HandedOver as exc:  # paused between turns: the run goes on from its checkpoint elsewhere
+            taken, result = exc, paused(run, exc)
         except TakenOver as exc:  # no end of the run: it goes on in the worker that holds it now
             taken, note = exc, f"{exc}. The run goes on there; this segment ended here."
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))

@@ -95,6 +95,12 @@ SCRIPTS: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
     "many": lambda s: [*_counts(1), [finish("done", "Counted once.")]],
     "finish-first": lambda s: [*_counts(1), [finish("done", "Counted."), call("count", n=2)]],
     "bench": lambda s: [*_counts(int(s.get("k", 1))), [finish("done", "Counted.")]],
+    "bench-ask": lambda s: [
+        *_counts(int(s.get("k", 1))),
+        [finish("need_help", "Count on?")],
+        *_counts(int(s.get("k", 1)))[:2],
+        [finish("done", "Counted on as asked.")],
+    ],
     "bench-read": lambda s: [
         *([call("read", n=i, size=int(s.get("pad", 0)))] for i in range(1, int(s.get("k", 1)) + 1)),
         [finish("done", "Read.")],

@@ -1143,3 +1143,7 @@ class _ReplaySafeObserver(RunObserver):
     def run_ended(self, result: RunResult) -> None:
         if live := self._live():
             live.run_ended(result)
+
+    def run_taken_over(self, result: RunResult) -> None:
+        if live := self._live():
+            live.run_taken_over(result)

@@ -388,6 +388,8 @@ class TemporalRuns:
         try:
             return await handle.execute_update(update, args=args)
         except WorkflowUpdateFailedError as exc:
+            if (then := _continued(exc)) is not None:  # taken; its segment goes on in the next execution
+                return (await self._segment(await self._handle(run_id), then)).to_dict()
             if older is not None and _arguments_refused(exc):
                 return await self._update(run_id, update, older)
             raise _refused(run_id, exc) from exc
@@ -428,7 +430,11 @@ class TemporalRuns:
         """Segment `n`'s result, or the run's end when it ended before we asked."""
         try:
             data = await handle.execute_update(w.SEGMENT, n)
-        except (WorkflowUpdateFailedError, RPCError):
+        except WorkflowUpdateFailedError as exc:
+            if (then := _continued(exc)) is not None:  # continued as new: read on in its next execution
+                return await self._segment(await self._handle(handle.id), then)
+            data = (await self._outcome(handle))["result"]
+        except RPCError:
             data = (await self._outcome(handle))["result"]
         return w.result_from_json(data)
 
@@ -568,6 +574,16 @@ def _refused(run_id: str, exc: WorkflowUpdateFailedError) -> Exception:
     message = message if message.endswith("nothing was changed") else f"{message}; nothing was changed"
     kind = cause.type if cause else None
     return {"AnswerError": AnswerError, "ConfigError": ConfigError}.get(kind or "", NotClaimable)(message)
+
+
+def _continued(exc: WorkflowUpdateFailedError) -> int | None:
+    """The segment of the run's next execution to read, when the update's execution continued as new
+    (`_wire.CONTINUED`); else None."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type == w.CONTINUED and cause.details:
+        then = cause.details[0]
+        return then if isinstance(then, int) and not isinstance(then, bool) and then >= 1 else None
+    return None
 
 
 def _arguments_refused(exc: WorkflowUpdateFailedError) -> bool:
