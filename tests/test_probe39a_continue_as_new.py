@@ -10,11 +10,12 @@ import pytest
 import temporal_agents
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer, serving, waiting
-from test_temporal import queue, state, temporal  # noqa: F401  (temporal: the server fixture)
+from test_temporal import queue, replay_failure, state, temporal  # noqa: F401  (temporal: the server fixture)
 
 from agent.durable.store import RunStatus
 from agent.result import LimitKind, RunResult, StopReason
-from agent.temporal import TemporalRuns
+from agent.temporal import TemporalRuns, _registry, workflow
+from agent.temporal._registry import WorkerSetup
 from telemetry import Telemetry
 from telemetry import names as n
 
@@ -143,3 +144,16 @@ def test_a_run_cancelled_after_a_hand_over_ends_cancelled_and_resumes(
             assert again.reason is StopReason.NEED_HELP and again.turns == asked.turns
 
     asyncio.run(scenario())
+
+
+def test_a_history_recorded_before_continue_as_new_still_replays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 41-turn run (706 events) started by the code before `CONTINUE_AS_NEW` replays under this code on
+    a worker whose bound it passes; with the gate gone it would continue as new, and not replay."""
+    fixture = "temporal_v10_before_continue_as_new_history.json.gz"
+    monkeypatch.setattr(_registry, "_DEFAULT", WorkerSetup(continue_after_events=LOW))  # the replayer's setup
+    assert replay_failure(fixture) is None
+    patched = workflow.workflow.patched
+    monkeypatch.setattr(
+        workflow.workflow, "patched", lambda patch: patch == workflow.CONTINUE_AS_NEW or patched(patch)
+    )
+    assert "Nondeterminism" in str(replay_failure(fixture))
