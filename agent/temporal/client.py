@@ -454,8 +454,9 @@ class TemporalRuns:
     # -- listing -----------------------------------------------------------
 
     async def runs(self, status: RunStatus | None = None, limit: int | None = 50) -> list[RunRecord]:
-        """The latest execution of each run on this client's task queue, newest first."""
-        query = w.runs_query(self.task_queue)
+        """The latest execution of each run on this client's task queue, newest first (an execution that
+        continued as new, past its history bound, is no run's latest)."""
+        query = f"{w.runs_query(self.task_queue)} AND ExecutionStatus != 'ContinuedAsNew'"
         if status is RunStatus.WAITING:
             query += f" AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
         records: dict[str, RunRecord] = {}
