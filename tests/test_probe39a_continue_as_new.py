@@ -10,7 +10,7 @@ import pytest
 import temporal_agents
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer, serving, waiting
-from test_temporal import queue, replay_failure, state, temporal  # noqa: F401  (temporal: the server fixture)
+from test_temporal import calls_log, queue, replay_failure, state, temporal  # noqa: F401  (temporal: the server fixture)
 
 from agent.durable.store import RunStatus
 from agent.result import LimitKind, RunResult, StopReason
@@ -122,6 +122,33 @@ def test_a_run_handed_over_is_answered_listed_once_and_counted_once(
             assert [s.labels[n.LABEL_STOP_REASON] for s in resumed] == ["need_help"]  # the answer only
         finally:
             telemetry.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_a_run_bound_to_one_event_moves_on_a_turn_an_execution_and_waits_in_one(
+    temporal: TemporalServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Past the bound at every boundary: each execution plays one turn and hands over at the next (never
+    at its first), the question is asked and handed over before the run waits, and the execution that
+    begins waiting waits there; the answer is taken and the run ends as it would in one execution."""
+
+    async def scenario() -> None:
+        async with serving(temporal, temporal_agents.catalog(), queue(), continue_after_events=1) as runs:
+            asked = await runs.start("counter", "count", state=state(tmp_path, "bench-ask", k=3, max_turns=9))
+            assert isinstance(asked, RunResult) and (asked.reason, asked.turns) == (StopReason.NEED_HELP, 4)
+            await waiting(runs, asked.run_id)
+            assert len(await executions(runs, asked.run_id)) == 5  # turns 1-3 and the ask, then the wait
+            record = await runs.record(asked.run_id)
+            assert record is not None and record.segments == 1  # the hand-overs counted no segment
+            assert record.question == "Count on?"  # whichever execution visibility shows
+            done = await runs.answer(asked.run_id, "yes")
+            assert (done.reason, done.turns, done.verified) == (StopReason.SUCCESS, 7, True)
+            assert len(await executions(runs, asked.run_id)) == 7  # turn 5 where it waited, then 6, then 7
+            assert calls_log(tmp_path, asked.run_id) == [
+                f"{e} {i}" for i in (1, 2, 3, 1, 2) for e in ("start", "end")
+            ]
 
     asyncio.run(scenario())
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
-from temporalio.common import RawValue
+from temporalio.common import RawValue, SearchAttributePair
 from temporalio.common import RetryPolicy as TemporalRetry
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
@@ -212,10 +212,15 @@ class EndstateRun:
             self._ended(result)
             if result.reason is not StopReason.NEED_HELP:
                 break
-            if not self._cancel.requested and past_bound(self._cancel.bound):  # before it waits, not while
+            if self._hands_over_to_wait():
                 await self._hand_over(agent, run, result, self._segments - 1)  # waits again there
             result = await self._after_wait(agent, result)
         return result
+
+    def _hands_over_to_wait(self) -> bool:
+        """Whether the run, about to wait for a person, continues as new first (not while it waits): past
+        the bound, uncancelled, and having run a turn here (an execution that began waiting waits)."""
+        return not self._cancel.requested and self._cancel.boundaries > 0 and past_bound(self._cancel.bound)
 
     async def _hand_over(self, agent: Agent, run: dict[str, Any], paused: RunResult, moved: int) -> RunResult:
         """Continue as new from `paused`'s snapshot, `moved` of this execution's segments behind it (the
@@ -229,7 +234,14 @@ class EndstateRun:
             self._moved = moved
             try:
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new({**start, "handed": True})
+                # readers see the run as it was (it waits once its next execution has begun to: a reply
+                # that came before would be refused), until that execution publishes its segment
+                waits = SearchAttributePair(w.SA_WAITING, False)
+                workflow.continue_as_new(
+                    {**start, "handed": True},
+                    memo=dict(workflow.memo()),
+                    search_attributes=workflow.info().typed_search_attributes.updated(waits),
+                )
             except asyncio.CancelledError:  # cancelled meanwhile: the run goes on here, to its cancel
                 self._cancel.requested, self._moved = True, None
         else:
