@@ -115,6 +115,7 @@ class CancelRequested:
         self.requested = False
         self.ref: RunRef | None = None
         self.bound: int | None = None  # history events past which the run hands over (None: never)
+        self.carried = 0  # the history's bytes when the execution began: the run's snapshot it was given
         self.boundaries = 0  # turn boundaries the loop asked about in this execution
         self.handed = False  # the loop was told to hand the run over (`CONTINUE_AS_NEW`)
 
@@ -125,16 +126,19 @@ class CancelRequested:
         """Asked by the loop between turns: whether the run goes on in a new execution from here. Never
         at the execution's first boundary (a bound below one turn's events never lets it move on)."""
         self.boundaries += 1
-        self.handed = self.boundaries > 1 and past_bound(self.bound)
+        self.handed = self.boundaries > 1 and self.past_bound()
         return self.handed
 
-
-def past_bound(bound: int | None) -> bool:
-    """Whether this execution's history is past `bound` events, or Temporal suggests continuing as new."""
-    if bound is None:
-        return False
-    info = workflow.info()
-    return info.is_continue_as_new_suggested() or info.get_current_history_length() > bound
+    def past_bound(self) -> bool:
+        """Whether this execution's history is past `bound` events, or Temporal suggests continuing as new
+        (some 4,000 events or 4 MB by default) once the execution has added more than it was given: a
+        long run's snapshot alone nears 4 MB, and it handed over at every other turn."""
+        if self.bound is None:
+            return False
+        info = workflow.info()
+        if info.get_current_history_length() > self.bound:
+            return True
+        return info.get_current_history_size() > 2 * self.carried and info.is_continue_as_new_suggested()
 
 
 Segment = Callable[[CancelSignal | None], Coroutine[Any, Any, RunResult]]
@@ -204,6 +208,7 @@ class EndstateRun:
         """The run's segments in this execution, until one ends it (or it continues as new)."""
         if workflow.patched(CONTINUE_AS_NEW):
             self._cancel.bound = lookup(workflow.info().task_queue).continue_after_events
+            self._cancel.carried = workflow.info().get_current_history_size()
         result = await self._first_segment(agent, run)
         while True:
             if self._cancel.handed:  # paused at a turn boundary, past the bound
@@ -220,7 +225,7 @@ class EndstateRun:
     def _hands_over_to_wait(self) -> bool:
         """Whether the run, about to wait for a person, continues as new first (not while it waits): past
         the bound, uncancelled, and having run a turn here (an execution that began waiting waits)."""
-        return not self._cancel.requested and self._cancel.boundaries > 0 and past_bound(self._cancel.bound)
+        return not self._cancel.requested and self._cancel.boundaries > 0 and self._cancel.past_bound()
 
     async def _hand_over(self, agent: Agent, run: dict[str, Any], paused: RunResult, moved: int) -> RunResult:
         """Continue as new from `paused`'s snapshot, `moved` of this execution's segments behind it (the
