@@ -596,6 +596,7 @@ class Runner:
                         self.lease(),
                         self.clock.time(),
                         only_lapsed=not process_gone(record),
+                        as_seen=record,  # a renewal since this sweep's look keeps the run its holder's
                     )
                 else:
                     held = self.store.claim(record.run_id, (record.status,), self.lease(), self.clock.time())
@@ -671,7 +672,8 @@ class Runner:
                     "end it"
                 )
             lapsed = not process_gone(current)  # (a worker of this host that is gone: at once)
-            record = self.store.take_over(run_id, current.owner or "", lease, now, only_lapsed=lapsed)
+            owner = current.owner or ""
+            record = self.store.take_over(run_id, owner, lease, now, only_lapsed=lapsed, as_seen=current)
         else:
             record = self.store.claim(run_id, (current.status,), lease, now)
         said = f": {one_line(note)}" if note and note.strip() else ""

@@ -319,14 +319,21 @@ class SqlStore:
         return NotClaimable(f"run {run_id}'s deadline has not passed; nothing was changed")
 
     def take_over(
-        self, run_id: str, old_owner: str, lease: Lease, now: float, only_lapsed: bool = True
+        self,
+        run_id: str,
+        old_owner: str,
+        lease: Lease,
+        now: float,
+        only_lapsed: bool = True,
+        as_seen: RunRecord | None = None,
     ) -> RunRecord:
         lapsed = f" AND (lease_until IS NULL OR lease_until < {self.clock})" if only_lapsed else ""
+        same, seen = ("", ()) if as_seen is None else (_AS_SEEN, _seen_params(as_seen))
         rows = self._rows(
             f"UPDATE {TABLE} SET owner = ?, lease_until = {self.clock} + ?, updated_at = ?, "
-            f"segments = segments + 1 WHERE run_id = ? AND status = ? AND owner = ?{lapsed} "
+            f"segments = segments + 1 WHERE run_id = ? AND status = ? AND owner = ?{lapsed}{same} "
             f"RETURNING {ALL_COLUMNS}",
-            (lease.owner, float(lease.seconds), now, run_id, RunStatus.RUNNING, old_owner),
+            (lease.owner, float(lease.seconds), now, run_id, RunStatus.RUNNING, old_owner, *seen),
         )
         if not rows:
             raise NotClaimable(
@@ -653,6 +660,16 @@ def head_values(head: Snapshot) -> dict[str, Any]:
 def entry_rows(checkpoint: Checkpoint) -> list[tuple[int, str]]:
     """A checkpoint's entries as (seq, JSON)."""
     return [(checkpoint.first + i, entry_json(e)) for i, e in enumerate(checkpoint.entries)]
+
+
+# A take-over's compare-and-set on the lease as its taker saw it: a renewal (a later end) or another
+# take-over (one more segment) since that look leaves the run to its holder.
+_AS_SEEN = " AND COALESCE(lease_until, -1.0) = ? AND segments = ?"
+
+
+def _seen_params(seen: RunRecord) -> tuple[float, int]:
+    """The parameters of `_AS_SEEN` for the lease of `seen` (no end: -1, which no lease's end is)."""
+    return (-1.0 if seen.lease_until is None else float(seen.lease_until), seen.segments)
 
 
 def lease_lost(run_id: str, lease: Lease) -> LeaseLost:

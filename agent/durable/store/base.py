@@ -264,10 +264,18 @@ class RunStore(Protocol):
         ...
 
     def take_over(
-        self, run_id: str, old_owner: str, lease: Lease, now: float, only_lapsed: bool = True
+        self,
+        run_id: str,
+        old_owner: str,
+        lease: Lease,
+        now: float,
+        only_lapsed: bool = True,
+        as_seen: RunRecord | None = None,
     ) -> RunRecord:
         """Take a running run from `old_owner`: only once its lease ran out by the store's clock,
-        unless `only_lapsed` is False (its worker's process is known to be gone); else `NotClaimable`."""
+        unless `only_lapsed` is False (its worker's process is known to be gone), and, given `as_seen`
+        (the run as the taker last read it), only while its lease is still that one (the same end and
+        segment: not renewed or taken since); else `NotClaimable`."""
         ...
 
     def release(
