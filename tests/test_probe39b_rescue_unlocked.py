@@ -1,0 +1,78 @@
+"""The copy of a SQLite store file deleted under a live process (probe39b) is made without the
+writer's lock: a call on the writer that hangs (here: waiting for another connection's write lock)
+neither holds up the copy nor is held up by it, and a write that commits after the copy began is
+copied too, so the copy holds every write the process was told was stored."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agent.durable.store import Lease, NewRun, StoreError, open_store, sqlite
+
+NOW = 1_800_000_000.0
+LEASE = Lease("probe39b", 30.0)
+
+
+def _new(run_id: str) -> NewRun:
+    return NewRun(run_id, "test-agent", "t", "default")
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    """Wait (at most 10 s) for `condition()` to hold: a look every few milliseconds."""
+    give_up, pause = time.monotonic() + 10, threading.Event()
+    while not condition() and time.monotonic() < give_up:
+        pause.wait(0.005)
+    assert condition(), "the condition never held"
+
+
+def test_a_deleted_store_is_copied_while_a_write_hangs_and_the_write_landing_after_is_copied_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 0.0)
+    path = tmp_path / "runs.db"
+    store = sqlite.SqliteStore(path, timeout=20.0)
+    other = sqlite3.connect(path, isolation_level=None)
+    outcome: list[BaseException | None] = []
+    try:
+        store.create(_new("before"), LEASE, NOW)
+        assert store.get("before") is not None  # a process reads as it goes
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock: the next write waits
+
+        def write() -> None:
+            try:
+                store.create(_new("late"), LEASE, NOW)
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        _until(lambda: store.waited() > 0)  # the write holds the writer's lock, waiting
+        for name in ("runs.db", "runs.db-wal", "runs.db-shm"):
+            (tmp_path / name).unlink()
+        with pytest.raises(StoreError, match="saved in") as refused:
+            store.get("before")
+        assert writer.is_alive() and outcome == []  # the copy did not wait for the hanging write
+        [copy] = tmp_path.glob(f"runs.db.rescued-{os.getpid()}-*")
+        assert str(copy) in str(refused.value)
+        other.execute("ROLLBACK")  # the write goes on, into the deleted file
+        writer.join(30)
+        [late] = outcome
+        assert isinstance(late, StoreError) and f"this write too, is saved in {copy}" in str(late), late
+    finally:
+        other.close()
+        store.close()
+    assert list(tmp_path.glob(f"runs.db.rescued-{os.getpid()}-*")) == [copy]
+    copy.rename(path)
+    restored = open_store(str(path))
+    try:
+        assert {r.run_id for r in restored.list_runs()} == {"before", "late"}
+    finally:
+        restored.close()
