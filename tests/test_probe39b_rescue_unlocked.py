@@ -13,15 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from store_files import new_run, rm_store, run_ids
 
-from agent.durable.store import Lease, NewRun, StoreError, open_store, sqlite
+from agent.durable.store import Lease, StoreError, sqlite
 
 NOW = 1_800_000_000.0
 LEASE = Lease("probe39b", 30.0)
-
-
-def _new(run_id: str) -> NewRun:
-    return NewRun(run_id, "test-agent", "t", "default")
 
 
 def _until(condition: Callable[[], bool]) -> None:
@@ -37,17 +34,17 @@ def test_a_deleted_store_is_copied_while_a_write_hangs_and_the_write_landing_aft
 ) -> None:
     monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 0.0)
     path = tmp_path / "runs.db"
-    store = sqlite.SqliteStore(path, timeout=20.0)
+    store = sqlite.SqliteStore(path, timeout=20.0)  # (a write waits this long for another's lock)
     other = sqlite3.connect(path, isolation_level=None)
     outcome: list[BaseException | None] = []
     try:
-        store.create(_new("before"), LEASE, NOW)
+        store.create(new_run("before"), LEASE, NOW)
         assert store.get("before") is not None  # a process reads as it goes
         other.execute("BEGIN IMMEDIATE")  # another process holds the write lock: the next write waits
 
         def write() -> None:
             try:
-                store.create(_new("late"), LEASE, NOW)
+                store.create(new_run("late"), LEASE, NOW)
                 outcome.append(None)
             except BaseException as exc:
                 outcome.append(exc)
@@ -55,8 +52,7 @@ def test_a_deleted_store_is_copied_while_a_write_hangs_and_the_write_landing_aft
         writer = threading.Thread(target=write)
         writer.start()
         _until(lambda: store.waited() > 0)  # the write holds the writer's lock, waiting
-        for name in ("runs.db", "runs.db-wal", "runs.db-shm"):
-            (tmp_path / name).unlink()
+        rm_store(path)
         with pytest.raises(StoreError, match="saved in") as refused:
             store.get("before")
         assert writer.is_alive() and outcome == []  # the copy did not wait for the hanging write
@@ -71,8 +67,4 @@ def test_a_deleted_store_is_copied_while_a_write_hangs_and_the_write_landing_aft
         store.close()
     assert list(tmp_path.glob(f"runs.db.rescued-{os.getpid()}-*")) == [copy]
     copy.rename(path)
-    restored = open_store(str(path))
-    try:
-        assert {r.run_id for r in restored.list_runs()} == {"before", "late"}
-    finally:
-        restored.close()
+    assert run_ids(path) == {"before", "late"}
