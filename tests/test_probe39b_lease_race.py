@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from test_probe38c_lease_clocks import SWEEPER_LEASE, sweeper_ahead
 from test_runner_agents import ELSEWHERE_LEASE, a_run_whose_worker_died
+from test_store import edit_row
 
 from agent.durable.store import Lease, NewRun, NotClaimable, RunStatus, RunStore, open_store
 
@@ -37,7 +38,7 @@ def test_a_renewal_between_the_sweep_s_look_and_its_take_over_keeps_the_run(
     sweeper, clock = sweeper_ahead(store_url)
     try:
         assert sweeper.recovery_jobs() == []  # first seen
-        clock.mono += SWEEPER_LEASE  # unrenewed for a whole lease, as the sweep sees it
+        clock.mono += ELSEWHERE_LEASE  # unrenewed for a whole lease (its holder's), as the sweep sees it
         renewed = renewing_first(sweeper.store, worker, Lease(job.record.owner, ELSEWHERE_LEASE))
         assert sweeper.recovery_jobs() == []  # renewed after the look: not taken
         assert renewed == [1]
@@ -45,7 +46,7 @@ def test_a_renewal_between_the_sweep_s_look_and_its_take_over_keeps_the_run(
         assert held is not None and (held.status, held.owner) == (RunStatus.RUNNING, job.record.owner)
         assert held.segments == job.record.segments
         assert sweeper.recovery_jobs() == []  # the renewed lease, first seen
-        clock.mono += SWEEPER_LEASE  # and unrenewed for a whole lease since: taken
+        clock.mono += ELSEWHERE_LEASE  # and unrenewed for a whole lease since: taken
         [taken] = sweeper.recovery_jobs()
         assert taken.run_id == job.run_id
         assert worker.get(job.run_id).owner == sweeper.owner  # type: ignore[union-attr]
@@ -72,3 +73,56 @@ def test_a_take_over_as_seen_refuses_a_renewed_or_taken_lease_and_takes_the_one_
     assert (taken.owner, taken.segments) == ("w2", now_seen.segments + 1)
     with pytest.raises(NotClaimable):  # taken since: the same look takes nothing twice
         store.take_over("r1", "w2", Lease("w3", 30), time.time(), only_lapsed=False, as_seen=now_seen)
+
+
+def test_a_sweep_waits_the_longer_lease_its_holder_wrote_before_taking_the_run(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A worker started with a lease twenty times the sweeper's renews every third of its own: a
+    sweep that waited only its own lease took the run between two renewals."""
+    job = a_run_whose_worker_died(store_url, tmp_path / "run")  # its lease: ELSEWHERE_LEASE
+    worker = open_store(store_url)
+    sweeper, clock = sweeper_ahead(store_url)
+    try:
+        assert job.record.lease_seconds == ELSEWHERE_LEASE
+        assert sweeper.recovery_jobs() == []  # first seen
+        clock.mono += 3 * SWEEPER_LEASE  # three of the sweeper's leases: none of its holder's renewals due
+        assert sweeper.recovery_jobs() == []
+        assert worker.heartbeat(Lease(job.record.owner, 2 * ELSEWHERE_LEASE), [job.run_id]) == 1
+        assert worker.get(job.run_id).lease_seconds == 2 * ELSEWHERE_LEASE  # type: ignore[union-attr]
+        assert sweeper.recovery_jobs() == []  # the renewal, first seen
+        clock.mono += 2 * ELSEWHERE_LEASE - 0.001
+        assert sweeper.recovery_jobs() == []
+        clock.mono += 0.001  # the holder's whole lease, unrenewed: it is gone
+        [taken] = sweeper.recovery_jobs()
+        assert taken.run_id == job.run_id and taken.record.lease_seconds == SWEEPER_LEASE
+    finally:
+        sweeper.catalog.close()
+        worker.close()
+        sweeper.store.close()
+
+
+def test_a_lease_whose_length_is_not_stored_waits_the_sweeper_s_own(store_url: str, tmp_path: Path) -> None:
+    """(A lease written by an Endstate before the store kept its length.)"""
+    job = a_run_whose_worker_died(store_url, tmp_path / "run")
+    edit_row(store_url, "UPDATE endstate_runs SET lease_seconds = NULL WHERE run_id = ?", job.run_id)
+    sweeper, clock = sweeper_ahead(store_url)
+    try:
+        assert sweeper.recovery_jobs() == []
+        clock.mono += SWEEPER_LEASE
+        assert [j.run_id for j in sweeper.recovery_jobs()] == [job.run_id]
+    finally:
+        sweeper.catalog.close()
+        sweeper.store.close()
+
+
+def test_every_write_of_a_lease_stores_its_length(store: RunStore) -> None:
+    assert (
+        store.create(NewRun("r1", "test-agent", "pay", "default"), Lease("w1", 40), time.time()).lease_seconds
+        == 40
+    )
+    assert store.heartbeat(Lease("w1", 50)) == 1
+    assert store.get("r1").lease_seconds == 50  # type: ignore[union-attr]
+    assert store.take_over("r1", "w1", Lease("w2", 60), time.time(), only_lapsed=False).lease_seconds == 60
+    store.release("r1", RunStatus.CANCELLED, Lease("w2", 60), time.time())
+    assert store.claim("r1", (RunStatus.CANCELLED,), Lease("w3", 70), time.time()).lease_seconds == 70

@@ -125,6 +125,9 @@ class RunRecord(WithUsage):
     # the snapshot version of that head, as the store lists it (None: no head, or one saved before the
     # store kept its version, by an Endstate no newer than the one that began to)
     head_version: int | None = None
+    # the length of the lease its holder last wrote (None: none, or written by an Endstate before the
+    # store kept it): a sweep waits as long before it takes a lease that looks run out
+    lease_seconds: float | None = None
 
     @property
     def asked_at(self) -> float | None:
@@ -150,7 +153,7 @@ class RunRecord(WithUsage):
         for k, v in self.__dict__.items():
             if k == "usage":
                 data |= self.usage.flat()
-            elif k not in ("snapshot_json", "head_version", "owner"):
+            elif k not in ("snapshot_json", "head_version", "owner", "lease_seconds"):
                 data[k] = v
         data["status"] = str(self.status)
         data["stop_reason"] = str(self.stop_reason) if self.stop_reason else None
