@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import json
 import logging
+import math
 import os
 import re
 import socket
@@ -155,6 +156,11 @@ class Runner:
             raise ConfigError(
                 "Runner takes a Catalog (catalog.register(name, lambda state: agent)), "
                 f"not {type(catalog).__name__}"
+            )
+        if not _a_lease(lease_seconds):
+            raise ConfigError(
+                f"lease_seconds must be a finite number of seconds above 0 (how long a run stays this "
+                f"runner's unrenewed; 30 by default), not {lease_seconds!r}"
             )
         self.store = store
         # on the system clock, the store's time (deadlines are set and judged alike on every host)
@@ -1315,6 +1321,12 @@ def machine() -> str:
     except OSError:
         boot = ""
     return f"{socket.gethostname()}/{namespace}" + (f"/{boot}" if boot else "")
+
+
+def _a_lease(seconds: object) -> bool:
+    """True when `seconds` can be a lease: a finite number above 0 (a lease of 0 or less, or NaN, runs
+    out as it is written, and every sweep takes the run; an infinite one never runs out)."""
+    return isinstance(seconds, int | float) and not isinstance(seconds, bool) and 0 < seconds < math.inf
 
 
 def worker_gone(record: RunRecord, now: float) -> bool:
