@@ -68,3 +68,26 @@ def test_a_deleted_store_is_copied_while_a_write_hangs_and_the_write_landing_aft
     assert list(tmp_path.glob(f"runs.db.rescued-{os.getpid()}-*")) == [copy]
     copy.rename(path)
     assert run_ids(path) == {"before", "late"}
+
+
+def test_a_read_that_fails_on_a_deleted_store_copies_it_without_waiting_for_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader had not read yet (a process that only wrote): its read of the deleted file fails,
+    and the look that failure makes copies the file by the writer, without waiting out the call's
+    allowance for the reader's lock, which that very call holds."""
+    monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 3600.0)  # no look but the failing call's
+    path = tmp_path / "runs.db"
+    store = sqlite.SqliteStore(path, timeout=30.0)
+    try:
+        store.create(new_run("before"), LEASE, NOW)
+        rm_store(path)
+        began = time.monotonic()
+        with pytest.raises(StoreError, match="saved in") as refused:
+            store.get("before")
+        assert time.monotonic() - began < store.timeout / 2
+        [copy] = tmp_path.glob(f"runs.db.rescued-{os.getpid()}-*")
+        assert str(copy) in str(refused.value)
+    finally:
+        store.close()
+    assert run_ids(copy) == {"before"}

@@ -73,7 +73,7 @@ class SqliteStore(SqlStore):
         self._lock = threading.RLock()
         self._in_tx: int | None = None  # the thread inside `_tx`, whose reads see its own writes
         self._reader: sqlite3.Connection | None = None  # none for ":memory:" (another database)
-        self._read_lock = threading.Lock()
+        self._read_lock = threading.RLock()  # (a reader call that fails copies a gone file: `_rescue`)
         self._conn = self._connect()
         self._folder: Folder | None = None  # none for ":memory:" (no write-ahead log)
         self._file: tuple[int, int] | None = None  # the opened file's (device, inode): see `check_file`
