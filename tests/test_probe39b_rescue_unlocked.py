@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -91,3 +92,54 @@ def test_a_read_that_fails_on_a_deleted_store_copies_it_without_waiting_for_itse
     finally:
         store.close()
     assert run_ids(copy) == {"before"}
+
+
+def _waits_for_the_writer(thread: threading.Thread) -> bool:
+    """True when `thread` is in a store call, past its look at the path, waiting for the writer's
+    lock (its innermost frame is the call's entry, in the lock's C code)."""
+    frame = sys._current_frames().get(thread.ident or 0)
+    return (
+        frame is not None
+        and frame.f_code.co_name == "__enter__"
+        and frame.f_code.co_filename == sqlite.__file__
+    )
+
+
+def test_a_write_that_waited_for_the_writer_while_the_file_was_copied_is_in_the_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writes in flight when the file is deleted: the first copies it; the second, which had
+    looked at the path before and waited for the writer's lock, lands after the copy. It was told it
+    was saved in the copy, which lacked it (gone when the process exited); now it copies it again."""
+    monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 3600.0)  # the writes find it as they commit
+    path = tmp_path / "runs.db"
+    store = sqlite.SqliteStore(path, timeout=20.0)
+    other = sqlite3.connect(path, isolation_level=None)
+    outcome: dict[str, BaseException | None] = {}
+
+    def write(run_id: str) -> None:
+        try:
+            store.create(new_run(run_id), LEASE, NOW)
+            outcome[run_id] = None
+        except BaseException as exc:
+            outcome[run_id] = exc
+
+    try:
+        store.create(new_run("before"), LEASE, NOW)
+        other.execute("BEGIN IMMEDIATE")  # the first write waits for it, holding the writer's lock
+        first, second = (threading.Thread(target=write, args=(r,)) for r in ("first", "second"))
+        first.start()
+        _until(lambda: store.waited() > 0)
+        second.start()
+        _until(lambda: _waits_for_the_writer(second))
+        rm_store(path)
+        other.execute("ROLLBACK")
+        first.join(30)
+        second.join(30)
+    finally:
+        other.close()
+        store.close()
+    [copy] = tmp_path.glob(f"runs.db.rescued-{os.getpid()}-*")
+    for run_id in ("first", "second"):
+        assert f"this write too, is saved in {copy}" in str(outcome[run_id]), outcome
+    assert run_ids(copy) == {"before", "first", "second"}
