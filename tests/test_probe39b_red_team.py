@@ -1,5 +1,6 @@
 """What a hostile or careless caller of the durable runner gets (probe39b red team): a clear error
-for a lease no worker could hold, rather than a runner whose every run looks abandoned."""
+for a lease no worker could hold, rather than a runner whose every run looks abandoned, and for a
+store path that names no file ("disk I/O error" before)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from test_runner_agents import catalog
 
 from agent.durable.runner import Runner
-from agent.durable.store import RunStore
+from agent.durable.store import RunStore, StoreError, open_store
 from agent.errors import ConfigError
 
 
@@ -36,3 +37,9 @@ def test_a_runner_takes_a_whole_number_of_seconds_as_its_lease(store: RunStore) 
         assert runner.lease().seconds == 12
     finally:
         runner.catalog.close()
+
+
+@pytest.mark.parametrize("url", ["/dev/null", "sqlite:////dev/null"])
+def test_a_store_path_that_is_no_regular_file_is_refused_saying_so(url: str) -> None:
+    with pytest.raises(StoreError, match="/dev/null is not a regular file"):
+        open_store(url)
