@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import gc
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+from google.protobuf.message import Message
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import (
     Client,
@@ -39,7 +42,7 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError, RPCStatusCode, ServiceClient
 
 from agent._state import extended
 from agent._valid import is_text
@@ -101,7 +104,7 @@ class TemporalRuns:
     """Runs on one Temporal namespace and task queue."""
 
     def __init__(self, client: Client, task_queue: str = w.TASK_QUEUE) -> None:
-        self.client = client
+        self.client = prompt_caps(client)
         self.task_queue = task_queue
 
     @classmethod
@@ -576,13 +579,18 @@ def _arguments_refused(exc: WorkflowUpdateFailedError) -> bool:
     return isinstance(exc.cause, ApplicationError) and exc.cause.type == "TypeError"
 
 
+def _capped(exc: RPCError) -> bool:
+    """Whether Temporal refused an update for one of its caps on a run's updates (its words say so)."""
+    said = exc.message.lower()
+    return "limit" in said and "update" in said
+
+
 def _update_cap(run_id: str, exc: RPCError) -> str | None:
     """What a reply that one of Temporal's caps on a run's updates refused is told (None for any other
     refusal): updates in flight at once (10 by default: other callers wait on the run), or updates in all
     in one execution (2,000 by default). Said as "Temporal did not answer" (503) or "refused" (400), the
     caller retried blind, or gave up on a run that a resume can still answer."""
-    said = exc.message.lower()
-    if "limit" not in said or "update" not in said:
+    if not _capped(exc):
         return None
     if exc.status is RPCStatusCode.RESOURCE_EXHAUSTED:
         return (
@@ -628,3 +636,61 @@ async def _namespace_problem(client: Client, address: str, namespace: str) -> st
                 f"{w.NAMESPACE!r}), or create it (`temporal operator namespace create {namespace}`)"
             )
     return None
+
+
+UPDATE_RPC = "update_workflow_execution"
+R = TypeVar("R", bound=Message)
+
+
+def prompt_caps(client: Client) -> Client:
+    """`client`, its updates refused by a run's cap on updates in flight said at once (`PromptCaps`)."""
+    if isinstance(client.service_client, PromptCaps):
+        return client
+    config = client.config()
+    config["service_client"] = PromptCaps(client.service_client)
+    return Client(**config)
+
+
+class PromptCaps(ServiceClient):
+    """Temporal's service client, but for an update: the SDK sends each with its retries, which take a
+    run's cap on updates in flight (RESOURCE_EXHAUSTED) for an overloaded server and try again for about
+    14 s, so a reply the cap refused was told so only then. An update is sent first without retries; a
+    refusal by the cap is raised at once, and any other failure sends it again with the retries (the same
+    update id: Temporal takes it once). Every other call goes through as it is."""
+
+    def __init__(self, inner: ServiceClient) -> None:
+        super().__init__(inner.config)
+        self.inner = inner
+
+    @property
+    def worker_service_client(self) -> Any:
+        return self.inner.worker_service_client
+
+    def update_rpc_metadata(self, metadata: Mapping[str, str | bytes]) -> None:
+        self.inner.update_rpc_metadata(metadata)
+
+    def update_api_key(self, api_key: str | None) -> None:
+        self.inner.update_api_key(api_key)
+
+    async def _rpc_call(
+        self,
+        rpc: str,
+        req: Message,
+        resp_type: type[R],
+        *,
+        service: str,
+        retry: bool,
+        metadata: Mapping[str, str | bytes],
+        timeout: timedelta | None,  # noqa: ASYNC109 (the SDK's signature: its RPC's own deadline)
+    ) -> R:
+        call = functools.partial(
+            self.inner._rpc_call, rpc, req, resp_type, service=service, metadata=metadata, timeout=timeout
+        )
+        if not retry or rpc != UPDATE_RPC:
+            return await call(retry=retry)
+        try:
+            return await call(retry=False)
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.RESOURCE_EXHAUSTED and _capped(exc):
+                raise
+        return await call(retry=True)
