@@ -80,6 +80,9 @@ class Agent(Protocol):
     finish_last: bool
 
     @property
+    def skip_declined(self) -> Callable[[], bool]: ...
+
+    @property
     def summarize(self) -> Callable[[RunContext, Spent, StopReason, LimitKind | None], str]: ...
 
     @property
@@ -102,6 +105,10 @@ NUDGE = "Use a tool or call finish."
 REJECTED = "Criterion not met: "  # how a `done` the verifiers rejected begins its result
 CUT_OFF = "Your reply was cut off at max_tokens. Go on from where it stopped."
 NOT_RUN = "Not run: the run paused for a person before this call. Call it again if you still need it."
+NOT_RUN_DECLINED = (  # the API never sees it: the request leaves such calls and their results out
+    "Not run: a model that declined this turn made this call (a server-side fallback answered instead), "
+    "so it is not part of the conversation; an approval or answer given for it is not acted on."
+)
 NOT_RUN_AFTER_CUT = (
     "Not run: the run was stopped while an earlier call of this reply ran, and that call's outcome is "
     "unknown. Call it again if you still need it."
@@ -645,7 +652,19 @@ async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver)
         args = json.dumps(call.arguments, sort_keys=True)
         question = f"Approve the call {call.name}({args})?"
         return Suspend(agent.suspension(question, PendingAction(call.id, call.name, call.arguments), call.id))
-    return await run_tool(agent, run, tool, call, obs)
+    return declined(agent, run, call) or await run_tool(agent, run, tool, call, obs)
+
+
+def declined(agent: Agent, run: RunState, call: Call) -> Result | None:
+    """The result of a call a model that declined made (`Reply.declined`: only a journal an older release
+    wrote holds one), which is never run, even approved. Asked only where the call would run: a Temporal
+    run's gate (`workflow.patched`) must be asked where the older code ran the call, and only there."""
+    if not run.journal.declined(call.id) or not agent.skip_declined():
+        return None
+    log.warning(
+        "run %s: call %s (%s) was made by a model that declined: not run", run.ctx.run_id, call.id, call.name
+    )
+    return Result(call.id, NOT_RUN_DECLINED, is_error=True)
 
 
 async def apply_answer(
@@ -665,6 +684,8 @@ async def apply_answer(
         raise SnapshotError(f"agent {agent.name!r} has no tool {call.name!r} to run after approval")
     if run.journal.started(call.id):  # approved and started, but no result: it may have happened
         return Suspend(agent.suspension(_unsure(call), None, call.id))
+    if (skipped := declined(agent, run, call)) is not None:
+        return skipped
     run.record(Started(call.id))
     checkpoint(agent, run)  # before the side effect, so a crash never repeats it unasked
     return await run_tool(agent, run, tool, call, obs)

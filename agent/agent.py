@@ -71,6 +71,10 @@ class Agent:
     # a reply's `finish` is judged after its other calls ran (DESIGN.md's order); False takes the calls
     # in the model's order, as before: a Temporal run started by that code replays with it
     finish_last: bool = True
+    # whether a call a model that declined made (`Reply.declined`: a journal an older release wrote) is left
+    # unrun, asked when the loop meets one: a Temporal run asks `workflow.patched`, so that a history whose
+    # worker ran such a call replays as it ran
+    skip_declined: Callable[[], bool] = field(default=lambda: True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.hooks is None:  # "no hooks", said out loud
