@@ -22,9 +22,8 @@ import gc
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
-from google.protobuf.message import Message
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import (
     Client,
@@ -639,7 +638,6 @@ async def _namespace_problem(client: Client, address: str, namespace: str) -> st
 
 
 UPDATE_RPC = "update_workflow_execution"
-R = TypeVar("R", bound=Message)
 
 
 def prompt_caps(client: Client) -> Client:
@@ -675,14 +673,14 @@ class PromptCaps(ServiceClient):
     async def _rpc_call(
         self,
         rpc: str,
-        req: Message,
-        resp_type: type[R],
+        req: Any,  # protobuf messages (protobuf comes with temporalio: not imported here)
+        resp_type: Any,
         *,
         service: str,
         retry: bool,
         metadata: Mapping[str, str | bytes],
         timeout: timedelta | None,  # noqa: ASYNC109 (the SDK's signature: its RPC's own deadline)
-    ) -> R:
+    ) -> Any:
         call = functools.partial(
             self.inner._rpc_call, rpc, req, resp_type, service=service, metadata=metadata, timeout=timeout
         )
