@@ -22,7 +22,7 @@ from agent._frozen import fast_init
 from agent._state import RunState
 from agent.checks import TurnVerdict
 from agent.clock import CancelSignal
-from agent.errors import ModelError, SnapshotError, TransientModelError
+from agent.errors import HandedOver, ModelError, SnapshotError, TakenOver, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
@@ -80,6 +80,9 @@ class Agent(Protocol):
     finish_last: bool
 
     @property
+    def skip_declined(self) -> Callable[[], bool]: ...
+
+    @property
     def summarize(self) -> Callable[[RunContext, Spent, StopReason, LimitKind | None], str]: ...
 
     @property
@@ -102,6 +105,10 @@ NUDGE = "Use a tool or call finish."
 REJECTED = "Criterion not met: "  # how a `done` the verifiers rejected begins its result
 CUT_OFF = "Your reply was cut off at max_tokens. Go on from where it stopped."
 NOT_RUN = "Not run: the run paused for a person before this call. Call it again if you still need it."
+NOT_RUN_DECLINED = (  # the API never sees it: the request leaves such calls and their results out
+    "Not run: a model that declined this turn made this call (a server-side fallback answered instead), "
+    "so it is not part of the conversation; an approval or answer given for it is not acted on."
+)
 NOT_RUN_AFTER_CUT = (
     "Not run: the run was stopped while an earlier call of this reply ran, and that call's outcome is "
     "unknown. Call it again if you still need it."
@@ -180,12 +187,28 @@ async def drive(
             decision = Stop(StopReason.LIMIT, limit=limit)
         elif cancel is not None and cancel.is_set():
             decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
+        elif hands_over(cancel):  # between turns only: the call in flight has ended and is recorded
+            await durable(run)
+            raise HandedOver(f"run {run.ctx.run_id} was handed over at a turn boundary to go on elsewhere")
         else:
             decision = await observed(obs, run.begin_turn(), turn(agent, run, obs), again)  # 2-5
             again = False
         if not isinstance(decision, Continue):
             await durable(run)
             return conclude(agent, run, decision)
+
+
+def hands_over(cancel: CancelSignal | None) -> bool:
+    """Whether the cancel signal asks the segment to pause here for the run to go on elsewhere: a signal
+    may have `hand_over()` (a Temporal run's, past its history bound); a plain event has none."""
+    ask = getattr(cancel, "hand_over", None)
+    return callable(ask) and ask() is True
+
+
+def paused(run: RunState, why: TakenOver) -> RunResult:
+    """The segment's result where it was handed over: `cancelled`, with the run's checkpoint as it stands
+    (no stop written to its journal) for the segment that goes on from it."""
+    return run.result(StopReason.CANCELLED, note=str(why), snapshot=run.snapshot(SnapshotKind.CHECKPOINT))
 
 
 async def turn(agent: Agent, run: RunState, obs: RunObserver) -> Decision:
@@ -645,7 +668,19 @@ async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver)
         args = json.dumps(call.arguments, sort_keys=True)
         question = f"Approve the call {call.name}({args})?"
         return Suspend(agent.suspension(question, PendingAction(call.id, call.name, call.arguments), call.id))
-    return await run_tool(agent, run, tool, call, obs)
+    return declined(agent, run, call) or await run_tool(agent, run, tool, call, obs)
+
+
+def declined(agent: Agent, run: RunState, call: Call) -> Result | None:
+    """The result of a call a model that declined made (`Reply.declined`: only a journal an older release
+    wrote holds one), which is never run, even approved. Asked only where the call would run: a Temporal
+    run's gate (`workflow.patched`) must be asked where the older code ran the call, and only there."""
+    if not run.journal.declined(call.id) or not agent.skip_declined():
+        return None
+    log.warning(
+        "run %s: call %s (%s) was made by a model that declined: not run", run.ctx.run_id, call.id, call.name
+    )
+    return Result(call.id, NOT_RUN_DECLINED, is_error=True)
 
 
 async def apply_answer(
@@ -665,6 +700,8 @@ async def apply_answer(
         raise SnapshotError(f"agent {agent.name!r} has no tool {call.name!r} to run after approval")
     if run.journal.started(call.id):  # approved and started, but no result: it may have happened
         return Suspend(agent.suspension(_unsure(call), None, call.id))
+    if (skipped := declined(agent, run, call)) is not None:
+        return skipped
     run.record(Started(call.id))
     checkpoint(agent, run)  # before the side effect, so a crash never repeats it unasked
     return await run_tool(agent, run, tool, call, obs)

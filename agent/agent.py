@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent._frozen import cached
-from agent._loop import Stop, conclude, drive, settle
+from agent._loop import Stop, conclude, drive, paused, settle
 from agent._state import RunState
 from agent._valid import is_number, is_text, is_whole
 from agent.audit import SuccessAudit
@@ -20,7 +20,7 @@ from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
 from agent.context import RunContext
-from agent.errors import ConfigError, SnapshotError, TakenOver
+from agent.errors import ConfigError, HandedOver, SnapshotError, TakenOver
 from agent.finish import FINISH_SPEC, FINISH_TOOL
 from agent.history import HistoryPolicy
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
@@ -71,6 +71,10 @@ class Agent:
     # a reply's `finish` is judged after its other calls ran (DESIGN.md's order); False takes the calls
     # in the model's order, as before: a Temporal run started by that code replays with it
     finish_last: bool = True
+    # whether a call a model that declined made (`Reply.declined`: a journal an older release wrote) is left
+    # unrun, asked when the loop meets one: a Temporal run asks `workflow.patched`, so that a history whose
+    # worker ran such a call replays as it ran
+    skip_declined: Callable[[], bool] = field(default=lambda: True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.hooks is None:  # "no hooks", said out loud
@@ -283,6 +287,8 @@ class Agent:
             run.drop_unanswered_turn()
             why = "The run was cancelled." if isinstance(exc, asyncio.CancelledError) else _INTERRUPTED
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=why))
+        except HandedOver as exc:  # paused between turns: the run goes on from its checkpoint elsewhere
+            taken, result = exc, paused(run, exc)
         except TakenOver as exc:  # no end of the run: it goes on in the worker that holds it now
             taken, note = exc, f"{exc}. The run goes on there; this segment ended here."
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))

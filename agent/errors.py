@@ -20,6 +20,12 @@ class TakenOver(EndstateError):
     `run_taken_over`, not `run_ended`, so no stop is counted for it."""
 
 
+class HandedOver(TakenOver):
+    """The segment paused at a turn boundary so that the run goes on elsewhere from its checkpoint (a
+    Temporal run continuing as new past its history bound, asked by its cancel signal's `hand_over()`).
+    No end of the run: no stop is written to its journal, and its observer is told `run_taken_over`."""
+
+
 class SnapshotError(EndstateError):
     """A snapshot cannot be read or cannot be resumed in the way asked."""
 

@@ -77,6 +77,7 @@ class Opaque:
 
 
 Part = Text | Call | Opaque
+FALLBACK = "fallback"  # the type of the block a server-side fallback leaves where the declining model stopped
 
 
 # -- a person's reply to a suspension -----------------------------------------------------------
@@ -147,6 +148,18 @@ class Reply:
     @property
     def calls(self) -> list[Call]:
         return [p for p in self.parts if isinstance(p, Call)]
+
+    @property
+    def declined(self) -> frozenset[str]:
+        """The ids of the calls a model that declined made: those before the reply's last `fallback`
+        block (Anthropic's server-side fallback), never to be run. Only a journal an older release wrote
+        holds any: the adapter has since left them out of the reply it makes."""
+        fallbacks = [
+            i for i, p in enumerate(self.parts) if isinstance(p, Opaque) and p.data.get("type") == FALLBACK
+        ]
+        if not fallbacks:
+            return frozenset()
+        return frozenset(p.id for p in self.parts[: fallbacks[-1]] if isinstance(p, Call))
 
     @property
     def text(self) -> str:
@@ -273,6 +286,11 @@ class Journal:
             if isinstance(entry, Reply):
                 return i, entry
         return None
+
+    def declined(self, call_id: str) -> bool:
+        """Whether the last reply's call `call_id` was made by a model that declined (`Reply.declined`)."""
+        last = self.last_reply()
+        return last is not None and call_id in last[1].declined
 
     def open_calls(self) -> list[Call]:
         """The last reply's calls that have no result yet, in order."""

@@ -100,13 +100,14 @@ class NotStandardJSON(ValueError):
 
 def strict_json(raw: str | bytes, what: str) -> Any:
     """`raw` (`what`, as the message names it: "the body", "--state") read as standard JSON, or a
-    `NotStandardJSON` saying why not: not JSON or not UTF-8, NaN or an infinity, a number too long
-    to read (over 4300 digits), nesting deeper than the parser goes, a key twice in one object
-    (readers disagree on which one counts)."""
+    `NotStandardJSON` saying why not: not JSON or not UTF-8, NaN or an infinity (1e999 too, which
+    reads as one), a number too long to read (over 4300 digits), nesting deeper than the parser
+    goes, a key twice in one object (readers disagree on which one counts)."""
     try:
         return json.loads(
             raw,
             parse_constant=functools.partial(_refuse_constant, what),
+            parse_float=functools.partial(_finite, what),
             object_pairs_hook=functools.partial(_unique_keys, what),
         )
     except NotStandardJSON:
@@ -121,6 +122,18 @@ def strict_json(raw: str | bytes, what: str) -> Any:
 
 def _refuse_constant(what: str, name: str) -> Any:
     raise NotStandardJSON(f"{what} is not standard JSON: {name} is not a JSON number; send a number or null")
+
+
+def _finite(what: str, text: str) -> float:
+    """A JSON number with a fraction or an exponent, refused when it reads as an infinity (1e999:
+    too large for a double), as the literal Infinity is."""
+    value = float(text)
+    if math.isinf(value):
+        raise NotStandardJSON(
+            f"{what} holds the number {text[:40]}, too large to read (it would be an infinity); send a "
+            "smaller number, or a string"
+        )
+    return value
 
 
 def _unique_keys(what: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:

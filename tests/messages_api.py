@@ -42,6 +42,8 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -275,6 +277,7 @@ class MessagesAPI:
         # at another URL counts as one page; a URL's PDF is not priced in tokens, only its JSON is).
         self.url_pdf_pages: dict[str, int] = {}
         self.requests: list[Received] = []
+        self.bedrock: list[Received] = []  # Amazon Bedrock's requests as sent (`as_messages_api` read them)
         self.usages: list[dict[str, Any]] = []  # the usage reported for each reply, in order
         self.connections = 0  # TCP connections accepted since start
         self.cache = PromptCache()
@@ -504,7 +507,13 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         headers = {k.lower(): v for k, v in self.headers.items()}
-        response = api._answer(Received(self.path.split("?")[0], headers, body, len(raw)))
+        received = Received(self.path.split("?")[0], headers, body, len(raw))
+        bedrock = as_messages_api(received)
+        if bedrock is not None:
+            with api._lock:
+                api.bedrock.append(received)
+            received, body = bedrock, bedrock.body
+        response = api._answer(received)
         if response.delay and api._stopping.wait(response.delay):
             self.close_connection = True
             return  # stopped while waiting: never answer
@@ -512,7 +521,7 @@ class _Handler(BaseHTTPRequestHandler):
         if response.malformed == "not_json":
             self._send_raw(response.status, _html(response), "text/html", response.headers)
         elif streamed:
-            self._send_events(response, api._finished(response, body) or {})
+            self._send_events(response, api._finished(response, body) or {}, aws=bedrock is not None)
         else:
             self._send(response.status, api._finished(response, body), response.headers)
 
@@ -533,11 +542,15 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, error(404, f"messages_api: no route GET {self.path}").body, {})
 
-    def _send_events(self, response: Response, body: dict[str, Any]) -> None:
-        """The reply as the API streams it: message_start, each block, message_delta, message_stop."""
+    def _send_events(self, response: Response, body: dict[str, Any], aws: bool = False) -> None:
+        """The reply as the API streams it: message_start, each block, message_delta, message_stop (as
+        Amazon Bedrock streams them with `aws`: each event's JSON in a frame of AWS's event stream)."""
+        encode = _aws_frame if aws else _sse
         try:
             self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
+            self.send_header(
+                "content-type", "application/vnd.amazon.eventstream" if aws else "text/event-stream"
+            )
             self.send_header("request-id", f"req_test_{len(self.server.api.requests):04d}")
             for name, value in response.headers.items():
                 self.send_header(name, value)
@@ -546,7 +559,7 @@ class _Handler(BaseHTTPRequestHandler):
             scripted = list(response.events) if response.events is not None else None
             sent = scripted if scripted is not None else stream_events(body, response.malformed)
             if response.chunk_bytes:  # the same bytes, cut into pieces anywhere (mid-line, mid-UTF-8)
-                self._chunked(b"".join(_sse(e, d) for e, d in sent), response.chunk_bytes)
+                self._chunked(b"".join(encode(e, d) for e, d in sent), response.chunk_bytes)
                 sent = []
             for i, (event, data) in enumerate(sent):
                 if i and response.stream_delay and self.server.api._stopping.wait(response.stream_delay):
@@ -555,7 +568,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if response.malformed == "dropped" and event == "content_block_stop":
                     self.close_connection = True  # the connection breaks mid-stream: no closing chunk
                     return
-                self._chunk(_sse(event, data))
+                self._chunk(encode(event, data))
             self._chunk(b"")
         except OSError:  # the client went away mid-stream (its time budget)
             self.close_connection = True
@@ -1022,6 +1035,42 @@ def _typed(blocks: list[Any], kind: str) -> list[dict[str, Any]]:
 def _html(response: Response) -> bytes:
     page = (response.body or {}).get("html")
     return page.encode() if isinstance(page, str) else b"<html>upstream proxy error</html>"
+
+
+BEDROCK_STREAM = re.compile(r"/model/([^/]+)/invoke-with-response-stream")
+
+
+def as_messages_api(received: Received) -> Received | None:
+    """Amazon Bedrock's streamed InvokeModel (`POST /model/{id}/invoke-with-response-stream`, the model in
+    the path, `anthropic_version` and `anthropic_beta` in the body, signed by SigV4) as the Messages API
+    request it stands for; None for any other request. Unsigned, it is refused as Bedrock refuses it."""
+    found = BEDROCK_STREAM.fullmatch(received.path)
+    if found is None or not isinstance(received.body, dict):
+        return None
+    body = {k: v for k, v in received.body.items() if k not in ("anthropic_version", "anthropic_beta")}
+    body |= {"model": urllib.parse.unquote(found.group(1)), "stream": True}
+    headers = {k: v for k, v in received.headers.items() if k not in ("authorization", "x-api-key")}
+    if received.headers.get("authorization", "").startswith("AWS4-HMAC-SHA256 Credential="):
+        headers["x-api-key"] = "sigv4"  # the signature is not checked: its form is
+    if version := received.body.get("anthropic_version"):
+        headers["anthropic-version"] = str(version)
+    if betas := received.body.get("anthropic_beta"):
+        headers["anthropic-beta"] = ",".join(betas)
+    return Received("/v1/messages", headers, body, received.size)
+
+
+def _aws_frame(event: str, data: Any) -> bytes:
+    """One event as Bedrock streams it: a message of AWS's event stream (a prelude and its CRC32, string
+    headers, the payload and the message's CRC32) whose payload carries the event's JSON, base64'd."""
+    payload = json.dumps({"bytes": base64.b64encode(json.dumps(data).encode()).decode()}).encode()
+    fields = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
+    headers = b"".join(
+        bytes([len(k)]) + k.encode() + b"\x07" + len(v).to_bytes(2, "big") + v.encode()
+        for k, v in fields.items()
+    )
+    prelude = (12 + len(headers) + len(payload) + 4).to_bytes(4, "big") + len(headers).to_bytes(4, "big")
+    message = prelude + zlib.crc32(prelude).to_bytes(4, "big") + headers + payload
+    return message + zlib.crc32(message).to_bytes(4, "big")
 
 
 def _sse(event: str, data: Any) -> bytes:

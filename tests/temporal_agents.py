@@ -7,6 +7,7 @@ so a test can tell which calls ran and how often.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +49,26 @@ def _count(ctx: RunContext, n: int) -> str:
 count = tool(_count, name="count", timeout=5)
 # a run with a hold: its held call waits for the test, not for 5 s (after which the run would go on)
 held_count = tool(_count, name="count", timeout=None)
+
+
+def _holding(ctx: RunContext) -> bool:
+    return Path(ctx.state["hold"]).exists()
+
+
+async def _stubborn_count(ctx: RunContext, n: int) -> str:
+    """Count to n, going on while the hold exists even once cancelled (a cleanup that takes its time)."""
+    _log(ctx, f"start {n}")
+    while _holding(ctx):
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            _log(ctx, f"cancelled {n}")
+    _log(ctx, f"end {n}")
+    return f"counted {n}"
+
+
+# a run whose held call outlasts every cancel (its cleanup may take up to an hour): `state["stubborn"]`
+stubborn_count = tool(_stubborn_count, name="count", timeout=None, cleanup_seconds=3600)
 
 
 @tool
@@ -95,11 +116,23 @@ SCRIPTS: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
     "many": lambda s: [*_counts(1), [finish("done", "Counted once.")]],
     "finish-first": lambda s: [*_counts(1), [finish("done", "Counted."), call("count", n=2)]],
     "bench": lambda s: [*_counts(int(s.get("k", 1))), [finish("done", "Counted.")]],
+    "bench-ask": lambda s: [
+        *_counts(int(s.get("k", 1))),
+        [finish("need_help", "Count on?")],
+        *_counts(int(s.get("k", 1)))[:2],
+        [finish("done", "Counted on as asked.")],
+    ],
     "bench-read": lambda s: [
         *([call("read", n=i, size=int(s.get("pad", 0)))] for i in range(1, int(s.get("k", 1)) + 1)),
         [finish("done", "Read.")],
     ],
 }  # fmt: skip
+
+
+def _counting(state: dict[str, Any]) -> Any:
+    if state.get("stubborn"):
+        return stubborn_count
+    return held_count if state.get("hold") else count
 
 
 def build(state: dict[str, Any]) -> Agent:
@@ -112,7 +145,7 @@ def build(state: dict[str, Any]) -> Agent:
         name="counter",
         model=ScriptedModel(script),
         instructions=str(state.get("instructions", "Count as asked.")),
-        tools=[held_count if state.get("hold") else count, read, push],
+        tools=[_counting(state), read, push],
         verifiers=[_counted],
         budget=Budget(
             max_turns=int(state.get("max_turns", 4)), max_seconds=float(state.get("max_seconds", 120))

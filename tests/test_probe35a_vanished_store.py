@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from store_files import live_store, new_run, rm_store
 
 from agent.durable.runner import Runner
-from agent.durable.store import Lease, NewRun, StoreError, open_store, sqlite
+from agent.durable.store import Lease, StoreError, open_store, sqlite
 from agent.durable.store.sqlite import SqliteStore
 from agent.examples.scenarios import example_catalog
 from agent.service.app import Service, create_app
@@ -34,13 +35,6 @@ INVOICE = {
     "task": "Get the invoice",
     "state": {"scenario": "invoice/which-one"},
 }
-FILES = ("runs.db", "runs.db-wal", "runs.db-shm")
-
-
-def _deleted(path: Path) -> None:
-    """`rm runs.db*`: the file and its write-ahead log go."""
-    for name in FILES:
-        (path.parent / name).unlink(missing_ok=True)
 
 
 def _main_deleted(path: Path) -> None:
@@ -57,12 +51,12 @@ def _replaced(path: Path) -> None:
     """A backup moved over it (`mv backup.db runs.db`): another file under the same name."""
     backup = path.with_name("backup.db")
     shutil.copy(path, backup)
-    _deleted(path)
+    rm_store(path)
     backup.rename(path)
 
 
 GONE: dict[str, Callable[[Path], None]] = {
-    "deleted": _deleted,
+    "deleted": rm_store,
     "main-file-deleted": _main_deleted,
     "moved": _moved,
     "replaced": _replaced,
@@ -74,14 +68,12 @@ def test_a_write_to_a_store_file_gone_from_its_path_is_refused_saying_why(
     tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """(The store looks at its path every `FILE_CHECK_SECONDS`, a quarter of a second: here at each call.)"""
-    monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 0.0)
     path = tmp_path / "runs.db"
-    store = open_store(str(path))
-    try:
-        store.create(NewRun("before", "test-agent", "t", "default"), LEASE, NOW)
+    with live_store(path, monkeypatch) as store:
+        store.create(new_run("before"), LEASE, NOW)
         GONE[how](path)
         with pytest.raises(StoreError) as refused:
-            store.create(NewRun("after", "test-agent", "t", "default"), LEASE, NOW)
+            store.create(new_run("after"), LEASE, NOW)
         message = str(refused.value)
         assert str(path) in message and "while this process had it open" in message, message
         assert "restart" in message and "nothing was changed" in message, message
@@ -89,8 +81,6 @@ def test_a_write_to_a_store_file_gone_from_its_path_is_refused_saying_why(
             store.answers()  # what /readyz asks
         with pytest.raises(StoreError, match="while this process had it open"):
             store.get("before")  # a read of the lost file says so too, not "disk I/O error"
-    finally:
-        store.close()
     if path.exists():  # the file now at the path never got the run said to be stored
         again = open_store(str(path))
         try:
@@ -103,19 +93,15 @@ def test_a_store_whose_file_is_in_place_is_not_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Touching, copying or reading the file beside the service changes nothing."""
-    monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 0.0)
     path = tmp_path / "runs.db"
-    store = open_store(str(path))
-    try:
-        store.create(NewRun("one", "test-agent", "t", "default"), LEASE, NOW)
+    with live_store(path, monkeypatch) as store:
+        store.create(new_run("one"), LEASE, NOW)
         os.utime(path)
         shutil.copy(path, tmp_path / "copy.db")
-        store.create(NewRun("two", "test-agent", "t", "default"), LEASE, NOW)
+        store.create(new_run("two"), LEASE, NOW)
         store.answers()
         assert isinstance(store, SqliteStore)
         assert [r.run_id for r in store.list_runs()] == ["two", "one"]
-    finally:
-        store.close()
 
 
 @pytest.fixture
@@ -135,7 +121,7 @@ def test_the_service_is_not_ready_and_starts_nothing_once_its_store_file_was_del
     service: TestClient, tmp_path: Path
 ) -> None:
     assert service.get("/readyz").text == "ready"
-    _deleted(tmp_path / "runs.db")
+    rm_store(tmp_path / "runs.db")
     ready = service.get("/readyz")
     assert ready.status_code == 503 and "while this process had it open" in ready.text, ready.text
     started = service.post("/runs", json=INVOICE, headers=AUTH)
@@ -147,18 +133,15 @@ def test_the_service_is_not_ready_and_starts_nothing_once_its_store_file_was_del
 def test_a_store_file_put_back_where_it_was_is_served_again(tmp_path: Path) -> None:
     """Moved away and back (an operator's mistake undone): the store answers again, nothing lost."""
     path = tmp_path / "runs.db"
-    store = open_store(str(path))
-    try:
-        store.create(NewRun("kept", "test-agent", "t", "default"), LEASE, NOW)
+    with live_store(path) as store:
+        store.create(new_run("kept"), LEASE, NOW)
         _moved(path)
         with pytest.raises(StoreError, match=f"it is now at {tmp_path / 'runs.old'}"):
             store.answers()
         (tmp_path / "runs.old").rename(path)
         store.answers()
-        store.create(NewRun("after", "test-agent", "t", "default"), LEASE, NOW)
+        store.create(new_run("after"), LEASE, NOW)
         assert {r.run_id for r in store.list_runs()} == {"kept", "after"}
-    finally:
-        store.close()
 
 
 def test_a_store_opened_by_a_relative_path_is_not_refused_after_a_chdir(
@@ -172,7 +155,7 @@ def test_a_store_opened_by_a_relative_path_is_not_refused_after_a_chdir(
     store = open_store("sqlite:///runs.db")
     try:
         monkeypatch.chdir(tmp_path / "work")
-        store.create(NewRun("after-chdir", "test-agent", "t", "default"), LEASE, NOW)
+        store.create(new_run("after-chdir"), LEASE, NOW)
         store.answers()
         assert [r.run_id for r in store.list_runs()] == ["after-chdir"]
     finally:
@@ -192,7 +175,7 @@ def test_the_stores_folding_thread_works_on_the_store_after_a_chdir(
     try:
         monkeypatch.chdir(tmp_path / "work")
         for i in range(sqlite.FOLD_EVERY + 1):
-            store.create(NewRun(f"r{i}", "test-agent", "t", "default"), LEASE, NOW)
+            store.create(new_run(f"r{i}"), LEASE, NOW)
     finally:
         store.close()  # after the folding under way
     assert sorted(p.name for p in (tmp_path / "work").iterdir()) == []

@@ -20,19 +20,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from store_files import live_store, new_run, run_ids
 from test_probe36c_commit_check import child_writes
 
-from agent.durable.store import Lease, NewRun, StoreError, open_store, sqlite
+from agent.durable.store import Lease, StoreError, sqlite
 
 NOW = 1_800_000_000.0
-
-
-def _runs(path: Path) -> set[str]:
-    store = open_store(str(path))
-    try:
-        return {r.run_id for r in store.list_runs(limit=1000)}
-    finally:
-        store.close()
 
 
 def test_runs_written_before_the_log_was_deleted_survive_a_killed_process(tmp_path: Path) -> None:
@@ -43,7 +36,7 @@ def test_runs_written_before_the_log_was_deleted_survive_a_killed_process(tmp_pa
     assert f"write-ahead log {path}-wal was deleted or replaced" in said, said
     assert "was folded into" in said and "nothing is lost" in said, said
     assert "Restart this process" in said, said
-    assert _runs(path) == {"before"}  # in the lost log only, folded into the file; "after" was refused
+    assert run_ids(path) == {"before"}  # in the lost log only, folded into the file; "after" was refused
 
 
 def _other_process_writes(path: Path, run_id: str) -> None:
@@ -59,54 +52,44 @@ store.close()
 def test_another_processs_write_survives_this_process_after_the_index_was_deleted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 0.0)
     path = tmp_path / "runs.db"
-    store = open_store(str(path))
-    try:
-        store.create(NewRun("before", "test-agent", "t", "default"), Lease("a", 30.0), NOW)
+    # (the store's close, at the block's end, folded the log by this process's own index, and deleted it)
+    with live_store(path, monkeypatch, looks=0.0) as store:
+        store.create(new_run("before"), Lease("a", 30.0), NOW)
         Path(f"{path}-shm").unlink()
         _other_process_writes(path, "other")
         with pytest.raises(StoreError) as refused:
-            store.create(NewRun("after", "test-agent", "t", "default"), Lease("a", 30.0), NOW)
+            store.create(new_run("after"), Lease("a", 30.0), NOW)
         message = str(refused.value)
         assert f"shared-memory index {path}-shm was deleted or replaced" in message, message
         assert "Restart this process" in message, message
         with pytest.raises(StoreError, match="shared-memory index"):
             store.get("before")  # every call, for good
-    finally:
-        store.close()  # (SQLite folded the log by this process's own index here, and deleted it)
-    assert _runs(path) == {"before", "other"}
+    assert run_ids(path) == {"before", "other"}
 
 
 def test_a_store_closed_after_its_index_was_deleted_keeps_another_processs_write(tmp_path: Path) -> None:
     """Closed with no call after the deletion (within a quarter of a second, say): the close looks."""
     path = tmp_path / "runs.db"
-    store = open_store(str(path))
-    try:
-        store.create(NewRun("before", "test-agent", "t", "default"), Lease("a", 30.0), NOW)
+    with live_store(path) as store:
+        store.create(new_run("before"), Lease("a", 30.0), NOW)
         Path(f"{path}-shm").unlink()
         _other_process_writes(path, "other")
-    finally:
-        store.close()
-    assert _runs(path) == {"before", "other"}
+    assert run_ids(path) == {"before", "other"}
 
 
 def test_a_store_whose_files_stay_in_place_writes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Copying the store and its log beside it, and many commits (the log folded meanwhile), change
     nothing."""
-    monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 0.0)
     path = tmp_path / "runs.db"
-    store = open_store(str(path))
-    try:
+    with live_store(path, monkeypatch, looks=0.0) as store:
         for i in range(sqlite.FOLD_EVERY + 5):
-            store.create(NewRun(f"r{i}", "test-agent", "t", "default"), Lease("a", 30.0), NOW)
+            store.create(new_run(f"r{i}"), Lease("a", 30.0), NOW)
             if i == 3:
                 for end in ("", "-wal", "-shm"):
                     shutil.copy(f"{path}{end}", tmp_path / f"copy.db{end}")
         store.answers()
-    finally:
-        store.close()
-    assert len(_runs(path)) == sqlite.FOLD_EVERY + 5
+    assert len(run_ids(path)) == sqlite.FOLD_EVERY + 5
 
 
 def test_a_log_found_gone_by_a_failing_call_is_said_and_its_runs_kept(
@@ -116,11 +99,9 @@ def test_a_log_found_gone_by_a_failing_call_is_said_and_its_runs_kept(
     new, empty log at the path; this process's next read failed with "disk I/O error" too, its next
     write was said to be stored, and at its close every run was gone. A failing call looks at the
     paths (as at close), so it says what happened, and the runs written so far are folded in."""
-    monkeypatch.setattr(sqlite, "FILE_CHECK_SECONDS", 3600.0)  # only a failing call, or the close, looks
     path = tmp_path / "runs.db"
-    store = open_store(str(path))
-    try:
-        store.create(NewRun("before", "test-agent", "t", "default"), Lease("a", 30.0), NOW)
+    with live_store(path, monkeypatch, looks=3600.0) as store:  # only a failing call, or the close, looks
+        store.create(new_run("before"), Lease("a", 30.0), NOW)
         Path(f"{path}-wal").unlink()
         opens = f"from agent.durable.store import open_store; open_store({str(path)!r})"
         assert subprocess.run([sys.executable, "-c", opens], capture_output=True).returncode != 0
@@ -130,7 +111,5 @@ def test_a_log_found_gone_by_a_failing_call_is_said_and_its_runs_kept(
         assert f"write-ahead log {path}-wal was deleted or replaced" in message, message
         assert "nothing is lost" in message, message
         with pytest.raises(StoreError, match="write-ahead log"):
-            store.create(NewRun("after", "test-agent", "t", "default"), Lease("a", 30.0), NOW)
-    finally:
-        store.close()
-    assert _runs(path) == {"before"}
+            store.create(new_run("after"), Lease("a", 30.0), NOW)
+    assert run_ids(path) == {"before"}

@@ -20,6 +20,7 @@ import agent.models.anthropic as adapter
 from agent import Agent, Approval, Budget, RetryPolicy, Snapshot, StopReason, tool
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import open_store
+from agent.journal import Reply
 from agent.models.anthropic import DECLINED_RESULTS, AnthropicModel
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=False)
@@ -54,8 +55,9 @@ def agent_for(url: str) -> Agent:
 
 
 def as_older_releases_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Parse replies as releases before the fallback rule did: every block kept."""
+    """Parse replies as releases before the fallback rule did: every block kept, every call run."""
     monkeypatch.setattr(adapter, "_served_part", lambda content, unfinished: (content, unfinished, {}))
+    monkeypatch.setattr(Reply, "declined", property(lambda reply: frozenset()))
 
 
 def sent(body: dict[str, Any], index: int) -> list[dict[str, Any]]:

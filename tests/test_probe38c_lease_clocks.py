@@ -59,7 +59,9 @@ def test_a_sweeper_whose_clock_runs_ahead_leaves_a_renewed_lease_and_takes_it_on
             assert sweeper.recovery_jobs() == []
         held = worker.get(job.run_id)
         assert held is not None and (held.status, held.owner) == (RunStatus.RUNNING, job.record.owner)
-        clock.mono += SWEEPER_LEASE - 0.001  # the worker died: unrenewed, not yet for a whole lease
+        clock.mono += SWEEPER_LEASE  # the worker died: unrenewed for the sweeper's lease, and
+        assert sweeper.recovery_jobs() == []  # not yet for its holder's, longer (probe39b)
+        clock.mono += ELSEWHERE_LEASE + 4 - SWEEPER_LEASE - 0.001  # the holder's last lease, all but
         assert sweeper.recovery_jobs() == []
         clock.mono += 0.001
         [taken] = sweeper.recovery_jobs()

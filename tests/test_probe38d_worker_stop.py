@@ -38,7 +38,7 @@ ROOM = 10.0  # a loaded machine's start-up and scheduling, on top
 class Worker:
     """An `endstate worker` subprocess on a queue of its own, its output in a file."""
 
-    def __init__(self, server: TemporalServer, folder: Path) -> None:
+    def __init__(self, server: TemporalServer, folder: Path, env: dict[str, str] | None = None) -> None:
         self.queue = f"stop-{uuid.uuid4().hex[:8]}"
         self.log = folder / "worker.log"
         argv = endstate(
@@ -47,7 +47,7 @@ class Worker:
         )  # fmt: skip
         with self.log.open("w") as out:
             self.process = subprocess.Popen(
-                argv, env=cli_env(), stdout=out, stderr=subprocess.STDOUT, text=True
+                argv, env=env or cli_env(), stdout=out, stderr=subprocess.STDOUT, text=True
             )
         polling(self.process, self.log)
 

@@ -63,6 +63,9 @@ HOSTILE: list[tuple[str, bytes, str]] = [
     ("/runs", b'{"agent": "invoice-downloader", "task": "t", "state": {"x": NaN}}', "NaN"),
     ("/runs", b'{"agent": "invoice-downloader", "task": "t", "state": {"x": Infinity}}', "Infinity"),
     ("/runs", b'{"agent": "invoice-downloader", "task": "t", "state": {"x": -Infinity}}', "-Infinity"),
+    # a number too large for a double read as an infinity, stored as the non-standard Infinity (probe39b)
+    ("/runs", b'{"agent": "invoice-downloader", "task": "t", "state": {"x": 1e999}}', "1e999, too large"),
+    ("/runs", b'{"agent": "invoice-downloader", "task": "t", "state": {"x": [-2.5E400]}}', "-2.5E400, too"),
     (
         "/runs",
         b'{"agent": "invoice-downloader", "task": "t", "state": {"x": ' + b"9" * 5000 + b"}}",

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # Temporal is an extra: the CLI starts without it
 
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 STOP_SLACK_S = 5.0  # seconds past --grace a failed worker's shutdown may take before the process exits anyway
+FLUSH_ON_EXIT_S = 2.0  # seconds a second signal gives telemetry (spans and events queued) to be sent
 NOTE_AFTER_S = 10.0  # seconds a command waits for a segment before it says what it waits for
 T = TypeVar("T")
 STORE_ONLY = {  # commands with no Temporal form: what does their work there
@@ -321,10 +322,11 @@ class StoppedShort(ConfigError):
 
 class Stop:
     """The signals that stop `endstate worker`: the first a graceful stop, said in one line; a second exits
-    at once (exit 2), the activities in hand cut."""
+    at once (exit 2), the activities in hand cut, once `flush` has sent what telemetry holds (it bounds
+    itself: `FLUSH_ON_EXIT_S`)."""
 
-    def __init__(self, args: argparse.Namespace, hand: InHand) -> None:
-        self.args, self.hand = args, hand
+    def __init__(self, args: argparse.Namespace, hand: InHand, flush: Callable[[], object]) -> None:
+        self.args, self.hand, self.flush = args, hand, flush
         self.by: str | None = None  # the first signal's name
         self.asked = asyncio.Event()
 
@@ -338,11 +340,17 @@ class Stop:
             )
             print(f"endstate worker: stopping on {sig.name}: polling no more; {said}", flush=True)
             return
-        said = f"a second signal ({sig.name}): the worker exits at once; {self._cut(self.hand.count)}"
+        said = (
+            f"a second signal ({sig.name}): the worker exits once telemetry is sent (at most "
+            f"{FLUSH_ON_EXIT_S:g} s); {self._cut(self.hand.count)}"
+        )
         print(f"endstate: {said}", file=sys.stderr, flush=True)
+        with contextlib.suppress(Exception):  # telemetry failing never holds the exit
+            self.flush()
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
-        os._exit(2)  # at once: the SDK's shutdown, telemetry's flush are not waited for
+            sys.stderr.flush()
+        os._exit(2)  # the SDK's shutdown is not waited for: it may never end
 
     def short(self, cut: int, ended: bool) -> StoppedShort:
         """What a stop that cut `cut` activities, or whose shutdown never `ended`, says."""
@@ -441,7 +449,7 @@ async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: An
         on_fatal_error=_kept_in(failures, failed),
         interceptors=[hand],
     )
-    stop = Stop(args, hand)
+    stop = Stop(args, hand, lambda: telemetry.shutdown(FLUSH_ON_EXIT_S))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.signalled, sig)

@@ -4,6 +4,8 @@ A lease runs out by the store's clock; a clock that steps (or, on SQLite over se
 sweeper whose clock runs ahead) makes a lease a live worker renews look run out. A sweep therefore
 takes a lease only once it has itself seen the same lease (same owner, same end) for one whole lease
 by its own monotonic clock, which no wall clock's step moves: a live worker renews it well before.
+The whole lease is the longer of the sweeper's and the one its holder wrote (a worker started with a
+longer `--lease` renews less often).
 """
 
 from __future__ import annotations
@@ -26,17 +28,20 @@ class LapseWatch:
 
     def unrenewed(self, running: Iterable[RunRecord], seconds: float) -> set[str]:
         """The ids of `running` (every running run: the others are forgotten) whose lease this
-        watch has seen unchanged for at least `seconds`."""
+        watch has seen unchanged for at least `seconds`, or the lease's own length where its holder
+        wrote a longer one (it renews at a third of that)."""
         now = self._monotonic()
         with self._lock:
             seen: dict[str, tuple[_Seen, float]] = {}
+            wait: dict[str, float] = {}  # how long each lease must be seen unchanged
             for record in running:
                 lease: _Seen = (record.owner, record.lease_until)
                 before = self._seen.get(record.run_id)
                 kept = before is not None and _same(before[0], lease)
                 seen[record.run_id] = before if before is not None and kept else (lease, now)
+                wait[record.run_id] = max(seconds, record.lease_seconds or 0.0)
             self._seen = seen
-        return {run_id for run_id, (_, since) in seen.items() if now - since >= seconds}
+        return {run_id for run_id, (_, since) in seen.items() if now - since >= wait[run_id]}
 
 
 def _same(before: _Seen, now: _Seen) -> bool:

@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import json
 import logging
+import math
 import os
 import re
 import socket
@@ -155,6 +156,11 @@ class Runner:
             raise ConfigError(
                 "Runner takes a Catalog (catalog.register(name, lambda state: agent)), "
                 f"not {type(catalog).__name__}"
+            )
+        if not _a_lease(lease_seconds):
+            raise ConfigError(
+                f"lease_seconds must be a finite number of seconds above 0 (how long a run stays this "
+                f"runner's unrenewed; 30 by default), not {lease_seconds!r}"
             )
         self.store = store
         # on the system clock, the store's time (deadlines are set and judged alike on every host)
@@ -596,6 +602,7 @@ class Runner:
                         self.lease(),
                         self.clock.time(),
                         only_lapsed=not process_gone(record),
+                        as_seen=record,  # a renewal since this sweep's look keeps the run its holder's
                     )
                 else:
                     held = self.store.claim(record.run_id, (record.status,), self.lease(), self.clock.time())
@@ -671,7 +678,8 @@ class Runner:
                     "end it"
                 )
             lapsed = not process_gone(current)  # (a worker of this host that is gone: at once)
-            record = self.store.take_over(run_id, current.owner or "", lease, now, only_lapsed=lapsed)
+            owner = current.owner or ""
+            record = self.store.take_over(run_id, owner, lease, now, only_lapsed=lapsed, as_seen=current)
         else:
             record = self.store.claim(run_id, (current.status,), lease, now)
         said = f": {one_line(note)}" if note and note.strip() else ""
@@ -1313,6 +1321,12 @@ def machine() -> str:
     except OSError:
         boot = ""
     return f"{socket.gethostname()}/{namespace}" + (f"/{boot}" if boot else "")
+
+
+def _a_lease(seconds: object) -> bool:
+    """True when `seconds` can be a lease: a finite number above 0 (a lease of 0 or less, or NaN, runs
+    out as it is written, and every sweep takes the run; an infinite one never runs out)."""
+    return isinstance(seconds, int | float) and not isinstance(seconds, bool) and 0 < seconds < math.inf
 
 
 def worker_gone(record: RunRecord, now: float) -> bool:

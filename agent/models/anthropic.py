@@ -47,7 +47,8 @@ Choices worth knowing:
   last `fallback` block: its thinking, `connector_text` and tool calls there (and a server tool's
   call without its result) are left out, as the API wants the turn sent back, so a call of the
   model that declined is never run (`extra["fallback_left_out"]` names what was left out). A journal
-  an older release wrote keeps them: each request leaves them out, with their calls' results.
+  an older release wrote keeps them: each request leaves them out, with their calls' results, and the
+  loop runs none of those calls, even approved (`Reply.declined`).
 - A refusal before any output (no content) is not billed, unless its category is one Anthropic
   bills (`bio`, `frontier_llm`, `reasoning_extraction`): `extra["not_billed"]`, its cost $0. A
   reply a fallback model finished counts every attempt's tokens from the usage's `iterations` (its

@@ -79,7 +79,11 @@ class MediaLimits:
 
 CLAUDE_API = MediaLimits(image_base64=10 * MB, request_bytes=32 * MB)
 PARTNER_PLATFORM = MediaLimits(image_base64=5 * MB, request_bytes=20 * MB)  # Amazon Bedrock, Vertex AI
-_PARTNER_HOSTS = ("amazonaws.com", "googleapis.com")  # Bedrock's and Vertex AI's endpoints
+# Bedrock's and Vertex AI's endpoints (Google managed: `{region}-aiplatform.googleapis.com`); not
+# `claude.googleapis.com`, Claude Models on Google Cloud (Anthropic managed: the SDK's AnthropicGoogleCloud),
+# which is the Claude API that Anthropic runs, reached through a Google Cloud project (Anthropic's docs,
+# build-with-claude/claude-models-on-google-cloud/overview, read 2026-12-04): the Claude API's limits
+_PARTNER_HOSTS = ("amazonaws.com", "aiplatform.googleapis.com")
 _PARTNER_CLIENTS = ("Bedrock", "Vertex")  # the SDK's AsyncAnthropicBedrock, AsyncAnthropicVertex
 
 

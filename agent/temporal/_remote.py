@@ -101,6 +101,11 @@ MEDIA_IN_CONTEXT = "endstate-media-counted-in-context"
 # A run stops, named, before its history passes Temporal's event count limit (`_wire.MAX_HISTORY_EVENTS`),
 # as it stops before the size limit; runs started before went on until Temporal ended them, as they did.
 HISTORY_EVENTS = "endstate-history-event-count-checked"
+# A call a model that declined made (a reply an older worker parsed keeping what came before the last
+# `fallback` block) is not run, even approved (`Agent.skip_declined`). Asked when such a call is met, not at
+# the start: a history whose worker ran it replays as it ran, and a run that waits for its approval now
+# (an older worker suspended it) does not run it once approved.
+DECLINED_NOT_RUN = "endstate-declined-calls-not-run"
 # A run's active time is the time its calls ran on a worker (each activity says how long: `_wire.RAN`) and the
 # workflow's own time between them, not the time a call or the workflow task after it waited for a worker
 # (every worker down or redeploying, a backlog on the task queue), which the store's runner does not count
@@ -425,6 +430,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         "history": history,
         "max_tokens": plan["max_tokens"],
         "finish_last": workflow.patched(FINISH_LAST) and plan.get("finish_last", True),
+        "skip_declined": functools.partial(workflow.patched, DECLINED_NOT_RUN),  # asked when one is met
     }
     if plan["progress"] is not None:
         options["progress"] = functools.partial(ProgressDetector, **plan["progress"])
@@ -1143,3 +1149,7 @@ class _ReplaySafeObserver(RunObserver):
     def run_ended(self, result: RunResult) -> None:
         if live := self._live():
             live.run_ended(result)
+
+    def run_taken_over(self, result: RunResult) -> None:
+        if live := self._live():
+            live.run_taken_over(result)

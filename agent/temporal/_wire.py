@@ -65,6 +65,9 @@ RAN = "ran"
 # the error type of a resumed execution that a worker refused to carry on (`workflow.RESUME_CHECKED`): its
 # result is the run's stop as it was, resumable, and the note says why
 NOT_RESUMED = "not_resumed"
+# the error type of a segment read, or a reply's wait, on an execution that continued as new (past its
+# history bound): its details name the segment of the run's next execution to read instead
+CONTINUED = "ContinuedAsNew"
 
 # update and query names
 ANSWER, APPROVE, DENY, SEGMENT = "answer", "approve", "deny", "segment"

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import gc
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -39,7 +41,7 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError, RPCStatusCode, ServiceClient
 
 from agent._state import extended
 from agent._valid import is_text
@@ -101,7 +103,7 @@ class TemporalRuns:
     """Runs on one Temporal namespace and task queue."""
 
     def __init__(self, client: Client, task_queue: str = w.TASK_QUEUE) -> None:
-        self.client = client
+        self.client = prompt_caps(client)
         self.task_queue = task_queue
 
     @classmethod
@@ -388,6 +390,8 @@ class TemporalRuns:
         try:
             return await handle.execute_update(update, args=args)
         except WorkflowUpdateFailedError as exc:
+            if (then := _continued(exc)) is not None:  # taken; its segment goes on in the next execution
+                return (await self._segment(await self._handle(run_id), then)).to_dict()
             if older is not None and _arguments_refused(exc):
                 return await self._update(run_id, update, older)
             raise _refused(run_id, exc) from exc
@@ -428,7 +432,11 @@ class TemporalRuns:
         """Segment `n`'s result, or the run's end when it ended before we asked."""
         try:
             data = await handle.execute_update(w.SEGMENT, n)
-        except (WorkflowUpdateFailedError, RPCError):
+        except WorkflowUpdateFailedError as exc:
+            if (then := _continued(exc)) is not None:  # continued as new: read on in its next execution
+                return await self._segment(await self._handle(handle.id), then)
+            data = (await self._outcome(handle))["result"]
+        except RPCError:
             data = (await self._outcome(handle))["result"]
         return w.result_from_json(data)
 
@@ -448,8 +456,9 @@ class TemporalRuns:
     # -- listing -----------------------------------------------------------
 
     async def runs(self, status: RunStatus | None = None, limit: int | None = 50) -> list[RunRecord]:
-        """The latest execution of each run on this client's task queue, newest first."""
-        query = w.runs_query(self.task_queue)
+        """The latest execution of each run on this client's task queue, newest first (an execution that
+        continued as new, past its history bound, is no run's latest)."""
+        query = f"{w.runs_query(self.task_queue)} AND ExecutionStatus != 'ContinuedAsNew'"
         if status is RunStatus.WAITING:
             query += f" AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
         records: dict[str, RunRecord] = {}
@@ -570,10 +579,26 @@ def _refused(run_id: str, exc: WorkflowUpdateFailedError) -> Exception:
     return {"AnswerError": AnswerError, "ConfigError": ConfigError}.get(kind or "", NotClaimable)(message)
 
 
+def _continued(exc: WorkflowUpdateFailedError) -> int | None:
+    """The segment of the run's next execution to read, when the update's execution continued as new
+    (`_wire.CONTINUED`); else None."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type == w.CONTINUED and cause.details:
+        then = cause.details[0]
+        return then if isinstance(then, int) and not isinstance(then, bool) and then >= 1 else None
+    return None
+
+
 def _arguments_refused(exc: WorkflowUpdateFailedError) -> bool:
     """Whether the update's handler could not take its arguments (a `TypeError` in the worker: one from
     an older release, whose handlers take fewer); Endstate's own refusals have types of their own."""
     return isinstance(exc.cause, ApplicationError) and exc.cause.type == "TypeError"
+
+
+def _capped(exc: RPCError) -> bool:
+    """Whether Temporal refused an update for one of its caps on a run's updates (its words say so)."""
+    said = exc.message.lower()
+    return "limit" in said and "update" in said
 
 
 def _update_cap(run_id: str, exc: RPCError) -> str | None:
@@ -581,8 +606,7 @@ def _update_cap(run_id: str, exc: RPCError) -> str | None:
     refusal): updates in flight at once (10 by default: other callers wait on the run), or updates in all
     in one execution (2,000 by default). Said as "Temporal did not answer" (503) or "refused" (400), the
     caller retried blind, or gave up on a run that a resume can still answer."""
-    said = exc.message.lower()
-    if "limit" not in said or "update" not in said:
+    if not _capped(exc):
         return None
     if exc.status is RPCStatusCode.RESOURCE_EXHAUSTED:
         return (
@@ -628,3 +652,60 @@ async def _namespace_problem(client: Client, address: str, namespace: str) -> st
                 f"{w.NAMESPACE!r}), or create it (`temporal operator namespace create {namespace}`)"
             )
     return None
+
+
+UPDATE_RPC = "update_workflow_execution"
+
+
+def prompt_caps(client: Client) -> Client:
+    """`client`, its updates refused by a run's cap on updates in flight said at once (`PromptCaps`)."""
+    if isinstance(client.service_client, PromptCaps):
+        return client
+    config = client.config()
+    config["service_client"] = PromptCaps(client.service_client)
+    return Client(**config)
+
+
+class PromptCaps(ServiceClient):
+    """Temporal's service client, but for an update: the SDK sends each with its retries, which take a
+    run's cap on updates in flight (RESOURCE_EXHAUSTED) for an overloaded server and try again for about
+    14 s, so a reply the cap refused was told so only then. An update is sent first without retries; a
+    refusal by the cap is raised at once, and any other failure sends it again with the retries (the same
+    update id: Temporal takes it once). Every other call goes through as it is."""
+
+    def __init__(self, inner: ServiceClient) -> None:
+        super().__init__(inner.config)
+        self.inner = inner
+
+    @property
+    def worker_service_client(self) -> Any:
+        return self.inner.worker_service_client
+
+    def update_rpc_metadata(self, metadata: Mapping[str, str | bytes]) -> None:
+        self.inner.update_rpc_metadata(metadata)
+
+    def update_api_key(self, api_key: str | None) -> None:
+        self.inner.update_api_key(api_key)
+
+    async def _rpc_call(
+        self,
+        rpc: str,
+        req: Any,  # protobuf messages (protobuf comes with temporalio: not imported here)
+        resp_type: Any,
+        *,
+        service: str,
+        retry: bool,
+        metadata: Mapping[str, str | bytes],
+        timeout: timedelta | None,  # noqa: ASYNC109 (the SDK's signature: its RPC's own deadline)
+    ) -> Any:
+        call = functools.partial(
+            self.inner._rpc_call, rpc, req, resp_type, service=service, metadata=metadata, timeout=timeout
+        )
+        if not retry or rpc != UPDATE_RPC:
+            return await call(retry=retry)
+        try:
+            return await call(retry=False)
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.RESOURCE_EXHAUSTED and _capped(exc):
+                raise
+        return await call(retry=True)

@@ -115,6 +115,7 @@ async def build_worker(
     model_timeout: float = 600.0,
     cut_grace: float = 5.0,
     cancel_grace: float = 10.0,
+    continue_after_events: int = 10_000,
     **options: Any,
 ) -> EndstateWorker:
     """A worker running Endstate workflows and the catalog's activities on `task_queue`.
@@ -122,12 +123,20 @@ async def build_worker(
     `cut_grace`: how long past a run's time budget its workflow waits for a cut model call to
     report what it used (see `_remote.ActivityModel`). `cancel_grace`: how long a cancelled run's
     turn in flight may take to end before it is cut (as a runner's shutdown grace).
+    `continue_after_events`: a run whose execution's history has more events than this (or that
+    Temporal suggests to continue as new) goes on in a new execution at its next turn boundary.
     """
     _check_setup(task_queue, heartbeat_seconds=heartbeat_seconds, model_timeout=model_timeout)
     _check_setup(task_queue, least=0.0, cut_grace=cut_grace, cancel_grace=cancel_grace)
     await ensure_search_attributes(client, client.namespace)
+    _check_events(continue_after_events)
     setup = WorkerSetup(
-        hooks or NoHooks(), heartbeat_seconds, model_timeout, cut_grace=cut_grace, cancel_grace=cancel_grace
+        hooks or NoHooks(),
+        heartbeat_seconds,
+        model_timeout,
+        cut_grace=cut_grace,
+        cancel_grace=cancel_grace,
+        continue_after_events=continue_after_events,
     )
     _registry.register(task_queue, setup)
     client = _reading_each_input_alone(client)
@@ -162,6 +171,15 @@ def _check_setup(task_queue: str, least: float = MIN_TIMEOUT, **given: float) ->
             raise ConfigError(
                 f"{name} must be a number of seconds {low} and at most {MAX_SECONDS:g}, not {value!r:.40}"
             )
+
+
+def _check_events(count: object) -> None:
+    """Refuse a hand-over bound that is not a whole number of events from 1 to the run's own bound."""
+    if not (isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= w.MAX_HISTORY_EVENTS):
+        raise ConfigError(
+            f"continue_after_events must be a whole number of history events from 1 to "
+            f"{w.MAX_HISTORY_EVENTS:,} (where a run stops as history_too_large), not {count!r:.40}"
+        )
 
 
 class EachInputAlone:

@@ -23,7 +23,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
-from temporalio.common import RawValue
+from temporalio.common import RawValue, SearchAttributePair
 from temporalio.common import RetryPolicy as TemporalRetry
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
@@ -81,6 +81,13 @@ MAX_IN_FLIGHT_UPDATES = 10
 # for one: when they leave the reply no room, the newest of them are refused then, as the validator refuses a
 # new one. Runs started before kept them waiting (the reply refused by Temporal until the run's deadline).
 READS_MAKE_ROOM = "endstate-reads-make-room-for-a-reply"
+# A run whose execution's history grew past the worker's `continue_after_events` (or that Temporal suggests
+# to continue as new) goes on in a new execution of its workflow at its next turn boundary, from its snapshot
+# as a checkpoint (no stop in its journal, none counted): a worker takes up a long run by replaying one
+# execution's history, not all of it, and the run is not stopped `history_too_large`. A run about to wait
+# for a person hands over first when past the bound. Runs started before never continue as new.
+CONTINUE_AS_NEW = "endstate-continue-as-new-past-a-bound"
+CARRIED = ("agent", "task", "task_type", "state", "plan")  # what of the run its next execution is given
 CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
 
@@ -107,9 +114,31 @@ class CancelRequested:
     def __init__(self) -> None:
         self.requested = False
         self.ref: RunRef | None = None
+        self.bound: int | None = None  # history events past which the run hands over (None: never)
+        self.carried = 0  # the history's bytes when the execution began: the run's snapshot it was given
+        self.boundaries = 0  # turn boundaries the loop asked about in this execution
+        self.handed = False  # the loop was told to hand the run over (`CONTINUE_AS_NEW`)
 
     def is_set(self) -> bool:
         return self.requested or (self.ref is not None and self.ref.cancelled)
+
+    def hand_over(self) -> bool:
+        """Asked by the loop between turns: whether the run goes on in a new execution from here. Never
+        at the execution's first boundary (a bound below one turn's events never lets it move on)."""
+        self.boundaries += 1
+        self.handed = self.boundaries > 1 and self.past_bound()
+        return self.handed
+
+    def past_bound(self) -> bool:
+        """Whether this execution's history is past `bound` events, or Temporal suggests continuing as new
+        (some 4,000 events or 4 MB by default) once the execution has added more than it was given: a
+        long run's snapshot alone nears 4 MB, and it handed over at every other turn."""
+        if self.bound is None:
+            return False
+        info = workflow.info()
+        if info.get_current_history_length() > self.bound:
+            return True
+        return info.get_current_history_size() > 2 * self.carried and info.is_continue_as_new_suggested()
 
 
 Segment = Callable[[CancelSignal | None], Coroutine[Any, Any, RunResult]]
@@ -133,6 +162,7 @@ class EndstateRun:
         self._in_flight = 0  # updates whose handlers run (see `MAX_IN_FLIGHT_UPDATES`)
         self._reads: list[int] = []  # the `segment` reads in flight (their numbers), oldest first
         self._next_read = 0
+        self._moved: int | None = None  # handing over: this execution's segments the next one does not repeat
 
     @workflow.run
     async def run(self, given: RawValue = NO_INPUT) -> dict[str, Any]:
@@ -163,20 +193,68 @@ class EndstateRun:
         ref.check_cancel, ref.cancelled = check_cancel, bool(run.pop("cancel", False))
         self._ref = self._cancel.ref = ref
         agent = workflow_agent(run["plan"], ref, lookup(workflow.info().task_queue))
-        resumed = "plan" in start and workflow.patched(RESUME_CHECKED)  # see `RESUME_CHECKED`
+        handed = bool(run.pop("handed", False))  # a hand-over's execution: no resume to check
+        resumed = "plan" in start and not handed and workflow.patched(RESUME_CHECKED)  # see `RESUME_CHECKED`
         if resumed and (problem := await self._unready(_resumed_state(run))):
             return await self._closing(run, self._not_resumed(run, problem))
-        result = await self._first_segment(agent, run)
-        while True:
-            self._ended(result)
-            if result.reason is not StopReason.NEED_HELP:
-                break
-            result = await self._after_wait(agent, result)
+        result = await self._segments_of(agent, run)
         if result.reason is not StopReason.CANCELLED:
             await self._cleanup(run)
         return await self._closing(run, result)
 
     # -- segments --------------------------------------------------------
+
+    async def _segments_of(self, agent: Agent, run: dict[str, Any]) -> RunResult:
+        """The run's segments in this execution, until one ends it (or it continues as new)."""
+        if workflow.patched(CONTINUE_AS_NEW):
+            self._cancel.bound = lookup(workflow.info().task_queue).continue_after_events
+            self._cancel.carried = workflow.info().get_current_history_size()
+        result = await self._first_segment(agent, run)
+        while True:
+            if self._cancel.handed:  # paused at a turn boundary, past the bound
+                result = await self._hand_over(agent, run, result, self._segments)
+                continue
+            self._ended(result)
+            if result.reason is not StopReason.NEED_HELP:
+                break
+            if self._hands_over_to_wait():
+                await self._hand_over(agent, run, result, self._segments - 1)  # waits again there
+            result = await self._after_wait(agent, result)
+        return result
+
+    def _hands_over_to_wait(self) -> bool:
+        """Whether the run, about to wait for a person, continues as new first (not while it waits): past
+        the bound, uncancelled, and having run a turn here (an execution that began waiting waits)."""
+        return not self._cancel.requested and self._cancel.boundaries > 0 and self._cancel.past_bound()
+
+    async def _hand_over(self, agent: Agent, run: dict[str, Any], paused: RunResult, moved: int) -> RunResult:
+        """Continue as new from `paused`'s snapshot, `moved` of this execution's segments behind it (the
+        next one begins with the segment `paused` is in); the reads and replies in flight are told to
+        follow. When the snapshot is too large to carry, the run goes on here from it instead."""
+        assert paused.snapshot is not None
+        snap = paused.snapshot
+        start: dict[str, Any] = {k: run[k] for k in CARRIED if k in run}
+        start.update(segments=self._before + moved, snapshot=snap.to_json())
+        if w.payload_size(start) <= w.MAX_PAYLOAD_BYTES:
+            self._moved = moved
+            try:
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                # readers see the run as it was (it waits once its next execution has begun to: a reply
+                # that came before would be refused), until that execution publishes its segment
+                waits = SearchAttributePair(w.SA_WAITING, False)
+                workflow.continue_as_new(
+                    {**start, "handed": True},
+                    memo=dict(workflow.memo()),
+                    search_attributes=workflow.info().typed_search_attributes.updated(waits),
+                )
+            except asyncio.CancelledError:  # cancelled meanwhile: the run goes on here, to its cancel
+                self._cancel.requested, self._moved = True, None
+        else:
+            workflow.logger.warning("run %s: its snapshot is too large to continue as new", paused.run_id)
+        self._cancel.bound, self._cancel.handed = None, False
+        if paused.reason is StopReason.NEED_HELP:
+            return paused
+        return await self._segment(lambda cancel: agent.aresume(snap, now=now(), cancel=cancel))
 
     async def _prepare(self, run: dict[str, Any]) -> dict[str, Any]:
         args = {**run, "run_id": workflow.info().workflow_id}
@@ -296,8 +374,7 @@ class EndstateRun:
     def _finish(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
         if self._last is not result:
             self._ended(result)
-        carried = ("agent", "task", "task_type", "state", "plan")
-        keep: dict[str, Any] = {k: run[k] for k in carried if k in run}
+        keep: dict[str, Any] = {k: run[k] for k in CARRIED if k in run}
         if self._published:  # a resumed execution counts on from here
             keep["segments"] = self._before + self._segments
         return {"result": _carried(result, w.MAX_PAYLOAD_BYTES - w.payload_size(keep)), "run": keep}
@@ -393,13 +470,20 @@ class EndstateRun:
         def ended() -> bool:
             return self._segments >= n or self._done
 
+        def moved() -> bool:
+            return self._moved is not None and not ended()
+
         read = self._next_read = self._next_read + 1
         self._reads.append(read)
         try:
-            await workflow.wait_condition(lambda: ended() or self._crowded(read, n))
+            await workflow.wait_condition(lambda: ended() or moved() or self._crowded(read, n))
+            if moved():
+                raise self._follow(n)
             if not ended() and workflow.patched(READS_MAKE_ROOM):  # see `READS_MAKE_ROOM`
                 raise self._no_room(n, self._in_flight - 1)
-            await workflow.wait_condition(ended)
+            await workflow.wait_condition(lambda: ended() or moved())
+            if moved():
+                raise self._follow(n)
         finally:
             self._reads.remove(read)
 
@@ -407,6 +491,8 @@ class EndstateRun:
     def _segment_ok(self, n: Any) -> None:
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ApplicationError(f"segment must be a whole number from 1, not {n!r}", type="AnswerError")
+        if self._moved is not None and n > self._segments:
+            raise self._follow(n)
         if n > self._segments and self._waits_for_reply() and self._in_flight + 2 > MAX_IN_FLIGHT_UPDATES:
             raise self._no_room(n, self._in_flight)
 
@@ -419,6 +505,15 @@ class EndstateRun:
         which waits for a person, no room among the updates in flight (see `READS_MAKE_ROOM`)."""
         over = self._in_flight - (MAX_IN_FLIGHT_UPDATES - 1)
         return over > 0 and n > self._segments and self._waits_for_reply() and read in self._reads[-over:]
+
+    def _follow(self, n: int) -> ApplicationError:
+        """Segment `n` of this execution will end in the run's next one (it continues as new): which
+        segment of that one to read, in the error's details."""
+        assert self._moved is not None
+        then = n - self._moved
+        return ApplicationError(
+            f"the run continued as new: read segment {then} of its latest execution", then, type=w.CONTINUED
+        )
 
     def _no_room(self, n: int, others: int) -> ApplicationError:
         return ApplicationError(
@@ -457,7 +552,9 @@ class EndstateRun:
         self._reply = reply
         if not wait:
             return {}
-        await workflow.wait_condition(lambda: self._segments > seen or self._done)
+        await workflow.wait_condition(lambda: self._segments > seen or self._done or self._moved is not None)
+        if self._segments <= seen and not self._done:  # the segment it began goes on in the next execution
+            raise self._follow(seen + 1)
         assert self._last is not None
         return fitted(self._last.to_dict())
 

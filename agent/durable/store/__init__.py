@@ -116,6 +116,11 @@ def open_store(
             f"the run store {path} is a folder, not a file: give the path of a file in it, "
             f"such as {path / 'runs.db'}"
         )
+    if path.exists() and not path.is_file():  # SQLite said only "disk I/O error" of /dev/null
+        raise StoreError(
+            f"the run store {path} is not a regular file (a device, a pipe or a socket): give the path "
+            "of a store file, such as runs.db"
+        )
     if not path.exists():
         _refuse_options(url, path)
         _new_sqlite_file(path, create)

@@ -54,7 +54,7 @@ LIST_COLUMNS = (
     "stop_limit, turns, input_tokens, output_tokens, cost_usd, cost_known, cache_read_tokens, "
     "cache_write_tokens, active_seconds, waiting_seconds, trace_id, "
     "note, summary, output, verified, error_type, segments, question, pending, deadline, suspended_at, "
-    "interrupted, owner, lease_until, answer, approved, answered_at, refused, head_version"
+    "interrupted, owner, lease_until, answer, approved, answered_at, refused, head_version, lease_seconds"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
 # The runs waiting for a person, with the status written out: the partial indexes of schema 10 hold
@@ -171,6 +171,7 @@ class SqlStore:
             **{"run_id": run.run_id, "agent": run.agent, "task": run.task, "task_type": run.task_type},
             **{"status": RunStatus.RUNNING, "state": dumps(run.state), "started_at": now, "updated_at": now},
             **{"segments": 1, "owner": lease.owner, "lease_until": float(lease.seconds)},
+            "lease_seconds": float(lease.seconds),
         }
         marks = ", ".join(f"{self.clock} + ?" if c == "lease_until" else "?" for c in values)
         # not the id of a pruned run whose label or audit is kept: this run would take them over
@@ -277,7 +278,11 @@ class SqlStore:
         expired: bool | None = None,
     ) -> RunRecord:
         sets: dict[str, Any] = {"status": RunStatus.RUNNING, "owner": lease.owner}
-        sets |= {"lease_until": float(lease.seconds), "updated_at": now}
+        sets |= {
+            "lease_until": float(lease.seconds),
+            "lease_seconds": float(lease.seconds),
+            "updated_at": now,
+        }
         if answer is not None or approved is not None:
             sets |= {"answer": answer, "approved": _flag(approved), "answered_at": now}
         where, params = [f"status IN ({', '.join('?' for _ in statuses)})"], list[Any](statuses)
@@ -319,14 +324,21 @@ class SqlStore:
         return NotClaimable(f"run {run_id}'s deadline has not passed; nothing was changed")
 
     def take_over(
-        self, run_id: str, old_owner: str, lease: Lease, now: float, only_lapsed: bool = True
+        self,
+        run_id: str,
+        old_owner: str,
+        lease: Lease,
+        now: float,
+        only_lapsed: bool = True,
+        as_seen: RunRecord | None = None,
     ) -> RunRecord:
         lapsed = f" AND (lease_until IS NULL OR lease_until < {self.clock})" if only_lapsed else ""
+        same, seen = ("", ()) if as_seen is None else (_AS_SEEN, _seen_params(as_seen))
         rows = self._rows(
-            f"UPDATE {TABLE} SET owner = ?, lease_until = {self.clock} + ?, updated_at = ?, "
-            f"segments = segments + 1 WHERE run_id = ? AND status = ? AND owner = ?{lapsed} "
-            f"RETURNING {ALL_COLUMNS}",
-            (lease.owner, float(lease.seconds), now, run_id, RunStatus.RUNNING, old_owner),
+            f"UPDATE {TABLE} SET owner = ?, lease_until = {self.clock} + ?, lease_seconds = ?, "
+            f"updated_at = ?, segments = segments + 1 "
+            f"WHERE run_id = ? AND status = ? AND owner = ?{lapsed}{same} RETURNING {ALL_COLUMNS}",
+            (lease.owner, *[float(lease.seconds)] * 2, now, run_id, RunStatus.RUNNING, old_owner, *seen),
         )
         if not rows:
             raise NotClaimable(
@@ -353,8 +365,9 @@ class SqlStore:
             return 0
         only = "" if run_ids is None else f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
         return self._count(
-            f"UPDATE {TABLE} SET lease_until = {self.clock} + ? WHERE owner = ? AND status = ?{only}",
-            (float(lease.seconds), lease.owner, RunStatus.RUNNING, *(run_ids or ())),
+            f"UPDATE {TABLE} SET lease_until = {self.clock} + ?, lease_seconds = ? WHERE owner = ? "
+            f"AND status = ?{only}",
+            (*[float(lease.seconds)] * 2, lease.owner, RunStatus.RUNNING, *(run_ids or ())),
             retry=True,
         )
 
@@ -642,6 +655,7 @@ def checkpoint_rows(
     values |= head_values(head)
     values["state"] = dumps(head.state) if head.state else "{}"
     values["lease_until"], values["updated_at"] = float(lease.seconds), now
+    values["lease_seconds"] = float(lease.seconds)
     return values, entry_rows(checkpoint)
 
 
@@ -653,6 +667,16 @@ def head_values(head: Snapshot) -> dict[str, Any]:
 def entry_rows(checkpoint: Checkpoint) -> list[tuple[int, str]]:
     """A checkpoint's entries as (seq, JSON)."""
     return [(checkpoint.first + i, entry_json(e)) for i, e in enumerate(checkpoint.entries)]
+
+
+# A take-over's compare-and-set on the lease as its taker saw it: a renewal (a later end) or another
+# take-over (one more segment) since that look leaves the run to its holder.
+_AS_SEEN = " AND COALESCE(lease_until, -1.0) = ? AND segments = ?"
+
+
+def _seen_params(seen: RunRecord) -> tuple[float, int]:
+    """The parameters of `_AS_SEEN` for the lease of `seen` (no end: -1, which no lease's end is)."""
+    return (-1.0 if seen.lease_until is None else float(seen.lease_until), seen.segments)
 
 
 def lease_lost(run_id: str, lease: Lease) -> LeaseLost:
@@ -805,12 +829,12 @@ def _state(text: str | None) -> dict[str, Any]:
 _NUMBERS = (  # the row's number columns (a listing may leave some out)
     *("started_at", "updated_at", "ended_at", "turns", "active_seconds", "waiting_seconds", "segments"),
     *("deadline", "suspended_at", "lease_until", "answered_at", "cost_usd", "input_tokens", "output_tokens"),
-    *("cache_read_tokens", "cache_write_tokens", "head_version"),
+    *("cache_read_tokens", "cache_write_tokens", "head_version", "lease_seconds"),
 )
 
 _PLAIN = [
     *("run_id", "agent", "task", "task_type", "started_at", "updated_at", "ended_at", "stop_limit", "turns"),
     *("active_seconds", "waiting_seconds", "trace_id", "note"),
     *("summary", "output", "error_type", "segments", "question", "deadline", "suspended_at", "owner"),
-    *("lease_until", "answer", "answered_at", "refused", "head_version"),
+    *("lease_until", "answer", "answered_at", "refused", "head_version", "lease_seconds"),
 ]

@@ -125,6 +125,9 @@ class RunRecord(WithUsage):
     # the snapshot version of that head, as the store lists it (None: no head, or one saved before the
     # store kept its version, by an Endstate no newer than the one that began to)
     head_version: int | None = None
+    # the length of the lease its holder last wrote (None: none, or written by an Endstate before the
+    # store kept it): a sweep waits as long before it takes a lease that looks run out
+    lease_seconds: float | None = None
 
     @property
     def asked_at(self) -> float | None:
@@ -150,7 +153,7 @@ class RunRecord(WithUsage):
         for k, v in self.__dict__.items():
             if k == "usage":
                 data |= self.usage.flat()
-            elif k not in ("snapshot_json", "head_version", "owner"):
+            elif k not in ("snapshot_json", "head_version", "owner", "lease_seconds"):
                 data[k] = v
         data["status"] = str(self.status)
         data["stop_reason"] = str(self.stop_reason) if self.stop_reason else None
@@ -264,10 +267,18 @@ class RunStore(Protocol):
         ...
 
     def take_over(
-        self, run_id: str, old_owner: str, lease: Lease, now: float, only_lapsed: bool = True
+        self,
+        run_id: str,
+        old_owner: str,
+        lease: Lease,
+        now: float,
+        only_lapsed: bool = True,
+        as_seen: RunRecord | None = None,
     ) -> RunRecord:
         """Take a running run from `old_owner`: only once its lease ran out by the store's clock,
-        unless `only_lapsed` is False (its worker's process is known to be gone); else `NotClaimable`."""
+        unless `only_lapsed` is False (its worker's process is known to be gone), and, given `as_seen`
+        (the run as the taker last read it), only while its lease is still that one (the same end and
+        segment: not renewed or taken since); else `NotClaimable`."""
         ...
 
     def release(

@@ -73,7 +73,7 @@ class SqliteStore(SqlStore):
         self._lock = threading.RLock()
         self._in_tx: int | None = None  # the thread inside `_tx`, whose reads see its own writes
         self._reader: sqlite3.Connection | None = None  # none for ":memory:" (another database)
-        self._read_lock = threading.Lock()
+        self._read_lock = threading.RLock()  # (a reader call that fails copies a gone file: `_rescue`)
         self._conn = self._connect()
         self._folder: Folder | None = None  # none for ":memory:" (no write-ahead log)
         self._file: tuple[int, int] | None = None  # the opened file's (device, inode): see `check_file`
@@ -81,6 +81,8 @@ class SqliteStore(SqlStore):
         self._held: Held | None = None  # the file as opened, looked at as a write commits
         self._lost: str | None = None  # why every call is refused for good (its log or index went)
         self._rescued: Path | None = None  # the copy of its file made once that file lost its name
+        self._commits = 0  # the writer's commits so far (see `_rescue`)
+        self._rescued_at = -1  # the commits the copy surely holds (those made before it began)
         self._where = self.path.absolute()  # where it was opened (SQLite's too: a later chdir moves neither)
         self._file_due = 0.0  # when `check_file` looks at the path again (time.monotonic)
         try:
@@ -209,19 +211,18 @@ class SqliteStore(SqlStore):
     def _rescue(self) -> Path | None:
         """Once the file this process opened has no name left (deleted, or replaced by a rename over
         it), copy it as this process still reads it (its write-ahead log too) beside its path, to
-        `<name>.rescued-<pid>-<time>`, once, saying how to restore it: its runs would be gone when this
-        process exits. None while it has a name (moved: it is still there) or the copy failed."""
-        if self._rescued is not None or self._held is None or not self._held.unlinked():
+        `<name>.rescued-<pid>-<time>`, saying how to restore it: its runs would be gone when this
+        process exits. A write that commits after a copy began copies it again, so the copy holds
+        every write (later ones are refused before they are sent). None while it has a name (moved: it
+        is still there) or the copy failed."""
+        if self._held is None or not self._held.unlinked():
             return self._rescued
-        if not self._lock.acquire(timeout=self._allowance):
-            return None  # a call that hangs: the next call copies it
+        if self._rescued is not None and self._rescued_at == self._commits:
+            return self._rescued  # no write since the copy began
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        copy = self._rescued or self._where.with_name(f"{self._where.name}.rescued-{os.getpid()}-{stamp}")
         try:
-            if self._conn.in_transaction:  # (its own thread's call inside `_tx`): the next call copies it
-                return None
-            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            copy = self._where.with_name(f"{self._where.name}.rescued-{os.getpid()}-{stamp}")
-            with contextlib.closing(sqlite3.connect(copy)) as to:
-                self._conn.backup(to)
+            commits = self._copy_to(copy)
         except (OSError, sqlite3.Error) as exc:
             log.error(
                 "the run store file %s is gone and copying what this process holds of it failed: %s",
@@ -229,20 +230,58 @@ class SqliteStore(SqlStore):
                 exc,
             )
             return None
+        if commits is None:
+            return self._rescued if self._rescued_at == self._commits else None  # the next call copies
+        first, self._rescued, self._rescued_at = self._rescued is None, copy, max(commits, self._rescued_at)
+        if first:
+            log.error(
+                "the run store file %s was deleted or replaced while this process had it open: what "
+                "this process held of it is saved in %s. To restore it, stop every process using the "
+                "store, move aside %s (and its -wal and -shm files) if there is one, then `mv %s %s`, "
+                "and start them again",
+                self._where,
+                copy,
+                self._where,
+                copy,
+                self._where,
+            )
+        return copy
+
+    def _copy_to(self, copy: Path) -> int | None:
+        """Copy the store as this process reads it to `copy`: the writer's commits it surely holds
+        (those made before it began), or None when it could not be made now. By the reader, under the
+        reader's lock alone, so a call on the writer (one that hangs, too) never waits for a large
+        store's copy, nor the copy for it; by the writer, under its lock, where the reader cannot (it
+        had not read the store before its log lost its name: it would open the log at its path)."""
+        if self._reader is not None and self._read_lock.acquire(timeout=self._allowance):
+            try:
+                commits = self._commits  # read before the copy's read begins: every one is in it
+                with contextlib.closing(sqlite3.connect(copy)) as to:
+                    self._reader.backup(to)
+                return commits
+            except sqlite3.Error as exc:
+                log.info(
+                    "copying the gone store file by its reader failed (%s): copying it by its writer", exc
+                )
+            finally:
+                self._read_lock.release()
+        if not self._lock.acquire(timeout=self._allowance):
+            return None  # a call that hangs
+        try:
+            if self._conn.in_transaction:  # (its own thread's call inside `_tx`)
+                return None
+            commits = self._commits
+            with contextlib.closing(sqlite3.connect(copy)) as to:
+                self._conn.backup(to)
+            return commits
         finally:
             self._lock.release()
-        self._rescued = copy
-        log.error(
-            "the run store file %s was deleted or replaced while this process had it open: what this "
-            "process held of it is saved in %s. To restore it, stop every process using the store, move "
-            "aside %s (and its -wal and -shm files) if there is one, then `mv %s %s`, and start them again",
-            self._where,
-            copy,
-            self._where,
-            copy,
-            self._where,
-        )
-        return copy
+
+    def _gone_written(self) -> StoreError:
+        """The error of a write committed to a store file with no name left (`_Committed`), made once
+        the writer's lock is given back: the file copied (`_rescue`), this write with it."""
+        assert self._file is not None
+        return StoreError(file_gone(self._where, self._file, True, self._rescue()))
 
     def _lose(self, side: Path, written: bool) -> str:
         """Why the store refuses every call from now on, its write-ahead log or its index (`side`)
@@ -313,10 +352,12 @@ class SqliteStore(SqlStore):
         writes until then are in the moved file."""
         if conn is not self._conn or conn.in_transaction:
             return
+        self._commits += 1
         if self._folder is not None:
             self._folder.committed()
         if (held := self._held) is not None and held.unlinked():
-            self.check_file(now=True, written=True)
+            self._file_due = 0.0  # every call looks at the path again (and is refused)
+            raise _Committed("a write committed to a store file with no name left")  # see `_Call`
 
     def _append(
         self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
@@ -398,8 +439,10 @@ class SqliteStore(SqlStore):
                 self._in_tx = None
             self._bare("COMMIT")
             self._committed(self._conn)
-        finally:
-            call.__exit__()
+        except BaseException as exc:
+            call.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        call.__exit__()
 
     def _begun(self) -> _Call:
         """A call on the writer, entered, its write transaction begun (its lock taken)."""
@@ -484,12 +527,20 @@ class _Call:
             self._lock.release()
             raise
 
-    def __exit__(self, *_: object) -> None:
+    def __exit__(self, _type: object = None, exc: BaseException | None = None, _tb: object = None) -> None:
         try:
             if (watch := self._watch) is not None:
                 watch.__exit__()
         finally:
             self._lock.release()
+        if isinstance(exc, _Committed):  # the file is copied with the writer's lock given back
+            raise self._store._gone_written() from None
+
+
+class _Committed(StoreError):
+    """A write committed to a store file that has no name left (`SqliteStore._committed`), raised
+    under the writer's lock; `_Call` raises `SqliteStore._gone_written` in its place once it is given
+    back, so the file's copy does not hold up the writer's other calls."""
 
 
 def flag_of(path: Path) -> Path:
