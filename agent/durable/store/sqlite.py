@@ -73,6 +73,7 @@ class SqliteStore(SqlStore):
         self._lock = threading.RLock()
         self._in_tx: int | None = None  # the thread inside `_tx`, whose reads see its own writes
         self._reader: sqlite3.Connection | None = None  # none for ":memory:" (another database)
+        self._rescuing = threading.Lock()  # held by the one copy of a gone file under way (`_rescue`)
         self._read_lock = threading.RLock()  # (a reader call that fails copies a gone file: `_rescue`)
         self._conn = self._connect()
         self._folder: Folder | None = None  # none for ":memory:" (no write-ahead log)
@@ -217,12 +218,21 @@ class SqliteStore(SqlStore):
         is still there) or the copy failed."""
         if self._held is None or not self._held.unlinked():
             return self._rescued
-        if self._rescued is not None and self._rescued_at == self._commits:
-            return self._rescued  # no write since the copy began
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        copy = self._rescued or self._where.with_name(f"{self._where.name}.rescued-{os.getpid()}-{stamp}")
+        if not self._rescuing.acquire(timeout=self._allowance):  # another thread's copy, under way
+            return self._rescued if self._rescued_at == self._commits else None  # the next call copies
         try:
+            if self._rescued is not None and self._rescued_at == self._commits:
+                return self._rescued  # no write since the copy began (made meanwhile, maybe)
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            copy = self._rescued or self._where.with_name(f"{self._where.name}.rescued-{os.getpid()}-{stamp}")
             commits = self._copy_to(copy)
+            if commits is None:
+                return self._rescued if self._rescued_at == self._commits else None  # the next call copies
+            first, self._rescued, self._rescued_at = (
+                self._rescued is None,
+                copy,
+                max(commits, self._rescued_at),
+            )
         except (OSError, sqlite3.Error) as exc:
             log.error(
                 "the run store file %s is gone and copying what this process holds of it failed: %s",
@@ -230,9 +240,8 @@ class SqliteStore(SqlStore):
                 exc,
             )
             return None
-        if commits is None:
-            return self._rescued if self._rescued_at == self._commits else None  # the next call copies
-        first, self._rescued, self._rescued_at = self._rescued is None, copy, max(commits, self._rescued_at)
+        finally:
+            self._rescuing.release()
         if first:
             log.error(
                 "the run store file %s was deleted or replaced while this process had it open: what "
