@@ -289,12 +289,16 @@ def env_with_tests() -> dict[str, str]:
 def outlive_leases(store_url: str, seconds: float, *owners: str) -> int:
     """`seconds` pass for the leases of `owners` (workers that died): each moves that far back on the
     store's own table, as the store's clock, which judges leases, would have moved on; no test waits
-    for it. The number of leases moved."""
+    for it. The number of leases moved. Their length is forgotten too (as a lease an Endstate before
+    schema 13 wrote): a service's sweep, which saw none of that time pass by its own monotonic clock,
+    then waits its own lease before it takes one, not a dead worker's far longer one (probe39b)."""
     store = open_store(store_url)
     try:
         assert isinstance(store, SqlStore)
         marks = ", ".join("?" for _ in owners)
-        sql = f"UPDATE {TABLE} SET lease_until = lease_until - ? WHERE owner IN ({marks})"
+        sql = (
+            f"UPDATE {TABLE} SET lease_until = lease_until - ?, lease_seconds = NULL WHERE owner IN ({marks})"
+        )
         return store._count(sql, (seconds, *owners))
     finally:
         store.close()

@@ -73,6 +73,8 @@ class SqliteStore(SqlStore):
         self._lock = threading.RLock()
         self._in_tx: int | None = None  # the thread inside `_tx`, whose reads see its own writes
         self._reader: sqlite3.Connection | None = None  # none for ":memory:" (another database)
+        self._rescuing = threading.Lock()  # held by the one copy of a gone file under way (`_rescue`)
+        self._making: Path | None = None  # where that copy goes
         self._read_lock = threading.RLock()  # (a reader call that fails copies a gone file: `_rescue`)
         self._conn = self._connect()
         self._folder: Folder | None = None  # none for ":memory:" (no write-ahead log)
@@ -208,21 +210,33 @@ class SqliteStore(SqlStore):
                 raise StoreError(self._lose(side, written))
         self._file_due = time.monotonic() + FILE_CHECK_SECONDS
 
-    def _rescue(self) -> Path | None:
+    def _rescue(self, written: bool = False) -> Path | None:
         """Once the file this process opened has no name left (deleted, or replaced by a rename over
         it), copy it as this process still reads it (its write-ahead log too) beside its path, to
         `<name>.rescued-<pid>-<time>`, saying how to restore it: its runs would be gone when this
         process exits. A write that commits after a copy began copies it again, so the copy holds
-        every write (later ones are refused before they are sent). None while it has a name (moved: it
-        is still there) or the copy failed."""
+        every write (later ones are refused before they are sent); that call (`written`) waits for a
+        copy under way, another is told of it at once. None while it has a name (moved: it is still
+        there) or the copy failed."""
         if self._held is None or not self._held.unlinked():
             return self._rescued
-        if self._rescued is not None and self._rescued_at == self._commits:
-            return self._rescued  # no write since the copy began
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        copy = self._rescued or self._where.with_name(f"{self._where.name}.rescued-{os.getpid()}-{stamp}")
+        got = self._rescuing.acquire(timeout=self._allowance) if written else self._rescuing.acquire(False)
+        if not got:  # another thread's copy, under way: it holds all this call saw
+            return self._making or (self._rescued if self._rescued_at == self._commits else None)
         try:
+            if self._rescued is not None and self._rescued_at == self._commits:
+                return self._rescued  # no write since the copy began (made meanwhile, maybe)
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            copy = self._rescued or self._where.with_name(f"{self._where.name}.rescued-{os.getpid()}-{stamp}")
+            self._making = copy
             commits = self._copy_to(copy)
+            if commits is None:
+                return self._rescued if self._rescued_at == self._commits else None  # the next call copies
+            first, self._rescued, self._rescued_at = (
+                self._rescued is None,
+                copy,
+                max(commits, self._rescued_at),
+            )
         except (OSError, sqlite3.Error) as exc:
             log.error(
                 "the run store file %s is gone and copying what this process holds of it failed: %s",
@@ -230,9 +244,9 @@ class SqliteStore(SqlStore):
                 exc,
             )
             return None
-        if commits is None:
-            return self._rescued if self._rescued_at == self._commits else None  # the next call copies
-        first, self._rescued, self._rescued_at = self._rescued is None, copy, max(commits, self._rescued_at)
+        finally:
+            self._making = None
+            self._rescuing.release()
         if first:
             log.error(
                 "the run store file %s was deleted or replaced while this process had it open: what "
@@ -281,7 +295,7 @@ class SqliteStore(SqlStore):
         """The error of a write committed to a store file with no name left (`_Committed`), made once
         the writer's lock is given back: the file copied (`_rescue`), this write with it."""
         assert self._file is not None
-        return StoreError(file_gone(self._where, self._file, True, self._rescue()))
+        return StoreError(file_gone(self._where, self._file, True, self._rescue(written=True)))
 
     def _lose(self, side: Path, written: bool) -> str:
         """Why the store refuses every call from now on, its write-ahead log or its index (`side`)
