@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import temporal_agents
@@ -12,9 +12,13 @@ from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer, serving, waiting
 from test_temporal import calls_log, queue, replay_failure, state, temporal  # noqa: F401  (temporal: the server fixture)
 
+from agent.cli.main import main
+from agent.durable.catalog import Catalog
 from agent.durable.store import RunStatus
+from agent.errors import ConfigError
 from agent.result import LimitKind, RunResult, StopReason
-from agent.temporal import TemporalRuns, _registry, workflow
+from agent.temporal import TemporalRuns, _registry, build_worker, workflow
+from agent.temporal import _wire as w
 from agent.temporal._registry import WorkerSetup
 from telemetry import Telemetry
 from telemetry import names as n
@@ -184,3 +188,20 @@ def test_a_history_recorded_before_continue_as_new_still_replays(monkeypatch: py
         workflow.workflow, "patched", lambda patch: patch == workflow.CONTINUE_AS_NEW or patched(patch)
     )
     assert "Nondeterminism" in str(replay_failure(fixture))
+
+
+@pytest.mark.parametrize("given", ["0", "-5", "ten", "1.5"])
+def test_a_workers_continue_after_that_is_no_count_of_events_is_a_usage_error_naming_it(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["worker", "--continue-after", given, "--temporal", "127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "error: argument --continue-after: " in err.splitlines()[-1], err
+
+
+@pytest.mark.parametrize("given", [0, w.MAX_HISTORY_EVENTS + 1, True, 10.5])
+def test_build_worker_refuses_a_continue_after_past_the_runs_own_bound(given: Any) -> None:
+    nothing_asked = cast(Any, None)  # refused before the client is used
+    with pytest.raises(ConfigError, match="continue_after_events must be a whole number of history events"):
+        asyncio.run(build_worker(nothing_asked, Catalog(), continue_after_events=given))

@@ -70,6 +70,14 @@ def register(sub: Any) -> None:
         default=10.0,
         help="seconds the activities in hand get to end on SIGTERM or SIGINT (to a year; default: 10)",
     )
+    worker.add_argument(
+        "--continue-after",
+        type=events,
+        default=10_000,
+        metavar="EVENTS",
+        help="history events of a run's execution past which it continues as new at its next turn "
+        "(or when Temporal suggests it; default: 10000, at most 40000)",
+    )
     worker.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
     worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
     first_scrape_arg(worker, "polls the task queue (with --metrics-port)")
@@ -93,6 +101,18 @@ def heartbeat(text: str) -> float:
     value = seconds(text)
     if value > MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 and at most a year")
+    return value
+
+
+def events(text: str) -> int:
+    """An argparse type: a whole number of history events from 1 (`build_worker` refuses past the bound
+    where a run stops `history_too_large`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of history events from 1")
     return value
 
 
@@ -445,6 +465,7 @@ async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: An
         task_queue=args.task_queue,
         hooks=telemetry.hooks,
         heartbeat_seconds=args.heartbeat,
+        continue_after_events=args.continue_after,
         graceful_shutdown_timeout=timedelta(seconds=args.grace),  # the activities in hand end first
         on_fatal_error=_kept_in(failures, failed),
         interceptors=[hand],

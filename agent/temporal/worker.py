@@ -128,8 +128,8 @@ async def build_worker(
     """
     _check_setup(task_queue, heartbeat_seconds=heartbeat_seconds, model_timeout=model_timeout)
     _check_setup(task_queue, least=0.0, cut_grace=cut_grace, cancel_grace=cancel_grace)
-    await ensure_search_attributes(client, client.namespace)
     _check_events(continue_after_events)
+    await ensure_search_attributes(client, client.namespace)
     setup = WorkerSetup(
         hooks or NoHooks(),
         heartbeat_seconds,

@@ -5,7 +5,8 @@ whose model, tools and verifiers are activities (see `_remote`). Between
 segments it waits for a person on an update (`answer`, `approve`, `deny`)
 with a timer at the deadline, then applies the help policy. Cancelling the
 workflow ends the segment as `cancelled` with its snapshot in the result;
-`resume` starts a new execution of the same workflow id from it.
+`resume` starts a new execution of the same workflow id from it. Past its history
+bound a run continues as new at a turn boundary (`CONTINUE_AS_NEW`): no end.
 
 Its result is `{"result": RunResult as JSON with its snapshot, "run": what
 a resumed execution needs}`. Search attributes: agent, task type, stop
