@@ -73,15 +73,16 @@ def replies() -> list[Any]:
 
 async def run_across_workers(server: TemporalServer) -> tuple[RunResult, Any, list[Any]]:
     """The run's result, history and the model's requests: the first segment on one worker, the one after
-    the answer on a new worker (nothing kept) on the same task queue."""
+    the answer on a new worker (nothing kept) on the same task queue; in one execution (never continued
+    as new), so that its whole history can be weighed."""
     queue = f"test-chunks-{id(server)}-{asyncio.get_running_loop().time():.0f}"
     models: list[AnthropicModel] = []
     with MessagesAPI(*replies()) as api:
         try:
-            async with serving(server, catalog(api.url, models), queue) as runs:
+            async with serving(server, catalog(api.url, models), queue, continue_after_events=None) as runs:
                 asked = await runs.start("reader", "Read everything.")
                 assert isinstance(asked, RunResult) and asked.reason is StopReason.NEED_HELP, asked
-            async with serving(server, catalog(api.url, models), queue) as runs:
+            async with serving(server, catalog(api.url, models), queue, continue_after_events=None) as runs:
                 result = await runs.answer(asked.run_id, "Go on.")
                 history = await runs.client.get_workflow_handle(asked.run_id).fetch_history()
         finally:

@@ -203,5 +203,6 @@ def test_a_workers_continue_after_that_is_no_count_of_events_is_a_usage_error_na
 @pytest.mark.parametrize("given", [0, w.MAX_HISTORY_EVENTS + 1, True, 10.5])
 def test_build_worker_refuses_a_continue_after_past_the_runs_own_bound(given: Any) -> None:
     nothing_asked = cast(Any, None)  # refused before the client is used
-    with pytest.raises(ConfigError, match="continue_after_events must be a whole number of history events"):
+    refused = r"continue_after_events must be None \(never\) or a whole number of history events"
+    with pytest.raises(ConfigError, match=refused):
         asyncio.run(build_worker(nothing_asked, Catalog(), continue_after_events=given))

@@ -22,7 +22,7 @@ class WorkerSetup:
     cut_grace: float = 5.0  # how long a cut model call may take to report what it used
     cancel_grace: float = 10.0  # how long a cancelled run's turn in flight may take to end (see `workflow`)
     # a run whose execution's history has more events continues as new at its next turn (see `workflow`)
-    continue_after_events: int = 10_000
+    continue_after_events: int | None = 10_000  # None: never
 
 
 _SETUPS: dict[str, WorkerSetup] = {}

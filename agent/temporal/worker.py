@@ -115,7 +115,7 @@ async def build_worker(
     model_timeout: float = 600.0,
     cut_grace: float = 5.0,
     cancel_grace: float = 10.0,
-    continue_after_events: int = 10_000,
+    continue_after_events: int | None = 10_000,
     **options: Any,
 ) -> EndstateWorker:
     """A worker running Endstate workflows and the catalog's activities on `task_queue`.
@@ -124,7 +124,8 @@ async def build_worker(
     report what it used (see `_remote.ActivityModel`). `cancel_grace`: how long a cancelled run's
     turn in flight may take to end before it is cut (as a runner's shutdown grace).
     `continue_after_events`: a run whose execution's history has more events than this (or that
-    Temporal suggests to continue as new) goes on in a new execution at its next turn boundary.
+    Temporal suggests to continue as new) goes on in a new execution at its next turn boundary; None:
+    never (a long run then stops `history_too_large` near Temporal's bound on events).
     """
     _check_setup(task_queue, heartbeat_seconds=heartbeat_seconds, model_timeout=model_timeout)
     _check_setup(task_queue, least=0.0, cut_grace=cut_grace, cancel_grace=cancel_grace)
@@ -174,10 +175,13 @@ def _check_setup(task_queue: str, least: float = MIN_TIMEOUT, **given: float) ->
 
 
 def _check_events(count: object) -> None:
-    """Refuse a hand-over bound that is not a whole number of events from 1 to the run's own bound."""
+    """Refuse a hand-over bound that is not None (never) or a whole number of events from 1 to the run's
+    own bound."""
+    if count is None:
+        return
     if not (isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= w.MAX_HISTORY_EVENTS):
         raise ConfigError(
-            f"continue_after_events must be a whole number of history events from 1 to "
+            f"continue_after_events must be None (never) or a whole number of history events from 1 to "
             f"{w.MAX_HISTORY_EVENTS:,} (where a run stops as history_too_large), not {count!r:.40}"
         )
 
