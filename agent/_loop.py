@@ -187,7 +187,7 @@ async def drive(
             decision = Stop(StopReason.LIMIT, limit=limit)
         elif cancel is not None and cancel.is_set():
             decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
-        elif hands_over(cancel):  # between turns only: the call in flight has ended and is recorded
+        elif cancel is not None and hands_over(cancel):  # between turns only: the call in flight is recorded
             await durable(run)
             raise HandedOver(f"run {run.ctx.run_id} was handed over at a turn boundary to go on elsewhere")
         else:
@@ -198,7 +198,7 @@ async def drive(
             return conclude(agent, run, decision)
 
 
-def hands_over(cancel: CancelSignal | None) -> bool:
+def hands_over(cancel: CancelSignal) -> bool:
     """Whether the cancel signal asks the segment to pause here for the run to go on elsewhere: a signal
     may have `hand_over()` (a Temporal run's, past its history bound); a plain event has none."""
     ask = getattr(cancel, "hand_over", None)

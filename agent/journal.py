@@ -77,6 +77,7 @@ class Opaque:
 
 
 Part = Text | Call | Opaque
+NONE_DECLINED: frozenset[str] = frozenset()
 FALLBACK = "fallback"  # the type of the block a server-side fallback leaves where the declining model stopped
 
 
@@ -154,12 +155,13 @@ class Reply:
         """The ids of the calls a model that declined made: those before the reply's last `fallback`
         block (Anthropic's server-side fallback), never to be run. Only a journal an older release wrote
         holds any: the adapter has since left them out of the reply it makes."""
-        fallbacks = [
-            i for i, p in enumerate(self.parts) if isinstance(p, Opaque) and p.data.get("type") == FALLBACK
-        ]
-        if not fallbacks:
-            return frozenset()
-        return frozenset(p.id for p in self.parts[: fallbacks[-1]] if isinstance(p, Call))
+        last = -1  # the last fallback block's place (a loop, not a list: asked of every call a turn)
+        for i, p in enumerate(self.parts):
+            if isinstance(p, Opaque) and p.data.get("type") == FALLBACK:
+                last = i
+        return (
+            frozenset(p.id for p in self.parts[:last] if isinstance(p, Call)) if last >= 0 else NONE_DECLINED
+        )
 
     @property
     def text(self) -> str:
