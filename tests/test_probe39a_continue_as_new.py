@@ -58,8 +58,13 @@ async def executions(runs: TemporalRuns, run_id: str) -> list[str]:
 async def run_once(
     tmp_path: Path, server: TemporalServer, bound: int | None, **more: Any
 ) -> tuple[RunResult, int]:
-    """A run of `more` on a worker with `bound` (None: the default), its result and executions."""
-    options = {} if bound is None else {"continue_after_events": bound}
+    """A run of `more` on a worker with `bound` (None: the default), its result and executions. Heartbeats
+    30 s apart: a model call whose heartbeat a loaded machine delays past the tests' usual 2 s is tried
+    again, and the scripted model, which keeps its place between calls, then skips a step (CI saw a run
+    of 40 turns against 41)."""
+    options: dict[str, Any] = {"heartbeat_seconds": 30.0}
+    if bound is not None:
+        options["continue_after_events"] = bound
     async with serving(server, temporal_agents.catalog(), queue(), **options) as runs:
         result = await runs.start("counter", "count", state=state(tmp_path, "bench", **more))
         assert isinstance(result, RunResult)
