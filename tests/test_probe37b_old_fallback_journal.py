@@ -17,7 +17,7 @@ import pytest
 from messages_api import MessagesAPI, fallback_block, message, text, tool_use
 
 import agent.models.anthropic as adapter
-from agent import Agent, Approval, Budget, RetryPolicy, Snapshot, StopReason, tool
+from agent import Agent, Approval, Budget, RetryPolicy, RunResult, Snapshot, StopReason, tool
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import open_store
 from agent.journal import Reply
@@ -60,6 +60,17 @@ def as_older_releases_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Reply, "declined", property(lambda reply: frozenset()))
 
 
+def started_by_an_older_release(url: str, catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> RunResult:
+    """The `fallback` agent's run, started in the store at `url` by an older release's reply parser."""
+    with monkeypatch.context() as older:
+        as_older_releases_parsed(older)
+        store = open_store(url)
+        try:
+            return asyncio.run(Runner(store, catalog).start("fallback", "Deploy."))
+        finally:
+            store.close()
+
+
 def sent(body: dict[str, Any], index: int) -> list[dict[str, Any]]:
     """The blocks of message `index` of a request, without their cache breakpoints."""
     return [{k: v for k, v in b.items() if k != "cache_control"} for b in body["messages"][index]["content"]]
@@ -74,13 +85,7 @@ def test_a_stored_run_an_older_release_suspended_resumes_without_the_declined_bl
         catalog = Catalog()
         catalog.register("fallback", lambda state: agent_for(api.url))
         url = str(tmp_path / "runs.db")
-        with monkeypatch.context() as older:
-            as_older_releases_parsed(older)
-            store = open_store(url)
-            try:
-                waiting = asyncio.run(Runner(store, catalog).start("fallback", "Deploy."))
-            finally:
-                store.close()
+        waiting = started_by_an_older_release(url, catalog, monkeypatch)
         assert waiting.reason is StopReason.NEED_HELP, waiting.note
         assert RAN == ["delete /etc/passwd"]  # what the older release did: the journal holds its result
         store = open_store(url)  # this release, another process: the run read back from the file

@@ -26,6 +26,7 @@ from test_probe37b_old_fallback_journal import (
     agent_for,
     as_older_releases_parsed,
     sent,
+    started_by_an_older_release,
 )
 
 from agent import RunResult, StopReason
@@ -50,13 +51,7 @@ def test_an_approved_call_of_a_declining_model_is_not_run_and_the_model_is_asked
         catalog = Catalog()
         catalog.register("fallback", lambda state: agent_for(api.url))
         url = str(tmp_path / "runs.db")
-        with monkeypatch.context() as older:
-            as_older_releases_parsed(older)
-            store = open_store(url)
-            try:
-                waiting = asyncio.run(Runner(store, catalog).start("fallback", "Deploy."))
-            finally:
-                store.close()
+        waiting = started_by_an_older_release(url, catalog, monkeypatch)
         assert waiting.reason is StopReason.NEED_HELP, waiting.note
         assert waiting.suspension is not None and waiting.suspension.pending is not None
         assert (
