@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent._codec import unwritable
 from agent._state import calls_of
-from agent._valid import is_text
+from agent._valid import is_number, is_text
 from agent.agent import Agent
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
@@ -1326,7 +1326,7 @@ def machine() -> str:
 def _a_lease(seconds: object) -> bool:
     """True when `seconds` can be a lease: a finite number above 0 (a lease of 0 or less, or NaN, runs
     out as it is written, and every sweep takes the run; an infinite one never runs out)."""
-    return isinstance(seconds, int | float) and not isinstance(seconds, bool) and 0 < seconds < math.inf
+    return is_number(seconds) and 0 < seconds < math.inf
 
 
 def worker_gone(record: RunRecord, now: float) -> bool:

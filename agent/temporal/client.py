@@ -44,7 +44,7 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode, ServiceClient
 
 from agent._state import extended
-from agent._valid import is_text
+from agent._valid import is_text, is_whole
 from agent.budget import Extension
 from agent.durable.runner import RUN_ID, AnswerError, check_state
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
@@ -585,7 +585,7 @@ def _continued(exc: WorkflowUpdateFailedError) -> int | None:
     cause = exc.cause
     if isinstance(cause, ApplicationError) and cause.type == w.CONTINUED and cause.details:
         then = cause.details[0]
-        return then if isinstance(then, int) and not isinstance(then, bool) and then >= 1 else None
+        return then if is_whole(then) and then >= 1 else None
     return None
 
 

@@ -38,6 +38,7 @@ from temporalio.worker import (
 )
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from agent._valid import is_whole
 from agent.budget import MAX_SECONDS
 from agent.durable.catalog import Catalog
 from agent.errors import ConfigError
@@ -179,7 +180,7 @@ def _check_events(count: object) -> None:
     own bound."""
     if count is None:
         return
-    if not (isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= w.MAX_HISTORY_EVENTS):
+    if not (is_whole(count) and 1 <= count <= w.MAX_HISTORY_EVENTS):
         raise ConfigError(
             f"continue_after_events must be None (never) or a whole number of history events from 1 to "
             f"{w.MAX_HISTORY_EVENTS:,} (where a run stops as history_too_large), not {count!r:.40}"
