@@ -13,7 +13,6 @@ again on purpose) is another key: it calls the model again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -41,17 +40,17 @@ class SharedCall:
         return self.task.done() and (self.task.cancelled() or self.task.exception() is not None)
 
     async def reply(self) -> Reply:
-        """The call's reply (or its failure). This attempt cancelled, the call is cancelled with it
-        (its cut usage recorded in `cut`), unless Temporal gave the attempt up (its heartbeat came
-        late) and tries the activity again: the next attempt then takes the call over."""
+        """The call's reply (or its failure). This attempt cancelled, the call is cancelled with it,
+        and what it made of that is the answer (its cut usage recorded in `cut`, or a reply that came
+        all the same), unless Temporal gave the attempt up (its heartbeat came late) and tries the
+        activity again: the next attempt then takes the call over."""
         try:
             return await asyncio.shield(self.task)
         except asyncio.CancelledError:
-            if not self.task.done() and not _given_up():
-                self.task.cancel()
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await self.task
-            raise
+            if not self.task.done() and _given_up():
+                raise
+            self.task.cancel()
+            return await self.task
 
 
 class Attempts:
