@@ -74,18 +74,19 @@ class Stalling:
         self.inner, self.address, self.at, self.in_flight = inner, address, at, in_flight
         self.name, self.provider = inner.name, inner.provider
         self.turns: list[int] = []
-        self.stalled = False
+        self.stalled, self.stall_seconds = False, 0.0
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         self.turns.append(request.replies + 1)
         reply: ModelReply = await self.inner.complete(request)
         if request.replies + 1 == self.at and not self.stalled:
-            self.stalled = True
+            self.stalled, began = True, time.monotonic()
             info = activity.info()
             watch = Watch(self.address, info.workflow_id or "", info.activity_id)
             watch.blocking(watch.retried)  # the worker is stalled: no heartbeat goes out
             if self.in_flight:
                 await watch.until(watch.taken_again)
+            self.stall_seconds = time.monotonic() - began
         return reply
 
 
@@ -195,6 +196,7 @@ def test_the_scripted_model_tried_again_after_its_completion_was_lost_skips_no_s
 ) -> None:
     stalled, twin, model, twin_model, attempts = run_pair(temporal, "scripted", in_flight=False)
     assert model.stalled and 2 in attempts  # the server did try a model activity again
+    assert stalled.active_seconds >= model.stall_seconds  # the call counts as long as it ran, once
     assert twin.reason is stalled.reason is StopReason.SUCCESS
     assert stalled.turns == twin.turns == K + 1
     # turn 2's transient error made the loop ask again (a new activity, same input): a second call;
@@ -209,5 +211,6 @@ def test_a_stateless_model_tried_again_is_called_once(
 ) -> None:
     stalled, twin, model, _, attempts = run_pair(temporal, "counting", in_flight=in_flight)
     assert model.stalled and 2 in attempts
+    assert stalled.active_seconds >= model.stall_seconds
     assert stalled.reason is twin.reason is StopReason.SUCCESS and stalled.turns == twin.turns == K + 1
     assert Counter(model.turns) == {turn: 1 for turn in range(1, K + 2)}  # one paid call a turn

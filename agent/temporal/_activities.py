@@ -50,13 +50,13 @@ MAX_KEPT_CHARS = 64_000_000  # of long texts kept for calls that name them by di
 def _timed(fn: Call) -> Call:
     """An activity whose answer says how long it ran on this worker (`ran`, seconds): the workflow counts
     that as the run's active time, not the time the call or its result waited for a worker (see
-    `_remote.WORKER_TIME`)."""
+    `_remote.WORKER_TIME`). A model call an earlier attempt made counts as long as it ran."""
 
     @functools.wraps(fn)
     async def timed(*args: Any, **kwargs: Any) -> dict[str, Any]:
         began = time.monotonic()
         out = await fn(*args, **kwargs)
-        return {**out, w.RAN: time.monotonic() - began}
+        return {**out, w.RAN: max(time.monotonic() - began, out.get(w.RAN, 0.0))}  # a shared call's
 
     return timed  # type: ignore[return-value]
 
@@ -115,7 +115,8 @@ class EndstateActivities:
                 shared = self._attempts.call(lambda: _complete(agent, call), cut)  # once for all attempts
                 cut = shared.cut
                 try:
-                    return self._told(call["run"], await shared.reply())
+                    reply = await shared.reply()
+                    return self._told(call["run"], {**reply, w.RAN: shared.seconds()})
                 except _CutOff as exc:
                     raise _failure(str(exc), "CutOff", {"cut": _dicts(cut)}) from None
                 except asyncio.CancelledError:

@@ -13,6 +13,7 @@ again on purpose) is another key: it calls the model again.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -33,8 +34,18 @@ class SharedCall:
         self, key: Scheduled | None, call: Coroutine[Any, Any, Reply], cut: list[ModelReply]
     ) -> None:
         self.key, self.cut = key, cut
+        self.began, self._ended = time.monotonic(), 0.0
         self.task = asyncio.create_task(call)  # in the first attempt's context: it records to `cut`
-        self.task.add_done_callback(_retrieved)
+        self.task.add_done_callback(self._done)
+
+    def seconds(self) -> float:
+        """How long the call ran (so far): an attempt that took its reply counts that as its own time."""
+        return (self._ended or time.monotonic()) - self.began
+
+    def _done(self, task: asyncio.Task[Reply]) -> None:
+        self._ended = time.monotonic()
+        if not task.cancelled():
+            task.exception()  # seen: no attempt may be left to await a failed call
 
     def failed(self) -> bool:
         return self.task.done() and (self.task.cancelled() or self.task.exception() is not None)
@@ -105,9 +116,3 @@ def _given_up() -> bool:
     except RuntimeError:  # not in an activity
         return False
     return details is not None and (details.timed_out or details.not_found)
-
-
-def _retrieved(task: asyncio.Task[Reply]) -> None:
-    """Mark a call's failure as seen: no attempt may be left to await it."""
-    if not task.cancelled():
-        task.exception()
