@@ -146,5 +146,7 @@ def test_a_worker_keeps_one_call_a_workflow_over_a_long_run_and_a_bounded_number
         for i in range(MAX_CACHED_AGENTS + 50):
             await attempt(workflow_id=f"r-{i}").run(acts.model, CALL)
         assert len(acts._attempts) == MAX_CACHED_AGENTS
+        await ActivityEnvironment().run(acts.cleanup, {**RUN, "run_id": f"r-{MAX_CACHED_AGENTS + 49}"})
+        assert len(acts._attempts) == MAX_CACHED_AGENTS - 1  # the run ended: its call is let go
 
     asyncio.run(scenario())

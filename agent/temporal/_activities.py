@@ -275,6 +275,7 @@ class EndstateActivities:
             for key in [k for k in cache if k[0] == run["run_id"]]:  # of each of its executions
                 del cache[key]
         self._results.drop(run["run_id"])
+        self._attempts.drop(run["run_id"])  # a run's id is its workflow's
         entry = self.catalog.entries.get(run["agent"])
         if entry is not None and entry.cleanup is not None:
             try:

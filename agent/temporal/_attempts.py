@@ -70,7 +70,7 @@ class Attempts:
     A workflow makes its model calls one at a time, so a new one means the
     one before is settled: one call is kept per workflow (its executions
     too: a run continued as new has moved on), for the `limit` workflows
-    that called last. A failed call is not kept: its retry calls again.
+    that called last, until their run ends. A failed call is not kept: its retry calls again.
     """
 
     def __init__(self, limit: int) -> None:
@@ -79,6 +79,10 @@ class Attempts:
 
     def __len__(self) -> int:
         return len(self._latest)
+
+    def drop(self, workflow_id: str) -> None:
+        """Forget the workflow's call: its run ended."""
+        self._latest.pop(workflow_id, None)
 
     def call(self, make: Callable[[], Coroutine[Any, Any, Reply]], cut: list[ModelReply]) -> SharedCall:
         """The call of the activity this attempt belongs to: the one already made or in flight on this
