@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from temporalio.activity import ActivityCancellationDetails
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -113,6 +114,23 @@ def test_an_attempt_given_up_leaves_its_call_to_the_next_attempt_in_flight() -> 
         model.go.set()
         assert text(await second) == "reply 1"
         assert (model.calls, model.cancelled) == (1, 0)
+
+    asyncio.run(scenario())
+
+
+def test_the_last_attempt_given_up_cuts_its_call_as_no_attempt_comes_after_it() -> None:
+    model = Held()
+    acts = worker(model)
+
+    async def scenario() -> None:
+        env = attempt(number=2)
+        env.info = dataclasses.replace(env.info, retry_policy=RetryPolicy(maximum_attempts=2))
+        running = asyncio.create_task(env.run(acts.model, CALL))
+        await model.called.wait()
+        env.cancel(ActivityCancellationDetails(timed_out=True))
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        assert model.cancelled == 1
 
     asyncio.run(scenario())
 

@@ -114,9 +114,11 @@ def scheduled() -> Scheduled | None:
 
 def _given_up() -> bool:
     """This attempt was cancelled because Temporal no longer waits for it (it timed out, or its
-    heartbeat found it gone): another attempt comes, maybe to this worker."""
+    heartbeat found it gone), and its retry policy allows another, which may come to this worker."""
     try:
-        details = activity.cancellation_details()
+        details, info = activity.cancellation_details(), activity.info()
     except RuntimeError:  # not in an activity
         return False
-    return details is not None and (details.timed_out or details.not_found)
+    policy = info.retry_policy
+    more = policy is None or not policy.maximum_attempts or info.attempt < policy.maximum_attempts
+    return more and details is not None and (details.timed_out or details.not_found)
