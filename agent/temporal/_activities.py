@@ -35,6 +35,7 @@ from agent.history import HistoryPolicy
 from agent.journal import Journal, Result
 from agent.models.base import ModelReply, recording_cut_calls
 from agent.temporal import _wire as w
+from agent.temporal._attempts import Attempts
 from agent.tools import execute
 from agent.verify import run_verifiers
 
@@ -49,13 +50,13 @@ MAX_KEPT_CHARS = 64_000_000  # of long texts kept for calls that name them by di
 def _timed(fn: Call) -> Call:
     """An activity whose answer says how long it ran on this worker (`ran`, seconds): the workflow counts
     that as the run's active time, not the time the call or its result waited for a worker (see
-    `_remote.WORKER_TIME`)."""
+    `_remote.WORKER_TIME`). A model call an earlier attempt made counts as long as it ran."""
 
     @functools.wraps(fn)
     async def timed(*args: Any, **kwargs: Any) -> dict[str, Any]:
         began = time.monotonic()
         out = await fn(*args, **kwargs)
-        return {**out, w.RAN: time.monotonic() - began}
+        return {**out, w.RAN: max(time.monotonic() - began, out.get(w.RAN, 0.0))}  # a shared call's
 
     return timed  # type: ignore[return-value]
 
@@ -69,6 +70,7 @@ class EndstateActivities:
         self._agents: OrderedDict[Execution, Agent] = OrderedDict()
         self._cancels: OrderedDict[Execution, CancelSignal | None] = OrderedDict()  # the catalog's `cancel`
         self._results = KeptResults(MAX_KEPT_CHARS)
+        self._attempts = Attempts(MAX_CACHED_AGENTS)  # a model activity tried again takes its reply
 
     def all(self) -> list[Any]:
         return [
@@ -101,7 +103,8 @@ class EndstateActivities:
     @activity.defn(name=w.MODEL)
     @_timed
     async def model(self, call: dict[str, Any]) -> dict[str, Any]:
-        """One model call; the loop retries transient failures with its own policy.
+        """One model call; the loop retries transient failures with its own policy. Temporal's attempts
+        of one scheduled call share its model call on this worker (see `_attempts`).
 
         A call cut off (by the run's time budget, `call["seconds"]`, or by the
         workflow's cancel) fails with what it used, for the workflow to charge.
@@ -109,8 +112,11 @@ class EndstateActivities:
         agent = self._agent(call["run"])
         async with _heartbeats():
             with recording_cut_calls() as cut:  # a call that broke off mid-way, with what it used
+                shared = self._attempts.call(lambda: _complete(agent, call), cut)  # once for all attempts
+                cut = shared.cut
                 try:
-                    return self._told(call["run"], await _complete(agent, call))
+                    reply = await shared.reply()
+                    return self._told(call["run"], {**reply, w.RAN: shared.seconds()})
                 except _CutOff as exc:
                     raise _failure(str(exc), "CutOff", {"cut": _dicts(cut)}) from None
                 except asyncio.CancelledError:
@@ -269,6 +275,7 @@ class EndstateActivities:
             for key in [k for k in cache if k[0] == run["run_id"]]:  # of each of its executions
                 del cache[key]
         self._results.drop(run["run_id"])
+        self._attempts.drop(run["run_id"])  # a run's id is its workflow's
         entry = self.catalog.entries.get(run["agent"])
         if entry is not None and entry.cleanup is not None:
             try:
