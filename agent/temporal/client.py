@@ -30,6 +30,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowHistoryEventFilterType,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import (
@@ -67,6 +68,7 @@ _NO_RESULT = {
     WorkflowExecutionStatus.TIMED_OUT: "workflow_timed_out",
 }
 MAX_KEYWORD_BYTES = w.MAX_KEYWORD_BYTES
+CLOSE_EVENT = WorkflowHistoryEventFilterType.CLOSE_EVENT
 
 
 class ElsewhereRun(UnknownRun):
@@ -435,9 +437,34 @@ class TemporalRuns:
             if (then := _continued(exc)) is not None:  # continued as new: read on in its next execution
                 return await self._segment(await self._handle(handle.id), then)
             data = (await self._outcome(handle))["result"]
-        except RPCError:
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND and (moved := await self._moved_on(handle, n)):
+                return await self._segment(moved[0], moved[1])
             data = (await self._outcome(handle))["result"]
         return w.result_from_json(data)
+
+    async def _moved_on(
+        self, handle: WorkflowHandle[Any, Any], n: int
+    ) -> tuple[WorkflowHandle[Any, Any], int] | None:
+        """When the execution `handle` pins had continued as new before the read of its segment `n` reached
+        it: its next execution, and which segment of that one to read (as `_wire.CONTINUED` would say: less
+        the segments the next execution does not repeat; its first when segment `n` ended in this one, as a
+        read of a segment that has ended gets the latest). None for an execution that ended otherwise."""
+        if handle.run_id is None:  # the latest execution: none continued as new under it
+            return None
+        try:
+            closed = [e async for e in handle.fetch_history_events(event_filter_type=CLOSE_EVENT)]
+            if not closed or not closed[-1].HasField("workflow_execution_continued_as_new_event_attributes"):
+                return None
+            moved = closed[-1].workflow_execution_continued_as_new_event_attributes
+            started = await anext(aiter(handle.fetch_history_events(page_size=1)))
+        except RPCError as exc:
+            raise _rpc_error(handle.id, exc) from exc
+        [then] = await self.client.data_converter.decode(moved.input.payloads)
+        given = started.workflow_execution_started_event_attributes.input.payloads
+        [start] = await self.client.data_converter.decode(given) if given else [{}]
+        read = n - (_carried_count(then) - _carried_count(start))
+        return self.client.get_workflow_handle(handle.id, run_id=moved.new_execution_run_id), max(read, 1)
 
     async def _not_waiting(self, run_id: str, exc: RPCError) -> Exception:
         """Why an update found no waiting run: it is unknown, or it has ended; or Temporal's cap on a run's
@@ -538,6 +565,11 @@ def _still_out(run: dict[str, Any], stopped: RunResult, more: Extension) -> Limi
     assert stopped.snapshot is not None
     snap = stopped.snapshot
     return extended(w.budget_of(run["plan"]), Journal(snap.journal)).plus(more).exceeded(snap.usage)
+
+
+def _carried_count(start: object) -> int:
+    """The segments an execution's start says the run's earlier executions ended (0 when none)."""
+    return _whole(start.get("segments")) if isinstance(start, dict) else 0
 
 
 def _whole(value: object) -> int:
