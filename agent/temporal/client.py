@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import gc
 import uuid
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -32,6 +30,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowHistoryEventFilterType,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import (
@@ -41,7 +40,7 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode, ServiceClient
+from temporalio.service import RetryConfig, RPCError, RPCStatusCode, ServiceClient
 
 from agent._state import extended
 from agent._valid import is_text, is_whole
@@ -69,6 +68,7 @@ _NO_RESULT = {
     WorkflowExecutionStatus.TIMED_OUT: "workflow_timed_out",
 }
 MAX_KEYWORD_BYTES = w.MAX_KEYWORD_BYTES
+CLOSE_EVENT = WorkflowHistoryEventFilterType.CLOSE_EVENT
 
 
 class ElsewhereRun(UnknownRun):
@@ -103,7 +103,8 @@ class TemporalRuns:
     """Runs on one Temporal namespace and task queue."""
 
     def __init__(self, client: Client, task_queue: str = w.TASK_QUEUE) -> None:
-        self.client = prompt_caps(client)
+        self.client = client
+        self.prompt = PromptCaps(client)
         self.task_queue = task_queue
 
     @classmethod
@@ -388,7 +389,7 @@ class TemporalRuns:
                 raise AnswerError(f"run {run_id}: {problem}; nothing was changed")
         handle = await self._handle(run_id)
         try:
-            return await handle.execute_update(update, args=args)
+            return await self.prompt.execute(handle, update, args)
         except WorkflowUpdateFailedError as exc:
             if (then := _continued(exc)) is not None:  # taken; its segment goes on in the next execution
                 return (await self._segment(await self._handle(run_id), then)).to_dict()
@@ -431,14 +432,39 @@ class TemporalRuns:
     async def _segment(self, handle: WorkflowHandle[Any, Any], n: int) -> RunResult:
         """Segment `n`'s result, or the run's end when it ended before we asked."""
         try:
-            data = await handle.execute_update(w.SEGMENT, n)
+            data = await self.prompt.execute(handle, w.SEGMENT, [n])
         except WorkflowUpdateFailedError as exc:
             if (then := _continued(exc)) is not None:  # continued as new: read on in its next execution
                 return await self._segment(await self._handle(handle.id), then)
             data = (await self._outcome(handle))["result"]
-        except RPCError:
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND and (moved := await self._moved_on(handle, n)):
+                return await self._segment(moved[0], moved[1])
             data = (await self._outcome(handle))["result"]
         return w.result_from_json(data)
+
+    async def _moved_on(
+        self, handle: WorkflowHandle[Any, Any], n: int
+    ) -> tuple[WorkflowHandle[Any, Any], int] | None:
+        """When the execution `handle` pins had continued as new before the read of its segment `n` reached
+        it: its next execution, and which segment of that one to read (as `_wire.CONTINUED` would say: less
+        the segments the next execution does not repeat; its first when segment `n` ended in this one, as a
+        read of a segment that has ended gets the latest). None for an execution that ended otherwise."""
+        if handle.run_id is None:  # the latest execution: none continued as new under it
+            return None
+        try:
+            closed = [e async for e in handle.fetch_history_events(event_filter_type=CLOSE_EVENT)]
+            if not closed or not closed[-1].HasField("workflow_execution_continued_as_new_event_attributes"):
+                return None
+            moved = closed[-1].workflow_execution_continued_as_new_event_attributes
+            started = await anext(aiter(handle.fetch_history_events(page_size=1)))
+        except RPCError as exc:
+            raise _rpc_error(handle.id, exc) from exc
+        [then] = await self.client.data_converter.decode(moved.input.payloads)
+        given = started.workflow_execution_started_event_attributes.input.payloads
+        [start] = await self.client.data_converter.decode(given) if given else [{}]
+        read = n - (_carried_count(then) - _carried_count(start))
+        return self.client.get_workflow_handle(handle.id, run_id=moved.new_execution_run_id), max(read, 1)
 
     async def _not_waiting(self, run_id: str, exc: RPCError) -> Exception:
         """Why an update found no waiting run: it is unknown, or it has ended; or Temporal's cap on a run's
@@ -539,6 +565,11 @@ def _still_out(run: dict[str, Any], stopped: RunResult, more: Extension) -> Limi
     assert stopped.snapshot is not None
     snap = stopped.snapshot
     return extended(w.budget_of(run["plan"]), Journal(snap.journal)).plus(more).exceeded(snap.usage)
+
+
+def _carried_count(start: object) -> int:
+    """The segments an execution's start says the run's earlier executions ended (0 when none)."""
+    return _whole(start.get("segments")) if isinstance(start, dict) else 0
 
 
 def _whole(value: object) -> int:
@@ -654,58 +685,55 @@ async def _namespace_problem(client: Client, address: str, namespace: str) -> st
     return None
 
 
-UPDATE_RPC = "update_workflow_execution"
+# The first send of an update: one attempt (in Temporal's core a `max_retries` of 0 is "no limit")
+ONE_ATTEMPT = RetryConfig(max_retries=1, max_elapsed_time_millis=0)
 
 
-def prompt_caps(client: Client) -> Client:
-    """`client`, its updates refused by a run's cap on updates in flight said at once (`PromptCaps`)."""
-    if isinstance(client.service_client, PromptCaps):
-        return client
-    config = client.config()
-    config["service_client"] = PromptCaps(client.service_client)
-    return Client(**config)
+class PromptCaps:
+    """Sends an update first on a connection of its own without retries: the SDK sends each with its
+    retries, which take a run's cap on updates in flight (RESOURCE_EXHAUSTED) for an overloaded server and
+    try again for about 14 s, so a reply the cap refused was told so only then. A refusal by the cap is
+    raised at once; any other failure of the call sends the update again on `client`, with its retries
+    (the same update id: Temporal takes it once). The connection is made at the first update (lazy), one
+    for the client's life, with its address, TLS, identity and API key (public API only)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._once: Client | None = None
+
+    async def execute(self, handle: WorkflowHandle[Any, Any], update: str, args: list[Any]) -> Any:
+        """`handle.execute_update(update, args=args)`, the cap's refusal raised at once (`RPCError`)."""
+        once = (await self.connection()).get_workflow_handle(handle.id, run_id=handle.run_id)
+        return await _sent_promptly(once, handle, update, args)
+
+    async def connection(self) -> Client:
+        """The connection without retries (made once; lazy, so this awaits nothing and two callers
+        cannot both make one), its API key and headers kept those of `client`'s."""
+        if self._once is None:
+            config = self.client.service_client.config
+            config = dataclasses.replace(config, retry_config=ONE_ATTEMPT, lazy=True)
+            options = self.client.config()  # as given: its plugins configure the new client once
+            options["service_client"] = await ServiceClient.connect(config)
+            self._once = Client(**options)
+        if self._once.api_key != self.client.api_key:  # set anew on the client since
+            self._once.api_key = self.client.api_key
+        if self._once.rpc_metadata != self.client.rpc_metadata:
+            self._once.rpc_metadata = self.client.rpc_metadata
+        return self._once
 
 
-class PromptCaps(ServiceClient):
-    """Temporal's service client, but for an update: the SDK sends each with its retries, which take a
-    run's cap on updates in flight (RESOURCE_EXHAUSTED) for an overloaded server and try again for about
-    14 s, so a reply the cap refused was told so only then. An update is sent first without retries; a
-    refusal by the cap is raised at once, and any other failure sends it again with the retries (the same
-    update id: Temporal takes it once). Every other call goes through as it is."""
-
-    def __init__(self, inner: ServiceClient) -> None:
-        super().__init__(inner.config)
-        self.inner = inner
-
-    @property
-    def worker_service_client(self) -> Any:
-        return self.inner.worker_service_client
-
-    def update_rpc_metadata(self, metadata: Mapping[str, str | bytes]) -> None:
-        self.inner.update_rpc_metadata(metadata)
-
-    def update_api_key(self, api_key: str | None) -> None:
-        self.inner.update_api_key(api_key)
-
-    async def _rpc_call(
-        self,
-        rpc: str,
-        req: Any,  # protobuf messages (protobuf comes with temporalio: not imported here)
-        resp_type: Any,
-        *,
-        service: str,
-        retry: bool,
-        metadata: Mapping[str, str | bytes],
-        timeout: timedelta | None,  # noqa: ASYNC109 (the SDK's signature: its RPC's own deadline)
-    ) -> Any:
-        call = functools.partial(
-            self.inner._rpc_call, rpc, req, resp_type, service=service, metadata=metadata, timeout=timeout
-        )
-        if not retry or rpc != UPDATE_RPC:
-            return await call(retry=retry)
-        try:
-            return await call(retry=False)
-        except RPCError as exc:
-            if exc.status is RPCStatusCode.RESOURCE_EXHAUSTED and _capped(exc):
-                raise
-        return await call(retry=True)
+async def _sent_promptly(
+    once: WorkflowHandle[Any, Any], retried: WorkflowHandle[Any, Any], update: str, args: list[Any]
+) -> Any:
+    """The update sent on `once` (no retries); the cap's refusal raised, any other failure of the call
+    sent again on `retried` under the same update id (Temporal takes it once). A connection `once` could
+    not make (the SDK's `RuntimeError`: the server was down at its first update) is such a failure."""
+    update_id = uuid.uuid4().hex
+    try:
+        return await once.execute_update(update, args=args, id=update_id)
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.RESOURCE_EXHAUSTED and _capped(exc):
+            raise
+    except RuntimeError:
+        pass
+    return await retried.execute_update(update, args=args, id=update_id)

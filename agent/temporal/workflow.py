@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import zlib
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import timedelta
 from typing import Any
@@ -88,6 +89,10 @@ READS_MAKE_ROOM = "endstate-reads-make-room-for-a-reply"
 # execution's history, not all of it, and the run is not stopped `history_too_large`. A run about to wait
 # for a person hands over first when past the bound. Runs started before never continue as new.
 CONTINUE_AS_NEW = "endstate-continue-as-new-past-a-bound"
+# A hand-over whose start (the snapshot, mostly) is over a payload carries the snapshot compressed when that
+# fits (`_wire.PACKED`): such a run stayed in its execution, its history growing to `history_too_large`.
+# Runs started before went on in their execution, as they did.
+PACKED_HAND_OVER = "endstate-hand-over-a-packed-snapshot"
 CARRIED = ("agent", "task", "task_type", "state", "plan")  # what of the run its next execution is given
 CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
@@ -168,6 +173,7 @@ class EndstateRun:
     @workflow.run
     async def run(self, given: RawValue = NO_INPUT) -> dict[str, Any]:
         start, unread = _start_of(given)
+        start, unread = _unpacked(start, unread)
         if problem := unread or _start_problem(start):  # by hand, not by Endstate's client: no run, said why
             bare = {"agent": start.get("agent") if isinstance(start, dict) else None}
             bare["agent"] = bare["agent"] if is_text(bare["agent"]) else ""
@@ -236,6 +242,8 @@ class EndstateRun:
         snap = paused.snapshot
         start: dict[str, Any] = {k: run[k] for k in CARRIED if k in run}
         start.update(segments=self._before + moved, snapshot=snap.to_json())
+        if (size := w.payload_size(start)) > w.MAX_PAYLOAD_BYTES and workflow.patched(PACKED_HAND_OVER):
+            start.update({"snapshot": w.PACKED_IN_PLACE, w.PACKED: w.packed(start["snapshot"])})
         if w.payload_size(start) <= w.MAX_PAYLOAD_BYTES:
             self._moved = moved
             try:
@@ -251,7 +259,12 @@ class EndstateRun:
             except asyncio.CancelledError:  # cancelled meanwhile: the run goes on here, to its cancel
                 self._cancel.requested, self._moved = True, None
         else:
-            workflow.logger.warning("run %s: its snapshot is too large to continue as new", paused.run_id)
+            workflow.logger.warning(
+                "run %s: its snapshot is too large to continue as new (its start: %d bytes, %d packed)",
+                paused.run_id,
+                size,
+                w.payload_size(start),
+            )
         self._cancel.bound, self._cancel.handed = None, False
         if paused.reason is StopReason.NEED_HELP:
             return paused
@@ -687,6 +700,14 @@ def _start_of(given: RawValue | Any) -> tuple[Any, str | None]:
             f"the workflow's input could not be read ({type(cause).__name__}: {cause!s:.200}): it must be "
             f"one JSON object {START_SHAPE}"
         )
+
+
+def _unpacked(start: Any, unread: str | None) -> tuple[Any, str | None]:
+    """The start with a hand-over's packed snapshot unpacked (`_wire.PACKED`), or why it could not be."""
+    try:
+        return w.unpacked(start), unread
+    except (ValueError, zlib.error) as exc:
+        return None, f"the hand-over's packed snapshot ({w.PACKED}) could not be read: {exc!s:.200}"
 
 
 def _start_problem(start: Any) -> str | None:
