@@ -29,6 +29,7 @@ from agent.durable.runner import Runner, runner_with_telemetry
 from agent.durable.store import (
     DEFAULT_TIMEOUT,
     ENV_STORE_TIMEOUT,
+    MAX_STORE_TIMEOUT,
     RunRecord,
     RunStatus,
     RunStore,
@@ -94,12 +95,13 @@ def add_store_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--store-timeout",
-        type=above_zero(float),
+        type=above_zero(float, most=MAX_STORE_TIMEOUT),
         default=None,
         metavar="SECONDS",
         help="seconds a store call may wait (a PostgreSQL server: connecting, each statement; a SQLite "
         "file: another process's lock, a file system that hangs) before it fails: a store that hangs "
-        f"never stalls a command (default: ${ENV_STORE_TIMEOUT}, else {DEFAULT_TIMEOUT:g})",
+        f"never stalls a command (at most {MAX_STORE_TIMEOUT:g}; default: ${ENV_STORE_TIMEOUT}, else "
+        f"{DEFAULT_TIMEOUT:g})",
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
+    MAX_STORE_TIMEOUT,
     Lease,
     LeaseLost,
     NewRun,
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "ENV_STORE",
     "ENV_STORE_TIMEOUT",
+    "MAX_STORE_TIMEOUT",
     "Lease",
     "LeaseLost",
     "NewRun",
@@ -64,18 +66,18 @@ def default_url() -> str:
 
 def store_timeout(value: float | str | None = None, name: str = "--store-timeout") -> float:
     """The seconds a store call may wait for its database server: `value` (given as `name`), else
-    `$ENDSTATE_STORE_TIMEOUT`, else `DEFAULT_TIMEOUT`; a finite number above 0, or a `ConfigError`
-    naming where the bad value came from."""
+    `$ENDSTATE_STORE_TIMEOUT`, else `DEFAULT_TIMEOUT`; a number above 0 and at most
+    `MAX_STORE_TIMEOUT`, or a `ConfigError` naming where the bad value came from."""
     if value is None:
         value, name = os.environ.get(ENV_STORE_TIMEOUT) or DEFAULT_TIMEOUT, f"${ENV_STORE_TIMEOUT}"
     try:
         seconds = float(value)
     except (TypeError, ValueError):
         seconds = math.nan
-    if isinstance(value, bool) or not 0 < seconds < math.inf:
+    if isinstance(value, bool) or not 0 < seconds <= MAX_STORE_TIMEOUT:
         raise ConfigError(
-            f"{name} must be a number of seconds above 0 (how long a store call may wait for the "
-            f"database server before it fails), not {str(value)[:40]!r}"
+            f"{name} must be a number of seconds above 0 and at most {MAX_STORE_TIMEOUT:g} (how long a "
+            f"store call may wait for the database server before it fails), not {str(value)[:40]!r}"
         )
     return seconds
 

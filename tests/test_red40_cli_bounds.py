@@ -1,0 +1,53 @@
+"""red40: numbers the CLI takes that passed its checks and then failed deep inside (a traceback), or
+failed with a message about something else, now a usage error naming the flag and its range."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.durable.store import MAX_STORE_TIMEOUT, open_store
+from agent.errors import ConfigError
+
+
+def _endstate(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "agent.cli", *args]
+    environ = {**os.environ, **(env or {})}
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=environ, cwd=tmp_path)
+
+
+def _store(tmp_path: Path) -> str:
+    path = tmp_path / "runs.db"
+    open_store(path).close()
+    return str(path)
+
+
+@pytest.mark.parametrize("huge", ["1e10", "1e22"])
+def test_a_store_timeout_past_a_day_is_a_usage_error_not_a_traceback(tmp_path: Path, huge: str) -> None:
+    """Before: `endstate runs --store-timeout 1e10` (and `serve`) died in an OverflowError traceback
+    (a lock wait past the platform's time_t); on PostgreSQL one past 24 days was no statement_timeout."""
+    done = _endstate(tmp_path, "runs", "--store", _store(tmp_path), "--store-timeout", huge)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"argument --store-timeout: '{huge}' is not a number above 0 and at most 86400" in done.stderr
+
+
+def test_a_store_timeout_from_the_environment_past_a_day_is_said(tmp_path: Path) -> None:
+    done = _endstate(tmp_path, "runs", "--store", _store(tmp_path), env={"ENDSTATE_STORE_TIMEOUT": "1e22"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "$ENDSTATE_STORE_TIMEOUT must be a number of seconds above 0 and at most 86400" in done.stderr
+
+
+def test_open_store_refuses_a_timeout_past_a_day_and_takes_a_day(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"--store-timeout must be .* at most 86400 .*not '86401'"):
+        open_store(tmp_path / "runs.db", timeout=86401)
+    store = open_store(tmp_path / "runs.db", timeout=MAX_STORE_TIMEOUT)
+    try:
+        assert store.list_runs(None, 5) == []
+    finally:
+        store.close()
