@@ -51,3 +51,15 @@ def test_open_store_refuses_a_timeout_past_a_day_and_takes_a_day(tmp_path: Path)
         assert store.list_runs(None, 5) == []
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("command", ["runs", "review"])
+def test_a_limit_past_what_the_store_counts_is_a_usage_error(tmp_path: Path, command: str) -> None:
+    """Before: `endstate runs --limit 9223372036854775808` said "the run store refused a write:
+    datatype mismatch" (a read, and no word of --limit)."""
+    store = _store(tmp_path)
+    done = _endstate(tmp_path, command, "--store", store, "--limit", str(2**63))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"argument --limit: '{2**63}' is not a whole number above 0 and at most {2**63 - 1}" in done.stderr
+    done = _endstate(tmp_path, command, "--store", store, "--limit", str(2**63 - 1))
+    assert done.returncode == 0, done.stderr

@@ -117,7 +117,12 @@ def _json_arg(p: argparse.ArgumentParser) -> None:
 def _runs_args(p: argparse.ArgumentParser) -> None:
     _json_arg(p)
     p.add_argument("--status", choices=[str(s) for s in RunStatus], help="only runs with this status")
-    p.add_argument("--limit", type=above_zero(int), default=50, help="at most this many runs, newest first")
+    p.add_argument(
+        "--limit",
+        type=above_zero(int, most=MAX_COUNT),
+        default=50,
+        help="at most this many runs, newest first",
+    )
 
 
 def _run_id_arg(p: argparse.ArgumentParser) -> None:
