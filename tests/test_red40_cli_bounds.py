@@ -63,3 +63,21 @@ def test_a_limit_past_what_the_store_counts_is_a_usage_error(tmp_path: Path, com
     assert f"argument --limit: '{2**63}' is not a whole number above 0 and at most {2**63 - 1}" in done.stderr
     done = _endstate(tmp_path, command, "--store", store, "--limit", str(2**63 - 1))
     assert done.returncode == 0, done.stderr
+
+
+def test_an_age_to_prune_at_past_100_years_is_refused_before_anything_is_deleted(tmp_path: Path) -> None:
+    """Before: `endstate prune --older-than 99999999999999999999d` pruned, then died printing the date
+    before which it pruned (an OverflowError traceback, exit 1); 9999999999d printed year -27377044."""
+    store = _store(tmp_path)
+    for age in ("99999999999999999999d", "36501d"):
+        done = _endstate(tmp_path, "prune", "--store", store, "--older-than", age)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert f"--older-than '{age}': at most 100 years (36500d)" in done.stderr
+    done = _endstate(tmp_path, "prune", "--store", store, "--older-than", "36500d")
+    assert done.returncode == 0 and "pruned 0 finished runs that ended before 19" in done.stdout, done.stderr
+
+
+def test_serve_refuses_a_retention_past_100_years(tmp_path: Path) -> None:
+    done = _endstate(tmp_path, "serve", "--store", _store(tmp_path), "--retention", "99999999999999999999d")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "--retention '99999999999999999999d': at most 100 years (36500d)" in done.stderr

@@ -101,7 +101,12 @@ def add_prune(sub: Any) -> None:
         "--older-than. Running, waiting and cancelled runs are never deleted; labels stay.",
     )
     _store_arg(p)
-    p.add_argument("--older-than", required=True, metavar="DURATION", help="an age such as 30d, 12h or 2w")
+    p.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DURATION",
+        help="an age such as 30d, 12h or 2w (at most 36500d)",
+    )
     p.set_defaults(handler=run_prune)
 
 
