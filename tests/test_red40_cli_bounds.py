@@ -81,3 +81,12 @@ def test_serve_refuses_a_retention_past_100_years(tmp_path: Path) -> None:
     done = _endstate(tmp_path, "serve", "--store", _store(tmp_path), "--retention", "99999999999999999999d")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "--retention '99999999999999999999d': at most 100 years (36500d)" in done.stderr
+
+
+@pytest.mark.parametrize("url", ["notaurl", "127.0.0.1:9090", "file:///etc/passwd"])
+def test_limits_suggest_from_a_prometheus_url_without_http_says_so(tmp_path: Path, url: str) -> None:
+    """Before: `endstate limits suggest --prometheus notaurl` died in a ValueError traceback (exit 1),
+    and a file:// URL was opened as a local file."""
+    done = _endstate(tmp_path, "limits", "suggest", "--prometheus", url)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"cannot query Prometheus at {url} (give the URL with its scheme: http://HOST:9090)" in done.stderr
