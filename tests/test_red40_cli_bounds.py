@@ -90,3 +90,16 @@ def test_limits_suggest_from_a_prometheus_url_without_http_says_so(tmp_path: Pat
     done = _endstate(tmp_path, "limits", "suggest", "--prometheus", url)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"cannot query Prometheus at {url} (give the URL with its scheme: http://HOST:9090)" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [["answer", "r1", "INV-0913"], ["approve", "r1"], ["deny", "r1", "no"], ["resume", "r1"]]
+)
+def test_a_reply_to_a_store_that_does_not_exist_creates_none(tmp_path: Path, command: list[str]) -> None:
+    """Before: `endstate answer ID text --store mistyped/runs.db` made the folder and an empty store
+    there, then said "no run with id 'ID'", as if the store were right."""
+    store = tmp_path / "mistyped" / "runs.db"
+    done = _endstate(tmp_path, *command, "--store", str(store))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"there is no run store at {store} (nothing was created)" in done.stderr
+    assert not store.parent.exists()
