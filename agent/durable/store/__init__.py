@@ -28,7 +28,7 @@ from agent.durable.store.base import (
     StoreTimeout,
     UnknownRun,
 )
-from agent.durable.store.urls import shown_url, sqlite_path
+from agent.durable.store.urls import conninfo, shown_url, sqlite_path
 from agent.errors import ConfigError
 
 DEFAULT_PATH = Path(".endstate") / "runs.db"
@@ -124,11 +124,22 @@ def open_store(
             "of a store file, such as runs.db"
         )
     if not path.exists():
+        _refuse_conninfo(url)
         _refuse_options(url, path)
         _new_sqlite_file(path, create)
     from agent.durable.store.sqlite import SqliteStore
 
     return SqliteStore(str(path), seconds)
+
+
+def _refuse_conninfo(url: str) -> None:
+    """Refuse libpq's key=value form (`host=db user=u password=p dbname=runs`): taken as a path, it
+    made a SQLite file of that name, the password in it, and the runs went there, not to PostgreSQL."""
+    if (shown := conninfo(url)) is not None:
+        raise StoreError(
+            f"the store {shown!r} is a libpq connection string (key=value), which Endstate does not take "
+            "(nothing was created): write it as a URL, postgresql://user:password@host:port/dbname"
+        )
 
 
 def _refuse_options(url: str, path: Path) -> None:

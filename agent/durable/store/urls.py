@@ -8,6 +8,18 @@ from urllib.parse import unquote
 
 MASK = "***"
 _SECRET_PARAM = re.compile(r"(?i)([?&;](?:ssl)?pass(?:word|wd)?=)([^&#]*)")
+# libpq's other form, `host=db user=u password=p dbname=runs`: key=value words, one a libpq key
+_CONNINFO = re.compile(r"(?:\s*[A-Za-z_]+\s*=\s*(?:'[^']*'|\S*))+\s*")
+_CONNINFO_KEY = re.compile(r"(?i)(?:^|\s)(?:host|hostaddr|port|dbname|user|password|service)\s*=")
+_CONNINFO_SECRET = re.compile(r"(?i)(password\s*=\s*)('[^']*'|\S*)")
+
+
+def conninfo(text: str) -> str | None:
+    """`text` shown without its password when it is a libpq key=value connection string (which
+    Endstate does not take: it names no file and no URL), else None."""
+    if not (_CONNINFO.fullmatch(text) and _CONNINFO_KEY.search(text)):
+        return None
+    return _CONNINFO_SECRET.sub(lambda m: m.group(1) + MASK, text)
 
 
 def sqlite_path(url: str) -> Path | None:
