@@ -43,3 +43,38 @@ def test_a_store_file_of_such_a_name_that_exists_still_opens(
         assert store.list_runs(None, 5) == []
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        ("postgresql:/endstate:s3cret-Q@db/runs", "postgresql:/endstate:***@db/runs"),
+        ("postgresql//endstate:s3cret-Q@db/runs", "postgresql//endstate:***@db/runs"),
+        ("postgres:endstate:s3cret-Q@db/runs", "postgres:endstate:***@db/runs"),
+        ("mysql:/db/runs", "mysql:/db/runs"),
+    ],
+)
+def test_a_url_with_its_scheme_mistyped_is_refused(tmp_path: Path, given: str, shown: str) -> None:
+    """Before: `--store postgresql:/u:p@db/runs` ran the agent on a SQLite file in new folders named
+    `postgresql:/u:p@db`, the password in one."""
+    env = {**os.environ, "ENDSTATE_WORLDS": str(tmp_path / "worlds")}
+    argv = [sys.executable, "-m", "agent.cli", "start", "csv-cleaner", "Clean it", "--scenario", "csv/clean"]
+    done = subprocess.run(
+        [*argv, "--store", given], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert (
+        f"the store {shown!r} looks like a URL whose '://' is mistyped (nothing was created)" in done.stderr
+    )
+    assert "s3cret" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "worlds") == []
+
+
+@pytest.mark.parametrize("path", ["runs.db", "runs:old.db", "postgres/runs.db", "C:x"])
+def test_paths_that_only_look_odd_are_still_stores(
+    tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    open_store(path).close()
+    assert Path(path).is_file()

@@ -28,7 +28,7 @@ from agent.durable.store.base import (
     StoreTimeout,
     UnknownRun,
 )
-from agent.durable.store.urls import conninfo, shown_url, sqlite_path
+from agent.durable.store.urls import conninfo, mistyped_url, shown_url, sqlite_path
 from agent.errors import ConfigError
 
 DEFAULT_PATH = Path(".endstate") / "runs.db"
@@ -133,12 +133,18 @@ def open_store(
 
 
 def _refuse_conninfo(url: str) -> None:
-    """Refuse libpq's key=value form (`host=db user=u password=p dbname=runs`): taken as a path, it
-    made a SQLite file of that name, the password in it, and the runs went there, not to PostgreSQL."""
+    """Refuse libpq's key=value form (`host=db user=u password=p dbname=runs`) and a URL whose `://`
+    is mistyped (`postgresql:/u:p@h/db`): taken as a path, each made a SQLite file of that name, the
+    password in it, and the runs went there, not to PostgreSQL."""
     if (shown := conninfo(url)) is not None:
         raise StoreError(
             f"the store {shown!r} is a libpq connection string (key=value), which Endstate does not take "
             "(nothing was created): write it as a URL, postgresql://user:password@host:port/dbname"
+        )
+    if (shown := mistyped_url(url)) is not None:
+        raise StoreError(
+            f"the store {shown!r} looks like a URL whose '://' is mistyped (nothing was created): write "
+            "postgresql://user:password@host:port/dbname, or a file path (sqlite:///relative/runs.db)"
         )
 
 

@@ -14,6 +14,19 @@ _CONNINFO_KEY = re.compile(r"(?i)(?:^|\s)(?:host|hostaddr|port|dbname|user|passw
 _CONNINFO_SECRET = re.compile(r"(?i)(password\s*=\s*)('[^']*'|\S*)")
 
 
+# a URL whose "://" is mistyped (`postgresql:/u:p@h/db`, `postgres//...`, `mysql:/x`): taken as a
+# path, it made a SQLite file in folders of that name, the password in one
+_MISTYPED = re.compile(r"(?i)[a-z][a-z0-9+.-]*:/|postgres(?:ql)?(?::|//)")
+_USER_SECRET = re.compile(r"^([^@]*?[/:][^/:@]*:)([^@]*)(@)")
+
+
+def mistyped_url(text: str) -> str | None:
+    """`text` without its password when it starts as a URL whose `://` is mistyped, else None."""
+    if "://" in text or text.lower().startswith("sqlite:") or not _MISTYPED.match(text):
+        return None
+    return _USER_SECRET.sub(lambda m: m.group(1) + MASK + m.group(3), text)
+
+
 def conninfo(text: str) -> str | None:
     """`text` shown without its password when it is a libpq key=value connection string (which
     Endstate does not take: it names no file and no URL), else None."""
