@@ -385,7 +385,8 @@ def _resumed_from(snap: Snapshot | None) -> str | None:
 def as_reply(reply: HumanReply | str | None, approved: bool | None) -> HumanReply | None:
     """A typed reply from the older `answer`/`approved` pair (typed replies pass through)."""
     text = reply.text if isinstance(reply, Answer) else reply.reason if isinstance(reply, Denial) else reply
-    if not isinstance(text, str | None | Approval):
+    typed = isinstance(reply, Answer | Denial)  # Answer(None) raised AttributeError from deep inside
+    if not isinstance(text, str | None | Approval) or (typed and text is None):
         raise ConfigError(
             f"a reply's text must be a string: pass Answer('...'), Approval() or Denial('why'), "
             f"not {type(text).__name__}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
 
 from opentelemetry.sdk import environment_variables as ev
@@ -36,6 +37,10 @@ BATCH_MILLIS = {  # positive whole numbers of milliseconds; the SDK's defaults f
     ev.OTEL_BLRP_EXPORT_TIMEOUT: 30000,
 }
 LOG_QUEUE = {ev.OTEL_BLRP_MAX_QUEUE_SIZE: 2048, ev.OTEL_BLRP_MAX_EXPORT_BATCH_SIZE: 512}
+# A day, the longest delay or timeout taken: past some 9e12 ms the SDK's export thread died at its
+# first wait (every span lost after one logged traceback), past 9e9 s every OTLP export failed
+MOST_MILLIS = 86_400_000
+MOST_SECONDS = 86_400.0
 EXPORT_TIMEOUTS = (  # seconds, as the OTLP exporters read them: the gRPC one with a bare float()
     ev.OTEL_EXPORTER_OTLP_TIMEOUT,
     ev.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
@@ -60,7 +65,9 @@ def check_sdk_settings(environ: Mapping[str, str]) -> None:
         raw = environ.get(name, "").strip()
         if raw and not (raw.isdigit() and raw.isascii()):
             raise ConfigError(f"{name}={raw!r} must be a whole number from 0, such as 128 (empty: no limit)")
-    for name, default in (BATCH_MILLIS | LOG_QUEUE).items():
+    for name, default in BATCH_MILLIS.items():
+        int_env(environ, name, default, most=MOST_MILLIS)
+    for name, default in LOG_QUEUE.items():
         int_env(environ, name, default)
     for name in EXPORT_TIMEOUTS:
         check_seconds(environ, name)
@@ -74,8 +81,10 @@ def check_seconds(environ: Mapping[str, str], name: str) -> None:
         seconds = float(raw) if raw else 10.0
     except ValueError:
         seconds = math.nan
-    if not 0 < seconds < math.inf:
-        raise ConfigError(f"{name}={raw!r} must be a number of seconds above 0, such as 10")
+    if not 0 < seconds <= MOST_SECONDS:
+        raise ConfigError(
+            f"{name}={raw!r} must be a number of seconds above 0 and at most {MOST_SECONDS:g}, such as 10"
+        )
 
 
 def check_sampler(environ: Mapping[str, str]) -> None:
@@ -103,8 +112,9 @@ def check_sampler(environ: Mapping[str, str]) -> None:
         raise ConfigError(f"{ev.OTEL_TRACES_SAMPLER_ARG}={raw!r} must be a ratio from 0 to 1, such as 0.25")
 
 
-def int_env(environ: Mapping[str, str], name: str, default: int) -> int:
-    """The positive whole number `name` holds, `default` when it is empty or not set."""
+def int_env(environ: Mapping[str, str], name: str, default: int, most: int = sys.maxsize) -> int:
+    """The positive whole number `name` holds, at most `most` (a queue size past `sys.maxsize` was an
+    OverflowError traceback at setup), `default` when it is empty or not set."""
     raw = environ.get(name, "").strip()
     try:
         value = int(raw) if raw else default
@@ -112,6 +122,8 @@ def int_env(environ: Mapping[str, str], name: str, default: int) -> int:
         raise ConfigError(f"{name}={raw!r} must be a whole number, such as {default}") from None
     if value <= 0:
         raise ConfigError(f"{name}={raw!r} must be a positive number, such as {default}")
+    if value > most:
+        raise ConfigError(f"{name}={raw!r} must be at most {most}, such as {default}")
     return value
 
 

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agent.budget import MAX_COUNT
 from agent.cli._help import above_zero
 from agent.cli.runs import store_on
 from agent.durable import review
@@ -47,7 +48,7 @@ def add_review(sub: Any) -> None:
         default=review.DEFAULT_SUCCESS_SHARE,
         help="share of successes sampled into the queue (0 to 1; the same runs each time)",
     )
-    p.add_argument("--limit", type=above_zero(int), default=50, help="at most this many runs")
+    p.add_argument("--limit", type=above_zero(int, most=MAX_COUNT), default=50, help="at most this many runs")
     p.add_argument("--json", action="store_true", help="one JSON object per run")
     p.set_defaults(handler=run_queue)
     rsub = p.add_subparsers(dest="review_command")
@@ -100,7 +101,12 @@ def add_prune(sub: Any) -> None:
         "--older-than. Running, waiting and cancelled runs are never deleted; labels stay.",
     )
     _store_arg(p)
-    p.add_argument("--older-than", required=True, metavar="DURATION", help="an age such as 30d, 12h or 2w")
+    p.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DURATION",
+        help="an age such as 30d, 12h or 2w (at most 36500d)",
+    )
     p.set_defaults(handler=run_prune)
 
 

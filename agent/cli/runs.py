@@ -29,6 +29,7 @@ from agent.durable.runner import Runner, runner_with_telemetry
 from agent.durable.store import (
     DEFAULT_TIMEOUT,
     ENV_STORE_TIMEOUT,
+    MAX_STORE_TIMEOUT,
     RunRecord,
     RunStatus,
     RunStore,
@@ -94,12 +95,13 @@ def add_store_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--store-timeout",
-        type=above_zero(float),
+        type=above_zero(float, most=MAX_STORE_TIMEOUT),
         default=None,
         metavar="SECONDS",
         help="seconds a store call may wait (a PostgreSQL server: connecting, each statement; a SQLite "
         "file: another process's lock, a file system that hangs) before it fails: a store that hangs "
-        f"never stalls a command (default: ${ENV_STORE_TIMEOUT}, else {DEFAULT_TIMEOUT:g})",
+        f"never stalls a command (at most {MAX_STORE_TIMEOUT:g}; default: ${ENV_STORE_TIMEOUT}, else "
+        f"{DEFAULT_TIMEOUT:g})",
     )
 
 
@@ -115,7 +117,12 @@ def _json_arg(p: argparse.ArgumentParser) -> None:
 def _runs_args(p: argparse.ArgumentParser) -> None:
     _json_arg(p)
     p.add_argument("--status", choices=[str(s) for s in RunStatus], help="only runs with this status")
-    p.add_argument("--limit", type=above_zero(int), default=50, help="at most this many runs, newest first")
+    p.add_argument(
+        "--limit",
+        type=above_zero(int, most=MAX_COUNT),
+        default=50,
+        help="at most this many runs, newest first",
+    )
 
 
 def _run_id_arg(p: argparse.ArgumentParser) -> None:
@@ -231,15 +238,17 @@ def waiting_pages(store: RunStore, size: int) -> Iterator[Listing]:
 
 
 def _answer(args: argparse.Namespace) -> int:
-    return _continue(args, lambda runner: runner.claim(args.run_id, args.text))
+    return _continue(args, lambda runner: runner.claim(args.run_id, args.text), create=False)
 
 
 def _approve(args: argparse.Namespace) -> int:
-    return _continue(args, lambda runner: runner.claim(args.run_id, approved=True))
+    return _continue(args, lambda runner: runner.claim(args.run_id, approved=True), create=False)
 
 
 def _deny(args: argparse.Namespace) -> int:
-    return _continue(args, lambda runner: runner.claim(args.run_id, args.reason or None, approved=False))
+    return _continue(
+        args, lambda runner: runner.claim(args.run_id, args.reason or None, approved=False), create=False
+    )
 
 
 def _resume_args(parser: argparse.ArgumentParser) -> None:
@@ -257,7 +266,7 @@ def _resume_args(parser: argparse.ArgumentParser) -> None:
 def _resume(args: argparse.Namespace) -> int:
     given = (args.more_turns, args.more_seconds, args.more_tokens, args.more_cost)
     more = Extension(*given) if any(given) else None
-    return _continue(args, lambda runner: runner.claim(args.run_id, more=more))
+    return _continue(args, lambda runner: runner.claim(args.run_id, more=more), create=False)
 
 
 def start_state(args: argparse.Namespace) -> dict[str, Any]:
@@ -348,9 +357,10 @@ def audit_line(audit: Audit) -> str:
     return f"run {audit.run_id} ({audit.agent}): {audit.outcome}{note}"
 
 
-def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any]) -> int:
-    """Claim (or start) a run, then drive it in this process until it ends or suspends."""
-    with _runner(args) as runner:
+def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any], create: bool = True) -> int:
+    """Claim (or start) a run, then drive it in this process until it ends or suspends. A claim
+    (`create=False`) refuses a store that does not exist: a mistyped --store made an empty one."""
+    with _runner(args, create) as runner:
         job = claim(runner)
         result = asyncio.run(runner.drive(job))
         record = None if args.json else record_now(runner.store, result.run_id)
@@ -387,7 +397,7 @@ def _store(args: argparse.Namespace, create: bool = True) -> Iterator[RunStore]:
 def _runner(args: argparse.Namespace, create: bool = True) -> Iterator[Runner]:
     """A runner over the store and catalog; SIGTERM cancels its runs resumably.
 
-    `create=False` for commands that only continue runs that exist (`recover`, `audit`): a
+    `create=False` for commands that only continue runs that exist (`recover`, `audit`, the replies): a
     mistyped store is an error then, not a new empty store that reports nothing to do.
     """
     from telemetry import Telemetry  # loaded only by commands that run agents

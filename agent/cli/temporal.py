@@ -140,12 +140,26 @@ def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> N
         metavar="HOST:PORT",
         help=f"run on this Temporal server (default: ${ENV_TEMPORAL})",
     )
+    # None until `on_temporal` fills in the defaults, knowing then whether one was given
+    parser.add_argument("--namespace", type=name, default=None, help="Temporal namespace (default: default)")
     parser.add_argument(
-        "--namespace", type=name, default="default", help="Temporal namespace (default: default)"
+        "--task-queue", type=name, default=None, help="Temporal task queue (default: endstate)"
     )
-    parser.add_argument(
-        "--task-queue", type=name, default="endstate", help="Temporal task queue (default: endstate)"
-    )
+
+
+def on_temporal(args: argparse.Namespace) -> None:
+    """Fill in the default namespace and task queue; without --temporal, refuse either given: the
+    command went to the run store, the Temporal option unread (a run started there, not on Temporal)."""
+    given = [
+        flag for flag, value in (("--namespace", args.namespace), ("--task-queue", args.task_queue)) if value
+    ]
+    if given and not args.temporal:
+        raise ConfigError(
+            f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} --temporal HOST:PORT (or "
+            f"${ENV_TEMPORAL}): without it the command acts on the run store, which has neither; nothing "
+            "was done"
+        )
+    args.namespace, args.task_queue = args.namespace or "default", args.task_queue or "endstate"
 
 
 def _store_only(
@@ -170,6 +184,7 @@ def _either(
 ) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         refuse_undecodable(args)
+        on_temporal(args)
         if args.temporal and name == "serve":
             from agent.temporal.service import serve
 
@@ -396,6 +411,7 @@ def _worker(args: argparse.Namespace) -> int:
     """`_run_worker` on an event loop of its own. A failed worker's loop is left as it is: closing it
     would cancel and wait for the tasks Temporal's SDK left, which may never end (a poll that never
     returns), and the process ends without them (`main.run` exits without the interpreter's teardown)."""
+    on_temporal(args)
     runner = asyncio.Runner()
     try:
         code = runner.run(_run_worker(args))

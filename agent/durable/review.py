@@ -102,14 +102,20 @@ def misfit(record: RunRecord, chosen: Label) -> str:
     return why
 
 
+MAX_AGE = 100 * 365 * 86400.0  # an age to prune at: older than any run (a larger one made no date)
+
+
 def duration(flag: str, text: str) -> float:
-    """Seconds in an age such as `30d`; the error names the flag."""
+    """Seconds in an age such as `30d`, at most `MAX_AGE`; the error names the flag."""
     from agent.evals.limits import LimitsError, parse_duration
 
     try:
-        return parse_duration(text)
+        seconds = parse_duration(text)
     except LimitsError:
         raise ReviewError(f"{flag} {text!r}: use a number and a unit: s, m, h, d or w (e.g. 30d)") from None
+    if seconds > MAX_AGE:
+        raise ReviewError(f"{flag} {text!r}: at most 100 years (36500d), older than any run")
+    return seconds
 
 
 # -- the queue and the labels -------------------------------------------------------------------

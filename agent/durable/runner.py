@@ -133,6 +133,17 @@ class Job:
     recovering: bool = False  # nobody asked for it: a run that cannot go on ends as error instead
 
 
+def check_start_text(task: object, task_type: object) -> None:
+    """A start's task is text, and so is its task type when given: an empty one (a script's unset
+    variable) ran under the agent's own task type, unsaid."""
+    if not is_text(task):
+        raise ConfigError("task must be a non-empty string")
+    if task_type is not None and not is_text(task_type):
+        raise ConfigError(
+            "the task type must not be empty: name one the agent runs, or leave it out for its own"
+        )
+
+
 class Runner:
     """Runs agents durably against a store. Safe to use from one event loop at a time."""
 
@@ -213,8 +224,7 @@ class Runner:
         run_id: str | None = None,
     ) -> Job:
         """Create a run's record, held by this runner; `drive` the job to run it."""
-        if not is_text(task):
-            raise ConfigError("task must be a non-empty string")
+        check_start_text(task, task_type)
         given, run_id = run_id is not None, run_id or uuid.uuid4().hex
         if not RUN_ID.fullmatch(run_id):
             raise ConfigError(

@@ -684,18 +684,20 @@ def query(url: str, promql: str, at: float | None = None) -> list[dict[str, Any]
     and every message shows the URL with the password masked."""
     params = {"query": promql} | ({"time": f"{at:.3f}"} if at is not None else {})
     given, (bare, auth) = url, _without_credentials(url.rstrip("/"))
-    request = urllib.request.Request(f"{bare}/api/v1/query?{urllib.parse.urlencode(params)}")
-    if auth:
-        request.add_header("Authorization", auth)
     url = shown_url(url)
     try:
+        if urllib.parse.urlsplit(bare).scheme.lower() not in ("http", "https"):
+            raise ValueError("not an http(s) URL")  # a bare host was a ValueError traceback
+        request = urllib.request.Request(f"{bare}/api/v1/query?{urllib.parse.urlencode(params)}")
+        if auth:
+            request.add_header("Authorization", auth)
         with urllib.request.urlopen(request, timeout=30) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
         raw = None
         body = _error_body(exc)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        hint = "" if "://" in url else " (give the URL with its scheme: http://HOST:9090)"
+        hint = " (give the URL with its scheme: http://HOST:9090)" if "not an http(s) URL" in str(exc) else ""
         raise LimitsError(f"cannot query Prometheus at {url}{hint}: {scrub(str(exc), given)}") from exc
     if raw is not None:
         try:

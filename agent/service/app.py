@@ -38,6 +38,7 @@ the store.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from typing import Any
@@ -403,15 +404,17 @@ def extension(body: dict[str, Any]) -> Extension | None:
 
 
 def _amount(body: dict[str, Any], key: str, kind: type) -> float:
-    value = body.get(key, 0)
     if key not in body:
         return 0
+    value = body[key]
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON's 2.0 is the whole number 2 (was refused as "not a whole number")
     fits = isinstance(value, kind | int) and not isinstance(value, bool)
     most = MOST.get(key)
     if not fits or not 0 < value < math.inf or (most is not None and value > most):
         what = "whole number" if kind is int else "number"
         bound = "" if most is None else f" and at most {shown(most)}"
-        raise Problem(400, f"{key!r} must be a {what} above 0{bound}, not {str(value)[:40]}")
+        raise Problem(400, f"{key!r} must be a {what} above 0{bound}, not {json.dumps(value)[:40]}")
     return float(value) if kind is float else int(value)
 
 

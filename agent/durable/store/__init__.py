@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
+    MAX_STORE_TIMEOUT,
     Lease,
     LeaseLost,
     NewRun,
@@ -27,7 +28,7 @@ from agent.durable.store.base import (
     StoreTimeout,
     UnknownRun,
 )
-from agent.durable.store.urls import shown_url, sqlite_path
+from agent.durable.store.urls import conninfo, mistyped_url, shown_url, sqlite_path
 from agent.errors import ConfigError
 
 DEFAULT_PATH = Path(".endstate") / "runs.db"
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "ENV_STORE",
     "ENV_STORE_TIMEOUT",
+    "MAX_STORE_TIMEOUT",
     "Lease",
     "LeaseLost",
     "NewRun",
@@ -64,18 +66,18 @@ def default_url() -> str:
 
 def store_timeout(value: float | str | None = None, name: str = "--store-timeout") -> float:
     """The seconds a store call may wait for its database server: `value` (given as `name`), else
-    `$ENDSTATE_STORE_TIMEOUT`, else `DEFAULT_TIMEOUT`; a finite number above 0, or a `ConfigError`
-    naming where the bad value came from."""
+    `$ENDSTATE_STORE_TIMEOUT`, else `DEFAULT_TIMEOUT`; a number above 0 and at most
+    `MAX_STORE_TIMEOUT`, or a `ConfigError` naming where the bad value came from."""
     if value is None:
         value, name = os.environ.get(ENV_STORE_TIMEOUT) or DEFAULT_TIMEOUT, f"${ENV_STORE_TIMEOUT}"
     try:
         seconds = float(value)
     except (TypeError, ValueError):
         seconds = math.nan
-    if isinstance(value, bool) or not 0 < seconds < math.inf:
+    if isinstance(value, bool) or not 0 < seconds <= MAX_STORE_TIMEOUT:
         raise ConfigError(
-            f"{name} must be a number of seconds above 0 (how long a store call may wait for the "
-            f"database server before it fails), not {str(value)[:40]!r}"
+            f"{name} must be a number of seconds above 0 and at most {MAX_STORE_TIMEOUT:g} (how long a "
+            f"store call may wait for the database server before it fails), not {str(value)[:40]!r}"
         )
     return seconds
 
@@ -122,11 +124,28 @@ def open_store(
             "of a store file, such as runs.db"
         )
     if not path.exists():
+        _refuse_conninfo(url)
         _refuse_options(url, path)
         _new_sqlite_file(path, create)
     from agent.durable.store.sqlite import SqliteStore
 
     return SqliteStore(str(path), seconds)
+
+
+def _refuse_conninfo(url: str) -> None:
+    """Refuse libpq's key=value form (`host=db user=u password=p dbname=runs`) and a URL whose `://`
+    is mistyped (`postgresql:/u:p@h/db`): taken as a path, each made a SQLite file of that name, the
+    password in it, and the runs went there, not to PostgreSQL."""
+    if (shown := conninfo(url)) is not None:
+        raise StoreError(
+            f"the store {shown!r} is a libpq connection string (key=value), which Endstate does not take "
+            "(nothing was created): write it as a URL, postgresql://user:password@host:port/dbname"
+        )
+    if (shown := mistyped_url(url)) is not None:
+        raise StoreError(
+            f"the store {shown!r} looks like a URL whose '://' is mistyped (nothing was created): write "
+            "postgresql://user:password@host:port/dbname, or a file path (sqlite:///relative/runs.db)"
+        )
 
 
 def _refuse_options(url: str, path: Path) -> None:

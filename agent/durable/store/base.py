@@ -29,6 +29,9 @@ class StoreTimeout(StoreError):
 
 
 DEFAULT_TIMEOUT = 10.0  # seconds a store call may wait for a database server (see `open_store`)
+# the longest it may be: a lock wait past the platform's time_t raised OverflowError, and PostgreSQL
+# takes no statement_timeout past 24.8 days (2**31 ms)
+MAX_STORE_TIMEOUT = 86400.0
 
 
 class RunExists(StoreError):

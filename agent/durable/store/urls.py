@@ -8,6 +8,31 @@ from urllib.parse import unquote
 
 MASK = "***"
 _SECRET_PARAM = re.compile(r"(?i)([?&;](?:ssl)?pass(?:word|wd)?=)([^&#]*)")
+# libpq's other form, `host=db user=u password=p dbname=runs`: key=value words, one a libpq key
+_CONNINFO = re.compile(r"(?:\s*[A-Za-z_]+\s*=\s*(?:'[^']*'|\S*))+\s*")
+_CONNINFO_KEY = re.compile(r"(?i)(?:^|\s)(?:host|hostaddr|port|dbname|user|password|service)\s*=")
+_CONNINFO_SECRET = re.compile(r"(?i)(password\s*=\s*)('[^']*'|\S*)")
+
+
+# a URL whose "://" is mistyped (`postgresql:/u:p@h/db`, `postgres//...`, `mysql:/x`): taken as a
+# path, it made a SQLite file in folders of that name, the password in one
+_MISTYPED = re.compile(r"(?i)[a-z][a-z0-9+.-]*:/|postgres(?:ql)?(?::|//)")
+_USER_SECRET = re.compile(r"^([^@]*?[/:][^/:@]*:)([^@]*)(@)")
+
+
+def mistyped_url(text: str) -> str | None:
+    """`text` without its password when it starts as a URL whose `://` is mistyped, else None."""
+    if "://" in text or text.lower().startswith("sqlite:") or not _MISTYPED.match(text):
+        return None
+    return _USER_SECRET.sub(lambda m: m.group(1) + MASK + m.group(3), text)
+
+
+def conninfo(text: str) -> str | None:
+    """`text` shown without its password when it is a libpq key=value connection string (which
+    Endstate does not take: it names no file and no URL), else None."""
+    if not (_CONNINFO.fullmatch(text) and _CONNINFO_KEY.search(text)):
+        return None
+    return _CONNINFO_SECRET.sub(lambda m: m.group(1) + MASK, text)
 
 
 def sqlite_path(url: str) -> Path | None:
