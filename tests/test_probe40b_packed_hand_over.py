@@ -15,6 +15,7 @@ import base64
 import json
 import logging
 import random
+import zlib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -254,3 +255,8 @@ def test_the_snapshot_left_in_place_is_one_an_older_reader_refuses_and_a_bad_pac
     assert w.unpacked({"agent": "a", "snapshot": text}) == {"agent": "a", "snapshot": text}
     problem = run_workflow._unpacked({**start, w.PACKED: "not base64!"}, None)
     assert problem[0] is None and "packed snapshot (snapshot_zlib) could not be read" in str(problem[1])
+    with pytest.raises(ValueError, match="cut short"):
+        w.unpacked({**start, w.PACKED: w.packed(text)[:-40]})
+    bomb = base64.b64encode(zlib.compress(b" " * (w.MAX_UNPACKED_BYTES + 1))).decode()
+    with pytest.raises(ValueError, match="unpacks to over 80,000,000 bytes"):
+        w.unpacked({**start, w.PACKED: bomb})

@@ -882,12 +882,13 @@ def across_a_restart(
 
     async def scenario() -> tuple[RunResult, Any]:
         queue = f"red-{uuid.uuid4().hex[:8]}"
-        async with worker(temporal, queue) as runs:
+        # one execution, whose history is weighed: a run of 2.1 MB of results continues as new (packed)
+        async with worker(temporal, queue, continue_after_events=None) as runs:
             asked = await runs.start("fetcher", "Fetch the pages.", state=state)
             assert isinstance(asked, RunResult) and asked.reason == "need_help"
         async with contextlib.AsyncExitStack() as workers:  # new workers: they keep none of the run's texts
             for _ in range(after):
-                runs = await workers.enter_async_context(worker(temporal, queue))
+                runs = await workers.enter_async_context(worker(temporal, queue, continue_after_events=None))
             done = await asyncio.wait_for(runs.answer(asked.run_id, "Go on."), 60)
             history = await runs.client.get_workflow_handle(asked.run_id).fetch_history()
         return done, history

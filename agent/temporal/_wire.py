@@ -403,6 +403,7 @@ def payload_size(value: Any) -> int:
 # until a worker that reads PACKED takes it), never as a start without a snapshot, which would run the task
 # anew. Tool results are text: the start of 300 turns of 5 kB packs from 1.73 MB to 0.48 MB (benchmarks/).
 PACKED = "snapshot_zlib"
+MAX_UNPACKED_BYTES = 2 * MAX_HISTORY_BYTES
 PACKED_IN_PLACE = json.dumps(
     {"version": "packed", "journal": [], "note": f"zlib-compressed, base64, in the start's {PACKED!r}"}
 )
@@ -421,7 +422,12 @@ def unpacked(start: Any) -> Any:
     rest = {k: v for k, v in start.items() if k != PACKED}
     if not isinstance(start[PACKED], str):
         raise ValueError(f"{PACKED} must be base64 text, not {type(start[PACKED]).__name__}")
-    data = zlib.decompress(base64.b64decode(start[PACKED], validate=True))
+    unpacking = zlib.decompressobj()
+    data = unpacking.decompress(base64.b64decode(start[PACKED], validate=True), MAX_UNPACKED_BYTES)
+    if unpacking.unconsumed_tail:  # no run's snapshot is that large: its history would be past its limit
+        raise ValueError(f"{PACKED} unpacks to over {MAX_UNPACKED_BYTES:,} bytes")
+    if not unpacking.eof:
+        raise ValueError(f"{PACKED} is cut short")
     return {**rest, "snapshot": data.decode("utf-8", "surrogatepass")}
 
 

@@ -703,7 +703,9 @@ class PromptCaps:
 
     async def execute(self, handle: WorkflowHandle[Any, Any], update: str, args: list[Any]) -> Any:
         """`handle.execute_update(update, args=args)`, the cap's refusal raised at once (`RPCError`)."""
-        once = (await self.connection()).get_workflow_handle(handle.id, run_id=handle.run_id)
+        once = (await self.connection()).get_workflow_handle(
+            handle.id, run_id=handle.run_id, first_execution_run_id=handle.first_execution_run_id
+        )
         return await _sent_promptly(once, handle, update, args)
 
     async def connection(self) -> Client:

@@ -237,7 +237,8 @@ class EndstateRun:
     async def _hand_over(self, agent: Agent, run: dict[str, Any], paused: RunResult, moved: int) -> RunResult:
         """Continue as new from `paused`'s snapshot, `moved` of this execution's segments behind it (the
         next one begins with the segment `paused` is in); the reads and replies in flight are told to
-        follow. When the snapshot is too large to carry, the run goes on here from it instead."""
+        follow. When the snapshot is too large to carry, even packed (`PACKED_HAND_OVER`), the run goes on
+        here from it instead."""
         assert paused.snapshot is not None
         snap = paused.snapshot
         start: dict[str, Any] = {k: run[k] for k in CARRIED if k in run}
