@@ -73,12 +73,24 @@ def add_eval(sub: Any) -> None:
     p.set_defaults(handler=run_eval)
 
 
+def _list_cases(cases: list[Case], as_json: bool) -> int:
+    """Each case, its agent, fixture (or catalog) and expected stops; with --json one JSON object a
+    line (the table was printed under --json too)."""
+    for c in cases:
+        where = c.fixture or c.catalog or ""
+        if as_json:
+            print(
+                json.dumps({"name": c.name, "agent": c.agent, "fixture": where, "expected": list(c.expected)})
+            )
+        else:
+            print(f"{c.name:30} {c.agent:19} {where:17} {' -> '.join(c.expected)}")
+    return 0
+
+
 def run_eval(args: argparse.Namespace) -> int:
     cases = select_cases(args.cases, args.catalog)
     if args.list:
-        for c in cases:
-            print(f"{c.name:30} {c.agent:19} {c.fixture or c.catalog or '':17} {' -> '.join(c.expected)}")
-        return 0
+        return _list_cases(cases, args.json)
     if args.jobs < 1:
         raise ConfigError("--jobs must be at least 1")
     if args.repeat < 1:

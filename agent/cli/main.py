@@ -138,7 +138,7 @@ def add_demo(sub: Any) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     if args.list:
-        return _list_scenarios()
+        return _list_scenarios(args.json)
     if args.hold and not args.metrics_port:
         raise ConfigError("--hold keeps /metrics served: give it --metrics-port PORT")
     try:
@@ -156,9 +156,15 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0 if all(p.met for p in played) else 1
 
 
-def _list_scenarios() -> int:
+def _list_scenarios(as_json: bool = False) -> int:
+    """Each scenario, its agent and the stops it expects; with --json, one JSON object a line (the
+    table was printed under --json too)."""
     for s in SCENARIOS:
-        after = f" then {s.follow_up.action} -> {s.expect_after}" if s.follow_up else ""
+        then = {"then": s.follow_up.action, "expect_after": s.expect_after} if s.follow_up else {}
+        if as_json:
+            print(json.dumps({"name": s.name, "agent": s.agent, "expect": s.expect, **then}))
+            continue
+        after = f" then {then['then']} -> {then['expect_after']}" if then else ""
         print(f"{s.name:28} {s.agent:20} {s.expect}{after}")
     return 0
 
