@@ -216,7 +216,7 @@ def _pending(args: argparse.Namespace) -> int:
         where = store.shown
         for page in waiting_pages(store, PENDING_PAGE):
             for r in page:
-                print(json_text(r.to_dict()) if args.json else pending_line(r, now, store_on(args)))
+                print(pending_json(r, now) if args.json else pending_line(r, now, store_on(args)))
             shown, damaged = shown + len(page), damaged + page.damaged
     if damaged and not args.json:
         print(left_out(damaged, where))
@@ -457,6 +457,13 @@ def run_line(r: RunRecord) -> str:
 def dollars(cost: float | None) -> str:
     """A run's cost for people: `$0.0123`, or `unknown` (a model without a known price)."""
     return "unknown" if cost is None else f"${cost:.4f}"
+
+
+def pending_json(r: RunRecord, now: float) -> str:
+    """A waiting run as `pending --json` prints it: its record, whether its deadline passed, and the
+    words to look closely at (as the line says them, and `/pending` gives them; --json had neither)."""
+    expired = r.deadline is not None and r.deadline <= now
+    return json_text(r.to_dict() | {"expired": expired, "look_closely": lookalikes(r.asked)})
 
 
 def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None) -> str:

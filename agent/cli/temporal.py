@@ -305,7 +305,7 @@ def temporal_on(args: argparse.Namespace) -> str:
 
 
 async def _pending(args: argparse.Namespace) -> int:
-    from agent.cli.runs import pending_line
+    from agent.cli.runs import pending_json, pending_line
 
     runs = await _runs_client(args)
     records = await runs.pending()
@@ -315,7 +315,7 @@ async def _pending(args: argparse.Namespace) -> int:
         f"worker` polls task queue {args.task_queue!r}"
     )
     for r in records:
-        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, temporal_on(args), late))
+        print(pending_json(r, now) if args.json else pending_line(r, now, temporal_on(args), late))
     if not records and not args.json:
         print(f"no runs are waiting for a person in {runs.shown}")
     return 0
