@@ -292,7 +292,14 @@ def inbox_url(host: str, port: int) -> str:
 
 def _extra_hosts(args: argparse.Namespace) -> list[str]:
     given: list[str] = args.allowed_host or []
-    return given + [h for h in os.environ.get(ENV_ALLOWED_HOSTS, "").split(",") if h.strip()]
+    extra = given + [h for h in os.environ.get(ENV_ALLOWED_HOSTS, "").split(",") if h.strip()]
+    for name in extra:  # `http://inbox.example.com` allowed the host "http", never inbox.example.com
+        if "/" in name or "@" in name:
+            raise ConfigError(
+                f"--allowed-host (or ${ENV_ALLOWED_HOSTS}) takes the names clients put in the Host "
+                f"header, such as inbox.example.com, not {name.strip()!r}: leave out the scheme and path"
+            )
+    return extra
 
 
 def _state_dir(store_url: str | None) -> Path:
