@@ -35,3 +35,13 @@ def test_a_list_under_json_is_json_lines(
             "then": "answer",
             "expect_after": "success",
         }
+
+
+@pytest.mark.parametrize("command", [["demo", "csv/clean"], ["worker", "--temporal", "127.0.0.1:1"]])
+def test_a_metrics_address_without_a_port_is_refused(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `endstate demo --metrics-addr 0.0.0.0` (a container's address, the port forgotten) ran
+    with no /metrics served and no word of it."""
+    assert main([*command, "--metrics-addr", "0.0.0.0"]) == 2
+    assert "--metrics-addr 0.0.0.0 serves /metrics only with --metrics-port PORT" in capsys.readouterr().err

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.budget import shown_most
+from agent.errors import ConfigError
 
 OTEL = (
     "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME and the other "
@@ -101,3 +102,14 @@ def above_zero(kind: type, zero: bool = False, most: float | None = None) -> Cal
         return value
 
     return parse
+
+
+METRICS_ADDR = "127.0.0.1"  # where --metrics-port serves /metrics unless --metrics-addr says
+
+
+def metrics_addr(args: Any) -> None:
+    """Fill in --metrics-addr; given without --metrics-port it is refused: no /metrics was served
+    (the option was dropped unread)."""
+    if args.metrics_addr is not None and not args.metrics_port:
+        raise ConfigError(f"--metrics-addr {args.metrics_addr} serves /metrics only with --metrics-port PORT")
+    args.metrics_addr = args.metrics_addr or METRICS_ADDR

@@ -17,7 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
 
-from agent.cli._help import HelpParser
+from agent.cli._help import METRICS_ADDR, HelpParser, metrics_addr
 from agent.cli.demo import Played, play, select
 from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
@@ -127,7 +127,8 @@ def add_demo(sub: Any) -> None:
     demo.add_argument("--model", help="run the tasks against this Claude model (needs ANTHROPIC_API_KEY)")
     demo.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
     demo.add_argument(
-        "--metrics-addr", default="127.0.0.1", help="address to serve /metrics on (0.0.0.0 in a container)"
+        "--metrics-addr",
+        help=f"address to serve /metrics on (0.0.0.0 in a container; default: {METRICS_ADDR})",
     )
     demo.add_argument(
         "--hold", action="store_true", help="keep serving /metrics until interrupted (with --metrics-port)"
@@ -141,6 +142,7 @@ def run_demo(args: argparse.Namespace) -> int:
         return _list_scenarios(args.json)
     if args.hold and not args.metrics_port:
         raise ConfigError("--hold keeps /metrics served: give it --metrics-port PORT")
+    metrics_addr(args)
     try:
         scenarios = select(args.scenarios)
     except ValueError as exc:

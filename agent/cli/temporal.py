@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent.budget import MAX_SECONDS
+from agent.cli._help import METRICS_ADDR, metrics_addr
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
@@ -79,7 +80,7 @@ def register(sub: Any) -> None:
         "(or when Temporal suggests it; default: 10000, at most 40000)",
     )
     worker.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
-    worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
+    worker.add_argument("--metrics-addr", help=f"address to serve /metrics on (default: {METRICS_ADDR})")
     first_scrape_arg(worker, "polls the task queue (with --metrics-port)")
     worker.set_defaults(handler=_worker)
     for name in STORE_ONLY:
@@ -412,6 +413,7 @@ def _worker(args: argparse.Namespace) -> int:
     would cancel and wait for the tasks Temporal's SDK left, which may never end (a poll that never
     returns), and the process ends without them (`main.run` exits without the interpreter's teardown)."""
     on_temporal(args)
+    metrics_addr(args)
     runner = asyncio.Runner()
     try:
         code = runner.run(_run_worker(args))
