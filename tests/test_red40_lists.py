@@ -45,3 +45,14 @@ def test_a_metrics_address_without_a_port_is_refused(
     with no /metrics served and no word of it."""
     assert main([*command, "--metrics-addr", "0.0.0.0"]) == 2
     assert "--metrics-addr 0.0.0.0 serves /metrics only with --metrics-port PORT" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["eval", "csv/clean"], ["demo", "csv/clean"], ["doctor"]])
+def test_an_empty_model_is_a_usage_error(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: `endstate eval --model "$MODEL"` with MODEL unset ran the scripted models offline (a CI
+    gate passed without a call to Claude), `demo` likewise, and `doctor` checked the default model."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--model", ""])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --model: must name a model, such as claude-sonnet-5-5 (it is empty)" in err

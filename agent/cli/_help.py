@@ -113,3 +113,11 @@ def metrics_addr(args: Any) -> None:
     if args.metrics_addr is not None and not args.metrics_port:
         raise ConfigError(f"--metrics-addr {args.metrics_addr} serves /metrics only with --metrics-port PORT")
     args.metrics_addr = args.metrics_addr or METRICS_ADDR
+
+
+def model_id(text: str) -> str:
+    """An argparse type: a `--model` id, never empty (`--model "$MODEL"` with MODEL unset ran the
+    scripted models offline, or the default model, without a word)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a model, such as claude-sonnet-5-5 (it is empty)")
+    return text

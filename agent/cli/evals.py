@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from agent.cli._help import model_id
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
@@ -48,7 +49,7 @@ def add_eval(sub: Any) -> None:
     p.add_argument(
         "cases", nargs="*", help="case files or folders, or case names or prefixes (default: shipped)"
     )
-    p.add_argument("--model", help="run against this Claude model (needs ANTHROPIC_API_KEY)")
+    p.add_argument("--model", type=model_id, help="run against this Claude model (needs ANTHROPIC_API_KEY)")
     p.add_argument(
         "--catalog",
         default=os.environ.get(ENV_CATALOG),

@@ -17,7 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
 
-from agent.cli._help import METRICS_ADDR, HelpParser, metrics_addr
+from agent.cli._help import METRICS_ADDR, HelpParser, metrics_addr, model_id
 from agent.cli.demo import Played, play, select
 from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
@@ -124,7 +124,9 @@ def add_demo(sub: Any) -> None:
     demo.add_argument("scenarios", nargs="*", help="scenario names or prefixes (default: all)")
     demo.add_argument("--json", action="store_true", help="print one JSON object per run segment")
     demo.add_argument("--repeat", type=positive_int, default=1, help="play the scenarios this many times")
-    demo.add_argument("--model", help="run the tasks against this Claude model (needs ANTHROPIC_API_KEY)")
+    demo.add_argument(
+        "--model", type=model_id, help="run the tasks against this Claude model (needs ANTHROPIC_API_KEY)"
+    )
     demo.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
     demo.add_argument(
         "--metrics-addr",
