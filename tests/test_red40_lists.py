@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,14 @@ def test_an_empty_model_is_a_usage_error(command: list[str], capsys: pytest.Capt
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "argument --model: must name a model, such as claude-sonnet-5-5 (it is empty)" in err
+
+
+def test_an_empty_case_name_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `endstate eval "$CASE"` with CASE unset loaded every YAML file under the working folder
+    as cases (the repository's alertmanager.yml among them), not the shipped cases or the one meant."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "other.yaml").write_text("cases:\n  - name: x\n")
+    assert main(["eval", ""]) == 2
+    assert "a case name or path is empty (an unset variable?)" in capsys.readouterr().err

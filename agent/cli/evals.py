@@ -118,6 +118,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def select_cases(specs: list[str], catalog: str | None = None) -> list[Case]:
     """Load the case files and folders named; filter by the other arguments as names or prefixes."""
+    if any(not s.strip() for s in specs):  # "" is a path that exists: the working folder, every YAML in it
+        raise CaseError("a case name or path is empty (an unset variable?): name a case, a file or a folder")
     paths = [s for s in specs if Path(s).exists() or s.endswith((".yaml", ".yml"))]
     names = [s for s in specs if s not in paths]
     cases = load_cases(paths, catalog)
