@@ -68,3 +68,37 @@ def test_an_empty_case_name_is_refused(
     (tmp_path / "other.yaml").write_text("cases:\n  - name: x\n")
     assert main(["eval", ""]) == 2
     assert "a case name or path is empty (an unset variable?)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["runs", "--store", ""],
+        ["start", "csv-cleaner", "Clean it", "--scenario", "csv/clean", "--catalog", ""],
+        ["runs", "--temporal", ""],
+        ["review", "--store", ""],
+        ["review", "promote", "r1", "--out", ""],
+        ["limits", "suggest", "--jsonl", ""],
+        ["limits", "suggest", "--prometheus", " "],
+        ["serve", "--host", ""],
+        ["serve", "--token-file", ""],
+        ["serve", "--cases-dir", ""],
+        ["eval", "--catalog", "", "csv/clean"],
+    ],
+)
+def test_an_empty_option_value_is_a_usage_error(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: each fell back to its default without a word: `--temporal "$T"` with T unset ran on a
+    local store, `--host ""` listened on every interface, `--jsonl ""` read the run store."""
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    flag = next(a for a in args if a.startswith("--") and args[args.index(a) + 1].strip() == "")
+    assert exit_.value.code == 2
+    assert f"argument {flag}: must not be empty (an unset variable?)" in capsys.readouterr().err
+
+
+def test_an_empty_host_variable_is_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$ENDSTATE_HOST set but empty is the default, loopback (it listened on every interface)."""
+    from agent.cli.main import build_parser
+
+    monkeypatch.setenv("ENDSTATE_HOST", "")
+    assert build_parser().parse_args(["serve"]).host == "127.0.0.1"

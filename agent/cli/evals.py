@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from agent.cli._help import model_id
+from agent.cli._help import given, model_id
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
@@ -52,7 +52,8 @@ def add_eval(sub: Any) -> None:
     p.add_argument("--model", type=model_id, help="run against this Claude model (needs ANTHROPIC_API_KEY)")
     p.add_argument(
         "--catalog",
-        default=os.environ.get(ENV_CATALOG),
+        type=given,
+        default=os.environ.get(ENV_CATALOG) or None,
         metavar="MODULE:ATTR",
         help=f"where the agents of cases that name no catalog and no seed agent come from "
         f"(default: ${ENV_CATALOG})",
@@ -192,12 +193,17 @@ def add_limits(sub: Any) -> None:
     )
     source = p.add_mutually_exclusive_group()
     source.add_argument(
-        "--store", metavar="URL", help="the run store (default: $ENDSTATE_STORE or .endstate/runs.db)"
+        "--store",
+        type=given,
+        metavar="URL",
+        help="the run store (default: $ENDSTATE_STORE or .endstate/runs.db)",
     )
     source.add_argument(
-        "--jsonl", metavar="FILE", help="JSON lines of `endstate demo/eval --json` (- for stdin)"
+        "--jsonl", type=given, metavar="FILE", help="JSON lines of `endstate demo/eval --json` (- for stdin)"
     )
-    source.add_argument("--prometheus", metavar="URL", help="a Prometheus that scrapes Endstate's metrics")
+    source.add_argument(
+        "--prometheus", type=given, metavar="URL", help="a Prometheus that scrapes Endstate's metrics"
+    )
     p.add_argument(
         "--window", help="only runs that ended within this window, e.g. 7d (Prometheus default: 7d)"
     )

@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent.budget import MAX_SECONDS
-from agent.cli._help import METRICS_ADDR, metrics_addr
+from agent.cli._help import METRICS_ADDR, given, metrics_addr
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
@@ -136,6 +136,7 @@ def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> N
     default = os.environ.get(ENV_TEMPORAL) or None
     parser.add_argument(
         "--temporal",
+        type=given,
         default=default,
         required=required and default is None,
         metavar="HOST:PORT",
