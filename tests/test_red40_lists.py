@@ -96,9 +96,12 @@ def test_an_empty_option_value_is_a_usage_error(args: list[str], capsys: pytest.
     assert f"argument {flag}: must not be empty (an unset variable?)" in capsys.readouterr().err
 
 
-def test_an_empty_host_variable_is_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
-    """$ENDSTATE_HOST set but empty is the default, loopback (it listened on every interface)."""
+def test_serve_variables_set_but_empty_are_their_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$ENDSTATE_HOST set but empty listened on every interface; $ENDSTATE_PORT and
+    $ENDSTATE_READ_AUTH so refused to start, where the other variables read empty as unset."""
     from agent.cli.main import build_parser
 
-    monkeypatch.setenv("ENDSTATE_HOST", "")
-    assert build_parser().parse_args(["serve"]).host == "127.0.0.1"
+    for name in ("ENDSTATE_HOST", "ENDSTATE_PORT", "ENDSTATE_READ_AUTH"):
+        monkeypatch.setenv(name, "")
+    args = build_parser().parse_args(["serve"])
+    assert (args.host, args.port, args.read_auth) == ("127.0.0.1", 8000, "auto")

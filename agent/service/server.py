@@ -98,11 +98,11 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     host = os.environ.get(ENV_HOST) or "127.0.0.1"  # set but empty bound every interface
     p.add_argument("--host", type=given, default=host, help="address to listen on")
     p.add_argument(
-        "--port", type=port_number, default=os.environ.get(ENV_PORT, "8000"), help="port (1-65535)"
+        "--port", type=port_number, default=os.environ.get(ENV_PORT) or "8000", help="port (1-65535)"
     )
     p.add_argument("--allowed-host", action="append", default=None, metavar="NAME", help=ALLOWED_HOST_HELP)
     p.add_argument(
-        "--read-auth", choices=("auto", "token", "open"), default=os.environ.get(ENV_READ_AUTH, "auto"),
+        "--read-auth", choices=("auto", "token", "open"), default=os.environ.get(ENV_READ_AUTH) or "auto",
         help=READ_AUTH_HELP,
     )  # fmt: skip
     p.add_argument("--body-timeout", type=seconds, default=30.0, help="seconds a request body may take")
