@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from agent.budget import shown_most
+from agent.errors import ConfigError
 
 OTEL = (
     "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME and the other "
@@ -101,3 +103,38 @@ def above_zero(kind: type, zero: bool = False, most: float | None = None) -> Cal
         return value
 
     return parse
+
+
+METRICS_ADDR = "127.0.0.1"  # where --metrics-port serves /metrics unless --metrics-addr says
+
+
+def metrics_addr(args: Any) -> None:
+    """Fill in --metrics-addr; given without --metrics-port it is refused: no /metrics was served
+    (the option was dropped unread)."""
+    if args.metrics_addr is not None and not args.metrics_port:
+        raise ConfigError(f"--metrics-addr {args.metrics_addr} serves /metrics only with --metrics-port PORT")
+    args.metrics_addr = args.metrics_addr or METRICS_ADDR
+
+
+def model_id(text: str) -> str:
+    """An argparse type: a `--model` id, never empty (`--model "$MODEL"` with MODEL unset ran the
+    scripted models offline, or the default model, without a word)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a model, such as claude-sonnet-5-5 (it is empty)")
+    return text
+
+
+def given(text: str) -> str:
+    """An argparse type: a value that is not empty. `--store "$STORE"`, `--catalog`, `--temporal`,
+    `--host` and the like with the variable unset fell back to the default without a word (a local
+    store for Temporal, every interface for loopback)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "must not be empty (an unset variable?): give one, or leave the option out"
+        )
+    return text
+
+
+def given_path(text: str) -> Path:
+    """`given`, as a path (an empty one was the working folder)."""
+    return Path(given(text))

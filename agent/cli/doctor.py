@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent.cli._help import model_id
 from agent.errors import ConfigError, ModelError
 from agent.models.base import ModelRequest
 from agent.models.catalog import ModelInfo, ModelTable, default_model
@@ -41,7 +42,9 @@ class Finding:
 def register(sub: Any) -> None:
     doctor = sub.add_parser("doctor", help="check the API key, the model, its price and one tiny call")
     doctor.add_argument(
-        "--model", help="the Claude model id (default: ENDSTATE_MODEL, else the current default)"
+        "--model",
+        type=model_id,
+        help="the Claude model id (default: ENDSTATE_MODEL, else the current default)",
     )
     doctor.set_defaults(handler=run_doctor)
 

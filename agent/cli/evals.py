@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from agent.cli._help import given, model_id
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
@@ -48,10 +49,11 @@ def add_eval(sub: Any) -> None:
     p.add_argument(
         "cases", nargs="*", help="case files or folders, or case names or prefixes (default: shipped)"
     )
-    p.add_argument("--model", help="run against this Claude model (needs ANTHROPIC_API_KEY)")
+    p.add_argument("--model", type=model_id, help="run against this Claude model (needs ANTHROPIC_API_KEY)")
     p.add_argument(
         "--catalog",
-        default=os.environ.get(ENV_CATALOG),
+        type=given,
+        default=os.environ.get(ENV_CATALOG) or None,
         metavar="MODULE:ATTR",
         help=f"where the agents of cases that name no catalog and no seed agent come from "
         f"(default: ${ENV_CATALOG})",
@@ -73,12 +75,24 @@ def add_eval(sub: Any) -> None:
     p.set_defaults(handler=run_eval)
 
 
+def _list_cases(cases: list[Case], as_json: bool) -> int:
+    """Each case, its agent, fixture (or catalog) and expected stops; with --json one JSON object a
+    line (the table was printed under --json too)."""
+    for c in cases:
+        where = c.fixture or c.catalog or ""
+        if as_json:
+            print(
+                json.dumps({"name": c.name, "agent": c.agent, "fixture": where, "expected": list(c.expected)})
+            )
+        else:
+            print(f"{c.name:30} {c.agent:19} {where:17} {' -> '.join(c.expected)}")
+    return 0
+
+
 def run_eval(args: argparse.Namespace) -> int:
     cases = select_cases(args.cases, args.catalog)
     if args.list:
-        for c in cases:
-            print(f"{c.name:30} {c.agent:19} {c.fixture or c.catalog or '':17} {' -> '.join(c.expected)}")
-        return 0
+        return _list_cases(cases, args.json)
     if args.jobs < 1:
         raise ConfigError("--jobs must be at least 1")
     if args.repeat < 1:
@@ -105,6 +119,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def select_cases(specs: list[str], catalog: str | None = None) -> list[Case]:
     """Load the case files and folders named; filter by the other arguments as names or prefixes."""
+    if any(not s.strip() for s in specs):  # "" is a path that exists: the working folder, every YAML in it
+        raise CaseError("a case name or path is empty (an unset variable?): name a case, a file or a folder")
     paths = [s for s in specs if Path(s).exists() or s.endswith((".yaml", ".yml"))]
     names = [s for s in specs if s not in paths]
     cases = load_cases(paths, catalog)
@@ -177,12 +193,17 @@ def add_limits(sub: Any) -> None:
     )
     source = p.add_mutually_exclusive_group()
     source.add_argument(
-        "--store", metavar="URL", help="the run store (default: $ENDSTATE_STORE or .endstate/runs.db)"
+        "--store",
+        type=given,
+        metavar="URL",
+        help="the run store (default: $ENDSTATE_STORE or .endstate/runs.db)",
     )
     source.add_argument(
-        "--jsonl", metavar="FILE", help="JSON lines of `endstate demo/eval --json` (- for stdin)"
+        "--jsonl", type=given, metavar="FILE", help="JSON lines of `endstate demo/eval --json` (- for stdin)"
     )
-    source.add_argument("--prometheus", metavar="URL", help="a Prometheus that scrapes Endstate's metrics")
+    source.add_argument(
+        "--prometheus", type=given, metavar="URL", help="a Prometheus that scrapes Endstate's metrics"
+    )
     p.add_argument(
         "--window", help="only runs that ended within this window, e.g. 7d (Prometheus default: 7d)"
     )

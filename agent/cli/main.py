@@ -17,7 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
 
-from agent.cli._help import HelpParser
+from agent.cli._help import METRICS_ADDR, HelpParser, metrics_addr, model_id
 from agent.cli.demo import Played, play, select
 from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
@@ -124,10 +124,13 @@ def add_demo(sub: Any) -> None:
     demo.add_argument("scenarios", nargs="*", help="scenario names or prefixes (default: all)")
     demo.add_argument("--json", action="store_true", help="print one JSON object per run segment")
     demo.add_argument("--repeat", type=positive_int, default=1, help="play the scenarios this many times")
-    demo.add_argument("--model", help="run the tasks against this Claude model (needs ANTHROPIC_API_KEY)")
+    demo.add_argument(
+        "--model", type=model_id, help="run the tasks against this Claude model (needs ANTHROPIC_API_KEY)"
+    )
     demo.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
     demo.add_argument(
-        "--metrics-addr", default="127.0.0.1", help="address to serve /metrics on (0.0.0.0 in a container)"
+        "--metrics-addr",
+        help=f"address to serve /metrics on (0.0.0.0 in a container; default: {METRICS_ADDR})",
     )
     demo.add_argument(
         "--hold", action="store_true", help="keep serving /metrics until interrupted (with --metrics-port)"
@@ -138,9 +141,10 @@ def add_demo(sub: Any) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     if args.list:
-        return _list_scenarios()
+        return _list_scenarios(args.json)
     if args.hold and not args.metrics_port:
         raise ConfigError("--hold keeps /metrics served: give it --metrics-port PORT")
+    metrics_addr(args)
     try:
         scenarios = select(args.scenarios)
     except ValueError as exc:
@@ -156,9 +160,15 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0 if all(p.met for p in played) else 1
 
 
-def _list_scenarios() -> int:
+def _list_scenarios(as_json: bool = False) -> int:
+    """Each scenario, its agent and the stops it expects; with --json, one JSON object a line (the
+    table was printed under --json too)."""
     for s in SCENARIOS:
-        after = f" then {s.follow_up.action} -> {s.expect_after}" if s.follow_up else ""
+        then = {"then": s.follow_up.action, "expect_after": s.expect_after} if s.follow_up else {}
+        if as_json:
+            print(json.dumps({"name": s.name, "agent": s.agent, "expect": s.expect, **then}))
+            continue
+        after = f" then {then['then']} -> {then['expect_after']}" if then else ""
         print(f"{s.name:28} {s.agent:20} {s.expect}{after}")
     return 0
 

@@ -8,11 +8,10 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from agent.budget import MAX_COUNT
-from agent.cli._help import above_zero
+from agent.cli._help import above_zero, given, given_path
 from agent.cli.runs import store_on
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
@@ -82,10 +81,13 @@ def add_promote(sub: Any) -> None:
     p.add_argument(
         "--expect", metavar="REASON", help="the stop reason the case expects (default: from the label)"
     )
-    p.add_argument("--out", type=Path, default=review.DEFAULT_OUT, help="folder to write the case file into")
+    p.add_argument(
+        "--out", type=given_path, default=review.DEFAULT_OUT, help="folder to write the case file into"
+    )
     p.add_argument(
         "--catalog",
-        default=os.environ.get(ENV_CATALOG),
+        type=given,
+        default=os.environ.get(ENV_CATALOG) or None,
         metavar="MODULE:ATTR",
         help="the catalog the run's agent comes from, as `serve --catalog` named it; written into the "
         f"case for `endstate eval` (default: ${ENV_CATALOG}, else the seed agents)",
@@ -111,7 +113,9 @@ def add_prune(sub: Any) -> None:
 
 
 def _store_arg(p: argparse.ArgumentParser, default: Any = None) -> None:
-    p.add_argument("--store", default=default, help=f"run store URL or file (default: {default_url()})")
+    p.add_argument(
+        "--store", type=given, default=default, help=f"run store URL or file (default: {default_url()})"
+    )
 
 
 def _label_help() -> str:

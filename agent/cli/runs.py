@@ -22,7 +22,7 @@ from typing import Any
 
 from agent.audit import Audit
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
-from agent.cli._help import above_zero
+from agent.cli._help import above_zero, given
 from agent.durable._storetime import StoreClock, pending_by_store_clock
 from agent.durable.catalog import SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, runner_with_telemetry
@@ -88,7 +88,9 @@ STORE_HELP = (
 
 
 def add_store_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=None, help=STORE_HELP.format(default=shown_url(default_url())))
+    parser.add_argument(
+        "--store", type=given, default=None, help=STORE_HELP.format(default=shown_url(default_url()))
+    )
     add_catalog_arg(parser)
     parser.add_argument(
         "--lease", type=above_zero(float), default=30.0, help="seconds a worker holds a run unrenewed"
@@ -107,7 +109,9 @@ def add_store_args(parser: argparse.ArgumentParser) -> None:
 
 def add_catalog_arg(parser: argparse.ArgumentParser) -> None:
     """`--catalog`, for every command that rebuilds agents by name (`worker` too)."""
-    parser.add_argument("--catalog", default=None, help="agents as module:attr (default: the seed examples)")
+    parser.add_argument(
+        "--catalog", type=given, default=None, help="agents as module:attr (default: the seed examples)"
+    )
 
 
 def _json_arg(p: argparse.ArgumentParser) -> None:
@@ -216,7 +220,7 @@ def _pending(args: argparse.Namespace) -> int:
         where = store.shown
         for page in waiting_pages(store, PENDING_PAGE):
             for r in page:
-                print(json_text(r.to_dict()) if args.json else pending_line(r, now, store_on(args)))
+                print(pending_json(r, now) if args.json else pending_line(r, now, store_on(args)))
             shown, damaged = shown + len(page), damaged + page.damaged
     if damaged and not args.json:
         print(left_out(damaged, where))
@@ -457,6 +461,13 @@ def run_line(r: RunRecord) -> str:
 def dollars(cost: float | None) -> str:
     """A run's cost for people: `$0.0123`, or `unknown` (a model without a known price)."""
     return "unknown" if cost is None else f"${cost:.4f}"
+
+
+def pending_json(r: RunRecord, now: float) -> str:
+    """A waiting run as `pending --json` prints it: its record, whether its deadline passed, and the
+    words to look closely at (as the line says them, and `/pending` gives them; --json had neither)."""
+    expired = r.deadline is not None and r.deadline <= now
+    return json_text(r.to_dict() | {"expired": expired, "look_closely": lookalikes(r.asked)})
 
 
 def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None) -> str:

@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent.budget import MAX_SECONDS
+from agent.cli._help import METRICS_ADDR, given, metrics_addr
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
@@ -79,7 +80,7 @@ def register(sub: Any) -> None:
         "(or when Temporal suggests it; default: 10000, at most 40000)",
     )
     worker.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
-    worker.add_argument("--metrics-addr", default="127.0.0.1", help="address to serve /metrics on")
+    worker.add_argument("--metrics-addr", help=f"address to serve /metrics on (default: {METRICS_ADDR})")
     first_scrape_arg(worker, "polls the task queue (with --metrics-port)")
     worker.set_defaults(handler=_worker)
     for name in STORE_ONLY:
@@ -135,6 +136,7 @@ def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> N
     default = os.environ.get(ENV_TEMPORAL) or None
     parser.add_argument(
         "--temporal",
+        type=given,
         default=default,
         required=required and default is None,
         metavar="HOST:PORT",
@@ -305,7 +307,7 @@ def temporal_on(args: argparse.Namespace) -> str:
 
 
 async def _pending(args: argparse.Namespace) -> int:
-    from agent.cli.runs import pending_line
+    from agent.cli.runs import pending_json, pending_line
 
     runs = await _runs_client(args)
     records = await runs.pending()
@@ -315,7 +317,7 @@ async def _pending(args: argparse.Namespace) -> int:
         f"worker` polls task queue {args.task_queue!r}"
     )
     for r in records:
-        print(json.dumps(r.to_dict()) if args.json else pending_line(r, now, temporal_on(args), late))
+        print(pending_json(r, now) if args.json else pending_line(r, now, temporal_on(args), late))
     if not records and not args.json:
         print(f"no runs are waiting for a person in {runs.shown}")
     return 0
@@ -412,6 +414,7 @@ def _worker(args: argparse.Namespace) -> int:
     would cancel and wait for the tasks Temporal's SDK left, which may never end (a poll that never
     returns), and the process ends without them (`main.run` exits without the interpreter's teardown)."""
     on_temporal(args)
+    metrics_addr(args)
     runner = asyncio.Runner()
     try:
         code = runner.run(_run_worker(args))

@@ -93,20 +93,25 @@ def _seconds(text: str) -> float:
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", default=os.environ.get(ENV_HOST, "127.0.0.1"), help="address to listen on")
+    from agent.cli._help import given, given_path  # agent.cli imports this module
+
+    host = os.environ.get(ENV_HOST) or "127.0.0.1"  # set but empty bound every interface
+    p.add_argument("--host", type=given, default=host, help="address to listen on")
     p.add_argument(
-        "--port", type=port_number, default=os.environ.get(ENV_PORT, "8000"), help="port (1-65535)"
+        "--port", type=port_number, default=os.environ.get(ENV_PORT) or "8000", help="port (1-65535)"
     )
     p.add_argument("--allowed-host", action="append", default=None, metavar="NAME", help=ALLOWED_HOST_HELP)
     p.add_argument(
-        "--read-auth", choices=("auto", "token", "open"), default=os.environ.get(ENV_READ_AUTH, "auto"),
+        "--read-auth", choices=("auto", "token", "open"), default=os.environ.get(ENV_READ_AUTH) or "auto",
         help=READ_AUTH_HELP,
     )  # fmt: skip
     p.add_argument("--body-timeout", type=seconds, default=30.0, help="seconds a request body may take")
     p.add_argument(
         "--header-timeout", type=seconds, default=10.0, help="seconds a request's headers may take"
     )
-    p.add_argument("--token-file", default=None, help="file holding the token (or set $ENDSTATE_TOKEN)")
+    p.add_argument(
+        "--token-file", type=given, default=None, help="file holding the token (or set $ENDSTATE_TOKEN)"
+    )
     p.add_argument("--demo-workload", action="store_true", help="keep playing the example scenarios")
     p.add_argument("--demo-interval", type=seconds, default=15.0, help="seconds between workload rounds")
     p.add_argument(
@@ -139,7 +144,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--cases-dir",
-        type=Path,
+        type=given_path,
         default=os.environ.get(ENV_CASES_DIR) or None,
         metavar="DIR",
         help="folder the inbox's promote button writes eval cases into (made when missing; an existing "
@@ -292,7 +297,14 @@ def inbox_url(host: str, port: int) -> str:
 
 def _extra_hosts(args: argparse.Namespace) -> list[str]:
     given: list[str] = args.allowed_host or []
-    return given + [h for h in os.environ.get(ENV_ALLOWED_HOSTS, "").split(",") if h.strip()]
+    extra = given + [h for h in os.environ.get(ENV_ALLOWED_HOSTS, "").split(",") if h.strip()]
+    for name in extra:  # `http://inbox.example.com` allowed the host "http", never inbox.example.com
+        if "/" in name or "@" in name:
+            raise ConfigError(
+                f"--allowed-host (or ${ENV_ALLOWED_HOSTS}) takes the names clients put in the Host "
+                f"header, such as inbox.example.com, not {name.strip()!r}: leave out the scheme and path"
+            )
+    return extra
 
 
 def _state_dir(store_url: str | None) -> Path:
