@@ -60,8 +60,9 @@ async def run_once(
 ) -> tuple[RunResult, int]:
     """A run of `more` on a worker with `bound` (None: the default), its result and executions. Heartbeats
     30 s apart: a model call whose heartbeat a loaded machine delays past the tests' usual 2 s is tried
-    again, and the scripted model, which keeps its place between calls, then skips a step (CI saw a run
-    of 40 turns against 41)."""
+    again (CI once saw a run of 40 turns against 41, when a retried call played the scripted model's next
+    step; since probe40a a retry on the same worker takes the call's reply: see
+    test_probe40a_retried_model_temporal)."""
     options: dict[str, Any] = {"heartbeat_seconds": 30.0}
     if bound is not None:
         options["continue_after_events"] = bound
