@@ -2,8 +2,16 @@
 
 A script is a list of steps. Each step is a `ModelReply`, a list of blocks
 (made with `say`, `call` and `finish`), an exception to raise, or a function
-of the request. The model finds its place from the history it is sent, so a
-run suspended in one process resumes in another with a fresh model.
+of the request. The model finds its place from the history it is sent at every
+call: it goes on after the last reply of the script the request holds (a reply's
+id names its step: `msg_003` is the third) when that is further on than the step
+it would play next, so a run plays each step once however many processes or
+workers serve its turns, each with its own model, and a run suspended in one
+process resumes in another with a fresh model. Otherwise it goes on from its
+own place: after an exception step the loop asks again with the same request and
+gets the next step, and a script one model plays for several runs, one after
+another, goes on from run to run. (A history of replies the script did not make,
+say written by hand, places a fresh model after as many reply steps.)
 
 A step may give its stop reason in the Messages API's words (`reply(...,
 stop_reason="max_tokens")`, or a `ModelReply`'s own), so a script plays a
@@ -15,15 +23,18 @@ word (`agent.stops.MESSAGES_API_STOPS`), unless the step sets `stop` itself.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.errors import ConfigError, ScriptExhausted
+from agent.journal import Reply
 from agent.models.base import ModelReply, ModelRequest, StopKind
 from agent.stops import MESSAGES_API_STOPS
 
 Block = dict[str, Any]
 Step = ModelReply | Sequence[Block] | BaseException | Callable[[ModelRequest], Any]
+_REPLY_ID = re.compile(r"msg_(\d+)(_then)?")  # a played reply's id: its step's number, or past the steps
 
 
 def say(text: str) -> Block:
@@ -82,32 +93,41 @@ class ScriptedModel:
     async def complete(self, request: ModelRequest) -> ModelReply:
         self.requests.append(request)
         turn = 1 + request.replies
-        if self._cursor is None:
-            self._cursor = self._position_after(turn - 1)
-        step = self._next_step(turn)
+        self._cursor = max(self._cursor or 0, self._place(request))
+        step, number = self._next_step(turn)
         if isinstance(step, BaseException):
             raise step
         if callable(step) and not isinstance(step, ModelReply):
             step = step(request)
-        return self._played(step, turn, request)
+        return self._played(step, turn, request, number)
 
     def assert_used_up(self) -> None:
-        """Fail when the script holds steps that no request reached."""
+        """Fail when the script holds steps that no request reached: steps this model neither played
+        nor passed over as played already (by another model serving the same run)."""
         left = len(self._steps) - (self._cursor or 0)
         if left > 0:
             raise AssertionError(f"scripted model: {left} of {len(self._steps)} steps were never played")
 
-    def _next_step(self, turn: int) -> Step:
+    def _next_step(self, turn: int) -> tuple[Step, int | None]:
+        """The step to play and its number (1 for the first step; None: `then`'s)."""
         assert self._cursor is not None
         if self._cursor < len(self._steps):
             self._cursor += 1
-            return self._steps[self._cursor - 1]
+            return self._steps[self._cursor - 1], self._cursor
         if self._then is not None:
-            return self._then(turn)
+            return self._then(turn), None
         raise ScriptExhausted(
             f"scripted model {self._name!r} has no step for turn {turn}: add steps or pass then=",
             error_type="script_exhausted",
         )
+
+    def _place(self, request: ModelRequest) -> int:
+        """The index after the request's last reply when this script played it (its id names the
+        step), else after as many reply steps as the request holds replies."""
+        last = next((e for e in reversed(request.journal) if isinstance(e, Reply)), None)
+        if last is not None and last.model == self._name and (m := _REPLY_ID.fullmatch(last.response_id)):
+            return len(self._steps) if m[2] else min(int(m[1]), len(self._steps))
+        return self._position_after(request.replies)
 
     def _position_after(self, replies: int) -> int:
         """The index after the `replies`-th reply step (exceptions are not replies)."""
@@ -119,7 +139,7 @@ class ScriptedModel:
                 return index + 1
         return len(self._steps)
 
-    def _played(self, step: Any, turn: int, request: ModelRequest) -> ModelReply:
+    def _played(self, step: Any, turn: int, request: ModelRequest, number: int | None) -> ModelReply:
         base = step if isinstance(step, ModelReply) else ModelReply(content=list(step))
         content = [
             {**b, "id": b.get("id") or f"toolu_{turn:03d}_{i}"} if b.get("type") == "tool_use" else b
@@ -129,7 +149,7 @@ class ScriptedModel:
         output_tokens = base.extra.get("output_tokens", 30 + 10 * len(content))
         stop = _stop_reason(base, content)
         kind = base.stop or MESSAGES_API_STOPS[stop]  # a script speaks the Messages API's stop reasons
-        name, msg_id = self._name, f"msg_{turn:03d}"
+        name, msg_id = self._name, f"msg_{number:03d}" if number else f"msg_{turn:03d}_then"
         return ModelReply(content, input_tokens, output_tokens, stop, name, msg_id, stop=kind)
 
 
