@@ -9,9 +9,13 @@ it would play next, so a run plays each step once however many processes or
 workers serve its turns, each with its own model, and a run suspended in one
 process resumes in another with a fresh model. Otherwise it goes on from its
 own place: after an exception step the loop asks again with the same request and
-gets the next step, and a script one model plays for several runs, one after
-another, goes on from run to run. (A history of replies the script did not make,
-say written by hand, places a fresh model after as many reply steps.)
+gets the next step, a summary the model wrote for a compaction (its request holds
+only the older turns) is not played again, and a script one model plays for
+several runs, one after another, goes on from run to run. Nothing in a request
+says which exception steps were raised or which summary was written: another
+model that such a call reaches plays that step again. (A history of replies the
+script did not make, say written by hand, places a fresh model after as many
+reply steps.)
 
 A step may give its stop reason in the Messages API's words (`reply(...,
 stop_reason="max_tokens")`, or a `ModelReply`'s own), so a script plays a
