@@ -154,6 +154,8 @@ def test_three_models_serving_a_run_whose_history_is_compacted_between_them():
 
     assert ran.counted == [1, 2, 20, 3, 4, 5]
     assert played(ran) == played(alone)
+    ids = [c.id for e in ran.journal if isinstance(e, Reply) for c in e.calls]
+    assert len(ids) == len(set(ids)) == 7  # numbered by step: unique after the compaction too
     last = models[(len(played(ran)) - 1) % 3].requests[-1]  # the finishing call's request
     assert last.replies < len(played(ran)) - 1  # the compaction left replies out of it
 
@@ -215,7 +217,7 @@ def test_then_steps_are_placed_past_the_script_by_a_fresh_model():
     one = play(model, task)
     after_one = ModelRequest("", (*task.journal, one.entry(one.parts)), [], 64)
     two = play(model, after_one)
-    assert (two.text, two.response_id) == ("turn 2", "msg_002_then")
+    assert (two.text, two.response_id) == ("turn 2", "msg_004_then")  # numbered on from "one"
     after_two = ModelRequest("", (*after_one.journal, two.entry(two.parts)), [], 64)
     assert play(ScriptedModel(steps, then=lambda turn: [say(f"turn {turn}")]), after_two).text == "turn 3"
 

@@ -4,7 +4,8 @@ A script is a list of steps. Each step is a `ModelReply`, a list of blocks
 (made with `say`, `call` and `finish`), an exception to raise, or a function
 of the request. The model finds its place from the history it is sent at every
 call: it goes on after the last reply of the script the request holds (a reply's
-id names its step: `msg_003` is the third) when that is further on than the step
+id names its step: `msg_003` is the third, as its tool calls' ids do, `toolu_003_0`,
+so they stay unique when a compaction leaves replies out) when that is further on than the step
 it would play next, so a run plays each step once however many processes or
 workers serve its turns, each with its own model, and a run suspended in one
 process resumes in another with a fresh model. Otherwise it goes on from its
@@ -97,13 +98,17 @@ class ScriptedModel:
     async def complete(self, request: ModelRequest) -> ModelReply:
         self.requests.append(request)
         turn = 1 + request.replies
-        self._cursor = max(self._cursor or 0, self._place(request))
+        last = self._last_played(request)
+        self._cursor = max(self._cursor or 0, self._place_after(last, request.replies))
         step, number = self._next_step(turn)
         if isinstance(step, BaseException):
             raise step
         if callable(step) and not isinstance(step, ModelReply):
             step = step(request)
-        return self._played(step, turn, request, number)
+        if number is not None:
+            return self._played(step, f"{number:03d}", request)
+        after = last[0] + 1 if last else turn  # `then`'s replies are numbered on from the last one
+        return self._played(step, f"{after:03d}", request, past=True)
 
     def assert_used_up(self) -> None:
         """Fail when the script holds steps that no request reached: steps this model neither played
@@ -125,13 +130,20 @@ class ScriptedModel:
             error_type="script_exhausted",
         )
 
-    def _place(self, request: ModelRequest) -> int:
-        """The index after the request's last reply when this script played it (its id names the
-        step), else after as many reply steps as the request holds replies."""
+    def _last_played(self, request: ModelRequest) -> tuple[int, bool] | None:
+        """The number of the request's last reply when this script played it (its id says), and
+        whether it was past the steps (`then`'s); None for a reply it did not play, or none."""
         last = next((e for e in reversed(request.journal) if isinstance(e, Reply)), None)
-        if last is not None and last.model == self._name and (m := _REPLY_ID.fullmatch(last.response_id)):
-            return len(self._steps) if m[2] else min(int(m[1]), len(self._steps))
-        return self._position_after(request.replies)
+        if last is None or last.model != self._name or not (m := _REPLY_ID.fullmatch(last.response_id)):
+            return None
+        return int(m[1]), bool(m[2])
+
+    def _place_after(self, last: tuple[int, bool] | None, replies: int) -> int:
+        """The index after the step `last` names, else after as many reply steps as `replies`."""
+        if last is None:
+            return self._position_after(replies)
+        number, past = last
+        return len(self._steps) if past else min(number, len(self._steps))
 
     def _position_after(self, replies: int) -> int:
         """The index after the `replies`-th reply step (exceptions are not replies)."""
@@ -143,17 +155,18 @@ class ScriptedModel:
                 return index + 1
         return len(self._steps)
 
-    def _played(self, step: Any, turn: int, request: ModelRequest, number: int | None) -> ModelReply:
+    def _played(self, step: Any, number: str, request: ModelRequest, past: bool = False) -> ModelReply:
+        """The reply of `step`, numbered `number` (its id's, and its tool calls'), `past` the steps."""
         base = step if isinstance(step, ModelReply) else ModelReply(content=list(step))
         content = [
-            {**b, "id": b.get("id") or f"toolu_{turn:03d}_{i}"} if b.get("type") == "tool_use" else b
+            {**b, "id": b.get("id") or f"toolu_{number}_{i}"} if b.get("type") == "tool_use" else b
             for i, b in enumerate(base.content)
         ]
         input_tokens = base.extra.get("input_tokens", 100 + 20 * request.message_count)
         output_tokens = base.extra.get("output_tokens", 30 + 10 * len(content))
         stop = _stop_reason(base, content)
         kind = base.stop or MESSAGES_API_STOPS[stop]  # a script speaks the Messages API's stop reasons
-        name, msg_id = self._name, f"msg_{number:03d}" if number else f"msg_{turn:03d}_then"
+        name, msg_id = self._name, f"msg_{number}_then" if past else f"msg_{number}"
         return ModelReply(content, input_tokens, output_tokens, stop, name, msg_id, stop=kind)
 
 
