@@ -2,8 +2,21 @@
 
 A script is a list of steps. Each step is a `ModelReply`, a list of blocks
 (made with `say`, `call` and `finish`), an exception to raise, or a function
-of the request. The model finds its place from the history it is sent, so a
-run suspended in one process resumes in another with a fresh model.
+of the request. The model finds its place from the history it is sent at every
+call: it goes on after the last reply of the script the request holds (a reply's
+id names its step: `msg_003` is the third, as its tool calls' ids do, `toolu_003_0`,
+so they stay unique when a compaction leaves replies out) when that is further on than the step
+it would play next, so a run plays each step once however many processes or
+workers serve its turns, each with its own model, and a run suspended in one
+process resumes in another with a fresh model. Otherwise it goes on from its
+own place: after an exception step the loop asks again with the same request and
+gets the next step, a summary the model wrote for a compaction (its request holds
+only the older turns) is not played again, and a script one model plays for
+several runs, one after another, goes on from run to run. Nothing in a request
+says which exception steps were raised or which summary was written: another
+model that such a call reaches plays that step again. (A history of replies the
+script did not make, say written by hand, places a fresh model after as many
+reply steps.)
 
 A step may give its stop reason in the Messages API's words (`reply(...,
 stop_reason="max_tokens")`, or a `ModelReply`'s own), so a script plays a
@@ -15,15 +28,18 @@ word (`agent.stops.MESSAGES_API_STOPS`), unless the step sets `stop` itself.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.errors import ConfigError, ScriptExhausted
+from agent.journal import Reply
 from agent.models.base import ModelReply, ModelRequest, StopKind
 from agent.stops import MESSAGES_API_STOPS
 
 Block = dict[str, Any]
 Step = ModelReply | Sequence[Block] | BaseException | Callable[[ModelRequest], Any]
+_REPLY_ID = re.compile(r"msg_(\d+)(_then)?")  # a played reply's id: its step's number, or past the steps
 
 
 def say(text: str) -> Block:
@@ -82,32 +98,52 @@ class ScriptedModel:
     async def complete(self, request: ModelRequest) -> ModelReply:
         self.requests.append(request)
         turn = 1 + request.replies
-        if self._cursor is None:
-            self._cursor = self._position_after(turn - 1)
-        step = self._next_step(turn)
+        last = self._last_played(request)
+        self._cursor = max(self._cursor or 0, self._place_after(last, request.replies))
+        step, number = self._next_step(turn)
         if isinstance(step, BaseException):
             raise step
         if callable(step) and not isinstance(step, ModelReply):
             step = step(request)
-        return self._played(step, turn, request)
+        if number is not None:
+            return self._played(step, f"{number:03d}", request)
+        after = last[0] + 1 if last else turn  # `then`'s replies are numbered on from the last one
+        return self._played(step, f"{after:03d}", request, past=True)
 
     def assert_used_up(self) -> None:
-        """Fail when the script holds steps that no request reached."""
+        """Fail when the script holds steps that no request reached: steps this model neither played
+        nor passed over as played already (by another model serving the same run)."""
         left = len(self._steps) - (self._cursor or 0)
         if left > 0:
             raise AssertionError(f"scripted model: {left} of {len(self._steps)} steps were never played")
 
-    def _next_step(self, turn: int) -> Step:
+    def _next_step(self, turn: int) -> tuple[Step, int | None]:
+        """The step to play and its number (1 for the first step; None: `then`'s)."""
         assert self._cursor is not None
         if self._cursor < len(self._steps):
             self._cursor += 1
-            return self._steps[self._cursor - 1]
+            return self._steps[self._cursor - 1], self._cursor
         if self._then is not None:
-            return self._then(turn)
+            return self._then(turn), None
         raise ScriptExhausted(
             f"scripted model {self._name!r} has no step for turn {turn}: add steps or pass then=",
             error_type="script_exhausted",
         )
+
+    def _last_played(self, request: ModelRequest) -> tuple[int, bool] | None:
+        """The number of the request's last reply when this script played it (its id says), and
+        whether it was past the steps (`then`'s); None for a reply it did not play, or none."""
+        last = next((e for e in reversed(request.journal) if isinstance(e, Reply)), None)
+        if last is None or last.model != self._name or not (m := _REPLY_ID.fullmatch(last.response_id)):
+            return None
+        return int(m[1]), bool(m[2])
+
+    def _place_after(self, last: tuple[int, bool] | None, replies: int) -> int:
+        """The index after the step `last` names, else after as many reply steps as `replies`."""
+        if last is None:
+            return self._position_after(replies)
+        number, past = last
+        return len(self._steps) if past else min(number, len(self._steps))
 
     def _position_after(self, replies: int) -> int:
         """The index after the `replies`-th reply step (exceptions are not replies)."""
@@ -119,17 +155,18 @@ class ScriptedModel:
                 return index + 1
         return len(self._steps)
 
-    def _played(self, step: Any, turn: int, request: ModelRequest) -> ModelReply:
+    def _played(self, step: Any, number: str, request: ModelRequest, past: bool = False) -> ModelReply:
+        """The reply of `step`, numbered `number` (its id's, and its tool calls'), `past` the steps."""
         base = step if isinstance(step, ModelReply) else ModelReply(content=list(step))
         content = [
-            {**b, "id": b.get("id") or f"toolu_{turn:03d}_{i}"} if b.get("type") == "tool_use" else b
+            {**b, "id": b.get("id") or f"toolu_{number}_{i}"} if b.get("type") == "tool_use" else b
             for i, b in enumerate(base.content)
         ]
         input_tokens = base.extra.get("input_tokens", 100 + 20 * request.message_count)
         output_tokens = base.extra.get("output_tokens", 30 + 10 * len(content))
         stop = _stop_reason(base, content)
         kind = base.stop or MESSAGES_API_STOPS[stop]  # a script speaks the Messages API's stop reasons
-        name, msg_id = self._name, f"msg_{turn:03d}"
+        name, msg_id = self._name, f"msg_{number}_then" if past else f"msg_{number}"
         return ModelReply(content, input_tokens, output_tokens, stop, name, msg_id, stop=kind)
 
 
