@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from agent.budget import shown_most
@@ -122,19 +121,3 @@ def model_id(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must name a model, such as claude-sonnet-5-5 (it is empty)")
     return text
-
-
-def given(text: str) -> str:
-    """An argparse type: a value that is not empty. `--store "$STORE"`, `--catalog`, `--temporal`,
-    `--host` and the like with the variable unset fell back to the default without a word (a local
-    store for Temporal, every interface for loopback)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError(
-            "must not be empty (an unset variable?): give one, or leave the option out"
-        )
-    return text
-
-
-def given_path(text: str) -> Path:
-    """`given`, as a path (an empty one was the working folder)."""
-    return Path(given(text))

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from agent.cli._help import given, model_id
+from agent._args import given
+from agent.cli._help import model_id
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from agent._args import given, given_path
 from agent.budget import MAX_COUNT
-from agent.cli._help import above_zero, given, given_path
+from agent.cli._help import above_zero
 from agent.cli.runs import store_on
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG

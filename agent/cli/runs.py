@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from agent._args import given
 from agent.audit import Audit
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
-from agent.cli._help import above_zero, given
+from agent.cli._help import above_zero
 from agent.durable._storetime import StoreClock, pending_by_store_clock
 from agent.durable.catalog import SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, runner_with_telemetry

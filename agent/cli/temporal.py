@@ -25,8 +25,9 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agent._args import given
 from agent.budget import MAX_SECONDS
-from agent.cli._help import METRICS_ADDR, given, metrics_addr
+from agent.cli._help import METRICS_ADDR, metrics_addr
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError

@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent._args import given, given_path
 from agent.durable import review
 from agent.durable._storetime import pending_by_store_clock
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, Catalog, load_catalog
@@ -93,8 +94,6 @@ def _seconds(text: str) -> float:
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
-    from agent.cli._help import given, given_path  # agent.cli imports this module
-
     host = os.environ.get(ENV_HOST) or "127.0.0.1"  # set but empty bound every interface
     p.add_argument("--host", type=given, default=host, help="address to listen on")
     p.add_argument(
