@@ -10,6 +10,8 @@ import inspect
 import json
 import math
 import os
+import shlex
+import shutil
 import subprocess
 import threading
 import time
@@ -62,6 +64,7 @@ class CommandVerifier:
                 f"a command verifier needs the command's words as strings, as command('pytest', '-q') "
                 f"takes them; got {argv!r:.80}"
             )
+        _refuse_one_string(argv, self.cwd)
         t = self.timeout
         if not (is_number(t) and 0 < t < math.inf):
             raise ConfigError(f"a command verifier's timeout is a number of seconds > 0, not {t!r}")
@@ -127,6 +130,24 @@ class PredicateVerifier:
         if inspect.isawaitable(held):  # an `async def` check: its answer, not the coroutine (always true)
             held = _in_new_loop(_awaited(held))
         return [] if held else [self.reason]
+
+
+def _refuse_one_string(argv: Sequence[str], cwd: str | Path | None) -> None:
+    """Refuse a whole command line in one word (`command("python -m pytest")`): no shell splits it,
+    so each `done` ended the run `error` (FileNotFoundError), after the model's paid turns."""
+    line = argv[0]
+    if len(argv) != 1 or not isinstance(line, str) or len(line.split()) < 2:
+        return
+    if shutil.which(line) is None and not (Path(cwd or ".") / line).exists():
+        try:
+            split = shlex.split(line)
+        except ValueError:  # an unclosed quote
+            split = line.split()
+        words = ", ".join(repr(w) for w in split)
+        raise ConfigError(
+            f"command({line!r}) names one program of that whole name, and there is none: no shell splits "
+            f"it, so give the command's words apart: command({words})"
+        )
 
 
 def command(*argv: str, cwd: str | Path | None = None, timeout: float = DEFAULT_TIMEOUT) -> CommandVerifier:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from test_service_defences import AUTH, Build, build  # noqa: F401 (the fixture)
+
+from agent import Agent, Catalog
+from agent.errors import ConfigError
+from agent.models.scripted import ScriptedModel
 
 SAYS = "the task type must not be empty: name one the agent runs, or leave it out for its own"
 CLEAN = {"agent": "csv-cleaner", "task": "Clean it", "state": {"scenario": "csv/clean"}}
@@ -33,3 +39,25 @@ def test_start_refuses_an_empty_task_type(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert SAYS in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("task_types", "says"),
+    [
+        ("fix_ci", "task_types must be a tuple of task type names, such as ('fix_ci',), not 'fix_ci'"),
+        (("fix_ci", ""), "task_types must hold non-empty strings"),
+        (None, "task_types must be a tuple of task type names"),
+    ],
+)
+def test_a_catalog_entry_refuses_task_types_that_are_no_names(task_types: object, says: str) -> None:
+    """Before: `register(..., task_types=("fix_ci"))` (the comma forgotten) took the string letter by
+    letter: a start could ask for task type "f", and one for "fix_ci" was refused."""
+    catalog = Catalog()
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        catalog.register(
+            "fixer", lambda state: Agent(name="fixer", model=ScriptedModel([])), task_types=task_types
+        )
+    catalog.register(
+        "fixer", lambda state: Agent(name="fixer", model=ScriptedModel([])), task_types=["fix_ci"]
+    )
+    assert catalog.entry("fixer").task_types == ("fix_ci",)

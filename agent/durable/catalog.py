@@ -42,6 +42,18 @@ class AgentEntry:
     cleanup: Callable[[State], None] | None = None
     task_types: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        """`task_types` a collection of names: a bare string (`task_types=("fix_ci")`, the comma
+        forgotten) was taken letter by letter, each letter a task type a start could ask for."""
+        given = self.task_types
+        if isinstance(given, str | bytes) or not isinstance(given, tuple | list | set | frozenset):
+            raise ConfigError(
+                f"task_types must be a tuple of task type names, such as ('fix_ci',), not {given!r}"
+            )
+        if not all(is_text(t) for t in given):
+            raise ConfigError(f"task_types must hold non-empty strings, not {sorted(map(repr, given))}")
+        object.__setattr__(self, "task_types", tuple(given))
+
 
 @dataclass
 class Catalog:

@@ -33,6 +33,7 @@ class ObservedRun:
 
     def __init__(self, recorder: Recorder) -> None:
         self._rec = recorder
+        self._in_turn = False  # a turn inside a turn counted twice, its span inside the other's
 
     @property
     def result(self) -> RunResult | None:
@@ -61,13 +62,21 @@ class ObservedRun:
         called no tool. A limit or a cancellation reported between turns leaves the turn as it was
         (Endstate's loop checks those before a turn)."""
         self._going("turn")
+        if self._in_turn:
+            raise ConfigError(
+                "run.turn() inside a turn: a turn holds one model call and the tool calls after it; "
+                "end the turn's `with` block before the next one begins"
+            )
         index = self._rec.begin_turn()
         self._rec.explicit_turns = True
+        self._in_turn = True
         try:
             yield index
         except BaseException:
             self._rec.hold_turn(stopping=True)
             raise
+        finally:
+            self._in_turn = False
         self._rec.hold_turn()
 
     @contextlib.contextmanager
@@ -147,6 +156,7 @@ class ModelCall:
 
     def __init__(self, recorder: Recorder) -> None:
         self._rec = recorder
+        self._in_turn = False  # a turn inside a turn counted twice, its span inside the other's
         self.answered = False
 
     def reply(
