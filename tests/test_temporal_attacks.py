@@ -475,21 +475,25 @@ def test_a_run_whose_workflow_history_nears_temporals_limit_stops_named(
 
 
 def test_a_result_whose_journal_no_payload_can_hold_still_ends_the_workflow(temporal: TemporalServer) -> None:
-    # The journal passes 2 MiB with the last tool result: the result goes without its snapshot.
+    # The journal passes 2 MiB with the last tool result: the result keeps its snapshot packed (probe40e:
+    # it went without it, and the run could not be extended).
     state = {"script": "blobs", "history": "off", "max_turns": 2}
     assert locally(state)[0].snapshot is not None  # a limit keeps one: the run can be extended
     there, _ = on_temporal(temporal, state)
     assert (there.reason, there.limit) == ("limit", "turns")
-    assert there.snapshot is None and "snapshot" in there.note
+    assert there.snapshot is not None and "kept zlib-compressed" in there.note, there.note
 
 
 def test_a_cancelled_run_whose_snapshot_was_too_large_is_not_started_over(
     temporal: TemporalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Starting it over from its task would run again every tool it ran; it says so instead.
+    # Starting it over from its task would run again every tool it ran; it says so instead. (Its snapshot
+    # is too large even packed: a result that holds it either way is counted so.)
     size = w.payload_size
     monkeypatch.setattr(
-        w, "payload_size", lambda v: 10**9 if isinstance(v, dict) and v.get("snapshot") else size(v)
+        w,
+        "payload_size",
+        lambda v: 10**9 if isinstance(v, dict) and (v.get("snapshot") or w.PACKED in v) else size(v),
     )
 
     async def scenario() -> None:

@@ -246,8 +246,20 @@ def result_from_json(data: dict[str, Any]) -> RunResult:
     values["cause"] = StopCause(data["cause"]) if data.get("cause") else None
     values["verifier_failures"] = tuple(data.get("verifier_failures") or ())
     values["suspension"] = suspension_from_json(data.get("suspension"))
-    values["snapshot"] = Snapshot.from_json(data["snapshot"]) if data.get("snapshot") else None
+    snapshot, problem = _snapshot_of(data)
+    values["snapshot"] = Snapshot.from_json(snapshot) if snapshot else None
+    if problem:
+        values["note"] = f"{values.get('note') or ''}\n[Endstate: {problem}]".strip()
     return RunResult(**values)
+
+
+def _snapshot_of(data: dict[str, Any]) -> tuple[str | None, str | None]:
+    """A result's snapshot JSON, unpacked when the workflow kept it packed (`PACKED`: one over a payload),
+    and why a packed one could not be read (then None)."""
+    try:
+        return unpacked(data).get("snapshot"), None
+    except (ValueError, zlib.error) as exc:
+        return None, f"the result's packed snapshot ({PACKED}) could not be read: {exc!s:.200}"
 
 
 def suspension_from_json(data: dict[str, Any] | None) -> Suspension | None:
@@ -398,10 +410,13 @@ def payload_size(value: Any) -> int:
 
 
 # A hand-over whose snapshot is too large for its execution's input carries it zlib-compressed, base64, under
-# PACKED (`workflow.PACKED_HAND_OVER`), and this in place of the snapshot: an older worker that takes the
+# PACKED (`workflow.PACKED_HAND_OVER`), as does a resumed execution's start (`TemporalRuns.resume`), and this
+# in place of the snapshot: an older worker that takes the
 # execution reads it as a snapshot of a version it does not know and fails its workflow task (tried again
 # until a worker that reads PACKED takes it), never as a start without a snapshot, which would run the task
 # anew. Tool results are text: the start of 300 turns of 5 kB packs from 1.73 MB to 0.48 MB (benchmarks/).
+# A workflow's result keeps such a snapshot under PACKED too (`workflow.PACKED_RESULT`), `snapshot` None: a
+# client from before reads a result without a snapshot (it ignores the key), as it did.
 PACKED = "snapshot_zlib"
 MAX_UNPACKED_BYTES = 2 * MAX_HISTORY_BYTES
 PACKED_IN_PLACE = json.dumps(
@@ -412,6 +427,11 @@ PACKED_IN_PLACE = json.dumps(
 def packed(text: str) -> str:
     """`text` (a snapshot's JSON) compressed with zlib, as base64 (ASCII: JSON carries it unescaped)."""
     return base64.b64encode(zlib.compress(text.encode("utf-8", "surrogatepass"))).decode("ascii")
+
+
+def packed_start(start: dict[str, Any]) -> dict[str, Any]:
+    """A start whose snapshot is packed (`PACKED`), `PACKED_IN_PLACE` left in `snapshot` (see above)."""
+    return {**start, "snapshot": PACKED_IN_PLACE, PACKED: packed(start["snapshot"])}
 
 
 def unpacked(start: Any) -> Any:

@@ -286,6 +286,7 @@ class TemporalRuns:
         start = {**run, "snapshot": result.snapshot.to_json() if result.snapshot else None}
         if more is not None:
             start["more"] = dataclasses.asdict(more)
+        start = _fitting(run_id, start)
         try:
             return await self._start_workflow(
                 run_id,
@@ -565,6 +566,20 @@ def _still_out(run: dict[str, Any], stopped: RunResult, more: Extension) -> Limi
     assert stopped.snapshot is not None
     snap = stopped.snapshot
     return extended(w.budget_of(run["plan"]), Journal(snap.journal)).plus(more).exceeded(snap.usage)
+
+
+def _fitting(run_id: str, start: dict[str, Any]) -> dict[str, Any]:
+    """A resumed execution's start, its snapshot packed when only so it fits in a payload (`_wire.PACKED`:
+    the workflow unpacks it); one that does not fit even so is refused, saying why."""
+    if w.payload_size(start) <= w.MAX_PAYLOAD_BYTES or not start.get("snapshot"):
+        return start
+    packed = w.packed_start(start)
+    if (size := w.payload_size(packed)) > w.MAX_PAYLOAD_BYTES:
+        raise ConfigError(
+            f"run {run_id}: its snapshot is {size:,} bytes even compressed, over the {w.MAX_PAYLOAD_BYTES:,} "
+            "a Temporal execution is started with, so it cannot be resumed on Temporal; nothing was changed"
+        )
+    return packed
 
 
 def _carried_count(start: object) -> int:

@@ -93,6 +93,9 @@ CONTINUE_AS_NEW = "endstate-continue-as-new-past-a-bound"
 # fits (`_wire.PACKED`): such a run stayed in its execution, its history growing to `history_too_large`.
 # Runs started before went on in their execution, as they did.
 PACKED_HAND_OVER = "endstate-hand-over-a-packed-snapshot"
+# A result whose snapshot is over a payload keeps it packed when that fits (`_wire.PACKED`, beside `snapshot`
+# None), so the run can still be resumed or extended. Runs ended before left it out, as they did.
+PACKED_RESULT = "endstate-result-keeps-a-packed-snapshot"
 CARRIED = ("agent", "task", "task_type", "state", "plan")  # what of the run its next execution is given
 CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
@@ -244,7 +247,7 @@ class EndstateRun:
         start: dict[str, Any] = {k: run[k] for k in CARRIED if k in run}
         start.update(segments=self._before + moved, snapshot=snap.to_json())
         if (size := w.payload_size(start)) > w.MAX_PAYLOAD_BYTES and workflow.patched(PACKED_HAND_OVER):
-            start.update({"snapshot": w.PACKED_IN_PLACE, w.PACKED: w.packed(start["snapshot"])})
+            start = w.packed_start(start)
         if w.payload_size(start) <= w.MAX_PAYLOAD_BYTES:
             self._moved = moved
             try:
@@ -773,21 +776,38 @@ def _waiting(snap: Snapshot) -> RunResult:
 
 def _carried(result: RunResult, room: int) -> dict[str, Any]:
     """The result as the workflow's result, in `room` bytes (a payload, less what the result goes with:
-    the run's task, state and plan): without its snapshot when it does not fit (the workflow could never
-    complete), and the note says so. Its other long texts are cut to fit first (`fitted`): the snapshot
-    keeps them whole."""
-    data = w.result_json(result)
-    snapshot = data["snapshot"]
-    data = {**fitted({**data, "snapshot": None}, room), "snapshot": snapshot}
+    the run's task, state and plan): its snapshot packed when only so it fits (`PACKED_RESULT`), left out
+    when it does not fit even so (the workflow could never complete), and the note says so. Its other long
+    texts are cut to fit first (`fitted`): the snapshot keeps them whole."""
+    whole = w.result_json(result)
+    snapshot = whole["snapshot"]
+    data = {**fitted({**whole, "snapshot": None}, room), "snapshot": snapshot}
     if snapshot is None or w.payload_size(data) <= room:
         return data
     size = w.payload_size(snapshot)
+    if workflow.patched(PACKED_RESULT) and (kept := _packed_result(whole, snapshot, room)):
+        return kept
     workflow.logger.warning("run %s: its snapshot (%d bytes) is left out of the result", result.run_id, size)
     note = (
         f"{data['note'] or ''}\n[Endstate: the run's snapshot ({size:,} bytes) is too large for a Temporal "
         "payload and was not kept: this run cannot be resumed or extended.]"
     )
     return {**data, "snapshot": None, "note": note.strip()}
+
+
+def _packed_result(data: dict[str, Any], snapshot: str, room: int) -> dict[str, Any] | None:
+    """`data` (a result as JSON) with its `snapshot` packed under `_wire.PACKED`, `snapshot` None (what a
+    client from before reads: a result without one), in `room` bytes; None when it does not fit so."""
+    pack = w.packed(snapshot)
+    said = (
+        f"[Endstate: the run's snapshot ({w.payload_size(snapshot):,} bytes) is over a Temporal payload: it "
+        f"is kept zlib-compressed ({len(pack):,} bytes, under {w.PACKED!r}), which resume and extend read; a "
+        "client from before that reads no snapshot: resume the run with a newer one.]"
+    )
+    note = f"{data['note'] or ''}\n{said}".strip()
+    rest = fitted({**data, "snapshot": None, "note": note}, room - w.payload_size({w.PACKED: pack}))
+    kept = {**rest, w.PACKED: pack}
+    return kept if w.payload_size(kept) <= room else None
 
 
 def fitted(data: dict[str, Any], room: int = w.MAX_PAYLOAD_BYTES) -> dict[str, Any]:
