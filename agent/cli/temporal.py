@@ -417,6 +417,11 @@ def _worker(args: argparse.Namespace) -> int:
     returns), and the process ends without them (`main.run` exits without the interpreter's teardown)."""
     on_temporal(args)
     metrics_addr(args)
+    if args.first_scrape_wait_given and not args.metrics_port:  # $ENDSTATE_FIRST_SCRAPE_WAIT is serve's too
+        raise ConfigError(
+            f"--first-scrape-wait {args.first_scrape_wait:g} waits for a scrape of /metrics, which the "
+            "worker serves only with --metrics-port PORT: give it one, or leave the option out"
+        )
     runner = asyncio.Runner()
     try:
         code = runner.run(_run_worker(args))
