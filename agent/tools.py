@@ -72,7 +72,7 @@ class Tool:
     def __post_init__(self) -> None:
         if not (isinstance(self.name, str) and TOOL_NAME.fullmatch(self.name)):
             raise ConfigError(
-                f"tool name {self.name!r} is not one a model API takes: 1 to 64 letters, digits, _ or -"
+                f"tool name {self.name!r} is not one a model API takes: 1 to 64 ASCII letters, digits, _ or -"
             )
         if not callable(self.fn):
             raise ConfigError(

@@ -231,7 +231,7 @@ def test_one_run_is_one_run_not_one_runs(
     assert "0 runs recovered or swept" in capsys.readouterr().out
     assert (
         main(["start", "csv-cleaner", "Clean orders.csv", "--store", store, "--scenario", "csv/shutdown"])
-        == 0
+        == 3  # cancelled: not a success's 0
     )
     assert "cancelled after 2 turns" in capsys.readouterr().out
     s = open_store(store)  # a shutdown-cancelled run is recovered; mark this one as one

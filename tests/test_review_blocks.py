@@ -178,11 +178,11 @@ def test_promote_writes_each_blob_whole_under_blobs_and_mends_one_that_does_not_
     shot.unlink()
     shot.symlink_to(elsewhere)
     (cases / "r-shot.yaml").unlink()
-    (cases / "r-shot.yaml").symlink_to(elsewhere)  # the case file too: promote overwrites by default
+    (cases / "r-shot.yaml").symlink_to(elsewhere)  # the case file too: promote --force replaces it
     printed_inode = printed.stat().st_ino
     code, text = cli(
         capsys, "review", "promote", "r-shot", "--out", str(cases), "--catalog", CATALOG,
-        "--store", str(cases.parent / "runs.db"),
+        "--store", str(cases.parent / "runs.db"), "--force",
     )  # fmt: skip
     assert code == 0, text
     assert not shot.is_symlink() and shot.read_bytes() == png(4, 3)

@@ -191,7 +191,7 @@ def test_pending_says_how_to_answer_and_when_it_is_too_late(
 def test_a_cancelled_run_says_how_to_resume_it_and_resume_does(store_url: str, tmp_path: Path) -> None:
     env = {**env_with_tests(), "ENDSTATE_WORLDS": str(tmp_path / "worlds")}
     first = endstate("start", "csv-cleaner", "Clean", "--scenario", "csv/shutdown", store=store_url, env=env)
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 3, first.stderr  # cancelled: not a success's 0 (red40b)
     run_id = re.findall(r"^run (\w+): cancelled", first.stdout, re.M)[0]
     assert first.stdout.rstrip().endswith(f"-> endstate resume {run_id} --store {store_url}")
     done = endstate("resume", run_id, "--json", store=store_url, env=env)

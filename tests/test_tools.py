@@ -697,7 +697,7 @@ def test_a_literal_is_an_enum_of_its_choices_and_list_items_are_typed():
     ("options", "message"),
     [
         ({"name": "search the web"}, r"tool name 'search the web' is not one a model API takes"),
-        ({"name": "x" * 65}, r"1 to 64 letters, digits, _ or -"),
+        ({"name": "x" * 65}, r"1 to 64 ASCII letters, digits, _ or -"),
         ({"needs_approval": "yes"}, r"needs_approval must be True or False, not 'yes'"),
         ({"preview": "a diff"}, r"preview must be a function"),
     ],

@@ -48,6 +48,15 @@ ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
 }
 
 
+DRIVES = ("answer", "approve", "deny", "start", "resume")  # commands that wait for a run's segment to end
+EXITS = (
+    "exit status: 0 once the run's segment ends (whatever its stop reason: its line, or --json's reason, "
+    "says which) or waits for a person; 3 when it ended cancelled (SIGTERM or Ctrl-C here, a workflow "
+    "cancel over Temporal): the run is not over, and its line says what continues it; 2 when the command "
+    "is refused."
+)
+
+
 class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows each option's default, unless it has none or its help already says it."""
 
@@ -74,6 +83,8 @@ class HelpParser(argparse.ArgumentParser):
         command = self.prog.removeprefix("endstate").strip()
         if self.epilog is None and command in ENVIRONMENT:
             self.epilog = f"environment variables read: {ENVIRONMENT[command]}."
+        if command in DRIVES:
+            self.epilog = f"{self.epilog} {EXITS}"
 
     def add_argument(self, *args: Any, **kwargs: Any) -> Any:
         """An option given no help still shows its default."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,11 +46,22 @@ async def play(
         agent = build_agent(scenario, world, model, **options)
         state = {"scenario": scenario.name}
         first = await agent.arun(scenario.task, cancel=world.cancel, state=state)
+        if _interrupted():
+            raise KeyboardInterrupt  # its run ended cancelled, recorded: the demo stops here (exit 130)
         played = [Played(scenario, first, scenario.expect if model is None else None, 1)]
         if scenario.follow_up and first.snapshot is not None and model is None:
             after = await follow_up(agent, scenario.follow_up, first, world)
             played.append(Played(scenario, after, scenario.expect_after, 2))
+    if _interrupted():
+        raise KeyboardInterrupt
     return played
+
+
+def _interrupted() -> bool:
+    """Whether Ctrl-C came (`asyncio.run` cancels its main task on it, and the run, swallowing the
+    cancellation, ends `cancelled`): the demo then stops rather than play on."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def select(names: list[str] | None) -> list[Scenario]:

@@ -93,6 +93,12 @@ def add_promote(sub: Any) -> None:
         help="the catalog the run's agent comes from, as `serve --catalog` named it; written into the "
         f"case for `endstate eval` (default: ${ENV_CATALOG}, else the seed agents)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the run's case file in --out when one is there (without it, as the inbox's Promote, "
+        "it is kept and the promote refused)",
+    )
     p.set_defaults(handler=run_promote)
 
 
@@ -168,7 +174,12 @@ def run_label(args: argparse.Namespace) -> int:
 
 def run_promote(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        done = review.promote(store, args.run_id, args.expect, args.out, catalog=args.catalog)
+        try:
+            done = review.promote(
+                store, args.run_id, args.expect, args.out, catalog=args.catalog, overwrite=args.force
+            )
+        except review.CaseExists as exc:
+            raise review.CaseExists(f"{exc}, or give --force to replace it") from None
     print(f"wrote {done.path}: case {done.name!r}, expects {' -> '.join(done.expected)}")
     print(f"    -> endstate eval {done.path.parent}")
     return 0

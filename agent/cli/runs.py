@@ -374,7 +374,17 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any], create: 
         if args.json
         else result_line(result, store_on(args), record, runner.owner)
     )
-    return 0
+    return exit_code(result)
+
+
+CANCELLED_EXIT = 3  # a segment that ended cancelled: the run is not over, `endstate resume` continues it
+
+
+def exit_code(result: RunResult) -> int:
+    """The exit code of a command that drove a run's segment: `CANCELLED_EXIT` when it ended cancelled
+    (SIGTERM, Ctrl-C, its cancel signal), so a script tells a run to resume from one that ended; else 0,
+    whatever the stop reason (its line or --json says which), a run waiting for a person too."""
+    return CANCELLED_EXIT if result.reason is StopReason.CANCELLED else 0
 
 
 def record_now(store: RunStore, run_id: str) -> RunRecord | None:

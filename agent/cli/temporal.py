@@ -219,10 +219,11 @@ async def _runs_client(args: argparse.Namespace) -> Any:
 
 
 def _print_result(args: argparse.Namespace, result: Any) -> int:
-    from agent.cli.runs import result_line
+    """Print how a segment ended; its exit code (`exit_code`: a cancelled run's is not a success's)."""
+    from agent.cli.runs import exit_code, result_line
 
     print(json.dumps(result.to_dict()) if args.json else result_line(result, temporal_on(args)))
-    return 0
+    return exit_code(result)
 
 
 async def _noted(args: argparse.Namespace, call: Awaitable[T]) -> T:
@@ -251,8 +252,8 @@ async def _start(args: argparse.Namespace) -> int:
     if isinstance(started, str):
         print(json.dumps({"run_id": started}) if args.json else started)
         return 0
-    _print_result(args, started)
-    return 2 if _refused(started) else 0
+    code = _print_result(args, started)
+    return 2 if _refused(started) else code
 
 
 def _refused(result: RunResult) -> bool:
@@ -416,6 +417,11 @@ def _worker(args: argparse.Namespace) -> int:
     returns), and the process ends without them (`main.run` exits without the interpreter's teardown)."""
     on_temporal(args)
     metrics_addr(args)
+    if args.first_scrape_wait_given and not args.metrics_port:  # $ENDSTATE_FIRST_SCRAPE_WAIT is serve's too
+        raise ConfigError(
+            f"--first-scrape-wait {args.first_scrape_wait:g} waits for a scrape of /metrics, which the "
+            "worker serves only with --metrics-port PORT: give it one, or leave the option out"
+        )
     runner = asyncio.Runner()
     try:
         code = runner.run(_run_worker(args))

@@ -228,7 +228,8 @@ class Runner:
         given, run_id = run_id is not None, run_id or uuid.uuid4().hex
         if not RUN_ID.fullmatch(run_id):
             raise ConfigError(
-                f"run id {run_id!r} must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'"
+                f"run id {run_id!r} must be 1-64 ASCII letters, digits, '_', '-' or '.', "
+                "not starting with '.'"
             )
         entry = self.catalog.entry(agent)
         if given and self.store.get(run_id) is not None:  # before `prepare`, which may build the run's world

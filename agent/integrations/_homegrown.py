@@ -29,11 +29,16 @@ class ObservedRun:
     success with the last model text as output (checked by the verifiers), or
     after a reply the model API refused (`stop_reason` "refusal") `gave_up`, cause
     `refusal`; an exception leaving it is `error` (or `cancelled`), recorded and re-raised.
+    A call against that shape (a turn or model call inside another call, a tool call inside a model
+    call, a second reply or stop) is a `ConfigError`, never counted.
     """
 
     def __init__(self, recorder: Recorder) -> None:
         self._rec = recorder
         self._in_turn = False  # a turn inside a turn counted twice, its span inside the other's
+        self._answered = False  # the open turn's model call has its reply: the next call is the next turn's
+        self._in_call = False  # a model call's block is open
+        self._tools = 0  # tool calls' blocks open (several at once: tools run in parallel)
 
     @property
     def result(self) -> RunResult | None:
@@ -52,6 +57,17 @@ class ObservedRun:
                 "start a new observe_run for another run"
             )
 
+    def _outside(self, what: str) -> None:
+        """A clear `ConfigError` for a turn or a model call begun inside a model call or a tool call: it
+        was counted as another turn (or a retry), its span inside the call's."""
+        inside = "a model call" if self._in_call else "a tool call" if self._tools else ""
+        if inside:
+            raise ConfigError(
+                f"run.{what}() inside {inside}: a turn holds one model call and, after its reply, the tool "
+                "calls it asks for; end the call's `with` block first (a tool's own model calls are the "
+                "tool's, not the run's)"
+            )
+
     @contextlib.contextmanager
     def turn(self) -> Iterator[int]:
         """One turn: its model call and the tool calls that follow it.
@@ -67,9 +83,10 @@ class ObservedRun:
                 "run.turn() inside a turn: a turn holds one model call and the tool calls after it; "
                 "end the turn's `with` block before the next one begins"
             )
+        self._outside("turn")
         index = self._rec.begin_turn()
         self._rec.explicit_turns = True
-        self._in_turn = True
+        self._in_turn, self._answered = True, False
         try:
             yield index
         except BaseException:
@@ -87,15 +104,26 @@ class ObservedRun:
         if not isinstance(model, str):
             raise ConfigError(f"run.model_call(model=...) takes the model's name, a string, not {model!r}")
         self._going("model_call")
+        self._outside("model_call")
+        if self._in_turn and self._answered:
+            raise ConfigError(
+                "run.model_call() after this turn's model call was answered: a turn holds one model call "
+                "(and retries of a failed one); begin the next turn with `with run.turn():`"
+            )
         self._rec.model_started(max_tokens, model=model)
         call = ModelCall(self._rec)
+        self._in_call = True
         try:
             yield call
         except BaseException as exc:
             self._rec.model_ended(Usage(), error=exc)
             raise
-        if not call.answered:
+        finally:
+            self._in_call = False
+        if not call.answered and self._rec.result is None:
             call.reply()
+        call.answered = True  # a reply given after the block is refused: the call is over
+        self._answered = self._in_turn
 
     @contextlib.contextmanager
     def tool(
@@ -105,36 +133,49 @@ class ObservedRun:
         if arguments is not None and not isinstance(arguments, Mapping):
             raise ConfigError(f"run.tool({name!r}, arguments=...) takes a dict, not {arguments!r}")
         self._going("tool")
+        if self._in_call:
+            raise ConfigError(
+                f"run.tool({name!r}) inside a model call: the tool calls come after the reply that asks "
+                "for them; give call.reply(...) and end the model call's `with` block first"
+            )
         call_id = call_id or uuid.uuid4().hex[:12]
         self._rec.tool_started(call_id, name, arguments)
         handle = ToolRun()
+        self._tools += 1
         try:
             yield handle
         except Exception as exc:
             self._rec.tool_ended(call_id, name, str(exc), type(exc).__name__, arguments)
             raise
+        finally:
+            self._tools -= 1
         self._rec.tool_ended(call_id, name, handle.text, handle.error_type, arguments)
 
     def succeed(self, output: Any = None) -> RunResult:
         """The loop produced its final output: success, checked by the verifiers."""
+        self._going("succeed")
         return self._rec.succeed(self._rec.last_text if output is None else output)
 
     def limit(self, kind: LimitKind | str, note: str = "") -> RunResult:
         """A budget of the loop's own ran out: `limit` with which one."""
+        self._going("limit")
         return self._rec.finish(StopReason.LIMIT, limit=_named(LimitKind, kind, "limit kind"), note=note)
 
     def give_up(self, note: str, cause: StopCause | str = StopCause.AGENT) -> RunResult:
         """The model gave up (`agent`), the API refused (`refusal`) or a guardrail tripped (`guardrail`)."""
+        self._going("give_up")
         return self._rec.finish(StopReason.GAVE_UP, cause=_named(StopCause, cause, "cause"), note=note)
 
     def need_help(self, question: str, pending: PendingAction | None = None, state: Any = None) -> RunResult:
         """The loop waits for a person; `state` is what it needs to resume (kept at `result.raw`)."""
+        self._going("need_help")
         return self._rec.suspend(question, pending, raw=state)
 
     def stop(self, reason: StopReason | str, note: str = "") -> RunResult:
         """Any other stop reason (`no_progress`, `cancelled`, `error`...); `success`, `need_help` and
         `gave_up` go the way `succeed`, `need_help` and `give_up` do (verified; a question with a
         deadline; the agent's own give-up). `limit` must say which: use `limit(kind)`."""
+        self._going("stop")
         reason = _named(StopReason, reason, "stop reason")
         if reason is StopReason.LIMIT:
             kinds = ", ".join(str(k) for k in LimitKind)
@@ -156,8 +197,7 @@ class ModelCall:
 
     def __init__(self, recorder: Recorder) -> None:
         self._rec = recorder
-        self._in_turn = False  # a turn inside a turn counted twice, its span inside the other's
-        self.answered = False
+        self.answered = False  # given its reply, or its block ended: a reply now would count it again
 
     def reply(
         self,
@@ -175,6 +215,13 @@ class ModelCall:
         runs do. Without `cost_usd` the call has no price, and the run's cost is
         unknown (never a made-up $0): price it with your own table if you have one.
         """
+        if self.answered:
+            raise ConfigError(
+                "call.reply() of a model call that has its reply, or whose `with` block ended: one model "
+                "call has one reply; open another run.model_call() for another call"
+            )
+        if (ended := self._rec.result) is not None:
+            raise ConfigError(f"call.reply() after the run ended ({ended.reason}): its result is final")
         cache_read = cache_write = 0
         if message is not None:
             usage = getattr(message, "usage", None)

@@ -9,7 +9,7 @@ import os
 import signal
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent._args import given, given_path
 from agent.durable import review
@@ -152,11 +152,24 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+class _Given(argparse.Action):
+    """Store an option's value and mark it given on the command line (`DEST_given`), not defaulted
+    from the environment."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def first_scrape_arg(p: argparse.ArgumentParser, what: str) -> None:
     """`--first-scrape-wait`: how long the process waits for Prometheus's first read of /metrics
-    before it `what` (so a new pod's counters are read at zero first)."""
+    before it `what` (so a new pod's counters are read at zero first); `first_scrape_wait_given`
+    says whether the command line gave it (its default is `$ENDSTATE_FIRST_SCRAPE_WAIT`, which
+    `serve` and `worker` share)."""
+    p.set_defaults(first_scrape_wait_given=False)
     p.add_argument(
         "--first-scrape-wait",
+        action=_Given,
         type=seconds_from_zero,
         default=os.environ.get(ENV_FIRST_SCRAPE_WAIT) or "0",
         metavar="SECONDS",
