@@ -145,7 +145,8 @@ class TemporalRuns:
         run_id = run_id or _new_id()
         if not RUN_ID.fullmatch(run_id):
             raise ConfigError(
-                f"run id {run_id!r} must be 1-64 letters, digits, '_', '-' or '.', not starting with '.'"
+                f"run id {run_id!r} must be 1-64 ASCII letters, digits, '_', '-' or '.', "
+                "not starting with '.'"
             )
         _check_label("agent", agent)
         if task_type:
