@@ -19,6 +19,7 @@ import asyncio
 import dataclasses
 import gc
 import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -33,6 +34,7 @@ from temporalio.client import (
     WorkflowHistoryEventFilterType,
     WorkflowUpdateFailedError,
 )
+from temporalio.client import Plugin as ClientPlugin
 from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
@@ -40,6 +42,7 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import ConnectConfig as ServiceConfig
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode, ServiceClient
 
 from agent._state import extended
@@ -703,6 +706,7 @@ async def _namespace_problem(client: Client, address: str, namespace: str) -> st
 
 # The first send of an update: one attempt (in Temporal's core a `max_retries` of 0 is "no limit")
 ONE_ATTEMPT = RetryConfig(max_retries=1, max_elapsed_time_millis=0)
+Connecting = Callable[[ServiceConfig], Awaitable[ServiceClient]]
 
 
 class PromptCaps:
@@ -711,7 +715,10 @@ class PromptCaps:
     try again for about 14 s, so a reply the cap refused was told so only then. A refusal by the cap is
     raised at once; any other failure of the call sends the update again on `client`, with its retries
     (the same update id: Temporal takes it once). The connection is made at the first update (lazy), one
-    for the client's life, with its address, TLS, identity and API key (public API only)."""
+    for the client's life, from the client's connection config through its plugins' connection hooks, as
+    `Client.connect` makes it (public API only): headers, TLS, interceptors or metrics a plugin adds when it
+    connects are the same on both. No call-level option turns the SDK's retries off (`rpc_timeout` bounds an
+    attempt, and the update waits for its result on it), hence the second connection."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -719,25 +726,45 @@ class PromptCaps:
 
     async def execute(self, handle: WorkflowHandle[Any, Any], update: str, args: list[Any]) -> Any:
         """`handle.execute_update(update, args=args)`, the cap's refusal raised at once (`RPCError`)."""
-        once = (await self.connection()).get_workflow_handle(
+        try:
+            connection = await self.connection()
+        except (RuntimeError, RPCError):  # a plugin's hook that failed to connect: the client's own, retried
+            return await handle.execute_update(update, args=args)
+        once = connection.get_workflow_handle(
             handle.id, run_id=handle.run_id, first_execution_run_id=handle.first_execution_run_id
         )
         return await _sent_promptly(once, handle, update, args)
 
     async def connection(self) -> Client:
-        """The connection without retries (made once; lazy, so this awaits nothing and two callers
-        cannot both make one), its API key and headers kept those of `client`'s."""
+        """The connection without retries (made once), its API key and headers kept those of `client`'s."""
         if self._once is None:
-            config = self.client.service_client.config
-            config = dataclasses.replace(config, retry_config=ONE_ATTEMPT, lazy=True)
             options = self.client.config()  # as given: its plugins configure the new client once
-            options["service_client"] = await ServiceClient.connect(config)
-            self._once = Client(**options)
+            options["service_client"] = await _connected_once(
+                self.client.service_client.config, options["plugins"]
+            )
+            if self._once is None:  # another caller's, made while the plugins' hooks ran: that one kept
+                self._once = Client(**options)
         if self._once.api_key != self.client.api_key:  # set anew on the client since
             self._once.api_key = self.client.api_key
         if self._once.rpc_metadata != self.client.rpc_metadata:
             self._once.rpc_metadata = self.client.rpc_metadata
         return self._once
+
+
+async def _connected_once(config: ServiceConfig, plugins: Sequence[ClientPlugin]) -> ServiceClient:
+    """A lazy connection with `config` through the plugins' `connect_service_client` hooks, chained as
+    `Client.connect` chains them (the first wraps the others); one attempt a call whatever they set."""
+
+    def one_attempt(config: ServiceConfig) -> Awaitable[ServiceClient]:
+        return ServiceClient.connect(dataclasses.replace(config, retry_config=ONE_ATTEMPT, lazy=True))
+
+    def hooked(plugin: ClientPlugin, inner: Connecting) -> Connecting:
+        return lambda config: plugin.connect_service_client(config, inner)
+
+    connect: Connecting = one_attempt
+    for plugin in reversed(plugins):
+        connect = hooked(plugin, connect)
+    return await connect(config)
 
 
 async def _sent_promptly(
