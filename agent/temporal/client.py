@@ -98,7 +98,8 @@ MAPPING_TRIES = 20  # starts tried, about 0.5 s apart, while attributes just reg
 # task out after 10 s by default: measured here, 481 turns replayed in 8.7 s and 2,500 (about where a run
 # stops at the event limit) in 47.9 s, so a long run would never be taken up by a new worker, each task
 # timing out and tried again. 120 s leaves room for a run that stops at the event limit, on a loaded
-# worker; the price: a worker that dies holding a workflow task holds its run up to that long.
+# worker; the price: a worker that dies holding a workflow task holds its run up to that long, as does each
+# retry a worker from before packing takes of a packed execution's task (README: it reports the failure once).
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=120)
 
 
