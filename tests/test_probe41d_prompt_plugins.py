@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -133,6 +134,8 @@ def test_a_replys_prompt_connection_runs_the_clients_plugin_hooks(
             assert once.service_client.config.retry_config == ONE_ATTEMPT  # the plugin's retries not taken
             assert updates(proxy.calls) and set(updates(proxy.calls)) == {TOKEN}
             assert {header for _, header in proxy.calls} == {TOKEN}  # nothing refused: none sent again
+            client.rpc_metadata = {HEADER: "rotated"}  # set on the client since: the connection takes it
+            assert (await runs.prompt.connection()).rpc_metadata == {HEADER: "rotated"}
 
     asyncio.run(scenario())
 
@@ -151,12 +154,12 @@ class Failing(Plugin):
     ) -> ServiceClient:
         self.hooked += 1
         if self.hooked > 1:
-            raise RuntimeError("the token service did not answer")
+            raise PermissionError("the token service did not answer")
         return await next(config)
 
 
 def test_a_reply_whose_prompt_connection_a_plugin_refuses_is_sent_on_the_clients_own(
-    temporal: TemporalServer, tmp_path: Path
+    temporal: TemporalServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def scenario() -> None:
         async with serving(temporal, temporal_agents.catalog()) as direct:
@@ -166,11 +169,18 @@ def test_a_reply_whose_prompt_connection_a_plugin_refuses_is_sent_on_the_clients
             await answered(runs, direct, tmp_path, 0)
             assert plugin.hooked == 2  # tried, refused; the reply went on the client's connection
 
-    asyncio.run(scenario())
+    with caplog.at_level(logging.WARNING, logger="endstate.temporal"):
+        asyncio.run(scenario())
+    said = [r.getMessage() for r in caplog.records if "prompt one failed" in r.getMessage()]
+    assert said == [
+        "a reply goes on the client's connection, with retries: its prompt one failed: "
+        "the token service did not answer"
+    ], said
 
 
 def test_plugins_hooks_chain_as_client_connect_chains_them(temporal: TemporalServer) -> None:
-    """The first plugin wraps the others, as in `Client.connect`: each sees what the ones before it set."""
+    """The first plugin wraps the others, as in `Client.connect`: each sees what the ones before it set;
+    what they set for the second connection (a header of its own) is kept."""
     seen = list[tuple[str, dict[str, str | bytes]]]()
 
     class Tag(Plugin):
@@ -184,13 +194,21 @@ def test_plugins_hooks_chain_as_client_connect_chains_them(temporal: TemporalSer
             self, config: ConnectConfig, next: Callable[[ConnectConfig], Awaitable[ServiceClient]]
         ) -> ServiceClient:
             seen.append((self.tag, dict(config.rpc_metadata)))
-            tagged = {**config.rpc_metadata, self.tag: "1"}
+            tagged = {**config.rpc_metadata, self.tag: str(sum(tag == self.tag for tag, _ in seen))}
             return await next(dataclasses.replace(config, rpc_metadata=tagged))
 
     async def scenario() -> None:
         client = await Client.connect(temporal.address, plugins=[Tag("x-first"), Tag("x-second")])
-        once = await TemporalRuns(client).prompt.connection()
-        assert [tag for tag, _ in seen] == ["x-first", "x-second"] * 2
-        assert {"x-first": "1", "x-second": "1"}.items() <= once.rpc_metadata.items()
+        prompt = TemporalRuns(client).prompt
+        once = await prompt.connection()
+        assert [(tag, headers.get("x-first")) for tag, headers in seen] == [
+            ("x-first", None),
+            ("x-second", "1"),
+            ("x-first", "1"),  # the client's config, as the hooks left it
+            ("x-second", "2"),
+        ]
+        assert {"x-first": "1", "x-second": "1"}.items() <= client.rpc_metadata.items()
+        assert {"x-first": "2", "x-second": "2"}.items() <= once.rpc_metadata.items()
+        assert (await prompt.connection()).rpc_metadata == once.rpc_metadata  # not the client's: kept
 
     asyncio.run(scenario())

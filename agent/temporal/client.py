@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -72,6 +73,7 @@ _NO_RESULT = {
 }
 MAX_KEYWORD_BYTES = w.MAX_KEYWORD_BYTES
 CLOSE_EVENT = WorkflowHistoryEventFilterType.CLOSE_EVENT
+log = logging.getLogger("endstate.temporal")
 
 
 class ElsewhereRun(UnknownRun):
@@ -716,20 +718,25 @@ class PromptCaps:
     try again for about 14 s, so a reply the cap refused was told so only then. A refusal by the cap is
     raised at once; any other failure of the call sends the update again on `client`, with its retries
     (the same update id: Temporal takes it once). The connection is made at the first update (lazy), one
-    for the client's life, from the client's connection config through its plugins' connection hooks, as
-    `Client.connect` makes it (public API only): headers, TLS, interceptors or metrics a plugin adds when it
-    connects are the same on both. No call-level option turns the SDK's retries off (`rpc_timeout` bounds an
-    attempt, and the update waits for its result on it), hence the second connection."""
+    for the client's life, from the client's connection config (as its plugins' hooks left it) through
+    those hooks again, as `Client.connect` makes it (public API only): headers, TLS, interceptors or metrics
+    a plugin adds when it connects are the same on both; a hook that fails sends the reply on `client`.
+    No call-level option turns the SDK's retries off (`rpc_timeout` bounds an attempt, and the update waits
+    for its result on it), hence the second connection."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
         self._once: Client | None = None
+        self._given: tuple[str | None, Any] = (None, None)  # the client's API key and headers `_once` has
 
     async def execute(self, handle: WorkflowHandle[Any, Any], update: str, args: list[Any]) -> Any:
         """`handle.execute_update(update, args=args)`, the cap's refusal raised at once (`RPCError`)."""
         try:
             connection = await self.connection()
-        except (RuntimeError, RPCError):  # a plugin's hook that failed to connect: the client's own, retried
+        except Exception as exc:  # a plugin's hook failed (the client's own connection went through them)
+            log.warning(
+                "a reply goes on the client's connection, with retries: its prompt one failed: %s", exc
+            )
             return await handle.execute_update(update, args=args)
         once = connection.get_workflow_handle(
             handle.id, run_id=handle.run_id, first_execution_run_id=handle.first_execution_run_id
@@ -737,7 +744,8 @@ class PromptCaps:
         return await _sent_promptly(once, handle, update, args)
 
     async def connection(self) -> Client:
-        """The connection without retries (made once), its API key and headers kept those of `client`'s."""
+        """The connection without retries (made once); an API key or headers set anew on `client` since
+        are set on it too (those the plugins' hooks gave it otherwise kept)."""
         if self._once is None:
             options = self.client.config()  # as given: its plugins configure the new client once
             options["service_client"] = await _connected_once(
@@ -745,10 +753,13 @@ class PromptCaps:
             )
             if self._once is None:  # another caller's, made while the plugins' hooks ran: that one kept
                 self._once = Client(**options)
-        if self._once.api_key != self.client.api_key:  # set anew on the client since
-            self._once.api_key = self.client.api_key
-        if self._once.rpc_metadata != self.client.rpc_metadata:
-            self._once.rpc_metadata = self.client.rpc_metadata
+                self._given = (self.client.api_key, self.client.rpc_metadata)
+        api_key, headers = self._given
+        if self.client.api_key != api_key:
+            self._once.api_key = api_key = self.client.api_key
+        if self.client.rpc_metadata != headers:
+            self._once.rpc_metadata = headers = self.client.rpc_metadata
+        self._given = (api_key, headers)
         return self._once
 
 
