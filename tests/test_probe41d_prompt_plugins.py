@@ -64,6 +64,7 @@ class Proxy(grpc.GenericRpcHandler):
 
     def __init__(self, upstream: grpc.aio.Channel) -> None:
         self.upstream, self.calls = upstream, list[tuple[str, str | None]]()
+        self.address = ""  # where it listens, once it does
 
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
         method = details.method
@@ -85,16 +86,16 @@ class Proxy(grpc.GenericRpcHandler):
 
 
 @asynccontextmanager
-async def proxying(address: str) -> AsyncIterator[tuple[str, Proxy]]:
-    """A proxy to the server at `address` on a free loopback port: its address and itself."""
+async def proxying(address: str) -> AsyncIterator[Proxy]:
+    """A proxy to the server at `address`, listening on a free loopback port."""
     async with grpc.aio.insecure_channel(address) as upstream:
         proxy = Proxy(upstream)
         server = grpc.aio.server()
         server.add_generic_rpc_handlers([proxy])
-        port = server.add_insecure_port("127.0.0.1:0")
+        proxy.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
         await server.start()
         try:
-            yield f"127.0.0.1:{port}", proxy
+            yield proxy
         finally:
             await server.stop(None)
 
@@ -117,13 +118,10 @@ def test_a_replys_prompt_connection_runs_the_clients_plugin_hooks(
     async def scenario() -> None:
         async with (
             serving(temporal, temporal_agents.catalog()) as direct,
-            proxying(temporal.address) as (
-                address,
-                proxy,
-            ),
+            proxying(temporal.address) as proxy,
         ):
             plugin = TeamToken()
-            client = await Client.connect(address, plugins=[plugin])
+            client = await Client.connect(proxy.address, plugins=[plugin])
             runs = TemporalRuns(client, task_queue=direct.task_queue)
             assert len(plugin.connections) == 1  # the client's own
             for n in range(2):
