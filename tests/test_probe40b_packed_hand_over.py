@@ -16,7 +16,7 @@ import json
 import logging
 import random
 import zlib
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -33,7 +33,7 @@ from agent.durable.catalog import Catalog
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import RunResult, StopReason
 from agent.snapshot import Snapshot
-from agent.temporal import _registry
+from agent.temporal import TemporalRuns, _registry
 from agent.temporal import _wire as w
 from agent.temporal import client as temporal_client
 from agent.temporal import workflow as run_workflow
@@ -172,13 +172,25 @@ def test_an_older_worker_fails_the_task_of_a_packed_execution_and_a_newer_one_ca
 ) -> None:
     """The worker before packing read a start as this code does, less the unpacking: it is this code with
     `unpacked` a no-op. It takes the snapshot left in place for a snapshot and fails on it (a version it
-    does not know): its workflow task fails, tried again, and no call is made again."""
+    does not know): its workflow task fails, tried again, and no call is made again. The stall README
+    states: the older worker takes the retry at once and holds it (the SDK reports a task's failure once)
+    the whole task timeout, stopped meanwhile or not; a newer worker takes the next attempt."""
     name = queue()
-    # the older worker holds the task it failed once until its timeout (the SDK reports a failure once):
-    # 120 s for a run; 10 s here, so that the newer worker takes the run soon
-    monkeypatch.setattr(temporal_client, "WORKFLOW_TASK_TIMEOUT", timedelta(seconds=10))
+    # 120 s for a run, a packed execution's too (README); 10 s here, so that the newer worker takes it soon
+    timeout = timedelta(seconds=10)
+    monkeypatch.setattr(temporal_client, "WORKFLOW_TASK_TIMEOUT", timeout)
 
-    async def older() -> tuple[str, str]:
+    async def held(runs: TemporalRuns, run_id: str) -> datetime:
+        """When the older worker took the failed task again (its second attempt)."""
+        for _ in range(300):
+            task = (await runs.client.get_workflow_handle(run_id).describe()).raw_description
+            pending = task.pending_workflow_task
+            if pending.attempt == 2 and pending.HasField("started_time"):
+                return pending.started_time.ToDatetime(tzinfo=UTC)
+            await asyncio.sleep(0.1)
+        raise AssertionError("the older worker did not take the failed task again")
+
+    async def older() -> tuple[str, str, datetime]:
         with monkeypatch.context() as before:
             before.setattr(w, "unpacked", lambda start: start)
             async with serving(
@@ -204,21 +216,29 @@ def test_an_older_worker_fails_the_task_of_a_packed_execution_and_a_newer_one_ca
                             if e.HasField("activity_task_scheduled_event_attributes")
                         ]
                         assert scheduled == []  # the older worker ran nothing of the run again
-                        return run_id, failed[0].failure.message
+                        return run_id, failed[0].failure.message, await held(runs, run_id)
                     await asyncio.sleep(0.1)
         raise AssertionError("the older worker never took the packed execution")
 
-    async def newer(run_id: str) -> RunResult:
+    async def newer(run_id: str) -> tuple[RunResult, Any]:
         async with serving(
             temporal, catalog(), name, continue_after_events=LOW, heartbeat_seconds=30.0
         ) as runs:
-            return await asyncio.wait_for(runs.result(run_id), 120)
+            done = await asyncio.wait_for(runs.result(run_id), 120)
+            chain = await executions(runs, run_id)
+            return done, await runs.client.get_workflow_handle(run_id, run_id=chain[-1]).fetch_history()
 
-    run_id, failure = asyncio.run(older())
+    run_id, failure, taken = asyncio.run(older())
     assert "snapshot version 'packed' is not supported" in failure, failure
-    done = asyncio.run(newer(run_id))
+    done, history = asyncio.run(newer(run_id))
     assert done.reason is StopReason.SUCCESS and done.turns == PAGES + 2, done.note
     assert calls_log(tmp_path, run_id) == ["start 1", "end 1"]
+    [retried, *_] = [
+        (e.workflow_task_scheduled_event_attributes.attempt, e.event_time.ToDatetime(tzinfo=UTC))
+        for e in history.events
+        if e.HasField("workflow_task_scheduled_event_attributes") and e.event_id > 2  # the first's retries
+    ]
+    assert retried[0] == 3 and retried[1] - taken >= timeout - timedelta(seconds=1), (retried, taken)
 
 
 @pytest.mark.slow

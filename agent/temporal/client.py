@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import logging
 import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -33,6 +35,7 @@ from temporalio.client import (
     WorkflowHistoryEventFilterType,
     WorkflowUpdateFailedError,
 )
+from temporalio.client import Plugin as ClientPlugin
 from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
@@ -40,6 +43,7 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import ConnectConfig as ServiceConfig
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode, ServiceClient
 
 from agent._state import extended
@@ -69,6 +73,7 @@ _NO_RESULT = {
 }
 MAX_KEYWORD_BYTES = w.MAX_KEYWORD_BYTES
 CLOSE_EVENT = WorkflowHistoryEventFilterType.CLOSE_EVENT
+log = logging.getLogger("endstate.temporal")
 
 
 class ElsewhereRun(UnknownRun):
@@ -95,7 +100,8 @@ MAPPING_TRIES = 20  # starts tried, about 0.5 s apart, while attributes just reg
 # task out after 10 s by default: measured here, 481 turns replayed in 8.7 s and 2,500 (about where a run
 # stops at the event limit) in 47.9 s, so a long run would never be taken up by a new worker, each task
 # timing out and tried again. 120 s leaves room for a run that stops at the event limit, on a loaded
-# worker; the price: a worker that dies holding a workflow task holds its run up to that long.
+# worker; the price: a worker that dies holding a workflow task holds its run up to that long, as does each
+# retry a worker from before packing takes of a packed execution's task (README: it reports the failure once).
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=120)
 
 
@@ -703,6 +709,7 @@ async def _namespace_problem(client: Client, address: str, namespace: str) -> st
 
 # The first send of an update: one attempt (in Temporal's core a `max_retries` of 0 is "no limit")
 ONE_ATTEMPT = RetryConfig(max_retries=1, max_elapsed_time_millis=0)
+Connecting = Callable[[ServiceConfig], Awaitable[ServiceClient]]
 
 
 class PromptCaps:
@@ -711,33 +718,65 @@ class PromptCaps:
     try again for about 14 s, so a reply the cap refused was told so only then. A refusal by the cap is
     raised at once; any other failure of the call sends the update again on `client`, with its retries
     (the same update id: Temporal takes it once). The connection is made at the first update (lazy), one
-    for the client's life, with its address, TLS, identity and API key (public API only)."""
+    for the client's life, from the client's connection config (as its plugins' hooks left it) through
+    those hooks again, as `Client.connect` makes it (public API only): headers, TLS, interceptors or metrics
+    a plugin adds when it connects are the same on both; a hook that fails sends the reply on `client`.
+    No call-level option turns the SDK's retries off (`rpc_timeout` bounds an attempt, and the update waits
+    for its result on it), hence the second connection."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
         self._once: Client | None = None
+        self._given: tuple[str | None, Any] = (None, None)  # the client's API key and headers `_once` has
 
     async def execute(self, handle: WorkflowHandle[Any, Any], update: str, args: list[Any]) -> Any:
         """`handle.execute_update(update, args=args)`, the cap's refusal raised at once (`RPCError`)."""
-        once = (await self.connection()).get_workflow_handle(
+        try:
+            connection = await self.connection()
+        except Exception as exc:  # a plugin's hook failed (the client's own connection went through them)
+            log.warning(
+                "a reply goes on the client's connection, with retries: its prompt one failed: %s", exc
+            )
+            return await handle.execute_update(update, args=args)
+        once = connection.get_workflow_handle(
             handle.id, run_id=handle.run_id, first_execution_run_id=handle.first_execution_run_id
         )
         return await _sent_promptly(once, handle, update, args)
 
     async def connection(self) -> Client:
-        """The connection without retries (made once; lazy, so this awaits nothing and two callers
-        cannot both make one), its API key and headers kept those of `client`'s."""
+        """The connection without retries (made once); an API key or headers set anew on `client` since
+        are set on it too (those the plugins' hooks gave it otherwise kept)."""
         if self._once is None:
-            config = self.client.service_client.config
-            config = dataclasses.replace(config, retry_config=ONE_ATTEMPT, lazy=True)
             options = self.client.config()  # as given: its plugins configure the new client once
-            options["service_client"] = await ServiceClient.connect(config)
-            self._once = Client(**options)
-        if self._once.api_key != self.client.api_key:  # set anew on the client since
-            self._once.api_key = self.client.api_key
-        if self._once.rpc_metadata != self.client.rpc_metadata:
-            self._once.rpc_metadata = self.client.rpc_metadata
+            options["service_client"] = await _connected_once(
+                self.client.service_client.config, options["plugins"]
+            )
+            if self._once is None:  # another caller's, made while the plugins' hooks ran: that one kept
+                self._once = Client(**options)
+                self._given = (self.client.api_key, self.client.rpc_metadata)
+        api_key, headers = self._given
+        if self.client.api_key != api_key:
+            self._once.api_key = api_key = self.client.api_key
+        if self.client.rpc_metadata != headers:
+            self._once.rpc_metadata = headers = self.client.rpc_metadata
+        self._given = (api_key, headers)
         return self._once
+
+
+async def _connected_once(config: ServiceConfig, plugins: Sequence[ClientPlugin]) -> ServiceClient:
+    """A lazy connection with `config` through the plugins' `connect_service_client` hooks, chained as
+    `Client.connect` chains them (the first wraps the others); one attempt a call whatever they set."""
+
+    def one_attempt(config: ServiceConfig) -> Awaitable[ServiceClient]:
+        return ServiceClient.connect(dataclasses.replace(config, retry_config=ONE_ATTEMPT, lazy=True))
+
+    def hooked(plugin: ClientPlugin, inner: Connecting) -> Connecting:
+        return lambda config: plugin.connect_service_client(config, inner)
+
+    connect: Connecting = one_attempt
+    for plugin in reversed(plugins):
+        connect = hooked(plugin, connect)
+    return await connect(config)
 
 
 async def _sent_promptly(
