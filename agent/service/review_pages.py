@@ -41,6 +41,7 @@ from agent.service.http import notice_of, notice_params, status_of
 from agent.service.inbox import (
     HEADERS,
     View,
+    cut_note,
     filters,
     form_of,
     link,
@@ -61,6 +62,7 @@ LABELLED = "/inbox/review/labelled"
 REVIEWER_COOKIE = "endstate_reviewer"  # the name last given with a label, to fill the form in again
 MAX_NAME = 200
 MAX_NOTE = 2000
+CAUSE_CHARS = 2000  # of a stop's cause (a model's final text) a card in the queue shows; its page: all
 LABEL_TEXT = {  # what each label says and what it does
     Label.CORRECT_GIVE_UP: (
         "Correct give-up",
@@ -158,7 +160,8 @@ class ReviewPages:
         steps = await run_in_threadpool(lambda: [steps_of(self.store, r)[0] for r in records])
         reviewer = _reviewer(request)
         items = [
-            run_card(r, s, view) + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
+            run_card(r, s, view, CAUSE_CHARS)
+            + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
             for r, s in zip(records, steps, strict=True)
         ]
         body = page_html(
@@ -406,21 +409,26 @@ class ReviewPages:
 # -- pieces ------------------------------------------------------------------------------------------
 
 
-def run_card(r: RunRecord, steps: list[Step], view: View) -> str:
-    """A finished run: who, the task, how it stopped and why, what it did."""
+def run_card(r: RunRecord, steps: list[Step], view: View, cause_chars: int | None = None) -> str:
+    """A finished run: who, the task, how it stopped and why (its first `cause_chars` characters,
+    when given and it is longer: the note says so), what it did."""
     e = escape
     stop = f"{r.stop_reason}" + (f" ({r.stop_limit})" if r.stop_limit else "")
     ended = r.ended_at or r.updated_at
     ago = span(time.time() - ended)
     cause = r.note or r.output or (f"its {r.stop_limit} budget ran out" if r.stop_limit else "")
     error = f" <code>{e(r.error_type)}</code>" if r.error_type else ""
+    cut = ""
+    if cause_chars is not None and len(cause) > cause_chars:  # a model's megabyte, in a list of runs
+        whole = f'<a href="{e(run_url(r.run_id))}">the run\'s page</a> shows them all.'
+        cause, cut = cause[:cause_chars], cut_note("its", cause_chars, len(cause), whole)
     return f"""<header><a class="agent" href="{e(view.url(agent=r.agent, page=None))}">{e(r.agent)}</a>
   <a class="type" href="{e(view.url(task_type=r.task_type, page=None))}">{e(r.task_type)}</a>
   <a class="id" href="{e(run_url(r.run_id))}">{e(r.run_id)}</a></header>
   <p class="task">{e(r.task)}</p>
   <p class="stop">Stopped: <code>{e(stop)}</code> after {r.turns} turn{"" if r.turns == 1 else "s"},
   ended {e(when(ended))} ({ago} ago)</p>
-  <p class="cause">Cause:{error} {e(cause) or "(the run gave none)"}</p>
+  <p class="cause">Cause:{error} {e(cause) or "(the run gave none)"}</p>{cut}
   {steps_section(r.summary, steps, "What it did", "did")}"""
 
 
