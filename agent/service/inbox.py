@@ -1,8 +1,9 @@
 """The help inbox: one server-rendered page of runs waiting for a person. No build step, no script.
 
 Sign in once with the service token (the page keeps an HttpOnly, SameSite=Strict
-cookie derived from it); then answer a question, or approve or deny a pending
-tool call. Every form posts to `/inbox/...` and comes back to the page.
+cookie of that sign-in, signed with the token, for `SESSION_SECONDS`; Sign out ends it on
+this process); then answer a question, or approve or deny a pending tool call. Every form
+posts to `/inbox/...` and comes back to the page.
 
 Questions and tool arguments come from the model: every value is HTML-escaped,
 and the page forbids scripts and framing (CSP), so markup in them stays text.
@@ -25,6 +26,7 @@ form defences; links at the top of both move between them.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
@@ -39,7 +41,7 @@ from starlette.routing import Route
 from agent.durable.store import RunRecord
 from agent.durable.store.base import when
 from agent.errors import EndstateError
-from agent.service.auth import COOKIE, ENV_TOKEN, ENV_TOKEN_FILE
+from agent.service.auth import CLOCK_SKEW, COOKIE, ENV_TOKEN, ENV_TOKEN_FILE, SESSION_SECONDS
 from agent.service.briefing import Briefing, Preview, Step, brief, waited_seconds
 from agent.service.config import Service
 from agent.service.http import (
@@ -135,7 +137,8 @@ class Inbox:
         response = RedirectResponse(f"/inbox?{signed}", status_code=303)
         response.set_cookie(
             COOKIE,
-            self.service.token.cookie_value,
+            self.service.token.session_cookie(time.time()),
+            max_age=SESSION_SECONDS,
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -144,6 +147,7 @@ class Inbox:
 
     async def logout(self, request: Request) -> Response:
         same_origin(request)
+        sign_out(self.service, request)
         response = RedirectResponse("/inbox", status_code=303)
         response.delete_cookie(COOKIE)
         return response
@@ -186,8 +190,22 @@ class Inbox:
 
 
 def signed_in(service: Service, request: Request) -> bool:
-    """The request carries the inbox cookie made from the service token."""
-    return service.token.accepts_cookie(request.cookies.get(COOKIE))
+    """The request carries an inbox cookie this service's token signed, made less than
+    `SESSION_SECONDS` ago and not signed out since."""
+    session = service.token.session_of(request.cookies.get(COOKIE), time.time())
+    return session is not None and session not in service.signed_out
+
+
+def sign_out(service: Service, request: Request) -> None:
+    """End the request's session here: its cookie, kept or copied, no longer signs anyone in (to
+    this service process; at `SESSION_SECONDS` on every one). Ended ones past that age are forgotten."""
+    now = time.time()
+    session = service.token.session_of(request.cookies.get(COOKIE), now)
+    ended = service.signed_out
+    for old in [k for k, at in ended.items() if now - at > SESSION_SECONDS + CLOCK_SKEW]:
+        del ended[old]
+    if session is not None:
+        ended[session] = now
 
 
 def same_origin(request: Request) -> None:
