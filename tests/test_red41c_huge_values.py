@@ -1,6 +1,6 @@
 """A model's huge text on the on-call pages: a list page shows the start of it and says it was cut.
 
-Before, the review queue printed each run's whole final text (a give-up's note, a success's output):
+Before, the review queue printed each run's whole task and final text (a give-up's note, a success's output):
 fifty runs whose model wrote a megabyte each made a 50 MB page, which a browser takes minutes to lay
 out, if it does at all. The inbox did the same with a question a model asked and a call's arguments.
 Now a list shows the first characters of each, says how many there are in all and where to read them
@@ -37,8 +37,8 @@ def wire(memo: str) -> str:
     return "sent"
 
 
-def stored(store: RunStore, run_id: str, reply: list[Any]) -> None:
-    """A run of `ci-fixer` stored as it ended after the model's `reply`."""
+def stored(store: RunStore, run_id: str, reply: list[Any], task: str = "fix the build") -> None:
+    """A run of `ci-fixer` for `task` stored as it ended after the model's `reply`."""
     agent = Agent(
         model=ScriptedModel([reply]),
         name="ci-fixer",
@@ -46,8 +46,8 @@ def stored(store: RunStore, run_id: str, reply: list[Any]) -> None:
         help=HelpPolicy(wait_seconds=3600),
         budget=Budget(max_turns=5, max_seconds=60),
     )
-    result = agent.run("fix the build", run_id=run_id)
-    store.create(NewRun(run_id, "ci-fixer", "fix the build", "fix_ci", {}), lease(), time.time())
+    result = agent.run(task, run_id=run_id)
+    store.create(NewRun(run_id, "ci-fixer", task, "fix_ci", {}), lease(), time.time())
     store.record(run_id, Outcome.of(result), lease(), time.time())
 
 
@@ -99,3 +99,19 @@ def test_the_inbox_cuts_a_huge_question_and_huge_arguments_and_says_where_they_a
     assert signed.text.count('class="approve"') == RUNS  # a cut call can still be approved or denied
     whole = client.get("/runs/pays-0").json()
     assert whole["pending"]["arguments"]["memo"] == HUGE  # what the call gets: all of it
+
+
+def test_a_huge_task_a_pasted_log_is_cut_on_both_lists(api: tuple[TestClient, RunStore]) -> None:
+    """A task is written by whoever starts the run (`endstate start` takes a CI log as it is)."""
+    client, store = api
+    for n in range(RUNS):
+        stored(store, f"log-{n}", [finish("give_up", "cannot")], task=HUGE)
+        stored(store, f"log-asks-{n}", [finish("need_help", "which test?")], task=HUGE)
+    queue, inbox = client.get("/inbox/review"), client.get("/inbox")
+    assert len(queue.content) < 100_000 and len(inbox.content) < 200_000, (
+        len(queue.content),
+        len(inbox.content),
+    )
+    assert queue.text.count(f"of its {len(HUGE):,} characters") == RUNS
+    assert inbox.text.count("of the task's") == RUNS and "word149999" not in queue.text + inbox.text
+    assert "word149999" in client.get("/inbox/review/runs/log-0").text

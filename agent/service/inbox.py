@@ -14,7 +14,7 @@ The page lists the waiting runs oldest first, `page_size` at a time
 (`/inbox?page=2`), of one agent or task type when asked (`?agent=ci-fixer&task_type=fix_ci`).
 Each shows what the agent did before asking (its summary and last tool calls) and, for an
 approval, what the call would do (the tool's own `preview`, see `briefing`). A request past
-its deadline shows as expired, without buttons. A question or a call's arguments past
+its deadline shows as expired, without buttons. A task, a question or a call's arguments past
 `SHOWN_CHARS` characters (a model's megabyte) shows its start and a note linking `/runs/ID`.
 The page reloads itself every `REFRESH_SECONDS` with a `<meta http-equiv="refresh">` (no
 script), unless `?refresh=off`.
@@ -60,7 +60,7 @@ from agent.service.visible import escape, visible_json
 from agent.text import lookalikes
 
 REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
-SHOWN_CHARS = 20_000  # of a question or a call's arguments the list shows (a model's megabyte: cut, and said)
+SHOWN_CHARS = 20_000  # of a task, a question or a call's arguments the list shows (a megabyte: cut, and said)
 FILTERS = ("agent", "task_type")
 VIEWS = (  # the inbox's views: (key, address, link text)
     ("waiting", "/inbox", "Waiting for a person"),
@@ -296,7 +296,7 @@ def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
   <header><a class="agent" href="{e(view.url(agent=r.agent, page=None))}">{e(r.agent)}</a>
   <a class="type" href="{e(view.url(task_type=r.task_type, page=None))}">{e(r.task_type)}</a>
   <span class="id">{e(r.run_id)}</span></header>
-  <p class="task">{e(r.task)}</p>
+  <p class="task">{e(r.task[:SHOWN_CHARS])}</p>{_whole_in_api(r, "the task's", len(r.task), "it")}
   {_question(r)}
   {_refused(r)}{_call(r, b.preview) or _look_closely(r)}
   {_before(r, b.steps)}{notice(b.unreadable, "journal-error")}
