@@ -23,7 +23,7 @@ def test_a_form_whose_body_does_not_arrive_within_the_body_timeout_is_a_408(
     # sends a form's headers and then trickles (or never sends) its body held a connection 60 times
     # longer than `--body-timeout 0.5` allows.
     with Server(str(tmp_path / "runs.db"), tmp_path, "--body-timeout", "0.5") as server:
-        here, signed = f"127.0.0.1:{server.port}", Token(TOKEN).session_cookie(time.time())
+        here, signed = f"127.0.0.1:{server.port}", Token(TOKEN).cookie_value
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
             head = (
                 f"POST {path} HTTP/1.1\r\nHost: {here}\r\nOrigin: http://{here}\r\n"

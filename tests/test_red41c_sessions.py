@@ -115,3 +115,13 @@ def test_an_old_a_foreign_or_a_forged_cookie_signs_no_one_in(served: tuple[TestC
         assert _approve(client, cookie) == 401, why
     record = store.get("r1")
     assert record is not None and record.status == "waiting"
+
+
+def test_the_tokens_cookie_value_is_a_fresh_session_cookie(served: tuple[TestClient, RunStore]) -> None:
+    """`Token.cookie_value` (what a sign-in sets) is kept for the code that forged one: each read is a
+    new session's cookie that signs in, which `accepts_cookie` takes and another token does not."""
+    client, _ = served
+    token = Token(TOKEN)
+    first, second = token.cookie_value, token.cookie_value
+    assert first != second and _is_signed_in(client, first)
+    assert token.accepts_cookie(first) and not Token("another-token-0123456789").accepts_cookie(first)

@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +60,16 @@ class Token:
         if not hmac.compare_digest(sig.encode(), self._session_sig(made).encode()):
             return None
         return session if -CLOCK_SKEW < now - int(issued) < SESSION_SECONDS else None
+
+    @property
+    def cookie_value(self) -> str:
+        """A new inbox session's cookie, made now (what a sign-in sets)."""
+        return self.session_cookie(time.time())
+
+    def accepts_cookie(self, offered: str | None) -> bool:
+        """`offered` is a session cookie of this token's, still in its `SESSION_SECONDS` (a sign-out
+        is the service's to check: `inbox.signed_in`)."""
+        return self.session_of(offered, time.time()) is not None
 
     def _session_sig(self, made: str) -> str:
         signed = b"endstate-inbox-session\x00" + made.encode()
