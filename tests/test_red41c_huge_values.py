@@ -115,3 +115,31 @@ def test_a_huge_task_a_pasted_log_is_cut_on_both_lists(api: tuple[TestClient, Ru
     assert queue.text.count(f"of its {len(HUGE):,} characters") == RUNS
     assert inbox.text.count("of the task's") == RUNS and "word149999" not in queue.text + inbox.text
     assert "word149999" in client.get("/inbox/review/runs/log-0").text
+
+
+@pytest.fixture
+def cut_inbox(api: tuple[TestClient, RunStore]) -> str:
+    """The inbox page over a run asking with a huge task and question and one with huge arguments
+    (stored before Chromium starts: its driver runs an event loop, where `Agent.run` is refused)."""
+    client, store = api
+    stored(store, "asks", [finish("need_help", HUGE)], task=HUGE)
+    stored(store, "pays", [call("wire", memo=HUGE)])
+    return client.get("/inbox").text
+
+
+@pytest.mark.slow
+def test_in_chromium_the_cut_notes_show_under_each_cut_text(
+    cut_inbox: str, page: object, tmp_path: Path
+) -> None:
+    """The inbox as Chromium lays it out: each cut text and its note below it (a screenshot kept)."""
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    page.set_content(cut_inbox)
+    asks, pays = page.locator("#run-asks"), page.locator("#run-pays")
+    expect(asks.locator("p.cut")).to_have_count(2)  # the task and the question
+    expect(asks.locator("p.question + p.cut")).to_contain_text("of the question's 1,538,890 characters")
+    expect(pays.locator("pre.arguments + p.cut")).to_contain_text("the call gets them all")
+    expect(pays.locator("pre.arguments + p.cut a")).to_have_attribute("href", "/runs/pays")
+    page.screenshot(path=str(tmp_path / "cut.png"), full_page=True)
+    assert (tmp_path / "cut.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
