@@ -214,8 +214,7 @@ def promote(
         if overwrite:  # a new file renamed over the old: never half written, nor written through a link
             _write_new(path, case_yaml(case).encode())
         else:
-            with path.open("x") as stream:
-                stream.write(case_yaml(case))
+            _write_once(path, case_yaml(case).encode())
     except FileExistsError:
         raise CaseExists(f"{path} exists already (written just now by someone else)") from None
     except OSError as exc:
@@ -261,6 +260,19 @@ def _write_new(path: Path, raw: bytes) -> None:
     except BaseException:
         Path(part).unlink(missing_ok=True)
         raise
+
+
+def _write_once(path: Path, raw: bytes) -> None:
+    """`raw` in a new file at `path` (FileExistsError when one is there), removed again when it cannot
+    be written whole: a half-written case (a full disk) would be taken for the promoted one, refused
+    by `endstate eval`, and keep every later promote out."""
+    with path.open("xb") as stream:
+        try:
+            stream.write(raw)
+            stream.flush()
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
 
 
 @dataclass(frozen=True)

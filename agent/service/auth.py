@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,9 @@ ENV_TOKEN = "ENDSTATE_TOKEN"
 ENV_TOKEN_FILE = "ENDSTATE_TOKEN_FILE"
 COOKIE = "endstate_inbox"
 MIN_LENGTH = 16
+SESSION_SECONDS = 12 * 3600  # an inbox sign-in lasts an on-call shift; then the token is asked again
+CLOCK_SKEW = 60  # seconds a replica's clock may be behind the one that signed a person in
+_DIGITS = re.compile(r"[0-9]{1,12}")
 _UNSENDABLE = re.compile(r"[^\t\x20-\x7e]")  # what a header does not carry as the client wrote it
 
 
@@ -40,13 +44,36 @@ class Token:
     def accepts(self, offered: str | None) -> bool:
         return bool(offered) and hmac.compare_digest(str(offered).encode(), self.secret.encode())
 
+    def session_cookie(self, now: float) -> str:
+        """A new inbox session's cookie, made at `now`: when it was made, a random id, and their
+        signature (derived from the token, not the token itself)."""
+        made = f"{int(now)}.{secrets.token_urlsafe(12)}"
+        return f"{made}.{self._session_sig(made)}"
+
+    def session_of(self, offered: str | None, now: float) -> str | None:
+        """The id of the session `offered` (a cookie) holds, when this token signed it less than
+        `SESSION_SECONDS` before `now`; else None (another token's, forged, expired, or not one)."""
+        made, _, sig = str(offered or "").rpartition(".")
+        issued, _, session = made.partition(".")
+        if not (_DIGITS.fullmatch(issued) and session and sig):
+            return None
+        if not hmac.compare_digest(sig.encode(), self._session_sig(made).encode()):
+            return None
+        return session if -CLOCK_SKEW < now - int(issued) < SESSION_SECONDS else None
+
     @property
     def cookie_value(self) -> str:
-        """What the inbox cookie holds: derived from the token, not the token itself."""
-        return hmac.new(self.secret.encode(), b"endstate-inbox-session", hashlib.sha256).hexdigest()
+        """A new inbox session's cookie, made now (what a sign-in sets)."""
+        return self.session_cookie(time.time())
 
     def accepts_cookie(self, offered: str | None) -> bool:
-        return bool(offered) and hmac.compare_digest(str(offered).encode(), self.cookie_value.encode())
+        """`offered` is a session cookie of this token's, still in its `SESSION_SECONDS` (a sign-out
+        is the service's to check: `inbox.signed_in`)."""
+        return self.session_of(offered, time.time()) is not None
+
+    def _session_sig(self, made: str) -> str:
+        signed = b"endstate-inbox-session\x00" + made.encode()
+        return hmac.new(self.secret.encode(), signed, hashlib.sha256).hexdigest()
 
     def notice_sig(self, text: str) -> str:
         """The signature of a one-time notice the service put in a redirect's address."""

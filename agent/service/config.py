@@ -63,6 +63,7 @@ class Service:
     max_running: int | None = None  # runs in flight past which a start is a 503 (--max-running); None: no cap
     ready_timeout: float = READY_TIMEOUT  # seconds /readyz waits for the store (--ready-timeout)
     ready: bool = False
+    signed_out: dict[str, float] = field(default_factory=dict)  # inbox sessions ended here: id -> when
     starting: int = 0  # starts admitted and not yet spawned (see `Api.start`)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _calls: ThreadPoolExecutor | None = None  # see `off_loop`

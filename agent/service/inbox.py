@@ -1,8 +1,9 @@
 """The help inbox: one server-rendered page of runs waiting for a person. No build step, no script.
 
 Sign in once with the service token (the page keeps an HttpOnly, SameSite=Strict
-cookie derived from it); then answer a question, or approve or deny a pending
-tool call. Every form posts to `/inbox/...` and comes back to the page.
+cookie of that sign-in, signed with the token, for `SESSION_SECONDS`; Sign out ends it on
+this process); then answer a question, or approve or deny a pending tool call. Every form
+posts to `/inbox/...` and comes back to the page.
 
 Questions and tool arguments come from the model: every value is HTML-escaped,
 and the page forbids scripts and framing (CSP), so markup in them stays text.
@@ -13,8 +14,10 @@ The page lists the waiting runs oldest first, `page_size` at a time
 (`/inbox?page=2`), of one agent or task type when asked (`?agent=ci-fixer&task_type=fix_ci`).
 Each shows what the agent did before asking (its summary and last tool calls) and, for an
 approval, what the call would do (the tool's own `preview`, see `briefing`). A request past
-its deadline shows as expired, without buttons. The page reloads itself every
-`REFRESH_SECONDS` with a `<meta http-equiv="refresh">` (no script), unless `?refresh=off`.
+its deadline shows as expired, without buttons. A task, a question or a call's arguments past
+`SHOWN_CHARS` characters (a model's megabyte) shows its start and a note linking `/runs/ID`.
+The page reloads itself every `REFRESH_SECONDS` with a `<meta http-equiv="refresh">` (no
+script), unless `?refresh=off`.
 When reads need the token, only a signed-in person sees the runs.
 
 The review queue (`/inbox/review`, see `review_pages`) shares this page's frame, sign-in and
@@ -23,6 +26,7 @@ form defences; links at the top of both move between them.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
@@ -37,7 +41,7 @@ from starlette.routing import Route
 from agent.durable.store import RunRecord
 from agent.durable.store.base import when
 from agent.errors import EndstateError
-from agent.service.auth import COOKIE, ENV_TOKEN, ENV_TOKEN_FILE
+from agent.service.auth import CLOCK_SKEW, COOKIE, ENV_TOKEN, ENV_TOKEN_FILE, SESSION_SECONDS
 from agent.service.briefing import Briefing, Preview, Step, brief, waited_seconds
 from agent.service.config import Service
 from agent.service.http import (
@@ -56,6 +60,7 @@ from agent.service.visible import escape, visible_json
 from agent.text import lookalikes
 
 REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
+SHOWN_CHARS = 20_000  # of a task, a question or a call's arguments the list shows (a megabyte: cut, and said)
 FILTERS = ("agent", "task_type")
 VIEWS = (  # the inbox's views: (key, address, link text)
     ("waiting", "/inbox", "Waiting for a person"),
@@ -132,7 +137,8 @@ class Inbox:
         response = RedirectResponse(f"/inbox?{signed}", status_code=303)
         response.set_cookie(
             COOKIE,
-            self.service.token.cookie_value,
+            self.service.token.session_cookie(time.time()),
+            max_age=SESSION_SECONDS,
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -141,6 +147,7 @@ class Inbox:
 
     async def logout(self, request: Request) -> Response:
         same_origin(request)
+        sign_out(self.service, request)
         response = RedirectResponse("/inbox", status_code=303)
         response.delete_cookie(COOKIE)
         return response
@@ -183,8 +190,22 @@ class Inbox:
 
 
 def signed_in(service: Service, request: Request) -> bool:
-    """The request carries the inbox cookie made from the service token."""
-    return service.token.accepts_cookie(request.cookies.get(COOKIE))
+    """The request carries an inbox cookie this service's token signed, made less than
+    `SESSION_SECONDS` ago and not signed out since."""
+    session = service.token.session_of(request.cookies.get(COOKIE), time.time())
+    return session is not None and session not in service.signed_out
+
+
+def sign_out(service: Service, request: Request) -> None:
+    """End the request's session here: its cookie, kept or copied, no longer signs anyone in (to
+    this service process; at `SESSION_SECONDS` on every one). Ended ones past that age are forgotten."""
+    now = time.time()
+    session = service.token.session_of(request.cookies.get(COOKIE), now)
+    ended = service.signed_out
+    for old in [k for k, at in ended.items() if now - at > SESSION_SECONDS + CLOCK_SKEW]:
+        del ended[old]
+    if session is not None:
+        ended[session] = now
 
 
 def same_origin(request: Request) -> None:
@@ -275,13 +296,39 @@ def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
   <header><a class="agent" href="{e(view.url(agent=r.agent, page=None))}">{e(r.agent)}</a>
   <a class="type" href="{e(view.url(task_type=r.task_type, page=None))}">{e(r.task_type)}</a>
   <span class="id">{e(r.run_id)}</span></header>
-  <p class="task">{e(r.task)}</p>
-  <p class="question">{e(r.question or "")}</p>
+  <p class="task">{e(r.task[:SHOWN_CHARS])}</p>{_whole_in_api(r, "the task's", len(r.task), "it")}
+  {_question(r)}
   {_refused(r)}{_call(r, b.preview) or _look_closely(r)}
   {_before(r, b.steps)}{notice(b.unreadable, "journal-error")}
   <p class="times">{times}</p>
   {_expired(r, now) if b.expired else _forms(r, view) if signed_in else _SIGN_IN_TO_ANSWER}
 </article>"""
+
+
+def _question(r: RunRecord) -> str:
+    """What the run asks, its first `SHOWN_CHARS` characters when it is longer (the note says so)."""
+    text = r.question or ""
+    shown = f'<p class="question">{escape(text[:SHOWN_CHARS])}</p>'
+    return shown + _whole_in_api(r, "the question's", len(text), "it")
+
+
+def _whole_in_api(r: RunRecord, whose: str, length: int, it: str, first: str = "") -> str:
+    """Under a text of `r` cut to `SHOWN_CHARS` of its `length`, that it was and where it is whole."""
+    if length <= SHOWN_CHARS:
+        return ""
+    whole = escape(f"/runs/{quote(r.run_id, safe='')}")
+    return cut_note(
+        whose, SHOWN_CHARS, length, f'{first}<a href="{whole}">{whole}</a> (the API) holds {it} whole.'
+    )
+
+
+def cut_note(whose: str, shown: int, length: int, rest: str, kind: str = "cut") -> str:
+    """That only the first `shown` of `whose` `length` characters are on the page, then `rest` (HTML):
+    outside the text, whose own words could fake the line."""
+    return (
+        f'\n  <p class="{kind}"><strong>Cut:</strong> only the first {shown:,} of {whose} {length:,} '
+        f"characters are shown; {rest}</p>"
+    )
 
 
 def _refused(r: RunRecord) -> str:
@@ -297,13 +344,16 @@ def _call(r: RunRecord, preview: Preview | None) -> str:
         return ""
     e = escape
     args = visible_json(r.pending.arguments, indent=2, sort_keys=True)
+    arguments = f'<pre class="arguments">{e(args[:SHOWN_CHARS])}</pre>' + _whole_in_api(
+        r, "the call's arguments'", len(args), "them", "the call gets them all; "
+    )
     shown = (
         f'<pre class="preview">{e(preview.text)}</pre>{_cut(preview)}'
         if preview.text
         else f'<p class="no-preview">{e(preview.missing)}</p>'
     )
     return f"""<p class="call">Pending tool call <code>{e(r.pending.name)}</code></p>
-  <pre class="arguments">{e(args)}</pre>{_look_closely(r)}
+  {arguments}{_look_closely(r)}
   <section class="will-do"><h3>What the call will do</h3>
   {shown}</section>"""
 
@@ -325,10 +375,8 @@ def _cut(preview: Preview) -> str:
     """Under a preview cut short, that it was, outside the preview (whose text could fake the line)."""
     if not preview.length:
         return ""
-    return (
-        f'\n  <p class="preview-cut"><strong>Cut:</strong> only the first {len(preview.text):,} of the '
-        f"preview's {preview.length:,} characters are shown; the call does all that the rest says.</p>"
-    )
+    rest = "the call does all that the rest says."
+    return cut_note("the preview's", len(preview.text), preview.length, rest, "preview-cut")
 
 
 def _before(r: RunRecord, steps: list[Step]) -> str:

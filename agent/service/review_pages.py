@@ -41,6 +41,7 @@ from agent.service.http import notice_of, notice_params, status_of
 from agent.service.inbox import (
     HEADERS,
     View,
+    cut_note,
     filters,
     form_of,
     link,
@@ -61,6 +62,7 @@ LABELLED = "/inbox/review/labelled"
 REVIEWER_COOKIE = "endstate_reviewer"  # the name last given with a label, to fill the form in again
 MAX_NAME = 200
 MAX_NOTE = 2000
+CARD_CHARS = 2000  # of a task or a stop's cause (a model's final text) a queue's card shows; its page: all
 LABEL_TEXT = {  # what each label says and what it does
     Label.CORRECT_GIVE_UP: (
         "Correct give-up",
@@ -158,7 +160,7 @@ class ReviewPages:
         steps = await run_in_threadpool(lambda: [steps_of(self.store, r)[0] for r in records])
         reviewer = _reviewer(request)
         items = [
-            run_card(r, s, view) + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
+            run_card(r, s, view, CARD_CHARS) + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
             for r, s in zip(records, steps, strict=True)
         ]
         body = page_html(
@@ -406,22 +408,34 @@ class ReviewPages:
 # -- pieces ------------------------------------------------------------------------------------------
 
 
-def run_card(r: RunRecord, steps: list[Step], view: View) -> str:
-    """A finished run: who, the task, how it stopped and why, what it did."""
+def run_card(r: RunRecord, steps: list[Step], view: View, most: int | None = None) -> str:
+    """A finished run: who, the task, how it stopped and why, what it did (of the task and the cause,
+    the first `most` characters when given: `_shown`)."""
     e = escape
     stop = f"{r.stop_reason}" + (f" ({r.stop_limit})" if r.stop_limit else "")
     ended = r.ended_at or r.updated_at
     ago = span(time.time() - ended)
     cause = r.note or r.output or (f"its {r.stop_limit} budget ran out" if r.stop_limit else "")
     error = f" <code>{e(r.error_type)}</code>" if r.error_type else ""
+    task, task_cut = _shown(r, r.task, most)
+    cause, cause_cut = _shown(r, cause, most)
     return f"""<header><a class="agent" href="{e(view.url(agent=r.agent, page=None))}">{e(r.agent)}</a>
   <a class="type" href="{e(view.url(task_type=r.task_type, page=None))}">{e(r.task_type)}</a>
   <a class="id" href="{e(run_url(r.run_id))}">{e(r.run_id)}</a></header>
-  <p class="task">{e(r.task)}</p>
+  <p class="task">{e(task)}</p>{task_cut}
   <p class="stop">Stopped: <code>{e(stop)}</code> after {r.turns} turn{"" if r.turns == 1 else "s"},
   ended {e(when(ended))} ({ago} ago)</p>
-  <p class="cause">Cause:{error} {e(cause) or "(the run gave none)"}</p>
+  <p class="cause">Cause:{error} {e(cause) or "(the run gave none)"}</p>{cause_cut}
   {steps_section(r.summary, steps, "What it did", "did")}"""
+
+
+def _shown(r: RunRecord, text: str, most: int | None) -> tuple[str, str]:
+    """`text` of run `r` as a card in a list shows it: its first `most` characters (a pasted log, a
+    model's megabyte) and a note saying so, when it is longer; else whole, without a note."""
+    if most is None or len(text) <= most:
+        return text, ""
+    whole = f'<a href="{escape(run_url(r.run_id))}">the run\'s page</a> shows them all.'
+    return text[:most], cut_note("its", most, len(text), whole)
 
 
 def label_form(r: RunRecord, view: View, reviewer: str, again: bool = False) -> str:
