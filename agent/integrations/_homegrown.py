@@ -15,6 +15,7 @@ from agent.hooks import RunHooks
 from agent.integrations._observe import Recorder, Usage
 from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.tools import said
 from agent.verify import Verifier
 
 E = TypeVar("E", bound=Enum)
@@ -145,7 +146,7 @@ class ObservedRun:
         try:
             yield handle
         except Exception as exc:
-            self._rec.tool_ended(call_id, name, str(exc), type(exc).__name__, arguments)
+            self._rec.tool_ended(call_id, name, said(exc), type(exc).__name__, arguments)
             raise
         finally:
             self._tools -= 1

@@ -34,7 +34,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopRea
 from agent.snapshot import Snapshot, SnapshotKind
 from agent.stops import MESSAGES_API_STOPS, TurnSignal
 from agent.summary import foreign_summary
-from agent.tools import ToolOutcome
+from agent.tools import ToolOutcome, said
 from agent.usage import Usage
 from agent.verify import Verifier, VerifierError, checked_in_thread
 
@@ -350,7 +350,7 @@ class Recorder:
         except (
             BaseException
         ) as exc:  # an Exception, or a SystemExit: the verifier failed, not the run's check
-            note = f"A verifier raised {type(exc).__name__}: {exc}"
+            note = f"A verifier raised {type(exc).__name__}: {said(exc)}"
             return self.finish(StopReason.ERROR, note=note, error_type="verifier_error", raw=raw)
         self.observer.verified(failures)
         return self.finish(
@@ -373,7 +373,7 @@ class Recorder:
         if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit):
             return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
         self.call_failed(error)
-        note = f"{type(error).__name__}: {error}"
+        note = f"{type(error).__name__}: {said(error)}"
         return self.finish(StopReason.ERROR, note=note, error_type=type(error).__name__, raw=raw)
 
     def call_failed(self, error: BaseException) -> None:

@@ -114,6 +114,7 @@ from agent.journal import Suspended
 from agent.prices import PriceTable
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
+from agent.tools import said
 from agent.verify import Verifier
 
 PROVIDER = "langchain"
@@ -211,7 +212,7 @@ class _Reader:
             if raised is not None and call_id != raised:
                 continue  # cut off by the call that raised: it ends as the run does, neither ok nor failed
             name, arguments = self._tools.pop(call_id)
-            self.recorder.tool_ended(call_id, name, str(error), type(error).__name__, arguments)
+            self.recorder.tool_ended(call_id, name, said(error), type(error).__name__, arguments)
 
     def _replied(self, node: str, message: AIMessage, task_id: str = "") -> None:
         recorder = self.recorder

@@ -34,6 +34,7 @@ from agent.hooks import hook_failed
 from agent.integrations._observe import Recorder, Usage
 from agent.models.base import ModelReply
 from agent.prices import PriceTable
+from agent.tools import said
 
 NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
 INTERRUPT_KEY = "__interrupt__"
@@ -169,7 +170,7 @@ class Calls(BaseCallbackHandler):
             return
         if not isinstance(error, GraphInterrupt):  # a call waiting for a person stays open: cut at the end
             error_type = None if isinstance(error, GraphBubbleUp) else type(error).__name__
-            self.recorder.tool_ended(call[0], call[1], str(error), error_type, call[2])
+            self.recorder.tool_ended(call[0], call[1], said(error), error_type, call[2])
         self._release()
 
     # -- the graph's states -------------------------------------------------------

@@ -95,6 +95,7 @@ from agent.integrations._observe import (
 )
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.tools import said
 from agent.verify import Verifier
 
 PROVIDER = "openai"
@@ -193,9 +194,9 @@ class EndstateRunHooks(OARunHooks[Any]):
         if isinstance(exc, ToolTimeoutError):
             name, error, text = exc.tool_name, TOOL_TIMEOUT, str(exc)
         else:
-            name = next((n for n in self.running.values() if str(exc).startswith(f"{_RAISED}{n}: ")), "")
+            name = next((n for n in self.running.values() if said(exc).startswith(f"{_RAISED}{n}: ")), "")
             cause = exc.__cause__ if exc.__cause__ is not None else exc
-            error, text = type(cause).__name__, str(cause)
+            error, text = type(cause).__name__, said(cause)
         calls = [call_id for call_id, running in self.running.items() if running == name]
         if len(calls) == 1:
             self.recorder.tool_ended(calls[0], name, text, error)

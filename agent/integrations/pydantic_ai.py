@@ -90,6 +90,7 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.tools import said
 from agent.verify import Verifier
 
 PROVIDER = "pydantic_ai"
@@ -126,7 +127,7 @@ class EndstateCapability(AbstractCapability[Any]):
         except (ApprovalRequired, CallDeferred):
             raise  # not run: the call waits for a person (its span ends as interrupted)
         except Exception as exc:
-            self.recorder.tool_ended(call_id, name, str(exc), _failure(exc))
+            self.recorder.tool_ended(call_id, name, said(exc), _failure(exc))
             raise
         self.recorder.tool_ended(call_id, name, str(result))
         return result
@@ -557,7 +558,7 @@ async def _tool_calls(run: AgentRun[Any, Any], node: Any, recorder: Recorder) ->
                     _tool_returned(recorder, event.part, running.pop(event.tool_call_id))
     except Exception as exc:
         if (call_id := _raised_by(exc, running)) is not None:
-            recorder.tool_ended(call_id, running[call_id], str(exc), type(exc).__name__)
+            recorder.tool_ended(call_id, running[call_id], said(exc), type(exc).__name__)
         raise
     return await run.next(node)
 
