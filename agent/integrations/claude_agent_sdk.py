@@ -48,6 +48,7 @@ from claude_agent_sdk import (
     query,
 )
 
+from agent._valid import is_finite_from_zero, is_whole
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._framework import require
@@ -315,7 +316,8 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
             StopReason.ERROR, note="the CLI ended without a result", error_type="no_result"
         )
     _totals(recorder, result)
-    note = "; ".join(result.errors or ()) or (result.result or "")
+    errors = [str(e) for e in result.errors or () if isinstance(e, str | int | float) and str(e)]
+    note = "; ".join(errors) or (result.result if isinstance(result.result, str) else "")
     if (result.terminal_reason or "").startswith("aborted"):
         return recorder.finish(StopReason.CANCELLED, note=note, raw=result)
     if result.subtype in LIMITS:
@@ -355,25 +357,30 @@ def _totals(recorder: Recorder, result: ResultMessage) -> None:
     spent = recorder.info.spent
     if spent is not None:  # a resumed session reports its own totals: add the earlier segments'
         totals = {k: v + getattr(spent.usage, k) for k, v in totals.items()}
-    if result.total_cost_usd is not None:
+    if result.total_cost_usd is not None:  # an amount that is none (NaN, negative, text): unknown
+        cost = result.total_cost_usd if is_finite_from_zero(result.total_cost_usd) else None
         earlier = spent.usage.cost_usd if spent else 0.0  # None when an earlier segment's was unknown
-        totals["cost_usd"] = None if earlier is None else float(result.total_cost_usd) + earlier
+        totals["cost_usd"] = None if earlier is None or cost is None else float(cost) + earlier
     if totals:
         recorder.usage = dataclasses.replace(recorder.usage, **totals)
 
 
 def _tokens(usage: Mapping[str, Any]) -> dict[str, int]:
     """The Messages API's usage as Endstate counts it: the input includes the cache reads and writes."""
-    read, write = (
-        int(usage.get("cache_read_input_tokens") or 0),
-        int(usage.get("cache_creation_input_tokens") or 0),
-    )
+    read, write = _count(usage, "cache_read_input_tokens"), _count(usage, "cache_creation_input_tokens")
     return {
-        "input_tokens": int(usage.get("input_tokens") or 0) + read + write,
-        "output_tokens": int(usage.get("output_tokens") or 0),
+        "input_tokens": _count(usage, "input_tokens") + read + write,
+        "output_tokens": _count(usage, "output_tokens"),
         "cache_read_tokens": read,
         "cache_write_tokens": write,
     }
+
+
+def _count(usage: Mapping[str, Any], field: str) -> int:
+    """A count the CLI gives, or 0 when it is missing or no whole number >= 0 (as the Anthropic
+    adapter reads the API's: a negative count, text or a float is never counted)."""
+    value = usage.get(field)
+    return value if is_whole(value) and 0 <= value < 2**63 else 0
 
 
 def _text(content: Any) -> str:
