@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent._valid import is_finite_from_zero, is_text
+from agent._valid import is_finite_from_zero, is_text, is_whole
 from agent.budget import Spent
 from agent.context import RunContext
 from agent.errors import ConfigError, EndstateError
@@ -245,6 +245,7 @@ class Recorder:
         if error is None or isinstance(error, _Cut | asyncio.CancelledError):
             self._attempt = 0  # a reply, or a call cut off: the next call is the next turn's
         # else the call failed: the next call with no tool run between tries it again
+        usage = counted(usage)
         self.usage += usage
         outer: Recorder | None = self
         while outer is not None:  # the runs it is nested in see it too: none counts it as unseen
@@ -320,7 +321,7 @@ class Recorder:
         What it grew by beyond the calls this run and its nested runs saw (an agent run inside a
         tool unobserved, its calls added to the run's usage by the framework) counts in the run's
         totals, unpriced; no span or model metric is made for calls nobody saw."""
-        tokens, prior, seen = _four(now), _four(before or Usage()), _four(self._seen)
+        tokens, prior, seen = _four(counted(now)), _four(counted(before or Usage())), _four(self._seen)
         inp, out, read, write = (max(0, a - b - c) for a, b, c in zip(tokens, prior, seen, strict=True))
         if inp or out:
             self.usage += Usage(inp, out, read, write, cost_usd=None)
@@ -568,6 +569,17 @@ def same_model(a: str, b: str) -> bool:
 
 
 _DATED = re.compile(r"-\d{8}|-\d{4}-\d{2}-\d{2}")  # the date a model id may end with
+
+
+def counted(usage: Usage) -> Usage:
+    """`usage` as a framework reported it, each count that is no whole number >= 0 (a provider's
+    negative count, a float) as 0 and a cost that is no finite amount >= 0 as unknown, as the
+    Anthropic adapter reads the API's usage: a count never goes down or off the scale."""
+    inp, out, read, write = (c if is_whole(c) and 0 <= c < 2**63 else 0 for c in _four(usage))
+    cost = usage.cost_usd if is_finite_from_zero(usage.cost_usd) else None
+    if (inp, out, read, write) == _four(usage) and cost == usage.cost_usd:
+        return usage
+    return Usage(inp, out, read, write, cost)
 
 
 def _four(usage: Usage) -> tuple[int, int, int, int]:
