@@ -34,7 +34,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopRea
 from agent.snapshot import Snapshot, SnapshotKind
 from agent.stops import MESSAGES_API_STOPS, TurnSignal
 from agent.summary import foreign_summary
-from agent.tools import ToolOutcome, said
+from agent.tools import ToolOutcome, run_cancelled, said
 from agent.usage import Usage
 from agent.verify import Verifier, VerifierError, checked_in_thread
 
@@ -370,8 +370,12 @@ class Recorder:
 
     def fail(self, error: BaseException, *, raw: Any = None) -> RunResult:
         """Any exception that is no expected stop: `error`, with its type; a cancellation: `cancelled`
-        (a generator the caller closed half-read, `GeneratorExit`, is one too)."""
-        if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit):
+        (a generator the caller closed half-read, `GeneratorExit`, is one too). A `CancelledError`
+        while nobody cancels the task (a tool's own, a library's cancelled future, let out by the
+        framework) is an error, as it is a tool's failure in Endstate's own loop (`run_cancelled`)."""
+        if isinstance(error, KeyboardInterrupt | GeneratorExit) or (
+            isinstance(error, asyncio.CancelledError) and run_cancelled()
+        ):
             return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
         self.call_failed(error)
         note = f"{type(error).__name__}: {said(error)}"

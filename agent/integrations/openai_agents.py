@@ -323,7 +323,7 @@ class StreamedRun:
     def _abandoned(self) -> None:
         """The caller dropped the stream half read: the SDK's run goes no further, and ends `cancelled`."""
         if self.result is None and self._run is not None:
-            self.result = self._run.stopped(asyncio.CancelledError("the caller stopped reading the stream"))
+            self.result = self._run.stopped(GeneratorExit("the caller stopped reading the stream"))
             if self.raw is not None:
                 with contextlib.suppress(RuntimeError):  # dropped after its event loop closed: nothing runs
                     self.raw.cancel()
@@ -350,7 +350,7 @@ class StreamedRun:
             if self.result is None:  # the caller stopped reading: the run goes no further
                 if self.raw is not None:
                     self.raw.cancel()
-                self.result = run.stopped(asyncio.CancelledError("the caller stopped reading the stream"))
+                self.result = run.stopped(GeneratorExit("the caller stopped reading the stream"))
 
 
 class _Observed:
