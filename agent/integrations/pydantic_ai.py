@@ -29,7 +29,8 @@ the caller streams (`run_stream`) or drives node by node (`iter`) is read by an
 | `UsageLimitExceeded`: cost                    | `limit`/`cost`                        |
 | `RunTimedOut` (the run's own `timeout=`)      | `limit`/`seconds`                     |
 | `ModelContextWindowExceededError`             | `limit`/`context`                     |
-| `ContentFilterError` (the provider refused)   | `gave_up`, cause `refusal`            |
+| `ContentFilterError` (the provider refused),  | `gave_up`, cause `refusal`            |
+| or an output from a refused response          |                                       |
 | `RunCancelled`, the task cancelled            | `cancelled`                           |
 | any other exception                           | `error`, with its type                |
 """
@@ -386,6 +387,9 @@ def _ended(recorder: Recorder, result: AgentRunResult[Any] | None) -> RunResult:
         return recorder.fail(GeneratorExit("the caller stopped reading the stream"))
     if isinstance(result.output, DeferredToolRequests):
         return _suspend(recorder, result.output, result)
+    if recorder.last_stop == StopKind.REFUSED:  # its output is the refusal's text, as Pydantic AI keeps it
+        note = "The model API refused: the run ended on its refusal (finish_reason content_filter)."
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=result)
     return recorder.succeed(result.output, raw=result)
 
 
