@@ -41,10 +41,11 @@ def test_a_token_count_that_is_no_whole_number_from_zero_counts_none(count: Any)
     assert (res.reason, res.input_tokens, res.output_tokens) == (StopReason.SUCCESS, 0, 10)
 
 
-def test_a_messages_usage_that_is_no_count_is_no_error() -> None:
+@pytest.mark.parametrize("usage", [{"input_tokens": "x", "output_tokens": None}, [1, 2], "x", 5])
+def test_a_messages_usage_that_is_no_count_is_no_error(usage: Any) -> None:
     reply = assistant("m1", {"type": "text", "text": "done"})
-    reply["message"]["usage"] = {"input_tokens": "x", "output_tokens": None}
-    res = played(reply, result(result="done", usage=None))
+    reply["message"]["usage"] = usage
+    res = played(reply, result(result="done", usage=usage if not isinstance(usage, dict) else None))
     assert (res.reason, res.output, res.input_tokens, res.output_tokens) == (StopReason.SUCCESS, "done", 0, 0)
 
 

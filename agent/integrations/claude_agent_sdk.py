@@ -353,7 +353,8 @@ def _hook_stop(result: ResultMessage, blocked: str) -> str:
 
 def _totals(recorder: Recorder, result: ResultMessage) -> None:
     """The run's tokens and cost as the CLI counted them (authoritative over the per-message sums)."""
-    totals: dict[str, Any] = _tokens(result.usage) if result.usage else {}  # none: the messages' sums
+    usage = result.usage  # none (or no mapping): the messages' sums stand
+    totals: dict[str, Any] = _tokens(usage) if usage and isinstance(usage, Mapping) else {}
     spent = recorder.info.spent
     if spent is not None:  # a resumed session reports its own totals: add the earlier segments'
         totals = {k: v + getattr(spent.usage, k) for k, v in totals.items()}
@@ -365,7 +366,7 @@ def _totals(recorder: Recorder, result: ResultMessage) -> None:
         recorder.usage = dataclasses.replace(recorder.usage, **totals)
 
 
-def _tokens(usage: Mapping[str, Any]) -> dict[str, int]:
+def _tokens(usage: Any) -> dict[str, int]:
     """The Messages API's usage as Endstate counts it: the input includes the cache reads and writes."""
     read, write = _count(usage, "cache_read_input_tokens"), _count(usage, "cache_creation_input_tokens")
     return {
@@ -376,10 +377,10 @@ def _tokens(usage: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
-def _count(usage: Mapping[str, Any], field: str) -> int:
+def _count(usage: Any, field: str) -> int:
     """A count the CLI gives, or 0 when it is missing or no whole number >= 0 (as the Anthropic
     adapter reads the API's: a negative count, text or a float is never counted)."""
-    value = usage.get(field)
+    value = usage.get(field) if isinstance(usage, Mapping) else None
     return value if is_whole(value) and 0 <= value < 2**63 else 0
 
 
