@@ -88,3 +88,17 @@ def test_a_run_the_caller_cancels_still_ends_cancelled(framework: str) -> None:
     with rigged() as rig:
         res = asyncio.run(cancelled(rig.hooks))
     assert res.reason is StopReason.CANCELLED
+
+
+def test_a_streamed_run_ended_by_a_tools_own_cancelled_error_is_read_to_its_end() -> None:
+    """The stream never raises for a stop: the caller's `async for` ends, and `result` is the error."""
+
+    async def read(hooks: Any) -> Any:
+        stream = oa.run_streamed(oa_agent(None), "go", hooks=hooks, task_type=TASK)
+        async for _ in stream.stream_events():
+            pass
+        return stream.result
+
+    with rigged() as rig:
+        res = asyncio.run(read(rig.hooks))
+    assert (res.reason, res.error_type) == (StopReason.ERROR, "CancelledError")

@@ -95,7 +95,7 @@ from agent.integrations._observe import (
 )
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
-from agent.tools import said
+from agent.tools import run_cancelled, said
 from agent.verify import Verifier
 
 PROVIDER = "openai"
@@ -343,7 +343,8 @@ class StreamedRun:
             self.result = run.stopped(exc)
             if self.raw is not None and isinstance(exc, asyncio.CancelledError):  # so is the run
                 self.raw.cancel()
-                raise
+                if run_cancelled():  # the caller's cancel goes on out; a tool's own is the run's error stop
+                    raise
         else:
             self.result = run.ended(self.raw)
         finally:
