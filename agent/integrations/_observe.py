@@ -541,6 +541,30 @@ def run_of_saved(state: Any, kwargs: dict[str, Any]) -> Any:
     return json.dumps(rest) if isinstance(state, str | bytes) else rest
 
 
+def answered_late(kwargs: Mapping[str, Any], provider: str) -> RunResult | None:
+    """A person's answer to the run `kwargs["resumed"]` after its wait's deadline: the run ends
+    `help_timeout` (the framework not run), as a late answer to Endstate's own run does; None when
+    the answer is in time, or the store already took it (its journal holds it)."""
+    resumed = kwargs.get("resumed")
+    if not isinstance(resumed, RunResult) or (s := resumed.suspension) is None or time.time() < s.deadline:
+        return None
+    journal = resumed.snapshot.journal if resumed.snapshot is not None else []
+    if journal and isinstance(journal[-1], Answered):
+        return None
+    recorder = Recorder.start(
+        kwargs.get("hooks"),
+        agent=kwargs.get("agent_name") or resumed.agent,
+        task_type=kwargs.get("task_type", resumed.task_type),
+        provider=provider,
+        resumed=resumed,
+        wait=_wait(s, time.time(), "expired"),
+        go_on=False,
+    )
+    return recorder.finish(
+        StopReason.HELP_TIMEOUT, note=f"Nobody answered {s.question!r} before the deadline."
+    )
+
+
 def resumed_run(snapshot: Snapshot) -> RunResult:
     """The suspended segment a snapshot holds, as a resumed segment's recorder takes it: the run's
     id, totals and wait, and the span the next segment links to."""

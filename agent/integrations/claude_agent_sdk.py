@@ -56,6 +56,7 @@ from agent.integrations._observe import (
     OPTIONS,
     Recorder,
     Usage,
+    answered_late,
     check_keywords,
     reading_state,
     run_of_saved,
@@ -246,6 +247,8 @@ async def aresume(
         state = state.raw
     with reading_state("claude_agent_sdk.resume", "a need_help result, its raw ResultMessage or state_of()"):
         session_id, call_id, tool = _session(run_of_saved(state, kwargs))
+    if (late := answered_late(kwargs, PROVIDER)) is not None:
+        return late
     options = options or ClaudeAgentOptions()
     hooks = _deciding(options.hooks or {}, call_id, tool, approved, answer)
     options = dataclasses.replace(options, resume=session_id, hooks=hooks)

@@ -93,6 +93,7 @@ from agent.integrations._observe import (
     Usage,
     _check_options,
     _Cut,
+    answered_late,
     need,
     reading_state,
     resumed_run,
@@ -831,6 +832,8 @@ async def aresume(
     with reading_state("langgraph.resume", "a need_help result, state_of() or the run's config"):
         state = run_of_saved(state, kwargs)
         config = json.loads(state) if isinstance(state, str | bytes) else state
+    if (late := answered_late(kwargs, PROVIDER)) is not None:
+        return late
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
         if getattr(graph, "checkpointer", None) is None:  # it ran with no thread: nothing holds its state
             raise ConfigError(

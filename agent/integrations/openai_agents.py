@@ -87,6 +87,7 @@ from agent.integrations._observe import (
     Usage,
     _check_options,
     _text_of,
+    answered_late,
     check_keywords,
     need,
     reading_state,
@@ -528,6 +529,8 @@ async def aresume(
     with reading_state("openai_agents.resume", _STATE):
         run_state = await _run_state(agent, run_of_saved(state, kwargs))
         pending = run_state.get_interruptions()
+    if (late := answered_late(kwargs, PROVIDER)) is not None:
+        return late
     if not pending:
         raise ConfigError("this state has no pending approval: pass a need_help result or its state_of()")
     asked = pending[0]  # as `_suspend` asked it

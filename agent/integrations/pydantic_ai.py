@@ -81,6 +81,7 @@ from agent.integrations._observe import (
     OPTIONS,
     Recorder,
     Usage,
+    answered_late,
     check_keywords,
     need,
     reading_state,
@@ -692,6 +693,8 @@ async def aresume(
         state = state.raw
     with reading_state("pydantic_ai.resume", _STATE):
         messages, pending = _saved(run_of_saved(state, kwargs))
+    if (late := answered_late(kwargs, PROVIDER)) is not None:
+        return late
     if not pending:
         raise ConfigError("this state has no pending tool call to answer: pass the raw of a need_help result")
     results = DeferredToolResults()
