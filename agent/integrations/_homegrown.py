@@ -247,7 +247,18 @@ class ModelCall:
             stop_reason=stop_reason,
             model=str(getattr(message, "model", "") or ""),
             response_id=str(getattr(message, "id", "") or ""),
+            calls=_tool_uses(message),
         )
+
+
+def _tool_uses(message: Any) -> list[tuple[str, str, Any]]:
+    """The tool calls an `anthropic` Message asks for (none without a Message)."""
+    blocks = getattr(message, "content", None) or ()
+    return [
+        (str(getattr(b, "id", "")), str(getattr(b, "name", "")), getattr(b, "input", None) or {})
+        for b in blocks
+        if getattr(b, "type", None) == "tool_use"
+    ]
 
 
 @dataclass

@@ -231,6 +231,7 @@ class Recorder:
         error: BaseException | None = None,
         stop: StopKind | None = None,
         call_model: str = "",
+        calls: Iterable[tuple[str, str, Any]] = (),
     ) -> None:
         """A model call ended: its usage counts towards the run (a reply the framework did not
         price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen. `stop` is
@@ -238,7 +239,8 @@ class Recorder:
         API's words; else it is read from `stop_reason` in those words. `call_model` is the model
         that served this call, where only its reply tells it (a graph's nodes, a fallback): unless
         it is the run's model or the one the call asked for (dated or not), the call's span,
-        duration and tokens are that model's, as a call started with its `model` has them."""
+        duration and tokens are that model's, as a call started with its `model` has them. `calls`
+        are the tool calls the reply asks for (id, name, arguments): its captured output shows them."""
         if self.result is not None:
             return
         self._model_open = False
@@ -262,6 +264,7 @@ class Recorder:
         asked, self._asked = self._asked, ""
         if error is None:
             content = [{"type": "text", "text": text}] if text else []
+            content += [{"type": "tool_use", "id": i, "name": name, "input": args} for i, name, args in calls]
             told = ""  # the model that served it, when not the one the call was shown as so far
             if call_model and not same_model(call_model, asked or self.info.model):
                 told = self._other_model(call_model) or self.info.model

@@ -134,6 +134,7 @@ class MessageReader:
                 model=message.model,
                 response_id=message.message_id or "",
                 call_model=self._served_by(message.model),
+                calls=((b.id, b.name, b.input) for b in message.content if isinstance(b, ToolUseBlock)),
             )
         for block in message.content:
             if isinstance(block, ToolUseBlock):

@@ -104,6 +104,7 @@ from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
     NO_MODEL,
+    asked_calls,
     content_text,
     drive,
     first_seen,
@@ -237,6 +238,7 @@ class _Reader:
             model=model,
             response_id=message.id or "",
             call_model=model,
+            calls=asked_calls(message),
         )
 
     def _release(self) -> None:

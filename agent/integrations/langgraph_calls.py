@@ -133,6 +133,7 @@ class Calls(BaseCallbackHandler):
             model=model,
             response_id=str(getattr(message, "id", "") or ""),
             call_model=model,
+            calls=asked_calls(message),
         )
 
     # -- tool calls (only when watched) -----------------------------------------
@@ -292,6 +293,12 @@ def _message_of(response: LLMResult) -> Any:
 
 
 NO_MODEL = "langgraph"  # the run's model label when the config's metadata names none (`ls_model_name`)
+
+
+def asked_calls(message: Any) -> list[tuple[str, str, Any]]:
+    """The tool calls a LangChain reply asks for (its `tool_calls`: id, name, arguments)."""
+    found = getattr(message, "tool_calls", None) or ()
+    return [(str(c.get("id") or ""), str(c.get("name") or ""), c.get("args") or {}) for c in found]
 
 
 def reply_model(message: Any) -> str:

@@ -147,14 +147,16 @@ class EndstateRunHooks(OARunHooks[Any]):
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        asked = _asked(response.output) if self.recorder.watched else {}
         self.recorder.model_ended(
             _usage_of(response.usage),
             text=_text(response.output),
             stop_reason="tool_use" if _calls(response.output) else "end_turn",
             response_id=response.response_id or "",
+            calls=((i, name, args) for i, (name, args) in asked.items()),
         )
         if self.recorder.watched:
-            self.asked, self.asker = _asked(response.output), agent
+            self.asked, self.asker = asked, agent
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)
 

@@ -630,6 +630,9 @@ def _replied(recorder: Recorder, response: ModelResponse, model: Any) -> None:
         response_id=response.provider_response_id or "",
         stop=_FINISHES.get(response.finish_reason, StopKind.OTHER) if response.finish_reason else None,
         call_model=_served_by(model, response) if recorder.watched else "",
+        calls=((c.tool_call_id, c.tool_name, c.args_as_dict()) for c in response.tool_calls)
+        if recorder.watched
+        else (),
     )
 
 
