@@ -27,7 +27,7 @@ from agent.budget import Spent
 from agent.context import RunContext
 from agent.errors import ConfigError, EndstateError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
-from agent.journal import Answered, Suspended
+from agent.journal import Answered, Suspended, Task
 from agent.models.base import CALL_MODEL, ModelReply, ModelRequest, StopKind, ToolCall
 from agent.policies import MAX_WAIT_SECONDS
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
@@ -214,7 +214,9 @@ class Recorder:
         self._attempt += 1
         if self.watched:  # a foreign request's content is the framework's: one shape serves them all
             self._asked = self._other_model(model) if model else ""
-            if max_tokens == 0 and not self._asked:
+            if self.turns == 1 and self.info.segment == 1 and self.info.task:  # the run's first call
+                request = ModelRequest("", (Task(self.info.task),), [], max_tokens, self._asked)
+            elif max_tokens == 0 and not self._asked:
                 request = _NO_REQUEST
             else:
                 request = ModelRequest("", (), [], max_tokens, self._asked)
