@@ -483,11 +483,11 @@ def _failed(exc: BaseException) -> ToolOutcome:
     if isinstance(exc, asyncio.CancelledError):
         if run_cancelled():
             raise exc
-        said = _said(exc) or "no message"
-        return ToolOutcome(f"Error: CancelledError raised inside the tool ({said})", True, "CancelledError")
+        told = said(exc) or "no message"
+        return ToolOutcome(f"Error: CancelledError raised inside the tool ({told})", True, "CancelledError")
     if isinstance(exc, KeyboardInterrupt):
         raise asyncio.CancelledError("a tool was interrupted (KeyboardInterrupt)") from exc
-    return ToolOutcome(f"Error: {type(exc).__name__}: {_said(exc)}", True, type(exc).__name__)
+    return ToolOutcome(f"Error: {type(exc).__name__}: {said(exc)}", True, type(exc).__name__)
 
 
 def run_cancelled() -> bool:
@@ -499,7 +499,7 @@ def run_cancelled() -> bool:
     return task is None or task.cancelling() > 0
 
 
-def _said(exc: BaseException) -> str:
+def said(exc: BaseException) -> str:
     """What an exception says; one whose `__str__` itself raises is still a result, not the run's end."""
     try:
         return str(exc)

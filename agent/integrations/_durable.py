@@ -48,6 +48,7 @@ from agent.journal import (
 from agent.policies import HelpPolicy
 from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, ForeignState, Snapshot, SnapshotKind
+from agent.tools import said
 from agent.verify import Verifier
 
 log = logging.getLogger("endstate.integrations")
@@ -418,4 +419,4 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
 
 
 def _why(exc: BaseException) -> str:
-    return str(exc) if isinstance(exc, EndstateError) else f"{type(exc).__name__}: {exc}"
+    return str(exc) if isinstance(exc, EndstateError) else f"{type(exc).__name__}: {said(exc)}"

@@ -15,6 +15,7 @@ from agent.hooks import RunHooks
 from agent.integrations._observe import Recorder, Usage
 from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.tools import said
 from agent.verify import Verifier
 
 E = TypeVar("E", bound=Enum)
@@ -145,7 +146,7 @@ class ObservedRun:
         try:
             yield handle
         except Exception as exc:
-            self._rec.tool_ended(call_id, name, str(exc), type(exc).__name__, arguments)
+            self._rec.tool_ended(call_id, name, said(exc), type(exc).__name__, arguments)
             raise
         finally:
             self._tools -= 1
@@ -246,7 +247,18 @@ class ModelCall:
             stop_reason=stop_reason,
             model=str(getattr(message, "model", "") or ""),
             response_id=str(getattr(message, "id", "") or ""),
+            calls=_tool_uses(message),
         )
+
+
+def _tool_uses(message: Any) -> list[tuple[str, str, Any]]:
+    """The tool calls an `anthropic` Message asks for (none without a Message)."""
+    blocks = getattr(message, "content", None) or ()
+    return [
+        (str(getattr(b, "id", "")), str(getattr(b, "name", "")), getattr(b, "input", None) or {})
+        for b in blocks
+        if getattr(b, "type", None) == "tool_use"
+    ]
 
 
 @dataclass

@@ -22,19 +22,19 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent._valid import is_finite_from_zero, is_text
+from agent._valid import is_finite_from_zero, is_text, is_whole
 from agent.budget import Spent
 from agent.context import RunContext
 from agent.errors import ConfigError, EndstateError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
-from agent.journal import Answered, Suspended
+from agent.journal import Answered, Suspended, Task
 from agent.models.base import CALL_MODEL, ModelReply, ModelRequest, StopKind, ToolCall
 from agent.policies import MAX_WAIT_SECONDS
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
 from agent.stops import MESSAGES_API_STOPS, TurnSignal
 from agent.summary import foreign_summary
-from agent.tools import ToolOutcome
+from agent.tools import ToolOutcome, run_cancelled, said
 from agent.usage import Usage
 from agent.verify import Verifier, VerifierError, checked_in_thread
 
@@ -214,7 +214,9 @@ class Recorder:
         self._attempt += 1
         if self.watched:  # a foreign request's content is the framework's: one shape serves them all
             self._asked = self._other_model(model) if model else ""
-            if max_tokens == 0 and not self._asked:
+            if self.turns == 1 and self.info.segment == 1 and self.info.task:  # the run's first call
+                request = ModelRequest("", (Task(self.info.task),), [], max_tokens, self._asked)
+            elif max_tokens == 0 and not self._asked:
                 request = _NO_REQUEST
             else:
                 request = ModelRequest("", (), [], max_tokens, self._asked)
@@ -231,6 +233,7 @@ class Recorder:
         error: BaseException | None = None,
         stop: StopKind | None = None,
         call_model: str = "",
+        calls: Iterable[tuple[str, str, Any]] = (),
     ) -> None:
         """A model call ended: its usage counts towards the run (a reply the framework did not
         price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen. `stop` is
@@ -238,13 +241,15 @@ class Recorder:
         API's words; else it is read from `stop_reason` in those words. `call_model` is the model
         that served this call, where only its reply tells it (a graph's nodes, a fallback): unless
         it is the run's model or the one the call asked for (dated or not), the call's span,
-        duration and tokens are that model's, as a call started with its `model` has them."""
+        duration and tokens are that model's, as a call started with its `model` has them. `calls`
+        are the tool calls the reply asks for (id, name, arguments): its captured output shows them."""
         if self.result is not None:
             return
         self._model_open = False
         if error is None or isinstance(error, _Cut | asyncio.CancelledError):
             self._attempt = 0  # a reply, or a call cut off: the next call is the next turn's
         # else the call failed: the next call with no tool run between tries it again
+        usage = counted(usage)
         self.usage += usage
         outer: Recorder | None = self
         while outer is not None:  # the runs it is nested in see it too: none counts it as unseen
@@ -261,6 +266,7 @@ class Recorder:
         asked, self._asked = self._asked, ""
         if error is None:
             content = [{"type": "text", "text": text}] if text else []
+            content += [{"type": "tool_use", "id": i, "name": name, "input": args} for i, name, args in calls]
             told = ""  # the model that served it, when not the one the call was shown as so far
             if call_model and not same_model(call_model, asked or self.info.model):
                 told = self._other_model(call_model) or self.info.model
@@ -320,7 +326,7 @@ class Recorder:
         What it grew by beyond the calls this run and its nested runs saw (an agent run inside a
         tool unobserved, its calls added to the run's usage by the framework) counts in the run's
         totals, unpriced; no span or model metric is made for calls nobody saw."""
-        tokens, prior, seen = _four(now), _four(before or Usage()), _four(self._seen)
+        tokens, prior, seen = _four(counted(now)), _four(counted(before or Usage())), _four(self._seen)
         inp, out, read, write = (max(0, a - b - c) for a, b, c in zip(tokens, prior, seen, strict=True))
         if inp or out:
             self.usage += Usage(inp, out, read, write, cost_usd=None)
@@ -350,7 +356,7 @@ class Recorder:
         except (
             BaseException
         ) as exc:  # an Exception, or a SystemExit: the verifier failed, not the run's check
-            note = f"A verifier raised {type(exc).__name__}: {exc}"
+            note = f"A verifier raised {type(exc).__name__}: {said(exc)}"
             return self.finish(StopReason.ERROR, note=note, error_type="verifier_error", raw=raw)
         self.observer.verified(failures)
         return self.finish(
@@ -369,11 +375,15 @@ class Recorder:
 
     def fail(self, error: BaseException, *, raw: Any = None) -> RunResult:
         """Any exception that is no expected stop: `error`, with its type; a cancellation: `cancelled`
-        (a generator the caller closed half-read, `GeneratorExit`, is one too)."""
-        if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit):
+        (a generator the caller closed half-read, `GeneratorExit`, is one too). A `CancelledError`
+        while nobody cancels the task (a tool's own, a library's cancelled future, let out by the
+        framework) is an error, as it is a tool's failure in Endstate's own loop (`run_cancelled`)."""
+        if isinstance(error, KeyboardInterrupt | GeneratorExit) or (
+            isinstance(error, asyncio.CancelledError) and run_cancelled()
+        ):
             return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
         self.call_failed(error)
-        note = f"{type(error).__name__}: {error}"
+        note = f"{type(error).__name__}: {said(error)}"
         return self.finish(StopReason.ERROR, note=note, error_type=type(error).__name__, raw=raw)
 
     def call_failed(self, error: BaseException) -> None:
@@ -536,6 +546,30 @@ def run_of_saved(state: Any, kwargs: dict[str, Any]) -> Any:
     return json.dumps(rest) if isinstance(state, str | bytes) else rest
 
 
+def answered_late(kwargs: Mapping[str, Any], provider: str) -> RunResult | None:
+    """A person's answer to the run `kwargs["resumed"]` after its wait's deadline: the run ends
+    `help_timeout` (the framework not run), as a late answer to Endstate's own run does; None when
+    the answer is in time, or the store already took it (its journal holds it)."""
+    resumed = kwargs.get("resumed")
+    if not isinstance(resumed, RunResult) or (s := resumed.suspension) is None or time.time() < s.deadline:
+        return None
+    journal = resumed.snapshot.journal if resumed.snapshot is not None else []
+    if journal and isinstance(journal[-1], Answered):
+        return None
+    recorder = Recorder.start(
+        kwargs.get("hooks"),
+        agent=kwargs.get("agent_name") or resumed.agent,
+        task_type=kwargs.get("task_type", resumed.task_type),
+        provider=provider,
+        resumed=resumed,
+        wait=_wait(s, time.time(), "expired"),
+        go_on=False,
+    )
+    return recorder.finish(
+        StopReason.HELP_TIMEOUT, note=f"Nobody answered {s.question!r} before the deadline."
+    )
+
+
 def resumed_run(snapshot: Snapshot) -> RunResult:
     """The suspended segment a snapshot holds, as a resumed segment's recorder takes it: the run's
     id, totals and wait, and the span the next segment links to."""
@@ -568,6 +602,17 @@ def same_model(a: str, b: str) -> bool:
 
 
 _DATED = re.compile(r"-\d{8}|-\d{4}-\d{2}-\d{2}")  # the date a model id may end with
+
+
+def counted(usage: Usage) -> Usage:
+    """`usage` as a framework reported it, each count that is no whole number >= 0 (a provider's
+    negative count, a float) as 0 and a cost that is no finite amount >= 0 as unknown, as the
+    Anthropic adapter reads the API's usage: a count never goes down or off the scale."""
+    inp, out, read, write = (c if is_whole(c) and 0 <= c < 2**63 else 0 for c in _four(usage))
+    cost = usage.cost_usd if is_finite_from_zero(usage.cost_usd) else None
+    if (inp, out, read, write) == _four(usage) and cost == usage.cost_usd:
+        return usage
+    return Usage(inp, out, read, write, cost)
 
 
 def _four(usage: Usage) -> tuple[int, int, int, int]:

@@ -48,6 +48,7 @@ from claude_agent_sdk import (
     query,
 )
 
+from agent._valid import is_finite_from_zero, is_whole
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._framework import require
@@ -55,6 +56,7 @@ from agent.integrations._observe import (
     OPTIONS,
     Recorder,
     Usage,
+    answered_late,
     check_keywords,
     reading_state,
     run_of_saved,
@@ -132,6 +134,7 @@ class MessageReader:
                 model=message.model,
                 response_id=message.message_id or "",
                 call_model=self._served_by(message.model),
+                calls=((b.id, b.name, b.input) for b in message.content if isinstance(b, ToolUseBlock)),
             )
         for block in message.content:
             if isinstance(block, ToolUseBlock):
@@ -245,6 +248,8 @@ async def aresume(
         state = state.raw
     with reading_state("claude_agent_sdk.resume", "a need_help result, its raw ResultMessage or state_of()"):
         session_id, call_id, tool = _session(run_of_saved(state, kwargs))
+    if (late := answered_late(kwargs, PROVIDER)) is not None:
+        return late
     options = options or ClaudeAgentOptions()
     hooks = _deciding(options.hooks or {}, call_id, tool, approved, answer)
     options = dataclasses.replace(options, resume=session_id, hooks=hooks)
@@ -315,7 +320,8 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
             StopReason.ERROR, note="the CLI ended without a result", error_type="no_result"
         )
     _totals(recorder, result)
-    note = "; ".join(result.errors or ()) or (result.result or "")
+    errors = [str(e) for e in result.errors or () if isinstance(e, str | int | float) and str(e)]
+    note = "; ".join(errors) or (result.result if isinstance(result.result, str) else "")
     if (result.terminal_reason or "").startswith("aborted"):
         return recorder.finish(StopReason.CANCELLED, note=note, raw=result)
     if result.subtype in LIMITS:
@@ -351,29 +357,35 @@ def _hook_stop(result: ResultMessage, blocked: str) -> str:
 
 def _totals(recorder: Recorder, result: ResultMessage) -> None:
     """The run's tokens and cost as the CLI counted them (authoritative over the per-message sums)."""
-    totals: dict[str, Any] = _tokens(result.usage) if result.usage else {}  # none: the messages' sums
+    usage = result.usage  # none (or no mapping): the messages' sums stand
+    totals: dict[str, Any] = _tokens(usage) if usage and isinstance(usage, Mapping) else {}
     spent = recorder.info.spent
     if spent is not None:  # a resumed session reports its own totals: add the earlier segments'
         totals = {k: v + getattr(spent.usage, k) for k, v in totals.items()}
-    if result.total_cost_usd is not None:
+    if result.total_cost_usd is not None:  # an amount that is none (NaN, negative, text): unknown
+        cost = result.total_cost_usd if is_finite_from_zero(result.total_cost_usd) else None
         earlier = spent.usage.cost_usd if spent else 0.0  # None when an earlier segment's was unknown
-        totals["cost_usd"] = None if earlier is None else float(result.total_cost_usd) + earlier
+        totals["cost_usd"] = None if earlier is None or cost is None else float(cost) + earlier
     if totals:
         recorder.usage = dataclasses.replace(recorder.usage, **totals)
 
 
-def _tokens(usage: Mapping[str, Any]) -> dict[str, int]:
+def _tokens(usage: Any) -> dict[str, int]:
     """The Messages API's usage as Endstate counts it: the input includes the cache reads and writes."""
-    read, write = (
-        int(usage.get("cache_read_input_tokens") or 0),
-        int(usage.get("cache_creation_input_tokens") or 0),
-    )
+    read, write = _count(usage, "cache_read_input_tokens"), _count(usage, "cache_creation_input_tokens")
     return {
-        "input_tokens": int(usage.get("input_tokens") or 0) + read + write,
-        "output_tokens": int(usage.get("output_tokens") or 0),
+        "input_tokens": _count(usage, "input_tokens") + read + write,
+        "output_tokens": _count(usage, "output_tokens"),
         "cache_read_tokens": read,
         "cache_write_tokens": write,
     }
+
+
+def _count(usage: Any, field: str) -> int:
+    """A count the CLI gives, or 0 when it is missing or no whole number >= 0 (as the Anthropic
+    adapter reads the API's: a negative count, text or a float is never counted)."""
+    value = usage.get(field) if isinstance(usage, Mapping) else None
+    return value if is_whole(value) and 0 <= value < 2**63 else 0
 
 
 def _text(content: Any) -> str:

@@ -93,6 +93,7 @@ from agent.integrations._observe import (
     Usage,
     _check_options,
     _Cut,
+    answered_late,
     need,
     reading_state,
     resumed_run,
@@ -103,6 +104,7 @@ from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
     NO_MODEL,
+    asked_calls,
     content_text,
     drive,
     first_seen,
@@ -114,6 +116,7 @@ from agent.journal import Suspended
 from agent.prices import PriceTable
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
+from agent.tools import said
 from agent.verify import Verifier
 
 PROVIDER = "langchain"
@@ -211,7 +214,7 @@ class _Reader:
             if raised is not None and call_id != raised:
                 continue  # cut off by the call that raised: it ends as the run does, neither ok nor failed
             name, arguments = self._tools.pop(call_id)
-            self.recorder.tool_ended(call_id, name, str(error), type(error).__name__, arguments)
+            self.recorder.tool_ended(call_id, name, said(error), type(error).__name__, arguments)
 
     def _replied(self, node: str, message: AIMessage, task_id: str = "") -> None:
         recorder = self.recorder
@@ -235,6 +238,7 @@ class _Reader:
             model=model,
             response_id=message.id or "",
             call_model=model,
+            calls=asked_calls(message),
         )
 
     def _release(self) -> None:
@@ -830,6 +834,8 @@ async def aresume(
     with reading_state("langgraph.resume", "a need_help result, state_of() or the run's config"):
         state = run_of_saved(state, kwargs)
         config = json.loads(state) if isinstance(state, str | bytes) else state
+    if (late := answered_late(kwargs, PROVIDER)) is not None:
+        return late
     if not isinstance(config, Mapping) or not config.get("configurable", {}).get("thread_id"):
         if getattr(graph, "checkpointer", None) is None:  # it ran with no thread: nothing holds its state
             raise ConfigError(

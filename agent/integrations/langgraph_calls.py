@@ -34,6 +34,7 @@ from agent.hooks import hook_failed
 from agent.integrations._observe import Recorder, Usage
 from agent.models.base import ModelReply
 from agent.prices import PriceTable
+from agent.tools import said
 
 NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
 INTERRUPT_KEY = "__interrupt__"
@@ -132,6 +133,7 @@ class Calls(BaseCallbackHandler):
             model=model,
             response_id=str(getattr(message, "id", "") or ""),
             call_model=model,
+            calls=asked_calls(message),
         )
 
     # -- tool calls (only when watched) -----------------------------------------
@@ -169,7 +171,7 @@ class Calls(BaseCallbackHandler):
             return
         if not isinstance(error, GraphInterrupt):  # a call waiting for a person stays open: cut at the end
             error_type = None if isinstance(error, GraphBubbleUp) else type(error).__name__
-            self.recorder.tool_ended(call[0], call[1], str(error), error_type, call[2])
+            self.recorder.tool_ended(call[0], call[1], said(error), error_type, call[2])
         self._release()
 
     # -- the graph's states -------------------------------------------------------
@@ -291,6 +293,12 @@ def _message_of(response: LLMResult) -> Any:
 
 
 NO_MODEL = "langgraph"  # the run's model label when the config's metadata names none (`ls_model_name`)
+
+
+def asked_calls(message: Any) -> list[tuple[str, str, Any]]:
+    """The tool calls a LangChain reply asks for (its `tool_calls`: id, name, arguments)."""
+    found = getattr(message, "tool_calls", None) or ()
+    return [(str(c.get("id") or ""), str(c.get("name") or ""), c.get("args") or {}) for c in found]
 
 
 def reply_model(message: Any) -> str:

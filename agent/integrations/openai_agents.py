@@ -87,6 +87,7 @@ from agent.integrations._observe import (
     Usage,
     _check_options,
     _text_of,
+    answered_late,
     check_keywords,
     need,
     reading_state,
@@ -95,6 +96,7 @@ from agent.integrations._observe import (
 )
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.tools import run_cancelled, said
 from agent.verify import Verifier
 
 PROVIDER = "openai"
@@ -145,14 +147,16 @@ class EndstateRunHooks(OARunHooks[Any]):
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        asked = _asked(response.output) if self.recorder.watched else {}
         self.recorder.model_ended(
             _usage_of(response.usage),
             text=_text(response.output),
             stop_reason="tool_use" if _calls(response.output) else "end_turn",
             response_id=response.response_id or "",
+            calls=((i, name, args) for i, (name, args) in asked.items()),
         )
         if self.recorder.watched:
-            self.asked, self.asker = _asked(response.output), agent
+            self.asked, self.asker = asked, agent
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)
 
@@ -193,9 +197,9 @@ class EndstateRunHooks(OARunHooks[Any]):
         if isinstance(exc, ToolTimeoutError):
             name, error, text = exc.tool_name, TOOL_TIMEOUT, str(exc)
         else:
-            name = next((n for n in self.running.values() if str(exc).startswith(f"{_RAISED}{n}: ")), "")
+            name = next((n for n in self.running.values() if said(exc).startswith(f"{_RAISED}{n}: ")), "")
             cause = exc.__cause__ if exc.__cause__ is not None else exc
-            error, text = type(cause).__name__, str(cause)
+            error, text = type(cause).__name__, said(cause)
         calls = [call_id for call_id, running in self.running.items() if running == name]
         if len(calls) == 1:
             self.recorder.tool_ended(calls[0], name, text, error)
@@ -322,7 +326,7 @@ class StreamedRun:
     def _abandoned(self) -> None:
         """The caller dropped the stream half read: the SDK's run goes no further, and ends `cancelled`."""
         if self.result is None and self._run is not None:
-            self.result = self._run.stopped(asyncio.CancelledError("the caller stopped reading the stream"))
+            self.result = self._run.stopped(GeneratorExit("the caller stopped reading the stream"))
             if self.raw is not None:
                 with contextlib.suppress(RuntimeError):  # dropped after its event loop closed: nothing runs
                     self.raw.cancel()
@@ -342,14 +346,15 @@ class StreamedRun:
             self.result = run.stopped(exc)
             if self.raw is not None and isinstance(exc, asyncio.CancelledError):  # so is the run
                 self.raw.cancel()
-                raise
+                if run_cancelled():  # the caller's cancel goes on out; a tool's own is the run's error stop
+                    raise
         else:
             self.result = run.ended(self.raw)
         finally:
             if self.result is None:  # the caller stopped reading: the run goes no further
                 if self.raw is not None:
                     self.raw.cancel()
-                self.result = run.stopped(asyncio.CancelledError("the caller stopped reading the stream"))
+                self.result = run.stopped(GeneratorExit("the caller stopped reading the stream"))
 
 
 class _Observed:
@@ -526,6 +531,8 @@ async def aresume(
     with reading_state("openai_agents.resume", _STATE):
         run_state = await _run_state(agent, run_of_saved(state, kwargs))
         pending = run_state.get_interruptions()
+    if (late := answered_late(kwargs, PROVIDER)) is not None:
+        return late
     if not pending:
         raise ConfigError("this state has no pending approval: pass a need_help result or its state_of()")
     asked = pending[0]  # as `_suspend` asked it

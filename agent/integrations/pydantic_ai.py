@@ -29,7 +29,8 @@ the caller streams (`run_stream`) or drives node by node (`iter`) is read by an
 | `UsageLimitExceeded`: cost                    | `limit`/`cost`                        |
 | `RunTimedOut` (the run's own `timeout=`)      | `limit`/`seconds`                     |
 | `ModelContextWindowExceededError`             | `limit`/`context`                     |
-| `ContentFilterError` (the provider refused)   | `gave_up`, cause `refusal`            |
+| `ContentFilterError` (the provider refused),  | `gave_up`, cause `refusal`            |
+| or an output from a refused response          |                                       |
 | `RunCancelled`, the task cancelled            | `cancelled`                           |
 | any other exception                           | `error`, with its type                |
 """
@@ -80,6 +81,7 @@ from agent.integrations._observe import (
     OPTIONS,
     Recorder,
     Usage,
+    answered_late,
     check_keywords,
     need,
     reading_state,
@@ -90,6 +92,7 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.tools import said
 from agent.verify import Verifier
 
 PROVIDER = "pydantic_ai"
@@ -126,7 +129,7 @@ class EndstateCapability(AbstractCapability[Any]):
         except (ApprovalRequired, CallDeferred):
             raise  # not run: the call waits for a person (its span ends as interrupted)
         except Exception as exc:
-            self.recorder.tool_ended(call_id, name, str(exc), _failure(exc))
+            self.recorder.tool_ended(call_id, name, said(exc), _failure(exc))
             raise
         self.recorder.tool_ended(call_id, name, str(result))
         return result
@@ -385,6 +388,9 @@ def _ended(recorder: Recorder, result: AgentRunResult[Any] | None) -> RunResult:
         return recorder.fail(GeneratorExit("the caller stopped reading the stream"))
     if isinstance(result.output, DeferredToolRequests):
         return _suspend(recorder, result.output, result)
+    if recorder.last_stop == StopKind.REFUSED:  # its output is the refusal's text, as Pydantic AI keeps it
+        note = "The model API refused: the run ended on its refusal (finish_reason content_filter)."
+        return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=note, raw=result)
     return recorder.succeed(result.output, raw=result)
 
 
@@ -557,7 +563,7 @@ async def _tool_calls(run: AgentRun[Any, Any], node: Any, recorder: Recorder) ->
                     _tool_returned(recorder, event.part, running.pop(event.tool_call_id))
     except Exception as exc:
         if (call_id := _raised_by(exc, running)) is not None:
-            recorder.tool_ended(call_id, running[call_id], str(exc), type(exc).__name__)
+            recorder.tool_ended(call_id, running[call_id], said(exc), type(exc).__name__)
         raise
     return await run.next(node)
 
@@ -624,6 +630,9 @@ def _replied(recorder: Recorder, response: ModelResponse, model: Any) -> None:
         response_id=response.provider_response_id or "",
         stop=_FINISHES.get(response.finish_reason, StopKind.OTHER) if response.finish_reason else None,
         call_model=_served_by(model, response) if recorder.watched else "",
+        calls=((c.tool_call_id, c.tool_name, c.args_as_dict()) for c in response.tool_calls)
+        if recorder.watched
+        else (),
     )
 
 
@@ -687,6 +696,8 @@ async def aresume(
         state = state.raw
     with reading_state("pydantic_ai.resume", _STATE):
         messages, pending = _saved(run_of_saved(state, kwargs))
+    if (late := answered_late(kwargs, PROVIDER)) is not None:
+        return late
     if not pending:
         raise ConfigError("this state has no pending tool call to answer: pass the raw of a need_help result")
     results = DeferredToolResults()
