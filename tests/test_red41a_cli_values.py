@@ -1,0 +1,42 @@
+"""red41a: values a command's --help bounds are refused at once, exit 2, one line saying what to give."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.durable.store import open_store
+
+
+def _endstate(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "agent.cli", *argv]
+    try:
+        return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=60)
+    except subprocess.TimeoutExpired as exc:  # the command went on as if the value were good
+        pytest.fail(f"{' '.join(argv)} was not refused: {exc.stderr!r}")
+
+
+def _a_free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("age", ["0d", "0s"])
+def test_serve_refuses_a_retention_of_0_as_prune_does(tmp_path: Path, age: str) -> None:
+    """Before: `serve --retention 0d` started, and its hourly prune failed (or would have deleted every
+    finished run); `prune --older-than 0d` was refused."""
+    store = str(tmp_path / "runs.db")
+    open_store(store).close()
+    for argv in (
+        ["serve", "--retention", age, "--store", store, "--port", str(_a_free_port())],
+        ["prune", "--older-than", age, "--store", store],
+    ):
+        done = _endstate(*argv, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        last = done.stderr.strip().splitlines()[-1]
+        assert last.startswith("endstate: ") and "above 0" in last and "Traceback" not in done.stderr
