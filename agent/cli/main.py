@@ -36,10 +36,9 @@ COMMAND_MODULES: list[str] = [
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    say_logs_in_lines()
-    try:
+    try:  # Ctrl-C while the command line is built (its modules load) ends it as quietly as later
+        args = build_parser().parse_args(argv)
+        say_logs_in_lines()
         return int(args.handler(args))
     except EndstateError as exc:
         print(f"endstate: {exc}", file=sys.stderr)
