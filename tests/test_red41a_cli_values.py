@@ -40,3 +40,13 @@ def test_serve_refuses_a_retention_of_0_as_prune_does(tmp_path: Path, age: str) 
         assert done.returncode == 2, done.stderr
         last = done.stderr.strip().splitlines()[-1]
         assert last.startswith("endstate: ") and "above 0" in last and "Traceback" not in done.stderr
+
+
+def test_worker_refuses_a_continue_after_past_40000_before_it_connects(tmp_path: Path) -> None:
+    """Before: `worker --continue-after 50000` (help: at most 40000) tried Temporal first: with none there
+    it said Temporal was unreachable, and with one it was refused only once connected."""
+    done = _endstate("worker", "--temporal", "127.0.0.1:1", "--continue-after", "40001", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "--continue-after: '40001' is not a whole number of history events from 1 to 40000" in last, last
+    assert "Temporal" not in done.stderr

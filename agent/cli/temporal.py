@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import math
 import os
 import re
 import shlex
@@ -107,15 +108,27 @@ def heartbeat(text: str) -> float:
 
 
 def events(text: str) -> int:
-    """An argparse type: a whole number of history events from 1 (`build_worker` refuses past the bound
-    where a run stops `history_too_large`)."""
+    """An argparse type: a whole number of history events from 1 to the bound where a run stops
+    `history_too_large` (refused here, before the worker connects to Temporal)."""
+    most = _most_events()
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of history events from 1")
+    if not 1 <= value <= most:
+        bound = f" to {most}" if most < math.inf else ""
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of history events from 1{bound}")
     return value
+
+
+def _most_events() -> int | float:
+    """The history events past which a run stops `history_too_large` (no bound here without temporalio:
+    the worker then says what to install)."""
+    try:
+        from agent.temporal._wire import MAX_HISTORY_EVENTS
+    except ImportError:
+        return math.inf
+    return MAX_HISTORY_EVENTS
 
 
 def grace(text: str) -> float:
