@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_red40b_demo_interrupt import children
+from test_service_support import wait_for
+
+from agent.cli._signals import SIGTERM_EXIT
 
 pytestmark = pytest.mark.slow
 
@@ -34,3 +41,46 @@ def test_ctrl_c_while_the_command_line_is_built_exits_130_without_a_traceback(
     argv = [sys.executable, "-c", CTRL_C_AT_IMPORT, module, "eval", "csv/clean"]
     done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert (done.returncode, done.stderr) == (130, ""), done.stderr
+
+
+def _stopped_in_a_tool_call(
+    argv: list[str], cwd: Path, sig: signal.Signals
+) -> subprocess.CompletedProcess[str]:
+    """Run `endstate ARGV`; once its run is inside a tool call (a command it runs), send `sig`."""
+    env = {**os.environ, "TMPDIR": str(cwd)}  # the scenario's world (a repository) is made there
+    command = [sys.executable, "-m", "agent.cli", *argv]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd
+    )
+    try:
+        wait_for(lambda: children(proc.pid), what="the run inside its tool call (a command it runs)")
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
+def _root_spans(traces: Path) -> list[tuple[str, str]]:
+    """Each run's span in the demo's offline traces: its name and stop reason."""
+    spans = [json.loads(line) for line in traces.read_text().splitlines()]
+    return [(s["name"], s["attributes"]["stop.reason"]) for s in spans if s["parent_id"] is None]
+
+
+def test_sigterm_stops_the_demo_as_ctrl_c_does_its_run_cancelled_and_its_spans_kept(tmp_path: Path) -> None:
+    """Before: SIGTERM killed `endstate demo` outright (exit -15): the run it cut never ended (no
+    `cancelled`) and the spans of every run it had played were lost (none in .endstate/traces.jsonl)."""
+    done = _stopped_in_a_tool_call(["demo", "ci/approved-push", "--repeat", "5"], tmp_path, signal.SIGTERM)
+    assert (done.returncode, done.stderr) == (SIGTERM_EXIT, "") == (143, "")
+    assert "stop reasons reached" not in done.stdout  # it stopped at once
+    runs = _root_spans(tmp_path / ".endstate" / "traces.jsonl")
+    assert runs[-1] == ("invoke_agent ci-fixer", "cancelled"), runs
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_an_eval_quietly(tmp_path: Path, sig: signal.Signals) -> None:
+    """Ctrl-C ends `endstate eval` with 130, SIGTERM with 143 (before: killed, -15), and no traceback."""
+    done = _stopped_in_a_tool_call(["eval", "ci/approved-push", "--repeat", "20"], tmp_path, sig)
+    assert (done.returncode, done.stderr) == (128 + sig, ""), done.stderr

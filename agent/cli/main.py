@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from agent.cli._help import METRICS_ADDR, HelpParser, metrics_addr, model_id
+from agent.cli._signals import interrupted_exit, sigterm_as_ctrl_c
 from agent.cli.demo import Played, play, select
 from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
@@ -44,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"endstate: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        return 130
+        return interrupted_exit()
     except BrokenPipeError:  # `endstate runs | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 141
@@ -149,6 +150,7 @@ def run_demo(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(f"{exc}; `endstate demo --list` shows them") from exc
     model = _model(args.model) if args.model else None
+    sigterm_as_ctrl_c()
     telemetry = _telemetry(args)
     try:
         played = _play_all(scenarios, args, telemetry.hooks, model)
