@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -11,9 +12,12 @@ from pathlib import Path
 
 import pytest
 from test_red40b_demo_interrupt import children
+from test_runner_agents import counted, counter_state, env_with_tests, outlive_leases
 from test_service_support import wait_for
 
 from agent.cli._signals import SIGTERM_EXIT
+from agent.cli.runs import CANCELLED_EXIT
+from agent.durable.store import RunRecord, open_store
 
 pytestmark = pytest.mark.slow
 
@@ -84,3 +88,46 @@ def test_a_signal_stops_an_eval_quietly(tmp_path: Path, sig: signal.Signals) -> 
     """Ctrl-C ends `endstate eval` with 130, SIGTERM with 143 (before: killed, -15), and no traceback."""
     done = _stopped_in_a_tool_call(["eval", "ci/approved-push", "--repeat", "20"], tmp_path, sig)
     assert (done.returncode, done.stderr) == (128 + sig, ""), done.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_recover_cut_short_by_a_signal_keeps_its_run_cancelled_and_exits_3(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """Before: `endstate recover` exited 0 once SIGTERM or Ctrl-C had cut the run it continued, as if
+    all had ended (`start` and `resume` exit 3 then)."""
+    store, folder, flag = str(tmp_path / "runs.db"), tmp_path / "run", tmp_path / "run" / "slow.flag"
+    state, _ = counter_state(folder, "slow", hold_at=2), flag.touch()
+    crashed = _on_store(store, "start", "counter", "count slowly", "--state", json.dumps(state))
+    wait_for(lambda: len(counted(folder)) >= 2, what="two counts")
+    crashed.kill()  # its worker died holding the run
+    crashed.communicate()
+    assert outlive_leases(store, 3600, *_owners(store)) == 1
+    before = len(counted(folder))
+    recover = _on_store(store, "recover")
+    wait_for(lambda: len(counted(folder)) > before, what="a count of the recovered run")
+    recover.send_signal(sig)
+    flag.unlink()  # its turn ends
+    out, err = recover.communicate(timeout=120)
+    assert (recover.returncode, err) == (CANCELLED_EXIT, ""), err
+    assert ": cancelled after" in out and "-> endstate resume " in out
+    [run] = _runs(store)
+    assert (run.status, run.stop_reason) == ("cancelled", "cancelled")
+
+
+def _on_store(store: str, *argv: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "agent.cli", *argv, "--catalog", "test_runner_agents:catalog"]
+    return subprocess.Popen(
+        [*command, "--store", store], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env_with_tests(),
+    )  # fmt: skip
+
+
+def _owners(store: str) -> list[str]:
+    """The workers that hold runs of the store."""
+    return [r.owner for r in _runs(store) if r.owner]
+
+
+def _runs(store: str) -> list[RunRecord]:
+    with contextlib.closing(open_store(store)) as opened:
+        return opened.list_runs()

@@ -55,6 +55,11 @@ EXITS = (
     "cancel over Temporal): the run is not over, and its line says what continues it; 2 when the command "
     "is refused."
 )
+RECOVER_EXITS = (
+    "exit status: 0 once the runs it took up ended or wait for a person; 3 when one ended cancelled "
+    "(SIGTERM or Ctrl-C here): it is not over, and its line says what continues it; 2 when the command is "
+    "refused."
+)
 
 
 class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -85,6 +90,8 @@ class HelpParser(argparse.ArgumentParser):
             self.epilog = f"environment variables read: {ENVIRONMENT[command]}."
         if command in DRIVES:
             self.epilog = f"{self.epilog} {EXITS}"
+        if command == "recover":
+            self.epilog = f"{self.epilog} {RECOVER_EXITS}"
 
     def add_argument(self, *args: Any, **kwargs: Any) -> Any:
         """An option given no help still shows its default."""
