@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_packaging import all_parsers
 
 from agent.durable.store import open_store
 
@@ -50,3 +52,16 @@ def test_worker_refuses_a_continue_after_past_40000_before_it_connects(tmp_path:
     last = done.stderr.strip().splitlines()[-1]
     assert "--continue-after: '40001' is not a whole number of history events from 1 to 40000" in last, last
     assert "Temporal" not in done.stderr
+
+
+def test_every_variable_an_option_falls_back_to_is_in_its_commands_list_of_variables() -> None:
+    """Before: `serve --help` listed neither ENDSTATE_MAX_RUNNING nor ENDSTATE_READY_TIMEOUT, `worker --help`
+    not ENDSTATE_FIRST_SCRAPE_WAIT, the store commands not ENDSTATE_STORE_TIMEOUT or ENDSTATE_TEMPORAL,
+    though their options fall back to them; and no help named ENDSTATE_TRACES_FILE, where the spans of
+    `demo` and of every run go when no OTLP endpoint is set."""
+    for parser in all_parsers():
+        named = {v for a in parser._actions for v in re.findall(r"ENDSTATE_[A-Z_]+", a.help or "")}
+        listed = (parser.epilog or "").split("environment variables read: ", 1)[-1]
+        assert {v for v in named if v not in listed} == set(), parser.prog
+    demo = next(p for p in all_parsers() if p.prog == "endstate demo")
+    assert "ENDSTATE_TRACES_FILE" in (demo.epilog or "")

@@ -11,34 +11,40 @@ from agent.errors import ConfigError
 
 OTEL = (
     "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME and the other "
-    "OTEL_* variables"
+    "OTEL_* variables; ENDSTATE_TRACES_FILE (a file spans go to as JSON lines when no OTLP endpoint is "
+    "set), ENDSTATE_REDACT_ENV (more variables whose values spans never show)"
 )
 STORE = "ENDSTATE_STORE (the run store, when --store is not given)"
+STORE_TIMEOUT = "ENDSTATE_STORE_TIMEOUT (when --store-timeout is not given)"
+TEMPORAL = "ENDSTATE_TEMPORAL (the Temporal server, when --temporal is not given)"
 CATALOG = (
     "ENDSTATE_CATALOG (the agents, when --catalog is not given), "
     "ENDSTATE_WORLDS (the example agents' folders)"
 )
 MODELS = "ANTHROPIC_API_KEY, ENDSTATE_MODEL (the default model), ENDSTATE_MODELS (a model table file)"
 GRACE = "ENDSTATE_SHUTDOWN_GRACE (seconds a run gets after SIGTERM)"
-RUNS = f"{STORE}; {CATALOG}; {GRACE}; {OTEL}"
+RUNS = f"{STORE}; {STORE_TIMEOUT}; {CATALOG}; {GRACE}; {OTEL}"
+LISTS = f"{STORE}; {STORE_TIMEOUT}; {TEMPORAL}"
 ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "": f"{STORE}; {CATALOG}; {MODELS}; {OTEL}; and per command, in its --help",
-    "demo": f"{MODELS} (with --model); {OTEL}",
+    "demo": f"{MODELS} (with --model); {OTEL} (the demo's default: .endstate/traces.jsonl)",
     "eval": f"{MODELS} (with --model); ENDSTATE_CATALOG (the agents of cases that name no catalog)",
     "limits": STORE,
     "limits suggest": STORE,
-    "runs": STORE,
-    "pending": STORE,
-    "answer": RUNS,
-    "approve": RUNS,
-    "deny": RUNS,
-    "start": RUNS,
-    "resume": RUNS,
+    "runs": LISTS,
+    "pending": LISTS,
+    "answer": f"{RUNS}; {TEMPORAL}",
+    "approve": f"{RUNS}; {TEMPORAL}",
+    "deny": f"{RUNS}; {TEMPORAL}",
+    "start": f"{RUNS}; {TEMPORAL}",
+    "resume": f"{RUNS}; {TEMPORAL}",
     "recover": RUNS,
     "end": RUNS,
     "audit": RUNS,
     "doctor": MODELS,
-    "serve": f"{STORE}; {CATALOG}; {OTEL}; ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
+    "serve": f"{STORE}; {STORE_TIMEOUT}; {CATALOG}; {OTEL}; {TEMPORAL}; "
+    "ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
+    "ENDSTATE_READY_TIMEOUT, ENDSTATE_MAX_RUNNING, ENDSTATE_FIRST_SCRAPE_WAIT (as their options say); "
     "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH; "
     "ENDSTATE_CASES_DIR (where the inbox promotes eval cases)",
     "review": STORE,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent._args import given
 from agent.budget import MAX_SECONDS
-from agent.cli._help import METRICS_ADDR, metrics_addr
+from agent.cli._help import CATALOG, METRICS_ADDR, OTEL, TEMPORAL, metrics_addr
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
@@ -57,7 +57,8 @@ def register(sub: Any) -> None:
     worker = sub.add_parser(
         "worker",
         help="run a Temporal worker for the catalog's agents",
-        epilog=f"environment variables read: {ENV_TEMPORAL}, ENDSTATE_CATALOG, the OTEL_* variables.",
+        epilog=f"environment variables read: {TEMPORAL}; {CATALOG}; ENDSTATE_FIRST_SCRAPE_WAIT (with "
+        f"--metrics-port, when --first-scrape-wait is not given); {OTEL}.",
     )
     _temporal_args(worker, required=True)
     add_catalog_arg(worker)
