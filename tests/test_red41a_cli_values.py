@@ -65,3 +65,9 @@ def test_every_variable_an_option_falls_back_to_is_in_its_commands_list_of_varia
         assert {v for v in named if v not in listed} == set(), parser.prog
     demo = next(p for p in all_parsers() if p.prog == "endstate demo")
     assert "ENDSTATE_TRACES_FILE" in (demo.epilog or "")
+
+
+def test_no_help_shows_an_empty_default() -> None:
+    """Before: `review label --help` said of --note "(default: )"."""
+    for parser in all_parsers():
+        assert "(default: )" not in parser.format_help(), parser.prog
