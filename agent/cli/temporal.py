@@ -246,16 +246,32 @@ async def _noted(args: argparse.Namespace, call: Awaitable[T]) -> T:
     in silence for ever."""
     task = asyncio.ensure_future(call)
     try:
-        return await asyncio.wait_for(asyncio.shield(task), NOTE_AFTER_S)
-    except TimeoutError:
-        print(
-            f"endstate: still waiting after {NOTE_AFTER_S:g} s for the run's segment to end: a long one, or "
-            f"no `endstate worker` polls task queue {args.task_queue!r} of namespace {args.namespace!r} "
-            "(start one). Ctrl-C stops waiting here; what was sent stays with Temporal",
-            file=sys.stderr,
-            flush=True,
-        )
-        return await task
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), NOTE_AFTER_S)
+        except TimeoutError:
+            _say(
+                f"still waiting after {NOTE_AFTER_S:g} s for the run's segment to end: a long one, or no "
+                f"`endstate worker` polls task queue {args.task_queue!r} of namespace {args.namespace!r} "
+                "(start one). Ctrl-C stops waiting here; what was sent stays with Temporal"
+            )
+            return await asyncio.shield(task)
+    except asyncio.CancelledError:  # Ctrl-C
+        await _dropped(task)
+        _say("stopped waiting (Ctrl-C); the run goes on with Temporal")
+        raise
+
+
+def _say(text: str) -> None:
+    print(f"endstate: {text}", file=sys.stderr, flush=True)
+
+
+async def _dropped(task: asyncio.Future[Any]) -> None:
+    """Cancel `task` and wait for its end, its error unsaid (the SDK's "cancelled waiting for update"):
+    left running, `asyncio.run` reported it as an unhandled exception at shutdown."""
+    task.cancel()
+    await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()
 
 
 async def _start(args: argparse.Namespace) -> int:

@@ -1,0 +1,48 @@
+"""red41a: Ctrl-C on a command waiting over Temporal for a run's segment (`start`, `answer`, `resume` ...
+with --temporal) stops the wait quietly with exit 130; the run stays with Temporal."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from temporal_server import TemporalServer, cli_env, endstate, temporal_cli, temporal_fixture
+from test_service_support import wait_for
+
+pytestmark = pytest.mark.slow
+
+temporal = temporal_fixture()
+
+
+def _described(server: TemporalServer, run_id: str) -> bool:
+    """Whether Temporal has the run's workflow."""
+    argv = [temporal_cli(), "workflow", "describe", "--workflow-id", run_id, "--address", server.address]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30).returncode == 0
+
+
+def test_ctrl_c_on_a_start_waiting_over_temporal_exits_130_without_asyncio_noise(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    """Before: "endstate: error: unhandled exception during asyncio.run() shutdown" and a line naming the
+    SDK's Task and its WorkflowUpdateRPCTimeoutOrCancelledError."""
+    run_id = queue = f"nobody-{uuid.uuid4().hex[:8]}"  # no worker polls it: the start waits
+    argv = endstate("start", "csv-cleaner", "clean it", "--run-id", run_id, "--temporal", temporal.address)
+    start = subprocess.Popen(
+        [*argv, "--task-queue", queue], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=cli_env(), cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: _described(temporal, run_id), what="the run's workflow on Temporal")
+        start.send_signal(signal.SIGINT)
+        _, err = start.communicate(timeout=60)
+    finally:
+        if start.poll() is None:
+            start.kill()
+            start.wait()
+    said = [line for line in err.splitlines() if "registered the search attributes" not in line]
+    assert start.returncode == 130, err
+    assert said == ["endstate: stopped waiting (Ctrl-C); the run goes on with Temporal"], err
+    assert _described(temporal, run_id)
