@@ -4,7 +4,9 @@ with --temporal) stops the wait quietly with exit 130; the run stays with Tempor
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -46,3 +48,40 @@ def test_ctrl_c_on_a_start_waiting_over_temporal_exits_130_without_asyncio_noise
     assert start.returncode == 130, err
     assert said == ["endstate: stopped waiting (Ctrl-C); the run goes on with Temporal"], err
     assert _described(temporal, run_id)
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
+def test_serve_over_temporal_stops_on_a_signal_as_over_a_store(
+    temporal: TemporalServer, tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
+    """Before: on SIGTERM `serve --temporal` died by the signal uvicorn raised again once it had shut down
+    (exit -15), before it closed its Temporal client and sent what telemetry held; over a store, exit 0."""
+    port = _a_free_port()
+    argv = endstate("serve", "--temporal", temporal.address, "--port", str(port))
+    serve = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(), cwd=tmp_path
+    )
+    try:
+        wait_for(lambda: _answers(port), what="serve --temporal answering /healthz")
+        serve.send_signal(sig)
+        _, err = serve.communicate(timeout=60)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+    assert serve.returncode == code, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def _a_free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False
