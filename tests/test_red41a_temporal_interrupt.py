@@ -25,11 +25,13 @@ def _described(server: TemporalServer, run_id: str) -> bool:
     return subprocess.run(argv, capture_output=True, text=True, timeout=30).returncode == 0
 
 
-def test_ctrl_c_on_a_start_waiting_over_temporal_exits_130_without_asyncio_noise(
-    temporal: TemporalServer, tmp_path: Path
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_on_a_start_waiting_over_temporal_stops_the_wait_without_asyncio_noise(
+    temporal: TemporalServer, tmp_path: Path, sig: signal.Signals
 ) -> None:
-    """Before: "endstate: error: unhandled exception during asyncio.run() shutdown" and a line naming the
-    SDK's Task and its WorkflowUpdateRPCTimeoutOrCancelledError."""
+    """Before: Ctrl-C printed "endstate: error: unhandled exception during asyncio.run() shutdown" and a
+    line naming the SDK's Task and its WorkflowUpdateRPCTimeoutOrCancelledError; SIGTERM killed the
+    command outright (exit -15, nothing said)."""
     run_id = queue = f"nobody-{uuid.uuid4().hex[:8]}"  # no worker polls it: the start waits
     argv = endstate("start", "csv-cleaner", "clean it", "--run-id", run_id, "--temporal", temporal.address)
     start = subprocess.Popen(
@@ -38,15 +40,15 @@ def test_ctrl_c_on_a_start_waiting_over_temporal_exits_130_without_asyncio_noise
     )  # fmt: skip
     try:
         wait_for(lambda: _described(temporal, run_id), what="the run's workflow on Temporal")
-        start.send_signal(signal.SIGINT)
+        start.send_signal(sig)
         _, err = start.communicate(timeout=60)
     finally:
         if start.poll() is None:
             start.kill()
             start.wait()
     said = [line for line in err.splitlines() if "registered the search attributes" not in line]
-    assert start.returncode == 130, err
-    assert said == ["endstate: stopped waiting (Ctrl-C); the run goes on with Temporal"], err
+    assert start.returncode == 128 + sig, err
+    assert said == ["endstate: stopped waiting; the run goes on with Temporal"], err
     assert _described(temporal, run_id)
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agent._args import given
 from agent.budget import MAX_SECONDS
 from agent.cli._help import CATALOG, METRICS_ADDR, OTEL, TEMPORAL, metrics_addr
+from agent.cli._signals import sigterm_as_ctrl_c
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
@@ -207,6 +208,7 @@ def _either(
 
             return serve(args)
         if args.temporal:
+            sigterm_as_ctrl_c()  # the wait stops; the run is Temporal's
             return asyncio.run(_collected(_COMMANDS[name](args)))
         if getattr(args, "no_wait", False):
             raise ConfigError("--no-wait needs --temporal: a run on a store goes on in this process")
@@ -255,9 +257,9 @@ async def _noted(args: argparse.Namespace, call: Awaitable[T]) -> T:
                 "(start one). Ctrl-C stops waiting here; what was sent stays with Temporal"
             )
             return await asyncio.shield(task)
-    except asyncio.CancelledError:  # Ctrl-C
+    except asyncio.CancelledError:  # Ctrl-C or SIGTERM
         await _dropped(task)
-        _say("stopped waiting (Ctrl-C); the run goes on with Temporal")
+        _say("stopped waiting; the run goes on with Temporal")
         raise
 
 
