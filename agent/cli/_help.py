@@ -11,34 +11,40 @@ from agent.errors import ConfigError
 
 OTEL = (
     "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME and the other "
-    "OTEL_* variables"
+    "OTEL_* variables; ENDSTATE_TRACES_FILE (a file spans go to as JSON lines when no OTLP endpoint is "
+    "set), ENDSTATE_REDACT_ENV (more variables whose values spans never show)"
 )
 STORE = "ENDSTATE_STORE (the run store, when --store is not given)"
+STORE_TIMEOUT = "ENDSTATE_STORE_TIMEOUT (when --store-timeout is not given)"
+TEMPORAL = "ENDSTATE_TEMPORAL (the Temporal server, when --temporal is not given)"
 CATALOG = (
     "ENDSTATE_CATALOG (the agents, when --catalog is not given), "
     "ENDSTATE_WORLDS (the example agents' folders)"
 )
 MODELS = "ANTHROPIC_API_KEY, ENDSTATE_MODEL (the default model), ENDSTATE_MODELS (a model table file)"
 GRACE = "ENDSTATE_SHUTDOWN_GRACE (seconds a run gets after SIGTERM)"
-RUNS = f"{STORE}; {CATALOG}; {GRACE}; {OTEL}"
+RUNS = f"{STORE}; {STORE_TIMEOUT}; {CATALOG}; {GRACE}; {OTEL}"
+LISTS = f"{STORE}; {STORE_TIMEOUT}; {TEMPORAL}"
 ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "": f"{STORE}; {CATALOG}; {MODELS}; {OTEL}; and per command, in its --help",
-    "demo": f"{MODELS} (with --model); {OTEL}",
+    "demo": f"{MODELS} (with --model); {OTEL} (the demo's default: .endstate/traces.jsonl)",
     "eval": f"{MODELS} (with --model); ENDSTATE_CATALOG (the agents of cases that name no catalog)",
     "limits": STORE,
     "limits suggest": STORE,
-    "runs": STORE,
-    "pending": STORE,
-    "answer": RUNS,
-    "approve": RUNS,
-    "deny": RUNS,
-    "start": RUNS,
-    "resume": RUNS,
+    "runs": LISTS,
+    "pending": LISTS,
+    "answer": f"{RUNS}; {TEMPORAL}",
+    "approve": f"{RUNS}; {TEMPORAL}",
+    "deny": f"{RUNS}; {TEMPORAL}",
+    "start": f"{RUNS}; {TEMPORAL}",
+    "resume": f"{RUNS}; {TEMPORAL}",
     "recover": RUNS,
     "end": RUNS,
     "audit": RUNS,
     "doctor": MODELS,
-    "serve": f"{STORE}; {CATALOG}; {OTEL}; ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
+    "serve": f"{STORE}; {STORE_TIMEOUT}; {CATALOG}; {OTEL}; {TEMPORAL}; "
+    "ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
+    "ENDSTATE_READY_TIMEOUT, ENDSTATE_MAX_RUNNING, ENDSTATE_FIRST_SCRAPE_WAIT (as their options say); "
     "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH; "
     "ENDSTATE_CASES_DIR (where the inbox promotes eval cases)",
     "review": STORE,
@@ -54,6 +60,11 @@ EXITS = (
     "says which) or waits for a person; 3 when it ended cancelled (SIGTERM or Ctrl-C here, a workflow "
     "cancel over Temporal): the run is not over, and its line says what continues it; 2 when the command "
     "is refused."
+)
+RECOVER_EXITS = (
+    "exit status: 0 once the runs it took up ended or wait for a person; 3 when one ended cancelled "
+    "(SIGTERM or Ctrl-C here): it is not over, and its line says what continues it; 2 when the command is "
+    "refused."
 )
 
 
@@ -85,6 +96,8 @@ class HelpParser(argparse.ArgumentParser):
             self.epilog = f"environment variables read: {ENVIRONMENT[command]}."
         if command in DRIVES:
             self.epilog = f"{self.epilog} {EXITS}"
+        if command == "recover":
+            self.epilog = f"{self.epilog} {RECOVER_EXITS}"
 
     def add_argument(self, *args: Any, **kwargs: Any) -> Any:
         """An option given no help still shows its default."""

@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from agent._args import given
 from agent.cli._help import model_id
+from agent.cli._signals import sigterm_as_ctrl_c
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
@@ -99,6 +100,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise ConfigError("--repeat must be at least 1")
     model = _model_factory(args.model) if args.model else None
+    sigterm_as_ctrl_c()
     bar = Progress(len(cases) * args.repeat, sys.stderr, enabled=not args.no_progress and sys.stderr.isatty())
     rounds = [
         asyncio.run(

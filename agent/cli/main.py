@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from agent.cli._help import METRICS_ADDR, HelpParser, metrics_addr, model_id
+from agent.cli._signals import interrupted_exit, sigterm_as_ctrl_c
 from agent.cli.demo import Played, play, select
 from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
@@ -36,16 +37,15 @@ COMMAND_MODULES: list[str] = [
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    say_logs_in_lines()
-    try:
+    try:  # Ctrl-C while the command line is built (its modules load) ends it as quietly as later
+        args = build_parser().parse_args(argv)
+        say_logs_in_lines()
         return int(args.handler(args))
     except EndstateError as exc:
         print(f"endstate: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        return 130
+        return interrupted_exit()
     except BrokenPipeError:  # `endstate runs | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 141
@@ -150,6 +150,7 @@ def run_demo(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(f"{exc}; `endstate demo --list` shows them") from exc
     model = _model(args.model) if args.model else None
+    sigterm_as_ctrl_c()
     telemetry = _telemetry(args)
     try:
         played = _play_all(scenarios, args, telemetry.hooks, model)

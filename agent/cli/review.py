@@ -61,7 +61,7 @@ def add_label(sub: Any) -> None:
     _store_arg(p, argparse.SUPPRESS)  # given before `label` or after it
     p.add_argument("run_id")
     p.add_argument("label", choices=[str(label) for label in review.Label], metavar="LABEL")
-    p.add_argument("--note", default="", help="what you found, for whoever reads the label next")
+    p.add_argument("--note", default=None, help="what you found, for whoever reads the label next")
     p.add_argument("--by", default=None, help="who gives the label (default: the user running this)")
     p.set_defaults(handler=run_label)
 
@@ -166,7 +166,7 @@ def run_queue(args: argparse.Namespace) -> int:
 
 def run_label(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        given = review.label(store, args.run_id, args.label, args.note, by=args.by or _user())
+        given = review.label(store, args.run_id, args.label, args.note or "", by=args.by or _user())
     print(f"run {given.run_id} ({given.agent}, {given.task_type}): labelled {given.label} by {given.by}")
     print(f"    -> endstate review promote {given.run_id}{store_on(args)}   turns it into an eval case")
     return 0

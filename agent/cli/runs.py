@@ -330,7 +330,7 @@ def _recover(args: argparse.Namespace) -> int:
     for result in results:
         print(result_line(result, store_on(args)))
     print(f"{plural(len(results), 'run')} recovered or swept")
-    return 0
+    return max(map(exit_code, results), default=0)  # a run cut short by SIGTERM or Ctrl-C: not over
 
 
 def _end_args(p: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import math
 import os
 import re
 import shlex
@@ -27,7 +28,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent._args import given
 from agent.budget import MAX_SECONDS
-from agent.cli._help import METRICS_ADDR, metrics_addr
+from agent.cli._help import CATALOG, METRICS_ADDR, OTEL, TEMPORAL, metrics_addr
+from agent.cli._signals import sigterm_as_ctrl_c
 from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
 from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
@@ -56,7 +58,8 @@ def register(sub: Any) -> None:
     worker = sub.add_parser(
         "worker",
         help="run a Temporal worker for the catalog's agents",
-        epilog=f"environment variables read: {ENV_TEMPORAL}, ENDSTATE_CATALOG, the OTEL_* variables.",
+        epilog=f"environment variables read: {TEMPORAL}; {CATALOG}; ENDSTATE_FIRST_SCRAPE_WAIT (with "
+        f"--metrics-port, when --first-scrape-wait is not given); {OTEL}.",
     )
     _temporal_args(worker, required=True)
     add_catalog_arg(worker)
@@ -107,15 +110,27 @@ def heartbeat(text: str) -> float:
 
 
 def events(text: str) -> int:
-    """An argparse type: a whole number of history events from 1 (`build_worker` refuses past the bound
-    where a run stops `history_too_large`)."""
+    """An argparse type: a whole number of history events from 1 to the bound where a run stops
+    `history_too_large` (refused here, before the worker connects to Temporal)."""
+    most = _most_events()
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of history events from 1")
+    if not 1 <= value <= most:
+        bound = f" to {most}" if most < math.inf else ""
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of history events from 1{bound}")
     return value
+
+
+def _most_events() -> int | float:
+    """The history events past which a run stops `history_too_large` (no bound here without temporalio:
+    the worker then says what to install)."""
+    try:
+        from agent.temporal._wire import MAX_HISTORY_EVENTS
+    except ImportError:
+        return math.inf
+    return MAX_HISTORY_EVENTS
 
 
 def grace(text: str) -> float:
@@ -193,6 +208,7 @@ def _either(
 
             return serve(args)
         if args.temporal:
+            sigterm_as_ctrl_c()  # the wait stops; the run is Temporal's
             return asyncio.run(_collected(_COMMANDS[name](args)))
         if getattr(args, "no_wait", False):
             raise ConfigError("--no-wait needs --temporal: a run on a store goes on in this process")
@@ -232,16 +248,32 @@ async def _noted(args: argparse.Namespace, call: Awaitable[T]) -> T:
     in silence for ever."""
     task = asyncio.ensure_future(call)
     try:
-        return await asyncio.wait_for(asyncio.shield(task), NOTE_AFTER_S)
-    except TimeoutError:
-        print(
-            f"endstate: still waiting after {NOTE_AFTER_S:g} s for the run's segment to end: a long one, or "
-            f"no `endstate worker` polls task queue {args.task_queue!r} of namespace {args.namespace!r} "
-            "(start one). Ctrl-C stops waiting here; what was sent stays with Temporal",
-            file=sys.stderr,
-            flush=True,
-        )
-        return await task
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), NOTE_AFTER_S)
+        except TimeoutError:
+            _say(
+                f"still waiting after {NOTE_AFTER_S:g} s for the run's segment to end: a long one, or no "
+                f"`endstate worker` polls task queue {args.task_queue!r} of namespace {args.namespace!r} "
+                "(start one). Ctrl-C stops waiting here; what was sent stays with Temporal"
+            )
+            return await asyncio.shield(task)
+    except asyncio.CancelledError:  # Ctrl-C or SIGTERM
+        await _dropped(task)
+        _say("stopped waiting; the run goes on with Temporal")
+        raise
+
+
+def _say(text: str) -> None:
+    print(f"endstate: {text}", file=sys.stderr, flush=True)
+
+
+async def _dropped(task: asyncio.Future[Any]) -> None:
+    """Cancel `task` and wait for its end, its error unsaid (the SDK's "cancelled waiting for update"):
+    left running, `asyncio.run` reported it as an unhandled exception at shutdown."""
+    task.cancel()
+    await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()
 
 
 async def _start(args: argparse.Namespace) -> int:

@@ -106,13 +106,15 @@ MAX_AGE = 100 * 365 * 86400.0  # an age to prune at: older than any run (a large
 
 
 def duration(flag: str, text: str) -> float:
-    """Seconds in an age such as `30d`, at most `MAX_AGE`; the error names the flag."""
+    """Seconds in an age such as `30d`, above 0 and at most `MAX_AGE`; the error names the flag."""
     from agent.evals.limits import LimitsError, parse_duration
 
     try:
         seconds = parse_duration(text)
     except LimitsError:
         raise ReviewError(f"{flag} {text!r}: use a number and a unit: s, m, h, d or w (e.g. 30d)") from None
+    if seconds == 0:  # every finished run is older than that: all would go
+        raise ReviewError(f"{flag} {text!r}: give an age above 0 (e.g. 30d): 0 is every finished run")
     if seconds > MAX_AGE:
         raise ReviewError(f"{flag} {text!r}: at most 100 years (36500d), older than any run")
     return seconds

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -241,7 +242,13 @@ def serve(args: argparse.Namespace) -> int:
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             http=guarded_h11(args.header_timeout),
         )  # fmt: skip
-        uvicorn.Server(config).run()
+        # uvicorn re-raises the SIGTERM it handled once it has shut down (the process then died by it,
+        # telemetry unsent); as `serve` over a store, this handler lets it close all, then exit 0.
+        previous = signal.signal(signal.SIGTERM, lambda *_: None)
+        try:
+            uvicorn.Server(config).run()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     finally:
         pending.close()
         telemetry.shutdown()
