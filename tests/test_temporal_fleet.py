@@ -172,12 +172,17 @@ def test_two_workers_share_200_runs_and_each_ends_once_with_a_reason(
 
     async def scenario() -> None:
         runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
-        state = {"script": "many", "dir": str(tmp_path)}
+        # 900 s, not the agent's 120: on a machine loaded by a whole suite one of 200 runs once took
+        # longer than 120 s (a workflow task held to its timeout) and stopped `limit`; this test is
+        # about sharing and each run ending once, not time
+        state = {"script": "many", "dir": str(tmp_path), "max_seconds": 900}
         ids = [f"fleet-{i:03d}-{uuid.uuid4().hex[:6]}" for i in range(200)]
         for run_id in ids:
             await runs.start("counter", "count", state=state, run_id=run_id, wait=False)
         results = await asyncio.gather(*(runs.result(run_id) for run_id in ids))
-        assert Counter(r.reason for r in results) == {StopReason.SUCCESS: 200}
+        odd = [(r.run_id, r.reason, r.limit, r.active_seconds, r.note) for r in results]
+        odd = [o for o in odd if o[1] is not StopReason.SUCCESS]
+        assert Counter(r.reason for r in results) == {StopReason.SUCCESS: 200}, odd
         for run_id in ids:
             assert log_of(tmp_path, run_id) == ["start 1", "end 1"]  # its one call ran once
             executions = [e async for e in runs.client.list_workflows(f"WorkflowId = '{run_id}'")]
