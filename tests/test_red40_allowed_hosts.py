@@ -42,3 +42,15 @@ def test_an_allowed_host_that_is_a_url_is_refused(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=environ, cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"not {bad!r}: leave out the scheme and path" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_allowed_host_is_refused(tmp_path: Path, name: str) -> None:
+    """Before (red41a): `serve --allowed-host ""` started without a word, serving no name more."""
+    environ = {**os.environ, "ENDSTATE_TOKEN": "test-token-0123456789abcdef"}
+    argv = [sys.executable, "-m", "agent.cli", "serve", "--port", "1", "--store", str(tmp_path / "runs.db")]
+    done = subprocess.run(
+        [*argv, "--allowed-host", name], capture_output=True, text=True, timeout=60, env=environ, cwd=tmp_path
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "--allowed-host needs a name clients put in the Host header" in done.stderr

@@ -309,6 +309,10 @@ def inbox_url(host: str, port: int) -> str:
 
 def _extra_hosts(args: argparse.Namespace) -> list[str]:
     given: list[str] = args.allowed_host or []
+    if any(not name.strip() for name in given):  # an empty flag is an error (an empty variable: unset)
+        raise ConfigError(
+            "--allowed-host needs a name clients put in the Host header, such as inbox.example.com"
+        )
     extra = given + [h for h in os.environ.get(ENV_ALLOWED_HOSTS, "").split(",") if h.strip()]
     for name in extra:  # `http://inbox.example.com` allowed the host "http", never inbox.example.com
         if "/" in name or "@" in name:
