@@ -550,24 +550,32 @@ def answered_late(kwargs: Mapping[str, Any], provider: str) -> RunResult | None:
     """A person's answer to the run `kwargs["resumed"]` after its wait's deadline: the run ends
     `help_timeout` (the framework not run), as a late answer to Endstate's own run does; None when
     the answer is in time, or the store already took it (its journal holds it)."""
-    resumed = kwargs.get("resumed")
+    agent = kwargs.get("agent_name")
+    late = ended_late(kwargs.get("hooks"), kwargs.get("resumed"), agent, kwargs.get("task_type"), provider)
+    return late.result if late is not None else None
+
+
+def ended_late(
+    hooks: RunHooks | None, resumed: Any, agent: str | None, task_type: str | None, provider: str
+) -> Recorder | None:
+    """The segment that ends the run `resumed` as `help_timeout` when it is answered after its
+    wait's deadline (its wait recorded `expired`); None when in time or the store took the answer."""
     if not isinstance(resumed, RunResult) or (s := resumed.suspension) is None or time.time() < s.deadline:
         return None
     journal = resumed.snapshot.journal if resumed.snapshot is not None else []
     if journal and isinstance(journal[-1], Answered):
         return None
     recorder = Recorder.start(
-        kwargs.get("hooks"),
-        agent=kwargs.get("agent_name") or resumed.agent,
-        task_type=kwargs.get("task_type", resumed.task_type),
+        hooks,
+        agent=agent or resumed.agent,
+        task_type=task_type if task_type is not None else resumed.task_type,
         provider=provider,
         resumed=resumed,
         wait=_wait(s, time.time(), "expired"),
         go_on=False,
     )
-    return recorder.finish(
-        StopReason.HELP_TIMEOUT, note=f"Nobody answered {s.question!r} before the deadline."
-    )
+    recorder.finish(StopReason.HELP_TIMEOUT, note=f"Nobody answered {s.question!r} before the deadline.")
+    return recorder
 
 
 def resumed_run(snapshot: Snapshot) -> RunResult:
