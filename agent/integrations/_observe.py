@@ -198,13 +198,21 @@ class Recorder:
         ends = stop if stop is not None and (held == _STOPPING or stop not in _BETWEEN_TURNS) else None
         self.observer.turn_ended(self.turns, ends or self._going_on())
 
-    def model_started(self, max_tokens: int = 0, attempt: int = 1, model: str = "") -> None:
+    def model_started(
+        self,
+        max_tokens: int = 0,
+        attempt: int = 1,
+        model: str = "",
+        messages: Callable[[], list[dict[str, Any]]] | None = None,
+    ) -> None:
         """A model call begins; it opens the next turn unless the open one has had none yet, or its
         last call failed with no tool run since (a retry, a fallback model: the turn's next attempt,
         as Endstate's loop retries a call). Once the segment has ended (a framework still running
         after a stop), calls are not recorded.
         `model`: the model this call asks for, when the framework says (an agent handed off to on
-        another model than the run's): its span and series are that model's."""
+        another model than the run's): its span and series are that model's. `messages`: the
+        history the framework sends with this call, in the Messages API's layout, read only when
+        content is captured (its captured input, as a native call's)."""
         if self.result is not None:
             return
         retry = self._attempt > 0 and not (self._turn_tools or self._model_open)  # its last call failed
@@ -214,7 +222,10 @@ class Recorder:
         self._attempt += 1
         if self.watched:  # a foreign request's content is the framework's: one shape serves them all
             self._asked = self._other_model(model) if model else ""
-            if self.turns == 1 and self.info.segment == 1 and self.info.task:  # the run's first call
+            request: ModelRequest
+            if messages is not None:
+                request = ForeignRequest("", (), [], max_tokens, self._asked, read=messages)
+            elif self.turns == 1 and self.info.segment == 1 and self.info.task:  # the run's first call
                 request = ModelRequest("", (Task(self.info.task),), [], max_tokens, self._asked)
             elif max_tokens == 0 and not self._asked:
                 request = _NO_REQUEST
@@ -599,6 +610,22 @@ def resumed_run(snapshot: Snapshot) -> RunResult:
 
 _GOING, _STOPPING = "going", "stopping"  # a held turn left as usual; one an exception left (see `hold_turn`)
 _BETWEEN_TURNS = (StopReason.LIMIT, StopReason.CANCELLED)  # Endstate's loop checks these before a turn
+
+
+@dataclass(frozen=True)
+class ForeignRequest(ModelRequest):
+    """A foreign call's request whose history the framework keeps: read only when it is shown."""
+
+    read: Callable[[], list[dict[str, Any]]] = list
+
+    @functools.cached_property
+    def messages(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        try:
+            return self.read()
+        except Exception:  # a history that cannot be read: no input shown, the run goes on
+            return []
+
+
 _NO_REQUEST = ModelRequest("", (), [], 0)  # frozen: shared by every foreign model call
 _ACTIVE: ContextVar[Recorder | None] = ContextVar("endstate_foreign_run", default=None)
 
