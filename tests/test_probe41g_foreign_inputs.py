@@ -1,7 +1,7 @@
 """A foreign model call's captured input (`gen_ai.input.messages`) is the history the framework sent
 with it, in the layout a native run's call records (user text, the assistant's tool calls, the tool
-results), where the framework exposes it (Pydantic AI). Before, every call after the first recorded no
-input messages at all, though the framework kept the history."""
+results), where the framework exposes it (Pydantic AI, the OpenAI Agents SDK). Before, every call
+after the first recorded no input messages at all, though the framework kept the history."""
 
 from __future__ import annotations
 
@@ -10,13 +10,18 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
+from agents import Agent as OAAgent
+from agents import set_tracing_disabled
+from agents.testing.model import ScriptedModel, assistant_message, function_call
+from integrations_support import read
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic_ai import Agent as PAIAgent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
+from agent.integrations import openai_agents as oa
 from agent.integrations import pydantic_ai as pai
 from telemetry import TracingHooks
 from telemetry import names as n
@@ -80,3 +85,34 @@ def test_a_later_calls_input_is_the_history_the_framework_sent(streamed: bool) -
 async def _ignore(ctx: Any, events: Any) -> None:
     async for _ in events:
         pass
+
+
+def inputs(spans: list[ReadableSpan]) -> list[Any]:
+    chats = sorted((s for s in spans if s.name.startswith(n.SPAN_CHAT)), key=lambda s: s.start_time or 0)
+    return [json.loads(str((s.attributes or {})[n.GEN_AI_INPUT_MESSAGES])) for s in chats]
+
+
+def test_an_openai_agents_calls_input_is_the_items_the_sdk_sent() -> None:
+    set_tracing_disabled(True)
+    exporter, provider = InMemorySpanExporter(), TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    steps = [
+        [assistant_message("Reading a."), function_call("read", {"path": "a"}, call_id="c1")],
+        [assistant_message("done")],
+    ]
+    agent = OAAgent(name="oa_agent", model=ScriptedModel(steps), tools=[read], instructions="Be brief.")
+    res = oa.run(agent, "go", hooks=TracingHooks(provider, capture_content=True), task_type=TASK)
+    assert res.output == "done"
+    first, second = inputs(list(exporter.get_finished_spans()))
+    assert first == [{"role": "user", "parts": [{"type": "text", "content": "go"}]}]
+    assert second == [
+        first[0],
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "text", "content": "Reading a."},
+                {"type": "tool_call", "id": "c1", "name": "read", "arguments": json.dumps({"path": "a"})},
+            ],
+        },
+        {"role": "user", "parts": [{"type": "tool_call_response", "id": "c1", "response": "contents of a"}]},
+    ]
