@@ -1,7 +1,7 @@
 """A foreign model call's captured input (`gen_ai.input.messages`) is the history the framework sent
 with it, in the layout a native run's call records (user text, the assistant's tool calls, the tool
-results), where the framework exposes it (Pydantic AI, the OpenAI Agents SDK). Before, every call
-after the first recorded no input messages at all, though the framework kept the history."""
+results), where the framework exposes it (Pydantic AI, the OpenAI Agents SDK, LangGraph). Before,
+every call after the first recorded no input messages at all, though the framework kept the history."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from agents import Agent as OAAgent
 from agents import set_tracing_disabled
 from agents.testing.model import ScriptedModel, assistant_message, function_call
-from integrations_support import read
+from integrations_support import calls, graph_of, read, says
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -21,6 +21,7 @@ from pydantic_ai import Agent as PAIAgent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
+from agent.integrations import langgraph as lg
 from agent.integrations import openai_agents as oa
 from agent.integrations import pydantic_ai as pai
 from telemetry import TracingHooks
@@ -116,3 +117,28 @@ def test_an_openai_agents_calls_input_is_the_items_the_sdk_sent() -> None:
         },
         {"role": "user", "parts": [{"type": "tool_call_response", "id": "c1", "response": "contents of a"}]},
     ]
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["stream", "callbacks"])
+def test_a_langgraph_calls_input_is_the_state_messages_it_sent(exact: bool) -> None:
+    exporter, provider = InMemorySpanExporter(), TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reply = calls("look", {"path": "a"}, "c1")
+    reply.content = "Reading a."
+    graph = graph_of([reply, says("done")])
+    hooks = TracingHooks(provider, capture_content=True)
+    res = lg.run(graph, {"messages": [("user", "go")]}, hooks=hooks, task_type=TASK, exact_counts=exact)
+    assert res.output == "done"
+    first, second = inputs(list(exporter.get_finished_spans()))
+    assert first == [{"role": "user", "parts": [{"type": "text", "content": "go"}]}]
+    assert second[:2] == [
+        first[0],
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "text", "content": "Reading a."},
+                {"type": "tool_call", "id": "c1", "name": "look", "arguments": json.dumps({"path": "a"})},
+            ],
+        },
+    ]
+    assert second[2]["parts"][0]["type"] == "tool_call_response" and second[2]["parts"][0]["id"] == "c1"

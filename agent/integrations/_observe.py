@@ -612,6 +612,20 @@ _GOING, _STOPPING = "going", "stopping"  # a held turn left as usual; one an exc
 _BETWEEN_TURNS = (StopReason.LIMIT, StopReason.CANCELLED)  # Endstate's loop checks these before a turn
 
 
+def in_turns(blocks: Iterable[tuple[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """Messages-API messages from (role, blocks) pairs: one message per run of a role's blocks (a
+    reply's text and its tool calls, the tool results that answer it), pairs with no block left out."""
+    shown: list[dict[str, Any]] = []
+    for role, content in blocks:
+        if not content:
+            continue
+        if shown and shown[-1]["role"] == role:
+            shown[-1]["content"].extend(content)
+        else:
+            shown.append({"role": role, "content": list(content)})
+    return shown
+
+
 @dataclass(frozen=True)
 class ForeignRequest(ModelRequest):
     """A foreign call's request whose history the framework keeps: read only when it is shown."""

@@ -89,6 +89,7 @@ from agent.integrations._observe import (
     _text_of,
     answered_late,
     check_keywords,
+    in_turns,
     need,
     reading_state,
     run_of_saved,
@@ -762,17 +763,7 @@ def api_messages(items: Iterable[Any]) -> list[dict[str, Any]]:
     """The SDK's input items in the Messages API's layout (a model call's captured input): user and
     assistant messages' text, function calls as tool calls, their outputs as tool results (system and
     developer messages, reasoning and other items left out), one message per run of a role's blocks."""
-    shown: list[dict[str, Any]] = []
-    for item in items:
-        d = item if isinstance(item, Mapping) else getattr(item, "model_dump", dict)()
-        role, blocks = _blocks(d)
-        if not blocks:
-            continue
-        if shown and shown[-1]["role"] == role:
-            shown[-1]["content"].extend(blocks)
-        else:
-            shown.append({"role": role, "content": blocks})
-    return shown
+    return in_turns(_blocks(i if isinstance(i, Mapping) else getattr(i, "model_dump", dict)()) for i in items)
 
 
 def _blocks(item: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
