@@ -7,8 +7,11 @@
 The SDK streams the CLI's messages; turns come from them: each assistant
 message id is one model call (one turn), its tool uses are tool calls, ended
 by the tool results that follow. The CLI sends a reply as one message per
-content block (same id); the call is recorded, whole, once a message that is
-none of its blocks comes, and its tool calls start then.
+content block (same id, Claude's text first); the call is recorded at its first
+tool call (its text and that call: the tool may run at once, so its span
+starts there; a parallel call after it in the same reply starts its own span
+but is not in the call's captured output), or, with none, once a message that
+is none of its blocks comes.
 A call the API failed (the CLI's synthetic message in the reply's place, `model="<synthetic>"`)
 is a failed call of the run's model, its `error_type` the CLI's kind (`rate_limit`, ...).
 Totals (tokens, cost) are the `ResultMessage`'s. How runs end:
@@ -99,6 +102,7 @@ class MessageReader:
         self.blocked = ""  # what the CLI said when a hook stopped the run before it went on
         self.ended = asyncio.Event()
         self._open: list[AssistantMessage] = []  # the fragments of the reply being read
+        self._told = False  # its model call is recorded (at its first tool call): later tools start at once
         self._tools: dict[str, str] = {}  # open tool calls: id -> name
 
     def read(self, message: Any) -> None:
@@ -140,19 +144,34 @@ class MessageReader:
             self.recorder.model_started()
             self.recorder.model_ended(Usage(), error=ModelCallFailed(str(message.error), text))
             return
-        self._open.append(message)  # its call is recorded once the reply's last fragment has come
+        self._open.append(message)
+        uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
+        if uses and not self._told:  # the tool may run now: the call ends before its span starts
+            self._tell()
+        elif uses:  # a further call of a reply already recorded: its span starts as the tool does
+            self._start(uses)
+
+    def _start(self, uses: list[ToolUseBlock]) -> None:
+        for block in uses:
+            self._tools[block.id] = block.name
+            self.recorder.tool_started(block.id, block.name, block.input)
 
     def flush(self) -> None:
-        """Record the reply read so far (all its fragments) as one model call, then its tool calls."""
-        fragments, self._open = self._open, []
-        if not fragments:
-            return
+        """The reply read so far is over: recorded, if no tool call of it has recorded it yet."""
+        if self._open and not self._told:
+            self._tell()
+        self._open, self._told = [], False
+
+    def _tell(self) -> None:
+        """Record the reply's fragments so far as one model call (its text and tool calls, its usage
+        once: each fragment repeats it), then start their tool calls."""
+        fragments, self._told = self._open, True
         first, blocks = fragments[0], [b for m in fragments for b in m.content]
         calls = [b for b in blocks if isinstance(b, ToolUseBlock)]
         stop_reason = next((m.stop_reason for m in reversed(fragments) if m.stop_reason), None)
         self.recorder.model_started()
         self.recorder.model_ended(
-            Usage(**_tokens(first.usage or {}), cost_usd=None),  # each fragment repeats the reply's usage
+            Usage(**_tokens(first.usage or {}), cost_usd=None),
             text="".join(b.text for b in blocks if isinstance(b, TextBlock)),
             stop_reason=stop_reason or ("tool_use" if calls else "end_turn"),
             model=first.model,
@@ -160,9 +179,7 @@ class MessageReader:
             call_model=self._served_by(first.model),
             calls=((b.id, b.name, b.input) for b in calls),
         )
-        for block in calls:
-            self._tools[block.id] = block.name
-            self.recorder.tool_started(block.id, block.name, block.input)
+        self._start(calls)
 
     def _served_by(self, model: str) -> str:
         """The model a message's call is labelled by, when not the run's: the one it names when the
