@@ -73,4 +73,8 @@ def test_the_first_call_records_the_task_as_its_input_and_later_calls_do_not_rep
     )
     inputs = [json.loads(str((s.attributes or {})[n.GEN_AI_INPUT_MESSAGES])) for s in chats]
     assert inputs[0] == [{"role": "user", "parts": [{"type": "text", "content": TASK}]}]
-    assert all(TASK not in json.dumps(later) for later in inputs[1:]) and len(inputs) >= 2
+    # a later call records the history the framework sent (its first message the task, as a native
+    # run's later call) where the framework exposes it (probe41g: Pydantic AI), else nothing
+    assert len(inputs) >= 2
+    assert all(later == [] or later[0] == inputs[0][0] for later in inputs[1:])
+    assert all(json.dumps(later).count(TASK) <= 1 for later in inputs[1:])  # never repeated in one

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from agent._valid import is_finite_from_zero, is_whole
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
-from agent.integrations._observe import Recorder, Usage
+from agent.integrations._observe import Recorder, Usage, ended_late
 from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.tools import said
@@ -34,8 +34,9 @@ class ObservedRun:
     call, a second reply or stop) is a `ConfigError`, never counted.
     """
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, late: bool = False) -> None:
         self._rec = recorder
+        self._late = late  # resumed after its wait's deadline: ended help_timeout as it began
         self._in_turn = False  # a turn inside a turn counted twice, its span inside the other's
         self._answered = False  # the open turn's model call has its reply: the next call is the next turn's
         self._in_call = False  # a model call's block is open
@@ -52,6 +53,12 @@ class ObservedRun:
 
     def _going(self, what: str) -> None:
         """A clear `ConfigError` for a call reported after the run ended (its totals are final)."""
+        if self._late:
+            raise ConfigError(
+                f"run.{what}(): the person answered after the wait's deadline, so the run ended "
+                "help_timeout as observe_run began (as a late answer to Endstate's own run does) and "
+                "nothing of it may run: check run.result before going on"
+            )
         if (ended := self._rec.result) is not None:
             raise ConfigError(
                 f"run.{what}() after the run ended ({ended.reason}): its result is final; "
@@ -196,8 +203,9 @@ class ObservedRun:
 class ModelCall:
     """The reply of one model call in `ObservedRun.model_call`."""
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, late: bool = False) -> None:
         self._rec = recorder
+        self._late = late  # resumed after its wait's deadline: ended help_timeout as it began
         self.answered = False  # given its reply, or its block ended: a reply now would count it again
 
     def reply(
@@ -338,10 +346,14 @@ def observe_run(
     run.result.reason  # StopReason.SUCCESS
 
     A run that stopped `need_help` goes on with `resumed=` its result: the same run (its id, its
-    totals, the next segment linked to the last), the person's wait recorded as answered now.
+    totals, the next segment linked to the last), the person's wait recorded as answered now;
+    after the wait's deadline it ends `help_timeout` at once (`run.result`, the wait `expired`), and
+    a turn, call or stop in the block is a `ConfigError`: nothing of the loop runs.
     `help_seconds` is how long a `need_help` waits (default a day).
     """
-    recorder = Recorder.start(
+    resumed = _waiting(resumed, agent, task_type)
+    late = ended_late(hooks, resumed, agent, task_type, provider)
+    recorder = late or Recorder.start(
         hooks,
         agent=agent,
         task_type=task_type,
@@ -351,10 +363,10 @@ def observe_run(
         tools=tools,
         limits=_ceilings(limits),
         verifiers=verifiers,
-        resumed=_waiting(resumed, agent, task_type),
+        resumed=resumed,
         help_seconds=help_seconds,
     )
-    run = ObservedRun(recorder)
+    run = ObservedRun(recorder, late=late is not None)
     try:
         yield run
     except BaseException as exc:

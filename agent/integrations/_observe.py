@@ -198,13 +198,21 @@ class Recorder:
         ends = stop if stop is not None and (held == _STOPPING or stop not in _BETWEEN_TURNS) else None
         self.observer.turn_ended(self.turns, ends or self._going_on())
 
-    def model_started(self, max_tokens: int = 0, attempt: int = 1, model: str = "") -> None:
+    def model_started(
+        self,
+        max_tokens: int = 0,
+        attempt: int = 1,
+        model: str = "",
+        messages: Callable[[], list[dict[str, Any]]] | None = None,
+    ) -> None:
         """A model call begins; it opens the next turn unless the open one has had none yet, or its
         last call failed with no tool run since (a retry, a fallback model: the turn's next attempt,
         as Endstate's loop retries a call). Once the segment has ended (a framework still running
         after a stop), calls are not recorded.
         `model`: the model this call asks for, when the framework says (an agent handed off to on
-        another model than the run's): its span and series are that model's."""
+        another model than the run's): its span and series are that model's. `messages`: the
+        history the framework sends with this call, in the Messages API's layout, read only when
+        content is captured (its captured input, as a native call's)."""
         if self.result is not None:
             return
         retry = self._attempt > 0 and not (self._turn_tools or self._model_open)  # its last call failed
@@ -214,7 +222,10 @@ class Recorder:
         self._attempt += 1
         if self.watched:  # a foreign request's content is the framework's: one shape serves them all
             self._asked = self._other_model(model) if model else ""
-            if self.turns == 1 and self.info.segment == 1 and self.info.task:  # the run's first call
+            request: ModelRequest
+            if messages is not None:
+                request = ForeignRequest("", (), [], max_tokens, self._asked, read=messages)
+            elif self.turns == 1 and self.info.segment == 1 and self.info.task:  # the run's first call
                 request = ModelRequest("", (Task(self.info.task),), [], max_tokens, self._asked)
             elif max_tokens == 0 and not self._asked:
                 request = _NO_REQUEST
@@ -550,24 +561,32 @@ def answered_late(kwargs: Mapping[str, Any], provider: str) -> RunResult | None:
     """A person's answer to the run `kwargs["resumed"]` after its wait's deadline: the run ends
     `help_timeout` (the framework not run), as a late answer to Endstate's own run does; None when
     the answer is in time, or the store already took it (its journal holds it)."""
-    resumed = kwargs.get("resumed")
+    agent = kwargs.get("agent_name")
+    late = ended_late(kwargs.get("hooks"), kwargs.get("resumed"), agent, kwargs.get("task_type"), provider)
+    return late.result if late is not None else None
+
+
+def ended_late(
+    hooks: RunHooks | None, resumed: Any, agent: str | None, task_type: str | None, provider: str
+) -> Recorder | None:
+    """The segment that ends the run `resumed` as `help_timeout` when it is answered after its
+    wait's deadline (its wait recorded `expired`); None when in time or the store took the answer."""
     if not isinstance(resumed, RunResult) or (s := resumed.suspension) is None or time.time() < s.deadline:
         return None
     journal = resumed.snapshot.journal if resumed.snapshot is not None else []
     if journal and isinstance(journal[-1], Answered):
         return None
     recorder = Recorder.start(
-        kwargs.get("hooks"),
-        agent=kwargs.get("agent_name") or resumed.agent,
-        task_type=kwargs.get("task_type", resumed.task_type),
+        hooks,
+        agent=agent or resumed.agent,
+        task_type=task_type if task_type is not None else resumed.task_type,
         provider=provider,
         resumed=resumed,
         wait=_wait(s, time.time(), "expired"),
         go_on=False,
     )
-    return recorder.finish(
-        StopReason.HELP_TIMEOUT, note=f"Nobody answered {s.question!r} before the deadline."
-    )
+    recorder.finish(StopReason.HELP_TIMEOUT, note=f"Nobody answered {s.question!r} before the deadline.")
+    return recorder
 
 
 def resumed_run(snapshot: Snapshot) -> RunResult:
@@ -591,6 +610,36 @@ def resumed_run(snapshot: Snapshot) -> RunResult:
 
 _GOING, _STOPPING = "going", "stopping"  # a held turn left as usual; one an exception left (see `hold_turn`)
 _BETWEEN_TURNS = (StopReason.LIMIT, StopReason.CANCELLED)  # Endstate's loop checks these before a turn
+
+
+def in_turns(blocks: Iterable[tuple[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """Messages-API messages from (role, blocks) pairs: one message per run of a role's blocks (a
+    reply's text and its tool calls, the tool results that answer it), pairs with no block left out."""
+    shown: list[dict[str, Any]] = []
+    for role, content in blocks:
+        if not content:
+            continue
+        if shown and shown[-1]["role"] == role:
+            shown[-1]["content"].extend(content)
+        else:
+            shown.append({"role": role, "content": list(content)})
+    return shown
+
+
+@dataclass(frozen=True)
+class ForeignRequest(ModelRequest):
+    """A foreign call's request whose history the framework keeps: read only when it is shown."""
+
+    read: Callable[[], list[dict[str, Any]]] = list
+
+    @functools.cached_property
+    def messages(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        try:
+            return self.read()
+        except Exception:  # a history that cannot be read: no input shown, the run goes on
+            return []
+
+
 _NO_REQUEST = ModelRequest("", (), [], 0)  # frozen: shared by every foreign model call
 _ACTIVE: ContextVar[Recorder | None] = ContextVar("endstate_foreign_run", default=None)
 

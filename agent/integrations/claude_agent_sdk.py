@@ -6,8 +6,12 @@
 
 The SDK streams the CLI's messages; turns come from them: each assistant
 message id is one model call (one turn), its tool uses are tool calls, ended
-by the tool results that follow. The CLI reports messages after the fact, so
-a model call's span covers the time from the previous message to its reply.
+by the tool results that follow. The CLI sends a reply as one message per
+content block (same id, Claude's text first); the call is recorded at its first
+tool call (its text and that call: the tool may run at once, so its span
+starts there; a parallel call after it in the same reply starts its own span
+but is not in the call's captured output), or, with none, once a message that
+is none of its blocks comes.
 A call the API failed (the CLI's synthetic message in the reply's place, `model="<synthetic>"`)
 is a failed call of the run's model, its `error_type` the CLI's kind (`rate_limit`, ...).
 Totals (tokens, cost) are the `ResultMessage`'s. How runs end:
@@ -97,10 +101,13 @@ class MessageReader:
         self.result: ResultMessage | None = None
         self.blocked = ""  # what the CLI said when a hook stopped the run before it went on
         self.ended = asyncio.Event()
-        self._message_id: str | None = None
+        self._open: list[AssistantMessage] = []  # the fragments of the reply being read
+        self._told = False  # its model call is recorded (at its first tool call): later tools start at once
         self._tools: dict[str, str] = {}  # open tool calls: id -> name
 
     def read(self, message: Any) -> None:
+        if not self._fragment_of_open(message):
+            self.flush()
         if isinstance(message, AssistantMessage):
             self._assistant(message)
         elif isinstance(message, UserMessage):
@@ -116,6 +123,19 @@ class MessageReader:
         self._tools[call.tool_use_id] = call.name
         self.recorder.tool_started(call.tool_use_id, call.name, call.arguments)
 
+    def _fragment_of_open(self, message: Any) -> bool:
+        """Whether `message` is one more block of the reply being read (the CLI sends one assistant
+        message per content block, each with the reply's id and usage)."""
+        open_ = self._open[0] if self._open else None
+        return (
+            open_ is not None
+            and isinstance(message, AssistantMessage)
+            and not message.error
+            and not message.parent_tool_use_id
+            and message.message_id is not None
+            and message.message_id == open_.message_id
+        )
+
     def _assistant(self, message: AssistantMessage) -> None:
         if message.parent_tool_use_id:  # a subagent's message: part of the tool call that started it
             return
@@ -124,22 +144,42 @@ class MessageReader:
             self.recorder.model_started()
             self.recorder.model_ended(Usage(), error=ModelCallFailed(str(message.error), text))
             return
-        if message.message_id is None or message.message_id != self._message_id:
-            self._message_id = message.message_id
-            self.recorder.model_started()
-            self.recorder.model_ended(
-                Usage(**_tokens(message.usage or {}), cost_usd=None),
-                text="".join(b.text for b in message.content if isinstance(b, TextBlock)),
-                stop_reason=message.stop_reason or "end_turn",
-                model=message.model,
-                response_id=message.message_id or "",
-                call_model=self._served_by(message.model),
-                calls=((b.id, b.name, b.input) for b in message.content if isinstance(b, ToolUseBlock)),
-            )
-        for block in message.content:
-            if isinstance(block, ToolUseBlock):
-                self._tools[block.id] = block.name
-                self.recorder.tool_started(block.id, block.name, block.input)
+        self._open.append(message)
+        uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
+        if uses and not self._told:  # the tool may run now: the call ends before its span starts
+            self._tell()
+        elif uses:  # a further call of a reply already recorded: its span starts as the tool does
+            self._start(uses)
+
+    def _start(self, uses: list[ToolUseBlock]) -> None:
+        for block in uses:
+            self._tools[block.id] = block.name
+            self.recorder.tool_started(block.id, block.name, block.input)
+
+    def flush(self) -> None:
+        """The reply read so far is over: recorded, if no tool call of it has recorded it yet."""
+        if self._open and not self._told:
+            self._tell()
+        self._open, self._told = [], False
+
+    def _tell(self) -> None:
+        """Record the reply's fragments so far as one model call (its text and tool calls, its usage
+        once: each fragment repeats it), then start their tool calls."""
+        fragments, self._told = self._open, True
+        first, blocks = fragments[0], [b for m in fragments for b in m.content]
+        calls = [b for b in blocks if isinstance(b, ToolUseBlock)]
+        stop_reason = next((m.stop_reason for m in reversed(fragments) if m.stop_reason), None)
+        self.recorder.model_started()
+        self.recorder.model_ended(
+            Usage(**_tokens(first.usage or {}), cost_usd=None),
+            text="".join(b.text for b in blocks if isinstance(b, TextBlock)),
+            stop_reason=stop_reason or ("tool_use" if calls else "end_turn"),
+            model=first.model,
+            response_id=first.message_id or "",
+            call_model=self._served_by(first.model),
+            calls=((b.id, b.name, b.input) for b in calls),
+        )
+        self._start(calls)
 
     def _served_by(self, model: str) -> str:
         """The model a message's call is labelled by, when not the run's: the one it names when the
@@ -205,7 +245,9 @@ async def arun(
     try:
         async for message in query(prompt=prompt, options=options, **query_kwargs):
             reader.read(message)
+        reader.flush()
     except (Exception, asyncio.CancelledError) as exc:
+        reader.flush()  # the reply read before it is a call made
         if reader.result is None or isinstance(exc, asyncio.CancelledError):
             return recorder.fail(exc, raw=exc)
         # The SDK raises once the CLI exits non-zero, after its result: the result says how it ended.

@@ -104,6 +104,7 @@ from agent.integrations._sync import run_sync
 from agent.integrations.langgraph_calls import (
     INTERRUPT_KEY,
     NO_MODEL,
+    api_messages,
     asked_calls,
     content_text,
     drive,
@@ -175,7 +176,8 @@ class _Reader:
     def task_started(self, task: Mapping[str, Any]) -> None:
         kind = self._kind(task["name"])
         if kind == MODEL and self._model_task is None:  # one open at a time: others timed at their end
-            self.recorder.model_started()
+            sent = messages_in(task["input"])  # the state the node reads: the history it sends
+            self.recorder.model_started(messages=lambda: api_messages(sent))
             self._model_task = task["id"]
         elif kind == TOOLS:
             opened = self._task_tools[task["id"]] = []

@@ -17,21 +17,21 @@ result a node wrote itself), counted where the state shows it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Interrupt
 
 from agent.hooks import hook_failed
-from agent.integrations._observe import Recorder, Usage
+from agent.integrations._observe import Recorder, Usage, in_turns
 from agent.models.base import ModelReply
 from agent.prices import PriceTable
 from agent.tools import said
@@ -79,7 +79,11 @@ class Calls(BaseCallbackHandler):
         self.models += 1
         if self._open is None and not self._tools:
             self._open = run_id
-            self.recorder.model_started(model=asked_model(kwargs) if self.recorder.watched else "")
+            if self.recorder.watched:
+                sent = list(messages[0]) if messages and isinstance(messages[0], list) else []
+                self.recorder.model_started(model=asked_model(kwargs), messages=lambda: api_messages(sent))
+            else:
+                self.recorder.model_started()
         else:
             self._later.add(run_id)
 
@@ -354,6 +358,33 @@ def messages_in(writes: Any) -> list[Any]:
         elif type(value) is dict and "$writes" in value:
             found += messages_in(dict(enumerate(value["$writes"])))
     return found
+
+
+def api_messages(messages: Iterable[Any]) -> list[dict[str, Any]]:
+    """LangChain messages in the Messages API's layout (a model call's captured input): human text,
+    replies' text and tool calls, tool results (system messages and other kinds left out)."""
+    return in_turns(_blocks(m) for m in messages)
+
+
+def _blocks(message: Any) -> tuple[str, list[dict[str, Any]]]:
+    if isinstance(message, AIMessage):
+        text = content_text(message.content)
+        blocks = [{"type": "text", "text": text}] if text else []
+        calls = [
+            {"type": "tool_use", "id": c.get("id"), "name": c.get("name"), "input": c.get("args") or {}}
+            for c in message.tool_calls
+        ]
+        return "assistant", blocks + calls
+    if isinstance(message, ToolMessage):
+        result = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": content_text(message.content),
+        }
+        return "user", [result | {"is_error": True} if message.status == "error" else result]
+    if isinstance(message, HumanMessage) and (text := content_text(message.content)):
+        return "user", [{"type": "text", "text": text}]
+    return "", []
 
 
 def content_text(content: Any) -> str:

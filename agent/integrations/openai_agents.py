@@ -89,6 +89,7 @@ from agent.integrations._observe import (
     _text_of,
     answered_late,
     check_keywords,
+    in_turns,
     need,
     reading_state,
     run_of_saved,
@@ -142,7 +143,12 @@ class EndstateRunHooks(OARunHooks[Any]):
         if self.asked:  # the calls of the last reply the SDK answered without running a tool hook
             self.answered_unseen(context, input_items)
         recorder = self.recorder  # each call as the model its agent calls (a handoff's may be another)
-        recorder.model_started(model=_model_name(agent, self.run_config) if recorder.watched else "")
+        if recorder.watched:
+            sent = list(input_items or ())  # the items as they stand now: read when content is shown
+            model, messages = _model_name(agent, self.run_config), lambda: api_messages(sent)
+            recorder.model_started(model=model, messages=messages)
+        else:
+            recorder.model_started()
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
@@ -751,6 +757,32 @@ _DEFAULT_MAX_TURNS = inspect.signature(Runner.run).parameters["max_turns"].defau
 
 def _limits(max_turns: Any) -> dict[str, float]:
     return {str(LimitKind.TURNS): float(max_turns)} if isinstance(max_turns, int) else {}
+
+
+def api_messages(items: Iterable[Any]) -> list[dict[str, Any]]:
+    """The SDK's input items in the Messages API's layout (a model call's captured input): user and
+    assistant messages' text, function calls as tool calls, their outputs as tool results (system and
+    developer messages, reasoning and other items left out), one message per run of a role's blocks."""
+    return in_turns(_blocks(i if isinstance(i, Mapping) else getattr(i, "model_dump", dict)()) for i in items)
+
+
+def _blocks(item: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    kind = item.get("type")
+    if kind == "function_call":
+        call = {"type": "tool_use", "id": item.get("call_id"), "name": item.get("name")}
+        return "assistant", [call | {"input": _arguments(item.get("arguments"))}]
+    if kind == "function_call_output":
+        output = item.get("output")
+        text = output if isinstance(output, str) else json.dumps(output, default=str)
+        return "user", [{"type": "tool_result", "tool_use_id": item.get("call_id"), "content": text}]
+    role, content = item.get("role"), item.get("content")
+    if role not in ("user", "assistant") or kind not in (None, "message"):
+        return "", []
+    if isinstance(content, str):
+        return str(role), [{"type": "text", "text": content}]
+    parts = content if isinstance(content, list) else []
+    texts = [p.get("text") for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+    return str(role), [{"type": "text", "text": t} for t in texts]
 
 
 require(  # what this module reads of the SDK: its hooks, fields and private state

@@ -65,7 +65,11 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
+    RetryPromptPart,
+    TextPart,
     ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models import parse_model_id
 from pydantic_ai.models.fallback import FallbackModel
@@ -110,7 +114,8 @@ class EndstateCapability(AbstractCapability[Any]):
 
     async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
         self.totals.usage = ctx.usage
-        self.recorder.model_started()
+        sent = request_context.messages[:] if self.recorder.watched else []  # as it stands now
+        self.recorder.model_started(messages=lambda: api_messages(sent))
         try:
             response: ModelResponse = await handler(request_context)
         except BaseException as exc:
@@ -505,7 +510,7 @@ async def _model_request(run: AgentRun[Any, Any], node: Any, recorder: Recorder)
     """Run a model request node, timed as the model call (a request the request limit refuses is no call)."""
     if not _may_request(run):
         return await run.next(node)  # raises UsageLimitExceeded
-    recorder.model_started()
+    recorder.model_started(messages=_sent(run, node) if recorder.watched else None)
     last = _last_message(run)
     try:
         after = await run.next(node)
@@ -530,6 +535,59 @@ def _may_request(run: AgentRun[Any, Any]) -> bool:
     except UsageLimitExceeded:
         return False
     return True
+
+
+def _sent(run: AgentRun[Any, Any], node: Any) -> Callable[[], list[dict[str, Any]]]:
+    """What a model request node sends, read when shown: the history so far, then its request."""
+    sent = run.all_messages()
+    if not sent or sent[-1] is not node.request:
+        sent = [*sent, node.request]
+    return lambda: api_messages(sent)
+
+
+def api_messages(messages: Iterable[ModelMessage]) -> list[dict[str, Any]]:
+    """Pydantic AI's messages in the Messages API's layout (a model call's captured input): user
+    prompts and tool results (a retry prompt an error result) as user turns, replies' text and tool
+    calls as assistant turns; system prompts, thinking and files are left out."""
+    shown: list[dict[str, Any]] = []
+    for message in messages:
+        blocks = [b for part in message.parts if (b := _block(part)) is not None]
+        role = "assistant" if isinstance(message, ModelResponse) else "user"
+        if blocks:
+            shown.append({"role": role, "content": blocks})
+    return shown
+
+
+def _block(part: Any) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.content}
+    if isinstance(part, ToolCallPart):
+        return {
+            "type": "tool_use",
+            "id": part.tool_call_id,
+            "name": part.tool_name,
+            "input": part.args_as_dict(),
+        }
+    if isinstance(part, ToolReturnPart):
+        return {"type": "tool_result", "tool_use_id": part.tool_call_id, "content": part.model_response_str()}
+    if isinstance(part, RetryPromptPart):
+        text = part.model_response()
+        if part.tool_call_id and part.tool_name:
+            return {
+                "type": "tool_result",
+                "tool_use_id": part.tool_call_id,
+                "content": text,
+                "is_error": True,
+            }
+        return {"type": "text", "text": text}
+    if isinstance(part, UserPromptPart):
+        content = (
+            part.content
+            if isinstance(part.content, str)
+            else " ".join(c for c in part.content if isinstance(c, str))
+        )
+        return {"type": "text", "text": content}
+    return None
 
 
 def _last_message(run: AgentRun[Any, Any]) -> ModelMessage | None:
