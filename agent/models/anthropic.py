@@ -310,9 +310,7 @@ class AnthropicModel:
         tool_options: Mapping[str, Mapping[str, Any]] | None = None,
         media_limits: MediaLimits | None = None,
     ) -> None:
-        model = default_model() if model is None else model
-        if not model:
-            raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-5-5'")
+        model = _model_id(default_model() if model is None else model, from_env=model is None)
         if client is not None and (api_key is not None or base_url is not None or timeout is not None):
             raise ConfigError("AnthropicModel: pass either client= or api_key/base_url/timeout, not both")
         if cache not in ("5m", "1h", None):
@@ -507,6 +505,14 @@ class AnthropicModel:
     async def _loop_client(self) -> anthropic.AsyncAnthropic:
         assert self._clients is not None
         return await self._clients.get()
+
+
+def _model_id(model: object, from_env: bool) -> str:
+    """`model` when it is a model id; `ConfigError` naming where it came from when it is not."""
+    if isinstance(model, str) and model.strip():
+        return model
+    where = f"ENDSTATE_MODEL is {model!r}" if from_env else f"got {model!r:.60}"
+    raise ConfigError(f"AnthropicModel needs a model id, e.g. 'claude-sonnet-5-5' ({where})")
 
 
 def _retired_note(model: str, info: ModelInfo | None) -> str:

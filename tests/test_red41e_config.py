@@ -1,0 +1,28 @@
+"""Bad configuration of `AnthropicModel` is refused when the model is built, with a clear error
+naming what is wrong, never found by the first call of a run (and retried as a transient failure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agent import ConfigError
+from agent.models.anthropic import AnthropicModel
+
+
+@pytest.mark.parametrize("model", ["  ", "\t", 42, b"claude-haiku-4-5"])
+def test_a_model_id_that_is_no_id_is_refused(model: Any) -> None:
+    with pytest.raises(ConfigError, match="model id"):
+        AnthropicModel(model, api_key="sk-test")
+
+
+def test_a_blank_endstate_model_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENDSTATE_MODEL", "   ")
+    with pytest.raises(ConfigError, match="ENDSTATE_MODEL"):
+        AnthropicModel(api_key="sk-test")
+
+
+def test_good_settings_still_build() -> None:
+    model = AnthropicModel("claude-haiku-4-5", api_key="sk-test", base_url="http://127.0.0.1:9")
+    assert model.name == "claude-haiku-4-5"
