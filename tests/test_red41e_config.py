@@ -23,6 +23,26 @@ def test_a_blank_endstate_model_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
         AnthropicModel(api_key="sk-test")
 
 
+@pytest.mark.parametrize("url", ["not a url", "ftp://example.com", "api.anthropic.com"])
+def test_a_base_url_that_is_no_http_url_is_refused(url: str) -> None:
+    with pytest.raises(ConfigError, match="base_url"):
+        AnthropicModel("claude-haiku-4-5", api_key="sk-test", base_url=url)
+
+
+def test_a_base_url_from_the_environment_that_is_not_http_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "localhost:8080")
+    with pytest.raises(ConfigError, match="ANTHROPIC_BASE_URL"):
+        AnthropicModel("claude-haiku-4-5", api_key="sk-test")
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("-inf"), "30", True])
+def test_a_timeout_that_is_no_positive_number_of_seconds_is_refused(timeout: Any) -> None:
+    with pytest.raises(ConfigError, match="timeout"):
+        AnthropicModel("claude-haiku-4-5", api_key="sk-test", timeout=timeout)
+
+
 def test_good_settings_still_build() -> None:
-    model = AnthropicModel("claude-haiku-4-5", api_key="sk-test", base_url="http://127.0.0.1:9")
+    model = AnthropicModel("claude-haiku-4-5", api_key="sk-test", base_url="http://127.0.0.1:9", timeout=30)
     assert model.name == "claude-haiku-4-5"
+    forever = AnthropicModel("claude-haiku-4-5", api_key="sk-test", timeout=float("inf"))
+    assert forever.name == "claude-haiku-4-5"

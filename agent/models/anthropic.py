@@ -119,7 +119,7 @@ import httpx2
 import pydantic
 from anthropic import types
 
-from agent._valid import is_whole
+from agent._valid import is_number, is_whole
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
 from agent.journal import Entry, Reply
@@ -311,6 +311,7 @@ class AnthropicModel:
         media_limits: MediaLimits | None = None,
     ) -> None:
         model = _model_id(default_model() if model is None else model, from_env=model is None)
+        _check_timeout(timeout)
         if client is not None and (api_key is not None or base_url is not None or timeout is not None):
             raise ConfigError("AnthropicModel: pass either client= or api_key/base_url/timeout, not both")
         if cache not in ("5m", "1h", None):
@@ -513,6 +514,14 @@ def _model_id(model: object, from_env: bool) -> str:
         return model
     where = f"ENDSTATE_MODEL is {model!r}" if from_env else f"got {model!r:.60}"
     raise ConfigError(f"AnthropicModel needs a model id, e.g. 'claude-sonnet-5-5' ({where})")
+
+
+def _check_timeout(timeout: object) -> None:
+    """`ConfigError` for a `timeout` that is no number of seconds above 0 (None: the SDK's own; an
+    `httpx.Timeout` is the SDK's to check)."""
+    if timeout is None or isinstance(timeout, httpx2.Timeout) or (is_number(timeout) and timeout > 0):
+        return
+    raise ConfigError(f"AnthropicModel: timeout must be a number of seconds above 0, got {timeout!r:.60}")
 
 
 def _retired_note(model: str, info: ModelInfo | None) -> str:
@@ -761,6 +770,12 @@ def _new_client(api_key: str | None, base_url: str | None, timeout: float | None
         raise ConfigError(f"AnthropicModel cannot build its client: {exc}") from exc
     if not (client.api_key or client.auth_token or client.credentials):
         raise ConfigError("AnthropicModel has no credentials: pass api_key= or set ANTHROPIC_API_KEY")
+    if client.base_url.scheme not in ("http", "https") or not client.base_url.host:
+        named = "base_url" if base_url is not None else "ANTHROPIC_BASE_URL"
+        raise ConfigError(
+            f"AnthropicModel: {named} {str(client.base_url).rstrip('/')!r} is no http(s) URL: "
+            "give it whole, e.g. 'https://api.anthropic.com'"
+        )
     return client
 
 
