@@ -63,3 +63,11 @@ def test_a_built_in_row_named_as_an_alias_in_the_file_follows_it(tmp_path: Path)
 def test_a_bad_alias_says_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         table(tmp_path, text)
+
+
+def test_a_row_given_in_code_replaces_a_built_in_alias() -> None:
+    rows = ModelTable.builtin().with_rows({DATED: {"input": 2.0, "output": 7.0}})
+    info = rows.get(DATED)
+    assert info is not None and info.price is not None
+    assert (info.price.input_per_mtok, info.price.output_per_mtok) == (2.0, 7.0)
+    assert rows.get("claude-haiku-4-5") == ModelTable.builtin().get("claude-haiku-4-5")

@@ -160,7 +160,8 @@ class ModelTable:
             )
             for model_id, row in rows.items()
         }
-        return ModelTable({**self._rows, **parsed}, self._aliases)
+        aliases = {k: v for k, v in self._aliases.items() if k not in parsed}  # a row replaces an alias
+        return ModelTable({**self._rows, **parsed}, aliases)
 
     def get(self, model: str) -> ModelInfo | None:
         """The row for `model`: its own, its alias target's, or its family's for a dated id; for an
