@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from agent import ConfigError
+from agent.cli.main import main
 from agent.models.anthropic import AnthropicModel
 
 
@@ -46,3 +47,18 @@ def test_good_settings_still_build() -> None:
     assert model.name == "claude-haiku-4-5"
     forever = AnthropicModel("claude-haiku-4-5", api_key="sk-test", timeout=float("inf"))
     assert forever.name == "claude-haiku-4-5"
+
+
+def test_doctor_names_a_bad_base_url_as_the_settings_not_the_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "localhost:8080")
+    monkeypatch.delenv("ENDSTATE_MODELS", raising=False)
+    assert main(["doctor", "--model", "claude-haiku-4-5"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("fail      settings:") and "ANTHROPIC_BASE_URL 'localhost:8080'" in lines[0]
+    assert lines[2:] == [
+        "unchecked models API: needs a client, which the settings above do not give",
+        "unchecked round trip: needs a client, which the settings above do not give",
+    ]
