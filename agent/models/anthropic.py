@@ -1508,6 +1508,17 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
         if block.get("id") in seen:
             raise ValueError(f"two tool calls share the id {block.get('id')!r}")
         seen.add(block["id"])
+    _check_sendable(content)
+
+
+def _check_sendable(content: list[dict[str, Any]]) -> None:
+    """Raise `ValueError` for a reply holding a number no JSON request can carry back to the API (a
+    call's input of `1e999`, which is read as infinity, or `NaN`): kept, the next request could not
+    be written, and a tool would run with it."""
+    try:
+        json.dumps(content, allow_nan=False, default=str)  # only the numbers are checked here
+    except ValueError:
+        raise ValueError("it holds a number JSON cannot carry (NaN or infinite, such as 1e999)") from None
 
 
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
