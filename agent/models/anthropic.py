@@ -329,6 +329,11 @@ class AnthropicModel:
         self._extra_body = _extra_body(extra_body)
         _check_sampling(self._extra_body, model, by_row)
         self._tool_options = _tool_options(tool_options)
+        _check_json(
+            {"server_tools": self._server_tools, "tool_options": self._tool_options}
+            | self._options
+            | (self._extra_body or {})
+        )
         self._headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         if client is None:
             self._clients: _LoopClients | None = _LoopClients(lambda: _new_client(api_key, base_url, timeout))
@@ -522,6 +527,19 @@ def _check_timeout(timeout: object) -> None:
     if timeout is None or isinstance(timeout, httpx2.Timeout) or (is_number(timeout) and timeout > 0):
         return
     raise ConfigError(f"AnthropicModel: timeout must be a number of seconds above 0, got {timeout!r:.60}")
+
+
+def _check_json(options: Mapping[str, Any]) -> None:
+    """`ConfigError` naming a request field of the options that no JSON request can carry (NaN or an
+    infinity): every call would fail before it is sent."""
+    for field, value in options.items():
+        try:
+            json.dumps(value, allow_nan=False, default=str)
+        except ValueError:
+            raise ConfigError(
+                f"AnthropicModel: {field} holds a number no JSON request can carry (NaN or infinite): "
+                f"{value!r:.80}"
+            ) from None
 
 
 def _retired_note(model: str, info: ModelInfo | None) -> str:
