@@ -62,3 +62,17 @@ def test_doctor_names_a_bad_base_url_as_the_settings_not_the_key(
         "unchecked models API: needs a client, which the settings above do not give",
         "unchecked round trip: needs a client, which the settings above do not give",
     ]
+
+
+@pytest.mark.parametrize("budget", [-5, 0, 1023, 2048.0, "4096", None, True])
+def test_a_thinking_budget_below_the_api_minimum_or_no_whole_number_is_refused(budget: Any) -> None:
+    # The API refuses a budget_tokens under 1,024 (extended thinking: "must be ≥1024").
+    with pytest.raises(ConfigError, match="budget_tokens"):
+        AnthropicModel(
+            "claude-haiku-4-5", api_key="sk-test", thinking={"type": "enabled", "budget_tokens": budget}
+        )
+
+
+def test_a_thinking_budget_the_api_takes_builds() -> None:
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    assert AnthropicModel("claude-haiku-4-5", api_key="sk-test", thinking=thinking).name == "claude-haiku-4-5"

@@ -651,6 +651,9 @@ def _options(
     return options
 
 
+_LEAST_THINKING_BUDGET = 1024  # extended thinking's budget_tokens: "Must be ≥1024 and less than max_tokens"
+
+
 def _check_thinking(
     thinking: Mapping[str, Any] | None, choice: Mapping[str, Any] | None, model: str, by_row: Thinking | None
 ) -> None:
@@ -665,6 +668,12 @@ def _check_thinking(
             f"AnthropicModel: {model} thinks adaptively (the API refuses thinking 'enabled' with a "
             "budget_tokens): use thinking={'type': 'adaptive'} or leave thinking out, and steer how much it "
             "thinks with output_config's effort in extra_body"
+        )
+    budget = thinking.get("budget_tokens") if thinking is not None else None
+    if kind == "enabled" and not (is_whole(budget) and budget >= _LEAST_THINKING_BUDGET):
+        raise ConfigError(
+            f"AnthropicModel: thinking 'enabled' needs budget_tokens, a whole number of tokens from "
+            f"{_LEAST_THINKING_BUDGET:,} up (the API's minimum), got {budget!r:.40}"
         )
     if by_row == "always" and kind == "disabled":
         raise ConfigError(
