@@ -76,3 +76,13 @@ def test_a_thinking_budget_below_the_api_minimum_or_no_whole_number_is_refused(b
 def test_a_thinking_budget_the_api_takes_builds() -> None:
     thinking = {"type": "enabled", "budget_tokens": 1024}
     assert AnthropicModel("claude-haiku-4-5", api_key="sk-test", thinking=thinking).name == "claude-haiku-4-5"
+
+
+@pytest.mark.parametrize("model", ["claude-haiku-4-5 ", " claude-haiku-4-5", "claude-haiku-4-5\n"])
+def test_a_model_id_with_blanks_around_it_is_refused(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # e.g. a trailing space from a .env file: the API knows no such id and the table no price
+    with pytest.raises(ConfigError, match="blanks around it"):
+        AnthropicModel(model, api_key="sk-test")
+    monkeypatch.setenv("ENDSTATE_MODEL", model)
+    with pytest.raises(ConfigError, match=r"blanks around it \(ENDSTATE_MODEL is"):
+        AnthropicModel(api_key="sk-test")

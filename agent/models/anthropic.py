@@ -515,9 +515,11 @@ class AnthropicModel:
 
 def _model_id(model: object, from_env: bool) -> str:
     """`model` when it is a model id; `ConfigError` naming where it came from when it is not."""
+    where = f"ENDSTATE_MODEL is {model!r:.60}" if from_env else f"got {model!r:.60}"
+    if isinstance(model, str) and model.strip() and model != model.strip():
+        raise ConfigError(f"AnthropicModel: the model id has blanks around it ({where}): remove them")
     if isinstance(model, str) and model.strip():
         return model
-    where = f"ENDSTATE_MODEL is {model!r}" if from_env else f"got {model!r:.60}"
     raise ConfigError(f"AnthropicModel needs a model id, e.g. 'claude-sonnet-5-5' ({where})")
 
 
