@@ -1130,9 +1130,9 @@ class _StreamWatch:
         if self.snapshot is None:
             return None
         usage = self.snapshot.usage
-        output = usage.output_tokens or 0
-        if not self.counted:  # estimated from the text streamed, but never past what the API bills
-            output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
+        output = _tokens(usage, "output_tokens")  # a count that is no count is none: estimated
+        if not self.counted or output != usage.output_tokens:  # from the text streamed, but never past
+            output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))  # what the API bills
             output = min(output, self.max_tokens) if self.max_tokens else output
         reply = _usage_reply(usage, [], "cut_off", self.snapshot.model or "", self.snapshot.id or "")
         extra: dict[str, Any] = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
