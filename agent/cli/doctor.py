@@ -63,9 +63,14 @@ async def diagnose(model_id: str) -> list[Finding]:
     findings = [table_finding(model_id)]
     try:
         model = AnthropicModel(model_id, cache=None)
-    except ConfigError as exc:
-        findings.insert(0, Finding("fail", "api key", str(exc)))
-        why = "needs credentials (set ANTHROPIC_API_KEY)"
+    except ConfigError as exc:  # no credentials, or a setting that is wrong (a base URL, the model id)
+        keyless = "no credentials" in str(exc)
+        findings.insert(0, Finding("fail", "api key" if keyless else "settings", str(exc)))
+        why = (
+            "needs credentials (set ANTHROPIC_API_KEY)"
+            if keyless
+            else "needs a client, which the settings above do not give"
+        )
         return [*findings, Finding("unchecked", "models API", why), Finding("unchecked", "round trip", why)]
     findings.insert(0, Finding("ok", "api key", _credentials(model.client)))
     try:

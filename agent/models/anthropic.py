@@ -119,7 +119,7 @@ import httpx2
 import pydantic
 from anthropic import types
 
-from agent._valid import is_whole
+from agent._valid import is_number, is_whole
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
 from agent.journal import Entry, Reply
@@ -310,9 +310,8 @@ class AnthropicModel:
         tool_options: Mapping[str, Mapping[str, Any]] | None = None,
         media_limits: MediaLimits | None = None,
     ) -> None:
-        model = default_model() if model is None else model
-        if not model:
-            raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-5-5'")
+        model = _model_id(default_model() if model is None else model, from_env=model is None)
+        _check_timeout(timeout)
         if client is not None and (api_key is not None or base_url is not None or timeout is not None):
             raise ConfigError("AnthropicModel: pass either client= or api_key/base_url/timeout, not both")
         if cache not in ("5m", "1h", None):
@@ -330,6 +329,11 @@ class AnthropicModel:
         self._extra_body = _extra_body(extra_body)
         _check_sampling(self._extra_body, model, by_row)
         self._tool_options = _tool_options(tool_options)
+        _check_json(
+            {"server_tools": self._server_tools, "tool_options": self._tool_options}
+            | self._options
+            | (self._extra_body or {})
+        )
         self._headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         if client is None:
             self._clients: _LoopClients | None = _LoopClients(lambda: _new_client(api_key, base_url, timeout))
@@ -509,6 +513,37 @@ class AnthropicModel:
         return await self._clients.get()
 
 
+def _model_id(model: object, from_env: bool) -> str:
+    """`model` when it is a model id; `ConfigError` naming where it came from when it is not."""
+    where = f"ENDSTATE_MODEL is {model!r:.60}" if from_env else f"got {model!r:.60}"
+    if isinstance(model, str) and model.strip() and model != model.strip():
+        raise ConfigError(f"AnthropicModel: the model id has blanks around it ({where}): remove them")
+    if isinstance(model, str) and model.strip():
+        return model
+    raise ConfigError(f"AnthropicModel needs a model id, e.g. 'claude-sonnet-5-5' ({where})")
+
+
+def _check_timeout(timeout: object) -> None:
+    """`ConfigError` for a `timeout` that is no number of seconds above 0 (None: the SDK's own; an
+    `httpx.Timeout` is the SDK's to check)."""
+    if timeout is None or isinstance(timeout, httpx2.Timeout) or (is_number(timeout) and timeout > 0):
+        return
+    raise ConfigError(f"AnthropicModel: timeout must be a number of seconds above 0, got {timeout!r:.60}")
+
+
+def _check_json(options: Mapping[str, Any]) -> None:
+    """`ConfigError` naming a request field of the options that no JSON request can carry (NaN or an
+    infinity): every call would fail before it is sent."""
+    for field, value in options.items():
+        try:
+            json.dumps(value, allow_nan=False, default=str)
+        except ValueError:
+            raise ConfigError(
+                f"AnthropicModel: {field} holds a number no JSON request can carry (NaN or infinite): "
+                f"{value!r:.80}"
+            ) from None
+
+
 def _retired_note(model: str, info: ModelInfo | None) -> str:
     """What the model table says of `model` when it is retired on the Claude API, else "" (also for a
     Bedrock or Vertex AI id: those platforms may serve a model the Claude API has retired)."""
@@ -618,6 +653,9 @@ def _options(
     return options
 
 
+_LEAST_THINKING_BUDGET = 1024  # extended thinking's budget_tokens: "Must be ≥1024 and less than max_tokens"
+
+
 def _check_thinking(
     thinking: Mapping[str, Any] | None, choice: Mapping[str, Any] | None, model: str, by_row: Thinking | None
 ) -> None:
@@ -632,6 +670,12 @@ def _check_thinking(
             f"AnthropicModel: {model} thinks adaptively (the API refuses thinking 'enabled' with a "
             "budget_tokens): use thinking={'type': 'adaptive'} or leave thinking out, and steer how much it "
             "thinks with output_config's effort in extra_body"
+        )
+    budget = thinking.get("budget_tokens") if thinking is not None else None
+    if kind == "enabled" and not (is_whole(budget) and budget >= _LEAST_THINKING_BUDGET):
+        raise ConfigError(
+            f"AnthropicModel: thinking 'enabled' needs budget_tokens, a whole number of tokens from "
+            f"{_LEAST_THINKING_BUDGET:,} up (the API's minimum), got {budget!r:.40}"
         )
     if by_row == "always" and kind == "disabled":
         raise ConfigError(
@@ -755,6 +799,12 @@ def _new_client(api_key: str | None, base_url: str | None, timeout: float | None
         raise ConfigError(f"AnthropicModel cannot build its client: {exc}") from exc
     if not (client.api_key or client.auth_token or client.credentials):
         raise ConfigError("AnthropicModel has no credentials: pass api_key= or set ANTHROPIC_API_KEY")
+    if client.base_url.scheme not in ("http", "https") or not client.base_url.host:
+        named = "base_url" if base_url is not None else "ANTHROPIC_BASE_URL"
+        raise ConfigError(
+            f"AnthropicModel: {named} {str(client.base_url).rstrip('/')!r} is no http(s) URL: "
+            "give it whole, e.g. 'https://api.anthropic.com'"
+        )
     return client
 
 
@@ -1080,9 +1130,9 @@ class _StreamWatch:
         if self.snapshot is None:
             return None
         usage = self.snapshot.usage
-        output = usage.output_tokens or 0
-        if not self.counted:  # estimated from the text streamed, but never past what the API bills
-            output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))
+        output = _tokens(usage, "output_tokens")  # a count that is no count is none: estimated
+        if not self.counted or output != usage.output_tokens:  # from the text streamed, but never past
+            output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))  # what the API bills
             output = min(output, self.max_tokens) if self.max_tokens else output
         reply = _usage_reply(usage, [], "cut_off", self.snapshot.model or "", self.snapshot.id or "")
         extra: dict[str, Any] = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
@@ -1487,6 +1537,17 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
         if block.get("id") in seen:
             raise ValueError(f"two tool calls share the id {block.get('id')!r}")
         seen.add(block["id"])
+    _check_sendable(content)
+
+
+def _check_sendable(content: list[dict[str, Any]]) -> None:
+    """Raise `ValueError` for a reply holding a number no JSON request can carry back to the API (a
+    call's input of `1e999`, which is read as infinity, or `NaN`): kept, the next request could not
+    be written, and a tool would run with it."""
+    try:
+        json.dumps(content, allow_nan=False, default=str)  # only the numbers are checked here
+    except ValueError:
+        raise ValueError("it holds a number JSON cannot carry (NaN or infinite, such as 1e999)") from None
 
 
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")

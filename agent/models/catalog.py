@@ -100,7 +100,7 @@ class ModelTable:
         """The built-in table, with the rows of the file named by `ENDSTATE_MODELS` over it."""
         path = (os.environ if env is None else env).get(ENV_MODELS)
         table = cls.builtin()
-        return table.merged(cls.from_file(Path(path))) if path else table
+        return table.merged(cls.from_file(Path(path))).checked(path) if path else table
 
     @classmethod
     def from_file(cls, path: Path) -> ModelTable:
@@ -130,14 +130,27 @@ class ModelTable:
             if not isinstance(row, dict):
                 raise ConfigError(f"{where}: models.{model_id!r} must be a table")
             if "alias_of" in row:
-                aliases[model_id] = str(row["alias_of"])
+                aliases[model_id] = _alias_target(row, f"{where}: models.{model_id!r}")
             else:
                 rows[model_id] = parse_row(model_id, row, where)
         return cls(rows, aliases)
 
     def merged(self, other: ModelTable) -> ModelTable:
-        """This table with `other`'s rows and aliases replacing or adding to its own."""
-        return ModelTable({**self._rows, **other._rows}, {**self._aliases, **other._aliases})
+        """This table with `other`'s rows and aliases replacing or adding to its own (a row replacing
+        an alias of this table, an alias replacing a row)."""
+        rows = {k: v for k, v in {**self._rows, **other._rows}.items() if k not in other._aliases}
+        aliases = {k: v for k, v in {**self._aliases, **other._aliases}.items() if k not in other._rows}
+        return ModelTable(rows, aliases)
+
+    def checked(self, where: str) -> ModelTable:
+        """This table, or a `ConfigError` naming an alias whose target is no row of it."""
+        for model_id, target in sorted(self._aliases.items()):
+            if target not in self._rows:
+                raise ConfigError(
+                    f"{where}: models.{model_id!r}: alias_of {target!r} names no row of the model table "
+                    "(an alias names a model's own row, not another alias)"
+                )
+        return self
 
     def with_rows(self, rows: Mapping[str, ModelInfo | Mapping[str, Any]]) -> ModelTable:
         """This table with rows given in code (a `ModelInfo`, or a dict shaped like a TOML row)."""
@@ -147,7 +160,8 @@ class ModelTable:
             )
             for model_id, row in rows.items()
         }
-        return ModelTable({**self._rows, **parsed}, self._aliases)
+        aliases = {k: v for k, v in self._aliases.items() if k not in parsed}  # a row replaces an alias
+        return ModelTable({**self._rows, **parsed}, aliases)
 
     def get(self, model: str) -> ModelInfo | None:
         """The row for `model`: its own, its alias target's, or its family's for a dated id; for an
@@ -184,6 +198,22 @@ def default_model(env: Mapping[str, str] | None = None) -> str:
 
 
 # -- parsing -------------------------------------------------------------------
+
+
+_ALIAS_KEYS = frozenset({"alias_of", "note", "source", "checked"})
+
+
+def _alias_target(row: Mapping[str, Any], at: str) -> str:
+    """The id an alias row names; `ConfigError` for one that is no id, or a row with keys it ignores."""
+    target = row["alias_of"]
+    if not (isinstance(target, str) and target.strip()):
+        raise ConfigError(f"{at}: alias_of must be a model id (a string), got {target!r:.60}")
+    if other := sorted(set(row) - _ALIAS_KEYS):
+        raise ConfigError(
+            f"{at}: an alias takes no other keys (it shares {target!r}'s row), got {other}: "
+            "drop alias_of to give the id a row of its own"
+        )
+    return target
 
 
 def parse_row(model_id: str, row: Mapping[str, Any], where: str = "model table") -> ModelInfo:
