@@ -164,6 +164,8 @@ def load_file(path: Path, catalog: str | None = None) -> list[Case]:
     try:
         text = path.read_text()
         data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader
+    except _TooBig as big:
+        raise CaseError(f"{path}: {big}") from None
     except _Duplicate as dup:
         first, second = dup.lines
         raise CaseError(
@@ -192,10 +194,40 @@ class _Duplicate(Exception):
         self.key, self.lines, self.mapping_at = key, lines, mapping_at
 
 
+MAX_DEPTH = 100  # levels of nested values in a case file: deeper, PyYAML's composer overflows the stack
+MAX_VALUES = 1_000_000  # values in a case file once aliases are expanded: 9 anchors make 387 million
+
+
+class _TooBig(Exception):
+    """A case file nested too deep, or whose aliases expand to too many values."""
+
+
 class _StrictLoader(yaml.SafeLoader):
     """The safe loader, refusing a key given twice in one mapping: YAML would silently keep the last
     (a second `judge:` dropped the first judge). Keys merged from an anchor (`<<: *base`) may be
-    overridden: they are not the mapping's own."""
+    overridden: they are not the mapping's own. Values nested over MAX_DEPTH deep or aliases
+    expanding to over MAX_VALUES values are refused before they are built."""
+
+    depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise _TooBig(f"values nested more than {MAX_DEPTH} deep (line {line}): use fewer levels")
+            return super().compose_node(parent, index)  # type: ignore[no-any-return,return-value]
+        finally:
+            self.depth -= 1
+
+    def get_single_node(self) -> yaml.Node | None:
+        node = super().get_single_node()
+        if node is not None and _expanded(node, {}) > MAX_VALUES:
+            raise _TooBig(
+                f"more than {MAX_VALUES} values once its aliases (*name) are expanded: "
+                "an alias bomb, or a file to split; name each anchor's values fewer times"
+            )
+        return node  # type: ignore[no-any-return]
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[str, int] = {}
@@ -207,6 +239,18 @@ class _StrictLoader(yaml.SafeLoader):
                 raise _Duplicate(key.value, (seen[key.value], line), _at(node))
             seen[key.value] = line
         return super().construct_mapping(node, deep)
+
+
+def _expanded(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values `node` holds with every alias expanded, each shared node counted once per use
+    (`sizes` remembers each node's count, so a bomb is counted without being built)."""
+    if id(node) not in sizes:
+        sizes[id(node)] = 1  # a recursive alias (&a [*a]) counts once
+        children = node.value if isinstance(node, yaml.SequenceNode) else []
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        sizes[id(node)] = 1 + sum(_expanded(child, sizes) for child in children)
+    return sizes[id(node)]
 
 
 def _at(node: yaml.Node) -> tuple[int, int]:
