@@ -58,6 +58,7 @@ from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
 from agent.result import LimitKind, StopReason
 from agent.stops import StopKind, kind_named
+from agent.text import all_shown
 
 ACTIONS = ("answer", "approve", "deny", "expire", "resume")
 BUDGET_KEYS = ("turns", "seconds", "tokens", "cost")
@@ -354,8 +355,11 @@ class _Fields:
         return str(value)
 
 
+MAX_NAME = 200  # characters of a case's name: a column of the eval table
+
+
 def _parse(f: _Fields, default_catalog: str | None = None) -> Case:
-    name = f.text("name")
+    name = _name(f)
     catalog = _catalog(f, default_catalog)
     world = _seed_world(f) if catalog is None else _catalog_world(f, catalog)
     then = _then(f)
@@ -379,6 +383,17 @@ def _parse(f: _Fields, default_catalog: str | None = None) -> Case:
     )
     _check_consistent(f, case)
     return case
+
+
+def _name(f: _Fields) -> str:
+    """The case's name: it heads a row of the table, so one line that shows as itself (a newline
+    broke the table, an escape sequence was written raw to the terminal) and at most MAX_NAME long."""
+    name = f.text("name")
+    if not all_shown(name):
+        raise f.error("name", "must be one line of printable characters: no line breaks, tabs or escapes")
+    if len(name) > MAX_NAME:
+        raise f.error("name", f"at most {MAX_NAME} characters, got {len(name)}")
+    return name
 
 
 def _seed_world(f: _Fields) -> dict[str, Any]:
