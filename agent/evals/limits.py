@@ -45,6 +45,7 @@ from agent._valid import is_finite_from_zero
 from agent.durable.store.urls import secrets_in, shown_url
 from agent.errors import EndstateError
 from agent.result import LimitKind, RunResult, StopReason
+from agent.text import one_line
 
 KINDS = (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST)
 ROUND_STEPS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
@@ -709,7 +710,7 @@ def query(url: str, promql: str, at: float | None = None) -> list[dict[str, Any]
             ) from exc
     if not isinstance(body, dict) or body.get("status") != "success":
         said = body.get("error", body) if isinstance(body, dict) else body
-        raise LimitsError(f"Prometheus at {url} refused {promql!r}: {str(said)[:200]}")
+        raise LimitsError(f"Prometheus at {url} refused {promql!r}: {one_line(str(said)[:200])}")
     rows = body.get("data", {}).get("result") if isinstance(body.get("data"), dict) else None
     if not (isinstance(rows, list) and all(_is_sample(r) for r in rows)):
         raise LimitsError(
