@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agent._valid import is_finite_from_zero
+from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS
 from agent.durable.store.urls import secrets_in, shown_url
 from agent.errors import EndstateError
 from agent.result import LimitKind, RunResult, StopReason
@@ -117,11 +118,18 @@ def suggest_ceiling(kind: LimitKind, observed: Observed, headroom: Headroom = He
     if observed.count == 0 or observed.longest <= 0 or observed.past_top:
         return None
     raw = max(observed.quantile * headroom.over_quantile, observed.longest * headroom.over_longest)
-    value = max(round_up(raw), FLOORS.get(kind, 0.0))
-    return Ceiling(kind, observed, float(math.ceil(value)) if kind in _WHOLE else value)
+    return Ceiling(kind, observed, _within(kind, max(round_up(raw), FLOORS.get(kind, 0.0))))
 
 
 _WHOLE = (LimitKind.TURNS, LimitKind.TOKENS)
+
+
+def _within(kind: LimitKind, value: float) -> float:
+    """`value` as a ceiling of `kind`: whole for turns and tokens, and at most what a Budget takes
+    (64 bits, a year, a float): a suggestion past it, read from an absurd run, could not be pasted."""
+    if kind in _WHOLE:
+        return min(math.ceil(value), MAX_COUNT) if math.isfinite(value) else MAX_COUNT
+    return min(value, MAX_SECONDS if kind is LimitKind.SECONDS else MAX_FLOAT)
 
 
 # -- what the suggestion would have changed ---------------------------------------------
@@ -386,7 +394,7 @@ def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Hea
         return ceiling
     raised = round_up(used * headroom.over_longest)
     raised = raised if raised > used else used * headroom.over_longest
-    return replace(ceiling, suggested=float(math.ceil(raised)) if ceiling.kind in _WHOLE else raised)
+    return replace(ceiling, suggested=_within(ceiling.kind, raised))
 
 
 def _outliers(ceilings: tuple[Ceiling, ...], headroom: Headroom) -> tuple[str, ...]:
@@ -806,7 +814,13 @@ def _fmt(kind: LimitKind, value: float) -> str:
     if math.isnan(value):
         return "?"
     if kind in _WHOLE:
-        return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+        return (
+            f"{value:,}"
+            if isinstance(value, int)
+            else f"{value:,.0f}"
+            if value == int(value)
+            else f"{value:,.1f}"
+        )
     short = f"{value:.3g}"  # 3 significant digits: 0.00615, 12.5, 600
     return f"{value:,.0f}" if "e+" in short else short  # 1,160 seconds, not 1.16e+03
 
