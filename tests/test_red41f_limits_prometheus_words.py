@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,20 @@ def test_a_prometheus_error_with_an_escape_sequence_is_shown_escaped(refusing: s
     assert line.endswith(
         r"refused 'sum by (task_type, stop_reason) (increase(agent_stops_total[7d]))': \x1b[31mboom second"
     )
+
+
+def test_a_task_type_with_an_escape_sequence_heads_its_block_escaped(tmp_path: Path) -> None:
+    """A task type is read from run records (a JSON line, a store, a Prometheus label): one holding
+    ESC [ 31 m or a line break was printed raw as the head of its block."""
+    run = {"task_type": "\x1b[31mred\nsecond", "reason": "success", "turns": 5, "active_seconds": 3.0}
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(run) + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "limits", "suggest", "--jsonl", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout
+    assert done.stdout.splitlines()[0] == r"\x1b[31mred second: 1 run ended (success 1)"
