@@ -208,7 +208,8 @@ def add_limits(sub: Any) -> None:
         "--prometheus", type=given, metavar="URL", help="a Prometheus that scrapes Endstate's metrics"
     )
     p.add_argument(
-        "--window", help="only runs that ended within this window, e.g. 7d (Prometheus default: 7d)"
+        "--window",
+        help="only runs that ended within this window, e.g. 7d, at most 36500d (Prometheus default: 7d)",
     )
     p.add_argument("--task-type", action="append", help="only this task type (repeatable)")
     p.add_argument("--json", action="store_true", help="print the suggestions as JSON")

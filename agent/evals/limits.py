@@ -529,12 +529,18 @@ def parse_duration(text: str) -> float:
     return int(match.group(1)) * unit
 
 
+MAX_WINDOW = 100 * 365 * 86400.0  # older than any run; Prometheus takes no range past ~292 years
+
+
 def parse_window(text: str) -> float:
     """Seconds in a window of past runs (`parse_duration`), above 0: no run ends within no time,
-    and Prometheus refuses a 0 range (a 0 window once read as "no window": every run)."""
+    and Prometheus refuses a 0 range (a 0 window once read as "no window": every run); at most
+    MAX_WINDOW (Prometheus answered 300y with its parse error, 'duration out of range')."""
     seconds = parse_duration(text)
     if seconds == 0:
         raise LimitsError(f"window {text!r} is empty: give a length above 0 (e.g. 7d)")
+    if seconds > MAX_WINDOW:
+        raise LimitsError(f"window {text!r}: at most 100 years (36500d), older than any run")
     return seconds
 
 
