@@ -542,8 +542,10 @@ def _then(f: _Fields) -> FollowUpSpec | None:
     raw = f.raw.get("then")
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) - {"action", "text", "expect"}:
+    if not isinstance(raw, dict):
         raise f.error("then", "must be a mapping with action, expect and optionally text")
+    if unknown := sorted(map(str, set(raw) - {"action", "text", "expect"})):
+        raise f.error(f"then.{unknown[0]}", "unknown key; the keys are action, expect, text")
     action = f.pick("then.action", raw.get("action"), ACTIONS)
     expect = f.pick("then.expect", raw.get("expect"), StopReason)
     text = raw.get("text", "")
