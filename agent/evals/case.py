@@ -163,7 +163,7 @@ def load_cases(paths: Iterable[str | Path] = (), catalog: str | None = None) -> 
 def load_file(path: Path, catalog: str | None = None) -> list[Case]:
     """The cases of one file (`catalog`: as for `load_cases`)."""
     try:
-        text = path.read_text()
+        text = _read(path)
         data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader
     except _TooBig as big:
         raise CaseError(f"{path}: {big}") from None
@@ -187,6 +187,15 @@ def load_file(path: Path, catalog: str | None = None) -> list[Case]:
     return [_parse(_Fields(item, str(path), i), catalog) for i, item in enumerate(raw, 1)]
 
 
+def _read(path: Path) -> str:
+    """The file's text, read up to MAX_FILE bytes: /dev/zero was read until memory ran out."""
+    with path.open("rb") as file:
+        data = file.read(MAX_FILE + 1)
+    if len(data) > MAX_FILE:
+        raise _TooBig(f"larger than {MAX_FILE} bytes: not a case file")
+    return data.decode()
+
+
 class _Duplicate(Exception):
     """A key given twice in one mapping of a case file."""
 
@@ -195,6 +204,7 @@ class _Duplicate(Exception):
         self.key, self.lines, self.mapping_at = key, lines, mapping_at
 
 
+MAX_FILE = 64 * 2**20  # bytes of a case file (a promoted run's images and PDFs are kept beside it)
 MAX_DEPTH = 100  # levels of nested values in a case file: deeper, PyYAML's composer overflows the stack
 MAX_VALUES = 1_000_000  # values in a case file once aliases are expanded: 9 anchors make 387 million
 
