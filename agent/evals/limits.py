@@ -478,6 +478,8 @@ def history_from_jsonl(lines: Iterable[str | bytes], source: str = "<input>") ->
                 runs += [PastRun.from_dict(row) for row in _rows(json.loads(text))]
         except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
             raise LimitsError(f"{source}, line {number}: not a run record: {exc}") from exc
+        except RecursionError:  # json's parser past its depth: a traceback, before
+            raise LimitsError(f"{source}, line {number}: not a run record: nested too deeply") from None
     return RecordHistory(runs)
 
 

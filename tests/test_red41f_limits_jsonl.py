@@ -1,0 +1,29 @@
+"""A JSON line nested thousands deep (a corrupt or hostile history) ended `limits suggest --jsonl`
+in a RecursionError traceback; it is refused in one line naming the file and the line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN = {"task_type": "csv_clean", "reason": "success", "turns": 5, "active_seconds": 3.0}
+
+
+@pytest.mark.parametrize(
+    "deep", ["[" * 100_000 + "]" * 100_000, '{"turns": ' + "[" * 100_000 + "]" * 100_000 + "}"]
+)
+def test_a_line_nested_too_deep_is_named(tmp_path: Path, deep: str) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(RUN) + "\n" + deep + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "limits", "suggest", "--jsonl", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip() == f"endstate: {path}, line 2: not a run record: nested too deeply"
