@@ -23,6 +23,7 @@ from agent.evals.limits import (
     PrometheusHistory,
     history_from_jsonl,
     history_from_store,
+    lines_of,
     parse_window,
     suggest,
 )
@@ -244,10 +245,10 @@ def load_history(args: argparse.Namespace) -> tuple[History, str]:
 
 def _jsonl(path: str) -> History:
     if path == "-":
-        return history_from_jsonl(getattr(sys.stdin, "buffer", sys.stdin), "<stdin>")
+        return history_from_jsonl(lines_of(getattr(sys.stdin, "buffer", sys.stdin), "<stdin>"), "<stdin>")
     try:
         with open(path, "rb") as f:
-            return history_from_jsonl(f, path)
+            return history_from_jsonl(lines_of(f, path), path)
     except OSError as exc:
         raise LimitsError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 

@@ -29,6 +29,7 @@ whose numbers are approximations at bucket resolution; see its docstring).
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import math
 import re
@@ -37,7 +38,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -465,6 +466,20 @@ def _notes(
 
 def history_from_results(results: Iterable[RunResult]) -> RecordHistory:
     return RecordHistory([PastRun.from_result(r) for r in results])
+
+
+MAX_LINE = 64 * 2**20  # bytes of one JSON line: /dev/zero was one line read until memory ran out
+
+
+def lines_of(file: Any, source: str) -> Iterator[bytes]:
+    """The lines of a binary `file`, each read up to MAX_LINE bytes; a longer one is refused."""
+    for number in itertools.count(1):
+        line = file.readline(MAX_LINE + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE:
+            raise LimitsError(f"{source}, line {number}: longer than {MAX_LINE} bytes: not a run record")
+        yield line
 
 
 def history_from_jsonl(lines: Iterable[str | bytes], source: str = "<input>") -> RecordHistory:
