@@ -71,7 +71,7 @@ def add_eval(sub: Any) -> None:
         type=int,
         default=1,
         metavar="N",
-        help="run every case N times: a case met only in some rounds is said FLAKY and fails",
+        help="run every case N times (at most 100): a case met only in some rounds is said FLAKY and fails",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -92,6 +92,9 @@ def _list_cases(cases: list[Case], as_json: bool) -> int:
     return 0
 
 
+MAX_REPEAT = 100  # rounds of --repeat
+
+
 def run_eval(args: argparse.Namespace) -> int:
     cases = select_cases(args.cases, args.catalog)
     if args.list:
@@ -100,6 +103,8 @@ def run_eval(args: argparse.Namespace) -> int:
         raise ConfigError("--jobs must be at least 1")
     if args.repeat < 1:
         raise ConfigError("--repeat must be at least 1")
+    if args.repeat > MAX_REPEAT:  # 99999999999 ran for hours, every round kept, each paid with --model
+        raise ConfigError(f"--repeat must be at most {MAX_REPEAT} (each round runs every case)")
     model = _model_factory(args.model) if args.model else None
     sigterm_as_ctrl_c()
     bar = Progress(len(cases) * args.repeat, sys.stderr, enabled=not args.no_progress and sys.stderr.isatty())
