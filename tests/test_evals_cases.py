@@ -167,11 +167,11 @@ def test_a_case_file_that_is_not_utf8_is_named_not_a_traceback(tmp_path: Path) -
 
 def test_an_error_shows_a_value_shortened_however_far_its_aliases_expand(tmp_path: Path) -> None:
     levels = ["a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9]"]
-    for name, inner in zip("bcdefg", "abcdef", strict=True):
+    for name, inner in zip("bcde", "abcd", strict=True):  # 9**5 values: over a million is refused
         levels.append(f"{name}: &{name} [{', '.join([f'*{inner}'] * 9)}]")
     case = (
         "cases: [{name: x, agent: csv-cleaner, fixture: dirty_orders, script: csv/clean, expect: success, "
-        "judge: *g}]"
+        "judge: *e}]"
     )
     path = write(tmp_path, "\n".join([*levels, case]) + "\n")
     with pytest.raises(CaseError) as raised:

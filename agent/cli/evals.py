@@ -23,6 +23,7 @@ from agent.evals.limits import (
     PrometheusHistory,
     history_from_jsonl,
     history_from_store,
+    lines_of,
     parse_window,
     suggest,
 )
@@ -70,7 +71,7 @@ def add_eval(sub: Any) -> None:
         type=int,
         default=1,
         metavar="N",
-        help="run every case N times: a case met only in some rounds is said FLAKY and fails",
+        help="run every case N times (at most 100): a case met only in some rounds is said FLAKY and fails",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -91,6 +92,9 @@ def _list_cases(cases: list[Case], as_json: bool) -> int:
     return 0
 
 
+MAX_REPEAT = 100  # rounds of --repeat
+
+
 def run_eval(args: argparse.Namespace) -> int:
     cases = select_cases(args.cases, args.catalog)
     if args.list:
@@ -99,6 +103,8 @@ def run_eval(args: argparse.Namespace) -> int:
         raise ConfigError("--jobs must be at least 1")
     if args.repeat < 1:
         raise ConfigError("--repeat must be at least 1")
+    if args.repeat > MAX_REPEAT:  # 99999999999 ran for hours, every round kept, each paid with --model
+        raise ConfigError(f"--repeat must be at most {MAX_REPEAT} (each round runs every case)")
     model = _model_factory(args.model) if args.model else None
     sigterm_as_ctrl_c()
     bar = Progress(len(cases) * args.repeat, sys.stderr, enabled=not args.no_progress and sys.stderr.isatty())
@@ -208,7 +214,8 @@ def add_limits(sub: Any) -> None:
         "--prometheus", type=given, metavar="URL", help="a Prometheus that scrapes Endstate's metrics"
     )
     p.add_argument(
-        "--window", help="only runs that ended within this window, e.g. 7d (Prometheus default: 7d)"
+        "--window",
+        help="only runs that ended within this window, e.g. 7d, at most 36500d (Prometheus default: 7d)",
     )
     p.add_argument("--task-type", action="append", help="only this task type (repeatable)")
     p.add_argument("--json", action="store_true", help="print the suggestions as JSON")
@@ -243,10 +250,10 @@ def load_history(args: argparse.Namespace) -> tuple[History, str]:
 
 def _jsonl(path: str) -> History:
     if path == "-":
-        return history_from_jsonl(getattr(sys.stdin, "buffer", sys.stdin), "<stdin>")
+        return history_from_jsonl(lines_of(getattr(sys.stdin, "buffer", sys.stdin), "<stdin>"), "<stdin>")
     try:
         with open(path, "rb") as f:
-            return history_from_jsonl(f, path)
+            return history_from_jsonl(lines_of(f, path), path)
     except OSError as exc:
         raise LimitsError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 

@@ -58,6 +58,7 @@ from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
 from agent.result import LimitKind, StopReason
 from agent.stops import StopKind, kind_named
+from agent.text import all_shown
 
 ACTIONS = ("answer", "approve", "deny", "expire", "resume")
 BUDGET_KEYS = ("turns", "seconds", "tokens", "cost")
@@ -162,8 +163,10 @@ def load_cases(paths: Iterable[str | Path] = (), catalog: str | None = None) -> 
 def load_file(path: Path, catalog: str | None = None) -> list[Case]:
     """The cases of one file (`catalog`: as for `load_cases`)."""
     try:
-        text = path.read_text()
+        text = _read(path)
         data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader
+    except _TooBig as big:
+        raise CaseError(f"{path}: {big}") from None
     except _Duplicate as dup:
         first, second = dup.lines
         raise CaseError(
@@ -184,6 +187,15 @@ def load_file(path: Path, catalog: str | None = None) -> list[Case]:
     return [_parse(_Fields(item, str(path), i), catalog) for i, item in enumerate(raw, 1)]
 
 
+def _read(path: Path) -> str:
+    """The file's text, read up to MAX_FILE bytes: /dev/zero was read until memory ran out."""
+    with path.open("rb") as file:
+        data = file.read(MAX_FILE + 1)
+    if len(data) > MAX_FILE:
+        raise _TooBig(f"larger than {MAX_FILE} bytes: not a case file")
+    return data.decode()
+
+
 class _Duplicate(Exception):
     """A key given twice in one mapping of a case file."""
 
@@ -192,10 +204,41 @@ class _Duplicate(Exception):
         self.key, self.lines, self.mapping_at = key, lines, mapping_at
 
 
+MAX_FILE = 64 * 2**20  # bytes of a case file (a promoted run's images and PDFs are kept beside it)
+MAX_DEPTH = 100  # levels of nested values in a case file: deeper, PyYAML's composer overflows the stack
+MAX_VALUES = 1_000_000  # values in a case file once aliases are expanded: 9 anchors make 387 million
+
+
+class _TooBig(Exception):
+    """A case file nested too deep, or whose aliases expand to too many values."""
+
+
 class _StrictLoader(yaml.SafeLoader):
     """The safe loader, refusing a key given twice in one mapping: YAML would silently keep the last
     (a second `judge:` dropped the first judge). Keys merged from an anchor (`<<: *base`) may be
-    overridden: they are not the mapping's own."""
+    overridden: they are not the mapping's own. Values nested over MAX_DEPTH deep or aliases
+    expanding to over MAX_VALUES values are refused before they are built."""
+
+    depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise _TooBig(f"values nested more than {MAX_DEPTH} deep (line {line}): use fewer levels")
+            return super().compose_node(parent, index)  # type: ignore[no-any-return,return-value]
+        finally:
+            self.depth -= 1
+
+    def get_single_node(self) -> yaml.Node | None:
+        node = super().get_single_node()
+        if node is not None and _expanded(node, {}) > MAX_VALUES:
+            raise _TooBig(
+                f"more than {MAX_VALUES} values once its aliases (*name) are expanded: "
+                "an alias bomb, or a file to split; name each anchor's values fewer times"
+            )
+        return node  # type: ignore[no-any-return]
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[str, int] = {}
@@ -207,6 +250,18 @@ class _StrictLoader(yaml.SafeLoader):
                 raise _Duplicate(key.value, (seen[key.value], line), _at(node))
             seen[key.value] = line
         return super().construct_mapping(node, deep)
+
+
+def _expanded(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values `node` holds with every alias expanded, each shared node counted once per use
+    (`sizes` remembers each node's count, so a bomb is counted without being built)."""
+    if id(node) not in sizes:
+        sizes[id(node)] = 1  # a recursive alias (&a [*a]) counts once
+        children = node.value if isinstance(node, yaml.SequenceNode) else []
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        sizes[id(node)] = 1 + sum(_expanded(child, sizes) for child in children)
+    return sizes[id(node)]
 
 
 def _at(node: yaml.Node) -> tuple[int, int]:
@@ -310,8 +365,11 @@ class _Fields:
         return str(value)
 
 
+MAX_NAME = 200  # characters of a case's name: a column of the eval table
+
+
 def _parse(f: _Fields, default_catalog: str | None = None) -> Case:
-    name = f.text("name")
+    name = _name(f)
     catalog = _catalog(f, default_catalog)
     world = _seed_world(f) if catalog is None else _catalog_world(f, catalog)
     then = _then(f)
@@ -335,6 +393,17 @@ def _parse(f: _Fields, default_catalog: str | None = None) -> Case:
     )
     _check_consistent(f, case)
     return case
+
+
+def _name(f: _Fields) -> str:
+    """The case's name: it heads a row of the table, so one line that shows as itself (a newline
+    broke the table, an escape sequence was written raw to the terminal) and at most MAX_NAME long."""
+    name = f.text("name")
+    if not all_shown(name):
+        raise f.error("name", "must be one line of printable characters: no line breaks, tabs or escapes")
+    if len(name) > MAX_NAME:
+        raise f.error("name", f"at most {MAX_NAME} characters, got {len(name)}")
+    return name
 
 
 def _seed_world(f: _Fields) -> dict[str, Any]:
@@ -483,8 +552,10 @@ def _then(f: _Fields) -> FollowUpSpec | None:
     raw = f.raw.get("then")
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) - {"action", "text", "expect"}:
+    if not isinstance(raw, dict):
         raise f.error("then", "must be a mapping with action, expect and optionally text")
+    if unknown := sorted(map(str, set(raw) - {"action", "text", "expect"})):
+        raise f.error(f"then.{unknown[0]}", "unknown key; the keys are action, expect, text")
     action = f.pick("then.action", raw.get("action"), ACTIONS)
     expect = f.pick("then.expect", raw.get("expect"), StopReason)
     text = raw.get("text", "")

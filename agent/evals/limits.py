@@ -29,6 +29,7 @@ whose numbers are approximations at bucket resolution; see its docstring).
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import math
 import re
@@ -37,14 +38,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agent._valid import is_finite_from_zero
+from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS
 from agent.durable.store.urls import secrets_in, shown_url
 from agent.errors import EndstateError
 from agent.result import LimitKind, RunResult, StopReason
+from agent.text import one_line
 
 KINDS = (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST)
 ROUND_STEPS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
@@ -116,11 +119,18 @@ def suggest_ceiling(kind: LimitKind, observed: Observed, headroom: Headroom = He
     if observed.count == 0 or observed.longest <= 0 or observed.past_top:
         return None
     raw = max(observed.quantile * headroom.over_quantile, observed.longest * headroom.over_longest)
-    value = max(round_up(raw), FLOORS.get(kind, 0.0))
-    return Ceiling(kind, observed, float(math.ceil(value)) if kind in _WHOLE else value)
+    return Ceiling(kind, observed, _within(kind, max(round_up(raw), FLOORS.get(kind, 0.0))))
 
 
 _WHOLE = (LimitKind.TURNS, LimitKind.TOKENS)
+
+
+def _within(kind: LimitKind, value: float) -> float:
+    """`value` as a ceiling of `kind`: whole for turns and tokens, and at most what a Budget takes
+    (64 bits, a year, a float): a suggestion past it, read from an absurd run, could not be pasted."""
+    if kind in _WHOLE:
+        return min(math.ceil(value), MAX_COUNT) if math.isfinite(value) else MAX_COUNT
+    return min(value, MAX_SECONDS if kind is LimitKind.SECONDS else MAX_FLOAT)
 
 
 # -- what the suggestion would have changed ---------------------------------------------
@@ -385,7 +395,7 @@ def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Hea
         return ceiling
     raised = round_up(used * headroom.over_longest)
     raised = raised if raised > used else used * headroom.over_longest
-    return replace(ceiling, suggested=float(math.ceil(raised)) if ceiling.kind in _WHOLE else raised)
+    return replace(ceiling, suggested=_within(ceiling.kind, raised))
 
 
 def _outliers(ceilings: tuple[Ceiling, ...], headroom: Headroom) -> tuple[str, ...]:
@@ -458,6 +468,20 @@ def history_from_results(results: Iterable[RunResult]) -> RecordHistory:
     return RecordHistory([PastRun.from_result(r) for r in results])
 
 
+MAX_LINE = 64 * 2**20  # bytes of one JSON line: /dev/zero was one line read until memory ran out
+
+
+def lines_of(file: Any, source: str) -> Iterator[bytes]:
+    """The lines of a binary `file`, each read up to MAX_LINE bytes; a longer one is refused."""
+    for number in itertools.count(1):
+        line = file.readline(MAX_LINE + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE:
+            raise LimitsError(f"{source}, line {number}: longer than {MAX_LINE} bytes: not a run record")
+        yield line
+
+
 def history_from_jsonl(lines: Iterable[str | bytes], source: str = "<input>") -> RecordHistory:
     """Runs from JSON Lines: `endstate demo --json` rows or `endstate eval --json` case lines.
     Lines read as bytes are decoded one by one, so a line that is not UTF-8 is named."""
@@ -469,6 +493,8 @@ def history_from_jsonl(lines: Iterable[str | bytes], source: str = "<input>") ->
                 runs += [PastRun.from_dict(row) for row in _rows(json.loads(text))]
         except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
             raise LimitsError(f"{source}, line {number}: not a run record: {exc}") from exc
+        except RecursionError:  # json's parser past its depth: a traceback, before
+            raise LimitsError(f"{source}, line {number}: not a run record: nested too deeply") from None
     return RecordHistory(runs)
 
 
@@ -520,12 +546,18 @@ def parse_duration(text: str) -> float:
     return int(match.group(1)) * unit
 
 
+MAX_WINDOW = 100 * 365 * 86400.0  # older than any run; Prometheus takes no range past ~292 years
+
+
 def parse_window(text: str) -> float:
     """Seconds in a window of past runs (`parse_duration`), above 0: no run ends within no time,
-    and Prometheus refuses a 0 range (a 0 window once read as "no window": every run)."""
+    and Prometheus refuses a 0 range (a 0 window once read as "no window": every run); at most
+    MAX_WINDOW (Prometheus answered 300y with its parse error, 'duration out of range')."""
     seconds = parse_duration(text)
     if seconds == 0:
         raise LimitsError(f"window {text!r} is empty: give a length above 0 (e.g. 7d)")
+    if seconds > MAX_WINDOW:
+        raise LimitsError(f"window {text!r}: at most 100 years (36500d), older than any run")
     return seconds
 
 
@@ -709,7 +741,7 @@ def query(url: str, promql: str, at: float | None = None) -> list[dict[str, Any]
             ) from exc
     if not isinstance(body, dict) or body.get("status") != "success":
         said = body.get("error", body) if isinstance(body, dict) else body
-        raise LimitsError(f"Prometheus at {url} refused {promql!r}: {str(said)[:200]}")
+        raise LimitsError(f"Prometheus at {url} refused {promql!r}: {one_line(str(said)[:200])}")
     rows = body.get("data", {}).get("result") if isinstance(body.get("data"), dict) else None
     if not (isinstance(rows, list) and all(_is_sample(r) for r in rows)):
         raise LimitsError(
@@ -771,7 +803,7 @@ def render(suggestions: list[Suggestion], source: str) -> str:
 def _block(s: Suggestion) -> str:
     counts = ", ".join(f"{r} {n}" for r, n in sorted(s.stops.items(), key=lambda x: -x[1]))
     ended = sum(s.stops.values())
-    lines = [f"{s.task_type}: {ended} {'run' if ended == 1 else 'runs'} ended ({counts})"]
+    lines = [f"{one_line(s.task_type)}: {ended} {'run' if ended == 1 else 'runs'} ended ({counts})"]
     if s.ceilings:
         lines.append(f"  {'budget':8} {'successes':>9} {'p95':>10} {'longest':>10} {'suggested':>10}")
         for c in s.ceilings:
@@ -805,7 +837,13 @@ def _fmt(kind: LimitKind, value: float) -> str:
     if math.isnan(value):
         return "?"
     if kind in _WHOLE:
-        return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+        return (
+            f"{value:,}"
+            if isinstance(value, int)
+            else f"{value:,.0f}"
+            if value == int(value)
+            else f"{value:,.1f}"
+        )
     short = f"{value:.3g}"  # 3 significant digits: 0.00615, 12.5, 600
     return f"{value:,.0f}" if "e+" in short else short  # 1,160 seconds, not 1.16e+03
 
