@@ -23,6 +23,8 @@ from agent.service.auth import Token, load_token
 from agent.service.config import READY_TIMEOUT, Service
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from telemetry import Telemetry
 
 ENV_HOST = "ENDSTATE_HOST"
@@ -219,13 +221,7 @@ def serve(args: argparse.Namespace) -> int:
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             timeout_graceful_shutdown=max(1, int(args.grace)), http=guarded_h11(args.header_timeout),
         )  # fmt: skip
-        # uvicorn re-raises the SIGTERM it handled once it has shut down; this handler lets the
-        # process go on to close the store and flush telemetry, then exit 0.
-        previous = signal.signal(signal.SIGTERM, lambda *_: None)
-        try:
-            uvicorn.Server(config).run()
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+        run_until_stopped(config)
     finally:
         catalog.close()
         telemetry.shutdown()
@@ -305,6 +301,19 @@ def inbox_url(host: str, port: int) -> str:
     """The inbox's address as a browser on this machine opens it (a wildcard means loopback)."""
     name = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
     return f"http://{f'[{name}]' if ':' in name else name}:{port}/inbox"
+
+
+def run_until_stopped(config: uvicorn.Config) -> None:
+    """Serve `config` until SIGTERM or Ctrl-C. uvicorn re-raises the SIGTERM it handled once it has
+    shut down (the process would die by it); this handler lets the caller go on to close what it
+    opened and flush telemetry, then exit 0."""
+    import uvicorn
+
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _extra_hosts(args: argparse.Namespace) -> list[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -223,7 +222,7 @@ def serve(args: argparse.Namespace) -> int:
     from agent.service.app import create_app
     from agent.service.auth import load_token
     from agent.service.guard import guarded_h11
-    from agent.service.server import check_port_free, say_serving
+    from agent.service.server import check_port_free, run_until_stopped, say_serving
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
 
@@ -242,13 +241,7 @@ def serve(args: argparse.Namespace) -> int:
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             http=guarded_h11(args.header_timeout),
         )  # fmt: skip
-        # uvicorn re-raises the SIGTERM it handled once it has shut down (the process then died by it,
-        # telemetry unsent); as `serve` over a store, this handler lets it close all, then exit 0.
-        previous = signal.signal(signal.SIGTERM, lambda *_: None)
-        try:
-            uvicorn.Server(config).run()
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+        run_until_stopped(config)  # SIGTERM: closes all, then exits 0, as `serve` over a store
     finally:
         pending.close()
         telemetry.shutdown()
