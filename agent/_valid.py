@@ -16,6 +16,12 @@ def is_whole(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def is_count(value: object) -> TypeGuard[int]:
+    """A whole number from 0 to 2**63 - 1 (see `is_whole`): a count of tokens, turns or segments a
+    store holds and a provider reports."""
+    return is_whole(value) and 0 <= value < 2**63
+
+
 def is_text(value: object) -> TypeGuard[str]:
     """A string with more than blanks in it."""
     return isinstance(value, str) and bool(value.strip())

@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent._valid import is_finite_from_zero, is_text, is_whole
+from agent._valid import is_count, is_finite_from_zero, is_text
 from agent.budget import Spent
 from agent.context import RunContext
 from agent.errors import ConfigError, EndstateError
@@ -657,7 +657,7 @@ def counted(usage: Usage) -> Usage:
     """`usage` as a framework reported it, each count that is no whole number >= 0 (a provider's
     negative count, a float) as 0 and a cost that is no finite amount >= 0 as unknown, as the
     Anthropic adapter reads the API's usage: a count never goes down or off the scale."""
-    inp, out, read, write = (c if is_whole(c) and 0 <= c < 2**63 else 0 for c in _four(usage))
+    inp, out, read, write = (c if is_count(c) else 0 for c in _four(usage))
     cost = usage.cost_usd if is_finite_from_zero(usage.cost_usd) else None
     if (inp, out, read, write) == _four(usage) and cost == usage.cost_usd:
         return usage

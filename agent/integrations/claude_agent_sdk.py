@@ -52,7 +52,7 @@ from claude_agent_sdk import (
     query,
 )
 
-from agent._valid import is_finite_from_zero, is_whole
+from agent._valid import is_count, is_finite_from_zero
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._framework import require
@@ -427,7 +427,7 @@ def _count(usage: Any, field: str) -> int:
     """A count the CLI gives, or 0 when it is missing or no whole number >= 0 (as the Anthropic
     adapter reads the API's: a negative count, text or a float is never counted)."""
     value = usage.get(field) if isinstance(usage, Mapping) else None
-    return value if is_whole(value) and 0 <= value < 2**63 else 0
+    return value if is_count(value) else 0
 
 
 def _text(content: Any) -> str:

@@ -119,7 +119,7 @@ import httpx2
 import pydantic
 from anthropic import types
 
-from agent._valid import is_number, is_whole
+from agent._valid import is_count, is_number, is_whole
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
 from agent.journal import Entry, Reply
@@ -535,13 +535,11 @@ def _check_json(options: Mapping[str, Any]) -> None:
     """`ConfigError` naming a request field of the options that no JSON request can carry (NaN or an
     infinity): every call would fail before it is sent."""
     for field, value in options.items():
-        try:
-            json.dumps(value, allow_nan=False, default=str)
-        except ValueError:
+        if not _carried(value):
             raise ConfigError(
                 f"AnthropicModel: {field} holds a number no JSON request can carry (NaN or infinite): "
                 f"{value!r:.80}"
-            ) from None
+            )
 
 
 def _retired_note(model: str, info: ModelInfo | None) -> str:
@@ -1544,10 +1542,17 @@ def _check_sendable(content: list[dict[str, Any]]) -> None:
     """Raise `ValueError` for a reply holding a number no JSON request can carry back to the API (a
     call's input of `1e999`, which is read as infinity, or `NaN`): kept, the next request could not
     be written, and a tool would run with it."""
+    if not _carried(content):
+        raise ValueError("it holds a number JSON cannot carry (NaN or infinite, such as 1e999)")
+
+
+def _carried(value: Any) -> bool:
+    """Whether a JSON request can carry `value`'s numbers (none NaN or infinite; only they are checked)."""
     try:
-        json.dumps(content, allow_nan=False, default=str)  # only the numbers are checked here
+        json.dumps(value, allow_nan=False, default=str)
     except ValueError:
-        raise ValueError("it holds a number JSON cannot carry (NaN or infinite, such as 1e999)") from None
+        return False
+    return True
 
 
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -1611,7 +1616,7 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
 def _tokens(usage: Any, field: str) -> int:
     """`usage`'s count `field` (an SDK object's attribute), or 0 when it is missing or no count."""
     value = getattr(usage, field, None)
-    return value if is_whole(value) and 0 <= value < 2**63 else 0
+    return value if is_count(value) else 0
 
 
 # The usage's iterations billed apart from its top-level counts: a server-side compaction (the

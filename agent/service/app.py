@@ -53,7 +53,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent._valid import is_whole
+from agent._valid import is_count
 from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS, Extension
 from agent.budget import shown_most as shown
 from agent.durable.runner import Job
@@ -380,7 +380,7 @@ def read_at(body: dict[str, Any]) -> int | None:
     if "segments" not in body:
         return None
     value = body["segments"]
-    if not (is_whole(value) and 0 <= value < 2**63):
+    if not is_count(value):
         raise Problem(400, "'segments' must be the run's segments count as read (a whole number)")
     return value
 
