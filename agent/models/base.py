@@ -29,6 +29,9 @@ PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the jou
 BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
 BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
 NOT_BILLED = "not_billed"  # ... true when the provider bills nothing of the call (its tokens still count)
+# ... true when the provider gave no count of the call's input that a call could have (none, negative,
+# past what its context window holds): the tokens counted of it are a floor, its cost unknown
+COUNT_UNKNOWN = "count_unknown"
 # What a reply's `extra` says of the whole call, and so of each part `billed_by_model`: where it ran
 # (a US-only call costs more), how fast (fast mode is priced apart) and the service tier that served
 # it (Priority Tier and the batch tier are priced apart).
