@@ -32,6 +32,7 @@ from agent._valid import is_number, is_whole
 from agent.content import MEDIA_TOKENS, Image, cut_text, media_count, media_tokens, text_chars, text_of
 from agent.errors import ConfigError
 from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
+from agent.models.base import max_tokens_problem
 
 if TYPE_CHECKING:
     from agent.models.base import Model, ModelReply, ModelRequest
@@ -87,6 +88,8 @@ class ModelSummary:
             )
         if self.max_tokens is not None and self.max_tokens < 256:
             raise ConfigError("ModelSummary.max_tokens must be >= 256: a summary needs room")
+        if self.max_tokens is not None and (problem := max_tokens_problem(model, self.max_tokens)):
+            raise ConfigError(f"ModelSummary: {problem}")
 
 
 @dataclass(frozen=True)

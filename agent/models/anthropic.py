@@ -377,6 +377,12 @@ class AnthropicModel:
         return self._context_window
 
     @property
+    def max_output(self) -> int | None:
+        """The most output tokens one call can ask for (`max_tokens`), from the model table (None
+        when unknown)."""
+        return self._max_output
+
+    @property
     def priced_as(self) -> str:
         """The id its calls are priced by: its name, or for a Vertex AI client in the `global` region
         the model's path on the global endpoint (priced as the Claude API; a regional one is not)."""

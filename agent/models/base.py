@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from agent._codec import MOST
 from agent._frozen import fast_init
+from agent._valid import is_whole
 from agent.errors import ModelError
 from agent.journal import NO_DATA, Entry, Part, Reply
 from agent.journal import Call as ToolCall  # one tool call: the journal's own type
@@ -241,6 +242,19 @@ class ModelReply:
             for b in self.content
             if b.get("type") == "tool_use"
         ]
+
+
+def max_tokens_problem(model: object, max_tokens: int) -> str | None:
+    """Why `model` cannot be asked for `max_tokens` (more than the maximum output its `max_output`
+    gives, from the model table), said with what to do; None when it can, or when it gives none."""
+    most = getattr(model, "max_output", None)
+    if not (is_whole(most) and most > 0 and is_whole(max_tokens)) or max_tokens <= most:
+        return None
+    return (
+        f"max_tokens {max_tokens:,} is above model {getattr(model, 'name', '?')!r}'s maximum output of "
+        f"{most:,} tokens (model table): ask for at most {most:,}, or give the model's row a larger "
+        "max_output in the file named by ENDSTATE_MODELS"
+    )
 
 
 class UnreadableReply(ModelError):
