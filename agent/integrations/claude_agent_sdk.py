@@ -10,7 +10,7 @@ by the tool results that follow. The CLI sends a reply as one message per
 content block (same id, Claude's text first); the call is recorded at its first
 tool call (its text and that call: the tool may run at once, so its span
 starts there; a parallel call after it in the same reply starts its own span
-but is not in the call's captured output), or, with none, once a message that
+then, and joins the call's captured output), or, with none, once a message that
 is none of its blocks comes.
 A call the API failed (the CLI's synthetic message in the reply's place, `model="<synthetic>"`)
 is a failed call of the run's model, its `error_type` the CLI's kind (`rate_limit`, ...).
@@ -148,7 +148,8 @@ class MessageReader:
         uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
         if uses and not self._told:  # the tool may run now: the call ends before its span starts
             self._tell()
-        elif uses:  # a further call of a reply already recorded: its span starts as the tool does
+        elif uses:  # a further call of a reply already recorded: in its output; its span starts now
+            self.recorder.reply_went_on((b.id, b.name, b.input) for b in uses)
             self._start(uses)
 
     def _start(self, uses: list[ToolUseBlock]) -> None:
