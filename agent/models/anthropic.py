@@ -447,6 +447,7 @@ class AnthropicModel:
             params.get("max_tokens"),
             _read_timeout(client),
             most_input_of(self._context_window),
+            self._cache,
         )
         try:
             async with client.messages.stream(
@@ -456,6 +457,7 @@ class AnthropicModel:
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
             reply = to_reply(message, stream.first_token, stream.headers, streamed, stream.late, unfinished)
+            reply = with_asked_ttl(reply, message.usage, self._cache)
             reply = reply if self._refusals_as_claude_api else billed_as_any_call(reply)
             return with_binding(with_container(reply, container), params)
         except asyncio.CancelledError:
@@ -1035,10 +1037,12 @@ class _StreamWatch:
         max_tokens: int | None = None,
         idle: float | None = None,
         most_input: int = 0,
+        ttl: CacheTTL | None = None,
     ) -> None:
         self.started = started
         self.max_tokens = max_tokens  # the most output the API bills for the call
         self.most_input = most_input or most_input_of(None)  # the most input tokens a call can read
+        self.ttl = ttl  # the TTL every cache breakpoint of the request asks for
         self.idle = idle  # the most seconds between two events the SDK gives (None: no bound)
         self.first_token: float | None = None
         self.working = False  # a server tool's step: from its call's end to the next block not its result
@@ -1197,7 +1201,8 @@ class _StreamWatch:
                 reply, input_tokens=0, cache_read_input_tokens=0, cache_creation_input_tokens=0
             )
             extra = extra | {COUNT_UNKNOWN: True}
-        return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
+        reply = _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
+        return with_asked_ttl(reply, usage, self.ttl)
 
     def _input_counted(self, usage: Any, read: int) -> bool:
         """Whether `usage` counts the input (`read` in all) as a call can: each count a count (the
@@ -1681,6 +1686,15 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
         cache_creation_input_tokens=cache_write,
         cache_creation_1h_input_tokens=write_1h,
     )
+
+
+def with_asked_ttl(reply: ModelReply, usage: Any, ttl: CacheTTL | None) -> ModelReply:
+    """`reply` with its cache writes taken as 1-hour ones when every breakpoint asked for that TTL
+    (`ttl`) and the usage does not split them by TTL (a gateway that leaves `cache_creation` out):
+    priced at 2x input, not at the 5-minute 1.25x. A usage that splits them is taken as it says."""
+    if ttl != "1h" or not reply.cache_creation_input_tokens or getattr(usage, "cache_creation", None):
+        return reply
+    return _replace_reply(reply, cache_creation_1h_input_tokens=reply.cache_creation_input_tokens)
 
 
 def _tokens(usage: Any, field: str) -> int:
