@@ -107,3 +107,23 @@ def test_a_stream_error_event_that_retrying_will_not_fix_still_counts_its_tokens
     assert result.reason is StopReason.ERROR
     assert calls == 1
     assert result.input_tokens == 7_000
+
+
+@pytest.mark.parametrize("uses", [10**15, 1_001])
+def test_a_count_of_web_searches_no_call_makes_is_no_cost_of_trillions(uses: int) -> None:
+    absurd = message(
+        DONE, input_tokens=1_000, output_tokens=5, usage={"server_tool_use": {"web_search_requests": uses}}
+    )
+    result, calls = run(absurd, good(), budget=Budget(max_turns=3, max_cost_usd=5.0))
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert calls == 2  # malformed: asked again
+    assert result.cost_usd is not None and result.cost_usd < 0.01
+
+
+def test_a_call_that_searched_the_web_is_charged_for_each_search() -> None:
+    searched = message(
+        DONE, input_tokens=1_000, output_tokens=5, usage={"server_tool_use": {"web_search_requests": 3}}
+    )
+    result, calls = run(searched)
+    assert (result.reason, calls) == (StopReason.SUCCESS, 1)
+    assert result.cost_usd == pytest.approx((1_000 * 1.0 + 5 * 5.0) / 1e6 + 3 * 0.01)

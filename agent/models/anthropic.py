@@ -14,7 +14,7 @@ Choices worth knowing:
   `max_tokens`: the API bills no more) when the API has not said. So does a
   call whose stream broke off, or that an `error` event ended (the loop
   retries it). A count no call could have (past 20 context windows of
-  input, or 20 times `max_tokens` of output: `most_input_of`) is no count: a
+  input, 20 times `max_tokens` of output, 1,000 server tool uses: `most_input_of`) is no count: a
   reply giving one is malformed (retried); the input of a call whose count is
   none is counted as 0 and its cost unknown (`COUNT_UNKNOWN`), never $0.
 - Prompt caching is on by default (`cache="5m"`; `"1h"` or None): cache
@@ -244,6 +244,7 @@ _CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API 
 # that is no count (a gateway's or the API's bug): its call's cost is unknown, never a false number.
 _MOST_SAMPLINGS = 20
 _LARGEST_WINDOW = 2_000_000  # taken for a model whose context window the model table does not know
+_MOST_TOOL_USES = 1_000  # server tool uses (web searches, fetches) in one call: 20 samplings of 50
 
 
 def most_input_of(context_window: int | None) -> int:
@@ -1086,6 +1087,10 @@ class _StreamWatch:
         output = _tokens(usage, "output_tokens")
         if self.max_tokens and output > self.max_tokens * _MOST_SAMPLINGS:
             return f"its usage counts {output:,} output tokens for a max_tokens of {self.max_tokens:,}"
+        tools = getattr(usage, "server_tool_use", None)
+        for field in _SERVER_TOOL_COUNTS:  # each use billed apart: $10 per 1,000 web searches
+            if (uses := _tokens(tools, field)) > _MOST_TOOL_USES:
+                return f"its usage counts {uses:,} {field}, more than a call makes ({_MOST_TOOL_USES:,})"
         return None
 
     def _see(self, event: Any, events: Any) -> None:
