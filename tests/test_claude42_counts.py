@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 import pytest
-from messages_api import MessagesAPI, Response, error, events_of, message, streamed, text, tool_use
+from messages_api import MessagesAPI, Response, error, events_of, iteration, message, streamed, text, tool_use
 
 from agent import Agent, Budget, RetryPolicy, RunResult, StopReason
 from agent.models.anthropic import AnthropicModel
@@ -127,3 +127,20 @@ def test_a_call_that_searched_the_web_is_charged_for_each_search() -> None:
     result, calls = run(searched)
     assert (result.reason, calls) == (StopReason.SUCCESS, 1)
     assert result.cost_usd == pytest.approx((1_000 * 1.0 + 5 * 5.0) / 1e6 + 3 * 0.01)
+
+
+@pytest.mark.parametrize("count", [10**18, -5, "many"])
+def test_an_iteration_count_no_call_could_have_is_no_cost_nor_a_count(count: Any) -> None:
+    steps = [iteration("compaction", count, 50), iteration("message", 1_000, 5)]
+    absurd = message(DONE, input_tokens=1_000, output_tokens=5, usage={"iterations": steps})
+    result, calls = run(absurd, good())
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert calls == 2  # malformed: asked again
+    assert result.input_tokens < 100_000
+    assert result.cost_usd is not None and result.cost_usd < 0.01
+
+
+def test_a_compaction_the_api_billed_apart_is_still_counted() -> None:
+    steps = [iteration("compaction", 100, 50), iteration("message", 1_000, 5)]
+    result, calls = run(message(DONE, input_tokens=1_000, output_tokens=5, usage={"iterations": steps}))
+    assert (result.reason, calls, result.input_tokens) == (StopReason.SUCCESS, 1, 1_100)

@@ -1087,6 +1087,8 @@ class _StreamWatch:
         output = _tokens(usage, "output_tokens")
         if self.max_tokens and output > self.max_tokens * _MOST_SAMPLINGS:
             return f"its usage counts {output:,} output tokens for a max_tokens of {self.max_tokens:,}"
+        if problem := self._implausible_iteration(self.late.get("iterations")):
+            return problem
         tools = getattr(usage, "server_tool_use", None)
         for field in _SERVER_TOOL_COUNTS:  # each use billed apart: $10 per 1,000 web searches
             if (uses := _tokens(tools, field)) > _MOST_TOOL_USES:
@@ -1180,6 +1182,21 @@ class _StreamWatch:
             except ValueError:
                 cut.add(index)
         return cut
+
+    def _implausible_iteration(self, iterations: Any) -> str | None:
+        """What in the usage's `iterations` (a server-side compaction, an advisor, a fallback's
+        attempts: each priced) is no count or more than a call can read or write, or None."""
+        for item in iterations if isinstance(iterations, list) else ():
+            if not isinstance(item, dict):
+                continue
+            for field in _USAGE_COUNTS:
+                if field in item and not is_count(item[field]):
+                    return f"its usage's iterations give {field} {item[field]!r:.40}, not a count of tokens"
+            read = sum(_count(item, f) for f in _USAGE_COUNTS if f != "output_tokens")
+            output = _count(item, "output_tokens")
+            if read > self.most_input or (self.max_tokens and output > self.max_tokens * _MOST_SAMPLINGS):
+                return f"its usage's iterations count {read:,} input and {output:,} output tokens in one step"
+        return None
 
     def record_cut(self) -> None:
         """Record what the call used (`partial`) as a call cut off, once the API said anything."""
