@@ -26,6 +26,7 @@ from agent.history import HistoryPolicy, ModelSummary
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answer, Answered, Approval, Denial, Extended, HumanReply, Journal, Task
 from agent.models.base import Model, max_tokens_problem
+from agent.models.catalog import DEFAULT_MODEL
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
@@ -473,7 +474,7 @@ def _check_config(agent: Agent) -> None:
     if not (callable(getattr(model, "complete", None)) and isinstance(getattr(model, "name", None), str)):
         raise ConfigError(
             f"agent {name!r}: model must be a model adapter with a name and an async complete() (say "
-            f"AnthropicModel('claude-sonnet-4-5') or ScriptedModel([...])), not {type(model).__name__}"
+            f"AnthropicModel({DEFAULT_MODEL!r}) or ScriptedModel([...])), not {type(model).__name__}"
         )
     _need_list(agent, "tools", Tool, "tools made with @tool")
     _need_list(agent, "verifiers", None, "callables that take the RunContext and return a list of failures")

@@ -5,11 +5,14 @@ refused when the agent is built, with what to do, not at the first paid call of 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agent import Agent, ConfigError
 from agent.history import HistoryPolicy, ModelSummary
 from agent.models.anthropic import AnthropicModel
+from agent.models.catalog import ModelTable
 from agent.verify import EvaluatorVerifier
 
 
@@ -48,3 +51,11 @@ def test_a_judge_asking_more_output_than_its_model_writes_is_refused() -> None:
     with pytest.raises(ConfigError, match="64,000"):
         EvaluatorVerifier(claude("claude-haiku-4-5"), ["it works"], max_tokens=65_000)
     assert EvaluatorVerifier(claude("claude-haiku-4-5"), ["it works"], max_tokens=64_000)
+
+
+def test_the_model_an_agents_error_suggests_is_a_current_one() -> None:
+    with pytest.raises(ConfigError) as refused:
+        Agent("no model", "claude-sonnet-4-5")  # type: ignore[arg-type]
+    (suggested,) = re.findall(r"AnthropicModel\('([^']+)'\)", str(refused.value))
+    row = ModelTable.builtin().get(suggested)
+    assert row is not None and row.status == "active" and row.retires is None
