@@ -126,7 +126,7 @@ from anthropic import types
 from agent._valid import is_count, is_number, is_whole
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
-from agent.journal import Entry, Reply
+from agent.journal import CONTEXT_TOKENS, Entry, Reply
 from agent.models._messages import CALL_FIELDS, TEXT_FIELDS, with_known_references
 from agent.models.base import (
     BILLED_APART,
@@ -1303,7 +1303,7 @@ def to_reply(
         extra["rate_limit"] = limits
     late = late or {}
     extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"), content)
-    if kept := _kept(message, stop_reason, extra):
+    if kept := _kept(message, stop_reason, extra) | _context_of(late.get("iterations")):
         extra[PROVIDER_DATA] = kept
     reply = _usage_reply(message.usage, content, stop_reason, message.model or "", message.id or "")
     if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:  # as before the fields existed
@@ -1392,6 +1392,19 @@ def _kept(message: types.Message, stop_reason: str, extra: Mapping[str, Any]) ->
     if stop_reason == "refusal" and "stop_details" in extra:
         kept["stop_details"] = extra["stop_details"]
     return kept
+
+
+def _context_of(iterations: Any) -> dict[str, int]:
+    """`{CONTEXT_TOKENS: n}`, the context a reply ended with, when its server-side loop took more than
+    one step: the last sampling step's input (cache reads and writes too) and output; the top-level
+    usage sums every step's input (the SDK's `usage.iterations`: "calculate the context window size
+    from the last `message` entry"). Empty for a reply of one step, whose usage says it."""
+    listed = iterations if isinstance(iterations, list) else []
+    steps = [i for i in listed if isinstance(i, dict) and i.get("type") in _SAMPLED]
+    if len(steps) < 2:
+        return {}
+    last = _part(steps[-1])
+    return {CONTEXT_TOKENS: last["input_tokens"] + last["output_tokens"]}
 
 
 def container_of(journal: Sequence[Entry]) -> dict[str, Any] | None:
