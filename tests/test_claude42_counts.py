@@ -144,3 +144,13 @@ def test_a_compaction_the_api_billed_apart_is_still_counted() -> None:
     steps = [iteration("compaction", 100, 50), iteration("message", 1_000, 5)]
     result, calls = run(message(DONE, input_tokens=1_000, output_tokens=5, usage={"iterations": steps}))
     assert (result.reason, calls, result.input_tokens) == (StopReason.SUCCESS, 1, 1_100)
+
+
+def test_a_compaction_may_write_more_than_the_agents_max_tokens() -> None:
+    steps = [iteration("compaction", 150_000, 8_000), iteration("message", 1_000, 5)]
+    long_summary = message(DONE, input_tokens=1_000, output_tokens=5, usage={"iterations": steps})
+    with MessagesAPI(long_summary) as api:
+        model = AnthropicModel(MODEL, api_key="sk-test", base_url=api.url)
+        result = Agent("small", model, budget=Budget(max_turns=2), retry=RETRY, max_tokens=256).run("Go.")
+    assert (result.reason, len(api.requests)) == (StopReason.SUCCESS, 1), result.note
+    assert result.input_tokens == 151_000

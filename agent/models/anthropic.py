@@ -1193,8 +1193,9 @@ class _StreamWatch:
                 if field in item and not is_count(item[field]):
                     return f"its usage's iterations give {field} {item[field]!r:.40}, not a count of tokens"
             read = sum(_count(item, f) for f in _USAGE_COUNTS if f != "output_tokens")
-            output = _count(item, "output_tokens")
-            if read > self.most_input or (self.max_tokens and output > self.max_tokens * _MOST_SAMPLINGS):
+            output = _count(item, "output_tokens")  # the model's steps write within max_tokens; a
+            bound = self.max_tokens if item.get("type") in _SAMPLED else None  # compaction may not
+            if read > self.most_input or output > (bound or self.most_input) * _MOST_SAMPLINGS:
                 return f"its usage's iterations count {read:,} input and {output:,} output tokens in one step"
         return None
 
