@@ -406,11 +406,27 @@ def _totals(recorder: Recorder, result: ResultMessage) -> None:
     if spent is not None:  # a resumed session reports its own totals: add the earlier segments'
         totals = {k: v + getattr(spent.usage, k) for k, v in totals.items()}
     if result.total_cost_usd is not None:  # an amount that is none (NaN, negative, text): unknown
-        cost = result.total_cost_usd if is_finite_from_zero(result.total_cost_usd) else None
+        cost = result.total_cost_usd if _billable(result.total_cost_usd, totals, recorder) else None
         earlier = spent.usage.cost_usd if spent else 0.0  # None when an earlier segment's was unknown
         totals["cost_usd"] = None if earlier is None or cost is None else float(cost) + earlier
     if totals:
         recorder.usage = dataclasses.replace(recorder.usage, **totals)
+
+
+# USD per million tokens above the dearest any Claude model lists (fast mode's long-prompt output,
+# $225), with room for web searches ($10 per 1,000, each bringing its results as input tokens).
+_DEAREST_PER_MTOK = 1_000.0
+
+
+def _billable(cost: Any, totals: Mapping[str, int], recorder: Recorder) -> bool:
+    """Whether the CLI's `total_cost_usd` is an amount the API could have billed: finite, >= 0 and
+    no more than the segment's tokens (the CLI's totals, else its messages' sums) cost at a price
+    above any model's. Past it (a cost of $10**15 for 100 tokens) it is unknown, never the run's."""
+    if not is_finite_from_zero(cost):
+        return False
+    seen = recorder.usage.input_tokens + recorder.usage.output_tokens
+    tokens = max(totals.get("input_tokens", 0) + totals.get("output_tokens", 0), seen, 1_000)
+    return cost <= tokens * _DEAREST_PER_MTOK / 1e6
 
 
 def _tokens(usage: Any) -> dict[str, int]:
