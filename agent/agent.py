@@ -22,10 +22,11 @@ from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
 from agent.context import RunContext
 from agent.errors import ConfigError, HandedOver, SnapshotError, TakenOver
 from agent.finish import FINISH_SPEC, FINISH_TOOL
-from agent.history import HistoryPolicy
+from agent.history import HistoryPolicy, ModelSummary
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
 from agent.journal import Answer, Answered, Approval, Denial, Extended, HumanReply, Journal, Task
-from agent.models.base import Model
+from agent.models.base import Model, max_tokens_problem
+from agent.models.catalog import DEFAULT_MODEL
 from agent.policies import HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
@@ -473,7 +474,7 @@ def _check_config(agent: Agent) -> None:
     if not (callable(getattr(model, "complete", None)) and isinstance(getattr(model, "name", None), str)):
         raise ConfigError(
             f"agent {name!r}: model must be a model adapter with a name and an async complete() (say "
-            f"AnthropicModel('claude-sonnet-4-5') or ScriptedModel([...])), not {type(model).__name__}"
+            f"AnthropicModel({DEFAULT_MODEL!r}) or ScriptedModel([...])), not {type(model).__name__}"
         )
     _need_list(agent, "tools", Tool, "tools made with @tool")
     _need_list(agent, "verifiers", None, "callables that take the RunContext and return a list of failures")
@@ -504,6 +505,19 @@ def _check_config(agent: Agent) -> None:
         )
     if not (is_whole(agent.max_tokens) and agent.max_tokens > 0):
         raise ConfigError(f"agent {name!r}: max_tokens must be a positive int, not {agent.max_tokens!r}")
+    _check_max_output(agent)
+
+
+def _check_max_output(agent: Agent) -> None:
+    """The agent's `max_tokens` is no more than its model writes, nor than the model that summarizes
+    older turns does when it takes the agent's: refused now, not at the first call of a run."""
+    models = [(agent.model, "its model")]
+    summary = agent.history.summarize
+    if isinstance(summary, ModelSummary) and summary.model is not None and summary.max_tokens is None:
+        models.append((summary.model, "its summary model"))
+    for model, whose in models:
+        if (problem := max_tokens_problem(model, agent.max_tokens)) is not None:
+            raise ConfigError(f"agent {agent.name!r} ({whose}): {problem}")
 
 
 def _check_parts(agent: Agent) -> None:

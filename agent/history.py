@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 from agent._valid import is_number, is_whole
 from agent.content import MEDIA_TOKENS, Image, cut_text, media_count, media_tokens, text_chars, text_of
 from agent.errors import ConfigError
-from agent.journal import Call, Entry, Note, Reply, Result, Shrunk, Task
+from agent.journal import CONTEXT_TOKENS, Call, Entry, Note, Reply, Result, Shrunk, Task
+from agent.models.base import max_tokens_problem
 
 if TYPE_CHECKING:
     from agent.models.base import Model, ModelReply, ModelRequest
@@ -87,6 +88,8 @@ class ModelSummary:
             )
         if self.max_tokens is not None and self.max_tokens < 256:
             raise ConfigError("ModelSummary.max_tokens must be >= 256: a summary needs room")
+        if self.max_tokens is not None and (problem := max_tokens_problem(model, self.max_tokens)):
+            raise ConfigError(f"ModelSummary: {problem}")
 
 
 @dataclass(frozen=True)
@@ -304,12 +307,19 @@ def _context_in_use(journal: Sequence[Entry], media: bool = True) -> int:
     added = 0
     for entry in reversed(journal):
         if isinstance(entry, Reply):
-            return entry.input_tokens + entry.output_tokens + added
+            return _ended_with(entry) + added
         if isinstance(entry, Shrunk):
             return 0  # shrunk since the last reply: judge again after the next one
         if media and isinstance(entry, Result) and entry.blocks:
             added += media_tokens(entry.blocks)
     return 0
+
+
+def _ended_with(reply: Reply) -> int:
+    """The context `reply` ended with: its input plus output, or what its provider said when its
+    usage counts more (`CONTEXT_TOKENS`: a server-side tool loop sums the input of every step)."""
+    said = reply.provider_data.get(CONTEXT_TOKENS) if reply.provider_data else None
+    return said if is_whole(said) and said >= 0 else reply.input_tokens + reply.output_tokens
 
 
 def _cleared_lately(journal: Sequence[Entry]) -> bool:

@@ -119,6 +119,12 @@ class Task:
     text: str
 
 
+# The key in a reply's `provider_data` of the context it ended with (input and output tokens), when the
+# provider says its usage counts more: a server-side tool loop sums the input of each of its steps. What
+# the history policy judges the next call by (else the reply's input plus output).
+CONTEXT_TOKENS = "context_tokens"
+
+
 @fast_init
 @dataclass(frozen=True)
 class Reply:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from agent.errors import ConfigError
-from agent.models.base import NOT_BILLED
+from agent.models.base import COUNT_UNKNOWN, NOT_BILLED
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply
@@ -119,6 +119,9 @@ class PriceTable:
         unknown. A reply that names another model with a known price (the API's fallback) is priced
         as that model, the one that answered, unless a price was given for `model` itself (a proxy's
         alias: the price given is what its calls cost)."""
+        if reply.extra.get(COUNT_UNKNOWN) is True:  # the provider did not say what the call read
+            self._report_uncounted(model)
+            return None
         if reply.extra.get(NOT_BILLED) is True:  # the provider bills nothing of it (a refusal, say)
             return 0.0
         parts = reply.billed_by_model  # a server-side fallback: each model's part at its price
@@ -170,6 +173,16 @@ class PriceTable:
         for part in reply.billed_apart:  # priced by `cost_of`, counted here
             usage += _tokens_of(part)
         return usage
+
+    def _report_uncounted(self, model: str) -> None:
+        """Warn once per model that a call's input count was no count, so its cost is unknown."""
+        if (model, COUNT_UNKNOWN) not in self._warned:
+            self._warned.add((model, COUNT_UNKNOWN))
+            log.warning(
+                "a call of model %r gave no count of its input that a call could have: "
+                "its cost is reported as unknown, never as a number it did not say",
+                model,
+            )
 
     def _report_unknown(self, model: str, *, apart: str = "") -> None:
         """Warn once per model (and once more for each way a call of it is priced `apart`: fast

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agent._valid import is_number, is_text, is_whole
 from agent.errors import ConfigError, EndstateError, TransientModelError
-from agent.models.base import Model, ModelReply, ModelRequest
+from agent.models.base import Model, ModelReply, ModelRequest, max_tokens_problem
 from agent.policies import MAX_RETRY_AFTER, RetryPolicy
 from agent.stops import MESSAGES_API_STOPS, StopKind
 
@@ -497,6 +497,8 @@ class EvaluatorVerifier:
                 raise ConfigError(
                     f"EvaluatorVerifier.{name} must be a whole number >= {least}, not {value!r}"
                 )
+        if (problem := max_tokens_problem(self.model, self.max_tokens)) is not None:
+            raise ConfigError(f"EvaluatorVerifier: {problem}")
 
     def __call__(self, ctx: RunContext) -> list[str]:
         reply: ModelReply = _in_new_loop(self._judged(ctx))

@@ -71,6 +71,7 @@ class _Call:
     content: dict[str, Any] | None = None  # message content, for the event path
     ended_ns: int = 0  # when the call ended: its span's end, made later
     event: bool = False  # a content event goes out with its span
+    reply: ModelReply | None = None  # a model call's reply, its output content read when its span is made
 
 
 class _Turn:
@@ -373,11 +374,8 @@ class _RunTrace(RunObserver):
             if reply.extra and (model := reply.extra.get(CALL_MODEL)):  # its model, told only now
                 chat.name = _called(chat.attributes, model)
             _add_reply_attributes(chat.attributes, reply)
-            if chat.content is not None:  # content is captured, on the span or as an event
-                output = _content.output_json(reply.content, reply.stop_reason, self._redact)
-                chat.content[n.GEN_AI_OUTPUT_MESSAGES] = output
-                if self._capture:
-                    chat.attributes[n.GEN_AI_OUTPUT_MESSAGES] = output
+            if chat.content is not None:  # content is captured: its output is read with the span, as
+                chat.reply = reply  # a reply sent block by block may show calls after it was recorded
             chat.event = self._events is not None  # the content event is emitted with the span
             self._emit(chat)
         except BaseException:
@@ -534,6 +532,8 @@ class _RunTrace(RunObserver):
         A call cut off by cancellation says so in `error.type` but is no error:
         a cancelled run has no failed span.
         """
+        if call.reply is not None:
+            self._read_output(call, call.reply)
         span = self._tracer.start_span(
             call.name, context=parent, kind=call.kind, attributes=call.attributes, start_time=call.start_ns
         )
@@ -543,6 +543,15 @@ class _RunTrace(RunObserver):
         span.end(end_time=call.ended_ns)
         if call.event and self._events is not None:
             self._event(self._events, call, span)
+
+    def _read_output(self, chat: _Call, reply: ModelReply) -> None:
+        """A model call's captured output, read from its reply as its span is made."""
+        chat.reply = None
+        output = _content.output_json(reply.content, reply.stop_reason, self._redact)
+        if chat.content is not None:
+            chat.content[n.GEN_AI_OUTPUT_MESSAGES] = output
+        if self._capture:
+            chat.attributes[n.GEN_AI_OUTPUT_MESSAGES] = output
 
     def _short(self, failure: str) -> str:
         """A verifier failure, redacted and cut; without content capture only its first line.

@@ -4,8 +4,8 @@ reply's text and its tool call, whichever fragment they came in; the call is one
 counted once, each tool call one tool span, timed from when the CLI says the model asked for it (the
 tool may run at once). Before, only the first fragment's blocks were in the output (a text block
 first, as Claude writes: no tool call at all), and a reply asking for tools said `end_turn`. A
-parallel call after the first in one reply has its span but is not in the output (the call is
-recorded before the tool runs)."""
+parallel call after the first in one reply has its span and joins the output
+(tests/test_claude42_cli_parallel_calls.py)."""
 
 from __future__ import annotations
 

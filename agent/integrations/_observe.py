@@ -73,6 +73,7 @@ class Recorder:
     _held: str | None = None  # a turn `hold_turn` closed and no step has ended yet: _GOING or _STOPPING
     _model_open: bool = False
     _asked: str = ""  # the model the open call asked for, when not the run's
+    _output: list[dict[str, Any]] | None = None  # the content of the reply last recorded (`reply_went_on`)
     _calls: dict[str, ToolCall] = field(default_factory=dict)  # started tool calls, by id
     _started: float = field(default_factory=time.perf_counter)
     _seen: Usage = field(default_factory=Usage)  # the calls of this segment and of its nested runs
@@ -275,9 +276,11 @@ class Recorder:
             return
         reply = None
         asked, self._asked = self._asked, ""
+        self._output = None
         if error is None:
             content = [{"type": "text", "text": text}] if text else []
-            content += [{"type": "tool_use", "id": i, "name": name, "input": args} for i, name, args in calls]
+            content += _call_blocks(calls)
+            self._output = content
             told = ""  # the model that served it, when not the one the call was shown as so far
             if call_model and not same_model(call_model, asked or self.info.model):
                 told = self._other_model(call_model) or self.info.model
@@ -294,6 +297,13 @@ class Recorder:
                 extra={CALL_MODEL: told} if told else {},
             )
         self.observer.model_ended(reply, error)
+
+    def reply_went_on(self, calls: Iterable[tuple[str, str, Any]]) -> None:
+        """More tool calls (id, name, arguments) of the reply last recorded, which a framework that
+        sends a reply block by block recorded at its first call (its tools may run at once): its
+        captured output shows them too (its span's content is read when the span is made)."""
+        if self._output is not None and self.result is None:
+            self._output += _call_blocks(calls)
 
     def _other_model(self, model: str) -> str:
         """`model` when it is not the run's own model (dated or not), else ""."""
@@ -642,6 +652,11 @@ class ForeignRequest(ModelRequest):
 
 _NO_REQUEST = ModelRequest("", (), [], 0)  # frozen: shared by every foreign model call
 _ACTIVE: ContextVar[Recorder | None] = ContextVar("endstate_foreign_run", default=None)
+
+
+def _call_blocks(calls: Iterable[tuple[str, str, Any]]) -> list[dict[str, Any]]:
+    """Tool calls (id, name, arguments) as a reply's `tool_use` blocks."""
+    return [{"type": "tool_use", "id": i, "name": name, "input": args} for i, name, args in calls]
 
 
 def same_model(a: str, b: str) -> bool:

@@ -10,7 +10,7 @@ by the tool results that follow. The CLI sends a reply as one message per
 content block (same id, Claude's text first); the call is recorded at its first
 tool call (its text and that call: the tool may run at once, so its span
 starts there; a parallel call after it in the same reply starts its own span
-but is not in the call's captured output), or, with none, once a message that
+then, and joins the call's captured output), or, with none, once a message that
 is none of its blocks comes.
 A call the API failed (the CLI's synthetic message in the reply's place, `model="<synthetic>"`)
 is a failed call of the run's model, its `error_type` the CLI's kind (`rate_limit`, ...).
@@ -148,7 +148,8 @@ class MessageReader:
         uses = [b for b in message.content if isinstance(b, ToolUseBlock)]
         if uses and not self._told:  # the tool may run now: the call ends before its span starts
             self._tell()
-        elif uses:  # a further call of a reply already recorded: its span starts as the tool does
+        elif uses:  # a further call of a reply already recorded: in its output; its span starts now
+            self.recorder.reply_went_on((b.id, b.name, b.input) for b in uses)
             self._start(uses)
 
     def _start(self, uses: list[ToolUseBlock]) -> None:
@@ -405,11 +406,27 @@ def _totals(recorder: Recorder, result: ResultMessage) -> None:
     if spent is not None:  # a resumed session reports its own totals: add the earlier segments'
         totals = {k: v + getattr(spent.usage, k) for k, v in totals.items()}
     if result.total_cost_usd is not None:  # an amount that is none (NaN, negative, text): unknown
-        cost = result.total_cost_usd if is_finite_from_zero(result.total_cost_usd) else None
+        cost = result.total_cost_usd if _billable(result.total_cost_usd, totals, recorder) else None
         earlier = spent.usage.cost_usd if spent else 0.0  # None when an earlier segment's was unknown
         totals["cost_usd"] = None if earlier is None or cost is None else float(cost) + earlier
     if totals:
         recorder.usage = dataclasses.replace(recorder.usage, **totals)
+
+
+# USD per million tokens above the dearest any Claude model lists (fast mode's long-prompt output,
+# $225), with room for web searches ($10 per 1,000, each bringing its results as input tokens).
+_DEAREST_PER_MTOK = 1_000.0
+
+
+def _billable(cost: Any, totals: Mapping[str, int], recorder: Recorder) -> bool:
+    """Whether the CLI's `total_cost_usd` is an amount the API could have billed: finite, >= 0 and
+    no more than the segment's tokens (the CLI's totals, else its messages' sums) cost at a price
+    above any model's. Past it (a cost of $10**15 for 100 tokens) it is unknown, never the run's."""
+    if not is_finite_from_zero(cost):
+        return False
+    seen = recorder.usage.input_tokens + recorder.usage.output_tokens
+    tokens = max(totals.get("input_tokens", 0) + totals.get("output_tokens", 0), seen, 1_000)
+    return cost <= tokens * _DEAREST_PER_MTOK / 1e6
 
 
 def _tokens(usage: Any) -> dict[str, int]:

@@ -12,7 +12,11 @@ Choices worth knowing:
   and cache tokens from the stream's start, and the output so far, counted
   from the text streamed (about 4 characters a token, at most the request's
   `max_tokens`: the API bills no more) when the API has not said. So does a
-  call whose stream broke off (the loop retries it).
+  call whose stream broke off, or that an `error` event ended (the loop
+  retries it). A count no call could have (past 20 context windows of
+  input, 20 times `max_tokens` of output, 1,000 server tool uses: `most_input_of`) is no count: a
+  reply giving one is malformed (retried); the input of a call whose count is
+  none is counted as 0 and its cost unknown (`COUNT_UNKNOWN`), never $0.
 - Prompt caching is on by default (`cache="5m"`; `"1h"` or None): cache
   breakpoints sit on the last tool, the system prompt, the last message and
   the user message before the last reply, so each turn reads the prefix the
@@ -122,11 +126,12 @@ from anthropic import types
 from agent._valid import is_count, is_number, is_whole
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
-from agent.journal import Entry, Reply
+from agent.journal import CONTEXT_TOKENS, Entry, Reply
 from agent.models._messages import CALL_FIELDS, TEXT_FIELDS, with_known_references
 from agent.models.base import (
     BILLED_APART,
     BILLED_BY_MODEL,
+    COUNT_UNKNOWN,
     NOT_BILLED,
     PROVIDER_DATA,
     Message,
@@ -232,6 +237,20 @@ _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
 _SHORT_STOPS = (*_CUT_STOPS, "refusal")
 _CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API counted it
+
+# One call reads at most this many context windows, and writes at most this many times its max_tokens:
+# the API's server-side loop (server tools) samples up to 10 times before it pauses the turn
+# (`pause_turn`), each time within the window; a server-side fallback adds an attempt. A count past
+# that is no count (a gateway's or the API's bug): its call's cost is unknown, never a false number.
+_MOST_SAMPLINGS = 20
+_LARGEST_WINDOW = 2_000_000  # taken for a model whose context window the model table does not know
+_MOST_TOOL_USES = 1_000  # server tool uses (web searches, fetches) in one call: 20 samplings of 50
+
+
+def most_input_of(context_window: int | None) -> int:
+    """The most input tokens (uncached, cache reads and writes) one call of a model of
+    `context_window` tokens can read (`_MOST_SAMPLINGS` windows)."""
+    return _MOST_SAMPLINGS * (context_window or _LARGEST_WINDOW)
 
 
 # -- server tools -------------------------------------------------------------
@@ -359,6 +378,12 @@ class AnthropicModel:
         return self._context_window
 
     @property
+    def max_output(self) -> int | None:
+        """The most output tokens one call can ask for (`max_tokens`), from the model table (None
+        when unknown)."""
+        return self._max_output
+
+    @property
     def priced_as(self) -> str:
         """The id its calls are priced by: its name, or for a Vertex AI client in the `global` region
         the model's path on the global endpoint (priced as the Claude API; a regional one is not)."""
@@ -418,7 +443,13 @@ class AnthropicModel:
         self, client: anthropic.AsyncAnthropic, params: dict[str, Any], container: dict[str, Any] | None
     ) -> ModelReply:
         """One streamed call with `params`; the reply carries on `container`, the one they name."""
-        stream = _StreamWatch(time.monotonic(), params.get("max_tokens"), _read_timeout(client))
+        stream = _StreamWatch(
+            time.monotonic(),
+            params.get("max_tokens"),
+            _read_timeout(client),
+            most_input_of(self._context_window),
+            self._cache,
+        )
         try:
             async with client.messages.stream(
                 **params, extra_headers=_headers_for(self._headers, params), extra_body=self._extra_body
@@ -427,24 +458,23 @@ class AnthropicModel:
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
             reply = to_reply(message, stream.first_token, stream.headers, streamed, stream.late, unfinished)
+            reply = with_asked_ttl(reply, message.usage, self._cache)
             reply = reply if self._refusals_as_claude_api else billed_as_any_call(reply)
             return with_binding(with_container(reply, container), params)
         except asyncio.CancelledError:
-            if (partial := stream.partial()) is not None:
-                record_cut_call(partial)
+            stream.record_cut()
             raise
         except anthropic.AnthropicError as exc:
+            stream.record_cut()  # an `error` event ended a stream that began: as a break, below
             raise to_model_error(exc) from exc
         except httpx2.HTTPError as exc:  # the connection failed or stalled after the stream began
-            if (partial := stream.partial()) is not None:
-                record_cut_call(partial)  # the API took the input and began the reply: charged
+            stream.record_cut()  # the API took the input and began the reply: charged
             kind = "timeout" if isinstance(exc, httpx2.TimeoutException) else "connection"
             raise TransientModelError(
                 f"Anthropic API: the stream broke off: {exc!r}", error_type=kind
             ) from exc
         except _UNREADABLE as exc:
-            if (partial := stream.partial()) is not None:
-                record_cut_call(partial)  # the API took the input and began the reply: charged
+            stream.record_cut()  # the API took the input and began the reply: charged
             raise _malformed(exc) from exc
         except Exception as exc:  # client middleware's own error, maybe raised from one the SDK retries
             if (cause := _sdk_cause(exc)) is None:
@@ -1002,9 +1032,18 @@ class _Watchdog:
 class _StreamWatch:
     """What a stream has shown so far: first-token time, usage, and text length for a cut call."""
 
-    def __init__(self, started: float, max_tokens: int | None = None, idle: float | None = None) -> None:
+    def __init__(
+        self,
+        started: float,
+        max_tokens: int | None = None,
+        idle: float | None = None,
+        most_input: int = 0,
+        ttl: CacheTTL | None = None,
+    ) -> None:
         self.started = started
         self.max_tokens = max_tokens  # the most output the API bills for the call
+        self.most_input = most_input or most_input_of(None)  # the most input tokens a call can read
+        self.ttl = ttl  # the TTL every cache breakpoint of the request asks for
         self.idle = idle  # the most seconds between two events the SDK gives (None: no bound)
         self.first_token: float | None = None
         self.working = False  # a server tool's step: from its call's end to the next block not its result
@@ -1032,7 +1071,29 @@ class _StreamWatch:
         if not self.counted:  # the API always says why the reply ended, and its output, before it stops
             raise ValueError("the stream stopped with no message_delta giving the output count")
         message: types.Message = await events.get_final_message()
+        if problem := self._implausible(message.usage):
+            raise ValueError(problem)
         return message
+
+    def _implausible(self, usage: Any) -> str | None:
+        """What in a whole reply's usage no call could have (`most_input`, `_MOST_SAMPLINGS` times
+        the request's `max_tokens`), or None; counts that are no counts are `_check_usage`'s."""
+        read = sum(
+            _tokens(usage, f)
+            for f in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        )
+        if read > self.most_input:
+            return f"its usage counts {read:,} input tokens, more than a call can read ({self.most_input:,})"
+        output = _tokens(usage, "output_tokens")
+        if self.max_tokens and output > self.max_tokens * _MOST_SAMPLINGS:
+            return f"its usage counts {output:,} output tokens for a max_tokens of {self.max_tokens:,}"
+        if problem := self._implausible_iteration(self.late.get("iterations")):
+            return problem
+        tools = getattr(usage, "server_tool_use", None)
+        for field in _SERVER_TOOL_COUNTS:  # each use billed apart: $10 per 1,000 web searches
+            if (uses := _tokens(tools, field)) > _MOST_TOOL_USES:
+                return f"its usage counts {uses:,} {field}, more than a call makes ({_MOST_TOOL_USES:,})"
+        return None
 
     def _see(self, event: Any, events: Any) -> None:
         kind = getattr(event, "type", "")
@@ -1122,6 +1183,27 @@ class _StreamWatch:
                 cut.add(index)
         return cut
 
+    def _implausible_iteration(self, iterations: Any) -> str | None:
+        """What in the usage's `iterations` (a server-side compaction, an advisor, a fallback's
+        attempts: each priced) is no count or more than a call can read or write, or None."""
+        for item in iterations if isinstance(iterations, list) else ():
+            if not isinstance(item, dict):
+                continue
+            for field in _USAGE_COUNTS:
+                if field in item and not is_count(item[field]):
+                    return f"its usage's iterations give {field} {item[field]!r:.40}, not a count of tokens"
+            read = sum(_count(item, f) for f in _USAGE_COUNTS if f != "output_tokens")
+            output = _count(item, "output_tokens")  # the model's steps write within max_tokens; a
+            bound = self.max_tokens if item.get("type") in _SAMPLED else None  # compaction may not
+            if read > self.most_input or output > (bound or self.most_input) * _MOST_SAMPLINGS:
+                return f"its usage's iterations count {read:,} input and {output:,} output tokens in one step"
+        return None
+
+    def record_cut(self) -> None:
+        """Record what the call used (`partial`) as a call cut off, once the API said anything."""
+        if (partial := self.partial()) is not None:
+            record_cut_call(partial)
+
     def partial(self) -> ModelReply | None:
         """The usage of a call cut off mid-stream (or read whole but unusable), or None before the
         API said anything."""
@@ -1129,13 +1211,29 @@ class _StreamWatch:
             return None
         usage = self.snapshot.usage
         output = _tokens(usage, "output_tokens")  # a count that is no count is none: estimated
+        if self.max_tokens and output > self.max_tokens * _MOST_SAMPLINGS:
+            output = 0  # no count a call could have
         if not self.counted or output != usage.output_tokens:  # from the text streamed, but never past
             output = max(output, -(-self.streamed_chars // _CHARS_PER_TOKEN))  # what the API bills
             output = min(output, self.max_tokens) if self.max_tokens else output
         reply = _usage_reply(usage, [], "cut_off", self.snapshot.model or "", self.snapshot.id or "")
         extra: dict[str, Any] = {"cut_off": True, "output_tokens_estimated": output != usage.output_tokens}
         extra |= _geo(usage) | _geo(self.late)
-        return _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
+        if not self._input_counted(usage, reply.input_tokens):  # counted as none, its cost unknown
+            reply = _replace_reply(
+                reply, input_tokens=0, cache_read_input_tokens=0, cache_creation_input_tokens=0
+            )
+            extra = extra | {COUNT_UNKNOWN: True}
+        reply = _replace_reply(reply, output_tokens=output, time_to_first_token=self.first_token, extra=extra)
+        return with_asked_ttl(reply, usage, self.ttl)
+
+    def _input_counted(self, usage: Any, read: int) -> bool:
+        """Whether `usage` counts the input (`read` in all) as a call can: each count a count (the
+        cache ones may be left out), and no more than a call can read."""
+        if not is_count(getattr(usage, "input_tokens", None)) or read > self.most_input:
+            return False
+        cached = (getattr(usage, f, None) for f in ("cache_read_input_tokens", "cache_creation_input_tokens"))
+        return all(value is None or is_count(value) for value in cached)
 
 
 def _start_problem(message: Any) -> str | None:
@@ -1206,7 +1304,7 @@ def to_reply(
         extra["rate_limit"] = limits
     late = late or {}
     extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"), content)
-    if kept := _kept(message, stop_reason, extra):
+    if kept := _kept(message, stop_reason, extra) | _context_of(late.get("iterations")):
         extra[PROVIDER_DATA] = kept
     reply = _usage_reply(message.usage, content, stop_reason, message.model or "", message.id or "")
     if reply.cache_read_input_tokens or reply.cache_creation_input_tokens:  # as before the fields existed
@@ -1295,6 +1393,19 @@ def _kept(message: types.Message, stop_reason: str, extra: Mapping[str, Any]) ->
     if stop_reason == "refusal" and "stop_details" in extra:
         kept["stop_details"] = extra["stop_details"]
     return kept
+
+
+def _context_of(iterations: Any) -> dict[str, int]:
+    """`{CONTEXT_TOKENS: n}`, the context a reply ended with, when its server-side loop took more than
+    one step: the last sampling step's input (cache reads and writes too) and output; the top-level
+    usage sums every step's input (the SDK's `usage.iterations`: "calculate the context window size
+    from the last `message` entry"). Empty for a reply of one step, whose usage says it."""
+    listed = iterations if isinstance(iterations, list) else []
+    steps = [i for i in listed if isinstance(i, dict) and i.get("type") in _SAMPLED]
+    if len(steps) < 2:
+        return {}
+    last = _part(steps[-1])
+    return {CONTEXT_TOKENS: last["input_tokens"] + last["output_tokens"]}
 
 
 def container_of(journal: Sequence[Entry]) -> dict[str, Any] | None:
@@ -1611,6 +1722,15 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
         cache_creation_input_tokens=cache_write,
         cache_creation_1h_input_tokens=write_1h,
     )
+
+
+def with_asked_ttl(reply: ModelReply, usage: Any, ttl: CacheTTL | None) -> ModelReply:
+    """`reply` with its cache writes taken as 1-hour ones when every breakpoint asked for that TTL
+    (`ttl`) and the usage does not split them by TTL (a gateway that leaves `cache_creation` out):
+    priced at 2x input, not at the 5-minute 1.25x. A usage that splits them is taken as it says."""
+    if ttl != "1h" or not reply.cache_creation_input_tokens or getattr(usage, "cache_creation", None):
+        return reply
+    return _replace_reply(reply, cache_creation_1h_input_tokens=reply.cache_creation_input_tokens)
 
 
 def _tokens(usage: Any, field: str) -> int:

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from agent._codec import MOST
 from agent._frozen import fast_init
+from agent._valid import is_whole
 from agent.errors import ModelError
 from agent.journal import NO_DATA, Entry, Part, Reply
 from agent.journal import Call as ToolCall  # one tool call: the journal's own type
@@ -29,6 +30,9 @@ PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the jou
 BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
 BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
 NOT_BILLED = "not_billed"  # ... true when the provider bills nothing of the call (its tokens still count)
+# ... true when the provider gave no count of the call's input that a call could have (none, negative,
+# past what its context window holds): the tokens counted of it are a floor, its cost unknown
+COUNT_UNKNOWN = "count_unknown"
 # What a reply's `extra` says of the whole call, and so of each part `billed_by_model`: where it ran
 # (a US-only call costs more), how fast (fast mode is priced apart) and the service tier that served
 # it (Priority Tier and the batch tier are priced apart).
@@ -238,6 +242,19 @@ class ModelReply:
             for b in self.content
             if b.get("type") == "tool_use"
         ]
+
+
+def max_tokens_problem(model: object, max_tokens: int) -> str | None:
+    """Why `model` cannot be asked for `max_tokens` (more than the maximum output its `max_output`
+    gives, from the model table), said with what to do; None when it can, or when it gives none."""
+    most = getattr(model, "max_output", None)
+    if not (is_whole(most) and most > 0 and is_whole(max_tokens)) or max_tokens <= most:
+        return None
+    return (
+        f"max_tokens {max_tokens:,} is above model {getattr(model, 'name', '?')!r}'s maximum output of "
+        f"{most:,} tokens (model table): ask for at most {most:,}, or give the model's row a larger "
+        "max_output in the file named by ENDSTATE_MODELS"
+    )
 
 
 class UnreadableReply(ModelError):
