@@ -1,11 +1,12 @@
-"""The SDK's own numeric `OTEL_*` settings, checked before the SDK reads them.
+"""The SDK's own `OTEL_*` settings, checked before the SDK reads them.
 
 The SDK reads a limit it cannot parse with a bare `ValueError` (one of them,
 OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, as `opentelemetry.sdk.trace` is imported),
 and a batch processor setting it cannot parse with a logged traceback and
 its default. Here each is a `ConfigError` naming the variable and its fix,
 when `telemetry` is imported (before the SDK is) and again at setup. So are
-the resource variables holding bytes that are not UTF-8 (the OTLP encoder
+endpoints and the service name with blanks or line ends around them (the SDK
+keeps them), the resource variables holding bytes that are not UTF-8 (the OTLP encoder
 left such an attribute, `service.name` too, out of every export) and OTLP
 headers the exporters cannot read (they dropped them with a log line).
 """
@@ -52,6 +53,14 @@ EXPORT_TIMEOUTS = (  # seconds, as the OTLP exporters read them: the gRPC one wi
     ev.OTEL_EXPORTER_OTLP_LOGS_TIMEOUT,
 )
 RESOURCE_TEXT = (ev.OTEL_SERVICE_NAME, ev.OTEL_RESOURCE_ATTRIBUTES)
+# Read by the SDK as they are, blanks and line ends included (as a `.env` file with Windows line
+# ends leaves them): an endpoint with one failed every export or posted to `/v1/traces%0D`.
+UNTRIMMED = (
+    ev.OTEL_EXPORTER_OTLP_ENDPOINT,
+    ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    ev.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT,
+    ev.OTEL_SERVICE_NAME,
+)
 HEADERS = (
     ev.OTEL_EXPORTER_OTLP_HEADERS,
     ev.OTEL_EXPORTER_OTLP_TRACES_HEADERS,
@@ -76,6 +85,7 @@ SAMPLERS = (
 def check_sdk_settings(environ: Mapping[str, str]) -> None:
     """A `ConfigError` for the first setting the SDK would refuse or ignore."""
     check_sampler(environ)
+    check_trimmed(environ)
     check_resource_text(environ)
     check_headers(environ)
     for name in LIMITS:
@@ -102,6 +112,19 @@ def check_seconds(environ: Mapping[str, str], name: str) -> None:
         raise ConfigError(
             f"{name}={raw!r} must be a number of seconds above 0 and at most {MOST_SECONDS:g}, such as 10"
         )
+
+
+def check_trimmed(environ: Mapping[str, str]) -> None:
+    """Endpoints and the service name without blanks or line ends around them, which the SDK keeps:
+    every export to such an endpoint failed (or went to a path with `%0D` added), and such a name is
+    another service to a trace backend. (A blank service name is left alone: it means none.)"""
+    for name in UNTRIMMED:
+        raw = environ.get(name, "")
+        if raw.strip() and raw != raw.strip():
+            raise ConfigError(
+                f"{name}={raw!r} has blanks or a line end around it, which the SDK would keep (a .env "
+                f"file with Windows line ends leaves a \\r): set it to {raw.strip()!r}"
+            )
 
 
 def check_resource_text(environ: Mapping[str, str]) -> None:
