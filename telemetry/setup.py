@@ -458,12 +458,13 @@ def _check_endpoint(environ: Mapping[str, str]) -> None:
 
 
 def _check_grpc_endpoint(environ: Mapping[str, str]) -> None:
-    """An OTLP/gRPC endpoint the exporter cannot dial (blanks in it, a scheme other than http or
-    https, no host) is named now, not found at the first export."""
+    """An OTLP/gRPC endpoint the exporter cannot dial (blanks in it, a scheme other than http, https
+    or gRPC's own unix, an http(s) URL without a host) is named now, not found at the first export."""
     given, name = _grpc_endpoint(environ)
     url = urlsplit(given)
+    web = url.scheme in ("http", "https")
     if any(c.isspace() for c in given) or (
-        "://" in given and (url.scheme not in ("http", "https") or not url.hostname)
+        "://" in given and not (web and url.hostname) and url.scheme != "unix"
     ):
         raise ConfigError(
             f"{name}={given!r} must be an address such as http://collector:4317 (https:// for TLS)"

@@ -55,7 +55,10 @@ def test_a_grpc_endpoint_that_is_no_address_is_refused(endpoint: str, setenv: Se
         Telemetry.from_env(setenv(env), registry=CollectorRegistry())
 
 
-@pytest.mark.parametrize("endpoint", ["http://collector:4317", "collector:4317", "https://collector:4317/"])
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://collector:4317", "collector:4317", "https://collector:4317/", "unix:///run/otel.sock"],
+)
 def test_grpc_endpoints_the_exporter_dials_are_taken(endpoint: str, setenv: Setenv) -> None:  # noqa: F811
     env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
     telemetry = Telemetry.from_env(setenv(env), registry=CollectorRegistry())
