@@ -672,20 +672,24 @@ def export_failure_share() -> timeseries.Panel:
 
 
 def agent_scrapes() -> timeseries.Panel:
-    # Endstate's processes: each serves this one series from its start (one per process, so the
-    # day it looks back over stays cheap), and keeps it in the day's range while it is down.
+    # The targets of Endstate's jobs: each Endstate process serves this one series from its start
+    # (one per process, so the day it looks back over stays cheap). By job, not by instance: a
+    # replica that never came up (a rollout that crashes at start) has served nothing, and it is
+    # what EndstateAgentDown's job path pages for.
     scraped = (
-        "avg_over_time(up[10m]) and on (job, instance) "
-        'group by (job, instance) (last_over_time(agent_telemetry_exports_total{signal="traces"}[1d]))'
+        "avg_over_time(up[10m]) and on (job) "
+        'group by (job) (last_over_time(agent_telemetry_exports_total{signal="traces"}[1d]))'
     )
     panel = series_panel(
         "Agent processes scraped (10m, as alerted)",
         "Share of the last 10 minutes' scrapes of each agent process (all agents: `up` has no agent "
-        "label) that succeeded, for Endstate processes scraped in the last day. Dashed line: "
+        "label) that succeeded, for the targets of jobs with Endstate processes in the last day "
+        "(replicas that never came up included). Dashed line: "
         f"EndstateAgentDown pages at or below {SCRAPED_SHARE:.0%} (for 5 min, with at least 10 runs "
         "started in the day before). While a process is not scraped, every other panel and alert is "
         "blind to its runs. A process that is gone from service discovery (a replica stopped) leaves "
-        "no series: when every replica of a job is gone, EndstateAgentDown pages for the job alone.",
+        "no series: when every replica of a job is gone, or none of them comes up, EndstateAgentDown "
+        "pages for the job alone.",
         "percentunit",
         [query(scraped, "{{instance}} ({{job}})", "A")],
     )

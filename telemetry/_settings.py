@@ -1,22 +1,28 @@
-"""The SDK's own numeric `OTEL_*` settings, checked before the SDK reads them.
+"""The SDK's own `OTEL_*` settings, checked before the SDK reads them.
 
 The SDK reads a limit it cannot parse with a bare `ValueError` (one of them,
 OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, as `opentelemetry.sdk.trace` is imported),
 and a batch processor setting it cannot parse with a logged traceback and
 its default. Here each is a `ConfigError` naming the variable and its fix,
-when `telemetry` is imported (before the SDK is) and again at setup.
+when `telemetry` is imported (before the SDK is) and again at setup. So are
+endpoints and the service name with blanks or line ends around them (the SDK
+keeps them), the resource variables holding bytes that are not UTF-8 (the OTLP encoder
+left such an attribute, `service.name` too, out of every export) and OTLP
+headers the exporters cannot read (they dropped them with a log line).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from collections.abc import Mapping
 
 from opentelemetry.sdk import environment_variables as ev
 
 from agent.errors import ConfigError
+from agent.text import LONE_SURROGATE
 
 LIMITS = (  # whole numbers from 0; empty means no limit
     ev.OTEL_ATTRIBUTE_COUNT_LIMIT,
@@ -46,7 +52,25 @@ EXPORT_TIMEOUTS = (  # seconds, as the OTLP exporters read them: the gRPC one wi
     ev.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
     ev.OTEL_EXPORTER_OTLP_LOGS_TIMEOUT,
 )
-
+RESOURCE_TEXT = (ev.OTEL_SERVICE_NAME, ev.OTEL_RESOURCE_ATTRIBUTES)
+# Read by the SDK as they are, blanks and line ends included (as a `.env` file with Windows line
+# ends leaves them): an endpoint with one failed every export or posted to `/v1/traces%0D`.
+UNTRIMMED = (
+    ev.OTEL_EXPORTER_OTLP_ENDPOINT,
+    ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    ev.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT,
+    ev.OTEL_SERVICE_NAME,
+)
+HEADERS = (
+    ev.OTEL_EXPORTER_OTLP_HEADERS,
+    ev.OTEL_EXPORTER_OTLP_TRACES_HEADERS,
+    ev.OTEL_EXPORTER_OTLP_LOGS_HEADERS,
+)
+# A header as the OTLP exporters take it (`opentelemetry.util.re`, liberal: blanks allowed in the
+# value): a name of token characters, `=`, a value of printable ASCII other than `",;\`.
+_HEADER_NAME = re.compile(r"[\x21\x23-\x27\x2a\x2b\x2d\x2e\x30-\x39\x41-\x5a\x5e-\x7a\x7c\x7e]+")
+_HEADER_VALUE = re.compile(r"[\x20\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
+_HEADER_SEPARATOR = re.compile(r"[ \t]*,[ \t]*")
 
 SAMPLERS = (
     "always_on",
@@ -61,6 +85,9 @@ SAMPLERS = (
 def check_sdk_settings(environ: Mapping[str, str]) -> None:
     """A `ConfigError` for the first setting the SDK would refuse or ignore."""
     check_sampler(environ)
+    check_trimmed(environ)
+    check_resource_text(environ)
+    check_headers(environ)
     for name in LIMITS:
         raw = environ.get(name, "").strip()
         if raw and not (raw.isdigit() and raw.isascii()):
@@ -85,6 +112,57 @@ def check_seconds(environ: Mapping[str, str], name: str) -> None:
         raise ConfigError(
             f"{name}={raw!r} must be a number of seconds above 0 and at most {MOST_SECONDS:g}, such as 10"
         )
+
+
+def check_trimmed(environ: Mapping[str, str]) -> None:
+    """Endpoints and the service name without blanks or line ends around them, which the SDK keeps:
+    every export to such an endpoint failed (or went to a path with `%0D` added), and such a name is
+    another service to a trace backend. (A blank service name is left alone: it means none.)"""
+    for name in UNTRIMMED:
+        raw = environ.get(name, "")
+        if raw.strip() and raw != raw.strip():
+            raise ConfigError(
+                f"{name}={raw!r} has blanks or a line end around it, which the SDK would keep (a .env "
+                f"file with Windows line ends leaves a \\r): set it to {raw.strip()!r}"
+            )
+
+
+def check_resource_text(environ: Mapping[str, str]) -> None:
+    """OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES in UTF-8. A byte that is not (a value written
+    in Latin-1, say, which Python reads as a lone surrogate) made the OTLP encoder leave that
+    attribute out of every export, `service.name` included, with an error line at each batch."""
+    for name in RESOURCE_TEXT:
+        if LONE_SURROGATE.search(raw := environ.get(name, "")):
+            raise ConfigError(
+                f"{name}={raw!r} holds bytes that are not UTF-8 (text in another encoding, such as "
+                "Latin-1): OTLP carries UTF-8 only, and every span would go out without that attribute. "
+                "Set it in UTF-8 (in OTEL_RESOURCE_ATTRIBUTES a value may also be percent-encoded: caf%C3%A9)"
+            )
+
+
+def check_headers(environ: Mapping[str, str]) -> None:
+    """Each OTLP header variable a list of name=value the exporters take: one they cannot read they
+    drop, saying so in a log line, and send without it (an `Authorization` left out: every export
+    refused). The error names the header, never its value, which is often a secret."""
+    for name in HEADERS:
+        for index, item in enumerate(_HEADER_SEPARATOR.split(environ.get(name, "").strip()), start=1):
+            if item and (problem := _header_problem(item, index)):
+                raise ConfigError(
+                    f"{name}: {problem}. Write each header as name=value, headers separated by commas, "
+                    "the value URL-encoded where it holds other characters (a comma as %2C, é as %C3%A9)"
+                )
+
+
+def _header_problem(item: str, index: int) -> str:
+    """What keeps `item`, the `index`th entry, from being a header the exporters send; "" if nothing."""
+    key, equals, value = item.partition("=")
+    if not equals:
+        return f"entry {index} has no '=' (a header is name=value; 'name: value' is not read)"
+    if not _HEADER_NAME.fullmatch(key.strip()):
+        return f"the name of entry {index} holds characters other than letters, digits and !#$%&'*+-.^_`|~"
+    if not _HEADER_VALUE.fullmatch(value.strip()):
+        return f"the value of header {key.strip()!r} holds characters a header cannot carry"
+    return ""
 
 
 def check_sampler(environ: Mapping[str, str]) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import re
 import threading
 import time
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server, values
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -396,6 +397,7 @@ class MetricsHooks:
 
 def _instruments(registry: CollectorRegistry) -> _Instruments:
     """Endstate's metrics in `registry`; a registry that has them already is a clear `ConfigError`."""
+    _check_multiprocess_mode()
     try:
         return _Instruments(registry)
     except ValueError as exc:  # prometheus_client's DuplicateTimeseries
@@ -403,6 +405,39 @@ def _instruments(registry: CollectorRegistry) -> _Instruments:
             f"the Prometheus registry already holds these metrics ({exc}): make one Telemetry per "
             "registry and share its hooks, or pass each its own CollectorRegistry()"
         ) from exc
+
+
+def _check_multiprocess_mode() -> None:
+    """prometheus_client in its multiprocess mode (PROMETHEUS_MULTIPROC_DIR set when it was imported,
+    as a host app run by gunicorn sets it) keeps every value in a file of that directory: one that is
+    not there was a FileNotFoundError traceback at setup. One that is there keeps no exemplar, so
+    agent_run_active_seconds loses its trace links: said once."""
+    if values.ValueClass is values.MutexValue:
+        return
+    legacy = os.environ.get("prometheus_multiproc_dir", "")  # noqa: SIM112 (the old name it still reads)
+    directory = os.environ.get(n.ENV_PROMETHEUS_MULTIPROC_DIR) or legacy
+    if not os.path.isdir(directory):
+        raise ConfigError(
+            f"{n.ENV_PROMETHEUS_MULTIPROC_DIR}={directory!r} is no directory: prometheus_client's "
+            "multiprocess mode keeps every metric value in a file there. Create it, or unset the variable "
+            "(Endstate serves each process's own metrics on its own port and needs no such directory)"
+        )
+    _say_multiprocess_once(directory)
+
+
+_SAID_MULTIPROCESS = threading.Event()
+
+
+def _say_multiprocess_once(directory: str) -> None:
+    if not _SAID_MULTIPROCESS.is_set():
+        _SAID_MULTIPROCESS.set()
+        log.warning(
+            "%s=%s: prometheus_client's multiprocess mode keeps no exemplars, so %s has no trace links; "
+            "unset it for Endstate's processes to keep them (each process serves its own /metrics)",
+            n.ENV_PROMETHEUS_MULTIPROC_DIR,
+            directory,
+            n.METRIC_RUN_ACTIVE_SECONDS,
+        )
 
 
 class _Instruments:

@@ -285,3 +285,7 @@ SERVER_TOOL_USE_PREFIX: Final = "anthropic.usage.server_tool_use."  # no GenAI c
 RATE_LIMIT_PREFIX: Final = "anthropic.ratelimit."
 METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai_client_operation_time_to_first_chunk_seconds"  # histogram
 BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK: Final = BUCKETS_GEN_AI_OPERATION_DURATION
+
+# prometheus_client's multiprocess mode: set as it is imported, every metric value lives in a file
+# of this directory, and no exemplar is kept (telemetry.metrics says so at setup).
+ENV_PROMETHEUS_MULTIPROC_DIR: Final = "PROMETHEUS_MULTIPROC_DIR"

@@ -292,6 +292,7 @@ def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
         return JsonLinesExporter(path) if path else None
     protocol = _protocol(environ, ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
     if protocol == "grpc":
+        _check_grpc_endpoint(environ)
         return _grpc_exporter()
     _check_endpoint(environ)
     return _http_exporter()
@@ -456,10 +457,35 @@ def _check_endpoint(environ: Mapping[str, str]) -> None:
             return
 
 
+def _check_grpc_endpoint(environ: Mapping[str, str]) -> None:
+    """An OTLP/gRPC endpoint the exporter cannot dial (blanks in it, a scheme other than http, https
+    or gRPC's own unix, an http(s) URL without a host) is named now, not found at the first export."""
+    given, name = _grpc_endpoint(environ)
+    url = urlsplit(given)
+    web = url.scheme in ("http", "https")
+    if any(c.isspace() for c in given) or (
+        "://" in given and not (web and url.hostname) and url.scheme != "unix"
+    ):
+        raise ConfigError(
+            f"{name}={given!r} must be an address such as http://collector:4317 (https:// for TLS)"
+        )
+
+
+def _grpc_endpoint(environ: Mapping[str, str]) -> tuple[str, str]:
+    """The endpoint the gRPC span exporter dials as given (no signal path is added), and its variable."""
+    for name in (ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, ev.OTEL_EXPORTER_OTLP_ENDPOINT):
+        if given := environ.get(name, "").strip():
+            return given, name
+    return "", ev.OTEL_EXPORTER_OTLP_ENDPOINT
+
+
 def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
-    """Where spans go, as the one line about failed deliveries names it."""
+    """Where spans go, as the one line about failed deliveries names it: the gRPC exporter's endpoint
+    as given (it adds no `/v1/traces`), the HTTP exporter's URL with the path it posts to."""
     if isinstance(exporter, JsonLinesExporter):
         return str(exporter.path)
+    if type(exporter).__module__.startswith("opentelemetry.exporter.otlp.proto.grpc"):
+        return _grpc_endpoint(environ)[0] or type(exporter).__name__
     return _otlp_endpoint(environ) or type(exporter).__name__
 
 

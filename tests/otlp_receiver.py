@@ -29,6 +29,7 @@ class OtlpReceiver:
         self.mode = mode
         self.requests: list[ExportTraceServiceRequest] = []
         self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []  # each request's headers, names in lower case
         self.released = threading.Event()
         self.arrived = threading.Event()  # set when the first request comes in, whatever the mode
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -98,6 +99,7 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
             request.ParseFromString(body)
             receiver.requests.append(request)
             receiver.paths.append(self.path)
+            receiver.headers.append({name.lower(): text for name, text in self.headers.items()})
             reply = ExportTraceServiceResponse().SerializeToString()
             self.send_response(200)
             self.send_header("Content-Type", "application/x-protobuf")

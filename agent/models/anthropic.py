@@ -363,6 +363,7 @@ class AnthropicModel:
         self._media_limits = platform.for_window(self._context_window)
         self._priced_as = priced_as(model, self.client)
         self._refusals_as_claude_api = not bills_by_own_rules(self.client)
+        self._provider = provider_of(self.client)
 
     @property
     def name(self) -> str:
@@ -370,7 +371,8 @@ class AnthropicModel:
 
     @property
     def provider(self) -> str:
-        return PROVIDER
+        """`gen_ai.provider.name`: the platform its client sends to (`provider_of`)."""
+        return self._provider
 
     @property
     def context_window(self) -> int | None:
@@ -800,6 +802,24 @@ def priced_as(model: str, client: Any) -> str:
 # output"); these platforms do not say they follow it, so such a refusal is priced as any call there.
 _OWN_BILLING_CLIENTS = ("Bedrock", "Vertex", "Foundry")
 _OWN_BILLING_HOSTS = ("amazonaws.com", "aiplatform.googleapis.com", "services.ai.azure.com")
+
+
+# `gen_ai.provider.name` as the GenAI conventions name the platforms that serve Claude under their
+# own API: Amazon Bedrock and Vertex AI (Google managed), by the SDK client's class or its host.
+# Everything else (the Claude API, Claude on Google Cloud, Microsoft Foundry) is `anthropic`.
+_PLATFORM_PROVIDERS = (
+    ("Bedrock", "amazonaws.com", "aws.bedrock"),
+    ("Vertex", "aiplatform.googleapis.com", "gcp.vertex_ai"),
+)
+
+
+def provider_of(client: Any) -> str:
+    """The GenAI provider name of the platform `client` sends to (`_PLATFORM_PROVIDERS`)."""
+    host = str(getattr(getattr(client, "base_url", None), "host", "") or "")
+    for cls, domain, provider in _PLATFORM_PROVIDERS:
+        if cls in type(client).__name__ or host == domain or host.endswith("." + domain):
+            return provider
+    return PROVIDER
 
 
 def bills_by_own_rules(client: Any) -> bool:
