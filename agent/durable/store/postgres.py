@@ -74,6 +74,7 @@ class PostgresStore(SqlStore):
 
     dialect = "postgres"
     clock = CLOCK
+    octets = "octet_length({})"
     waiting_order = "suspended_at NULLS FIRST, run_id"  # as the index of schema 10 keeps them
 
     def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:

@@ -63,6 +63,7 @@ class SqliteStore(SqlStore):
 
     dialect = "sqlite"
     clock = CLOCK
+    octets = "length(CAST({} AS BLOB))"  # `length` of text stops at a NUL, which SQLite keeps
 
     def __init__(self, path: str | Path, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.path = Path(path)
