@@ -361,6 +361,10 @@ class Api:
         return PlainTextResponse("ready")
 
     def _authorize(self, request: Request) -> None:
+        """A valid token in the one Authorization header (two are refused: which one counted depended
+        on their order, so a request with a wrong token beside the right one was taken)."""
+        if (n := len(request.headers.getlist("authorization"))) > 1:
+            raise Problem(400, f"send one Authorization header, not {n}: Authorization: Bearer <token>")
         scheme, _, offered = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not self.service.token.accepts(offered.strip()):
             raise Problem(401, "a valid token is required: Authorization: Bearer <token>")
