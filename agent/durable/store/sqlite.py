@@ -435,12 +435,14 @@ class SqliteStore(SqlStore):
         return self._watchdog.waited()
 
     def answers(self) -> None:
-        """Return once the store could be written (its write lock taken and given back at once): reads
-        never wait in WAL mode, so a store another process keeps locked is found by a write. A store
+        """Return once the store could be written: its write lock taken and a row written, then rolled
+        back (reads never wait in WAL mode, so a store another process keeps locked is found by a
+        write; SQLite opens a file it may not write read-only, and only a write finds it). A store
         whose file left its path does not answer (`check_file`)."""
         self.check_file(now=True)
-        with self._tx():
-            pass
+        with contextlib.suppress(_Probed), self._tx():
+            self._rows(f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (-1, 0)")
+            raise _Probed  # the write could be made: rolled back, nothing changed
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
@@ -554,6 +556,10 @@ class _Call:
             self._lock.release()
         if isinstance(exc, _Committed):  # the file is copied with the writer's lock given back
             raise self._store._gone_written() from None
+
+
+class _Probed(Exception):
+    """`SqliteStore.answers` made its write: roll it back."""
 
 
 class _Committed(StoreError):
