@@ -350,7 +350,7 @@ def test_json_lines_stay_standard_json_whatever_a_state_set_in_python_holds(
     finally:
         store.close()
     for command in ("runs", "pending"):
-        assert main([command, "--json", "--store", str(path), "--catalog", CATALOG]) == 0
+        assert main([command, "--json", "--store", str(path)]) == 0
         [line] = capsys.readouterr().out.splitlines()
         shown = json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
         assert shown["state"]["limit"] is None and shown["state"]["name"] == "v\ufffd"

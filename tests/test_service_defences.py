@@ -404,7 +404,7 @@ def test_store_errors_never_show_a_password(build: Build) -> None:
         raise StoreError(f"cannot reach {url}: password=hunter2xyz failed")
 
     store.schema_version = store.answers = down  # the ready probe: a write on SQLite
-    store.list_runs = store.waiting = store.waiting_counts = down
+    store.list_runs = store.overview = store.waiting = store.waiting_counts = down
     for path in ("/readyz", "/runs", "/pending"):
         text = api.get(path).text
         assert api.get(path).status_code == 503, text

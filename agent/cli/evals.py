@@ -13,7 +13,7 @@ from typing import IO, Any
 from agent._args import given
 from agent.cli._help import model_id
 from agent.cli._signals import sigterm_as_ctrl_c
-from agent.durable.catalog import ENV_CATALOG
+from agent.durable.catalog import ENV_CATALOG, load_catalog
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.evals.case import Case, CaseError, load_cases
@@ -97,6 +97,8 @@ MAX_REPEAT = 100  # rounds of --repeat
 
 def run_eval(args: argparse.Namespace) -> int:
     cases = select_cases(args.cases, args.catalog)
+    if args.catalog:
+        check_catalog(args.catalog)
     if args.list:
         return _list_cases(cases, args.json)
     if args.jobs < 1:
@@ -124,6 +126,15 @@ def run_eval(args: argparse.Namespace) -> int:
     else:
         print(render(outcomes, summary, f"model {args.model}" if args.model else "scripted models (offline)"))
     return 0 if summary.passed else 1
+
+
+def check_catalog(spec: str) -> None:
+    """Refuse a catalog that cannot be loaded (a `ConfigError` saying why), even when no case takes
+    its agents from it: a mistyped `--catalog` was accepted while every case named a seed agent."""
+    try:
+        load_catalog(spec).close()
+    except ConfigError as exc:
+        raise ConfigError(f"--catalog (or ${ENV_CATALOG}): {exc}") from exc
 
 
 def select_cases(specs: list[str], catalog: str | None = None) -> list[Case]:

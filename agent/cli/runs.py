@@ -2,8 +2,9 @@
 serve.
 
 Every command takes `--store URL` (default `$ENDSTATE_STORE`, then the SQLite
-file `./.endstate/runs.db`) and `--catalog module:attr` (default the seed
-example agents) to rebuild agents by name.
+file `./.endstate/runs.db`); those that run agents (all but `runs` and `pending`)
+take `--catalog module:attr` (default the seed example agents) to rebuild agents
+by name, and `--lease`.
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ PENDING_PAGE = 500  # waiting runs `endstate pending` reads at a time
 
 def register(sub: Any) -> None:
     """Add the durable-run commands to the `endstate` parser."""
-    _add(sub, "runs", "list recent runs and their status", _runs, _runs_args)
-    _add(sub, "pending", "list runs waiting for a person", _pending, _json_arg)
+    _add(sub, "runs", "list recent runs and their status", _runs, _runs_args, reads_only=True)
+    _add(sub, "pending", "list runs waiting for a person", _pending, _json_arg, reads_only=True)
     _add(sub, "answer", "answer a run's question and continue it here", _answer, _answer_args)
     _add(sub, "approve", "approve a run's pending tool call and continue it here", _approve, _run_id_arg)
     _add(sub, "deny", "deny a run's pending tool call and continue it here", _deny, _deny_args)
@@ -74,9 +75,12 @@ def _add(
     help_text: str,
     handler: Callable[[argparse.Namespace], int],
     extra: Callable[[argparse.ArgumentParser], None] | None = None,
+    reads_only: bool = False,
 ) -> None:
+    """A durable-run command; one that `reads_only` takes the store's options but no `--catalog` or
+    `--lease`, which only a command that runs agents uses (given, they were ignored without a word)."""
     parser = sub.add_parser(name, help=help_text)
-    add_store_args(parser)
+    add_store_args(parser, runs_agents=not reads_only)
     if extra:
         extra(parser)
     parser.set_defaults(handler=handler)
@@ -88,14 +92,19 @@ STORE_HELP = (
 )
 
 
-def add_store_args(parser: argparse.ArgumentParser) -> None:
+def add_store_args(parser: argparse.ArgumentParser, runs_agents: bool = True) -> None:
+    """`--store` and `--store-timeout`; for a command that `runs_agents`, `--catalog` and `--lease` too."""
     parser.add_argument(
         "--store", type=given, default=None, help=STORE_HELP.format(default=shown_url(default_url()))
     )
-    add_catalog_arg(parser)
-    parser.add_argument(
-        "--lease", type=above_zero(float), default=30.0, help="seconds a worker holds a run unrenewed"
-    )
+    if runs_agents:
+        add_catalog_arg(parser)
+        parser.add_argument(
+            "--lease", type=above_zero(float), default=30.0, help="seconds a worker holds a run unrenewed"
+        )
+    else:  # refused by name, not as an "unrecognized argument" under the top-level usage
+        for option in ("--catalog", "--lease"):
+            parser.add_argument(option, action=NotUsed, nargs="?", help=argparse.SUPPRESS)
     parser.add_argument(
         "--store-timeout",
         type=above_zero(float, most=MAX_STORE_TIMEOUT),
@@ -106,6 +115,17 @@ def add_store_args(parser: argparse.ArgumentParser) -> None:
         f"never stalls a command (at most {MAX_STORE_TIMEOUT:g}; default: ${ENV_STORE_TIMEOUT}, else "
         f"{DEFAULT_TIMEOUT:g})",
     )
+
+
+class NotUsed(argparse.Action):
+    """An option of the other store commands that this one does not use: a usage error naming it."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        command = parser.prog.removeprefix("endstate ")
+        parser.error(
+            f"{self.option_strings[0]} is not taken: `endstate {command}` only reads runs (it runs no "
+            "agent, so it needs no catalog and holds no lease); leave the option out"
+        )
 
 
 def add_catalog_arg(parser: argparse.ArgumentParser) -> None:

@@ -144,6 +144,26 @@ def check_start_text(task: object, task_type: object) -> None:
         )
 
 
+def not_as_read(current: RunRecord, segments: int) -> str:
+    """Why an answer for `segments` (the count its asker read) is refused: the run moved on since, to
+    its next question or to an end, or the count was never the run's."""
+    at = f"segment {current.segments}, not {segments}"
+    if segments > current.segments:
+        return (
+            f"run {current.run_id} is at {at} (it never was at {segments}); nothing was changed. Send the "
+            f"`segments` that /pending or /runs/{current.run_id} shows"
+        )
+    if current.status is not RunStatus.WAITING:
+        return (
+            f"run {current.run_id} moved on ({at}) since it was read and is {current.status}, not waiting "
+            "for an answer; nothing was changed"
+        )
+    return (
+        f"run {current.run_id} moved on ({at}) since it was read; nothing was changed: read the run "
+        "again and answer its current question"
+    )
+
+
 class Runner:
     """Runs agents durably against a store. Safe to use from one event loop at a time."""
 
@@ -285,10 +305,7 @@ class Runner:
             raise UnknownRun(f"no run with id {run_id!r}")
         self._check_known(current)
         if segments is not None and segments != current.segments:
-            raise NotClaimable(
-                f"run {run_id} moved on (segment {current.segments}, not {segments}) since it was read; "
-                "nothing was changed: read the run again and answer its current question"
-            )
+            raise NotClaimable(not_as_read(current, segments))
         lease, now = self.lease(), self.clock.time()
         if more is not None:  # more budget for a run that stopped at a limit
             if not (current.stop_reason is StopReason.LIMIT and current.snapshot_json):

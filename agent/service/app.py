@@ -6,10 +6,11 @@ service listens beyond loopback, see `reads_need_token`):
 
     POST /runs                    {"agent", "task", "task_type"?, "state"?, "run_id"?} -> 202
                                   (the same request again with its run_id: 200 and that run)
-    GET  /runs[?status=&limit=]   recent runs
+    GET  /runs[?status=&limit=]   recent runs, each long text cut (`cut` names what, with its size)
     GET  /runs/{id}               one run and its result
     GET  /pending[?limit=&offset=&agent=&task_type=]
                                   runs waiting for a person, oldest first, a page at a time
+                                  (one that passes `PAGE_BYTES` of texts ends early: see `next`)
     POST /runs/{id}/answer        {"answer", "segments"?}   -> 202, the run continues here
     POST /runs/{id}/approve       {"segments"?}             -> 202
     POST /runs/{id}/deny          {"reason"?, "segments"?}  -> 202
@@ -58,7 +59,7 @@ from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS, Extension
 from agent.budget import shown_most as shown
 from agent.durable.runner import Job
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
-from agent.durable.store.base import PrunedRunId
+from agent.durable.store.base import CUT_OBJECTS, CUT_TEXTS, Listing, PrunedRunId, dumps
 from agent.durable.store.urls import scrub
 from agent.errors import EndstateError
 from agent.service import inbox, review_pages
@@ -96,6 +97,10 @@ from agent.text import lookalikes
 log = logging.getLogger("endstate.service")
 
 START_FIELDS = ("agent", "task", "task_type", "state", "run_id")  # what POST /runs takes
+
+PAGE_BYTES = 4 * 1024 * 1024  # of texts a page of `/pending` holds: past them, `next` has the rest
+LISTED_CHARS = 2_000  # of each long text a run in `GET /runs` shows (the whole: `GET /runs/{id}`)
+CUT = (*CUT_TEXTS, *CUT_OBJECTS)
 
 ADMIT_RETRY_AFTER = 5  # seconds a start refused past --max-running is told to wait
 
@@ -264,10 +269,9 @@ class Api:
         if status is not None and status not in {str(s) for s in RunStatus}:
             raise Problem(400, f"status must be one of {', '.join(RunStatus)}")
         limit = int_param(request.query_params.get("limit", "100"), 1, 1000, "limit")
-        records = await run_in_threadpool(
-            self.runner.store.list_runs, RunStatus(status) if status else None, limit
-        )
-        body: dict[str, object] = {"runs": [r.to_dict() for r in records]}
+        only = RunStatus(status) if status else None
+        records = await run_in_threadpool(overview, self.runner.store, only, limit)
+        body: dict[str, object] = {"runs": [listed(r, records.cut.get(r.run_id, {})) for r in records]}
         if damaged := getattr(records, "damaged", None):  # rows it could not read: logged, and named
             body["damaged"] = damaged
         return StandardJSON(body)
@@ -285,7 +289,7 @@ class Api:
         limit = int_param(request.query_params.get("limit", str(PAGE_SIZE)), 1, MAX_PAGE, "limit")
         offset = int_param(request.query_params.get("offset", "0"), 0, 10**9, "offset")
         only = {k: v for k in ("agent", "task_type") if (v := request.query_params.get(k))}
-        page = await waiting_page(self.runner.store, offset, limit, **only)
+        page = await waiting_page(self.runner.store, offset, limit, **only, budget=PAGE_BYTES)
         after = offset + page.rows
         more = urlencode({**only, "offset": after, "limit": limit}) if after < page.total else None
         now = self.runner.clock.time()  # the store's, as deadlines are set and judged
@@ -357,6 +361,10 @@ class Api:
         return PlainTextResponse("ready")
 
     def _authorize(self, request: Request) -> None:
+        """A valid token in the one Authorization header (two are refused: which one counted depended
+        on their order, so a request with a wrong token beside the right one was taken)."""
+        if (n := len(request.headers.getlist("authorization"))) > 1:
+            raise Problem(400, f"send one Authorization header, not {n}: Authorization: Bearer <token>")
         scheme, _, offered = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not self.service.token.accepts(offered.strip()):
             raise Problem(401, "a valid token is required: Authorization: Bearer <token>")
@@ -427,6 +435,36 @@ def same_start(record: RunRecord, agent: str, task: str, options: dict[str, Any]
         and task_type in (None, record.task_type)
         and all(k in record.state and record.state[k] == v for k, v in state.items())
     )
+
+
+def overview(store: Any, status: RunStatus | None, limit: int) -> Listing:
+    """The newest `limit` runs for `GET /runs`, each long text cut to `LISTED_CHARS` characters: by
+    the store in SQL when it can (what it reads is bounded too), else here."""
+    if hasattr(store, "overview"):
+        return store.overview(status, limit, LISTED_CHARS)
+    records = store.list_runs(status, limit)
+    listing = Listing(records, getattr(records, "damaged", ()))
+    for record in listing:
+        if sizes := too_long(record):
+            listing.cut[record.run_id] = sizes
+    return listing
+
+
+def too_long(record: RunRecord) -> dict[str, int]:
+    """The fields of `record` an overview cuts, each with its whole size in bytes (as stored)."""
+    data = record.to_dict()
+    texts = {k: dumps(data[k]) if k in CUT_OBJECTS else data[k] or "" for k in CUT}
+    return {k: len(t.encode("utf-8", "surrogatepass")) for k, t in texts.items() if len(t) > LISTED_CHARS}
+
+
+def listed(record: RunRecord, cut: dict[str, int]) -> dict[str, Any]:
+    """A run as `GET /runs` lists it: each field named in `cut` (with its whole size in bytes) shows
+    its first `LISTED_CHARS` characters, or for a JSON one (`state`, `pending`) null; `GET /runs/{id}`
+    holds them whole."""
+    data = record.to_dict()
+    for key in cut:
+        data[key] = None if key in CUT_OBJECTS else (data[key] or "")[:LISTED_CHARS]
+    return data | {"cut": cut}
 
 
 def pending_item(r: RunRecord, now: float) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -212,29 +213,87 @@ NO_PAGE = WaitingPage([], [], [], 0)
 
 
 async def waiting_page(
-    store: Any, offset: int, limit: int, agent: str | None = None, task_type: str | None = None
+    store: Any,
+    offset: int,
+    limit: int,
+    agent: str | None = None,
+    task_type: str | None = None,
+    budget: int | None = None,
 ) -> WaitingPage:
     """One page of the runs waiting for a person, oldest request first, `limit` from `offset` (of
     `agent` and `task_type`, when given), and the counts (read on a worker thread, never on the
     event loop). A store that pages in SQL reads only the page and the counts; another (Temporal's
-    visibility) is read whole and cut here."""
+    visibility) is read whole and cut here. With a `budget` (bytes), the page ends early once its
+    runs' texts pass it (the first run is always on it): a page of huge runs stays a few megabytes."""
     read = _paged if hasattr(store, "waiting") else _cut
-    return await run_in_threadpool(read, store, offset, limit, agent, task_type)
+    return await run_in_threadpool(read, store, offset, limit, Only(agent, task_type), budget)
 
 
-def _paged(store: Any, offset: int, limit: int, agent: str | None, task_type: str | None) -> WaitingPage:
+@dataclass(frozen=True)
+class Only:
+    """The agent and task type a page is of (None: any)."""
+
+    agent: str | None = None
+    task_type: str | None = None
+
+
+Rows = tuple[list[RunRecord], list[str]]  # a page's records, and the ids of its damaged rows
+
+READ_CHUNK = 10  # rows a budgeted page reads at a time: a run may hold megabytes
+
+
+def _paged(store: Any, offset: int, limit: int, only: Only, budget: int | None) -> WaitingPage:
     counts = store.waiting_counts()
-    listing = store.waiting(limit, offset, agent, task_type)
-    return WaitingPage(list(listing), listing.damaged, counts, _total(counts, agent, task_type))
+    if budget:
+        records, damaged = _within(store, offset, limit, only, budget)
+    else:
+        records, damaged = _all(store, offset, limit, only)
+    return WaitingPage(records, damaged, counts, _total(counts, only.agent, only.task_type))
 
 
-def _cut(store: Any, offset: int, limit: int, agent: str | None, task_type: str | None) -> WaitingPage:
+def _all(store: Any, offset: int, limit: int, only: Only) -> Rows:
+    listing = store.waiting(limit, offset, only.agent, only.task_type)
+    return list(listing), listing.damaged
+
+
+def _within(store: Any, offset: int, limit: int, only: Only, budget: int) -> Rows:
+    """Up to `limit` rows from `offset`, read a few at a time, until the runs' texts pass `budget`
+    bytes: a chunk that would pass it is read again a row at a time, so the page ends at a row."""
+    records: list[RunRecord] = []
+    damaged: list[str] = []
+    size, step = 0, READ_CHUNK
+    while (taken := len(records) + len(damaged)) < limit and size < budget:
+        asked = min(step, limit - taken)
+        listing = store.waiting(asked, offset + taken, only.agent, only.task_type)
+        weight = sum(map(text_bytes, listing))
+        if step > 1 and size + weight > budget:
+            step = 1  # this chunk passes the budget: take its rows one by one
+            continue
+        records.extend(listing)
+        damaged.extend(listing.damaged)
+        size += weight
+        if len(listing) + len(listing.damaged) < asked:
+            break  # the end of the list
+    return records, damaged
+
+
+def text_bytes(record: RunRecord) -> int:
+    """About how many bytes a waiting run's texts take in a page: its task, question and call."""
+    call = json_text(record.pending.arguments) if record.pending else ""
+    return sum(len(t.encode("utf-8", "surrogatepass")) for t in (record.task, record.question or "", call))
+
+
+def _cut(store: Any, offset: int, limit: int, only: Only, budget: int | None) -> WaitingPage:
     records = sorted(
         store.list_runs(RunStatus.WAITING, None), key=lambda r: (r.suspended_at or 0.0, r.run_id)
     )
     counts = sorted(Counter((r.agent, r.task_type) for r in records).items())
-    chosen = [r for r in records if agent in (None, r.agent) and task_type in (None, r.task_type)]
-    return WaitingPage(chosen[offset : offset + limit], [], [(a, t, n) for (a, t), n in counts], len(chosen))
+    chosen = [r for r in records if only.agent in (None, r.agent) and only.task_type in (None, r.task_type)]
+    page = chosen[offset : offset + limit]
+    if budget:
+        sizes = itertools.accumulate(map(text_bytes, page))
+        page = page[: max(1, sum(1 for n in sizes if n <= budget))]
+    return WaitingPage(page, [], [(a, t, n) for (a, t), n in counts], len(chosen))
 
 
 def _total(counts: list[tuple[str, str, int]], agent: str | None, task_type: str | None) -> int:

@@ -16,6 +16,8 @@ from agent._codec import encode_entry
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Spent
 from agent.durable.store.base import (
+    CUT_OBJECTS,
+    CUT_TEXTS,
     Lease,
     LeaseLost,
     Listing,
@@ -99,6 +101,7 @@ class SqlStore:
     shown: str
     dialect: str
     clock: str
+    octets: str  # the SQL of a text's size in bytes, `{}` the column
     waiting_order = "suspended_at, run_id"  # SQLite sorts a missing time (NULL) first, as the index does
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
@@ -457,6 +460,15 @@ class SqlStore:
         rows = self._rows(sql, params, retry=True)
         return records_of(rows)
 
+    def overview(self, status: RunStatus | None, limit: int, chars: int) -> Listing:
+        """`list_runs`, each long text cut in SQL to its first `chars` characters (a JSON column
+        longer than that left out), so what is read is bounded by `limit` whatever the runs hold;
+        each cut field's whole size in bytes is in the listing's `cut`, by run."""
+        where, params = ("WHERE status = ?", [str(status)]) if status else ("", [])
+        columns = cut_columns(chars, self.octets)
+        sql = f"SELECT {columns} FROM {TABLE} {where} ORDER BY started_at DESC LIMIT {int(limit)}"
+        return records_of(self._rows(sql, params, retry=True), cut=True)
+
     def expired(self, now: float) -> list[RunRecord]:
         rows = self._rows(
             f"SELECT {LIST_COLUMNS} FROM {TABLE} WHERE status = ? AND deadline <= ? ORDER BY deadline",
@@ -784,8 +796,9 @@ def record_of(row: Row) -> RunRecord:
     )
 
 
-def records_of(rows: list[Row]) -> Listing:
-    """The records of a listing; a damaged row is logged and left out, never hiding the others."""
+def records_of(rows: list[Row], cut: bool = False) -> Listing:
+    """The records of a listing; a damaged row is logged and left out, never hiding the others.
+    With `cut`, the rows of `cut_columns`: each field cut is named in the listing's `cut`."""
     listing = Listing()
     for row in rows:
         try:
@@ -793,7 +806,32 @@ def records_of(rows: list[Row]) -> Listing:
         except StoreError as exc:
             log.error("%s; it is left out of this listing", exc)
             listing.damaged.append(str(row.get("run_id")))
+            continue
+        if cut and (sizes := _cut_sizes(row)):
+            listing.cut[str(row["run_id"])] = sizes
     return listing
+
+
+def cut_columns(chars: int, octets: str) -> str:
+    """`LIST_COLUMNS` with each long text cut to its first `chars` characters, each JSON column
+    there only when it is no longer, and each one's whole size in bytes beside it (`<name>_bytes`,
+    `octets` the dialect's SQL for it)."""
+    n = int(chars)
+    shown = {c: f"substr({c}, 1, {n}) AS {c}" for c in CUT_TEXTS}
+    shown |= {c: f"CASE WHEN length({c}) <= {n} THEN {c} END AS {c}" for c in CUT_OBJECTS}
+    columns = [shown.get(c, c) for c in LIST_COLUMNS.split(", ")]
+    sizes = [f"{octets.format(c)} AS {c}_bytes" for c in (*CUT_TEXTS, *CUT_OBJECTS)]
+    return ", ".join(columns + sizes)
+
+
+def _cut_sizes(row: Row) -> dict[str, int]:
+    """The fields of a `cut_columns` row that were cut, each with its whole size in bytes."""
+    cut = {}
+    for c in (*CUT_TEXTS, *CUT_OBJECTS):
+        whole, given = row.get(f"{c}_bytes"), row.get(c)
+        if isinstance(whole, int) and whole > len((given or "").encode("utf-8", "surrogatepass")):
+            cut[c] = whole
+    return cut
 
 
 def _column(row: Row, name: str, decode: Any) -> Any:

@@ -164,12 +164,18 @@ class RunRecord(WithUsage):
         return data
 
 
+CUT_TEXTS = ("task", "note", "summary", "output", "question", "answer", "refused")  # an overview cuts
+CUT_OBJECTS = ("state", "pending")  # JSON: an overview gives each whole, or none when it is longer
+
+
 class Listing(list["RunRecord"]):
-    """The records of a listing, and the ids of rows left out because they could not be read."""
+    """The records of a listing, the ids of rows left out because they could not be read, and for
+    a listing whose long texts were cut (`SqlStore.overview`), each cut field's whole length by run."""
 
     def __init__(self, records: Sequence[RunRecord] = (), damaged: Sequence[str] = ()) -> None:
         super().__init__(records)
         self.damaged = list(damaged)
+        self.cut: dict[str, dict[str, int]] = {}
 
 
 @dataclass(frozen=True)

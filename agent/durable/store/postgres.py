@@ -74,6 +74,7 @@ class PostgresStore(SqlStore):
 
     dialect = "postgres"
     clock = CLOCK
+    octets = "octet_length({})"
     waiting_order = "suspended_at NULLS FIRST, run_id"  # as the index of schema 10 keeps them
 
     def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -251,6 +252,17 @@ class PostgresStore(SqlStore):
                     raise failure(exc, watch, self.shown, self.url) from exc
                 finally:
                     self._in_tx = False
+
+    def answers(self) -> None:
+        """Return once the server answered and takes writes (`/readyz`): a hot standby, or a database
+        or role set `default_transaction_read_only`, answers reads while every write fails."""
+        rows = self._rows("SELECT current_setting('transaction_read_only') AS read_only", retry=True)
+        if rows[0]["read_only"] == "on":
+            raise StoreError(
+                f"the PostgreSQL run store {self.shown} takes no writes (a hot standby, or "
+                "default_transaction_read_only set on the database or role): point --store at the "
+                "primary, or set it off"
+            )
 
     def waited(self) -> float:
         """How long the oldest call now in flight has waited for the server (0 when none is): the

@@ -7,6 +7,7 @@ import fcntl
 import functools
 import logging
 import os
+import resource
 import sqlite3
 import struct
 import threading
@@ -63,6 +64,7 @@ class SqliteStore(SqlStore):
 
     dialect = "sqlite"
     clock = CLOCK
+    octets = "length(CAST({} AS BLOB))"  # `length` of text stops at a NUL, which SQLite keeps
 
     def __init__(self, path: str | Path, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.path = Path(path)
@@ -120,7 +122,7 @@ class SqliteStore(SqlStore):
         try:
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.OperationalError as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}{open_hint(self.path)}") from exc
+            raise self._unopened(exc) from exc
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":  # a store cut short, say
                 raise StoreError(
@@ -138,7 +140,7 @@ class SqliteStore(SqlStore):
             self._use_wal()
             self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}{open_hint(self.path)}") from exc
+            raise self._unopened(exc) from exc
         if SCHEMA_TABLE in tables and self._up_to_date():
             return  # known from one read, which waits for no other process's write lock
         self._set_busy_timeout(MIGRATION_SECONDS)  # another process's migration may take a while
@@ -152,6 +154,9 @@ class SqliteStore(SqlStore):
         finally:
             self._allowance = allowance
             self._set_busy_timeout(self.timeout)
+
+    def _unopened(self, exc: sqlite3.Error) -> StoreError:
+        return StoreError(f"cannot open the run store {self.path}: {exc}{open_hint(self.path, exc)}")
 
     def _set_busy_timeout(self, seconds: float) -> None:
         self._conn.execute(f"PRAGMA busy_timeout = {max(1, round(seconds * 1000))}")
@@ -423,19 +428,21 @@ class SqliteStore(SqlStore):
             self.check_file(now=True)
         except StoreError as gone:
             return gone
-        return StoreError(f"the run store {self.path} failed: {exc}{open_hint(self.path)}")
+        return StoreError(f"the run store {self.path} failed: {exc}{open_hint(self.path, exc)}")
 
     def waited(self) -> float:
         """How long the oldest call now in flight has waited (0 when none is): see `PostgresStore`."""
         return self._watchdog.waited()
 
     def answers(self) -> None:
-        """Return once the store could be written (its write lock taken and given back at once): reads
-        never wait in WAL mode, so a store another process keeps locked is found by a write. A store
+        """Return once the store could be written: its write lock taken and a row written, then rolled
+        back (reads never wait in WAL mode, so a store another process keeps locked is found by a
+        write; SQLite opens a file it may not write read-only, and only a write finds it). A store
         whose file left its path does not answer (`check_file`)."""
         self.check_file(now=True)
-        with self._tx():
-            pass
+        with contextlib.suppress(_Probed), self._tx():
+            self._rows(f"INSERT INTO {SCHEMA_TABLE} (version, applied_at) VALUES (-1, 0)")
+            raise _Probed  # the write could be made: rolled back, nothing changed
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
@@ -551,6 +558,10 @@ class _Call:
             raise self._store._gone_written() from None
 
 
+class _Probed(Exception):
+    """`SqliteStore.answers` made its write: roll it back."""
+
+
 class _Committed(StoreError):
     """A write committed to a store file that has no name left (`SqliteStore._committed`), raised
     under the writer's lock; `_Call` raises `SqliteStore._gone_written` in its place once it is given
@@ -633,7 +644,7 @@ def connect(path: Path, timeout: float) -> sqlite3.Connection:
             path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the run store {path}: {exc}{open_hint(path)}") from exc
+        raise StoreError(f"cannot open the run store {path}: {exc}{open_hint(path, exc)}") from exc
     conn.row_factory = sqlite3.Row
     return conn
 
@@ -832,10 +843,57 @@ def _open_as(opened: tuple[int, int]) -> str | None:
     return None
 
 
-def open_hint(path: Path) -> str:
+def open_hint(path: Path, exc: sqlite3.Error | None = None) -> str:
     """Why SQLite could not open or write the store, when a file beside it or the path itself says
-    (`blocked_hint`), or the file or its folder is read-only (`read_only_hint`); '' otherwise."""
-    return blocked_hint(path) or read_only_hint(path)
+    (`blocked_hint`), the file or its folder is read-only (`read_only_hint`), or `exc` is a write
+    that the disk or a file-size limit refused (`write_hint`); '' otherwise."""
+    return blocked_hint(path) or read_only_hint(path) or write_hint(path, exc)
+
+
+def write_hint(path: Path, exc: sqlite3.Error | None) -> str:
+    """What to do when SQLite's write failed with `disk I/O error` or `database or disk is full`:
+    the process's file-size limit reached (`ulimit -f`), the disk full, or else what to look at."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name != "SQLITE_FULL" and not name.startswith("SQLITE_IOERR"):
+        return ""
+    why = size_limit(path) or disk_full(path.parent)
+    if not why:
+        why = "SQLite could not write it: a full disk or quota, a file-size limit, or a failing disk (dmesg)"
+    return (
+        f". {why}. Nothing written is lost: the run store keeps what was committed, and `endstate "
+        "recover` continues each run whose checkpoint or result was not written once the store can be written"
+    )
+
+
+LIMIT_SLACK = 1024 * 1024  # bytes under the file-size limit at which a store file is taken to have reached it
+
+
+def size_limit(path: Path) -> str:
+    """Why a write failed when a store file has (nearly) reached this process's file-size limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft == resource.RLIM_INFINITY:
+        return ""
+    sizes = {p.name: p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists()}
+    if not sizes or max(sizes.values()) + LIMIT_SLACK < soft:
+        return ""
+    name, size = max(sizes.items(), key=lambda item: item[1])
+    return (
+        f"This process may write files of at most {soft} bytes (its file-size limit, `ulimit -f`; a "
+        f"container's or systemd's LimitFSIZE), and {name} has {size}: raise the limit (`ulimit -f "
+        "unlimited`) and start the process again"
+    )
+
+
+def disk_full(folder: Path) -> str:
+    """Why a write failed when the file system holding the store has (nearly) no room left."""
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return ""
+    free = found.f_bavail * found.f_frsize
+    if free >= LIMIT_SLACK:
+        return ""
+    return f"The file system holding {folder} is full ({free} bytes free): free space, or move the store"
 
 
 def blocked_hint(path: Path) -> str:

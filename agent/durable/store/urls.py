@@ -77,14 +77,32 @@ def secrets_in(url: str) -> list[str]:
     return sorted(every, key=len, reverse=True)
 
 
+SHORT_SECRET = 8  # characters under which a password is masked only where it stands as a word of its own
+
+
 def scrub(text: str, url: str | None) -> str:
-    """`text` with the URL shown without its password and every password in it masked."""
+    """`text` with the URL shown without its password and every password in it masked: wherever it
+    is, or, a short one (a `p`), where it is not part of a longer word, so the words that happen to
+    hold it stay readable (`port`, not `***ort`) while `:p@`, `password=p` and `"p"` are masked."""
     if not url:
         return text
     text = text.replace(url, shown_url(url))
     for secret in secrets_in(url):
-        text = text.replace(secret, MASK)
+        if len(secret) >= SHORT_SECRET:
+            text = text.replace(secret, MASK)
+        else:
+            text = re.sub(_standing(secret), MASK, text)
     return text
+
+
+def _standing(secret: str) -> str:
+    """A pattern of `secret` where no letter or digit is beside its own letter or digit at an end."""
+    before = r"(?<![^\W_])" if _ALNUM.match(secret[0]) else ""
+    after = r"(?![^\W_])" if _ALNUM.match(secret[-1]) else ""
+    return before + re.escape(secret) + after
+
+
+_ALNUM = re.compile(r"[^\W_]")
 
 
 def _split_query(rest: str) -> tuple[str, str, str]:
