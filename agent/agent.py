@@ -191,6 +191,8 @@ class Agent:
         check_cancel(cancel)
         now = self.clock.time() if now is None else _check_now(now)
         if snapshot.kind is SnapshotKind.LIMITED or more is not None:
+            if snapshot.kind is SnapshotKind.LIMITED:  # no question open: a reply would go unread
+                refuse_unasked(snapshot, as_reply(reply, approved))
             return await self._extend(snapshot, more, now, cancel)
         s = snapshot.suspension
         if s is not None and now >= s.deadline:
