@@ -788,6 +788,8 @@ async def verify(
 def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult:
     """Turn a stop or a suspend into the run's structured result. A run whose state JSON cannot
     hold ends as error where its state would be saved (a snapshot to resume, or a store)."""
+    if (problem := run.stop_clock()) is not None:  # the result and the snapshot are reckoned by it
+        log.warning("run %s: the agent's clock failed (%s); its time stops there", run.ctx.run_id, problem)
     if _saves_state(agent, decision) and (problem := run.state_problem()) is not None:
         decision = Stop(StopReason.ERROR, note=problem, error_type="ConfigError")
     if isinstance(decision, Suspend):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import math
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -14,11 +13,11 @@ from typing import Any, Literal
 from agent._frozen import cached
 from agent._loop import Stop, conclude, drive, paused, settle
 from agent._state import RunState
-from agent._valid import is_number, is_text, is_whole
+from agent._valid import is_finite_number, is_text, is_whole
 from agent.audit import SuccessAudit
 from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
-from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
+from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel, check_clock
 from agent.context import RunContext
 from agent.errors import ConfigError, HandedOver, SnapshotError, TakenOver
 from agent.finish import FINISH_SPEC, FINISH_TOOL
@@ -155,6 +154,7 @@ class Agent:
         if state is not None and not isinstance(state, dict):
             raise ConfigError(f"state must be a dict of JSON values, not {type(state).__name__}")
         check_cancel(cancel)
+        self._check_clock()
         first = Task(task)
         ctx = RunContext(
             run_id or new_run_id(), self.name, task, self.task_type, Journal([first]), state=dict(state or {})
@@ -189,6 +189,7 @@ class Agent:
         """
         self._check_snapshot(snapshot)
         check_cancel(cancel)
+        self._check_clock()
         now = self.clock.time() if now is None else _check_now(now)
         if snapshot.kind is SnapshotKind.LIMITED or more is not None:
             if snapshot.kind is SnapshotKind.LIMITED:  # no question open: a reply would go unread
@@ -216,6 +217,7 @@ class Agent:
         """A suspended run whose deadline passed: end it, or go on with the default answer."""
         self._check_snapshot(snapshot)
         check_cancel(cancel)
+        self._check_clock()
         now = self.clock.time() if now is None else _check_now(now)
         s = snapshot.suspension
         if s is None or now < s.deadline:
@@ -295,8 +297,10 @@ class Agent:
             taken, note = exc, f"{exc}. The run goes on there; this segment ended here."
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))
         except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
-            note = f"{type(exc).__name__}: {exc}"
-            result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=type(exc).__name__))
+            note, kind = f"{type(exc).__name__}: {exc}", type(exc).__name__
+            if (clock := run.stop_clock()) is not None:  # the agent's clock failed mid-run
+                note, kind = f"The agent's clock failed mid-run: {clock}", "clock_failed"
+            result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=kind))
         if run.pending is not None:  # the segment returns when all it handed the checkpointer is durable
             await settle(run)
         if taken is not None:
@@ -337,6 +341,11 @@ class Agent:
         wait = HumanWait(s.suspended_at, now, outcome, s.question, pending, s.deadline)
         run.usage.waiting_seconds += wait.seconds
         obs.human_waited(wait)
+
+    def _check_clock(self) -> None:
+        """A `ConfigError` before a segment begins on a clock that does not read well (it raises, or
+        gives no finite number of seconds), rather than a TypeError out of the run."""
+        check_clock(self.clock, f"agent {self.name!r}: ")
 
     def _check_snapshot(self, snap: Snapshot) -> None:
         if not isinstance(snap, Snapshot):
@@ -450,7 +459,7 @@ def _call_text(name: str, arguments: dict[str, Any]) -> str:
 
 def _check_now(now: object) -> float:
     """`now` as given to resume or expire: a time in seconds since the epoch, as the clock's."""
-    if not (is_number(now) and math.isfinite(now)):
+    if not is_finite_number(now):
         raise ConfigError(f"now must be a finite number of seconds since the epoch (or None), not {now!r}")
     return float(now)
 
