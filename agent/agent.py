@@ -205,6 +205,7 @@ class Agent:
             check_reply(s, human)
             if isinstance(human, Approval):
                 check_pending(snapshot, s)
+                self._check_runnable(snapshot, s)
         return await self._continue(snapshot, human, "person", now, cancel)
 
     def expire(self, snapshot: Snapshot, **kwargs: Any) -> RunResult:
@@ -341,6 +342,17 @@ class Agent:
         wait = HumanWait(s.suspended_at, now, outcome, s.question, pending, s.deadline)
         run.usage.waiting_seconds += wait.seconds
         obs.human_waited(wait)
+
+    def _check_runnable(self, snap: Snapshot, s: Suspension) -> None:
+        """Refuse an approval of a call this agent has no tool to run (a deployment that dropped or
+        renamed it), before anything runs: the run stays waiting, for an agent that has the tool or
+        a denial."""
+        if s.pending is not None and self.tool_named(s.pending.name) is None:
+            raise SnapshotError(
+                f"run {snap.run_id} waits for approval of {s.pending.name!r}, but agent {self.name!r} has "
+                f"no tool {s.pending.name!r} to run: approve it with an agent that has it, or deny it; "
+                "nothing was run"
+            )
 
     def _check_clock(self) -> None:
         """A `ConfigError` before a segment begins on a clock that does not read well (it raises, or
