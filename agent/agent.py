@@ -74,6 +74,10 @@ class Agent:
     # unrun, asked when the loop meets one: a Temporal run asks `workflow.patched`, so that a history whose
     # worker ran such a call replays as it ran
     skip_declined: Callable[[], bool] = field(default=lambda: True, repr=False, compare=False)
+    # whether a call the run is stuck on already (made `max_repeats` times in a row with no change in state)
+    # is left unrun when the same reply makes it again, asked when the loop meets one: a Temporal run asks
+    # `workflow.patched`, so that a history whose worker ran such calls replays as it ran
+    skip_repeats: Callable[[], bool] = field(default=lambda: True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.hooks is None:  # "no hooks", said out loud
