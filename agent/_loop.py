@@ -748,8 +748,9 @@ async def run_tool(
         await durable(run)
     obs.tool_started(call)
     run.ctx.call_id = call.id
+    left = run.seconds_left()
     try:
-        outcome = await execute(tool, call.arguments, run.ctx, limit=run.seconds_left())
+        outcome = await execute(tool, call.arguments, run.ctx, limit=left)
     except asyncio.CancelledError:  # cut off (a shutdown's grace ran out): what it did is unknown
         if not tool.needs_approval:  # an approved call is marked started: a person is asked instead
             run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
@@ -763,9 +764,10 @@ async def run_tool(
     result = Result(call.id, outcome.text, outcome.is_error, tool.name, seen, outcome.blocks)
     if outcome.budget_cut:  # the time budget ran out during the call: its result is kept, the run stops
         run.record(result)
-        return Stop(
-            StopReason.LIMIT, limit=LimitKind.SECONDS, note=f"The time budget ran out while {tool.name} ran."
+        when = (
+            f"before {tool.name} could start" if left is not None and left <= 0 else f"while {tool.name} ran"
         )
+        return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=f"The time budget ran out {when}.")
     return result
 
 
