@@ -445,7 +445,10 @@ def received(agent: Agent, run: RunState, obs: RunObserver, reply: object) -> Re
     except UnreadableReply as exc:
         return unreadable(obs, exc)
     obs.model_ended(reply, None)
-    return taken(agent, run, reply, parts)
+    try:
+        return taken(agent, run, reply, parts)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a field of the wrong kind (`extra`...)
+        return invalid_reply(f"{type(exc).__name__}: {exc}")
 
 
 def unreadable(obs: RunObserver, error: UnreadableReply) -> Stop:

@@ -1988,6 +1988,9 @@ class _Returns:
         (ModelReply(content=["done"]), "a content block is str, not a dict"),  # type: ignore[list-item]
         (ModelReply(content=[{"type": "tool_use", "id": "t1", "input": {}}]), "a tool_use block has no name"),
         (ModelReply(content=[{"type": "text"}]), "a 'text' block has no 'text'"),  # a KeyError before
+        # an adapter's field of the wrong kind: the run ended error typed AttributeError or TypeError
+        (ModelReply(content=[{**finish("done", "x"), "id": "f1"}], extra=[1]), "AttributeError: 'list'"),  # type: ignore[arg-type]
+        (ModelReply(content=[{**finish("done", "x"), "id": "f1"}], model=5), "TypeError: "),  # type: ignore[arg-type]
         (
             ModelReply(content=[{**call("search", query="x"), "id": "t1", "input": ["x"]}]),
             "its input is list",
