@@ -41,7 +41,7 @@ from agent.journal import (
 )
 from agent.models.base import ModelReply, ModelRequest, UnreadableReply, recording_cut_calls, refusal_note
 from agent.policies import MAX_RETRY_AFTER
-from agent.progress import call_signature, digest
+from agent.progress import ProgressDetector, call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
 from agent.stops import StopKind, TurnSignal
@@ -83,6 +83,9 @@ class Agent(Protocol):
     def skip_declined(self) -> Callable[[], bool]: ...
 
     @property
+    def skip_repeats(self) -> Callable[[], bool]: ...
+
+    @property
     def summarize(self) -> Callable[[RunContext, Spent, StopReason, LimitKind | None], str]: ...
 
     @property
@@ -112,6 +115,10 @@ NOT_RUN_DECLINED = (  # the API never sees it: the request leaves such calls and
 NOT_RUN_AFTER_CUT = (
     "Not run: the run was stopped while an earlier call of this reply ran, and that call's outcome is "
     "unknown. Call it again if you still need it."
+)
+NOT_RUN_REPEATED = (
+    "Not run: {name} was called {count} times in a row with the same arguments and no change in state; "
+    "the run is stuck and stops at the end of this turn."
 )
 CUT_SHORT = (
     "Outcome unknown: the run was stopped while this call ran, so it may or may not have taken "
@@ -438,7 +445,10 @@ def received(agent: Agent, run: RunState, obs: RunObserver, reply: object) -> Re
     except UnreadableReply as exc:
         return unreadable(obs, exc)
     obs.model_ended(reply, None)
-    return taken(agent, run, reply, parts)
+    try:
+        return taken(agent, run, reply, parts)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a field of the wrong kind (`extra`...)
+        return invalid_reply(f"{type(exc).__name__}: {exc}")
 
 
 def unreadable(obs: RunObserver, error: UnreadableReply) -> Stop:
@@ -668,7 +678,11 @@ async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver)
         args = json.dumps(call.arguments, sort_keys=True)
         question = f"Approve the call {call.name}({args})?"
         return Suspend(agent.suspension(question, PendingAction(call.id, call.name, call.arguments), call.id))
-    return declined(agent, run, call) or await run_tool(agent, run, tool, call, obs)
+    return (
+        declined(agent, run, call)
+        or repeated(agent, run, call)
+        or await run_tool(agent, run, tool, call, obs)
+    )
 
 
 def declined(agent: Agent, run: RunState, call: Call) -> Result | None:
@@ -681,6 +695,19 @@ def declined(agent: Agent, run: RunState, call: Call) -> Result | None:
         "run %s: call %s (%s) was made by a model that declined: not run", run.ctx.run_id, call.id, call.name
     )
     return Result(call.id, NOT_RUN_DECLINED, is_error=True)
+
+
+def repeated(agent: Agent, run: RunState, call: Call) -> Result | None:
+    """The result of a call the run is stuck on already (`ProgressDetector.stuck_on`: a reply that makes
+    one call hundreds of times), which is not run again: the run stops `no_progress` at the turn's end, as
+    it would have after running them all. Asked only where the call would run (a Temporal run's gate)."""
+    progress = run.progress
+    if not (isinstance(progress, ProgressDetector) and progress.stuck()):
+        return None  # the usual: no call has been made that often
+    count = progress.stuck_on(call_signature(call.name, call.arguments))
+    if count is None or not agent.skip_repeats():
+        return None
+    return Result(call.id, NOT_RUN_REPEATED.format(name=call.name, count=count), is_error=True)
 
 
 async def apply_answer(
@@ -724,8 +751,9 @@ async def run_tool(
         await durable(run)
     obs.tool_started(call)
     run.ctx.call_id = call.id
+    left = run.seconds_left()
     try:
-        outcome = await execute(tool, call.arguments, run.ctx, limit=run.seconds_left())
+        outcome = await execute(tool, call.arguments, run.ctx, limit=left)
     except asyncio.CancelledError:  # cut off (a shutdown's grace ran out): what it did is unknown
         if not tool.needs_approval:  # an approved call is marked started: a person is asked instead
             run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
@@ -739,9 +767,10 @@ async def run_tool(
     result = Result(call.id, outcome.text, outcome.is_error, tool.name, seen, outcome.blocks)
     if outcome.budget_cut:  # the time budget ran out during the call: its result is kept, the run stops
         run.record(result)
-        return Stop(
-            StopReason.LIMIT, limit=LimitKind.SECONDS, note=f"The time budget ran out while {tool.name} ran."
+        when = (
+            f"before {tool.name} could start" if left is not None and left <= 0 else f"while {tool.name} ran"
         )
+        return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=f"The time budget ran out {when}.")
     return result
 
 
@@ -788,6 +817,8 @@ async def verify(
 def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult:
     """Turn a stop or a suspend into the run's structured result. A run whose state JSON cannot
     hold ends as error where its state would be saved (a snapshot to resume, or a store)."""
+    if (problem := run.stop_clock()) is not None:  # the result and the snapshot are reckoned by it
+        log.warning("run %s: the agent's clock failed (%s); its time stops there", run.ctx.run_id, problem)
     if _saves_state(agent, decision) and (problem := run.state_problem()) is not None:
         decision = Stop(StopReason.ERROR, note=problem, error_type="ConfigError")
     if isinstance(decision, Suspend):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent._codec import unwritable
 from agent.budget import Budget, Extension, Spent, bounded_extension
-from agent.clock import SYSTEM_CLOCK, Clock
+from agent.clock import SYSTEM_CLOCK, Clock, StoppedClock, clock_problem
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError
 from agent.history import HistoryPolicy
@@ -73,6 +74,18 @@ class RunState:
         if self.budget.max_seconds is None:
             return None
         return self.budget.seconds_left(self.tick())
+
+    def stop_clock(self) -> str | None:
+        """When the run's clock fails (see `clock_problem`), a clock stopped at the run's last reading
+        stands in, so that the run can still end (its result and snapshot are reckoned by the clock):
+        what was wrong. None, and nothing changed, when the clock reads well."""
+        if (problem := clock_problem(self.clock)) is None:
+            return None
+        assert self._started is not None
+        if not math.isfinite(self.usage.active_seconds):  # a reading that was no number got this far
+            self.usage.active_seconds = self._active_before
+        self.clock = StoppedClock(self._started + (self.usage.active_seconds - self._active_before))
+        return problem
 
     def add_usage(self, usage: Usage) -> None:
         """Count one model call (a reply, a call cut off, a verifier's judge or a summary)."""

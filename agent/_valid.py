@@ -30,3 +30,12 @@ def is_text(value: object) -> TypeGuard[str]:
 def is_finite_from_zero(value: object) -> TypeGuard[int | float]:
     """A number (see `is_number`) from 0 up, neither infinite nor NaN: seconds, an amount."""
     return is_number(value) and 0 <= value < math.inf
+
+
+def is_finite_number(value: object) -> TypeGuard[int | float]:
+    """A number (see `is_number`) that is neither infinite nor NaN, and that a float holds (an int
+    such as 10**400 does not: `math.isfinite` raised OverflowError for it)."""
+    try:
+        return is_number(value) and math.isfinite(value)
+    except OverflowError:
+        return False

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import math
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -14,11 +13,11 @@ from typing import Any, Literal
 from agent._frozen import cached
 from agent._loop import Stop, conclude, drive, paused, settle
 from agent._state import RunState
-from agent._valid import is_number, is_text, is_whole
+from agent._valid import is_finite_number, is_text, is_whole
 from agent.audit import SuccessAudit
 from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
-from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel
+from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel, check_clock
 from agent.context import RunContext
 from agent.errors import ConfigError, HandedOver, SnapshotError, TakenOver
 from agent.finish import FINISH_SPEC, FINISH_TOOL
@@ -76,6 +75,10 @@ class Agent:
     # unrun, asked when the loop meets one: a Temporal run asks `workflow.patched`, so that a history whose
     # worker ran such a call replays as it ran
     skip_declined: Callable[[], bool] = field(default=lambda: True, repr=False, compare=False)
+    # whether a call the run is stuck on already (made `max_repeats` times in a row with no change in state)
+    # is left unrun when the same reply makes it again, asked when the loop meets one: a Temporal run asks
+    # `workflow.patched`, so that a history whose worker ran such calls replays as it ran
+    skip_repeats: Callable[[], bool] = field(default=lambda: True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.hooks is None:  # "no hooks", said out loud
@@ -156,6 +159,7 @@ class Agent:
         if state is not None and not isinstance(state, dict):
             raise ConfigError(f"state must be a dict of JSON values, not {type(state).__name__}")
         check_cancel(cancel)
+        self._check_clock()
         first = Task(task)
         ctx = RunContext(
             run_id or new_run_id(), self.name, task, self.task_type, Journal([first]), state=dict(state or {})
@@ -190,8 +194,11 @@ class Agent:
         """
         self._check_snapshot(snapshot)
         check_cancel(cancel)
+        self._check_clock()
         now = self.clock.time() if now is None else _check_now(now)
         if snapshot.kind is SnapshotKind.LIMITED or more is not None:
+            if snapshot.kind is SnapshotKind.LIMITED:  # no question open: a reply would go unread
+                refuse_unasked(snapshot, as_reply(reply, approved))
             return await self._extend(snapshot, more, now, cancel)
         s = snapshot.suspension
         if s is not None and now >= s.deadline:
@@ -203,6 +210,7 @@ class Agent:
             check_reply(s, human)
             if isinstance(human, Approval):
                 check_pending(snapshot, s)
+                self._check_runnable(snapshot, s)
         return await self._continue(snapshot, human, "person", now, cancel)
 
     def expire(self, snapshot: Snapshot, **kwargs: Any) -> RunResult:
@@ -215,6 +223,7 @@ class Agent:
         """A suspended run whose deadline passed: end it, or go on with the default answer."""
         self._check_snapshot(snapshot)
         check_cancel(cancel)
+        self._check_clock()
         now = self.clock.time() if now is None else _check_now(now)
         s = snapshot.suspension
         if s is None or now < s.deadline:
@@ -294,8 +303,10 @@ class Agent:
             taken, note = exc, f"{exc}. The run goes on there; this segment ended here."
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))
         except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
-            note = f"{type(exc).__name__}: {exc}"
-            result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=type(exc).__name__))
+            note, kind = f"{type(exc).__name__}: {exc}", type(exc).__name__
+            if (clock := run.stop_clock()) is not None:  # the agent's clock failed mid-run
+                note, kind = f"The agent's clock failed mid-run: {clock}", "clock_failed"
+            result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=kind))
         if run.pending is not None:  # the segment returns when all it handed the checkpointer is durable
             await settle(run)
         if taken is not None:
@@ -336,6 +347,22 @@ class Agent:
         wait = HumanWait(s.suspended_at, now, outcome, s.question, pending, s.deadline)
         run.usage.waiting_seconds += wait.seconds
         obs.human_waited(wait)
+
+    def _check_runnable(self, snap: Snapshot, s: Suspension) -> None:
+        """Refuse an approval of a call this agent has no tool to run (a deployment that dropped or
+        renamed it), before anything runs: the run stays waiting, for an agent that has the tool or
+        a denial."""
+        if s.pending is not None and self.tool_named(s.pending.name) is None:
+            raise SnapshotError(
+                f"run {snap.run_id} waits for approval of {s.pending.name!r}, but agent {self.name!r} has "
+                f"no tool {s.pending.name!r} to run: approve it with an agent that has it, or deny it; "
+                "nothing was run"
+            )
+
+    def _check_clock(self) -> None:
+        """A `ConfigError` before a segment begins on a clock that does not read well (it raises, or
+        gives no finite number of seconds), rather than a TypeError out of the run."""
+        check_clock(self.clock, f"agent {self.name!r}: ")
 
     def _check_snapshot(self, snap: Snapshot) -> None:
         if not isinstance(snap, Snapshot):
@@ -449,7 +476,7 @@ def _call_text(name: str, arguments: dict[str, Any]) -> str:
 
 def _check_now(now: object) -> float:
     """`now` as given to resume or expire: a time in seconds since the epoch, as the clock's."""
-    if not (is_number(now) and math.isfinite(now)):
+    if not is_finite_number(now):
         raise ConfigError(f"now must be a finite number of seconds since the epoch (or None), not {now!r}")
     return float(now)
 

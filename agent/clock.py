@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Protocol, runtime_checkable
 
+from agent._valid import is_finite_number
 from agent.errors import ConfigError
 
 
@@ -28,6 +29,43 @@ class SystemClock:
 
 
 SYSTEM_CLOCK = SystemClock()
+
+
+def clock_problem(clock: Clock) -> str | None:
+    """What is wrong with `clock` as it reads now: a method that raises, or that returns no finite
+    number of seconds (the run's time budget, deadlines and results are reckoned by it); None when
+    both read well."""
+    for method in ("time", "monotonic"):
+        try:
+            value = getattr(clock, method)()
+        except Exception as exc:
+            return f"clock.{method}() raised {type(exc).__name__}: {exc}"
+        if not is_finite_number(value):
+            return f"clock.{method}() returned {value!r:.60}, not a finite number of seconds"
+    return None
+
+
+def check_clock(clock: Clock, who: str) -> None:
+    """A `ConfigError` naming `who` (say "agent 'x': ") when `clock` does not read well (see
+    `clock_problem`), before a run segment begins on it."""
+    if (problem := clock_problem(clock)) is not None:
+        raise ConfigError(
+            f"{who}{problem}; give a clock whose time() and monotonic() read seconds (SystemClock())"
+        )
+
+
+class StoppedClock:
+    """The clock of a run whose own clock failed mid-way: stopped at the run's last reading (its wall
+    time is the system's), so that the run can still end and say so."""
+
+    def __init__(self, monotonic: float) -> None:
+        self._monotonic = monotonic
+
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return self._monotonic
 
 
 @runtime_checkable

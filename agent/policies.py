@@ -50,7 +50,8 @@ class RetryPolicy:
             return None
         if retry_after is not None:
             return max(retry_after, 0.0)
-        backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        # past 2**1023 no float holds the factor (OverflowError): by then any backoff is at its cap
+        backoff = min(self.max_delay, self.base_delay * 2 ** min(attempt - 1, 1023))
         return backoff * (0.5 + random.random() / 2) if self.jitter else backoff
 
 

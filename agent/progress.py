@@ -178,6 +178,17 @@ class ProgressDetector:
             self._seen.add(observation)
             self._turn_had_news = True
 
+    def stuck(self) -> bool:
+        """Whether some call has been made `max_repeats` times in a row with no change in state (the
+        run is stuck: it stops at this turn's end). Quick: asked before each call."""
+        return self._worst[1] >= self.max_repeats
+
+    def stuck_on(self, signature: str) -> int | None:
+        """How many times in a row the call `signature` was made with no change in state, when that is
+        `max_repeats` or more (a further such call would change nothing: it is not run); else None."""
+        last = self._repeats.get(signature)
+        return last[1] if last is not None and last[1] >= self.max_repeats else None
+
     def heard(self) -> None:
         """Count this turn as one that brought something new: a reply from a person (or the help
         policy's default) to the run's question or pending call, which the model has not read yet."""

@@ -680,11 +680,33 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
         try:
             outcome: tuple[Callable[[Any], None], Any] = (future.set_result, context.run(fn, **kwargs))
         except BaseException as exc:  # handed to the awaiting coroutine
-            outcome = (future.set_exception, exc)
+            outcome = (future.set_exception, _Carried(exc) if isinstance(exc, _UNCARRIED) else exc)
         return lambda: loop.call_soon_threadsafe(settle, *outcome)
 
     _WORKERS.submit(job)
-    return await future
+    try:
+        return await future
+    except _Carried as carried:
+        if isinstance(exc := carried.exc, StopIteration):  # as Python words one that leaves a coroutine
+            told = said(exc) or "no message"
+            raise RuntimeError(
+                f"function raised StopIteration ({told}): next() of an empty iterator?"
+            ) from exc
+        raise exc from None
+
+
+# What a future cannot hand to its awaiting coroutine as itself: it refuses a StopIteration (which never
+# settled it: the call hung to its timeout), and a GeneratorExit is thrown into the task's outermost
+# coroutine, past every handler of the tool's (it escaped the run). Each goes back `_Carried`.
+_UNCARRIED = (StopIteration, GeneratorExit)
+
+
+class _Carried(Exception):
+    """An exception of `_UNCARRIED` that a function run on a daemon thread raised, on its way back."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(exc)
+        self.exc = exc
 
 
 class _DaemonWorkers:

@@ -1987,6 +1987,10 @@ class _Returns:
         (ModelReply(content="done"), "its content is str, not a list of content blocks"),  # type: ignore[arg-type]
         (ModelReply(content=["done"]), "a content block is str, not a dict"),  # type: ignore[list-item]
         (ModelReply(content=[{"type": "tool_use", "id": "t1", "input": {}}]), "a tool_use block has no name"),
+        (ModelReply(content=[{"type": "text"}]), "a 'text' block has no 'text'"),  # a KeyError before
+        # an adapter's field of the wrong kind: the run ended error typed AttributeError or TypeError
+        (ModelReply(content=[{**finish("done", "x"), "id": "f1"}], extra=[1]), "AttributeError: 'list'"),  # type: ignore[arg-type]
+        (ModelReply(content=[{**finish("done", "x"), "id": "f1"}], model=5), "TypeError: "),  # type: ignore[arg-type]
         (
             ModelReply(content=[{**call("search", query="x"), "id": "t1", "input": ["x"]}]),
             "its input is list",
@@ -2010,6 +2014,7 @@ def test_a_reply_the_loop_cannot_read_ends_the_run_saying_what_is_wrong(returned
         ([{"type": "tool_use", "name": "search", "input": {}}], "a tool_use block has no id"),
         ([{"type": "tool_use", "id": "t1", "input": {}}], "a tool_use block has no name"),
         ([{"type": "tool_use", "id": "t1", "name": "search", "input": "x"}], "its input is str"),
+        ([{"type": "text", "citations": []}], "a 'text' block has no 'text'"),
     ],
 )
 def test_a_replys_parts_refuse_content_the_journal_cannot_read(content, says):

@@ -310,6 +310,11 @@ class Runner:
         if more is not None:  # more budget for a run that stopped at a limit
             if not (current.stop_reason is StopReason.LIMIT and current.snapshot_json):
                 raise NotClaimable(f"run {run_id} did not stop at a limit; nothing was changed")
+            if answer is not None or approved is not None:  # it asked nothing: the reply would go unread
+                raise NotClaimable(
+                    f"run {run_id} stopped at a limit and waits for no answer or approval: give it more "
+                    "budget without one; nothing was changed"
+                )
             record = self.store.claim(run_id, (RunStatus.FINISHED,), lease, now)
             return self._resume_job(self._hold(record), release_to=RunStatus.FINISHED, more=more)
         if current.status is RunStatus.WAITING:  # the question read, answered before its deadline

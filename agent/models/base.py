@@ -186,7 +186,10 @@ class ModelReply:
                 if not isinstance(block.get("input") or {}, dict):
                     given = type(block["input"]).__name__
                     raise UnreadableReply(f"tool call {block['name']!r}: its input is {given}, not an object")
-            parts.append(part_of(block))
+            try:
+                parts.append(part_of(block))
+            except KeyError as missing:  # a text block without its text: said, not a KeyError
+                raise UnreadableReply(f"a {block.get('type')!r:.40} block has no {missing}") from None
         return tuple(parts)
 
     def uncounted(self) -> str | None:

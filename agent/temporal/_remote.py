@@ -106,6 +106,10 @@ HISTORY_EVENTS = "endstate-history-event-count-checked"
 # the start: a history whose worker ran it replays as it ran, and a run that waits for its approval now
 # (an older worker suspended it) does not run it once approved.
 DECLINED_NOT_RUN = "endstate-declined-calls-not-run"
+# A call the run is stuck on already (`Agent.skip_repeats`: made `max_repeats` times in a row with no change
+# in state, and made again in the same reply) is not run. Asked when such a call is met: a history whose
+# worker ran it replays as it ran.
+REPEATS_NOT_RUN = "endstate-repeated-calls-not-run"
 # A run's active time is the time its calls ran on a worker (each activity says how long: `_wire.RAN`) and the
 # workflow's own time between them, not the time a call or the workflow task after it waited for a worker
 # (every worker down or redeploying, a backlog on the task queue), which the store's runner does not count
@@ -431,6 +435,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         "max_tokens": plan["max_tokens"],
         "finish_last": workflow.patched(FINISH_LAST) and plan.get("finish_last", True),
         "skip_declined": functools.partial(workflow.patched, DECLINED_NOT_RUN),  # asked when one is met
+        "skip_repeats": functools.partial(workflow.patched, REPEATS_NOT_RUN),  # asked when one is met
     }
     if plan["progress"] is not None:
         options["progress"] = functools.partial(ProgressDetector, **plan["progress"])
