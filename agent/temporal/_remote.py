@@ -127,6 +127,10 @@ CALLS_CHUNKED = "endstate-calls-prefix-in-chunks"
 # The verifiers' input names both so (`_wire.VERIFY_CHUNKED`): a long run's whole journal passed a payload.
 # Runs started before replay their checks with every entry and call, as they were made.
 VERIFY_CHUNKED = "endstate-verify-input-in-chunks"
+# A verification's answer that came in the workflow task in which the loop's budget timer fired (the task
+# waited for a worker past the time left) is taken, as a model or tool call's is (`WORKER_TIME`): it passed
+# in time on its worker. Runs started before stop `limit`/`seconds` there, as they did.
+VERIFY_TAKEN = "endstate-verify-answer-taken-at-the-budget"
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -510,6 +514,16 @@ async def answer_came(ref: RunRef, handle: workflow.ActivityHandle[Any]) -> Any:
     if handle.done() and not handle.cancelled() and handle.exception() is None:
         return handle.result()
     return None
+
+
+async def _activity_end(handle: workflow.ActivityHandle[Any]) -> Any:
+    """A started activity's answer, as `_activity` gives it (a cut cancels the activity)."""
+    try:
+        return await handle
+    except ActivityError as exc:
+        if (failure := _loop_error(exc)) is not None:
+            raise failure from exc
+        raise
 
 
 async def _activity(name: str, arg: Any, **options: Any) -> Any:
@@ -951,19 +965,24 @@ class RemoteVerifier:
         """The verify activity's answer (on `queue`: see `pinned`); the verifier's own error comes back
         as it was raised."""
         began = workflow.time()
+        handle = workflow.start_activity(
+            name,
+            payload,
+            start_to_close_timeout=self._window,
+            heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
+            retry_policy=TemporalRetry(maximum_attempts=3),
+            **pinned(queue, self._setup),
+        )
         try:
-            out = await _activity(
-                name,
-                payload,
-                start_to_close_timeout=self._window,
-                heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
-                retry_policy=TemporalRetry(maximum_attempts=3),
-                **pinned(queue, self._setup),
-            )
+            out = await (settled(self._ref, handle) if self._takes_late_answer() else _activity_end(handle))
         except ActivityError as exc:
             cause = _cause(exc)
             raise _named_error(cause.type or "Exception", cause.message) if cause else exc from exc
         return self._ref.timed(began, out)
+
+    def _takes_late_answer(self) -> bool:
+        """Whether an answer that came with the budget's cut is taken (`VERIFY_TAKEN`)."""
+        return self._ref.worker_time and workflow.patched(VERIFY_TAKEN)
 
 
 def _chunked_check(ref: RunRef, ctx: RunContext, inline: set[str] | None) -> dict[str, Any]:
