@@ -8,6 +8,7 @@ and whose clock (when the agent takes one) is the workflow's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -20,7 +21,13 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy as TemporalRetry
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    FailureError,
+    TimeoutType,
+    is_cancelled_exception,
+)
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
@@ -131,6 +138,15 @@ VERIFY_CHUNKED = "endstate-verify-input-in-chunks"
 # waited for a worker past the time left) is taken, as a model or tool call's is (`WORKER_TIME`): it passed
 # in time on its worker. Runs started before stop `limit`/`seconds` there, as they did.
 VERIFY_TAKEN = "endstate-verify-answer-taken-at-the-budget"
+# A call the loop's time budget cut while it had not run that long on a worker (it waited for one: every
+# worker busy or away) is not cut there: the workflow asks Temporal whether and when it started (a local
+# activity, `_wire.CALL_STATE`, only at such a cut) and waits on while it has run less than the time the run
+# had left for it, as the time a call waits for a worker is not the run's (`WORKER_TIME`). A call past its
+# first attempt (its worker died) is cut as before. Runs started before cut the call at the timer, as they
+# did.
+QUEUE_NOT_COUNTED = "endstate-time-queued-for-a-worker-not-counted"
+CALL_STATE_TIMEOUT = timedelta(seconds=10)
+ANSWER_GRACE = 5.0  # seconds to wait for an answer Temporal already has (no longer pending)
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -479,11 +495,14 @@ async def settled(ref: RunRef, handle: workflow.ActivityHandle[Any]) -> Any:
     when it came in the workflow task the budget's timer fired in: the time the run waited for a worker
     is not the run's, and the call ran within its time (its worker measured it: `_wire.RAN`). Else the
     activity is cancelled, and the cut goes on up."""
+    began = workflow.time()
     try:
         return await asyncio.shield(handle)
     except asyncio.CancelledError:
         if (came := await answer_came(ref, handle)) is not None:
             return came
+        if await ran_in_time(ref, handle, began):
+            return handle.result()
         handle.cancel()
         handle.add_done_callback(_read)  # its failure is the cut's: read, so none is logged as lost
         raise
@@ -524,6 +543,67 @@ async def _activity_end(handle: workflow.ActivityHandle[Any]) -> Any:
         if (failure := _loop_error(exc)) is not None:
             raise failure from exc
         raise
+
+
+async def ran_in_time(
+    ref: RunRef, handle: workflow.ActivityHandle[Any], began: float, budget: float | None = None
+) -> bool:
+    """At the budget's cut of a call not yet answered (`QUEUE_NOT_COUNTED`): wait on while the call has
+    run on a worker less than `budget` seconds (None: as long as from `began`, when it was scheduled, to
+    the cut). True once it answered in that time; False when it ran past it (the time it waited for a
+    worker left out of the run's), or the segment is cut."""
+    if ref.cut or not ref.worker_time or not workflow.patched(QUEUE_NOT_COUNTED):
+        return False
+    budget = workflow.time() - began if budget is None else budget
+    started: float | None = None
+    try:
+        while not handle.done():
+            state = await _call_state(handle)
+            if not state["pending"]:  # its answer is on the way
+                with contextlib.suppress(TimeoutError):
+                    await workflow.wait_condition(handle.done, timeout=ANSWER_GRACE)
+                break
+            started = state["started"]
+            if (left := _time_to_run(state, budget)) <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                await workflow.wait_condition(handle.done, timeout=left)
+    except asyncio.CancelledError:  # the segment is cut meanwhile: that cut is the caller's to carry on
+        return False
+    except FailureError:  # Temporal did not say (the worker may not describe workflows): cut, as before
+        workflow.logger.warning("could not read whether a call the time budget cut had started: it is cut")
+        return False
+    if handle.done() and not handle.cancelled() and handle.exception() is None:
+        return True  # its time waiting for a worker is left out with its answer (`RunRef.timed`)
+    if started is not None:
+        ref.waited += max(0.0, started - began)
+    return False
+
+
+def _time_to_run(state: dict[str, Any], budget: float) -> float:
+    """How long a pending call may still run within `budget`: all of it while it waits for a worker,
+    nothing past its first attempt (the attempts before ran for a time not known here)."""
+    if state["attempt"] > 1:
+        return 0.0
+    return budget if state["started"] is None else budget - (workflow.time() - state["started"])
+
+
+async def _call_state(handle: workflow.ActivityHandle[Any]) -> dict[str, Any]:
+    """Whether Temporal holds the call pending, its attempt, and when it started (None: not yet)."""
+    state: dict[str, Any] = await workflow.execute_local_activity(
+        w.CALL_STATE,
+        {"activity_id": _activity_id(handle)},
+        start_to_close_timeout=CALL_STATE_TIMEOUT,
+        retry_policy=TemporalRetry(maximum_attempts=3),
+    )
+    return state
+
+
+def _activity_id(handle: workflow.ActivityHandle[Any]) -> str:
+    """The id Temporal knows the activity by: the one it was given, else its sequence number in the
+    workflow (as Temporal's SDK sets it)."""
+    given = getattr(getattr(handle, "_input", None), "activity_id", None)
+    return str(given or handle._seq)  # type: ignore[attr-defined]
 
 
 async def _activity(name: str, arg: Any, **options: Any) -> Any:
@@ -663,6 +743,8 @@ class ActivityModel:
         except asyncio.CancelledError:
             if self._ref.worker_time and (came := await answer_came(self._ref, handle)) is not None:
                 return self._ref.told(self._ref.timed(began, dict(came)))
+            if await ran_in_time(self._ref, handle, began, call.get("seconds")):
+                return self._ref.told(self._ref.timed(began, dict(handle.result())))
             await self._cut(handle)
             raise
         except ActivityError as exc:
