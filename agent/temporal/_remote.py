@@ -145,8 +145,13 @@ VERIFY_TAKEN = "endstate-verify-answer-taken-at-the-budget"
 # first attempt (its worker died) is cut as before. Runs started before cut the call at the timer, as they
 # did.
 QUEUE_NOT_COUNTED = "endstate-time-queued-for-a-worker-not-counted"
+# The time a retry's backoff timer, once fired, waited for a worker to take the workflow's next step is left
+# out of the run's active time, as a call's wait is (`WORKER_TIME`); the backoff itself counts, as in one
+# process. Runs started before count it, as they did.
+BACKOFF_WAIT = "endstate-backoff-wait-for-a-worker-not-counted"
 CALL_STATE_TIMEOUT = timedelta(seconds=10)
 ANSWER_GRACE = 5.0  # seconds to wait for an answer Temporal already has (no longer pending)
+NO_TIME_LEFT = 0.001  # seconds: what a model call is sent when the run has no time left
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -473,6 +478,14 @@ class WorkflowClock:
     def monotonic(self) -> float:
         return workflow.time() if self._ref is None else self._ref.active()
 
+    async def sleep(self, seconds: float) -> None:
+        """A durable timer of `seconds`; the time its end then waited for a worker to take the
+        workflow's next step is left out of the run's active time (`BACKOFF_WAIT`)."""
+        began = workflow.time()
+        await asyncio.sleep(seconds)
+        if self._ref is not None and self._ref.worker_time and workflow.patched(BACKOFF_WAIT):
+            self._ref.waited += max(0.0, workflow.time() - began - seconds)
+
 
 def now() -> float:
     return workflow.now().timestamp()
@@ -555,6 +568,8 @@ async def ran_in_time(
     if ref.cut or not ref.worker_time or not workflow.patched(QUEUE_NOT_COUNTED):
         return False
     budget = workflow.time() - began if budget is None else budget
+    if budget <= NO_TIME_LEFT:  # the call began with none left: cut at once, as in one process
+        return False
     started: float | None = None
     try:
         while not handle.done():
@@ -706,7 +721,7 @@ class ActivityModel:
 
         async def send(call: dict[str, Any], queue: str | None) -> dict[str, Any]:
             if seconds is not None:  # the worker cuts the call there too, and reports what it used
-                call = {**call, "seconds": max(seconds - (self._ref.active() - began), 0.001)}
+                call = {**call, "seconds": max(seconds - (self._ref.active() - began), NO_TIME_LEFT)}
             return await self._started(w.MODEL_CHUNKED if chunked else w.MODEL_BY_DIGEST, call, queue)
 
         try:
