@@ -21,7 +21,7 @@ from agent._codec import unkept
 from agent._frozen import fast_init
 from agent._state import RunState
 from agent.checks import TurnVerdict
-from agent.clock import CancelSignal
+from agent.clock import CancelSignal, pause
 from agent.errors import HandedOver, ModelError, SnapshotError, TakenOver, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
@@ -415,7 +415,7 @@ async def recover(
         wait = retry_wait(agent, run, exc, attempt)
         if isinstance(wait, Stop):
             return wait
-        await asyncio.sleep(wait)
+        await pause(run.clock, wait)
         return None
     if exc.error_type != CONTEXT_FULL:
         return Stop(StopReason.ERROR, note=f"The model call failed: {exc}", error_type=exc.error_type)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Protocol, runtime_checkable
 
@@ -66,6 +67,13 @@ class StoppedClock:
 
     def monotonic(self) -> float:
         return self._monotonic
+
+
+async def pause(clock: Clock, seconds: float) -> None:
+    """Wait `seconds` (a retry's backoff): by the clock's own `sleep` when it has one (a durable
+    engine's, which knows what of the wait was the run's), else `asyncio.sleep`."""
+    own = getattr(clock, "sleep", None)
+    await (own(seconds) if callable(own) else asyncio.sleep(seconds))
 
 
 @runtime_checkable

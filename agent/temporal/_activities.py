@@ -20,9 +20,11 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC
 from typing import Any, TypeVar
 
 from temporalio import activity
+from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent._codec import encode_entry
@@ -85,6 +87,7 @@ class EndstateActivities:
             self.verify_chunked,
             self.cleanup,
             self.ready,
+            call_state,
         ]
 
     @activity.defn(name=w.PREPARE)
@@ -607,3 +610,21 @@ async def _heartbeats() -> AsyncIterator[None]:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+@activity.defn(name=w.CALL_STATE)
+async def call_state(ask: dict[str, Any]) -> dict[str, Any]:
+    """Where the workflow's activity `ask["activity_id"]` is, as Temporal knows it: `pending` (not yet
+    answered), its `attempt`, and `started` (when that attempt began on a worker, Temporal's time; None
+    while it waits for one). A local activity of the workflow that waits on it (`_remote.QUEUE_NOT_COUNTED`).
+    """
+    info = activity.info()
+    if info.workflow_id is None:  # not a workflow's activity: nothing it waits on
+        return {"pending": False}
+    handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
+    for pending in (await handle.describe()).raw_description.pending_activities:
+        if pending.activity_id == ask["activity_id"]:
+            began = pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+            started = pending.last_started_time.ToDatetime(tzinfo=UTC).timestamp() if began else None
+            return {"pending": True, "attempt": pending.attempt, "started": started}
+    return {"pending": False}

@@ -8,6 +8,7 @@ and whose clock (when the agent takes one) is the workflow's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -20,7 +21,13 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy as TemporalRetry
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    FailureError,
+    TimeoutType,
+    is_cancelled_exception,
+)
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
@@ -131,6 +138,24 @@ CALLS_CHUNKED = "endstate-calls-prefix-in-chunks"
 # The verifiers' input names both so (`_wire.VERIFY_CHUNKED`): a long run's whole journal passed a payload.
 # Runs started before replay their checks with every entry and call, as they were made.
 VERIFY_CHUNKED = "endstate-verify-input-in-chunks"
+# A verification's answer that came in the workflow task in which the loop's budget timer fired (the task
+# waited for a worker past the time left) is taken, as a model or tool call's is (`WORKER_TIME`): it passed
+# in time on its worker. Runs started before stop `limit`/`seconds` there, as they did.
+VERIFY_TAKEN = "endstate-verify-answer-taken-at-the-budget"
+# A call the loop's time budget cut while it had not run that long on a worker (it waited for one: every
+# worker busy or away) is not cut there: the workflow asks Temporal whether and when it started (a local
+# activity, `_wire.CALL_STATE`, only at such a cut) and waits on while it has run less than the time the run
+# had left for it, as the time a call waits for a worker is not the run's (`WORKER_TIME`). A call past its
+# first attempt (its worker died) is cut as before. Runs started before cut the call at the timer, as they
+# did.
+QUEUE_NOT_COUNTED = "endstate-time-queued-for-a-worker-not-counted"
+# The time a retry's backoff timer, once fired, waited for a worker to take the workflow's next step is left
+# out of the run's active time, as a call's wait is (`WORKER_TIME`); the backoff itself counts, as in one
+# process. Runs started before count it, as they did.
+BACKOFF_WAIT = "endstate-backoff-wait-for-a-worker-not-counted"
+CALL_STATE_TIMEOUT = timedelta(seconds=10)
+ANSWER_GRACE = 5.0  # seconds to wait for an answer Temporal already has (no longer pending)
+NO_TIME_LEFT = 0.001  # seconds: what a model call is sent when the run has no time left
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
 LACKED = " with the texts the worker lacked"
 _PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
@@ -458,6 +483,14 @@ class WorkflowClock:
     def monotonic(self) -> float:
         return workflow.time() if self._ref is None else self._ref.active()
 
+    async def sleep(self, seconds: float) -> None:
+        """A durable timer of `seconds`; the time its end then waited for a worker to take the
+        workflow's next step is left out of the run's active time (`BACKOFF_WAIT`)."""
+        began = workflow.time()
+        await asyncio.sleep(seconds)
+        if self._ref is not None and self._ref.worker_time and workflow.patched(BACKOFF_WAIT):
+            self._ref.waited += max(0.0, workflow.time() - began - seconds)
+
 
 def now() -> float:
     return workflow.now().timestamp()
@@ -480,11 +513,14 @@ async def settled(ref: RunRef, handle: workflow.ActivityHandle[Any]) -> Any:
     when it came in the workflow task the budget's timer fired in: the time the run waited for a worker
     is not the run's, and the call ran within its time (its worker measured it: `_wire.RAN`). Else the
     activity is cancelled, and the cut goes on up."""
+    began = workflow.time()
     try:
         return await asyncio.shield(handle)
     except asyncio.CancelledError:
         if (came := await answer_came(ref, handle)) is not None:
             return came
+        if await ran_in_time(ref, handle, began):
+            return handle.result()
         handle.cancel()
         handle.add_done_callback(_read)  # its failure is the cut's: read, so none is logged as lost
         raise
@@ -515,6 +551,79 @@ async def answer_came(ref: RunRef, handle: workflow.ActivityHandle[Any]) -> Any:
     if handle.done() and not handle.cancelled() and handle.exception() is None:
         return handle.result()
     return None
+
+
+async def _activity_end(handle: workflow.ActivityHandle[Any]) -> Any:
+    """A started activity's answer, as `_activity` gives it (a cut cancels the activity)."""
+    try:
+        return await handle
+    except ActivityError as exc:
+        if (failure := _loop_error(exc)) is not None:
+            raise failure from exc
+        raise
+
+
+async def ran_in_time(
+    ref: RunRef, handle: workflow.ActivityHandle[Any], began: float, budget: float | None = None
+) -> bool:
+    """At the budget's cut of a call not yet answered (`QUEUE_NOT_COUNTED`): wait on while the call has
+    run on a worker less than `budget` seconds (None: as long as from `began`, when it was scheduled, to
+    the cut). True once it answered in that time; False when it ran past it (the time it waited for a
+    worker left out of the run's), or the segment is cut."""
+    if ref.cut or not ref.worker_time or not workflow.patched(QUEUE_NOT_COUNTED):
+        return False
+    budget = workflow.time() - began if budget is None else budget
+    if budget <= NO_TIME_LEFT:  # the call began with none left: cut at once, as in one process
+        return False
+    started: float | None = None
+    try:
+        while not handle.done():
+            state = await _call_state(handle)
+            if not state["pending"]:  # its answer is on the way
+                with contextlib.suppress(TimeoutError):
+                    await workflow.wait_condition(handle.done, timeout=ANSWER_GRACE)
+                break
+            started = state["started"]
+            if (left := _time_to_run(state, budget)) <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                await workflow.wait_condition(handle.done, timeout=left)
+    except asyncio.CancelledError:  # the segment is cut meanwhile: that cut is the caller's to carry on
+        return False
+    except FailureError:  # Temporal did not say (the worker may not describe workflows): cut, as before
+        workflow.logger.warning("could not read whether a call the time budget cut had started: it is cut")
+        return False
+    if handle.done() and not handle.cancelled() and handle.exception() is None:
+        return True  # its time waiting for a worker is left out with its answer (`RunRef.timed`)
+    if started is not None:
+        ref.waited += max(0.0, started - began)
+    return False
+
+
+def _time_to_run(state: dict[str, Any], budget: float) -> float:
+    """How long a pending call may still run within `budget`: all of it while it waits for a worker,
+    nothing past its first attempt (the attempts before ran for a time not known here)."""
+    if state["attempt"] > 1:
+        return 0.0
+    return budget if state["started"] is None else budget - (workflow.time() - state["started"])
+
+
+async def _call_state(handle: workflow.ActivityHandle[Any]) -> dict[str, Any]:
+    """Whether Temporal holds the call pending, its attempt, and when it started (None: not yet)."""
+    state: dict[str, Any] = await workflow.execute_local_activity(
+        w.CALL_STATE,
+        {"activity_id": _activity_id(handle)},
+        start_to_close_timeout=CALL_STATE_TIMEOUT,
+        retry_policy=TemporalRetry(maximum_attempts=3),
+    )
+    return state
+
+
+def _activity_id(handle: workflow.ActivityHandle[Any]) -> str:
+    """The id Temporal knows the activity by: the one it was given, else its sequence number in the
+    workflow (as Temporal's SDK sets it)."""
+    given = getattr(getattr(handle, "_input", None), "activity_id", None)
+    return str(given or handle._seq)  # type: ignore[attr-defined]
 
 
 async def _activity(name: str, arg: Any, **options: Any) -> Any:
@@ -617,7 +726,7 @@ class ActivityModel:
 
         async def send(call: dict[str, Any], queue: str | None) -> dict[str, Any]:
             if seconds is not None:  # the worker cuts the call there too, and reports what it used
-                call = {**call, "seconds": max(seconds - (self._ref.active() - began), 0.001)}
+                call = {**call, "seconds": max(seconds - (self._ref.active() - began), NO_TIME_LEFT)}
             return await self._started(w.MODEL_CHUNKED if chunked else w.MODEL_BY_DIGEST, call, queue)
 
         try:
@@ -654,6 +763,8 @@ class ActivityModel:
         except asyncio.CancelledError:
             if self._ref.worker_time and (came := await answer_came(self._ref, handle)) is not None:
                 return self._ref.told(self._ref.timed(began, dict(came)))
+            if await ran_in_time(self._ref, handle, began, call.get("seconds")):
+                return self._ref.told(self._ref.timed(began, dict(handle.result())))
             await self._cut(handle)
             raise
         except ActivityError as exc:
@@ -956,19 +1067,24 @@ class RemoteVerifier:
         """The verify activity's answer (on `queue`: see `pinned`); the verifier's own error comes back
         as it was raised."""
         began = workflow.time()
+        handle = workflow.start_activity(
+            name,
+            payload,
+            start_to_close_timeout=self._window,
+            heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
+            retry_policy=TemporalRetry(maximum_attempts=3),
+            **pinned(queue, self._setup),
+        )
         try:
-            out = await _activity(
-                name,
-                payload,
-                start_to_close_timeout=self._window,
-                heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
-                retry_policy=TemporalRetry(maximum_attempts=3),
-                **pinned(queue, self._setup),
-            )
+            out = await (settled(self._ref, handle) if self._takes_late_answer() else _activity_end(handle))
         except ActivityError as exc:
             cause = _cause(exc)
             raise _named_error(cause.type or "Exception", cause.message) if cause else exc from exc
         return self._ref.timed(began, out)
+
+    def _takes_late_answer(self) -> bool:
+        """Whether an answer that came with the budget's cut is taken (`VERIFY_TAKEN`)."""
+        return self._ref.worker_time and workflow.patched(VERIFY_TAKEN)
 
 
 def _chunked_check(ref: RunRef, ctx: RunContext, inline: set[str] | None) -> dict[str, Any]:

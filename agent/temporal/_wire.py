@@ -59,6 +59,9 @@ CLEANUP = "endstate.cleanup"
 READY = (
     "endstate.ready"  # a worker can go on with a waiting run: it has the run's agent (and the approved tool)
 )
+# a local activity: whether one of the run's activities has started on a worker, and when
+# (`_remote.QUEUE_NOT_COUNTED`)
+CALL_STATE = "endstate.call-state"
 
 # the key under which the model, tool and verify activities say how long they ran on their worker, in seconds
 # (`_remote.WORKER_TIME`)

@@ -253,7 +253,11 @@ class TemporalRuns:
         """One run as the store-backed commands show it, or None when there is no such run (one on
         another task queue is `UnknownRun`, naming its queue)."""
         try:
-            return await _record(await self._described(run_id))
+            execution = await self._described(run_id)
+            record = await _record(execution)
+            if execution.status is WorkflowExecutionStatus.COMPLETED:  # texts in full, not the memo's start
+                record = _with_texts(record, (await self._outcome(self._pinned(execution)))["result"])
+            return record
         except ElsewhereRun:
             raise
         except UnknownRun:
@@ -531,8 +535,9 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         # the memo holds the last segment's end (a suspension, say), not this end, which Temporal made
         reason, note = str(StopReason.ERROR), _TEMPORAL_ENDED[execution.status]
         error_type = _NO_RESULT.get(execution.status, "workflow_failed")  # as `_without_result` says
-        last = {k: v for k, v in last.items() if k not in ("limit", "verified")}
+        last = {k: v for k, v in last.items() if k not in ("limit", "verified", "output", "summary")}
     started = execution.start_time.timestamp()
+    closed = execution.close_time if status is RunStatus.FINISHED else None
     return RunRecord(
         run_id=execution.id,
         agent=attrs.get(w.SA_AGENT) or "",
@@ -546,7 +551,13 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         stop_limit=last.get("limit"),
         turns=int(last.get("turns", 0)),
         usage=Usage.from_flat(last),
+        active_seconds=_seconds(last.get("active_seconds")),
+        waiting_seconds=_seconds(last.get("waiting_seconds")),
+        ended_at=closed.timestamp() if closed else None,
+        trace_id=_text(last.get("trace_id")) or None,
         note=note,
+        summary=_text(last.get("summary")),
+        output=_text(last.get("output")),
         verified=bool(last.get("verified", False)),
         error_type=error_type if status is not RunStatus.RUNNING else None,
         question=suspension.question if suspension else None,
@@ -555,6 +566,28 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         suspended_at=suspension.suspended_at if suspension else None,
         segments=_whole(memo.get("segments")),
     )
+
+
+def _with_texts(record: RunRecord, result: dict[str, Any]) -> RunRecord:
+    """`record` with the note, summary and output of the execution's result in full (the memo keeps the
+    start of each)."""
+    return dataclasses.replace(
+        record,
+        note=_text(result.get("note")),
+        summary=_text(result.get("summary")),
+        output=_text(result.get("output")),
+    )
+
+
+def _seconds(value: object) -> float:
+    """A duration from the memo: 0.0 for anything but a finite, non-negative number."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < float("inf"):
+        return float(value)
+    return 0.0
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _no_result_note(status: WorkflowExecutionStatus, exc: WorkflowFailureError) -> str:
