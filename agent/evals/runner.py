@@ -152,7 +152,7 @@ async def run_case(
 ) -> Outcome:
     """Play one case offline (its script or replay) or against `model`; never raises for a failing
     run. A catalog agent's catalog comes from `catalogs` (loaded here and closed after, when None)."""
-    if model is None and case.script is None and case.replay is None:
+    if model is None and case.script is None and case.replay is None and case.catalog is None:
         return Outcome(case, skipped=NO_SCRIPT)
     if model is not None and case.offline_only:
         return Outcome(case, skipped=OFFLINE_ONLY)
@@ -172,7 +172,7 @@ async def _play(case: Case, model: ModelFactory | None, break_verifiers: bool, c
     try:
         if case.catalog is not None:
             with _catalog_world(case, catalogs.get(case.catalog)) as (agent, world, state, cancel):
-                _adjust(case, agent, real or _replayed(case, world), break_verifiers)
+                _adjust(case, agent, real or _replayed(case, world) or agent.model, break_verifiers)
                 return await _segments(case, agent, world, real, state, cancel)
         scenario = _scenario(case)
         with world_for(scenario) as world:
@@ -290,10 +290,10 @@ def _catalog_world(case: Case, catalog: Catalog) -> Iterator[tuple[Agent, World,
             entry.cleanup(state)
 
 
-def _replayed(case: Case, world: World) -> Model:
-    """The scripted model that plays the case's recorded replies."""
-    assert case.replay is not None, "a catalog case without a replay runs only with --model"
-    return ScriptedModel(case.replay.steps(world))
+def _replayed(case: Case, world: World) -> Model | None:
+    """The scripted model that plays the case's recorded replies; None for a case written without
+    them, which runs the model its catalog entry builds (a team's own cases, offline)."""
+    return ScriptedModel(case.replay.steps(world)) if case.replay else None
 
 
 def _adjust(case: Case, agent: Agent, model: Model, break_verifiers: bool) -> None:

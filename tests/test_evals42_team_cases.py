@@ -1,0 +1,110 @@
+"""A team's own eval cases for its own agents (a catalog of its own), written by hand as the docs
+show: its own judges, registered with `@judge` beside its agents, and offline runs of the model its
+catalog builds."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.evals.case import load_cases
+from agent.evals.judges import JUDGES
+from agent.evals.runner import run_cases
+
+TEAM = '''
+import tempfile
+from pathlib import Path
+
+from agent import Agent, Budget, tool
+from agent.durable.catalog import Catalog
+from agent.evals.judges import judge
+from agent.models.scripted import ScriptedModel, call, finish
+from agent.verify import predicate
+
+SCRIPTS = {
+    "easy": [[call("write", text="hello")], [finish("done", "wrote hello")]],
+    "claims": [[finish("done", "the margin is 12%")]],
+}
+
+
+def prepare(state, run_id):
+    return {**state, "workdir": tempfile.mkdtemp(prefix="team42-")}
+
+
+def build(state):
+    folder = Path(state["workdir"])
+
+    @tool
+    def write(text: str) -> str:
+        """Write text to out.txt."""
+        (folder / "out.txt").write_text(text)
+        return "ok"
+
+    wrote = predicate(lambda ctx: (folder / "out.txt").exists(), "nothing written")
+    return Agent(
+        name="writer",
+        model=ScriptedModel(SCRIPTS[state["script"]]),
+        tools=[write],
+        verifiers=[] if state.get("unchecked") else [wrote],
+        budget=Budget(max_turns=5, max_seconds=60),
+        task_type="writing",
+    )
+
+
+@judge("team42_wrote_hello")
+def wrote_hello(run):
+    path = run.world.workdir / "out.txt"
+    return [] if path.exists() and path.read_text() == "hello" else ["out.txt does not say hello"]
+
+
+catalog = Catalog()
+catalog.register("writer", build, prepare=prepare)
+'''
+
+CASES = """
+cases:
+  - name: writer/easy
+    agent: writer
+    catalog: team42_agents:catalog
+    state: {script: easy}
+    task: Write hello.
+    task_type: writing
+    expect: success
+    judge: [team42_wrote_hello]
+  - name: writer/impossible
+    agent: writer
+    catalog: team42_agents:catalog
+    state: {script: claims, unchecked: true}
+    task: Find the private company's margin.
+    task_type: writing
+    expect: gave_up
+    impossible: true
+    judge: [team42_wrote_hello]
+"""
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The team's package on the path, not yet imported; its case file."""
+    (tmp_path / "team42_agents.py").write_text(textwrap.dedent(TEAM))
+    (tmp_path / "cases.yaml").write_text(CASES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path / "cases.yaml"
+    sys.modules.pop("team42_agents", None)
+    JUDGES.pop("team42_wrote_hello", None)
+
+
+def test_a_judge_registered_beside_the_catalog_agents_is_known_when_the_cases_load(team: Path) -> None:
+    cases = load_cases([team])
+    assert [ref.name for ref in cases[0].judges] == ["team42_wrote_hello"]
+
+
+def test_a_hand_written_catalog_case_runs_offline_with_the_model_its_catalog_builds(team: Path) -> None:
+    easy, impossible = asyncio.run(run_cases(load_cases([team])))
+    assert not easy.skipped and easy.met and easy.actual == ["success"]
+    assert impossible.false_success and not impossible.met  # the unchecked claim is caught by the eval
