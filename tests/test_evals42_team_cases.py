@@ -108,3 +108,30 @@ def test_a_hand_written_catalog_case_runs_offline_with_the_model_its_catalog_bui
     easy, impossible = asyncio.run(run_cases(load_cases([team])))
     assert not easy.skipped and easy.met and easy.actual == ["success"]
     assert impossible.false_success and not impossible.met  # the unchecked claim is caught by the eval
+
+
+def test_a_judge_that_raises_fails_the_case_without_calling_a_true_success_false(tmp_path: Path) -> None:
+    """A judge with a bug could not judge: the case fails and says so, but the run is no false success
+    (FALSE SUCCESS says the agent invented an outcome; here nobody knows)."""
+    from agent.evals.judges import judge
+    from agent.evals.report import case_json, summarize
+
+    @judge("team42_broken")
+    def broken(run: object) -> list[str]:
+        raise RuntimeError("judge bug")
+
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(
+        "cases:\n  - {name: csv/broken-judge, agent: csv-cleaner, fixture: dirty_orders, script: csv/clean,\n"
+        "     expect: success, judge: [csv_matches_hand_cleaned, team42_broken]}\n"
+    )
+    try:
+        [outcome] = asyncio.run(run_cases(load_cases([cases])))
+    finally:
+        JUDGES.pop("team42_broken", None)
+    assert outcome.actual == ["success"] and not outcome.met
+    assert not outcome.false_success
+    assert outcome.problems == ["could not judge: team42_broken: the judge raised RuntimeError: judge bug"]
+    summary = summarize([outcome])
+    assert not summary.passed and summary.false_successes == () and summary.true_successes == 0
+    assert case_json(outcome)["segments"][0]["judge_errors"] == [outcome.problems[0].split(": ", 1)[1]]

@@ -104,6 +104,7 @@ def case_json(o: Outcome) -> dict[str, Any]:
                 "segment": i,
                 "expected": str(s.expected),
                 "judge_failures": list(s.judge_failures),
+                "judge_errors": list(s.judge_errors),
                 **s.result.to_dict(),
             }
             for i, s in enumerate(o.segments, 1)

@@ -18,7 +18,7 @@ from agent.durable.catalog import Catalog, load_catalog
 from agent.errors import ConfigError
 from agent.evals.case import Case
 from agent.evals.fixtures import FIXTURES
-from agent.evals.judges import Judged, run_judge
+from agent.evals.judges import Judged, judge_verdict
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import Scenario, World, build_agent, follow_up, world_for
 from agent.journal import Entry
@@ -38,6 +38,7 @@ class Segment:
     result: RunResult
     expected: StopReason
     judge_failures: tuple[str, ...] = ()
+    judge_errors: tuple[str, ...] = ()  # judges that raised: they could not judge the run either way
     replay_failures: tuple[str, ...] = ()  # a replayed run whose calls got other results than recorded
     replay_checked: bool = False  # its calls' results were compared with the recorded ones (offline)
 
@@ -93,6 +94,7 @@ class Outcome:
             _stop_problems(self)
             + _extra_problems(self)
             + [f for s in self.segments for f in s.judge_failures]
+            + [f"could not judge: {e}" for s in self.segments for e in s.judge_errors]
             + [f"replay: {f}" for s in self.segments[-1:] for f in s.replay_failures]
         )
 
@@ -357,5 +359,7 @@ def _budget(base: Budget, ceilings: Mapping[str, float]) -> Budget:
 
 def _judged(case: Case, world: World, result: RunResult, segment: int) -> Segment:
     run = Judged(world, result, segment)
-    failures = [f for ref in case.judges for f in run_judge(ref.name, dict(ref.params), run)]
-    return Segment(result, case.expected[segment - 1], tuple(failures))
+    verdicts = [judge_verdict(ref.name, dict(ref.params), run) for ref in case.judges]
+    failures = tuple(f for found, _ in verdicts for f in found)
+    errors = tuple(error for _, error in verdicts if error)
+    return Segment(result, case.expected[segment - 1], failures, errors)
