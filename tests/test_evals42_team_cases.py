@@ -135,3 +135,23 @@ def test_a_judge_that_raises_fails_the_case_without_calling_a_true_success_false
     summary = summarize([outcome])
     assert not summary.passed and summary.false_successes == () and summary.true_successes == 0
     assert case_json(outcome)["segments"][0]["judge_errors"] == [outcome.problems[0].split(": ", 1)[1]]
+
+
+def test_the_pytest_entry_point_takes_the_catalog_from_the_environment_as_endstate_eval_does(
+    team: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A case that names no catalog: the error told the team to set $ENDSTATE_CATALOG, which
+    `case_params` then ignored."""
+    from agent.evals.testing import case_params, check_case
+
+    team.write_text(CASES.replace("    catalog: team42_agents:catalog\n", ""))
+    monkeypatch.setenv("ENDSTATE_CATALOG", "team42_agents:catalog")
+    params = case_params(team)
+    assert [p.id for p in params] == ["writer/easy", "writer/impossible"]
+    assert params[0].values[0].catalog == "team42_agents:catalog"
+    check_case(params[0].values[0])
+    monkeypatch.delenv("ENDSTATE_CATALOG")
+    assert [p.id for p in case_params(team, catalog="team42_agents:catalog")] == [
+        "writer/easy",
+        "writer/impossible",
+    ]
