@@ -45,7 +45,12 @@ def build(state):
         (folder / "out.txt").write_text(text)
         return "ok"
 
-    wrote = predicate(lambda ctx: (folder / "out.txt").exists(), "nothing written")
+    def written(ctx):
+        if state.get("boom"):
+            raise ValueError("verifier boom")
+        return (folder / "out.txt").exists()
+
+    wrote = predicate(written, "nothing written")
     return Agent(
         name="writer",
         model=ScriptedModel(SCRIPTS[state["script"]]),
@@ -155,3 +160,12 @@ def test_the_pytest_entry_point_takes_the_catalog_from_the_environment_as_endsta
         "writer/easy",
         "writer/impossible",
     ]
+
+
+def test_an_unexpected_stop_says_why_the_run_ended(team: Path) -> None:
+    """A red case in CI said only "expected success, got error": the verifier's exception, the
+    reason the run gave up, were in the run's note and nowhere in the failure."""
+    team.write_text(CASES.replace("state: {script: easy}", "state: {script: easy, boom: true}"))
+    outcome = asyncio.run(run_cases(load_cases([team])))[0]
+    assert outcome.actual == ["error"]
+    assert outcome.problems[0] == "expected success, got error (A verifier raised ValueError: verifier boom)"

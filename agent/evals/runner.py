@@ -104,10 +104,22 @@ class Outcome:
 
 
 def _stop_problems(outcome: Outcome) -> list[str]:
+    """The stops the case expected against those the run had, with why the first unexpected one
+    ended (its note: the error, the give-up's reason), so a red CI line says what happened."""
     expected, actual = outcome.case.expected, outcome.actual
     if actual == expected:
         return []
-    return [f"expected {' -> '.join(expected)}, got {' -> '.join(actual)}"]
+    problem = f"expected {' -> '.join(expected)}, got {' -> '.join(actual)}"
+    off = next((s.result for s in outcome.segments if s.result.reason is not s.expected), None)
+    why = " ".join((off.note if off else "").split())
+    return [f"{problem} ({_cut(why, MAX_WHY)})" if why else problem]
+
+
+MAX_WHY = 200  # characters of an unexpected stop's note in its problem line
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 _AGENTS_OWN = (None, StopCause.AGENT)  # a give-up the agent chose (not the API's refusal, a guardrail)
