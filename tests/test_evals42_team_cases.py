@@ -169,3 +169,15 @@ def test_an_unexpected_stop_says_why_the_run_ended(team: Path) -> None:
     outcome = asyncio.run(run_cases(load_cases([team])))[0]
     assert outcome.actual == ["error"]
     assert outcome.problems[0] == "expected success, got error (A verifier raised ValueError: verifier boom)"
+
+
+def test_the_few_successes_note_counts_only_the_successes_the_ceilings_were_read_from() -> None:
+    """Two successes, one labelled false_success: the ceilings come from one run, and the note said 2."""
+    from agent.evals.limits import PastRun, RecordHistory, suggest
+    from agent.result import StopReason
+
+    ok = PastRun("t", StopReason.SUCCESS, None, 5, 2, 100, 0.01, "a")
+    false = PastRun("t", StopReason.SUCCESS, None, 6, 2, 100, 0.01, "b", label="false_success")
+    (s,) = suggest(RecordHistory([ok, false]))
+    assert s.ceilings[0].observed.count == 1
+    assert s.notes[0].startswith("only 1 successful run(s): the 95th percentile is rough")
