@@ -181,3 +181,16 @@ def test_the_few_successes_note_counts_only_the_successes_the_ceilings_were_read
     (s,) = suggest(RecordHistory([ok, false]))
     assert s.ceilings[0].observed.count == 1
     assert s.notes[0].startswith("only 1 successful run(s): the 95th percentile is rough")
+
+
+def test_a_success_where_the_case_expects_a_give_up_is_a_false_success(team: Path) -> None:
+    """A promoted false_success case (expects gave_up) replayed as the same success: the report said
+    "True success: 0 of 1" and "False successes: 0", and named nothing loudly."""
+    from agent.evals.report import render, summarize
+
+    team.write_text(CASES.replace("expect: success", "expect: gave_up"))
+    outcomes = asyncio.run(run_cases(load_cases([team])))
+    assert outcomes[0].actual == ["success"] and outcomes[0].false_success
+    summary = summarize(outcomes)
+    assert summary.false_successes == ("writer/easy", "writer/impossible") and not summary.passed
+    assert "!!   writer/easy: the case expects a give-up" in render(outcomes, summary, "offline")

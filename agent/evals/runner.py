@@ -68,11 +68,13 @@ class Outcome:
 
     @property
     def false_success(self) -> bool:
-        """The run says success, but the task was impossible or a judge disagrees."""
+        """The run says success, but the task was impossible, the case says it should have given up
+        (a promoted `false_success`, a refund the rules forbid), or a judge disagrees."""
         last = self.segments[-1] if self.segments else None
         if last is None or last.result.reason is not StopReason.SUCCESS:
             return False
-        return self.case.impossible or bool(last.judge_failures)
+        should_give_up = self.case.expected[-1] is StopReason.GAVE_UP
+        return self.case.impossible or should_give_up or bool(last.judge_failures)
 
     @property
     def unjudged(self) -> bool:
