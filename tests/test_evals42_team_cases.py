@@ -194,3 +194,15 @@ def test_a_success_where_the_case_expects_a_give_up_is_a_false_success(team: Pat
     summary = summarize(outcomes)
     assert summary.false_successes == ("writer/easy", "writer/impossible") and not summary.passed
     assert "!!   writer/easy: the case expects a give-up" in render(outcomes, summary, "offline")
+
+
+def test_json_says_a_case_that_could_not_run_crashed(team: Path) -> None:
+    """A machine reading --json could tell a case whose agent could not be built from one that ran
+    and failed only by parsing the problem's words."""
+    from agent.evals.report import case_json
+
+    team.write_text(CASES.replace("state: {script: easy}", "state: {script: no-such-script}"))
+    outcome = asyncio.run(run_cases(load_cases([team])))[0]
+    line = case_json(outcome)
+    assert line["crashed"] == "KeyError: 'no-such-script'" and line["met"] is False and line["segments"] == []
+    assert case_json(asyncio.run(run_cases(load_cases([team])))[1])["crashed"] is None

@@ -99,6 +99,7 @@ def case_json(o: Outcome) -> dict[str, Any]:
         "rounds_met": list(o.rounds) if o.rounds else None,
         "problems": o.problems,
         "skipped": o.skipped or None,
+        "crashed": o.crashed or None,  # why the case could not run (its agent could not be built, say)
         "segments": [
             {
                 "segment": i,
