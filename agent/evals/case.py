@@ -23,7 +23,9 @@ A team's own agent comes from its catalog, as `endstate serve --catalog` and
 (or the cases are run with `endstate eval --catalog ...` / `$ENDSTATE_CATALOG`),
 gives the run's `state:` in place of a fixture, and needs `task` and `task_type`.
 The eval builds the agent as the catalog would for a new run (`prepare`, then
-`build`) and swaps its model for the replay, or for `--model`.
+`build`) and swaps its model for the replay, or for `--model`; a case written without a
+replay runs the model its entry builds. A judge the catalog's module registers is known once the
+case names the catalog.
 
 and optionally `expect_limit` (which budget, with `expect: limit`),
 `expect_rejected` (a "done" was rejected by the verifiers on the way),
@@ -36,6 +38,7 @@ and `description`. Every error names the file, the case and the field.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import types
 import typing
@@ -382,7 +385,7 @@ def _parse(f: _Fields, default_catalog: str | None = None) -> Case:
         expect_limit=_expect_limit(f, expect, then),
         expect_rejected=f.flag("expect_rejected", None),
         impossible=f.flag("impossible"),
-        judges=_judges(f),
+        judges=_judges(f, world.get("catalog")),
         then=then,
         budget=_budget(f),
         extend=_budget(f, "extend"),
@@ -564,19 +567,21 @@ def _then(f: _Fields) -> FollowUpSpec | None:
     return FollowUpSpec(action, StopReason(expect), text)
 
 
-def _judges(f: _Fields) -> tuple[JudgeRef, ...]:
+def _judges(f: _Fields, catalog: str | None = None) -> tuple[JudgeRef, ...]:
     raw = f.raw.get("judge", [])
     items = raw if isinstance(raw, list) else [raw]
-    return tuple(_judge(f, item) for item in items)
+    return tuple(_judge(f, item, catalog) for item in items)
 
 
-def _judge(f: _Fields, item: Any) -> JudgeRef:
+def _judge(f: _Fields, item: Any, catalog: str | None = None) -> JudgeRef:
     if isinstance(item, dict) and len(item) == 1:
         name, params = next(iter(item.items()))
     else:
         name, params = item, {}
     if not isinstance(name, str) or not isinstance(params, dict):
         raise f.error("judge", f"each judge is a name or {{name: {{argument: value}}}}, got {item!r}")
+    if name not in JUDGES and catalog is not None:
+        _import_judges_of(f, catalog)
     f.pick("judge", name, JUDGES)
     try:
         inspect.signature(JUDGES[name]).bind(None, **params)
@@ -585,6 +590,17 @@ def _judge(f: _Fields, item: Any) -> JudgeRef:
     if (problem := _argument_problem(JUDGES[name], params)) is not None:
         raise f.error("judge", f"{name}: {problem}")
     return JudgeRef(name, params)
+
+
+def _import_judges_of(f: _Fields, catalog: str) -> None:
+    """Import the module of a case's catalog, so the judges it registers with `@judge` beside its
+    agents are known: a team's own judge was refused as unknown, its module not yet imported."""
+    module = catalog.partition(":")[0]
+    try:
+        importlib.import_module(module)
+    except Exception as exc:  # a module that fails to import is the case's error, named as such
+        problem = f"cannot import {module!r} for its judges: {type(exc).__name__}: {exc}"
+        raise f.error("catalog", problem) from None
 
 
 def _argument_problem(fn: Any, params: Mapping[str, Any]) -> str | None:

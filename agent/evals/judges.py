@@ -243,7 +243,13 @@ def file_absent(run: Judged, path: str) -> list[str]:
 
 def run_judge(name: str, params: dict[str, Any], run: Judged) -> list[str]:
     """Run one judge; a judge that raises is reported as a failure, not a crash."""
+    found, error = judge_verdict(name, params, run)
+    return [error] if error else found
+
+
+def judge_verdict(name: str, params: dict[str, Any], run: Judged) -> tuple[list[str], str | None]:
+    """What one judge found wrong, and why it could not judge (it raised), or None."""
     try:
-        return [f"{name}: {p}" for p in JUDGES[name](run, **params)]
+        return [f"{name}: {p}" for p in JUDGES[name](run, **params)], None
     except Exception as exc:  # a broken judge must fail the case, visibly
-        return [f"{name}: the judge raised {type(exc).__name__}: {exc}"]
+        return [], f"{name}: the judge raised {type(exc).__name__}: {exc}"

@@ -383,7 +383,8 @@ def suggest_one(history: History, task_type: str, headroom: Headroom = Headroom(
     ceilings = tuple(above_too_low(c, reviewed, headroom) for c in ceilings)
     changes = history.changes(task_type, {c.kind: c.suggested for c in ceilings})
     unknown = history.unknown(task_type, LimitKind.COST)
-    notes = _notes(stops, found, ceilings, unknown) + _outliers(ceilings, headroom)
+    successes = stops.get(str(StopReason.SUCCESS), 0) - reviewed.false_successes
+    notes = _notes(successes, found, ceilings, unknown) + _outliers(ceilings, headroom)
     notes += _review_notes(reviewed, ceilings)
     return Suggestion(task_type, stops, ceilings, changes, notes, unknown)
 
@@ -428,13 +429,13 @@ def _review_notes(reviewed: Reviewed, ceilings: tuple[Ceiling, ...]) -> tuple[st
 
 
 def _notes(
-    stops: dict[str, int],
+    successes: int,
     found: list[tuple[LimitKind, Observed | None]],
     ceilings: tuple[Ceiling, ...],
     unknown_cost: int = 0,
 ) -> tuple[str, ...]:
+    """What to know about the ceilings read from `successes` successful runs (none labelled false)."""
     notes = []
-    successes = stops.get(str(StopReason.SUCCESS), 0)
     if successes < FEW_SUCCESSES:
         notes.append(
             f"only {successes} successful run(s): the 95th percentile is rough; "
@@ -504,12 +505,17 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
         if not isinstance(segments, list) or not all(isinstance(s, dict) for s in segments):
             raise ValueError("segments must be a list of JSON objects")
         rows = [{"task_type": obj["task_type"], **s} for s in segments]
-        if rows and (obj.get("false_success") is True or _not_to_succeed(obj)):
+        if rows and (obj.get("false_success") is True or _not_to_succeed(obj) or _unjudgeable(rows[-1])):
             rows[-1]["label"] = FALSE_SUCCESS  # the eval's own check, or its case, says it is false
         return rows
     if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
         return [obj]
     return []  # a summary line or anything else that is not a run
+
+
+def _unjudgeable(segment: Mapping[str, Any]) -> bool:
+    """A segment whose judge raised: its success, if any, was never checked, so it sizes nothing."""
+    return bool(segment.get("judge_errors"))
 
 
 def _not_to_succeed(case: Mapping[str, Any]) -> bool:

@@ -99,11 +99,13 @@ def case_json(o: Outcome) -> dict[str, Any]:
         "rounds_met": list(o.rounds) if o.rounds else None,
         "problems": o.problems,
         "skipped": o.skipped or None,
+        "crashed": o.crashed or None,  # why the case could not run (its agent could not be built, say)
         "segments": [
             {
                 "segment": i,
                 "expected": str(s.expected),
                 "judge_failures": list(s.judge_failures),
+                "judge_errors": list(s.judge_errors),
                 **s.result.to_dict(),
             }
             for i, s in enumerate(o.segments, 1)
@@ -228,11 +230,12 @@ def _false_successes(outcomes: Sequence[Outcome]) -> list[str]:
     bar = "!" * 78
     lines = [
         bar,
-        f"!! FALSE SUCCESS: {len(false)} run(s) say success, but the task was impossible "
-        "or the eval's judge disagrees:",
+        f"!! FALSE SUCCESS: {len(false)} run(s) say success, but the task was impossible, "
+        "the case expects a give-up, or the eval's judge disagrees:",
     ]
     for o in false:
         why = ["the task is impossible on purpose"] if o.case.impossible else []
+        why += [] if o.case.impossible or o.case.expected[-1] != "gave_up" else ["the case expects a give-up"]
         why += [f for s in o.segments for f in s.judge_failures]
         lines.append(f"!!   {o.case.name}: {'; '.join(why)}")
     return [*lines, bar]

@@ -18,7 +18,7 @@ from agent.durable.catalog import Catalog, load_catalog
 from agent.errors import ConfigError
 from agent.evals.case import Case
 from agent.evals.fixtures import FIXTURES
-from agent.evals.judges import Judged, run_judge
+from agent.evals.judges import Judged, judge_verdict
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import Scenario, World, build_agent, follow_up, world_for
 from agent.journal import Entry
@@ -38,6 +38,7 @@ class Segment:
     result: RunResult
     expected: StopReason
     judge_failures: tuple[str, ...] = ()
+    judge_errors: tuple[str, ...] = ()  # judges that raised: they could not judge the run either way
     replay_failures: tuple[str, ...] = ()  # a replayed run whose calls got other results than recorded
     replay_checked: bool = False  # its calls' results were compared with the recorded ones (offline)
 
@@ -67,11 +68,13 @@ class Outcome:
 
     @property
     def false_success(self) -> bool:
-        """The run says success, but the task was impossible or a judge disagrees."""
+        """The run says success, but the task was impossible, the case says it should have given up
+        (a promoted `false_success`, a refund the rules forbid), or a judge disagrees."""
         last = self.segments[-1] if self.segments else None
         if last is None or last.result.reason is not StopReason.SUCCESS:
             return False
-        return self.case.impossible or bool(last.judge_failures)
+        should_give_up = self.case.expected[-1] is StopReason.GAVE_UP
+        return self.case.impossible or should_give_up or bool(last.judge_failures)
 
     @property
     def unjudged(self) -> bool:
@@ -93,6 +96,7 @@ class Outcome:
             _stop_problems(self)
             + _extra_problems(self)
             + [f for s in self.segments for f in s.judge_failures]
+            + [f"could not judge: {e}" for s in self.segments for e in s.judge_errors]
             + [f"replay: {f}" for s in self.segments[-1:] for f in s.replay_failures]
         )
 
@@ -102,10 +106,22 @@ class Outcome:
 
 
 def _stop_problems(outcome: Outcome) -> list[str]:
+    """The stops the case expected against those the run had, with why the first unexpected one
+    ended (its note: the error, the give-up's reason), so a red CI line says what happened."""
     expected, actual = outcome.case.expected, outcome.actual
     if actual == expected:
         return []
-    return [f"expected {' -> '.join(expected)}, got {' -> '.join(actual)}"]
+    problem = f"expected {' -> '.join(expected)}, got {' -> '.join(actual)}"
+    off = next((s.result for s in outcome.segments if s.result.reason is not s.expected), None)
+    why = " ".join((off.note if off else "").split())
+    return [f"{problem} ({_cut(why, MAX_WHY)})" if why else problem]
+
+
+MAX_WHY = 200  # characters of an unexpected stop's note in its problem line
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 _AGENTS_OWN = (None, StopCause.AGENT)  # a give-up the agent chose (not the API's refusal, a guardrail)
@@ -152,7 +168,7 @@ async def run_case(
 ) -> Outcome:
     """Play one case offline (its script or replay) or against `model`; never raises for a failing
     run. A catalog agent's catalog comes from `catalogs` (loaded here and closed after, when None)."""
-    if model is None and case.script is None and case.replay is None:
+    if model is None and case.script is None and case.replay is None and case.catalog is None:
         return Outcome(case, skipped=NO_SCRIPT)
     if model is not None and case.offline_only:
         return Outcome(case, skipped=OFFLINE_ONLY)
@@ -172,7 +188,7 @@ async def _play(case: Case, model: ModelFactory | None, break_verifiers: bool, c
     try:
         if case.catalog is not None:
             with _catalog_world(case, catalogs.get(case.catalog)) as (agent, world, state, cancel):
-                _adjust(case, agent, real or _replayed(case, world), break_verifiers)
+                _adjust(case, agent, real or _replayed(case, world) or agent.model, break_verifiers)
                 return await _segments(case, agent, world, real, state, cancel)
         scenario = _scenario(case)
         with world_for(scenario) as world:
@@ -290,10 +306,10 @@ def _catalog_world(case: Case, catalog: Catalog) -> Iterator[tuple[Agent, World,
             entry.cleanup(state)
 
 
-def _replayed(case: Case, world: World) -> Model:
-    """The scripted model that plays the case's recorded replies."""
-    assert case.replay is not None, "a catalog case without a replay runs only with --model"
-    return ScriptedModel(case.replay.steps(world))
+def _replayed(case: Case, world: World) -> Model | None:
+    """The scripted model that plays the case's recorded replies; None for a case written without
+    them, which runs the model its catalog entry builds (a team's own cases, offline)."""
+    return ScriptedModel(case.replay.steps(world)) if case.replay else None
 
 
 def _adjust(case: Case, agent: Agent, model: Model, break_verifiers: bool) -> None:
@@ -357,5 +373,7 @@ def _budget(base: Budget, ceilings: Mapping[str, float]) -> Budget:
 
 def _judged(case: Case, world: World, result: RunResult, segment: int) -> Segment:
     run = Judged(world, result, segment)
-    failures = [f for ref in case.judges for f in run_judge(ref.name, dict(ref.params), run)]
-    return Segment(result, case.expected[segment - 1], tuple(failures))
+    verdicts = [judge_verdict(ref.name, dict(ref.params), run) for ref in case.judges]
+    failures = tuple(f for found, _ in verdicts for f in found)
+    errors = tuple(error for _, error in verdicts if error)
+    return Segment(result, case.expected[segment - 1], failures, errors)

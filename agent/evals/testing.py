@@ -6,25 +6,31 @@
     def test_eval(case):
         check_case(case)
 
-With no path, the cases shipped for the seed agents.
+With no path, the cases shipped for the seed agents. Cases of your own agents that name no
+`catalog:` take it from `case_params(..., catalog="mypkg.agents:catalog")` or `$ENDSTATE_CATALOG`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import warnings
 from pathlib import Path
 from typing import Any
 
+from agent.durable.catalog import ENV_CATALOG
 from agent.evals.case import Case, load_cases
 from agent.evals.runner import ModelFactory, Outcome, run_case
 
 
-def case_params(*paths: str | Path) -> list[Any]:
-    """A `pytest.param` per case, with the case name as its id."""
+def case_params(*paths: str | Path, catalog: str | None = None) -> list[Any]:
+    """A `pytest.param` per case, with the case name as its id. `catalog` (module:attr, default
+    `$ENDSTATE_CATALOG`, as for `endstate eval`) is where cases that name no catalog of their own
+    and no seed agent find their agent."""
     import pytest  # only a test suite calls this
 
-    return [pytest.param(case, id=case.name) for case in load_cases(paths)]
+    catalog = catalog or os.environ.get(ENV_CATALOG) or None
+    return [pytest.param(case, id=case.name) for case in load_cases(paths, catalog)]
 
 
 def check_case(case: Case, model: ModelFactory | None = None, *, break_verifiers: bool = False) -> Outcome:
