@@ -32,6 +32,19 @@ SCRIPTS = {
 }
 
 
+CALLED = []
+
+
+class Paid:
+    """A model API: a call costs money."""
+
+    name = "claude-team"
+
+    async def complete(self, request):
+        CALLED.append(request)
+        raise RuntimeError("a paid call")
+
+
 def prepare(state, run_id):
     return {**state, "workdir": tempfile.mkdtemp(prefix="team42-")}
 
@@ -53,7 +66,7 @@ def build(state):
     wrote = predicate(written, "nothing written")
     return Agent(
         name="writer",
-        model=ScriptedModel(SCRIPTS[state["script"]]),
+        model=Paid() if state.get("api") else ScriptedModel(SCRIPTS[state["script"]]),
         tools=[write],
         verifiers=[] if state.get("unchecked") else [wrote],
         budget=Budget(max_turns=5, max_seconds=60),
@@ -113,6 +126,20 @@ def test_a_hand_written_catalog_case_runs_offline_with_the_model_its_catalog_bui
     easy, impossible = asyncio.run(run_cases(load_cases([team])))
     assert not easy.skipped and easy.met and easy.actual == ["success"]
     assert impossible.false_success and not impossible.met  # the unchecked claim is caught by the eval
+
+
+def test_a_hand_written_catalog_case_whose_catalog_builds_a_model_api_is_skipped_never_called(
+    team: Path,
+) -> None:
+    """Offline means no paid call: a case without `replay:` runs its catalog's model only when that is a
+    ScriptedModel; one that builds a model API is skipped, saying to run it with --model."""
+    from agent.evals.runner import CALLS_A_MODEL
+
+    team.write_text(CASES.replace("state: {script: easy}", "state: {script: easy, api: true}"))
+    easy, impossible = asyncio.run(run_cases(load_cases([team])))
+    assert easy.skipped == CALLS_A_MODEL and "--model" in CALLS_A_MODEL
+    assert sys.modules["team42_agents"].CALLED == []  # type: ignore[attr-defined]
+    assert not impossible.skipped  # the other case's catalog entry builds a scripted model
 
 
 def test_a_judge_that_raises_fails_the_case_without_calling_a_true_success_false(tmp_path: Path) -> None:

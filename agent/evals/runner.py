@@ -152,10 +152,12 @@ def _extra_problems(outcome: Outcome) -> list[str]:
 
 NO_SCRIPT = "no script: run it against a model with --model"
 OFFLINE_ONLY = "offline only: its fixture needs the scripted model"
+CALLS_A_MODEL = "its catalog builds a model that is no ScriptedModel: run it with --model, or give it replay:"
 # how to run the cases skipped for each reason, as the eval's last line says when none ran
 HOW_TO_RUN = {
     NO_SCRIPT: "run them against Claude: ANTHROPIC_API_KEY=... endstate eval --model MODEL",
     OFFLINE_ONLY: "run them offline, without --model",
+    CALLS_A_MODEL: "run them against Claude: ANTHROPIC_API_KEY=... endstate eval --model MODEL",
 }
 
 
@@ -188,7 +190,9 @@ async def _play(case: Case, model: ModelFactory | None, break_verifiers: bool, c
     try:
         if case.catalog is not None:
             with _catalog_world(case, catalogs.get(case.catalog)) as (agent, world, state, cancel):
-                _adjust(case, agent, real or _replayed(case, world) or agent.model, break_verifiers)
+                if not (played := real or _replayed(case, world) or _offline(agent.model)):
+                    return Outcome(case, skipped=CALLS_A_MODEL)
+                _adjust(case, agent, played, break_verifiers)
                 return await _segments(case, agent, world, real, state, cancel)
         scenario = _scenario(case)
         with world_for(scenario) as world:
@@ -310,6 +314,12 @@ def _replayed(case: Case, world: World) -> Model | None:
     """The scripted model that plays the case's recorded replies; None for a case written without
     them, which runs the model its catalog entry builds (a team's own cases, offline)."""
     return ScriptedModel(case.replay.steps(world)) if case.replay else None
+
+
+def _offline(model: Model) -> Model | None:
+    """`model` when it plays offline (a `ScriptedModel`), else None: a case without `replay:` runs the
+    model its catalog builds only when no model API is called unasked (`--model` says to)."""
+    return model if isinstance(model, ScriptedModel) else None
 
 
 def _adjust(case: Case, agent: Agent, model: Model, break_verifiers: bool) -> None:
