@@ -69,9 +69,10 @@ def start(store: RunStore, agent: str, hooks: Any = None) -> RunResult:
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """`endstate ARGV` in this process with the foreign catalog: its exit code, stdout and stderr."""
+    """`endstate ARGV` in this process with the foreign catalog (for the commands that run an agent:
+    `pending` and `runs` refuse one): its exit code, stdout and stderr."""
     capsys.readouterr()
-    code = main([*argv, "--catalog", CATALOG])
+    code = main([*argv] if argv[0] in ("pending", "runs") else [*argv, "--catalog", CATALOG])
     out, err = capsys.readouterr()
     return code, out, err
 
