@@ -105,6 +105,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")  # what an error type may look lik
 
 
 _PLANNED: ContextVar[SegmentLink | None] = ContextVar("endstate_planned_span", default=None)
+_RUN_OF = otel_context.create_key("endstate_run_trace")  # the segment whose span a context made current
 
 
 class PlannedIds(RandomIdGenerator):
@@ -245,9 +246,9 @@ class _RunTrace(RunObserver):
         self._events = events
         self._shape, self._planned = shape, planned
         self._run_events: list[tuple[str, dict[str, Any], int]] = []  # a planned span's, until it is made
-        self._caller = otel_context.get_current()  # the run span's parent, current again at its end
+        self._caller = _live(otel_context.get_current())  # the run span's parent, current again at its end
         self._span = self._planned_span() if planned else self._run_span(self._caller)
-        self._ctx = trace.set_span_in_context(self._span)
+        self._ctx = otel_context.set_value(_RUN_OF, self, trace.set_span_in_context(self._span))
         otel_context.attach(self._ctx)  # the run's span is current until it ends
         self._turn: _Turn | None = None
         self._chat: _Call | None = None
@@ -506,6 +507,11 @@ class _RunTrace(RunObserver):
 
     # -- helpers -------------------------------------------------------------
 
+    @property
+    def caller_if_ended(self) -> Context | None:
+        """The context this segment began in, once it has ended (None while it runs)."""
+        return self._caller if self._ended else None
+
     def _interrupt_calls(self) -> None:
         """The calls still open (cut off by cancellation, say) ended as interrupted."""
         for call in [self._chat, *self._tools.values()]:
@@ -600,6 +606,19 @@ def bounded_name(value: object, fallback: str) -> str:
     would make a series per message and could carry message content.
     """
     return value if isinstance(value, str) and _NAME.fullmatch(value) else fallback
+
+
+def _live(ctx: Context) -> Context:
+    """`ctx`, or when its span is a segment's that has ended, the context that segment began in. A
+    run that ends in another thread or task than its caller's (a home-grown loop stopped from a
+    worker, a stream closed by another task) cannot make its caller's context current again there:
+    the next run in the caller's thread or task must not be made a child of the ended one."""
+    while isinstance(run := otel_context.get_value(_RUN_OF, ctx), _RunTrace):
+        caller = run.caller_if_ended
+        if caller is None:
+            return ctx
+        ctx = caller
+    return ctx
 
 
 def _run_attributes(info: RunInfo, shape: _Shape) -> dict[str, Any]:

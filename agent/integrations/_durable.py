@@ -246,7 +246,8 @@ class ForeignAgent:
         self, target: Any, state: str, reply: HumanReply, resumed: RunResult, hooks: RunHooks
     ) -> RunResult:
         approved, answer = _decision(reply)
-        common = self._common(resumed.run_id, hooks) | {"resumed": resumed}
+        # the run's own task type, though the entry's changed since it suspended: the run goes on as it is
+        common = self._common(resumed.run_id, hooks) | {"resumed": resumed, "task_type": resumed.task_type}
         options = dict(self.options)
         if self.framework is Framework.LANGGRAPH:  # interrupt() gets True, False, or the answer's text
             config = dict(options.pop("config", None) or {})

@@ -38,6 +38,7 @@ from agent.tools import ToolOutcome, run_cancelled, said
 from agent.usage import Usage
 from agent.verify import Verifier, VerifierError, checked_in_thread
 
+DEFAULT_TASK_TYPE = "default"  # the integrations' task type when none is given
 DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
 # Endstate's own options of every integration's run (each adds its few); the rest go to the framework
 OPTIONS = ("hooks", "task_type", "verifiers", "run_id", "agent_name", "resumed", "help_seconds")
@@ -106,6 +107,8 @@ class Recorder:
         recorded (`wait`, or answered now). `go_on=False` for a segment that only
         ends the run (an expired wait): no turn is reopened.
         """
+        if resumed is not None:
+            agent, task_type = _as_resumed(resumed, task_type)
         _check_options(hooks, task_type, run_id, help_seconds)
         if not is_text(agent):
             raise ConfigError(
@@ -723,6 +726,19 @@ def _keywords(call: Callable[..., Any]) -> frozenset[str] | None:
         return None
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     return frozenset(p.name for p in params if p.kind in named and p.name not in ("self", "cls"))
+
+
+def _as_resumed(resumed: RunResult, task_type: Any) -> tuple[str, str]:
+    """A resumed segment's agent and task type: the run's, whatever the framework's agent is named
+    (a segment under other labels counted the run in neither's shares: started and waiting under
+    one, stopped under another, its pending approval never taken off the first). A task type given
+    that is not the run's (the integrations' default aside) is a clear `ConfigError`."""
+    if task_type not in (None, DEFAULT_TASK_TYPE, resumed.task_type):
+        raise ConfigError(
+            f"run {resumed.run_id} goes on as the run it is, of task type {resumed.task_type!r}, not "
+            f"{task_type!r}: leave task_type= out of the resume (or pass task_type={resumed.task_type!r})"
+        )
+    return resumed.agent, resumed.task_type
 
 
 def _spent(resumed: RunResult | None) -> Spent | None:

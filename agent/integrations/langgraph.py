@@ -506,7 +506,7 @@ def _recorder(graph: Any, input: Any, config: dict[str, Any], **options: Any) ->
     if _has_checkpointer(graph, config):  # with none, no checkpoint keeps them (and nothing resumes)
         info, observer = recorder.info, recorder.observer
         ours = {RUN_ID: info.run_id, SEGMENT: info.segment, TRACE_ID: observer.trace_id}
-        ours[SPAN_ID] = observer.span_id
+        ours |= {SPAN_ID: observer.span_id, AGENT: info.agent, TASK_TYPE: info.task_type}
         config["metadata"] = {**(config.get("metadata") or {}), **{k: v for k, v in ours.items() if v}}
     return recorder
 
@@ -516,7 +516,8 @@ def _recorder(graph: Any, input: Any, config: dict[str, Any], **options: Any) ->
 # goes on as the run that waited.
 RUN_ID, SEGMENT = "endstate_run_id", "endstate_segment"
 TRACE_ID, SPAN_ID = "endstate_trace_id", "endstate_span_id"
-_OURS = frozenset((RUN_ID, SEGMENT, TRACE_ID, SPAN_ID))
+AGENT, TASK_TYPE = "endstate_agent", "endstate_task_type"
+_OURS = frozenset((RUN_ID, SEGMENT, TRACE_ID, SPAN_ID, AGENT, TASK_TYPE))
 
 
 async def _waited_in_thread(
@@ -539,17 +540,29 @@ async def _waited_in_thread(
         return None
     if options.get("run_id") not in (None, run_id):  # the caller says which run this is
         return None
-    wait, task_type = options.get("help_seconds"), options.get("task_type", "default")
+    wait = options.get("help_seconds")
     question, pending = _asking(waiting[0])
     asked = _timestamp(getattr(saved, "created_at", None))
     deadline = asked + (DEFAULT_HELP_SECONDS if wait is None else wait)
     suspension = Suspension(question, deadline, asked, pending)
-    name = options.get("agent_name") or str(getattr(graph, "name", None) or "langgraph")
+    # the run's own agent and task type, as its segment named them (a checkpoint of an earlier
+    # release names neither: the call's then)
+    name = (
+        _text(meta.get(AGENT))
+        or options.get("agent_name")
+        or str(getattr(graph, "name", None) or "langgraph")
+    )
+    task_type = _text(meta.get(TASK_TYPE)) or options.get("task_type", "default")
     snapshot = Snapshot(
         run_id, name, task_type, SnapshotKind.SUSPENDED, segment, [Suspended(suspension)], usage=Spent(),
         trace_id=meta.get(TRACE_ID), span_id=meta.get(SPAN_ID),
     )  # fmt: skip
     return resumed_run(snapshot)
+
+
+def _text(value: Any) -> str | None:
+    """A checkpoint's metadata value when it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 def _without_ours(chunk: Any) -> Any:
