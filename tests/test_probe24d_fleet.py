@@ -235,7 +235,7 @@ def test_the_cli_of_a_machine_without_the_agent_refuses_an_answer_and_an_operato
     finally:
         retired.store.close()
     on = ("--store", store_url, "--catalog", "test_probe24d_fleet:support_catalog")
-    pending = endstate("pending", *on)
+    pending = endstate("pending", "--store", store_url)  # it runs no agent: it takes no --catalog
     assert pending.returncode == 0 and "b5  billing" in pending.stdout  # seen from any machine
 
     answered = endstate("answer", "b5", "3", *on)

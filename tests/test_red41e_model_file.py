@@ -37,10 +37,11 @@ def test_a_run_on_an_id_overridden_in_the_file_is_priced_by_the_file(
     path.write_text(f'[models."{DATED}"]\ninput = 2.0\noutput = 7.0\n', encoding="utf-8")
     monkeypatch.setenv("ENDSTATE_MODELS", str(path))
     done = tool_use("finish", {"kind": "done", "note": "ok"})
-    with MessagesAPI(message(done, input_tokens=1_000_000, output_tokens=1_000_000)) as api:
+    # an output count a call can have (at most 20 times its max_tokens: a larger one is no count)
+    with MessagesAPI(message(done, input_tokens=1_000_000, output_tokens=10_000)) as api:
         model = AnthropicModel(DATED, api_key="sk-test", base_url=api.url)
         result = Agent("priced", model, budget=Budget(max_turns=2)).run("Go.")
-    assert result.cost_usd == pytest.approx(2.0 + 7.0)  # not the built-in 1.0 + 5.0
+    assert result.cost_usd == pytest.approx(2.0 + 7.0 / 100)  # not the built-in 1.0 + 5.0 / 100
 
 
 def test_a_built_in_row_named_as_an_alias_in_the_file_follows_it(tmp_path: Path) -> None:

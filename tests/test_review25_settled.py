@@ -20,14 +20,19 @@ from agent.temporal._remote import RunRef, settled
 def test_a_call_cut_again_while_its_answer_is_awaited_is_still_cancelled(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    ref = RunRef("r1", "agent", "task", "default", {}, worker_time=True)
+
     async def cut_again(*args: Any, **kwargs: Any) -> None:
+        ref.cut = True  # as the workflow's segment marks it before it cuts (`_segment`)
         raise asyncio.CancelledError  # the segment's cut, delivered to what the task awaits
 
     monkeypatch.setattr(_remote.workflow, "wait_condition", cut_again)
+    monkeypatch.setattr(
+        _remote.workflow, "time", lambda: 0.0
+    )  # the workflow's clock, read as the call begins
 
     async def scenario() -> asyncio.Future[Any]:
         handle: asyncio.Future[Any] = asyncio.get_running_loop().create_future()  # the activity, running
-        ref = RunRef("r1", "agent", "task", "default", {}, worker_time=True)
         call = asyncio.create_task(settled(ref, handle))  # type: ignore[arg-type]
         await asyncio.sleep(0)
         call.cancel()  # the budget's cut
