@@ -407,10 +407,11 @@ def test_chance_at_30_to_150_runs_an_hour_stays_quiet_and_a_real_jump_fires(rate
     assert any('task_type="chance"' in labels for labels in met), "no proof the chance hour met the old rule"
 
 
-def test_the_stale_help_page_links_the_inbox_filtered_to_its_agent_and_task_type() -> None:
-    """The page for a request nobody answered named the agent and task type but not where to answer
-    it; its description now gives the inbox's filter for them (promtool renders it in
-    alerts/tests/help_request_stale.yml) and the command that finds the answering one."""
-    description = ALERTS["EndstateHelpRequestStale"]["annotations"]["description"]
+@pytest.mark.parametrize("name", ["EndstateHelpRequestStale", "EndstateHumanWaitSlow"])
+def test_a_help_alert_links_the_inbox_filtered_to_its_agent_and_task_type(name: str) -> None:
+    """An alert on requests nobody answers named the agent and task type but not where to answer
+    them; its description now gives the inbox's filter for them (promtool renders it in the
+    alert's tests under alerts/tests/) and the command that lists them."""
+    description = ALERTS[name]["annotations"]["description"]
     link = "/inbox?agent={{ $labels.agent | urlquery }}&task_type={{ $labels.task_type | urlquery }}"
     assert link in description and "endstate pending" in description
