@@ -738,3 +738,21 @@ def test_a_deny_reason_refused_past_the_deadline_or_after_the_session_ended_is_s
             assert refused.status_code == 401 and _kept(refused.text) == [answer]
             approve = signed_out.post(f"/inbox/{expired}/approve", data={}, headers=same)
             assert approve.status_code == 401 and _kept(approve.text) == []
+
+
+def test_a_labels_note_refused_after_the_session_ended_or_without_a_name_is_shown_back(
+    server: Server,
+) -> None:
+    """A reviewer's note (why the run was right to give up) was gone when the label was refused."""
+    offline = _finish(server, "invoice-downloader", "invoice/portal-offline")
+    same = {"Origin": server.url, "Sec-Fetch-Site": "same-origin"}
+    note = "Portal down since 02:10; <vendor> confirmed a 4-hour outage."
+    label = {"label": "correct_give_up", "note": note}
+    to = f"/inbox/review/runs/{offline}/label"
+    with httpx.Client(base_url=server.url, timeout=30) as signed_out:  # the 12-hour session ended
+        refused = signed_out.post(to, data=label | {"by": "ana"}, headers=same)
+    assert refused.status_code == 401 and _kept(refused.text) == [note]
+    with contextlib.closing(_signed_in(server)) as browser:
+        nameless = browser.post(to, data=label | {"by": " "}, headers=same)
+        assert nameless.status_code == 400 and _kept(nameless.text) == [note]
+        assert f'id="run-{offline}"' in browser.get("/inbox/review").text  # still to review

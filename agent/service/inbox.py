@@ -159,9 +159,9 @@ class Inbox:
         same_origin(request)
         run_id, action = request.path_params["run_id"], request.path_params["action"]
         if not self._signed_in(request):
-            written = await _written(request) if action in ("answer", "deny") else {}
+            posted = await written(request) if action in ("answer", "deny") else {}
             return await self.render(
-                request, error="Sign in with the service token first.", status=401, kept=not_sent(written)
+                request, error="Sign in with the service token first.", status=401, kept=not_sent(posted)
             )
         if action not in ("answer", "approve", "deny"):
             return await self.render(request, error=f"Unknown action {action!r}.", status=404)
@@ -214,7 +214,7 @@ def sign_out(service: Service, request: Request) -> None:
         ended[session] = now
 
 
-async def _written(request: Request) -> dict[str, str]:
+async def written(request: Request) -> dict[str, str]:
     """The form a signed-out person posted (a session ended at 12 h), to show back; {} if unreadable."""
     try:
         return await form_of(request)
@@ -222,10 +222,10 @@ async def _written(request: Request) -> dict[str, str]:
         return {}
 
 
-def not_sent(form: dict[str, str]) -> str:
-    """A refused form's answer or deny reason, shown back whole so the person can copy it (to the
-    run's next question, or to whoever answered first) rather than lose what they wrote."""
-    what = "answer" if "answer" in form else "reason"
+def not_sent(form: dict[str, str], fields: tuple[str, ...] = ("answer", "reason")) -> str:
+    """A refused form's text (its answer or deny reason, a label's note), shown back whole so the
+    person can copy it (to the run's next question, to whoever answered first) rather than lose it."""
+    what = next((f for f in fields if f in form), fields[0])
     text = form.get(what, "")
     if not text.strip():
         return ""
