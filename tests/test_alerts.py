@@ -405,3 +405,13 @@ def test_chance_at_30_to_150_runs_an_hour_stays_quiet_and_a_real_jump_fires(rate
     assert fired == {"jump"}
     met = {s["labels"] for case in group["promql_expr_test"] for s in case["exp_samples"]}
     assert any('task_type="chance"' in labels for labels in met), "no proof the chance hour met the old rule"
+
+
+@pytest.mark.parametrize("name", ["EndstateHelpRequestStale", "EndstateHumanWaitSlow"])
+def test_a_help_alert_links_the_inbox_filtered_to_its_agent_and_task_type(name: str) -> None:
+    """An alert on requests nobody answers named the agent and task type but not where to answer
+    them; its description now gives the inbox's filter for them (promtool renders it in the
+    alert's tests under alerts/tests/) and the command that lists them."""
+    description = ALERTS[name]["annotations"]["description"]
+    link = "/inbox?agent={{ $labels.agent | urlquery }}&task_type={{ $labels.task_type | urlquery }}"
+    assert link in description and "endstate pending" in description

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 
 import httpx
@@ -695,3 +697,62 @@ def test_the_services_own_notices_still_show_after_its_redirects(server: Server)
         signed_in = browser.post("/inbox/login", data={"token": TOKEN}, follow_redirects=True)
     assert signed_in.status_code == 200 and 'class="notice" role="status">Signed in.</p>' in signed_in.text
     assert "sig=" in str(signed_in.url)
+
+
+def _kept(html: str) -> list[str]:
+    return [unescape(t) for t in re.findall(r'<pre class="kept-text">(.*?)</pre>', html, re.S)]
+
+
+def test_an_answer_refused_because_someone_else_answered_first_is_shown_back_not_lost(
+    server: Server,
+) -> None:
+    """Two people answer at once: the second's page said only that the run moved on, and what they
+    had written was gone (and the error too, at the page's next refresh)."""
+    run_id = _start(server, "invoice-downloader", "invoice/which-one")
+    same = {"Origin": server.url, "Sec-Fetch-Site": "same-origin"}
+    mine = "The corrected one, <INV-0913>: finance confirmed it on the 14th."
+    with contextlib.closing(_signed_in(server)) as first, contextlib.closing(_signed_in(server)) as second:
+        read = {"segments": re.findall(r'name="segments" value="(\d+)"', first.get("/inbox").text)[0]}
+        taken = first.post(f"/inbox/{run_id}/answer", data={"answer": "INV-0913"} | read, headers=same)
+        assert taken.is_redirect
+        late = second.post(f"/inbox/{run_id}/answer", data={"answer": mine} | read, headers=same)
+    assert late.status_code == 409 and "moved on" in late.text
+    assert _kept(late.text) == [mine]  # escaped as text, whole
+    assert 'http-equiv="refresh"' not in late.text  # it stays until the person has copied it
+
+
+def test_a_deny_reason_refused_past_the_deadline_or_after_the_session_ended_is_shown_back(
+    tmp_path: Path,
+) -> None:
+    with Server(str(tmp_path / "runs.db"), tmp_path, "--sweep-interval", "3600") as server:
+        expired = _start(server, "ci-fixer", "ci/unanswered-push")  # past its deadline at once
+        same = {"Origin": server.url, "Sec-Fetch-Site": "same-origin"}
+        reason = "not on a Friday: the release freeze started at noon"
+        with contextlib.closing(_signed_in(server)) as browser:
+            late = browser.post(f"/inbox/{expired}/deny", data={"reason": reason}, headers=same)
+        assert late.status_code == 409 and "deadline passed" in late.text
+        assert _kept(late.text) == [reason]
+        with httpx.Client(base_url=server.url, timeout=30) as signed_out:  # a 12-hour session ended
+            answer = "INV-0913, as finance said"
+            refused = signed_out.post(f"/inbox/{expired}/answer", data={"answer": answer}, headers=same)
+            assert refused.status_code == 401 and _kept(refused.text) == [answer]
+            approve = signed_out.post(f"/inbox/{expired}/approve", data={}, headers=same)
+            assert approve.status_code == 401 and _kept(approve.text) == []
+
+
+def test_a_labels_note_refused_after_the_session_ended_or_without_a_name_is_shown_back(
+    server: Server,
+) -> None:
+    """A reviewer's note (why the run was right to give up) was gone when the label was refused."""
+    offline = _finish(server, "invoice-downloader", "invoice/portal-offline")
+    same = {"Origin": server.url, "Sec-Fetch-Site": "same-origin"}
+    note = "Portal down since 02:10; <vendor> confirmed a 4-hour outage."
+    label = {"label": "correct_give_up", "note": note}
+    to = f"/inbox/review/runs/{offline}/label"
+    with httpx.Client(base_url=server.url, timeout=30) as signed_out:  # the 12-hour session ended
+        refused = signed_out.post(to, data=label | {"by": "ana"}, headers=same)
+    assert refused.status_code == 401 and _kept(refused.text) == [note]
+    with contextlib.closing(_signed_in(server)) as browser:
+        nameless = browser.post(to, data=label | {"by": " "}, headers=same)
+        assert nameless.status_code == 400 and _kept(nameless.text) == [note]
+        assert f'id="run-{offline}"' in browser.get("/inbox/review").text  # still to review

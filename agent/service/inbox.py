@@ -14,8 +14,10 @@ The page lists the waiting runs oldest first, `page_size` at a time
 (`/inbox?page=2`), of one agent or task type when asked (`?agent=ci-fixer&task_type=fix_ci`).
 Each shows what the agent did before asking (its summary and last tool calls) and, for an
 approval, what the call would do (the tool's own `preview`, see `briefing`). A request past
-its deadline shows as expired, without buttons. A task, a question or a call's arguments past
-`SHOWN_CHARS` characters (a model's megabyte) shows its start and a note linking `/runs/ID`.
+its deadline shows as expired, without buttons; an answer or deny reason refused (someone
+answered first, the deadline passed, the sign-in ended) is shown back, unrefreshed, to copy.
+A task, a question or a call's arguments past `SHOWN_CHARS` characters (a model's megabyte)
+shows its start and a note linking `/runs/ID`.
 The page reloads itself every `REFRESH_SECONDS` with a `<meta http-equiv="refresh">` (no
 script), unless `?refresh=off`.
 When reads need the token, only a signed-in person sees the runs.
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from string import Template
 from typing import Any
@@ -99,10 +101,11 @@ class Inbox:
         return await self.render(request, message=notice_of(request, self.service.token))
 
     async def render(
-        self, request: Request, message: str = "", error: str = "", status: int = 200
+        self, request: Request, message: str = "", error: str = "", status: int = 200, kept: str = ""
     ) -> Response:
+        """The page; with `kept` (a refused post's own text, HTML) shown under the error, unrefreshed."""
         signed_in = self._signed_in(request)
-        view = View.of(request)
+        view = replace(View.of(request), refresh=False) if kept else View.of(request)
         size = self.service.page_size
         waiting = NO_PAGE
         if self.service.reads_need_token and not signed_in:
@@ -120,7 +123,7 @@ class Inbox:
             count=waiting.total,
             refresh=refresh,
             refresh_note=refresh_note,
-            notice=notice(message, "notice") + notice(error, "error"),
+            notice=notice(message, "notice") + notice(error, "error") + kept,
             session=session(signed_in),
             filters=filters(waiting.counts, view),
             items="\n".join(item(b, now, signed_in, view) for b in briefs) or _empty(view, waiting.total),
@@ -156,7 +159,10 @@ class Inbox:
         same_origin(request)
         run_id, action = request.path_params["run_id"], request.path_params["action"]
         if not self._signed_in(request):
-            return await self.render(request, error="Sign in with the service token first.", status=401)
+            posted = await written(request) if action in ("answer", "deny") else {}
+            return await self.render(
+                request, error="Sign in with the service token first.", status=401, kept=not_sent(posted)
+            )
         if action not in ("answer", "approve", "deny"):
             return await self.render(request, error=f"Unknown action {action!r}.", status=404)
         form = await form_of(request)
@@ -167,7 +173,7 @@ class Inbox:
         try:
             job = await self.service.for_request(self._claim, run_id, action, form)
         except EndstateError as exc:
-            return await self.render(request, error=str(exc), status=status_of(exc))
+            return await self.render(request, error=str(exc), status=status_of(exc), kept=not_sent(form))
         self.service.runner.spawn(job)
         done = {"answer": "Answered", "approve": "Approved", "deny": "Denied"}[action]
         said = notice_params(self.service.token, f"{done} run {run_id}; it runs again.")
@@ -206,6 +212,28 @@ def sign_out(service: Service, request: Request) -> None:
         del ended[old]
     if session is not None:
         ended[session] = now
+
+
+async def written(request: Request) -> dict[str, str]:
+    """The form a signed-out person posted (a session ended at 12 h), to show back; {} if unreadable."""
+    try:
+        return await form_of(request)
+    except Problem:
+        return {}
+
+
+def not_sent(form: dict[str, str], fields: tuple[str, ...] = ("answer", "reason")) -> str:
+    """A refused form's text (its answer or deny reason, a label's note), shown back whole so the
+    person can copy it (to the run's next question, to whoever answered first) rather than lose it."""
+    what = next((f for f in fields if f in form), fields[0])
+    text = form.get(what, "")
+    if not text.strip():
+        return ""
+    return (
+        f'<div class="kept"><p><strong>Not sent:</strong> your {what}, kept here to copy '
+        "(this page does not refresh while it shows it):</p>"
+        f'<pre class="kept-text">{escape(text)}</pre></div>'
+    )
 
 
 def same_origin(request: Request) -> None:

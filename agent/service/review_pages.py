@@ -45,6 +45,7 @@ from agent.service.inbox import (
     filters,
     form_of,
     link,
+    not_sent,
     notice,
     page_html,
     pages,
@@ -54,6 +55,7 @@ from agent.service.inbox import (
     signed_in,
     span,
     steps_section,
+    written,
 )
 from agent.service.visible import escape
 
@@ -62,6 +64,7 @@ LABELLED = "/inbox/review/labelled"
 REVIEWER_COOKIE = "endstate_reviewer"  # the name last given with a label, to fill the form in again
 MAX_NAME = 200
 MAX_NOTE = 2000
+NOTE = ("note",)  # the label form's own text, shown back when the label is refused
 CARD_CHARS = 2000  # of a task or a stop's cause (a model's final text) a queue's card shows; its page: all
 LABEL_TEXT = {  # what each label says and what it does
     Label.CORRECT_GIVE_UP: (
@@ -140,8 +143,9 @@ class ReviewPages:
         return await self.render_queue(request, message=notice_of(request, self.service.token))
 
     async def render_queue(
-        self, request: Request, message: str = "", error: str = "", status: int = 200
+        self, request: Request, message: str = "", error: str = "", status: int = 200, kept: str = ""
     ) -> Response:
+        """The queue; with `kept` (a refused label's own note, HTML) shown under the error."""
         view = View.of(request, QUEUE)
         is_in, size = signed_in(self.service, request), self.service.page_size
         counts: list[tuple[str, str, int]] = []
@@ -168,7 +172,7 @@ class ReviewPages:
             title=f"Endstate review queue ({total} to review)",
             heading="Runs to review:",
             count=total,
-            notice=notice(message, "notice") + _done_link(request, message) + notice(error, "error"),
+            notice=notice(message, "notice") + _done_link(request, message) + notice(error, "error") + kept,
             session=session(is_in),
             refresh_note=_QUEUE_INTRO,
             filters=filters(counts, view),
@@ -349,23 +353,26 @@ class ReviewPages:
         same_origin(request)
         run_id = request.path_params["run_id"]
         if not signed_in(self.service, request):
-            return await self.render_queue(request, error="Sign in with the service token first.", status=401)
+            kept = not_sent(await written(request), NOTE)
+            return await self.render_queue(
+                request, error="Sign in with the service token first.", status=401, kept=kept
+            )
         form = await form_of(request)
-        by, note = form.get("by", "").strip(), form.get("note", "")
+        kept, by, note = not_sent(form, NOTE), form.get("by", "").strip(), form.get("note", "")
         if not by or len(by) > MAX_NAME or len(note) > MAX_NOTE:
             problem = (
                 f"Say who you are (your name, at most {MAX_NAME} characters) with the label, "
                 f"and keep the note under {MAX_NOTE} characters."
             )
-            return await self.render_queue(request, error=problem, status=400)
+            return await self.render_queue(request, error=problem, status=400, kept=kept)
         try:
             given = await run_in_threadpool(
                 review.label, self.store, run_id, form.get("label", ""), note, None, by
             )
         except review.LabelMismatch as exc:  # understood, but not a label for how this run stopped
-            return await self.render_queue(request, error=str(exc), status=422)
+            return await self.render_queue(request, error=str(exc), status=422, kept=kept)
         except EndstateError as exc:
-            return await self.render_queue(request, error=str(exc), status=status_of(exc))
+            return await self.render_queue(request, error=str(exc), status=status_of(exc), kept=kept)
         said = f"Labelled run {given.run_id} {given.label} (by {given.by}); it left the queue."
         signed = notice_params(self.service.token, said)
         response = RedirectResponse(View.of(request, QUEUE).url(done=given.run_id, **signed), 303)
