@@ -223,12 +223,14 @@ _TEXT_OR_BLOCKS = (str, *_BLOCKS)
 
 class ToolOutput:
     """Content blocks a tool returns: text (`str`), `Image`, `Document`, `SearchResult`,
-    `ToolReference`, or the Messages API's own block dicts (`{"type": "image", "source": ...}`)."""
+    `ToolReference`, or the Messages API's own block dicts (`{"type": "image", "source": ...}`).
+    Each is checked when made, as the block classes are: a dict is read into its block, and one the
+    API would refuse (an unknown type, a missing field, `cache_control`) raises `ContentError`."""
 
     __slots__ = ("blocks",)
 
     def __init__(self, *blocks: Block | dict[str, Any]) -> None:
-        self.blocks = blocks
+        self.blocks: tuple[Block, ...] = tuple(_block(b, f"block {i}") for i, b in enumerate(blocks))
 
     def __repr__(self) -> str:
         return f"ToolOutput{self.blocks!r:.200}"
