@@ -59,6 +59,7 @@ from telemetry.export import (
     CountedLogProcessor,
     CountingExporter,
     CountingLogExporter,
+    FanOutExporter,
     JsonLinesExporter,
 )
 from telemetry.metrics import MetricsHooks, PendingSource
@@ -279,14 +280,41 @@ def with_offline_default(environ: Mapping[str, str], traces_file: str) -> dict[s
 
 
 def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
-    """The span exporter the variables name, or None for no export; the SDK configures it."""
-    kind = _exporter_kind(environ, OTEL_TRACES_EXPORTER)
-    if kind == "none":
-        return None
+    """The span exporter the variables name, or None for no export; the SDK configures it.
+    `OTEL_TRACES_EXPORTER` may list several, as the SDK reads it (`otlp,console`): each gets every span."""
+    made = (_span_exporter(environ, kind) for kind in _traces_exporters(environ))
+    found = [exporter for exporter in made if exporter is not None]
+    if len(found) < 2:
+        return found[0] if found else None
+    fan_out = FanOutExporter(found)  # the OTLP exporter's answers are read for rejected spans
+    rejections = (getattr(e, REJECTIONS) for e in found if hasattr(e, REJECTIONS))
+    setattr(fan_out, REJECTIONS, next(rejections, None))
+    return fan_out
+
+
+def _traces_exporters(environ: Mapping[str, str]) -> list[str]:
+    """The exporters `OTEL_TRACES_EXPORTER` lists, each once, in order: `otlp` when it is unset or
+    empty; `none` alone for no export. A `ConfigError` names what cannot work."""
+    given = environ.get(OTEL_TRACES_EXPORTER, "")
+    if not given.strip():
+        return ["otlp"]
+    kinds = list(dict.fromkeys(k.strip().lower() for k in given.split(",") if k.strip()))
+    said = f"{OTEL_TRACES_EXPORTER}={given!r}"
+    if not kinds:
+        raise ConfigError(f"{said} names no exporter: use 'otlp', 'console' or 'none', or a list of them")
+    if "none" in kinds and len(kinds) > 1:
+        raise ConfigError(f"{said} lists 'none' with other exporters: set 'none' alone for no export")
+    for kind in kinds:
+        if kind not in ("otlp", "console", "none"):
+            where = f"{OTEL_TRACES_EXPORTER}={kind!r}" if len(kinds) == 1 else f"{said}: {kind!r}"
+            raise ConfigError(f"{where} is not supported: use 'otlp', 'console' or 'none'")
+    return [] if kinds == ["none"] else kinds
+
+
+def _span_exporter(environ: Mapping[str, str], kind: str) -> SpanExporter | None:
+    """The exporter of one kind (`otlp`, `console`); None for OTLP without an endpoint or a span file."""
     if kind == "console":
         return ConsoleSpanExporter(out=sys.stderr)
-    if kind != "otlp":
-        raise ConfigError(f"OTEL_TRACES_EXPORTER={kind!r} is not supported: use 'otlp', 'console' or 'none'")
     if not _otlp_endpoint(environ):
         path = environ.get(n.ENV_TRACES_FILE, "").strip()
         return JsonLinesExporter(path) if path else None
@@ -482,6 +510,8 @@ def _grpc_endpoint(environ: Mapping[str, str]) -> tuple[str, str]:
 def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
     """Where spans go, as the one line about failed deliveries names it: the gRPC exporter's endpoint
     as given (it adds no `/v1/traces`), the HTTP exporter's URL with the path it posts to."""
+    if isinstance(exporter, FanOutExporter):
+        return ", ".join(_destination(environ, each) for each in exporter.exporters)
     if isinstance(exporter, JsonLinesExporter):
         return str(exporter.path)
     if type(exporter).__module__.startswith("opentelemetry.exporter.otlp.proto.grpc"):

@@ -1,0 +1,67 @@
+"""`OTEL_TRACES_EXPORTER` read as the OpenTelemetry SDK reads it: one exporter or a comma-separated list
+(`otlp,console`), each span sent to every one; a list that cannot work is refused naming the variable."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from otlp_receiver import OtlpReceiver
+from prometheus_client import CollectorRegistry
+
+from agent import Agent
+from agent.errors import ConfigError
+from agent.models import ScriptedModel, finish
+from telemetry import Telemetry
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    for name in list(os.environ):
+        if name.startswith(("OTEL_", "ENDSTATE_TRACES")):
+            monkeypatch.delenv(name)
+    yield monkeypatch
+
+
+def run_once(telemetry: Telemetry) -> str:
+    result = Agent("lister", ScriptedModel([[finish("done", "ok")]]), hooks=telemetry.hooks).run("go")
+    assert telemetry.shutdown(timeout_s=10)
+    assert result.trace_id is not None
+    return result.trace_id
+
+
+@pytest.mark.parametrize("listed", ["otlp,console", " console , OTLP ", "otlp,console,otlp"])
+def test_each_exporter_listed_gets_every_span(
+    listed: str, env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with OtlpReceiver() as receiver:
+        env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        env.setenv("OTEL_TRACES_EXPORTER", listed)
+        telemetry = Telemetry.from_env(registry=CollectorRegistry())
+        trace_id = run_once(telemetry)
+        received = [span.name for _, span in receiver.spans()]
+    assert received.count("invoke_agent lister") == 1  # once, however often it is listed
+    err = capsys.readouterr().err
+    assert err.count('"name": "invoke_agent lister"') == 1 and f'"trace_id": "0x{trace_id}"' in err
+    exports = telemetry.registry.get_sample_value("agent_telemetry_exports_total", {"signal": "traces"})
+    failures = telemetry.registry.get_sample_value(
+        "agent_telemetry_export_failures_total", {"signal": "traces"}
+    )
+    assert exports and not failures
+
+
+@pytest.mark.parametrize(
+    ("listed", "says"),
+    [
+        ("none,console", r"OTEL_TRACES_EXPORTER='none,console' lists 'none' with other exporters"),
+        ("otlp,zipkin", r"OTEL_TRACES_EXPORTER='otlp,zipkin': 'zipkin' is not supported"),
+        (",", r"OTEL_TRACES_EXPORTER=',' names no exporter"),
+    ],
+)
+def test_a_list_that_cannot_work_is_refused_naming_the_variable(
+    listed: str, says: str, env: pytest.MonkeyPatch
+) -> None:
+    env.setenv("OTEL_TRACES_EXPORTER", listed)
+    with pytest.raises(ConfigError, match=says):
+        Telemetry.from_env(registry=CollectorRegistry())
