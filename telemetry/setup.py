@@ -356,6 +356,11 @@ def _exporter_kind(environ: Mapping[str, str], variable: str) -> str:
     return environ.get(variable, "").strip().lower() or "otlp"
 
 
+def _lists_otlp(environ: Mapping[str, str], variable: str) -> bool:
+    """Whether `variable` names OTLP: alone, in a comma-separated list (`otlp,console`), or by default."""
+    return "otlp" in (kind.strip() for kind in _exporter_kind(environ, variable).split(","))
+
+
 def resource_from_env() -> Resource:
     """The SDK's resource from the environment, named `endstate` when the environment names no service."""
     resource = Resource.create()
@@ -401,8 +406,8 @@ def _logger_provider(
 
 
 def _why_no_events(environ: Mapping[str, str]) -> str:
-    kind = _exporter_kind(environ, OTEL_LOGS_EXPORTER)
-    if kind != "otlp":
+    if not _lists_otlp(environ, OTEL_LOGS_EXPORTER):
+        kind = _exporter_kind(environ, OTEL_LOGS_EXPORTER)
         return f"{OTEL_LOGS_EXPORTER}={kind!r} sends them nowhere (content events go only over OTLP)"
     return (
         f"no OTLP endpoint is set to send them to ({ev.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT} or "
@@ -413,7 +418,7 @@ def _why_no_events(environ: Mapping[str, str]) -> str:
 def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | None:
     """The OTLP/HTTP exporter of content events, when the variables give their endpoint (the logs
     endpoint, or the general one: a traces endpoint alone is no place for logs)."""
-    if _exporter_kind(environ, OTEL_LOGS_EXPORTER) != "otlp" or not _otlp_endpoint(environ, _LOGS):
+    if not _lists_otlp(environ, OTEL_LOGS_EXPORTER) or not _otlp_endpoint(environ, _LOGS):
         return None
     if _protocol(environ, ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL) == "grpc":
         raise ConfigError(

@@ -14,6 +14,7 @@ from agent import Agent
 from agent.errors import ConfigError
 from agent.models import ScriptedModel, finish
 from telemetry import Telemetry
+from telemetry.setup import _log_exporter_from_env
 
 
 @pytest.fixture
@@ -65,3 +66,12 @@ def test_a_list_that_cannot_work_is_refused_naming_the_variable(
     env.setenv("OTEL_TRACES_EXPORTER", listed)
     with pytest.raises(ConfigError, match=says):
         Telemetry.from_env(registry=CollectorRegistry())
+
+
+@pytest.mark.parametrize("listed", ["otlp,console", "console, otlp"])
+def test_content_events_go_over_otlp_when_the_logs_exporters_listed_include_it(listed: str) -> None:
+    endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}  # nothing is sent
+    exporter = _log_exporter_from_env({"OTEL_LOGS_EXPORTER": listed, **endpoint})
+    assert exporter is not None and type(exporter).__name__ == "OTLPLogExporter"
+    exporter.shutdown()
+    assert _log_exporter_from_env({"OTEL_LOGS_EXPORTER": "console", **endpoint}) is None  # as before
