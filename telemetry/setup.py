@@ -51,7 +51,7 @@ from prometheus_client.exposition import choose_encoder
 
 from agent.errors import ConfigError
 from telemetry import names as n
-from telemetry._settings import check_sdk_settings, int_env
+from telemetry._settings import check_given_to_the_sdk, check_sdk_settings, int_env
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import (
     FILE_LOG,
@@ -121,8 +121,13 @@ class Telemetry:
         pending: PendingSource | None = None,
         log_exporter: LogRecordExporter | None = None,
     ) -> Telemetry:
-        """Telemetry as the variables say; `span_exporter`/`log_exporter` replace the ones they name."""
+        """Telemetry as the variables say; `span_exporter`/`log_exporter` replace the ones they name.
+
+        The OpenTelemetry SDK reads its own variables (the exporter's endpoint and headers, the
+        sampler, the resource, span limits) from the process environment: an `environ` given here
+        adds Endstate's own settings, and one that sets an SDK variable otherwise is refused."""
         check_sdk_settings(os.environ)  # what the SDK reads; `environ` may add Endstate's own
+        check_given_to_the_sdk(environ)
         metrics = MetricsHooks(registry, pending)
         capture = capture_from_env(environ)
         exporter = (

@@ -75,3 +75,29 @@ def test_content_events_go_over_otlp_when_the_logs_exporters_listed_include_it(l
     assert exporter is not None and type(exporter).__name__ == "OTLPLogExporter"
     exporter.shutdown()
     assert _log_exporter_from_env({"OTEL_LOGS_EXPORTER": "console", **endpoint}) is None  # as before
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},
+        {"OTEL_TRACES_SAMPLER": "always_off", "ENDSTATE_TRACES_FILE": os.devnull},
+        {"OTEL_SERVICE_NAME": "billing", "ENDSTATE_TRACES_FILE": os.devnull},
+    ],
+)
+def test_a_mapping_that_gives_the_sdk_variables_the_process_does_not_have_is_refused(
+    given: dict[str, str], env: pytest.MonkeyPatch
+) -> None:
+    """The SDK reads its own variables (the exporter's endpoint, the sampler, the resource) from the
+    process environment only: given in a mapping alone they were ignored, and spans went to
+    localhost:4318 while the failure line named the mapping's endpoint."""
+    (name,) = (k for k in given if k.startswith("OTEL_"))
+    with pytest.raises(ConfigError, match=rf"{name}=.* the process environment .* os\.environ"):
+        Telemetry.from_env(given, registry=CollectorRegistry())
+    env.setenv(name, given[name])  # where the SDK reads it: taken
+    Telemetry.from_env(given, registry=CollectorRegistry()).shutdown()
+
+
+def test_a_mapping_of_endstates_own_settings_is_taken_as_it_is(env: pytest.MonkeyPatch) -> None:
+    own = {"OTEL_TRACES_EXPORTER": "none", "OTEL_BSP_MAX_QUEUE_SIZE": "64", "OTEL_SDK_DISABLED": "false"}
+    Telemetry.from_env(own, registry=CollectorRegistry()).shutdown()
