@@ -19,10 +19,12 @@ import re
 import sys
 from collections.abc import Mapping
 
+from opentelemetry.environment_variables import OTEL_LOGS_EXPORTER, OTEL_TRACES_EXPORTER
 from opentelemetry.sdk import environment_variables as ev
 
 from agent.errors import ConfigError
 from agent.text import LONE_SURROGATE
+from telemetry import names as n
 
 LIMITS = (  # whole numbers from 0; empty means no limit
     ev.OTEL_ATTRIBUTE_COUNT_LIMIT,
@@ -84,15 +86,15 @@ SAMPLERS = (
 
 READ_FROM_THE_MAPPING = frozenset(  # what Endstate reads from `Telemetry.from_env`'s mapping itself
     {
-        "OTEL_TRACES_EXPORTER",
-        "OTEL_LOGS_EXPORTER",
+        OTEL_TRACES_EXPORTER,
+        OTEL_LOGS_EXPORTER,
         ev.OTEL_SDK_DISABLED,
         ev.OTEL_BSP_MAX_QUEUE_SIZE,
         ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
         ev.OTEL_BLRP_MAX_QUEUE_SIZE,
         ev.OTEL_BLRP_MAX_EXPORT_BATCH_SIZE,
-        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
-        "OTEL_SEMCONV_STABILITY_OPT_IN",
+        n.ENV_CAPTURE_CONTENT,
+        n.ENV_SEMCONV_STABILITY_OPT_IN,
     }
 )
 
