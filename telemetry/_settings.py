@@ -19,10 +19,12 @@ import re
 import sys
 from collections.abc import Mapping
 
+from opentelemetry.environment_variables import OTEL_LOGS_EXPORTER, OTEL_TRACES_EXPORTER
 from opentelemetry.sdk import environment_variables as ev
 
 from agent.errors import ConfigError
 from agent.text import LONE_SURROGATE
+from telemetry import names as n
 
 LIMITS = (  # whole numbers from 0; empty means no limit
     ev.OTEL_ATTRIBUTE_COUNT_LIMIT,
@@ -80,6 +82,41 @@ SAMPLERS = (
     "parentbased_always_off",
     "parentbased_traceidratio",
 )
+
+
+READ_FROM_THE_MAPPING = frozenset(  # what Endstate reads from `Telemetry.from_env`'s mapping itself
+    {
+        OTEL_TRACES_EXPORTER,
+        OTEL_LOGS_EXPORTER,
+        ev.OTEL_SDK_DISABLED,
+        ev.OTEL_BSP_MAX_QUEUE_SIZE,
+        ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+        ev.OTEL_BLRP_MAX_QUEUE_SIZE,
+        ev.OTEL_BLRP_MAX_EXPORT_BATCH_SIZE,
+        n.ENV_CAPTURE_CONTENT,
+        n.ENV_SEMCONV_STABILITY_OPT_IN,
+    }
+)
+
+
+def check_given_to_the_sdk(environ: Mapping[str, str]) -> None:
+    """A `ConfigError` when a mapping given in place of the process environment sets an OpenTelemetry
+    SDK variable (the exporter's endpoint, the sampler, the resource...) to what the process
+    environment does not: the SDK reads its variables there only, so the mapping's would be ignored."""
+    if environ is os.environ:
+        return
+    ignored = sorted(
+        name
+        for name, value in environ.items()
+        if name.startswith("OTEL_") and name not in READ_FROM_THE_MAPPING and os.environ.get(name) != value
+    )
+    if ignored:
+        given = ", ".join(f"{name}={environ[name]!r}" for name in ignored)
+        raise ConfigError(
+            f"{given}: the process environment does not say so, and the OpenTelemetry SDK reads its own "
+            "variables there only, so the SDK would ignore it; set it in os.environ (or leave it out of "
+            "the mapping given to Telemetry.from_env)"
+        )
 
 
 def check_sdk_settings(environ: Mapping[str, str]) -> None:

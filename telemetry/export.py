@@ -208,6 +208,35 @@ def _mend_span(span: ReadableSpan) -> ReadableSpan:
     )
 
 
+class FanOutExporter(SpanExporter):
+    """Each batch to every exporter `OTEL_TRACES_EXPORTER` lists (`otlp,console`), as the SDK's own
+    set-up adds a processor for each: a success when every one took it. One that raises is logged and
+    is a failure; the others still get the batch."""
+
+    def __init__(self, exporters: Sequence[SpanExporter]) -> None:
+        self.exporters = tuple(exporters)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        results = [self._one(exporter, spans) for exporter in self.exporters]
+        ok = all(r is SpanExportResult.SUCCESS for r in results)
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    @staticmethod
+    def _one(exporter: SpanExporter, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            return exporter.export(spans)
+        except Exception:
+            log.warning("span export to %s raised", type(exporter).__name__, exc_info=True)
+            return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        for exporter in self.exporters:
+            exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return all([exporter.force_flush(timeout_millis) for exporter in self.exporters])
+
+
 class JsonLinesExporter(SpanExporter):
     """Appends each span as one JSON line: traces without a collector.
 

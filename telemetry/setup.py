@@ -51,7 +51,7 @@ from prometheus_client.exposition import choose_encoder
 
 from agent.errors import ConfigError
 from telemetry import names as n
-from telemetry._settings import check_sdk_settings, int_env
+from telemetry._settings import check_given_to_the_sdk, check_sdk_settings, int_env
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import (
     FILE_LOG,
@@ -59,6 +59,7 @@ from telemetry.export import (
     CountedLogProcessor,
     CountingExporter,
     CountingLogExporter,
+    FanOutExporter,
     JsonLinesExporter,
 )
 from telemetry.metrics import MetricsHooks, PendingSource
@@ -120,8 +121,13 @@ class Telemetry:
         pending: PendingSource | None = None,
         log_exporter: LogRecordExporter | None = None,
     ) -> Telemetry:
-        """Telemetry as the variables say; `span_exporter`/`log_exporter` replace the ones they name."""
+        """Telemetry as the variables say; `span_exporter`/`log_exporter` replace the ones they name.
+
+        The OpenTelemetry SDK reads its own variables (the exporter's endpoint and headers, the
+        sampler, the resource, span limits) from the process environment: an `environ` given here
+        adds Endstate's own settings, and one that sets an SDK variable otherwise is refused."""
         check_sdk_settings(os.environ)  # what the SDK reads; `environ` may add Endstate's own
+        check_given_to_the_sdk(environ)
         metrics = MetricsHooks(registry, pending)
         capture = capture_from_env(environ)
         exporter = (
@@ -279,14 +285,41 @@ def with_offline_default(environ: Mapping[str, str], traces_file: str) -> dict[s
 
 
 def exporter_from_env(environ: Mapping[str, str]) -> SpanExporter | None:
-    """The span exporter the variables name, or None for no export; the SDK configures it."""
-    kind = _exporter_kind(environ, OTEL_TRACES_EXPORTER)
-    if kind == "none":
-        return None
+    """The span exporter the variables name, or None for no export; the SDK configures it.
+    `OTEL_TRACES_EXPORTER` may list several, as the SDK reads it (`otlp,console`): each gets every span."""
+    made = (_span_exporter(environ, kind) for kind in _traces_exporters(environ))
+    found = [exporter for exporter in made if exporter is not None]
+    if len(found) < 2:
+        return found[0] if found else None
+    fan_out = FanOutExporter(found)  # the OTLP exporter's answers are read for rejected spans
+    rejections = (getattr(e, REJECTIONS) for e in found if hasattr(e, REJECTIONS))
+    setattr(fan_out, REJECTIONS, next(rejections, None))
+    return fan_out
+
+
+def _traces_exporters(environ: Mapping[str, str]) -> list[str]:
+    """The exporters `OTEL_TRACES_EXPORTER` lists, each once, in order: `otlp` when it is unset or
+    empty; `none` alone for no export. A `ConfigError` names what cannot work."""
+    given = environ.get(OTEL_TRACES_EXPORTER, "")
+    if not given.strip():
+        return ["otlp"]
+    kinds = list(dict.fromkeys(k.strip().lower() for k in given.split(",") if k.strip()))
+    said = f"{OTEL_TRACES_EXPORTER}={given!r}"
+    if not kinds:
+        raise ConfigError(f"{said} names no exporter: use 'otlp', 'console' or 'none', or a list of them")
+    if "none" in kinds and len(kinds) > 1:
+        raise ConfigError(f"{said} lists 'none' with other exporters: set 'none' alone for no export")
+    for kind in kinds:
+        if kind not in ("otlp", "console", "none"):
+            where = f"{OTEL_TRACES_EXPORTER}={kind!r}" if len(kinds) == 1 else f"{said}: {kind!r}"
+            raise ConfigError(f"{where} is not supported: use 'otlp', 'console' or 'none'")
+    return [] if kinds == ["none"] else kinds
+
+
+def _span_exporter(environ: Mapping[str, str], kind: str) -> SpanExporter | None:
+    """The exporter of one kind (`otlp`, `console`); None for OTLP without an endpoint or a span file."""
     if kind == "console":
         return ConsoleSpanExporter(out=sys.stderr)
-    if kind != "otlp":
-        raise ConfigError(f"OTEL_TRACES_EXPORTER={kind!r} is not supported: use 'otlp', 'console' or 'none'")
     if not _otlp_endpoint(environ):
         path = environ.get(n.ENV_TRACES_FILE, "").strip()
         return JsonLinesExporter(path) if path else None
@@ -326,6 +359,11 @@ def _exporter_kind(environ: Mapping[str, str], variable: str) -> str:
     """The exporter `variable` names, `otlp` when it is unset or empty (the OpenTelemetry spec: an
     empty variable is read as an unset one, as `OTEL_TRACES_EXPORTER=${X:-}` in a compose file sets)."""
     return environ.get(variable, "").strip().lower() or "otlp"
+
+
+def _lists_otlp(environ: Mapping[str, str], variable: str) -> bool:
+    """Whether `variable` names OTLP: alone, in a comma-separated list (`otlp,console`), or by default."""
+    return "otlp" in (kind.strip() for kind in _exporter_kind(environ, variable).split(","))
 
 
 def resource_from_env() -> Resource:
@@ -373,8 +411,8 @@ def _logger_provider(
 
 
 def _why_no_events(environ: Mapping[str, str]) -> str:
-    kind = _exporter_kind(environ, OTEL_LOGS_EXPORTER)
-    if kind != "otlp":
+    if not _lists_otlp(environ, OTEL_LOGS_EXPORTER):
+        kind = _exporter_kind(environ, OTEL_LOGS_EXPORTER)
         return f"{OTEL_LOGS_EXPORTER}={kind!r} sends them nowhere (content events go only over OTLP)"
     return (
         f"no OTLP endpoint is set to send them to ({ev.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT} or "
@@ -385,7 +423,7 @@ def _why_no_events(environ: Mapping[str, str]) -> str:
 def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | None:
     """The OTLP/HTTP exporter of content events, when the variables give their endpoint (the logs
     endpoint, or the general one: a traces endpoint alone is no place for logs)."""
-    if _exporter_kind(environ, OTEL_LOGS_EXPORTER) != "otlp" or not _otlp_endpoint(environ, _LOGS):
+    if not _lists_otlp(environ, OTEL_LOGS_EXPORTER) or not _otlp_endpoint(environ, _LOGS):
         return None
     if _protocol(environ, ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL) == "grpc":
         raise ConfigError(
@@ -482,6 +520,8 @@ def _grpc_endpoint(environ: Mapping[str, str]) -> tuple[str, str]:
 def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
     """Where spans go, as the one line about failed deliveries names it: the gRPC exporter's endpoint
     as given (it adds no `/v1/traces`), the HTTP exporter's URL with the path it posts to."""
+    if isinstance(exporter, FanOutExporter):
+        return ", ".join(_destination(environ, each) for each in exporter.exporters)
     if isinstance(exporter, JsonLinesExporter):
         return str(exporter.path)
     if type(exporter).__module__.startswith("opentelemetry.exporter.otlp.proto.grpc"):

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from agent._codec import unwritable
 from agent._state import calls_of
 from agent._valid import is_number, is_text
-from agent.agent import Agent
+from agent.agent import Agent, as_reply
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
 from agent.checks import TurnVerdict
@@ -68,7 +68,7 @@ from agent.durable.store import (
 from agent.durable.store.base import PrunedRunId, column_text, when
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
-from agent.journal import Journal, Stopped
+from agent.journal import Answer, Approval, Denial, HumanReply, Journal, Stopped
 from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import SNAPSHOT_VERSION, Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
@@ -286,20 +286,22 @@ class Runner:
     def claim(
         self,
         run_id: str,
-        answer: str | None = None,
+        answer: HumanReply | str | None = None,
         approved: bool | None = None,
         more: Extension | None = None,
         segments: int | None = None,
     ) -> Job:
         """Take a waiting or cancelled run for this runner; exactly one caller wins.
 
-        A question needs `answer`; a pending tool call needs `approved` (with
-        `answer` as a denial's reason); a cancelled run needs neither (it keeps
+        A question needs an `Answer("...")` (or `answer` as text); a pending tool
+        call an `Approval()` or a `Denial("why")` (or `approved`, with `answer` as
+        a denial's reason); a cancelled run needs neither (it keeps
         an answer a shutdown cut off). The loser of a race, an answer after the
         deadline, or a run that waits for nothing gets `NotClaimable`; so does an
         answer given for `segments` (the run's count as its asker read it) once the
         run has moved on to another question or call.
         """
+        answer, approved = stored_pair(answer, approved)
         current = self.store.get(run_id)
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
@@ -388,7 +390,7 @@ class Runner:
     async def resume(
         self,
         run_id: str,
-        answer: str | None = None,
+        answer: HumanReply | str | None = None,
         approved: bool | None = None,
         more: Extension | None = None,
     ) -> RunResult:
@@ -1321,6 +1323,22 @@ def check_state(state: Any) -> None:
             f"the run's state cannot be stored: {problem}; keep JSON values in it (strings, numbers, "
             "booleans, None, lists and dicts with string keys)"
         )
+
+
+def stored_pair(answer: HumanReply | str | None, approved: bool | None) -> tuple[str | None, bool | None]:
+    """The store's `answer`/`approved` pair for a typed reply (`Answer`, `Approval`, `Denial`); a pair
+    given as one is returned as it is (`check_answer` checks it). An `AnswerError` says what is wrong."""
+    if not isinstance(answer, Answer | Approval | Denial):
+        return answer, approved
+    try:
+        reply = as_reply(answer, approved)
+    except ConfigError as exc:
+        raise AnswerError(str(exc)) from None
+    if isinstance(reply, Approval):
+        return None, True
+    if isinstance(reply, Denial):
+        return reply.reason or None, False
+    return (reply.text if reply is not None else None), None
 
 
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:
