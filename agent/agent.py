@@ -23,7 +23,17 @@ from agent.errors import ConfigError, HandedOver, SnapshotError, TakenOver
 from agent.finish import FINISH_SPEC, FINISH_TOOL
 from agent.history import HistoryPolicy, ModelSummary
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
-from agent.journal import Answer, Answered, Approval, Denial, Extended, HumanReply, Journal, Task
+from agent.journal import (
+    Answer,
+    Answered,
+    Approval,
+    Denial,
+    Extended,
+    HumanReply,
+    Journal,
+    Task,
+    reply_problem,
+)
 from agent.models.base import Model, max_tokens_problem
 from agent.models.catalog import DEFAULT_MODEL
 from agent.policies import HelpPolicy, RetryPolicy
@@ -435,13 +445,9 @@ def as_reply(reply: HumanReply | str | None, approved: bool | None) -> HumanRepl
 
 def check_reply(s: Suspension, reply: HumanReply | None) -> None:
     """Refuse a reply that does not fit what the run waits for; the message says what does."""
-    if s.pending is not None and not isinstance(reply, Approval | Denial):
-        raise SnapshotError(
-            f"the run waits for approval of {s.pending.name!r}: pass Approval() or Denial('why') "
-            "(or approved=True/False)"
-        )
-    if s.pending is None and not (isinstance(reply, Answer) and reply.text.strip()):
-        raise SnapshotError(f"the run waits for an answer to {s.question!r}: pass Answer('...')")
+    if problem := reply_problem(reply, s.pending.name if s.pending else None, s.question):
+        how = "Approval() or Denial('why') (or approved=True/False)" if s.pending else "Answer('...')"
+        raise SnapshotError(f"the run {problem} (pass {how})")
 
 
 def refuse_unasked(snap: Snapshot, reply: HumanReply | None) -> None:

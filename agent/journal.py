@@ -108,6 +108,21 @@ class Denial:
 HumanReply = Answer | Approval | Denial
 
 
+def reply_problem(reply: HumanReply | None, pending: str | None, question: str | None) -> str | None:
+    """What is wrong with a person's `reply` to a run that waits for approval of the call named
+    `pending` or, with none pending, for an answer to `question`; None when it fits. The one check of
+    a reply: the loop, the runner and the Temporal workflow each raise it as their own error."""
+    if pending is not None:
+        if isinstance(reply, Approval | Denial):
+            return None
+        return f"waits for approval of the call {pending!r}: approve or deny it"
+    if isinstance(reply, Approval | Denial):
+        return "waits for an answer to a question, not for an approval: answer it"
+    if isinstance(reply, Answer) and reply.text.strip():
+        return None
+    return f"waits for an answer to {question!r}: give one" if question else "waits for an answer: give one"
+
+
 # -- the entries --------------------------------------------------------------------------------
 
 

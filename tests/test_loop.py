@@ -362,7 +362,8 @@ def test_answer_goes_back_as_the_need_help_result_and_the_run_goes_on(make_agent
 def test_resume_needs_an_answer_for_a_question(make_agent):
     first = ask_region(make_agent).run("task")
     with pytest.raises(
-        SnapshotError, match=r"waits for an answer to 'Which region: EU or US\?': pass Answer\('...'\)"
+        SnapshotError,
+        match=r"waits for an answer to 'Which region: EU or US\?': give one \(pass Answer\('...'\)\)",
     ):
         ask_region(make_agent).resume(first.snapshot)
     with pytest.raises(SnapshotError, match="pass Answer"):
@@ -464,7 +465,8 @@ def test_resume_needs_approved_for_a_pending_tool(make_agent):
     invoices = Invoices()
     first = invoice_agent(make_agent, invoices).run("Bill ACME")
     with pytest.raises(
-        SnapshotError, match=r"waits for approval of 'send_invoice': pass Approval\(\) or Denial"
+        SnapshotError,
+        match=r"waits for approval of the call 'send_invoice': approve or deny it \(pass Approval\(\)",
     ):
         invoice_agent(make_agent, invoices).resume(first.snapshot, "yes")
     assert invoices.sent == []

@@ -68,7 +68,7 @@ from agent.durable.store import (
 from agent.durable.store.base import PrunedRunId, column_text, when
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
-from agent.journal import Answer, Approval, Denial, HumanReply, Journal, Stopped
+from agent.journal import Answer, Approval, Denial, HumanReply, Journal, Stopped, reply_problem
 from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import SNAPSHOT_VERSION, Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
@@ -1347,14 +1347,9 @@ def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -
         raise AnswerError(f"an answer must be text, not {type(answer).__name__}: pass a string")
     if approved is not None and not isinstance(approved, bool):
         raise AnswerError(f"approved must be True or False, not {approved!r:.40}")
-    if record.pending is not None and approved is None:
-        raise AnswerError(
-            f"run {record.run_id} waits for approval of the call {record.pending.name!r}: approve or deny it"
-        )
-    if record.pending is None and approved is not None:
-        raise AnswerError(f"run {record.run_id} waits for an answer to a question, not for an approval")
-    if record.pending is None and not (answer and answer.strip()):
-        raise AnswerError(f"run {record.run_id} waits for an answer to {record.question!r}: give one")
+    pending = record.pending.name if record.pending is not None else None
+    if problem := reply_problem(as_reply(answer, approved), pending, record.question):
+        raise AnswerError(f"run {record.run_id} {problem}")
 
 
 @functools.cache

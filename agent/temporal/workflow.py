@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
     from agent.budget import bounded_extension
     from agent.clock import CancelSignal
-    from agent.journal import Stopped
+    from agent.journal import Answer, Approval, HumanReply, Stopped, reply_problem
     from agent.result import RunResult, StopReason
     from agent.snapshot import Snapshot
     from agent.temporal import _wire as w
@@ -443,16 +443,7 @@ class EndstateRun:
     def _answer_ok(self, text: str, wait: bool = True, segments: Any = None) -> None:
         _check_text("an answer", text)
         _check_body(w.ANSWER, wait)
-        pending = self._expecting()
-        self._check_read(segments)
-        if pending:
-            raise ApplicationError(
-                f"the run waits for approval of {pending!r}: approve or deny it", type="AnswerError"
-            )
-        if not (text and text.strip()):
-            raise ApplicationError(
-                "the run waits for an answer to its question: give one", type="AnswerError"
-            )
+        self._check_reply(Answer(text), segments)
 
     @workflow.update(name=w.APPROVE)
     async def approve(self, wait: bool = True, segments: Any = None) -> dict[str, Any]:
@@ -647,12 +638,15 @@ class EndstateRun:
             )
 
     def _check_approval(self, segments: Any = None) -> None:
+        self._check_reply(Approval(), segments)
+
+    def _check_reply(self, reply: HumanReply, segments: Any = None) -> None:
+        """Refuse a reply that does not fit what the run waits for (`reply_problem`, the loop's check)."""
         pending = self._expecting()
         self._check_read(segments)
-        if pending is None:
-            raise ApplicationError(
-                "the run waits for an answer to a question, not for an approval", type="AnswerError"
-            )
+        assert self._waiting is not None and self._waiting.suspension is not None  # _expecting checked
+        if problem := reply_problem(reply, pending, self._waiting.suspension.question):
+            raise ApplicationError(f"the run {problem}", type="AnswerError")
 
 
 def _check_text(what: str, value: Any) -> None:
