@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -123,3 +126,83 @@ def test_a_reason_the_queue_does_not_hold_is_a_400_naming_those_it_does(api: Tes
     page = api.get(f"/inbox/review?reason={reason}")
     assert page.status_code == 400
     assert "gave_up, limit, no_progress, error" in page.text
+
+
+# -- links a person can click: `python -m alerts.build --inbox-base URL` ---------------------------
+
+INBOX_BASE = "https://agents.example.com/endstate"
+
+
+def build_rules(*args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "alerts.build", *args]
+    return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def built_alerts(out: Path) -> dict[str, dict[str, Any]]:
+    return {
+        rule["alert"]: rule
+        for path in out.glob("*.yml")
+        for group in yaml.safe_load(path.read_text())["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
+
+
+def test_an_inbox_base_makes_every_inbox_link_a_url_and_changes_nothing_else(tmp_path: Path) -> None:
+    out = tmp_path / "rules"
+    done = build_rules("--inbox-base", INBOX_BASE + "/", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    written = built_alerts(out)
+    linked = {name for name, rule in ALERTS.items() if "/inbox" in rule["annotations"]["description"]}
+    assert linked >= set(QUEUED) | {"EndstateHelpRequestStale", "EndstateHumanWaitSlow"}
+    for name, rule in written.items():
+        description = rule["annotations"]["description"]
+        assert description == ALERTS[name]["annotations"]["description"].replace(
+            "/inbox", INBOX_BASE + "/inbox"
+        )
+        assert re.findall(r"\S*/inbox\S*", description) == re.findall(
+            rf"{re.escape(INBOX_BASE)}/inbox\S*", description
+        )
+        assert rule["expr"] == ALERTS[name]["expr"]
+    check = subprocess.run(
+        ["promtool", "check", "rules", *map(str, sorted(out.glob("*.yml")))], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert build_rules("--check").returncode == 0, "the committed rules were changed"
+    assert build_rules("--check", "--inbox-base", INBOX_BASE).returncode == 1  # they hold paths
+
+
+@pytest.mark.parametrize("tests", ["help_request_stale.yml", "error_stop_share_high.yml"])
+def test_promtool_renders_the_inbox_links_as_urls_under_the_base(tmp_path: Path, tests: str) -> None:
+    """The first case of the alert's own promtool tests, run on rules built with the base: the
+    description the alert carries to Alertmanager holds the whole URL, labels filled in."""
+    out = tmp_path / "rules"
+    assert build_rules("--inbox-base", INBOX_BASE, "--out", str(out)).returncode == 0
+    suite = yaml.safe_load((ROOT / "alerts" / "tests" / tests).read_text())
+    suite["rule_files"] = [str(out / "recording.yml"), str(out / "alerts.yml")]
+    suite["tests"] = suite["tests"][:1]
+    fired = [a for case in suite["tests"][0]["alert_rule_test"] for a in case["exp_alerts"]]
+    assert fired
+    for alert in fired:
+        text = alert["exp_annotations"]["description"]
+        assert "/inbox" in text
+        alert["exp_annotations"]["description"] = text.replace(" /inbox", f" {INBOX_BASE}/inbox")
+    path = tmp_path / tests
+    path.write_text(yaml.safe_dump(suite, sort_keys=False))
+    done = subprocess.run(
+        ["nice", "-n", "10", "promtool", "test", "rules", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    "base", ["agents.example.com", "https://agents.example.com/?x=1", "https://agents example.com", ""]
+)
+def test_an_inbox_base_that_cannot_make_links_is_refused(tmp_path: Path, base: str) -> None:
+    done = build_rules("--inbox-base", base, "--out", str(tmp_path / "rules"))
+    assert done.returncode == 2
+    assert "is not an http(s) URL" in done.stderr and "such as https://agents.example.com" in done.stderr
+    assert not (tmp_path / "rules").exists()
