@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -42,6 +43,7 @@ QUEUED = {
     "EndstateGiveUpSurge": "gave_up",
 }
 RUNS = {  # scenario -> (agent, the stop it ends with)
+    "csv/clean": ("csv-cleaner", StopReason.SUCCESS),
     "csv/same-page": ("csv-cleaner", StopReason.NO_PROGRESS),
     "csv/ok-every-time": ("csv-cleaner", StopReason.LIMIT),
     "research/private-margin": ("researcher", StopReason.GAVE_UP),
@@ -74,7 +76,8 @@ def test_the_queued_stop_alerts_are_those_whose_expression_counts_such_stops() -
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[TestClient]:
-    """A service over a SQLite store holding finished runs of each queued stop but error."""
+    """A service over a SQLite store holding finished runs of each queued stop but error, and a
+    success the queue samples."""
     store = open_store(str(tmp_path / "runs.db"))
     catalog = example_catalog(tmp_path / "worlds")
     runner = Runner(store, catalog)
@@ -87,6 +90,8 @@ def api(tmp_path: Path) -> Iterator[TestClient]:
                 )
             )
             assert done.reason is RUNS[scenario.name][1], done.note
+    with sqlite3.connect(tmp_path / "runs.db") as db:  # an end time the queue's 5% sample of successes takes
+        db.execute("UPDATE endstate_runs SET ended_at = 1700000000.0 WHERE run_id = 'csv-clean'")
     service = Service(runner, Token(TOKEN), sweep_interval=3600)
     with TestClient(create_app(service), base_url="http://127.0.0.1:8000") as client:
         login = client.post(
@@ -103,9 +108,11 @@ def listed(page: str) -> set[str]:
 
 
 def test_the_queue_filtered_by_reason_lists_those_runs_only(api: TestClient) -> None:
+    """Runs that stopped for that reason, and no sampled success: "limit" shows limit stops."""
     every = api.get("/inbox/review")
     assert every.status_code == 200
     assert {"csv-ok-every-time", "research-one-more-source", "csv-same-page"} <= listed(every.text)
+    assert "csv-clean" in listed(every.text)  # the sampled success
     limits = api.get("/inbox/review?reason=limit")
     assert limits.status_code == 200
     assert listed(limits.text) == {"csv-ok-every-time", "research-one-more-source"}

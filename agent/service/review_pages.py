@@ -3,10 +3,11 @@ the eval cases promoted from them. Server-rendered like the pending list, no scr
 
 `/inbox/review` lists what `endstate review` lists (unlabelled runs that stopped as gave_up,
 limit, no_progress or error, and a sample of the successes), oldest first, a page at a time,
-of one agent, task type or stop reason when asked (`?reason=limit`, as `endstate review --reason
-limit`: the alerts on those stops link their runs so). Each run shows what it did (its stop, the cause, its
-summary and its last tool calls) and, to a signed-in person, a form with the labels that fit
-its stop; a label is stored with the name the person gives and takes the run out of the queue.
+of one agent, task type or stop reason when asked (`?reason=limit`: the runs that stopped at a
+limit, and no sampled success; the alerts on those stops link their runs so). Each run shows
+what it did (its stop, the cause, its summary and its last tool calls) and, to a signed-in
+person, a form with the labels that fit its stop; a label is stored with the name the person
+gives and takes the run out of the queue.
 `/inbox/review/labelled` lists the latest labels, latest first. A run's own page
 (`/inbox/review/runs/RUN_ID`) shows its labels and the eval case a promote writes: shown on the
 page, downloadable, and written into the service's cases folder (`serve --cases-dir`) by the
@@ -151,17 +152,24 @@ class ReviewPages:
         """The queue; with `kept` (a refused label's own note, HTML) shown under the error."""
         view = queue_view(request)
         reasons = (StopReason(view.reason),) if view.reason else review.QUEUE_REASONS
+        share = 0.0 if view.reason else review.DEFAULT_SUCCESS_SHARE  # "limit": limit stops, no success
         is_in, size = signed_in(self.service, request), self.service.page_size
         counts: list[tuple[str, str, int]] = []
         records: list[RunRecord] = []
         if self._reads_refused(request):
             error = error or "Sign in with the service token to see the runs to review."
         else:
-            counts = await run_in_threadpool(review.queue_counts, self.store, reasons)
+            counts = await run_in_threadpool(review.queue_counts, self.store, reasons, share)
             offset = (view.page - 1) * size
             records = await run_in_threadpool(
                 lambda: review.queue(
-                    self.store, reasons, limit=size, offset=offset, agent=view.agent, task_type=view.task_type
+                    self.store,
+                    reasons,
+                    share,
+                    limit=size,
+                    offset=offset,
+                    agent=view.agent,
+                    task_type=view.task_type,
                 )
             )
         total = sum(n for a, t, n in counts if view.agent in (None, a) and view.task_type in (None, t))
