@@ -12,6 +12,7 @@ import re
 PLACEHOLDER = "https://runbooks.example.invalid/set-with--runbook-base/"
 ALERTNAME = "{alertname}"
 _SAFE = re.compile(r"https?://[^\s\"'<>\\{}]+")
+_INBOX = re.compile(r"https?://[^\s\"'<>\\{}?#&]+")
 
 
 class RunbookBaseError(ValueError):
@@ -25,6 +26,17 @@ def check_base(base: str) -> str:
             f"--runbook-base {base!r} is not an http(s) URL without spaces, quotes or braces: give a "
             "prefix such as https://wiki.example.com/runbooks/ (links become <base><Alertname>.md) or "
             f"a template with {ALERTNAME}, such as https://wiki.example.com/runbooks/{ALERTNAME}"
+        )
+    return base
+
+
+def check_inbox_base(base: str) -> str:
+    """`base` if the inbox links can be built on it, else a RunbookBaseError saying what is wrong."""
+    if not _INBOX.fullmatch(base):
+        raise RunbookBaseError(
+            f"--inbox-base {base!r} is not an http(s) URL without spaces, quotes, braces, a query or a "
+            "fragment: give the address people open the service at, such as https://agents.example.com "
+            "(links become https://agents.example.com/inbox?agent=...) or https://example.com/endstate"
         )
     return base
 

@@ -34,13 +34,16 @@ ALERT = "EndstateLimitStopShareHigh"
 LIMIT_SCENARIOS = ["csv/ok-every-time", "research/one-more-source"]
 # Windows short enough for a test; thresholds (20%, 20 runs per window) stay.
 WINDOWS = {"1h": "1m", "30m": "1m", "15m": "1m"}
-# The rules as a deployment builds them: runbook links under its own base.
+# The rules as a deployment builds them: runbook links under its own base, inbox links under the
+# address its people open the service at.
 RUNBOOK_BASE = "https://wiki.example.com/sre/runbooks/"
+INBOX_BASE = "https://agents.example.com"
 
 
 def deployed_rules(out: Path) -> list[Path]:
-    """alerts/rules/ written by `python -m alerts.build` with RUNBOOK_BASE, into `out`."""
+    """alerts/rules/ written by `python -m alerts.build` with RUNBOOK_BASE and INBOX_BASE, into `out`."""
     argv = [sys.executable, "-m", "alerts.build", "--runbook-base", RUNBOOK_BASE, "--out", str(out)]
+    argv += ["--inbox-base", INBOX_BASE]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return sorted(out.glob("*.yml"))
@@ -68,6 +71,8 @@ def test_limit_share_alert_reaches_the_webhook(tmp_path: Path) -> None:
     assert notes["runbook_url"] == f"{RUNBOOK_BASE}{ALERT}.md"
     assert notes["summary"] == f"{labels['agent']}/{labels['task_type']}: 100% of runs stopped at a limit"
     assert "budget ran out" in notes["description"]
+    query = urllib.parse.urlencode({"agent": labels["agent"], "task_type": labels["task_type"]})
+    assert f" {INBOX_BASE}/inbox/review?{query}&reason=limit " in notes["description"]
 
 
 def post_alerts(am_url: str, alerts: list[dict[str, dict[str, str]]]) -> None:

@@ -284,13 +284,15 @@ async def form_of(request: Request) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class View:
-    """What the page shows: the filters (agent, task type), the page number, whether it refreshes."""
+    """What the page shows: the filters (agent, task type; the review queue's stop reason too), the
+    page number, whether it refreshes."""
 
     agent: str | None = None
     task_type: str | None = None
     page: int = 1
     refresh: bool = True
     path: str = "/inbox"  # the list shown: the pending list or the review queue
+    reason: str | None = None  # the review queue's runs that stopped for this reason only
 
     @classmethod
     def of(cls, request: Request, path: str = "/inbox") -> View:
@@ -308,6 +310,7 @@ class View:
             "task_type": self.task_type,
             "page": self.page if self.page > 1 else None,
             "refresh": None if self.refresh else "off",
+            "reason": self.reason,
         } | changes
         query = urlencode({k: v for k, v in params.items() if v is not None})
         return f"{path}?{query}" if query else path

@@ -3,9 +3,11 @@ the eval cases promoted from them. Server-rendered like the pending list, no scr
 
 `/inbox/review` lists what `endstate review` lists (unlabelled runs that stopped as gave_up,
 limit, no_progress or error, and a sample of the successes), oldest first, a page at a time,
-of one agent or task type when asked. Each run shows what it did (its stop, the cause, its
-summary and its last tool calls) and, to a signed-in person, a form with the labels that fit
-its stop; a label is stored with the name the person gives and takes the run out of the queue.
+of one agent, task type or stop reason when asked (`?reason=limit`: the runs that stopped at a
+limit, and no sampled success; the alerts on those stops link their runs so). Each run shows
+what it did (its stop, the cause, its summary and its last tool calls) and, to a signed-in
+person, a form with the labels that fit its stop; a label is stored with the name the person
+gives and takes the run out of the queue.
 `/inbox/review/labelled` lists the latest labels, latest first. A run's own page
 (`/inbox/review/runs/RUN_ID`) shows its labels and the eval case a promote writes: shown on the
 page, downloadable, and written into the service's cases folder (`serve --cases-dir`) by the
@@ -22,6 +24,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import IO, Any
 from urllib.parse import quote, unquote, urlencode
 
@@ -37,7 +40,7 @@ from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
 from agent.service.briefing import Step, last_steps, steps_of
 from agent.service.config import Service
-from agent.service.http import notice_of, notice_params, status_of
+from agent.service.http import Problem, notice_of, notice_params, status_of
 from agent.service.inbox import (
     HEADERS,
     View,
@@ -58,6 +61,7 @@ from agent.service.inbox import (
     written,
 )
 from agent.service.visible import escape
+from agent.stops import StopReason
 
 QUEUE = "/inbox/review"
 LABELLED = "/inbox/review/labelled"
@@ -146,18 +150,26 @@ class ReviewPages:
         self, request: Request, message: str = "", error: str = "", status: int = 200, kept: str = ""
     ) -> Response:
         """The queue; with `kept` (a refused label's own note, HTML) shown under the error."""
-        view = View.of(request, QUEUE)
+        view = queue_view(request)
+        reasons = (StopReason(view.reason),) if view.reason else review.QUEUE_REASONS
+        share = 0.0 if view.reason else review.DEFAULT_SUCCESS_SHARE  # "limit": limit stops, no success
         is_in, size = signed_in(self.service, request), self.service.page_size
         counts: list[tuple[str, str, int]] = []
         records: list[RunRecord] = []
         if self._reads_refused(request):
             error = error or "Sign in with the service token to see the runs to review."
         else:
-            counts = await run_in_threadpool(review.queue_counts, self.store)
+            counts = await run_in_threadpool(review.queue_counts, self.store, reasons, share)
             offset = (view.page - 1) * size
             records = await run_in_threadpool(
                 lambda: review.queue(
-                    self.store, limit=size, offset=offset, agent=view.agent, task_type=view.task_type
+                    self.store,
+                    reasons,
+                    share,
+                    limit=size,
+                    offset=offset,
+                    agent=view.agent,
+                    task_type=view.task_type,
                 )
             )
         total = sum(n for a, t, n in counts if view.agent in (None, a) and view.task_type in (None, t))
@@ -175,7 +187,7 @@ class ReviewPages:
             notice=notice(message, "notice") + _done_link(request, message) + notice(error, "error") + kept,
             session=session(is_in),
             refresh_note=_QUEUE_INTRO,
-            filters=filters(counts, view),
+            filters=filters(counts, view) + reason_filter(view),
             items="\n".join(
                 f'<article class="run review" {_ids(r)}>{i}</article>'
                 for r, i in zip(records, items, strict=True)
@@ -415,6 +427,23 @@ class ReviewPages:
 # -- pieces ------------------------------------------------------------------------------------------
 
 
+def queue_view(request: Request) -> View:
+    """The queue's view: the inbox's filters, and `reason` (one of the queue's stop reasons) when given."""
+    view = View.of(request, QUEUE)
+    reason = request.query_params.get("reason") or None
+    if reason is not None and reason not in _REASONS:
+        known = ", ".join(_REASONS)
+        raise Problem(400, f"reason {reason[:40]!r} is not a stop the review queue holds: use one of {known}")
+    return replace(view, reason=reason)
+
+
+def reason_filter(view: View) -> str:
+    """Links to the queue's runs of one stop reason (`endstate review --reason`), the current one marked."""
+    links = [link(view.url(reason=None, page=None), "all", view.reason is None)]
+    links += [link(view.url(reason=r, page=None), r, view.reason == r) for r in _REASONS]
+    return f'<nav class="filters filter-reason">Stop: {" ".join(links)}</nav>'
+
+
 def run_card(r: RunRecord, steps: list[Step], view: View, most: int | None = None) -> str:
     """A finished run: who, the task, how it stopped and why, what it did (of the task and the cause,
     the first `most` characters when given: `_shown`)."""
@@ -579,6 +608,7 @@ def _later_earlier(view: View, more: bool) -> str:
     return f'<nav class="pages">{" ".join(links)}</nav>' if links else ""
 
 
+_REASONS = tuple(str(r) for r in review.QUEUE_REASONS)
 _QUEUE_INTRO = (
     '<p class="intro">Finished runs no one has labelled yet that stopped as <code>gave_up</code>, '
     "<code>limit</code>, <code>no_progress</code> or <code>error</code>, and a steady sample of "
