@@ -6,6 +6,7 @@ that names those it does."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sqlite3
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
+from agent.cli.main import main
 from agent.durable.runner import Runner
 from agent.durable.store import open_store
 from agent.examples.scenarios import SCENARIOS, example_catalog
@@ -213,3 +215,21 @@ def test_an_inbox_base_that_cannot_make_links_is_refused(tmp_path: Path, base: s
     assert done.returncode == 2
     assert "is not an http(s) URL" in done.stderr and "such as https://agents.example.com" in done.stderr
     assert not (tmp_path / "rules").exists()
+
+
+def test_the_cli_filtered_by_reason_lists_those_runs_only_as_the_inbox(
+    api: TestClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`endstate review --reason limit` lists what `?reason=limit` does: its help says "only runs that
+    stopped for this reason", and a sampled success is none (an explicit --success-share still samples)."""
+    store = ["--store", str(tmp_path / "runs.db")]
+    assert main(["review", *store, "--json"]) == 0
+    assert "csv-clean" in json_ids(capsys.readouterr().out)
+    assert main(["review", *store, "--reason", "limit", "--json"]) == 0
+    assert json_ids(capsys.readouterr().out) == {"csv-ok-every-time", "research-one-more-source"}
+    assert main(["review", *store, "--reason", "limit", "--success-share", "1", "--json"]) == 0
+    assert "csv-clean" in json_ids(capsys.readouterr().out)
+
+
+def json_ids(out: str) -> set[str]:
+    return {json.loads(line)["run_id"] for line in out.splitlines() if line.strip()}

@@ -45,8 +45,9 @@ def add_review(sub: Any) -> None:
     p.add_argument(
         "--success-share",
         type=float,
-        default=review.DEFAULT_SUCCESS_SHARE,
-        help="share of successes sampled into the queue (0 to 1; the same runs each time)",
+        default=None,
+        help="share of successes sampled into the queue (0 to 1; the same runs each time; default "
+        f"{review.DEFAULT_SUCCESS_SHARE}, and 0 with --reason)",
     )
     p.add_argument("--limit", type=above_zero(int, most=MAX_COUNT), default=50, help="at most this many runs")
     p.add_argument("--json", action="store_true", help="one JSON object per run")
@@ -141,9 +142,12 @@ def _label_help() -> str:
 
 def run_queue(args: argparse.Namespace) -> int:
     reasons = [StopReason(r) for r in args.reason] if args.reason else list(review.QUEUE_REASONS)
+    share = args.success_share
+    if share is None:  # `--reason limit` lists limit stops, as the inbox's ?reason=limit: no success
+        share = 0.0 if args.reason else review.DEFAULT_SUCCESS_SHARE
     with _store(args) as store:
-        runs = review.queue(store, reasons, args.success_share, args.limit)
-        total = sum(n for _, _, n in review.queue_counts(store, reasons, args.success_share))
+        runs = review.queue(store, reasons, share, args.limit)
+        total = sum(n for _, _, n in review.queue_counts(store, reasons, share))
         where = store.shown
     if args.json:
         for r in runs:
