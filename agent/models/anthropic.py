@@ -21,7 +21,9 @@ Choices worth knowing:
   breakpoints sit on the last tool, the system prompt, the last message and
   the user message before the last reply, so each turn reads the prefix the
   turn before wrote (Anthropic's pattern for agent loops; four breakpoints,
-  the API's maximum). Thinking blocks never carry one (the API refuses it).
+  the API's maximum). Only a block whose type takes one carries one: never
+  thinking, a `fallback` or an `mcp_tool_listing` block (the API refuses it),
+  nor one of a type the SDK does not know yet (sent back as the API gave it).
 - `input_tokens` counts every input token (uncached, cache reads, cache
   writes), as the GenAI semantic conventions ask; the cache parts are on the
   reply's own fields, so `PriceTable.cost_of` prices each at its rate.
@@ -230,8 +232,34 @@ _SDK_DELTAS = frozenset(
 )
 # The blocks whose streamed input the SDK gathers itself.
 _GATHERED = (types.ToolUseBlock, types.ServerToolUseBlock)
-# Blocks no cache breakpoint goes on: the API refuses one on thinking; a fallback block takes none.
-_NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking", "fallback"})
+# The block types that take a cache breakpoint: those whose request type in the SDK (`*BlockParam`,
+# beta ones too) has a `cache_control` field. The API refuses one on any other (thinking, a `fallback`,
+# an `mcp_tool_listing`, which a paused reply sent back may end with), and a block of a type the SDK
+# does not know yet goes back as the API gave it: the breakpoint goes on an earlier block.
+_BREAKPOINT_TYPES = frozenset(
+    {
+        "text",
+        "image",
+        "document",
+        "search_result",
+        "tool_use",
+        "tool_result",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "advisor_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
+        "compaction",
+        "tool_addition",
+        "tool_removal",
+    }
+)
 # Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
 _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
@@ -966,7 +994,7 @@ def _marked(message: Message, marker: dict[str, str]) -> Message:
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
     for i in range(len(blocks) - 1, -1, -1):
         block = blocks[i]
-        if isinstance(block, dict) and block.get("type") not in _NO_BREAKPOINT and block.get("text", "x"):
+        if isinstance(block, dict) and block.get("type") in _BREAKPOINT_TYPES and block.get("text", "x"):
             blocks[i] = {**block, "cache_control": marker}
             return {**message, "content": blocks}
     return message
