@@ -1773,12 +1773,21 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
 
 
 def with_asked_ttl(reply: ModelReply, usage: Any, ttl: CacheTTL | None) -> ModelReply:
-    """`reply` with its cache writes taken as 1-hour ones when every breakpoint asked for that TTL
-    (`ttl`) and the usage does not split them by TTL (a gateway that leaves `cache_creation` out):
-    priced at 2x input, not at the 5-minute 1.25x. A usage that splits them is taken as it says."""
-    if ttl != "1h" or not reply.cache_creation_input_tokens or getattr(usage, "cache_creation", None):
+    """`reply` with the cache writes its usage does not split by TTL taken as 1-hour ones when every
+    breakpoint asked for that TTL (`ttl`): priced at 2x input, not at the 5-minute 1.25x. Unsplit are
+    all the writes of a usage without `cache_creation` (a gateway that leaves it out), and in a stream
+    those a `message_delta` added to the total after `message_start` split it: the SDK keeps that
+    first split and the last total (a server tool's later samplings write more). What the usage
+    splits is taken as it says."""
+    if ttl != "1h" or not reply.cache_creation_input_tokens:
         return reply
-    return _replace_reply(reply, cache_creation_1h_input_tokens=reply.cache_creation_input_tokens)
+    breakdown = getattr(usage, "cache_creation", None)
+    split = sum(_tokens(breakdown, field) for field in _BREAKDOWN_COUNTS)
+    unsplit = reply.cache_creation_input_tokens - split
+    if unsplit <= 0:
+        return reply
+    hour = reply.cache_creation_1h_input_tokens + unsplit
+    return _replace_reply(reply, cache_creation_1h_input_tokens=hour)
 
 
 def _tokens(usage: Any, field: str) -> int:
