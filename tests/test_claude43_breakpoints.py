@@ -8,7 +8,6 @@ from __future__ import annotations
 import typing
 from typing import Any
 
-import typing_extensions
 from anthropic import types
 from anthropic.types import beta
 from messages_api import MessagesAPI, Response, message, text, tool_use
@@ -65,8 +64,8 @@ def test_the_types_that_take_a_breakpoint_are_those_whose_sdk_request_type_has_c
     takes = set()
     for union in (types.ContentBlockParam, beta.BetaContentBlockParam):
         for param in _members(union):
-            if typing_extensions.is_typeddict(param):
-                hints = typing_extensions.get_type_hints(param)
+            if hasattr(param, "__required_keys__"):  # a TypedDict: a request type, not a reply's
+                hints = typing.get_type_hints(param)
                 if "cache_control" in hints:
                     takes |= set(typing.get_args(hints["type"]))
     assert takes == adapter._BREAKPOINT_TYPES
