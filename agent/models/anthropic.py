@@ -1899,15 +1899,36 @@ def _replace_reply(reply: ModelReply, **changes: Any) -> ModelReply:
 def server_tool_uses(message: types.Message) -> dict[str, int]:
     """Server tool uses by tool name: web searches and fetches as the usage counts them (what is
     billed: a search that failed, or that a cut-off reply never ran, is not), the other tools
-    (code execution) by the reply's server_tool_use blocks."""
+    (code execution) by the reply's server_tool_use blocks. A usage that gives no `server_tool_use`
+    (a gateway that leaves it out) has its searches and fetches counted by the results that came
+    back whole: they ran, and are billed."""
     counts: dict[str, int] = {}
     for block in message.content:
         if isinstance(block, types.ServerToolUseBlock):
             counts[block.name] = counts.get(block.name, 0) + 1
     usage = message.usage.server_tool_use
-    counts["web_search"] = (usage.web_search_requests or 0) if usage is not None else 0
-    counts["web_fetch"] = (usage.web_fetch_requests or 0) if usage is not None else 0
+    if usage is None:
+        counts["web_search"], counts["web_fetch"] = _results_back(message.content)
+    else:
+        counts["web_search"], counts["web_fetch"] = (
+            usage.web_search_requests or 0,
+            usage.web_fetch_requests or 0,
+        )
     return {name: used for name, used in counts.items() if used}
+
+
+def _results_back(content: Sequence[Any]) -> tuple[int, int]:
+    """The web searches and fetches whose results a reply holds (not an error's)."""
+    searches = sum(
+        1 for b in content if isinstance(b, types.WebSearchToolResultBlock) and isinstance(b.content, list)
+    )
+    fetches = sum(
+        1
+        for b in content
+        if isinstance(b, types.WebFetchToolResultBlock)
+        and getattr(b.content, "type", "") == "web_fetch_result"
+    )
+    return searches, fetches
 
 
 # The rate-limit headers' prefixes: the standard limits, fast mode's own, the priority tier's.
