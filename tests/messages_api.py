@@ -755,33 +755,39 @@ _CITATION_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The message blocks whose request type (the SDK's `*BlockParam`) has no `cache_control` field.
+_NO_CACHE_CONTROL = ("thinking", "redacted_thinking", "fallback", "mcp_tool_listing")
+
+
 def _blocks_problem(blocks: list[Any], i: int) -> str | None:
-    """The API's refusal of a blank text block, or of a text block's citations or a tool call's caller
-    not as the API gave them."""
+    """The API's refusal of a blank text block, of a cache breakpoint on a block that takes none, or of
+    a text block's citations or a tool call's caller not as the API gave them."""
     if any(not str(b.get("text", "")).strip() for b in _typed(blocks, "text")):
         return f"messages.{i}: text content blocks must contain non-whitespace text"
     if any(not b.get("signature") for b in _typed(blocks, "thinking")):
         return f"messages.{i}: Invalid `signature` in `thinking` block"
     for j, block in enumerate(blocks):
-        if not isinstance(block, dict):
-            continue
-        where = f"messages.{i}.content.{j}"
-        citations = block.get("citations") if block.get("type") == "text" else None
-        for k, citation in enumerate(citations or []):
-            kind = citation.get("type") if isinstance(citation, dict) else None
-            if kind not in _CITATION_FIELDS:
-                return (
-                    f"{where}.citations.{k}.type: Input tag {kind!r} does not match any of the expected tags"
-                )
-            if missing := [f for f in _CITATION_FIELDS[kind] if f not in citation]:
-                return f"{where}.citations.{k}.{kind}.{missing[0]}: Field required"
-        if block.get("type") == "tool_result" and (problem := _result_content_problem(block, where)):
+        if isinstance(block, dict) and (problem := _block_problem(block, f"messages.{i}.content.{j}")):
             return problem
-        caller = block.get("caller") if block.get("type") in ("tool_use", "server_tool_use") else None
-        if caller is not None and not _valid_caller(caller):
-            return (
-                f"{where}.caller: Input should be a direct caller or a code execution caller with a tool_id"
-            )
+    return None
+
+
+def _block_problem(block: dict[str, Any], where: str) -> str | None:
+    """The API's refusal of one block of a message (see `_blocks_problem`)."""
+    citations = block.get("citations") if block.get("type") == "text" else None
+    for k, citation in enumerate(citations or []):
+        kind = citation.get("type") if isinstance(citation, dict) else None
+        if kind not in _CITATION_FIELDS:
+            return f"{where}.citations.{k}.type: Input tag {kind!r} does not match any of the expected tags"
+        if missing := [f for f in _CITATION_FIELDS[kind] if f not in citation]:
+            return f"{where}.citations.{k}.{kind}.{missing[0]}: Field required"
+    if "cache_control" in block and block.get("type") in _NO_CACHE_CONTROL:
+        return f"{where}.{block['type']}.cache_control: Extra inputs are not permitted"
+    if block.get("type") == "tool_result" and (problem := _result_content_problem(block, where)):
+        return problem
+    caller = block.get("caller") if block.get("type") in ("tool_use", "server_tool_use") else None
+    if caller is not None and not _valid_caller(caller):
+        return f"{where}.caller: Input should be a direct caller or a code execution caller with a tool_id"
     return None
 
 

@@ -21,7 +21,9 @@ Choices worth knowing:
   breakpoints sit on the last tool, the system prompt, the last message and
   the user message before the last reply, so each turn reads the prefix the
   turn before wrote (Anthropic's pattern for agent loops; four breakpoints,
-  the API's maximum). Thinking blocks never carry one (the API refuses it).
+  the API's maximum). Only a block whose type takes one carries one: never
+  thinking, a `fallback` or an `mcp_tool_listing` block (the API refuses it),
+  nor one of a type the SDK does not know yet (sent back as the API gave it).
 - `input_tokens` counts every input token (uncached, cache reads, cache
   writes), as the GenAI semantic conventions ask; the cache parts are on the
   reply's own fields, so `PriceTable.cost_of` prices each at its rate.
@@ -230,8 +232,34 @@ _SDK_DELTAS = frozenset(
 )
 # The blocks whose streamed input the SDK gathers itself.
 _GATHERED = (types.ToolUseBlock, types.ServerToolUseBlock)
-# Blocks no cache breakpoint goes on: the API refuses one on thinking; a fallback block takes none.
-_NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking", "fallback"})
+# The block types that take a cache breakpoint: those whose request type in the SDK (`*BlockParam`,
+# beta ones too) has a `cache_control` field. The API refuses one on any other (thinking, a `fallback`,
+# an `mcp_tool_listing`, which a paused reply sent back may end with), and a block of a type the SDK
+# does not know yet goes back as the API gave it: the breakpoint goes on an earlier block.
+_BREAKPOINT_TYPES = frozenset(
+    {
+        "text",
+        "image",
+        "document",
+        "search_result",
+        "tool_use",
+        "tool_result",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "advisor_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
+        "compaction",
+        "tool_addition",
+        "tool_removal",
+    }
+)
 # Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
 _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
@@ -966,7 +994,7 @@ def _marked(message: Message, marker: dict[str, str]) -> Message:
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
     for i in range(len(blocks) - 1, -1, -1):
         block = blocks[i]
-        if isinstance(block, dict) and block.get("type") not in _NO_BREAKPOINT and block.get("text", "x"):
+        if isinstance(block, dict) and block.get("type") in _BREAKPOINT_TYPES and block.get("text", "x"):
             blocks[i] = {**block, "cache_control": marker}
             return {**message, "content": blocks}
     return message
@@ -1745,12 +1773,21 @@ def _usage_reply(usage: Any, content: list[dict[str, Any]], stop: str, model: st
 
 
 def with_asked_ttl(reply: ModelReply, usage: Any, ttl: CacheTTL | None) -> ModelReply:
-    """`reply` with its cache writes taken as 1-hour ones when every breakpoint asked for that TTL
-    (`ttl`) and the usage does not split them by TTL (a gateway that leaves `cache_creation` out):
-    priced at 2x input, not at the 5-minute 1.25x. A usage that splits them is taken as it says."""
-    if ttl != "1h" or not reply.cache_creation_input_tokens or getattr(usage, "cache_creation", None):
+    """`reply` with the cache writes its usage does not split by TTL taken as 1-hour ones when every
+    breakpoint asked for that TTL (`ttl`): priced at 2x input, not at the 5-minute 1.25x. Unsplit are
+    all the writes of a usage without `cache_creation` (a gateway that leaves it out), and in a stream
+    those a `message_delta` added to the total after `message_start` split it: the SDK keeps that
+    first split and the last total (a server tool's later samplings write more). What the usage
+    splits is taken as it says."""
+    if ttl != "1h" or not reply.cache_creation_input_tokens:
         return reply
-    return _replace_reply(reply, cache_creation_1h_input_tokens=reply.cache_creation_input_tokens)
+    breakdown = getattr(usage, "cache_creation", None)
+    split = sum(_tokens(breakdown, field) for field in _BREAKDOWN_COUNTS)
+    unsplit = reply.cache_creation_input_tokens - split
+    if unsplit <= 0:
+        return reply
+    hour = reply.cache_creation_1h_input_tokens + unsplit
+    return _replace_reply(reply, cache_creation_1h_input_tokens=hour)
 
 
 def _tokens(usage: Any, field: str) -> int:
@@ -1862,15 +1899,36 @@ def _replace_reply(reply: ModelReply, **changes: Any) -> ModelReply:
 def server_tool_uses(message: types.Message) -> dict[str, int]:
     """Server tool uses by tool name: web searches and fetches as the usage counts them (what is
     billed: a search that failed, or that a cut-off reply never ran, is not), the other tools
-    (code execution) by the reply's server_tool_use blocks."""
+    (code execution) by the reply's server_tool_use blocks. A usage that gives no `server_tool_use`
+    (a gateway that leaves it out) has its searches and fetches counted by the results that came
+    back whole: they ran, and are billed."""
     counts: dict[str, int] = {}
     for block in message.content:
         if isinstance(block, types.ServerToolUseBlock):
             counts[block.name] = counts.get(block.name, 0) + 1
     usage = message.usage.server_tool_use
-    counts["web_search"] = (usage.web_search_requests or 0) if usage is not None else 0
-    counts["web_fetch"] = (usage.web_fetch_requests or 0) if usage is not None else 0
+    if usage is None:
+        counts["web_search"], counts["web_fetch"] = _results_back(message.content)
+    else:
+        counts["web_search"], counts["web_fetch"] = (
+            usage.web_search_requests or 0,
+            usage.web_fetch_requests or 0,
+        )
     return {name: used for name, used in counts.items() if used}
+
+
+def _results_back(content: Sequence[Any]) -> tuple[int, int]:
+    """The web searches and fetches whose results a reply holds (not an error's)."""
+    searches = sum(
+        1 for b in content if isinstance(b, types.WebSearchToolResultBlock) and isinstance(b.content, list)
+    )
+    fetches = sum(
+        1
+        for b in content
+        if isinstance(b, types.WebFetchToolResultBlock)
+        and getattr(b.content, "type", "") == "web_fetch_result"
+    )
+    return searches, fetches
 
 
 # The rate-limit headers' prefixes: the standard limits, fast mode's own, the priority tier's.
