@@ -34,6 +34,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopRea
 from agent.snapshot import Snapshot, SnapshotKind
 from agent.stops import MESSAGES_API_STOPS, TurnSignal
 from agent.summary import foreign_summary
+from agent.text import json_ready
 from agent.tools import ToolOutcome, run_cancelled, said
 from agent.usage import Usage
 from agent.verify import Verifier, VerifierError, checked_in_thread
@@ -390,7 +391,11 @@ class Recorder:
     def suspend(
         self, question: str, pending: PendingAction | None, *, raw: Any, wait_seconds: float | None = None
     ) -> RunResult:
-        """A pending approval or question: `need_help`, with the framework's state kept in `raw`."""
+        """A pending approval or question: `need_help`, with the framework's state kept in `raw`.
+        A NaN or infinity in the pending call's arguments (no JSON holds one, some SDKs read one) is
+        kept as null, as every JSON the run is shown in has it: the result, the store, the service."""
+        if pending is not None:
+            pending = PendingAction(pending.tool_use_id, pending.name, json_ready(pending.arguments))
         now = time.time()
         wait_seconds = self.help_seconds if wait_seconds is None else wait_seconds
         deadline = now + (DEFAULT_HELP_SECONDS if wait_seconds is None else wait_seconds)

@@ -121,6 +121,7 @@ from agent.journal import Suspended
 from agent.prices import PriceTable
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
+from agent.text import json_text
 from agent.tools import said
 from agent.verify import Verifier
 
@@ -961,7 +962,7 @@ def _suspend_at_breakpoint(
         return recorder.suspend(question, None, raw=_saved(output, config))
     first = waiting[0]
     pending = PendingAction(str(first.get("id") or ""), str(first["name"]), dict(first["args"]))
-    shown = " and ".join(f"{c['name']}({json.dumps(c['args'], default=str)})" for c in waiting)
+    shown = " and ".join(f"{c['name']}({json_text(c['args'], default=str)})" for c in waiting)
     return recorder.suspend(f"Approve {shown}?", pending, raw=_saved(output, config))
 
 
@@ -973,14 +974,14 @@ def _saved(output: Any, config: Mapping[str, Any]) -> dict[str, Any]:
 def _asking(waits: Any) -> tuple[str, PendingAction | None]:
     """What an interrupt asks: an approval of a call (`{"tool", "args"}`), else a question."""
     value = getattr(waits, "value", waits)
-    question = value if isinstance(value, str) else json.dumps(value, default=str)
+    question = value if isinstance(value, str) else json_text(value, default=str)
     pending = None
     if isinstance(value, Mapping) and value.get("tool"):  # {"tool", "args"}: an approval, asked as such
         args = value.get("args") or {}
         arguments = dict(args) if isinstance(args, Mapping) else {"args": args}
         pending = PendingAction(str(getattr(waits, "id", "")), str(value["tool"]), arguments)
         asked = value.get("question")
-        question = str(asked) if asked else f"Approve {pending.name}({json.dumps(arguments, default=str)})?"
+        question = str(asked) if asked else f"Approve {pending.name}({json_text(arguments, default=str)})?"
     return question, pending
 
 

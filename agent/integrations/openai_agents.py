@@ -97,6 +97,7 @@ from agent.integrations._observe import (
 )
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.text import json_text
 from agent.tools import run_cancelled, said
 from agent.verify import Verifier
 
@@ -568,7 +569,7 @@ def _suspend(recorder: Recorder, result: Any) -> RunResult:
     call_id = str(getattr(raw_item, "call_id", None) or getattr(raw_item, "id", "") or "")
     arguments = _arguments(getattr(raw_item, "arguments", None))
     name = item.tool_name or str(getattr(raw_item, "name", "tool"))
-    question = f"Approve {name}({json.dumps(arguments, default=str)})?"
+    question = f"Approve {name}({json_text(arguments, default=str)})?"
     return recorder.suspend(question, PendingAction(call_id, name, arguments), raw=result)
 
 
