@@ -26,7 +26,7 @@ from agent import StopReason, observe_run
 from agent.durable.store.base import dumps, pending_of
 from agent.integrations import openai_agents as oa
 from agent.integrations import pydantic_ai as pai
-from agent.result import PendingAction, RunResult
+from agent.result import PendingAction, RunResult, Suspension
 
 SHOWN = {"amount": None, "limits": [1, None, None], "to": "acct-1"}
 
@@ -87,3 +87,14 @@ def test_a_stored_pending_call_with_nan_arguments_reads_back_equal() -> None:
     pending = pydantic_run().suspension.pending  # type: ignore[union-attr]
     assert pending is not None
     assert pending_of(dumps(asdict(pending))) == pending
+
+
+def test_to_dict_is_standard_json_whatever_a_result_holds() -> None:
+    """A result made before this rule (kept by an older release, read back from its store) or by hand."""
+    pending = PendingAction(
+        "p1", "pay", {"amount": math.nan, "limits": [1, math.inf, -math.inf], "to": "acct-1"}
+    )
+    result = RunResult(
+        "r1", "payer", "t", StopReason.NEED_HELP, suspension=Suspension("Approve pay?", 10.0, 1.0, pending)
+    )
+    assert strict(result)["suspension"]["pending"]["arguments"] == SHOWN
