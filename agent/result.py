@@ -8,6 +8,7 @@ from typing import Any
 from agent._frozen import fast_init
 from agent.snapshot import Snapshot
 from agent.stops import FinishKind, LimitKind, PendingAction, StopCause, StopReason, Suspension
+from agent.text import json_ready
 from agent.usage import Usage, WithUsage
 
 __all__ = [
@@ -48,7 +49,8 @@ class RunResult(WithUsage):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, flat (tokens and cost beside the rest; the snapshot is left out:
-        serialise it on its own)."""
+        serialise it on its own), as standard JSON holds them (`json_ready`: NaN and the infinities
+        as null)."""
         data: dict[str, Any] = {}
         # neither the snapshot nor a framework's result is copied, nor serialised
         for key, value in asdict(replace(self, raw=None, snapshot=None)).items():
@@ -61,4 +63,5 @@ class RunResult(WithUsage):
         data["limit"] = str(self.limit) if self.limit else None
         data["cause"] = str(self.cause) if self.cause else None
         data["verifier_failures"] = list(self.verifier_failures)
-        return data
+        ready: dict[str, Any] = json_ready(data)
+        return ready

@@ -6,7 +6,9 @@ span takes the caller's current context as parent, at `run_started`, which
 the loop calls synchronously from `arun`/`aresume`. The run span is then the
 current span until `run_ended` (as `start_as_current_span` would make it), so
 what the run's tools do (a nested agent run, an instrumented client's spans)
-lands in the run's trace, under its span. The observer's
+lands in the run's trace, under its span. Once the run has ended, the span its
+context holds stands for the caller's (`_CurrentSpan`): a run that ends in another
+thread or task leaves nothing begun in the starting one parented under it. The observer's
 `trace_id`/`span_id` are set only for a sampled run span, so a result never
 points at a trace that was not recorded.
 
@@ -30,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from random import getrandbits
@@ -52,6 +54,8 @@ from telemetry.capture import Capture
 from telemetry.redact import Redactor
 
 if TYPE_CHECKING:
+    from opentelemetry.util.types import Attributes, AttributeValue
+
     from agent.models.base import ModelReply, ModelRequest, ToolCall
     from agent.result import RunResult
     from agent.stops import StopReason, TurnSignal
@@ -248,8 +252,9 @@ class _RunTrace(RunObserver):
         self._run_events: list[tuple[str, dict[str, Any], int]] = []  # a planned span's, until it is made
         self._caller = _live(otel_context.get_current())  # the run span's parent, current again at its end
         self._span = self._planned_span() if planned else self._run_span(self._caller)
-        self._ctx = otel_context.set_value(_RUN_OF, self, trace.set_span_in_context(self._span))
-        otel_context.attach(self._ctx)  # the run's span is current until it ends
+        self._ctx = trace.set_span_in_context(self._span)  # the parent of the segment's own spans
+        self._current = otel_context.set_value(_RUN_OF, self, trace.set_span_in_context(_CurrentSpan(self)))
+        otel_context.attach(self._current)  # the run's span is current until it ends
         self._turn: _Turn | None = None
         self._chat: _Call | None = None
         self._tools: dict[str, _Call] = {}
@@ -502,10 +507,15 @@ class _RunTrace(RunObserver):
         """The caller's context current again, where the run's is current: in the task that
         started the run, as a rule. (Restored by attaching it, not by `detach`, which fails and
         logs an error when a run ends in another task, as an abandoned stream's close does.)"""
-        if otel_context.get_current() is self._ctx:
+        if otel_context.get_current() is self._current:
             otel_context.attach(self._caller)
 
     # -- helpers -------------------------------------------------------------
+
+    @property
+    def span(self) -> trace.Span:
+        """The segment's run span."""
+        return self._span
 
     @property
     def caller_if_ended(self) -> Context | None:
@@ -606,6 +616,56 @@ def bounded_name(value: object, fallback: str) -> str:
     would make a series per message and could carry message content.
     """
     return value if isinstance(value, str) and _NAME.fullmatch(value) else fallback
+
+
+class _CurrentSpan(trace.Span):
+    """The span a run makes current: its run span while the segment runs, the span current where it
+    began once it has ended. A run that ends in another thread or task than the one that started it
+    cannot make the caller's context current again there; so nothing begun there afterwards (an
+    instrumented client's span, the team's own) is parented under the ended run, in its trace."""
+
+    def __init__(self, run: _RunTrace) -> None:
+        self._run = run
+
+    def _now(self) -> trace.Span:
+        caller = self._run.caller_if_ended
+        return self._run.span if caller is None else trace.get_current_span(caller)
+
+    def get_span_context(self) -> SpanContext:
+        return self._now().get_span_context()
+
+    def is_recording(self) -> bool:
+        return self._now().is_recording()
+
+    def end(self, end_time: int | None = None) -> None:
+        self._now().end(end_time)
+
+    def set_attributes(self, attributes: Mapping[str, AttributeValue]) -> None:
+        self._now().set_attributes(attributes)
+
+    def set_attribute(self, key: str, value: AttributeValue) -> None:
+        self._now().set_attribute(key, value)
+
+    def add_event(self, name: str, attributes: Attributes = None, timestamp: int | None = None) -> None:
+        self._now().add_event(name, attributes, timestamp)
+
+    def add_link(self, context: SpanContext, attributes: Attributes = None) -> None:
+        self._now().add_link(context, attributes)
+
+    def update_name(self, name: str) -> None:
+        self._now().update_name(name)
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        self._now().set_status(status, description)
+
+    def record_exception(
+        self,
+        exception: BaseException,
+        attributes: Attributes = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
+    ) -> None:
+        self._now().record_exception(exception, attributes, timestamp, escaped)
 
 
 def _live(ctx: Context) -> Context:

@@ -46,6 +46,7 @@ class Rig:
     exporter: InMemorySpanExporter
     registry: CollectorRegistry
     hooks: TelemetryHooks
+    provider: TracerProvider | None = None  # the hooks' own, for the spans of code around a run
 
     def spans(self) -> list[ReadableSpan]:
         return list(self.exporter.get_finished_spans())
@@ -77,7 +78,7 @@ def rigged() -> Iterator[Rig]:
     provider.add_span_processor(open_spans)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     registry = CollectorRegistry()
-    rig = Rig(exporter, registry, TelemetryHooks(MetricsHooks(registry), TracingHooks(provider)))
+    rig = Rig(exporter, registry, TelemetryHooks(MetricsHooks(registry), TracingHooks(provider)), provider)
     yield rig
     provider.shutdown()
     assert not open_spans.open, f"spans never ended: {sorted(open_spans.open.values())}"

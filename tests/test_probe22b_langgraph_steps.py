@@ -18,6 +18,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from agent.integrations import langgraph as endstate_lg
+from agent.models.base import ModelReply
+from agent.prices import PriceTable
 from agent.result import LimitKind, RunResult, StopReason
 from telemetry import names as n
 
@@ -86,3 +88,22 @@ def test_a_model_that_says_those_words_itself_is_a_success() -> None:
     """Only LangGraph's own message ends a run so: a model's reply carries its usage."""
     result = run(react_agent([says(endstate_lg.OUT_OF_STEPS)]), "stream")
     assert (result.reason, result.output) == (StopReason.SUCCESS, endstate_lg.OUT_OF_STEPS)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_reply_the_prebuilt_agent_replaced_is_counted_in_the_stop(mode: str) -> None:
+    """The out-of-steps message stands in for a reply the model was paid for: its tokens (and, with
+    prices, its cost) are the run's, in the result, the metrics and the run span, read either way."""
+    replies = [calls("look", {"path": str(i)}, f"c{i}") for i in range(10)]
+    for reply in replies:
+        reply.response_metadata = {"model_name": "claude-sonnet-4-5"}
+    with rigged() as rig:
+        config = {"recursion_limit": 6}
+        result = run(react_agent(replies), mode, config=config, hooks=rig.hooks, prices=PriceTable())
+        assert (result.reason, result.limit, result.turns) == (StopReason.LIMIT, LimitKind.TURNS, 3)
+        assert (result.input_tokens, result.output_tokens) == (30, 12)  # three calls of 10 in, 4 out
+        one = PriceTable().cost_of("claude-sonnet-4-5", ModelReply([], 10, 4))
+        assert result.cost_usd == pytest.approx(3 * one)
+        (span,) = rig.run_spans()
+        attrs = span.attributes or {}
+        assert (attrs[n.GEN_AI_USAGE_INPUT_TOKENS], attrs[n.GEN_AI_USAGE_OUTPUT_TOKENS]) == (30, 12)

@@ -34,6 +34,7 @@ from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopRea
 from agent.snapshot import Snapshot, SnapshotKind
 from agent.stops import MESSAGES_API_STOPS, TurnSignal
 from agent.summary import foreign_summary
+from agent.text import json_ready
 from agent.tools import ToolOutcome, run_cancelled, said
 from agent.usage import Usage
 from agent.verify import Verifier, VerifierError, checked_in_thread
@@ -261,6 +262,8 @@ class Recorder:
         if self.result is not None:
             return
         self._model_open = False
+        if error is not None and _caller_stopped(error):  # cut off, as Endstate's loop marks it
+            error = _Cut()
         if error is None or isinstance(error, _Cut | asyncio.CancelledError):
             self._attempt = 0  # a reply, or a call cut off: the next call is the next turn's
         # else the call failed: the next call with no tool run between tries it again
@@ -390,7 +393,11 @@ class Recorder:
     def suspend(
         self, question: str, pending: PendingAction | None, *, raw: Any, wait_seconds: float | None = None
     ) -> RunResult:
-        """A pending approval or question: `need_help`, with the framework's state kept in `raw`."""
+        """A pending approval or question: `need_help`, with the framework's state kept in `raw`.
+        A NaN or infinity in the pending call's arguments (no JSON holds one, some SDKs read one) is
+        kept as null, as every JSON the run is shown in has it: the result, the store, the service."""
+        if pending is not None:
+            pending = PendingAction(pending.tool_use_id, pending.name, json_ready(pending.arguments))
         now = time.time()
         wait_seconds = self.help_seconds if wait_seconds is None else wait_seconds
         deadline = now + (DEFAULT_HELP_SECONDS if wait_seconds is None else wait_seconds)
@@ -432,7 +439,7 @@ class Recorder:
         """End the open turn and the segment; the first call wins."""
         if self.result is not None:
             return self.result
-        self._close_open_calls(reason)
+        self._close_open_calls()
         self.end_turn(reason)
         self._release_turn(reason)
         limit = limit if reason is StopReason.LIMIT else None
@@ -484,12 +491,12 @@ class Recorder:
             span_id=self.observer.span_id,
         )
 
-    def _close_open_calls(self, reason: StopReason) -> None:
-        """A model call the framework never finished (a limit raised inside it, say) ends as interrupted."""
+    def _close_open_calls(self) -> None:
+        """A model call the framework never finished (a limit raised inside it, a cancellation) ends as
+        interrupted, as Endstate's own loop ends it."""
         if self._model_open:
             self._model_open = False
-            error: BaseException = asyncio.CancelledError() if reason is StopReason.CANCELLED else _Cut()
-            self.observer.model_ended(None, error)
+            self.observer.model_ended(None, _Cut())
 
 
 class UnreadableState(ConfigError):
@@ -690,6 +697,14 @@ class _Cut(Exception):
     """A model call that the framework cut off when the run stopped."""
 
     error_type = "interrupted"
+
+
+def _caller_stopped(error: BaseException) -> bool:
+    """Whether `error` is the caller stopping the run (a cancellation, Ctrl-C, a stream closed), not a
+    call's own failure: a `CancelledError` raised while nobody cancels the task is the latter."""
+    if isinstance(error, KeyboardInterrupt | GeneratorExit):
+        return True
+    return isinstance(error, asyncio.CancelledError) and run_cancelled()
 
 
 def need(given: Any, fits: bool, entry: str, what: str) -> None:

@@ -69,6 +69,7 @@ from agent.integrations._observe import (
 )
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.text import json_text
 from agent.verify import Verifier
 
 PROVIDER = "anthropic"
@@ -380,7 +381,7 @@ def _conclude(recorder: Recorder, reader: MessageReader) -> RunResult:
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.GUARDRAIL, note=stopped, raw=result)
     if result.deferred_tool_use is not None:
         d = result.deferred_tool_use
-        question = f"Approve {d.name}({json.dumps(d.input, default=str)})?"  # what the call would do
+        question = f"Approve {d.name}({json_text(d.input, default=str)})?"  # what the call would do
         return recorder.suspend(question, PendingAction(d.id, d.name, dict(d.input)), raw=result)
     output = result.structured_output if result.structured_output is not None else result.result or ""
     return recorder.succeed(output, raw=result)

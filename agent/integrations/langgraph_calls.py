@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
@@ -286,6 +286,44 @@ async def drive(
         return latest, halted
     found = {**latest, INTERRUPT_KEY: interrupts} if isinstance(latest, dict) else {INTERRUPT_KEY: interrupts}
     return found, halted
+
+
+class Replies(BaseCallbackHandler):
+    """The chat-model replies of a run, by message id, until its stream reads them: the message
+    LangGraph's prebuilt agent writes in place of a reply when out of steps keeps the reply's id but
+    not its usage, and the call was made (and paid for) all the same."""
+
+    run_inline = True
+    raise_error = False
+    ignore_chain = ignore_agent = ignore_retriever = ignore_retry = ignore_custom_event = True
+    KEEP = 32  # replies no node wrote (a router's) are dropped, oldest first, past this many
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Any] = {}
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        """Nothing: defined so LangChain does not fall back to `on_llm_start` with the text."""
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        message = _message_of(response)
+        if message is not None and message.id:
+            self._by_id[message.id] = message
+            if len(self._by_id) > self.KEEP:
+                del self._by_id[next(iter(self._by_id))]
+
+    def reply(self, written: Any) -> Any:
+        """The model's reply a written message is (or stands in for)."""
+        return self._by_id.pop(written.id, written) if written.id else written
+
+    def config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """`config` with this handler among its callbacks (the caller's own are kept as they were)."""
+        callbacks = config.get("callbacks")
+        if isinstance(callbacks, BaseCallbackManager):
+            callbacks = callbacks.copy()
+            callbacks.add_handler(self, inherit=True)
+        else:
+            callbacks = [*(callbacks or ()), self]
+        return {**config, "callbacks": callbacks}
 
 
 def _message_of(response: LLMResult) -> Any:

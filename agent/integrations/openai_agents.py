@@ -28,7 +28,9 @@ tool output guardrail rejected (`reject_content`, or a tripwire): the SDK tells 
 it, so the integration wraps `ToolOutputGuardrail.run` (once per process) to note the verdicts given
 in the runs it observes (others see no change). An agent run as a tool
 (`Agent.as_tool`) runs without these hooks: its calls' tokens, which the SDK adds to the run's
-usage, count in the run's totals (no spans of their own). How runs end:
+usage, count in the run's totals (no spans of their own). Its tool asking for approval suspends
+the run; resumed, the SDK calls `on_tool_end` alone for the outer call (its `on_tool_start` was
+in the suspended segment), so that call's span in the resumed segment begins as it ends. How runs end:
 
 | OpenAI Agents SDK                                   | Endstate                              |
 | --------------------------------------------------- | ------------------------------------- |
@@ -97,6 +99,7 @@ from agent.integrations._observe import (
 )
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.text import json_text
 from agent.tools import run_cancelled, said
 from agent.verify import Verifier
 
@@ -178,7 +181,10 @@ class EndstateRunHooks(OARunHooks[Any]):
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
         if self.recorder.watched:
             call_id, name, args = _tool_call(context, tool)
-            self.running.pop(call_id, None)
+            if self.running.pop(call_id, None) is None:
+                # An agent run as a tool, resumed after an approval inside it: the SDK ends the call
+                # with no `on_tool_start` in this segment (it began in the last), so it starts here.
+                self.recorder.tool_started(call_id, name, args)
             text = str(result)
             error = _tool_error(context, tool, text)
             if self.rejected.pop(call_id, None) is not None:
@@ -568,7 +574,7 @@ def _suspend(recorder: Recorder, result: Any) -> RunResult:
     call_id = str(getattr(raw_item, "call_id", None) or getattr(raw_item, "id", "") or "")
     arguments = _arguments(getattr(raw_item, "arguments", None))
     name = item.tool_name or str(getattr(raw_item, "name", "tool"))
-    question = f"Approve {name}({json.dumps(arguments, default=str)})?"
+    question = f"Approve {name}({json_text(arguments, default=str)})?"
     return recorder.suspend(question, PendingAction(call_id, name, arguments), raw=result)
 
 

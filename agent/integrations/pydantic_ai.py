@@ -96,6 +96,7 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
+from agent.text import json_text
 from agent.tools import said
 from agent.verify import Verifier
 
@@ -824,7 +825,7 @@ def _suspend(recorder: Recorder, requests: DeferredToolRequests, result: Any) ->
     first = waiting[0]
     arguments = first.args_as_dict()
     verb = "Approve" if requests.approvals else "Answer"
-    shown = " and ".join(f"{c.tool_name}({json.dumps(c.args_as_dict(), default=str)})" for c in waiting)
+    shown = " and ".join(f"{c.tool_name}({json_text(c.args_as_dict(), default=str)})" for c in waiting)
     question = f"{verb} {shown}?"
     pending = PendingAction(first.tool_call_id, first.tool_name, arguments) if requests.approvals else None
     return recorder.suspend(question, pending, raw=result)
