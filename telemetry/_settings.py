@@ -8,7 +8,10 @@ when `telemetry` is imported (before the SDK is) and again at setup. So are
 endpoints and the service name with blanks or line ends around them (the SDK
 keeps them), the resource variables holding bytes that are not UTF-8 (the OTLP encoder
 left such an attribute, `service.name` too, out of every export) and OTLP
-headers the exporters cannot read (they dropped them with a log line).
+headers the exporters cannot read (they dropped them with a log line), a
+compression the exporters do not know (over gRPC a traceback, over HTTP a log
+line and none), a resource attribute that is no `key=value` (dropped with a log
+line) and a TLS file that cannot be read (every export failed, said as a timeout).
 """
 
 from __future__ import annotations
@@ -74,6 +77,21 @@ _HEADER_NAME = re.compile(r"[\x21\x23-\x27\x2a\x2b\x2d\x2e\x30-\x39\x41-\x5a\x5e
 _HEADER_VALUE = re.compile(r"[\x20\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
 _HEADER_SEPARATOR = re.compile(r"[ \t]*,[ \t]*")
 
+# Each signal's compression variables, and the protocol variables that choose its exporter
+COMPRESSIONS = {
+    "traces": (ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, ev.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION),
+    "logs": (ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL, ev.OTEL_EXPORTER_OTLP_LOGS_COMPRESSION),
+}
+COMPRESSION_KINDS = {
+    "http/protobuf": ("gzip", "deflate", "none"),
+    "grpc": ("gzip",),
+}  # what each exporter takes
+TLS_FILES = tuple(
+    f"OTEL_EXPORTER_OTLP{signal}_{kind}"
+    for signal in ("", "_TRACES", "_LOGS")
+    for kind in ("CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY")
+)
+
 SAMPLERS = (
     "always_on",
     "always_off",
@@ -125,6 +143,9 @@ def check_sdk_settings(environ: Mapping[str, str]) -> None:
     check_trimmed(environ)
     check_resource_text(environ)
     check_headers(environ)
+    check_compression(environ)
+    check_resource_pairs(environ)
+    check_tls_files(environ)
     for name in LIMITS:
         raw = environ.get(name, "").strip()
         if raw and not (raw.isdigit() and raw.isascii()):
@@ -200,6 +221,54 @@ def _header_problem(item: str, index: int) -> str:
     if not _HEADER_VALUE.fullmatch(value.strip()):
         return f"the value of header {key.strip()!r} holds characters a header cannot carry"
     return ""
+
+
+def check_compression(environ: Mapping[str, str]) -> None:
+    """Each OTLP compression one its signal's exporter takes: the gRPC exporter (gzip only) raised a
+    bare exception at setup for another, the HTTP one logged a line and sent without compression."""
+    for protocol_name, own in COMPRESSIONS.values():
+        protocol = (
+            environ.get(protocol_name, "").strip() or environ.get(ev.OTEL_EXPORTER_OTLP_PROTOCOL, "")
+        ).strip()
+        kinds = COMPRESSION_KINDS.get(protocol or "http/protobuf")
+        for name in (ev.OTEL_EXPORTER_OTLP_COMPRESSION, own):
+            raw = environ.get(name, "")
+            if kinds and raw.strip() and raw.strip().lower() not in kinds:
+                over = f"over {protocol}" if protocol == "grpc" else "over http/protobuf"
+                raise ConfigError(
+                    f"{name}={raw!r} is not a compression the exporter takes {over}: use "
+                    f"{' or '.join(kinds)}, or leave it unset"
+                )
+
+
+def check_resource_pairs(environ: Mapping[str, str]) -> None:
+    """OTEL_RESOURCE_ATTRIBUTES as key=value entries: the SDK dropped an entry without `=` (or with no
+    key) with a log line, and every span went out without that attribute."""
+    raw = environ.get(ev.OTEL_RESOURCE_ATTRIBUTES, "")
+    for index, item in enumerate(raw.split(","), start=1):
+        key, equals, _ = item.partition("=")
+        if item.strip() and not (equals and key.strip()):
+            raise ConfigError(
+                f"{ev.OTEL_RESOURCE_ATTRIBUTES}: entry {index} ({item.strip()!r}) is not key=value; write "
+                "the attributes as key=value separated by commas, such as deployment.environment=prod,team=ml"
+            )
+
+
+def check_tls_files(environ: Mapping[str, str]) -> None:
+    """The OTLP exporters' certificate and key files readable: with one missing every export failed,
+    and the only line said the batch timed out."""
+    for name in TLS_FILES:
+        path = environ.get(name, "").strip()
+        if not path:
+            continue
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise ConfigError(
+                f"{name}={path!r} cannot be read ({exc.strerror or exc}): name a PEM file this process "
+                "can read, or unset it"
+            ) from None
 
 
 def check_sampler(environ: Mapping[str, str]) -> None:

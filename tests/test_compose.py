@@ -4,15 +4,21 @@ alerts expect (collector, Tempo, Prometheus with exemplars and rules, Grafana)."
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import struct
 import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from prom_stack import require_binary
+from prom_stack import http_get, require_binary, serving
 
 from telemetry import names
 
@@ -285,3 +291,112 @@ def test_the_agent_waits_for_prometheuss_first_scrape_before_it_recovers_runs(st
     interval = int(config["global"]["scrape_interval"].rstrip("s"))
     wait = float(stack["services"]["agent"]["environment"]["ENDSTATE_FIRST_SCRAPE_WAIT"])
     assert wait >= interval
+
+
+# -- Tempo's service graph and span metrics, remote-written into the stack's Prometheus -----------
+
+TEMPO_CONFIG = ROOT / "deploy/tempo/tempo.yaml"
+GRAPH_SERIES = "traces_service_graph_request_total"  # what Grafana's service graph queries
+
+
+def tempo_remote_write() -> urllib.parse.SplitResult:
+    """The one remote-write URL Tempo's metrics generator sends to."""
+    writes = yaml.safe_load(TEMPO_CONFIG.read_text())["metrics_generator"]["storage"]["remote_write"]
+    assert len(writes) == 1, writes
+    return urllib.parse.urlsplit(writes[0]["url"])
+
+
+def test_tempo_generates_the_service_graph_and_span_metrics(stack: dict[str, Any]) -> None:
+    """Without the generator's processors Grafana's service graph (and span metrics) has no series."""
+    config = yaml.safe_load(TEMPO_CONFIG.read_text())
+    processors = config["overrides"]["defaults"]["metrics_generator"]["processors"]
+    assert {"service-graphs", "span-metrics"} <= set(processors)
+    generator = config["metrics_generator"]
+    # the model provider is the far end of each `chat` span (a CLIENT span no server answers)
+    assert names.GEN_AI_PROVIDER_NAME in generator["processor"]["service_graphs"]["peer_attributes"]
+    volumes = [v.split(":")[1] for v in stack["services"]["tempo"]["volumes"] if not v.startswith("/")]
+    assert any(Path(generator["storage"]["path"]).is_relative_to(v) for v in volumes), volumes
+
+
+def test_tempo_remote_writes_into_the_stacks_prometheus(stack: dict[str, Any]) -> None:
+    url = tempo_remote_write()
+    assert url.hostname in stack["services"] and url.hostname == "prometheus"
+    assert url.port == 9090 and url.path == "/api/v1/write"
+    assert yaml.safe_load(TEMPO_CONFIG.read_text())["metrics_generator"]["storage"]["remote_write"][0][
+        "send_exemplars"
+    ]
+
+
+def test_grafana_links_tempos_service_graph_to_prometheus() -> None:
+    sources = yaml.safe_load((ROOT / "dashboards/provisioning/datasources/datasources.yml").read_text())
+    by_type = {s["type"]: s for s in sources["datasources"]}
+    prometheus_uid = by_type["prometheus"]["uid"]
+    assert by_type["tempo"]["jsonData"]["serviceMap"]["datasourceUid"] == prometheus_uid
+    assert by_type["tempo"]["jsonData"]["tracesToMetrics"]["datasourceUid"] == prometheus_uid
+
+
+def snappy_block(data: bytes) -> bytes:
+    """`data` in Snappy's block format as literals only (valid Snappy, not compressed)."""
+    out, size = bytearray(), len(data)
+    while True:  # the uncompressed length as a varint
+        out.append((size & 0x7F) | (0x80 if size > 0x7F else 0))
+        size >>= 7
+        if not size:
+            break
+    for start in range(0, len(data), 65536):
+        chunk = data[start : start + 65536]
+        n = len(chunk) - 1
+        out += bytes([n << 2]) if n < 60 else bytes([61 << 2]) + n.to_bytes(2, "little")
+        out += chunk
+    return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (lengths here stay below 128)."""
+    assert len(payload) < 128
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def write_request(labels: dict[str, str], value: float, millis: int) -> bytes:
+    """A remote-write `WriteRequest` holding one sample, as Tempo's generator sends them."""
+    encoded = b"".join(_field(1, _field(1, k.encode()) + _field(2, v.encode())) for k, v in labels.items())
+    stamp, varint = millis, bytearray()
+    while True:
+        varint.append((stamp & 0x7F) | (0x80 if stamp > 0x7F else 0))
+        stamp >>= 7
+        if not stamp:
+            break
+    sample = b"\x09" + struct.pack("<d", value) + b"\x10" + bytes(varint)
+    return _field(1, encoded + _field(2, sample))
+
+
+def test_the_stacks_prometheus_takes_tempos_remote_writes(stack: dict[str, Any], tmp_path: Path) -> None:
+    """The real Prometheus, started with the compose file's own flags, stores a service-graph sample
+    posted where Tempo posts them; without the remote-write receiver it answered 404 and Grafana's
+    service graph stayed empty."""
+    (tmp_path / "prometheus.yml").write_text((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    (tmp_path / "rules").symlink_to(ROOT / "alerts" / "rules")
+    paths = {"--config.file": tmp_path / "prometheus.yml", "--storage.tsdb.path": tmp_path / "data"}
+    flags = [f"{f.split('=')[0]}={paths[f.split('=')[0]]}" if f.split("=")[0] in paths else f
+             for f in stack["services"]["prometheus"]["command"]]  # fmt: skip
+    with serving([require_binary("prometheus"), *flags], tmp_path, "prometheus") as port:
+        labels = {"__name__": GRAPH_SERIES, "client": "endstate-agent", "server": "anthropic"}
+        body = snappy_block(write_request(labels, 3.0, int(time.time() * 1000)))
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}{tempo_remote_write().path}",
+            data=body,
+            headers={
+                "Content-Encoding": "snappy",
+                "Content-Type": "application/x-protobuf",
+                "X-Prometheus-Remote-Write-Version": "0.1.0",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                status = answer.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        assert status == 204, f"Prometheus answered Tempo's remote write with {status}"
+        query = urllib.parse.urlencode({"query": f'{GRAPH_SERIES}{{client="endstate-agent"}}'})
+        found = json.loads(http_get(f"http://127.0.0.1:{port}/api/v1/query?{query}")[1])["data"]["result"]
+        assert [r["value"][1] for r in found] == ["3"], found
