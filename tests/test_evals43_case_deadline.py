@@ -1,0 +1,270 @@
+"""A hanging case must not hang the eval: every case has a deadline; past it the case fails saying it
+timed out and in which phase (build, run, verify, judge), the other cases still run, and the run it
+cut still ends with a stop reason its hooks record."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.evals.case import Case, CaseError, load_cases
+from agent.evals.deadline import DEFAULT_TIMEOUT, Phase
+from agent.evals.judges import JUDGES
+from agent.evals.report import case_json, render, summarize
+from agent.evals.runner import merge_rounds, run_case, run_cases
+from agent.evals.testing import check_case
+
+TEAM = '''
+import asyncio
+import threading
+import time
+
+from agent import Agent, Budget, tool
+from agent.durable.catalog import Catalog
+from agent.evals.judges import judge
+from agent.models.scripted import ScriptedModel, call, finish
+from agent.verify import predicate
+
+RELEASE = threading.Event()  # set by a test: the blocking model's call returns then
+FOREVER = threading.Event()  # never set: sync code stuck for good (a lock never released)
+ENDED = []  # (task, stop reason) of every run the hooks saw end
+
+
+class Recorded:
+    """Hooks that record each run's stop, as telemetry or a run store would."""
+
+    def run_started(self, info):
+        task = info.task
+        hooks = self
+
+        class Observer:
+            def run_ended(self, result):
+                ENDED.append((task, str(result.reason)))
+
+            def __getattr__(self, name):
+                return lambda *args, **kwargs: None
+
+        return Observer()
+
+
+class NeverAnswers(ScriptedModel):
+    """A model whose call never returns (awaiting)."""
+
+    async def complete(self, request):
+        await asyncio.sleep(3600)
+
+
+class Blocks(ScriptedModel):
+    """A model that blocks its event loop (sync code) until released."""
+
+    async def complete(self, request):
+        RELEASE.wait()
+        return await super().complete(request)
+
+
+def build(state):
+    kind = state["kind"]
+    if kind == "build":
+        FOREVER.wait()  # a build() stuck on a lock
+    steps = [[call("note", text="hi")], [finish("done", "noted")]]
+    model = {"model": NeverAnswers([]), "blocks": Blocks(steps)}.get(kind) or ScriptedModel(steps)
+
+    @tool
+    def note(text: str) -> str:
+        """Note text."""
+        return "ok"
+
+    def checked(ctx):
+        if kind == "verify":
+            FOREVER.wait()
+        return True
+
+    return Agent(
+        name="t43",
+        model=model,
+        tools=[note],
+        verifiers=[predicate(checked, "not noted", timeout=3600)],
+        budget=Budget(max_turns=5, max_seconds=None),  # no time budget: nothing else ends a hang
+        task_type="t43",
+        hooks=Recorded(),
+    )
+
+
+@judge("t43_judge")
+def t43_judge(run):
+    return []
+
+
+@judge("t43_hangs")
+def t43_hangs(run):
+    time.sleep(3600)
+    return []
+
+
+catalog = Catalog()
+catalog.register("t43", build)
+'''
+
+
+def _case(name: str, kind: str, judge: str = "t43_judge", extra: str = "") -> str:
+    return (
+        f"  - {{name: {name}, agent: t43, catalog: 't43_agents:catalog', state: {{kind: {kind}}},\n"
+        f"     task: '{name}', task_type: t43, expect: success, judge: [{judge}]{extra}}}\n"
+    )
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The team's package on the path. Its hung threads are left as they are (daemon threads, as the
+    eval leaves them): released, they would run on beside the next test."""
+    (tmp_path / "t43_agents.py").write_text(textwrap.dedent(TEAM))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    sys.modules.pop("t43_agents", None)
+    JUDGES.pop("t43_judge", None)
+    JUDGES.pop("t43_hangs", None)
+
+
+def _load(folder: Path, text: str) -> list[Case]:
+    path = folder / "cases.yaml"
+    path.write_text("cases:\n" + text)
+    return load_cases([path])
+
+
+def _ended() -> list[tuple[str, str]]:
+    return list(sys.modules["t43_agents"].ENDED)  # type: ignore[attr-defined]
+
+
+def test_a_case_hung_in_each_phase_fails_saying_where_and_the_other_cases_still_run(team: Path) -> None:
+    cases = _load(
+        team,
+        _case("hang/build", "build")
+        + _case("hang/model", "model")
+        + _case("hang/verify", "verify")
+        + _case("hang/judge", "ok", "t43_hangs")
+        + _case("fine", "ok"),
+    )
+    started = time.monotonic()
+    outcomes = asyncio.run(run_cases(cases, jobs=2, case_timeout=0.5))
+    assert time.monotonic() - started < 30  # the eval ends (the hangs are for an hour, or for good)
+    phases = {o.case.name: o.timed_out.phase if o.timed_out else None for o in outcomes}
+    assert phases == {
+        "hang/build": Phase.BUILD,
+        "hang/model": Phase.RUN,
+        "hang/verify": Phase.VERIFY,
+        "hang/judge": Phase.JUDGE,
+        "fine": None,
+    }
+    assert [o.met for o in outcomes] == [False, False, False, False, True]
+    model = outcomes[1]
+    assert model.problems == [
+        "the case timed out in its run phase after 0.5s (the case's deadline); its run ended cancelled"
+    ]
+    assert outcomes[3].actual == ["success"] and not outcomes[3].unjudged  # ran, then cut in its judge
+
+
+def test_the_run_a_deadline_cut_still_ends_with_a_stop_reason_its_hooks_record(team: Path) -> None:
+    """Awaiting (a model that never answers, a verifier on its thread): the run ends `cancelled` within
+    the grace; blocking the event loop (sync code in a model): it ends `cancelled` when that returns."""
+    cases = _load(team, _case("hang/model", "model") + _case("hang/verify", "verify") + _case("b", "blocks"))
+    outcomes = asyncio.run(run_cases(cases, case_timeout=0.3))
+    assert [o.timed_out.phase for o in outcomes if o.timed_out] == [Phase.RUN, Phase.VERIFY, Phase.RUN]
+    assert sorted(_ended()) == [("hang/model", "cancelled"), ("hang/verify", "cancelled")]
+    assert outcomes[2].segments == ()  # its run had not ended when the eval moved on
+    sys.modules["t43_agents"].RELEASE.set()  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 20
+    while len(_ended()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ("b", "cancelled") in _ended()
+
+
+def test_summary_json_and_report_count_a_timed_out_case_as_failed(team: Path) -> None:
+    cases = _load(team, _case("hang/judge", "ok", "t43_hangs") + _case("fine", "ok"))
+    outcomes = asyncio.run(run_cases(cases, case_timeout=0.3))
+    summary = summarize(outcomes)
+    assert not summary.passed and summary.timed_out == ("hang/judge",) and summary.met == 1
+    assert summary.to_dict()["timed_out"] == ["hang/judge"]
+    assert summary.stops == {"t43": {"success": 1}}  # a cut case is no stop of the distribution
+    line = case_json(outcomes[0])
+    assert line["timed_out"] == {"phase": "judge", "seconds": 0.3} and line["met"] is False
+    assert case_json(outcomes[1])["timed_out"] is None
+    text = render(outcomes, summary, "offline")
+    assert "TIMED OUT (judge, 0.3s)" in text
+    assert "FAILED: 1 of 2 cases did not meet their expectations (1 timed out)." in text
+
+
+def test_with_repeat_each_round_is_bounded(team: Path) -> None:
+    [case] = _load(team, _case("hang/model", "model"))
+    rounds = [asyncio.run(run_cases([case], case_timeout=0.3)) for _ in range(3)]
+    [merged] = merge_rounds(rounds)
+    assert merged.timed_out is not None and merged.rounds == (0, 3) and not merged.met
+
+
+def test_a_case_sets_its_own_deadline_over_the_eval_s(team: Path) -> None:
+    [case] = _load(team, _case("hang/model", "model", extra=", timeout: 0.3"))
+    assert case.timeout == 0.3
+    outcome = asyncio.run(run_case(case, case_timeout=3600))
+    assert outcome.timed_out is not None and outcome.timed_out.seconds == 0.3
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "'soon'", "true", ".inf", "86401"])
+def test_a_case_timeout_that_is_no_number_of_seconds_is_refused_naming_the_field(
+    team: Path, value: str
+) -> None:
+    with pytest.raises(CaseError, match=r"case 'x': field 'timeout': must be a number of seconds"):
+        _load(team, _case("x", "ok", extra=f", timeout: {value}"))
+
+
+def test_the_default_deadline_is_generous_and_grows_with_the_agent_s_time_budget(team: Path) -> None:
+    [case] = _load(team, _case("fine", "ok"))
+    from agent.evals.runner import _watch
+
+    watch = _watch(case, None)
+    watch.budgeted(900.0)
+    assert watch.seconds == DEFAULT_TIMEOUT + 900 and DEFAULT_TIMEOUT >= 600
+    chosen = _watch(case, 30.0)
+    chosen.budgeted(900.0)
+    assert chosen.seconds == 30.0  # a deadline someone chose is kept as it is
+
+
+def test_the_pytest_entry_point_fails_a_hung_case_saying_it_timed_out(team: Path) -> None:
+    [case] = _load(team, _case("hang/judge", "ok", "t43_hangs"))
+    with pytest.raises(AssertionError, match=r"timed out in its judge phase after 0\.3s"):
+        check_case(case, case_timeout=0.3)
+
+
+def test_endstate_eval_exits_1_and_the_process_exits_though_a_judge_sleeps_for_good(team: Path) -> None:
+    cases = team / "cases.yaml"
+    cases.write_text("cases:\n" + _case("hang/judge", "ok", "t43_hangs") + _case("fine", "ok"))
+    env = {"PYTHONPATH": str(team), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "eval", str(cases), "--json", "--case-timeout", "0.5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0]["timed_out"] == {"phase": "judge", "seconds": 0.5}
+    assert lines[1]["met"] is True
+    assert lines[-1]["summary"]["timed_out"] == ["hang/judge"]
+
+
+def test_a_case_timeout_flag_that_is_no_number_of_seconds_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "eval", "--case-timeout", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "--case-timeout: must be a number of seconds above 0" in done.stderr
+
