@@ -268,3 +268,18 @@ def test_a_case_timeout_flag_that_is_no_number_of_seconds_is_refused(tmp_path: P
     )
     assert done.returncode == 2 and "--case-timeout: must be a number of seconds above 0" in done.stderr
 
+
+def test_limits_suggest_sizes_nothing_by_a_success_its_deadline_cut_before_the_judges(
+    team: Path, tmp_path: Path
+) -> None:
+    """A success whose judge never finished was never checked: from `endstate eval --json` it is no
+    successful run for `limits suggest` (as a success whose judge raised)."""
+    from agent.evals.limits import history_from_jsonl, suggest
+
+    cases = _load(team, _case("hang/judge", "ok", "t43_hangs") + _case("fine", "ok"))
+    outcomes = asyncio.run(run_cases(cases, case_timeout=0.3))
+    lines = [json.dumps(case_json(o)).encode() for o in outcomes]
+    [cut] = suggest(history_from_jsonl(lines[:1], "eval.jsonl"))
+    assert not cut.ceilings  # its success was left out: no successful run
+    [fine] = suggest(history_from_jsonl(lines[1:], "eval.jsonl"))
+    assert fine.ceilings and fine.successes == 1
