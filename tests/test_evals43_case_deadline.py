@@ -283,3 +283,11 @@ def test_limits_suggest_sizes_nothing_by_a_success_its_deadline_cut_before_the_j
     assert not cut.ceilings  # its success was left out: no successful run
     [fine] = suggest(history_from_jsonl(lines[1:], "eval.jsonl"))
     assert fine.ceilings and fine.successes == 1
+
+
+def test_the_report_of_cases_that_all_timed_out_does_not_say_none_ran(team: Path) -> None:
+    """Before: a case that ran (to a success) and then timed out was reported as "(no case ran)"."""
+    cases = _load(team, _case("hang/judge", "ok", "t43_hangs"))
+    outcomes = asyncio.run(run_cases(cases, case_timeout=0.3))
+    text = render(outcomes, summarize(outcomes), "offline")
+    assert "(no case ran)" not in text and "(no case ran to its end)" in text

@@ -196,7 +196,9 @@ def _stop_table(summary: Summary) -> str:
         total = sum(counts.values())
         cells = "  ".join(f"{counts.get(r, 0):>{max(len(r), 5)}}" for r in columns)
         rows.append(f"{task_type:{kind}} {total:>8}  {cells}")
-    return "\n".join(rows) if summary.stops else "(no case ran)"
+    if summary.stops:
+        return "\n".join(rows)
+    return "(no case ran to its end)" if summary.ran else "(no case ran)"
 
 
 def _exits(summary: Summary) -> str:
