@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,7 @@ from agent.evals.testing import check_case
 
 TEAM = '''
 import asyncio
+import os
 import threading
 import time
 
@@ -48,6 +50,9 @@ class Recorded:
         class Observer:
             def run_ended(self, result):
                 ENDED.append((task, str(result.reason)))
+                if os.environ.get("T43_ENDED"):  # a run in another process: `endstate eval`
+                    with open(os.environ["T43_ENDED"], "a") as f:
+                        f.write(f"{task} {result.reason}\\n")
 
             def __getattr__(self, name):
                 return lambda *args, **kwargs: None
@@ -59,6 +64,8 @@ class NeverAnswers(ScriptedModel):
     """A model whose call never returns (awaiting)."""
 
     async def complete(self, request):
+        if os.environ.get("T43_ENDED"):
+            open(os.environ["T43_ENDED"] + ".calling", "w").close()
         await asyncio.sleep(3600)
 
 
@@ -291,3 +298,25 @@ def test_the_report_of_cases_that_all_timed_out_does_not_say_none_ran(team: Path
     outcomes = asyncio.run(run_cases(cases, case_timeout=0.3))
     text = render(outcomes, summarize(outcomes), "offline")
     assert "(no case ran)" not in text and "(no case ran to its end)" in text
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_eval_still_records_the_stop_of_the_run_it_cut(
+    team: Path, sig: signal.Signals, code: int
+) -> None:
+    """Ctrl-C or SIGTERM while a case's run waits on its model: the run ends `cancelled`, recorded by its
+    hooks, before the process exits (the case runs on a daemon thread, which exit would drop)."""
+    cases = team / "cases.yaml"
+    cases.write_text("cases:\n" + _case("hang/model", "model"))
+    ended = team / "ended.txt"
+    env = {"PYTHONPATH": str(team), "PATH": "/usr/bin:/bin", "T43_ENDED": str(ended)}
+    command = [sys.executable, "-m", "agent.cli", "eval", str(cases), "--no-progress"]
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        calling = Path(f"{ended}.calling")
+        deadline = time.monotonic() + 60
+        while not calling.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert calling.exists(), process.stderr.read() if process.stderr else ""
+        process.send_signal(sig)
+        assert process.wait(timeout=60) == code
+    assert ended.read_text() == "hang/model cancelled\n"

@@ -114,8 +114,9 @@ async def bounded(work: Callable[[], Awaitable[T]], watch: Watch) -> T | TimedOu
             await asyncio.wait({done}, timeout=left)
             if done.done():
                 return done.result()
-    except asyncio.CancelledError:  # the eval itself is interrupted (Ctrl-C): so is the case's run
-        _abandon(done, watch, case)
+    except asyncio.CancelledError:  # the eval itself is interrupted (Ctrl-C): so is the case's run,
+        _abandon(done, watch, case)  # which is given the grace to end `cancelled` and be recorded
+        await asyncio.wait({done}, timeout=GRACE)
         raise
     cut = watch.expire()
     _abandon(done, watch, case)
