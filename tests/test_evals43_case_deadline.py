@@ -110,6 +110,11 @@ def t43_judge(run):
     return []
 
 
+@judge("t43_exits")
+def t43_exits(run):
+    raise SystemExit(3)
+
+
 @judge("t43_hangs")
 def t43_hangs(run):
     time.sleep(3600)
@@ -138,6 +143,7 @@ def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     sys.modules.pop("t43_agents", None)
     JUDGES.pop("t43_judge", None)
     JUDGES.pop("t43_hangs", None)
+    JUDGES.pop("t43_exits", None)
 
 
 def _load(folder: Path, text: str) -> list[Case]:
@@ -320,3 +326,22 @@ def test_an_interrupted_eval_still_records_the_stop_of_the_run_it_cut(
         process.send_signal(sig)
         assert process.wait(timeout=60) == code
     assert ended.read_text() == "hang/model cancelled\n"
+
+
+def test_a_judge_that_calls_sys_exit_fails_its_case_not_the_eval(team: Path) -> None:
+    """Before: `endstate eval` ended with the judge's exit code 3 and "Task exception was never
+    retrieved", no report, the other cases never run."""
+    cases = team / "cases.yaml"
+    cases.write_text("cases:\n" + _case("exits", "ok", "t43_exits") + _case("fine", "ok"))
+    env = {"PYTHONPATH": str(team), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "eval", str(cases), "--json", "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0]["crashed"] == "SystemExit: 3" and lines[0]["met"] is False
+    assert lines[1]["met"] is True

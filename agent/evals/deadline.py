@@ -59,6 +59,14 @@ class TimedOut:
         return {"phase": str(self.phase), "seconds": self.seconds}
 
 
+class CaseExit(Exception):
+    """What a case raised that is no `Exception` (a judge's `sys.exit`, its own `KeyboardInterrupt`):
+    the case could not run, and the eval goes on."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+
+
 class Expired(BaseException):
     """Raised in a case's thread as it enters a phase after its deadline: the case stops there.
     A `BaseException`, so that no handler of a failing case takes it for the case's own failure."""
@@ -163,7 +171,7 @@ class _CaseThread:
         try:
             outcome: tuple[bool, Any] = (True, asyncio.run(self._body()))
         except BaseException as exc:  # handed over (or dropped: a case cut at its deadline)
-            outcome = (False, exc)
+            outcome = (False, exc if isinstance(exc, Exception | Expired) else CaseExit(exc))
         with contextlib.suppress(RuntimeError):  # the eval's loop has closed: nobody waits any more
             self.caller.call_soon_threadsafe(self._settle, *outcome)
 

@@ -18,7 +18,7 @@ from agent.clock import CancelSignal
 from agent.durable.catalog import Catalog, load_catalog
 from agent.errors import ConfigError
 from agent.evals.case import Case
-from agent.evals.deadline import DEFAULT_TIMEOUT, Phase, PhaseHooks, TimedOut, Watch, bounded
+from agent.evals.deadline import DEFAULT_TIMEOUT, CaseExit, Phase, PhaseHooks, TimedOut, Watch, bounded
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import Judged, judge_verdict
 from agent.evals.scripts import scripts
@@ -192,7 +192,9 @@ async def run_case(
     try:
         played = await bounded(lambda: _play(case, model, break_verifiers, catalogs, watch), watch)
     except Exception as exc:  # a case that cannot run is a failed case, not a crashed eval
-        return Outcome(case, crashed=f"{type(exc).__name__}: {exc}")
+        return Outcome(
+            case, crashed=str(exc) if isinstance(exc, CaseExit) else f"{type(exc).__name__}: {exc}"
+        )
     finally:
         if own:
             catalogs.close()
