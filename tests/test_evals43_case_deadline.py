@@ -126,7 +126,17 @@ catalog.register("t43", build)
 '''
 
 
+CUT = 1.0  # the deadline of a case that hangs at once (its build, its first model call)
+REACH = 4  # of one that first runs to a "done" (to hang in its verifier or its judge): a loaded machine
+
+
 def _case(name: str, kind: str, judge: str = "t43_judge", extra: str = "") -> str:
+    """A case of the team's agent; one that must first run to a "done" gets REACH seconds, and one that
+    must not time out a minute, of their own (over the eval's deadline)."""
+    if not extra and (judge == "t43_hangs" or kind == "verify"):
+        extra = f", timeout: {REACH}"
+    elif not extra and (kind, judge) == ("ok", "t43_judge"):
+        extra = ", timeout: 60"
     return (
         f"  - {{name: {name}, agent: t43, catalog: 't43_agents:catalog', state: {{kind: {kind}}},\n"
         f"     task: '{name}', task_type: t43, expect: success, judge: [{judge}]{extra}}}\n"
@@ -166,7 +176,7 @@ def test_a_case_hung_in_each_phase_fails_saying_where_and_the_other_cases_still_
         + _case("fine", "ok"),
     )
     started = time.monotonic()
-    outcomes = asyncio.run(run_cases(cases, jobs=2, case_timeout=0.5))
+    outcomes = asyncio.run(run_cases(cases, jobs=2, case_timeout=CUT))
     assert time.monotonic() - started < 30  # the eval ends (the hangs are for an hour, or for good)
     phases = {o.case.name: o.timed_out.phase if o.timed_out else None for o in outcomes}
     assert phases == {
@@ -179,7 +189,7 @@ def test_a_case_hung_in_each_phase_fails_saying_where_and_the_other_cases_still_
     assert [o.met for o in outcomes] == [False, False, False, False, True]
     model = outcomes[1]
     assert model.problems == [
-        "the case timed out in its run phase after 0.5s (the case's deadline); its run ended cancelled"
+        "the case timed out in its run phase after 1s (the case's deadline); its run ended cancelled"
     ]
     assert outcomes[3].actual == ["success"] and not outcomes[3].unjudged  # ran, then cut in its judge
 
@@ -188,7 +198,7 @@ def test_the_run_a_deadline_cut_still_ends_with_a_stop_reason_its_hooks_record(t
     """Awaiting (a model that never answers, a verifier on its thread): the run ends `cancelled` within
     the grace; blocking the event loop (sync code in a model): it ends `cancelled` when that returns."""
     cases = _load(team, _case("hang/model", "model") + _case("hang/verify", "verify") + _case("b", "blocks"))
-    outcomes = asyncio.run(run_cases(cases, case_timeout=0.3))
+    outcomes = asyncio.run(run_cases(cases, case_timeout=CUT))
     assert [o.timed_out.phase for o in outcomes if o.timed_out] == [Phase.RUN, Phase.VERIFY, Phase.RUN]
     assert sorted(_ended()) == [("hang/model", "cancelled"), ("hang/verify", "cancelled")]
     assert outcomes[2].segments == ()  # its run had not ended when the eval moved on
@@ -201,22 +211,22 @@ def test_the_run_a_deadline_cut_still_ends_with_a_stop_reason_its_hooks_record(t
 
 def test_summary_json_and_report_count_a_timed_out_case_as_failed(team: Path) -> None:
     cases = _load(team, _case("hang/judge", "ok", "t43_hangs") + _case("fine", "ok"))
-    outcomes = asyncio.run(run_cases(cases, case_timeout=0.3))
+    outcomes = asyncio.run(run_cases(cases))
     summary = summarize(outcomes)
     assert not summary.passed and summary.timed_out == ("hang/judge",) and summary.met == 1
     assert summary.to_dict()["timed_out"] == ["hang/judge"]
     assert summary.stops == {"t43": {"success": 1}}  # a cut case is no stop of the distribution
     line = case_json(outcomes[0])
-    assert line["timed_out"] == {"phase": "judge", "seconds": 0.3} and line["met"] is False
+    assert line["timed_out"] == {"phase": "judge", "seconds": REACH} and line["met"] is False
     assert case_json(outcomes[1])["timed_out"] is None
     text = render(outcomes, summary, "offline")
-    assert "TIMED OUT (judge, 0.3s)" in text
+    assert f"TIMED OUT (judge, {REACH}s)" in text
     assert "FAILED: 1 of 2 cases did not meet their expectations (1 timed out)." in text
 
 
 def test_with_repeat_each_round_is_bounded(team: Path) -> None:
     [case] = _load(team, _case("hang/model", "model"))
-    rounds = [asyncio.run(run_cases([case], case_timeout=0.3)) for _ in range(3)]
+    rounds = [asyncio.run(run_cases([case], case_timeout=CUT)) for _ in range(3)]
     [merged] = merge_rounds(rounds)
     assert merged.timed_out is not None and merged.rounds == (0, 3) and not merged.met
 
@@ -237,7 +247,7 @@ def test_a_case_timeout_that_is_no_number_of_seconds_is_refused_naming_the_field
 
 
 def test_the_default_deadline_is_generous_and_grows_with_the_agent_s_time_budget(team: Path) -> None:
-    [case] = _load(team, _case("fine", "ok"))
+    [case] = _load(team, _case("fine", "ok", extra=", description: no deadline of its own"))
     from agent.evals.runner import _watch
 
     watch = _watch(case, None)
@@ -249,17 +259,17 @@ def test_the_default_deadline_is_generous_and_grows_with_the_agent_s_time_budget
 
 
 def test_the_pytest_entry_point_fails_a_hung_case_saying_it_timed_out(team: Path) -> None:
-    [case] = _load(team, _case("hang/judge", "ok", "t43_hangs"))
-    with pytest.raises(AssertionError, match=r"timed out in its judge phase after 0\.3s"):
-        check_case(case, case_timeout=0.3)
+    [case] = _load(team, _case("hang/model", "model"))
+    with pytest.raises(AssertionError, match=r"hang/model .*timed out in its run phase after 1s"):
+        check_case(case, case_timeout=CUT)
 
 
 def test_endstate_eval_exits_1_and_the_process_exits_though_a_judge_sleeps_for_good(team: Path) -> None:
     cases = team / "cases.yaml"
-    cases.write_text("cases:\n" + _case("hang/judge", "ok", "t43_hangs") + _case("fine", "ok"))
+    cases.write_text("cases:\n" + _case("hang/model", "model") + _case("hang/judge", "ok", "t43_hangs"))
     env = {"PYTHONPATH": str(team), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "eval", str(cases), "--json", "--case-timeout", "0.5"],
+        [sys.executable, "-m", "agent.cli", "eval", str(cases), "--json", "--case-timeout", str(CUT)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -267,9 +277,9 @@ def test_endstate_eval_exits_1_and_the_process_exits_though_a_judge_sleeps_for_g
     )
     assert done.returncode == 1, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
-    assert lines[0]["timed_out"] == {"phase": "judge", "seconds": 0.5}
-    assert lines[1]["met"] is True
-    assert lines[-1]["summary"]["timed_out"] == ["hang/judge"]
+    assert lines[0]["timed_out"] == {"phase": "run", "seconds": CUT}  # --case-timeout's
+    assert lines[1]["timed_out"] == {"phase": "judge", "seconds": REACH}  # its own, over the flag
+    assert lines[-1]["summary"]["timed_out"] == ["hang/model", "hang/judge"]
 
 
 def test_a_case_timeout_flag_that_is_no_number_of_seconds_is_refused(tmp_path: Path) -> None:
@@ -290,7 +300,7 @@ def test_limits_suggest_sizes_nothing_by_a_success_its_deadline_cut_before_the_j
     from agent.evals.limits import history_from_jsonl, suggest
 
     cases = _load(team, _case("hang/judge", "ok", "t43_hangs") + _case("fine", "ok"))
-    outcomes = asyncio.run(run_cases(cases, case_timeout=0.3))
+    outcomes = asyncio.run(run_cases(cases))
     lines = [json.dumps(case_json(o)).encode() for o in outcomes]
     [cut] = suggest(history_from_jsonl(lines[:1], "eval.jsonl"))
     assert not cut.ceilings  # its success was left out: no successful run
@@ -301,7 +311,7 @@ def test_limits_suggest_sizes_nothing_by_a_success_its_deadline_cut_before_the_j
 def test_the_report_of_cases_that_all_timed_out_does_not_say_none_ran(team: Path) -> None:
     """Before: a case that ran (to a success) and then timed out was reported as "(no case ran)"."""
     cases = _load(team, _case("hang/judge", "ok", "t43_hangs"))
-    outcomes = asyncio.run(run_cases(cases, case_timeout=0.3))
+    outcomes = asyncio.run(run_cases(cases))
     text = render(outcomes, summarize(outcomes), "offline")
     assert "(no case ran)" not in text and "(no case ran to its end)" in text
 
