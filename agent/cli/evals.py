@@ -17,6 +17,7 @@ from agent.durable.catalog import ENV_CATALOG, load_catalog
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.evals.case import Case, CaseError, load_cases
+from agent.evals.deadline import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from agent.evals.limits import (
     History,
     LimitsError,
@@ -73,6 +74,14 @@ def add_eval(sub: Any) -> None:
         metavar="N",
         help="run every case N times (at most 100): a case met only in some rounds is said FLAKY and fails",
     )
+    p.add_argument(
+        "--case-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help=f"the deadline of each case (each round of --repeat), unless the case sets its own "
+        f"timeout:; past it the case fails as timed out and the others run on (default: "
+        f"{DEFAULT_TIMEOUT:g}s plus the agent's time budget)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.set_defaults(handler=run_eval)
@@ -95,6 +104,19 @@ def _list_cases(cases: list[Case], as_json: bool) -> int:
 MAX_REPEAT = 100  # rounds of --repeat
 
 
+def _seconds(text: str) -> float:
+    """A case deadline: a number of seconds above 0, at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MAX_TIMEOUT:  # NaN and inf fail too
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds above 0, at most {MAX_TIMEOUT:g}, got {text!r}"
+        )
+    return value
+
+
 def run_eval(args: argparse.Namespace) -> int:
     cases = select_cases(args.cases, args.catalog)
     if args.catalog:
@@ -112,7 +134,14 @@ def run_eval(args: argparse.Namespace) -> int:
     bar = Progress(len(cases) * args.repeat, sys.stderr, enabled=not args.no_progress and sys.stderr.isatty())
     rounds = [
         asyncio.run(
-            run_cases(cases, model, jobs=args.jobs, break_verifiers=args.break_verifiers, on_done=bar.step)
+            run_cases(
+                cases,
+                model,
+                jobs=args.jobs,
+                break_verifiers=args.break_verifiers,
+                on_done=bar.step,
+                case_timeout=args.case_timeout,
+            )
         )
         for _ in range(args.repeat)
     ]

@@ -32,8 +32,9 @@ and optionally `expect_limit` (which budget, with `expect: limit`),
 `then: {action, text, expect}` (what a person does after a suspension),
 `budget: {turns, seconds, tokens, cost}`, `extend` (the same keys: budget a
 person added after a limit stop, `endstate resume --more-*`, added to the
-agent's ceilings as the resume did), `offline_only`, `break_verifiers`
-and `description`. Every error names the file, the case and the field.
+agent's ceilings as the resume did), `offline_only`, `break_verifiers`,
+`timeout` (seconds the case may take: its deadline, over the eval's) and
+`description`. Every error names the file, the case and the field.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from agent._valid import is_finite_from_zero, is_text, is_whole
 from agent.budget import check_most
 from agent.content import Block, ContentError
 from agent.errors import ConfigError
+from agent.evals.deadline import MAX_TIMEOUT
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import JUDGES, NOT_FOR_SUCCESS
 from agent.evals.replay import RecordedResult, Replay, block_of_case
@@ -87,6 +89,7 @@ FIELDS = (
     "results",
     "catalog",
     "state",
+    "timeout",
 )
 
 
@@ -136,6 +139,7 @@ class Case:
     replay: Replay | None = None
     catalog: str | None = None  # module:attr of the catalog the agent comes from; None: a seed agent
     state: Mapping[str, Any] = field(default_factory=dict)  # the run's state, for the catalog entry
+    timeout: float | None = None  # seconds the case may take (None: the eval's; agent.evals.deadline)
 
     @property
     def expected(self) -> list[StopReason]:
@@ -393,6 +397,7 @@ def _parse(f: _Fields, default_catalog: str | None = None) -> Case:
         break_verifiers=f.flag("break_verifiers"),
         description=f.optional_text("description") or "",
         replay=_replay(f),
+        timeout=_timeout(f),
     )
     _check_consistent(f, case)
     return case
@@ -650,6 +655,17 @@ def _budget(f: _Fields, name: str = "budget") -> dict[str, float]:
         except ConfigError as exc:
             raise f.error(name, str(exc)) from None
     return dict(raw)
+
+
+def _timeout(f: _Fields) -> float | None:
+    """The case's own deadline in seconds: a finite number above 0, at most a day."""
+    value = f.raw.get("timeout")
+    if value is None:
+        return None
+    if not (is_finite_from_zero(value) and value > 0 and value <= MAX_TIMEOUT):
+        problem = f"must be a number of seconds above 0, at most {MAX_TIMEOUT:g}, got {value!r}"
+        raise f.error("timeout", problem)
+    return float(value)
 
 
 def _check_consistent(f: _Fields, case: Case) -> None:

@@ -505,7 +505,8 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
         if not isinstance(segments, list) or not all(isinstance(s, dict) for s in segments):
             raise ValueError("segments must be a list of JSON objects")
         rows = [{"task_type": obj["task_type"], **s} for s in segments]
-        if rows and (obj.get("false_success") is True or _not_to_succeed(obj) or _unjudgeable(rows[-1])):
+        unchecked = _unjudgeable(rows[-1]) if rows else False
+        if rows and (obj.get("false_success") is True or _not_to_succeed(obj) or unchecked or _cut(obj)):
             rows[-1]["label"] = FALSE_SUCCESS  # the eval's own check, or its case, says it is false
         return rows
     if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
@@ -516,6 +517,13 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
 def _unjudgeable(segment: Mapping[str, Any]) -> bool:
     """A segment whose judge raised: its success, if any, was never checked, so it sizes nothing."""
     return bool(segment.get("judge_errors"))
+
+
+def _cut(case: Mapping[str, Any]) -> bool:
+    """An eval case line its deadline cut before its judges were done (`timed_out`, in any phase but
+    `cleanup`): its success, if any, was never checked, so it sizes nothing."""
+    timed_out = case.get("timed_out")
+    return isinstance(timed_out, dict) and timed_out.get("phase") != "cleanup"
 
 
 def _not_to_succeed(case: Mapping[str, Any]) -> bool:

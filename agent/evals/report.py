@@ -30,6 +30,7 @@ class Summary:
     skipped_why: dict[str, int] = field(default_factory=dict)  # why cases were skipped -> how many
     unjudged: tuple[str, ...] = ()  # case names: successes no independent check looked at
     flaky: tuple[str, ...] = ()  # case names: met in some rounds of a repeated eval, not in others
+    timed_out: tuple[str, ...] = ()  # case names: cut at their deadline (failed cases)
 
     @property
     def ran(self) -> int:
@@ -47,12 +48,13 @@ class Summary:
             "false_successes": list(self.false_successes),
             "unjudged": list(self.unjudged),
             "flaky": list(self.flaky),
+            "timed_out": list(self.timed_out),
             "passed": self.passed,
         }
 
 
 def summarize(outcomes: Sequence[Outcome]) -> Summary:
-    ran = [o for o in outcomes if not o.skipped and not o.crashed]
+    ran = [o for o in outcomes if not o.skipped and not o.crashed and not o.timed_out]
     stops: dict[str, Counter[str]] = {}
     for o in ran:
         stops.setdefault(o.case.task_type, Counter()).update(str(s.result.reason) for s in o.segments)
@@ -71,6 +73,7 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
         skipped_why=dict(Counter(o.skipped for o in outcomes if o.skipped)),
         unjudged=tuple(o.case.name for o in outcomes if o.unjudged),
         flaky=tuple(o.case.name for o in outcomes if o.flaky),
+        timed_out=tuple(o.case.name for o in outcomes if o.timed_out),
     )
 
 
@@ -100,6 +103,7 @@ def case_json(o: Outcome) -> dict[str, Any]:
         "problems": o.problems,
         "skipped": o.skipped or None,
         "crashed": o.crashed or None,  # why the case could not run (its agent could not be built, say)
+        "timed_out": o.timed_out.to_dict() if o.timed_out else None,  # {"phase", "seconds"}: cut there
         "segments": [
             {
                 "segment": i,
@@ -160,6 +164,8 @@ def _result(o: Outcome) -> str:
         return "FALSE SUCCESS"
     if o.flaky and o.rounds:
         return f"FLAKY (met {o.rounds[0]} of {o.rounds[1]} rounds)"
+    if o.timed_out:
+        return f"TIMED OUT ({o.timed_out.phase}, {o.timed_out.seconds:g}s)"
     if not o.met:
         return "FAILED"
     return "ok, unjudged" if o.unjudged else "ok"
@@ -190,7 +196,9 @@ def _stop_table(summary: Summary) -> str:
         total = sum(counts.values())
         cells = "  ".join(f"{counts.get(r, 0):>{max(len(r), 5)}}" for r in columns)
         rows.append(f"{task_type:{kind}} {total:>8}  {cells}")
-    return "\n".join(rows) if summary.stops else "(no case ran)"
+    if summary.stops:
+        return "\n".join(rows)
+    return "(no case ran to its end)" if summary.ran else "(no case ran)"
 
 
 def _exits(summary: Summary) -> str:
@@ -248,8 +256,10 @@ def _verdict(summary: Summary) -> str:
         return not_run(summary)
     if summary.passed:
         return f"PASSED: {summary.met} of {ran} cases met their expectations{skipped}."
-    flaky = f" ({len(summary.flaky)} flaky: met in some rounds only)" if summary.flaky else ""
-    return f"FAILED: {ran - summary.met} of {ran} cases did not meet their expectations{flaky}{skipped}."
+    why = [f"{len(summary.flaky)} flaky: met in some rounds only"] if summary.flaky else []
+    why += [f"{len(summary.timed_out)} timed out"] if summary.timed_out else []
+    said = f" ({'; '.join(why)})" if why else ""
+    return f"FAILED: {ran - summary.met} of {ran} cases did not meet their expectations{said}{skipped}."
 
 
 def not_run(summary: Summary) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -17,10 +18,12 @@ from agent.clock import CancelSignal
 from agent.durable.catalog import Catalog, load_catalog
 from agent.errors import ConfigError
 from agent.evals.case import Case
+from agent.evals.deadline import DEFAULT_TIMEOUT, CaseExit, Phase, PhaseHooks, TimedOut, Watch, bounded
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import Judged, judge_verdict
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import Scenario, World, build_agent, follow_up, world_for
+from agent.hooks import CompositeHooks
 from agent.journal import Entry
 from agent.models.base import Model
 from agent.models.scripted import ScriptedModel
@@ -52,6 +55,7 @@ class Outcome:
     skipped: str = ""
     crashed: str = ""
     rounds: tuple[int, int] | None = None  # with repeats: (rounds that met the case, rounds run)
+    timed_out: TimedOut | None = None  # its deadline passed: where it was (its segments: runs that ended)
 
     @property
     def flaky(self) -> bool:
@@ -83,6 +87,8 @@ class Outcome:
         last = self.segments[-1] if self.segments else None
         if last is None or last.result.reason is not StopReason.SUCCESS or self.false_success:
             return False
+        if self.timed_out:  # cut before its judges could look: a failed case, not an unjudged success
+            return False
         return not self.case.judges and not last.replay_checked
 
     @property
@@ -92,6 +98,9 @@ class Outcome:
             return []
         if self.crashed:
             return [f"the case could not run: {self.crashed}"]
+        if self.timed_out:
+            ended = f"; its run ended {' -> '.join(self.actual)}" if self.segments else ""
+            return [f"the case {self.timed_out}{ended}"]
         return (
             _stop_problems(self)
             + _extra_problems(self)
@@ -167,37 +176,55 @@ async def run_case(
     *,
     break_verifiers: bool = False,
     catalogs: Catalogs | None = None,
+    case_timeout: float | None = None,
 ) -> Outcome:
     """Play one case offline (its script or replay) or against `model`; never raises for a failing
-    run. A catalog agent's catalog comes from `catalogs` (loaded here and closed after, when None)."""
+    run. A catalog agent's catalog comes from `catalogs` (loaded here and closed after, when None).
+    The case's deadline is its own `timeout:`, else `case_timeout`, else `DEFAULT_TIMEOUT` plus its
+    agent's time budget: past it, the case ends timed out (see `agent.evals.deadline`)."""
     if model is None and case.script is None and case.replay is None and case.catalog is None:
         return Outcome(case, skipped=NO_SCRIPT)
     if model is not None and case.offline_only:
         return Outcome(case, skipped=OFFLINE_ONLY)
     own = catalogs is None
     catalogs = catalogs or Catalogs()
+    watch = _watch(case, case_timeout)
     try:
-        return await _play(case, model, break_verifiers, catalogs)
+        played = await bounded(lambda: _play(case, model, break_verifiers, catalogs, watch), watch)
     except Exception as exc:  # a case that cannot run is a failed case, not a crashed eval
-        return Outcome(case, crashed=f"{type(exc).__name__}: {exc}")
+        return Outcome(
+            case, crashed=str(exc) if isinstance(exc, CaseExit) else f"{type(exc).__name__}: {exc}"
+        )
     finally:
         if own:
             catalogs.close()
+    if isinstance(played, TimedOut):
+        ended = tuple(Segment(r, e) for r, e in zip(list(watch.results), case.expected, strict=False))
+        return Outcome(case, ended, timed_out=played)
+    return played
 
 
-async def _play(case: Case, model: ModelFactory | None, break_verifiers: bool, catalogs: Catalogs) -> Outcome:
+def _watch(case: Case, timeout: float | None) -> Watch:
+    """The case's deadline: its own, the eval's, or the default (which grows by the agent's budget)."""
+    seconds = case.timeout or timeout
+    return Watch(seconds or DEFAULT_TIMEOUT, chosen=seconds is not None)
+
+
+async def _play(
+    case: Case, model: ModelFactory | None, break_verifiers: bool, catalogs: Catalogs, watch: Watch
+) -> Outcome:
     real = model() if model else None
     try:
         if case.catalog is not None:
-            with _catalog_world(case, catalogs.get(case.catalog)) as (agent, world, state, cancel):
+            with _catalog_world(case, catalogs.get(case.catalog), watch) as (agent, world, state, cancel):
                 if not (played := real or _replayed(case, world) or _offline(agent.model)):
                     return Outcome(case, skipped=CALLS_A_MODEL)
                 _adjust(case, agent, played, break_verifiers)
-                return await _segments(case, agent, world, real, state, cancel)
+                return await _segments(case, agent, world, real, state, cancel, watch)
         scenario = _scenario(case)
         with world_for(scenario) as world:
             agent = _agent(case, scenario, world, real, break_verifiers)
-            return await _segments(case, agent, world, real, {"eval_case": case.name}, world.cancel)
+            return await _segments(case, agent, world, real, {"eval_case": case.name}, world.cancel, watch)
     finally:
         close = getattr(real, "aclose", None)
         if close is not None:
@@ -211,20 +238,34 @@ async def _segments(
     real: Model | None,
     state: dict[str, Any],
     cancel: CancelSignal | None,
+    watch: Watch,
 ) -> Outcome:
-    """Run the case's first segment and its follow-up; judge both; compare a replay's results."""
+    """Run the case's first segment and its follow-up; judge both; compare a replay's results. Each
+    step enters its phase on `watch` (a case past its deadline stops there)."""
     journal = _recorder(agent) if case.replay and real is None else None
-    first = await agent.arun(case.task, cancel=cancel, state=state)
+    _watched(agent, watch)
+    watch.enter(Phase.RUN)
+    first = watch.ran(await agent.arun(case.task, cancel=cancel, state=state))
     if journal is not None and first.snapshot is not None:  # a suspension is not checkpointed
         journal.update(enumerate(first.snapshot.journal))
+    watch.enter(Phase.JUDGE)
     segments = [_judged(case, world, first, 1)]
     if case.then and first.snapshot is not None:
-        after = await follow_up(agent, case.then, first, world)
+        watch.enter(Phase.RUN)
+        after = watch.ran(await follow_up(agent, case.then, first, world))
+        watch.enter(Phase.JUDGE)
         segments.append(_judged(case, world, after, 2))
     if case.replay and journal is not None:
         found = tuple(case.replay.differences([journal[i] for i in sorted(journal)], world))
         segments[-1] = replace(segments[-1], replay_failures=found, replay_checked=True)
     return Outcome(case, tuple(segments))
+
+
+def _watched(agent: Agent, watch: Watch) -> None:
+    """The built agent's time budget added to a default deadline, and hooks that tell `watch` when
+    the run verifies (the agent's own hooks still see the run)."""
+    watch.budgeted(agent.budget.max_seconds)
+    agent.hooks = CompositeHooks((agent.hooks, PhaseHooks(watch)))
 
 
 async def run_cases(
@@ -234,14 +275,18 @@ async def run_cases(
     jobs: int = 1,
     break_verifiers: bool = False,
     on_done: Callable[[Outcome], Any] | None = None,
+    case_timeout: float | None = None,
 ) -> list[Outcome]:
-    """Run cases, `jobs` at a time; outcomes come back in the order of `cases`."""
+    """Run cases, `jobs` at a time, each within its deadline (see `run_case`); outcomes come back in
+    the order of `cases`."""
     gate = asyncio.Semaphore(max(1, jobs))
     catalogs = Catalogs()
 
     async def one(case: Case) -> Outcome:
         async with gate:
-            outcome = await run_case(case, model, break_verifiers=break_verifiers, catalogs=catalogs)
+            outcome = await run_case(
+                case, model, break_verifiers=break_verifiers, catalogs=catalogs, case_timeout=case_timeout
+            )
         if on_done:
             on_done(outcome)
         return outcome
@@ -273,23 +318,28 @@ class Catalogs:
 
     def __init__(self) -> None:
         self.loaded: dict[str, Catalog] = {}
+        self.lock = threading.Lock()  # cases run on threads of their own (see `agent.evals.deadline`)
 
     def get(self, spec: str) -> Catalog:
-        if spec not in self.loaded:
-            self.loaded[spec] = load_catalog(spec)
-        return self.loaded[spec]
+        with self.lock:
+            if spec not in self.loaded:
+                self.loaded[spec] = load_catalog(spec)
+            return self.loaded[spec]
 
     def close(self) -> None:
-        for catalog in self.loaded.values():
-            catalog.close()
-        self.loaded.clear()
+        with self.lock:
+            for catalog in self.loaded.values():
+                catalog.close()
+            self.loaded.clear()
 
 
 @contextmanager
-def _catalog_world(case: Case, catalog: Catalog) -> Iterator[tuple[Agent, World, dict[str, Any], Any]]:
+def _catalog_world(
+    case: Case, catalog: Catalog, watch: Watch
+) -> Iterator[tuple[Agent, World, dict[str, Any], Any]]:
     """The case's agent as its catalog makes it for a new run (`prepare`, then `build`), the world
     its `{workdir}` stands for (the state's `workdir`, else a fresh folder), and the cancel signal;
-    the entry's `cleanup` runs after."""
+    the entry's `cleanup` runs after (also for a case past its deadline, in the background)."""
     entry = catalog.entry(case.agent)
     run_id = f"eval-{uuid.uuid4().hex[:12]}"
     state = dict(case.state)
@@ -307,6 +357,7 @@ def _catalog_world(case: Case, catalog: Catalog) -> Iterator[tuple[Agent, World,
             yield agent, world, state, cancel or world.cancel
     finally:
         if entry.cleanup:
+            watch.phase = Phase.CLEANUP
             entry.cleanup(state)
 
 

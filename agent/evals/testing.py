@@ -33,9 +33,17 @@ def case_params(*paths: str | Path, catalog: str | None = None) -> list[Any]:
     return [pytest.param(case, id=case.name) for case in load_cases(paths, catalog)]
 
 
-def check_case(case: Case, model: ModelFactory | None = None, *, break_verifiers: bool = False) -> Outcome:
-    """Run one case; raise `AssertionError` naming every unmet expectation (false success first)."""
-    outcome = asyncio.run(run_case(case, model, break_verifiers=break_verifiers))
+def check_case(
+    case: Case,
+    model: ModelFactory | None = None,
+    *,
+    break_verifiers: bool = False,
+    case_timeout: float | None = None,
+) -> Outcome:
+    """Run one case; raise `AssertionError` naming every unmet expectation (false success first).
+    `case_timeout` is the case's deadline in seconds when it sets none (as `endstate eval --case-timeout`):
+    past it the test fails saying the case timed out, and in which phase."""
+    outcome = asyncio.run(run_case(case, model, break_verifiers=break_verifiers, case_timeout=case_timeout))
     if outcome.skipped:
         import pytest
 
