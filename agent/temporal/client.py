@@ -338,12 +338,15 @@ class TemporalRuns:
         return result, run
 
     async def cancel(self, run_id: str) -> None:
-        """Cancel a run: its segment ends as `cancelled` at once, resumable."""
+        """Cancel a run: its segment ends as `cancelled` at once, resumable (in whichever execution the run
+        is in when the cancel reaches it)."""
         handle = await self._handle(run_id)
         try:
             await handle.cancel()
         except RPCError as exc:
             raise _rpc_error(run_id, exc) from exc
+        if await self._moved_on(handle, 1):  # Temporal takes, and drops, a cancel of an execution that
+            await self.cancel(run_id)  # had continued as new: the run goes on in the next, cancel that one
 
     async def result(self, run_id: str) -> RunResult:
         """How the run's latest execution ended, waiting for it to end."""
