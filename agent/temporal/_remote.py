@@ -31,6 +31,7 @@ from temporalio.exceptions import (
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 from temporalio.workflow import ActivityCancellationType
 
+from agent._valid import is_text, is_whole
 from agent.agent import Agent
 from agent.content import ToolOutput
 from agent.context import CallRecord, RunContext
@@ -575,19 +576,11 @@ async def ran_in_time(
     budget = workflow.time() - began if budget is None else budget
     if budget <= NO_TIME_LEFT:  # the call began with none left: cut at once, as in one process
         return False
-    started: float | None = None
+    if (activity_id := _activity_id(handle)) is None:  # the SDK no longer shows it: cut, as documented
+        workflow.logger.warning("could not read the id of a call the time budget cut (the SDK's): it is cut")
+        return False
     try:
-        while not handle.done():
-            state = await _call_state(handle)
-            if not state["pending"]:  # its answer is on the way
-                with contextlib.suppress(TimeoutError):
-                    await workflow.wait_condition(handle.done, timeout=ANSWER_GRACE)
-                break
-            started = state["started"]
-            if (left := _time_to_run(state, budget)) <= 0:
-                break
-            with contextlib.suppress(TimeoutError):
-                await workflow.wait_condition(handle.done, timeout=left)
+        started = await _run_on(handle, activity_id, budget)
     except asyncio.CancelledError:  # the segment is cut meanwhile: that cut is the caller's to carry on
         return False
     except FailureError:  # Temporal did not say (the worker may not describe workflows): cut, as before
@@ -600,6 +593,24 @@ async def ran_in_time(
     return False
 
 
+async def _run_on(handle: workflow.ActivityHandle[Any], activity_id: str, budget: float) -> float | None:
+    """Wait on the call while it has run on a worker less than `budget` seconds; when it started (None:
+    not known to have)."""
+    started: float | None = None
+    while not handle.done():
+        state = await _call_state(activity_id)
+        if not state["pending"]:  # its answer is on the way
+            with contextlib.suppress(TimeoutError):
+                await workflow.wait_condition(handle.done, timeout=ANSWER_GRACE)
+            break
+        started = state["started"]
+        if (left := _time_to_run(state, budget)) <= 0:
+            break
+        with contextlib.suppress(TimeoutError):
+            await workflow.wait_condition(handle.done, timeout=left)
+    return started
+
+
 def _time_to_run(state: dict[str, Any], budget: float) -> float:
     """How long a pending call may still run within `budget`: all of it while it waits for a worker,
     nothing past its first attempt (the attempts before ran for a time not known here)."""
@@ -608,22 +619,27 @@ def _time_to_run(state: dict[str, Any], budget: float) -> float:
     return budget if state["started"] is None else budget - (workflow.time() - state["started"])
 
 
-async def _call_state(handle: workflow.ActivityHandle[Any]) -> dict[str, Any]:
+async def _call_state(activity_id: str) -> dict[str, Any]:
     """Whether Temporal holds the call pending, its attempt, and when it started (None: not yet)."""
     state: dict[str, Any] = await workflow.execute_local_activity(
         w.CALL_STATE,
-        {"activity_id": _activity_id(handle)},
+        {"activity_id": activity_id},
         start_to_close_timeout=CALL_STATE_TIMEOUT,
         retry_policy=TemporalRetry(maximum_attempts=3),
     )
     return state
 
 
-def _activity_id(handle: workflow.ActivityHandle[Any]) -> str:
+def _activity_id(handle: workflow.ActivityHandle[Any]) -> str | None:
     """The id Temporal knows the activity by: the one it was given, else its sequence number in the
-    workflow (as Temporal's SDK sets it)."""
+    workflow (as Temporal's SDK 1.x sets it); None when the handle no longer shows either. The SDK has
+    no public way to read it (`ActivityHandle` is a bare task): these are its private fields, read so
+    that an SDK that changes them makes the call cut at the budget, as documented, never a failed task."""
     given = getattr(getattr(handle, "_input", None), "activity_id", None)
-    return str(given or handle._seq)  # type: ignore[attr-defined]
+    if is_text(given) and given:
+        return given
+    seq = getattr(handle, "_seq", None)
+    return str(seq) if is_whole(seq) else None
 
 
 async def _activity(name: str, arg: Any, **options: Any) -> Any:

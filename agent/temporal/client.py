@@ -73,6 +73,7 @@ _NO_RESULT = {
 }
 MAX_KEYWORD_BYTES = w.MAX_KEYWORD_BYTES
 CLOSE_EVENT = WorkflowHistoryEventFilterType.CLOSE_EVENT
+CLOSING_WAIT = 30.0  # seconds to wait for an execution Temporal says is closing to close, then send again
 log = logging.getLogger("endstate.temporal")
 
 
@@ -337,12 +338,15 @@ class TemporalRuns:
         return result, run
 
     async def cancel(self, run_id: str) -> None:
-        """Cancel a run: its segment ends as `cancelled` at once, resumable."""
+        """Cancel a run: its segment ends as `cancelled` at once, resumable (in whichever execution the run
+        is in when the cancel reaches it)."""
         handle = await self._handle(run_id)
         try:
             await handle.cancel()
         except RPCError as exc:
             raise _rpc_error(run_id, exc) from exc
+        if await self._moved_on(handle, 1):  # Temporal takes, and drops, a cancel of an execution that
+            await self.cancel(run_id)  # had continued as new: the run goes on in the next, cancel that one
 
     async def result(self, run_id: str) -> RunResult:
         """How the run's latest execution ended, waiting for it to end."""
@@ -409,6 +413,9 @@ class TemporalRuns:
                 return await self._update(run_id, update, older)
             raise _refused(run_id, exc) from exc
         except RPCError as exc:
+            if _closing(exc) or (exc.status is RPCStatusCode.NOT_FOUND and await self._moved_on(handle, 1)):
+                await self._closed(handle)  # not taken: sent again to the run's next execution
+                return await self._update(run_id, update, args, older)
             raise await self._not_waiting(run_id, exc) from exc
 
     async def _described(self, run_id: str) -> WorkflowExecutionDescription:
@@ -450,10 +457,25 @@ class TemporalRuns:
                 return await self._segment(await self._handle(handle.id), then)
             data = (await self._outcome(handle))["result"]
         except RPCError as exc:
-            if exc.status is RPCStatusCode.NOT_FOUND and (moved := await self._moved_on(handle, n)):
+            if _closing(exc) and handle.run_id is not None and not await self._closed(handle):
+                return await self._segment(handle, n)  # it went on after all: read it again
+            follows = _closing(exc) or exc.status is RPCStatusCode.NOT_FOUND
+            if follows and (moved := await self._moved_on(handle, n)):
                 return await self._segment(moved[0], moved[1])
             data = (await self._outcome(handle))["result"]
         return w.result_from_json(data)
+
+    async def _closed(self, handle: WorkflowHandle[Any, Any]) -> bool:
+        """Whether the execution `handle` pins has closed, waiting up to `CLOSING_WAIT` for it: Temporal
+        refuses updates to one that is closing (continuing as new, say) until it has closed."""
+        events = handle.fetch_history_events(wait_new_event=True, event_filter_type=CLOSE_EVENT)
+        try:
+            await asyncio.wait_for(anext(aiter(events)), CLOSING_WAIT)
+        except TimeoutError:
+            return False
+        except RPCError as exc:
+            raise _rpc_error(handle.id, exc) from exc
+        return True
 
     async def _moved_on(
         self, handle: WorkflowHandle[Any, Any], n: int
@@ -675,6 +697,12 @@ def _continued(exc: WorkflowUpdateFailedError) -> int | None:
     return None
 
 
+def _closing(exc: RPCError) -> bool:
+    """Whether Temporal refused a call because the execution is closing (it has asked to end or continue
+    as new, and ends once it has taken the updates it was sent): it is refused until it has closed."""
+    return exc.status is RPCStatusCode.RESOURCE_EXHAUSTED and "closing" in exc.message.lower()
+
+
 def _arguments_refused(exc: WorkflowUpdateFailedError) -> bool:
     """Whether the update's handler could not take its arguments (a `TypeError` in the worker: one from
     an older release, whose handlers take fewer); Endstate's own refusals have types of their own."""
@@ -822,8 +850,8 @@ async def _sent_promptly(
     try:
         return await once.execute_update(update, args=args, id=update_id)
     except RPCError as exc:
-        if exc.status is RPCStatusCode.RESOURCE_EXHAUSTED and _capped(exc):
-            raise
+        if exc.status is RPCStatusCode.RESOURCE_EXHAUSTED and (_capped(exc) or _closing(exc)):
+            raise  # retried, the cap's refusal comes late; a closing execution's, until it has closed
     except RuntimeError:
         pass
     return await retried.execute_update(update, args=args, id=update_id)
