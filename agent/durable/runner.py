@@ -73,7 +73,7 @@ from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import SNAPSHOT_VERSION, Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
 from agent.text import one_line
-from agent.verify import check_once
+from agent.verify import Verifier, check_once, timeout_of
 
 if TYPE_CHECKING:
     from agent.integrations._durable import ForeignAgent
@@ -85,7 +85,7 @@ __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "lo
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
 ENDED_BY_OPERATOR = "ended_by_operator"  # the error type of a run `end` ended: never resumed
-AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it this long (due again if it died)
+AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it at least this long (due again if it died)
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 T = TypeVar("T")
 
@@ -900,26 +900,36 @@ class Runner:
         done = []
         now = self.clock.time() if now is None else now
         for due in self.store.due_audits(now, agents=self.catalog.names()):  # others' are theirs
-            until = max(now, self.clock.time()) + AUDIT_HOLD_SECONDS
+            subject = self._audit_subject(due)
+            until = max(now, self.clock.time()) + audit_hold(subject)
             if not await self._on_writer(self.store.claim_audit, due, until):
                 continue  # another worker of the fleet makes it: its check runs once, not once a worker
-            outcome, note = await self._audit(due)
+            outcome, note = await self._audit(subject)
             if await self._on_writer(self.store.record_audit, due.run_id, outcome, note, self.clock.time()):
                 done.append(dataclasses.replace(due, outcome=outcome, note=note))
                 if self.on_audit is not None:
                     self.on_audit(due.agent, due.task_type, str(outcome))
         return done
 
-    async def _audit(self, due: Audit) -> tuple[AuditOutcome, str]:
+    def _audit_subject(self, due: Audit) -> tuple[Verifier, RunContext] | str:
+        """The audit's check and the finished run it looks at; or why the audit cannot be made."""
         try:
             record = self.store.get(due.run_id)
             snap = self.store.snapshot(due.run_id)
             if record is None or snap is None:
-                return AuditOutcome.ERROR, "the run or its journal is no longer in the store"
+                return "the run or its journal is no longer in the store"
             agent = self._agent(record.agent, record.state, record.run_id)
             if agent.audit is None:
-                return AuditOutcome.ERROR, f"agent {record.agent!r} has no audit check any more"
-            failures = await check_once(agent.audit.check, context_of(snap, record))  # hung: error
+                return f"agent {record.agent!r} has no audit check any more"
+            return agent.audit.check, context_of(snap, record)
+        except Exception as exc:
+            return _why(exc)
+
+    async def _audit(self, subject: tuple[Verifier, RunContext] | str) -> tuple[AuditOutcome, str]:
+        if isinstance(subject, str):
+            return AuditOutcome.ERROR, subject
+        try:
+            failures = await check_once(*subject)  # hung: error, at the check's own timeout
         except Exception as exc:
             return AuditOutcome.ERROR, _why(exc)
         if failures:
@@ -1081,6 +1091,15 @@ class Runner:
                 await asyncio.get_running_loop().run_in_executor(self._beats, renew)
         finally:
             self._beat = asyncio.get_running_loop().call_later(self.lease_seconds / 3, self._beat_due)
+
+
+def audit_hold(subject: tuple[Verifier, RunContext] | str) -> float:
+    """How long a worker making an audit holds it: `AUDIT_HOLD_SECONDS`, or its check's own timeout
+    and a minute more when that is longer (a worker still inside a slow check is not dead: another
+    that made the audit again meanwhile would run the check twice)."""
+    if isinstance(subject, str):
+        return AUDIT_HOLD_SECONDS
+    return max(AUDIT_HOLD_SECONDS, (timeout_of(subject[0]) or 0.0) + 60.0)
 
 
 def ended_result(

@@ -154,15 +154,26 @@ class Service:
         if self.scraped is not None and self._waits_for_scrape():
             await first_scrape(self.scraped, self.first_scrape_wait, "recovering runs")
             await self._recover()
+        self._tasks.append(asyncio.create_task(self._audit_forever(), name="audits"))
         while True:
             await asyncio.sleep(self.sweep_interval)
             try:
                 for job in await self.off_loop(self.runner.expiry_jobs):
                     self.runner.spawn(job)
-                await self.runner.audit_due()
             except EndstateError:
                 log.exception("the deadline sweep failed; trying again later")
             await self._recover()
+
+    async def _audit_forever(self) -> None:
+        """Make the success audits that are due, beside the sweep: a check may take as long as its
+        timeout (an evaluator model, a look at the outside world), and deadlines and recovery never
+        wait for it."""
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self.runner.audit_due()
+            except EndstateError:
+                log.exception("making the due success audits failed; trying again later")
 
     def room(self) -> int | None:
         """How many more runs `max_running` lets this service hold; None: no cap."""
