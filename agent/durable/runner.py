@@ -99,6 +99,15 @@ class AgentUnavailable(EndstateError):
     request's; the message names the entry, the step and the exception."""
 
 
+class Unrecoverable(EndstateError):
+    """A run that recovery took could not be continued: it was ended `error` (`result`, whose note
+    says why and what continues it once fixed)."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__(f"it ended error ({result.error_type}): {result.note}")
+        self.result = result
+
+
 class NotInCatalog(AgentUnavailable):
     """A stored run's agent is not in this runner's catalog: another deployment (a service of the same
     fleet with other agents, or an older or newer version) runs it. Nothing was changed."""
@@ -418,9 +427,8 @@ class Runner:
                 check_extensible(agent, snapshot, more)
         except Exception as exc:
             if recovering:
-                self._end_unresumable(record, exc)
-            else:
-                self._let_go(record.run_id, release_to)
+                raise Unrecoverable(self._end_unresumable(record, exc)) from exc
+            self._let_go(record.run_id, release_to)
             raise
         except BaseException:
             self._let_go(record.run_id, release_to)
@@ -504,8 +512,8 @@ class Runner:
         try:
             return self._expiry_job(record, now)
         except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
-            log.error("run %s cannot be expired here: %s", record.run_id, _why(exc))
-            self._end_unresumable(record, exc)
+            ended = Unrecoverable(self._end_unresumable(record, exc))
+            log.error("run %s cannot be expired here: %s", record.run_id, ended)
         return None
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
@@ -659,7 +667,7 @@ class Runner:
         else:
             kept = "Its last checkpoint is kept" if record.snapshot_json else "It had no checkpoint yet"
             then = f"{kept}: fix the cause, then `endstate resume {record.run_id}` continues it"
-        note = f"The run could not be continued: {_why(exc)}. {then}."
+        note = f"The run could not be continued: {_as_ended(_why(exc))}. {then}."
         ran = failed is not None
         return self._end_as_error(record, error_type, note, keep_answer=not ran, ran=ran)
 
@@ -792,10 +800,9 @@ class Runner:
             signal = either(self.shutting_down, check_cancel(cancel), self._own_cancel(job))
             result = await job.segment(signal)
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
-            if job.recovering:
-                await self._on_writer(self._end_unresumable, job.record, exc)
-            else:
-                await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
+            if job.recovering:  # nobody asked for it: it ends error, saying why
+                raise Unrecoverable(await self._on_writer(self._end_unresumable, job.record, exc)) from exc
+            await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
             raise
         except Exception as exc:  # the segment itself failed, past every catch of the loop or a
             # framework's observer (a bug): it ends as error, saying why, and resumable once fixed.
@@ -1262,6 +1269,12 @@ def head_kind(head_json: str | None) -> SnapshotKind | None:
 
 def _why(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, EndstateError) else f"{type(exc).__name__}: {exc}"
+
+
+def _as_ended(why: str) -> str:
+    """A refusal's reason, told of a run that is ended for it: its "nothing was changed" (true of a
+    refused claim, which gives the run back) is not true of this run, so it is left out."""
+    return re.sub(r"[;,]? (and )?nothing was changed\b", "", why)
 
 
 def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:
