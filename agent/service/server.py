@@ -199,7 +199,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from agent.service.app import create_app, reads_need_token
-    from agent.service.guard import guarded_h11
+    from agent.service.guard import accept_backlog, guarded_h11
     from telemetry import Telemetry
 
     read_token = reads_need_token(args.host, args.read_auth)  # bad settings said before anything is made
@@ -220,6 +220,7 @@ def serve(args: argparse.Namespace) -> int:
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
             timeout_graceful_shutdown=max(1, int(args.grace)), http=guarded_h11(args.header_timeout),
+            backlog=accept_backlog(),
         )  # fmt: skip
         run_until_stopped(config)
     finally:
