@@ -120,3 +120,35 @@ def test_the_service_sweeps_deadlines_while_an_audit_check_is_still_running(tmp_
         store.close()
     assert gate.calls == ["j1"]
     assert (status, reason) == (RunStatus.FINISHED, StopReason.HELP_TIMEOUT), (status, reason)
+
+
+def test_the_service_audits_never_hold_its_event_loop_while_the_store_hangs() -> None:
+    """Audits run beside the sweep, and their store calls (the due list, the run's reads) are made off
+    the event loop: a PostgreSQL server that stops answering never stalls `/healthz` and the runs."""
+    from hang import FreezableProxy
+
+    url = pg.shared_server().new_database()
+    head, _, name = url.rpartition("/")
+    with FreezableProxy(int(head.rpartition(":")[2])) as proxy:
+        store = open_store(f"{head.rpartition(':')[0]}:{proxy.port}/{name}", timeout=8)
+        service = Service(Runner(store, catalog(Gate())), Token(TOKEN), sweep_interval=0.05)
+
+        async def longest_stall() -> float:
+            """The longest the event loop went without running a 10 ms sleep, over 3 s of a frozen store."""
+            async with service.lifespan(None):  # type: ignore[arg-type]
+                await asyncio.sleep(0.3)  # a few rounds of sweeps and audits with the store answering
+                proxy.freeze()
+                longest, last, until = 0.0, time.monotonic(), time.monotonic() + 3
+                while time.monotonic() < until:
+                    await asyncio.sleep(0.01)
+                    now = time.monotonic()
+                    longest, last = max(longest, now - last), now
+                proxy.thaw()
+            return longest
+
+        try:
+            stall = asyncio.run(asyncio.wait_for(longest_stall(), 120))
+        finally:
+            proxy.thaw()
+            store.close()
+    assert stall < 4.0, f"the event loop stalled {stall:.1f} s waiting for a store that hangs (timeout 8 s)"

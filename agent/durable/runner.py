@@ -906,8 +906,10 @@ class Runner:
         """Make every audit that is due: the agent's independent check over the finished run."""
         done = []
         now = self.clock.time() if now is None else now
-        for due in self.store.due_audits(now, agents=self.catalog.names()):  # others' are theirs
-            subject = self._audit_subject(due)
+        # each store call (and build) off the loop: a store that hangs never holds the event loop
+        listed = functools.partial(self.store.due_audits, now, agents=self.catalog.names())
+        for due in await self._on_writer(listed):  # (the other agents' audits are their runners')
+            subject = await self._on_writer(self._audit_subject, due)
             until = max(now, self.clock.time()) + audit_hold(subject)
             if not await self._on_writer(self.store.claim_audit, due, until):
                 continue  # another worker of the fleet makes it: its check runs once, not once a worker
