@@ -85,6 +85,7 @@ __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "lo
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
 ENDED_BY_OPERATOR = "ended_by_operator"  # the error type of a run `end` ended: never resumed
+RENEW_RETRY_SHARE = 30  # a failed lease renewal is tried again after this share of the lease
 AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it at least this long (due again if it died)
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 T = TypeVar("T")
@@ -1095,11 +1096,13 @@ class Runner:
         if self._beats is None:
             self._beats = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-leases")
         renew = functools.partial(self.store.heartbeat, self.lease(), sorted(self.held()))
+        every = self.lease_seconds / 3
         try:
-            with contextlib.suppress(StoreError):
-                await asyncio.get_running_loop().run_in_executor(self._beats, renew)
+            await asyncio.get_running_loop().run_in_executor(self._beats, renew)
+        except StoreError:  # tried again soon, not a third of a lease later: a store back within
+            every = self.lease_seconds / RENEW_RETRY_SHARE  # the lease gets the renewal before it runs out
         finally:
-            self._beat = asyncio.get_running_loop().call_later(self.lease_seconds / 3, self._beat_due)
+            self._beat = asyncio.get_running_loop().call_later(every, self._beat_due)
 
 
 def audit_hold(subject: tuple[Verifier, RunContext] | str) -> float:
