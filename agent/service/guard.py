@@ -77,7 +77,9 @@ class HeaderDeadlineH11(H11Protocol):
 
     header_timeout: float = 10.0
     max_connections: int = 1 << 20
+    write_timeout: float = 30.0
     _header_timer: asyncio.TimerHandle | None = None
+    _write_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
@@ -107,7 +109,30 @@ class HeaderDeadlineH11(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._write_resumed()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The client stopped taking the response: it has `write_timeout` s to take more of it."""
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(self.write_timeout, self._stalled)
+
+    def resume_writing(self) -> None:
+        self._write_resumed()
+        super().resume_writing()
+
+    def _write_resumed(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _stalled(self) -> None:
+        """A client that took none of its response for `write_timeout` s (a slow reader holding a
+        connection and its buffered response for good) is cut off: the response cannot be finished."""
+        self._write_timer = None
+        log.info("cut off a client that took none of its response for %g s", self.write_timeout)
+        self.transport.abort()
 
     def _between_requests(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
@@ -130,14 +155,18 @@ class HeaderDeadlineH11(H11Protocol):
             self.transport.close()
 
 
-def guarded_h11(header_timeout: float, max_connections: int | None = None) -> type[HeaderDeadlineH11]:
-    """The protocol class for `uvicorn.Config(http=...)`, with this header deadline and connection cap
-    (`connection_cap()` unless given)."""
+def guarded_h11(
+    header_timeout: float, max_connections: int | None = None, write_timeout: float = 30.0
+) -> type[HeaderDeadlineH11]:
+    """The protocol class for `uvicorn.Config(http=...)`, with this header deadline, connection cap
+    (`connection_cap()` unless given) and time a client may take none of its response."""
     if not header_timeout > 0:
         from agent.errors import ConfigError
 
         raise ConfigError(f"--header-timeout must be a positive number of seconds, not {header_timeout!r}")
     cap = connection_cap() if max_connections is None else max_connections
     return type(
-        "HeaderDeadlineH11", (HeaderDeadlineH11,), {"header_timeout": header_timeout, "max_connections": cap}
+        "HeaderDeadlineH11",
+        (HeaderDeadlineH11,),
+        {"header_timeout": header_timeout, "max_connections": cap, "write_timeout": write_timeout},
     )
